@@ -1,0 +1,52 @@
+//! # counterhal-hal: the vocabulary of counterhal
+//!
+//! Traits and types only: no OS code, no `unsafe`.
+//!
+//! **For users**: a [`Backend`] resolves event names ([`Backend::resolve`]) and opens a
+//! [`Group`] of them on a [`Target`]; the group is enabled, disabled, reset and read into
+//! caller memory as [`Reading`]s (value, time enabled, time running, and the
+//! [`scaled`](Reading::scaled) estimate they imply). Names are generalized events
+//! ([`GeneralizedEvent`]: perf's hardware, software and cache events and PAPI-style
+//! [`Preset`]s), native events from the event database, or backend-specific names. Every
+//! failure is an [`Error`] with an [`ErrorKind`], the OS error number and a hint.
+//!
+//! **For backend authors**: implement the five required methods of [`Group`] and of
+//! [`Backend`]; read-and-scale, stop, restart, boxed use ([`DynBackend`]) and derived events
+//! ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`.
+//!
+//! ```
+//! use counterhal_hal::{GeneralizedEvent, Reading};
+//!
+//! let reading = Reading::new(1_000, 2_000_000, 1_000_000);
+//! assert_eq!(reading.scaled(), Some(2_000));
+//! assert_eq!(reading.fraction_running(), Some(0.5));
+//! assert_eq!(GeneralizedEvent::from_name("L1-dcache-load-misses").unwrap().name(),
+//!            "L1-dcache-load-misses");
+//! ```
+#![forbid(unsafe_code)]
+
+mod backend;
+mod domain;
+mod encoding;
+mod error;
+mod generalized;
+mod reading;
+mod resolved;
+mod target;
+
+pub use backend::{
+    Backend, BoxedGroup, Capabilities, DeviceKind, DynBackend, Group, OpenOptions, Scope,
+    TargetSupport, check_buffer,
+};
+pub use domain::Domain;
+pub use encoding::{
+    BackendKind, CounterSet, Encoding, EventRequest, MsrEncoding, PctrEncoding, PerfEncoding,
+};
+pub use error::{Error, ErrorKind, Result};
+pub use generalized::{
+    CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
+    SoftwareEvent,
+};
+pub use reading::Reading;
+pub use resolved::{EventSet, ResolvedEvent, Sign, Term};
+pub use target::Target;

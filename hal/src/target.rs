@@ -1,0 +1,44 @@
+//! What is measured: a thread, a process, a CPU, or a command about to run.
+
+use std::fmt;
+
+/// What a group of counters measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The calling thread, on whichever CPU it runs.
+    ThisThread,
+    /// An existing process (attach), optionally with the children it creates from now on.
+    Process {
+        /// The process id.
+        pid: u32,
+        /// Whether children created after the counters are opened are counted too.
+        inherit: bool,
+    },
+    /// Everything that runs on one CPU (system-wide counting).
+    Cpu(u32),
+    /// A child process that has been created but has not yet executed its program: counting
+    /// starts when it calls `exec` and includes all its descendants (`perf stat -- cmd`).
+    Exec {
+        /// The waiting child's process id.
+        pid: u32,
+    },
+}
+
+impl Target {
+    /// Whether the counts cover only the calling thread (so self-monitoring reads are valid).
+    pub fn is_this_thread(&self) -> bool {
+        matches!(self, Target::ThisThread)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::ThisThread => f.write_str("this thread"),
+            Target::Process { pid, inherit: false } => write!(f, "process {pid}"),
+            Target::Process { pid, inherit: true } => write!(f, "process {pid} and its children"),
+            Target::Cpu(cpu) => write!(f, "CPU {cpu}"),
+            Target::Exec { pid } => write!(f, "command (process {pid}) from its exec"),
+        }
+    }
+}

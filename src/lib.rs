@@ -1,0 +1,2 @@
+//! counterhal facade (skeleton)
+pub use counterhal_hal as hal;
