@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    BackendKind, Domain, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading, Result,
-    ResolvedEvent, Target,
+    BackendKind, Domain, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading, ResolvedEvent,
+    Result, Target,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -109,7 +109,10 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        Self { grouped: true, pinned: false }
+        Self {
+            grouped: true,
+            pinned: false,
+        }
     }
 }
 

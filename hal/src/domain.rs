@@ -87,12 +87,18 @@ impl Domain {
 
     /// The name of each domain in the set, in bit order.
     pub fn names(self) -> impl Iterator<Item = &'static str> {
-        Self::NAMES.into_iter().filter(move |(d, _)| self.contains(*d)).map(|(_, n)| n)
+        Self::NAMES
+            .into_iter()
+            .filter(move |(d, _)| self.contains(*d))
+            .map(|(_, n)| n)
     }
 
     /// The domain with this name (`user`, `kernel`, `hypervisor`, `idle`, `host`, `guest`).
     pub fn from_name(name: &str) -> Option<Domain> {
-        Self::NAMES.into_iter().find(|(_, n)| n.eq_ignore_ascii_case(name)).map(|(d, _)| d)
+        Self::NAMES
+            .into_iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(name))
+            .map(|(d, _)| d)
     }
 }
 
@@ -145,7 +151,9 @@ mod tests {
 
     #[test]
     fn with_levels_keeps_contexts() {
-        let d = Domain::DEFAULT.difference(Domain::GUEST).with_levels(Domain::USER);
+        let d = Domain::DEFAULT
+            .difference(Domain::GUEST)
+            .with_levels(Domain::USER);
         assert_eq!(d, Domain::USER | Domain::IDLE | Domain::HOST);
         assert_eq!(d.to_string(), "user|idle|host");
     }

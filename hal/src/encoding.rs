@@ -23,7 +23,11 @@ impl CounterSet {
 
     /// Counters `0..count`.
     pub const fn first(count: u32) -> CounterSet {
-        if count >= 32 { CounterSet(u32::MAX) } else { CounterSet((1 << count) - 1) }
+        if count >= 32 {
+            CounterSet(u32::MAX)
+        } else {
+            CounterSet((1 << count) - 1)
+        }
     }
 
     /// Only counter `index`.
@@ -180,7 +184,9 @@ impl BackendKind {
 
     /// The kind with this name.
     pub fn from_name(name: &str) -> Option<BackendKind> {
-        Self::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(name))
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -203,7 +209,10 @@ pub struct EventRequest {
 impl EventRequest {
     /// A request from a name and an encoding.
     pub fn new(name: impl Into<String>, encoding: Encoding) -> Self {
-        Self { name: name.into(), encoding }
+        Self {
+            name: name.into(),
+            encoding,
+        }
     }
 }
 

@@ -68,7 +68,12 @@ pub struct Error {
 impl Error {
     /// An error of `kind` saying `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), errno: None, hint: None }
+        Self {
+            kind,
+            message: message.into(),
+            errno: None,
+            hint: None,
+        }
     }
 
     /// Attaches the OS error number the failure came with.

@@ -162,7 +162,9 @@ impl CacheEvent {
     pub fn all() -> impl Iterator<Item = CacheEvent> {
         CacheLevel::ALL.iter().flat_map(|&level| {
             CacheOp::ALL.iter().flat_map(move |&op| {
-                CacheResult::ALL.iter().map(move |&result| CacheEvent::new(level, op, result))
+                CacheResult::ALL
+                    .iter()
+                    .map(move |&result| CacheEvent::new(level, op, result))
             })
         })
     }
@@ -180,7 +182,11 @@ impl CacheEvent {
 
     /// The canonical perf name, e.g. `L1-dcache-load-misses`, `dTLB-stores`.
     pub fn name(&self) -> String {
-        format!("{}-{}", self.level.name(), Self::op_suffix(self.op, self.result))
+        format!(
+            "{}-{}",
+            self.level.name(),
+            Self::op_suffix(self.op, self.result)
+        )
     }
 
     /// The cache event with this name (case-insensitive).
@@ -316,7 +322,11 @@ impl GeneralizedEvent {
         HardwareEvent::ALL
             .iter()
             .map(|&e| GeneralizedEvent::Hardware(e))
-            .chain(SoftwareEvent::ALL.iter().map(|&e| GeneralizedEvent::Software(e)))
+            .chain(
+                SoftwareEvent::ALL
+                    .iter()
+                    .map(|&e| GeneralizedEvent::Software(e)),
+            )
             .chain(CacheEvent::all().map(GeneralizedEvent::Cache))
             .chain(Preset::ALL.iter().map(|&e| GeneralizedEvent::Preset(e)))
     }
@@ -350,8 +360,9 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let names: std::collections::HashSet<String> =
-            GeneralizedEvent::all().map(|e| e.name().to_ascii_lowercase()).collect();
+        let names: std::collections::HashSet<String> = GeneralizedEvent::all()
+            .map(|e| e.name().to_ascii_lowercase())
+            .collect();
         assert_eq!(names.len(), GeneralizedEvent::all().count());
     }
 
@@ -371,16 +382,33 @@ mod tests {
         ];
         let names: Vec<_> = HardwareEvent::ALL.iter().map(|e| e.name()).collect();
         assert_eq!(names, expected);
-        assert_eq!(HardwareEvent::from_name("branch-instructions"), Some(HardwareEvent::Branches));
-        assert_eq!(HardwareEvent::from_name("cpu-cycles"), Some(HardwareEvent::Cycles));
-        assert_eq!(SoftwareEvent::from_name("cs"), Some(SoftwareEvent::ContextSwitches));
+        assert_eq!(
+            HardwareEvent::from_name("branch-instructions"),
+            Some(HardwareEvent::Branches)
+        );
+        assert_eq!(
+            HardwareEvent::from_name("cpu-cycles"),
+            Some(HardwareEvent::Cycles)
+        );
+        assert_eq!(
+            SoftwareEvent::from_name("cs"),
+            Some(SoftwareEvent::ContextSwitches)
+        );
         assert_eq!(
             CacheEvent::from_name("L1-dcache-load-misses"),
-            Some(CacheEvent::new(CacheLevel::L1Data, CacheOp::Load, CacheResult::Miss))
+            Some(CacheEvent::new(
+                CacheLevel::L1Data,
+                CacheOp::Load,
+                CacheResult::Miss
+            ))
         );
         assert_eq!(
             CacheEvent::from_name("dTLB-prefetches"),
-            Some(CacheEvent::new(CacheLevel::DataTlb, CacheOp::Prefetch, CacheResult::Access))
+            Some(CacheEvent::new(
+                CacheLevel::DataTlb,
+                CacheOp::Prefetch,
+                CacheResult::Access
+            ))
         );
         assert_eq!(CacheEvent::from_name("L1-dcache-load-missez"), None);
         assert_eq!(CacheEvent::from_name("L1-dcache"), None);
@@ -390,10 +418,26 @@ mod tests {
     #[test]
     fn required_presets_exist() {
         for name in [
-            "PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_REF_CYC", "PAPI_BR_INS", "PAPI_BR_MSP",
-            "PAPI_BR_CN", "PAPI_BR_TKN", "PAPI_BR_NTK", "PAPI_L1_DCM", "PAPI_L1_ICM",
-            "PAPI_L1_DCA", "PAPI_L2_DCM", "PAPI_L2_TCM", "PAPI_L3_TCM", "PAPI_L3_TCA",
-            "PAPI_TLB_DM", "PAPI_TLB_IM", "PAPI_FP_OPS", "PAPI_LD_INS", "PAPI_SR_INS",
+            "PAPI_TOT_INS",
+            "PAPI_TOT_CYC",
+            "PAPI_REF_CYC",
+            "PAPI_BR_INS",
+            "PAPI_BR_MSP",
+            "PAPI_BR_CN",
+            "PAPI_BR_TKN",
+            "PAPI_BR_NTK",
+            "PAPI_L1_DCM",
+            "PAPI_L1_ICM",
+            "PAPI_L1_DCA",
+            "PAPI_L2_DCM",
+            "PAPI_L2_TCM",
+            "PAPI_L3_TCM",
+            "PAPI_L3_TCA",
+            "PAPI_TLB_DM",
+            "PAPI_TLB_IM",
+            "PAPI_FP_OPS",
+            "PAPI_LD_INS",
+            "PAPI_SR_INS",
         ] {
             let preset = Preset::from_name(name).unwrap_or_else(|| panic!("{name} missing"));
             assert_eq!(preset.name(), name);

@@ -20,7 +20,11 @@ pub struct Reading {
 impl Reading {
     /// A reading from its three parts.
     pub const fn new(value: u64, time_enabled: u64, time_running: u64) -> Self {
-        Self { value, time_enabled, time_running }
+        Self {
+            value,
+            time_enabled,
+            time_running,
+        }
     }
 
     /// The value extrapolated to the whole enabled time: `value * time_enabled / time_running`,
@@ -91,7 +95,10 @@ mod tests {
     fn running_longer_than_enabled_does_not_panic_or_shrink() {
         assert_eq!(Reading::new(500, 1_000, 2_000).scaled(), Some(500));
         assert_eq!(Reading::new(500, 0, 7).scaled(), Some(500));
-        assert_eq!(Reading::new(500, 1_000, 2_000).fraction_running(), Some(1.0));
+        assert_eq!(
+            Reading::new(500, 1_000, 2_000).fraction_running(),
+            Some(1.0)
+        );
     }
 
     #[test]
@@ -100,7 +107,10 @@ mod tests {
         assert_eq!(Reading::new(7, 10, 5).scaled(), Some(14));
         assert_eq!(Reading::new(1, 3, 2).scaled(), Some(2)); // 1.5 rounds half up
         assert_eq!(Reading::new(1, 4, 3).scaled(), Some(1)); // 1.33 rounds down
-        assert_eq!(Reading::new(10, 1_000_000_007, 1_000_000_000).scaled(), Some(10));
+        assert_eq!(
+            Reading::new(10, 1_000_000_007, 1_000_000_000).scaled(),
+            Some(10)
+        );
     }
 
     #[test]
@@ -108,7 +118,10 @@ mod tests {
         let max = u64::MAX;
         // value * enabled overflows 64 bits; the 128-bit product does not.
         // (2^63 - 1) * (2^64 - 1) / (2^64 - 2) is exactly (2^63 - 1) + 0.5: rounds up.
-        assert_eq!(Reading::new(max / 2, max, max - 1).scaled(), Some(max / 2 + 1));
+        assert_eq!(
+            Reading::new(max / 2, max, max - 1).scaled(),
+            Some(max / 2 + 1)
+        );
         assert_eq!(Reading::new(max, max, max / 2).scaled(), Some(max)); // saturates
         assert_eq!(Reading::new(max - 1, 2, 1).scaled(), Some(max));
         assert_eq!(Reading::new(1 << 62, 4, 2).scaled(), Some(1 << 63));

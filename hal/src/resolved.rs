@@ -33,7 +33,13 @@ pub struct ResolvedEvent {
 impl ResolvedEvent {
     /// A name that stands for exactly one event.
     pub fn single(request: EventRequest) -> Self {
-        Self { name: request.name.clone(), terms: vec![Term { sign: Sign::Plus, request }] }
+        Self {
+            name: request.name.clone(),
+            terms: vec![Term {
+                sign: Sign::Plus,
+                request,
+            }],
+        }
     }
 
     /// Whether more than one native event stands behind the name.
@@ -60,7 +66,11 @@ impl ResolvedEvent {
             time_running = 0;
         }
         let value = u64::try_from(value.max(0)).unwrap_or(u64::MAX);
-        Reading { value, time_enabled, time_running }
+        Reading {
+            value,
+            time_enabled,
+            time_running,
+        }
     }
 }
 
@@ -94,7 +104,11 @@ impl<G: Group> EventSet<G> {
             .collect();
         let group = backend.open(&requests, target, options)?;
         let native = vec![Reading::default(); requests.len()];
-        Ok(Self { group, events, native })
+        Ok(Self {
+            group,
+            events,
+            native,
+        })
     }
 
     /// The named events, in order.
@@ -154,14 +168,21 @@ mod tests {
     use crate::{Encoding, PerfEncoding};
 
     fn term(sign: Sign, name: &str) -> Term {
-        Term { sign, request: EventRequest::new(name, Encoding::Perf(PerfEncoding::new(1, 0))) }
+        Term {
+            sign,
+            request: EventRequest::new(name, Encoding::Perf(PerfEncoding::new(1, 0))),
+        }
     }
 
     #[test]
     fn sums_and_differences() {
         let event = ResolvedEvent {
             name: "PAPI_BR_NTK".into(),
-            terms: vec![term(Sign::Plus, "a"), term(Sign::Plus, "b"), term(Sign::Minus, "c")],
+            terms: vec![
+                term(Sign::Plus, "a"),
+                term(Sign::Plus, "b"),
+                term(Sign::Minus, "c"),
+            ],
         };
         let readings = [
             Reading::new(100, 10, 10),
@@ -189,6 +210,9 @@ mod tests {
         let single = ResolvedEvent::single(term(Sign::Plus, "cycles").request);
         assert_eq!(single.name, "cycles");
         assert!(!single.is_derived());
-        assert_eq!(single.combine(&[Reading::new(7, 3, 3)]), Reading::new(7, 3, 3));
+        assert_eq!(
+            single.combine(&[Reading::new(7, 3, 3)]),
+            Reading::new(7, 3, 3)
+        );
     }
 }

@@ -35,7 +35,10 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Target::ThisThread => f.write_str("this thread"),
-            Target::Process { pid, inherit: false } => write!(f, "process {pid}"),
+            Target::Process {
+                pid,
+                inherit: false,
+            } => write!(f, "process {pid}"),
             Target::Process { pid, inherit: true } => write!(f, "process {pid} and its children"),
             Target::Cpu(cpu) => write!(f, "CPU {cpu}"),
             Target::Exec { pid } => write!(f, "command (process {pid}) from its exec"),

@@ -1,0 +1,71 @@
+//! What a backend under test offers the suite beyond the hal traits.
+
+use counterhal_hal::{Backend, Error, Target};
+
+/// An event a subject can make count exactly: `per_unit` events per unit of
+/// [`Subject::work`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExactEvent {
+    /// The event name, as [`Backend::resolve`] takes it.
+    pub name: String,
+    /// Events counted per unit of work.
+    pub per_unit: u64,
+}
+
+impl ExactEvent {
+    /// An exact event.
+    pub fn new(name: impl Into<String>, per_unit: u64) -> Self {
+        Self {
+            name: name.into(),
+            per_unit,
+        }
+    }
+}
+
+/// A backend under test, with the means to make its counters count known amounts.
+///
+/// For a real device, [`work`](Subject::work) does something the hardware or kernel counts
+/// exactly (calls a function under an execute breakpoint, makes a system call under a
+/// tracepoint). For a model, it feeds the model events.
+pub trait Subject: Sync {
+    /// The backend.
+    type Backend: Backend + Sync;
+
+    /// The backend under test.
+    fn backend(&self) -> &Self::Backend;
+
+    /// A few words on the device beyond its kind, for the report (`P6, legacy ABI`).
+    fn description(&self) -> String;
+
+    /// Events [`work`](Subject::work) makes count exactly. Give at least two with different
+    /// `per_unit` where possible: the group cases use them to check ordering.
+    fn exact_events(&self) -> Vec<ExactEvent>;
+
+    /// Performs `units` units of deterministic work, counted by the
+    /// [`exact_events`](Subject::exact_events) of a group opened on
+    /// [`target`](Subject::target) by the calling thread.
+    fn work(&self, units: u64);
+
+    /// The target the suite opens its groups on.
+    fn target(&self) -> Target {
+        Target::ThisThread
+    }
+
+    /// An event that occupies one counter, and how many counters it can use at once: the
+    /// suite opens one more than that many and expects "no counter available" (or, where the
+    /// backend multiplexes, scaled readings). `None` when there is no such limit to test.
+    fn counter_event(&self) -> Option<(String, u32)> {
+        None
+    }
+
+    /// The error the backend gives when its device is missing (e.g. opened at a path that
+    /// does not exist), or `None` when the backend has no device file.
+    fn missing_device_error(&self) -> Option<Error> {
+        None
+    }
+
+    /// Whether the subject's target counts per thread, so two threads count independently.
+    fn counts_per_thread(&self) -> bool {
+        false
+    }
+}

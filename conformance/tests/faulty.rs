@@ -1,0 +1,316 @@
+//! The suite catches broken backends: a fake backend, correct by default, with one fault
+//! switched on at a time; each fault must make the cases that guard against it fail.
+
+use std::sync::{Arc, Mutex};
+
+use counterhal_conformance::{ExactEvent, Outcome, Report, Subject};
+use counterhal_hal::{
+    Backend, BackendKind, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Group, OpenOptions, PctrEncoding, Reading, ResolvedEvent, Result, Scope, Target,
+    TargetSupport, check_buffer,
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    None,
+    StaleReads,
+    ResetDoesNothing,
+    GroupInWrongOrder,
+    NeverRunning,
+    WrongErrorKind,
+    NoCounterLimit,
+}
+
+const COUNTERS: usize = 2;
+
+/// Work done so far, and a clock in "nanoseconds".
+#[derive(Default)]
+struct Machine {
+    units: u64,
+    clock: u64,
+}
+
+struct FakeBackend {
+    fault: Fault,
+    machine: Arc<Mutex<Machine>>,
+}
+
+struct FakeGroup {
+    fault: Fault,
+    machine: Arc<Mutex<Machine>>,
+    per_unit: Vec<u64>,
+    enabled_at: Option<(u64, u64)>,
+    units: u64,
+    time: u64,
+    first_read: Option<Vec<Reading>>,
+}
+
+impl FakeGroup {
+    fn now(&self) -> (u64, u64) {
+        let mut machine = self.machine.lock().unwrap();
+        machine.clock += 1;
+        (machine.units, machine.clock)
+    }
+}
+
+impl Group for FakeGroup {
+    fn len(&self) -> usize {
+        self.per_unit.len()
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        if self.enabled_at.is_none() {
+            self.enabled_at = Some(self.now());
+        }
+        Ok(())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        if let Some((units, clock)) = self.enabled_at.take() {
+            let (now_units, now_clock) = self.now();
+            self.units += now_units - units;
+            self.time += now_clock - clock;
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        if self.fault == Fault::ResetDoesNothing {
+            return Ok(());
+        }
+        self.units = 0;
+        if self.enabled_at.is_some() {
+            let (units, clock) = self.now();
+            self.enabled_at = Some((units, clock));
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        check_buffer("readings", self.len(), readings.len())?;
+        if self.fault == Fault::StaleReads
+            && let Some(first) = &self.first_read
+        {
+            readings[..first.len()].copy_from_slice(first);
+            return Ok(());
+        }
+        let (mut units, mut time) = (self.units, self.time + 1);
+        if let Some((start_units, start_clock)) = self.enabled_at {
+            let (now_units, now_clock) = self.now();
+            units += now_units - start_units;
+            time += now_clock - start_clock;
+        }
+        let running = if self.fault == Fault::NeverRunning {
+            0
+        } else {
+            time
+        };
+        for (reading, per_unit) in readings.iter_mut().zip(&self.per_unit) {
+            *reading = Reading::new(units * per_unit, time, running);
+        }
+        if self.fault == Fault::GroupInWrongOrder {
+            readings[..self.per_unit.len()].reverse();
+        }
+        self.first_read
+            .get_or_insert_with(|| readings[..self.per_unit.len()].to_vec());
+        Ok(())
+    }
+}
+
+impl Backend for FakeBackend {
+    type Group = FakeGroup;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Pctr
+    }
+
+    fn device(&self) -> DeviceKind {
+        DeviceKind::Model
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            general_counters: Some(COUNTERS as u32),
+            counter_width: Some(48),
+            fixed_counters: 0,
+            fixed_width: None,
+            domains: Domain::USER | Domain::KERNEL,
+            multiplexing: false,
+            scope: Scope::SystemWidePerCpu,
+            targets: TargetSupport {
+                this_thread: true,
+                ..TargetSupport::default()
+            },
+            self_monitoring_reads: false,
+            generalized: Vec::new(),
+        }
+    }
+
+    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+        let per_unit = match event {
+            "ev1" => 1,
+            "ev3" => 3,
+            _ if self.fault == Fault::WrongErrorKind => {
+                return Err(Error::unsupported(format!("no `{event}`")));
+            }
+            _ => return Err(Error::invalid_event(format!("unknown event `{event}`"))),
+        };
+        let encoding = Encoding::Pctr(PctrEncoding {
+            function: per_unit,
+            counters: CounterSet::first(2),
+        });
+        Ok(ResolvedEvent::single(EventRequest::new(event, encoding)))
+    }
+
+    fn open(
+        &self,
+        events: &[EventRequest],
+        _target: &Target,
+        _options: &OpenOptions,
+    ) -> Result<FakeGroup> {
+        if events.len() > COUNTERS && self.fault != Fault::NoCounterLimit {
+            return Err(Error::new(
+                ErrorKind::NoCounterAvailable,
+                format!("{} events, {COUNTERS} counters", events.len()),
+            ));
+        }
+        let per_unit = events
+            .iter()
+            .map(|e| match &e.encoding {
+                Encoding::Pctr(p) => u64::from(p.function),
+                _ => 0,
+            })
+            .collect();
+        Ok(FakeGroup {
+            fault: self.fault,
+            machine: Arc::clone(&self.machine),
+            per_unit,
+            enabled_at: None,
+            units: 0,
+            time: 0,
+            first_read: None,
+        })
+    }
+}
+
+struct FakeSubject(FakeBackend);
+
+impl Subject for FakeSubject {
+    type Backend = FakeBackend;
+
+    fn backend(&self) -> &FakeBackend {
+        &self.0
+    }
+
+    fn description(&self) -> String {
+        format!("fake backend, fault {:?}", self.0.fault)
+    }
+
+    fn exact_events(&self) -> Vec<ExactEvent> {
+        vec![ExactEvent::new("ev1", 1), ExactEvent::new("ev3", 3)]
+    }
+
+    fn work(&self, units: u64) {
+        let mut machine = self.0.machine.lock().unwrap();
+        machine.units += units;
+        machine.clock += units;
+    }
+
+    fn counter_event(&self) -> Option<(String, u32)> {
+        Some(("ev1".into(), COUNTERS as u32))
+    }
+
+    fn missing_device_error(&self) -> Option<Error> {
+        Some(Error::new(ErrorKind::DeviceMissing, "no /dev/fake"))
+    }
+}
+
+fn run(fault: Fault) -> Report {
+    let backend = FakeBackend {
+        fault,
+        machine: Arc::default(),
+    };
+    let report = counterhal_conformance::run(&FakeSubject(backend));
+    eprintln!("{report}");
+    report
+}
+
+fn failed(report: &Report) -> Vec<&'static str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Fail(_)))
+        .map(|c| c.case)
+        .collect()
+}
+
+#[test]
+fn a_correct_backend_passes() {
+    let report = run(Fault::None);
+    report.assert_passed();
+    assert_eq!(failed(&report), Vec::<&str>::new());
+}
+
+#[test]
+fn stale_reads_are_caught() {
+    let failures = failed(&run(Fault::StaleReads));
+    for case in ["counts_increase_under_work", "reset_gives_zero"] {
+        assert!(
+            failures.contains(&case),
+            "{case} did not fail: {failures:?}"
+        );
+    }
+}
+
+#[test]
+fn a_reset_that_does_nothing_is_caught() {
+    let failures = failed(&run(Fault::ResetDoesNothing));
+    assert!(failures.contains(&"reset_gives_zero"), "{failures:?}");
+}
+
+#[test]
+fn a_group_read_in_the_wrong_order_is_caught() {
+    let failures = failed(&run(Fault::GroupInWrongOrder));
+    assert_eq!(failures, vec!["group_read_in_order"]);
+}
+
+#[test]
+fn scaling_that_would_divide_by_zero_is_caught() {
+    let failures = failed(&run(Fault::NeverRunning));
+    assert!(
+        failures.contains(&"scaling_of_live_readings"),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn wrong_error_kinds_are_caught() {
+    let failures = failed(&run(Fault::WrongErrorKind));
+    assert!(
+        failures.contains(&"unknown_event_is_invalid"),
+        "{failures:?}"
+    );
+    assert!(
+        failures.contains(&"bad_modifier_is_invalid"),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn a_missing_counter_limit_is_caught() {
+    let failures = failed(&run(Fault::NoCounterLimit));
+    assert_eq!(failures, vec!["too_many_events"]);
+}
+
+#[test]
+fn a_run_that_checks_nothing_fails() {
+    let report = Report {
+        backend: "fake".into(),
+        device: "model".into(),
+        description: "nothing ran".into(),
+        cases: Vec::new(),
+    };
+    assert!(!report.passed());
+    let panicked = std::panic::catch_unwind(|| report.assert_passed());
+    assert!(panicked.is_err());
+}
