@@ -1,13 +1,35 @@
-//! # counterhal-pctr: OpenBSD `/dev/pctr`
-//!
-//! (Skeleton: the backend arrives with the pctr backend work.)
+#![doc = include_str!("../README.md")]
 
-use counterhal_hal::{Error, ErrorKind, Result};
+mod assign;
+mod backend;
+pub mod conformance;
+mod cpu;
+mod device;
+mod errno;
+mod model;
+mod probe;
+mod sys;
 
-/// Whether /dev/pctr can be used here; the error says why not.
-///
-/// # Errors
-/// [`ErrorKind::Unsupported`] off OpenBSD and until the backend lands.
-pub fn probe() -> Result<()> {
-    Err(Error::new(ErrorKind::Unsupported, "the pctr backend is not built yet"))
+pub use backend::{PctrBackend, PctrGroup};
+pub use cpu::{Abi, CpuKind, function, kernel_mask_bits, set_request, width_mask};
+#[cfg(unix)]
+pub use device::RealDevice;
+pub use device::{IoctlArg, PctrDevice, Snapshot, detect_abi, read_snapshot, set_function};
+pub use errno::{Errno, Operation, map_errno};
+pub use model::{
+    DriverModel, MODEL_IOCTL_CYCLES, MODEL_SET_LOG, MODEL_TSC_HZ, ModelCpu, ModelHandle,
+    ResetPolicy, SetRecord,
+};
+#[cfg(unix)]
+pub use probe::probe_path;
+pub use probe::{CpuFacts, probe};
+
+/// The kernel ABI: both `struct pctrst` layouts and the BSD ioctl request formula, as
+/// `machine/pctr.h` and `sys/ioccom.h` define them.
+pub mod abi {
+    pub use crate::sys::{
+        IOC_DIRMASK, IOC_IN, IOC_OUT, IOC_VOID, IOCPARM_MASK, PCIOCRD_CURRENT, PCIOCRD_LEGACY,
+        PCIOCS0, PCIOCS1, PCIOCS2, PCIOCS3, PCTR_GROUP, PctrStCurrent, PctrStLegacy, ioc,
+        ioc_group, ioc_num, iocparm_len, ior, iow,
+    };
 }

@@ -155,7 +155,14 @@ pub fn hardware_required() -> bool {
 
 /// Runs every case against `subject` and returns the report (also printed to stderr, one line
 /// per case, as it goes).
+///
+/// Runs of the suite in one process take turns (a lock), because the hygiene case counts the
+/// process's file descriptors and memory.
 pub fn run<S: Subject>(subject: &S) -> Report {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let backend = subject.backend();
     let require_hardware = hardware_required() && backend.device() == DeviceKind::Real;
     let label = format!("{}/{}", backend.kind(), backend.device());

@@ -1,0 +1,314 @@
+//! The CPUs pctr drives, its two ABIs, and the bits of a function word.
+
+use std::fmt;
+
+/// Which `struct pctrst` (and so which `PCIOCRD`) the kernel speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Abi {
+    /// i386, 1998-2007: two counters, an idle count; `PCIOCRD` = `0x40286301`.
+    Legacy,
+    /// amd64 and i386 since 2007: four counter slots; `PCIOCRD` = `0x40386301`.
+    Current,
+}
+
+impl Abi {
+    /// The number of counter slots in `struct pctrst` (`PCTR_NUM`).
+    pub const fn slots(self) -> u32 {
+        match self {
+            Abi::Legacy => 2,
+            Abi::Current => 4,
+        }
+    }
+
+    /// The `PCIOCRD` request number of this ABI.
+    pub const fn read_request(self) -> u64 {
+        match self {
+            Abi::Legacy => crate::sys::PCIOCRD_LEGACY,
+            Abi::Current => crate::sys::PCIOCRD_CURRENT,
+        }
+    }
+
+    /// `legacy` or `current`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Abi::Legacy => "legacy",
+            Abi::Current => "current",
+        }
+    }
+}
+
+impl fmt::Display for Abi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `PCIOCSn` request that sets counter `index`'s function, for indices 0-3.
+pub const fn set_request(index: u32) -> Option<u64> {
+    match index {
+        0 => Some(crate::sys::PCIOCS0),
+        1 => Some(crate::sys::PCIOCS1),
+        2 => Some(crate::sys::PCIOCS2),
+        3 => Some(crate::sys::PCIOCS3),
+        _ => None,
+    }
+}
+
+/// The bits of a function word, as `machine/pctr.h` names them.
+pub mod function {
+    /// P5: the event, bits 0-5.
+    pub const P5_EVENT_MASK: u32 = 0x3f;
+    /// P5: count in kernel mode (`P5CTR_K`).
+    pub const P5_K: u32 = 0x40;
+    /// P5: count in user mode (`P5CTR_U`).
+    pub const P5_U: u32 = 0x80;
+    /// P5: count cycles spent on the event instead of occurrences (`P5CTR_C`).
+    pub const P5_C: u32 = 0x100;
+    /// P5: the driver refuses functions at or above this value.
+    pub const P5_LIMIT: u32 = 0x200;
+
+    /// P6 and later: the event, bits 0-7.
+    pub const EVENT_MASK: u32 = 0xff;
+    /// P6 and later: the unit mask's shift (`PCTR_UM_SHIFT`).
+    pub const UM_SHIFT: u32 = 8;
+    /// P6 and later: unit mask, invalid cache lines (`PCTR_UM_I`).
+    pub const UM_I: u32 = 0x100;
+    /// P6 and later: unit mask, shared cache lines (`PCTR_UM_S`).
+    pub const UM_S: u32 = 0x200;
+    /// P6 and later: unit mask, exclusive cache lines (`PCTR_UM_E`).
+    pub const UM_E: u32 = 0x400;
+    /// P6 and later: unit mask, modified cache lines (`PCTR_UM_M`).
+    pub const UM_M: u32 = 0x800;
+    /// P6 and later: all four cache states (`PCTR_UM_MESI`).
+    pub const UM_MESI: u32 = UM_M | UM_E | UM_S | UM_I;
+    /// P6 and later: any initiator (`PCTR_UM_A`).
+    pub const UM_A: u32 = 0x2000;
+    /// P6 and later: count in user mode (`PCTR_U`).
+    pub const U: u32 = 0x1_0000;
+    /// P6 and later: count in kernel mode (`PCTR_K`).
+    pub const K: u32 = 0x2_0000;
+    /// P6 and later: edge detect (`PCTR_E`).
+    pub const E: u32 = 0x4_0000;
+    /// P6 and later: bits 19-21 (pin control, interrupt, AnyThread), which the driver refuses.
+    pub const REFUSED: u32 = 0x38_0000;
+    /// P6 and later: enable (`PCTR_EN`); on the P6 family counter 0's EN gates both counters.
+    pub const EN: u32 = 0x40_0000;
+    /// P6 and later: invert the counter mask (`PCTR_I`).
+    pub const I: u32 = 0x80_0000;
+    /// P6 and later: the counter mask's shift (`PCTR_CM_SHIFT`).
+    pub const CM_SHIFT: u32 = 24;
+}
+
+/// A CPU family as pctr sees it: how many counters, how wide, which function layout, which ABI.
+///
+/// Also the CPU of a [`DriverModel`](crate::DriverModel) (see [`ModelCpu`](crate::ModelCpu)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuKind {
+    /// Intel Pentium (P5) under the legacy i386 driver: 2 counters, 40-bit, 9-bit functions in
+    /// the CESR layout.
+    P5,
+    /// Intel P6 family (Pentium Pro, II, III) under the legacy i386 driver: 2 counters, 40-bit;
+    /// counter 0's EN bit enables both.
+    P6,
+    /// Intel with architectural performance monitoring under the current driver: 2 counters
+    /// (the driver uses only two), 48-bit, each enabled by its own EN bit.
+    IntelArch,
+    /// AMD family 6 and later under the current driver: 4 counters, 48-bit.
+    Amd,
+    /// A CPU with a time stamp counter and no counters pctr drives (current driver): reads
+    /// give the TSC only, sets fail with ENODEV.
+    TscOnly,
+}
+
+impl CpuKind {
+    /// Every kind.
+    pub const ALL: [CpuKind; 5] = [
+        CpuKind::P5,
+        CpuKind::P6,
+        CpuKind::IntelArch,
+        CpuKind::Amd,
+        CpuKind::TscOnly,
+    ];
+
+    /// The ABI its driver speaks.
+    pub const fn abi(self) -> Abi {
+        match self {
+            CpuKind::P5 | CpuKind::P6 => Abi::Legacy,
+            CpuKind::IntelArch | CpuKind::Amd | CpuKind::TscOnly => Abi::Current,
+        }
+    }
+
+    /// How many counters the driver programs on it.
+    pub const fn counters(self) -> u32 {
+        match self {
+            CpuKind::P5 | CpuKind::P6 | CpuKind::IntelArch => 2,
+            CpuKind::Amd => 4,
+            CpuKind::TscOnly => 0,
+        }
+    }
+
+    /// The usual hardware counter width in bits (Intel reports its own in CPUID leaf 0xA).
+    pub const fn hardware_width(self) -> u32 {
+        match self {
+            CpuKind::P5 | CpuKind::P6 => 40,
+            CpuKind::IntelArch | CpuKind::Amd => 48,
+            CpuKind::TscOnly => 0,
+        }
+    }
+
+    /// Whether functions use the P5 (CESR) layout rather than the PERFEVTSEL one.
+    pub const fn p5_layout(self) -> bool {
+        matches!(self, CpuKind::P5)
+    }
+
+    /// Whether counter 0's EN bit gates every counter (the P6 family).
+    pub const fn en_gated_by_counter0(self) -> bool {
+        matches!(self, CpuKind::P6)
+    }
+
+    /// Whether user mode may read the counters with `rdpmc` once the kernel allows it (P6 and
+    /// later; the kernel sets CR4.PCE).
+    pub const fn user_rdpmc(self) -> bool {
+        matches!(self, CpuKind::P6 | CpuKind::IntelArch | CpuKind::Amd)
+    }
+
+    /// The event database's CPU model id for this kind when nothing more exact is known.
+    pub const fn default_model_id(self) -> &'static str {
+        match self {
+            CpuKind::P5 => "p5",
+            CpuKind::P6 => "p6",
+            CpuKind::IntelArch | CpuKind::TscOnly => "intel-arch",
+            CpuKind::Amd => "k8",
+        }
+    }
+
+    /// The event code of "instructions" on it (P5: instructions executed; others:
+    /// instructions retired).
+    pub const fn instructions_event(self) -> Option<u16> {
+        match self {
+            CpuKind::P5 => Some(0x16),
+            CpuKind::P6 | CpuKind::IntelArch | CpuKind::Amd => Some(0xc0),
+            CpuKind::TscOnly => None,
+        }
+    }
+
+    /// The event code of branch instructions (P5: branches, 0x12; P6 and Intel: 0xc4; AMD:
+    /// 0xc2).
+    pub const fn branches_event(self) -> Option<u16> {
+        match self {
+            CpuKind::P5 => Some(0x12),
+            CpuKind::P6 | CpuKind::IntelArch => Some(0xc4),
+            CpuKind::Amd => Some(0xc2),
+            CpuKind::TscOnly => None,
+        }
+    }
+
+    /// The event code of unhalted core cycles on it (the P5 has none).
+    pub const fn cycles_event(self) -> Option<u16> {
+        match self {
+            CpuKind::P6 => Some(0x79),
+            CpuKind::IntelArch => Some(0x3c),
+            CpuKind::Amd => Some(0x76),
+            CpuKind::P5 | CpuKind::TscOnly => None,
+        }
+    }
+
+    /// A short lower-case name: `p5`, `p6`, `intel-arch`, `amd`, `tsc-only`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuKind::P5 => "p5",
+            CpuKind::P6 => "p6",
+            CpuKind::IntelArch => "intel-arch",
+            CpuKind::Amd => "amd",
+            CpuKind::TscOnly => "tsc-only",
+        }
+    }
+
+    /// The kind with this [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<CpuKind> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The mask of the function bits the driver refuses (`EINVAL`) on this CPU.
+    pub const fn refused_bits(self) -> u32 {
+        if self.p5_layout() {
+            !(function::P5_LIMIT - 1)
+        } else {
+            function::REFUSED
+        }
+    }
+
+    /// The user and kernel bits of a function word on this CPU.
+    pub const fn domain_bits(self) -> (u32, u32) {
+        if self.p5_layout() {
+            (function::P5_U, function::P5_K)
+        } else {
+            (function::U, function::K)
+        }
+    }
+}
+
+impl fmt::Display for CpuKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The mask of a `bits`-wide counter (all ones for 64 and more).
+pub const fn width_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40, amd64's 56.
+pub const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
+    match (abi, amd64) {
+        (Abi::Current, true) => 56,
+        _ => 40,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_match_the_driver() {
+        assert_eq!(CpuKind::P5.counters(), 2);
+        assert_eq!(CpuKind::P6.counters(), 2);
+        assert_eq!(CpuKind::IntelArch.counters(), 2);
+        assert_eq!(CpuKind::Amd.counters(), 4);
+        assert_eq!(CpuKind::P5.abi(), Abi::Legacy);
+        assert_eq!(CpuKind::Amd.abi(), Abi::Current);
+        assert!(CpuKind::P6.en_gated_by_counter0());
+        assert!(!CpuKind::IntelArch.en_gated_by_counter0());
+        assert!(!CpuKind::P5.user_rdpmc());
+        for kind in CpuKind::ALL {
+            assert_eq!(CpuKind::from_name(kind.name()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn refused_bits() {
+        assert_eq!(CpuKind::P5.refused_bits() & 0x1ff, 0);
+        assert_ne!(CpuKind::P5.refused_bits() & 0x200, 0);
+        assert_eq!(CpuKind::Amd.refused_bits(), 0x38_0000);
+        assert_eq!(function::UM_MESI, 0xf00);
+    }
+
+    #[test]
+    fn masks() {
+        assert_eq!(width_mask(40), 0xff_ffff_ffff);
+        assert_eq!(width_mask(64), u64::MAX);
+        assert_eq!(kernel_mask_bits(Abi::Current, true), 56);
+        assert_eq!(kernel_mask_bits(Abi::Current, false), 40);
+        assert_eq!(kernel_mask_bits(Abi::Legacy, false), 40);
+        assert_eq!(set_request(3), Some(0x8004_630b));
+        assert_eq!(set_request(4), None);
+    }
+}

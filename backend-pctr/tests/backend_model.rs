@@ -1,0 +1,565 @@
+//! The backend over the driver model: the hal contract, counter assignment, programming,
+//! reset, wraparound, times and errors, for every CPU kind. Encodings are built by hand here;
+//! tests/database.rs covers names resolved through the event database.
+
+use std::sync::Arc;
+
+use counterhal_events::Database;
+use counterhal_hal::{
+    Backend, BackendKind, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Group,
+    OpenOptions, PctrEncoding, PerfEncoding, Reading, Scope, Target,
+};
+use counterhal_pctr::{
+    Abi, MODEL_TSC_HZ, ModelCpu, ModelHandle, PctrBackend, PctrGroup, ResetPolicy, function,
+};
+
+const U: u32 = function::U;
+const K: u32 = function::K;
+const EN: u32 = function::EN;
+const KINDS: [ModelCpu; 4] = [
+    ModelCpu::P5,
+    ModelCpu::P6,
+    ModelCpu::IntelArch,
+    ModelCpu::Amd,
+];
+
+fn db() -> Arc<Database> {
+    Arc::new(Database::shipped().expect("the shipped database loads"))
+}
+
+fn request(name: &str, function: u32, counters: u32) -> EventRequest {
+    EventRequest::new(
+        name,
+        Encoding::Pctr(PctrEncoding {
+            function,
+            counters: CounterSet::from_mask(counters),
+        }),
+    )
+}
+
+/// "Instructions" on `cpu` with the given user/kernel bits (none: the backend adds both).
+fn instructions(cpu: ModelCpu, user: bool, kernel: bool) -> EventRequest {
+    let code = u32::from(cpu.instructions_event().unwrap());
+    let (u, k) = if cpu == ModelCpu::P5 {
+        (function::P5_U, function::P5_K)
+    } else {
+        (U, K)
+    };
+    let word = code | if user { u } else { 0 } | if kernel { k } else { 0 };
+    request(
+        "instructions",
+        word,
+        CounterSet::first(cpu.counters()).mask(),
+    )
+}
+
+fn open(backend: &PctrBackend, requests: &[EventRequest]) -> counterhal_hal::Result<PctrGroup> {
+    backend.open(requests, &Target::ThisThread, &OpenOptions::default())
+}
+
+fn values(group: &mut PctrGroup) -> Vec<u64> {
+    group
+        .read_to_vec()
+        .unwrap()
+        .iter()
+        .map(|r| r.value)
+        .collect()
+}
+
+#[test]
+fn counts_what_the_model_is_fed_on_every_cpu() {
+    for cpu in KINDS {
+        let (backend, model) = PctrBackend::with_model(db(), cpu);
+        assert_eq!(backend.device(), DeviceKind::Model);
+        assert_eq!(backend.label(), "pctr (model)");
+        let mut group = open(
+            &backend,
+            &[
+                instructions(cpu, true, false),
+                instructions(cpu, false, true),
+            ],
+        )
+        .unwrap();
+        model.retire_instructions(1_000, 1_000);
+        assert_eq!(
+            values(&mut group),
+            vec![0, 0],
+            "{cpu}: counted before enable"
+        );
+        group.enable().unwrap();
+        model.retire_instructions(1_000, 300);
+        assert_eq!(values(&mut group), vec![1_000, 300], "{cpu}");
+        model.work(2_000);
+        assert_eq!(values(&mut group), vec![3_000, 300], "{cpu}");
+        group.disable().unwrap();
+        model.retire_instructions(5_000, 5_000);
+        assert_eq!(
+            values(&mut group),
+            vec![3_000, 300],
+            "{cpu}: counted after disable"
+        );
+        group.enable().unwrap();
+        model.retire_instructions(1, 2);
+        assert_eq!(values(&mut group), vec![3_001, 302], "{cpu}: resumed");
+    }
+}
+
+#[test]
+fn neither_user_nor_kernel_means_both() {
+    for cpu in KINDS {
+        let (backend, model) = PctrBackend::with_model(db(), cpu);
+        let mut group = open(&backend, &[instructions(cpu, false, false)]).unwrap();
+        let (_, _, word) = group.assignment().next().unwrap();
+        let (u, k) = if cpu == ModelCpu::P5 {
+            (function::P5_U, function::P5_K)
+        } else {
+            (U, K)
+        };
+        assert_eq!(word & (u | k), u | k, "{cpu}: {word:#x}");
+        assert_eq!(
+            word & EN != 0,
+            cpu != ModelCpu::P5,
+            "{cpu}: EN on P6 and later only"
+        );
+        group.enable().unwrap();
+        model.retire_instructions(10, 5);
+        assert_eq!(values(&mut group), vec![15], "{cpu}");
+    }
+}
+
+#[test]
+fn enable_programs_and_disable_clears_the_functions() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    let requests: Vec<EventRequest> = (0..4)
+        .map(|i| request(&format!("e{i}"), 0xc0 | U, 0b1111))
+        .collect();
+    let mut group = open(&backend, &requests).unwrap();
+    assert!(
+        (0..4).all(|i| model.function(i) == 0),
+        "open must not program anything"
+    );
+    group.enable().unwrap();
+    assert!((0..4).all(|i| model.function(i) == 0xc0 | U | EN));
+    assert!(group.is_enabled());
+    group.disable().unwrap();
+    assert!((0..4).all(|i| model.function(i) == 0));
+    // Counter 0 last on enable, first on disable.
+    let sets = model.recent_sets();
+    let order: Vec<(u32, u32)> = sets.iter().map(|s| (s.counter, s.function)).collect();
+    let word = 0xc0 | U | EN;
+    assert_eq!(
+        order,
+        vec![
+            (3, word),
+            (2, word),
+            (1, word),
+            (0, word),
+            (0, 0),
+            (1, 0),
+            (2, 0),
+            (3, 0)
+        ]
+    );
+}
+
+#[test]
+fn reset_writes_zero_then_the_function() {
+    for policy in [ResetPolicy::WhenFunctionChanges, ResetPolicy::EverySet] {
+        let (backend, model) = PctrBackend::with_model(db(), ModelCpu::IntelArch);
+        model.set_reset_policy(policy);
+        let mut group = open(&backend, &[instructions(ModelCpu::IntelArch, true, false)]).unwrap();
+        group.enable().unwrap();
+        model.retire_instructions(500, 0);
+        assert_eq!(values(&mut group), vec![500]);
+        model.clear_sets();
+        group.reset().unwrap();
+        let sets: Vec<(u32, u32)> = model
+            .recent_sets()
+            .iter()
+            .map(|s| (s.counter, s.function))
+            .collect();
+        assert_eq!(sets, vec![(0, 0), (0, 0xc0 | U | EN)], "{policy:?}");
+        assert_eq!(model.counter(0), 0, "{policy:?}: hardware counter zeroed");
+        assert_eq!(values(&mut group), vec![0], "{policy:?}");
+        model.retire_instructions(25, 0);
+        assert_eq!(values(&mut group), vec![25], "{policy:?}");
+        // Reset while disabled: values only, no ioctl.
+        group.disable().unwrap();
+        model.clear_sets();
+        group.reset().unwrap();
+        assert!(model.recent_sets().is_empty());
+        assert_eq!(values(&mut group), vec![0]);
+    }
+}
+
+#[test]
+fn restart_and_stop() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let mut group = open(&backend, &[instructions(ModelCpu::P6, true, true)]).unwrap();
+    group.enable().unwrap();
+    model.work(100);
+    group.restart().unwrap();
+    model.work(40);
+    let mut readings = [Reading::default()];
+    group.stop(&mut readings).unwrap();
+    assert_eq!(readings[0].value, 40);
+    model.work(40);
+    assert_eq!(
+        group.read_to_vec().unwrap()[0],
+        readings[0],
+        "read after stop is stable"
+    );
+}
+
+fn wraps_at(cpu: ModelCpu, bits: u32) {
+    let (backend, model) = PctrBackend::with_model(db(), cpu);
+    assert_eq!(backend.counter_width(), bits);
+    let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
+    group.enable().unwrap();
+    let top = 1u64 << bits;
+    // Put the hardware counter near its top. The backend sees a jump of more than half the
+    // range, which it cannot tell from a step backwards: it counts 0 and moves its baseline.
+    model.set_counter(0, top - 100);
+    assert_eq!(values(&mut group), vec![0], "{cpu}");
+    assert_eq!(group.backward_steps(), 1, "{cpu}");
+    model.retire_instructions(60, 0);
+    assert_eq!(values(&mut group), vec![60], "{cpu}");
+    model.retire_instructions(90, 0); // crosses 2^bits
+    assert_eq!(model.counter(0), 50, "{cpu}: the hardware wrapped");
+    assert_eq!(
+        values(&mut group),
+        vec![150],
+        "{cpu}: the wrap is accumulated"
+    );
+    // 3/4 of the range between two reads is more than half: taken as a step backwards.
+    model.retire_instructions(3 * (top / 8), 0);
+    model.retire_instructions(3 * (top / 8), 0);
+    assert_eq!(values(&mut group), vec![150], "{cpu}");
+    assert_eq!(group.backward_steps(), 2, "{cpu}");
+    // Just under half the range is still counted.
+    model.retire_instructions(top / 2 - 1, 0);
+    assert_eq!(values(&mut group), vec![150 + top / 2 - 1], "{cpu}");
+}
+
+#[test]
+fn wraparound_near_2_pow_40() {
+    wraps_at(ModelCpu::P5, 40);
+    wraps_at(ModelCpu::P6, 40);
+}
+
+#[test]
+fn wraparound_near_2_pow_48() {
+    wraps_at(ModelCpu::IntelArch, 48);
+    wraps_at(ModelCpu::Amd, 48);
+}
+
+#[test]
+fn wrap_across_many_reads_adds_up() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let mut group = open(&backend, &[instructions(ModelCpu::P6, true, false)]).unwrap();
+    group.enable().unwrap();
+    model.set_counter(0, (1 << 40) - 1_000);
+    let start = values(&mut group)[0]; // the jump to near the top counts 0 (one step backwards)
+    for _ in 0..10 {
+        model.retire_instructions(1 << 37, 0); // 1/8 of the range each time
+        let _ = values(&mut group);
+    }
+    assert_eq!(values(&mut group)[0] - start, 10 << 37);
+    assert_eq!(group.backward_steps(), 1);
+}
+
+#[test]
+fn times_come_from_the_tsc() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    assert_eq!(backend.tsc_hz(), MODEL_TSC_HZ);
+    let mut group = open(&backend, &[instructions(ModelCpu::Amd, true, true)]).unwrap();
+    assert_eq!(group.read_to_vec().unwrap()[0], Reading::new(0, 0, 0));
+    model.set_ioctl_cycles(0);
+    group.enable().unwrap();
+    model.advance_tsc(MODEL_TSC_HZ); // one second
+    let reading = group.read_to_vec().unwrap()[0];
+    assert_eq!(reading.time_enabled, 1_000_000_000);
+    assert_eq!(reading.time_running, reading.time_enabled);
+    group.disable().unwrap();
+    model.advance_tsc(MODEL_TSC_HZ);
+    assert_eq!(
+        group.read_to_vec().unwrap()[0].time_enabled,
+        1_000_000_000,
+        "stopped"
+    );
+    group.enable().unwrap();
+    model.advance_tsc(MODEL_TSC_HZ / 2);
+    let reading = group.read_to_vec().unwrap()[0];
+    assert_eq!(reading.time_enabled, 1_500_000_000);
+    assert_eq!(reading.scaled(), Some(reading.value));
+    // With the default ioctl cost, time keeps moving between reads.
+    model.set_ioctl_cycles(1_000);
+    let a = group.read_to_vec().unwrap()[0].time_enabled;
+    let b = group.read_to_vec().unwrap()[0].time_enabled;
+    assert!(b > a, "{b} <= {a}");
+}
+
+#[test]
+fn ctr0_only_and_ctr1_only_events_are_placed() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let mul = request("MUL", 0x12 | U, 0b10);
+    let flops = request("FLOPS", 0xc1 | U, 0b01);
+    let mut group = open(&backend, &[mul, flops]).unwrap();
+    let placed: Vec<(&str, u32)> = group.assignment().map(|(n, c, _)| (n, c)).collect();
+    assert_eq!(placed, vec![("MUL", 1), ("FLOPS", 0)]);
+    group.enable().unwrap();
+    model.feed(0x12, None, 4, 0);
+    model.feed(0xc1, None, 9, 0);
+    assert_eq!(values(&mut group), vec![4, 9]);
+}
+
+#[test]
+fn conflicts_name_the_events() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let error = open(
+        &backend,
+        &[
+            request("FP_COMP_OPS_EXE", 0x10, 0b01),
+            request("CYCLES_DIV_BUSY", 0x14, 0b01),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+    assert!(error.message().contains("FP_COMP_OPS_EXE"), "{error}");
+    assert!(error.message().contains("CYCLES_DIV_BUSY"), "{error}");
+    let error = open(
+        &backend,
+        &[request("MUL", 0x12, 0b10), request("DIV", 0x13, 0b10)],
+    )
+    .unwrap_err();
+    assert!(error.message().contains("only counter(s) 1"), "{error}");
+    let three: Vec<EventRequest> = (0..3)
+        .map(|i| request(&format!("e{i}"), 0xc0, 0b11))
+        .collect();
+    let error = open(&backend, &three).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+    assert!(error.message().contains("3 events"), "{error}");
+    let (amd, _model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    let five: Vec<EventRequest> = (0..5)
+        .map(|i| request(&format!("e{i}"), 0xc0, 0b1111))
+        .collect();
+    assert_eq!(
+        open(&amd, &five).unwrap_err().kind(),
+        ErrorKind::NoCounterAvailable
+    );
+    assert!(open(&amd, &five[..4]).is_ok());
+}
+
+#[test]
+fn p6_group_on_counter_one_holds_counter_zero_as_gate() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let mut group = open(&backend, &[request("MUL", 0x12 | U, 0b10)]).unwrap();
+    assert_eq!(group.owned_counters(), CounterSet::from_mask(0b11));
+    group.enable().unwrap();
+    assert_eq!(model.function(0), EN, "counter 0 carries EN alone");
+    model.feed(0x12, None, 6, 0);
+    assert_eq!(values(&mut group), vec![6]);
+    // Counter 0 is held: another group cannot have it.
+    let error = open(&backend, &[request("FLOPS", 0xc1, 0b01)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+    drop(group);
+    assert_eq!(
+        (model.function(0), model.function(1)),
+        (0, 0),
+        "drop clears the functions"
+    );
+    assert!(
+        open(&backend, &[request("FLOPS", 0xc1, 0b01)]).is_ok(),
+        "drop releases counters"
+    );
+}
+
+#[test]
+fn groups_share_the_counters_without_overlap() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    let mut a = open(&backend, &[request("a", 0xc0 | U, 0b1111)]).unwrap();
+    let mut b = open(&backend, &[request("b", 0xc0 | K, 0b1111)]).unwrap();
+    let ca = a.assignment().next().unwrap().1;
+    let cb = b.assignment().next().unwrap().1;
+    assert_ne!(ca, cb);
+    a.enable().unwrap();
+    b.enable().unwrap();
+    model.retire_instructions(3, 4);
+    assert_eq!((values(&mut a), values(&mut b)), (vec![3], vec![4]));
+    let _c = open(
+        &backend,
+        &[request("c", 0xc0, 0b1111), request("d", 0xc0, 0b1111)],
+    )
+    .unwrap();
+    let error = open(&backend, &[request("e", 0xc0, 0b1111)]).unwrap_err();
+    assert!(
+        error.message().contains("held by other open groups"),
+        "{error}"
+    );
+}
+
+#[test]
+fn many_open_close_cycles_leave_nothing_behind() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    for _ in 0..10_000 {
+        let mut group = open(&backend, &[instructions(ModelCpu::Amd, true, true)]).unwrap();
+        group.enable().unwrap();
+    }
+    assert!((0..4).all(|i| model.function(i) == 0));
+    let all: Vec<EventRequest> = (0..4)
+        .map(|i| request(&format!("e{i}"), 0xc0, 0b1111))
+        .collect();
+    assert!(open(&backend, &all).is_ok(), "every counter is free again");
+}
+
+#[test]
+fn another_program_reprogramming_a_counter_is_busy() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::IntelArch);
+    let mut group = open(&backend, &[instructions(ModelCpu::IntelArch, true, false)]).unwrap();
+    group.enable().unwrap();
+    let mut other = model.open(true);
+    counterhal_pctr::set_function(&mut other, 0, 0x3c | U | EN).unwrap();
+    let error = group.read_to_vec().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Busy);
+    assert!(error.message().contains("counter 0"), "{error}");
+    group.restart().unwrap_err(); // disable reports the theft, then clears
+    group.enable().unwrap();
+    model.retire_instructions(8, 0);
+    assert_eq!(values(&mut group), vec![8]);
+}
+
+#[test]
+fn errors_for_bad_input() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::IntelArch);
+    let perf = EventRequest::new("cycles", Encoding::Perf(PerfEncoding::new(0, 0)));
+    let error = open(&backend, &[perf]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidEvent);
+    assert!(error.message().contains("linux"), "{error}");
+    for bit in [19, 20, 21] {
+        let error = open(&backend, &[request("x", 0xc0 | (1 << bit), 0b11)]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidEvent, "bit {bit}");
+        assert!(error.message().contains("bits 19-21"), "{error}");
+    }
+    let error = open(&backend, &[request("x", 0xc0, 0b1100)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+    let (p5, _model) = PctrBackend::with_model(db(), ModelCpu::P5);
+    let error = open(&p5, &[request("x", 0x216, 0b11)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidEvent);
+    assert!(error.message().contains("0x200"), "{error}");
+    let mut group = open(&backend, &[instructions(ModelCpu::IntelArch, true, true)]).unwrap();
+    let error = group.read(&mut []).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn only_this_thread_is_a_target() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    let events = [instructions(ModelCpu::Amd, true, true)];
+    for target in [
+        Target::Cpu(0),
+        Target::Process {
+            pid: 1,
+            inherit: false,
+        },
+        Target::Process {
+            pid: 1,
+            inherit: true,
+        },
+        Target::Exec { pid: 1 },
+    ] {
+        let error = backend
+            .open(&events, &target, &OpenOptions::default())
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{target}");
+        assert!(error.hint().is_some());
+    }
+}
+
+#[test]
+fn read_only_device_is_permission_denied() {
+    let model = ModelHandle::new(ModelCpu::P6);
+    let backend = PctrBackend::from_device(
+        db(),
+        ModelCpu::P6,
+        None,
+        Box::new(model.open(false)),
+        40,
+        MODEL_TSC_HZ,
+    )
+    .unwrap();
+    let error = open(&backend, &[instructions(ModelCpu::P6, true, true)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::PermissionDenied);
+    assert_eq!(error.errno(), Some(1));
+}
+
+#[test]
+fn cpu_without_counters_is_unsupported() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::TscOnly);
+    let error = open(&backend, &[request("x", 0xc0, 0b1)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unsupported);
+    assert_eq!(backend.capabilities().general_counters, Some(0));
+}
+
+#[test]
+fn from_device_detects_and_checks_the_abi() {
+    for cpu in KINDS {
+        let model = ModelHandle::new(cpu);
+        let backend = PctrBackend::from_device(
+            db(),
+            cpu,
+            None,
+            Box::new(model.open(true)),
+            40,
+            MODEL_TSC_HZ,
+        )
+        .unwrap();
+        assert_eq!(backend.abi(), cpu.abi());
+        assert_eq!(backend.cpu_id(), cpu.default_model_id());
+    }
+    let model = ModelHandle::new(ModelCpu::Amd);
+    let error =
+        PctrBackend::from_device(db(), ModelCpu::P6, None, Box::new(model.open(true)), 40, 1)
+            .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert!(error.message().contains("current"), "{error}");
+    let bad_width =
+        PctrBackend::from_device(db(), ModelCpu::Amd, None, Box::new(model.open(true)), 0, 1);
+    assert_eq!(bad_width.unwrap_err().kind(), ErrorKind::InvalidInput);
+    let bad_hz =
+        PctrBackend::from_device(db(), ModelCpu::Amd, None, Box::new(model.open(true)), 48, 0);
+    assert_eq!(bad_hz.unwrap_err().kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn capabilities_say_what_pctr_is() {
+    for cpu in KINDS {
+        let (backend, _model) = PctrBackend::with_model(db(), cpu);
+        let caps = backend.capabilities();
+        assert_eq!(backend.kind(), BackendKind::Pctr);
+        assert_eq!(caps.general_counters, Some(cpu.counters()));
+        let width = if cpu.abi() == Abi::Legacy { 40 } else { 48 };
+        assert_eq!(caps.counter_width, Some(width), "{cpu}");
+        assert_eq!(caps.fixed_counters, 0);
+        assert_eq!(caps.scope, Scope::SystemWidePerCpu);
+        assert!(!caps.multiplexing);
+        assert_eq!(caps.domains, Domain::USER | Domain::KERNEL);
+        assert!(caps.supports(&Target::ThisThread));
+        assert!(!caps.supports(&Target::Cpu(0)));
+        assert!(!caps.supports(&Target::Process {
+            pid: 1,
+            inherit: false
+        }));
+        assert_eq!(caps.self_monitoring_reads, cpu != ModelCpu::P5, "{cpu}");
+    }
+}
+
+#[test]
+fn empty_group_works() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let mut group = open(&backend, &[]).unwrap();
+    assert!(group.is_empty());
+    group.enable().unwrap();
+    group.reset().unwrap();
+    assert!(group.read_to_vec().unwrap().is_empty());
+    group.disable().unwrap();
+}

@@ -1,0 +1,138 @@
+//! Names resolved through the shipped event database (`counterhal-events`), then counted on the
+//! driver model. These depend on the database's pctr encodings for p5, p6, intel-arch and k8.
+
+use std::sync::Arc;
+
+use counterhal_events::Database;
+use counterhal_hal::{
+    Backend, Encoding, ErrorKind, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Target,
+};
+use counterhal_pctr::{ModelCpu, PctrBackend, function};
+
+const KINDS: [ModelCpu; 4] = [
+    ModelCpu::P5,
+    ModelCpu::P6,
+    ModelCpu::IntelArch,
+    ModelCpu::Amd,
+];
+
+fn db() -> Arc<Database> {
+    Arc::new(Database::shipped().expect("the shipped database loads"))
+}
+
+fn pctr_function(backend: &PctrBackend, name: &str) -> (u32, u32) {
+    let resolved = backend
+        .resolve(name)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(resolved.terms.len(), 1, "{name}");
+    match &resolved.terms[0].request.encoding {
+        Encoding::Pctr(pctr) => (pctr.function, pctr.counters.mask()),
+        other => panic!("{name}: not a pctr encoding: {other:?}"),
+    }
+}
+
+#[test]
+fn instructions_resolve_and_count_on_every_cpu() {
+    for cpu in KINDS {
+        let (backend, model) = PctrBackend::with_model(db(), cpu);
+        let (word, _) = pctr_function(&backend, "instructions");
+        let code = u32::from(cpu.instructions_event().unwrap());
+        let event_mask = if cpu == ModelCpu::P5 {
+            function::P5_EVENT_MASK
+        } else {
+            0xff
+        };
+        assert_eq!(word & event_mask, code, "{cpu}: {word:#x}");
+        let mut group = backend
+            .open_named(
+                &["instructions"],
+                &Target::ThisThread,
+                &OpenOptions::default(),
+            )
+            .unwrap();
+        group.enable().unwrap();
+        model.work(10_000);
+        model.retire_instructions(0, 500);
+        let readings = group.read_to_vec().unwrap();
+        assert_eq!(
+            readings[0].value, 10_500,
+            "{cpu}: user and kernel by default"
+        );
+    }
+}
+
+#[test]
+fn user_modifier_filters_kernel_mode() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let (word, _) = pctr_function(&backend, "INST_RETIRED:u");
+    assert_eq!(word & (function::U | function::K), function::U, "{word:#x}");
+    let mut group = backend
+        .open_named(
+            &["INST_RETIRED:u"],
+            &Target::ThisThread,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    group.enable().unwrap();
+    model.retire_instructions(70, 30);
+    assert_eq!(group.read_to_vec().unwrap()[0].value, 70);
+}
+
+#[test]
+fn p6_counter_constraints_come_from_the_database() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    assert_eq!(pctr_function(&backend, "FLOPS").1, 0b01);
+    assert_eq!(pctr_function(&backend, "MUL").1, 0b10);
+    let options = OpenOptions::default();
+    let mut group = backend
+        .open_named(&["MUL", "FLOPS"], &Target::ThisThread, &options)
+        .unwrap();
+    group.enable().unwrap();
+    model.feed(0x12, None, 3, 0);
+    model.feed(0xc1, None, 5, 0);
+    let values: Vec<u64> = group
+        .read_to_vec()
+        .unwrap()
+        .iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, vec![3, 5]);
+    drop(group);
+    let error = backend
+        .open_named(
+            &["FP_COMP_OPS_EXE", "CYCLES_DIV_BUSY"],
+            &Target::ThisThread,
+            &options,
+        )
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+    assert!(error.message().contains("FP_COMP_OPS_EXE"), "{error}");
+    assert!(error.message().contains("CYCLES_DIV_BUSY"), "{error}");
+}
+
+#[test]
+fn unknown_names_are_invalid_events() {
+    let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    let error = backend.resolve("NO_SUCH_EVENT_ANYWHERE").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{error}");
+}
+
+#[test]
+fn capabilities_list_the_generalized_events_that_resolve() {
+    for cpu in KINDS {
+        let (backend, _model) = PctrBackend::with_model(db(), cpu);
+        let generalized = backend.capabilities().generalized;
+        let instructions = GeneralizedEvent::Hardware(HardwareEvent::Instructions);
+        assert!(
+            generalized.contains(&instructions),
+            "{cpu}: {generalized:?}"
+        );
+        for event in &generalized {
+            assert!(
+                backend.resolve(&event.name()).is_ok(),
+                "{cpu}: {}",
+                event.name()
+            );
+        }
+    }
+}
