@@ -68,7 +68,9 @@ impl CpuIdentity {
             if line.trim().is_empty() && vendor.is_some() {
                 break;
             }
-            let Some((key, value)) = line.split_once(':') else { continue };
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
             let value = value.trim();
             match key.trim() {
                 "vendor_id" => vendor = Some(Vendor::from_cpuid(value)),
@@ -78,7 +80,12 @@ impl CpuIdentity {
                 _ => {}
             }
         }
-        Some(CpuIdentity { vendor: vendor?, family: family?, model: model?, stepping: stepping? })
+        Some(CpuIdentity {
+            vendor: vendor?,
+            family: family?,
+            model: model?,
+            stepping: stepping?,
+        })
     }
 }
 
@@ -102,7 +109,18 @@ mod tests {
         let text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n\
                     model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\nvendor_id\t: X\n";
         let cpu = CpuIdentity::from_proc_cpuinfo(text).unwrap();
-        assert_eq!(cpu, CpuIdentity { vendor: Vendor::Amd, family: 26, model: 2, stepping: 1 });
-        assert_eq!(CpuIdentity::from_proc_cpuinfo("vendor_id: GenuineIntel\n"), None);
+        assert_eq!(
+            cpu,
+            CpuIdentity {
+                vendor: Vendor::Amd,
+                family: 26,
+                model: 2,
+                stepping: 1
+            }
+        );
+        assert_eq!(
+            CpuIdentity::from_proc_cpuinfo("vendor_id: GenuineIntel\n"),
+            None
+        );
     }
 }

@@ -1,76 +1,133 @@
-//! The database of CPU models and their events.
-//!
-//! (Skeleton: the schema, loader and shipped data are being built; `resolve` already handles
-//! perf's generic events for the Linux backend.)
+//! The database of CPU models and their events, and the resolver from event strings to
+//! encodings.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use counterhal_hal::{
-    BackendKind, Domain, Encoding, Error, EventRequest, GeneralizedEvent, ResolvedEvent, Result,
+    BackendKind, Encoding, Error, EventRequest, GeneralizedEvent, ResolvedEvent, Result, Sign, Term,
 };
 
-use crate::CpuIdentity;
+use crate::encode::{self, NativeChoice, domain_of};
+use crate::error::{EventError, EventErrorKind, err};
+use crate::loader::{Layer, Source, load_file};
+use crate::model::{CpuModel, NativeEvent};
+use crate::parse::{EventSpec, Modifiers, ParsedEvent, parse_event};
+use crate::{CpuIdentity, suggest};
 
-/// Which encoder turns a CPU model's events into hardware words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EncoderKind {
-    /// Intel Pentium (P5): 6-bit events, CESR layout.
-    P5,
-    /// Intel P6 and OpenBSD pctr's P6 layout (PERFEVTSEL low word).
-    P6,
-    /// Intel architectural performance monitoring (PERFEVTSEL, fixed counters).
-    IntelArch,
-    /// AMD64 PerfEvtSel (12-bit events, bits 35:32).
-    Amd64,
-}
+/// The shipped data files, in match order (first match wins).
+pub const SHIPPED_FILES: &[(&str, &str)] = &[
+    ("events/data/p5.toml", include_str!("../data/p5.toml")),
+    ("events/data/p6.toml", include_str!("../data/p6.toml")),
+    ("events/data/skl.toml", include_str!("../data/skl.toml")),
+    (
+        "events/data/intel-arch.toml",
+        include_str!("../data/intel-arch.toml"),
+    ),
+    ("events/data/k8.toml", include_str!("../data/k8.toml")),
+    (
+        "events/data/amd64_fam17h_zen2.toml",
+        include_str!("../data/amd64_fam17h_zen2.toml"),
+    ),
+    (
+        "events/data/amd64_fam19h_zen3.toml",
+        include_str!("../data/amd64_fam19h_zen3.toml"),
+    ),
+];
 
-/// A CPU model's PMU: how many counters of what width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PmuDescription {
-    /// General-purpose counters per logical CPU.
-    pub general_counters: u32,
-    /// Their width in bits.
-    pub counter_width: u32,
-    /// Fixed-function counters.
-    pub fixed_counters: u32,
-    /// Their width in bits (0 when there are none).
-    pub fixed_width: u32,
-}
-
-/// One CPU model of the database.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuModel {
-    /// The id used by `--cpu` (`p6`, `skl`, `amd64_fam19h_zen3`).
-    pub id: String,
-    /// A one-line description.
-    pub description: String,
-    /// The encoder for its events.
-    pub encoder: EncoderKind,
-    /// Its PMU.
-    pub pmu: PmuDescription,
-}
+/// The environment variable naming an extra events file.
+pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 
 /// The event database: the shipped CPU models plus any user file.
 #[derive(Clone, Debug, Default)]
 pub struct Database {
-    models: Vec<CpuModel>,
+    models: Arc<Vec<CpuModel>>,
 }
 
+static SHIPPED: OnceLock<std::result::Result<Database, Error>> = OnceLock::new();
+
 impl Database {
-    /// The database shipped inside the library.
+    /// The database shipped inside the library (parsed once per process, then shared).
     ///
     /// # Errors
-    /// Never in a correct build (the shipped data is validated by tests).
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] if the shipped data is malformed, which
+    /// the crate's tests rule out.
     pub fn shipped() -> Result<Database> {
-        Ok(Database::default())
+        SHIPPED.get_or_init(Database::parse_shipped).clone()
+    }
+
+    /// Parses and validates the shipped data afresh (what [`Database::shipped`] caches).
+    ///
+    /// # Errors
+    /// As [`Database::shipped`].
+    pub fn parse_shipped() -> Result<Database> {
+        let mut models = Vec::with_capacity(SHIPPED_FILES.len());
+        let mut layer = Layer::default();
+        for (name, text) in SHIPPED_FILES {
+            load_file(&mut models, &mut layer, &Source { name, text })?;
+        }
+        Ok(Database {
+            models: Arc::new(models),
+        })
+    }
+
+    /// A database made of one `events.toml` text alone (no shipped data).
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming `name:line:column` and the key.
+    pub fn from_toml_str(name: &str, text: &str) -> Result<Database> {
+        Database::default().with_toml_str(name, text)
+    }
+
+    /// This database extended by an `events.toml` text: new model ids add CPUs, known ids
+    /// override fields, events (by name) and mappings (by key).
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming `name:line:column` and the key:
+    /// malformed TOML, unknown keys, duplicate names, codes out of range for the encoder,
+    /// unknown counters, a mapping naming a missing native, an unknown encoder, a model id used
+    /// twice.
+    pub fn with_toml_str(self, name: &str, text: &str) -> Result<Database> {
+        let mut models = Arc::unwrap_or_clone(self.models);
+        load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+        Ok(Database {
+            models: Arc::new(models),
+        })
     }
 
     /// The shipped database extended by a user file (adds CPUs, overrides events).
     ///
     /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming file:line:column and the key.
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming file:line:column and the key, or
+    /// for a file that cannot be read.
     pub fn with_user_file(self, path: &Path) -> Result<Database> {
-        Err(Error::unsupported(format!("user event files are not loaded yet ({})", path.display())))
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let error =
+                Error::invalid_input(format!("cannot read events file {}: {e}", path.display()));
+            match e.raw_os_error() {
+                Some(errno) => error.with_errno(errno),
+                None => error,
+            }
+        })?;
+        self.with_toml_str(&path.display().to_string(), &text)
+    }
+
+    /// The shipped database, then the file named by `COUNTERHAL_EVENTS` (if set and not
+    /// empty), then `user_file`.
+    ///
+    /// # Errors
+    /// As [`Database::with_user_file`].
+    pub fn load(user_file: Option<&Path>) -> Result<Database> {
+        let mut database = Database::shipped()?;
+        if let Some(path) = std::env::var_os(EVENTS_ENV).filter(|p| !p.is_empty()) {
+            database = database
+                .with_user_file(Path::new(&path))
+                .map_err(|e| e.context(format_args!("{EVENTS_ENV}")))?;
+        }
+        if let Some(path) = user_file {
+            database = database.with_user_file(path)?;
+        }
+        Ok(database)
     }
 
     /// Every CPU model, in match order.
@@ -78,35 +135,631 @@ impl Database {
         self.models.iter()
     }
 
-    /// The model with this id.
+    /// The model with this id (case-insensitive).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.models.iter().find(|m| m.id.eq_ignore_ascii_case(id))
     }
 
     /// The first model whose match rules accept `cpu`.
-    pub fn detect(&self, _cpu: &CpuIdentity) -> Option<&CpuModel> {
-        None
+    pub fn detect(&self, cpu: &CpuIdentity) -> Option<&CpuModel> {
+        self.models.iter().find(|m| m.matches(cpu))
+    }
+
+    /// Up to three known names nearest to `name`: native events of model `cpu` (when given
+    /// and known), generalized events, presets and model ids.
+    pub fn nearest_names(&self, cpu: Option<&str>, name: &str) -> Vec<String> {
+        let model = cpu.and_then(|id| self.model(id));
+        let natives = model
+            .into_iter()
+            .flat_map(|m| m.events.iter().map(|e| e.name.clone()));
+        let generalized = GeneralizedEvent::all().map(|g| g.name().into_owned());
+        let ids = self.models.iter().map(|m| m.id.clone());
+        suggest::nearest(name, natives.chain(generalized).chain(ids), 3)
     }
 
     /// Resolves an event string for `backend` on CPU model `cpu` (a model id; `None` when the
-    /// CPU is unknown, which still allows perf's generic events).
+    /// CPU is unknown, which still allows perf's generic events on Linux).
     ///
     /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidEvent`] for an unknown name or bad modifier;
-    /// [`counterhal_hal::ErrorKind::Unsupported`] when the event has no encoding here.
+    /// [`counterhal_hal::ErrorKind::InvalidEvent`] for a bad name, unit mask or modifier
+    /// (the message says which and, for unknown names, lists up to three nearest);
+    /// [`counterhal_hal::ErrorKind::Unsupported`] when the event has no encoding for this
+    /// backend or CPU; [`counterhal_hal::ErrorKind::InvalidInput`] for an unknown `cpu`.
+    /// [`Database::resolve_exact`] gives the exact [`EventErrorKind`].
     pub fn resolve(
         &self,
-        _cpu: Option<&str>,
+        cpu: Option<&str>,
         event: &str,
         backend: BackendKind,
     ) -> Result<ResolvedEvent> {
-        let generalized = GeneralizedEvent::from_name(event)
-            .ok_or_else(|| Error::invalid_event(format!("unknown event `{event}`")))?;
-        match backend {
-            BackendKind::Linux => crate::perf::generic_encoding(generalized, Domain::DEFAULT)
-                .map(|e| ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(e))))
-                .ok_or_else(|| Error::unsupported(format!("{event} needs a CPU model"))),
-            _ => Err(Error::unsupported(format!("{event}: no encoding for {backend} yet"))),
+        self.resolve_exact(cpu, event, backend).map_err(Error::from)
+    }
+
+    /// As [`Database::resolve`], with the exact error kind.
+    ///
+    /// # Errors
+    /// An [`EventError`] of the kind that applies (see [`EventErrorKind`]).
+    pub fn resolve_exact(
+        &self,
+        cpu: Option<&str>,
+        event: &str,
+        backend: BackendKind,
+    ) -> std::result::Result<ResolvedEvent, EventError> {
+        let model = match cpu {
+            Some(id) => Some(self.model(id).ok_or_else(|| {
+                let ids = self.models.iter().map(|m| m.id.clone());
+                err(
+                    EventErrorKind::UnknownCpu,
+                    format!("unknown CPU model `{id}`"),
+                )
+                .with_suggestions(suggest::nearest(id, ids, 3))
+                .with_hint("`counterhal list` shows the CPU models")
+            })?),
+            None => None,
+        };
+        match parse_event(event)? {
+            ParsedEvent::Raw { config, modifiers } => {
+                self.resolve_raw(model, event, config, modifiers, backend)
+            }
+            ParsedEvent::PmuTerms {
+                pmu,
+                terms,
+                modifiers,
+            } => self.resolve_terms(model, event, &pmu, &terms, modifiers, backend),
+            ParsedEvent::Named(spec) => self.resolve_named(model, event, spec, backend),
         }
+    }
+
+    fn resolve_named(
+        &self,
+        model: Option<&CpuModel>,
+        text: &str,
+        spec: EventSpec,
+        backend: BackendKind,
+    ) -> std::result::Result<ResolvedEvent, EventError> {
+        let model = match &spec.pmu {
+            Some(pmu) => Some(self.model(pmu).ok_or_else(|| {
+                let ids = self.models.iter().map(|m| m.id.clone());
+                err(
+                    EventErrorKind::NotFound,
+                    format!("unknown PMU `{pmu}` in `{text}`"),
+                )
+                .with_suggestions(suggest::nearest(pmu, ids, 3))
+            })?),
+            None => model,
+        };
+        if spec.pmu.is_none() && !spec.dotted {
+            if let Some(generalized) = GeneralizedEvent::from_name(&spec.name) {
+                return resolve_generalized(model, text, generalized, &spec, backend);
+            }
+        }
+        let Some(model) = model else {
+            return Err(err(
+                EventErrorKind::NotFound,
+                format!("unknown event `{}`", spec.name),
+            )
+            .with_suggestions(self.nearest_names(None, &spec.name))
+            .with_hint("native events need a CPU model: give --cpu or run on a detected CPU"));
+        };
+        let Some((event, extra)) = lookup_native(model, &spec) else {
+            return Err(err(
+                EventErrorKind::NotFound,
+                format!("unknown event `{}` on CPU model `{}`", spec.name, model.id),
+            )
+            .with_suggestions(self.nearest_names(Some(&model.id), &spec.name))
+            .with_hint(format!(
+                "`counterhal list --cpu {}` shows its events",
+                model.id
+            )));
+        };
+        let extra: Vec<&str> = extra.into_iter().collect();
+        let choice = encode::select(model, event, &spec, &extra)?;
+        let encoding = encode::encode(model, &choice, backend, text)?;
+        Ok(ResolvedEvent::single(EventRequest::new(text, encoding)))
+    }
+
+    fn resolve_raw(
+        &self,
+        model: Option<&CpuModel>,
+        text: &str,
+        config: u64,
+        modifiers: Modifiers,
+        backend: BackendKind,
+    ) -> std::result::Result<ResolvedEvent, EventError> {
+        if backend == BackendKind::Linux {
+            if modifiers.has_filters() {
+                return Err(err(
+                    EventErrorKind::CombinationNotAllowed,
+                    format!("`{text}`: put edge/invert/counter-mask bits into the raw code itself"),
+                ));
+            }
+            let mut perf = counterhal_hal::PerfEncoding::new(crate::perf::TYPE_RAW, config);
+            perf.domain = domain_of(&modifiers);
+            return Ok(ResolvedEvent::single(EventRequest::new(
+                text,
+                Encoding::Perf(perf),
+            )));
+        }
+        let Some(model) = model else {
+            return Err(err(
+                EventErrorKind::Unsupported,
+                format!("`{text}`: raw codes for {backend} need a CPU model"),
+            )
+            .with_hint("give --cpu (e.g. --cpu p6)"));
+        };
+        let choice = raw_choice(model, text, config, modifiers)?;
+        let encoding = encode::encode(model, &choice, backend, text)?;
+        Ok(ResolvedEvent::single(EventRequest::new(text, encoding)))
+    }
+
+    fn resolve_terms(
+        &self,
+        model: Option<&CpuModel>,
+        text: &str,
+        pmu: &str,
+        terms: &[(String, Option<u64>)],
+        modifiers: Modifiers,
+        backend: BackendKind,
+    ) -> std::result::Result<ResolvedEvent, EventError> {
+        if !pmu.eq_ignore_ascii_case("cpu") {
+            return Err(err(EventErrorKind::Unsupported, format!("`{text}`: PMU `{pmu}` is described by the kernel, not by the event database"))
+                .with_hint("the Linux backend resolves `pmu/.../` strings from /sys/bus/event_source/devices/<pmu>/format"));
+        }
+        let mut config = 0u64;
+        let mut m = modifiers;
+        for (term, value) in terms {
+            let v = value.unwrap_or(1);
+            let range = |max: u64| -> std::result::Result<u64, EventError> {
+                if v > max {
+                    Err(err(
+                        EventErrorKind::ValueOutOfRange,
+                        format!("term `{term}={v:#x}` is out of range 0..={max:#x}"),
+                    ))
+                } else {
+                    Ok(v)
+                }
+            };
+            match term.as_str() {
+                "event" => {
+                    let e = range(0xfff)?;
+                    config |= (e & 0xff) | ((e >> 8) << 32);
+                }
+                "umask" => config |= range(0xff)? << 8,
+                "cmask" => m.merge(&Modifiers {
+                    cmask: Some(u8::try_from(range(0xff)?).unwrap_or(0)),
+                    ..Modifiers::default()
+                })?,
+                "edge" => m.merge(&Modifiers {
+                    edge: Some(range(1)? == 1),
+                    ..Modifiers::default()
+                })?,
+                "inv" => m.merge(&Modifiers {
+                    invert: Some(range(1)? == 1),
+                    ..Modifiers::default()
+                })?,
+                other => {
+                    return Err(err(
+                        EventErrorKind::UnknownModifier,
+                        format!(
+                            "unknown term `{other}` for PMU `cpu`; terms are event, umask, cmask, edge, inv"
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut bits = Modifiers::default();
+        std::mem::swap(&mut bits, &mut m);
+        let (levels, filters) = split_levels(bits);
+        let config = config | filter_bits(&filters);
+        let config_mods = levels;
+        match backend {
+            BackendKind::Linux => {
+                let mut perf = counterhal_hal::PerfEncoding::new(crate::perf::TYPE_RAW, config);
+                perf.domain = domain_of(&config_mods);
+                Ok(ResolvedEvent::single(EventRequest::new(
+                    text,
+                    Encoding::Perf(perf),
+                )))
+            }
+            _ => self.resolve_raw(model, text, config, config_mods, backend),
+        }
+    }
+}
+
+fn split_levels(m: Modifiers) -> (Modifiers, Modifiers) {
+    let levels = Modifiers {
+        user: m.user,
+        kernel: m.kernel,
+        hypervisor: m.hypervisor,
+        ..Modifiers::default()
+    };
+    let filters = Modifiers {
+        edge: m.edge,
+        invert: m.invert,
+        cmask: m.cmask,
+        ..Modifiers::default()
+    };
+    (levels, filters)
+}
+
+fn filter_bits(m: &Modifiers) -> u64 {
+    let mut bits = u64::from(m.cmask.unwrap_or(0)) << 24;
+    if m.edge == Some(true) {
+        bits |= encode::evtsel::EDGE;
+    }
+    if m.invert == Some(true) {
+        bits |= encode::evtsel::INV;
+    }
+    bits
+}
+
+fn raw_choice(
+    model: &CpuModel,
+    text: &str,
+    config: u64,
+    modifiers: Modifiers,
+) -> std::result::Result<NativeChoice, EventError> {
+    let known = 0xf_ffff_ffffu64
+        & !(encode::evtsel::USR
+            | encode::evtsel::OS
+            | (1 << 19)
+            | encode::evtsel::INT
+            | (1 << 21)
+            | encode::evtsel::EN);
+    if config & !known != 0 {
+        return Err(err(
+            EventErrorKind::ValueOutOfRange,
+            format!(
+                "raw code `{text}` sets bits outside event, unit mask, edge, invert and counter mask ({:#x}); the domain comes from u/k modifiers",
+                config & !known
+            ),
+        ));
+    }
+    let (levels, filters) = split_levels(modifiers);
+    let mut m = levels;
+    m.merge(&Modifiers {
+        edge: (config & encode::evtsel::EDGE != 0).then_some(true),
+        invert: (config & encode::evtsel::INV != 0).then_some(true),
+        cmask: u8::try_from((config >> 24) & 0xff).ok().filter(|c| *c != 0),
+        ..Modifiers::default()
+    })?;
+    m.merge(&filters)?;
+    let code = u16::try_from((config & 0xff) | (((config >> 32) & 0xf) << 8)).unwrap_or(0);
+    if code > model.encoder.max_event_code() {
+        return Err(err(
+            EventErrorKind::ValueOutOfRange,
+            format!(
+                "raw code `{text}`: event {code:#x} is out of range for encoder {}",
+                model.encoder.name()
+            ),
+        ));
+    }
+    let umask = u8::try_from((config >> 8) & 0xff).unwrap_or(0);
+    if model.encoder == crate::EncoderKind::P5
+        && (umask != 0 || m.edge.is_some() || m.invert.is_some() || m.cmask.is_some_and(|c| c > 1))
+    {
+        return Err(err(
+            EventErrorKind::ValueOutOfRange,
+            format!("raw code `{text}`: P5 codes are 6-bit events (c=1 counts cycles)"),
+        ));
+    }
+    Ok(NativeChoice {
+        code,
+        umask,
+        edge: m.edge == Some(true),
+        invert: m.invert == Some(true),
+        cmask: m.cmask.unwrap_or(0),
+        counters: counterhal_hal::CounterSet::first(model.pmu.general_counters),
+        fixed: None,
+        modifiers: m,
+    })
+}
+
+/// Finds the native event `spec` names; the second value is a unit mask split off a dotted
+/// name (`INST_RETIRED.ANY_P`).
+pub(crate) fn lookup_native<'m, 's>(
+    model: &'m CpuModel,
+    spec: &'s EventSpec,
+) -> Option<(&'m NativeEvent, Option<&'s str>)> {
+    if let Some(event) = model.event(&spec.name) {
+        return Some((event, None));
+    }
+    let (name, mask) = spec.name.split_once('.')?;
+    Some((model.event(name)?, Some(mask)))
+}
+
+fn resolve_generalized(
+    model: Option<&CpuModel>,
+    text: &str,
+    generalized: GeneralizedEvent,
+    spec: &EventSpec,
+    backend: BackendKind,
+) -> std::result::Result<ResolvedEvent, EventError> {
+    let mut modifiers = spec.modifiers;
+    for part in &spec.unit_masks {
+        if !modifiers.apply_group(part)? {
+            return Err(err(
+                EventErrorKind::UnitMaskInvalid,
+                format!(
+                    "`{generalized}` is a generalized event and takes no unit mask `{part}`; modifiers are u, k, h"
+                ),
+            ));
+        }
+    }
+    if modifiers.has_filters()
+        || modifiers.edge.is_some()
+        || modifiers.invert.is_some()
+        || modifiers.cmask.is_some()
+    {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{text}`: e, i and c apply to native events, not to the generalized event `{generalized}`"
+            ),
+        ));
+    }
+    if backend == BackendKind::Linux {
+        if let Some(perf) = crate::perf::generic_encoding(generalized, domain_of(&modifiers)) {
+            return Ok(ResolvedEvent::single(EventRequest::new(
+                text,
+                Encoding::Perf(perf),
+            )));
+        }
+    } else if let GeneralizedEvent::Software(_) = generalized {
+        return Err(err(
+            EventErrorKind::Unsupported,
+            format!(
+                "`{generalized}` is a software event counted by the Linux kernel; the {backend} backend has none"
+            ),
+        ));
+    }
+    let Some(model) = model else {
+        return Err(err(
+            EventErrorKind::Unsupported,
+            format!("`{generalized}` needs a CPU model for the {backend} backend"),
+        )
+        .with_hint("give --cpu (e.g. --cpu skl) or run on a detected CPU"));
+    };
+    let Some(mapping) = model.mapping(generalized) else {
+        return Err(err(
+            EventErrorKind::Unsupported,
+            format!(
+                "`{generalized}` has no native event on CPU model `{}`",
+                model.id
+            ),
+        )
+        .with_hint(format!(
+            "`counterhal list --cpu {}` shows what it has",
+            model.id
+        )));
+    };
+    let mut terms = Vec::with_capacity(mapping.terms.len());
+    for (sign, term_spec) in &mapping.terms {
+        let mut term_spec = term_spec.clone();
+        term_spec.modifiers.merge(&modifiers)?;
+        let (event, extra) = lookup_native(model, &term_spec).ok_or_else(|| {
+            err(
+                EventErrorKind::NotFound,
+                format!(
+                    "mapping of `{generalized}` names unknown `{}`",
+                    term_spec.name
+                ),
+            )
+        })?;
+        let extra: Vec<&str> = extra.into_iter().collect();
+        let name = crate::model::spec_text(&term_spec);
+        let choice = encode::select(model, event, &term_spec, &extra)?;
+        let encoding = encode::encode(model, &choice, backend, &name)?;
+        terms.push(Term {
+            sign: *sign,
+            request: EventRequest::new(name, encoding),
+        });
+    }
+    if let [only] = terms.as_slice() {
+        if only.sign == Sign::Plus {
+            return Ok(ResolvedEvent::single(EventRequest::new(
+                text,
+                only.request.encoding.clone(),
+            )));
+        }
+    }
+    Ok(ResolvedEvent {
+        name: text.to_string(),
+        terms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Vendor;
+    use counterhal_hal::Preset;
+
+    fn cpu(vendor: Vendor, family: u32, model: u32) -> CpuIdentity {
+        CpuIdentity {
+            vendor,
+            family,
+            model,
+            stepping: 0,
+        }
+    }
+
+    #[test]
+    fn detection_picks_the_first_match() {
+        let db = Database::shipped().unwrap();
+        let id = |c: CpuIdentity| db.detect(&c).map(|m| m.id.clone());
+        assert_eq!(id(cpu(Vendor::Intel, 5, 2)).as_deref(), Some("p5"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 8)).as_deref(), Some("p6"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x5e)).as_deref(), Some("skl"));
+        assert_eq!(
+            id(cpu(Vendor::Intel, 6, 0x8f)).as_deref(),
+            Some("intel-arch")
+        );
+        assert_eq!(
+            id(cpu(Vendor::Intel, 0xf, 2)),
+            None,
+            "NetBurst has no model"
+        );
+        assert_eq!(id(cpu(Vendor::Amd, 0xf, 5)).as_deref(), Some("k8"));
+        assert_eq!(
+            id(cpu(Vendor::Amd, 0x17, 0x31)).as_deref(),
+            Some("amd64_fam17h_zen2")
+        );
+        assert_eq!(
+            id(cpu(Vendor::Amd, 0x19, 0x21)).as_deref(),
+            Some("amd64_fam19h_zen3")
+        );
+        // This machine: AuthenticAMD family 0x1a model 2 (Zen 5).
+        assert_eq!(
+            id(cpu(Vendor::Amd, 0x1a, 2)).as_deref(),
+            Some("amd64_fam19h_zen3")
+        );
+    }
+
+    #[test]
+    fn required_presets_are_mapped_where_the_cpu_has_them() {
+        let db = Database::shipped().unwrap();
+        let required = [
+            "PAPI_TOT_INS",
+            "PAPI_TOT_CYC",
+            "PAPI_REF_CYC",
+            "PAPI_BR_INS",
+            "PAPI_BR_MSP",
+            "PAPI_BR_CN",
+            "PAPI_BR_TKN",
+            "PAPI_BR_NTK",
+            "PAPI_L1_DCM",
+            "PAPI_L1_ICM",
+            "PAPI_L1_DCA",
+            "PAPI_L2_DCM",
+            "PAPI_L2_TCM",
+            "PAPI_L3_TCM",
+            "PAPI_L3_TCA",
+            "PAPI_TLB_DM",
+            "PAPI_TLB_IM",
+            "PAPI_FP_OPS",
+            "PAPI_LD_INS",
+            "PAPI_SR_INS",
+        ];
+        let skl = db.model("skl").unwrap();
+        for name in required {
+            let preset = GeneralizedEvent::Preset(Preset::from_name(name).unwrap());
+            assert!(skl.mapping(preset).is_some(), "skl lacks {name}");
+        }
+        let zen = db.model("amd64_fam19h_zen3").unwrap();
+        let mapped = required
+            .iter()
+            .filter(|n| {
+                zen.mapping(GeneralizedEvent::from_name(n).unwrap())
+                    .is_some()
+            })
+            .count();
+        assert_eq!(
+            mapped, 17,
+            "Zen has every required preset but REF_CYC and the L3 pair"
+        );
+        for model in db.models() {
+            for name in ["instructions", "branches"] {
+                assert!(
+                    model
+                        .mapping(GeneralizedEvent::from_name(name).unwrap())
+                        .is_some(),
+                    "{} {name}",
+                    model.id
+                );
+            }
+            // Every mapping resolves on every backend that can program the model.
+            for mapping in model.mappings() {
+                let name = mapping.event.name();
+                let backend = if model.encoder == crate::EncoderKind::P5 {
+                    BackendKind::Pctr
+                } else {
+                    BackendKind::Msr
+                };
+                db.resolve(Some(&model.id), &name, backend)
+                    .unwrap_or_else(|e| panic!("{} {name}: {e}", model.id));
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_suggest_nearest() {
+        let db = Database::shipped().unwrap();
+        let error = db
+            .resolve_exact(Some("p6"), "INST_RETIRD", BackendKind::Pctr)
+            .unwrap_err();
+        assert_eq!(error.kind(), EventErrorKind::NotFound);
+        assert_eq!(
+            error.suggestions().first().map(String::as_str),
+            Some("INST_RETIRED")
+        );
+        assert!(
+            error.message().contains("did you mean: INST_RETIRED"),
+            "{error}"
+        );
+        assert!(
+            db.nearest_names(Some("p6"), "L2_RQST")
+                .contains(&"L2_RQSTS".to_string())
+        );
+        assert!(
+            db.nearest_names(None, "cycels")
+                .contains(&"cycles".to_string())
+        );
+    }
+
+    #[test]
+    fn readme_example_loads_without_its_bad_line() {
+        let readme = include_str!("../README.md");
+        let start = readme.find("```toml\n[[cpu]]").unwrap() + "```toml\n".len();
+        let text = &readme[start..];
+        let text = &text[..text.find("```").unwrap()];
+        let error = Database::from_toml_str("example.toml", text).unwrap_err();
+        assert!(error.message().contains("PAPI_L2_DCH"), "{error}");
+        let good: String = text
+            .lines()
+            .filter(|l| !l.starts_with("PAPI_L2_DCH"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let db = Database::from_toml_str("example.toml", &good).unwrap();
+        let event = db
+            .resolve(
+                Some("mycore"),
+                "L2_REQUESTS:MISS_CYCLES:u",
+                BackendKind::Msr,
+            )
+            .unwrap();
+        assert_eq!(
+            event.terms[0].request.encoding,
+            Encoding::Msr(counterhal_hal::MsrEncoding {
+                evtsel: 0x0141_3f24,
+                counters: counterhal_hal::CounterSet::first(4),
+                fixed: None
+            })
+        );
+        let stepping = CpuIdentity {
+            vendor: Vendor::Intel,
+            family: 6,
+            model: 0xf2,
+            stepping: 3,
+        };
+        assert_eq!(db.detect(&stepping).map(|m| m.id.as_str()), Some("mycore"));
+        let stepping = CpuIdentity {
+            stepping: 5,
+            ..stepping
+        };
+        assert!(db.detect(&stepping).is_none());
+    }
+
+    #[test]
+    fn load_reads_the_environment_file() {
+        // Only checks the no-variable path here: setting the process environment in a test
+        // would race with other tests.
+        if std::env::var_os(EVENTS_ENV).is_none() {
+            let db = Database::load(None).unwrap();
+            assert_eq!(db.models().count(), SHIPPED_FILES.len());
+        }
+        let missing = Database::load(Some(Path::new("/nonexistent/events.toml"))).unwrap_err();
+        assert_eq!(missing.kind(), counterhal_hal::ErrorKind::InvalidInput);
+        assert!(missing.errno().is_some());
     }
 }

@@ -1,14 +1,22 @@
-//! # counterhal-events: the event database
-//!
-//! Which native events each CPU has, how each named event (generalized, preset, native with
-//! modifiers, raw) is encoded for each backend, and the parser for event strings.
-//!
-//! This crate is data and parsing only: no OS code, no `unsafe`.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod cpu;
 mod database;
+mod encode;
+mod error;
+mod loader;
+mod model;
+mod parse;
 pub mod perf;
+mod suggest;
 
 pub use cpu::{CpuIdentity, Vendor};
-pub use database::{CpuModel, Database, EncoderKind, PmuDescription};
+pub use database::{Database, EVENTS_ENV, SHIPPED_FILES};
+pub use encode::{MESI_ALL, evtsel, p5};
+pub use error::{EventError, EventErrorKind};
+pub use model::{
+    CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,
+    UnitMask, UnitMaskClass,
+};
+pub use parse::{EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms};

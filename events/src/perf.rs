@@ -105,10 +105,21 @@ mod tests {
 
     #[test]
     fn generic() {
-        let e = generic_encoding(GeneralizedEvent::from_name("page-faults").unwrap(), Domain::USER)
-            .unwrap();
-        assert_eq!((e.type_, e.config, e.domain), (TYPE_SOFTWARE, 2, Domain::USER));
-        assert!(generic_encoding(GeneralizedEvent::from_name("PAPI_TOT_INS").unwrap(), Domain::USER)
-            .is_none());
+        let e = generic_encoding(
+            GeneralizedEvent::from_name("page-faults").unwrap(),
+            Domain::USER,
+        )
+        .unwrap();
+        assert_eq!(
+            (e.type_, e.config, e.domain),
+            (TYPE_SOFTWARE, 2, Domain::USER)
+        );
+        assert!(
+            generic_encoding(
+                GeneralizedEvent::from_name("PAPI_TOT_INS").unwrap(),
+                Domain::USER
+            )
+            .is_none()
+        );
     }
 }

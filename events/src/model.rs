@@ -1,0 +1,322 @@
+//! The database's picture of one CPU model: match rules, PMU, native events, mappings.
+
+use counterhal_hal::{CounterSet, GeneralizedEvent, Sign};
+
+use crate::parse::EventSpec;
+use crate::{CpuIdentity, Vendor};
+
+/// Which encoder turns a CPU model's events into hardware words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EncoderKind {
+    /// Intel Pentium (P5): 6-bit events, CESR layout.
+    P5,
+    /// Intel P6 and OpenBSD pctr's P6 layout (PERFEVTSEL low word).
+    P6,
+    /// Intel architectural performance monitoring (PERFEVTSEL, fixed counters).
+    IntelArch,
+    /// AMD64 PerfEvtSel (12-bit events, bits 35:32).
+    Amd64,
+}
+
+impl EncoderKind {
+    /// Every encoder.
+    pub const ALL: [EncoderKind; 4] = [
+        EncoderKind::P5,
+        EncoderKind::P6,
+        EncoderKind::IntelArch,
+        EncoderKind::Amd64,
+    ];
+
+    /// The name used in `events.toml`: `p5`, `p6`, `intel-arch`, `amd64`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EncoderKind::P5 => "p5",
+            EncoderKind::P6 => "p6",
+            EncoderKind::IntelArch => "intel-arch",
+            EncoderKind::Amd64 => "amd64",
+        }
+    }
+
+    /// The encoder with this name (`pctr` is accepted for `p6`).
+    pub fn from_name(name: &str) -> Option<EncoderKind> {
+        if name.eq_ignore_ascii_case("pctr") {
+            return Some(EncoderKind::P6);
+        }
+        Self::ALL
+            .into_iter()
+            .find(|e| e.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The largest event code the encoder can express (P5 0x3f, Intel 0xff, AMD 0xfff).
+    pub const fn max_event_code(self) -> u16 {
+        match self {
+            EncoderKind::P5 => 0x3f,
+            EncoderKind::P6 | EncoderKind::IntelArch => 0xff,
+            EncoderKind::Amd64 => 0xfff,
+        }
+    }
+
+    /// How many counters OpenBSD's pctr driver programs with this encoder (2 on Intel, 4 on
+    /// AMD).
+    pub const fn pctr_counters(self) -> u32 {
+        match self {
+            EncoderKind::Amd64 => 4,
+            _ => 2,
+        }
+    }
+}
+
+/// A CPU model's PMU: how many counters of what width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PmuDescription {
+    /// General-purpose counters per logical CPU.
+    pub general_counters: u32,
+    /// Their width in bits.
+    pub counter_width: u32,
+    /// Fixed-function counters.
+    pub fixed_counters: u32,
+    /// Their width in bits (0 when there are none).
+    pub fixed_width: u32,
+}
+
+/// A set of numbers given as a list of inclusive ranges; empty means "any".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NumberSet {
+    /// The inclusive ranges.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl NumberSet {
+    /// Whether `value` is in the set (always, for an empty set).
+    pub fn contains(&self, value: u32) -> bool {
+        self.ranges.is_empty()
+            || self
+                .ranges
+                .iter()
+                .any(|(lo, hi)| (*lo..=*hi).contains(&value))
+    }
+}
+
+/// One match rule: a CPU matches when vendor, family, model and stepping all match.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MatchRule {
+    /// The vendor.
+    pub vendor: Vendor,
+    /// Display families.
+    pub family: NumberSet,
+    /// Display models (empty = any).
+    pub model: NumberSet,
+    /// Steppings (empty = any).
+    pub stepping: NumberSet,
+}
+
+impl MatchRule {
+    /// Whether `cpu` matches this rule.
+    pub fn matches(&self, cpu: &CpuIdentity) -> bool {
+        self.vendor == cpu.vendor
+            && self.family.contains(cpu.family)
+            && self.model.contains(cpu.model)
+            && self.stepping.contains(cpu.stepping)
+    }
+}
+
+/// What kind of bits a unit mask sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnitMaskClass {
+    /// An ordinary named unit mask.
+    Plain,
+    /// A P6 cache-state bit (MODIFIED, EXCLUSIVE, SHARED, INVALID); all four apply when none
+    /// is named.
+    CacheState,
+    /// The P6 any-initiator bit (ANY_INITIATOR).
+    AnyInitiator,
+}
+
+/// A named unit mask of a native event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UnitMask {
+    /// The name (libpfm4's where libpfm4 knows the CPU).
+    pub name: String,
+    /// The unit-mask byte.
+    pub code: u8,
+    /// A one-line description.
+    pub description: String,
+    /// Whether it applies when no unit mask is named.
+    pub default: bool,
+    /// The counter mask it implies (0 = none).
+    pub cmask: u8,
+    /// Whether it implies the edge bit.
+    pub edge: bool,
+    /// Whether it implies the invert bit.
+    pub invert: bool,
+    /// The fixed counter that counts exactly this event, if any.
+    pub fixed: Option<u32>,
+    /// What kind of bits it sets.
+    pub class: UnitMaskClass,
+}
+
+impl UnitMask {
+    /// Whether the mask carries its own filter bits (counter mask, edge, invert).
+    pub fn has_filters(&self) -> bool {
+        self.cmask != 0 || self.edge || self.invert
+    }
+}
+
+/// Flags of a native event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EventFlags {
+    /// A unit mask must be named (no default applies).
+    pub umask_required: bool,
+    /// The event takes P6 cache-state (MESI) bits.
+    pub mesi: bool,
+    /// The event may take the any-initiator bit.
+    pub any_initiator: bool,
+    /// At most one plain unit mask may be named.
+    pub exclusive: bool,
+}
+
+/// A native event of a CPU model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NativeEvent {
+    /// The name (libpfm4's where libpfm4 knows the CPU, pctr(4)'s on P6).
+    pub name: String,
+    /// The event code (6 bits on P5, 8 on Intel, 12 on AMD).
+    pub code: u16,
+    /// A unit-mask byte always set (for events whose unit mask is part of their identity).
+    pub base_umask: u8,
+    /// A one-line description.
+    pub description: String,
+    /// The general-purpose counters it may use (empty: fixed counter only).
+    pub counters: CounterSet,
+    /// The fixed counter that counts exactly this event (with no unit mask named), if any.
+    pub fixed: Option<u32>,
+    /// Its flags.
+    pub flags: EventFlags,
+    pub(crate) unit_masks: Vec<UnitMask>,
+}
+
+impl NativeEvent {
+    /// Its unit masks, including the P6 cache-state and any-initiator bits it takes.
+    pub fn unit_masks(&self) -> &[UnitMask] {
+        &self.unit_masks
+    }
+
+    /// The unit mask with this name (case-insensitive).
+    pub fn unit_mask(&self, name: &str) -> Option<&UnitMask> {
+        self.unit_masks
+            .iter()
+            .find(|u| u.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether a plain unit mask must be named: the flag says so, or the event has plain unit
+    /// masks and none is a default.
+    pub fn needs_unit_mask(&self) -> bool {
+        let plain = || {
+            self.unit_masks
+                .iter()
+                .filter(|u| u.class == UnitMaskClass::Plain)
+        };
+        self.flags.umask_required || (plain().count() > 0 && !plain().any(|u| u.default))
+    }
+}
+
+/// The native events behind a generalized event or preset: a sum or difference of terms.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    /// The generalized event or preset.
+    pub event: GeneralizedEvent,
+    /// The expression as written (`BR_INST_RETIRED - BR_TAKEN_RETIRED`).
+    pub expression: String,
+    pub(crate) terms: Vec<(Sign, EventSpec)>,
+}
+
+impl Mapping {
+    /// The terms: sign and native event string.
+    pub fn terms(&self) -> impl Iterator<Item = (Sign, String)> + '_ {
+        self.terms
+            .iter()
+            .map(|(sign, spec)| (*sign, spec_text(spec)))
+    }
+}
+
+pub(crate) fn spec_text(spec: &EventSpec) -> String {
+    let mut text = spec.name.clone();
+    for mask in &spec.unit_masks {
+        text.push(':');
+        text.push_str(mask);
+    }
+    let m = &spec.modifiers;
+    for (name, value) in [("e", m.edge), ("i", m.invert)] {
+        if value == Some(true) {
+            text.push(':');
+            text.push_str(name);
+        }
+    }
+    if let Some(c) = m.cmask {
+        text.push_str(&format!(":c={c}"));
+    }
+    text
+}
+
+/// One CPU model of the database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuModel {
+    /// The id used by `--cpu` (`p6`, `skl`, `amd64_fam19h_zen3`).
+    pub id: String,
+    /// A one-line description.
+    pub description: String,
+    /// The encoder for its events.
+    pub encoder: EncoderKind,
+    /// Its PMU.
+    pub pmu: PmuDescription,
+    pub(crate) rules: Vec<MatchRule>,
+    pub(crate) events: Vec<NativeEvent>,
+    pub(crate) index: std::collections::HashMap<String, usize>,
+    pub(crate) mappings: Vec<Mapping>,
+}
+
+impl CpuModel {
+    /// Its match rules, in order.
+    pub fn match_rules(&self) -> &[MatchRule] {
+        &self.rules
+    }
+
+    /// Whether any match rule accepts `cpu`.
+    pub fn matches(&self, cpu: &CpuIdentity) -> bool {
+        self.rules.iter().any(|r| r.matches(cpu))
+    }
+
+    /// Its native events, in file order.
+    pub fn events(&self) -> &[NativeEvent] {
+        &self.events
+    }
+
+    /// The native event with this name (case-insensitive).
+    pub fn event(&self, name: &str) -> Option<&NativeEvent> {
+        if let Some(&i) = self.index.get(name) {
+            return self.events.get(i);
+        }
+        self.index
+            .get(&name.to_ascii_uppercase())
+            .and_then(|&i| self.events.get(i))
+    }
+
+    /// The mappings of generalized events and presets, in file order.
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.mappings
+    }
+
+    /// The mapping of one generalized event or preset.
+    pub fn mapping(&self, event: GeneralizedEvent) -> Option<&Mapping> {
+        self.mappings.iter().find(|m| m.event == event)
+    }
+
+    pub(crate) fn rebuild_index(&mut self) {
+        self.index = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.to_ascii_uppercase(), i))
+            .collect();
+    }
+}

@@ -1,0 +1,176 @@
+//! Cross-check against libpfm4: every shipped event (and each of its unit masks) of the CPU
+//! models libpfm4 also knows is encoded by libpfm4 (forcing the PMU, LIBPFM_ENCODE_INACTIVE=1,
+//! pfm_get_os_event_encoding with PFM_OS_NONE) and by us; the EVTSEL values must agree with
+//! the interrupt bit 20 masked (libpfm4 sets it, a counting EVTSEL does not).
+//!
+//! Needs a C compiler and libpfm4 (Debian `libpfm4-dev`); without them the test prints why it
+//! skipped.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use counterhal_events::{Database, UnitMaskClass};
+use counterhal_hal::{BackendKind, Encoding};
+
+const PROGRAM: &str = r#"
+#include <perfmon/pfmlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+    char line[1024];
+    if (pfm_initialize() != PFM_SUCCESS) { printf("INIT-FAILED\n"); return 1; }
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = 0;
+        pfm_pmu_encode_arg_t arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        int ret = pfm_get_os_event_encoding(line, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
+        if (ret != PFM_SUCCESS) { printf("ERR %d\n", ret); continue; }
+        printf("OK 0x%llx\n", (unsigned long long)arg.codes[0]);
+        free(arg.codes);
+    }
+    return 0;
+}
+"#;
+
+/// Our model id -> libpfm4's PMU name (only where the event names are libpfm4's).
+const PMUS: &[(&str, &str)] = &[
+    ("skl", "skl"),
+    ("k8", "amd64_k8_revg"),
+    ("amd64_fam17h_zen2", "amd64_fam17h_zen2"),
+    ("amd64_fam19h_zen3", "amd64_fam19h_zen3"),
+    ("intel-arch", "ix86arch"),
+];
+
+fn build_helper() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("counterhal-libpfm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let source = dir.join("encode.c");
+    std::fs::write(&source, PROGRAM)
+        .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
+    let binary = dir.join("encode");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let output = Command::new(&cc)
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source)
+        .arg("-lpfm")
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{cc} ... -lpfm` failed (is libpfm4-dev installed?): {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(binary)
+}
+
+fn run_libpfm(binary: &PathBuf, lines: &[String]) -> Result<Vec<String>, String> {
+    let mut child = Command::new(binary)
+        .env("LIBPFM_ENCODE_INACTIVE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run the libpfm4 helper: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let input = lines.join("\n") + "\n";
+    stdin
+        .write_all(input.as_bytes())
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if text.starts_with("INIT-FAILED") {
+        return Err("pfm_initialize failed".to_string());
+    }
+    Ok(text.lines().map(str::to_string).collect())
+}
+
+#[test]
+fn evtsel_matches_libpfm4() {
+    let binary = match build_helper() {
+        Ok(binary) => binary,
+        Err(why) => {
+            eprintln!("SKIPPED: libpfm4 cross-check not run: {why}");
+            return;
+        }
+    };
+    let database = Database::shipped().expect("shipped database loads");
+    // (our string, libpfm4 string, our EVTSEL)
+    let mut cases: Vec<(String, String, u64)> = Vec::new();
+    for (model_id, pmu) in PMUS {
+        let model = database.model(model_id).expect("model exists");
+        for event in model.events() {
+            let mut names = vec![event.name.clone()];
+            for mask in event.unit_masks() {
+                if mask.class == UnitMaskClass::Plain {
+                    names.push(format!("{}:{}", event.name, mask.name));
+                }
+            }
+            for name in names {
+                let Ok(resolved) = database.resolve(Some(model_id), &name, BackendKind::Msr) else {
+                    continue;
+                };
+                let Encoding::Msr(msr) = &resolved.terms[0].request.encoding else {
+                    continue;
+                };
+                cases.push((
+                    format!("{model_id}: {name}"),
+                    format!("{pmu}::{name}"),
+                    msr.evtsel,
+                ));
+            }
+        }
+    }
+    let lines: Vec<String> = cases.iter().map(|c| c.1.clone()).collect();
+    let answers = match run_libpfm(&binary, &lines) {
+        Ok(answers) => answers,
+        Err(why) => {
+            eprintln!("SKIPPED: libpfm4 cross-check not run: {why}");
+            return;
+        }
+    };
+    assert_eq!(answers.len(), cases.len(), "one answer per query");
+    let mut compared = 0;
+    let mut unknown = Vec::new();
+    let mut mismatches = Vec::new();
+    for ((ours, theirs, evtsel), answer) in cases.iter().zip(&answers) {
+        match answer
+            .strip_prefix("OK 0x")
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        {
+            Some(code) => {
+                compared += 1;
+                if code & !(1 << 20) != *evtsel {
+                    mismatches.push(format!(
+                        "{ours}: ours {evtsel:#x}, libpfm4 {code:#x} ({theirs})"
+                    ));
+                }
+            }
+            None => unknown.push(format!("{theirs} ({answer})")),
+        }
+    }
+    println!(
+        "libpfm4 cross-check: compared {compared} encodings, {} not encodable by libpfm4 here",
+        unknown.len()
+    );
+    if !unknown.is_empty() {
+        eprintln!(
+            "not encodable by libpfm4 (PMU inactive on this host or name unknown): {}",
+            unknown.join(", ")
+        );
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} EVTSEL mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    assert!(
+        compared > 0,
+        "nothing was compared; libpfm4 answered: {answers:?}"
+    );
+}

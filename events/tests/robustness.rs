@@ -1,0 +1,213 @@
+//! Arbitrary event strings and arbitrary (mutated) TOML never panic, and loader errors name
+//! file:line:column and the key.
+
+use counterhal_events::{Database, SHIPPED_FILES};
+use counterhal_hal::{BackendKind, ErrorKind};
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % n as u64).unwrap_or(0)
+    }
+}
+
+const PIECES: &[&str] = &[
+    "INST_RETIRED",
+    "L2_RQSTS",
+    ":",
+    "::",
+    ".",
+    "=",
+    "/",
+    ",",
+    "u",
+    "k",
+    "h",
+    "e",
+    "i",
+    "c=",
+    "c=300",
+    "0x",
+    "ff",
+    "MODIFIED",
+    "ANY_INITIATOR",
+    "cycles",
+    "PAPI_",
+    "TOT_INS",
+    "r",
+    "cpu/",
+    "event=0x3c",
+    "umask=",
+    "-",
+    " + ",
+    "skl::",
+    "p6::",
+    "\u{e9}",
+    "\0",
+    "ANY_P",
+    "999999999999999999999",
+];
+
+#[test]
+fn arbitrary_event_strings_never_panic() {
+    let database = Database::shipped().unwrap();
+    let cpus: Vec<Option<String>> = std::iter::once(None)
+        .chain(database.models().map(|m| Some(m.id.clone())))
+        .collect();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut resolved = 0;
+    for _ in 0..20_000 {
+        let mut text = String::new();
+        for _ in 0..rng.below(6) + 1 {
+            if rng.below(4) == 0 {
+                text.push(
+                    char::from_u32(u32::try_from(rng.below(0x250)).unwrap_or(0)).unwrap_or('?'),
+                );
+            } else {
+                text.push_str(PIECES[rng.below(PIECES.len())]);
+            }
+        }
+        let cpu = &cpus[rng.below(cpus.len())];
+        let backend = BackendKind::ALL[rng.below(3)];
+        if let Ok(event) = database.resolve(cpu.as_deref(), &text, backend) {
+            assert!(!event.terms.is_empty(), "{text}");
+            resolved += 1;
+        }
+        let _ = counterhal_events::parse_pmu_terms(&text);
+    }
+    println!("arbitrary strings: {resolved} of 20000 resolved, none panicked");
+}
+
+#[test]
+fn arbitrary_toml_never_panics() {
+    let mut rng = Rng(0xdead_beef_cafe_f00d);
+    let mut accepted = 0;
+    for round in 0..600 {
+        let (_, text) = SHIPPED_FILES[round % SHIPPED_FILES.len()];
+        let mut bytes: Vec<u8> = text.as_bytes().to_vec();
+        for _ in 0..rng.below(4) + 1 {
+            let at = rng.below(bytes.len());
+            match rng.below(4) {
+                0 => {
+                    bytes.remove(at);
+                }
+                1 => bytes.insert(at, b"=[]{}\"0x#\n,.-_Aa9"[rng.below(17)]),
+                2 => bytes.truncate(at),
+                _ => {
+                    let to = rng.below(bytes.len());
+                    bytes.swap(at, to);
+                }
+            }
+        }
+        let mutated = String::from_utf8_lossy(&bytes);
+        match Database::from_toml_str("mutated.toml", &mutated) {
+            Ok(_) => accepted += 1,
+            Err(error) => {
+                assert_eq!(error.kind(), ErrorKind::InvalidInput);
+                assert!(error.message().starts_with("mutated.toml:"), "{error}");
+                assert!(error.message().contains("key `"), "{error}");
+            }
+        }
+        // As a user layer over the shipped data, too.
+        let _ = Database::shipped()
+            .unwrap()
+            .with_toml_str("layer.toml", &mutated);
+    }
+    println!("mutated TOML: {accepted} of 600 still valid, none panicked");
+}
+
+fn load_error(text: &str) -> String {
+    Database::from_toml_str("user.toml", text)
+        .unwrap_err()
+        .message()
+        .to_string()
+}
+
+const HEAD: &str =
+    "[[cpu]]\nid = \"x\"\nencoder = \"p6\"\npmu = { general_counters = 2, counter_width = 40 }\n";
+
+#[test]
+fn loader_errors_name_file_line_column_and_key() {
+    let cases: &[(String, &str)] = &[
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1 }}, {{ name = \"a\", code = 2 }}]\n"), "user.toml:5:"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 0x100 }}]\n"), "key `code`"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1, umasks = [{{ name = \"XX\", code = 0x100 }}] }}]\n"), "key `code`"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1, counters = [2] }}]\n"), "unknown counter 2"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1, umasks = [{{ name = \"XX\", code = 1, cmask = 256 }}] }}]\n"), "key `cmask`"),
+        (format!("{HEAD}presets = {{ PAPI_TOT_INS = \"NOPE\" }}\n"), "no native event `NOPE`"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1 }}]\npresets = {{ PAPI_TOT_INS = \"A:c=300\" }}\n"), "0..=255"),
+        ("[[cpu]]\nid = \"x\"\nencoder = \"p7\"\npmu = { general_counters = 2, counter_width = 40 }\n".to_string(), "user.toml:3:11: key `encoder`: unknown encoder `p7`"),
+        (format!("{HEAD}{HEAD}"), "user.toml:6:6: key `id`: model id `x` is used twice"),
+        (format!("{HEAD}bogus = 1\n"), "user.toml:5:"),
+        (format!("{HEAD}event = [{{ name = \"A\", code = 1, flags = [\"weird\"] }}]\n"), "key `flags`"),
+        ("[[cpu]]\nid = \"y\"\nencoder = \"p5\"\npmu = { general_counters = 2, counter_width = 40 }\nevent = [{ name = \"A\", code = 0x40 }]\n".to_string(), "out of range for encoder p5"),
+        ("[[cpu]]\nid = \"z\"\nencoder = \"amd64\"\npmu = { general_counters = 4, counter_width = 48 }\nevent = [{ name = \"A\", code = 0x1000 }]\n".to_string(), "out of range for encoder amd64"),
+    ];
+    for (text, expected) in cases {
+        let message = load_error(text);
+        assert!(
+            message.contains(expected),
+            "`{message}` should contain `{expected}`"
+        );
+        assert!(message.starts_with("user.toml:"), "{message}");
+        let location: Vec<&str> = message.splitn(4, ':').collect();
+        assert!(
+            location[1].parse::<usize>().is_ok() && location[2].parse::<usize>().is_ok(),
+            "{message}"
+        );
+    }
+    let duplicate = load_error(&cases[0].0);
+    assert!(
+        duplicate.contains("duplicate event name `a`"),
+        "{duplicate}"
+    );
+}
+
+#[test]
+fn user_layer_overrides_and_adds() {
+    let layer = "[[cpu]]\nid = \"p6\"\nevent = [{ name = \"INST_RETIRED\", code = 0xc0, counters = [1], desc = \"mine\" }, { name = \"MY_EVENT\", code = 0x99 }]\n\n\
+                 [[cpu]]\nid = \"mycpu\"\ndescription = \"test\"\nencoder = \"amd64\"\nmatch = [{ vendor = \"amd\", family = 0x42, model = \"1-3\" }]\n\
+                 pmu = { general_counters = 4, counter_width = 48 }\nevent = [{ name = \"THING\", code = 0x1c0 }]\n";
+    let database = Database::shipped()
+        .unwrap()
+        .with_toml_str("layer.toml", layer)
+        .unwrap();
+    let p6 = database.model("p6").unwrap();
+    assert_eq!(p6.event("INST_RETIRED").unwrap().description, "mine");
+    assert!(p6.event("MY_EVENT").is_some());
+    assert!(p6.event("L2_RQSTS").is_some(), "shipped events stay");
+    let resolved = database
+        .resolve(Some("mycpu"), "THING:u", BackendKind::Msr)
+        .unwrap();
+    assert_eq!(
+        resolved.terms[0].request.encoding,
+        counterhal_hal::Encoding::Msr(counterhal_hal::MsrEncoding {
+            evtsel: 0x1_0041_00c0,
+            counters: counterhal_hal::CounterSet::first(4),
+            fixed: None,
+        })
+    );
+    let cpu = counterhal_events::CpuIdentity {
+        vendor: counterhal_events::Vendor::Amd,
+        family: 0x42,
+        model: 2,
+        stepping: 0,
+    };
+    assert_eq!(database.detect(&cpu).map(|m| m.id.as_str()), Some("mycpu"));
+    // Breaking a shipped preset from a layer is reported at the layer's model id.
+    let broken = "[[cpu]]\nid = \"p6\"\nencoder = \"p5\"\n";
+    let error = Database::shipped()
+        .unwrap()
+        .with_toml_str("broken.toml", broken)
+        .unwrap_err();
+    assert!(error.message().starts_with("broken.toml:3:"), "{error}");
+}
