@@ -1,13 +1,27 @@
-//! # counterhal-linux: Linux `perf_event_open`
-//!
-//! (Skeleton: the backend arrives with the Linux backend work.)
+#![doc = include_str!("../README.md")]
 
-use counterhal_hal::{Error, ErrorKind, Result};
+pub mod conformance;
 
-/// Whether perf_event_open can be used here; the error says why not.
-///
-/// # Errors
-/// [`ErrorKind::Unsupported`] on other OSes and until the backend lands.
-pub fn probe() -> Result<()> {
-    Err(Error::new(ErrorKind::Unsupported, "the Linux backend is not built yet"))
+cfg_if::cfg_if! {
+    if #[cfg(target_os = "linux")] {
+        mod backend;
+        mod breakpoint;
+        mod command;
+        mod errno;
+        mod group;
+        pub mod rdpmc;
+        mod sysfs;
+        #[allow(dead_code)] // the whole ABI is pinned, including what the backend does not use yet
+        mod sys;
+        mod tracefs;
+
+        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
+        pub use command::{ChildExit, CommandRun, EventOutcome, WaitingChild};
+        pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
+        pub use group::LinuxGroup;
+        pub use sysfs::{FormatField, ConfigWord};
+    } else {
+        mod other;
+        pub use other::{LinuxBackend, LinuxGroup, probe};
+    }
 }

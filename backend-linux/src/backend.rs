@@ -1,0 +1,658 @@
+//! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use counterhal_events::Database;
+use counterhal_hal::{
+    Backend, BackendKind, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, GeneralizedEvent, OpenOptions, PerfEncoding, ResolvedEvent, Result, Scope,
+    Target, TargetSupport, Term,
+};
+
+use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
+use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
+use crate::sys::{
+    self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
+    FORMAT_TOTAL_TIME_RUNNING, PerfEventAttr, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE,
+    TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT, UserPageMap, attr_bit,
+};
+use crate::{breakpoint, sysfs, tracefs};
+
+/// Where the backend looks for PMUs and tracefs (changed only by tests with fixture trees).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemPaths {
+    /// The PMU directory (`/sys/bus/event_source/devices`).
+    pub pmu_devices: PathBuf,
+    /// tracefs mount points, tried in order.
+    pub tracefs: Vec<PathBuf>,
+}
+
+impl Default for SystemPaths {
+    fn default() -> Self {
+        SystemPaths {
+            pmu_devices: PathBuf::from(sysfs::DEFAULT_DEVICES),
+            tracefs: tracefs::DEFAULT_ROOTS.iter().map(PathBuf::from).collect(),
+        }
+    }
+}
+
+/// The Linux `perf_event_open` backend.
+///
+/// Create it with [`probe`]; it implements [`Backend`] and offers
+/// [`run_command`](LinuxBackend::run_command) for `perf stat -- cmd` style measurement.
+#[derive(Clone, Debug)]
+pub struct LinuxBackend {
+    db: Arc<Database>,
+    cpu: Option<String>,
+    paths: SystemPaths,
+    facts: Arc<SystemFacts>,
+    inherit_group_read: bool,
+    self_monitoring: bool,
+    generalized: Vec<GeneralizedEvent>,
+}
+
+/// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
+/// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
+/// seccomp filter); [`ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
+/// seccomp filter forbid it (the hint names the level and what to change).
+pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
+    probe_with(db, cpu, SystemPaths::default())
+}
+
+/// [`probe`] with PMU and tracefs locations of the caller's choosing.
+///
+/// # Errors
+/// As [`probe`].
+pub fn probe_with(
+    db: Arc<Database>,
+    cpu: Option<String>,
+    paths: SystemPaths,
+) -> Result<LinuxBackend> {
+    let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
+    let mut backend = LinuxBackend {
+        db,
+        cpu,
+        paths,
+        facts,
+        inherit_group_read: false,
+        self_monitoring: true,
+        generalized: Vec::new(),
+    };
+    // A user-space-only software event opens at every paranoid level up to 2.
+    let mut probe_event = PerfEncoding::new(TYPE_SOFTWARE, 1);
+    probe_event.domain = Domain::USER;
+    let request = EventRequest::new("task-clock:u", Encoding::Perf(probe_event));
+    backend
+        .open(
+            std::slice::from_ref(&request),
+            &Target::ThisThread,
+            &OpenOptions::default(),
+        )
+        .map_err(|e| e.context("perf_event_open is not usable"))?;
+    backend.inherit_group_read = backend.try_inherit_group_read(&request);
+    backend.generalized = backend.countable_generalized();
+    Ok(backend)
+}
+
+/// How one open call sets up its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placement {
+    pid: i32,
+    cpu: i32,
+    inherit: bool,
+    enable_on_exec: bool,
+    pinned: bool,
+    format: ReadFormat,
+}
+
+/// Which kernel group an event may share: software-context events join any group; events of a
+/// hardware PMU only groups of that PMU.
+fn group_key(encoding: &PerfEncoding) -> Option<String> {
+    match encoding.type_ {
+        TYPE_SOFTWARE | TYPE_TRACEPOINT | TYPE_BREAKPOINT => None,
+        TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW => {
+            Some(encoding.pmu.clone().unwrap_or_else(|| "cpu".to_string()))
+        }
+        other => Some(
+            encoding
+                .pmu
+                .clone()
+                .unwrap_or_else(|| format!("type {other}")),
+        ),
+    }
+}
+
+/// The attr for one event.
+pub(crate) fn build_attr(
+    encoding: &PerfEncoding,
+    leader: bool,
+    place: &Placement,
+) -> PerfEventAttr {
+    let mut attr = PerfEventAttr {
+        type_: encoding.type_,
+        size: ATTR_SIZE_VER8,
+        config: encoding.config,
+        config1: encoding.config1,
+        config2: encoding.config2,
+        config3: encoding.config3,
+        bp_type: encoding.bp_type,
+        read_format: FORMAT_TOTAL_TIME_ENABLED
+            | FORMAT_TOTAL_TIME_RUNNING
+            | FORMAT_ID
+            | if place.format == ReadFormat::Group {
+                FORMAT_GROUP
+            } else {
+                0
+            },
+        ..Default::default()
+    };
+    // Members follow their leader; a leader starts disabled (or waits for the exec).
+    attr.set_flag(attr_bit::DISABLED, leader);
+    attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
+    attr.set_flag(attr_bit::INHERIT, place.inherit);
+    attr.set_flag(attr_bit::PINNED, leader && place.pinned);
+    // The default domain sets no exclude bit at all (some PMUs, e.g. msr, refuse any).
+    let domain = encoding.domain;
+    if domain != Domain::DEFAULT && domain != Domain::ALL {
+        attr.set_flag(attr_bit::EXCLUDE_USER, !domain.contains(Domain::USER));
+        attr.set_flag(attr_bit::EXCLUDE_KERNEL, !domain.contains(Domain::KERNEL));
+        attr.set_flag(attr_bit::EXCLUDE_HV, !domain.contains(Domain::HYPERVISOR));
+        attr.set_flag(attr_bit::EXCLUDE_IDLE, !domain.contains(Domain::IDLE));
+        attr.set_flag(attr_bit::EXCLUDE_HOST, !domain.contains(Domain::HOST));
+        attr.set_flag(attr_bit::EXCLUDE_GUEST, !domain.contains(Domain::GUEST));
+    }
+    attr
+}
+
+fn perf_encoding(request: &EventRequest) -> Result<&PerfEncoding> {
+    match &request.encoding {
+        Encoding::Perf(encoding) => Ok(encoding),
+        other => Err(Error::invalid_event(format!(
+            "{}: encoded for the {} backend, not linux",
+            request.name,
+            other.backend()
+        ))
+        .with_hint("resolve the name with the Linux backend")),
+    }
+}
+
+impl LinuxBackend {
+    /// The event database this backend resolves through.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The CPU model id names are resolved for.
+    pub fn cpu_model(&self) -> Option<&str> {
+        self.cpu.as_deref()
+    }
+
+    /// The machine facts error hints are built from.
+    pub fn facts(&self) -> &SystemFacts {
+        &self.facts
+    }
+
+    /// Whether this kernel accepts `inherit` with `PERF_FORMAT_GROUP` (else inherited groups
+    /// are read one fd at a time).
+    pub fn inherit_group_read(&self) -> bool {
+        self.inherit_group_read
+    }
+
+    /// Turns automatic `rdpmc` reads on or off (on by default; used only where valid).
+    pub fn set_self_monitoring(&mut self, enabled: bool) {
+        self.self_monitoring = enabled;
+    }
+
+    fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
+        let Ok(encoding) = perf_encoding(request) else {
+            return false;
+        };
+        let place = Placement {
+            pid: 0,
+            cpu: -1,
+            inherit: true,
+            enable_on_exec: false,
+            pinned: false,
+            format: ReadFormat::Group,
+        };
+        let mut attr = build_attr(encoding, true, &place);
+        sys::perf_event_open(&mut attr, 0, -1, None, 0).is_ok()
+    }
+
+    fn countable_generalized(&self) -> Vec<GeneralizedEvent> {
+        GeneralizedEvent::all()
+            .filter(|event| {
+                let Ok(resolved) = self.resolve(&event.name()) else {
+                    return false;
+                };
+                let requests: Vec<EventRequest> =
+                    resolved.terms.iter().map(|t| t.request.clone()).collect();
+                let options = OpenOptions {
+                    grouped: false,
+                    pinned: false,
+                };
+                match self.open(&requests, &Target::ThisThread, &options) {
+                    Ok(_) => true,
+                    Err(e) => e.kind() == ErrorKind::PermissionDenied,
+                }
+            })
+            .collect()
+    }
+
+    fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+        let to_pid = |pid: u32| {
+            i32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
+                Error::invalid_input(format!("process id {pid} is not valid"))
+                    .with_hint("use Target::ThisThread for the calling thread")
+            })
+        };
+        let group = ReadFormat::Group;
+        let inherited_format = if self.inherit_group_read {
+            group
+        } else {
+            ReadFormat::Single
+        };
+        let base = Placement {
+            pid: 0,
+            cpu: -1,
+            inherit: false,
+            enable_on_exec: false,
+            pinned: options.pinned,
+            format: group,
+        };
+        Ok(match *target {
+            Target::ThisThread => base,
+            Target::Process { pid, inherit } => Placement {
+                pid: to_pid(pid)?,
+                inherit,
+                format: if inherit { inherited_format } else { group },
+                ..base
+            },
+            Target::Cpu(cpu) => {
+                let cpus = sys::configured_cpus();
+                if cpu >= cpus {
+                    return Err(Error::invalid_input(format!(
+                        "CPU {cpu} does not exist (this machine has CPUs 0..{cpus})"
+                    )));
+                }
+                Placement {
+                    pid: -1,
+                    cpu: cpu as i32,
+                    ..base
+                }
+            }
+            Target::Exec { pid } => Placement {
+                pid: to_pid(pid)?,
+                inherit: true,
+                enable_on_exec: true,
+                format: inherited_format,
+                ..base
+            },
+        })
+    }
+
+    fn open_one(
+        &self,
+        request: &EventRequest,
+        encoding: &PerfEncoding,
+        leader: Option<&KernelGroup>,
+        place: &Placement,
+    ) -> Result<(std::os::fd::OwnedFd, u64)> {
+        let mut attr = build_attr(encoding, leader.is_none(), place);
+        let group_fd = leader.map(|g| g.fds[0].as_fd());
+        let fd = sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0).map_err(
+            |errno| {
+                let attempt = OpenAttempt {
+                    class: EventClass::of_type(encoding.type_),
+                    counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
+                    excludes_something: attr.flags & 0x18_00f0 != 0,
+                    inherit: place.inherit,
+                    group_read: place.format == ReadFormat::Group,
+                    pid: place.pid,
+                    cpu: place.cpu,
+                    member: leader.is_some(),
+                };
+                map_errno(errno, Operation::Open(attempt), &self.facts).context(&request.name)
+            },
+        )?;
+        let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
+            map_errno(errno, Operation::Ioctl("ID"), &self.facts).context(&request.name)
+        })?;
+        Ok((fd, id))
+    }
+
+    fn expand_hybrid(&self, resolved: ResolvedEvent) -> ResolvedEvent {
+        let pmus = sysfs::hybrid_pmus(&self.paths.pmu_devices);
+        if pmus.is_empty() {
+            return resolved;
+        }
+        let mut terms = Vec::new();
+        for term in resolved.terms {
+            let generic = match &term.request.encoding {
+                Encoding::Perf(e) => {
+                    matches!(e.type_, TYPE_HARDWARE | TYPE_HW_CACHE) && e.config >> 32 == 0
+                }
+                _ => false,
+            };
+            if !generic {
+                terms.push(term);
+                continue;
+            }
+            for pmu in &pmus {
+                let mut request = term.request.clone();
+                if let Encoding::Perf(e) = &mut request.encoding {
+                    e.config |= u64::from(pmu.type_) << 32;
+                    e.pmu = Some(pmu.name.clone());
+                }
+                request.name = format!("{}/{}/", pmu.name, term.request.name);
+                terms.push(Term {
+                    sign: term.sign,
+                    request,
+                });
+            }
+        }
+        ResolvedEvent {
+            name: resolved.name,
+            terms,
+        }
+    }
+}
+
+impl Backend for LinuxBackend {
+    type Group = LinuxGroup;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Linux
+    }
+
+    fn device(&self) -> DeviceKind {
+        DeviceKind::Real
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            general_counters: None,
+            counter_width: None,
+            fixed_counters: 0,
+            fixed_width: None,
+            domains: Domain::ALL,
+            multiplexing: true,
+            scope: Scope::PerProcess,
+            targets: TargetSupport {
+                this_thread: true,
+                attach: true,
+                inherit: true,
+                cpu: true,
+                exec: true,
+            },
+            self_monitoring_reads: self.self_monitoring && self.facts.hardware_pmu,
+            generalized: self.generalized.clone(),
+        }
+    }
+
+    /// Resolves, in order: tracepoints (`subsystem:event`), breakpoints (`mem:ADDR[:rwx][/len]`),
+    /// PMU syntax (`pmu/terms/` and `pmu/alias/`), then the event database (generalized, preset,
+    /// native, raw). On hybrid CPUs a generic hardware or cache event becomes one term per core
+    /// PMU, each named `pmu/event/`.
+    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+        let single = |encoding: PerfEncoding| {
+            ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
+        };
+        if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event)? {
+            return Ok(single(encoding));
+        }
+        if let Some(parsed) = breakpoint::parse(event) {
+            return parsed.map(single);
+        }
+        if event.contains('/') {
+            return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
+        }
+        match self
+            .db
+            .resolve(self.cpu.as_deref(), event, BackendKind::Linux)
+        {
+            Ok(resolved) => Ok(self.expand_hybrid(resolved)),
+            Err(e)
+                if e.kind() == ErrorKind::InvalidEvent && tracefs::looks_like_tracepoint(event) =>
+            {
+                Err(tracefs::not_found(&self.paths.tracefs, event))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open(
+        &self,
+        events: &[EventRequest],
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<LinuxGroup> {
+        if events.is_empty() {
+            return Err(Error::invalid_input("no events to open")
+                .with_hint("pass at least one event request"));
+        }
+        let place = self.placement(target, options)?;
+        let encodings = events
+            .iter()
+            .map(perf_encoding)
+            .collect::<Result<Vec<_>>>()?;
+
+        // Partition into kernel groups: each hardware PMU its own, software-context events
+        // joining the first; or one group per event when ungrouped.
+        let mut plan: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        for (index, encoding) in encodings.iter().enumerate() {
+            if !options.grouped {
+                plan.push((None, vec![index]));
+                continue;
+            }
+            let key = group_key(encoding);
+            let slot = match &key {
+                None => plan.first_mut(),
+                Some(k) => plan
+                    .iter_mut()
+                    .find(|(pk, _)| pk.as_ref() == Some(k) || pk.is_none()),
+            };
+            match slot {
+                Some((pk, members)) => {
+                    if pk.is_none() {
+                        pk.clone_from(&key);
+                    }
+                    members.push(index);
+                }
+                None => plan.push((key, vec![index])),
+            }
+        }
+
+        let mut groups = Vec::with_capacity(plan.len());
+        for (_, members) in &plan {
+            let mut group = KernelGroup {
+                fds: Vec::with_capacity(members.len()),
+                ids: Vec::with_capacity(members.len()),
+                slots: Vec::with_capacity(members.len()),
+                format: place.format,
+            };
+            for &index in members {
+                let leader = if group.fds.is_empty() {
+                    None
+                } else {
+                    Some(&group)
+                };
+                let (fd, id) = self.open_one(&events[index], encodings[index], leader, &place)?;
+                group.fds.push(fd);
+                group.ids.push(id);
+                group.slots.push(index);
+            }
+            groups.push(group);
+        }
+
+        let self_monitor = if self.self_monitoring
+            && self.facts.hardware_pmu
+            && matches!(target, Target::ThisThread)
+        {
+            self.map_pages(&groups, events.len())
+        } else {
+            None
+        };
+        let names = events.iter().map(|e| e.name.clone()).collect();
+        Ok(LinuxGroup::new(
+            groups,
+            names,
+            Arc::clone(&self.facts),
+            self_monitor,
+        ))
+    }
+}
+
+impl LinuxBackend {
+    /// Maps every event's page; keeps them only when all allow `rdpmc`.
+    fn map_pages(&self, groups: &[KernelGroup], count: usize) -> Option<SelfMonitor> {
+        let mut pages: Vec<Option<UserPageMap>> = (0..count).map(|_| None).collect();
+        for group in groups {
+            for (fd, slot) in group.fds.iter().zip(&group.slots) {
+                let page = UserPageMap::map(fd.as_fd()).ok()?;
+                use crate::rdpmc::UserPage;
+                if !page.snapshot().user_rdpmc() {
+                    return None;
+                }
+                pages[*slot] = Some(page);
+            }
+        }
+        let pages = pages.into_iter().collect::<Option<Vec<_>>>()?;
+        Some(SelfMonitor { pages })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdpmc::{Fallback, UserPage, self_monitored_read};
+
+    fn software(config: u64) -> PerfEncoding {
+        PerfEncoding::new(TYPE_SOFTWARE, config)
+    }
+
+    #[test]
+    fn attr_from_encoding_and_placement() {
+        let place = Placement {
+            pid: 0,
+            cpu: -1,
+            inherit: true,
+            enable_on_exec: true,
+            pinned: true,
+            format: ReadFormat::Group,
+        };
+        let leader = build_attr(&software(1), true, &place);
+        assert_eq!((leader.type_, leader.config, leader.size), (1, 1, 136));
+        assert!(leader.flag(attr_bit::DISABLED) && leader.flag(attr_bit::ENABLE_ON_EXEC));
+        assert!(leader.flag(attr_bit::INHERIT) && leader.flag(attr_bit::PINNED));
+        assert_eq!(leader.read_format, 0b1111);
+        // The default domain excludes nothing.
+        assert_eq!(leader.flags & 0x18_00f0, 0);
+        let member = build_attr(&software(2), false, &place);
+        assert!(!member.flag(attr_bit::DISABLED) && !member.flag(attr_bit::PINNED));
+        assert!(!member.flag(attr_bit::ENABLE_ON_EXEC) && member.flag(attr_bit::INHERIT));
+
+        let mut user = software(1);
+        user.domain = Domain::DEFAULT.with_levels(Domain::USER);
+        let attr = build_attr(
+            &user,
+            true,
+            &Placement {
+                format: ReadFormat::Single,
+                ..place
+            },
+        );
+        assert!(attr.flag(attr_bit::EXCLUDE_KERNEL) && attr.flag(attr_bit::EXCLUDE_HV));
+        assert!(!attr.flag(attr_bit::EXCLUDE_USER) && !attr.flag(attr_bit::EXCLUDE_IDLE));
+        assert_eq!(attr.read_format, 0b0111);
+
+        let bp = crate::breakpoint::encoding(0x1000, 4, 8);
+        let attr = build_attr(&bp, true, &place);
+        assert_eq!(
+            (attr.type_, attr.bp_type, attr.config1, attr.config2),
+            (5, 4, 0x1000, 8)
+        );
+    }
+
+    #[test]
+    fn group_keys_route_pmus() {
+        assert_eq!(group_key(&software(0)), None);
+        assert_eq!(
+            group_key(&PerfEncoding::new(TYPE_HARDWARE, 0)).as_deref(),
+            Some("cpu")
+        );
+        let mut atom = PerfEncoding::new(TYPE_HARDWARE, 10 << 32);
+        atom.pmu = Some("cpu_atom".into());
+        assert_eq!(group_key(&atom).as_deref(), Some("cpu_atom"));
+        assert_eq!(
+            group_key(&PerfEncoding::new(9, 0)).as_deref(),
+            Some("type 9")
+        );
+    }
+
+    #[test]
+    fn hybrid_generic_events_become_one_term_per_core_pmu() {
+        let db = Arc::new(Database::shipped().unwrap());
+        let paths = SystemPaths {
+            pmu_devices: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid"),
+            tracefs: Vec::new(),
+        };
+        let backend = LinuxBackend {
+            db,
+            cpu: None,
+            paths,
+            facts: Arc::new(SystemFacts::unknown()),
+            inherit_group_read: true,
+            self_monitoring: false,
+            generalized: Vec::new(),
+        };
+        let resolved = backend.resolve("cycles").unwrap();
+        let labels: Vec<(&str, u64, Option<&str>)> = resolved
+            .terms
+            .iter()
+            .map(|t| match &t.request.encoding {
+                Encoding::Perf(e) => (t.request.name.as_str(), e.config, e.pmu.as_deref()),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("cpu_atom/cycles/", 10 << 32, Some("cpu_atom")),
+                ("cpu_core/cycles/", 4 << 32, Some("cpu_core"))
+            ]
+        );
+        // Software events are not split.
+        assert_eq!(backend.resolve("task-clock").unwrap().terms.len(), 1);
+        // PMU syntax resolves through the fixture too.
+        let e = backend.resolve("cpu_core/inst-retired/").unwrap();
+        assert_eq!(e.terms[0].request.name, "cpu_core/inst-retired/");
+    }
+
+    /// The real page of a software event: no rdpmc, so reads fall back to read().
+    #[test]
+    fn software_event_page_falls_back() {
+        let db = Arc::new(Database::shipped().unwrap());
+        let backend = probe(db, None).unwrap();
+        let request = EventRequest::new("task-clock", Encoding::Perf(software(1)));
+        let group = backend
+            .open(&[request], &Target::ThisThread, &OpenOptions::default())
+            .unwrap();
+        assert!(!group.self_monitoring() || backend.facts().hardware_pmu);
+        let leader = group.leader_fds().next().unwrap();
+        let page = UserPageMap::map(leader).unwrap();
+        let snapshot = page.snapshot();
+        assert!(!snapshot.user_rdpmc());
+        assert_eq!(page.lock() % 2, 0);
+        let result = self_monitored_read(&page, |_| Some(0), || Some(0));
+        assert!(
+            matches!(result, Err(Fallback::NoRdpmc | Fallback::NotOnCounter)),
+            "{result:?}"
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! The conformance suite's view of this backend: exact counts from an execute breakpoint on a
+//! function and from the `getpid` system-call tracepoint.
+
+use counterhal_conformance::{ExactEvent, Subject};
+use counterhal_hal::{Backend, Target};
+
+use crate::LinuxBackend;
+
+/// Called twice per unit of work: an execute breakpoint on it counts exactly.
+#[inline(never)]
+fn marker(value: u64) -> u64 {
+    std::hint::black_box(value).wrapping_add(1)
+}
+
+/// The Linux backend under the conformance suite.
+pub struct LinuxSubject {
+    backend: LinuxBackend,
+    breakpoint: String,
+}
+
+impl LinuxSubject {
+    /// A subject over `backend`, counting this thread.
+    pub fn new(backend: LinuxBackend) -> Self {
+        let address = marker as fn(u64) -> u64 as usize;
+        Self {
+            backend,
+            breakpoint: format!("mem:{address:#x}:x"),
+        }
+    }
+}
+
+impl Subject for LinuxSubject {
+    type Backend = LinuxBackend;
+
+    fn backend(&self) -> &LinuxBackend {
+        &self.backend
+    }
+
+    fn description(&self) -> String {
+        "perf_event_open, this thread".to_string()
+    }
+
+    fn exact_events(&self) -> Vec<ExactEvent> {
+        let candidates = [
+            ExactEvent::new(self.breakpoint.clone(), 2),
+            ExactEvent::new("syscalls:sys_enter_getpid", 1),
+        ];
+        candidates
+            .into_iter()
+            .filter(|e| self.backend.resolve(&e.name).is_ok())
+            .collect()
+    }
+
+    fn work(&self, units: u64) {
+        let call: fn(u64) -> u64 = std::hint::black_box(marker);
+        let mut sum = 0u64;
+        for i in 0..units {
+            sum = sum.wrapping_add(call(i));
+            sum = sum.wrapping_add(call(sum));
+            // std's process id is a real getpid(2) each time (glibc does not cache it).
+            sum = sum.wrapping_add(u64::from(std::process::id()));
+        }
+        std::hint::black_box(sum);
+    }
+
+    fn target(&self) -> Target {
+        Target::ThisThread
+    }
+
+    fn counter_event(&self) -> Option<(String, u32)> {
+        // x86 has four debug registers: a fifth breakpoint in one context cannot be placed.
+        Some((self.breakpoint.clone(), 4))
+    }
+
+    fn counts_per_thread(&self) -> bool {
+        true
+    }
+}

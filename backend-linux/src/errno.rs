@@ -1,0 +1,593 @@
+//! The one place where an OS error number becomes an [`ErrorKind`] and a hint.
+//!
+//! [`map_errno`] is a pure function of the errno, what was being done ([`Operation`], with the
+//! attr's salient facts) and the facts of the machine ([`SystemFacts`]), so every row of the
+//! table is tested with injected values, and the real kernel's answers are tested separately.
+
+use std::fmt;
+
+use counterhal_hal::{Error, ErrorKind};
+
+/// Facts about the machine that make a hint precise. Gathered once by
+/// [`SystemFacts::gather`]; tests build their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemFacts {
+    /// `/proc/sys/kernel/perf_event_paranoid`, when readable.
+    pub paranoid: Option<i32>,
+    /// Whether a core PMU (`cpu`, `cpu_core`, `cpu_atom`, an `armv8_*`...) is present, i.e.
+    /// whether hardware and cache events can exist here.
+    pub hardware_pmu: bool,
+    /// Whether the process runs as root (effective uid 0).
+    pub root: bool,
+    /// The soft `RLIMIT_NOFILE`, when known.
+    pub fd_limit: Option<u64>,
+}
+
+impl SystemFacts {
+    /// Facts that are not known (hints then stay general).
+    pub fn unknown() -> SystemFacts {
+        SystemFacts {
+            paranoid: None,
+            hardware_pmu: false,
+            root: false,
+            fd_limit: None,
+        }
+    }
+
+    /// Reads the facts from `/proc` and sysfs (`devices` is the PMU directory).
+    #[cfg(target_os = "linux")]
+    pub fn gather(devices: &std::path::Path) -> SystemFacts {
+        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        SystemFacts {
+            paranoid,
+            hardware_pmu: !crate::sysfs::core_pmus(devices).is_empty(),
+            root: crate::sys::effective_uid() == 0,
+            fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
+        }
+    }
+}
+
+/// What kind of event an attr describes (for the hint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventClass {
+    /// `PERF_TYPE_HARDWARE`.
+    Hardware,
+    /// `PERF_TYPE_HW_CACHE`.
+    Cache,
+    /// `PERF_TYPE_RAW` or a core PMU's own type.
+    Raw,
+    /// `PERF_TYPE_SOFTWARE`.
+    Software,
+    /// `PERF_TYPE_TRACEPOINT`.
+    Tracepoint,
+    /// `PERF_TYPE_BREAKPOINT`.
+    Breakpoint,
+    /// Another dynamic PMU from sysfs.
+    Dynamic,
+}
+
+impl EventClass {
+    /// The class of an attr `type`.
+    pub fn of_type(type_: u32) -> EventClass {
+        match type_ {
+            0 => EventClass::Hardware,
+            1 => EventClass::Software,
+            2 => EventClass::Tracepoint,
+            3 => EventClass::Cache,
+            4 => EventClass::Raw,
+            5 => EventClass::Breakpoint,
+            _ => EventClass::Dynamic,
+        }
+    }
+
+    fn is_hardware(self) -> bool {
+        matches!(
+            self,
+            EventClass::Hardware | EventClass::Cache | EventClass::Raw
+        )
+    }
+}
+
+/// What `perf_event_open` was asked to do, as far as error hints care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenAttempt {
+    /// The event's class.
+    pub class: EventClass,
+    /// Whether `exclude_kernel` was clear (kernel counted).
+    pub counts_kernel: bool,
+    /// Whether any `exclude_*` bit was set.
+    pub excludes_something: bool,
+    /// `inherit`.
+    pub inherit: bool,
+    /// Whether `read_format` has `PERF_FORMAT_GROUP`.
+    pub group_read: bool,
+    /// The `pid` argument (-1: any, 0: self).
+    pub pid: i32,
+    /// The `cpu` argument (-1: any).
+    pub cpu: i32,
+    /// Whether this event joins an existing group.
+    pub member: bool,
+}
+
+/// The operation that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// `perf_event_open`.
+    Open(OpenAttempt),
+    /// `read` of counter values.
+    Read,
+    /// An ioctl, by name (`ENABLE`, `RESET`...).
+    Ioctl(&'static str),
+    /// `mmap` of the self-monitoring page.
+    Mmap,
+    /// Creating, releasing or waiting for a command's process (`fork`, `pipe2`, `wait4`).
+    Spawn,
+    /// The command's `exec`.
+    Exec,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operation::Open(_) => f.write_str("perf_event_open"),
+            Operation::Read => f.write_str("read of the counters"),
+            Operation::Ioctl(name) => write!(f, "ioctl PERF_EVENT_IOC_{name}"),
+            Operation::Mmap => f.write_str("mmap of the event page"),
+            Operation::Spawn => f.write_str("starting the command"),
+            Operation::Exec => f.write_str("exec of the command"),
+        }
+    }
+}
+
+fn paranoid_text(facts: &SystemFacts) -> String {
+    match facts.paranoid {
+        Some(value) => format!("kernel.perf_event_paranoid is {value}"),
+        None => "kernel.perf_event_paranoid could not be read".to_string(),
+    }
+}
+
+fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
+    let paranoid = paranoid_text(facts);
+    let needs = match (attempt, facts.paranoid) {
+        (_, Some(p)) if p >= 3 => {
+            "this distribution's level 3 forbids every unprivileged use; set it to 2 or lower"
+                .to_string()
+        }
+        (Some(a), _) if a.cpu >= 0 && a.pid == -1 => {
+            "counting a whole CPU needs 0 or lower (echo 0 > /proc/sys/kernel/perf_event_paranoid)"
+                .to_string()
+        }
+        (Some(a), Some(p)) if a.counts_kernel && p >= 2 => {
+            "at 2 an unprivileged user may count only user space: use the :u modifier, or set it \
+             to 1 (echo 1 > /proc/sys/kernel/perf_event_paranoid)"
+                .to_string()
+        }
+        (Some(a), _) if a.class == EventClass::Tracepoint => {
+            "tracepoints need -1 for unprivileged users".to_string()
+        }
+        _ => "lower it (echo 1 > /proc/sys/kernel/perf_event_paranoid)".to_string(),
+    };
+    let mut hint = format!("{paranoid}; {needs}; or run with CAP_PERFMON (or as root)");
+    if facts.root {
+        hint.push_str(
+            "; running as root and still refused: a seccomp filter (containers) or an LSM may \
+             block perf_event_open",
+        );
+    }
+    hint
+}
+
+fn no_event_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
+    match attempt.map(|a| a.class) {
+        Some(class) if class.is_hardware() && !facts.hardware_pmu => {
+            "this machine exposes no hardware counters (no `cpu` PMU in \
+             /sys/bus/event_source/devices: a VM or container without a virtual PMU); use \
+             software events, tracepoints or breakpoints"
+                .to_string()
+        }
+        Some(class) if class.is_hardware() => {
+            "the CPU's PMU does not implement this event; see `counterhal list`".to_string()
+        }
+        Some(EventClass::Breakpoint) => {
+            "hardware breakpoints are not available here (check bp_type and bp_len)".to_string()
+        }
+        Some(EventClass::Tracepoint) => {
+            "the tracepoint id is stale or unknown; check tracefs events/".to_string()
+        }
+        _ => "the PMU has no such event".to_string(),
+    }
+}
+
+fn invalid_field_hint(attempt: Option<&OpenAttempt>) -> String {
+    let field = match attempt {
+        Some(a) if a.cpu >= 0 => "cpu: the CPU number is out of range or offline".to_string(),
+        Some(a) if a.inherit && a.group_read => {
+            "read_format: this kernel refuses inherit with PERF_FORMAT_GROUP".to_string()
+        }
+        Some(a) if a.class == EventClass::Breakpoint => {
+            "bp_addr/bp_len/bp_type: length must be 1, 2, 4 or 8 (8 for execute) and the \
+             address aligned to it"
+                .to_string()
+        }
+        Some(a) if a.excludes_something && a.class == EventClass::Dynamic => {
+            "exclude_*: this PMU cannot filter by privilege level; drop the modifiers".to_string()
+        }
+        Some(a) if matches!(a.class, EventClass::Raw | EventClass::Dynamic) => {
+            "config/config1/config2: a value outside the PMU's format (see its sysfs format/)"
+                .to_string()
+        }
+        Some(a) if a.member => {
+            "group: the event cannot join this group (mixed hardware PMUs?); open ungrouped"
+                .to_string()
+        }
+        _ => "config: the event code is not valid for this type".to_string(),
+    };
+    format!("the attr field most likely at fault is {field}")
+}
+
+/// Maps an errno from `operation` onto an [`Error`] with its kind and a hint.
+///
+/// The table follows the ERRORS section of `perf_event_open(2)`:
+///
+/// | errno | kind | why |
+/// |---|---|---|
+/// | EACCES, EPERM | PermissionDenied | paranoid level, capabilities, seccomp |
+/// | ENOENT, EOPNOTSUPP, ENODEV | Unsupported | the PMU lacks the event or feature |
+/// | ENOSYS | Unsupported | no perf events in this kernel (or seccomp returns ENOSYS) |
+/// | ENOSPC | NoCounterAvailable | no free breakpoint slot / counter |
+/// | EMFILE, ENFILE | NoCounterAvailable | out of file descriptors (one per event) |
+/// | EINVAL | InvalidEvent (InvalidInput for a CPU) | an attr field the kernel refused |
+/// | E2BIG | InvalidEvent | attr size unknown to this kernel |
+/// | EBUSY | Busy | another user holds the PMU exclusively |
+/// | ESRCH | NotFound | no such process |
+/// | EBADF | InvalidInput | bad group fd |
+/// | EOVERFLOW | InvalidInput | sample_max_stack too large |
+/// | EFAULT, EINTR, other | Other | |
+///
+/// A zero-byte read is not an errno; [`crate::LinuxGroup`] reports it as
+/// [`ErrorKind::NotCounted`].
+pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error {
+    let attempt = match &operation {
+        Operation::Open(a) => Some(a),
+        _ => None,
+    };
+    if matches!(operation, Operation::Spawn | Operation::Exec) {
+        let (kind, hint) = match errno {
+            libc::ENOENT => (
+                ErrorKind::NotFound,
+                "the program (or its interpreter) does not exist",
+            ),
+            libc::EACCES | libc::EPERM => (
+                ErrorKind::PermissionDenied,
+                "the program is not executable by this user",
+            ),
+            libc::ENOEXEC => (
+                ErrorKind::InvalidInput,
+                "the file is not a program this kernel runs",
+            ),
+            libc::EAGAIN | libc::ENOMEM => (
+                ErrorKind::Busy,
+                "out of processes or memory (RLIMIT_NPROC?)",
+            ),
+            libc::EMFILE | libc::ENFILE => (ErrorKind::Busy, "out of file descriptors"),
+            _ => (ErrorKind::Other, "see the errno"),
+        };
+        let text = std::io::Error::from_raw_os_error(errno);
+        return Error::new(kind, format!("{operation}: {text}"))
+            .with_errno(errno)
+            .with_hint(hint);
+    }
+    let (kind, message, hint): (ErrorKind, &str, String) = match errno {
+        libc::EACCES | libc::EPERM => (
+            ErrorKind::PermissionDenied,
+            "permission denied",
+            permission_hint(attempt, facts),
+        ),
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => (
+            ErrorKind::Unsupported,
+            "event not supported by this PMU",
+            no_event_hint(attempt, facts),
+        ),
+        libc::ENOSYS => (
+            ErrorKind::Unsupported,
+            "perf_event_open is not available",
+            "the kernel lacks CONFIG_PERF_EVENTS, or a seccomp filter (container runtime) blocks \
+             the system call"
+                .to_string(),
+        ),
+        libc::ENOSPC => {
+            let hint = match attempt.map(|a| a.class) {
+                Some(EventClass::Breakpoint) => {
+                    "all hardware breakpoint slots are in use (x86 has 4 debug registers per \
+                     task)"
+                        .to_string()
+                }
+                _ if attempt.is_none() => "the read buffer was too small for the group".to_string(),
+                _ => "no free counter for this event; open fewer events or ungrouped".to_string(),
+            };
+            (ErrorKind::NoCounterAvailable, "no counter available", hint)
+        }
+        libc::EMFILE | libc::ENFILE => {
+            let limit = match facts.fd_limit {
+                Some(limit) => format!("the open-file limit (RLIMIT_NOFILE) is {limit}"),
+                None => "the open-file limit (RLIMIT_NOFILE) is reached".to_string(),
+            };
+            (
+                ErrorKind::NoCounterAvailable,
+                "too many open files",
+                format!("each event is one file descriptor; {limit}: raise it with `ulimit -n`"),
+            )
+        }
+        libc::EINVAL => {
+            let kind = match attempt {
+                Some(a) if a.cpu >= 0 => ErrorKind::InvalidInput,
+                Some(_) => ErrorKind::InvalidEvent,
+                None => ErrorKind::Other,
+            };
+            (kind, "invalid argument", invalid_field_hint(attempt))
+        }
+        libc::E2BIG => (
+            ErrorKind::InvalidEvent,
+            "attr size not supported",
+            "this kernel is older than the attr fields the event needs (config3 needs Linux 6.3)"
+                .to_string(),
+        ),
+        libc::EBUSY => (
+            ErrorKind::Busy,
+            "PMU busy",
+            "another event holds the PMU exclusively (e.g. a pinned or exclusive group, or a \
+             hypervisor using the counters)"
+                .to_string(),
+        ),
+        libc::ESRCH => (
+            ErrorKind::NotFound,
+            "no such process",
+            "the process exited or the pid is wrong".to_string(),
+        ),
+        libc::EBADF => (
+            ErrorKind::InvalidInput,
+            "bad file descriptor",
+            "the group leader's descriptor is not a perf event".to_string(),
+        ),
+        libc::EOVERFLOW => (
+            ErrorKind::InvalidInput,
+            "value too large",
+            "sample_max_stack exceeds kernel.perf_event_max_stack".to_string(),
+        ),
+        libc::EFAULT => (
+            ErrorKind::Other,
+            "bad address",
+            "the attr structure was not readable (a bug in counterhal-linux)".to_string(),
+        ),
+        libc::EINTR => (
+            ErrorKind::Other,
+            "interrupted",
+            "retry the operation".to_string(),
+        ),
+        _ => (
+            ErrorKind::Other,
+            "failed",
+            format!("unexpected error from {operation}"),
+        ),
+    };
+    Error::new(kind, format!("{operation}: {message}"))
+        .with_errno(errno)
+        .with_hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(paranoid: i32, hardware_pmu: bool, root: bool) -> SystemFacts {
+        SystemFacts {
+            paranoid: Some(paranoid),
+            hardware_pmu,
+            root,
+            fd_limit: Some(1024),
+        }
+    }
+
+    fn open(class: EventClass) -> OpenAttempt {
+        OpenAttempt {
+            class,
+            counts_kernel: true,
+            excludes_something: false,
+            inherit: false,
+            group_read: true,
+            pid: 0,
+            cpu: -1,
+            member: false,
+        }
+    }
+
+    #[test]
+    fn every_listed_errno_has_a_kind_and_hint() {
+        let table = [
+            (libc::E2BIG, ErrorKind::InvalidEvent),
+            (libc::EACCES, ErrorKind::PermissionDenied),
+            (libc::EPERM, ErrorKind::PermissionDenied),
+            (libc::EBADF, ErrorKind::InvalidInput),
+            (libc::EBUSY, ErrorKind::Busy),
+            (libc::EFAULT, ErrorKind::Other),
+            (libc::EINTR, ErrorKind::Other),
+            (libc::EINVAL, ErrorKind::InvalidEvent),
+            (libc::EMFILE, ErrorKind::NoCounterAvailable),
+            (libc::ENODEV, ErrorKind::Unsupported),
+            (libc::ENOENT, ErrorKind::Unsupported),
+            (libc::ENOSPC, ErrorKind::NoCounterAvailable),
+            (libc::ENOSYS, ErrorKind::Unsupported),
+            (libc::EOPNOTSUPP, ErrorKind::Unsupported),
+            (libc::EOVERFLOW, ErrorKind::InvalidInput),
+            (libc::ESRCH, ErrorKind::NotFound),
+            (libc::EXDEV, ErrorKind::Other),
+        ];
+        for (errno, kind) in table {
+            let error = map_errno(
+                errno,
+                Operation::Open(open(EventClass::Software)),
+                &facts(2, true, false),
+            );
+            assert_eq!(error.kind(), kind, "errno {errno}");
+            assert_eq!(error.errno(), Some(errno));
+            assert!(
+                !error.hint().unwrap_or("").is_empty(),
+                "errno {errno} has no hint"
+            );
+            assert!(error.message().starts_with("perf_event_open"));
+        }
+    }
+
+    #[test]
+    fn permission_names_paranoid_and_what_to_change() {
+        let e = map_errno(
+            libc::EACCES,
+            Operation::Open(open(EventClass::Software)),
+            &facts(2, true, false),
+        );
+        let hint = e.hint().unwrap();
+        assert!(hint.contains("perf_event_paranoid is 2"), "{hint}");
+        assert!(hint.contains(":u"), "{hint}");
+        assert!(hint.contains("CAP_PERFMON"), "{hint}");
+        assert!(!hint.contains("seccomp"), "{hint}");
+
+        let mut cpu = open(EventClass::Software);
+        cpu.pid = -1;
+        cpu.cpu = 1;
+        let hint = map_errno(libc::EACCES, Operation::Open(cpu), &facts(1, true, false))
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.contains("is 1") && hint.contains("0 or lower"),
+            "{hint}"
+        );
+
+        let hint = map_errno(
+            libc::EPERM,
+            Operation::Open(open(EventClass::Software)),
+            &facts(3, true, true),
+        )
+        .hint()
+        .unwrap()
+        .to_string();
+        assert!(hint.contains("is 3") && hint.contains("seccomp"), "{hint}");
+
+        let unknown = SystemFacts {
+            paranoid: None,
+            ..facts(0, true, false)
+        };
+        let hint = map_errno(libc::EACCES, Operation::Read, &unknown)
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(hint.contains("could not be read"), "{hint}");
+    }
+
+    #[test]
+    fn missing_event_says_vm_when_no_cpu_pmu() {
+        for class in [EventClass::Hardware, EventClass::Cache, EventClass::Raw] {
+            let e = map_errno(
+                libc::ENOENT,
+                Operation::Open(open(class)),
+                &facts(2, false, true),
+            );
+            assert_eq!(e.kind(), ErrorKind::Unsupported);
+            assert!(e.hint().unwrap().contains("no hardware counters"), "{e}");
+        }
+        let e = map_errno(
+            libc::EOPNOTSUPP,
+            Operation::Open(open(EventClass::Hardware)),
+            &facts(2, true, true),
+        );
+        assert!(e.hint().unwrap().contains("does not implement"), "{e}");
+        let e = map_errno(
+            libc::ENOENT,
+            Operation::Open(open(EventClass::Tracepoint)),
+            &facts(2, false, true),
+        );
+        assert!(e.hint().unwrap().contains("tracepoint"), "{e}");
+    }
+
+    #[test]
+    fn enospc_for_breakpoints_and_emfile_names_the_limit() {
+        let e = map_errno(
+            libc::ENOSPC,
+            Operation::Open(open(EventClass::Breakpoint)),
+            &facts(2, false, true),
+        );
+        assert!(e.hint().unwrap().contains("4 debug registers"), "{e}");
+        let e = map_errno(
+            libc::EMFILE,
+            Operation::Open(open(EventClass::Software)),
+            &facts(2, false, true),
+        );
+        assert!(
+            e.hint().unwrap().contains("1024") && e.hint().unwrap().contains("ulimit"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn einval_names_the_field() {
+        let cases: [(OpenAttempt, &str, ErrorKind); 5] = [
+            (
+                OpenAttempt {
+                    cpu: 7,
+                    pid: -1,
+                    ..open(EventClass::Software)
+                },
+                "cpu",
+                ErrorKind::InvalidInput,
+            ),
+            (
+                OpenAttempt {
+                    inherit: true,
+                    ..open(EventClass::Software)
+                },
+                "read_format",
+                ErrorKind::InvalidEvent,
+            ),
+            (
+                open(EventClass::Breakpoint),
+                "bp_len",
+                ErrorKind::InvalidEvent,
+            ),
+            (
+                OpenAttempt {
+                    excludes_something: true,
+                    ..open(EventClass::Dynamic)
+                },
+                "exclude_",
+                ErrorKind::InvalidEvent,
+            ),
+            (open(EventClass::Raw), "config", ErrorKind::InvalidEvent),
+        ];
+        for (attempt, field, kind) in cases {
+            let e = map_errno(
+                libc::EINVAL,
+                Operation::Open(attempt),
+                &facts(2, true, true),
+            );
+            assert_eq!(e.kind(), kind);
+            assert!(e.hint().unwrap().contains(field), "{field}: {e}");
+        }
+        let e = map_errno(
+            libc::EINVAL,
+            Operation::Ioctl("ENABLE"),
+            &facts(2, true, true),
+        );
+        assert!(e.message().contains("PERF_EVENT_IOC_ENABLE"), "{e}");
+    }
+
+    #[test]
+    fn exec_errors() {
+        let e = map_errno(libc::ENOENT, Operation::Exec, &SystemFacts::unknown());
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        let e = map_errno(libc::EACCES, Operation::Exec, &SystemFacts::unknown());
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+        assert!(e.message().starts_with("exec of the command"), "{e}");
+    }
+}

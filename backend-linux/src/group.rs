@@ -1,0 +1,386 @@
+//! [`LinuxGroup`]: perf event fds organised as kernel groups, read by id.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+
+use counterhal_hal::{Error, ErrorKind, Group, Reading, Result, check_buffer};
+
+use crate::errno::{Operation, SystemFacts, map_errno};
+use crate::rdpmc::self_monitored_read;
+use crate::sys::{self, IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, IOC_RESET, UserPageMap};
+
+/// How a kernel group is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadFormat {
+    /// One read of the leader with `PERF_FORMAT_GROUP`: `nr, enabled, running, {value, id}*`.
+    Group,
+    /// One read per fd: `value, enabled, running, id` (for kernels that refuse inherit with
+    /// group reads).
+    Single,
+}
+
+/// One kernel group: a leader and its members, in the order they were opened.
+#[derive(Debug)]
+pub(crate) struct KernelGroup {
+    /// The fds, leader first.
+    pub fds: Vec<OwnedFd>,
+    /// Each fd's id (`PERF_EVENT_IOC_ID`).
+    pub ids: Vec<u64>,
+    /// Each fd's index in the caller's request order.
+    pub slots: Vec<usize>,
+    /// How it is read.
+    pub format: ReadFormat,
+}
+
+/// Self-monitoring state: one mapped page per event, in request order.
+#[derive(Debug)]
+pub(crate) struct SelfMonitor {
+    pub pages: Vec<UserPageMap>,
+}
+
+/// Counters opened by [`crate::LinuxBackend`]: one or more kernel groups (one when grouped on
+/// one PMU; one per core PMU on hybrid CPUs; one per event when ungrouped), enabled, disabled,
+/// reset and read together. Readings are matched to events by the kernel's event id.
+#[derive(Debug)]
+pub struct LinuxGroup {
+    groups: Vec<KernelGroup>,
+    names: Vec<String>,
+    buffer: Vec<u64>,
+    facts: Arc<SystemFacts>,
+    self_monitor: Option<SelfMonitor>,
+}
+
+/// Parses one `PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read of
+/// `bytes` bytes in `words` into `readings`, matching each value to its event by id.
+///
+/// # Errors
+/// [`ErrorKind::NotCounted`] for a zero-byte read (a pinned group in error state);
+/// [`ErrorKind::Other`] when the record is short, its count differs from the group's, or an id
+/// is unknown.
+pub(crate) fn parse_group_read(
+    words: &[u64],
+    bytes: usize,
+    ids: &[u64],
+    slots: &[usize],
+    readings: &mut [Reading],
+) -> Result<()> {
+    if bytes == 0 {
+        return Err(not_counted());
+    }
+    let n = ids.len();
+    let needed = (3 + 2 * n) * 8;
+    if bytes < needed || words.len() < 3 + 2 * n {
+        return Err(Error::new(
+            ErrorKind::Other,
+            format!("group read returned {bytes} bytes, expected {needed}"),
+        ));
+    }
+    if words[0] != n as u64 {
+        return Err(Error::new(
+            ErrorKind::Other,
+            format!("group read reports {} events, the group has {n}", words[0]),
+        ));
+    }
+    let (time_enabled, time_running) = (words[1], words[2]);
+    for k in 0..n {
+        let value = words[3 + 2 * k];
+        let id = words[4 + 2 * k];
+        // The kernel lists the leader then members in attach order, so position k usually
+        // holds ids[k]; the id decides either way.
+        let member = if ids[k] == id {
+            k
+        } else {
+            ids.iter().position(|known| *known == id).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Other,
+                    format!("group read has unknown event id {id}"),
+                )
+            })?
+        };
+        readings[slots[member]] = Reading {
+            value,
+            time_enabled,
+            time_running,
+        };
+    }
+    Ok(())
+}
+
+/// Parses one `ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read (no group format).
+pub(crate) fn parse_single_read(words: &[u64], bytes: usize, id: u64) -> Result<Reading> {
+    if bytes == 0 {
+        return Err(not_counted());
+    }
+    if bytes < 32 || words.len() < 4 {
+        return Err(Error::new(
+            ErrorKind::Other,
+            format!("read returned {bytes} bytes, expected 32"),
+        ));
+    }
+    if words[3] != id {
+        return Err(Error::new(
+            ErrorKind::Other,
+            format!("read returned event id {}, expected {id}", words[3]),
+        ));
+    }
+    Ok(Reading {
+        value: words[0],
+        time_enabled: words[1],
+        time_running: words[2],
+    })
+}
+
+fn not_counted() -> Error {
+    Error::new(
+        ErrorKind::NotCounted,
+        "the read returned no data: the group is in error state",
+    )
+    .with_hint(
+        "a pinned group that could not be scheduled stays in error until re-enabled; open it \
+             unpinned to let the kernel multiplex it",
+    )
+}
+
+impl LinuxGroup {
+    pub(crate) fn new(
+        groups: Vec<KernelGroup>,
+        names: Vec<String>,
+        facts: Arc<SystemFacts>,
+        self_monitor: Option<SelfMonitor>,
+    ) -> LinuxGroup {
+        let largest = groups.iter().map(|g| g.fds.len()).max().unwrap_or(0);
+        let buffer = vec![0u64; 3 + 2 * largest.max(2)];
+        LinuxGroup {
+            groups,
+            names,
+            buffer,
+            facts,
+            self_monitor,
+        }
+    }
+
+    /// The event names, in request order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// How many kernel groups back this group (1 when grouped on one PMU).
+    pub fn kernel_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The group leaders' descriptors (for `poll`, or for comparing against raw reads).
+    pub fn leader_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.fds.first().map(AsFd::as_fd))
+    }
+
+    /// Every event's descriptor, in request order.
+    pub fn event_fds(&self) -> Vec<BorrowedFd<'_>> {
+        let mut fds: Vec<(usize, BorrowedFd<'_>)> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.slots.iter().copied().zip(g.fds.iter().map(AsFd::as_fd)))
+            .collect();
+        fds.sort_by_key(|(slot, _)| *slot);
+        fds.into_iter().map(|(_, fd)| fd).collect()
+    }
+
+    /// Whether reads try `rdpmc` first (own thread, not inherited, PMU allows it).
+    pub fn self_monitoring(&self) -> bool {
+        self.self_monitor.is_some()
+    }
+
+    fn ioctl_all(&self, request: u64, name: &'static str) -> Result<()> {
+        for group in &self.groups {
+            let Some(leader) = group.fds.first() else {
+                continue;
+            };
+            sys::ioctl_int(leader.as_fd(), request, IOC_FLAG_GROUP)
+                .map_err(|errno| map_errno(errno, Operation::Ioctl(name), &self.facts))?;
+        }
+        Ok(())
+    }
+
+    /// `PERF_EVENT_IOC_REFRESH` on every leader (for overflow-limited events).
+    ///
+    /// # Errors
+    /// As the kernel reports, mapped by [`crate::map_errno`].
+    pub fn refresh(&mut self, count: u32) -> Result<()> {
+        for group in &self.groups {
+            let Some(leader) = group.fds.first() else {
+                continue;
+            };
+            sys::ioctl_int(leader.as_fd(), sys::IOC_REFRESH, u64::from(count))
+                .map_err(|errno| map_errno(errno, Operation::Ioctl("REFRESH"), &self.facts))?;
+        }
+        Ok(())
+    }
+
+    /// `PERF_EVENT_IOC_PERIOD` on every event.
+    ///
+    /// # Errors
+    /// As the kernel reports (EINVAL for counting events with period 0).
+    pub fn set_period(&mut self, period: u64) -> Result<()> {
+        for fd in self.groups.iter().flat_map(|g| g.fds.iter()) {
+            sys::ioctl_period(fd.as_fd(), period)
+                .map_err(|errno| map_errno(errno, Operation::Ioctl("PERIOD"), &self.facts))?;
+        }
+        Ok(())
+    }
+
+    /// `PERF_EVENT_IOC_SET_FILTER` on the event at `index` (tracepoints).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a bad index or a filter with a NUL byte; the kernel's
+    /// EINVAL for a filter it rejects.
+    pub fn set_filter(&mut self, index: usize, filter: &str) -> Result<()> {
+        let filter = std::ffi::CString::new(filter)
+            .map_err(|_| Error::invalid_input("the filter contains a NUL byte"))?;
+        let fds = self.event_fds();
+        let fd = fds.get(index).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "event index {index} out of range (0..{})",
+                fds.len()
+            ))
+        })?;
+        sys::ioctl_set_filter(*fd, &filter)
+            .map_err(|errno| map_errno(errno, Operation::Ioctl("SET_FILTER"), &self.facts))
+    }
+
+    /// `PERF_EVENT_IOC_SET_OUTPUT` from the event at `index` to the one at `target`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a bad index; the kernel's errors otherwise.
+    pub fn set_output(&mut self, index: usize, target: Option<usize>) -> Result<()> {
+        let fds = self.event_fds();
+        let get = |i: usize| {
+            fds.get(i).copied().ok_or_else(|| {
+                Error::invalid_input(format!("event index {i} out of range (0..{})", fds.len()))
+            })
+        };
+        let fd = get(index)?;
+        let target = target.map(get).transpose()?;
+        sys::ioctl_set_output(fd, target)
+            .map_err(|errno| map_errno(errno, Operation::Ioctl("SET_OUTPUT"), &self.facts))
+    }
+
+    fn read_self_monitored(&self, readings: &mut [Reading]) -> bool {
+        let Some(monitor) = &self.self_monitor else {
+            return false;
+        };
+        for (page, out) in monitor.pages.iter().zip(readings.iter_mut()) {
+            match self_monitored_read(page, sys::rdpmc, sys::timestamp_counter) {
+                Ok(reading) => *out = reading,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn read_kernel(&mut self, readings: &mut [Reading]) -> Result<()> {
+        let LinuxGroup {
+            groups,
+            buffer,
+            facts,
+            ..
+        } = self;
+        for group in groups.iter() {
+            match group.format {
+                ReadFormat::Group => {
+                    let leader = group.fds[0].as_fd();
+                    let bytes = sys::read_words(leader, buffer)
+                        .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
+                    parse_group_read(buffer, bytes, &group.ids, &group.slots, readings)?;
+                }
+                ReadFormat::Single => {
+                    for ((fd, id), slot) in group.fds.iter().zip(&group.ids).zip(&group.slots) {
+                        let bytes = sys::read_words(fd.as_fd(), &mut buffer[..4])
+                            .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
+                        readings[*slot] = parse_single_read(buffer, bytes, *id)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Group for LinuxGroup {
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        self.ioctl_all(IOC_ENABLE, "ENABLE")
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        self.ioctl_all(IOC_DISABLE, "DISABLE")
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        self.ioctl_all(IOC_RESET, "RESET")
+    }
+
+    #[inline]
+    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        check_buffer("readings", self.names.len(), readings.len())?;
+        if self.read_self_monitored(readings) {
+            return Ok(());
+        }
+        self.read_kernel(readings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_read_matches_by_id_not_position() {
+        // The kernel lists ids 30, 10, 20; the caller's order is 10, 20, 30.
+        let words = [3, 1_000, 900, 333, 30, 111, 10, 222, 20];
+        let ids = [10, 20, 30];
+        let slots = [0, 1, 2];
+        let mut out = [Reading::default(); 3];
+        parse_group_read(&words, words.len() * 8, &ids, &slots, &mut out).unwrap();
+        assert_eq!(out[0], Reading::new(111, 1_000, 900));
+        assert_eq!(out[1], Reading::new(222, 1_000, 900));
+        assert_eq!(out[2], Reading::new(333, 1_000, 900));
+        // Slots place readings in request order across kernel groups.
+        let mut out = [Reading::default(); 5];
+        parse_group_read(&words, 72, &ids, &[4, 0, 2], &mut out).unwrap();
+        assert_eq!((out[4].value, out[0].value, out[2].value), (111, 222, 333));
+    }
+
+    #[test]
+    fn group_read_errors() {
+        let mut out = [Reading::default(); 2];
+        let e = parse_group_read(&[0; 7], 0, &[1, 2], &[0, 1], &mut out).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotCounted);
+        let e = parse_group_read(&[2, 0, 0, 5, 1], 40, &[1, 2], &[0, 1], &mut out).unwrap_err();
+        assert!(e.message().contains("expected 56"), "{e}");
+        let e =
+            parse_group_read(&[3, 0, 0, 5, 1, 6, 2], 56, &[1, 2], &[0, 1], &mut out).unwrap_err();
+        assert!(e.message().contains("3 events"), "{e}");
+        let e =
+            parse_group_read(&[2, 0, 0, 5, 1, 6, 9], 56, &[1, 2], &[0, 1], &mut out).unwrap_err();
+        assert!(e.message().contains("unknown event id 9"), "{e}");
+    }
+
+    #[test]
+    fn single_read() {
+        assert_eq!(
+            parse_single_read(&[7, 100, 50, 4], 32, 4).unwrap(),
+            Reading::new(7, 100, 50)
+        );
+        assert_eq!(
+            parse_single_read(&[0; 4], 0, 4).unwrap_err().kind(),
+            ErrorKind::NotCounted
+        );
+        assert!(parse_single_read(&[7, 100, 50, 5], 32, 4).is_err());
+        assert!(parse_single_read(&[7, 100, 50, 4], 24, 4).is_err());
+    }
+}

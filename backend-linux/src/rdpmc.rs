@@ -1,0 +1,371 @@
+//! Self-monitoring reads: the value and times of the calling thread's own event computed from
+//! its mmap page and the `rdpmc` instruction, without a system call.
+//!
+//! The computation ([`self_monitored_read`]) is a pure function of a page (anything that
+//! implements [`UserPage`]) and two closures standing for `rdpmc` and the time-stamp counter,
+//! so it is tested against page images built in memory.
+
+use counterhal_hal::Reading;
+
+use crate::sys::cap_bit;
+
+/// How many times the seqlock loop retries before giving up (and falling back to `read()`).
+pub const MAX_RETRIES: u32 = 64;
+
+/// The fields of `perf_event_mmap_page` a self-monitoring read uses, copied out of the page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageSnapshot {
+    /// `index`: hardware counter + 1, or 0 when the event is not on a counter.
+    pub index: u32,
+    /// `offset`: added to the sign-extended counter value.
+    pub offset: i64,
+    /// `time_enabled` at the last update.
+    pub time_enabled: u64,
+    /// `time_running` at the last update.
+    pub time_running: u64,
+    /// `capabilities` (bit 2 `cap_user_rdpmc`, 3 `cap_user_time`, 5 `cap_user_time_short`).
+    pub capabilities: u64,
+    /// `pmc_width`: the counter's width in bits.
+    pub pmc_width: u16,
+    /// `time_shift`.
+    pub time_shift: u16,
+    /// `time_mult`.
+    pub time_mult: u32,
+    /// `time_offset`.
+    pub time_offset: u64,
+    /// `time_zero`.
+    pub time_zero: u64,
+    /// `time_cycles` (with `cap_user_time_short`).
+    pub time_cycles: u64,
+    /// `time_mask` (with `cap_user_time_short`).
+    pub time_mask: u64,
+}
+
+impl PageSnapshot {
+    fn cap(&self, bit: u32) -> bool {
+        self.capabilities & (1 << bit) != 0
+    }
+
+    /// `cap_user_rdpmc`.
+    pub fn user_rdpmc(&self) -> bool {
+        self.cap(cap_bit::USER_RDPMC)
+    }
+
+    /// `cap_user_time`.
+    pub fn user_time(&self) -> bool {
+        self.cap(cap_bit::USER_TIME)
+    }
+
+    /// `cap_user_time_short`.
+    pub fn user_time_short(&self) -> bool {
+        self.cap(cap_bit::USER_TIME_SHORT)
+    }
+}
+
+/// A page the kernel updates under a seqlock.
+pub trait UserPage {
+    /// The `lock` field (read before and after the other fields).
+    fn lock(&self) -> u32;
+    /// The other fields.
+    fn snapshot(&self) -> PageSnapshot;
+}
+
+/// Why a self-monitoring read could not give a value (the caller then uses `read()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// `cap_user_rdpmc` is off (no PMU, or rdpmc disabled in sysfs).
+    NoRdpmc,
+    /// `index` is 0: the event is not on a counter now (disabled, or multiplexed out).
+    NotOnCounter,
+    /// `cap_user_time` is off, so the times in the page may be stale.
+    NoUserTime,
+    /// The instruction is not available on this architecture.
+    NoInstruction,
+    /// The page kept changing for [`MAX_RETRIES`] tries.
+    Contended,
+    /// The page reports a counter width outside 1..=64.
+    BadWidth,
+}
+
+/// `value` of `width` bits sign-extended to 64 bits (a width outside 1..=64 is taken as 64).
+pub fn sign_extend(value: u64, width: u16) -> i64 {
+    if width == 0 || width >= 64 {
+        return value as i64;
+    }
+    let shift = 64 - u32::from(width);
+    ((value << shift) as i64) >> shift
+}
+
+/// The nanoseconds elapsed since the page's last update, from a TSC value, as the header's
+/// comment on `time_shift`/`time_mult`/`time_offset` (and `cap_user_time_short`) says.
+pub fn time_delta(page: &PageSnapshot, tsc: u64) -> u64 {
+    let cycles = if page.user_time_short() {
+        page.time_cycles
+            .wrapping_add(tsc.wrapping_sub(page.time_cycles) & page.time_mask)
+    } else {
+        tsc
+    };
+    let shift = u32::from(page.time_shift).min(63);
+    let mult = u64::from(page.time_mult);
+    let quotient = cycles >> shift;
+    let remainder = cycles & ((1u64 << shift) - 1);
+    page.time_offset
+        .wrapping_add(quotient.wrapping_mul(mult))
+        .wrapping_add(remainder.wrapping_mul(mult) >> shift)
+}
+
+/// Computes the event's reading from its page, reading the counter with `rdpmc(index - 1)` and
+/// the time-stamp counter with `tsc`, inside the seqlock loop; or says why it cannot.
+pub fn self_monitored_read<P, R, T>(page: &P, mut rdpmc: R, mut tsc: T) -> Result<Reading, Fallback>
+where
+    P: UserPage + ?Sized,
+    R: FnMut(u32) -> Option<u64>,
+    T: FnMut() -> Option<u64>,
+{
+    for _ in 0..MAX_RETRIES {
+        let sequence = page.lock();
+        let snapshot = page.snapshot();
+        if !snapshot.user_rdpmc() {
+            return Err(Fallback::NoRdpmc);
+        }
+        if snapshot.index == 0 {
+            return Err(Fallback::NotOnCounter);
+        }
+        if !snapshot.user_time() {
+            return Err(Fallback::NoUserTime);
+        }
+        if snapshot.pmc_width == 0 || snapshot.pmc_width > 64 {
+            return Err(Fallback::BadWidth);
+        }
+        let Some(raw) = rdpmc(snapshot.index - 1) else {
+            return Err(Fallback::NoInstruction);
+        };
+        let Some(now) = tsc() else {
+            return Err(Fallback::NoInstruction);
+        };
+        if page.lock() != sequence || sequence % 2 == 1 {
+            continue;
+        }
+        let value = snapshot
+            .offset
+            .wrapping_add(sign_extend(raw, snapshot.pmc_width)) as u64;
+        let delta = time_delta(&snapshot, now);
+        return Ok(Reading {
+            value,
+            time_enabled: snapshot.time_enabled.wrapping_add(delta),
+            time_running: snapshot.time_running.wrapping_add(delta),
+        });
+    }
+    Err(Fallback::Contended)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::{Cell, RefCell};
+
+    use super::*;
+    use crate::sys::PerfEventMmapPage;
+
+    /// A page image in memory; `tear` makes the lock change between the first `n` pairs of
+    /// lock reads, and `updates` rewrites the image when it tears (a concurrent update).
+    struct ImagePage {
+        image: RefCell<PerfEventMmapPage>,
+        lock_reads: Cell<u32>,
+        tears: Cell<u32>,
+        update: Option<fn(&mut PerfEventMmapPage)>,
+    }
+
+    impl ImagePage {
+        fn new(image: PerfEventMmapPage) -> Self {
+            Self {
+                image: RefCell::new(image),
+                lock_reads: Cell::new(0),
+                tears: Cell::new(0),
+                update: None,
+            }
+        }
+    }
+
+    impl UserPage for ImagePage {
+        fn lock(&self) -> u32 {
+            let reads = self.lock_reads.get() + 1;
+            self.lock_reads.set(reads);
+            // The second read of each pair sees a new lock while tears remain.
+            if reads % 2 == 0 && self.tears.get() > 0 {
+                self.tears.set(self.tears.get() - 1);
+                let mut image = self.image.borrow_mut();
+                image.lock += 2;
+                if let Some(update) = self.update {
+                    update(&mut image);
+                }
+                return image.lock;
+            }
+            self.image.borrow().lock
+        }
+        fn snapshot(&self) -> PageSnapshot {
+            self.image.borrow().snapshot()
+        }
+    }
+
+    const RDPMC_AND_TIME: u64 = (1 << cap_bit::USER_RDPMC) | (1 << cap_bit::USER_TIME);
+
+    fn page(width: u16, index: u32, offset: i64) -> PerfEventMmapPage {
+        PerfEventMmapPage {
+            lock: 4,
+            index,
+            offset,
+            time_enabled: 1_000,
+            time_running: 800,
+            capabilities: RDPMC_AND_TIME | (1 << cap_bit::BIT0_IS_DEPRECATED),
+            pmc_width: width,
+            // 1 ns per cycle: mult = 1 << shift.
+            time_shift: 10,
+            time_mult: 1 << 10,
+            time_offset: 0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sign_extension_at_40_and_48_bits() {
+        assert_eq!(sign_extend(0x7f_ffff_ffff, 40), 0x7f_ffff_ffff);
+        assert_eq!(sign_extend(0xff_ffff_ffff, 40), -1);
+        assert_eq!(sign_extend(0x80_0000_0000, 40), -(1 << 39));
+        assert_eq!(sign_extend(0xffff_ffff_fff0, 48), -16);
+        assert_eq!(sign_extend(0x7fff_ffff_ffff, 48), (1 << 47) - 1);
+        // Bits above the width are ignored.
+        assert_eq!(sign_extend(0xdead_0000_0000_0005, 48), 5);
+        assert_eq!(sign_extend(u64::MAX, 64), -1);
+    }
+
+    #[test]
+    fn value_is_offset_plus_counter_and_times_extrapolate() {
+        let image = ImagePage::new(page(48, 3, 1_000_000));
+        let mut asked = None;
+        let reading = self_monitored_read(
+            &image,
+            |counter| {
+                asked = Some(counter);
+                Some(250)
+            },
+            || Some(5_000),
+        )
+        .unwrap();
+        assert_eq!(asked, Some(2), "rdpmc reads counter index - 1");
+        assert_eq!(reading.value, 1_000_250);
+        assert_eq!(reading.time_enabled, 1_000 + 5_000);
+        assert_eq!(reading.time_running, 800 + 5_000);
+    }
+
+    #[test]
+    fn negative_counter_value_with_width_40() {
+        // The kernel starts counters at -period; offset compensates.
+        let image = ImagePage::new(page(40, 1, 10_000 + (1 << 39)));
+        let raw = (1u64 << 40) - (1 << 39) + 7; // -(2^39) + 7 in 40 bits
+        let reading = self_monitored_read(&image, |_| Some(raw), || Some(0)).unwrap();
+        assert_eq!(reading.value, 10_007);
+    }
+
+    #[test]
+    fn offsets_crossing_2_pow_48() {
+        // offset just below 2^48, counter positive: the sum crosses 2^48.
+        let image = ImagePage::new(page(48, 1, (1 << 48) - 10));
+        let reading = self_monitored_read(&image, |_| Some(25), || Some(0)).unwrap();
+        assert_eq!(reading.value, (1 << 48) + 15);
+        // offset above 2^48, counter negative in 48 bits.
+        let image = ImagePage::new(page(48, 1, (1 << 48) + 100));
+        let reading = self_monitored_read(&image, |_| Some(0xffff_ffff_fff0), || Some(0)).unwrap();
+        assert_eq!(reading.value, (1 << 48) + 84);
+        // The raw register's bits above 48 are ignored.
+        let reading =
+            self_monitored_read(&image, |_| Some(0xffff_0000_0000_0001), || Some(0)).unwrap();
+        assert_eq!(reading.value, (1 << 48) + 101);
+    }
+
+    #[test]
+    fn index_zero_falls_back() {
+        let image = ImagePage::new(page(48, 0, 5));
+        let result = self_monitored_read(&image, |_| panic!("must not rdpmc"), || Some(0));
+        assert_eq!(result, Err(Fallback::NotOnCounter));
+    }
+
+    #[test]
+    fn rdpmc_capability_off_falls_back() {
+        let mut p = page(48, 2, 5);
+        p.capabilities = 1 << cap_bit::USER_TIME;
+        let result = self_monitored_read(&ImagePage::new(p), |_| Some(1), || Some(0));
+        assert_eq!(result, Err(Fallback::NoRdpmc));
+        let mut p = page(48, 2, 5);
+        p.capabilities = 1 << cap_bit::USER_RDPMC;
+        let result = self_monitored_read(&ImagePage::new(p), |_| Some(1), || Some(0));
+        assert_eq!(result, Err(Fallback::NoUserTime));
+        let result = self_monitored_read(&ImagePage::new(page(0, 2, 5)), |_| Some(1), || Some(0));
+        assert_eq!(result, Err(Fallback::BadWidth));
+        let result = self_monitored_read(&ImagePage::new(page(48, 2, 5)), |_| None, || Some(0));
+        assert_eq!(result, Err(Fallback::NoInstruction));
+    }
+
+    #[test]
+    fn torn_update_is_retried_and_uses_the_new_values() {
+        let mut image = ImagePage::new(page(48, 1, 100));
+        image.tears.set(2);
+        image.update = Some(|p| {
+            p.offset += 1_000;
+            p.time_enabled += 10;
+        });
+        let mut rdpmc_calls = 0;
+        let reading = self_monitored_read(
+            &image,
+            |_| {
+                rdpmc_calls += 1;
+                Some(1)
+            },
+            || Some(0),
+        )
+        .unwrap();
+        assert_eq!(rdpmc_calls, 3, "two torn tries and one good one");
+        assert_eq!(reading.value, 100 + 2_000 + 1);
+        assert_eq!(reading.time_enabled, 1_000 + 20);
+        assert_eq!(image.image.borrow().lock, 8);
+    }
+
+    #[test]
+    fn endless_tearing_gives_up() {
+        let image = ImagePage::new(page(48, 1, 100));
+        image.tears.set(u32::MAX);
+        assert_eq!(
+            self_monitored_read(&image, |_| Some(1), || Some(0)),
+            Err(Fallback::Contended)
+        );
+        // An odd (in-progress) lock that never changes is also not trusted.
+        let mut odd = page(48, 1, 100);
+        odd.lock = 5;
+        assert_eq!(
+            self_monitored_read(&ImagePage::new(odd), |_| Some(1), || Some(0)),
+            Err(Fallback::Contended)
+        );
+    }
+
+    #[test]
+    fn time_conversion_with_mult_shift_and_short_counter() {
+        // 3 GHz TSC: ns = cycles * (1/3), as mult/2^shift.
+        let mut p = page(48, 1, 0).snapshot();
+        p.time_shift = 31;
+        p.time_mult = ((1u64 << 31) / 3) as u32;
+        p.time_offset = 100;
+        let delta = time_delta(&p, 3_000_000_000);
+        assert!((delta as i64 - (100 + 1_000_000_000)).abs() < 2, "{delta}");
+        // With cap_user_time_short the counter is 32 bits wide and wrapped past time_cycles.
+        p.capabilities |= 1 << cap_bit::USER_TIME_SHORT;
+        p.time_shift = 0;
+        p.time_mult = 1;
+        p.time_offset = 0;
+        p.time_cycles = 0xffff_fff0;
+        p.time_mask = 0xffff_ffff;
+        // The short counter wrapped: raw 0x10 means 0x20 cycles after time_cycles.
+        assert_eq!(time_delta(&p, 0x10), 0xffff_fff0 + 0x20);
+        // A large shift does not overflow.
+        p.time_shift = 63;
+        let _ = time_delta(&p, u64::MAX);
+    }
+}

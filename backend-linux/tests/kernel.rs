@@ -1,0 +1,536 @@
+//! Tests against the real kernel of this machine: exact counts from breakpoints and
+//! tracepoints, software events, targets, and the errors the kernel really returns.
+#![cfg(target_os = "linux")]
+
+use std::ffi::OsString;
+use std::hint::black_box;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::sync::Arc;
+use std::time::Duration;
+
+use counterhal_hal::{Backend, ErrorKind, EventRequest, Group, OpenOptions, Reading, Target};
+use counterhal_linux::{LinuxBackend, LinuxGroup, WaitingChild, probe};
+
+fn backend() -> LinuxBackend {
+    let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
+    probe(db, None).expect("perf_event_open usable on this machine")
+}
+
+fn requests(linux: &LinuxBackend, names: &[&str]) -> Vec<EventRequest> {
+    names
+        .iter()
+        .flat_map(|name| {
+            linux
+                .resolve(name)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .terms
+        })
+        .map(|term| term.request)
+        .collect()
+}
+
+fn open(linux: &LinuxBackend, names: &[&str], target: Target, grouped: bool) -> LinuxGroup {
+    let options = OpenOptions {
+        grouped,
+        pinned: false,
+    };
+    linux
+        .open(&requests(linux, names), &target, &options)
+        .unwrap()
+}
+
+#[inline(never)]
+fn counted_function(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3).wrapping_add(1)
+}
+
+#[inline(never)]
+fn other_function(x: u64) -> u64 {
+    black_box(x) ^ 0x55
+}
+
+fn call(f: fn(u64) -> u64, times: u64) {
+    let f = black_box(f);
+    for i in 0..times {
+        black_box(f(i));
+    }
+}
+
+fn exec_breakpoint(f: fn(u64) -> u64) -> String {
+    format!("mem:{:#x}:x", f as *const () as usize)
+}
+
+#[test]
+fn execute_breakpoint_counts_exactly() {
+    let linux = backend();
+    let name = exec_breakpoint(counted_function);
+    for n in [1u64, 10, 1_000, 12_345] {
+        let mut group = open(&linux, &[&name], Target::ThisThread, true);
+        group.enable().unwrap();
+        call(counted_function, n);
+        group.disable().unwrap();
+        let readings = group.read_to_vec().unwrap();
+        assert_eq!(readings[0].value, n, "{n} calls");
+        assert!(readings[0].time_running > 0);
+    }
+}
+
+#[test]
+fn breakpoints_in_a_group_across_enable_disable_reset() {
+    let linux = backend();
+    let a = exec_breakpoint(counted_function);
+    let b = exec_breakpoint(other_function);
+    let mut group = open(&linux, &[&a, "task-clock", &b], Target::ThisThread, true);
+    assert_eq!(group.kernel_groups(), 1);
+    let mut readings = [Reading::default(); 3];
+
+    group.enable().unwrap();
+    call(counted_function, 100);
+    call(other_function, 40);
+    group.disable().unwrap();
+    call(counted_function, 50); // not counted
+    group.read(&mut readings).unwrap();
+    assert_eq!((readings[0].value, readings[2].value), (100, 40));
+    assert!(readings[1].value > 0, "task-clock counted");
+    // One group: one set of times.
+    assert_eq!(readings[0].time_enabled, readings[2].time_enabled);
+
+    // Reads after disable are stable.
+    let mut again = [Reading::default(); 3];
+    group.read(&mut again).unwrap();
+    assert_eq!(readings, again);
+
+    group.reset().unwrap();
+    group.read(&mut readings).unwrap();
+    assert_eq!(
+        [readings[0].value, readings[1].value, readings[2].value],
+        [0, 0, 0]
+    );
+
+    group.enable().unwrap();
+    call(counted_function, 7);
+    group.disable().unwrap();
+    group.read(&mut readings).unwrap();
+    assert_eq!((readings[0].value, readings[2].value), (7, 0));
+
+    // restart = disable, reset, enable.
+    group.restart().unwrap();
+    call(other_function, 3);
+    group.stop(&mut readings).unwrap();
+    assert_eq!((readings[0].value, readings[2].value), (0, 3));
+}
+
+#[test]
+fn ungrouped_events_have_their_own_times() {
+    let linux = backend();
+    let a = exec_breakpoint(counted_function);
+    let mut group = open(&linux, &[&a, "page-faults"], Target::ThisThread, false);
+    assert_eq!(group.kernel_groups(), 2);
+    group.enable().unwrap();
+    call(counted_function, 33);
+    group.disable().unwrap();
+    let readings = group.read_to_vec().unwrap();
+    assert_eq!(readings[0].value, 33);
+    assert!(readings[1].time_enabled > 0);
+}
+
+#[test]
+fn fifth_breakpoint_is_enospc() {
+    let linux = backend();
+    let names: Vec<String> = (0..5)
+        .map(|i| {
+            format!(
+                "mem:{:#x}:x",
+                counted_function as *const () as usize + i * 16
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let four = open(&linux, &refs[..4], Target::ThisThread, false);
+    assert_eq!(four.len(), 4);
+    drop(four);
+    let options = OpenOptions {
+        grouped: false,
+        pinned: false,
+    };
+    let error = linux
+        .open(&requests(&linux, &refs), &Target::ThisThread, &options)
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
+    assert_eq!(error.errno(), Some(libc_enospc()));
+    assert!(error.hint().unwrap().contains("debug registers"), "{error}");
+    assert!(
+        error.message().starts_with(refs[4]),
+        "names the event: {error}"
+    );
+}
+
+fn libc_enospc() -> i32 {
+    28
+}
+
+fn tracefs_ready() -> bool {
+    if std::path::Path::new("/sys/kernel/tracing/events").is_dir()
+        || std::path::Path::new("/sys/kernel/debug/tracing/events").is_dir()
+    {
+        return true;
+    }
+    // As perf does, mount tracefs when we may.
+    let _ = std::process::Command::new("mount")
+        .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+        .status();
+    std::path::Path::new("/sys/kernel/tracing/events").is_dir()
+}
+
+#[test]
+fn getpid_tracepoint_counts_exactly() {
+    if !tracefs_ready() {
+        eprintln!("skipped: tracefs is not mounted and could not be mounted");
+        return;
+    }
+    let linux = backend();
+    for n in [1u32, 100, 5_000] {
+        let mut group = open(
+            &linux,
+            &["syscalls:sys_enter_getpid"],
+            Target::ThisThread,
+            true,
+        );
+        group.enable().unwrap();
+        for _ in 0..n {
+            black_box(std::process::id());
+        }
+        group.disable().unwrap();
+        assert_eq!(group.read_to_vec().unwrap()[0].value, u64::from(n));
+    }
+}
+
+#[test]
+fn page_faults_at_least_pages_touched() {
+    let linux = backend();
+    let mut group = open(
+        &linux,
+        &["page-faults", "minor-faults"],
+        Target::ThisThread,
+        true,
+    );
+    let pages = 2_048;
+    let page = 4_096;
+    let mut memory: Vec<u8> = Vec::with_capacity(pages * page);
+    group.enable().unwrap();
+    // SAFETY-free touch: write one byte per page of fresh (untouched) memory.
+    memory.resize(pages * page, 0);
+    for i in 0..pages {
+        memory[i * page] = 1;
+    }
+    group.disable().unwrap();
+    black_box(&memory);
+    let readings = group.read_to_vec().unwrap();
+    assert!(readings[0].value >= pages as u64 / 2, "{readings:?}");
+    assert!(readings[1].value <= readings[0].value);
+}
+
+/// The calling thread's CPU time in nanoseconds, from the scheduler's own accounting.
+fn thread_cpu_ns() -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn task_clock_matches_thread_cpu_time() {
+    let linux = backend();
+    let mut group = open(&linux, &["task-clock"], Target::ThisThread, true);
+    group.enable().unwrap();
+    let before = thread_cpu_ns();
+    let mut x = 0u64;
+    for i in 0..30_000_000u64 {
+        x = black_box(x.wrapping_add(i));
+    }
+    let after = thread_cpu_ns();
+    group.disable().unwrap();
+    let task_clock = group.read_to_vec().unwrap()[0].value as f64;
+    let cpu = (after - before) as f64;
+    let ratio = task_clock / cpu;
+    eprintln!("task-clock {task_clock} ns, schedstat {cpu} ns, ratio {ratio:.4}");
+    assert!((0.9..=1.1).contains(&ratio), "ratio {ratio}");
+}
+
+const THREE_EXECS: &str = "/bin/true; /bin/true; exit 0";
+
+fn execve_count(linux: &LinuxBackend, target_of: impl Fn(&WaitingChild) -> Target) -> u64 {
+    let mut child = WaitingChild::spawn(&["sh".into(), "-c".into(), THREE_EXECS.into()]).unwrap();
+    let target = target_of(&child);
+    let mut group = open(linux, &["syscalls:sys_enter_execve"], target, true);
+    if !matches!(target, Target::Exec { .. }) {
+        group.enable().unwrap();
+    }
+    child.release().unwrap();
+    let exit = child.wait().unwrap();
+    assert!(exit.status.success());
+    group.read_to_vec().unwrap()[0].value
+}
+
+#[test]
+fn inherit_counts_children_and_attach_without_inherit_does_not() {
+    if !tracefs_ready() {
+        eprintln!("skipped: tracefs is not mounted and could not be mounted");
+        return;
+    }
+    let linux = backend();
+    eprintln!(
+        "inherit with PERF_FORMAT_GROUP accepted: {}",
+        linux.inherit_group_read()
+    );
+    // The shell's own exec (counted from before it) plus its two children's.
+    let inherited = execve_count(&linux, |c| Target::Process {
+        pid: c.pid(),
+        inherit: true,
+    });
+    assert_eq!(inherited, 3);
+    let alone = execve_count(&linux, |c| Target::Process {
+        pid: c.pid(),
+        inherit: false,
+    });
+    assert_eq!(alone, 1);
+    // enable_on_exec: counting starts after the shell's exec.
+    let from_exec = execve_count(&linux, WaitingChild::target);
+    assert_eq!(from_exec, 2);
+}
+
+#[test]
+fn attach_counts_another_process() {
+    let linux = backend();
+    let mut busy = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let target = Target::Process {
+        pid: busy.id(),
+        inherit: false,
+    };
+    let mut group = open(&linux, &["task-clock", "context-switches"], target, true);
+    group.enable().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    group.disable().unwrap();
+    let readings = group.read_to_vec().unwrap();
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+    assert!(readings[0].value > 0, "{readings:?}");
+    // A busy process runs for a good part of the time it is enabled.
+    assert!(
+        readings[0].value * 5 > readings[0].time_enabled,
+        "{readings:?}"
+    );
+
+    let error = linux
+        .open(
+            &requests(&linux, &["task-clock"]),
+            &Target::Process {
+                pid: 0x3fff_fff0,
+                inherit: false,
+            },
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+}
+
+#[test]
+fn per_cpu_counting_as_root() {
+    let linux = backend();
+    if !linux.facts().root && linux.facts().paranoid.unwrap_or(2) > 0 {
+        eprintln!("skipped: per-CPU counting needs root, CAP_PERFMON or paranoid <= 0");
+        return;
+    }
+    let mut group = open(
+        &linux,
+        &["cpu-clock", "context-switches"],
+        Target::Cpu(0),
+        true,
+    );
+    group.enable().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    group.disable().unwrap();
+    let readings = group.read_to_vec().unwrap();
+    assert!(
+        readings[0].value > 0 && readings[0].time_enabled > 0,
+        "{readings:?}"
+    );
+    let error = linux
+        .open(
+            &requests(&linux, &["cpu-clock"]),
+            &Target::Cpu(100_000),
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+}
+
+#[test]
+fn hardware_events_are_enoent_without_a_cpu_pmu() {
+    let linux = backend();
+    if linux.facts().hardware_pmu {
+        eprintln!("skipped: this machine has a core PMU, so hardware events exist");
+        return;
+    }
+    for name in ["cycles", "instructions", "L1-dcache-load-misses"] {
+        let error = linux
+            .open(
+                &requests(&linux, &[name]),
+                &Target::ThisThread,
+                &OpenOptions::default(),
+            )
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{name}: {error}");
+        assert_eq!(error.errno(), Some(2), "{name}: ENOENT");
+        assert!(
+            error.hint().unwrap().contains("no hardware counters"),
+            "{error}"
+        );
+    }
+    let generalized = linux.capabilities().generalized;
+    assert!(generalized.iter().any(|g| g.name() == "task-clock"));
+    assert!(!generalized.iter().any(|g| g.name() == "cycles"));
+}
+
+#[test]
+fn msr_tsc_through_sysfs_alias() {
+    let linux = backend();
+    if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+        eprintln!("skipped: no msr PMU with a tsc alias");
+        return;
+    }
+    let mut group = open(
+        &linux,
+        &["msr/tsc/", "task-clock"],
+        Target::ThisThread,
+        true,
+    );
+    group.enable().unwrap();
+    call(counted_function, 100_000);
+    group.disable().unwrap();
+    let readings = group.read_to_vec().unwrap();
+    assert!(readings[0].value > 0, "{readings:?}");
+}
+
+#[test]
+fn no_fd_leak_over_10000_cycles() {
+    let linux = backend();
+    let reqs = requests(&linux, &["task-clock", "page-faults"]);
+    let count_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = count_fds();
+    for _ in 0..10_000 {
+        let mut group = linux
+            .open(&reqs, &Target::ThisThread, &OpenOptions::default())
+            .unwrap();
+        group.enable().unwrap();
+        drop(group);
+    }
+    // Failed opens must not leak either.
+    let bad = requests(&linux, &["task-clock", "cycles"]);
+    for _ in 0..100 {
+        let _ = linux.open(&bad, &Target::ThisThread, &OpenOptions::default());
+    }
+    let after = count_fds();
+    // Other tests run in parallel threads: allow their few open fds, not thousands.
+    assert!(after < before + 40, "fds before {before}, after {after}");
+}
+
+#[test]
+fn run_command_reports_per_event_and_exit_status() {
+    let linux = backend();
+    let events = requests(&linux, &["task-clock", "cycles", "page-faults"]);
+    let argv: Vec<OsString> = ["sh", "-c", "/bin/true; exit 3"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let options = OpenOptions {
+        grouped: false,
+        pinned: false,
+    };
+    let run = linux.run_command(&events, &argv, &options).unwrap();
+    assert_eq!(run.exit.status.code(), Some(3));
+    assert_eq!(run.events.len(), 3);
+    assert!(run.events[0].reading.as_ref().unwrap().value > 0);
+    assert!(run.events[2].reading.as_ref().unwrap().value > 0);
+    if !linux.facts().hardware_pmu {
+        let error = run.events[1].reading.as_ref().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+    }
+    assert!(run.exit.elapsed > Duration::ZERO);
+
+    let argv: Vec<OsString> = ["sh", "-c", "kill -9 $$"].iter().map(Into::into).collect();
+    let run = linux.run_command(&events[..1], &argv, &options).unwrap();
+    assert_eq!(run.exit.status.signal(), Some(9));
+
+    let argv: Vec<OsString> = vec!["/nonexistent/program".into()];
+    let error = linux
+        .run_command(&events[..1], &argv, &options)
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+    let error = linux.run_command(&events[..1], &[], &options).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+}
+
+const CHILD_ENV: &str = "COUNTERHAL_LINUX_UNPRIVILEGED_CHILD";
+
+/// Runs as an unprivileged child of `kernel_counting_is_eacces_for_unprivileged_users`.
+#[test]
+fn unprivileged_child_probe() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        eprintln!("skipped: runs only as the unprivileged child of another test");
+        return;
+    }
+    let linux = backend();
+    let error = linux
+        .open(
+            &requests(&linux, &["task-clock"]),
+            &Target::ThisThread,
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{error}");
+    assert_eq!(error.errno(), Some(13));
+    let hint = error.hint().unwrap();
+    assert!(
+        hint.contains("perf_event_paranoid is 2") && hint.contains(":u"),
+        "{hint}"
+    );
+    // User space only is allowed at level 2.
+    let mut user = requests(&linux, &["task-clock"]);
+    if let counterhal_hal::Encoding::Perf(e) = &mut user[0].encoding {
+        e.domain = counterhal_hal::Domain::USER;
+    }
+    linux
+        .open(&user, &Target::ThisThread, &OpenOptions::default())
+        .unwrap();
+    println!("UNPRIVILEGED-CHILD-OK");
+}
+
+#[test]
+fn kernel_counting_is_eacces_for_unprivileged_users() {
+    let linux = backend();
+    if !linux.facts().root || linux.facts().paranoid != Some(2) {
+        eprintln!("skipped: needs root (to drop privileges) and perf_event_paranoid = 2");
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "unprivileged_child_probe",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("UNPRIVILEGED-CHILD-OK"),
+        "child did not run:\n{stdout}\n{stderr}"
+    );
+}
