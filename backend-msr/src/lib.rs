@@ -1,13 +1,76 @@
 //! # counterhal-msr: raw x86 MSRs
 //!
-//! (Skeleton: the backend arrives with the MSR backend work.)
+//! A counterhal backend that counts by programming the PMU registers of a logical CPU
+//! directly: Intel architectural performance monitoring v1-v5 (general-purpose counters,
+//! fixed counters, global control) and AMD's legacy, extended-core and PerfMonV2 counters.
+//!
+//! **For users.** [`probe`] opens the real device (Linux `/dev/cpu/N/msr_safe` or
+//! `/dev/cpu/N/msr`) and decodes the PMU with the CPUID instruction. Counting is per logical
+//! CPU and system wide: [`Target::Cpu`](counterhal_hal::Target::Cpu) measures one CPU,
+//! [`Target::ThisThread`](counterhal_hal::Target::ThisThread) pins the calling thread to the
+//! CPU it runs on (`sched_setaffinity`) for the life of the group and measures that CPU, so
+//! its counts include whatever else runs there. Times come from the TSC. An allow-list
+//! ([`AllowList`]) built from the decoded PMU refuses every MSR that is not one of its PMU
+//! registers, whatever an event encoding says.
+//!
+//! **For backend authors and tests.** The backend talks to an [`MsrDevice`]: the real device
+//! or a PMU model ([`ModelDevice`], see [`model`]). CPUID comes through a [`CpuidSource`]:
+//! the instruction, `/dev/cpu/N/cpuid`, or a recorded dump ([`CpuidDump`]).
+//! [`MsrBackend::with_model`] gives a backend over a model and the [`ModelHandle`] that feeds
+//! it deterministic work ("1000 instructions in user mode") and time.
+//!
+//! Our words and the hardware's: a *counter* is a general-purpose PMC (IA32_PMCx, PerfCtrx)
+//! or a fixed counter (IA32_FIXED_CTRx); an *encoding* is the PERFEVTSEL value; a *group* is
+//! a set of counters on one CPU started and stopped together through the global control
+//! register (IA32_PERF_GLOBAL_CTRL, PerfCntrGlobalCtl) where the PMU has one.
+//!
+//! See the crate's README for what is verified only on a model.
 
-use counterhal_hal::{Error, ErrorKind, Result};
+pub mod allow;
+mod backend;
+pub mod conformance;
+pub mod cpuid;
+pub mod device;
+pub mod model;
+pub mod pmu;
+pub mod regs;
+mod sys;
 
-/// Whether the MSR device can be used here; the error says why not.
+use std::sync::Arc;
+
+pub use allow::AllowList;
+pub use backend::{CounterRef, MsrBackend, MsrGroup, counter_delta};
+pub use cpuid::{CpuidDevice, CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
+pub use device::{Access, LinuxMsrDevice, MsrDevice, MsrDriver, ThreadPin};
+pub use model::{
+    MODEL_LOG, ModelConfig, ModelDevice, ModelHandle, MsrAccess, MsrWrite, PmuModelKind,
+};
+pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource};
+
+use counterhal_events::Database;
+use counterhal_hal::Result;
+
+/// Opens the real MSR device and decodes this machine's PMU. `cpu` names the event
+/// database's CPU model (`--cpu`); `None` detects it from CPUID.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] until the backend lands.
-pub fn probe() -> Result<()> {
-    Err(Error::new(ErrorKind::Unsupported, "the MSR backend is not built yet"))
+/// [`counterhal_hal::ErrorKind::DeviceMissing`] when the msr driver is not loaded (hint:
+/// `modprobe msr`, run as root or with CAP_SYS_RAWIO);
+/// [`counterhal_hal::ErrorKind::PermissionDenied`] when the device cannot be opened;
+/// [`counterhal_hal::ErrorKind::Unsupported`] off Linux, off x86, or for a CPU without a
+/// known PMU.
+pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<MsrBackend> {
+    if !cfg!(any(target_arch = "x86", target_arch = "x86_64")) {
+        return Err(counterhal_hal::Error::unsupported(
+            "raw MSR counting needs an x86 CPU",
+        ));
+    }
+    if !cfg!(target_os = "linux") {
+        return Err(counterhal_hal::Error::unsupported(
+            "raw MSR counting is implemented on Linux only (/dev/cpu/N/msr)",
+        )
+        .with_hint("use the perf or pctr backend on this system"));
+    }
+    let device = LinuxMsrDevice::open()?;
+    MsrBackend::with_device(db, Arc::new(device), &CpuidInstruction, cpu)
 }

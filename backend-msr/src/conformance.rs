@@ -1,0 +1,119 @@
+//! The conformance suite's view of this backend: each PMU model, fed known work; and the real
+//! MSR device, where one exists.
+
+use std::sync::Arc;
+
+use counterhal_conformance::{ExactEvent, Subject};
+use counterhal_events::Database;
+use counterhal_hal::{Backend, Error};
+
+use crate::{LinuxMsrDevice, ModelHandle, MsrBackend, PmuModelKind};
+
+/// The error opening the MSR device under a directory that does not exist.
+fn missing_device() -> Option<Error> {
+    LinuxMsrDevice::open_at("/nonexistent/dev/cpu", None).err()
+}
+
+/// A PMU model as the suite's subject: one unit of work is 3 user-mode instructions, 2 core
+/// cycles and 10 ns of TSC time on model CPU 0 (where `ThisThread` groups count).
+pub struct ModelSubject {
+    backend: MsrBackend,
+    model: ModelHandle,
+    kind: PmuModelKind,
+}
+
+impl ModelSubject {
+    /// A subject over a fresh model of `kind`.
+    pub fn new(db: Arc<Database>, kind: PmuModelKind) -> ModelSubject {
+        let (backend, model) = MsrBackend::with_model(db, kind);
+        ModelSubject {
+            backend,
+            model,
+            kind,
+        }
+    }
+}
+
+impl Subject for ModelSubject {
+    type Backend = MsrBackend;
+
+    fn backend(&self) -> &MsrBackend {
+        &self.backend
+    }
+
+    fn description(&self) -> String {
+        format!("{} PMU model", self.kind)
+    }
+
+    fn exact_events(&self) -> Vec<ExactEvent> {
+        vec![
+            ExactEvent::new("instructions", 3),
+            ExactEvent::new("cycles", 2),
+        ]
+    }
+
+    fn work(&self, units: u64) {
+        self.model.feed_instructions(3 * units, 0);
+        self.model.feed_cycles(2 * units, 0);
+        self.model.advance_nanos(10 * units + 1);
+    }
+
+    fn counter_event(&self) -> Option<(String, u32)> {
+        // Branches have no fixed counter: they compete for the general-purpose ones only.
+        let counters = self.backend.capabilities().general_counters?;
+        Some(("branches".to_string(), counters))
+    }
+
+    fn missing_device_error(&self) -> Option<Error> {
+        missing_device()
+    }
+}
+
+/// One subject per PMU model: Intel v4-like, Intel v2-like, AMD legacy, Zen-like.
+pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
+    PmuModelKind::ALL
+        .iter()
+        .map(|&kind| ModelSubject::new(Arc::clone(&db), kind))
+        .collect()
+}
+
+/// The real MSR device as the suite's subject. It has no way to make the hardware count a
+/// known amount from here other than the hardware loops (which execute real instructions on
+/// the pinned CPU), so it offers no exact events.
+pub struct RealSubject {
+    backend: MsrBackend,
+}
+
+impl RealSubject {
+    /// A subject over the real device.
+    pub fn new(backend: MsrBackend) -> RealSubject {
+        RealSubject { backend }
+    }
+}
+
+impl Subject for RealSubject {
+    type Backend = MsrBackend;
+
+    fn backend(&self) -> &MsrBackend {
+        &self.backend
+    }
+
+    fn description(&self) -> String {
+        self.backend.device_description()
+    }
+
+    fn exact_events(&self) -> Vec<ExactEvent> {
+        Vec::new()
+    }
+
+    fn work(&self, _units: u64) {}
+
+    fn counter_event(&self) -> Option<(String, u32)> {
+        let counters = self.backend.capabilities().general_counters?;
+        Some(("branches".to_string(), counters))
+    }
+
+    fn missing_device_error(&self) -> Option<Error> {
+        missing_device()
+    }
+}

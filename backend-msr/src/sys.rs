@@ -1,0 +1,132 @@
+//! Everything `unsafe` in this crate: the CPUID instruction and thread pinning.
+//!
+//! # Safety
+//! Each function here wraps one foreign call or intrinsic whose preconditions are met locally:
+//! CPUID exists on every x86-64 CPU (and on every x86 CPU Rust targets), and the libc calls get
+//! pointers to live, correctly sized values owned by the caller's stack frame. Nothing here
+//! hands out raw pointers or file descriptors. MSR access itself needs no `unsafe`: it is
+//! `pread`/`pwrite` on a file, through `std::os::unix::fs::FileExt`.
+
+/// Executes CPUID with EAX = `leaf`, ECX = `subleaf`; `None` off x86.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
+    #[cfg(target_arch = "x86")]
+    use core::arch::x86::__cpuid_count;
+    #[cfg(target_arch = "x86_64")]
+    use core::arch::x86_64::__cpuid_count;
+    // The intrinsic is a safe function on recent compilers and `unsafe` on older ones (the
+    // workspace's minimum Rust version); the block serves the older ones.
+    #[allow(unused_unsafe)]
+    // SAFETY: CPUID is available on every CPU these targets run on; it reads no memory.
+    let r = unsafe { __cpuid_count(leaf, subleaf) };
+    Some([r.eax, r.ebx, r.ecx, r.edx])
+}
+
+/// Executes CPUID; `None` off x86.
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+pub(crate) fn cpuid(_leaf: u32, _subleaf: u32) -> Option<[u32; 4]> {
+    None
+}
+
+/// A thread's CPU affinity, saved to be restored.
+#[cfg(target_os = "linux")]
+pub(crate) struct Affinity {
+    thread: libc::pid_t,
+    mask: libc::cpu_set_t,
+}
+
+#[cfg(target_os = "linux")]
+impl std::fmt::Debug for Affinity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Affinity {{ thread: {} }}", self.thread)
+    }
+}
+
+/// Pins the calling thread to the CPU it runs on now; returns that CPU and the affinity to
+/// restore.
+#[cfg(target_os = "linux")]
+pub(crate) fn pin_current_thread() -> std::io::Result<(u32, Affinity)> {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let thread = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+    // SAFETY: cpu_set_t is plain data for which all-zero bytes are a valid (empty) set.
+    let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `saved` is a live cpu_set_t of `size` bytes that the call fills.
+    if unsafe { libc::sched_getaffinity(thread, size, &mut saved) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    let cpu = u32::try_from(cpu).map_err(|_| std::io::Error::last_os_error())?;
+    // SAFETY: as above, all-zero bytes are an empty set.
+    let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside `only`; `cpu` comes from the kernel and is below
+    // CPU_SETSIZE on any system whose affinity mask fits a cpu_set_t.
+    unsafe { libc::CPU_SET(cpu as usize, &mut only) };
+    // SAFETY: `only` is a live cpu_set_t of `size` bytes that the call reads.
+    if unsafe { libc::sched_setaffinity(thread, size, &only) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((
+        cpu,
+        Affinity {
+            thread,
+            mask: saved,
+        },
+    ))
+}
+
+/// Restores a saved affinity (from any thread of the process).
+#[cfg(target_os = "linux")]
+pub(crate) fn restore_affinity(affinity: &Affinity) -> std::io::Result<()> {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `affinity.mask` is a live cpu_set_t of `size` bytes that the call reads.
+    if unsafe { libc::sched_setaffinity(affinity.thread, size, &affinity.mask) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on, lowest first.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn current_affinity() -> std::io::Result<Vec<u32>> {
+    // SAFETY: all-zero bytes are an empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a live cpu_set_t of `size` bytes that the call fills.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let cpus = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads one bit of a live set; the index is below CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .map(|cpu| cpu as u32)
+        .collect();
+    Ok(cpus)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #[test]
+    fn pin_and_restore() {
+        let before = super::current_affinity().unwrap();
+        let (cpu, saved) = match super::pin_current_thread() {
+            Ok(pinned) => pinned,
+            Err(error) => {
+                eprintln!("skipped: cannot change affinity here: {error}");
+                return;
+            }
+        };
+        assert_eq!(super::current_affinity().unwrap(), vec![cpu]);
+        assert!(before.contains(&cpu));
+        super::restore_affinity(&saved).unwrap();
+        assert_eq!(super::current_affinity().unwrap(), before);
+    }
+
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    #[test]
+    fn cpuid_leaf_zero() {
+        let [max, ..] = super::cpuid(0, 0).unwrap();
+        assert!(max >= 1);
+    }
+}
