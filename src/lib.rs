@@ -1,2 +1,256 @@
-//! counterhal facade (skeleton)
+//! # counterhal: hardware performance counters, one API on every OS
+//!
+//! The facade: re-exports the vocabulary ([`hal`]) and the event database ([`events`]), knows
+//! which backends this OS has, and opens the first that works, saying why each other did not.
+//!
+//! | OS | backends tried, in order |
+//! |---|---|
+//! | Linux | `linux` (perf_event_open), `msr` (/dev/cpu/N/msr) |
+//! | OpenBSD | `pctr` (/dev/pctr) |
+//! | others | none: [`open_default`] fails with [`ErrorKind::Unsupported`] |
+//!
+//! The pctr and MSR backends also run everywhere over models of their devices, for tests and
+//! for `counterhal check --models`.
+//!
+//! ```no_run
+//! use counterhal::{Backend, Group, OpenOptions, Target};
+//!
+//! let backend = counterhal::open_default(None)?;
+//! let mut set = backend.open_named(&["instructions", "page-faults"], &Target::ThisThread,
+//!                                  &OpenOptions::default())?;
+//! set.enable()?;
+//! // ... the code being measured ...
+//! set.disable()?;
+//! let readings = set.read_to_vec()?;
+//! for (event, reading) in set.events().iter().zip(readings) {
+//!     println!("{}: {} ({:?} scaled)", event.name, reading.value, reading.scaled());
+//! }
+//! # Ok::<(), counterhal::Error>(())
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use counterhal_conformance as conformance;
+pub use counterhal_events as events;
 pub use counterhal_hal as hal;
+pub use counterhal_hal::{
+    Backend, BackendKind, Capabilities, DeviceKind, Domain, DynBackend, Error, ErrorKind, EventSet,
+    GeneralizedEvent, Group, OpenOptions, Reading, Result, Target,
+};
+pub use counterhal_linux as linux;
+pub use counterhal_msr as msr;
+pub use counterhal_pctr as pctr;
+
+use counterhal_events::{CpuIdentity, Database};
+
+/// A backend chosen at run time.
+pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+
+/// The operating system this build targets, as printed by `counterhal info`.
+pub const OS: &str = std::env::consts::OS;
+
+/// The backends compiled for this OS, in the order they are tried.
+pub fn compiled_backends() -> &'static [BackendKind] {
+    cfg_if::cfg_if! {
+        if #[cfg(target_os = "linux")] {
+            &[BackendKind::Linux, BackendKind::Msr]
+        } else if #[cfg(target_os = "openbsd")] {
+            &[BackendKind::Pctr]
+        } else if #[cfg(target_os = "freebsd")] {
+            &[BackendKind::Msr]
+        } else {
+            &[]
+        }
+    }
+}
+
+/// This machine's CPU, when the OS says (Linux: `/proc/cpuinfo`).
+pub fn detect_cpu() -> Option<CpuIdentity> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    CpuIdentity::from_proc_cpuinfo(&text)
+}
+
+/// The event database and the CPU model to resolve names against.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The database: shipped, plus `COUNTERHAL_EVENTS` and any user file.
+    pub database: Arc<Database>,
+    /// This machine's CPU, when detected.
+    pub cpu: Option<CpuIdentity>,
+    /// The database model in use: named with `--cpu`, else the one that matched the CPU.
+    pub model: Option<String>,
+}
+
+impl Context {
+    /// Loads the database (with `user_file` if given) and picks the CPU model: `cpu_model` if
+    /// given, else the one matching this machine's CPU.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a malformed events file (file:line:column and the key);
+    /// [`ErrorKind::InvalidInput`] for a `cpu_model` the database lacks (the message lists the
+    /// known ids).
+    pub fn new(user_file: Option<&Path>, cpu_model: Option<&str>) -> Result<Context> {
+        let database = Database::load(user_file)?;
+        let cpu = detect_cpu();
+        let model = match cpu_model {
+            Some(id) => match database.model(id) {
+                Some(model) => Some(model.id.clone()),
+                None => {
+                    let known: Vec<&str> = database.models().map(|m| m.id.as_str()).collect();
+                    return Err(Error::invalid_input(format!("unknown CPU model `{id}`"))
+                        .with_hint(format!("use one of: {}", known.join(", "))));
+                }
+            },
+            None => cpu
+                .as_ref()
+                .and_then(|c| database.detect(c))
+                .map(|m| m.id.clone()),
+        };
+        Ok(Context {
+            database: Arc::new(database),
+            cpu,
+            model,
+        })
+    }
+}
+
+/// One backend's probe: the backend, or why it cannot be used here.
+pub struct Probe {
+    /// Which backend.
+    pub kind: BackendKind,
+    /// The usable backend, or the reason it is not.
+    pub result: Result<AnyBackend>,
+}
+
+/// Probes one backend on this machine's real device.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] when the backend is not compiled for this OS; otherwise what the
+/// backend's probe says (device missing, permission denied, ...).
+pub fn probe(kind: BackendKind, context: &Context) -> Result<AnyBackend> {
+    if !compiled_backends().contains(&kind) {
+        return Err(
+            Error::unsupported(format!("the {kind} backend does not run on {OS}")).with_hint(
+                match kind {
+                    BackendKind::Linux => "perf_event_open exists only on Linux",
+                    BackendKind::Pctr => "/dev/pctr exists only on OpenBSD (i386, amd64)",
+                    BackendKind::Msr => "raw MSR access is implemented for Linux (and FreeBSD)",
+                },
+            ),
+        );
+    }
+    let database = Arc::clone(&context.database);
+    let model = context.model.clone();
+    let backend: AnyBackend = match kind {
+        BackendKind::Linux => Box::new(counterhal_linux::probe(database, model)?),
+        BackendKind::Pctr => Box::new(counterhal_pctr::probe(database, model)?),
+        BackendKind::Msr => Box::new(counterhal_msr::probe(database, model)?),
+    };
+    Ok(backend)
+}
+
+/// Probes every backend compiled for this OS, in order.
+pub fn probe_all(context: &Context) -> Vec<Probe> {
+    compiled_backends()
+        .iter()
+        .map(|&kind| Probe {
+            kind,
+            result: probe(kind, context),
+        })
+        .collect()
+}
+
+/// Opens the first backend that works here, with the shipped database (plus
+/// `COUNTERHAL_EVENTS`) and the detected CPU model.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] when no backend is compiled for this OS; otherwise the first
+/// backend's error, with every backend's reason in the message.
+pub fn open_default(user_file: Option<&Path>) -> Result<AnyBackend> {
+    let context = Context::new(user_file, None)?;
+    let mut reasons = Vec::new();
+    let mut first_error = None;
+    for probe in probe_all(&context) {
+        match probe.result {
+            Ok(backend) => return Ok(backend),
+            Err(e) => {
+                reasons.push(format!("{}: {e}", probe.kind));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        None => Err(
+            Error::unsupported(format!("counterhal has no backend for {OS}"))
+                .with_hint("supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr)"),
+        ),
+        Some(e) => Err(Error::new(
+            e.kind(),
+            format!("no usable counter backend: {}", reasons.join("; ")),
+        )),
+    }
+}
+
+pub mod check;
+mod listing;
+
+pub use listing::{backend_events, native_events};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backends_per_os() {
+        let compiled = compiled_backends();
+        if cfg!(target_os = "linux") {
+            assert_eq!(compiled, &[BackendKind::Linux, BackendKind::Msr]);
+        }
+        if cfg!(target_os = "openbsd") {
+            assert_eq!(compiled, &[BackendKind::Pctr]);
+        }
+    }
+
+    #[test]
+    fn a_backend_of_another_os_says_why() {
+        let context = Context::new(None, None).expect("shipped database loads");
+        let foreign = BackendKind::ALL
+            .into_iter()
+            .find(|k| !compiled_backends().contains(k));
+        let Some(kind) = foreign else {
+            eprintln!("SKIP: every backend is compiled for {OS}");
+            return;
+        };
+        let error = probe(kind, &context)
+            .err()
+            .expect("a foreign backend does not probe");
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+        assert!(error.to_string().contains(OS), "{error}");
+        assert!(error.hint().is_some());
+    }
+
+    #[test]
+    fn an_unknown_cpu_model_lists_the_known_ones() {
+        let error = Context::new(None, Some("pentium9000")).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
+        assert!(error.message().contains("pentium9000"));
+        assert!(error.hint().unwrap().contains("p6"), "{error}");
+    }
+
+    #[test]
+    fn every_compiled_backend_probes_or_says_why() {
+        let context = Context::new(None, None).expect("shipped database loads");
+        let probes = probe_all(&context);
+        assert_eq!(probes.len(), compiled_backends().len());
+        for probe in probes {
+            if let Err(e) = probe.result {
+                assert!(
+                    !e.message().is_empty(),
+                    "{} gave an empty reason",
+                    probe.kind
+                );
+            }
+        }
+    }
+}

@@ -168,7 +168,9 @@ pub fn run<S: Subject>(subject: &S) -> Report {
     let label = format!("{}/{}", backend.kind(), backend.device());
     let mut cases = Vec::new();
     for case in cases::all::<S>() {
+        let started = std::time::Instant::now();
         let mut outcome = (case.run)(subject);
+        let took = started.elapsed();
         if case.hardware
             && require_hardware
             && let Outcome::Skip(reason) = &outcome
@@ -178,9 +180,9 @@ pub fn run<S: Subject>(subject: &S) -> Report {
             ));
         }
         match &outcome {
-            Outcome::Pass => eprintln!("PASS {label} {}", case.name),
+            Outcome::Pass => eprintln!("PASS {label} {} ({took:.1?})", case.name),
             other => eprintln!(
-                "{} {label} {}: {}",
+                "{} {label} {} ({took:.1?}): {}",
                 other.label(),
                 case.name,
                 other.reason()

@@ -366,9 +366,9 @@ where
     }
 }
 
-/// Lets a `Box<dyn DynBackend>` be used wherever a [`Backend`] is expected (the conformance
-/// suite, [`Backend::open_named`]).
-impl Backend for Box<dyn DynBackend> {
+/// Lets a `Box<dyn DynBackend>` (with any auto traits) be used wherever a [`Backend`] is
+/// expected (the conformance suite, [`Backend::open_named`]).
+impl<T: DynBackend + ?Sized> Backend for Box<T> {
     type Group = BoxedGroup;
 
     fn kind(&self) -> BackendKind {

@@ -1,0 +1,76 @@
+//! `counterhal check`: the conformance suite on this machine.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use counterhal::BackendKind;
+
+use super::{CliError, DatabaseArgs, parse_backend};
+
+/// Arguments of `counterhal check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Only this backend (linux, pctr, msr).
+    #[arg(long, value_parser = parse_backend)]
+    backend: Option<BackendKind>,
+    /// Also run the suite on the device models (pctr driver, MSR PMUs).
+    #[arg(long)]
+    models: bool,
+    /// Write the JSON report here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    database: DatabaseArgs,
+}
+
+/// Runs `counterhal check`.
+pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
+    let context = args.database.context()?;
+    let reports = counterhal::check::run_all(&context, args.backend, args.models);
+    let mut failed = false;
+    println!(
+        "{:<8} {:<6} {:<34} {:<5} reason",
+        "backend", "device", "case", "result"
+    );
+    for report in &reports {
+        for case in &report.cases {
+            println!(
+                "{:<8} {:<6} {:<34} {:<5} {}",
+                report.backend,
+                report.device,
+                case.case,
+                case.outcome.label(),
+                case.outcome.reason()
+            );
+        }
+        let (pass, skip, fail) = report.counts();
+        println!(
+            "  {} / {} ({}): {pass} passed, {fail} failed, {skip} skipped",
+            report.backend, report.device, report.description
+        );
+        failed |= report.counts().2 > 0;
+    }
+    if let Some(path) = &args.json {
+        let document = counterhal::check::json_report(&context, &reports);
+        let text = serde_json::to_string_pretty(&document).expect("JSON of plain values");
+        std::fs::write(path, text + "\n").map_err(|e| {
+            CliError::input(counterhal::Error::invalid_input(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )))
+        })?;
+        println!("report written to {}", path.display());
+    }
+    // A backend that cannot be used here is a skip; a failed case, or a run in which nothing
+    // passed at all, is a failure.
+    let nothing_passed = reports.iter().all(|r| r.counts().0 == 0);
+    if nothing_passed {
+        eprintln!("counterhal check: no case passed on any backend");
+    }
+    Ok(if failed || nothing_passed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,43 @@
+//! Number formatting shared by the subcommands.
+
+/// `1234567` -> `1,234,567`.
+pub fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Nanoseconds as seconds with nine decimals.
+pub fn seconds(nanoseconds: u64) -> String {
+    format!(
+        "{}.{:09}",
+        nanoseconds / 1_000_000_000,
+        nanoseconds % 1_000_000_000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn secs() {
+        assert_eq!(seconds(1_500_000_000), "1.500000000");
+        assert_eq!(seconds(42), "0.000000042");
+    }
+}

@@ -1,0 +1,172 @@
+//! `counterhal list`: the events available here, each marked usable or not.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use counterhal::hal::{GeneralizedEvent, OpenOptions, Preset};
+use counterhal::{AnyBackend, Backend, BackendKind, Context, Target};
+use serde_json::json;
+
+use super::{CliError, DatabaseArgs, parse_backend};
+
+/// Arguments of `counterhal list`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// The backend whose events to list (default: the first that works here).
+    #[arg(long, value_parser = parse_backend)]
+    backend: Option<BackendKind>,
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// Print a JSON array instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Only events whose name or description contains this (case-insensitive).
+    pattern: Option<String>,
+}
+
+/// One listed event.
+struct Entry {
+    section: &'static str,
+    name: String,
+    description: String,
+    usable: Option<bool>,
+    reason: Option<String>,
+}
+
+fn usability(backend: Option<&AnyBackend>, name: &str) -> (Option<bool>, Option<String>) {
+    let Some(backend) = backend else {
+        return (None, Some("no usable backend here".into()));
+    };
+    let opened = backend.resolve(name).and_then(|event| {
+        let requests: Vec<_> = event.terms.into_iter().map(|t| t.request).collect();
+        backend
+            .open(&requests, &Target::ThisThread, &OpenOptions::default())
+            .map(|_| ())
+    });
+    match opened {
+        Ok(()) => (Some(true), None),
+        Err(e) => (Some(false), Some(e.to_string())),
+    }
+}
+
+fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Vec<Entry> {
+    let matches = |name: &str, description: &str| {
+        pattern.is_empty()
+            || name.to_ascii_lowercase().contains(pattern)
+            || description.to_ascii_lowercase().contains(pattern)
+    };
+    let mut entries = Vec::new();
+    for event in GeneralizedEvent::all() {
+        let (section, description) = match event {
+            GeneralizedEvent::Hardware(_) => ("hardware", "perf generalized hardware event"),
+            GeneralizedEvent::Software(_) => ("software", "perf software event"),
+            GeneralizedEvent::Cache(_) => ("cache", "perf generalized cache event"),
+            GeneralizedEvent::Preset(p) => ("preset", p.description()),
+        };
+        let name = event.name().into_owned();
+        if !matches(&name, description) {
+            continue;
+        }
+        let (usable, reason) = usability(backend, &name);
+        entries.push(Entry {
+            section,
+            name,
+            description: description.into(),
+            usable,
+            reason,
+        });
+    }
+    debug_assert!(Preset::ALL.len() > 20);
+    if let Some(model) = context
+        .model
+        .as_deref()
+        .and_then(|id| context.database.model(id))
+    {
+        for (name, description) in counterhal::native_events(model) {
+            if matches(&name, &description) {
+                let (usable, reason) = usability(backend, &name);
+                entries.push(Entry {
+                    section: "native",
+                    name,
+                    description,
+                    usable,
+                    reason,
+                });
+            }
+        }
+    }
+    if let Some(backend) = backend {
+        for (name, description) in counterhal::backend_events(backend.kind()) {
+            if matches(&name, &description) {
+                // Backend-specific names are listed from what the OS exposes: resolvable means
+                // usable; opening thousands of tracepoints here would only slow the listing.
+                let (usable, reason) = match backend.resolve(&name) {
+                    Ok(_) => (Some(true), None),
+                    Err(e) => (Some(false), Some(e.to_string())),
+                };
+                entries.push(Entry {
+                    section: "backend",
+                    name,
+                    description,
+                    usable,
+                    reason,
+                });
+            }
+        }
+    }
+    entries
+}
+
+/// Runs `counterhal list`.
+pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
+    let context = args.database.context()?;
+    let backend = match args.backend {
+        Some(kind) => Some(counterhal::probe(kind, &context).map_err(CliError::failed)?),
+        None => counterhal::probe_all(&context)
+            .into_iter()
+            .find_map(|p| p.result.ok()),
+    };
+    let pattern = args.pattern.as_deref().unwrap_or("").to_ascii_lowercase();
+    let entries = collect(&context, backend.as_ref(), &pattern);
+    if args.json {
+        let array: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "section": e.section,
+                    "name": e.name,
+                    "description": e.description,
+                    "backend": backend.as_ref().map(|b| b.label()),
+                    "usable": e.usable,
+                    "reason": e.reason,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&array).expect("JSON of plain values")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let label = backend
+        .as_ref()
+        .map_or("no backend".to_string(), |b| b.label());
+    let model = context.model.as_deref().unwrap_or("no database model");
+    println!("events for {label}, CPU model {model} (* = usable here)");
+    let mut section = "";
+    for entry in &entries {
+        if entry.section != section {
+            section = entry.section;
+            println!("\n{section}:");
+        }
+        let mark = match entry.usable {
+            Some(true) => "*",
+            Some(false) => " ",
+            None => "?",
+        };
+        println!("  {mark} {:<40} {}", entry.name, entry.description);
+    }
+    let usable = entries.iter().filter(|e| e.usable == Some(true)).count();
+    println!("\n{} events listed, {usable} usable here", entries.len());
+    Ok(ExitCode::SUCCESS)
+}

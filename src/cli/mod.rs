@@ -1,0 +1,130 @@
+//! Argument parsing and dispatch for the `counterhal` command.
+
+mod check;
+mod encode;
+mod format;
+mod info;
+mod list;
+mod stat;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use counterhal::{BackendKind, Context, Error};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  stat     the measured command's own status (128+N when killed by signal N;
+           127 when it could not be run); 1 when counting failed; 2 for bad arguments
+  list, info, check
+           0 on success (check: 1 when a case failed); 2 for bad arguments
+  encode   0 when every event encoded; 2 on any error (message on stderr)";
+
+/// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr) and raw x86
+/// MSRs, with one event database and one conformance suite.
+#[derive(Parser, Debug)]
+#[command(name = "counterhal", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command (or attach) and count events, like `perf stat`.
+    #[command(after_help = stat::HELP)]
+    Stat(stat::StatArgs),
+    /// List the events available here: generalized, presets, native, backend-specific.
+    List(list::ListArgs),
+    /// Print how each event is encoded for a backend (perf attr, pctr function, EVTSEL).
+    Encode(encode::EncodeArgs),
+    /// Print this machine's OS, CPU and backends, with the reason each unusable one is so.
+    Info(info::InfoArgs),
+    /// Run the conformance suite on this machine's backends and write a report.
+    Check(check::CheckArgs),
+}
+
+/// Options shared by the commands that resolve event names.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DatabaseArgs {
+    /// CPU model id from the event database (e.g. p6, skl, amd64_fam19h_zen3) instead of the
+    /// detected one.
+    #[arg(long, value_name = "MODEL")]
+    cpu: Option<String>,
+    /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
+    #[arg(long = "events", value_name = "FILE")]
+    events_file: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    fn context(&self) -> Result<Context, CliError> {
+        Context::new(self.events_file.as_deref(), self.cpu.as_deref())
+            .map_err(|e| CliError::usage(e, "--cpu MODEL (see `counterhal info`) --events FILE"))
+    }
+}
+
+/// An error with the exit code it ends the command with, and the usage line that fixes it.
+pub struct CliError {
+    /// What went wrong.
+    pub error: Error,
+    /// The usage line that fixes it, for bad arguments.
+    pub usage: Option<&'static str>,
+    /// The exit status the command ends with.
+    pub exit_code: u8,
+}
+
+impl CliError {
+    /// A failure of the measurement itself (exit 1).
+    fn failed(error: Error) -> Self {
+        Self {
+            error,
+            usage: None,
+            exit_code: 1,
+        }
+    }
+
+    /// Bad input (exit 2), with the usage line that fixes it.
+    fn usage(error: Error, usage: &'static str) -> Self {
+        Self {
+            error,
+            usage: Some(usage),
+            exit_code: 2,
+        }
+    }
+
+    /// Bad input (exit 2) where no usage line helps.
+    fn input(error: Error) -> Self {
+        Self {
+            error,
+            usage: None,
+            exit_code: 2,
+        }
+    }
+}
+
+fn parse_backend(name: &str) -> Result<BackendKind, String> {
+    BackendKind::from_name(name)
+        .ok_or_else(|| format!("unknown backend `{name}`: use linux, pctr or msr"))
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Stat(args) => stat::run(args),
+        Command::List(args) => list::run(args),
+        Command::Encode(args) => encode::run(args),
+        Command::Info(args) => info::run(args),
+        Command::Check(args) => check::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

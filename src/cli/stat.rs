@@ -1,0 +1,719 @@
+//! `counterhal stat`: run a command (or attach) and count events, like `perf stat`.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal::{AnyBackend, BackendKind, Context, Error, ErrorKind, Target};
+use serde_json::json;
+
+use super::format::{seconds, thousands};
+use super::{CliError, DatabaseArgs, parse_backend};
+
+/// Extra help for `counterhal stat`.
+pub const HELP: &str = "\
+Examples:
+  counterhal stat -- ls
+  counterhal stat -e page-faults,context-switches -e task-clock -- true
+  counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
+  counterhal stat -a -e cpu-clock -- sleep 1
+Events not supported here are printed as <not supported>, with the reason below the table.";
+
+const DEFAULT_EVENTS: [&str; 8] = [
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+];
+
+const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu MODEL] \
+[--events FILE] [-p PID | -a | -C CPU] [-r N] [-x SEP | --json] -- CMD [ARGS]";
+
+/// Arguments of `counterhal stat`.
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// Events to count, comma-separated or repeated (default: perf stat's set).
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EV[,EV...]",
+        value_delimiter = ','
+    )]
+    event_names: Vec<String>,
+    /// The backend (linux, pctr, msr); default: the first that works here.
+    #[arg(long, value_parser = parse_backend)]
+    backend: Option<BackendKind>,
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// Count an existing process (and not its future children) while CMD runs.
+    #[arg(short = 'p', long = "pid", conflicts_with_all = ["all_cpus", "cpu_list"])]
+    pid: Option<u32>,
+    /// Count every CPU (system wide) while CMD runs.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
+    all_cpus: bool,
+    /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3.
+    #[arg(short = 'C', long = "cpu-list", value_name = "CPU")]
+    cpu_list: Option<String>,
+    /// Run the command N times and print the mean (with the spread).
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// CSV output with this separator: value,unit,event,time_running,percent_running.
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "json"
+    )]
+    separator: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Write the results to FILE instead of standard error (where perf writes them too, so
+    /// that the command's own output stays clean).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+/// One event's outcome in one run.
+pub struct EventResult {
+    name: String,
+    backend: String,
+    outcome: Result<Reading, Error>,
+}
+
+/// One run of the command.
+pub struct Run {
+    events: Vec<EventResult>,
+    /// The command's exit status as this command passes it on.
+    exit_code: u8,
+    exit_description: String,
+    elapsed_ns: u64,
+    user_ns: Option<u64>,
+    sys_ns: Option<u64>,
+}
+
+fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
+    if let Some(pid) = args.pid {
+        return Ok(Some(vec![Target::Process {
+            pid,
+            inherit: false,
+        }]));
+    }
+    if args.all_cpus {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        return Ok(Some((0..cpus).map(Target::Cpu).collect()));
+    }
+    if let Some(list) = &args.cpu_list {
+        return parse_cpu_list(list)
+            .map(Some)
+            .map_err(|e| CliError::usage(e, USAGE));
+    }
+    Ok(None)
+}
+
+fn parse_cpu_list(list: &str) -> Result<Vec<Target>, Error> {
+    let bad = || {
+        Error::invalid_input(format!("bad CPU list `{list}`"))
+            .with_hint("write CPUs as numbers and ranges, e.g. 0 or 0,2-3")
+    };
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            ),
+            None => {
+                let cpu: u32 = part.trim().parse().map_err(|_| bad())?;
+                (cpu, cpu)
+            }
+        };
+        if first > last {
+            return Err(bad());
+        }
+        cpus.extend((first..=last).map(Target::Cpu));
+    }
+    Ok(cpus)
+}
+
+fn choose_backend(args: &StatArgs, context: &Context) -> Result<AnyBackend, CliError> {
+    match args.backend {
+        Some(kind) => counterhal::probe(kind, context).map_err(CliError::failed),
+        None => {
+            let mut reasons = Vec::new();
+            for probe in counterhal::probe_all(context) {
+                match probe.result {
+                    Ok(backend) => return Ok(backend),
+                    Err(e) => reasons.push(format!("{}: {e}", probe.kind)),
+                }
+            }
+            Err(CliError::failed(Error::unsupported(format!(
+                "no usable counter backend here: {}",
+                reasons.join("; ")
+            ))))
+        }
+    }
+}
+
+/// An event as planned: resolved, or known to be unusable here (reported as not supported).
+pub enum Planned {
+    /// Resolved; still may fail to open.
+    Ready(ResolvedEvent),
+    /// The name is valid but this CPU or backend cannot count it.
+    Unsupported {
+        /// The name as given.
+        name: String,
+        /// Why not.
+        error: Error,
+    },
+}
+
+/// Resolves every name; unknown names are errors (exit 2), names that are valid but not
+/// countable here are planned as unsupported.
+fn resolve_all(backend: &AnyBackend, names: &[String]) -> Result<Vec<Planned>, CliError> {
+    names
+        .iter()
+        .map(|name| match backend.resolve(name) {
+            Ok(event) => Ok(Planned::Ready(event)),
+            Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
+                e,
+                "-e EVENT: see `counterhal list` for the events available here",
+            )),
+            Err(error) => Ok(Planned::Unsupported {
+                name: name.clone(),
+                error,
+            }),
+        })
+        .collect()
+}
+
+/// Counts the events on `targets` while `command` runs (the generic path: every backend).
+fn run_generic(
+    backend: &AnyBackend,
+    events: &[Planned],
+    targets: &[Target],
+    command: &[OsString],
+) -> Result<Run, CliError> {
+    let mut sets: Vec<(usize, Vec<EventSet<counterhal::hal::BoxedGroup>>)> = Vec::new();
+    let mut results: Vec<EventResult> = Vec::new();
+    for (index, planned) in events.iter().enumerate() {
+        let (name, outcome) = match planned {
+            Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+            Planned::Ready(event) => {
+                let opened: Result<Vec<_>, Error> = targets
+                    .iter()
+                    .map(|target| {
+                        EventSet::open(
+                            backend,
+                            vec![event.clone()],
+                            target,
+                            &OpenOptions::default(),
+                        )
+                    })
+                    .collect();
+                match opened {
+                    Ok(opened) => {
+                        sets.push((index, opened));
+                        (event.name.clone(), Ok(Reading::default()))
+                    }
+                    Err(e) => (event.name.clone(), Err(e)),
+                }
+            }
+        };
+        results.push(EventResult {
+            name,
+            backend: backend.label(),
+            outcome,
+        });
+    }
+    let start = Instant::now();
+    for (_, group) in &mut sets {
+        for set in group.iter_mut() {
+            set.enable().map_err(CliError::failed)?;
+        }
+    }
+    let status = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .status();
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    for (index, group) in &mut sets {
+        let mut total = Reading::default();
+        for set in group.iter_mut() {
+            let mut reading = [Reading::default()];
+            set.disable()
+                .and_then(|()| set.read(&mut reading))
+                .map_err(CliError::failed)?;
+            total.value = total.value.saturating_add(reading[0].value);
+            total.time_enabled = total.time_enabled.saturating_add(reading[0].time_enabled);
+            total.time_running = total.time_running.saturating_add(reading[0].time_running);
+        }
+        results[*index].outcome = Ok(total);
+    }
+    let (exit_code, exit_description) = match status {
+        Ok(status) => describe_status(status.code(), signal_of(&status)),
+        Err(e) => {
+            return Err(CliError {
+                error: Error::new(
+                    ErrorKind::NotFound,
+                    format!("cannot run {:?}: {e}", command[0]),
+                ),
+                usage: None,
+                exit_code: 127,
+            });
+        }
+    };
+    Ok(Run {
+        events: results,
+        exit_code,
+        exit_description,
+        elapsed_ns,
+        user_ns: None,
+        sys_ns: None,
+    })
+}
+
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+#[cfg(not(unix))]
+fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// The exit code passed on, and words for it.
+pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> (u8, String) {
+    match (code, signal) {
+        (Some(code), _) => ((code & 0xff) as u8, format!("exit status {code}")),
+        (None, Some(signal)) => (
+            (128 + signal).clamp(0, 255) as u8,
+            format!("killed by signal {signal}"),
+        ),
+        (None, None) => (1, "unknown status".into()),
+    }
+}
+
+fn measure(
+    args: &StatArgs,
+    context: &Context,
+    backend: &AnyBackend,
+    events: &[Planned],
+) -> Result<Run, CliError> {
+    let targets = targets(args)?;
+    if backend.kind() == BackendKind::Linux && targets.is_none() {
+        return linux_command::run(args, context, events);
+    }
+    let targets = targets.unwrap_or_else(|| vec![Target::ThisThread]);
+    run_generic(backend, events, &targets, &args.command)
+}
+
+#[cfg(target_os = "linux")]
+mod linux_command {
+    //! The Linux path for a command, as `perf stat -- cmd` does it: the child is created,
+    //! the counters are opened on it with enable-on-exec and inherit, then it executes.
+    use super::*;
+    use counterhal::hal::EventRequest;
+
+    pub fn run(args: &StatArgs, context: &Context, events: &[Planned]) -> Result<Run, CliError> {
+        let backend = counterhal::linux::probe(context.database.clone(), context.model.clone())
+            .map_err(CliError::failed)?;
+        // Every native term of every ready event, each opened on its own so that one event
+        // the machine lacks does not keep the others from counting (perf's behaviour).
+        let requests: Vec<EventRequest> = events
+            .iter()
+            .filter_map(|planned| match planned {
+                Planned::Ready(event) => Some(event.terms.iter().map(|t| t.request.clone())),
+                Planned::Unsupported { .. } => None,
+            })
+            .flatten()
+            .collect();
+        let options = OpenOptions {
+            grouped: false,
+            ..OpenOptions::default()
+        };
+        let run = backend
+            .run_command(&requests, &args.command, &options)
+            .map_err(|e| {
+                let code = if e.kind() == ErrorKind::NotFound {
+                    127
+                } else {
+                    1
+                };
+                CliError {
+                    error: e,
+                    usage: None,
+                    exit_code: code,
+                }
+            })?;
+        let mut outcomes = run.events.into_iter();
+        let mut results = Vec::with_capacity(events.len());
+        for planned in events {
+            let (name, outcome) = match planned {
+                Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+                Planned::Ready(event) => {
+                    let terms: Vec<_> = outcomes.by_ref().take(event.terms.len()).collect();
+                    let readings: Result<Vec<Reading>, Error> =
+                        terms.into_iter().map(|t| t.reading).collect();
+                    (event.name.clone(), readings.map(|r| event.combine(&r)))
+                }
+            };
+            results.push(EventResult {
+                name,
+                backend: "linux".into(),
+                outcome,
+            });
+        }
+        let (exit_code, exit_description) =
+            describe_status(run.exit.status.code(), signal_of(&run.exit.status));
+        Ok(Run {
+            events: results,
+            exit_code,
+            exit_description,
+            elapsed_ns: run.exit.elapsed.as_nanos() as u64,
+            user_ns: Some(run.exit.user_time.as_nanos() as u64),
+            sys_ns: Some(run.exit.system_time.as_nanos() as u64),
+        })
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod linux_command {
+    use super::*;
+
+    pub fn run(_args: &StatArgs, _context: &Context, _events: &[Planned]) -> Result<Run, CliError> {
+        Err(CliError::failed(Error::unsupported(
+            "the Linux backend runs only on Linux",
+        )))
+    }
+}
+
+/// Runs `counterhal stat`.
+pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
+    if args.command.is_empty() {
+        return Err(CliError::usage(
+            Error::invalid_input("no command to measure")
+                .with_hint("give the command after `--`, e.g. `counterhal stat -- ls`; with -p or -a, `-- sleep 1` bounds the measurement"),
+            USAGE,
+        ));
+    }
+    let context = args.database.context()?;
+    let backend = choose_backend(&args, &context)?;
+    let names: Vec<String> = if args.event_names.is_empty() {
+        DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.event_names
+            .iter()
+            .filter(|e| !e.is_empty())
+            .cloned()
+            .collect()
+    };
+    let events = resolve_all(&backend, &names)?;
+    let mut runs = Vec::new();
+    for _ in 0..args.repeat {
+        runs.push(measure(&args, &context, &backend, &events)?);
+    }
+    let summary = summarize(&runs);
+    let last = runs.last().expect("at least one run");
+    let mut out = String::new();
+    if args.json {
+        print_json(&mut out, &args, &summary, last);
+    } else if let Some(separator) = &args.separator {
+        print_csv(&mut out, separator, &summary);
+    } else {
+        print_table(&mut out, &args, &summary, last, runs.len());
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &out).map_err(|e| {
+            CliError::input(Error::invalid_input(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )))
+        })?,
+        None => eprint!("{out}"),
+    }
+    Ok(ExitCode::from(last.exit_code))
+}
+
+/// One event over every run: mean of the readings, and the spread of the values.
+struct Summary {
+    name: String,
+    backend: String,
+    reading: Result<Reading, String>,
+    stddev_percent: Option<f64>,
+}
+
+fn summarize(runs: &[Run]) -> Vec<Summary> {
+    let first = &runs[0];
+    (0..first.events.len())
+        .map(|i| {
+            let outcomes: Vec<&Result<Reading, Error>> =
+                runs.iter().map(|r| &r.events[i].outcome).collect();
+            let reading = match outcomes.iter().find_map(|o| o.as_ref().err()) {
+                Some(e) => Err(e.to_string()),
+                None => {
+                    let n = outcomes.len() as u128;
+                    let sum = |f: fn(&Reading) -> u64| -> u64 {
+                        let total: u128 = outcomes
+                            .iter()
+                            .map(|o| u128::from(f(o.as_ref().unwrap())))
+                            .sum();
+                        (total / n) as u64
+                    };
+                    Ok(Reading::new(
+                        sum(|r| r.value),
+                        sum(|r| r.time_enabled),
+                        sum(|r| r.time_running),
+                    ))
+                }
+            };
+            let stddev_percent = match (&reading, runs.len()) {
+                (Ok(mean), n) if n > 1 && mean.value > 0 => {
+                    let values: Vec<f64> = outcomes
+                        .iter()
+                        .map(|o| o.as_ref().unwrap().value as f64)
+                        .collect();
+                    let mean_value = values.iter().sum::<f64>() / values.len() as f64;
+                    let variance = values.iter().map(|v| (v - mean_value).powi(2)).sum::<f64>()
+                        / (values.len() as f64 - 1.0);
+                    Some(100.0 * (variance / values.len() as f64).sqrt() / mean_value)
+                }
+                _ => None,
+            };
+            Summary {
+                name: first.events[i].name.clone(),
+                backend: first.events[i].backend.clone(),
+                reading,
+                stddev_percent,
+            }
+        })
+        .collect()
+}
+
+fn is_clock(name: &str) -> bool {
+    let base = name.split(':').next().unwrap_or(name);
+    base.eq_ignore_ascii_case("task-clock") || base.eq_ignore_ascii_case("cpu-clock")
+}
+
+fn find_value(summary: &[Summary], name: &str) -> Option<u64> {
+    summary
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.reading.as_ref().ok())
+        .and_then(|r| r.scaled())
+}
+
+fn ratio_note(summary: &[Summary], entry: &Summary) -> String {
+    let Ok(reading) = &entry.reading else {
+        return String::new();
+    };
+    let Some(value) = reading.scaled() else {
+        return String::new();
+    };
+    match entry.name.as_str() {
+        "instructions" => match find_value(summary, "cycles") {
+            Some(cycles) if cycles > 0 => {
+                format!("#  {:.2}  insn per cycle", value as f64 / cycles as f64)
+            }
+            _ => String::new(),
+        },
+        "branch-misses" => match find_value(summary, "branches") {
+            Some(branches) if branches > 0 => {
+                format!(
+                    "#  {:.2}% of all branches",
+                    100.0 * value as f64 / branches as f64
+                )
+            }
+            _ => String::new(),
+        },
+        "cache-misses" => match find_value(summary, "cache-references") {
+            Some(refs) if refs > 0 => format!(
+                "#  {:.2}% of all cache refs",
+                100.0 * value as f64 / refs as f64
+            ),
+            _ => String::new(),
+        },
+        name if is_clock(name) => match find_value(summary, name) {
+            Some(_) => String::new(),
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+fn print_table(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Run, runs: usize) {
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    out.push('\n');
+    if runs > 1 {
+        _ = writeln!(
+            out,
+            " Performance counter stats for '{}' ({runs} runs):",
+            command.join(" ")
+        );
+    } else {
+        _ = writeln!(
+            out,
+            " Performance counter stats for '{}':",
+            command.join(" ")
+        );
+    }
+    out.push('\n');
+    let mut reasons: Vec<(String, String)> = Vec::new();
+    for entry in summary {
+        match &entry.reading {
+            Err(reason) => {
+                _ = writeln!(out, "{:>18}      {}", "<not supported>", entry.name);
+                reasons.push((entry.name.clone(), reason.clone()));
+            }
+            Ok(reading) => match reading.scaled() {
+                None => _ = writeln!(out, "{:>18}      {}", "<not counted>", entry.name),
+                Some(value) => {
+                    let shown = if is_clock(&entry.name) {
+                        format!("{:.2} msec", value as f64 / 1e6)
+                    } else {
+                        thousands(value)
+                    };
+                    let mut line = format!(
+                        "{shown:>18}      {:<32} {}",
+                        entry.name,
+                        ratio_note(summary, entry)
+                    );
+                    if let Some(spread) = entry.stddev_percent {
+                        line.push_str(&format!(" ( +- {spread:.2}% )"));
+                    }
+                    if reading.is_multiplexed() {
+                        let percent = 100.0 * reading.fraction_running().unwrap_or(0.0);
+                        line.push_str(&format!("  ({percent:.2}%)"));
+                    }
+                    _ = writeln!(out, "{}", line.trim_end());
+                }
+            },
+        }
+    }
+    out.push('\n');
+    _ = writeln!(out, "{:>18} seconds time elapsed", seconds(last.elapsed_ns));
+    if let (Some(user), Some(sys)) = (last.user_ns, last.sys_ns) {
+        out.push('\n');
+        _ = writeln!(out, "{:>18} seconds user", seconds(user));
+        _ = writeln!(out, "{:>18} seconds sys", seconds(sys));
+    }
+    out.push('\n');
+    if last.exit_code != 0 {
+        _ = writeln!(out, " The command ended with {}.", last.exit_description);
+        out.push('\n');
+    }
+    if !reasons.is_empty() {
+        _ = writeln!(out, " Not supported here:");
+        let mut seen: Vec<&str> = Vec::new();
+        for (name, reason) in &reasons {
+            // Say each distinct reason once (messages start with the event's name).
+            let reason = reason.strip_prefix(&format!("{name}: ")).unwrap_or(reason);
+            if seen.contains(&reason) {
+                _ = writeln!(out, "   {name}: as above");
+            } else {
+                _ = writeln!(out, "   {name}: {reason}");
+                seen.push(reason);
+            }
+        }
+        out.push('\n');
+    }
+}
+
+fn print_csv(out: &mut String, separator: &str, summary: &[Summary]) {
+    for entry in summary {
+        let (value, unit, running, percent) = match &entry.reading {
+            Err(_) => ("<not supported>".to_string(), "", 0, 0.0),
+            Ok(reading) => match reading.scaled() {
+                None => ("<not counted>".to_string(), "", reading.time_running, 0.0),
+                Some(value) => {
+                    let unit = if is_clock(&entry.name) { "ns" } else { "" };
+                    let percent = 100.0 * reading.fraction_running().unwrap_or(0.0);
+                    (value.to_string(), unit, reading.time_running, percent)
+                }
+            },
+        };
+        _ = writeln!(
+            out,
+            "{value}{separator}{unit}{separator}{}{separator}{running}{separator}{percent:.2}",
+            entry.name
+        );
+    }
+}
+
+fn print_json(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Run) {
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let events: Vec<serde_json::Value> = summary
+        .iter()
+        .map(|entry| match &entry.reading {
+            Ok(reading) => json!({
+                "name": entry.name,
+                "backend": entry.backend,
+                "value": reading.value,
+                "time_enabled": reading.time_enabled,
+                "time_running": reading.time_running,
+                "scaled": reading.scaled(),
+                "supported": true,
+                "reason": null,
+            }),
+            Err(reason) => json!({
+                "name": entry.name,
+                "backend": entry.backend,
+                "value": null,
+                "time_enabled": null,
+                "time_running": null,
+                "scaled": null,
+                "supported": false,
+                "reason": reason,
+            }),
+        })
+        .collect();
+    let object = json!({
+        "command": command,
+        "exit_status": last.exit_code,
+        "elapsed_ns": last.elapsed_ns,
+        "events": events,
+    });
+    _ = writeln!(out, "{object}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        let cpus = parse_cpu_list("0,2-3").unwrap();
+        assert_eq!(cpus, vec![Target::Cpu(0), Target::Cpu(2), Target::Cpu(3)]);
+        for bad in ["", "a", "3-1", "1-", "0,,1"] {
+            let e = parse_cpu_list(bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(e.hint().unwrap().contains("0,2-3"));
+        }
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(describe_status(Some(3), None).0, 3);
+        assert_eq!(describe_status(None, Some(9)).0, 137);
+        assert_eq!(describe_status(Some(0), None).1, "exit status 0");
+    }
+}

@@ -1,0 +1,342 @@
+//! End-to-end tests of the `counterhal` command against the real backends of this machine.
+
+use std::process::{Command, Output};
+
+fn counterhal(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_counterhal"))
+        .args(args)
+        .env_remove("COUNTERHAL_EVENTS")
+        .output()
+        .expect("run counterhal")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn linux_usable() -> bool {
+    let out = counterhal(&["info"]);
+    stdout(&out)
+        .lines()
+        .any(|l| l.trim_start().starts_with("linux") && l.contains(" usable"))
+}
+
+#[test]
+fn info_lists_every_backend_with_a_status() {
+    let out = counterhal(&["info"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("counterhal {}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    for backend in ["linux", "pctr", "msr"] {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(backend))
+            .unwrap_or_else(|| panic!("no line for {backend} in:\n{text}"));
+        assert!(
+            line.contains("usable") || line.contains("not built"),
+            "{backend} has no status: {line}"
+        );
+        if line.contains("unusable") {
+            // An unusable backend says why.
+            assert!(line.len() > backend.len() + 20, "no reason given: {line}");
+        }
+    }
+    if cfg!(target_os = "linux") {
+        assert!(text.contains("perf_event_paranoid:"), "{text}");
+        let msr = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("msr"))
+            .unwrap();
+        if !std::path::Path::new("/dev/cpu/0/msr").exists() {
+            assert!(msr.contains("unusable") && msr.contains("msr"), "{msr}");
+        }
+    }
+}
+
+#[test]
+fn encode_prints_perf_fields_as_json() {
+    let out = counterhal(&["encode", "--json", "cycles:u", "page-faults"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let array = value.as_array().expect("array");
+    assert_eq!(array.len(), 2);
+    assert_eq!(array[0]["event"], "cycles:u");
+    assert_eq!(array[0]["backend"], "linux");
+    assert_eq!(array[0]["type"], 0);
+    assert_eq!(array[0]["config"], 0);
+    assert_eq!(array[0]["exclude_user"], false);
+    assert_eq!(array[0]["exclude_kernel"], true);
+    assert_eq!(array[1]["type"], 1);
+    assert_eq!(array[1]["config"], 2);
+    assert_eq!(array[1]["exclude_kernel"], false);
+}
+
+#[test]
+fn encode_for_pctr_and_msr() {
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--backend",
+        "pctr",
+        "--cpu",
+        "p6",
+        "INST_RETIRED:u",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // event 0xc0 | USR 0x10000 | EN 0x400000
+    assert_eq!(value[0]["function"], 0x4100c0);
+    assert_eq!(value[0]["cpu"], "p6");
+
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--backend",
+        "msr",
+        "--cpu",
+        "skl",
+        "INST_RETIRED:ANY_P",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // libpfm4: core::INST_RETIRED:ANY_P -> 0x5300c0 with the interrupt bit 20 (0x100000).
+    assert_eq!(value[0]["evtsel"], 0x4300c0);
+}
+
+#[test]
+fn encode_errors_exit_2_with_a_message() {
+    let out = counterhal(&["encode", "INST_RETIRD"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("INST_RETIRD"), "{err}");
+
+    let out = counterhal(&[
+        "encode",
+        "--backend",
+        "pctr",
+        "--cpu",
+        "nosuchcpu",
+        "cycles",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("p6"),
+        "the known models are listed: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn list_marks_software_events_usable() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let out = counterhal(&["list", "page"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("page-faults"))
+        .expect("page-faults listed");
+    assert!(line.trim_start().starts_with('*'), "{line}");
+    let out = counterhal(&["list", "--json", "sys_enter_getpid"]);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "syscalls:sys_enter_getpid"),
+        "{value}"
+    );
+}
+
+#[test]
+fn stat_passes_the_exit_status_through() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let out = counterhal(&["stat", "-e", "task-clock", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = counterhal(&["stat", "-e", "page-faults", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // As with perf, the table goes to standard error; the command keeps standard output.
+    assert!(out.stdout.is_empty());
+    let text = stderr(&out);
+    assert!(text.contains("page-faults"), "{text}");
+    assert!(text.contains("seconds time elapsed"), "{text}");
+}
+
+#[test]
+fn stat_default_events_show_not_supported_with_a_reason() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let out = counterhal(&["stat", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stderr(&out);
+    for event in [
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+    ] {
+        assert!(text.contains(event), "{event} missing:\n{text}");
+    }
+    if !std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        let cycles = text.lines().find(|l| l.contains("cycles")).unwrap();
+        assert!(cycles.contains("<not supported>"), "{cycles}");
+        assert!(text.contains("Not supported here:"), "{text}");
+    }
+}
+
+#[test]
+fn stat_json_has_the_documented_fields() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let out = counterhal(&["stat", "--json", "-e", "page-faults,cycles", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stderr).expect("JSON");
+    assert_eq!(value["exit_status"], 0);
+    assert!(value["elapsed_ns"].as_u64().unwrap() > 0);
+    assert_eq!(value["command"][0], "true");
+    let events = value["events"].as_array().unwrap();
+    assert_eq!(events[0]["name"], "page-faults");
+    assert_eq!(events[0]["supported"], true);
+    assert!(events[0]["value"].as_u64().unwrap() > 0);
+    for field in [
+        "backend",
+        "time_enabled",
+        "time_running",
+        "scaled",
+        "reason",
+    ] {
+        assert!(events[0].get(field).is_some(), "{field} missing");
+    }
+}
+
+#[test]
+fn stat_counts_a_tracepoint_exactly_as_perf_does() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let Ok(perf) = Command::new("perf")
+        .args([
+            "stat",
+            "-x,",
+            "-e",
+            "syscalls:sys_enter_execve",
+            "--",
+            "sh",
+            "-c",
+            "true; /bin/true; /bin/true",
+        ])
+        .output()
+    else {
+        eprintln!("SKIP: perf is not installed (CI installs linux-perf)");
+        return;
+    };
+    let perf_err = String::from_utf8_lossy(&perf.stderr);
+    let Some(perf_count) = perf_err
+        .lines()
+        .find(|l| l.contains("sys_enter_execve"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        eprintln!("SKIP: perf could not count the tracepoint: {perf_err}");
+        return;
+    };
+    let out = counterhal(&[
+        "stat",
+        "-x,",
+        "-e",
+        "syscalls:sys_enter_execve",
+        "--",
+        "sh",
+        "-c",
+        "true; /bin/true; /bin/true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours: u64 = stderr(&out)
+        .lines()
+        .find(|l| l.contains("sys_enter_execve"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .expect("a count");
+    assert_eq!(ours, perf_count, "counterhal {ours}, perf {perf_count}");
+    assert!(ours >= 2, "the two execs of /bin/true are counted: {ours}");
+}
+
+#[test]
+fn bad_arguments_print_the_usage_line() {
+    let out = counterhal(&["stat", "-e", "page-faults"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("usage:"), "{}", stderr(&out));
+    let out = counterhal(&["stat", "-C", "3-1", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("0,2-3"), "{}", stderr(&out));
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let out = counterhal(&["--help"]);
+    let text = stdout(&out);
+    assert!(text.contains("Exit status"), "{text}");
+    for sub in ["stat", "list", "encode", "info", "check"] {
+        assert!(text.contains(sub), "{sub} missing from --help");
+        let out = counterhal(&[sub, "--help"]);
+        assert!(out.status.success(), "{sub} --help failed");
+    }
+}
+
+#[test]
+fn check_writes_a_json_report() {
+    let dir = std::env::temp_dir().join(format!("counterhal-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("report.json");
+    let out = counterhal(&["check", "--models", "--json", path.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("JSON report");
+    assert_eq!(value["os"], std::env::consts::OS);
+    let reports = value["reports"].as_array().unwrap();
+    for (backend, device) in [("pctr", "model"), ("msr", "model")] {
+        assert!(
+            reports
+                .iter()
+                .any(|r| r["backend"] == backend && r["device"] == device),
+            "no {backend}/{device} report"
+        );
+    }
+    for report in reports {
+        for case in report["cases"].as_array().unwrap() {
+            assert!(
+                case["result"] == "pass" || case["result"] == "skip",
+                "{case}"
+            );
+            if case["result"] == "skip" {
+                assert!(
+                    !case["reason"].as_str().unwrap().is_empty(),
+                    "skip without reason: {case}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
