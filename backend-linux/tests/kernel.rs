@@ -226,7 +226,8 @@ fn page_faults_at_least_pages_touched() {
     group.disable().unwrap();
     black_box(&memory);
     let readings = group.read_to_vec().unwrap();
-    assert!(readings[0].value >= pages as u64 / 2, "{readings:?}");
+    // Every page of fresh anonymous memory faults once when first written.
+    assert!(readings[0].value >= pages as u64, "{readings:?}");
     assert!(readings[1].value <= readings[0].value);
 }
 
