@@ -25,18 +25,11 @@ use crate::rdpmc::{PageSnapshot, UserPage};
 /// An OS error number (`errno`).
 pub type Errno = i32;
 
-/// `PERF_TYPE_HARDWARE`.
-pub const TYPE_HARDWARE: u32 = 0;
-/// `PERF_TYPE_SOFTWARE`.
-pub const TYPE_SOFTWARE: u32 = 1;
-/// `PERF_TYPE_TRACEPOINT`.
-pub const TYPE_TRACEPOINT: u32 = 2;
-/// `PERF_TYPE_HW_CACHE`.
-pub const TYPE_HW_CACHE: u32 = 3;
-/// `PERF_TYPE_RAW`.
-pub const TYPE_RAW: u32 = 4;
-/// `PERF_TYPE_BREAKPOINT`.
-pub const TYPE_BREAKPOINT: u32 = 5;
+// The `PERF_TYPE_*` values live with the generic encodings in the event database; the layout
+// test pins them against the system header through these names.
+pub use counterhal_events::perf::{
+    TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT,
+};
 
 /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
 pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
