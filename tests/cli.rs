@@ -340,3 +340,79 @@ fn check_writes_a_json_report() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Builds a small non-PIE program whose `marker` function is called as many times as its
+/// argument says, and returns its path and `marker`'s address.
+fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u64)> {
+    let source = dir.join("marker.c");
+    let program = dir.join("marker");
+    std::fs::write(
+        &source,
+        "#include <stdlib.h>\n\
+         __attribute__((noinline)) void marker(volatile int *x) { *x += 1; }\n\
+         int main(int argc, char **argv) {\n\
+             volatile int x = 0; int n = argc > 1 ? atoi(argv[1]) : 0;\n\
+             for (int i = 0; i < n; i++) marker(&x);\n\
+             return 0;\n\
+         }\n",
+    )
+    .ok()?;
+    let built = Command::new("cc")
+        .args(["-O1", "-no-pie", "-fno-pie", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .ok()?;
+    if !built.success() {
+        return None;
+    }
+    let symbols = Command::new("nm").arg(&program).output().ok()?;
+    let address = String::from_utf8_lossy(&symbols.stdout)
+        .lines()
+        .find(|l| l.ends_with(" T marker"))
+        .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())?;
+    Some((program, address))
+}
+
+#[test]
+fn stat_counts_an_execute_breakpoint_exactly_as_perf_does() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("counterhal-bp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some((program, address)) = build_marker_program(&dir) else {
+        eprintln!("SKIP: no C compiler (cc) and nm to build the marker program");
+        return;
+    };
+    let event = format!("mem:{address:#x}:x");
+    let program = program.to_str().unwrap();
+    let count = |output: &Output| -> Option<u64> {
+        String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .find(|l| l.contains("mem:"))
+            .and_then(|l| l.split(',').next())
+            .and_then(|v| v.trim().parse().ok())
+    };
+    for calls in ["1", "1000", "25000"] {
+        let out = counterhal(&["stat", "-x,", "-e", &event, "--", program, calls]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let ours = count(&out).unwrap_or_else(|| panic!("no count in {}", stderr(&out)));
+        assert_eq!(ours, calls.parse::<u64>().unwrap(), "{}", stderr(&out));
+        match Command::new("perf")
+            .args(["stat", "-x,", "-e", &event, "--", program, calls])
+            .output()
+        {
+            Ok(perf) => match count(&perf) {
+                Some(theirs) => assert_eq!(ours, theirs, "counterhal {ours}, perf {theirs}"),
+                None => eprintln!(
+                    "SKIP perf comparison: {}",
+                    String::from_utf8_lossy(&perf.stderr)
+                ),
+            },
+            Err(_) => eprintln!("SKIP perf comparison: perf is not installed"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
