@@ -2,7 +2,7 @@
 
 use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use counterhal_events::Database;
 use counterhal_hal::{
@@ -50,7 +50,11 @@ pub struct LinuxBackend {
     facts: Arc<SystemFacts>,
     inherit_group_read: bool,
     self_monitoring: bool,
-    generalized: Vec<GeneralizedEvent>,
+    /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
+    hybrid: Arc<Vec<sysfs::Pmu>>,
+    /// The generalized events that open here, found on the first `capabilities()` call (it
+    /// tries each one, which start-up need not pay for).
+    generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
 }
 
 /// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
@@ -74,6 +78,7 @@ pub fn probe_with(
     paths: SystemPaths,
 ) -> Result<LinuxBackend> {
     let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
+    let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
     let mut backend = LinuxBackend {
         db,
         cpu,
@@ -81,7 +86,8 @@ pub fn probe_with(
         facts,
         inherit_group_read: false,
         self_monitoring: true,
-        generalized: Vec::new(),
+        hybrid,
+        generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
     let mut probe_event = PerfEncoding::new(TYPE_SOFTWARE, 1);
@@ -95,7 +101,6 @@ pub fn probe_with(
         )
         .map_err(|e| e.context("perf_event_open is not usable"))?;
     backend.inherit_group_read = backend.try_inherit_group_read(&request);
-    backend.generalized = backend.countable_generalized();
     Ok(backend)
 }
 
@@ -327,7 +332,7 @@ impl LinuxBackend {
     }
 
     fn expand_hybrid(&self, resolved: ResolvedEvent) -> ResolvedEvent {
-        let pmus = sysfs::hybrid_pmus(&self.paths.pmu_devices);
+        let pmus = &self.hybrid;
         if pmus.is_empty() {
             return resolved;
         }
@@ -343,7 +348,7 @@ impl LinuxBackend {
                 terms.push(term);
                 continue;
             }
-            for pmu in &pmus {
+            for pmu in pmus.iter() {
                 let mut request = term.request.clone();
                 if let Encoding::Perf(e) = &mut request.encoding {
                     e.config |= u64::from(pmu.type_) << 32;
@@ -391,7 +396,10 @@ impl Backend for LinuxBackend {
                 exec: true,
             },
             self_monitoring_reads: self.self_monitoring && self.facts.hardware_pmu,
-            generalized: self.generalized.clone(),
+            generalized: self
+                .generalized
+                .get_or_init(|| self.countable_generalized())
+                .clone(),
         }
     }
 
@@ -602,6 +610,7 @@ mod tests {
             pmu_devices: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid"),
             tracefs: Vec::new(),
         };
+        let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
         let backend = LinuxBackend {
             db,
             cpu: None,
@@ -609,7 +618,8 @@ mod tests {
             facts: Arc::new(SystemFacts::unknown()),
             inherit_group_read: true,
             self_monitoring: false,
-            generalized: Vec::new(),
+            hybrid,
+            generalized: Arc::default(),
         };
         let resolved = backend.resolve("cycles").unwrap();
         let labels: Vec<(&str, u64, Option<&str>)> = resolved

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent};
-use counterhal::{AnyBackend, BackendKind, Context, Error, ErrorKind, Target};
+use counterhal::{AnyBackend, Backend, BackendKind, Context, Error, ErrorKind, Target};
 use serde_json::json;
 
 use super::format::{seconds, thousands};
@@ -181,7 +181,7 @@ pub enum Planned {
 
 /// Resolves every name; unknown names are errors (exit 2), names that are valid but not
 /// countable here are planned as unsupported.
-fn resolve_all(backend: &AnyBackend, names: &[String]) -> Result<Vec<Planned>, CliError> {
+fn resolve_all<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, CliError> {
     names
         .iter()
         .map(|name| match backend.resolve(name) {
@@ -199,13 +199,13 @@ fn resolve_all(backend: &AnyBackend, names: &[String]) -> Result<Vec<Planned>, C
 }
 
 /// Counts the events on `targets` while `command` runs (the generic path: every backend).
-fn run_generic(
-    backend: &AnyBackend,
+fn run_generic<B: Backend>(
+    backend: &B,
     events: &[Planned],
     targets: &[Target],
     command: &[OsString],
 ) -> Result<Run, CliError> {
-    let mut sets: Vec<(usize, Vec<EventSet<counterhal::hal::BoxedGroup>>)> = Vec::new();
+    let mut sets: Vec<(usize, Vec<EventSet<B::Group>>)> = Vec::new();
     let mut results: Vec<EventResult> = Vec::new();
     for (index, planned) in events.iter().enumerate() {
         let (name, outcome) = match planned {
@@ -305,18 +305,27 @@ pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> (u8, String) {
     }
 }
 
-fn measure(
+/// The Linux backend, when it is the one counting (it runs commands as `perf stat` does).
+#[cfg(target_os = "linux")]
+type Linux = counterhal::linux::LinuxBackend;
+/// No Linux backend on this OS.
+#[cfg(not(target_os = "linux"))]
+type Linux = std::convert::Infallible;
+
+fn measure<B: Backend>(
     args: &StatArgs,
-    context: &Context,
-    backend: &AnyBackend,
+    backend: &B,
+    linux: Option<&Linux>,
     events: &[Planned],
 ) -> Result<Run, CliError> {
     let targets = targets(args)?;
-    if backend.kind() == BackendKind::Linux && targets.is_none() {
-        return linux_command::run(args, context, events);
+    match (linux, targets) {
+        (Some(linux), None) => linux_command::run(args, linux, events),
+        (_, targets) => {
+            let targets = targets.unwrap_or_else(|| vec![Target::ThisThread]);
+            run_generic(backend, events, &targets, &args.command)
+        }
     }
-    let targets = targets.unwrap_or_else(|| vec![Target::ThisThread]);
-    run_generic(backend, events, &targets, &args.command)
 }
 
 #[cfg(target_os = "linux")]
@@ -326,9 +335,7 @@ mod linux_command {
     use super::*;
     use counterhal::hal::EventRequest;
 
-    pub fn run(args: &StatArgs, context: &Context, events: &[Planned]) -> Result<Run, CliError> {
-        let backend = counterhal::linux::probe(context.database.clone(), context.model.clone())
-            .map_err(CliError::failed)?;
+    pub fn run(args: &StatArgs, backend: &Linux, events: &[Planned]) -> Result<Run, CliError> {
         // Every native term of every ready event, each opened on its own so that one event
         // the machine lacks does not keep the others from counting (perf's behaviour).
         let requests: Vec<EventRequest> = events
@@ -392,10 +399,8 @@ mod linux_command {
 mod linux_command {
     use super::*;
 
-    pub fn run(_args: &StatArgs, _context: &Context, _events: &[Planned]) -> Result<Run, CliError> {
-        Err(CliError::failed(Error::unsupported(
-            "the Linux backend runs only on Linux",
-        )))
+    pub fn run(_args: &StatArgs, linux: &Linux, _events: &[Planned]) -> Result<Run, CliError> {
+        match *linux {}
     }
 }
 
@@ -403,13 +408,33 @@ mod linux_command {
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     if args.command.is_empty() {
         return Err(CliError::usage(
-            Error::invalid_input("no command to measure")
-                .with_hint("give the command after `--`, e.g. `counterhal stat -- ls`; with -p or -a, `-- sleep 1` bounds the measurement"),
+            Error::invalid_input("no command to measure").with_hint(
+                "give the command after `--`, e.g. `counterhal stat -- ls`; with -p or -a, \
+                 `-- sleep 1` bounds the measurement",
+            ),
             USAGE,
         ));
     }
     let context = args.database.context()?;
+    // The Linux backend is probed once and used directly (it runs commands itself); any other
+    // backend is used through the portable facade.
+    #[cfg(target_os = "linux")]
+    if args.backend.is_none_or(|kind| kind == BackendKind::Linux) {
+        match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
+            Ok(linux) => return stat_with(&args, &linux, Some(&linux)),
+            Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
+            Err(_) => {}
+        }
+    }
     let backend = choose_backend(&args, &context)?;
+    stat_with(&args, &backend, None)
+}
+
+fn stat_with<B: Backend>(
+    args: &StatArgs,
+    backend: &B,
+    linux: Option<&Linux>,
+) -> Result<ExitCode, CliError> {
     let names: Vec<String> = if args.event_names.is_empty() {
         DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
     } else {
@@ -419,20 +444,20 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
             .cloned()
             .collect()
     };
-    let events = resolve_all(&backend, &names)?;
+    let events = resolve_all(backend, &names)?;
     let mut runs = Vec::new();
     for _ in 0..args.repeat {
-        runs.push(measure(&args, &context, &backend, &events)?);
+        runs.push(measure(args, backend, linux, &events)?);
     }
     let summary = summarize(&runs);
     let last = runs.last().expect("at least one run");
     let mut out = String::new();
     if args.json {
-        print_json(&mut out, &args, &summary, last);
+        print_json(&mut out, args, &summary, last);
     } else if let Some(separator) = &args.separator {
         print_csv(&mut out, separator, &summary);
     } else {
-        print_table(&mut out, &args, &summary, last, runs.len());
+        print_table(&mut out, args, &summary, last, runs.len());
     }
     match &args.output {
         Some(path) => std::fs::write(path, &out).map_err(|e| {
