@@ -4,7 +4,7 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use counterhal_events::Database;
+use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
     Backend, BackendKind, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
     EventRequest, GeneralizedEvent, OpenOptions, PerfEncoding, ResolvedEvent, Result, Scope,
@@ -422,15 +422,18 @@ impl Backend for LinuxBackend {
         }
         match self
             .db
-            .resolve(self.cpu.as_deref(), event, BackendKind::Linux)
+            .resolve_exact(self.cpu.as_deref(), event, BackendKind::Linux)
         {
             Ok(resolved) => Ok(self.expand_hybrid(resolved)),
+            // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`
+            // is an event (`cycles:zz`), the database's word on the modifier is the answer.
             Err(e)
-                if e.kind() == ErrorKind::InvalidEvent && tracefs::looks_like_tracepoint(event) =>
+                if e.kind() == EventErrorKind::NotFound
+                    && tracefs::looks_like_tracepoint(event) =>
             {
                 Err(tracefs::not_found(&self.paths.tracefs, event))
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
