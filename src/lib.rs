@@ -195,6 +195,11 @@ pub fn open_default(user_file: Option<&Path>) -> Result<AnyBackend> {
 pub mod check;
 mod listing;
 
+/// The README's examples, compiled as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
+
 pub use listing::{backend_events, native_events};
 
 #[cfg(test)]
