@@ -27,6 +27,11 @@ fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The most events one counter can count in one TSC cycle, for telling a long forward step
+/// from a step backwards (see [`PctrGroup::backward_steps`]). Retirement-width events count
+/// at most 4 to 6 per cycle on the CPUs pctr drives; 8 leaves a margin.
+pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
+
 /// The OpenBSD `/dev/pctr` backend, over the real device or a [`DriverModel`](crate::DriverModel).
 ///
 /// Counting is per CPU and system wide: a group counts everything that runs on the CPU that
@@ -418,8 +423,9 @@ impl PctrGroup {
     }
 
     /// How many reads found a counter lower than the previous read by more than half its
-    /// range. That is taken as a step backwards (the read ran on another CPU, whose counter is
-    /// behind) and counted as zero, not as a wrap of nearly the whole range.
+    /// range, and further ahead than the elapsed cycles allow. That is taken as a step
+    /// backwards (the read ran on another CPU, whose counter is behind) and counted as zero,
+    /// not as a wrap of nearly the whole range.
     pub fn backward_steps(&self) -> u64 {
         self.backward_steps
     }
@@ -448,12 +454,19 @@ impl PctrGroup {
     }
 
     /// Adds the deltas since the previous snapshot and moves the baseline.
+    ///
+    /// A delta above half the counter's range is ambiguous: a long stretch of counting, or a
+    /// read that ran on another CPU whose counter is behind. The TSC settles it: no event
+    /// counts more than [`MAX_EVENTS_PER_CYCLE`] per cycle, so a forward step larger than that
+    /// many times the cycles elapsed cannot have happened and is taken as a step backwards.
     fn accumulate(&mut self, snapshot: &Snapshot) {
         let half = self.mask / 2;
+        let cycles = snapshot.tsc.wrapping_sub(self.last_tsc);
+        let possible = cycles.saturating_mul(MAX_EVENTS_PER_CYCLE);
         for (value, &(counter, _)) in self.values.iter_mut().zip(&self.slots) {
             let raw = snapshot.counters[counter as usize] & self.mask;
             let mut delta = raw.wrapping_sub(self.last_raw[counter as usize]) & self.mask;
-            if delta > half {
+            if delta > half && delta > possible {
                 self.backward_steps += 1;
                 delta = 0;
             }

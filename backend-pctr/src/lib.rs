@@ -10,7 +10,7 @@ mod model;
 mod probe;
 mod sys;
 
-pub use backend::{PctrBackend, PctrGroup};
+pub use backend::{MAX_EVENTS_PER_CYCLE, PctrBackend, PctrGroup};
 pub use cpu::{Abi, CpuKind, function, kernel_mask_bits, set_request, width_mask};
 #[cfg(unix)]
 pub use device::RealDevice;

@@ -10,7 +10,8 @@ use counterhal_hal::{
     OpenOptions, PctrEncoding, PerfEncoding, Reading, Scope, Target,
 };
 use counterhal_pctr::{
-    Abi, MODEL_TSC_HZ, ModelCpu, ModelHandle, PctrBackend, PctrGroup, ResetPolicy, function,
+    Abi, MAX_EVENTS_PER_CYCLE, MODEL_TSC_HZ, ModelCpu, ModelHandle, PctrBackend, PctrGroup,
+    ResetPolicy, function,
 };
 
 const U: u32 = function::U;
@@ -231,14 +232,21 @@ fn wraps_at(cpu: ModelCpu, bits: u32) {
         vec![150],
         "{cpu}: the wrap is accumulated"
     );
-    // 3/4 of the range between two reads is more than half: taken as a step backwards.
+    // 3/4 of the range between two reads with no time passing is more than half and more
+    // than the cycles allow: taken as a step backwards.
     model.retire_instructions(3 * (top / 8), 0);
     model.retire_instructions(3 * (top / 8), 0);
     assert_eq!(values(&mut group), vec![150], "{cpu}");
     assert_eq!(group.backward_steps(), 2, "{cpu}");
-    // Just under half the range is still counted.
+    // The same 3/4 of the range over enough cycles is a long forward step: counted in full.
+    model.advance_tsc(3 * (top / 4) / MAX_EVENTS_PER_CYCLE + 1);
+    model.retire_instructions(3 * (top / 4), 0);
+    assert_eq!(values(&mut group), vec![150 + 3 * (top / 4)], "{cpu}");
+    assert_eq!(group.backward_steps(), 2, "{cpu}: no new step backwards");
+    let counted = 150 + 3 * (top / 4);
+    // Just under half the range is still counted, even with no time passing.
     model.retire_instructions(top / 2 - 1, 0);
-    assert_eq!(values(&mut group), vec![150 + top / 2 - 1], "{cpu}");
+    assert_eq!(values(&mut group), vec![counted + top / 2 - 1], "{cpu}");
 }
 
 #[test]
