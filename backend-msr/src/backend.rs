@@ -635,6 +635,8 @@ impl Backend for MsrBackend {
             cpu,
             slots,
             ours,
+            fixed_fields: 0,
+            fixed_mask: 0,
             claimed: mine,
             enabled: false,
             enabled_ticks: 0,
@@ -677,6 +679,9 @@ pub struct MsrGroup {
     cpu: u32,
     slots: Vec<Slot>,
     ours: u64,
+    /// Our fields of IA32_FIXED_CTR_CTRL while enabled, and the mask of all our fields.
+    fixed_fields: u64,
+    fixed_mask: u64,
     claimed: CpuClaims,
     enabled: bool,
     enabled_ticks: u64,
@@ -725,19 +730,16 @@ impl MsrGroup {
             let value = shared.read(cpu, ctrl)?;
             shared.write(cpu, ctrl, value & !self.ours)?;
         }
-        // 2. Program the selects: EN set where the global control gates counting, else clear
-        //    until enable.
+        // 2. Program the selects with EN clear, and clear our fixed-counter fields: a counter
+        //    is switched on only while the group is enabled, in its own select as well as in
+        //    the global control, so that another agent rewriting the global control (perf
+        //    after an NMI-watchdog interrupt does) cannot restart a disabled group.
         let mut fixed_fields = 0u64;
         let mut fixed_mask = 0u64;
         for slot in &self.slots {
             match slot.counter {
                 CounterRef::Gp(i) => {
-                    let value = if global.is_some() {
-                        slot.evtsel | evtsel::EN
-                    } else {
-                        slot.evtsel & !evtsel::EN
-                    };
-                    shared.write(cpu, pmu.evtsel_msr(i), value)?;
+                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !evtsel::EN)?;
                 }
                 CounterRef::Fixed(f) => {
                     let mut field = 0;
@@ -755,13 +757,11 @@ impl MsrGroup {
                 }
             }
         }
+        self.fixed_fields = fixed_fields;
+        self.fixed_mask = fixed_mask;
         if fixed_mask != 0 {
             let value = shared.read(cpu, regs::IA32_FIXED_CTR_CTRL)?;
-            shared.write(
-                cpu,
-                regs::IA32_FIXED_CTR_CTRL,
-                (value & !fixed_mask) | fixed_fields,
-            )?;
+            shared.write(cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask)?;
         }
         // 3. Zero the counters, 4. clear their overflow status.
         self.zero_counters()?;
@@ -882,33 +882,38 @@ impl MsrGroup {
         self.shared.read(self.cpu, regs::TSC)
     }
 
+    /// Switches the group's counters on or off: their select EN bits and fixed-counter
+    /// fields, and their global-control bits where the PMU has one. On, the selects come
+    /// first and the global control last (one write starts every counter at once); off, the
+    /// global control comes first (one write stops them all) and the selects after.
     fn set_enable_bits(&mut self, on: bool) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = &shared.pmu;
-        match pmu.global_msrs() {
-            Some((ctrl, _, _)) => {
-                let value = shared.read(self.cpu, ctrl)?;
+        let global = pmu.global_msrs().map(|(ctrl, _, _)| ctrl);
+        if !on && let Some(ctrl) = global {
+            let value = shared.read(self.cpu, ctrl)?;
+            shared.write(self.cpu, ctrl, value & !self.ours)?;
+        }
+        for slot in &self.slots {
+            if let CounterRef::Gp(i) = slot.counter {
                 let value = if on {
-                    value | self.ours
+                    slot.evtsel | evtsel::EN
                 } else {
-                    value & !self.ours
+                    slot.evtsel & !evtsel::EN
                 };
-                shared.write(self.cpu, ctrl, value)
-            }
-            None => {
-                for slot in &self.slots {
-                    if let CounterRef::Gp(i) = slot.counter {
-                        let value = if on {
-                            slot.evtsel | evtsel::EN
-                        } else {
-                            slot.evtsel & !evtsel::EN
-                        };
-                        shared.write(self.cpu, pmu.evtsel_msr(i), value)?;
-                    }
-                }
-                Ok(())
+                shared.write(self.cpu, pmu.evtsel_msr(i), value)?;
             }
         }
+        if self.fixed_mask != 0 {
+            let value = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL)? & !self.fixed_mask;
+            let value = if on { value | self.fixed_fields } else { value };
+            shared.write(self.cpu, regs::IA32_FIXED_CTR_CTRL, value)?;
+        }
+        if on && let Some(ctrl) = global {
+            let value = shared.read(self.cpu, ctrl)?;
+            shared.write(self.cpu, ctrl, value | self.ours)?;
+        }
+        Ok(())
     }
 }
 

@@ -29,13 +29,33 @@ impl Access {
     }
 }
 
+/// The calling thread's pin, shared by every group that pinned it: the affinity to restore,
+/// the CPU, and how many pins are alive.
+#[cfg(target_os = "linux")]
+struct ThreadPinState {
+    saved: crate::sys::Affinity,
+    cpu: u32,
+    holders: usize,
+}
+
+#[cfg(target_os = "linux")]
+thread_local! {
+    static THREAD_PIN: std::cell::RefCell<Option<ThreadPinState>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// The CPU a "this thread" group counts on, and what pinning it there changed.
+///
+/// Pins nest: the first pin of a thread binds it to the CPU it runs on; later pins (more
+/// groups on the same thread) share that CPU; the thread's original affinity comes back when
+/// the last pin is dropped. A pin belongs to its thread, so it is neither `Send` nor `Sync`.
 #[derive(Debug)]
 pub struct ThreadPin {
     /// The logical CPU the thread is now bound to.
     pub cpu: u32,
-    #[cfg(target_os = "linux")]
-    restore: Option<crate::sys::Affinity>,
+    /// Whether this pin holds the thread's binding (and releases it on drop).
+    holds: bool,
+    _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl ThreadPin {
@@ -43,13 +63,13 @@ impl ThreadPin {
     pub fn unpinned(cpu: u32) -> ThreadPin {
         ThreadPin {
             cpu,
-            #[cfg(target_os = "linux")]
-            restore: None,
+            holds: false,
+            _thread: std::marker::PhantomData,
         }
     }
 
-    /// Pins the calling thread to the CPU it runs on now (`sched_setaffinity`); dropping the
-    /// pin restores the thread's previous affinity.
+    /// Pins the calling thread to the CPU it runs on now (`sched_setaffinity`), or joins the
+    /// thread's existing pin; dropping the last pin restores the thread's original affinity.
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] off Linux; [`ErrorKind::PermissionDenied`] or
@@ -57,6 +77,19 @@ impl ThreadPin {
     pub fn pin_current_thread() -> Result<ThreadPin> {
         #[cfg(target_os = "linux")]
         {
+            let joined = THREAD_PIN.with_borrow_mut(|pin| {
+                pin.as_mut().map(|state| {
+                    state.holders += 1;
+                    state.cpu
+                })
+            });
+            if let Some(cpu) = joined {
+                return Ok(ThreadPin {
+                    cpu,
+                    holds: true,
+                    _thread: std::marker::PhantomData,
+                });
+            }
             let (cpu, saved) = crate::sys::pin_current_thread().map_err(|error| {
                 let errno = error.raw_os_error().unwrap_or(0);
                 let kind = if errno == libc::EPERM {
@@ -67,9 +100,17 @@ impl ThreadPin {
                 Error::new(kind, format!("cannot pin this thread to its CPU: {error}"))
                     .with_errno(errno)
             })?;
+            THREAD_PIN.with_borrow_mut(|pin| {
+                *pin = Some(ThreadPinState {
+                    saved,
+                    cpu,
+                    holders: 1,
+                });
+            });
             Ok(ThreadPin {
                 cpu,
-                restore: Some(saved),
+                holds: true,
+                _thread: std::marker::PhantomData,
             })
         }
         #[cfg(not(target_os = "linux"))]
@@ -81,25 +122,28 @@ impl ThreadPin {
         }
     }
 
-    /// Whether dropping this pin changes the thread's affinity back.
+    /// Whether this pin holds the thread's binding (dropping the last such pin changes the
+    /// thread's affinity back).
     pub fn is_pinned(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            self.restore.is_some()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            false
-        }
+        self.holds
     }
 }
 
 impl Drop for ThreadPin {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
-        if let Some(saved) = self.restore.take() {
-            // Nothing useful can be done with a failure while dropping.
-            let _ = crate::sys::restore_affinity(&saved);
+        if self.holds {
+            THREAD_PIN.with_borrow_mut(|pin| {
+                if let Some(state) = pin.as_mut() {
+                    state.holders -= 1;
+                    if state.holders == 0
+                        && let Some(state) = pin.take()
+                    {
+                        // Nothing useful can be done with a failure while dropping.
+                        let _ = crate::sys::restore_affinity(&state.saved);
+                    }
+                }
+            });
         }
     }
 }
@@ -420,6 +464,30 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn pins_nest_and_the_last_one_restores() {
+        let before = crate::sys::current_affinity().unwrap();
+        if before.len() < 2 {
+            eprintln!("skipped: this thread may run on one CPU only ({before:?})");
+            return;
+        }
+        let first = match ThreadPin::pin_current_thread() {
+            Ok(pin) => pin,
+            Err(error) => {
+                eprintln!("skipped: cannot change affinity here: {error}");
+                return;
+            }
+        };
+        let second = ThreadPin::pin_current_thread().unwrap();
+        assert_eq!(first.cpu, second.cpu);
+        assert!(first.is_pinned() && second.is_pinned());
+        drop(first);
+        // The second group still counts on that CPU: the thread stays there.
+        assert_eq!(crate::sys::current_affinity().unwrap(), vec![second.cpu]);
+        drop(second);
+        assert_eq!(crate::sys::current_affinity().unwrap(), before);
     }
 
     #[test]

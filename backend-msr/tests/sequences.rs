@@ -22,13 +22,13 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
     // Global control after reset: 4 GP + 3 fixed enables. Ours: GP 0 (bit 0), fixed 0 (bit 32).
     let all = 0x7_0000_000F;
     let frozen = all & !0x1_0000_0001;
-    let cycles_select = 0x3C | evtsel::USR | evtsel::OS | evtsel::EN;
+    let cycles_select = 0x3C | evtsel::USR | evtsel::OS;
     assert_eq!(
         model.writes(),
         vec![
             w(IA32_PERF_GLOBAL_CTRL, frozen),            // freeze our counters
-            w(IA32_PERFEVTSEL0, cycles_select),          // select, EN set: gated by GLOBAL_CTRL
-            w(IA32_FIXED_CTR_CTRL, 0x3),                 // fixed 0: OS | USR
+            w(IA32_PERFEVTSEL0, cycles_select),          // select, EN clear until enabled
+            w(IA32_FIXED_CTR_CTRL, 0),                   // fixed 0: off until enabled
             w(IA32_FIXED_CTR0, 0),                       // zero the counters
             w(IA32_A_PMC0, 0),                           // (full-width alias)
             w(IA32_PERF_GLOBAL_OVF_CTRL, 0x1_0000_0001), // clear stale overflow
@@ -38,8 +38,11 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
     group.enable().unwrap();
     assert_eq!(
         model.writes(),
-        vec![w(IA32_PERF_GLOBAL_CTRL, all)],
-        "one write starts the group"
+        vec![
+            w(IA32_PERFEVTSEL0, cycles_select | evtsel::EN), // the select's own enable
+            w(IA32_FIXED_CTR_CTRL, 0x3),                     // fixed 0: OS | USR
+            w(IA32_PERF_GLOBAL_CTRL, all),                   // one write starts them together
+        ],
     );
 
     // Preload counter 0 near the top, run through 2^48: the read freezes, sees the overflow,
@@ -79,7 +82,22 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
 
     model.clear_log();
     group.disable().unwrap();
-    assert_eq!(model.writes(), vec![w(IA32_PERF_GLOBAL_CTRL, frozen)]);
+    assert_eq!(
+        model.writes(),
+        vec![
+            w(IA32_PERF_GLOBAL_CTRL, frozen), // one write stops them together
+            w(IA32_PERFEVTSEL0, cycles_select),
+            w(IA32_FIXED_CTR_CTRL, 0),
+        ]
+    );
+    // Another agent (perf after an NMI-watchdog interrupt) sets every global enable bit
+    // again: the disabled group stays stopped, because its selects are off too.
+    let stopped = group.read_to_vec().unwrap();
+    model.poke(0, IA32_PERF_GLOBAL_CTRL, all).unwrap();
+    model.feed_cycles(1_000, 0);
+    model.feed_instructions(1_000, 0);
+    assert_eq!(group.read_to_vec().unwrap()[1].value, stopped[1].value);
+    assert_eq!(group.read_to_vec().unwrap()[0].value, stopped[0].value);
     model.clear_log();
     drop(group);
     assert_eq!(
@@ -103,7 +121,7 @@ fn amd_perfmon_v2_uses_its_global_registers() {
             &OpenOptions::default(),
         )
         .unwrap();
-    let select = 0x76 | evtsel::USR | evtsel::OS | evtsel::EN;
+    let select = 0x76 | evtsel::USR | evtsel::OS;
     assert_eq!(
         model.writes(),
         vec![
@@ -115,6 +133,13 @@ fn amd_perfmon_v2_uses_its_global_registers() {
     );
     model.clear_log();
     group.enable().unwrap();
+    assert_eq!(
+        model.writes(),
+        vec![
+            w(AMD_PERF_CTL_EXT0, select | evtsel::EN),
+            w(AMD_GLOBAL_CTL, 0x3F)
+        ]
+    );
     group.set_counter(0, (1 << 48) - 1).unwrap();
     model.feed_cycles(2, 0);
     model.clear_log();
