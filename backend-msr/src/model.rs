@@ -39,6 +39,14 @@ pub enum PmuModelKind {
     /// Intel architectural perfmon v2 (Core 2-like, family 6 model 0x17): 2 GP + 3 fixed
     /// counters, 40 bits, global control, no full-width writes (PMC writes sign-extend bit 31).
     IntelV2,
+    /// Intel architectural perfmon v1 (Core Duo-like, family 6 model 0x0E): 2 GP counters x
+    /// 40 bits, no fixed counters, no global control (each counter starts and stops by its EN
+    /// bit), no full-width writes.
+    IntelV1,
+    /// Intel architectural perfmon v5-like (family 6 model 0x8F): 4 GP counters x 48 bits,
+    /// full-width writes, and fixed counters 0 and 2 but not 1, announced by the fixed-counter
+    /// bitmap of CPUID.0AH:ECX (EDX\[4:0\] = 1, ECX = 0b101); AnyThread is gone (EDX bit 15).
+    IntelV5,
     /// AMD legacy (K10-like, family 0x10): 4 counters x 48 bits, no global control.
     AmdLegacy,
     /// AMD Zen 4-like (family 0x19 model 0x11): 6 core counters x 48 bits, PerfMonV2 global
@@ -48,18 +56,22 @@ pub enum PmuModelKind {
 
 impl PmuModelKind {
     /// Every model.
-    pub const ALL: [PmuModelKind; 4] = [
+    pub const ALL: [PmuModelKind; 6] = [
         PmuModelKind::IntelV4,
         PmuModelKind::IntelV2,
+        PmuModelKind::IntelV1,
+        PmuModelKind::IntelV5,
         PmuModelKind::AmdLegacy,
         PmuModelKind::AmdZen,
     ];
 
-    /// `intel-v4`, `intel-v2`, `amd-legacy`, `amd-zen`.
+    /// `intel-v4`, `intel-v2`, `intel-v1`, `intel-v5`, `amd-legacy`, `amd-zen`.
     pub fn name(self) -> &'static str {
         match self {
             PmuModelKind::IntelV4 => "intel-v4",
             PmuModelKind::IntelV2 => "intel-v2",
+            PmuModelKind::IntelV1 => "intel-v1",
+            PmuModelKind::IntelV5 => "intel-v5",
             PmuModelKind::AmdLegacy => "amd-legacy",
             PmuModelKind::AmdZen => "amd-zen",
         }
@@ -81,6 +93,7 @@ impl PmuModelKind {
             gp_counters: gp,
             gp_width: width,
             fixed_counters: 3,
+            fixed_bitmap: 0,
             fixed_width: width,
             full_width_writes: fw,
             core_ext: false,
@@ -96,6 +109,7 @@ impl PmuModelKind {
             gp_counters: gp,
             gp_width: 48,
             fixed_counters: 0,
+            fixed_bitmap: 0,
             fixed_width: 0,
             full_width_writes: false,
             core_ext,
@@ -107,6 +121,16 @@ impl PmuModelKind {
         match self {
             PmuModelKind::IntelV4 => intel(4, 4, 48, true, 0x5E, 3),
             PmuModelKind::IntelV2 => intel(2, 2, 40, false, 0x17, 10),
+            PmuModelKind::IntelV1 => ModelConfig {
+                fixed_counters: 0,
+                fixed_width: 0,
+                ..intel(1, 2, 40, false, 0x0E, 8)
+            },
+            PmuModelKind::IntelV5 => ModelConfig {
+                fixed_counters: 1,
+                fixed_bitmap: 0b101,
+                ..intel(5, 4, 48, true, 0x8F, 8)
+            },
             PmuModelKind::AmdLegacy => amd(1, 4, false, 0x10, 0x2, 3),
             PmuModelKind::AmdZen => amd(2, 6, true, 0x19, 0x11, 1),
         }
@@ -132,8 +156,12 @@ pub struct ModelConfig {
     pub gp_counters: u32,
     /// Their width.
     pub gp_width: u32,
-    /// Intel fixed counters (version 2 and later).
+    /// Intel fixed counters (version 2 and later): counters `0..fixed_counters` exist
+    /// (CPUID.0AH:EDX\[4:0\]).
     pub fixed_counters: u32,
+    /// Intel version 5 and later: more fixed counters that exist, bit `i` = fixed counter `i`
+    /// (CPUID.0AH:ECX), so the set may have gaps. Ignored before version 5.
+    pub fixed_bitmap: u32,
     /// Their width.
     pub fixed_width: u32,
     /// Intel: IA32_PERF_CAPABILITIES bit 13 (IA32_A_PMCx exist).
@@ -159,8 +187,34 @@ impl ModelConfig {
         width_mask(self.gp_counters)
     }
 
+    /// The fixed counters that exist (bit `i` = fixed counter `i`): the first
+    /// `fixed_counters`, plus `fixed_bitmap` from version 5. None before version 2.
+    pub fn fixed_set(&self) -> u32 {
+        if self.amd || self.version < 2 {
+            return 0;
+        }
+        let mut set = width_mask(self.fixed_counters.min(32)) as u32;
+        if self.version >= 5 {
+            set |= self.fixed_bitmap;
+        }
+        set
+    }
+
     fn global_mask(&self) -> u64 {
-        self.gp_mask() | (width_mask(self.fixed_counters) << 32)
+        self.gp_mask() | (u64::from(self.fixed_set()) << 32)
+    }
+
+    /// The bits of IA32_FIXED_CTR_CTRL this CPU implements: OS, USR and PMI for each fixed
+    /// counter, and AnyThread in versions 3 and 4 only.
+    fn fixed_ctrl_valid(&self) -> u64 {
+        let mut field = fixed_ctrl::OS | fixed_ctrl::USR | fixed_ctrl::PMI;
+        if (3..=4).contains(&self.version) {
+            field |= fixed_ctrl::ANY;
+        }
+        let set = self.fixed_set();
+        (0..32)
+            .filter(|j| set & (1 << j) != 0 && *j < 16)
+            .fold(0, |mask, j| mask | (field << (4 * j)))
     }
 
     /// The CPUID answers of the modelled CPU (leaves 0, 1, 0xA and 0x15 for Intel; 0, 1 and
@@ -204,15 +258,22 @@ impl ModelConfig {
             }
         } else {
             dump.insert(0, 0, CpuidResult::new(0x15, word(0), word(8), word(4)));
-            // ECX bit 15: PDCM (IA32_PERF_CAPABILITIES exists).
-            dump.insert(1, 0, CpuidResult::new(leaf1_eax, 0, 1 << 15, 0));
+            // ECX bit 15: PDCM (IA32_PERF_CAPABILITIES exists); from version 2 only.
+            let pdcm = if self.version >= 2 { 1 << 15 } else { 0 };
+            dump.insert(1, 0, CpuidResult::new(leaf1_eax, 0, pdcm, 0));
             let eax = (7 << 24) | (self.gp_width << 16) | (self.gp_counters << 8) | self.version;
-            let edx = if self.version >= 2 {
+            let mut edx = if self.version >= 2 {
                 (self.fixed_width << 5) | self.fixed_counters
             } else {
                 0
             };
-            dump.insert(0xA, 0, CpuidResult::new(eax, 0, 0, edx));
+            // Version 5: EDX bit 15 says AnyThread is deprecated; ECX is the fixed bitmap.
+            let mut ecx = 0;
+            if self.version >= 5 {
+                edx |= 1 << 15;
+                ecx = self.fixed_bitmap;
+            }
+            dump.insert(0xA, 0, CpuidResult::new(eax, 0, ecx, edx));
             // 25 MHz crystal x 80 / 1 = 2 GHz.
             dump.insert(0x15, 0, CpuidResult::new(1, 80, 25_000_000, 0));
         }
@@ -337,7 +398,7 @@ impl ModelState {
         if msr == regs::IA32_PERF_CTL || msr == regs::IA32_MISC_ENABLE {
             return Some(Reg::Scratch);
         }
-        if msr == regs::IA32_PERF_CAPABILITIES {
+        if msr == regs::IA32_PERF_CAPABILITIES && c.version >= 2 {
             return Some(Reg::PerfCapabilities);
         }
         if let Some(i) = index(regs::IA32_PMC0, gp, 1) {
@@ -352,11 +413,13 @@ impl ModelState {
             }
         }
         if c.global_control() {
-            if let Some(i) = index(regs::IA32_FIXED_CTR0, c.fixed_counters, 1) {
+            if let Some(i) = index(regs::IA32_FIXED_CTR0, 32, 1)
+                && c.fixed_set() & (1 << i) != 0
+            {
                 return Some(Reg::Fixed(i));
             }
             match msr {
-                regs::IA32_FIXED_CTR_CTRL => return Some(Reg::FixedCtrl),
+                regs::IA32_FIXED_CTR_CTRL if c.fixed_set() != 0 => return Some(Reg::FixedCtrl),
                 regs::IA32_PERF_GLOBAL_STATUS => return Some(Reg::GlobalStatus),
                 regs::IA32_PERF_GLOBAL_CTRL => return Some(Reg::GlobalCtrl),
                 regs::IA32_PERF_GLOBAL_OVF_CTRL => return Some(Reg::GlobalOvfCtrl),
@@ -412,7 +475,7 @@ impl ModelState {
     fn write(&mut self, cpu: usize, reg: Reg, msr: u32, value: u64) -> bool {
         let gp_width = self.config.gp_width;
         let fixed_width = self.config.fixed_width;
-        let fixed_counters = self.config.fixed_counters;
+        let fixed_ctrl_valid = self.config.fixed_ctrl_valid();
         let global_mask = self.config.global_mask();
         let amd = self.config.amd;
         let valid = self.evtsel_valid();
@@ -448,7 +511,7 @@ impl ModelState {
                 s.fixed[i] = value;
             }
             Reg::FixedCtrl => {
-                if value & !width_mask(4 * fixed_counters) != 0 {
+                if value & !fixed_ctrl_valid != 0 {
                     return false;
                 }
                 s.fixed_ctrl = value;
@@ -503,7 +566,10 @@ impl ModelState {
                 s.global_status |= 1 << i;
             }
         }
-        for j in 0..c.fixed_counters as usize {
+        for j in 0..s.fixed.len() {
+            if c.fixed_set() & (1 << j) == 0 {
+                continue;
+            }
             let field = (s.fixed_ctrl >> (4 * j)) & 0xF;
             if field & (fixed_ctrl::OS | fixed_ctrl::USR) == 0
                 || s.global_ctrl & (1 << (32 + j)) == 0

@@ -104,8 +104,8 @@ pub mod function {
 /// Also the CPU of a [`DriverModel`](crate::DriverModel) (see [`ModelCpu`](crate::ModelCpu)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuKind {
-    /// Intel Pentium (P5) under the legacy i386 driver: 2 counters, 40-bit, 9-bit functions in
-    /// the CESR layout.
+    /// Intel Pentium (P5, family 5 with a model above 0) under the i386 driver, legacy or
+    /// current ABI: 2 counters, 40-bit, 9-bit functions in the CESR layout, read with `rdmsr`.
     P5,
     /// Intel P6 family (Pentium Pro, II, III) under the legacy i386 driver: 2 counters, 40-bit;
     /// counter 0's EN bit enables both.
@@ -115,8 +115,9 @@ pub enum CpuKind {
     IntelArch,
     /// AMD family 6 and later under the current driver: 4 counters, 48-bit.
     Amd,
-    /// A CPU with a time stamp counter and no counters pctr drives (current driver): reads
-    /// give the TSC only, sets fail with ENODEV.
+    /// A CPU with a time stamp counter and no counters pctr drives (either ABI): reads give
+    /// the TSC (and, on the legacy ABI, the idle count) only; `PCIOCS0`/`PCIOCS1` fail with
+    /// ENODEV.
     TscOnly,
 }
 
@@ -130,12 +131,33 @@ impl CpuKind {
         CpuKind::TscOnly,
     ];
 
-    /// The ABI its driver speaks.
+    /// The ABI a model of it speaks by default: legacy for the P5 and P6 (the drivers of
+    /// their day), current for the others. The P5 and the TSC-only CPU exist under both ABIs
+    /// (see [`supports_abi`](Self::supports_abi)).
     pub const fn abi(self) -> Abi {
         match self {
             CpuKind::P5 | CpuKind::P6 => Abi::Legacy,
             CpuKind::IntelArch | CpuKind::Amd | CpuKind::TscOnly => Abi::Current,
         }
+    }
+
+    /// Whether a driver of `abi` drives this kind as such: the P5 under both (the i386
+    /// driver kept its P5 path when it moved to four slots in 2007), the P6 family under the
+    /// legacy one only (the current driver wants architectural perfmon on Intel), Intel
+    /// architectural and AMD under the current one only, and a CPU without counters under
+    /// both.
+    pub const fn supports_abi(self, abi: Abi) -> bool {
+        match self {
+            CpuKind::P5 | CpuKind::TscOnly => true,
+            CpuKind::P6 => matches!(abi, Abi::Legacy),
+            CpuKind::IntelArch | CpuKind::Amd => matches!(abi, Abi::Current),
+        }
+    }
+
+    /// Whether the driver reads its counters with `rdmsr` (the P5) rather than `rdpmc`, so
+    /// that the kernel's `rdpmc` mask does not apply.
+    pub const fn read_with_rdmsr(self) -> bool {
+        matches!(self, CpuKind::P5)
     }
 
     /// How many counters the driver programs on it.
@@ -265,11 +287,25 @@ pub const fn width_mask(bits: u32) -> u64 {
     }
 }
 
-/// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40, amd64's 56.
+/// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
+/// only the low 8 bits of EDX), amd64's 56. (The P5 is read with `rdmsr`, unmasked; see
+/// [`CpuKind::read_with_rdmsr`].)
 pub const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
     match (abi, amd64) {
         (Abi::Current, true) => 56,
         _ => 40,
+    }
+}
+
+/// The width in bits that `PCIOCRD` values carry for `kind` with a `hardware_width`-bit
+/// counter: the hardware width cut to the kernel's `rdpmc` mask, or the hardware width alone
+/// where the driver reads with `rdmsr` (the P5).
+pub const fn read_width(kind: CpuKind, hardware_width: u32, abi: Abi, amd64: bool) -> u32 {
+    let kernel = kernel_mask_bits(abi, amd64);
+    if kind.read_with_rdmsr() || hardware_width <= kernel {
+        hardware_width
+    } else {
+        kernel
     }
 }
 
@@ -310,5 +346,23 @@ mod tests {
         assert_eq!(kernel_mask_bits(Abi::Legacy, false), 40);
         assert_eq!(set_request(3), Some(0x8004_630b));
         assert_eq!(set_request(4), None);
+        // i386 cuts a 48-bit counter to 40 bits; amd64 keeps all 48; the P5 is not cut.
+        assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, false), 40);
+        assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, true), 48);
+        assert_eq!(read_width(CpuKind::P5, 40, Abi::Current, false), 40);
+        assert_eq!(read_width(CpuKind::P6, 40, Abi::Legacy, false), 40);
+    }
+
+    #[test]
+    fn abis_per_kind() {
+        assert!(CpuKind::P5.supports_abi(Abi::Legacy));
+        assert!(CpuKind::P5.supports_abi(Abi::Current));
+        assert!(CpuKind::TscOnly.supports_abi(Abi::Legacy));
+        assert!(!CpuKind::P6.supports_abi(Abi::Current));
+        assert!(!CpuKind::Amd.supports_abi(Abi::Legacy));
+        assert!(!CpuKind::IntelArch.supports_abi(Abi::Legacy));
+        for kind in CpuKind::ALL {
+            assert!(kind.supports_abi(kind.abi()), "{kind}");
+        }
     }
 }

@@ -21,11 +21,7 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// Up to `limit` candidates nearest to `name`, nearest first; only plausible ones (a small
 /// edit distance, or containing the name).
-pub(crate) fn nearest(
-    name: &str,
-    candidates: impl Iterator<Item = String>,
-    limit: usize,
-) -> Vec<String> {
+pub fn nearest(name: &str, candidates: impl Iterator<Item = String>, limit: usize) -> Vec<String> {
     let lower = name.to_ascii_lowercase();
     let budget = (name.len() * 2 / 5).max(2);
     let mut scored: Vec<(usize, String)> = candidates

@@ -137,7 +137,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
         if let Some(errno) = self.errno {
-            write!(f, " (os error {errno})")?;
+            // A message made from an `io::Error` already ends with it.
+            let suffix = format!("(os error {errno})");
+            if !self.message.ends_with(&suffix) {
+                write!(f, " {suffix}")?;
+            }
         }
         if let Some(hint) = &self.hint {
             write!(f, "; hint: {hint}")?;
@@ -167,6 +171,14 @@ mod tests {
             "cannot open cycles (os error 13); hint: set /proc/sys/kernel/perf_event_paranoid \
              to 1 or run with CAP_PERFMON"
         );
+    }
+
+    #[test]
+    fn the_os_error_is_said_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let error = Error::new(ErrorKind::NotFound, format!("cannot run /x: {io}")).with_errno(2);
+        let text = error.to_string();
+        assert_eq!(text.matches("(os error 2)").count(), 1, "{text}");
     }
 
     #[test]
