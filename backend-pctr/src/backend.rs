@@ -10,10 +10,10 @@ use counterhal_hal::{
 };
 
 use crate::assign::assign;
-use crate::cpu::{Abi, CpuKind, function, kernel_mask_bits, width_mask};
+use crate::cpu::{Abi, CpuKind, function, width_mask};
 use crate::device::{PctrDevice, Snapshot, detect_abi, read_snapshot, set_function};
 use crate::errno::{Operation, map_errno};
-use crate::model::{MODEL_TSC_HZ, ModelCpu, ModelHandle};
+use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
 
 /// The device and which of its counters open groups hold.
 struct Shared {
@@ -94,17 +94,42 @@ impl PctrBackend {
         cpu: ModelCpu,
         cpu_id: impl Into<String>,
     ) -> (PctrBackend, ModelHandle) {
-        let handle = ModelHandle::new(cpu);
-        let abi = cpu.abi();
-        let width = cpu
-            .hardware_width()
-            .min(kernel_mask_bits(abi, abi == Abi::Current));
+        PctrBackend::with_model_config_as(db, ModelConfig::new(cpu), cpu_id)
+    }
+
+    /// A backend over a fresh [`DriverModel`](crate::DriverModel) set up as `config` says
+    /// (e.g. a P5 under the current ABI, or a 48-bit Intel CPU under an i386 kernel), with
+    /// the database's default model id for the CPU. The backend accumulates at
+    /// [`ModelConfig::read_width`], the width the model's reads carry.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use counterhal_pctr::{Abi, ModelConfig, ModelCpu, PctrBackend};
+    ///
+    /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
+    /// let config = ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current)?;
+    /// let (backend, _model) = PctrBackend::with_model_config(db, config);
+    /// assert_eq!(backend.abi(), Abi::Current);
+    /// # Ok::<(), counterhal_hal::Error>(())
+    /// ```
+    pub fn with_model_config(db: Arc<Database>, config: ModelConfig) -> (PctrBackend, ModelHandle) {
+        PctrBackend::with_model_config_as(db, config, config.cpu().default_model_id())
+    }
+
+    /// As [`with_model_config`](Self::with_model_config), resolving names against database
+    /// model `cpu_id`.
+    pub fn with_model_config_as(
+        db: Arc<Database>,
+        config: ModelConfig,
+        cpu_id: impl Into<String>,
+    ) -> (PctrBackend, ModelHandle) {
+        let handle = ModelHandle::with_config(config);
         let backend = PctrBackend {
             db,
             cpu_id: cpu_id.into(),
-            kind: cpu,
-            abi,
-            width,
+            kind: config.cpu(),
+            abi: config.abi(),
+            width: config.read_width(),
             tsc_hz: MODEL_TSC_HZ,
             device_kind: DeviceKind::Model,
             shared: Arc::new(Mutex::new(Shared {
@@ -116,15 +141,17 @@ impl PctrBackend {
     }
 
     /// A backend over any device: detects its ABI (current `PCIOCRD` first, then legacy) and
-    /// checks it against `kind`.
+    /// checks that a driver of that ABI drives `kind` ([`CpuKind::supports_abi`]: the P5
+    /// under either).
     ///
     /// `width` is the counter width the reads carry (the hardware width, cut to what the
     /// kernel keeps); `tsc_hz` the TSC frequency; `cpu_id` the database model id (default:
     /// [`CpuKind::default_model_id`]).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a width outside 1-64, a zero frequency, or an ABI that
-    /// is not `kind`'s; the mapped driver error when neither `PCIOCRD` answers
+    /// [`ErrorKind::InvalidInput`] for a width outside 1-64, a zero frequency, or an ABI whose
+    /// driver does not drive `kind` (a P6 on the current ABI, AMD or Intel architectural on
+    /// the legacy one); the mapped driver error when neither `PCIOCRD` answers
     /// ([`ErrorKind::DeviceMissing`] for a file that is not a pctr device).
     pub fn from_device(
         db: Arc<Database>,
@@ -143,9 +170,10 @@ impl PctrBackend {
             return Err(Error::invalid_input("TSC frequency 0 Hz"));
         }
         let abi = detect_abi(device.as_mut()).map_err(|e| map_errno(&Operation::Read, e))?;
-        if abi != kind.abi() {
+        if !kind.supports_abi(abi) {
             return Err(Error::invalid_input(format!(
-                "the device speaks the {abi} ABI but a {kind} CPU's driver speaks the {} one",
+                "the device speaks the {abi} ABI, whose driver does not drive a {kind} CPU's \
+                 counters (a {kind} CPU's driver speaks the {} one)",
                 kind.abi()
             )));
         }
@@ -442,11 +470,15 @@ impl PctrGroup {
                     ErrorKind::Busy,
                     format!(
                         "counter {counter} now holds function {now:#x}, not {word:#x}: another \
-                         program set it through /dev/pctr"
+                         program set it through /dev/pctr, or (on a multi-CPU machine whose \
+                         kernel predates the 2024 driver, which programs only the CPU that ran \
+                         the PCIOCSn) the read ran on another CPU, whose counter was never \
+                         programmed"
                     ),
                 )
                 .with_hint(
-                    "pctr has no exclusive open: stop the other user, then restart the group",
+                    "pctr has no exclusive open: stop the other user, then restart the group; \
+                     on an older multi-CPU kernel, run on a one-CPU machine or VM",
                 ));
             }
         }

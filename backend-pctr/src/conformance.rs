@@ -7,7 +7,7 @@ use counterhal_conformance::{ExactEvent, Subject};
 use counterhal_events::Database;
 use counterhal_hal::Error;
 
-use crate::{ModelCpu, ModelHandle, PctrBackend};
+use crate::{Abi, ModelConfig, ModelCpu, ModelHandle, PctrBackend};
 
 /// The model as the suite's subject: one unit of work is 3 user-mode instructions, 1 branch
 /// and (where the CPU has the event) 2 cycles.
@@ -17,9 +17,14 @@ pub struct ModelSubject {
 }
 
 impl ModelSubject {
-    /// A subject over a fresh model of `cpu`.
+    /// A subject over a fresh model of `cpu` on its usual driver ([`ModelConfig::new`]).
     pub fn new(db: Arc<Database>, cpu: ModelCpu) -> ModelSubject {
-        let (backend, model) = PctrBackend::with_model(db, cpu);
+        ModelSubject::with_config(db, ModelConfig::new(cpu))
+    }
+
+    /// A subject over a fresh model set up as `config` says.
+    pub fn with_config(db: Arc<Database>, config: ModelConfig) -> ModelSubject {
+        let (backend, model) = PctrBackend::with_model_config(db, config);
         ModelSubject { backend, model }
     }
 }
@@ -32,7 +37,7 @@ impl Subject for ModelSubject {
     }
 
     fn description(&self) -> String {
-        format!("{} model, {} ABI", self.model.cpu(), self.model.cpu().abi())
+        self.model.config().describe()
     }
 
     /// As many as fit the counters together: the suite opens them as one group.
@@ -73,17 +78,21 @@ fn missing_device(db: &Arc<Database>) -> Option<Error> {
     crate::probe(Arc::clone(db), None).err()
 }
 
-/// One subject per CPU kind the driver supports: P5 and P6 on the legacy ABI, Intel
-/// architectural and AMD on the current one.
+/// One subject per CPU kind and driver: P5 and P6 on the legacy ABI, the P5 on the current
+/// (i386) ABI, Intel architectural and AMD on the current (amd64) one, and Intel
+/// architectural with 48-bit counters on the current i386 driver, which keeps 40 bits.
 pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
     [
-        ModelCpu::P5,
-        ModelCpu::P6,
-        ModelCpu::IntelArch,
-        ModelCpu::Amd,
+        Ok(ModelConfig::new(ModelCpu::P5)),
+        Ok(ModelConfig::new(ModelCpu::P6)),
+        ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current),
+        Ok(ModelConfig::new(ModelCpu::IntelArch)),
+        Ok(ModelConfig::new(ModelCpu::IntelArch).i386()),
+        Ok(ModelConfig::new(ModelCpu::Amd)),
     ]
     .into_iter()
-    .map(|cpu| ModelSubject::new(Arc::clone(&db), cpu))
+    .filter_map(Result::ok)
+    .map(|config| ModelSubject::with_config(Arc::clone(&db), config))
     .collect()
 }
 
@@ -120,5 +129,31 @@ impl Subject for RealSubject {
 
     fn missing_device_error(&self) -> Option<Error> {
         missing_device(self.backend.database())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_conformance::Subject;
+
+    #[test]
+    fn every_kind_and_driver_is_a_subject() {
+        let db = Arc::new(Database::shipped().expect("the shipped database loads"));
+        let described: Vec<String> = model_subjects(db)
+            .iter()
+            .map(|subject| subject.description())
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "p5 model, legacy ABI (i386)",
+                "p6 model, legacy ABI (i386)",
+                "p5 model, current ABI (i386)",
+                "intel-arch model, current ABI (amd64)",
+                "intel-arch model, current ABI (i386)",
+                "amd model, current ABI (amd64)",
+            ]
+        );
     }
 }

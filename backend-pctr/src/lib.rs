@@ -11,14 +11,14 @@ mod probe;
 mod sys;
 
 pub use backend::{MAX_EVENTS_PER_CYCLE, PctrBackend, PctrGroup};
-pub use cpu::{Abi, CpuKind, function, kernel_mask_bits, set_request, width_mask};
+pub use cpu::{Abi, CpuKind, function, kernel_mask_bits, read_width, set_request, width_mask};
 #[cfg(unix)]
 pub use device::RealDevice;
 pub use device::{IoctlArg, PctrDevice, Snapshot, detect_abi, read_snapshot, set_function};
 pub use errno::{Errno, Operation, map_errno};
 pub use model::{
-    DriverModel, MODEL_IOCTL_CYCLES, MODEL_SET_LOG, MODEL_TSC_HZ, ModelCpu, ModelHandle,
-    ResetPolicy, SetRecord,
+    DriverModel, MODEL_IOCTL_CYCLES, MODEL_SET_LOG, MODEL_TSC_HZ, ModelConfig, ModelCpu,
+    ModelHandle, ResetPolicy, SetRecord,
 };
 #[cfg(unix)]
 pub use probe::probe_path;

@@ -7,9 +7,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use counterhal_hal::DeviceKind;
+use counterhal_hal::{DeviceKind, Error, Result as HalResult};
 
-use crate::cpu::{Abi, CpuKind, function, kernel_mask_bits, width_mask};
+use crate::cpu::{Abi, CpuKind, function, kernel_mask_bits, read_width, width_mask};
 use crate::device::{IoctlArg, PctrDevice};
 use crate::errno::Errno;
 use crate::sys;
@@ -26,12 +26,150 @@ pub const MODEL_IOCTL_CYCLES: u64 = 1_000;
 /// How many of the most recent `PCIOCSn` calls a model remembers.
 pub const MODEL_SET_LOG: usize = 256;
 
+/// What a [`DriverModel`] pretends to be: the CPU, the ABI its driver speaks, the kernel
+/// (amd64 or i386, which decides how `rdpmc` is masked) and the hardware counter width.
+///
+/// [`ModelConfig::new`] gives each CPU its usual setting: the P5 and P6 on the legacy i386
+/// driver, the others on the current amd64 driver, at the kind's usual width. The builder
+/// methods give the other combinations the drivers have:
+///
+/// ```
+/// use counterhal_pctr::{Abi, ModelConfig, ModelCpu};
+///
+/// // A P5 under today's i386 driver (four-slot struct, PCIOCS0-3).
+/// let p5 = ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current)?;
+/// assert_eq!(p5.abi(), Abi::Current);
+/// // An Intel CPU with 48-bit counters under the i386 kernel, which keeps 40 bits of rdpmc.
+/// let i386 = ModelConfig::new(ModelCpu::IntelArch).i386();
+/// assert_eq!((i386.hardware_width(), i386.read_width()), (48, 40));
+/// // A CPU with a TSC and no counters under the legacy driver.
+/// let tsc = ModelConfig::new(ModelCpu::TscOnly).with_abi(Abi::Legacy)?;
+/// assert!(!tsc.is_amd64());
+/// # Ok::<(), counterhal_hal::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModelConfig {
+    cpu: CpuKind,
+    abi: Abi,
+    amd64: bool,
+    hardware_width: u32,
+}
+
+impl ModelConfig {
+    /// `cpu` on its usual driver: [`CpuKind::abi`], an amd64 kernel for the current ABI
+    /// (the P5 has only i386), an i386 one for the legacy ABI, and
+    /// [`CpuKind::hardware_width`].
+    pub const fn new(cpu: CpuKind) -> ModelConfig {
+        let abi = cpu.abi();
+        ModelConfig {
+            cpu,
+            abi,
+            amd64: matches!(abi, Abi::Current) && !matches!(cpu, CpuKind::P5),
+            hardware_width: cpu.hardware_width(),
+        }
+    }
+
+    /// The same CPU under the driver of `abi`. The legacy ABI existed only on i386, and so
+    /// did the P5 path, so either makes the kernel i386.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) when no driver of
+    /// `abi` drives this CPU as such (see [`CpuKind::supports_abi`]).
+    pub fn with_abi(self, abi: Abi) -> HalResult<ModelConfig> {
+        if !self.cpu.supports_abi(abi) {
+            let other = match abi {
+                Abi::Legacy => Abi::Current,
+                Abi::Current => Abi::Legacy,
+            };
+            return Err(Error::invalid_input(format!(
+                "no {abi}-ABI pctr driver drives a {} CPU's counters",
+                self.cpu
+            ))
+            .with_hint(format!("use the {other} ABI for a {} model", self.cpu)));
+        }
+        let amd64 = self.amd64 && abi == Abi::Current && self.cpu != CpuKind::P5;
+        Ok(ModelConfig { abi, amd64, ..self })
+    }
+
+    /// The same CPU under an i386 kernel, whose `rdpmc` keeps 40 bits (see
+    /// [`kernel_mask_bits`]) and whose current driver zeroes a counter on every set.
+    pub const fn i386(self) -> ModelConfig {
+        ModelConfig {
+            amd64: false,
+            ..self
+        }
+    }
+
+    /// The same CPU with `bits`-wide hardware counters (Intel's CPUID leaf 0xA reports its
+    /// own width).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a width
+    /// outside 1-64, or any width on a CPU without counters.
+    pub fn with_hardware_width(self, bits: u32) -> HalResult<ModelConfig> {
+        if self.cpu.counters() == 0 || !(1..=64).contains(&bits) {
+            return Err(Error::invalid_input(format!(
+                "a {bits}-bit counter on a {} CPU: widths are 1-64 bits, on a CPU with counters",
+                self.cpu
+            )));
+        }
+        Ok(ModelConfig {
+            hardware_width: bits,
+            ..self
+        })
+    }
+
+    /// The CPU.
+    pub const fn cpu(&self) -> CpuKind {
+        self.cpu
+    }
+
+    /// The ABI the driver speaks.
+    pub const fn abi(&self) -> Abi {
+        self.abi
+    }
+
+    /// Whether the kernel is amd64 (else i386).
+    pub const fn is_amd64(&self) -> bool {
+        self.amd64
+    }
+
+    /// The hardware counter width in bits.
+    pub const fn hardware_width(&self) -> u32 {
+        self.hardware_width
+    }
+
+    /// The width `PCIOCRD` values carry: the hardware width cut to the kernel's `rdpmc`
+    /// mask (see [`read_width`](crate::read_width)).
+    pub const fn read_width(&self) -> u32 {
+        read_width(self.cpu, self.hardware_width, self.abi, self.amd64)
+    }
+
+    /// When its driver zeroes a counter on a set: only when the function changes on the
+    /// current amd64 driver (since 2024), on every set everywhere else (the legacy driver, the
+    /// i386 one, and every P5 path).
+    pub const fn default_reset_policy(&self) -> ResetPolicy {
+        if self.amd64 && matches!(self.abi, Abi::Current) && !self.cpu.read_with_rdmsr() {
+            ResetPolicy::WhenFunctionChanges
+        } else {
+            ResetPolicy::EverySet
+        }
+    }
+
+    /// `p5 model, current ABI (i386)` and so on.
+    pub fn describe(&self) -> String {
+        let kernel = if self.amd64 { "amd64" } else { "i386" };
+        format!("{} model, {} ABI ({kernel})", self.cpu, self.abi)
+    }
+}
+
 /// When a `PCIOCSn` zeroes the counter it programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ResetPolicy {
     /// Only when the new function differs from the old one (the current driver, since 2024).
     WhenFunctionChanges,
-    /// On every successful set (the legacy i386 driver and the current one before 2024).
+    /// On every successful set (the legacy driver, the current i386 driver, the current amd64
+    /// one before 2024, and every P5 path).
     EverySet,
 }
 
@@ -50,6 +188,7 @@ pub struct SetRecord {
 
 #[derive(Debug)]
 struct ModelState {
+    config: ModelConfig,
     cpu: CpuKind,
     functions: [u32; 4],
     counters: [u64; 4],
@@ -64,13 +203,17 @@ struct ModelState {
 
 impl ModelState {
     fn hardware_mask(&self) -> u64 {
-        width_mask(self.cpu.hardware_width())
+        width_mask(self.config.hardware_width)
     }
 
-    /// The model is an amd64 kernel for the current ABI and an i386 one for the legacy ABI.
+    /// What the kernel keeps of a counter it reads: `rdpmc` is masked (40 bits on i386, 56
+    /// on amd64); the P5's `rdmsr` is not.
     fn kernel_mask(&self) -> u64 {
-        let abi = self.cpu.abi();
-        width_mask(kernel_mask_bits(abi, abi == Abi::Current))
+        if self.cpu.read_with_rdmsr() {
+            u64::MAX
+        } else {
+            width_mask(kernel_mask_bits(self.config.abi, self.config.amd64))
+        }
     }
 
     /// Whether counter `index` counts now, and its event, unit mask, user and kernel bits.
@@ -142,7 +285,7 @@ impl ModelState {
 
     fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>, writable: bool) -> Result<(), Errno> {
         self.tsc = self.tsc.wrapping_add(self.ioctl_cycles);
-        let abi = self.cpu.abi();
+        let abi = self.config.abi;
         let last_set = sys::PCIOCS0 + u64::from(abi.slots()) - 1;
         if request == abi.read_request() {
             if !sys::arg_matches(request, &arg) {
@@ -214,23 +357,28 @@ pub struct ModelHandle {
 }
 
 impl ModelHandle {
-    /// A freshly booted machine of this kind: functions 0, counters 0, TSC at one million.
+    /// A freshly booted machine of this kind on its usual driver ([`ModelConfig::new`]):
+    /// functions 0, counters 0, TSC at one million.
     pub fn new(cpu: ModelCpu) -> ModelHandle {
-        let reset_policy = match cpu.abi() {
-            Abi::Legacy => ResetPolicy::EverySet,
-            Abi::Current => ResetPolicy::WhenFunctionChanges,
-        };
+        ModelHandle::with_config(ModelConfig::new(cpu))
+    }
+
+    /// A freshly booted machine as `config` says: functions 0, counters 0, TSC at one
+    /// million, the driver's reset policy ([`ModelConfig::default_reset_policy`]).
+    pub fn with_config(config: ModelConfig) -> ModelHandle {
+        let cpu = config.cpu;
         let state = ModelState {
+            config,
             cpu,
             functions: [0; 4],
             counters: [0; 4],
             tsc: 1_000_000,
             idle: 0,
             ioctl_cycles: MODEL_IOCTL_CYCLES,
-            reset_policy,
-            // The legacy driver enables rdpmc for P6 at attach; the current one at the first
-            // nonzero function.
-            user_rdpmc: cpu == CpuKind::P6,
+            reset_policy: config.default_reset_policy(),
+            // The legacy and the i386 drivers enable rdpmc at attach; the current amd64 one at
+            // the first nonzero function.
+            user_rdpmc: cpu.user_rdpmc() && !(config.amd64 && matches!(config.abi, Abi::Current)),
             sets: VecDeque::new(),
             reads: 0,
         };
@@ -248,6 +396,11 @@ impl ModelHandle {
     /// The CPU it models.
     pub fn cpu(&self) -> ModelCpu {
         self.lock().cpu
+    }
+
+    /// How it is set up: CPU, ABI, kernel, width.
+    pub fn config(&self) -> ModelConfig {
+        self.lock().config
     }
 
     /// Opens the model's device (minor 0), read-only or read-write. Opens share all state, as
@@ -369,8 +522,8 @@ impl ModelHandle {
         state.idle = state.idle.wrapping_add(iterations);
     }
 
-    /// When sets zero the counter (default: [`ResetPolicy::EverySet`] for the legacy ABI,
-    /// [`ResetPolicy::WhenFunctionChanges`] for the current one, as the drivers do).
+    /// When sets zero the counter (default: [`ModelConfig::default_reset_policy`], as the
+    /// drivers do).
     pub fn set_reset_policy(&self, policy: ResetPolicy) {
         self.lock().reset_policy = policy;
     }

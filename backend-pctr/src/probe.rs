@@ -9,7 +9,7 @@ use counterhal_hal::{Error, ErrorKind, Result};
 
 use crate::backend::PctrBackend;
 #[cfg_attr(not(unix), allow(unused_imports))]
-use crate::cpu::{Abi, CpuKind, kernel_mask_bits};
+use crate::cpu::{Abi, CpuKind, read_width};
 
 /// What CPUID says about this CPU, as far as pctr cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,14 +67,25 @@ impl CpuFacts {
     }
 
     /// The kind of CPU the driver of `abi` would drive, and its hardware counter width, as the
-    /// driver decides (`usepctr`, `usep5ctr`, `usep6ctr`).
+    /// driver decides (`usepctr`, `usep5ctr`, `usep6ctr`), in the driver's order.
+    ///
+    /// A P5 is an Intel family 5 CPU with a model above 0 (`usep5ctr`; model 0 gets no
+    /// counters), under either ABI: the i386 driver kept its P5 path when it moved to the
+    /// current ABI. The i386 driver of 2023 and later sets `pctr_isintel` only when CPUID's
+    /// highest leaf is 0xA or more, which no P5 has, so there a P5's sets fail with `ENODEV`
+    /// (mapped to [`ErrorKind::Unsupported`] when a group is enabled).
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] when that driver drives no counters on this CPU.
     pub fn kind_under(&self, abi: Abi) -> Result<(CpuKind, u32)> {
-        let CpuIdentity { vendor, family, .. } = &self.identity;
+        let CpuIdentity {
+            vendor,
+            family,
+            model,
+            ..
+        } = &self.identity;
+        let p5 = *vendor == Vendor::Intel && *family == 5 && *model > 0;
         let found = match (abi, vendor) {
-            (Abi::Legacy, Vendor::Intel) if *family == 5 => Some((CpuKind::P5, 40)),
             (Abi::Legacy, Vendor::Intel) if *family == 6 => Some((CpuKind::P6, 40)),
             (Abi::Current, Vendor::Amd) if *family >= 6 => Some((CpuKind::Amd, 48)),
             (Abi::Current, Vendor::Intel) if self.arch_perfmon_version >= 1 => {
@@ -85,6 +96,7 @@ impl CpuFacts {
                 };
                 Some((CpuKind::IntelArch, width))
             }
+            _ if p5 => Some((CpuKind::P5, 40)),
             _ => None,
         };
         found.ok_or_else(|| {
@@ -92,7 +104,10 @@ impl CpuFacts {
                 "the {abi} pctr driver drives no counters on this CPU ({})",
                 self.identity
             ))
-            .with_hint("pctr drives Intel P5/P6 (legacy i386), Intel with architectural perfmon and AMD family 6 or later")
+            .with_hint(
+                "pctr drives the Intel P5 (model 1 or later, i386), the P6 family (legacy i386 \
+                 driver), Intel with architectural perfmon and AMD family 6 or later",
+            )
         })
     }
 }
@@ -182,7 +197,7 @@ pub fn probe_path(
     let facts = CpuFacts::this_cpu()
         .ok_or_else(|| Error::unsupported("pctr exists only on x86 and this CPU has no CPUID"))?;
     let (kind, hardware_width) = facts.kind_under(abi)?;
-    let width = hardware_width.min(kernel_mask_bits(abi, cfg!(target_arch = "x86_64")));
+    let width = read_width(kind, hardware_width, abi, cfg!(target_arch = "x86_64"));
     let cpu_id = choose_model_id(&db, cpu, &facts, kind)?;
     let tsc_hz = match crate::sys::tsc_frequency() {
         Some(hz) => hz,
@@ -220,11 +235,15 @@ mod tests {
     use super::*;
 
     fn facts(vendor: Vendor, family: u32, version: u32, width: u32) -> CpuFacts {
+        facts_model(vendor, family, 1, version, width)
+    }
+
+    fn facts_model(vendor: Vendor, family: u32, model: u32, version: u32, width: u32) -> CpuFacts {
         CpuFacts {
             identity: CpuIdentity {
                 vendor,
                 family,
-                model: 1,
+                model,
                 stepping: 0,
             },
             arch_perfmon_version: version,
@@ -236,10 +255,16 @@ mod tests {
     fn the_driver_decides_the_kind() {
         let p5 = facts(Vendor::Intel, 5, 0, 0);
         assert_eq!(p5.kind_under(Abi::Legacy).unwrap(), (CpuKind::P5, 40));
-        assert_eq!(
-            p5.kind_under(Abi::Current).unwrap_err().kind(),
-            ErrorKind::Unsupported
-        );
+        // The current i386 driver keeps the P5 path (PCIOCS0/1 reach the CESR code).
+        assert_eq!(p5.kind_under(Abi::Current).unwrap(), (CpuKind::P5, 40));
+        // usep5ctr wants a model above 0, under both drivers.
+        let p5_model0 = facts_model(Vendor::Intel, 5, 0, 0, 0);
+        for abi in [Abi::Legacy, Abi::Current] {
+            let error = p5_model0.kind_under(abi).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::Unsupported, "{abi}");
+        }
+        // An AMD family 5 (K5/K6) is no P5.
+        assert!(facts(Vendor::Amd, 5, 0, 0).kind_under(Abi::Legacy).is_err());
         let p6 = facts(Vendor::Intel, 6, 0, 0);
         assert_eq!(p6.kind_under(Abi::Legacy).unwrap(), (CpuKind::P6, 40));
         // A P6 without architectural perfmon has no counters under the current driver.

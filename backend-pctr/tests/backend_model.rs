@@ -9,9 +9,10 @@ use counterhal_hal::{
     Backend, BackendKind, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Group,
     OpenOptions, PctrEncoding, PerfEncoding, Reading, Scope, Target,
 };
+use counterhal_pctr::abi::{PCIOCS0, PCIOCS1};
 use counterhal_pctr::{
-    Abi, MAX_EVENTS_PER_CYCLE, MODEL_TSC_HZ, ModelCpu, ModelHandle, PctrBackend, PctrGroup,
-    ResetPolicy, function,
+    Abi, MAX_EVENTS_PER_CYCLE, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, PctrBackend,
+    PctrGroup, ResetPolicy, function,
 };
 
 const U: u32 = function::U;
@@ -430,6 +431,11 @@ fn another_program_reprogramming_a_counter_is_busy() {
     let error = group.read_to_vec().unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Busy);
     assert!(error.message().contains("counter 0"), "{error}");
+    // It names the other cause: on a multi-CPU kernel older than the 2024 driver, a read on
+    // another CPU finds a counter that was never programmed.
+    assert!(error.message().contains("another CPU"), "{error}");
+    assert!(error.message().contains("2024"), "{error}");
+    assert!(error.hint().unwrap().contains("one-CPU"), "{error}");
     group.restart().unwrap_err(); // disable reports the theft, then clears
     group.enable().unwrap();
     model.retire_instructions(8, 0);
@@ -570,4 +576,182 @@ fn empty_group_works() {
     group.reset().unwrap();
     assert!(group.read_to_vec().unwrap().is_empty());
     group.disable().unwrap();
+}
+
+fn p5_current_config() -> ModelConfig {
+    ModelConfig::new(ModelCpu::P5)
+        .with_abi(Abi::Current)
+        .expect("the current i386 driver drives the P5")
+}
+
+#[test]
+fn p5_counts_under_the_current_abi() {
+    let cpu = ModelCpu::P5;
+    let (backend, model) = PctrBackend::with_model_config(db(), p5_current_config());
+    assert_eq!(backend.abi(), Abi::Current);
+    assert_eq!(backend.cpu_kind(), cpu);
+    assert_eq!(backend.counter_width(), 40);
+    let caps = backend.capabilities();
+    assert_eq!(caps.general_counters, Some(2));
+    assert!(!caps.self_monitoring_reads);
+    let mut group = open(
+        &backend,
+        &[
+            instructions(cpu, true, false),
+            instructions(cpu, false, false),
+        ],
+    )
+    .unwrap();
+    group.enable().unwrap();
+    model.retire_instructions(1_000, 500);
+    assert_eq!(values(&mut group), vec![1_000, 1_500]);
+    // Only PCIOCS0 and PCIOCS1 were used, with P5 words (no EN bit).
+    let sets = model.recent_sets();
+    assert!(!sets.is_empty());
+    for record in &sets {
+        assert!([PCIOCS0, PCIOCS1].contains(&record.request), "{record:?}");
+        assert_eq!(record.function & function::EN, 0, "{record:?}");
+        assert_eq!(record.result, Ok(()));
+    }
+    // Reset zeroes (the P5 path zeroes on every set), and counting goes on.
+    group.reset().unwrap();
+    model.retire_instructions(7, 0);
+    assert_eq!(values(&mut group), vec![7, 7]);
+    // Wraparound at 40 bits: the P5 is read with rdmsr, at its hardware width.
+    model.set_counter(0, (1 << 40) - 3);
+    let _ = values(&mut group); // the jump itself is a step backwards, counted 0
+    model.retire_instructions(10, 0);
+    assert_eq!(model.counter(0), 7, "the hardware wrapped at 2^40");
+    assert_eq!(values(&mut group)[0], 17);
+    group.disable().unwrap();
+    assert_eq!((model.function(0), model.function(1)), (0, 0));
+    // A third event does not fit two counters.
+    let error = open(
+        &backend,
+        &[
+            instructions(cpu, true, false),
+            instructions(cpu, true, false),
+            instructions(cpu, true, false),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+}
+
+#[test]
+fn from_device_accepts_a_p5_on_either_abi() {
+    for config in [ModelConfig::new(ModelCpu::P5), p5_current_config()] {
+        let model = ModelHandle::with_config(config);
+        let backend = PctrBackend::from_device(
+            db(),
+            ModelCpu::P5,
+            None,
+            Box::new(model.open(true)),
+            40,
+            MODEL_TSC_HZ,
+        )
+        .unwrap();
+        assert_eq!(backend.abi(), config.abi());
+        let mut group = open(&backend, &[instructions(ModelCpu::P5, true, false)]).unwrap();
+        group.enable().unwrap();
+        model.retire_instructions(12, 3);
+        assert_eq!(values(&mut group), vec![12], "{}", config.describe());
+    }
+    // A P6 is driven by the legacy driver only.
+    let model = ModelHandle::with_config(p5_current_config());
+    let error =
+        PctrBackend::from_device(db(), ModelCpu::P6, None, Box::new(model.open(true)), 40, 1)
+            .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert!(error.message().contains("p6"), "{error}");
+}
+
+/// On i386 the kernel keeps 40 bits of a 48-bit counter: the backend must accumulate at the
+/// width reads carry, not at the hardware's.
+#[test]
+fn i386_kernel_mask_sets_the_wrap_width() {
+    let cpu = ModelCpu::IntelArch;
+    let config = ModelConfig::new(cpu).i386();
+    let (backend, model) = PctrBackend::with_model_config(db(), config);
+    assert_eq!(config.hardware_width(), 48);
+    assert_eq!(backend.counter_width(), 40);
+    assert_eq!(backend.capabilities().counter_width, Some(40));
+    let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
+    group.enable().unwrap();
+    model.retire_instructions(100, 0);
+    assert_eq!(values(&mut group), vec![100]);
+    // Move the counter to 2^40 - 50: the jump is taken as a step backwards (counted 0).
+    model.set_counter(0, (1 << 40) - 50);
+    assert_eq!(values(&mut group), vec![100]);
+    model.retire_instructions(150, 0);
+    assert_eq!(
+        model.counter(0),
+        (1 << 40) + 100,
+        "the 48-bit hardware counter did not wrap"
+    );
+    assert_eq!(
+        values(&mut group),
+        vec![250],
+        "the read wrapped at 40 bits and the backend followed"
+    );
+    assert_eq!(group.backward_steps(), 1);
+    // Many reads across several 40-bit wraps add up.
+    for _ in 0..20 {
+        model.retire_instructions(1 << 37, 0);
+        let _ = values(&mut group);
+    }
+    assert_eq!(values(&mut group), vec![250 + (20 << 37)]);
+    assert_eq!(group.backward_steps(), 1);
+}
+
+/// The same model read by a backend told the hardware width (48) miscounts at the i386
+/// kernel's wrap: this is why the width must be the one reads carry.
+#[test]
+fn accumulating_at_the_hardware_width_on_i386_goes_wrong() {
+    let cpu = ModelCpu::IntelArch;
+    let model = ModelHandle::with_config(ModelConfig::new(cpu).i386());
+    let backend = PctrBackend::from_device(
+        db(),
+        cpu,
+        None,
+        Box::new(model.open(true)),
+        48,
+        MODEL_TSC_HZ,
+    )
+    .unwrap();
+    let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
+    group.enable().unwrap();
+    model.set_counter(0, (1 << 40) - 50);
+    let before = values(&mut group)[0];
+    model.retire_instructions(150, 0);
+    let after = values(&mut group)[0];
+    assert_ne!(
+        after - before,
+        150,
+        "a 48-bit backend cannot follow a 40-bit wrap"
+    );
+}
+
+#[test]
+fn legacy_tsc_only_cpu_is_unsupported() {
+    let config = ModelConfig::new(ModelCpu::TscOnly)
+        .with_abi(Abi::Legacy)
+        .unwrap();
+    let (backend, model) = PctrBackend::with_model_config(db(), config);
+    assert_eq!(backend.abi(), Abi::Legacy);
+    assert_eq!(backend.capabilities().general_counters, Some(0));
+    let error = open(&backend, &[request("x", 0x16, 0b11)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unsupported);
+    assert!(model.recent_sets().is_empty());
+    // A device of that CPU is detected as legacy by from_device too.
+    let backend = PctrBackend::from_device(
+        db(),
+        ModelCpu::TscOnly,
+        None,
+        Box::new(model.open(false)),
+        40,
+        MODEL_TSC_HZ,
+    )
+    .unwrap();
+    assert_eq!(backend.abi(), Abi::Legacy);
 }

@@ -2,13 +2,14 @@
 //! public device seam (`PctrDevice::ioctl`) exactly as the backend uses it.
 
 use counterhal_hal::DeviceKind;
+use counterhal_hal::ErrorKind;
 use counterhal_pctr::abi::{
     PCIOCRD_CURRENT, PCIOCRD_LEGACY, PCIOCS0, PCIOCS1, PCIOCS2, PCIOCS3, PctrStCurrent,
     PctrStLegacy, ior, iow,
 };
 use counterhal_pctr::{
-    Abi, Errno, IoctlArg, ModelCpu, ModelHandle, PctrDevice, ResetPolicy, detect_abi, function,
-    read_snapshot, set_function,
+    Abi, Errno, IoctlArg, ModelConfig, ModelCpu, ModelHandle, PctrDevice, ResetPolicy, detect_abi,
+    function, read_snapshot, set_function,
 };
 
 const U: u32 = function::U;
@@ -392,4 +393,160 @@ fn sets_are_recorded() {
     assert_eq!(model.recent_sets().len(), counterhal_pctr::MODEL_SET_LOG);
     model.clear_sets();
     assert!(model.recent_sets().is_empty());
+}
+
+fn p5_current() -> ModelHandle {
+    let config = ModelConfig::new(ModelCpu::P5)
+        .with_abi(Abi::Current)
+        .expect("the current i386 driver drives the P5");
+    ModelHandle::with_config(config)
+}
+
+#[test]
+fn p5_under_the_current_abi() {
+    let model = p5_current();
+    assert!(!model.config().is_amd64(), "the P5 exists only on i386");
+    let mut device = model.open(true);
+    assert_eq!(detect_abi(&mut device), Ok(Abi::Current));
+    let word = 0x16 | function::P5_U;
+    // PCIOCS0 and PCIOCS1 reach the CESR path.
+    assert_eq!(set(&mut device, 0, word), Ok(()));
+    assert_eq!(set(&mut device, 1, 0x12 | function::P5_K), Ok(()));
+    // PCIOCS2 and PCIOCS3 are known requests, refused by p5ctrsel's index check (EINVAL),
+    // which comes before the write-access check.
+    let mut read_only = model.open(false);
+    for counter in [2, 3] {
+        assert_eq!(set(&mut device, counter, word), Err(Errno::EINVAL));
+        assert_eq!(set(&mut read_only, counter, word), Err(Errno::EINVAL));
+    }
+    assert_eq!(set(&mut read_only, 0, word), Err(Errno::EPERM));
+    assert_eq!(set(&mut device, 0, 0x200 | 0x16), Err(Errno::EINVAL));
+    assert_eq!(model.function(0), word, "refused sets change nothing");
+    // PCIOCRD fills the two P5 slots; slots 2 and 3 read 0.
+    model.retire_instructions(30, 4);
+    model.retire_branches(2, 9);
+    let snapshot = read_snapshot(&mut device, Abi::Current).unwrap();
+    assert_eq!(snapshot.functions, [word, 0x12 | function::P5_K, 0, 0]);
+    assert_eq!(snapshot.counters, [30, 9, 0, 0]);
+    // p5ctrsel zeroes the counter on every set, whatever the ABI.
+    assert_eq!(model.reset_policy(), ResetPolicy::EverySet);
+    set(&mut device, 0, word).unwrap();
+    assert_eq!(model.counter(0), 0);
+    // The legacy ABI's PCIOCRD is unknown to this driver.
+    let mut legacy = PctrStLegacy::default();
+    assert_eq!(
+        device.ioctl(PCIOCRD_LEGACY, IoctlArg::ReadLegacy(&mut legacy)),
+        Err(Errno::EINVAL)
+    );
+    assert!(!model.user_rdpmc_enabled(), "no rdpmc on the P5");
+}
+
+#[test]
+fn i386_kernel_masks_rdpmc_to_40_bits() {
+    let word = 0xc0 | U | EN;
+    let near = (1u64 << 40) - 10;
+    for (config, read) in [
+        (ModelConfig::new(ModelCpu::IntelArch).i386(), 10),
+        (ModelConfig::new(ModelCpu::IntelArch), (1 << 40) + 10),
+        (ModelConfig::new(ModelCpu::Amd).i386(), 10),
+    ] {
+        let model = ModelHandle::with_config(config);
+        assert_eq!(config.hardware_width(), 48);
+        let mut device = model.open(true);
+        set(&mut device, 0, word).unwrap();
+        model.set_counter(0, near);
+        model.retire_instructions(20, 0);
+        // The 48-bit hardware counter has not wrapped...
+        assert_eq!(model.counter(0), (1 << 40) + 10, "{}", config.describe());
+        // ...but the i386 kernel's rdpmc keeps only 40 bits of it.
+        let snapshot = read_snapshot(&mut device, Abi::Current).unwrap();
+        assert_eq!(snapshot.counters[0], read, "{}", config.describe());
+    }
+}
+
+#[test]
+fn i386_current_driver_resets_on_every_set() {
+    let model = ModelHandle::with_config(ModelConfig::new(ModelCpu::IntelArch).i386());
+    assert_eq!(model.reset_policy(), ResetPolicy::EverySet);
+    // The i386 driver enables user rdpmc at attach, not at the first set.
+    assert!(model.user_rdpmc_enabled());
+    let mut device = model.open(true);
+    let word = 0xc0 | U | EN;
+    set(&mut device, 0, word).unwrap();
+    model.retire_instructions(100, 0);
+    set(&mut device, 0, word).unwrap();
+    assert_eq!(model.counter(0), 0, "same function, still zeroed");
+}
+
+#[test]
+fn legacy_tsc_only_cpu() {
+    let config = ModelConfig::new(ModelCpu::TscOnly)
+        .with_abi(Abi::Legacy)
+        .expect("the legacy driver runs on CPUs without counters");
+    let model = ModelHandle::with_config(config);
+    let mut device = model.open(true);
+    assert_eq!(detect_abi(&mut device), Ok(Abi::Legacy));
+    // PCIOCRD: the struct with the TSC and the idle count set, the rest zero.
+    model.advance_tsc(5_000);
+    model.advance_idle(42);
+    let before = model.tsc();
+    let mut st = PctrStLegacy {
+        pctr_fn: [7, 7],
+        pctr_tsc: 7,
+        pctr_hwc: [7, 7],
+        pctr_idl: 7,
+    };
+    device
+        .ioctl(PCIOCRD_LEGACY, IoctlArg::ReadLegacy(&mut st))
+        .unwrap();
+    assert!(st.pctr_tsc > before, "{} <= {before}", st.pctr_tsc);
+    assert_eq!(st.pctr_idl, 42);
+    assert_eq!(st.pctr_fn, [0, 0]);
+    assert_eq!(st.pctr_hwc, [0, 0]);
+    // PCIOCS0/1: ENODEV, on any descriptor, whatever the function.
+    let mut read_only = model.open(false);
+    for counter in [0, 1] {
+        assert_eq!(set(&mut device, counter, 0x16), Err(Errno::ENODEV));
+        assert_eq!(set(&mut read_only, counter, 0x38_0000), Err(Errno::ENODEV));
+    }
+    // PCIOCS2/3 are unknown to the legacy driver: EINVAL from its default case.
+    for request in [PCIOCS2, PCIOCS3] {
+        assert_eq!(
+            device.ioctl(request, IoctlArg::Function(0x16)),
+            Err(Errno::EINVAL)
+        );
+    }
+    assert!(model.recent_sets().iter().all(|r| r.result.is_err()));
+    assert!(!model.user_rdpmc_enabled());
+}
+
+#[test]
+fn model_configs_refuse_what_no_driver_does() {
+    for (cpu, abi) in [
+        (ModelCpu::P6, Abi::Current),
+        (ModelCpu::IntelArch, Abi::Legacy),
+        (ModelCpu::Amd, Abi::Legacy),
+    ] {
+        let error = ModelConfig::new(cpu).with_abi(abi).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{cpu} {abi}");
+        assert!(error.message().contains(cpu.name()), "{error}");
+        assert!(error.hint().is_some());
+    }
+    let intel = ModelConfig::new(ModelCpu::IntelArch);
+    assert_eq!(intel.with_hardware_width(40).unwrap().read_width(), 40);
+    assert_eq!(
+        intel.with_hardware_width(0).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(intel.with_hardware_width(65).is_err());
+    assert!(
+        ModelConfig::new(ModelCpu::TscOnly)
+            .with_hardware_width(48)
+            .is_err()
+    );
+    // Moving to the legacy ABI makes the kernel i386.
+    let legacy_tsc = ModelConfig::new(ModelCpu::TscOnly)
+        .with_abi(Abi::Legacy)
+        .unwrap();
+    assert!(!legacy_tsc.is_amd64());
 }
