@@ -27,6 +27,18 @@ fn unavailable(kind: BackendKind, device: DeviceKind, reason: String) -> Report 
 pub fn run_all(context: &Context, only: Option<BackendKind>, models: bool) -> Vec<Report> {
     let wanted = |kind: BackendKind| only.is_none_or(|o| o == kind);
     let mut reports = Vec::new();
+    if let Some(kind) = only
+        && !crate::compiled_backends().contains(&kind)
+        && !models
+    {
+        reports.push(unavailable(
+            kind,
+            DeviceKind::Real,
+            format!(
+                "the {kind} backend is not built for {OS}; its device model runs with --models"
+            ),
+        ));
+    }
     for &kind in crate::compiled_backends().iter().filter(|k| wanted(**k)) {
         let report = match kind {
             BackendKind::Linux => {

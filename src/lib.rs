@@ -3,6 +3,17 @@
 //! The facade: re-exports the vocabulary ([`hal`]) and the event database ([`events`]), knows
 //! which backends this OS has, and opens the first that works, saying why each other did not.
 //!
+//! **For users**: [`open_default`] gives the first backend that works here (and why the others
+//! did not); [`Context`] and [`probe`] pick one by name; the backend's
+//! [`open_named`](Backend::open_named) opens events by name as an [`EventSet`]. Names are
+//! generalized events, PAPI presets, the CPU's native events from the database, raw codes,
+//! and the backend's own (tracepoints, breakpoints, dynamic PMUs on Linux).
+//!
+//! **For backend authors**: a backend is a crate implementing [`hal::Backend`] and
+//! [`hal::Group`] with a `probe(database, cpu_model)` function; add it to
+//! [`compiled_backends`] and [`probe`], give it a [`conformance::Subject`], and run
+//! [`conformance::run`] in its tests.
+//!
 //! | OS | backends tried, in order |
 //! |---|---|
 //! | Linux | `linux` (perf_event_open), `msr` (/dev/cpu/N/msr) |
@@ -57,8 +68,6 @@ pub fn compiled_backends() -> &'static [BackendKind] {
             &[BackendKind::Linux, BackendKind::Msr]
         } else if #[cfg(target_os = "openbsd")] {
             &[BackendKind::Pctr]
-        } else if #[cfg(target_os = "freebsd")] {
-            &[BackendKind::Msr]
         } else {
             &[]
         }
@@ -135,7 +144,7 @@ pub fn probe(kind: BackendKind, context: &Context) -> Result<AnyBackend> {
                 match kind {
                     BackendKind::Linux => "perf_event_open exists only on Linux",
                     BackendKind::Pctr => "/dev/pctr exists only on OpenBSD (i386, amd64)",
-                    BackendKind::Msr => "raw MSR access is implemented for Linux (and FreeBSD)",
+                    BackendKind::Msr => "raw MSR access is implemented for Linux's msr driver",
                 },
             ),
         );
@@ -161,34 +170,61 @@ pub fn probe_all(context: &Context) -> Vec<Probe> {
         .collect()
 }
 
+/// The backend [`open_default`] chose, and why each backend tried before it was passed over.
+///
+/// It dereferences to the backend, so it can be used as one.
+pub struct Chosen {
+    /// The backend in use.
+    pub backend: AnyBackend,
+    /// The backends tried first and the reason each could not be used, in order.
+    pub passed_over: Vec<(BackendKind, Error)>,
+}
+
+impl std::ops::Deref for Chosen {
+    type Target = AnyBackend;
+
+    fn deref(&self) -> &AnyBackend {
+        &self.backend
+    }
+}
+
 /// Opens the first backend that works here, with the shipped database (plus
-/// `COUNTERHAL_EVENTS`) and the detected CPU model.
+/// `COUNTERHAL_EVENTS` and `user_file`) and the detected CPU model, and says why each backend
+/// before it did not.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] when no backend is compiled for this OS; otherwise the first
-/// backend's error, with every backend's reason in the message.
-pub fn open_default(user_file: Option<&Path>) -> Result<AnyBackend> {
+/// [`ErrorKind::Unsupported`] when no backend is compiled for this OS; when none works, the
+/// first backend's kind with every backend's reason in the message;
+/// [`ErrorKind::InvalidInput`] for a malformed events file.
+pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
     let context = Context::new(user_file, None)?;
-    let mut reasons = Vec::new();
-    let mut first_error = None;
+    let mut passed_over = Vec::new();
     for probe in probe_all(&context) {
         match probe.result {
-            Ok(backend) => return Ok(backend),
-            Err(e) => {
-                reasons.push(format!("{}: {e}", probe.kind));
-                first_error.get_or_insert(e);
+            Ok(backend) => {
+                return Ok(Chosen {
+                    backend,
+                    passed_over,
+                });
             }
+            Err(e) => passed_over.push((probe.kind, e)),
         }
     }
-    match first_error {
+    match passed_over.first() {
         None => Err(
             Error::unsupported(format!("counterhal has no backend for {OS}"))
                 .with_hint("supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr)"),
         ),
-        Some(e) => Err(Error::new(
-            e.kind(),
-            format!("no usable counter backend: {}", reasons.join("; ")),
-        )),
+        Some((_, first)) => {
+            let reasons: Vec<String> = passed_over
+                .iter()
+                .map(|(kind, e)| format!("{kind}: {e}"))
+                .collect();
+            Err(Error::new(
+                first.kind(),
+                format!("no usable counter backend: {}", reasons.join("; ")),
+            ))
+        }
     }
 }
 

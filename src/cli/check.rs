@@ -1,5 +1,6 @@
 //! `counterhal check`: the conformance suite on this machine.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,16 +27,19 @@ pub struct CheckArgs {
 
 /// Runs `counterhal check`.
 pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
+    let mut out = String::new();
     let context = args.database.context()?;
     let reports = counterhal::check::run_all(&context, args.backend, args.models);
     let mut failed = false;
-    println!(
+    _ = writeln!(
+        out,
         "{:<8} {:<6} {:<34} {:<5} reason",
         "backend", "device", "case", "result"
     );
     for report in &reports {
         for case in &report.cases {
-            println!(
+            _ = writeln!(
+                out,
                 "{:<8} {:<6} {:<34} {:<5} {}",
                 report.backend,
                 report.device,
@@ -45,7 +49,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
             );
         }
         let (pass, skip, fail) = report.counts();
-        println!(
+        _ = writeln!(
+            out,
             "  {} / {} ({}): {pass} passed, {fail} failed, {skip} skipped",
             report.backend, report.device, report.description
         );
@@ -60,7 +65,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
                 path.display()
             )))
         })?;
-        println!("report written to {}", path.display());
+        _ = writeln!(out, "report written to {}", path.display());
     }
     // A backend that cannot be used here is a skip; a failed case, or a run in which nothing
     // passed at all, is a failure.
@@ -68,6 +73,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
     if nothing_passed {
         eprintln!("counterhal check: no case passed on any backend");
     }
+    super::output::emit(&out);
     Ok(if failed || nothing_passed {
         ExitCode::FAILURE
     } else {

@@ -1,5 +1,6 @@
 //! `counterhal encode`: how each event is encoded for a backend.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -55,10 +56,19 @@ pub fn to_json(event: &ResolvedEvent, cpu: Option<&str>) -> Vec<Value> {
         .terms
         .iter()
         .map(|term| {
+            // Every object has every field; those that do not apply to its backend are null.
             let mut object = json!({
                 "event": event.name,
                 "backend": term.request.encoding.backend().name(),
                 "cpu": cpu,
+                "type": null,
+                "config": null,
+                "config1": null,
+                "config2": null,
+                "function": null,
+                "evtsel": null,
+                "counters": null,
+                "fixed": null,
             });
             if event.is_derived() {
                 object["native"] = json!(term.request.name);
@@ -173,6 +183,7 @@ pub fn to_text(event: &ResolvedEvent, cpu: Option<&str>) -> String {
 
 /// Runs `counterhal encode`.
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
+    let mut out = String::new();
     let context = args.database.context()?;
     if args.backend != BackendKind::Linux && context.model.is_none() {
         let known: Vec<&str> = context.database.models().map(|m| m.id.as_str()).collect();
@@ -193,14 +204,16 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let cpu = context.model.as_deref();
     if args.json {
         let array: Vec<Value> = resolved.iter().flat_map(|e| to_json(e, cpu)).collect();
-        println!(
+        _ = writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&array).expect("JSON of plain values")
         );
     } else {
         for event in &resolved {
-            print!("{}", to_text(event, cpu));
+            _ = write!(out, "{}", to_text(event, cpu));
         }
     }
+    super::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `counterhal info`: the OS, the CPU, and each backend with its status.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -42,41 +43,74 @@ fn describe_capabilities(caps: &Capabilities) -> String {
     )
 }
 
+/// Whether user-space rdpmc reads are allowed: each core PMU's `rdpmc` file (`cpu`, or
+/// `cpu_core` and `cpu_atom` on hybrid CPUs): 0 off, 1 while an event is mapped, 2 always.
+fn rdpmc_status() -> String {
+    let devices = std::path::Path::new("/sys/bus/event_source/devices");
+    let settings: Vec<String> = ["cpu", "cpu_core", "cpu_atom"]
+        .iter()
+        .filter_map(|pmu| {
+            let value = read_trimmed(devices.join(pmu).join("rdpmc").to_str()?)?;
+            Some(format!("{pmu}/rdpmc = {value}"))
+        })
+        .collect();
+    if settings.is_empty() {
+        return "unavailable: no core PMU (`cpu`, `cpu_core`, `cpu_atom`) in \
+                /sys/bus/event_source/devices"
+            .to_string();
+    }
+    let on = settings.iter().any(|s| !s.ends_with("= 0"));
+    let verdict = if on { "available" } else { "off" };
+    format!("{verdict} ({})", settings.join(", "))
+}
+
 /// Runs `counterhal info`.
 pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
+    let mut out = String::new();
     let context = args.database.context()?;
-    println!("counterhal {}", env!("CARGO_PKG_VERSION"));
+    _ = writeln!(out, "counterhal {}", env!("CARGO_PKG_VERSION"));
     match read_trimmed("/proc/sys/kernel/osrelease") {
-        Some(release) => println!("OS:      {OS} {release}"),
-        None => println!("OS:      {OS}"),
+        Some(release) => _ = writeln!(out, "OS:      {OS} {release}"),
+        None => _ = writeln!(out, "OS:      {OS}"),
     }
     match &context.cpu {
-        Some(cpu) => println!("CPU:     {cpu}"),
-        None => println!("CPU:     not detected"),
+        Some(cpu) => _ = writeln!(out, "CPU:     {cpu}"),
+        None => _ = writeln!(out, "CPU:     not detected"),
     }
-    match &context.model {
+    match context
+        .model
+        .as_deref()
+        .and_then(|id| context.database.model(id))
+    {
         Some(model) => {
-            let description = context
-                .database
-                .model(model)
-                .map(|m| m.description.clone())
-                .unwrap_or_default();
-            println!("model:   {model} ({description})");
+            let pmu = &model.pmu;
+            _ = writeln!(out, "model:   {} ({})", model.id, model.description);
+            let fixed = if pmu.fixed_counters > 0 {
+                format!(", {} fixed x {} bits", pmu.fixed_counters, pmu.fixed_width)
+            } else {
+                String::new()
+            };
+            _ = writeln!(
+                out,
+                "PMU:     {} general counters x {} bits{fixed} (per the event database)",
+                pmu.general_counters, pmu.counter_width
+            );
         }
-        None => println!("model:   none in the event database matches this CPU (use --cpu MODEL)"),
+        None => {
+            _ = writeln!(
+                out,
+                "model:   none in the event database matches this CPU (use --cpu MODEL)"
+            )
+        }
     }
     if cfg!(target_os = "linux") {
         let paranoid = read_trimmed("/proc/sys/kernel/perf_event_paranoid")
             .unwrap_or_else(|| "unknown".into());
-        println!("perf_event_paranoid: {paranoid}");
-        let rdpmc = match read_trimmed("/sys/bus/event_source/devices/cpu/rdpmc") {
-            Some(v) if v == "0" => "off (/sys/bus/event_source/devices/cpu/rdpmc = 0)".to_string(),
-            Some(v) => format!("available (/sys/bus/event_source/devices/cpu/rdpmc = {v})"),
-            None => "unavailable: no `cpu` PMU in /sys/bus/event_source/devices".to_string(),
-        };
-        println!("rdpmc:   {rdpmc}");
+        _ = writeln!(out, "perf_event_paranoid: {paranoid}");
+        let rdpmc = rdpmc_status();
+        _ = writeln!(out, "rdpmc:   {rdpmc}");
     }
-    println!("backends:");
+    _ = writeln!(out, "backends:");
     let probes = counterhal::probe_all(&context);
     for kind in BackendKind::ALL {
         match probes.iter().find(|p| p.kind == kind) {
@@ -86,19 +120,24 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
                         DeviceKind::Real => "real device",
                         DeviceKind::Model => "model",
                     };
-                    println!(
+                    _ = writeln!(
+                        out,
                         "  {:<6} usable ({device}): {}",
                         kind.name(),
                         describe_capabilities(&backend.capabilities())
                     );
                 }
-                Err(e) => println!("  {:<6} unusable: {e}", kind.name()),
+                Err(e) => _ = writeln!(out, "  {:<6} unusable: {e}", kind.name()),
             },
-            None => println!(
-                "  {:<6} not built for {OS} (its model runs with `counterhal check --models`)",
-                kind.name()
-            ),
+            None => {
+                _ = writeln!(
+                    out,
+                    "  {:<6} not built for {OS} (its model runs with `counterhal check --models`)",
+                    kind.name()
+                )
+            }
         }
     }
+    super::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

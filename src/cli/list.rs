@@ -1,5 +1,6 @@
 //! `counterhal list`: the events available here, each marked usable or not.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -35,7 +36,7 @@ struct Entry {
 
 fn usability(backend: Option<&AnyBackend>, name: &str) -> (Option<bool>, Option<String>) {
     let Some(backend) = backend else {
-        return (None, Some("no usable backend here".into()));
+        return (Some(false), Some("the backend cannot be used here".into()));
     };
     let opened = backend.resolve(name).and_then(|event| {
         let requests: Vec<_> = event.terms.into_iter().map(|t| t.request).collect();
@@ -119,12 +120,24 @@ fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Ve
 
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
+    let mut out = String::new();
     let context = args.database.context()?;
-    let backend = match args.backend {
-        Some(kind) => Some(counterhal::probe(kind, &context).map_err(CliError::failed)?),
-        None => counterhal::probe_all(&context)
-            .into_iter()
-            .find_map(|p| p.result.ok()),
+    // A backend that cannot be used here still has events to list: all marked unusable, with
+    // the reason in the header.
+    let (backend, unusable) = match args.backend {
+        Some(kind) => match counterhal::probe(kind, &context) {
+            Ok(backend) => (Some(backend), None),
+            Err(e) => (None, Some(format!("{kind}: {e}"))),
+        },
+        None => {
+            let first = counterhal::probe_all(&context)
+                .into_iter()
+                .find_map(|p| p.result.ok());
+            let reason = first
+                .is_none()
+                .then(|| "no usable backend here".to_string());
+            (first, reason)
+        }
     };
     let pattern = args.pattern.as_deref().unwrap_or("").to_ascii_lowercase();
     let entries = collect(&context, backend.as_ref(), &pattern);
@@ -142,31 +155,43 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
-        println!(
+        _ = writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&array).expect("JSON of plain values")
         );
+        super::output::emit(&out);
         return Ok(ExitCode::SUCCESS);
     }
-    let label = backend
-        .as_ref()
-        .map_or("no backend".to_string(), |b| b.label());
+    let label = match (&backend, &unusable) {
+        (Some(backend), _) => backend.label(),
+        (None, Some(reason)) => format!("no usable backend ({reason})"),
+        (None, None) => "no backend".to_string(),
+    };
     let model = context.model.as_deref().unwrap_or("no database model");
-    println!("events for {label}, CPU model {model} (* = usable here)");
+    _ = writeln!(
+        out,
+        "events for {label}, CPU model {model} (* = usable here)"
+    );
     let mut section = "";
     for entry in &entries {
         if entry.section != section {
             section = entry.section;
-            println!("\n{section}:");
+            _ = writeln!(out, "\n{section}:");
         }
         let mark = match entry.usable {
             Some(true) => "*",
             Some(false) => " ",
             None => "?",
         };
-        println!("  {mark} {:<40} {}", entry.name, entry.description);
+        _ = writeln!(out, "  {mark} {:<40} {}", entry.name, entry.description);
     }
     let usable = entries.iter().filter(|e| e.usable == Some(true)).count();
-    println!("\n{} events listed, {usable} usable here", entries.len());
+    _ = writeln!(
+        out,
+        "\n{} events listed, {usable} usable here",
+        entries.len()
+    );
+    super::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

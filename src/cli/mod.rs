@@ -5,6 +5,7 @@ mod encode;
 mod format;
 mod info;
 mod list;
+mod output;
 mod stat;
 
 use std::path::PathBuf;

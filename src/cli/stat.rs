@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope};
 use counterhal::{AnyBackend, Backend, BackendKind, Context, Error, ErrorKind, Target};
 use serde_json::json;
 
@@ -101,6 +101,8 @@ pub struct Run {
     elapsed_ns: u64,
     user_ns: Option<u64>,
     sys_ns: Option<u64>,
+    /// What the reader must know about whose activity was counted.
+    note: Option<String>,
 }
 
 fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
@@ -111,8 +113,7 @@ fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
         }]));
     }
     if args.all_cpus {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        return Ok(Some((0..cpus).map(Target::Cpu).collect()));
+        return Ok(Some(online_cpus()));
     }
     if let Some(list) = &args.cpu_list {
         return parse_cpu_list(list)
@@ -120,6 +121,18 @@ fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
             .map_err(|e| CliError::usage(e, USAGE));
     }
     Ok(None)
+}
+
+/// Every online CPU (`/sys/devices/system/cpu/online`; not this process's affinity, which may
+/// be narrower), or CPUs 0..N by the parallelism the OS reports where that file is absent.
+fn online_cpus() -> Vec<Target> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| parse_cpu_list(text.trim()).ok())
+        .unwrap_or_else(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            (0..cpus).map(Target::Cpu).collect()
+        })
 }
 
 fn parse_cpu_list(list: &str) -> Result<Vec<Target>, Error> {
@@ -227,6 +240,11 @@ fn run_generic<B: Backend>(
                         sets.push((index, opened));
                         (event.name.clone(), Ok(Reading::default()))
                     }
+                    // A target that does not exist is the user's to fix, not an event the
+                    // machine lacks.
+                    Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
+                        return Err(CliError::usage(e, USAGE));
+                    }
                     Err(e) => (event.name.clone(), Err(e)),
                 }
             }
@@ -243,10 +261,12 @@ fn run_generic<B: Backend>(
             set.enable().map_err(CliError::failed)?;
         }
     }
+    let children_before = children_cpu_time();
     let status = std::process::Command::new(&command[0])
         .args(&command[1..])
         .status();
     let elapsed_ns = start.elapsed().as_nanos() as u64;
+    let children_after = children_cpu_time();
     for (index, group) in &mut sets {
         let mut total = Reading::default();
         for set in group.iter_mut() {
@@ -273,14 +293,38 @@ fn run_generic<B: Backend>(
             });
         }
     };
+    let (user_ns, sys_ns) = match (children_before, children_after) {
+        (Some(before), Some(after)) => (
+            Some(after.0.saturating_sub(before.0)),
+            Some(after.1.saturating_sub(before.1)),
+        ),
+        _ => (None, None),
+    };
     Ok(Run {
         events: results,
         exit_code,
         exit_description,
         elapsed_ns,
-        user_ns: None,
-        sys_ns: None,
+        user_ns,
+        sys_ns,
+        note: None,
     })
+}
+
+/// The user and system CPU time of this process's waited-for children, in nanoseconds.
+#[cfg(unix)]
+fn children_cpu_time() -> Option<(u64, u64)> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let nanos = |t: nix::sys::time::TimeVal| {
+        (t.tv_sec() as u64).saturating_mul(1_000_000_000) + (t.tv_usec() as u64) * 1_000
+    };
+    Some((nanos(usage.user_time()), nanos(usage.system_time())))
+}
+
+#[cfg(not(unix))]
+fn children_cpu_time() -> Option<(u64, u64)> {
+    None
 }
 
 #[cfg(unix)]
@@ -296,12 +340,12 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 /// The exit code passed on, and words for it.
 pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> (u8, String) {
     match (code, signal) {
-        (Some(code), _) => ((code & 0xff) as u8, format!("exit status {code}")),
+        (Some(code), _) => ((code & 0xff) as u8, format!("exited with status {code}")),
         (None, Some(signal)) => (
             (128 + signal).clamp(0, 255) as u8,
-            format!("killed by signal {signal}"),
+            format!("was killed by signal {signal}"),
         ),
-        (None, None) => (1, "unknown status".into()),
+        (None, None) => (1, "ended with an unknown status".into()),
     }
 }
 
@@ -319,13 +363,36 @@ fn measure<B: Backend>(
     events: &[Planned],
 ) -> Result<Run, CliError> {
     let targets = targets(args)?;
-    match (linux, targets) {
-        (Some(linux), None) => linux_command::run(args, linux, events),
-        (_, targets) => {
-            let targets = targets.unwrap_or_else(|| vec![Target::ThisThread]);
-            run_generic(backend, events, &targets, &args.command)
-        }
+    if let (Some(linux), None) = (linux, &targets) {
+        return linux_command::run(args, linux, events);
     }
+    let capabilities = backend.capabilities();
+    let (targets, note) = match targets {
+        Some(targets) => (targets, None),
+        // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
+        // where it can, and say whose activity the numbers are.
+        None if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu => (
+            online_cpus(),
+            Some(format!(
+                "{} counts per CPU, not per process: these are every CPU's counts while the \
+                 command ran, including other programs",
+                backend.label()
+            )),
+        ),
+        None if capabilities.scope == Scope::SystemWidePerCpu => (
+            vec![Target::ThisThread],
+            Some(format!(
+                "{} counts per CPU, not per process: these are the counts of the CPU this \
+                 command started on, including other programs, and miss the command's time on \
+                 other CPUs",
+                backend.label()
+            )),
+        ),
+        None => (vec![Target::ThisThread], None),
+    };
+    let mut run = run_generic(backend, events, &targets, &args.command)?;
+    run.note = note;
+    Ok(run)
 }
 
 #[cfg(target_os = "linux")]
@@ -391,6 +458,7 @@ mod linux_command {
             elapsed_ns: run.exit.elapsed.as_nanos() as u64,
             user_ns: Some(run.exit.user_time.as_nanos() as u64),
             sys_ns: Some(run.exit.system_time.as_nanos() as u64),
+            note: None,
         })
     }
 }
@@ -440,17 +508,24 @@ fn stat_with<B: Backend>(
     } else {
         args.event_names
             .iter()
-            .filter(|e| !e.is_empty())
-            .cloned()
+            .map(|e| e.trim().to_string())
             .collect()
     };
+    if names.iter().any(String::is_empty) {
+        return Err(CliError::usage(
+            Error::invalid_input("an empty event name in -e")
+                .with_hint("name events separated by commas, e.g. -e page-faults,task-clock"),
+            USAGE,
+        ));
+    }
     let events = resolve_all(backend, &names)?;
     let mut runs = Vec::new();
     for _ in 0..args.repeat {
         runs.push(measure(args, backend, linux, &events)?);
     }
     let summary = summarize(&runs);
-    let last = runs.last().expect("at least one run");
+    let mean = mean_run(&runs);
+    let last = &mean;
     let mut out = String::new();
     if args.json {
         print_json(&mut out, args, &summary, last);
@@ -531,49 +606,84 @@ fn is_clock(name: &str) -> bool {
     base.eq_ignore_ascii_case("task-clock") || base.eq_ignore_ascii_case("cpu-clock")
 }
 
-fn find_value(summary: &[Summary], name: &str) -> Option<u64> {
+/// What an event measures, for the derived ratios: perf's names, their aliases and modifiers,
+/// and the PAPI presets that mean the same.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Measures {
+    Instructions,
+    Cycles,
+    Branches,
+    BranchMisses,
+    CacheReferences,
+    CacheMisses,
+}
+
+fn measures(name: &str) -> Option<Measures> {
+    use counterhal::hal::{GeneralizedEvent, HardwareEvent, Preset};
+    let base = name.split(':').next().unwrap_or(name);
+    match GeneralizedEvent::from_name(base)? {
+        GeneralizedEvent::Hardware(HardwareEvent::Instructions)
+        | GeneralizedEvent::Preset(Preset::TotIns) => Some(Measures::Instructions),
+        GeneralizedEvent::Hardware(HardwareEvent::Cycles)
+        | GeneralizedEvent::Preset(Preset::TotCyc) => Some(Measures::Cycles),
+        GeneralizedEvent::Hardware(HardwareEvent::Branches)
+        | GeneralizedEvent::Preset(Preset::BrIns) => Some(Measures::Branches),
+        GeneralizedEvent::Hardware(HardwareEvent::BranchMisses)
+        | GeneralizedEvent::Preset(Preset::BrMsp) => Some(Measures::BranchMisses),
+        GeneralizedEvent::Hardware(HardwareEvent::CacheReferences) => {
+            Some(Measures::CacheReferences)
+        }
+        GeneralizedEvent::Hardware(HardwareEvent::CacheMisses) => Some(Measures::CacheMisses),
+        _ => None,
+    }
+}
+
+/// The estimate of the first event in the table that measures `what`.
+fn find_value(summary: &[Summary], what: Measures) -> Option<u64> {
     summary
         .iter()
-        .find(|s| s.name == name)
+        .find(|s| measures(&s.name) == Some(what))
         .and_then(|s| s.reading.as_ref().ok())
         .and_then(|r| r.scaled())
 }
 
 fn ratio_note(summary: &[Summary], entry: &Summary) -> String {
-    let Ok(reading) = &entry.reading else {
+    let Some(value) = entry.reading.as_ref().ok().and_then(|r| r.scaled()) else {
         return String::new();
     };
-    let Some(value) = reading.scaled() else {
-        return String::new();
+    let (base, what, words) = match measures(&entry.name) {
+        Some(Measures::Instructions) => (Measures::Cycles, "insn per cycle", false),
+        Some(Measures::BranchMisses) => (Measures::Branches, "of all branches", true),
+        Some(Measures::CacheMisses) => (Measures::CacheReferences, "of all cache refs", true),
+        _ => return String::new(),
     };
-    match entry.name.as_str() {
-        "instructions" => match find_value(summary, "cycles") {
-            Some(cycles) if cycles > 0 => {
-                format!("#  {:.2}  insn per cycle", value as f64 / cycles as f64)
-            }
-            _ => String::new(),
-        },
-        "branch-misses" => match find_value(summary, "branches") {
-            Some(branches) if branches > 0 => {
-                format!(
-                    "#  {:.2}% of all branches",
-                    100.0 * value as f64 / branches as f64
-                )
-            }
-            _ => String::new(),
-        },
-        "cache-misses" => match find_value(summary, "cache-references") {
-            Some(refs) if refs > 0 => format!(
-                "#  {:.2}% of all cache refs",
-                100.0 * value as f64 / refs as f64
-            ),
-            _ => String::new(),
-        },
-        name if is_clock(name) => match find_value(summary, name) {
-            Some(_) => String::new(),
-            None => String::new(),
-        },
+    match find_value(summary, base) {
+        Some(total) if total > 0 && words => {
+            format!("#  {:.2}% {what}", 100.0 * value as f64 / total as f64)
+        }
+        Some(total) if total > 0 => format!("#  {:.2}  {what}", value as f64 / total as f64),
         _ => String::new(),
+    }
+}
+
+/// The runs' mean elapsed, user and system times, with the last run's exit status and note.
+fn mean_run(runs: &[Run]) -> Run {
+    let n = runs.len().max(1) as u64;
+    let last = runs.last().expect("at least one run");
+    let mean = |f: fn(&Run) -> Option<u64>| -> Option<u64> {
+        runs.iter()
+            .map(f)
+            .sum::<Option<u64>>()
+            .map(|total| total / n)
+    };
+    Run {
+        events: Vec::new(),
+        exit_code: last.exit_code,
+        exit_description: last.exit_description.clone(),
+        elapsed_ns: mean(|r| Some(r.elapsed_ns)).unwrap_or(0),
+        user_ns: mean(|r| r.user_ns),
+        sys_ns: mean(|r| r.sys_ns),
+        note: last.note.clone(),
     }
 }
 
@@ -631,6 +741,10 @@ fn print_table(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Ru
         }
     }
     out.push('\n');
+    if let Some(note) = &last.note {
+        _ = writeln!(out, " Note: {note}.");
+        out.push('\n');
+    }
     _ = writeln!(out, "{:>18} seconds time elapsed", seconds(last.elapsed_ns));
     if let (Some(user), Some(sys)) = (last.user_ns, last.sys_ns) {
         out.push('\n');
@@ -639,7 +753,7 @@ fn print_table(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Ru
     }
     out.push('\n');
     if last.exit_code != 0 {
-        _ = writeln!(out, " The command ended with {}.", last.exit_description);
+        _ = writeln!(out, " The command {}.", last.exit_description);
         out.push('\n');
     }
     if !reasons.is_empty() {
@@ -739,6 +853,6 @@ mod tests {
     fn statuses() {
         assert_eq!(describe_status(Some(3), None).0, 3);
         assert_eq!(describe_status(None, Some(9)).0, 137);
-        assert_eq!(describe_status(Some(0), None).1, "exit status 0");
+        assert_eq!(describe_status(Some(0), None).1, "exited with status 0");
     }
 }
