@@ -69,7 +69,8 @@ impl Subject for ModelSubject {
     }
 }
 
-/// One subject per PMU model: Intel v4-like, Intel v2-like, AMD legacy, Zen-like.
+/// One subject per PMU model ([`PmuModelKind::ALL`]): Intel v4-like, v2-like, v1-like
+/// and v5-like, AMD legacy, Zen-like.
 pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
     PmuModelKind::ALL
         .iter()

@@ -10,7 +10,10 @@
 //! user mode" ([`ModelHandle::feed`]). Every enabled counter programmed with that event code
 //! and unit mask (exact match; edge, invert and counter-mask are not modelled) counts them, as
 //! do the fixed counters for their architectural events (0: instructions 0xC0/0x00, 1: core
-//! cycles 0x3C/0x00, 2: reference cycles 0x3C/0x01). Time is the TSC, advanced by
+//! cycles 0x3C/0x00, 2: reference cycles 0x3C/0x01) where they exist: on a version 5 model
+//! the fixed counters are a set that may have gaps ([`ModelConfig::fixed_bitmap`]), and an
+//! absent one answers EIO like any missing register. AnyThread bits are accepted in versions 3
+//! and 4 only; a model has one thread per core, so they change nothing. Time is the TSC, advanced by
 //! [`ModelHandle::advance_tsc`]; the model's TSC runs at [`MODEL_TSC_HZ`].
 //!
 //! The model also keeps a few non-PMU registers (IA32_PERF_CTL, IA32_MISC_ENABLE, AMD HWCR) so
@@ -626,7 +629,7 @@ impl ModelDevice {
         let cpu = CpuState {
             evtsel: vec![0; config.gp_counters as usize],
             counter: vec![0; config.gp_counters as usize],
-            fixed: vec![0; config.fixed_counters as usize],
+            fixed: vec![0; (32 - config.fixed_set().leading_zeros()) as usize],
             // Reset state: every global enable set, so EN bits alone start counters (SDM:
             // compatible with software that predates the global control).
             global_ctrl: if config.global_control() {
@@ -795,10 +798,17 @@ impl ModelHandle {
         self.feed(code, umask, user, kernel);
     }
 
-    /// Runs core cycles on CPU 0 (GP counters programmed for them and fixed counter 1).
+    /// Runs core cycles on CPU 0 (GP counters programmed for them and fixed counter 1). On a
+    /// model of a P6-lineage Intel CPU (family 6, model 0x0E or below, as the Core Duo-like
+    /// [`PmuModelKind::IntelV1`]) counters programmed with the older CPU_CLK_UNHALTED (0x79)
+    /// count them too, as such CPUs do.
     pub fn feed_cycles(&self, user: u64, kernel: u64) {
         let (code, umask) = self.cycles_event();
         self.feed(code, umask, user, kernel);
+        let c = self.config();
+        if !c.amd && c.family == 6 && c.model <= 0x0E {
+            self.feed(0x79, 0x00, user, kernel);
+        }
     }
 
     /// Advances every CPU's TSC by `ticks` (at [`MODEL_TSC_HZ`]).

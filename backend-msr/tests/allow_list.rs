@@ -296,7 +296,10 @@ fn a_whole_session_stays_on_the_list() {
             CounterSet::from_mask(u32::MAX),
             Some(7),
         );
-        let events = vec![wide, instructions(&backend, &model), cycles_gp(&model)];
+        let mut events = vec![wide, instructions(&backend, &model), cycles_gp(&model)];
+        // The v1 model has only two counters in all.
+        let pmu = backend.pmu();
+        events.truncate((pmu.gp_counters + pmu.fixed_counters()) as usize);
         let mut group = backend
             .open(&events, &Target::Cpu(1), &OpenOptions::default())
             .unwrap();

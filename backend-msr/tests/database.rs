@@ -80,60 +80,89 @@ fn unknown_names_are_invalid_events() {
     assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{error}");
 }
 
-/// A hostile events file: a CPU entry claiming 32 counters and events placed on counter 19
-/// (whose select would be IA32_PERF_CTL) and fixed counter 7 (0x310, which the CPU lacks).
-/// The database accepts the file (it is self-consistent); the backend, which trusts CPUID and
-/// not the file, refuses the events without touching a register.
-#[test]
-fn hostile_events_file() {
-    let text = r#"
+/// How a hostile events file is stopped.
+#[derive(Debug)]
+enum Stopped {
+    /// The database refuses the file itself (`InvalidInput`, the message containing this).
+    ByDatabase(&'static str),
+    /// The database accepts the file (it is self-consistent) and encodes the event as the file
+    /// says; the backend, which trusts CPUID and not the file, refuses the encoding
+    /// (`InvalidEvent`, the message containing this) without touching a register.
+    ByBackend(&'static str),
+}
+
+/// The CPU entry every hostile file below starts with: it claims 32 counters and 8 fixed ones
+/// on a Skylake (the model is a 4 + 3 counter v4 PMU).
+const HOSTILE_CPU: &str = r#"
 [[cpu]]
 id = "hostile"
 description = "claims counters the CPU does not have"
 encoder = "intel-arch"
 match = [{ vendor = "intel", family = 6, model = [0x5e] }]
 pmu = { general_counters = 32, counter_width = 64, fixed_counters = 8, fixed_width = 64 }
-
-[[cpu.event]]
-name = "PERF_CTL_WRITER"
-code = 0x3c
-counters = [19]
-desc = "placed on counter 19"
-
-[[cpu.event]]
-name = "FIXED_CTRL_WRITER"
-code = 0xc0
-counters = []
-fixed = 7
-desc = "placed on fixed counter 7"
 "#;
-    let db = match Database::default().with_toml_str("hostile.toml", text) {
-        Ok(db) => Arc::new(db),
-        Err(error) => {
-            eprintln!("the database refuses the hostile file itself: {error}");
-            assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
-            return;
-        }
-    };
-    let config = PmuModelKind::IntelV4.config();
-    let cpuid = config.cpuid();
-    let (device, model) = ModelDevice::new(config);
-    let backend =
-        MsrBackend::with_device(db, Arc::new(device), &cpuid, Some("hostile".into())).unwrap();
-    model.clear_log();
-    for name in ["PERF_CTL_WRITER", "FIXED_CTRL_WRITER"] {
-        let resolved = match backend.resolve(name) {
-            Ok(resolved) => resolved,
-            Err(error) => {
-                eprintln!("{name}: the database refuses to encode it: {error}");
+
+/// Hostile events files, each with one event, and how each must be stopped.
+const HOSTILE: [(&str, &str, Stopped); 4] = [
+    // Counter 19's select would be 0x199, IA32_PERF_CTL (the P-state request).
+    (
+        "PERF_CTL_WRITER",
+        "code = 0x3c\ncounters = [19]",
+        Stopped::ByBackend("allows counters {19}, none of which this PMU has"),
+    ),
+    // Fixed counter 7 would be 0x310, which the CPU lacks.
+    (
+        "FIXED_CTRL_WRITER",
+        "code = 0xc0\ncounters = []\nfixed = 7",
+        Stopped::ByBackend("fixed counter 7, none of which this PMU has"),
+    ),
+    // Counter 40 is past the 32 counters the file's own PMU entry claims.
+    (
+        "PAST_THE_FILE",
+        "code = 0x3c\ncounters = [40]",
+        Stopped::ByDatabase("unknown counter 40"),
+    ),
+    // An event code wider than the 8 bits of an Intel event select.
+    (
+        "WIDE_CODE",
+        "code = 0x1ff",
+        Stopped::ByDatabase("event code 0x1ff"),
+    ),
+];
+
+#[test]
+fn hostile_events_files() {
+    for (name, body, stopped) in HOSTILE {
+        let text = format!(
+            "{HOSTILE_CPU}\n[[cpu.event]]\nname = \"{name}\"\n{body}\ndesc = \"hostile\"\n"
+        );
+        let loaded = Database::default().with_toml_str("hostile.toml", &text);
+        let needle = match stopped {
+            Stopped::ByDatabase(needle) => {
+                let error = loaded.expect_err(&format!("{name}: the database accepted it"));
+                assert_eq!(error.kind(), ErrorKind::InvalidInput, "{name}: {error}");
+                eprintln!("{name}: refused by the database: {error}");
+                assert!(error.to_string().contains(needle), "{name}: {error}");
                 continue;
             }
+            Stopped::ByBackend(needle) => needle,
         };
+        let db = Arc::new(loaded.unwrap_or_else(|e| panic!("{name}: the database refused: {e}")));
+        let config = PmuModelKind::IntelV4.config();
+        let cpuid = config.cpuid();
+        let (device, model) = ModelDevice::new(config);
+        let backend =
+            MsrBackend::with_device(db, Arc::new(device), &cpuid, Some("hostile".into())).unwrap();
+        model.clear_log();
+        let resolved = backend
+            .resolve(name)
+            .unwrap_or_else(|e| panic!("{name}: the database refused to encode it: {e}"));
         let requests: Vec<EventRequest> = resolved.terms.into_iter().map(|t| t.request).collect();
         let error = backend
             .open(&requests, &Target::Cpu(0), &OpenOptions::default())
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{name}: {error}");
+        assert!(error.message().contains(needle), "{name}: {error}");
         assert!(
             model.accesses().is_empty(),
             "{name}: {:?}",
