@@ -24,7 +24,15 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
         "events/data/intel-arch.toml",
         include_str!("../data/intel-arch.toml"),
     ),
+    (
+        "events/data/amd64_k7.toml",
+        include_str!("../data/amd64_k7.toml"),
+    ),
     ("events/data/k8.toml", include_str!("../data/k8.toml")),
+    (
+        "events/data/amd64_fam17h_zen1.toml",
+        include_str!("../data/amd64_fam17h_zen1.toml"),
+    ),
     (
         "events/data/amd64_fam17h_zen2.toml",
         include_str!("../data/amd64_fam17h_zen2.toml"),
@@ -32,6 +40,10 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     (
         "events/data/amd64_fam19h_zen3.toml",
         include_str!("../data/amd64_fam19h_zen3.toml"),
+    ),
+    (
+        "events/data/amd64_fam19h_zen4.toml",
+        include_str!("../data/amd64_fam19h_zen4.toml"),
     ),
 ];
 
@@ -228,7 +240,11 @@ impl Database {
             })?),
             None => model,
         };
-        if spec.pmu.is_none() && !spec.dotted {
+        // A native event of the model wins over a generalized event of the same name
+        // (`BRANCHES` on p5); otherwise a generalized name resolves on the model, also
+        // under a `pmu::` prefix naming the model (`p6::cycles`).
+        let native_named = model.is_some_and(|m| m.event(&spec.name).is_some());
+        if !native_named && !spec.dotted {
             if let Some(generalized) = GeneralizedEvent::from_name(&spec.name) {
                 return resolve_generalized(model, text, generalized, &spec, backend);
             }
@@ -601,19 +617,35 @@ mod tests {
             "NetBurst has no model"
         );
         assert_eq!(id(cpu(Vendor::Amd, 0xf, 5)).as_deref(), Some("k8"));
-        assert_eq!(
-            id(cpu(Vendor::Amd, 0x17, 0x31)).as_deref(),
-            Some("amd64_fam17h_zen2")
-        );
-        assert_eq!(
-            id(cpu(Vendor::Amd, 0x19, 0x21)).as_deref(),
-            Some("amd64_fam19h_zen3")
-        );
-        // This machine: AuthenticAMD family 0x1a model 2 (Zen 5).
-        assert_eq!(
-            id(cpu(Vendor::Amd, 0x1a, 2)).as_deref(),
-            Some("amd64_fam19h_zen3")
-        );
+        assert_eq!(id(cpu(Vendor::Amd, 0x10, 2)).as_deref(), Some("k8"));
+        // K7 is family 6 and must not get K8-only events.
+        assert_eq!(id(cpu(Vendor::Amd, 6, 4)).as_deref(), Some("amd64_k7"));
+        let amd = [
+            (0x17, 0x01, "amd64_fam17h_zen1"),
+            (0x17, 0x08, "amd64_fam17h_zen1"),
+            (0x17, 0x2f, "amd64_fam17h_zen1"),
+            (0x17, 0x31, "amd64_fam17h_zen2"),
+            (0x17, 0x71, "amd64_fam17h_zen2"),
+            (0x19, 0x01, "amd64_fam19h_zen3"),
+            (0x19, 0x21, "amd64_fam19h_zen3"),
+            (0x19, 0x50, "amd64_fam19h_zen3"),
+            (0x19, 0x11, "amd64_fam19h_zen4"),
+            (0x19, 0x61, "amd64_fam19h_zen4"),
+            (0x19, 0x74, "amd64_fam19h_zen4"),
+            (0x19, 0xa0, "amd64_fam19h_zen4"),
+            // This machine: AuthenticAMD family 0x1a model 2 (Zen 5); libpfm4 4.13 has no
+            // Zen 5 table, the Zen 4 one is the nearest.
+            (0x1a, 0x02, "amd64_fam19h_zen4"),
+            (0x1a, 0x44, "amd64_fam19h_zen4"),
+        ];
+        for (family, model, want) in amd {
+            assert_eq!(
+                id(cpu(Vendor::Amd, family, model)).as_deref(),
+                Some(want),
+                "family {family:#x} model {model:#x}"
+            );
+        }
+        assert_eq!(id(cpu(Vendor::Amd, 0x19, 0xc0)), None, "unknown Zen model");
     }
 
     #[test]
@@ -656,7 +688,21 @@ mod tests {
             .count();
         assert_eq!(
             mapped, 17,
-            "Zen has every required preset but REF_CYC and the L3 pair"
+            "Zen 3 has every required preset but REF_CYC and the L3 pair"
+        );
+        let zen4 = db.model("amd64_fam19h_zen4").unwrap();
+        let missing: Vec<&str> = required
+            .iter()
+            .copied()
+            .filter(|n| {
+                zen4.mapping(GeneralizedEvent::from_name(n).unwrap())
+                    .is_none()
+            })
+            .collect();
+        assert_eq!(
+            missing,
+            ["PAPI_L3_TCM", "PAPI_L3_TCA"],
+            "Zen 4 has reference cycles (0x120) but no core L3 events"
         );
         for model in db.models() {
             for name in ["instructions", "branches"] {
@@ -707,20 +753,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn readme_example_loads_without_its_bad_line() {
+    /// The TOML block that follows `heading` in README.md.
+    fn readme_block(heading: &str) -> &'static str {
         let readme = include_str!("../README.md");
-        let start = readme.find("```toml\n[[cpu]]").unwrap() + "```toml\n".len();
-        let text = &readme[start..];
-        let text = &text[..text.find("```").unwrap()];
-        let error = Database::from_toml_str("example.toml", text).unwrap_err();
-        assert!(error.message().contains("PAPI_L2_DCH"), "{error}");
-        let good: String = text
-            .lines()
-            .filter(|l| !l.starts_with("PAPI_L2_DCH"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let db = Database::from_toml_str("example.toml", &good).unwrap();
+        let after = &readme[readme.find(heading).expect("heading in README.md")..];
+        let start = after.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let text = &after[start..];
+        &text[..text.find("```").expect("closed block")]
+    }
+
+    #[test]
+    fn readme_complete_example_loads() {
+        let text = readme_block("### A complete example");
+        // Loads on its own and on top of the shipped data.
+        let db = Database::from_toml_str("example.toml", text).unwrap();
+        Database::shipped()
+            .unwrap()
+            .with_toml_str("example.toml", text)
+            .unwrap();
         let event = db
             .resolve(
                 Some("mycore"),
@@ -751,9 +801,32 @@ mod tests {
     }
 
     #[test]
+    fn readme_error_example_fails_as_shown() {
+        let text = readme_block("### What an error looks like");
+        let readme = include_str!("../README.md");
+        let error = Database::shipped()
+            .unwrap()
+            .with_toml_str("bad.toml", text)
+            .unwrap_err();
+        assert!(error.message().contains("PAPI_L2_DCH"), "{error}");
+        // The README quotes the message (file:line:column, key, what is wrong).
+        assert!(
+            error
+                .message()
+                .starts_with("bad.toml:3:13: key `PAPI_L2_DCH`"),
+            "{error}"
+        );
+        assert!(
+            readme.contains(error.message()),
+            "README does not show the message `{}`",
+            error.message()
+        );
+    }
+
+    #[test]
     fn load_reads_the_environment_file() {
         // Only checks the no-variable path here: setting the process environment in a test
-        // would race with other tests.
+        // would race with other tests. tests/env.rs sets the variable in a child process.
         if std::env::var_os(EVENTS_ENV).is_none() {
             let db = Database::load(None).unwrap();
             assert_eq!(db.models().count(), SHIPPED_FILES.len());

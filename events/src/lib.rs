@@ -10,7 +10,7 @@ mod model;
 mod parse;
 pub mod perf;
 mod suggest;
-pub use suggest::nearest;
+pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, Vendor};
 pub use database::{Database, EVENTS_ENV, SHIPPED_FILES};

@@ -19,9 +19,17 @@ fn distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+/// Names longer than this get no suggestions: no event name is this long, and the edit
+/// distance costs time proportional to the name's length times each candidate's.
+pub const MAX_SUGGESTED_NAME_LEN: usize = 128;
+
 /// Up to `limit` candidates nearest to `name`, nearest first; only plausible ones (a small
-/// edit distance, or containing the name).
+/// edit distance, or containing the name). Empty for names longer than
+/// [`MAX_SUGGESTED_NAME_LEN`].
 pub fn nearest(name: &str, candidates: impl Iterator<Item = String>, limit: usize) -> Vec<String> {
+    if name.len() > MAX_SUGGESTED_NAME_LEN {
+        return Vec::new();
+    }
     let lower = name.to_ascii_lowercase();
     let budget = (name.len() * 2 / 5).max(2);
     let mut scored: Vec<(usize, String)> = candidates
@@ -52,7 +60,14 @@ mod tests {
             nearest("cycels", names.clone().into_iter(), 3),
             vec!["cycles"]
         );
-        assert!(nearest("zzzzzzzz", names.into_iter(), 3).is_empty());
+        assert!(nearest("zzzzzzzz", names.clone().into_iter(), 3).is_empty());
+        // Past the cap nothing is tried, even a candidate one edit away.
+        let long = "a".repeat(MAX_SUGGESTED_NAME_LEN + 1);
+        let near = vec![format!("{long}b")];
+        assert!(nearest(&long, near.into_iter(), 3).is_empty());
+        let short = "a".repeat(MAX_SUGGESTED_NAME_LEN);
+        let near = vec![format!("{short}b")];
+        assert_eq!(nearest(&short, near.into_iter(), 3).len(), 1);
         assert_eq!(distance("abc", "ABD"), 1);
     }
 }
