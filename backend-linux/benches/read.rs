@@ -2,17 +2,20 @@
 //! `PAPI_read` on the same software events (when libpapi and a C compiler are present), as
 //! ratios measured in one run. `cargo bench -p counterhal-linux --bench read`.
 //!
-//! The baselines call libc directly, so this file holds the only `unsafe` outside `sys`: each
-//! block is one system call on an fd the group keeps open.
+//! The baselines are the bare system calls ([`counterhal_linux::baseline`]) on duplicates of
+//! the group's descriptors (same open file, so the same events).
 
 #[cfg(target_os = "linux")]
 mod linux {
     use std::hint::black_box;
-    use std::os::fd::{AsRawFd, BorrowedFd};
+    use std::os::fd::AsFd;
     use std::sync::Arc;
     use std::time::Instant;
 
     use counterhal_hal::{Backend, Group, OpenOptions, Reading, Target};
+    use counterhal_linux::baseline::{
+        IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, raw_ioctl, raw_read,
+    };
     use counterhal_linux::{LinuxBackend, LinuxGroup};
 
     const ITERATIONS: u32 = 200_000;
@@ -36,17 +39,6 @@ mod linux {
             best_raw = best_raw.min(time_per_call(&mut raw));
         }
         (best_ours, best_raw)
-    }
-
-    fn raw_read(fd: BorrowedFd<'_>, buffer: &mut [u64]) -> isize {
-        let len = std::mem::size_of_val(buffer);
-        // SAFETY: `buffer` is valid for writes of `len` bytes; `fd` is open (the group owns it).
-        unsafe { libc::read(fd.as_raw_fd(), buffer.as_mut_ptr().cast(), len) }
-    }
-
-    fn raw_ioctl(fd: BorrowedFd<'_>, request: u64) -> i32 {
-        // SAFETY: ENABLE/DISABLE take an integer flag; `fd` is open (the group owns it).
-        unsafe { libc::ioctl(fd.as_raw_fd(), request as _, 1 as libc::c_ulong) }
     }
 
     fn open(linux: &LinuxBackend, names: &[&str]) -> LinuxGroup {
@@ -75,11 +67,14 @@ mod linux {
         let mut results = Vec::new();
         for names in [&FOUR[..1], &FOUR[..]] {
             let mut group = open(&linux, names);
-            let leader = group.leader_fds().next().unwrap();
-            let raw_fd = leader.as_raw_fd();
-            // SAFETY: the same fd, borrowed without ownership; the group outlives every use
-            // in this block (the group itself is borrowed mutably by the other closure).
-            let leader: BorrowedFd<'static> = unsafe { BorrowedFd::borrow_raw(raw_fd) };
+            // A duplicate of the leader's descriptor: the same perf event, owned apart from the
+            // group so both sides can be borrowed at once.
+            let leader = group
+                .leader_fds()
+                .next()
+                .unwrap()
+                .try_clone_to_owned()
+                .unwrap();
             let mut readings = [Reading::default(); 4];
             let mut buffer = [0u64; 3 + 2 * 4];
             let n = names.len();
@@ -88,7 +83,7 @@ mod linux {
                     group.read(black_box(&mut readings[..n])).unwrap();
                 },
                 || {
-                    black_box(raw_read(leader, black_box(&mut buffer)));
+                    black_box(raw_read(leader.as_fd(), black_box(&mut buffer)));
                 },
             );
             println!(
@@ -103,8 +98,8 @@ mod linux {
                     group.disable().unwrap();
                 },
                 || {
-                    black_box(raw_ioctl(leader, 0x2400));
-                    black_box(raw_ioctl(leader, 0x2401));
+                    black_box(raw_ioctl(leader.as_fd(), IOC_ENABLE, IOC_FLAG_GROUP));
+                    black_box(raw_ioctl(leader.as_fd(), IOC_DISABLE, IOC_FLAG_GROUP));
                 },
             );
             println!(

@@ -11,7 +11,8 @@ use counterhal_hal::{
     Target, TargetSupport, Term,
 };
 
-use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
+use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
+use crate::exclude::exclude_bits;
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::sys::{
     self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
@@ -113,6 +114,8 @@ pub(crate) struct Placement {
     enable_on_exec: bool,
     pinned: bool,
     format: ReadFormat,
+    /// `sample_period` of every event (0: counting only).
+    sample_period: u64,
 }
 
 /// Which kernel group an event may share: software-context events join any group; events of a
@@ -146,6 +149,7 @@ pub(crate) fn build_attr(
         config2: encoding.config2,
         config3: encoding.config3,
         bp_type: encoding.bp_type,
+        sample_period: place.sample_period,
         read_format: FORMAT_TOTAL_TIME_ENABLED
             | FORMAT_TOTAL_TIME_RUNNING
             | FORMAT_ID
@@ -161,16 +165,13 @@ pub(crate) fn build_attr(
     attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
     attr.set_flag(attr_bit::INHERIT, place.inherit);
     attr.set_flag(attr_bit::PINNED, leader && place.pinned);
-    // The default domain sets no exclude bit at all (some PMUs, e.g. msr, refuse any).
-    let domain = encoding.domain;
-    if domain != Domain::DEFAULT && domain != Domain::ALL {
-        attr.set_flag(attr_bit::EXCLUDE_USER, !domain.contains(Domain::USER));
-        attr.set_flag(attr_bit::EXCLUDE_KERNEL, !domain.contains(Domain::KERNEL));
-        attr.set_flag(attr_bit::EXCLUDE_HV, !domain.contains(Domain::HYPERVISOR));
-        attr.set_flag(attr_bit::EXCLUDE_IDLE, !domain.contains(Domain::IDLE));
-        attr.set_flag(attr_bit::EXCLUDE_HOST, !domain.contains(Domain::HOST));
-        attr.set_flag(attr_bit::EXCLUDE_GUEST, !domain.contains(Domain::GUEST));
-    }
+    let exclude = crate::exclude::exclude_bits(encoding);
+    attr.set_flag(attr_bit::EXCLUDE_USER, exclude.user);
+    attr.set_flag(attr_bit::EXCLUDE_KERNEL, exclude.kernel);
+    attr.set_flag(attr_bit::EXCLUDE_HV, exclude.hv);
+    attr.set_flag(attr_bit::EXCLUDE_IDLE, exclude.idle);
+    attr.set_flag(attr_bit::EXCLUDE_HOST, exclude.host);
+    attr.set_flag(attr_bit::EXCLUDE_GUEST, exclude.guest);
     attr
 }
 
@@ -224,6 +225,7 @@ impl LinuxBackend {
             enable_on_exec: false,
             pinned: false,
             format: ReadFormat::Group,
+            sample_period: 0,
         };
         let mut attr = build_attr(encoding, true, &place);
         sys::perf_event_open(&mut attr, 0, -1, None, 0).is_ok()
@@ -269,6 +271,7 @@ impl LinuxBackend {
             enable_on_exec: false,
             pinned: options.pinned,
             format: group,
+            sample_period: 0,
         };
         Ok(match *target {
             Target::ThisThread => base,
@@ -311,18 +314,24 @@ impl LinuxBackend {
         let mut attr = build_attr(encoding, leader.is_none(), place);
         let group_fd = leader.map(|g| g.fds[0].as_fd());
         let fd = sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0).map_err(
-            |errno| {
+            |failure| {
+                if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
+                    return attr_size_error(failure.kernel_size, failure.field)
+                        .context(&request.name);
+                }
                 let attempt = OpenAttempt {
                     class: EventClass::of_type(encoding.type_),
                     counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
-                    excludes_something: attr.flags & 0x18_00f0 != 0,
+                    exclude: exclude_bits(encoding),
                     inherit: place.inherit,
                     group_read: place.format == ReadFormat::Group,
                     pid: place.pid,
                     cpu: place.cpu,
+                    cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
                     member: leader.is_some(),
                 };
-                map_errno(errno, Operation::Open(attempt), &self.facts).context(&request.name)
+                map_errno(failure.errno, Operation::Open(attempt), &self.facts)
+                    .context(&request.name)
             },
         )?;
         let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
@@ -443,11 +452,47 @@ impl Backend for LinuxBackend {
         target: &Target,
         options: &OpenOptions,
     ) -> Result<LinuxGroup> {
+        self.open_placed(events, target, options, 0)
+    }
+}
+
+impl LinuxBackend {
+    /// Opens `events` as [`Backend::open`] does, as sampling events: every event's
+    /// `sample_period` is `period`, so the overflow ioctls ([`LinuxGroup::refresh`],
+    /// [`LinuxGroup::set_period`]) apply. Nothing is recorded unless a ring buffer is mapped;
+    /// the counts read as usual.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a zero period; otherwise as [`Backend::open`].
+    pub fn open_sampling(
+        &self,
+        events: &[EventRequest],
+        target: &Target,
+        options: &OpenOptions,
+        period: u64,
+    ) -> Result<LinuxGroup> {
+        if period == 0 {
+            return Err(Error::invalid_input("a sample period of 0")
+                .with_hint("a sampling event needs a period of at least 1; use open() to count"));
+        }
+        self.open_placed(events, target, options, period)
+    }
+
+    fn open_placed(
+        &self,
+        events: &[EventRequest],
+        target: &Target,
+        options: &OpenOptions,
+        sample_period: u64,
+    ) -> Result<LinuxGroup> {
         if events.is_empty() {
             return Err(Error::invalid_input("no events to open")
                 .with_hint("pass at least one event request"));
         }
-        let place = self.placement(target, options)?;
+        let place = Placement {
+            sample_period,
+            ..self.placement(target, options)?
+        };
         let encodings = events
             .iter()
             .map(perf_encoding)
@@ -517,9 +562,7 @@ impl Backend for LinuxBackend {
             self_monitor,
         ))
     }
-}
 
-impl LinuxBackend {
     /// Maps every event's page; keeps them only when all allow `rdpmc`.
     fn map_pages(&self, groups: &[KernelGroup], count: usize) -> Option<SelfMonitor> {
         let mut pages: Vec<Option<UserPageMap>> = (0..count).map(|_| None).collect();
@@ -534,7 +577,10 @@ impl LinuxBackend {
             }
         }
         let pages = pages.into_iter().collect::<Option<Vec<_>>>()?;
-        Some(SelfMonitor { pages })
+        Some(SelfMonitor {
+            pages,
+            thread: std::thread::current().id(),
+        })
     }
 }
 
@@ -556,6 +602,7 @@ mod tests {
             enable_on_exec: true,
             pinned: true,
             format: ReadFormat::Group,
+            sample_period: 0,
         };
         let leader = build_attr(&software(1), true, &place);
         assert_eq!((leader.type_, leader.config, leader.size), (1, 1, 136));

@@ -8,6 +8,8 @@ use std::fmt;
 
 use counterhal_hal::{Error, ErrorKind};
 
+use crate::exclude::ExcludeBits;
+
 /// Facts about the machine that make a hint precise. Gathered once by
 /// [`SystemFacts::gather`]; tests build their own.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,8 +99,8 @@ pub struct OpenAttempt {
     pub class: EventClass,
     /// Whether `exclude_kernel` was clear (kernel counted).
     pub counts_kernel: bool,
-    /// Whether any `exclude_*` bit was set.
-    pub excludes_something: bool,
+    /// The `exclude_*` bits that were set.
+    pub exclude: ExcludeBits,
     /// `inherit`.
     pub inherit: bool,
     /// Whether `read_format` has `PERF_FORMAT_GROUP`.
@@ -107,6 +109,9 @@ pub struct OpenAttempt {
     pub pid: i32,
     /// The `cpu` argument (-1: any).
     pub cpu: i32,
+    /// Whether that CPU is online (`/sys/devices/system/cpu/online`); `None` when unknown or
+    /// when no CPU was named.
+    pub cpu_online: Option<bool>,
     /// Whether this event joins an existing group.
     pub member: bool,
 }
@@ -200,31 +205,115 @@ fn no_event_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     }
 }
 
-fn invalid_field_hint(attempt: Option<&OpenAttempt>) -> String {
+/// Whether EINVAL from this open is the CPU's fault: only when the CPU is known to be offline
+/// or out of range.
+fn blames_cpu(attempt: &OpenAttempt) -> bool {
+    attempt.cpu >= 0 && attempt.cpu_online == Some(false)
+}
+
+fn invalid_field_hint(attempt: &OpenAttempt) -> String {
+    let excluded = attempt.exclude.names().collect::<Vec<_>>().join(", ");
     let field = match attempt {
-        Some(a) if a.cpu >= 0 => "cpu: the CPU number is out of range or offline".to_string(),
-        Some(a) if a.inherit && a.group_read => {
+        a if blames_cpu(a) => {
+            format!("cpu: CPU {} is out of range or offline", a.cpu)
+        }
+        a if a.inherit && a.group_read => {
             "read_format: this kernel refuses inherit with PERF_FORMAT_GROUP".to_string()
         }
-        Some(a) if a.class == EventClass::Breakpoint => {
+        a if a.class == EventClass::Breakpoint => {
             "bp_addr/bp_len/bp_type: length must be 1, 2, 4 or 8 (8 for execute) and the \
              address aligned to it"
                 .to_string()
         }
-        Some(a) if a.excludes_something && a.class == EventClass::Dynamic => {
-            "exclude_*: this PMU cannot filter by privilege level; drop the modifiers".to_string()
-        }
-        Some(a) if matches!(a.class, EventClass::Raw | EventClass::Dynamic) => {
+        a if a.exclude.any() && a.class == EventClass::Dynamic => format!(
+            "the exclude bits ({excluded}): this PMU cannot filter by privilege level or \
+             context; drop the modifiers (:u, :k, :h, :G, :H)"
+        ),
+        a if matches!(a.class, EventClass::Raw | EventClass::Dynamic) => {
             "config/config1/config2: a value outside the PMU's format (see its sysfs format/)"
                 .to_string()
         }
-        Some(a) if a.member => {
+        a if a.member => {
             "group: the event cannot join this group (mixed hardware PMUs?); open ungrouped"
                 .to_string()
         }
+        a if a.exclude.any() => format!(
+            "the exclude bits ({excluded}), or config: the PMU may not filter this event by \
+             domain; try without modifiers"
+        ),
         _ => "config: the event code is not valid for this type".to_string(),
     };
     format!("the attr field most likely at fault is {field}")
+}
+
+/// The kind, message and hint of an ioctl's errno, where they differ from `perf_event_open`'s.
+fn ioctl_error(errno: i32, name: &str) -> Option<(ErrorKind, &'static str, String)> {
+    let hint = match (errno, name) {
+        (libc::EINVAL, "PERIOD") => {
+            "PERIOD needs a nonzero period and a sampling event (opened with a sample period; \
+             a counting event has none)"
+        }
+        (libc::EINVAL, "REFRESH") => {
+            "REFRESH needs a sampling event (opened with a sample period) that is not \
+             inherited, and a nonzero count"
+        }
+        (libc::EINVAL, "SET_OUTPUT") => {
+            "SET_OUTPUT needs a target other than the event itself, on the same CPU and task, \
+             with its ring buffer mapped, and an event without a mapping of its own"
+        }
+        (libc::EINVAL, "SET_FILTER") => {
+            "SET_FILTER needs a tracepoint (or probe) event and a filter the kernel parses, \
+             e.g. `common_pid == 1`; the fields are in the tracepoint's `format` file"
+        }
+        (libc::EINVAL, _) => "the kernel refused the request or its argument for this event",
+        (libc::ENOTTY | libc::EBADF, _) => {
+            return Some((
+                ErrorKind::InvalidInput,
+                "not a perf event descriptor",
+                format!("PERF_EVENT_IOC_{name} applies only to a descriptor from perf_event_open"),
+            ));
+        }
+        (libc::ENOMEM, _) => {
+            return Some((
+                ErrorKind::Busy,
+                "out of memory",
+                "the kernel could not allocate what the request needs".to_string(),
+            ));
+        }
+        _ => return None,
+    };
+    Some((
+        ErrorKind::InvalidInput,
+        "invalid argument",
+        hint.to_string(),
+    ))
+}
+
+/// The error for E2BIG from `perf_event_open` when the kernel wrote back the attr size it knows
+/// (`kernel_size`) and `field` (beyond that size) is set, so the event cannot be opened with
+/// the smaller size.
+pub fn attr_size_error(kernel_size: Option<u32>, field: Option<&str>) -> Error {
+    let known = match kernel_size {
+        Some(size) => format!("this kernel knows {size} bytes of perf_event_attr"),
+        None => "this kernel knows a smaller perf_event_attr (it wrote back no size)".to_string(),
+    };
+    let (kind, message) = match field {
+        Some(field) => (
+            ErrorKind::Unsupported,
+            format!(
+                "perf_event_open: the event sets attr field `{field}`, which lies beyond what \
+                 this kernel knows ({known})"
+            ),
+        ),
+        None => (
+            ErrorKind::InvalidEvent,
+            format!("perf_event_open: attr size not supported ({known})"),
+        ),
+    };
+    Error::new(kind, message).with_errno(libc::E2BIG).with_hint(
+        "the field needs a newer kernel (config3: Linux 6.3, sig_data: 5.13, aux_sample_size: \
+         5.5); use an event that does not need it",
+    )
 }
 
 /// Maps an errno from `operation` onto an [`Error`] with its kind and a hint.
@@ -238,13 +327,16 @@ fn invalid_field_hint(attempt: Option<&OpenAttempt>) -> String {
 /// | ENOSYS | Unsupported | no perf events in this kernel (or seccomp returns ENOSYS) |
 /// | ENOSPC | NoCounterAvailable | no free breakpoint slot / counter |
 /// | EMFILE, ENFILE | NoCounterAvailable | out of file descriptors (one per event) |
-/// | EINVAL | InvalidEvent (InvalidInput for a CPU) | an attr field the kernel refused |
+/// | EINVAL | InvalidEvent (InvalidInput for an offline CPU) | an attr field the kernel refused |
 /// | E2BIG | InvalidEvent | attr size unknown to this kernel |
 /// | EBUSY | Busy | another user holds the PMU exclusively |
 /// | ESRCH | NotFound | no such process |
 /// | EBADF | InvalidInput | bad group fd |
 /// | EOVERFLOW | InvalidInput | sample_max_stack too large |
 /// | EFAULT, EINTR, other | Other | |
+///
+/// For an ioctl, EINVAL is InvalidInput with a hint on what that ioctl needs, ENOTTY/EBADF
+/// InvalidInput (not a perf event descriptor) and ENOMEM Busy.
 ///
 /// A zero-byte read is not an errno; [`crate::LinuxGroup`] reports it as
 /// [`ErrorKind::NotCounted`].
@@ -278,6 +370,13 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
         return Error::new(kind, format!("{operation}: {text}"))
             .with_errno(errno)
             .with_hint(hint);
+    }
+    if let Operation::Ioctl(name) = operation {
+        if let Some((kind, message, hint)) = ioctl_error(errno, name) {
+            return Error::new(kind, format!("{operation}: {message}"))
+                .with_errno(errno)
+                .with_hint(hint);
+        }
     }
     let (kind, message, hint): (ErrorKind, &str, String) = match errno {
         libc::EACCES | libc::EPERM => (
@@ -320,14 +419,21 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
                 format!("each event is one file descriptor; {limit}: raise it with `ulimit -n`"),
             )
         }
-        libc::EINVAL => {
-            let kind = match attempt {
-                Some(a) if a.cpu >= 0 => ErrorKind::InvalidInput,
-                Some(_) => ErrorKind::InvalidEvent,
-                None => ErrorKind::Other,
-            };
-            (kind, "invalid argument", invalid_field_hint(attempt))
-        }
+        libc::EINVAL => match attempt {
+            Some(a) => {
+                let kind = if blames_cpu(a) {
+                    ErrorKind::InvalidInput
+                } else {
+                    ErrorKind::InvalidEvent
+                };
+                (kind, "invalid argument", invalid_field_hint(a))
+            }
+            None => (
+                ErrorKind::InvalidInput,
+                "invalid argument",
+                format!("the kernel refused {operation}"),
+            ),
+        },
         libc::E2BIG => (
             ErrorKind::InvalidEvent,
             "attr size not supported",
@@ -394,11 +500,12 @@ mod tests {
         OpenAttempt {
             class,
             counts_kernel: true,
-            excludes_something: false,
+            exclude: ExcludeBits::default(),
             inherit: false,
             group_read: true,
             pid: 0,
             cpu: -1,
+            cpu_online: None,
             member: false,
         }
     }
@@ -537,6 +644,7 @@ mod tests {
                 OpenAttempt {
                     cpu: 7,
                     pid: -1,
+                    cpu_online: Some(false),
                     ..open(EventClass::Software)
                 },
                 "cpu",
@@ -557,10 +665,13 @@ mod tests {
             ),
             (
                 OpenAttempt {
-                    excludes_something: true,
+                    exclude: ExcludeBits {
+                        kernel: true,
+                        ..ExcludeBits::default()
+                    },
                     ..open(EventClass::Dynamic)
                 },
-                "exclude_",
+                "exclude_kernel",
                 ErrorKind::InvalidEvent,
             ),
             (open(EventClass::Raw), "config", ErrorKind::InvalidEvent),
@@ -580,6 +691,110 @@ mod tests {
             &facts(2, true, true),
         );
         assert!(e.message().contains("PERF_EVENT_IOC_ENABLE"), "{e}");
+    }
+
+    /// `msr/tsc/u` on an online CPU 0: the exclude bits are at fault, not the CPU.
+    #[test]
+    fn einval_on_an_online_cpu_blames_the_exclude_bits() {
+        let attempt = OpenAttempt {
+            cpu: 0,
+            pid: -1,
+            cpu_online: Some(true),
+            exclude: ExcludeBits {
+                kernel: true,
+                hv: true,
+                ..ExcludeBits::default()
+            },
+            ..open(EventClass::Dynamic)
+        };
+        let e = map_errno(
+            libc::EINVAL,
+            Operation::Open(attempt),
+            &facts(2, true, true),
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidEvent, "{e}");
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("exclude_kernel, exclude_hv") && !hint.contains("offline"),
+            "{hint}"
+        );
+        // The same attempt on an offline CPU blames the CPU.
+        let offline = OpenAttempt {
+            cpu_online: Some(false),
+            ..attempt
+        };
+        let e = map_errno(
+            libc::EINVAL,
+            Operation::Open(offline),
+            &facts(2, true, true),
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.hint().unwrap().contains("CPU 0 is out of range"), "{e}");
+    }
+
+    #[test]
+    fn ioctl_errors_have_ioctl_kinds_and_hints() {
+        let cases = [
+            (
+                libc::EINVAL,
+                "PERIOD",
+                ErrorKind::InvalidInput,
+                "sampling event",
+            ),
+            (
+                libc::EINVAL,
+                "REFRESH",
+                ErrorKind::InvalidInput,
+                "not inherited",
+            ),
+            (
+                libc::EINVAL,
+                "SET_OUTPUT",
+                ErrorKind::InvalidInput,
+                "ring buffer",
+            ),
+            (
+                libc::EINVAL,
+                "SET_FILTER",
+                ErrorKind::InvalidInput,
+                "common_pid",
+            ),
+            (
+                libc::ENOTTY,
+                "PERIOD",
+                ErrorKind::InvalidInput,
+                "perf_event_open",
+            ),
+            (
+                libc::EBADF,
+                "ID",
+                ErrorKind::InvalidInput,
+                "PERF_EVENT_IOC_ID",
+            ),
+            (libc::ENOMEM, "SET_FILTER", ErrorKind::Busy, "allocate"),
+        ];
+        for (errno, name, kind, needle) in cases {
+            let e = map_errno(errno, Operation::Ioctl(name), &facts(2, true, true));
+            assert_eq!(e.kind(), kind, "{name} {errno}: {e}");
+            assert_eq!(e.errno(), Some(errno));
+            let hint = e.hint().unwrap();
+            assert!(hint.contains(needle), "{name}: {hint}");
+            assert!(!hint.contains("attr field"), "{name}: {hint}");
+        }
+    }
+
+    #[test]
+    fn e2big_names_the_field_and_the_kernel_size() {
+        let e = attr_size_error(Some(128), Some("config3"));
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert_eq!(e.errno(), Some(libc::E2BIG));
+        assert!(
+            e.message().contains("`config3`") && e.message().contains("128 bytes"),
+            "{e}"
+        );
+        let e = attr_size_error(None, None);
+        assert_eq!(e.kind(), ErrorKind::InvalidEvent);
+        assert!(e.message().contains("wrote back no size"), "{e}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 use counterhal_hal::{Error, ErrorKind, Group, Reading, Result, check_buffer};
 
@@ -32,10 +33,21 @@ pub(crate) struct KernelGroup {
     pub format: ReadFormat,
 }
 
-/// Self-monitoring state: one mapped page per event, in request order.
+/// Self-monitoring state: one mapped page per event, in request order, and the thread that
+/// opened them (the only one whose counters `rdpmc` reads).
 #[derive(Debug)]
 pub(crate) struct SelfMonitor {
     pub pages: Vec<UserPageMap>,
+    pub thread: ThreadId,
+}
+
+/// Whether a read on thread `reader` may use `rdpmc` for counters opened on thread `opener`.
+///
+/// `rdpmc` reads the hardware counter of the CPU it runs on, which holds this thread's event
+/// only while this thread runs there: the kernel schedules a this-thread event with its task.
+/// A group moved to another thread (it is `Send`) must read through the kernel instead.
+pub(crate) fn rdpmc_allowed(opener: ThreadId, reader: ThreadId) -> bool {
+    opener == reader
 }
 
 /// Counters opened by [`crate::LinuxBackend`]: one or more kernel groups (one when grouped on
@@ -82,28 +94,42 @@ pub(crate) fn parse_group_read(
         ));
     }
     let (time_enabled, time_running) = (words[1], words[2]);
-    for k in 0..n {
-        let value = words[3 + 2 * k];
-        let id = words[4 + 2 * k];
+    let pairs = words[3..3 + 2 * n].chunks_exact(2);
+    for ((pair, &expected), &slot) in pairs.zip(ids).zip(slots) {
+        let (value, id) = (pair[0], pair[1]);
         // The kernel lists the leader then members in attach order, so position k usually
         // holds ids[k]; the id decides either way.
-        let member = if ids[k] == id {
-            k
+        let slot = if expected == id {
+            slot
         } else {
-            ids.iter().position(|known| *known == id).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Other,
-                    format!("group read has unknown event id {id}"),
-                )
-            })?
+            slot_of(id, ids, slots).ok_or_else(|| unknown_id(id))?
         };
-        readings[slots[member]] = Reading {
+        let Some(out) = readings.get_mut(slot) else {
+            return Err(Error::new(
+                ErrorKind::Other,
+                format!("event slot {slot} outside the readings"),
+            ));
+        };
+        *out = Reading {
             value,
             time_enabled,
             time_running,
         };
     }
     Ok(())
+}
+
+#[cold]
+fn slot_of(id: u64, ids: &[u64], slots: &[usize]) -> Option<usize> {
+    ids.iter().position(|known| *known == id).map(|i| slots[i])
+}
+
+#[cold]
+fn unknown_id(id: u64) -> Error {
+    Error::new(
+        ErrorKind::Other,
+        format!("group read has unknown event id {id}"),
+    )
 }
 
 /// Parses one `ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read (no group format).
@@ -203,10 +229,13 @@ impl LinuxGroup {
         Ok(())
     }
 
-    /// `PERF_EVENT_IOC_REFRESH` on every leader (for overflow-limited events).
+    /// `PERF_EVENT_IOC_REFRESH` on every leader: enables it for `count` more overflows (for
+    /// events opened with [`crate::LinuxBackend::open_sampling`]).
     ///
     /// # Errors
-    /// As the kernel reports, mapped by [`crate::map_errno`].
+    /// [`ErrorKind::InvalidInput`] when the kernel refuses (EINVAL: a counting event, an
+    /// inherited one, or a count of 0); [`ErrorKind::PermissionDenied`] or
+    /// [`ErrorKind::Other`] for the rarer errnos, mapped by [`crate::map_errno`].
     pub fn refresh(&mut self, count: u32) -> Result<()> {
         for group in &self.groups {
             let Some(leader) = group.fds.first() else {
@@ -218,10 +247,13 @@ impl LinuxGroup {
         Ok(())
     }
 
-    /// `PERF_EVENT_IOC_PERIOD` on every event.
+    /// `PERF_EVENT_IOC_PERIOD` on every event: a new sample period (for events opened with
+    /// [`crate::LinuxBackend::open_sampling`]).
     ///
     /// # Errors
-    /// As the kernel reports (EINVAL for counting events with period 0).
+    /// [`ErrorKind::InvalidInput`] when the kernel refuses (EINVAL: a counting event, or a
+    /// period of 0 or above 2^63); [`ErrorKind::PermissionDenied`] or [`ErrorKind::Other`] for
+    /// the rarer errnos, mapped by [`crate::map_errno`].
     pub fn set_period(&mut self, period: u64) -> Result<()> {
         for fd in self.groups.iter().flat_map(|g| g.fds.iter()) {
             sys::ioctl_period(fd.as_fd(), period)
@@ -233,8 +265,8 @@ impl LinuxGroup {
     /// `PERF_EVENT_IOC_SET_FILTER` on the event at `index` (tracepoints).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a bad index or a filter with a NUL byte; the kernel's
-    /// EINVAL for a filter it rejects.
+    /// [`ErrorKind::InvalidInput`] for a bad index, a filter with a NUL byte, or a filter or
+    /// event the kernel rejects (EINVAL).
     pub fn set_filter(&mut self, index: usize, filter: &str) -> Result<()> {
         let filter = std::ffi::CString::new(filter)
             .map_err(|_| Error::invalid_input("the filter contains a NUL byte"))?;
@@ -252,7 +284,9 @@ impl LinuxGroup {
     /// `PERF_EVENT_IOC_SET_OUTPUT` from the event at `index` to the one at `target`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a bad index; the kernel's errors otherwise.
+    /// [`ErrorKind::InvalidInput`] for a bad index, or when the kernel refuses (EINVAL: the
+    /// target has no mapped ring buffer, is the event itself or another CPU's or task's, or
+    /// the event has a mapping of its own).
     pub fn set_output(&mut self, index: usize, target: Option<usize>) -> Result<()> {
         let fds = self.event_fds();
         let get = |i: usize| {
@@ -270,6 +304,9 @@ impl LinuxGroup {
         let Some(monitor) = &self.self_monitor else {
             return false;
         };
+        if !rdpmc_allowed(monitor.thread, std::thread::current().id()) {
+            return false;
+        }
         for (page, out) in monitor.pages.iter().zip(readings.iter_mut()) {
             match self_monitored_read(page, sys::rdpmc, sys::timestamp_counter) {
                 Ok(reading) => *out = reading,
@@ -368,6 +405,109 @@ mod tests {
         let e =
             parse_group_read(&[2, 0, 0, 5, 1, 6, 9], 56, &[1, 2], &[0, 1], &mut out).unwrap_err();
         assert!(e.message().contains("unknown event id 9"), "{e}");
+    }
+
+    #[test]
+    fn rdpmc_only_on_the_opening_thread() {
+        let here = std::thread::current().id();
+        let there = std::thread::spawn(|| std::thread::current().id())
+            .join()
+            .unwrap();
+        assert!(rdpmc_allowed(here, here));
+        assert!(!rdpmc_allowed(here, there));
+    }
+
+    /// A group moved to another thread reads through the kernel: its self-monitoring state
+    /// (here with no pages, so a self-monitored read would succeed without touching the
+    /// readings) is ignored there.
+    #[test]
+    fn a_group_moved_to_another_thread_reads_through_the_kernel() {
+        let db = Arc::new(counterhal_events::Database::shipped().unwrap());
+        let backend = crate::probe(db, None).unwrap();
+        let request = counterhal_hal::EventRequest::new(
+            "task-clock",
+            counterhal_hal::Encoding::Perf(counterhal_hal::PerfEncoding::new(1, 1)),
+        );
+        let mut group = counterhal_hal::Backend::open(
+            &backend,
+            &[request],
+            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::OpenOptions::default(),
+        )
+        .unwrap();
+        group.self_monitor = Some(SelfMonitor {
+            pages: Vec::new(),
+            thread: std::thread::current().id(),
+        });
+        let mut readings = [Reading::default()];
+        // On the opening thread the (empty) self-monitored read is taken: nothing is filled.
+        assert!(group.read_self_monitored(&mut readings));
+        // Elsewhere the kernel is read: it overwrites the marker (the event counts the opening
+        // thread, which waits here, so its times may be 0).
+        let marker = Reading::new(u64::MAX, u64::MAX, u64::MAX);
+        let readings = std::thread::spawn(move || {
+            let mut readings = [marker];
+            assert!(!group.read_self_monitored(&mut readings));
+            group.read(&mut readings).unwrap();
+            readings
+        })
+        .join()
+        .unwrap();
+        assert_ne!(readings[0], marker, "the kernel was not read");
+    }
+
+    fn sampling_pair() -> LinuxGroup {
+        let db = Arc::new(counterhal_events::Database::shipped().unwrap());
+        let backend = crate::probe(db, None).unwrap();
+        let requests: Vec<_> = [1, 0]
+            .into_iter()
+            .map(|config| {
+                counterhal_hal::EventRequest::new(
+                    "sw",
+                    counterhal_hal::Encoding::Perf(counterhal_hal::PerfEncoding::new(1, config)),
+                )
+            })
+            .collect();
+        backend
+            .open_sampling(
+                &requests,
+                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::OpenOptions::default(),
+                1_000_000,
+            )
+            .unwrap()
+    }
+
+    /// SET_OUTPUT from one event to another whose ring buffer is mapped, and back to none;
+    /// the kernel's refusals are the ioctl's InvalidInput with the SET_OUTPUT hint.
+    #[test]
+    fn set_output_between_mapped_events() {
+        let mut group = sampling_pair();
+        let target_page = UserPageMap::map(group.event_fds()[1]).unwrap();
+        group.set_output(0, Some(1)).unwrap();
+        group.set_output(0, None).unwrap();
+        // Not to itself.
+        let e = group.set_output(0, Some(0)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.hint().unwrap().contains("ring buffer"), "{e}");
+        // Not from an event that has a mapping of its own.
+        let e = group.set_output(1, Some(0)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert_eq!(e.errno(), Some(libc::EINVAL));
+        // Not to an index that does not exist.
+        let e = group.set_output(0, Some(2)).unwrap_err();
+        assert!(e.message().contains("out of range"), "{e}");
+        drop(target_page);
+    }
+
+    /// A perf ioctl on a descriptor that is no perf event is InvalidInput, not Other.
+    #[test]
+    fn ioctl_on_a_non_perf_descriptor() {
+        let file = std::fs::File::open("/dev/null").unwrap();
+        let errno = sys::ioctl_period(file.as_fd(), 1_000).unwrap_err();
+        let e = map_errno(errno, Operation::Ioctl("PERIOD"), &SystemFacts::unknown());
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.message().contains("not a perf event"), "{e}");
     }
 
     #[test]

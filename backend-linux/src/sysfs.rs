@@ -386,6 +386,28 @@ fn apply_terms(
     Ok(())
 }
 
+/// Whether `cpu` is in a kernel CPU list such as `0-3,5,7-8`; `None` when the text is not one.
+pub fn cpu_list_contains(list: &str, cpu: u32) -> Option<bool> {
+    let mut found = false;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let (low, high) = match part.split_once('-') {
+            Some((low, high)) => (low.parse::<u32>().ok()?, high.parse::<u32>().ok()?),
+            None => {
+                let one = part.parse::<u32>().ok()?;
+                (one, one)
+            }
+        };
+        found |= (low..=high).contains(&cpu);
+    }
+    Some(found)
+}
+
+/// Whether `cpu` is online, from `/sys/devices/system/cpu/online`; `None` when unreadable.
+pub fn cpu_online(cpu: u32) -> Option<bool> {
+    let list = fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    cpu_list_contains(&list, cpu)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,7 +480,38 @@ mod tests {
         let devices = fixture("sysfs-hybrid");
         let names: Vec<String> = hybrid_pmus(&devices).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["cpu_atom", "cpu_core"]);
-        assert!(hybrid_pmus(Path::new(DEFAULT_DEVICES)).is_empty());
+        // This machine: hybrid exactly when sysfs shows two or more `cpu_*` PMUs with a `cpus`
+        // mask (cpu_core + cpu_atom on Alder Lake and later), and then those are the ones.
+        let devices = Path::new(DEFAULT_DEVICES);
+        let real: Vec<String> = hybrid_pmus(devices).into_iter().map(|p| p.name).collect();
+        let shown: Vec<String> = fs::read_dir(devices)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.path().join("cpus").is_file())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.starts_with("cpu_"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if shown.len() >= 2 {
+            let mut shown = shown;
+            shown.sort();
+            assert_eq!(real, shown);
+        } else {
+            assert!(real.is_empty(), "sysfs shows {shown:?}, detected {real:?}");
+        }
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list_contains("0-3,5,7-8\n", 5), Some(true));
+        assert_eq!(cpu_list_contains("0-3,5,7-8", 4), Some(false));
+        assert_eq!(cpu_list_contains("0-3,5,7-8", 8), Some(true));
+        assert_eq!(cpu_list_contains("0", 1), Some(false));
+        assert_eq!(cpu_list_contains("0-x", 1), None);
+        assert_eq!(cpu_online(0), Some(true));
+        assert_eq!(cpu_online(100_000), Some(false));
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Tracepoints (`subsystem:name`) found through tracefs.
+//! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, PerfEncoding, Result};
@@ -10,51 +11,107 @@ use crate::sys::TYPE_TRACEPOINT;
 /// Where tracefs is usually mounted, in the order they are tried.
 pub const DEFAULT_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// Whether `name` has the shape of a tracepoint: `subsystem:event`, lower-case identifiers.
-pub fn looks_like_tracepoint(name: &str) -> bool {
-    let Some((system, event)) = name.split_once(':') else {
-        return false;
-    };
-    let ident = |s: &str| {
+/// A tracepoint name split into its parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracepointName<'a> {
+    /// The subsystem (`syscalls`, `xhci-hcd`).
+    pub system: &'a str,
+    /// The event (`sys_enter_getpid`).
+    pub event: &'a str,
+    /// perf's modifier letters after a second colon (`u`, `k`...), possibly empty.
+    pub modifiers: &'a str,
+}
+
+/// Splits `subsystem:event[:modifiers]`: subsystems and events are lower-case identifiers,
+/// subsystems may hold `-` (`xhci-hcd`), modifiers are perf's letters (`ukhGH`).
+pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
+    let mut parts = name.splitn(3, ':');
+    let system = parts.next()?;
+    let event = parts.next()?;
+    let modifiers = parts.next().unwrap_or("");
+    let ident = |s: &str, extra: &[char]| {
         !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && s.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || extra.contains(&c)
+            })
     };
-    ident(system) && ident(event)
+    let modifiers_ok = modifiers.chars().all(|c| "ukhGHp".contains(c));
+    (ident(system, &['-']) && ident(event, &[]) && modifiers_ok).then_some(TracepointName {
+        system,
+        event,
+        modifiers,
+    })
 }
 
-/// The first root that holds an `events/` directory.
-pub fn mounted_root(roots: &[PathBuf]) -> Option<&Path> {
-    roots
-        .iter()
-        .map(PathBuf::as_path)
-        .find(|root| root.join("events").is_dir())
+/// Whether `name` has the shape of a tracepoint ([`split_tracepoint`] accepts it).
+pub fn looks_like_tracepoint(name: &str) -> bool {
+    split_tracepoint(name).is_some()
 }
 
-/// Resolves `subsystem:event` to a tracepoint encoding (type 2, config = its id), or `None`
-/// when no mounted tracefs knows it.
+/// What the tracefs mount points look like to this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tracefs<'a> {
+    /// The first root with a readable `events/` directory.
+    Mounted(&'a Path),
+    /// A root exists but this user may not look inside (tracefs is mode 0700 for root).
+    Denied(&'a Path),
+    /// No root holds an `events/` directory.
+    Absent,
+}
+
+/// Classifies one root from the result of looking at its `events/` directory.
+pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option<Tracefs<'a>> {
+    match events {
+        Ok(meta) if meta.is_dir() => Some(Tracefs::Mounted(root)),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Some(Tracefs::Denied(root)),
+        _ => None,
+    }
+}
+
+/// The first root that holds an `events/` directory, or the first this user may not enter.
+pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
+    let mut denied = None;
+    for root in roots {
+        match classify(root, &fs::metadata(root.join("events"))) {
+            Some(mounted @ Tracefs::Mounted(_)) => return mounted,
+            Some(Tracefs::Denied(root)) => denied = denied.or(Some(root)),
+            _ => {}
+        }
+    }
+    denied.map_or(Tracefs::Absent, Tracefs::Denied)
+}
+
+/// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
+/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidEvent`] when the `id` file is unreadable or malformed.
+/// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
+/// [`ErrorKind::InvalidEvent`] when it is malformed.
 pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
-    if !looks_like_tracepoint(name) {
-        return Ok(None);
-    }
-    let Some(root) = mounted_root(roots) else {
+    let Some(parts) = split_tracepoint(name) else {
         return Ok(None);
     };
-    let (system, event) = name.split_once(':').unwrap_or((name, ""));
-    let id_path = root.join("events").join(system).join(event).join("id");
-    if !id_path.exists() {
+    let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);
-    }
-    let text = fs::read_to_string(&id_path).map_err(|e| {
-        Error::new(
-            ErrorKind::PermissionDenied,
-            format!("{name}: cannot read {}: {e}", id_path.display()),
-        )
-        .with_hint("tracepoint ids are readable by root (or with tracefs permissions relaxed)")
-    })?;
+    };
+    let id_path = root
+        .join("events")
+        .join(parts.system)
+        .join(parts.event)
+        .join("id");
+    let text = match fs::read_to_string(&id_path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Error::new(
+                ErrorKind::PermissionDenied,
+                format!("{name}: cannot read {}: {e}", id_path.display()),
+            )
+            .with_hint(
+                "tracepoint ids are readable by root (or with tracefs permissions relaxed)",
+            ));
+        }
+    };
     let id: u64 = text.trim().parse().map_err(|_| {
         Error::invalid_event(format!(
             "{name}: malformed tracepoint id in {}",
@@ -63,21 +120,86 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
     })?;
     let mut encoding = PerfEncoding::new(TYPE_TRACEPOINT, id);
     encoding.pmu = Some("tracepoint".to_string());
+    // `p` (precise) means nothing to a tracepoint; perf accepts and ignores it.
+    let modifiers: String = parts.modifiers.chars().filter(|c| *c != 'p').collect();
+    crate::sysfs::apply_modifiers(name, &modifiers, &mut encoding)?;
     Ok(Some(encoding))
 }
 
-/// The error for a tracepoint-shaped name that no tracefs knows.
+fn entries(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn did_you_mean(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!("; did you mean {}?", quoted.join(", "))
+}
+
+/// The error for a tracepoint-shaped name that no tracefs knows: the nearest tracepoints of
+/// the subsystem (or the nearest subsystems) when tracefs is readable, PermissionDenied when
+/// it is not.
 pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
     match mounted_root(roots) {
-        Some(root) => Error::invalid_event(format!(
-            "unknown event `{name}` (and no tracepoint of that name in {}/events)",
-            root.display()
-        ))
+        Tracefs::Mounted(root) => {
+            let events = root.join("events");
+            let mut message = format!(
+                "unknown event `{name}` (and no tracepoint of that name in {})",
+                events.display()
+            );
+            let mut hint = format!(
+                "list tracepoints with `ls {}/<subsystem>`",
+                events.display()
+            );
+            if let Some(parts) = split_tracepoint(name) {
+                let system_dir = events.join(parts.system);
+                if system_dir.is_dir() {
+                    let near = counterhal_events::nearest(
+                        parts.event,
+                        entries(&system_dir).into_iter(),
+                        3,
+                    );
+                    let near: Vec<String> = near
+                        .iter()
+                        .map(|e| format!("{}:{e}", parts.system))
+                        .collect();
+                    if !near.is_empty() {
+                        message += &did_you_mean(&near);
+                    }
+                    hint = format!("list them with `ls {}`", system_dir.display());
+                } else {
+                    let near =
+                        counterhal_events::nearest(parts.system, entries(&events).into_iter(), 3);
+                    if !near.is_empty() {
+                        message += &format!("; no subsystem `{}`", parts.system);
+                        message += &did_you_mean(&near);
+                    }
+                }
+            }
+            Error::invalid_event(message).with_hint(hint)
+        }
+        Tracefs::Denied(root) => Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "`{name}` looks like a tracepoint, but {} is not readable by this user",
+                root.display()
+            ),
+        )
+        .with_errno(libc::EACCES)
         .with_hint(format!(
-            "list tracepoints with `ls {}/events/<subsystem>`",
-            root.display()
+            "tracefs is mounted for root only (mode 0700): run as root, or let this user in \
+             (e.g. `chmod o+rx {root}` and `chmod -R o+r {root}/events`, or mount it with a \
+             `gid=` option), and lower kernel.perf_event_paranoid to -1 for tracepoints",
+            root = root.display()
         )),
-        None => Error::invalid_event(format!(
+        Tracefs::Absent => Error::invalid_event(format!(
             "unknown event `{name}`; tracefs is not mounted, so tracepoints cannot be resolved"
         ))
         .with_hint("mount it: mount -t tracefs nodev /sys/kernel/tracing"),
@@ -87,15 +209,35 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use counterhal_hal::Domain;
 
     #[test]
     fn shape() {
         assert!(looks_like_tracepoint("syscalls:sys_enter_getpid"));
         assert!(looks_like_tracepoint("sched:sched_switch"));
+        assert!(looks_like_tracepoint("xhci-hcd:xhci_dbg_address"));
+        assert_eq!(
+            split_tracepoint("syscalls:sys_enter_getpid:u"),
+            Some(TracepointName {
+                system: "syscalls",
+                event: "sys_enter_getpid",
+                modifiers: "u"
+            })
+        );
         assert!(!looks_like_tracepoint("INST_RETIRED:u"));
-        assert!(!looks_like_tracepoint("mem:0x1000:x"));
         assert!(!looks_like_tracepoint("cycles"));
         assert!(!looks_like_tracepoint("a:"));
+        assert!(!looks_like_tracepoint("a:b:zz"));
+        assert!(!looks_like_tracepoint("a:b-c"));
+    }
+
+    #[test]
+    fn permission_denied_is_not_unmounted() {
+        let root = Path::new("/sys/kernel/tracing");
+        let denied: io::Result<fs::Metadata> = Err(io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(classify(root, &denied), Some(Tracefs::Denied(root)));
+        let absent: io::Result<fs::Metadata> = Err(io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(classify(root, &absent), None);
     }
 
     #[test]
@@ -104,15 +246,36 @@ mod tests {
         let event = dir.join("events/demo/hello");
         fs::create_dir_all(&event).unwrap();
         fs::write(event.join("id"), "123\n").unwrap();
+        for other in ["hallo", "help", "world"] {
+            fs::create_dir_all(dir.join("events/demo").join(other)).unwrap();
+        }
+        let hyphen = dir.join("events/xhci-hcd/xhci_dbg_address");
+        fs::create_dir_all(&hyphen).unwrap();
+        fs::write(hyphen.join("id"), "77\n").unwrap();
         let roots = vec![PathBuf::from("/nonexistent/tracing"), dir.clone()];
         let e = resolve(&roots, "demo:hello").unwrap().unwrap();
-        assert_eq!((e.type_, e.config), (2, 123));
+        assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::DEFAULT));
+        let e = resolve(&roots, "xhci-hcd:xhci_dbg_address")
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.config, 77);
+        // perf's modifiers after the name: `:u` counts user mode only.
+        let e = resolve(&roots, "demo:hello:u").unwrap().unwrap();
+        assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
+        assert!(crate::exclude_bits(&e).kernel && !crate::exclude_bits(&e).user);
+        let e = resolve(&roots, "demo:hello:k").unwrap().unwrap();
+        assert!(crate::exclude_bits(&e).user && !crate::exclude_bits(&e).kernel);
         assert_eq!(resolve(&roots, "demo:absent").unwrap(), None);
+        // A misspelling lists the nearest tracepoints of that subsystem.
+        let error = not_found(&roots, "demo:helo");
+        let text = error.to_string();
         assert!(
-            not_found(&roots, "demo:absent")
-                .to_string()
-                .contains("demo:absent")
+            text.contains("did you mean") && text.contains("`demo:hello`"),
+            "{text}"
         );
+        assert!(!text.contains("world"), "{text}");
+        let error = not_found(&roots, "dmeo:hello");
+        assert!(error.to_string().contains("`demo`"), "{error}");
         let none = vec![PathBuf::from("/nonexistent")];
         assert!(
             not_found(&none, "a:b")

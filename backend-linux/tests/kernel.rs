@@ -205,6 +205,165 @@ fn getpid_tracepoint_counts_exactly() {
     }
 }
 
+/// SET_FILTER on the getpid tracepoint: `common_pid == 1` (init, not us) lets nothing through
+/// while this thread calls getpid; a filter on this thread's id lets every call through.
+#[test]
+fn set_filter_on_the_getpid_tracepoint() {
+    if !tracefs_ready() {
+        eprintln!("skipped: tracefs is not mounted and could not be mounted");
+        return;
+    }
+    let linux = backend();
+    let tid = thread_id();
+    for (filter, expected) in [
+        ("common_pid == 1", 0u64),
+        (&*format!("common_pid == {tid}"), 500),
+    ] {
+        let mut group = open(
+            &linux,
+            &["syscalls:sys_enter_getpid"],
+            Target::ThisThread,
+            true,
+        );
+        group.set_filter(0, filter).unwrap();
+        group.enable().unwrap();
+        for _ in 0..500 {
+            black_box(std::process::id());
+        }
+        group.disable().unwrap();
+        assert_eq!(group.read_to_vec().unwrap()[0].value, expected, "{filter}");
+    }
+    // A filter the kernel cannot parse is the ioctl's InvalidInput, with a filter hint.
+    let mut group = open(
+        &linux,
+        &["syscalls:sys_enter_getpid"],
+        Target::ThisThread,
+        true,
+    );
+    let error = group.set_filter(0, "no_such_field ==== 1").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    assert!(error.message().contains("SET_FILTER"), "{error}");
+    assert!(error.hint().unwrap().contains("filter"), "{error}");
+    // A modifier after the tracepoint's name resolves as perf accepts it.
+    let user = requests(&linux, &["syscalls:sys_enter_getpid:u"]);
+    match &user[0].encoding {
+        counterhal_hal::Encoding::Perf(e) => assert!(
+            counterhal_linux::exclude_bits(e).kernel && !counterhal_linux::exclude_bits(e).user
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A misspelling lists the nearest tracepoints of the subsystem.
+    let error = linux.resolve("syscalls:sys_enter_getpdi").unwrap_err();
+    assert!(
+        error.to_string().contains("syscalls:sys_enter_getpid"),
+        "{error}"
+    );
+}
+
+fn thread_id() -> i64 {
+    let text = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn task_clock(linux: &LinuxBackend) -> Vec<EventRequest> {
+    requests(linux, &["task-clock"])
+}
+
+/// Burns about `ms` milliseconds of this thread's CPU time.
+fn busy_cpu_ms(ms: u64) {
+    let start = thread_cpu_ns();
+    while thread_cpu_ns() - start < ms * 1_000_000 {
+        for i in 0..10_000u64 {
+            black_box(counted_function(i));
+        }
+    }
+}
+
+/// PERIOD on a sampling software event succeeds; on a counting event, or with period 0, it is
+/// the ioctl's InvalidInput with the PERIOD hint.
+#[test]
+fn period_ioctl() {
+    let linux = backend();
+    let options = OpenOptions::default();
+    let mut sampling = linux
+        .open_sampling(
+            &task_clock(&linux),
+            &Target::ThisThread,
+            &options,
+            1_000_000,
+        )
+        .unwrap();
+    sampling.set_period(2_000_000).unwrap();
+    let error = sampling.set_period(0).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    assert!(error.message().contains("PERF_EVENT_IOC_PERIOD"), "{error}");
+    assert!(error.hint().unwrap().contains("nonzero period"), "{error}");
+
+    let mut counting = linux
+        .open(&task_clock(&linux), &Target::ThisThread, &options)
+        .unwrap();
+    let error = counting.set_period(1_000).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    assert!(error.hint().unwrap().contains("sampling event"), "{error}");
+    let error = linux
+        .open_sampling(&task_clock(&linux), &Target::ThisThread, &options, 0)
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+}
+
+/// REFRESH(1) enables a sampling event for one overflow: it then stops counting, so its count
+/// ends near one period however long the thread keeps running.
+#[test]
+fn refresh_ioctl_counts_until_the_overflow_limit() {
+    let linux = backend();
+    let options = OpenOptions::default();
+    let period = 2_000_000; // 2 ms of task clock
+    let mut group = linux
+        .open_sampling(&task_clock(&linux), &Target::ThisThread, &options, period)
+        .unwrap();
+    group.refresh(1).unwrap();
+    busy_cpu_ms(60);
+    let reading = group.read_to_vec().unwrap()[0];
+    assert!(
+        reading.value >= period && reading.value < 10 * period,
+        "one overflow of {period} ns, then disabled: {reading:?}"
+    );
+    // A counting event has no overflows to limit.
+    let mut counting = linux
+        .open(&task_clock(&linux), &Target::ThisThread, &options)
+        .unwrap();
+    let error = counting.refresh(1).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    assert!(
+        error.message().contains("PERF_EVENT_IOC_REFRESH"),
+        "{error}"
+    );
+}
+
+#[test]
+fn msr_with_modifiers_on_a_cpu_blames_the_exclude_bits() {
+    let linux = backend();
+    if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists()
+        || (!linux.facts().root && linux.facts().paranoid.unwrap_or(2) > 0)
+    {
+        eprintln!("skipped: needs the msr PMU and per-CPU counting rights");
+        return;
+    }
+    let error = linux
+        .open(
+            &requests(&linux, &["msr/tsc/u"]),
+            &Target::Cpu(0),
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{error}");
+    let hint = error.hint().unwrap();
+    assert!(
+        hint.contains("exclude_kernel") && !hint.contains("offline"),
+        "{hint}"
+    );
+}
+
 #[test]
 fn page_faults_at_least_pages_touched() {
     let linux = backend();
@@ -490,22 +649,34 @@ fn unprivileged_child_probe() {
             &OpenOptions::default(),
         )
         .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{error}");
-    assert_eq!(error.errno(), Some(13));
-    let hint = error.hint().unwrap();
-    assert!(
-        hint.contains("perf_event_paranoid is 2") && hint.contains(":u"),
-        "{hint}"
-    );
+    // Report what was found; the parent asserts on it.
+    println!("KERNEL-KIND {:?}", error.kind());
+    println!("KERNEL-ERRNO {:?}", error.errno());
+    println!("KERNEL-HINT {}", error.hint().unwrap_or(""));
     // User space only is allowed at level 2.
     let mut user = requests(&linux, &["task-clock"]);
     if let counterhal_hal::Encoding::Perf(e) = &mut user[0].encoding {
         e.domain = counterhal_hal::Domain::USER;
     }
-    linux
-        .open(&user, &Target::ThisThread, &OpenOptions::default())
-        .unwrap();
+    let user_only = linux.open(&user, &Target::ThisThread, &OpenOptions::default());
+    println!(
+        "USER-ONLY {}",
+        if user_only.is_ok() { "ok" } else { "refused" }
+    );
+    // tracefs is root's (mode 0700): a tracepoint is PermissionDenied, not "not mounted".
+    let tracepoint = linux.resolve("syscalls:sys_enter_getpid").unwrap_err();
+    println!("TRACEPOINT-KIND {:?}", tracepoint.kind());
+    println!("TRACEPOINT-TEXT {tracepoint}");
     println!("UNPRIVILEGED-CHILD-OK");
+}
+
+/// The value after `key ` on the child's output line that starts with it.
+fn child_field<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        // libtest may print `test name ... ` on the same line before the child's first line.
+        .find_map(|line| line.split_once(&format!("{key} ")).map(|(_, value)| value))
+        .unwrap_or_else(|| panic!("the child did not report {key}:\n{stdout}"))
 }
 
 #[test]
@@ -534,4 +705,25 @@ fn kernel_counting_is_eacces_for_unprivileged_users() {
         stdout.contains("UNPRIVILEGED-CHILD-OK"),
         "child did not run:\n{stdout}\n{stderr}"
     );
+    assert_eq!(child_field(&stdout, "KERNEL-KIND"), "PermissionDenied");
+    assert_eq!(child_field(&stdout, "KERNEL-ERRNO"), "Some(13)");
+    let hint = child_field(&stdout, "KERNEL-HINT");
+    assert!(
+        hint.contains("perf_event_paranoid is 2") && hint.contains(":u"),
+        "{hint}"
+    );
+    assert_eq!(child_field(&stdout, "USER-ONLY"), "ok");
+    let tracefs_private = std::fs::metadata("/sys/kernel/tracing")
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o005 == 0)
+        .unwrap_or(false);
+    if tracefs_private {
+        assert_eq!(child_field(&stdout, "TRACEPOINT-KIND"), "PermissionDenied");
+        let text = child_field(&stdout, "TRACEPOINT-TEXT");
+        assert!(
+            text.contains("not readable") && !text.contains("not mounted"),
+            "{text}"
+        );
+    } else {
+        eprintln!("tracefs is readable by others here: the tracepoint check does not apply");
+    }
 }
