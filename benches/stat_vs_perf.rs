@@ -3,31 +3,54 @@
 //! memory (target: no larger). Prints the ratios; asserts nothing (these machines are noisy).
 //!
 //! Run: `cargo bench --bench stat_vs_perf` (perf from Debian's linux-perf must be installed).
+//!
+//! Peak memory comes from `getrusage(RUSAGE_CHILDREN)`, which reports the largest child a
+//! process has waited for; so for each tool the benchmark runs itself as a small parent of
+//! that tool alone (`COUNTERHAL_BENCH_PEAK_RSS=1`) and reads the figure it prints.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 40;
+const PEAK_RSS_MODE: &str = "COUNTERHAL_BENCH_PEAK_RSS";
 
-/// Runs `argv` once; returns wall time and the child's peak resident set (KiB, from wait4).
-fn run_once(argv: &[&str]) -> Option<(Duration, u64)> {
+/// Runs `argv` once, quietly; returns its wall time, or `None` when it failed.
+fn time_once(argv: &[&str]) -> Option<Duration> {
     let start = Instant::now();
-    let child = Command::new(argv[0])
+    let status = Command::new(argv[0])
         .args(&argv[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .status()
         .ok()?;
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our unwaited child; `status` and `usage` are valid for writes.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let elapsed = start.elapsed();
-    std::mem::forget(child); // already reaped by wait4
-    (waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
-        .then_some((elapsed, usage.ru_maxrss as u64))
+    status.success().then_some(elapsed)
+}
+
+/// The peak resident set of `argv` in KiB, measured by a child copy of this benchmark.
+fn peak_rss_kib(argv: &[&str]) -> Option<u64> {
+    let output = Command::new(std::env::current_exe().ok()?)
+        .env(PEAK_RSS_MODE, "1")
+        .args(argv)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout).trim().parse().ok()
+}
+
+/// In the peak-RSS mode: run the command given as arguments, print the child's peak RSS.
+fn report_peak_rss() {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ran = Command::new(&args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if let (true, Ok(usage)) = (ran, getrusage(UsageWho::RUSAGE_CHILDREN)) {
+        println!("{}", usage.max_rss());
+    }
 }
 
 fn median(values: &mut [Duration]) -> Duration {
@@ -36,32 +59,31 @@ fn median(values: &mut [Duration]) -> Duration {
 }
 
 fn main() {
+    if std::env::var_os(PEAK_RSS_MODE).is_some() {
+        report_peak_rss();
+        return;
+    }
     let ours = env!("CARGO_BIN_EXE_counterhal");
     let events = "page-faults,context-switches";
     let counterhal = [ours, "stat", "-e", events, "--", "true"];
     let perf = ["perf", "stat", "-e", events, "--", "true"];
-    if run_once(&perf).is_none() {
+    if time_once(&perf).is_none() {
         println!(
             "stat_vs_perf: SKIPPED: `perf stat` does not run here (install Debian's linux-perf)"
         );
         return;
     }
-    if run_once(&counterhal).is_none() {
+    if time_once(&counterhal).is_none() {
         println!("stat_vs_perf: SKIPPED: `counterhal stat` does not run here (no usable backend)");
         return;
     }
     let (mut our_times, mut perf_times) = (Vec::new(), Vec::new());
-    let (mut our_rss, mut perf_rss) = (0, 0);
     for _ in 0..ROUNDS {
-        if let Some((time, rss)) = run_once(&counterhal) {
-            our_times.push(time);
-            our_rss = our_rss.max(rss);
-        }
-        if let Some((time, rss)) = run_once(&perf) {
-            perf_times.push(time);
-            perf_rss = perf_rss.max(rss);
-        }
+        our_times.extend(time_once(&counterhal));
+        perf_times.extend(time_once(&perf));
     }
+    let peak = |argv: &[&str]| (0..5).filter_map(|_| peak_rss_kib(argv)).max().unwrap_or(0);
+    let (our_rss, perf_rss) = (peak(&counterhal), peak(&perf));
     let ours = median(&mut our_times);
     let theirs = median(&mut perf_times);
     let time_ratio = ours.as_secs_f64() / theirs.as_secs_f64();

@@ -74,10 +74,13 @@ pub fn compiled_backends() -> &'static [BackendKind] {
     }
 }
 
-/// This machine's CPU, when the OS says (Linux: `/proc/cpuinfo`).
+/// This machine's CPU: from `/proc/cpuinfo` where the OS has it (Linux), else from the CPUID
+/// instruction (x86, any OS); `None` elsewhere.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    CpuIdentity::from_proc_cpuinfo(&text)
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
+        .or_else(|| counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction).ok())
 }
 
 /// The event database and the CPU model to resolve names against.
@@ -241,6 +244,20 @@ pub use listing::{backend_events, native_events};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpuid_and_the_os_agree_on_the_cpu() {
+        let (Some(from_os), Ok(from_cpuid)) = (
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|t| CpuIdentity::from_proc_cpuinfo(&t)),
+            counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction),
+        ) else {
+            eprintln!("SKIP: needs /proc/cpuinfo and an x86 CPU to compare");
+            return;
+        };
+        assert_eq!(from_os, from_cpuid);
+    }
 
     #[test]
     fn backends_per_os() {

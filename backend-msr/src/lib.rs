@@ -45,7 +45,7 @@ pub use device::{Access, LinuxMsrDevice, MsrDevice, MsrDriver, ThreadPin};
 pub use model::{
     MODEL_LOG, ModelConfig, ModelDevice, ModelHandle, MsrAccess, MsrWrite, PmuModelKind,
 };
-pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource};
+pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource, cpu_identity};
 
 use counterhal_events::Database;
 use counterhal_hal::Result;

@@ -5,7 +5,7 @@ use std::fmt;
 use counterhal_events::{CpuIdentity, Vendor};
 use counterhal_hal::{CounterSet, Error, Result};
 
-use crate::cpuid::CpuidSource;
+use crate::cpuid::{CpuidResult, CpuidSource};
 use crate::regs::{self, evtsel};
 
 /// The most general-purpose counters this crate drives on Intel (IA32_PERFEVTSEL0..7).
@@ -112,22 +112,7 @@ impl PmuInfo {
     /// architectural performance monitoring (version 0, as in a VM without a virtual PMU);
     /// errors of the source.
     pub fn from_cpuid(cpuid: &dyn CpuidSource) -> Result<PmuInfo> {
-        let leaf0 = cpuid.cpuid(0, 0)?;
-        let max_basic = leaf0.eax;
-        let mut vendor_bytes = Vec::with_capacity(12);
-        for word in [leaf0.ebx, leaf0.edx, leaf0.ecx] {
-            vendor_bytes.extend_from_slice(&word.to_le_bytes());
-        }
-        let vendor_text = String::from_utf8_lossy(&vendor_bytes)
-            .trim_end_matches('\0')
-            .to_string();
-        let vendor = Vendor::from_cpuid(&vendor_text);
-        let leaf1 = if max_basic >= 1 {
-            cpuid.cpuid(1, 0)?
-        } else {
-            Default::default()
-        };
-        let identity = identity_from_leaf1(vendor, leaf1.eax);
+        let (identity, max_basic, leaf1) = identify(cpuid)?;
         let hypervisor = leaf1.ecx & (1 << 31) != 0;
         let perf_capabilities = leaf1.ecx & (1 << 15) != 0;
         let vm_hint = if hypervisor {
@@ -377,6 +362,35 @@ impl fmt::Display for PmuInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.summary(), self.identity)
     }
+}
+
+/// The CPU's vendor, family, model and stepping (CPUID leaves 0 and 1), whatever its PMU.
+///
+/// # Errors
+/// The source's errors ([`counterhal_hal::ErrorKind::Unsupported`] off x86 for the
+/// instruction).
+pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
+    identify(cpuid).map(|(identity, _, _)| identity)
+}
+
+/// The identity, the maximum basic leaf and leaf 1's registers.
+fn identify(cpuid: &dyn CpuidSource) -> Result<(CpuIdentity, u32, CpuidResult)> {
+    let leaf0 = cpuid.cpuid(0, 0)?;
+    let max_basic = leaf0.eax;
+    let mut vendor_bytes = Vec::with_capacity(12);
+    for word in [leaf0.ebx, leaf0.edx, leaf0.ecx] {
+        vendor_bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    let vendor_text = String::from_utf8_lossy(&vendor_bytes)
+        .trim_end_matches('\0')
+        .to_string();
+    let vendor = Vendor::from_cpuid(&vendor_text);
+    let leaf1 = if max_basic >= 1 {
+        cpuid.cpuid(1, 0)?
+    } else {
+        CpuidResult::default()
+    };
+    Ok((identity_from_leaf1(vendor, leaf1.eax), max_basic, leaf1))
 }
 
 /// Family, model and stepping from CPUID.1:EAX, extended fields folded in as Linux does.

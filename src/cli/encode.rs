@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::hal::{Encoding, ResolvedEvent, Sign};
-use counterhal::{BackendKind, Context, Domain, Error};
+use counterhal::hal::{Encoding, PerfEncoding, ResolvedEvent, Sign};
+use counterhal::{BackendKind, Context, Error};
 use serde_json::{Value, json};
 
 use super::{CliError, DatabaseArgs, parse_backend};
@@ -39,14 +39,16 @@ fn resolve(context: &Context, kind: BackendKind, name: &str) -> Result<ResolvedE
         .resolve(context.model.as_deref(), name, kind)
 }
 
-fn exclude_bits(domain: Domain) -> Value {
+/// The exclude bits exactly as the Linux backend programs them.
+fn exclude_bits(perf: &PerfEncoding) -> Value {
+    let bits = counterhal::linux::exclude_bits(perf);
     json!({
-        "exclude_user": !domain.contains(Domain::USER),
-        "exclude_kernel": !domain.contains(Domain::KERNEL),
-        "exclude_hv": !domain.contains(Domain::HYPERVISOR),
-        "exclude_idle": !domain.contains(Domain::IDLE),
-        "exclude_host": !domain.contains(Domain::HOST),
-        "exclude_guest": !domain.contains(Domain::GUEST),
+        "exclude_user": bits.user,
+        "exclude_kernel": bits.kernel,
+        "exclude_hv": bits.hv,
+        "exclude_idle": bits.idle,
+        "exclude_host": bits.host,
+        "exclude_guest": bits.guest,
     })
 }
 
@@ -86,7 +88,7 @@ pub fn to_json(event: &ResolvedEvent, cpu: Option<&str>) -> Vec<Value> {
                     if let Some(pmu) = &perf.pmu {
                         object["pmu"] = json!(pmu);
                     }
-                    if let Value::Object(bits) = exclude_bits(perf.domain) {
+                    if let Value::Object(bits) = exclude_bits(perf) {
                         object.as_object_mut().expect("object").extend(bits);
                     }
                 }
@@ -117,13 +119,10 @@ pub fn to_text(event: &ResolvedEvent, cpu: Option<&str>) -> String {
         };
         let line = match &term.request.encoding {
             Encoding::Perf(p) => {
-                let excluded: Vec<&str> = Domain::ALL
-                    .difference(p.domain)
+                let bits = counterhal::linux::exclude_bits(p);
+                let excluded: Vec<&str> = bits
                     .names()
-                    .map(|n| match n {
-                        "hypervisor" => "hv",
-                        other => other,
-                    })
+                    .map(|n| n.trim_start_matches("exclude_"))
                     .collect();
                 format!(
                     "type={} config={:#x} config1={:#x} config2={:#x}{} exclude={}",
