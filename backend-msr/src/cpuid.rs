@@ -179,11 +179,16 @@ impl CpuidSource for CpuidDevice {
 
 /// The CPUID dumps shipped with this crate, by name (see [`CpuidDump::recorded`]).
 ///
-/// Only `amd-zen5-firecracker` was recorded from a CPU (with [`CpuidDump::record`] and
-/// [`CpuidInstruction`]). The others were written from the documented CPUID fields of their
+/// `amd-zen5-firecracker` was recorded from a CPU (with [`CpuidDump::record`] and
+/// [`CpuidInstruction`]); `intel-kabylake-pentium-g4600` holds the register values of a
+/// published recording of a real Pentium G4600. The others were written from the documented CPUID fields of their
 /// CPUs (Intel SDM, AMD PPR), not recorded: decoding them checks the decoder against the
 /// documentation, not against hardware. Each file's header says which it is.
-pub const RECORDED: [(&str, &str); 5] = [
+pub const RECORDED: [(&str, &str); 6] = [
+    (
+        "intel-kabylake-pentium-g4600",
+        include_str!("../tests/data/intel-kabylake-pentium-g4600.cpuid"),
+    ),
     (
         "intel-skylake",
         include_str!("../tests/data/intel-skylake.cpuid"),
@@ -236,7 +241,8 @@ impl CpuidDump {
     }
 
     /// One of the dumps shipped with this crate: `amd-zen5-firecracker` (recorded: an EPYC
-    /// family 0x1A guest whose hypervisor hides the core-counter extensions), and, written
+    /// family 0x1A guest whose hypervisor hides the core-counter extensions),
+    /// `intel-kabylake-pentium-g4600` (recorded: arch perfmon v4, no TSX), and, written
     /// from documentation rather than recorded, `intel-skylake` (Core i7-6700, arch perfmon
     /// v4), `intel-core2` (Core 2 Duo, v2, 40-bit counters), `amd-zen2` (EPYC 7002, 6 core
     /// counters), `amd-zen4` (EPYC 9004, PerfMonV2). See [`RECORDED`].

@@ -1,6 +1,6 @@
 //! CPUID decoding of the shipped dumps, the models' own CPUID, and the real CPUID paths of this
-//! machine. `amd-zen5-firecracker` was recorded from a CPU; the Intel, Zen 2 and Zen 4 dumps were
-//! written from documentation (their headers say so), so decoding them checks the decoder
+//! machine. `amd-zen5-firecracker` and `intel-kabylake-pentium-g4600` were recorded from CPUs;
+//! the other Intel, Zen 2 and Zen 4 dumps were written from documentation (their headers say so), so decoding them checks the decoder
 //! against the documentation, not against hardware.
 
 mod common;
@@ -14,6 +14,51 @@ use counterhal_msr::{
 
 fn decode(name: &str) -> PmuInfo {
     PmuInfo::from_cpuid(&CpuidDump::recorded(name).unwrap()).unwrap()
+}
+
+/// Recorded on a real Intel CPU: the raw bits first (checked by hand against the SDM's field
+/// layout), then the decode.
+#[test]
+fn intel_kabylake_pentium_g4600_recorded() {
+    let dump = CpuidDump::recorded("intel-kabylake-pentium-g4600").unwrap();
+    let raw = |leaf| dump.cpuid(leaf, 0).unwrap();
+    let leaf_a = raw(0xA);
+    assert_eq!(leaf_a.eax & 0xFF, 4, "version");
+    assert_eq!((leaf_a.eax >> 8) & 0xFF, 4, "GP counters");
+    assert_eq!((leaf_a.eax >> 16) & 0xFF, 48, "GP width");
+    assert_eq!(
+        (leaf_a.edx & 0x1F, (leaf_a.edx >> 5) & 0xFF),
+        (3, 48),
+        "fixed"
+    );
+    assert_eq!(raw(1).ecx >> 31, 0, "no hypervisor");
+    let pmu = PmuInfo::from_cpuid(&dump).unwrap();
+    assert_eq!(pmu.identity.vendor, Vendor::Intel);
+    assert_eq!(
+        (
+            pmu.identity.family,
+            pmu.identity.model,
+            pmu.identity.stepping
+        ),
+        (6, 0x9E, 9)
+    );
+    assert_eq!(pmu.arch, PmuArch::IntelArch);
+    assert_eq!((pmu.version, pmu.gp_counters, pmu.gp_width), (4, 4, 48));
+    assert_eq!((pmu.fixed, pmu.fixed_width), (CounterSet::first(3), 48));
+    assert_eq!(
+        pmu.arch_events_unavailable & 0x7F,
+        0,
+        "all 7 architectural events"
+    );
+    assert!(pmu.global_control && pmu.perf_capabilities && !pmu.hypervisor);
+    assert!(!pmu.tsx, "a Pentium has no TSX: IN_TX must not be allowed");
+    assert_eq!(pmu.evtsel_allowed_bits() & evtsel::IN_TX, 0);
+    let tsc = pmu.cpuid_tsc.unwrap();
+    assert_eq!((tsc.hz, tsc.source), (3_600_000_000, TscSource::Cpuid16));
+    assert_eq!(
+        pmu.summary(),
+        "intel arch perfmon v4: 4 x 48-bit + 3 fixed x 48-bit"
+    );
 }
 
 #[test]
