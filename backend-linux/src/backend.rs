@@ -284,9 +284,11 @@ impl LinuxBackend {
             Target::Cpu(cpu) => {
                 let cpus = sys::configured_cpus();
                 if cpu >= cpus {
+                    let last = cpus.saturating_sub(1);
                     return Err(Error::invalid_input(format!(
-                        "CPU {cpu} does not exist (this machine has CPUs 0..{cpus})"
-                    )));
+                        "CPU {cpu} does not exist (this machine has CPUs 0 to {last})"
+                    ))
+                    .with_hint("see /sys/devices/system/cpu/online for the CPUs you can count"));
                 }
                 Placement {
                     pid: -1,
