@@ -85,6 +85,25 @@ fn read<G: Group>(group: &mut G) -> Result<Vec<Reading>, String> {
     group.read_to_vec().map_err(|e| format!("read: {e}"))
 }
 
+/// Opens `names` (with `options`), counts `units` of the subject's work between enable and
+/// disable, and reads: the measurement most cases make.
+fn count_work_with<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    options: &OpenOptions,
+    units: u64,
+) -> Result<Vec<Reading>, String> {
+    let mut set = open_with(subject, names, options)?;
+    step("enable", set.enable())?;
+    subject.work(units);
+    step("disable", set.disable())?;
+    read(&mut set)
+}
+
+fn count_work<S: Subject>(subject: &S, names: &[&str], units: u64) -> Result<Vec<Reading>, String> {
+    count_work_with(subject, names, &OpenOptions::default(), units)
+}
+
 fn step(what: &str, result: counterhal_hal::Result<()>) -> Result<(), String> {
     result.map_err(|e| format!("{what}: {e}"))
 }
@@ -235,11 +254,7 @@ pub fn exact_counts<S: Subject>(subject: &S) -> Outcome {
     check(|| {
         for event in &events {
             for units in [1u64, 100, 10_000] {
-                let mut set = open(subject, &[&event.name])?;
-                step("enable", set.enable())?;
-                subject.work(units);
-                step("disable", set.disable())?;
-                let value = read(&mut set)?[0].value;
+                let value = count_work(subject, &[&event.name], units)?[0].value;
                 let expected = units * event.per_unit;
                 if value != expected {
                     return Ok(Outcome::Fail(format!(
@@ -278,11 +293,7 @@ pub fn linearity<S: Subject>(subject: &S) -> Outcome {
     check(|| {
         let mut counts = [0u64; 2];
         for (count, units) in counts.iter_mut().zip([2_000u64, 4_000]) {
-            let mut set = open(subject, &[&events[0].name])?;
-            step("enable", set.enable())?;
-            subject.work(units);
-            step("disable", set.disable())?;
-            *count = read(&mut set)?[0].value;
+            *count = count_work(subject, &[&events[0].name], units)?[0].value;
         }
         Ok(ratio_outcome(&events[0].name, counts))
     })
@@ -321,11 +332,7 @@ pub fn group_read_in_order<S: Subject>(subject: &S) -> Outcome {
         let (a, b) = (distinct[0], distinct[1]);
         for order in [[a, b], [b, a]] {
             let names = [order[0].name.as_str(), order[1].name.as_str()];
-            let mut set = open(subject, &names)?;
-            step("enable", set.enable())?;
-            subject.work(100);
-            step("disable", set.disable())?;
-            let readings = read(&mut set)?;
+            let readings = count_work(subject, &names, 100)?;
             let got = [readings[0].value, readings[1].value];
             let want = [100 * order[0].per_unit, 100 * order[1].per_unit];
             if got != want {
@@ -395,11 +402,7 @@ pub fn scaling_of_live_readings<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     check(|| {
         let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-        let mut set = open(subject, &names)?;
-        step("enable", set.enable())?;
-        subject.work(100);
-        step("disable", set.disable())?;
-        for (name, reading) in names.iter().zip(read(&mut set)?) {
+        for (name, reading) in names.iter().zip(count_work(subject, &names, 100)?) {
             if reading.time_enabled == 0 {
                 return Ok(Outcome::Fail(format!(
                     "{name}: enabled for 0 ns: {reading:?}"
@@ -478,11 +481,7 @@ pub fn too_many_events<S: Subject>(subject: &S) -> Outcome {
             grouped: false,
             ..OpenOptions::default()
         };
-        let mut set = open_with(subject, &names, &options)?;
-        step("enable", set.enable())?;
-        subject.work(10_000);
-        step("disable", set.disable())?;
-        let readings = read(&mut set)?;
+        let readings = count_work_with(subject, &names, &options, 10_000)?;
         let mut shared = false;
         for reading in &readings {
             if reading.time_running > reading.time_enabled {
@@ -590,11 +589,7 @@ pub fn threads_count_independently<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     let event = &events[0];
     let run = |units: u64| -> Result<u64, String> {
-        let mut set = open(subject, &[&event.name])?;
-        step("enable", set.enable())?;
-        subject.work(units);
-        step("disable", set.disable())?;
-        Ok(read(&mut set)?[0].value)
+        Ok(count_work(subject, &[&event.name], units)?[0].value)
     };
     let (a, b) = std::thread::scope(|scope| {
         let a = scope.spawn(|| run(300));
