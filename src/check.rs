@@ -43,7 +43,7 @@ pub fn run_all(context: &Context, only: Option<BackendKind>, models: bool) -> Ve
         let report = match kind {
             BackendKind::Linux => {
                 match counterhal_linux::probe(context.database.clone(), context.model.clone()) {
-                    Ok(backend) => counterhal_conformance::run(
+                    Ok(backend) => counterhal_conformance::run_quietly(
                         &counterhal_linux::conformance::LinuxSubject::new(backend),
                     ),
                     Err(e) => unavailable(kind, DeviceKind::Real, e.to_string()),
@@ -51,7 +51,7 @@ pub fn run_all(context: &Context, only: Option<BackendKind>, models: bool) -> Ve
             }
             BackendKind::Pctr => {
                 match counterhal_pctr::probe(context.database.clone(), context.model.clone()) {
-                    Ok(backend) => counterhal_conformance::run(
+                    Ok(backend) => counterhal_conformance::run_quietly(
                         &counterhal_pctr::conformance::RealSubject::new(backend),
                     ),
                     Err(e) => unavailable(kind, DeviceKind::Real, e.to_string()),
@@ -59,7 +59,7 @@ pub fn run_all(context: &Context, only: Option<BackendKind>, models: bool) -> Ve
             }
             BackendKind::Msr => {
                 match counterhal_msr::probe(context.database.clone(), context.model.clone()) {
-                    Ok(backend) => counterhal_conformance::run(
+                    Ok(backend) => counterhal_conformance::run_quietly(
                         &counterhal_msr::conformance::RealSubject::new(backend),
                     ),
                     Err(e) => unavailable(kind, DeviceKind::Real, e.to_string()),
@@ -71,12 +71,12 @@ pub fn run_all(context: &Context, only: Option<BackendKind>, models: bool) -> Ve
     if models {
         if wanted(BackendKind::Pctr) {
             for subject in counterhal_pctr::conformance::model_subjects(context.database.clone()) {
-                reports.push(counterhal_conformance::run(&subject));
+                reports.push(counterhal_conformance::run_quietly(&subject));
             }
         }
         if wanted(BackendKind::Msr) {
             for subject in counterhal_msr::conformance::model_subjects(context.database.clone()) {
-                reports.push(counterhal_conformance::run(&subject));
+                reports.push(counterhal_conformance::run_quietly(&subject));
             }
         }
     }

@@ -153,12 +153,22 @@ pub fn hardware_required() -> bool {
     })
 }
 
-/// Runs every case against `subject` and returns the report (also printed to stderr, one line
-/// per case, as it goes).
+/// Runs every case against `subject` and returns the report, printing one line per case to
+/// stderr as it goes (for test runs, where the output shows progress and every skip's reason).
 ///
 /// Runs of the suite in one process take turns (a lock), because the hygiene case counts the
 /// process's file descriptors and memory.
 pub fn run<S: Subject>(subject: &S) -> Report {
+    run_cases(subject, true)
+}
+
+/// As [`run`], printing nothing: for callers that present the [`Report`] themselves
+/// (`counterhal check`).
+pub fn run_quietly<S: Subject>(subject: &S) -> Report {
+    run_cases(subject, false)
+}
+
+fn run_cases<S: Subject>(subject: &S, progress: bool) -> Report {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME
         .lock()
@@ -180,6 +190,7 @@ pub fn run<S: Subject>(subject: &S) -> Report {
             ));
         }
         match &outcome {
+            _ if !progress => {}
             Outcome::Pass => eprintln!("PASS {label} {} ({took:.1?})", case.name),
             other => eprintln!(
                 "{} {label} {} ({took:.1?}): {}",
