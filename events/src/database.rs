@@ -10,12 +10,15 @@ use counterhal_hal::{
 
 use crate::encode::{self, NativeChoice, domain_of};
 use crate::error::{EventError, EventErrorKind, err};
-use crate::loader::{Layer, Source, load_file};
+use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::{CpuModel, NativeEvent};
 use crate::parse::{EventSpec, Modifiers, ParsedEvent, parse_event};
 use crate::{CpuIdentity, suggest};
 
-/// The shipped data files, in match order (first match wins).
+/// The shipped data files, in match order (first match wins). Each describes one CPU model
+/// and puts its header keys (`id`, `description`, `encoder`, `match`, `pmu`) before its events
+/// and mappings: [`Database::shipped`] reads the headers alone and parses a model's events on
+/// first use.
 pub const SHIPPED_FILES: &[(&str, &str)] = &[
     ("events/data/p5.toml", include_str!("../data/p5.toml")),
     ("events/data/p6.toml", include_str!("../data/p6.toml")),
@@ -51,9 +54,139 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
 pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 
 /// The event database: the shipped CPU models plus any user file.
+///
+/// The shipped models are parsed lazily: their headers (id, description, encoder, match rules,
+/// PMU) when the database is made, which is enough for [`Database::detect`] and for listing
+/// ids; a model's events and mappings when it is first asked for. Users' files are parsed and
+/// validated in full when they are loaded.
 #[derive(Clone, Debug, Default)]
 pub struct Database {
-    models: Arc<Vec<CpuModel>>,
+    models: Arc<Vec<Entry>>,
+}
+
+/// One model of a [`Database`].
+#[derive(Clone, Debug)]
+enum Entry {
+    /// A shipped model, parsed in full on first use (shared by every clone of the database).
+    Shipped(Arc<ShippedModel>),
+    /// A model parsed in full (a user's, or a shipped one a user's file changed).
+    Loaded(CpuModel),
+}
+
+impl Entry {
+    /// Id, description, encoder, match rules and PMU (events may be missing).
+    fn header(&self) -> &CpuModel {
+        match self {
+            Entry::Shipped(shipped) => &shipped.header,
+            Entry::Loaded(model) => model,
+        }
+    }
+
+    /// The whole model (parsing a shipped one on first use).
+    fn model(&self) -> &CpuModel {
+        match self {
+            Entry::Shipped(shipped) => shipped.model(),
+            Entry::Loaded(model) => model,
+        }
+    }
+}
+
+/// A shipped file's model: its header, parsed eagerly, and its full content, parsed once.
+#[derive(Clone, Debug)]
+struct ShippedModel {
+    name: &'static str,
+    text: &'static str,
+    header: CpuModel,
+    full: OnceLock<std::result::Result<CpuModel, Error>>,
+}
+
+impl ShippedModel {
+    /// The full model, parsed and validated on the first call.
+    fn full(&self) -> &std::result::Result<CpuModel, Error> {
+        self.full
+            .get_or_init(|| parse_full(self.name, self.text, &self.header))
+    }
+
+    /// The full model; the header alone if the full text is malformed (the crate's tests
+    /// rule that out: they parse every shipped model in full).
+    fn model(&self) -> &CpuModel {
+        self.full().as_ref().unwrap_or(&self.header)
+    }
+}
+
+/// The part of a shipped file before its events and mappings: the lines before the first
+/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]` or `[cpu.presets]`.
+fn header_text(text: &str) -> &str {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = line.trim_start();
+        let key = line_start
+            .split('=')
+            .next()
+            .map(str::trim_end)
+            .filter(|_| line_start.contains('='));
+        if key == Some("event")
+            || line_start.starts_with("[[cpu.event]]")
+            || line_start.starts_with("[cpu.generalized]")
+            || line_start.starts_with("[cpu.presets]")
+        {
+            return &text[..offset];
+        }
+        offset += line.len();
+    }
+    text
+}
+
+/// Parses a shipped file in full; its one model must have the header read before.
+fn parse_full(name: &str, text: &str, header: &CpuModel) -> Result<CpuModel> {
+    let mut models = Vec::with_capacity(1);
+    load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+    match <[CpuModel; 1]>::try_from(models) {
+        Ok([model])
+            if model.id == header.id
+                && model.description == header.description
+                && model.encoder == header.encoder
+                && model.pmu == header.pmu
+                && model.rules == header.rules =>
+        {
+            Ok(model)
+        }
+        _ => Err(Error::invalid_input(format!(
+            "{name}: a shipped file describes one CPU model and gives id, description, encoder, match and pmu before its events and mappings"
+        ))),
+    }
+}
+
+impl ModelSet for Vec<Entry> {
+    fn position(&mut self, id: &str) -> Result<Option<usize>> {
+        let Some(index) = self
+            .iter()
+            .position(|e| e.header().id.eq_ignore_ascii_case(id))
+        else {
+            return Ok(None);
+        };
+        if let Entry::Shipped(shipped) = &self[index] {
+            // A file changing a shipped model changes its full content.
+            self[index] = Entry::Loaded(shipped.full().clone()?);
+        }
+        Ok(Some(index))
+    }
+
+    fn push(&mut self, model: CpuModel) -> usize {
+        Vec::push(self, Entry::Loaded(model));
+        self.len() - 1
+    }
+
+    fn get_mut(&mut self, index: usize) -> &mut CpuModel {
+        if let Entry::Shipped(shipped) = &self[index] {
+            // Not taken: `position` and `push` hand out loaded entries only.
+            self[index] = Entry::Loaded(shipped.model().clone());
+        }
+        match &mut self[index] {
+            Entry::Loaded(model) => model,
+            Entry::Shipped(shipped) => &mut Arc::make_mut(shipped).header,
+        }
+    }
 }
 
 static SHIPPED: OnceLock<std::result::Result<Database, Error>> = OnceLock::new();
@@ -68,15 +201,33 @@ impl Database {
         SHIPPED.get_or_init(Database::parse_shipped).clone()
     }
 
-    /// Parses and validates the shipped data afresh (what [`Database::shipped`] caches).
+    /// Parses and validates the shipped data afresh (what [`Database::shipped`] caches): the
+    /// models' headers now, each model's events and mappings when it is first used.
     ///
     /// # Errors
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
         let mut models = Vec::with_capacity(SHIPPED_FILES.len());
         let mut layer = Layer::default();
-        for (name, text) in SHIPPED_FILES {
-            load_file(&mut models, &mut layer, &Source { name, text })?;
+        for &(name, text) in SHIPPED_FILES {
+            let mut headers = Vec::with_capacity(1);
+            let source = Source {
+                name,
+                text: header_text(text),
+            };
+            load_file(&mut headers, &mut layer, &source)?;
+            let [header] = <[CpuModel; 1]>::try_from(headers).map_err(|headers| {
+                Error::invalid_input(format!(
+                    "{name}: a shipped file describes one CPU model, not {}",
+                    headers.len()
+                ))
+            })?;
+            models.push(Entry::Shipped(Arc::new(ShippedModel {
+                name,
+                text,
+                header,
+                full: OnceLock::new(),
+            })));
         }
         Ok(Database {
             models: Arc::new(models),
@@ -142,19 +293,30 @@ impl Database {
         Ok(database)
     }
 
-    /// Every CPU model, in match order.
+    /// Every CPU model, in match order (parsing each shipped model not used yet).
     pub fn models(&self) -> impl Iterator<Item = &CpuModel> {
-        self.models.iter()
+        self.models.iter().map(Entry::model)
     }
 
     /// The model with this id (case-insensitive).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
-        self.models.iter().find(|m| m.id.eq_ignore_ascii_case(id))
+        self.models
+            .iter()
+            .find(|e| e.header().id.eq_ignore_ascii_case(id))
+            .map(Entry::model)
     }
 
     /// The first model whose match rules accept `cpu`.
     pub fn detect(&self, cpu: &CpuIdentity) -> Option<&CpuModel> {
-        self.models.iter().find(|m| m.matches(cpu))
+        self.models
+            .iter()
+            .find(|e| e.header().matches(cpu))
+            .map(Entry::model)
+    }
+
+    /// Every model id, in match order (no model is parsed in full for this).
+    fn ids(&self) -> impl Iterator<Item = String> {
+        self.models.iter().map(|e| e.header().id.clone())
     }
 
     /// Up to three known names nearest to `name`: native events of model `cpu` (when given
@@ -165,8 +327,7 @@ impl Database {
             .into_iter()
             .flat_map(|m| m.events.iter().map(|e| e.name.clone()));
         let generalized = GeneralizedEvent::all().map(|g| g.name().into_owned());
-        let ids = self.models.iter().map(|m| m.id.clone());
-        suggest::nearest(name, natives.chain(generalized).chain(ids), 3)
+        suggest::nearest(name, natives.chain(generalized).chain(self.ids()), 3)
     }
 
     /// Resolves an event string for `backend` on CPU model `cpu` (a model id; `None` when the
@@ -199,7 +360,7 @@ impl Database {
     ) -> std::result::Result<ResolvedEvent, EventError> {
         let model = match cpu {
             Some(id) => Some(self.model(id).ok_or_else(|| {
-                let ids = self.models.iter().map(|m| m.id.clone());
+                let ids = self.ids();
                 err(
                     EventErrorKind::UnknownCpu,
                     format!("unknown CPU model `{id}`"),
@@ -231,7 +392,7 @@ impl Database {
     ) -> std::result::Result<ResolvedEvent, EventError> {
         let model = match &spec.pmu {
             Some(pmu) => Some(self.model(pmu).ok_or_else(|| {
-                let ids = self.models.iter().map(|m| m.id.clone());
+                let ids = self.ids();
                 err(
                     EventErrorKind::NotFound,
                     format!("unknown PMU `{pmu}` in `{text}`"),
@@ -598,6 +759,108 @@ mod tests {
             model,
             stepping: 0,
         }
+    }
+
+    /// Every shipped model, parsed in full, equals what one eager parse of all the files
+    /// gives; the headers read ahead equal the full models' headers (so every file keeps id,
+    /// description, encoder, match and pmu before its events and mappings).
+    #[test]
+    fn every_shipped_model_parses_in_full_and_matches_its_header() {
+        let mut eager: Vec<CpuModel> = Vec::new();
+        let mut layer = Layer::default();
+        for &(name, text) in SHIPPED_FILES {
+            load_file(&mut eager, &mut layer, &Source { name, text }).unwrap();
+            let header = header_text(text);
+            assert!(header.len() < text.len(), "{name}: no events found");
+            for key in [
+                "[[cpu.event]]",
+                "[cpu.generalized]",
+                "[cpu.presets]",
+                "\nevent",
+            ] {
+                assert!(!header.contains(key), "{name}: `{key}` in the header part");
+            }
+        }
+        let db = Database::parse_shipped().unwrap();
+        assert_eq!(db.models.len(), eager.len());
+        for (entry, eager) in db.models.iter().zip(&eager) {
+            let Entry::Shipped(shipped) = entry else {
+                panic!("{}: not a shipped entry", eager.id);
+            };
+            let full = shipped.full().as_ref().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(full, eager);
+            assert!(!full.events().is_empty() && !full.mappings().is_empty());
+            assert!(shipped.header.events().is_empty(), "{}", eager.id);
+        }
+        assert_eq!(db.models().cloned().collect::<Vec<_>>(), eager);
+    }
+
+    #[test]
+    fn header_text_stops_before_events_and_mappings() {
+        let text = "[[cpu]]\nid = \"x\"\nevent = [\n]\n";
+        assert_eq!(header_text(text), "[[cpu]]\nid = \"x\"\n");
+        let text = "[[cpu]]\nid = \"x\"\n\n[cpu.presets]\nPAPI_TOT_CYC = \"A\"\n";
+        assert_eq!(header_text(text), "[[cpu]]\nid = \"x\"\n\n");
+        assert_eq!(
+            header_text("[[cpu]]\nid = \"x\"\n"),
+            "[[cpu]]\nid = \"x\"\n"
+        );
+        // A key that merely starts with `event` is a header key.
+        assert_eq!(header_text("events_x = 1\n"), "events_x = 1\n");
+    }
+
+    #[test]
+    fn detection_and_ids_parse_only_what_is_used() {
+        let db = Database::parse_shipped().unwrap();
+        let parsed = |db: &Database| -> Vec<String> {
+            db.models
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Shipped(s) if s.full.get().is_some() => Some(s.header.id.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let zen3 = db.detect(&cpu(Vendor::Amd, 0x19, 0x21)).unwrap();
+        assert!(
+            zen3.event("LS_DISPATCH").is_some(),
+            "detect gives the full model"
+        );
+        assert_eq!(parsed(&db), ["amd64_fam19h_zen3"]);
+        assert!(!db.nearest_names(None, "p7").is_empty());
+        let error = db.resolve_exact(Some("p7"), "cycles", BackendKind::Msr);
+        assert_eq!(error.unwrap_err().kind(), EventErrorKind::UnknownCpu);
+        assert_eq!(parsed(&db), ["amd64_fam19h_zen3"]);
+        db.resolve(Some("p6"), "INST_RETIRED", BackendKind::Pctr)
+            .unwrap();
+        assert_eq!(parsed(&db), ["p6", "amd64_fam19h_zen3"]);
+        // Clones share the parsed models.
+        let clone = db.clone();
+        assert_eq!(parsed(&clone), ["p6", "amd64_fam19h_zen3"]);
+        assert_eq!(db.models().count(), SHIPPED_FILES.len());
+        assert_eq!(parsed(&clone).len(), SHIPPED_FILES.len());
+    }
+
+    #[test]
+    fn a_file_changing_a_shipped_model_keeps_its_shipped_events() {
+        let db = Database::parse_shipped().unwrap();
+        let text = "[[cpu]]\nid = \"P6\"\ndescription = \"changed\"\n[[cpu.event]]\nname = \"MY_EVENT\"\ncode = 0x42\n";
+        let changed = db.clone().with_toml_str("mine.toml", text).unwrap();
+        let p6 = changed.model("p6").unwrap();
+        assert_eq!(p6.description, "changed");
+        assert!(p6.event("MY_EVENT").is_some());
+        assert!(p6.event("INST_RETIRED").is_some(), "shipped events kept");
+        assert!(
+            p6.mapping(GeneralizedEvent::from_name("instructions").unwrap())
+                .is_some()
+        );
+        assert_eq!(changed.detect(&cpu(Vendor::Intel, 6, 8)).unwrap().id, "p6");
+        // The original database is unchanged.
+        assert_ne!(db.model("p6").unwrap().description, "changed");
+        // The override is validated against the shipped content.
+        let bad = "[[cpu]]\nid = \"p6\"\nencoder = \"p5\"\n";
+        let error = db.with_toml_str("bad.toml", bad).unwrap_err();
+        assert!(error.message().starts_with("bad.toml:3:"), "{error}");
     }
 
     #[test]

@@ -185,9 +185,35 @@ pub(crate) struct Layer {
     ids: Vec<String>,
 }
 
+/// Where [`load_file`] puts the models it reads: a plain vector, or the database's list, whose
+/// lazily parsed shipped models are parsed in full before a file may change them.
+pub(crate) trait ModelSet {
+    /// The index of the model with this id (case-insensitive), made ready for changes.
+    fn position(&mut self, id: &str) -> Result<Option<usize>, Error>;
+    /// Adds a new model; returns its index.
+    fn push(&mut self, model: CpuModel) -> usize;
+    /// The model at `index` (from [`ModelSet::position`] or [`ModelSet::push`]).
+    fn get_mut(&mut self, index: usize) -> &mut CpuModel;
+}
+
+impl ModelSet for Vec<CpuModel> {
+    fn position(&mut self, id: &str) -> Result<Option<usize>, Error> {
+        Ok(self.iter().position(|m| m.id.eq_ignore_ascii_case(id)))
+    }
+
+    fn push(&mut self, model: CpuModel) -> usize {
+        Vec::push(self, model);
+        self.len() - 1
+    }
+
+    fn get_mut(&mut self, index: usize) -> &mut CpuModel {
+        &mut self[index]
+    }
+}
+
 /// Loads one file into `models`.
 pub(crate) fn load_file(
-    models: &mut Vec<CpuModel>,
+    models: &mut impl ModelSet,
     layer: &mut Layer,
     source: &Source<'_>,
 ) -> Result<(), Error> {
@@ -229,7 +255,7 @@ fn key_at(text: &str, offset: usize) -> String {
 }
 
 fn load_cpu(
-    models: &mut Vec<CpuModel>,
+    models: &mut impl ModelSet,
     layer: &mut Layer,
     source: &Source<'_>,
     doc: CpuDoc,
@@ -254,7 +280,7 @@ fn load_cpu(
         ));
     }
     layer.ids.push(id.clone());
-    let existing = models.iter().position(|m| m.id.eq_ignore_ascii_case(&id));
+    let existing = models.position(&id)?;
     let encoder = match &doc.encoder {
         Some(name) => Some(EncoderKind::from_name(name.get_ref()).ok_or_else(|| {
             source.error(
@@ -291,11 +317,10 @@ fn load_cpu(
                 events: Vec::new(),
                 index: Default::default(),
                 mappings: Vec::new(),
-            });
-            models.len() - 1
+            })
         }
     };
-    let model = &mut models[index];
+    let model = models.get_mut(index);
     let reencoded = existing.is_some()
         && (encoder.is_some_and(|e| e != model.encoder) || pmu.is_some_and(|p| p != model.pmu));
     if let Some(description) = doc.description {
