@@ -604,3 +604,71 @@ fn check_runs_one_backend_on_request() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_bad_tracepoint_modifier_is_named() {
+    if !linux_usable() || !std::path::Path::new("/sys/kernel/tracing/events/syscalls").exists() {
+        eprintln!("SKIP: needs the linux backend and tracefs with syscall tracepoints");
+        return;
+    }
+    let out = counterhal(&["encode", "syscalls:sys_enter_getpid:zz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`zz` is not a modifier"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn stat_p_counts_every_thread_of_the_process() {
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("counterhal-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("spin.c");
+    let program = dir.join("spin");
+    // The main thread sleeps; a second thread does all the work.
+    std::fs::write(
+        &source,
+        "#include <pthread.h>\n#include <unistd.h>\n\
+         static void *spin(void *arg) { volatile unsigned long n = 0; for (;;) n++; return arg; }\n\
+         int main(void) { pthread_t t; pthread_create(&t, 0, spin, 0); sleep(10); return 0; }\n",
+    )
+    .unwrap();
+    let built = Command::new("cc")
+        .arg("-O1")
+        .arg("-pthread")
+        .arg("-o")
+        .arg(&program)
+        .arg(&source)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("SKIP: no C compiler (cc) to build the threaded program");
+        return;
+    }
+    let mut child = Command::new(&program).spawn().expect("spin");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let pid = child.id().to_string();
+    let out = counterhal(&[
+        "stat",
+        "--json",
+        "-p",
+        &pid,
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stderr).expect("JSON");
+    // Only the spinning thread runs: counting the main thread alone reads "not counted".
+    let task_clock = value["events"][0]["scaled"].as_u64();
+    assert!(task_clock.is_some_and(|ns| ns > 10_000_000), "{value}");
+}

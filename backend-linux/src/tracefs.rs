@@ -43,6 +43,35 @@ pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
     })
 }
 
+/// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
+/// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
+fn bad_modifiers(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
+    let mut parts = name.splitn(3, ':');
+    let (Some(system), Some(event), Some(modifiers)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Ok(None);
+    };
+    let Some(base) = split_tracepoint(&name[..system.len() + 1 + event.len()]) else {
+        return Ok(None);
+    };
+    let Tracefs::Mounted(root) = mounted_root(roots) else {
+        return Ok(None);
+    };
+    if !root
+        .join("events")
+        .join(base.system)
+        .join(base.event)
+        .join("id")
+        .exists()
+    {
+        return Ok(None);
+    }
+    Err(Error::invalid_event(format!(
+        "{name}: `{modifiers}` is not a modifier of tracepoint {system}:{event}"
+    ))
+    .with_hint("tracepoints take perf's modifiers: u, k, h, G, H (and p, ignored)"))
+}
+
 /// Whether `name` has the shape of a tracepoint ([`split_tracepoint`] accepts it).
 pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
@@ -89,7 +118,7 @@ pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
 /// [`ErrorKind::InvalidEvent`] when it is malformed.
 pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
     let Some(parts) = split_tracepoint(name) else {
-        return Ok(None);
+        return bad_modifiers(roots, name);
     };
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);

@@ -276,9 +276,18 @@ impl MsrBackend {
             }
             (code, umask, fixed.filter(|&f| pmu.fixed.contains(f)))
         };
+        // Reference cycles at the TSC rate exist only on fixed counter 2: architectural event
+        // 2 (3C/01) on a general-purpose counter counts the slower reference bus clock, a
+        // different number under the same name.
+        let counters = if hardware == HardwareEvent::RefCycles {
+            fixed?;
+            CounterSet::NONE
+        } else {
+            CounterSet::first(pmu.gp_counters)
+        };
         Some(MsrEncoding {
             evtsel: code | (umask << 8) | evtsel::USR | evtsel::OS | evtsel::EN,
-            counters: CounterSet::first(pmu.gp_counters),
+            counters,
             fixed,
         })
     }

@@ -47,27 +47,68 @@ impl ResolvedEvent {
         self.terms.len() > 1
     }
 
-    /// Combines the readings of the terms (in term order) into the name's reading: values
-    /// added or subtracted (clamped to `0..=u64::MAX`), the longest enabled time and the
-    /// shortest running time (the conservative pair for scaling).
+    /// Combines the readings of the terms (in term order) into the name's reading.
+    ///
+    /// Each term is scaled on its own first (terms may have been time-shared differently), a
+    /// term that never ran adds nothing, and the estimates are added or subtracted (clamped to
+    /// `0..=u64::MAX`). The result carries the longest enabled time and the smallest running
+    /// share of the terms that ran, with its value set so that [`Reading::scaled`] gives the
+    /// combined estimate: when every term ran all the time the value is the exact sum, and
+    /// when none ran at all the result is "not counted" (`time_running` 0).
     pub fn combine(&self, readings: &[Reading]) -> Reading {
-        let mut value: i128 = 0;
+        let mut estimate: i128 = 0;
         let mut time_enabled = 0;
-        let mut time_running = u64::MAX;
+        // The smallest running share among the terms that ran, as running / enabled.
+        let mut share: Option<(u64, u64)> = None;
         for (term, reading) in self.terms.iter().zip(readings) {
-            match term.sign {
-                Sign::Plus => value += i128::from(reading.value),
-                Sign::Minus => value -= i128::from(reading.value),
-            }
             time_enabled = time_enabled.max(reading.time_enabled);
-            time_running = time_running.min(reading.time_running);
+            let Some(scaled) = reading.scaled() else {
+                continue;
+            };
+            match term.sign {
+                Sign::Plus => estimate += i128::from(scaled),
+                Sign::Minus => estimate -= i128::from(scaled),
+            }
+            let this = (
+                reading.time_running.min(reading.time_enabled),
+                reading.time_enabled,
+            );
+            share = Some(match share {
+                Some(least)
+                    if u128::from(least.0) * u128::from(this.1.max(1))
+                        <= u128::from(this.0) * u128::from(least.1.max(1)) =>
+                {
+                    least
+                }
+                _ => this,
+            });
         }
-        if readings.is_empty() || self.terms.is_empty() {
-            time_running = 0;
+        let estimate = u128::try_from(estimate.max(0)).unwrap_or(0);
+        let Some((running, enabled)) = share else {
+            return Reading {
+                value: 0,
+                time_enabled,
+                time_running: 0,
+            };
+        };
+        if running >= enabled {
+            let value = u64::try_from(estimate).unwrap_or(u64::MAX);
+            return Reading {
+                value,
+                time_enabled,
+                time_running: time_enabled,
+            };
         }
-        let value = u64::try_from(value.max(0)).unwrap_or(u64::MAX);
+        // Ran `running / enabled` of the time: report the value that share would have counted,
+        // so that scaling it back gives the estimate.
+        let time_running = u64::try_from(
+            u128::from(time_enabled) * u128::from(running) / u128::from(enabled.max(1)),
+        )
+        .unwrap_or(u64::MAX)
+        .max(1);
+        let value = estimate * u128::from(time_running) / u128::from(time_enabled.max(1));
         Reading {
-            value,
+            value: u64::try_from(value).unwrap_or(u64::MAX),
             time_enabled,
             time_running,
         }
@@ -189,8 +230,40 @@ mod tests {
             Reading::new(50, 12, 8),
             Reading::new(30, 11, 9),
         ];
-        assert_eq!(event.combine(&readings), Reading::new(120, 12, 8));
+        // Each term scaled on its own: 100 + 75 - 36.67 = 138.33; b and c ran 8/12 and 9/11.
+        let combined = event.combine(&readings);
+        assert_eq!((combined.time_enabled, combined.time_running), (12, 8));
+        assert_eq!(combined.scaled(), Some(138));
         assert!(event.is_derived());
+    }
+
+    #[test]
+    fn terms_time_shared_differently_are_scaled_apart() {
+        let event = ResolvedEvent {
+            name: "a-b".into(),
+            terms: vec![term(Sign::Plus, "a"), term(Sign::Minus, "b")],
+        };
+        // a ran all the time, b half: 100 - 2 x 50 = 0, not 100 - 50 scaled by 2 = 100.
+        let readings = [Reading::new(100, 10, 10), Reading::new(50, 10, 5)];
+        assert_eq!(event.combine(&readings).scaled(), Some(0));
+    }
+
+    #[test]
+    fn a_term_that_never_ran_adds_nothing() {
+        let event = ResolvedEvent {
+            name: "cycles".into(),
+            terms: vec![term(Sign::Plus, "cpu_core"), term(Sign::Plus, "cpu_atom")],
+        };
+        let readings = [
+            Reading::new(1_000_000, 1_000, 1_000),
+            Reading::new(0, 1_000, 0),
+        ];
+        assert_eq!(
+            event.combine(&readings),
+            Reading::new(1_000_000, 1_000, 1_000)
+        );
+        let never = [Reading::new(0, 1_000, 0), Reading::new(0, 1_000, 0)];
+        assert_eq!(event.combine(&never).scaled(), None);
     }
 
     #[test]

@@ -146,6 +146,12 @@ pub fn to_text(event: &ResolvedEvent, cpu: Option<&str>) -> String {
                 format!("function={:#010x} counters={}", p.function, p.counters)
             }
             Encoding::Msr(m) => match m.fixed {
+                // Only the fixed counter can count it: no general-purpose alternative to show.
+                Some(fixed) if m.counters.is_empty() => format!(
+                    "fixed counter {fixed} only (USR={} OS={})",
+                    m.evtsel >> 16 & 1,
+                    m.evtsel >> 17 & 1,
+                ),
                 Some(fixed) => format!(
                     "fixed counter {fixed} (USR={} OS={}) or evtsel={:#x} counters={}",
                     m.evtsel >> 16 & 1,

@@ -19,7 +19,8 @@ Exit status:
   stat     the measured command's own status (128+N when killed by signal N;
            127 when it could not be run); 1 when counting failed; 2 for bad arguments
   list, info, check
-           0 on success (check: 1 when a case failed); 2 for bad arguments
+           0 on success (check: 1 when a case failed, or when no case could run
+           at all); 2 for bad arguments
   encode   0 when every event encoded; 2 on any error (message on stderr)";
 
 /// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr) and raw x86

@@ -107,10 +107,7 @@ pub struct Run {
 
 fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
     if let Some(pid) = args.pid {
-        return Ok(Some(vec![Target::Process {
-            pid,
-            inherit: false,
-        }]));
+        return process_threads(pid).map(Some);
     }
     if args.all_cpus {
         return Ok(Some(online_cpus()));
@@ -121,6 +118,35 @@ fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
             .map_err(|e| CliError::usage(e, USAGE));
     }
     Ok(None)
+}
+
+/// Every thread of process `pid` (`/proc/PID/task`), as perf's `-p` counts them; the process
+/// alone where the OS has no such directory.
+fn process_threads(pid: u32) -> Result<Vec<Target>, CliError> {
+    if pid == 0 {
+        return Err(CliError::usage(
+            Error::invalid_input("process id 0 is not a process")
+                .with_hint("give the id of a running process, e.g. -p $(pidof NAME)"),
+            USAGE,
+        ));
+    }
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Ok(vec![Target::Process {
+            pid,
+            inherit: false,
+        }]);
+    };
+    let mut threads: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    threads.sort_unstable();
+    Ok(threads
+        .into_iter()
+        .map(|tid| Target::Process {
+            pid: tid,
+            inherit: false,
+        })
+        .collect())
 }
 
 /// Every online CPU (`/sys/devices/system/cpu/online`; not this process's affinity, which may
@@ -157,6 +183,12 @@ fn parse_cpu_list(list: &str) -> Result<Vec<Target>, Error> {
         }
         cpus.extend((first..=last).map(Target::Cpu));
     }
+    // A CPU named twice is counted once.
+    let mut seen = std::collections::BTreeSet::new();
+    cpus.retain(|target| match target {
+        Target::Cpu(cpu) => seen.insert(*cpu),
+        _ => true,
+    });
     Ok(cpus)
 }
 
@@ -218,46 +250,71 @@ fn run_generic<B: Backend>(
     targets: &[Target],
     command: &[OsString],
 ) -> Result<Run, CliError> {
-    let mut sets: Vec<(usize, Vec<EventSet<B::Group>>)> = Vec::new();
-    let mut results: Vec<EventResult> = Vec::new();
-    for (index, planned) in events.iter().enumerate() {
-        let (name, outcome) = match planned {
-            Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
-            Planned::Ready(event) => {
-                let opened: Result<Vec<_>, Error> = targets
-                    .iter()
-                    .map(|target| {
-                        EventSet::open(
-                            backend,
-                            vec![event.clone()],
-                            target,
-                            &OpenOptions::default(),
-                        )
-                    })
-                    .collect();
-                match opened {
-                    Ok(opened) => {
-                        sets.push((index, opened));
-                        (event.name.clone(), Ok(Reading::default()))
-                    }
+    // Each opened set: the indices (into `events`) of what it counts, one set per target.
+    type Opened<G> = (Vec<usize>, Vec<EventSet<G>>);
+    let open_on_every_target =
+        |resolved: Vec<ResolvedEvent>| -> Result<Vec<EventSet<B::Group>>, Error> {
+            let options = OpenOptions {
+                grouped: false,
+                ..OpenOptions::default()
+            };
+            targets
+                .iter()
+                .map(|target| EventSet::open(backend, resolved.clone(), target, &options))
+                .collect()
+        };
+    let mut results: Vec<EventResult> = events
+        .iter()
+        .map(|planned| match planned {
+            Planned::Unsupported { name, error } => EventResult {
+                name: name.clone(),
+                backend: backend.label(),
+                outcome: Err(error.clone()),
+            },
+            Planned::Ready(event) => EventResult {
+                name: event.name.clone(),
+                backend: backend.label(),
+                outcome: Ok(Reading::default()),
+            },
+        })
+        .collect();
+    let ready: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| matches!(p, Planned::Ready(_)).then_some(i))
+        .collect();
+    let resolved = |indices: &[usize]| -> Vec<ResolvedEvent> {
+        indices
+            .iter()
+            .filter_map(|&i| match &events[i] {
+                Planned::Ready(event) => Some(event.clone()),
+                Planned::Unsupported { .. } => None,
+            })
+            .collect()
+    };
+    // All events at once first: a backend with constrained counters (P6's counter 1 counts
+    // only while counter 0 holds the enable bit) must place them together. Where that fails,
+    // each on its own, so that one event the machine lacks does not hide the others.
+    let mut sets: Vec<Opened<B::Group>> = Vec::new();
+    match open_on_every_target(resolved(&ready)) {
+        Ok(opened) if !ready.is_empty() => sets.push((ready.clone(), opened)),
+        _ => {
+            for &index in &ready {
+                match open_on_every_target(resolved(&[index])) {
+                    Ok(opened) => sets.push((vec![index], opened)),
                     // A target that does not exist is the user's to fix, not an event the
                     // machine lacks.
                     Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
                         return Err(CliError::usage(e, USAGE));
                     }
-                    Err(e) => (event.name.clone(), Err(e)),
+                    Err(e) => results[index].outcome = Err(e),
                 }
             }
-        };
-        results.push(EventResult {
-            name,
-            backend: backend.label(),
-            outcome,
-        });
+        }
     }
     let start = Instant::now();
-    for (_, group) in &mut sets {
-        for set in group.iter_mut() {
+    for (_, per_target) in &mut sets {
+        for set in per_target.iter_mut() {
             set.enable().map_err(CliError::failed)?;
         }
     }
@@ -267,18 +324,20 @@ fn run_generic<B: Backend>(
         .status();
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     let children_after = children_cpu_time();
-    for (index, group) in &mut sets {
-        let mut total = Reading::default();
-        for set in group.iter_mut() {
-            let mut reading = [Reading::default()];
-            set.disable()
-                .and_then(|()| set.read(&mut reading))
-                .map_err(CliError::failed)?;
-            total.value = total.value.saturating_add(reading[0].value);
-            total.time_enabled = total.time_enabled.saturating_add(reading[0].time_enabled);
-            total.time_running = total.time_running.saturating_add(reading[0].time_running);
+    for (indices, per_target) in &mut sets {
+        let mut totals = vec![Reading::default(); indices.len()];
+        for set in per_target.iter_mut() {
+            set.disable().map_err(CliError::failed)?;
+            let readings = set.read_to_vec().map_err(CliError::failed)?;
+            for (total, reading) in totals.iter_mut().zip(readings) {
+                total.value = total.value.saturating_add(reading.value);
+                total.time_enabled = total.time_enabled.saturating_add(reading.time_enabled);
+                total.time_running = total.time_running.saturating_add(reading.time_running);
+            }
         }
-        results[*index].outcome = Ok(total);
+        for (&index, total) in indices.iter().zip(totals) {
+            results[index].outcome = Ok(total);
+        }
     }
     let (exit_code, exit_description) = match status {
         Ok(status) => describe_status(status.code(), signal_of(&status)),
@@ -482,6 +541,22 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
             ),
             USAGE,
         ));
+    }
+    if args.separator.as_deref() == Some("") {
+        return Err(CliError::usage(
+            Error::invalid_input("an empty field separator for -x")
+                .with_hint("give one, e.g. -x, or -x ';'"),
+            USAGE,
+        ));
+    }
+    // Check the output file before the command runs, so a bad path loses nothing.
+    if let Some(path) = &args.output {
+        std::fs::File::create(path).map_err(|e| {
+            CliError::usage(
+                Error::invalid_input(format!("cannot write {}: {e}", path.display())),
+                USAGE,
+            )
+        })?;
     }
     let context = args.database.context()?;
     // The Linux backend is probed once and used directly (it runs commands itself); any other
@@ -694,18 +769,20 @@ fn print_table(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Ru
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
     out.push('\n');
-    if runs > 1 {
-        _ = writeln!(
-            out,
-            " Performance counter stats for '{}' ({runs} runs):",
-            command.join(" ")
-        );
+    // What was counted: the command, or (with -p, -a, -C) the process or CPUs while it ran.
+    let what = if let Some(pid) = args.pid {
+        format!("process id '{pid}'")
+    } else if args.all_cpus {
+        "'system wide'".to_string()
+    } else if let Some(list) = &args.cpu_list {
+        format!("CPUs '{list}'")
     } else {
-        _ = writeln!(
-            out,
-            " Performance counter stats for '{}':",
-            command.join(" ")
-        );
+        format!("'{}'", command.join(" "))
+    };
+    if runs > 1 {
+        _ = writeln!(out, " Performance counter stats for {what} ({runs} runs):");
+    } else {
+        _ = writeln!(out, " Performance counter stats for {what}:");
     }
     out.push('\n');
     let mut reasons: Vec<(String, String)> = Vec::new();
@@ -773,6 +850,8 @@ fn print_table(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Ru
     }
 }
 
+/// One line per event: value, unit, name, time running (ns), percent running, and with -r the
+/// spread (stddev of the mean, %).
 fn print_csv(out: &mut String, separator: &str, summary: &[Summary]) {
     for entry in summary {
         let (value, unit, running, percent) = match &entry.reading {
@@ -786,9 +865,14 @@ fn print_csv(out: &mut String, separator: &str, summary: &[Summary]) {
                 }
             },
         };
+        // With -r, perf's CSV puts the spread (stddev of the mean, in %) between the value and
+        // the unit... after the name here, as a sixth field, so the first five stay fixed.
+        let spread = entry
+            .stddev_percent
+            .map_or(String::new(), |spread| format!("{separator}{spread:.2}"));
         _ = writeln!(
             out,
-            "{value}{separator}{unit}{separator}{}{separator}{running}{separator}{percent:.2}",
+            "{value}{separator}{unit}{separator}{}{separator}{running}{separator}{percent:.2}{spread}",
             entry.name
         );
     }
@@ -812,6 +896,7 @@ fn print_json(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Run
                 "scaled": reading.scaled(),
                 "supported": true,
                 "reason": null,
+                "stddev_percent": entry.stddev_percent,
             }),
             Err(reason) => json!({
                 "name": entry.name,
@@ -829,6 +914,8 @@ fn print_json(out: &mut String, args: &StatArgs, summary: &[Summary], last: &Run
         "command": command,
         "exit_status": last.exit_code,
         "elapsed_ns": last.elapsed_ns,
+        "runs": args.repeat,
+        "note": last.note,
         "events": events,
     });
     _ = writeln!(out, "{object}");
