@@ -45,14 +45,15 @@ impl ExcludeBits {
 /// lives: the backend's attr builder uses it, and anything that shows an encoding should too.
 ///
 /// The rule:
-/// - [`Domain::DEFAULT`] (no modifier was given) and [`Domain::ALL`] set **no** bit: the event
-///   counts whatever its PMU counts by default, as `perf stat` programs an event without
-///   modifiers (and PMUs such as `msr` refuse any exclude bit);
+/// - [`Domain::ALL`] (what an event without modifiers gets) sets **no** bit: the event counts
+///   whatever its PMU counts by default, as `perf stat` programs an event without modifiers
+///   (and PMUs such as `msr` refuse any exclude bit);
 /// - any other domain sets `exclude_X` exactly for each domain X it does not contain (so `:u`
-///   sets `exclude_kernel` and `exclude_hv`, and keeps idle, host and guest counted).
+///   sets `exclude_kernel` and `exclude_hv`, `:uk` sets `exclude_hv`, and `:H` sets
+///   `exclude_guest`).
 pub fn exclude_bits(encoding: &PerfEncoding) -> ExcludeBits {
     let domain = encoding.domain;
-    if domain == Domain::DEFAULT || domain == Domain::ALL {
+    if domain == Domain::ALL {
         return ExcludeBits::default();
     }
     ExcludeBits {
@@ -76,10 +77,11 @@ mod tests {
     }
 
     #[test]
-    fn default_and_all_exclude_nothing() {
-        assert_eq!(exclude_bits(&with(Domain::DEFAULT)), ExcludeBits::default());
+    fn all_excludes_nothing_and_explicit_user_kernel_excludes_the_hypervisor() {
         assert_eq!(exclude_bits(&with(Domain::ALL)), ExcludeBits::default());
-        assert!(!exclude_bits(&with(Domain::DEFAULT)).any());
+        assert!(!exclude_bits(&PerfEncoding::new(1, 0)).any(), "no modifier");
+        let user_kernel = exclude_bits(&with(Domain::DEFAULT));
+        assert_eq!(user_kernel.names().collect::<Vec<_>>(), ["exclude_hv"]);
     }
 
     #[test]

@@ -283,7 +283,7 @@ mod tests {
         fs::write(hyphen.join("id"), "77\n").unwrap();
         let roots = vec![PathBuf::from("/nonexistent/tracing"), dir.clone()];
         let e = resolve(&roots, "demo:hello").unwrap().unwrap();
-        assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::DEFAULT));
+        assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::ALL));
         let e = resolve(&roots, "xhci-hcd:xhci_dbg_address")
             .unwrap()
             .unwrap();

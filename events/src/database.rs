@@ -8,7 +8,7 @@ use counterhal_hal::{
     BackendKind, Encoding, Error, EventRequest, GeneralizedEvent, ResolvedEvent, Result, Sign, Term,
 };
 
-use crate::encode::{self, NativeChoice, domain_of};
+use crate::encode::{self, NativeChoice, check_levels};
 use crate::error::{EventError, EventErrorKind, err};
 use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::{CpuModel, NativeEvent};
@@ -451,7 +451,7 @@ impl Database {
                 ));
             }
             let mut perf = counterhal_hal::PerfEncoding::new(crate::perf::TYPE_RAW, config);
-            perf.domain = domain_of(&modifiers);
+            perf.domain = check_levels(&modifiers, backend, text)?;
             return Ok(ResolvedEvent::single(EventRequest::new(
                 text,
                 Encoding::Perf(perf),
@@ -532,7 +532,7 @@ impl Database {
         match backend {
             BackendKind::Linux => {
                 let mut perf = counterhal_hal::PerfEncoding::new(crate::perf::TYPE_RAW, config);
-                perf.domain = domain_of(&config_mods);
+                perf.domain = check_levels(&config_mods, backend, text)?;
                 Ok(ResolvedEvent::single(EventRequest::new(
                     text,
                     Encoding::Perf(perf),
@@ -548,6 +548,9 @@ fn split_levels(m: Modifiers) -> (Modifiers, Modifiers) {
         user: m.user,
         kernel: m.kernel,
         hypervisor: m.hypervisor,
+        host_only: m.host_only,
+        guest_only: m.guest_only,
+        precise: m.precise,
         ..Modifiers::default()
     };
     let filters = Modifiers {
@@ -658,11 +661,14 @@ fn resolve_generalized(
             return Err(err(
                 EventErrorKind::UnitMaskInvalid,
                 format!(
-                    "`{generalized}` is a generalized event and takes no unit mask `{part}`; modifiers are u, k, h"
+                    "`{generalized}` is a generalized event and takes no unit mask `{part}`; modifiers are u, k, h, H, G and p, pp, ppp, P"
                 ),
             ));
         }
     }
+    // Checked here so that an error names the event as typed, not a native term of its
+    // mapping.
+    let domain = check_levels(&modifiers, backend, text)?;
     if modifiers.has_filters()
         || modifiers.edge.is_some()
         || modifiers.invert.is_some()
@@ -676,7 +682,7 @@ fn resolve_generalized(
         ));
     }
     if backend == BackendKind::Linux {
-        if let Some(perf) = crate::perf::generic_encoding(generalized, domain_of(&modifiers)) {
+        if let Some(perf) = crate::perf::generic_encoding(generalized, domain) {
             return Ok(ResolvedEvent::single(EventRequest::new(
                 text,
                 Encoding::Perf(perf),
@@ -989,6 +995,31 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{} {name}: {e}", model.id));
             }
         }
+    }
+
+    /// `h`, `H` and `G` on pctr/msr are unsupported (not a typo), and the message names the
+    /// event as typed, not the native term a generalized name maps to.
+    #[test]
+    fn hypervisor_and_host_guest_on_pctr_and_msr_name_the_typed_event() {
+        let db = Database::shipped().unwrap();
+        for (cpu, text, backend) in [
+            ("p6", "cycles:h", BackendKind::Pctr),
+            ("p6", "instructions:uH", BackendKind::Pctr),
+            ("k8", "cycles:G", BackendKind::Msr),
+            ("k8", "RETIRED_INSTRUCTIONS:h", BackendKind::Msr),
+        ] {
+            let error = db.resolve_exact(Some(cpu), text, backend).unwrap_err();
+            assert_eq!(error.kind(), EventErrorKind::Unsupported, "{text}: {error}");
+            let message = error.message();
+            assert!(message.contains(&format!("`{text}`")), "{text}: {message}");
+            assert!(!message.contains("unit mask"), "{text}: {message}");
+            let hal = Error::from(error);
+            assert_eq!(hal.kind(), counterhal_hal::ErrorKind::Unsupported);
+        }
+        let error = db
+            .resolve_exact(Some("p6"), "cycles:h", BackendKind::Pctr)
+            .unwrap_err();
+        assert!(error.message().contains("no such bit"), "{error}");
     }
 
     #[test]

@@ -50,30 +50,101 @@ pub(crate) struct NativeChoice {
     pub modifiers: Modifiers,
 }
 
-/// The privilege levels a set of modifiers asks for (default user and kernel).
-pub(crate) fn domain_of(m: &Modifiers) -> Domain {
+/// The domain a set of modifiers asks for on `backend`.
+///
+/// On Linux, an event without any level or context modifier gets [`Domain::ALL`] (perf's
+/// default: the event counts whatever its PMU counts, no exclude bit); with modifiers, the
+/// levels named (`u`, `k`, `h`), or all three minus those set to `=0`, in every context but the
+/// one `H` (host only) or `G` (guest only) leaves out. So `:uk` is user and kernel
+/// ([`Domain::DEFAULT`], the hypervisor excluded), `:h=0` everything but the hypervisor.
+///
+/// On pctr and msr (user and kernel bits only) the levels named, or user and kernel minus
+/// those set to `=0`; `h`, `H` and `G` are refused by [`check_levels`].
+pub(crate) fn domain_of(m: &Modifiers, backend: BackendKind) -> Domain {
+    let linux = backend == BackendKind::Linux;
+    if linux && !m.has_levels() && m.host_only.is_none() && m.guest_only.is_none() {
+        return Domain::ALL;
+    }
     let pairs = [
         (m.user, Domain::USER),
         (m.kernel, Domain::KERNEL),
         (m.hypervisor, Domain::HYPERVISOR),
     ];
     let mut levels = Domain::NONE;
-    let mut any_on = false;
     for (value, level) in pairs {
         if value == Some(true) {
             levels |= level;
-            any_on = true;
         }
     }
-    if !any_on {
-        levels = Domain::USER | Domain::KERNEL;
+    if levels == Domain::NONE {
+        levels = if linux {
+            Domain::LEVELS
+        } else {
+            Domain::USER | Domain::KERNEL
+        };
     }
     for (value, level) in pairs {
         if value == Some(false) {
             levels = levels.difference(level);
         }
     }
-    Domain::DEFAULT.with_levels(levels)
+    let mut domain = Domain::ALL.with_levels(levels);
+    let host_only = m.host_only == Some(true);
+    let guest_only = m.guest_only == Some(true);
+    // perf: `H` and `G` together count both.
+    if host_only && !guest_only {
+        domain = domain.difference(Domain::GUEST);
+    }
+    if guest_only && !host_only {
+        domain = domain.difference(Domain::HOST);
+    }
+    domain
+}
+
+/// Refuses what `backend` cannot count as `modifiers` ask; `name` is the event as the user
+/// typed it.
+///
+/// # Errors
+/// [`EventErrorKind::Unsupported`] for `h`, `H` or `G` on pctr or msr (no such bit);
+/// [`EventErrorKind::CombinationNotAllowed`] when no privilege level is left.
+pub(crate) fn check_levels(
+    modifiers: &Modifiers,
+    backend: BackendKind,
+    name: &str,
+) -> Result<Domain, EventError> {
+    if backend != BackendKind::Linux {
+        if modifiers.hypervisor == Some(true) {
+            return Err(err(
+                EventErrorKind::Unsupported,
+                format!(
+                    "`{name}`: {backend} cannot filter the hypervisor (`h`): the hardware has no such bit"
+                ),
+            )
+            .with_hint("drop `h` (user and kernel are what it counts), or use the Linux backend"));
+        }
+        if modifiers.has_contexts() {
+            return Err(err(
+                EventErrorKind::Unsupported,
+                format!(
+                    "`{name}`: {backend} cannot count host only (`H`) or guest only (`G`): it programs no such bit"
+                ),
+            )
+            .with_hint("drop `H`/`G`, or use the Linux backend"));
+        }
+    }
+    let domain = domain_of(modifiers, backend);
+    if !domain.intersects(Domain::LEVELS) {
+        let what = if backend == BackendKind::Linux {
+            "neither user, kernel nor hypervisor mode is selected"
+        } else {
+            "neither user nor kernel mode is selected"
+        };
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!("`{name}` would count nothing: {what}"),
+        ));
+    }
+    Ok(domain)
 }
 
 fn valid_masks(event: &NativeEvent) -> String {
@@ -276,26 +347,15 @@ pub(crate) fn event_bits(choice: &NativeChoice) -> u64 {
 }
 
 fn levels_bits(
-    domain: Domain,
     modifiers: &Modifiers,
     backend: BackendKind,
     name: &str,
 ) -> Result<(bool, bool), EventError> {
-    if modifiers.hypervisor == Some(true) {
-        return Err(err(
-            EventErrorKind::CombinationNotAllowed,
-            format!("`{name}`: the {backend} backend cannot count in the hypervisor (`h`)"),
-        ));
-    }
-    let user = domain.contains(Domain::USER);
-    let kernel = domain.contains(Domain::KERNEL);
-    if !user && !kernel {
-        return Err(err(
-            EventErrorKind::CombinationNotAllowed,
-            format!("`{name}` would count nothing: neither user nor kernel mode is selected"),
-        ));
-    }
-    Ok((user, kernel))
+    let domain = check_levels(modifiers, backend, name)?;
+    Ok((
+        domain.contains(Domain::USER),
+        domain.contains(Domain::KERNEL),
+    ))
 }
 
 /// Encodes a chosen native event for `backend`.
@@ -305,7 +365,6 @@ pub(crate) fn encode(
     backend: BackendKind,
     name: &str,
 ) -> Result<Encoding, EventError> {
-    let domain = domain_of(&choice.modifiers);
     let bits = event_bits(choice);
     match backend {
         BackendKind::Linux => {
@@ -317,11 +376,11 @@ pub(crate) fn encode(
                 .with_hint("use the pctr backend on OpenBSD/i386"));
             }
             let mut perf = PerfEncoding::new(crate::perf::TYPE_RAW, bits);
-            perf.domain = domain;
+            perf.domain = check_levels(&choice.modifiers, backend, name)?;
             Ok(Encoding::Perf(perf))
         }
         BackendKind::Pctr => {
-            let (user, kernel) = levels_bits(domain, &choice.modifiers, backend, name)?;
+            let (user, kernel) = levels_bits(&choice.modifiers, backend, name)?;
             let counters =
                 choice.counters.mask() & CounterSet::first(model.encoder.pctr_counters()).mask();
             if counters == 0 {
@@ -377,7 +436,7 @@ pub(crate) fn encode(
                 )
                 .with_hint("use the pctr backend on OpenBSD/i386"));
             }
-            let (user, kernel) = levels_bits(domain, &choice.modifiers, backend, name)?;
+            let (user, kernel) = levels_bits(&choice.modifiers, backend, name)?;
             let mut value = bits | evtsel::EN;
             if user {
                 value |= evtsel::USR;
@@ -390,6 +449,73 @@ pub(crate) fn encode(
                 counters: choice.counters,
                 fixed: choice.fixed,
             }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mods(text: &str) -> Modifiers {
+        let mut m = Modifiers::default();
+        for part in text.split(':').filter(|p| !p.is_empty()) {
+            let (key, value) = match part.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (part, None),
+            };
+            assert!(
+                m.apply(key, value).unwrap() || m.apply_group(key).unwrap(),
+                "{part}"
+            );
+        }
+        m
+    }
+
+    #[test]
+    fn linux_default_is_all_and_explicit_levels_are_not() {
+        let linux = |t: &str| domain_of(&mods(t), BackendKind::Linux);
+        assert_eq!(linux(""), Domain::ALL);
+        assert_eq!(linux("pp"), Domain::ALL);
+        assert_eq!(linux("uk"), Domain::DEFAULT);
+        assert_eq!(linux("h=0"), Domain::DEFAULT);
+        assert_eq!(linux("u"), Domain::ALL.with_levels(Domain::USER));
+        assert_eq!(
+            linux("k=0"),
+            Domain::ALL.with_levels(Domain::USER | Domain::HYPERVISOR)
+        );
+        assert_eq!(linux("H"), Domain::ALL.difference(Domain::GUEST));
+        assert_eq!(linux("G"), Domain::ALL.difference(Domain::HOST));
+        assert_eq!(linux("GH"), Domain::ALL);
+        assert_eq!(
+            linux("uH"),
+            Domain::DEFAULT
+                .with_levels(Domain::USER)
+                .difference(Domain::GUEST)
+        );
+    }
+
+    #[test]
+    fn pctr_and_msr_default_to_user_and_kernel() {
+        for backend in [BackendKind::Pctr, BackendKind::Msr] {
+            let d = |t: &str| {
+                check_levels(&mods(t), backend, "x").map(|d| d.intersection(Domain::LEVELS))
+            };
+            assert_eq!(d("").unwrap(), Domain::USER | Domain::KERNEL);
+            assert_eq!(d("ppp").unwrap(), Domain::USER | Domain::KERNEL);
+            assert_eq!(d("h=0").unwrap(), Domain::USER | Domain::KERNEL);
+            assert_eq!(d("k=0").unwrap(), Domain::USER);
+            for refused in ["h", "uh", "H", "G"] {
+                assert_eq!(
+                    d(refused).unwrap_err().kind(),
+                    EventErrorKind::Unsupported,
+                    "{refused}"
+                );
+            }
+            assert_eq!(
+                d("u=0:k=0").unwrap_err().kind(),
+                EventErrorKind::CombinationNotAllowed
+            );
         }
     }
 }

@@ -714,9 +714,13 @@ pub(crate) fn parse_expression(text: &str) -> Result<Vec<(Sign, EventSpec)>, Str
                     }
                     Err(e) => return Err(e.to_string()),
                 };
-                if spec.pmu.is_some() || spec.modifiers.has_levels() {
+                if spec.pmu.is_some()
+                    || spec.modifiers.has_levels()
+                    || spec.modifiers.host_only.is_some()
+                    || spec.modifiers.guest_only.is_some()
+                {
                     return Err(format!(
-                        "term `{token}` must not name a PMU or u/k/h (the user's modifiers apply)"
+                        "term `{token}` must not name a PMU or u/k/h/H/G (the user's modifiers apply)"
                     ));
                 }
                 terms.push((s, spec));

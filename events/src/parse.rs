@@ -8,8 +8,12 @@
 //! - raw codes `rNNNN` (hexadecimal), optionally with modifiers (`r00c0:u`);
 //! - PMU terms `pmu/term=value,term/[mods]` (`cpu/event=0x3c,umask=0x00/u`).
 //!
-//! Modifiers: `u`, `k`, `h` (user, kernel, hypervisor), `e` (edge), `i` (invert),
-//! `c=0..255` (counter mask). The boolean ones take an optional `=0` or `=1`.
+//! Modifiers: `u`, `k`, `h` (user, kernel, hypervisor), `H` (host only), `G` (guest only),
+//! `p`, `pp`, `ppp`, `P` (precision, which only sampling uses), `e` (edge), `i` (invert),
+//! `c=0..255` (counter mask). Modifiers are case-insensitive except `H` and `G`, which are
+//! perf's host-only and guest-only modifiers only in upper case (`h` is the hypervisor), and
+//! `P`, which differs from `p` as in perf. The boolean ones take an optional `=0` or `=1`.
+//! Level, context and precision letters may be grouped as perf groups them (`uk`, `uH`, `upp`).
 
 use crate::error::{EventError, EventErrorKind, err};
 
@@ -32,12 +36,24 @@ pub struct Modifiers {
     pub invert: Option<bool>,
     /// `c=N`: the counter mask (threshold), 0..=255.
     pub cmask: Option<u8>,
+    /// `H` (upper case only): count in the host only, not in guests (perf's `exclude_guest`).
+    pub host_only: Option<bool>,
+    /// `G` (upper case only): count in guests only, not in the host (perf's `exclude_host`).
+    pub guest_only: Option<bool>,
+    /// `p`, `pp`, `ppp`: the sampling precision asked for (1, 2, 3); `P` (the highest the PMU
+    /// has) is kept as 3. Counting ignores it: it only affects where samples are taken.
+    pub precise: Option<u8>,
 }
 
 impl Modifiers {
     /// Whether any privilege-level modifier (`u`, `k`, `h`) was given.
     pub fn has_levels(&self) -> bool {
         self.user.is_some() || self.kernel.is_some() || self.hypervisor.is_some()
+    }
+
+    /// Whether host-only (`H`) or guest-only (`G`) was asked for.
+    pub fn has_contexts(&self) -> bool {
+        self.host_only == Some(true) || self.guest_only == Some(true)
     }
 
     /// Whether any filter modifier (`e`, `i`, `c`) was given with a non-zero value.
@@ -51,8 +67,13 @@ impl Modifiers {
     /// [`EventErrorKind::ValueOutOfRange`] for a bad value,
     /// [`EventErrorKind::ModifierConflict`] for a second, different value.
     pub fn apply(&mut self, key: &str, value: Option<&str>) -> Result<bool, EventError> {
-        let lower = key.to_ascii_lowercase();
+        let lower = match key {
+            "H" | "G" => key.to_string(),
+            _ => key.to_ascii_lowercase(),
+        };
         let slot_bool = match lower.as_str() {
+            "H" => Some(&mut self.host_only),
+            "G" => Some(&mut self.guest_only),
             "u" => Some(&mut self.user),
             "k" => Some(&mut self.kernel),
             "h" => Some(&mut self.hypervisor),
@@ -99,22 +120,46 @@ impl Modifiers {
         Ok(true)
     }
 
-    /// Applies a perf-style group of level letters (`uk`, `ku`, `uh`); `Ok(false)` when `group`
-    /// is not made only of `u`, `k` and `h`.
+    /// Applies a perf-style group of letters (`uk`, `ku`, `uh`, `uH`, `ppp`, `kP`); `Ok(false)`
+    /// when `group` is not made only of `u`, `k`, `h` (any case but `H`), `H`, `G`, `p` and
+    /// `P`.
     ///
     /// # Errors
-    /// [`EventErrorKind::ModifierConflict`] when a letter contradicts an earlier `=0`.
+    /// [`EventErrorKind::ModifierConflict`] when a letter contradicts an earlier `=0` or an
+    /// earlier precision; [`EventErrorKind::ValueOutOfRange`] for more than three `p`.
     pub fn apply_group(&mut self, group: &str) -> Result<bool, EventError> {
         if group.is_empty()
             || !group
                 .chars()
-                .all(|c| matches!(c.to_ascii_lowercase(), 'u' | 'k' | 'h'))
+                .all(|c| matches!(c, 'u' | 'U' | 'k' | 'K' | 'h' | 'H' | 'G' | 'p' | 'P'))
         {
             return Ok(false);
         }
+        let mut precise = 0u8;
+        let mut precise_max = false;
         for letter in group.chars() {
-            let mut buffer = [0u8; 4];
-            self.apply(letter.encode_utf8(&mut buffer), None)?;
+            match letter {
+                'p' => precise = precise.saturating_add(1),
+                'P' => precise_max = true,
+                _ => {
+                    let mut buffer = [0u8; 4];
+                    self.apply(letter.encode_utf8(&mut buffer), None)?;
+                }
+            }
+        }
+        if precise > 3 {
+            return Err(err(
+                EventErrorKind::ValueOutOfRange,
+                format!(
+                    "modifier `{group}`: precision is `p`, `pp` or `ppp` (or `P`, the highest)"
+                ),
+            ));
+        }
+        if precise_max {
+            precise = 3;
+        }
+        if precise > 0 {
+            set_once(&mut self.precise, precise, "p")?;
         }
         Ok(true)
     }
@@ -130,6 +175,9 @@ impl Modifiers {
         merge_one(&mut self.edge, other.edge, "e")?;
         merge_one(&mut self.invert, other.invert, "i")?;
         merge_one(&mut self.cmask, other.cmask, "c")?;
+        merge_one(&mut self.host_only, other.host_only, "H")?;
+        merge_one(&mut self.guest_only, other.guest_only, "G")?;
+        merge_one(&mut self.precise, other.precise, "p")?;
         Ok(())
     }
 }
@@ -295,7 +343,9 @@ pub fn parse_event(text: &str) -> Result<ParsedEvent, EventError> {
         if value.is_some() {
             return Err(err(
                 EventErrorKind::UnknownModifier,
-                format!("unknown modifier `{key}`; modifiers are u, k, h, e, i and c=0..255"),
+                format!(
+                    "unknown modifier `{key}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i and c=0..255"
+                ),
             ));
         }
         spec.unit_masks.push(part.to_string());
@@ -319,7 +369,9 @@ fn apply_modifier_part(modifiers: &mut Modifiers, part: &str) -> Result<(), Even
     }
     Err(err(
         EventErrorKind::UnknownModifier,
-        format!("unknown modifier `{part}`; modifiers are u, k, h, e, i and c=0..255"),
+        format!(
+            "unknown modifier `{part}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i and c=0..255"
+        ),
     ))
 }
 
@@ -447,6 +499,37 @@ mod tests {
         assert_eq!(kind("INST_RETIRED::"), EventErrorKind::NotFound);
         assert_eq!(kind(""), EventErrorKind::NotFound);
         assert!(parse_event("INST_RETIRED:u:u=1").is_ok());
+    }
+
+    #[test]
+    fn host_guest_and_precision() {
+        let m = named("cycles:H").modifiers;
+        assert_eq!((m.host_only, m.hypervisor), (Some(true), None));
+        let m = named("cycles:h").modifiers;
+        assert_eq!((m.host_only, m.hypervisor), (None, Some(true)));
+        let m = named("cycles:G:U").modifiers;
+        assert_eq!((m.guest_only, m.user), (Some(true), Some(true)));
+        // Groups: perf's letters in any order; `H` upper case only.
+        let mut m = Modifiers::default();
+        assert!(m.apply_group("uHpp").unwrap());
+        assert_eq!(
+            (m.user, m.host_only, m.hypervisor, m.precise),
+            (Some(true), Some(true), None, Some(2))
+        );
+        let mut m = Modifiers::default();
+        assert!(m.apply_group("P").unwrap());
+        assert_eq!(m.precise, Some(3));
+        assert!(!Modifiers::default().apply_group("ug").unwrap());
+        assert!(!Modifiers::default().apply_group("ANY").unwrap());
+        assert_eq!(
+            Modifiers::default().apply_group("pppp").unwrap_err().kind(),
+            EventErrorKind::ValueOutOfRange
+        );
+        // Precision is never a unit mask: it parses on raw codes too.
+        assert!(matches!(
+            parse_event("r00c0:ppp").unwrap(),
+            ParsedEvent::Raw { modifiers, .. } if modifiers.precise == Some(3)
+        ));
     }
 
     #[test]

@@ -36,6 +36,17 @@ fn levels(domain: Domain) -> String {
             text.push(letter);
         }
     }
+    // Contexts are printed only when one is left out (`H`, `G`).
+    for (context, name) in [
+        (Domain::IDLE, "idle"),
+        (Domain::HOST, "host"),
+        (Domain::GUEST, "guest"),
+    ] {
+        if !domain.contains(context) {
+            text.push_str(" -");
+            text.push_str(name);
+        }
+    }
     text
 }
 

@@ -99,7 +99,10 @@ pub struct PerfEncoding {
 }
 
 impl PerfEncoding {
-    /// An encoding with the given type and config, every other field zero, the default domain.
+    /// An encoding with the given type and config, every other field zero, and
+    /// [`Domain::ALL`]: no modifier, so the event counts whatever its PMU counts by default (as
+    /// perf programs an event without modifiers; some PMUs, such as `msr`, refuse any exclude
+    /// bit).
     pub fn new(type_: u32, config: u64) -> Self {
         Self {
             type_,
@@ -108,7 +111,7 @@ impl PerfEncoding {
             config2: 0,
             config3: 0,
             bp_type: 0,
-            domain: Domain::DEFAULT,
+            domain: Domain::ALL,
             pmu: None,
         }
     }
