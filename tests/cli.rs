@@ -672,3 +672,36 @@ fn stat_p_counts_every_thread_of_the_process() {
     let task_clock = value["events"][0]["scaled"].as_u64();
     assert!(task_clock.is_some_and(|ns| ns > 10_000_000), "{value}");
 }
+
+#[test]
+fn ctrl_c_reaches_the_command_and_the_counts_are_still_printed() {
+    use std::os::unix::process::CommandExt;
+    if !linux_usable() {
+        eprintln!("SKIP: the linux backend is not usable here");
+        return;
+    }
+    // counterhal and the command in a process group of their own, as a terminal would run
+    // them; then Ctrl-C (SIGINT) to the whole group.
+    let child = Command::new(env!("CARGO_BIN_EXE_counterhal"))
+        .args(["stat", "-e", "task-clock", "--", "sleep", "5"])
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("counterhal");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let group = format!("-{}", child.id());
+    let killed = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("wait");
+    // The command died of SIGINT (128 + 2); counterhal survived to print its table.
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("task-clock"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("killed by signal 2"),
+        "{}",
+        stderr(&out)
+    );
+}

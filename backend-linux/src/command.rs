@@ -232,9 +232,15 @@ impl LinuxBackend {
                 groups.push((vec![index], opened));
             }
         }
+        // From here until the child is reaped, Ctrl-C is the command's, not ours: the counts
+        // survive it (perf stat does the same). The child was forked before this, so it keeps
+        // the default dispositions.
+        let interrupts = sys::IgnoreInterrupts::start();
         child.release()?;
         let pid = child.pid();
-        let exit = child.wait()?;
+        let exit = child.wait();
+        drop(interrupts);
+        let exit = exit?;
         let mut outcomes: Vec<EventOutcome> = events
             .iter()
             .map(|e| EventOutcome {

@@ -217,12 +217,9 @@ fn invalid_field_hint(attempt: &OpenAttempt) -> String {
         a if blames_cpu(a) => {
             format!("cpu: CPU {} is out of range or offline", a.cpu)
         }
-        a if a.inherit && a.group_read => {
-            "read_format: this kernel refuses inherit with PERF_FORMAT_GROUP".to_string()
-        }
         a if a.class == EventClass::Breakpoint => {
             "bp_addr/bp_len/bp_type: length must be 1, 2, 4 or 8 (8 for execute) and the \
-             address aligned to it"
+             address aligned to it; x86 has no read-only breakpoints (use :rw or :w)"
                 .to_string()
         }
         a if a.exclude.any() && a.class == EventClass::Dynamic => format!(
@@ -241,6 +238,11 @@ fn invalid_field_hint(attempt: &OpenAttempt) -> String {
             "the exclude bits ({excluded}), or config: the PMU may not filter this event by \
              domain; try without modifiers"
         ),
+        // Last: the backend reads inherited groups this way only after checking that this
+        // kernel accepts it, so it is the cause only when nothing else is.
+        a if a.inherit && a.group_read => {
+            "read_format: this kernel refuses inherit with PERF_FORMAT_GROUP".to_string()
+        }
         _ => "config: the event code is not valid for this type".to_string(),
     };
     format!("the attr field most likely at fault is {field}")

@@ -1040,6 +1040,43 @@ pub fn wait4(pid: i32) -> Result<(i32, u64, u64), Errno> {
     Ok((status, micros(usage.ru_utime), micros(usage.ru_stime)))
 }
 
+/// While alive, this process ignores SIGINT and SIGQUIT; dropping it restores what was there.
+///
+/// `perf stat -- cmd` does this: the user's Ctrl-C reaches the measured command (already
+/// running with its own dispositions), and the counts can still be read and printed.
+pub struct IgnoreInterrupts {
+    saved: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl IgnoreInterrupts {
+    /// Starts ignoring SIGINT and SIGQUIT (a signal whose disposition cannot be read is left
+    /// alone).
+    pub fn start() -> IgnoreInterrupts {
+        let mut saved = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGQUIT] {
+            // SAFETY: an all-zero sigaction is a valid value of this plain C struct.
+            let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
+            ignore.sa_sigaction = libc::SIG_IGN;
+            // SAFETY: as above.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers are valid for the call; SIG_IGN needs no handler code.
+            if unsafe { libc::sigaction(signal, &ignore, &mut old) } == 0 {
+                saved.push((signal, old));
+            }
+        }
+        IgnoreInterrupts { saved }
+    }
+}
+
+impl Drop for IgnoreInterrupts {
+    fn drop(&mut self) {
+        for (signal, old) in &self.saved {
+            // SAFETY: `old` is the disposition sigaction reported for this signal.
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
 /// Sends SIGKILL to `pid` (errors ignored: the child may be gone already).
 pub fn kill(pid: i32) {
     // SAFETY: kill has no memory-safety preconditions.
