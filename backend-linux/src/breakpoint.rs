@@ -1,5 +1,5 @@
 //! Hardware breakpoints: `mem:ADDR[:rwx][/len]` (perf's `mem:ADDR[/len][:access]` order is
-//! accepted too).
+//! accepted too), optionally followed by perf's modifiers (`mem:ADDR:x:u`).
 
 use counterhal_hal::{Error, PerfEncoding, Result};
 
@@ -23,7 +23,7 @@ pub fn encoding(address: u64, access: u32, len: u64) -> PerfEncoding {
     encoding
 }
 
-/// Parses `mem:ADDR[:rwx][/len]`; `None` when `name` does not start with `mem:`.
+/// Parses `mem:ADDR[:rwx][/len][:modifiers]`; `None` when `name` does not start with `mem:`.
 ///
 /// The access defaults to `rw`; the length to 8 for execute (sizeof(long)) and 4 otherwise.
 ///
@@ -57,6 +57,12 @@ fn parse_rest(name: &str, rest: &str) -> Result<PerfEncoding> {
         }
         head = h;
         access_text = Some(access);
+    }
+    // perf's event modifiers may follow the access: `mem:ADDR:x:u`.
+    let mut modifiers = "";
+    if let Some((access, mods)) = access_text.and_then(|a| a.split_once(':')) {
+        access_text = Some(access);
+        modifiers = mods;
     }
     let address = match head.strip_prefix("0x").or_else(|| head.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -103,7 +109,29 @@ fn parse_rest(name: &str, rest: &str) -> Result<PerfEncoding> {
             "address {address:#x} is not aligned to its length {len}"
         )));
     }
-    Ok(encoding(address, access, len))
+    let mut encoding = encoding(address, access, len);
+    crate::sysfs::apply_modifiers(name, modifiers, &mut encoding)?;
+    Ok(encoding)
+}
+
+#[cfg(test)]
+mod modifier_tests {
+    use counterhal_hal::Domain;
+
+    #[test]
+    fn modifiers_after_the_access() {
+        let e = super::parse("mem:0x1000:x:u").unwrap().unwrap();
+        assert_eq!((e.bp_type, e.config1), (super::BP_X, 0x1000));
+        assert_eq!(e.domain, Domain::ALL.with_levels(Domain::USER));
+        let e = super::parse("mem:0x1000/8:w:k").unwrap().unwrap();
+        assert_eq!((e.bp_type, e.config2), (super::BP_W, 8));
+        assert_eq!(e.domain, Domain::ALL.with_levels(Domain::KERNEL));
+        assert!(super::parse("mem:0x1000:x:q").unwrap().is_err());
+        assert_eq!(
+            super::parse("mem:0x1000:x").unwrap().unwrap().domain,
+            Domain::ALL
+        );
+    }
 }
 
 #[cfg(test)]
@@ -136,7 +164,7 @@ mod tests {
             ("mem:0x1000/3", "not 1, 2, 4 or 8"),
             ("mem:0x1000:x/4", "has length 8"),
             ("mem:0x1001:w/4", "not aligned"),
-            ("mem:0x1000/4:r:w", "unknown access"),
+            ("mem:0x1000/4:r:w", "unknown modifier `w`"),
         ] {
             let error = parse(name).unwrap().unwrap_err();
             assert!(error.to_string().contains(expected), "{name}: {error}");
