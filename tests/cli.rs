@@ -363,11 +363,30 @@ fn check_writes_a_json_report() {
 
 /// Builds a small non-PIE program whose `marker` function is called as many times as its
 /// argument says, and returns its path and `marker`'s address.
+/// Compiles `source` (C) into `dir/name` with `flags`; `None` when there is no working `cc`.
+fn compile_c(
+    dir: &std::path::Path,
+    name: &str,
+    source: &str,
+    flags: &[&str],
+) -> Option<std::path::PathBuf> {
+    let source_path = dir.join(format!("{name}.c"));
+    let program = dir.join(name);
+    std::fs::write(&source_path, source).ok()?;
+    let built = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&program)
+        .arg(&source_path)
+        .status()
+        .ok()?;
+    built.success().then_some(program)
+}
+
 fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u64)> {
-    let source = dir.join("marker.c");
-    let program = dir.join("marker");
-    std::fs::write(
-        &source,
+    let program = compile_c(
+        dir,
+        "marker",
         "#include <stdlib.h>\n\
          __attribute__((noinline)) void marker(volatile int *x) { *x += 1; }\n\
          int main(int argc, char **argv) {\n\
@@ -375,17 +394,8 @@ fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u6
              for (int i = 0; i < n; i++) marker(&x);\n\
              return 0;\n\
          }\n",
-    )
-    .ok()?;
-    let built = Command::new("cc")
-        .args(["-O1", "-no-pie", "-fno-pie", "-o"])
-        .arg(&program)
-        .arg(&source)
-        .status()
-        .ok()?;
-    if !built.success() {
-        return None;
-    }
+        &["-O1", "-no-pie", "-fno-pie"],
+    )?;
     let symbols = Command::new("nm").arg(&program).output().ok()?;
     let address = String::from_utf8_lossy(&symbols.stdout)
         .lines()
@@ -628,27 +638,19 @@ fn stat_p_counts_every_thread_of_the_process() {
     }
     let dir = std::env::temp_dir().join(format!("counterhal-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let source = dir.join("spin.c");
-    let program = dir.join("spin");
     // The main thread sleeps; a second thread does all the work.
-    std::fs::write(
-        &source,
+    let program = compile_c(
+        &dir,
+        "spin",
         "#include <pthread.h>\n#include <unistd.h>\n\
          static void *spin(void *arg) { volatile unsigned long n = 0; for (;;) n++; return arg; }\n\
          int main(void) { pthread_t t; pthread_create(&t, 0, spin, 0); sleep(10); return 0; }\n",
-    )
-    .unwrap();
-    let built = Command::new("cc")
-        .arg("-O1")
-        .arg("-pthread")
-        .arg("-o")
-        .arg(&program)
-        .arg(&source)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+        &["-O1", "-pthread"],
+    );
+    let Some(program) = program else {
         eprintln!("SKIP: no C compiler (cc) to build the threaded program");
         return;
-    }
+    };
     let mut child = Command::new(&program).spawn().expect("spin");
     std::thread::sleep(std::time::Duration::from_millis(100));
     let pid = child.id().to_string();
