@@ -35,6 +35,13 @@ fn perf_available() -> bool {
     ran
 }
 
+/// `counterhal stat --json -p PID -e EVENTS -- sleep SECONDS`: count a live process for a while.
+fn stat_attached(pid: &str, events: &str, seconds: &str) -> Output {
+    counterhal(&[
+        "stat", "--json", "-p", pid, "-e", events, "--", "sleep", seconds,
+    ])
+}
+
 fn linux_usable() -> bool {
     let out = counterhal(&["info"]);
     stdout(&out)
@@ -497,17 +504,7 @@ fn stat_targets_and_options() {
     // Attach to a live process while a command bounds the measurement.
     let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
     let pid = sleeper.id().to_string();
-    let out = counterhal(&[
-        "stat",
-        "--json",
-        "-p",
-        &pid,
-        "-e",
-        "task-clock,context-switches",
-        "--",
-        "sleep",
-        "0.05",
-    ]);
+    let out = stat_attached(&pid, "task-clock,context-switches", "0.05");
     sleeper.kill().ok();
     sleeper.wait().ok();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -654,17 +651,7 @@ fn stat_p_counts_every_thread_of_the_process() {
     let mut child = Command::new(&program).spawn().expect("spin");
     std::thread::sleep(std::time::Duration::from_millis(100));
     let pid = child.id().to_string();
-    let out = counterhal(&[
-        "stat",
-        "--json",
-        "-p",
-        &pid,
-        "-e",
-        "task-clock",
-        "--",
-        "sleep",
-        "0.2",
-    ]);
+    let out = stat_attached(&pid, "task-clock", "0.2");
     child.kill().ok();
     child.wait().ok();
     std::fs::remove_dir_all(&dir).ok();

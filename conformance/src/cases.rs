@@ -85,19 +85,29 @@ fn read<G: Group>(group: &mut G) -> Result<Vec<Reading>, String> {
     group.read_to_vec().map_err(|e| format!("read: {e}"))
 }
 
-/// Opens `names` (with `options`), counts `units` of the subject's work between enable and
-/// disable, and reads: the measurement most cases make.
+/// Opens `names` (with `options`) and counts `units` of the subject's work between enable and
+/// disable; returns the disabled set, for cases that go on with it.
+fn counted_set<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    options: &OpenOptions,
+    units: u64,
+) -> Result<Set<S>, String> {
+    let mut set = open_with(subject, names, options)?;
+    step("enable", set.enable())?;
+    subject.work(units);
+    step("disable", set.disable())?;
+    Ok(set)
+}
+
+/// As [`counted_set`], then reads: the measurement most cases make.
 fn count_work_with<S: Subject>(
     subject: &S,
     names: &[&str],
     options: &OpenOptions,
     units: u64,
 ) -> Result<Vec<Reading>, String> {
-    let mut set = open_with(subject, names, options)?;
-    step("enable", set.enable())?;
-    subject.work(units);
-    step("disable", set.disable())?;
-    read(&mut set)
+    read(&mut counted_set(subject, names, options, units)?)
 }
 
 fn count_work<S: Subject>(subject: &S, names: &[&str], units: u64) -> Result<Vec<Reading>, String> {
@@ -178,10 +188,7 @@ pub fn counts_increase_under_work<S: Subject>(subject: &S) -> Outcome {
 pub fn read_after_disable_is_stable<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     check(|| {
-        let mut set = open(subject, &[&events[0].name])?;
-        step("enable", set.enable())?;
-        subject.work(50);
-        step("disable", set.disable())?;
+        let mut set = counted_set(subject, &[&events[0].name], &OpenOptions::default(), 50)?;
         let first = read(&mut set)?[0].value;
         subject.work(50);
         let second = read(&mut set)?[0].value;
@@ -198,10 +205,7 @@ pub fn read_after_disable_is_stable<S: Subject>(subject: &S) -> Outcome {
 pub fn reset_gives_zero<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     check(|| {
-        let mut set = open(subject, &[&events[0].name])?;
-        step("enable", set.enable())?;
-        subject.work(50);
-        step("disable", set.disable())?;
+        let mut set = counted_set(subject, &[&events[0].name], &OpenOptions::default(), 50)?;
         let before = read(&mut set)?[0].value;
         step("reset", set.reset())?;
         let after = read(&mut set)?[0].value;
