@@ -1,7 +1,8 @@
 //! # counterhal: hardware performance counters, one API on every OS
 //!
-//! The facade: re-exports the vocabulary ([`hal`]) and the event database ([`events`]), knows
-//! which backends this OS has, and opens the first that works, saying why each other did not.
+//! The facade: re-exports the vocabulary ([`hal`]) and the event database ([`events`]), holds
+//! the [`registry`] of the backends this build has, and opens the first that works here,
+//! saying why each other did not.
 //!
 //! **For users**: [`open_default`] gives the first backend that works here (and why the others
 //! did not); [`Context`] and [`probe`] pick one by name; the backend's
@@ -10,9 +11,9 @@
 //! and the backend's own (tracepoints, breakpoints, dynamic PMUs on Linux).
 //!
 //! **For backend authors**: a backend is a crate implementing [`hal::Backend`] and
-//! [`hal::Group`] with a `probe(database, cpu_model)` function; add it to
-//! [`compiled_backends`] and [`probe`], give it a [`conformance::Subject`], and run
-//! [`conformance::run`] in its tests.
+//! [`hal::Group`], with a `probe(database, cpu_model)` function and, under its `conformance`
+//! feature, a `conformance` module; add it to [`registry::REGISTRY`], give it a Cargo feature
+//! here, and add its crate to the workspace. ARCHITECTURE.md has the list.
 //!
 //! | OS | backends tried, in order |
 //! |---|---|
@@ -20,8 +21,10 @@
 //! | OpenBSD | `pctr` (/dev/pctr) |
 //! | others | none: [`open_default`] fails with [`ErrorKind::Unsupported`] |
 //!
-//! The pctr and MSR backends also run everywhere over models of their devices, for tests and
-//! for `counterhal check --models`.
+//! Cargo features: one per backend (`linux`, `msr`, `pctr`; all on by default, each probing
+//! its real device only on its own OS), and `conformance` for the suite and the backends'
+//! subjects. The pctr and MSR backends also run everywhere over models of their devices, for
+//! tests and for `counterhal check --models`.
 //!
 //! ```no_run
 //! use counterhal::{Backend, Group, OpenOptions, Target};
@@ -42,16 +45,24 @@
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(feature = "conformance")]
 pub use counterhal_conformance as conformance;
 pub use counterhal_events as events;
 pub use counterhal_hal as hal;
 pub use counterhal_hal::{
-    Backend, BackendKind, Capabilities, DeviceKind, Domain, DynBackend, Error, ErrorKind, EventSet,
+    Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Reading, Result, Target,
 };
+#[cfg(feature = "linux")]
 pub use counterhal_linux as linux;
+#[cfg(feature = "msr")]
 pub use counterhal_msr as msr;
+#[cfg(feature = "pctr")]
 pub use counterhal_pctr as pctr;
+
+pub mod registry;
+
+pub use registry::{REGISTRY, Registration, registration};
 
 use counterhal_events::{CpuIdentity, Database};
 
@@ -61,26 +72,21 @@ pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
 /// The operating system this build targets, as printed by `counterhal info`.
 pub const OS: &str = std::env::consts::OS;
 
-/// The backends compiled for this OS, in the order they are tried.
-pub fn compiled_backends() -> &'static [BackendKind] {
-    cfg_if::cfg_if! {
-        if #[cfg(target_os = "linux")] {
-            &[BackendKind::Linux, BackendKind::Msr]
-        } else if #[cfg(target_os = "openbsd")] {
-            &[BackendKind::Pctr]
-        } else {
-            &[]
-        }
-    }
+/// The backends whose real device can exist on this OS, in the order they are tried.
+pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
+    REGISTRY.iter().filter(|r| r.runs_here())
 }
 
 /// This machine's CPU: from `/proc/cpuinfo` where the OS has it (Linux), else from the CPUID
 /// instruction (x86, any OS); `None` elsewhere.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    std::fs::read_to_string("/proc/cpuinfo")
+    let from_os = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
-        .or_else(|| counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction).ok())
+        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text));
+    #[cfg(feature = "msr")]
+    let from_os =
+        from_os.or_else(|| counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction).ok());
+    from_os
 }
 
 /// The event database and the CPU model to resolve names against.
@@ -130,7 +136,7 @@ impl Context {
 /// One backend's probe: the backend, or why it cannot be used here.
 pub struct Probe {
     /// Which backend.
-    pub kind: BackendKind,
+    pub registration: &'static Registration,
     /// The usable backend, or the reason it is not.
     pub result: Result<AnyBackend>,
 }
@@ -138,37 +144,31 @@ pub struct Probe {
 /// Probes one backend on this machine's real device.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] when the backend is not compiled for this OS; otherwise what the
-/// backend's probe says (device missing, permission denied, ...).
-pub fn probe(kind: BackendKind, context: &Context) -> Result<AnyBackend> {
-    if !compiled_backends().contains(&kind) {
-        return Err(
-            Error::unsupported(format!("the {kind} backend does not run on {OS}")).with_hint(
-                match kind {
-                    BackendKind::Linux => "perf_event_open exists only on Linux",
-                    BackendKind::Pctr => "/dev/pctr exists only on OpenBSD (i386, amd64)",
-                    BackendKind::Msr => "raw MSR access is implemented for Linux's msr driver",
-                },
-            ),
-        );
+/// [`ErrorKind::Unsupported`] when the backend's device does not exist on this OS; otherwise
+/// what the backend's probe says (device missing, permission denied, ...).
+pub fn probe(registration: &Registration, context: &Context) -> Result<AnyBackend> {
+    if !registration.runs_here() {
+        let hint = match registration.model {
+            Some(_) => "its device model runs anywhere: `counterhal check --models`",
+            None => "`counterhal info` lists the backends of this system",
+        };
+        return Err(Error::unsupported(format!(
+            "the {} backend ({}) runs on {}, not on {OS}",
+            registration.name,
+            registration.interface,
+            registration.systems.join(", ")
+        ))
+        .with_hint(hint));
     }
-    let database = Arc::clone(&context.database);
-    let model = context.model.clone();
-    let backend: AnyBackend = match kind {
-        BackendKind::Linux => Box::new(counterhal_linux::probe(database, model)?),
-        BackendKind::Pctr => Box::new(counterhal_pctr::probe(database, model)?),
-        BackendKind::Msr => Box::new(counterhal_msr::probe(database, model)?),
-    };
-    Ok(backend)
+    (registration.probe)(context)
 }
 
-/// Probes every backend compiled for this OS, in order.
+/// Probes every backend of this OS, in order.
 pub fn probe_all(context: &Context) -> Vec<Probe> {
-    compiled_backends()
-        .iter()
-        .map(|&kind| Probe {
-            kind,
-            result: probe(kind, context),
+    native_backends()
+        .map(|registration| Probe {
+            registration,
+            result: probe(registration, context),
         })
         .collect()
 }
@@ -180,7 +180,7 @@ pub struct Chosen {
     /// The backend in use.
     pub backend: AnyBackend,
     /// The backends tried first and the reason each could not be used, in order.
-    pub passed_over: Vec<(BackendKind, Error)>,
+    pub passed_over: Vec<(&'static str, Error)>,
 }
 
 impl std::ops::Deref for Chosen {
@@ -196,7 +196,7 @@ impl std::ops::Deref for Chosen {
 /// before it did not.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] when no backend is compiled for this OS; when none works, the
+/// [`ErrorKind::Unsupported`] when this build has no backend for this OS; when none works, the
 /// first backend's kind with every backend's reason in the message;
 /// [`ErrorKind::InvalidInput`] for a malformed events file.
 pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
@@ -210,18 +210,18 @@ pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
                     passed_over,
                 });
             }
-            Err(e) => passed_over.push((probe.kind, e)),
+            Err(e) => passed_over.push((probe.registration.name, e)),
         }
     }
     match passed_over.first() {
-        None => Err(
-            Error::unsupported(format!("counterhal has no backend for {OS}"))
-                .with_hint("supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr)"),
-        ),
+        None => Err(Error::unsupported(format!(
+            "this build of counterhal has no backend for {OS}"
+        ))
+        .with_hint("supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr)")),
         Some((_, first)) => {
             let reasons: Vec<String> = passed_over
                 .iter()
-                .map(|(kind, e)| format!("{kind}: {e}"))
+                .map(|(name, e)| format!("{name}: {e}"))
                 .collect();
             Err(Error::new(
                 first.kind(),
@@ -231,20 +231,16 @@ pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
     }
 }
 
-pub mod check;
-mod listing;
-
 /// The README's examples, compiled as doc tests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
 
-pub use listing::{backend_events, native_events};
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[cfg(feature = "msr")]
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (
@@ -261,31 +257,40 @@ mod tests {
 
     #[test]
     fn backends_per_os() {
-        let compiled = compiled_backends();
+        let native: Vec<&str> = native_backends().map(|r| r.name).collect();
         if cfg!(target_os = "linux") {
-            assert_eq!(compiled, &[BackendKind::Linux, BackendKind::Msr]);
+            assert_eq!(native, ["linux", "msr"]);
         }
         if cfg!(target_os = "openbsd") {
-            assert_eq!(compiled, &[BackendKind::Pctr]);
+            assert_eq!(native, ["pctr"]);
         }
+        assert_eq!(registry::names(), ["linux", "msr", "pctr"]);
     }
 
     #[test]
     fn a_backend_of_another_os_says_why() {
         let context = Context::new(None, None).expect("shipped database loads");
-        let foreign = BackendKind::ALL
-            .into_iter()
-            .find(|k| !compiled_backends().contains(k));
-        let Some(kind) = foreign else {
-            eprintln!("SKIP: every backend is compiled for {OS}");
-            return;
-        };
-        let error = probe(kind, &context)
+        let foreign = REGISTRY
+            .iter()
+            .find(|r| !r.runs_here())
+            .expect("pctr or the Linux backends are foreign to any one OS");
+        let error = probe(foreign, &context)
             .err()
             .expect("a foreign backend does not probe");
         assert_eq!(error.kind(), ErrorKind::Unsupported);
         assert!(error.to_string().contains(OS), "{error}");
         assert!(error.hint().is_some());
+    }
+
+    #[test]
+    fn unknown_names_list_the_backends() {
+        let error = registration("windows").unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
+        assert!(
+            error.hint().unwrap().contains("linux, msr, pctr"),
+            "{error}"
+        );
+        assert_eq!(registration("LINUX").unwrap().name, "linux");
     }
 
     #[test]
@@ -297,18 +302,35 @@ mod tests {
     }
 
     #[test]
-    fn every_compiled_backend_probes_or_says_why() {
+    fn every_backend_of_this_os_probes_or_says_why() {
         let context = Context::new(None, None).expect("shipped database loads");
         let probes = probe_all(&context);
-        assert_eq!(probes.len(), compiled_backends().len());
+        assert_eq!(probes.len(), native_backends().count());
         for probe in probes {
             if let Err(e) = probe.result {
                 assert!(
                     !e.message().is_empty(),
                     "{} gave an empty reason",
-                    probe.kind
+                    probe.registration.name
                 );
             }
+        }
+    }
+
+    #[test]
+    fn model_backends_encode_for_a_named_cpu() {
+        let context = Context::new(None, Some("skl")).expect("shipped database loads");
+        for registration in REGISTRY {
+            let Some(model) = registration.model else {
+                continue;
+            };
+            let backend = model(&context).unwrap_or_else(|e| panic!("{}: {e}", registration.name));
+            assert_eq!(backend.device(), DeviceKind::Model);
+            let resolved = backend.resolve("INST_RETIRED.ANY_P:u").unwrap();
+            let Encoding::Evtsel(evtsel) = resolved.terms[0].request.encoding else {
+                panic!("{}: {resolved:?}", registration.name);
+            };
+            assert_eq!(evtsel.register_value(), 0x41_00c0, "{}", registration.name);
         }
     }
 }

@@ -1,18 +1,18 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
+use std::borrow::Cow;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Backend, BackendKind, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, GeneralizedEvent, OpenOptions, PerfEncoding, ResolvedEvent, Result, Scope,
-    Target, TargetSupport, Term,
+    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
+    Evtsel, ExtraMsr, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result,
+    Scope, Target, TargetSupport, Term, check_family,
 };
 
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
-use crate::exclude::exclude_bits;
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::sys::{
     self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
@@ -45,6 +45,7 @@ impl Default for SystemPaths {
 /// [`run_command`](LinuxBackend::run_command) for `perf stat -- cmd` style measurement.
 #[derive(Clone, Debug)]
 pub struct LinuxBackend {
+    capabilities: Capabilities,
     db: Arc<Database>,
     cpu: Option<String>,
     paths: SystemPaths,
@@ -53,7 +54,7 @@ pub struct LinuxBackend {
     self_monitoring: bool,
     /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
     hybrid: Arc<Vec<sysfs::Pmu>>,
-    /// The generalized events that open here, found on the first `capabilities()` call (it
+    /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
 }
@@ -81,6 +82,7 @@ pub fn probe_with(
     let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
     let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
     let mut backend = LinuxBackend {
+        capabilities: capabilities(facts.hardware_pmu),
         db,
         cpu,
         paths,
@@ -91,8 +93,7 @@ pub fn probe_with(
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
-    let mut probe_event = PerfEncoding::new(TYPE_SOFTWARE, 1);
-    probe_event.domain = Domain::USER;
+    let probe_event = PerfAttr::new(TYPE_SOFTWARE, 1).with_domain(Domain::USER);
     let request = EventRequest::new("task-clock:u", Encoding::Perf(probe_event));
     backend
         .open(
@@ -120,7 +121,7 @@ pub(crate) struct Placement {
 
 /// Which kernel group an event may share: software-context events join any group; events of a
 /// hardware PMU only groups of that PMU.
-fn group_key(encoding: &PerfEncoding) -> Option<String> {
+fn group_key(encoding: &PerfAttr) -> Option<String> {
     match encoding.type_ {
         TYPE_SOFTWARE | TYPE_TRACEPOINT | TYPE_BREAKPOINT => None,
         TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW => {
@@ -136,11 +137,7 @@ fn group_key(encoding: &PerfEncoding) -> Option<String> {
 }
 
 /// The attr for one event.
-pub(crate) fn build_attr(
-    encoding: &PerfEncoding,
-    leader: bool,
-    place: &Placement,
-) -> PerfEventAttr {
+pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -> PerfEventAttr {
     let mut attr = PerfEventAttr {
         type_: encoding.type_,
         size: ATTR_SIZE_VER8,
@@ -165,7 +162,7 @@ pub(crate) fn build_attr(
     attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
     attr.set_flag(attr_bit::INHERIT, place.inherit);
     attr.set_flag(attr_bit::PINNED, leader && place.pinned);
-    let exclude = crate::exclude::exclude_bits(encoding);
+    let exclude = encoding.exclude_bits();
     attr.set_flag(attr_bit::EXCLUDE_USER, exclude.user);
     attr.set_flag(attr_bit::EXCLUDE_KERNEL, exclude.kernel);
     attr.set_flag(attr_bit::EXCLUDE_HV, exclude.hv);
@@ -175,15 +172,56 @@ pub(crate) fn build_attr(
     attr
 }
 
-fn perf_encoding(request: &EventRequest) -> Result<&PerfEncoding> {
+/// What the backend takes: perf attrs (its own generic events first), and x86 event selects,
+/// which it programs as raw events; every domain filtered, an event without modifiers counting
+/// what its PMU counts.
+const ACCEPTS: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::ALL, Domain::ALL);
+
+/// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
+/// process, every target; self-monitoring reads where there is a hardware PMU.
+fn capabilities(self_monitoring: bool) -> Capabilities {
+    let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
+    capabilities.multiplexing = true;
+    capabilities.targets = TargetSupport::ALL;
+    capabilities.self_monitoring_reads = self_monitoring;
+    capabilities
+}
+
+/// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
+/// with the extra MSR's value in the config word perf's x86 PMU reads it from (offcore
+/// response and load latency in `config1`, the frontend selection in `config2`).
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] for an extra MSR perf has no config word for.
+pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
+    let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
+    if let Some(extra) = evtsel.extra {
+        match extra.msr {
+            ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 | ExtraMsr::LOAD_LATENCY => {
+                attr.config1 = extra.value;
+            }
+            ExtraMsr::FRONTEND => attr.config2 = extra.value,
+            other => {
+                return Err(Error::unsupported(format!(
+                    "`{name}` needs MSR {other:#x}, which perf's raw events cannot program"
+                )));
+            }
+        }
+    }
+    Ok(attr)
+}
+
+/// The perf attr a request programs: its own, or that of its event select.
+fn perf_encoding(request: &EventRequest) -> Result<Cow<'_, PerfAttr>> {
+    check_family("linux", &ACCEPTS, request)?;
     match &request.encoding {
-        Encoding::Perf(encoding) => Ok(encoding),
-        other => Err(Error::invalid_event(format!(
-            "{}: encoded for the {} backend, not linux",
+        Encoding::Perf(attr) => Ok(Cow::Borrowed(attr)),
+        Encoding::Evtsel(evtsel) => raw_attr(&request.name, evtsel).map(Cow::Owned),
+        other => Err(Error::unsupported(format!(
+            "`{}`: {} encodings are not programmed here",
             request.name,
-            other.backend()
-        ))
-        .with_hint("resolve the name with the Linux backend")),
+            other.family()
+        ))),
     }
 }
 
@@ -212,6 +250,7 @@ impl LinuxBackend {
     /// Turns automatic `rdpmc` reads on or off (on by default; used only where valid).
     pub fn set_self_monitoring(&mut self, enabled: bool) {
         self.self_monitoring = enabled;
+        self.capabilities.self_monitoring_reads = enabled && self.facts.hardware_pmu;
     }
 
     fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
@@ -227,7 +266,7 @@ impl LinuxBackend {
             format: ReadFormat::Group,
             sample_period: 0,
         };
-        let mut attr = build_attr(encoding, true, &place);
+        let mut attr = build_attr(&encoding, true, &place);
         sys::perf_event_open(&mut attr, 0, -1, None, 0).is_ok()
     }
 
@@ -239,10 +278,7 @@ impl LinuxBackend {
                 };
                 let requests: Vec<EventRequest> =
                     resolved.terms.iter().map(|t| t.request.clone()).collect();
-                let options = OpenOptions {
-                    grouped: false,
-                    pinned: false,
-                };
+                let options = OpenOptions::ungrouped();
                 match self.open(&requests, &Target::ThisThread, &options) {
                     Ok(_) => true,
                     Err(e) => e.kind() == ErrorKind::PermissionDenied,
@@ -303,13 +339,18 @@ impl LinuxBackend {
                 format: inherited_format,
                 ..base
             },
+            ref other => {
+                return Err(Error::unsupported(format!(
+                    "the linux backend cannot measure {other}"
+                )));
+            }
         })
     }
 
     fn open_one(
         &self,
         request: &EventRequest,
-        encoding: &PerfEncoding,
+        encoding: &PerfAttr,
         leader: Option<&KernelGroup>,
         place: &Placement,
     ) -> Result<(std::os::fd::OwnedFd, u64)> {
@@ -324,7 +365,7 @@ impl LinuxBackend {
                 let attempt = OpenAttempt {
                     class: EventClass::of_type(encoding.type_),
                     counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
-                    exclude: exclude_bits(encoding),
+                    exclude: encoding.exclude_bits(),
                     inherit: place.inherit,
                     group_read: place.format == ReadFormat::Group,
                     pid: place.pid,
@@ -382,44 +423,40 @@ impl LinuxBackend {
 impl Backend for LinuxBackend {
     type Group = LinuxGroup;
 
-    fn kind(&self) -> BackendKind {
-        BackendKind::Linux
+    fn name(&self) -> &'static str {
+        "linux"
     }
 
     fn device(&self) -> DeviceKind {
         DeviceKind::Real
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            general_counters: None,
-            counter_width: None,
-            fixed_counters: 0,
-            fixed_width: None,
-            domains: Domain::ALL,
-            multiplexing: true,
-            scope: Scope::PerProcess,
-            targets: TargetSupport {
-                this_thread: true,
-                attach: true,
-                inherit: true,
-                cpu: true,
-                exec: true,
-            },
-            self_monitoring_reads: self.self_monitoring && self.facts.hardware_pmu,
-            generalized: self
-                .generalized
-                .get_or_init(|| self.countable_generalized())
-                .clone(),
-        }
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// The generalized events that open here (found once, by trying each; an event that fails
+    /// only for lack of permission counts as countable).
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        self.generalized
+            .get_or_init(|| self.countable_generalized())
+            .clone()
+    }
+
+    /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
+    /// (`syscalls:sys_enter_getpid`).
+    fn own_events(&self) -> Vec<(String, String)> {
+        let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        events.extend(tracefs::list(&self.paths.tracefs));
+        events
     }
 
     /// Resolves, in order: tracepoints (`subsystem:event`), breakpoints (`mem:ADDR[:rwx][/len]`),
     /// PMU syntax (`pmu/terms/` and `pmu/alias/`), then the event database (generalized, preset,
-    /// native, raw). On hybrid CPUs a generic hardware or cache event becomes one term per core
-    /// PMU, each named `pmu/event/`.
+    /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On hybrid CPUs
+    /// a generic hardware or cache event becomes one term per core PMU, each named `pmu/event/`.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let single = |encoding: PerfEncoding| {
+        let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
         if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event)? {
@@ -433,9 +470,17 @@ impl Backend for LinuxBackend {
         }
         match self
             .db
-            .resolve_exact(self.cpu.as_deref(), event, BackendKind::Linux)
+            .resolve_exact(self.cpu.as_deref(), event, &self.capabilities.accepts)
         {
-            Ok(resolved) => Ok(self.expand_hybrid(resolved)),
+            Ok(mut resolved) => {
+                for term in &mut resolved.terms {
+                    if let Encoding::Evtsel(evtsel) = &term.request.encoding {
+                        let attr = raw_attr(&term.request.name, evtsel)?;
+                        term.request.encoding = Encoding::Perf(attr);
+                    }
+                }
+                Ok(self.expand_hybrid(resolved))
+            }
             // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`
             // is an event (`cycles:zz`), the database's word on the modifier is the answer.
             Err(e)
@@ -540,7 +585,7 @@ impl LinuxBackend {
                 } else {
                     Some(&group)
                 };
-                let (fd, id) = self.open_one(&events[index], encodings[index], leader, &place)?;
+                let (fd, id) = self.open_one(&events[index], &encodings[index], leader, &place)?;
                 group.fds.push(fd);
                 group.ids.push(id);
                 group.slots.push(index);
@@ -591,8 +636,8 @@ mod tests {
     use super::*;
     use crate::rdpmc::{Fallback, UserPage, self_monitored_read};
 
-    fn software(config: u64) -> PerfEncoding {
-        PerfEncoding::new(TYPE_SOFTWARE, config)
+    fn software(config: u64) -> PerfAttr {
+        PerfAttr::new(TYPE_SOFTWARE, config)
     }
 
     #[test]
@@ -643,16 +688,13 @@ mod tests {
     fn group_keys_route_pmus() {
         assert_eq!(group_key(&software(0)), None);
         assert_eq!(
-            group_key(&PerfEncoding::new(TYPE_HARDWARE, 0)).as_deref(),
+            group_key(&PerfAttr::new(TYPE_HARDWARE, 0)).as_deref(),
             Some("cpu")
         );
-        let mut atom = PerfEncoding::new(TYPE_HARDWARE, 10 << 32);
+        let mut atom = PerfAttr::new(TYPE_HARDWARE, 10 << 32);
         atom.pmu = Some("cpu_atom".into());
         assert_eq!(group_key(&atom).as_deref(), Some("cpu_atom"));
-        assert_eq!(
-            group_key(&PerfEncoding::new(9, 0)).as_deref(),
-            Some("type 9")
-        );
+        assert_eq!(group_key(&PerfAttr::new(9, 0)).as_deref(), Some("type 9"));
     }
 
     #[test]
@@ -664,6 +706,7 @@ mod tests {
         };
         let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
         let backend = LinuxBackend {
+            capabilities: capabilities(false),
             db,
             cpu: None,
             paths,

@@ -1,7 +1,7 @@
 //! Hardware breakpoints: `mem:ADDR[:rwx][/len]` (perf's `mem:ADDR[/len][:access]` order is
 //! accepted too), optionally followed by perf's modifiers (`mem:ADDR:x:u`).
 
-use counterhal_hal::{Error, PerfEncoding, Result};
+use counterhal_hal::{Error, PerfAttr, Result};
 
 use crate::sys::TYPE_BREAKPOINT;
 
@@ -14,8 +14,8 @@ pub const BP_X: u32 = 4;
 
 /// The encoding of a breakpoint on `address` for `access` (`BP_*` bits) over `len` bytes:
 /// type 5, `bp_type`, `bp_addr` in `config1`, `bp_len` in `config2`.
-pub fn encoding(address: u64, access: u32, len: u64) -> PerfEncoding {
-    let mut encoding = PerfEncoding::new(TYPE_BREAKPOINT, 0);
+pub fn encoding(address: u64, access: u32, len: u64) -> PerfAttr {
+    let mut encoding = PerfAttr::new(TYPE_BREAKPOINT, 0);
     encoding.bp_type = access;
     encoding.config1 = address;
     encoding.config2 = len;
@@ -29,12 +29,12 @@ pub fn encoding(address: u64, access: u32, len: u64) -> PerfEncoding {
 ///
 /// # Errors
 /// [`counterhal_hal::ErrorKind::InvalidEvent`] for a bad address, access or length.
-pub fn parse(name: &str) -> Option<Result<PerfEncoding>> {
+pub fn parse(name: &str) -> Option<Result<PerfAttr>> {
     let rest = name.strip_prefix("mem:")?;
     Some(parse_rest(name, rest))
 }
 
-fn parse_rest(name: &str, rest: &str) -> Result<PerfEncoding> {
+fn parse_rest(name: &str, rest: &str) -> Result<PerfAttr> {
     let bad = |why: String| {
         Error::invalid_event(format!("{name}: {why}"))
             .with_hint("write mem:0xADDRESS[:r|w|rw|x][/1|2|4|8], e.g. mem:0x401000:x")

@@ -76,3 +76,24 @@ impl Subject for LinuxSubject {
         true
     }
 }
+
+/// The suite on the real device, or why the backend cannot be used here (its probe's error).
+///
+/// # Errors
+/// As the crate's `probe`.
+pub fn check(
+    db: std::sync::Arc<counterhal_events::Database>,
+    cpu: Option<String>,
+) -> counterhal_hal::Result<counterhal_conformance::Report> {
+    let backend = crate::probe(db, cpu)?;
+    Ok(counterhal_conformance::run_quietly(
+        &crate::conformance::LinuxSubject::new(backend),
+    ))
+}
+
+/// The suite on every model of the device (none: the Linux backend has no model).
+pub fn check_models(
+    _db: std::sync::Arc<counterhal_events::Database>,
+) -> Vec<counterhal_conformance::Report> {
+    Vec::new()
+}

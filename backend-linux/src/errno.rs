@@ -8,7 +8,7 @@ use std::fmt;
 
 use counterhal_hal::{Error, ErrorKind};
 
-use crate::exclude::ExcludeBits;
+use counterhal_hal::ExcludeBits;
 
 /// Facts about the machine that make a hint precise. Gathered once by
 /// [`SystemFacts::gather`]; tests build their own.

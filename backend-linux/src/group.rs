@@ -426,7 +426,7 @@ mod tests {
         let backend = crate::probe(db, None).unwrap();
         let request = counterhal_hal::EventRequest::new(
             "task-clock",
-            counterhal_hal::Encoding::Perf(counterhal_hal::PerfEncoding::new(1, 1)),
+            counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, 1)),
         );
         let mut group = counterhal_hal::Backend::open(
             &backend,
@@ -464,7 +464,7 @@ mod tests {
             .map(|config| {
                 counterhal_hal::EventRequest::new(
                     "sw",
-                    counterhal_hal::Encoding::Perf(counterhal_hal::PerfEncoding::new(1, config)),
+                    counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, config)),
                 )
             })
             .collect();

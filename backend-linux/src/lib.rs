@@ -1,10 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+#[cfg(feature = "conformance")]
 pub mod conformance;
-mod exclude;
-
-pub use exclude::{ExcludeBits, exclude_bits};
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
@@ -19,7 +17,7 @@ cfg_if::cfg_if! {
         mod sys;
         mod tracefs;
 
-        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
+        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with, raw_attr};
         pub use command::{ChildExit, CommandRun, EventOutcome, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;

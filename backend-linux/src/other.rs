@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, BackendKind, Capabilities, DeviceKind, Error, EventRequest, Group, OpenOptions,
-    Reading, ResolvedEvent, Result, Target,
+    Backend, Capabilities, DeviceKind, Error, EventRequest, Group, OpenOptions, Reading,
+    ResolvedEvent, Result, Target,
 };
 
 /// The Linux backend; it cannot exist on this OS ([`probe`] always fails).
@@ -28,7 +28,7 @@ pub struct LinuxGroup {
 /// [`counterhal_hal::ErrorKind::Unsupported`], always.
 pub fn probe(_db: Arc<Database>, _cpu: Option<String>) -> Result<LinuxBackend> {
     Err(Error::unsupported("perf_event_open exists only on Linux")
-        .with_hint("use the pctr backend on OpenBSD or the msr backend"))
+        .with_hint("`counterhal info` lists the backends this system has"))
 }
 
 impl Group for LinuxGroup {
@@ -51,13 +51,13 @@ impl Group for LinuxGroup {
 
 impl Backend for LinuxBackend {
     type Group = LinuxGroup;
-    fn kind(&self) -> BackendKind {
-        BackendKind::Linux
+    fn name(&self) -> &'static str {
+        "linux"
     }
     fn device(&self) -> DeviceKind {
         match self.never {}
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&self) -> &Capabilities {
         match self.never {}
     }
     fn resolve(&self, _event: &str) -> Result<ResolvedEvent> {

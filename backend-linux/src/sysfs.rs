@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Domain, Error, PerfEncoding, Result};
+use counterhal_hal::{Domain, Error, PerfAttr, Result};
 
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
@@ -34,7 +34,7 @@ impl ConfigWord {
         }
     }
 
-    fn slot(self, encoding: &mut PerfEncoding) -> &mut u64 {
+    fn slot(self, encoding: &mut PerfAttr) -> &mut u64 {
         match self {
             ConfigWord::Config => &mut encoding.config,
             ConfigWord::Config1 => &mut encoding.config1,
@@ -91,7 +91,7 @@ impl FormatField {
     ///
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidEvent`] when `value` needs more bits than the field.
-    pub fn apply(&self, name: &str, value: u64, encoding: &mut PerfEncoding) -> Result<()> {
+    pub fn apply(&self, name: &str, value: u64, encoding: &mut PerfAttr) -> Result<()> {
         let width = self.width();
         if width < 64 && value >> width != 0 {
             return Err(Error::invalid_event(format!(
@@ -234,6 +234,22 @@ pub fn list_pmus(devices: &Path) -> Vec<String> {
     names
 }
 
+/// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU and its terms
+/// (`msr/tsc/`, "msr PMU: event=0x00"), PMU by PMU, sorted.
+pub fn aliases(devices: &Path) -> Vec<(String, String)> {
+    let mut events = Vec::new();
+    for name in list_pmus(devices) {
+        let Ok(pmu) = Pmu::open(devices, &name) else {
+            continue;
+        };
+        for alias in pmu.alias_names() {
+            let terms = pmu.alias(&alias).unwrap_or_default();
+            events.push((format!("{name}/{alias}/"), format!("{name} PMU: {terms}")));
+        }
+    }
+    events
+}
+
 /// The core (CPU) PMUs: `cpu` on most machines; `cpu_core` and `cpu_atom` (or any `cpu_*` with
 /// a `cpus` mask) on hybrid ones; `armv8_*`/`armv7_*` on Arm.
 pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
@@ -271,7 +287,7 @@ fn parse_number(text: &str) -> Option<u64> {
 ///
 /// # Errors
 /// [`counterhal_hal::ErrorKind::InvalidEvent`] for an unknown letter.
-pub fn apply_modifiers(event: &str, modifiers: &str, encoding: &mut PerfEncoding) -> Result<()> {
+pub fn apply_modifiers(event: &str, modifiers: &str, encoding: &mut PerfAttr) -> Result<()> {
     if modifiers.is_empty() {
         return Ok(());
     }
@@ -314,7 +330,7 @@ pub fn apply_modifiers(event: &str, modifiers: &str, encoding: &mut PerfEncoding
 /// # Errors
 /// [`counterhal_hal::ErrorKind::InvalidEvent`] for an unknown PMU, term or alias, a value too
 /// wide for its field, a term given twice, or a malformed string.
-pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfEncoding> {
+pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfAttr> {
     let malformed = || {
         Error::invalid_event(format!("malformed PMU event `{event}`"))
             .with_hint("write pmu/term=value,.../ e.g. cpu/event=0xc0,umask=0x0/ or msr/tsc/")
@@ -325,7 +341,7 @@ pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfEncoding> {
         return Err(malformed());
     }
     let pmu = Pmu::open(devices, pmu_name)?;
-    let mut encoding = PerfEncoding::new(pmu.type_, 0);
+    let mut encoding = PerfAttr::new(pmu.type_, 0);
     encoding.pmu = Some(pmu.name.clone());
     let mut seen: Vec<String> = Vec::new();
     apply_terms(&pmu, event, terms, &mut encoding, &mut seen, true)?;
@@ -337,7 +353,7 @@ fn apply_terms(
     pmu: &Pmu,
     event: &str,
     terms: &str,
-    encoding: &mut PerfEncoding,
+    encoding: &mut PerfAttr,
     seen: &mut Vec<String>,
     allow_alias: bool,
 ) -> Result<()> {
@@ -424,14 +440,14 @@ mod tests {
         assert_eq!(f.word, ConfigWord::Config);
         assert_eq!(f.ranges, vec![(0, 7), (32, 35)]);
         assert_eq!(f.width(), 12);
-        let mut e = PerfEncoding::new(4, 0);
+        let mut e = PerfAttr::new(4, 0);
         f.apply("event", 0x1c0, &mut e).unwrap();
         assert_eq!(e.config, 0xc0 | (0x1 << 32));
         let err = f.apply("event", 0x1000, &mut e).unwrap_err();
         assert!(err.to_string().contains("12 bits"), "{err}");
 
         let single = FormatField::parse("config1:21").unwrap();
-        let mut e = PerfEncoding::new(4, 0);
+        let mut e = PerfAttr::new(4, 0);
         single.apply("edge", 1, &mut e).unwrap();
         assert_eq!(e.config1, 1 << 21);
         let full = FormatField::parse("config:0-63").unwrap();
@@ -516,7 +532,7 @@ mod tests {
 
     #[test]
     fn modifiers() {
-        let mut e = PerfEncoding::new(1, 0);
+        let mut e = PerfAttr::new(1, 0);
         apply_modifiers("x", "k", &mut e).unwrap();
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::KERNEL));
         apply_modifiers("x", "uG", &mut e).unwrap();

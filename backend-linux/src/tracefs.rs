@@ -4,7 +4,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Error, ErrorKind, PerfEncoding, Result};
+use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
 
 use crate::sys::TYPE_TRACEPOINT;
 
@@ -45,7 +45,7 @@ pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
 
 /// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
 /// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
-fn bad_modifiers(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
+fn bad_modifiers(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let mut parts = name.splitn(3, ':');
     let (Some(system), Some(event), Some(modifiers)) = (parts.next(), parts.next(), parts.next())
     else {
@@ -110,13 +110,45 @@ pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
     denied.map_or(Tracefs::Absent, Tracefs::Denied)
 }
 
+/// Every tracepoint of the first mounted root, as `subsystem:event`, sorted; empty when none
+/// is mounted (or readable).
+pub fn list(roots: &[PathBuf]) -> Vec<(String, String)> {
+    let Tracefs::Mounted(root) = mounted_root(roots) else {
+        return Vec::new();
+    };
+    let events = root.join("events");
+    let mut found = Vec::new();
+    for system in subdirectories(&events) {
+        for name in subdirectories(&events.join(&system)) {
+            if events.join(&system).join(&name).join("id").is_file() {
+                found.push((format!("{system}:{name}"), "tracepoint".to_string()));
+            }
+        }
+    }
+    found
+}
+
+/// Subdirectory names of `dir`, sorted; empty when it cannot be read.
+fn subdirectories(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
 /// the modifiers applied to its domain), or `None` when no mounted tracefs knows it.
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
 /// [`ErrorKind::InvalidEvent`] when it is malformed.
-pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
+pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
         return bad_modifiers(roots, name);
     };
@@ -147,7 +179,7 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfEncoding>> {
             id_path.display()
         ))
     })?;
-    let mut encoding = PerfEncoding::new(TYPE_TRACEPOINT, id);
+    let mut encoding = PerfAttr::new(TYPE_TRACEPOINT, id);
     encoding.pmu = Some("tracepoint".to_string());
     // `p` (precise) means nothing to a tracepoint; perf accepts and ignores it.
     let modifiers: String = parts.modifiers.chars().filter(|c| *c != 'p').collect();
@@ -291,9 +323,9 @@ mod tests {
         // perf's modifiers after the name: `:u` counts user mode only.
         let e = resolve(&roots, "demo:hello:u").unwrap().unwrap();
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
-        assert!(crate::exclude_bits(&e).kernel && !crate::exclude_bits(&e).user);
+        assert!(e.exclude_bits().kernel && !e.exclude_bits().user);
         let e = resolve(&roots, "demo:hello:k").unwrap().unwrap();
-        assert!(crate::exclude_bits(&e).user && !crate::exclude_bits(&e).kernel);
+        assert!(e.exclude_bits().user && !e.exclude_bits().kernel);
         assert_eq!(resolve(&roots, "demo:absent").unwrap(), None);
         // A misspelling lists the nearest tracepoints of that subsystem.
         let error = not_found(&roots, "demo:helo");

@@ -59,9 +59,10 @@ fn ten_thousand_reads_allocate_nothing() {
         ][..],
     ] {
         for grouped in [true, false] {
-            let options = OpenOptions {
-                grouped,
-                pinned: false,
+            let options = if grouped {
+                OpenOptions::grouped()
+            } else {
+                OpenOptions::ungrouped()
             };
             let mut group = linux
                 .open_named(names, &Target::ThisThread, &options)

@@ -30,9 +30,10 @@ fn requests(linux: &LinuxBackend, names: &[&str]) -> Vec<EventRequest> {
 }
 
 fn open(linux: &LinuxBackend, names: &[&str], target: Target, grouped: bool) -> LinuxGroup {
-    let options = OpenOptions {
-        grouped,
-        pinned: false,
+    let options = if grouped {
+        OpenOptions::grouped()
+    } else {
+        OpenOptions::ungrouped()
     };
     linux
         .open(&requests(linux, names), &target, &options)
@@ -149,10 +150,7 @@ fn fifth_breakpoint_is_enospc() {
     let four = open(&linux, &refs[..4], Target::ThisThread, false);
     assert_eq!(four.len(), 4);
     drop(four);
-    let options = OpenOptions {
-        grouped: false,
-        pinned: false,
-    };
+    let options = OpenOptions::ungrouped();
     let error = linux
         .open(&requests(&linux, &refs), &Target::ThisThread, &options)
         .unwrap_err();
@@ -247,9 +245,9 @@ fn set_filter_on_the_getpid_tracepoint() {
     // A modifier after the tracepoint's name resolves as perf accepts it.
     let user = requests(&linux, &["syscalls:sys_enter_getpid:u"]);
     match &user[0].encoding {
-        counterhal_hal::Encoding::Perf(e) => assert!(
-            counterhal_linux::exclude_bits(e).kernel && !counterhal_linux::exclude_bits(e).user
-        ),
+        counterhal_hal::Encoding::Perf(e) => {
+            assert!(e.exclude_bits().kernel && !e.exclude_bits().user)
+        }
         other => panic!("{other:?}"),
     }
     // A misspelling lists the nearest tracepoints of the subsystem.
@@ -548,7 +546,7 @@ fn hardware_events_are_enoent_without_a_cpu_pmu() {
             "{error}"
         );
     }
-    let generalized = linux.capabilities().generalized;
+    let generalized = linux.generalized();
     assert!(generalized.iter().any(|g| g.name() == "task-clock"));
     assert!(!generalized.iter().any(|g| g.name() == "cycles"));
 }
@@ -604,10 +602,7 @@ fn run_command_reports_per_event_and_exit_status() {
         .iter()
         .map(Into::into)
         .collect();
-    let options = OpenOptions {
-        grouped: false,
-        pinned: false,
-    };
+    let options = OpenOptions::ungrouped();
     let run = linux.run_command(&events, &argv, &options).unwrap();
     assert_eq!(run.exit.status.code(), Some(3));
     assert_eq!(run.events.len(), 3);

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, BackendKind, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, GeneralizedEvent, Group, HardwareEvent, MsrEncoding, OpenOptions, Preset,
-    Reading, ResolvedEvent, Result, Scope, Target, TargetSupport, check_buffer,
+    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Evtsel, Family, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Preset,
+    Reading, ResolvedEvent, Result, Scope, Target, TargetSupport, check_buffer, check_family,
 };
 
 use crate::allow::AllowList;
@@ -36,6 +36,7 @@ fn real_claims() -> Claims {
 }
 
 struct Shared {
+    capabilities: Capabilities,
     db: Arc<Database>,
     device: Arc<dyn MsrDevice>,
     cpuid: String,
@@ -131,6 +132,7 @@ impl MsrBackend {
             DeviceKind::Model => Claims::default(),
         };
         let shared = Shared {
+            capabilities: capabilities(&pmu),
             db,
             cpuid: cpuid.describe(),
             device,
@@ -151,15 +153,18 @@ impl MsrBackend {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use counterhal_hal::{Backend, Encoding, EventRequest, Group, MsrEncoding, CounterSet,
+    /// use counterhal_hal::{Backend, CounterSet, Domain, Encoding, EventRequest, Evtsel, Group,
     ///                      OpenOptions, Target};
     /// use counterhal_msr::{MsrBackend, PmuModelKind};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
     /// let (backend, model) = MsrBackend::with_model(db, PmuModelKind::IntelV4);
     /// // INST_RETIRED.ANY_P in user mode, on any GP counter or fixed counter 0.
-    /// let encoding = MsrEncoding { evtsel: 0x41_00C0, counters: CounterSet::first(4), fixed: Some(0) };
-    /// let request = EventRequest::new("instructions:u", Encoding::Msr(encoding));
+    /// let mut encoding = Evtsel::new(0xC0, 0x00);
+    /// encoding.domain = Domain::DEFAULT.with_levels(Domain::USER);
+    /// encoding.counters = CounterSet::first(4);
+    /// encoding.fixed = Some(0);
+    /// let request = EventRequest::new("instructions:u", Encoding::Evtsel(encoding));
     /// let mut group = backend.open(&[request], &Target::Cpu(0), &OpenOptions::default()).unwrap();
     /// group.enable().unwrap();
     /// model.feed_instructions(1_000, 500); // 1000 in user mode, 500 in kernel mode
@@ -241,7 +246,7 @@ impl MsrBackend {
     /// architectural events (CPUID 0xA, with the fixed counter where one counts the event) and
     /// AMD's core events that every family since K8 shares. Used when the database has no
     /// encoding for this CPU.
-    pub fn architectural_encoding(&self, name: &str) -> Option<MsrEncoding> {
+    pub fn architectural_encoding(&self, name: &str) -> Option<Evtsel> {
         let pmu = &self.shared.pmu;
         let hardware = match GeneralizedEvent::from_name(name)? {
             GeneralizedEvent::Hardware(event) => event,
@@ -285,11 +290,10 @@ impl MsrBackend {
         } else {
             CounterSet::first(pmu.gp_counters)
         };
-        Some(MsrEncoding {
-            evtsel: code | (umask << 8) | evtsel::USR | evtsel::OS | evtsel::EN,
-            counters,
-            fixed,
-        })
+        let mut encoding = Evtsel::new(code, umask);
+        encoding.counters = counters;
+        encoding.fixed = fixed;
+        Some(encoding)
     }
 
     fn target_cpu(&self, target: &Target) -> Result<(u32, Option<ThreadPin>)> {
@@ -318,16 +322,28 @@ impl MsrBackend {
     fn validate(&self, request: &EventRequest) -> Result<Candidate> {
         let pmu = &self.shared.pmu;
         let name = &request.name;
-        let encoding = match &request.encoding {
-            Encoding::Msr(encoding) => *encoding,
-            other => {
-                return Err(Error::invalid_event(format!(
-                    "{name}: encoded for the {} backend, not msr",
-                    other.backend()
-                )));
-            }
+        check_family("msr", &self.shared.capabilities.accepts, request)?;
+        let Encoding::Evtsel(encoding) = request.encoding else {
+            // `check_family` let only event selects through.
+            return Err(Error::unsupported(format!("{name}: not an event select")));
         };
-        let value = encoding.evtsel;
+        if let Some(extra) = encoding.extra {
+            return Err(Error::unsupported(format!(
+                "{name}: the event needs MSR {:#x} = {:#x} besides its event select, which this backend does not program",
+                extra.msr, extra.value
+            ))
+            .with_hint("count it with the Linux backend (perf programs the extra register)"));
+        }
+        let max_code = if pmu.is_amd() { 0xFFF } else { 0xFF };
+        if encoding.code > max_code {
+            return Err(Error::invalid_event(format!(
+                "{name}: event code {:#x} is wider than this PMU's ({}) event select, which holds codes up to {max_code:#x}",
+                encoding.code,
+                pmu.summary()
+            ))
+            .with_hint("the events file does not describe this CPU; check --cpu"));
+        }
+        let value = encoding.register_value();
         if value & evtsel::INT != 0 {
             return Err(Error::invalid_event(format!(
                 "{name}: event select {value:#x} sets INT (bit 20): an overflow interrupt nobody \
@@ -483,57 +499,53 @@ pub fn counter_delta(previous: u64, current: u64, width: u32, overflowed: bool) 
     u64::try_from(delta).unwrap_or(u64::MAX)
 }
 
+/// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
+/// HostOnly and GuestOnly), no multiplexing, a CPU or this thread pinned to its CPU.
+fn capabilities(pmu: &PmuInfo) -> Capabilities {
+    let mut domains = Domain::USER | Domain::KERNEL;
+    if pmu.is_amd() {
+        domains |= Domain::HOST | Domain::GUEST;
+    }
+    let accepts = Accepts::new(&[Family::Evtsel], domains, Domain::DEFAULT);
+    let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.general_counters = Some(pmu.gp_counters);
+    capabilities.counter_width = Some(pmu.gp_width);
+    capabilities.fixed_counters = pmu.fixed_counters();
+    capabilities.fixed_width = (pmu.fixed_counters() > 0).then_some(pmu.fixed_width);
+    let mut targets = TargetSupport::NONE;
+    targets.this_thread = true;
+    targets.cpu = true;
+    capabilities.targets = targets;
+    capabilities
+}
+
 impl Backend for MsrBackend {
     type Group = MsrGroup;
 
-    fn kind(&self) -> BackendKind {
-        BackendKind::Msr
+    fn name(&self) -> &'static str {
+        "msr"
     }
 
     fn device(&self) -> DeviceKind {
         self.shared.device.kind()
     }
 
-    fn capabilities(&self) -> Capabilities {
-        let pmu = &self.shared.pmu;
-        let mut domains = Domain::USER | Domain::KERNEL;
-        if pmu.is_amd() {
-            domains |= Domain::HOST | Domain::GUEST;
-        }
-        let generalized = GeneralizedEvent::all()
-            .filter(|event| Backend::resolve(self, &event.name()).is_ok())
-            .collect();
-        Capabilities {
-            general_counters: Some(pmu.gp_counters),
-            counter_width: Some(pmu.gp_width),
-            fixed_counters: pmu.fixed_counters(),
-            fixed_width: (pmu.fixed_counters() > 0).then_some(pmu.fixed_width),
-            domains,
-            multiplexing: false,
-            scope: Scope::SystemWidePerCpu,
-            targets: TargetSupport {
-                this_thread: true,
-                attach: false,
-                inherit: false,
-                cpu: true,
-                exec: false,
-            },
-            self_monitoring_reads: false,
-            generalized,
-        }
+    fn capabilities(&self) -> &Capabilities {
+        &self.shared.capabilities
     }
 
     /// Delegates to the event database for this CPU model; when the database has no MSR
     /// encoding (`Unsupported`), falls back to [`MsrBackend::architectural_encoding`].
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let cpu = self.shared.cpu_model.as_deref();
-        match self.shared.db.resolve(cpu, event, BackendKind::Msr) {
+        let accepts = &self.shared.capabilities.accepts;
+        match self.shared.db.resolve(cpu, event, accepts) {
             Ok(resolved) => Ok(resolved),
             Err(error) if error.kind() == ErrorKind::Unsupported => {
                 match self.architectural_encoding(event) {
                     Some(encoding) => Ok(ResolvedEvent::single(EventRequest::new(
                         event,
-                        Encoding::Msr(encoding),
+                        Encoding::Evtsel(encoding),
                     ))),
                     None => Err(error),
                 }

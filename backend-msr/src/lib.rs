@@ -28,6 +28,7 @@
 
 pub mod allow;
 mod backend;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod cpuid;
 pub mod device;
@@ -47,8 +48,8 @@ pub use model::{
 };
 pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource, cpu_identity};
 
-use counterhal_events::Database;
-use counterhal_hal::Result;
+use counterhal_events::{Database, EncoderKind, Vendor};
+use counterhal_hal::{Error, Result};
 
 /// Opens the real MSR device and decodes this machine's PMU. `cpu` names the event
 /// database's CPU model (`--cpu`); `None` detects it from CPUID.
@@ -73,4 +74,43 @@ pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<MsrBackend> {
     }
     let device = LinuxMsrDevice::open()?;
     MsrBackend::with_device(db, Arc::new(device), &CpuidInstruction, cpu)
+}
+
+/// A backend over a PMU model ([`ModelDevice`]) of the CPU that database model `id` describes,
+/// resolving names against that model: for showing what the backend would program where there
+/// is no msr driver (`counterhal encode --backend msr --cpu skl`). Intel models get an
+/// architectural perfmon v4 PMU, AMD ones the legacy four counters up to family 0x16 and the
+/// Zen PMU from family 0x17.
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidInput`] for an id the database lacks;
+/// [`counterhal_hal::ErrorKind::Unsupported`] for a CPU without architectural performance
+/// monitoring (P5, P6), whose PMU this backend does not program.
+pub fn model_for(db: Arc<Database>, id: &str) -> Result<MsrBackend> {
+    let Some(model) = db.model(id) else {
+        let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
+        return Err(Error::invalid_input(format!(
+            "unknown CPU model `{id}` (known: {})",
+            known.join(", ")
+        )));
+    };
+    // Zen models match families from 0x17 on; K7 and K8 match families up to 0x16.
+    let zen = model.match_rules().iter().any(|rule| {
+        rule.vendor == Vendor::Amd && rule.family.ranges.iter().any(|&(low, _)| low >= 0x17)
+    });
+    let kind = match model.encoder {
+        EncoderKind::IntelArch => PmuModelKind::IntelV4,
+        EncoderKind::Amd64 if zen => PmuModelKind::AmdZen,
+        EncoderKind::Amd64 => PmuModelKind::AmdLegacy,
+        EncoderKind::P5 | EncoderKind::P6 => {
+            return Err(Error::unsupported(format!(
+                "CPU model `{id}` has no architectural performance monitoring, which the msr backend programs"
+            )));
+        }
+    };
+    let id = model.id.clone();
+    let config = kind.config();
+    let cpuid = config.cpuid();
+    let (device, _handle) = ModelDevice::new(config);
+    MsrBackend::with_device(db, Arc::new(device), &cpuid, Some(id))
 }

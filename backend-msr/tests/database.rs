@@ -37,10 +37,10 @@ fn skylake_model_resolves_through_the_database() {
         "family 6 model 0x5e is Skylake"
     );
     let resolved = backend.resolve("INST_RETIRED:u").unwrap();
-    let Encoding::Msr(encoding) = resolved.terms[0].request.encoding else {
-        panic!("not an MSR encoding: {resolved:?}");
+    let Encoding::Evtsel(encoding) = resolved.terms[0].request.encoding else {
+        panic!("not an event select: {resolved:?}");
     };
-    assert_eq!(encoding.evtsel & 0xFFFF, 0x00C0);
+    assert_eq!(encoding.register_value() & 0xFFFF, 0x00C0);
     let mut group = open_named(&backend, &["instructions", "INST_RETIRED:u", "cycles"]);
     let counters: Vec<CounterRef> = group.counters().into_iter().map(|(_, c)| c).collect();
     assert_eq!(counters[0], CounterRef::Fixed(0), "{counters:?}");

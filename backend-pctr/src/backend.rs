@@ -4,9 +4,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, BackendKind, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, GeneralizedEvent, Group, OpenOptions, PctrEncoding, Reading, ResolvedEvent,
-    Result, Scope, Target, TargetSupport, check_buffer,
+    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Family, Group, OpenOptions, Reading, ResolvedEvent, Result, Scope, Target,
+    TargetSupport, check_buffer, check_family,
 };
 
 use crate::assign::assign;
@@ -37,6 +37,7 @@ pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
 /// Counting is per CPU and system wide: a group counts everything that runs on the CPU that
 /// reads it, in the modes its functions select (see the crate documentation).
 pub struct PctrBackend {
+    capabilities: Capabilities,
     db: Arc<Database>,
     cpu_id: String,
     kind: CpuKind,
@@ -67,15 +68,17 @@ impl PctrBackend {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use counterhal_hal::{Backend, Encoding, EventRequest, Group, OpenOptions, PctrEncoding,
-    ///                      CounterSet, Target};
+    /// use counterhal_hal::{Backend, CounterSet, Domain, Encoding, EventRequest, Evtsel, Group,
+    ///                      OpenOptions, Target};
     /// use counterhal_pctr::{ModelCpu, PctrBackend};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
     /// let (backend, model) = PctrBackend::with_model(db, ModelCpu::P6);
     /// // INST_RETIRED (0xc0), user mode, on either counter.
-    /// let encoding = PctrEncoding { function: 0xc0 | 0x1_0000, counters: CounterSet::first(2) };
-    /// let request = EventRequest::new("INST_RETIRED:u", Encoding::Pctr(encoding));
+    /// let mut encoding = Evtsel::new(0xc0, 0);
+    /// encoding.domain = Domain::DEFAULT.with_levels(Domain::USER);
+    /// encoding.counters = CounterSet::first(2);
+    /// let request = EventRequest::new("INST_RETIRED:u", Encoding::Evtsel(encoding));
     /// let mut group = backend.open(&[request], &Target::ThisThread, &OpenOptions::default())?;
     /// group.enable()?;
     /// model.retire_instructions(1_000, 500); // the kernel-mode 500 are filtered out
@@ -125,6 +128,7 @@ impl PctrBackend {
     ) -> (PctrBackend, ModelHandle) {
         let handle = ModelHandle::with_config(config);
         let backend = PctrBackend {
+            capabilities: capabilities(config.cpu(), config.read_width()),
             db,
             cpu_id: cpu_id.into(),
             kind: config.cpu(),
@@ -179,6 +183,7 @@ impl PctrBackend {
         }
         let device_kind = device.kind();
         Ok(PctrBackend {
+            capabilities: capabilities(kind, width),
             db,
             cpu_id: cpu_id.unwrap_or_else(|| kind.default_model_id().to_string()),
             kind,
@@ -220,101 +225,130 @@ impl PctrBackend {
         &self.db
     }
 
-    /// Checks an encoding for this CPU and returns the function word the backend programs:
-    /// user and kernel both when the function selects neither (as pctr(1) does), and EN on
-    /// every P6-and-later function.
+    /// Checks an encoding for this CPU and returns the function word the backend programs
+    /// and the counters it may use: a P5 CESR field on the P5; the low 32 bits of an event
+    /// select elsewhere (EN set, as the driver needs). User and kernel both when the encoding
+    /// selects neither, as pctr(1) does.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidEvent`] for an encoding of another backend or a function the driver
-    /// would refuse; [`ErrorKind::NoCounterAvailable`] when it may use no counter this CPU has.
-    pub fn program_word(&self, name: &str, encoding: &Encoding) -> Result<(u32, CounterSet)> {
-        let PctrEncoding {
-            function: word,
-            counters,
-        } = match encoding {
-            Encoding::Pctr(pctr) => *pctr,
+    /// [`ErrorKind::Unsupported`] for a family this CPU's driver does not program, an event
+    /// select that needs more than the 32-bit function (an AMD event code above 0xff, host or
+    /// guest only) or an extra MSR; [`ErrorKind::InvalidEvent`] for AnyThread, which the
+    /// driver refuses; [`ErrorKind::NoCounterAvailable`] when it may use no counter pctr
+    /// programs on this CPU.
+    pub fn program_word(&self, request: &EventRequest) -> Result<(u32, CounterSet)> {
+        let name = &request.name;
+        check_family("pctr", &self.capabilities.accepts, request)?;
+        let (word, counters, fixed) = match &request.encoding {
+            Encoding::P5Cesr(cesr) => (cesr.field(), cesr.counters, None),
+            Encoding::Evtsel(evtsel) => {
+                if evtsel.any_thread {
+                    return Err(Error::invalid_event(format!(
+                        "`{name}`: AnyThread is refused by the driver on {}: bits 19-21 ({:#x}: pin control, interrupt, AnyThread)",
+                        self.kind,
+                        function::REFUSED
+                    )));
+                }
+                if let Some(extra) = evtsel.extra {
+                    return Err(Error::unsupported(format!(
+                        "`{name}` needs MSR {:#x} besides its event select, which pctr does not program",
+                        extra.msr
+                    )));
+                }
+                let value = evtsel.register_value();
+                let Ok(word) = u32::try_from(value) else {
+                    return Err(Error::unsupported(format!(
+                        "`{name}`: event select {value:#x} needs bits above 31 (event code {:#x}, or host/guest only), which pctr's 32-bit function cannot carry",
+                        evtsel.code
+                    )));
+                };
+                (word, evtsel.counters, evtsel.fixed)
+            }
+            // `check_family` lets only the families in `accepts` through.
             other => {
-                return Err(Error::invalid_event(format!(
-                    "`{name}` is encoded for the {} backend, not for pctr",
-                    other.backend()
-                ))
-                .with_hint("resolve the name with this backend's resolve()"));
+                return Err(Error::unsupported(format!(
+                    "`{name}`: {} encodings are not programmed here",
+                    other.family()
+                )));
             }
         };
-        if word & self.kind.refused_bits() != 0 {
-            let rule = if self.kind.p5_layout() {
-                "P5 functions must be below 0x200".to_string()
-            } else {
-                format!(
-                    "bits 19-21 ({:#x}: pin control, interrupt, AnyThread)",
-                    function::REFUSED
-                )
-            };
-            return Err(Error::invalid_event(format!(
-                "`{name}`: function {word:#x} is refused by the driver on {}: {rule}",
-                self.kind
+        if let (true, Some(fixed)) = (counters.is_empty(), fixed) {
+            return Err(Error::unsupported(format!(
+                "`{name}` counts only on fixed counter {fixed}, and pctr programs no fixed counter"
             )));
         }
         let available = CounterSet::first(self.kind.counters());
-        if counters.mask() & available.mask() == 0 {
+        if counters.intersection(available).is_empty() {
             return Err(Error::new(
                 ErrorKind::NoCounterAvailable,
                 format!(
-                    "`{name}` may use only counter(s) {counters}; this CPU has counter(s) {available}"
+                    "`{name}` may use only counter(s) {counters}; pctr programs counter(s) {available} on this CPU"
                 ),
             ));
         }
+        let counters = counters.intersection(available);
         let (user, kernel) = self.kind.domain_bits();
         let mut word = word;
         if word & (user | kernel) == 0 {
             word |= user | kernel;
         }
-        if !self.kind.p5_layout() {
-            word |= function::EN;
-        }
         Ok((word, counters))
     }
+}
+
+/// What pctr takes and can do on a `kind` CPU read at `width` bits: P5 CESR fields on the P5,
+/// event selects elsewhere; user and kernel bits; no multiplexing; this thread only (the
+/// counters of the CPU it runs on).
+fn capabilities(kind: CpuKind, width: u32) -> Capabilities {
+    let families: &'static [Family] = if kind.p5_layout() {
+        &[Family::P5Cesr]
+    } else {
+        &[Family::Evtsel]
+    };
+    let accepts = Accepts::new(families, Domain::USER | Domain::KERNEL, Domain::DEFAULT);
+    let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.general_counters = Some(kind.counters());
+    capabilities.counter_width = Some(width);
+    let mut targets = TargetSupport::NONE;
+    targets.this_thread = true;
+    capabilities.targets = targets;
+    capabilities.self_monitoring_reads = kind.user_rdpmc();
+    capabilities
 }
 
 impl Backend for PctrBackend {
     type Group = PctrGroup;
 
-    fn kind(&self) -> BackendKind {
-        BackendKind::Pctr
+    fn name(&self) -> &'static str {
+        "pctr"
     }
 
     fn device(&self) -> DeviceKind {
         self.device_kind
     }
 
-    fn capabilities(&self) -> Capabilities {
-        let generalized = GeneralizedEvent::all()
-            .filter(|event| self.resolve(&event.name()).is_ok())
-            .collect();
-        Capabilities {
-            general_counters: Some(self.kind.counters()),
-            counter_width: Some(self.width),
-            fixed_counters: 0,
-            fixed_width: None,
-            domains: Domain::USER | Domain::KERNEL,
-            multiplexing: false,
-            scope: Scope::SystemWidePerCpu,
-            targets: TargetSupport {
-                this_thread: true,
-                ..TargetSupport::default()
-            },
-            self_monitoring_reads: self.kind.user_rdpmc(),
-            generalized,
-        }
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
+    /// Resolves through the event database for this CPU model, then checks each term as
+    /// [`PctrBackend::program_word`] does, keeping only the counters pctr programs.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let resolved = self
-            .db
-            .resolve(Some(&self.cpu_id), event, BackendKind::Pctr)?;
-        for term in &resolved.terms {
-            self.program_word(&term.request.name, &term.request.encoding)
+        let mut resolved =
+            self.db
+                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts)?;
+        let available = CounterSet::first(self.kind.counters());
+        for term in &mut resolved.terms {
+            self.program_word(&term.request)
                 .map_err(|error| error.context(event))?;
+            match &mut term.request.encoding {
+                Encoding::Evtsel(evtsel) => {
+                    evtsel.counters = evtsel.counters.intersection(available);
+                    evtsel.fixed = None;
+                }
+                Encoding::P5Cesr(cesr) => cesr.counters = cesr.counters.intersection(available),
+                _ => {}
+            }
         }
         Ok(resolved)
     }
@@ -339,7 +373,7 @@ impl Backend for PctrBackend {
         }
         let mut words = Vec::with_capacity(events.len());
         for request in events {
-            words.push(self.program_word(&request.name, &request.encoding)?);
+            words.push(self.program_word(request)?);
         }
         let mut shared = lock(&self.shared);
         if !shared.device.writable() {

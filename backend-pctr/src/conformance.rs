@@ -132,6 +132,30 @@ impl Subject for RealSubject {
     }
 }
 
+/// The suite on the real device, or why the backend cannot be used here (its probe's error).
+///
+/// # Errors
+/// As the crate's `probe`.
+pub fn check(
+    db: std::sync::Arc<counterhal_events::Database>,
+    cpu: Option<String>,
+) -> counterhal_hal::Result<counterhal_conformance::Report> {
+    let backend = crate::probe(db, cpu)?;
+    Ok(counterhal_conformance::run_quietly(&RealSubject::new(
+        backend,
+    )))
+}
+
+/// The suite on every model of the device.
+pub fn check_models(
+    db: std::sync::Arc<counterhal_events::Database>,
+) -> Vec<counterhal_conformance::Report> {
+    model_subjects(db)
+        .iter()
+        .map(counterhal_conformance::run_quietly)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 
 mod assign;
 mod backend;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 mod cpu;
 mod device;
@@ -22,7 +23,7 @@ pub use model::{
 };
 #[cfg(unix)]
 pub use probe::probe_path;
-pub use probe::{CpuFacts, probe};
+pub use probe::{CpuFacts, model_for, probe};
 
 /// The kernel ABI: both `struct pctrst` layouts and the BSD ioctl request formula, as
 /// `machine/pctr.h` and `sys/ioccom.h` define them.

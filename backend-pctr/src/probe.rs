@@ -146,6 +146,30 @@ fn choose_model_id(
         .unwrap_or_else(|| kind.default_model_id().to_string()))
 }
 
+/// A backend over a [`DriverModel`](crate::DriverModel) of the CPU that database model `id`
+/// describes, resolving names against that model: for showing what pctr would program where
+/// there is no `/dev/pctr` (`counterhal encode --backend pctr --cpu p6`).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] for an id the database lacks.
+pub fn model_for(db: Arc<Database>, id: &str) -> Result<PctrBackend> {
+    let Some(model) = db.model(id) else {
+        let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
+        return Err(Error::invalid_input(format!(
+            "unknown CPU model `{id}` (known: {})",
+            known.join(", ")
+        )));
+    };
+    let kind = match model.encoder {
+        EncoderKind::P5 => CpuKind::P5,
+        EncoderKind::P6 => CpuKind::P6,
+        EncoderKind::IntelArch => CpuKind::IntelArch,
+        EncoderKind::Amd64 => CpuKind::Amd,
+    };
+    let id = model.id.clone();
+    Ok(PctrBackend::with_model_as(db, kind, id).0)
+}
+
 /// Opens the real `/dev/pctr` (OpenBSD only).
 ///
 /// `cpu` names the event database's CPU model; `None` detects it.

@@ -1,11 +1,12 @@
 //! Names resolved through the shipped event database (`counterhal-events`), then counted on the
-//! driver model. These depend on the database's pctr encodings for p5, p6, intel-arch and k8.
+//! driver model. These depend on the database's encodings for p5, p6, intel-arch and k8, and
+//! on what pctr makes of them (`tests/data/golden.toml`).
 
 use std::sync::Arc;
 
-use counterhal_events::Database;
+use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
-    Backend, Encoding, ErrorKind, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Target,
+    Backend, ErrorKind, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Target,
 };
 use counterhal_pctr::{ModelCpu, PctrBackend, function};
 
@@ -25,10 +26,77 @@ fn pctr_function(backend: &PctrBackend, name: &str) -> (u32, u32) {
         .resolve(name)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(resolved.terms.len(), 1, "{name}");
-    match &resolved.terms[0].request.encoding {
-        Encoding::Pctr(pctr) => (pctr.function, pctr.counters.mask()),
-        other => panic!("{name}: not a pctr encoding: {other:?}"),
+    let (word, counters) = backend
+        .program_word(&resolved.terms[0].request)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (word, counters.mask())
+}
+
+#[derive(serde::Deserialize)]
+struct Table {
+    row: Vec<Row>,
+}
+
+#[derive(serde::Deserialize)]
+struct Row {
+    e: String,
+    cpu: String,
+    want: Option<String>,
+    error: Option<String>,
+}
+
+/// The CPU kind pctr drives a database model's CPU as.
+fn kind_of(db: &Database, id: &str) -> ModelCpu {
+    match db.model(id).map(|m| m.encoder) {
+        Some(EncoderKind::P5) => ModelCpu::P5,
+        Some(EncoderKind::P6) => ModelCpu::P6,
+        Some(EncoderKind::IntelArch) => ModelCpu::IntelArch,
+        Some(EncoderKind::Amd64) => ModelCpu::Amd,
+        other => panic!("{id}: {other:?}"),
     }
+}
+
+#[test]
+fn golden_table() {
+    let table: Table =
+        toml::from_str(include_str!("data/golden.toml")).expect("golden.toml parses");
+    let db = db();
+    let mut failures = Vec::new();
+    for row in &table.row {
+        let (backend, _model) =
+            PctrBackend::with_model_as(db.clone(), kind_of(&db, &row.cpu), &row.cpu);
+        let got = backend.resolve(&row.e).and_then(|resolved| {
+            let words = resolved
+                .terms
+                .iter()
+                .map(|term| backend.program_word(&term.request))
+                .collect::<counterhal_hal::Result<Vec<_>>>()?;
+            Ok(words
+                .iter()
+                .map(|(word, counters)| format!("{word:#x} ctr={counters}"))
+                .collect::<Vec<_>>()
+                .join(" + "))
+        });
+        let outcome = match &got {
+            Ok(text) => text.clone(),
+            Err(error) => format!("error {}", error.kind()),
+        };
+        let expected = match (&row.want, &row.error) {
+            (Some(want), None) => want.clone(),
+            (None, Some(kind)) => format!("error {kind}"),
+            _ => panic!("{}: one of want and error", row.e),
+        };
+        if outcome != expected {
+            failures.push(format!(
+                "{} [{}]: want `{expected}`, got `{outcome}` {:?}",
+                row.e,
+                row.cpu,
+                got.err()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(table.row.len() >= 25);
 }
 
 #[test]
@@ -121,7 +189,7 @@ fn unknown_names_are_invalid_events() {
 fn capabilities_list_the_generalized_events_that_resolve() {
     for cpu in KINDS {
         let (backend, _model) = PctrBackend::with_model(db(), cpu);
-        let generalized = backend.capabilities().generalized;
+        let generalized = backend.generalized();
         let instructions = GeneralizedEvent::Hardware(HardwareEvent::Instructions);
         assert!(
             generalized.contains(&instructions),

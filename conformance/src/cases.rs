@@ -140,7 +140,7 @@ macro_rules! exact_or_skip {
 
 /// Every generalized event the backend claims opens and closes.
 pub fn generalized_events_open<S: Subject>(subject: &S) -> Outcome {
-    let claimed = subject.backend().capabilities().generalized;
+    let claimed = subject.backend().generalized();
     if claimed.is_empty() {
         return Outcome::Skip("the backend claims no generalized event here".into());
     }
@@ -481,10 +481,7 @@ pub fn too_many_events<S: Subject>(subject: &S) -> Outcome {
     }
     // A multiplexing backend may accept the events ungrouped and time-share them.
     check(|| {
-        let options = OpenOptions {
-            grouped: false,
-            ..OpenOptions::default()
-        };
+        let options = OpenOptions::ungrouped();
         let readings = count_work_with(subject, &names, &options, 10_000)?;
         let mut shared = false;
         for reading in &readings {

@@ -175,7 +175,7 @@ fn run_cases<S: Subject>(subject: &S, progress: bool) -> Report {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let backend = subject.backend();
     let require_hardware = hardware_required() && backend.device() == DeviceKind::Real;
-    let label = format!("{}/{}", backend.kind(), backend.device());
+    let label = format!("{}/{}", backend.name(), backend.device());
     let mut cases = Vec::new();
     for case in cases::all::<S>() {
         let started = std::time::Instant::now();
@@ -206,7 +206,7 @@ fn run_cases<S: Subject>(subject: &S, progress: bool) -> Report {
         });
     }
     Report {
-        backend: backend.kind().name().to_string(),
+        backend: backend.name().to_string(),
         device: backend.device().name().to_string(),
         description: subject.description(),
         cases,

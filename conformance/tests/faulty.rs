@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_conformance::{ExactEvent, Outcome, Report, Subject};
 use counterhal_hal::{
-    Backend, BackendKind, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Group, OpenOptions, PctrEncoding, Reading, ResolvedEvent, Result, Scope, Target,
-    TargetSupport, check_buffer,
+    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result, Scope,
+    Target, TargetSupport, check_buffer,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +31,7 @@ struct Machine {
 }
 
 struct FakeBackend {
+    capabilities: Capabilities,
     fault: Fault,
     machine: Arc<Mutex<Machine>>,
 }
@@ -120,30 +121,16 @@ impl Group for FakeGroup {
 impl Backend for FakeBackend {
     type Group = FakeGroup;
 
-    fn kind(&self) -> BackendKind {
-        BackendKind::Pctr
+    fn name(&self) -> &'static str {
+        "fake"
     }
 
     fn device(&self) -> DeviceKind {
         DeviceKind::Model
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            general_counters: Some(COUNTERS as u32),
-            counter_width: Some(48),
-            fixed_counters: 0,
-            fixed_width: None,
-            domains: Domain::USER | Domain::KERNEL,
-            multiplexing: false,
-            scope: Scope::SystemWidePerCpu,
-            targets: TargetSupport {
-                this_thread: true,
-                ..TargetSupport::default()
-            },
-            self_monitoring_reads: false,
-            generalized: Vec::new(),
-        }
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
@@ -155,10 +142,10 @@ impl Backend for FakeBackend {
             }
             _ => return Err(Error::invalid_event(format!("unknown event `{event}`"))),
         };
-        let encoding = Encoding::Pctr(PctrEncoding {
-            function: per_unit,
-            counters: CounterSet::first(2),
-        });
+        // The event code is the events per unit of work.
+        let mut evtsel = Evtsel::new(per_unit, 0);
+        evtsel.counters = CounterSet::first(2);
+        let encoding = Encoding::Evtsel(evtsel);
         Ok(ResolvedEvent::single(EventRequest::new(event, encoding)))
     }
 
@@ -177,7 +164,7 @@ impl Backend for FakeBackend {
         let per_unit = events
             .iter()
             .map(|e| match &e.encoding {
-                Encoding::Pctr(p) => u64::from(p.function),
+                Encoding::Evtsel(e) => u64::from(e.code),
                 _ => 0,
             })
             .collect();
@@ -226,7 +213,19 @@ impl Subject for FakeSubject {
 }
 
 fn run(fault: Fault) -> Report {
+    let accepts = Accepts::new(
+        &[Family::Evtsel],
+        Domain::USER | Domain::KERNEL,
+        Domain::DEFAULT,
+    );
+    let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.general_counters = Some(COUNTERS as u32);
+    capabilities.counter_width = Some(48);
+    let mut targets = TargetSupport::NONE;
+    targets.this_thread = true;
+    capabilities.targets = targets;
     let backend = FakeBackend {
+        capabilities,
         fault,
         machine: Arc::default(),
     };

@@ -7,7 +7,16 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use counterhal_events::{CpuIdentity, Database, Vendor};
-use counterhal_hal::BackendKind;
+use counterhal_hal::{Accepts, Domain, Family};
+
+/// A backend that programs perf attrs first (as the Linux backend does).
+const PERF: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::ALL, Domain::ALL);
+/// A backend that programs x86 counters (as pctr and msr do).
+const X86: Accepts = Accepts::new(
+    &[Family::Evtsel, Family::P5Cesr],
+    Domain::from_bits_truncate(Domain::USER.bits() | Domain::KERNEL.bits()),
+    Domain::DEFAULT,
+);
 
 fn per_iteration(iterations: u32, mut work: impl FnMut()) -> Duration {
     work();
@@ -50,7 +59,7 @@ fn main() {
         let cold = Database::parse_shipped().expect("shipped database loads");
         let model = cold.detect(black_box(&cpu)).expect("a model matches");
         black_box(
-            cold.resolve(Some(&model.id), "page-faults", BackendKind::Linux)
+            cold.resolve(Some(&model.id), "page-faults", &PERF)
                 .expect("resolves"),
         );
         detected.clone_from(&model.id);
@@ -59,10 +68,10 @@ fn main() {
         "detect + resolve `page-faults` on the detected model ({detected}), from a cold Database::load: {startup:?} per start-up"
     );
     for (cpu, event, backend) in [
-        ("skl", "INST_RETIRED:ANY_P:u", BackendKind::Msr),
-        ("p6", "L2_RQSTS:MODIFIED:c=2", BackendKind::Pctr),
-        ("amd64_fam19h_zen3", "PAPI_L1_ICM", BackendKind::Linux),
-        ("skl", "cycles:u", BackendKind::Linux),
+        ("skl", "INST_RETIRED:ANY_P:u", &X86),
+        ("p6", "L2_RQSTS:MODIFIED:c=2", &X86),
+        ("amd64_fam19h_zen3", "PAPI_L1_ICM", &PERF),
+        ("skl", "cycles:u", &PERF),
     ] {
         let resolve = per_iteration(20_000, || {
             black_box(
@@ -71,6 +80,9 @@ fn main() {
                     .expect("resolves"),
             );
         });
-        println!("resolve `{event}` on {cpu} for {backend}: {resolve:?} per call (target < 2 us)");
+        println!(
+            "resolve `{event}` on {cpu} for {}: {resolve:?} per call (target < 2 us)",
+            backend.families_text()
+        );
     }
 }

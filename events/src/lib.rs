@@ -3,21 +3,24 @@
 
 mod cpu;
 mod database;
+mod domain;
 mod encode;
 mod error;
 mod loader;
 mod model;
 mod parse;
 pub mod perf;
+mod resolve;
+mod select;
 mod suggest;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, Vendor};
 pub use database::{Database, EVENTS_ENV, SHIPPED_FILES};
-pub use encode::{MESI_ALL, evtsel, p5};
 pub use error::{EventError, EventErrorKind};
 pub use model::{
     CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,
     UnitMask, UnitMaskClass,
 };
 pub use parse::{EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms};
+pub use select::MESI_ALL;

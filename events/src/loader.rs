@@ -740,10 +740,11 @@ pub(crate) fn parse_expression(text: &str) -> Result<Vec<(Sign, EventSpec)>, Str
 }
 
 pub(crate) fn check_term(model: &CpuModel, spec: &EventSpec) -> Result<(), String> {
-    let (event, extra) = crate::database::lookup_native(model, spec)
+    let (event, extra) = model
+        .lookup(spec)
         .ok_or_else(|| format!("no native event `{}` in model `{}`", spec.name, model.id))?;
     let extra: Vec<&str> = extra.into_iter().collect();
-    crate::encode::select(model, event, spec, &extra)
+    crate::select::select(model, event, spec, &extra)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

@@ -1,6 +1,6 @@
 //! The database's picture of one CPU model: match rules, PMU, native events, mappings.
 
-use counterhal_hal::{CounterSet, GeneralizedEvent, Sign};
+use counterhal_hal::{CounterSet, Family, GeneralizedEvent, Sign};
 
 use crate::parse::EventSpec;
 use crate::{CpuIdentity, Vendor};
@@ -10,7 +10,8 @@ use crate::{CpuIdentity, Vendor};
 pub enum EncoderKind {
     /// Intel Pentium (P5): 6-bit events, CESR layout.
     P5,
-    /// Intel P6 and OpenBSD pctr's P6 layout (PERFEVTSEL low word).
+    /// Intel P6 (Pentium Pro, II, III): PERFEVTSEL with cache-state and any-initiator unit
+    /// masks, counter 0's enable bit gating both counters.
     P6,
     /// Intel architectural performance monitoring (PERFEVTSEL, fixed counters).
     IntelArch,
@@ -37,11 +38,8 @@ impl EncoderKind {
         }
     }
 
-    /// The encoder with this name (`pctr` is accepted for `p6`).
+    /// The encoder with this name.
     pub fn from_name(name: &str) -> Option<EncoderKind> {
-        if name.eq_ignore_ascii_case("pctr") {
-            return Some(EncoderKind::P6);
-        }
         Self::ALL
             .into_iter()
             .find(|e| e.name().eq_ignore_ascii_case(name))
@@ -56,12 +54,11 @@ impl EncoderKind {
         }
     }
 
-    /// How many counters OpenBSD's pctr driver programs with this encoder (2 on Intel, 4 on
-    /// AMD).
-    pub const fn pctr_counters(self) -> u32 {
+    /// The hardware family its events are encoded in: x86 EVTSEL, or the P5's CESR field.
+    pub const fn family(self) -> Family {
         match self {
-            EncoderKind::Amd64 => 4,
-            _ => 2,
+            EncoderKind::P5 => Family::P5Cesr,
+            EncoderKind::P6 | EncoderKind::IntelArch | EncoderKind::Amd64 => Family::Evtsel,
         }
     }
 }
@@ -178,7 +175,7 @@ pub struct EventFlags {
 /// A native event of a CPU model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NativeEvent {
-    /// The name (libpfm4's where libpfm4 knows the CPU, pctr(4)'s on P6).
+    /// The name (libpfm4's where libpfm4 knows the CPU, the P6 manuals' on P6).
     pub name: String,
     /// The event code (6 bits on P5, 8 on Intel, 12 on AMD).
     pub code: u16,
@@ -309,6 +306,19 @@ impl CpuModel {
     /// The mapping of one generalized event or preset.
     pub fn mapping(&self, event: GeneralizedEvent) -> Option<&Mapping> {
         self.mappings.iter().find(|m| m.event == event)
+    }
+
+    /// The native event `spec` names, and the unit mask split off a dotted name
+    /// (`INST_RETIRED.ANY_P` is `INST_RETIRED` with unit mask `ANY_P`).
+    pub(crate) fn lookup<'m, 's>(
+        &'m self,
+        spec: &'s EventSpec,
+    ) -> Option<(&'m NativeEvent, Option<&'s str>)> {
+        if let Some(event) = self.event(&spec.name) {
+            return Some((event, None));
+        }
+        let (name, mask) = spec.name.split_once('.')?;
+        Some((self.event(name)?, Some(mask)))
     }
 
     pub(crate) fn rebuild_index(&mut self) {

@@ -2,7 +2,7 @@
 
 use counterhal_hal::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, Domain, GeneralizedEvent, HardwareEvent,
-    PerfEncoding, SoftwareEvent,
+    PerfAttr, SoftwareEvent,
 };
 
 /// `PERF_TYPE_HARDWARE`.
@@ -75,14 +75,14 @@ pub const fn cache_config(event: CacheEvent) -> u64 {
 
 /// perf's generic encoding of a hardware, software or cache event; `None` for presets (they
 /// need a CPU model).
-pub fn generic_encoding(event: GeneralizedEvent, domain: Domain) -> Option<PerfEncoding> {
+pub fn generic_encoding(event: GeneralizedEvent, domain: Domain) -> Option<PerfAttr> {
     let (type_, config) = match event {
         GeneralizedEvent::Hardware(e) => (TYPE_HARDWARE, hardware_config(e)),
         GeneralizedEvent::Software(e) => (TYPE_SOFTWARE, software_config(e)),
         GeneralizedEvent::Cache(e) => (TYPE_HW_CACHE, cache_config(e)),
         GeneralizedEvent::Preset(_) => return None,
     };
-    let mut encoding = PerfEncoding::new(type_, config);
+    let mut encoding = PerfAttr::new(type_, config);
     encoding.domain = domain;
     Some(encoding)
 }

@@ -2,11 +2,13 @@
 //! set only in a child process (this test binary, re-executed for one test), so the test
 //! process's own environment is never changed.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 use counterhal_events::{Database, EVENTS_ENV};
-use counterhal_hal::{BackendKind, Encoding, ErrorKind};
+use counterhal_hal::{Encoding, ErrorKind};
 
 /// Set in the child: which check to run.
 const CHILD: &str = "COUNTERHAL_EVENTS_TEST_CHILD";
@@ -33,22 +35,22 @@ fn child_check(mode: &str) {
         "good" => {
             let database = Database::load(None).expect("the environment file loads");
             let event = database
-                .resolve(Some("envcore"), "ENV_CYCLES:u", BackendKind::Msr)
+                .resolve(Some("envcore"), "ENV_CYCLES:u", &common::X86)
                 .expect("the environment file's model resolves");
-            let Encoding::Msr(msr) = &event.terms[0].request.encoding else {
-                panic!("not an MSR encoding");
+            let Encoding::Evtsel(evtsel) = &event.terms[0].request.encoding else {
+                panic!("not an event select");
             };
-            assert_eq!(msr.evtsel, 0x41_0076);
+            assert_eq!(evtsel.register_value(), 0x41_0076);
             let added = database
-                .resolve(Some("skl"), "ENV_ADDED", BackendKind::Msr)
+                .resolve(Some("skl"), "ENV_ADDED", &common::X86)
                 .expect("the override added an event to skl");
-            let Encoding::Msr(msr) = &added.terms[0].request.encoding else {
-                panic!("not an MSR encoding");
+            let Encoding::Evtsel(evtsel) = &added.terms[0].request.encoding else {
+                panic!("not an event select");
             };
-            assert_eq!(msr.evtsel, 0x43_3412);
+            assert_eq!(evtsel.register_value(), 0x43_3412);
             // The shipped data is still there.
             database
-                .resolve(Some("skl"), "INST_RETIRED.ANY_P", BackendKind::Msr)
+                .resolve(Some("skl"), "INST_RETIRED.ANY_P", &common::X86)
                 .expect("shipped skl events remain");
         }
         "bad" => {

@@ -1,8 +1,11 @@
-//! The golden table: `tests/data/golden.toml` rows of event string, CPU model and backend, each
-//! with the expected encoding or the expected exact error kind.
+//! The golden table: `tests/data/golden.toml` rows of event string, CPU model and the kind of
+//! backend it is resolved for, each with the expected encoding or the expected exact error
+//! kind.
+
+mod common;
 
 use counterhal_events::{Database, EventErrorKind};
-use counterhal_hal::{BackendKind, Domain, Encoding, ResolvedEvent, Sign};
+use counterhal_hal::{ResolvedEvent, Sign};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -14,54 +17,19 @@ struct Table {
 struct Row {
     /// The event string.
     e: String,
-    /// The CPU model id ("" for none).
+    /// The CPU model id (absent for none).
     #[serde(default)]
     cpu: String,
-    /// The backend: linux, pctr, msr.
-    b: String,
-    /// The expected encoding, as `describe` prints it.
+    /// What it is resolved for: `perf` or `x86` (see `common`).
+    #[serde(rename = "for")]
+    profile: String,
+    /// The expected encoding, as `Encoding`'s Display prints it.
     want: Option<String>,
     /// The expected error kind name.
     error: Option<String>,
 }
 
-fn levels(domain: Domain) -> String {
-    let mut text = String::new();
-    for (level, letter) in [
-        (Domain::USER, 'u'),
-        (Domain::KERNEL, 'k'),
-        (Domain::HYPERVISOR, 'h'),
-    ] {
-        if domain.contains(level) {
-            text.push(letter);
-        }
-    }
-    // Contexts are printed only when one is left out (`H`, `G`).
-    for (context, name) in [
-        (Domain::IDLE, "idle"),
-        (Domain::HOST, "host"),
-        (Domain::GUEST, "guest"),
-    ] {
-        if !domain.contains(context) {
-            text.push_str(" -");
-            text.push_str(name);
-        }
-    }
-    text
-}
-
-/// A compact, stable description of an encoding.
-fn describe_encoding(encoding: &Encoding) -> String {
-    match encoding {
-        Encoding::Perf(p) => format!("perf {} {:#x} {}", p.type_, p.config, levels(p.domain)),
-        Encoding::Pctr(p) => format!("pctr {:#x} ctr={}", p.function, p.counters),
-        Encoding::Msr(m) => match m.fixed {
-            Some(f) => format!("msr {:#x} ctr={} fixed={f}", m.evtsel, m.counters),
-            None => format!("msr {:#x} ctr={}", m.evtsel, m.counters),
-        },
-    }
-}
-
+/// The terms' encodings as `Encoding`'s Display prints them, joined by their signs.
 fn describe(resolved: &ResolvedEvent) -> String {
     let mut text = String::new();
     for (i, term) in resolved.terms.iter().enumerate() {
@@ -72,7 +40,7 @@ fn describe(resolved: &ResolvedEvent) -> String {
                 " - "
             });
         }
-        text.push_str(&describe_encoding(&term.request.encoding));
+        text.push_str(&term.request.encoding.to_string());
     }
     text
 }
@@ -86,11 +54,10 @@ fn golden_table() {
     let mut kinds_seen = std::collections::HashSet::new();
     let mut cpus_seen = std::collections::HashSet::new();
     for row in &table.row {
-        let backend =
-            BackendKind::from_name(&row.b).unwrap_or_else(|| panic!("bad backend {}", row.b));
+        let accepts = common::accepts(&row.profile);
         let cpu = (!row.cpu.is_empty()).then_some(row.cpu.as_str());
         cpus_seen.insert(row.cpu.clone());
-        let got = database.resolve_exact(cpu, &row.e, backend);
+        let got = database.resolve_exact(cpu, &row.e, accepts);
         let outcome = match &got {
             Ok(resolved) => describe(resolved),
             Err(error) => format!("error {}", error.kind().name()),
@@ -114,7 +81,7 @@ fn golden_table() {
             };
             failures.push(format!(
                 "{} [{}/{}]: want `{expected}`, got `{outcome}`{detail}",
-                row.e, row.cpu, row.b
+                row.e, row.cpu, row.profile
             ));
         }
     }

@@ -6,12 +6,14 @@
 //! Needs a C compiler and libpfm4 (Debian `libpfm4-dev`); without them the test prints why it
 //! skipped.
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use counterhal_events::{Database, UnitMaskClass};
-use counterhal_hal::{BackendKind, Encoding};
+use counterhal_hal::Encoding;
 
 const PROGRAM: &str = r#"
 #include <perfmon/pfmlib.h>
@@ -143,17 +145,21 @@ fn evtsel_matches_libpfm4() {
                 }
             }
             for name in names {
-                let Ok(resolved) = database.resolve(Some(model_id), &name, BackendKind::Msr) else {
+                let Ok(resolved) = database.resolve(Some(model_id), &name, &common::X86) else {
                     continue;
                 };
-                let Encoding::Msr(msr) = &resolved.terms[0].request.encoding else {
+                let Encoding::Evtsel(evtsel) = &resolved.terms[0].request.encoding else {
                     continue;
                 };
                 let theirs = RENAMED
                     .iter()
                     .find(|(m, ours, _)| m == model_id && *ours == name)
                     .map_or_else(|| format!("{pmu}::{name}"), |(_, _, t)| t.to_string());
-                cases.push((format!("{model_id}: {name}"), theirs, msr.evtsel));
+                cases.push((
+                    format!("{model_id}: {name}"),
+                    theirs,
+                    evtsel.register_value(),
+                ));
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::{
-    BackendKind, Domain, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading, ResolvedEvent,
+    Accepts, Domain, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading, ResolvedEvent,
     Result, Target,
 };
 
@@ -34,6 +34,7 @@ impl fmt::Display for DeviceKind {
 }
 
 /// Whose activity a backend's counts cover.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Counts are virtualised per thread or process by the OS (Linux perf).
@@ -43,6 +44,7 @@ pub enum Scope {
 }
 
 /// Which [`Target`]s a backend can measure.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct TargetSupport {
     /// [`Target::ThisThread`].
@@ -57,9 +59,35 @@ pub struct TargetSupport {
     pub exec: bool,
 }
 
-/// What a backend can do on this machine.
+impl TargetSupport {
+    /// No target at all; set the fields of those the backend measures.
+    pub const NONE: TargetSupport = TargetSupport {
+        this_thread: false,
+        attach: false,
+        inherit: false,
+        cpu: false,
+        exec: false,
+    };
+
+    /// Every target.
+    pub const ALL: TargetSupport = TargetSupport {
+        this_thread: true,
+        attach: true,
+        inherit: true,
+        cpu: true,
+        exec: true,
+    };
+}
+
+/// What a backend is and can do on this machine, as data: computed once when the backend is
+/// made, and read by the event database (through [`Capabilities::accepts`]), the command and
+/// the conformance suite.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Capabilities {
+    /// The encoding families it programs, the domains it can filter and what it counts by
+    /// default.
+    pub accepts: Accepts,
     /// General-purpose counters per CPU, when the backend knows (perf schedules them itself).
     pub general_counters: Option<u32>,
     /// Width of the general-purpose counters in bits, when known.
@@ -68,8 +96,6 @@ pub struct Capabilities {
     pub fixed_counters: u32,
     /// Width of the fixed counters in bits, when there are any.
     pub fixed_width: Option<u32>,
-    /// The domains it can filter by (a domain outside this set cannot be excluded).
-    pub domains: Domain,
     /// Whether it time-shares counters among more events than fit (so readings may be scaled).
     pub multiplexing: bool,
     /// Whose activity the counts cover.
@@ -78,11 +104,25 @@ pub struct Capabilities {
     pub targets: TargetSupport,
     /// Whether reads of the calling thread's counters can bypass the kernel (rdpmc).
     pub self_monitoring_reads: bool,
-    /// The generalized events it claims to count on this machine.
-    pub generalized: Vec<GeneralizedEvent>,
 }
 
 impl Capabilities {
+    /// A backend that takes `accepts` and counts with `scope`, with no counters described, no
+    /// target, no multiplexing and no self-monitoring reads: set the fields that apply.
+    pub const fn new(accepts: Accepts, scope: Scope) -> Self {
+        Self {
+            accepts,
+            general_counters: None,
+            counter_width: None,
+            fixed_counters: 0,
+            fixed_width: None,
+            multiplexing: false,
+            scope,
+            targets: TargetSupport::NONE,
+            self_monitoring_reads: false,
+        }
+    }
+
     /// Whether `target` is one this backend can measure.
     pub fn supports(&self, target: &Target) -> bool {
         match target {
@@ -93,9 +133,15 @@ impl Capabilities {
             Target::Exec { .. } => self.targets.exec,
         }
     }
+
+    /// The domains it can filter (shorthand for `accepts.domains`).
+    pub fn domains(&self) -> Domain {
+        self.accepts.domains
+    }
 }
 
 /// How the events of one [`Backend::open`] call are scheduled.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OpenOptions {
     /// `true`: one group, scheduled all together and read in one operation (fails when the
@@ -107,12 +153,35 @@ pub struct OpenOptions {
     pub pinned: bool,
 }
 
-impl Default for OpenOptions {
-    fn default() -> Self {
+impl OpenOptions {
+    /// One group, not pinned (the default).
+    pub const fn grouped() -> Self {
         Self {
             grouped: true,
             pinned: false,
         }
+    }
+
+    /// Independent events, each with its own times (time-shared where the backend
+    /// multiplexes).
+    pub const fn ungrouped() -> Self {
+        Self {
+            grouped: false,
+            pinned: false,
+        }
+    }
+
+    /// The same options with `pinned` set as given.
+    #[must_use]
+    pub const fn pinned(mut self, pinned: bool) -> Self {
+        self.pinned = pinned;
+        self
+    }
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self::grouped()
     }
 }
 
@@ -240,21 +309,21 @@ pub fn check_buffer(what: &str, needed: usize, got: usize) -> Result<()> {
 
 /// A performance counter backend: turns event names into encodings and opens groups of them.
 ///
-/// Required: [`kind`](Backend::kind), [`device`](Backend::device),
+/// Required: [`name`](Backend::name), [`device`](Backend::device),
 /// [`capabilities`](Backend::capabilities), [`resolve`](Backend::resolve),
 /// [`open`](Backend::open). Everything else has a default.
 pub trait Backend {
     /// The group this backend opens.
     type Group: Group;
 
-    /// Which backend this is.
-    fn kind(&self) -> BackendKind;
+    /// The backend's name, as the command line and reports print it: `linux`, `pctr`, `msr`.
+    fn name(&self) -> &'static str;
 
     /// Whether it drives the real device or a model.
     fn device(&self) -> DeviceKind;
 
-    /// What it can do here.
-    fn capabilities(&self) -> Capabilities;
+    /// What it takes and can do here, computed once when the backend was made.
+    fn capabilities(&self) -> &Capabilities;
 
     /// Turns an event name (generalized, preset, native with modifiers, raw, or a name only
     /// this backend knows) into what this backend opens. A preset may resolve to several
@@ -269,7 +338,8 @@ pub trait Backend {
     ///
     /// # Errors
     /// [`ErrorKind::NoCounterAvailable`] when grouped events do not fit the counters;
-    /// [`ErrorKind::Unsupported`] for a target or event the backend cannot count;
+    /// [`ErrorKind::Unsupported`] for a target the backend does not claim or an encoding of a
+    /// family it does not take; [`ErrorKind::InvalidInput`] for an empty list;
     /// [`ErrorKind::PermissionDenied`] and [`ErrorKind::DeviceMissing`] as the OS reports.
     fn open(
         &self,
@@ -281,9 +351,23 @@ pub trait Backend {
     /// A short label: `linux`, `pctr (model)`.
     fn label(&self) -> String {
         match self.device() {
-            DeviceKind::Real => self.kind().name().to_string(),
-            DeviceKind::Model => format!("{} (model)", self.kind().name()),
+            DeviceKind::Real => self.name().to_string(),
+            DeviceKind::Model => format!("{} (model)", self.name()),
         }
+    }
+
+    /// The generalized events and presets that resolve here. Backends that can tell more
+    /// cheaply (or must try opening) override it.
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        GeneralizedEvent::all()
+            .filter(|event| self.resolve(&event.name()).is_ok())
+            .collect()
+    }
+
+    /// The names only this backend knows, with a few words each (on Linux: tracepoints and
+    /// the dynamic PMUs' event aliases). Empty by default.
+    fn own_events(&self) -> Vec<(String, String)> {
+        Vec::new()
     }
 
     /// Resolves every name and opens them as one set whose readings are combined per name
@@ -305,35 +389,59 @@ pub trait Backend {
     }
 }
 
+/// Refuses an encoding whose family the backend does not take, naming the event and the
+/// families it does take: the check every backend's `open` makes first.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] when `request`'s family is not in `accepts`.
+pub fn check_family(backend: &str, accepts: &Accepts, request: &EventRequest) -> Result<()> {
+    let family = request.encoding.family();
+    if accepts.takes(family) {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "`{}` is encoded as a {family}, which the {backend} backend does not program (it takes {})",
+        request.name,
+        accepts.families_text()
+    ))
+    .with_hint("resolve the name with this backend's resolve()"))
+}
+
 /// A [`Group`] behind a pointer, for code that picks a backend at run time.
 pub type BoxedGroup = Box<dyn Group>;
 
-/// The object-safe face of [`Backend`], implemented for every backend: lets a program hold
-/// `Box<dyn DynBackend>` and choose at run time.
+/// The object-safe face of [`Backend`], implemented for every backend, so that a program can
+/// hold `Box<dyn DynBackend>` and choose at run time.
+///
+/// Its methods carry a `dyn_` prefix so that they never compete with [`Backend`]'s: a boxed
+/// backend is used through [`Backend`] (implemented for `Box<dyn DynBackend>`), with both
+/// traits in scope.
 pub trait DynBackend {
-    /// See [`Backend::kind`].
-    fn kind(&self) -> BackendKind;
+    /// See [`Backend::name`].
+    fn dyn_name(&self) -> &'static str;
     /// See [`Backend::device`].
-    fn device(&self) -> DeviceKind;
+    fn dyn_device(&self) -> DeviceKind;
     /// See [`Backend::capabilities`].
-    fn capabilities(&self) -> Capabilities;
+    fn dyn_capabilities(&self) -> &Capabilities;
     /// See [`Backend::resolve`].
     ///
     /// # Errors
     /// As [`Backend::resolve`].
-    fn resolve(&self, event: &str) -> Result<ResolvedEvent>;
+    fn dyn_resolve(&self, event: &str) -> Result<ResolvedEvent>;
     /// See [`Backend::open`]; the group comes boxed.
     ///
     /// # Errors
     /// As [`Backend::open`].
-    fn open_boxed(
+    fn dyn_open(
         &self,
         events: &[EventRequest],
         target: &Target,
         options: &OpenOptions,
     ) -> Result<BoxedGroup>;
-    /// See [`Backend::label`].
-    fn label(&self) -> String;
+    /// See [`Backend::generalized`].
+    fn dyn_generalized(&self) -> Vec<GeneralizedEvent>;
+    /// See [`Backend::own_events`].
+    fn dyn_own_events(&self) -> Vec<(String, String)>;
 }
 
 impl<B> DynBackend for B
@@ -341,19 +449,19 @@ where
     B: Backend,
     B::Group: 'static,
 {
-    fn kind(&self) -> BackendKind {
-        Backend::kind(self)
+    fn dyn_name(&self) -> &'static str {
+        Backend::name(self)
     }
-    fn device(&self) -> DeviceKind {
+    fn dyn_device(&self) -> DeviceKind {
         Backend::device(self)
     }
-    fn capabilities(&self) -> Capabilities {
+    fn dyn_capabilities(&self) -> &Capabilities {
         Backend::capabilities(self)
     }
-    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+    fn dyn_resolve(&self, event: &str) -> Result<ResolvedEvent> {
         Backend::resolve(self, event)
     }
-    fn open_boxed(
+    fn dyn_open(
         &self,
         events: &[EventRequest],
         target: &Target,
@@ -361,8 +469,11 @@ where
     ) -> Result<BoxedGroup> {
         Ok(Box::new(Backend::open(self, events, target, options)?))
     }
-    fn label(&self) -> String {
-        Backend::label(self)
+    fn dyn_generalized(&self) -> Vec<GeneralizedEvent> {
+        Backend::generalized(self)
+    }
+    fn dyn_own_events(&self) -> Vec<(String, String)> {
+        Backend::own_events(self)
     }
 }
 
@@ -371,17 +482,17 @@ where
 impl<T: DynBackend + ?Sized> Backend for Box<T> {
     type Group = BoxedGroup;
 
-    fn kind(&self) -> BackendKind {
-        (**self).kind()
+    fn name(&self) -> &'static str {
+        (**self).dyn_name()
     }
     fn device(&self) -> DeviceKind {
-        (**self).device()
+        (**self).dyn_device()
     }
-    fn capabilities(&self) -> Capabilities {
-        (**self).capabilities()
+    fn capabilities(&self) -> &Capabilities {
+        (**self).dyn_capabilities()
     }
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        (**self).resolve(event)
+        (**self).dyn_resolve(event)
     }
     fn open(
         &self,
@@ -389,9 +500,12 @@ impl<T: DynBackend + ?Sized> Backend for Box<T> {
         target: &Target,
         options: &OpenOptions,
     ) -> Result<BoxedGroup> {
-        (**self).open_boxed(events, target, options)
+        (**self).dyn_open(events, target, options)
     }
-    fn label(&self) -> String {
-        (**self).label()
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        (**self).dyn_generalized()
+    }
+    fn own_events(&self) -> Vec<(String, String)> {
+        (**self).dyn_own_events()
     }
 }

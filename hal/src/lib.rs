@@ -10,9 +10,15 @@
 //! [`Preset`]s), native events from the event database, or backend-specific names. Every
 //! failure is an [`Error`] with an [`ErrorKind`], the OS error number and a hint.
 //!
+//! Events are encoded by hardware family ([`Encoding`]: a perf attr, an x86 event select, a
+//! P5 CESR field), never by backend: each backend says, as data ([`Capabilities`], whose
+//! [`Accepts`] lists the families it programs, the domains it can filter and what it counts
+//! by default), what it takes.
+//!
 //! **For backend authors**: implement the five required methods of [`Group`] and of
 //! [`Backend`]; read-and-scale, stop, restart, boxed use ([`DynBackend`]) and derived events
-//! ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`.
+//! ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`;
+//! refuse families you do not take with [`check_family`].
 //!
 //! ```
 //! use counterhal_hal::{GeneralizedEvent, Reading};
@@ -26,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod cpus;
 mod domain;
 mod encoding;
 mod error;
@@ -36,11 +43,13 @@ mod target;
 
 pub use backend::{
     Backend, BoxedGroup, Capabilities, DeviceKind, DynBackend, Group, OpenOptions, Scope,
-    TargetSupport, check_buffer,
+    TargetSupport, check_buffer, check_family,
 };
+pub use cpus::CpuList;
 pub use domain::Domain;
 pub use encoding::{
-    BackendKind, CounterSet, Encoding, EventRequest, MsrEncoding, PctrEncoding, PerfEncoding,
+    Accepts, CounterSet, Encoding, EventRequest, Evtsel, ExcludeBits, ExtraMsr, Family, P5Cesr,
+    PerfAttr,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use generalized::{

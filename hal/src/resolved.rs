@@ -206,12 +206,12 @@ impl<G: Group> Group for EventSet<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Encoding, PerfEncoding};
+    use crate::{Encoding, PerfAttr};
 
     fn term(sign: Sign, name: &str) -> Term {
         Term {
             sign,
-            request: EventRequest::new(name, Encoding::Perf(PerfEncoding::new(1, 0))),
+            request: EventRequest::new(name, Encoding::Perf(PerfAttr::new(1, 0))),
         }
     }
 

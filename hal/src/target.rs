@@ -3,6 +3,10 @@
 use std::fmt;
 
 /// What a group of counters measures.
+///
+/// Build one with a variant or a constructor ([`Target::process`], [`Target::cpu`], ...);
+/// match it with a wildcard arm: targets will be added.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// The calling thread, on whichever CPU it runs.
@@ -25,6 +29,34 @@ pub enum Target {
 }
 
 impl Target {
+    /// The calling thread.
+    pub const fn this_thread() -> Target {
+        Target::ThisThread
+    }
+
+    /// An existing process, attached to, without the children it creates.
+    pub const fn process(pid: u32) -> Target {
+        Target::Process {
+            pid,
+            inherit: false,
+        }
+    }
+
+    /// An existing process and the children it creates from now on.
+    pub const fn process_and_children(pid: u32) -> Target {
+        Target::Process { pid, inherit: true }
+    }
+
+    /// Everything that runs on CPU `cpu`.
+    pub const fn cpu(cpu: u32) -> Target {
+        Target::Cpu(cpu)
+    }
+
+    /// A created child that has not yet executed its program, counted from its `exec`.
+    pub const fn exec(pid: u32) -> Target {
+        Target::Exec { pid }
+    }
+
     /// Whether the counts cover only the calling thread (so self-monitoring reads are valid).
     pub fn is_this_thread(&self) -> bool {
         matches!(self, Target::ThisThread)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{CounterSet, Encoding, EventRequest, MsrEncoding};
+use counterhal_hal::{CounterSet, Encoding, EventRequest, Evtsel};
 use counterhal_msr::regs::evtsel;
 use counterhal_msr::{ModelHandle, MsrBackend, PmuModelKind};
 
@@ -22,16 +22,23 @@ pub fn model(kind: PmuModelKind) -> (MsrBackend, ModelHandle) {
     (backend, model)
 }
 
+/// The event select with register value `value` (which must set EN and only bits an
+/// [`Evtsel`] carries), on `counters` and `fixed`.
+pub fn encoding(value: u64, counters: CounterSet, fixed: Option<u32>) -> Evtsel {
+    let mut encoding = Evtsel::from_event_select(value);
+    assert_eq!(
+        encoding.register_value(),
+        value,
+        "{value:#x} is not an event select an encoding carries"
+    );
+    encoding.counters = counters;
+    encoding.fixed = fixed;
+    encoding
+}
+
 /// An event request from its parts.
 pub fn request(name: &str, evtsel: u64, counters: CounterSet, fixed: Option<u32>) -> EventRequest {
-    EventRequest::new(
-        name,
-        Encoding::Msr(MsrEncoding {
-            evtsel,
-            counters,
-            fixed,
-        }),
-    )
+    EventRequest::new(name, Encoding::Evtsel(encoding(evtsel, counters, fixed)))
 }
 
 /// The event select of `code`/`umask` counting user and kernel mode, on any vendor.

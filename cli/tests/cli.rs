@@ -67,7 +67,7 @@ fn info_lists_every_backend_with_a_status() {
         assert!(
             status.starts_with("usable (")
                 || status.starts_with("unusable: ")
-                || status.starts_with("not built for "),
+                || status.starts_with("runs on "),
             "{backend} has no status: {line}"
         );
         if let Some(reason) = status.strip_prefix("unusable: ") {
@@ -118,9 +118,11 @@ fn encode_for_pctr_and_msr() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    // event 0xc0 | USR 0x10000 | EN 0x400000
-    assert_eq!(value[0]["function"], 0x4100c0);
+    // event 0xc0 | USR 0x10000 | EN 0x400000: pctr's function word, on its two counters
+    assert_eq!(value[0]["evtsel"], 0x4100c0);
+    assert_eq!(value[0]["counters"], serde_json::json!([0, 1]));
     assert_eq!(value[0]["cpu"], "p6");
+    assert_eq!(value[0]["family"], "x86 EVTSEL");
 
     let out = counterhal(&[
         "encode",
@@ -603,11 +605,11 @@ fn check_runs_one_backend_on_request() {
     assert!(!reports.is_empty());
     assert!(reports.iter().all(|r| r["backend"] == "pctr"), "{value}");
     if !cfg!(target_os = "openbsd") {
-        // Not built here and no models asked for: one skipped case saying so, and a failure
-        // because nothing was checked.
+        // Not this OS's backend and no models asked for: one skipped case saying so, and a
+        // failure because nothing was checked.
         let out = counterhal(&["check", "--backend", "pctr"]);
         assert_eq!(out.status.code(), Some(1));
-        assert!(stdout(&out).contains("not built for"), "{}", stdout(&out));
+        assert!(stdout(&out).contains("runs on openbsd"), "{}", stdout(&out));
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope};
-use counterhal::{AnyBackend, Backend, BackendKind, Context, Error, ErrorKind, Target};
+use counterhal::{AnyBackend, Backend, Context, Error, ErrorKind, Registration, Target};
 use serde_json::json;
 
 use super::format::{seconds, thousands};
@@ -49,7 +49,7 @@ pub struct StatArgs {
     event_names: Vec<String>,
     /// The backend (linux, pctr, msr); default: the first that works here.
     #[arg(long, value_parser = parse_backend)]
-    backend: Option<BackendKind>,
+    backend: Option<&'static Registration>,
     #[command(flatten)]
     database: DatabaseArgs,
     /// Count an existing process (and not its future children) while CMD runs.
@@ -194,13 +194,13 @@ fn parse_cpu_list(list: &str) -> Result<Vec<Target>, Error> {
 
 fn choose_backend(args: &StatArgs, context: &Context) -> Result<AnyBackend, CliError> {
     match args.backend {
-        Some(kind) => counterhal::probe(kind, context).map_err(CliError::failed),
+        Some(registration) => counterhal::probe(registration, context).map_err(CliError::failed),
         None => {
             let mut reasons = Vec::new();
             for probe in counterhal::probe_all(context) {
                 match probe.result {
                     Ok(backend) => return Ok(backend),
-                    Err(e) => reasons.push(format!("{}: {e}", probe.kind)),
+                    Err(e) => reasons.push(format!("{}: {e}", probe.registration.name)),
                 }
             }
             Err(CliError::failed(Error::unsupported(format!(
@@ -254,10 +254,7 @@ fn run_generic<B: Backend>(
     type Opened<G> = (Vec<usize>, Vec<EventSet<G>>);
     let open_on_every_target =
         |resolved: Vec<ResolvedEvent>| -> Result<Vec<EventSet<B::Group>>, Error> {
-            let options = OpenOptions {
-                grouped: false,
-                ..OpenOptions::default()
-            };
+            let options = OpenOptions::ungrouped();
             targets
                 .iter()
                 .map(|target| EventSet::open(backend, resolved.clone(), target, &options))
@@ -472,10 +469,7 @@ mod linux_command {
             })
             .flatten()
             .collect();
-        let options = OpenOptions {
-            grouped: false,
-            ..OpenOptions::default()
-        };
+        let options = OpenOptions::ungrouped();
         let run = backend
             .run_command(&requests, &args.command, &options)
             .map_err(|e| {
@@ -562,7 +556,10 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     // The Linux backend is probed once and used directly (it runs commands itself); any other
     // backend is used through the portable facade.
     #[cfg(target_os = "linux")]
-    if args.backend.is_none_or(|kind| kind == BackendKind::Linux) {
+    if args
+        .backend
+        .is_none_or(|registration| registration.name == "linux")
+    {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
             Ok(linux) => return stat_with(&args, &linux, Some(&linux)),
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),

@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::BackendKind;
+use counterhal::Registration;
 
 use super::{CliError, DatabaseArgs, parse_backend};
 
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Only this backend (linux, pctr, msr).
+    /// Only this backend (linux, msr, pctr).
     #[arg(long, value_parser = parse_backend)]
-    backend: Option<BackendKind>,
+    backend: Option<&'static Registration>,
     /// Also run the suite on the device models (pctr driver, MSR PMUs).
     #[arg(long)]
     models: bool,
@@ -29,7 +29,7 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
-    let reports = counterhal::check::run_all(&context, args.backend, args.models);
+    let reports = crate::report::run_all(&context, args.backend, args.models);
     let mut failed = false;
     _ = writeln!(
         out,
@@ -57,7 +57,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
         failed |= report.counts().2 > 0;
     }
     if let Some(path) = &args.json {
-        let document = counterhal::check::json_report(&context, &reports);
+        let document = crate::report::json_report(&context, &reports);
         let text = serde_json::to_string_pretty(&document).expect("JSON of plain values");
         std::fs::write(path, text + "\n").map_err(|e| {
             CliError::input(counterhal::Error::invalid_input(format!(

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use counterhal::hal::{GeneralizedEvent, OpenOptions, Preset};
-use counterhal::{AnyBackend, Backend, BackendKind, Context, Target};
+use counterhal::{AnyBackend, Backend, Context, Registration, Target};
 use serde_json::json;
 
 use super::{CliError, DatabaseArgs, parse_backend};
@@ -15,7 +15,7 @@ use super::{CliError, DatabaseArgs, parse_backend};
 pub struct ListArgs {
     /// The backend whose events to list (default: the first that works here).
     #[arg(long, value_parser = parse_backend)]
-    backend: Option<BackendKind>,
+    backend: Option<&'static Registration>,
     #[command(flatten)]
     database: DatabaseArgs,
     /// Print a JSON array instead of text.
@@ -83,7 +83,8 @@ fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Ve
         .as_deref()
         .and_then(|id| context.database.model(id))
     {
-        for (name, description) in counterhal::native_events(model) {
+        for event in model.events() {
+            let (name, description) = (event.name.clone(), event.description.clone());
             if matches(&name, &description) {
                 let (usable, reason) = usability(backend, &name);
                 entries.push(Entry {
@@ -97,7 +98,7 @@ fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Ve
         }
     }
     if let Some(backend) = backend {
-        for (name, description) in counterhal::backend_events(backend.kind()) {
+        for (name, description) in backend.own_events() {
             if matches(&name, &description) {
                 // Backend-specific names are listed from what the OS exposes: resolvable means
                 // usable; opening thousands of tracepoints here would only slow the listing.
@@ -125,9 +126,9 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     // A backend that cannot be used here still has events to list: all marked unusable, with
     // the reason in the header.
     let (backend, unusable) = match args.backend {
-        Some(kind) => match counterhal::probe(kind, &context) {
+        Some(registration) => match counterhal::probe(registration, &context) {
             Ok(backend) => (Some(backend), None),
-            Err(e) => (None, Some(format!("{kind}: {e}"))),
+            Err(e) => (None, Some(format!("{}: {e}", registration.name))),
         },
         None => {
             let first = counterhal::probe_all(&context)

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::{BackendKind, Capabilities, DeviceKind, OS};
+use counterhal::{Backend, Capabilities, DeviceKind, OS, REGISTRY};
 
 use super::{CliError, DatabaseArgs};
 
@@ -21,7 +21,7 @@ fn read_trimmed(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn describe_capabilities(caps: &Capabilities) -> String {
+fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {
     let counters = match (caps.general_counters, caps.counter_width) {
         (Some(n), Some(w)) => format!("{n} general counters x {w} bits"),
         (Some(n), None) => format!("{n} general counters"),
@@ -32,14 +32,14 @@ fn describe_capabilities(caps: &Capabilities) -> String {
         _ => String::new(),
     };
     let scope = match caps.scope {
-        counterhal::hal::Scope::PerProcess => "per process",
         counterhal::hal::Scope::SystemWidePerCpu => "system wide per CPU",
+        _ => "per process",
     };
     format!(
-        "{counters}{fixed}; {scope}; domains {}; multiplexing {}; {} generalized events",
-        caps.domains,
+        "takes {}; {counters}{fixed}; {scope}; domains {}; multiplexing {}; {generalized} generalized events",
+        caps.accepts.families_text(),
+        caps.domains(),
         if caps.multiplexing { "yes" } else { "no" },
-        caps.generalized.len()
     )
 }
 
@@ -112,28 +112,26 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     }
     _ = writeln!(out, "backends:");
     let probes = counterhal::probe_all(&context);
-    for kind in BackendKind::ALL {
-        match probes.iter().find(|p| p.kind == kind) {
+    for registration in REGISTRY {
+        let name = registration.name;
+        match probes.iter().find(|p| p.registration.name == name) {
             Some(probe) => match &probe.result {
                 Ok(backend) => {
                     let device = match backend.device() {
                         DeviceKind::Real => "real device",
-                        DeviceKind::Model => "model",
+                        _ => "model",
                     };
-                    _ = writeln!(
-                        out,
-                        "  {:<6} usable ({device}): {}",
-                        kind.name(),
-                        describe_capabilities(&backend.capabilities())
-                    );
+                    let caps =
+                        describe_capabilities(backend.capabilities(), backend.generalized().len());
+                    _ = writeln!(out, "  {name:<6} usable ({device}): {caps}");
                 }
-                Err(e) => _ = writeln!(out, "  {:<6} unusable: {e}", kind.name()),
+                Err(e) => _ = writeln!(out, "  {name:<6} unusable: {e}"),
             },
             None => {
                 _ = writeln!(
                     out,
-                    "  {:<6} not built for {OS} (its model runs with `counterhal check --models`)",
-                    kind.name()
+                    "  {name:<6} runs on {}, not {OS} (its model runs with `counterhal check --models`)",
+                    registration.systems.join(", ")
                 )
             }
         }

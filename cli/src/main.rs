@@ -1,4 +1,4 @@
-//! Argument parsing and dispatch for the `counterhal` command.
+//! The `counterhal` command: stat, list, encode, info, check.
 
 mod check;
 mod encode;
@@ -6,13 +6,14 @@ mod format;
 mod info;
 mod list;
 mod output;
+mod report;
 mod stat;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use counterhal::{BackendKind, Context, Error};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use counterhal::{Context, Error, Registration};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -105,9 +106,13 @@ impl CliError {
     }
 }
 
-fn parse_backend(name: &str) -> Result<BackendKind, String> {
-    BackendKind::from_name(name)
-        .ok_or_else(|| format!("unknown backend `{name}`: use linux, pctr or msr"))
+fn parse_backend(name: &str) -> Result<&'static Registration, String> {
+    counterhal::registration(name).map_err(|_| {
+        format!(
+            "unknown backend `{name}`: use {}",
+            counterhal::registry::names().join(", ")
+        )
+    })
 }
 
 /// Runs the parsed command.
@@ -119,6 +124,47 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
     }
+}
+
+fn main() -> ExitCode {
+    let args = match Cli::try_parse() {
+        Ok(args) => args,
+        Err(error) => return usage_error(error),
+    };
+    match run(args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("counterhal: {}", error.error);
+            if let Some(usage) = error.usage {
+                eprintln!("usage: {usage}");
+            }
+            ExitCode::from(error.exit_code)
+        }
+    }
+}
+
+/// Prints clap's message, adding the subcommand's usage line when clap did not, and ends with
+/// its status (0 for --help and --version, 2 for bad arguments).
+fn usage_error(error: clap::Error) -> ExitCode {
+    let code = error.exit_code();
+    if code == 0 {
+        // --help and --version: clap prints them to standard output.
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.render().to_string();
+    eprint!("{text}");
+    if !text.contains("Usage:") {
+        let mut command = Cli::command();
+        command.build();
+        let sub = std::env::args().nth(1).unwrap_or_default();
+        let usage = match command.find_subcommand_mut(&sub) {
+            Some(subcommand) => subcommand.render_usage(),
+            None => command.render_usage(),
+        };
+        eprintln!("{usage}");
+    }
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
 #[cfg(test)]

@@ -1,0 +1,599 @@
+//! Resolution: from an event string to encodings of the families a backend takes.
+//!
+//! The resolver knows hardware families ([`Accepts`]), never which backend asked. A name is
+//! tried in the order of the backend's families: a generalized event gets perf's generic
+//! encoding where [`Family::Perf`] comes first, else the CPU model's mapping in the model's
+//! family; a native event, a raw code or `cpu/.../` terms get the model's family (a raw code
+//! or terms go verbatim into a perf attr where [`Family::Perf`] comes first).
+
+use counterhal_hal::{
+    Accepts, Encoding, Error, EventRequest, Family, GeneralizedEvent, PerfAttr, ResolvedEvent,
+    Result, Sign, Term,
+};
+
+use crate::database::Database;
+use crate::domain::check_domain;
+use crate::encode::{encode_native, filter_bits, raw_choice, split_levels};
+use crate::error::{EventError, EventErrorKind, err};
+use crate::model::CpuModel;
+use crate::parse::{EventSpec, Modifiers, ParsedEvent, parse_event};
+use crate::{perf, select, suggest};
+
+type Resolved = std::result::Result<ResolvedEvent, EventError>;
+
+impl Database {
+    /// Resolves an event string on CPU model `cpu` (a model id; `None` when the CPU is
+    /// unknown, which still allows perf's generic events) into encodings of the families
+    /// `accepts` lists, most preferred first.
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidEvent`] for a bad name, unit mask or modifier
+    /// (the message says which and, for unknown names, lists up to three nearest);
+    /// [`counterhal_hal::ErrorKind::Unsupported`] when the event has no encoding in a family
+    /// the backend takes, or asks for a domain it cannot filter;
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for an unknown `cpu`.
+    /// [`Database::resolve_exact`] gives the exact [`EventErrorKind`].
+    pub fn resolve(
+        &self,
+        cpu: Option<&str>,
+        event: &str,
+        accepts: &Accepts,
+    ) -> Result<ResolvedEvent> {
+        self.resolve_exact(cpu, event, accepts).map_err(Error::from)
+    }
+
+    /// As [`Database::resolve`], with the exact error kind.
+    ///
+    /// # Errors
+    /// An [`EventError`] of the kind that applies (see [`EventErrorKind`]).
+    pub fn resolve_exact(&self, cpu: Option<&str>, event: &str, accepts: &Accepts) -> Resolved {
+        let model = match cpu {
+            Some(id) => Some(self.model(id).ok_or_else(|| {
+                err(
+                    EventErrorKind::UnknownCpu,
+                    format!("unknown CPU model `{id}`"),
+                )
+                .with_suggestions(suggest::nearest(id, self.ids(), 3))
+                .with_hint("`counterhal list` shows the CPU models")
+            })?),
+            None => None,
+        };
+        let resolver = Resolver {
+            database: self,
+            model,
+            accepts,
+            text: event,
+        };
+        match parse_event(event)? {
+            ParsedEvent::Raw { config, modifiers } => resolver.raw(config, modifiers),
+            ParsedEvent::PmuTerms {
+                pmu,
+                terms,
+                modifiers,
+            } => resolver.terms(&pmu, &terms, modifiers),
+            ParsedEvent::Named(spec) => resolver.named(spec),
+        }
+    }
+}
+
+/// One resolution: the database, the CPU model, what the backend takes, the text as typed.
+struct Resolver<'a> {
+    database: &'a Database,
+    model: Option<&'a CpuModel>,
+    accepts: &'a Accepts,
+    text: &'a str,
+}
+
+impl<'a> Resolver<'a> {
+    fn single(&self, encoding: Encoding) -> ResolvedEvent {
+        ResolvedEvent::single(EventRequest::new(self.text, encoding))
+    }
+
+    /// Whether perf's own encoding (generic events, raw configs) is the backend's first
+    /// choice.
+    fn perf_first(&self) -> bool {
+        self.accepts.families.first() == Some(&Family::Perf)
+    }
+
+    fn no_family(&self, family: Family) -> EventError {
+        err(
+            EventErrorKind::Unsupported,
+            format!(
+                "`{}` is encoded as a {family}, which this backend does not program (it takes {})",
+                self.text,
+                self.accepts.families_text()
+            ),
+        )
+    }
+
+    fn needs_model(&self, what: &str) -> EventError {
+        err(
+            EventErrorKind::Unsupported,
+            format!(
+                "`{}`: {what} need a CPU model for a backend that takes {}",
+                self.text,
+                self.accepts.families_text()
+            ),
+        )
+        .with_hint("give --cpu (e.g. --cpu skl) or run on a detected CPU")
+    }
+
+    fn named(&self, spec: EventSpec) -> Resolved {
+        let model = match &spec.pmu {
+            Some(pmu) => Some(self.database.model(pmu).ok_or_else(|| {
+                err(
+                    EventErrorKind::NotFound,
+                    format!("unknown PMU `{pmu}` in `{}`", self.text),
+                )
+                .with_suggestions(suggest::nearest(pmu, self.database.ids(), 3))
+            })?),
+            None => self.model,
+        };
+        // A native event of the model wins over a generalized event of the same name
+        // (`BRANCHES` on p5); otherwise a generalized name resolves on the model, also under
+        // a `pmu::` prefix naming the model (`p6::cycles`).
+        let native_named = model.is_some_and(|m| m.event(&spec.name).is_some());
+        if !native_named
+            && !spec.dotted
+            && let Some(generalized) = GeneralizedEvent::from_name(&spec.name)
+        {
+            return self.generalized(model, generalized, &spec);
+        }
+        let Some(model) = model else {
+            return Err(err(
+                EventErrorKind::NotFound,
+                format!("unknown event `{}`", spec.name),
+            )
+            .with_suggestions(self.database.nearest_names(None, &spec.name))
+            .with_hint("native events need a CPU model: give --cpu or run on a detected CPU"));
+        };
+        let Some((event, extra)) = model.lookup(&spec) else {
+            return Err(err(
+                EventErrorKind::NotFound,
+                format!("unknown event `{}` on CPU model `{}`", spec.name, model.id),
+            )
+            .with_suggestions(self.database.nearest_names(Some(&model.id), &spec.name))
+            .with_hint(format!(
+                "`counterhal list --cpu {}` shows its events",
+                model.id
+            )));
+        };
+        let extra: Vec<&str> = extra.into_iter().collect();
+        let choice = select::select(model, event, &spec, &extra)?;
+        let encoding = encode_native(model, &choice, self.accepts, self.text)?;
+        Ok(self.single(encoding))
+    }
+
+    fn raw(&self, config: u64, modifiers: Modifiers) -> Resolved {
+        let perf_raw = || -> Resolved {
+            if modifiers.has_filters() {
+                return Err(err(
+                    EventErrorKind::CombinationNotAllowed,
+                    format!(
+                        "`{}`: put edge/invert/counter-mask bits into the raw code itself",
+                        self.text
+                    ),
+                ));
+            }
+            let domain = check_domain(&modifiers, self.accepts, self.text)?;
+            let attr = PerfAttr::new(perf::TYPE_RAW, config).with_domain(domain);
+            Ok(self.single(Encoding::Perf(attr)))
+        };
+        if self.perf_first() {
+            return perf_raw();
+        }
+        match self.model {
+            Some(model) if self.accepts.takes(model.encoder.family()) => {
+                let choice = raw_choice(model, self.text, config, modifiers)?;
+                let encoding = encode_native(model, &choice, self.accepts, self.text)?;
+                Ok(self.single(encoding))
+            }
+            _ if self.accepts.takes(Family::Perf) => perf_raw(),
+            Some(model) => Err(self.no_family(model.encoder.family())),
+            None => Err(self.needs_model("raw codes")),
+        }
+    }
+
+    fn terms(&self, pmu: &str, terms: &[(String, Option<u64>)], modifiers: Modifiers) -> Resolved {
+        if !pmu.eq_ignore_ascii_case("cpu") {
+            return Err(err(
+                EventErrorKind::Unsupported,
+                format!(
+                    "`{}`: PMU `{pmu}` is described by the kernel, not by the event database",
+                    self.text
+                ),
+            )
+            .with_hint(
+                "a backend that knows the kernel's PMUs resolves `pmu/.../` strings from /sys/bus/event_source/devices/<pmu>/format",
+            ));
+        }
+        let mut config = 0u64;
+        let mut m = modifiers;
+        for (term, value) in terms {
+            let v = value.unwrap_or(1);
+            let range = |max: u64| -> std::result::Result<u64, EventError> {
+                if v > max {
+                    Err(err(
+                        EventErrorKind::ValueOutOfRange,
+                        format!("term `{term}={v:#x}` is out of range 0..={max:#x}"),
+                    ))
+                } else {
+                    Ok(v)
+                }
+            };
+            match term.as_str() {
+                "event" => {
+                    let e = range(0xfff)?;
+                    config |= (e & 0xff) | ((e >> 8) << 32);
+                }
+                "umask" => config |= range(0xff)? << 8,
+                "cmask" => m.merge(&Modifiers {
+                    cmask: Some(u8::try_from(range(0xff)?).unwrap_or(0)),
+                    ..Modifiers::default()
+                })?,
+                "edge" => m.merge(&Modifiers {
+                    edge: Some(range(1)? == 1),
+                    ..Modifiers::default()
+                })?,
+                "inv" => m.merge(&Modifiers {
+                    invert: Some(range(1)? == 1),
+                    ..Modifiers::default()
+                })?,
+                other => {
+                    return Err(err(
+                        EventErrorKind::UnknownModifier,
+                        format!(
+                            "unknown term `{other}` for PMU `cpu`; terms are event, umask, cmask, edge, inv"
+                        ),
+                    ));
+                }
+            }
+        }
+        let (levels, filters) = split_levels(m);
+        self.raw(config | filter_bits(&filters), levels)
+    }
+
+    fn generalized(
+        &self,
+        model: Option<&CpuModel>,
+        generalized: GeneralizedEvent,
+        spec: &EventSpec,
+    ) -> Resolved {
+        let text = self.text;
+        let mut modifiers = spec.modifiers;
+        for part in &spec.unit_masks {
+            if !modifiers.apply_group(part)? {
+                return Err(err(
+                    EventErrorKind::UnitMaskInvalid,
+                    format!(
+                        "`{generalized}` is a generalized event and takes no unit mask `{part}`; modifiers are u, k, h, H, G and p, pp, ppp, P"
+                    ),
+                ));
+            }
+        }
+        // Checked here so that an error names the event as typed, not a native term of its
+        // mapping.
+        let domain = check_domain(&modifiers, self.accepts, text)?;
+        if modifiers.edge.is_some() || modifiers.invert.is_some() || modifiers.cmask.is_some() {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{text}`: e, i and c apply to native events, not to the generalized event `{generalized}`"
+                ),
+            ));
+        }
+        // The first family of the backend's that has an encoding wins.
+        let mut refusal = None;
+        for &family in self.accepts.families {
+            if family == Family::Perf {
+                if let Some(attr) = perf::generic_encoding(generalized, domain) {
+                    return Ok(self.single(Encoding::Perf(attr)));
+                }
+                continue;
+            }
+            if let GeneralizedEvent::Software(_) = generalized {
+                // Only the kernel counts software events; a perf attr is their only encoding.
+                continue;
+            }
+            let Some(model) = model else {
+                refusal.get_or_insert_with(|| {
+                    self.needs_model("generalized hardware events and presets")
+                });
+                continue;
+            };
+            if model.encoder.family() != family {
+                continue;
+            }
+            match model.mapping(generalized) {
+                Some(mapping) => return self.mapped(model, generalized, mapping, &modifiers),
+                None => {
+                    refusal.get_or_insert_with(|| {
+                        err(
+                            EventErrorKind::Unsupported,
+                            format!(
+                                "`{generalized}` has no native event on CPU model `{}`",
+                                model.id
+                            ),
+                        )
+                        .with_hint(format!(
+                            "`counterhal list --cpu {}` shows what it has",
+                            model.id
+                        ))
+                    });
+                }
+            }
+        }
+        Err(refusal.unwrap_or_else(|| match (generalized, model) {
+            (GeneralizedEvent::Software(_), _) | (_, None) => self.no_family(Family::Perf),
+            (_, Some(model)) => self.no_family(model.encoder.family()),
+        }))
+    }
+
+    /// The terms of a generalized event's mapping on `model`, each with the user's modifiers.
+    fn mapped(
+        &self,
+        model: &CpuModel,
+        generalized: GeneralizedEvent,
+        mapping: &crate::Mapping,
+        modifiers: &Modifiers,
+    ) -> Resolved {
+        let mut terms = Vec::with_capacity(mapping.terms.len());
+        for (sign, term_spec) in &mapping.terms {
+            let mut term_spec = term_spec.clone();
+            term_spec.modifiers.merge(modifiers)?;
+            let (event, extra) = model.lookup(&term_spec).ok_or_else(|| {
+                err(
+                    EventErrorKind::NotFound,
+                    format!(
+                        "mapping of `{generalized}` names unknown `{}`",
+                        term_spec.name
+                    ),
+                )
+            })?;
+            let extra: Vec<&str> = extra.into_iter().collect();
+            let name = crate::model::spec_text(&term_spec);
+            let choice = select::select(model, event, &term_spec, &extra)?;
+            let encoding = encode_native(model, &choice, self.accepts, &name)?;
+            terms.push(Term {
+                sign: *sign,
+                request: EventRequest::new(name, encoding),
+            });
+        }
+        if let [only] = terms.as_slice()
+            && only.sign == Sign::Plus
+        {
+            return Ok(self.single(only.request.encoding.clone()));
+        }
+        Ok(ResolvedEvent {
+            name: self.text.to_string(),
+            terms,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::tests::{PERF, X86};
+    use crate::{CpuIdentity, Vendor};
+    use counterhal_hal::{CounterSet, Domain, Evtsel, Preset};
+
+    /// The presets every test of coverage asks for (the PAPI names a tool expects first).
+    pub(crate) const REQUIRED_PRESETS: [&str; 20] = [
+        "PAPI_TOT_INS",
+        "PAPI_TOT_CYC",
+        "PAPI_REF_CYC",
+        "PAPI_BR_INS",
+        "PAPI_BR_MSP",
+        "PAPI_BR_CN",
+        "PAPI_BR_TKN",
+        "PAPI_BR_NTK",
+        "PAPI_L1_DCM",
+        "PAPI_L1_ICM",
+        "PAPI_L1_DCA",
+        "PAPI_L2_DCM",
+        "PAPI_L2_TCM",
+        "PAPI_L3_TCM",
+        "PAPI_L3_TCA",
+        "PAPI_TLB_DM",
+        "PAPI_TLB_IM",
+        "PAPI_FP_OPS",
+        "PAPI_LD_INS",
+        "PAPI_SR_INS",
+    ];
+
+    #[test]
+    fn required_presets_are_mapped_where_the_cpu_has_them() {
+        let db = Database::shipped().unwrap();
+        let mapped = |id: &str| -> Vec<&str> {
+            let model = db.model(id).unwrap();
+            REQUIRED_PRESETS
+                .iter()
+                .copied()
+                .filter(|n| {
+                    let preset = GeneralizedEvent::Preset(Preset::from_name(n).unwrap());
+                    model.mapping(preset).is_none()
+                })
+                .collect()
+        };
+        assert!(mapped("skl").is_empty(), "skl lacks {:?}", mapped("skl"));
+        assert_eq!(
+            mapped("amd64_fam19h_zen3"),
+            ["PAPI_REF_CYC", "PAPI_L3_TCM", "PAPI_L3_TCA"],
+            "Zen 3 has every required preset but REF_CYC and the L3 pair"
+        );
+        assert_eq!(
+            mapped("amd64_fam19h_zen4"),
+            ["PAPI_L3_TCM", "PAPI_L3_TCA"],
+            "Zen 4 has reference cycles (0x120) but no core L3 events"
+        );
+        for model in db.models() {
+            for name in ["instructions", "branches"] {
+                assert!(
+                    model
+                        .mapping(GeneralizedEvent::from_name(name).unwrap())
+                        .is_some(),
+                    "{} {name}",
+                    model.id
+                );
+            }
+            // Every mapping resolves for a backend that takes the model's family.
+            for mapping in model.mappings() {
+                let name = mapping.event.name();
+                db.resolve(Some(&model.id), &name, &X86)
+                    .unwrap_or_else(|e| panic!("{} {name}: {e}", model.id));
+            }
+        }
+    }
+
+    #[test]
+    fn families_are_tried_in_the_backends_order() {
+        let db = Database::shipped().unwrap();
+        let family = |cpu: &str, text: &str, accepts: &Accepts| {
+            db.resolve(Some(cpu), text, accepts)
+                .map(|r| r.terms[0].request.encoding.family())
+        };
+        // perf first: the kernel's generic event, and a raw code verbatim.
+        assert_eq!(family("skl", "cycles", &PERF).unwrap(), Family::Perf);
+        assert_eq!(family("skl", "r00c0", &PERF).unwrap(), Family::Perf);
+        // Natives are in the model's family whoever asks.
+        assert_eq!(
+            family("skl", "INST_RETIRED.ANY_P", &PERF).unwrap(),
+            Family::Evtsel
+        );
+        assert_eq!(family("skl", "cycles", &X86).unwrap(), Family::Evtsel);
+        assert_eq!(
+            family("p5", "cycles:u", &X86).unwrap_err().kind(),
+            crate::EventErrorKind::Unsupported.error_kind()
+        );
+        assert_eq!(family("p5", "DATA_READ", &X86).unwrap(), Family::P5Cesr);
+        let p5_on_perf = db
+            .resolve_exact(Some("p5"), "DATA_READ", &PERF)
+            .unwrap_err();
+        assert_eq!(p5_on_perf.kind(), EventErrorKind::Unsupported);
+        assert!(
+            p5_on_perf.message().contains("P5 CESR") && p5_on_perf.message().contains("perf attr"),
+            "{p5_on_perf}"
+        );
+        let software = db
+            .resolve_exact(Some("p6"), "page-faults", &X86)
+            .unwrap_err();
+        assert_eq!(software.kind(), EventErrorKind::Unsupported);
+        assert!(software.message().contains("perf attr"), "{software}");
+    }
+
+    #[test]
+    fn evtsel_encodings_carry_domain_counters_and_fixed_counter() {
+        let db = Database::shipped().unwrap();
+        let resolved = db
+            .resolve(Some("skl"), "INST_RETIRED.ANY_P:u", &X86)
+            .unwrap();
+        let Encoding::Evtsel(evtsel) = resolved.terms[0].request.encoding else {
+            panic!("{resolved:?}");
+        };
+        assert_eq!(evtsel.register_value(), 0x41_00c0);
+        assert_eq!(evtsel.counters, CounterSet::first(4));
+        assert_eq!(evtsel.domain, Domain::ALL.with_levels(Domain::USER));
+        let any = db.resolve(Some("skl"), "INST_RETIRED.ANY_P", &X86).unwrap();
+        let Encoding::Evtsel(fixed) = any.terms[0].request.encoding else {
+            panic!("{any:?}");
+        };
+        assert_eq!(fixed.fixed, Some(0));
+        assert!(
+            Evtsel::from_event_select(fixed.register_value())
+                .fixed
+                .is_none()
+        );
+    }
+
+    /// `h`, `H` and `G` on x86 counters are unsupported (not a typo), and the message names
+    /// the event as typed, not the native term a generalized name maps to.
+    #[test]
+    fn hypervisor_and_host_guest_on_x86_counters_name_the_typed_event() {
+        let db = Database::shipped().unwrap();
+        for (cpu, text) in [
+            ("p6", "cycles:h"),
+            ("p6", "instructions:uH"),
+            ("k8", "cycles:G"),
+            ("k8", "RETIRED_INSTRUCTIONS:h"),
+        ] {
+            let error = db.resolve_exact(Some(cpu), text, &X86).unwrap_err();
+            assert_eq!(error.kind(), EventErrorKind::Unsupported, "{text}: {error}");
+            let message = error.message();
+            assert!(message.contains(&format!("`{text}`")), "{text}: {message}");
+            assert!(!message.contains("unit mask"), "{text}: {message}");
+            let hal = Error::from(error);
+            assert_eq!(hal.kind(), counterhal_hal::ErrorKind::Unsupported);
+        }
+        let error = db.resolve_exact(Some("p6"), "cycles:h", &X86).unwrap_err();
+        assert!(error.message().contains("no such bit"), "{error}");
+    }
+
+    #[test]
+    fn unknown_names_suggest_nearest() {
+        let db = Database::shipped().unwrap();
+        let error = db
+            .resolve_exact(Some("p6"), "INST_RETIRD", &X86)
+            .unwrap_err();
+        assert_eq!(error.kind(), EventErrorKind::NotFound);
+        assert_eq!(
+            error.suggestions().first().map(String::as_str),
+            Some("INST_RETIRED")
+        );
+        assert!(
+            error.message().contains("did you mean: INST_RETIRED"),
+            "{error}"
+        );
+        assert!(
+            db.nearest_names(Some("p6"), "L2_RQST")
+                .contains(&"L2_RQSTS".to_string())
+        );
+        assert!(
+            db.nearest_names(None, "cycels")
+                .contains(&"cycles".to_string())
+        );
+        let cpu = db.resolve_exact(Some("p7"), "cycles", &X86).unwrap_err();
+        assert_eq!(cpu.kind(), EventErrorKind::UnknownCpu);
+    }
+
+    /// The TOML block that follows `heading` in README.md.
+    pub(crate) fn readme_block(heading: &str) -> &'static str {
+        let readme = include_str!("../README.md");
+        let after = &readme[readme.find(heading).expect("heading in README.md")..];
+        let start = after.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let text = &after[start..];
+        &text[..text.find("```").expect("closed block")]
+    }
+
+    #[test]
+    fn readme_complete_example_loads() {
+        let text = readme_block("### A complete example");
+        // Loads on its own and on top of the shipped data.
+        let db = Database::from_toml_str("example.toml", text).unwrap();
+        Database::shipped()
+            .unwrap()
+            .with_toml_str("example.toml", text)
+            .unwrap();
+        let event = db
+            .resolve(Some("mycore"), "L2_REQUESTS:MISS_CYCLES:u", &X86)
+            .unwrap();
+        let Encoding::Evtsel(evtsel) = event.terms[0].request.encoding else {
+            panic!("{event:?}");
+        };
+        assert_eq!(evtsel.register_value(), 0x0141_3f24);
+        assert_eq!(evtsel.counters, CounterSet::first(4));
+        assert_eq!(evtsel.fixed, None);
+        let stepping = CpuIdentity {
+            vendor: Vendor::Intel,
+            family: 6,
+            model: 0xf2,
+            stepping: 3,
+        };
+        assert_eq!(db.detect(&stepping).map(|m| m.id.as_str()), Some("mycore"));
+        let stepping = CpuIdentity {
+            stepping: 5,
+            ..stepping
+        };
+        assert!(db.detect(&stepping).is_none());
+    }
+}

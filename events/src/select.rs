@@ -1,0 +1,207 @@
+//! Choosing a native event's unit masks and filters from what an event string asks.
+
+use counterhal_hal::CounterSet;
+
+use crate::error::{EventError, EventErrorKind, err};
+use crate::model::{CpuModel, EncoderKind, NativeEvent, UnitMask, UnitMaskClass};
+use crate::parse::{EventSpec, Modifiers};
+
+/// P6 cache-state unit-mask bits (`UM_I`, `UM_S`, `UM_E`, `UM_M` in the P6 manuals), all four.
+pub const MESI_ALL: u8 = 0x0f;
+
+/// A native event with its unit masks and filters chosen, before it is encoded.
+#[derive(Clone, Debug)]
+pub(crate) struct NativeChoice {
+    pub code: u16,
+    pub umask: u8,
+    pub edge: bool,
+    pub invert: bool,
+    pub cmask: u8,
+    pub counters: CounterSet,
+    pub fixed: Option<u32>,
+    pub modifiers: Modifiers,
+}
+
+fn valid_masks(event: &NativeEvent) -> String {
+    if event.unit_masks.is_empty() {
+        format!("`{}` takes no unit masks", event.name)
+    } else {
+        let names: Vec<&str> = event.unit_masks.iter().map(|u| u.name.as_str()).collect();
+        format!("valid unit masks of `{}`: {}", event.name, names.join(", "))
+    }
+}
+
+/// Chooses unit masks and filters for `event` as `spec` asks.
+pub(crate) fn select(
+    model: &CpuModel,
+    event: &NativeEvent,
+    spec: &EventSpec,
+    extra_masks: &[&str],
+) -> Result<NativeChoice, EventError> {
+    let mut modifiers = spec.modifiers;
+    let mut plain = Vec::new();
+    let mut state_bits = 0u8;
+    let mut any_bits = 0u8;
+    for name in extra_masks
+        .iter()
+        .copied()
+        .chain(spec.unit_masks.iter().map(String::as_str))
+    {
+        match event.unit_mask(name) {
+            Some(mask) => match mask.class {
+                UnitMaskClass::Plain => {
+                    if !plain.iter().any(|m: &&UnitMask| m.name == mask.name) {
+                        plain.push(mask);
+                    }
+                }
+                UnitMaskClass::CacheState => state_bits |= mask.code,
+                UnitMaskClass::AnyInitiator => any_bits |= mask.code,
+            },
+            None => {
+                if modifiers.apply_group(name)? {
+                    continue;
+                }
+                let elsewhere = model.events.iter().any(|e| e.unit_mask(name).is_some())
+                    || [
+                        "MODIFIED",
+                        "EXCLUSIVE",
+                        "SHARED",
+                        "INVALID",
+                        "ANY_INITIATOR",
+                    ]
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case(name));
+                let what = if elsewhere {
+                    "is not valid for this event"
+                } else {
+                    "is unknown"
+                };
+                return Err(err(
+                    EventErrorKind::UnitMaskInvalid,
+                    format!(
+                        "unit mask `{name}` {what} (`{}`); {}",
+                        event.name,
+                        valid_masks(event)
+                    ),
+                ));
+            }
+        }
+    }
+    if plain.len() > 1 {
+        if event.flags.exclusive {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{}` takes one unit mask at a time, got {}",
+                    event.name,
+                    plain
+                        .iter()
+                        .map(|m| m.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            ));
+        }
+        if let Some(m) = plain.iter().find(|m| m.has_filters()) {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "unit mask `{}` of `{}` sets its own filters and cannot be combined",
+                    m.name, event.name
+                ),
+            ));
+        }
+    }
+    let has_plain = event
+        .unit_masks
+        .iter()
+        .any(|u| u.class == UnitMaskClass::Plain);
+    if plain.is_empty() && has_plain {
+        if event.needs_unit_mask() {
+            let names: Vec<&str> = event
+                .unit_masks
+                .iter()
+                .filter(|u| u.class == UnitMaskClass::Plain)
+                .map(|u| u.name.as_str())
+                .collect();
+            return Err(err(
+                EventErrorKind::UnitMaskRequired,
+                format!(
+                    "`{}` needs a unit mask: one of {}",
+                    event.name,
+                    names.join(", ")
+                ),
+            ));
+        }
+        plain.extend(event.unit_masks.iter().filter(|u| u.default));
+    }
+    let mut umask = event.base_umask | any_bits;
+    let mut implied = Modifiers::default();
+    let mut fixed = if has_plain { None } else { event.fixed };
+    for mask in &plain {
+        umask |= mask.code;
+        if mask.cmask != 0 {
+            implied.cmask = Some(mask.cmask);
+        }
+        if mask.edge {
+            implied.edge = Some(true);
+        }
+        if mask.invert {
+            implied.invert = Some(true);
+        }
+        if plain.len() == 1 {
+            fixed = mask.fixed;
+        }
+    }
+    if event.flags.mesi {
+        umask |= if state_bits == 0 {
+            MESI_ALL
+        } else {
+            state_bits
+        };
+    }
+    modifiers.merge(&implied)?;
+    if model.encoder == EncoderKind::P5 {
+        if modifiers.edge == Some(true) || modifiers.invert == Some(true) {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{}`: P5 counters have no edge or invert bit (use c=1 to count cycles)",
+                    event.name
+                ),
+            ));
+        }
+        if modifiers.cmask.is_some_and(|c| c > 1) {
+            return Err(err(
+                EventErrorKind::ValueOutOfRange,
+                format!(
+                    "`{}`: on P5, c is 0 (count occurrences) or 1 (count cycles)",
+                    event.name
+                ),
+            ));
+        }
+    }
+    if modifiers.has_filters() {
+        if event.counters.is_empty() {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{}` counts only on fixed counter {}, which has no e/i/c filters",
+                    event.name,
+                    event.fixed.unwrap_or(0)
+                ),
+            ));
+        }
+        fixed = None;
+    }
+    Ok(NativeChoice {
+        code: event.code,
+        umask,
+        edge: modifiers.edge == Some(true),
+        invert: modifiers.invert == Some(true),
+        cmask: modifiers.cmask.unwrap_or(0),
+        counters: event.counters,
+        fixed,
+        modifiers,
+    })
+}

@@ -1,0 +1,241 @@
+//! Lists of CPU numbers, written as the kernel and perf write them (`0-3,8,10-11`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// A set of CPU numbers, kept as sorted, disjoint, inclusive ranges: the format of
+/// `/sys/devices/system/cpu/online`, a PMU's `cpus` file and perf's `-C`.
+///
+/// Ranges are never expanded when parsed, so `0-4294967295` costs two numbers, not an
+/// allocation per CPU; [`CpuList::iter`] yields the numbers one at a time.
+///
+/// ```
+/// use counterhal_hal::CpuList;
+///
+/// let list: CpuList = "8,0-3, 2".parse()?;
+/// assert_eq!(list.to_string(), "0-3,8");
+/// assert_eq!(list.len(), 5);
+/// assert!(list.contains(8) && !list.contains(4));
+/// assert_eq!(list.iter().collect::<Vec<_>>(), [0, 1, 2, 3, 8]);
+/// # Ok::<(), counterhal_hal::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CpuList {
+    ranges: Vec<(u32, u32)>,
+}
+
+impl CpuList {
+    /// The CPUs `first..=last`; empty when `last < first`.
+    pub fn range(first: u32, last: u32) -> CpuList {
+        let ranges = if last < first {
+            Vec::new()
+        } else {
+            vec![(first, last)]
+        };
+        CpuList { ranges }
+    }
+
+    /// The list of the given CPUs (any order, repeats allowed).
+    pub fn from_cpus(cpus: impl IntoIterator<Item = u32>) -> CpuList {
+        CpuList::from_ranges(cpus.into_iter().map(|cpu| (cpu, cpu)).collect())
+    }
+
+    fn from_ranges(mut ranges: Vec<(u32, u32)>) -> CpuList {
+        ranges.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (first, last) in ranges {
+            match merged.last_mut() {
+                Some(previous) if u64::from(first) <= u64::from(previous.1) + 1 => {
+                    previous.1 = previous.1.max(last);
+                }
+                _ => merged.push((first, last)),
+            }
+        }
+        CpuList { ranges: merged }
+    }
+
+    /// How many CPUs the list holds.
+    pub fn len(&self) -> u64 {
+        self.ranges
+            .iter()
+            .map(|(first, last)| u64::from(last - first) + 1)
+            .sum()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Whether `cpu` is in the list.
+    pub fn contains(&self, cpu: u32) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(first, last)| (first..=last).contains(&cpu))
+    }
+
+    /// The lowest CPU, if any.
+    pub fn first(&self) -> Option<u32> {
+        self.ranges.first().map(|&(first, _)| first)
+    }
+
+    /// The highest CPU, if any.
+    pub fn last(&self) -> Option<u32> {
+        self.ranges.last().map(|&(_, last)| last)
+    }
+
+    /// The inclusive ranges, lowest first.
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+
+    /// The CPUs, lowest first.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ranges.iter().flat_map(|&(first, last)| first..=last)
+    }
+
+    /// The CPUs of `self` that are not in `other`.
+    pub fn difference(&self, other: &CpuList) -> CpuList {
+        let mut ranges = Vec::new();
+        for &(first, last) in &self.ranges {
+            let mut start = u64::from(first);
+            let end = u64::from(last);
+            for &(o_first, o_last) in &other.ranges {
+                let (o_first, o_last) = (u64::from(o_first), u64::from(o_last));
+                if o_last < start || o_first > end {
+                    continue;
+                }
+                if o_first > start {
+                    ranges.push((start, o_first - 1));
+                }
+                start = o_last + 1;
+            }
+            if start <= end {
+                ranges.push((start, end));
+            }
+        }
+        // Every bound comes from a u32 range and lies inside it.
+        let ranges = ranges
+            .into_iter()
+            .filter_map(|(a, b)| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?)))
+            .collect();
+        CpuList { ranges }
+    }
+}
+
+impl FromStr for CpuList {
+    type Err = Error;
+
+    /// Parses `N`, `N-M` and comma-separated lists of them; spaces around items and a final
+    /// newline (as sysfs files end) are allowed; an empty text is the empty list.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the item that is not
+    /// a number or a range, or a range that runs backwards.
+    fn from_str(text: &str) -> Result<CpuList> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(CpuList::default());
+        }
+        let number = |item: &str, part: &str| {
+            part.trim().parse::<u32>().map_err(|_| {
+                Error::invalid_input(format!(
+                    "`{item}` in CPU list `{text}` is not a CPU number or a range"
+                ))
+                .with_hint("write CPUs as N, N-M or a comma-separated list such as 0-3,8")
+            })
+        };
+        let mut ranges = Vec::new();
+        for item in text.split(',') {
+            let item = item.trim();
+            let (first, last) = match item.split_once('-') {
+                Some((first, last)) => (number(item, first)?, number(item, last)?),
+                None => {
+                    let cpu = number(item, item)?;
+                    (cpu, cpu)
+                }
+            };
+            if last < first {
+                return Err(Error::invalid_input(format!(
+                    "range `{item}` in CPU list `{text}` runs backwards"
+                ))
+                .with_hint(format!("write it as {last}-{first}")));
+            }
+            ranges.push((first, last));
+        }
+        Ok(CpuList::from_ranges(ranges))
+    }
+}
+
+impl fmt::Display for CpuList {
+    /// The kernel's format: `0-3,8`; empty for the empty list.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &(first, last)) in self.ranges.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            if first == last {
+                write!(f, "{first}")?;
+            } else {
+                write!(f, "{first}-{last}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn parse(text: &str) -> CpuList {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn sysfs_and_perf_forms() {
+        assert_eq!(parse("0-1\n").iter().collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(parse("").len(), 0);
+        assert_eq!(parse("3").to_string(), "3");
+        assert_eq!(parse("0-3,4,6-7").to_string(), "0-4,6-7");
+        assert_eq!(parse(" 5 , 1-2 ").to_string(), "1-2,5");
+        assert_eq!(parse("2,2,1-3").len(), 3);
+    }
+
+    #[test]
+    fn huge_ranges_are_not_expanded() {
+        let list = parse("0-4294967295");
+        assert_eq!(list.len(), 1 << 32);
+        assert_eq!(list.last(), Some(u32::MAX));
+        assert_eq!(list.iter().take(3).collect::<Vec<_>>(), [0, 1, 2]);
+        let online = parse("0-1");
+        assert_eq!(list.difference(&online).first(), Some(2));
+        assert!(online.difference(&list).is_empty());
+        assert_eq!(
+            parse("0-9").difference(&parse("2-3,7")).to_string(),
+            "0-1,4-6,8-9"
+        );
+    }
+
+    #[test]
+    fn bad_items_are_named() {
+        for (text, names) in [("0-x", "`0-x`"), ("1,,2", "``"), ("-1", "`-1`")] {
+            let error = text.parse::<CpuList>().unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput);
+            assert!(error.message().contains(names), "{text}: {error}");
+        }
+        let backwards = "3-1".parse::<CpuList>().unwrap_err();
+        assert!(backwards.to_string().contains("1-3"), "{backwards}");
+        assert!("4294967296".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn from_cpus_merges() {
+        assert_eq!(CpuList::from_cpus([3, 1, 2, 7]).to_string(), "1-3,7");
+        assert_eq!(CpuList::range(2, 1), CpuList::default());
+        assert_eq!(CpuList::range(u32::MAX - 1, u32::MAX).len(), 2);
+    }
+}

@@ -1,0 +1,171 @@
+//! The backends this build has, as data: their names, the systems where their real device
+//! exists (in probe order), and how to make each over its real device or over a model.
+//!
+//! Adding a backend is one entry here, its feature and dependency in `Cargo.toml`, and its
+//! crate in the workspace.
+
+use std::sync::Arc;
+
+use counterhal_hal::{Error, Result};
+
+use crate::{AnyBackend, Context, OS};
+
+/// One backend of this build.
+#[non_exhaustive]
+pub struct Registration {
+    /// The name the command line and reports use (`linux`, `pctr`, `msr`).
+    pub name: &'static str,
+    /// What it counts through, in a few words.
+    pub interface: &'static str,
+    /// The operating systems (as `std::env::consts::OS` names them) where its real device
+    /// exists. [`crate::probe_all`] tries the backends of this OS in registry order.
+    pub systems: &'static [&'static str],
+    /// Makes the backend over the real device.
+    pub probe: fn(&Context) -> Result<AnyBackend>,
+    /// Makes the backend over a model of its device, for the context's CPU model, where the
+    /// backend has models: what it would program, shown where the device is absent.
+    pub model: Option<fn(&Context) -> Result<AnyBackend>>,
+    /// The conformance suite on the real device (`Err` when the backend cannot be used here)
+    /// and on every model of the device.
+    #[cfg(feature = "conformance")]
+    pub conformance: Conformance,
+}
+
+/// A backend's conformance runs.
+#[cfg(feature = "conformance")]
+#[derive(Clone, Copy)]
+pub struct Conformance {
+    /// The suite on the real device, or why the backend cannot be used here.
+    pub real: fn(&Context) -> Result<counterhal_conformance::Report>,
+    /// The suite on each model of the device (none for a backend without models).
+    pub models: fn(&Context) -> Vec<counterhal_conformance::Report>,
+}
+
+impl Registration {
+    /// Whether its real device can exist on this OS.
+    pub fn runs_here(&self) -> bool {
+        self.systems.contains(&OS)
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("interface", &self.interface)
+            .field("systems", &self.systems)
+            .finish_non_exhaustive()
+    }
+}
+
+fn database(context: &Context) -> Arc<counterhal_events::Database> {
+    Arc::clone(&context.database)
+}
+
+/// The CPU model a model backend describes: the context's, or an error naming the fix.
+fn model_id(context: &Context, backend: &str) -> Result<String> {
+    context.model.clone().ok_or_else(|| {
+        Error::invalid_input(format!(
+            "no CPU model to model the {backend} backend's device on: this CPU matches none in the event database"
+        ))
+        .with_hint("name one with --cpu (see `counterhal list` for the ids)")
+    })
+}
+
+#[cfg(feature = "linux")]
+fn linux_probe(context: &Context) -> Result<AnyBackend> {
+    let backend = counterhal_linux::probe(database(context), context.model.clone())?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(feature = "pctr")]
+fn pctr_probe(context: &Context) -> Result<AnyBackend> {
+    let backend = counterhal_pctr::probe(database(context), context.model.clone())?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(feature = "pctr")]
+fn pctr_model(context: &Context) -> Result<AnyBackend> {
+    let id = model_id(context, "pctr")?;
+    Ok(Box::new(counterhal_pctr::model_for(
+        database(context),
+        &id,
+    )?))
+}
+
+#[cfg(feature = "msr")]
+fn msr_probe(context: &Context) -> Result<AnyBackend> {
+    let backend = counterhal_msr::probe(database(context), context.model.clone())?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(feature = "msr")]
+fn msr_model(context: &Context) -> Result<AnyBackend> {
+    let id = model_id(context, "msr")?;
+    Ok(Box::new(counterhal_msr::model_for(database(context), &id)?))
+}
+
+/// The conformance runs of backend crate `$krate`.
+#[cfg(feature = "conformance")]
+macro_rules! conformance {
+    ($krate:ident) => {
+        Conformance {
+            real: |context| $krate::conformance::check(database(context), context.model.clone()),
+            models: |context| $krate::conformance::check_models(database(context)),
+        }
+    };
+}
+
+/// Every backend of this build, in probe order.
+pub static REGISTRY: &[Registration] = &[
+    #[cfg(feature = "linux")]
+    Registration {
+        name: "linux",
+        interface: "perf_event_open",
+        systems: &["linux"],
+        probe: linux_probe,
+        model: None,
+        #[cfg(feature = "conformance")]
+        conformance: conformance!(counterhal_linux),
+    },
+    #[cfg(feature = "msr")]
+    Registration {
+        name: "msr",
+        interface: "raw x86 MSRs (/dev/cpu/N/msr)",
+        systems: &["linux"],
+        probe: msr_probe,
+        model: Some(msr_model),
+        #[cfg(feature = "conformance")]
+        conformance: conformance!(counterhal_msr),
+    },
+    #[cfg(feature = "pctr")]
+    Registration {
+        name: "pctr",
+        interface: "/dev/pctr",
+        systems: &["openbsd"],
+        probe: pctr_probe,
+        model: Some(pctr_model),
+        #[cfg(feature = "conformance")]
+        conformance: conformance!(counterhal_pctr),
+    },
+];
+
+/// The backend registered as `name` (case-insensitive).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) naming the backends
+/// of this build.
+pub fn registration(name: &str) -> Result<&'static Registration> {
+    REGISTRY
+        .iter()
+        .find(|r| r.name.eq_ignore_ascii_case(name))
+        .ok_or_else(|| {
+            Error::invalid_input(format!("unknown backend `{name}`"))
+                .with_hint(format!("use one of: {}", names().join(", ")))
+        })
+}
+
+/// The names of every backend of this build, in registry order.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|r| r.name).collect()
+}
