@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod cases;
+pub mod skip;
 mod subject;
 #[allow(unsafe_code)]
 pub mod workload;
@@ -145,12 +146,10 @@ impl fmt::Display for Report {
     }
 }
 
-/// Whether `COUNTERHAL_REQUIRE=hardware` is set: hardware cases may not be skipped.
+/// Whether `COUNTERHAL_REQUIRE` names `hardware`: hardware cases may not be skipped (the
+/// policy of [`skip`], which every test's skips follow).
 pub fn hardware_required() -> bool {
-    std::env::var("COUNTERHAL_REQUIRE").is_ok_and(|v| {
-        v.split(',')
-            .any(|part| part.trim().eq_ignore_ascii_case("hardware"))
-    })
+    skip::required(skip::Need::Hardware)
 }
 
 /// Runs every case against `subject` and returns the report, printing one line per case to
@@ -188,6 +187,14 @@ fn run_cases<S: Subject>(subject: &S, progress: bool) -> Report {
             outcome = Outcome::Fail(format!(
                 "COUNTERHAL_REQUIRE=hardware, but skipped: {reason}"
             ));
+        }
+        if progress && let Outcome::Skip(reason) = &outcome {
+            let need = if case.hardware {
+                skip::Need::Hardware
+            } else {
+                skip::Need::System
+            };
+            skip::log(need, &format!("{label} {}", case.name), reason);
         }
         match &outcome {
             _ if !progress => {}
