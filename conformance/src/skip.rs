@@ -85,9 +85,10 @@ pub fn required(need: Need) -> bool {
 
 /// Whether the `COUNTERHAL_REQUIRE` value `value` names `need` (or `all`).
 pub fn requires(value: &str, need: Need) -> bool {
-    value.split(',').map(str::trim).any(|part| {
-        part.eq_ignore_ascii_case(need.name()) || part.eq_ignore_ascii_case("all")
-    })
+    value
+        .split(',')
+        .map(str::trim)
+        .any(|part| part.eq_ignore_ascii_case(need.name()) || part.eq_ignore_ascii_case("all"))
 }
 
 /// How many skips this process has recorded.

@@ -10,15 +10,28 @@ pub struct ExactEvent {
     pub name: String,
     /// Events counted per unit of work.
     pub per_unit: u64,
+    /// How many of them happen in user mode (the rest in kernel mode), when the subject
+    /// knows: the case `user_and_kernel_modifiers_split_the_count` then checks that `:u` counts
+    /// just these and `:k` just the rest.
+    pub user_per_unit: Option<u64>,
 }
 
 impl ExactEvent {
-    /// An exact event.
+    /// An exact event, its split between user and kernel mode unknown.
     pub fn new(name: impl Into<String>, per_unit: u64) -> Self {
         Self {
             name: name.into(),
             per_unit,
+            user_per_unit: None,
         }
+    }
+
+    /// The same event, `user` of its `per_unit` events happening in user mode and the rest in
+    /// kernel mode.
+    #[must_use]
+    pub fn with_user_per_unit(mut self, user: u64) -> Self {
+        self.user_per_unit = Some(user.min(self.per_unit));
+        self
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod common;
 
+use counterhal_conformance::skip::Need;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -119,10 +120,10 @@ fn run_libpfm(binary: &PathBuf, lines: &[String]) -> Result<Vec<String>, String>
 fn evtsel_matches_libpfm4() {
     let binary = match build_helper() {
         Ok(binary) => binary,
-        Err(why) => {
-            eprintln!("SKIPPED: libpfm4 cross-check not run: {why}");
-            return;
-        }
+        Err(why) => counterhal_conformance::skip!(
+            Need::Tools,
+            "libpfm4 cross-check not run (libpfm4-dev and gcc build it): {why}"
+        ),
     };
     let database = Database::shipped().expect("shipped database loads");
     for model in database.models() {
@@ -166,10 +167,10 @@ fn evtsel_matches_libpfm4() {
     let lines: Vec<String> = cases.iter().map(|c| c.1.clone()).collect();
     let answers = match run_libpfm(&binary, &lines) {
         Ok(answers) => answers,
-        Err(why) => {
-            eprintln!("SKIPPED: libpfm4 cross-check not run: {why}");
-            return;
-        }
+        Err(why) => counterhal_conformance::skip!(
+            Need::Tools,
+            "libpfm4 cross-check not run (libpfm4-dev and gcc build it): {why}"
+        ),
     };
     assert_eq!(answers.len(), cases.len(), "one answer per query");
     let mut compared = 0;
