@@ -2,8 +2,40 @@
 //! `PAPI_read` on the same software events (when libpapi and a C compiler are present), as
 //! ratios measured in one run. `cargo bench -p counterhal-linux --bench read`.
 //!
-//! The baselines are the bare system calls ([`counterhal_linux::baseline`]) on duplicates of
-//! the group's descriptors (same open file, so the same events).
+//! The baselines are the bare system calls (`raw` below) on duplicates of the group's
+//! descriptors (same open file, so the same events).
+
+/// The bare system calls the backend is compared against, with nothing around them.
+///
+/// # Safety
+/// Each call passes a descriptor borrowed for the call and, for `read`, a buffer valid for
+/// writes of its whole length; the ioctls named here take an integer argument.
+#[cfg(target_os = "linux")]
+mod raw {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+
+    /// `PERF_EVENT_IOC_ENABLE`: `_IO('$', 0)`.
+    pub const IOC_ENABLE: libc::c_ulong = 0x2400;
+    /// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
+    pub const IOC_DISABLE: libc::c_ulong = 0x2401;
+    /// `PERF_IOC_FLAG_GROUP`.
+    pub const IOC_FLAG_GROUP: libc::c_ulong = 1;
+
+    /// One bare `read(2)` of `fd` into `words`: what the system call returned.
+    #[inline]
+    pub fn raw_read(fd: BorrowedFd<'_>, words: &mut [u64]) -> isize {
+        let len = std::mem::size_of_val(words);
+        // SAFETY: `words` is valid for writes of `len` bytes and `fd` is open for the call.
+        unsafe { libc::read(fd.as_raw_fd(), words.as_mut_ptr().cast(), len) }
+    }
+
+    /// One bare `ioctl(fd, request, arg)` for a request that takes an integer.
+    #[inline]
+    pub fn raw_ioctl(fd: BorrowedFd<'_>, request: libc::c_ulong, arg: libc::c_ulong) -> i32 {
+        // SAFETY: `fd` is open for the call; ENABLE and DISABLE take an integer argument.
+        unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) }
+    }
+}
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -13,10 +45,9 @@ mod linux {
     use std::time::Instant;
 
     use counterhal_hal::{Backend, Group, OpenOptions, Reading, Target};
-    use counterhal_linux::baseline::{
-        IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, raw_ioctl, raw_read,
-    };
     use counterhal_linux::{LinuxBackend, LinuxGroup};
+
+    use super::raw::{IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, raw_ioctl, raw_read};
 
     const ITERATIONS: u32 = 200_000;
     const ROUNDS: u32 = 7;

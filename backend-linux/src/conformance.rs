@@ -42,7 +42,8 @@ impl Subject for LinuxSubject {
 
     fn exact_events(&self) -> Vec<ExactEvent> {
         let candidates = [
-            ExactEvent::new(self.breakpoint.clone(), 2),
+            // The marker is user code: both calls count in user mode, none in kernel mode.
+            ExactEvent::new(self.breakpoint.clone(), 2).with_user_per_unit(2),
             ExactEvent::new("syscalls:sys_enter_getpid", 1),
         ];
         candidates

@@ -23,11 +23,6 @@ cfg_if::cfg_if! {
         pub use group::LinuxGroup;
         pub use sysfs::{FormatField, ConfigWord};
 
-        /// The bare system calls behind a read and an enable/disable, for benchmarks that
-        /// compare the backend against them on the same (duplicated) descriptors.
-        pub mod baseline {
-            pub use crate::sys::{IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, raw_ioctl, raw_read};
-        }
     } else {
         mod other;
         pub use other::{LinuxBackend, LinuxGroup, probe};

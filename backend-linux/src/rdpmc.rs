@@ -7,68 +7,10 @@
 
 use counterhal_hal::Reading;
 
-use crate::sys::cap_bit;
+pub use crate::sys::{PageSnapshot, UserPage};
 
 /// How many times the seqlock loop retries before giving up (and falling back to `read()`).
 pub const MAX_RETRIES: u32 = 64;
-
-/// The fields of `perf_event_mmap_page` a self-monitoring read uses, copied out of the page.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageSnapshot {
-    /// `index`: hardware counter + 1, or 0 when the event is not on a counter.
-    pub index: u32,
-    /// `offset`: added to the sign-extended counter value.
-    pub offset: i64,
-    /// `time_enabled` at the last update.
-    pub time_enabled: u64,
-    /// `time_running` at the last update.
-    pub time_running: u64,
-    /// `capabilities` (bit 2 `cap_user_rdpmc`, 3 `cap_user_time`, 5 `cap_user_time_short`).
-    pub capabilities: u64,
-    /// `pmc_width`: the counter's width in bits.
-    pub pmc_width: u16,
-    /// `time_shift`.
-    pub time_shift: u16,
-    /// `time_mult`.
-    pub time_mult: u32,
-    /// `time_offset`.
-    pub time_offset: u64,
-    /// `time_zero`.
-    pub time_zero: u64,
-    /// `time_cycles` (with `cap_user_time_short`).
-    pub time_cycles: u64,
-    /// `time_mask` (with `cap_user_time_short`).
-    pub time_mask: u64,
-}
-
-impl PageSnapshot {
-    fn cap(&self, bit: u32) -> bool {
-        self.capabilities & (1 << bit) != 0
-    }
-
-    /// `cap_user_rdpmc`.
-    pub fn user_rdpmc(&self) -> bool {
-        self.cap(cap_bit::USER_RDPMC)
-    }
-
-    /// `cap_user_time`.
-    pub fn user_time(&self) -> bool {
-        self.cap(cap_bit::USER_TIME)
-    }
-
-    /// `cap_user_time_short`.
-    pub fn user_time_short(&self) -> bool {
-        self.cap(cap_bit::USER_TIME_SHORT)
-    }
-}
-
-/// A page the kernel updates under a seqlock.
-pub trait UserPage {
-    /// The `lock` field (read before and after the other fields).
-    fn lock(&self) -> u32;
-    /// The other fields.
-    fn snapshot(&self) -> PageSnapshot;
-}
 
 /// Why a self-monitoring read could not give a value (the caller then uses `read()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +106,7 @@ mod tests {
     use std::cell::{Cell, RefCell};
 
     use super::*;
-    use crate::sys::PerfEventMmapPage;
+    use crate::sys::{PerfEventMmapPage, cap_bit};
 
     /// A page image in memory; `tear` makes the lock change between the first `n` pairs of
     /// lock reads, and `updates` rewrites the image when it tears (a concurrent update).

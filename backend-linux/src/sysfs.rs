@@ -5,7 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Domain, Error, PerfAttr, Result};
+use counterhal_events::parse_term_list;
+use counterhal_hal::{CpuList, Domain, Error, PerfAttr, Result};
 
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
@@ -274,15 +275,6 @@ pub fn hybrid_pmus(devices: &Path) -> Vec<Pmu> {
     if pmus.len() > 1 { pmus } else { Vec::new() }
 }
 
-fn parse_number(text: &str) -> Option<u64> {
-    let text = text.trim();
-    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16).ok()
-    } else {
-        text.parse().ok()
-    }
-}
-
 /// Applies perf's event modifier letters after the closing `/` (`u`, `k`, `h`, `G`, `H`).
 ///
 /// # Errors
@@ -357,17 +349,13 @@ fn apply_terms(
     seen: &mut Vec<String>,
     allow_alias: bool,
 ) -> Result<()> {
-    for term in terms.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let (name, value) = match term.split_once('=') {
-            Some((name, value)) => {
-                let parsed = parse_number(value).ok_or_else(|| {
-                    Error::invalid_event(format!("{event}: `{value}` is not a number for `{name}`"))
-                        .with_hint("values are decimal or 0x-prefixed hexadecimal")
-                })?;
-                (name.trim(), Some(parsed))
-            }
-            None => (term, None),
-        };
+    let parsed = parse_term_list(terms).map_err(|e| {
+        Error::from(e)
+            .context(event)
+            .with_hint("values are decimal or 0x-prefixed hexadecimal")
+    })?;
+    for (name, value) in parsed {
+        let name = name.as_str();
         if seen.iter().any(|s| s == name) {
             return Err(Error::invalid_event(format!(
                 "{event}: `{name}` given twice"
@@ -402,26 +390,10 @@ fn apply_terms(
     Ok(())
 }
 
-/// Whether `cpu` is in a kernel CPU list such as `0-3,5,7-8`; `None` when the text is not one.
-pub fn cpu_list_contains(list: &str, cpu: u32) -> Option<bool> {
-    let mut found = false;
-    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-        let (low, high) = match part.split_once('-') {
-            Some((low, high)) => (low.parse::<u32>().ok()?, high.parse::<u32>().ok()?),
-            None => {
-                let one = part.parse::<u32>().ok()?;
-                (one, one)
-            }
-        };
-        found |= (low..=high).contains(&cpu);
-    }
-    Some(found)
-}
-
 /// Whether `cpu` is online, from `/sys/devices/system/cpu/online`; `None` when unreadable.
 pub fn cpu_online(cpu: u32) -> Option<bool> {
     let list = fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
-    cpu_list_contains(&list, cpu)
+    list.parse::<CpuList>().ok().map(|list| list.contains(cpu))
 }
 
 #[cfg(test)]
@@ -521,11 +493,6 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(cpu_list_contains("0-3,5,7-8\n", 5), Some(true));
-        assert_eq!(cpu_list_contains("0-3,5,7-8", 4), Some(false));
-        assert_eq!(cpu_list_contains("0-3,5,7-8", 8), Some(true));
-        assert_eq!(cpu_list_contains("0", 1), Some(false));
-        assert_eq!(cpu_list_contains("0-x", 1), None);
         assert_eq!(cpu_online(0), Some(true));
         assert_eq!(cpu_online(100_000), Some(false));
     }

@@ -2,6 +2,8 @@
 //! tracepoints, software events, targets, and the errors the kernel really returns.
 #![cfg(target_os = "linux")]
 
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
 use std::ffi::OsString;
 use std::hint::black_box;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -183,8 +185,10 @@ fn tracefs_ready() -> bool {
 #[test]
 fn getpid_tracepoint_counts_exactly() {
     if !tracefs_ready() {
-        eprintln!("skipped: tracefs is not mounted and could not be mounted");
-        return;
+        skip!(
+            Need::System,
+            "tracefs is not mounted and could not be mounted"
+        );
     }
     let linux = backend();
     for n in [1u32, 100, 5_000] {
@@ -208,8 +212,10 @@ fn getpid_tracepoint_counts_exactly() {
 #[test]
 fn set_filter_on_the_getpid_tracepoint() {
     if !tracefs_ready() {
-        eprintln!("skipped: tracefs is not mounted and could not be mounted");
-        return;
+        skip!(
+            Need::System,
+            "tracefs is not mounted and could not be mounted"
+        );
     }
     let linux = backend();
     let tid = thread_id();
@@ -344,8 +350,10 @@ fn msr_with_modifiers_on_a_cpu_blames_the_exclude_bits() {
     if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists()
         || (!linux.facts().root && linux.facts().paranoid.unwrap_or(2) > 0)
     {
-        eprintln!("skipped: needs the msr PMU and per-CPU counting rights");
-        return;
+        skip!(
+            Need::Privilege,
+            "needs the msr PMU and per-CPU counting rights (root, CAP_PERFMON or paranoid <= 0)"
+        );
     }
     let error = linux
         .open(
@@ -431,8 +439,10 @@ fn execve_count(linux: &LinuxBackend, target_of: impl Fn(&WaitingChild) -> Targe
 #[test]
 fn inherit_counts_children_and_attach_without_inherit_does_not() {
     if !tracefs_ready() {
-        eprintln!("skipped: tracefs is not mounted and could not be mounted");
-        return;
+        skip!(
+            Need::System,
+            "tracefs is not mounted and could not be mounted"
+        );
     }
     let linux = backend();
     eprintln!(
@@ -497,8 +507,10 @@ fn attach_counts_another_process() {
 fn per_cpu_counting_as_root() {
     let linux = backend();
     if !linux.facts().root && linux.facts().paranoid.unwrap_or(2) > 0 {
-        eprintln!("skipped: per-CPU counting needs root, CAP_PERFMON or paranoid <= 0");
-        return;
+        skip!(
+            Need::Privilege,
+            "per-CPU counting needs root, CAP_PERFMON or paranoid <= 0"
+        );
     }
     let mut group = open(
         &linux,
@@ -528,8 +540,10 @@ fn per_cpu_counting_as_root() {
 fn hardware_events_are_enoent_without_a_cpu_pmu() {
     let linux = backend();
     if linux.facts().hardware_pmu {
-        eprintln!("skipped: this machine has a core PMU, so hardware events exist");
-        return;
+        skip!(
+            Need::System,
+            "this machine has a core PMU, so hardware events exist and cannot fail with ENOENT"
+        );
     }
     for name in ["cycles", "instructions", "L1-dcache-load-misses"] {
         let error = linux
@@ -555,8 +569,7 @@ fn hardware_events_are_enoent_without_a_cpu_pmu() {
 fn msr_tsc_through_sysfs_alias() {
     let linux = backend();
     if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
-        eprintln!("skipped: no msr PMU with a tsc alias");
-        return;
+        skip!(Need::System, "no msr PMU with a tsc alias");
     }
     let mut group = open(
         &linux,
@@ -629,13 +642,15 @@ fn run_command_reports_per_event_and_exit_status() {
 
 const CHILD_ENV: &str = "COUNTERHAL_LINUX_UNPRIVILEGED_CHILD";
 
-/// Runs as an unprivileged child of `kernel_counting_is_eacces_for_unprivileged_users`.
+/// Runs as an unprivileged child of `kernel_counting_is_eacces_for_unprivileged_users`, which
+/// runs it with `--ignored`.
 #[test]
+#[ignore = "runs only as the unprivileged child of kernel_counting_is_eacces_for_unprivileged_users"]
 fn unprivileged_child_probe() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        eprintln!("skipped: runs only as the unprivileged child of another test");
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "run by kernel_counting_is_eacces_for_unprivileged_users, with {CHILD_ENV} set"
+    );
     let linux = backend();
     let error = linux
         .open(
@@ -678,13 +693,16 @@ fn child_field<'a>(stdout: &'a str, key: &str) -> &'a str {
 fn kernel_counting_is_eacces_for_unprivileged_users() {
     let linux = backend();
     if !linux.facts().root || linux.facts().paranoid != Some(2) {
-        eprintln!("skipped: needs root (to drop privileges) and perf_event_paranoid = 2");
-        return;
+        skip!(
+            Need::Privilege,
+            "needs root (to drop privileges) and perf_event_paranoid = 2"
+        );
     }
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "unprivileged_child_probe",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -22,5 +22,7 @@ pub use model::{
     CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,
     UnitMask, UnitMaskClass,
 };
-pub use parse::{EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms};
+pub use parse::{
+    EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms, parse_term_list,
+};
 pub use select::MESI_ALL;

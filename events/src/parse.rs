@@ -410,6 +410,25 @@ fn split_pmu_terms(text: &str) -> Result<(String, PmuTerms, &str), EventError> {
     {
         return Err(bad("bad PMU name"));
     }
+    let terms = parse_term_list(body).map_err(|e| {
+        if e.kind() == EventErrorKind::NotFound {
+            bad("empty term name")
+        } else {
+            e
+        }
+    })?;
+    Ok((pmu.to_string(), terms, after))
+}
+
+/// Parses the terms between a PMU's slashes, `term=value,term,...` (also the body of a
+/// sysfs `events/` alias): lower-cased names with their values, `None` for a bare term.
+/// Empty items are skipped; a term given twice with the same value counts once.
+///
+/// # Errors
+/// [`EventErrorKind::ValueOutOfRange`] for a value that is not a number (decimal or `0x`
+/// hexadecimal), [`EventErrorKind::ModifierConflict`] for a term given twice with different
+/// values, [`EventErrorKind::NotFound`] for an empty term name.
+pub fn parse_term_list(body: &str) -> Result<PmuTerms, EventError> {
     let mut terms: Vec<(String, Option<u64>)> = Vec::new();
     for term in body.split(',') {
         let term = term.trim();
@@ -429,7 +448,10 @@ fn split_pmu_terms(text: &str) -> Result<(String, PmuTerms, &str), EventError> {
             None => (term, None),
         };
         if key.is_empty() || key.contains('/') {
-            return Err(bad("empty term name"));
+            return Err(err(
+                EventErrorKind::NotFound,
+                format!("`{term}`: empty or malformed term name"),
+            ));
         }
         let key = key.to_ascii_lowercase();
         if let Some((_, previous)) = terms.iter().find(|(k, _)| *k == key) {
@@ -443,7 +465,7 @@ fn split_pmu_terms(text: &str) -> Result<(String, PmuTerms, &str), EventError> {
         }
         terms.push((key, value));
     }
-    Ok((pmu.to_string(), terms, after))
+    Ok(terms)
 }
 
 /// Parses perf's `pmu/term=value,term/` syntax into the PMU name and its terms (lower-cased

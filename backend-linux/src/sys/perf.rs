@@ -1,0 +1,666 @@
+//! The perf ABI: `perf_event_attr` and its flag bits, the read formats, the ioctl request
+//! numbers, and the system calls on perf event descriptors (`perf_event_open` with the E2BIG
+//! size protocol, the ioctls, reads). See the parent module's `# Safety` note.
+
+use std::ffi::CStr;
+use std::mem::{offset_of, size_of};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use super::os_error::{Errno, last_errno};
+
+// The `PERF_TYPE_*` values live with the generic encodings in the event database; the layout
+// test pins them against the system header through these names.
+pub use counterhal_events::perf::{
+    TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT,
+};
+
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+/// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+/// `PERF_FORMAT_ID`.
+pub const FORMAT_ID: u64 = 1 << 2;
+/// `PERF_FORMAT_GROUP`.
+pub const FORMAT_GROUP: u64 = 1 << 3;
+/// `PERF_FORMAT_LOST`.
+#[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
+pub const FORMAT_LOST: u64 = 1 << 4;
+
+/// `PERF_ATTR_SIZE_VER0`: the first published size.
+pub const ATTR_SIZE_VER0: u32 = 64;
+/// `PERF_ATTR_SIZE_VER7` (adds `sig_data`).
+#[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
+pub const ATTR_SIZE_VER7: u32 = 128;
+/// `PERF_ATTR_SIZE_VER8` (adds `config3`): the size this crate speaks.
+pub const ATTR_SIZE_VER8: u32 = 136;
+
+/// `PERF_FLAG_FD_CLOEXEC`: the new fd is close-on-exec.
+pub const FLAG_FD_CLOEXEC: u64 = 1 << 3;
+/// `PERF_IOC_FLAG_GROUP`: an ioctl on a leader applies to its whole group.
+pub const IOC_FLAG_GROUP: u64 = 1 << 0;
+
+/// Bit positions of the `perf_event_attr` flag word (offset 40), in header order. The backend
+/// sets a few; all are pinned so that a wrong position cannot hide.
+#[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
+pub mod attr_bit {
+    /// Starts disabled.
+    pub const DISABLED: u32 = 0;
+    /// Children inherit the counter.
+    pub const INHERIT: u32 = 1;
+    /// Must always be on the PMU.
+    pub const PINNED: u32 = 2;
+    /// The only group on the PMU.
+    pub const EXCLUSIVE: u32 = 3;
+    /// Does not count user mode.
+    pub const EXCLUDE_USER: u32 = 4;
+    /// Does not count kernel mode.
+    pub const EXCLUDE_KERNEL: u32 = 5;
+    /// Does not count the hypervisor.
+    pub const EXCLUDE_HV: u32 = 6;
+    /// Does not count when idle.
+    pub const EXCLUDE_IDLE: u32 = 7;
+    /// Records mmap events.
+    pub const MMAP: u32 = 8;
+    /// Records comm events.
+    pub const COMM: u32 = 9;
+    /// `sample_freq`, not `sample_period`.
+    pub const FREQ: u32 = 10;
+    /// Per-task counts on inherit.
+    pub const INHERIT_STAT: u32 = 11;
+    /// The next exec enables the counter.
+    pub const ENABLE_ON_EXEC: u32 = 12;
+    /// Records fork/exit.
+    pub const TASK: u32 = 13;
+    /// `wakeup_watermark`, not `wakeup_events`.
+    pub const WATERMARK: u32 = 14;
+    /// Skid constraint (two bits: 15 and 16).
+    pub const PRECISE_IP: u32 = 15;
+    /// Records non-exec mmap data.
+    pub const MMAP_DATA: u32 = 17;
+    /// `sample_type` applies to all records.
+    pub const SAMPLE_ID_ALL: u32 = 18;
+    /// Does not count in the host.
+    pub const EXCLUDE_HOST: u32 = 19;
+    /// Does not count in guests.
+    pub const EXCLUDE_GUEST: u32 = 20;
+    /// Excludes kernel call chains.
+    pub const EXCLUDE_CALLCHAIN_KERNEL: u32 = 21;
+    /// Excludes user call chains.
+    pub const EXCLUDE_CALLCHAIN_USER: u32 = 22;
+    /// Records mmap2 events.
+    pub const MMAP2: u32 = 23;
+    /// Flags comm events due to exec.
+    pub const COMM_EXEC: u32 = 24;
+    /// Uses `clockid` for times.
+    pub const USE_CLOCKID: u32 = 25;
+    /// Records context switches.
+    pub const CONTEXT_SWITCH: u32 = 26;
+    /// Writes the ring buffer backwards.
+    pub const WRITE_BACKWARD: u32 = 27;
+    /// Records namespaces.
+    pub const NAMESPACES: u32 = 28;
+    /// Records ksymbol events.
+    pub const KSYMBOL: u32 = 29;
+    /// Records bpf events.
+    pub const BPF_EVENT: u32 = 30;
+    /// AUX records instead of events.
+    pub const AUX_OUTPUT: u32 = 31;
+    /// Records cgroup events.
+    pub const CGROUP: u32 = 32;
+    /// Records text poke events.
+    pub const TEXT_POKE: u32 = 33;
+    /// Build ids in mmap2 events.
+    pub const BUILD_ID: u32 = 34;
+    /// Inherits only to threads.
+    pub const INHERIT_THREAD: u32 = 35;
+    /// Removed from the task on exec.
+    pub const REMOVE_ON_EXEC: u32 = 36;
+    /// Sends SIGTRAP on overflow.
+    pub const SIGTRAP: u32 = 37;
+
+    /// Every single-bit flag with its header name (for the layout test).
+    pub const ALL: [(&str, u32); 37] = [
+        ("disabled", DISABLED),
+        ("inherit", INHERIT),
+        ("pinned", PINNED),
+        ("exclusive", EXCLUSIVE),
+        ("exclude_user", EXCLUDE_USER),
+        ("exclude_kernel", EXCLUDE_KERNEL),
+        ("exclude_hv", EXCLUDE_HV),
+        ("exclude_idle", EXCLUDE_IDLE),
+        ("mmap", MMAP),
+        ("comm", COMM),
+        ("freq", FREQ),
+        ("inherit_stat", INHERIT_STAT),
+        ("enable_on_exec", ENABLE_ON_EXEC),
+        ("task", TASK),
+        ("watermark", WATERMARK),
+        ("mmap_data", MMAP_DATA),
+        ("sample_id_all", SAMPLE_ID_ALL),
+        ("exclude_host", EXCLUDE_HOST),
+        ("exclude_guest", EXCLUDE_GUEST),
+        ("exclude_callchain_kernel", EXCLUDE_CALLCHAIN_KERNEL),
+        ("exclude_callchain_user", EXCLUDE_CALLCHAIN_USER),
+        ("mmap2", MMAP2),
+        ("comm_exec", COMM_EXEC),
+        ("use_clockid", USE_CLOCKID),
+        ("context_switch", CONTEXT_SWITCH),
+        ("write_backward", WRITE_BACKWARD),
+        ("namespaces", NAMESPACES),
+        ("ksymbol", KSYMBOL),
+        ("bpf_event", BPF_EVENT),
+        ("aux_output", AUX_OUTPUT),
+        ("cgroup", CGROUP),
+        ("text_poke", TEXT_POKE),
+        ("build_id", BUILD_ID),
+        ("inherit_thread", INHERIT_THREAD),
+        ("remove_on_exec", REMOVE_ON_EXEC),
+        ("sigtrap", SIGTRAP),
+        ("precise_ip", PRECISE_IP),
+    ];
+}
+
+/// The kernel's `struct perf_event_attr` at `PERF_ATTR_SIZE_VER8` (136 bytes). Unions are
+/// represented by one field named after their first member; the flag bit-field is one word
+/// addressed through [`attr_bit`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerfEventAttr {
+    /// `type`: the PMU.
+    pub type_: u32,
+    /// `size`: of this struct, as the caller knows it.
+    pub size: u32,
+    /// `config`.
+    pub config: u64,
+    /// `sample_period` / `sample_freq`.
+    pub sample_period: u64,
+    /// `sample_type`.
+    pub sample_type: u64,
+    /// `read_format`.
+    pub read_format: u64,
+    /// The bit-field word (`disabled` ... `sigtrap`).
+    pub flags: u64,
+    /// `wakeup_events` / `wakeup_watermark`.
+    pub wakeup_events: u32,
+    /// `bp_type`.
+    pub bp_type: u32,
+    /// `bp_addr` / `kprobe_func` / `uprobe_path` / `config1`.
+    pub config1: u64,
+    /// `bp_len` / `kprobe_addr` / `probe_offset` / `config2`.
+    pub config2: u64,
+    /// `branch_sample_type`.
+    pub branch_sample_type: u64,
+    /// `sample_regs_user`.
+    pub sample_regs_user: u64,
+    /// `sample_stack_user`.
+    pub sample_stack_user: u32,
+    /// `clockid`.
+    pub clockid: i32,
+    /// `sample_regs_intr`.
+    pub sample_regs_intr: u64,
+    /// `aux_watermark`.
+    pub aux_watermark: u32,
+    /// `sample_max_stack`.
+    pub sample_max_stack: u16,
+    /// `__reserved_2`.
+    pub reserved_2: u16,
+    /// `aux_sample_size`.
+    pub aux_sample_size: u32,
+    /// `aux_action` bits / `__reserved_3`.
+    pub reserved_3: u32,
+    /// `sig_data`.
+    pub sig_data: u64,
+    /// `config3` (VER8).
+    pub config3: u64,
+}
+
+impl PerfEventAttr {
+    /// Sets or clears flag bit `bit` (an [`attr_bit`] constant).
+    pub fn set_flag(&mut self, bit: u32, on: bool) {
+        if on {
+            self.flags |= 1 << bit;
+        } else {
+            self.flags &= !(1 << bit);
+        }
+    }
+
+    /// Whether flag bit `bit` is set.
+    pub fn flag(&self, bit: u32) -> bool {
+        self.flags & (1 << bit) != 0
+    }
+
+    /// The struct as bytes (for checking what lies beyond a size the kernel knows).
+    fn bytes(&self) -> [u8; ATTR_SIZE_VER8 as usize] {
+        let mut out = [0u8; ATTR_SIZE_VER8 as usize];
+        let words: [u64; 17] = [
+            u64::from(self.type_) | (u64::from(self.size) << 32),
+            self.config,
+            self.sample_period,
+            self.sample_type,
+            self.read_format,
+            self.flags,
+            u64::from(self.wakeup_events) | (u64::from(self.bp_type) << 32),
+            self.config1,
+            self.config2,
+            self.branch_sample_type,
+            self.sample_regs_user,
+            u64::from(self.sample_stack_user) | (u64::from(self.clockid as u32) << 32),
+            self.sample_regs_intr,
+            u64::from(self.aux_watermark)
+                | (u64::from(self.sample_max_stack) << 32)
+                | (u64::from(self.reserved_2) << 48),
+            u64::from(self.aux_sample_size) | (u64::from(self.reserved_3) << 32),
+            self.sig_data,
+            self.config3,
+        ];
+        for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        out
+    }
+}
+
+const _: () = {
+    assert!(size_of::<PerfEventAttr>() == ATTR_SIZE_VER8 as usize);
+    assert!(offset_of!(PerfEventAttr, type_) == 0);
+    assert!(offset_of!(PerfEventAttr, size) == 4);
+    assert!(offset_of!(PerfEventAttr, config) == 8);
+    assert!(offset_of!(PerfEventAttr, sample_period) == 16);
+    assert!(offset_of!(PerfEventAttr, sample_type) == 24);
+    assert!(offset_of!(PerfEventAttr, read_format) == 32);
+    assert!(offset_of!(PerfEventAttr, flags) == 40);
+    assert!(offset_of!(PerfEventAttr, wakeup_events) == 48);
+    assert!(offset_of!(PerfEventAttr, bp_type) == 52);
+    assert!(offset_of!(PerfEventAttr, config1) == 56);
+    assert!(offset_of!(PerfEventAttr, config2) == 64);
+    assert!(offset_of!(PerfEventAttr, branch_sample_type) == 72);
+    assert!(offset_of!(PerfEventAttr, sample_regs_user) == 80);
+    assert!(offset_of!(PerfEventAttr, sample_stack_user) == 88);
+    assert!(offset_of!(PerfEventAttr, clockid) == 92);
+    assert!(offset_of!(PerfEventAttr, sample_regs_intr) == 96);
+    assert!(offset_of!(PerfEventAttr, aux_watermark) == 104);
+    assert!(offset_of!(PerfEventAttr, sample_max_stack) == 108);
+    assert!(offset_of!(PerfEventAttr, reserved_2) == 110);
+    assert!(offset_of!(PerfEventAttr, aux_sample_size) == 112);
+    assert!(offset_of!(PerfEventAttr, reserved_3) == 116);
+    assert!(offset_of!(PerfEventAttr, sig_data) == 120);
+    assert!(offset_of!(PerfEventAttr, config3) == 128);
+};
+
+/// `_IOC(dir, type, nr, size)` as asm-generic defines it (x86, arm64, riscv).
+const fn ioc(dir: u64, kind: u8, nr: u8, size: usize) -> u64 {
+    (dir << 30) | ((size as u64) << 16) | ((kind as u64) << 8) | nr as u64
+}
+const IOC_NONE: u64 = 0;
+const IOC_WRITE: u64 = 1;
+const IOC_READ: u64 = 2;
+
+/// `PERF_EVENT_IOC_ENABLE`.
+pub const IOC_ENABLE: u64 = ioc(IOC_NONE, b'$', 0, 0);
+/// `PERF_EVENT_IOC_DISABLE`.
+pub const IOC_DISABLE: u64 = ioc(IOC_NONE, b'$', 1, 0);
+/// `PERF_EVENT_IOC_REFRESH`.
+pub const IOC_REFRESH: u64 = ioc(IOC_NONE, b'$', 2, 0);
+/// `PERF_EVENT_IOC_RESET`.
+pub const IOC_RESET: u64 = ioc(IOC_NONE, b'$', 3, 0);
+/// `PERF_EVENT_IOC_PERIOD`.
+pub const IOC_PERIOD: u64 = ioc(IOC_WRITE, b'$', 4, size_of::<u64>());
+/// `PERF_EVENT_IOC_SET_OUTPUT`.
+pub const IOC_SET_OUTPUT: u64 = ioc(IOC_NONE, b'$', 5, 0);
+/// `PERF_EVENT_IOC_SET_FILTER`.
+pub const IOC_SET_FILTER: u64 = ioc(IOC_WRITE, b'$', 6, size_of::<*const u8>());
+/// `PERF_EVENT_IOC_ID`.
+pub const IOC_ID: u64 = ioc(IOC_READ, b'$', 7, size_of::<*mut u64>());
+/// `PERF_EVENT_IOC_SET_BPF`.
+#[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
+pub const IOC_SET_BPF: u64 = ioc(IOC_WRITE, b'$', 8, size_of::<u32>());
+/// `PERF_EVENT_IOC_PAUSE_OUTPUT`.
+#[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
+pub const IOC_PAUSE_OUTPUT: u64 = ioc(IOC_WRITE, b'$', 9, size_of::<u32>());
+
+/// Why `perf_event_open` failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFailure {
+    /// The errno of the last attempt.
+    pub errno: Errno,
+    /// For E2BIG: the attr size the kernel wrote back (the size it knows), when it wrote one.
+    pub kernel_size: Option<u32>,
+    /// For E2BIG: the first attr field beyond `kernel_size` that is set (so cannot be dropped).
+    pub field: Option<&'static str>,
+}
+
+impl OpenFailure {
+    fn errno(errno: Errno) -> OpenFailure {
+        OpenFailure {
+            errno,
+            kernel_size: None,
+            field: None,
+        }
+    }
+}
+
+/// The attr fields that can lie beyond an older kernel's size: (name, offset, length).
+const LATE_FIELDS: [(&str, usize, usize); 13] = [
+    ("config2", offset_of!(PerfEventAttr, config2), 8),
+    (
+        "branch_sample_type",
+        offset_of!(PerfEventAttr, branch_sample_type),
+        8,
+    ),
+    (
+        "sample_regs_user",
+        offset_of!(PerfEventAttr, sample_regs_user),
+        8,
+    ),
+    (
+        "sample_stack_user",
+        offset_of!(PerfEventAttr, sample_stack_user),
+        4,
+    ),
+    ("clockid", offset_of!(PerfEventAttr, clockid), 4),
+    (
+        "sample_regs_intr",
+        offset_of!(PerfEventAttr, sample_regs_intr),
+        8,
+    ),
+    ("aux_watermark", offset_of!(PerfEventAttr, aux_watermark), 4),
+    (
+        "sample_max_stack",
+        offset_of!(PerfEventAttr, sample_max_stack),
+        2,
+    ),
+    ("__reserved_2", offset_of!(PerfEventAttr, reserved_2), 2),
+    (
+        "aux_sample_size",
+        offset_of!(PerfEventAttr, aux_sample_size),
+        4,
+    ),
+    ("aux_action", offset_of!(PerfEventAttr, reserved_3), 4),
+    ("sig_data", offset_of!(PerfEventAttr, sig_data), 8),
+    ("config3", offset_of!(PerfEventAttr, config3), 8),
+];
+
+impl PerfEventAttr {
+    /// The first field at or beyond byte `size` that holds a nonzero byte, by header name.
+    pub fn first_set_field_beyond(&self, size: u32) -> Option<&'static str> {
+        let bytes = self.bytes();
+        let size = size as usize;
+        LATE_FIELDS.iter().find_map(|&(name, offset, len)| {
+            let from = offset.max(size);
+            let to = offset + len;
+            (from < to && bytes[from..to].iter().any(|b| *b != 0)).then_some(name)
+        })
+    }
+}
+
+/// The E2BIG protocol around one `perf_event_open` call, with the system call injected.
+///
+/// `call` makes the system call with `attr` (EINTR is retried). When it fails with E2BIG the
+/// kernel has written the size it knows into `attr.size`: if that size is smaller than ours and
+/// every byte beyond it is zero, the call is retried once with that size; otherwise the failure
+/// carries the written-back size and the first field beyond it that is set. `attr.size` is left
+/// at the size of the last attempt that succeeded, or restored to the caller's on failure.
+///
+/// # Errors
+/// The errno of the last attempt, with the kernel's size and the offending field for E2BIG.
+pub fn open_retrying_e2big<T>(
+    attr: &mut PerfEventAttr,
+    mut call: impl FnMut(&mut PerfEventAttr) -> Result<T, Errno>,
+) -> Result<T, OpenFailure> {
+    let asked = attr.size;
+    let mut retried = false;
+    loop {
+        let tried = attr.size;
+        let errno = match call(attr) {
+            Ok(value) => return Ok(value),
+            Err(libc::EINTR) => {
+                attr.size = tried;
+                continue;
+            }
+            Err(errno) => errno,
+        };
+        let written = attr.size;
+        attr.size = asked;
+        if errno != libc::E2BIG {
+            return Err(OpenFailure::errno(errno));
+        }
+        let kernel_size = (written != tried).then_some(written);
+        match kernel_size {
+            Some(size) if !retried && (ATTR_SIZE_VER0..tried).contains(&size) => {
+                if let Some(field) = attr.first_set_field_beyond(size) {
+                    return Err(OpenFailure {
+                        errno,
+                        kernel_size,
+                        field: Some(field),
+                    });
+                }
+                retried = true;
+                attr.size = size;
+            }
+            _ => {
+                return Err(OpenFailure {
+                    errno,
+                    kernel_size,
+                    field: kernel_size.and_then(|size| attr.first_set_field_beyond(size)),
+                });
+            }
+        }
+    }
+}
+
+/// `perf_event_open(attr, pid, cpu, group_fd, flags | FD_CLOEXEC)`, with the E2BIG protocol
+/// of [`open_retrying_e2big`].
+///
+/// # Errors
+/// The kernel's errno, with the written-back size for E2BIG.
+pub fn perf_event_open(
+    attr: &mut PerfEventAttr,
+    pid: i32,
+    cpu: i32,
+    group: Option<BorrowedFd<'_>>,
+    flags: u64,
+) -> Result<OwnedFd, OpenFailure> {
+    let group_fd = group.map_or(-1, |fd| fd.as_raw_fd());
+    open_retrying_e2big(attr, |attr| {
+        let attr_ptr: *mut PerfEventAttr = attr;
+        // SAFETY: `attr_ptr` points to a live, initialised PerfEventAttr of `attr.size` <= 136
+        // bytes; the kernel reads at most `size` bytes and may write back `size`.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr_ptr,
+                pid,
+                cpu,
+                group_fd,
+                (flags | FLAG_FD_CLOEXEC) as libc::c_ulong,
+            )
+        };
+        if ret < 0 {
+            return Err(last_errno());
+        }
+        // SAFETY: the kernel just returned `ret` as a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(ret as i32) })
+    })
+}
+
+/// `ioctl(fd, request, arg)` for the perf ioctls that take an integer argument.
+///
+/// # Errors
+/// The errno.
+pub fn ioctl_int(fd: BorrowedFd<'_>, request: u64, arg: u64) -> Result<(), Errno> {
+    // SAFETY: `fd` is open for the call; the requests passed here take an integer (or none).
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as libc::c_ulong) };
+    if ret < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+/// `PERF_EVENT_IOC_PERIOD`: a new sampling period.
+///
+/// # Errors
+/// The errno.
+pub fn ioctl_period(fd: BorrowedFd<'_>, period: u64) -> Result<(), Errno> {
+    let ptr: *const u64 = &period;
+    // SAFETY: PERIOD reads one u64 through the pointer, which is valid for the call.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_PERIOD as _, ptr) };
+    if ret < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+/// `PERF_EVENT_IOC_ID`: the event's unique id (as it appears in group reads).
+///
+/// # Errors
+/// The errno.
+pub fn ioctl_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    let mut id: u64 = 0;
+    let ptr: *mut u64 = &mut id;
+    // SAFETY: ID writes one u64 through the pointer, which is valid for the call.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_ID as _, ptr) };
+    if ret < 0 { Err(last_errno()) } else { Ok(id) }
+}
+
+/// `PERF_EVENT_IOC_SET_OUTPUT`: redirect sample output to `target` (None: stop).
+///
+/// # Errors
+/// The errno.
+pub fn ioctl_set_output(fd: BorrowedFd<'_>, target: Option<BorrowedFd<'_>>) -> Result<(), Errno> {
+    let arg = target.map_or(-1, |t| t.as_raw_fd());
+    // SAFETY: SET_OUTPUT takes an fd number (or -1) by value; both fds are open for the call.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT as _, arg as libc::c_long) };
+    if ret < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+/// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter expression.
+///
+/// # Errors
+/// The errno.
+pub fn ioctl_set_filter(fd: BorrowedFd<'_>, filter: &CStr) -> Result<(), Errno> {
+    // SAFETY: SET_FILTER reads a NUL-terminated string, which `filter` is for the call.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_FILTER as _, filter.as_ptr()) };
+    if ret < 0 { Err(last_errno()) } else { Ok(()) }
+}
+
+/// `read(fd, words)`: returns the number of bytes read (EINTR retried).
+///
+/// # Errors
+/// The errno.
+#[inline]
+pub fn read_words(fd: BorrowedFd<'_>, words: &mut [u64]) -> Result<usize, Errno> {
+    loop {
+        let len = std::mem::size_of_val(words);
+        // SAFETY: `words` is valid for writes of `len` bytes and `fd` is open for the call.
+        let ret = unsafe { libc::read(fd.as_raw_fd(), words.as_mut_ptr().cast(), len) };
+        if ret >= 0 {
+            return Ok(ret as usize);
+        }
+        let errno = last_errno();
+        if errno != libc::EINTR {
+            return Err(errno);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake kernel that knows `known` bytes: E2BIG (writing back its size) for a larger attr.
+    fn fake_kernel(
+        known: u32,
+        calls: &mut Vec<u32>,
+    ) -> impl FnMut(&mut PerfEventAttr) -> Result<u32, Errno> + '_ {
+        move |attr| {
+            calls.push(attr.size);
+            // An older kernel that refuses any size larger than its own.
+            if attr.size > known {
+                attr.size = known;
+                return Err(libc::E2BIG);
+            }
+            Ok(attr.size)
+        }
+    }
+
+    #[test]
+    fn e2big_retries_with_the_written_back_size_when_the_rest_is_zero() {
+        let mut attr = PerfEventAttr {
+            size: ATTR_SIZE_VER8,
+            config: 1,
+            ..Default::default()
+        };
+        let mut calls = Vec::new();
+        let size = open_retrying_e2big(&mut attr, fake_kernel(ATTR_SIZE_VER7, &mut calls));
+        assert_eq!(size, Ok(ATTR_SIZE_VER7));
+        assert_eq!(calls, [ATTR_SIZE_VER8, ATTR_SIZE_VER7]);
+    }
+
+    #[test]
+    fn e2big_names_the_field_and_the_kernel_size_when_the_rest_is_set() {
+        let mut attr = PerfEventAttr {
+            size: ATTR_SIZE_VER8,
+            config3: 0x10,
+            ..Default::default()
+        };
+        let mut calls = Vec::new();
+        let failure =
+            open_retrying_e2big(&mut attr, fake_kernel(ATTR_SIZE_VER7, &mut calls)).unwrap_err();
+        assert_eq!(
+            failure,
+            OpenFailure {
+                errno: libc::E2BIG,
+                kernel_size: Some(ATTR_SIZE_VER7),
+                field: Some("config3"),
+            }
+        );
+        assert_eq!(calls, [ATTR_SIZE_VER8], "no retry that would drop config3");
+        assert_eq!(attr.size, ATTR_SIZE_VER8, "the caller's size is restored");
+
+        // A kernel of VER5 (112 bytes) and sig_data set: sig_data is named.
+        let mut attr = PerfEventAttr {
+            size: ATTR_SIZE_VER8,
+            sig_data: 7,
+            ..Default::default()
+        };
+        let mut calls = Vec::new();
+        let failure = open_retrying_e2big(&mut attr, fake_kernel(112, &mut calls)).unwrap_err();
+        assert_eq!(
+            (failure.kernel_size, failure.field),
+            (Some(112), Some("sig_data"))
+        );
+    }
+
+    #[test]
+    fn e2big_without_a_smaller_size_and_other_errors_pass_through() {
+        let mut attr = PerfEventAttr {
+            size: ATTR_SIZE_VER8,
+            ..Default::default()
+        };
+        let failure = open_retrying_e2big(&mut attr, |_| Err::<(), _>(libc::E2BIG)).unwrap_err();
+        assert_eq!(failure, OpenFailure::errno(libc::E2BIG));
+        let failure = open_retrying_e2big(&mut attr, |_| Err::<(), _>(libc::EINVAL)).unwrap_err();
+        assert_eq!(failure.errno, libc::EINVAL);
+        // EINTR is retried.
+        let mut interrupted = true;
+        let done = open_retrying_e2big(&mut attr, |_| {
+            if std::mem::take(&mut interrupted) {
+                Err(libc::EINTR)
+            } else {
+                Ok(5)
+            }
+        });
+        assert_eq!(done, Ok(5));
+    }
+
+    #[test]
+    fn first_set_field_beyond() {
+        let mut attr = PerfEventAttr {
+            size: ATTR_SIZE_VER8,
+            ..Default::default()
+        };
+        assert_eq!(attr.first_set_field_beyond(ATTR_SIZE_VER0), None);
+        attr.config3 = 1;
+        assert_eq!(attr.first_set_field_beyond(ATTR_SIZE_VER7), Some("config3"));
+        assert_eq!(attr.first_set_field_beyond(ATTR_SIZE_VER8), None);
+        attr.clockid = -1;
+        assert_eq!(attr.first_set_field_beyond(ATTR_SIZE_VER0), Some("clockid"));
+        attr.set_flag(attr_bit::INHERIT, true);
+        assert!(attr.flag(attr_bit::INHERIT));
+        assert_eq!(attr.flags, 2);
+    }
+}
