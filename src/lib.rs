@@ -80,13 +80,10 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
 /// This machine's CPU: from `/proc/cpuinfo` where the OS has it (Linux), else from the CPUID
 /// instruction (x86, any OS); `None` elsewhere.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    let from_os = std::fs::read_to_string("/proc/cpuinfo")
+    std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text));
-    #[cfg(feature = "msr")]
-    let from_os =
-        from_os.or_else(|| counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction).ok());
-    from_os
+        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
+        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
 }
 
 /// The event database and the CPU model to resolve names against.
@@ -239,18 +236,20 @@ pub struct ReadmeExamples;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use counterhal_conformance::skip::Need;
 
-    #[cfg(feature = "msr")]
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (
             std::fs::read_to_string("/proc/cpuinfo")
                 .ok()
                 .and_then(|t| CpuIdentity::from_proc_cpuinfo(&t)),
-            counterhal_msr::cpu_identity(&counterhal_msr::CpuidInstruction),
+            counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
         ) else {
-            eprintln!("SKIP: needs /proc/cpuinfo and an x86 CPU to compare");
-            return;
+            counterhal_conformance::skip!(
+                Need::Platform,
+                "needs /proc/cpuinfo and an x86 CPU to compare"
+            );
         };
         assert_eq!(from_os, from_cpuid);
     }

@@ -1,69 +1,25 @@
-//! [`MsrBackend`] and [`MsrGroup`]: counting through raw PMU registers.
+//! [`MsrBackend`]: resolving names and opening groups of raw PMU registers.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
+use std::time::Duration;
 
 use counterhal_events::Database;
 use counterhal_hal::{
     Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Evtsel, Family, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Preset,
-    Reading, ResolvedEvent, Result, Scope, Target, TargetSupport, check_buffer, check_family,
+    EventRequest, Evtsel, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
+    ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
 };
+use counterhal_x86::{CounterRef, Counters, Demand, assign};
 
 use crate::allow::AllowList;
 use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin};
+use crate::group::{MsrGroup, Slot};
 use crate::model::{ModelConfig, ModelDevice, ModelHandle, PmuModelKind};
 use crate::pmu::{PmuInfo, TscFrequency, TscSource};
-use crate::regs::{self, evtsel, fixed_ctrl, width_mask};
-
-/// Counters claimed by open groups, per CPU (bit `i` = counter `i`).
-#[derive(Clone, Copy, Debug, Default)]
-struct CpuClaims {
-    gp: u32,
-    fixed: u32,
-}
-
-/// Claims, and the lock that serialises read-modify-write of shared registers.
-type Claims = Arc<Mutex<HashMap<u32, CpuClaims>>>;
-
-/// One table for every real device in the process: two backends probed separately still see
-/// each other's counters.
-fn real_claims() -> Claims {
-    static CLAIMS: OnceLock<Claims> = OnceLock::new();
-    Arc::clone(CLAIMS.get_or_init(Claims::default))
-}
-
-struct Shared {
-    capabilities: Capabilities,
-    db: Arc<Database>,
-    device: Arc<dyn MsrDevice>,
-    cpuid: String,
-    pmu: PmuInfo,
-    allow: AllowList,
-    tsc: TscFrequency,
-    cpu_model: Option<String>,
-    claims: Claims,
-}
-
-impl Shared {
-    fn read(&self, cpu: u32, msr: u32) -> Result<u64> {
-        self.allow.check(msr, Access::Read)?;
-        self.device.read(cpu, msr)
-    }
-
-    fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
-        self.allow.check(msr, Access::Write)?;
-        self.device.write(cpu, msr, value)
-    }
-
-    fn lock_claims(&self) -> MutexGuard<'_, HashMap<u32, CpuClaims>> {
-        self.claims
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
+use crate::regs::{self, evtsel, fixed_ctrl};
+use crate::shared::{Claims, CpuClaims, Shared, real_claims};
 
 /// The raw MSR backend: counts by programming the PMU registers of one logical CPU through an
 /// [`MsrDevice`], never touching a register outside the [`AllowList`].
@@ -118,10 +74,7 @@ impl MsrBackend {
         }
         let allow = AllowList::for_pmu(&pmu);
         let tsc = match (device.tsc_hz(), pmu.cpuid_tsc) {
-            (Some(hz), _) => TscFrequency {
-                hz,
-                source: TscSource::Model,
-            },
+            (Some(hz), _) => TscFrequency::new(hz, TscSource::Model),
             (None, Some(tsc)) => tsc,
             (None, None) => measure_tsc(device.as_ref(), &allow)?,
         };
@@ -393,110 +346,12 @@ impl MsrBackend {
     }
 }
 
+/// An event select checked against the PMU, and the counters it may use there.
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
     evtsel: u64,
     gp: u32,
     fixed: Option<u32>,
-}
-
-/// Assigns events to counters: each event that may use a free fixed counter takes it (first
-/// come), the rest are matched to free general-purpose counters by augmenting paths (so an
-/// event restricted to counter 0 is placed even when listed after an unrestricted one).
-fn assign(candidates: &[Candidate], free_gp: u32, free_fixed: u32) -> Option<Vec<CounterRef>> {
-    let mut out: Vec<Option<CounterRef>> = vec![None; candidates.len()];
-    let mut fixed_taken = 0u32;
-    for (slot, candidate) in out.iter_mut().zip(candidates) {
-        if let Some(f) = candidate.fixed {
-            if free_fixed & !fixed_taken & (1 << f) != 0 {
-                fixed_taken |= 1 << f;
-                *slot = Some(CounterRef::Fixed(f));
-            }
-        }
-    }
-    let mut owner: [Option<usize>; 32] = [None; 32];
-    fn augment(
-        event: usize,
-        candidates: &[Candidate],
-        free_gp: u32,
-        owner: &mut [Option<usize>; 32],
-        seen: &mut u32,
-    ) -> bool {
-        let allowed = candidates[event].gp & free_gp;
-        // A free counter first (so the natural order is kept), then displacement.
-        for (counter, slot) in owner.iter_mut().enumerate() {
-            if allowed & (1 << counter) != 0 && slot.is_none() {
-                *slot = Some(event);
-                return true;
-            }
-        }
-        for counter in 0..32 {
-            let bit = 1u32 << counter;
-            if allowed & bit == 0 || *seen & bit != 0 {
-                continue;
-            }
-            *seen |= bit;
-            let displaced = owner[counter];
-            if displaced.is_some_and(|other| augment(other, candidates, free_gp, owner, seen)) {
-                owner[counter] = Some(event);
-                return true;
-            }
-        }
-        false
-    }
-    let unplaced: Vec<usize> = (0..candidates.len())
-        .filter(|&e| out[e].is_none())
-        .collect();
-    for event in unplaced {
-        let mut seen = 0;
-        if !augment(event, candidates, free_gp, &mut owner, &mut seen) {
-            return None;
-        }
-    }
-    for (counter, event) in owner.iter().enumerate() {
-        if let Some(event) = event {
-            out[*event] = Some(CounterRef::Gp(counter as u32));
-        }
-    }
-    out.into_iter().collect()
-}
-
-/// A counter: general purpose or fixed, by index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CounterRef {
-    /// General-purpose counter `i` (IA32_PMCi, PerfCtri).
-    Gp(u32),
-    /// Fixed counter `i` (IA32_FIXED_CTRi).
-    Fixed(u32),
-}
-
-impl fmt::Display for CounterRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CounterRef::Gp(i) => write!(f, "counter {i}"),
-            CounterRef::Fixed(i) => write!(f, "fixed counter {i}"),
-        }
-    }
-}
-
-/// The number of events a counter counted between two raw readings `previous` and `current`
-/// of a `width`-bit counter; `overflowed` says the overflow status bit was set (the counter
-/// wrapped at least once since `previous`, read while frozen).
-///
-/// Without the status bit the difference is taken modulo 2^width: exact when fewer than
-/// 2^width events pass between reads. With it, a difference that looks non-negative is known
-/// to hide a whole period (exact below 2 x 2^width events between reads).
-pub fn counter_delta(previous: u64, current: u64, width: u32, overflowed: bool) -> u64 {
-    let width = width.clamp(1, 64);
-    let modulus = 1u128 << width;
-    let mask = modulus - 1;
-    let previous = u128::from(previous) & mask;
-    let current = u128::from(current) & mask;
-    let mut delta = (current + modulus - previous) & mask;
-    if overflowed && current >= previous {
-        delta += modulus;
-    }
-    u64::try_from(delta).unwrap_or(u64::MAX)
 }
 
 /// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
@@ -592,31 +447,34 @@ impl Backend for MsrBackend {
                 }
             }
         }
-        let free_gp = CounterSet::first(pmu.gp_counters).mask() & !claimed.gp & !foreign_gp;
-        let free_fixed = pmu.fixed.mask() & !claimed.fixed & !foreign_fixed;
-        let Some(assignment) = assign(&candidates, free_gp, free_fixed) else {
-            let busy = if foreign_gp | foreign_fixed != 0 {
-                format!(
-                    "; counters {{{}}} and fixed {{{}}} are enabled by another user (perf, the NMI \
-                     watchdog, another tool)",
-                    CounterSet::from_mask(foreign_gp),
-                    CounterSet::from_mask(foreign_fixed)
-                )
-            } else {
-                String::new()
-            };
-            return Err(Error::new(
-                ErrorKind::NoCounterAvailable,
-                format!(
-                    "{} events do not fit the free counters of CPU {cpu}: general {{{}}}, fixed \
-                     {{{}}}{busy}",
-                    events.len(),
-                    CounterSet::from_mask(free_gp),
-                    CounterSet::from_mask(free_fixed)
-                ),
-            )
-            .with_hint("open fewer events per group, or close other groups on this CPU"));
+        let holders = if foreign_gp | foreign_fixed != 0 {
+            "other open groups on this CPU, or another user of the PMU (perf, the NMI watchdog, \
+             another tool) that enabled them"
+        } else {
+            "other open groups on this CPU"
         };
+        let counters = Counters {
+            general: pmu.gp_counters,
+            fixed: pmu.fixed,
+            busy_general: claimed.gp | foreign_gp,
+            busy_fixed: claimed.fixed | foreign_fixed,
+            holders,
+            gated: false,
+        };
+        let demands: Vec<Demand<'_>> = events
+            .iter()
+            .zip(&candidates)
+            .map(|(request, candidate)| {
+                Demand::new(
+                    &request.name,
+                    CounterSet::from_mask(candidate.gp),
+                    candidate.fixed,
+                )
+            })
+            .collect();
+        let assignment = assign(&demands, &counters)
+            .map_err(|error| error.context(format_args!("CPU {cpu}")))?
+            .counters;
         let mut slots = Vec::with_capacity(events.len());
         let mut ours = 0u64;
         let mut mine = CpuClaims::default();
@@ -651,449 +509,15 @@ impl Backend for MsrBackend {
         entry.gp |= mine.gp;
         entry.fixed |= mine.fixed;
         drop(claims);
-        let mut group = MsrGroup {
-            shared: Arc::clone(&self.shared),
-            cpu,
-            slots,
-            ours,
-            fixed_fields: 0,
-            fixed_mask: 0,
-            claimed: mine,
-            enabled: false,
-            enabled_ticks: 0,
-            enabled_since: 0,
-            _pin: pin,
-        };
+        let mut group = MsrGroup::new(Arc::clone(&self.shared), cpu, slots, ours, mine, pin);
         // On failure the group is dropped, which releases its counters.
         group.program()?;
         Ok(group)
     }
 }
 
-/// One event of a group on its counter.
-#[derive(Clone, Debug)]
-struct Slot {
-    name: String,
-    counter: CounterRef,
-    evtsel: u64,
-    read_msr: u32,
-    width: u32,
-    global_bit: u64,
-    last_raw: u64,
-    total: u64,
-}
-
-/// Events counting together on one CPU's PMU registers.
-///
-/// With a global control register (Intel v2+, AMD PerfMonV2) the group's counters start and
-/// stop together with one write of their enable bits, and a read freezes them for the moment
-/// of the read so the snapshot is consistent (the events of the read itself are partly not
-/// counted). Without one (Intel v1, AMD legacy) each counter starts and stops by its EN bit,
-/// one write after another.
-///
-/// Values are accumulated in 64 bits across counter wraparound (see [`counter_delta`]);
-/// `time_enabled` and `time_running` are TSC time while enabled, equal (nothing is
-/// multiplexed). Dropping the group stops its counters, clears their selects and releases
-/// them, and restores the affinity of a pinned thread.
-pub struct MsrGroup {
-    shared: Arc<Shared>,
-    cpu: u32,
-    slots: Vec<Slot>,
-    ours: u64,
-    /// Our fields of IA32_FIXED_CTR_CTRL while enabled, and the mask of all our fields.
-    fixed_fields: u64,
-    fixed_mask: u64,
-    claimed: CpuClaims,
-    enabled: bool,
-    enabled_ticks: u64,
-    enabled_since: u64,
-    _pin: Option<ThreadPin>,
-}
-
-impl fmt::Debug for MsrGroup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MsrGroup")
-            .field("cpu", &self.cpu)
-            .field("counters", &self.counters())
-            .field("enabled", &self.enabled)
-            .finish()
-    }
-}
-
-impl MsrGroup {
-    /// The logical CPU this group counts on.
-    pub fn cpu(&self) -> u32 {
-        self.cpu
-    }
-
-    /// Whether the calling thread was pinned for this group (a [`Target::ThisThread`] group on
-    /// the real device).
-    pub fn pinned_thread(&self) -> bool {
-        self._pin.as_ref().is_some_and(ThreadPin::is_pinned)
-    }
-
-    /// The counter each event was placed on, in request order.
-    pub fn counters(&self) -> Vec<(String, CounterRef)> {
-        self.slots
-            .iter()
-            .map(|s| (s.name.clone(), s.counter))
-            .collect()
-    }
-
-    fn program(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
-        let cpu = self.cpu;
-        let _guard = shared.lock_claims();
-        let global = pmu.global_msrs();
-        // 1. Freeze: clear our enable bits in the global control.
-        if let Some((ctrl, _, _)) = global {
-            let value = shared.read(cpu, ctrl)?;
-            shared.write(cpu, ctrl, value & !self.ours)?;
-        }
-        // 2. Program the selects with EN clear, and clear our fixed-counter fields: a counter
-        //    is switched on only while the group is enabled, in its own select as well as in
-        //    the global control, so that another agent rewriting the global control (perf
-        //    after an NMI-watchdog interrupt does) cannot restart a disabled group.
-        let mut fixed_fields = 0u64;
-        let mut fixed_mask = 0u64;
-        for slot in &self.slots {
-            match slot.counter {
-                CounterRef::Gp(i) => {
-                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !evtsel::EN)?;
-                }
-                CounterRef::Fixed(f) => {
-                    let mut field = 0;
-                    if slot.evtsel & evtsel::OS != 0 {
-                        field |= fixed_ctrl::OS;
-                    }
-                    if slot.evtsel & evtsel::USR != 0 {
-                        field |= fixed_ctrl::USR;
-                    }
-                    if slot.evtsel & evtsel::ANY != 0 {
-                        field |= fixed_ctrl::ANY;
-                    }
-                    fixed_fields |= field << (4 * f);
-                    fixed_mask |= fixed_ctrl::field(f);
-                }
-            }
-        }
-        self.fixed_fields = fixed_fields;
-        self.fixed_mask = fixed_mask;
-        if fixed_mask != 0 {
-            let value = shared.read(cpu, regs::IA32_FIXED_CTR_CTRL)?;
-            shared.write(cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask)?;
-        }
-        // 3. Zero the counters, 4. clear their overflow status.
-        self.zero_counters()?;
-        if let Some((_, _, clear)) = global {
-            shared.write(cpu, clear, self.ours)?;
-        }
-        Ok(())
-    }
-
-    fn zero_counters(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        for slot in &mut self.slots {
-            let msr = match slot.counter {
-                CounterRef::Gp(i) => shared
-                    .pmu
-                    .counter_full_write_msr(i)
-                    .unwrap_or(slot.read_msr),
-                CounterRef::Fixed(_) => slot.read_msr,
-            };
-            shared.write(self.cpu, msr, 0)?;
-            slot.last_raw = 0;
-        }
-        Ok(())
-    }
-
-    /// Runs `body` with the group's counters frozen (when a global control exists and the
-    /// group is enabled), unfreezing afterwards whatever `body` returned.
-    fn frozen<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        let shared = Arc::clone(&self.shared);
-        let ctrl = match shared.pmu.global_msrs() {
-            Some((ctrl, _, _)) if self.enabled => ctrl,
-            _ => return body(self),
-        };
-        let value = shared.read(self.cpu, ctrl)?;
-        shared.write(self.cpu, ctrl, value & !self.ours)?;
-        let result = body(self);
-        let restore = shared.write(self.cpu, ctrl, value | self.ours);
-        let value = result?;
-        restore?;
-        Ok(value)
-    }
-
-    /// Loads the hardware counter of event `index` (request order) with `value`, keeping the
-    /// accumulated reading: the next events count on from `value`. For testing wraparound on
-    /// a real CPU (preload near 2^width).
-    ///
-    /// On Intel general-purpose counters without full-width writes only values whose bits
-    /// 31:0 sign-extend to them can be loaded (below 2^31, or within 2^31 of 2^width).
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`] for an index past the group or a value of more than the
-    /// counter's width; [`ErrorKind::Unsupported`] for a value the CPU cannot load; device
-    /// errors.
-    pub fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
-        let Some(slot) = self.slots.get(index) else {
-            return Err(Error::invalid_input(format!(
-                "event index {index} is past the group's {} events",
-                self.slots.len()
-            )));
-        };
-        if value & !width_mask(slot.width) != 0 {
-            return Err(Error::invalid_input(format!(
-                "{value:#x} does not fit the {}-bit {}",
-                slot.width, slot.counter
-            )));
-        }
-        let (msr, written) = match slot.counter {
-            CounterRef::Fixed(_) => (slot.read_msr, value),
-            CounterRef::Gp(i) => match pmu.counter_full_write_msr(i) {
-                Some(msr) => (msr, value),
-                None => {
-                    let half = 1u64 << 31;
-                    if value >= half && value < width_mask(slot.width) - (half - 1) {
-                        return Err(Error::unsupported(format!(
-                            "{value:#x} cannot be loaded into {}: without full-width writes \
-                             (IA32_PERF_CAPABILITIES bit 13) only bits 31:0, sign-extended, are \
-                             written",
-                            slot.counter
-                        )));
-                    }
-                    (slot.read_msr, value & width_mask(32))
-                }
-            },
-        };
-        let cpu = self.cpu;
-        let _guard = shared.lock_claims();
-        self.frozen(|group| {
-            group.read_into_totals()?;
-            shared.write(cpu, msr, written)?;
-            group.slots[index].last_raw = value;
-            Ok(())
-        })
-    }
-
-    /// Folds the counters' progress since the last read into the totals (call frozen).
-    fn read_into_totals(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let status = match shared.pmu.global_msrs() {
-            Some((_, status, _)) => shared.read(self.cpu, status)? & self.ours,
-            None => 0,
-        };
-        for slot in &mut self.slots {
-            let raw = shared.read(self.cpu, slot.read_msr)? & width_mask(slot.width);
-            let overflowed = status & slot.global_bit != 0;
-            let delta = counter_delta(slot.last_raw, raw, slot.width, overflowed);
-            slot.total = slot.total.wrapping_add(delta);
-            slot.last_raw = raw;
-        }
-        if let (Some((_, _, clear)), true) = (shared.pmu.global_msrs(), status != 0) {
-            shared.write(self.cpu, clear, status)?;
-        }
-        Ok(())
-    }
-
-    fn tsc_now(&self) -> Result<u64> {
-        self.shared.read(self.cpu, regs::TSC)
-    }
-
-    /// Switches the group's counters on or off: their select EN bits and fixed-counter
-    /// fields, and their global-control bits where the PMU has one. On, the selects come
-    /// first and the global control last (one write starts every counter at once); off, the
-    /// global control comes first (one write stops them all) and the selects after.
-    fn set_enable_bits(&mut self, on: bool) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
-        let global = pmu.global_msrs().map(|(ctrl, _, _)| ctrl);
-        if !on && let Some(ctrl) = global {
-            let value = shared.read(self.cpu, ctrl)?;
-            shared.write(self.cpu, ctrl, value & !self.ours)?;
-        }
-        for slot in &self.slots {
-            if let CounterRef::Gp(i) = slot.counter {
-                let value = if on {
-                    slot.evtsel | evtsel::EN
-                } else {
-                    slot.evtsel & !evtsel::EN
-                };
-                shared.write(self.cpu, pmu.evtsel_msr(i), value)?;
-            }
-        }
-        if self.fixed_mask != 0 {
-            let value = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL)? & !self.fixed_mask;
-            let value = if on { value | self.fixed_fields } else { value };
-            shared.write(self.cpu, regs::IA32_FIXED_CTR_CTRL, value)?;
-        }
-        if on && let Some(ctrl) = global {
-            let value = shared.read(self.cpu, ctrl)?;
-            shared.write(self.cpu, ctrl, value | self.ours)?;
-        }
-        Ok(())
-    }
-}
-
-impl Group for MsrGroup {
-    fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    fn enable(&mut self) -> Result<()> {
-        if self.enabled {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        let now = self.tsc_now()?;
-        self.set_enable_bits(true)?;
-        self.enabled_since = now;
-        self.enabled = true;
-        Ok(())
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        if !self.enabled {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.set_enable_bits(false)?;
-        let now = self.tsc_now()?;
-        self.enabled_ticks = self
-            .enabled_ticks
-            .wrapping_add(now.wrapping_sub(self.enabled_since));
-        self.enabled = false;
-        Ok(())
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.frozen(|group| {
-            group.zero_counters()?;
-            if let Some((_, _, clear)) = shared.pmu.global_msrs() {
-                shared.write(group.cpu, clear, group.ours)?;
-            }
-            for slot in &mut group.slots {
-                slot.total = 0;
-            }
-            Ok(())
-        })
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        check_buffer("readings", self.slots.len(), readings.len())?;
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.frozen(|group| group.read_into_totals())?;
-        let mut ticks = self.enabled_ticks;
-        if self.enabled {
-            ticks = ticks.wrapping_add(self.tsc_now()?.wrapping_sub(self.enabled_since));
-        }
-        let nanos = shared.tsc.nanos(ticks);
-        for (reading, slot) in readings.iter_mut().zip(&self.slots) {
-            *reading = Reading::new(slot.total, nanos, nanos);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for MsrGroup {
-    fn drop(&mut self) {
-        let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
-        let mut claims = shared.lock_claims();
-        // Best effort: a failing device cannot be helped while dropping.
-        if let Some((ctrl, _, clear)) = pmu.global_msrs() {
-            if let Ok(value) = shared.read(self.cpu, ctrl) {
-                let _ = shared.write(self.cpu, ctrl, value & !self.ours);
-            }
-            let _ = shared.write(self.cpu, clear, self.ours);
-        }
-        let mut fixed_mask = 0;
-        for slot in &self.slots {
-            match slot.counter {
-                CounterRef::Gp(i) => {
-                    let _ = shared.write(self.cpu, pmu.evtsel_msr(i), 0);
-                }
-                CounterRef::Fixed(f) => fixed_mask |= fixed_ctrl::field(f),
-            }
-        }
-        if fixed_mask != 0 {
-            if let Ok(value) = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL) {
-                let _ = shared.write(self.cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask);
-            }
-        }
-        if let Some(entry) = claims.get_mut(&self.cpu) {
-            entry.gp &= !self.claimed.gp;
-            entry.fixed &= !self.claimed.fixed;
-        }
-    }
-}
-
 /// Measures the TSC against the monotonic clock over 20 ms on CPU 0.
 fn measure_tsc(device: &dyn MsrDevice, allow: &AllowList) -> Result<TscFrequency> {
     allow.check(regs::TSC, Access::Read)?;
-    let start = std::time::Instant::now();
-    let first = device.read(0, regs::TSC)?;
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let second = device.read(0, regs::TSC)?;
-    let elapsed = start.elapsed().as_nanos().max(1);
-    let hz = u128::from(second.wrapping_sub(first)) * 1_000_000_000 / elapsed;
-    Ok(TscFrequency {
-        hz: u64::try_from(hz).unwrap_or(u64::MAX),
-        source: TscSource::Measured,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn candidate(gp: u32, fixed: Option<u32>) -> Candidate {
-        Candidate {
-            evtsel: 0,
-            gp,
-            fixed,
-        }
-    }
-
-    #[test]
-    fn assignment_honours_constraints_in_any_order() {
-        // An unrestricted event listed before a counter-0-only event.
-        let got = assign(&[candidate(0b11, None), candidate(0b01, None)], 0b11, 0).unwrap();
-        assert_eq!(got, vec![CounterRef::Gp(1), CounterRef::Gp(0)]);
-        // Fixed counters first; a second claimant of the same fixed counter goes to a GP one.
-        let got = assign(
-            &[candidate(0b1111, Some(0)), candidate(0b1111, Some(0))],
-            0b1111,
-            0b111,
-        )
-        .unwrap();
-        assert_eq!(got, vec![CounterRef::Fixed(0), CounterRef::Gp(0)]);
-        // Busy counters are avoided.
-        let got = assign(&[candidate(0b1111, Some(1))], 0b1000, 0b101).unwrap();
-        assert_eq!(got, vec![CounterRef::Gp(3)]);
-        assert_eq!(
-            assign(&[candidate(0b01, None), candidate(0b01, None)], 0b11, 0),
-            None
-        );
-    }
-
-    #[test]
-    fn deltas_wrap_at_the_width() {
-        assert_eq!(counter_delta(10, 15, 48, false), 5);
-        assert_eq!(counter_delta((1 << 48) - 10, 10, 48, false), 20);
-        assert_eq!(counter_delta((1 << 48) - 10, 10, 48, true), 20);
-        assert_eq!(counter_delta(10, 15, 48, true), (1 << 48) + 5);
-        assert_eq!(counter_delta(7, 7, 40, true), 1 << 40);
-        assert_eq!(counter_delta((1 << 40) - 1, 0, 40, false), 1);
-        assert_eq!(counter_delta(u64::MAX, 0, 64, false), 1);
-        assert_eq!(counter_delta(0, 0, 64, true), u64::MAX);
-    }
+    TscFrequency::measure(|| device.read(0, regs::TSC), Duration::from_millis(20))
 }

@@ -26,23 +26,30 @@
 //!
 //! See the crate's README for what is verified only on a model.
 
+#![deny(unsafe_code)]
+
 pub mod allow;
 mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod cpuid;
 pub mod device;
+mod group;
 pub mod model;
 pub mod pmu;
 pub mod regs;
+mod shared;
+#[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
 
 use std::sync::Arc;
 
 pub use allow::AllowList;
-pub use backend::{CounterRef, MsrBackend, MsrGroup, counter_delta};
+pub use backend::MsrBackend;
+pub use counterhal_x86::CounterRef;
 pub use cpuid::{CpuidDevice, CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
 pub use device::{Access, LinuxMsrDevice, MsrDevice, MsrDriver, ThreadPin};
+pub use group::MsrGroup;
 pub use model::{
     MODEL_LOG, ModelConfig, ModelDevice, ModelHandle, MsrAccess, MsrWrite, PmuModelKind,
 };

@@ -28,7 +28,9 @@ use counterhal_hal::{DeviceKind, Error, Result};
 
 use crate::cpuid::{CpuidDump, CpuidResult};
 use crate::device::{Access, MsrDevice, ThreadPin, refused};
-use crate::regs::{self, evtsel, fixed_ctrl, width_mask};
+use counterhal_x86::width_mask;
+
+use crate::regs::{self, evtsel, fixed_ctrl};
 
 /// The TSC frequency of every model: 2 GHz (2 ticks per nanosecond).
 pub const MODEL_TSC_HZ: u64 = 2_000_000_000;

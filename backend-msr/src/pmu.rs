@@ -4,8 +4,11 @@ use std::fmt;
 
 use counterhal_events::{CpuIdentity, Vendor};
 use counterhal_hal::{CounterSet, Error, Result};
+pub use counterhal_x86::signature::cpu_identity;
+use counterhal_x86::signature::{Identified, identify};
+pub use counterhal_x86::tsc::{TscFrequency, TscSource};
 
-use crate::cpuid::{CpuidResult, CpuidSource};
+use crate::cpuid::CpuidSource;
 use crate::regs::{self, evtsel};
 
 /// The most general-purpose counters this crate drives on Intel (IA32_PERFEVTSEL0..7).
@@ -24,46 +27,6 @@ pub enum PmuArch {
     AmdLegacy,
     /// AMD extended core counters at 0xC0010200 (CPUID 0x80000001 ECX bit 23).
     AmdCore,
-}
-
-/// Where the TSC frequency came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TscSource {
-    /// The PMU model's constant.
-    Model,
-    /// CPUID leaf 0x15: crystal frequency x EBX / EAX (exact).
-    Cpuid15,
-    /// CPUID leaf 0x16: the base frequency in MHz (the TSC runs at it on Intel CPUs that lack
-    /// a complete leaf 0x15; exact to 1 MHz).
-    Cpuid16,
-    /// Measured: TSC ticks over a monotonic-clock interval at start-up (about 1e-4 relative).
-    Measured,
-}
-
-/// The TSC frequency and where it came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TscFrequency {
-    /// Ticks per second.
-    pub hz: u64,
-    /// How it was found.
-    pub source: TscSource,
-}
-
-impl TscFrequency {
-    /// `ticks` in nanoseconds (128-bit arithmetic, saturating).
-    pub fn nanos(&self, ticks: u64) -> u64 {
-        if self.hz == 0 {
-            return 0;
-        }
-        let nanos = u128::from(ticks) * 1_000_000_000 / u128::from(self.hz);
-        u64::try_from(nanos).unwrap_or(u64::MAX)
-    }
-
-    /// `nanos` in ticks (128-bit arithmetic, saturating).
-    pub fn ticks(&self, nanos: u64) -> u64 {
-        let ticks = u128::from(nanos) * u128::from(self.hz) / 1_000_000_000;
-        u64::try_from(ticks).unwrap_or(u64::MAX)
-    }
 }
 
 /// A CPU's performance monitoring unit, as CPUID describes it.
@@ -112,7 +75,11 @@ impl PmuInfo {
     /// architectural performance monitoring (version 0, as in a VM without a virtual PMU);
     /// errors of the source.
     pub fn from_cpuid(cpuid: &dyn CpuidSource) -> Result<PmuInfo> {
-        let (identity, max_basic, leaf1) = identify(cpuid)?;
+        let Identified {
+            identity,
+            max_basic_leaf: max_basic,
+            leaf1,
+        } = identify(cpuid)?;
         let hypervisor = leaf1.ecx & (1 << 31) != 0;
         let perf_capabilities = leaf1.ecx & (1 << 15) != 0;
         let vm_hint = if hypervisor {
@@ -155,26 +122,7 @@ impl PmuInfo {
                     (CounterSet::NONE, 0)
                 };
                 let tsx = max_basic >= 7 && cpuid.cpuid(7, 0)?.ebx & (1 << 11) != 0;
-                let mut cpuid_tsc = None;
-                if max_basic >= 0x15 {
-                    let t = cpuid.cpuid(0x15, 0)?;
-                    if t.eax != 0 && t.ebx != 0 && t.ecx != 0 {
-                        let hz = u64::from(t.ecx) * u64::from(t.ebx) / u64::from(t.eax);
-                        cpuid_tsc = Some(TscFrequency {
-                            hz,
-                            source: TscSource::Cpuid15,
-                        });
-                    }
-                }
-                if cpuid_tsc.is_none() && max_basic >= 0x16 {
-                    let mhz = cpuid.cpuid(0x16, 0)?.eax & 0xFFFF;
-                    if mhz != 0 {
-                        cpuid_tsc = Some(TscFrequency {
-                            hz: u64::from(mhz) * 1_000_000,
-                            source: TscSource::Cpuid16,
-                        });
-                    }
-                }
+                let cpuid_tsc = TscFrequency::from_cpuid(cpuid, max_basic)?;
                 Ok(PmuInfo {
                     identity,
                     arch: PmuArch::IntelArch,
@@ -364,54 +312,6 @@ impl fmt::Display for PmuInfo {
     }
 }
 
-/// The CPU's vendor, family, model and stepping (CPUID leaves 0 and 1), whatever its PMU.
-///
-/// # Errors
-/// The source's errors ([`counterhal_hal::ErrorKind::Unsupported`] off x86 for the
-/// instruction).
-pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
-    identify(cpuid).map(|(identity, _, _)| identity)
-}
-
-/// The identity, the maximum basic leaf and leaf 1's registers.
-fn identify(cpuid: &dyn CpuidSource) -> Result<(CpuIdentity, u32, CpuidResult)> {
-    let leaf0 = cpuid.cpuid(0, 0)?;
-    let max_basic = leaf0.eax;
-    let mut vendor_bytes = Vec::with_capacity(12);
-    for word in [leaf0.ebx, leaf0.edx, leaf0.ecx] {
-        vendor_bytes.extend_from_slice(&word.to_le_bytes());
-    }
-    let vendor_text = String::from_utf8_lossy(&vendor_bytes)
-        .trim_end_matches('\0')
-        .to_string();
-    let vendor = Vendor::from_cpuid(&vendor_text);
-    let leaf1 = if max_basic >= 1 {
-        cpuid.cpuid(1, 0)?
-    } else {
-        CpuidResult::default()
-    };
-    Ok((identity_from_leaf1(vendor, leaf1.eax), max_basic, leaf1))
-}
-
-/// Family, model and stepping from CPUID.1:EAX, extended fields folded in as Linux does.
-fn identity_from_leaf1(vendor: Vendor, eax: u32) -> CpuIdentity {
-    let base_family = (eax >> 8) & 0xF;
-    let mut family = base_family;
-    if base_family == 0xF {
-        family += (eax >> 20) & 0xFF;
-    }
-    let mut model = (eax >> 4) & 0xF;
-    if base_family >= 6 {
-        model |= ((eax >> 16) & 0xF) << 4;
-    }
-    CpuIdentity {
-        vendor,
-        family,
-        model,
-        stepping: eax & 0xF,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,24 +371,5 @@ mod tests {
         let error = PmuInfo::from_cpuid(&dump).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unsupported);
         assert!(error.message().contains("CentaurHauls"), "{error}");
-    }
-
-    #[test]
-    fn tsc_conversions_do_not_overflow() {
-        let tsc = TscFrequency {
-            hz: 3_000_000_000,
-            source: TscSource::Model,
-        };
-        assert_eq!(tsc.nanos(3_000), 1_000);
-        assert_eq!(tsc.ticks(1_000), 3_000);
-        assert_eq!(tsc.nanos(u64::MAX), 6_148_914_691_236_517_205);
-        assert_eq!(
-            TscFrequency {
-                hz: 0,
-                source: TscSource::Measured
-            }
-            .nanos(5),
-            0
-        );
     }
 }

@@ -116,15 +116,6 @@ pub mod fixed_ctrl {
     }
 }
 
-/// A mask of the low `width` bits (`width` up to 64).
-pub const fn width_mask(width: u32) -> u64 {
-    if width >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << width) - 1
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,8 +151,6 @@ mod tests {
         assert_eq!(evtsel::event_code(0x1_0053_01C1, true), 0x1C1);
         assert_eq!(evtsel::event_code(0x1_0053_01C1, false), 0xC1);
         assert_eq!(evtsel::umask(0x0053_4F2E), 0x4F);
-        assert_eq!(width_mask(48), 0xFFFF_FFFF_FFFF);
-        assert_eq!(width_mask(64), u64::MAX);
         assert_eq!(fixed_ctrl::field(2), 0xF00);
     }
 }

@@ -1,32 +1,10 @@
-//! Everything `unsafe` in this crate: the CPUID instruction and thread pinning.
+//! Everything `unsafe` in this crate: thread pinning.
 //!
 //! # Safety
-//! Each function here wraps one foreign call or intrinsic whose preconditions are met locally:
-//! CPUID exists on every x86-64 CPU (and on every x86 CPU Rust targets), and the libc calls get
-//! pointers to live, correctly sized values owned by the caller's stack frame. Nothing here
+//! Each function here wraps one foreign call whose preconditions are met locally: the libc
+//! calls get pointers to live, correctly sized values owned by the caller's stack frame. Nothing here
 //! hands out raw pointers or file descriptors. MSR access itself needs no `unsafe`: it is
 //! `pread`/`pwrite` on a file, through `std::os::unix::fs::FileExt`.
-
-/// Executes CPUID with EAX = `leaf`, ECX = `subleaf`; `None` off x86.
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
-    #[cfg(target_arch = "x86")]
-    use core::arch::x86::__cpuid_count;
-    #[cfg(target_arch = "x86_64")]
-    use core::arch::x86_64::__cpuid_count;
-    // The intrinsic is a safe function on recent compilers and `unsafe` on older ones (the
-    // workspace's minimum Rust version); the block serves the older ones.
-    #[allow(unused_unsafe)]
-    // SAFETY: CPUID is available on every CPU these targets run on; it reads no memory.
-    let r = unsafe { __cpuid_count(leaf, subleaf) };
-    Some([r.eax, r.ebx, r.ecx, r.edx])
-}
-
-/// Executes CPUID; `None` off x86.
-#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-pub(crate) fn cpuid(_leaf: u32, _subleaf: u32) -> Option<[u32; 4]> {
-    None
-}
 
 /// A thread's CPU affinity, saved to be restored.
 #[cfg(target_os = "linux")]
@@ -121,12 +99,5 @@ mod tests {
         assert!(before.contains(&cpu));
         super::restore_affinity(&saved).unwrap();
         assert_eq!(super::current_affinity().unwrap(), before);
-    }
-
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    #[test]
-    fn cpuid_leaf_zero() {
-        let [max, ..] = super::cpuid(0, 0).unwrap();
-        assert!(max >= 1);
     }
 }

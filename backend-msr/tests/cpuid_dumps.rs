@@ -12,15 +12,25 @@ use counterhal_msr::{
     AllowList, CpuidDump, CpuidInstruction, CpuidSource, PmuArch, PmuInfo, PmuModelKind, TscSource,
 };
 
+/// A CPUID dump from the shared fixtures (`x86/tests/data`, with the x86 crate that decodes
+/// them); each file's header says whether it was recorded on a CPU or written from the
+/// vendor's documentation.
+fn recorded(name: &str) -> counterhal_hal::Result<CpuidDump> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../x86/tests/data")
+        .join(format!("{name}.cpuid"));
+    CpuidDump::from_file(path)
+}
+
 fn decode(name: &str) -> PmuInfo {
-    PmuInfo::from_cpuid(&CpuidDump::recorded(name).unwrap()).unwrap()
+    PmuInfo::from_cpuid(&recorded(name).unwrap()).unwrap()
 }
 
 /// Recorded on a real Intel CPU: the raw bits first (checked by hand against the SDM's field
 /// layout), then the decode.
 #[test]
 fn intel_kabylake_pentium_g4600_recorded() {
-    let dump = CpuidDump::recorded("intel-kabylake-pentium-g4600").unwrap();
+    let dump = recorded("intel-kabylake-pentium-g4600").unwrap();
     let raw = |leaf| dump.cpuid(leaf, 0).unwrap();
     let leaf_a = raw(0xA);
     assert_eq!(leaf_a.eax & 0xFF, 4, "version");
@@ -179,7 +189,7 @@ fn amd_zen4() {
 /// has no `perfmon_v2`).
 #[test]
 fn amd_zen5_firecracker_recorded() {
-    let dump = CpuidDump::recorded("amd-zen5-firecracker").unwrap();
+    let dump = recorded("amd-zen5-firecracker").unwrap();
     let raw = |leaf| dump.cpuid(leaf, 0).unwrap();
     // The raw bits first, so a decoder bug cannot hide behind a matching expectation.
     assert_eq!(raw(0x8000_0001).ecx & (1 << 23), 0, "PerfCtrExtCore bit");
@@ -244,7 +254,7 @@ fn every_model_decodes_to_its_configuration() {
 
 #[test]
 fn dumps_round_trip_through_files() {
-    let dump = CpuidDump::recorded("amd-zen4").unwrap();
+    let dump = recorded("amd-zen4").unwrap();
     let path = std::env::temp_dir().join(format!("counterhal-zen4-{}.cpuid", std::process::id()));
     std::fs::write(&path, dump.to_text()).unwrap();
     let again = CpuidDump::from_file(&path).unwrap();

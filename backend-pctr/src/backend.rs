@@ -1,36 +1,22 @@
-//! The backend: [`PctrBackend`] resolves and opens, [`PctrGroup`] counts.
+//! [`PctrBackend`]: resolving names and opening groups on `/dev/pctr`.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use counterhal_events::Database;
 use counterhal_hal::{
     Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Family, Group, OpenOptions, Reading, ResolvedEvent, Result, Scope, Target,
-    TargetSupport, check_buffer, check_family,
+    EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
+    check_family,
 };
+use counterhal_x86::{Counters, Demand, TscFrequency, TscSource, assign};
 
-use crate::assign::assign;
-use crate::cpu::{Abi, CpuKind, function, width_mask};
-use crate::device::{PctrDevice, Snapshot, detect_abi, read_snapshot, set_function};
+use crate::abi::Abi;
+use crate::cpu::{CpuKind, function};
+use crate::device::{PctrDevice, detect_abi};
 use crate::errno::{Operation, map_errno};
+use crate::group::PctrGroup;
 use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
-
-/// The device and which of its counters open groups hold.
-struct Shared {
-    device: Box<dyn PctrDevice>,
-    in_use: u32,
-}
-
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The most events one counter can count in one TSC cycle, for telling a long forward step
-/// from a step backwards (see [`PctrGroup::backward_steps`]). Retirement-width events count
-/// at most 4 to 6 per cycle on the CPUs pctr drives; 8 leaves a margin.
-pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
+use crate::shared::{Shared, lock};
 
 /// The OpenBSD `/dev/pctr` backend, over the real device or a [`DriverModel`](crate::DriverModel).
 ///
@@ -43,7 +29,7 @@ pub struct PctrBackend {
     kind: CpuKind,
     abi: Abi,
     width: u32,
-    tsc_hz: u64,
+    tsc: TscFrequency,
     device_kind: DeviceKind,
     shared: Arc<Mutex<Shared>>,
 }
@@ -55,7 +41,7 @@ impl std::fmt::Debug for PctrBackend {
             .field("kind", &self.kind)
             .field("abi", &self.abi)
             .field("width", &self.width)
-            .field("tsc_hz", &self.tsc_hz)
+            .field("tsc", &self.tsc)
             .field("device", &self.device_kind)
             .finish_non_exhaustive()
     }
@@ -134,7 +120,7 @@ impl PctrBackend {
             kind: config.cpu(),
             abi: config.abi(),
             width: config.read_width(),
-            tsc_hz: MODEL_TSC_HZ,
+            tsc: TscFrequency::new(MODEL_TSC_HZ, TscSource::Model),
             device_kind: DeviceKind::Model,
             shared: Arc::new(Mutex::new(Shared {
                 device: Box::new(handle.open(true)),
@@ -149,7 +135,7 @@ impl PctrBackend {
     /// under either).
     ///
     /// `width` is the counter width the reads carry (the hardware width, cut to what the
-    /// kernel keeps); `tsc_hz` the TSC frequency; `cpu_id` the database model id (default:
+    /// kernel keeps); `tsc` the TSC frequency; `cpu_id` the database model id (default:
     /// [`CpuKind::default_model_id`]).
     ///
     /// # Errors
@@ -163,14 +149,14 @@ impl PctrBackend {
         cpu_id: Option<String>,
         mut device: Box<dyn PctrDevice>,
         width: u32,
-        tsc_hz: u64,
+        tsc: TscFrequency,
     ) -> Result<PctrBackend> {
         if !(1..=64).contains(&width) {
             return Err(Error::invalid_input(format!(
                 "counter width {width} bits is not in 1-64"
             )));
         }
-        if tsc_hz == 0 {
+        if tsc.hz == 0 {
             return Err(Error::invalid_input("TSC frequency 0 Hz"));
         }
         let abi = detect_abi(device.as_mut()).map_err(|e| map_errno(&Operation::Read, e))?;
@@ -189,7 +175,7 @@ impl PctrBackend {
             kind,
             abi,
             width,
-            tsc_hz,
+            tsc,
             device_kind,
             shared: Arc::new(Mutex::new(Shared { device, in_use: 0 })),
         })
@@ -215,9 +201,9 @@ impl PctrBackend {
         self.width
     }
 
-    /// The TSC frequency times are computed with, in Hz.
-    pub fn tsc_hz(&self) -> u64 {
-        self.tsc_hz
+    /// The TSC frequency and where it came from.
+    pub fn tsc(&self) -> TscFrequency {
+        self.tsc
     }
 
     /// The event database.
@@ -384,305 +370,30 @@ impl Backend for PctrBackend {
             .with_errno(crate::Errno::EPERM.0)
             .with_hint("run as root (the device is writable by root only)"));
         }
-        let constraints: Vec<(&str, CounterSet)> = events
+        let demands: Vec<Demand<'_>> = events
             .iter()
             .zip(&words)
-            .map(|(request, (_, counters))| (request.name.as_str(), *counters))
+            .map(|(request, &(_, counters))| Demand::new(&request.name, counters, None))
             .collect();
-        let placement = assign(
-            &constraints,
-            self.kind.counters(),
-            shared.in_use,
-            self.kind.en_gated_by_counter0(),
-        )?;
-        let owned = placement.owned();
-        shared.in_use |= owned;
+        let counters = Counters {
+            busy_general: shared.in_use,
+            holders: "other open groups of this backend",
+            gated: self.kind.en_gated_by_counter0(),
+            ..Counters::general(self.kind.counters())
+        };
+        let placement = assign(&demands, &counters)?;
+        shared.in_use |= placement.general_mask();
         drop(shared);
 
-        let mut program: Vec<(u32, u32)> = placement
-            .counters
-            .iter()
-            .zip(&words)
-            .map(|(&counter, &(word, _))| (counter, word))
-            .collect();
-        if let Some(gate) = placement.gate {
-            program.push((gate, function::EN));
-        }
-        // Counter 0 last: on the P6 its EN starts every counter at once.
-        program.sort_by_key(|&(counter, _)| std::cmp::Reverse(counter));
-        Ok(PctrGroup {
-            shared: Arc::clone(&self.shared),
-            abi: self.abi,
-            names: events.iter().map(|r| r.name.clone()).collect(),
-            slots: placement
-                .counters
-                .iter()
-                .zip(&words)
-                .map(|(&c, &(w, _))| (c, w))
-                .collect(),
-            program,
-            owned,
-            enabled: false,
-            mask: width_mask(self.width),
-            tsc_hz: self.tsc_hz,
-            last_raw: [0; 4],
-            last_tsc: 0,
-            values: vec![0; events.len()],
-            enabled_cycles: 0,
-            backward_steps: 0,
-        })
-    }
-}
-
-/// Counters of one [`PctrBackend::open`]: programmed on enable, cleared on disable, read with
-/// one `PCIOCRD`, accumulated across wraparound at the counter width.
-pub struct PctrGroup {
-    shared: Arc<Mutex<Shared>>,
-    abi: Abi,
-    names: Vec<String>,
-    /// (counter, function) of each event, in request order.
-    slots: Vec<(u32, u32)>,
-    /// (counter, function) in programming order, the P6 gate included, counter 0 last.
-    program: Vec<(u32, u32)>,
-    owned: u32,
-    enabled: bool,
-    mask: u64,
-    tsc_hz: u64,
-    last_raw: [u64; 4],
-    last_tsc: u64,
-    values: Vec<u64>,
-    enabled_cycles: u64,
-    backward_steps: u64,
-}
-
-impl std::fmt::Debug for PctrGroup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PctrGroup")
-            .field("names", &self.names)
-            .field("slots", &self.slots)
-            .field("enabled", &self.enabled)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PctrGroup {
-    /// Each event's counter and the function programmed for it, in request order.
-    pub fn assignment(&self) -> impl Iterator<Item = (&str, u32, u32)> + '_ {
-        self.names
-            .iter()
-            .zip(&self.slots)
-            .map(|(name, &(c, f))| (name.as_str(), c, f))
-    }
-
-    /// The counters the group holds, the P6's counter-0 gate included.
-    pub fn owned_counters(&self) -> CounterSet {
-        CounterSet::from_mask(self.owned)
-    }
-
-    /// Whether it is counting.
-    pub fn is_enabled(&self) -> bool {
-        self.enabled
-    }
-
-    /// How many reads found a counter lower than the previous read by more than half its
-    /// range, and further ahead than the elapsed cycles allow. That is taken as a step
-    /// backwards (the read ran on another CPU, whose counter is behind) and counted as zero,
-    /// not as a wrap of nearly the whole range.
-    pub fn backward_steps(&self) -> u64 {
-        self.backward_steps
-    }
-
-    fn read_device(&self, shared: &mut Shared) -> Result<Snapshot> {
-        read_snapshot(shared.device.as_mut(), self.abi).map_err(|e| map_errno(&Operation::Read, e))
-    }
-
-    fn check_functions(&self, snapshot: &Snapshot) -> Result<()> {
-        for &(counter, word) in &self.program {
-            let now = snapshot.functions[counter as usize];
-            if now != word {
-                return Err(Error::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "counter {counter} now holds function {now:#x}, not {word:#x}: another \
-                         program set it through /dev/pctr, or (on a multi-CPU machine whose \
-                         kernel predates the 2024 driver, which programs only the CPU that ran \
-                         the PCIOCSn) the read ran on another CPU, whose counter was never \
-                         programmed"
-                    ),
-                )
-                .with_hint(
-                    "pctr has no exclusive open: stop the other user, then restart the group; \
-                     on an older multi-CPU kernel, run on a one-CPU machine or VM",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds the deltas since the previous snapshot and moves the baseline.
-    ///
-    /// A delta above half the counter's range is ambiguous: a long stretch of counting, or a
-    /// read that ran on another CPU whose counter is behind. The TSC settles it: no event
-    /// counts more than [`MAX_EVENTS_PER_CYCLE`] per cycle, so a forward step larger than that
-    /// many times the cycles elapsed cannot have happened and is taken as a step backwards.
-    fn accumulate(&mut self, snapshot: &Snapshot) {
-        let half = self.mask / 2;
-        let cycles = snapshot.tsc.wrapping_sub(self.last_tsc);
-        let possible = cycles.saturating_mul(MAX_EVENTS_PER_CYCLE);
-        for (value, &(counter, _)) in self.values.iter_mut().zip(&self.slots) {
-            let raw = snapshot.counters[counter as usize] & self.mask;
-            let mut delta = raw.wrapping_sub(self.last_raw[counter as usize]) & self.mask;
-            if delta > half && delta > possible {
-                self.backward_steps += 1;
-                delta = 0;
-            }
-            *value = value.saturating_add(delta);
-            self.last_raw[counter as usize] = raw;
-        }
-        self.enabled_cycles = self
-            .enabled_cycles
-            .saturating_add(snapshot.tsc.wrapping_sub(self.last_tsc));
-        self.last_tsc = snapshot.tsc;
-    }
-
-    fn baseline(&mut self, snapshot: &Snapshot) {
-        for &(counter, _) in &self.slots {
-            self.last_raw[counter as usize] = snapshot.counters[counter as usize] & self.mask;
-        }
-        self.last_tsc = snapshot.tsc;
-    }
-
-    fn enabled_ns(&self) -> u64 {
-        let ns = u128::from(self.enabled_cycles) * 1_000_000_000 / u128::from(self.tsc_hz);
-        u64::try_from(ns).unwrap_or(u64::MAX)
-    }
-
-    /// Writes 0 to every counter the group holds, counter 0 first (on the P6 that stops
-    /// every counter at once). Returns the first error after trying them all.
-    fn clear(&self, shared: &mut Shared) -> Result<()> {
-        let mut first_error = None;
-        for &(counter, _) in self.program.iter().rev() {
-            if let Err(errno) = set_function(shared.device.as_mut(), counter, 0) {
-                let error = map_errno(
-                    &Operation::Set {
-                        counter,
-                        function: 0,
-                    },
-                    errno,
-                );
-                first_error.get_or_insert(error);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-}
-
-impl Group for PctrGroup {
-    fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    fn enable(&mut self) -> Result<()> {
-        if self.enabled {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut shared = lock(&shared);
-        for &(counter, word) in &self.program {
-            if let Err(errno) = set_function(shared.device.as_mut(), counter, word) {
-                let error = map_errno(
-                    &Operation::Set {
-                        counter,
-                        function: word,
-                    },
-                    errno,
-                );
-                let _ = self.clear(&mut shared);
-                return Err(error);
-            }
-        }
-        let snapshot = match self.read_device(&mut shared) {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                let _ = self.clear(&mut shared);
-                return Err(error);
-            }
-        };
-        self.baseline(&snapshot);
-        self.enabled = true;
-        Ok(())
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        if !self.enabled {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut shared = lock(&shared);
-        let read = self.read_device(&mut shared).and_then(|snapshot| {
-            self.check_functions(&snapshot)?;
-            self.accumulate(&snapshot);
-            Ok(())
-        });
-        let cleared = self.clear(&mut shared);
-        self.enabled = false;
-        read.and(cleared)
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        self.values.iter_mut().for_each(|value| *value = 0);
-        if !self.enabled {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut shared = lock(&shared);
-        // Write 0, then the function: the counter is zeroed whichever driver revision runs
-        // (the current one zeroes only when the function changes).
-        for &(counter, word) in &self.program {
-            for value in [0, word] {
-                set_function(shared.device.as_mut(), counter, value).map_err(|e| {
-                    map_errno(
-                        &Operation::Set {
-                            counter,
-                            function: value,
-                        },
-                        e,
-                    )
-                })?;
-            }
-        }
-        let snapshot = self.read_device(&mut shared)?;
-        self.enabled_cycles = self
-            .enabled_cycles
-            .saturating_add(snapshot.tsc.wrapping_sub(self.last_tsc));
-        self.baseline(&snapshot);
-        Ok(())
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        check_buffer("readings", self.slots.len(), readings.len())?;
-        if self.enabled {
-            let shared = Arc::clone(&self.shared);
-            let mut shared = lock(&shared);
-            let snapshot = self.read_device(&mut shared)?;
-            self.check_functions(&snapshot)?;
-            self.accumulate(&snapshot);
-        }
-        let ns = self.enabled_ns();
-        for (reading, &value) in readings.iter_mut().zip(&self.values) {
-            *reading = Reading::new(value, ns, ns);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for PctrGroup {
-    fn drop(&mut self) {
-        let shared = Arc::clone(&self.shared);
-        let mut shared = lock(&shared);
-        if self.enabled {
-            let _ = self.clear(&mut shared);
-        }
-        shared.in_use &= !self.owned;
+        let words: Vec<u32> = words.iter().map(|&(word, _)| word).collect();
+        Ok(PctrGroup::new(
+            Arc::clone(&self.shared),
+            self.abi,
+            events.iter().map(|r| r.name.clone()).collect(),
+            &placement,
+            &words,
+            self.width,
+            self.tsc,
+        ))
     }
 }

@@ -1,58 +1,8 @@
-//! The CPUs pctr drives, its two ABIs, and the bits of a function word.
+//! The CPUs pctr drives, and the bits of a function word.
 
 use std::fmt;
 
-/// Which `struct pctrst` (and so which `PCIOCRD`) the kernel speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Abi {
-    /// i386, 1998-2007: two counters, an idle count; `PCIOCRD` = `0x40286301`.
-    Legacy,
-    /// amd64 and i386 since 2007: four counter slots; `PCIOCRD` = `0x40386301`.
-    Current,
-}
-
-impl Abi {
-    /// The number of counter slots in `struct pctrst` (`PCTR_NUM`).
-    pub const fn slots(self) -> u32 {
-        match self {
-            Abi::Legacy => 2,
-            Abi::Current => 4,
-        }
-    }
-
-    /// The `PCIOCRD` request number of this ABI.
-    pub const fn read_request(self) -> u64 {
-        match self {
-            Abi::Legacy => crate::sys::PCIOCRD_LEGACY,
-            Abi::Current => crate::sys::PCIOCRD_CURRENT,
-        }
-    }
-
-    /// `legacy` or `current`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Abi::Legacy => "legacy",
-            Abi::Current => "current",
-        }
-    }
-}
-
-impl fmt::Display for Abi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The `PCIOCSn` request that sets counter `index`'s function, for indices 0-3.
-pub const fn set_request(index: u32) -> Option<u64> {
-    match index {
-        0 => Some(crate::sys::PCIOCS0),
-        1 => Some(crate::sys::PCIOCS1),
-        2 => Some(crate::sys::PCIOCS2),
-        3 => Some(crate::sys::PCIOCS3),
-        _ => None,
-    }
-}
+use crate::abi::Abi;
 
 /// The bits of a function word, as `machine/pctr.h` names them.
 pub mod function {
@@ -278,19 +228,10 @@ impl fmt::Display for CpuKind {
     }
 }
 
-/// The mask of a `bits`-wide counter (all ones for 64 and more).
-pub const fn width_mask(bits: u32) -> u64 {
-    if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    }
-}
-
 /// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
 /// only the low 8 bits of EDX), amd64's 56. (The P5 is read with `rdmsr`, unmasked; see
 /// [`CpuKind::read_with_rdmsr`].)
-pub const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
+pub(crate) const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
     match (abi, amd64) {
         (Abi::Current, true) => 56,
         _ => 40,
@@ -339,13 +280,9 @@ mod tests {
 
     #[test]
     fn masks() {
-        assert_eq!(width_mask(40), 0xff_ffff_ffff);
-        assert_eq!(width_mask(64), u64::MAX);
         assert_eq!(kernel_mask_bits(Abi::Current, true), 56);
         assert_eq!(kernel_mask_bits(Abi::Current, false), 40);
         assert_eq!(kernel_mask_bits(Abi::Legacy, false), 40);
-        assert_eq!(set_request(3), Some(0x8004_630b));
-        assert_eq!(set_request(4), None);
         // i386 cuts a 48-bit counter to 40 bits; amd64 keeps all 48; the P5 is not cut.
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, false), 40);
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, true), 48);

@@ -2,20 +2,8 @@
 
 use counterhal_hal::DeviceKind;
 
-use crate::cpu::Abi;
+use crate::abi::{Abi, IoctlArg, PctrStCurrent, PctrStLegacy, set_request};
 use crate::errno::Errno;
-use crate::sys::{PctrStCurrent, PctrStLegacy};
-
-/// The argument of one pctr ioctl, typed by the request's shape.
-#[derive(Debug)]
-pub enum IoctlArg<'a> {
-    /// `PCIOCRD` of the legacy ABI fills this.
-    ReadLegacy(&'a mut PctrStLegacy),
-    /// `PCIOCRD` of the current ABI fills this.
-    ReadCurrent(&'a mut PctrStCurrent),
-    /// `PCIOCSn` takes this function word.
-    Function(u32),
-}
 
 /// An open pctr device: the real `/dev/pctr` ([`RealDevice`]) or a model of the driver
 /// ([`DriverModel`](crate::DriverModel)).
@@ -40,22 +28,22 @@ pub trait PctrDevice: Send {
 
 /// One `PCIOCRD`, whichever ABI it came from, with the unused slots zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The functions as the CPU holds them.
-    pub functions: [u32; 4],
+    pub(crate) functions: [u32; 4],
     /// The time stamp counter.
-    pub tsc: u64,
+    pub(crate) tsc: u64,
     /// The counters, as the kernel returned them.
-    pub counters: [u64; 4],
+    pub(crate) counters: [u64; 4],
     /// Idle-loop iterations (legacy ABI only; 0 otherwise).
-    pub idle: u64,
+    pub(crate) idle: u64,
 }
 
 /// Issues `PCIOCRD` of `abi` on `device`.
 ///
 /// # Errors
 /// The driver's `errno` (`EINVAL` when the kernel speaks the other ABI).
-pub fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Snapshot, Errno> {
+pub(crate) fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Snapshot, Errno> {
     match abi {
         Abi::Legacy => {
             let mut st = PctrStLegacy::default();
@@ -98,7 +86,7 @@ pub fn detect_abi(device: &mut dyn PctrDevice) -> Result<Abi, Errno> {
 /// # Errors
 /// The driver's `errno`; `EINVAL` without a call for a counter above 3 (no request exists).
 pub fn set_function(device: &mut dyn PctrDevice, counter: u32, function: u32) -> Result<(), Errno> {
-    let request = crate::cpu::set_request(counter).ok_or(Errno::EINVAL)?;
+    let request = set_request(counter).ok_or(Errno::EINVAL)?;
     device.ioctl(request, IoctlArg::Function(function))
 }
 

@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use counterhal_hal::{DeviceKind, Error, Result as HalResult};
 
-use crate::cpu::{Abi, CpuKind, function, kernel_mask_bits, read_width, width_mask};
-use crate::device::{IoctlArg, PctrDevice};
+use counterhal_x86::width_mask;
+
+use crate::abi::{self, Abi, IoctlArg};
+use crate::cpu::{CpuKind, function, kernel_mask_bits, read_width};
+use crate::device::PctrDevice;
 use crate::errno::Errno;
-use crate::sys;
 
 /// The CPU a [`DriverModel`] pretends to be: the same list as [`CpuKind`].
 pub type ModelCpu = CpuKind;
@@ -21,7 +23,7 @@ pub type ModelCpu = CpuKind;
 pub const MODEL_TSC_HZ: u64 = 2_000_000_000;
 
 /// How far the model's TSC advances on every ioctl, by default (the cost of the system call).
-pub const MODEL_IOCTL_CYCLES: u64 = 1_000;
+pub(crate) const MODEL_IOCTL_CYCLES: u64 = 1_000;
 
 /// How many of the most recent `PCIOCSn` calls a model remembers.
 pub const MODEL_SET_LOG: usize = 256;
@@ -91,8 +93,8 @@ impl ModelConfig {
         Ok(ModelConfig { abi, amd64, ..self })
     }
 
-    /// The same CPU under an i386 kernel, whose `rdpmc` keeps 40 bits (see
-    /// [`kernel_mask_bits`]) and whose current driver zeroes a counter on every set.
+    /// The same CPU under an i386 kernel, whose `rdpmc` keeps 40 bits and whose current driver
+    /// zeroes a counter on every set.
     pub const fn i386(self) -> ModelConfig {
         ModelConfig {
             amd64: false,
@@ -261,7 +263,7 @@ impl ModelState {
             return Err(Errno::ENODEV);
         }
         // pctrsel: the index first (EINVAL), then the descriptor's mode (EPERM), then the bits.
-        let index = (request - sys::PCIOCS0) as u32;
+        let index = (request - abi::PCIOCS0) as u32;
         if index >= self.cpu.counters() {
             return Err(Errno::EINVAL);
         }
@@ -286,15 +288,15 @@ impl ModelState {
     fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>, writable: bool) -> Result<(), Errno> {
         self.tsc = self.tsc.wrapping_add(self.ioctl_cycles);
         let abi = self.config.abi;
-        let last_set = sys::PCIOCS0 + u64::from(abi.slots()) - 1;
+        let last_set = abi::PCIOCS0 + u64::from(abi.slots()) - 1;
         if request == abi.read_request() {
-            if !sys::arg_matches(request, &arg) {
+            if !abi::arg_matches(request, &arg) {
                 return Err(Errno::EINVAL);
             }
             self.reads += 1;
             self.read(arg);
             Ok(())
-        } else if (sys::PCIOCS0..=last_set).contains(&request) {
+        } else if (abi::PCIOCS0..=last_set).contains(&request) {
             let IoctlArg::Function(value) = arg else {
                 return Err(Errno::EINVAL);
             };
@@ -302,7 +304,7 @@ impl ModelState {
             if self.sets.len() == MODEL_SET_LOG {
                 self.sets.pop_front();
             }
-            let counter = (request - sys::PCIOCS0) as u32;
+            let counter = (request - abi::PCIOCS0) as u32;
             self.sets.push_back(SetRecord {
                 request,
                 counter,
@@ -320,7 +322,7 @@ impl ModelState {
         let kernel_mask = self.kernel_mask();
         match arg {
             IoctlArg::ReadLegacy(st) => {
-                *st = sys::PctrStLegacy::default();
+                *st = abi::PctrStLegacy::default();
                 st.pctr_tsc = self.tsc;
                 st.pctr_idl = self.idle;
                 for index in 0..n.min(2) {
@@ -329,7 +331,7 @@ impl ModelState {
                 }
             }
             IoctlArg::ReadCurrent(st) => {
-                *st = sys::PctrStCurrent::default();
+                *st = abi::PctrStCurrent::default();
                 st.pctr_tsc = self.tsc;
                 for index in 0..n.min(4) {
                     st.pctr_fn[index] = self.functions[index];
@@ -481,7 +483,7 @@ impl ModelHandle {
         MODEL_TSC_HZ
     }
 
-    /// Sets how far the TSC advances on every ioctl (default [`MODEL_IOCTL_CYCLES`]).
+    /// Sets how far the TSC advances on every ioctl (default 1,000 cycles).
     pub fn set_ioctl_cycles(&self, cycles: u64) {
         self.lock().ioctl_cycles = cycles;
     }

@@ -7,9 +7,13 @@ use counterhal_events::{CpuIdentity, Database, EncoderKind, Vendor};
 #[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_hal::{Error, ErrorKind, Result};
 
+#[cfg_attr(not(unix), allow(unused_imports))]
+use crate::abi::Abi;
 use crate::backend::PctrBackend;
 #[cfg_attr(not(unix), allow(unused_imports))]
-use crate::cpu::{Abi, CpuKind, read_width};
+use crate::cpu::{CpuKind, read_width};
+#[cfg_attr(not(unix), allow(unused_imports))]
+use counterhal_x86::{TscFrequency, TscSource};
 
 /// What CPUID says about this CPU, as far as pctr cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,42 +29,17 @@ pub struct CpuFacts {
 impl CpuFacts {
     /// This CPU's facts, from CPUID; `None` on a CPU without CPUID (not x86).
     pub fn this_cpu() -> Option<CpuFacts> {
-        let leaf0 = crate::sys::cpuid(0)?;
-        let mut vendor_bytes = Vec::with_capacity(12);
-        for register in [leaf0[1], leaf0[3], leaf0[2]] {
-            vendor_bytes.extend_from_slice(&register.to_le_bytes());
-        }
-        let vendor = Vendor::from_cpuid(&String::from_utf8_lossy(&vendor_bytes));
-        let signature = if leaf0[0] >= 1 {
-            crate::sys::cpuid(1)?[0]
-        } else {
-            0
-        };
-        let base_family = (signature >> 8) & 0xf;
-        let base_model = (signature >> 4) & 0xf;
-        let family = if base_family == 0xf {
-            base_family + ((signature >> 20) & 0xff)
-        } else {
-            base_family
-        };
-        let model = if base_family == 0x6 || base_family == 0xf {
-            base_model | (((signature >> 16) & 0xf) << 4)
-        } else {
-            base_model
-        };
-        let (version, width) = if vendor == Vendor::Intel && leaf0[0] >= 0xa {
-            let eax = crate::sys::cpuid(0xa)?[0];
+        let cpuid = counterhal_x86::CpuidInstruction;
+        let identified = counterhal_x86::identify(&cpuid).ok()?;
+        let intel = identified.identity.vendor == Vendor::Intel;
+        let (version, width) = if intel && identified.max_basic_leaf >= 0xa {
+            let eax = counterhal_x86::CpuidSource::cpuid(&cpuid, 0xa, 0).ok()?.eax;
             (eax & 0xff, (eax >> 16) & 0xff)
         } else {
             (0, 0)
         };
         Some(CpuFacts {
-            identity: CpuIdentity {
-                vendor,
-                family,
-                model,
-                stepping: signature & 0xf,
-            },
+            identity: identified.identity,
             arch_perfmon_version: version,
             arch_perfmon_width: width,
         })
@@ -223,35 +202,27 @@ pub fn probe_path(
     let (kind, hardware_width) = facts.kind_under(abi)?;
     let width = read_width(kind, hardware_width, abi, cfg!(target_arch = "x86_64"));
     let cpu_id = choose_model_id(&db, cpu, &facts, kind)?;
-    let tsc_hz = match crate::sys::tsc_frequency() {
-        Some(hz) => hz,
+    let tsc = match crate::sys::tsc_frequency() {
+        Some(hz) => TscFrequency::new(hz, TscSource::Kernel),
         None => calibrate_tsc(&mut device, abi)?,
     };
     let device: Box<dyn PctrDevice> = Box::new(device);
-    PctrBackend::from_device(db, kind, Some(cpu_id), device, width, tsc_hz)
+    PctrBackend::from_device(db, kind, Some(cpu_id), device, width, tsc)
 }
 
 /// Measures the TSC frequency against the monotonic clock over 50 ms, when the kernel does not
 /// export `machdep.tscfreq`.
 #[cfg(unix)]
-fn calibrate_tsc(device: &mut dyn crate::device::PctrDevice, abi: Abi) -> Result<u64> {
+fn calibrate_tsc(device: &mut dyn crate::device::PctrDevice, abi: Abi) -> Result<TscFrequency> {
     use crate::device::read_snapshot;
     use crate::errno::{Operation, map_errno};
 
-    let map = |e| map_errno(&Operation::Read, e);
-    let start = std::time::Instant::now();
-    let first = read_snapshot(device, abi).map_err(map)?;
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let second = read_snapshot(device, abi).map_err(map)?;
-    let nanos = start.elapsed().as_nanos().max(1);
-    let cycles = u128::from(second.tsc.wrapping_sub(first.tsc));
-    let hz = u64::try_from(cycles * 1_000_000_000 / nanos).unwrap_or(0);
-    if hz == 0 {
-        return Err(Error::unsupported(
-            "the TSC does not advance, so times cannot be measured",
-        ));
-    }
-    Ok(hz)
+    let read = || {
+        read_snapshot(device, abi)
+            .map(|snapshot| snapshot.tsc)
+            .map_err(|e| map_errno(&Operation::Read, e))
+    };
+    TscFrequency::measure(read, std::time::Duration::from_millis(50))
 }
 
 #[cfg(test)]

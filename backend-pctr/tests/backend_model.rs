@@ -12,7 +12,7 @@ use counterhal_hal::{
 use counterhal_pctr::abi::{PCIOCS0, PCIOCS1};
 use counterhal_pctr::{
     Abi, MAX_EVENTS_PER_CYCLE, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, PctrBackend,
-    PctrGroup, ResetPolicy, function,
+    PctrGroup, ResetPolicy, TscFrequency, TscSource, function,
 };
 
 const U: u32 = function::U;
@@ -24,6 +24,16 @@ const KINDS: [ModelCpu; 4] = [
     ModelCpu::IntelArch,
     ModelCpu::Amd,
 ];
+
+/// The model's TSC frequency.
+fn model_tsc() -> TscFrequency {
+    TscFrequency::new(MODEL_TSC_HZ, TscSource::Model)
+}
+
+/// A TSC frequency of `hz` (as a kernel would report it).
+fn hz(hz: u64) -> TscFrequency {
+    TscFrequency::new(hz, TscSource::Kernel)
+}
 
 fn db() -> Arc<Database> {
     Arc::new(Database::shipped().expect("the shipped database loads"))
@@ -299,7 +309,10 @@ fn wrap_across_many_reads_adds_up() {
 #[test]
 fn times_come_from_the_tsc() {
     let (backend, model) = PctrBackend::with_model(db(), ModelCpu::Amd);
-    assert_eq!(backend.tsc_hz(), MODEL_TSC_HZ);
+    assert_eq!(
+        backend.tsc(),
+        TscFrequency::new(MODEL_TSC_HZ, TscSource::Model)
+    );
     let mut group = open(&backend, &[instructions(ModelCpu::Amd, true, true)]).unwrap();
     assert_eq!(group.read_to_vec().unwrap()[0], Reading::new(0, 0, 0));
     model.set_ioctl_cycles(0);
@@ -527,7 +540,7 @@ fn read_only_device_is_permission_denied() {
         None,
         Box::new(model.open(false)),
         40,
-        MODEL_TSC_HZ,
+        model_tsc(),
     )
     .unwrap();
     let error = open(&backend, &[instructions(ModelCpu::P6, true, true)]).unwrap_err();
@@ -547,29 +560,41 @@ fn cpu_without_counters_is_unsupported() {
 fn from_device_detects_and_checks_the_abi() {
     for cpu in KINDS {
         let model = ModelHandle::new(cpu);
-        let backend = PctrBackend::from_device(
-            db(),
-            cpu,
-            None,
-            Box::new(model.open(true)),
-            40,
-            MODEL_TSC_HZ,
-        )
-        .unwrap();
+        let backend =
+            PctrBackend::from_device(db(), cpu, None, Box::new(model.open(true)), 40, model_tsc())
+                .unwrap();
         assert_eq!(backend.abi(), cpu.abi());
         assert_eq!(backend.cpu_id(), cpu.default_model_id());
     }
     let model = ModelHandle::new(ModelCpu::Amd);
-    let error =
-        PctrBackend::from_device(db(), ModelCpu::P6, None, Box::new(model.open(true)), 40, 1)
-            .unwrap_err();
+    let error = PctrBackend::from_device(
+        db(),
+        ModelCpu::P6,
+        None,
+        Box::new(model.open(true)),
+        40,
+        hz(1),
+    )
+    .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
     assert!(error.message().contains("current"), "{error}");
-    let bad_width =
-        PctrBackend::from_device(db(), ModelCpu::Amd, None, Box::new(model.open(true)), 0, 1);
+    let bad_width = PctrBackend::from_device(
+        db(),
+        ModelCpu::Amd,
+        None,
+        Box::new(model.open(true)),
+        0,
+        hz(1),
+    );
     assert_eq!(bad_width.unwrap_err().kind(), ErrorKind::InvalidInput);
-    let bad_hz =
-        PctrBackend::from_device(db(), ModelCpu::Amd, None, Box::new(model.open(true)), 48, 0);
+    let bad_hz = PctrBackend::from_device(
+        db(),
+        ModelCpu::Amd,
+        None,
+        Box::new(model.open(true)),
+        48,
+        hz(0),
+    );
     assert_eq!(bad_hz.unwrap_err().kind(), ErrorKind::InvalidInput);
 }
 
@@ -677,7 +702,7 @@ fn from_device_accepts_a_p5_on_either_abi() {
             None,
             Box::new(model.open(true)),
             40,
-            MODEL_TSC_HZ,
+            model_tsc(),
         )
         .unwrap();
         assert_eq!(backend.abi(), config.abi());
@@ -688,9 +713,15 @@ fn from_device_accepts_a_p5_on_either_abi() {
     }
     // A P6 is driven by the legacy driver only.
     let model = ModelHandle::with_config(p5_current_config());
-    let error =
-        PctrBackend::from_device(db(), ModelCpu::P6, None, Box::new(model.open(true)), 40, 1)
-            .unwrap_err();
+    let error = PctrBackend::from_device(
+        db(),
+        ModelCpu::P6,
+        None,
+        Box::new(model.open(true)),
+        40,
+        hz(1),
+    )
+    .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
     assert!(error.message().contains("p6"), "{error}");
 }
@@ -739,15 +770,9 @@ fn i386_kernel_mask_sets_the_wrap_width() {
 fn accumulating_at_the_hardware_width_on_i386_goes_wrong() {
     let cpu = ModelCpu::IntelArch;
     let model = ModelHandle::with_config(ModelConfig::new(cpu).i386());
-    let backend = PctrBackend::from_device(
-        db(),
-        cpu,
-        None,
-        Box::new(model.open(true)),
-        48,
-        MODEL_TSC_HZ,
-    )
-    .unwrap();
+    let backend =
+        PctrBackend::from_device(db(), cpu, None, Box::new(model.open(true)), 48, model_tsc())
+            .unwrap();
     let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
     group.enable().unwrap();
     model.set_counter(0, (1 << 40) - 50);
@@ -779,7 +804,7 @@ fn legacy_tsc_only_cpu_is_unsupported() {
         None,
         Box::new(model.open(false)),
         40,
-        MODEL_TSC_HZ,
+        model_tsc(),
     )
     .unwrap();
     assert_eq!(backend.abi(), Abi::Legacy);

@@ -9,8 +9,42 @@ use counterhal_pctr::abi::{
 };
 use counterhal_pctr::{
     Abi, Errno, IoctlArg, ModelConfig, ModelCpu, ModelHandle, PctrDevice, ResetPolicy, detect_abi,
-    function, read_snapshot, set_function,
+    function, set_function,
 };
+
+/// One `PCIOCRD` of `abi` through the ABI's own structs, the unused slots zero.
+#[derive(Debug)]
+struct Read {
+    functions: [u32; 4],
+    tsc: u64,
+    counters: [u64; 4],
+    idle: u64,
+}
+
+fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Read, Errno> {
+    match abi {
+        Abi::Legacy => {
+            let mut st = PctrStLegacy::default();
+            device.ioctl(PCIOCRD_LEGACY, IoctlArg::ReadLegacy(&mut st))?;
+            Ok(Read {
+                functions: [st.pctr_fn[0], st.pctr_fn[1], 0, 0],
+                tsc: st.pctr_tsc,
+                counters: [st.pctr_hwc[0], st.pctr_hwc[1], 0, 0],
+                idle: st.pctr_idl,
+            })
+        }
+        Abi::Current => {
+            let mut st = PctrStCurrent::default();
+            device.ioctl(PCIOCRD_CURRENT, IoctlArg::ReadCurrent(&mut st))?;
+            Ok(Read {
+                functions: st.pctr_fn,
+                tsc: st.pctr_tsc,
+                counters: st.pctr_hwc,
+                idle: 0,
+            })
+        }
+    }
+}
 
 const U: u32 = function::U;
 const K: u32 = function::K;

@@ -147,7 +147,7 @@ impl fmt::Display for Report {
 }
 
 /// Whether `COUNTERHAL_REQUIRE` names `hardware`: hardware cases may not be skipped (the
-/// policy of [`skip`], which every test's skips follow).
+/// policy of [`mod@skip`], which every test's skips follow).
 pub fn hardware_required() -> bool {
     skip::required(skip::Need::Hardware)
 }

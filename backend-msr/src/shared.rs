@@ -1,0 +1,61 @@
+//! What a backend and its groups share: the device behind the allow-list, the decoded PMU, the
+//! TSC frequency, and the table of counters open groups claim on each CPU.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use counterhal_events::Database;
+use counterhal_hal::{Capabilities, Result};
+
+use crate::allow::AllowList;
+use crate::device::{Access, MsrDevice};
+use crate::pmu::{PmuInfo, TscFrequency};
+
+/// Counters claimed by open groups, per CPU (bit `i` = counter `i`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CpuClaims {
+    pub(crate) gp: u32,
+    pub(crate) fixed: u32,
+}
+
+/// Claims, and the lock that serialises read-modify-write of shared registers.
+pub(crate) type Claims = Arc<Mutex<HashMap<u32, CpuClaims>>>;
+
+/// One table for every real device in the process: two backends probed separately still see
+/// each other's counters.
+pub(crate) fn real_claims() -> Claims {
+    static CLAIMS: OnceLock<Claims> = OnceLock::new();
+    Arc::clone(CLAIMS.get_or_init(Claims::default))
+}
+
+/// What a backend and its groups share: the device, the decoded PMU, the allow-list, the
+/// TSC, the event database and the claims.
+pub(crate) struct Shared {
+    pub(crate) capabilities: Capabilities,
+    pub(crate) db: Arc<Database>,
+    pub(crate) device: Arc<dyn MsrDevice>,
+    pub(crate) cpuid: String,
+    pub(crate) pmu: PmuInfo,
+    pub(crate) allow: AllowList,
+    pub(crate) tsc: TscFrequency,
+    pub(crate) cpu_model: Option<String>,
+    pub(crate) claims: Claims,
+}
+
+impl Shared {
+    pub(crate) fn read(&self, cpu: u32, msr: u32) -> Result<u64> {
+        self.allow.check(msr, Access::Read)?;
+        self.device.read(cpu, msr)
+    }
+
+    pub(crate) fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
+        self.allow.check(msr, Access::Write)?;
+        self.device.write(cpu, msr, value)
+    }
+
+    pub(crate) fn lock_claims(&self) -> MutexGuard<'_, HashMap<u32, CpuClaims>> {
+        self.claims
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

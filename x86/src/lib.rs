@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+pub mod assign;
+pub mod counter;
+pub mod cpuid;
+pub mod signature;
+pub mod tsc;
+
+pub use assign::{CounterRef, Counters, Demand, Placement, assign};
+pub use counter::{counter_delta, is_backward_step, width_mask};
+pub use cpuid::{CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
+pub use signature::{Identified, cpu_identity, decode_signature, identify};
+pub use tsc::{TscFrequency, TscSource};

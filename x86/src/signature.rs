@@ -1,0 +1,135 @@
+//! Who made the CPU and which one it is: the vendor string (CPUID leaf 0) and the display
+//! family, model and stepping (leaf 1's signature), by the Intel SDM's and AMD APM's rule.
+
+use counterhal_events::{CpuIdentity, Vendor};
+use counterhal_hal::Result;
+
+use crate::cpuid::{CpuidResult, CpuidSource};
+
+/// A CPU's identity with the two leaves it came from, which PMU decoders read further.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identified {
+    /// Vendor, display family, display model and stepping.
+    pub identity: CpuIdentity,
+    /// The highest basic leaf (CPUID.0:EAX).
+    pub max_basic_leaf: u32,
+    /// Leaf 1's registers (zeros when the CPU has no leaf 1).
+    pub leaf1: CpuidResult,
+}
+
+/// The vendor named by leaf 0's EBX, EDX, ECX (`GenuineIntel`, `AuthenticAMD`, ...).
+pub fn vendor(leaf0: CpuidResult) -> Vendor {
+    let mut bytes = Vec::with_capacity(12);
+    for word in [leaf0.ebx, leaf0.edx, leaf0.ecx] {
+        bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    Vendor::from_cpuid(String::from_utf8_lossy(&bytes).trim_end_matches('\0'))
+}
+
+/// The display family, model and stepping of `vendor`'s CPU with signature `eax`
+/// (CPUID.1:EAX).
+///
+/// The rule of the Intel SDM (vol. 2A, CPUID) and the AMD APM (vol. 3, CPUID Fn0000_0001):
+/// the display family is the base family, plus the extended family when the base family is
+/// 0xF; the display model is the base model, with the extended model as its high nibble when
+/// the base family is 0xF, or (Intel only; AMD leaves the extended model reserved below 0xF)
+/// when it is 6. Other vendors are read by Intel's rule.
+pub fn decode_signature(vendor: Vendor, eax: u32) -> CpuIdentity {
+    let base_family = (eax >> 8) & 0xF;
+    let base_model = (eax >> 4) & 0xF;
+    let extended_model = (eax >> 16) & 0xF;
+    let extended_family = (eax >> 20) & 0xFF;
+    let family = if base_family == 0xF {
+        base_family + extended_family
+    } else {
+        base_family
+    };
+    let fold = match &vendor {
+        Vendor::Amd => base_family == 0xF,
+        _ => base_family == 0xF || base_family == 6,
+    };
+    let model = if fold {
+        (extended_model << 4) | base_model
+    } else {
+        base_model
+    };
+    CpuIdentity {
+        vendor,
+        family,
+        model,
+        stepping: eax & 0xF,
+    }
+}
+
+/// Reads leaves 0 and 1 from `cpuid` and decodes the identity.
+///
+/// # Errors
+/// The source's errors ([`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) off
+/// x86 for the instruction).
+pub fn identify(cpuid: &dyn CpuidSource) -> Result<Identified> {
+    let leaf0 = cpuid.cpuid(0, 0)?;
+    let leaf1 = if leaf0.eax >= 1 {
+        cpuid.cpuid(1, 0)?
+    } else {
+        CpuidResult::default()
+    };
+    Ok(Identified {
+        identity: decode_signature(vendor(leaf0), leaf1.eax),
+        max_basic_leaf: leaf0.eax,
+        leaf1,
+    })
+}
+
+/// The CPU's vendor, family, model and stepping, whatever its PMU.
+///
+/// # Errors
+/// As [`identify`].
+pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
+    identify(cpuid).map(|identified| identified.identity)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(vendor: Vendor, eax: u32) -> (u32, u32, u32) {
+        let id = decode_signature(vendor, eax);
+        (id.family, id.model, id.stepping)
+    }
+
+    /// Signatures checked by hand against the vendors' tables.
+    #[test]
+    fn the_sdm_and_apm_rule() {
+        // Kaby Lake (Core i7-7700K): family 6 model 0x9E stepping 9.
+        assert_eq!(decode(Vendor::Intel, 0x0009_06E9), (6, 0x9E, 9));
+        // Pentium III Coppermine: family 6 model 8, no extended model.
+        assert_eq!(decode(Vendor::Intel, 0x0000_0683), (6, 8, 3));
+        // Pentium 4 (NetBurst): family 0xF model 2.
+        assert_eq!(decode(Vendor::Intel, 0x0000_0F29), (0xF, 2, 9));
+        // Pentium (P5): family 5 model 2; the extended fields do not apply.
+        assert_eq!(decode(Vendor::Intel, 0x0001_0525), (5, 2, 5));
+        // Zen 3 (EPYC 7003): family 0x19 model 0x01 stepping 1; Ryzen 5000: model 0x21.
+        assert_eq!(decode(Vendor::Amd, 0x00A0_0F11), (0x19, 0x01, 1));
+        assert_eq!(decode(Vendor::Amd, 0x00A2_0F12), (0x19, 0x21, 2));
+        // K8 (Athlon 64 X2): family 0xF model 0x23.
+        assert_eq!(decode(Vendor::Amd, 0x0002_0F32), (0xF, 0x23, 2));
+        // K7 (Athlon): family 6 model 6; AMD does not fold below family 0xF, so a stray
+        // extended model there changes nothing.
+        assert_eq!(decode(Vendor::Amd, 0x0000_0662), (6, 6, 2));
+        assert_eq!(decode(Vendor::Amd, 0x0001_0662), (6, 6, 2));
+        assert_eq!(decode(Vendor::Intel, 0x0001_0662), (6, 0x16, 2));
+    }
+
+    #[test]
+    fn vendors_from_leaf_zero() {
+        let intel = CpuidResult::new(0xA, 0x756e_6547, 0x6c65_746e, 0x4965_6e69);
+        assert_eq!(vendor(intel), Vendor::Intel);
+        let amd = CpuidResult::new(
+            0x10,
+            u32::from_le_bytes(*b"Auth"),
+            u32::from_le_bytes(*b"cAMD"),
+            u32::from_le_bytes(*b"enti"),
+        );
+        assert_eq!(vendor(amd), Vendor::Amd);
+    }
+}
