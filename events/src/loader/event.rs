@@ -1,0 +1,203 @@
+//! A model's native events and their unit masks, validated against the model.
+
+use counterhal_hal::{CounterSet, Error};
+
+use super::header::{counter_set, fixed_counter};
+use super::schema::EventDoc;
+use super::source::{Source, number};
+use crate::model::{
+    CpuModel, EncoderKind, EventFlags, NativeEvent, PmuDescription, UnitMask, UnitMaskClass,
+};
+
+pub(super) fn native_event(
+    source: &Source<'_>,
+    encoder: EncoderKind,
+    pmu: &PmuDescription,
+    doc: &EventDoc,
+) -> Result<NativeEvent, Error> {
+    let name = doc.name.get_ref().trim().to_string();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(source.error(
+            doc.name.span(),
+            "name",
+            format!("`{name}` is not a valid event name (letters, digits, _)"),
+        ));
+    }
+    let max = i64::from(encoder.max_event_code());
+    let code = *doc.code.get_ref();
+    if !(0..=max).contains(&code) {
+        return Err(source.error(
+            doc.code.span(),
+            "code",
+            format!(
+                "event code {code:#x} of `{name}` is out of range for encoder {} (0..={max:#x})",
+                encoder.name()
+            ),
+        ));
+    }
+    let code = u16::try_from(code).unwrap_or(0);
+    let mut flags = EventFlags::default();
+    for flag in &doc.flags {
+        match flag.get_ref().as_str() {
+            "umask_required" => flags.umask_required = true,
+            "mesi" => flags.mesi = true,
+            "any_initiator" => flags.any_initiator = true,
+            "exclusive" => flags.exclusive = true,
+            other => {
+                return Err(source.error(
+                    flag.span(),
+                    "flags",
+                    format!("unknown flag `{other}`; one of umask_required, mesi, any_initiator, exclusive"),
+                ));
+            }
+        }
+    }
+    if encoder == EncoderKind::P5
+        && (doc.umask.is_some() || !doc.umasks.is_empty() || flags.mesi || flags.any_initiator)
+    {
+        return Err(source.error(
+            doc.name.span(),
+            "umasks",
+            format!("`{name}`: P5 events take no unit masks"),
+        ));
+    }
+    let base_umask = match &doc.umask {
+        Some(v) => number(source, v, "umask", 0xff)?,
+        None => 0,
+    };
+    let counters = match &doc.counters {
+        Some(v) => counter_set(source, pmu, v)?,
+        None => CounterSet::first(pmu.general_counters),
+    };
+    let fixed = match &doc.fixed {
+        Some(v) => Some(fixed_counter(source, pmu, v)?),
+        None => None,
+    };
+    if counters.is_empty() && fixed.is_none() {
+        return Err(source.error(
+            doc.name.span(),
+            "counters",
+            format!("`{name}` has no counter: give `counters` or `fixed`"),
+        ));
+    }
+    let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
+    for umask in &doc.umasks {
+        let u = umask.get_ref();
+        let uname = u.name.get_ref().trim().to_string();
+        if uname.is_empty() || !uname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(source.error(
+                u.name.span(),
+                "name",
+                format!("`{uname}` is not a valid unit-mask name"),
+            ));
+        }
+        if uname.len() == 1 || matches!(uname.to_ascii_lowercase().as_str(), "uk" | "ku") {
+            return Err(source.error(
+                u.name.span(),
+                "name",
+                format!("unit mask `{uname}` would shadow a modifier; use a longer name"),
+            ));
+        }
+        if unit_masks
+            .iter()
+            .any(|m| m.name.eq_ignore_ascii_case(&uname))
+        {
+            return Err(source.error(
+                u.name.span(),
+                "name",
+                format!("duplicate unit mask `{uname}` in event `{name}`"),
+            ));
+        }
+        let ucode = number(source, &u.code, "code", 0xff)?;
+        let cmask = match &u.cmask {
+            Some(v) => number(source, v, "cmask", 0xff)?,
+            None => 0,
+        };
+        let ufixed = match &u.fixed {
+            Some(v) => Some(fixed_counter(source, pmu, v)?),
+            None => None,
+        };
+        unit_masks.push(UnitMask {
+            name: uname,
+            code: ucode,
+            description: u.desc.clone(),
+            default: u.default,
+            cmask,
+            edge: u.edge,
+            invert: u.inv,
+            fixed: ufixed,
+            class: UnitMaskClass::Plain,
+        });
+    }
+    if flags.mesi {
+        for (mname, bit, what) in [
+            ("MODIFIED", 0x08, "modified"),
+            ("EXCLUSIVE", 0x04, "exclusive"),
+            ("SHARED", 0x02, "shared"),
+            ("INVALID", 0x01, "invalid"),
+        ] {
+            unit_masks.push(state_mask(
+                mname,
+                bit,
+                &format!("lines in {what} state"),
+                UnitMaskClass::CacheState,
+            ));
+        }
+    }
+    if flags.any_initiator {
+        unit_masks.push(state_mask(
+            "ANY_INITIATOR",
+            0x20,
+            "bus transactions of any agent, not only this processor",
+            UnitMaskClass::AnyInitiator,
+        ));
+    }
+    Ok(NativeEvent {
+        name,
+        code,
+        base_umask,
+        description: doc.desc.clone(),
+        counters,
+        fixed,
+        flags,
+        unit_masks,
+    })
+}
+
+pub(super) fn state_mask(name: &str, code: u8, description: &str, class: UnitMaskClass) -> UnitMask {
+    UnitMask {
+        name: name.to_string(),
+        code,
+        description: description.to_string(),
+        default: false,
+        cmask: 0,
+        edge: false,
+        invert: false,
+        fixed: None,
+        class,
+    }
+}
+
+pub(super) fn check_event_fits(model: &CpuModel, event: &NativeEvent) -> Result<(), String> {
+    if event.code > model.encoder.max_event_code() {
+        return Err(format!(
+            "event code {:#x} is out of range for encoder {}",
+            event.code,
+            model.encoder.name()
+        ));
+    }
+    if event
+        .counters
+        .iter()
+        .any(|c| c >= model.pmu.general_counters)
+    {
+        return Err(format!(
+            "counters {} exceed the PMU's {}",
+            event.counters, model.pmu.general_counters
+        ));
+    }
+    if model.encoder == EncoderKind::P5 && !event.unit_masks.is_empty() {
+        return Err("P5 events take no unit masks".to_string());
+    }
+    Ok(())
+}

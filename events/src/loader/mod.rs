@@ -1,0 +1,256 @@
+//! Reading `events.toml` files: the schema (serde), validation, and errors that name
+//! file:line:column and the key.
+
+mod event;
+mod header;
+mod mapping;
+mod schema;
+mod source;
+
+use counterhal_hal::Error;
+
+use crate::model::{CpuModel, EncoderKind};
+use event::{check_event_fits, native_event};
+use header::{match_rule, pmu_description};
+use mapping::{check_term, mapping};
+use schema::{CpuDoc, FileDoc};
+pub(crate) use source::Source;
+
+/// Which ids the layer being loaded defined so far (a model id used twice in one layer is an
+/// error; a later layer overrides an earlier one).
+#[derive(Default)]
+pub(crate) struct Layer {
+    ids: Vec<String>,
+}
+
+/// Where [`load_file`] puts the models it reads: a plain vector, or the database's list, whose
+/// lazily parsed shipped models are parsed in full before a file may change them.
+pub(crate) trait ModelSet {
+    /// The index of the model with this id (case-insensitive), made ready for changes.
+    fn position(&mut self, id: &str) -> Result<Option<usize>, Error>;
+    /// Adds a new model; returns its index.
+    fn push(&mut self, model: CpuModel) -> usize;
+    /// The model at `index` (from [`ModelSet::position`] or [`ModelSet::push`]).
+    fn get_mut(&mut self, index: usize) -> &mut CpuModel;
+}
+
+impl ModelSet for Vec<CpuModel> {
+    fn position(&mut self, id: &str) -> Result<Option<usize>, Error> {
+        Ok(self.iter().position(|m| m.id.eq_ignore_ascii_case(id)))
+    }
+
+    fn push(&mut self, model: CpuModel) -> usize {
+        Vec::push(self, model);
+        self.len() - 1
+    }
+
+    fn get_mut(&mut self, index: usize) -> &mut CpuModel {
+        &mut self[index]
+    }
+}
+
+/// Loads one file into `models`.
+pub(crate) fn load_file(
+    models: &mut impl ModelSet,
+    layer: &mut Layer,
+    source: &Source<'_>,
+) -> Result<(), Error> {
+    let doc: FileDoc = toml::from_str(source.text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let message = e.message().trim().to_string();
+        let key = key_at(source.text, span.start);
+        source.error(span, &key, message)
+    })?;
+    for cpu in doc.cpu {
+        let cpu = cpu.into_inner();
+        load_cpu(models, layer, source, cpu)?;
+    }
+    Ok(())
+}
+
+/// The key on the line of `offset`, for toml's own errors (best effort).
+fn key_at(text: &str, offset: usize) -> String {
+    let start = text
+        .get(..offset.min(text.len()))
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let line = text
+        .get(start..)
+        .and_then(|t| t.lines().next())
+        .unwrap_or("");
+    let line = line.trim();
+    let key = line
+        .split('=')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_matches(|c| c == '[' || c == ']');
+    if key.is_empty() {
+        "(document)".to_string()
+    } else {
+        key.to_string()
+    }
+}
+
+fn load_cpu(
+    models: &mut impl ModelSet,
+    layer: &mut Layer,
+    source: &Source<'_>,
+    doc: CpuDoc,
+) -> Result<(), Error> {
+    let id = doc.id.get_ref().trim().to_string();
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!("`{id}` is not a valid model id (letters, digits, _ - .)"),
+        ));
+    }
+    if layer.ids.iter().any(|i| i.eq_ignore_ascii_case(&id)) {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!("model id `{id}` is used twice"),
+        ));
+    }
+    layer.ids.push(id.clone());
+    let existing = models.position(&id)?;
+    let encoder = match &doc.encoder {
+        Some(name) => Some(EncoderKind::from_name(name.get_ref()).ok_or_else(|| {
+            source.error(
+                name.span(),
+                "encoder",
+                format!(
+                    "unknown encoder `{}`; one of p5, p6, intel-arch, amd64",
+                    name.get_ref()
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let pmu = match &doc.pmu {
+        Some(pmu) => Some(pmu_description(source, pmu.get_ref())?),
+        None => None,
+    };
+    let index = match existing {
+        Some(i) => i,
+        None => {
+            let (Some(encoder), Some(pmu)) = (encoder, pmu) else {
+                return Err(source.error(
+                    doc.id.span(),
+                    "id",
+                    format!("new model `{id}` needs `encoder` and `pmu`"),
+                ));
+            };
+            models.push(CpuModel {
+                id: id.clone(),
+                description: String::new(),
+                encoder,
+                pmu,
+                rules: Vec::new(),
+                events: Vec::new(),
+                index: Default::default(),
+                mappings: Vec::new(),
+            })
+        }
+    };
+    let model = models.get_mut(index);
+    let reencoded = existing.is_some()
+        && (encoder.is_some_and(|e| e != model.encoder) || pmu.is_some_and(|p| p != model.pmu));
+    if let Some(description) = doc.description {
+        model.description = description;
+    }
+    if let Some(encoder) = encoder {
+        model.encoder = encoder;
+    }
+    if let Some(pmu) = pmu {
+        model.pmu = pmu;
+    }
+    if let Some(rules) = &doc.matches {
+        model.rules = rules
+            .iter()
+            .map(|r| match_rule(source, r.get_ref()))
+            .collect::<Result<_, _>>()?;
+    }
+    if reencoded {
+        // Earlier events must still fit the new encoder and PMU.
+        let span = doc
+            .encoder
+            .as_ref()
+            .map(|e| e.span())
+            .or(doc.pmu.as_ref().map(|p| p.span()))
+            .unwrap_or(doc.id.span());
+        for event in &model.events {
+            check_event_fits(model, event).map_err(|why| {
+                source.error(
+                    span.clone(),
+                    "encoder",
+                    format!("event `{}` defined earlier: {why}", event.name),
+                )
+            })?;
+        }
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for event in &doc.event {
+        let event = event.get_ref();
+        let upper = event.name.get_ref().to_ascii_uppercase();
+        if seen.contains(&upper) {
+            return Err(source.error(
+                event.name.span(),
+                "name",
+                format!(
+                    "duplicate event name `{}` in model `{id}`",
+                    event.name.get_ref()
+                ),
+            ));
+        }
+        let native = native_event(source, model.encoder, &model.pmu, event)?;
+        seen.push(upper);
+        match model
+            .events
+            .iter()
+            .position(|e| e.name.eq_ignore_ascii_case(&native.name))
+        {
+            Some(i) => model.events[i] = native,
+            None => model.events.push(native),
+        }
+    }
+    model.rebuild_index();
+    let mut touched = Vec::new();
+    for (table, presets) in [(&doc.generalized, false), (&doc.presets, true)] {
+        let Some(table) = table else { continue };
+        for (key, value) in table {
+            let mapping = mapping(source, model, key, value, presets)?;
+            touched.push(mapping.event);
+            match model.mappings.iter().position(|m| m.event == mapping.event) {
+                Some(i) => model.mappings[i] = mapping,
+                None => model.mappings.push(mapping),
+            }
+        }
+    }
+    if existing.is_some() {
+        // Mappings from an earlier layer must still name valid natives.
+        for m in &model.mappings {
+            if touched.contains(&m.event) {
+                continue;
+            }
+            for (_, spec) in &m.terms {
+                check_term(model, spec).map_err(|why| {
+                    source.error(
+                        doc.id.span(),
+                        "id",
+                        format!(
+                            "`{}` (defined earlier as `{}`) no longer resolves: {why}",
+                            m.event, m.expression
+                        ),
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}

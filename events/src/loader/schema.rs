@@ -1,0 +1,81 @@
+//! The `events.toml` schema as serde reads it, with the spans errors point at.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileDoc {
+    #[serde(default)]
+    pub(super) cpu: Vec<Spanned<CpuDoc>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CpuDoc {
+    pub(super) id: Spanned<String>,
+    pub(super) description: Option<String>,
+    pub(super) encoder: Option<Spanned<String>>,
+    #[serde(rename = "match")]
+    pub(super) matches: Option<Vec<Spanned<MatchDoc>>>,
+    pub(super) pmu: Option<Spanned<PmuDoc>>,
+    #[serde(default)]
+    pub(super) event: Vec<Spanned<EventDoc>>,
+    pub(super) generalized: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    pub(super) presets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MatchDoc {
+    pub(super) vendor: Spanned<String>,
+    pub(super) family: Spanned<toml::Value>,
+    pub(super) model: Option<Spanned<toml::Value>>,
+    pub(super) stepping: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PmuDoc {
+    pub(super) general_counters: Spanned<i64>,
+    pub(super) counter_width: Spanned<i64>,
+    #[serde(default)]
+    pub(super) fixed_counters: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) fixed_width: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EventDoc {
+    pub(super) name: Spanned<String>,
+    pub(super) code: Spanned<i64>,
+    #[serde(default)]
+    pub(super) desc: String,
+    pub(super) umask: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) umasks: Vec<Spanned<UmaskDoc>>,
+    pub(super) counters: Option<Spanned<Vec<i64>>>,
+    pub(super) fixed: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) flags: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UmaskDoc {
+    pub(super) name: Spanned<String>,
+    pub(super) code: Spanned<i64>,
+    #[serde(default)]
+    pub(super) desc: String,
+    #[serde(default)]
+    pub(super) default: bool,
+    pub(super) cmask: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) edge: bool,
+    #[serde(default)]
+    pub(super) inv: bool,
+    pub(super) fixed: Option<Spanned<i64>>,
+}
