@@ -164,7 +164,12 @@ pub(super) fn native_event(
     })
 }
 
-pub(super) fn state_mask(name: &str, code: u8, description: &str, class: UnitMaskClass) -> UnitMask {
+pub(super) fn state_mask(
+    name: &str,
+    code: u8,
+    description: &str,
+    class: UnitMaskClass,
+) -> UnitMask {
     UnitMask {
         name: name.to_string(),
         code,

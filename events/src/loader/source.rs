@@ -23,7 +23,12 @@ impl Source<'_> {
         (line, column)
     }
 
-    pub(crate) fn error(&self, span: Range<usize>, key: &str, message: impl std::fmt::Display) -> Error {
+    pub(crate) fn error(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        message: impl std::fmt::Display,
+    ) -> Error {
         let (line, column) = self.line_col(span.start);
         Error::invalid_input(format!(
             "{}:{line}:{column}: key `{key}`: {message}",

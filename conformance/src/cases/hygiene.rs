@@ -1,0 +1,113 @@
+//! Hygiene: no descriptor or memory left behind, threads counted apart.
+
+use counterhal_hal::Group;
+
+use super::measure::*;
+use crate::{Outcome, Subject};
+
+/// 10,000 open/close cycles of the first exact event leave no file descriptor and no memory
+/// behind.
+pub fn open_close_hygiene<S: Subject>(subject: &S) -> Outcome {
+    let events = exact_or_skip!(subject);
+    check(|| {
+        let names = [events[0].name.as_str()];
+        let cycle = || -> Result<(), String> {
+            let mut set = open(subject, &names)?;
+            step("enable", set.enable())?;
+            read(&mut set)?;
+            Ok(())
+        };
+        for _ in 0..100 {
+            cycle()?;
+        }
+        // Four quarters of 2,500: a leak grows the process in every one; a one-off
+        // allocation elsewhere in the process (an allocator arena for a thread another test
+        // starts, a lazily built table) in one or two. Another thread can also grow the
+        // process for a while (a panicking test symbolizing its backtrace): growth in every
+        // quarter counts as a leak only when a second round of four shows it again.
+        const LEAK_BYTES: u64 = 256 * 1024; // about 100 bytes a cycle
+        let fds_before = open_fds();
+        let mut steady_growth = None;
+        let mut measured = false;
+        for _round in 0..2 {
+            let mut memory = vec![resident_bytes()];
+            for _ in 0..4 {
+                for _ in 0..2_500 {
+                    cycle()?;
+                }
+                memory.push(resident_bytes());
+            }
+            let sizes: Option<Vec<u64>> = memory.iter().copied().collect();
+            measured |= sizes.is_some();
+            steady_growth =
+                sizes.filter(|sizes| sizes.windows(2).all(|pair| pair[1] > pair[0] + LEAK_BYTES));
+            if steady_growth.is_none() {
+                break;
+            }
+        }
+        let fds_after = open_fds();
+        if let (Some(before), Some(after)) = (fds_before, fds_after)
+            && after > before
+        {
+            return Ok(Outcome::Fail(format!(
+                "{before} fds open before, {after} after"
+            )));
+        }
+        if let Some(sizes) = steady_growth {
+            return Ok(Outcome::Fail(format!(
+                "resident memory grew steadily in two rounds of 4 x 2,500 cycles; the second: {sizes:?} bytes"
+            )));
+        }
+        if fds_before.is_none() && !measured {
+            return Ok(Outcome::Skip(
+                "10,000 cycles ran, but this OS offers no /proc/self to count fds and memory"
+                    .into(),
+            ));
+        }
+        Ok(Outcome::Pass)
+    })
+}
+
+fn open_fds() -> Option<usize> {
+    ["/proc/self/fd", "/dev/fd"]
+        .iter()
+        .find_map(|dir| std::fs::read_dir(dir).ok().map(|entries| entries.count()))
+}
+
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Counters opened in two threads count each thread's work only.
+pub fn threads_count_independently<S: Subject>(subject: &S) -> Outcome {
+    if !subject.counts_per_thread() {
+        return Outcome::Skip("this backend counts per CPU, not per thread".into());
+    }
+    let events = exact_or_skip!(subject);
+    let event = &events[0];
+    let run = |units: u64| -> Result<u64, String> {
+        Ok(count_work(subject, &[&event.name], units)?[0].value)
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| run(300));
+        let b = scope.spawn(|| run(700));
+        (a.join(), b.join())
+    });
+    match (a, b) {
+        (Ok(Ok(a)), Ok(Ok(b))) => {
+            let want = (300 * event.per_unit, 700 * event.per_unit);
+            if (a, b) == want {
+                Outcome::Pass
+            } else {
+                Outcome::Fail(format!(
+                    "threads read {a} and {b}, want {} and {}",
+                    want.0, want.1
+                ))
+            }
+        }
+        (Ok(Err(e)), _) | (_, Ok(Err(e))) => Outcome::Fail(e),
+        _ => Outcome::Fail("a thread panicked".into()),
+    }
+}

@@ -1,0 +1,119 @@
+//! What the cases share: opening named events on the subject's target, counting a number of
+//! units of its work, reading, and turning early errors into failures.
+
+use counterhal_hal::{
+    Backend, DeviceKind, ErrorKind, EventSet, Group, OpenOptions, Reading, Target,
+};
+
+use crate::{ExactEvent, Outcome, Subject};
+
+pub(super) type Set<S> = EventSet<<<S as Subject>::Backend as Backend>::Group>;
+
+pub(super) fn open<S: Subject>(subject: &S, names: &[&str]) -> Result<Set<S>, String> {
+    open_with(subject, names, &OpenOptions::default())
+}
+
+pub(super) fn open_with<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    options: &OpenOptions,
+) -> Result<Set<S>, String> {
+    subject
+        .backend()
+        .open_named(names, &subject.target(), options)
+        .map_err(|e| format!("opening {names:?}: {e}"))
+}
+
+/// Runs `f`, turning an early `Err(detail)` into a failure.
+pub(super) fn check(f: impl FnOnce() -> Result<Outcome, String>) -> Outcome {
+    f().unwrap_or_else(Outcome::Fail)
+}
+
+pub(super) fn read<G: Group>(group: &mut G) -> Result<Vec<Reading>, String> {
+    group.read_to_vec().map_err(|e| format!("read: {e}"))
+}
+
+/// Opens `names` (with `options`) and counts `units` of the subject's work between enable and
+/// disable; returns the disabled set, for cases that go on with it.
+pub(super) fn counted_set<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    options: &OpenOptions,
+    units: u64,
+) -> Result<Set<S>, String> {
+    let mut set = open_with(subject, names, options)?;
+    step("enable", set.enable())?;
+    subject.work(units);
+    step("disable", set.disable())?;
+    Ok(set)
+}
+
+/// As [`counted_set`], then reads: the measurement most cases make.
+pub(super) fn count_work_with<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    options: &OpenOptions,
+    units: u64,
+) -> Result<Vec<Reading>, String> {
+    read(&mut counted_set(subject, names, options, units)?)
+}
+
+pub(super) fn count_work<S: Subject>(
+    subject: &S,
+    names: &[&str],
+    units: u64,
+) -> Result<Vec<Reading>, String> {
+    count_work_with(subject, names, &OpenOptions::default(), units)
+}
+
+pub(super) fn step(what: &str, result: counterhal_hal::Result<()>) -> Result<(), String> {
+    result.map_err(|e| format!("{what}: {e}"))
+}
+
+/// The subject's exact events, or a skip saying there are none.
+pub(super) fn exact<S: Subject>(subject: &S) -> Result<Vec<ExactEvent>, Outcome> {
+    let events = subject.exact_events();
+    if events.is_empty() {
+        return Err(Outcome::Skip(
+            "the subject offers no exactly countable event".into(),
+        ));
+    }
+    Ok(events)
+}
+
+macro_rules! exact_or_skip {
+    ($subject:expr) => {
+        match exact($subject) {
+            Ok(events) => events,
+            Err(outcome) => return outcome,
+        }
+    };
+}
+
+/// Why a hardware case cannot run, or the opened set.
+pub(super) fn hardware_set<S: Subject>(subject: &S, names: &[&str]) -> Result<Set<S>, Outcome> {
+    if subject.backend().device() == DeviceKind::Model {
+        return Err(Outcome::Skip(
+            "a model counts fed events, it does not execute code".into(),
+        ));
+    }
+    if !matches!(subject.target(), Target::ThisThread) {
+        return Err(Outcome::Skip(
+            "the subject does not count the calling thread".into(),
+        ));
+    }
+    subject
+        .backend()
+        .open_named(names, &Target::ThisThread, &OpenOptions::default())
+        .map_err(|e| match e.kind() {
+            // The machine has no such counter, or withholds it: nothing to check here.
+            ErrorKind::Unsupported
+            | ErrorKind::DeviceMissing
+            | ErrorKind::PermissionDenied
+            | ErrorKind::NoCounterAvailable => {
+                Outcome::Skip(format!("cannot count {names:?} here: {e}"))
+            }
+            // Anything else is the backend failing at something it claims to do.
+            _ => Outcome::Fail(format!("opening {names:?}: {e}")),
+        })
+}
