@@ -457,6 +457,7 @@ fn write_at(_file: &std::fs::File, _bytes: &[u8], _offset: u64) -> std::io::Resu
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+    use counterhal_conformance::skip::Need;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -470,15 +471,17 @@ mod tests {
     fn pins_nest_and_the_last_one_restores() {
         let before = crate::sys::current_affinity().unwrap();
         if before.len() < 2 {
-            eprintln!("skipped: this thread may run on one CPU only ({before:?})");
-            return;
+            counterhal_conformance::skip!(
+                Need::Platform,
+                "this thread may run on one CPU only ({before:?})"
+            );
         }
         let first = match ThreadPin::pin_current_thread() {
             Ok(pin) => pin,
-            Err(error) => {
-                eprintln!("skipped: cannot change affinity here: {error}");
-                return;
-            }
+            Err(error) => counterhal_conformance::skip!(
+                Need::Privilege,
+                "cannot change affinity here: {error}"
+            ),
         };
         let second = ThreadPin::pin_current_thread().unwrap();
         assert_eq!(first.cpu, second.cpu);
@@ -554,10 +557,10 @@ mod tests {
         std::os::unix::fs::symlink("/proc/self/mem", dir.join("0").join("msr")).unwrap();
         let device = match LinuxMsrDevice::open_at(&dir, Some(MsrDriver::Msr)) {
             Ok(device) => device,
-            Err(error) => {
-                eprintln!("skipped: /proc/self/mem cannot be opened here: {error}");
-                return;
-            }
+            Err(error) => counterhal_conformance::skip!(
+                Need::System,
+                "/proc/self/mem cannot be opened here: {error}"
+            ),
         };
         let error = device.read(0, 0x10).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");

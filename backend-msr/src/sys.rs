@@ -85,15 +85,17 @@ pub(crate) fn current_affinity() -> std::io::Result<Vec<u32>> {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use counterhal_conformance::skip::Need;
+
     #[test]
     fn pin_and_restore() {
         let before = super::current_affinity().unwrap();
         let (cpu, saved) = match super::pin_current_thread() {
             Ok(pinned) => pinned,
-            Err(error) => {
-                eprintln!("skipped: cannot change affinity here: {error}");
-                return;
-            }
+            Err(error) => counterhal_conformance::skip!(
+                Need::Privilege,
+                "cannot change affinity here: {error}"
+            ),
         };
         assert_eq!(super::current_affinity().unwrap(), vec![cpu]);
         assert!(before.contains(&cpu));

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::Registration;
 
-use super::{CliError, DatabaseArgs, parse_backend};
+use crate::common::{CliError, DatabaseArgs, parse_backend};
 
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]
@@ -73,7 +73,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
     if nothing_passed {
         eprintln!("counterhal check: no case passed on any backend");
     }
-    super::output::emit(&out);
+    crate::output::emit(&out);
     Ok(if failed || nothing_passed {
         ExitCode::FAILURE
     } else {

@@ -8,7 +8,7 @@ use counterhal::hal::{Encoding, ResolvedEvent, Sign};
 use counterhal::{AnyBackend, Backend, Context, Registration};
 use serde_json::{Value, json};
 
-use super::{CliError, DatabaseArgs, parse_backend};
+use crate::common::{CliError, DatabaseArgs, parse_backend};
 
 const USAGE: &str = "counterhal encode [--backend B] [--cpu MODEL] [--json] EVENT...";
 
@@ -149,6 +149,6 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
             _ = write!(out, "{}", to_text(event, &label, cpu));
         }
     }
-    super::output::emit(&out);
+    crate::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

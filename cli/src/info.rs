@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::{Backend, Capabilities, DeviceKind, OS, REGISTRY};
 
-use super::{CliError, DatabaseArgs};
+use crate::common::{CliError, DatabaseArgs};
 
 /// Arguments of `counterhal info`.
 #[derive(Args, Debug)]
@@ -136,6 +136,6 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    super::output::emit(&out);
+    crate::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use counterhal::hal::{GeneralizedEvent, OpenOptions, Preset};
 use counterhal::{AnyBackend, Backend, Context, Registration, Target};
 use serde_json::json;
 
-use super::{CliError, DatabaseArgs, parse_backend};
+use crate::common::{CliError, DatabaseArgs, parse_backend};
 
 /// Arguments of `counterhal list`.
 #[derive(Args, Debug)]
@@ -161,7 +161,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             "{}",
             serde_json::to_string_pretty(&array).expect("JSON of plain values")
         );
-        super::output::emit(&out);
+        crate::output::emit(&out);
         return Ok(ExitCode::SUCCESS);
     }
     let label = match (&backend, &unusable) {
@@ -193,6 +193,6 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         "\n{} events listed, {usable} usable here",
         entries.len()
     );
-    super::output::emit(&out);
+    crate::output::emit(&out);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! The `counterhal` command: stat, list, encode, info, check.
 
 mod check;
+mod common;
 mod encode;
 mod format;
 mod info;
@@ -9,11 +10,11 @@ mod output;
 mod report;
 mod stat;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
-use counterhal::{Context, Error, Registration};
+use clap::{CommandFactory, Parser, Subcommand};
+
+use common::CliError;
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -46,73 +47,6 @@ enum Command {
     Info(info::InfoArgs),
     /// Run the conformance suite on this machine's backends and write a report.
     Check(check::CheckArgs),
-}
-
-/// Options shared by the commands that resolve event names.
-#[derive(Args, Debug, Clone, Default)]
-pub struct DatabaseArgs {
-    /// CPU model id from the event database (e.g. p6, skl, amd64_fam19h_zen3) instead of the
-    /// detected one.
-    #[arg(long, value_name = "MODEL")]
-    cpu: Option<String>,
-    /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
-    #[arg(long = "events", value_name = "FILE")]
-    events_file: Option<PathBuf>,
-}
-
-impl DatabaseArgs {
-    fn context(&self) -> Result<Context, CliError> {
-        Context::new(self.events_file.as_deref(), self.cpu.as_deref())
-            .map_err(|e| CliError::usage(e, "--cpu MODEL (see `counterhal info`) --events FILE"))
-    }
-}
-
-/// An error with the exit code it ends the command with, and the usage line that fixes it.
-pub struct CliError {
-    /// What went wrong.
-    pub error: Error,
-    /// The usage line that fixes it, for bad arguments.
-    pub usage: Option<&'static str>,
-    /// The exit status the command ends with.
-    pub exit_code: u8,
-}
-
-impl CliError {
-    /// A failure of the measurement itself (exit 1).
-    fn failed(error: Error) -> Self {
-        Self {
-            error,
-            usage: None,
-            exit_code: 1,
-        }
-    }
-
-    /// Bad input (exit 2), with the usage line that fixes it.
-    fn usage(error: Error, usage: &'static str) -> Self {
-        Self {
-            error,
-            usage: Some(usage),
-            exit_code: 2,
-        }
-    }
-
-    /// Bad input (exit 2) where no usage line helps.
-    fn input(error: Error) -> Self {
-        Self {
-            error,
-            usage: None,
-            exit_code: 2,
-        }
-    }
-}
-
-fn parse_backend(name: &str) -> Result<&'static Registration, String> {
-    counterhal::registration(name).map_err(|_| {
-        format!(
-            "unknown backend `{name}`: use {}",
-            counterhal::registry::names().join(", ")
-        )
-    })
 }
 
 /// Runs the parsed command.
