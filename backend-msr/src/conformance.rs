@@ -14,8 +14,9 @@ fn missing_device() -> Option<Error> {
     LinuxMsrDevice::open_at("/nonexistent/dev/cpu", None).err()
 }
 
-/// A PMU model as the suite's subject: one unit of work is 3 user-mode instructions, 2 core
-/// cycles and 10 ns of TSC time on model CPU 0 (where `ThisThread` groups count).
+/// A PMU model as the suite's subject: one unit of work is 4 instructions (3 in user mode, 1 in
+/// kernel mode), 2 user-mode core cycles and 10 ns of TSC time on model CPU 0 (where
+/// `ThisThread` groups count).
 pub struct ModelSubject {
     backend: MsrBackend,
     model: ModelHandle,
@@ -47,13 +48,13 @@ impl Subject for ModelSubject {
 
     fn exact_events(&self) -> Vec<ExactEvent> {
         vec![
-            ExactEvent::new("instructions", 3),
-            ExactEvent::new("cycles", 2),
+            ExactEvent::new("instructions", 4).with_user_per_unit(3),
+            ExactEvent::new("cycles", 2).with_user_per_unit(2),
         ]
     }
 
     fn work(&self, units: u64) {
-        self.model.feed_instructions(3 * units, 0);
+        self.model.feed_instructions(3 * units, units);
         self.model.feed_cycles(2 * units, 0);
         self.model.advance_nanos(10 * units + 1);
     }

@@ -9,8 +9,8 @@ use counterhal_hal::Error;
 
 use crate::{Abi, ModelConfig, ModelCpu, ModelHandle, PctrBackend};
 
-/// The model as the suite's subject: one unit of work is 3 user-mode instructions, 1 branch
-/// and (where the CPU has the event) 2 cycles.
+/// The model as the suite's subject: one unit of work is 4 instructions (3 in user mode, 1 in
+/// kernel mode), 1 user-mode branch and (where the CPU has the event) 2 user-mode cycles.
 pub struct ModelSubject {
     backend: PctrBackend,
     model: ModelHandle,
@@ -43,17 +43,17 @@ impl Subject for ModelSubject {
     /// As many as fit the counters together: the suite opens them as one group.
     fn exact_events(&self) -> Vec<ExactEvent> {
         let mut events = vec![
-            ExactEvent::new("instructions", 3),
-            ExactEvent::new("branches", 1),
+            ExactEvent::new("instructions", 4).with_user_per_unit(3),
+            ExactEvent::new("branches", 1).with_user_per_unit(1),
         ];
         if self.model.cpu().cycles_event().is_some() && self.model.cpu().counters() > 2 {
-            events.push(ExactEvent::new("cycles", 2));
+            events.push(ExactEvent::new("cycles", 2).with_user_per_unit(2));
         }
         events
     }
 
     fn work(&self, units: u64) {
-        self.model.retire_instructions(3 * units, 0);
+        self.model.retire_instructions(3 * units, units);
         self.model.retire_branches(units, 0);
         self.model.run_cycles(2 * units, 0);
     }
