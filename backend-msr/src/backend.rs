@@ -18,7 +18,7 @@ use crate::device::{Access, MsrDevice, ThreadPin};
 use crate::group::{MsrGroup, Slot};
 use crate::model::{ModelConfig, ModelDevice, ModelHandle, PmuModelKind};
 use crate::pmu::{PmuInfo, TscFrequency, TscSource};
-use crate::regs::{self, evtsel, fixed_ctrl};
+use crate::regs::{self, fixed_ctrl};
 use crate::shared::{Claims, CpuClaims, Shared, real_claims};
 
 /// The raw MSR backend: counts by programming the PMU registers of one logical CPU through an
@@ -297,7 +297,7 @@ impl MsrBackend {
             .with_hint("the events file does not describe this CPU; check --cpu"));
         }
         let value = encoding.register_value();
-        if value & evtsel::INT != 0 {
+        if value & Evtsel::INT != 0 {
             return Err(Error::invalid_event(format!(
                 "{name}: event select {value:#x} sets INT (bit 20): an overflow interrupt nobody \
                  handles"
@@ -313,7 +313,7 @@ impl MsrBackend {
             ))
             .with_hint(format!("allowed bits: {:#x}", pmu.evtsel_allowed_bits())));
         }
-        if value & (evtsel::USR | evtsel::OS) == 0 {
+        if value & (Evtsel::USR | Evtsel::OS) == 0 {
             return Err(Error::invalid_event(format!(
                 "{name}: event select {value:#x} counts in no privilege level (neither USR bit 16 \
                  nor OS bit 17)"
@@ -322,7 +322,7 @@ impl MsrBackend {
         }
         let existing = CounterSet::first(pmu.gp_counters).mask();
         let gp = encoding.counters.mask() & existing;
-        let plain = value & (evtsel::EDGE | evtsel::INV | evtsel::CMASK) == 0;
+        let plain = value & (Evtsel::EDGE | Evtsel::INV | Evtsel::CMASK) == 0;
         let fixed = encoding.fixed.filter(|&f| pmu.fixed.contains(f) && plain);
         if gp == 0 && fixed.is_none() {
             let fixed_text = match encoding.fixed {
@@ -432,7 +432,7 @@ impl Backend for MsrBackend {
         // Counters someone else (perf, an NMI watchdog, another tool) has enabled are busy.
         let mut foreign_gp = 0u32;
         for i in 0..pmu.gp_counters {
-            if claimed.gp & (1 << i) == 0 && shared.read(cpu, pmu.evtsel_msr(i))? & evtsel::EN != 0
+            if claimed.gp & (1 << i) == 0 && shared.read(cpu, pmu.evtsel_msr(i))? & Evtsel::EN != 0
             {
                 foreign_gp |= 1 << i;
             }

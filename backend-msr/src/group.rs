@@ -1,5 +1,6 @@
 //! [`MsrGroup`]: events counting together on one CPU's PMU registers.
 
+use counterhal_hal::Evtsel;
 use std::fmt;
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
 use counterhal_x86::{CounterRef, counter_delta, width_mask};
 
 use crate::device::ThreadPin;
-use crate::regs::{self, evtsel, fixed_ctrl};
+use crate::regs::{self, fixed_ctrl};
 use crate::shared::{CpuClaims, Shared};
 
 /// One event of a group on its counter.
@@ -125,17 +126,17 @@ impl MsrGroup {
         for slot in &self.slots {
             match slot.counter {
                 CounterRef::Gp(i) => {
-                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !evtsel::EN)?;
+                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !Evtsel::EN)?;
                 }
                 CounterRef::Fixed(f) => {
                     let mut field = 0;
-                    if slot.evtsel & evtsel::OS != 0 {
+                    if slot.evtsel & Evtsel::OS != 0 {
                         field |= fixed_ctrl::OS;
                     }
-                    if slot.evtsel & evtsel::USR != 0 {
+                    if slot.evtsel & Evtsel::USR != 0 {
                         field |= fixed_ctrl::USR;
                     }
-                    if slot.evtsel & evtsel::ANY != 0 {
+                    if slot.evtsel & Evtsel::ANY != 0 {
                         field |= fixed_ctrl::ANY;
                     }
                     fixed_fields |= field << (4 * f);
@@ -283,9 +284,9 @@ impl MsrGroup {
         for slot in &self.slots {
             if let CounterRef::Gp(i) = slot.counter {
                 let value = if on {
-                    slot.evtsel | evtsel::EN
+                    slot.evtsel | Evtsel::EN
                 } else {
-                    slot.evtsel & !evtsel::EN
+                    slot.evtsel & !Evtsel::EN
                 };
                 shared.write(self.cpu, pmu.evtsel_msr(i), value)?;
             }

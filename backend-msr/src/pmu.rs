@@ -1,5 +1,6 @@
 //! What PMU a CPU has, decoded from CPUID: vendor, architecture, version, counters, widths.
 
+use counterhal_hal::Evtsel;
 use std::fmt;
 
 use counterhal_events::{CpuIdentity, Vendor};
@@ -264,25 +265,25 @@ impl PmuInfo {
     pub fn evtsel_allowed_bits(&self) -> u64 {
         let common = evtsel::EVENT
             | evtsel::UMASK
-            | evtsel::USR
-            | evtsel::OS
-            | evtsel::EDGE
-            | evtsel::PC
-            | evtsel::EN
-            | evtsel::INV
-            | evtsel::CMASK;
+            | Evtsel::USR
+            | Evtsel::OS
+            | Evtsel::EDGE
+            | Evtsel::PC
+            | Evtsel::EN
+            | Evtsel::INV
+            | Evtsel::CMASK;
         match self.arch {
             PmuArch::IntelArch => {
                 let mut bits = common;
                 if (3..=4).contains(&self.version) {
-                    bits |= evtsel::ANY;
+                    bits |= Evtsel::ANY;
                 }
                 if self.tsx {
                     bits |= evtsel::IN_TX | evtsel::IN_TX_CP;
                 }
                 bits
             }
-            _ => common | evtsel::AMD_EVENT_HIGH | evtsel::AMD_GUEST_ONLY | evtsel::AMD_HOST_ONLY,
+            _ => common | Evtsel::EVENT_HIGH | Evtsel::GUEST_ONLY | Evtsel::HOST_ONLY,
         }
     }
 
@@ -353,7 +354,7 @@ mod tests {
         assert_eq!(pmu.gp_counters, INTEL_MAX_GP);
         assert_eq!(pmu.fixed.mask(), 0b1011);
         assert_eq!(
-            pmu.evtsel_allowed_bits() & evtsel::ANY,
+            pmu.evtsel_allowed_bits() & Evtsel::ANY,
             0,
             "AnyThread is gone in v5"
         );

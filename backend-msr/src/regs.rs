@@ -49,46 +49,24 @@ pub const AMD_GLOBAL_CTL: u32 = 0xC000_0301;
 /// AMD PerfMonV2 PerfCntrGlobalStatusClr: writing a 1 clears that overflow.
 pub const AMD_GLOBAL_STATUS_CLR: u32 = 0xC000_0302;
 
-/// Event select bits (PERFEVTSEL / PerfEvtSel).
+/// Event select bits (PERFEVTSEL / PerfEvtSel) beyond those [`Evtsel`](counterhal_hal::Evtsel)
+/// names (`Evtsel::USR`, `OS`, `EDGE`, `PC`, `INT`, `ANY`, `EN`, `INV`, `CMASK`,
+/// `EVENT_HIGH`, `GUEST_ONLY`, `HOST_ONLY`), which are used from there.
 pub mod evtsel {
     /// Event code bits 7:0.
     pub const EVENT: u64 = 0xFF;
     /// Unit mask bits 15:8.
     pub const UMASK: u64 = 0xFF << 8;
-    /// Count in user mode (rings 1-3).
-    pub const USR: u64 = 1 << 16;
-    /// Count in kernel mode (ring 0).
-    pub const OS: u64 = 1 << 17;
-    /// Edge detect.
-    pub const EDGE: u64 = 1 << 18;
-    /// Pin control.
-    pub const PC: u64 = 1 << 19;
-    /// APIC interrupt on overflow (refused: nothing here handles the PMI).
-    pub const INT: u64 = 1 << 20;
-    /// Intel AnyThread (v3 and v4).
-    pub const ANY: u64 = 1 << 21;
-    /// Enable.
-    pub const EN: u64 = 1 << 22;
-    /// Invert the counter-mask comparison.
-    pub const INV: u64 = 1 << 23;
-    /// Counter mask bits 31:24.
-    pub const CMASK: u64 = 0xFF << 24;
     /// Intel IN_TX (TSX).
     pub const IN_TX: u64 = 1 << 32;
     /// Intel IN_TX_CP (TSX).
     pub const IN_TX_CP: u64 = 1 << 33;
-    /// AMD event select bits 11:8, held in bits 35:32.
-    pub const AMD_EVENT_HIGH: u64 = 0xF << 32;
-    /// AMD GuestOnly.
-    pub const AMD_GUEST_ONLY: u64 = 1 << 40;
-    /// AMD HostOnly.
-    pub const AMD_HOST_ONLY: u64 = 1 << 41;
 
     /// The full event code: bits 7:0, plus bits 11:8 from bits 35:32 when `amd`.
     pub const fn event_code(value: u64, amd: bool) -> u16 {
         let low = (value & EVENT) as u16;
         if amd {
-            low | ((((value & AMD_EVENT_HIGH) >> 32) as u16) << 8)
+            low | ((((value & counterhal_hal::Evtsel::EVENT_HIGH) >> 32) as u16) << 8)
         } else {
             low
         }

@@ -185,7 +185,7 @@ fn hostile_encodings_are_refused_before_any_access() {
         ),
         (
             "GuestOnly",
-            select(0x3C, 0, true, true) | evtsel::AMD_GUEST_ONLY,
+            select(0x3C, 0, true, true) | Evtsel::GUEST_ONLY,
             CounterSet::first(4),
             None,
             ErrorKind::InvalidEvent,
@@ -217,13 +217,13 @@ fn hostile_encodings_are_refused_before_any_access() {
         ),
         (
             "AnyThread",
-            select(0x76, 0, true, true) | evtsel::ANY,
+            select(0x76, 0, true, true) | Evtsel::ANY,
             CounterSet::first(4),
             None,
             ErrorKind::InvalidEvent,
         ),
     ];
-    let v2_any = select(0x3C, 0, true, true) | evtsel::ANY;
+    let v2_any = select(0x3C, 0, true, true) | Evtsel::ANY;
     let cases = intel
         .iter()
         .map(|c| (PmuModelKind::IntelV4, *c))

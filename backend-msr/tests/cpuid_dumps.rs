@@ -7,6 +7,7 @@ mod common;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::Vendor;
+use counterhal_hal::Evtsel;
 use counterhal_hal::{CounterSet, ErrorKind};
 use counterhal_msr::regs::evtsel;
 use counterhal_msr::{
@@ -97,9 +98,9 @@ fn intel_skylake() {
         "0x15 lacks the crystal"
     );
     let allowed = pmu.evtsel_allowed_bits();
-    assert_ne!(allowed & evtsel::ANY, 0);
+    assert_ne!(allowed & Evtsel::ANY, 0);
     assert_ne!(allowed & evtsel::IN_TX, 0);
-    assert_eq!(allowed & evtsel::INT, 0);
+    assert_eq!(allowed & Evtsel::INT, 0);
     assert_eq!(
         pmu.summary(),
         "intel arch perfmon v4: 4 x 48-bit + 3 fixed x 48-bit"
@@ -125,7 +126,7 @@ fn intel_core2() {
     );
     assert!(!pmu.tsx);
     assert_eq!(
-        pmu.evtsel_allowed_bits() & evtsel::ANY,
+        pmu.evtsel_allowed_bits() & Evtsel::ANY,
         0,
         "AnyThread arrived with v3"
     );
@@ -170,7 +171,7 @@ fn amd_zen4() {
         pmu.global_msrs(),
         Some((0xC000_0301, 0xC000_0300, 0xC000_0302))
     );
-    assert_ne!(pmu.evtsel_allowed_bits() & evtsel::AMD_EVENT_HIGH, 0);
+    assert_ne!(pmu.evtsel_allowed_bits() & Evtsel::EVENT_HIGH, 0);
     let allow = AllowList::for_pmu(&pmu);
     assert!(
         allow

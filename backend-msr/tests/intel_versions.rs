@@ -5,8 +5,9 @@
 mod common;
 
 use common::{db, model, request, select};
+use counterhal_hal::Evtsel;
 use counterhal_hal::{Backend, CounterSet, ErrorKind, Group, OpenOptions, Target};
-use counterhal_msr::regs::{self, evtsel, fixed_ctrl};
+use counterhal_msr::regs::{self, fixed_ctrl};
 use counterhal_msr::{CounterRef, MsrBackend, PmuModelKind};
 
 fn counters(group: &counterhal_msr::MsrGroup) -> Vec<CounterRef> {
@@ -58,7 +59,7 @@ fn v1_starts_and_stops_by_the_en_bits_alone() {
     group.enable().unwrap();
     for i in 0..2 {
         let sel = model.peek(0, regs::IA32_PERFEVTSEL0 + i).unwrap();
-        assert_ne!(sel & evtsel::EN, 0, "EVTSEL{i} enabled: {sel:#x}");
+        assert_ne!(sel & Evtsel::EN, 0, "EVTSEL{i} enabled: {sel:#x}");
     }
     model.feed_instructions(100, 20);
     model.feed_cycles(300, 40);
@@ -66,7 +67,7 @@ fn v1_starts_and_stops_by_the_en_bits_alone() {
     group.disable().unwrap();
     for i in 0..2 {
         let sel = model.peek(0, regs::IA32_PERFEVTSEL0 + i).unwrap();
-        assert_eq!(sel & evtsel::EN, 0, "EVTSEL{i} disabled: {sel:#x}");
+        assert_eq!(sel & Evtsel::EN, 0, "EVTSEL{i} disabled: {sel:#x}");
     }
     model.feed_instructions(1_000, 0);
     assert_eq!(values(&mut group), [120, 300], "stopped by EN alone");
@@ -212,7 +213,7 @@ fn any_thread_on_v3_and_v4_reaches_both_kinds_of_counter() {
         config.version = version;
         let (backend, model) = MsrBackend::with_model_config(db(), config).unwrap();
         assert_eq!(backend.pmu().version, version);
-        let any = evtsel::ANY;
+        let any = Evtsel::ANY;
         let events = [
             request(
                 "instructions:any",
@@ -255,7 +256,7 @@ fn any_thread_is_refused_on_v2_and_v5() {
         for (counters, fixed) in [(CounterSet::first(2), None), (CounterSet::NONE, Some(0))] {
             let event = request(
                 "cycles:any",
-                select(0x3C, 0, true, true) | evtsel::ANY,
+                select(0x3C, 0, true, true) | Evtsel::ANY,
                 counters,
                 fixed,
             );
@@ -267,7 +268,7 @@ fn any_thread_is_refused_on_v2_and_v5() {
         }
         assert!(model.accesses().is_empty(), "{kind}");
         // The modelled CPU itself refuses the bit too.
-        let sel = select(0x3C, 0, true, true) | evtsel::ANY;
+        let sel = select(0x3C, 0, true, true) | Evtsel::ANY;
         assert!(
             model.poke(0, regs::IA32_PERFEVTSEL0, sel).is_err(),
             "{kind}"

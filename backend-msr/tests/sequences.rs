@@ -4,6 +4,7 @@
 mod common;
 
 use common::{cycles_gp, instructions, model};
+use counterhal_hal::Evtsel;
 use counterhal_hal::{Backend, Group, OpenOptions, Target};
 use counterhal_msr::regs::*;
 use counterhal_msr::{MsrWrite, PmuModelKind};
@@ -22,7 +23,7 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
     // Global control after reset: 4 GP + 3 fixed enables. Ours: GP 0 (bit 0), fixed 0 (bit 32).
     let all = 0x7_0000_000F;
     let frozen = all & !0x1_0000_0001;
-    let cycles_select = 0x3C | evtsel::USR | evtsel::OS;
+    let cycles_select = 0x3C | Evtsel::USR | Evtsel::OS;
     assert_eq!(
         model.writes(),
         vec![
@@ -39,7 +40,7 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
     assert_eq!(
         model.writes(),
         vec![
-            w(IA32_PERFEVTSEL0, cycles_select | evtsel::EN), // the select's own enable
+            w(IA32_PERFEVTSEL0, cycles_select | Evtsel::EN), // the select's own enable
             w(IA32_FIXED_CTR_CTRL, 0x3),                     // fixed 0: OS | USR
             w(IA32_PERF_GLOBAL_CTRL, all),                   // one write starts them together
         ],
@@ -121,7 +122,7 @@ fn amd_perfmon_v2_uses_its_global_registers() {
             &OpenOptions::default(),
         )
         .unwrap();
-    let select = 0x76 | evtsel::USR | evtsel::OS;
+    let select = 0x76 | Evtsel::USR | Evtsel::OS;
     assert_eq!(
         model.writes(),
         vec![
@@ -136,7 +137,7 @@ fn amd_perfmon_v2_uses_its_global_registers() {
     assert_eq!(
         model.writes(),
         vec![
-            w(AMD_PERF_CTL_EXT0, select | evtsel::EN),
+            w(AMD_PERF_CTL_EXT0, select | Evtsel::EN),
             w(AMD_GLOBAL_CTL, 0x3F)
         ]
     );
@@ -162,7 +163,7 @@ fn without_global_control_en_bits_start_and_stop() {
     let mut group = backend
         .open(&events, &Target::Cpu(0), &OpenOptions::default())
         .unwrap();
-    let select = 0x76 | evtsel::USR | evtsel::OS;
+    let select = 0x76 | Evtsel::USR | Evtsel::OS;
     assert_eq!(
         model.writes(),
         vec![
@@ -177,8 +178,8 @@ fn without_global_control_en_bits_start_and_stop() {
     assert_eq!(
         model.writes(),
         vec![
-            w(AMD_PERF_EVT_SEL0, select | evtsel::EN),
-            w(AMD_PERF_EVT_SEL0 + 1, select | evtsel::EN),
+            w(AMD_PERF_EVT_SEL0, select | Evtsel::EN),
+            w(AMD_PERF_EVT_SEL0 + 1, select | Evtsel::EN),
         ]
     );
     model.clear_log();

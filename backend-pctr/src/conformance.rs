@@ -150,10 +150,7 @@ pub fn check(
 pub fn check_models(
     db: std::sync::Arc<counterhal_events::Database>,
 ) -> Vec<counterhal_conformance::Report> {
-    model_subjects(db)
-        .iter()
-        .map(counterhal_conformance::run_quietly)
-        .collect()
+    counterhal_conformance::run_each_quietly(&model_subjects(db))
 }
 
 #[cfg(test)]

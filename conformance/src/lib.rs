@@ -161,6 +161,11 @@ pub fn run<S: Subject>(subject: &S) -> Report {
     run_cases(subject, true)
 }
 
+/// [`run_quietly`] on each subject, in order: a backend's models, for `counterhal check`.
+pub fn run_each_quietly<S: Subject>(subjects: &[S]) -> Vec<Report> {
+    subjects.iter().map(run_quietly).collect()
+}
+
 /// As [`run`], printing nothing: for callers that present the [`Report`] themselves
 /// (`counterhal check`).
 pub fn run_quietly<S: Subject>(subject: &S) -> Report {

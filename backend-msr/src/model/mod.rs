@@ -290,7 +290,8 @@ impl ModelHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::regs::{self, evtsel, fixed_ctrl};
+    use crate::regs::{self, fixed_ctrl};
+    use counterhal_hal::Evtsel;
 
     #[test]
     fn intel_pmc_writes_sign_extend_bit_31() {
@@ -332,12 +333,12 @@ mod tests {
     #[test]
     fn counting_is_gated_by_en_global_and_privilege() {
         let (device, handle) = ModelDevice::new(PmuModelKind::IntelV4.config());
-        let sel = 0xC0 | evtsel::USR;
+        let sel = 0xC0 | Evtsel::USR;
         device.write(0, regs::IA32_PERFEVTSEL0, sel).unwrap();
         handle.feed_instructions(10, 5);
         assert_eq!(handle.peek(0, regs::IA32_PMC0), Some(0), "EN clear");
         device
-            .write(0, regs::IA32_PERFEVTSEL0, sel | evtsel::EN)
+            .write(0, regs::IA32_PERFEVTSEL0, sel | Evtsel::EN)
             .unwrap();
         handle.feed_instructions(10, 5);
         assert_eq!(handle.peek(0, regs::IA32_PMC0), Some(10), "user only");
@@ -366,7 +367,7 @@ mod tests {
     fn amd_legacy_aliases_and_overflow() {
         let (device, handle) = ModelDevice::new(PmuModelKind::AmdZen.config());
         device
-            .write(0, regs::AMD_PERF_CTL_EXT0 + 2, 0x1_0040_00C1 | evtsel::USR)
+            .write(0, regs::AMD_PERF_CTL_EXT0 + 2, 0x1_0040_00C1 | Evtsel::USR)
             .unwrap();
         assert_eq!(
             handle.peek(0, regs::AMD_PERF_EVT_SEL0 + 1),
@@ -386,7 +387,7 @@ mod tests {
         assert!(legacy.read(0, regs::AMD_GLOBAL_CTL).is_err());
         assert!(
             legacy
-                .write(0, regs::AMD_PERF_EVT_SEL0, evtsel::ANY)
+                .write(0, regs::AMD_PERF_EVT_SEL0, Evtsel::ANY)
                 .is_err()
         );
     }

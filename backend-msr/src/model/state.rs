@@ -1,5 +1,6 @@
 //! The modelled registers of each CPU and what reads and writes do to them.
 
+use counterhal_hal::Evtsel;
 use std::collections::VecDeque;
 
 use counterhal_x86::width_mask;
@@ -185,14 +186,11 @@ impl ModelState {
     pub(super) fn evtsel_valid(&self) -> u64 {
         let low = width_mask(32);
         if self.config.amd {
-            (low & !evtsel::ANY)
-                | evtsel::AMD_EVENT_HIGH
-                | evtsel::AMD_GUEST_ONLY
-                | evtsel::AMD_HOST_ONLY
+            (low & !Evtsel::ANY) | Evtsel::EVENT_HIGH | Evtsel::GUEST_ONLY | Evtsel::HOST_ONLY
         } else if (3..=4).contains(&self.config.version) {
             low
         } else {
-            low & !evtsel::ANY
+            low & !Evtsel::ANY
         }
     }
 
@@ -296,21 +294,21 @@ impl ModelState {
         for i in 0..c.gp_counters as usize {
             let sel = s.evtsel[i];
             let gated = c.global_control() && s.global_ctrl & (1 << i) == 0;
-            if sel & evtsel::EN == 0 || gated {
+            if sel & Evtsel::EN == 0 || gated {
                 continue;
             }
             if evtsel::event_code(sel, c.amd) != code || evtsel::umask(sel) != umask {
                 continue;
             }
             // The model runs host code only: GuestOnly without HostOnly counts nothing.
-            if c.amd && sel & evtsel::AMD_GUEST_ONLY != 0 && sel & evtsel::AMD_HOST_ONLY == 0 {
+            if c.amd && sel & Evtsel::GUEST_ONLY != 0 && sel & Evtsel::HOST_ONLY == 0 {
                 continue;
             }
             let mut events = 0u128;
-            if sel & evtsel::USR != 0 {
+            if sel & Evtsel::USR != 0 {
                 events += u128::from(user);
             }
-            if sel & evtsel::OS != 0 {
+            if sel & Evtsel::OS != 0 {
                 events += u128::from(kernel);
             }
             let overflowed = add_wrapping(&mut s.counter[i], events, c.gp_width);

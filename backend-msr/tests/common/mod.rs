@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{CounterSet, Encoding, EventRequest, Evtsel};
-use counterhal_msr::regs::evtsel;
 use counterhal_msr::{ModelHandle, MsrBackend, PmuModelKind};
 
 /// An empty database: every test here builds its encodings by hand.
@@ -44,12 +43,12 @@ pub fn request(name: &str, evtsel: u64, counters: CounterSet, fixed: Option<u32>
 /// The event select of `code`/`umask` counting user and kernel mode, on any vendor.
 pub fn select(code: u16, umask: u8, user: bool, kernel: bool) -> u64 {
     let mut value = u64::from(code & 0xFF) | (u64::from(code >> 8) << 32) | (u64::from(umask) << 8);
-    value |= evtsel::EN;
+    value |= Evtsel::EN;
     if user {
-        value |= evtsel::USR;
+        value |= Evtsel::USR;
     }
     if kernel {
-        value |= evtsel::OS;
+        value |= Evtsel::OS;
     }
     value
 }

@@ -147,16 +147,10 @@ pub fn linearity<S: Subject>(subject: &S) -> Outcome {
         return check(|| {
             let mut counts = [0u64; 2];
             for (count, iterations) in counts.iter_mut().zip([500_000u64, 1_000_000]) {
-                step("reset", set.reset())?;
-                step("enable", set.enable())?;
-                let ran = workload::retire_instructions(iterations);
-                step("disable", set.disable())?;
-                if !ran {
-                    return Ok(Outcome::Skip(
-                        "no assembly workload for this architecture".into(),
-                    ));
+                match count_loop(&mut set, || workload::retire_instructions(iterations))? {
+                    Some(counted) => *count = counted,
+                    None => return Ok(no_workload()),
                 }
-                *count = read(&mut set)?[0].value;
             }
             Ok(ratio_outcome("instructions:u", counts))
         });

@@ -1,7 +1,5 @@
 //! Real hardware counts: PAPI-style loops of known instruction and branch counts.
 
-use counterhal_hal::Group;
-
 use super::measure::*;
 use crate::workload;
 use crate::{Outcome, Subject};
@@ -20,16 +18,9 @@ pub fn instructions_loop<S: Subject>(subject: &S) -> Outcome {
     };
     check(|| {
         let iterations = INSTRUCTIONS / workload::INSTRUCTIONS_PER_ITERATION;
-        step("reset", set.reset())?;
-        step("enable", set.enable())?;
-        let ran = workload::retire_instructions(iterations);
-        step("disable", set.disable())?;
-        if !ran {
-            return Ok(Outcome::Skip(
-                "no assembly workload for this architecture".into(),
-            ));
-        }
-        let got = read(&mut set)?[0].value;
+        let Some(got) = count_loop(&mut set, || workload::retire_instructions(iterations))? else {
+            return Ok(no_workload());
+        };
         if within_one_percent(got, INSTRUCTIONS) {
             Ok(Outcome::Pass)
         } else {
@@ -48,17 +39,11 @@ pub fn branch_loop<S: Subject>(subject: &S) -> Outcome {
         Err(outcome) => return outcome,
     };
     check(|| {
-        step("reset", set.reset())?;
-        step("enable", set.enable())?;
-        let ran = workload::run_branches(ITERATIONS);
-        step("disable", set.disable())?;
-        if ran.is_none() {
-            return Ok(Outcome::Skip(
-                "no assembly workload for this architecture".into(),
-            ));
-        }
+        let Some(got) = count_loop(&mut set, || workload::run_branches(ITERATIONS).is_some())?
+        else {
+            return Ok(no_workload());
+        };
         let want = 2 * ITERATIONS;
-        let got = read(&mut set)?[0].value;
         if within_one_percent(got, want) {
             Ok(Outcome::Pass)
         } else {

@@ -117,3 +117,24 @@ pub(super) fn hardware_set<S: Subject>(subject: &S, names: &[&str]) -> Result<Se
             _ => Outcome::Fail(format!("opening {names:?}: {e}")),
         })
 }
+
+/// Counts one run of `workload` on `set` from zero: reset, enable, the workload, disable, read.
+/// `Ok(None)` when the workload has no loop for this architecture (it returns `false`).
+pub(super) fn count_loop<G: Group>(
+    set: &mut G,
+    workload: impl FnOnce() -> bool,
+) -> Result<Option<u64>, String> {
+    step("reset", set.reset())?;
+    step("enable", set.enable())?;
+    let ran = workload();
+    step("disable", set.disable())?;
+    if !ran {
+        return Ok(None);
+    }
+    Ok(Some(read(set)?[0].value))
+}
+
+/// The skip of a hardware case on an architecture without an assembly workload.
+pub(super) fn no_workload() -> Outcome {
+    Outcome::Skip("no assembly workload for this architecture".into())
+}
