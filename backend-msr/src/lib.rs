@@ -94,13 +94,7 @@ pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<MsrBackend> {
 /// [`counterhal_hal::ErrorKind::Unsupported`] for a CPU without architectural performance
 /// monitoring (P5, P6), whose PMU this backend does not program.
 pub fn model_for(db: Arc<Database>, id: &str) -> Result<MsrBackend> {
-    let Some(model) = db.model(id) else {
-        let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
-        return Err(Error::invalid_input(format!(
-            "unknown CPU model `{id}` (known: {})",
-            known.join(", ")
-        )));
-    };
+    let model = counterhal_x86::named_model(&db, id)?;
     // Zen models match families from 0x17 on; K7 and K8 match families up to 0x16.
     let zen = model.match_rules().iter().any(|rule| {
         rule.vendor == Vendor::Amd && rule.family.ranges.iter().any(|&(low, _)| low >= 0x17)

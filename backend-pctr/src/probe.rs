@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 #[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_events::{CpuIdentity, Database, EncoderKind, Vendor};
+#[cfg(doc)]
+use counterhal_hal::ErrorKind;
 #[cfg_attr(not(unix), allow(unused_imports))]
-use counterhal_hal::{Error, ErrorKind, Result};
+use counterhal_hal::{Error, Result};
 
 #[cfg_attr(not(unix), allow(unused_imports))]
 use crate::abi::Abi;
@@ -101,14 +103,7 @@ fn choose_model_id(
     kind: CpuKind,
 ) -> Result<String> {
     if let Some(id) = cpu {
-        if db.model(&id).is_none() {
-            let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!("unknown CPU model `{id}` (known: {})", known.join(", ")),
-            )
-            .with_hint("see `counterhal list` for the CPU model ids"));
-        }
+        counterhal_x86::named_model(db, &id)?;
         return Ok(id);
     }
     let suits = |encoder: EncoderKind| match kind {
@@ -132,13 +127,7 @@ fn choose_model_id(
 /// # Errors
 /// [`ErrorKind::InvalidInput`] for an id the database lacks.
 pub fn model_for(db: Arc<Database>, id: &str) -> Result<PctrBackend> {
-    let Some(model) = db.model(id) else {
-        let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
-        return Err(Error::invalid_input(format!(
-            "unknown CPU model `{id}` (known: {})",
-            known.join(", ")
-        )));
-    };
+    let model = counterhal_x86::named_model(&db, id)?;
     let kind = match model.encoder {
         EncoderKind::P5 => CpuKind::P5,
         EncoderKind::P6 => CpuKind::P6,
@@ -229,6 +218,7 @@ fn calibrate_tsc(device: &mut dyn crate::device::PctrDevice, abi: Abi) -> Result
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
+    use counterhal_hal::ErrorKind;
 
     fn facts(vendor: Vendor, family: u32, version: u32, width: u32) -> CpuFacts {
         facts_model(vendor, family, 1, version, width)

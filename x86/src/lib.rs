@@ -10,5 +10,5 @@ pub mod tsc;
 pub use assign::{CounterRef, Counters, Demand, Placement, assign};
 pub use counter::{counter_delta, is_backward_step, width_mask};
 pub use cpuid::{CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
-pub use signature::{Identified, cpu_identity, decode_signature, identify};
+pub use signature::{Identified, cpu_identity, decode_signature, identify, named_model};
 pub use tsc::{TscFrequency, TscSource};

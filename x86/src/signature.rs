@@ -1,8 +1,9 @@
 //! Who made the CPU and which one it is: the vendor string (CPUID leaf 0) and the display
-//! family, model and stepping (leaf 1's signature), by the Intel SDM's and AMD APM's rule.
+//! family, model and stepping (leaf 1's signature), by the Intel SDM's and AMD APM's rule;
+//! and the event database's model a caller names for it.
 
-use counterhal_events::{CpuIdentity, Vendor};
-use counterhal_hal::Result;
+use counterhal_events::{CpuIdentity, CpuModel, Database, Vendor};
+use counterhal_hal::{Error, Result};
 
 use crate::cpuid::{CpuidResult, CpuidSource};
 
@@ -88,6 +89,23 @@ pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
     identify(cpuid).map(|identified| identified.identity)
 }
 
+/// The event database's CPU model `id` (case-insensitive), as a caller names it (`--cpu`)
+/// instead of letting CPUID pick one.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for an id the
+/// database lacks; the message lists the ids it has.
+pub fn named_model<'db>(db: &'db Database, id: &str) -> Result<&'db CpuModel> {
+    db.model(id).ok_or_else(|| {
+        let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
+        Error::invalid_input(format!(
+            "unknown CPU model `{id}` (known: {})",
+            known.join(", ")
+        ))
+        .with_hint("see `counterhal list` for the CPU model ids")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +136,17 @@ mod tests {
         assert_eq!(decode(Vendor::Amd, 0x0000_0662), (6, 6, 2));
         assert_eq!(decode(Vendor::Amd, 0x0001_0662), (6, 6, 2));
         assert_eq!(decode(Vendor::Intel, 0x0001_0662), (6, 0x16, 2));
+    }
+
+    #[test]
+    fn named_models_or_the_known_ids() {
+        let db = Database::shipped().expect("the shipped database loads");
+        assert_eq!(named_model(&db, "P6").unwrap().id, "p6");
+        let error = named_model(&db, "pentium9000").unwrap_err();
+        assert_eq!(error.kind(), counterhal_hal::ErrorKind::InvalidInput);
+        assert!(error.message().contains("`pentium9000`"), "{error}");
+        assert!(error.message().contains("p6"), "{error}");
+        assert!(error.hint().is_some());
     }
 
     #[test]
