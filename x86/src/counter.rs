@@ -60,7 +60,15 @@ mod tests {
         assert_eq!(counter_delta(1 << 48, (1 << 48) | 7, 48, false), 7);
         // A whole period hidden behind a small forward step.
         assert_eq!(counter_delta(10, 15, 40, true), 5 + (1 << 40));
+        assert_eq!(counter_delta(10, 15, 48, true), (1 << 48) + 5);
+        assert_eq!(counter_delta(7, 7, 40, true), 1 << 40);
+        // A wrap the difference already shows is not counted twice.
+        assert_eq!(counter_delta((1 << 48) - 10, 10, 48, true), 20);
+        assert_eq!(counter_delta((1 << 40) - 1, 0, 40, false), 1);
         assert_eq!(counter_delta(u64::MAX - 1, 1, 64, false), 3);
+        assert_eq!(counter_delta(u64::MAX, 0, 64, false), 1);
+        // A whole 64-bit period saturates.
+        assert_eq!(counter_delta(0, 0, 64, true), u64::MAX);
     }
 
     #[test]
