@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::Registration;
 
-use crate::common::{CliError, DatabaseArgs, parse_backend};
+use crate::error::CliError;
+use crate::options::{DatabaseArgs, parse_backend};
 
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]

@@ -8,7 +8,8 @@ use counterhal::hal::{Encoding, ResolvedEvent, Sign};
 use counterhal::{AnyBackend, Backend, Context, Registration};
 use serde_json::{Value, json};
 
-use crate::common::{CliError, DatabaseArgs, parse_backend};
+use crate::error::CliError;
+use crate::options::{DatabaseArgs, parse_backend};
 
 const USAGE: &str = "counterhal encode [--backend B] [--cpu MODEL] [--json] EVENT...";
 

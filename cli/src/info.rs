@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::{Backend, Capabilities, DeviceKind, OS, REGISTRY};
 
-use crate::common::{CliError, DatabaseArgs};
+use crate::error::CliError;
+use crate::options::DatabaseArgs;
 
 /// Arguments of `counterhal info`.
 #[derive(Args, Debug)]

@@ -8,7 +8,8 @@ use counterhal::hal::{GeneralizedEvent, OpenOptions, Preset};
 use counterhal::{AnyBackend, Backend, Context, Registration, Target};
 use serde_json::json;
 
-use crate::common::{CliError, DatabaseArgs, parse_backend};
+use crate::error::CliError;
+use crate::options::{DatabaseArgs, parse_backend};
 
 /// Arguments of `counterhal list`.
 #[derive(Args, Debug)]

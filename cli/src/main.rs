@@ -1,11 +1,12 @@
 //! The `counterhal` command: stat, list, encode, info, check.
 
 mod check;
-mod common;
 mod encode;
+mod error;
 mod format;
 mod info;
 mod list;
+mod options;
 mod output;
 mod report;
 mod stat;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use common::CliError;
+use crate::error::CliError;
 
 const EXIT_CODES: &str = "\
 Exit status:

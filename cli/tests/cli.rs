@@ -1,8 +1,9 @@
 //! End-to-end tests of the `counterhal` command against the real backends of this machine.
 
+use std::process::{Command, Output};
+
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use std::process::{Command, Output};
 
 fn counterhal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_counterhal"))
@@ -20,8 +21,7 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// Whether `perf` runs here (CI installs it and, with `COUNTERHAL_REQUIRE=tools`, fails a test
-/// that would skip for lack of it).
+/// Whether `perf` runs here.
 fn perf_available() -> bool {
     Command::new("perf")
         .arg("--version")
@@ -29,23 +29,21 @@ fn perf_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Skips the running test, through the skip door, unless the linux backend works here.
-macro_rules! require_linux {
+/// Skips the running test unless `perf` runs here: a missing tool, which
+/// `COUNTERHAL_REQUIRE=tools` (set where the tools are installed, as in CI) makes a failure.
+macro_rules! perf_or_skip {
     () => {
-        if !linux_usable() {
-            skip!(Need::System, "the linux backend is not usable here");
+        if !perf_available() {
+            skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
         }
     };
 }
 
-/// Skips the running test unless perf runs here.
-macro_rules! require_perf {
+/// Skips the running test unless the linux backend is usable here.
+macro_rules! linux_or_skip {
     () => {
-        if !perf_available() {
-            skip!(
-                Need::Tools,
-                "perf is not installed (Debian's linux-perf), so there is nothing to compare with"
-            );
+        if !linux_usable() {
+            skip!(Need::System, "the linux backend is not usable here");
         }
     };
 }
@@ -180,7 +178,7 @@ fn encode_errors_exit_2_with_a_message() {
 
 #[test]
 fn list_marks_software_events_usable() {
-    require_linux!();
+    linux_or_skip!();
     let out = counterhal(&["list", "page"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -203,7 +201,7 @@ fn list_marks_software_events_usable() {
 
 #[test]
 fn stat_passes_the_exit_status_through() {
-    require_linux!();
+    linux_or_skip!();
     let out = counterhal(&["stat", "-e", "task-clock", "--", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let out = counterhal(&["stat", "-e", "page-faults", "--", "true"]);
@@ -217,7 +215,7 @@ fn stat_passes_the_exit_status_through() {
 
 #[test]
 fn stat_default_events_show_not_supported_with_a_reason() {
-    require_linux!();
+    linux_or_skip!();
     let out = counterhal(&["stat", "--", "true"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stderr(&out);
@@ -239,7 +237,7 @@ fn stat_default_events_show_not_supported_with_a_reason() {
 
 #[test]
 fn stat_json_has_the_documented_fields() {
-    require_linux!();
+    linux_or_skip!();
     let out = counterhal(&["stat", "--json", "-e", "page-faults,cycles", "--", "true"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_slice(&out.stderr).expect("JSON");
@@ -263,8 +261,8 @@ fn stat_json_has_the_documented_fields() {
 
 #[test]
 fn stat_counts_a_tracepoint_exactly_as_perf_does() {
-    require_linux!();
-    require_perf!();
+    linux_or_skip!();
+    perf_or_skip!();
     let perf = Command::new("perf")
         .args([
             "stat",
@@ -318,7 +316,54 @@ fn bad_arguments_print_the_usage_line() {
     assert!(stderr(&out).contains("usage:"), "{}", stderr(&out));
     let out = counterhal(&["stat", "-C", "3-1", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("write it as 1-3"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0,2-3"), "{}", stderr(&out));
+}
+
+/// A CPU list is checked against the online CPUs before one target is built: a list of four
+/// billion CPUs is refused at once, naming the CPUs that are missing and the online ones.
+#[test]
+fn a_huge_cpu_list_fails_at_once_naming_the_missing_cpus() {
+    use std::time::{Duration, Instant};
+
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_counterhal"))
+        .args([
+            "stat",
+            "-C",
+            "0-4294967295",
+            "-e",
+            "cpu-clock",
+            "--",
+            "true",
+        ])
+        .env_remove("COUNTERHAL_EVENTS")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run counterhal");
+    // A target per CPU would take minutes and gigabytes; the check takes milliseconds.
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("`stat -C 0-4294967295` still runs after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(text.contains("usage:"), "{text}");
+    // No machine has CPU 4294967295 online: the missing ones end the range.
+    assert!(
+        text.contains("-4294967295 of -C 0-4294967295 are not online here"),
+        "{text}"
+    );
+    if let Ok(online) = std::fs::read_to_string("/sys/devices/system/cpu/online") {
+        assert!(
+            text.contains(&format!("(online: {})", online.trim())),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -415,10 +460,11 @@ fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u6
 
 #[test]
 fn stat_counts_an_execute_breakpoint_exactly_as_perf_does() {
-    require_linux!();
+    linux_or_skip!();
     let dir = std::env::temp_dir().join(format!("counterhal-bp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let Some((program, address)) = build_marker_program(&dir) else {
+        std::fs::remove_dir_all(&dir).ok();
         skip!(
             Need::Tools,
             "no C compiler (cc) and nm to build the marker program"
@@ -433,33 +479,42 @@ fn stat_counts_an_execute_breakpoint_exactly_as_perf_does() {
             .and_then(|l| l.split(',').next())
             .and_then(|v| v.trim().parse().ok())
     };
-    let compare = perf_available();
-    for calls in ["1", "1000", "25000"] {
-        let out = counterhal(&["stat", "-x,", "-e", &event, "--", program, calls]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let ours = count(&out).unwrap_or_else(|| panic!("no count in {}", stderr(&out)));
-        assert_eq!(ours, calls.parse::<u64>().unwrap(), "{}", stderr(&out));
-        if compare {
-            let perf = Command::new("perf")
-                .args(["stat", "-x,", "-e", &event, "--", program, calls])
-                .output()
-                .expect("run perf");
-            let theirs = count(&perf).unwrap_or_else(|| {
-                panic!(
-                    "perf gave no count: {}",
-                    String::from_utf8_lossy(&perf.stderr)
-                )
-            });
-            assert_eq!(ours, theirs, "counterhal {ours}, perf {theirs}");
-        }
-    }
+    let calls = ["1", "1000", "25000"];
+    let ours: Vec<u64> = calls
+        .iter()
+        .map(|&calls| {
+            let out = counterhal(&["stat", "-x,", "-e", &event, "--", program, calls]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let ours = count(&out).unwrap_or_else(|| panic!("no count in {}", stderr(&out)));
+            assert_eq!(ours, calls.parse::<u64>().unwrap(), "{}", stderr(&out));
+            ours
+        })
+        .collect();
+    // The exact counts are checked; with perf, they are compared with its counts too.
+    let theirs: Option<Vec<u64>> = perf_available().then(|| {
+        calls
+            .iter()
+            .map(|&calls| {
+                let perf = Command::new("perf")
+                    .args(["stat", "-x,", "-e", &event, "--", program, calls])
+                    .output()
+                    .expect("run perf");
+                count(&perf).unwrap_or_else(|| {
+                    panic!(
+                        "perf gave no count: {}",
+                        String::from_utf8_lossy(&perf.stderr)
+                    )
+                })
+            })
+            .collect()
+    });
     std::fs::remove_dir_all(&dir).ok();
-    if !compare {
-        skip!(
-            Need::Tools,
-            "perf is not installed: the counts matched the calls but were not compared with perf"
-        );
-    }
+    perf_or_skip!();
+    assert_eq!(
+        theirs.as_ref(),
+        Some(&ours),
+        "perf's counts, then counterhal's"
+    );
 }
 
 #[test]
@@ -498,30 +553,13 @@ fn a_closed_pipe_is_not_a_crash() {
 
 #[test]
 fn stat_targets_and_options() {
-    require_linux!();
+    linux_or_skip!();
     // A process that does not exist, a CPU that does not exist: bad arguments.
     let out = counterhal(&["stat", "-p", "999999999", "-e", "task-clock", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("usage:"), "{}", stderr(&out));
     let out = counterhal(&["stat", "-C", "4096", "-e", "cpu-clock", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    // A range as large as a CPU number goes is refused before any target is built, naming
-    // the CPUs that are not online (it used to allocate a target per CPU and abort).
-    let out = counterhal(&[
-        "stat",
-        "-C",
-        "0-4294967295",
-        "-e",
-        "cpu-clock",
-        "--",
-        "true",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("are not online (online: "),
-        "{}",
-        stderr(&out)
-    );
 
     // Attach to a live process while a command bounds the measurement.
     let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
@@ -589,10 +627,11 @@ fn stat_targets_and_options() {
 
 #[test]
 fn stat_json_reports_unsupported_events_with_a_reason() {
-    if !linux_usable() || std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+    linux_or_skip!();
+    if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
         skip!(
             Need::System,
-            "needs the linux backend on a machine without a hardware PMU"
+            "this machine has a core PMU, so cycles count here and are not unsupported"
         );
     }
     let out = counterhal(&["stat", "--json", "-e", "cycles", "--", "true"]);
@@ -638,10 +677,11 @@ fn check_runs_one_backend_on_request() {
 
 #[test]
 fn a_bad_tracepoint_modifier_is_named() {
-    if !linux_usable() || !std::path::Path::new("/sys/kernel/tracing/events/syscalls").exists() {
+    linux_or_skip!();
+    if !std::path::Path::new("/sys/kernel/tracing/events/syscalls").exists() {
         skip!(
             Need::System,
-            "needs the linux backend and tracefs with syscall tracepoints"
+            "tracefs with syscall tracepoints is not mounted"
         );
     }
     let out = counterhal(&["encode", "syscalls:sys_enter_getpid:zz"]);
@@ -655,7 +695,7 @@ fn a_bad_tracepoint_modifier_is_named() {
 
 #[test]
 fn stat_p_counts_every_thread_of_the_process() {
-    require_linux!();
+    linux_or_skip!();
     let dir = std::env::temp_dir().join(format!("counterhal-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The main thread sleeps; a second thread does all the work.
@@ -668,6 +708,7 @@ fn stat_p_counts_every_thread_of_the_process() {
         &["-O1", "-pthread"],
     );
     let Some(program) = program else {
+        std::fs::remove_dir_all(&dir).ok();
         skip!(
             Need::Tools,
             "no C compiler (cc) to build the threaded program"
@@ -690,7 +731,7 @@ fn stat_p_counts_every_thread_of_the_process() {
 #[test]
 fn ctrl_c_reaches_the_command_and_the_counts_are_still_printed() {
     use std::os::unix::process::CommandExt;
-    require_linux!();
+    linux_or_skip!();
     // counterhal and the command in a process group of their own, as a terminal would run
     // them; then Ctrl-C (SIGINT) to the whole group.
     let child = Command::new(env!("CARGO_BIN_EXE_counterhal"))

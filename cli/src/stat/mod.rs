@@ -1,38 +1,38 @@
 //! `counterhal stat`: run a command (or attach) and count events, like `perf stat`.
 //!
-//! The rooms, in the order a run passes through them: the arguments and their checks
-//! (`args`), what is counted (`targets`), the counting itself (`measure`), the numbers a
-//! report shows (`summary`), and the report (`print`).
+//! A measurement passes through the rooms in order, and each imports only rooms before it:
+//! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
+//! a process's threads, CPUs), [`measurement`] (the backend, opening, running, reading,
+//! repeats), [`summary`] (means, spreads, ratios, times) and [`printing`] (table, CSV, JSON).
+//! This module only joins them.
 
-mod args;
-mod measure;
-mod print;
+mod arguments;
+mod measurement;
+mod printing;
 mod summary;
 mod targets;
 
 use std::process::ExitCode;
 
-use counterhal::{Backend, Error};
+use counterhal::Backend;
 
-pub use args::StatArgs;
-use measure::{Linux, choose_backend, measure, resolve_all};
-use print::{print_csv, print_json, print_table};
-use summary::{mean_run, summarize};
-
-use crate::common::CliError;
-
-/// Extra help for `counterhal stat`.
-pub const HELP: &str = "\
-Examples:
-  counterhal stat -- ls
-  counterhal stat -e page-faults,context-switches -e task-clock -- true
-  counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
-  counterhal stat -a -e cpu-clock -- sleep 1
-Events not supported here are printed as <not supported>, with the reason below the table.";
+use self::arguments::USAGE;
+pub use self::arguments::{HELP, StatArgs};
+use self::measurement::Linux;
+use self::summary::Summary;
+use self::targets::Targets;
+use crate::error::CliError;
 
 /// Runs `counterhal stat`.
+///
+/// # Errors
+/// Bad arguments (exit 2, with the usage line), a command that cannot be run (127), a
+/// measurement that fails (1). Otherwise the command's own exit status is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
+    printing::create_output(args.output.as_deref())?;
+    let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
+        .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
     // The Linux backend is probed once and used directly (it runs commands itself); any other
     // backend is used through the portable facade.
@@ -42,44 +42,32 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .is_none_or(|registration| registration.name == "linux")
     {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
-            Ok(linux) => return stat_with(&args, &linux, Some(&linux)),
+            Ok(linux) => return stat_with(&args, &targets, &linux, Some(&linux)),
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
-    let backend = choose_backend(&args, &context)?;
-    stat_with(&args, &backend, None)
+    let backend = measurement::choose_backend(args.backend, &context)?;
+    stat_with(&args, &targets, &backend, None)
 }
 
+/// Plans the events on `backend`, measures, and writes the summary.
 fn stat_with<B: Backend>(
     args: &StatArgs,
+    targets: &Targets,
     backend: &B,
     linux: Option<&Linux>,
 ) -> Result<ExitCode, CliError> {
-    let events = resolve_all(backend, &args.events()?)?;
-    let mut runs = Vec::new();
-    for _ in 0..args.repeat {
-        runs.push(measure(args, backend, linux, &events)?);
-    }
-    let summary = summarize(&runs);
-    let mean = mean_run(&runs);
-    let last = &mean;
-    let mut out = String::new();
-    if args.json {
-        print_json(&mut out, args, &summary, last);
-    } else if let Some(separator) = &args.separator {
-        print_csv(&mut out, separator, &summary);
-    } else {
-        print_table(&mut out, args, &summary, last, runs.len());
-    }
-    match &args.output {
-        Some(path) => std::fs::write(path, &out).map_err(|e| {
-            CliError::input(Error::invalid_input(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )))
-        })?,
-        None => eprint!("{out}"),
-    }
-    Ok(ExitCode::from(last.exit_code))
+    let events = measurement::plan(backend, &args.event_names())?;
+    let runs = measurement::measure_repeatedly(
+        backend,
+        linux,
+        &events,
+        targets,
+        &args.command,
+        args.repeat,
+    )?;
+    let summary = Summary::of(&runs);
+    printing::write(args.output.as_deref(), &printing::render(args, &summary))?;
+    Ok(ExitCode::from(summary.end.exit_code))
 }

@@ -1,134 +1,223 @@
-//! What `stat` counts: every thread of a process (`-p`), every online CPU (`-a`), a CPU list
-//! (`-C`), or, with none of them, the command itself.
+//! What `counterhal stat` counts: the command it runs, or while it runs an existing process
+//! with every thread (`-p`), every online CPU (`-a`) or a list of CPUs (`-C`).
+//!
+//! CPU lists stay [`CpuList`]s (ranges, never expanded) until they have been checked against
+//! the online CPUs, so a list naming CPUs this machine lacks fails before one target is built.
 
 use counterhal::hal::CpuList;
 use counterhal::{Error, Target};
 
-use super::args::{StatArgs, USAGE};
-use crate::common::CliError;
+/// Where the CPUs this machine has online are listed.
+const ONLINE: &str = "/sys/devices/system/cpu/online";
 
-/// The targets `-p`, `-a` or `-C` ask for; `None` for the command itself.
-///
-/// # Errors
-/// A usage error for process id 0 or a CPU list that is malformed or names CPUs that are not
-/// online.
-pub(super) fn targets(args: &StatArgs) -> Result<Option<Vec<Target>>, CliError> {
-    if let Some(pid) = args.pid {
-        return process_threads(pid).map(Some);
+/// What to count, as the options ask for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Targets {
+    /// The command itself (the backend decides how to follow it).
+    Command,
+    /// Every thread of an existing process (`-p PID`).
+    Process(u32),
+    /// Every online CPU (`-a`).
+    AllCpus,
+    /// These CPUs, each online (`-C LIST`).
+    Cpus(CpuList),
+}
+
+impl Targets {
+    /// What `-p PID`, `-a` and `-C LIST` ask for (clap lets at most one through), with a CPU
+    /// list checked against the CPUs online here.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): process id 0, a CPU
+    /// list that does not parse or is empty, or one naming CPUs that are not online.
+    pub fn from_options(
+        pid: Option<u32>,
+        all_cpus: bool,
+        cpu_list: Option<&str>,
+    ) -> Result<Targets, Error> {
+        if let Some(pid) = pid {
+            return process(pid);
+        }
+        if all_cpus {
+            return Ok(Targets::AllCpus);
+        }
+        match cpu_list {
+            Some(text) => {
+                let cpus = parse_cpu_list(text)?;
+                check_online(&cpus, &online_cpus())?;
+                Ok(Targets::Cpus(cpus))
+            }
+            None => Ok(Targets::Command),
+        }
     }
-    if args.all_cpus {
-        return Ok(Some(cpu_targets(&online_cpus())));
+
+    /// The targets to open counters on, read afresh (a process's threads come and go); `None`
+    /// for the command itself.
+    pub fn resolve(&self) -> Option<Vec<Target>> {
+        match self {
+            Targets::Command => None,
+            Targets::Process(pid) => Some(process_threads(*pid)),
+            Targets::AllCpus => Some(cpu_targets(&online_cpus())),
+            Targets::Cpus(cpus) => Some(cpu_targets(cpus)),
+        }
     }
-    if let Some(list) = &args.cpu_list {
-        return requested_cpus(list, &online_cpus())
-            .map(|cpus| Some(cpu_targets(&cpus)))
-            .map_err(|e| CliError::usage(e, USAGE));
+}
+
+/// `-p PID`: any number but 0, which names no process.
+fn process(pid: u32) -> Result<Targets, Error> {
+    if pid == 0 {
+        return Err(Error::invalid_input("process id 0 is not a process")
+            .with_hint("give the id of a running process, e.g. -p $(pidof NAME)"));
     }
-    Ok(None)
+    Ok(Targets::Process(pid))
 }
 
 /// Every thread of process `pid` (`/proc/PID/task`), as perf's `-p` counts them; the process
 /// alone where the OS has no such directory.
-fn process_threads(pid: u32) -> Result<Vec<Target>, CliError> {
-    if pid == 0 {
-        return Err(CliError::usage(
-            Error::invalid_input("process id 0 is not a process")
-                .with_hint("give the id of a running process, e.g. -p $(pidof NAME)"),
-            USAGE,
-        ));
-    }
+fn process_threads(pid: u32) -> Vec<Target> {
     let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Ok(vec![Target::process(pid)]);
+        return vec![Target::process(pid)];
     };
     let mut threads: Vec<u32> = entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
     threads.sort_unstable();
-    Ok(threads.into_iter().map(Target::process).collect())
+    threads.into_iter().map(Target::process).collect()
 }
 
-/// Every online CPU (`/sys/devices/system/cpu/online`; not this process's affinity, which may
-/// be narrower), or CPUs 0..N by the parallelism the OS reports where that file is absent.
-pub(super) fn online_cpus() -> CpuList {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
+/// Every online CPU ([`ONLINE`]; not this process's affinity, which may be narrower), or CPUs
+/// 0..N by the parallelism the OS reports where that file is absent.
+pub fn online_cpus() -> CpuList {
+    std::fs::read_to_string(ONLINE)
         .ok()
         .and_then(|text| text.parse::<CpuList>().ok())
-        .filter(|list| !list.is_empty())
+        .filter(|cpus| !cpus.is_empty())
         .unwrap_or_else(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-            CpuList::range(0, cpus.saturating_sub(1))
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            CpuList::range(0, u32::try_from(cpus).unwrap_or(u32::MAX).saturating_sub(1))
         })
 }
 
-/// The CPUs `-C` names, each once, every one of them online.
-///
-/// # Errors
-/// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a malformed list, an
-/// empty one, or CPUs that are not online (named, with the online ones), before any target is
-/// built: `-C 0-4294967295` costs two numbers, not four billion targets.
-fn requested_cpus(text: &str, online: &CpuList) -> Result<CpuList, Error> {
-    let requested: CpuList = text.parse()?;
-    if requested.is_empty() {
-        return Err(Error::invalid_input("an empty CPU list for -C")
-            .with_hint(format!("name CPUs, e.g. -C 0 or -C {online}")));
-    }
-    let missing = requested.difference(online);
-    if !missing.is_empty() {
-        return Err(Error::invalid_input(format!(
-            "CPU(s) {missing} of `{text}` are not online (online: {online})"
-        ))
-        .with_hint(format!("count CPUs among {online}")));
-    }
-    Ok(requested)
+/// One target per CPU of `cpus`, lowest first.
+pub fn cpu_targets(cpus: &CpuList) -> Vec<Target> {
+    cpus.iter().map(Target::Cpu).collect()
 }
 
-/// One target per CPU.
-fn cpu_targets(cpus: &CpuList) -> Vec<Target> {
-    cpus.iter().map(Target::cpu).collect()
+/// `-C LIST`: numbers and ranges, at least one CPU; a CPU named twice is counted once. The
+/// error names the item at fault, and the hint shows the form.
+fn parse_cpu_list(text: &str) -> Result<CpuList, Error> {
+    let hint = "write CPUs as numbers and ranges, e.g. 0 or 0,2-3";
+    match text.parse::<CpuList>() {
+        Ok(cpus) if cpus.is_empty() => {
+            Err(Error::invalid_input("an empty CPU list for -C").with_hint(hint))
+        }
+        Ok(cpus) => Ok(cpus),
+        Err(e) => Err(Error::invalid_input(e.message()).with_hint(hint)),
+    }
+}
+
+/// Refuses a list naming CPUs that are not `online`, naming them and the online ones.
+fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
+    let missing = cpus.difference(online);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let (which, are) = if missing.len() == 1 {
+        ("CPU", "is")
+    } else {
+        ("CPUs", "are")
+    };
+    Err(Error::invalid_input(format!(
+        "{which} {missing} of -C {cpus} {are} not online here (online: {online})"
+    ))
+    .with_hint(format!("name CPUs listed in {ONLINE}, e.g. -C {online}")))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use counterhal::ErrorKind;
 
-    fn online() -> CpuList {
-        "0-3".parse().unwrap()
+    use super::*;
+
+    fn list(text: &str) -> CpuList {
+        text.parse().unwrap()
     }
 
     #[test]
-    fn cpu_lists_name_online_cpus_once() {
-        let cpus = requested_cpus("2-3,0,2", &online()).unwrap();
+    fn cpu_lists_parse_merge_and_keep_the_hint() {
         assert_eq!(
-            cpu_targets(&cpus),
-            [Target::cpu(0), Target::cpu(2), Target::cpu(3)]
+            cpu_targets(&parse_cpu_list("0,2-3").unwrap()),
+            [Target::Cpu(0), Target::Cpu(2), Target::Cpu(3)]
         );
-    }
-
-    #[test]
-    fn bad_lists_are_named_before_any_target_is_built() {
-        for bad in ["", "a", "3-1", "1-", "0,,1"] {
-            let e = requested_cpus(bad, &online()).unwrap_err();
+        // A CPU named twice is counted once; the order given does not matter.
+        assert_eq!(parse_cpu_list("3,1-3, 1").unwrap().to_string(), "1-3");
+        for bad in ["", " ", "a", "3-1", "1-", "0,,1", "-1", "4294967296"] {
+            let e = parse_cpu_list(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
+            assert!(e.message().contains("CPU list"), "{bad}: {e}");
+            assert!(e.hint().unwrap().contains("0,2-3"), "{bad}: {e}");
         }
-        let huge = requested_cpus("0-4294967295", &online()).unwrap_err();
+        // The item at fault is named.
         assert!(
-            huge.message()
-                .contains("CPU(s) 4-4294967295 of `0-4294967295` are not online (online: 0-3)"),
-            "{huge}"
+            parse_cpu_list("0,2-x")
+                .unwrap_err()
+                .message()
+                .contains("`2-x`")
         );
-        let one = requested_cpus("1,5", &online()).unwrap_err();
-        assert!(one.message().starts_with("CPU(s) 5 "), "{one}");
     }
 
     #[test]
-    fn process_zero_is_refused() {
-        let error = process_threads(0).unwrap_err();
-        assert_eq!(error.exit_code, 2);
+    fn a_huge_list_is_refused_without_being_expanded() {
+        let huge = parse_cpu_list("0-4294967295").unwrap();
+        assert_eq!(huge.len(), 1 << 32);
+        let e = check_online(&huge, &list("0-1")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            e.message(),
+            "CPUs 2-4294967295 of -C 0-4294967295 are not online here (online: 0-1)"
+        );
+        assert!(e.hint().unwrap().contains("-C 0-1"), "{e}");
     }
 
     #[test]
-    fn this_machines_online_cpus_include_cpu_0() {
-        assert!(online_cpus().contains(0));
+    fn online_cpus_pass_and_missing_ones_are_named() {
+        let online = list("0-3,8");
+        assert!(check_online(&list("0,2-3,8"), &online).is_ok());
+        let one = check_online(&list("1,4"), &online).unwrap_err();
+        assert!(
+            one.message().starts_with("CPU 4 of -C 1,4 is not online"),
+            "{one}"
+        );
+        let several = check_online(&list("2-9"), &online).unwrap_err();
+        assert!(several.message().starts_with("CPUs 4-7,9 "), "{several}");
+        assert!(several.message().ends_with("(online: 0-3,8)"), "{several}");
+    }
+
+    #[test]
+    fn options_choose_the_targets() {
+        assert_eq!(
+            Targets::from_options(None, false, None).unwrap(),
+            Targets::Command
+        );
+        assert_eq!(Targets::Command.resolve(), None);
+        assert_eq!(
+            Targets::from_options(Some(42), false, None).unwrap(),
+            Targets::Process(42)
+        );
+        assert_eq!(
+            Targets::from_options(None, true, None).unwrap(),
+            Targets::AllCpus
+        );
+        let zero = Targets::from_options(Some(0), false, None).unwrap_err();
+        assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
+        let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
+        assert!(bad.message().contains("runs backwards"), "{bad}");
+    }
+
+    #[test]
+    fn a_process_without_a_task_directory_is_counted_alone() {
+        // No process has id u32::MAX (pid_max is at most 2^22).
+        assert_eq!(process_threads(u32::MAX), [Target::process(u32::MAX)]);
+        assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
     }
 }

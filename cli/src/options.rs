@@ -1,0 +1,42 @@
+//! Options several subcommands share: the event database and CPU model (`--events`, `--cpu`),
+//! and the parser of `--backend`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use counterhal::{Context, Registration};
+
+use crate::error::CliError;
+
+/// Options shared by the commands that resolve event names.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DatabaseArgs {
+    /// CPU model id from the event database (e.g. p6, skl, amd64_fam19h_zen3) instead of the
+    /// detected one.
+    #[arg(long, value_name = "MODEL")]
+    cpu: Option<String>,
+    /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
+    #[arg(long = "events", value_name = "FILE")]
+    events_file: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The event database (with the events file) and the CPU model (named or detected).
+    ///
+    /// # Errors
+    /// A bad events file or an unknown CPU model: bad input (exit 2) with the usage line.
+    pub fn context(&self) -> Result<Context, CliError> {
+        Context::new(self.events_file.as_deref(), self.cpu.as_deref())
+            .map_err(|e| CliError::usage(e, "--cpu MODEL (see `counterhal info`) --events FILE"))
+    }
+}
+
+/// Parses `--backend NAME` into its registration; the error lists the known names.
+pub fn parse_backend(name: &str) -> Result<&'static Registration, String> {
+    counterhal::registration(name).map_err(|_| {
+        format!(
+            "unknown backend `{name}`: use {}",
+            counterhal::registry::names().join(", ")
+        )
+    })
+}

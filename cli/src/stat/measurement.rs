@@ -1,0 +1,496 @@
+//! The measurement behind `counterhal stat`: the backend, the events planned on it, counters
+//! opened on the targets, the command run, the counters read, as many times as `-r` asks.
+//!
+//! There are two paths. Where the Linux backend counts the command itself, it runs it as
+//! `perf stat -- cmd` does: the child is created, the counters are opened on it with
+//! enable-on-exec and inherit, then it executes, and until it is reaped Ctrl-C is the
+//! command's, not ours, so the counts are still printed. Every other case (another backend,
+//! or `-p`, `-a`, `-C`) opens counters on each target, runs the command, and adds up what each
+//! target read; there Ctrl-C ends this process with the command, and nothing is printed.
+
+use std::ffi::OsString;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope};
+use counterhal::{AnyBackend, Backend, Context, Error, ErrorKind, Registration, Target};
+
+use super::arguments::USAGE;
+use super::targets::{Targets, cpu_targets, online_cpus};
+use crate::error::CliError;
+
+/// The Linux backend, when it is the one counting (it runs commands as `perf stat` does).
+#[cfg(target_os = "linux")]
+pub type Linux = counterhal::linux::LinuxBackend;
+/// No Linux backend on this OS.
+#[cfg(not(target_os = "linux"))]
+pub type Linux = std::convert::Infallible;
+
+/// An event as planned: resolved, or known to be unusable here (reported as not supported).
+pub enum Planned {
+    /// Resolved; still may fail to open.
+    Ready(ResolvedEvent),
+    /// The name is valid but this CPU or backend cannot count it.
+    Unsupported {
+        /// The name as given.
+        name: String,
+        /// Why not.
+        error: Error,
+    },
+}
+
+impl Planned {
+    /// The resolved event, when it is ready to open.
+    fn ready(&self) -> Option<&ResolvedEvent> {
+        match self {
+            Planned::Ready(event) => Some(event),
+            Planned::Unsupported { .. } => None,
+        }
+    }
+
+    /// The event's result before anything is counted: a zero reading, or why it cannot count.
+    fn result(&self, backend: &str) -> EventResult {
+        let (name, outcome) = match self {
+            Planned::Ready(event) => (event.name.clone(), Ok(Reading::default())),
+            Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+        };
+        EventResult {
+            name,
+            backend: backend.to_string(),
+            outcome,
+        }
+    }
+}
+
+/// One event's outcome in one run.
+pub struct EventResult {
+    /// The event's name as given.
+    pub name: String,
+    /// The label of the backend that counted it.
+    pub backend: String,
+    /// Its reading (summed over the targets), or why it could not be counted.
+    pub outcome: Result<Reading, Error>,
+}
+
+/// One run of the command.
+pub struct Run {
+    /// One result per planned event, in the order given.
+    pub events: Vec<EventResult>,
+    /// How the command ended and what it cost.
+    pub end: CommandEnd,
+}
+
+/// How the command ended, what it cost, and whose activity was counted: for one run, or as
+/// the runs' mean.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandEnd {
+    /// The command's exit status as this command passes it on.
+    pub exit_code: u8,
+    /// The command's end in words (`exited with status 3`).
+    pub exit_description: String,
+    /// Wall time, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// The command's user CPU time, in nanoseconds, where the OS tells.
+    pub user_ns: Option<u64>,
+    /// The command's system CPU time, in nanoseconds, where the OS tells.
+    pub sys_ns: Option<u64>,
+    /// What the reader must know about whose activity was counted.
+    pub note: Option<String>,
+}
+
+impl CommandEnd {
+    /// The end of a command that ended with `status` after `elapsed`, having used `cpu` (user
+    /// and system time) where the OS tells.
+    fn new(status: &ExitStatus, elapsed: Duration, cpu: Option<(Duration, Duration)>) -> Self {
+        let (exit_code, exit_description) = describe_status(status.code(), signal_of(status));
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        CommandEnd {
+            exit_code,
+            exit_description,
+            elapsed_ns: nanos(elapsed),
+            user_ns: cpu.map(|(user, _)| nanos(user)),
+            sys_ns: cpu.map(|(_, system)| nanos(system)),
+            note: None,
+        }
+    }
+}
+
+/// The backend registered as `registration`, or the first that works here.
+///
+/// # Errors
+/// The named backend's probe error, or (none named) every backend's reason it is unusable;
+/// a failure (exit 1).
+pub fn choose_backend(
+    registration: Option<&'static Registration>,
+    context: &Context,
+) -> Result<AnyBackend, CliError> {
+    if let Some(registration) = registration {
+        return counterhal::probe(registration, context).map_err(CliError::failed);
+    }
+    let mut reasons = Vec::new();
+    for probe in counterhal::probe_all(context) {
+        match probe.result {
+            Ok(backend) => return Ok(backend),
+            Err(e) => reasons.push(format!("{}: {e}", probe.registration.name)),
+        }
+    }
+    Err(CliError::failed(Error::unsupported(format!(
+        "no usable counter backend here: {}",
+        reasons.join("; ")
+    ))))
+}
+
+/// Resolves every name; unknown names are errors (exit 2), names that are valid but not
+/// countable here are planned as unsupported.
+///
+/// # Errors
+/// [`ErrorKind::InvalidEvent`] for a name no database or backend knows, as bad input.
+pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, CliError> {
+    names
+        .iter()
+        .map(|name| match backend.resolve(name) {
+            Ok(event) => Ok(Planned::Ready(event)),
+            Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
+                e,
+                "-e EVENT: see `counterhal list` for the events available here",
+            )),
+            Err(error) => Ok(Planned::Unsupported {
+                name: name.clone(),
+                error,
+            }),
+        })
+        .collect()
+}
+
+/// Counts `events` on `targets` while `command` runs, `repeat` times.
+///
+/// # Errors
+/// A target that does not exist (exit 2), a command that cannot be run (127), a counter that
+/// cannot be enabled, disabled or read (1).
+pub fn measure_repeatedly<B: Backend>(
+    backend: &B,
+    linux: Option<&Linux>,
+    events: &[Planned],
+    targets: &Targets,
+    command: &[OsString],
+    repeat: u32,
+) -> Result<Vec<Run>, CliError> {
+    (0..repeat)
+        .map(|_| measure(backend, linux, events, targets, command))
+        .collect()
+}
+
+/// One run: the Linux backend's own way for the command itself, else counters on targets.
+fn measure<B: Backend>(
+    backend: &B,
+    linux: Option<&Linux>,
+    events: &[Planned],
+    targets: &Targets,
+    command: &[OsString],
+) -> Result<Run, CliError> {
+    let targets = targets.resolve();
+    if let (Some(linux), None) = (linux, &targets) {
+        return run_linux_command(linux, events, command);
+    }
+    let capabilities = backend.capabilities();
+    let (targets, note) = match targets {
+        Some(targets) => (targets, None),
+        // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
+        // where it can, and say whose activity the numbers are.
+        None if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu => (
+            cpu_targets(&online_cpus()),
+            Some(format!(
+                "{} counts per CPU, not per process: these are every CPU's counts while the \
+                 command ran, including other programs",
+                backend.label()
+            )),
+        ),
+        None if capabilities.scope == Scope::SystemWidePerCpu => (
+            vec![Target::ThisThread],
+            Some(format!(
+                "{} counts per CPU, not per process: these are the counts of the CPU this \
+                 command started on, including other programs, and miss the command's time on \
+                 other CPUs",
+                backend.label()
+            )),
+        ),
+        None => (vec![Target::ThisThread], None),
+    };
+    let mut run = run_on_targets(backend, events, &targets, command)?;
+    run.end.note = note;
+    Ok(run)
+}
+
+/// Each opened set: the indices (into the planned events) of what it counts, one set per
+/// target.
+type Opened<G> = (Vec<usize>, Vec<EventSet<G>>);
+
+/// Counts the events on `targets` while `command` runs (the generic path: every backend).
+fn run_on_targets<B: Backend>(
+    backend: &B,
+    events: &[Planned],
+    targets: &[Target],
+    command: &[OsString],
+) -> Result<Run, CliError> {
+    let label = backend.label();
+    let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
+    let sets = open_sets(backend, events, targets, &mut results)?;
+    let end = run_and_read(sets, command, &mut results)?;
+    Ok(Run {
+        events: results,
+        end,
+    })
+}
+
+/// Opens the ready events on every target: all at once first, since a backend with
+/// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
+/// place them together; where that fails, each on its own, so that one event the machine lacks
+/// does not hide the others (its result then says why).
+fn open_sets<B: Backend>(
+    backend: &B,
+    events: &[Planned],
+    targets: &[Target],
+    results: &mut [EventResult],
+) -> Result<Vec<Opened<B::Group>>, CliError> {
+    let open_on_every_target = |indices: &[usize]| -> Result<Vec<EventSet<B::Group>>, Error> {
+        let resolved: Vec<ResolvedEvent> = indices
+            .iter()
+            .filter_map(|&i| events[i].ready().cloned())
+            .collect();
+        let options = OpenOptions::ungrouped();
+        targets
+            .iter()
+            .map(|target| EventSet::open(backend, resolved.clone(), target, &options))
+            .collect()
+    };
+    let ready: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, planned)| planned.ready().map(|_| i))
+        .collect();
+    let mut sets = Vec::new();
+    match open_on_every_target(&ready) {
+        Ok(opened) if !ready.is_empty() => sets.push((ready, opened)),
+        _ => {
+            for index in ready {
+                match open_on_every_target(&[index]) {
+                    Ok(opened) => sets.push((vec![index], opened)),
+                    // A target that does not exist is the user's to fix, not an event the
+                    // machine lacks.
+                    Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
+                        return Err(CliError::usage(e, USAGE));
+                    }
+                    Err(e) => results[index].outcome = Err(e),
+                }
+            }
+        }
+    }
+    Ok(sets)
+}
+
+/// Enables every set, runs the command, disables and reads every set, and puts each event's
+/// sum over the targets in its result.
+fn run_and_read<G: Group>(
+    mut sets: Vec<Opened<G>>,
+    command: &[OsString],
+    results: &mut [EventResult],
+) -> Result<CommandEnd, CliError> {
+    let start = Instant::now();
+    for (_, per_target) in &mut sets {
+        for set in per_target.iter_mut() {
+            set.enable().map_err(CliError::failed)?;
+        }
+    }
+    let children_before = children_cpu_time();
+    let status = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .status();
+    let elapsed = start.elapsed();
+    let children_after = children_cpu_time();
+    for (indices, per_target) in &mut sets {
+        let mut totals = vec![Reading::default(); indices.len()];
+        for set in per_target.iter_mut() {
+            set.disable().map_err(CliError::failed)?;
+            let readings = set.read_to_vec().map_err(CliError::failed)?;
+            for (total, reading) in totals.iter_mut().zip(readings) {
+                *total = add(total, &reading);
+            }
+        }
+        for (&index, total) in indices.iter().zip(totals) {
+            results[index].outcome = Ok(total);
+        }
+    }
+    let status = status.map_err(|e| {
+        not_run(Error::new(
+            ErrorKind::NotFound,
+            format!("cannot run {:?}: {e}", command[0]),
+        ))
+    })?;
+    let cpu = match (children_before, children_after) {
+        (Some(before), Some(after)) => Some((
+            after.0.saturating_sub(before.0),
+            after.1.saturating_sub(before.1),
+        )),
+        _ => None,
+    };
+    Ok(CommandEnd::new(&status, elapsed, cpu))
+}
+
+/// Two readings of one event (on two targets) as one: each field added, saturating.
+fn add(total: &Reading, reading: &Reading) -> Reading {
+    Reading::new(
+        total.value.saturating_add(reading.value),
+        total.time_enabled.saturating_add(reading.time_enabled),
+        total.time_running.saturating_add(reading.time_running),
+    )
+}
+
+/// A command that could not be run: 127 when it was not found (as a shell says), else 1.
+fn not_run(error: Error) -> CliError {
+    let exit_code = if error.kind() == ErrorKind::NotFound {
+        127
+    } else {
+        1
+    };
+    CliError {
+        error,
+        usage: None,
+        exit_code,
+    }
+}
+
+/// The user and system CPU time of this process's waited-for children.
+#[cfg(unix)]
+fn children_cpu_time() -> Option<(Duration, Duration)> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let duration = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+    };
+    Some((duration(usage.user_time()), duration(usage.system_time())))
+}
+
+#[cfg(not(unix))]
+fn children_cpu_time() -> Option<(Duration, Duration)> {
+    None
+}
+
+#[cfg(unix)]
+fn signal_of(status: &ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+#[cfg(not(unix))]
+fn signal_of(_status: &ExitStatus) -> Option<i32> {
+    None
+}
+
+/// The exit code passed on for a command that exited with `code` or was killed by `signal`,
+/// and words for it.
+pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> (u8, String) {
+    match (code, signal) {
+        (Some(code), _) => ((code & 0xff) as u8, format!("exited with status {code}")),
+        (None, Some(signal)) => (
+            (128 + signal).clamp(0, 255) as u8,
+            format!("was killed by signal {signal}"),
+        ),
+        (None, None) => (1, "ended with an unknown status".into()),
+    }
+}
+
+/// The Linux path for a command, as `perf stat -- cmd` does it: the child is created, the
+/// counters are opened on it with enable-on-exec and inherit, then it executes.
+#[cfg(target_os = "linux")]
+fn run_linux_command(
+    backend: &Linux,
+    events: &[Planned],
+    command: &[OsString],
+) -> Result<Run, CliError> {
+    // Every native term of every ready event, each opened on its own so that one event the
+    // machine lacks does not keep the others from counting (perf's behaviour).
+    let requests: Vec<counterhal::hal::EventRequest> = events
+        .iter()
+        .filter_map(Planned::ready)
+        .flat_map(|event| event.terms.iter().map(|term| term.request.clone()))
+        .collect();
+    let run = backend
+        .run_command(&requests, command, &OpenOptions::ungrouped())
+        .map_err(not_run)?;
+    let mut outcomes = run.events.into_iter();
+    let results = events
+        .iter()
+        .map(|planned| {
+            let mut result = planned.result("linux");
+            if let Some(event) = planned.ready() {
+                let readings: Result<Vec<Reading>, Error> = outcomes
+                    .by_ref()
+                    .take(event.terms.len())
+                    .map(|term| term.reading)
+                    .collect();
+                result.outcome = readings.map(|r| event.combine(&r));
+            }
+            result
+        })
+        .collect();
+    let exit = &run.exit;
+    Ok(Run {
+        events: results,
+        end: CommandEnd::new(
+            &exit.status,
+            exit.elapsed,
+            Some((exit.user_time, exit.system_time)),
+        ),
+    })
+}
+
+/// No Linux path on this OS: [`Linux`] has no values, so this is never called.
+#[cfg(not(target_os = "linux"))]
+fn run_linux_command(
+    linux: &Linux,
+    _events: &[Planned],
+    _command: &[OsString],
+) -> Result<Run, CliError> {
+    match *linux {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        assert_eq!(describe_status(Some(3), None).0, 3);
+        assert_eq!(describe_status(Some(256 + 7), None).0, 7);
+        assert_eq!(describe_status(None, Some(9)).0, 137);
+        assert_eq!(describe_status(None, Some(2)).1, "was killed by signal 2");
+        assert_eq!(describe_status(Some(0), None).1, "exited with status 0");
+        assert_eq!(describe_status(None, None).0, 1);
+    }
+
+    #[test]
+    fn readings_of_targets_add_up_and_saturate() {
+        let sum = add(&Reading::new(5, 10, 10), &Reading::new(7, 20, 15));
+        assert_eq!(sum, Reading::new(12, 30, 25));
+        let full = add(&Reading::new(u64::MAX, 1, 1), &Reading::new(1, 1, 1));
+        assert_eq!(full.value, u64::MAX);
+    }
+
+    #[test]
+    fn a_program_not_found_exits_127() {
+        let missing = not_run(Error::new(ErrorKind::NotFound, "no such program"));
+        assert_eq!(missing.exit_code, 127);
+        assert_eq!(not_run(Error::unsupported("no")).exit_code, 1);
+    }
+
+    #[test]
+    fn a_planned_event_starts_at_zero_or_with_its_reason() {
+        let unsupported = Planned::Unsupported {
+            name: "cycles".into(),
+            error: Error::unsupported("no PMU"),
+        };
+        let result = unsupported.result("linux");
+        assert_eq!(result.name, "cycles");
+        assert_eq!(result.backend, "linux");
+        assert_eq!(result.outcome.unwrap_err().message(), "no PMU");
+    }
+}
