@@ -59,6 +59,10 @@ pub use counterhal_linux as linux;
 pub use counterhal_msr as msr;
 #[cfg(feature = "pctr")]
 pub use counterhal_pctr as pctr;
+/// The measured command on Unix: held before `exec` ([`process::WaitingChild`]), its end and
+/// CPU time, and the signals that end it passed on while it runs ([`process::ForwardSignals`]).
+#[cfg(unix)]
+pub use counterhal_process as process;
 
 pub mod registry;
 

@@ -179,6 +179,32 @@ const ACCEPTS: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::A
 
 /// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
 /// process, every target; self-monitoring reads where there is a hardware PMU.
+/// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
+/// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
+/// counters would start at some later exec of a process this caller does not control.
+fn exec_child(pid: u32) -> Result<u32> {
+    let hint = "Target::Exec is a command held before exec: spawn it with WaitingChild and use \
+                its target(); for a running process use Target::process(pid)";
+    if pid == std::process::id() || pid == 1 {
+        let who = if pid == 1 {
+            "init"
+        } else {
+            "this process itself"
+        };
+        return Err(Error::invalid_input(format!(
+            "process {pid} ({who}) cannot be a Target::Exec"
+        ))
+        .with_hint(hint));
+    }
+    match counterhal_process::is_child_of_this_process(pid) {
+        Ok(false) => Err(Error::invalid_input(format!(
+            "process {pid} is not a child of this process, so it is no command held before exec"
+        ))
+        .with_hint(hint)),
+        Ok(true) | Err(_) => Ok(pid),
+    }
+}
+
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.multiplexing = true;
@@ -271,17 +297,26 @@ impl LinuxBackend {
     }
 
     fn countable_generalized(&self) -> Vec<GeneralizedEvent> {
+        let opens = |event: &ResolvedEvent| {
+            let requests: Vec<EventRequest> =
+                event.terms.iter().map(|t| t.request.clone()).collect();
+            self.open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
+                .map(drop)
+        };
         GeneralizedEvent::all()
             .filter(|event| {
                 let Ok(resolved) = self.resolve(&event.name()) else {
                     return false;
                 };
-                let requests: Vec<EventRequest> =
-                    resolved.terms.iter().map(|t| t.request.clone()).collect();
-                let options = OpenOptions::ungrouped();
-                match self.open(&requests, &Target::ThisThread, &options) {
-                    Ok(_) => true,
-                    Err(e) => e.kind() == ErrorKind::PermissionDenied,
+                match opens(&resolved) {
+                    Ok(()) => true,
+                    // Where counting the kernel is refused, an event this process can count in
+                    // user space (`:u`, perf's fallback) is countable; one refused outright,
+                    // or missing from the PMU, is not.
+                    Err(e) if e.kind() == ErrorKind::PermissionDenied => resolved
+                        .user_space_only()
+                        .is_some_and(|user| opens(&user).is_ok()),
+                    Err(_) => false,
                 }
             })
             .collect()
@@ -291,7 +326,7 @@ impl LinuxBackend {
         let to_pid = |pid: u32| {
             i32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
                 Error::invalid_input(format!("process id {pid} is not valid"))
-                    .with_hint("use Target::ThisThread for the calling thread")
+                    .with_hint("a process id is a positive number up to /proc/sys/kernel/pid_max")
             })
         };
         let group = ReadFormat::Group;
@@ -333,7 +368,7 @@ impl LinuxBackend {
                 }
             }
             Target::Exec { pid } => Placement {
-                pid: to_pid(pid)?,
+                pid: to_pid(exec_child(pid)?)?,
                 inherit: true,
                 enable_on_exec: true,
                 format: inherited_format,

@@ -2,7 +2,7 @@
 //! function and from the `getpid` system-call tracepoint.
 
 use counterhal_conformance::{ExactEvent, Subject};
-use counterhal_hal::{Backend, Target};
+use counterhal_hal::{Backend, ErrorKind, OpenOptions, Target};
 
 use crate::LinuxBackend;
 
@@ -19,13 +19,28 @@ pub struct LinuxSubject {
 }
 
 impl LinuxSubject {
-    /// A subject over `backend`, counting this thread.
+    /// A subject over `backend`, counting this thread. Where counting the kernel is not
+    /// permitted (`perf_event_paranoid` 2 for an unprivileged user) the breakpoint counts user
+    /// space only (`:u`), which for a user function is the same count.
     pub fn new(backend: LinuxBackend) -> Self {
         let address = marker as fn(u64) -> u64 as usize;
-        Self {
+        let mut subject = Self {
             backend,
             breakpoint: format!("mem:{address:#x}:x"),
+        };
+        if !subject.permitted(&subject.breakpoint) {
+            subject.breakpoint.push_str(":u");
         }
+        subject
+    }
+
+    /// Whether `name` opens on this thread, or fails for another reason than a permission
+    /// this process lacks (such failures are the suite's to report).
+    fn permitted(&self, name: &str) -> bool {
+        let opened = self
+            .backend
+            .open_named(&[name], &Target::ThisThread, &OpenOptions::default());
+        !matches!(opened, Err(e) if e.kind() == ErrorKind::PermissionDenied)
     }
 }
 
@@ -41,14 +56,18 @@ impl Subject for LinuxSubject {
     }
 
     fn exact_events(&self) -> Vec<ExactEvent> {
-        let candidates = [
-            // The marker is user code: both calls count in user mode, none in kernel mode.
-            ExactEvent::new(self.breakpoint.clone(), 2).with_user_per_unit(2),
-            ExactEvent::new("syscalls:sys_enter_getpid", 1),
-        ];
+        // The marker is user code: both calls count in user mode, none in kernel mode (which
+        // the split by modifiers checks where counting the kernel is permitted).
+        let breakpoint = ExactEvent::new(self.breakpoint.clone(), 2);
+        let breakpoint = if self.breakpoint.ends_with(":u") {
+            breakpoint
+        } else {
+            breakpoint.with_user_per_unit(2)
+        };
+        let candidates = [breakpoint, ExactEvent::new("syscalls:sys_enter_getpid", 1)];
         candidates
             .into_iter()
-            .filter(|e| self.backend.resolve(&e.name).is_ok())
+            .filter(|e| self.backend.resolve(&e.name).is_ok() && self.permitted(&e.name))
             .collect()
     }
 

@@ -127,10 +127,6 @@ pub enum Operation {
     Ioctl(&'static str),
     /// `mmap` of the self-monitoring page.
     Mmap,
-    /// Creating, releasing or waiting for a command's process (`fork`, `pipe2`, `wait4`).
-    Spawn,
-    /// The command's `exec`.
-    Exec,
 }
 
 impl fmt::Display for Operation {
@@ -140,8 +136,6 @@ impl fmt::Display for Operation {
             Operation::Read => f.write_str("read of the counters"),
             Operation::Ioctl(name) => write!(f, "ioctl PERF_EVENT_IOC_{name}"),
             Operation::Mmap => f.write_str("mmap of the event page"),
-            Operation::Spawn => f.write_str("starting the command"),
-            Operation::Exec => f.write_str("exec of the command"),
         }
     }
 }
@@ -156,6 +150,13 @@ fn paranoid_text(facts: &SystemFacts) -> String {
 fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     let paranoid = paranoid_text(facts);
     let needs = match (attempt, facts.paranoid) {
+        (Some(a), _) if a.pid > 0 && counterhal_process::belongs_to_another_user(a.pid as u32) => {
+            return format!(
+                "process {} belongs to another user: attaching counters to it needs the ptrace \
+                 access perf_event_open checks (CAP_PERFMON or CAP_SYS_PTRACE, or root)",
+                a.pid
+            );
+        }
         (_, Some(p)) if p >= 3 => {
             "this distribution's level 3 forbids every unprivileged use; set it to 2 or lower"
                 .to_string()
@@ -347,32 +348,6 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
         Operation::Open(a) => Some(a),
         _ => None,
     };
-    if matches!(operation, Operation::Spawn | Operation::Exec) {
-        let (kind, hint) = match errno {
-            libc::ENOENT => (
-                ErrorKind::NotFound,
-                "the program (or its interpreter) does not exist",
-            ),
-            libc::EACCES | libc::EPERM => (
-                ErrorKind::PermissionDenied,
-                "the program is not executable by this user",
-            ),
-            libc::ENOEXEC => (
-                ErrorKind::InvalidInput,
-                "the file is not a program this kernel runs",
-            ),
-            libc::EAGAIN | libc::ENOMEM => (
-                ErrorKind::Busy,
-                "out of processes or memory (RLIMIT_NPROC?)",
-            ),
-            libc::EMFILE | libc::ENFILE => (ErrorKind::Busy, "out of file descriptors"),
-            _ => (ErrorKind::Other, "see the errno"),
-        };
-        let text = std::io::Error::from_raw_os_error(errno);
-        return Error::new(kind, format!("{operation}: {text}"))
-            .with_errno(errno)
-            .with_hint(hint);
-    }
     if let Operation::Ioctl(name) = operation {
         if let Some((kind, message, hint)) = ioctl_error(errno, name) {
             return Error::new(kind, format!("{operation}: {message}"))
@@ -797,14 +772,5 @@ mod tests {
         let e = attr_size_error(None, None);
         assert_eq!(e.kind(), ErrorKind::InvalidEvent);
         assert!(e.message().contains("wrote back no size"), "{e}");
-    }
-
-    #[test]
-    fn exec_errors() {
-        let e = map_errno(libc::ENOENT, Operation::Exec, &SystemFacts::unknown());
-        assert_eq!(e.kind(), ErrorKind::NotFound);
-        let e = map_errno(libc::EACCES, Operation::Exec, &SystemFacts::unknown());
-        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
-        assert!(e.message().starts_with("exec of the command"), "{e}");
     }
 }

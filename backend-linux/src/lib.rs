@@ -18,7 +18,8 @@ cfg_if::cfg_if! {
         mod tracefs;
 
         pub use backend::{LinuxBackend, SystemPaths, probe, probe_with, raw_attr};
-        pub use command::{ChildExit, CommandRun, EventOutcome, WaitingChild};
+        pub use command::{CommandRun, EventOutcome};
+        pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
         pub use sysfs::{FormatField, ConfigWord};

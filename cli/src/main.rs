@@ -20,7 +20,8 @@ use crate::error::CliError;
 const EXIT_CODES: &str = "\
 Exit status:
   stat     the measured command's own status (128+N when killed by signal N;
-           127 when it could not be run); 1 when counting failed; 2 for bad arguments
+           127 when it was not found, 126 when it could not be executed);
+           1 when counting failed; 2 for bad arguments
   list, info, check
            0 on success (check: 1 when a case failed, or when no case could run
            at all); 2 for bad arguments

@@ -1,66 +1,12 @@
 //! End-to-end tests of the `counterhal` command against the real backends of this machine.
 
+mod common;
+
 use std::process::{Command, Output};
 
+use common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-
-fn counterhal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_counterhal"))
-        .args(args)
-        .env_remove("COUNTERHAL_EVENTS")
-        .output()
-        .expect("run counterhal")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Whether `perf` runs here.
-fn perf_available() -> bool {
-    Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Skips the running test unless `perf` runs here: a missing tool, which
-/// `COUNTERHAL_REQUIRE=tools` (set where the tools are installed, as in CI) makes a failure.
-macro_rules! perf_or_skip {
-    () => {
-        if !perf_available() {
-            skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
-        }
-    };
-}
-
-/// Skips the running test unless the linux backend is usable here.
-macro_rules! linux_or_skip {
-    () => {
-        if !linux_usable() {
-            skip!(Need::System, "the linux backend is not usable here");
-        }
-    };
-}
-
-/// `counterhal stat --json -p PID -e EVENTS -- sleep SECONDS`: count a live process for a while.
-fn stat_attached(pid: &str, events: &str, seconds: &str) -> Output {
-    counterhal(&[
-        "stat", "--json", "-p", pid, "-e", events, "--", "sleep", seconds,
-    ])
-}
-
-fn linux_usable() -> bool {
-    let out = counterhal(&["info"]);
-    stdout(&out)
-        .lines()
-        .any(|l| l.trim_start().starts_with("linux") && l.contains(" usable"))
-}
 
 #[test]
 fn info_lists_every_backend_with_a_status() {
@@ -326,7 +272,7 @@ fn a_huge_cpu_list_fails_at_once_naming_the_missing_cpus() {
     use std::time::{Duration, Instant};
 
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_counterhal"))
+    let mut child = Command::new(bin())
         .args([
             "stat",
             "-C",
@@ -417,26 +363,6 @@ fn check_writes_a_json_report() {
 
 /// Builds a small non-PIE program whose `marker` function is called as many times as its
 /// argument says, and returns its path and `marker`'s address.
-/// Compiles `source` (C) into `dir/name` with `flags`; `None` when there is no working `cc`.
-fn compile_c(
-    dir: &std::path::Path,
-    name: &str,
-    source: &str,
-    flags: &[&str],
-) -> Option<std::path::PathBuf> {
-    let source_path = dir.join(format!("{name}.c"));
-    let program = dir.join(name);
-    std::fs::write(&source_path, source).ok()?;
-    let built = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(&program)
-        .arg(&source_path)
-        .status()
-        .ok()?;
-    built.success().then_some(program)
-}
-
 fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u64)> {
     let program = compile_c(
         dir,
@@ -536,7 +462,7 @@ fn a_closed_pipe_is_not_a_crash() {
     for command in ["list", "encode cycles page-faults", "info"] {
         let script = format!(
             "set -o pipefail; {} {command} | head -c 1 >/dev/null",
-            env!("CARGO_BIN_EXE_counterhal")
+            bin().to_str().unwrap()
         );
         let status = Command::new("bash")
             .args(["-c", &script])
@@ -726,34 +652,4 @@ fn stat_p_counts_every_thread_of_the_process() {
     // Only the spinning thread runs: counting the main thread alone reads "not counted".
     let task_clock = value["events"][0]["scaled"].as_u64();
     assert!(task_clock.is_some_and(|ns| ns > 10_000_000), "{value}");
-}
-
-#[test]
-fn ctrl_c_reaches_the_command_and_the_counts_are_still_printed() {
-    use std::os::unix::process::CommandExt;
-    linux_or_skip!();
-    // counterhal and the command in a process group of their own, as a terminal would run
-    // them; then Ctrl-C (SIGINT) to the whole group.
-    let child = Command::new(env!("CARGO_BIN_EXE_counterhal"))
-        .args(["stat", "-e", "task-clock", "--", "sleep", "5"])
-        .process_group(0)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("counterhal");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let group = format!("-{}", child.id());
-    let killed = Command::new("kill")
-        .args(["-INT", "--", &group])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let out = child.wait_with_output().expect("wait");
-    // The command died of SIGINT (128 + 2); counterhal survived to print its table.
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(stderr(&out).contains("task-clock"), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("killed by signal 2"),
-        "{}",
-        stderr(&out)
-    );
 }

@@ -252,6 +252,19 @@ impl PerfAttr {
         self
     }
 
+    /// The same attr counting user space only, for an attr with no modifier ([`Domain::ALL`]):
+    /// `exclude_kernel` and `exclude_hv` set, as `perf stat` falls back when
+    /// `perf_event_paranoid` refuses counting the kernel. `None` for an attr whose domain was
+    /// chosen (a modifier says what the user wants counted).
+    pub fn user_space_only(&self) -> Option<PerfAttr> {
+        (self.domain == Domain::ALL).then(|| {
+            let domain = Domain::from_bits_truncate(
+                Domain::ALL.bits() & !(Domain::KERNEL.bits() | Domain::HYPERVISOR.bits()),
+            );
+            self.clone().with_domain(domain)
+        })
+    }
+
     /// The exclude bits this attr programs. This is the one place the rule lives.
     ///
     /// - [`Domain::ALL`] (what an event without modifiers gets) sets **no** bit: the event

@@ -1,6 +1,8 @@
 //! Named events that may stand for several native events, and the set that reads them.
 
-use crate::{Backend, EventRequest, Group, OpenOptions, Reading, Result, Target, check_buffer};
+use crate::{
+    Backend, Encoding, EventRequest, Group, OpenOptions, Reading, Result, Target, check_buffer,
+};
 
 /// Whether a term is added or subtracted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +42,32 @@ impl ResolvedEvent {
                 request,
             }],
         }
+    }
+
+    /// The same event counting user space only, named `NAME:u` (`pmu/.../u` for a PMU
+    /// string): where every term is a perf attr with no modifier, the fallback `perf stat`
+    /// makes when `perf_event_paranoid` refuses counting the kernel. `None` when a term is of
+    /// another family or already says what it counts.
+    pub fn user_space_only(&self) -> Option<ResolvedEvent> {
+        let terms = self
+            .terms
+            .iter()
+            .map(|term| match &term.request.encoding {
+                Encoding::Perf(attr) => Some(Term {
+                    sign: term.sign,
+                    request: EventRequest::new(
+                        term.request.name.clone(),
+                        Encoding::Perf(attr.user_space_only()?),
+                    ),
+                }),
+                _ => None,
+            })
+            .collect::<Option<Vec<Term>>>()?;
+        let separator = if self.name.ends_with('/') { "" } else { ":" };
+        Some(ResolvedEvent {
+            name: format!("{}{separator}u", self.name),
+            terms,
+        })
     }
 
     /// Whether more than one native event stands behind the name.
@@ -206,7 +234,36 @@ impl<G: Group> Group for EventSet<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Encoding, PerfAttr};
+    use crate::{Domain, PerfAttr};
+
+    #[test]
+    fn user_space_only_is_perfs_fallback_for_events_without_a_modifier() {
+        let plain = ResolvedEvent {
+            name: "cycles".into(),
+            terms: vec![term(Sign::Plus, "cycles"), term(Sign::Minus, "x")],
+        };
+        let user = plain.user_space_only().unwrap();
+        assert_eq!(user.name, "cycles:u");
+        for term in &user.terms {
+            let Encoding::Perf(attr) = &term.request.encoding else {
+                panic!("not perf")
+            };
+            let bits = attr.exclude_bits();
+            assert!(bits.kernel && bits.hv && !bits.user && !bits.idle && !bits.guest);
+        }
+        assert_eq!(user.terms[1].sign, Sign::Minus);
+        let pmu = ResolvedEvent::single(EventRequest::new(
+            "cpu/event=0x3c/",
+            Encoding::Perf(PerfAttr::new(4, 0x3c)),
+        ));
+        assert_eq!(pmu.user_space_only().unwrap().name, "cpu/event=0x3c/u");
+        // A modifier says what to count: no fallback.
+        let kernel = ResolvedEvent::single(EventRequest::new(
+            "cycles:k",
+            Encoding::Perf(PerfAttr::new(0, 0).with_domain(Domain::KERNEL)),
+        ));
+        assert!(kernel.user_space_only().is_none());
+    }
 
     fn term(sign: Sign, name: &str) -> Term {
         Term {

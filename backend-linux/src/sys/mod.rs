@@ -1,6 +1,6 @@
 //! The kernel interface, by subsystem: the perf ABI ([`perf`]: `perf_event_attr`, ioctls,
 //! `perf_event_open`), the self-monitoring page ([`page`]: its mapping, `rdpmc`), and
-//! processes ([`process`]: fork/exec/wait, signals, limits). Everything `unsafe` in this crate
+//! process facts ([`process`]: limits, the user id, the CPU count). Everything `unsafe` in this crate
 //! is in these modules.
 //!
 //! # Safety
@@ -13,8 +13,6 @@
 //!   returned as [`OwnedFd`] (owned by exactly one value, closed on drop); no raw fd escapes.
 //! - A [`UserPageMap`] owns its mapping from `mmap` to `munmap` and is only read through
 //!   volatile loads, because the kernel updates the page concurrently.
-//! - After `fork` the child calls only async-signal-safe functions (`close`, `read`, `write`,
-//!   `execv`, `_exit`) on data prepared before the fork.
 
 mod os_error;
 mod page;

@@ -1,16 +1,20 @@
 //! The measurement behind `counterhal stat`: the backend, the events planned on it, counters
 //! opened on the targets, the command run, the counters read, as many times as `-r` asks.
 //!
-//! There are two paths. Where the Linux backend counts the command itself, it runs it as
-//! `perf stat -- cmd` does: the child is created, the counters are opened on it with
-//! enable-on-exec and inherit, then it executes, and until it is reaped Ctrl-C is the
-//! command's, not ours, so the counts are still printed. Every other case (another backend,
-//! or `-p`, `-a`, `-C`) opens counters on each target, runs the command, and adds up what each
-//! target read; there Ctrl-C ends this process with the command, and nothing is printed.
+//! There are two paths, and both start the command the same way: forked and held before
+//! `exec` ([`WaitingChild`]), with `SIGPIPE` at its default, and while it runs the signals
+//! that end a command are the command's ([`ForwardSignals`]: Ctrl-C reaches it from the
+//! terminal, `kill` or `timeout` sent to this process are passed on), so the counts are read
+//! and printed however it ends. Where the Linux backend counts the command itself, the counters
+//! are opened on the held child with enable-on-exec and inherit, as `perf stat -- cmd` does.
+//! Every other case (another backend, or `-p`, `-a`, `-C`) opens counters on each target,
+//! enables them just before the release, and adds up what each target read.
 
 use std::ffi::OsString;
-use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+
+use counterhal::process::{
+    ChildExit, ForwardSignals, WaitingChild, belongs_to_another_user, exit_code_for,
+};
 
 use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope};
 use counterhal::{AnyBackend, Backend, Context, Error, ErrorKind, Registration, Target};
@@ -99,17 +103,15 @@ pub struct CommandEnd {
 }
 
 impl CommandEnd {
-    /// The end of a command that ended with `status` after `elapsed`, having used `cpu` (user
-    /// and system time) where the OS tells.
-    fn new(status: &ExitStatus, elapsed: Duration, cpu: Option<(Duration, Duration)>) -> Self {
-        let (exit_code, exit_description) = describe_status(status.code(), signal_of(status));
-        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    /// The end of a command as the OS reported it.
+    fn of(exit: &ChildExit) -> Self {
+        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         CommandEnd {
-            exit_code,
-            exit_description,
-            elapsed_ns: nanos(elapsed),
-            user_ns: cpu.map(|(user, _)| nanos(user)),
-            sys_ns: cpu.map(|(_, system)| nanos(system)),
+            exit_code: exit.exit_code(),
+            exit_description: exit.describe(),
+            elapsed_ns: nanos(exit.elapsed),
+            user_ns: Some(nanos(exit.user_time)),
+            sys_ns: Some(nanos(exit.system_time)),
             note: None,
         }
     }
@@ -162,11 +164,67 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
         .collect()
 }
 
+/// perf's fallback where the OS refuses counting the kernel (Linux at `perf_event_paranoid`
+/// 2 for an unprivileged user): each ready event with no modifier that is refused for that
+/// reason but can count user space only is replaced by its `:u` form. Returns the note that
+/// says so once under the results, naming the events and the reason.
+pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) -> Option<String> {
+    let opens = |event: &ResolvedEvent| {
+        let requests: Vec<_> = event.terms.iter().map(|t| t.request.clone()).collect();
+        backend
+            .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
+            .map(drop)
+    };
+    let mut fell_back = Vec::new();
+    let mut reason = None;
+    for planned in events.iter_mut() {
+        let Planned::Ready(event) = planned else {
+            continue;
+        };
+        let Some(user) = event.user_space_only() else {
+            continue;
+        };
+        let Err(refused) = opens(event) else {
+            continue;
+        };
+        if refused.kind() != ErrorKind::PermissionDenied {
+            continue;
+        }
+        match opens(&user) {
+            Ok(()) => {
+                fell_back.push(user.name.clone());
+                reason.get_or_insert(refused);
+                *planned = Planned::Ready(user);
+            }
+            // Refused for another reason too (no such PMU here): that one is the real blocker.
+            Err(error) if error.kind() != ErrorKind::PermissionDenied => {
+                let name = event.name.clone();
+                *planned = Planned::Unsupported { name, error };
+            }
+            Err(_) => {}
+        }
+    }
+    let reason = reason?;
+    // The hint's first clause names the setting (`kernel.perf_event_paranoid is 2`).
+    let hint = reason.hint().unwrap_or(reason.message());
+    let why = hint.split(';').next().unwrap_or(hint);
+    let verb = if fell_back.len() == 1 {
+        "counts"
+    } else {
+        "count"
+    };
+    Some(format!(
+        "counting the kernel is not permitted here ({why}), so {} {verb} user space only, as \
+         perf stat does",
+        fell_back.join(", ")
+    ))
+}
+
 /// Counts `events` on `targets` while `command` runs, `repeat` times.
 ///
 /// # Errors
-/// A target that does not exist (exit 2), a command that cannot be run (127), a counter that
-/// cannot be enabled, disabled or read (1).
+/// A target that does not exist (exit 2), a command that is not found (127) or cannot be
+/// executed (126), a counter that cannot be enabled, disabled or read (1).
 pub fn measure_repeatedly<B: Backend>(
     backend: &B,
     linux: Option<&Linux>,
@@ -188,6 +246,7 @@ fn measure<B: Backend>(
     targets: &Targets,
     command: &[OsString],
 ) -> Result<Run, CliError> {
+    let targets_asked = targets;
     let targets = targets.resolve();
     if let (Some(linux), None) = (linux, &targets) {
         return run_linux_command(linux, events, command);
@@ -216,7 +275,8 @@ fn measure<B: Backend>(
         ),
         None => (vec![Target::ThisThread], None),
     };
-    let mut run = run_on_targets(backend, events, &targets, command)?;
+    let may_vanish = |target: &Target| targets_asked.may_vanish(target);
+    let mut run = run_on_targets(backend, events, &targets, &may_vanish, command)?;
     run.end.note = note;
     Ok(run)
 }
@@ -230,11 +290,12 @@ fn run_on_targets<B: Backend>(
     backend: &B,
     events: &[Planned],
     targets: &[Target],
+    may_vanish: &dyn Fn(&Target) -> bool,
     command: &[OsString],
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let sets = open_sets(backend, events, targets, &mut results)?;
+    let sets = open_sets(backend, events, targets, may_vanish, &mut results)?;
     let end = run_and_read(sets, command, &mut results)?;
     Ok(Run {
         events: results,
@@ -245,11 +306,13 @@ fn run_on_targets<B: Backend>(
 /// Opens the ready events on every target: all at once first, since a backend with
 /// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
 /// place them together; where that fails, each on its own, so that one event the machine lacks
-/// does not hide the others (its result then says why).
+/// does not hide the others (its result then says why). A target that `may_vanish` and is
+/// gone (a thread that exited meanwhile) is skipped.
 fn open_sets<B: Backend>(
     backend: &B,
     events: &[Planned],
     targets: &[Target],
+    may_vanish: &dyn Fn(&Target) -> bool,
     results: &mut [EventResult],
 ) -> Result<Vec<Opened<B::Group>>, CliError> {
     let open_on_every_target = |indices: &[usize]| -> Result<Vec<EventSet<B::Group>>, Error> {
@@ -258,10 +321,15 @@ fn open_sets<B: Backend>(
             .filter_map(|&i| events[i].ready().cloned())
             .collect();
         let options = OpenOptions::ungrouped();
-        targets
-            .iter()
-            .map(|target| EventSet::open(backend, resolved.clone(), target, &options))
-            .collect()
+        let mut sets = Vec::with_capacity(targets.len());
+        for target in targets {
+            match EventSet::open(backend, resolved.clone(), target, &options) {
+                Ok(set) => sets.push(set),
+                Err(e) if e.kind() == ErrorKind::NotFound && may_vanish(target) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sets)
     };
     let ready: Vec<usize> = events
         .iter()
@@ -280,6 +348,14 @@ fn open_sets<B: Backend>(
                     Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
                         return Err(CliError::usage(e, USAGE));
                     }
+                    // Another user's process refuses every event: the target, not the event,
+                    // is at fault.
+                    Err(e)
+                        if e.kind() == ErrorKind::PermissionDenied
+                            && targets.iter().any(another_users_process) =>
+                    {
+                        return Err(CliError::failed(e));
+                    }
                     Err(e) => results[index].outcome = Err(e),
                 }
             }
@@ -288,25 +364,27 @@ fn open_sets<B: Backend>(
     Ok(sets)
 }
 
-/// Enables every set, runs the command, disables and reads every set, and puts each event's
-/// sum over the targets in its result.
+/// Whether `target` is a process of another user (attaching needs ptrace access).
+fn another_users_process(target: &Target) -> bool {
+    matches!(target, Target::Process { pid, .. } if belongs_to_another_user(*pid))
+}
+
+/// Holds the command before `exec`, enables every set, lets it run, and once it has ended
+/// disables and reads every set, putting each event's sum over the targets in its result.
 fn run_and_read<G: Group>(
     mut sets: Vec<Opened<G>>,
     command: &[OsString],
     results: &mut [EventResult],
 ) -> Result<CommandEnd, CliError> {
-    let start = Instant::now();
+    let mut child = WaitingChild::spawn(command).map_err(not_run)?;
     for (_, per_target) in &mut sets {
         for set in per_target.iter_mut() {
             set.enable().map_err(CliError::failed)?;
         }
     }
-    let children_before = children_cpu_time();
-    let status = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .status();
-    let elapsed = start.elapsed();
-    let children_after = children_cpu_time();
+    let forwarding = ForwardSignals::to(child.pid());
+    let ran = child.release().and_then(|()| child.wait());
+    drop(forwarding);
     for (indices, per_target) in &mut sets {
         let mut totals = vec![Reading::default(); indices.len()];
         for set in per_target.iter_mut() {
@@ -320,20 +398,7 @@ fn run_and_read<G: Group>(
             results[index].outcome = Ok(total);
         }
     }
-    let status = status.map_err(|e| {
-        not_run(Error::new(
-            ErrorKind::NotFound,
-            format!("cannot run {:?}: {e}", command[0]),
-        ))
-    })?;
-    let cpu = match (children_before, children_after) {
-        (Some(before), Some(after)) => Some((
-            after.0.saturating_sub(before.0),
-            after.1.saturating_sub(before.1),
-        )),
-        _ => None,
-    };
-    Ok(CommandEnd::new(&status, elapsed, cpu))
+    Ok(CommandEnd::of(&ran.map_err(not_run)?))
 }
 
 /// Two readings of one event (on two targets) as one: each field added, saturating.
@@ -345,56 +410,13 @@ fn add(total: &Reading, reading: &Reading) -> Reading {
     )
 }
 
-/// A command that could not be run: 127 when it was not found (as a shell says), else 1.
+/// A command that could not be run: 127 when it was not found, 126 when it could not be
+/// executed, as a shell says.
 fn not_run(error: Error) -> CliError {
-    let exit_code = if error.kind() == ErrorKind::NotFound {
-        127
-    } else {
-        1
-    };
     CliError {
+        exit_code: exit_code_for(&error),
         error,
         usage: None,
-        exit_code,
-    }
-}
-
-/// The user and system CPU time of this process's waited-for children.
-#[cfg(unix)]
-fn children_cpu_time() -> Option<(Duration, Duration)> {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
-    let duration = |t: nix::sys::time::TimeVal| {
-        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
-    };
-    Some((duration(usage.user_time()), duration(usage.system_time())))
-}
-
-#[cfg(not(unix))]
-fn children_cpu_time() -> Option<(Duration, Duration)> {
-    None
-}
-
-#[cfg(unix)]
-fn signal_of(status: &ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
-}
-
-#[cfg(not(unix))]
-fn signal_of(_status: &ExitStatus) -> Option<i32> {
-    None
-}
-
-/// The exit code passed on for a command that exited with `code` or was killed by `signal`,
-/// and words for it.
-pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> (u8, String) {
-    match (code, signal) {
-        (Some(code), _) => ((code & 0xff) as u8, format!("exited with status {code}")),
-        (None, Some(signal)) => (
-            (128 + signal).clamp(0, 255) as u8,
-            format!("was killed by signal {signal}"),
-        ),
-        (None, None) => (1, "ended with an unknown status".into()),
     }
 }
 
@@ -432,14 +454,9 @@ fn run_linux_command(
             result
         })
         .collect();
-    let exit = &run.exit;
     Ok(Run {
         events: results,
-        end: CommandEnd::new(
-            &exit.status,
-            exit.elapsed,
-            Some((exit.user_time, exit.system_time)),
-        ),
+        end: CommandEnd::of(&run.exit),
     })
 }
 
@@ -458,16 +475,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn statuses() {
-        assert_eq!(describe_status(Some(3), None).0, 3);
-        assert_eq!(describe_status(Some(256 + 7), None).0, 7);
-        assert_eq!(describe_status(None, Some(9)).0, 137);
-        assert_eq!(describe_status(None, Some(2)).1, "was killed by signal 2");
-        assert_eq!(describe_status(Some(0), None).1, "exited with status 0");
-        assert_eq!(describe_status(None, None).0, 1);
-    }
-
-    #[test]
     fn readings_of_targets_add_up_and_saturate() {
         let sum = add(&Reading::new(5, 10, 10), &Reading::new(7, 20, 15));
         assert_eq!(sum, Reading::new(12, 30, 25));
@@ -476,10 +483,11 @@ mod tests {
     }
 
     #[test]
-    fn a_program_not_found_exits_127() {
+    fn a_program_not_found_exits_127_and_one_not_executable_126() {
         let missing = not_run(Error::new(ErrorKind::NotFound, "no such program"));
         assert_eq!(missing.exit_code, 127);
-        assert_eq!(not_run(Error::unsupported("no")).exit_code, 1);
+        let denied = not_run(Error::new(ErrorKind::PermissionDenied, "not executable"));
+        assert_eq!(denied.exit_code, 126);
     }
 
     #[test]

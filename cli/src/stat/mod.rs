@@ -26,8 +26,9 @@ use crate::error::CliError;
 /// Runs `counterhal stat`.
 ///
 /// # Errors
-/// Bad arguments (exit 2, with the usage line), a command that cannot be run (127), a
-/// measurement that fails (1). Otherwise the command's own exit status is returned.
+/// Bad arguments (exit 2, with the usage line), a command that is not found (127) or cannot
+/// be executed (126), a measurement that fails (1). Otherwise the command's own exit status
+/// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
     printing::create_output(args.output.as_deref())?;
@@ -58,8 +59,9 @@ fn stat_with<B: Backend>(
     backend: &B,
     linux: Option<&Linux>,
 ) -> Result<ExitCode, CliError> {
-    let events = measurement::plan(backend, &args.event_names())?;
-    let runs = measurement::measure_repeatedly(
+    let mut events = measurement::plan(backend, &args.event_names())?;
+    let fallback = measurement::fall_back_to_user_space(backend, &mut events);
+    let mut runs = measurement::measure_repeatedly(
         backend,
         linux,
         &events,
@@ -67,6 +69,14 @@ fn stat_with<B: Backend>(
         &args.command,
         args.repeat,
     )?;
+    if let Some(fallback) = fallback {
+        for run in &mut runs {
+            run.end.note = Some(match run.end.note.take() {
+                Some(note) => format!("{fallback}; {note}"),
+                None => fallback.clone(),
+            });
+        }
+    }
     let summary = Summary::of(&runs);
     printing::write(args.output.as_deref(), &printing::render(args, &summary))?;
     Ok(ExitCode::from(summary.end.exit_code))

@@ -63,11 +63,29 @@ impl Targets {
     }
 }
 
-/// `-p PID`: any number but 0, which names no process.
+impl Targets {
+    /// Whether `target` may be gone by the time its counters open without that being an
+    /// error: a thread of the `-p` process other than its main thread (threads come and go;
+    /// perf skips one that exited meanwhile too).
+    pub fn may_vanish(&self, target: &Target) -> bool {
+        match (self, target) {
+            (Targets::Process(pid), Target::Process { pid: tid, .. }) => tid != pid,
+            _ => false,
+        }
+    }
+}
+
+/// `-p PID`: a running process (where `/proc` tells), never 0.
 fn process(pid: u32) -> Result<Targets, Error> {
+    let hint = "give the id of a running process, e.g. -p $(pidof NAME)";
     if pid == 0 {
-        return Err(Error::invalid_input("process id 0 is not a process")
-            .with_hint("give the id of a running process, e.g. -p $(pidof NAME)"));
+        return Err(Error::invalid_input("process id 0 is not a process").with_hint(hint));
+    }
+    let proc_tells = std::path::Path::new("/proc/self").exists();
+    if proc_tells && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(
+            Error::invalid_input(format!("no process {pid} is running here")).with_hint(hint),
+        );
     }
     Ok(Targets::Process(pid))
 }
@@ -200,10 +218,15 @@ mod tests {
             Targets::Command
         );
         assert_eq!(Targets::Command.resolve(), None);
+        let me = std::process::id();
         assert_eq!(
-            Targets::from_options(Some(42), false, None).unwrap(),
-            Targets::Process(42)
+            Targets::from_options(Some(me), false, None).unwrap(),
+            Targets::Process(me)
         );
+        // No process has id u32::MAX (pid_max is at most 2^22): named, with a hint for users.
+        let gone = Targets::from_options(Some(u32::MAX), false, None).unwrap_err();
+        assert_eq!(gone.message(), "no process 4294967295 is running here");
+        assert!(!gone.to_string().contains("Target::"), "{gone}");
         assert_eq!(
             Targets::from_options(None, true, None).unwrap(),
             Targets::AllCpus

@@ -13,13 +13,21 @@ pub fn generalized_events_open<S: Subject>(subject: &S) -> Outcome {
         return Outcome::Skip("the backend claims no generalized event here".into());
     }
     let mut failures = Vec::new();
+    let mut refused = Vec::new();
     for event in &claimed {
         let name = event.name();
-        if let Err(detail) = open(subject, &[&name]) {
-            failures.push(detail);
+        match open(subject, &[&name]) {
+            Ok(_) => {}
+            Err(Stop::Fail(detail)) => failures.push(detail),
+            Err(Stop::Skip(reason)) => refused.push(reason),
         }
     }
-    if failures.is_empty() {
+    if failures.is_empty() && refused.len() == claimed.len() {
+        Outcome::Skip(format!(
+            "every claimed event is withheld from this process: {}",
+            refused[0]
+        ))
+    } else if failures.is_empty() {
         Outcome::Pass
     } else {
         Outcome::Fail(format!(

@@ -88,7 +88,7 @@ pub fn dropping_a_group_frees_its_counters<S: Subject>(subject: &S) -> Outcome {
     let names: Vec<&str> = std::iter::repeat_n(event.as_str(), slots as usize).collect();
     check(|| {
         for round in 1..=3 {
-            let held = open(subject, &names).map_err(|e| format!("round {round}: {e}"))?;
+            let held = open(subject, &names).map_err(|e| e.context(&format!("round {round}")))?;
             if !subject.backend().capabilities().multiplexing {
                 let one_more = subject.backend().open_named(
                     &[event.as_str()],

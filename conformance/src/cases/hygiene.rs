@@ -11,7 +11,7 @@ pub fn open_close_hygiene<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     check(|| {
         let names = [events[0].name.as_str()];
-        let cycle = || -> Result<(), String> {
+        let cycle = || -> Result<(), Stop> {
             let mut set = open(subject, &names)?;
             step("enable", set.enable())?;
             read(&mut set)?;
@@ -87,7 +87,7 @@ pub fn threads_count_independently<S: Subject>(subject: &S) -> Outcome {
     }
     let events = exact_or_skip!(subject);
     let event = &events[0];
-    let run = |units: u64| -> Result<u64, String> {
+    let run = |units: u64| -> Result<u64, Stop> {
         Ok(count_work(subject, &[&event.name], units)?[0].value)
     };
     let (a, b) = std::thread::scope(|scope| {
@@ -107,7 +107,7 @@ pub fn threads_count_independently<S: Subject>(subject: &S) -> Outcome {
                 ))
             }
         }
-        (Ok(Err(e)), _) | (_, Ok(Err(e))) => Outcome::Fail(e),
+        (Ok(Err(stop)), _) | (_, Ok(Err(stop))) => stop.outcome(),
         _ => Outcome::Fail("a thread panicked".into()),
     }
 }

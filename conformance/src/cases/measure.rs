@@ -9,7 +9,40 @@ use crate::{ExactEvent, Outcome, Subject};
 
 pub(super) type Set<S> = EventSet<<<S as Subject>::Backend as Backend>::Group>;
 
-pub(super) fn open<S: Subject>(subject: &S, names: &[&str]) -> Result<Set<S>, String> {
+/// Why a case stopped early: the backend failed, or the OS withholds what the case needs (a
+/// permission this process lacks), which is a skip with the reason, never a failure.
+pub(super) enum Stop {
+    /// The backend failed at something it claims to do.
+    Fail(String),
+    /// The case cannot run here.
+    Skip(String),
+}
+
+impl Stop {
+    /// The same stop, its detail prefixed with where it happened.
+    pub(super) fn context(self, place: &str) -> Stop {
+        match self {
+            Stop::Fail(detail) => Stop::Fail(format!("{place}: {detail}")),
+            Stop::Skip(reason) => Stop::Skip(format!("{place}: {reason}")),
+        }
+    }
+
+    /// The case's outcome when it stops here.
+    pub(super) fn outcome(self) -> Outcome {
+        match self {
+            Stop::Fail(detail) => Outcome::Fail(detail),
+            Stop::Skip(reason) => Outcome::Skip(reason),
+        }
+    }
+}
+
+impl From<String> for Stop {
+    fn from(detail: String) -> Self {
+        Stop::Fail(detail)
+    }
+}
+
+pub(super) fn open<S: Subject>(subject: &S, names: &[&str]) -> Result<Set<S>, Stop> {
     open_with(subject, names, &OpenOptions::default())
 }
 
@@ -17,16 +50,23 @@ pub(super) fn open_with<S: Subject>(
     subject: &S,
     names: &[&str],
     options: &OpenOptions,
-) -> Result<Set<S>, String> {
+) -> Result<Set<S>, Stop> {
     subject
         .backend()
         .open_named(names, &subject.target(), options)
-        .map_err(|e| format!("opening {names:?}: {e}"))
+        .map_err(|e| {
+            let detail = format!("opening {names:?}: {e}");
+            if e.kind() == ErrorKind::PermissionDenied {
+                Stop::Skip(format!("not permitted here: {detail}"))
+            } else {
+                Stop::Fail(detail)
+            }
+        })
 }
 
-/// Runs `f`, turning an early `Err(detail)` into a failure.
-pub(super) fn check(f: impl FnOnce() -> Result<Outcome, String>) -> Outcome {
-    f().unwrap_or_else(Outcome::Fail)
+/// Runs `f`, turning an early stop into a failure or a skip.
+pub(super) fn check(f: impl FnOnce() -> Result<Outcome, Stop>) -> Outcome {
+    f().unwrap_or_else(Stop::outcome)
 }
 
 pub(super) fn read<G: Group>(group: &mut G) -> Result<Vec<Reading>, String> {
@@ -40,7 +80,7 @@ pub(super) fn counted_set<S: Subject>(
     names: &[&str],
     options: &OpenOptions,
     units: u64,
-) -> Result<Set<S>, String> {
+) -> Result<Set<S>, Stop> {
     let mut set = open_with(subject, names, options)?;
     step("enable", set.enable())?;
     subject.work(units);
@@ -54,15 +94,15 @@ pub(super) fn count_work_with<S: Subject>(
     names: &[&str],
     options: &OpenOptions,
     units: u64,
-) -> Result<Vec<Reading>, String> {
-    read(&mut counted_set(subject, names, options, units)?)
+) -> Result<Vec<Reading>, Stop> {
+    Ok(read(&mut counted_set(subject, names, options, units)?)?)
 }
 
 pub(super) fn count_work<S: Subject>(
     subject: &S,
     names: &[&str],
     units: u64,
-) -> Result<Vec<Reading>, String> {
+) -> Result<Vec<Reading>, Stop> {
     count_work_with(subject, names, &OpenOptions::default(), units)
 }
 

@@ -1,0 +1,179 @@
+//! What the command's test files share: running counterhal, its output as text, the skips
+//! for a missing perf or linux backend, and small C programs built for a test.
+#![allow(dead_code)] // each test file uses a different part
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The command under test: the one Cargo built, or `COUNTERHAL_BIN` (CI's unprivileged leg
+/// runs these tests from a copy another user can read).
+pub fn bin() -> PathBuf {
+    std::env::var_os("COUNTERHAL_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_counterhal")))
+}
+
+pub fn counterhal(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("COUNTERHAL_EVENTS")
+        .output()
+        .expect("run counterhal")
+}
+
+/// The user the unprivileged runs are made as: `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// Whether this test process runs as root.
+pub fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            == Some("0")
+    })
+}
+
+/// `kernel.perf_event_paranoid`, where Linux tells.
+pub fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A command running counterhal as an unprivileged user: directly when this process is not
+/// root, else through `setpriv` as `nobody`, from a copy of the binary that user can read and
+/// run (the build directory may not be). `None` when neither is possible (no setpriv).
+pub fn unprivileged() -> Option<Command> {
+    if !running_as_root() {
+        return Some(Command::new(bin()));
+    }
+    static COPY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let copy = COPY.get_or_init(readable_copy).clone()?;
+    let works = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        return None;
+    }
+    let mut command = Command::new("setpriv");
+    command
+        .arg(format!("--reuid={NOBODY}"))
+        .arg(format!("--regid={NOBODY}"))
+        .arg("--clear-groups")
+        .arg(copy)
+        .current_dir("/");
+    Some(command)
+}
+
+/// A copy of the binary every user can read and run: one per build, reused by every test and
+/// run; older builds' copies are removed when a new one is made.
+fn readable_copy() -> Option<PathBuf> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = std::env::temp_dir().join("counterhal-nobody");
+    let built = std::fs::metadata(bin()).ok()?;
+    let copy = dir.join(format!("counterhal-{}-{}", built.len(), built.mtime()));
+    if copy.exists() {
+        return Some(copy);
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).ok()?;
+    for old in std::fs::read_dir(&dir).ok()?.flatten() {
+        std::fs::remove_file(old.path()).ok();
+    }
+    // Copied under another name first, so that no one ever runs half a file.
+    let partial = dir.join(format!("partial-{}", std::process::id()));
+    std::fs::copy(bin(), &partial).ok()?;
+    std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755)).ok()?;
+    std::fs::rename(&partial, &copy).ok()?;
+    Some(copy)
+}
+
+/// Skips the running test unless counterhal can be run as an unprivileged user here.
+#[macro_export]
+macro_rules! unprivileged_or_skip {
+    () => {
+        match unprivileged() {
+            Some(command) => command,
+            None => skip!(
+                Need::Tools,
+                "cannot run as an unprivileged user: no setpriv (Debian's util-linux)"
+            ),
+        }
+    };
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Whether `perf` runs here.
+pub fn perf_available() -> bool {
+    Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Skips the running test unless `perf` runs here: a missing tool, which
+/// `COUNTERHAL_REQUIRE=tools` (set where the tools are installed, as in CI) makes a failure.
+#[macro_export]
+macro_rules! perf_or_skip {
+    () => {
+        if !perf_available() {
+            skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
+        }
+    };
+}
+
+/// Skips the running test unless the linux backend is usable here.
+#[macro_export]
+macro_rules! linux_or_skip {
+    () => {
+        if !linux_usable() {
+            skip!(Need::System, "the linux backend is not usable here");
+        }
+    };
+}
+
+/// `counterhal stat --json -p PID -e EVENTS -- sleep SECONDS`: count a live process for a while.
+pub fn stat_attached(pid: &str, events: &str, seconds: &str) -> Output {
+    counterhal(&[
+        "stat", "--json", "-p", pid, "-e", events, "--", "sleep", seconds,
+    ])
+}
+
+pub fn linux_usable() -> bool {
+    let out = counterhal(&["info"]);
+    stdout(&out)
+        .lines()
+        .any(|l| l.trim_start().starts_with("linux") && l.contains(" usable"))
+}
+
+/// Compiles `source` (C) into `dir/name` with `flags`; `None` when there is no working `cc`.
+pub fn compile_c(
+    dir: &std::path::Path,
+    name: &str,
+    source: &str,
+    flags: &[&str],
+) -> Option<std::path::PathBuf> {
+    let source_path = dir.join(format!("{name}.c"));
+    let program = dir.join(name);
+    std::fs::write(&source_path, source).ok()?;
+    let built = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&program)
+        .arg(&source_path)
+        .status()
+        .ok()?;
+    built.success().then_some(program)
+}

@@ -1,0 +1,380 @@
+//! The command under bad input, signals and faults: one test per defect found by trying it as
+//! a user would (each named by what it keeps true), on every path where the defect could live.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The target options of `stat`, each a different way of counting: the command itself, every
+/// CPU, a CPU list, and an existing process (`{pid}` is replaced by a sleeping process's id).
+const PATHS: [&[&str]; 4] = [&[], &["-a"], &["-C", "0"], &["-p", "{pid}"]];
+
+/// A process to attach `-p` to, killed when dropped.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(Command::new("sleep").arg("60").spawn().expect("sleep"))
+    }
+
+    /// `path` with `{pid}` replaced by this process's id.
+    fn options(&self, path: &[&str]) -> Vec<String> {
+        let pid = self.0.id().to_string();
+        path.iter()
+            .map(|o| {
+                if *o == "{pid}" {
+                    pid.clone()
+                } else {
+                    o.to_string()
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// Waits for `child` at most `limit`; kills it and fails the test if it has not ended.
+fn wait_at_most(mut child: Child, limit: Duration, what: &str) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            child.kill().ok();
+            let out = child.wait_with_output().expect("wait");
+            panic!("{what} still ran after {limit:?}; stderr: {}", stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("wait")
+}
+
+/// `stat -x, -e task-clock OPTIONS -- sh -c 'echo ready; exec sleep 30'` in a process group
+/// of its own (as a terminal runs a job), returned once the command has started.
+fn start_measured_sleeper(options: &[String]) -> Child {
+    let mut child = Command::new(bin())
+        .args(["stat", "-x", ",", "-e", "task-clock"])
+        .args(options)
+        .args(["--", "sh", "-c", "echo ready; exec sleep 30"])
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("counterhal");
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line, "ready\n", "the command did not start");
+    child
+}
+
+fn send(signal: &str, to: &str) {
+    let sent = Command::new("kill")
+        .args([signal, "--", to])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill {signal} {to}");
+}
+
+/// The task-clock count in `stat -x,` output, which must be there.
+fn task_clock_line(out: &Output) -> String {
+    let text = stderr(out);
+    let line = text
+        .lines()
+        .find(|l| l.contains(",task-clock,"))
+        .unwrap_or_else(|| panic!("no task-clock line in: {text}"));
+    line.to_string()
+}
+
+/// Defect 1: the command must start with SIGPIPE at its default and no signal blocked (Rust
+/// ignores SIGPIPE, and an ignored signal survives exec), on every path.
+#[test]
+fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
+    linux_or_skip!();
+    let sleeper = Sleeper::start();
+    for path in PATHS {
+        let options = sleeper.options(path);
+        let mut args = vec!["stat", "-e", "task-clock"];
+        args.extend(options.iter().map(String::as_str));
+        args.extend(["--", "grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"]);
+        let out = counterhal(&args);
+        assert!(out.status.success(), "{path:?}: {}", stderr(&out));
+        let masks = stdout(&out);
+        let mask = |name: &str| {
+            let line = masks.lines().find(|l| l.starts_with(name)).expect(name);
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        };
+        let sigpipe = 1u64 << (13 - 1);
+        assert_eq!(
+            mask("SigIgn:") & sigpipe,
+            0,
+            "{path:?}: SIGPIPE ignored: {masks}"
+        );
+        assert_eq!(mask("SigBlk:"), 0, "{path:?}: signals blocked: {masks}");
+    }
+    // The pipeline the defect was found with: `yes`-like output into `head -1` must end.
+    let mut child = Command::new(bin())
+        .args(["stat", "-e", "page-faults", "--", "sh", "-c"])
+        .arg("while :; do echo y; done")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("counterhal");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .expect("read");
+    assert_eq!(first, "y\n");
+    // The reader is gone: the writer must die of SIGPIPE (128 + 13), not loop on EPIPE.
+    let out = wait_at_most(child, Duration::from_secs(20), "`stat -- yes | head -1`");
+    assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
+}
+
+/// Defect 5 and the signal hardening: Ctrl-C (SIGINT to the whole group) and SIGTERM to
+/// counterhal alone end the command, never counterhal, which prints the counts and passes the
+/// command's status on (128 + the signal), on every path.
+#[test]
+fn interrupted_or_terminated_the_counts_are_still_printed_on_every_path() {
+    linux_or_skip!();
+    let sleeper = Sleeper::start();
+    for path in PATHS {
+        let options = sleeper.options(path);
+        for (signal, to_group, status) in [("-INT", true, 130), ("-TERM", false, 143)] {
+            let child = start_measured_sleeper(&options);
+            let pid = child.id();
+            let to = if to_group {
+                format!("-{pid}")
+            } else {
+                pid.to_string()
+            };
+            send(signal, &to);
+            let what = format!("stat {path:?} after kill {signal} {to}");
+            let out = wait_at_most(child, Duration::from_secs(20), &what);
+            assert_eq!(out.status.code(), Some(status), "{what}: {}", stderr(&out));
+            let line = task_clock_line(&out);
+            let value = line.split(',').next().unwrap();
+            assert!(
+                value.parse::<u64>().is_ok() || value == "<not counted>",
+                "{what}: {line}"
+            );
+        }
+    }
+    // No measured command is left behind.
+    let left = Command::new("pgrep")
+        .args(["-f", "exec sleep 30"])
+        .output()
+        .map(|o| stdout(&o));
+    if let Ok(left) = left {
+        assert!(left.trim().is_empty(), "commands left running: {left}");
+    }
+}
+
+/// Defect 13: a command that cannot be run exits as a shell says (127 not found, 126 not
+/// executable) on every path, as `--help` documents.
+#[test]
+fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
+    linux_or_skip!();
+    let sleeper = Sleeper::start();
+    let help = stdout(&counterhal(&["--help"]));
+    assert!(
+        help.contains("127 when it was not found, 126 when it could not be executed"),
+        "{help}"
+    );
+    for path in PATHS {
+        let options = sleeper.options(path);
+        for (command, status) in [
+            ("/nonexistent/program", 127),
+            ("no-such-program-anywhere", 127),
+            ("/etc/hostname", 126),
+            ("/", 126),
+        ] {
+            let mut args = vec!["stat", "-e", "task-clock"];
+            args.extend(options.iter().map(String::as_str));
+            args.extend(["--", command]);
+            let out = counterhal(&args);
+            assert_eq!(
+                out.status.code(),
+                Some(status),
+                "stat {path:?} -- {command}: {}",
+                stderr(&out)
+            );
+            assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
+        }
+    }
+}
+
+/// A program whose extra threads come and go, for `-p`: `None` without a C compiler.
+fn thread_churn_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    compile_c(
+        dir,
+        "churn",
+        "#include <pthread.h>\n#include <unistd.h>\n\
+         static void *brief(void *arg) { return arg; }\n\
+         int main(void) { for (;;) { pthread_t t[8];\n\
+           for (int i = 0; i < 8; i++) pthread_create(&t[i], 0, brief, 0);\n\
+           for (int i = 0; i < 8; i++) pthread_join(t[i], 0); } }\n",
+        &["-O1", "-pthread"],
+    )
+}
+
+/// Defect 4: `-p` on a process whose threads come and go never fails because one exited while
+/// its counters were being opened: such a thread is skipped.
+#[test]
+fn attaching_to_a_process_whose_threads_come_and_go_always_counts() {
+    linux_or_skip!();
+    let dir = std::env::temp_dir().join(format!("counterhal-churn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(program) = thread_churn_program(&dir) else {
+        std::fs::remove_dir_all(&dir).ok();
+        skip!(
+            Need::Tools,
+            "no C compiler (cc) to build the thread churner"
+        );
+    };
+    let mut churn = Command::new(&program).spawn().expect("churn");
+    std::thread::sleep(Duration::from_millis(50));
+    let pid = churn.id().to_string();
+    let mut failures = Vec::new();
+    for _ in 0..30 {
+        let out = counterhal(&[
+            "stat",
+            "-x",
+            ",",
+            "-p",
+            &pid,
+            "-e",
+            "task-clock",
+            "--",
+            "true",
+        ]);
+        if !out.status.success() {
+            failures.push(stderr(&out));
+        }
+    }
+    churn.kill().ok();
+    churn.wait().ok();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        failures.is_empty(),
+        "{} of 30 runs failed: {:?}",
+        failures.len(),
+        failures
+    );
+}
+
+/// Runs `command` (from [`unprivileged`]) with `args`.
+fn run_as(mut command: Command, args: &[&str]) -> Output {
+    command
+        .args(args)
+        .env_remove("COUNTERHAL_EVENTS")
+        .output()
+        .expect("run counterhal unprivileged")
+}
+
+/// Defect 6: an unprivileged user at `perf_event_paranoid` 2 gets perf's fallback: the
+/// software events count user space only, labelled `:u`, said once under the table.
+#[test]
+fn unprivileged_users_count_user_space_as_perf_does() {
+    linux_or_skip!();
+    let as_user = unprivileged_or_skip!();
+    let level = paranoid().unwrap_or(2);
+    if level >= 3 {
+        skip!(
+            Need::Privilege,
+            "perf_event_paranoid is {level}: no unprivileged counting at all"
+        );
+    }
+    let out = run_as(as_user, &["stat", "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let suffix = if level >= 2 { ":u" } else { "" };
+    for event in [
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+    ] {
+        let label = format!("{event}{suffix}");
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(label.as_str()))
+            .unwrap_or_else(|| panic!("no `{label}` line in:\n{text}"));
+        assert!(!line.contains("<not"), "{line}");
+    }
+    let notes = text.matches("user space only").count();
+    assert_eq!(notes, usize::from(level >= 2), "{text}");
+}
+
+/// Defect 7: a user without permission to count the kernel is told what is countable for it:
+/// `info` claims no event it cannot open, `check` fails no case for lack of permission.
+#[test]
+fn permission_limits_are_never_claimed_or_failed() {
+    linux_or_skip!();
+    let as_user = unprivileged_or_skip!();
+    let count = |out: &Output| -> usize {
+        let text = stdout(out);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("linux"))
+            .unwrap_or_else(|| panic!("no linux line: {text}"));
+        line.split("; ")
+            .find_map(|part| part.strip_suffix(" generalized events")?.parse().ok())
+            .unwrap_or_else(|| panic!("no count in: {line}"))
+    };
+    let claimed = count(&run_as(as_user, &["info"]));
+    if running_as_root() {
+        let root = count(&counterhal(&["info"]));
+        assert!(
+            claimed <= root,
+            "unprivileged claims {claimed}, root {root}"
+        );
+    }
+    let out = run_as(unprivileged().unwrap(), &["check", "--backend", "linux"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(!text.contains(" FAIL "), "{text}");
+}
+
+/// Defect 9: `-p` names what is wrong in a command-line user's words: another user's process
+/// is a permission error about that process (exit 1), a process that does not exist is bad
+/// input (exit 2), and neither blames `perf_event_paranoid` or names a library type.
+#[test]
+fn attaching_to_a_process_says_what_is_wrong_with_it() {
+    linux_or_skip!();
+    for pid in ["4294967295", "2147483647"] {
+        let out = counterhal(&["stat", "-p", pid, "-e", "task-clock", "--", "true"]);
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(
+            text.contains(&format!("no process {pid} is running here")),
+            "{text}"
+        );
+        assert!(!text.contains("Target::"), "{text}");
+    }
+    let as_user = unprivileged_or_skip!();
+    let out = run_as(
+        as_user,
+        &["stat", "-p", "1", "-e", "task-clock", "--", "true"],
+    );
+    let text = stderr(&out);
+    if out.status.success() {
+        skip!(
+            Need::System,
+            "this user may attach to process 1 here (it runs as the same user)"
+        );
+    }
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("process 1 belongs to another user"), "{text}");
+    assert!(!text.contains("perf_event_paranoid"), "{text}");
+}

@@ -1,0 +1,331 @@
+//! A command forked and held before `exec`, so counters can start with it, and how it ended.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use counterhal_hal::{Error, ErrorKind, Result, Target};
+
+use crate::sys;
+
+/// A child process forked and stopped before `exec` until [`release`](WaitingChild::release)d,
+/// so counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
+///
+/// It starts as a shell starts a command: `SIGPIPE` at its default and no signal blocked.
+/// Dropping it before it has been waited for kills and reaps the child.
+#[derive(Debug)]
+pub struct WaitingChild {
+    pid: i32,
+    release: Option<OwnedFd>,
+    exec_status: OwnedFd,
+    started: Option<Instant>,
+    reaped: bool,
+}
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildExit {
+    /// The exit status (code, or the signal that ended it).
+    pub status: ExitStatus,
+    /// Wall time from the release to the end of the wait.
+    pub elapsed: Duration,
+    /// The child's (and its waited-for descendants') user CPU time.
+    pub user_time: Duration,
+    /// Their system CPU time.
+    pub system_time: Duration,
+}
+
+impl ChildExit {
+    /// The exit code a shell passes on for this end: the command's own code, or 128 + N
+    /// when signal N ended it.
+    pub fn exit_code(&self) -> u8 {
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => (code & 0xff) as u8,
+            (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+            (None, None) => 1,
+        }
+    }
+
+    /// The end in words: `exited with status 3`, `was killed by signal 9`.
+    pub fn describe(&self) -> String {
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            (None, None) => "ended with an unknown status".into(),
+        }
+    }
+}
+
+/// The exit code a shell gives a command that could not be run: 127 when it was not found,
+/// 126 when it was found but could not be executed.
+pub fn exit_code_for(error: &Error) -> u8 {
+    if error.kind() == ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+/// Finds `program` as `execvp` would: a name with a `/` is used as is, else the first
+/// executable file of that name in `$PATH`.
+fn find_program(program: &OsStr) -> Option<PathBuf> {
+    if program.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// What went wrong starting, releasing or waiting for the command.
+#[derive(Clone, Copy)]
+enum Step {
+    Start,
+    Exec,
+}
+
+/// An errno of `step` as an error: the kind says whose fault it is, the hint what to do.
+fn spawn_error(errno: sys::Errno, step: Step) -> Error {
+    let (kind, hint) = match errno {
+        libc::ENOENT => (
+            ErrorKind::NotFound,
+            "the program (or its interpreter) does not exist",
+        ),
+        libc::EACCES | libc::EPERM => (
+            ErrorKind::PermissionDenied,
+            "the program is not executable by this user",
+        ),
+        libc::ENOEXEC => (
+            ErrorKind::InvalidInput,
+            "the file is not a program this kernel runs",
+        ),
+        libc::EAGAIN | libc::ENOMEM => (
+            ErrorKind::Busy,
+            "out of processes or memory (the process limit, `ulimit -u`?)",
+        ),
+        libc::EMFILE | libc::ENFILE => (
+            ErrorKind::Busy,
+            "out of file descriptors: raise the limit (`ulimit -n`)",
+        ),
+        _ => (ErrorKind::Other, "see the errno"),
+    };
+    let what = match step {
+        Step::Start => "starting the command",
+        Step::Exec => "exec of the command",
+    };
+    let text = std::io::Error::from_raw_os_error(errno);
+    Error::new(kind, format!("{what}: {text}"))
+        .with_errno(errno)
+        .with_hint(hint)
+}
+
+impl WaitingChild {
+    /// Forks a child that will run `argv` once released.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an empty `argv` or one with a NUL byte;
+    /// [`ErrorKind::NotFound`] when the program is not found in `$PATH`; the errno of `fork`
+    /// or `pipe2` as an error.
+    pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
+        let first = argv.first().ok_or_else(|| {
+            Error::invalid_input("no command given").with_hint("pass the program and its arguments")
+        })?;
+        let program = find_program(first).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("command not found: {}", first.to_string_lossy()),
+            )
+            .with_hint("check the name and $PATH")
+        })?;
+        let nul = |_| Error::invalid_input("a command argument contains a NUL byte");
+        let program = CString::new(program.as_os_str().as_bytes()).map_err(nul)?;
+        let args = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(nul)?;
+        let child =
+            sys::fork_waiting(&program, &args).map_err(|errno| spawn_error(errno, Step::Start))?;
+        Ok(WaitingChild {
+            pid: child.pid,
+            release: Some(child.release),
+            exec_status: child.exec_status,
+            started: None,
+            reaped: false,
+        })
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// The target to open counters on: [`Target::Exec`] for this child.
+    pub fn target(&self) -> Target {
+        Target::Exec { pid: self.pid() }
+    }
+
+    /// Lets the child exec; returns once the exec has succeeded.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when released twice; the exec's errno as an error
+    /// ([`ErrorKind::NotFound`], [`ErrorKind::PermissionDenied`]...) when it failed (the
+    /// child is then reaped).
+    pub fn release(&mut self) -> Result<()> {
+        let release = self
+            .release
+            .take()
+            .ok_or_else(|| Error::invalid_input("the child was already released"))?;
+        self.started = Some(Instant::now());
+        sys::write_all(release.as_fd(), &[1]).map_err(|errno| spawn_error(errno, Step::Start))?;
+        drop(release);
+        let mut status = [0u8; 4];
+        let got = sys::read_bytes(self.exec_status.as_fd(), &mut status)
+            .map_err(|errno| spawn_error(errno, Step::Start))?;
+        if got == 4 {
+            let errno = i32::from_ne_bytes(status);
+            let _ = sys::wait4(self.pid);
+            self.reaped = true;
+            return Err(spawn_error(errno, Step::Exec));
+        }
+        Ok(())
+    }
+
+    /// Waits for the child to end.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when it was never released; the errno of `wait4`.
+    pub fn wait(mut self) -> Result<ChildExit> {
+        let started = self
+            .started
+            .ok_or_else(|| Error::invalid_input("the child was never released"))?;
+        if self.reaped {
+            return Err(Error::invalid_input("the child was already reaped"));
+        }
+        let (status, user, system) =
+            sys::wait4(self.pid).map_err(|errno| spawn_error(errno, Step::Start))?;
+        self.reaped = true;
+        Ok(ChildExit {
+            status: ExitStatus::from_raw(status),
+            elapsed: started.elapsed(),
+            user_time: Duration::from_micros(user),
+            system_time: Duration::from_micros(system),
+        })
+    }
+}
+
+impl Drop for WaitingChild {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // Closing the release pipe unreleased makes it exit; kill covers a running one.
+            self.release.take();
+            sys::kill(self.pid);
+            let _ = sys::wait4(self.pid);
+        }
+    }
+}
+
+/// Whether process `pid` is a child of this process (Linux: its `/proc/PID/stat` names this
+/// process as the parent). A [`Target::Exec`] must be one: a process held before `exec` by
+/// [`WaitingChild`].
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] where the OS has no `/proc/PID/stat`.
+pub fn is_child_of_this_process(pid: u32) -> Result<bool> {
+    if !Path::new("/proc/self/stat").exists() {
+        return Err(Error::unsupported(
+            "no /proc here to tell a process's parent",
+        ));
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Ok(false);
+    };
+    Ok(parent_in_stat(&stat) == Some(sys::own_pid()))
+}
+
+/// The user owning process `pid` (Linux: the real uid in `/proc/PID/status`); `None` when the
+/// process does not exist or the OS does not tell.
+pub fn owner_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    uid_in_status(&status)
+}
+
+/// Whether process `pid` exists and belongs to a user other than this process's effective
+/// user: attaching counters to it then needs the ptrace access `perf_event_open` checks
+/// (CAP_PERFMON or CAP_SYS_PTRACE, or root).
+pub fn belongs_to_another_user(pid: u32) -> bool {
+    owner_of(pid).is_some_and(|owner| owner != sys::effective_uid())
+}
+
+fn uid_in_status(status: &str) -> Option<u32> {
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The parent process id in a `/proc/PID/stat` line: the second field after the command
+/// name, which is in parentheses and may itself hold spaces and parentheses.
+fn parent_in_stat(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exit(raw: i32) -> ChildExit {
+        ChildExit {
+            status: ExitStatus::from_raw(raw),
+            elapsed: Duration::ZERO,
+            user_time: Duration::ZERO,
+            system_time: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn exit_codes_are_a_shells() {
+        assert_eq!(exit(3 << 8).exit_code(), 3);
+        assert_eq!(exit(3 << 8).describe(), "exited with status 3");
+        assert_eq!(exit(9).exit_code(), 137);
+        assert_eq!(exit(9).describe(), "was killed by signal 9");
+        assert_eq!(exit(15).exit_code(), 143);
+        let missing = spawn_error(libc::ENOENT, Step::Exec);
+        assert_eq!(exit_code_for(&missing), 127);
+        let denied = spawn_error(libc::EACCES, Step::Exec);
+        assert_eq!(denied.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(exit_code_for(&denied), 126);
+        assert!(
+            denied.message().starts_with("exec of the command"),
+            "{denied}"
+        );
+        assert_eq!(exit_code_for(&spawn_error(libc::ENOEXEC, Step::Exec)), 126);
+    }
+
+    #[test]
+    fn parents_are_read_past_odd_command_names() {
+        assert_eq!(parent_in_stat("42 (sh) S 7 42 42 0"), Some(7));
+        assert_eq!(parent_in_stat("42 (a) b (c) R 9 1"), Some(9));
+        assert_eq!(parent_in_stat("garbage"), None);
+    }
+
+    #[test]
+    fn owners_are_the_real_uid_of_the_status() {
+        assert_eq!(uid_in_status("Name:\tx\nUid:\t1000\t0\t0\t0\n"), Some(1000));
+        assert_eq!(uid_in_status("Name:\tx\n"), None);
+        assert_eq!(owner_of(std::process::id()), Some(sys::effective_uid()));
+        assert!(!belongs_to_another_user(std::process::id()));
+        assert_eq!(owner_of(u32::MAX), None);
+    }
+}

@@ -1,0 +1,90 @@
+//! The held child as a command sees it: its signal state at exec, its exit status and time,
+//! and the errors a command that cannot run gives.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use counterhal_hal::ErrorKind;
+use counterhal_process::{WaitingChild, exit_code_for, is_child_of_this_process};
+
+fn argv(words: &[&str]) -> Vec<OsString> {
+    words.iter().map(OsString::from).collect()
+}
+
+/// The hex mask on `name`'s line of a `/proc/PID/status` text.
+fn mask(status: &str, name: &str) -> u64 {
+    let line = status.lines().find(|l| l.starts_with(name)).expect(name);
+    u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+}
+
+#[test]
+fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
+    // This test process ignores SIGPIPE (Rust's runtime does); the command must not.
+    let out = std::env::temp_dir().join(format!("counterhal-sigstate-{}", std::process::id()));
+    let script = format!("cat /proc/self/status > {}", out.display());
+    let mut child = WaitingChild::spawn(&argv(&["sh", "-c", &script])).unwrap();
+    child.release().unwrap();
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.exit_code(), 0);
+    let status = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_file(&out).ok();
+    assert_eq!(
+        mask(&status, "SigIgn:") & (1 << (libc_sigpipe() - 1)),
+        0,
+        "{status}"
+    );
+    assert_eq!(mask(&status, "SigBlk:"), 0, "{status}");
+}
+
+/// SIGPIPE's number on Linux and the BSDs.
+fn libc_sigpipe() -> u32 {
+    13
+}
+
+#[test]
+fn the_held_child_is_ours_and_ends_as_a_shell_reports() {
+    let mut child = WaitingChild::spawn(&argv(&["sh", "-c", "exit 7"])).unwrap();
+    assert_eq!(is_child_of_this_process(child.pid()).ok(), Some(true));
+    assert_eq!(is_child_of_this_process(1).ok(), Some(false));
+    child.release().unwrap();
+    let exit = child.wait().unwrap();
+    assert_eq!(
+        (exit.exit_code(), exit.describe().as_str()),
+        (7, "exited with status 7")
+    );
+
+    let mut killed = WaitingChild::spawn(&argv(&["sh", "-c", "kill -KILL $$"])).unwrap();
+    killed.release().unwrap();
+    let exit = killed.wait().unwrap();
+    assert_eq!(exit.exit_code(), 137);
+    assert!(exit.elapsed < Duration::from_secs(60));
+}
+
+#[test]
+fn a_command_that_cannot_run_says_why_with_a_shells_code() {
+    let missing = WaitingChild::spawn(&argv(&["no-such-program-anywhere"])).unwrap_err();
+    assert_eq!(
+        (missing.kind(), exit_code_for(&missing)),
+        (ErrorKind::NotFound, 127)
+    );
+    let mut directory = WaitingChild::spawn(&argv(&["/"])).unwrap();
+    let denied = directory.release().unwrap_err();
+    assert_eq!(denied.kind(), ErrorKind::PermissionDenied, "{denied}");
+    assert_eq!(exit_code_for(&denied), 126);
+    assert!(denied.hint().is_some(), "{denied}");
+    let empty = WaitingChild::spawn(&[]).unwrap_err();
+    assert_eq!(empty.kind(), ErrorKind::InvalidInput);
+    let nul = WaitingChild::spawn(&argv(&["sh", "a\0b"])).unwrap_err();
+    assert_eq!(nul.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn a_child_dropped_unreleased_is_reaped() {
+    let child = WaitingChild::spawn(&argv(&["sleep", "60"])).unwrap();
+    let pid = child.pid();
+    drop(child);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} left behind"
+    );
+}

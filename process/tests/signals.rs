@@ -1,0 +1,61 @@
+//! Signals passed on to the measured command. One test in this file: signals are the whole
+//! process's, so nothing else may run beside it.
+
+use std::ffi::OsString;
+use std::process::Command;
+
+use counterhal_process::{ForwardSignals, WaitingChild};
+
+/// The mask of signals this process has a handler for (`SigCgt` in `/proc/self/status`).
+fn caught() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("SigCgt:")).unwrap();
+    u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+}
+
+fn bit(signal: u32) -> u64 {
+    1 << (signal - 1)
+}
+
+#[test]
+fn signals_sent_to_this_process_reach_the_command_and_spare_this_process() {
+    const SIGINT: u32 = 2;
+    const SIGTERM: u32 = 15;
+    let before = caught();
+    assert_eq!(
+        before & (bit(SIGINT) | bit(SIGTERM)),
+        0,
+        "handlers before the test"
+    );
+    for (signal, number) in [
+        ("-TERM", SIGTERM),
+        ("-INT", SIGINT),
+        ("-HUP", 1),
+        ("-QUIT", 3),
+    ] {
+        let mut child = WaitingChild::spawn(&[OsString::from("sleep"), "60".into()]).unwrap();
+        let forwarding = ForwardSignals::to(child.pid());
+        assert_ne!(
+            caught() & bit(number),
+            0,
+            "no handler for {signal} while forwarding"
+        );
+        child.release().unwrap();
+        // kill(1) sends to this process alone: passed on, and this process lives on.
+        let sent = Command::new("kill")
+            .args([signal, &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let exit = child.wait().unwrap();
+        drop(forwarding);
+        assert_eq!(
+            exit.exit_code(),
+            128 + number as u8,
+            "{signal}: {}",
+            exit.describe()
+        );
+    }
+    // Every disposition is back as it was.
+    assert_eq!(caught(), before);
+}
