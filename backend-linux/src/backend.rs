@@ -482,6 +482,7 @@ impl Backend for LinuxBackend {
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        tracefs::mount_if_absent(&self.paths.tracefs);
         events.extend(tracefs::list(&self.paths.tracefs));
         events
     }
@@ -494,6 +495,9 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
+        if tracefs::looks_like_tracepoint(event) {
+            tracefs::mount_if_absent(&self.paths.tracefs);
+        }
         if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event)? {
             return Ok(single(encoding));
         }

@@ -97,6 +97,27 @@ pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option
     }
 }
 
+/// Where perf mounts tracefs when it is absent.
+const MOUNT_POINT: &str = "/sys/kernel/tracing";
+
+/// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
+/// and this process is root, mounts tracefs there (once per process; a failure leaves it
+/// absent, which resolving a tracepoint then reports).
+pub fn mount_if_absent(roots: &[PathBuf]) {
+    static TRIED: std::sync::Once = std::sync::Once::new();
+    let standard = roots
+        .first()
+        .is_some_and(|root| root == Path::new(MOUNT_POINT));
+    if !standard || crate::sys::effective_uid() != 0 {
+        return;
+    }
+    TRIED.call_once(|| {
+        if mounted_root(roots) == Tracefs::Absent && Path::new(MOUNT_POINT).is_dir() {
+            let _ = crate::sys::mount_tracefs();
+        }
+    });
+}
+
 /// The first root that holds an `events/` directory, or the first this user may not enter.
 pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
     let mut denied = None;

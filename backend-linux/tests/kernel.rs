@@ -740,3 +740,28 @@ fn kernel_counting_is_eacces_for_unprivileged_users() {
         eprintln!("tracefs is readable by others here: the tracepoint check does not apply");
     }
 }
+
+/// `Target::Exec` is a command held before exec by this process: never this process, init,
+/// or another process's child, whose counters would start at some later exec it does not
+/// control.
+#[test]
+fn an_exec_target_must_be_a_held_child_of_this_process() {
+    let linux = backend();
+    let events = [linux.resolve("page-faults").unwrap().terms[0]
+        .request
+        .clone()];
+    let options = OpenOptions::default();
+    for pid in [1, std::process::id(), std::os::unix::process::parent_id()] {
+        let error = linux
+            .open(&events, &Target::Exec { pid }, &options)
+            .err()
+            .unwrap_or_else(|| panic!("Target::Exec {{ pid: {pid} }} was accepted"));
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+        assert!(
+            error.hint().is_some_and(|h| h.contains("WaitingChild")),
+            "{error}"
+        );
+    }
+    let child = WaitingChild::spawn(&["true".into()]).unwrap();
+    assert!(linux.open(&events, &child.target(), &options).is_ok());
+}

@@ -9,6 +9,7 @@ use counterhal::Registration;
 
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
+use crate::output::{OutputFile, emit_to_stderr};
 
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]
@@ -30,6 +31,8 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    // The report's file is checked before the suite runs, which takes a while.
+    let json_file = args.json.as_deref().map(OutputFile::open).transpose()?;
     let reports = crate::report::run_all(&context, args.backend, args.models);
     let mut failed = false;
     _ = writeln!(
@@ -57,24 +60,25 @@ pub fn run(args: CheckArgs) -> Result<ExitCode, CliError> {
         );
         failed |= report.counts().2 > 0;
     }
-    if let Some(path) = &args.json {
+    let mut json_written = Ok(());
+    if let Some(file) = json_file {
         let document = crate::report::json_report(&context, &reports);
         let text = serde_json::to_string_pretty(&document).expect("JSON of plain values");
-        std::fs::write(path, text + "\n").map_err(|e| {
-            CliError::input(counterhal::Error::invalid_input(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )))
-        })?;
-        _ = writeln!(out, "report written to {}", path.display());
+        let path = file.path().display().to_string();
+        json_written = file.replace_with(&(text + "\n"));
+        if json_written.is_ok() {
+            _ = writeln!(out, "report written to {path}");
+        }
     }
     // A backend that cannot be used here is a skip; a failed case, or a run in which nothing
     // passed at all, is a failure.
     let nothing_passed = reports.iter().all(|r| r.counts().0 == 0);
     if nothing_passed {
-        eprintln!("counterhal check: no case passed on any backend");
+        emit_to_stderr("counterhal check: no case passed on any backend\n");
     }
-    crate::output::emit(&out);
+    // The table first, so that a report that could not be written loses nothing.
+    crate::output::emit(&out)?;
+    json_written?;
     Ok(if failed || nothing_passed {
         ExitCode::FAILURE
     } else {

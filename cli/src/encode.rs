@@ -150,6 +150,6 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
             _ = write!(out, "{}", to_text(event, &label, cpu));
         }
     }
-    crate::output::emit(&out);
+    crate::output::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@
 use counterhal::Error;
 
 /// An error with the exit code it ends the command with, and the usage line that fixes it.
+#[derive(Debug)]
 pub struct CliError {
     /// What went wrong.
     pub error: Error,

@@ -137,6 +137,6 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    crate::output::emit(&out);
+    crate::output::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -162,7 +162,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             "{}",
             serde_json::to_string_pretty(&array).expect("JSON of plain values")
         );
-        crate::output::emit(&out);
+        crate::output::emit(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
     let label = match (&backend, &unusable) {
@@ -194,6 +194,6 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         "\n{} events listed, {usable} usable here",
         entries.len()
     );
-    crate::output::emit(&out);
+    crate::output::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -70,10 +70,12 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("counterhal: {}", error.error);
+            let mut text = format!("counterhal: {}\n", error.error);
             if let Some(usage) = error.usage {
-                eprintln!("usage: {usage}");
+                text.push_str(&format!("usage: {usage}\n"));
             }
+            // Where standard error cannot be written either, the exit status still says it.
+            output::emit_to_stderr(&text);
             ExitCode::from(error.exit_code)
         }
     }
@@ -84,12 +86,13 @@ fn main() -> ExitCode {
 fn usage_error(error: clap::Error) -> ExitCode {
     let code = error.exit_code();
     if code == 0 {
-        // --help and --version: clap prints them to standard output.
-        let _ = error.print();
-        return ExitCode::SUCCESS;
+        // --help and --version: clap prints them to standard output, which may be full.
+        return match error.print() {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
+            _ => ExitCode::SUCCESS,
+        };
     }
-    let text = error.render().to_string();
-    eprint!("{text}");
+    let mut text = error.render().to_string();
     if !text.contains("Usage:") {
         let mut command = Cli::command();
         command.build();
@@ -98,8 +101,9 @@ fn usage_error(error: clap::Error) -> ExitCode {
             Some(subcommand) => subcommand.render_usage(),
             None => command.render_usage(),
         };
-        eprintln!("{usage}");
+        text.push_str(&format!("{usage}\n"));
     }
+    output::emit_to_stderr(&text);
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 

@@ -1,17 +1,130 @@
-//! Writing results to standard output without panicking when the reader goes away.
+//! Writing results without panicking and without losing them: standard output, where a reader
+//! that went away (`counterhal list | head`) ends the output quietly and any other failure is
+//! the command's failure; standard error, which is written or given up on silently (there is
+//! nowhere left to say it failed); and files named on the command line, checked before any
+//! work is done and emptied only when the results are ready to go in.
 
+use std::fs::File;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
-/// Writes `text` to standard output. A closed pipe (`counterhal list | head`) ends the output
-/// quietly, as it does for other Unix tools; other write errors are reported once on stderr.
-pub fn emit(text: &str) {
+use counterhal::Error;
+
+use crate::error::CliError;
+
+/// Writes `text` to standard output.
+///
+/// # Errors
+/// A write that fails for another reason than a closed pipe (a full disk): exit 1.
+pub fn emit(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     let written = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush());
-    if let Err(error) = written
-        && error.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        eprintln!("counterhal: cannot write to standard output: {error}");
+    match written {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::failed(Error::new(
+                counterhal::ErrorKind::Other,
+                format!("cannot write to standard output: {error}"),
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` to standard error; `false` when that failed (a full disk, a closed pipe).
+pub fn emit_to_stderr(text: &str) -> bool {
+    let mut stderr = std::io::stderr().lock();
+    stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.flush())
+        .is_ok()
+}
+
+/// A file results go to, opened before the work that produces them: it exists and can be
+/// written, but keeps what it held until [`OutputFile::replace_with`].
+pub struct OutputFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl OutputFile {
+    /// Opens (or creates) `path` for writing, leaving its contents as they are.
+    ///
+    /// # Errors
+    /// A file that cannot be opened for writing: bad input (exit 2).
+    pub fn open(path: &Path) -> Result<OutputFile, CliError> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| CliError::input(cannot_write(path, &e)))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Replaces the file's contents with `text` (a device or a pipe, such as `/dev/stdout`,
+    /// is written to as it is).
+    ///
+    /// # Errors
+    /// A write that fails (a full disk): exit 1, the error naming the file.
+    pub fn replace_with(mut self, text: &str) -> Result<(), CliError> {
+        let regular = self.file.metadata().is_ok_and(|m| m.is_file());
+        let emptied = if regular {
+            self.file.set_len(0)
+        } else {
+            Ok(())
+        };
+        let written = emptied
+            .and_then(|()| self.file.write_all(text.as_bytes()))
+            .and_then(|()| self.file.flush());
+        written.map_err(|e| CliError::failed(cannot_write(&self.path, &e)))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn cannot_write(path: &Path, error: &std::io::Error) -> Error {
+    Error::invalid_input(format!("cannot write {}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_keeps_its_contents_until_replaced() {
+        let path = std::env::temp_dir().join(format!("counterhal-out-{}", std::process::id()));
+        std::fs::write(&path, "earlier results\n").unwrap();
+        let file = OutputFile::open(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "earlier results\n");
+        file.replace_with("new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
+    fn unwritable_files_are_named() {
+        let error = OutputFile::open(Path::new("/nonexistent/dir/r.json"))
+            .err()
+            .unwrap();
+        assert_eq!(error.exit_code, 2);
+        assert!(error.error.message().contains("/nonexistent/dir/r.json"));
+        if Path::new("/dev/full").exists() {
+            let full = OutputFile::open(Path::new("/dev/full")).unwrap();
+            let error = full.replace_with("results").unwrap_err();
+            assert_eq!(error.exit_code, 1);
+            assert!(
+                error.error.message().contains("/dev/full"),
+                "{}",
+                error.error
+            );
+        }
     }
 }

@@ -378,3 +378,181 @@ fn attaching_to_a_process_says_what_is_wrong_with_it() {
     assert!(text.contains("process 1 belongs to another user"), "{text}");
     assert!(!text.contains("perf_event_paranoid"), "{text}");
 }
+
+/// Defect 3: a comma inside a PMU event's `/.../` separates terms, not events.
+#[test]
+fn commas_inside_pmu_terms_do_not_split_the_event_list() {
+    linux_or_skip!();
+    if !std::path::Path::new("/sys/bus/event_source/devices/msr/format/event").exists() {
+        skip!(Need::System, "no msr PMU with an `event` term here");
+    }
+    let pmu_event = "msr/event=0x0,config1=0/";
+    let list = format!("{pmu_event},page-faults");
+    let out = counterhal(&["stat", "-x", ",", "-e", &list, "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let names: Vec<&str> = text.lines().filter_map(|l| l.split(',').nth(2)).collect();
+    // The CSV fields are value,unit,event,...: the event's own commas make more fields, so
+    // look for the event's text on its line.
+    assert!(text.lines().any(|l| l.contains(pmu_event)), "{text}");
+    assert!(names.contains(&"page-faults"), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+}
+
+/// Defect 8: as root, counterhal mounts tracefs where it is absent, as perf does, so listing
+/// and counting tracepoints depend on no earlier test or tool having mounted it. Checked in a
+/// private mount namespace, so no other test sees tracefs come and go.
+#[test]
+fn tracefs_is_mounted_when_absent() {
+    linux_or_skip!();
+    if !running_as_root() {
+        skip!(Need::Privilege, "mounting tracefs needs root");
+    }
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; \
+         if [ -d /sys/kernel/tracing/events ]; then echo still mounted; exit 3; fi; \
+         {bin} list && {bin} stat -x, -e syscalls:sys_enter_getpid -- true",
+        bin = bin().display()
+    );
+    let out = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output();
+    let Ok(out) = out else {
+        skip!(Need::Tools, "no unshare (Debian's util-linux)");
+    };
+    if out.status.code() == Some(3) || stderr(&out).contains("unshare failed") {
+        skip!(
+            Need::System,
+            "tracefs could not be unmounted in a private namespace"
+        );
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("syscalls:sys_enter_getpid"),
+        "no tracepoints listed"
+    );
+    assert!(
+        stderr(&out).contains(",syscalls:sys_enter_getpid,"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Runs counterhal with `args`, its standard output and error going to `/dev/full`.
+fn with_full_streams(args: &[&str], stdout_full: bool, stderr_full: bool) -> Output {
+    let full = || {
+        std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let mut command = Command::new(bin());
+    command.args(args);
+    if stdout_full {
+        command.stdout(full());
+    }
+    if stderr_full {
+        command.stderr(full());
+    }
+    command.output().expect("counterhal")
+}
+
+/// Defect 10: a write that fails is a failure that loses nothing, never a panic or a success;
+/// what can be checked before the work (`check --json`'s file) is checked first.
+#[test]
+fn output_that_cannot_be_written_is_a_failure_that_loses_nothing() {
+    linux_or_skip!();
+    if !std::path::Path::new("/dev/full").exists() {
+        skip!(Need::System, "no /dev/full to fill");
+    }
+    // The -o file is full: the table still reaches standard error, and the status says so.
+    let out = counterhal(&[
+        "stat",
+        "-o",
+        "/dev/full",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("task-clock") && text.contains("exited with status 3"),
+        "{text}"
+    );
+    assert!(text.contains("cannot write /dev/full"), "{text}");
+    // Standard error is full: no panic (101), a failure.
+    let out = with_full_streams(&["stat", "-e", "task-clock", "--", "true"], false, true);
+    assert_eq!(out.status.code(), Some(1));
+    let out = with_full_streams(&["stat", "-e", "no-such-event", "--", "true"], false, true);
+    assert_eq!(out.status.code(), Some(2));
+    // Standard output is full.
+    for args in [
+        &["list"][..],
+        &["info"],
+        &["encode", "page-faults"],
+        &["--help"],
+    ] {
+        let out = with_full_streams(args, true, false);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+    }
+    // A report file that cannot be written is refused before the suite runs.
+    let start = Instant::now();
+    let out = counterhal(&["check", "--json", "/nonexistent/dir/r.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/dir/r.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "the suite ran: {}", stdout(&out));
+    eprintln!("check refused its report file in {:?}", start.elapsed());
+}
+
+/// Defect 11: `-o FILE` keeps what the file held until there are results to put in it.
+#[test]
+fn an_output_file_is_kept_until_there_are_results() {
+    linux_or_skip!();
+    let path = std::env::temp_dir().join(format!("counterhal-keep-{}", std::process::id()));
+    let file = path.to_str().unwrap();
+    std::fs::write(&path, "earlier results\n").unwrap();
+    for (args, status) in [
+        (&["-e", "no-such-event", "--", "true"][..], 2),
+        (&["-e", "task-clock", "--", "/nonexistent/program"], 127),
+        (&["-e", "task-clock"], 2),
+        (&["-e", "task-clock", "-C", "4096", "--", "true"], 2),
+    ] {
+        let mut all = vec!["stat", "-o", file];
+        all.extend(args);
+        let out = counterhal(&all);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(kept, "earlier results\n", "{args:?} changed the file");
+    }
+    let out = counterhal(&[
+        "stat",
+        "-o",
+        file,
+        "-x",
+        ",",
+        "-e",
+        "task-clock",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(
+        written.contains(",task-clock,") && !written.contains("earlier"),
+        "{written}"
+    );
+}

@@ -1,5 +1,8 @@
 //! Process limits and facts: the descriptor limit, the user id and the CPU count (the
-//! measured command itself is counterhal-process's). See the parent module's `# Safety` note.
+//! measured command itself is counterhal-process's), and mounting tracefs. See the parent
+//! module's `# Safety` note.
+
+use super::os_error::{Errno, last_errno};
 
 /// How many CPUs the system may have (`_SC_NPROCESSORS_CONF`).
 pub fn configured_cpus() -> u32 {
@@ -24,4 +27,22 @@ pub fn fd_limit() -> Option<(u64, u64)> {
     // SAFETY: getrlimit writes one rlimit through a valid pointer.
     let ret = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, ptr) };
     (ret == 0).then_some((limit.rlim_cur, limit.rlim_max))
+}
+
+/// Mounts tracefs at `/sys/kernel/tracing`, as perf does when it finds it absent (root only).
+///
+/// # Errors
+/// The errno of `mount`.
+pub fn mount_tracefs() -> Result<(), Errno> {
+    // SAFETY: every pointer is a NUL-terminated static string; tracefs takes no data.
+    let ret = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            c"/sys/kernel/tracing".as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if ret < 0 { Err(last_errno()) } else { Ok(()) }
 }

@@ -38,13 +38,9 @@ const DEFAULT_EVENTS: [&str; 8] = [
 /// Arguments of `counterhal stat`.
 #[derive(Args, Debug)]
 pub struct StatArgs {
-    /// Events to count, comma-separated or repeated (default: perf stat's set).
-    #[arg(
-        short = 'e',
-        long = "event",
-        value_name = "EV[,EV...]",
-        value_delimiter = ','
-    )]
+    /// Events to count, comma-separated or repeated (default: perf stat's set); a comma
+    /// inside a PMU event's `/.../` or a group's `{...}` separates nothing.
+    #[arg(short = 'e', long = "event", value_name = "EV[,EV...]")]
     pub(super) event_names: Vec<String>,
     /// The backend (linux, pctr, msr); default: the first that works here.
     #[arg(long, value_parser = parse_backend)]
@@ -131,13 +127,15 @@ impl StatArgs {
         Ok(())
     }
 
-    /// The events to count: the names given with `-e`, trimmed, or perf stat's default set.
+    /// The events to count: the names given with `-e`, split at their commas and trimmed, or
+    /// perf stat's default set.
     pub fn event_names(&self) -> Vec<String> {
         if self.event_names.is_empty() {
             DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
         } else {
             self.event_names
                 .iter()
+                .flat_map(|list| split_event_list(list))
                 .map(|e| e.trim().to_string())
                 .collect()
         }
@@ -159,6 +157,29 @@ impl StatArgs {
             .map(|s| s.to_string_lossy().into_owned())
             .collect()
     }
+}
+
+/// The events of one `-e` list: split at commas, but not inside a PMU event's `/.../` (whose
+/// terms are comma-separated: `cpu/event=0x3c,umask=0x1/`) or a group's `{...}`.
+pub fn split_event_list(list: &str) -> Vec<&str> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    let mut in_pmu_terms = false;
+    let mut group_depth = 0u32;
+    for (at, c) in list.char_indices() {
+        match c {
+            '/' => in_pmu_terms = !in_pmu_terms,
+            '{' if !in_pmu_terms => group_depth += 1,
+            '}' if !in_pmu_terms => group_depth = group_depth.saturating_sub(1),
+            ',' if !in_pmu_terms && group_depth == 0 => {
+                events.push(&list[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    events.push(&list[start..]);
+    events
 }
 
 /// Parses `counterhal stat` arguments (without the subcommand's name), for the stat rooms'
@@ -220,6 +241,29 @@ mod tests {
         let default = args(&["--", "true"]).event_names();
         assert_eq!(default.len(), DEFAULT_EVENTS.len());
         assert_eq!(default[0], "task-clock");
+    }
+
+    #[test]
+    fn commas_inside_pmu_terms_and_groups_separate_nothing() {
+        let given = args(&[
+            "-e",
+            "cpu/event=0x3c,umask=0x1/u,page-faults",
+            "-e",
+            "{cycles,instructions}:u,msr/tsc/",
+            "--",
+            "true",
+        ]);
+        assert_eq!(
+            given.event_names(),
+            [
+                "cpu/event=0x3c,umask=0x1/u",
+                "page-faults",
+                "{cycles,instructions}:u",
+                "msr/tsc/"
+            ]
+        );
+        assert_eq!(split_event_list("a,,b"), ["a", "", "b"]);
+        assert_eq!(split_event_list("cpu/a=1,b=2"), ["cpu/a=1,b=2"]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use self::measurement::Linux;
 use self::summary::Summary;
 use self::targets::Targets;
 use crate::error::CliError;
+use crate::output::OutputFile;
 
 /// Runs `counterhal stat`.
 ///
@@ -31,7 +32,6 @@ use crate::error::CliError;
 /// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
-    printing::create_output(args.output.as_deref())?;
     let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
@@ -60,6 +60,14 @@ fn stat_with<B: Backend>(
     linux: Option<&Linux>,
 ) -> Result<ExitCode, CliError> {
     let mut events = measurement::plan(backend, &args.event_names())?;
+    // Checked before the command runs, but emptied only once the results are ready: a bad
+    // event or a command that cannot run leaves an earlier file as it was.
+    let output = args
+        .output
+        .as_deref()
+        .map(OutputFile::open)
+        .transpose()
+        .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
     let mut runs = measurement::measure_repeatedly(
         backend,
@@ -78,6 +86,6 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    printing::write(args.output.as_deref(), &printing::render(args, &summary))?;
+    printing::write(output, &printing::render(args, &summary))?;
     Ok(ExitCode::from(summary.end.exit_code))
 }

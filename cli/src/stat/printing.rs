@@ -3,15 +3,15 @@
 //! output stays clean) or to the file `-o` names.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use counterhal::Error;
 use serde_json::json;
 
-use super::arguments::{Format, StatArgs, USAGE};
+use super::arguments::{Format, StatArgs};
 use super::summary::{EventSummary, Ratio, Summary};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
+use crate::output::{OutputFile, emit_to_stderr};
 
 /// The results as `args` ask for them: table, CSV or JSON.
 pub fn render(args: &StatArgs, summary: &Summary) -> String {
@@ -24,37 +24,22 @@ pub fn render(args: &StatArgs, summary: &Summary) -> String {
     out
 }
 
-/// Creates (or empties) the output file before the command runs, so a bad path loses nothing.
+/// Writes the results to the `-o` file, or to standard error where perf writes them. A file
+/// that cannot take them leaves them on standard error instead, so nothing is lost.
 ///
 /// # Errors
-/// A file that cannot be written: bad input (exit 2) with the usage line.
-pub fn create_output(path: Option<&Path>) -> Result<(), CliError> {
-    match path {
-        Some(path) => std::fs::File::create(path)
-            .map(drop)
-            .map_err(|e| CliError::usage(cannot_write(path, &e), USAGE)),
-        None => Ok(()),
+/// A write that failed (exit 1), naming where.
+pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
+    match output {
+        Some(file) => file.replace_with(text).inspect_err(|_| {
+            emit_to_stderr(text);
+        }),
+        None if emit_to_stderr(text) => Ok(()),
+        None => Err(CliError::failed(Error::new(
+            counterhal::ErrorKind::Other,
+            "cannot write the results to standard error",
+        ))),
     }
-}
-
-/// Writes `text` to the file at `path`, or to standard error.
-///
-/// # Errors
-/// A file that cannot be written (exit 2).
-pub fn write(path: Option<&Path>, text: &str) -> Result<(), CliError> {
-    match path {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| CliError::input(cannot_write(path, &e)))
-        }
-        None => {
-            eprint!("{text}");
-            Ok(())
-        }
-    }
-}
-
-fn cannot_write(path: &Path, error: &std::io::Error) -> Error {
-    Error::invalid_input(format!("cannot write {}: {error}", path.display()))
 }
 
 /// What was counted, for the table's heading: the command, or (with -p, -a, -C) the process
@@ -370,19 +355,5 @@ mod tests {
         assert_eq!(cycles["supported"], false);
         assert!(cycles["value"].is_null());
         assert_eq!(cycles["reason"], "cycles: no PMU here");
-    }
-
-    #[test]
-    fn an_unwritable_output_file_is_bad_input() {
-        let path = Path::new("/nonexistent-directory/stat.txt");
-        let error = create_output(Some(path)).expect_err("an error");
-        assert_eq!(error.exit_code, 2);
-        assert_eq!(error.usage, Some(USAGE));
-        assert!(
-            error.error.message().contains("cannot write"),
-            "{}",
-            error.error
-        );
-        assert!(create_output(None).is_ok());
     }
 }
