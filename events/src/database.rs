@@ -259,14 +259,7 @@ impl Database {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] naming file:line:column and the key, or
     /// for a file that cannot be read.
     pub fn with_user_file(self, path: &Path) -> Result<Database> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            let error =
-                Error::invalid_input(format!("cannot read events file {}: {e}", path.display()));
-            match e.raw_os_error() {
-                Some(errno) => error.with_errno(errno),
-                None => error,
-            }
-        })?;
+        let text = read_events_file(path)?;
         self.with_toml_str(&path.display().to_string(), &text)
     }
 
@@ -324,6 +317,60 @@ impl Database {
         let generalized = GeneralizedEvent::all().map(|g| g.name().into_owned());
         suggest::nearest(name, natives.chain(generalized).chain(self.ids()), 3)
     }
+}
+
+/// The largest events file read: far above any CPU's table (the largest libpfm4 model is
+/// under 2 MiB as TOML), far below what would exhaust memory.
+pub const MAX_EVENTS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The text of the events file at `path`: a regular file (not a FIFO, which would wait for a
+/// writer forever, nor a device such as `/dev/zero`, which never ends) of at most
+/// [`MAX_EVENTS_FILE_BYTES`].
+fn read_events_file(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        let error =
+            Error::invalid_input(format!("cannot read events file {}: {e}", path.display()));
+        match e.raw_os_error() {
+            Some(errno) => error.with_errno(errno),
+            None => error,
+        }
+    };
+    let metadata = std::fs::metadata(path).map_err(cannot)?;
+    if !metadata.is_file() {
+        let kind = if metadata.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(Error::invalid_input(format!(
+            "events file {} is {kind}",
+            path.display()
+        ))
+        .with_hint("give the path of a TOML events file (see events/README.md)"));
+    }
+    let too_big = || {
+        Error::invalid_input(format!(
+            "events file {} is larger than {} MiB",
+            path.display(),
+            MAX_EVENTS_FILE_BYTES >> 20
+        ))
+        .with_hint("an events file holds CPU models' events; split it or check the path")
+    };
+    if metadata.len() > MAX_EVENTS_FILE_BYTES {
+        return Err(too_big());
+    }
+    // Read at most one byte more than the limit: a file that grows meanwhile is refused too.
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(cannot)?
+        .take(MAX_EVENTS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_EVENTS_FILE_BYTES {
+        return Err(too_big());
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

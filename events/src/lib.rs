@@ -16,7 +16,7 @@ mod suggest;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, Vendor};
-pub use database::{Database, EVENTS_ENV, SHIPPED_FILES};
+pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
 pub use error::{EventError, EventErrorKind};
 pub use model::{
     CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,

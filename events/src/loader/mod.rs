@@ -194,11 +194,14 @@ fn load_cpu(
             })?;
         }
     }
-    let mut seen: Vec<String> = Vec::new();
+    // Names are found through sets and the model's index, so a file of many events loads in
+    // time linear in its size.
+    model.rebuild_index();
+    let mut seen = std::collections::HashSet::new();
     for event in &doc.event {
         let event = event.get_ref();
         let upper = event.name.get_ref().to_ascii_uppercase();
-        if seen.contains(&upper) {
+        if !seen.insert(upper) {
             return Err(source.error(
                 event.name.span(),
                 "name",
@@ -209,14 +212,13 @@ fn load_cpu(
             ));
         }
         let native = native_event(source, model.encoder, &model.pmu, event)?;
-        seen.push(upper);
-        match model
-            .events
-            .iter()
-            .position(|e| e.name.eq_ignore_ascii_case(&native.name))
-        {
-            Some(i) => model.events[i] = native,
-            None => model.events.push(native),
+        let key = native.name.to_ascii_uppercase();
+        match model.index.get(&key) {
+            Some(&i) => model.events[i] = native,
+            None => {
+                model.index.insert(key, model.events.len());
+                model.events.push(native);
+            }
         }
     }
     model.rebuild_index();
