@@ -69,6 +69,13 @@ fn parse_rest(name: &str, rest: &str) -> Result<PerfAttr> {
         None => head.parse().ok(),
     }
     .ok_or_else(|| bad(format!("`{head}` is not an address")))?;
+    // `mem:ADDR` alone is read-write, as perf reads it; a `:` must be followed by an access.
+    if access_text == Some("") {
+        return Err(bad("nothing after `:`: an access is r, w, rw or x".into()));
+    }
+    if name.ends_with(':') {
+        return Err(bad("nothing after the last `:`".into()));
+    }
     let mut access = 0;
     for letter in access_text.unwrap_or("rw").chars() {
         let bit = match letter {
@@ -165,6 +172,10 @@ mod tests {
             ("mem:0x1000:x/4", "has length 8"),
             ("mem:0x1001:w/4", "not aligned"),
             ("mem:0x1000/4:r:w", "unknown modifier `w`"),
+            // An empty access is no access (perf reads `mem:A` as rw and refuses `mem:A::`).
+            ("mem:0x0:", "nothing after `:`"),
+            ("mem:0x1000::", "nothing after `:`"),
+            ("mem:0x1000:x:", "nothing after the last `:`"),
         ] {
             let error = parse(name).unwrap().unwrap_err();
             assert!(error.to_string().contains(expected), "{name}: {error}");

@@ -40,8 +40,9 @@ impl LinuxBackend {
     ///
     /// # Errors
     /// As [`WaitingChild::spawn`], [`WaitingChild::release`] (the program could not be
-    /// executed) and [`WaitingChild::wait`]. Event errors are per event, in
-    /// [`EventOutcome::reading`].
+    /// executed) and [`WaitingChild::wait`]; [`ErrorKind::LimitReached`] when the events need
+    /// more file descriptors than this process may open (the command is not run). Other event
+    /// errors are per event, in [`EventOutcome::reading`].
     pub fn run_command(
         &self,
         events: &[EventRequest],
@@ -60,6 +61,15 @@ impl LinuxBackend {
             for (index, event) in events.iter().enumerate() {
                 let opened = self.open(std::slice::from_ref(event), &target, options);
                 groups.push((vec![index], opened));
+            }
+        }
+        // A limit of this process (out of file descriptors) is no event's fault: stop before
+        // the command runs rather than count fewer events than asked.
+        for (_, opened) in &groups {
+            if let Err(e) = opened
+                && e.kind() == ErrorKind::LimitReached
+            {
+                return Err(e.clone());
             }
         }
         // From here until the child is reaped, the signals that end a command are the

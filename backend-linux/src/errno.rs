@@ -329,7 +329,7 @@ pub fn attr_size_error(kernel_size: Option<u32>, field: Option<&str>) -> Error {
 /// | ENOENT, EOPNOTSUPP, ENODEV | Unsupported | the PMU lacks the event or feature |
 /// | ENOSYS | Unsupported | no perf events in this kernel (or seccomp returns ENOSYS) |
 /// | ENOSPC | NoCounterAvailable | no free breakpoint slot / counter |
-/// | EMFILE, ENFILE | NoCounterAvailable | out of file descriptors (one per event) |
+/// | EMFILE, ENFILE | LimitReached | out of file descriptors (one per event) |
 /// | EINVAL | InvalidEvent (InvalidInput for an offline CPU) | an attr field the kernel refused |
 /// | E2BIG | InvalidEvent | attr size unknown to this kernel |
 /// | EBUSY | Busy | another user holds the PMU exclusively |
@@ -391,7 +391,7 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
                 None => "the open-file limit (RLIMIT_NOFILE) is reached".to_string(),
             };
             (
-                ErrorKind::NoCounterAvailable,
+                ErrorKind::LimitReached,
                 "too many open files",
                 format!("each event is one file descriptor; {limit}: raise it with `ulimit -n`"),
             )
@@ -498,7 +498,7 @@ mod tests {
             (libc::EFAULT, ErrorKind::Other),
             (libc::EINTR, ErrorKind::Other),
             (libc::EINVAL, ErrorKind::InvalidEvent),
-            (libc::EMFILE, ErrorKind::NoCounterAvailable),
+            (libc::EMFILE, ErrorKind::LimitReached),
             (libc::ENODEV, ErrorKind::Unsupported),
             (libc::ENOENT, ErrorKind::Unsupported),
             (libc::ENOSPC, ErrorKind::NoCounterAvailable),

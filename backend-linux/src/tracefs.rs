@@ -183,7 +183,9 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
         .join("id");
     let text = match fs::read_to_string(&id_path) {
         Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // Only a file this user may not read is a tracepoint withheld; a name no file has
+        // (missing, overlong, naming a file as a directory) is no tracepoint.
+        Err(e) if e.kind() != io::ErrorKind::PermissionDenied => return Ok(None),
         Err(e) => {
             return Err(Error::new(
                 ErrorKind::PermissionDenied,
@@ -335,6 +337,11 @@ mod tests {
         fs::create_dir_all(&hyphen).unwrap();
         fs::write(hyphen.join("id"), "77\n").unwrap();
         let roots = vec![PathBuf::from("/nonexistent/tracing"), dir.clone()];
+        // Names no file has are no tracepoints, however they fail: overlong (ENAMETOOLONG),
+        // or through a file (ENOTDIR).
+        let overlong = format!("x:{}", "a".repeat(4100));
+        assert_eq!(resolve(&roots, &overlong).unwrap(), None);
+        assert_eq!(resolve(&roots, "demo:hello/id").ok().flatten(), None);
         let e = resolve(&roots, "demo:hello").unwrap().unwrap();
         assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::ALL));
         let e = resolve(&roots, "xhci-hcd:xhci_dbg_address")

@@ -556,3 +556,52 @@ fn an_output_file_is_kept_until_there_are_results() {
         "{written}"
     );
 }
+
+/// Defect 14: out of file descriptors (one per event on Linux) stops the measurement naming
+/// the limit and how to raise it, instead of showing events as not supported and exiting 0.
+#[test]
+fn running_out_of_file_descriptors_names_the_limit() {
+    linux_or_skip!();
+    let events = vec!["page-faults"; 200].join(",");
+    for path in [&[][..], &["-a"]] {
+        let script = format!(
+            "ulimit -n 64 && exec {} stat -x, -e {events} {} -- true",
+            bin().display(),
+            path.join(" ")
+        );
+        let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{path:?}: {text}");
+        assert!(text.contains("too many open files"), "{path:?}: {text}");
+        assert!(
+            text.contains("is 64") && text.contains("ulimit -n"),
+            "{path:?}: {text}"
+        );
+        assert!(!text.contains("<not supported>"), "{path:?}: {text}");
+    }
+}
+
+/// Defects 15 and 16: names that can never be events are unknown events (exit 2, naming
+/// what is wrong), never sent to the kernel or shown as not supported.
+#[test]
+fn malformed_tracepoints_and_breakpoints_are_unknown_events() {
+    linux_or_skip!();
+    let overlong = format!("x:{}", "a".repeat(4100));
+    for (event, why) in [
+        (overlong.as_str(), "unknown event"),
+        ("mem:0x0:", "nothing after `:`"),
+        ("mem:0x1000::", "nothing after `:`"),
+        ("mem:0x1000:x:", "nothing after the last `:`"),
+    ] {
+        let out = counterhal(&["stat", "-e", event, "--", "true"]);
+        let text = stderr(&out);
+        let shown = &event[..event.len().min(40)];
+        assert_eq!(out.status.code(), Some(2), "{shown}: {text}");
+        assert!(text.contains(why), "{shown}: {text}");
+        assert!(!text.contains("not supported"), "{shown}: {text}");
+    }
+    // `mem:ADDR` alone is read-write, as perf reads it.
+    let out = counterhal(&["encode", "--json", "mem:0x1000"]);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(value[0]["bp_type"], 3, "{value}");
+}

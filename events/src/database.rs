@@ -343,11 +343,10 @@ fn read_events_file(path: &Path) -> Result<String> {
         } else {
             "not a regular file (a FIFO, socket or device)"
         };
-        return Err(Error::invalid_input(format!(
-            "events file {} is {kind}",
-            path.display()
-        ))
-        .with_hint("give the path of a TOML events file (see events/README.md)"));
+        return Err(
+            Error::invalid_input(format!("events file {} is {kind}", path.display()))
+                .with_hint("give the path of a TOML events file (see events/README.md)"),
+        );
     }
     let too_big = || {
         Error::invalid_input(format!(

@@ -32,7 +32,10 @@ fn only_regular_files_of_sane_size_are_read() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     let mut refused: Vec<(PathBuf, &str)> = vec![
         (std::env::temp_dir(), "is a directory"),
-        (PathBuf::from("/nonexistent/events.toml"), "cannot read events file"),
+        (
+            PathBuf::from("/nonexistent/events.toml"),
+            "cannot read events file",
+        ),
     ];
     if made.is_ok_and(|s| s.success()) {
         refused.push((fifo.clone(), "not a regular file"));
@@ -48,10 +51,15 @@ fn only_regular_files_of_sane_size_are_read() {
         .unwrap();
     refused.push((huge.clone(), "larger than 64 MiB"));
     for (path, why) in &refused {
-        let error = load_within_limit(path).err().unwrap_or_else(|| panic!("{path:?} loaded"));
+        let error = load_within_limit(path)
+            .err()
+            .unwrap_or_else(|| panic!("{path:?} loaded"));
         assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
         assert!(error.message().contains(why), "{path:?}: {error}");
-        assert!(error.message().contains(&path.display().to_string()), "{error}");
+        assert!(
+            error.message().contains(&path.display().to_string()),
+            "{error}"
+        );
     }
     std::fs::remove_file(&fifo).ok();
     std::fs::remove_file(&huge).ok();
@@ -88,5 +96,8 @@ fn loading_is_linear_in_the_number_of_events() {
     let large = best(16_000);
     let ratio = large.as_secs_f64() / small.as_secs_f64();
     eprintln!("4,000 events {small:?}, 16,000 events {large:?}: {ratio:.1}x");
-    assert!(ratio < 9.0, "16,000 events took {ratio:.1}x the time of 4,000");
+    assert!(
+        ratio < 9.0,
+        "16,000 events took {ratio:.1}x the time of 4,000"
+    );
 }

@@ -27,6 +27,9 @@ pub enum ErrorKind {
     NotFound,
     /// A read came back in a state that carries no values (e.g. a pinned perf group in error).
     NotCounted,
+    /// A limit of this process or system was reached (open files: one per event on Linux);
+    /// nothing is wrong with the event, and raising the limit the hint names lets it open.
+    LimitReached,
     /// Anything else; the message says what.
     Other,
 }
@@ -44,6 +47,7 @@ impl ErrorKind {
             ErrorKind::Busy => "busy",
             ErrorKind::NotFound => "not found",
             ErrorKind::NotCounted => "not counted",
+            ErrorKind::LimitReached => "limit reached",
             ErrorKind::Other => "other",
         }
     }

@@ -116,7 +116,7 @@ fn spawn_error(errno: sys::Errno, step: Step) -> Error {
             "out of processes or memory (the process limit, `ulimit -u`?)",
         ),
         libc::EMFILE | libc::ENFILE => (
-            ErrorKind::Busy,
+            ErrorKind::LimitReached,
             "out of file descriptors: raise the limit (`ulimit -n`)",
         ),
         _ => (ErrorKind::Other, "see the errno"),
@@ -242,17 +242,22 @@ impl Drop for WaitingChild {
 /// [`WaitingChild`].
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] where the OS has no `/proc/PID/stat`.
+/// [`ErrorKind::Unsupported`] where the OS has no `/proc/PID/stat`; [`ErrorKind::Other`]
+/// when it cannot be read (out of file descriptors): the answer is then unknown.
 pub fn is_child_of_this_process(pid: u32) -> Result<bool> {
     if !Path::new("/proc/self/stat").exists() {
         return Err(Error::unsupported(
             "no /proc here to tell a process's parent",
         ));
     }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Ok(false);
-    };
-    Ok(parent_in_stat(&stat) == Some(sys::own_pid()))
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => Ok(parent_in_stat(&stat) == Some(sys::own_pid())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::new(
+            ErrorKind::Other,
+            format!("cannot read /proc/{pid}/stat: {e}"),
+        )),
+    }
 }
 
 /// The user owning process `pid` (Linux: the real uid in `/proc/PID/status`); `None` when the

@@ -348,6 +348,11 @@ fn open_sets<B: Backend>(
                     Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput) => {
                         return Err(CliError::usage(e, USAGE));
                     }
+                    // Out of file descriptors: no event is at fault, and counting fewer than
+                    // asked without saying so would mislead (perf stops too).
+                    Err(e) if e.kind() == ErrorKind::LimitReached => {
+                        return Err(CliError::failed(e));
+                    }
                     // Another user's process refuses every event: the target, not the event,
                     // is at fault.
                     Err(e)
@@ -437,7 +442,10 @@ fn run_linux_command(
         .collect();
     let run = backend
         .run_command(&requests, command, &OpenOptions::ungrouped())
-        .map_err(not_run)?;
+        .map_err(|e| match e.kind() {
+            ErrorKind::LimitReached => CliError::failed(e),
+            _ => not_run(e),
+        })?;
     let mut outcomes = run.events.into_iter();
     let results = events
         .iter()
