@@ -32,16 +32,54 @@ mod tests {
 
     #[test]
     fn ioctl_numbers() {
-        assert_eq!(IOC_ENABLE, 0x2400);
-        assert_eq!(IOC_DISABLE, 0x2401);
-        assert_eq!(IOC_REFRESH, 0x2402);
-        assert_eq!(IOC_RESET, 0x2403);
-        assert_eq!(IOC_PERIOD, 0x4008_2404);
-        assert_eq!(IOC_SET_OUTPUT, 0x2405);
-        assert_eq!(IOC_SET_FILTER, 0x4008_2406);
-        assert_eq!(IOC_ID, 0x8008_2407);
-        assert_eq!(IOC_SET_BPF, 0x4004_2408);
-        assert_eq!(IOC_PAUSE_OUTPUT, 0x4004_2409);
+        // This build's numbers: the architecture's own layout.
+        let ours = [
+            IOC_ENABLE,
+            IOC_DISABLE,
+            IOC_REFRESH,
+            IOC_RESET,
+            IOC_PERIOD,
+            IOC_SET_OUTPUT,
+            IOC_SET_FILTER,
+            IOC_ID,
+            IOC_SET_BPF,
+            IOC_PAUSE_OUTPUT,
+        ];
+        assert_eq!(ours, perf_ioctls(IocLayout::THIS, size_of::<*const u8>()));
+        // x86-64 and aarch64 (asm-generic), as their headers define them.
+        let generic = [
+            0x2400,
+            0x2401,
+            0x2402,
+            0x2403,
+            0x4008_2404,
+            0x2405,
+            0x4008_2406,
+            0x8008_2407,
+            0x4004_2408,
+            0x4004_2409,
+        ];
+        assert_eq!(perf_ioctls(IocLayout::GENERIC, 8), generic);
+        // ppc64le (and mips64, sparc64): _IOC_NONE is a bit of its own, write and read swap
+        // places, the size has 13 bits.
+        let ppc64 = [
+            0x2000_2400,
+            0x2000_2401,
+            0x2000_2402,
+            0x2000_2403,
+            0x8008_2404,
+            0x2000_2405,
+            0x8008_2406,
+            0x4008_2407,
+            0x8004_2408,
+            0x8004_2409,
+        ];
+        assert_eq!(perf_ioctls(IocLayout::OSF, 8), ppc64);
+        // A 32-bit generic ABI (armv7, i686): pointer-sized arguments are 4 bytes.
+        assert_eq!(perf_ioctls(IocLayout::GENERIC, 4)[7], 0x8004_2407);
+        if cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64") {
+            assert_eq!(ours, generic);
+        }
     }
 
     /// Compiles a C program against the system's `linux/perf_event.h` and compares its size,

@@ -287,36 +287,114 @@ const _: () = {
     assert!(offset_of!(PerfEventAttr, config3) == 128);
 };
 
-/// `_IOC(dir, type, nr, size)` as asm-generic defines it (x86, arm64, riscv).
-const fn ioc(dir: u64, kind: u8, nr: u8, size: usize) -> u64 {
-    (dir << 30) | ((size as u64) << 16) | ((kind as u64) << 8) | nr as u64
+/// How an architecture lays out ioctl request numbers (its `asm/ioctl.h`): the direction
+/// values and the width of the size field, above which the direction sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IocLayout {
+    /// `_IOC_NONE`.
+    pub none: u64,
+    /// `_IOC_WRITE`.
+    pub write: u64,
+    /// `_IOC_READ`.
+    pub read: u64,
+    /// `_IOC_SIZEBITS`.
+    pub size_bits: u32,
 }
-const IOC_NONE: u64 = 0;
-const IOC_WRITE: u64 = 1;
-const IOC_READ: u64 = 2;
+
+impl IocLayout {
+    /// asm-generic's: x86, arm64, riscv, s390, loongarch.
+    pub const GENERIC: IocLayout = IocLayout {
+        none: 0,
+        write: 1,
+        read: 2,
+        size_bits: 14,
+    };
+    /// powerpc's (ppc64le), mips's, sparc's and alpha's: a 13-bit size and three direction
+    /// bits, `_IOC_NONE` among them.
+    pub const OSF: IocLayout = IocLayout {
+        none: 1,
+        write: 4,
+        read: 2,
+        size_bits: 13,
+    };
+
+    /// The layout of the architecture this is built for.
+    pub const THIS: IocLayout = if cfg!(any(
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc",
+        target_arch = "sparc64"
+    )) {
+        IocLayout::OSF
+    } else {
+        IocLayout::GENERIC
+    };
+
+    /// `_IOC(dir, type, nr, size)`.
+    pub const fn ioc(self, dir: u64, kind: u8, nr: u8, size: usize) -> u64 {
+        (dir << (16 + self.size_bits)) | ((size as u64) << 16) | ((kind as u64) << 8) | nr as u64
+    }
+
+    /// `_IO(type, nr)`.
+    pub const fn none(self, kind: u8, nr: u8) -> u64 {
+        self.ioc(self.none, kind, nr, 0)
+    }
+
+    /// `_IOW(type, nr, size)`.
+    pub const fn write(self, kind: u8, nr: u8, size: usize) -> u64 {
+        self.ioc(self.write, kind, nr, size)
+    }
+
+    /// `_IOR(type, nr, size)`.
+    pub const fn read(self, kind: u8, nr: u8, size: usize) -> u64 {
+        self.ioc(self.read, kind, nr, size)
+    }
+}
+
+/// The perf ioctls' request numbers under `layout`, for a `pointer`-byte ABI, in
+/// `PERF_EVENT_IOC_*` order: ENABLE, DISABLE, REFRESH, RESET, PERIOD, SET_OUTPUT,
+/// SET_FILTER, ID, SET_BPF, PAUSE_OUTPUT.
+pub const fn perf_ioctls(layout: IocLayout, pointer: usize) -> [u64; 10] {
+    [
+        layout.none(b'$', 0),
+        layout.none(b'$', 1),
+        layout.none(b'$', 2),
+        layout.none(b'$', 3),
+        layout.write(b'$', 4, 8),
+        layout.none(b'$', 5),
+        layout.write(b'$', 6, pointer),
+        layout.read(b'$', 7, pointer),
+        layout.write(b'$', 8, 4),
+        layout.write(b'$', 9, 4),
+    ]
+}
+
+const IOCTLS: [u64; 10] = perf_ioctls(IocLayout::THIS, size_of::<*const u8>());
 
 /// `PERF_EVENT_IOC_ENABLE`.
-pub const IOC_ENABLE: u64 = ioc(IOC_NONE, b'$', 0, 0);
+pub const IOC_ENABLE: u64 = IOCTLS[0];
 /// `PERF_EVENT_IOC_DISABLE`.
-pub const IOC_DISABLE: u64 = ioc(IOC_NONE, b'$', 1, 0);
+pub const IOC_DISABLE: u64 = IOCTLS[1];
 /// `PERF_EVENT_IOC_REFRESH`.
-pub const IOC_REFRESH: u64 = ioc(IOC_NONE, b'$', 2, 0);
+pub const IOC_REFRESH: u64 = IOCTLS[2];
 /// `PERF_EVENT_IOC_RESET`.
-pub const IOC_RESET: u64 = ioc(IOC_NONE, b'$', 3, 0);
+pub const IOC_RESET: u64 = IOCTLS[3];
 /// `PERF_EVENT_IOC_PERIOD`.
-pub const IOC_PERIOD: u64 = ioc(IOC_WRITE, b'$', 4, size_of::<u64>());
+pub const IOC_PERIOD: u64 = IOCTLS[4];
 /// `PERF_EVENT_IOC_SET_OUTPUT`.
-pub const IOC_SET_OUTPUT: u64 = ioc(IOC_NONE, b'$', 5, 0);
+pub const IOC_SET_OUTPUT: u64 = IOCTLS[5];
 /// `PERF_EVENT_IOC_SET_FILTER`.
-pub const IOC_SET_FILTER: u64 = ioc(IOC_WRITE, b'$', 6, size_of::<*const u8>());
+pub const IOC_SET_FILTER: u64 = IOCTLS[6];
 /// `PERF_EVENT_IOC_ID`.
-pub const IOC_ID: u64 = ioc(IOC_READ, b'$', 7, size_of::<*mut u64>());
+pub const IOC_ID: u64 = IOCTLS[7];
 /// `PERF_EVENT_IOC_SET_BPF`.
 #[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
-pub const IOC_SET_BPF: u64 = ioc(IOC_WRITE, b'$', 8, size_of::<u32>());
+pub const IOC_SET_BPF: u64 = IOCTLS[8];
 /// `PERF_EVENT_IOC_PAUSE_OUTPUT`.
 #[cfg_attr(not(test), allow(dead_code))] // pinned against the header by the layout test
-pub const IOC_PAUSE_OUTPUT: u64 = ioc(IOC_WRITE, b'$', 9, size_of::<u32>());
+pub const IOC_PAUSE_OUTPUT: u64 = IOCTLS[9];
 
 /// Why `perf_event_open` failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
