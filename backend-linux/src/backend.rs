@@ -7,9 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
-    Evtsel, ExtraMsr, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result,
-    Scope, Target, TargetSupport, Term, check_family,
+    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, EventRequest, Evtsel,
+    ExtraMsr, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
+    Target, TargetSupport, Term, check_family, countable_form,
 };
 
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
@@ -297,27 +297,14 @@ impl LinuxBackend {
     }
 
     fn countable_generalized(&self) -> Vec<GeneralizedEvent> {
-        let opens = |event: &ResolvedEvent| {
-            let requests: Vec<EventRequest> =
-                event.terms.iter().map(|t| t.request.clone()).collect();
-            self.open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-                .map(drop)
-        };
+        // Where counting the kernel is refused, an event this process can count in user space
+        // (`:u`, perf's fallback) is countable; one refused outright, or missing from the PMU,
+        // is not.
         GeneralizedEvent::all()
             .filter(|event| {
-                let Ok(resolved) = self.resolve(&event.name()) else {
-                    return false;
-                };
-                match opens(&resolved) {
-                    Ok(()) => true,
-                    // Where counting the kernel is refused, an event this process can count in
-                    // user space (`:u`, perf's fallback) is countable; one refused outright,
-                    // or missing from the PMU, is not.
-                    Err(e) if e.kind() == ErrorKind::PermissionDenied => resolved
-                        .user_space_only()
-                        .is_some_and(|user| opens(&user).is_ok()),
-                    Err(_) => false,
-                }
+                self.resolve(&event.name()).is_ok_and(|resolved| {
+                    countable_form(self, &resolved, &Target::ThisThread).is_ok()
+                })
             })
             .collect()
     }

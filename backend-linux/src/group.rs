@@ -407,6 +407,93 @@ mod tests {
         assert!(e.message().contains("unknown event id 9"), "{e}");
     }
 
+    /// A group read as the kernel writes it: events in its order, readings in the caller's.
+    #[derive(Debug)]
+    struct Record {
+        words: Vec<u64>,
+        ids: Vec<u64>,
+        slots: Vec<usize>,
+        want: Vec<Reading>,
+    }
+
+    fn record(g: &mut counterhal_conformance::prop::Gen) -> Record {
+        let n = 1 + g.index(8);
+        // Distinct ids, and slots that are a permutation of 0..n.
+        let ids: Vec<u64> = (0..n as u64).map(|i| (g.u64() << 4) | i).collect();
+        let mut slots: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            slots.swap(i, g.index(i + 1));
+        }
+        let (enabled, running) = (g.edgy_u64(), g.edgy_u64());
+        let values: Vec<u64> = (0..n).map(|_| g.edgy_u64()).collect();
+        // The kernel's order: any permutation of the caller's.
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, g.index(i + 1));
+        }
+        let mut words = vec![n as u64, enabled, running];
+        for &k in &order {
+            words.extend([values[k], ids[k]]);
+        }
+        let mut want = vec![Reading::default(); n];
+        for k in 0..n {
+            want[slots[k]] = Reading::new(values[k], enabled, running);
+        }
+        Record {
+            words,
+            ids,
+            slots,
+            want,
+        }
+    }
+
+    #[test]
+    fn group_reads_parse_whatever_the_kernels_order() {
+        counterhal_conformance::prop::check(
+            "parse_group_read matches values to events by id",
+            record,
+            counterhal_conformance::prop::no_shrink,
+            |r| {
+                let mut out = vec![Reading::default(); r.want.len()];
+                let bytes = r.words.len() * 8;
+                parse_group_read(&r.words, bytes, &r.ids, &r.slots, &mut out)
+                    .map_err(|e| e.to_string())?;
+                (out == r.want).then_some(()).ok_or(format!("read {out:?}"))
+            },
+        );
+    }
+
+    #[test]
+    fn short_or_garbled_group_reads_are_errors_never_panics() {
+        counterhal_conformance::prop::check(
+            "parse_group_read refuses short and garbled records",
+            |g| {
+                let mut r = record(g);
+                let cut = g.index(r.words.len());
+                let garble = g.index(r.words.len());
+                if g.one_in(2) {
+                    r.words.truncate(cut);
+                } else {
+                    r.words[garble] ^= 1 << g.below(64);
+                }
+                r
+            },
+            counterhal_conformance::prop::no_shrink,
+            |r| {
+                let mut out = vec![Reading::default(); r.want.len()];
+                let bytes = r.words.len() * 8;
+                let short = r.words.len() < 3 + 2 * r.ids.len();
+                match parse_group_read(&r.words, bytes, &r.ids, &r.slots, &mut out) {
+                    Ok(()) if short => Err(format!("{} words accepted", r.words.len())),
+                    // A flipped value or time bit still parses, into what the words say.
+                    Ok(()) => Ok(()),
+                    Err(e) if !e.message().is_empty() => Ok(()),
+                    Err(e) => Err(format!("an error without a message: {e:?}")),
+                }
+            },
+        );
+    }
+
     #[test]
     fn rdpmc_only_on_the_opening_thread() {
         let here = std::thread::current().id();

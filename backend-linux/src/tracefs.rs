@@ -29,8 +29,10 @@ pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
     let system = parts.next()?;
     let event = parts.next()?;
     let modifiers = parts.next().unwrap_or("");
+    // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes.
     let ident = |s: &str, extra: &[char]| {
         !s.is_empty()
+            && s.len() <= 255
             && s.chars().all(|c| {
                 c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || extra.contains(&c)
             })
@@ -313,6 +315,9 @@ mod tests {
         assert!(!looks_like_tracepoint("a:"));
         assert!(!looks_like_tracepoint("a:b:zz"));
         assert!(!looks_like_tracepoint("a:b-c"));
+        // A part longer than a file name can be names no tracepoint.
+        assert!(!looks_like_tracepoint(&format!("x:{}", "a".repeat(256))));
+        assert!(looks_like_tracepoint(&format!("x:{}", "a".repeat(255))));
     }
 
     #[test]

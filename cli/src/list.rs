@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::hal::{GeneralizedEvent, OpenOptions, Preset};
+use counterhal::hal::{Countable, GeneralizedEvent, Preset, countable_form};
 use counterhal::{AnyBackend, Backend, Context, Registration, Target};
 use serde_json::json;
 
@@ -39,14 +39,25 @@ fn usability(backend: Option<&AnyBackend>, name: &str) -> (Option<bool>, Option<
     let Some(backend) = backend else {
         return (Some(false), Some("the backend cannot be used here".into()));
     };
-    let opened = backend.resolve(name).and_then(|event| {
-        let requests: Vec<_> = event.terms.into_iter().map(|t| t.request).collect();
-        backend
-            .open(&requests, &Target::ThisThread, &OpenOptions::default())
-            .map(|_| ())
-    });
-    match opened {
-        Ok(()) => (Some(true), None),
+    let countable = backend
+        .resolve(name)
+        .and_then(|event| countable_form(backend, &event, &Target::ThisThread));
+    match countable {
+        Ok(Countable {
+            kernel_refused: None,
+            ..
+        }) => (Some(true), None),
+        Ok(Countable {
+            event,
+            kernel_refused: Some(refused),
+        }) => (
+            Some(true),
+            Some(format!(
+                "counts user space only here, as {}: {}",
+                event.name,
+                refused.hint().unwrap_or(refused.message())
+            )),
+        ),
         Err(e) => (Some(false), Some(e.to_string())),
     }
 }

@@ -57,5 +57,5 @@ pub use generalized::{
     SoftwareEvent,
 };
 pub use reading::Reading;
-pub use resolved::{EventSet, ResolvedEvent, Sign, Term};
+pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form};
 pub use target::Target;

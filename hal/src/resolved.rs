@@ -1,7 +1,8 @@
 //! Named events that may stand for several native events, and the set that reads them.
 
 use crate::{
-    Backend, Encoding, EventRequest, Group, OpenOptions, Reading, Result, Target, check_buffer,
+    Backend, Encoding, Error, ErrorKind, EventRequest, Group, OpenOptions, Reading, Result, Target,
+    check_buffer,
 };
 
 /// Whether a term is added or subtracted.
@@ -84,6 +85,12 @@ impl ResolvedEvent {
     /// combined estimate: when every term ran all the time the value is the exact sum, and
     /// when none ran at all the result is "not counted" (`time_running` 0).
     pub fn combine(&self, readings: &[Reading]) -> Reading {
+        // One added term (every event that is not derived) is its own reading, exactly.
+        if let ([term], [reading]) = (self.terms.as_slice(), readings)
+            && term.sign == Sign::Plus
+        {
+            return *reading;
+        }
         let mut estimate: i128 = 0;
         let mut time_enabled = 0;
         // The smallest running share among the terms that ran, as running / enabled.
@@ -111,7 +118,8 @@ impl ResolvedEvent {
                 _ => this,
             });
         }
-        let estimate = u128::try_from(estimate.max(0)).unwrap_or(0);
+        // Clamped to what a reading can hold, which also keeps the products below in u128.
+        let estimate = u128::try_from(estimate.clamp(0, i128::from(u64::MAX))).unwrap_or(0);
         let Some((running, enabled)) = share else {
             return Reading {
                 value: 0,
@@ -134,12 +142,65 @@ impl ResolvedEvent {
         )
         .unwrap_or(u64::MAX)
         .max(1);
-        let value = estimate * u128::from(time_running) / u128::from(time_enabled.max(1));
+        // Rounded to the nearest, so that a single term comes back as it was counted.
+        let enabled = u128::from(time_enabled.max(1));
+        let value = (estimate * u128::from(time_running) + enabled / 2) / enabled;
         Reading {
             value: u64::try_from(value).unwrap_or(u64::MAX),
             time_enabled,
             time_running,
         }
+    }
+}
+
+/// The form of an event this process can count here ([`countable_form`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Countable {
+    /// The event as given, or its user-space-only form (`NAME:u`).
+    pub event: ResolvedEvent,
+    /// Why the event as given was refused, when the user-space-only form is counted instead.
+    pub kernel_refused: Option<Error>,
+}
+
+/// The form of `event` this process can count on `backend` for `target`: the event itself, or,
+/// where the OS refuses counting the kernel (Linux at `perf_event_paranoid` 2 for an
+/// unprivileged user), its user-space-only form, as `perf stat` falls back. Each try opens the
+/// event and closes it again.
+///
+/// # Errors
+/// Why it cannot be counted: the user-space-only form's error when that is another cause (no
+/// such PMU here), else the event's own.
+pub fn countable_form<B: Backend + ?Sized>(
+    backend: &B,
+    event: &ResolvedEvent,
+    target: &Target,
+) -> Result<Countable> {
+    let opens = |event: &ResolvedEvent| {
+        let requests: Vec<EventRequest> = event.terms.iter().map(|t| t.request.clone()).collect();
+        backend
+            .open(&requests, target, &OpenOptions::ungrouped())
+            .map(drop)
+    };
+    let refused = match opens(event) {
+        Ok(()) => {
+            return Ok(Countable {
+                event: event.clone(),
+                kernel_refused: None,
+            });
+        }
+        Err(e) => e,
+    };
+    let user = match event.user_space_only() {
+        Some(user) if refused.kind() == ErrorKind::PermissionDenied => user,
+        _ => return Err(refused),
+    };
+    match opens(&user) {
+        Ok(()) => Ok(Countable {
+            event: user,
+            kernel_refused: Some(refused),
+        }),
+        Err(e) if e.kind() != ErrorKind::PermissionDenied => Err(e),
+        Err(_) => Err(refused),
     }
 }
 

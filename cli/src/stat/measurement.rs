@@ -16,7 +16,9 @@ use counterhal::process::{
     ChildExit, ForwardSignals, WaitingChild, belongs_to_another_user, exit_code_for,
 };
 
-use counterhal::hal::{EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope};
+use counterhal::hal::{
+    Countable, EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope, countable_form,
+};
 use counterhal::{AnyBackend, Backend, Context, Error, ErrorKind, Registration, Target};
 
 use super::arguments::USAGE;
@@ -169,39 +171,30 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
 /// reason but can count user space only is replaced by its `:u` form. Returns the note that
 /// says so once under the results, naming the events and the reason.
 pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) -> Option<String> {
-    let opens = |event: &ResolvedEvent| {
-        let requests: Vec<_> = event.terms.iter().map(|t| t.request.clone()).collect();
-        backend
-            .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-            .map(drop)
-    };
     let mut fell_back = Vec::new();
     let mut reason = None;
     for planned in events.iter_mut() {
         let Planned::Ready(event) = planned else {
             continue;
         };
-        let Some(user) = event.user_space_only() else {
-            continue;
-        };
-        let Err(refused) = opens(event) else {
-            continue;
-        };
-        if refused.kind() != ErrorKind::PermissionDenied {
-            continue;
-        }
-        match opens(&user) {
-            Ok(()) => {
+        match countable_form(backend, event, &Target::ThisThread) {
+            Ok(Countable {
+                event: user,
+                kernel_refused: Some(refused),
+            }) => {
                 fell_back.push(user.name.clone());
                 reason.get_or_insert(refused);
                 *planned = Planned::Ready(user);
             }
-            // Refused for another reason too (no such PMU here): that one is the real blocker.
-            Err(error) if error.kind() != ErrorKind::PermissionDenied => {
+            // Refused for another cause too (no such PMU here): that one is the real blocker.
+            Err(error)
+                if error.kind() != ErrorKind::PermissionDenied
+                    && event.user_space_only().is_some() =>
+            {
                 let name = event.name.clone();
                 *planned = Planned::Unsupported { name, error };
             }
-            Err(_) => {}
+            _ => {}
         }
     }
     let reason = reason?;

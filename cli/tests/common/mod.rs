@@ -44,6 +44,27 @@ pub fn paranoid() -> Option<i32> {
         .ok()
 }
 
+/// Whether this process may count the kernel (root, or `perf_event_paranoid` at most 1):
+/// where it may not, counterhal counts events without a modifier in user space, as `NAME:u`.
+pub fn may_count_kernel() -> bool {
+    running_as_root() || paranoid().is_some_and(|level| level <= 1)
+}
+
+/// Whether this process may count whole CPUs (root, or `perf_event_paranoid` at most 0).
+pub fn may_count_cpus() -> bool {
+    running_as_root() || paranoid().is_some_and(|level| level <= 0)
+}
+
+/// How counterhal labels `event` (given without a modifier) for this process: `event`, or
+/// `event:u` where counting the kernel is not permitted.
+pub fn label(event: &str) -> String {
+    if may_count_kernel() {
+        event.to_string()
+    } else {
+        format!("{event}:u")
+    }
+}
+
 /// A command running counterhal as an unprivileged user: directly when this process is not
 /// root, else through `setpriv` as `nobody`, from a copy of the binary that user can read and
 /// run (the build directory may not be). `None` when neither is possible (no setpriv).
