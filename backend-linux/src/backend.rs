@@ -63,8 +63,8 @@ pub struct LinuxBackend {
 /// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
-/// seccomp filter); [`ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) when the system call is missing (ENOSYS: no perf support, or a
+/// seccomp filter); [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied) when the paranoid level, capabilities or a
 /// seccomp filter forbid it (the hint names the level and what to change).
 pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
     probe_with(db, cpu, SystemPaths::default())
@@ -218,7 +218,7 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
 /// response and load latency in `config1`, the frontend selection in `config2`).
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] for an extra MSR perf has no config word for.
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for an extra MSR perf has no config word for.
 pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
     let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
     if let Some(extra) = evtsel.extra {
@@ -536,7 +536,7 @@ impl LinuxBackend {
     /// the counts read as usual.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a zero period; otherwise as [`Backend::open`].
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a zero period; otherwise as [`Backend::open`].
     pub fn open_sampling(
         &self,
         events: &[EventRequest],
