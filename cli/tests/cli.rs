@@ -138,12 +138,7 @@ fn list_marks_software_events_usable() {
 #[test]
 fn list_includes_the_tracepoints() {
     linux_or_skip!();
-    if std::fs::read_dir("/sys/kernel/tracing/events").is_err() && !running_as_root() {
-        skip!(
-            Need::Privilege,
-            "tracefs is readable by root only here (perf lists no tracepoints either)"
-        );
-    }
+    tracepoints_or_skip!();
     let out = counterhal(&["list", "--json", "sys_enter_getpid"]);
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(
@@ -220,6 +215,7 @@ fn stat_json_has_the_documented_fields() {
 fn stat_counts_a_tracepoint_exactly_as_perf_does() {
     linux_or_skip!();
     perf_or_skip!();
+    tracepoints_or_skip!();
     let perf = Command::new("perf")
         .args([
             "stat",
@@ -592,6 +588,7 @@ fn check_runs_one_backend_on_request() {
 #[test]
 fn a_bad_tracepoint_modifier_is_named() {
     linux_or_skip!();
+    tracepoints_or_skip!();
     if !std::path::Path::new("/sys/kernel/tracing/events/syscalls").exists() {
         skip!(
             Need::System,

@@ -114,6 +114,20 @@ fn readable_copy() -> Option<PathBuf> {
     Some(copy)
 }
 
+/// Skips the running test where tracefs is readable by root only and this is not root (as
+/// root counterhal mounts it where it is absent).
+#[macro_export]
+macro_rules! tracepoints_or_skip {
+    () => {
+        if !running_as_root() && std::fs::read_dir("/sys/kernel/tracing/events").is_err() {
+            skip!(
+                Need::Privilege,
+                "tracefs is readable by root only here (perf reads no tracepoints either)"
+            );
+        }
+    };
+}
+
 /// Skips the running test unless counterhal can be run as an unprivileged user here.
 #[macro_export]
 macro_rules! unprivileged_or_skip {
