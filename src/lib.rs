@@ -64,9 +64,12 @@ pub use counterhal_pctr as pctr;
 #[cfg(unix)]
 pub use counterhal_process as process;
 
+pub mod prelude;
 pub mod registry;
+mod set;
 
 pub use registry::{REGISTRY, Registration, registration};
+pub use set::{EventSetBuilder, Query, query};
 
 use counterhal_events::{CpuIdentity, Database};
 
@@ -182,6 +185,8 @@ pub struct Chosen {
     pub backend: AnyBackend,
     /// The backends tried first and the reason each could not be used, in order.
     pub passed_over: Vec<(&'static str, Error)>,
+    /// The event database and the CPU model the backend resolves names against.
+    pub context: Context,
 }
 
 impl std::ops::Deref for Chosen {
@@ -209,6 +214,7 @@ pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
                 return Ok(Chosen {
                     backend,
                     passed_over,
+                    context,
                 });
             }
             Err(e) => passed_over.push((probe.registration.name, e)),

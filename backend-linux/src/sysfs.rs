@@ -149,17 +149,22 @@ impl Pmu {
             }),
             _ => {
                 let present = list_pmus(devices).join(", ");
-                let mut error = Error::invalid_event(format!(
+                let message = format!(
                     "no PMU `{name}` in {} (present: {present})",
                     devices.display()
-                ));
+                );
+                // The core PMU's names are real PMUs this machine lacks: the same cause as a
+                // raw code on a machine without hardware counters, so the same kind. Any other
+                // name is a misspelling until shown otherwise.
                 if name == "cpu" || name.starts_with("cpu_") {
-                    error = error.with_hint(
+                    Err(Error::unsupported(message).with_hint(
                         "this machine exposes no hardware counters (a VM or container without \
                          a virtual PMU)",
-                    );
+                    ))
+                } else {
+                    Err(Error::invalid_event(message)
+                        .with_hint("`ls /sys/bus/event_source/devices` lists the PMUs here"))
                 }
-                Err(error)
             }
         }
     }
@@ -399,6 +404,7 @@ pub fn cpu_online(cpu: u32) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use counterhal_hal::ErrorKind;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -461,6 +467,11 @@ mod tests {
         }
         let error = parse_pmu_event(&devices, "cpu/cycles/").unwrap_err();
         assert!(error.hint().unwrap().contains("no hardware counters"));
+        // A core PMU this machine lacks is unsupported here, as a raw code is; a name no PMU
+        // has is a bad event name.
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+        let error = parse_pmu_event(&devices, "nosuch/event=1/").unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidEvent);
     }
 
     #[test]

@@ -29,43 +29,43 @@ impl Access {
     }
 }
 
-/// The calling thread's pin, shared by every group that pinned it: the affinity to restore,
+/// A thread's pin, shared by every group that pinned it: the thread, the affinity to restore,
 /// the CPU, and how many pins are alive.
 #[cfg(target_os = "linux")]
 struct ThreadPinState {
+    thread: i32,
     saved: crate::sys::Affinity,
     cpu: u32,
     holders: usize,
 }
 
+/// Every pinned thread's state, by thread id: a pin can be dropped on any thread (a group
+/// moved to another thread), so the state is the process's, not a thread-local.
 #[cfg(target_os = "linux")]
-thread_local! {
-    static THREAD_PIN: std::cell::RefCell<Option<ThreadPinState>> =
-        const { std::cell::RefCell::new(None) };
+static PINS: std::sync::Mutex<Vec<ThreadPinState>> = std::sync::Mutex::new(Vec::new());
+
+#[cfg(target_os = "linux")]
+fn pins() -> std::sync::MutexGuard<'static, Vec<ThreadPinState>> {
+    PINS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The CPU a "this thread" group counts on, and what pinning it there changed.
 ///
 /// Pins nest: the first pin of a thread binds it to the CPU it runs on; later pins (more
 /// groups on the same thread) share that CPU; the thread's original affinity comes back when
-/// the last pin is dropped. A pin belongs to its thread, so it is neither `Send` nor `Sync`.
+/// the last pin is dropped, on whichever thread that happens (the pin names its thread).
 #[derive(Debug)]
 pub struct ThreadPin {
     /// The logical CPU the thread is now bound to.
     pub cpu: u32,
-    /// Whether this pin holds the thread's binding (and releases it on drop).
-    holds: bool,
-    _thread: std::marker::PhantomData<*const ()>,
+    /// The pinned thread's id, when this pin holds its binding.
+    holds: Option<i32>,
 }
 
 impl ThreadPin {
     /// A pin that changed nothing (models: the thread "runs" on `cpu` of the model).
     pub fn unpinned(cpu: u32) -> ThreadPin {
-        ThreadPin {
-            cpu,
-            holds: false,
-            _thread: std::marker::PhantomData,
-        }
+        ThreadPin { cpu, holds: None }
     }
 
     /// Pins the calling thread to the CPU it runs on now (`sched_setaffinity`), or joins the
@@ -77,17 +77,13 @@ impl ThreadPin {
     pub fn pin_current_thread() -> Result<ThreadPin> {
         #[cfg(target_os = "linux")]
         {
-            let joined = THREAD_PIN.with_borrow_mut(|pin| {
-                pin.as_mut().map(|state| {
-                    state.holders += 1;
-                    state.cpu
-                })
-            });
-            if let Some(cpu) = joined {
+            let thread = crate::sys::current_thread();
+            let mut pins = pins();
+            if let Some(state) = pins.iter_mut().find(|p| p.thread == thread) {
+                state.holders += 1;
                 return Ok(ThreadPin {
-                    cpu,
-                    holds: true,
-                    _thread: std::marker::PhantomData,
+                    cpu: state.cpu,
+                    holds: Some(thread),
                 });
             }
             let (cpu, saved) = crate::sys::pin_current_thread().map_err(|error| {
@@ -100,17 +96,15 @@ impl ThreadPin {
                 Error::new(kind, format!("cannot pin this thread to its CPU: {error}"))
                     .with_errno(errno)
             })?;
-            THREAD_PIN.with_borrow_mut(|pin| {
-                *pin = Some(ThreadPinState {
-                    saved,
-                    cpu,
-                    holders: 1,
-                });
+            pins.push(ThreadPinState {
+                thread,
+                saved,
+                cpu,
+                holders: 1,
             });
             Ok(ThreadPin {
                 cpu,
-                holds: true,
-                _thread: std::marker::PhantomData,
+                holds: Some(thread),
             })
         }
         #[cfg(not(target_os = "linux"))]
@@ -125,25 +119,23 @@ impl ThreadPin {
     /// Whether this pin holds the thread's binding (dropping the last such pin changes the
     /// thread's affinity back).
     pub fn is_pinned(&self) -> bool {
-        self.holds
+        self.holds.is_some()
     }
 }
 
 impl Drop for ThreadPin {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
-        if self.holds {
-            THREAD_PIN.with_borrow_mut(|pin| {
-                if let Some(state) = pin.as_mut() {
-                    state.holders -= 1;
-                    if state.holders == 0
-                        && let Some(state) = pin.take()
-                    {
-                        // Nothing useful can be done with a failure while dropping.
-                        let _ = crate::sys::restore_affinity(&state.saved);
-                    }
+        if let Some(thread) = self.holds {
+            let mut pins = pins();
+            if let Some(at) = pins.iter().position(|p| p.thread == thread) {
+                pins[at].holders -= 1;
+                if pins[at].holders == 0 {
+                    let state = pins.swap_remove(at);
+                    // Nothing useful can be done with a failure while dropping.
+                    let _ = crate::sys::restore_affinity(&state.saved);
                 }
-            });
+            }
         }
     }
 }

@@ -20,12 +20,18 @@ impl std::fmt::Debug for Affinity {
     }
 }
 
+/// The calling thread's id (`gettid`).
+#[cfg(target_os = "linux")]
+pub(crate) fn current_thread() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as libc::pid_t }
+}
+
 /// Pins the calling thread to the CPU it runs on now; returns that CPU and the affinity to
 /// restore.
 #[cfg(target_os = "linux")]
 pub(crate) fn pin_current_thread() -> std::io::Result<(u32, Affinity)> {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    let thread = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+    let thread = current_thread();
     // SAFETY: cpu_set_t is plain data for which all-zero bytes are a valid (empty) set.
     let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::cpu_set_t>();

@@ -407,8 +407,9 @@ pub fn check_family(backend: &str, accepts: &Accepts, request: &EventRequest) ->
     .with_hint("resolve the name with this backend's resolve()"))
 }
 
-/// A [`Group`] behind a pointer, for code that picks a backend at run time.
-pub type BoxedGroup = Box<dyn Group>;
+/// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
+/// another thread (every backend's group can), e.g. to be read by a sampling thread.
+pub type BoxedGroup = Box<dyn Group + Send>;
 
 /// The object-safe face of [`Backend`], implemented for every backend, so that a program can
 /// hold `Box<dyn DynBackend>` and choose at run time.
@@ -447,7 +448,7 @@ pub trait DynBackend {
 impl<B> DynBackend for B
 where
     B: Backend,
-    B::Group: 'static,
+    B::Group: Send + 'static,
 {
     fn dyn_name(&self) -> &'static str {
         Backend::name(self)

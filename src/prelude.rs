@@ -1,0 +1,23 @@
+//! What most programs need, for a glob import: `use counterhal::prelude::*;`.
+//!
+//! The traits come in so that their methods work on whatever [`open_default`] returns;
+//! [`DynBackend`]'s methods carry a `dyn_` prefix, so nothing here competes with
+//! [`Backend`]'s.
+//!
+//! ```no_run
+//! use counterhal::prelude::*;
+//!
+//! let backend = open_default(None)?;
+//! let mut set = backend.open_named(&["page-faults"], &Target::ThisThread,
+//!                                  &OpenOptions::default())?;
+//! set.enable()?;
+//! set.disable()?;
+//! let readings = set.read_to_vec()?;
+//! println!("{} on {}: {}", set.events()[0].name, backend.label(), readings[0].value);
+//! # Ok::<(), counterhal::Error>(())
+//! ```
+
+pub use crate::{
+    AnyBackend, Backend, Chosen, Context, DynBackend, Error, ErrorKind, EventSet, EventSetBuilder,
+    Group, OpenOptions, Reading, Result, Target, open_default, query,
+};

@@ -1,0 +1,125 @@
+//! The library's face as a tool author meets it: a glob import that just works, groups that
+//! move between threads, event sets built one event at a time, and questions about one name.
+
+use counterhal::prelude::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The first backend that works here, counting this thread's software events.
+fn backend() -> Option<Chosen> {
+    open_default(None)
+        .ok()
+        .filter(|chosen| chosen.resolve("page-faults").is_ok())
+}
+
+macro_rules! backend_or_skip {
+    () => {
+        match backend() {
+            Some(backend) => backend,
+            None => skip!(Need::System, "no backend here counts software events"),
+        }
+    };
+}
+
+#[test]
+fn a_glob_import_gives_every_method_without_ambiguity() {
+    let backend = backend_or_skip!();
+    // Backend's methods on what open_default returns, with DynBackend in scope too.
+    let event = backend.resolve("page-faults").unwrap();
+    assert_eq!(event.name, "page-faults");
+    assert!(!backend.label().is_empty());
+    assert!(!backend.name().is_empty());
+    assert!(backend.capabilities().supports(&Target::ThisThread));
+    // The database and CPU model it resolves against are reachable.
+    assert!(backend.context.database.models().count() > 0);
+    let touched: Vec<u8> = vec![1; 1 << 20];
+    let mut set = backend
+        .open_named(
+            &["page-faults"],
+            &Target::ThisThread,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    set.enable().unwrap();
+    std::hint::black_box(vec![2u8; 4 << 20]);
+    set.disable().unwrap();
+    assert!(set.read_to_vec().unwrap()[0].value > 0);
+    drop(touched);
+}
+
+#[test]
+fn boxed_groups_move_to_another_thread() {
+    fn is_send<T: Send>(_: &T) {}
+    let backend = backend_or_skip!();
+    let mut group = backend
+        .open(
+            &[backend.resolve("task-clock").unwrap().terms[0]
+                .request
+                .clone()],
+            &Target::ThisThread,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    is_send(&group);
+    group.enable().unwrap();
+    let spin = std::time::Instant::now();
+    while spin.elapsed() < std::time::Duration::from_millis(5) {
+        std::hint::black_box(0);
+    }
+    // Read on another thread: a sampling thread may read the counted thread's group.
+    let value = std::thread::spawn(move || {
+        group.disable().unwrap();
+        group.read_to_vec().unwrap()[0].value
+    })
+    .join()
+    .unwrap();
+    assert!(value > 0, "task-clock read {value} on the other thread");
+}
+
+#[test]
+fn event_sets_take_events_one_at_a_time_with_a_result_each() {
+    let backend = backend_or_skip!();
+    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    assert_eq!(builder.add("page-faults").unwrap(), 0);
+    let unknown = builder.add("page-faultz").unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidEvent);
+    assert!(unknown.message().contains("page-faults"), "{unknown}");
+    assert_eq!(builder.add("task-clock").unwrap(), 1);
+    let twice = builder.add("page-faults").unwrap_err();
+    assert_eq!(twice.kind(), ErrorKind::InvalidInput);
+    let results = builder.add_all(&["context-switches", "nothing-here", "cpu-migrations"]);
+    assert_eq!(results[0].as_ref().ok(), Some(&2));
+    assert!(results[1].is_err());
+    assert_eq!(results[2].as_ref().ok(), Some(&3));
+    builder.remove("task-clock").unwrap();
+    assert!(builder.remove("task-clock").is_err());
+    let names: Vec<&str> = builder.events().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["page-faults", "context-switches", "cpu-migrations"]);
+    let mut set = builder.open().unwrap();
+    set.enable().unwrap();
+    std::hint::black_box(vec![3u8; 4 << 20]);
+    set.disable().unwrap();
+    let readings = set.read_to_vec().unwrap();
+    assert_eq!(readings.len(), 3);
+    assert!(readings[0].value > 0);
+    let empty = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    assert_eq!(
+        empty.open().err().map(|e| e.kind()),
+        Some(ErrorKind::InvalidInput)
+    );
+}
+
+#[test]
+fn a_query_says_whether_a_name_exists_and_counts_here() {
+    let backend = backend_or_skip!();
+    let known = query(&*backend, "page-faults");
+    assert!(known.exists() && known.usable(), "{known:?}");
+    let unknown = query(&*backend, "page-faultz");
+    assert!(!unknown.exists() && !unknown.usable());
+    // A hardware event on a machine without a PMU exists but is not usable, with the reason.
+    let cycles = query(&*backend, "cycles");
+    assert!(cycles.exists());
+    if let Err(why) = &cycles.countable {
+        assert!(!why.message().is_empty());
+    }
+}
