@@ -196,12 +196,16 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
         help.contains("127 when it was not found, 126 when it could not be executed"),
         "{help}"
     );
+    // A file without execute permission, and a directory: found, but not executable.
+    let plain = std::env::temp_dir().join(format!("counterhal-plain-{}", std::process::id()));
+    std::fs::write(&plain, "true\n").unwrap();
+    let plain = plain.to_str().unwrap().to_string();
     for path in PATHS {
         let options = sleeper.options(path);
         for (command, status) in [
             ("/nonexistent/program", 127),
             ("no-such-program-anywhere", 127),
-            ("/etc/hostname", 126),
+            (plain.as_str(), 126),
             ("/", 126),
         ] {
             let mut args = vec!["stat", "-e", "task-clock"];
@@ -217,6 +221,7 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
             assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
         }
     }
+    std::fs::remove_file(&plain).ok();
 }
 
 /// A program whose extra threads come and go, for `-p`: `None` without a C compiler.

@@ -57,5 +57,5 @@ pub use generalized::{
     SoftwareEvent,
 };
 pub use reading::Reading;
-pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form};
+pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings};
 pub use target::Target;

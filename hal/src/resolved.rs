@@ -91,65 +91,80 @@ impl ResolvedEvent {
         {
             return *reading;
         }
-        let mut estimate: i128 = 0;
-        let mut time_enabled = 0;
-        // The smallest running share among the terms that ran, as running / enabled.
-        let mut share: Option<(u64, u64)> = None;
-        for (term, reading) in self.terms.iter().zip(readings) {
-            time_enabled = time_enabled.max(reading.time_enabled);
-            let Some(scaled) = reading.scaled() else {
-                continue;
-            };
-            match term.sign {
-                Sign::Plus => estimate += i128::from(scaled),
-                Sign::Minus => estimate -= i128::from(scaled),
-            }
-            let this = (
-                reading.time_running.min(reading.time_enabled),
-                reading.time_enabled,
-            );
-            share = Some(match share {
-                Some(least)
-                    if u128::from(least.0) * u128::from(this.1.max(1))
-                        <= u128::from(this.0) * u128::from(least.1.max(1)) =>
-                {
-                    least
-                }
-                _ => this,
-            });
-        }
-        // Clamped to what a reading can hold, which also keeps the products below in u128.
-        let estimate = u128::try_from(estimate.clamp(0, i128::from(u64::MAX))).unwrap_or(0);
-        let Some((running, enabled)) = share else {
-            return Reading {
-                value: 0,
-                time_enabled,
-                time_running: 0,
-            };
+        signed_sum(self.terms.iter().map(|t| t.sign).zip(readings.iter()))
+    }
+}
+
+/// The sum of readings of the same event in several places (threads, CPUs) as one reading,
+/// each scaled on its own first, as [`ResolvedEvent::combine`] adds terms: the estimate is
+/// the sum of the estimates, and the running share the smallest among those that ran.
+pub fn sum_readings(readings: &[Reading]) -> Reading {
+    match readings {
+        [one] => *one,
+        _ => signed_sum(readings.iter().map(|r| (Sign::Plus, r))),
+    }
+}
+
+/// Adds and subtracts the readings' estimates (clamped to `0..=u64::MAX`) into one reading
+/// that carries the longest enabled time and the smallest running share of those that ran.
+fn signed_sum<'r>(readings: impl Iterator<Item = (Sign, &'r Reading)>) -> Reading {
+    let mut estimate: i128 = 0;
+    let mut time_enabled = 0;
+    // The smallest running share among the readings that ran, as running / enabled.
+    let mut share: Option<(u64, u64)> = None;
+    for (sign, reading) in readings {
+        time_enabled = time_enabled.max(reading.time_enabled);
+        let Some(scaled) = reading.scaled() else {
+            continue;
         };
-        if running >= enabled {
-            let value = u64::try_from(estimate).unwrap_or(u64::MAX);
-            return Reading {
-                value,
-                time_enabled,
-                time_running: time_enabled,
-            };
+        match sign {
+            Sign::Plus => estimate += i128::from(scaled),
+            Sign::Minus => estimate -= i128::from(scaled),
         }
-        // Ran `running / enabled` of the time: report the value that share would have counted,
-        // so that scaling it back gives the estimate.
-        let time_running = u64::try_from(
-            u128::from(time_enabled) * u128::from(running) / u128::from(enabled.max(1)),
-        )
-        .unwrap_or(u64::MAX)
-        .max(1);
-        // Rounded to the nearest, so that a single term comes back as it was counted.
-        let enabled = u128::from(time_enabled.max(1));
-        let value = (estimate * u128::from(time_running) + enabled / 2) / enabled;
-        Reading {
-            value: u64::try_from(value).unwrap_or(u64::MAX),
+        let this = (
+            reading.time_running.min(reading.time_enabled),
+            reading.time_enabled,
+        );
+        share = Some(match share {
+            Some(least)
+                if u128::from(least.0) * u128::from(this.1.max(1))
+                    <= u128::from(this.0) * u128::from(least.1.max(1)) =>
+            {
+                least
+            }
+            _ => this,
+        });
+    }
+    // Clamped to what a reading can hold, which also keeps the products below in u128.
+    let estimate = u128::try_from(estimate.clamp(0, i128::from(u64::MAX))).unwrap_or(0);
+    let Some((running, enabled)) = share else {
+        return Reading {
+            value: 0,
             time_enabled,
-            time_running,
-        }
+            time_running: 0,
+        };
+    };
+    if running >= enabled {
+        let value = u64::try_from(estimate).unwrap_or(u64::MAX);
+        return Reading {
+            value,
+            time_enabled,
+            time_running: time_enabled,
+        };
+    }
+    // Ran `running / enabled` of the time: report the value that share would have counted,
+    // so that scaling it back gives the estimate.
+    let time_running =
+        u64::try_from(u128::from(time_enabled) * u128::from(running) / u128::from(enabled.max(1)))
+            .unwrap_or(u64::MAX)
+            .max(1);
+    // Rounded to the nearest, so that a single term comes back as it was counted.
+    let enabled = u128::from(time_enabled.max(1));
+    let value = (estimate * u128::from(time_running) + enabled / 2) / enabled;
+    Reading {
+        value: u64::try_from(value).unwrap_or(u64::MAX),
+        time_enabled,
+        time_running,
     }
 }
 

@@ -134,3 +134,32 @@ fn combined_readings_are_the_sum_of_the_scaled_terms_clamped() {
         },
     );
 }
+
+#[test]
+fn readings_of_one_event_in_many_places_sum_to_the_sum_of_their_estimates() {
+    use counterhal_hal::sum_readings;
+    prop::check(
+        "sum_readings() is the sum of the estimates",
+        |g| (0..1 + g.index(6)).map(|_| reading(g)).collect::<Vec<_>>(),
+        prop::no_shrink,
+        |readings| {
+            let sum = sum_readings(readings);
+            let want: u128 = readings
+                .iter()
+                .filter_map(Reading::scaled)
+                .map(u128::from)
+                .sum();
+            let want = u64::try_from(want).unwrap_or(u64::MAX);
+            if readings.iter().all(|r| r.scaled().is_none()) {
+                return (sum.scaled().is_none())
+                    .then_some(())
+                    .ok_or(format!("{sum:?}"));
+            }
+            let got = sum.scaled().unwrap_or(0);
+            let step = sum.time_enabled / sum.time_running.max(1);
+            (got.abs_diff(want) <= step / 2 + 2)
+                .then_some(())
+                .ok_or(format!("summed estimate {got}, want {want} ({sum:?})"))
+        },
+    );
+}

@@ -1,6 +1,6 @@
 //! A command forked and held before `exec`, so counters can start with it, and how it ended.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -12,16 +12,19 @@ use counterhal_hal::{Error, ErrorKind, Result, Target};
 
 use crate::sys;
 
-/// A child process forked and stopped before `exec` until [`release`](WaitingChild::release)d,
-/// so counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
+/// A command started and held before `exec` until [`release`](WaitingChild::release)d, so
+/// counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
 ///
-/// It starts as a shell starts a command: `SIGPIPE` at its default and no signal blocked.
-/// Dropping it before it has been waited for kills and reaps the child.
+/// It is a [`std::process::Command`], so its environment, working directory and standard
+/// streams are the caller's to set ([`WaitingChild::from_command`]). It starts as a shell
+/// starts a command: `SIGPIPE` at its default and no signal blocked. Dropping it before it
+/// has been waited for ends and reaps the child.
 #[derive(Debug)]
 pub struct WaitingChild {
     pid: i32,
     release: Option<OwnedFd>,
-    exec_status: OwnedFd,
+    spawning: Option<std::thread::JoinHandle<std::io::Result<std::process::Child>>>,
+    child: Option<std::process::Child>,
     started: Option<Instant>,
     reaped: bool,
 }
@@ -132,36 +135,75 @@ fn spawn_error(errno: sys::Errno, step: Step) -> Error {
 }
 
 impl WaitingChild {
-    /// Forks a child that will run `argv` once released.
+    /// Starts `argv[0]` with the arguments `argv[1..]`, held before `exec`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for an empty `argv` or one with a NUL byte;
-    /// [`ErrorKind::NotFound`] when the program is not found in `$PATH`; the errno of `fork`
-    /// or `pipe2` as an error.
+    /// As [`WaitingChild::from_command`]; [`ErrorKind::InvalidInput`] for an empty `argv`.
     pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
         let first = argv.first().ok_or_else(|| {
             Error::invalid_input("no command given").with_hint("pass the program and its arguments")
         })?;
-        let program = find_program(first).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("command not found: {}", first.to_string_lossy()),
-            )
-            .with_hint("check the name and $PATH")
-        })?;
-        let nul = |_| Error::invalid_input("a command argument contains a NUL byte");
-        let program = CString::new(program.as_os_str().as_bytes()).map_err(nul)?;
-        let args = argv
-            .iter()
-            .map(|a| CString::new(a.as_bytes()))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(nul)?;
-        let child =
-            sys::fork_waiting(&program, &args).map_err(|errno| spawn_error(errno, Step::Start))?;
+        if argv.iter().any(|arg| arg.as_bytes().contains(&0)) {
+            return Err(Error::invalid_input(
+                "a command argument contains a NUL byte",
+            ));
+        }
+        // Found here, so the child executes it with one execve instead of trying each $PATH
+        // directory in turn (each try is a system call a counted command would show).
+        let program = find_program(first).ok_or_else(|| not_found(first))?;
+        let mut command = std::process::Command::new(program);
+        std::os::unix::process::CommandExt::arg0(&mut command, first);
+        command.args(&argv[1..]);
+        WaitingChild::from_command(command)
+    }
+
+    /// Starts `command`, held before `exec`: its process exists (so counters can be opened on
+    /// it) but its program has not started. A program named without a `/` is looked up in
+    /// `$PATH` by the standard library, which tries each directory with its own `execve`;
+    /// counters attached before the release (not from `exec`) count those tries too, so give
+    /// a path where that matters ([`WaitingChild::spawn`] does).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`] when the program is not found in `$PATH`;
+    /// [`ErrorKind::InvalidInput`] for a program or argument with a NUL byte; the errno of
+    /// `pipe2` or `fork` as an error.
+    pub fn from_command(mut command: std::process::Command) -> Result<WaitingChild> {
+        let program = command.get_program().to_os_string();
+        if find_program(&program).is_none() {
+            return Err(not_found(&program));
+        }
+        let hold =
+            sys::hold_before_exec(&mut command).map_err(|errno| spawn_error(errno, Step::Start))?;
+        let sys::Hold {
+            pid_read,
+            pid_write,
+            release_read,
+            release_write,
+        } = hold;
+        // The standard library's spawn returns only once the child has executed its program
+        // (or failed to), which waits for the release: it runs on a thread of its own. That
+        // thread keeps the child's pipe ends open until the spawn returns, so the child has
+        // them, and then drops them, so a spawn that failed reads as EOF here.
+        let spawning = std::thread::spawn(move || {
+            let spawned = command.spawn();
+            drop((pid_write, release_read));
+            spawned
+        });
+        let mut bytes = [0u8; 4];
+        let got = sys::read_bytes(pid_read.as_fd(), &mut bytes)
+            .map_err(|errno| spawn_error(errno, Step::Start))?;
+        if got != 4 {
+            let failed = spawning.join().map_err(|_| spawner_panicked())?;
+            return Err(match failed {
+                Ok(_) => Error::new(ErrorKind::Other, "the command started without its hold"),
+                Err(e) => io_error(&e, Step::Start),
+            });
+        }
         Ok(WaitingChild {
-            pid: child.pid,
-            release: Some(child.release),
-            exec_status: child.exec_status,
+            pid: i32::from_ne_bytes(bytes),
+            release: Some(release_write),
+            spawning: Some(spawning),
+            child: None,
             started: None,
             reaped: false,
         })
@@ -191,16 +233,33 @@ impl WaitingChild {
         self.started = Some(Instant::now());
         sys::write_all(release.as_fd(), &[1]).map_err(|errno| spawn_error(errno, Step::Start))?;
         drop(release);
-        let mut status = [0u8; 4];
-        let got = sys::read_bytes(self.exec_status.as_fd(), &mut status)
-            .map_err(|errno| spawn_error(errno, Step::Start))?;
-        if got == 4 {
-            let errno = i32::from_ne_bytes(status);
-            let _ = sys::wait4(self.pid);
-            self.reaped = true;
-            return Err(spawn_error(errno, Step::Exec));
+        let spawned = self.join_spawner()?;
+        match spawned {
+            // The standard library's handle is kept for its standard streams; it is not used
+            // to wait (wait4 also gives the CPU time).
+            Ok(child) => {
+                self.child = Some(child);
+                Ok(())
+            }
+            Err(e) => {
+                // The standard library reaped the child that failed to exec.
+                self.reaped = true;
+                Err(io_error(&e, Step::Exec))
+            }
         }
-        Ok(())
+    }
+
+    fn join_spawner(&mut self) -> Result<std::io::Result<std::process::Child>> {
+        match self.spawning.take() {
+            Some(spawning) => spawning.join().map_err(|_| spawner_panicked()),
+            None => Err(Error::invalid_input("the child was already released")),
+        }
+    }
+
+    /// The standard library's handle of the released child, for the standard streams the
+    /// command was given (`child.stdout.take()`); `None` before the release.
+    pub fn child(&mut self) -> Option<&mut std::process::Child> {
+        self.child.as_mut()
     }
 
     /// Waits for the child to end.
@@ -228,12 +287,41 @@ impl WaitingChild {
 
 impl Drop for WaitingChild {
     fn drop(&mut self) {
-        if !self.reaped {
-            // Closing the release pipe unreleased makes it exit; kill covers a running one.
-            self.release.take();
-            sys::kill(self.pid);
-            let _ = sys::wait4(self.pid);
+        if self.reaped {
+            return;
         }
+        if self.release.take().is_some() {
+            // Closing the release pipe unwritten makes the held child give up before exec;
+            // the standard library then reaps it and the spawn fails.
+            let _ = self.join_spawner();
+            return;
+        }
+        sys::kill(self.pid);
+        let _ = sys::wait4(self.pid);
+    }
+}
+
+fn not_found(program: &OsStr) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("command not found: {}", program.to_string_lossy()),
+    )
+    .with_hint("check the name and $PATH")
+}
+
+fn spawner_panicked() -> Error {
+    Error::new(ErrorKind::Other, "the thread starting the command panicked")
+}
+
+/// A spawn's I/O error as an error of `step`, by its errno where it has one.
+fn io_error(error: &std::io::Error, step: Step) -> Error {
+    match (error.raw_os_error(), error.kind()) {
+        (Some(errno), _) => spawn_error(errno, step),
+        // The standard library refuses a program or argument with a NUL byte this way.
+        (None, std::io::ErrorKind::InvalidInput) => {
+            Error::invalid_input(format!("starting the command: {error}"))
+        }
+        (None, _) => Error::new(ErrorKind::Other, format!("starting the command: {error}")),
     }
 }
 

@@ -8,11 +8,11 @@
 //!   passed with them, for the duration of the call.
 //! - File descriptors are passed in as [`BorrowedFd`] (open for the call) and returned as
 //!   [`OwnedFd`] (created by the kernel in that call, owned by exactly one value).
-//! - After `fork` the child calls only async-signal-safe functions (`close`, `read`, `write`,
-//!   `sigprocmask`, `sigaction`, `execv`, `_exit`) on data prepared before the fork.
+//! - Between `fork` and `exec` (the standard library's spawn, with our `pre_exec` hook) the
+//!   child calls only async-signal-safe functions (`close`, `getpid`, `write`, `read`) on descriptors
+//!   the parent keeps open until the spawn returns.
 //! - The signal handler calls only `kill`, which is async-signal-safe, and reads only atomics.
 
-use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use std::sync::atomic::AtomicI32;
@@ -25,17 +25,6 @@ fn last_errno() -> Errno {
     std::io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
-}
-
-/// A child created by [`fork_waiting`]: stopped before `exec` until released.
-#[derive(Debug)]
-pub struct ForkedChild {
-    /// Its process id.
-    pub pid: i32,
-    /// Writing one byte here lets it exec; closing it without writing makes it exit 127.
-    pub release: OwnedFd,
-    /// Reads EOF when the exec succeeded, or the child's errno (4 bytes) when it failed.
-    pub exec_status: OwnedFd,
 }
 
 fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd), Errno> {
@@ -71,95 +60,67 @@ fn raw_pipe_cloexec(fds: &mut [i32; 2]) -> libc::c_int {
     ret
 }
 
-/// Forks a child that waits on a pipe, then `execv(program, argv)` (environment inherited),
-/// with `SIGPIPE` at its default and an empty signal mask, as a shell starts a command.
+/// The pipes a command is held by: the child writes its process id into one and waits for a
+/// byte on the other before `exec`.
+#[derive(Debug)]
+pub struct Hold {
+    /// The parent reads the child's process id here (4 bytes), or EOF when it never ran.
+    pub pid_read: OwnedFd,
+    /// The child's end of the pid pipe: kept alive until `spawn` returns, then dropped.
+    pub pid_write: OwnedFd,
+    /// The child's end of the release pipe: kept alive until `spawn` returns, then dropped.
+    pub release_read: OwnedFd,
+    /// Writing one byte here lets the child exec; closing it unwritten makes the spawn fail.
+    pub release_write: OwnedFd,
+}
+
+/// Makes `command` stop before `exec` until released: between fork and exec the child writes
+/// its process id to [`Hold::pid_read`] and waits for a byte on [`Hold::release_write`]. The
+/// standard library has already reset the child's signal mask and `SIGPIPE` by then.
 ///
 /// # Errors
-/// The errno of `pipe2` or `fork`.
-pub fn fork_waiting(program: &CStr, argv: &[CString]) -> Result<ForkedChild, Errno> {
+/// The errno of `pipe2`.
+pub fn hold_before_exec(command: &mut std::process::Command) -> Result<Hold, Errno> {
+    use std::os::unix::process::CommandExt;
+    let (pid_read, pid_write) = pipe_cloexec()?;
     let (release_read, release_write) = pipe_cloexec()?;
-    let (status_read, status_write) = pipe_cloexec()?;
-    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    pointers.push(std::ptr::null());
-    let fds = ChildFds {
-        release_read: release_read.as_raw_fd(),
-        release_write: release_write.as_raw_fd(),
-        status_read: status_read.as_raw_fd(),
-        status_write: status_write.as_raw_fd(),
-    };
-
-    // SAFETY: the child runs only async-signal-safe calls on memory prepared above.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(last_errno());
-    }
-    if pid == 0 {
-        child_after_fork(&fds, program, &pointers);
-    }
-    drop(release_read);
-    drop(status_write);
-    Ok(ForkedChild {
-        pid,
-        release: release_write,
-        exec_status: status_read,
-    })
-}
-
-/// The pipe ends as the child sees them after the fork.
-struct ChildFds {
-    release_read: i32,
-    release_write: i32,
-    status_read: i32,
-    status_write: i32,
-}
-
-/// The child's side: restore the signal state a command expects, wait for the release byte,
-/// exec, report exec's errno. Never returns.
-fn child_after_fork(fds: &ChildFds, program: &CStr, argv: &[*const libc::c_char]) -> ! {
-    // SAFETY: closing the parent's pipe ends in the child, which owns its copies.
-    unsafe { libc::close(fds.release_write) };
-    // SAFETY: as above.
-    unsafe { libc::close(fds.status_read) };
-    restore_signals_for_exec();
-    let mut byte = 0u8;
-    let got = loop {
-        let ptr: *mut u8 = &mut byte;
-        // SAFETY: reads at most one byte into a live local.
-        let n = unsafe { libc::read(fds.release_read, ptr.cast(), 1) };
-        // Reading errno allocates nothing and is async-signal-safe.
-        if n < 0 && last_errno() == libc::EINTR {
-            continue;
+    let (pid_fd, release_fd) = (pid_write.as_raw_fd(), release_read.as_raw_fd());
+    let parents_ends = [pid_read.as_raw_fd(), release_write.as_raw_fd()];
+    let wait_for_release = move || -> std::io::Result<()> {
+        // The parent's ends, inherited by the fork: closed, so that the parent closing the
+        // release pipe unwritten reads as EOF here.
+        for fd in parents_ends {
+            // SAFETY: close is async-signal-safe; these are the child's copies of the fds.
+            unsafe { libc::close(fd) };
         }
-        break n;
+        // SAFETY: getpid is async-signal-safe and has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let bytes = pid.to_ne_bytes();
+        // SAFETY: writes 4 bytes from a live local to an fd the child holds until exec.
+        unsafe { libc::write(pid_fd, bytes.as_ptr().cast(), bytes.len()) };
+        let mut byte = 0u8;
+        loop {
+            let ptr: *mut u8 = &mut byte;
+            // SAFETY: reads at most one byte into a live local from an fd held until exec.
+            let n = unsafe { libc::read(release_fd, ptr.cast(), 1) };
+            match n {
+                1 => return Ok(()),
+                n if n < 0 && last_errno() == libc::EINTR => continue,
+                // Released without a byte: the parent gave up on the command.
+                _ => return Err(std::io::Error::from_raw_os_error(libc::ECANCELED)),
+            }
+        }
     };
-    if got == 1 {
-        // SAFETY: `program` and `argv` (NULL-terminated) were built before the fork and stay
-        // valid; execv only returns on failure.
-        unsafe { libc::execv(program.as_ptr(), argv.as_ptr()) };
-        let errno = last_errno();
-        let bytes = errno.to_ne_bytes();
-        // SAFETY: writes 4 bytes from a live local to a pipe the child owns.
-        unsafe { libc::write(fds.status_write, bytes.as_ptr().cast(), bytes.len()) };
-    }
-    // SAFETY: _exit is async-signal-safe and ends the child without running atexit handlers.
-    unsafe { libc::_exit(127) }
-}
-
-/// In the child before `exec`: `SIGPIPE` back to its default (Rust's runtime ignores it, and
-/// an ignored signal stays ignored across `exec`, so `cmd | head` would never end) and no
-/// signal blocked. Handlers need no reset: `exec` resets every handled signal to its default.
-fn restore_signals_for_exec() {
-    // SAFETY: an all-zero sigaction is a valid value of this plain C struct.
-    let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
-    default.sa_sigaction = libc::SIG_DFL;
-    // SAFETY: a valid action pointer and a null old-action pointer; SIG_DFL runs no code.
-    unsafe { libc::sigaction(libc::SIGPIPE, &default, std::ptr::null_mut()) };
-    // SAFETY: an all-zero sigset_t is a valid value; sigemptyset initializes it fully.
-    let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `none` is a live local.
-    unsafe { libc::sigemptyset(&mut none) };
-    // SAFETY: a valid set pointer and a null old-set pointer.
-    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) };
+    // SAFETY: the closure runs in the child between fork and exec and calls only close,
+    // getpid, write and read, which are async-signal-safe, on descriptors that stay open until exec
+    // (the parent keeps its copies until `spawn` returns); it allocates nothing.
+    unsafe { command.pre_exec(wait_for_release) };
+    Ok(Hold {
+        pid_read,
+        pid_write,
+        release_read,
+        release_write,
+    })
 }
 
 /// `wait4(pid)`: the raw wait status and the child's user and system time in microseconds.

@@ -88,3 +88,22 @@ fn a_child_dropped_unreleased_is_reaped() {
         "process {pid} left behind"
     );
 }
+
+#[test]
+fn a_command_keeps_the_environment_directory_and_streams_it_was_given() {
+    use std::io::Read;
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", "echo $COUNTERHAL_TEST_VALUE; pwd"])
+        .env("COUNTERHAL_TEST_VALUE", "42")
+        .current_dir("/")
+        .stdout(std::process::Stdio::piped());
+    let mut child = counterhal_process::WaitingChild::from_command(command).unwrap();
+    assert!(child.child().is_none(), "no handle before the release");
+    child.release().unwrap();
+    let mut out = String::new();
+    let mut stdout = child.child().unwrap().stdout.take().unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    assert_eq!(child.wait().unwrap().exit_code(), 0);
+    assert_eq!(out, "42\n/\n");
+}
