@@ -64,10 +64,21 @@ pub use counterhal_pctr as pctr;
 #[cfg(unix)]
 pub use counterhal_process as process;
 
+/// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
+pub use counterhal_time as time;
+
+mod attach;
+#[cfg(unix)]
+mod command;
 pub mod prelude;
+pub mod region;
 pub mod registry;
 mod set;
 
+pub use attach::{Attach, MultiSet, online_cpus};
+#[cfg(unix)]
+pub use command::{CommandCount, CountedCommand, count_command};
+pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use set::{EventSetBuilder, Query, query};
 

@@ -18,6 +18,9 @@
 //! ```
 
 pub use crate::{
-    AnyBackend, Backend, Chosen, Context, DynBackend, Error, ErrorKind, EventSet, EventSetBuilder,
-    Group, OpenOptions, Reading, Result, Target, open_default, query,
+    AnyBackend, Attach, Backend, Chosen, Context, DynBackend, Error, ErrorKind, EventSet,
+    EventSetBuilder, Group, MultiSet, OpenOptions, Reading, Result, Target, online_cpus,
+    open_default, query,
 };
+#[cfg(unix)]
+pub use crate::{CommandCount, CountedCommand, count_command};

@@ -41,8 +41,9 @@ impl Default for SystemPaths {
 
 /// The Linux `perf_event_open` backend.
 ///
-/// Create it with [`probe`]; it implements [`Backend`] and offers
-/// [`run_command`](LinuxBackend::run_command) for `perf stat -- cmd` style measurement.
+/// Create it with [`probe`]; it implements [`Backend`]. A command counted from its `exec`
+/// (`perf stat -- cmd`) is [`Target::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
+/// (the facade's `CountedCommand` does the whole run).
 #[derive(Clone, Debug)]
 pub struct LinuxBackend {
     capabilities: Capabilities,

@@ -8,7 +8,6 @@ cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
         mod backend;
         mod breakpoint;
-        mod command;
         mod errno;
         mod group;
         pub mod rdpmc;
@@ -18,7 +17,6 @@ cfg_if::cfg_if! {
         mod tracefs;
 
         pub use backend::{LinuxBackend, SystemPaths, probe, probe_with, raw_attr};
-        pub use command::{CommandRun, EventOutcome};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;

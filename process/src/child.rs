@@ -134,27 +134,37 @@ fn spawn_error(errno: sys::Errno, step: Step) -> Error {
         .with_hint(hint)
 }
 
+/// The [`Command`](std::process::Command) that runs `argv[0]` with the arguments
+/// `argv[1..]`, its program found in `$PATH` here (so the child executes it with one `execve`
+/// instead of trying each `$PATH` directory in turn, each try a system call a counted command
+/// would show) and `argv[0]` kept as the name it is run under.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] for an empty `argv` or an argument with a NUL byte;
+/// [`ErrorKind::NotFound`] when the program is not found.
+pub fn command_for(argv: &[OsString]) -> Result<std::process::Command> {
+    let first = argv.first().ok_or_else(|| {
+        Error::invalid_input("no command given").with_hint("pass the program and its arguments")
+    })?;
+    if argv.iter().any(|arg| arg.as_bytes().contains(&0)) {
+        return Err(Error::invalid_input(
+            "a command argument contains a NUL byte",
+        ));
+    }
+    let program = find_program(first).ok_or_else(|| not_found(first))?;
+    let mut command = std::process::Command::new(program);
+    std::os::unix::process::CommandExt::arg0(&mut command, first);
+    command.args(&argv[1..]);
+    Ok(command)
+}
+
 impl WaitingChild {
     /// Starts `argv[0]` with the arguments `argv[1..]`, held before `exec`.
     ///
     /// # Errors
-    /// As [`WaitingChild::from_command`]; [`ErrorKind::InvalidInput`] for an empty `argv`.
+    /// As [`command_for`] and [`WaitingChild::from_command`].
     pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
-        let first = argv.first().ok_or_else(|| {
-            Error::invalid_input("no command given").with_hint("pass the program and its arguments")
-        })?;
-        if argv.iter().any(|arg| arg.as_bytes().contains(&0)) {
-            return Err(Error::invalid_input(
-                "a command argument contains a NUL byte",
-            ));
-        }
-        // Found here, so the child executes it with one execve instead of trying each $PATH
-        // directory in turn (each try is a system call a counted command would show).
-        let program = find_program(first).ok_or_else(|| not_found(first))?;
-        let mut command = std::process::Command::new(program);
-        std::os::unix::process::CommandExt::arg0(&mut command, first);
-        command.args(&argv[1..]);
-        WaitingChild::from_command(command)
+        WaitingChild::from_command(command_for(argv)?)
     }
 
     /// Starts `command`, held before `exec`: its process exists (so counters can be opened on

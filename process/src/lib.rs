@@ -11,8 +11,16 @@ mod sys;
 
 #[cfg(unix)]
 pub use child::{
-    ChildExit, WaitingChild, belongs_to_another_user, exit_code_for, is_child_of_this_process,
-    owner_of,
+    ChildExit, WaitingChild, belongs_to_another_user, command_for, exit_code_for,
+    is_child_of_this_process, owner_of,
 };
 #[cfg(unix)]
 pub use signals::ForwardSignals;
+
+/// Runs `hook` when the process exits through `exit` (a return from `main` included), after
+/// the hooks registered later; false when the C library has no room for it. The hook must not
+/// unwind (catch panics inside it).
+#[cfg(unix)]
+pub fn at_exit(hook: extern "C" fn()) -> bool {
+    sys::at_exit(hook)
+}

@@ -261,3 +261,11 @@ extern "C" fn forward_to_children(
         }
     }
 }
+
+/// Registers `hook` to run when the process exits through `exit` (a return from `main`
+/// included); false when the C library has no room for it.
+pub fn at_exit(hook: extern "C" fn()) -> bool {
+    // SAFETY: `hook` is a plain function with the C ABI, valid for the life of the process
+    // (module note: no pointers to locals are kept).
+    unsafe { libc::atexit(hook) == 0 }
+}

@@ -5,32 +5,29 @@
 //! `exec` ([`WaitingChild`]), with `SIGPIPE` at its default, and while it runs the signals
 //! that end a command are the command's ([`ForwardSignals`]: Ctrl-C reaches it from the
 //! terminal, `kill` or `timeout` sent to this process are passed on), so the counts are read
-//! and printed however it ends. Where the Linux backend counts the command itself, the counters
-//! are opened on the held child with enable-on-exec and inherit, as `perf stat -- cmd` does.
-//! Every other case (another backend, or `-p`, `-a`, `-C`) opens counters on each target,
-//! enables them just before the release, and adds up what each target read.
+//! and printed however it ends. Where the backend can follow one process from its exec (Linux),
+//! the counters are opened on the held child to start at its exec and follow what it creates
+//! ([`CountedCommand`]), as `perf stat -- cmd` does. Every other case (a per-CPU backend, or
+//! `-p`, `-a`, `-C`) opens counters on each target of an [`Attach`] ([`MultiSet`]), enables
+//! them just before the release, and adds up what each target read.
 
 use std::ffi::OsString;
 
 use counterhal::process::{
-    ChildExit, ForwardSignals, WaitingChild, belongs_to_another_user, exit_code_for,
+    ChildExit, ForwardSignals, WaitingChild, belongs_to_another_user, command_for, exit_code_for,
 };
 
 use counterhal::hal::{
-    Countable, EventSet, Group, OpenOptions, Reading, ResolvedEvent, Scope, countable_form,
+    Countable, Group, OpenOptions, Reading, ResolvedEvent, Scope, countable_form,
 };
-use counterhal::{AnyBackend, Backend, Context, Error, ErrorKind, Registration, Target};
+use counterhal::{
+    AnyBackend, Attach, Backend, Context, CountedCommand, Error, ErrorKind, MultiSet, Registration,
+    Target,
+};
 
 use super::arguments::USAGE;
-use super::targets::{Targets, cpu_targets, online_cpus};
+use super::targets::Targets;
 use crate::error::CliError;
-
-/// The Linux backend, when it is the one counting (it runs commands as `perf stat` does).
-#[cfg(target_os = "linux")]
-pub type Linux = counterhal::linux::LinuxBackend;
-/// No Linux backend on this OS.
-#[cfg(not(target_os = "linux"))]
-pub type Linux = std::convert::Infallible;
 
 /// An event as planned: resolved, or known to be unusable here (reported as not supported).
 pub enum Planned {
@@ -220,45 +217,46 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
 /// executed (126), a counter that cannot be enabled, disabled or read (1).
 pub fn measure_repeatedly<B: Backend>(
     backend: &B,
-    linux: Option<&Linux>,
     events: &[Planned],
     targets: &Targets,
     command: &[OsString],
     repeat: u32,
 ) -> Result<Vec<Run>, CliError> {
     (0..repeat)
-        .map(|_| measure(backend, linux, events, targets, command))
+        .map(|_| measure(backend, events, targets, command))
         .collect()
 }
 
-/// One run: the Linux backend's own way for the command itself, else counters on targets.
+/// One run: the command counted from its exec where the backend can follow one process,
+/// else counters on the places asked for (or, for the command, the CPUs it may run on).
 fn measure<B: Backend>(
     backend: &B,
-    linux: Option<&Linux>,
     events: &[Planned],
     targets: &Targets,
     command: &[OsString],
 ) -> Result<Run, CliError> {
-    let targets_asked = targets;
-    let targets = targets.resolve();
-    if let (Some(linux), None) = (linux, &targets) {
-        return run_linux_command(linux, events, command);
-    }
     let capabilities = backend.capabilities();
-    let (targets, note) = match targets {
-        Some(targets) => (targets, None),
+    let (attach, note) = match targets {
+        Targets::Attach(attach) => (attach.clone(), None),
+        Targets::Command if capabilities.supports(&Target::Exec { pid: 0 }) => {
+            return run_counted_command(backend, events, command);
+        }
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
-        None if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu => (
-            cpu_targets(&online_cpus()),
-            Some(format!(
-                "{} counts per CPU, not per process: these are every CPU's counts while the \
-                 command ran, including other programs",
-                backend.label()
-            )),
-        ),
-        None if capabilities.scope == Scope::SystemWidePerCpu => (
-            vec![Target::ThisThread],
+        Targets::Command
+            if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu =>
+        {
+            (
+                Attach::AllCpus,
+                Some(format!(
+                    "{} counts per CPU, not per process: these are every CPU's counts while \
+                     the command ran, including other programs",
+                    backend.label()
+                )),
+            )
+        }
+        Targets::Command if capabilities.scope == Scope::SystemWidePerCpu => (
+            Attach::ThisThread,
             Some(format!(
                 "{} counts per CPU, not per process: these are the counts of the CPU this \
                  command started on, including other programs, and miss the command's time on \
@@ -266,29 +264,26 @@ fn measure<B: Backend>(
                 backend.label()
             )),
         ),
-        None => (vec![Target::ThisThread], None),
+        Targets::Command => (Attach::ThisThread, None),
     };
-    let may_vanish = |target: &Target| targets_asked.may_vanish(target);
-    let mut run = run_on_targets(backend, events, &targets, &may_vanish, command)?;
+    let mut run = run_on_targets(backend, events, &attach, command)?;
     run.end.note = note;
     Ok(run)
 }
 
-/// Each opened set: the indices (into the planned events) of what it counts, one set per
-/// target.
-type Opened<G> = (Vec<usize>, Vec<EventSet<G>>);
+/// Each opened set: the indices (into the planned events) of what it counts, on every target.
+type Opened<G> = (Vec<usize>, MultiSet<G>);
 
-/// Counts the events on `targets` while `command` runs (the generic path: every backend).
+/// Counts the events on `attach` while `command` runs (every backend).
 fn run_on_targets<B: Backend>(
     backend: &B,
     events: &[Planned],
-    targets: &[Target],
-    may_vanish: &dyn Fn(&Target) -> bool,
+    attach: &Attach,
     command: &[OsString],
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let sets = open_sets(backend, events, targets, may_vanish, &mut results)?;
+    let sets = open_sets(backend, events, attach, &mut results)?;
     let end = run_and_read(sets, command, &mut results)?;
     Ok(Run {
         events: results,
@@ -299,30 +294,20 @@ fn run_on_targets<B: Backend>(
 /// Opens the ready events on every target: all at once first, since a backend with
 /// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
 /// place them together; where that fails, each on its own, so that one event the machine lacks
-/// does not hide the others (its result then says why). A target that `may_vanish` and is
-/// gone (a thread that exited meanwhile) is skipped.
+/// does not hide the others (its result then says why). A thread of a process that exited
+/// meanwhile is skipped.
 fn open_sets<B: Backend>(
     backend: &B,
     events: &[Planned],
-    targets: &[Target],
-    may_vanish: &dyn Fn(&Target) -> bool,
+    attach: &Attach,
     results: &mut [EventResult],
 ) -> Result<Vec<Opened<B::Group>>, CliError> {
-    let open_on_every_target = |indices: &[usize]| -> Result<Vec<EventSet<B::Group>>, Error> {
+    let open_on_every_target = |indices: &[usize]| {
         let resolved: Vec<ResolvedEvent> = indices
             .iter()
             .filter_map(|&i| events[i].ready().cloned())
             .collect();
-        let options = OpenOptions::ungrouped();
-        let mut sets = Vec::with_capacity(targets.len());
-        for target in targets {
-            match EventSet::open(backend, resolved.clone(), target, &options) {
-                Ok(set) => sets.push(set),
-                Err(e) if e.kind() == ErrorKind::NotFound && may_vanish(target) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(sets)
+        MultiSet::open(backend, &resolved, attach, &OpenOptions::ungrouped())
     };
     let ready: Vec<usize> = events
         .iter()
@@ -350,7 +335,8 @@ fn open_sets<B: Backend>(
                     // is at fault.
                     Err(e)
                         if e.kind() == ErrorKind::PermissionDenied
-                            && targets.iter().any(another_users_process) =>
+                            && matches!(attach, Attach::Process(pid)
+                                if belongs_to_another_user(*pid)) =>
                     {
                         return Err(CliError::failed(e));
                     }
@@ -362,11 +348,6 @@ fn open_sets<B: Backend>(
     Ok(sets)
 }
 
-/// Whether `target` is a process of another user (attaching needs ptrace access).
-fn another_users_process(target: &Target) -> bool {
-    matches!(target, Target::Process { pid, .. } if belongs_to_another_user(*pid))
-}
-
 /// Holds the command before `exec`, enables every set, lets it run, and once it has ended
 /// disables and reads every set, putting each event's sum over the targets in its result.
 fn run_and_read<G: Group>(
@@ -375,37 +356,20 @@ fn run_and_read<G: Group>(
     results: &mut [EventResult],
 ) -> Result<CommandEnd, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
-    for (_, per_target) in &mut sets {
-        for set in per_target.iter_mut() {
-            set.enable().map_err(CliError::failed)?;
-        }
+    for (_, set) in &mut sets {
+        set.enable().map_err(CliError::failed)?;
     }
     let forwarding = ForwardSignals::to(child.pid());
     let ran = child.release().and_then(|()| child.wait());
     drop(forwarding);
-    for (indices, per_target) in &mut sets {
-        let mut totals = vec![Reading::default(); indices.len()];
-        for set in per_target.iter_mut() {
-            set.disable().map_err(CliError::failed)?;
-            let readings = set.read_to_vec().map_err(CliError::failed)?;
-            for (total, reading) in totals.iter_mut().zip(readings) {
-                *total = add(total, &reading);
-            }
-        }
+    for (indices, set) in &mut sets {
+        set.disable().map_err(CliError::failed)?;
+        let totals = set.read_to_vec().map_err(CliError::failed)?;
         for (&index, total) in indices.iter().zip(totals) {
             results[index].outcome = Ok(total);
         }
     }
     Ok(CommandEnd::of(&ran.map_err(not_run)?))
-}
-
-/// Two readings of one event (on two targets) as one: each field added, saturating.
-fn add(total: &Reading, reading: &Reading) -> Reading {
-    Reading::new(
-        total.value.saturating_add(reading.value),
-        total.time_enabled.saturating_add(reading.time_enabled),
-        total.time_running.saturating_add(reading.time_running),
-    )
 }
 
 /// A command that could not be run: 127 when it was not found, 126 when it could not be
@@ -418,70 +382,52 @@ fn not_run(error: Error) -> CliError {
     }
 }
 
-/// The Linux path for a command, as `perf stat -- cmd` does it: the child is created, the
-/// counters are opened on it with enable-on-exec and inherit, then it executes.
-#[cfg(target_os = "linux")]
-fn run_linux_command(
-    backend: &Linux,
+/// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,
+/// the counters are opened on it to start at its exec and follow what it creates, then it
+/// executes. Each event is opened on its own, so one the machine lacks does not keep the
+/// others from counting (perf's behaviour).
+fn run_counted_command<B: Backend>(
+    backend: &B,
     events: &[Planned],
     command: &[OsString],
 ) -> Result<Run, CliError> {
-    // Every native term of every ready event, each opened on its own so that one event the
-    // machine lacks does not keep the others from counting (perf's behaviour).
-    let requests: Vec<counterhal::hal::EventRequest> = events
-        .iter()
-        .filter_map(Planned::ready)
-        .flat_map(|event| event.terms.iter().map(|term| term.request.clone()))
-        .collect();
-    let run = backend
-        .run_command(&requests, command, &OpenOptions::ungrouped())
+    let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
+    let command = command_for(command).map_err(not_run)?;
+    let mut counted = CountedCommand::new(backend, &ready, command, &OpenOptions::ungrouped())
         .map_err(|e| match e.kind() {
             ErrorKind::LimitReached => CliError::failed(e),
             _ => not_run(e),
         })?;
-    let mut outcomes = run.events.into_iter();
+    // From here until the child is reaped, the signals that end a command are the command's,
+    // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
+    // the same for Ctrl-C.
+    let forwarding = ForwardSignals::to(counted.pid());
+    let count = counted.start().and_then(|()| counted.wait());
+    drop(forwarding);
+    let count = count.map_err(not_run)?;
+    let label = backend.label();
+    let mut readings = count.readings.into_iter();
     let results = events
         .iter()
         .map(|planned| {
-            let mut result = planned.result("linux");
-            if let Some(event) = planned.ready() {
-                let readings: Result<Vec<Reading>, Error> = outcomes
-                    .by_ref()
-                    .take(event.terms.len())
-                    .map(|term| term.reading)
-                    .collect();
-                result.outcome = readings.map(|r| event.combine(&r));
+            let mut result = planned.result(&label);
+            if planned.ready().is_some() {
+                result.outcome = readings
+                    .next()
+                    .unwrap_or_else(|| Err(Error::new(ErrorKind::Other, "not read")));
             }
             result
         })
         .collect();
     Ok(Run {
         events: results,
-        end: CommandEnd::of(&run.exit),
+        end: CommandEnd::of(&count.exit),
     })
-}
-
-/// No Linux path on this OS: [`Linux`] has no values, so this is never called.
-#[cfg(not(target_os = "linux"))]
-fn run_linux_command(
-    linux: &Linux,
-    _events: &[Planned],
-    _command: &[OsString],
-) -> Result<Run, CliError> {
-    match *linux {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn readings_of_targets_add_up_and_saturate() {
-        let sum = add(&Reading::new(5, 10, 10), &Reading::new(7, 20, 15));
-        assert_eq!(sum, Reading::new(12, 30, 25));
-        let full = add(&Reading::new(u64::MAX, 1, 1), &Reading::new(1, 1, 1));
-        assert_eq!(full.value, u64::MAX);
-    }
 
     #[test]
     fn a_program_not_found_exits_127_and_one_not_executable_126() {

@@ -18,7 +18,6 @@ use counterhal::Backend;
 
 use self::arguments::USAGE;
 pub use self::arguments::{HELP, StatArgs};
-use self::measurement::Linux;
 use self::summary::Summary;
 use self::targets::Targets;
 use crate::error::CliError;
@@ -35,21 +34,21 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
-    // The Linux backend is probed once and used directly (it runs commands itself); any other
-    // backend is used through the portable facade.
+    // The Linux backend is probed once and used as itself (no dynamic dispatch on the read
+    // path); any other backend is used through the portable facade.
     #[cfg(target_os = "linux")]
     if args
         .backend
         .is_none_or(|registration| registration.name == "linux")
     {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
-            Ok(linux) => return stat_with(&args, &targets, &linux, Some(&linux)),
+            Ok(linux) => return stat_with(&args, &targets, &linux),
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend, None)
+    stat_with(&args, &targets, &backend)
 }
 
 /// Plans the events on `backend`, measures, and writes the summary.
@@ -57,7 +56,6 @@ fn stat_with<B: Backend>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
-    linux: Option<&Linux>,
 ) -> Result<ExitCode, CliError> {
     let mut events = measurement::plan(backend, &args.event_names())?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
@@ -69,14 +67,8 @@ fn stat_with<B: Backend>(
         .transpose()
         .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
-    let mut runs = measurement::measure_repeatedly(
-        backend,
-        linux,
-        &events,
-        targets,
-        &args.command,
-        args.repeat,
-    )?;
+    let mut runs =
+        measurement::measure_repeatedly(backend, &events, targets, &args.command, args.repeat)?;
     if let Some(fallback) = fallback {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {

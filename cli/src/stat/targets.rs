@@ -1,13 +1,14 @@
 //! What `counterhal stat` counts: the command it runs, or while it runs an existing process
-//! with every thread (`-p`), every online CPU (`-a`) or a list of CPUs (`-C`).
+//! with every thread (`-p`), every online CPU (`-a`) or a list of CPUs (`-C`), each an
+//! [`Attach`] of the library.
 //!
 //! CPU lists stay [`CpuList`]s (ranges, never expanded) until they have been checked against
 //! the online CPUs, so a list naming CPUs this machine lacks fails before one target is built.
 
 use counterhal::hal::CpuList;
-use counterhal::{Error, Target};
+use counterhal::{Attach, Error, online_cpus};
 
-/// Where the CPUs this machine has online are listed.
+/// Where the CPUs this machine has online are listed (named in the hint for `-C`).
 const ONLINE: &str = "/sys/devices/system/cpu/online";
 
 /// What to count, as the options ask for it.
@@ -15,12 +16,9 @@ const ONLINE: &str = "/sys/devices/system/cpu/online";
 pub enum Targets {
     /// The command itself (the backend decides how to follow it).
     Command,
-    /// Every thread of an existing process (`-p PID`).
-    Process(u32),
-    /// Every online CPU (`-a`).
-    AllCpus,
-    /// These CPUs, each online (`-C LIST`).
-    Cpus(CpuList),
+    /// An existing process with every thread (`-p PID`), every online CPU (`-a`), or these
+    /// CPUs, each online (`-C LIST`).
+    Attach(Attach),
 }
 
 impl Targets {
@@ -39,38 +37,15 @@ impl Targets {
             return process(pid);
         }
         if all_cpus {
-            return Ok(Targets::AllCpus);
+            return Ok(Targets::Attach(Attach::AllCpus));
         }
         match cpu_list {
             Some(text) => {
                 let cpus = parse_cpu_list(text)?;
                 check_online(&cpus, &online_cpus())?;
-                Ok(Targets::Cpus(cpus))
+                Ok(Targets::Attach(Attach::Cpus(cpus)))
             }
             None => Ok(Targets::Command),
-        }
-    }
-
-    /// The targets to open counters on, read afresh (a process's threads come and go); `None`
-    /// for the command itself.
-    pub fn resolve(&self) -> Option<Vec<Target>> {
-        match self {
-            Targets::Command => None,
-            Targets::Process(pid) => Some(process_threads(*pid)),
-            Targets::AllCpus => Some(cpu_targets(&online_cpus())),
-            Targets::Cpus(cpus) => Some(cpu_targets(cpus)),
-        }
-    }
-}
-
-impl Targets {
-    /// Whether `target` may be gone by the time its counters open without that being an
-    /// error: a thread of the `-p` process other than its main thread (threads come and go;
-    /// perf skips one that exited meanwhile too).
-    pub fn may_vanish(&self, target: &Target) -> bool {
-        match (self, target) {
-            (Targets::Process(pid), Target::Process { pid: tid, .. }) => tid != pid,
-            _ => false,
         }
     }
 }
@@ -87,38 +62,7 @@ fn process(pid: u32) -> Result<Targets, Error> {
             Error::invalid_input(format!("no process {pid} is running here")).with_hint(hint),
         );
     }
-    Ok(Targets::Process(pid))
-}
-
-/// Every thread of process `pid` (`/proc/PID/task`), as perf's `-p` counts them; the process
-/// alone where the OS has no such directory.
-fn process_threads(pid: u32) -> Vec<Target> {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return vec![Target::process(pid)];
-    };
-    let mut threads: Vec<u32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    threads.sort_unstable();
-    threads.into_iter().map(Target::process).collect()
-}
-
-/// Every online CPU ([`ONLINE`]; not this process's affinity, which may be narrower), or CPUs
-/// 0..N by the parallelism the OS reports where that file is absent.
-pub fn online_cpus() -> CpuList {
-    std::fs::read_to_string(ONLINE)
-        .ok()
-        .and_then(|text| text.parse::<CpuList>().ok())
-        .filter(|cpus| !cpus.is_empty())
-        .unwrap_or_else(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            CpuList::range(0, u32::try_from(cpus).unwrap_or(u32::MAX).saturating_sub(1))
-        })
-}
-
-/// One target per CPU of `cpus`, lowest first.
-pub fn cpu_targets(cpus: &CpuList) -> Vec<Target> {
-    cpus.iter().map(Target::Cpu).collect()
+    Ok(Targets::Attach(Attach::Process(pid)))
 }
 
 /// `-C LIST`: numbers and ranges, at least one CPU; a CPU named twice is counted once. The
@@ -164,8 +108,12 @@ mod tests {
     #[test]
     fn cpu_lists_parse_merge_and_keep_the_hint() {
         assert_eq!(
-            cpu_targets(&parse_cpu_list("0,2-3").unwrap()),
-            [Target::Cpu(0), Target::Cpu(2), Target::Cpu(3)]
+            Attach::Cpus(parse_cpu_list("0,2-3").unwrap()).targets(),
+            [
+                counterhal::Target::Cpu(0),
+                counterhal::Target::Cpu(2),
+                counterhal::Target::Cpu(3)
+            ]
         );
         // A CPU named twice is counted once; the order given does not matter.
         assert_eq!(parse_cpu_list("3,1-3, 1").unwrap().to_string(), "1-3");
@@ -217,11 +165,10 @@ mod tests {
             Targets::from_options(None, false, None).unwrap(),
             Targets::Command
         );
-        assert_eq!(Targets::Command.resolve(), None);
         let me = std::process::id();
         assert_eq!(
             Targets::from_options(Some(me), false, None).unwrap(),
-            Targets::Process(me)
+            Targets::Attach(Attach::Process(me))
         );
         // No process has id u32::MAX (pid_max is at most 2^22): named, with a hint for users.
         let gone = Targets::from_options(Some(u32::MAX), false, None).unwrap_err();
@@ -229,18 +176,11 @@ mod tests {
         assert!(!gone.to_string().contains("Target::"), "{gone}");
         assert_eq!(
             Targets::from_options(None, true, None).unwrap(),
-            Targets::AllCpus
+            Targets::Attach(Attach::AllCpus)
         );
         let zero = Targets::from_options(Some(0), false, None).unwrap_err();
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
         let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
         assert!(bad.message().contains("runs backwards"), "{bad}");
-    }
-
-    #[test]
-    fn a_process_without_a_task_directory_is_counted_alone() {
-        // No process has id u32::MAX (pid_max is at most 2^22).
-        assert_eq!(process_threads(u32::MAX), [Target::process(u32::MAX)]);
-        assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
     }
 }

@@ -1,0 +1,201 @@
+//! A command counted from its `exec`, as `perf stat -- cmd` counts it: the caller's
+//! [`Command`] (environment, directory and standard streams are the caller's) is started and
+//! held before `exec`, the counters are opened on it to start at the `exec` and follow what it
+//! creates, then it runs.
+
+use std::process::{Child, Command};
+
+use counterhal_hal::{
+    Backend, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent, Result,
+};
+use counterhal_process::{ChildExit, WaitingChild};
+
+/// Where the events of a [`CountedCommand`] are: opened together, or why not.
+type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
+
+/// A command with counters on it: held before `exec` until [`start`](CountedCommand::start),
+/// then running until [`wait`](CountedCommand::wait).
+///
+/// ```no_run
+/// use counterhal::prelude::*;
+/// use std::process::Command;
+///
+/// let backend = open_default(None)?;
+/// let events = [backend.resolve("task-clock")?, backend.resolve("page-faults")?];
+/// let mut ls = Command::new("ls");
+/// ls.arg("/");
+/// let count = count_command(&*backend, &events, ls, &OpenOptions::ungrouped())?;
+/// for (event, reading) in events.iter().zip(&count.readings) {
+///     println!("{}: {:?}", event.name, reading);
+/// }
+/// println!("{}", count.exit.describe());
+/// # Ok::<(), counterhal::Error>(())
+/// ```
+pub struct CountedCommand<G> {
+    child: WaitingChild,
+    events: Vec<ResolvedEvent>,
+    opened: Vec<Opened<G>>,
+}
+
+/// What a counted command did: one reading per event, or why that event was not counted, and
+/// how the command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandCount {
+    /// The command's process id.
+    pub pid: u32,
+    /// One result per event, in the order given (perf's `<not supported>` is an error here).
+    pub readings: Vec<Result<Reading>>,
+    /// How it ended, and its CPU time.
+    pub exit: ChildExit,
+}
+
+impl<G: Group> CountedCommand<G> {
+    /// Starts `command` held before `exec` and opens `events` on it. With `options.grouped`
+    /// the events are one set (all counted or none); without, each event is opened on its
+    /// own, so one this machine lacks is an error for that event alone.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] when `backend` cannot count one process from its `exec`
+    /// (a backend counting per CPU: count [`Attach::AllCpus`](crate::Attach::AllCpus) while
+    /// the command runs instead); as [`WaitingChild::from_command`];
+    /// [`ErrorKind::LimitReached`] when the events need more file descriptors than this
+    /// process may open. Other errors are per event, in [`CommandCount::readings`].
+    pub fn new<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        command: Command,
+        options: &OpenOptions,
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
+        let exec = counterhal_hal::Target::Exec { pid: 0 };
+        if !backend.capabilities().supports(&exec) {
+            return Err(Error::unsupported(format!(
+                "{} cannot count a command from its exec",
+                backend.label()
+            ))
+            .with_hint(
+                "it counts per CPU: open the events on Attach::AllCpus and run the command \
+                 while they count (counterhal stat does so)",
+            ));
+        }
+        let child = WaitingChild::from_command(command)?;
+        let target = child.target();
+        let open = |indices: Vec<usize>| {
+            let chosen = indices.iter().map(|&i| events[i].clone()).collect();
+            let set = EventSet::open(backend, chosen, &target, options);
+            (indices, set)
+        };
+        let opened: Vec<Opened<G>> = if options.grouped {
+            vec![open((0..events.len()).collect())]
+        } else {
+            (0..events.len()).map(|i| open(vec![i])).collect()
+        };
+        // A limit of this process is no event's fault: stop before the command runs rather
+        // than count fewer events than asked (the held child is killed when dropped).
+        for (_, set) in &opened {
+            if let Err(e) = set
+                && e.kind() == ErrorKind::LimitReached
+            {
+                return Err(e.clone());
+            }
+        }
+        Ok(Self {
+            child,
+            events: events.to_vec(),
+            opened,
+        })
+    }
+
+    /// The command's process id (its signals may be passed on to it from here on:
+    /// [`ForwardSignals`](counterhal_process::ForwardSignals)).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// Lets the command `exec`; the counters start there.
+    ///
+    /// # Errors
+    /// As [`WaitingChild::release`]: the program could not be executed
+    /// ([`ErrorKind::NotFound`], [`ErrorKind::PermissionDenied`]).
+    pub fn start(&mut self) -> Result<()> {
+        self.child.release()
+    }
+
+    /// The running command's handle, for its standard streams (those the [`Command`] asked
+    /// to be piped); `None` before [`start`](CountedCommand::start).
+    pub fn child(&mut self) -> Option<&mut Child> {
+        self.child.child()
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> &[ResolvedEvent] {
+        &self.events
+    }
+
+    /// One result per event so far (while the command runs, what it has counted up to now).
+    pub fn read(&mut self) -> Vec<Result<Reading>> {
+        read_all(&mut self.opened, self.events.len())
+    }
+
+    /// Waits for the command to end and reads every event.
+    ///
+    /// # Errors
+    /// As [`WaitingChild::wait`].
+    pub fn wait(mut self) -> Result<CommandCount> {
+        let pid = self.child.pid();
+        let exit = self.child.wait()?;
+        Ok(CommandCount {
+            pid,
+            readings: read_all(&mut self.opened, self.events.len()),
+            exit,
+        })
+    }
+}
+
+/// One result per event of `opened`, `n` in all.
+fn read_all<G: Group>(opened: &mut [Opened<G>], n: usize) -> Vec<Result<Reading>> {
+    let mut readings: Vec<Result<Reading>> = (0..n)
+        .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
+        .collect();
+    for (indices, set) in opened {
+        let read = match set {
+            Ok(set) => set.read_to_vec(),
+            Err(e) => Err(e.clone()),
+        };
+        match read {
+            Ok(values) => {
+                for (&i, value) in indices.iter().zip(values) {
+                    readings[i] = Ok(value);
+                }
+            }
+            Err(e) => {
+                for &i in indices.iter() {
+                    readings[i] = Err(e.clone());
+                }
+            }
+        }
+    }
+    readings
+}
+
+/// Runs `command` with `events` counted from its `exec` to its end: [`CountedCommand::new`],
+/// [`start`](CountedCommand::start), [`wait`](CountedCommand::wait).
+///
+/// # Errors
+/// As those three.
+pub fn count_command<B>(
+    backend: &B,
+    events: &[ResolvedEvent],
+    command: Command,
+    options: &OpenOptions,
+) -> Result<CommandCount>
+where
+    B: Backend + ?Sized,
+{
+    let mut counted = CountedCommand::new(backend, events, command, options)?;
+    counted.start()?;
+    counted.wait()
+}

@@ -1,0 +1,218 @@
+//! Where the library counts: a whole process (every thread it has and creates), every CPU,
+//! and a command counted from its exec with the caller's environment and streams.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+
+use counterhal::prelude::*;
+use counterhal::time::thread_cpu_ns;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+fn backend() -> Option<Chosen> {
+    open_default(None)
+        .ok()
+        .filter(|chosen| chosen.resolve("task-clock").is_ok())
+}
+
+macro_rules! backend_or_skip {
+    () => {
+        match backend() {
+            Some(backend) => backend,
+            None => skip!(Need::System, "no backend here counts software events"),
+        }
+    };
+}
+
+/// Spins until this thread has used `ms` of CPU time; returns the CPU time used.
+fn spin_cpu(ms: u64) -> u64 {
+    let start = thread_cpu_ns();
+    while thread_cpu_ns() - start < ms * 1_000_000 {
+        std::hint::black_box(0u64);
+    }
+    thread_cpu_ns() - start
+}
+
+#[test]
+fn a_process_is_every_thread_it_has_and_creates() {
+    let backend = backend_or_skip!();
+    let task_clock = backend.resolve("task-clock").unwrap();
+    // One worker exists before the counters open, one is created after.
+    let gate = Arc::new(Barrier::new(2));
+    let early = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            gate.wait();
+            spin_cpu(60)
+        })
+    };
+    let attach = Attach::Process(std::process::id());
+    let mut set = match MultiSet::open(
+        &backend.backend,
+        &[task_clock],
+        &attach,
+        &OpenOptions::ungrouped(),
+    ) {
+        Ok(set) => set,
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            gate.wait();
+            early.join().unwrap();
+            skip!(Need::Privilege, "attaching to this process's threads: {e}");
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(
+        set.targets().count() >= 2,
+        "this test process has several threads"
+    );
+    set.enable().unwrap();
+    gate.wait();
+    let late = std::thread::spawn(|| spin_cpu(60));
+    let worked = early.join().unwrap() + late.join().unwrap();
+    set.disable().unwrap();
+    let total = set.read_to_vec().unwrap()[0].value;
+    // Both workers' CPU time is in the sum (task-clock counts ns of CPU); one alone is not.
+    assert!(
+        total >= worked * 95 / 100,
+        "task-clock over the process {total} ns, the two workers used {worked} ns"
+    );
+    let each = set.read_each().unwrap();
+    assert_eq!(each.len(), set.targets().count());
+    let summed: u64 = each.iter().map(|(_, r)| r[0].value).sum();
+    assert_eq!(summed, total, "the per-thread readings add up to the total");
+}
+
+#[test]
+fn a_process_that_does_not_exist_is_not_found() {
+    let backend = backend_or_skip!();
+    let task_clock = backend.resolve("task-clock").unwrap();
+    // No process has id u32::MAX (pid_max is at most 2^22).
+    let Err(error) = MultiSet::open(
+        &backend.backend,
+        &[task_clock],
+        &Attach::Process(u32::MAX),
+        &OpenOptions::ungrouped(),
+    ) else {
+        panic!("opened on a process that does not exist");
+    };
+    assert!(
+        matches!(error.kind(), ErrorKind::NotFound | ErrorKind::InvalidInput),
+        "{error}"
+    );
+}
+
+#[test]
+fn all_cpus_read_per_cpu_and_summed() {
+    let backend = backend_or_skip!();
+    let cpu_clock = backend.resolve("cpu-clock").unwrap();
+    let mut set = match MultiSet::open(
+        &backend.backend,
+        &[cpu_clock],
+        &Attach::AllCpus,
+        &OpenOptions::ungrouped(),
+    ) {
+        Ok(set) => set,
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            skip!(Need::Privilege, "counting every CPU: {e}")
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let online = online_cpus();
+    assert_eq!(set.targets().count() as u64, online.len());
+    set.enable().unwrap();
+    spin_cpu(20);
+    set.disable().unwrap();
+    let each = set.read_each().unwrap();
+    let cpus: Vec<Target> = each.iter().map(|(target, _)| *target).collect();
+    let expected: Vec<Target> = online.iter().map(Target::Cpu).collect();
+    assert_eq!(cpus, expected);
+    let total = set.read_to_vec().unwrap()[0].value;
+    let summed: u64 = each.iter().map(|(_, r)| r[0].value).sum();
+    assert_eq!(total, summed);
+    // cpu-clock per CPU counts wall time on that CPU: every CPU ran at least our 20 ms spin
+    // on one of them.
+    assert!(total >= 20_000_000, "cpu-clock over every CPU: {total} ns");
+}
+
+#[test]
+fn a_command_is_counted_from_its_exec_with_the_callers_environment_and_streams() {
+    let backend = backend_or_skip!();
+    let events = [
+        backend.resolve("task-clock").unwrap(),
+        backend.resolve("page-faults").unwrap(),
+    ];
+    let mut command = Command::new("/bin/sh");
+    command
+        .args(["-c", "echo \"$GREETING from $(pwd)\"; exit 3"])
+        .env("GREETING", "hello")
+        .current_dir("/")
+        .stdout(Stdio::piped());
+    let mut counted = CountedCommand::new(
+        &backend.backend,
+        &events,
+        command,
+        &OpenOptions::ungrouped(),
+    )
+    .unwrap();
+    assert!(counted.child().is_none(), "no handle before the start");
+    counted.start().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(counted.child().unwrap().stdout.as_mut().unwrap(), &mut out)
+        .unwrap();
+    let count = counted.wait().unwrap();
+    assert_eq!(out, "hello from /\n");
+    assert_eq!(count.exit.status.code(), Some(3));
+    assert_eq!(count.readings.len(), 2);
+    assert!(count.readings[0].as_ref().unwrap().value > 0);
+    assert!(count.readings[1].as_ref().unwrap().value > 0);
+}
+
+#[test]
+fn a_command_reports_per_event_and_how_it_ended() {
+    let backend = backend_or_skip!();
+    let mut events = vec![backend.resolve("task-clock").unwrap()];
+    let cycles = backend.resolve("cycles");
+    if let Ok(cycles) = &cycles {
+        events.push(cycles.clone());
+    }
+    let mut kill = Command::new("/bin/sh");
+    kill.args(["-c", "kill -9 $$"]);
+    let count = count_command(&backend.backend, &events, kill, &OpenOptions::ungrouped()).unwrap();
+    assert_eq!(count.exit.status.signal(), Some(9));
+    assert!(count.readings[0].is_ok());
+    // On a machine without a PMU cycles is that event's error alone.
+    if events.len() == 2
+        && let Err(e) = &count.readings[1]
+    {
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    }
+    let missing = Command::new("/nonexistent/program");
+    let error = count_command(
+        &backend.backend,
+        &events,
+        missing,
+        &OpenOptions::ungrouped(),
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
+}
+
+#[test]
+fn a_per_cpu_backend_says_it_cannot_follow_a_command() {
+    let context = Context::new(None, Some("p6")).unwrap();
+    let Some(model) = counterhal::registration("pctr").unwrap().model else {
+        panic!("pctr has a device model");
+    };
+    let pctr = model(&context).unwrap();
+    let event = pctr.resolve("cycles").unwrap();
+    let error = count_command(
+        &pctr,
+        &[event],
+        Command::new("/bin/true"),
+        &OpenOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+    assert!(error.hint().unwrap().contains("AllCpus"), "{error}");
+}
