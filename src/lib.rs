@@ -70,6 +70,7 @@ pub use counterhal_time as time;
 mod attach;
 #[cfg(unix)]
 mod command;
+pub mod listing;
 pub mod prelude;
 pub mod region;
 pub mod registry;
@@ -78,6 +79,7 @@ mod set;
 pub use attach::{Attach, MultiSet, online_cpus};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, count_command};
+pub use listing::{Listed, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use set::{EventSetBuilder, Query, query};

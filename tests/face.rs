@@ -2,6 +2,7 @@
 //! move between threads, event sets built one event at a time, and questions about one name.
 
 use counterhal::prelude::*;
+use counterhal::{Section, list_events};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -122,4 +123,41 @@ fn a_query_says_whether_a_name_exists_and_counts_here() {
     if let Err(why) = &cycles.countable {
         assert!(!why.message().is_empty());
     }
+}
+
+#[test]
+fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
+    let backend = backend_or_skip!();
+    let listed = list_events(&backend.context, Ok(&backend.backend), "");
+    let faults = listed.iter().find(|l| l.name == "page-faults").unwrap();
+    assert_eq!(faults.section, Section::Software);
+    assert!(faults.usable, "{faults:?}");
+    assert!(faults.encoding.as_deref().is_some_and(|e| !e.is_empty()));
+    // Sections come in order, and every unusable event says why.
+    assert!(listed.windows(2).all(|w| w[0].section <= w[1].section));
+    for entry in listed.iter().filter(|l| !l.usable) {
+        assert!(entry.reason.is_some(), "{entry:?}");
+    }
+    // A derived preset shows its terms joined by their signs.
+    if let Some(derived) = listed.iter().find(|l| {
+        l.section == Section::Preset
+            && l.encoding
+                .as_deref()
+                .is_some_and(|e| e.contains(" + ") || e.contains(" - "))
+    }) {
+        assert!(backend.resolve(&derived.name).unwrap().is_derived());
+    }
+    let filtered = list_events(&backend.context, Ok(&backend.backend), "PAGE-FAULT");
+    assert!(!filtered.is_empty());
+    assert!(
+        filtered
+            .iter()
+            .all(|l| l.name.to_ascii_lowercase().contains("page-fault")
+                || l.description.to_ascii_lowercase().contains("page-fault"))
+    );
+    let none = list_events::<AnyBackend>(&backend.context, Err("no backend works here"), "");
+    assert!(
+        none.iter()
+            .all(|l| !l.usable && l.reason.as_deref() == Some("no backend works here"))
+    );
 }

@@ -4,8 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::hal::{Countable, GeneralizedEvent, Preset, countable_form};
-use counterhal::{AnyBackend, Backend, Context, Registration, Target};
+use counterhal::{AnyBackend, Backend, Listed, Registration, list_events};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -24,111 +23,6 @@ pub struct ListArgs {
     json: bool,
     /// Only events whose name or description contains this (case-insensitive).
     pattern: Option<String>,
-}
-
-/// One listed event.
-struct Entry {
-    section: &'static str,
-    name: String,
-    description: String,
-    usable: Option<bool>,
-    reason: Option<String>,
-}
-
-fn usability(backend: Option<&AnyBackend>, name: &str) -> (Option<bool>, Option<String>) {
-    let Some(backend) = backend else {
-        return (Some(false), Some("the backend cannot be used here".into()));
-    };
-    let countable = backend
-        .resolve(name)
-        .and_then(|event| countable_form(backend, &event, &Target::ThisThread));
-    match countable {
-        Ok(Countable {
-            kernel_refused: None,
-            ..
-        }) => (Some(true), None),
-        Ok(Countable {
-            event,
-            kernel_refused: Some(refused),
-        }) => (
-            Some(true),
-            Some(format!(
-                "counts user space only here, as {}: {}",
-                event.name,
-                refused.hint().unwrap_or(refused.message())
-            )),
-        ),
-        Err(e) => (Some(false), Some(e.to_string())),
-    }
-}
-
-fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Vec<Entry> {
-    let matches = |name: &str, description: &str| {
-        pattern.is_empty()
-            || name.to_ascii_lowercase().contains(pattern)
-            || description.to_ascii_lowercase().contains(pattern)
-    };
-    let mut entries = Vec::new();
-    for event in GeneralizedEvent::all() {
-        let (section, description) = match event {
-            GeneralizedEvent::Hardware(_) => ("hardware", "perf generalized hardware event"),
-            GeneralizedEvent::Software(_) => ("software", "perf software event"),
-            GeneralizedEvent::Cache(_) => ("cache", "perf generalized cache event"),
-            GeneralizedEvent::Preset(p) => ("preset", p.description()),
-        };
-        let name = event.name().into_owned();
-        if !matches(&name, description) {
-            continue;
-        }
-        let (usable, reason) = usability(backend, &name);
-        entries.push(Entry {
-            section,
-            name,
-            description: description.into(),
-            usable,
-            reason,
-        });
-    }
-    debug_assert!(Preset::ALL.len() > 20);
-    if let Some(model) = context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))
-    {
-        for event in model.events() {
-            let (name, description) = (event.name.clone(), event.description.clone());
-            if matches(&name, &description) {
-                let (usable, reason) = usability(backend, &name);
-                entries.push(Entry {
-                    section: "native",
-                    name,
-                    description,
-                    usable,
-                    reason,
-                });
-            }
-        }
-    }
-    if let Some(backend) = backend {
-        for (name, description) in backend.own_events() {
-            if matches(&name, &description) {
-                // Backend-specific names are listed from what the OS exposes: resolvable means
-                // usable; opening thousands of tracepoints here would only slow the listing.
-                let (usable, reason) = match backend.resolve(&name) {
-                    Ok(_) => (Some(true), None),
-                    Err(e) => (Some(false), Some(e.to_string())),
-                };
-                entries.push(Entry {
-                    section: "backend",
-                    name,
-                    description,
-                    usable,
-                    reason,
-                });
-            }
-        }
-    }
-    entries
 }
 
 /// Runs `counterhal list`.
@@ -152,16 +46,22 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             (first, reason)
         }
     };
-    let pattern = args.pattern.as_deref().unwrap_or("").to_ascii_lowercase();
-    let entries = collect(&context, backend.as_ref(), &pattern);
+    let pattern = args.pattern.as_deref().unwrap_or("");
+    let entries: Vec<Listed> = match &backend {
+        Some(backend) => list_events(&context, Ok(backend), pattern),
+        None => {
+            list_events::<AnyBackend>(&context, Err("the backend cannot be used here"), pattern)
+        }
+    };
     if args.json {
         let array: Vec<_> = entries
             .iter()
             .map(|e| {
                 json!({
-                    "section": e.section,
+                    "section": e.section.name(),
                     "name": e.name,
                     "description": e.description,
+                    "encoding": e.encoding,
                     "backend": backend.as_ref().map(|b| b.label()),
                     "usable": e.usable,
                     "reason": e.reason,
@@ -186,20 +86,16 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         out,
         "events for {label}, CPU model {model} (* = usable here)"
     );
-    let mut section = "";
+    let mut section = None;
     for entry in &entries {
-        if entry.section != section {
-            section = entry.section;
-            _ = writeln!(out, "\n{section}:");
+        if section != Some(entry.section) {
+            section = Some(entry.section);
+            _ = writeln!(out, "\n{}:", entry.section.name());
         }
-        let mark = match entry.usable {
-            Some(true) => "*",
-            Some(false) => " ",
-            None => "?",
-        };
+        let mark = if entry.usable { "*" } else { " " };
         _ = writeln!(out, "  {mark} {:<40} {}", entry.name, entry.description);
     }
-    let usable = entries.iter().filter(|e| e.usable == Some(true)).count();
+    let usable = entries.iter().filter(|e| e.usable).count();
     _ = writeln!(
         out,
         "\n{} events listed, {usable} usable here",

@@ -1,0 +1,192 @@
+//! The events a backend offers here, as `counterhal list` shows them and a tool lists them
+//! (PAPI's `papi_avail` and `papi_native_avail`, libpfm4's `showevtinfo`): by section, with
+//! the encoding each name resolves to and whether this process can count it, and why not.
+
+use counterhal_hal::{
+    Backend, Countable, GeneralizedEvent, ResolvedEvent, Sign, Target, countable_form,
+};
+
+use crate::Context;
+
+/// Where a listed event comes from.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Section {
+    /// perf's generalized hardware events (`cycles`, `instructions`, ...).
+    Hardware,
+    /// perf's software events (`task-clock`, `page-faults`, ...).
+    Software,
+    /// perf's generalized cache events (`L1-dcache-load-misses`, ...).
+    Cache,
+    /// PAPI's presets (`PAPI_TOT_CYC`, ...).
+    Preset,
+    /// The CPU model's own events, from the event database.
+    Native,
+    /// Names only this backend knows, from what the OS exposes (tracepoints, dynamic PMUs).
+    Backend,
+}
+
+impl Section {
+    /// The section's name as the command prints it: `hardware`, `software`, `cache`,
+    /// `preset`, `native`, `backend`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Hardware => "hardware",
+            Section::Software => "software",
+            Section::Cache => "cache",
+            Section::Preset => "preset",
+            Section::Native => "native",
+            Section::Backend => "backend",
+        }
+    }
+}
+
+/// One event as listed.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// Where it comes from.
+    pub section: Section,
+    /// Its canonical name.
+    pub name: String,
+    /// What it counts, in a few words (empty where the source gives none).
+    pub description: String,
+    /// What the name resolves to on the backend (derived events as `A + B` or `A - B`);
+    /// `None` where it does not resolve there.
+    pub encoding: Option<String>,
+    /// Whether this process can count it for its own thread here.
+    pub usable: bool,
+    /// Why it cannot be counted, or how it is counted instead (user space only where the OS
+    /// refuses counting the kernel).
+    pub reason: Option<String>,
+}
+
+/// `event`'s encoding on one line: its natives joined by their signs.
+pub fn encoding_text(event: &ResolvedEvent) -> String {
+    let mut text = String::new();
+    for (i, term) in event.terms.iter().enumerate() {
+        match (i, term.sign) {
+            (0, Sign::Plus) => {}
+            (0, Sign::Minus) => text.push('-'),
+            (_, Sign::Plus) => text.push_str(" + "),
+            (_, Sign::Minus) => text.push_str(" - "),
+        }
+        text.push_str(&term.request.encoding.to_string());
+    }
+    text
+}
+
+/// Every event `backend` offers under `context`'s CPU model whose name or description
+/// contains `pattern` (case-insensitive; empty: every event), in section order. Without a
+/// backend (none works here) the events are listed unusable, with `unusable` as the reason.
+///
+/// Telling whether an event is usable opens it for the calling thread and closes it at once;
+/// a backend's own names (thousands of tracepoints) are marked usable when they resolve,
+/// without opening them.
+pub fn list_events<B: Backend + ?Sized>(
+    context: &Context,
+    backend: Result<&B, &str>,
+    pattern: &str,
+) -> Vec<Listed> {
+    let pattern = pattern.to_ascii_lowercase();
+    let matches = |name: &str, description: &str| {
+        pattern.is_empty()
+            || name.to_ascii_lowercase().contains(&pattern)
+            || description.to_ascii_lowercase().contains(&pattern)
+    };
+    let mut listed = Vec::new();
+    for event in GeneralizedEvent::all() {
+        let (section, description) = match event {
+            GeneralizedEvent::Hardware(_) => (Section::Hardware, "perf generalized hardware event"),
+            GeneralizedEvent::Software(_) => (Section::Software, "perf software event"),
+            GeneralizedEvent::Cache(_) => (Section::Cache, "perf generalized cache event"),
+            GeneralizedEvent::Preset(p) => (Section::Preset, p.description()),
+        };
+        let name = event.name().into_owned();
+        if matches(&name, description) {
+            listed.push(entry(backend, section, name, description.into(), true));
+        }
+    }
+    if let Some(model) = context
+        .model
+        .as_deref()
+        .and_then(|id| context.database.model(id))
+    {
+        for event in model.events() {
+            if matches(&event.name, &event.description) {
+                let (name, description) = (event.name.clone(), event.description.clone());
+                listed.push(entry(backend, Section::Native, name, description, true));
+            }
+        }
+    }
+    if let Ok(backend) = backend {
+        for (name, description) in backend.own_events() {
+            if matches(&name, &description) {
+                listed.push(entry(
+                    Ok(backend),
+                    Section::Backend,
+                    name,
+                    description,
+                    false,
+                ));
+            }
+        }
+    }
+    listed
+}
+
+/// One listed event: resolved, and (when `open` says so) opened to tell whether it counts.
+fn entry<B: Backend + ?Sized>(
+    backend: Result<&B, &str>,
+    section: Section,
+    name: String,
+    description: String,
+    open: bool,
+) -> Listed {
+    let mut listed = Listed {
+        section,
+        name,
+        description,
+        encoding: None,
+        usable: false,
+        reason: None,
+    };
+    let backend = match backend {
+        Ok(backend) => backend,
+        Err(unusable) => {
+            listed.reason = Some(unusable.to_string());
+            return listed;
+        }
+    };
+    let event = match backend.resolve(&listed.name) {
+        Ok(event) => event,
+        Err(e) => {
+            listed.reason = Some(e.to_string());
+            return listed;
+        }
+    };
+    listed.encoding = Some(encoding_text(&event));
+    if !open {
+        listed.usable = true;
+        return listed;
+    }
+    match countable_form(backend, &event, &Target::ThisThread) {
+        Ok(Countable {
+            kernel_refused: None,
+            ..
+        }) => listed.usable = true,
+        Ok(Countable {
+            event,
+            kernel_refused: Some(refused),
+        }) => {
+            listed.usable = true;
+            listed.reason = Some(format!(
+                "counts user space only here, as {}: {}",
+                event.name,
+                refused.hint().unwrap_or(refused.message())
+            ));
+        }
+        Err(e) => listed.reason = Some(e.to_string()),
+    }
+    listed
+}
