@@ -653,7 +653,7 @@ impl LinuxBackend {
         let pages = pages.into_iter().collect::<Option<Vec<_>>>()?;
         Some(SelfMonitor {
             pages,
-            thread: std::thread::current().id(),
+            thread: crate::group::this_thread(),
         })
     }
 }

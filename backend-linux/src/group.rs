@@ -50,6 +50,15 @@ pub(crate) fn rdpmc_allowed(opener: ThreadId, reader: ThreadId) -> bool {
     opener == reader
 }
 
+/// The calling thread's id, kept per thread so a read asks for it without the reference
+/// count `std::thread::current()` takes.
+pub(crate) fn this_thread() -> ThreadId {
+    thread_local! {
+        static ID: ThreadId = std::thread::current().id();
+    }
+    ID.with(|id| *id)
+}
+
 /// Counters opened by [`crate::LinuxBackend`]: one or more kernel groups (one when grouped on
 /// one PMU; one per core PMU on hybrid CPUs; one per event when ungrouped), enabled, disabled,
 /// reset and read together. Readings are matched to events by the kernel's event id.
@@ -69,6 +78,7 @@ pub struct LinuxGroup {
 /// [`ErrorKind::NotCounted`] for a zero-byte read (a pinned group in error state);
 /// [`ErrorKind::Other`] when the record is short, its count differs from the group's, or an id
 /// is unknown.
+#[inline]
 pub(crate) fn parse_group_read(
     words: &[u64],
     bytes: usize,
@@ -76,25 +86,13 @@ pub(crate) fn parse_group_read(
     slots: &[usize],
     readings: &mut [Reading],
 ) -> Result<()> {
-    if bytes == 0 {
-        return Err(not_counted());
-    }
     let n = ids.len();
-    let needed = (3 + 2 * n) * 8;
-    if bytes < needed || words.len() < 3 + 2 * n {
-        return Err(Error::new(
-            ErrorKind::Other,
-            format!("group read returned {bytes} bytes, expected {needed}"),
-        ));
-    }
-    if words[0] != n as u64 {
-        return Err(Error::new(
-            ErrorKind::Other,
-            format!("group read reports {} events, the group has {n}", words[0]),
-        ));
+    let needed = 3 + 2 * n;
+    if bytes < needed * 8 || words.len() < needed || words[0] != n as u64 {
+        return Err(malformed_group_read(words, bytes, n));
     }
     let (time_enabled, time_running) = (words[1], words[2]);
-    let pairs = words[3..3 + 2 * n].chunks_exact(2);
+    let pairs = words[3..needed].chunks_exact(2);
     for ((pair, &expected), &slot) in pairs.zip(ids).zip(slots) {
         let (value, id) = (pair[0], pair[1]);
         // The kernel lists the leader then members in attach order, so position k usually
@@ -105,10 +103,7 @@ pub(crate) fn parse_group_read(
             slot_of(id, ids, slots).ok_or_else(|| unknown_id(id))?
         };
         let Some(out) = readings.get_mut(slot) else {
-            return Err(Error::new(
-                ErrorKind::Other,
-                format!("event slot {slot} outside the readings"),
-            ));
+            return Err(slot_outside(slot));
         };
         *out = Reading {
             value,
@@ -117,6 +112,42 @@ pub(crate) fn parse_group_read(
         };
     }
     Ok(())
+}
+
+/// Why a group read of `bytes` bytes in `words` is not a record of `n` events.
+#[cold]
+#[inline(never)]
+fn malformed_group_read(words: &[u64], bytes: usize, n: usize) -> Error {
+    let needed = (3 + 2 * n) * 8;
+    if bytes == 0 {
+        return not_counted();
+    }
+    if bytes < needed || words.len() < 3 + 2 * n {
+        return Error::new(
+            ErrorKind::Other,
+            format!("group read returned {bytes} bytes, expected {needed}"),
+        );
+    }
+    Error::new(
+        ErrorKind::Other,
+        format!("group read reports {} events, the group has {n}", words[0]),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn slot_outside(slot: usize) -> Error {
+    Error::new(
+        ErrorKind::Other,
+        format!("event slot {slot} outside the readings"),
+    )
+}
+
+/// The error of a failed `read` of a counter.
+#[cold]
+#[inline(never)]
+fn read_error(errno: i32, facts: &SystemFacts) -> Error {
+    map_errno(errno, Operation::Read, facts)
 }
 
 #[cold]
@@ -304,7 +335,7 @@ impl LinuxGroup {
         let Some(monitor) = &self.self_monitor else {
             return false;
         };
-        if !rdpmc_allowed(monitor.thread, std::thread::current().id()) {
+        if !rdpmc_allowed(monitor.thread, this_thread()) {
             return false;
         }
         for (page, out) in monitor.pages.iter().zip(readings.iter_mut()) {
@@ -316,7 +347,24 @@ impl LinuxGroup {
         true
     }
 
+    /// Reads through the kernel: one `read` for the common case of one kernel group read as
+    /// a group (kept small and inline: the read path of every grouped set), else each group.
+    #[inline]
     fn read_kernel(&mut self, readings: &mut [Reading]) -> Result<()> {
+        if let [group] = self.groups.as_slice()
+            && group.format == ReadFormat::Group
+        {
+            let bytes = match sys::read_words(group.fds[0].as_fd(), &mut self.buffer) {
+                Ok(bytes) => bytes,
+                Err(errno) => return Err(read_error(errno, &self.facts)),
+            };
+            return parse_group_read(&self.buffer, bytes, &group.ids, &group.slots, readings);
+        }
+        self.read_each_kernel_group(readings)
+    }
+
+    /// Reads each kernel group (several PMUs, or events opened one by one).
+    fn read_each_kernel_group(&mut self, readings: &mut [Reading]) -> Result<()> {
         let LinuxGroup {
             groups,
             buffer,
@@ -364,7 +412,7 @@ impl Group for LinuxGroup {
     #[inline]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.names.len(), readings.len())?;
-        if self.read_self_monitored(readings) {
+        if self.self_monitor.is_some() && self.read_self_monitored(readings) {
             return Ok(());
         }
         self.read_kernel(readings)

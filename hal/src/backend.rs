@@ -286,6 +286,7 @@ impl<G: Group + ?Sized> Group for Box<G> {
     fn reset(&mut self) -> Result<()> {
         (**self).reset()
     }
+    #[inline]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         (**self).read(readings)
     }
@@ -296,15 +297,23 @@ impl<G: Group + ?Sized> Group for Box<G> {
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`] when `got < needed`.
+#[inline]
 pub fn check_buffer(what: &str, needed: usize, got: usize) -> Result<()> {
     if got < needed {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("{what} buffer holds {got} entries but the group has {needed} events"),
-        )
-        .with_hint(format!("pass a slice of at least {needed} entries")));
+        return Err(short_buffer(what, needed, got));
     }
     Ok(())
+}
+
+/// The error of [`check_buffer`], out of the read path.
+#[cold]
+#[inline(never)]
+fn short_buffer(what: &str, needed: usize, got: usize) -> Error {
+    Error::new(
+        ErrorKind::InvalidInput,
+        format!("{what} buffer holds {got} entries but the group has {needed} events"),
+    )
+    .with_hint(format!("pass a slice of at least {needed} entries"))
 }
 
 /// A performance counter backend: turns event names into encodings and opens groups of them.

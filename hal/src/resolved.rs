@@ -227,6 +227,9 @@ pub struct EventSet<G> {
     group: G,
     events: Vec<ResolvedEvent>,
     native: Vec<Reading>,
+    /// Whether every event is one added native term, so the group's readings are the
+    /// events' readings as they are (the read path then neither copies nor combines).
+    all_native: bool,
 }
 
 impl<G: Group> EventSet<G> {
@@ -249,10 +252,14 @@ impl<G: Group> EventSet<G> {
             .collect();
         let group = backend.open(&requests, target, options)?;
         let native = vec![Reading::default(); requests.len()];
+        let all_native = events
+            .iter()
+            .all(|e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus));
         Ok(Self {
             group,
             events,
             native,
+            all_native,
         })
     }
 
@@ -294,8 +301,12 @@ impl<G: Group> Group for EventSet<G> {
         self.group.reset()
     }
 
+    #[inline]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.events.len(), readings.len())?;
+        if self.all_native {
+            return self.group.read(&mut readings[..self.events.len()]);
+        }
         self.group.read(&mut self.native)?;
         let mut next = 0;
         for (event, out) in self.events.iter().zip(readings.iter_mut()) {

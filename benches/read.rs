@@ -1,0 +1,297 @@
+//! The cost of reading a 4-event group, measured interleaved in one process pinned to one
+//! CPU: the facade's path (`open_default` + `open_named`, then `read`), `LinuxGroup::read`,
+//! `PAPI_read` (libpapi, loaded into this process through a small C shim) and perf-event2's
+//! `Group::read`, each against a bare `read(2)` of a group of the same four events.
+//! `cargo bench --bench read`.
+//!
+//! Each round times every contender over the same number of calls, with the bare `read`
+//! timed before and after; a contender's ratio in a round is its time over the mean of those
+//! two. The result is the median of the per-round ratios (these machines are noisy: one
+//! round's ratio means little, the median of many is steadier), with the spread. A control
+//! (the bare read timed as a contender) shows how far from 1.000x the method itself lands.
+
+#[cfg(target_os = "linux")]
+mod bench {
+    use std::hint::black_box;
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+    use std::time::Instant;
+
+    use counterhal::linux::{LinuxBackend, LinuxGroup};
+    use counterhal::prelude::*;
+
+    /// The four software events every contender counts.
+    const EVENTS: [&str; 4] = [
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+    ];
+    /// Calls per contender per round.
+    const CALLS: u32 = 2_000;
+    /// Rounds.
+    const ROUNDS: usize = 301;
+
+    /// One bare `read(2)` of `fd` into `words`.
+    #[inline]
+    fn raw_read(fd: BorrowedFd<'_>, words: &mut [u64]) -> isize {
+        let len = std::mem::size_of_val(words);
+        // SAFETY: `words` is valid for writes of `len` bytes and `fd` is open for the call.
+        unsafe { libc::read(fd.as_raw_fd(), words.as_mut_ptr().cast(), len) }
+    }
+
+    /// Pins this thread to the CPU it runs on, so every contender reads on the same CPU.
+    fn pin() -> Option<usize> {
+        // SAFETY: sched_getcpu takes no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        let cpu = usize::try_from(cpu).ok()?;
+        // SAFETY: an all-zero cpu_set_t is an empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `cpu` is below CPU_SETSIZE on any machine sched_getcpu reported it on.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        // SAFETY: `set` is a live cpu_set_t of the size passed.
+        let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+        (rc == 0).then_some(cpu)
+    }
+
+    /// Nanoseconds per call of `f` over [`CALLS`] calls.
+    fn per_call(f: &mut dyn FnMut()) -> f64 {
+        let start = Instant::now();
+        for _ in 0..CALLS {
+            f();
+        }
+        start.elapsed().as_nanos() as f64 / f64::from(CALLS)
+    }
+
+    /// One way of reading, timed as a contender.
+    type Contender<'a> = Box<dyn FnMut() + 'a>;
+
+    /// PAPI loaded into this process: a C shim built against libpapi, opened with `dlopen`.
+    struct Papi {
+        read: extern "C" fn() -> i32,
+    }
+
+    const SHIM: &str = r#"
+#include <papi.h>
+#include <stdio.h>
+static int set = PAPI_NULL;
+static long long values[4];
+static const char *names[4] = {"perf::TASK-CLOCK", "perf::PAGE-FAULTS",
+                               "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"};
+int shim_open(char *why, int len) {
+    if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT) {
+        snprintf(why, len, "PAPI_library_init failed"); return -1; }
+    if (PAPI_create_eventset(&set) != PAPI_OK) { snprintf(why, len, "no event set"); return -1; }
+    for (int i = 0; i < 4; i++) {
+        int rc = PAPI_add_named_event(set, names[i]);
+        if (rc != PAPI_OK) {
+            const PAPI_component_info_t *c = PAPI_get_component_info(0);
+            snprintf(why, len, "cannot add %s: %s (component %s%s%s)", names[i], PAPI_strerror(rc),
+                     c ? c->name : "?", c && c->disabled ? ": " : "",
+                     c && c->disabled ? c->disabled_reason : "");
+            return -1;
+        }
+    }
+    if (PAPI_start(set) != PAPI_OK) { snprintf(why, len, "PAPI_start failed"); return -1; }
+    return 0;
+}
+int shim_read(void) { return PAPI_read(set, values); }
+"#;
+
+    impl Papi {
+        /// Builds the shim and loads it, or says why not.
+        fn load() -> Result<Papi, String> {
+            let dir = std::env::temp_dir().join(format!("counterhal-bench-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let (source, library) = (dir.join("shim.c"), dir.join("libshim.so"));
+            std::fs::write(&source, SHIM).map_err(|e| e.to_string())?;
+            let built = std::process::Command::new("cc")
+                .args(["-O2", "-shared", "-fPIC", "-o"])
+                .arg(&library)
+                .arg(&source)
+                .arg("-lpapi")
+                .output()
+                .map_err(|e| format!("no C compiler: {e}"))?;
+            if !built.status.success() {
+                return Err(format!(
+                    "cannot build against libpapi (install libpapi-dev): {}",
+                    String::from_utf8_lossy(&built.stderr)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                ));
+            }
+            let path = std::ffi::CString::new(library.as_os_str().as_encoded_bytes())
+                .map_err(|e| e.to_string())?;
+            // SAFETY: `path` is a NUL-terminated string that lives across the call.
+            let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
+            let _ = std::fs::remove_dir_all(&dir);
+            if handle.is_null() {
+                return Err("dlopen of the PAPI shim failed".into());
+            }
+            let symbol = |name: &std::ffi::CStr| {
+                // SAFETY: `handle` is a live handle and `name` a NUL-terminated string.
+                let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
+                (!address.is_null()).then_some(address)
+            };
+            let (Some(open), Some(read)) = (symbol(c"shim_open"), symbol(c"shim_read")) else {
+                return Err("the PAPI shim lacks its functions".into());
+            };
+            // SAFETY: the shim defines these symbols with exactly these C signatures.
+            let open: extern "C" fn(*mut libc::c_char, libc::c_int) -> libc::c_int =
+                unsafe { std::mem::transmute(open) };
+            // SAFETY: as above.
+            let read: extern "C" fn() -> i32 = unsafe { std::mem::transmute(read) };
+            let mut why = [0 as libc::c_char; 256];
+            if open(why.as_mut_ptr(), why.len() as libc::c_int) != 0 {
+                // SAFETY: the shim wrote a NUL-terminated message within `why`.
+                let text = unsafe { std::ffi::CStr::from_ptr(why.as_ptr()) };
+                return Err(text.to_string_lossy().into_owned());
+            }
+            Ok(Papi { read })
+        }
+    }
+
+    /// The median and the spread (lowest, highest) of `ratios`.
+    fn summary(ratios: &mut [f64]) -> (f64, f64, f64) {
+        ratios.sort_by(f64::total_cmp);
+        (
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+        )
+    }
+
+    pub fn run() {
+        let cpu = pin();
+        let chosen = open_default(None).expect("a backend works here");
+        let mut facade = chosen
+            .open_named(&EVENTS, &Target::ThisThread, &OpenOptions::default())
+            .expect("the four software events open");
+        facade.enable().unwrap();
+
+        let db = chosen.context.database.clone();
+        let linux: LinuxBackend = counterhal::linux::probe(db, None).unwrap();
+        let requests: Vec<_> = EVENTS
+            .iter()
+            .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)
+            .collect();
+        let mut group: LinuxGroup = linux
+            .open(&requests, &Target::ThisThread, &OpenOptions::default())
+            .unwrap();
+        group.enable().unwrap();
+        // The bare read's group: the same four events as LinuxGroup's, its leader's
+        // descriptor duplicated so both can be borrowed at once.
+        let leader: OwnedFd = group
+            .leader_fds()
+            .next()
+            .unwrap()
+            .try_clone_to_owned()
+            .unwrap();
+
+        let mut pe2 = perf_event::Group::new().unwrap();
+        use perf_event::events::Software;
+        let pe2_counters: Vec<perf_event::Counter> = [
+            Software::TASK_CLOCK,
+            Software::PAGE_FAULTS,
+            Software::CONTEXT_SWITCHES,
+            Software::CPU_MIGRATIONS,
+        ]
+        .into_iter()
+        .map(|event| pe2.add(&perf_event::Builder::new(event)).unwrap())
+        .collect();
+        pe2.enable().unwrap();
+
+        let papi = Papi::load();
+        if let Err(why) = &papi {
+            println!("PAPI_read not compared: {why}");
+        }
+
+        let mut readings = [Reading::default(); 4];
+        let mut facade_readings = [Reading::default(); 4];
+        let mut words = [0u64; 3 + 2 * 4];
+        let mut raw = || {
+            black_box(raw_read(leader.as_fd(), black_box(&mut words)));
+        };
+        let again = leader.try_clone().unwrap();
+        let mut again_words = [0u64; 3 + 2 * 4];
+        let mut contenders: Vec<(&str, Contender<'_>)> = vec![
+            (
+                "control: the bare read() again",
+                Box::new(|| {
+                    black_box(raw_read(again.as_fd(), black_box(&mut again_words)));
+                }),
+            ),
+            (
+                "facade (open_default + open_named, read)",
+                Box::new(|| facade.read(black_box(&mut facade_readings)).unwrap()),
+            ),
+            (
+                "LinuxGroup::read",
+                Box::new(|| group.read(black_box(&mut readings)).unwrap()),
+            ),
+            (
+                "perf-event2 Group::read",
+                Box::new(|| {
+                    black_box(pe2.read().unwrap());
+                }),
+            ),
+        ];
+        if let Ok(papi) = &papi {
+            let read = papi.read;
+            contenders.push((
+                "PAPI_read",
+                Box::new(move || {
+                    black_box(read());
+                }),
+            ));
+        }
+        // Warm every path up once.
+        per_call(&mut raw);
+        for (_, f) in &mut contenders {
+            per_call(f.as_mut());
+        }
+        let mut ratios = vec![Vec::with_capacity(ROUNDS); contenders.len()];
+        let mut raw_ns = Vec::with_capacity(ROUNDS);
+        for round in 0..ROUNDS {
+            // Alternate the order each round, so no contender always follows the same one.
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..contenders.len()).collect()
+            } else {
+                (0..contenders.len()).rev().collect()
+            };
+            for i in order {
+                let before = per_call(&mut raw);
+                let ours = per_call(contenders[i].1.as_mut());
+                let after = per_call(&mut raw);
+                let base = (before + after) / 2.0;
+                ratios[i].push(ours / base);
+                raw_ns.push(base);
+            }
+        }
+        raw_ns.sort_by(f64::total_cmp);
+        println!(
+            "4-event group, {ROUNDS} rounds of {CALLS} calls, pinned to CPU {}; bare read() median {:.1} ns",
+            cpu.map_or("(not pinned)".into(), |c| c.to_string()),
+            raw_ns[raw_ns.len() / 2]
+        );
+        for ((name, _), ratios) in contenders.iter().zip(&mut ratios) {
+            let (median, low, high) = summary(ratios);
+            let target = if name.starts_with("facade") || name.starts_with("LinuxGroup") {
+                " (target <= 1.02x)"
+            } else {
+                ""
+            };
+            println!(
+                "{name:<42} median {median:.3}x a bare read(){target}, rounds {low:.3}-{high:.3}x"
+            );
+        }
+        drop(pe2_counters);
+    }
+}
+
+fn main() {
+    #[cfg(target_os = "linux")]
+    bench::run();
+    #[cfg(not(target_os = "linux"))]
+    println!("the read benchmark runs on Linux only (it compares with a bare perf read)");
+}
