@@ -7,7 +7,11 @@
 /// of the time it is enabled. [`Reading::scaled`] extrapolates the value to the whole enabled
 /// time; it is an estimate, and it is `None` when the event never ran. The raw fields are never
 /// altered: readings never lie.
+///
+/// Its layout is C's `struct { uint64_t value, time_enabled, time_running; }` (the C API's
+/// `counterhal_reading_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
 pub struct Reading {
     /// The counter's value (events counted while running).
     pub value: u64,

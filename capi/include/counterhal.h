@@ -1,0 +1,133 @@
+/*
+ * counterhal.h: the C API of counterhal, hardware performance counters behind one interface
+ * (Linux perf_event_open, OpenBSD /dev/pctr, raw x86 MSRs). Link with -lcounterhal
+ * (pkg-config --cflags --libs counterhal). C99 and C++.
+ *
+ * Errors: every int-returning function returns COUNTERHAL_OK (0) or a value >= 0 on success
+ * and a negative COUNTERHAL_E* code on failure; counterhal_last_error() then gives this
+ * thread's message with its hint. A NULL pointer argument or a buffer shorter than the set is
+ * an error (COUNTERHAL_EINVAL), never a crash, and no failure inside counterhal crosses this
+ * boundary as anything but a code (COUNTERHAL_EINTERNAL).
+ *
+ * Threads: a counterhal_t may be used from several threads at once (counterhal_list's results
+ * excepted: they live until the next counterhal_list on that handle). A counterhal_set_t is
+ * used by one thread at a time; it may move between threads. A set made with
+ * counterhal_set_create counts the thread that calls counterhal_set_start. Closing a handle
+ * with sets still alive is allowed: each set keeps what it needs until destroyed.
+ * counterhal_last_error() is per thread.
+ */
+#ifndef COUNTERHAL_H
+#define COUNTERHAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: stable numbers, one per cause. */
+#define COUNTERHAL_OK 0
+#define COUNTERHAL_EINVAL (-1)     /* NULL argument, short buffer, bad target or string */
+#define COUNTERHAL_EEVENT (-2)     /* unknown event name or bad modifier */
+#define COUNTERHAL_ENOSUPP (-3)    /* this machine, OS or backend cannot do it */
+#define COUNTERHAL_EPERM (-4)      /* refused for lack of privilege */
+#define COUNTERHAL_ECNTR (-5)      /* more events than free counters */
+#define COUNTERHAL_ENODEV (-6)     /* the backend's device or driver is missing */
+#define COUNTERHAL_EBUSY (-7)      /* the counters are in use */
+#define COUNTERHAL_ENOENT (-8)     /* no such process, thread or CPU */
+#define COUNTERHAL_ENOCOUNT (-9)   /* a read carried no values */
+#define COUNTERHAL_ELIMIT (-10)    /* a limit of this process (open files) */
+#define COUNTERHAL_ESTATE (-11)    /* wrong state (add while running, read before start) */
+#define COUNTERHAL_EINTERNAL (-12) /* counterhal failed inside: please report */
+#define COUNTERHAL_EOTHER (-13)    /* anything else: see counterhal_last_error() */
+
+/* Where a set counts (counterhal_set_create_for). */
+#define COUNTERHAL_TARGET_THIS_THREAD 0 /* the thread that starts the set */
+#define COUNTERHAL_TARGET_THREAD 1      /* one thread: id = its thread id */
+#define COUNTERHAL_TARGET_PROCESS 2     /* id = a process: every thread it has and creates */
+#define COUNTERHAL_TARGET_ALL_CPUS 3    /* every online CPU */
+#define COUNTERHAL_TARGET_CPUS 4        /* the CPUs of cpus, e.g. "0,2-3" */
+
+typedef struct counterhal counterhal_t;         /* opaque */
+typedef struct counterhal_set counterhal_set_t; /* opaque */
+
+/* One event's reading: its count, and the nanoseconds it was enabled and running. */
+typedef struct {
+    uint64_t value, time_enabled, time_running;
+} counterhal_reading_t;
+
+/* One listed event; the strings live until the next counterhal_list on the handle. */
+typedef struct {
+    const char *section;     /* hardware, software, cache, preset, native, backend */
+    const char *name;        /* the name to add */
+    const char *description; /* a few words, or "" */
+    const char *encoding;    /* what it resolves to here, or NULL */
+    const char *reason;      /* why it is not usable (or how it counts), or NULL */
+    int usable;              /* 1 if this process can count it for itself here */
+} counterhal_event_info_t;
+
+/* Opens the backend named backend ("linux", "msr", "pctr"), or with NULL the first usable. */
+int counterhal_open(counterhal_t **out, const char *backend);
+/* Closes a handle; NULL is a no-op. */
+void counterhal_close(counterhal_t *ch);
+/* The backend's label, and the CPU model names resolve against (NULL if none). */
+const char *counterhal_backend(const counterhal_t *ch);
+const char *counterhal_cpu_model(const counterhal_t *ch);
+
+/* An empty set counting the thread that starts it. */
+int counterhal_set_create(counterhal_t *ch, counterhal_set_t **out);
+/* An empty set counting on a COUNTERHAL_TARGET_* with id or cpus where the kind needs one. */
+int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const char *cpus,
+                              counterhal_set_t **out);
+/* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). */
+int counterhal_set_add(counterhal_set_t *set, const char *event);
+/* How many events the set holds; the name of event index (NULL if out of range). */
+int counterhal_set_size(counterhal_set_t *set);
+const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
+/* Starts counting from zero. */
+int counterhal_set_start(counterhal_set_t *set);
+/* Reads one reading per event into out (n >= the set's size), summed over its places. */
+int counterhal_set_read(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
+/* Stops counting and reads the final counts. */
+int counterhal_set_stop(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
+/* Zeroes the counts. */
+int counterhal_set_reset(counterhal_set_t *set);
+/* How many places (threads, CPUs) the set counts on; each place's readings, one row of
+ * size readings per place, into out[0..n): returns the number of rows. */
+int counterhal_set_targets(counterhal_set_t *set);
+int counterhal_set_read_each(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
+/* Destroys a set; NULL is a no-op. */
+void counterhal_set_destroy(counterhal_set_t *set);
+
+/* The estimate a reading implies (value x enabled / running); 0 if it never ran or NULL. */
+uint64_t counterhal_scaled(const counterhal_reading_t *r);
+/* A code's meaning (static), and this thread's last failure with its hint. */
+const char *counterhal_strerror(int code);
+const char *counterhal_last_error(void); /* this thread's last failure: message and hint */
+
+/* Lists the events whose name or description holds pattern (NULL: all) into out[0..n);
+ * returns how many there are, which may exceed n. out may be NULL when n is 0. */
+int counterhal_list(counterhal_t *ch, const char *pattern, counterhal_event_info_t *out,
+                    size_t n);
+/* COUNTERHAL_OK if event counts here, else why not; writes its encoding into
+ * encoding[0..len) (NUL-terminated) when the name exists. encoding may be NULL if len is 0. */
+int counterhal_query(counterhal_t *ch, const char *event, char *encoding, size_t len);
+
+/* Timers: wall-clock ns, this thread's CPU ns, the TSC where it is a clock (else 0). */
+uint64_t counterhal_real_nsec(void);
+uint64_t counterhal_virt_nsec(void);
+uint64_t counterhal_real_cyc(void);
+
+/* Regions: the events of COUNTERHAL_REGION_EVENTS counted per thread between begin and end,
+ * accumulated by name; the report (COUNTERHAL_REGION_OUTPUT, COUNTERHAL_REGION_FORMAT=table
+ * or json) is written at exit, or now by counterhal_region_report. */
+int counterhal_region_begin(const char *name);
+int counterhal_region_end(const char *name);
+int counterhal_region_report(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COUNTERHAL_H */

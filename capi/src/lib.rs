@@ -1,0 +1,607 @@
+//! counterhal's C API: `libcounterhal.so` and `libcounterhal.a`, declared in
+//! `capi/include/counterhal.h`. See capi/README.md for the functions, the error codes and
+//! the thread-safety rules.
+//!
+//! This module holds what the C functions do, on Rust values; [`sys`] turns the C pointers
+//! into those values and back (the crate's one module with `unsafe` code), and catches every
+//! panic so none crosses into C.
+
+#![deny(unsafe_code)]
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use facade::hal::{BoxedGroup, CpuList, Group, Reading, ResolvedEvent};
+use facade::{Attach, Backend, Chosen, Error, ErrorKind, MultiSet, OpenOptions, Section};
+
+#[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
+mod sys;
+
+/// The C error codes: 0 is success, each error kind has its own negative code. Stable: a
+/// code keeps its number and meaning in every release.
+pub mod code {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// A NULL pointer, a string that is not UTF-8, a buffer shorter than the set, an unknown
+    /// target kind or a malformed CPU list (and `ErrorKind::InvalidInput`).
+    pub const INVALID_ARGUMENT: i32 = -1;
+    /// An unknown event name or a bad modifier.
+    pub const INVALID_EVENT: i32 = -2;
+    /// This machine, OS or backend cannot do it (no such PMU, a target it cannot attach to).
+    pub const UNSUPPORTED: i32 = -3;
+    /// The OS refused for lack of privilege (`perf_event_paranoid`, capabilities, modes).
+    pub const PERMISSION_DENIED: i32 = -4;
+    /// More events, or more constrained events, than free counters.
+    pub const NO_COUNTER: i32 = -5;
+    /// The device or driver the backend needs is missing.
+    pub const DEVICE_MISSING: i32 = -6;
+    /// The counters are in use.
+    pub const BUSY: i32 = -7;
+    /// The process, thread or CPU does not exist.
+    pub const NOT_FOUND: i32 = -8;
+    /// A read carried no values (a pinned group in error state).
+    pub const NOT_COUNTED: i32 = -9;
+    /// A limit of this process was reached (open files).
+    pub const LIMIT_REACHED: i32 = -10;
+    /// The set is in the wrong state for the call (adding to a running set, reading a set
+    /// that was never started, starting a running one).
+    pub const STATE: i32 = -11;
+    /// counterhal failed inside (a caught panic): a bug to report.
+    pub const INTERNAL: i32 = -12;
+    /// Anything else; the last error's message says what.
+    pub const OTHER: i32 = -13;
+
+    /// Every code with its name in the header and its meaning (`counterhal_strerror`), in
+    /// order (the header's list is checked against this by a test).
+    pub const ALL: [(i32, &str, &std::ffi::CStr); 14] = [
+        (OK, "COUNTERHAL_OK", c"success"),
+        (INVALID_ARGUMENT, "COUNTERHAL_EINVAL", c"invalid argument"),
+        (INVALID_EVENT, "COUNTERHAL_EEVENT", c"invalid event"),
+        (UNSUPPORTED, "COUNTERHAL_ENOSUPP", c"not supported here"),
+        (PERMISSION_DENIED, "COUNTERHAL_EPERM", c"permission denied"),
+        (NO_COUNTER, "COUNTERHAL_ECNTR", c"no counter available"),
+        (DEVICE_MISSING, "COUNTERHAL_ENODEV", c"device missing"),
+        (BUSY, "COUNTERHAL_EBUSY", c"counters busy"),
+        (
+            NOT_FOUND,
+            "COUNTERHAL_ENOENT",
+            c"no such process, thread or CPU",
+        ),
+        (NOT_COUNTED, "COUNTERHAL_ENOCOUNT", c"not counted"),
+        (LIMIT_REACHED, "COUNTERHAL_ELIMIT", c"limit reached"),
+        (STATE, "COUNTERHAL_ESTATE", c"wrong state for this call"),
+        (INTERNAL, "COUNTERHAL_EINTERNAL", c"internal error"),
+        (OTHER, "COUNTERHAL_EOTHER", c"other error"),
+    ];
+}
+
+/// The C code for an error kind.
+pub fn code_of(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::InvalidInput => code::INVALID_ARGUMENT,
+        ErrorKind::InvalidEvent => code::INVALID_EVENT,
+        ErrorKind::Unsupported => code::UNSUPPORTED,
+        ErrorKind::PermissionDenied => code::PERMISSION_DENIED,
+        ErrorKind::NoCounterAvailable => code::NO_COUNTER,
+        ErrorKind::DeviceMissing => code::DEVICE_MISSING,
+        ErrorKind::Busy => code::BUSY,
+        ErrorKind::NotFound => code::NOT_FOUND,
+        ErrorKind::NotCounted => code::NOT_COUNTED,
+        ErrorKind::LimitReached => code::LIMIT_REACHED,
+        _ => code::OTHER,
+    }
+}
+
+/// What a C call failed with: its code, and the message for `counterhal_last_error`.
+#[derive(Debug)]
+pub struct Failure {
+    /// The negative code returned.
+    pub code: i32,
+    /// The message with its hint.
+    pub message: String,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        let message = match error.hint() {
+            Some(hint) => format!("{error} (hint: {hint})"),
+            None => error.to_string(),
+        };
+        Failure {
+            code: code_of(error.kind()),
+            message,
+        }
+    }
+}
+
+impl Failure {
+    /// A failure of `code` with `message`.
+    pub fn new(code: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a C call returns: a value, or a failure.
+pub type CResult<T> = std::result::Result<T, Failure>;
+
+thread_local! {
+    /// This thread's last failure, for `counterhal_last_error`.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `failure` as this thread's last error and returns its code.
+fn fail(failure: Failure) -> i32 {
+    let text = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    failure.code
+}
+
+/// A C string kept for as long as the value holding it: the text, or "" where it had a NUL.
+fn c_string(text: &str) -> CString {
+    CString::new(text.replace('\0', " ")).unwrap_or_default()
+}
+
+/// What `counterhal_t` points at.
+pub struct Handle {
+    inner: Arc<Inner>,
+    listing: Mutex<Vec<ListedC>>,
+}
+
+/// The backend and its names, shared with every set made from it (a set outlives a closed
+/// handle safely).
+struct Inner {
+    chosen: Chosen,
+    label: CString,
+    model: Option<CString>,
+}
+
+/// One listed event as C reads it.
+pub struct ListedC {
+    section: CString,
+    name: CString,
+    description: CString,
+    encoding: Option<CString>,
+    reason: Option<CString>,
+    usable: bool,
+}
+
+impl Handle {
+    /// The backend named `backend` (its real device), or the first that works here.
+    pub fn open(backend: Option<&str>) -> CResult<Handle> {
+        let chosen = match backend {
+            None => facade::open_default(None)?,
+            Some(name) => {
+                let registration = facade::registration(name)?;
+                let context = facade::Context::new(None, None)?;
+                let backend = facade::probe(registration, &context)?;
+                Chosen {
+                    backend,
+                    passed_over: Vec::new(),
+                    context,
+                }
+            }
+        };
+        let label = c_string(&chosen.label());
+        let model = chosen.context.model.as_deref().map(c_string);
+        Ok(Handle {
+            inner: Arc::new(Inner {
+                chosen,
+                label,
+                model,
+            }),
+            listing: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Lists the events whose name or description holds `pattern`; keeps them for C.
+    fn list(&self, pattern: &str) -> std::sync::MutexGuard<'_, Vec<ListedC>> {
+        let chosen = &self.inner.chosen;
+        let listed = facade::list_events(&chosen.context, Ok(&chosen.backend), pattern);
+        let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        *kept = listed
+            .into_iter()
+            .map(|l| ListedC {
+                section: c_string(section_name(l.section)),
+                name: c_string(&l.name),
+                description: c_string(&l.description),
+                encoding: l.encoding.as_deref().map(c_string),
+                reason: l.reason.as_deref().map(c_string),
+                usable: l.usable,
+            })
+            .collect();
+        kept
+    }
+
+    /// Whether `event` counts here: `Ok(encoding)` when it does, else why not (with the
+    /// encoding when the name exists).
+    fn query(&self, event: &str) -> (Option<String>, CResult<()>) {
+        let query = facade::query(&self.inner.chosen.backend, event);
+        let encoding = query
+            .event
+            .as_ref()
+            .ok()
+            .map(facade::listing::encoding_text);
+        let usable = query.countable.map(drop).map_err(Failure::from);
+        (encoding, usable)
+    }
+}
+
+/// A section's name.
+fn section_name(section: Section) -> &'static str {
+    section.name()
+}
+
+/// Where a set counts, as C names it.
+pub mod target {
+    /// The thread that starts the set.
+    pub const THIS_THREAD: i32 = 0;
+    /// One thread, by id.
+    pub const THREAD: i32 = 1;
+    /// A process with every thread it has and creates.
+    pub const PROCESS: i32 = 2;
+    /// Every online CPU.
+    pub const ALL_CPUS: i32 = 3;
+    /// The CPUs of a list (`0,2-3`).
+    pub const CPUS: i32 = 4;
+}
+
+/// A set's state.
+enum State {
+    /// Never started, or changed since: nothing open.
+    Idle,
+    /// Counting.
+    Running(MultiSet<BoxedGroup>),
+    /// Stopped: the counters are open and hold their last values.
+    Stopped(MultiSet<BoxedGroup>),
+}
+
+/// What `counterhal_set_t` points at.
+pub struct Set {
+    inner: Arc<Inner>,
+    attach: Attach,
+    events: Vec<ResolvedEvent>,
+    names: Vec<CString>,
+    state: State,
+    scratch: Vec<Reading>,
+}
+
+impl Set {
+    /// An empty set counting on `kind` (a [`target`] constant) with `id` or `cpus`.
+    fn new(handle: &Handle, kind: i32, id: u32, cpus: Option<&str>) -> CResult<Set> {
+        let attach = match kind {
+            target::THIS_THREAD => Attach::ThisThread,
+            target::THREAD => Attach::Thread(id),
+            target::PROCESS => Attach::Process(id),
+            target::ALL_CPUS => Attach::AllCpus,
+            target::CPUS => {
+                let text = cpus.ok_or_else(|| {
+                    Failure::new(
+                        code::INVALID_ARGUMENT,
+                        "COUNTERHAL_TARGET_CPUS needs a CPU list",
+                    )
+                })?;
+                let list: CpuList = text.parse().map_err(Failure::from)?;
+                Attach::Cpus(list)
+            }
+            other => {
+                return Err(Failure::new(
+                    code::INVALID_ARGUMENT,
+                    format!(
+                        "unknown target kind {other}: use a COUNTERHAL_TARGET_* constant (0-4)"
+                    ),
+                ));
+            }
+        };
+        Ok(Set {
+            inner: handle.inner.clone(),
+            attach,
+            events: Vec::new(),
+            names: Vec::new(),
+            state: State::Idle,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Opens `events` on the set's target.
+    fn open(&self, events: &[ResolvedEvent]) -> CResult<MultiSet<BoxedGroup>> {
+        let backend = &self.inner.chosen.backend;
+        Ok(MultiSet::open(
+            backend,
+            events,
+            &self.attach,
+            &OpenOptions::default(),
+        )?)
+    }
+
+    /// Adds `name` if it opens beside the events already in the set; its index.
+    fn add(&mut self, name: &str) -> CResult<i32> {
+        if matches!(self.state, State::Running(_)) {
+            return Err(Failure::new(
+                code::STATE,
+                "the set is running: stop it before adding events",
+            ));
+        }
+        if self.events.iter().any(|e| e.name == name) {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!("`{name}` is in the set already"),
+            ));
+        }
+        let event = self.inner.chosen.backend.resolve(name)?;
+        let mut trial = self.events.clone();
+        trial.push(event);
+        drop(self.open(&trial)?);
+        self.events = trial;
+        self.names.push(c_string(name));
+        self.scratch = vec![Reading::default(); self.events.len()];
+        self.state = State::Idle;
+        i32::try_from(self.events.len() - 1)
+            .map_err(|_| Failure::new(code::LIMIT_REACHED, "too many events in one set"))
+    }
+
+    /// Starts counting from zero.
+    fn start(&mut self) -> CResult<()> {
+        if self.events.is_empty() {
+            return Err(Failure::new(
+                code::STATE,
+                "the set is empty: add events before starting it",
+            ));
+        }
+        let mut counters = match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running(counters) => {
+                self.state = State::Running(counters);
+                return Err(Failure::new(code::STATE, "the set is running already"));
+            }
+            State::Stopped(mut counters) => {
+                counters.reset()?;
+                counters
+            }
+            State::Idle => self.open(&self.events)?,
+        };
+        counters.enable()?;
+        self.state = State::Running(counters);
+        Ok(())
+    }
+
+    /// Reads into `out` (one reading per event): while running, the counts so far; once
+    /// stopped, the counts at the stop.
+    fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
+        let n = self.events.len();
+        if out.len() < n {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!(
+                    "the buffer holds {} readings, the set has {n} events",
+                    out.len()
+                ),
+            ));
+        }
+        match &mut self.state {
+            State::Running(counters) | State::Stopped(counters) => {
+                counters.read(&mut out[..n])?;
+                Ok(())
+            }
+            State::Idle => Err(Failure::new(
+                code::STATE,
+                "the set was not started: call counterhal_set_start first",
+            )),
+        }
+    }
+
+    /// Stops counting and reads the final counts into `out`.
+    fn stop(&mut self, out: &mut [Reading]) -> CResult<()> {
+        let n = self.events.len();
+        if out.len() < n {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!(
+                    "the buffer holds {} readings, the set has {n} events",
+                    out.len()
+                ),
+            ));
+        }
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Running(mut counters) => {
+                let read = counters
+                    .disable()
+                    .and_then(|()| counters.read(&mut out[..n]));
+                self.state = State::Stopped(counters);
+                Ok(read?)
+            }
+            other => {
+                self.state = other;
+                Err(Failure::new(code::STATE, "the set is not running"))
+            }
+        }
+    }
+
+    /// Zeroes the counts (running or stopped).
+    fn reset(&mut self) -> CResult<()> {
+        match &mut self.state {
+            State::Running(counters) | State::Stopped(counters) => Ok(counters.reset()?),
+            State::Idle => Err(Failure::new(
+                code::STATE,
+                "the set was not started: nothing to reset",
+            )),
+        }
+    }
+
+    /// How many places the set counts on (threads of a process, CPUs); 1 for a thread.
+    fn targets(&self) -> CResult<usize> {
+        match &self.state {
+            State::Running(counters) | State::Stopped(counters) => Ok(counters.targets().count()),
+            State::Idle => Ok(self.attach.targets().len()),
+        }
+    }
+
+    /// Each place's readings, row by row (targets x events) into `out`; the number of rows.
+    fn read_each(&mut self, out: &mut [Reading]) -> CResult<usize> {
+        let n = self.events.len();
+        let (State::Running(counters) | State::Stopped(counters)) = &mut self.state else {
+            return Err(Failure::new(
+                code::STATE,
+                "the set was not started: call counterhal_set_start first",
+            ));
+        };
+        let each = counters.read_each()?;
+        if out.len() < each.len() * n {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!(
+                    "the buffer holds {} readings, the set needs {} ({} places x {n} events)",
+                    out.len(),
+                    each.len() * n,
+                    each.len()
+                ),
+            ));
+        }
+        for (row, (_, readings)) in out.chunks_exact_mut(n.max(1)).zip(&each) {
+            row.copy_from_slice(&readings[..n]);
+        }
+        Ok(each.len())
+    }
+}
+
+/// The estimate a reading implies: its value scaled by time enabled over time running; 0
+/// when it never ran.
+pub fn scaled(reading: &Reading) -> u64 {
+    reading.scaled().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> String {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/counterhal.h");
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    /// The functions the header declares: the identifier before the first `(` of each
+    /// prototype line.
+    fn declared(header: &str) -> Vec<String> {
+        let mut names: Vec<String> = header
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim_start().starts_with('/') && l.contains('('))
+            .filter(|l| !l.starts_with(' ') && !l.starts_with("typedef"))
+            .filter_map(|l| {
+                let before = &l[..l.find('(')?];
+                let name = before.rsplit([' ', '*']).next()?;
+                name.starts_with("counterhal_").then(|| name.to_string())
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The functions the library exports: each `extern "C" fn` of `sys`.
+    fn exported() -> Vec<String> {
+        let source = include_str!("sys.rs");
+        let mut names: Vec<String> = source
+            .lines()
+            .filter_map(|l| l.split("extern \"C\" fn ").nth(1))
+            .filter_map(|rest| rest.split('(').next())
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_header_declares_exactly_what_the_library_exports() {
+        let declared = declared(&header());
+        assert_eq!(declared, exported());
+        for name in [
+            "counterhal_open",
+            "counterhal_close",
+            "counterhal_set_create",
+            "counterhal_set_add",
+            "counterhal_set_start",
+            "counterhal_set_read",
+            "counterhal_set_stop",
+            "counterhal_set_reset",
+            "counterhal_set_destroy",
+            "counterhal_scaled",
+            "counterhal_strerror",
+            "counterhal_last_error",
+        ] {
+            assert!(declared.iter().any(|d| d == name), "{name} missing");
+        }
+    }
+
+    #[test]
+    fn the_header_s_error_codes_are_the_library_s() {
+        let header = header();
+        for (value, name, meaning) in code::ALL {
+            let define = header
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} is not defined in the header"));
+            let number: String = define[format!("#define {name} ").len()..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .filter(|c| *c != '(' && *c != ')')
+                .collect();
+            assert_eq!(number.parse::<i32>().unwrap(), value, "{define}");
+            assert!(!meaning.to_bytes().is_empty());
+        }
+        let defined = header
+            .lines()
+            .filter(|l| {
+                l.starts_with("#define COUNTERHAL_E") || l.starts_with("#define COUNTERHAL_OK")
+            })
+            .count();
+        assert_eq!(
+            defined,
+            code::ALL.len(),
+            "the header defines codes the library lacks"
+        );
+        // Codes are distinct, 0 then -1, -2, ... without gaps.
+        for (i, (value, ..)) in code::ALL.iter().enumerate() {
+            assert_eq!(*value, -(i as i32));
+        }
+    }
+
+    #[test]
+    fn every_error_kind_has_its_own_code() {
+        let kinds = [
+            ErrorKind::InvalidInput,
+            ErrorKind::InvalidEvent,
+            ErrorKind::Unsupported,
+            ErrorKind::PermissionDenied,
+            ErrorKind::NoCounterAvailable,
+            ErrorKind::DeviceMissing,
+            ErrorKind::Busy,
+            ErrorKind::NotFound,
+            ErrorKind::NotCounted,
+            ErrorKind::LimitReached,
+            ErrorKind::Other,
+        ];
+        let mut codes: Vec<i32> = kinds.iter().map(|k| code_of(*k)).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), kinds.len());
+        assert!(codes.iter().all(|c| *c < 0));
+    }
+
+    #[test]
+    fn the_header_s_targets_are_the_library_s() {
+        let header = header();
+        for (name, value) in [
+            ("COUNTERHAL_TARGET_THIS_THREAD", target::THIS_THREAD),
+            ("COUNTERHAL_TARGET_THREAD", target::THREAD),
+            ("COUNTERHAL_TARGET_PROCESS", target::PROCESS),
+            ("COUNTERHAL_TARGET_ALL_CPUS", target::ALL_CPUS),
+            ("COUNTERHAL_TARGET_CPUS", target::CPUS),
+        ] {
+            assert!(
+                header.contains(&format!("#define {name} {value} ")),
+                "{name} is not {value} in the header"
+            );
+        }
+    }
+}

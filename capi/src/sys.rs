@@ -1,0 +1,533 @@
+//! The C functions: each turns its pointers into Rust values, runs the matching code of the
+//! crate root inside `catch_unwind` (no panic crosses into C), records a failure as this
+//! thread's last error and returns its code. Everything `unsafe` in this crate is here.
+//!
+//! # Safety
+//!
+//! The invariants every `unsafe` block here relies on, which the header states as the
+//! caller's part of the contract:
+//! - A `counterhal_t *` or `counterhal_set_t *` is NULL (refused) or a pointer this library
+//!   returned and that was not yet closed or destroyed, used by one thread at a time (a
+//!   `counterhal_t` may be shared: its functions take it shared, apart from `counterhal_list`,
+//!   whose results the header says live until the next listing of that handle).
+//! - A `const char *` is NULL (refused) or a NUL-terminated string valid for the call.
+//! - An output array `out` of `n` elements is NULL (refused) or valid for writes of `n`
+//!   elements for the call; `counterhal_reading_t` has [`Reading`]'s layout (checked below).
+//! - An output pointer (`counterhal_t **`, `counterhal_set_t **`) is NULL (refused) or valid
+//!   for one write.
+
+use std::ffi::{CStr, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use facade::hal::Reading;
+
+use crate::{CResult, Failure, Handle, ListedC, Set, code, fail};
+
+/// `counterhal_reading_t` is three `uint64_t`s, as [`Reading`] is (`#[repr(C)]`).
+const _: () = assert!(size_of::<Reading>() == 24 && align_of::<Reading>() == align_of::<u64>());
+
+/// `counterhal_event_info_t`: one listed event; the strings live until the next
+/// `counterhal_list` on the same handle, or its close.
+#[repr(C)]
+pub struct EventInfo {
+    section: *const c_char,
+    name: *const c_char,
+    description: *const c_char,
+    encoding: *const c_char,
+    reason: *const c_char,
+    usable: c_int,
+}
+
+/// Runs `f`, turning a failure or a panic into its code (recorded as the last error).
+fn guard(f: impl FnOnce() -> CResult<c_int>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(failure)) => fail(failure),
+        Err(_) => fail(Failure::new(
+            code::INTERNAL,
+            "counterhal failed inside (a panic was caught at the C boundary): please report it",
+        )),
+    }
+}
+
+/// The refusal of a NULL `what`.
+fn null(what: &str) -> Failure {
+    Failure::new(code::INVALID_ARGUMENT, format!("{what} is NULL"))
+}
+
+/// `text` as UTF-8, or the refusal naming `what`.
+///
+/// # Safety
+/// `text` is NULL or a NUL-terminated string valid for the call (module note).
+unsafe fn string<'a>(text: *const c_char, what: &str) -> CResult<&'a str> {
+    if text.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: non-NULL, and NUL-terminated and valid for the call by the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(text) };
+    bytes
+        .to_str()
+        .map_err(|_| Failure::new(code::INVALID_ARGUMENT, format!("{what} is not UTF-8")))
+}
+
+/// The set behind `set`, or the refusal of NULL.
+///
+/// # Safety
+/// `set` is NULL or a live set used by this thread alone (module note).
+unsafe fn set_mut<'a>(set: *mut Set) -> CResult<&'a mut Set> {
+    // SAFETY: a live set this library returned, used by one thread at a time.
+    unsafe { set.as_mut() }.ok_or_else(|| null("the set"))
+}
+
+/// The handle behind `ch`, or the refusal of NULL.
+///
+/// # Safety
+/// `ch` is NULL or a live handle (module note).
+unsafe fn handle<'a>(ch: *const Handle) -> CResult<&'a Handle> {
+    // SAFETY: a live handle this library returned.
+    unsafe { ch.as_ref() }.ok_or_else(|| null("the counterhal handle"))
+}
+
+/// `n` readings at `out`, or the refusal of NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for writes of `n` readings (module note).
+unsafe fn readings<'a>(out: *mut Reading, n: usize) -> CResult<&'a mut [Reading]> {
+    if out.is_null() {
+        return Err(null("the readings buffer"));
+    }
+    // SAFETY: non-NULL and valid for writes of `n` readings for the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(out, n) })
+}
+
+/// Writes `value` through `out`, or refuses NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for one write (module note).
+unsafe fn put<T>(out: *mut T, value: T, what: &str) -> CResult<()> {
+    if out.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: non-NULL and valid for one write.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Opens the backend named `backend` (NULL: the first usable one).
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_open(out: *mut *mut Handle, backend: *const c_char) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        let name = match backend.is_null() {
+            true => None,
+            // SAFETY: a NUL-terminated string valid for the call.
+            false => Some(unsafe { string(backend, "backend") }?),
+        };
+        let handle = Box::into_raw(Box::new(Handle::open(name)?));
+        // SAFETY: `out` is valid for one write.
+        unsafe { put(out, handle, "out") }?;
+        Ok(code::OK)
+    })
+}
+
+/// Closes a handle; NULL is a no-op.
+///
+/// # Safety
+/// See the module note; `ch` is not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_close(ch: *mut Handle) {
+    if !ch.is_null() {
+        // SAFETY: a live handle this library returned, given back once.
+        let handle = unsafe { Box::from_raw(ch) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(handle)));
+    }
+}
+
+/// The backend's label (`linux`, `msr (model skl)`, ...), or NULL for a NULL handle.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_backend(ch: *const Handle) -> *const c_char {
+    // SAFETY: NULL or a live handle.
+    match unsafe { ch.as_ref() } {
+        Some(handle) => handle.inner.label.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// The CPU model the names resolve against, or NULL when none matched (or a NULL handle).
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_cpu_model(ch: *const Handle) -> *const c_char {
+    // SAFETY: NULL or a live handle.
+    match unsafe { ch.as_ref() }.and_then(|h| h.inner.model.as_ref()) {
+        Some(model) => model.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// An empty set counting the thread that starts it.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_create(ch: *mut Handle, out: *mut *mut Set) -> c_int {
+    // SAFETY: forwarded under the same contract.
+    unsafe { counterhal_set_create_for(ch, crate::target::THIS_THREAD, 0, std::ptr::null(), out) }
+}
+
+/// An empty set counting on a target: `COUNTERHAL_TARGET_*`, with `id` (thread or process)
+/// or `cpus` (a CPU list) where the kind needs one.
+///
+/// # Safety
+/// See the module note; `cpus` may be NULL unless the kind is `COUNTERHAL_TARGET_CPUS`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_create_for(
+    ch: *mut Handle,
+    kind: c_int,
+    id: u32,
+    cpus: *const c_char,
+    out: *mut *mut Set,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live handle.
+        let handle = unsafe { handle(ch) }?;
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        let cpus = match cpus.is_null() {
+            true => None,
+            // SAFETY: a NUL-terminated string valid for the call.
+            false => Some(unsafe { string(cpus, "cpus") }?),
+        };
+        let set = Box::into_raw(Box::new(Set::new(handle, kind, id, cpus)?));
+        // SAFETY: `out` is valid for one write.
+        unsafe { put(out, set, "out") }?;
+        Ok(code::OK)
+    })
+}
+
+/// Adds an event by name; its index, or a negative code (the set is unchanged).
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_add(set: *mut Set, event: *const c_char) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        // SAFETY: a NUL-terminated string valid for the call.
+        let name = unsafe { string(event, "the event name") }?;
+        set.add(name)
+    })
+}
+
+/// How many events the set holds.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_size(set: *mut Set) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        Ok(c_int::try_from(set.events.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+/// The name of event `index`, or NULL (a NULL set or an index out of range).
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_event_name(set: *mut Set, index: usize) -> *const c_char {
+    // SAFETY: NULL or a live set of this thread.
+    match unsafe { set.as_ref() }.and_then(|s| s.names.get(index)) {
+        Some(name) => name.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// Starts counting from zero.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_start(set: *mut Set) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        unsafe { set_mut(set) }?.start()?;
+        Ok(code::OK)
+    })
+}
+
+/// Reads every event into `out[0..size)`; `n` must be at least the set's size.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_read(set: *mut Set, out: *mut Reading, n: usize) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        // SAFETY: NULL or valid for `n` writes.
+        let out = unsafe { readings(out, n) }?;
+        set.read(out)?;
+        Ok(code::OK)
+    })
+}
+
+/// Stops counting and reads the final counts into `out`.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_stop(set: *mut Set, out: *mut Reading, n: usize) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        // SAFETY: NULL or valid for `n` writes.
+        let out = unsafe { readings(out, n) }?;
+        set.stop(out)?;
+        Ok(code::OK)
+    })
+}
+
+/// Zeroes the counts.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_reset(set: *mut Set) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        unsafe { set_mut(set) }?.reset()?;
+        Ok(code::OK)
+    })
+}
+
+/// How many places the set counts on (a process's threads, CPUs); 1 for a thread.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_targets(set: *mut Set) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let places = unsafe { set_mut(set) }?.targets()?;
+        Ok(c_int::try_from(places).unwrap_or(c_int::MAX))
+    })
+}
+
+/// Each place's readings, one row of `size` readings per place, into `out[0..n)`; the
+/// number of rows.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_read_each(
+    set: *mut Set,
+    out: *mut Reading,
+    n: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        // SAFETY: NULL or valid for `n` writes.
+        let out = unsafe { readings(out, n) }?;
+        let rows = set.read_each(out)?;
+        Ok(c_int::try_from(rows).unwrap_or(c_int::MAX))
+    })
+}
+
+/// Destroys a set; NULL is a no-op.
+///
+/// # Safety
+/// See the module note; `set` is not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_destroy(set: *mut Set) {
+    if !set.is_null() {
+        // SAFETY: a live set this library returned, given back once.
+        let set = unsafe { Box::from_raw(set) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(set)));
+    }
+}
+
+/// The estimate a reading implies (value x enabled / running); 0 for NULL or a reading
+/// that never ran.
+///
+/// # Safety
+/// `r` is NULL or points at a reading valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_scaled(r: *const Reading) -> u64 {
+    // SAFETY: NULL or a reading valid for the call.
+    unsafe { r.as_ref() }.map_or(0, crate::scaled)
+}
+
+/// The meaning of a code, as a static string.
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_strerror(code: c_int) -> *const c_char {
+    code::ALL
+        .iter()
+        .find(|(known, ..)| *known == code)
+        .map_or(c"unknown error code", |(_, _, meaning)| meaning)
+        .as_ptr()
+}
+
+/// This thread's last failure (message and hint); "" before any. Valid until this thread's
+/// next failing call.
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_last_error() -> *const c_char {
+    crate::LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// Lists the events whose name or description holds `pattern` (NULL or "": all) into
+/// `out[0..n)`; returns how many there are (which may exceed `n`: call again with room).
+///
+/// # Safety
+/// See the module note; `out` may be NULL when `n` is 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_list(
+    ch: *mut Handle,
+    pattern: *const c_char,
+    out: *mut EventInfo,
+    n: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live handle.
+        let handle = unsafe { handle(ch) }?;
+        if out.is_null() && n > 0 {
+            return Err(null("out"));
+        }
+        let pattern = match pattern.is_null() {
+            true => "",
+            // SAFETY: a NUL-terminated string valid for the call.
+            false => unsafe { string(pattern, "pattern") }?,
+        };
+        let listed = handle.list(pattern);
+        let slots: &mut [EventInfo] = match n {
+            0 => &mut [],
+            // SAFETY: `out` is non-NULL (checked above) and valid for `n` writes.
+            n => unsafe { std::slice::from_raw_parts_mut(out, n) },
+        };
+        let ptr =
+            |s: &Option<std::ffi::CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+        for (slot, entry) in slots.iter_mut().zip(listed.iter()) {
+            let ListedC {
+                section,
+                name,
+                description,
+                encoding,
+                reason,
+                usable,
+            } = entry;
+            *slot = EventInfo {
+                section: section.as_ptr(),
+                name: name.as_ptr(),
+                description: description.as_ptr(),
+                encoding: ptr(encoding),
+                reason: ptr(reason),
+                usable: c_int::from(*usable),
+            };
+        }
+        Ok(c_int::try_from(listed.len()).unwrap_or(c_int::MAX))
+    })
+}
+
+/// Whether `event` counts here: `COUNTERHAL_OK`, or the code of why not (the last error
+/// says why). Its encoding is written to `encoding[0..len)` (NUL-terminated, cut to fit)
+/// when the name exists; `encoding` may be NULL when `len` is 0.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_query(
+    ch: *mut Handle,
+    event: *const c_char,
+    encoding: *mut c_char,
+    len: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live handle.
+        let handle = unsafe { handle(ch) }?;
+        // SAFETY: a NUL-terminated string valid for the call.
+        let name = unsafe { string(event, "the event name") }?;
+        if encoding.is_null() && len > 0 {
+            return Err(null("encoding"));
+        }
+        let (text, usable) = handle.query(name);
+        if len > 0 {
+            // SAFETY: `encoding` is non-NULL (checked above) and valid for `len` writes.
+            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), len) };
+            let bytes = text.as_deref().unwrap_or("").as_bytes();
+            let kept = bytes.len().min(len - 1);
+            buffer[..kept].copy_from_slice(&bytes[..kept]);
+            buffer[kept] = 0;
+        }
+        usable.map(|()| code::OK)
+    })
+}
+
+/// Wall-clock nanoseconds from a fixed point (PAPI's `PAPI_get_real_nsec`).
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_real_nsec() -> u64 {
+    facade::time::real_ns()
+}
+
+/// The calling thread's CPU time in nanoseconds (PAPI's `PAPI_get_virt_nsec`).
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_virt_nsec() -> u64 {
+    facade::time::thread_cpu_ns()
+}
+
+/// The time-stamp counter where it is a clock (invariant TSC), else 0 (PAPI's
+/// `PAPI_get_real_cyc`).
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_real_cyc() -> u64 {
+    facade::time::cycles().unwrap_or(0)
+}
+
+/// Enters region `name` on the calling thread (events from `COUNTERHAL_REGION_EVENTS`; the
+/// report is written at exit).
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_region_begin(name: *const c_char) -> c_int {
+    guard(|| {
+        // SAFETY: a NUL-terminated string valid for the call.
+        facade::region::begin(unsafe { string(name, "the region name") }?)?;
+        Ok(code::OK)
+    })
+}
+
+/// Leaves region `name` on the calling thread.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_region_end(name: *const c_char) -> c_int {
+    guard(|| {
+        // SAFETY: a NUL-terminated string valid for the call.
+        facade::region::end(unsafe { string(name, "the region name") }?)?;
+        Ok(code::OK)
+    })
+}
+
+/// Writes the regions' report now, as `COUNTERHAL_REGION_OUTPUT` and
+/// `COUNTERHAL_REGION_FORMAT` ask (it is also written at exit).
+#[unsafe(no_mangle)]
+pub extern "C" fn counterhal_region_report() -> c_int {
+    guard(|| {
+        facade::region::write_report()?;
+        Ok(code::OK)
+    })
+}
