@@ -348,12 +348,12 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
         Operation::Open(a) => Some(a),
         _ => None,
     };
-    if let Operation::Ioctl(name) = operation {
-        if let Some((kind, message, hint)) = ioctl_error(errno, name) {
-            return Error::new(kind, format!("{operation}: {message}"))
-                .with_errno(errno)
-                .with_hint(hint);
-        }
+    if let Operation::Ioctl(name) = operation
+        && let Some((kind, message, hint)) = ioctl_error(errno, name)
+    {
+        return Error::new(kind, format!("{operation}: {message}"))
+            .with_errno(errno)
+            .with_hint(hint);
     }
     let (kind, message, hint): (ErrorKind, &str, String) = match errno {
         libc::EACCES | libc::EPERM => (

@@ -133,7 +133,7 @@ mod tests {
             let reads = self.lock_reads.get() + 1;
             self.lock_reads.set(reads);
             // The second read of each pair sees a new lock while tears remain.
-            if reads % 2 == 0 && self.tears.get() > 0 {
+            if reads.is_multiple_of(2) && self.tears.get() > 0 {
                 self.tears.set(self.tears.get() - 1);
                 let mut image = self.image.borrow_mut();
                 image.lock += 2;

@@ -366,12 +366,13 @@ fn apply_terms(
                 "{event}: `{name}` given twice"
             )));
         }
-        if value.is_none() && allow_alias {
-            if let Some(alias) = pmu.alias(name) {
-                seen.push(name.to_string());
-                apply_terms(pmu, event, &alias, encoding, seen, false)?;
-                continue;
-            }
+        if value.is_none()
+            && allow_alias
+            && let Some(alias) = pmu.alias(name)
+        {
+            seen.push(name.to_string());
+            apply_terms(pmu, event, &alias, encoding, seen, false)?;
+            continue;
         }
         seen.push(name.to_string());
         let value = value.unwrap_or(1);

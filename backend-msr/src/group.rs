@@ -390,10 +390,10 @@ impl Drop for MsrGroup {
                 CounterRef::Fixed(f) => fixed_mask |= fixed_ctrl::field(f),
             }
         }
-        if fixed_mask != 0 {
-            if let Ok(value) = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL) {
-                let _ = shared.write(self.cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask);
-            }
+        if fixed_mask != 0
+            && let Ok(value) = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL)
+        {
+            let _ = shared.write(self.cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask);
         }
         if let Some(entry) = claims.get_mut(&self.cpu) {
             entry.gp &= !self.claimed.gp;

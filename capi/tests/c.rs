@@ -190,3 +190,41 @@ fn the_header_compiles_as_cpp() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_c_example_builds_and_counts() {
+    let lib = library_dir();
+    let program = scratch("count-example");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let source = manifest().join("../examples/c/count.c");
+    let built = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(manifest().join("include"))
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
+        .output()
+        .expect("a C compiler (cc) is installed");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(&program)
+        .args(["page-faults", "no-such-event"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("no-such-event left out"), "{stderr}");
+    let faults: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("page-faults")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no page-fault count:\n{stdout}"));
+    // The example touches 16 MiB page by page.
+    assert!(faults >= 4096, "{faults}\n{stdout}");
+}

@@ -303,14 +303,14 @@ pub fn parse_event(text: &str) -> Result<ParsedEvent, EventError> {
             format!("`{text}`: empty event name"),
         ));
     }
-    if pmu.is_none() {
-        if let Some(config) = parse_raw(head)? {
-            let mut modifiers = Modifiers::default();
-            for part in parts {
-                apply_modifier_part(&mut modifiers, part)?;
-            }
-            return Ok(ParsedEvent::Raw { config, modifiers });
+    if pmu.is_none()
+        && let Some(config) = parse_raw(head)?
+    {
+        let mut modifiers = Modifiers::default();
+        for part in parts {
+            apply_modifier_part(&mut modifiers, part)?;
         }
+        return Ok(ParsedEvent::Raw { config, modifiers });
     }
     let mut spec = EventSpec {
         pmu,

@@ -151,11 +151,12 @@ pub fn assign(demands: &[Demand<'_>], counters: &Counters<'_>) -> Result<Placeme
         .filter(|&i| demands[i].general.is_empty())
         .chain((0..demands.len()).filter(|&i| !demands[i].general.is_empty()));
     for i in fixed_only_first {
-        if let Some(f) = demands[i].fixed {
-            if f < 32 && free_fixed & !fixed_taken & (1 << f) != 0 {
-                fixed_taken |= 1 << f;
-                placed[i] = Some(CounterRef::Fixed(f));
-            }
+        if let Some(f) = demands[i].fixed
+            && f < 32
+            && free_fixed & !fixed_taken & (1 << f) != 0
+        {
+            fixed_taken |= 1 << f;
+            placed[i] = Some(CounterRef::Fixed(f));
         }
     }
     let free = counters.free_general();

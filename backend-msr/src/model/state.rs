@@ -160,10 +160,10 @@ impl ModelState {
         if let Some(i) = index(regs::IA32_PERFEVTSEL0, gp, 1) {
             return Some(Reg::EvtSel(i));
         }
-        if c.full_width_writes {
-            if let Some(i) = index(regs::IA32_A_PMC0, gp, 1) {
-                return Some(Reg::FullWidthCounter(i));
-            }
+        if c.full_width_writes
+            && let Some(i) = index(regs::IA32_A_PMC0, gp, 1)
+        {
+            return Some(Reg::FullWidthCounter(i));
         }
         if c.global_control() {
             if let Some(i) = index(regs::IA32_FIXED_CTR0, 32, 1)

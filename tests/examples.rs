@@ -1,0 +1,112 @@
+//! The examples work as a user expects: `cargo test` builds them, and these run them.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The built example `name` (cargo builds examples beside the tests).
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "{} is built by `cargo test` (examples are built with the tests)",
+        path.display()
+    );
+    path
+}
+
+fn software_events_count_here() -> bool {
+    counterhal::open_default(None).is_ok_and(|b| counterhal::query(&*b, "page-faults").usable())
+}
+
+#[test]
+fn papi_command_line_adds_what_counts_and_says_why_not_for_the_rest() {
+    if !software_events_count_here() {
+        skip!(Need::System, "no backend here counts software events");
+    }
+    let out = Command::new(example("papi_command_line"))
+        .args(["page-faults", "task-clock", "no-such-event"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Successfully added: page-faults"), "{text}");
+    assert!(text.contains("Failed adding: no-such-event"), "{text}");
+    let faults: u64 = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("page-faults")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no page-fault count:\n{text}"));
+    // The workload fills 16 MB of fresh memory: thousands of faults.
+    assert!(faults > 1000, "{faults} page faults\n{text}");
+    let usage = Command::new(example("papi_command_line")).output().unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn the_region_harness_prints_its_regions() {
+    if !software_events_count_here() {
+        skip!(Need::System, "no backend here counts software events");
+    }
+    let out = Command::new(example("regions"))
+        .args(["page-faults", "task-clock"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // 2 threads x 4 calls of each region.
+    assert_eq!(row("fill")[1..3], ["8", "2"]);
+    assert_eq!(row("iteration")[1..3], ["8", "2"]);
+    let json_line = text.lines().find(|l| l.starts_with('{')).unwrap();
+    let json: serde_json::Value = serde_json::from_str(json_line).unwrap();
+    assert_eq!(
+        json["events"],
+        serde_json::json!(["page-faults", "task-clock"])
+    );
+
+    // The process-wide regions write their report at exit.
+    let global = Command::new(example("regions"))
+        .arg("--global")
+        .env("COUNTERHAL_REGION_EVENTS", "page-faults")
+        .env_remove("COUNTERHAL_REGION_OUTPUT")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&global.stderr);
+    assert!(global.status.success(), "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("fill ") && l.split_whitespace().nth(1) == Some("3")),
+        "{report}"
+    );
+}
