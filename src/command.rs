@@ -57,8 +57,10 @@ impl<G: Group> CountedCommand<G> {
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] when `backend` cannot count one process from its `exec`
-    /// (a backend counting per CPU: count [`Attach::AllCpus`](crate::Attach::AllCpus) while
-    /// the command runs instead); as [`WaitingChild::from_command`];
+    /// (a backend counting per CPU: the hint says to count
+    /// [`Attach::AllCpus`](crate::Attach::AllCpus), or [`Attach::ThisThread`](crate::Attach::ThisThread)
+    /// where the backend counts only the CPU that reads it, while the command runs); as
+    /// [`WaitingChild::from_command`];
     /// [`ErrorKind::LimitReached`] when the events need more file descriptors than this
     /// process may open. Other errors are per event, in [`CommandCount::readings`].
     pub fn new<B>(
@@ -71,15 +73,22 @@ impl<G: Group> CountedCommand<G> {
         B: Backend<Group = G> + ?Sized,
     {
         let exec = counterhal_hal::Target::Exec { pid: 0 };
-        if !backend.capabilities().supports(&exec) {
+        let capabilities = backend.capabilities();
+        if !capabilities.supports(&exec) {
+            let instead = if capabilities.targets.cpu {
+                "it counts per CPU: open the events on Attach::AllCpus and run the command while \
+                 they count (counterhal stat does so); other programs are counted too"
+            } else {
+                "it counts whatever runs on the CPU that reads it: open the events on \
+                 Attach::ThisThread and run the command while they count (counterhal stat does \
+                 so); other programs on that CPU are counted too, the command's time on other \
+                 CPUs is not"
+            };
             return Err(Error::unsupported(format!(
                 "{} cannot count a command from its exec",
                 backend.label()
             ))
-            .with_hint(
-                "it counts per CPU: open the events on Attach::AllCpus and run the command \
-                 while they count (counterhal stat does so)",
-            ));
+            .with_hint(instead));
         }
         let child = WaitingChild::from_command(command)?;
         let target = child.target();

@@ -199,20 +199,60 @@ fn a_command_reports_per_event_and_how_it_ended() {
 }
 
 #[test]
-fn a_per_cpu_backend_says_it_cannot_follow_a_command() {
-    let context = Context::new(None, Some("p6")).unwrap();
-    let Some(model) = counterhal::registration("pctr").unwrap().model else {
-        panic!("pctr has a device model");
-    };
-    let pctr = model(&context).unwrap();
-    let event = pctr.resolve("cycles").unwrap();
-    let error = count_command(
-        &pctr,
-        &[event],
-        Command::new("/bin/true"),
-        &OpenOptions::default(),
-    )
-    .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
-    assert!(error.hint().unwrap().contains("AllCpus"), "{error}");
+fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead() {
+    for (name, cpu, instead) in [
+        ("pctr", "p6", "Attach::ThisThread"),
+        ("msr", "skl", "Attach::AllCpus"),
+    ] {
+        let context = Context::new(None, Some(cpu)).unwrap();
+        let Some(model) = counterhal::registration(name).unwrap().model else {
+            panic!("{name} has a device model");
+        };
+        let backend = model(&context).unwrap();
+        let event = backend.resolve("cycles").unwrap();
+        let error = count_command(
+            &backend,
+            &[event],
+            Command::new("/bin/true"),
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{name}: {error}");
+        assert!(error.hint().unwrap().contains(instead), "{name}: {error}");
+    }
+}
+
+#[test]
+fn every_backend_takes_each_place_or_says_unsupported() {
+    let context = Context::new(None, Some("skl")).unwrap();
+    for name in ["pctr", "msr"] {
+        let Some(model) = counterhal::registration(name).unwrap().model else {
+            panic!("{name} has a device model");
+        };
+        let backend = model(&context).unwrap();
+        let event = backend.resolve("INST_RETIRED.ANY_P").unwrap();
+        for attach in [
+            Attach::ThisThread,
+            Attach::Thread(std::process::id()),
+            Attach::Process(std::process::id()),
+            Attach::AllCpus,
+            Attach::Cpus("0".parse().unwrap()),
+        ] {
+            match MultiSet::open(
+                &backend,
+                std::slice::from_ref(&event),
+                &attach,
+                &OpenOptions::default(),
+            ) {
+                Ok(mut set) => {
+                    set.enable().unwrap();
+                    set.disable().unwrap();
+                    assert_eq!(set.read_to_vec().unwrap().len(), 1);
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Unsupported, "{name} {attach:?}: {e}");
+                }
+            }
+        }
+    }
 }
