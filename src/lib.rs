@@ -70,6 +70,7 @@ pub use counterhal_time as time;
 mod attach;
 #[cfg(unix)]
 mod command;
+mod group;
 pub mod listing;
 pub mod prelude;
 pub mod region;
@@ -79,6 +80,7 @@ mod set;
 pub use attach::{Attach, MultiSet, online_cpus};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, count_command};
+pub use group::AnyGroup;
 pub use listing::{Listed, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
@@ -200,6 +202,33 @@ pub struct Chosen {
     pub passed_over: Vec<(&'static str, Error)>,
     /// The event database and the CPU model the backend resolves names against.
     pub context: Context,
+}
+
+impl Chosen {
+    /// Resolves every name and opens them as one set, as [`Backend::open_named`] does, over
+    /// the chosen backend's own group type where the facade knows it (no dynamic dispatch on
+    /// the read path).
+    ///
+    /// # Errors
+    /// As [`Backend::open_named`].
+    pub fn open_named(
+        &self,
+        names: &[&str],
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<EventSet<AnyGroup>> {
+        #[cfg(all(feature = "linux", target_os = "linux"))]
+        if let Some(linux) = self
+            .backend
+            .as_any()
+            .downcast_ref::<counterhal_linux::LinuxBackend>()
+        {
+            let set = linux.open_named(names, target, options)?;
+            return Ok(set.map_group(AnyGroup::Linux));
+        }
+        let set = self.backend.open_named(names, target, options)?;
+        Ok(set.map_group(AnyGroup::Boxed))
+    }
 }
 
 impl std::ops::Deref for Chosen {

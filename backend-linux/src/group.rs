@@ -78,7 +78,7 @@ pub struct LinuxGroup {
 /// [`ErrorKind::NotCounted`] for a zero-byte read (a pinned group in error state);
 /// [`ErrorKind::Other`] when the record is short, its count differs from the group's, or an id
 /// is unknown.
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_group_read(
     words: &[u64],
     bytes: usize,
@@ -349,7 +349,7 @@ impl LinuxGroup {
 
     /// Reads through the kernel: one `read` for the common case of one kernel group read as
     /// a group (kept small and inline: the read path of every grouped set), else each group.
-    #[inline]
+    #[inline(always)]
     fn read_kernel(&mut self, readings: &mut [Reading]) -> Result<()> {
         if let [group] = self.groups.as_slice()
             && group.format == ReadFormat::Group
@@ -409,7 +409,7 @@ impl Group for LinuxGroup {
         self.ioctl_all(IOC_RESET, "RESET")
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.names.len(), readings.len())?;
         if self.self_monitor.is_some() && self.read_self_monitored(readings) {

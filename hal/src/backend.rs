@@ -286,7 +286,7 @@ impl<G: Group + ?Sized> Group for Box<G> {
     fn reset(&mut self) -> Result<()> {
         (**self).reset()
     }
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         (**self).read(readings)
     }
@@ -452,13 +452,19 @@ pub trait DynBackend {
     fn dyn_generalized(&self) -> Vec<GeneralizedEvent>;
     /// See [`Backend::own_events`].
     fn dyn_own_events(&self) -> Vec<(String, String)>;
+    /// The backend itself, for a caller that knows backend types to reach the concrete one
+    /// (the facade opens its own OS's backend without dynamic dispatch this way).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 impl<B> DynBackend for B
 where
-    B: Backend,
+    B: Backend + 'static,
     B::Group: Send + 'static,
 {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn dyn_name(&self) -> &'static str {
         Backend::name(self)
     }

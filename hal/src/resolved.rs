@@ -282,6 +282,17 @@ impl<G: Group> EventSet<G> {
     pub fn into_group(self) -> G {
         self.group
     }
+
+    /// The same set over the group `wrap` makes of this one's (a wrapper or an enum of
+    /// group types), with the events and their combination unchanged.
+    pub fn map_group<H: Group>(self, wrap: impl FnOnce(G) -> H) -> EventSet<H> {
+        EventSet {
+            group: wrap(self.group),
+            events: self.events,
+            native: self.native,
+            all_native: self.all_native,
+        }
+    }
 }
 
 impl<G: Group> Group for EventSet<G> {
@@ -301,7 +312,7 @@ impl<G: Group> Group for EventSet<G> {
         self.group.reset()
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.events.len(), readings.len())?;
         if self.all_native {

@@ -1,0 +1,62 @@
+//! The group the facade opens: the backend of this OS without dynamic dispatch where the
+//! facade knows it (the Linux backend on Linux), any other boxed. Reading a counter is one
+//! system call, and every extra call frame between it and the caller costs a mispredicted
+//! return after it (the kernel's own calls overwrite the return predictor), so the read path
+//! of the README's `open_default` + `open_named` is kept to one frame.
+
+use counterhal_hal::{BoxedGroup, Group, Reading, Result};
+
+/// A group of whichever backend [`open_default`](crate::open_default) chose.
+#[non_exhaustive]
+pub enum AnyGroup {
+    /// The Linux backend's group, read without dynamic dispatch.
+    #[cfg(all(feature = "linux", target_os = "linux"))]
+    Linux(counterhal_linux::LinuxGroup),
+    /// Any other backend's group.
+    Boxed(BoxedGroup),
+}
+
+impl std::fmt::Debug for AnyGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            #[cfg(all(feature = "linux", target_os = "linux"))]
+            AnyGroup::Linux(_) => "Linux",
+            AnyGroup::Boxed(_) => "Boxed",
+        };
+        write!(f, "AnyGroup::{kind}({} events)", self.len())
+    }
+}
+
+/// Calls `$method` on whichever group `$group` holds.
+macro_rules! each {
+    ($group:expr, $g:ident => $call:expr) => {
+        match $group {
+            #[cfg(all(feature = "linux", target_os = "linux"))]
+            AnyGroup::Linux($g) => $call,
+            AnyGroup::Boxed($g) => $call,
+        }
+    };
+}
+
+impl Group for AnyGroup {
+    fn len(&self) -> usize {
+        each!(self, g => g.len())
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        each!(self, g => g.enable())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        each!(self, g => g.disable())
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        each!(self, g => g.reset())
+    }
+
+    #[inline(always)]
+    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        each!(self, g => g.read(readings))
+    }
+}
