@@ -81,12 +81,76 @@ struct ThreadCounters {
     owner: usize,
     /// `None` when no event could be counted: the regions only time what they enclose.
     set: Option<EventSet<BoxedGroup>>,
-    /// The regions this thread is inside: name, readings, wall and CPU time at the begin.
-    open: Vec<(String, Vec<Reading>, u64, u64)>,
+    /// The regions this thread is inside, innermost last.
+    open: Vec<OpenRegion>,
+    /// Buffers of readings no open region holds, reused by the next begin.
+    spare: Vec<Vec<Reading>>,
     /// Where readings are taken, kept so a begin or an end allocates nothing more.
     scratch: Vec<Reading>,
-    /// The regions this thread has ended at least once (for the thread count).
-    seen: Vec<String>,
+    /// The region names this thread has used (an open region names one by index); those
+    /// ended at least once are marked (for the thread count).
+    names: Vec<(String, bool)>,
+}
+
+/// A region a thread is inside: which, and the readings, wall and CPU time at its begin.
+struct OpenRegion {
+    name: usize,
+    start: Vec<Reading>,
+    real: u64,
+    cpu: u64,
+}
+
+/// One call of a region, as its end adds it to the region's totals.
+struct Call<'a> {
+    /// Whether it is this thread's first call of the region.
+    first_here: bool,
+    real_ns: u64,
+    cpu_ns: u64,
+    /// The readings at its end and at its begin.
+    now: &'a [Reading],
+    then: &'a [Reading],
+}
+
+impl Call<'_> {
+    /// Adds this call to `total`: one call, its times, each event's raw delta and estimate.
+    fn add_to(&self, total: &mut RegionTotals) {
+        total.calls += 1;
+        total.threads += u64::from(self.first_here);
+        total.real_ns = total.real_ns.saturating_add(self.real_ns);
+        total.cpu_ns = total.cpu_ns.saturating_add(self.cpu_ns);
+        let sums = total.readings.iter_mut().zip(total.estimates.iter_mut());
+        for ((now, then), (sum, estimated)) in self.now.iter().zip(self.then).zip(sums) {
+            let delta = Reading::new(
+                now.value.saturating_sub(then.value),
+                now.time_enabled.saturating_sub(then.time_enabled),
+                now.time_running.saturating_sub(then.time_running),
+            );
+            *sum = Reading::new(
+                sum.value.saturating_add(delta.value),
+                sum.time_enabled.saturating_add(delta.time_enabled),
+                sum.time_running.saturating_add(delta.time_running),
+            );
+            // A call that ran the whole time is exact; one that never ran adds nothing.
+            let estimate = match delta.time_enabled {
+                0 => delta.value,
+                _ => delta.scaled().unwrap_or(0),
+            };
+            *estimated = estimated.saturating_add(estimate);
+        }
+    }
+}
+
+impl ThreadCounters {
+    /// The index of `name` among this thread's region names, added on first use.
+    fn name_index(&mut self, name: &str) -> usize {
+        match self.names.iter().position(|(known, _)| known == name) {
+            Some(index) => index,
+            None => {
+                self.names.push((name.to_string(), false));
+                self.names.len() - 1
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -156,7 +220,8 @@ impl Regions {
     /// be read.
     pub fn begin(&self, name: &str) -> Result<()> {
         self.with_counters(|counters| {
-            if counters.open.iter().any(|(open, ..)| open == name) {
+            let index = counters.name_index(name);
+            if counters.open.iter().any(|open| open.name == index) {
                 return Err(Error::invalid_input(format!(
                     "region `{name}` is already begun on this thread"
                 ))
@@ -168,9 +233,15 @@ impl Regions {
             if let Some(set) = &mut counters.set {
                 set.read(&mut counters.scratch)?;
             }
-            counters
-                .open
-                .push((name.to_string(), counters.scratch.clone(), real, cpu));
+            let mut start = counters.spare.pop().unwrap_or_default();
+            start.clear();
+            start.extend_from_slice(&counters.scratch);
+            counters.open.push(OpenRegion {
+                name: index,
+                start,
+                real,
+                cpu,
+            });
             Ok(())
         })
     }
@@ -183,7 +254,12 @@ impl Regions {
     /// the backend's error when the counters cannot be read.
     pub fn end(&self, name: &str) -> Result<()> {
         self.with_counters(|counters| {
-            let Some(at) = counters.open.iter().rposition(|(open, ..)| open == name) else {
+            let index = counters.names.iter().position(|(known, _)| known == name);
+            let Some(at) = counters
+                .open
+                .iter()
+                .rposition(|open| Some(open.name) == index)
+            else {
                 return Err(Error::invalid_input(format!(
                     "region `{name}` was not begun on this thread"
                 ))
@@ -193,40 +269,35 @@ impl Regions {
                 set.read(&mut counters.scratch)?;
             }
             let (real, cpu) = (crate::time::real_ns(), crate::time::thread_cpu_ns());
-            let (_, start, real0, cpu0) = counters.open.remove(at);
-            let first_here = !counters.seen.iter().any(|seen| seen == name);
-            if first_here {
-                counters.seen.push(name.to_string());
-            }
+            let OpenRegion {
+                name: index,
+                start,
+                real: real0,
+                cpu: cpu0,
+            } = counters.open.remove(at);
+            let first_here = !std::mem::replace(&mut counters.names[index].1, true);
             let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-            let total = totals.entry(name.to_string()).or_default();
-            if total.readings.is_empty() {
-                total.readings = vec![Reading::default(); self.events.len()];
-                total.estimates = vec![0; self.events.len()];
+            let call = Call {
+                first_here,
+                real_ns: real.saturating_sub(real0),
+                cpu_ns: cpu.saturating_sub(cpu0),
+                now: &counters.scratch,
+                then: &start,
+            };
+            match totals.get_mut(name) {
+                Some(total) => call.add_to(total),
+                None => {
+                    let mut total = RegionTotals {
+                        readings: vec![Reading::default(); self.events.len()],
+                        estimates: vec![0; self.events.len()],
+                        ..RegionTotals::default()
+                    };
+                    call.add_to(&mut total);
+                    totals.insert(name.to_string(), total);
+                }
             }
-            total.calls += 1;
-            total.threads += u64::from(first_here);
-            total.real_ns = total.real_ns.saturating_add(real.saturating_sub(real0));
-            total.cpu_ns = total.cpu_ns.saturating_add(cpu.saturating_sub(cpu0));
-            for (i, (now, then)) in counters.scratch.iter().zip(&start).enumerate() {
-                let delta = Reading::new(
-                    now.value.saturating_sub(then.value),
-                    now.time_enabled.saturating_sub(then.time_enabled),
-                    now.time_running.saturating_sub(then.time_running),
-                );
-                let sum = &mut total.readings[i];
-                *sum = Reading::new(
-                    sum.value.saturating_add(delta.value),
-                    sum.time_enabled.saturating_add(delta.time_enabled),
-                    sum.time_running.saturating_add(delta.time_running),
-                );
-                // A call that ran the whole time is exact; one that never ran adds nothing.
-                let estimate = match delta.time_enabled {
-                    0 => delta.value,
-                    _ => delta.scaled().unwrap_or(0),
-                };
-                total.estimates[i] = total.estimates[i].saturating_add(estimate);
-            }
+            drop(totals);
+            counters.spare.push(start);
             Ok(())
         })
     }
@@ -271,7 +342,8 @@ impl Regions {
                         scratch: vec![Reading::default(); self.events.len()],
                         set,
                         open: Vec::new(),
-                        seen: Vec::new(),
+                        spare: Vec::new(),
+                        names: Vec::new(),
                     });
                     all.len() - 1
                 }

@@ -11,7 +11,6 @@ use counterhal_conformance::skip::Need;
 
 struct CountingAllocator;
 
-
 thread_local! {
     /// Whether this thread's allocations are being counted, and how many there were: per
     /// thread, so tests running at once do not count each other's.
@@ -126,4 +125,28 @@ fn the_facade_reads_without_allocating() {
     let mut summed = [Reading::default(); 2];
     assert_eq!(allocations(|| threads.read(&mut summed).unwrap()), 0);
     assert!(summed[0].value > 0);
+}
+
+#[test]
+fn a_region_begun_and_ended_again_allocates_nothing() {
+    let Some(backend) = open_default(None)
+        .ok()
+        .filter(|b| b.resolve("task-clock").is_ok())
+    else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    let regions = counterhal::Regions::new(backend.backend, &["task-clock", "page-faults"]);
+    // The first calls open this thread's counters and name the regions.
+    regions.begin("outer").unwrap();
+    regions.begin("inner").unwrap();
+    regions.end("inner").unwrap();
+    regions.end("outer").unwrap();
+    let made = allocations(|| {
+        regions.begin("outer").unwrap();
+        regions.begin("inner").unwrap();
+        regions.end("inner").unwrap();
+        regions.end("outer").unwrap();
+    });
+    assert_eq!(made, 0);
+    assert_eq!(regions.report().regions["inner"].calls, 10_001);
 }
