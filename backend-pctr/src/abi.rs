@@ -8,7 +8,8 @@ use std::mem::{offset_of, size_of};
 /// Which `struct pctrst` (and so which `PCIOCRD`) the kernel speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Abi {
-    /// i386, 1998-2007: two counters, an idle count; `PCIOCRD` = `0x40286301`.
+    /// i386, 1996-2007 (`pctr.h` 1.3 on): two counters, an idle count; `PCIOCRD` =
+    /// `0x40286301`.
     Legacy,
     /// amd64 and i386 since 2007: four counter slots; `PCIOCRD` = `0x40386301`.
     Current,
@@ -64,6 +65,8 @@ pub enum IoctlArg<'a> {
     ReadLegacy(&'a mut PctrStLegacy),
     /// `PCIOCRD` of the current ABI fills this.
     ReadCurrent(&'a mut PctrStCurrent),
+    /// `PCIOCRD` of a transitional 64-byte ABI fills this (only to recognise it).
+    ReadTransitional(&'a mut PctrStTransitional),
     /// `PCIOCSn` takes this function word.
     Function(u32),
 }
@@ -113,8 +116,8 @@ pub const fn ioc_num(request: u64) -> u8 {
 /// The ioctl group of pctr: `'c'`.
 pub const PCTR_GROUP: u8 = b'c';
 
-/// `struct pctrst` of the legacy i386 ABI (1998-2007, the seed pctr(4)): two counters and an
-/// idle-loop count. 40 bytes.
+/// `struct pctrst` of the legacy i386 ABI (1996-2007: i386 `pctr.h` 1.3 introduced it, the
+/// seed pctr(4) documents it): two counters and an idle-loop count. 40 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PctrStLegacy {
@@ -141,7 +144,20 @@ pub struct PctrStCurrent {
     pub pctr_hwc: [u64; 4],
 }
 
+/// `struct pctrst` of the transitional 64-byte ABIs of 2007, while both ports moved from two
+/// slots to four: amd64 `pctr.h` 1.1 laid it out as `hwc[4], tsc, idl, fn[4]`, the i386 one
+/// of the same months as `fn[4], tsc, hwc[4], idl`. Both answer `PCIOCRD` =
+/// [`PCIOCRD_TRANSITIONAL`]; the two cannot be told apart from the request alone, and no
+/// released kernel keeps them, so the backend only recognises them to say so.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PctrStTransitional {
+    /// The 64 bytes, as eight 64-bit words (either layout).
+    pub words: [u64; 8],
+}
+
 const _: () = assert!(size_of::<PctrStLegacy>() == 40);
+const _: () = assert!(size_of::<PctrStTransitional>() == 64);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_tsc) == 8);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_hwc) == 16);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_idl) == 32);
@@ -153,6 +169,8 @@ const _: () = assert!(offset_of!(PctrStCurrent, pctr_hwc) == 24);
 pub const PCIOCRD_LEGACY: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStLegacy>());
 /// `PCIOCRD` of the current ABI: `_IOR('c', 1, struct pctrst)` with the 56-byte struct.
 pub const PCIOCRD_CURRENT: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStCurrent>());
+/// `PCIOCRD` of the transitional 64-byte ABIs: `_IOR('c', 1, struct pctrst)` with 64 bytes.
+pub const PCIOCRD_TRANSITIONAL: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStTransitional>());
 /// `PCIOCS0`: `_IOW('c', 8, unsigned int)`, set counter 0's function.
 pub const PCIOCS0: u64 = iow(PCTR_GROUP, 8, size_of::<u32>());
 /// `PCIOCS1`: set counter 1's function.
@@ -167,6 +185,7 @@ pub(crate) fn arg_matches(request: u64, arg: &IoctlArg<'_>) -> bool {
     let (direction, len) = match arg {
         IoctlArg::ReadLegacy(_) => (IOC_OUT, size_of::<PctrStLegacy>()),
         IoctlArg::ReadCurrent(_) => (IOC_OUT, size_of::<PctrStCurrent>()),
+        IoctlArg::ReadTransitional(_) => (IOC_OUT, size_of::<PctrStTransitional>()),
         IoctlArg::Function(_) => (IOC_IN, size_of::<u32>()),
     };
     request & IOC_DIRMASK == direction && iocparm_len(request) == len
@@ -180,6 +199,7 @@ mod tests {
     fn request_numbers_match_the_headers() {
         assert_eq!(PCIOCRD_LEGACY, 0x4028_6301);
         assert_eq!(PCIOCRD_CURRENT, 0x4038_6301);
+        assert_eq!(PCIOCRD_TRANSITIONAL, 0x4040_6301);
         assert_eq!(PCIOCS0, 0x8004_6308);
         assert_eq!(PCIOCS1, 0x8004_6309);
         assert_eq!(PCIOCS2, 0x8004_630a);

@@ -1,9 +1,12 @@
 //! The device seam: what the backend asks of `/dev/pctr`, and the real device.
 
-use counterhal_hal::DeviceKind;
+use counterhal_hal::{DeviceKind, Error, Result as HalResult};
 
-use crate::abi::{Abi, IoctlArg, PctrStCurrent, PctrStLegacy, set_request};
-use crate::errno::Errno;
+use crate::abi::{
+    Abi, IoctlArg, PCIOCRD_TRANSITIONAL, PctrStCurrent, PctrStLegacy, PctrStTransitional,
+    set_request,
+};
+use crate::errno::{Errno, Operation, map_errno};
 
 /// An open pctr device: the real `/dev/pctr` ([`RealDevice`]) or a model of the driver
 /// ([`DriverModel`](crate::DriverModel)).
@@ -81,6 +84,76 @@ pub fn detect_abi(device: &mut dyn PctrDevice) -> Result<Abi, Errno> {
     }
 }
 
+/// [`detect_abi`], with the driver's answer as an [`Error`]: when neither ABI's `PCIOCRD` is
+/// understood but the 64-byte one of 2007 is, the error names that ABI.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for a transitional
+/// 64-byte kernel or one that understands no `PCIOCRD`; otherwise as [`map_errno`] maps the
+/// read's `errno` ([`ErrorKind::DeviceMissing`](counterhal_hal::ErrorKind::DeviceMissing) for a
+/// file that is not a pctr device).
+pub(crate) fn identify_abi(device: &mut dyn PctrDevice) -> HalResult<Abi> {
+    match detect_abi(device) {
+        Ok(abi) => Ok(abi),
+        Err(Errno::EINVAL) => {
+            let mut st = PctrStTransitional::default();
+            let transitional = device
+                .ioctl(PCIOCRD_TRANSITIONAL, IoctlArg::ReadTransitional(&mut st))
+                .is_ok();
+            if transitional {
+                return Err(Error::unsupported(format!(
+                    "this kernel speaks a transitional 64-byte pctr ABI of 2007 (PCIOCRD \
+                     {PCIOCRD_TRANSITIONAL:#x}: amd64 pctr.h 1.1's hwc[4], tsc, idl, fn[4], or \
+                     the i386 one of the same months, fn[4], tsc, hwc[4], idl), which counterhal \
+                     does not drive"
+                ))
+                .with_hint(
+                    "counterhal speaks the 40-byte legacy ABI (1996-2007) and the 56-byte \
+                     current one (late 2007 on): update the kernel",
+                ));
+            }
+            Err(map_errno(&Operation::Read, Errno::EINVAL))
+        }
+        Err(errno) => Err(map_errno(&Operation::Read, errno)),
+    }
+}
+
+/// What the driver answers about one counter when asked to set it to the function it holds
+/// already: whether it drives the counter, without changing what it counts (an older driver
+/// zeroes the counter on every set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CounterAnswer {
+    /// The set was taken (or refused only for want of write access, which the driver checks
+    /// after it has counters and the index): the driver drives this counter.
+    Driven,
+    /// `EINVAL`: the driver has counters but not this one.
+    OutOfRange,
+    /// `ENODEV`: the driver drives no counters on this CPU.
+    NoCounters,
+}
+
+/// Asks the driver speaking `abi` whether it drives `counter` (see [`CounterAnswer`]).
+///
+/// # Errors
+/// Any other `errno` of the read or the set.
+pub(crate) fn ask_counter(
+    device: &mut dyn PctrDevice,
+    abi: Abi,
+    counter: u32,
+) -> Result<CounterAnswer, Errno> {
+    let held = read_snapshot(device, abi)?
+        .functions
+        .get(counter as usize)
+        .copied()
+        .unwrap_or(0);
+    match set_function(device, counter, held) {
+        Ok(()) | Err(Errno::EPERM) => Ok(CounterAnswer::Driven),
+        Err(Errno::EINVAL) => Ok(CounterAnswer::OutOfRange),
+        Err(Errno::ENODEV) => Ok(CounterAnswer::NoCounters),
+        Err(errno) => Err(errno),
+    }
+}
+
 /// Issues `PCIOCS<counter>` with `function`.
 ///
 /// # Errors
@@ -148,6 +221,105 @@ impl PctrDevice for RealDevice {
     fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>) -> Result<(), Errno> {
         use std::os::fd::AsFd;
         crate::sys::ioctl(self.fd.as_fd(), request, arg)
+    }
+}
+
+#[cfg(test)]
+mod answers {
+    use super::*;
+    use crate::abi::{PCIOCRD_CURRENT, PCIOCRD_LEGACY};
+    use crate::model::{ModelConfig, ModelCpu, ModelHandle, Revision};
+    use counterhal_hal::ErrorKind;
+
+    /// A kernel of the transitional 64-byte ABI: only its `PCIOCRD` is understood.
+    struct Transitional;
+
+    impl PctrDevice for Transitional {
+        fn kind(&self) -> DeviceKind {
+            DeviceKind::Model
+        }
+        fn writable(&self) -> bool {
+            true
+        }
+        fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>) -> Result<(), Errno> {
+            match (request, arg) {
+                (PCIOCRD_TRANSITIONAL, IoctlArg::ReadTransitional(st)) => {
+                    st.words[4] = 1_000_000;
+                    Ok(())
+                }
+                _ => Err(Errno::EINVAL),
+            }
+        }
+    }
+
+    #[test]
+    fn the_transitional_abi_is_named() {
+        let mut device = Transitional;
+        assert_eq!(detect_abi(&mut device), Err(Errno::EINVAL));
+        let error = identify_abi(&mut device).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+        assert!(error.message().contains("64-byte"), "{error}");
+        assert!(error.message().contains("0x40406301"), "{error}");
+        assert!(!error.message().contains("not understood"), "{error}");
+    }
+
+    #[test]
+    fn a_device_answering_no_read_is_not_called_transitional() {
+        struct Deaf;
+        impl PctrDevice for Deaf {
+            fn kind(&self) -> DeviceKind {
+                DeviceKind::Model
+            }
+            fn writable(&self) -> bool {
+                true
+            }
+            fn ioctl(&mut self, _: u64, _: IoctlArg<'_>) -> Result<(), Errno> {
+                Err(Errno::EINVAL)
+            }
+        }
+        let error = identify_abi(&mut Deaf).unwrap_err();
+        assert!(!error.message().contains("64-byte"), "{error}");
+        assert_eq!(error.errno(), Some(Errno::EINVAL.0));
+        // The two real ABIs are still found first.
+        let model = ModelHandle::new(ModelCpu::P6);
+        assert_eq!(identify_abi(&mut model.open(false)).unwrap(), Abi::Legacy);
+        assert_eq!(Abi::Legacy.read_request(), PCIOCRD_LEGACY);
+        assert_eq!(Abi::Current.read_request(), PCIOCRD_CURRENT);
+    }
+
+    #[test]
+    fn asking_a_counter_tells_the_revisions_apart() {
+        let amd = ModelHandle::new(ModelCpu::Amd);
+        let mut device = amd.open(true);
+        assert_eq!(
+            ask_counter(&mut device, Abi::Current, 2),
+            Ok(CounterAnswer::Driven)
+        );
+        let of_2007 = ModelConfig::new(ModelCpu::Amd)
+            .with_revision(Revision::I386Of2007)
+            .unwrap();
+        let mut device = ModelHandle::with_config(of_2007).open(true);
+        assert_eq!(
+            ask_counter(&mut device, Abi::Current, 2),
+            Ok(CounterAnswer::OutOfRange)
+        );
+        // Read-only: the driver checks the index before write access.
+        let mut device = ModelHandle::with_config(of_2007).open(false);
+        assert_eq!(
+            ask_counter(&mut device, Abi::Current, 1),
+            Ok(CounterAnswer::Driven)
+        );
+        let tsc_only = ModelHandle::new(ModelCpu::TscOnly);
+        assert_eq!(
+            ask_counter(&mut tsc_only.open(true), Abi::Current, 0),
+            Ok(CounterAnswer::NoCounters)
+        );
+        // Asking leaves the function as it was.
+        amd.set_counter(0, 5);
+        let mut device = amd.open(true);
+        set_function(&mut device, 0, 0x4300c0).unwrap();
+        ask_counter(&mut device, Abi::Current, 0).unwrap();
+        assert_eq!(amd.function(0), 0x4300c0);
     }
 }
 

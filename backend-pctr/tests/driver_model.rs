@@ -557,7 +557,6 @@ fn legacy_tsc_only_cpu() {
 #[test]
 fn model_configs_refuse_what_no_driver_does() {
     for (cpu, abi) in [
-        (ModelCpu::P6, Abi::Current),
         (ModelCpu::IntelArch, Abi::Legacy),
         (ModelCpu::Amd, Abi::Legacy),
     ] {
