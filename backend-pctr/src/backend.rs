@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use counterhal_events::Database;
+use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
     Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
     EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
@@ -16,6 +16,7 @@ use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
 use crate::errno::{Operation, map_errno};
 use crate::group::{Hardware, PctrGroup};
 use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
+use crate::names::pctr1_p6_spelling;
 use crate::shared::{Shared, lock};
 
 /// The OpenBSD `/dev/pctr` backend, over the real device or a [`DriverModel`](crate::DriverModel).
@@ -135,10 +136,10 @@ impl PctrBackend {
 
     /// A backend over any device: detects its ABI (current `PCIOCRD` first, then legacy) and
     /// checks that a driver of that ABI drives `kind` ([`CpuKind::supports_abi`]: the P5
-    /// and the P6 under either). Where the kind has more than two counters under the current
-    /// ABI (AMD), it asks the driver whether it takes `PCIOCS2` by setting counter 2 to the
-    /// function it holds: the i386 driver of late 2007 (`pctr.c` 1.23) answers `EINVAL`, and
-    /// the backend then uses counters 0 and 1 only.
+    /// and the P6 under the legacy and transitional i386 ones). Where the kind has more than
+    /// two counters under a four-slot ABI (AMD), it asks the driver whether it takes
+    /// `PCIOCS2` by setting counter 2 to the function it holds: the i386 driver of late 2007
+    /// (`pctr.c` 1.23) answers `EINVAL`, and the backend then uses counters 0 and 1 only.
     ///
     /// `width` is the counter width the reads carry (the hardware width, cut to what the
     /// kernel keeps); `tsc` the TSC frequency; `cpu_id` the database model id (default:
@@ -175,7 +176,7 @@ impl PctrBackend {
             )));
         }
         let mut counters = kind.counters();
-        if counters > 2 && abi == Abi::Current {
+        if counters > 2 && abi.slots() > 2 {
             let answer = ask_counter(device.as_mut(), abi, 2).map_err(|e| {
                 map_errno(
                     &Operation::Set {
@@ -313,6 +314,15 @@ impl PctrBackend {
     }
 }
 
+impl PctrBackend {
+    /// Whether names resolve against a P6 table (pctr(1)'s P6 names apply).
+    fn p6_table(&self) -> bool {
+        self.db
+            .model(&self.cpu_id)
+            .is_some_and(|model| model.encoder == EncoderKind::P6)
+    }
+}
+
 /// What pctr takes and can do on a `kind` CPU with `counters` counters read at `width` bits: P5 CESR fields on the P5,
 /// event selects elsewhere; user and kernel bits; no multiplexing; this thread only (the
 /// counters of the CPU it runs on).
@@ -350,10 +360,26 @@ impl Backend for PctrBackend {
 
     /// Resolves through the event database for this CPU model, then checks each term as
     /// [`PctrBackend::program_word`] does, keeping only the counters pctr programs.
+    ///
+    /// On a P6 table, pctr(1)'s names that the table spells otherwise (`DATA_MEM_REF` for
+    /// `DATA_MEM_REFS`, and `DATA_MEM_CACHE_REF`, 0x44, which it lacks) are accepted too.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let mut resolved =
-            self.db
-                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts)?;
+        let accepts = &self.capabilities.accepts;
+        let mut resolved = match self.db.resolve(Some(&self.cpu_id), event, accepts) {
+            Ok(resolved) => resolved,
+            Err(error) if error.kind() == ErrorKind::InvalidEvent && self.p6_table() => {
+                let Some(spelled) = pctr1_p6_spelling(event) else {
+                    return Err(error);
+                };
+                let mut resolved = self.db.resolve(Some(&self.cpu_id), &spelled, accepts)?;
+                resolved.name = event.to_string();
+                if let [term] = resolved.terms.as_mut_slice() {
+                    term.request.name = event.to_string();
+                }
+                resolved
+            }
+            Err(error) => return Err(error),
+        };
         let available = CounterSet::first(self.counters);
         for term in &mut resolved.terms {
             self.program_word(&term.request)

@@ -9,7 +9,7 @@ use counterhal_hal::{Error, Result};
 use counterhal_x86::{TscFrequency, TscSource};
 
 use crate::{
-    Abi, CpuFacts, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, PctrBackend, Revision,
+    Abi, CpuFacts, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, PctrBackend,
     backend_for_device,
 };
 
@@ -133,13 +133,15 @@ fn facts(vendor: Vendor, family: u32, model: u32, arch_perfmon_version: u32) -> 
 /// (i386, 2007-2022) ABI, Intel architectural and AMD on the current (amd64) one, and Intel
 /// architectural with 48-bit counters on the current i386 driver, which keeps 40 bits.
 ///
-/// Then three found through [`backend_for_device`], as on a real machine: a Pentium III and
-/// an AMD Athlon 64 under the i386 driver of late 2007 (`pctr.c` 1.23: the P6 through the
-/// four-slot ABI; AMD with two settable counters), and a Core 2 whose CPUID's highest leaf is
-/// below 0xA under the amd64 driver of 2007 (`pctr.c` 1.10), which drives it anyway.
+/// Then four found through [`backend_for_device`], as on a real machine: a Pentium III and
+/// an AMD Athlon 64 under the i386 driver of late 2007 (`pctr.c` 1.23, the 64-byte i386 ABI:
+/// the P6 through four slots; AMD with two settable counters), a Core 2 under the amd64
+/// driver of September 2007 (`pctr.c` 1.1, the 64-byte amd64 ABI), and a Core 2 whose
+/// CPUID's highest leaf is below 0xA under the amd64 driver (`pctr.c` 1.10), which reads
+/// leaf 0xA unguarded and drives it anyway.
 ///
-/// A P5 (or P6) under the i386 driver of 2023 on is no subject: that driver drives no
-/// counters there (see the crate's README); its tests expect `ENODEV`.
+/// A P5 under the i386 driver of 2023 on is no subject: that driver drives no counters there
+/// (see the crate's README); its tests (tests/revisions.rs) expect `ENODEV`.
 pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
     let usual = [
         Ok(ModelConfig::new(ModelCpu::P5)),
@@ -154,19 +156,26 @@ pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
     .map(|config| ModelSubject::with_config(Arc::clone(&db), config));
     let probed = [
         (
-            ModelConfig::new(ModelCpu::P6).with_abi(Abi::Current),
+            ModelConfig::new(ModelCpu::P6).with_abi(Abi::TransitionalI386),
             facts(Vendor::Intel, 6, 0x08, 0),
             "a Pentium III",
         ),
         (
-            ModelConfig::new(ModelCpu::Amd).with_revision(Revision::I386Of2007),
+            ModelConfig::new(ModelCpu::Amd).with_abi(Abi::TransitionalI386),
             facts(Vendor::Amd, 0x0f, 0x04, 0),
             "an Athlon 64, two settable counters",
         ),
         (
+            ModelConfig::new(ModelCpu::IntelArch)
+                .with_hardware_width(40)
+                .and_then(|config| config.with_abi(Abi::TransitionalAmd64)),
+            facts(Vendor::Intel, 6, 0x0f, 2),
+            "a Core 2",
+        ),
+        (
             ModelConfig::new(ModelCpu::IntelArch).with_hardware_width(40),
             facts(Vendor::Intel, 6, 0x0f, 0),
-            "a Core 2 with CPUID limited below leaf 0xA",
+            "a Core 2 with CPUID limited below leaf 0xA (pctr.c 1.10 reads it unguarded)",
         ),
     ]
     .into_iter()
@@ -252,9 +261,12 @@ mod tests {
                 "intel-arch model, current ABI (amd64)",
                 "intel-arch model, current ABI (i386)",
                 "amd model, current ABI (amd64)",
-                "p6 model, current ABI (i386 pctr.c 1.23), a Pentium III",
-                "amd model, current ABI (i386 pctr.c 1.23), an Athlon 64, two settable counters",
-                "intel-arch model, current ABI (amd64), a Core 2 with CPUID limited below leaf 0xA",
+                "p6 model, transitional-i386 ABI (i386 pctr.c 1.23), a Pentium III",
+                "amd model, transitional-i386 ABI (i386 pctr.c 1.23), an Athlon 64, two \
+                 settable counters",
+                "intel-arch model, transitional-amd64 ABI (amd64 pctr.c 1.1), a Core 2",
+                "intel-arch model, current ABI (amd64), a Core 2 with CPUID limited below leaf \
+                 0xA (pctr.c 1.10 reads it unguarded)",
             ]
         );
     }
@@ -278,6 +290,7 @@ mod tests {
             [
                 (crate::CpuKind::P6, 2, "p6"),
                 (crate::CpuKind::Amd, 2, "k8"),
+                (crate::CpuKind::IntelArch, 2, "intel-arch"),
                 (crate::CpuKind::IntelArch, 2, "intel-arch"),
             ]
         );

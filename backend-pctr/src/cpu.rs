@@ -93,15 +93,19 @@ impl CpuKind {
         }
     }
 
-    /// Whether a driver of `abi` drives this kind as such: the P5 under both (the i386
-    /// driver kept its P5 path when it moved to four slots in 2007), the P6 family under both
-    /// (the current ABI's i386 driver of late 2007, `pctr.c` 1.23, drove it before later
-    /// revisions asked for architectural perfmon), Intel architectural and AMD under the
-    /// current one only, and a CPU without counters under both.
+    /// Whether a driver of `abi` drives this kind as such: the P5 under every i386 one (the
+    /// i386 driver kept its P5 path when it moved to four slots in 2007); the P6 family under
+    /// the legacy one and the transitional i386 one of late 2007 (`pctr.c` 1.23 drove every
+    /// Intel family-6-or-later CPU so); Intel architectural under the current one and the
+    /// transitional amd64 one; AMD under every four-slot one; a CPU without counters under
+    /// all.
     pub const fn supports_abi(self, abi: Abi) -> bool {
         match self {
-            CpuKind::P5 | CpuKind::P6 | CpuKind::TscOnly => true,
-            CpuKind::IntelArch | CpuKind::Amd => matches!(abi, Abi::Current),
+            CpuKind::TscOnly => true,
+            CpuKind::P5 => !matches!(abi, Abi::TransitionalAmd64),
+            CpuKind::P6 => matches!(abi, Abi::Legacy | Abi::TransitionalI386),
+            CpuKind::IntelArch => matches!(abi, Abi::Current | Abi::TransitionalAmd64),
+            CpuKind::Amd => !matches!(abi, Abi::Legacy),
         }
     }
 
@@ -252,11 +256,13 @@ pub(crate) const fn tscfreq_sysctl(amd64: bool) -> Option<i32> {
     if amd64 { Some(16) } else { None }
 }
 
-/// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
-/// only the low 8 bits of EDX), amd64's 56. (The P5 is read with `rdmsr`, unmasked; see
+/// How many bits of a counter the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
+/// only the low 8 bits of EDX), amd64's 56; the transitional amd64 driver read the counters
+/// with `rdmsr`, unmasked (64). (The P5 is read with `rdmsr` too; see
 /// [`CpuKind::read_with_rdmsr`].)
 pub(crate) const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
     match (abi, amd64) {
+        (Abi::TransitionalAmd64, _) => 64,
         (Abi::Current, true) => 56,
         _ => 40,
     }
@@ -328,6 +334,8 @@ mod tests {
         assert_eq!(kernel_mask_bits(Abi::Current, true), 56);
         assert_eq!(kernel_mask_bits(Abi::Current, false), 40);
         assert_eq!(kernel_mask_bits(Abi::Legacy, false), 40);
+        assert_eq!(kernel_mask_bits(Abi::TransitionalI386, false), 40);
+        assert_eq!(kernel_mask_bits(Abi::TransitionalAmd64, true), 64);
         // i386 cuts a 48-bit counter to 40 bits; amd64 keeps all 48; the P5 is not cut.
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, false), 40);
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, true), 48);
@@ -340,8 +348,14 @@ mod tests {
         assert!(CpuKind::P5.supports_abi(Abi::Legacy));
         assert!(CpuKind::P5.supports_abi(Abi::Current));
         assert!(CpuKind::TscOnly.supports_abi(Abi::Legacy));
-        // i386 pctr.c 1.23 (late 2007) drove the P6 family through the four-slot ABI.
-        assert!(CpuKind::P6.supports_abi(Abi::Current));
+        // i386 pctr.c 1.23 (late 2007) drove the P6 family through its 64-byte four-slot ABI.
+        assert!(CpuKind::P6.supports_abi(Abi::TransitionalI386));
+        assert!(!CpuKind::P6.supports_abi(Abi::Current));
+        assert!(!CpuKind::P6.supports_abi(Abi::TransitionalAmd64));
+        assert!(CpuKind::IntelArch.supports_abi(Abi::TransitionalAmd64));
+        assert!(!CpuKind::IntelArch.supports_abi(Abi::TransitionalI386));
+        assert!(CpuKind::Amd.supports_abi(Abi::TransitionalI386));
+        assert!(!CpuKind::P5.supports_abi(Abi::TransitionalAmd64));
         assert!(!CpuKind::Amd.supports_abi(Abi::Legacy));
         assert!(!CpuKind::IntelArch.supports_abi(Abi::Legacy));
         for kind in CpuKind::ALL {

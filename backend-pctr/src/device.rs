@@ -1,9 +1,9 @@
 //! The device seam: what the backend asks of `/dev/pctr`, and the real device.
 
-use counterhal_hal::{DeviceKind, Error, Result as HalResult};
+use counterhal_hal::{DeviceKind, Result as HalResult};
 
 use crate::abi::{
-    Abi, IoctlArg, PCIOCRD_TRANSITIONAL, PctrStCurrent, PctrStLegacy, PctrStTransitional,
+    Abi, IoctlArg, PctrStCurrent, PctrStLegacy, PctrStTransitionalAmd64, PctrStTransitionalI386,
     set_request,
 };
 use crate::errno::{Errno, Operation, map_errno};
@@ -58,6 +58,26 @@ pub(crate) fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Sna
                 idle: st.pctr_idl,
             })
         }
+        Abi::TransitionalI386 => {
+            let mut st = PctrStTransitionalI386::default();
+            device.ioctl(abi.read_request(), IoctlArg::ReadTransitionalI386(&mut st))?;
+            Ok(Snapshot {
+                functions: st.pctr_fn,
+                tsc: st.pctr_tsc,
+                counters: st.pctr_hwc,
+                idle: st.pctr_idl,
+            })
+        }
+        Abi::TransitionalAmd64 => {
+            let mut st = PctrStTransitionalAmd64::default();
+            device.ioctl(abi.read_request(), IoctlArg::ReadTransitionalAmd64(&mut st))?;
+            Ok(Snapshot {
+                functions: st.pctr_fn,
+                tsc: st.pctr_tsc,
+                counters: st.pctr_hwc,
+                idle: st.pctr_idl,
+            })
+        }
         Abi::Current => {
             let mut st = PctrStCurrent::default();
             device.ioctl(abi.read_request(), IoctlArg::ReadCurrent(&mut st))?;
@@ -71,51 +91,42 @@ pub(crate) fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Sna
     }
 }
 
-/// Finds the ABI the driver speaks: the current `PCIOCRD` first, then the legacy one.
+/// Finds the ABI the driver speaks: the current `PCIOCRD` first, then the legacy one, then
+/// the 64-byte one of 2007 in this build's layout (amd64's on x86-64, i386's elsewhere) and
+/// the other one's (a real kernel takes either, as the request number is the same; a model
+/// takes only its own).
 ///
 /// # Errors
-/// The `errno` of the legacy attempt when neither answers (the current one's when it failed
-/// with something other than `EINVAL`).
+/// The `errno` of the last attempt when none answers (an earlier one's when it failed with
+/// something other than `EINVAL`).
 pub fn detect_abi(device: &mut dyn PctrDevice) -> Result<Abi, Errno> {
-    match read_snapshot(device, Abi::Current) {
-        Ok(_) => Ok(Abi::Current),
-        Err(Errno::EINVAL) => read_snapshot(device, Abi::Legacy).map(|_| Abi::Legacy),
-        Err(errno) => Err(errno),
+    let (native, other) = if cfg!(target_arch = "x86_64") {
+        (Abi::TransitionalAmd64, Abi::TransitionalI386)
+    } else {
+        (Abi::TransitionalI386, Abi::TransitionalAmd64)
+    };
+    let mut last = Errno::EINVAL;
+    for abi in [Abi::Current, Abi::Legacy, native, other] {
+        match read_snapshot(device, abi) {
+            Ok(_) => return Ok(abi),
+            Err(Errno::EINVAL) => last = Errno::EINVAL,
+            Err(errno) => return Err(errno),
+        }
     }
+    Err(last)
 }
 
-/// [`detect_abi`], with the driver's answer as an [`Error`]: when neither ABI's `PCIOCRD` is
-/// understood but the 64-byte one of 2007 is, the error names that ABI.
+/// [`detect_abi`], with the driver's refusal as an [`Error`].
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for a transitional
-/// 64-byte kernel or one that understands no `PCIOCRD`; otherwise as [`map_errno`] maps the
-/// read's `errno` ([`ErrorKind::DeviceMissing`](counterhal_hal::ErrorKind::DeviceMissing) for a
-/// file that is not a pctr device).
+/// As [`map_errno`] maps the last read's `errno` ([`ErrorKind::DeviceMissing`] for a file
+/// that is not a pctr device, [`ErrorKind::Unsupported`] for one that understands no
+/// `PCIOCRD`).
+///
+/// [`ErrorKind::DeviceMissing`]: counterhal_hal::ErrorKind::DeviceMissing
+/// [`ErrorKind::Unsupported`]: counterhal_hal::ErrorKind::Unsupported
 pub(crate) fn identify_abi(device: &mut dyn PctrDevice) -> HalResult<Abi> {
-    match detect_abi(device) {
-        Ok(abi) => Ok(abi),
-        Err(Errno::EINVAL) => {
-            let mut st = PctrStTransitional::default();
-            let transitional = device
-                .ioctl(PCIOCRD_TRANSITIONAL, IoctlArg::ReadTransitional(&mut st))
-                .is_ok();
-            if transitional {
-                return Err(Error::unsupported(format!(
-                    "this kernel speaks a transitional 64-byte pctr ABI of 2007 (PCIOCRD \
-                     {PCIOCRD_TRANSITIONAL:#x}: amd64 pctr.h 1.1's hwc[4], tsc, idl, fn[4], or \
-                     the i386 one of the same months, fn[4], tsc, hwc[4], idl), which counterhal \
-                     does not drive"
-                ))
-                .with_hint(
-                    "counterhal speaks the 40-byte legacy ABI (1996-2007) and the 56-byte \
-                     current one (late 2007 on): update the kernel",
-                ));
-            }
-            Err(map_errno(&Operation::Read, Errno::EINVAL))
-        }
-        Err(errno) => Err(map_errno(&Operation::Read, errno)),
-    }
+    detect_abi(device).map_err(|errno| map_errno(&Operation::Read, errno))
 }
 
 /// What the driver answers about one counter when asked to set it to the function it holds
@@ -228,61 +239,45 @@ impl PctrDevice for RealDevice {
 mod answers {
     use super::*;
     use crate::abi::{PCIOCRD_CURRENT, PCIOCRD_LEGACY};
-    use crate::model::{ModelConfig, ModelCpu, ModelHandle, Revision};
+    use crate::model::{ModelConfig, ModelCpu, ModelHandle};
     use counterhal_hal::ErrorKind;
 
-    /// A kernel of the transitional 64-byte ABI: only its `PCIOCRD` is understood.
-    struct Transitional;
+    /// A device that understands no `PCIOCRD`.
+    struct Deaf;
 
-    impl PctrDevice for Transitional {
+    impl PctrDevice for Deaf {
         fn kind(&self) -> DeviceKind {
             DeviceKind::Model
         }
         fn writable(&self) -> bool {
             true
         }
-        fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>) -> Result<(), Errno> {
-            match (request, arg) {
-                (PCIOCRD_TRANSITIONAL, IoctlArg::ReadTransitional(st)) => {
-                    st.words[4] = 1_000_000;
-                    Ok(())
-                }
-                _ => Err(Errno::EINVAL),
-            }
+        fn ioctl(&mut self, _: u64, _: IoctlArg<'_>) -> Result<(), Errno> {
+            Err(Errno::EINVAL)
         }
     }
 
     #[test]
-    fn the_transitional_abi_is_named() {
-        let mut device = Transitional;
-        assert_eq!(detect_abi(&mut device), Err(Errno::EINVAL));
-        let error = identify_abi(&mut device).unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
-        assert!(error.message().contains("64-byte"), "{error}");
-        assert!(error.message().contains("0x40406301"), "{error}");
-        assert!(!error.message().contains("not understood"), "{error}");
-    }
-
-    #[test]
-    fn a_device_answering_no_read_is_not_called_transitional() {
-        struct Deaf;
-        impl PctrDevice for Deaf {
-            fn kind(&self) -> DeviceKind {
-                DeviceKind::Model
-            }
-            fn writable(&self) -> bool {
-                true
-            }
-            fn ioctl(&mut self, _: u64, _: IoctlArg<'_>) -> Result<(), Errno> {
-                Err(Errno::EINVAL)
-            }
+    fn every_abi_is_recognised_and_a_deaf_device_is_refused() {
+        for abi in [
+            Abi::Legacy,
+            Abi::TransitionalI386,
+            Abi::TransitionalAmd64,
+            Abi::Current,
+        ] {
+            let config = ModelConfig::new(ModelCpu::TscOnly).with_abi(abi).unwrap();
+            let model = ModelHandle::with_config(config);
+            model.advance_idle(3);
+            let mut device = model.open(false);
+            assert_eq!(detect_abi(&mut device), Ok(abi));
+            let snapshot = read_snapshot(&mut device, abi).unwrap();
+            assert_ne!(snapshot.tsc, 0, "{abi}");
+            let idle = if abi == Abi::Current { 0 } else { 3 };
+            assert_eq!(snapshot.idle, idle, "{abi}");
         }
         let error = identify_abi(&mut Deaf).unwrap_err();
-        assert!(!error.message().contains("64-byte"), "{error}");
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
         assert_eq!(error.errno(), Some(Errno::EINVAL.0));
-        // The two real ABIs are still found first.
-        let model = ModelHandle::new(ModelCpu::P6);
-        assert_eq!(identify_abi(&mut model.open(false)).unwrap(), Abi::Legacy);
         assert_eq!(Abi::Legacy.read_request(), PCIOCRD_LEGACY);
         assert_eq!(Abi::Current.read_request(), PCIOCRD_CURRENT);
     }
@@ -296,17 +291,17 @@ mod answers {
             Ok(CounterAnswer::Driven)
         );
         let of_2007 = ModelConfig::new(ModelCpu::Amd)
-            .with_revision(Revision::I386Of2007)
+            .with_abi(Abi::TransitionalI386)
             .unwrap();
         let mut device = ModelHandle::with_config(of_2007).open(true);
         assert_eq!(
-            ask_counter(&mut device, Abi::Current, 2),
+            ask_counter(&mut device, Abi::TransitionalI386, 2),
             Ok(CounterAnswer::OutOfRange)
         );
         // Read-only: the driver checks the index before write access.
         let mut device = ModelHandle::with_config(of_2007).open(false);
         assert_eq!(
-            ask_counter(&mut device, Abi::Current, 1),
+            ask_counter(&mut device, Abi::TransitionalI386, 1),
             Ok(CounterAnswer::Driven)
         );
         let tsc_only = ModelHandle::new(ModelCpu::TscOnly);

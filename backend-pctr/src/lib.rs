@@ -10,6 +10,7 @@ mod device;
 mod errno;
 mod group;
 mod model;
+mod names;
 mod probe;
 mod shared;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)

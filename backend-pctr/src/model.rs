@@ -165,7 +165,13 @@ impl ModelState {
         let abi = self.config.abi;
         let last_set = abi::PCIOCS0 + u64::from(abi.slots()) - 1;
         if request == abi.read_request() {
-            if !abi::arg_matches(request, &arg) {
+            // The two 64-byte ABIs share a request number: a model answers in its own layout.
+            let own_layout = match &arg {
+                IoctlArg::ReadTransitionalI386(_) => abi == Abi::TransitionalI386,
+                IoctlArg::ReadTransitionalAmd64(_) => abi == Abi::TransitionalAmd64,
+                _ => true,
+            };
+            if !abi::arg_matches(request, &arg) || !own_layout {
                 return Err(Errno::EINVAL);
             }
             self.reads += 1;
@@ -213,7 +219,25 @@ impl ModelState {
                     st.pctr_hwc[index] = self.counters[index] & kernel_mask;
                 }
             }
-            IoctlArg::ReadTransitional(_) | IoctlArg::Function(_) => {}
+            IoctlArg::ReadTransitionalI386(st) => {
+                *st = abi::PctrStTransitionalI386::default();
+                st.pctr_tsc = self.tsc;
+                st.pctr_idl = self.idle;
+                for index in 0..n.min(4) {
+                    st.pctr_fn[index] = self.read_back(index);
+                    st.pctr_hwc[index] = self.counters[index] & kernel_mask;
+                }
+            }
+            IoctlArg::ReadTransitionalAmd64(st) => {
+                *st = abi::PctrStTransitionalAmd64::default();
+                st.pctr_tsc = self.tsc;
+                st.pctr_idl = self.idle;
+                for index in 0..n.min(4) {
+                    st.pctr_fn[index] = self.read_back(index);
+                    st.pctr_hwc[index] = self.counters[index] & kernel_mask;
+                }
+            }
+            IoctlArg::Function(_) => {}
         }
     }
 }

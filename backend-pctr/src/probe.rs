@@ -64,18 +64,24 @@ impl CpuFacts {
             ..
         } = &self.identity;
         let p5 = *vendor == Vendor::Intel && *family == 5 && *model > 0;
+        let intel_width = if self.arch_perfmon_width == 0 {
+            40
+        } else {
+            self.arch_perfmon_width
+        };
         let found = match (abi, vendor) {
             (Abi::Legacy, Vendor::Intel) if *family == 6 => Some((CpuKind::P6, 40)),
+            // i386 pctr.c 1.23: every Intel or AMD family-6-or-later CPU, the P6 way on Intel.
+            (Abi::TransitionalI386, Vendor::Intel) if *family >= 6 => Some((CpuKind::P6, 40)),
+            (Abi::TransitionalI386, Vendor::Amd) if *family >= 6 => Some((CpuKind::Amd, 48)),
+            // amd64 pctr.c 1.1: every Intel and AMD CPU (with MSRs, as every amd64 CPU has).
+            (Abi::TransitionalAmd64, Vendor::Intel) => Some((CpuKind::IntelArch, intel_width)),
+            (Abi::TransitionalAmd64, Vendor::Amd) => Some((CpuKind::Amd, 48)),
             (Abi::Current, Vendor::Amd) if *family >= 6 => Some((CpuKind::Amd, 48)),
             (Abi::Current, Vendor::Intel) if self.arch_perfmon_version >= 1 => {
-                let width = if self.arch_perfmon_width == 0 {
-                    40
-                } else {
-                    self.arch_perfmon_width
-                };
-                Some((CpuKind::IntelArch, width))
+                Some((CpuKind::IntelArch, intel_width))
             }
-            _ if p5 => Some((CpuKind::P5, 40)),
+            _ if p5 && abi != Abi::TransitionalAmd64 => Some((CpuKind::P5, 40)),
             _ => None,
         };
         found.ok_or_else(|| {
@@ -115,29 +121,21 @@ impl CpuFacts {
             && (self.arch_perfmon_version >= 1 || *family > 6 || (*family == 6 && *model >= 0x0f))
     }
 
-    /// The kind of CPU the driver behind `device` (speaking `abi`, on an amd64 kernel or an
-    /// i386 one) drives, and its hardware counter width, from CPUID ([`kind_under`]) and,
-    /// where CPUID cannot settle it, from the driver's answers:
-    ///
-    /// - an Intel family-6-or-later CPU that CPUID shows without architectural perfmon,
-    ///   under the current ABI: the driver is asked whether it drives counter 0 (set to the
-    ///   function it holds). The i386 driver of late 2007 (`pctr.c` 1.23) drives it the P6
-    ///   way ([`CpuKind::P6`]); the amd64 driver of 2007 (`pctr.c` 1.10) reads leaf 0xA
-    ///   without checking the highest leaf, and so drives such a CPU as architectural
-    ///   ([`CpuKind::IntelArch`], 40-bit, the width of those CPUs); later drivers answer
-    ///   `ENODEV`.
+    /// The kind of CPU the driver behind `device` (speaking `abi`) drives, and its hardware
+    /// counter width, from CPUID ([`kind_under`]) and, where CPUID cannot settle it, from the
+    /// driver's answer: for an Intel family-6-or-later CPU that CPUID shows without
+    /// architectural perfmon, under the current ABI, the driver is asked whether it drives
+    /// counter 0 (set to the function it holds). The amd64 driver (`pctr.c` 1.10) reads leaf
+    /// 0xA without checking the highest leaf, and so drives such a CPU (NetBurst EM64T, a
+    /// Core 2 with "Limit CPUID Maxval") as architectural ([`CpuKind::IntelArch`], 40-bit,
+    /// the width of those CPUs); a driver that checks the leaf answers `ENODEV`.
     ///
     /// [`kind_under`]: Self::kind_under
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] when the driver drives no counters on this CPU; the mapped
     /// driver error when the question itself fails.
-    pub fn kind_driven(
-        &self,
-        abi: Abi,
-        amd64: bool,
-        device: &mut dyn PctrDevice,
-    ) -> Result<(CpuKind, u32)> {
+    pub fn kind_driven(&self, abi: Abi, device: &mut dyn PctrDevice) -> Result<(CpuKind, u32)> {
         let refused = match self.kind_under(abi) {
             Ok(found) => return Ok(found),
             Err(error) => error,
@@ -154,10 +152,9 @@ impl CpuFacts {
                 e,
             )
         })?;
-        match (answer, amd64) {
-            (CounterAnswer::Driven, false) => Ok((CpuKind::P6, 40)),
-            (CounterAnswer::Driven, true) => Ok((CpuKind::IntelArch, 40)),
-            (CounterAnswer::OutOfRange | CounterAnswer::NoCounters, _) => {
+        match answer {
+            CounterAnswer::Driven => Ok((CpuKind::IntelArch, 40)),
+            CounterAnswer::OutOfRange | CounterAnswer::NoCounters => {
                 Err(Error::unsupported(format!(
                     "the {abi} pctr driver drives no counters on this CPU ({}): CPUID shows no \
                      architectural perfmon, and the driver refuses counter 0",
@@ -313,7 +310,7 @@ pub fn backend_for_device(
     tsc: TscFrequency,
 ) -> Result<PctrBackend> {
     let abi = identify_abi(device.as_mut())?;
-    let (kind, hardware_width) = facts.kind_driven(abi, amd64, device.as_mut())?;
+    let (kind, hardware_width) = facts.kind_driven(abi, device.as_mut())?;
     let width = read_width(kind, hardware_width, abi, amd64);
     let cpu_id = choose_model_id(&db, cpu, facts, kind)?;
     PctrBackend::from_device(db, kind, Some(cpu_id), device, width, tsc)

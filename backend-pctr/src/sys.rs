@@ -16,7 +16,10 @@ use std::mem::size_of;
 use std::os::fd::BorrowedFd;
 
 #[cfg(unix)]
-use crate::abi::{IoctlArg, PctrStCurrent, PctrStLegacy, PctrStTransitional, arg_matches};
+use crate::abi::{
+    IoctlArg, PctrStCurrent, PctrStLegacy, PctrStTransitionalAmd64, PctrStTransitionalI386,
+    arg_matches,
+};
 #[cfg(unix)]
 use crate::errno::Errno;
 
@@ -42,7 +45,8 @@ pub(crate) fn ioctl(fd: BorrowedFd<'_>, request: u64, arg: IoctlArg<'_>) -> Resu
     let pointer: *mut libc::c_void = match arg {
         IoctlArg::ReadLegacy(st) => (st as *mut PctrStLegacy).cast(),
         IoctlArg::ReadCurrent(st) => (st as *mut PctrStCurrent).cast(),
-        IoctlArg::ReadTransitional(st) => (st as *mut PctrStTransitional).cast(),
+        IoctlArg::ReadTransitionalI386(st) => (st as *mut PctrStTransitionalI386).cast(),
+        IoctlArg::ReadTransitionalAmd64(st) => (st as *mut PctrStTransitionalAmd64).cast(),
         IoctlArg::Function(_) => (&mut function_word as *mut u32).cast(),
     };
     // SAFETY: `fd` is borrowed, so open for the call; `pointer` points to a live, exclusively

@@ -1,8 +1,9 @@
 //! The shared conformance suite against the driver model, for every CPU kind and driver pctr
 //! has: P5 and P6 on the legacy ABI, the P5 on the current i386 driver, Intel architectural
 //! (amd64 and i386 kernels) and AMD on the current one; and, found through the probe as on a
-//! real machine, the P6 and AMD under the i386 driver of late 2007 and a Core 2 with CPUID
-//! limited below leaf 0xA under the amd64 driver of 2007.
+//! real machine, the P6 and AMD under the i386 driver of late 2007 and an Intel CPU under
+//! the amd64 one of the same months (both with their 64-byte ABIs), and a Core 2 with CPUID
+//! limited below leaf 0xA under the amd64 driver that reads leaf 0xA unguarded.
 
 use std::sync::Arc;
 
@@ -68,12 +69,17 @@ fn run_listed(what: &str) {
 
 #[test]
 fn conformance_p6_under_the_2007_i386_driver() {
-    run_listed("p6 model, current ABI (i386 pctr.c 1.23)");
+    run_listed("p6 model, transitional-i386 ABI (i386 pctr.c 1.23)");
 }
 
 #[test]
 fn conformance_amd_with_two_settable_counters() {
-    run_listed("amd model, current ABI (i386 pctr.c 1.23)");
+    run_listed("amd model, transitional-i386 ABI (i386 pctr.c 1.23)");
+}
+
+#[test]
+fn conformance_intel_under_the_2007_amd64_driver() {
+    run_listed("transitional-amd64 ABI (amd64 pctr.c 1.1)");
 }
 
 #[test]

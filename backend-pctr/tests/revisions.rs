@@ -1,6 +1,7 @@
 //! Kernel revisions and CPUs beyond each CPU's usual driver: the i386 driver of late 2007
-//! (`pctr.c` 1.23), the i386 driver of 2023 on (1.31), the amd64 driver of 2007 without the
-//! CPUID leaf 0xA guard (1.10), and what real P5 and P6 hardware reads back.
+//! (`pctr.c` 1.23) and the amd64 one of September 2007 (1.1) with their 64-byte ABIs, the
+//! i386 driver of 2023 on (1.31), the amd64 driver without the CPUID leaf 0xA guard (1.10),
+//! and what real P5 and P6 hardware reads back.
 
 use std::sync::Arc;
 
@@ -9,11 +10,11 @@ use counterhal_hal::{
     Backend, CounterSet, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions, P5Cesr,
     Target,
 };
-use counterhal_pctr::abi::{PCIOCRD_CURRENT, PctrStCurrent};
+use counterhal_pctr::abi::{PCIOCRD_CURRENT, PctrStCurrent, PctrStTransitionalI386};
 use counterhal_pctr::{
     Abi, CpuFacts, CpuKind, Errno, IoctlArg, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle,
     PctrBackend, PctrDevice, PctrGroup, Revision, TscFrequency, TscSource, backend_for_device,
-    function, set_function,
+    detect_abi, function, set_function,
 };
 
 const U: u32 = function::U;
@@ -69,15 +70,24 @@ fn values(group: &mut PctrGroup) -> Vec<u64> {
 }
 
 fn probed(config: ModelConfig, facts: &CpuFacts) -> counterhal_hal::Result<PctrBackend> {
+    probed_with(config, facts).map(|(backend, _)| backend)
+}
+
+/// A backend found over a fresh model as on a real machine, and the model's handle.
+fn probed_with(
+    config: ModelConfig,
+    facts: &CpuFacts,
+) -> counterhal_hal::Result<(PctrBackend, ModelHandle)> {
     let model = ModelHandle::with_config(config);
-    backend_for_device(
+    let backend = backend_for_device(
         db(),
         None,
         Box::new(model.open(true)),
         facts,
         config.is_amd64(),
         model_tsc(),
-    )
+    )?;
+    Ok((backend, model))
 }
 
 fn read_current(device: &mut dyn PctrDevice) -> PctrStCurrent {
@@ -161,21 +171,32 @@ fn a_p5_with_cesr_bits_outside_the_function_is_not_busy() {
     assert_eq!(group.read_to_vec().unwrap_err().kind(), ErrorKind::Busy);
 }
 
-// Item: the P6 under the i386 driver of late 2007, through the four-slot ABI.
+// Item: the P6 under the i386 driver of late 2007, through its four-slot (64-byte) ABI.
+
+fn read_transitional_i386(device: &mut dyn PctrDevice) -> PctrStTransitionalI386 {
+    let mut st = PctrStTransitionalI386::default();
+    device
+        .ioctl(
+            Abi::TransitionalI386.read_request(),
+            IoctlArg::ReadTransitionalI386(&mut st),
+        )
+        .expect("PCIOCRD");
+    st
+}
 
 #[test]
 fn the_2007_i386_driver_drives_a_p6_through_four_slots() {
     let config = ModelConfig::new(ModelCpu::P6)
-        .with_abi(Abi::Current)
+        .with_abi(Abi::TransitionalI386)
         .unwrap();
-    assert_eq!(config.revision(), Revision::I386Of2007);
     assert!(!config.is_amd64());
     assert_eq!(
         config.describe(),
-        "p6 model, current ABI (i386 pctr.c 1.23)"
+        "p6 model, transitional-i386 ABI (i386 pctr.c 1.23)"
     );
     let model = ModelHandle::with_config(config);
     let mut device = model.open(true);
+    assert_eq!(detect_abi(&mut device), Ok(Abi::TransitionalI386));
     set_function(&mut device, 1, 0x12 | U | EN).unwrap();
     set_function(&mut device, 0, 0xc0 | U | EN).unwrap();
     assert_eq!(
@@ -183,38 +204,46 @@ fn the_2007_i386_driver_drives_a_p6_through_four_slots() {
         Err(Errno::EINVAL)
     );
     model.retire_instructions(5, 0);
-    let st = read_current(&mut device);
+    model.advance_idle(7);
+    let st = read_transitional_i386(&mut device);
     assert_eq!(st.pctr_hwc, [5, 0, 0, 0]);
     assert_eq!(st.pctr_fn[2..], [0, 0]);
+    assert_eq!(st.pctr_idl, 7);
+    // The amd64 layout of the same request number is not this model's.
+    let mut other = counterhal_pctr::abi::PctrStTransitionalAmd64::default();
+    assert_eq!(
+        device.ioctl(
+            Abi::TransitionalAmd64.read_request(),
+            IoctlArg::ReadTransitionalAmd64(&mut other)
+        ),
+        Err(Errno::EINVAL)
+    );
 
-    let backend = probed(config, &pentium3()).unwrap();
+    let (backend, model) = probed_with(config, &pentium3()).unwrap();
     assert_eq!(
         (backend.cpu_kind(), backend.abi(), backend.counters()),
-        (CpuKind::P6, Abi::Current, 2)
+        (CpuKind::P6, Abi::TransitionalI386, 2)
     );
     assert_eq!(backend.counter_width(), 40);
     assert_eq!(backend.cpu_id(), "p6");
+    // Driven the P6 way, so it counts on counter 1 with counter 0 as the gate.
+    let mut group = open(&backend, &[evtsel("MUL", 0x12 | U, 0b10)]).unwrap();
+    group.enable().unwrap();
+    model.feed(0x12, None, 4, 0);
+    assert_eq!(values(&mut group), vec![4]);
 }
 
 #[test]
-fn a_p6_is_unsupported_where_the_driver_refuses_it() {
-    // The i386 driver of 2023 on asks CPUID leaf 0xA, which a P6 lacks.
-    let config = ModelConfig::new(ModelCpu::P6)
-        .with_abi(Abi::Current)
-        .unwrap()
-        .with_revision(Revision::I386Since2023)
-        .unwrap();
-    let error = probed(config, &pentium3()).unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
-    assert!(error.message().contains("refuses counter 0"), "{error}");
-    // The usual i386 driver is not asked to drive a P6 under the current ABI.
+fn no_current_abi_driver_drives_a_p6() {
     assert!(
         ModelConfig::new(ModelCpu::P6)
             .with_abi(Abi::Current)
-            .unwrap()
-            .with_revision(Revision::Usual)
             .is_err()
     );
+    // A current driver that refuses an Intel CPU without leaf 0xA: unsupported, said so.
+    let error = probed(ModelConfig::new(ModelCpu::TscOnly), &pentium3()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+    assert!(error.message().contains("refuses counter 0"), "{error}");
 }
 
 // Item: the 2007 i386 driver takes PCIOCS0 and PCIOCS1 only, on AMD too.
@@ -222,7 +251,7 @@ fn a_p6_is_unsupported_where_the_driver_refuses_it() {
 #[test]
 fn the_2007_i386_driver_takes_two_counters_on_amd() {
     let config = ModelConfig::new(ModelCpu::Amd)
-        .with_revision(Revision::I386Of2007)
+        .with_abi(Abi::TransitionalI386)
         .unwrap();
     assert_eq!(config.counters(), 2);
     let model = ModelHandle::with_config(config);
@@ -255,6 +284,39 @@ fn the_2007_i386_driver_takes_two_counters_on_amd() {
     // The same CPU under the usual i386 driver keeps four.
     let usual = ModelConfig::new(ModelCpu::Amd).i386();
     assert_eq!(probed(usual, &amd).unwrap().counters(), 4);
+}
+
+// Item: the 64-byte ABIs are recognised (amd64's here; i386's above).
+
+#[test]
+fn the_2007_amd64_driver_and_its_abi_are_recognised() {
+    let config = ModelConfig::new(ModelCpu::IntelArch)
+        .with_abi(Abi::TransitionalAmd64)
+        .unwrap();
+    assert!(config.is_amd64());
+    let core2 = facts(Vendor::Intel, 6, 0x0f, 2);
+    let (backend, model) = probed_with(config, &core2).unwrap();
+    assert_eq!(
+        (backend.cpu_kind(), backend.abi(), backend.counters()),
+        (CpuKind::IntelArch, Abi::TransitionalAmd64, 2)
+    );
+    // Read with rdmsr: the counter's own 40 bits (CPUID's width), no kernel mask below them.
+    assert_eq!(backend.counter_width(), 40);
+    let mut group = open(&backend, &[evtsel("INST_RETIRED", 0xc0 | U, 0b11)]).unwrap();
+    group.enable().unwrap();
+    model.retire_instructions(21, 2);
+    model.advance_idle(1);
+    assert_eq!(values(&mut group), vec![21]);
+    let mut st = counterhal_pctr::abi::PctrStTransitionalAmd64::default();
+    model
+        .open(false)
+        .ioctl(
+            Abi::TransitionalAmd64.read_request(),
+            IoctlArg::ReadTransitionalAmd64(&mut st),
+        )
+        .unwrap();
+    assert_eq!((st.pctr_hwc[0], st.pctr_idl), (21, 1));
+    assert_eq!(st.pctr_fn[0] & 0xff, 0xc0);
 }
 
 // Item: amd64 pctr.c 1.10 reads leaf 0xA without checking the highest leaf.

@@ -25,12 +25,17 @@ use crate::cpu::{CpuKind, read_width};
 /// // A CPU with a TSC and no counters under the legacy driver.
 /// let tsc = ModelConfig::new(ModelCpu::TscOnly).with_abi(Abi::Legacy)?;
 /// assert!(!tsc.is_amd64());
-/// // A P6 under the current ABI is the i386 driver of late 2007 (pctr.c 1.23).
-/// let p6 = ModelConfig::new(ModelCpu::P6).with_abi(Abi::Current)?;
-/// assert_eq!((p6.revision(), p6.counters()), (Revision::I386Of2007, 2));
-/// // AMD under that driver: PCIOCS2 and PCIOCS3 answer EINVAL.
-/// let amd = ModelConfig::new(ModelCpu::Amd).with_revision(Revision::I386Of2007)?;
+/// // The i386 driver of late 2007 (pctr.c 1.23) and its 64-byte ABI drove the P6 ...
+/// let p6 = ModelConfig::new(ModelCpu::P6).with_abi(Abi::TransitionalI386)?;
+/// assert_eq!(p6.counters(), 2);
+/// // ... and AMD, with PCIOCS2 and PCIOCS3 answering EINVAL.
+/// let amd = ModelConfig::new(ModelCpu::Amd).with_abi(Abi::TransitionalI386)?;
 /// assert_eq!(amd.counters(), 2);
+/// // The i386 driver of 2023 on drives no P5.
+/// let p5 = ModelConfig::new(ModelCpu::P5)
+///     .with_abi(Abi::Current)?
+///     .with_revision(Revision::I386Since2023)?;
+/// assert_eq!(p5.counters(), 0);
 /// # Ok::<(), counterhal_hal::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,21 +47,17 @@ pub struct ModelConfig {
     pub(super) revision: Revision,
 }
 
-/// Which i386 revision of the current-ABI driver a model follows, where they differ in what
-/// they drive. The legacy ABI and amd64 have one behaviour each here.
+/// Which revision of the current-ABI i386 driver a model follows, where they differ in what
+/// they drive. (The 2007 revisions that spoke a 64-byte ABI are chosen by that ABI:
+/// [`Abi::TransitionalI386`], [`Abi::TransitionalAmd64`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Revision {
     /// The driver usual for the configuration: the legacy i386 driver (1996-2007), the
-    /// current amd64 one, or the current i386 one of 2008-2022 (P5, Intel with architectural
-    /// perfmon with 2 counters, AMD family 6 and later with 4).
+    /// transitional ones of 2007, the current amd64 one, or the current i386 one before 2023
+    /// (P5, Intel with architectural perfmon with 2 counters, AMD family 6 and later with 4).
     Usual,
-    /// i386 `pctr.c` 1.23 (late 2007), the first on the four-slot ABI: every Intel and AMD
-    /// family-6-or-later CPU driven the P6 way with 2 counters, no CPUID leaf 0xA gate, and
-    /// only `PCIOCS0`/`PCIOCS1` accepted (`PCIOCS2`/`PCIOCS3` answer `EINVAL`, on AMD too).
-    I386Of2007,
     /// i386 `pctr.c` 1.31 (2023) and later: Intel counters only when CPUID's highest leaf is
-    /// 0xA or more, so neither a P5 nor a P6 without architectural perfmon is driven (sets
-    /// answer `ENODEV`, reads give the TSC alone).
+    /// 0xA or more, so a P5 is not driven (sets answer `ENODEV`, reads give the TSC alone).
     I386Since2023,
 }
 
@@ -76,30 +77,36 @@ impl ModelConfig {
     }
 
     /// The same CPU under the driver of `abi`. The legacy ABI existed only on i386, and so
-    /// did the P5 path, so either makes the kernel i386. A P6 under the current ABI is the
-    /// i386 driver of late 2007 ([`Revision::I386Of2007`]), the only one that drove it there.
+    /// did the P5 path, so either makes the kernel i386; each transitional ABI names its
+    /// kernel. The 64-byte i386 ABI is the driver of `pctr.c` 1.23 (late 2007): every Intel
+    /// and AMD family-6-or-later CPU driven the P6 way, with only `PCIOCS0` and `PCIOCS1`
+    /// (`PCIOCS2`/`PCIOCS3` answer `EINVAL`, on AMD too). The 64-byte amd64 one is amd64
+    /// `pctr.c` 1.1 (September 2007): every Intel and AMD CPU, counters read with `rdmsr`.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) when no driver of
     /// `abi` drives this CPU as such (see [`CpuKind::supports_abi`]).
     pub fn with_abi(self, abi: Abi) -> HalResult<ModelConfig> {
         if !self.cpu.supports_abi(abi) {
-            let other = match abi {
-                Abi::Legacy => Abi::Current,
-                Abi::Current => Abi::Legacy,
-            };
             return Err(Error::invalid_input(format!(
                 "no {abi}-ABI pctr driver drives a {} CPU's counters",
                 self.cpu
             ))
-            .with_hint(format!("use the {other} ABI for a {} model", self.cpu)));
+            .with_hint(format!(
+                "use the {} ABI for a {} model",
+                self.cpu.abi(),
+                self.cpu
+            )));
         }
-        let p6_current = self.cpu == CpuKind::P6 && abi == Abi::Current;
-        let amd64 = self.amd64 && abi == Abi::Current && self.cpu != CpuKind::P5 && !p6_current;
-        let revision = match (abi, p6_current) {
-            (Abi::Legacy, _) => Revision::Usual,
-            (Abi::Current, true) => Revision::I386Of2007,
-            (Abi::Current, false) => self.revision,
+        let amd64 = match abi {
+            Abi::Legacy | Abi::TransitionalI386 => false,
+            Abi::TransitionalAmd64 => true,
+            Abi::Current => self.amd64 && self.cpu != CpuKind::P5,
+        };
+        let revision = if abi == Abi::Current {
+            self.revision
+        } else {
+            Revision::Usual
         };
         Ok(ModelConfig {
             abi,
@@ -109,15 +116,12 @@ impl ModelConfig {
         })
     }
 
-    /// The same CPU under i386 driver revision `revision` of the current ABI (the kernel
-    /// becomes i386).
+    /// The same CPU under revision `revision` of the current-ABI i386 driver (the kernel
+    /// becomes i386 for [`Revision::I386Since2023`]).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) when the model
-    /// speaks the legacy ABI (these are revisions of the current one), or for
-    /// [`Revision::I386Of2007`] on a P5 (that revision's P5 path is the usual one) or a CPU
-    /// that revision drives with counters nowhere (Intel architectural is driven the P6 way
-    /// there: use [`CpuKind::P6`]).
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for
+    /// [`Revision::I386Since2023`] on a model that does not speak the current ABI.
     pub fn with_revision(self, revision: Revision) -> HalResult<ModelConfig> {
         if self.abi != Abi::Current && revision != Revision::Usual {
             return Err(Error::invalid_input(format!(
@@ -126,19 +130,6 @@ impl ModelConfig {
                 self.cpu, self.abi
             ))
             .with_hint("call with_abi(Abi::Current) first"));
-        }
-        if revision == Revision::I386Of2007 && matches!(self.cpu, CpuKind::P5 | CpuKind::IntelArch)
-        {
-            return Err(Error::invalid_input(format!(
-                "the i386 driver of 2007 drives a {} CPU no differently from later ones",
-                self.cpu
-            ))
-            .with_hint("model an Intel family-6 CPU under it as ModelCpu::P6"));
-        }
-        if revision == Revision::Usual && self.cpu == CpuKind::P6 && self.abi == Abi::Current {
-            return Err(Error::invalid_input(
-                "only the i386 driver of 2007 drives a P6 under the current ABI",
-            ));
         }
         let amd64 = self.amd64 && revision == Revision::Usual;
         Ok(ModelConfig {
@@ -154,23 +145,14 @@ impl ModelConfig {
     }
 
     /// How many counters the driver programs on this CPU: the kind's
-    /// ([`CpuKind::counters`]), at most 2 under [`Revision::I386Of2007`], none for a P5 or
-    /// P6 under [`Revision::I386Since2023`].
+    /// ([`CpuKind::counters`]), at most 2 under the transitional i386 driver (it takes
+    /// `PCIOCS0` and `PCIOCS1` only), none for a P5 under [`Revision::I386Since2023`].
     pub const fn counters(&self) -> u32 {
         let kind = self.cpu.counters();
-        match self.revision {
-            Revision::Usual => kind,
-            Revision::I386Of2007 => {
-                if kind > 2 {
-                    2
-                } else {
-                    kind
-                }
-            }
-            Revision::I386Since2023 => match self.cpu {
-                CpuKind::P5 | CpuKind::P6 => 0,
-                _ => kind,
-            },
+        match (self.abi, self.revision, self.cpu) {
+            (Abi::TransitionalI386, _, _) if kind > 2 => 2,
+            (Abi::Current, Revision::I386Since2023, CpuKind::P5) => 0,
+            _ => kind,
         }
     }
 
@@ -239,14 +221,15 @@ impl ModelConfig {
         }
     }
 
-    /// `p5 model, current ABI (i386)` and so on; a revision other than the usual one is
-    /// named after the kernel (`i386 pctr.c 1.23`, `i386 2023 on`).
+    /// `p5 model, current ABI (i386)` and so on; a driver other than the usual one of its
+    /// ABI is named (`i386 pctr.c 1.23`, `amd64 pctr.c 1.1`, `i386 2023 on`).
     pub fn describe(&self) -> String {
-        let kernel = match (self.amd64, self.revision) {
-            (true, _) => "amd64",
-            (false, Revision::Usual) => "i386",
-            (false, Revision::I386Of2007) => "i386 pctr.c 1.23",
-            (false, Revision::I386Since2023) => "i386 2023 on",
+        let kernel = match (self.abi, self.amd64, self.revision) {
+            (Abi::TransitionalI386, _, _) => "i386 pctr.c 1.23",
+            (Abi::TransitionalAmd64, _, _) => "amd64 pctr.c 1.1",
+            (_, true, _) => "amd64",
+            (_, false, Revision::Usual) => "i386",
+            (_, false, Revision::I386Since2023) => "i386 2023 on",
         };
         format!("{} model, {} ABI ({kernel})", self.cpu, self.abi)
     }
