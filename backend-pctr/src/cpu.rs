@@ -54,22 +54,25 @@ pub mod function {
 /// Also the CPU of a [`DriverModel`](crate::DriverModel) (see [`ModelCpu`](crate::ModelCpu)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuKind {
-    /// Intel Pentium (P5, family 5 with a model above 0) under the i386 driver, legacy or
-    /// current ABI: 2 counters, 40-bit, 9-bit functions in the CESR layout, read with `rdmsr`.
+    /// Intel Pentium (P5, family 5 with a model above 0) under the i386 driver, any of its
+    /// ABIs: 2 counters, 40-bit, 9-bit functions in the CESR layout, read with `rdmsr`.
     P5,
     /// Intel P6 family (Pentium Pro, II, III, and later family-6 CPUs driven the P6 way) under
     /// the legacy i386 driver (since `pctr.h` 1.5, 1996), or under the i386 driver of late 2007
-    /// (`pctr.c` 1.23), which drove every Intel family-6-or-later CPU so through the four-slot
-    /// ABI: 2 counters, 40-bit; counter 0's EN bit enables both.
+    /// (`pctr.c` 1.23), which drove every Intel family-6-or-later CPU so through its 64-byte
+    /// four-slot ABI: 2 counters, 40-bit; counter 0's EN bit enables both.
     P6,
-    /// Intel with architectural performance monitoring under the current driver: 2 counters
-    /// (the driver uses only two), 48-bit, each enabled by its own EN bit.
+    /// Intel with architectural performance monitoring under the current driver (and any
+    /// Intel CPU the amd64 drivers drive: the one of September 2007 every one, the current
+    /// one those whose CPUID stops below leaf 0xA): 2 counters (the driver uses only two),
+    /// usually 48-bit, each enabled by its own EN bit.
     IntelArch,
-    /// AMD family 6 and later under the current driver: 4 counters, 48-bit.
+    /// AMD family 6 and later under a four-slot driver: 4 counters (2 under i386 `pctr.c`
+    /// 1.23, which takes `PCIOCS0` and `PCIOCS1` only), 48-bit.
     Amd,
-    /// A CPU with a time stamp counter and no counters pctr drives (either ABI): reads give
-    /// the TSC (and, on the legacy ABI, the idle count) only; `PCIOCS0`/`PCIOCS1` fail with
-    /// ENODEV.
+    /// A CPU with a time stamp counter and no counters pctr drives (any ABI): reads give the
+    /// TSC (and, on the legacy and 64-byte ABIs, the idle count) only; `PCIOCS0`/`PCIOCS1`
+    /// fail with ENODEV.
     TscOnly,
 }
 

@@ -48,9 +48,14 @@ impl CpuFacts {
     /// The kind of CPU the driver of `abi` would drive, and its hardware counter width, as the
     /// driver decides (`usepctr`, `usep5ctr`, `usep6ctr`), in the driver's order.
     ///
+    /// Under the legacy ABI the P6 family is Intel family 6; under the 64-byte i386 ABI of
+    /// 2007 (`pctr.c` 1.23) every Intel (as a P6) and AMD family-6-or-later CPU; under the
+    /// 64-byte amd64 one every Intel (as architectural) and AMD CPU; under the current one
+    /// Intel with architectural perfmon and AMD family 6 or later.
+    ///
     /// A P5 is an Intel family 5 CPU with a model above 0 (`usep5ctr`; model 0 gets no
-    /// counters), under either ABI: the i386 driver kept its P5 path when it moved to the
-    /// current ABI. The i386 driver of 2023 and later sets `pctr_isintel` only when CPUID's
+    /// counters), under every i386 ABI: the i386 driver kept its P5 path when it moved to four
+    /// slots. The i386 driver of 2023 and later sets `pctr_isintel` only when CPUID's
     /// highest leaf is 0xA or more, which no P5 has, so there a P5's sets fail with `ENODEV`
     /// (mapped to [`ErrorKind::Unsupported`] when a group is enabled).
     ///
