@@ -8,9 +8,16 @@ use std::mem::{offset_of, size_of};
 /// Which `struct pctrst` (and so which `PCIOCRD`) the kernel speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Abi {
-    /// i386, 1998-2007: two counters, an idle count; `PCIOCRD` = `0x40286301`.
+    /// i386, 1996-2007 (`pctr.h` 1.3 on): two counters, an idle count; `PCIOCRD` =
+    /// `0x40286301`.
     Legacy,
-    /// amd64 and i386 since 2007: four counter slots; `PCIOCRD` = `0x40386301`.
+    /// i386 in the autumn of 2007 (the era of `pctr.c` 1.23): four counter slots and an idle
+    /// count, `fn[4], tsc, hwc[4], idl`, 64 bytes; `PCIOCRD` = `0x40406301`.
+    TransitionalI386,
+    /// amd64 in the autumn of 2007 (`pctr.h` 1.1): `hwc[4], tsc, idl, fn[4]`, 64 bytes;
+    /// `PCIOCRD` = `0x40406301`, the same number as the i386 one.
+    TransitionalAmd64,
+    /// amd64 and i386 since: four counter slots, no idle count; `PCIOCRD` = `0x40386301`.
     Current,
 }
 
@@ -19,7 +26,7 @@ impl Abi {
     pub const fn slots(self) -> u32 {
         match self {
             Abi::Legacy => 2,
-            Abi::Current => 4,
+            Abi::TransitionalI386 | Abi::TransitionalAmd64 | Abi::Current => 4,
         }
     }
 
@@ -27,14 +34,22 @@ impl Abi {
     pub const fn read_request(self) -> u64 {
         match self {
             Abi::Legacy => PCIOCRD_LEGACY,
+            Abi::TransitionalI386 | Abi::TransitionalAmd64 => PCIOCRD_TRANSITIONAL,
             Abi::Current => PCIOCRD_CURRENT,
         }
     }
 
-    /// `legacy` or `current`.
+    /// Whether it is one of the 64-byte ABIs of 2007.
+    pub const fn is_transitional(self) -> bool {
+        matches!(self, Abi::TransitionalI386 | Abi::TransitionalAmd64)
+    }
+
+    /// `legacy`, `transitional-i386`, `transitional-amd64` or `current`.
     pub fn name(self) -> &'static str {
         match self {
             Abi::Legacy => "legacy",
+            Abi::TransitionalI386 => "transitional-i386",
+            Abi::TransitionalAmd64 => "transitional-amd64",
             Abi::Current => "current",
         }
     }
@@ -64,6 +79,10 @@ pub enum IoctlArg<'a> {
     ReadLegacy(&'a mut PctrStLegacy),
     /// `PCIOCRD` of the current ABI fills this.
     ReadCurrent(&'a mut PctrStCurrent),
+    /// `PCIOCRD` of the transitional i386 ABI fills this.
+    ReadTransitionalI386(&'a mut PctrStTransitionalI386),
+    /// `PCIOCRD` of the transitional amd64 ABI fills this.
+    ReadTransitionalAmd64(&'a mut PctrStTransitionalAmd64),
     /// `PCIOCSn` takes this function word.
     Function(u32),
 }
@@ -113,8 +132,8 @@ pub const fn ioc_num(request: u64) -> u8 {
 /// The ioctl group of pctr: `'c'`.
 pub const PCTR_GROUP: u8 = b'c';
 
-/// `struct pctrst` of the legacy i386 ABI (1998-2007, the seed pctr(4)): two counters and an
-/// idle-loop count. 40 bytes.
+/// `struct pctrst` of the legacy i386 ABI (1996-2007: i386 `pctr.h` 1.3 introduced it, the
+/// seed pctr(4) documents it): two counters and an idle-loop count. 40 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PctrStLegacy {
@@ -141,7 +160,46 @@ pub struct PctrStCurrent {
     pub pctr_hwc: [u64; 4],
 }
 
+/// `struct pctrst` of the transitional i386 ABI (autumn 2007, the era of `pctr.c` 1.23):
+/// four slots and the idle count, 64 bytes. Its `PCIOCRD` has the same number as the amd64
+/// one ([`PCIOCRD_TRANSITIONAL`]): the kernel's architecture tells them apart.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PctrStTransitionalI386 {
+    /// `pctr_fn[4]`: the functions as programmed.
+    pub pctr_fn: [u32; 4],
+    /// `pctr_tsc`: the time stamp counter at the read.
+    pub pctr_tsc: u64,
+    /// `pctr_hwc[4]`: the hardware counters.
+    pub pctr_hwc: [u64; 4],
+    /// `pctr_idl`: idle-loop iterations.
+    pub pctr_idl: u64,
+}
+
+/// `struct pctrst` of the transitional amd64 ABI (amd64 `pctr.h` 1.1, September 2007): the
+/// counters first, then the TSC, the idle count and the functions, 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PctrStTransitionalAmd64 {
+    /// `pctr_hwc[4]`: the hardware counters.
+    pub pctr_hwc: [u64; 4],
+    /// `pctr_tsc`: the time stamp counter at the read.
+    pub pctr_tsc: u64,
+    /// `pctr_idl`: idle-loop iterations.
+    pub pctr_idl: u64,
+    /// `pctr_fn[4]`: the functions as programmed.
+    pub pctr_fn: [u32; 4],
+}
+
 const _: () = assert!(size_of::<PctrStLegacy>() == 40);
+const _: () = assert!(size_of::<PctrStTransitionalI386>() == 64);
+const _: () = assert!(offset_of!(PctrStTransitionalI386, pctr_tsc) == 16);
+const _: () = assert!(offset_of!(PctrStTransitionalI386, pctr_hwc) == 24);
+const _: () = assert!(offset_of!(PctrStTransitionalI386, pctr_idl) == 56);
+const _: () = assert!(size_of::<PctrStTransitionalAmd64>() == 64);
+const _: () = assert!(offset_of!(PctrStTransitionalAmd64, pctr_tsc) == 32);
+const _: () = assert!(offset_of!(PctrStTransitionalAmd64, pctr_idl) == 40);
+const _: () = assert!(offset_of!(PctrStTransitionalAmd64, pctr_fn) == 48);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_tsc) == 8);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_hwc) == 16);
 const _: () = assert!(offset_of!(PctrStLegacy, pctr_idl) == 32);
@@ -153,6 +211,8 @@ const _: () = assert!(offset_of!(PctrStCurrent, pctr_hwc) == 24);
 pub const PCIOCRD_LEGACY: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStLegacy>());
 /// `PCIOCRD` of the current ABI: `_IOR('c', 1, struct pctrst)` with the 56-byte struct.
 pub const PCIOCRD_CURRENT: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStCurrent>());
+/// `PCIOCRD` of the transitional 64-byte ABIs: `_IOR('c', 1, struct pctrst)` with 64 bytes.
+pub const PCIOCRD_TRANSITIONAL: u64 = ior(PCTR_GROUP, 1, size_of::<PctrStTransitionalI386>());
 /// `PCIOCS0`: `_IOW('c', 8, unsigned int)`, set counter 0's function.
 pub const PCIOCS0: u64 = iow(PCTR_GROUP, 8, size_of::<u32>());
 /// `PCIOCS1`: set counter 1's function.
@@ -167,6 +227,8 @@ pub(crate) fn arg_matches(request: u64, arg: &IoctlArg<'_>) -> bool {
     let (direction, len) = match arg {
         IoctlArg::ReadLegacy(_) => (IOC_OUT, size_of::<PctrStLegacy>()),
         IoctlArg::ReadCurrent(_) => (IOC_OUT, size_of::<PctrStCurrent>()),
+        IoctlArg::ReadTransitionalI386(_) => (IOC_OUT, size_of::<PctrStTransitionalI386>()),
+        IoctlArg::ReadTransitionalAmd64(_) => (IOC_OUT, size_of::<PctrStTransitionalAmd64>()),
         IoctlArg::Function(_) => (IOC_IN, size_of::<u32>()),
     };
     request & IOC_DIRMASK == direction && iocparm_len(request) == len
@@ -180,6 +242,7 @@ mod tests {
     fn request_numbers_match_the_headers() {
         assert_eq!(PCIOCRD_LEGACY, 0x4028_6301);
         assert_eq!(PCIOCRD_CURRENT, 0x4038_6301);
+        assert_eq!(PCIOCRD_TRANSITIONAL, 0x4040_6301);
         assert_eq!(PCIOCS0, 0x8004_6308);
         assert_eq!(PCIOCS1, 0x8004_6309);
         assert_eq!(PCIOCS2, 0x8004_630a);
@@ -190,6 +253,10 @@ mod tests {
     fn request_fields_decode() {
         assert_eq!(iocparm_len(PCIOCRD_CURRENT), 56);
         assert_eq!(iocparm_len(PCIOCRD_LEGACY), 40);
+        assert_eq!(iocparm_len(PCIOCRD_TRANSITIONAL), 64);
+        assert_eq!(Abi::TransitionalI386.read_request(), 0x4040_6301);
+        assert_eq!(Abi::TransitionalAmd64.read_request(), 0x4040_6301);
+        assert_eq!(Abi::TransitionalAmd64.slots(), 4);
         assert_eq!(ioc_group(PCIOCS3), b'c');
         assert_eq!(ioc_num(PCIOCS3), 11);
         assert_eq!(ioc(IOC_VOID, b'c', 1, 0), 0x2000_6301);

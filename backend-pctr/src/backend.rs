@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use counterhal_events::Database;
+use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
     Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
     EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
@@ -12,10 +12,11 @@ use counterhal_x86::{Counters, Demand, TscFrequency, TscSource, assign};
 
 use crate::abi::Abi;
 use crate::cpu::{CpuKind, function};
-use crate::device::{PctrDevice, detect_abi};
+use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
 use crate::errno::{Operation, map_errno};
-use crate::group::PctrGroup;
+use crate::group::{Hardware, PctrGroup};
 use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
+use crate::names::pctr1_p6_spelling;
 use crate::shared::{Shared, lock};
 
 /// The OpenBSD `/dev/pctr` backend, over the real device or a [`DriverModel`](crate::DriverModel).
@@ -28,6 +29,7 @@ pub struct PctrBackend {
     cpu_id: String,
     kind: CpuKind,
     abi: Abi,
+    counters: u32,
     width: u32,
     tsc: TscFrequency,
     device_kind: DeviceKind,
@@ -40,6 +42,7 @@ impl std::fmt::Debug for PctrBackend {
             .field("cpu_id", &self.cpu_id)
             .field("kind", &self.kind)
             .field("abi", &self.abi)
+            .field("counters", &self.counters)
             .field("width", &self.width)
             .field("tsc", &self.tsc)
             .field("device", &self.device_kind)
@@ -114,11 +117,12 @@ impl PctrBackend {
     ) -> (PctrBackend, ModelHandle) {
         let handle = ModelHandle::with_config(config);
         let backend = PctrBackend {
-            capabilities: capabilities(config.cpu(), config.read_width()),
+            capabilities: capabilities(config.cpu(), config.counters(), config.read_width()),
             db,
             cpu_id: cpu_id.into(),
             kind: config.cpu(),
             abi: config.abi(),
+            counters: config.counters(),
             width: config.read_width(),
             tsc: TscFrequency::new(MODEL_TSC_HZ, TscSource::Model),
             device_kind: DeviceKind::Model,
@@ -132,7 +136,10 @@ impl PctrBackend {
 
     /// A backend over any device: detects its ABI (current `PCIOCRD` first, then legacy) and
     /// checks that a driver of that ABI drives `kind` ([`CpuKind::supports_abi`]: the P5
-    /// under either).
+    /// and the P6 under the legacy and transitional i386 ones). Where the kind has more than
+    /// two counters under a four-slot ABI (AMD), it asks the driver whether it takes
+    /// `PCIOCS2` by setting counter 2 to the function it holds: the i386 driver of late 2007
+    /// (`pctr.c` 1.23) answers `EINVAL`, and the backend then uses counters 0 and 1 only.
     ///
     /// `width` is the counter width the reads carry (the hardware width, cut to what the
     /// kernel keeps); `tsc` the TSC frequency; `cpu_id` the database model id (default:
@@ -141,7 +148,8 @@ impl PctrBackend {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a width outside 1-64, a zero frequency, or an ABI whose
     /// driver does not drive `kind` (a P6 on the current ABI, AMD or Intel architectural on
-    /// the legacy one); the mapped driver error when neither `PCIOCRD` answers
+    /// the legacy one); [`ErrorKind::Unsupported`] for a kernel of the transitional 64-byte
+    /// ABI of 2007, named as such; the mapped driver error when no `PCIOCRD` answers
     /// ([`ErrorKind::DeviceMissing`] for a file that is not a pctr device).
     pub fn from_device(
         db: Arc<Database>,
@@ -159,7 +167,7 @@ impl PctrBackend {
         if tsc.hz == 0 {
             return Err(Error::invalid_input("TSC frequency 0 Hz"));
         }
-        let abi = detect_abi(device.as_mut()).map_err(|e| map_errno(&Operation::Read, e))?;
+        let abi = identify_abi(device.as_mut())?;
         if !kind.supports_abi(abi) {
             return Err(Error::invalid_input(format!(
                 "the device speaks the {abi} ABI, whose driver does not drive a {kind} CPU's \
@@ -167,13 +175,31 @@ impl PctrBackend {
                 kind.abi()
             )));
         }
+        let mut counters = kind.counters();
+        if counters > 2 && abi.slots() > 2 {
+            let answer = ask_counter(device.as_mut(), abi, 2).map_err(|e| {
+                map_errno(
+                    &Operation::Set {
+                        counter: 2,
+                        function: 0,
+                    },
+                    e,
+                )
+            })?;
+            counters = match answer {
+                CounterAnswer::Driven => counters,
+                CounterAnswer::OutOfRange => 2,
+                CounterAnswer::NoCounters => 0,
+            };
+        }
         let device_kind = device.kind();
         Ok(PctrBackend {
-            capabilities: capabilities(kind, width),
+            capabilities: capabilities(kind, counters, width),
             db,
             cpu_id: cpu_id.unwrap_or_else(|| kind.default_model_id().to_string()),
             kind,
             abi,
+            counters,
             width,
             tsc,
             device_kind,
@@ -189,6 +215,12 @@ impl PctrBackend {
     /// The ABI the driver speaks.
     pub fn abi(&self) -> Abi {
         self.abi
+    }
+
+    /// How many counters the backend programs: the kind's, or fewer where the driver takes
+    /// fewer sets (2 for AMD under i386 `pctr.c` 1.23).
+    pub fn counters(&self) -> u32 {
+        self.counters
     }
 
     /// The event database model id names are resolved against.
@@ -263,7 +295,7 @@ impl PctrBackend {
                 "`{name}` counts only on fixed counter {fixed}, and pctr programs no fixed counter"
             )));
         }
-        let available = CounterSet::first(self.kind.counters());
+        let available = CounterSet::first(self.counters);
         if counters.intersection(available).is_empty() {
             return Err(Error::new(
                 ErrorKind::NoCounterAvailable,
@@ -282,10 +314,19 @@ impl PctrBackend {
     }
 }
 
-/// What pctr takes and can do on a `kind` CPU read at `width` bits: P5 CESR fields on the P5,
+impl PctrBackend {
+    /// Whether names resolve against a P6 table (pctr(1)'s P6 names apply).
+    fn p6_table(&self) -> bool {
+        self.db
+            .model(&self.cpu_id)
+            .is_some_and(|model| model.encoder == EncoderKind::P6)
+    }
+}
+
+/// What pctr takes and can do on a `kind` CPU with `counters` counters read at `width` bits: P5 CESR fields on the P5,
 /// event selects elsewhere; user and kernel bits; no multiplexing; this thread only (the
 /// counters of the CPU it runs on).
-fn capabilities(kind: CpuKind, width: u32) -> Capabilities {
+fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     let families: &'static [Family] = if kind.p5_layout() {
         &[Family::P5Cesr]
     } else {
@@ -293,7 +334,7 @@ fn capabilities(kind: CpuKind, width: u32) -> Capabilities {
     };
     let accepts = Accepts::new(families, Domain::USER | Domain::KERNEL, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(kind.counters());
+    capabilities.general_counters = Some(counters);
     capabilities.counter_width = Some(width);
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
@@ -319,11 +360,27 @@ impl Backend for PctrBackend {
 
     /// Resolves through the event database for this CPU model, then checks each term as
     /// [`PctrBackend::program_word`] does, keeping only the counters pctr programs.
+    ///
+    /// On a P6 table, pctr(1)'s names that the table spells otherwise (`DATA_MEM_REF` for
+    /// `DATA_MEM_REFS`, and `DATA_MEM_CACHE_REF`, 0x44, which it lacks) are accepted too.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let mut resolved =
-            self.db
-                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts)?;
-        let available = CounterSet::first(self.kind.counters());
+        let accepts = &self.capabilities.accepts;
+        let mut resolved = match self.db.resolve(Some(&self.cpu_id), event, accepts) {
+            Ok(resolved) => resolved,
+            Err(error) if error.kind() == ErrorKind::InvalidEvent && self.p6_table() => {
+                let Some(spelled) = pctr1_p6_spelling(event) else {
+                    return Err(error);
+                };
+                let mut resolved = self.db.resolve(Some(&self.cpu_id), &spelled, accepts)?;
+                resolved.name = event.to_string();
+                if let [term] = resolved.terms.as_mut_slice() {
+                    term.request.name = event.to_string();
+                }
+                resolved
+            }
+            Err(error) => return Err(error),
+        };
+        let available = CounterSet::first(self.counters);
         for term in &mut resolved.terms {
             self.program_word(&term.request)
                 .map_err(|error| error.context(event))?;
@@ -351,7 +408,7 @@ impl Backend for PctrBackend {
             ))
             .with_hint("use Target::ThisThread (counts are system wide on that CPU)"));
         }
-        if self.kind.counters() == 0 {
+        if self.counters == 0 {
             return Err(Error::unsupported(format!(
                 "this {} CPU has no counters pctr can drive",
                 self.kind
@@ -379,7 +436,7 @@ impl Backend for PctrBackend {
             busy_general: shared.in_use,
             holders: "other open groups of this backend",
             gated: self.kind.en_gated_by_counter0(),
-            ..Counters::general(self.kind.counters())
+            ..Counters::general(self.counters)
         };
         let placement = assign(&demands, &counters)?;
         shared.in_use |= placement.general_mask();
@@ -388,12 +445,15 @@ impl Backend for PctrBackend {
         let words: Vec<u32> = words.iter().map(|&(word, _)| word).collect();
         Ok(PctrGroup::new(
             Arc::clone(&self.shared),
-            self.abi,
+            Hardware {
+                abi: self.abi,
+                kind: self.kind,
+                width: self.width,
+                tsc: self.tsc,
+            },
             events.iter().map(|r| r.name.clone()).collect(),
             &placement,
             &words,
-            self.width,
-            self.tsc,
         ))
     }
 }

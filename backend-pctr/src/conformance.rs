@@ -4,16 +4,21 @@
 use std::sync::Arc;
 
 use counterhal_conformance::{ExactEvent, Subject};
-use counterhal_events::Database;
-use counterhal_hal::Error;
+use counterhal_events::{CpuIdentity, Database, Vendor};
+use counterhal_hal::{Error, Result};
+use counterhal_x86::{TscFrequency, TscSource};
 
-use crate::{Abi, ModelConfig, ModelCpu, ModelHandle, PctrBackend};
+use crate::{
+    Abi, CpuFacts, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, PctrBackend,
+    backend_for_device,
+};
 
 /// The model as the suite's subject: one unit of work is 4 instructions (3 in user mode, 1 in
 /// kernel mode), 1 user-mode branch and (where the CPU has the event) 2 user-mode cycles.
 pub struct ModelSubject {
     backend: PctrBackend,
     model: ModelHandle,
+    note: Option<String>,
 }
 
 impl ModelSubject {
@@ -25,7 +30,36 @@ impl ModelSubject {
     /// A subject over a fresh model set up as `config` says.
     pub fn with_config(db: Arc<Database>, config: ModelConfig) -> ModelSubject {
         let (backend, model) = PctrBackend::with_model_config(db, config);
-        ModelSubject { backend, model }
+        ModelSubject {
+            backend,
+            model,
+            note: None,
+        }
+    }
+
+    /// A subject over a fresh model set up as `config` says, found as the real device is:
+    /// through [`backend_for_device`] with a CPU whose CPUID says `facts`, under the kernel
+    /// `config` names, so that the kind, the counters and the database model come from CPUID
+    /// and the driver's answers. `note` is added to the description.
+    ///
+    /// # Errors
+    /// As [`backend_for_device`].
+    pub fn probed(
+        db: Arc<Database>,
+        config: ModelConfig,
+        facts: &CpuFacts,
+        note: &str,
+    ) -> Result<ModelSubject> {
+        let model = ModelHandle::with_config(config);
+        let tsc = TscFrequency::new(MODEL_TSC_HZ, TscSource::Model);
+        let device = Box::new(model.open(true));
+        let backend = backend_for_device(db, None, device, facts, config.is_amd64(), tsc)?;
+        model.clear_sets();
+        Ok(ModelSubject {
+            backend,
+            model,
+            note: Some(note.to_string()),
+        })
     }
 }
 
@@ -37,7 +71,10 @@ impl Subject for ModelSubject {
     }
 
     fn description(&self) -> String {
-        self.model.config().describe()
+        match &self.note {
+            Some(note) => format!("{}, {note}", self.model.config().describe()),
+            None => self.model.config().describe(),
+        }
     }
 
     /// As many as fit the counters together: the suite opens them as one group.
@@ -46,7 +83,7 @@ impl Subject for ModelSubject {
             ExactEvent::new("instructions", 4).with_user_per_unit(3),
             ExactEvent::new("branches", 1).with_user_per_unit(1),
         ];
-        if self.model.cpu().cycles_event().is_some() && self.model.cpu().counters() > 2 {
+        if self.model.cpu().cycles_event().is_some() && self.backend.counters() > 2 {
             events.push(ExactEvent::new("cycles", 2).with_user_per_unit(2));
         }
         events
@@ -59,7 +96,7 @@ impl Subject for ModelSubject {
     }
 
     fn counter_event(&self) -> Option<(String, u32)> {
-        Some(("instructions".to_string(), self.model.cpu().counters()))
+        Some(("instructions".to_string(), self.backend.counters()))
     }
 
     fn missing_device_error(&self) -> Option<Error> {
@@ -78,11 +115,35 @@ fn missing_device(db: &Arc<Database>) -> Option<Error> {
     crate::probe(Arc::clone(db), None).err()
 }
 
+/// CPUID facts for a model subject found as the real device is.
+fn facts(vendor: Vendor, family: u32, model: u32, arch_perfmon_version: u32) -> CpuFacts {
+    CpuFacts {
+        identity: CpuIdentity {
+            vendor,
+            family,
+            model,
+            stepping: 0,
+        },
+        arch_perfmon_version,
+        arch_perfmon_width: 0,
+    }
+}
+
 /// One subject per CPU kind and driver: P5 and P6 on the legacy ABI, the P5 on the current
-/// (i386) ABI, Intel architectural and AMD on the current (amd64) one, and Intel
+/// (i386, 2007-2022) ABI, Intel architectural and AMD on the current (amd64) one, and Intel
 /// architectural with 48-bit counters on the current i386 driver, which keeps 40 bits.
+///
+/// Then four found through [`backend_for_device`], as on a real machine: a Pentium III and
+/// an AMD Athlon 64 under the i386 driver of late 2007 (`pctr.c` 1.23, the 64-byte i386 ABI:
+/// the P6 through four slots; AMD with two settable counters), a Core 2 under the amd64
+/// driver of September 2007 (`pctr.c` 1.1, the 64-byte amd64 ABI), and a Core 2 whose
+/// CPUID's highest leaf is below 0xA under the amd64 driver (`pctr.c` 1.10), which reads
+/// leaf 0xA unguarded and drives it anyway.
+///
+/// A P5 under the i386 driver of 2023 on is no subject: that driver drives no counters there
+/// (see the crate's README); its tests (tests/revisions.rs) expect `ENODEV`.
 pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
-    [
+    let usual = [
         Ok(ModelConfig::new(ModelCpu::P5)),
         Ok(ModelConfig::new(ModelCpu::P6)),
         ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current),
@@ -91,9 +152,37 @@ pub fn model_subjects(db: Arc<Database>) -> Vec<ModelSubject> {
         Ok(ModelConfig::new(ModelCpu::Amd)),
     ]
     .into_iter()
-    .filter_map(Result::ok)
-    .map(|config| ModelSubject::with_config(Arc::clone(&db), config))
-    .collect()
+    .filter_map(|config| config.ok())
+    .map(|config| ModelSubject::with_config(Arc::clone(&db), config));
+    let probed = [
+        (
+            ModelConfig::new(ModelCpu::P6).with_abi(Abi::TransitionalI386),
+            facts(Vendor::Intel, 6, 0x08, 0),
+            "a Pentium III",
+        ),
+        (
+            ModelConfig::new(ModelCpu::Amd).with_abi(Abi::TransitionalI386),
+            facts(Vendor::Amd, 0x0f, 0x04, 0),
+            "an Athlon 64, two settable counters",
+        ),
+        (
+            ModelConfig::new(ModelCpu::IntelArch)
+                .with_hardware_width(40)
+                .and_then(|config| config.with_abi(Abi::TransitionalAmd64)),
+            facts(Vendor::Intel, 6, 0x0f, 2),
+            "a Core 2",
+        ),
+        (
+            ModelConfig::new(ModelCpu::IntelArch).with_hardware_width(40),
+            facts(Vendor::Intel, 6, 0x0f, 0),
+            "a Core 2 with CPUID limited below leaf 0xA (pctr.c 1.10 reads it unguarded)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(config, facts, note)| {
+        ModelSubject::probed(Arc::clone(&db), config.ok()?, &facts, note).ok()
+    });
+    usual.chain(probed).collect()
 }
 
 /// The real `/dev/pctr` as the suite's subject. Without a way to make the hardware count a
@@ -172,7 +261,44 @@ mod tests {
                 "intel-arch model, current ABI (amd64)",
                 "intel-arch model, current ABI (i386)",
                 "amd model, current ABI (amd64)",
+                "p6 model, transitional-i386 ABI (i386 pctr.c 1.23), a Pentium III",
+                "amd model, transitional-i386 ABI (i386 pctr.c 1.23), an Athlon 64, two \
+                 settable counters",
+                "intel-arch model, transitional-amd64 ABI (amd64 pctr.c 1.1), a Core 2",
+                "intel-arch model, current ABI (amd64), a Core 2 with CPUID limited below leaf \
+                 0xA (pctr.c 1.10 reads it unguarded)",
             ]
+        );
+    }
+
+    #[test]
+    fn probed_subjects_take_what_the_driver_answers() {
+        let db = Arc::new(Database::shipped().expect("the shipped database loads"));
+        let subjects = model_subjects(db);
+        let probed: Vec<(crate::CpuKind, u32, &str)> = subjects[6..]
+            .iter()
+            .map(|s| {
+                (
+                    s.backend.cpu_kind(),
+                    s.backend.counters(),
+                    s.backend.cpu_id(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            probed,
+            [
+                (crate::CpuKind::P6, 2, "p6"),
+                (crate::CpuKind::Amd, 2, "k8"),
+                (crate::CpuKind::IntelArch, 2, "intel-arch"),
+                (crate::CpuKind::IntelArch, 2, "intel-arch"),
+            ]
+        );
+        // The probe's questions left no set behind in the log the suite reads.
+        assert!(
+            subjects[6..]
+                .iter()
+                .all(|s| s.model.recent_sets().is_empty())
         );
     }
 }

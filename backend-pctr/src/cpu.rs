@@ -54,20 +54,25 @@ pub mod function {
 /// Also the CPU of a [`DriverModel`](crate::DriverModel) (see [`ModelCpu`](crate::ModelCpu)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuKind {
-    /// Intel Pentium (P5, family 5 with a model above 0) under the i386 driver, legacy or
-    /// current ABI: 2 counters, 40-bit, 9-bit functions in the CESR layout, read with `rdmsr`.
+    /// Intel Pentium (P5, family 5 with a model above 0) under the i386 driver, any of its
+    /// ABIs: 2 counters, 40-bit, 9-bit functions in the CESR layout, read with `rdmsr`.
     P5,
-    /// Intel P6 family (Pentium Pro, II, III) under the legacy i386 driver: 2 counters, 40-bit;
-    /// counter 0's EN bit enables both.
+    /// Intel P6 family (Pentium Pro, II, III, and later family-6 CPUs driven the P6 way) under
+    /// the legacy i386 driver (since `pctr.h` 1.5, 1996), or under the i386 driver of late 2007
+    /// (`pctr.c` 1.23), which drove every Intel family-6-or-later CPU so through its 64-byte
+    /// four-slot ABI: 2 counters, 40-bit; counter 0's EN bit enables both.
     P6,
-    /// Intel with architectural performance monitoring under the current driver: 2 counters
-    /// (the driver uses only two), 48-bit, each enabled by its own EN bit.
+    /// Intel with architectural performance monitoring under the current driver (and any
+    /// Intel CPU the amd64 drivers drive: the one of September 2007 every one, the current
+    /// one those whose CPUID stops below leaf 0xA): 2 counters (the driver uses only two),
+    /// usually 48-bit, each enabled by its own EN bit.
     IntelArch,
-    /// AMD family 6 and later under the current driver: 4 counters, 48-bit.
+    /// AMD family 6 and later under a four-slot driver: 4 counters (2 under i386 `pctr.c`
+    /// 1.23, which takes `PCIOCS0` and `PCIOCS1` only), 48-bit.
     Amd,
-    /// A CPU with a time stamp counter and no counters pctr drives (either ABI): reads give
-    /// the TSC (and, on the legacy ABI, the idle count) only; `PCIOCS0`/`PCIOCS1` fail with
-    /// ENODEV.
+    /// A CPU with a time stamp counter and no counters pctr drives (any ABI): reads give the
+    /// TSC (and, on the legacy and 64-byte ABIs, the idle count) only; `PCIOCS0`/`PCIOCS1`
+    /// fail with ENODEV.
     TscOnly,
 }
 
@@ -91,16 +96,35 @@ impl CpuKind {
         }
     }
 
-    /// Whether a driver of `abi` drives this kind as such: the P5 under both (the i386
-    /// driver kept its P5 path when it moved to four slots in 2007), the P6 family under the
-    /// legacy one only (the current driver wants architectural perfmon on Intel), Intel
-    /// architectural and AMD under the current one only, and a CPU without counters under
-    /// both.
+    /// Whether a driver of `abi` drives this kind as such: the P5 under every i386 one (the
+    /// i386 driver kept its P5 path when it moved to four slots in 2007); the P6 family under
+    /// the legacy one and the transitional i386 one of late 2007 (`pctr.c` 1.23 drove every
+    /// Intel family-6-or-later CPU so); Intel architectural under the current one and the
+    /// transitional amd64 one; AMD under every four-slot one; a CPU without counters under
+    /// all.
     pub const fn supports_abi(self, abi: Abi) -> bool {
         match self {
-            CpuKind::P5 | CpuKind::TscOnly => true,
-            CpuKind::P6 => matches!(abi, Abi::Legacy),
-            CpuKind::IntelArch | CpuKind::Amd => matches!(abi, Abi::Current),
+            CpuKind::TscOnly => true,
+            CpuKind::P5 => !matches!(abi, Abi::TransitionalAmd64),
+            CpuKind::P6 => matches!(abi, Abi::Legacy | Abi::TransitionalI386),
+            CpuKind::IntelArch => matches!(abi, Abi::Current | Abi::TransitionalAmd64),
+            CpuKind::Amd => !matches!(abi, Abi::Legacy),
+        }
+    }
+
+    /// The bits of counter `counter`'s function that `PCIOCRD` reads back as they were set,
+    /// so that a read-back check compares only these:
+    ///
+    /// - P5: the 9-bit function (bits 0-8). The driver reads the CESR half of the counter and
+    ///   preserves bit 9 and bits 10-15 of it when it sets, so those may read back set.
+    /// - P6 family, counter 1: every bit but EN (bit 22). The SDM defines EN in PerfEvtSel0
+    ///   only; in PerfEvtSel1 it is reserved and may read back 0.
+    /// - every other counter: all 32 bits.
+    pub const fn readback_mask(self, counter: u32) -> u32 {
+        match self {
+            CpuKind::P5 => function::P5_LIMIT - 1,
+            CpuKind::P6 if counter > 0 => !function::EN,
+            _ => u32::MAX,
         }
     }
 
@@ -228,11 +252,20 @@ impl fmt::Display for CpuKind {
     }
 }
 
-/// How many bits of `rdpmc` the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
-/// only the low 8 bits of EDX), amd64's 56. (The P5 is read with `rdmsr`, unmasked; see
+/// The second level of the `machdep` sysctl that holds the TSC frequency (`CPU_TSCFREQ`, 16)
+/// on an amd64 kernel; `None` on i386, where `machdep.16` is `CPU_XCRYPT` and no TSC frequency
+/// is exported.
+pub(crate) const fn tscfreq_sysctl(amd64: bool) -> Option<i32> {
+    if amd64 { Some(16) } else { None }
+}
+
+/// How many bits of a counter the kernel keeps: i386's pctr returns 40 (its `rdpmc` keeps
+/// only the low 8 bits of EDX), amd64's 56; the transitional amd64 driver read the counters
+/// with `rdmsr`, unmasked (64). (The P5 is read with `rdmsr` too; see
 /// [`CpuKind::read_with_rdmsr`].)
 pub(crate) const fn kernel_mask_bits(abi: Abi, amd64: bool) -> u32 {
     match (abi, amd64) {
+        (Abi::TransitionalAmd64, _) => 64,
         (Abi::Current, true) => 56,
         _ => 40,
     }
@@ -279,10 +312,33 @@ mod tests {
     }
 
     #[test]
+    fn readback_compares_only_the_bits_each_counter_defines() {
+        // P6: EN is reserved in PerfEvtSel1, defined in PerfEvtSel0.
+        assert_eq!(CpuKind::P6.readback_mask(0) & function::EN, function::EN);
+        assert_eq!(CpuKind::P6.readback_mask(1) & function::EN, 0);
+        assert_eq!(CpuKind::P6.readback_mask(1) & 0xff, 0xff);
+        // P5: bits 9-15 of the CESR half are the driver's to preserve.
+        assert_eq!(CpuKind::P5.readback_mask(0), 0x1ff);
+        assert_eq!(CpuKind::P5.readback_mask(1), 0x1ff);
+        // Counters with their own EN compare every bit.
+        assert_eq!(CpuKind::IntelArch.readback_mask(1), u32::MAX);
+        assert_eq!(CpuKind::Amd.readback_mask(3), u32::MAX);
+    }
+
+    #[test]
+    fn tsc_frequency_sysctl_only_on_amd64() {
+        assert_eq!(tscfreq_sysctl(true), Some(16));
+        // On i386 machdep.16 is CPU_XCRYPT: asking it for a frequency would read garbage.
+        assert_eq!(tscfreq_sysctl(false), None);
+    }
+
+    #[test]
     fn masks() {
         assert_eq!(kernel_mask_bits(Abi::Current, true), 56);
         assert_eq!(kernel_mask_bits(Abi::Current, false), 40);
         assert_eq!(kernel_mask_bits(Abi::Legacy, false), 40);
+        assert_eq!(kernel_mask_bits(Abi::TransitionalI386, false), 40);
+        assert_eq!(kernel_mask_bits(Abi::TransitionalAmd64, true), 64);
         // i386 cuts a 48-bit counter to 40 bits; amd64 keeps all 48; the P5 is not cut.
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, false), 40);
         assert_eq!(read_width(CpuKind::IntelArch, 48, Abi::Current, true), 48);
@@ -295,7 +351,14 @@ mod tests {
         assert!(CpuKind::P5.supports_abi(Abi::Legacy));
         assert!(CpuKind::P5.supports_abi(Abi::Current));
         assert!(CpuKind::TscOnly.supports_abi(Abi::Legacy));
+        // i386 pctr.c 1.23 (late 2007) drove the P6 family through its 64-byte four-slot ABI.
+        assert!(CpuKind::P6.supports_abi(Abi::TransitionalI386));
         assert!(!CpuKind::P6.supports_abi(Abi::Current));
+        assert!(!CpuKind::P6.supports_abi(Abi::TransitionalAmd64));
+        assert!(CpuKind::IntelArch.supports_abi(Abi::TransitionalAmd64));
+        assert!(!CpuKind::IntelArch.supports_abi(Abi::TransitionalI386));
+        assert!(CpuKind::Amd.supports_abi(Abi::TransitionalI386));
+        assert!(!CpuKind::P5.supports_abi(Abi::TransitionalAmd64));
         assert!(!CpuKind::Amd.supports_abi(Abi::Legacy));
         assert!(!CpuKind::IntelArch.supports_abi(Abi::Legacy));
         for kind in CpuKind::ALL {

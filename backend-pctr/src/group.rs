@@ -8,7 +8,7 @@ use counterhal_x86::{
 };
 
 use crate::abi::Abi;
-use crate::cpu::function;
+use crate::cpu::{CpuKind, function};
 use crate::device::{Snapshot, read_snapshot, set_function};
 use crate::errno::{Operation, map_errno};
 use crate::shared::{Shared, lock};
@@ -23,6 +23,7 @@ pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
 pub struct PctrGroup {
     shared: Arc<Mutex<Shared>>,
     abi: Abi,
+    kind: CpuKind,
     names: Vec<String>,
     /// (counter, function) of each event, in request order.
     slots: Vec<(u32, u32)>,
@@ -49,19 +50,36 @@ impl std::fmt::Debug for PctrGroup {
     }
 }
 
+/// What a group needs to know of the hardware behind the device.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hardware {
+    /// The ABI the driver speaks.
+    pub(crate) abi: Abi,
+    /// The CPU kind it drives (which bits each counter reads back).
+    pub(crate) kind: CpuKind,
+    /// The counter width reads carry, in bits.
+    pub(crate) width: u32,
+    /// The TSC frequency, for times.
+    pub(crate) tsc: TscFrequency,
+}
+
 impl PctrGroup {
     /// A group of events placed as `placement` says, with `words` their function words, over
-    /// the device in `shared` speaking `abi`, with counters `width` bits wide read against
-    /// the TSC at `tsc`. Not yet programmed: [`Group::enable`] programs it.
+    /// the device in `shared` driving `hardware`. Not yet programmed: [`Group::enable`]
+    /// programs it.
     pub(crate) fn new(
         shared: Arc<Mutex<Shared>>,
-        abi: Abi,
+        hardware: Hardware,
         names: Vec<String>,
         placement: &Placement,
         words: &[u32],
-        width: u32,
-        tsc: TscFrequency,
     ) -> PctrGroup {
+        let Hardware {
+            abi,
+            kind,
+            width,
+            tsc,
+        } = hardware;
         let general = |counter: &CounterRef| match *counter {
             CounterRef::Gp(i) => i,
             // pctr programs no fixed counter, so none is ever placed on one.
@@ -83,6 +101,7 @@ impl PctrGroup {
         PctrGroup {
             shared,
             abi,
+            kind,
             names,
             slots,
             program,
@@ -128,10 +147,14 @@ impl PctrGroup {
         read_snapshot(shared.device.as_mut(), self.abi).map_err(|e| map_errno(&Operation::Read, e))
     }
 
+    /// Whether every counter the group programmed still holds its function, comparing only
+    /// the bits that counter reads back as set ([`CpuKind::readback_mask`]: not the P6's
+    /// reserved EN in PerfEvtSel1, not the CESR bits the P5 driver preserves).
     fn check_functions(&self, snapshot: &Snapshot) -> Result<()> {
         for &(counter, word) in &self.program {
             let now = snapshot.functions[counter as usize];
-            if now != word {
+            let defined = self.kind.readback_mask(counter);
+            if now & defined != word & defined {
                 return Err(Error::new(
                     ErrorKind::Busy,
                     format!(

@@ -10,6 +10,7 @@ mod device;
 mod errno;
 mod group;
 mod model;
+mod names;
 mod probe;
 mod shared;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
@@ -26,8 +27,8 @@ pub use errno::{Errno, Operation, map_errno};
 pub use group::{MAX_EVENTS_PER_CYCLE, PctrGroup};
 pub use model::{
     DriverModel, MODEL_SET_LOG, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, ResetPolicy,
-    SetRecord,
+    Revision, SetRecord,
 };
 #[cfg(unix)]
 pub use probe::probe_path;
-pub use probe::{CpuFacts, model_for, probe};
+pub use probe::{CpuFacts, backend_for_device, model_for, probe};

@@ -7,14 +7,18 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use counterhal_hal::{DeviceKind, Error, Result as HalResult};
+use counterhal_hal::DeviceKind;
 
 use counterhal_x86::width_mask;
 
 use crate::abi::{self, Abi, IoctlArg};
-use crate::cpu::{CpuKind, function, kernel_mask_bits, read_width};
+use crate::cpu::{CpuKind, function, kernel_mask_bits};
 use crate::device::PctrDevice;
 use crate::errno::Errno;
+
+mod config;
+
+pub use config::{ModelConfig, ResetPolicy, Revision};
 
 /// The CPU a [`DriverModel`] pretends to be: the same list as [`CpuKind`].
 pub type ModelCpu = CpuKind;
@@ -27,153 +31,6 @@ pub(crate) const MODEL_IOCTL_CYCLES: u64 = 1_000;
 
 /// How many of the most recent `PCIOCSn` calls a model remembers.
 pub const MODEL_SET_LOG: usize = 256;
-
-/// What a [`DriverModel`] pretends to be: the CPU, the ABI its driver speaks, the kernel
-/// (amd64 or i386, which decides how `rdpmc` is masked) and the hardware counter width.
-///
-/// [`ModelConfig::new`] gives each CPU its usual setting: the P5 and P6 on the legacy i386
-/// driver, the others on the current amd64 driver, at the kind's usual width. The builder
-/// methods give the other combinations the drivers have:
-///
-/// ```
-/// use counterhal_pctr::{Abi, ModelConfig, ModelCpu};
-///
-/// // A P5 under today's i386 driver (four-slot struct, PCIOCS0-3).
-/// let p5 = ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current)?;
-/// assert_eq!(p5.abi(), Abi::Current);
-/// // An Intel CPU with 48-bit counters under the i386 kernel, which keeps 40 bits of rdpmc.
-/// let i386 = ModelConfig::new(ModelCpu::IntelArch).i386();
-/// assert_eq!((i386.hardware_width(), i386.read_width()), (48, 40));
-/// // A CPU with a TSC and no counters under the legacy driver.
-/// let tsc = ModelConfig::new(ModelCpu::TscOnly).with_abi(Abi::Legacy)?;
-/// assert!(!tsc.is_amd64());
-/// # Ok::<(), counterhal_hal::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ModelConfig {
-    cpu: CpuKind,
-    abi: Abi,
-    amd64: bool,
-    hardware_width: u32,
-}
-
-impl ModelConfig {
-    /// `cpu` on its usual driver: [`CpuKind::abi`], an amd64 kernel for the current ABI
-    /// (the P5 has only i386), an i386 one for the legacy ABI, and
-    /// [`CpuKind::hardware_width`].
-    pub const fn new(cpu: CpuKind) -> ModelConfig {
-        let abi = cpu.abi();
-        ModelConfig {
-            cpu,
-            abi,
-            amd64: matches!(abi, Abi::Current) && !matches!(cpu, CpuKind::P5),
-            hardware_width: cpu.hardware_width(),
-        }
-    }
-
-    /// The same CPU under the driver of `abi`. The legacy ABI existed only on i386, and so
-    /// did the P5 path, so either makes the kernel i386.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) when no driver of
-    /// `abi` drives this CPU as such (see [`CpuKind::supports_abi`]).
-    pub fn with_abi(self, abi: Abi) -> HalResult<ModelConfig> {
-        if !self.cpu.supports_abi(abi) {
-            let other = match abi {
-                Abi::Legacy => Abi::Current,
-                Abi::Current => Abi::Legacy,
-            };
-            return Err(Error::invalid_input(format!(
-                "no {abi}-ABI pctr driver drives a {} CPU's counters",
-                self.cpu
-            ))
-            .with_hint(format!("use the {other} ABI for a {} model", self.cpu)));
-        }
-        let amd64 = self.amd64 && abi == Abi::Current && self.cpu != CpuKind::P5;
-        Ok(ModelConfig { abi, amd64, ..self })
-    }
-
-    /// The same CPU under an i386 kernel, whose `rdpmc` keeps 40 bits and whose current driver
-    /// zeroes a counter on every set.
-    pub const fn i386(self) -> ModelConfig {
-        ModelConfig {
-            amd64: false,
-            ..self
-        }
-    }
-
-    /// The same CPU with `bits`-wide hardware counters (Intel's CPUID leaf 0xA reports its
-    /// own width).
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a width
-    /// outside 1-64, or any width on a CPU without counters.
-    pub fn with_hardware_width(self, bits: u32) -> HalResult<ModelConfig> {
-        if self.cpu.counters() == 0 || !(1..=64).contains(&bits) {
-            return Err(Error::invalid_input(format!(
-                "a {bits}-bit counter on a {} CPU: widths are 1-64 bits, on a CPU with counters",
-                self.cpu
-            )));
-        }
-        Ok(ModelConfig {
-            hardware_width: bits,
-            ..self
-        })
-    }
-
-    /// The CPU.
-    pub const fn cpu(&self) -> CpuKind {
-        self.cpu
-    }
-
-    /// The ABI the driver speaks.
-    pub const fn abi(&self) -> Abi {
-        self.abi
-    }
-
-    /// Whether the kernel is amd64 (else i386).
-    pub const fn is_amd64(&self) -> bool {
-        self.amd64
-    }
-
-    /// The hardware counter width in bits.
-    pub const fn hardware_width(&self) -> u32 {
-        self.hardware_width
-    }
-
-    /// The width `PCIOCRD` values carry: the hardware width cut to the kernel's `rdpmc`
-    /// mask (see [`read_width`](crate::read_width)).
-    pub const fn read_width(&self) -> u32 {
-        read_width(self.cpu, self.hardware_width, self.abi, self.amd64)
-    }
-
-    /// When its driver zeroes a counter on a set: only when the function changes on the
-    /// current amd64 driver (since 2024), on every set everywhere else (the legacy driver, the
-    /// i386 one, and every P5 path).
-    pub const fn default_reset_policy(&self) -> ResetPolicy {
-        if self.amd64 && matches!(self.abi, Abi::Current) && !self.cpu.read_with_rdmsr() {
-            ResetPolicy::WhenFunctionChanges
-        } else {
-            ResetPolicy::EverySet
-        }
-    }
-
-    /// `p5 model, current ABI (i386)` and so on.
-    pub fn describe(&self) -> String {
-        let kernel = if self.amd64 { "amd64" } else { "i386" };
-        format!("{} model, {} ABI ({kernel})", self.cpu, self.abi)
-    }
-}
-
-/// When a `PCIOCSn` zeroes the counter it programs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ResetPolicy {
-    /// Only when the new function differs from the old one (the current driver, since 2024).
-    WhenFunctionChanges,
-    /// On every successful set (the legacy driver, the current i386 driver, the current amd64
-    /// one before 2024, and every P5 path).
-    EverySet,
-}
 
 /// One `PCIOCSn` the model received, and its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,9 +58,27 @@ struct ModelState {
     user_rdpmc: bool,
     sets: VecDeque<SetRecord>,
     reads: u64,
+    /// P5: CESR bits 9-15 of each half, which the driver preserves and reads back.
+    p5_reserved: u32,
 }
 
 impl ModelState {
+    /// How many counters the driver programs (see [`ModelConfig::counters`]).
+    fn counters(&self) -> u32 {
+        self.config.counters()
+    }
+
+    /// Counter `index`'s function as `PCIOCRD` returns it: the P6's PerfEvtSel1 reads its
+    /// reserved EN bit as 0; the P5's CESR half carries the preserved bits 9-15.
+    fn read_back(&self, index: usize) -> u32 {
+        let stored = self.functions[index];
+        match self.cpu {
+            CpuKind::P6 if index > 0 => stored & !function::EN,
+            CpuKind::P5 => stored | self.p5_reserved,
+            _ => stored,
+        }
+    }
+
     fn hardware_mask(&self) -> u64 {
         width_mask(self.config.hardware_width)
     }
@@ -240,7 +115,7 @@ impl ModelState {
 
     fn feed(&mut self, code: u16, unit_mask: Option<u8>, user: u64, kernel: u64) {
         let mask = self.hardware_mask();
-        for index in 0..self.cpu.counters() as usize {
+        for index in 0..self.counters() as usize {
             let Some((selected, selected_mask, u, k)) = self.selection(index) else {
                 continue;
             };
@@ -259,12 +134,12 @@ impl ModelState {
 
     fn set(&mut self, request: u64, value: u32, writable: bool) -> Result<(), Errno> {
         // pctrioctl: no counters at all -> ENODEV before anything else.
-        if self.cpu.counters() == 0 {
+        if self.counters() == 0 {
             return Err(Errno::ENODEV);
         }
         // pctrsel: the index first (EINVAL), then the descriptor's mode (EPERM), then the bits.
         let index = (request - abi::PCIOCS0) as u32;
-        if index >= self.cpu.counters() {
+        if index >= self.counters() {
             return Err(Errno::EINVAL);
         }
         if !writable {
@@ -290,7 +165,13 @@ impl ModelState {
         let abi = self.config.abi;
         let last_set = abi::PCIOCS0 + u64::from(abi.slots()) - 1;
         if request == abi.read_request() {
-            if !abi::arg_matches(request, &arg) {
+            // The two 64-byte ABIs share a request number: a model answers in its own layout.
+            let own_layout = match &arg {
+                IoctlArg::ReadTransitionalI386(_) => abi == Abi::TransitionalI386,
+                IoctlArg::ReadTransitionalAmd64(_) => abi == Abi::TransitionalAmd64,
+                _ => true,
+            };
+            if !abi::arg_matches(request, &arg) || !own_layout {
                 return Err(Errno::EINVAL);
             }
             self.reads += 1;
@@ -318,7 +199,7 @@ impl ModelState {
     }
 
     fn read(&self, arg: IoctlArg<'_>) {
-        let n = self.cpu.counters() as usize;
+        let n = self.counters() as usize;
         let kernel_mask = self.kernel_mask();
         match arg {
             IoctlArg::ReadLegacy(st) => {
@@ -326,7 +207,7 @@ impl ModelState {
                 st.pctr_tsc = self.tsc;
                 st.pctr_idl = self.idle;
                 for index in 0..n.min(2) {
-                    st.pctr_fn[index] = self.functions[index];
+                    st.pctr_fn[index] = self.read_back(index);
                     st.pctr_hwc[index] = self.counters[index] & kernel_mask;
                 }
             }
@@ -334,7 +215,25 @@ impl ModelState {
                 *st = abi::PctrStCurrent::default();
                 st.pctr_tsc = self.tsc;
                 for index in 0..n.min(4) {
-                    st.pctr_fn[index] = self.functions[index];
+                    st.pctr_fn[index] = self.read_back(index);
+                    st.pctr_hwc[index] = self.counters[index] & kernel_mask;
+                }
+            }
+            IoctlArg::ReadTransitionalI386(st) => {
+                *st = abi::PctrStTransitionalI386::default();
+                st.pctr_tsc = self.tsc;
+                st.pctr_idl = self.idle;
+                for index in 0..n.min(4) {
+                    st.pctr_fn[index] = self.read_back(index);
+                    st.pctr_hwc[index] = self.counters[index] & kernel_mask;
+                }
+            }
+            IoctlArg::ReadTransitionalAmd64(st) => {
+                *st = abi::PctrStTransitionalAmd64::default();
+                st.pctr_tsc = self.tsc;
+                st.pctr_idl = self.idle;
+                for index in 0..n.min(4) {
+                    st.pctr_fn[index] = self.read_back(index);
                     st.pctr_hwc[index] = self.counters[index] & kernel_mask;
                 }
             }
@@ -383,6 +282,7 @@ impl ModelHandle {
             user_rdpmc: cpu.user_rdpmc() && !(config.amd64 && matches!(config.abi, Abi::Current)),
             sets: VecDeque::new(),
             reads: 0,
+            p5_reserved: 0,
         };
         ModelHandle {
             state: Arc::new(Mutex::new(state)),
@@ -492,7 +392,7 @@ impl ModelHandle {
     /// width: for wraparound tests. Indices the CPU lacks are ignored.
     pub fn set_counter(&self, index: u32, value: u64) {
         let mut state = self.lock();
-        if index < state.cpu.counters() {
+        if index < state.counters() {
             let mask = state.hardware_mask();
             state.counters[index as usize] = value & mask;
         }
@@ -501,7 +401,7 @@ impl ModelHandle {
     /// Counter `index`'s hardware value (0 for indices the CPU lacks).
     pub fn counter(&self, index: u32) -> u64 {
         let state = self.lock();
-        if index < state.cpu.counters() {
+        if index < state.counters() {
             state.counters[index as usize]
         } else {
             0
@@ -511,10 +411,20 @@ impl ModelHandle {
     /// Counter `index`'s function as programmed (0 for indices the CPU lacks).
     pub fn function(&self, index: u32) -> u32 {
         let state = self.lock();
-        if index < state.cpu.counters() {
+        if index < state.counters() {
             state.functions[index as usize]
         } else {
             0
+        }
+    }
+
+    /// Sets the P5's CESR bits 9-15 (of each counter's half), which the driver preserves when
+    /// it sets a function and which `PCIOCRD` therefore reads back beside the function. Other
+    /// bits of `bits` are ignored, as is the call on other CPUs.
+    pub fn set_p5_reserved_bits(&self, bits: u32) {
+        let mut state = self.lock();
+        if state.cpu == CpuKind::P5 {
+            state.p5_reserved = bits & 0xfe00;
         }
     }
 

@@ -2,18 +2,16 @@
 
 use std::sync::Arc;
 
-#[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_events::{CpuIdentity, Database, EncoderKind, Vendor};
 #[cfg(doc)]
 use counterhal_hal::ErrorKind;
-#[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_hal::{Error, Result};
 
-#[cfg_attr(not(unix), allow(unused_imports))]
 use crate::abi::Abi;
 use crate::backend::PctrBackend;
-#[cfg_attr(not(unix), allow(unused_imports))]
 use crate::cpu::{CpuKind, read_width};
+use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
+use crate::errno::{Operation, map_errno};
 #[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_x86::{TscFrequency, TscSource};
 
@@ -50,9 +48,14 @@ impl CpuFacts {
     /// The kind of CPU the driver of `abi` would drive, and its hardware counter width, as the
     /// driver decides (`usepctr`, `usep5ctr`, `usep6ctr`), in the driver's order.
     ///
+    /// Under the legacy ABI the P6 family is Intel family 6; under the 64-byte i386 ABI of
+    /// 2007 (`pctr.c` 1.23) every Intel (as a P6) and AMD family-6-or-later CPU; under the
+    /// 64-byte amd64 one every Intel (as architectural) and AMD CPU; under the current one
+    /// Intel with architectural perfmon and AMD family 6 or later.
+    ///
     /// A P5 is an Intel family 5 CPU with a model above 0 (`usep5ctr`; model 0 gets no
-    /// counters), under either ABI: the i386 driver kept its P5 path when it moved to the
-    /// current ABI. The i386 driver of 2023 and later sets `pctr_isintel` only when CPUID's
+    /// counters), under every i386 ABI: the i386 driver kept its P5 path when it moved to four
+    /// slots. The i386 driver of 2023 and later sets `pctr_isintel` only when CPUID's
     /// highest leaf is 0xA or more, which no P5 has, so there a P5's sets fail with `ENODEV`
     /// (mapped to [`ErrorKind::Unsupported`] when a group is enabled).
     ///
@@ -66,18 +69,24 @@ impl CpuFacts {
             ..
         } = &self.identity;
         let p5 = *vendor == Vendor::Intel && *family == 5 && *model > 0;
+        let intel_width = if self.arch_perfmon_width == 0 {
+            40
+        } else {
+            self.arch_perfmon_width
+        };
         let found = match (abi, vendor) {
             (Abi::Legacy, Vendor::Intel) if *family == 6 => Some((CpuKind::P6, 40)),
+            // i386 pctr.c 1.23: every Intel or AMD family-6-or-later CPU, the P6 way on Intel.
+            (Abi::TransitionalI386, Vendor::Intel) if *family >= 6 => Some((CpuKind::P6, 40)),
+            (Abi::TransitionalI386, Vendor::Amd) if *family >= 6 => Some((CpuKind::Amd, 48)),
+            // amd64 pctr.c 1.1: every Intel and AMD CPU (with MSRs, as every amd64 CPU has).
+            (Abi::TransitionalAmd64, Vendor::Intel) => Some((CpuKind::IntelArch, intel_width)),
+            (Abi::TransitionalAmd64, Vendor::Amd) => Some((CpuKind::Amd, 48)),
             (Abi::Current, Vendor::Amd) if *family >= 6 => Some((CpuKind::Amd, 48)),
             (Abi::Current, Vendor::Intel) if self.arch_perfmon_version >= 1 => {
-                let width = if self.arch_perfmon_width == 0 {
-                    40
-                } else {
-                    self.arch_perfmon_width
-                };
-                Some((CpuKind::IntelArch, width))
+                Some((CpuKind::IntelArch, intel_width))
             }
-            _ if p5 => Some((CpuKind::P5, 40)),
+            _ if p5 && abi != Abi::TransitionalAmd64 => Some((CpuKind::P5, 40)),
             _ => None,
         };
         found.ok_or_else(|| {
@@ -87,13 +96,84 @@ impl CpuFacts {
             ))
             .with_hint(
                 "pctr drives the Intel P5 (model 1 or later, i386), the P6 family (legacy i386 \
-                 driver), Intel with architectural perfmon and AMD family 6 or later",
+                 driver, and the i386 one of late 2007), Intel with architectural perfmon and \
+                 AMD family 6 or later",
             )
         })
     }
+
+    /// Whether this is an Intel family-6-or-later CPU whose own CPUID reading shows no
+    /// architectural perfmon: a P6, or a later CPU whose highest leaf is below 0xA (NetBurst
+    /// EM64T, Core 2 with "Limit CPUID Maxval" set). Some current-ABI drivers drive its
+    /// counters all the same; only the driver's answers tell.
+    fn intel_without_arch_perfmon(&self) -> bool {
+        self.identity.vendor == Vendor::Intel
+            && self.identity.family >= 6
+            && self.arch_perfmon_version == 0
+    }
+
+    /// Whether it is an Intel CPU of the Core 2 era or later (architectural perfmon, or a
+    /// family-6 model from 0x0f on, or a later family): driven the P6 way by the legacy
+    /// driver, but its events are not the P6's (`cycles` is 0x3c, not 0x79).
+    fn newer_than_p6(&self) -> bool {
+        let CpuIdentity {
+            vendor,
+            family,
+            model,
+            ..
+        } = &self.identity;
+        *vendor == Vendor::Intel
+            && (self.arch_perfmon_version >= 1 || *family > 6 || (*family == 6 && *model >= 0x0f))
+    }
+
+    /// The kind of CPU the driver behind `device` (speaking `abi`) drives, and its hardware
+    /// counter width, from CPUID ([`kind_under`]) and, where CPUID cannot settle it, from the
+    /// driver's answer: for an Intel family-6-or-later CPU that CPUID shows without
+    /// architectural perfmon, under the current ABI, the driver is asked whether it drives
+    /// counter 0 (set to the function it holds). The amd64 driver (`pctr.c` 1.10) reads leaf
+    /// 0xA without checking the highest leaf, and so drives such a CPU (NetBurst EM64T, a
+    /// Core 2 with "Limit CPUID Maxval") as architectural ([`CpuKind::IntelArch`], 40-bit,
+    /// the width of those CPUs); a driver that checks the leaf answers `ENODEV`.
+    ///
+    /// [`kind_under`]: Self::kind_under
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] when the driver drives no counters on this CPU; the mapped
+    /// driver error when the question itself fails.
+    pub fn kind_driven(&self, abi: Abi, device: &mut dyn PctrDevice) -> Result<(CpuKind, u32)> {
+        let refused = match self.kind_under(abi) {
+            Ok(found) => return Ok(found),
+            Err(error) => error,
+        };
+        if abi != Abi::Current || !self.intel_without_arch_perfmon() {
+            return Err(refused);
+        }
+        let answer = ask_counter(device, abi, 0).map_err(|e| {
+            map_errno(
+                &Operation::Set {
+                    counter: 0,
+                    function: 0,
+                },
+                e,
+            )
+        })?;
+        match answer {
+            CounterAnswer::Driven => Ok((CpuKind::IntelArch, 40)),
+            CounterAnswer::OutOfRange | CounterAnswer::NoCounters => {
+                Err(Error::unsupported(format!(
+                    "the {abi} pctr driver drives no counters on this CPU ({}): CPUID shows no \
+                     architectural perfmon, and the driver refuses counter 0",
+                    self.identity
+                ))
+                .with_hint(
+                    "the current driver asks CPUID leaf 0xA for Intel counters; on a Core 2 or \
+                 later, turn \"Limit CPUID Maxval\" off in the firmware setup",
+                ))
+            }
+        }
+    }
 }
 
-#[cfg(unix)]
 /// The database model id to resolve names against: the caller's, else the database's match
 /// for this CPU when its encoder suits pctr, else the kind's default.
 fn choose_model_id(
@@ -106,13 +186,34 @@ fn choose_model_id(
         counterhal_x86::named_model(db, &id)?;
         return Ok(id);
     }
+    // A Core 2 or later driven the P6 way (the legacy driver, or the i386 one of 2007) takes
+    // its own events: its model's table (a Core 2 one where the database has it, else
+    // Intel's architectural events), never the P6's.
+    let newer = facts.newer_than_p6();
     let suits = |encoder: EncoderKind| match kind {
         CpuKind::P5 => encoder == EncoderKind::P5,
+        CpuKind::P6 if newer => encoder == EncoderKind::IntelArch,
         CpuKind::P6 => encoder == EncoderKind::P6,
         CpuKind::IntelArch => encoder == EncoderKind::IntelArch,
         CpuKind::Amd => encoder == EncoderKind::Amd64,
         CpuKind::TscOnly => false,
     };
+    if kind == CpuKind::P6 && newer {
+        // The database's own model of this CPU (a Core 2 table), wherever it stands in the
+        // match order, before the architectural events every Intel CPU matches.
+        let generic = CpuKind::IntelArch.default_model_id();
+        let matching: Vec<&str> = db
+            .models()
+            .filter(|model| model.matches(&facts.identity) && suits(model.encoder))
+            .map(|model| model.id.as_str())
+            .collect();
+        let chosen = matching
+            .iter()
+            .find(|id| !id.eq_ignore_ascii_case(generic))
+            .copied()
+            .unwrap_or(generic);
+        return Ok(chosen.to_string());
+    }
     Ok(db
         .detect(&facts.identity)
         .filter(|model| suits(model.encoder))
@@ -178,24 +279,45 @@ pub fn probe_path(
     cpu: Option<String>,
     path: &std::path::Path,
 ) -> Result<PctrBackend> {
-    use crate::device::{PctrDevice, RealDevice, detect_abi};
-    use crate::errno::{Operation, map_errno};
+    use crate::device::RealDevice;
 
     let shown = path.display().to_string();
     let mut device =
         RealDevice::open_best(path).map_err(|e| map_errno(&Operation::Open(&shown), e))?;
-    let abi =
-        detect_abi(&mut device).map_err(|e| map_errno(&Operation::Read, e).context(&shown))?;
+    let abi = identify_abi(&mut device).map_err(|e| e.context(&shown))?;
     let facts = CpuFacts::this_cpu()
         .ok_or_else(|| Error::unsupported("pctr exists only on x86 and this CPU has no CPUID"))?;
-    let (kind, hardware_width) = facts.kind_under(abi)?;
-    let width = read_width(kind, hardware_width, abi, cfg!(target_arch = "x86_64"));
-    let cpu_id = choose_model_id(&db, cpu, &facts, kind)?;
     let tsc = match crate::sys::tsc_frequency() {
         Some(hz) => TscFrequency::new(hz, TscSource::Kernel),
         None => calibrate_tsc(&mut device, abi)?,
     };
     let device: Box<dyn PctrDevice> = Box::new(device);
+    backend_for_device(db, cpu, device, &facts, cfg!(target_arch = "x86_64"), tsc)
+}
+
+/// A backend over `device` on a CPU with `facts`, under an amd64 kernel or an i386 one: what
+/// [`probe_path`] does once the device is open and the CPU identified, for any device (a
+/// [`DriverModel`](crate::DriverModel) stands for a kernel revision in tests and
+/// conformance). Detects the ABI, decides the kind from CPUID and the driver's answers
+/// ([`CpuFacts::kind_driven`]), the width the reads carry, the database model (the caller's
+/// `cpu`, else this CPU's model if it suits the kind) and the counters
+/// the driver takes ([`PctrBackend::from_device`]).
+///
+/// # Errors
+/// As [`CpuFacts::kind_driven`] and [`PctrBackend::from_device`];
+/// [`ErrorKind::InvalidInput`] for an unknown `cpu` model id.
+pub fn backend_for_device(
+    db: Arc<Database>,
+    cpu: Option<String>,
+    mut device: Box<dyn PctrDevice>,
+    facts: &CpuFacts,
+    amd64: bool,
+    tsc: TscFrequency,
+) -> Result<PctrBackend> {
+    let abi = identify_abi(device.as_mut())?;
+    let (kind, hardware_width) = facts.kind_driven(abi, device.as_mut())?;
+    let width = read_width(kind, hardware_width, abi, amd64);
+    let cpu_id = choose_model_id(&db, cpu, facts, kind)?;
     PctrBackend::from_device(db, kind, Some(cpu_id), device, width, tsc)
 }
 

@@ -16,7 +16,10 @@ use std::mem::size_of;
 use std::os::fd::BorrowedFd;
 
 #[cfg(unix)]
-use crate::abi::{IoctlArg, PctrStCurrent, PctrStLegacy, arg_matches};
+use crate::abi::{
+    IoctlArg, PctrStCurrent, PctrStLegacy, PctrStTransitionalAmd64, PctrStTransitionalI386,
+    arg_matches,
+};
 #[cfg(unix)]
 use crate::errno::Errno;
 
@@ -42,6 +45,8 @@ pub(crate) fn ioctl(fd: BorrowedFd<'_>, request: u64, arg: IoctlArg<'_>) -> Resu
     let pointer: *mut libc::c_void = match arg {
         IoctlArg::ReadLegacy(st) => (st as *mut PctrStLegacy).cast(),
         IoctlArg::ReadCurrent(st) => (st as *mut PctrStCurrent).cast(),
+        IoctlArg::ReadTransitionalI386(st) => (st as *mut PctrStTransitionalI386).cast(),
+        IoctlArg::ReadTransitionalAmd64(st) => (st as *mut PctrStTransitionalAmd64).cast(),
         IoctlArg::Function(_) => (&mut function_word as *mut u32).cast(),
     };
     // SAFETY: `fd` is borrowed, so open for the call; `pointer` points to a live, exclusively
@@ -57,14 +62,14 @@ pub(crate) fn ioctl(fd: BorrowedFd<'_>, request: u64, arg: IoctlArg<'_>) -> Resu
 }
 
 #[cfg(unix)]
-/// The TSC frequency in Hz from the `machdep.tscfreq` sysctl (OpenBSD); `None` elsewhere or
-/// when the kernel does not export it.
+/// The TSC frequency in Hz from the `machdep.tscfreq` sysctl, which only OpenBSD/amd64 has
+/// (`machdep.16` is something else on i386: see [`crate::cpu::tscfreq_sysctl`]); `None`
+/// elsewhere or when the kernel does not export it.
 pub(crate) fn tsc_frequency() -> Option<u64> {
+    let _second_level = crate::cpu::tscfreq_sysctl(cfg!(target_arch = "x86_64"))?;
     cfg_if::cfg_if! {
         if #[cfg(target_os = "openbsd")] {
-            /// `CPU_TSCFREQ` in `machine/cpu.h`.
-            const CPU_TSCFREQ: libc::c_int = 16;
-            let mib = [libc::CTL_MACHDEP, CPU_TSCFREQ];
+            let mib = [libc::CTL_MACHDEP, _second_level];
             let mut value: u64 = 0;
             let mut len: libc::size_t = size_of::<u64>();
             // SAFETY: `mib` is a live array of 2 ints; `value` is a live u64 and `len` holds

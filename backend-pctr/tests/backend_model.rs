@@ -566,18 +566,20 @@ fn from_device_detects_and_checks_the_abi() {
         assert_eq!(backend.abi(), cpu.abi());
         assert_eq!(backend.cpu_id(), cpu.default_model_id());
     }
-    let model = ModelHandle::new(ModelCpu::Amd);
+    // No legacy driver drives AMD's counters.
+    let legacy = ModelHandle::new(ModelCpu::P6);
     let error = PctrBackend::from_device(
         db(),
-        ModelCpu::P6,
+        ModelCpu::Amd,
         None,
-        Box::new(model.open(true)),
-        40,
+        Box::new(legacy.open(true)),
+        48,
         hz(1),
     )
     .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
-    assert!(error.message().contains("current"), "{error}");
+    assert!(error.message().contains("legacy"), "{error}");
+    let model = ModelHandle::new(ModelCpu::Amd);
     let bad_width = PctrBackend::from_device(
         db(),
         ModelCpu::Amd,
@@ -711,11 +713,11 @@ fn from_device_accepts_a_p5_on_either_abi() {
         model.retire_instructions(12, 3);
         assert_eq!(values(&mut group), vec![12], "{}", config.describe());
     }
-    // A P6 is driven by the legacy driver only.
-    let model = ModelHandle::with_config(p5_current_config());
+    // Intel architectural is driven by current drivers only.
+    let model = ModelHandle::new(ModelCpu::P5);
     let error = PctrBackend::from_device(
         db(),
-        ModelCpu::P6,
+        ModelCpu::IntelArch,
         None,
         Box::new(model.open(true)),
         40,
@@ -723,7 +725,7 @@ fn from_device_accepts_a_p5_on_either_abi() {
     )
     .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
-    assert!(error.message().contains("p6"), "{error}");
+    assert!(error.message().contains("intel-arch"), "{error}");
 }
 
 /// On i386 the kernel keeps 40 bits of a 48-bit counter: the backend must accumulate at the

@@ -204,3 +204,63 @@ fn capabilities_list_the_generalized_events_that_resolve() {
         }
     }
 }
+
+/// pctr(1)'s P6 names are accepted beside the table's; its defaults for unit masks are not
+/// copied (see the README's "pctr(1)'s names and defaults").
+#[test]
+fn pctr1_names_resolve_and_our_unit_mask_defaults_hold() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    // 0x43: pctr(1) says DATA_MEM_REF, the table DATA_MEM_REFS; both give one function.
+    assert_eq!(
+        pctr_function(&backend, "DATA_MEM_REF:u"),
+        pctr_function(&backend, "DATA_MEM_REFS:u")
+    );
+    assert_eq!(pctr_function(&backend, "p6::data_mem_ref").0 & 0xff, 0x43);
+    let resolved = backend.resolve("DATA_MEM_REF:u").unwrap();
+    assert_eq!(
+        resolved.name, "DATA_MEM_REF:u",
+        "the name as the user gave it"
+    );
+    // 0x44, DATA_MEM_CACHE_REF, is in pctr(1) only.
+    let (word, counters) = pctr_function(&backend, "DATA_MEM_CACHE_REF:k");
+    assert_eq!(
+        (word & 0xff, word & (function::U | function::K)),
+        (0x44, function::K)
+    );
+    assert_eq!(counters, 0b11);
+    // A name neither spells is still unknown, with the nearest names.
+    let error = backend.resolve("DATA_MEM_REFX").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidEvent);
+    // MESI: all four states when none is named (as pctr(1)); only those named otherwise
+    // (pctr(1) sets all four unless all four are named).
+    assert_eq!(
+        pctr_function(&backend, "L2_LD").0 & function::UM_MESI,
+        0xf00
+    );
+    assert_eq!(
+        pctr_function(&backend, "L2_LD:MODIFIED").0 & function::UM_MESI,
+        function::UM_M
+    );
+    // Any initiator only when named (pctr(1) always sets it on an (A) event).
+    assert_eq!(
+        pctr_function(&backend, "BUS_TRAN_ANY").0 & function::UM_A,
+        0
+    );
+    assert_eq!(
+        pctr_function(&backend, "BUS_TRAN_ANY:ANY_INITIATOR").0 & function::UM_A,
+        function::UM_A
+    );
+    // And the pctr(1) name counts.
+    let request = backend.resolve("DATA_MEM_REF:u").unwrap().terms[0]
+        .request
+        .clone();
+    let mut group = backend
+        .open(&[request], &Target::ThisThread, &OpenOptions::default())
+        .unwrap();
+    group.enable().unwrap();
+    model.feed(0x43, None, 11, 4);
+    assert_eq!(group.read_to_vec().unwrap()[0].value, 11);
+    // Other tables do not take pctr(1)'s P6 names.
+    let (amd, _) = PctrBackend::with_model(db(), ModelCpu::Amd);
+    assert!(amd.resolve("DATA_MEM_REF").is_err());
+}

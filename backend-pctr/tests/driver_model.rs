@@ -4,8 +4,8 @@
 use counterhal_hal::DeviceKind;
 use counterhal_hal::ErrorKind;
 use counterhal_pctr::abi::{
-    PCIOCRD_CURRENT, PCIOCRD_LEGACY, PCIOCS0, PCIOCS1, PCIOCS2, PCIOCS3, PctrStCurrent,
-    PctrStLegacy, ior, iow,
+    PCIOCRD_CURRENT, PCIOCRD_LEGACY, PCIOCRD_TRANSITIONAL, PCIOCS0, PCIOCS1, PCIOCS2, PCIOCS3,
+    PctrStCurrent, PctrStLegacy, PctrStTransitionalAmd64, PctrStTransitionalI386, ior, iow,
 };
 use counterhal_pctr::{
     Abi, Errno, IoctlArg, ModelConfig, ModelCpu, ModelHandle, PctrDevice, ResetPolicy, detect_abi,
@@ -30,6 +30,32 @@ fn read_snapshot(device: &mut dyn PctrDevice, abi: Abi) -> Result<Read, Errno> {
                 functions: [st.pctr_fn[0], st.pctr_fn[1], 0, 0],
                 tsc: st.pctr_tsc,
                 counters: [st.pctr_hwc[0], st.pctr_hwc[1], 0, 0],
+                idle: st.pctr_idl,
+            })
+        }
+        Abi::TransitionalI386 => {
+            let mut st = PctrStTransitionalI386::default();
+            device.ioctl(
+                PCIOCRD_TRANSITIONAL,
+                IoctlArg::ReadTransitionalI386(&mut st),
+            )?;
+            Ok(Read {
+                functions: st.pctr_fn,
+                tsc: st.pctr_tsc,
+                counters: st.pctr_hwc,
+                idle: st.pctr_idl,
+            })
+        }
+        Abi::TransitionalAmd64 => {
+            let mut st = PctrStTransitionalAmd64::default();
+            device.ioctl(
+                PCIOCRD_TRANSITIONAL,
+                IoctlArg::ReadTransitionalAmd64(&mut st),
+            )?;
+            Ok(Read {
+                functions: st.pctr_fn,
+                tsc: st.pctr_tsc,
+                counters: st.pctr_hwc,
                 idle: st.pctr_idl,
             })
         }
