@@ -296,3 +296,81 @@ fn dropping_a_rotating_set_frees_every_counter() {
             .unwrap();
     }
 }
+
+/// A model whose timer is the real device's: a thread of its own, on the wall clock.
+#[derive(Debug)]
+struct ThreadTimedModel(counterhal_msr::ModelDevice);
+
+impl counterhal_msr::MsrDevice for ThreadTimedModel {
+    fn kind(&self) -> counterhal_hal::DeviceKind {
+        self.0.kind()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn cpu_count(&self) -> u32 {
+        self.0.cpu_count()
+    }
+    fn read(&self, cpu: u32, msr: u32) -> counterhal_hal::Result<u64> {
+        self.0.read(cpu, msr)
+    }
+    fn write(&self, cpu: u32, msr: u32, value: u64) -> counterhal_hal::Result<()> {
+        self.0.write(cpu, msr, value)
+    }
+    fn tsc_hz(&self) -> Option<u64> {
+        self.0.tsc_hz()
+    }
+    fn pin_this_thread(&self) -> counterhal_hal::Result<counterhal_msr::ThreadPin> {
+        self.0.pin_this_thread()
+    }
+}
+
+#[test]
+fn the_real_device_s_timer_switches_without_the_counted_thread() {
+    let config = PmuModelKind::AmdLegacy.config();
+    let cpuid = config.cpuid();
+    let (device, model) = counterhal_msr::ModelDevice::new(config);
+    let backend = counterhal_msr::MsrBackend::with_device(
+        common::db(),
+        std::sync::Arc::new(ThreadTimedModel(device)),
+        &cpuid,
+        None,
+    )
+    .unwrap();
+    let requests: Vec<_> = rotating_events(4)
+        .iter()
+        .map(|&(code, _)| {
+            request(
+                "e",
+                select(code, 0x01, true, true),
+                CounterSet::first(4),
+                None,
+            )
+        })
+        .collect();
+    let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
+    let mut group = backend.open(&requests, &Target::Cpu(0), &options).unwrap();
+    group.enable().unwrap();
+    // The counted "thread" does nothing but let the model's clock run; the timer thread
+    // switches the turns on its own.
+    let start = std::time::Instant::now();
+    while group.switches() < 4 && start.elapsed() < Duration::from_secs(20) {
+        model.advance_nanos(100_000);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(group.switches() >= 4, "{} switches", group.switches());
+    let readings = group.read_to_vec().unwrap();
+    for reading in &readings {
+        assert!(reading.time_running <= reading.time_enabled, "{reading:?}");
+    }
+    // The model's clock moves only in the loop, so a turn may have run no model time; some did.
+    assert!(readings.iter().any(|r| r.time_running > 0), "{readings:?}");
+    drop(group);
+    let switched = model.writes().len();
+    std::thread::sleep(Duration::from_millis(10));
+    assert_eq!(
+        model.writes().len(),
+        switched,
+        "the timer outlived its group"
+    );
+}
