@@ -57,10 +57,16 @@ fn run(kind: PmuModelKind, steps: u64, noisy: bool) -> Run {
         let counters = group.counters();
         assert_eq!(counters.last().unwrap().1, CounterRef::Fixed(0), "{kind}");
     }
-    // The first turn's counters start 5 events before their wrap.
+    // The first turn's counters start 5 events before their wrap; the second turn's events
+    // have no counter to load until their turn.
     for index in 0..events.len() {
         let width = backend.pmu().gp_width;
-        let _ = group.set_counter(index, (1u64 << width) - 5);
+        let loaded = group.set_counter(index, (1u64 << width) - 5);
+        if index < gp as usize {
+            loaded.unwrap();
+        } else {
+            assert_eq!(loaded.unwrap_err().kind(), ErrorKind::Unsupported, "{kind}");
+        }
     }
     group.enable().unwrap();
     let mut truth = vec![0u64; requests.len()];
@@ -373,4 +379,30 @@ fn the_real_device_s_timer_switches_without_the_counted_thread() {
         switched,
         "the timer outlived its group"
     );
+}
+
+#[test]
+fn extreme_intervals_are_taken_without_panic() {
+    for (interval, switches) in [(Duration::ZERO, 10), (Duration::MAX, 0)] {
+        let (backend, model) = model(PmuModelKind::IntelV2);
+        let requests: Vec<_> = rotating_events(2)
+            .iter()
+            .map(|&(code, _)| {
+                request(
+                    "e",
+                    select(code, 0x01, true, true),
+                    CounterSet::first(2),
+                    None,
+                )
+            })
+            .collect();
+        let options = OpenOptions::ungrouped().multiplex_interval(interval);
+        let mut group = backend.open(&requests, &Target::Cpu(0), &options).unwrap();
+        group.enable().unwrap();
+        // A zero interval is the shortest turn, 100 µs: ten in 1 ms.
+        model.advance_nanos(1_000_000);
+        assert_eq!(group.switches(), switches, "{interval:?}");
+        let readings = group.read_to_vec().unwrap();
+        assert!(readings.iter().all(|r| r.time_enabled == 1_000_000));
+    }
 }
