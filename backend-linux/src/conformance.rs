@@ -92,6 +92,13 @@ impl Subject for LinuxSubject {
         Some((self.breakpoint.clone(), 4))
     }
 
+    fn multiplexed_event(&self) -> Option<(String, u32)> {
+        // The kernel time-shares hardware counters; 16 copies of instructions exceed every x86
+        // core PMU's counters (up to 8 general-purpose and a fixed one per thread). Where no
+        // hardware PMU exists the case skips.
+        Some(("instructions".to_string(), 15))
+    }
+
     fn counts_per_thread(&self) -> bool {
         true
     }

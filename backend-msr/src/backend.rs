@@ -10,12 +10,12 @@ use counterhal_hal::{
     EventRequest, Evtsel, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
     ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
 };
-use counterhal_x86::{CounterRef, Counters, Demand, assign};
+use counterhal_x86::{CounterRef, Counters, Demand, Schedule, assign, rotation};
 
 use crate::allow::AllowList;
 use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin};
-use crate::group::{MsrGroup, Slot};
+use crate::group::{Core, MsrGroup, Slot};
 use crate::model::{ModelConfig, ModelDevice, ModelHandle, PmuModelKind};
 use crate::pmu::{PmuInfo, TscFrequency, TscSource};
 use crate::regs::{self, fixed_ctrl};
@@ -27,8 +27,10 @@ use crate::shared::{Claims, CpuClaims, Shared, real_claims};
 /// Counting is per logical CPU and system wide: a group counts everything that runs on its
 /// CPU. [`Target::Cpu`] measures that CPU; [`Target::ThisThread`] pins the calling thread to
 /// the CPU it runs on (`sched_setaffinity`) until the group is dropped and measures that CPU.
-/// Other targets are [`ErrorKind::Unsupported`]. Nothing is multiplexed:
-/// `time_running == time_enabled`, both from the TSC.
+/// Other targets are [`ErrorKind::Unsupported`]. A group that fits its counters runs whole
+/// (`time_running == time_enabled`, both from the TSC); independent events
+/// ([`OpenOptions::ungrouped`]) that do not fit take turns in software, switched by a timer
+/// every [`OpenOptions::multiplex_interval`] (4 ms by default), as the crate's README says.
 ///
 /// Build it with [`probe`](crate::probe) (the real device), [`MsrBackend::with_model`] (a PMU
 /// model and its [`ModelHandle`]) or [`MsrBackend::with_device`] (any device).
@@ -355,7 +357,7 @@ struct Candidate {
 }
 
 /// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
-/// HostOnly and GuestOnly), no multiplexing, a CPU or this thread pinned to its CPU.
+/// HostOnly and GuestOnly), software multiplexing in 4 ms turns, a CPU or this thread pinned to its CPU.
 fn capabilities(pmu: &PmuInfo) -> Capabilities {
     let mut domains = Domain::USER | Domain::KERNEL;
     if pmu.is_amd() {
@@ -371,6 +373,8 @@ fn capabilities(pmu: &PmuInfo) -> Capabilities {
     targets.this_thread = true;
     targets.cpu = true;
     capabilities.targets = targets;
+    capabilities.multiplexing = true;
+    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
     capabilities
 }
 
@@ -413,7 +417,7 @@ impl Backend for MsrBackend {
         &self,
         events: &[EventRequest],
         target: &Target,
-        _options: &OpenOptions,
+        options: &OpenOptions,
     ) -> Result<MsrGroup> {
         if events.is_empty() {
             return Err(
@@ -472,13 +476,25 @@ impl Backend for MsrBackend {
                 )
             })
             .collect();
-        let assignment = assign(&demands, &counters)
-            .map_err(|error| error.context(format_args!("CPU {cpu}")))?
-            .counters;
+        // A group must fit at once; independent events take turns when they do not.
+        let schedule = if options.grouped {
+            let placement = assign(&demands, &counters)
+                .map_err(|error| error.context(format_args!("CPU {cpu}")))?;
+            Schedule {
+                turns: vec![None; placement.counters.len()],
+                counters: placement.counters,
+                turn_count: 1,
+                gates: vec![placement.gate],
+            }
+        } else {
+            rotation::schedule(&demands, &counters)
+                .map_err(|error| error.context(format_args!("CPU {cpu}")))?
+        };
+        let assignment = &schedule.counters;
         let mut slots = Vec::with_capacity(events.len());
         let mut ours = 0u64;
         let mut mine = CpuClaims::default();
-        for ((request, candidate), counter) in events.iter().zip(&candidates).zip(&assignment) {
+        for ((request, candidate), counter) in events.iter().zip(&candidates).zip(assignment) {
             let (read_msr, width, global_bit) = match *counter {
                 CounterRef::Gp(i) => {
                     mine.gp |= 1 << i;
@@ -509,10 +525,12 @@ impl Backend for MsrBackend {
         entry.gp |= mine.gp;
         entry.fixed |= mine.fixed;
         drop(claims);
-        let mut group = MsrGroup::new(Arc::clone(&self.shared), cpu, slots, ours, mine, pin);
-        // On failure the group is dropped, which releases its counters.
-        group.program()?;
-        Ok(group)
+        let core = Core::new(Arc::clone(&self.shared), cpu, slots, ours, mine, &schedule);
+        let slice = options
+            .multiplex_interval
+            .unwrap_or(rotation::DEFAULT_SLICE)
+            .max(rotation::MIN_SLICE);
+        MsrGroup::start(core, pin, slice)
     }
 }
 

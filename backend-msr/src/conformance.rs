@@ -15,8 +15,8 @@ fn missing_device() -> Option<Error> {
 }
 
 /// A PMU model as the suite's subject: one unit of work is 4 instructions (3 in user mode, 1 in
-/// kernel mode), 2 user-mode core cycles and 10 ns of TSC time on model CPU 0 (where
-/// `ThisThread` groups count).
+/// kernel mode), 2 user-mode core cycles, 1 user-mode branch and 10 ns of TSC time on model
+/// CPU 0 (where `ThisThread` groups count).
 pub struct ModelSubject {
     backend: MsrBackend,
     model: ModelHandle,
@@ -56,6 +56,9 @@ impl Subject for ModelSubject {
     fn work(&self, units: u64) {
         self.model.feed_instructions(3 * units, units);
         self.model.feed_cycles(2 * units, 0);
+        // Branches: the counter-limited event (Intel 0xC4/0x00, AMD 0xC2/0x00).
+        let branches = if self.model.is_amd() { 0xC2 } else { 0xC4 };
+        self.model.feed(branches, 0x00, units, 0);
         self.model.advance_nanos(10 * units + 1);
     }
 

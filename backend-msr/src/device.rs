@@ -4,6 +4,7 @@
 //! [`crate::ModelDevice`] is a model of a PMU. The backend never calls a device directly: every
 //! access goes through the [`crate::AllowList`] first.
 
+use crate::timer::{Tick, Timer};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -179,6 +180,16 @@ pub trait MsrDevice: Send + Sync + fmt::Debug {
     /// As [`ThreadPin::pin_current_thread`].
     fn pin_this_thread(&self) -> Result<ThreadPin> {
         ThreadPin::pin_current_thread()
+    }
+
+    /// Calls `tick` every `period` until the returned [`Timer`] is dropped: the multiplexing
+    /// rotation's clock. The real device runs it on a thread of its own
+    /// ([`Timer::thread`]); a model on its own clock.
+    ///
+    /// # Errors
+    /// As [`Timer::thread`].
+    fn start_timer(&self, period: std::time::Duration, tick: Tick) -> Result<Timer> {
+        Timer::thread(period, tick)
     }
 }
 

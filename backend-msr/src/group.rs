@@ -2,14 +2,15 @@
 
 use counterhal_hal::Evtsel;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
-use counterhal_x86::{CounterRef, counter_delta, width_mask};
+use counterhal_x86::{CounterRef, Rotation, Schedule, counter_delta, width_mask};
 
 use crate::device::ThreadPin;
 use crate::regs::{self, fixed_ctrl};
 use crate::shared::{CpuClaims, Shared};
+use crate::timer::{Tick, Timer};
 
 /// One event of a group on its counter.
 #[derive(Clone, Debug)]
@@ -24,6 +25,22 @@ pub(crate) struct Slot {
     pub(crate) total: u64,
 }
 
+/// The registers' side of a group, shared with the rotation's timer when the events take
+/// turns: every operation of the group and every switch locks it.
+pub(crate) struct Core {
+    shared: Arc<Shared>,
+    cpu: u32,
+    slots: Vec<Slot>,
+    ours: u64,
+    /// Our fields of IA32_FIXED_CTR_CTRL while enabled, and the mask of all our fields.
+    fixed_fields: u64,
+    fixed_mask: u64,
+    claimed: CpuClaims,
+    rotation: Rotation,
+    /// The first error of a switch the timer made, given to the next operation.
+    timer_error: Option<Error>,
+}
+
 /// Events counting together on one CPU's PMU registers.
 ///
 /// With a global control register (Intel v2+, AMD PerfMonV2) the group's counters start and
@@ -33,21 +50,18 @@ pub(crate) struct Slot {
 /// one write after another.
 ///
 /// Values are accumulated in 64 bits across counter wraparound (see [`counter_delta`]);
-/// `time_enabled` and `time_running` are TSC time while enabled, equal (nothing is
-/// multiplexed). Dropping the group stops its counters, clears their selects and releases
-/// them, and restores the affinity of a pinned thread.
+/// `time_enabled` is TSC time while enabled. A group that fits its counters runs whole:
+/// `time_running == time_enabled`. An ungrouped set with more events than counters
+/// ([`OpenOptions::ungrouped`](counterhal_hal::OpenOptions::ungrouped)) is split into turns
+/// that take the counters in rotation, switched by a timer (see the crate's README): an event's
+/// value grows and its time running runs only during its turn, events on fixed counters count
+/// always. Dropping the group stops its timer and its counters, clears their selects and
+/// releases them, and restores the affinity of a pinned thread.
 pub struct MsrGroup {
-    shared: Arc<Shared>,
+    core: Arc<Mutex<Core>>,
+    timer: Option<Timer>,
+    len: usize,
     cpu: u32,
-    slots: Vec<Slot>,
-    ours: u64,
-    /// Our fields of IA32_FIXED_CTR_CTRL while enabled, and the mask of all our fields.
-    fixed_fields: u64,
-    fixed_mask: u64,
-    claimed: CpuClaims,
-    enabled: bool,
-    enabled_ticks: u64,
-    enabled_since: u64,
     _pin: Option<ThreadPin>,
 }
 
@@ -56,35 +70,53 @@ impl fmt::Debug for MsrGroup {
         f.debug_struct("MsrGroup")
             .field("cpu", &self.cpu)
             .field("counters", &self.counters())
-            .field("enabled", &self.enabled)
+            .field("turns", &self.turns())
             .finish()
     }
 }
 
+fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl MsrGroup {
-    /// A group of `slots` on `cpu`, not yet programmed: `ours` are their global-control bits,
-    /// `claimed` the counters they hold, `pin` the calling thread's pin when there is one.
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        cpu: u32,
-        slots: Vec<Slot>,
-        ours: u64,
-        claimed: CpuClaims,
+    /// A group of `slots` on `cpu`, programmed for its first turn, with its rotation timer
+    /// started every `slice` when its events take turns.
+    ///
+    /// # Errors
+    /// Device errors while programming; [`Timer::thread`]'s.
+    pub(crate) fn start(
+        core: Core,
         pin: Option<ThreadPin>,
-    ) -> MsrGroup {
-        MsrGroup {
-            shared,
+        slice: std::time::Duration,
+    ) -> Result<MsrGroup> {
+        let cpu = core.cpu;
+        let len = core.slots.len();
+        let rotates = core.rotation.turn_count() > 1;
+        let device = Arc::clone(&core.shared.device);
+        let core = Arc::new(Mutex::new(core));
+        let mut group = MsrGroup {
+            core,
+            timer: None,
+            len,
             cpu,
-            slots,
-            ours,
-            fixed_fields: 0,
-            fixed_mask: 0,
-            claimed,
-            enabled: false,
-            enabled_ticks: 0,
-            enabled_since: 0,
             _pin: pin,
+        };
+        // On failure the group is dropped, which releases its counters.
+        lock(&group.core).program()?;
+        if rotates {
+            let weak: Weak<Mutex<Core>> = Arc::downgrade(&group.core);
+            let tick: Tick = Arc::new(move || {
+                if let Some(core) = weak.upgrade() {
+                    let mut core = lock(&core);
+                    if let Err(error) = core.switch() {
+                        core.timer_error.get_or_insert(error);
+                    }
+                }
+            });
+            group.timer = Some(device.start_timer(slice, tick)?);
         }
+        Ok(group)
     }
 
     /// The logical CPU this group counts on.
@@ -98,12 +130,84 @@ impl MsrGroup {
         self._pin.as_ref().is_some_and(ThreadPin::is_pinned)
     }
 
-    /// The counter each event was placed on, in request order.
+    /// The counter each event was placed on, in request order (events of different turns may
+    /// share one).
     pub fn counters(&self) -> Vec<(String, CounterRef)> {
-        self.slots
+        lock(&self.core)
+            .slots
             .iter()
             .map(|s| (s.name.clone(), s.counter))
             .collect()
+    }
+
+    /// How many turns the events take (1: they all count all the time).
+    pub fn turns(&self) -> usize {
+        lock(&self.core).rotation.turn_count()
+    }
+
+    /// How many times the rotation has switched turns.
+    pub fn switches(&self) -> u64 {
+        lock(&self.core).rotation.switches()
+    }
+
+    /// Loads the hardware counter of event `index` (request order) with `value`, keeping the
+    /// accumulated reading: the next events count on from `value`. For testing wraparound on
+    /// a real CPU (preload near 2^width).
+    ///
+    /// On Intel general-purpose counters without full-width writes only values whose bits
+    /// 31:0 sign-extend to them can be loaded (below 2^31, or within 2^31 of 2^width).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for an index past the group or a value of more than the
+    /// counter's width; [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for a value the CPU cannot load or an
+    /// event whose turn is not on; device errors.
+    pub fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
+        lock(&self.core).set_counter(index, value)
+    }
+}
+
+impl Core {
+    /// The state of a group of `slots` on `cpu` scheduled as `schedule`: `ours` are their
+    /// global-control bits, `claimed` the counters they hold.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        cpu: u32,
+        slots: Vec<Slot>,
+        ours: u64,
+        claimed: CpuClaims,
+        schedule: &Schedule,
+    ) -> Core {
+        Core {
+            shared,
+            cpu,
+            slots,
+            ours,
+            fixed_fields: 0,
+            fixed_mask: 0,
+            claimed,
+            rotation: Rotation::new(schedule),
+            timer_error: None,
+        }
+    }
+
+    /// Whether slot `index` is on its counter now.
+    fn active(&self, index: usize) -> bool {
+        self.rotation.is_active(index)
+    }
+
+    /// The field of IA32_FIXED_CTR_CTRL that counts `evtsel`'s privilege levels.
+    fn fixed_field(evtsel: u64) -> u64 {
+        let mut field = 0;
+        if evtsel & Evtsel::OS != 0 {
+            field |= fixed_ctrl::OS;
+        }
+        if evtsel & Evtsel::USR != 0 {
+            field |= fixed_ctrl::USR;
+        }
+        if evtsel & Evtsel::ANY != 0 {
+            field |= fixed_ctrl::ANY;
+        }
+        field
     }
 
     pub(crate) fn program(&mut self) -> Result<()> {
@@ -117,29 +221,21 @@ impl MsrGroup {
             let value = shared.read(cpu, ctrl)?;
             shared.write(cpu, ctrl, value & !self.ours)?;
         }
-        // 2. Program the selects with EN clear, and clear our fixed-counter fields: a counter
-        //    is switched on only while the group is enabled, in its own select as well as in
-        //    the global control, so that another agent rewriting the global control (perf
-        //    after an NMI-watchdog interrupt does) cannot restart a disabled group.
+        // 2. Program the selects of the first turn with EN clear, and clear our fixed-counter
+        //    fields: a counter is switched on only while the group is enabled, in its own
+        //    select as well as in the global control, so that another agent rewriting the
+        //    global control (perf after an NMI-watchdog interrupt does) cannot restart a
+        //    disabled group.
         let mut fixed_fields = 0u64;
         let mut fixed_mask = 0u64;
-        for slot in &self.slots {
+        for (index, slot) in self.slots.iter().enumerate() {
             match slot.counter {
-                CounterRef::Gp(i) => {
+                CounterRef::Gp(i) if self.rotation.is_active(index) => {
                     shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !Evtsel::EN)?;
                 }
+                CounterRef::Gp(_) => {}
                 CounterRef::Fixed(f) => {
-                    let mut field = 0;
-                    if slot.evtsel & Evtsel::OS != 0 {
-                        field |= fixed_ctrl::OS;
-                    }
-                    if slot.evtsel & Evtsel::USR != 0 {
-                        field |= fixed_ctrl::USR;
-                    }
-                    if slot.evtsel & Evtsel::ANY != 0 {
-                        field |= fixed_ctrl::ANY;
-                    }
-                    fixed_fields |= field << (4 * f);
+                    fixed_fields |= Self::fixed_field(slot.evtsel) << (4 * f);
                     fixed_mask |= fixed_ctrl::field(f);
                 }
             }
@@ -158,9 +254,14 @@ impl MsrGroup {
         Ok(())
     }
 
+    /// Zeroes the counters of the events on them now.
     fn zero_counters(&mut self) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        for slot in &mut self.slots {
+        for index in 0..self.slots.len() {
+            if !self.active(index) {
+                continue;
+            }
+            let slot = &mut self.slots[index];
             let msr = match slot.counter {
                 CounterRef::Gp(i) => shared
                     .pmu
@@ -179,7 +280,7 @@ impl MsrGroup {
     fn frozen<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let shared = Arc::clone(&self.shared);
         let ctrl = match shared.pmu.global_msrs() {
-            Some((ctrl, _, _)) if self.enabled => ctrl,
+            Some((ctrl, _, _)) if self.rotation.is_enabled() => ctrl,
             _ => return body(self),
         };
         let value = shared.read(self.cpu, ctrl)?;
@@ -191,18 +292,7 @@ impl MsrGroup {
         Ok(value)
     }
 
-    /// Loads the hardware counter of event `index` (request order) with `value`, keeping the
-    /// accumulated reading: the next events count on from `value`. For testing wraparound on
-    /// a real CPU (preload near 2^width).
-    ///
-    /// On Intel general-purpose counters without full-width writes only values whose bits
-    /// 31:0 sign-extend to them can be loaded (below 2^31, or within 2^31 of 2^width).
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for an index past the group or a value of more than the
-    /// counter's width; [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for a value the CPU cannot load; device
-    /// errors.
-    pub fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
+    fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = &shared.pmu;
         let Some(slot) = self.slots.get(index) else {
@@ -211,6 +301,12 @@ impl MsrGroup {
                 self.slots.len()
             )));
         };
+        if !self.active(index) {
+            return Err(Error::unsupported(format!(
+                "{}: its turn is not on, so it has no counter to load now",
+                slot.name
+            )));
+        }
         if value & !width_mask(slot.width) != 0 {
             return Err(Error::invalid_input(format!(
                 "{value:#x} does not fit the {}-bit {}",
@@ -245,14 +341,19 @@ impl MsrGroup {
         })
     }
 
-    /// Folds the counters' progress since the last read into the totals (call frozen).
+    /// Folds the progress of the counters on now since the last read into the totals (call
+    /// frozen).
     fn read_into_totals(&mut self) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let status = match shared.pmu.global_msrs() {
             Some((_, status, _)) => shared.read(self.cpu, status)? & self.ours,
             None => 0,
         };
-        for slot in &mut self.slots {
+        for index in 0..self.slots.len() {
+            if !self.active(index) {
+                continue;
+            }
+            let slot = &mut self.slots[index];
             let raw = shared.read(self.cpu, slot.read_msr)? & width_mask(slot.width);
             let overflowed = status & slot.global_bit != 0;
             let delta = counter_delta(slot.last_raw, raw, slot.width, overflowed);
@@ -269,10 +370,21 @@ impl MsrGroup {
         self.shared.read(self.cpu, regs::TSC)
     }
 
-    /// Switches the group's counters on or off: their select EN bits and fixed-counter
-    /// fields, and their global-control bits where the PMU has one. On, the selects come
-    /// first and the global control last (one write starts every counter at once); off, the
-    /// global control comes first (one write stops them all) and the selects after.
+    /// The select of event `index` with its EN bit `on`.
+    fn select(&self, index: usize, on: bool) -> u64 {
+        let evtsel = self.slots[index].evtsel;
+        if on {
+            evtsel | Evtsel::EN
+        } else {
+            evtsel & !Evtsel::EN
+        }
+    }
+
+    /// Switches the group's counters on or off: the selects' EN bits of the events on them
+    /// now and the fixed-counter fields, and their global-control bits where the PMU has one.
+    /// On, the selects come first and the global control last (one write starts every
+    /// counter at once); off, the global control comes first (one write stops them all) and
+    /// the selects after.
     fn set_enable_bits(&mut self, on: bool) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = &shared.pmu;
@@ -281,14 +393,11 @@ impl MsrGroup {
             let value = shared.read(self.cpu, ctrl)?;
             shared.write(self.cpu, ctrl, value & !self.ours)?;
         }
-        for slot in &self.slots {
-            if let CounterRef::Gp(i) = slot.counter {
-                let value = if on {
-                    slot.evtsel | Evtsel::EN
-                } else {
-                    slot.evtsel & !Evtsel::EN
-                };
-                shared.write(self.cpu, pmu.evtsel_msr(i), value)?;
+        for (index, slot) in self.slots.iter().enumerate() {
+            if let CounterRef::Gp(i) = slot.counter
+                && self.rotation.is_active(index)
+            {
+                shared.write(self.cpu, pmu.evtsel_msr(i), self.select(index, on))?;
             }
         }
         if self.fixed_mask != 0 {
@@ -302,38 +411,81 @@ impl MsrGroup {
         }
         Ok(())
     }
-}
 
-impl Group for MsrGroup {
-    fn len(&self) -> usize {
-        self.slots.len()
+    /// Ends the current turn and puts the next on the counters: with the group frozen, the
+    /// ending turn's counts are folded into their totals and its selects switched off, then
+    /// the next turn's counters are zeroed and their selects written (EN set while enabled).
+    /// Nothing is lost or counted twice: each counter is read once at the end of its turn and
+    /// starts the next from zero.
+    fn switch(&mut self) -> Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let pmu = &shared.pmu;
+        let _guard = shared.lock_claims();
+        let enabled = self.rotation.is_enabled();
+        self.frozen(|core| {
+            core.read_into_totals()?;
+            let now = core.tsc_now()?;
+            for index in 0..core.slots.len() {
+                if let (CounterRef::Gp(i), Some(_)) =
+                    (core.slots[index].counter, core.rotation_turn(index))
+                    && core.active(index)
+                {
+                    shared.write(core.cpu, pmu.evtsel_msr(i), core.select(index, false))?;
+                }
+            }
+            core.rotation.switch(now);
+            for index in 0..core.slots.len() {
+                if let (CounterRef::Gp(i), Some(_)) =
+                    (core.slots[index].counter, core.rotation_turn(index))
+                    && core.active(index)
+                {
+                    let slot = &core.slots[index];
+                    let load = pmu.counter_full_write_msr(i).unwrap_or(slot.read_msr);
+                    shared.write(core.cpu, load, 0)?;
+                    core.slots[index].last_raw = 0;
+                    shared.write(core.cpu, pmu.evtsel_msr(i), core.select(index, enabled))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The turn of event `index`, `None` when it never rotates.
+    fn rotation_turn(&self, index: usize) -> Option<usize> {
+        self.rotation.turn_of(index)
+    }
+
+    fn take_timer_error(&mut self) -> Result<()> {
+        match self.timer_error.take() {
+            Some(error) => Err(error.context(format_args!(
+                "switching the multiplexed turns on CPU {}",
+                self.cpu
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn enable(&mut self) -> Result<()> {
-        if self.enabled {
+        if self.rotation.is_enabled() {
             return Ok(());
         }
         let shared = Arc::clone(&self.shared);
         let _guard = shared.lock_claims();
         let now = self.tsc_now()?;
         self.set_enable_bits(true)?;
-        self.enabled_since = now;
-        self.enabled = true;
+        self.rotation.enable(now);
         Ok(())
     }
 
     fn disable(&mut self) -> Result<()> {
-        if !self.enabled {
+        if !self.rotation.is_enabled() {
             return Ok(());
         }
         let shared = Arc::clone(&self.shared);
         let _guard = shared.lock_claims();
         self.set_enable_bits(false)?;
         let now = self.tsc_now()?;
-        self.enabled_ticks = self
-            .enabled_ticks
-            .wrapping_add(now.wrapping_sub(self.enabled_since));
-        self.enabled = false;
+        self.rotation.disable(now);
         Ok(())
     }
 
@@ -354,22 +506,56 @@ impl Group for MsrGroup {
 
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.slots.len(), readings.len())?;
+        self.take_timer_error()?;
         let shared = Arc::clone(&self.shared);
         let _guard = shared.lock_claims();
         self.frozen(|group| group.read_into_totals())?;
-        let mut ticks = self.enabled_ticks;
-        if self.enabled {
-            ticks = ticks.wrapping_add(self.tsc_now()?.wrapping_sub(self.enabled_since));
-        }
-        let nanos = shared.tsc.nanos(ticks);
-        for (reading, slot) in readings.iter_mut().zip(&self.slots) {
-            *reading = Reading::new(slot.total, nanos, nanos);
+        let now = if self.rotation.is_enabled() {
+            self.tsc_now()?
+        } else {
+            0
+        };
+        for (index, (reading, slot)) in readings.iter_mut().zip(&self.slots).enumerate() {
+            let (enabled, running) = self.rotation.times(index, now);
+            let enabled = shared.tsc.nanos(enabled);
+            let running = shared.tsc.nanos(running);
+            *reading = Reading::new(slot.total, enabled, running);
         }
         Ok(())
     }
 }
 
+impl Group for MsrGroup {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        lock(&self.core).enable()
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        lock(&self.core).disable()
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        lock(&self.core).reset()
+    }
+
+    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        lock(&self.core).read(readings)
+    }
+}
+
 impl Drop for MsrGroup {
+    fn drop(&mut self) {
+        // The timer first (its thread joined), so that no switch runs while the registers
+        // are released; the core's own drop releases them.
+        self.timer.take();
+    }
+}
+
+impl Drop for Core {
     fn drop(&mut self) {
         let shared = Arc::clone(&self.shared);
         let pmu = &shared.pmu;
@@ -382,13 +568,15 @@ impl Drop for MsrGroup {
             let _ = shared.write(self.cpu, clear, self.ours);
         }
         let mut fixed_mask = 0;
+        let mut general_mask = 0u32;
         for slot in &self.slots {
             match slot.counter {
-                CounterRef::Gp(i) => {
-                    let _ = shared.write(self.cpu, pmu.evtsel_msr(i), 0);
-                }
+                CounterRef::Gp(i) => general_mask |= 1 << i,
                 CounterRef::Fixed(f) => fixed_mask |= fixed_ctrl::field(f),
             }
+        }
+        for i in (0..32).filter(|i| general_mask & (1 << i) != 0) {
+            let _ = shared.write(self.cpu, pmu.evtsel_msr(i), 0);
         }
         if fixed_mask != 0
             && let Ok(value) = shared.read(self.cpu, regs::IA32_FIXED_CTR_CTRL)

@@ -41,6 +41,7 @@ pub mod regs;
 mod shared;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
+pub mod timer;
 
 use std::sync::Arc;
 
@@ -54,6 +55,7 @@ pub use model::{
     MODEL_LOG, ModelConfig, ModelDevice, ModelHandle, MsrAccess, MsrWrite, PmuModelKind,
 };
 pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource, cpu_identity};
+pub use timer::{Tick, Timer};
 
 use counterhal_events::{Database, EncoderKind, Vendor};
 use counterhal_hal::{Error, Result};

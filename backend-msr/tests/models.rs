@@ -277,7 +277,11 @@ fn targets() {
             pid: 1,
             inherit: false
         }));
-        assert!(!caps.multiplexing);
+        assert!(caps.multiplexing);
+        assert_eq!(
+            caps.multiplex_slice,
+            Some(std::time::Duration::from_millis(4))
+        );
         assert_eq!(caps.general_counters, Some(backend.pmu().gp_counters));
         let events = [cycles_gp(&model)];
         let options = OpenOptions::default();

@@ -40,8 +40,33 @@ fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {
         "takes {}; {counters}{fixed}; {scope}; domains {}; multiplexing {}; {generalized} generalized events",
         caps.accepts.families_text(),
         caps.domains(),
-        if caps.multiplexing { "yes" } else { "no" },
+        multiplexing(caps),
     )
+}
+
+/// How a backend that cannot run here would multiplex, from its model: "; multiplexing
+/// software, 4 ms slices" (nothing when it has no model).
+fn model_multiplexing(
+    registration: &counterhal::Registration,
+    context: &counterhal::Context,
+) -> String {
+    registration
+        .model
+        .and_then(|model| model(context).ok())
+        .map(|backend| format!("; multiplexing {}", multiplexing(backend.capabilities())))
+        .unwrap_or_default()
+}
+
+/// How a backend multiplexes: "kernel", "software, N ms slices" or "none".
+fn multiplexing(caps: &Capabilities) -> String {
+    match (caps.multiplexing, caps.multiplex_slice) {
+        (false, _) => "none".to_string(),
+        (true, None) => "kernel".to_string(),
+        (true, Some(slice)) if slice.subsec_micros() % 1_000 == 0 => {
+            format!("software, {} ms slices", slice.as_millis())
+        }
+        (true, Some(slice)) => format!("software, {:.3} ms slices", slice.as_secs_f64() * 1_000.0),
+    }
 }
 
 /// Whether user-space rdpmc reads are allowed: each core PMU's `rdpmc` file (`cpu`, or
@@ -126,13 +151,20 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
                         describe_capabilities(backend.capabilities(), backend.generalized().len());
                     _ = writeln!(out, "  {name:<6} usable ({device}): {caps}");
                 }
-                Err(e) => _ = writeln!(out, "  {name:<6} unusable: {e}"),
+                Err(e) => {
+                    _ = writeln!(
+                        out,
+                        "  {name:<6} unusable: {e}{}",
+                        model_multiplexing(registration, &context)
+                    )
+                }
             },
             None => {
                 _ = writeln!(
                     out,
-                    "  {name:<6} runs on {}, not {OS} (its model runs with `counterhal check --models`)",
-                    registration.systems.join(", ")
+                    "  {name:<6} runs on {}, not {OS} (its model runs with `counterhal check --models`){}",
+                    registration.systems.join(", "),
+                    model_multiplexing(registration, &context)
                 )
             }
         }

@@ -29,6 +29,15 @@ fn info_lists_every_backend_with_a_status() {
                 || status.starts_with("runs on "),
             "{backend} has no status: {line}"
         );
+        // Each says how it multiplexes, usable or not (from its model).
+        let multiplexing = match backend {
+            "linux" => "multiplexing kernel",
+            "msr" => "multiplexing software, 4 ms slices",
+            _ => "multiplexing none",
+        };
+        if backend != "linux" || status.starts_with("usable (") {
+            assert!(line.contains(multiplexing), "{backend}: {line}");
+        }
         if let Some(reason) = status.strip_prefix("unusable: ") {
             // An unusable backend says why, and what to do.
             assert!(reason.contains("hint:"), "no hint given: {line}");

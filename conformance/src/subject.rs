@@ -71,6 +71,15 @@ pub trait Subject: Sync {
         None
     }
 
+    /// An event the backend time-shares when more copies of it are opened (ungrouped) than it
+    /// has counters for, and how many counters it can use at once: the case
+    /// `multiplexing_time_shares_events` opens one more copy than that. By default the
+    /// [`counter_event`](Subject::counter_event); a subject whose counter-limited event is not
+    /// multiplexed (Linux's breakpoints hold debug registers) names a counted one.
+    fn multiplexed_event(&self) -> Option<(String, u32)> {
+        self.counter_event()
+    }
+
     /// The error the backend gives when its device is missing (e.g. opened at a path that
     /// does not exist), or `None` when the backend has no device file.
     fn missing_device_error(&self) -> Option<Error> {

@@ -98,6 +98,9 @@ pub struct Capabilities {
     pub fixed_width: Option<u32>,
     /// Whether it time-shares counters among more events than fit (so readings may be scaled).
     pub multiplexing: bool,
+    /// When it multiplexes in software (no kernel to do it), the default length of one turn
+    /// of a schedule on the counters; `None` for the kernel's multiplexing or none.
+    pub multiplex_slice: Option<std::time::Duration>,
     /// Whose activity the counts cover.
     pub scope: Scope,
     /// Which targets it can measure.
@@ -117,6 +120,7 @@ impl Capabilities {
             fixed_counters: 0,
             fixed_width: None,
             multiplexing: false,
+            multiplex_slice: None,
             scope,
             targets: TargetSupport::NONE,
             self_monitoring_reads: false,
@@ -151,6 +155,10 @@ pub struct OpenOptions {
     /// Ask the backend to keep the group on its counters always (perf `pinned`); a pinned group
     /// that cannot be scheduled reads as an error instead of being multiplexed.
     pub pinned: bool,
+    /// The length of one turn on the counters where the backend multiplexes in software
+    /// (`None`: the backend's default, [`Capabilities::multiplex_slice`]). The kernel's
+    /// multiplexing ignores it (Linux: `/proc/sys/kernel/perf_event_mux_interval_ms`).
+    pub multiplex_interval: Option<std::time::Duration>,
 }
 
 impl OpenOptions {
@@ -159,6 +167,7 @@ impl OpenOptions {
         Self {
             grouped: true,
             pinned: false,
+            multiplex_interval: None,
         }
     }
 
@@ -168,6 +177,7 @@ impl OpenOptions {
         Self {
             grouped: false,
             pinned: false,
+            multiplex_interval: None,
         }
     }
 
@@ -175,6 +185,14 @@ impl OpenOptions {
     #[must_use]
     pub const fn pinned(mut self, pinned: bool) -> Self {
         self.pinned = pinned;
+        self
+    }
+
+    /// The same options with one software-multiplexing turn lasting `interval` (a zero
+    /// interval is taken as the shortest the backend allows).
+    #[must_use]
+    pub const fn multiplex_interval(mut self, interval: std::time::Duration) -> Self {
+        self.multiplex_interval = Some(interval);
         self
     }
 }

@@ -8,6 +8,7 @@ mod errors;
 mod groups;
 mod hardware;
 mod hygiene;
+mod multiplexing;
 
 pub use counting::{
     counts_increase_under_work, exact_counts, generalized_events_open, linearity,
@@ -25,6 +26,7 @@ pub use groups::{
 };
 pub use hardware::{branch_loop, instructions_loop};
 pub use hygiene::{open_close_hygiene, threads_count_independently};
+pub use multiplexing::multiplexing_time_shares_events;
 
 use crate::{Outcome, Subject};
 
@@ -72,6 +74,7 @@ pub fn all<S: Subject>() -> Vec<Case<S>> {
         case!(unknown_event_is_invalid),
         case!(bad_modifier_is_invalid),
         case!(too_many_events),
+        case!(multiplexing_time_shares_events),
         case!(dropping_a_group_frees_its_counters),
         case!(short_read_buffer_is_invalid_input),
         case!(unclaimed_target_is_unsupported),
