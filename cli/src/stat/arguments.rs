@@ -20,8 +20,8 @@ Examples:
 Events not supported here are printed as <not supported>, with the reason below the table.";
 
 /// The usage line printed under an error in the arguments.
-pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu MODEL] \
-[--events FILE] [-p PID | -a | -C CPU] [-r N] [-x SEP | --json] -- CMD [ARGS]";
+pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
+[--events FILE] [-p PID | -a | -C CPUS] [-r N] [-x SEP | --json] -- CMD [ARGS]";
 
 /// The events counted when `-e` is not given: perf stat's set.
 const DEFAULT_EVENTS: [&str; 8] = [
@@ -53,8 +53,14 @@ pub struct StatArgs {
     /// Count every CPU (system wide) while CMD runs.
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
     pub(super) all_cpus: bool,
-    /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3.
-    #[arg(short = 'C', long = "cpu-list", value_name = "CPU")]
+    /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3 (`--cpu` as in perf;
+    /// `--cpu-model` names the CPU model).
+    #[arg(
+        short = 'C',
+        long = "cpu-list",
+        visible_alias = "cpu",
+        value_name = "CPUS"
+    )]
     pub(super) cpu_list: Option<String>,
     /// Run the command N times and print the mean (with the spread).
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
@@ -286,6 +292,10 @@ mod tests {
         let ok = args(&["-r", "3", "-C", "0,2-3", "--", "sh", "-c", "exit 3"]);
         assert_eq!(ok.repeat, 3);
         assert_eq!(ok.cpu_list.as_deref(), Some("0,2-3"));
+        // perf's --cpu is the CPU list; the model is --cpu-model.
+        let perfs = args(&["--cpu", "1", "--cpu-model", "skl", "--", "true"]);
+        assert_eq!(perfs.cpu_list.as_deref(), Some("1"));
+        assert!(parse(&["--cpu", "0", "-a", "--", "true"]).is_err());
         assert_eq!(ok.command_words(), ["sh", "-c", "exit 3"]);
     }
 }
