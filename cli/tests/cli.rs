@@ -558,7 +558,7 @@ fn stat_targets_and_options() {
     );
     let csv = std::fs::read_to_string(&file).unwrap();
     let fields: Vec<&str> = csv.trim().split(';').collect();
-    assert_eq!(fields.len(), 5, "{csv}");
+    assert_eq!(fields.len(), 7, "perf's seven fields: {csv}");
     assert!(fields[0].parse::<u64>().unwrap() > 0, "{csv}");
     assert_eq!(fields[2], label("page-faults"));
     std::fs::remove_dir_all(&dir).ok();

@@ -17,11 +17,18 @@ Examples:
   counterhal stat -e page-faults,context-switches -e task-clock -- true
   counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
   counterhal stat -a -e cpu-clock -- sleep 1
+  counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
+  counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
+  counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
 Events not supported here are printed as <not supported>, with the reason below the table.";
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
-[--events FILE] [-p PID | -a | -C CPUS] [-r N] [-x SEP | --json] -- CMD [ARGS]";
+[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
+[--timeout MS] [-x SEP | -j | --json] [-o FILE] [-- CMD [ARGS]]";
+
+/// The shortest interval and timeout, in milliseconds (perf's floor for both).
+const SHORTEST_MS: u64 = 10;
 
 /// The events counted when `-e` is not given: perf stat's set.
 const DEFAULT_EVENTS: [&str; 8] = [
@@ -47,10 +54,12 @@ pub struct StatArgs {
     pub(super) backend: Option<&'static Registration>,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
-    /// Count an existing process (and not its future children) while CMD runs.
+    /// Count an existing process (every thread, and what it creates from now on) while CMD
+    /// runs, or without CMD until Ctrl-C or --timeout.
     #[arg(short = 'p', long = "pid", conflicts_with_all = ["all_cpus", "cpu_list"])]
     pub(super) pid: Option<u32>,
-    /// Count every CPU (system wide) while CMD runs.
+    /// Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or
+    /// --timeout.
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
     pub(super) all_cpus: bool,
     /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3 (`--cpu` as in perf;
@@ -66,15 +75,35 @@ pub struct StatArgs {
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(super) repeat: u32,
-    /// CSV output with this separator: value,unit,event,time_running,percent_running.
+    /// Print per CPU, not added up (with -a or -C; perf's --no-aggr).
+    #[arg(short = 'A', long = "no-aggr", visible_alias = "no-aggregate")]
+    pub(super) no_aggregate: bool,
+    /// Print per thread of the process (with -p).
+    #[arg(long = "per-thread")]
+    pub(super) per_thread: bool,
+    /// Print the counts of every interval of MS milliseconds (at least 10) while counting.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub(super) interval_ms: Option<u64>,
+    /// Stop after N intervals (with -I).
+    #[arg(long = "interval-count", value_name = "N", requires = "interval_ms",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) interval_count: Option<u32>,
+    /// Stop counting (and the command) after MS milliseconds (at least 10).
+    #[arg(long = "timeout", value_name = "MS")]
+    pub(super) timeout_ms: Option<u64>,
+    /// perf's CSV with this separator: value, unit, event, [spread,] time running, percent
+    /// running, metric value, metric unit (with -I the time first, with -A the CPU).
     #[arg(
         short = 'x',
         long = "field-separator",
         value_name = "SEP",
-        conflicts_with = "json"
+        conflicts_with_all = ["json", "json_lines"]
     )]
     pub(super) separator: Option<String>,
-    /// Print one JSON object.
+    /// perf's JSON: one object per event (and per interval, CPU or thread) per line.
+    #[arg(short = 'j', long = "json-output", conflicts_with = "json")]
+    pub(super) json_lines: bool,
+    /// One JSON document for the whole run: the command, its times, every event's reading.
     #[arg(long)]
     pub(super) json: bool,
     /// Write the results to FILE instead of standard error (where perf writes them too, so
@@ -96,7 +125,9 @@ pub enum Format<'a> {
         /// What stands between fields.
         separator: &'a str,
     },
-    /// One JSON object (`--json`).
+    /// perf's JSON lines (`-j`).
+    JsonLines,
+    /// One JSON document (`--json`).
     Json,
 }
 
@@ -107,14 +138,48 @@ impl StatArgs {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
-        if self.command.is_empty() {
+        let attached = self.pid.is_some() || self.all_cpus || self.cpu_list.is_some();
+        if self.command.is_empty() && !attached {
             return Err(CliError::usage(
                 Error::invalid_input("no command to measure").with_hint(
-                    "give the command after `--`, e.g. `counterhal stat -- ls`; with -p or -a, \
-                     `-- sleep 1` bounds the measurement",
+                    "give the command after `--`, e.g. `counterhal stat -- ls`; -p, -a or -C \
+                     alone count until Ctrl-C or --timeout",
                 ),
                 USAGE,
             ));
+        }
+        let refuse = |message: &str, hint: &str| {
+            Err(CliError::usage(
+                Error::invalid_input(message.to_string()).with_hint(hint.to_string()),
+                USAGE,
+            ))
+        };
+        for (option, value) in [("-I", self.interval_ms), ("--timeout", self.timeout_ms)] {
+            if value.is_some_and(|ms| ms < SHORTEST_MS) {
+                return refuse(
+                    &format!("{option} takes at least {SHORTEST_MS} milliseconds"),
+                    &format!("e.g. {option} 100"),
+                );
+            }
+        }
+        if self.no_aggregate && !(self.all_cpus || self.cpu_list.is_some()) {
+            return refuse(
+                "-A (per CPU) needs CPUs to count: -a or -C",
+                "e.g. counterhal stat -a -A -- sleep 1",
+            );
+        }
+        if self.per_thread && self.pid.is_none() {
+            return refuse(
+                "--per-thread needs a process: -p PID",
+                "e.g. counterhal stat -p $(pidof NAME) --per-thread",
+            );
+        }
+        let split = self.interval_ms.is_some() || self.no_aggregate || self.per_thread;
+        if self.repeat > 1 && split {
+            return refuse(
+                "-r cannot be combined with -I, -A or --per-thread",
+                "repeat the whole measurement, or split one run",
+            );
         }
         if self.separator.as_deref() == Some("") {
             return Err(CliError::usage(
@@ -147,13 +212,29 @@ impl StatArgs {
         }
     }
 
-    /// How the results are written: `--json`, `-x SEP` or the table.
+    /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
     pub fn format(&self) -> Format<'_> {
-        match (&self.separator, self.json) {
-            (_, true) => Format::Json,
-            (Some(separator), false) => Format::Csv { separator },
-            (None, false) => Format::Table,
+        match (&self.separator, self.json, self.json_lines) {
+            (_, true, _) => Format::Json,
+            (_, false, true) => Format::JsonLines,
+            (Some(separator), false, false) => Format::Csv { separator },
+            (None, false, false) => Format::Table,
         }
+    }
+
+    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`).
+    pub fn per_place(&self) -> bool {
+        self.no_aggregate || self.per_thread
+    }
+
+    /// `-I` as a duration.
+    pub fn interval(&self) -> Option<std::time::Duration> {
+        self.interval_ms.map(std::time::Duration::from_millis)
+    }
+
+    /// `--timeout` as a duration.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout_ms.map(std::time::Duration::from_millis)
     }
 
     /// The command's words as text (invalid UTF-8 replaced), for the reader.
@@ -219,9 +300,38 @@ mod tests {
     }
 
     #[test]
-    fn a_command_is_required() {
+    fn a_command_is_required_unless_attached() {
         assert!(check_error(&["-e", "page-faults"]).contains("no command to measure"));
         assert!(args(&["--", "true"]).check().is_ok());
+        for attached in [&["-a"][..], &["-C", "0"], &["-p", "1"], &["--cpu", "0"]] {
+            assert!(args(attached).check().is_ok(), "{attached:?}");
+        }
+    }
+
+    #[test]
+    fn splits_intervals_and_timeouts_are_checked() {
+        assert!(check_error(&["-I", "5", "--", "true"]).contains("at least 10"));
+        assert!(check_error(&["-a", "--timeout", "0"]).contains("--timeout takes"));
+        assert!(check_error(&["-A", "--", "true"]).contains("-a or -C"));
+        assert!(check_error(&["--per-thread", "-a"]).contains("-p PID"));
+        assert!(check_error(&["-r", "2", "-I", "100", "--", "true"]).contains("-r cannot"));
+        assert!(check_error(&["-r", "2", "-a", "-A", "--", "true"]).contains("-r cannot"));
+        assert!(
+            parse(&["--interval-count", "2", "--", "true"]).is_err(),
+            "needs -I"
+        );
+        assert!(parse(&["-I", "100", "--interval-count", "0", "--", "true"]).is_err());
+        assert!(parse(&["-I", "-1", "--", "true"]).is_err());
+        let ok = args(&["-a", "--no-aggregate", "-I", "100", "--interval-count", "3"]);
+        assert!(ok.check().is_ok());
+        assert!(ok.per_place());
+        assert_eq!(ok.interval(), Some(std::time::Duration::from_millis(100)));
+        assert_eq!(ok.interval_count, Some(3));
+        assert!(
+            args(&["-p", "1", "--per-thread", "--timeout", "10"])
+                .check()
+                .is_ok()
+        );
     }
 
     #[test]
@@ -280,7 +390,10 @@ mod tests {
             Format::Csv { separator: ";" }
         );
         assert_eq!(args(&["--json", "--", "true"]).format(), Format::Json);
+        assert_eq!(args(&["-j", "--", "true"]).format(), Format::JsonLines);
         assert!(parse(&["--json", "-x,", "--", "true"]).is_err());
+        assert!(parse(&["-j", "-x,", "--", "true"]).is_err());
+        assert!(parse(&["-j", "--json", "--", "true"]).is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use counterhal::{
 };
 
 use super::arguments::USAGE;
+use super::pacing::{Pace, Step};
 use super::targets::Targets;
 use crate::error::CliError;
 
@@ -81,6 +82,98 @@ pub struct Run {
     pub events: Vec<EventResult>,
     /// How the command ended and what it cost.
     pub end: CommandEnd,
+    /// With `-A` or `--per-thread`, the final counts of each CPU or thread.
+    pub places: Vec<Counts>,
+    /// With `-I`, the counts so far at each interval's end (cumulative: an interval is the
+    /// difference from the one before), the last one at the command's end.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// Where counts were counted, when they are not added up (`-A`, `--per-thread`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// One CPU.
+    Cpu(u32),
+    /// One thread of the process: its id and its name (`comm`).
+    Thread {
+        /// The thread's id.
+        tid: u32,
+        /// Its name, as the OS shows it.
+        name: String,
+    },
+}
+
+impl Place {
+    /// perf's label for it: `CPU0`, or the thread's `name-tid`.
+    pub fn label(&self) -> String {
+        match self {
+            Place::Cpu(cpu) => format!("CPU{cpu}"),
+            Place::Thread { tid, name } => format!("{name}-{tid}"),
+        }
+    }
+
+    /// perf's JSON key and value for it: `"cpu" : "0"` or `"thread" : "name-tid"`.
+    pub fn json_field(&self) -> (&'static str, String) {
+        match self {
+            Place::Cpu(cpu) => ("cpu", cpu.to_string()),
+            Place::Thread { .. } => ("thread", self.label()),
+        }
+    }
+
+    /// The place a backend target stands for.
+    fn of(target: &Target) -> Option<Place> {
+        match *target {
+            Target::Cpu(cpu) => Some(Place::Cpu(cpu)),
+            Target::Process { pid, .. } => Some(Place::Thread {
+                tid: pid,
+                name: thread_name(pid),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A thread's name from `/proc/TID/comm`, or `?` where the OS does not tell (perf's
+/// `comm-tid` label uses it).
+fn thread_name(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|name| name.trim_end().to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// One event result per planned event, counted in one place (`None`: everywhere, added up).
+#[derive(Clone, Debug)]
+pub struct Counts {
+    /// Where (none: the sum over every target).
+    pub place: Option<Place>,
+    /// One per planned event: its reading, or why it was not counted.
+    pub readings: Vec<Result<Reading, Error>>,
+}
+
+/// The counts so far at one moment of a run (`-I`).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// How long after the start, in nanoseconds.
+    pub at_ns: u64,
+    /// The counts, summed (one entry) or per place.
+    pub counts: Vec<Counts>,
+}
+
+/// How to count besides what: per place or summed, and when to read and stop.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plan {
+    /// Keep each CPU's or thread's counts (`-A`, `--per-thread`).
+    pub per_place: bool,
+    /// When to read and when to stop the command.
+    pub pace: Pace,
+    /// Whether the command is the timer that stands for none (`-a` alone): how it ends is no
+    /// exit status to pass on.
+    pub timer: bool,
+}
+
+/// Nanoseconds in a duration, saturating.
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// How the command ended, what it cost, and whose activity was counted: for one run, or as
@@ -104,7 +197,6 @@ pub struct CommandEnd {
 impl CommandEnd {
     /// The end of a command as the OS reported it.
     fn of(exit: &ChildExit) -> Self {
-        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         CommandEnd {
             exit_code: exit.exit_code(),
             exit_description: exit.describe(),
@@ -221,9 +313,21 @@ pub fn measure_repeatedly<B: Backend>(
     targets: &Targets,
     command: &[OsString],
     repeat: u32,
+    plan: Plan,
 ) -> Result<Vec<Run>, CliError> {
     (0..repeat)
-        .map(|_| measure(backend, events, targets, command))
+        .map(|_| {
+            let mut run = measure(backend, events, targets, command, plan)?;
+            if plan.timer {
+                // The timer ended as asked (Ctrl-C or the timeout): nothing failed, and its
+                // CPU times are no one's.
+                run.end.exit_code = 0;
+                run.end.exit_description = "ended".to_string();
+                run.end.user_ns = None;
+                run.end.sys_ns = None;
+            }
+            Ok(run)
+        })
         .collect()
 }
 
@@ -234,12 +338,13 @@ fn measure<B: Backend>(
     events: &[Planned],
     targets: &Targets,
     command: &[OsString],
+    plan: Plan,
 ) -> Result<Run, CliError> {
     let capabilities = backend.capabilities();
     let (attach, note) = match targets {
         Targets::Attach(attach) => (attach.clone(), None),
         Targets::Command if capabilities.supports(&Target::Exec { pid: 0 }) => {
-            return run_counted_command(backend, events, command);
+            return run_counted_command(backend, events, command, plan.pace);
         }
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
@@ -266,7 +371,7 @@ fn measure<B: Backend>(
         ),
         Targets::Command => (Attach::ThisThread, None),
     };
-    let mut run = run_on_targets(backend, events, &attach, command)?;
+    let mut run = run_on_targets(backend, events, &attach, command, plan)?;
     run.end.note = note;
     Ok(run)
 }
@@ -280,15 +385,12 @@ fn run_on_targets<B: Backend>(
     events: &[Planned],
     attach: &Attach,
     command: &[OsString],
+    plan: Plan,
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
     let sets = open_sets(backend, events, attach, &mut results)?;
-    let end = run_and_read(sets, command, &mut results)?;
-    Ok(Run {
-        events: results,
-        end,
-    })
+    run_and_read(sets, command, results, plan)
 }
 
 /// Opens the ready events on every target: all at once first, since a backend with
@@ -348,28 +450,128 @@ fn open_sets<B: Backend>(
     Ok(sets)
 }
 
-/// Holds the command before `exec`, enables every set, lets it run, and once it has ended
-/// disables and reads every set, putting each event's sum over the targets in its result.
+/// Holds the command before `exec`, enables every set, lets it run (reading at each interval
+/// and stopping it when its time is up), and once it has ended disables and reads every set,
+/// putting each event's sum over the targets in its result (and, per place, each target's).
 fn run_and_read<G: Group>(
     mut sets: Vec<Opened<G>>,
     command: &[OsString],
-    results: &mut [EventResult],
-) -> Result<CommandEnd, CliError> {
+    mut results: Vec<EventResult>,
+    plan: Plan,
+) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
     for (_, set) in &mut sets {
         set.enable().map_err(CliError::failed)?;
     }
     let forwarding = ForwardSignals::to(child.pid());
-    let ran = child.release().and_then(|()| child.wait());
+    let started = std::time::Instant::now();
+    let released = child.release();
+    let mut snapshots = Vec::new();
+    let mut failed = None;
+    if released.is_ok() {
+        let pid = child.pid();
+        plan.pace.run(pid, started, |step| match step {
+            Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
+                Ok(counts) => snapshots.push(Snapshot {
+                    at_ns: nanos(at),
+                    counts,
+                }),
+                Err(e) => _ = failed.get_or_insert(e),
+            },
+            Step::Stop => stop(child.child()),
+        });
+    }
+    let ran = released.and_then(|()| child.wait());
     drop(forwarding);
-    for (indices, set) in &mut sets {
+    let at_end = nanos(started.elapsed());
+    if let Some(e) = failed {
+        return Err(CliError::failed(e));
+    }
+    for (_, set) in &mut sets {
         set.disable().map_err(CliError::failed)?;
-        let totals = set.read_to_vec().map_err(CliError::failed)?;
-        for (&index, total) in indices.iter().zip(totals) {
-            results[index].outcome = Ok(total);
+    }
+    let end = CommandEnd::of(&ran.map_err(not_run)?);
+    let mut last = read_sets(&mut sets, results.len(), plan.per_place).map_err(CliError::failed)?;
+    let totals = read_sets(&mut sets, results.len(), false).map_err(CliError::failed)?;
+    for (result, total) in results.iter_mut().zip(&totals[0].readings) {
+        if result.outcome.is_ok() {
+            result.outcome = total.clone();
         }
     }
-    Ok(CommandEnd::of(&ran.map_err(not_run)?))
+    let places = if plan.per_place {
+        last.clone()
+    } else {
+        Vec::new()
+    };
+    if plan.pace.interval.is_some() {
+        if !plan.per_place {
+            last = totals;
+        }
+        snapshots.push(Snapshot {
+            at_ns: at_end,
+            counts: last,
+        });
+    }
+    Ok(Run {
+        events: results,
+        end,
+        places,
+        snapshots,
+    })
+}
+
+/// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).
+/// Events no set holds read as not counted (their results keep the reason).
+fn read_sets<G: Group>(
+    sets: &mut [Opened<G>],
+    n: usize,
+    per_place: bool,
+) -> Result<Vec<Counts>, Error> {
+    let unread = || -> Vec<Result<Reading, Error>> {
+        (0..n)
+            .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
+            .collect()
+    };
+    if !per_place {
+        let mut readings = unread();
+        for (indices, set) in sets.iter_mut() {
+            for (&index, total) in indices.iter().zip(set.read_to_vec()?) {
+                readings[index] = Ok(total);
+            }
+        }
+        return Ok(vec![Counts {
+            place: None,
+            readings,
+        }]);
+    }
+    let mut places: Vec<Counts> = Vec::new();
+    for (indices, set) in sets.iter_mut() {
+        for (target, readings) in set.read_each()? {
+            let place = Place::of(&target);
+            let at = match places.iter().position(|c| c.place == place) {
+                Some(at) => at,
+                None => {
+                    places.push(Counts {
+                        place,
+                        readings: unread(),
+                    });
+                    places.len() - 1
+                }
+            };
+            for (&index, reading) in indices.iter().zip(readings) {
+                places[at].readings[index] = Ok(reading);
+            }
+        }
+    }
+    Ok(places)
+}
+
+/// Stops the command whose time is up (`--timeout`, `--interval-count`).
+fn stop(child: Option<&mut std::process::Child>) {
+    if let Some(child) = child {
+        // Already ended: nothing to stop.
+        _ = child.kill();
+    }
 }
 
 /// A command that could not be run: 127 when it was not found, 126 when it could not be
@@ -390,6 +592,7 @@ fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
     command: &[OsString],
+    pace: Pace,
 ) -> Result<Run, CliError> {
     let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
     let command = command_for(command).map_err(not_run)?;
@@ -402,26 +605,62 @@ fn run_counted_command<B: Backend>(
     // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
     // the same for Ctrl-C.
     let forwarding = ForwardSignals::to(counted.pid());
-    let count = counted.start().and_then(|()| counted.wait());
-    drop(forwarding);
-    let count = count.map_err(not_run)?;
+    let started = std::time::Instant::now();
+    let mut snapshots = Vec::new();
     let label = backend.label();
-    let mut readings = count.readings.into_iter();
-    let results = events
-        .iter()
-        .map(|planned| {
-            let mut result = planned.result(&label);
-            if planned.ready().is_some() {
-                result.outcome = readings
-                    .next()
-                    .unwrap_or_else(|| Err(Error::new(ErrorKind::Other, "not read")));
+    let place_all = |readings: Vec<Result<Reading, Error>>| {
+        let mut readings = readings.into_iter();
+        events
+            .iter()
+            .map(|planned| {
+                let mut result = planned.result(&label);
+                if planned.ready().is_some() {
+                    result.outcome = readings
+                        .next()
+                        .unwrap_or_else(|| Err(Error::new(ErrorKind::Other, "not read")));
+                }
+                result
+            })
+            .collect::<Vec<EventResult>>()
+    };
+    let count = counted.start().and_then(|()| {
+        let pid = counted.pid();
+        pace.run(pid, started, |step| match step {
+            Step::Read(at) => {
+                let readings = place_all(counted.read())
+                    .into_iter()
+                    .map(|r| r.outcome)
+                    .collect();
+                snapshots.push(Snapshot {
+                    at_ns: nanos(at),
+                    counts: vec![Counts {
+                        place: None,
+                        readings,
+                    }],
+                });
             }
-            result
-        })
-        .collect();
+            Step::Stop => stop(counted.child()),
+        });
+        counted.wait()
+    });
+    drop(forwarding);
+    let at_end = nanos(started.elapsed());
+    let count = count.map_err(not_run)?;
+    let results = place_all(count.readings);
+    if pace.interval.is_some() {
+        snapshots.push(Snapshot {
+            at_ns: at_end,
+            counts: vec![Counts {
+                place: None,
+                readings: results.iter().map(|r| r.outcome.clone()).collect(),
+            }],
+        });
+    }
     Ok(Run {
         events: results,
         end: CommandEnd::of(&count.exit),
+        places: Vec::new(),
+        snapshots,
     })
 }
 

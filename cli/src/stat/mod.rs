@@ -2,13 +2,19 @@
 //!
 //! A measurement passes through the rooms in order, and each imports only rooms before it:
 //! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
-//! a process's threads, CPUs), [`measurement`] (the backend, opening, running, reading,
-//! repeats), [`summary`] (means, spreads, ratios, times) and [`printing`] (table, CSV, JSON).
-//! This module only joins them.
+//! a process's threads, CPUs), [`pacing`] (intervals, timeouts, the timer that stands for a
+//! command), [`measurement`] (the backend, opening, running, reading, repeats), [`summary`]
+//! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
+//! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
+//! [`printing`] (the table, and where the results go). This module only joins them.
 
 mod arguments;
+mod document;
 mod measurement;
+mod metrics;
+mod pacing;
 mod printing;
+mod separated;
 mod summary;
 mod targets;
 
@@ -67,8 +73,23 @@ fn stat_with<B: Backend>(
         .transpose()
         .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
+    let timer = args.command.is_empty();
+    let command = if timer {
+        pacing::timer(args.timeout())
+    } else {
+        args.command.clone()
+    };
+    let plan = measurement::Plan {
+        per_place: args.per_place(),
+        pace: pacing::Pace {
+            interval: args.interval(),
+            count: args.interval_count,
+            timeout: args.timeout(),
+        },
+        timer,
+    };
     let mut runs =
-        measurement::measure_repeatedly(backend, &events, targets, &args.command, args.repeat)?;
+        measurement::measure_repeatedly(backend, &events, targets, &command, args.repeat, plan)?;
     if let Some(fallback) = fallback {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {
