@@ -311,6 +311,41 @@ fn per_thread_matches_perf() {
 }
 
 #[test]
+fn groups_are_read_as_perf_reads_them() {
+    linux_or_skip!();
+    perf_or_skip!();
+    let args = [
+        "-x,",
+        "-e",
+        "{page-faults,minor-faults}:u,task-clock",
+        "--",
+        "true",
+    ];
+    let (o, p) = (ours(&args), perf(&args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (ol, pl) = (result_lines(&o), result_lines(&p));
+    assert_same_csv(&ol, &pl, 0);
+    // The group's modifier reaches each member; both count the same faults.
+    assert!(ol[0].contains(",page-faults:u,"), "{}", ol[0]);
+    assert!(ol[1].contains(",minor-faults:u,"), "{}", ol[1]);
+    assert_eq!(ol[0].split(',').next(), ol[1].split(',').next(), "{ol:?}");
+    // On CPUs too, where the group is one group of the backend.
+    if may_count_cpus() {
+        let o = ours(&[
+            "-x,",
+            "-a",
+            "--timeout",
+            "50",
+            "-e",
+            "{cpu-clock,context-switches}:u",
+        ]);
+        let lines = result_lines(&o);
+        assert_eq!(lines.len(), 2, "{}", stderr(&o));
+        assert!(lines[0].contains("cpu-clock:u"), "{lines:?}");
+    }
+}
+
+#[test]
 fn bad_splits_are_usage_errors() {
     for args in [
         &["-A", "--", "true"][..],
@@ -319,6 +354,8 @@ fn bad_splits_are_usage_errors() {
         &["-a", "--timeout", "5"],
         &["-r", "2", "-I", "100", "--", "true"],
         &["--interval-count", "2", "--", "true"],
+        &["-e", "{}", "--", "true"],
+        &["-e", "{page-faults,}", "--", "true"],
     ] {
         let o = ours(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -188,7 +188,11 @@ impl StatArgs {
                 USAGE,
             ));
         }
-        if self.event_names().iter().any(String::is_empty) {
+        if self
+            .event_names()
+            .iter()
+            .any(|name| name.is_empty() || name.starts_with(':'))
+        {
             return Err(CliError::usage(
                 Error::invalid_input("an empty event name in -e")
                     .with_hint("name events separated by commas, e.g. -e page-faults,task-clock"),
@@ -198,18 +202,38 @@ impl StatArgs {
         Ok(())
     }
 
-    /// The events to count: the names given with `-e`, split at their commas and trimmed, or
-    /// perf stat's default set.
+    /// The events to count: the names given with `-e`, split at their commas and trimmed,
+    /// each group `{a,b}:u` in its members with the group's modifiers (`a:u`, `b:u`), or perf
+    /// stat's default set.
     pub fn event_names(&self) -> Vec<String> {
+        self.event_groups().0
+    }
+
+    /// The events to count (as [`event_names`](Self::event_names)) and the groups among them:
+    /// the indices of each `{...}`'s members, counted together or not at all.
+    pub fn event_groups(&self) -> (Vec<String>, Vec<Vec<usize>>) {
         if self.event_names.is_empty() {
-            DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
-        } else {
-            self.event_names
-                .iter()
-                .flat_map(|list| split_event_list(list))
-                .map(|e| e.trim().to_string())
-                .collect()
+            return (
+                DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
+                Vec::new(),
+            );
         }
+        let mut names = Vec::new();
+        let mut groups = Vec::new();
+        for item in self
+            .event_names
+            .iter()
+            .flat_map(|list| split_event_list(list))
+        {
+            match group_members(item.trim()) {
+                Some(members) => {
+                    groups.push((names.len()..names.len() + members.len()).collect());
+                    names.extend(members);
+                }
+                None => names.push(item.trim().to_string()),
+            }
+        }
+        (names, groups)
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
@@ -244,6 +268,27 @@ impl StatArgs {
             .map(|s| s.to_string_lossy().into_owned())
             .collect()
     }
+}
+
+/// The members of a group `{a,b}:MODS` as perf reads them, each with the group's modifiers
+/// (`a:MODS`; a PMU event's `cpu/.../` takes them directly); `None` for a name that is not a
+/// group. An empty member stays empty (refused by the check).
+pub fn group_members(item: &str) -> Option<Vec<String>> {
+    let inner = item.strip_prefix('{')?;
+    let close = inner.rfind('}')?;
+    let modifiers = inner[close + 1..].trim_start_matches(':');
+    let members = split_event_list(&inner[..close])
+        .into_iter()
+        .map(|member| {
+            let member = member.trim();
+            match (modifiers, member.ends_with('/')) {
+                ("", _) => member.to_string(),
+                (_, true) => format!("{member}{modifiers}"),
+                (_, false) => format!("{member}:{modifiers}"),
+            }
+        })
+        .collect();
+    Some(members)
 }
 
 /// The events of one `-e` list: split at commas, but not inside a PMU event's `/.../` (whose
@@ -374,12 +419,32 @@ mod tests {
             [
                 "cpu/event=0x3c,umask=0x1/u",
                 "page-faults",
-                "{cycles,instructions}:u",
+                "cycles:u",
+                "instructions:u",
                 "msr/tsc/"
             ]
         );
         assert_eq!(split_event_list("a,,b"), ["a", "", "b"]);
+        let (names, groups) = given.event_groups();
+        assert_eq!(names[2..4], ["cycles:u", "instructions:u"]);
+        assert_eq!(groups, [vec![2, 3]]);
         assert_eq!(split_event_list("cpu/a=1,b=2"), ["cpu/a=1,b=2"]);
+    }
+
+    #[test]
+    fn groups_give_their_members_the_group_s_modifiers() {
+        assert_eq!(group_members("page-faults"), None);
+        assert_eq!(
+            group_members("{a, b:k,cpu/event=1/}:u").unwrap(),
+            ["a:u", "b:k:u", "cpu/event=1/u"]
+        );
+        assert_eq!(group_members("{a,b}").unwrap(), ["a", "b"]);
+        assert_eq!(group_members("{}").unwrap(), [""]);
+        assert!(check_error(&["-e", "{}", "--", "true"]).contains("empty event name"));
+        assert!(check_error(&["-e", "{,a}:u", "--", "true"]).contains("empty event name"));
+        let (names, groups) = args(&["-e", "x,{a,b},{c}", "--", "true"]).event_groups();
+        assert_eq!(names, ["x", "a", "b", "c"]);
+        assert_eq!(groups, [vec![1, 2], vec![3]]);
     }
 
     #[test]

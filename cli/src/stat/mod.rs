@@ -3,17 +3,21 @@
 //! A measurement passes through the rooms in order, and each imports only rooms before it:
 //! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
 //! a process's threads, CPUs), [`pacing`] (intervals, timeouts, the timer that stands for a
-//! command), [`measurement`] (the backend, opening, running, reading, repeats), [`summary`]
+//! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
+//! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
 //! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
 //! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
 //! [`printing`] (the table, and where the results go). This module only joins them.
 
 mod arguments;
+mod attached;
+mod counted;
 mod document;
 mod measurement;
 mod metrics;
 mod pacing;
 mod printing;
+mod results;
 mod separated;
 mod summary;
 mod targets;
@@ -63,7 +67,8 @@ fn stat_with<B: Backend>(
     targets: &Targets,
     backend: &B,
 ) -> Result<ExitCode, CliError> {
-    let mut events = measurement::plan(backend, &args.event_names())?;
+    let (names, groups) = args.event_groups();
+    let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
     let output = args
@@ -79,7 +84,7 @@ fn stat_with<B: Backend>(
     } else {
         args.command.clone()
     };
-    let plan = measurement::Plan {
+    let plan = results::Plan {
         per_place: args.per_place(),
         pace: pacing::Pace {
             interval: args.interval(),
@@ -88,8 +93,15 @@ fn stat_with<B: Backend>(
         },
         timer,
     };
-    let mut runs =
-        measurement::measure_repeatedly(backend, &events, targets, &command, args.repeat, plan)?;
+    let mut runs = measurement::measure_repeatedly(
+        backend,
+        &events,
+        targets,
+        &groups,
+        &command,
+        args.repeat,
+        plan,
+    )?;
     if let Some(fallback) = fallback {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {

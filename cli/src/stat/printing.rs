@@ -230,7 +230,7 @@ mod tests {
 
     use super::*;
     use crate::stat::arguments::parse;
-    use crate::stat::measurement::{Counts, Place, Snapshot};
+    use crate::stat::results::{Counts, Place, Snapshot};
     use crate::stat::summary::tests::run;
     use counterhal::hal::Reading;
 

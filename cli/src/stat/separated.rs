@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use counterhal::hal::Reading;
 
-use super::measurement::Place;
 use super::metrics::{Metric, metric};
+use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
 
 /// One event's line, as both layouts need it.
@@ -174,7 +174,7 @@ fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stat::measurement::{Counts, Snapshot};
+    use crate::stat::results::{Counts, Snapshot};
     use crate::stat::summary::tests::run;
 
     /// page-faults and task-clock counted, cycles not supported, in 2 ms.

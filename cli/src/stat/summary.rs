@@ -6,7 +6,7 @@
 use counterhal::Error;
 use counterhal::hal::Reading;
 
-use super::measurement::{CommandEnd, Counts, Place, Run};
+use super::results::{CommandEnd, Counts, Place, Run};
 
 /// Every run's numbers, as the results print them.
 pub struct Summary {
@@ -272,7 +272,7 @@ pub(super) mod tests {
     use counterhal::Error;
 
     use super::*;
-    use crate::stat::measurement::EventResult;
+    use crate::stat::results::EventResult;
 
     /// A run whose events read `values` (name, value; `None`: not supported), each counting
     /// all of 1000 ns, that took `elapsed_ns`.
@@ -359,7 +359,7 @@ pub(super) mod tests {
 
     #[test]
     fn intervals_are_differences_and_add_up_to_the_total() {
-        use crate::stat::measurement::Snapshot;
+        use crate::stat::results::Snapshot;
         let mut one = run(&[("page-faults", Some(60)), ("cycles", None)], 350);
         let cumulative = [(100, 10), (200, 25), (350, 60)];
         one.snapshots = cumulative
