@@ -346,6 +346,30 @@ fn groups_are_read_as_perf_reads_them() {
 }
 
 #[test]
+fn metrics_by_name_count_their_events_and_print_their_values() {
+    linux_or_skip!();
+    let o = ours(&["-x,", "-M", "CPUs_utilized,IPC", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = result_lines(&o);
+    // -M alone counts the metrics' events: task-clock, instructions, cycles, then the
+    // metrics, perf's seven fields each.
+    let clock: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(base(clock[2]), "task-clock", "{lines:?}");
+    let metric = lines
+        .iter()
+        .find(|l| l.contains(",CPUs_utilized,"))
+        .expect("the metric's line");
+    let fields: Vec<&str> = metric.split(',').collect();
+    assert_eq!(fields.len(), 7, "{metric}");
+    // The same number as the metric column beside task-clock.
+    assert_eq!(fields[5], clock[5], "{lines:?}");
+    assert_eq!(fields[6], "CPUs utilized");
+    let o = ours(&["-M", "nosuch", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("TopdownL1"), "{}", stderr(&o));
+}
+
+#[test]
 fn bad_splits_are_usage_errors() {
     for args in [
         &["-A", "--", "true"][..],

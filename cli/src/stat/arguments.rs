@@ -25,7 +25,8 @@ Events not supported here are printed as <not supported>, with the reason below 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
 [--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
-[--timeout MS] [-x SEP | -j | --json] [-o FILE] [-- CMD [ARGS]]";
+[--timeout MS] [-M METRICS] [-x SEP | -j | --json] [-o FILE] \
+[-- CMD [ARGS]]";
 
 /// The shortest interval and timeout, in milliseconds (perf's floor for both).
 const SHORTEST_MS: u64 = 10;
@@ -75,6 +76,10 @@ pub struct StatArgs {
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(super) repeat: u32,
+    /// Metrics or metric groups to compute, comma-separated (IPC, CPI, CPUs_utilized,
+    /// branch_miss_rate, cache_miss_rate, TopdownL1...); their events are added.
+    #[arg(short = 'M', long = "metrics", value_name = "METRIC[,METRIC]")]
+    pub(super) metrics: Vec<String>,
     /// Print per CPU, not added up (with -a or -C; perf's --no-aggr).
     #[arg(short = 'A', long = "no-aggr", visible_alias = "no-aggregate")]
     pub(super) no_aggregate: bool,

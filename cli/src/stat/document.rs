@@ -1,17 +1,19 @@
 //! `--json`: one JSON document for the whole run, counterhal's own (perf's lines are `-j`):
 //! the command, its exit status, its elapsed, user and system times, the number of runs, the
 //! note, and per event its reading (value, times enabled and running, the estimate), its
-//! spread and metric, or the reason it is not supported; with `-I` each interval's events,
+//! spread and metric, or the reason it is not supported; the `-M` metrics (null where an
+//! event they read did not count); with `-I` each interval's events,
 //! with `-A` or `--per-thread` each place's.
 
 use serde_json::{Value, json};
 
 use super::arguments::StatArgs;
 use super::metrics::metric;
+use super::named_metrics::{MetricDef, evaluate};
 use super::summary::{EventSummary, Summary};
 
 /// The document, on one line.
-pub fn json(out: &mut String, args: &StatArgs, summary: &Summary) {
+pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) {
     let whole = summary
         .events
         .iter()
@@ -29,7 +31,17 @@ pub fn json(out: &mut String, args: &StatArgs, summary: &Summary) {
                     .enumerate()
                     .map(|(i, entry)| event(entry, &place.events, i, section.length_ns))
                     .collect();
-                let mut object = json!({ "events": events });
+                let metrics: Vec<Value> = chosen
+                    .iter()
+                    .map(|def| {
+                        json!({
+                            "name": def.name,
+                            "value": evaluate(def, &place.events, section.length_ns),
+                            "unit": def.unit,
+                        })
+                    })
+                    .collect();
+                let mut object = json!({ "events": events, "metrics": metrics });
                 if let Some(at_ns) = section.at_ns {
                     object["time_ns"] = json!(at_ns);
                     object["length_ns"] = json!(section.length_ns);
@@ -53,6 +65,11 @@ pub fn json(out: &mut String, args: &StatArgs, summary: &Summary) {
         "runs": summary.runs,
         "note": end.note,
         "events": whole,
+        "metrics": chosen.iter().map(|def| json!({
+            "name": def.name,
+            "value": evaluate(def, &summary.events, end.elapsed_ns),
+            "unit": def.unit,
+        })).collect::<Vec<Value>>(),
     });
     let split_by = if args.interval_ms.is_some() {
         Some("intervals")

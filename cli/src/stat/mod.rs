@@ -6,6 +6,7 @@
 //! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
 //! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
 //! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
+//! [`expression`] and [`named_metrics`] (`-M`),
 //! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
 //! [`printing`] (the table, and where the results go). This module only joins them.
 
@@ -13,8 +14,10 @@ mod arguments;
 mod attached;
 mod counted;
 mod document;
+mod expression;
 mod measurement;
 mod metrics;
+mod named_metrics;
 mod pacing;
 mod printing;
 mod results;
@@ -67,7 +70,21 @@ fn stat_with<B: Backend>(
     targets: &Targets,
     backend: &B,
 ) -> Result<ExitCode, CliError> {
-    let (names, groups) = args.event_groups();
+    let chosen = named_metrics::chosen(&args.metrics).map_err(|e| CliError::usage(e, USAGE))?;
+    let (mut names, groups) = args.event_groups();
+    if args.event_names.is_empty() && !chosen.is_empty() {
+        // -M alone counts the metrics' events, not the default set (as perf does).
+        names.clear();
+    }
+    // The events the metrics read, unless given already (with or without a modifier).
+    for needed in named_metrics::events_needed(&chosen) {
+        if !names
+            .iter()
+            .any(|n| n == &needed || n.split(':').next() == Some(&needed))
+        {
+            names.push(needed);
+        }
+    }
     let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
@@ -111,6 +128,6 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    printing::write(output, &printing::render(args, &summary))?;
+    printing::write(output, &printing::render(args, &summary, &chosen))?;
     Ok(ExitCode::from(summary.end.exit_code))
 }

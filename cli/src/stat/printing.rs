@@ -10,6 +10,7 @@ use counterhal::Error;
 use super::arguments::{Format, StatArgs};
 use super::document;
 use super::metrics::{Metric, Style, metric};
+use super::named_metrics::{MetricDef, evaluate};
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
 use crate::error::CliError;
@@ -17,13 +18,13 @@ use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
 
 /// The results as `args` ask for them: table, CSV or JSON.
-pub fn render(args: &StatArgs, summary: &Summary) -> String {
+pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {
     let mut out = String::new();
     match args.format() {
-        Format::Table => table(&mut out, args, summary),
-        Format::Csv { separator } => separated::csv(&mut out, separator, summary),
-        Format::JsonLines => separated::json_lines(&mut out, summary),
-        Format::Json => document::json(&mut out, args, summary),
+        Format::Table => table(&mut out, args, summary, metrics),
+        Format::Csv { separator } => separated::csv(&mut out, separator, summary, metrics),
+        Format::JsonLines => separated::json_lines(&mut out, summary, metrics),
+        Format::Json => document::json(&mut out, args, summary, metrics),
     }
     out
 }
@@ -65,7 +66,7 @@ fn counted(args: &StatArgs) -> String {
 /// perf's table: one line per event (per place, per interval, with the time first), the
 /// times with their spread, the command's end when it failed, and once each reason an event
 /// is not supported.
-fn table(out: &mut String, args: &StatArgs, summary: &Summary) {
+fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
     let intervals = args.interval_ms.is_some();
     if intervals {
         let place = if args.no_aggregate {
@@ -94,7 +95,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary) {
         out.push('\n');
     }
     for section in &summary.sections {
-        section_lines(out, section);
+        section_lines(out, section, metrics);
     }
     if intervals {
         not_supported(out, &summary.events);
@@ -139,8 +140,9 @@ fn precision(spread: f64) -> usize {
     (-spread.log10()).ceil().max(0.0) as usize
 }
 
-/// One section's lines, event by event with each place of the event together (perf's order).
-fn section_lines(out: &mut String, section: &Section) {
+/// One section's lines, event by event with each place of the event together (perf's order),
+/// then each place's `-M` metrics.
+fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef]) {
     let events = section.places.first().map_or(0, |p| p.events.len());
     for index in 0..events {
         for place in &section.places {
@@ -153,6 +155,28 @@ fn section_lines(out: &mut String, section: &Section) {
             }
             let metric = metric(&place.events, index, section.length_ns);
             line.push_str(&table_line(&place.events[index], metric.as_ref()));
+            _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    for place in &section.places {
+        for def in metrics {
+            let mut line = String::new();
+            if let Some(at_ns) = section.at_ns {
+                _ = write!(line, "{} ", interval_time(at_ns));
+            }
+            if let Some(place) = &place.place {
+                _ = write!(line, "{:<11}", place.label());
+            }
+            match evaluate(def, &place.events, section.length_ns) {
+                Some(value) => {
+                    _ = write!(
+                        line,
+                        "{:>18} {:<4} {:<32} # {value:>8.3} {}",
+                        "", "", def.name, def.unit
+                    )
+                }
+                None => _ = write!(line, "{:>18} {:<4} {}", "<not counted>", "", def.name),
+            }
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -236,7 +260,7 @@ mod tests {
 
     fn render_with(words: &[&str], summary: &Summary) -> String {
         let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
-        render(&args, summary)
+        render(&args, summary, &[])
     }
 
     /// page-faults and task-clock 1.5 ms counted, cycles not supported, in one run of 2 s.

@@ -10,8 +10,23 @@ use std::fmt::Write as _;
 use counterhal::hal::Reading;
 
 use super::metrics::{Metric, metric};
+use super::named_metrics::{MetricDef, evaluate};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
+
+/// A line of `-M` metric: its value over one place and stretch (`None`: not counted).
+struct MetricLine<'a> {
+    at_ns: Option<u64>,
+    place: Option<&'a Place>,
+    def: &'static MetricDef,
+    value: Option<f64>,
+}
+
+/// What prints, line by line: an event, or a metric of `-M`.
+enum Row<'a> {
+    Event(Line<'a>),
+    Metric(MetricLine<'a>),
+}
 
 /// One event's line, as both layouts need it.
 struct Line<'a> {
@@ -72,25 +87,35 @@ impl Line<'_> {
 
 /// Every line of a summary, in perf's order: section by section, and in each, event by event
 /// with every place of the event together.
-fn lines(summary: &Summary) -> Vec<Line<'_>> {
+fn lines<'a>(summary: &'a Summary, metrics: &[&'static MetricDef]) -> Vec<Row<'a>> {
     let mut lines = Vec::new();
     for section in &summary.sections {
         section_lines(section, summary.runs > 1, &mut lines);
+        for place in &section.places {
+            for &def in metrics {
+                lines.push(Row::Metric(MetricLine {
+                    at_ns: section.at_ns,
+                    place: place.place.as_ref(),
+                    def,
+                    value: evaluate(def, &place.events, section.length_ns),
+                }));
+            }
+        }
     }
     lines
 }
 
-fn section_lines<'a>(section: &'a Section, repeated: bool, lines: &mut Vec<Line<'a>>) {
+fn section_lines<'a>(section: &'a Section, repeated: bool, lines: &mut Vec<Row<'a>>) {
     let events = section.places.first().map_or(0, |p| p.events.len());
     for index in 0..events {
         for place in &section.places {
-            lines.push(Line {
+            lines.push(Row::Event(Line {
                 at_ns: section.at_ns,
                 place: place.place.as_ref(),
                 entry: &place.events[index],
                 metric: metric(&place.events, index, section.length_ns),
                 spread: repeated.then(|| place.events[index].stddev_percent.unwrap_or(0.0)),
-            });
+            }));
         }
     }
 }
@@ -101,15 +126,23 @@ pub fn interval_time(at_ns: u64) -> String {
 }
 
 /// `-x SEP`: one line per event (per interval, per place).
-pub fn csv(out: &mut String, separator: &str, summary: &Summary) {
-    for line in lines(summary) {
-        let mut fields: Vec<String> = Vec::with_capacity(10);
-        if let Some(at_ns) = line.at_ns {
-            fields.push(interval_time(at_ns));
-        }
-        if let Some(place) = line.place {
-            fields.push(place.label());
-        }
+pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'static MetricDef]) {
+    for row in lines(summary, metrics) {
+        let line = match row {
+            Row::Event(line) => line,
+            Row::Metric(m) => {
+                // Perf's seven fields, with the metric's name where the event's stands.
+                let mut fields = lead(m.at_ns, m.place);
+                let (value, unit) = m
+                    .value
+                    .map_or((String::new(), ""), |v| (format!("{v:.3}"), m.def.unit));
+                fields.extend([String::new(), String::new(), m.def.name.to_string()]);
+                fields.extend([String::new(), String::new(), value, unit.to_string()]);
+                _ = writeln!(out, "{}", fields.join(separator));
+                continue;
+            }
+        };
+        let mut fields = lead(line.at_ns, line.place);
         fields.push(line.shown(|value, clock| {
             if clock {
                 format!("{value:.2}")
@@ -136,17 +169,20 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary) {
 }
 
 /// `-j`: one JSON object per line, keys and spacing as perf writes them.
-pub fn json_lines(out: &mut String, summary: &Summary) {
-    for line in lines(summary) {
-        let mut fields: Vec<String> = Vec::with_capacity(12);
-        if let Some(at_ns) = line.at_ns {
-            let time = interval_time(at_ns);
-            fields.push(format!("\"interval\" : {}", time.trim_start()));
-        }
-        if let Some(place) = line.place {
-            let (key, value) = place.json_field();
-            fields.push(format!("\"{key}\" : {}", quote(&value)));
-        }
+pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
+    for row in lines(summary, metrics) {
+        let line = match row {
+            Row::Event(line) => line,
+            Row::Metric(m) => {
+                let mut fields = json_lead(m.at_ns, m.place);
+                fields.push(format!("\"metric-value\" : {:.6}", m.value.unwrap_or(0.0)));
+                let unit = if m.value.is_some() { m.def.unit } else { "" };
+                fields.push(format!("\"metric-unit\" : {}", quote(unit)));
+                _ = writeln!(out, "{{{}}}", fields.join(", "));
+                continue;
+            }
+        };
+        let mut fields = json_lead(line.at_ns, line.place);
         let value = line.shown(|value, _| format!("{value:.6}"));
         fields.push(format!("\"counter-value\" : {}", quote(&value)));
         fields.push(format!("\"unit\" : {}", quote(line.unit())));
@@ -164,6 +200,29 @@ pub fn json_lines(out: &mut String, summary: &Summary) {
         fields.push(format!("\"metric-unit\" : {}", quote(unit)));
         _ = writeln!(out, "{{{}}}", fields.join(", "));
     }
+}
+
+/// The fields before the value in `-x`: the interval's time, the CPU or thread.
+fn lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
+    at_ns
+        .map(interval_time)
+        .into_iter()
+        .chain(place.map(Place::label))
+        .collect()
+}
+
+/// The keys before the value in `-j`: `interval`, `cpu` or `thread`.
+fn json_lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
+    let mut fields = Vec::new();
+    if let Some(at_ns) = at_ns {
+        let time = interval_time(at_ns);
+        fields.push(format!("\"interval\" : {}", time.trim_start()));
+    }
+    if let Some(place) = place {
+        let (key, value) = place.json_field();
+        fields.push(format!("\"{key}\" : {}", quote(&value)));
+    }
+    fields
 }
 
 /// A JSON string.
@@ -192,7 +251,7 @@ mod tests {
     #[test]
     fn csv_has_perfs_seven_fields() {
         let mut text = String::new();
-        csv(&mut text, ",", &one_run());
+        csv(&mut text, ",", &one_run(), &[]);
         let lines: Vec<&str> = text.lines().collect();
         // The reading helper gives every event 1000 ns enabled and running.
         assert_eq!(
@@ -209,7 +268,7 @@ mod tests {
     fn csv_puts_the_spread_fourth_and_the_time_and_place_first() {
         let runs = [90, 110].map(|faults| run(&[("page-faults", Some(faults))], 1));
         let mut text = String::new();
-        csv(&mut text, ";", &Summary::of(&runs));
+        csv(&mut text, ";", &Summary::of(&runs), &[]);
         assert_eq!(text, "100;;page-faults;10.00%;1000;100.00;;\n");
 
         let mut one = run(&[("cpu-clock", Some(30))], 10);
@@ -222,7 +281,7 @@ mod tests {
             counts: vec![place(0, 1_000_000), place(1, 2_000_000)],
         }];
         let mut text = String::new();
-        csv(&mut text, ",", &Summary::of(&[one]));
+        csv(&mut text, ",", &Summary::of(&[one]), &[]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -237,7 +296,7 @@ mod tests {
     #[test]
     fn json_lines_have_perfs_keys_and_types() {
         let mut text = String::new();
-        json_lines(&mut text, &one_run());
+        json_lines(&mut text, &one_run(), &[]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -258,12 +317,32 @@ mod tests {
     }
 
     #[test]
+    fn metrics_of_dash_m_print_in_the_metric_fields() {
+        use crate::stat::named_metrics::METRICS;
+        let summary = one_run();
+        let metrics: Vec<&MetricDef> = METRICS
+            .iter()
+            .filter(|m| m.name == "CPUs_utilized" || m.name == "IPC")
+            .collect();
+        let mut text = String::new();
+        csv(&mut text, ",", &summary, &metrics);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[3], ",,IPC,,,,", "cycles not counted: {text}");
+        assert_eq!(lines[4], ",,CPUs_utilized,,,0.750,CPUs utilized");
+        let mut text = String::new();
+        json_lines(&mut text, &summary, &metrics);
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["metric-value"], 0.75);
+        assert_eq!(last["metric-unit"], "CPUs utilized");
+    }
+
+    #[test]
     fn never_running_is_not_counted_and_multiplexing_shows() {
         let mut one = run(&[("page-faults", Some(1)), ("idle", Some(0))], 1);
         one.events[0].outcome = Ok(Reading::new(100, 1000, 250));
         one.events[1].outcome = Ok(Reading::new(0, 1000, 0));
         let mut text = String::new();
-        csv(&mut text, ",", &Summary::of(&[one]));
+        csv(&mut text, ",", &Summary::of(&[one]), &[]);
         assert_eq!(
             text,
             "400,,page-faults,250,25.00,,\n<not counted>,,idle,0,0.00,,\n"
