@@ -25,7 +25,7 @@ Events not supported here are printed as <not supported>, with the reason below 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
 [--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
-[--timeout MS] [-M METRICS] [-x SEP | -j | --json] [-o FILE] \
+[--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
 [-- CMD [ARGS]]";
 
 /// The shortest interval and timeout, in milliseconds (perf's floor for both).
@@ -96,6 +96,9 @@ pub struct StatArgs {
     /// Stop counting (and the command) after MS milliseconds (at least 10).
     #[arg(long = "timeout", value_name = "MS")]
     pub(super) timeout_ms: Option<u64>,
+    /// With -I: draw each event's rate over time to this SVG file.
+    #[arg(long = "plot", value_name = "FILE.svg", requires = "interval_ms")]
+    pub(super) plot: Option<PathBuf>,
     /// perf's CSV with this separator: value, unit, event, [spread,] time running, percent
     /// running, metric value, metric unit (with -I the time first, with -A the CPU).
     #[arg(

@@ -8,7 +8,7 @@
 //! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
 //! [`expression`] and [`named_metrics`] (`-M`),
 //! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
-//! [`printing`] (the table, and where the results go). This module only joins them.
+//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`). This module only joins them.
 
 mod arguments;
 mod attached;
@@ -19,6 +19,7 @@ mod measurement;
 mod metrics;
 mod named_metrics;
 mod pacing;
+mod plot;
 mod printing;
 mod results;
 mod separated;
@@ -129,5 +130,8 @@ fn stat_with<B: Backend>(
     }
     let summary = Summary::of(&runs);
     printing::write(output, &printing::render(args, &summary, &chosen))?;
+    if let Some(path) = &args.plot {
+        plot::draw(&summary, path).map_err(CliError::failed)?;
+    }
     Ok(ExitCode::from(summary.end.exit_code))
 }
