@@ -369,6 +369,47 @@ fn metrics_by_name_count_their_events_and_print_their_values() {
     assert!(stderr(&o).contains("TopdownL1"), "{}", stderr(&o));
 }
 
+/// `-p` without a command counts until a signal ends it (Ctrl-C is SIGINT to the whole
+/// group; `kill` sends SIGTERM to counterhal alone), then prints and exits 0.
+#[test]
+fn without_a_command_counting_lasts_until_a_signal() {
+    linux_or_skip!();
+    let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
+    let pid = sleeper.id().to_string();
+    for signal in ["-INT", "-TERM"] {
+        let child = Command::new(bin())
+            .args([
+                "stat",
+                "-x,",
+                "-p",
+                &pid,
+                "-e",
+                "task-clock,context-switches",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("counterhal");
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let start = Instant::now();
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "{signal} ended it"
+        );
+        assert_eq!(out.status.code(), Some(0), "{signal}: {}", stderr(&out));
+        let lines = result_lines(&out);
+        assert_eq!(lines.len(), 2, "{signal}: {}", stderr(&out));
+        assert!(lines[0].contains("task-clock"), "{lines:?}");
+    }
+    sleeper.kill().ok();
+    sleeper.wait().ok();
+}
+
 #[test]
 fn bad_splits_are_usage_errors() {
     for args in [

@@ -124,6 +124,7 @@ fn run_and_read<G: Group>(
     let started = std::time::Instant::now();
     let released = child.release();
     let mut snapshots = Vec::new();
+    let mut stopped = false;
     let mut failed = None;
     if released.is_ok() {
         let pid = child.pid();
@@ -135,7 +136,7 @@ fn run_and_read<G: Group>(
                 }),
                 Err(e) => _ = failed.get_or_insert(e),
             },
-            Step::Stop => stop(child.child()),
+            Step::Stop => stopped = stop(child.child()),
         });
     }
     let ran = released.and_then(|()| child.wait());
@@ -147,7 +148,7 @@ fn run_and_read<G: Group>(
     for (_, set) in &mut sets {
         set.disable().map_err(CliError::failed)?;
     }
-    let end = CommandEnd::of(&ran.map_err(not_run)?);
+    let end = CommandEnd::of(&ran.map_err(not_run)?).stopped_if(stopped);
     let mut last = read_sets(&mut sets, results.len(), plan.per_place).map_err(CliError::failed)?;
     let totals = read_sets(&mut sets, results.len(), false).map_err(CliError::failed)?;
     for (result, total) in results.iter_mut().zip(&totals[0].readings) {

@@ -42,6 +42,7 @@ pub fn run_counted_command<B: Backend>(
     let forwarding = ForwardSignals::to(counted.pid());
     let started = std::time::Instant::now();
     let mut snapshots = Vec::new();
+    let mut stopped = false;
     let label = backend.label();
     let place_all = |readings: Vec<Result<Reading, Error>>| {
         let mut readings = readings.into_iter();
@@ -74,7 +75,7 @@ pub fn run_counted_command<B: Backend>(
                     }],
                 });
             }
-            Step::Stop => stop(counted.child()),
+            Step::Stop => stopped = stop(counted.child()),
         });
         counted.wait()
     });
@@ -93,7 +94,7 @@ pub fn run_counted_command<B: Backend>(
     }
     Ok(Run {
         events: results,
-        end: CommandEnd::of(&count.exit),
+        end: CommandEnd::of(&count.exit).stopped_if(stopped),
         places: Vec::new(),
         snapshots,
     })

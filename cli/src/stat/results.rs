@@ -174,6 +174,19 @@ pub struct CommandEnd {
 }
 
 impl CommandEnd {
+    /// A command this command stopped because its time was up: that is no failure to pass
+    /// on (perf exits 0 too).
+    pub fn stopped_if(self, stopped: bool) -> Self {
+        if !stopped {
+            return self;
+        }
+        CommandEnd {
+            exit_code: 0,
+            exit_description: "was stopped when its time was up".to_string(),
+            ..self
+        }
+    }
+
     /// The end of a command as the OS reported it.
     pub fn of(exit: &ChildExit) -> Self {
         CommandEnd {
@@ -187,12 +200,11 @@ impl CommandEnd {
     }
 }
 
-/// Stops the command whose time is up (`--timeout`, `--interval-count`).
-pub fn stop(child: Option<&mut std::process::Child>) {
-    if let Some(child) = child {
-        // Already ended: nothing to stop.
-        _ = child.kill();
-    }
+/// Stops the command whose time is up (`--timeout`, `--interval-count`); whether it was
+/// still running to be stopped.
+pub fn stop(child: Option<&mut std::process::Child>) -> bool {
+    // Already ended: nothing to stop.
+    child.is_some_and(|child| child.kill().is_ok())
 }
 
 /// A command that could not be run: 127 when it was not found, 126 when it could not be
@@ -217,6 +229,23 @@ mod tests {
         assert_eq!(missing.exit_code, 127);
         let denied = not_run(Error::new(ErrorKind::PermissionDenied, "not executable"));
         assert_eq!(denied.exit_code, 126);
+    }
+
+    #[test]
+    fn a_command_stopped_on_time_is_no_failure() {
+        let killed = CommandEnd {
+            exit_code: 137,
+            exit_description: "was killed by signal 9".to_string(),
+            elapsed_ns: 5,
+            user_ns: None,
+            sys_ns: None,
+            note: None,
+        };
+        assert_eq!(killed.clone().stopped_if(false).exit_code, 137);
+        let stopped = killed.stopped_if(true);
+        assert_eq!(stopped.exit_code, 0);
+        assert_eq!(stopped.elapsed_ns, 5);
+        assert!(!stop(None), "nothing to stop");
     }
 
     #[test]
