@@ -161,7 +161,7 @@ fn run_and_read<G: Group>(
     } else {
         Vec::new()
     };
-    if plan.pace.interval.is_some() {
+    if plan.pace.wants_last_interval(snapshots.len()) {
         if !plan.per_place {
             last = totals;
         }

@@ -83,7 +83,7 @@ pub fn run_counted_command<B: Backend>(
     let at_end = nanos(started.elapsed());
     let count = count.map_err(not_run)?;
     let results = place_all(count.readings);
-    if pace.interval.is_some() {
+    if pace.wants_last_interval(snapshots.len()) {
         snapshots.push(Snapshot {
             at_ns: at_end,
             counts: vec![Counts {

@@ -41,6 +41,16 @@ impl Pace {
         self.interval.is_none() && self.timeout.is_none()
     }
 
+    /// Whether the stretch from the last of `read` intervals to the end is printed as an
+    /// interval of its own: with `-I`, unless `--interval-count` intervals were read (perf
+    /// prints that many, the partial one only when the command ended first).
+    pub fn wants_last_interval(&self, read: usize) -> bool {
+        self.interval.is_some()
+            && self
+                .count
+                .is_none_or(|count| read < usize::try_from(count).unwrap_or(usize::MAX))
+    }
+
     /// Calls `step` at each interval and once to stop, until process `pid` (a child not yet
     /// reaped) has ended. Returns at once where the OS cannot show that, and when there is
     /// nothing to do before the end.
@@ -183,5 +193,13 @@ mod tests {
         child.wait().ok();
         assert_eq!(stops, 1);
         assert!(Pace::default().is_idle());
+        let counted = Pace {
+            interval: Some(Duration::from_millis(10)),
+            count: Some(2),
+            timeout: None,
+        };
+        assert!(counted.wants_last_interval(1), "the command ended first");
+        assert!(!counted.wants_last_interval(2), "the count is reached");
+        assert!(!Pace::default().wants_last_interval(0), "no -I");
     }
 }
