@@ -204,16 +204,49 @@ fn intervals_match_perfs_layout_and_end_with_the_partial_one() {
     }
 }
 
+/// Live: the intervals of `--json` add up to the whole run's counts, the last one partial.
 #[test]
-fn interval_count_stops_the_command() {
+fn intervals_add_up_to_the_total() {
+    linux_or_skip!();
+    let script = "ls /usr >/dev/null; sleep 0.12; ls /usr >/dev/null";
+    let o = ours(&[
+        "--json",
+        "-I",
+        "50",
+        "-e",
+        "page-faults,task-clock",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let value: serde_json::Value = serde_json::from_slice(&o.stderr).expect("JSON");
+    let intervals = value["intervals"].as_array().expect("intervals");
+    assert!(intervals.len() >= 3, "{value}");
+    for event in 0..2 {
+        let total = value["events"][event]["value"].as_u64().unwrap();
+        let sum: u64 = intervals
+            .iter()
+            .map(|i| i["events"][event]["value"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, total, "event {event}: {value}");
+    }
+    let last = intervals.last().unwrap()["length_ns"].as_u64().unwrap();
+    assert!(
+        last < 50_000_000 + 20_000_000,
+        "the last interval is partial: {last}"
+    );
+}
+
+#[test]
+fn interval_count_and_timeout_stop_the_command_as_perf_does() {
     linux_or_skip!();
     let start = Instant::now();
     let o = ours(&[
         "-x,",
-        "-I",
-        "50",
-        "--interval-count",
-        "2",
+        "--timeout",
+        "100",
         "-e",
         "task-clock",
         "--",
@@ -224,6 +257,28 @@ fn interval_count_stops_the_command() {
         start.elapsed() < Duration::from_secs(4),
         "the command was not stopped"
     );
+    // perf exits 0 for a command it stopped on time.
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(result_lines(&o).len(), 1, "{}", stderr(&o));
+    let start = Instant::now();
+    let args = [
+        "-x,",
+        "-I",
+        "50",
+        "--interval-count",
+        "2",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "5",
+    ];
+    let o = ours(&args);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "the command was not stopped"
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // As perf: that many intervals, no partial one after them.
     let lines = result_lines(&o);
     assert_eq!(lines.len(), 2, "{lines:#?}");
