@@ -1,4 +1,4 @@
-//! Options several subcommands share: the event database and CPU model (`--events`, `--cpu`),
+//! Options several subcommands share: the event database and CPU model (`--events`, `--cpu-model`),
 //! and the parser of `--backend`.
 
 use std::path::PathBuf;
@@ -12,9 +12,9 @@ use crate::error::CliError;
 #[derive(Args, Debug, Clone, Default)]
 pub struct DatabaseArgs {
     /// CPU model id from the event database (e.g. p6, skl, amd64_fam19h_zen3) instead of the
-    /// detected one.
-    #[arg(long, value_name = "MODEL")]
-    cpu: Option<String>,
+    /// detected one. (`stat --cpu` is perf's CPU list, as `-C`.)
+    #[arg(long = "cpu-model", value_name = "MODEL")]
+    cpu_model: Option<String>,
     /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
     #[arg(long = "events", value_name = "FILE")]
     events_file: Option<PathBuf>,
@@ -26,8 +26,9 @@ impl DatabaseArgs {
     /// # Errors
     /// A bad events file or an unknown CPU model: bad input (exit 2) with the usage line.
     pub fn context(&self) -> Result<Context, CliError> {
-        Context::new(self.events_file.as_deref(), self.cpu.as_deref())
-            .map_err(|e| CliError::usage(e, "--cpu MODEL (see `counterhal info`) --events FILE"))
+        Context::new(self.events_file.as_deref(), self.cpu_model.as_deref()).map_err(|e| {
+            CliError::usage(e, "--cpu-model MODEL (see `counterhal info`) --events FILE")
+        })
     }
 }
 

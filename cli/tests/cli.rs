@@ -80,7 +80,7 @@ fn encode_for_pctr_and_msr() {
         "--json",
         "--backend",
         "pctr",
-        "--cpu",
+        "--cpu-model",
         "p6",
         "INST_RETIRED:u",
     ]);
@@ -97,7 +97,7 @@ fn encode_for_pctr_and_msr() {
         "--json",
         "--backend",
         "msr",
-        "--cpu",
+        "--cpu-model",
         "skl",
         "INST_RETIRED:ANY_P",
     ]);
@@ -119,7 +119,7 @@ fn encode_errors_exit_2_with_a_message() {
         "encode",
         "--backend",
         "pctr",
-        "--cpu",
+        "--cpu-model",
         "nosuchcpu",
         "cycles",
     ]);
@@ -279,6 +279,28 @@ fn bad_arguments_print_the_usage_line() {
     let out = counterhal(&["stat", "-C", "3-1", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("0,2-3"), "{}", stderr(&out));
+}
+
+/// `--cpu` is perf's CPU list (as `-C`) and `--cpu-model` names the model, in every subcommand.
+#[test]
+fn cpu_is_the_cpu_list_and_cpu_model_the_model() {
+    let out = counterhal(&["stat", "--cpu", "4096", "-e", "cpu-clock", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("of -C 4096"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("CPU model"), "{}", stderr(&out));
+    for sub in [
+        &["stat", "--cpu-model", "nosuchcpu", "--", "true"][..],
+        &["list", "--cpu-model", "nosuchcpu"],
+        &["encode", "--cpu-model", "nosuchcpu", "cycles"],
+    ] {
+        let out = counterhal(sub);
+        assert_eq!(out.status.code(), Some(2), "{sub:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("nosuchcpu"),
+            "{sub:?}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 /// A CPU list is checked against the online CPUs before one target is built: a list of four
@@ -468,7 +490,14 @@ fn unknown_events_suggest_the_nearest_names() {
         "{}",
         stderr(&out)
     );
-    let out = counterhal(&["encode", "--backend", "msr", "--cpu", "skl", "INST_RETIRD"]);
+    let out = counterhal(&[
+        "encode",
+        "--backend",
+        "msr",
+        "--cpu-model",
+        "skl",
+        "INST_RETIRD",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("INST_RETIRED"), "{}", stderr(&out));
 }
@@ -538,7 +567,7 @@ fn stat_targets_and_options() {
     );
     let csv = std::fs::read_to_string(&file).unwrap();
     let fields: Vec<&str> = csv.trim().split(';').collect();
-    assert_eq!(fields.len(), 5, "{csv}");
+    assert_eq!(fields.len(), 7, "perf's seven fields: {csv}");
     assert!(fields[0].parse::<u64>().unwrap() > 0, "{csv}");
     assert_eq!(fields[2], label("page-faults"));
     std::fs::remove_dir_all(&dir).ok();

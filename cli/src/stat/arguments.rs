@@ -17,11 +17,19 @@ Examples:
   counterhal stat -e page-faults,context-switches -e task-clock -- true
   counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
   counterhal stat -a -e cpu-clock -- sleep 1
+  counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
+  counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
+  counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
 Events not supported here are printed as <not supported>, with the reason below the table.";
 
 /// The usage line printed under an error in the arguments.
-pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu MODEL] \
-[--events FILE] [-p PID | -a | -C CPU] [-r N] [-x SEP | --json] -- CMD [ARGS]";
+pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
+[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
+[--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
+[-- CMD [ARGS]]";
+
+/// The shortest interval and timeout, in milliseconds (perf's floor for both).
+const SHORTEST_MS: u64 = 10;
 
 /// The events counted when `-e` is not given: perf stat's set.
 const DEFAULT_EVENTS: [&str; 8] = [
@@ -47,28 +55,63 @@ pub struct StatArgs {
     pub(super) backend: Option<&'static Registration>,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
-    /// Count an existing process (and not its future children) while CMD runs.
+    /// Count an existing process (every thread, and what it creates from now on) while CMD
+    /// runs, or without CMD until Ctrl-C or --timeout.
     #[arg(short = 'p', long = "pid", conflicts_with_all = ["all_cpus", "cpu_list"])]
     pub(super) pid: Option<u32>,
-    /// Count every CPU (system wide) while CMD runs.
+    /// Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or
+    /// --timeout.
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
     pub(super) all_cpus: bool,
-    /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3.
-    #[arg(short = 'C', long = "cpu-list", value_name = "CPU")]
+    /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3 (`--cpu` as in perf;
+    /// `--cpu-model` names the CPU model).
+    #[arg(
+        short = 'C',
+        long = "cpu-list",
+        visible_alias = "cpu",
+        value_name = "CPUS"
+    )]
     pub(super) cpu_list: Option<String>,
     /// Run the command N times and print the mean (with the spread).
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(super) repeat: u32,
-    /// CSV output with this separator: value,unit,event,time_running,percent_running.
+    /// Metrics or metric groups to compute, comma-separated (IPC, CPI, CPUs_utilized,
+    /// branch_miss_rate, cache_miss_rate, TopdownL1...); their events are added.
+    #[arg(short = 'M', long = "metrics", value_name = "METRIC[,METRIC]")]
+    pub(super) metrics: Vec<String>,
+    /// Print per CPU, not added up (with -a or -C; perf's --no-aggr).
+    #[arg(short = 'A', long = "no-aggr", visible_alias = "no-aggregate")]
+    pub(super) no_aggregate: bool,
+    /// Print per thread of the process (with -p).
+    #[arg(long = "per-thread")]
+    pub(super) per_thread: bool,
+    /// Print the counts of every interval of MS milliseconds (at least 10) while counting.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub(super) interval_ms: Option<u64>,
+    /// Stop after N intervals (with -I).
+    #[arg(long = "interval-count", value_name = "N", requires = "interval_ms",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) interval_count: Option<u32>,
+    /// Stop counting (and the command) after MS milliseconds (at least 10).
+    #[arg(long = "timeout", value_name = "MS")]
+    pub(super) timeout_ms: Option<u64>,
+    /// With -I: draw each event's rate over time to this SVG file.
+    #[arg(long = "plot", value_name = "FILE.svg", requires = "interval_ms")]
+    pub(super) plot: Option<PathBuf>,
+    /// perf's CSV with this separator: value, unit, event, [spread,] time running, percent
+    /// running, metric value, metric unit (with -I the time first, with -A the CPU).
     #[arg(
         short = 'x',
         long = "field-separator",
         value_name = "SEP",
-        conflicts_with = "json"
+        conflicts_with_all = ["json", "json_lines"]
     )]
     pub(super) separator: Option<String>,
-    /// Print one JSON object.
+    /// perf's JSON: one object per event (and per interval, CPU or thread) per line.
+    #[arg(short = 'j', long = "json-output", conflicts_with = "json")]
+    pub(super) json_lines: bool,
+    /// One JSON document for the whole run: the command, its times, every event's reading.
     #[arg(long)]
     pub(super) json: bool,
     /// Write the results to FILE instead of standard error (where perf writes them too, so
@@ -90,7 +133,9 @@ pub enum Format<'a> {
         /// What stands between fields.
         separator: &'a str,
     },
-    /// One JSON object (`--json`).
+    /// perf's JSON lines (`-j`).
+    JsonLines,
+    /// One JSON document (`--json`).
     Json,
 }
 
@@ -101,14 +146,48 @@ impl StatArgs {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
-        if self.command.is_empty() {
+        let attached = self.pid.is_some() || self.all_cpus || self.cpu_list.is_some();
+        if self.command.is_empty() && !attached {
             return Err(CliError::usage(
                 Error::invalid_input("no command to measure").with_hint(
-                    "give the command after `--`, e.g. `counterhal stat -- ls`; with -p or -a, \
-                     `-- sleep 1` bounds the measurement",
+                    "give the command after `--`, e.g. `counterhal stat -- ls`; -p, -a or -C \
+                     alone count until Ctrl-C or --timeout",
                 ),
                 USAGE,
             ));
+        }
+        let refuse = |message: &str, hint: &str| {
+            Err(CliError::usage(
+                Error::invalid_input(message.to_string()).with_hint(hint.to_string()),
+                USAGE,
+            ))
+        };
+        for (option, value) in [("-I", self.interval_ms), ("--timeout", self.timeout_ms)] {
+            if value.is_some_and(|ms| ms < SHORTEST_MS) {
+                return refuse(
+                    &format!("{option} takes at least {SHORTEST_MS} milliseconds"),
+                    &format!("e.g. {option} 100"),
+                );
+            }
+        }
+        if self.no_aggregate && !(self.all_cpus || self.cpu_list.is_some()) {
+            return refuse(
+                "-A (per CPU) needs CPUs to count: -a or -C",
+                "e.g. counterhal stat -a -A -- sleep 1",
+            );
+        }
+        if self.per_thread && self.pid.is_none() {
+            return refuse(
+                "--per-thread needs a process: -p PID",
+                "e.g. counterhal stat -p $(pidof NAME) --per-thread",
+            );
+        }
+        let split = self.interval_ms.is_some() || self.no_aggregate || self.per_thread;
+        if self.repeat > 1 && split {
+            return refuse(
+                "-r cannot be combined with -I, -A or --per-thread",
+                "repeat the whole measurement, or split one run",
+            );
         }
         if self.separator.as_deref() == Some("") {
             return Err(CliError::usage(
@@ -117,7 +196,11 @@ impl StatArgs {
                 USAGE,
             ));
         }
-        if self.event_names().iter().any(String::is_empty) {
+        if self
+            .event_names()
+            .iter()
+            .any(|name| name.is_empty() || name.starts_with(':'))
+        {
             return Err(CliError::usage(
                 Error::invalid_input("an empty event name in -e")
                     .with_hint("name events separated by commas, e.g. -e page-faults,task-clock"),
@@ -127,27 +210,63 @@ impl StatArgs {
         Ok(())
     }
 
-    /// The events to count: the names given with `-e`, split at their commas and trimmed, or
-    /// perf stat's default set.
+    /// The events to count: the names given with `-e`, split at their commas and trimmed,
+    /// each group `{a,b}:u` in its members with the group's modifiers (`a:u`, `b:u`), or perf
+    /// stat's default set.
     pub fn event_names(&self) -> Vec<String> {
+        self.event_groups().0
+    }
+
+    /// The events to count (as [`event_names`](Self::event_names)) and the groups among them:
+    /// the indices of each `{...}`'s members, counted together or not at all.
+    pub fn event_groups(&self) -> (Vec<String>, Vec<Vec<usize>>) {
         if self.event_names.is_empty() {
-            DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect()
-        } else {
-            self.event_names
-                .iter()
-                .flat_map(|list| split_event_list(list))
-                .map(|e| e.trim().to_string())
-                .collect()
+            return (
+                DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
+                Vec::new(),
+            );
+        }
+        let mut names = Vec::new();
+        let mut groups = Vec::new();
+        for item in self
+            .event_names
+            .iter()
+            .flat_map(|list| split_event_list(list))
+        {
+            match group_members(item.trim()) {
+                Some(members) => {
+                    groups.push((names.len()..names.len() + members.len()).collect());
+                    names.extend(members);
+                }
+                None => names.push(item.trim().to_string()),
+            }
+        }
+        (names, groups)
+    }
+
+    /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
+    pub fn format(&self) -> Format<'_> {
+        match (&self.separator, self.json, self.json_lines) {
+            (_, true, _) => Format::Json,
+            (_, false, true) => Format::JsonLines,
+            (Some(separator), false, false) => Format::Csv { separator },
+            (None, false, false) => Format::Table,
         }
     }
 
-    /// How the results are written: `--json`, `-x SEP` or the table.
-    pub fn format(&self) -> Format<'_> {
-        match (&self.separator, self.json) {
-            (_, true) => Format::Json,
-            (Some(separator), false) => Format::Csv { separator },
-            (None, false) => Format::Table,
-        }
+    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`).
+    pub fn per_place(&self) -> bool {
+        self.no_aggregate || self.per_thread
+    }
+
+    /// `-I` as a duration.
+    pub fn interval(&self) -> Option<std::time::Duration> {
+        self.interval_ms.map(std::time::Duration::from_millis)
+    }
+
+    /// `--timeout` as a duration.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout_ms.map(std::time::Duration::from_millis)
     }
 
     /// The command's words as text (invalid UTF-8 replaced), for the reader.
@@ -157,6 +276,27 @@ impl StatArgs {
             .map(|s| s.to_string_lossy().into_owned())
             .collect()
     }
+}
+
+/// The members of a group `{a,b}:MODS` as perf reads them, each with the group's modifiers
+/// (`a:MODS`; a PMU event's `cpu/.../` takes them directly); `None` for a name that is not a
+/// group. An empty member stays empty (refused by the check).
+pub fn group_members(item: &str) -> Option<Vec<String>> {
+    let inner = item.strip_prefix('{')?;
+    let close = inner.rfind('}')?;
+    let modifiers = inner[close + 1..].trim_start_matches(':');
+    let members = split_event_list(&inner[..close])
+        .into_iter()
+        .map(|member| {
+            let member = member.trim();
+            match (modifiers, member.ends_with('/')) {
+                ("", _) => member.to_string(),
+                (_, true) => format!("{member}{modifiers}"),
+                (_, false) => format!("{member}:{modifiers}"),
+            }
+        })
+        .collect();
+    Some(members)
 }
 
 /// The events of one `-e` list: split at commas, but not inside a PMU event's `/.../` (whose
@@ -213,9 +353,38 @@ mod tests {
     }
 
     #[test]
-    fn a_command_is_required() {
+    fn a_command_is_required_unless_attached() {
         assert!(check_error(&["-e", "page-faults"]).contains("no command to measure"));
         assert!(args(&["--", "true"]).check().is_ok());
+        for attached in [&["-a"][..], &["-C", "0"], &["-p", "1"], &["--cpu", "0"]] {
+            assert!(args(attached).check().is_ok(), "{attached:?}");
+        }
+    }
+
+    #[test]
+    fn splits_intervals_and_timeouts_are_checked() {
+        assert!(check_error(&["-I", "5", "--", "true"]).contains("at least 10"));
+        assert!(check_error(&["-a", "--timeout", "0"]).contains("--timeout takes"));
+        assert!(check_error(&["-A", "--", "true"]).contains("-a or -C"));
+        assert!(check_error(&["--per-thread", "-a"]).contains("-p PID"));
+        assert!(check_error(&["-r", "2", "-I", "100", "--", "true"]).contains("-r cannot"));
+        assert!(check_error(&["-r", "2", "-a", "-A", "--", "true"]).contains("-r cannot"));
+        assert!(
+            parse(&["--interval-count", "2", "--", "true"]).is_err(),
+            "needs -I"
+        );
+        assert!(parse(&["-I", "100", "--interval-count", "0", "--", "true"]).is_err());
+        assert!(parse(&["-I", "-1", "--", "true"]).is_err());
+        let ok = args(&["-a", "--no-aggregate", "-I", "100", "--interval-count", "3"]);
+        assert!(ok.check().is_ok());
+        assert!(ok.per_place());
+        assert_eq!(ok.interval(), Some(std::time::Duration::from_millis(100)));
+        assert_eq!(ok.interval_count, Some(3));
+        assert!(
+            args(&["-p", "1", "--per-thread", "--timeout", "10"])
+                .check()
+                .is_ok()
+        );
     }
 
     #[test]
@@ -258,12 +427,32 @@ mod tests {
             [
                 "cpu/event=0x3c,umask=0x1/u",
                 "page-faults",
-                "{cycles,instructions}:u",
+                "cycles:u",
+                "instructions:u",
                 "msr/tsc/"
             ]
         );
         assert_eq!(split_event_list("a,,b"), ["a", "", "b"]);
+        let (names, groups) = given.event_groups();
+        assert_eq!(names[2..4], ["cycles:u", "instructions:u"]);
+        assert_eq!(groups, [vec![2, 3]]);
         assert_eq!(split_event_list("cpu/a=1,b=2"), ["cpu/a=1,b=2"]);
+    }
+
+    #[test]
+    fn groups_give_their_members_the_group_s_modifiers() {
+        assert_eq!(group_members("page-faults"), None);
+        assert_eq!(
+            group_members("{a, b:k,cpu/event=1/}:u").unwrap(),
+            ["a:u", "b:k:u", "cpu/event=1/u"]
+        );
+        assert_eq!(group_members("{a,b}").unwrap(), ["a", "b"]);
+        assert_eq!(group_members("{}").unwrap(), [""]);
+        assert!(check_error(&["-e", "{}", "--", "true"]).contains("empty event name"));
+        assert!(check_error(&["-e", "{,a}:u", "--", "true"]).contains("empty event name"));
+        let (names, groups) = args(&["-e", "x,{a,b},{c}", "--", "true"]).event_groups();
+        assert_eq!(names, ["x", "a", "b", "c"]);
+        assert_eq!(groups, [vec![1, 2], vec![3]]);
     }
 
     #[test]
@@ -274,7 +463,10 @@ mod tests {
             Format::Csv { separator: ";" }
         );
         assert_eq!(args(&["--json", "--", "true"]).format(), Format::Json);
+        assert_eq!(args(&["-j", "--", "true"]).format(), Format::JsonLines);
         assert!(parse(&["--json", "-x,", "--", "true"]).is_err());
+        assert!(parse(&["-j", "-x,", "--", "true"]).is_err());
+        assert!(parse(&["-j", "--json", "--", "true"]).is_err());
     }
 
     #[test]
@@ -286,6 +478,10 @@ mod tests {
         let ok = args(&["-r", "3", "-C", "0,2-3", "--", "sh", "-c", "exit 3"]);
         assert_eq!(ok.repeat, 3);
         assert_eq!(ok.cpu_list.as_deref(), Some("0,2-3"));
+        // perf's --cpu is the CPU list; the model is --cpu-model.
+        let perfs = args(&["--cpu", "1", "--cpu-model", "skl", "--", "true"]);
+        assert_eq!(perfs.cpu_list.as_deref(), Some("1"));
+        assert!(parse(&["--cpu", "0", "-a", "--", "true"]).is_err());
         assert_eq!(ok.command_words(), ["sh", "-c", "exit 3"]);
     }
 }

@@ -2,13 +2,27 @@
 //!
 //! A measurement passes through the rooms in order, and each imports only rooms before it:
 //! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
-//! a process's threads, CPUs), [`measurement`] (the backend, opening, running, reading,
-//! repeats), [`summary`] (means, spreads, ratios, times) and [`printing`] (table, CSV, JSON).
-//! This module only joins them.
+//! a process's threads, CPUs), [`pacing`] (intervals, timeouts, the timer that stands for a
+//! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
+//! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
+//! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
+//! [`expression`] and [`named_metrics`] (`-M`),
+//! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
+//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`). This module only joins them.
 
 mod arguments;
+mod attached;
+mod counted;
+mod document;
+mod expression;
 mod measurement;
+mod metrics;
+mod named_metrics;
+mod pacing;
+mod plot;
 mod printing;
+mod results;
+mod separated;
 mod summary;
 mod targets;
 
@@ -57,7 +71,22 @@ fn stat_with<B: Backend>(
     targets: &Targets,
     backend: &B,
 ) -> Result<ExitCode, CliError> {
-    let mut events = measurement::plan(backend, &args.event_names())?;
+    let chosen = named_metrics::chosen(&args.metrics).map_err(|e| CliError::usage(e, USAGE))?;
+    let (mut names, groups) = args.event_groups();
+    if args.event_names.is_empty() && !chosen.is_empty() {
+        // -M alone counts the metrics' events, not the default set (as perf does).
+        names.clear();
+    }
+    // The events the metrics read, unless given already (with or without a modifier).
+    for needed in named_metrics::events_needed(&chosen) {
+        if !names
+            .iter()
+            .any(|n| n == &needed || n.split(':').next() == Some(&needed))
+        {
+            names.push(needed);
+        }
+    }
+    let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
     let output = args
@@ -67,8 +96,30 @@ fn stat_with<B: Backend>(
         .transpose()
         .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
-    let mut runs =
-        measurement::measure_repeatedly(backend, &events, targets, &args.command, args.repeat)?;
+    let timer = args.command.is_empty();
+    let command = if timer {
+        pacing::timer(args.timeout())
+    } else {
+        args.command.clone()
+    };
+    let plan = results::Plan {
+        per_place: args.per_place(),
+        pace: pacing::Pace {
+            interval: args.interval(),
+            count: args.interval_count,
+            timeout: args.timeout(),
+        },
+        timer,
+    };
+    let mut runs = measurement::measure_repeatedly(
+        backend,
+        &events,
+        targets,
+        &groups,
+        &command,
+        args.repeat,
+        plan,
+    )?;
     if let Some(fallback) = fallback {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {
@@ -78,6 +129,9 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    printing::write(output, &printing::render(args, &summary))?;
+    printing::write(output, &printing::render(args, &summary, &chosen))?;
+    if let Some(path) = &args.plot {
+        plot::draw(&summary, path).map_err(CliError::failed)?;
+    }
     Ok(ExitCode::from(summary.end.exit_code))
 }

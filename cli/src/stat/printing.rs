@@ -1,25 +1,30 @@
-//! How `counterhal stat` writes its results: perf's table, one CSV line per event (`-x SEP`)
-//! or one JSON object (`--json`), to standard error (as perf does, so that the command's own
-//! output stays clean) or to the file `-o` names.
+//! How `counterhal stat` writes its results: perf's table (with its metric column, per
+//! interval and per place), perf's `-x SEP` and `-j` lines ([`separated`](super::separated)) or
+//! the whole-run JSON document ([`document`](super::document)), to standard error (as perf
+//! does, so that the command's own output stays clean) or to the file `-o` names.
 
 use std::fmt::Write as _;
 
 use counterhal::Error;
-use serde_json::json;
 
 use super::arguments::{Format, StatArgs};
-use super::summary::{EventSummary, Ratio, Summary};
+use super::document;
+use super::metrics::{Metric, Style, metric};
+use super::named_metrics::{MetricDef, evaluate};
+use super::separated::{self, interval_time};
+use super::summary::{EventSummary, Section, Summary};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
 
 /// The results as `args` ask for them: table, CSV or JSON.
-pub fn render(args: &StatArgs, summary: &Summary) -> String {
+pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {
     let mut out = String::new();
     match args.format() {
-        Format::Table => table(&mut out, args, summary),
-        Format::Csv { separator } => csv(&mut out, separator, summary),
-        Format::Json => json(&mut out, args, summary),
+        Format::Table => table(&mut out, args, summary, metrics),
+        Format::Csv { separator } => separated::csv(&mut out, separator, summary, metrics),
+        Format::JsonLines => separated::json_lines(&mut out, summary, metrics),
+        Format::Json => document::json(&mut out, args, summary, metrics),
     }
     out
 }
@@ -51,28 +56,50 @@ fn counted(args: &StatArgs) -> String {
         "'system wide'".to_string()
     } else if let Some(list) = &args.cpu_list {
         format!("CPUs '{list}'")
+    } else if args.command.is_empty() {
+        "'system wide'".to_string()
     } else {
         format!("'{}'", args.command_words().join(" "))
     }
 }
 
-/// perf's table: one line per event, the times, the command's end when it failed, and once
-/// each reason an event is not supported.
-fn table(out: &mut String, args: &StatArgs, summary: &Summary) {
-    let what = counted(args);
-    out.push('\n');
-    if summary.runs > 1 {
+/// perf's table: one line per event (per place, per interval, with the time first), the
+/// times with their spread, the command's end when it failed, and once each reason an event
+/// is not supported.
+fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
+    let intervals = args.interval_ms.is_some();
+    if intervals {
+        let place = if args.no_aggregate {
+            " CPU   "
+        } else if args.per_thread {
+            " thread           "
+        } else {
+            ""
+        };
         _ = writeln!(
             out,
-            " Performance counter stats for {what} ({} runs):",
-            summary.runs
+            "#           time{place}             counts unit events"
         );
     } else {
-        _ = writeln!(out, " Performance counter stats for {what}:");
+        let what = counted(args);
+        out.push('\n');
+        if summary.runs > 1 {
+            _ = writeln!(
+                out,
+                " Performance counter stats for {what} ({} runs):",
+                summary.runs
+            );
+        } else {
+            _ = writeln!(out, " Performance counter stats for {what}:");
+        }
+        out.push('\n');
     }
-    out.push('\n');
-    for entry in &summary.events {
-        _ = writeln!(out, "{}", table_line(summary, entry));
+    for section in &summary.sections {
+        section_lines(out, section, metrics);
+    }
+    if intervals {
+        not_supported(out, &summary.events);
+        return;
     }
     out.push('\n');
     let end = &summary.end;
@@ -80,7 +107,18 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary) {
         _ = writeln!(out, " Note: {note}.");
         out.push('\n');
     }
-    _ = writeln!(out, "{:>18} seconds time elapsed", seconds(end.elapsed_ns));
+    match summary.elapsed_spread {
+        Some((stddev_ns, percent)) => {
+            let mean = end.elapsed_ns as f64 / 1e9;
+            let stddev = stddev_ns / 1e9;
+            let precision = precision(stddev) + 2;
+            _ = writeln!(
+                out,
+                " {mean:>17.precision$} +- {stddev:.precision$} seconds time elapsed  ( +-{percent:>6.2}% )"
+            );
+        }
+        None => _ = writeln!(out, "{:>18} seconds time elapsed", seconds(end.elapsed_ns)),
+    }
     if let (Some(user), Some(sys)) = (end.user_ns, end.sys_ns) {
         out.push('\n');
         _ = writeln!(out, "{:>18} seconds user", seconds(user));
@@ -94,29 +132,87 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary) {
     not_supported(out, &summary.events);
 }
 
-/// One event's line of the table: the value (milliseconds for a clock), the name, the derived
-/// ratio, the spread and, when the event was multiplexed, the share of time it ran.
-fn table_line(summary: &Summary, entry: &EventSummary) -> String {
+/// perf's decimals for a spread: as many as its first significant digit needs (0 above 1).
+fn precision(spread: f64) -> usize {
+    if spread > 1.0 || spread <= 0.0 || !spread.is_finite() {
+        return 0;
+    }
+    (-spread.log10()).ceil().max(0.0) as usize
+}
+
+/// One section's lines, event by event with each place of the event together (perf's order),
+/// then each place's `-M` metrics.
+fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef]) {
+    let events = section.places.first().map_or(0, |p| p.events.len());
+    for index in 0..events {
+        for place in &section.places {
+            let mut line = String::new();
+            if let Some(at_ns) = section.at_ns {
+                _ = write!(line, "{} ", interval_time(at_ns));
+            }
+            if let Some(place) = &place.place {
+                _ = write!(line, "{:<11}", place.label());
+            }
+            let metric = metric(&place.events, index, section.length_ns);
+            line.push_str(&table_line(&place.events[index], metric.as_ref()));
+            _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    for place in &section.places {
+        for def in metrics {
+            let mut line = String::new();
+            if let Some(at_ns) = section.at_ns {
+                _ = write!(line, "{} ", interval_time(at_ns));
+            }
+            if let Some(place) = &place.place {
+                _ = write!(line, "{:<11}", place.label());
+            }
+            match evaluate(def, &place.events, section.length_ns) {
+                Some(value) => {
+                    _ = write!(
+                        line,
+                        "{:>18} {:<4} {:<32} # {value:>8.3} {}",
+                        "", "", def.name, def.unit
+                    )
+                }
+                None => _ = write!(line, "{:>18} {:<4} {}", "<not counted>", "", def.name),
+            }
+            _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+}
+
+/// One event's line of the table: the value (milliseconds for a clock), the unit, the name,
+/// the metric, the spread and, when the event was multiplexed, the share of time it ran.
+fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
+    let unit = if entry.is_clock() { "msec" } else { "" };
     let reading = match &entry.reading {
-        Err(_) => return format!("{:>18}      {}", "<not supported>", entry.name),
+        Err(_) => return format!("{:>18} {unit:<4} {}", "<not supported>", entry.name),
         Ok(reading) => reading,
     };
     let Some(value) = reading.scaled() else {
-        return format!("{:>18}      {}", "<not counted>", entry.name);
+        return format!("{:>18} {unit:<4} {}", "<not counted>", entry.name);
     };
     let shown = if entry.is_clock() {
-        format!("{:.2} msec", value as f64 / 1e6)
+        format!("{:.2}", value as f64 / 1e6)
     } else {
         thousands(value)
     };
-    let ratio = match summary.ratio(entry) {
-        Some(Ratio::Per { value, what }) => format!("#  {value:.2}  {what}"),
-        Some(Ratio::Percent { percent, what }) => format!("#  {percent:.2}% {what}"),
-        None => String::new(),
+    let mut line = format!("{shown:>18} {unit:<4} {:<32}", entry.name);
+    let column = match metric {
+        Some(Metric { value, unit, style }) => {
+            let number = match style {
+                Style::Rate => format!("{value:>8.3}"),
+                Style::Ratio => format!("{value:>7.2} "),
+                Style::Percent => format!("{value:>7.2}%"),
+            };
+            format!(" # {number} {unit:<23}")
+        }
+        None => format!("{:35}", ""),
     };
-    let mut line = format!("{shown:>18}      {:<32} {ratio}", entry.name);
+    line.push_str(&column);
     if let Some(spread) = entry.stddev_percent {
-        _ = write!(line, " ( +- {spread:.2}% )");
+        _ = write!(line, "  ( +-{spread:>6.2}% )");
     }
     if reading.is_multiplexed() {
         let percent = 100.0 * reading.fraction_running().unwrap_or(0.0);
@@ -152,89 +248,22 @@ fn not_supported(out: &mut String, events: &[EventSummary]) {
     out.push('\n');
 }
 
-/// One line per event: value, unit, name, time running (ns), percent running, and with -r the
-/// spread (stddev of the mean, %).
-fn csv(out: &mut String, separator: &str, summary: &Summary) {
-    for entry in &summary.events {
-        let (value, unit, running, percent) = match &entry.reading {
-            Err(_) => ("<not supported>".to_string(), "", 0, 0.0),
-            Ok(reading) => match reading.scaled() {
-                None => ("<not counted>".to_string(), "", reading.time_running, 0.0),
-                Some(value) => {
-                    let unit = if entry.is_clock() { "ns" } else { "" };
-                    let percent = 100.0 * reading.fraction_running().unwrap_or(0.0);
-                    (value.to_string(), unit, reading.time_running, percent)
-                }
-            },
-        };
-        // With -r, perf's CSV puts the spread (stddev of the mean, in %) between the value and
-        // the unit... after the name here, as a sixth field, so the first five stay fixed.
-        let spread = entry
-            .stddev_percent
-            .map_or(String::new(), |spread| format!("{separator}{spread:.2}"));
-        _ = writeln!(
-            out,
-            "{value}{separator}{unit}{separator}{}{separator}{running}{separator}{percent:.2}{spread}",
-            entry.name
-        );
-    }
-}
-
-/// One JSON object: the command, its exit status, the mean elapsed time, the number of runs,
-/// the note, and per event its reading or the reason it is not supported.
-fn json(out: &mut String, args: &StatArgs, summary: &Summary) {
-    let events: Vec<serde_json::Value> = summary
-        .events
-        .iter()
-        .map(|entry| match &entry.reading {
-            Ok(reading) => json!({
-                "name": entry.name,
-                "backend": entry.backend,
-                "value": reading.value,
-                "time_enabled": reading.time_enabled,
-                "time_running": reading.time_running,
-                "scaled": reading.scaled(),
-                "supported": true,
-                "reason": null,
-                "stddev_percent": entry.stddev_percent,
-            }),
-            Err(reason) => json!({
-                "name": entry.name,
-                "backend": entry.backend,
-                "value": null,
-                "time_enabled": null,
-                "time_running": null,
-                "scaled": null,
-                "supported": false,
-                "reason": reason,
-            }),
-        })
-        .collect();
-    let object = json!({
-        "command": args.command_words(),
-        "exit_status": summary.end.exit_code,
-        "elapsed_ns": summary.end.elapsed_ns,
-        "runs": args.repeat,
-        "note": summary.end.note,
-        "events": events,
-    });
-    _ = writeln!(out, "{object}");
-}
-
 #[cfg(test)]
 mod tests {
-    use counterhal::hal::Reading;
+    use serde_json::json;
 
     use super::*;
     use crate::stat::arguments::parse;
+    use crate::stat::results::{Counts, Place, Snapshot};
     use crate::stat::summary::tests::run;
+    use counterhal::hal::Reading;
 
     fn render_with(words: &[&str], summary: &Summary) -> String {
         let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
-        render(&args, summary)
+        render(&args, summary, &[])
     }
 
-    /// page-faults 50 and task-clock 1.5 ms counted, cycles not supported, in one run.
+    /// page-faults and task-clock 1.5 ms counted, cycles not supported, in one run of 2 s.
     fn one_run() -> Summary {
         Summary::of(&[run(
             &[
@@ -247,34 +276,15 @@ mod tests {
     }
 
     #[test]
-    fn csv_has_five_fixed_fields_per_event() {
-        let text = render_with(&["-x", ";", "--", "true"], &one_run());
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines,
-            [
-                "1234567;;page-faults;1000;100.00",
-                "1500000;ns;task-clock;1000;100.00",
-                "<not supported>;;cycles;0;0.00",
-            ]
+    fn the_formats_follow_the_options() {
+        let csv = render_with(&["-x", ";", "--", "true"], &one_run());
+        assert_eq!(csv.lines().next().unwrap().split(';').count(), 7, "{csv}");
+        let lines = render_with(&["-j", "--", "true"], &one_run());
+        assert_eq!(lines.lines().count(), 3, "{lines}");
+        assert!(
+            lines.starts_with("{\"counter-value\" : \"1234567.000000\""),
+            "{lines}"
         );
-    }
-
-    #[test]
-    fn csv_adds_the_spread_as_a_sixth_field_and_says_what_did_not_count() {
-        // Multiplexed in both runs (their share shows); idle enabled but never on a counter.
-        let mut runs =
-            [90, 110].map(|faults| run(&[("page-faults", Some(faults)), ("idle", Some(0))], 1));
-        for run in &mut runs {
-            let faults = run.events[0].outcome.as_ref().unwrap().value;
-            run.events[0].outcome = Ok(Reading::new(faults, 1000, 500));
-            run.events[1].outcome = Ok(Reading::new(0, 1000, 0));
-        }
-        let summary = Summary::of(&runs);
-        let text = render_with(&["-x,", "-r", "2", "--", "true"], &summary);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "200,,page-faults,500,50.00,10.00");
-        assert_eq!(lines[1], "<not counted>,,idle,0,0.00");
     }
 
     #[test]
@@ -283,8 +293,8 @@ mod tests {
         let expected = "
  Performance counter stats for 'sh -c true':
 
-         1,234,567      page-faults
-         1.50 msec      task-clock
+         1,234,567      page-faults                      #  823.045 M/sec
+              1.50 msec task-clock                       #    0.001 CPUs utilized
    <not supported>      cycles
 
        2.000000000 seconds time elapsed
@@ -299,8 +309,14 @@ mod tests {
     #[test]
     fn the_table_shows_runs_spreads_ratios_times_and_the_end() {
         let mut runs = [
-            run(&[("cycles", Some(1_000)), ("instructions", Some(400))], 1),
-            run(&[("cycles", Some(1_000)), ("instructions", Some(600))], 1),
+            run(
+                &[("cycles", Some(1_000)), ("instructions", Some(400))],
+                1_000_000,
+            ),
+            run(
+                &[("cycles", Some(1_000)), ("instructions", Some(600))],
+                3_000_000,
+            ),
         ];
         for run in &mut runs {
             run.end.sys_ns = Some(0);
@@ -315,7 +331,12 @@ mod tests {
         let instructions = text.lines().find(|l| l.contains("instructions")).unwrap();
         assert_eq!(
             instructions,
-            "               500      instructions                     #  0.50  insn per cycle ( +- 20.00% )"
+            "               500      instructions                     #    0.50  insn per cycle           ( +- 20.00% )"
+        );
+        // Elapsed 1 and 3 ms: mean 2 ms, stddev of the mean 1 ms (50%), in perf's digits.
+        assert!(
+            text.contains("           0.00200 +- 0.00100 seconds time elapsed  ( +- 50.00% )\n"),
+            "{text}"
         );
         assert!(text.contains("seconds user\n"), "{text}");
         assert!(
@@ -323,6 +344,36 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Not supported"), "{text}");
+        assert_eq!(precision(0.00147), 3);
+        assert_eq!(precision(2.0), 0);
+    }
+
+    #[test]
+    fn intervals_and_places_print_with_their_columns() {
+        let mut one = run(&[("cpu-clock", Some(30))], 10);
+        let place = |cpu, v: u64| Counts {
+            place: Some(Place::Cpu(cpu)),
+            readings: vec![Ok(Reading::new(v, 100_000_000, 100_000_000))],
+        };
+        one.snapshots = vec![Snapshot {
+            at_ns: 100_000_000,
+            counts: vec![place(0, 100_000_000), place(1, 50_000_000)],
+        }];
+        let text = render_with(&["-a", "-A", "-I", "100"], &Summary::of(&[one]));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "#           time CPU                counts unit events"
+        );
+        assert_eq!(
+            lines[1],
+            "     0.100000000 CPU0                   100.00 msec cpu-clock                        #    1.000 CPUs utilized"
+        );
+        assert!(
+            lines[2].starts_with("     0.100000000 CPU1                    50.00 msec"),
+            "{text}"
+        );
+        assert!(!text.contains("seconds time elapsed"), "{text}");
     }
 
     #[test]
@@ -333,6 +384,8 @@ mod tests {
         assert!(text.contains("   cycles: no PMU here\n"), "{text}");
         // The reasons differ only in the name they start with: the same reason.
         assert!(text.contains("   instructions: as above\n"), "{text}");
+        let system_wide = render_with(&["-a"], &summary);
+        assert!(system_wide.contains("for 'system wide':"), "{system_wide}");
     }
 
     #[test]
@@ -342,14 +395,19 @@ mod tests {
         assert_eq!(value["command"], json!(["true", "x"]));
         assert_eq!(value["exit_status"], 0);
         assert_eq!(value["elapsed_ns"], 2_000_000_000u64);
+        assert_eq!(value["user_ns"], 1_000_000_000u64);
+        assert!(value["sys_ns"].is_null(), "not told: {value}");
+        assert!(value["elapsed_stddev_percent"].is_null());
         assert_eq!(value["runs"], 1);
         assert!(value["note"].is_null());
+        assert!(value.get("intervals").is_none());
         let faults = &value["events"][0];
         assert_eq!(faults["name"], "page-faults");
         assert_eq!(faults["backend"], "test");
         assert_eq!(faults["value"], 1_234_567);
         assert_eq!(faults["scaled"], 1_234_567);
         assert_eq!(faults["supported"], true);
+        assert_eq!(faults["metric_unit"], "M/sec");
         assert!(faults["stddev_percent"].is_null());
         let cycles = &value["events"][2];
         assert_eq!(cycles["supported"], false);

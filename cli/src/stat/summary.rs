@@ -1,10 +1,12 @@
 //! The numbers `counterhal stat` computes from its runs: each event's mean reading and the
-//! spread of its values, the ratios between events (instructions per cycle, the share of
-//! branches missed), and the mean times of the runs.
+//! spread of its values, the mean times of the runs and the spread of the elapsed time, and
+//! the sections the results print in (the whole run; each interval of `-I`, as the difference
+//! of two snapshots; each CPU or thread of `-A` and `--per-thread`).
 
-use counterhal::hal::{GeneralizedEvent, HardwareEvent, Preset, Reading};
+use counterhal::Error;
+use counterhal::hal::Reading;
 
-use super::measurement::{CommandEnd, Run};
+use super::results::{CommandEnd, Counts, Place, Run};
 
 /// Every run's numbers, as the results print them.
 pub struct Summary {
@@ -15,9 +17,33 @@ pub struct Summary {
     pub end: CommandEnd,
     /// How many runs there were.
     pub runs: usize,
+    /// With more than one run, the standard deviation of the mean elapsed time, in
+    /// nanoseconds, and in percent of the mean.
+    pub elapsed_spread: Option<(f64, f64)>,
+    /// What prints, in order: one section for the whole run, or one per interval.
+    pub sections: Vec<Section>,
+}
+
+/// The events of one stretch of time, summed or per place.
+pub struct Section {
+    /// With `-I`, when the interval ended, in nanoseconds after the start.
+    pub at_ns: Option<u64>,
+    /// How long the stretch was, in nanoseconds (the run's elapsed time, or the interval's).
+    pub length_ns: u64,
+    /// The counts of each place (one, unnamed, when they are added up).
+    pub places: Vec<PlaceSummary>,
+}
+
+/// The events counted in one place.
+pub struct PlaceSummary {
+    /// Where (`None`: everywhere, added up).
+    pub place: Option<Place>,
+    /// One entry per event, in the order given.
+    pub events: Vec<EventSummary>,
 }
 
 /// One event over every run.
+#[derive(Clone, Debug)]
 pub struct EventSummary {
     /// The event's name as given.
     pub name: String,
@@ -30,25 +56,6 @@ pub struct EventSummary {
     pub stddev_percent: Option<f64>,
 }
 
-/// A derived number printed beside an event.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Ratio {
-    /// So many of this event per one of another (`insn per cycle`).
-    Per {
-        /// The quotient.
-        value: f64,
-        /// What it is, in words.
-        what: &'static str,
-    },
-    /// This event as a share of another (`of all branches`).
-    Percent {
-        /// The share, in percent.
-        percent: f64,
-        /// Of what, in words.
-        what: &'static str,
-    },
-}
-
 impl Summary {
     /// The summary of `runs`, which all counted the same events in the same order.
     ///
@@ -56,7 +63,7 @@ impl Summary {
     /// When `runs` is empty (`-r` is at least 1).
     pub fn of(runs: &[Run]) -> Summary {
         let first = runs.first().expect("at least one run");
-        let events = first
+        let events: Vec<EventSummary> = first
             .events
             .iter()
             .enumerate()
@@ -67,7 +74,7 @@ impl Summary {
                     .collect();
                 let reading = readings.as_deref().map(mean_reading);
                 let stddev_percent = match (&reading, &readings) {
-                    (Ok(mean), Ok(readings)) if readings.len() > 1 && mean.value > 0 => {
+                    (Ok(_), Ok(readings)) if readings.len() > 1 => {
                         let values: Vec<u64> = readings.iter().map(|r| r.value).collect();
                         Some(spread_percent(&values))
                     }
@@ -81,48 +88,122 @@ impl Summary {
                 }
             })
             .collect();
+        let end = mean_end(runs);
+        let sections = sections(first, &events, end.elapsed_ns, runs.len());
+        let elapsed: Vec<u64> = runs.iter().map(|run| run.end.elapsed_ns).collect();
+        let elapsed_spread = (runs.len() > 1).then(|| {
+            let percent = spread_percent(&elapsed);
+            (percent / 100.0 * end.elapsed_ns as f64, percent)
+        });
         Summary {
             events,
-            end: mean_end(runs),
+            end,
             runs: runs.len(),
+            elapsed_spread,
+            sections,
         }
-    }
-
-    /// The number derived from `entry` and another event of the table, where there is one:
-    /// instructions per cycle, branch misses of all branches, cache misses of all references.
-    pub fn ratio(&self, entry: &EventSummary) -> Option<Ratio> {
-        let value = entry.reading.as_ref().ok()?.scaled()?;
-        let (base, what, percent) = match measures(&entry.name)? {
-            Measures::Instructions => (Measures::Cycles, "insn per cycle", false),
-            Measures::BranchMisses => (Measures::Branches, "of all branches", true),
-            Measures::CacheMisses => (Measures::CacheReferences, "of all cache refs", true),
-            _ => return None,
-        };
-        let total = self.first_estimate(base).filter(|&total| total > 0)? as f64;
-        Some(if percent {
-            Ratio::Percent {
-                percent: 100.0 * value as f64 / total,
-                what,
-            }
-        } else {
-            Ratio::Per {
-                value: value as f64 / total,
-                what,
-            }
-        })
-    }
-
-    /// The estimate of the first event in the table that measures `what`.
-    fn first_estimate(&self, what: Measures) -> Option<u64> {
-        self.events
-            .iter()
-            .find(|s| measures(&s.name) == Some(what))
-            .and_then(|s| s.reading.as_ref().ok())
-            .and_then(Reading::scaled)
     }
 }
 
+/// The sections of a summary: with `-I` (one run), each interval as the difference from the
+/// snapshot before; with `-A` or `--per-thread` (one run), each place; else the whole run,
+/// summed.
+fn sections(run: &Run, events: &[EventSummary], elapsed_ns: u64, runs: usize) -> Vec<Section> {
+    let whole = || Section {
+        at_ns: None,
+        length_ns: elapsed_ns,
+        places: vec![PlaceSummary {
+            place: None,
+            events: events.to_vec(),
+        }],
+    };
+    if runs > 1 {
+        return vec![whole()];
+    }
+    let named = |counts: &[Counts]| -> Vec<PlaceSummary> {
+        counts
+            .iter()
+            .map(|counts| PlaceSummary {
+                place: counts.place.clone(),
+                events: events
+                    .iter()
+                    .zip(&counts.readings)
+                    .map(|(event, reading)| EventSummary {
+                        reading: match (&event.reading, reading) {
+                            (Ok(_), Ok(reading)) => Ok(*reading),
+                            (Err(e), _) => Err(e.clone()),
+                            (Ok(_), Err(e)) => Err(e.to_string()),
+                        },
+                        stddev_percent: None,
+                        ..event.clone()
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    if !run.snapshots.is_empty() {
+        let mut before: Option<&[Counts]> = None;
+        let mut before_ns = 0;
+        return run
+            .snapshots
+            .iter()
+            .map(|snapshot| {
+                let counts = interval(&snapshot.counts, before);
+                before = Some(&snapshot.counts);
+                let length_ns = snapshot.at_ns.saturating_sub(before_ns);
+                before_ns = snapshot.at_ns;
+                Section {
+                    at_ns: Some(snapshot.at_ns),
+                    length_ns,
+                    places: named(&counts),
+                }
+            })
+            .collect();
+    }
+    if !run.places.is_empty() {
+        return vec![Section {
+            at_ns: None,
+            length_ns: elapsed_ns,
+            places: named(&run.places),
+        }];
+    }
+    vec![whole()]
+}
+
+/// The counts of one interval: `now` less the snapshot `before` (the counts at the start:
+/// zero), place by place.
+pub fn interval(now: &[Counts], before: Option<&[Counts]>) -> Vec<Counts> {
+    now.iter()
+        .map(|counts| {
+            let earlier = before.and_then(|before| before.iter().find(|b| b.place == counts.place));
+            let readings = counts
+                .readings
+                .iter()
+                .enumerate()
+                .map(|(i, reading)| -> Result<Reading, Error> {
+                    let reading = reading.as_ref().map_err(Clone::clone)?;
+                    match earlier.and_then(|e| e.readings.get(i)) {
+                        Some(Ok(earlier)) => Ok(reading.since(earlier)),
+                        _ => Ok(*reading),
+                    }
+                })
+                .collect();
+            Counts {
+                place: counts.place.clone(),
+                readings,
+            }
+        })
+        .collect()
+}
+
+impl Summary {}
+
 impl EventSummary {
+    /// The event's scaled estimate, where it counted.
+    pub fn estimate(&self) -> Option<u64> {
+        self.reading.as_ref().ok()?.scaled()
+    }
+
     /// Whether the event is a clock (`task-clock`, `cpu-clock`), whose value is nanoseconds.
     pub fn is_clock(&self) -> bool {
         let base = base_name(&self.name);
@@ -186,42 +267,12 @@ fn base_name(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)
 }
 
-/// What an event measures, for the derived ratios: perf's names, their aliases and modifiers,
-/// and the PAPI presets that mean the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Measures {
-    Instructions,
-    Cycles,
-    Branches,
-    BranchMisses,
-    CacheReferences,
-    CacheMisses,
-}
-
-fn measures(name: &str) -> Option<Measures> {
-    match GeneralizedEvent::from_name(base_name(name))? {
-        GeneralizedEvent::Hardware(HardwareEvent::Instructions)
-        | GeneralizedEvent::Preset(Preset::TotIns) => Some(Measures::Instructions),
-        GeneralizedEvent::Hardware(HardwareEvent::Cycles)
-        | GeneralizedEvent::Preset(Preset::TotCyc) => Some(Measures::Cycles),
-        GeneralizedEvent::Hardware(HardwareEvent::Branches)
-        | GeneralizedEvent::Preset(Preset::BrIns) => Some(Measures::Branches),
-        GeneralizedEvent::Hardware(HardwareEvent::BranchMisses)
-        | GeneralizedEvent::Preset(Preset::BrMsp) => Some(Measures::BranchMisses),
-        GeneralizedEvent::Hardware(HardwareEvent::CacheReferences) => {
-            Some(Measures::CacheReferences)
-        }
-        GeneralizedEvent::Hardware(HardwareEvent::CacheMisses) => Some(Measures::CacheMisses),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use counterhal::Error;
 
     use super::*;
-    use crate::stat::measurement::EventResult;
+    use crate::stat::results::EventResult;
 
     /// A run whose events read `values` (name, value; `None`: not supported), each counting
     /// all of 1000 ns, that took `elapsed_ns`.
@@ -245,6 +296,8 @@ pub(super) mod tests {
                 sys_ns: None,
                 note: None,
             },
+            places: Vec::new(),
+            snapshots: Vec::new(),
         }
     }
 
@@ -284,14 +337,95 @@ pub(super) mod tests {
         assert_eq!(summary.end.elapsed_ns, 2_000);
         assert_eq!(summary.end.user_ns, Some(1_000));
         assert_eq!(summary.end.sys_ns, None);
+        // Elapsed 1000 and 3000 ns: mean 2000, stddev of the mean 1000 ns, 50%.
+        let (stddev_ns, percent) = summary.elapsed_spread.unwrap();
+        assert!((stddev_ns - 1000.0).abs() < 1e-6, "{stddev_ns}");
+        assert!((percent - 50.0).abs() < 1e-9, "{percent}");
+        assert_eq!(summary.sections.len(), 1, "repeats print one section");
+    }
+
+    fn counts(place: Option<Place>, values: &[Option<u64>], ns: u64) -> Counts {
+        Counts {
+            place,
+            readings: values
+                .iter()
+                .map(|v| {
+                    v.map(|v| Reading::new(v, ns, ns))
+                        .ok_or_else(|| Error::unsupported("no"))
+                })
+                .collect(),
+        }
     }
 
     #[test]
-    fn one_run_or_a_zero_mean_has_no_spread() {
+    fn intervals_are_differences_and_add_up_to_the_total() {
+        use crate::stat::results::Snapshot;
+        let mut one = run(&[("page-faults", Some(60)), ("cycles", None)], 350);
+        let cumulative = [(100, 10), (200, 25), (350, 60)];
+        one.snapshots = cumulative
+            .iter()
+            .map(|&(at_ns, faults)| Snapshot {
+                at_ns,
+                counts: vec![counts(None, &[Some(faults), None], at_ns)],
+            })
+            .collect();
+        let summary = Summary::of(&[one]);
+        let sections = &summary.sections;
+        assert_eq!(sections.len(), 3);
+        let values: Vec<u64> = sections
+            .iter()
+            .map(|s| s.places[0].events[0].reading.as_ref().unwrap().value)
+            .collect();
+        assert_eq!(values, [10, 15, 35]);
+        assert_eq!(
+            values.iter().sum::<u64>(),
+            summary.events[0].reading.as_ref().unwrap().value
+        );
+        let lengths: Vec<u64> = sections.iter().map(|s| s.length_ns).collect();
+        assert_eq!(lengths, [100, 100, 150], "the last interval is partial");
+        assert_eq!(sections[2].at_ns, Some(350));
+        // Time running is a difference too: 150 ns in the last interval.
+        let last = sections[2].places[0].events[0].reading.as_ref().unwrap();
+        assert_eq!(last.time_running, 150);
+        assert!(
+            sections[1].places[0].events[1].reading.is_err(),
+            "still not supported"
+        );
+    }
+
+    #[test]
+    fn places_are_kept_apart_and_matched_by_name() {
+        let mut one = run(&[("cpu-clock", Some(30))], 10);
+        one.places = vec![
+            counts(Some(Place::Cpu(0)), &[Some(10)], 10),
+            counts(Some(Place::Cpu(1)), &[Some(20)], 10),
+        ];
+        let summary = Summary::of(&[one]);
+        let places = &summary.sections[0].places;
+        assert_eq!(places.len(), 2);
+        assert_eq!(places[1].place, Some(Place::Cpu(1)));
+        assert_eq!(places[1].events[0].reading.as_ref().unwrap().value, 20);
+        // An interval's places are matched by place, not by position.
+        let now = [
+            counts(Some(Place::Cpu(1)), &[Some(25)], 20),
+            counts(Some(Place::Cpu(0)), &[Some(12)], 20),
+        ];
+        let before = [
+            counts(Some(Place::Cpu(0)), &[Some(10)], 10),
+            counts(Some(Place::Cpu(1)), &[Some(20)], 10),
+        ];
+        let deltas = interval(&now, Some(&before));
+        assert_eq!(deltas[0].readings[0].as_ref().unwrap().value, 5);
+        assert_eq!(deltas[1].readings[0].as_ref().unwrap().value, 2);
+    }
+
+    #[test]
+    fn one_run_has_no_spread_and_a_zero_mean_none_to_speak_of() {
         let one = Summary::of(&[run(&[("page-faults", Some(5))], 1)]);
         assert_eq!(one.events[0].stddev_percent, None);
-        let zeros = Summary::of(&[run(&[("x", Some(0))], 1), run(&[("x", Some(1))], 1)]);
-        assert_eq!(zeros.events[0].stddev_percent, None, "integer mean 0");
+        // A mean of 0 has a spread of 0%, which perf prints too.
+        let zeros = Summary::of(&[run(&[("x", Some(0))], 1), run(&[("x", Some(0))], 1)]);
+        assert_eq!(zeros.events[0].stddev_percent, Some(0.0));
     }
 
     #[test]
@@ -310,46 +444,6 @@ pub(super) mod tests {
         assert_eq!(end.exit_code, 3);
         assert_eq!(end.exit_description, "exited with status 3");
         assert_eq!(end.note.as_deref(), Some("a note"));
-    }
-
-    #[test]
-    fn ratios_pair_events_by_what_they_measure() {
-        let summary = Summary::of(&[run(
-            &[
-                ("PAPI_TOT_CYC", Some(2_000)),
-                ("instructions:u", Some(1_000)),
-                ("branches", Some(400)),
-                ("branch-misses", Some(10)),
-                ("cache-misses", Some(3)),
-                ("page-faults", Some(1)),
-            ],
-            1,
-        )]);
-        let ratio = |i: usize| summary.ratio(&summary.events[i]);
-        assert_eq!(
-            ratio(1),
-            Some(Ratio::Per {
-                value: 0.5,
-                what: "insn per cycle"
-            })
-        );
-        assert_eq!(
-            ratio(3),
-            Some(Ratio::Percent {
-                percent: 2.5,
-                what: "of all branches"
-            })
-        );
-        // No cache references counted; cycles and page faults have no ratio.
-        assert_eq!(ratio(4), None);
-        assert_eq!(ratio(0), None);
-        assert_eq!(ratio(5), None);
-    }
-
-    #[test]
-    fn a_ratio_needs_a_base_that_counted() {
-        let summary = Summary::of(&[run(&[("cycles", Some(0)), ("instructions", Some(9))], 1)]);
-        assert_eq!(summary.ratio(&summary.events[1]), None);
     }
 
     #[test]

@@ -1,0 +1,225 @@
+//! Counting on the targets of an [`Attach`] ([`MultiSet`]): a process's threads, CPUs, or
+//! (for a backend that counts per CPU) the CPUs the command runs on, while the command (or the
+//! timer standing for one) runs; read summed or per target, at each interval and at the end.
+
+use std::ffi::OsString;
+
+use counterhal::hal::{Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal::process::{ForwardSignals, WaitingChild, belongs_to_another_user};
+use counterhal::{Attach, Backend, Error, ErrorKind, MultiSet};
+
+use super::arguments::USAGE;
+use super::pacing::Step;
+use super::results::{
+    CommandEnd, Counts, EventResult, Place, Plan, Planned, Run, Snapshot, nanos, not_run, stop,
+};
+use crate::error::CliError;
+
+/// Each opened set: the indices (into the planned events) of what it counts, on every target.
+type Opened<G> = (Vec<usize>, MultiSet<G>);
+
+/// Counts the events on `attach` while `command` runs (every backend).
+pub fn run_on_targets<B: Backend>(
+    backend: &B,
+    events: &[Planned],
+    attach: &Attach,
+    groups: &[Vec<usize>],
+    command: &[OsString],
+    plan: Plan,
+) -> Result<Run, CliError> {
+    let label = backend.label();
+    let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
+    let sets = open_sets(backend, events, attach, groups, &mut results)?;
+    run_and_read(sets, command, results, plan)
+}
+
+/// Opens the ready events on every target: each group (`{a,b}`) as one group of the backend,
+/// counted together or not at all; the others all at once first, since a backend with
+/// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
+/// place them together; where that fails, each on its own, so that one event the machine lacks
+/// does not hide the others (its result then says why). A thread of a process that exited
+/// meanwhile is skipped.
+fn open_sets<B: Backend>(
+    backend: &B,
+    events: &[Planned],
+    attach: &Attach,
+    groups: &[Vec<usize>],
+    results: &mut [EventResult],
+) -> Result<Vec<Opened<B::Group>>, CliError> {
+    let open_on_every_target = |indices: &[usize], options: &OpenOptions| {
+        let resolved: Vec<ResolvedEvent> = indices
+            .iter()
+            .filter_map(|&i| events[i].ready().cloned())
+            .collect();
+        MultiSet::open(backend, &resolved, attach, options)
+    };
+    let is_ready = |i: &usize| events[*i].ready().is_some();
+    let mut sets = Vec::new();
+    for group in groups {
+        let members: Vec<usize> = group.iter().copied().filter(is_ready).collect();
+        if members.is_empty() {
+            continue;
+        }
+        match open_on_every_target(&members, &OpenOptions::grouped()) {
+            Ok(opened) => sets.push((members, opened)),
+            Err(e) => {
+                stop_for(&e, attach)?;
+                for &index in &members {
+                    results[index].outcome = Err(e.clone());
+                }
+            }
+        }
+    }
+    let ready: Vec<usize> = (0..events.len())
+        .filter(is_ready)
+        .filter(|i| !groups.iter().any(|group| group.contains(i)))
+        .collect();
+    match open_on_every_target(&ready, &OpenOptions::ungrouped()) {
+        Ok(opened) if !ready.is_empty() => sets.push((ready, opened)),
+        _ => {
+            for index in ready {
+                match open_on_every_target(&[index], &OpenOptions::ungrouped()) {
+                    Ok(opened) => sets.push((vec![index], opened)),
+                    Err(e) => {
+                        stop_for(&e, attach)?;
+                        results[index].outcome = Err(e);
+                    }
+                }
+            }
+        }
+    }
+    Ok(sets)
+}
+
+/// The errors that stop the measurement rather than mark one event as not counted.
+fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
+    match e.kind() {
+        // A target that does not exist is the user's to fix, not an event the machine lacks.
+        ErrorKind::NotFound | ErrorKind::InvalidInput => Err(CliError::usage(e.clone(), USAGE)),
+        // Out of file descriptors: no event is at fault, and counting fewer than asked
+        // without saying so would mislead (perf stops too).
+        ErrorKind::LimitReached => Err(CliError::failed(e.clone())),
+        // Another user's process refuses every event: the target, not the event, is at fault.
+        ErrorKind::PermissionDenied if matches!(attach, Attach::Process(pid) if belongs_to_another_user(*pid)) => {
+            Err(CliError::failed(e.clone()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Holds the command before `exec`, enables every set, lets it run (reading at each interval
+/// and stopping it when its time is up), and once it has ended disables and reads every set,
+/// putting each event's sum over the targets in its result (and, per place, each target's).
+fn run_and_read<G: Group>(
+    mut sets: Vec<Opened<G>>,
+    command: &[OsString],
+    mut results: Vec<EventResult>,
+    plan: Plan,
+) -> Result<Run, CliError> {
+    let mut child = WaitingChild::spawn(command).map_err(not_run)?;
+    for (_, set) in &mut sets {
+        set.enable().map_err(CliError::failed)?;
+    }
+    let forwarding = ForwardSignals::to(child.pid());
+    let started = std::time::Instant::now();
+    let released = child.release();
+    let mut snapshots = Vec::new();
+    let mut stopped = false;
+    let mut failed = None;
+    if released.is_ok() {
+        let pid = child.pid();
+        plan.pace.run(pid, started, |step| match step {
+            Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
+                Ok(counts) => snapshots.push(Snapshot {
+                    at_ns: nanos(at),
+                    counts,
+                }),
+                Err(e) => _ = failed.get_or_insert(e),
+            },
+            Step::Stop => stopped = stop(child.child()),
+        });
+    }
+    let ran = released.and_then(|()| child.wait());
+    drop(forwarding);
+    let at_end = nanos(started.elapsed());
+    if let Some(e) = failed {
+        return Err(CliError::failed(e));
+    }
+    for (_, set) in &mut sets {
+        set.disable().map_err(CliError::failed)?;
+    }
+    let end = CommandEnd::of(&ran.map_err(not_run)?).stopped_if(stopped);
+    let mut last = read_sets(&mut sets, results.len(), plan.per_place).map_err(CliError::failed)?;
+    let totals = read_sets(&mut sets, results.len(), false).map_err(CliError::failed)?;
+    for (result, total) in results.iter_mut().zip(&totals[0].readings) {
+        if result.outcome.is_ok() {
+            result.outcome = total.clone();
+        }
+    }
+    let places = if plan.per_place {
+        last.clone()
+    } else {
+        Vec::new()
+    };
+    if plan.pace.wants_last_interval(snapshots.len()) {
+        if !plan.per_place {
+            last = totals;
+        }
+        snapshots.push(Snapshot {
+            at_ns: at_end,
+            counts: last,
+        });
+    }
+    Ok(Run {
+        events: results,
+        end,
+        places,
+        snapshots,
+    })
+}
+
+/// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).
+/// Events no set holds read as not counted (their results keep the reason).
+fn read_sets<G: Group>(
+    sets: &mut [Opened<G>],
+    n: usize,
+    per_place: bool,
+) -> Result<Vec<Counts>, Error> {
+    let unread = || -> Vec<Result<Reading, Error>> {
+        (0..n)
+            .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
+            .collect()
+    };
+    if !per_place {
+        let mut readings = unread();
+        for (indices, set) in sets.iter_mut() {
+            for (&index, total) in indices.iter().zip(set.read_to_vec()?) {
+                readings[index] = Ok(total);
+            }
+        }
+        return Ok(vec![Counts {
+            place: None,
+            readings,
+        }]);
+    }
+    let mut places: Vec<Counts> = Vec::new();
+    for (indices, set) in sets.iter_mut() {
+        for (target, readings) in set.read_each()? {
+            let place = Place::of(&target);
+            let at = match places.iter().position(|c| c.place == place) {
+                Some(at) => at,
+                None => {
+                    places.push(Counts {
+                        place,
+                        readings: unread(),
+                    });
+                    places.len() - 1
+                }
+            };
+            for (&index, reading) in indices.iter().zip(readings) {
+                places[at].readings[index] = Ok(reading);
+            }
+        }
+    }
+    Ok(places)
+}

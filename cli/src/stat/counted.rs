@@ -1,0 +1,101 @@
+//! The command counted from its `exec` ([`CountedCommand`]), where the backend can follow one
+//! process (Linux): read at each interval while it runs, stopped when its time is up.
+
+use std::ffi::OsString;
+
+use counterhal::hal::{OpenOptions, Reading, ResolvedEvent};
+use counterhal::process::{ForwardSignals, command_for};
+use counterhal::{Backend, CountedCommand, Error, ErrorKind};
+
+use super::pacing::{Pace, Step};
+use super::results::{
+    CommandEnd, Counts, EventResult, Planned, Run, Snapshot, nanos, not_run, stop,
+};
+use crate::error::CliError;
+
+/// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,
+/// the counters are opened on it to start at its exec and follow what it creates, then it
+/// executes. Each event is opened on its own (or all as one group, `grouped`), so one the
+/// machine lacks does not keep the others from counting (perf's behaviour).
+pub fn run_counted_command<B: Backend>(
+    backend: &B,
+    events: &[Planned],
+    command: &[OsString],
+    pace: Pace,
+    grouped: bool,
+) -> Result<Run, CliError> {
+    let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
+    let command = command_for(command).map_err(not_run)?;
+    let options = if grouped {
+        OpenOptions::grouped()
+    } else {
+        OpenOptions::ungrouped()
+    };
+    let mut counted =
+        CountedCommand::new(backend, &ready, command, &options).map_err(|e| match e.kind() {
+            ErrorKind::LimitReached => CliError::failed(e),
+            _ => not_run(e),
+        })?;
+    // From here until the child is reaped, the signals that end a command are the command's,
+    // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
+    // the same for Ctrl-C.
+    let forwarding = ForwardSignals::to(counted.pid());
+    let started = std::time::Instant::now();
+    let mut snapshots = Vec::new();
+    let mut stopped = false;
+    let label = backend.label();
+    let place_all = |readings: Vec<Result<Reading, Error>>| {
+        let mut readings = readings.into_iter();
+        events
+            .iter()
+            .map(|planned| {
+                let mut result = planned.result(&label);
+                if planned.ready().is_some() {
+                    result.outcome = readings
+                        .next()
+                        .unwrap_or_else(|| Err(Error::new(ErrorKind::Other, "not read")));
+                }
+                result
+            })
+            .collect::<Vec<EventResult>>()
+    };
+    let count = counted.start().and_then(|()| {
+        let pid = counted.pid();
+        pace.run(pid, started, |step| match step {
+            Step::Read(at) => {
+                let readings = place_all(counted.read())
+                    .into_iter()
+                    .map(|r| r.outcome)
+                    .collect();
+                snapshots.push(Snapshot {
+                    at_ns: nanos(at),
+                    counts: vec![Counts {
+                        place: None,
+                        readings,
+                    }],
+                });
+            }
+            Step::Stop => stopped = stop(counted.child()),
+        });
+        counted.wait()
+    });
+    drop(forwarding);
+    let at_end = nanos(started.elapsed());
+    let count = count.map_err(not_run)?;
+    let results = place_all(count.readings);
+    if pace.wants_last_interval(snapshots.len()) {
+        snapshots.push(Snapshot {
+            at_ns: at_end,
+            counts: vec![Counts {
+                place: None,
+                readings: results.iter().map(|r| r.outcome.clone()).collect(),
+            }],
+        });
+    }
+    Ok(Run {
+        events: results,
+        end: CommandEnd::of(&count.exit).stopped_if(stopped),
+        places: Vec::new(),
+        snapshots,
+    })
+}

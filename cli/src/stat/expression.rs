@@ -1,0 +1,458 @@
+//! Metric expressions as perf's metric tables write them: numbers (`1e9`), event names (with
+//! perf's escapes: `branch\-misses`, `INST_RETIRED.ANY`, `cpu@event\=0x3c@`), `+ - * /`,
+//! comparisons `< >`, parentheses, `A if COND else B`, `min(a, b)`, `max(a, b)`,
+//! `d_ratio(a, b)` (a / b, 0 when b is 0), and names the caller gives values to
+//! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
+
+use std::fmt;
+
+/// A parsed expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A number.
+    Number(f64),
+    /// An event, constant or metric, by name (escapes removed).
+    Name(String),
+    /// `-x`.
+    Negate(Box<Expr>),
+    /// `a OP b`.
+    Binary(Box<Expr>, Op, Box<Expr>),
+    /// `then if condition else otherwise`.
+    If {
+        /// The value when the condition holds.
+        then: Box<Expr>,
+        /// Holds when not 0.
+        condition: Box<Expr>,
+        /// The value otherwise.
+        otherwise: Box<Expr>,
+    },
+    /// `min`, `max` or `d_ratio` of two.
+    Call(Function, Box<Expr>, Box<Expr>),
+}
+
+/// A binary operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Less,
+    Greater,
+}
+
+/// A function of two arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    Min,
+    Max,
+    /// `a / b`, or 0 when `b` is 0.
+    DRatio,
+}
+
+/// Why an expression does not parse: what was wrong and where (a byte offset).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// What was expected or found.
+    pub message: String,
+    /// Where, in bytes from the start.
+    pub at: usize,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.message, self.at)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Number(f64),
+    Name(String),
+    Symbol(char),
+}
+
+/// Splits `text` into tokens, each with its offset.
+fn tokens(text: &str) -> Result<Vec<(Token, usize)>, ParseError> {
+    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(|n| n.1.is_ascii_digit()))
+        {
+            let start = i;
+            while i < chars.len() {
+                let c = chars[i].1;
+                let exponent_sign =
+                    (c == '-' || c == '+') && i > start && matches!(chars[i - 1].1, 'e' | 'E');
+                if c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || exponent_sign {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            let end = chars.get(i).map_or(text.len(), |c| c.0);
+            let number = text[at..end].parse::<f64>().map_err(|_| ParseError {
+                message: format!("`{}` is not a number", &text[at..end]),
+                at,
+            })?;
+            out.push((Token::Number(number), at));
+        } else if c.is_alphabetic() || c == '_' || c == '#' || c == '\\' {
+            let mut name = String::new();
+            while i < chars.len() {
+                let c = chars[i].1;
+                if c == '\\' {
+                    match chars.get(i + 1) {
+                        Some(&(_, escaped)) => name.push(escaped),
+                        None => {
+                            return Err(ParseError {
+                                message: "an escape at the end".into(),
+                                at: chars[i].0,
+                            });
+                        }
+                    }
+                    i += 2;
+                } else if c.is_alphanumeric() || matches!(c, '_' | '.' | '#' | '@' | ':') {
+                    name.push(c);
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            out.push((Token::Name(name), at));
+        } else if "+-*/()<>,".contains(c) {
+            out.push((Token::Symbol(c), at));
+            i += 1;
+        } else {
+            return Err(ParseError {
+                message: format!("unexpected `{c}`"),
+                at,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a metric expression.
+///
+/// # Errors
+/// A [`ParseError`] naming what was expected and where.
+pub fn parse(text: &str) -> Result<Expr, ParseError> {
+    let mut parser = Parser {
+        tokens: tokens(text)?,
+        next: 0,
+        end: text.len(),
+    };
+    let expr = parser.conditional()?;
+    match parser.tokens.get(parser.next) {
+        None => Ok(expr),
+        Some((_, at)) => Err(ParseError {
+            message: "an operator or the end".into(),
+            at: *at,
+        }),
+    }
+}
+
+struct Parser {
+    tokens: Vec<(Token, usize)>,
+    next: usize,
+    end: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.next).map(|(t, _)| t)
+    }
+
+    fn at(&self) -> usize {
+        self.tokens.get(self.next).map_or(self.end, |(_, at)| *at)
+    }
+
+    fn expect(&mut self, symbol: char) -> Result<(), ParseError> {
+        if self.peek() == Some(&Token::Symbol(symbol)) {
+            self.next += 1;
+            Ok(())
+        } else {
+            Err(ParseError {
+                message: format!("expected `{symbol}`"),
+                at: self.at(),
+            })
+        }
+    }
+
+    fn keyword(&mut self, word: &str) -> bool {
+        if matches!(self.peek(), Some(Token::Name(name)) if name == word) {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `a if c else b` (lowest precedence, right-associative).
+    fn conditional(&mut self) -> Result<Expr, ParseError> {
+        let then = self.comparison()?;
+        if !self.keyword("if") {
+            return Ok(then);
+        }
+        let condition = self.comparison()?;
+        if !self.keyword("else") {
+            return Err(ParseError {
+                message: "expected `else`".into(),
+                at: self.at(),
+            });
+        }
+        let otherwise = self.conditional()?;
+        Ok(Expr::If {
+            then: Box::new(then),
+            condition: Box::new(condition),
+            otherwise: Box::new(otherwise),
+        })
+    }
+
+    fn comparison(&mut self) -> Result<Expr, ParseError> {
+        let mut left = self.sum()?;
+        while let Some(op) = match self.peek() {
+            Some(Token::Symbol('<')) => Some(Op::Less),
+            Some(Token::Symbol('>')) => Some(Op::Greater),
+            _ => None,
+        } {
+            self.next += 1;
+            left = Expr::Binary(Box::new(left), op, Box::new(self.sum()?));
+        }
+        Ok(left)
+    }
+
+    fn sum(&mut self) -> Result<Expr, ParseError> {
+        let mut left = self.product()?;
+        while let Some(op) = match self.peek() {
+            Some(Token::Symbol('+')) => Some(Op::Add),
+            Some(Token::Symbol('-')) => Some(Op::Subtract),
+            _ => None,
+        } {
+            self.next += 1;
+            left = Expr::Binary(Box::new(left), op, Box::new(self.product()?));
+        }
+        Ok(left)
+    }
+
+    fn product(&mut self) -> Result<Expr, ParseError> {
+        let mut left = self.unary()?;
+        while let Some(op) = match self.peek() {
+            Some(Token::Symbol('*')) => Some(Op::Multiply),
+            Some(Token::Symbol('/')) => Some(Op::Divide),
+            _ => None,
+        } {
+            self.next += 1;
+            left = Expr::Binary(Box::new(left), op, Box::new(self.unary()?));
+        }
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Expr, ParseError> {
+        if self.peek() == Some(&Token::Symbol('-')) {
+            self.next += 1;
+            return Ok(Expr::Negate(Box::new(self.unary()?)));
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<Expr, ParseError> {
+        let at = self.at();
+        let token = self.peek().cloned();
+        self.next += 1;
+        match token {
+            Some(Token::Number(n)) => Ok(Expr::Number(n)),
+            Some(Token::Symbol('(')) => {
+                let inner = self.conditional()?;
+                self.expect(')')?;
+                Ok(inner)
+            }
+            Some(Token::Name(name)) => {
+                let function = match name.as_str() {
+                    "min" => Some(Function::Min),
+                    "max" => Some(Function::Max),
+                    "d_ratio" => Some(Function::DRatio),
+                    _ => None,
+                };
+                match function {
+                    Some(function) if self.peek() == Some(&Token::Symbol('(')) => {
+                        self.next += 1;
+                        let a = self.conditional()?;
+                        self.expect(',')?;
+                        let b = self.conditional()?;
+                        self.expect(')')?;
+                        Ok(Expr::Call(function, Box::new(a), Box::new(b)))
+                    }
+                    _ => Ok(Expr::Name(name)),
+                }
+            }
+            _ => Err(ParseError {
+                message: "expected a number, a name or `(`".into(),
+                at,
+            }),
+        }
+    }
+}
+
+impl Expr {
+    /// Its value, with `value_of` giving each name's (`None`: unknown, or not counted; the
+    /// whole expression is then `None`). A division by 0 is `None` (perf prints no metric);
+    /// `d_ratio` by 0 is 0.
+    pub fn evaluate(&self, value_of: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+        Some(match self {
+            Expr::Number(n) => *n,
+            Expr::Name(name) => value_of(name)?,
+            Expr::Negate(inner) => -inner.evaluate(value_of)?,
+            Expr::Binary(a, op, b) => {
+                let (a, b) = (a.evaluate(value_of)?, b.evaluate(value_of)?);
+                match op {
+                    Op::Add => a + b,
+                    Op::Subtract => a - b,
+                    Op::Multiply => a * b,
+                    Op::Divide if b == 0.0 => return None,
+                    Op::Divide => a / b,
+                    Op::Less => f64::from(u8::from(a < b)),
+                    Op::Greater => f64::from(u8::from(a > b)),
+                }
+            }
+            // Only the branch taken needs its events.
+            Expr::If {
+                then,
+                condition,
+                otherwise,
+            } => {
+                if condition.evaluate(value_of)? != 0.0 {
+                    then.evaluate(value_of)?
+                } else {
+                    otherwise.evaluate(value_of)?
+                }
+            }
+            Expr::Call(function, a, b) => {
+                let (a, b) = (a.evaluate(value_of)?, b.evaluate(value_of)?);
+                match function {
+                    Function::Min => a.min(b),
+                    Function::Max => a.max(b),
+                    Function::DRatio if b == 0.0 => 0.0,
+                    Function::DRatio => a / b,
+                }
+            }
+        })
+    }
+
+    /// Every name it reads, in order, each once.
+    pub fn names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.collect_names(&mut names);
+        names
+    }
+
+    fn collect_names(&self, names: &mut Vec<String>) {
+        match self {
+            Expr::Number(_) => {}
+            Expr::Name(name) => {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+            Expr::Negate(inner) => inner.collect_names(names),
+            Expr::Binary(a, _, b) | Expr::Call(_, a, b) => {
+                a.collect_names(names);
+                b.collect_names(names);
+            }
+            Expr::If {
+                then,
+                condition,
+                otherwise,
+            } => {
+                then.collect_names(names);
+                condition.collect_names(names);
+                otherwise.collect_names(names);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(text: &str, values: &[(&str, f64)]) -> Option<f64> {
+        let expr = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        expr.evaluate(&|name| values.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+    }
+
+    #[test]
+    fn arithmetic_keeps_precedence_and_associativity() {
+        assert_eq!(eval("1 + 2 * 3", &[]), Some(7.0));
+        assert_eq!(eval("(1 + 2) * 3", &[]), Some(9.0));
+        assert_eq!(eval("8 / 4 / 2", &[]), Some(1.0));
+        assert_eq!(eval("10 - 3 - 2", &[]), Some(5.0));
+        assert_eq!(eval("-2 * -3", &[]), Some(6.0));
+        assert_eq!(eval("1e9 * 2.5e-9", &[]), Some(2.5));
+        assert_eq!(eval(".5 + 1", &[]), Some(1.5));
+    }
+
+    #[test]
+    fn names_with_perfs_escapes_and_constants() {
+        let values = [
+            ("branch-misses", 25.0),
+            ("branches", 1000.0),
+            ("INST_RETIRED.ANY", 3.0),
+            ("duration_time", 0.5),
+            ("#num_cpus_online", 4.0),
+        ];
+        assert_eq!(eval("branch\\-misses / branches", &values), Some(0.025));
+        assert_eq!(eval("INST_RETIRED.ANY / duration_time", &values), Some(6.0));
+        assert_eq!(eval("#num_cpus_online * 2", &values), Some(8.0));
+        assert_eq!(
+            eval("unknown + 1", &values),
+            None,
+            "a missing value spreads"
+        );
+        assert_eq!(
+            parse("a\\-b + c * a\\-b").unwrap().names(),
+            ["a-b", "c"],
+            "each name once"
+        );
+    }
+
+    #[test]
+    fn conditionals_functions_and_division_by_zero() {
+        let values = [("smt_on", 1.0), ("a", 6.0), ("b", 0.0)];
+        assert_eq!(eval("a if smt_on else 2 * a", &values), Some(6.0));
+        assert_eq!(eval("a if b else 2 * a", &values), Some(12.0));
+        assert_eq!(eval("1 if a > 5 else 0", &values), Some(1.0));
+        assert_eq!(
+            eval("1 if a < 5 else 2 if a > 5 else 3", &values),
+            Some(2.0)
+        );
+        // The branch not taken may read what was not counted.
+        assert_eq!(eval("a if smt_on else missing", &values), Some(6.0));
+        assert_eq!(eval("min(a, 2) + max(a, 2)", &values), Some(8.0));
+        assert_eq!(eval("d_ratio(a, b)", &values), Some(0.0));
+        assert_eq!(eval("a / b", &values), None);
+        assert_eq!(eval("d_ratio(a, 3)", &values), Some(2.0));
+    }
+
+    #[test]
+    fn bad_expressions_say_where() {
+        for (text, message, at) in [
+            ("1 +", "expected a number", 3),
+            ("(1 + 2", "expected `)`", 6),
+            ("1 2", "an operator or the end", 2),
+            ("a if b", "expected `else`", 6),
+            ("min(1)", "expected `,`", 5),
+            ("1 $ 2", "unexpected `$`", 2),
+            ("a\\", "an escape at the end", 1),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(error.message.contains(message), "{text}: {error}");
+            assert_eq!(error.at, at, "{text}: {error}");
+        }
+    }
+}

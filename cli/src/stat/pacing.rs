@@ -1,0 +1,205 @@
+//! When `counterhal stat` reads and when it stops: every `-I` milliseconds while the command
+//! runs, at most `--interval-count` times, and not past `--timeout`; and, without a command
+//! (`-a`, `-C`, `-p` alone), the timer that stands for one until Ctrl-C or the timeout.
+//!
+//! The command's end is seen without reaping it (the wait that reaps it also gives its CPU
+//! times): Linux shows an ended, unreaped child as a zombie in `/proc/PID/stat`. Where there is
+//! no `/proc`, the command is simply waited for and only its end is read.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+/// The longest sleep between two looks at the command, so that its end is seen promptly.
+const LOOK_EVERY: Duration = Duration::from_millis(10);
+
+/// How long the timer standing for a command sleeps without `--timeout`: until Ctrl-C.
+const FOREVER_SECONDS: u64 = 2_147_483_647;
+
+/// When to read and when to stop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pace {
+    /// Read every so often while the command runs (`-I`).
+    pub interval: Option<Duration>,
+    /// Stop the command after so many intervals (`--interval-count`).
+    pub count: Option<u32>,
+    /// Stop the command after so long (`--timeout`).
+    pub timeout: Option<Duration>,
+}
+
+/// What the loop asks of the measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Read the counters: so long after the start.
+    Read(Duration),
+    /// Stop the command (its time or its intervals are up).
+    Stop,
+}
+
+impl Pace {
+    /// Whether anything happens before the command ends on its own.
+    pub fn is_idle(&self) -> bool {
+        self.interval.is_none() && self.timeout.is_none()
+    }
+
+    /// Whether the stretch from the last of `read` intervals to the end is printed as an
+    /// interval of its own: with `-I`, unless `--interval-count` intervals were read (perf
+    /// prints that many, the partial one only when the command ended first).
+    pub fn wants_last_interval(&self, read: usize) -> bool {
+        self.interval.is_some()
+            && self
+                .count
+                .is_none_or(|count| read < usize::try_from(count).unwrap_or(usize::MAX))
+    }
+
+    /// Calls `step` at each interval and once to stop, until process `pid` (a child not yet
+    /// reaped) has ended. Returns at once where the OS cannot show that, and when there is
+    /// nothing to do before the end.
+    pub fn run(&self, pid: u32, started: Instant, mut step: impl FnMut(Step)) {
+        if self.is_idle() || !can_see_the_end() {
+            return;
+        }
+        let mut next_read = self.interval;
+        let mut reads = 0u32;
+        let mut stopped = false;
+        while !has_ended(pid) {
+            let now = started.elapsed();
+            if let (Some(interval), Some(at)) = (self.interval, next_read)
+                && now >= at
+            {
+                step(Step::Read(now));
+                reads += 1;
+                next_read = Some(at + interval);
+                if self.count.is_some_and(|count| reads >= count) {
+                    next_read = None;
+                    if !stopped {
+                        step(Step::Stop);
+                        stopped = true;
+                    }
+                }
+            }
+            if !stopped && self.timeout.is_some_and(|timeout| now >= timeout) {
+                step(Step::Stop);
+                stopped = true;
+            }
+            let until_read = next_read.map_or(LOOK_EVERY, |at| at.saturating_sub(now));
+            std::thread::sleep(until_read.min(LOOK_EVERY));
+        }
+    }
+}
+
+/// The command that stands for one when `-a`, `-C` or `-p` is given without one: a sleep
+/// for the timeout (rounded up to the millisecond), or until Ctrl-C ends it.
+pub fn timer(timeout: Option<Duration>) -> Vec<OsString> {
+    let seconds = match timeout {
+        Some(timeout) => format!("{}.{:03}", timeout.as_secs(), timeout.subsec_millis()),
+        None => FOREVER_SECONDS.to_string(),
+    };
+    vec!["sleep".into(), seconds.into()]
+}
+
+/// Whether this OS shows a child's end without reaping it (`/proc/PID/stat`).
+fn can_see_the_end() -> bool {
+    std::path::Path::new("/proc/self/stat").exists()
+}
+
+/// Whether process `pid` has ended: it is a zombie (or gone).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => state_of(&stat).is_none_or(|state| matches!(state, 'Z' | 'X')),
+        Err(_) => true,
+    }
+}
+
+/// The state letter of a `/proc/PID/stat` line: the first field after the name in
+/// parentheses (which may itself hold spaces and parentheses).
+fn state_of(stat: &str) -> Option<char> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().next()?.chars().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_follows_the_last_parenthesis() {
+        assert_eq!(state_of("42 (sleep) S 1 42"), Some('S'));
+        assert_eq!(state_of("42 (a) b) Z 1 42"), Some('Z'));
+        assert_eq!(state_of("42 (sleep"), None);
+        assert!(!has_ended(std::process::id()), "this process runs");
+        assert!(has_ended(u32::MAX), "no process has this id");
+    }
+
+    #[test]
+    fn the_timer_sleeps_for_the_timeout_or_until_stopped() {
+        assert_eq!(timer(Some(Duration::from_millis(1500))), ["sleep", "1.500"]);
+        assert_eq!(timer(None), ["sleep", "2147483647"]);
+    }
+
+    #[test]
+    fn reads_come_at_each_interval_and_stop_after_the_count() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let pace = Pace {
+            interval: Some(Duration::from_millis(20)),
+            count: Some(3),
+            timeout: None,
+        };
+        let mut steps = Vec::new();
+        let started = Instant::now();
+        pace.run(child.id(), started, |step| {
+            steps.push(step);
+            if step == Step::Stop {
+                child.kill().expect("kill");
+            }
+        });
+        child.wait().ok();
+        let reads: Vec<Duration> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Read(at) => Some(*at),
+                Step::Stop => None,
+            })
+            .collect();
+        assert_eq!(reads.len(), 3, "{steps:?}");
+        assert_eq!(steps[3], Step::Stop, "{steps:?}");
+        for (i, at) in reads.iter().enumerate() {
+            assert!(
+                *at >= Duration::from_millis(20 * (i as u64 + 1)),
+                "{steps:?}"
+            );
+        }
+        assert!(started.elapsed() < Duration::from_secs(4), "stopped early");
+    }
+
+    #[test]
+    fn a_timeout_stops_once() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let pace = Pace {
+            timeout: Some(Duration::from_millis(30)),
+            ..Pace::default()
+        };
+        let mut stops = 0;
+        pace.run(child.id(), Instant::now(), |step| {
+            assert_eq!(step, Step::Stop);
+            stops += 1;
+            child.kill().expect("kill");
+        });
+        child.wait().ok();
+        assert_eq!(stops, 1);
+        assert!(Pace::default().is_idle());
+        let counted = Pace {
+            interval: Some(Duration::from_millis(10)),
+            count: Some(2),
+            timeout: None,
+        };
+        assert!(counted.wants_last_interval(1), "the command ended first");
+        assert!(!counted.wants_last_interval(2), "the count is reached");
+        assert!(!Pace::default().wants_last_interval(0), "no -I");
+    }
+}

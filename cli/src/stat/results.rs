@@ -1,0 +1,262 @@
+//! What one run of `counterhal stat` yields, shared by the paths that count: the events as
+//! planned, each event's result, how the command ended, and (with `-A`, `--per-thread`, `-I`)
+//! the counts per place and the snapshots at each interval; and what ends a command early.
+
+use counterhal::hal::{Reading, ResolvedEvent};
+use counterhal::process::{ChildExit, exit_code_for};
+use counterhal::{Error, Target};
+
+use super::pacing::Pace;
+use crate::error::CliError;
+
+/// An event as planned: resolved, or known to be unusable here (reported as not supported).
+pub enum Planned {
+    /// Resolved; still may fail to open.
+    Ready(ResolvedEvent),
+    /// The name is valid but this CPU or backend cannot count it.
+    Unsupported {
+        /// The name as given.
+        name: String,
+        /// Why not.
+        error: Error,
+    },
+}
+
+impl Planned {
+    /// The resolved event, when it is ready to open.
+    pub fn ready(&self) -> Option<&ResolvedEvent> {
+        match self {
+            Planned::Ready(event) => Some(event),
+            Planned::Unsupported { .. } => None,
+        }
+    }
+
+    /// The event's result before anything is counted: a zero reading, or why it cannot count.
+    pub fn result(&self, backend: &str) -> EventResult {
+        let (name, outcome) = match self {
+            Planned::Ready(event) => (event.name.clone(), Ok(Reading::default())),
+            Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+        };
+        EventResult {
+            name,
+            backend: backend.to_string(),
+            outcome,
+        }
+    }
+}
+
+/// One event's outcome in one run.
+pub struct EventResult {
+    /// The event's name as given.
+    pub name: String,
+    /// The label of the backend that counted it.
+    pub backend: String,
+    /// Its reading (summed over the targets), or why it could not be counted.
+    pub outcome: Result<Reading, Error>,
+}
+
+/// One run of the command.
+pub struct Run {
+    /// One result per planned event, in the order given.
+    pub events: Vec<EventResult>,
+    /// How the command ended and what it cost.
+    pub end: CommandEnd,
+    /// With `-A` or `--per-thread`, the final counts of each CPU or thread.
+    pub places: Vec<Counts>,
+    /// With `-I`, the counts so far at each interval's end (cumulative: an interval is the
+    /// difference from the one before), the last one at the command's end.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// Where counts were counted, when they are not added up (`-A`, `--per-thread`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// One CPU.
+    Cpu(u32),
+    /// One thread of the process: its id and its name (`comm`).
+    Thread {
+        /// The thread's id.
+        tid: u32,
+        /// Its name, as the OS shows it.
+        name: String,
+    },
+}
+
+impl Place {
+    /// perf's label for it: `CPU0`, or the thread's `name-tid`.
+    pub fn label(&self) -> String {
+        match self {
+            Place::Cpu(cpu) => format!("CPU{cpu}"),
+            Place::Thread { tid, name } => format!("{name}-{tid}"),
+        }
+    }
+
+    /// perf's JSON key and value for it: `"cpu" : "0"` or `"thread" : "name-tid"`.
+    pub fn json_field(&self) -> (&'static str, String) {
+        match self {
+            Place::Cpu(cpu) => ("cpu", cpu.to_string()),
+            Place::Thread { .. } => ("thread", self.label()),
+        }
+    }
+
+    /// The place a backend target stands for.
+    pub fn of(target: &Target) -> Option<Place> {
+        match *target {
+            Target::Cpu(cpu) => Some(Place::Cpu(cpu)),
+            Target::Process { pid, .. } => Some(Place::Thread {
+                tid: pid,
+                name: thread_name(pid),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A thread's name from `/proc/TID/comm`, or `?` where the OS does not tell (perf's
+/// `comm-tid` label uses it).
+fn thread_name(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|name| name.trim_end().to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// One event result per planned event, counted in one place (`None`: everywhere, added up).
+#[derive(Clone, Debug)]
+pub struct Counts {
+    /// Where (none: the sum over every target).
+    pub place: Option<Place>,
+    /// One per planned event: its reading, or why it was not counted.
+    pub readings: Vec<Result<Reading, Error>>,
+}
+
+/// The counts so far at one moment of a run (`-I`).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// How long after the start, in nanoseconds.
+    pub at_ns: u64,
+    /// The counts, summed (one entry) or per place.
+    pub counts: Vec<Counts>,
+}
+
+/// How to count besides what: per place or summed, and when to read and stop.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plan {
+    /// Keep each CPU's or thread's counts (`-A`, `--per-thread`).
+    pub per_place: bool,
+    /// When to read and when to stop the command.
+    pub pace: Pace,
+    /// Whether the command is the timer that stands for none (`-a` alone): how it ends is no
+    /// exit status to pass on.
+    pub timer: bool,
+}
+
+/// Nanoseconds in a duration, saturating.
+pub fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// How the command ended, what it cost, and whose activity was counted: for one run, or as
+/// the runs' mean.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandEnd {
+    /// The command's exit status as this command passes it on.
+    pub exit_code: u8,
+    /// The command's end in words (`exited with status 3`).
+    pub exit_description: String,
+    /// Wall time, in nanoseconds.
+    pub elapsed_ns: u64,
+    /// The command's user CPU time, in nanoseconds, where the OS tells.
+    pub user_ns: Option<u64>,
+    /// The command's system CPU time, in nanoseconds, where the OS tells.
+    pub sys_ns: Option<u64>,
+    /// What the reader must know about whose activity was counted.
+    pub note: Option<String>,
+}
+
+impl CommandEnd {
+    /// A command this command stopped because its time was up: that is no failure to pass
+    /// on (perf exits 0 too).
+    pub fn stopped_if(self, stopped: bool) -> Self {
+        if !stopped {
+            return self;
+        }
+        CommandEnd {
+            exit_code: 0,
+            exit_description: "was stopped when its time was up".to_string(),
+            ..self
+        }
+    }
+
+    /// The end of a command as the OS reported it.
+    pub fn of(exit: &ChildExit) -> Self {
+        CommandEnd {
+            exit_code: exit.exit_code(),
+            exit_description: exit.describe(),
+            elapsed_ns: nanos(exit.elapsed),
+            user_ns: Some(nanos(exit.user_time)),
+            sys_ns: Some(nanos(exit.system_time)),
+            note: None,
+        }
+    }
+}
+
+/// Stops the command whose time is up (`--timeout`, `--interval-count`); whether it was
+/// still running to be stopped.
+pub fn stop(child: Option<&mut std::process::Child>) -> bool {
+    // Already ended: nothing to stop.
+    child.is_some_and(|child| child.kill().is_ok())
+}
+
+/// A command that could not be run: 127 when it was not found, 126 when it could not be
+/// executed, as a shell says.
+pub fn not_run(error: Error) -> CliError {
+    CliError {
+        exit_code: exit_code_for(&error),
+        error,
+        usage: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use counterhal::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn a_program_not_found_exits_127_and_one_not_executable_126() {
+        let missing = not_run(Error::new(ErrorKind::NotFound, "no such program"));
+        assert_eq!(missing.exit_code, 127);
+        let denied = not_run(Error::new(ErrorKind::PermissionDenied, "not executable"));
+        assert_eq!(denied.exit_code, 126);
+    }
+
+    #[test]
+    fn a_command_stopped_on_time_is_no_failure() {
+        let killed = CommandEnd {
+            exit_code: 137,
+            exit_description: "was killed by signal 9".to_string(),
+            elapsed_ns: 5,
+            user_ns: None,
+            sys_ns: None,
+            note: None,
+        };
+        assert_eq!(killed.clone().stopped_if(false).exit_code, 137);
+        let stopped = killed.stopped_if(true);
+        assert_eq!(stopped.exit_code, 0);
+        assert_eq!(stopped.elapsed_ns, 5);
+        assert!(!stop(None), "nothing to stop");
+    }
+
+    #[test]
+    fn a_planned_event_starts_at_zero_or_with_its_reason() {
+        let unsupported = Planned::Unsupported {
+            name: "cycles".into(),
+            error: Error::unsupported("no PMU"),
+        };
+        let result = unsupported.result("linux");
+        assert_eq!(result.name, "cycles");
+        assert_eq!(result.backend, "linux");
+        assert_eq!(result.outcome.unwrap_err().message(), "no PMU");
+    }
+}
