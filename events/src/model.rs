@@ -148,6 +148,12 @@ pub struct UnitMask {
     pub invert: bool,
     /// The fixed counter that counts exactly this event, if any.
     pub fixed: Option<u32>,
+    /// The event code it selects instead of its event's (Intel tables list a few unit masks
+    /// of one event name under another code), if any.
+    pub event_code: Option<u16>,
+    /// The general counters it may use instead of its event's (empty: its fixed counter
+    /// only), if it narrows them.
+    pub counters: Option<CounterSet>,
     /// What kind of bits it sets.
     pub class: UnitMaskClass,
 }
@@ -156,6 +162,12 @@ impl UnitMask {
     /// Whether the mask carries its own filter bits (counter mask, edge, invert).
     pub fn has_filters(&self) -> bool {
         self.cmask != 0 || self.edge || self.invert
+    }
+
+    /// Whether the mask changes its event's code or counters, so it cannot be combined with
+    /// another unit mask.
+    pub fn overrides_event(&self) -> bool {
+        self.event_code.is_some() || self.counters.is_some()
     }
 }
 

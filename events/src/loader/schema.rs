@@ -78,4 +78,6 @@ pub(super) struct UmaskDoc {
     #[serde(default)]
     pub(super) inv: bool,
     pub(super) fixed: Option<Spanned<i64>>,
+    pub(super) event: Option<Spanned<i64>>,
+    pub(super) counters: Option<Spanned<Vec<i64>>>,
 }
