@@ -402,6 +402,14 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
             Err(why) => *left.entry(why.text().to_string()).or_default() += 1,
         }
     }
+    // Older tables (Bonnell, Nehalem, Westmere, Silvermont) number the fixed counters from 1
+    // (INST_RETIRED.ANY on "Fixed counter 1"); the PMU numbers them from 0.
+    let fixed_indices = || groups.values().flatten().filter_map(|e| e.fixed);
+    if fixed_indices().min() == Some(1) {
+        for e in groups.values_mut().flatten() {
+            e.fixed = e.fixed.map(|f| f - 1);
+        }
+    }
     let mut general = 0;
     let mut fixed_counters = 0;
     for (base, mut group) in groups {
@@ -494,6 +502,42 @@ mod tests {
         assert!(signature("CyrixInstead-6-1").is_err());
         assert!(signature("GenuineIntel-6").is_err());
         assert!(signature("GenuineIntel-x-1").is_err());
+    }
+
+    fn event(name: &str, code: &str, umask: &str, counter: &str) -> Value {
+        serde_json::json!({
+            "EventName": name, "EventCode": code, "UMask": umask, "Counter": counter,
+            "MSRIndex": "0", "CounterMask": "0", "Invert": "0", "EdgeDetect": "0",
+        })
+    }
+
+    #[test]
+    fn fixed_counters_numbered_from_one_are_renumbered_from_zero() {
+        let mut model = GenModel::default();
+        let entries = [
+            event("INST_RETIRED.ANY", "0x0", "0x0", "Fixed counter 1"),
+            event("INST_RETIRED.ANY_P", "0xC0", "0x1", "0,1,2,3"),
+            event("CPU_CLK_UNHALTED.THREAD", "0x0", "0x0", "Fixed counter 2"),
+            event("CPU_CLK_UNHALTED.THREAD_P", "0x3C", "0x0", "0,1,2,3"),
+            event("CPU_CLK_UNHALTED.REF", "0x0", "0x0", "Fixed counter 3"),
+        ];
+        convert(&mut model, &entries).unwrap();
+        assert_eq!(model.fixed_counters, 3);
+        let fixed = |event: &str, mask: &str| {
+            let e = model.events.iter().find(|e| e.name == event).unwrap();
+            e.umasks.iter().find(|u| u.name == mask).unwrap().fixed
+        };
+        assert_eq!(fixed("INST_RETIRED", "ANY"), Some(0));
+        assert_eq!(fixed("CPU_CLK_UNHALTED", "THREAD"), Some(1));
+        assert_eq!(fixed("CPU_CLK_UNHALTED", "REF"), Some(2));
+        // A table that starts at 0 keeps its numbers.
+        let mut model = GenModel::default();
+        convert(
+            &mut model,
+            &[event("INST_RETIRED.ANY", "0x0", "0x1", "Fixed counter 0")],
+        )
+        .unwrap();
+        assert_eq!(model.fixed_counters, 1);
     }
 
     #[test]
