@@ -125,10 +125,28 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("intel-arch.toml"),
     shipped!("amd64_k7.toml"),
     shipped!("k8.toml"),
+    shipped!("generated/amd64_fam10h_shanghai.toml"),
+    shipped!("amd64_fam10h_shanghai.toml"),
+    shipped!("generated/amd64_fam10h_istanbul.toml"),
+    shipped!("amd64_fam10h_istanbul.toml"),
+    shipped!("generated/amd64_fam10h_barcelona.toml"),
+    shipped!("amd64_fam10h_barcelona.toml"),
+    shipped!("generated/amd64_fam11h_turion.toml"),
+    shipped!("amd64_fam11h_turion.toml"),
+    shipped!("generated/amd64_fam12h_llano.toml"),
+    shipped!("amd64_fam12h_llano.toml"),
+    shipped!("generated/amd64_fam14h_bobcat.toml"),
+    shipped!("amd64_fam14h_bobcat.toml"),
+    shipped!("generated/amd64_fam15h_interlagos.toml"),
+    shipped!("amd64_fam15h_interlagos.toml"),
+    shipped!("generated/amd64_fam16h.toml"),
+    shipped!("amd64_fam16h.toml"),
     shipped!("amd64_fam17h_zen1.toml"),
     shipped!("amd64_fam17h_zen2.toml"),
     shipped!("amd64_fam19h_zen3.toml"),
     shipped!("amd64_fam19h_zen4.toml"),
+    shipped!("generated/amd64_fam1ah_zen5.toml"),
+    shipped!("amd64_fam1ah_zen5.toml"),
 ];
 
 /// The environment variable naming an extra events file.
@@ -664,7 +682,26 @@ mod tests {
             "NetBurst has no model"
         );
         assert_eq!(id(cpu(Vendor::Amd, 0xf, 5)).as_deref(), Some("k8"));
-        assert_eq!(id(cpu(Vendor::Amd, 0x10, 2)).as_deref(), Some("k8"));
+        // Families 0x10-0x16 have their own tables (their DTLB events take a page-size unit
+        // mask K8's do not).
+        for (family, model) in [
+            (0x10, "amd64_fam10h_barcelona"),
+            (0x10 + 0x100, "amd64_fam10h_shanghai"),
+            (0x10 + 0x200, "amd64_fam10h_istanbul"),
+            (0x11, "amd64_fam11h_turion"),
+            (0x12, "amd64_fam12h_llano"),
+            (0x14, "amd64_fam14h_bobcat"),
+            (0x15, "amd64_fam15h_interlagos"),
+            (0x16, "amd64_fam16h"),
+        ] {
+            // Family 10h: model 2 is revision B, 4 revision C, 8 revision D (libpfm4's rule).
+            let cpu_model = [2, 4, 8][family as usize >> 8];
+            assert_eq!(
+                id(cpu(Vendor::Amd, family & 0xff, cpu_model)).as_deref(),
+                Some(model)
+            );
+        }
+        assert_eq!(id(cpu(Vendor::Amd, 0x13, 2)), None, "no family 13h exists");
         // K7 is family 6 and must not get K8-only events.
         assert_eq!(id(cpu(Vendor::Amd, 6, 4)).as_deref(), Some("amd64_k7"));
         let amd = [
@@ -680,10 +717,9 @@ mod tests {
             (0x19, 0x61, "amd64_fam19h_zen4"),
             (0x19, 0x74, "amd64_fam19h_zen4"),
             (0x19, 0xa0, "amd64_fam19h_zen4"),
-            // This machine: AuthenticAMD family 0x1a model 2 (Zen 5); libpfm4 4.13 has no
-            // Zen 5 table, the Zen 4 one is the nearest.
-            (0x1a, 0x02, "amd64_fam19h_zen4"),
-            (0x1a, 0x44, "amd64_fam19h_zen4"),
+            // This machine: AuthenticAMD family 0x1a model 2 (Zen 5), its own table.
+            (0x1a, 0x02, "amd64_fam1ah_zen5"),
+            (0x1a, 0x44, "amd64_fam1ah_zen5"),
         ];
         for (family, model, want) in amd {
             assert_eq!(

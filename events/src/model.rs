@@ -154,6 +154,9 @@ pub struct UnitMask {
     /// The general counters it may use instead of its event's (empty: its fixed counter
     /// only), if it narrows them.
     pub counters: Option<CounterSet>,
+    /// Its group (libpfm4's `grpid`): a group no named unit mask belongs to still gets its
+    /// defaults.
+    pub group: u8,
     /// What kind of bits it sets.
     pub class: UnitMaskClass,
 }

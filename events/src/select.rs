@@ -164,6 +164,15 @@ pub(crate) fn select(
             ));
         }
         plain.extend(event.unit_masks.iter().filter(|u| u.default));
+    } else if !plain.is_empty() {
+        // A group none of the named unit masks belongs to keeps its defaults (libpfm4's
+        // grouped unit masks: naming a request type keeps the default core selection).
+        let named: Vec<u8> = plain.iter().map(|m| m.group).collect();
+        plain.extend(
+            event.unit_masks.iter().filter(|u| {
+                u.default && u.class == UnitMaskClass::Plain && !named.contains(&u.group)
+            }),
+        );
     }
     let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
     let mut implied = Modifiers::default();

@@ -1,5 +1,5 @@
 //! counterhal-gen: the event database's generator. It reads snapshots of the upstream tables
-//! (Intel perfmon's JSON, BSD-3-Clause) from a path and writes one deterministic TOML file per
+//! (Intel perfmon's JSON, BSD-3-Clause; libpfm4's AMD tables, MIT) from a path and writes one deterministic TOML file per
 //! CPU model, headed by the source, the source's commit and "generated: do not edit". Facts
 //! carry over (names, codes, unit masks, counter constraints, flags); description sentences do
 //! not, and the upstream files are never committed.
@@ -8,6 +8,8 @@
 //! events/data/generated`.
 #![forbid(unsafe_code)]
 
+pub mod cparse;
+pub mod libpfm4;
 pub mod model;
 pub mod perfmon;
 pub mod write;

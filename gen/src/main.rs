@@ -27,6 +27,18 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+    /// libpfm4 (github.com/wcohen/libpfm4): the AMD core tables under lib/events.
+    Libpfm4 {
+        /// The snapshot's top directory (holding lib/events).
+        #[arg(long)]
+        source: PathBuf,
+        /// The snapshot's commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -37,6 +49,12 @@ fn main() -> ExitCode {
             commit,
             out,
         } => counterhal_gen::perfmon::models(source, commit)
+            .and_then(|models| counterhal_gen::write_models(&models, out)),
+        Source::Libpfm4 {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::libpfm4::models(source, commit)
             .and_then(|models| counterhal_gen::write_models(&models, out)),
     };
     match result {

@@ -8,8 +8,8 @@ pub struct Signature {
     pub vendor: &'static str,
     /// The display family.
     pub family: u32,
-    /// The display model.
-    pub model: u32,
+    /// The display model (None: any).
+    pub model: Option<u32>,
     /// The steppings it covers (empty: any).
     pub steppings: Vec<u32>,
 }
@@ -33,8 +33,10 @@ pub struct GenUnitMask {
     pub event: Option<u16>,
     /// Its own general counters, where they differ from the event's.
     pub counters: Option<Vec<u32>>,
-    /// Applies when no unit mask is named.
+    /// Applies when no unit mask is named (or none of its group).
     pub default: bool,
+    /// Its group (libpfm4's `grpid`; 0 unless the event has several).
+    pub group: u8,
 }
 
 /// A generated native event.

@@ -234,7 +234,7 @@ fn signature(text: &str) -> Result<Signature, String> {
     Ok(Signature {
         vendor,
         family: number(family, 10)?,
-        model: number(model, 16)?,
+        model: Some(number(model, 16)?),
         steppings,
     })
 }
@@ -467,6 +467,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     event: (e.code != code).then_some(e.code),
                     counters: (e.counters != counters).then_some(e.counters),
                     default: false,
+                    group: 0,
                 });
             }
         }
@@ -495,10 +496,10 @@ mod tests {
     #[test]
     fn signatures_read_as_perf_writes_them() {
         let s = signature("GenuineIntel-6-55-[56789ABCDEF]").unwrap();
-        assert_eq!((s.family, s.model), (6, 0x55));
+        assert_eq!((s.family, s.model), (6, Some(0x55)));
         assert_eq!(s.steppings, (5..=15).collect::<Vec<_>>());
         let s = signature("GenuineIntel-18-1").unwrap();
-        assert_eq!((s.family, s.model, s.steppings.len()), (18, 1, 0));
+        assert_eq!((s.family, s.model, s.steppings.len()), (18, Some(1), 0));
         assert!(signature("CyrixInstead-6-1").is_err());
         assert!(signature("GenuineIntel-6").is_err());
         assert!(signature("GenuineIntel-x-1").is_err());

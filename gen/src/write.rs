@@ -53,12 +53,10 @@ pub fn model_toml(model: &GenModel) -> String {
 }
 
 fn signature(s: &Signature) -> String {
-    let mut text = format!(
-        "{{ vendor = {}, family = {:#x}, model = {:#x}",
-        quoted(s.vendor),
-        s.family,
-        s.model
-    );
+    let mut text = format!("{{ vendor = {}, family = {:#x}", quoted(s.vendor), s.family);
+    if let Some(model) = s.model {
+        let _ = write!(text, ", model = {model:#x}");
+    }
     if !s.steppings.is_empty() {
         let list: Vec<String> = s.steppings.iter().map(u32::to_string).collect();
         let _ = write!(text, ", stepping = [{}]", list.join(", "));
@@ -116,6 +114,9 @@ fn umask(u: &GenUnitMask) -> String {
     if u.default {
         text.push_str(", default = true");
     }
+    if u.group != 0 {
+        let _ = write!(text, ", group = {}", u.group);
+    }
     text.push_str(" }");
     text
 }
@@ -158,7 +159,7 @@ mod tests {
         let s = Signature {
             vendor: "intel",
             family: 6,
-            model: 0x55,
+            model: Some(0x55),
             steppings: vec![5, 6],
         };
         assert_eq!(

@@ -139,3 +139,81 @@ fn bad_snapshots_name_what_is_wrong() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const LIBPFM4_EXPECTED: &str = r#"# generated: do not edit (counterhal-gen; edit the overlay instead)
+# source: libpfm4 (https://github.com/wcohen/libpfm4, MIT)
+# commit: 0123456789abcdef0123456789abcdef01234567
+# file: lib/events/amd64_events_fam1ah_zen5.h
+# left out: 1 events with a unit mask above 8 bits
+
+[[cpu]]
+id = "amd64_fam1ah_zen5"
+description = "AMD family 1Ah Zen 5 core PMU"
+encoder = "amd64"
+match = [
+  { vendor = "amd", family = 0x1a },
+]
+pmu = { general_counters = 6, counter_width = 48 }
+
+[[cpu.event]]
+name = "CYCLES"
+code = 0x76
+
+[[cpu.event]]
+name = "FLOPS"
+code = 0x03
+umasks = [
+  { name = "ADD_SUB", code = 0x01 },
+  { name = "ALL_TYPE", code = 0x00, default = true, group = 1 },
+  { name = "ANY", code = 0x0f, default = true, group = 1 },
+  { name = "MULT", code = 0x02 },
+]
+
+[[cpu.event]]
+name = "WIDE"
+code = 0x1c0
+"#;
+
+#[test]
+fn the_libpfm4_fixture_generates_exactly_the_expected_file_and_encodes() {
+    use counterhal_gen::libpfm4;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libpfm4");
+    let zen5 = libpfm4::MODELS
+        .iter()
+        .find(|t| t.id == "amd64_fam1ah_zen5")
+        .unwrap();
+    let first = model_toml(&libpfm4::model(&root, COMMIT, zen5).unwrap());
+    assert_eq!(first, LIBPFM4_EXPECTED);
+    assert_eq!(
+        model_toml(&libpfm4::model(&root, COMMIT, zen5).unwrap()),
+        first
+    );
+    assert!(!first.contains("fixture text"));
+    let text = first.replace("amd64_fam1ah_zen5", "fixture5");
+    let db = counterhal_events::Database::from_toml_str("fixture.toml", &text).unwrap();
+    let x86 = counterhal_hal::Accepts::new(
+        &[counterhal_hal::Family::Evtsel],
+        counterhal_hal::Domain::USER,
+        counterhal_hal::Domain::USER,
+    );
+    for (event, value) in [
+        // The defaults of both groups.
+        ("FLOPS", 0x41_0f03_u64),
+        // A mask of group 0 named: group 1 keeps its defaults.
+        ("FLOPS:MULT", 0x41_0f03),
+        ("WIDE", 0x1_0041_00c0),
+    ] {
+        let resolved = db.resolve(Some("fixture5"), event, &x86).unwrap();
+        let counterhal_hal::Encoding::Evtsel(evtsel) = &resolved.terms[0].request.encoding else {
+            panic!("{event}");
+        };
+        assert_eq!(evtsel.register_value(), value, "{event}");
+    }
+    // A table the snapshot lacks names the file.
+    let fam10h = &libpfm4::MODELS[0];
+    let missing = libpfm4::model(&root, COMMIT, fam10h).unwrap_err();
+    assert!(
+        missing.to_string().contains("amd64_events_fam10h.h"),
+        "{missing}"
+    );
+}

@@ -140,6 +140,10 @@ pub(super) fn native_event(
             }
             None => None,
         };
+        let group = match &u.group {
+            Some(v) => number(source, v, "group", 0xff)?,
+            None => 0,
+        };
         let ucounters = match &u.counters {
             Some(v) => Some(counter_set(source, pmu, v)?),
             None => None,
@@ -164,6 +168,7 @@ pub(super) fn native_event(
             fixed: ufixed,
             event_code,
             counters: ucounters,
+            group,
             class: UnitMaskClass::Plain,
         });
     }
@@ -219,6 +224,7 @@ pub(super) fn state_mask(
         fixed: None,
         event_code: None,
         counters: None,
+        group: 0,
         class,
     }
 }

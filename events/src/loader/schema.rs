@@ -80,4 +80,5 @@ pub(super) struct UmaskDoc {
     pub(super) fixed: Option<Spanned<i64>>,
     pub(super) event: Option<Spanned<i64>>,
     pub(super) counters: Option<Spanned<Vec<i64>>>,
+    pub(super) group: Option<Spanned<i64>>,
 }

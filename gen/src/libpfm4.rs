@@ -1,0 +1,333 @@
+//! libpfm4 (github.com/wcohen/libpfm4, MIT): the AMD core tables in `lib/events/*.h`, read as
+//! C initialisers. Facts carry over (names, codes, unit masks, defaults, which unit masks may
+//! be combined); description sentences do not.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::GenError;
+use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::model::{GenEvent, GenModel, GenUnitMask, Provenance, Signature};
+
+/// One libpfm4 table we generate.
+pub struct Table {
+    /// The header under lib/events.
+    pub file: &'static str,
+    /// Its entry array.
+    pub array: &'static str,
+    /// The model id (libpfm4's PMU name).
+    pub id: &'static str,
+    /// Our one-line description.
+    pub description: &'static str,
+    /// The AMD family.
+    pub family: u32,
+    /// The models it matches (empty: any of the family).
+    pub models: &'static [u32],
+    /// The family-10h revision whose events and unit masks it keeps (0 B, 1 C, 2 D), as
+    /// libpfm4's PMU of that name does.
+    pub revision: u8,
+    /// General counters.
+    pub counters: u32,
+}
+
+const fn table(
+    file: &'static str,
+    array: &'static str,
+    id: &'static str,
+    description: &'static str,
+    family: u32,
+    counters: u32,
+) -> Table {
+    Table {
+        file,
+        array,
+        id,
+        description,
+        family,
+        models: &[],
+        revision: 0,
+        counters,
+    }
+}
+
+/// The libpfm4 tables we generate, in match order (first match wins).
+pub const MODELS: &[Table] = &[
+    Table {
+        models: &[4, 5, 6],
+        revision: 1,
+        ..table(
+            "amd64_events_fam10h.h",
+            "amd64_fam10h_pe",
+            "amd64_fam10h_shanghai",
+            "AMD family 10h revision C (Shanghai, Deneb)",
+            0x10,
+            4,
+        )
+    },
+    Table {
+        models: &[8, 9],
+        revision: 2,
+        ..table(
+            "amd64_events_fam10h.h",
+            "amd64_fam10h_pe",
+            "amd64_fam10h_istanbul",
+            "AMD family 10h revision D (Istanbul, Magny-Cours)",
+            0x10,
+            4,
+        )
+    },
+    table(
+        "amd64_events_fam10h.h",
+        "amd64_fam10h_pe",
+        "amd64_fam10h_barcelona",
+        "AMD family 10h revision B (Barcelona) and other family 10h",
+        0x10,
+        4,
+    ),
+    table(
+        "amd64_events_fam11h.h",
+        "amd64_fam11h_pe",
+        "amd64_fam11h_turion",
+        "AMD family 11h (Turion X2 Ultra)",
+        0x11,
+        4,
+    ),
+    table(
+        "amd64_events_fam12h.h",
+        "amd64_fam12h_pe",
+        "amd64_fam12h_llano",
+        "AMD family 12h (Llano)",
+        0x12,
+        4,
+    ),
+    table(
+        "amd64_events_fam14h.h",
+        "amd64_fam14h_pe",
+        "amd64_fam14h_bobcat",
+        "AMD family 14h (Bobcat)",
+        0x14,
+        4,
+    ),
+    table(
+        "amd64_events_fam15h.h",
+        "amd64_fam15h_pe",
+        "amd64_fam15h_interlagos",
+        "AMD family 15h (Bulldozer to Excavator)",
+        0x15,
+        6,
+    ),
+    table(
+        "amd64_events_fam16h.h",
+        "amd64_fam16h_pe",
+        "amd64_fam16h",
+        "AMD family 16h (Jaguar, Puma)",
+        0x16,
+        4,
+    ),
+    table(
+        "amd64_events_fam1ah_zen5.h",
+        "amd64_fam1ah_zen5_pe",
+        "amd64_fam1ah_zen5",
+        "AMD family 1Ah Zen 5",
+        0x1a,
+        6,
+    ),
+];
+
+/// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
+fn on_revision(flags: &[String], revision: u8) -> bool {
+    flags.iter().all(|f| match f.as_str() {
+        "AMD64_FL_FAM10H_REV_C" => revision >= 1,
+        "AMD64_FL_FAM10H_REV_D" => revision >= 2,
+        "AMD64_FL_TILL_FAM10H_REV_B" => revision == 0,
+        "AMD64_FL_TILL_FAM10H_REV_C" => revision <= 1,
+        _ => true,
+    })
+}
+
+/// The source line written into each generated file's header.
+pub const SOURCE: &str = "libpfm4 (https://github.com/wcohen/libpfm4, MIT)";
+
+const DEFAULT: &str = "AMD64_FL_DFL";
+const NO_COMBINE: &str = "AMD64_FL_NCOMBO";
+
+fn flags(fields: &Fields, key: &str) -> Vec<String> {
+    fields
+        .get(key)
+        .map(|f| {
+            f.split('|')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty() && s != "0")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every AMD model of [`MODELS`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// A missing or malformed header, an event naming a missing unit-mask array, or a code out
+/// of range.
+pub fn models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    MODELS.iter().map(|t| model(root, commit, t)).collect()
+}
+
+/// The model of table `t` from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError> {
+    {
+        let (file, array, id, description, family, counters) =
+            (t.file, t.array, t.id, t.description, t.family, t.counters);
+        let path = root.join("lib/events").join(file);
+        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+        let text = strip_comments(&text);
+        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
+        let umask_arrays = arrays(&text, "amd64_umask_t").map_err(bad)?;
+        let entries = arrays(&text, "amd64_entry_t").map_err(bad)?;
+        let entries = entries
+            .get(array)
+            .ok_or_else(|| bad(format!("no array `{array}`")))?;
+        let mut model = GenModel {
+            id: id.to_string(),
+            description: format!("{description} core PMU"),
+            encoder: "amd64",
+            signatures: if t.models.is_empty() {
+                vec![Signature {
+                    vendor: "amd",
+                    family,
+                    model: None,
+                    steppings: Vec::new(),
+                }]
+            } else {
+                t.models
+                    .iter()
+                    .map(|&m| Signature {
+                        vendor: "amd",
+                        family,
+                        model: Some(m),
+                        steppings: Vec::new(),
+                    })
+                    .collect()
+            },
+            general_counters: counters,
+            counter_width: 48,
+            source: Provenance {
+                source: SOURCE.to_string(),
+                commit: commit.to_string(),
+                file: format!("lib/events/{file}"),
+            },
+            ..GenModel::default()
+        };
+        let mut left: BTreeMap<String, usize> = BTreeMap::new();
+        for entry in entries
+            .iter()
+            .filter(|e| on_revision(&flags(e, "flags"), t.revision))
+        {
+            match event(entry, &umask_arrays, t.revision) {
+                // An event listed twice changed with the CPU revision: the later one wins.
+                Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
+                    Some(earlier) => *earlier = e,
+                    None => model.events.push(e),
+                },
+                Err(why) => *left.entry(why.map_err(bad)?).or_default() += 1,
+            }
+        }
+        model.events.sort_by(|a, b| a.name.cmp(&b.name));
+        model.left_out = left.into_iter().collect();
+        Ok(model)
+    }
+}
+
+/// One libpfm4 event; `Err(Ok(reason))` leaves it out, `Err(Err(why))` is malformed data.
+fn event(
+    entry: &Fields,
+    umask_arrays: &BTreeMap<String, Vec<Fields>>,
+    revision: u8,
+) -> Result<GenEvent, Result<String, String>> {
+    let name = entry
+        .get("name")
+        .ok_or_else(|| Err("an event without .name".to_string()))?;
+    let code = entry
+        .get("code")
+        .and_then(|c| integer(c))
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c <= 0xfff)
+        .ok_or_else(|| Err(format!("`{name}`: no 12-bit .code")))?;
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(Ok("events with names the schema cannot hold".to_string()));
+    }
+    let mut event = GenEvent {
+        name: name.clone(),
+        code,
+        ..GenEvent::default()
+    };
+    let Some(array) = entry.get("umasks") else {
+        return Ok(event);
+    };
+    let masks = umask_arrays
+        .get(array)
+        .ok_or_else(|| Err(format!("`{name}`: no unit-mask array `{array}`")))?;
+    let mut groups: BTreeMap<u8, usize> = BTreeMap::new();
+    let mut all_exclusive = true;
+    for mask in masks {
+        let uname = mask
+            .get("uname")
+            .ok_or_else(|| Err(format!("`{name}`: a unit mask without .uname")))?;
+        let ucode = mask
+            .get("ucode")
+            .and_then(|c| integer(c))
+            .ok_or_else(|| Err(format!("`{name}:{uname}`: no .ucode")))?;
+        let ucode = u8::try_from(ucode)
+            .map_err(|_| Ok("events with a unit mask above 8 bits".to_string()))?;
+        let uflags = flags(mask, "uflags");
+        if !on_revision(&uflags, revision) {
+            continue;
+        }
+        if uflags.iter().any(|f| f == "AMD64_FL_OMIT") {
+            return Err(Ok(
+                "events with a unit mask libpfm4 omits from the encoding".to_string(),
+            ));
+        }
+        if uname.len() < 2 || !uname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Ok("events with names the schema cannot hold".to_string()));
+        }
+        let group = mask.get("grpid").and_then(|g| integer(g)).unwrap_or(0);
+        let group =
+            u8::try_from(group).map_err(|_| Err(format!("`{name}:{uname}`: group {group}")))?;
+        *groups.entry(group).or_default() += 1;
+        all_exclusive &= uflags.iter().any(|f| f == NO_COMBINE);
+        let mask = GenUnitMask {
+            name: uname.clone(),
+            code: ucode,
+            default: uflags.iter().any(|f| f == DEFAULT),
+            group,
+            ..GenUnitMask::default()
+        };
+        // A name listed twice is a value that changed with the CPU revision (family 10h
+        // `ALL` is 0x3 until revision B, 0x7 from C): the later revision's, listed last, wins.
+        match event.umasks.iter_mut().find(|m| m.name == *uname) {
+            Some(earlier) => *earlier = mask,
+            None => event.umasks.push(mask),
+        }
+    }
+    // libpfm4 combines one unit mask per group and several within a group unless they are
+    // marked NCOMBO; the schema has one flag for the whole event.
+    if groups.len() == 1 && all_exclusive && event.umasks.len() > 1 {
+        event.flags.push("exclusive");
+        // An exclusive event takes one default: libpfm4's first.
+        let mut seen = false;
+        for m in &mut event.umasks {
+            if m.default && seen {
+                m.default = false;
+            }
+            seen |= m.default;
+        }
+    }
+    event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
+    if event.umasks.windows(2).any(|w| w[0].name == w[1].name) {
+        return Err(Err(format!("`{name}`: a unit mask given twice")));
+    }
+    Ok(event)
+}
