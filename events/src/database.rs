@@ -27,6 +27,8 @@ macro_rules! shipped {
 /// (`ID.toml`, the same id: generalized events and presets).
 pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("p5.toml"),
+    shipped!("generated/coreduo.toml"),
+    shipped!("coreduo.toml"),
     shipped!("p6.toml"),
     shipped!("generated/nhm.toml"),
     shipped!("nhm.toml"),
@@ -662,6 +664,9 @@ mod tests {
         let id = |c: CpuIdentity| db.detect(&c).map(|m| m.id.clone());
         assert_eq!(id(cpu(Vendor::Intel, 5, 2)).as_deref(), Some("p5"));
         assert_eq!(id(cpu(Vendor::Intel, 6, 8)).as_deref(), Some("p6"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0d)).as_deref(), Some("p6"));
+        // Core Duo is its own PMU, not P6.
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0e)).as_deref(), Some("coreduo"));
         assert_eq!(id(cpu(Vendor::Intel, 6, 0x5e)).as_deref(), Some("skl"));
         assert_eq!(id(cpu(Vendor::Intel, 6, 0x8f)).as_deref(), Some("spr"));
         // A hybrid chip's signature gives its big core's table first.

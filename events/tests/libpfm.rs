@@ -250,6 +250,7 @@ const NOT_IN_LIBPFM4: &[&str] = &[
     "nvl_cyc",
     "nvl_arw",
     "amd64_fam1ah_zen5",
+    "coreduo",
 ];
 
 fn build_helper() -> Result<PathBuf, String> {

@@ -1,5 +1,5 @@
-//! libpfm4 (github.com/wcohen/libpfm4, MIT): the AMD core tables in `lib/events/*.h`, read as
-//! C initialisers. Facts carry over (names, codes, unit masks, defaults, which unit masks may
+//! libpfm4 (github.com/wcohen/libpfm4, MIT): the AMD core tables and the Intel ones Intel
+//! perfmon lacks (Core Duo) in `lib/events/*.h`, read as C initialisers. Facts carry over (names, codes, unit masks, defaults, which unit masks may
 //! be combined); description sentences do not.
 
 use std::collections::BTreeMap;
@@ -329,5 +329,159 @@ fn event(
     if event.umasks.windows(2).any(|w| w[0].name == w[1].name) {
         return Err(Err(format!("`{name}`: a unit mask given twice")));
     }
+    Ok(event)
+}
+
+/// One libpfm4 Intel table we generate (cores perfmon does not cover).
+pub struct IntelTable {
+    /// The header under lib/events.
+    pub file: &'static str,
+    /// Its entry array.
+    pub array: &'static str,
+    /// The model id (libpfm4's PMU name).
+    pub id: &'static str,
+    /// Our one-line description.
+    pub description: &'static str,
+    /// Family-6 models it matches.
+    pub models: &'static [u32],
+    /// General counters and their width.
+    pub counters: (u32, u32),
+}
+
+/// The libpfm4 Intel tables we generate.
+pub const INTEL_MODELS: &[IntelTable] = &[IntelTable {
+    file: "intel_coreduo_events.h",
+    array: "intel_coreduo_pe",
+    id: "coreduo",
+    description: "Intel Core Duo and Core Solo (Yonah)",
+    models: &[0x0e],
+    counters: (2, 40),
+}];
+
+/// The model of libpfm4 Intel table `t` from the snapshot at `root`: `.code` holds the event
+/// (bits 7:0) and a unit mask always set (15:8), `.ucode` a unit mask in bits 15:8, `.cntmsk`
+/// the counters.
+///
+/// # Errors
+/// As [`models`].
+pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel, GenError> {
+    let path = root.join("lib/events").join(t.file);
+    let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+    let text = strip_comments(&text);
+    let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
+    let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
+    let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
+    let entries = entries
+        .get(t.array)
+        .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+    let mut model = GenModel {
+        id: t.id.to_string(),
+        description: format!("{} core PMU", t.description),
+        encoder: "intel-arch",
+        signatures: t
+            .models
+            .iter()
+            .map(|&m| Signature {
+                vendor: "intel",
+                family: 6,
+                model: Some(m),
+                steppings: Vec::new(),
+            })
+            .collect(),
+        general_counters: t.counters.0,
+        counter_width: t.counters.1,
+        source: Provenance {
+            source: SOURCE.to_string(),
+            commit: commit.to_string(),
+            file: format!("lib/events/{}", t.file),
+        },
+        ..GenModel::default()
+    };
+    let mut left: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in entries {
+        match intel_event(entry, &umask_arrays, t.counters.0) {
+            Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
+                Some(earlier) => *earlier = e,
+                None => model.events.push(e),
+            },
+            Err(why) => *left.entry(why.map_err(bad)?).or_default() += 1,
+        }
+    }
+    model.events.sort_by(|a, b| a.name.cmp(&b.name));
+    model.left_out = left.into_iter().collect();
+    Ok(model)
+}
+
+fn intel_event(
+    entry: &Fields,
+    umask_arrays: &BTreeMap<String, Vec<Fields>>,
+    general: u32,
+) -> Result<GenEvent, Result<String, String>> {
+    let name = entry
+        .get("name")
+        .ok_or_else(|| Err("an event without .name".to_string()))?;
+    if flags(entry, "flags").iter().any(|f| f == "INTEL_X86_FIXED") {
+        return Err(Ok(
+            "fixed-counter events of a PMU without fixed counters".to_string()
+        ));
+    }
+    let code = entry
+        .get("code")
+        .and_then(|c| integer(c))
+        .filter(|c| *c <= 0xffff)
+        .ok_or_else(|| Err(format!("`{name}`: no 16-bit .code")))?;
+    let cntmsk = entry.get("cntmsk").and_then(|c| integer(c)).unwrap_or(0);
+    let counters: Vec<u32> = (0..general).filter(|i| cntmsk >> i & 1 == 1).collect();
+    let mut event = GenEvent {
+        name: name.clone(),
+        code: (code & 0xff) as u16,
+        umask: Some((code >> 8) as u8).filter(|u| *u != 0),
+        counters: (counters.len() as u32 != general && !counters.is_empty()).then_some(counters),
+        ..GenEvent::default()
+    };
+    let Some(array) = entry.get("umasks") else {
+        return Ok(event);
+    };
+    let masks = umask_arrays
+        .get(array)
+        .ok_or_else(|| Err(format!("`{name}`: no unit-mask array `{array}`")))?;
+    for mask in masks {
+        let uname = mask
+            .get("uname")
+            .ok_or_else(|| Err(format!("`{name}`: a unit mask without .uname")))?;
+        // `.ucode = 0xc000 | INTEL_X86_MOD_EDGE`: the unit mask and the filters it implies.
+        let (mut ucode, mut edge, mut inv) = (0u64, false, false);
+        for term in mask
+            .get("ucode")
+            .ok_or_else(|| Err(format!("`{name}:{uname}`: no .ucode")))?
+            .split('|')
+            .map(str::trim)
+        {
+            match term {
+                "INTEL_X86_MOD_EDGE" => edge = true,
+                "INTEL_X86_MOD_INV" => inv = true,
+                t => {
+                    ucode |= integer(t).ok_or_else(|| {
+                        Ok("events with unit-mask terms the generator does not read".to_string())
+                    })?
+                }
+            }
+        }
+        if ucode & 0xff != 0 || ucode > 0xffff {
+            return Err(Ok("events with a unit mask beyond bits 15:8".to_string()));
+        }
+        let uflags = flags(mask, "uflags");
+        let group = mask.get("grpid").and_then(|g| integer(g)).unwrap_or(0);
+        event.umasks.push(GenUnitMask {
+            name: uname.clone(),
+            code: (ucode >> 8) as u8,
+            default: uflags.iter().any(|f| f == "INTEL_X86_DFL"),
+            edge: edge || mask.get("modhw").is_some_and(|m| m.contains("ATTR_E")),
+            inv,
+            group: u8::try_from(group).map_err(|_| Err(format!("`{name}:{uname}`: group")))?,
+            ..GenUnitMask::default()
+        });
+    }
+    event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(event)
 }

@@ -55,6 +55,12 @@ fn main() -> ExitCode {
             commit,
             out,
         } => counterhal_gen::libpfm4::models(source, commit)
+            .and_then(|mut models| {
+                for table in counterhal_gen::libpfm4::INTEL_MODELS {
+                    models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
+                }
+                Ok(models)
+            })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
     };
     match result {

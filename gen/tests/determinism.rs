@@ -217,3 +217,39 @@ fn the_libpfm4_fixture_generates_exactly_the_expected_file_and_encodes() {
         "{missing}"
     );
 }
+
+#[test]
+fn the_libpfm4_intel_fixture_encodes_as_libpfm4_writes_it() {
+    use counterhal_gen::libpfm4;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libpfm4");
+    let table = &libpfm4::INTEL_MODELS[0];
+    let model = libpfm4::intel_model(&root, COMMIT, table).unwrap();
+    let text = model_toml(&model);
+    assert_eq!(
+        text,
+        model_toml(&libpfm4::intel_model(&root, COMMIT, table).unwrap())
+    );
+    assert!(text.contains("# left out: 1 fixed-counter events of a PMU without fixed counters"));
+    assert!(!text.contains("fixture text"));
+    let text = text.replace("id = \"coreduo\"", "id = \"fixtureduo\"");
+    let db = counterhal_events::Database::from_toml_str("fixture.toml", &text).unwrap();
+    let x86 = counterhal_hal::Accepts::new(
+        &[counterhal_hal::Family::Evtsel],
+        counterhal_hal::Domain::USER,
+        counterhal_hal::Domain::USER,
+    );
+    for (event, encoding) in [
+        ("CYCLES", "evtsel=0x41003c counters=0,1"),
+        ("MEM_REF", "evtsel=0x410143 counters=0"),
+        ("LINES_IN", "evtsel=0x417024 counters=0,1"),
+        ("LINES_IN:BOTH_CORES", "evtsel=0x41f024 counters=0,1"),
+        ("TRIP:TRIPS", "evtsel=0x45c03b counters=0,1"),
+    ] {
+        let resolved = db.resolve(Some("fixtureduo"), event, &x86).unwrap();
+        assert_eq!(
+            resolved.terms[0].request.encoding.to_string(),
+            encoding,
+            "{event}"
+        );
+    }
+}
