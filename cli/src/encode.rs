@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
 
-const USAGE: &str = "counterhal encode [--backend B] [--cpu MODEL] [--json] EVENT...";
+const USAGE: &str = "counterhal encode [--backend B] [--cpu-model MODEL] [--json] EVENT...";
 
 /// Arguments of `counterhal encode`.
 #[derive(Args, Debug)]

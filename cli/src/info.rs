@@ -100,7 +100,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         None => {
             _ = writeln!(
                 out,
-                "model:   none in the event database matches this CPU (use --cpu MODEL)"
+                "model:   none in the event database matches this CPU (use --cpu-model MODEL)"
             )
         }
     }

@@ -22,6 +22,10 @@ pub struct ListArgs {
     /// Print a JSON array instead of text.
     #[arg(long)]
     json: bool,
+    /// List the CPU models of the event database (id, vendor, name, perf's signatures,
+    /// counters, number of events) instead of events.
+    #[arg(long)]
+    models: bool,
     /// Only events whose name or description contains this (case-insensitive).
     pattern: Option<String>,
 }
@@ -96,7 +100,12 @@ fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Ve
         .and_then(|id| context.database.model(id))
     {
         for event in model.events() {
-            let (name, description) = (event.name.clone(), event.description.clone());
+            let description = if event.description.is_empty() {
+                native_encoding(event)
+            } else {
+                event.description.clone()
+            };
+            let name = event.name.clone();
             if matches(&name, &description) {
                 let (usable, reason) = usability(backend, &name);
                 entries.push(Entry {
@@ -131,10 +140,36 @@ fn collect(context: &Context, backend: Option<&AnyBackend>, pattern: &str) -> Ve
     entries
 }
 
+/// A native event without a description of its own (generated tables carry none): its
+/// encoding, `event 0xd1, unit masks L1_HIT 0x01, L2_HIT 0x02, ...`.
+fn native_encoding(event: &counterhal::events::NativeEvent) -> String {
+    let mut text = format!("event {:#04x}", event.code);
+    if event.base_umask != 0 {
+        _ = write!(text, " unit mask {:#04x}", event.base_umask);
+    }
+    let masks: Vec<String> = event
+        .unit_masks()
+        .iter()
+        .take(4)
+        .map(|u| format!("{} {:#04x}", u.name, u.code))
+        .collect();
+    if !masks.is_empty() {
+        _ = write!(text, ", unit masks {}", masks.join(", "));
+        if event.unit_masks().len() > masks.len() {
+            _ = write!(text, ", ... ({} in all)", event.unit_masks().len());
+        }
+    }
+    text
+}
+
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    if args.models {
+        crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // A backend that cannot be used here still has events to list: all marked unusable, with
     // the reason in the header.
     let (backend, unusable) = match args.backend {

@@ -423,12 +423,15 @@ impl Database {
         self.models.iter().map(Entry::model)
     }
 
-    /// The model with this id (case-insensitive).
+    /// The model with this id (case-insensitive), or the model perf's CPU signature
+    /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
+    /// [`CpuIdentity::from_signature`]).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.models
             .iter()
             .find(|e| e.header().id.eq_ignore_ascii_case(id))
             .map(Entry::model)
+            .or_else(|| self.detect(&CpuIdentity::from_signature(id)?))
     }
 
     /// The first model whose match rules accept `cpu`.
@@ -656,6 +659,43 @@ mod tests {
         let db = Database::shipped().unwrap();
         let ids: Vec<String> = db.models().map(|m| m.id.clone()).collect();
         assert_eq!(rows, ids);
+    }
+
+    /// perf's signatures name models as detection would: family decimal, model and stepping
+    /// hex, steppings telling Skylake-X from Cascade Lake.
+    #[test]
+    fn signatures_name_models() {
+        let db = Database::shipped().unwrap();
+        let id = |s: &str| db.model(s).map(|m| m.id.clone());
+        assert_eq!(id("GenuineIntel-6-8F-8").as_deref(), Some("spr"));
+        assert_eq!(
+            id("AuthenticAMD-26-2-0").as_deref(),
+            Some("amd64_fam1ah_zen5")
+        );
+        assert_eq!(id("GenuineIntel-6-55-4").as_deref(), Some("skx"));
+        assert_eq!(id("GenuineIntel-6-55-7").as_deref(), Some("clx"));
+        assert_eq!(id("GenuineIntel-6-55-B").as_deref(), Some("clx"));
+        assert_eq!(id("GenuineIntel-6-E").as_deref(), Some("coreduo"));
+        assert_eq!(
+            id("AuthenticAMD-16-4").as_deref(),
+            Some("amd64_fam10h_shanghai")
+        );
+        for bad in [
+            "GenuineIntel-6",
+            "GenuineIntel-0x6-8F",
+            "GenuineIntel-6-8G",
+            "GenuineIntel-6-8F-8-1",
+            "CyrixInstead-6-8",
+            "GenuineIntel-15-2",
+        ] {
+            assert_eq!(id(bad), None, "{bad}");
+        }
+        let cpu = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
+        assert_eq!(cpu.signature(), "GenuineIntel-6-8F-8");
+        assert_eq!(
+            CpuIdentity::from_signature(&cpu.signature()),
+            Some(cpu.clone())
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ Examples:
 Events not supported here are printed as <not supported>, with the reason below the table.";
 
 /// The usage line printed under an error in the arguments.
-pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu MODEL] \
+pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
 [--events FILE] [-p PID | -a | -C CPU] [-r N] [-x SEP | --json] -- CMD [ARGS]";
 
 /// The events counted when `-e` is not given: perf stat's set.
