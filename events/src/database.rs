@@ -30,6 +30,8 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("generated/coreduo.toml"),
     shipped!("coreduo.toml"),
     shipped!("p6.toml"),
+    shipped!("generated/core.toml"),
+    shipped!("core.toml"),
     shipped!("generated/nhm.toml"),
     shipped!("nhm.toml"),
     shipped!("generated/nhm_ex.toml"),
@@ -716,9 +718,11 @@ mod tests {
         assert_eq!(id(clx.clone()).as_deref(), Some("skx"));
         clx.stepping = 7;
         assert_eq!(id(clx).as_deref(), Some("clx"));
-        // Core 2 has no generated table: the architectural catch-all takes it.
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0f)).as_deref(), Some("core"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x17)).as_deref(), Some("core"));
+        // A family-6 model without a table of its own: the architectural catch-all.
         assert_eq!(
-            id(cpu(Vendor::Intel, 6, 0x0f)).as_deref(),
+            id(cpu(Vendor::Intel, 6, 0x10)).as_deref(),
             Some("intel-arch")
         );
         assert_eq!(

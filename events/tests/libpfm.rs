@@ -97,6 +97,7 @@ const GENERATED: &[(&str, &str)] = &[
     ("adl_glc", "adl_glc"),
     ("adl_grt", "adl_grt"),
     // Generated from libpfm4's own tables (a later git snapshot than the installed 4.13).
+    ("core", "core"),
     ("amd64_fam10h_barcelona", "amd64_fam10h_barcelona"),
     ("amd64_fam10h_shanghai", "amd64_fam10h_shanghai"),
     ("amd64_fam10h_istanbul", "amd64_fam10h_istanbul"),
@@ -390,7 +391,7 @@ fn evtsel_matches_libpfm4() {
         }
     }
     println!(
-        "libpfm4 cross-check of the generated Intel models: compared {generated_compared}, {} differ, {generated_unknown} names libpfm4 spells otherwise",
+        "libpfm4 cross-check of the generated models: compared {generated_compared}, {} differ, {generated_unknown} names libpfm4 spells otherwise",
         generated_mismatches.len()
     );
     let unexplained: Vec<&String> = generated_mismatches

@@ -179,7 +179,8 @@ fn fields(text: &str) -> Result<Fields, String> {
 
 /// A C integer literal (`0x1f`, `12`), if `text` is one.
 pub fn integer(text: &str) -> Option<u64> {
-    let t = text.trim();
+    // C's suffixes (`0x200000003ull`) say the type, not the value.
+    let t = text.trim().trim_end_matches(['u', 'U', 'l', 'L']);
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => t.parse().ok(),
@@ -223,6 +224,7 @@ static const amd64_umask_t um[]={
     fn integers_are_hex_or_decimal() {
         assert_eq!(integer("0x1C0"), Some(0x1c0));
         assert_eq!(integer(" 12 "), Some(12));
+        assert_eq!(integer("0x200000003ull"), Some(0x2_0000_0003));
         assert_eq!(integer("AMD64_FL_DFL"), None);
     }
 }

@@ -346,17 +346,31 @@ pub struct IntelTable {
     pub models: &'static [u32],
     /// General counters and their width.
     pub counters: (u32, u32),
+    /// Fixed counters and their width (`.cntmsk` bits 32 and up).
+    pub fixed: (u32, u32),
 }
 
 /// The libpfm4 Intel tables we generate.
-pub const INTEL_MODELS: &[IntelTable] = &[IntelTable {
-    file: "intel_coreduo_events.h",
-    array: "intel_coreduo_pe",
-    id: "coreduo",
-    description: "Intel Core Duo and Core Solo (Yonah)",
-    models: &[0x0e],
-    counters: (2, 40),
-}];
+pub const INTEL_MODELS: &[IntelTable] = &[
+    IntelTable {
+        file: "intel_coreduo_events.h",
+        array: "intel_coreduo_pe",
+        id: "coreduo",
+        description: "Intel Core Duo and Core Solo (Yonah)",
+        models: &[0x0e],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_core_events.h",
+        array: "intel_core_pe",
+        id: "core",
+        description: "Intel Core 2 (Merom, Penryn, Dunnington)",
+        models: &[0x0f, 0x16, 0x17, 0x1d],
+        counters: (2, 40),
+        fixed: (3, 40),
+    },
+];
 
 /// The model of libpfm4 Intel table `t` from the snapshot at `root`: `.code` holds the event
 /// (bits 7:0) and a unit mask always set (15:8), `.ucode` a unit mask in bits 15:8, `.cntmsk`
@@ -390,6 +404,8 @@ pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel
             .collect(),
         general_counters: t.counters.0,
         counter_width: t.counters.1,
+        fixed_counters: t.fixed.0,
+        fixed_width: t.fixed.1,
         source: Provenance {
             source: SOURCE.to_string(),
             commit: commit.to_string(),
@@ -399,7 +415,7 @@ pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel
     };
     let mut left: BTreeMap<String, usize> = BTreeMap::new();
     for entry in entries {
-        match intel_event(entry, &umask_arrays, t.counters.0) {
+        match intel_event(entry, &umask_arrays, t.counters.0, t.fixed.0) {
             Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
                 Some(earlier) => *earlier = e,
                 None => model.events.push(e),
@@ -416,11 +432,12 @@ fn intel_event(
     entry: &Fields,
     umask_arrays: &BTreeMap<String, Vec<Fields>>,
     general: u32,
+    fixed_counters: u32,
 ) -> Result<GenEvent, Result<String, String>> {
     let name = entry
         .get("name")
         .ok_or_else(|| Err("an event without .name".to_string()))?;
-    if flags(entry, "flags").iter().any(|f| f == "INTEL_X86_FIXED") {
+    if fixed_counters == 0 && flags(entry, "flags").iter().any(|f| f == "INTEL_X86_FIXED") {
         return Err(Ok(
             "fixed-counter events of a PMU without fixed counters".to_string()
         ));
@@ -429,14 +446,20 @@ fn intel_event(
         .get("code")
         .and_then(|c| integer(c))
         .filter(|c| *c <= 0xffff)
-        .ok_or_else(|| Err(format!("`{name}`: no 16-bit .code")))?;
+        .ok_or_else(|| Ok("events with code terms the generator does not read".to_string()))?;
     let cntmsk = entry.get("cntmsk").and_then(|c| integer(c)).unwrap_or(0);
     let counters: Vec<u32> = (0..general).filter(|i| cntmsk >> i & 1 == 1).collect();
+    // Bits 32 and up: the fixed counter that counts exactly this event.
+    let fixed = (0..fixed_counters).find(|i| cntmsk >> (32 + i) & 1 == 1);
+    if counters.is_empty() && fixed.is_none() {
+        return Err(Ok("events on no counter this PMU has".to_string()));
+    }
     let mut event = GenEvent {
         name: name.clone(),
         code: (code & 0xff) as u16,
         umask: Some((code >> 8) as u8).filter(|u| *u != 0),
-        counters: (counters.len() as u32 != general && !counters.is_empty()).then_some(counters),
+        counters: (counters.len() as u32 != general).then_some(counters),
+        fixed,
         ..GenEvent::default()
     };
     let Some(array) = entry.get("umasks") else {
