@@ -83,7 +83,7 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
             .map(|m| {
                 json!({
                     "id": m.id,
-                    "aliases": Vec::<String>::new(),
+                    "aliases": m.aliases,
                     "vendor": vendor(m),
                     "name": m.description,
                     "encoder": m.encoder.name(),
@@ -108,6 +108,9 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
     for m in &models {
         let signatures: Vec<String> = m.match_rules().iter().map(signature).collect();
         _ = writeln!(out, "{:<26} {}", m.id, m.description);
+        if !m.aliases.is_empty() {
+            _ = writeln!(out, "{:<26} also {}", "", m.aliases.join(", "));
+        }
         _ = writeln!(
             out,
             "{:<26} vendor {}, {} general counters of {} bits, {} fixed, {} events",

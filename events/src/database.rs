@@ -173,7 +173,7 @@ enum Entry {
     /// A shipped model, parsed in full on first use (shared by every clone of the database).
     Shipped(Arc<ShippedModel>),
     /// A model parsed in full (a user's, or a shipped one a user's file changed).
-    Loaded(CpuModel),
+    Loaded(Box<CpuModel>),
 }
 
 impl Entry {
@@ -259,7 +259,8 @@ fn parse_full(files: &[(&'static str, &'static str)], header: &CpuModel) -> Resu
                 && model.description == header.description
                 && model.encoder == header.encoder
                 && model.pmu == header.pmu
-                && model.rules == header.rules =>
+                && model.rules == header.rules
+                && model.aliases == header.aliases =>
         {
             Ok(model)
         }
@@ -279,20 +280,20 @@ impl ModelSet for Vec<Entry> {
         };
         if let Entry::Shipped(shipped) = &self[index] {
             // A file changing a shipped model changes its full content.
-            self[index] = Entry::Loaded(shipped.full().clone()?);
+            self[index] = Entry::Loaded(Box::new(shipped.full().clone()?));
         }
         Ok(Some(index))
     }
 
     fn push(&mut self, model: CpuModel) -> usize {
-        Vec::push(self, Entry::Loaded(model));
+        Vec::push(self, Entry::Loaded(Box::new(model)));
         self.len() - 1
     }
 
     fn get_mut(&mut self, index: usize) -> &mut CpuModel {
         if let Entry::Shipped(shipped) = &self[index] {
             // Not taken: `position` and `push` hand out loaded entries only.
-            self[index] = Entry::Loaded(shipped.model().clone());
+            self[index] = Entry::Loaded(Box::new(shipped.model().clone()));
         }
         match &mut self[index] {
             Entry::Loaded(model) => model,
@@ -425,13 +426,21 @@ impl Database {
         self.models.iter().map(Entry::model)
     }
 
-    /// The model with this id (case-insensitive), or the model perf's CPU signature
+    /// The model with this id or alias (case-insensitive), or the model perf's CPU signature
     /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
     /// [`CpuIdentity::from_signature`]).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.models
             .iter()
             .find(|e| e.header().id.eq_ignore_ascii_case(id))
+            .or_else(|| {
+                self.models.iter().find(|e| {
+                    e.header()
+                        .aliases
+                        .iter()
+                        .any(|a| a.eq_ignore_ascii_case(id))
+                })
+            })
             .map(Entry::model)
             .or_else(|| self.detect(&CpuIdentity::from_signature(id)?))
     }
@@ -692,6 +701,10 @@ mod tests {
         ] {
             assert_eq!(id(bad), None, "{bad}");
         }
+        // libpfm4's names for CPUs that share a table are aliases.
+        assert_eq!(id("knm").as_deref(), Some("knl"));
+        assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("k8"));
+        assert_eq!(id("ix86arch").as_deref(), Some("intel-arch"));
         let cpu = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
         assert_eq!(cpu.signature(), "GenuineIntel-6-8F-8");
         assert_eq!(

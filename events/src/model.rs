@@ -277,6 +277,8 @@ pub struct CpuModel {
     pub id: String,
     /// A one-line description.
     pub description: String,
+    /// Other names it answers to (libpfm4's PMU names for the CPUs that share its table).
+    pub aliases: Vec<String>,
     /// The encoder for its events.
     pub encoder: EncoderKind,
     /// Its PMU.

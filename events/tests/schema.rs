@@ -118,6 +118,23 @@ fn bad_overrides_are_refused_with_the_key() {
             "{bad}: {error}"
         );
     }
+    let text = MODEL.replace(
+        "description = \"A made-up",
+        "aliases = [\"ok\", \"not ok\"]\ndescription = \"A made-up",
+    );
+    let error = Database::from_toml_str("bad.toml", &text).err().unwrap();
+    assert!(
+        error
+            .message()
+            .contains("key `aliases`: `not ok` is not a valid model id"),
+        "{error}"
+    );
+    let text = MODEL.replace(
+        "description = \"A made-up",
+        "aliases = [\"madeup\"]\ndescription = \"A made-up",
+    );
+    let db = Database::from_toml_str("aliases.toml", &text).unwrap();
+    assert_eq!(db.model("MADEUP").map(|m| m.id.as_str()), Some("testcore"));
     let text = MODEL.replace("\"L2_HIT\"", "\"L2_HIT.\"");
     let error = Database::from_toml_str("bad.toml", &text).err().unwrap();
     assert!(

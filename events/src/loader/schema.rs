@@ -17,6 +17,7 @@ pub(super) struct FileDoc {
 pub(super) struct CpuDoc {
     pub(super) id: Spanned<String>,
     pub(super) description: Option<String>,
+    pub(super) aliases: Option<Vec<Spanned<String>>>,
     pub(super) encoder: Option<Spanned<String>>,
     #[serde(rename = "match")]
     pub(super) matches: Option<Vec<Spanned<MatchDoc>>>,
