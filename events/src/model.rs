@@ -305,6 +305,11 @@ impl CpuModel {
         &self.events
     }
 
+    /// How many encodings it names: each event without unit masks, and each unit mask.
+    pub fn unit_mask_count(&self) -> usize {
+        self.events.iter().map(|e| e.unit_masks.len().max(1)).sum()
+    }
+
     /// The native event with this name (case-insensitive).
     pub fn event(&self, name: &str) -> Option<&NativeEvent> {
         if let Some(&i) = self.index.get(name) {
