@@ -115,7 +115,7 @@ pub struct Context {
     pub database: Arc<Database>,
     /// This machine's CPU, when detected.
     pub cpu: Option<CpuIdentity>,
-    /// The database model in use: named with `--cpu`, else the one that matched the CPU.
+    /// The database model in use: named with `--cpu-model`, else the one that matched the CPU.
     pub model: Option<String>,
 }
 

@@ -68,7 +68,7 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
         Error::invalid_input(format!(
             "no CPU model to model the {backend} backend's device on: this CPU matches none in the event database"
         ))
-        .with_hint("name one with --cpu (see `counterhal list` for the ids)")
+        .with_hint("name one with --cpu-model (see `counterhal list` for the ids)")
     })
 }
 

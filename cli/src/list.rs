@@ -21,6 +21,10 @@ pub struct ListArgs {
     /// Print a JSON array instead of text.
     #[arg(long)]
     json: bool,
+    /// List the CPU models of the event database (id, vendor, name, perf's signatures,
+    /// counters, number of events) instead of events.
+    #[arg(long)]
+    models: bool,
     /// Only events whose name or description contains this (case-insensitive).
     pattern: Option<String>,
 }
@@ -29,6 +33,10 @@ pub struct ListArgs {
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    if args.models {
+        crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // A backend that cannot be used here still has events to list: all marked unusable, with
     // the reason in the header.
     let (backend, unusable) = match args.backend {
@@ -93,7 +101,12 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             _ = writeln!(out, "\n{}:", entry.section.name());
         }
         let mark = if entry.usable { "*" } else { " " };
-        _ = writeln!(out, "  {mark} {:<40} {}", entry.name, entry.description);
+        // Generated native events carry no description: their encoding says what they are.
+        let about = match (entry.description.is_empty(), &entry.encoding) {
+            (true, Some(encoding)) => encoding.as_str(),
+            _ => entry.description.as_str(),
+        };
+        _ = writeln!(out, "  {mark} {:<40} {about}", entry.name);
     }
     let usable = entries.iter().filter(|e| e.usable).count();
     _ = writeln!(

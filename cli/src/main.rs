@@ -6,6 +6,7 @@ mod error;
 mod format;
 mod info;
 mod list;
+mod models;
 mod options;
 mod output;
 mod report;

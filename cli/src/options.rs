@@ -1,4 +1,5 @@
-//! Options several subcommands share: the event database and CPU model (`--events`, `--cpu-model`),
+//! Options several subcommands share: the event database and CPU model (`--events`,
+//! `--cpu-model`),
 //! and the parser of `--backend`.
 
 use std::path::PathBuf;
@@ -11,10 +12,11 @@ use crate::error::CliError;
 /// Options shared by the commands that resolve event names.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DatabaseArgs {
-    /// CPU model id from the event database (e.g. p6, skl, amd64_fam19h_zen3) instead of the
-    /// detected one. (`stat --cpu` is perf's CPU list, as `-C`.)
+    /// CPU model from the event database instead of the detected one: an id (e.g. p6, skl,
+    /// amd64_fam19h_zen3) or perf's signature Vendor-Family-Model[-Stepping]
+    /// (GenuineIntel-6-8F-8, AuthenticAMD-26-2-0), detected as this CPU would be.
     #[arg(long = "cpu-model", value_name = "MODEL")]
-    cpu_model: Option<String>,
+    cpu: Option<String>,
     /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
     #[arg(long = "events", value_name = "FILE")]
     events_file: Option<PathBuf>,
@@ -26,8 +28,11 @@ impl DatabaseArgs {
     /// # Errors
     /// A bad events file or an unknown CPU model: bad input (exit 2) with the usage line.
     pub fn context(&self) -> Result<Context, CliError> {
-        Context::new(self.events_file.as_deref(), self.cpu_model.as_deref()).map_err(|e| {
-            CliError::usage(e, "--cpu-model MODEL (see `counterhal info`) --events FILE")
+        Context::new(self.events_file.as_deref(), self.cpu.as_deref()).map_err(|e| {
+            CliError::usage(
+                e,
+                "--cpu-model MODEL (see `counterhal list --models`) --events FILE",
+            )
         })
     }
 }

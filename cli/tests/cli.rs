@@ -502,6 +502,43 @@ fn unknown_events_suggest_the_nearest_names() {
     assert!(stderr(&out).contains("INST_RETIRED"), "{}", stderr(&out));
 }
 
+/// `--cpu-model` takes perf's signature as detection reads it, and `list --models` lists every
+/// model with its signatures.
+#[test]
+fn cpu_models_by_signature_and_the_model_list() {
+    let out = counterhal(&[
+        "encode",
+        "--backend",
+        "msr",
+        "--cpu-model",
+        "GenuineIntel-6-55-7",
+        "INST_RETIRED.ANY_P:u",
+        "inst_retired.any_p:u",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.matches("clx]: evtsel=0x4100c0").count(), 2, "{text}");
+    // Family 0x13 (19): no AMD model exists.
+    let out = counterhal(&["encode", "--cpu-model", "AuthenticAMD-19-1", "cycles"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("AuthenticAMD-19-1"),
+        "{}",
+        stderr(&out)
+    );
+    let out = counterhal(&["list", "--models", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let models: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let models = models.as_array().unwrap();
+    assert!(models.len() >= 66, "{}", models.len());
+    let zen5 = models
+        .iter()
+        .find(|m| m["id"] == "amd64_fam1ah_zen5")
+        .unwrap();
+    assert_eq!(zen5["signatures"][0], "AuthenticAMD-26-*");
+    assert_eq!(zen5["counters"]["general"], 6);
+}
+
 #[test]
 fn a_closed_pipe_is_not_a_crash() {
     for command in ["list", "encode cycles page-faults", "info"] {

@@ -57,6 +57,48 @@ pub struct CpuIdentity {
 }
 
 impl CpuIdentity {
+    /// Parses perf's CPU signature `Vendor-Family-Model[-Stepping]`: the CPUID vendor string,
+    /// the family in decimal, model and stepping in hex (`GenuineIntel-6-8F-8`,
+    /// `AuthenticAMD-26-2-0`). Without a stepping, stepping 0 is taken. `None` if `text` is
+    /// not such a signature.
+    pub fn from_signature(text: &str) -> Option<CpuIdentity> {
+        let mut parts = text.trim().split('-');
+        let vendor = match parts.next()? {
+            "GenuineIntel" => Vendor::Intel,
+            "AuthenticAMD" => Vendor::Amd,
+            _ => return None,
+        };
+        let family = parts.next()?.parse().ok()?;
+        let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let stepping = match parts.next() {
+            Some(s) => u32::from_str_radix(s, 16).ok()?,
+            None => 0,
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(CpuIdentity {
+            vendor,
+            family,
+            model,
+            stepping,
+        })
+    }
+
+    /// perf's signature of this CPU: `GenuineIntel-6-8F-8` (family decimal, model and
+    /// stepping upper-case hex).
+    pub fn signature(&self) -> String {
+        let vendor = match &self.vendor {
+            Vendor::Intel => "GenuineIntel",
+            Vendor::Amd => "AuthenticAMD",
+            Vendor::Other(v) => v,
+        };
+        format!(
+            "{vendor}-{}-{:X}-{:X}",
+            self.family, self.model, self.stepping
+        )
+    }
+
     /// Parses the first processor's `vendor_id`, `cpu family`, `model` and `stepping` from
     /// the text of `/proc/cpuinfo`. Returns `None` when any is missing.
     pub fn from_proc_cpuinfo(text: &str) -> Option<CpuIdentity> {

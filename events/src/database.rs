@@ -10,39 +10,147 @@ use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::CpuModel;
 use crate::{CpuIdentity, suggest};
 
+/// A shipped file: its name as errors print it and its text.
+macro_rules! shipped {
+    ($path:literal) => {
+        (
+            concat!("events/data/", $path),
+            include_str!(concat!("../data/", $path)),
+        )
+    };
+}
+
 /// The shipped data files, in match order (first match wins). Each describes one CPU model
 /// and puts its header keys (`id`, `description`, `encoder`, `match`, `pmu`) before its events
 /// and mappings: [`Database::shipped`] reads the headers alone and parses a model's events on
-/// first use.
+/// first use. A generated table (`generated/ID.toml`) is followed by its hand-written overlay
+/// (`ID.toml`, the same id: generalized events and presets).
 pub const SHIPPED_FILES: &[(&str, &str)] = &[
-    ("events/data/p5.toml", include_str!("../data/p5.toml")),
-    ("events/data/p6.toml", include_str!("../data/p6.toml")),
-    ("events/data/skl.toml", include_str!("../data/skl.toml")),
-    (
-        "events/data/intel-arch.toml",
-        include_str!("../data/intel-arch.toml"),
-    ),
-    (
-        "events/data/amd64_k7.toml",
-        include_str!("../data/amd64_k7.toml"),
-    ),
-    ("events/data/k8.toml", include_str!("../data/k8.toml")),
-    (
-        "events/data/amd64_fam17h_zen1.toml",
-        include_str!("../data/amd64_fam17h_zen1.toml"),
-    ),
-    (
-        "events/data/amd64_fam17h_zen2.toml",
-        include_str!("../data/amd64_fam17h_zen2.toml"),
-    ),
-    (
-        "events/data/amd64_fam19h_zen3.toml",
-        include_str!("../data/amd64_fam19h_zen3.toml"),
-    ),
-    (
-        "events/data/amd64_fam19h_zen4.toml",
-        include_str!("../data/amd64_fam19h_zen4.toml"),
-    ),
+    shipped!("p5.toml"),
+    shipped!("generated/coreduo.toml"),
+    shipped!("coreduo.toml"),
+    shipped!("p6.toml"),
+    shipped!("generated/core.toml"),
+    shipped!("core.toml"),
+    shipped!("generated/nhm.toml"),
+    shipped!("nhm.toml"),
+    shipped!("generated/nhm_ex.toml"),
+    shipped!("nhm_ex.toml"),
+    shipped!("generated/wsm.toml"),
+    shipped!("wsm.toml"),
+    shipped!("generated/wsm_dp.toml"),
+    shipped!("wsm_dp.toml"),
+    shipped!("generated/wsm_ex.toml"),
+    shipped!("wsm_ex.toml"),
+    shipped!("generated/snb.toml"),
+    shipped!("snb.toml"),
+    shipped!("generated/snb_ep.toml"),
+    shipped!("snb_ep.toml"),
+    shipped!("generated/ivb.toml"),
+    shipped!("ivb.toml"),
+    shipped!("generated/ivb_ep.toml"),
+    shipped!("ivb_ep.toml"),
+    shipped!("generated/hsw.toml"),
+    shipped!("hsw.toml"),
+    shipped!("generated/hsw_ep.toml"),
+    shipped!("hsw_ep.toml"),
+    shipped!("generated/bdw.toml"),
+    shipped!("bdw.toml"),
+    shipped!("generated/bdw_ep.toml"),
+    shipped!("bdw_ep.toml"),
+    shipped!("generated/bdw_de.toml"),
+    shipped!("bdw_de.toml"),
+    shipped!("generated/skl.toml"),
+    shipped!("skl.toml"),
+    shipped!("generated/skx.toml"),
+    shipped!("skx.toml"),
+    shipped!("generated/clx.toml"),
+    shipped!("clx.toml"),
+    shipped!("generated/icl.toml"),
+    shipped!("icl.toml"),
+    shipped!("generated/icx.toml"),
+    shipped!("icx.toml"),
+    shipped!("generated/tgl.toml"),
+    shipped!("tgl.toml"),
+    shipped!("generated/rkl.toml"),
+    shipped!("rkl.toml"),
+    shipped!("generated/spr.toml"),
+    shipped!("spr.toml"),
+    shipped!("generated/emr.toml"),
+    shipped!("emr.toml"),
+    shipped!("generated/gnr.toml"),
+    shipped!("gnr.toml"),
+    shipped!("generated/knl.toml"),
+    shipped!("knl.toml"),
+    shipped!("generated/atom.toml"),
+    shipped!("atom.toml"),
+    shipped!("generated/slm.toml"),
+    shipped!("slm.toml"),
+    shipped!("generated/glm.toml"),
+    shipped!("glm.toml"),
+    shipped!("generated/glp.toml"),
+    shipped!("glp.toml"),
+    shipped!("generated/tmt.toml"),
+    shipped!("tmt.toml"),
+    shipped!("generated/ehl.toml"),
+    shipped!("ehl.toml"),
+    shipped!("generated/grr.toml"),
+    shipped!("grr.toml"),
+    shipped!("generated/srf.toml"),
+    shipped!("srf.toml"),
+    shipped!("generated/cwf.toml"),
+    shipped!("cwf.toml"),
+    shipped!("generated/adl_glc.toml"),
+    shipped!("adl_glc.toml"),
+    shipped!("generated/adl_grt.toml"),
+    shipped!("adl_grt.toml"),
+    shipped!("generated/mtl_rwc.toml"),
+    shipped!("mtl_rwc.toml"),
+    shipped!("generated/mtl_cmt.toml"),
+    shipped!("mtl_cmt.toml"),
+    shipped!("generated/lnl_lnc.toml"),
+    shipped!("lnl_lnc.toml"),
+    shipped!("generated/lnl_skt.toml"),
+    shipped!("lnl_skt.toml"),
+    shipped!("generated/arl_lnc.toml"),
+    shipped!("arl_lnc.toml"),
+    shipped!("generated/arl_skt.toml"),
+    shipped!("arl_skt.toml"),
+    shipped!("generated/arl_cmt.toml"),
+    shipped!("arl_cmt.toml"),
+    shipped!("generated/ptl_cgc.toml"),
+    shipped!("ptl_cgc.toml"),
+    shipped!("generated/ptl_dkt.toml"),
+    shipped!("ptl_dkt.toml"),
+    shipped!("generated/nvl_cyc.toml"),
+    shipped!("nvl_cyc.toml"),
+    shipped!("generated/nvl_arw.toml"),
+    shipped!("nvl_arw.toml"),
+    shipped!("intel-arch.toml"),
+    shipped!("amd64_k7.toml"),
+    shipped!("k8.toml"),
+    shipped!("generated/amd64_fam10h_shanghai.toml"),
+    shipped!("amd64_fam10h_shanghai.toml"),
+    shipped!("generated/amd64_fam10h_istanbul.toml"),
+    shipped!("amd64_fam10h_istanbul.toml"),
+    shipped!("generated/amd64_fam10h_barcelona.toml"),
+    shipped!("amd64_fam10h_barcelona.toml"),
+    shipped!("generated/amd64_fam11h_turion.toml"),
+    shipped!("amd64_fam11h_turion.toml"),
+    shipped!("generated/amd64_fam12h_llano.toml"),
+    shipped!("amd64_fam12h_llano.toml"),
+    shipped!("generated/amd64_fam14h_bobcat.toml"),
+    shipped!("amd64_fam14h_bobcat.toml"),
+    shipped!("generated/amd64_fam15h_interlagos.toml"),
+    shipped!("amd64_fam15h_interlagos.toml"),
+    shipped!("generated/amd64_fam16h.toml"),
+    shipped!("amd64_fam16h.toml"),
+    shipped!("amd64_fam17h_zen1.toml"),
+    shipped!("amd64_fam17h_zen2.toml"),
+    shipped!("amd64_fam19h_zen3.toml"),
+    shipped!("amd64_fam19h_zen4.toml"),
+    shipped!("generated/amd64_fam1ah_zen5.toml"),
+    shipped!("amd64_fam1ah_zen5.toml"),
 ];
 
 /// The environment variable naming an extra events file.
@@ -65,7 +173,7 @@ enum Entry {
     /// A shipped model, parsed in full on first use (shared by every clone of the database).
     Shipped(Arc<ShippedModel>),
     /// A model parsed in full (a user's, or a shipped one a user's file changed).
-    Loaded(CpuModel),
+    Loaded(Box<CpuModel>),
 }
 
 impl Entry {
@@ -89,8 +197,9 @@ impl Entry {
 /// A shipped file's model: its header, parsed eagerly, and its full content, parsed once.
 #[derive(Clone, Debug)]
 struct ShippedModel {
-    name: &'static str,
-    text: &'static str,
+    /// Its files (name, text) in load order: a generated table, then the hand-written overlay
+    /// that adds generalized events and presets (or one hand-written file).
+    files: Vec<(&'static str, &'static str)>,
     header: CpuModel,
     full: OnceLock<std::result::Result<CpuModel, Error>>,
 }
@@ -99,7 +208,7 @@ impl ShippedModel {
     /// The full model, parsed and validated on the first call.
     fn full(&self) -> &std::result::Result<CpuModel, Error> {
         self.full
-            .get_or_init(|| parse_full(self.name, self.text, &self.header))
+            .get_or_init(|| parse_full(&self.files, &self.header))
     }
 
     /// The full model; the header alone if the full text is malformed (the crate's tests
@@ -132,17 +241,26 @@ fn header_text(text: &str) -> &str {
     text
 }
 
-/// Parses a shipped file in full; its one model must have the header read before.
-fn parse_full(name: &str, text: &str, header: &CpuModel) -> Result<CpuModel> {
+/// Parses a shipped model's files in full, each over the one before; the one model they
+/// describe must have the header read before.
+fn parse_full(files: &[(&'static str, &'static str)], header: &CpuModel) -> Result<CpuModel> {
     let mut models = Vec::with_capacity(1);
-    load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+    for &(name, text) in files {
+        load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+    }
+    let name = files
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(" + ");
     match <[CpuModel; 1]>::try_from(models) {
         Ok([model])
             if model.id == header.id
                 && model.description == header.description
                 && model.encoder == header.encoder
                 && model.pmu == header.pmu
-                && model.rules == header.rules =>
+                && model.rules == header.rules
+                && model.aliases == header.aliases =>
         {
             Ok(model)
         }
@@ -162,20 +280,20 @@ impl ModelSet for Vec<Entry> {
         };
         if let Entry::Shipped(shipped) = &self[index] {
             // A file changing a shipped model changes its full content.
-            self[index] = Entry::Loaded(shipped.full().clone()?);
+            self[index] = Entry::Loaded(Box::new(shipped.full().clone()?));
         }
         Ok(Some(index))
     }
 
     fn push(&mut self, model: CpuModel) -> usize {
-        Vec::push(self, Entry::Loaded(model));
+        Vec::push(self, Entry::Loaded(Box::new(model)));
         self.len() - 1
     }
 
     fn get_mut(&mut self, index: usize) -> &mut CpuModel {
         if let Entry::Shipped(shipped) = &self[index] {
             // Not taken: `position` and `push` hand out loaded entries only.
-            self[index] = Entry::Loaded(shipped.model().clone());
+            self[index] = Entry::Loaded(Box::new(shipped.model().clone()));
         }
         match &mut self[index] {
             Entry::Loaded(model) => model,
@@ -202,24 +320,46 @@ impl Database {
     /// # Errors
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
-        let mut models = Vec::with_capacity(SHIPPED_FILES.len());
-        let mut layer = Layer::default();
+        let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_FILES.len());
+        let mut ids = std::collections::HashSet::new();
         for &(name, text) in SHIPPED_FILES {
-            let mut headers = Vec::with_capacity(1);
             let source = Source {
                 name,
                 text: header_text(text),
             };
-            load_file(&mut headers, &mut layer, &source)?;
-            let [header] = <[CpuModel; 1]>::try_from(headers).map_err(|headers| {
+            // A file naming the model the file before it described is that model's overlay:
+            // its header keys apply over the model's, its events and mappings are added.
+            let previous = match models.last() {
+                Some(Entry::Shipped(shipped)) => Some(shipped.header.clone()),
+                _ => None,
+            };
+            let mut headers: Vec<CpuModel> = previous.into_iter().collect();
+            let before = headers.len();
+            load_file(&mut headers, &mut Layer::default(), &source)?;
+            if headers.len() == before {
+                if let (Some(Entry::Shipped(shipped)), Some(header)) =
+                    (models.last_mut(), headers.pop())
+                {
+                    let shipped = Arc::make_mut(shipped);
+                    shipped.header = header;
+                    shipped.files.push((name, text));
+                }
+                continue;
+            }
+            let count = headers.len() - before;
+            let header = headers.pop().filter(|_| count == 1).ok_or_else(|| {
                 Error::invalid_input(format!(
-                    "{name}: a shipped file describes one CPU model, not {}",
-                    headers.len()
+                    "{name}: a shipped file describes one CPU model, not {count}"
                 ))
             })?;
+            if !ids.insert(header.id.to_ascii_lowercase()) {
+                return Err(Error::invalid_input(format!(
+                    "{name}: model id `{}` is shipped twice (an overlay follows its model's generated file)",
+                    header.id
+                )));
+            }
             models.push(Entry::Shipped(Arc::new(ShippedModel {
-                name,
-                text,
+                files: vec![(name, text)],
                 header,
                 full: OnceLock::new(),
             })));
@@ -286,12 +426,23 @@ impl Database {
         self.models.iter().map(Entry::model)
     }
 
-    /// The model with this id (case-insensitive).
+    /// The model with this id or alias (case-insensitive), or the model perf's CPU signature
+    /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
+    /// [`CpuIdentity::from_signature`]).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.models
             .iter()
             .find(|e| e.header().id.eq_ignore_ascii_case(id))
+            .or_else(|| {
+                self.models.iter().find(|e| {
+                    e.header()
+                        .aliases
+                        .iter()
+                        .any(|a| a.eq_ignore_ascii_case(id))
+                })
+            })
             .map(Entry::model)
+            .or_else(|| self.detect(&CpuIdentity::from_signature(id)?))
     }
 
     /// The first model whose match rules accept `cpu`.
@@ -386,15 +537,32 @@ mod tests {
         }
     }
 
+    /// How many models the shipped files describe (an overlay adds none).
+    fn shipped_model_count() -> usize {
+        let mut ids: Vec<String> = SHIPPED_FILES
+            .iter()
+            .map(|(name, _)| {
+                name.rsplit('/')
+                    .next()
+                    .unwrap_or(name)
+                    .trim_end_matches(".toml")
+                    .to_string()
+            })
+            .collect();
+        ids.dedup();
+        ids.len()
+    }
+
     /// Every shipped model, parsed in full, equals what one eager parse of all the files
     /// gives; the headers read ahead equal the full models' headers (so every file keeps id,
     /// description, encoder, match and pmu before its events and mappings).
     #[test]
     fn every_shipped_model_parses_in_full_and_matches_its_header() {
         let mut eager: Vec<CpuModel> = Vec::new();
-        let mut layer = Layer::default();
         for &(name, text) in SHIPPED_FILES {
-            load_file(&mut eager, &mut layer, &Source { name, text }).unwrap();
+            // Each file a layer of its own: an overlay changes the model its generated table
+            // made.
+            load_file(&mut eager, &mut Layer::default(), &Source { name, text }).unwrap();
             let header = header_text(text);
             assert!(header.len() < text.len(), "{name}: no events found");
             for key in [
@@ -460,8 +628,8 @@ mod tests {
         // Clones share the parsed models.
         let clone = db.clone();
         assert_eq!(parsed(&clone), ["p6", "amd64_fam19h_zen3"]);
-        assert_eq!(db.models().count(), SHIPPED_FILES.len());
-        assert_eq!(parsed(&clone).len(), SHIPPED_FILES.len());
+        assert_eq!(db.models().count(), shipped_model_count());
+        assert_eq!(parsed(&clone).len(), shipped_model_count());
     }
 
     #[test]
@@ -486,15 +654,88 @@ mod tests {
         assert!(error.message().starts_with("bad.toml:3:"), "{error}");
     }
 
+    /// The README's model table has one row per shipped model, in match order.
+    #[test]
+    fn readme_lists_every_shipped_model_in_order() {
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split_once("| id | CPUs matched")
+            .and_then(|(_, rest)| rest.split_once("\n\n"))
+            .map_or("", |(table, _)| table);
+        let rows: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |").map(|(id, _)| id))
+            .collect();
+        let db = Database::shipped().unwrap();
+        let ids: Vec<String> = db.models().map(|m| m.id.clone()).collect();
+        assert_eq!(rows, ids);
+    }
+
+    /// perf's signatures name models as detection would: family decimal, model and stepping
+    /// hex, steppings telling Skylake-X from Cascade Lake.
+    #[test]
+    fn signatures_name_models() {
+        let db = Database::shipped().unwrap();
+        let id = |s: &str| db.model(s).map(|m| m.id.clone());
+        assert_eq!(id("GenuineIntel-6-8F-8").as_deref(), Some("spr"));
+        assert_eq!(
+            id("AuthenticAMD-26-2-0").as_deref(),
+            Some("amd64_fam1ah_zen5")
+        );
+        assert_eq!(id("GenuineIntel-6-55-4").as_deref(), Some("skx"));
+        assert_eq!(id("GenuineIntel-6-55-7").as_deref(), Some("clx"));
+        assert_eq!(id("GenuineIntel-6-55-B").as_deref(), Some("clx"));
+        assert_eq!(id("GenuineIntel-6-E").as_deref(), Some("coreduo"));
+        assert_eq!(
+            id("AuthenticAMD-16-4").as_deref(),
+            Some("amd64_fam10h_shanghai")
+        );
+        for bad in [
+            "GenuineIntel-6",
+            "GenuineIntel-0x6-8F",
+            "GenuineIntel-6-8G",
+            "GenuineIntel-6-8F-8-1",
+            "CyrixInstead-6-8",
+            "GenuineIntel-15-2",
+        ] {
+            assert_eq!(id(bad), None, "{bad}");
+        }
+        // libpfm4's names for CPUs that share a table are aliases.
+        assert_eq!(id("knm").as_deref(), Some("knl"));
+        assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("k8"));
+        assert_eq!(id("ix86arch").as_deref(), Some("intel-arch"));
+        let cpu = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
+        assert_eq!(cpu.signature(), "GenuineIntel-6-8F-8");
+        assert_eq!(
+            CpuIdentity::from_signature(&cpu.signature()),
+            Some(cpu.clone())
+        );
+    }
+
     #[test]
     fn detection_picks_the_first_match() {
         let db = Database::shipped().unwrap();
         let id = |c: CpuIdentity| db.detect(&c).map(|m| m.id.clone());
         assert_eq!(id(cpu(Vendor::Intel, 5, 2)).as_deref(), Some("p5"));
         assert_eq!(id(cpu(Vendor::Intel, 6, 8)).as_deref(), Some("p6"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0d)).as_deref(), Some("p6"));
+        // Core Duo is its own PMU, not P6.
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0e)).as_deref(), Some("coreduo"));
         assert_eq!(id(cpu(Vendor::Intel, 6, 0x5e)).as_deref(), Some("skl"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x8f)).as_deref(), Some("spr"));
+        // A hybrid chip's signature gives its big core's table first.
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x97)).as_deref(), Some("adl_glc"));
+        // Skylake-X and Cascade Lake share model 0x55 and differ by stepping.
+        let mut clx = cpu(Vendor::Intel, 6, 0x55);
+        assert_eq!(id(clx.clone()).as_deref(), Some("skx"));
+        clx.stepping = 7;
+        assert_eq!(id(clx).as_deref(), Some("clx"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x0f)).as_deref(), Some("core"));
+        assert_eq!(id(cpu(Vendor::Intel, 6, 0x17)).as_deref(), Some("core"));
+        // A family-6 model without a table of its own: the architectural catch-all.
         assert_eq!(
-            id(cpu(Vendor::Intel, 6, 0x8f)).as_deref(),
+            id(cpu(Vendor::Intel, 6, 0x10)).as_deref(),
             Some("intel-arch")
         );
         assert_eq!(
@@ -503,7 +744,26 @@ mod tests {
             "NetBurst has no model"
         );
         assert_eq!(id(cpu(Vendor::Amd, 0xf, 5)).as_deref(), Some("k8"));
-        assert_eq!(id(cpu(Vendor::Amd, 0x10, 2)).as_deref(), Some("k8"));
+        // Families 0x10-0x16 have their own tables (their DTLB events take a page-size unit
+        // mask K8's do not).
+        for (family, model) in [
+            (0x10, "amd64_fam10h_barcelona"),
+            (0x10 + 0x100, "amd64_fam10h_shanghai"),
+            (0x10 + 0x200, "amd64_fam10h_istanbul"),
+            (0x11, "amd64_fam11h_turion"),
+            (0x12, "amd64_fam12h_llano"),
+            (0x14, "amd64_fam14h_bobcat"),
+            (0x15, "amd64_fam15h_interlagos"),
+            (0x16, "amd64_fam16h"),
+        ] {
+            // Family 10h: model 2 is revision B, 4 revision C, 8 revision D (libpfm4's rule).
+            let cpu_model = [2, 4, 8][family as usize >> 8];
+            assert_eq!(
+                id(cpu(Vendor::Amd, family & 0xff, cpu_model)).as_deref(),
+                Some(model)
+            );
+        }
+        assert_eq!(id(cpu(Vendor::Amd, 0x13, 2)), None, "no family 13h exists");
         // K7 is family 6 and must not get K8-only events.
         assert_eq!(id(cpu(Vendor::Amd, 6, 4)).as_deref(), Some("amd64_k7"));
         let amd = [
@@ -519,10 +779,9 @@ mod tests {
             (0x19, 0x61, "amd64_fam19h_zen4"),
             (0x19, 0x74, "amd64_fam19h_zen4"),
             (0x19, 0xa0, "amd64_fam19h_zen4"),
-            // This machine: AuthenticAMD family 0x1a model 2 (Zen 5); libpfm4 4.13 has no
-            // Zen 5 table, the Zen 4 one is the nearest.
-            (0x1a, 0x02, "amd64_fam19h_zen4"),
-            (0x1a, 0x44, "amd64_fam19h_zen4"),
+            // This machine: AuthenticAMD family 0x1a model 2 (Zen 5), its own table.
+            (0x1a, 0x02, "amd64_fam1ah_zen5"),
+            (0x1a, 0x44, "amd64_fam1ah_zen5"),
         ];
         for (family, model, want) in amd {
             assert_eq!(
@@ -563,7 +822,7 @@ mod tests {
         // would race with other tests. tests/env.rs sets the variable in a child process.
         if std::env::var_os(EVENTS_ENV).is_none() {
             let db = Database::load(None).unwrap();
-            assert_eq!(db.models().count(), SHIPPED_FILES.len());
+            assert_eq!(db.models().count(), shipped_model_count());
         }
         let missing = Database::load(Some(Path::new("/nonexistent/events.toml"))).unwrap_err();
         assert_eq!(missing.kind(), counterhal_hal::ErrorKind::InvalidInput);

@@ -148,6 +148,15 @@ pub struct UnitMask {
     pub invert: bool,
     /// The fixed counter that counts exactly this event, if any.
     pub fixed: Option<u32>,
+    /// The event code it selects instead of its event's (Intel tables list a few unit masks
+    /// of one event name under another code), if any.
+    pub event_code: Option<u16>,
+    /// The general counters it may use instead of its event's (empty: its fixed counter
+    /// only), if it narrows them.
+    pub counters: Option<CounterSet>,
+    /// Its group (libpfm4's `grpid`): a group no named unit mask belongs to still gets its
+    /// defaults.
+    pub group: u8,
     /// What kind of bits it sets.
     pub class: UnitMaskClass,
 }
@@ -156,6 +165,12 @@ impl UnitMask {
     /// Whether the mask carries its own filter bits (counter mask, edge, invert).
     pub fn has_filters(&self) -> bool {
         self.cmask != 0 || self.edge || self.invert
+    }
+
+    /// Whether the mask changes its event's code or counters, so it cannot be combined with
+    /// another unit mask.
+    pub fn overrides_event(&self) -> bool {
+        self.event_code.is_some() || self.counters.is_some()
     }
 }
 
@@ -262,6 +277,8 @@ pub struct CpuModel {
     pub id: String,
     /// A one-line description.
     pub description: String,
+    /// Other names it answers to (libpfm4's PMU names for the CPUs that share its table).
+    pub aliases: Vec<String>,
     /// The encoder for its events.
     pub encoder: EncoderKind,
     /// Its PMU.
@@ -286,6 +303,11 @@ impl CpuModel {
     /// Its native events, in file order.
     pub fn events(&self) -> &[NativeEvent] {
         &self.events
+    }
+
+    /// How many encodings it names: each event without unit masks, and each unit mask.
+    pub fn unit_mask_count(&self) -> usize {
+        self.events.iter().map(|e| e.unit_masks.len().max(1)).sum()
     }
 
     /// The native event with this name (case-insensitive).

@@ -31,6 +31,22 @@ fn valid_masks(event: &NativeEvent) -> String {
     }
 }
 
+/// A unit mask given as a number (`:0x6`, libpfm4's raw unit mask), if `name` is one.
+fn raw_unit_mask(name: &str, event: &NativeEvent) -> Result<Option<u8>, EventError> {
+    let Some(hex) = name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) else {
+        return Ok(None);
+    };
+    u8::from_str_radix(hex, 16).map(Some).map_err(|_| {
+        err(
+            EventErrorKind::ValueOutOfRange,
+            format!(
+                "raw unit mask `{name}` of `{}` is not a hex byte (0x0..=0xff)",
+                event.name
+            ),
+        )
+    })
+}
+
 /// Chooses unit masks and filters for `event` as `spec` asks.
 pub(crate) fn select(
     model: &CpuModel,
@@ -42,6 +58,7 @@ pub(crate) fn select(
     let mut plain = Vec::new();
     let mut state_bits = 0u8;
     let mut any_bits = 0u8;
+    let mut raw_bits = None::<u8>;
     for name in extra_masks
         .iter()
         .copied()
@@ -58,6 +75,10 @@ pub(crate) fn select(
                 UnitMaskClass::AnyInitiator => any_bits |= mask.code,
             },
             None => {
+                if let Some(bits) = raw_unit_mask(name, event)? {
+                    raw_bits = Some(raw_bits.unwrap_or(0) | bits);
+                    continue;
+                }
                 if modifiers.apply_group(name)? {
                     continue;
                 }
@@ -102,6 +123,15 @@ pub(crate) fn select(
                 ),
             ));
         }
+        if let Some(m) = plain.iter().find(|m| m.overrides_event()) {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "unit mask `{}` of `{}` selects its own event code or counters and cannot be combined",
+                    m.name, event.name
+                ),
+            ));
+        }
         if let Some(m) = plain.iter().find(|m| m.has_filters()) {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
@@ -116,7 +146,7 @@ pub(crate) fn select(
         .unit_masks
         .iter()
         .any(|u| u.class == UnitMaskClass::Plain);
-    if plain.is_empty() && has_plain {
+    if plain.is_empty() && has_plain && raw_bits.is_none() {
         if event.needs_unit_mask() {
             let names: Vec<&str> = event
                 .unit_masks
@@ -134,11 +164,28 @@ pub(crate) fn select(
             ));
         }
         plain.extend(event.unit_masks.iter().filter(|u| u.default));
+    } else if !plain.is_empty() {
+        // A group none of the named unit masks belongs to keeps its defaults (libpfm4's
+        // grouped unit masks: naming a request type keeps the default core selection).
+        let named: Vec<u8> = plain.iter().map(|m| m.group).collect();
+        plain.extend(
+            event.unit_masks.iter().filter(|u| {
+                u.default && u.class == UnitMaskClass::Plain && !named.contains(&u.group)
+            }),
+        );
     }
-    let mut umask = event.base_umask | any_bits;
+    let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
     let mut implied = Modifiers::default();
     let mut fixed = if has_plain { None } else { event.fixed };
+    let mut code = event.code;
+    let mut counters = event.counters;
     for mask in &plain {
+        if let Some(c) = mask.event_code {
+            code = c;
+        }
+        if let Some(c) = mask.counters {
+            counters = c;
+        }
         umask |= mask.code;
         if mask.cmask != 0 {
             implied.cmask = Some(mask.cmask);
@@ -182,25 +229,25 @@ pub(crate) fn select(
         }
     }
     if modifiers.has_filters() {
-        if event.counters.is_empty() {
+        if counters.is_empty() {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
                 format!(
                     "`{}` counts only on fixed counter {}, which has no e/i/c filters",
                     event.name,
-                    event.fixed.unwrap_or(0)
+                    fixed.or(event.fixed).unwrap_or(0)
                 ),
             ));
         }
         fixed = None;
     }
     Ok(NativeChoice {
-        code: event.code,
+        code,
         umask,
         edge: modifiers.edge == Some(true),
         invert: modifiers.invert == Some(true),
         cmask: modifiers.cmask.unwrap_or(0),
-        counters: event.counters,
+        counters,
         fixed,
         modifiers,
     })

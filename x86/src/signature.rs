@@ -89,7 +89,7 @@ pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
     identify(cpuid).map(|identified| identified.identity)
 }
 
-/// The event database's CPU model `id` (case-insensitive), as a caller names it (`--cpu`)
+/// The event database's CPU model `id` (case-insensitive), as a caller names it (`--cpu-model`: an id or perf's signature)
 /// instead of letting CPUID pick one.
 ///
 /// # Errors

@@ -84,11 +84,17 @@ pub(super) fn native_event(
     for umask in &doc.umasks {
         let u = umask.get_ref();
         let uname = u.name.get_ref().trim().to_string();
-        if uname.is_empty() || !uname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if uname.is_empty()
+            || uname.starts_with('.')
+            || uname.ends_with('.')
+            || !uname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
             return Err(source.error(
                 u.name.span(),
                 "name",
-                format!("`{uname}` is not a valid unit-mask name"),
+                format!("`{uname}` is not a valid unit-mask name (letters, digits, _ and inner .)"),
             ));
         }
         if uname.len() == 1 || matches!(uname.to_ascii_lowercase().as_str(), "uk" | "ku") {
@@ -117,6 +123,40 @@ pub(super) fn native_event(
             Some(v) => Some(fixed_counter(source, pmu, v)?),
             None => None,
         };
+        let event_code = match &u.event {
+            Some(v) => {
+                let c = *v.get_ref();
+                if !(0..=max).contains(&c) {
+                    return Err(source.error(
+                        v.span(),
+                        "event",
+                        format!(
+                            "event code {c:#x} of unit mask `{uname}` is out of range for encoder {} (0..={max:#x})",
+                            encoder.name()
+                        ),
+                    ));
+                }
+                u16::try_from(c).ok()
+            }
+            None => None,
+        };
+        let group = match &u.group {
+            Some(v) => number(source, v, "group", 0xff)?,
+            None => 0,
+        };
+        let ucounters = match &u.counters {
+            Some(v) => Some(counter_set(source, pmu, v)?),
+            None => None,
+        };
+        if ucounters.is_some_and(|c| c.is_empty()) && ufixed.is_none() {
+            return Err(source.error(
+                u.name.span(),
+                "counters",
+                format!(
+                    "unit mask `{uname}` of `{name}` has no counter: give `counters` or `fixed`"
+                ),
+            ));
+        }
         unit_masks.push(UnitMask {
             name: uname,
             code: ucode,
@@ -126,6 +166,9 @@ pub(super) fn native_event(
             edge: u.edge,
             invert: u.inv,
             fixed: ufixed,
+            event_code,
+            counters: ucounters,
+            group,
             class: UnitMaskClass::Plain,
         });
     }
@@ -179,6 +222,9 @@ pub(super) fn state_mask(
         edge: false,
         invert: false,
         fixed: None,
+        event_code: None,
+        counters: None,
+        group: 0,
         class,
     }
 }

@@ -149,6 +149,7 @@ fn load_cpu(
             models.push(CpuModel {
                 id: id.clone(),
                 description: String::new(),
+                aliases: Vec::new(),
                 encoder,
                 pmu,
                 rules: Vec::new(),
@@ -161,6 +162,26 @@ fn load_cpu(
     let model = models.get_mut(index);
     let reencoded = existing.is_some()
         && (encoder.is_some_and(|e| e != model.encoder) || pmu.is_some_and(|p| p != model.pmu));
+    if let Some(aliases) = &doc.aliases {
+        model.aliases = aliases
+            .iter()
+            .map(|a| {
+                let alias = a.get_ref().trim();
+                if alias.is_empty()
+                    || !alias
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                {
+                    return Err(source.error(
+                        a.span(),
+                        "aliases",
+                        format!("`{alias}` is not a valid model id (letters, digits, _ - .)"),
+                    ));
+                }
+                Ok(alias.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+    }
     if let Some(description) = doc.description {
         model.description = description;
     }

@@ -17,6 +17,7 @@ pub(super) struct FileDoc {
 pub(super) struct CpuDoc {
     pub(super) id: Spanned<String>,
     pub(super) description: Option<String>,
+    pub(super) aliases: Option<Vec<Spanned<String>>>,
     pub(super) encoder: Option<Spanned<String>>,
     #[serde(rename = "match")]
     pub(super) matches: Option<Vec<Spanned<MatchDoc>>>,
@@ -78,4 +79,7 @@ pub(super) struct UmaskDoc {
     #[serde(default)]
     pub(super) inv: bool,
     pub(super) fixed: Option<Spanned<i64>>,
+    pub(super) event: Option<Spanned<i64>>,
+    pub(super) counters: Option<Spanned<Vec<i64>>>,
+    pub(super) group: Option<Spanned<i64>>,
 }

@@ -1,0 +1,158 @@
+//! `counterhal list --models`: every CPU model of the event database, with what matches it
+//! (perf's signatures) and its PMU.
+
+use std::fmt::Write as _;
+
+use counterhal::events::{CpuModel, MatchRule, NumberSet, Vendor};
+use serde_json::json;
+
+/// A number set as perf writes model and stepping numbers: upper-case hex, ranges `LO-HI`,
+/// several joined by `|`; `*` for any.
+fn hex_set(set: &NumberSet) -> String {
+    if set.ranges.is_empty() {
+        return "*".to_string();
+    }
+    // Adjacent ranges (steppings listed one by one) join: 5..F.
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for &(lo, hi) in &set.ranges {
+        match ranges.last_mut() {
+            Some(last) if last.1.checked_add(1) == Some(lo) => last.1 = hi,
+            _ => ranges.push((lo, hi)),
+        }
+    }
+    let items: Vec<String> = ranges
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                format!("{lo:X}")
+            } else {
+                format!("{lo:X}..{hi:X}")
+            }
+        })
+        .collect();
+    items.join("|")
+}
+
+/// A match rule as perf's signature: `GenuineIntel-6-55-5..F` (family decimal).
+fn signature(rule: &MatchRule) -> String {
+    let vendor = match &rule.vendor {
+        Vendor::Intel => "GenuineIntel",
+        Vendor::Amd => "AuthenticAMD",
+        Vendor::Other(v) => v,
+    };
+    let family = if rule.family.ranges.is_empty() {
+        "*".to_string()
+    } else {
+        let items: Vec<String> = rule
+            .family
+            .ranges
+            .iter()
+            .map(|&(lo, hi)| {
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}..{hi}")
+                }
+            })
+            .collect();
+        items.join("|")
+    };
+    let mut text = format!("{vendor}-{family}-{}", hex_set(&rule.model));
+    if !rule.stepping.ranges.is_empty() {
+        text.push('-');
+        text.push_str(&hex_set(&rule.stepping));
+    }
+    text
+}
+
+/// The vendor of a model: its first match rule's.
+fn vendor(model: &CpuModel) -> &str {
+    model
+        .match_rules()
+        .first()
+        .map_or("any", |r| r.vendor.name())
+}
+
+/// The models as text (one block per model) or a JSON array.
+pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> String {
+    let models: Vec<&CpuModel> = models.collect();
+    let mut out = String::new();
+    if as_json {
+        let array: Vec<_> = models
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "aliases": m.aliases,
+                    "vendor": vendor(m),
+                    "name": m.description,
+                    "encoder": m.encoder.name(),
+                    "signatures": m.match_rules().iter().map(signature).collect::<Vec<_>>(),
+                    "counters": {
+                        "general": m.pmu.general_counters,
+                        "width": m.pmu.counter_width,
+                        "fixed": m.pmu.fixed_counters,
+                        "fixed_width": m.pmu.fixed_width,
+                    },
+                    "events": m.events().len(),
+                })
+            })
+            .collect();
+        _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&array).expect("JSON of plain values")
+        );
+        return out;
+    }
+    for m in &models {
+        let signatures: Vec<String> = m.match_rules().iter().map(signature).collect();
+        _ = writeln!(out, "{:<26} {}", m.id, m.description);
+        if !m.aliases.is_empty() {
+            _ = writeln!(out, "{:<26} also {}", "", m.aliases.join(", "));
+        }
+        _ = writeln!(
+            out,
+            "{:<26} vendor {}, {} general counters of {} bits, {} fixed, {} events",
+            "",
+            vendor(m),
+            m.pmu.general_counters,
+            m.pmu.counter_width,
+            m.pmu.fixed_counters,
+            m.events().len()
+        );
+        if !signatures.is_empty() {
+            _ = writeln!(out, "{:<26} matches {}", "", signatures.join(" "));
+        }
+    }
+    _ = writeln!(out, "\n{} CPU models", models.len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal::events::Database;
+
+    #[test]
+    fn signatures_are_written_as_perf_writes_them() {
+        let db = Database::shipped().unwrap();
+        let clx = db.model("clx").unwrap();
+        assert_eq!(signature(&clx.match_rules()[0]), "GenuineIntel-6-55-5..F");
+        let zen5 = db.model("amd64_fam1ah_zen5").unwrap();
+        assert_eq!(signature(&zen5.match_rules()[0]), "AuthenticAMD-26-*");
+        let text = render(db.models(), false);
+        assert!(text.contains("\nspr "), "{text}");
+        assert!(text.ends_with(&format!("\n{} CPU models\n", db.models().count())));
+        let json: serde_json::Value = serde_json::from_str(&render(db.models(), true)).unwrap();
+        let spr = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == "spr")
+            .unwrap();
+        assert_eq!(spr["counters"]["general"], 8);
+        assert_eq!(spr["vendor"], "intel");
+        assert!(spr["events"].as_u64().unwrap() > 50);
+    }
+}

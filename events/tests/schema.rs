@@ -1,0 +1,144 @@
+//! What the generated Intel and AMD tables need from the schema: a unit mask with its own event
+//! code or counters (fixed-counter pseudo-events), dotted unit-mask names, raw hex unit masks.
+
+mod common;
+
+use counterhal_events::{Database, EventErrorKind};
+use counterhal_hal::Encoding;
+
+const MODEL: &str = r#"
+[[cpu]]
+id = "testcore"
+description = "A made-up core for the schema's extensions"
+encoder = "intel-arch"
+match = [{ vendor = "intel", family = 6, model = 0xfe }]
+pmu = { general_counters = 4, counter_width = 48, fixed_counters = 3, fixed_width = 48 }
+
+[[cpu.event]]
+name = "INST_RETIRED"
+code = 0xc0
+flags = ["exclusive"]
+umasks = [
+  { name = "ANY_P", code = 0x00, default = true },
+  { name = "ANY", code = 0x01, event = 0x00, counters = [], fixed = 0 },
+  { name = "PREC_DIST", code = 0x01, counters = [0] },
+]
+
+[[cpu.event]]
+name = "OCR"
+code = 0xb7
+flags = ["exclusive"]
+umasks = [
+  { name = "DEMAND_DATA_RD.ANY_RESPONSE", code = 0x01 },
+  { name = "DEMAND_RFO.ANY_RESPONSE", code = 0x01 },
+]
+
+[[cpu.event]]
+name = "MEM_LOAD"
+code = 0xd1
+umasks = [{ name = "L1_HIT", code = 0x01 }, { name = "L2_HIT", code = 0x02 }]
+"#;
+
+fn database() -> Database {
+    Database::from_toml_str("schema.toml", MODEL).unwrap()
+}
+
+/// (EVTSEL value, counters, fixed counter) of `event` on the test core.
+fn encode(event: &str) -> Result<(u64, String), EventErrorKind> {
+    let resolved = database()
+        .resolve_exact(Some("testcore"), event, &common::X86)
+        .map_err(|e| e.kind())?;
+    let Encoding::Evtsel(evtsel) = &resolved.terms[0].request.encoding else {
+        panic!("{event}: not an event select");
+    };
+    Ok((
+        evtsel.register_value(),
+        resolved.terms[0].request.encoding.to_string(),
+    ))
+}
+
+#[test]
+fn a_unit_mask_may_select_its_own_code_and_counters() {
+    let (value, text) = encode("INST_RETIRED.ANY:u").unwrap();
+    assert_eq!(value & 0xffff, 0x0100, "{text}");
+    assert!(text.contains("fixed=0"), "{text}");
+    let (value, text) = encode("INST_RETIRED:PREC_DIST").unwrap();
+    assert_eq!(value & 0xffff, 0x01c0);
+    assert!(
+        text.contains("counters=0 ") || text.ends_with("counters=0"),
+        "{text}"
+    );
+    let (value, _) = encode("INST_RETIRED").unwrap();
+    assert_eq!(value & 0xffff, 0x00c0);
+    // A fixed-only mask takes no filters; it never combines with another mask.
+    assert_eq!(
+        encode("INST_RETIRED.ANY:c=1"),
+        Err(EventErrorKind::CombinationNotAllowed)
+    );
+}
+
+#[test]
+fn dotted_unit_mask_names_resolve_in_every_spelling() {
+    let upper = encode("OCR.DEMAND_DATA_RD.ANY_RESPONSE").unwrap();
+    assert_eq!(upper.0 & 0xffff, 0x01b7);
+    assert_eq!(encode("ocr.demand_data_rd.any_response"), Ok(upper.clone()));
+    assert_eq!(encode("OCR:DEMAND_DATA_RD.ANY_RESPONSE"), Ok(upper));
+    assert_eq!(
+        encode("OCR.DEMAND_DATA_RD"),
+        Err(EventErrorKind::UnitMaskInvalid)
+    );
+}
+
+#[test]
+fn raw_hex_unit_masks_are_ored_in() {
+    assert_eq!(encode("MEM_LOAD:0x6").unwrap().0 & 0xffff, 0x06d1);
+    assert_eq!(encode("MEM_LOAD:L1_HIT:0x4").unwrap().0 & 0xffff, 0x05d1);
+    assert_eq!(
+        encode("MEM_LOAD:0x100"),
+        Err(EventErrorKind::ValueOutOfRange)
+    );
+}
+
+#[test]
+fn bad_overrides_are_refused_with_the_key() {
+    for (bad, key) in [
+        ("event = 0x100", "event"),
+        ("counters = [7]", "counters"),
+        ("counters = []", "counters"),
+    ] {
+        let text = MODEL.replace(
+            r#"{ name = "L2_HIT", code = 0x02 }"#,
+            &format!(r#"{{ name = "L2_HIT", code = 0x02, {bad} }}"#),
+        );
+        let error = Database::from_toml_str("bad.toml", &text)
+            .err()
+            .unwrap_or_else(|| panic!("`{bad}` loaded"));
+        assert!(
+            error.message().contains(&format!("key `{key}`")),
+            "{bad}: {error}"
+        );
+    }
+    let text = MODEL.replace(
+        "description = \"A made-up",
+        "aliases = [\"ok\", \"not ok\"]\ndescription = \"A made-up",
+    );
+    let error = Database::from_toml_str("bad.toml", &text).err().unwrap();
+    assert!(
+        error
+            .message()
+            .contains("key `aliases`: `not ok` is not a valid model id"),
+        "{error}"
+    );
+    let text = MODEL.replace(
+        "description = \"A made-up",
+        "aliases = [\"madeup\"]\ndescription = \"A made-up",
+    );
+    let db = Database::from_toml_str("aliases.toml", &text).unwrap();
+    assert_eq!(db.model("MADEUP").map(|m| m.id.as_str()), Some("testcore"));
+    let text = MODEL.replace("\"L2_HIT\"", "\"L2_HIT.\"");
+    let error = Database::from_toml_str("bad.toml", &text).err().unwrap();
+    assert!(
+        error.message().contains("not a valid unit-mask name"),
+        "{error}"
+    );
+}

@@ -1,0 +1,78 @@
+//! The generator's command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Generates counterhal's event data from upstream snapshots.
+#[derive(Parser)]
+#[command(name = "counterhal-gen", version)]
+struct Args {
+    #[command(subcommand)]
+    source: Source,
+}
+
+#[derive(Subcommand)]
+enum Source {
+    /// Intel perfmon (github.com/intel/perfmon): mapfile.csv and the *_core.json files.
+    Perfmon {
+        /// The snapshot's top directory (holding mapfile.csv).
+        #[arg(long)]
+        source: PathBuf,
+        /// The snapshot's commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// libpfm4 (github.com/wcohen/libpfm4): the AMD core tables under lib/events.
+    Libpfm4 {
+        /// The snapshot's top directory (holding lib/events).
+        #[arg(long)]
+        source: PathBuf,
+        /// The snapshot's commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match &args.source {
+        Source::Perfmon {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::perfmon::models(source, commit)
+            .and_then(|models| counterhal_gen::write_models(&models, out)),
+        Source::Libpfm4 {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::libpfm4::models(source, commit)
+            .and_then(|mut models| {
+                for table in counterhal_gen::libpfm4::INTEL_MODELS {
+                    models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
+                }
+                Ok(models)
+            })
+            .and_then(|models| counterhal_gen::write_models(&models, out)),
+    };
+    match result {
+        Ok(paths) => {
+            for path in paths {
+                println!("{path}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("counterhal-gen: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The generator's picture of one CPU model, before it is written as TOML: facts only (names,
+//! codes, unit masks, counters, flags), no description sentences.
+
+/// One match rule: vendor, family, model and steppings (none = any).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Signature {
+    /// `intel` or `amd`.
+    pub vendor: &'static str,
+    /// The display family.
+    pub family: u32,
+    /// The display model (None: any).
+    pub model: Option<u32>,
+    /// The steppings it covers (empty: any).
+    pub steppings: Vec<u32>,
+}
+
+/// A unit mask of a generated event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GenUnitMask {
+    /// Its name (may hold inner dots, as Intel's names do).
+    pub name: String,
+    /// The unit-mask byte.
+    pub code: u8,
+    /// Counter mask (0 = none).
+    pub cmask: u8,
+    /// Edge detect.
+    pub edge: bool,
+    /// Invert.
+    pub inv: bool,
+    /// The fixed counter that counts exactly this, if any.
+    pub fixed: Option<u32>,
+    /// Its own event code, where it differs from the event's.
+    pub event: Option<u16>,
+    /// Its own general counters, where they differ from the event's.
+    pub counters: Option<Vec<u32>>,
+    /// Applies when no unit mask is named (or none of its group).
+    pub default: bool,
+    /// Its group (libpfm4's `grpid`; 0 unless the event has several).
+    pub group: u8,
+}
+
+/// A generated native event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GenEvent {
+    /// Its name.
+    pub name: String,
+    /// The event code.
+    pub code: u16,
+    /// A unit-mask byte always set (events without named unit masks).
+    pub umask: Option<u8>,
+    /// Its general counters (None: all).
+    pub counters: Option<Vec<u32>>,
+    /// The fixed counter that counts exactly this event, if any.
+    pub fixed: Option<u32>,
+    /// Flags as the schema names them.
+    pub flags: Vec<&'static str>,
+    /// Its unit masks.
+    pub umasks: Vec<GenUnitMask>,
+}
+
+/// A generated model: header and events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GenModel {
+    /// The model id.
+    pub id: String,
+    /// One line in our own words.
+    pub description: String,
+    /// `intel-arch`, `amd64`, `p6`.
+    pub encoder: &'static str,
+    /// What matches it.
+    pub signatures: Vec<Signature>,
+    /// General counters.
+    pub general_counters: u32,
+    /// Their width.
+    pub counter_width: u32,
+    /// Fixed counters.
+    pub fixed_counters: u32,
+    /// Their width.
+    pub fixed_width: u32,
+    /// Where the data came from: source name, licence, commit, file.
+    pub source: Provenance,
+    /// What was left out, and why (reason, count), sorted.
+    pub left_out: Vec<(String, usize)>,
+    /// The events, sorted by name.
+    pub events: Vec<GenEvent>,
+}
+
+/// Where a generated model's data came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// `Intel perfmon (github.com/intel/perfmon, BSD-3-Clause)`.
+    pub source: String,
+    /// The source's commit.
+    pub commit: String,
+    /// The file inside the source.
+    pub file: String,
+}

@@ -1,0 +1,170 @@
+//! Writing a generated model as one deterministic TOML file: the same model gives the same
+//! bytes, with its source and the source's commit in the header.
+
+use std::fmt::Write as _;
+
+use crate::model::{GenEvent, GenModel, GenUnitMask, Signature};
+
+/// The line every generated file carries, and the loader's tests look for.
+pub const GENERATED_MARK: &str = "generated: do not edit";
+
+/// The TOML text of `model`.
+pub fn model_toml(model: &GenModel) -> String {
+    let mut out = String::new();
+    let p = &model.source;
+    let _ = writeln!(
+        out,
+        "# {GENERATED_MARK} (counterhal-gen; edit the overlay instead)"
+    );
+    let _ = writeln!(out, "# source: {}", p.source);
+    let _ = writeln!(out, "# commit: {}", p.commit);
+    let _ = writeln!(out, "# file: {}", p.file);
+    for (reason, count) in &model.left_out {
+        let _ = writeln!(out, "# left out: {count} {reason}");
+    }
+    out.push('\n');
+    out.push_str("[[cpu]]\n");
+    let _ = writeln!(out, "id = {}", quoted(&model.id));
+    let _ = writeln!(out, "description = {}", quoted(&model.description));
+    let _ = writeln!(out, "encoder = {}", quoted(model.encoder));
+    out.push_str("match = [\n");
+    for s in &model.signatures {
+        let _ = writeln!(out, "  {},", signature(s));
+    }
+    out.push_str("]\n");
+    let _ = write!(
+        out,
+        "pmu = {{ general_counters = {}, counter_width = {}",
+        model.general_counters, model.counter_width
+    );
+    if model.fixed_counters > 0 {
+        let _ = write!(
+            out,
+            ", fixed_counters = {}, fixed_width = {}",
+            model.fixed_counters, model.fixed_width
+        );
+    }
+    out.push_str(" }\n");
+    for event in &model.events {
+        out.push('\n');
+        write_event(&mut out, event);
+    }
+    out
+}
+
+fn signature(s: &Signature) -> String {
+    let mut text = format!("{{ vendor = {}, family = {:#x}", quoted(s.vendor), s.family);
+    if let Some(model) = s.model {
+        let _ = write!(text, ", model = {model:#x}");
+    }
+    if !s.steppings.is_empty() {
+        let list: Vec<String> = s.steppings.iter().map(u32::to_string).collect();
+        let _ = write!(text, ", stepping = [{}]", list.join(", "));
+    }
+    text.push_str(" }");
+    text
+}
+
+fn write_event(out: &mut String, e: &GenEvent) {
+    out.push_str("[[cpu.event]]\n");
+    let _ = writeln!(out, "name = {}", quoted(&e.name));
+    let _ = writeln!(out, "code = {:#04x}", e.code);
+    if let Some(u) = e.umask {
+        let _ = writeln!(out, "umask = {u:#04x}");
+    }
+    if let Some(c) = &e.counters {
+        let _ = writeln!(out, "counters = {}", list(c));
+    }
+    if let Some(f) = e.fixed {
+        let _ = writeln!(out, "fixed = {f}");
+    }
+    if !e.flags.is_empty() {
+        let flags: Vec<String> = e.flags.iter().map(|f| quoted(f)).collect();
+        let _ = writeln!(out, "flags = [{}]", flags.join(", "));
+    }
+    if !e.umasks.is_empty() {
+        out.push_str("umasks = [\n");
+        for u in &e.umasks {
+            let _ = writeln!(out, "  {},", umask(u));
+        }
+        out.push_str("]\n");
+    }
+}
+
+fn umask(u: &GenUnitMask) -> String {
+    let mut text = format!("{{ name = {}, code = {:#04x}", quoted(&u.name), u.code);
+    if let Some(e) = u.event {
+        let _ = write!(text, ", event = {e:#04x}");
+    }
+    if let Some(c) = &u.counters {
+        let _ = write!(text, ", counters = {}", list(c));
+    }
+    if let Some(f) = u.fixed {
+        let _ = write!(text, ", fixed = {f}");
+    }
+    if u.cmask != 0 {
+        let _ = write!(text, ", cmask = {}", u.cmask);
+    }
+    if u.edge {
+        text.push_str(", edge = true");
+    }
+    if u.inv {
+        text.push_str(", inv = true");
+    }
+    if u.default {
+        text.push_str(", default = true");
+    }
+    if u.group != 0 {
+        let _ = write!(text, ", group = {}", u.group);
+    }
+    text.push_str(" }");
+    text
+}
+
+fn list(values: &[u32]) -> String {
+    let items: Vec<String> = values.iter().map(u32::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// A TOML basic string (names and descriptions here are printable ASCII; anything else is
+/// escaped).
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_ascii_graphic() || c == ' ' => out.push(c),
+            c => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c) & 0xffff);
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+
+    #[test]
+    fn a_signature_writes_its_steppings() {
+        let s = Signature {
+            vendor: "intel",
+            family: 6,
+            model: Some(0x55),
+            steppings: vec![5, 6],
+        };
+        assert_eq!(
+            signature(&s),
+            "{ vendor = \"intel\", family = 0x6, model = 0x55, stepping = [5, 6] }"
+        );
+    }
+}
