@@ -288,10 +288,12 @@ mod tests {
         assert_eq!(
             probed,
             [
+                // Core 2 setups take the Core 2 table (issue 12 added it), never p6 or the
+                // architectural fallback.
                 (crate::CpuKind::P6, 2, "p6"),
                 (crate::CpuKind::Amd, 2, "k8"),
-                (crate::CpuKind::IntelArch, 2, "intel-arch"),
-                (crate::CpuKind::IntelArch, 2, "intel-arch"),
+                (crate::CpuKind::IntelArch, 2, "core"),
+                (crate::CpuKind::IntelArch, 2, "core"),
             ]
         );
         // The probe's questions left no set behind in the log the suite reads.
