@@ -296,7 +296,7 @@ impl MsrBackend {
                 encoding.code,
                 pmu.summary()
             ))
-            .with_hint("the events file does not describe this CPU; check --cpu"));
+            .with_hint("the events file does not describe this CPU; check --cpu-model"));
         }
         let value = encoding.register_value();
         if value & Evtsel::INT != 0 {
@@ -338,7 +338,7 @@ impl MsrBackend {
                 pmu.gp_counters.saturating_sub(1),
                 pmu.fixed
             ))
-            .with_hint("the events file does not describe this CPU; check --cpu"));
+            .with_hint("the events file does not describe this CPU; check --cpu-model"));
         }
         Ok(Candidate {
             evtsel: value,

@@ -61,7 +61,7 @@ use counterhal_events::{Database, EncoderKind, Vendor};
 use counterhal_hal::{Error, Result};
 
 /// Opens the real MSR device and decodes this machine's PMU. `cpu` names the event
-/// database's CPU model (`--cpu`); `None` detects it from CPUID.
+/// database's CPU model (`--cpu-model`); `None` detects it from CPUID.
 ///
 /// # Errors
 /// [`counterhal_hal::ErrorKind::DeviceMissing`] when the msr driver is not loaded (hint:
@@ -87,7 +87,7 @@ pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<MsrBackend> {
 
 /// A backend over a PMU model ([`ModelDevice`]) of the CPU that database model `id` describes,
 /// resolving names against that model: for showing what the backend would program where there
-/// is no msr driver (`counterhal encode --backend msr --cpu skl`). Intel models get an
+/// is no msr driver (`counterhal encode --backend msr --cpu-model skl`). Intel models get an
 /// architectural perfmon v4 PMU, AMD ones the legacy four counters up to family 0x16 and the
 /// Zen PMU from family 0x17.
 ///

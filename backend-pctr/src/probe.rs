@@ -223,7 +223,7 @@ fn choose_model_id(
 
 /// A backend over a [`DriverModel`](crate::DriverModel) of the CPU that database model `id`
 /// describes, resolving names against that model: for showing what pctr would program where
-/// there is no `/dev/pctr` (`counterhal encode --backend pctr --cpu p6`).
+/// there is no `/dev/pctr` (`counterhal encode --backend pctr --cpu-model p6`).
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`] for an id the database lacks.

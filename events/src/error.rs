@@ -29,7 +29,7 @@ pub enum EventErrorKind {
     CombinationNotAllowed,
     /// The event is valid but has no encoding for this backend or CPU.
     Unsupported,
-    /// The `--cpu` model id is not in the database.
+    /// The `--cpu-model` id is not in the database.
     UnknownCpu,
 }
 

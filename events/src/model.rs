@@ -273,7 +273,7 @@ pub(crate) fn spec_text(spec: &EventSpec) -> String {
 /// One CPU model of the database.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuModel {
-    /// The id used by `--cpu` (`p6`, `skl`, `amd64_fam19h_zen3`).
+    /// The id used by `--cpu-model` (`p6`, `skl`, `amd64_fam19h_zen3`).
     pub id: String,
     /// A one-line description.
     pub description: String,

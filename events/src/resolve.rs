@@ -115,7 +115,7 @@ impl<'a> Resolver<'a> {
                 self.accepts.families_text()
             ),
         )
-        .with_hint("give --cpu (e.g. --cpu skl) or run on a detected CPU")
+        .with_hint("give --cpu-model (e.g. --cpu-model skl) or run on a detected CPU")
     }
 
     fn named(&self, spec: EventSpec) -> Resolved {
@@ -145,7 +145,9 @@ impl<'a> Resolver<'a> {
                 format!("unknown event `{}`", spec.name),
             )
             .with_suggestions(self.database.nearest_names(None, &spec.name))
-            .with_hint("native events need a CPU model: give --cpu or run on a detected CPU"));
+            .with_hint(
+                "native events need a CPU model: give --cpu-model or run on a detected CPU",
+            ));
         };
         let Some((event, extra)) = model.lookup(&spec) else {
             return Err(err(
@@ -154,7 +156,7 @@ impl<'a> Resolver<'a> {
             )
             .with_suggestions(self.database.nearest_names(Some(&model.id), &spec.name))
             .with_hint(format!(
-                "`counterhal list --cpu {}` shows its events",
+                "`counterhal list --cpu-model {}` shows its events",
                 model.id
             )));
         };
@@ -316,7 +318,7 @@ impl<'a> Resolver<'a> {
                             ),
                         )
                         .with_hint(format!(
-                            "`counterhal list --cpu {}` shows what it has",
+                            "`counterhal list --cpu-model {}` shows what it has",
                             model.id
                         ))
                     });
