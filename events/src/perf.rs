@@ -47,6 +47,8 @@ pub const fn software_config(event: SoftwareEvent) -> u64 {
         SoftwareEvent::AlignmentFaults => 7,
         SoftwareEvent::EmulationFaults => 8,
         SoftwareEvent::Dummy => 9,
+        SoftwareEvent::BpfOutput => 10,
+        SoftwareEvent::CgroupSwitches => 11,
     }
 }
 

@@ -95,6 +95,10 @@ named_enum! {
         EmulationFaults = "emulation-faults",
         /// Counts nothing (a placeholder event).
         Dummy = "dummy",
+        /// Output of BPF programs (`bpf_perf_event_output`); counts nothing by itself.
+        BpfOutput = "bpf-output",
+        /// Switches between tasks of different cgroups on a CPU.
+        CgroupSwitches = "cgroup-switches",
     }
 }
 
@@ -383,7 +387,7 @@ mod tests {
             );
             count += 1;
         }
-        assert_eq!(count, 10 + 10 + 42 + Preset::ALL.len());
+        assert_eq!(count, 10 + 12 + 42 + Preset::ALL.len());
     }
 
     #[test]
