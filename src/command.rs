@@ -72,6 +72,77 @@ impl<G: Group> CountedCommand<G> {
     where
         B: Backend<Group = G> + ?Sized,
     {
+        let partition: Vec<Vec<usize>> = if options.grouped {
+            vec![(0..events.len()).collect()]
+        } else {
+            (0..events.len()).map(|i| vec![i]).collect()
+        };
+        Self::open_partition(backend, events, command, options, partition)
+    }
+
+    /// As [`new`](CountedCommand::new), with the events opened in `groups`, as perf's
+    /// `{a,b}` counts them: each group (indices into `events`) is one set, counted all
+    /// together or not at all, and every event in no group is opened on its own.
+    /// `options.grouped` is not consulted.
+    ///
+    /// # Errors
+    /// As [`new`](CountedCommand::new); [`ErrorKind::InvalidInput`] when a group is empty,
+    /// names an index past the events, or an event is in two groups.
+    pub fn with_groups<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        command: Command,
+        options: &OpenOptions,
+        groups: &[Vec<usize>],
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
+        let mut taken = vec![false; events.len()];
+        for group in groups {
+            if group.is_empty() {
+                return Err(Error::invalid_input("an empty group of events")
+                    .with_hint("give each group at least one event index, or leave it out"));
+            }
+            for &i in group {
+                let Some(seen) = taken.get_mut(i) else {
+                    return Err(Error::invalid_input(format!(
+                        "group index {i} is past the {} events",
+                        events.len()
+                    ))
+                    .with_hint(format!(
+                        "indices run from 0 to {}",
+                        events.len().saturating_sub(1)
+                    )));
+                };
+                if *seen {
+                    return Err(Error::invalid_input(format!(
+                        "event {i} (`{}`) is in two groups",
+                        events[i].name
+                    ))
+                    .with_hint("put each event in one group at most"));
+                }
+                *seen = true;
+            }
+        }
+        let mut partition = groups.to_vec();
+        partition.extend((0..events.len()).filter(|&i| !taken[i]).map(|i| vec![i]));
+        let mut options = *options;
+        options.grouped = false;
+        Self::open_partition(backend, events, command, &options, partition)
+    }
+
+    /// Starts `command` held and opens each part of `partition` as one set.
+    fn open_partition<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        command: Command,
+        options: &OpenOptions,
+        partition: Vec<Vec<usize>>,
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
         let exec = counterhal_hal::Target::Exec { pid: 0 };
         let capabilities = backend.capabilities();
         if !capabilities.supports(&exec) {
@@ -94,14 +165,12 @@ impl<G: Group> CountedCommand<G> {
         let target = child.target();
         let open = |indices: Vec<usize>| {
             let chosen = indices.iter().map(|&i| events[i].clone()).collect();
-            let set = EventSet::open(backend, chosen, &target, options);
+            let mut options = *options;
+            options.grouped |= indices.len() > 1;
+            let set = EventSet::open(backend, chosen, &target, &options);
             (indices, set)
         };
-        let opened: Vec<Opened<G>> = if options.grouped {
-            vec![open((0..events.len()).collect())]
-        } else {
-            (0..events.len()).map(|i| open(vec![i])).collect()
-        };
+        let opened: Vec<Opened<G>> = partition.into_iter().map(open).collect();
         // A limit of this process is no event's fault: stop before the command runs rather
         // than count fewer events than asked (the held child is killed when dropped).
         for (_, set) in &opened {

@@ -256,3 +256,70 @@ fn every_backend_takes_each_place_or_says_unsupported() {
         }
     }
 }
+
+#[test]
+fn a_command_counts_groups_and_lone_events_as_asked() {
+    let backend = backend_or_skip!();
+    let events = [
+        backend.resolve("task-clock").unwrap(),
+        backend.resolve("page-faults").unwrap(),
+        backend.resolve("context-switches").unwrap(),
+    ];
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", "exit 0"]);
+    let options = OpenOptions::ungrouped();
+    let counted =
+        CountedCommand::with_groups(&backend.backend, &events, command, &options, &[vec![0, 2]]);
+    let mut counted = counted.unwrap();
+    counted.start().unwrap();
+    let count = counted.wait().unwrap();
+    assert_eq!(count.readings.len(), 3);
+    // The group's members ran for the same time; the lone event was counted too.
+    let clock = count.readings[0].as_ref().unwrap();
+    let switches = count.readings[2].as_ref().unwrap();
+    assert!(clock.value > 0);
+    assert_eq!(
+        clock.time_enabled, switches.time_enabled,
+        "{clock:?} {switches:?}"
+    );
+    assert!(count.readings[1].as_ref().unwrap().value > 0);
+
+    // A group is counted all together or not at all: with an event this machine lacks
+    // (cycles without a PMU), the group's other member fails with it; alone, it is counted.
+    if let Err(lacking) = backend.resolve("cycles").and_then(|cycles| {
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", "exit 0"]);
+        let both = [events[0].clone(), cycles];
+        let mut counted =
+            CountedCommand::with_groups(&backend.backend, &both, command, &options, &[vec![0, 1]])?;
+        counted.start()?;
+        let count = counted.wait()?;
+        match &count.readings[1] {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                assert!(
+                    count.readings[0].is_err(),
+                    "a group is counted whole or not at all"
+                );
+                Err(e.clone())
+            }
+        }
+    }) {
+        println!("cycles not counted here: {lacking}");
+    }
+
+    for (groups, says) in [
+        (vec![vec![]], "empty group"),
+        (vec![vec![0, 3]], "index 3 is past the 3 events"),
+        (vec![vec![0], vec![1, 0]], "in two groups"),
+    ] {
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", "exit 0"]);
+        let error =
+            CountedCommand::with_groups(&backend.backend, &events, command, &options, &groups)
+                .err()
+                .unwrap();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+        assert!(error.to_string().contains(says), "{error}");
+    }
+}

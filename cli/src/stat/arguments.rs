@@ -20,7 +20,8 @@ Examples:
   counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
   counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
-Events not supported here are printed as <not supported>, with the reason below the table.";
+Events not supported here are printed as <not supported>, with the reason below the table.\n\
+perf stat options not taken yet, and the differences kept on purpose: see the README's stat section.";
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \

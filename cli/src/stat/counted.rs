@@ -15,27 +15,43 @@ use crate::error::CliError;
 
 /// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,
 /// the counters are opened on it to start at its exec and follow what it creates, then it
-/// executes. Each event is opened on its own (or all as one group, `grouped`), so one the
-/// machine lacks does not keep the others from counting (perf's behaviour).
+/// executes. Each `{a,b}` group (indices into `events`) is opened as one set, counted whole or
+/// not at all, and every other event on its own, so one the machine lacks does not keep the
+/// others from counting (perf's behaviour).
 pub fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
     command: &[OsString],
     pace: Pace,
-    grouped: bool,
+    groups: &[Vec<usize>],
 ) -> Result<Run, CliError> {
     let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
+    // Where each planned event is among those opened (events not resolved are not opened).
+    let mut place = Vec::with_capacity(events.len());
+    let mut next = 0;
+    for planned in events {
+        place.push(planned.ready().map(|_| next));
+        next += usize::from(planned.ready().is_some());
+    }
+    let opened_groups: Vec<Vec<usize>> = groups
+        .iter()
+        .map(|group| {
+            group
+                .iter()
+                .filter_map(|&i| place.get(i).copied().flatten())
+                .collect()
+        })
+        .filter(|group: &Vec<usize>| !group.is_empty())
+        .collect();
     let command = command_for(command).map_err(not_run)?;
-    let options = if grouped {
-        OpenOptions::grouped()
-    } else {
-        OpenOptions::ungrouped()
-    };
+    let options = OpenOptions::ungrouped();
     let mut counted =
-        CountedCommand::new(backend, &ready, command, &options).map_err(|e| match e.kind() {
-            ErrorKind::LimitReached => CliError::failed(e),
-            _ => not_run(e),
-        })?;
+        CountedCommand::with_groups(backend, &ready, command, &options, &opened_groups).map_err(
+            |e| match e.kind() {
+                ErrorKind::LimitReached => CliError::failed(e),
+                _ => not_run(e),
+            },
+        )?;
     // From here until the child is reaped, the signals that end a command are the command's,
     // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
     // the same for Ctrl-C.

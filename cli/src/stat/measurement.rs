@@ -161,10 +161,8 @@ fn measure<B: Backend>(
     let (attach, note) = match targets {
         Targets::Attach(attach) => (attach.clone(), None),
         Targets::Command if capabilities.supports(&Target::Exec { pid: 0 }) => {
-            // The command's events are counted each on its own, or, when one group holds them
-            // all, as that group.
-            let one_group = matches!(groups, [group] if group.len() == events.len());
-            return run_counted_command(backend, events, command, plan.pace, one_group);
+            // The command's `{a,b}` groups are counted as groups, the other events each alone.
+            return run_counted_command(backend, events, command, plan.pace, groups);
         }
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
