@@ -189,7 +189,7 @@ pub trait MsrDevice: Send + Sync + fmt::Debug {
     /// # Errors
     /// As [`Timer::thread`].
     fn start_timer(&self, period: std::time::Duration, tick: Tick) -> Result<Timer> {
-        Timer::thread(period, tick)
+        Timer::thread("counterhal-msr-rotation", period, tick)
     }
 }
 

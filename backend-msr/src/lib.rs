@@ -41,7 +41,8 @@ pub mod regs;
 mod shared;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
-pub mod timer;
+/// The rotation's timer (shared with the pctr backend: see [`counterhal_x86::timer`]).
+pub use counterhal_x86::timer;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ pub mod counter;
 pub mod cpuid;
 pub mod rotation;
 pub mod signature;
+pub mod timer;
 pub mod tsc;
 
 pub use assign::{CounterRef, Counters, Demand, Placement, assign};
@@ -13,4 +14,5 @@ pub use counter::{counter_delta, is_backward_step, width_mask};
 pub use cpuid::{CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
 pub use rotation::{Rotation, Schedule, schedule};
 pub use signature::{Identified, cpu_identity, decode_signature, identify, named_model};
+pub use timer::{ModelTimers, Tick, Timer};
 pub use tsc::{TscFrequency, TscSource};

@@ -23,7 +23,7 @@
 mod config;
 mod state;
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use counterhal_hal::{DeviceKind, Error, Result};
@@ -33,14 +33,14 @@ use state::ModelState;
 pub use state::{MODEL_LOG, MsrAccess, MsrWrite};
 
 use crate::device::{Access, MsrDevice, ThreadPin, refused};
-use crate::timer::{Tick, Timer};
+use crate::timer::{ModelTimers, Tick, Timer};
 
 /// A modelled PMU as an [`MsrDevice`]. Built by [`ModelDevice::new`] together with its
 /// [`ModelHandle`], or by [`crate::MsrBackend::with_model`].
 #[derive(Clone, Debug)]
 pub struct ModelDevice {
     state: Arc<Mutex<ModelState>>,
-    timers: Arc<Mutex<ModelTimers>>,
+    timers: ModelTimers,
 }
 
 /// The test's side of a model: feeds it work, advances its clock, and inspects what the
@@ -48,58 +48,18 @@ pub struct ModelDevice {
 #[derive(Clone, Debug)]
 pub struct ModelHandle {
     state: Arc<Mutex<ModelState>>,
-    timers: Arc<Mutex<ModelTimers>>,
-}
-
-/// Timers on the model's clock: each calls its tick when the TSC passes its due time.
-#[derive(Default)]
-struct ModelTimers {
-    next_id: u64,
-    entries: Vec<ModelTimer>,
-}
-
-impl std::fmt::Debug for ModelTimers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} timers", self.entries.len())
-    }
-}
-
-struct ModelTimer {
-    id: u64,
-    period: u64,
-    due: u64,
-    tick: Tick,
-}
-
-/// Unregisters a model timer when its [`Timer`] is dropped.
-struct ModelTimerGuard {
-    timers: Weak<Mutex<ModelTimers>>,
-    id: u64,
-}
-
-impl Drop for ModelTimerGuard {
-    fn drop(&mut self) {
-        if let Some(timers) = self.timers.upgrade() {
-            lock(&timers).entries.retain(|entry| entry.id != self.id);
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    timers: ModelTimers,
 }
 
 impl ModelDevice {
     /// A model in its reset state, and the handle that drives it.
     pub fn new(config: ModelConfig) -> (ModelDevice, ModelHandle) {
         let state = Arc::new(Mutex::new(ModelState::new(config)));
-        let timers = Arc::new(Mutex::new(ModelTimers::default()));
+        let timers = ModelTimers::default();
         (
             ModelDevice {
                 state: Arc::clone(&state),
-                timers: Arc::clone(&timers),
+                timers: timers.clone(),
             },
             ModelHandle { state, timers },
         )
@@ -174,22 +134,8 @@ impl MsrDevice for ModelDevice {
     /// A timer on the model's clock: `tick` runs inside [`ModelHandle::advance_tsc`] each time
     /// the TSC reaches the next multiple of `period` after now, with the TSC at that moment.
     fn start_timer(&self, period: Duration, tick: Tick) -> Result<Timer> {
-        let ticks = u128::from(MODEL_TSC_HZ) * period.as_nanos() / 1_000_000_000;
-        let period = u64::try_from(ticks).unwrap_or(u64::MAX).max(1);
         let now = self.lock().cpus.first().map_or(0, |cpu| cpu.tsc);
-        let mut timers = lock(&self.timers);
-        timers.next_id += 1;
-        let id = timers.next_id;
-        timers.entries.push(ModelTimer {
-            id,
-            period,
-            due: now.saturating_add(period),
-            tick,
-        });
-        Ok(Timer::from_guard(ModelTimerGuard {
-            timers: Arc::downgrade(&self.timers),
-            id,
-        }))
+        Ok(self.timers.start(now, MODEL_TSC_HZ, period, tick))
     }
 }
 
@@ -287,29 +233,12 @@ impl ModelHandle {
     /// Advances every CPU's TSC by `ticks` (at [`MODEL_TSC_HZ`]), running the timers that
     /// fall due on the way (a multiplexed group's rotation), each at its due time, in order.
     pub fn advance_tsc(&self, ticks: u64) {
-        let mut now = self.lock().cpus.first().map_or(0, |cpu| cpu.tsc);
-        let end = now.saturating_add(ticks);
-        loop {
-            let due = {
-                let mut timers = lock(&self.timers);
-                let next = timers
-                    .entries
-                    .iter_mut()
-                    .filter(|entry| entry.due <= end)
-                    .min_by_key(|entry| entry.due);
-                next.map(|entry| {
-                    let due = entry.due;
-                    entry.due = entry.due.saturating_add(entry.period);
-                    (due, Arc::clone(&entry.tick))
-                })
-            };
-            let Some((due, tick)) = due else { break };
-            self.step_tsc(due.saturating_sub(now));
-            now = now.max(due);
-            // No lock of the model is held: the tick reads and writes registers.
-            tick();
-        }
-        self.step_tsc(end.saturating_sub(now));
+        let now = self.lock().cpus.first().map_or(0, |cpu| cpu.tsc);
+        // No lock of the model is held while a tick runs: it reads and writes registers.
+        self.timers.run_until(now.saturating_add(ticks), |to| {
+            let now = self.lock().cpus.first().map_or(0, |cpu| cpu.tsc);
+            self.step_tsc(to.saturating_sub(now));
+        });
     }
 
     fn step_tsc(&self, ticks: u64) {
