@@ -480,12 +480,7 @@ impl Backend for MsrBackend {
         let schedule = if options.grouped {
             let placement = assign(&demands, &counters)
                 .map_err(|error| error.context(format_args!("CPU {cpu}")))?;
-            Schedule {
-                turns: vec![None; placement.counters.len()],
-                counters: placement.counters,
-                turn_count: 1,
-                gates: vec![placement.gate],
-            }
+            Schedule::at_once(placement)
         } else {
             rotation::schedule(&demands, &counters)
                 .map_err(|error| error.context(format_args!("CPU {cpu}")))?

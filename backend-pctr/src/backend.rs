@@ -8,13 +8,16 @@ use counterhal_hal::{
     EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
     check_family,
 };
-use counterhal_x86::{Counters, Demand, TscFrequency, TscSource, assign};
+use counterhal_x86::{
+    Counters, Demand, Schedule, TscFrequency, TscSource, assign, rotation, schedule,
+};
 
 use crate::abi::Abi;
 use crate::cpu::{CpuKind, function};
 use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
 use crate::errno::{Operation, map_errno};
-use crate::group::{Hardware, PctrGroup};
+use crate::counting::Hardware;
+use crate::group::PctrGroup;
 use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
 use crate::names::pctr1_p6_spelling;
 use crate::shared::{Shared, lock};
@@ -323,9 +326,9 @@ impl PctrBackend {
     }
 }
 
-/// What pctr takes and can do on a `kind` CPU with `counters` counters read at `width` bits: P5 CESR fields on the P5,
-/// event selects elsewhere; user and kernel bits; no multiplexing; this thread only (the
-/// counters of the CPU it runs on).
+/// What pctr takes and can do on a `kind` CPU with `counters` counters read at `width` bits:
+/// P5 CESR fields on the P5, event selects elsewhere; user and kernel bits; software
+/// multiplexing in 4 ms turns; this thread only (the counters of the CPU it runs on).
 fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     let families: &'static [Family] = if kind.p5_layout() {
         &[Family::P5Cesr]
@@ -340,6 +343,8 @@ fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     targets.this_thread = true;
     capabilities.targets = targets;
     capabilities.self_monitoring_reads = kind.user_rdpmc();
+    capabilities.multiplexing = true;
+    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
     capabilities
 }
 
@@ -400,7 +405,7 @@ impl Backend for PctrBackend {
         &self,
         events: &[EventRequest],
         target: &Target,
-        _options: &OpenOptions,
+        options: &OpenOptions,
     ) -> Result<PctrGroup> {
         if !target.is_this_thread() {
             return Err(Error::unsupported(format!(
@@ -438,12 +443,21 @@ impl Backend for PctrBackend {
             gated: self.kind.en_gated_by_counter0(),
             ..Counters::general(self.counters)
         };
-        let placement = assign(&demands, &counters)?;
-        shared.in_use |= placement.general_mask();
+        // A group must fit at once; independent events take turns when they do not.
+        let schedule = if options.grouped {
+            Schedule::at_once(assign(&demands, &counters)?)
+        } else {
+            schedule(&demands, &counters)?
+        };
+        shared.in_use |= schedule.general_mask();
         drop(shared);
 
         let words: Vec<u32> = words.iter().map(|&(word, _)| word).collect();
-        Ok(PctrGroup::new(
+        let slice = options
+            .multiplex_interval
+            .unwrap_or(rotation::DEFAULT_SLICE)
+            .max(rotation::MIN_SLICE);
+        PctrGroup::start(
             Arc::clone(&self.shared),
             Hardware {
                 abi: self.abi,
@@ -452,8 +466,9 @@ impl Backend for PctrBackend {
                 tsc: self.tsc,
             },
             events.iter().map(|r| r.name.clone()).collect(),
-            &placement,
+            &schedule,
             &words,
-        ))
+            slice,
+        )
     }
 }

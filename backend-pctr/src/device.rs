@@ -1,6 +1,7 @@
 //! The device seam: what the backend asks of `/dev/pctr`, and the real device.
 
 use counterhal_hal::{DeviceKind, Result as HalResult};
+use counterhal_x86::{Tick, Timer};
 
 use crate::abi::{
     Abi, IoctlArg, PctrStCurrent, PctrStLegacy, PctrStTransitionalAmd64, PctrStTransitionalI386,
@@ -27,6 +28,17 @@ pub trait PctrDevice: Send {
     /// refused function; `EPERM` for a set on a read-only descriptor; `ENODEV` for a set on a
     /// CPU without counters; whatever else the OS says for the real device.
     fn ioctl(&mut self, request: u64, arg: IoctlArg<'_>) -> Result<(), Errno>;
+
+    /// Calls `tick` every `period` until the returned [`Timer`] is dropped: the clock of a
+    /// multiplexed set's turns. The real device: a thread of the library's own
+    /// ([`Timer::thread`], named `counterhal-pctr-rotation`), which needs nothing from the
+    /// counted thread; a model: the model's clock.
+    ///
+    /// # Errors
+    /// As [`Timer::thread`].
+    fn start_timer(&self, period: std::time::Duration, tick: Tick) -> HalResult<Timer> {
+        Timer::thread("counterhal-pctr-rotation", period, tick)
+    }
 }
 
 /// One `PCIOCRD`, whichever ABI it came from, with the unused slots zero.

@@ -5,6 +5,7 @@ pub mod abi;
 mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod counting;
 mod cpu;
 mod device;
 mod errno;
@@ -24,7 +25,8 @@ pub use cpu::{CpuKind, function, read_width};
 pub use device::RealDevice;
 pub use device::{PctrDevice, detect_abi, set_function};
 pub use errno::{Errno, Operation, map_errno};
-pub use group::{MAX_EVENTS_PER_CYCLE, PctrGroup};
+pub use counting::MAX_EVENTS_PER_CYCLE;
+pub use group::PctrGroup;
 pub use model::{
     DriverModel, MODEL_SET_LOG, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, ResetPolicy,
     Revision, SetRecord,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use counterhal_hal::DeviceKind;
 
-use counterhal_x86::width_mask;
+use counterhal_x86::{ModelTimers, Tick, Timer, width_mask};
 
 use crate::abi::{self, Abi, IoctlArg};
 use crate::cpu::{CpuKind, function, kernel_mask_bits};
@@ -255,6 +255,7 @@ impl ModelState {
 #[derive(Clone, Debug)]
 pub struct ModelHandle {
     state: Arc<Mutex<ModelState>>,
+    timers: ModelTimers,
 }
 
 impl ModelHandle {
@@ -286,6 +287,7 @@ impl ModelHandle {
         };
         ModelHandle {
             state: Arc::new(Mutex::new(state)),
+            timers: ModelTimers::default(),
         }
     }
 
@@ -310,6 +312,7 @@ impl ModelHandle {
     pub fn open(&self, writable: bool) -> DriverModel {
         DriverModel {
             state: Arc::clone(&self.state),
+            timers: self.timers.clone(),
             writable,
         }
     }
@@ -367,10 +370,27 @@ impl ModelHandle {
         self.run_cycles(instructions, 0);
     }
 
-    /// Advances the TSC by `cycles`.
+    /// Advances the TSC by `cycles`, running the timers that fall due on the way (a
+    /// multiplexed set's rotation), each at its due time, in order. A timer whose due time the
+    /// TSC passed inside an ioctl (each advances it, see
+    /// [`set_ioctl_cycles`](Self::set_ioctl_cycles)) runs late, at the next advance.
     pub fn advance_tsc(&self, cycles: u64) {
-        let mut state = self.lock();
-        state.tsc = state.tsc.wrapping_add(cycles);
+        if self.timers.is_empty() {
+            let mut state = self.lock();
+            state.tsc = state.tsc.wrapping_add(cycles);
+            return;
+        }
+        let end = self.lock().tsc.saturating_add(cycles);
+        // No lock of the model is held while a tick runs: it issues ioctls.
+        self.timers.run_until(end, |to| {
+            let mut state = self.lock();
+            state.tsc = state.tsc.max(to);
+        });
+    }
+
+    /// How many timers run on the model's clock (one per open multiplexed set).
+    pub fn timers(&self) -> usize {
+        self.timers.len()
     }
 
     /// The TSC now.
@@ -470,6 +490,7 @@ impl ModelHandle {
 #[derive(Debug)]
 pub struct DriverModel {
     state: Arc<Mutex<ModelState>>,
+    timers: ModelTimers,
     writable: bool,
 }
 
@@ -478,6 +499,7 @@ impl DriverModel {
     pub fn handle(&self) -> ModelHandle {
         ModelHandle {
             state: Arc::clone(&self.state),
+            timers: self.timers.clone(),
         }
     }
 }
@@ -497,5 +519,20 @@ impl PctrDevice for DriverModel {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .ioctl(request, arg, writable)
+    }
+
+    /// A timer on the model's clock: `tick` runs inside [`ModelHandle::advance_tsc`] each
+    /// time the TSC reaches the next multiple of `period` after now.
+    fn start_timer(
+        &self,
+        period: std::time::Duration,
+        tick: Tick,
+    ) -> counterhal_hal::Result<Timer> {
+        let now = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .tsc;
+        Ok(self.timers.start(now, MODEL_TSC_HZ, period, tick))
     }
 }

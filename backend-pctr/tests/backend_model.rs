@@ -611,7 +611,12 @@ fn capabilities_say_what_pctr_is() {
         assert_eq!(caps.counter_width, Some(width), "{cpu}");
         assert_eq!(caps.fixed_counters, 0);
         assert_eq!(caps.scope, Scope::SystemWidePerCpu);
-        assert!(!caps.multiplexing);
+        // Multiplexed in software, in perf's 4 ms turns.
+        assert!(caps.multiplexing);
+        assert_eq!(
+            caps.multiplex_slice,
+            Some(std::time::Duration::from_millis(4))
+        );
         assert_eq!(caps.domains(), Domain::USER | Domain::KERNEL);
         assert!(caps.supports(&Target::ThisThread));
         assert!(!caps.supports(&Target::Cpu(0)));

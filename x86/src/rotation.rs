@@ -12,7 +12,7 @@
 
 use counterhal_hal::{Error, ErrorKind, Result};
 
-use crate::assign::{CounterRef, Counters, Demand, assign};
+use crate::assign::{CounterRef, Counters, Demand, Placement, assign};
 
 /// perf's default turn (`/proc/sys/kernel/perf_event_mux_interval_ms` is 4 ms), used where the
 /// caller asks for none.
@@ -36,6 +36,17 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Everything at once, as `placement` places it: one turn, every event always counting
+    /// (a group, which must fit whole).
+    pub fn at_once(placement: Placement) -> Schedule {
+        Schedule {
+            turns: vec![None; placement.counters.len()],
+            counters: placement.counters,
+            turn_count: 1,
+            gates: vec![placement.gate],
+        }
+    }
+
     /// Whether the events take turns (more than one schedule).
     pub fn rotates(&self) -> bool {
         self.turn_count > 1
@@ -83,14 +94,7 @@ impl Schedule {
 /// counters are all busy), naming it.
 pub fn schedule(demands: &[Demand<'_>], counters: &Counters<'_>) -> Result<Schedule> {
     match assign(demands, counters) {
-        Ok(placement) => {
-            return Ok(Schedule {
-                counters: placement.counters,
-                turns: vec![None; demands.len()],
-                turn_count: 1,
-                gates: vec![placement.gate],
-            });
-        }
+        Ok(placement) => return Ok(Schedule::at_once(placement)),
         Err(error) if error.kind() != ErrorKind::NoCounterAvailable => return Err(error),
         Err(_) => {}
     }
