@@ -13,10 +13,10 @@ use counterhal_x86::{
 };
 
 use crate::abi::Abi;
+use crate::counting::Hardware;
 use crate::cpu::{CpuKind, function};
 use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
 use crate::errno::{Operation, map_errno};
-use crate::counting::Hardware;
 use crate::group::PctrGroup;
 use crate::model::{MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle};
 use crate::names::pctr1_p6_spelling;

@@ -14,7 +14,9 @@ use crate::{
 };
 
 /// The model as the suite's subject: one unit of work is 4 instructions (3 in user mode, 1 in
-/// kernel mode), 1 user-mode branch and (where the CPU has the event) 2 user-mode cycles.
+/// kernel mode), 1 user-mode branch and (where the CPU has the event) 2 user-mode cycles, in
+/// 10 ns of TSC time (20 cycles at the model's 2 GHz), so that the suite's multiplexing case
+/// (2 million units) spans five 4 ms turns.
 pub struct ModelSubject {
     backend: PctrBackend,
     model: ModelHandle,
@@ -93,6 +95,8 @@ impl Subject for ModelSubject {
         self.model.retire_instructions(3 * units, units);
         self.model.retire_branches(units, 0);
         self.model.run_cycles(2 * units, 0);
+        // The rest of the unit's 20 TSC cycles, the rotation's timer running on the way.
+        self.model.advance_tsc(18 * units);
     }
 
     fn counter_event(&self) -> Option<(String, u32)> {

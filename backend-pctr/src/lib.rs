@@ -20,12 +20,12 @@ mod sys;
 pub use abi::{Abi, IoctlArg};
 pub use backend::PctrBackend;
 pub use counterhal_x86::{TscFrequency, TscSource};
+pub use counting::MAX_EVENTS_PER_CYCLE;
 pub use cpu::{CpuKind, function, read_width};
 #[cfg(unix)]
 pub use device::RealDevice;
 pub use device::{PctrDevice, detect_abi, set_function};
 pub use errno::{Errno, Operation, map_errno};
-pub use counting::MAX_EVENTS_PER_CYCLE;
 pub use group::PctrGroup;
 pub use model::{
     DriverModel, MODEL_SET_LOG, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle, ResetPolicy,
