@@ -32,8 +32,7 @@ fn info_lists_every_backend_with_a_status() {
         // Each says how it multiplexes, usable or not (from its model).
         let multiplexing = match backend {
             "linux" => "multiplexing kernel",
-            "msr" => "multiplexing software, 4 ms slices",
-            _ => "multiplexing none",
+            _ => "multiplexing software, 4 ms slices",
         };
         if backend != "linux" || status.starts_with("usable (") {
             assert!(line.contains(multiplexing), "{backend}: {line}");
