@@ -65,6 +65,13 @@ impl ModelSubject {
     }
 }
 
+impl ModelSubject {
+    /// The handle that feeds the subject's model (for tests that drive it themselves).
+    pub fn model(&self) -> &ModelHandle {
+        &self.model
+    }
+}
+
 impl Subject for ModelSubject {
     type Backend = PctrBackend;
 

@@ -6,15 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use counterhal_conformance::Subject;
 use counterhal_events::Database;
 use counterhal_hal::{
     Backend, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group,
     OpenOptions, P5Cesr, Reading, Target,
 };
+use counterhal_pctr::conformance::{ModelSubject, model_subjects};
 use counterhal_pctr::{
-    Abi, DriverModel, Errno, IoctlArg, MODEL_TSC_HZ, ModelConfig, ModelCpu, ModelHandle,
-    PctrBackend, PctrDevice, PctrGroup, ResetPolicy, TscFrequency, TscSource, function,
-    set_function,
+    DriverModel, Errno, IoctlArg, MODEL_TSC_HZ, ModelCpu, ModelHandle, PctrBackend, PctrDevice,
+    PctrGroup, ResetPolicy, TscFrequency, TscSource, function, set_function,
 };
 
 /// One step of the steady workload: 10 µs (20,000 cycles of the model's 2 GHz TSC); a turn
@@ -27,30 +28,14 @@ fn db() -> Arc<Database> {
     Arc::new(Database::shipped().expect("the shipped database loads"))
 }
 
-/// Every model setup the conformance suite runs, by CPU and driver: P5 and P6 (legacy), the
-/// P5 under the current i386 driver, Intel architectural (amd64 and i386 kernels), AMD with
-/// four counters, and the four-slot ABIs of 2007 (the P6 and AMD under i386 `pctr.c` 1.23,
-/// Intel under amd64 `pctr.c` 1.1).
-fn setups() -> Vec<(String, ModelConfig)> {
-    let configs = [
-        Ok(ModelConfig::new(ModelCpu::P5)),
-        Ok(ModelConfig::new(ModelCpu::P6)),
-        ModelConfig::new(ModelCpu::P5).with_abi(Abi::Current),
-        Ok(ModelConfig::new(ModelCpu::IntelArch)),
-        Ok(ModelConfig::new(ModelCpu::IntelArch).i386()),
-        Ok(ModelConfig::new(ModelCpu::Amd)),
-        ModelConfig::new(ModelCpu::P6).with_abi(Abi::TransitionalI386),
-        ModelConfig::new(ModelCpu::Amd).with_abi(Abi::TransitionalI386),
-        ModelConfig::new(ModelCpu::IntelArch)
-            .with_hardware_width(40)
-            .and_then(|config| config.with_abi(Abi::TransitionalAmd64)),
-    ];
-    configs
+/// Every model setup the conformance suite runs (`counterhal check --models`), by CPU and
+/// driver: P5 and P6 (legacy), the P5 under the current i386 driver, Intel architectural
+/// (amd64 and i386 kernels), AMD with four counters, and, found through the probe, the
+/// four-slot ABIs of 2007 and a Core 2 whose CPUID stops below leaf 0xA. Each fresh.
+fn setups() -> Vec<(String, ModelSubject)> {
+    model_subjects(db())
         .into_iter()
-        .map(|config| {
-            let config = config.expect("a setup the drivers had");
-            (config.describe(), config)
-        })
+        .map(|subject| (subject.description(), subject))
         .collect()
 }
 
@@ -93,9 +78,30 @@ fn rotating_events(cpu: ModelCpu, counters: u32) -> Vec<(u16, u32, u64)> {
         .collect()
 }
 
+/// The requests of `events` in `cpu`'s encoding.
+fn requests(cpu: ModelCpu, events: &[(u16, u32, u64)]) -> Vec<EventRequest> {
+    events
+        .iter()
+        .map(|&(code, mask, _)| event(cpu, code, mask))
+        .collect()
+}
+
+/// Opens the rotating events of `backend`'s CPU ungrouped: the group and the events.
+fn open_rotating(backend: &PctrBackend) -> (PctrGroup, Vec<(u16, u32, u64)>) {
+    let cpu = backend.cpu_kind();
+    let events = rotating_events(cpu, backend.counters());
+    let group = backend
+        .open(
+            &requests(cpu, &events),
+            &Target::ThisThread,
+            &OpenOptions::ungrouped(),
+        )
+        .unwrap();
+    assert_eq!(group.turns(), 3, "{cpu}: {group:?}");
+    (group, events)
+}
+
 struct Run {
-    backend: PctrBackend,
-    model: ModelHandle,
     group: PctrGroup,
     events: Vec<(u16, u32, u64)>,
     truth: Vec<u64>,
@@ -118,36 +124,39 @@ fn preload_first_turn(model: &ModelHandle, group: &PctrGroup, value: u64) {
 /// Opens the setup's rotating events ungrouped, preloads the first turn's counters 5 events
 /// before their wrap (at the width reads carry), enables, and feeds `steps` steps of steady
 /// work, each ioctl costing `ioctl_cycles` of TSC.
-fn run(config: ModelConfig, steps: u64, ioctl_cycles: u64) -> Run {
-    let (backend, model) = PctrBackend::with_model_config(db(), config);
+fn run(subject: &ModelSubject, steps: u64, ioctl_cycles: u64) -> Run {
+    let (backend, model) = (subject.backend(), subject.model());
     model.set_ioctl_cycles(ioctl_cycles);
-    let events = rotating_events(config.cpu(), backend.counters());
-    let requests: Vec<EventRequest> = events
-        .iter()
-        .map(|&(code, mask, _)| event(config.cpu(), code, mask))
-        .collect();
-    let mut group = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-        .unwrap();
-    assert_eq!(group.turns(), 3, "{}: {group:?}", config.describe());
+    let (mut group, events) = open_rotating(backend);
     let width = backend.counter_width();
-    preload_first_turn(&model, &group, (1u64 << width) - 5);
+    preload_first_turn(model, &group, (1u64 << width) - 5);
     group.enable().unwrap();
-    let mut truth = vec![0u64; events.len()];
-    for _ in 0..steps {
-        for (i, &(code, _, rate)) in events.iter().enumerate() {
-            model.feed(code, None, rate, 0);
-            truth[i] += rate;
-        }
-        model.advance_tsc(STEP_CYCLES);
-    }
+    let truth = feed(model, &events, steps, |rate| rate);
     Run {
-        backend,
-        model,
         group,
         events,
         truth,
     }
+}
+
+/// Feeds `steps` steps of `events`, each step's count `count(rate)`, advancing the TSC one
+/// step after each: the true counts.
+fn feed(
+    model: &ModelHandle,
+    events: &[(u16, u32, u64)],
+    steps: u64,
+    mut count: impl FnMut(u64) -> u64,
+) -> Vec<u64> {
+    let mut truth = vec![0u64; events.len()];
+    for _ in 0..steps {
+        for (i, &(code, _, rate)) in events.iter().enumerate() {
+            let count = count(rate);
+            model.feed(code, None, count, 0);
+            truth[i] += count;
+        }
+        model.advance_tsc(STEP_CYCLES);
+    }
+    truth
 }
 
 /// The largest |estimate - true| / true over `readings`, checking each is below 2%.
@@ -166,16 +175,15 @@ fn worst_error(what: &str, readings: &[Reading], truth: &[u64]) -> f64 {
 
 #[test]
 fn every_setup_estimates_within_two_percent_with_exact_accounting() {
-    for (what, config) in setups() {
+    for (what, subject) in setups() {
         // 400 ms: 100 turns. No TSC for the ioctls, so that every turn is exactly 400 steps.
         let steps = 40_000;
+        let backend = subject.backend();
         let Run {
-            backend,
             mut group,
             events,
             truth,
-            ..
-        } = run(config, steps, 0);
+        } = run(&subject, steps, 0);
         let readings = group.read_to_vec().unwrap();
         let enabled = steps * STEP_NANOS;
         let mut running_sum = 0;
@@ -214,14 +222,12 @@ fn every_setup_estimates_within_two_percent_with_exact_accounting() {
 
 #[test]
 fn with_the_ioctls_taking_time_the_estimates_stay_within_two_percent() {
-    for (what, config) in setups() {
+    for (what, subject) in setups() {
         // Each ioctl 1,000 cycles (the model's default, 0.5 µs): a switch costs 2 to 6.
+        let backend = subject.backend();
         let Run {
-            backend,
-            mut group,
-            truth,
-            ..
-        } = run(config, 40_000, 1_000);
+            mut group, truth, ..
+        } = run(&subject, 40_000, 1_000);
         let readings = group.read_to_vec().unwrap();
         let enabled = readings[0].time_enabled;
         let running_sum: u64 = readings.iter().map(|r| r.time_running).sum();
@@ -240,31 +246,17 @@ fn with_the_ioctls_taking_time_the_estimates_stay_within_two_percent() {
 
 #[test]
 fn a_noisy_workload_estimates_within_two_percent() {
-    for (what, config) in setups() {
-        let (backend, model) = PctrBackend::with_model_config(db(), config);
-        let events = rotating_events(config.cpu(), backend.counters());
-        let requests: Vec<EventRequest> = events
-            .iter()
-            .map(|&(code, mask, _)| event(config.cpu(), code, mask))
-            .collect();
-        let mut group = backend
-            .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-            .unwrap();
+    for (what, subject) in setups() {
+        let (mut group, events) = open_rotating(subject.backend());
         group.enable().unwrap();
-        let mut truth = vec![0u64; events.len()];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..40_000 {
-            for (i, &(code, _, rate)) in events.iter().enumerate() {
-                // Each step between 0.5 and 1.5 times the rate (a xorshift generator).
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let noisy = rate * 100 / 2 + seed % (rate * 100 + 1);
-                model.feed(code, None, noisy, 0);
-                truth[i] += noisy;
-            }
-            model.advance_tsc(STEP_CYCLES);
-        }
+        // Each step between 0.5 and 1.5 times the rate (a xorshift generator).
+        let truth = feed(subject.model(), &events, 40_000, |rate| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            rate * 100 / 2 + seed % (rate * 100 + 1)
+        });
         let readings = group.read_to_vec().unwrap();
         let worst = worst_error(&what, &readings, &truth);
         eprintln!(
@@ -278,14 +270,8 @@ fn a_noisy_workload_estimates_within_two_percent() {
 #[test]
 fn six_events_open_on_the_p6_in_three_turns_of_colliding_constraints() {
     let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::P6);
-    let requests: Vec<EventRequest> = rotating_events(ModelCpu::P6, 2)
-        .iter()
-        .map(|&(code, mask, _)| event(ModelCpu::P6, code, mask))
-        .collect();
-    let group = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-        .unwrap();
-    assert_eq!(group.turns(), 3);
+    let (group, events) = open_rotating(&backend);
+    let requests = requests(ModelCpu::P6, &events);
     for (index, (name, counter, _)) in group.assignment().enumerate() {
         // Each where the seed's table allows it: 0x10/0x14/0xc1 on 0, 0x11/0x12/0x13 on 1.
         assert_eq!(counter, u32::from(index >= 3), "{name}");
@@ -303,8 +289,7 @@ fn a_counter_wraps_across_switches_without_loss() {
     // Three copies of one event on the P5's two counters: counter 0 holds copies 0 and 2 in
     // turn after turn with the same function, so it is never set again and counts on across
     // every switch; preloaded 7,000 events before its wrap, it wraps in the third turn.
-    let config = ModelConfig::new(ModelCpu::P5);
-    let (backend, model) = PctrBackend::with_model_config(db(), config);
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P5);
     model.set_ioctl_cycles(0);
     let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
     let mut group = backend
@@ -344,9 +329,9 @@ fn a_counter_wraps_across_switches_without_loss() {
 
 #[test]
 fn a_read_in_the_middle_of_a_turn_includes_the_running_part() {
-    for (what, config) in setups() {
+    for (what, subject) in setups() {
         // 1.5 turns: the second turn is half over.
-        let Run { mut group, .. } = run(config, 600, 0);
+        let Run { mut group, .. } = run(&subject, 600, 0);
         let readings = group.read_to_vec().unwrap();
         let running: Vec<u64> = readings.iter().map(|r| r.time_running).collect();
         assert!(running.contains(&SLICE_NANOS), "{what}: {running:?}");
@@ -364,13 +349,12 @@ fn a_read_in_the_middle_of_a_turn_includes_the_running_part() {
 
 #[test]
 fn disable_stops_the_times_and_reset_zeroes_the_values() {
-    let config = ModelConfig::new(ModelCpu::P6);
+    let db = db();
+    let subject = ModelSubject::new(db, ModelCpu::P6);
+    let model = subject.model();
     let Run {
-        model,
-        mut group,
-        events,
-        ..
-    } = run(config, 600, 0);
+        mut group, events, ..
+    } = run(&subject, 600, 0);
     group.disable().unwrap();
     let stopped = group.read_to_vec().unwrap();
     // Disabled: the clock runs on and the timer switches, but no time or count moves.
@@ -413,16 +397,8 @@ fn when_the_timer_does_not_run_time_running_says_so() {
     // The model's clock moves only inside the ioctls (10 ms each), never through the timer:
     // the first turn stays on, and the other turns' events show no time running and no
     // estimate.
-    let config = ModelConfig::new(ModelCpu::P6);
-    let (backend, model) = PctrBackend::with_model_config(db(), config);
-    let events = rotating_events(ModelCpu::P6, 2);
-    let requests: Vec<EventRequest> = events
-        .iter()
-        .map(|&(code, mask, _)| event(ModelCpu::P6, code, mask))
-        .collect();
-    let mut group = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-        .unwrap();
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let (mut group, events) = open_rotating(&backend);
     model.set_ioctl_cycles(20_000_000);
     group.enable().unwrap();
     for &(code, _, rate) in &events {
@@ -441,19 +417,26 @@ fn when_the_timer_does_not_run_time_running_says_so() {
     }
 }
 
-#[test]
-fn the_interval_comes_from_the_open_options() {
-    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P5);
-    model.set_ioctl_cycles(0);
+/// Three copies of the P5's instructions on its two counters, switched every 1 ms, enabled.
+fn three_copies_every_millisecond(backend: &PctrBackend) -> PctrGroup {
     let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
     let mut group = backend
         .open(&requests, &Target::ThisThread, &options)
         .unwrap();
     group.enable().unwrap();
+    group
+}
+
+#[test]
+fn the_interval_comes_from_the_open_options() {
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P5);
+    model.set_ioctl_cycles(0);
+    let group = three_copies_every_millisecond(&backend);
     model.advance_tsc(MODEL_TSC_HZ / 100); // 10 ms: ten 1 ms turns
     assert_eq!(group.switches(), 10);
     // Below the shortest turn: taken as 100 µs, never a busy loop or a panic.
+    let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::ZERO);
     drop(group);
     let _group = backend
@@ -465,13 +448,8 @@ fn the_interval_comes_from_the_open_options() {
 #[test]
 fn dropping_a_rotating_set_frees_every_counter_and_its_timer() {
     let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
-    let requests: Vec<EventRequest> = rotating_events(ModelCpu::P6, 2)
-        .iter()
-        .map(|&(code, mask, _)| event(ModelCpu::P6, code, mask))
-        .collect();
-    let mut group = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
-        .unwrap();
+    let (mut group, events) = open_rotating(&backend);
+    let requests = requests(ModelCpu::P6, &events);
     assert_eq!(group.owned_counters(), CounterSet::from_mask(0b11));
     group.enable().unwrap();
     assert_eq!(model.timers(), 1);
@@ -514,12 +492,7 @@ fn the_real_device_s_timer_switches_without_the_counted_thread() {
     let device = Box::new(ThreadTimed(model.open(true)));
     let tsc = TscFrequency::new(MODEL_TSC_HZ, TscSource::Model);
     let backend = PctrBackend::from_device(db(), ModelCpu::P5, None, device, 40, tsc).unwrap();
-    let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
-    let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
-    let mut group = backend
-        .open(&requests, &Target::ThisThread, &options)
-        .unwrap();
-    group.enable().unwrap();
+    let group = three_copies_every_millisecond(&backend);
     // This thread only waits: the switches come from the timer's thread.
     let start = std::time::Instant::now();
     while group.switches() < 3 && start.elapsed() < Duration::from_secs(20) {
