@@ -414,4 +414,77 @@ mod tests {
         assert!(cycles["value"].is_null());
         assert_eq!(cycles["reason"], "cycles: no PMU here");
     }
+
+    /// Where the backend multiplexes in software (pctr's and msr's device models, fed the
+    /// conformance suite's steady work): one more copy of each model's counter-limited event
+    /// than it has counters, ungrouped, counted over ten turns, then printed as `stat` prints
+    /// it. Every copy ran part of the time, and every format says so: `(xx.xx%)` in the table,
+    /// the fifth field of `-x,`, `pcnt-running` of `-j`, each strictly between 0 and 100.
+    #[test]
+    fn software_multiplexing_on_the_device_models_shows_in_every_format() {
+        use counterhal::conformance::Subject;
+        use counterhal::hal::{Backend, Group};
+        let db = std::sync::Arc::new(counterhal::events::Database::shipped().unwrap());
+        let mut readings: Vec<(String, Vec<Reading>)> = Vec::new();
+        fn count<S: Subject>(subject: &S, into: &mut Vec<(String, Vec<Reading>)>) {
+            let (event, slots) = subject.multiplexed_event().expect("a limited event");
+            let names = vec![event.as_str(); slots as usize + 1];
+            let options = counterhal::OpenOptions::ungrouped();
+            let backend = subject.backend();
+            let mut set = backend
+                .open_named(&names, &subject.target(), &options)
+                .unwrap_or_else(|e| panic!("{}: {e}", subject.description()));
+            set.enable().unwrap();
+            // 40 ms of the models' time (each unit is 10 ns): ten 4 ms turns.
+            for _ in 0..4_000 {
+                subject.work(1_000);
+            }
+            set.disable().unwrap();
+            into.push((subject.description(), set.read_to_vec().unwrap()));
+        }
+        for subject in counterhal::pctr::conformance::model_subjects(db.clone()) {
+            count(&subject, &mut readings);
+        }
+        for subject in counterhal::msr::conformance::model_subjects(db) {
+            count(&subject, &mut readings);
+        }
+        assert_eq!(readings.len(), 16, "10 pctr setups and 6 msr models");
+        let within = |percent: f64, what: &str| {
+            assert!(percent > 0.0 && percent < 100.0, "{what}: {percent}");
+        };
+        for (what, readings) in readings {
+            let names: Vec<String> = (0..readings.len()).map(|i| format!("copy{i}")).collect();
+            let values: Vec<(&str, Option<u64>)> =
+                names.iter().map(|name| (name.as_str(), Some(0))).collect();
+            let mut one = run(&values, 40_000_000);
+            for (result, reading) in one.events.iter_mut().zip(&readings) {
+                result.outcome = Ok(*reading);
+            }
+            let summary = Summary::of(&[one]);
+            let table = render_with(&["--", "true"], &summary);
+            let shares: Vec<f64> = table
+                .lines()
+                .filter(|line| line.contains("copy"))
+                .map(|line| {
+                    let share = line.rsplit_once("  (").map(|(_, share)| share);
+                    let share = share.and_then(|s| s.strip_suffix("%)"));
+                    share
+                        .unwrap_or_else(|| panic!("{what}: {line}"))
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(shares.len(), readings.len(), "{what}: {table}");
+            shares.iter().for_each(|&share| within(share, &what));
+            let csv = render_with(&["-x,", "--", "true"], &summary);
+            for line in csv.lines() {
+                within(line.split(',').nth(4).unwrap().parse().unwrap(), &what);
+            }
+            let lines = render_with(&["-j", "--", "true"], &summary);
+            for line in lines.lines() {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                within(value["pcnt-running"].as_f64().unwrap(), &what);
+            }
+        }
+    }
 }
