@@ -35,6 +35,22 @@ impl ModelSubject {
     }
 }
 
+impl ModelSubject {
+    /// A subject over a fresh model of the PMU that database model `id` describes, resolving
+    /// names against `id` (as [`model_for`](crate::model_for)).
+    ///
+    /// # Errors
+    /// As [`model_for`](crate::model_for).
+    pub fn for_model(db: Arc<Database>, id: &str) -> counterhal_hal::Result<ModelSubject> {
+        let (backend, model, kind) = crate::model_with_handle(db, id)?;
+        Ok(ModelSubject {
+            backend,
+            model,
+            kind,
+        })
+    }
+}
+
 impl Subject for ModelSubject {
     type Backend = MsrBackend;
 

@@ -97,6 +97,17 @@ pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<MsrBackend> {
 /// [`counterhal_hal::ErrorKind::Unsupported`] for a CPU without architectural performance
 /// monitoring (P5, P6), whose PMU this backend does not program.
 pub fn model_for(db: Arc<Database>, id: &str) -> Result<MsrBackend> {
+    model_with_handle(db, id).map(|(backend, _, _)| backend)
+}
+
+/// As [`model_for`], with the handle that feeds the model and its kind.
+///
+/// # Errors
+/// As [`model_for`].
+pub(crate) fn model_with_handle(
+    db: Arc<Database>,
+    id: &str,
+) -> Result<(MsrBackend, ModelHandle, PmuModelKind)> {
     let model = counterhal_x86::named_model(&db, id)?;
     // Zen models match families from 0x17 on; K7 and K8 match families up to 0x16.
     let zen = model.match_rules().iter().any(|rule| {
@@ -115,6 +126,7 @@ pub fn model_for(db: Arc<Database>, id: &str) -> Result<MsrBackend> {
     let id = model.id.clone();
     let config = kind.config();
     let cpuid = config.cpuid();
-    let (device, _handle) = ModelDevice::new(config);
-    MsrBackend::with_device(db, Arc::new(device), &cpuid, Some(id))
+    let (device, handle) = ModelDevice::new(config);
+    let backend = MsrBackend::with_device(db, Arc::new(device), &cpuid, Some(id))?;
+    Ok((backend, handle, kind))
 }

@@ -39,6 +39,21 @@ impl ModelSubject {
         }
     }
 
+    /// A subject over a fresh model of the CPU that database model `id` describes, on its
+    /// usual driver, resolving names against `id` (as [`model_for`](crate::model_for)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for an id the
+    /// database lacks.
+    pub fn for_model(db: Arc<Database>, id: &str) -> Result<ModelSubject> {
+        let (backend, model) = crate::probe::model_with_handle(db, id)?;
+        Ok(ModelSubject {
+            backend,
+            model,
+            note: None,
+        })
+    }
+
     /// A subject over a fresh model set up as `config` says, found as the real device is:
     /// through [`backend_for_device`] with a CPU whose CPUID says `facts`, under the kernel
     /// `config` names, so that the kind, the counters and the database model come from CPUID

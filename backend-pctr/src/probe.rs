@@ -12,6 +12,7 @@ use crate::backend::PctrBackend;
 use crate::cpu::{CpuKind, read_width};
 use crate::device::{CounterAnswer, PctrDevice, ask_counter, identify_abi};
 use crate::errno::{Operation, map_errno};
+use crate::model::ModelHandle;
 #[cfg_attr(not(unix), allow(unused_imports))]
 use counterhal_x86::{TscFrequency, TscSource};
 
@@ -228,6 +229,14 @@ fn choose_model_id(
 /// # Errors
 /// [`ErrorKind::InvalidInput`] for an id the database lacks.
 pub fn model_for(db: Arc<Database>, id: &str) -> Result<PctrBackend> {
+    model_with_handle(db, id).map(|(backend, _)| backend)
+}
+
+/// As [`model_for`], with the handle that feeds the model.
+///
+/// # Errors
+/// As [`model_for`].
+pub(crate) fn model_with_handle(db: Arc<Database>, id: &str) -> Result<(PctrBackend, ModelHandle)> {
     let model = counterhal_x86::named_model(&db, id)?;
     let kind = match model.encoder {
         EncoderKind::P5 => CpuKind::P5,
@@ -236,7 +245,7 @@ pub fn model_for(db: Arc<Database>, id: &str) -> Result<PctrBackend> {
         EncoderKind::Amd64 => CpuKind::Amd,
     };
     let id = model.id.clone();
-    Ok(PctrBackend::with_model_as(db, kind, id).0)
+    Ok(PctrBackend::with_model_as(db, kind, id))
 }
 
 /// Opens the real `/dev/pctr` (OpenBSD only).

@@ -20,11 +20,12 @@ Examples:
   counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
   counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
+  counterhal stat --backend pctr --model --cpu-model p6 -e instructions,branches,cycles -- sleep 1
 Events not supported here are printed as <not supported>, with the reason below the table.\n\
 perf stat options not taken yet, and the differences kept on purpose: see the README's stat section.";
 
 /// The usage line printed under an error in the arguments.
-pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B] [--cpu-model MODEL] \
+pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B [--model]] [--cpu-model MODEL] \
 [--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
 [--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
 [-- CMD [ARGS]]";
@@ -54,6 +55,12 @@ pub struct StatArgs {
     /// The backend (linux, pctr, msr); default: the first that works here.
     #[arg(long, value_parser = parse_backend)]
     pub(super) backend: Option<&'static Registration>,
+    /// Count on the backend's device model (pctr, msr) instead of its device, fed a steady
+    /// synthetic workload while CMD runs (per 10 ns of the model's clock: 4 instructions, 1
+    /// branch, 2 cycles): what the backend would print here, its multiplexing included. The
+    /// counts are the model's, not this machine's, and the output says so.
+    #[arg(long = "model", requires = "backend", conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
+    pub(super) model: bool,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
     /// Count an existing process (every thread, and what it creates from now on) while CMD

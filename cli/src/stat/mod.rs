@@ -8,7 +8,8 @@
 //! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
 //! [`expression`] and [`named_metrics`] (`-M`),
 //! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
-//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`). This module only joins them.
+//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`), and [`model`]
+//! (`--model`: a device model fed steady work). This module only joins them.
 
 mod arguments;
 mod attached;
@@ -17,6 +18,7 @@ mod document;
 mod expression;
 mod measurement;
 mod metrics;
+mod model;
 mod named_metrics;
 mod pacing;
 mod plot;
@@ -48,6 +50,11 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
+    if args.model
+        && let Some(registration) = args.backend
+    {
+        return model::run(&args, registration, &context);
+    }
     // The Linux backend is probed once and used as itself (no dynamic dispatch on the read
     // path); any other backend is used through the portable facade.
     #[cfg(target_os = "linux")]
@@ -56,20 +63,22 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .is_none_or(|registration| registration.name == "linux")
     {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
-            Ok(linux) => return stat_with(&args, &targets, &linux),
+            Ok(linux) => return stat_with(&args, &targets, &linux, None),
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend)
+    stat_with(&args, &targets, &backend, None)
 }
 
-/// Plans the events on `backend`, measures, and writes the summary.
+/// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
+/// counted, when it is not what the command line says) under it.
 fn stat_with<B: Backend>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
+    note: Option<String>,
 ) -> Result<ExitCode, CliError> {
     let chosen = named_metrics::chosen(&args.metrics).map_err(|e| CliError::usage(e, USAGE))?;
     let (mut names, groups) = args.event_groups();
@@ -120,11 +129,11 @@ fn stat_with<B: Backend>(
         args.repeat,
         plan,
     )?;
-    if let Some(fallback) = fallback {
+    for said in [fallback, note].into_iter().flatten() {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {
-                Some(note) => format!("{fallback}; {note}"),
-                None => fallback.clone(),
+                Some(note) => format!("{said}; {note}"),
+                None => said.clone(),
             });
         }
     }

@@ -1,0 +1,79 @@
+//! `stat --model`: counting on a backend's device model where the device is absent, fed the
+//! conformance suite's steady work (its subject's `work`) on a thread of its own while the
+//! command runs, so that the output shows what the backend would print: its events, its
+//! errors, its multiplexing. The counts are the model's, and the note under the table says so.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use counterhal::conformance::Subject;
+use counterhal::{Attach, Context, Error, Registration};
+
+use super::arguments::{StatArgs, USAGE};
+use super::targets::Targets;
+use crate::error::CliError;
+
+/// How often the feeding thread feeds, and how many units of work each time: 100,000 units
+/// of 10 ns (the subjects' unit) are 1 ms of the model's clock, so that the model's time
+/// keeps roughly to the wall clock's.
+const FEED_EVERY: Duration = Duration::from_millis(1);
+const UNITS_PER_FEED: u64 = 100_000;
+
+/// Runs the measurement on `registration`'s device model for the context's CPU model.
+///
+/// # Errors
+/// A backend without device models, or no CPU model to model (exit 2); the measurement's.
+pub fn run(
+    args: &StatArgs,
+    registration: &'static Registration,
+    context: &Context,
+) -> Result<ExitCode, CliError> {
+    let id = context.model.clone().ok_or_else(|| {
+        CliError::usage(
+            Error::invalid_input("--model: no CPU model to model the device on: this CPU matches none in the event database")
+                .with_hint("name one with --cpu-model (see `counterhal list --models`)"),
+            USAGE,
+        )
+    })?;
+    let db = context.database.clone();
+    let usage = |e: Error| CliError::usage(e, USAGE);
+    match registration.name {
+        "pctr" => fed(
+            args,
+            &counterhal::pctr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
+        ),
+        "msr" => fed(
+            args,
+            &counterhal::msr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
+        ),
+        other => Err(usage(
+            Error::invalid_input(format!("--model: the {other} backend has no device model"))
+                .with_hint("--model takes --backend pctr or --backend msr"),
+        )),
+    }
+}
+
+/// Counts the command on `subject`'s backend, feeding its model from another thread until
+/// the measurement ends. The subject's work lands where a this-thread set counts (the model
+/// of one CPU), so that is where the events are counted.
+fn fed<S: Subject + Sync>(args: &StatArgs, subject: &S) -> Result<ExitCode, CliError> {
+    let note = format!(
+        "counted on the {} (a device model, not this machine), fed a steady synthetic \
+         workload: per 10 ns of its clock 4 instructions (3 user, 1 kernel), 1 branch, 2 cycles",
+        subject.description()
+    );
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                subject.work(UNITS_PER_FEED);
+                std::thread::sleep(FEED_EVERY);
+            }
+        });
+        let targets = Targets::Attach(Attach::ThisThread);
+        let result = super::stat_with(args, &targets, subject.backend(), Some(note));
+        done.store(true, Ordering::Relaxed);
+        result
+    })
+}
