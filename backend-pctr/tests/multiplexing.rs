@@ -285,6 +285,42 @@ fn six_events_open_on_the_p6_in_three_turns_of_colliding_constraints() {
 }
 
 #[test]
+fn the_six_p6_events_open_by_name_and_estimate_within_two_percent() {
+    // The seed's table: FP_COMP_OPS_EXE (0x10), CYCLES_DIV_BUSY (0x14) and FLOPS (0xc1) on
+    // counter 0 only; FP_ASSIST (0x11), MUL (0x12) and DIV (0x13) on counter 1 only.
+    let (backend, model) = PctrBackend::with_model(db(), ModelCpu::P6);
+    let names = [
+        ("FP_COMP_OPS_EXE", 0x10, 5),
+        ("CYCLES_DIV_BUSY", 0x14, 9),
+        ("FLOPS", 0xc1, 4),
+        ("FP_ASSIST", 0x11, 1),
+        ("MUL", 0x12, 6),
+        ("DIV", 0x13, 2),
+    ];
+    let list: Vec<&str> = names.iter().map(|&(name, _, _)| name).collect();
+    let mut set = backend
+        .open_named(&list, &Target::ThisThread, &OpenOptions::ungrouped())
+        .unwrap();
+    let events: Vec<(u16, u32, u64)> = names.iter().map(|&(_, c, r)| (c, 0, r)).collect();
+    set.enable().unwrap();
+    let truth = feed(&model, &events, 40_000, |rate| rate);
+    let readings = set.read_to_vec().unwrap();
+    let worst = worst_error("p6 by name", &readings, &truth);
+    for reading in &readings {
+        assert!(reading.is_multiplexed(), "{reading:?}");
+    }
+    eprintln!(
+        "p6, the six events by name: worst estimate error {:.4}%",
+        worst * 100.0
+    );
+    // Grouped, they do not fit.
+    let error = backend
+        .open_named(&list, &Target::ThisThread, &OpenOptions::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
+}
+
+#[test]
 fn a_counter_wraps_across_switches_without_loss() {
     // Three copies of one event on the P5's two counters: counter 0 holds copies 0 and 2 in
     // turn after turn with the same function, so it is never set again and counts on across
