@@ -316,8 +316,9 @@ impl Core {
         let snapshot = self.read_device(&mut shared)?;
         self.check_functions(&snapshot)?;
         self.accumulate(&snapshot);
-        let before: Vec<(u32, u32)> = self.program().to_vec();
+        let ending = self.rotation.current();
         self.rotation.switch(snapshot.tsc);
+        let before = &self.programs[ending];
         let after = &self.programs[self.rotation.current()];
         let held = |counter: u32, program: &[(u32, u32)]| {
             program
@@ -332,7 +333,7 @@ impl Core {
             }
         }
         for &(counter, word) in after {
-            if held(counter, &before) != word {
+            if held(counter, before) != word {
                 Self::set(&mut shared, counter, word)?;
             }
         }
