@@ -364,6 +364,27 @@ fn a_counter_wraps_across_switches_without_loss() {
 }
 
 #[test]
+fn a_switch_costs_two_reads_and_one_set_per_counter_that_changes() {
+    // (CPU, sets per switch): the P6's turns differ on both counters; AMD's on all four.
+    for (cpu, sets) in [(ModelCpu::P6, 2), (ModelCpu::Amd, 4)] {
+        let (backend, model) = PctrBackend::with_model(db(), cpu);
+        let (mut group, _) = open_rotating(&backend);
+        group.enable().unwrap();
+        model.clear_sets();
+        let reads = model.reads();
+        model.advance_tsc(10 * 8_000_000); // ten 4 ms turns
+        assert_eq!(group.switches(), 10, "{cpu}");
+        assert_eq!(model.reads() - reads, 2 * 10, "{cpu}");
+        let log = model.recent_sets();
+        assert_eq!(log.len(), sets * 10, "{cpu}: {log:?}");
+        // Counter 0 last in each switch: on the P6 its EN starts both counters together.
+        for switch in log.chunks(sets) {
+            assert_eq!(switch.last().unwrap().counter, 0, "{cpu}: {switch:?}");
+        }
+    }
+}
+
+#[test]
 fn a_read_in_the_middle_of_a_turn_includes_the_running_part() {
     for (what, subject) in setups() {
         // 1.5 turns: the second turn is half over.
