@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use counterhal::conformance::Subject;
 use counterhal::{Attach, Context, Error, Registration};
@@ -14,11 +14,11 @@ use super::arguments::{StatArgs, USAGE};
 use super::targets::Targets;
 use crate::error::CliError;
 
-/// How often the feeding thread feeds, and how many units of work each time: 100,000 units
-/// of 10 ns (the subjects' unit) are 1 ms of the model's clock, so that the model's time
-/// keeps roughly to the wall clock's.
+/// How often the feeding thread feeds. Each time it feeds the units of work (10 ns each, the
+/// subjects' unit) that the wall clock has moved on since the last, so that the model's time
+/// keeps to the wall clock's however late the thread is scheduled.
 const FEED_EVERY: Duration = Duration::from_millis(1);
-const UNITS_PER_FEED: u64 = 100_000;
+const UNIT_NANOS: u128 = 10;
 
 /// Runs the measurement on `registration`'s device model for the context's CPU model.
 ///
@@ -66,8 +66,16 @@ fn fed<S: Subject + Sync>(args: &StatArgs, subject: &S) -> Result<ExitCode, CliE
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
+            let start = Instant::now();
+            let mut fed: u128 = 0;
             while !done.load(Ordering::Relaxed) {
-                subject.work(UNITS_PER_FEED);
+                let due = start.elapsed().as_nanos() / UNIT_NANOS;
+                if let Ok(units) = u64::try_from(due - fed)
+                    && units > 0
+                {
+                    subject.work(units);
+                    fed = due;
+                }
                 std::thread::sleep(FEED_EVERY);
             }
         });
