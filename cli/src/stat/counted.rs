@@ -9,7 +9,7 @@ use counterhal::{Backend, CountedCommand, Error, ErrorKind};
 
 use super::pacing::{Pace, Step};
 use super::results::{
-    CommandEnd, Counts, EventResult, Planned, Run, Snapshot, nanos, not_run, stop,
+    CommandEnd, Counts, EventResult, GRACE, Planned, Run, Snapshot, nanos, not_run,
 };
 use crate::error::CliError;
 
@@ -76,8 +76,9 @@ pub fn run_counted_command<B: Backend>(
             .collect::<Vec<EventResult>>()
     };
     let count = counted.start().and_then(|()| {
-        let pid = counted.pid();
-        pace.run(pid, started, |step| match step {
+        pace.run(started, |step| match step {
+            // An error here is seen again by the wait below.
+            Step::Look => !matches!(counted.try_wait(), Ok(None)),
             Step::Read(at) => {
                 let readings = place_all(counted.read())
                     .into_iter()
@@ -90,8 +91,13 @@ pub fn run_counted_command<B: Backend>(
                         readings,
                     }],
                 });
+                false
             }
-            Step::Stop => stopped = stop(counted.child()),
+            Step::Stop => {
+                // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
+                stopped = matches!(counted.try_wait(), Ok(None)) && counted.stop(GRACE).is_ok();
+                false
+            }
         });
         counted.wait()
     });
