@@ -21,6 +21,7 @@ use super::attached::run_on_targets;
 use super::counted::run_counted_command;
 use super::results::{Plan, Planned, Run};
 use super::targets::Targets;
+use super::tool::{self, Tool};
 use crate::error::CliError;
 
 /// The backend registered as `registration`, or the first that works here.
@@ -48,7 +49,8 @@ pub fn choose_backend(
     ))))
 }
 
-/// Resolves every name; unknown names are errors (exit 2), names that are valid but not
+/// Resolves every name (perf's tool events, `duration_time`, `user_time` and `system_time`,
+/// are planned as such); unknown names are errors (exit 2), names that are valid but not
 /// countable here are planned as unsupported.
 ///
 /// # Errors
@@ -56,16 +58,21 @@ pub fn choose_backend(
 pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, CliError> {
     names
         .iter()
-        .map(|name| match backend.resolve(name) {
-            Ok(event) => Ok(Planned::Ready(event)),
-            Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
-                e,
-                "-e EVENT: see `counterhal list` for the events available here",
-            )),
-            Err(error) => Ok(Planned::Unsupported {
-                name: name.clone(),
-                error,
-            }),
+        .map(|name| {
+            if let Some(tool) = Tool::named(name) {
+                return Ok(Planned::Tool(tool));
+            }
+            match backend.resolve(name) {
+                Ok(event) => Ok(Planned::Ready(event)),
+                Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
+                    e,
+                    "-e EVENT: see `counterhal list` for the events available here",
+                )),
+                Err(error) => Ok(Planned::Unsupported {
+                    name: name.clone(),
+                    error,
+                }),
+            }
         })
         .collect()
 }
@@ -142,6 +149,7 @@ pub fn measure_repeatedly<B: Backend>(
                 run.end.user_ns = None;
                 run.end.sys_ns = None;
             }
+            tool::fill(&mut run, events);
             Ok(run)
         })
         .collect()

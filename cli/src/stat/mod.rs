@@ -25,6 +25,7 @@ mod results;
 mod separated;
 mod summary;
 mod targets;
+mod tool;
 
 use std::process::ExitCode;
 

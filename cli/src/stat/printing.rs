@@ -185,7 +185,7 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
 /// One event's line of the table: the value (milliseconds for a clock), the unit, the name,
 /// the metric, the spread and, when the event was multiplexed, the share of time it ran.
 fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
-    let unit = if entry.is_clock() { "msec" } else { "" };
+    let unit = entry.unit();
     let reading = match &entry.reading {
         Err(_) => return format!("{:>18} {unit:<4} {}", "<not supported>", entry.name),
         Ok(reading) => reading,
@@ -195,6 +195,9 @@ fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
     };
     let shown = if entry.is_clock() {
         format!("{:.2}", value as f64 / 1e6)
+    } else if entry.unit() == "ns" {
+        // perf never groups a tool event's nanoseconds.
+        value.to_string()
     } else {
         thousands(value)
     };

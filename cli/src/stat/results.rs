@@ -7,6 +7,7 @@ use counterhal::process::{ChildExit, exit_code_for};
 use counterhal::{Error, Target};
 
 use super::pacing::Pace;
+use super::tool::Tool;
 use crate::error::CliError;
 
 /// An event as planned: resolved, or known to be unusable here (reported as not supported).
@@ -20,6 +21,8 @@ pub enum Planned {
         /// Why not.
         error: Error,
     },
+    /// One of perf's tool events (`duration_time`...), filled in once the command has ended.
+    Tool(Tool),
 }
 
 impl Planned {
@@ -27,7 +30,7 @@ impl Planned {
     pub fn ready(&self) -> Option<&ResolvedEvent> {
         match self {
             Planned::Ready(event) => Some(event),
-            Planned::Unsupported { .. } => None,
+            Planned::Unsupported { .. } | Planned::Tool(_) => None,
         }
     }
 
@@ -36,6 +39,7 @@ impl Planned {
         let (name, outcome) = match self {
             Planned::Ready(event) => (event.name.clone(), Ok(Reading::default())),
             Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+            Planned::Tool(tool) => (tool.name().to_string(), Ok(Reading::default())),
         };
         EventResult {
             name,

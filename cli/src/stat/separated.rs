@@ -39,9 +39,9 @@ struct Line<'a> {
 }
 
 impl Line<'_> {
-    /// perf's unit: `msec` for a clock, nothing for a count.
+    /// perf's unit: `msec` for a clock, `ns` for a tool event, nothing for a count.
     fn unit(&self) -> &'static str {
-        if self.entry.is_clock() { "msec" } else { "" }
+        self.entry.unit()
     }
 
     /// The reading, when the event could be counted.

@@ -204,6 +204,18 @@ impl EventSummary {
         self.reading.as_ref().ok()?.scaled()
     }
 
+    /// perf's unit for the event: `msec` for a clock, `ns` for a tool event (`duration_time`,
+    /// `user_time`, `system_time`), nothing for a count.
+    pub fn unit(&self) -> &'static str {
+        if self.is_clock() {
+            "msec"
+        } else if super::tool::is_tool(&self.name) {
+            "ns"
+        } else {
+            ""
+        }
+    }
+
     /// Whether the event is a clock (`task-clock`, `cpu-clock`), whose value is nanoseconds.
     pub fn is_clock(&self) -> bool {
         let base = base_name(&self.name);
