@@ -90,8 +90,8 @@ fn result_lines(out: &Output) -> Vec<String> {
 fn json_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let at = line.find(&format!("\"{key}\" : "))? + key.len() + 5;
     let rest = &line[at..];
-    let end = if rest.starts_with('"') {
-        rest[1..].find('"')? + 2
+    let end = if let Some(quoted) = rest.strip_prefix('"') {
+        quoted.find('"')? + 2
     } else {
         rest.find([',', '}'])?
     };
