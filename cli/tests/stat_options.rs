@@ -179,10 +179,21 @@ fn tool_events_divide_into_intervals() {
         .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
         .collect();
     assert!(durations.len() >= 2, "{lines:#?}");
-    // Each interval's duration is its length: about 40 ms, the last one shorter.
-    for d in &durations[..durations.len() - 1] {
-        assert!(*d >= 40_000_000, "{lines:#?}");
-    }
+    // Each interval's duration is its length: they add up to the last interval's end.
+    let last_end: f64 = lines
+        .last()
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let total: u64 = durations.iter().sum();
+    assert!(
+        (total as f64 / 1e9 - last_end).abs() < 1e-6,
+        "{total} ns against {last_end} s: {lines:#?}"
+    );
     assert!(
         lines
             .iter()
@@ -190,4 +201,261 @@ fn tool_events_divide_into_intervals() {
             .all(|l| l.contains("<not counted>")),
         "CPU times are the command's end's, as perf prints them: {lines:#?}"
     );
+}
+
+#[test]
+fn a_null_run_prints_only_the_times() {
+    linux_or_skip!();
+    let o = ours(&["-n", "-r", "2", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stderr(&o);
+    assert!(text.contains("(2 runs)"), "{text}");
+    assert!(text.contains("seconds time elapsed"), "{text}");
+    assert!(!text.contains("task-clock"), "no events: {text}");
+    if perf_available() {
+        let p = stderr(&perf(&["-n", "-r", "2", "true"]));
+        let heading = |t: &str| {
+            t.lines()
+                .find(|l| l.contains("Performance"))
+                .map(str::to_string)
+        };
+        assert_eq!(heading(&text), heading(&p), "ours {text}\nperf {p}");
+        // The times follow the heading after one blank line, as perf's.
+        let after = |t: &str| {
+            t.lines()
+                .skip_while(|l| !l.contains("Performance"))
+                .nth(2)
+                .map(|l| l.contains("seconds time elapsed"))
+        };
+        assert_eq!(after(&text), after(&p), "ours {text}\nperf {p}");
+    }
+}
+
+#[test]
+fn quiet_prints_nothing_and_keeps_the_status() {
+    linux_or_skip!();
+    let o = ours(&["--quiet", "-e", "page-faults", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stderr(&o), "", "nothing printed");
+    let o = ours(&["-q", "-x,", "-e", "page-faults", "--", "true"]);
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn big_numbers_are_grouped_unless_asked_not_to() {
+    linux_or_skip!();
+    // `ls -R /usr/share/doc` touches enough pages for a four-digit count.
+    let work = ["--", "sh", "-c", "ls -R /usr/share > /dev/null"];
+    let count = |extra: &[&str]| {
+        let mut args = vec!["-e", "page-faults"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&work);
+        let text = stderr(&ours(&args));
+        let line = text
+            .lines()
+            .find(|l| l.contains("page-faults"))
+            .unwrap()
+            .to_string();
+        line.split_whitespace().next().unwrap().to_string()
+    };
+    let grouped = count(&["-B"]);
+    let plain = count(&["--no-big-num"]);
+    assert!(grouped.contains(','), "{grouped}");
+    assert!(plain.parse::<u64>().is_ok(), "{plain}");
+    assert!(
+        ours(&["-B", "-x,", "--", "true"]).status.code() == Some(2),
+        "perf refuses -B with -x"
+    );
+}
+
+#[test]
+fn results_can_be_appended_to_a_file_or_an_open_descriptor() {
+    linux_or_skip!();
+    let path = scratch("append");
+    std::fs::write(&path, "earlier\n").unwrap();
+    let file = path.to_str().unwrap();
+    let o = ours(&[
+        "-x,",
+        "-e",
+        "page-faults",
+        "-o",
+        file,
+        "--append",
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("earlier\n"), "{text}");
+    assert!(text.contains(",page-faults,"), "{text}");
+    // --log-fd 3: the shell opens descriptor 3 on the file, counterhal adds to it.
+    std::fs::write(&path, "before\n").unwrap();
+    let script = format!(
+        "exec 3>>{file}; {} stat -x, -e page-faults --log-fd 3 -- true",
+        bin().display()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("page-faults"), "not on stderr");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(text.starts_with("before\n"), "{text}");
+    assert!(text.contains(",page-faults,"), "{text}");
+    let bad = ours(&["--log-fd", "99", "--", "true"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}
+
+#[test]
+fn all_user_and_all_kernel_count_as_perfs() {
+    linux_or_skip!();
+    let o = ours(&[
+        "-x,",
+        "--all-user",
+        "-e",
+        "page-faults,task-clock",
+        "--",
+        "true",
+    ]);
+    let lines = result_lines(&o);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].contains(",page-faults:u,"), "{lines:#?}");
+    let k = ours(&["-x,", "--all-kernel", "-e", "page-faults", "--", "true"]);
+    let kl = result_lines(&k);
+    assert!(kl[0].contains(",page-faults:k,"), "{kl:#?}");
+    if perf_available() {
+        let p = perf(&[
+            "-x,",
+            "--all-user",
+            "-e",
+            "page-faults,task-clock",
+            "--",
+            "true",
+        ]);
+        assert_eq!(result_lines(&p).len(), lines.len(), "{}", stderr(&p));
+    }
+}
+
+#[test]
+fn detailed_adds_perfs_events() {
+    linux_or_skip!();
+    let events = |out: &Output| -> Vec<String> {
+        result_lines(out)
+            .iter()
+            .map(|l| {
+                l.split(',')
+                    .nth(2)
+                    .unwrap()
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let o = ours(&["-d", "-x,", "--", "true"]);
+    let ours_events = events(&o);
+    assert_eq!(ours_events.len(), 12, "{ours_events:?}");
+    assert_eq!(ours_events[8], "L1-dcache-loads");
+    if perf_available() {
+        assert_eq!(ours_events, events(&perf(&["-d", "-x,", "--", "true"])));
+        let dd = events(&ours(&["-dd", "-x,", "--", "true"]));
+        assert_eq!(dd, events(&perf(&["-dd", "-x,", "--", "true"])));
+    }
+}
+
+#[test]
+fn a_thread_is_counted_by_its_id() {
+    linux_or_skip!();
+    let mut sleeper = Command::new("sleep").arg("5").spawn().unwrap();
+    let tid = sleeper.id().to_string();
+    let o = ours(&["-t", &tid, "-x,", "-e", "task-clock", "--timeout", "50"]);
+    sleeper.kill().ok();
+    sleeper.wait().ok();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(result_lines(&o).len(), 1, "{}", stderr(&o));
+    let mut sleeper = Command::new("sleep").arg("5").spawn().unwrap();
+    let tid = sleeper.id().to_string();
+    let table = ours(&["-t", &tid, "-e", "task-clock", "--timeout", "20"]);
+    sleeper.kill().ok();
+    sleeper.wait().ok();
+    let text = stderr(&table);
+    assert!(text.contains(&format!("thread id '{tid}'")), "{text}");
+    let missing = ours(&["-t", "0", "--", "true"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn hooks_run_around_each_run() {
+    linux_or_skip!();
+    let log = scratch("hooks");
+    let file = log.to_str().unwrap();
+    let pre = format!("echo pre >> {file}");
+    let post = format!("echo post >> {file}");
+    let run = format!("echo run >> {file}");
+    let o = ours(&[
+        "-r",
+        "2",
+        "-S",
+        "--pre",
+        &pre,
+        "--post",
+        &post,
+        "-e",
+        "page-faults",
+        "--",
+        "sh",
+        "-c",
+        &run,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    std::fs::remove_file(&log).ok();
+    assert_eq!(text, "pre\nrun\npost\npre\nrun\npost\n");
+    let failed = ours(&["--pre", "exit 1", "--", "true"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert!(stderr(&failed).contains("--pre"), "{}", stderr(&failed));
+}
+
+#[test]
+fn groups_verbose_and_raw_counts() {
+    linux_or_skip!();
+    let g = ours(&["-g", "-x,", "-e", "page-faults,task-clock", "--", "true"]);
+    assert_eq!(result_lines(&g).len(), 2, "{}", stderr(&g));
+    let v = ours(&["-v", "-x,", "-e", "page-faults", "--", "true"]);
+    assert!(
+        stderr(&v).lines().any(|l| l.contains("page-faults on ")),
+        "{}",
+        stderr(&v)
+    );
+    let raw = ours(&["--no-scale", "-x,", "-e", "page-faults", "--", "true"]);
+    assert_eq!(result_lines(&raw).len(), 1, "{}", stderr(&raw));
+    for option in [
+        "--metric-no-group",
+        "--metric-no-merge",
+        "--no-merge",
+        "--scale",
+    ] {
+        let o = ours(&[option, "-x,", "-e", "page-faults", "--", "true"]);
+        assert!(o.status.success(), "{option}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn options_that_cannot_work_here_are_refused_with_the_reason() {
+    for (option, why) in [
+        (&["--topdown"][..], "topdown events"),
+        (&["--td-level", "2"], "topdown events"),
+        (&["--smi-cost"], "SMI"),
+        (&["-T"], "TSX"),
+        (&["-b"], "BPF"),
+        (&["--iostat"], "uncore"),
+        (&["--hybrid-merge"], "hybrid"),
+        (&["--filter", "x"], "filter"),
+    ] {
+        let mut args = option.to_vec();
+        args.extend_from_slice(&["--", "true"]);
+        let o = ours(&args);
+        assert_eq!(o.status.code(), Some(2), "{option:?}");
+        assert!(stderr(&o).contains(why), "{option:?}: {}", stderr(&o));
+    }
 }

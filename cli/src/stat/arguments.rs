@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use counterhal::{Error, Registration};
 
+use super::switches::Switches;
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
 
@@ -119,6 +120,9 @@ pub struct StatArgs {
     /// that the command's own output stays clean).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(super) output: Option<PathBuf>,
+    /// perf stat's other switches.
+    #[command(flatten)]
+    pub(super) more: Switches,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(super) command: Vec<OsString>,
@@ -147,7 +151,11 @@ impl StatArgs {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
-        let attached = self.pid.is_some() || self.all_cpus || self.cpu_list.is_some();
+        self.more.check()?;
+        let attached = self.pid.is_some()
+            || self.more.tid.is_some()
+            || self.all_cpus
+            || self.cpu_list.is_some();
         if self.command.is_empty() && !attached {
             return Err(CliError::usage(
                 Error::invalid_input("no command to measure").with_hint(
@@ -221,11 +229,13 @@ impl StatArgs {
     /// The events to count (as [`event_names`](Self::event_names)) and the groups among them:
     /// the indices of each `{...}`'s members, counted together or not at all.
     pub fn event_groups(&self) -> (Vec<String>, Vec<Vec<usize>>) {
+        if self.more.null {
+            return (Vec::new(), Vec::new());
+        }
         if self.event_names.is_empty() {
-            return (
-                DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
-                Vec::new(),
-            );
+            let mut names: Vec<String> = DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
+            self.more.add_detailed(&mut names);
+            return (self.more.with_privilege_level(names), Vec::new());
         }
         let mut names = Vec::new();
         let mut groups = Vec::new();
@@ -242,7 +252,11 @@ impl StatArgs {
                 None => names.push(item.trim().to_string()),
             }
         }
-        (names, groups)
+        if self.more.group && names.len() > 1 {
+            // -g: every event in one group, as `{a,b,...}` around them all.
+            groups = vec![(0..names.len()).collect()];
+        }
+        (self.more.with_privilege_level(names), groups)
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.

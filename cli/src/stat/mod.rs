@@ -24,8 +24,10 @@ mod printing;
 mod results;
 mod separated;
 mod summary;
+mod switches;
 mod targets;
 mod tool;
+mod verbose;
 
 use std::process::ExitCode;
 
@@ -36,7 +38,7 @@ pub use self::arguments::{HELP, StatArgs};
 use self::summary::Summary;
 use self::targets::Targets;
 use crate::error::CliError;
-use crate::output::OutputFile;
+use crate::output::{OutputFile, emit_to_stderr};
 
 /// Runs `counterhal stat`.
 ///
@@ -46,8 +48,11 @@ use crate::output::OutputFile;
 /// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
-    let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
-        .map_err(|e| CliError::usage(e, USAGE))?;
+    let targets = match args.more.tid {
+        Some(tid) => Targets::thread(tid),
+        None => Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref()),
+    }
+    .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
     // The Linux backend is probed once and used as itself (no dynamic dispatch on the read
     // path); any other backend is used through the portable facade.
@@ -90,12 +95,14 @@ fn stat_with<B: Backend>(
     let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
-    let output = args
-        .output
-        .as_deref()
-        .map(OutputFile::open)
-        .transpose()
-        .map_err(|e| CliError::usage(e.error, USAGE))?;
+    let output = match (&args.output, args.more.log_path()) {
+        (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
+        (Some(path), _) => Some(OutputFile::open(path)),
+        (None, Some(fd)) => Some(OutputFile::append(&fd)),
+        (None, None) => None,
+    }
+    .transpose()
+    .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
     let timer = args.command.is_empty();
     let command = if timer {
@@ -112,15 +119,21 @@ fn stat_with<B: Backend>(
         },
         timer,
     };
-    let mut runs = measurement::measure_repeatedly(
-        backend,
-        &events,
-        targets,
-        &groups,
-        &command,
-        args.repeat,
-        plan,
-    )?;
+    if args.more.verbose {
+        emit_to_stderr(&verbose::planned(&events, &backend.label()));
+    }
+    // Each run between its --pre and --post commands (and after -S's sync).
+    let mut runs = Vec::new();
+    for _ in 0..args.repeat {
+        args.more.run_hook(true)?;
+        runs.extend(measurement::measure_repeatedly(
+            backend, &events, targets, &groups, &command, 1, plan,
+        )?);
+        args.more.run_hook(false)?;
+    }
+    if args.more.no_scale {
+        verbose::unscaled(&mut runs);
+    }
     if let Some(fallback) = fallback {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {
@@ -130,7 +143,9 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    printing::write(output, &printing::render(args, &summary, &chosen))?;
+    if !args.more.quiet {
+        printing::write(output, &printing::render(args, &summary, &chosen))?;
+    }
     if let Some(path) = &args.plot {
         plot::draw(&summary, path).map_err(CliError::failed)?;
     }

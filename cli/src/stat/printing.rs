@@ -52,6 +52,8 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
 fn counted(args: &StatArgs) -> String {
     if let Some(pid) = args.pid {
         format!("process id '{pid}'")
+    } else if let Some(tid) = args.more.tid {
+        format!("thread id '{tid}'")
     } else if args.all_cpus {
         "'system wide'".to_string()
     } else if let Some(list) = &args.cpu_list {
@@ -95,13 +97,16 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         out.push('\n');
     }
     for section in &summary.sections {
-        section_lines(out, section, metrics);
+        section_lines(out, section, metrics, args.more.big_numbers());
     }
     if intervals {
         not_supported(out, &summary.events);
         return;
     }
-    out.push('\n');
+    if !summary.events.is_empty() {
+        // After the events (a null run, -n, has none: the times follow the heading).
+        out.push('\n');
+    }
     let end = &summary.end;
     if let Some(note) = &end.note {
         _ = writeln!(out, " Note: {note}.");
@@ -142,7 +147,7 @@ fn precision(spread: f64) -> usize {
 
 /// One section's lines, event by event with each place of the event together (perf's order),
 /// then each place's `-M` metrics.
-fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef]) {
+fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef], big: bool) {
     let events = section.places.first().map_or(0, |p| p.events.len());
     for index in 0..events {
         for place in &section.places {
@@ -154,7 +159,7 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
                 _ = write!(line, "{:<11}", place.label());
             }
             let metric = metric(&place.events, index, section.length_ns);
-            line.push_str(&table_line(&place.events[index], metric.as_ref()));
+            line.push_str(&table_line(&place.events[index], metric.as_ref(), big));
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -182,9 +187,10 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
     }
 }
 
-/// One event's line of the table: the value (milliseconds for a clock), the unit, the name,
-/// the metric, the spread and, when the event was multiplexed, the share of time it ran.
-fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
+/// One event's line of the table: the value (milliseconds for a clock; digits grouped when
+/// `big`), the unit, the name, the metric, the spread and, when the event was multiplexed, the
+/// share of time it ran.
+fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> String {
     let unit = entry.unit();
     let reading = match &entry.reading {
         Err(_) => return format!("{:>18} {unit:<4} {}", "<not supported>", entry.name),
@@ -195,7 +201,7 @@ fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
     };
     let shown = if entry.is_clock() {
         format!("{:.2}", value as f64 / 1e6)
-    } else if entry.unit() == "ns" {
+    } else if entry.unit() == "ns" || !big {
         // perf never groups a tool event's nanoseconds.
         value.to_string()
     } else {

@@ -50,6 +50,27 @@ impl Targets {
     }
 }
 
+impl Targets {
+    /// `-t TID`: one running thread (where `/proc` tells), never 0.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): thread id 0, or no
+    /// such thread running here.
+    pub fn thread(tid: u32) -> Result<Targets, Error> {
+        let hint = "give the id of a running thread, e.g. one of `ls /proc/PID/task`";
+        if tid == 0 {
+            return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
+        }
+        let proc_tells = std::path::Path::new("/proc/self").exists();
+        if proc_tells && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+            return Err(
+                Error::invalid_input(format!("no thread {tid} is running here")).with_hint(hint),
+            );
+        }
+        Ok(Targets::Attach(Attach::Thread(tid)))
+    }
+}
+
 /// `-p PID`: a running process (where `/proc` tells), never 0.
 fn process(pid: u32) -> Result<Targets, Error> {
     let hint = "give the id of a running process, e.g. -p $(pidof NAME)";
