@@ -459,3 +459,98 @@ fn options_that_cannot_work_here_are_refused_with_the_reason() {
         assert!(stderr(&o).contains(why), "{option:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn cpus_add_up_per_core_socket_die_and_node_as_perfs_do() {
+    linux_or_skip!();
+    if !may_count_cpus() {
+        skip!(
+            Need::Privilege,
+            "counting every CPU needs root or perf_event_paranoid <= 0"
+        );
+    }
+    // label, number of CPUs, unit, event: the fields perf and counterhal must agree on.
+    let shape = |out: &Output| -> Vec<(String, String, String, String)> {
+        result_lines(out)
+            .iter()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (
+                    f[0].into(),
+                    f[1].into(),
+                    f[3].into(),
+                    base_event(f[4]).into(),
+                )
+            })
+            .collect()
+    };
+    for option in ["--per-core", "--per-socket", "--per-die", "--per-node"] {
+        let args = [
+            option,
+            "-a",
+            "-x,",
+            "-e",
+            "cpu-clock,page-faults",
+            "--",
+            "sleep",
+            "0.05",
+        ];
+        let o = ours(&args);
+        assert!(o.status.success(), "{option}: {}", stderr(&o));
+        let ours_shape = shape(&o);
+        assert!(!ours_shape.is_empty(), "{option}: {}", stderr(&o));
+        let cpus: usize = ours_shape
+            .iter()
+            .filter(|s| s.3 == "cpu-clock")
+            .map(|s| s.1.parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(
+            cpus,
+            counterhal::online_cpus().len() as usize,
+            "{option}: every CPU once: {ours_shape:?}"
+        );
+        if perf_available() {
+            let p = perf(&args);
+            assert_eq!(ours_shape, shape(&p), "{option}: {}", stderr(&p));
+            let j = result_lines(&ours(&[
+                option,
+                "-a",
+                "-j",
+                "-e",
+                "cpu-clock",
+                "--",
+                "sleep",
+                "0.02",
+            ]));
+            let pj = result_lines(&perf(&[
+                option,
+                "-a",
+                "-j",
+                "-e",
+                "cpu-clock",
+                "--",
+                "sleep",
+                "0.02",
+            ]));
+            let keys = |line: &str| -> Vec<String> {
+                line.split(", \"")
+                    .map(|kv| {
+                        kv.split(" : ")
+                            .next()
+                            .unwrap()
+                            .trim_matches(['{', '"'])
+                            .to_string()
+                    })
+                    .collect()
+            };
+            assert_eq!(keys(&j[0]), keys(&pj[0]), "ours {}\nperf {}", j[0], pj[0]);
+        }
+    }
+    let refused = ours(&["--per-core", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(2), "needs -a or -C");
+}
+
+/// An event name without its `:u`.
+fn base_event(name: &str) -> &str {
+    name.split(':').next().unwrap_or(name)
+}

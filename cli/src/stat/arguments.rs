@@ -185,16 +185,24 @@ impl StatArgs {
                 "e.g. counterhal stat -a -A -- sleep 1",
             );
         }
+        if let Some(by) = self.more.aggregation()
+            && !(self.all_cpus || self.cpu_list.is_some())
+        {
+            return refuse(
+                &format!("--per-{} needs CPUs to count: -a or -C", by.key()),
+                "e.g. counterhal stat -a --per-core -- sleep 1",
+            );
+        }
         if self.per_thread && self.pid.is_none() {
             return refuse(
                 "--per-thread needs a process: -p PID",
                 "e.g. counterhal stat -p $(pidof NAME) --per-thread",
             );
         }
-        let split = self.interval_ms.is_some() || self.no_aggregate || self.per_thread;
+        let split = self.interval_ms.is_some() || self.per_place();
         if self.repeat > 1 && split {
             return refuse(
-                "-r cannot be combined with -I, -A or --per-thread",
+                "-r cannot be combined with -I, -A, --per-thread or --per-core (socket, die, node)",
                 "repeat the whole measurement, or split one run",
             );
         }
@@ -269,9 +277,10 @@ impl StatArgs {
         }
     }
 
-    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`).
+    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`, and
+    /// `--per-core` and its kind, which add them up afterwards).
     pub fn per_place(&self) -> bool {
-        self.no_aggregate || self.per_thread
+        self.no_aggregate || self.per_thread || self.more.aggregation().is_some()
     }
 
     /// `-I` as a duration.

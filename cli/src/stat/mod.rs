@@ -27,6 +27,7 @@ mod summary;
 mod switches;
 mod targets;
 mod tool;
+mod topology;
 mod verbose;
 
 use std::process::ExitCode;
@@ -130,6 +131,13 @@ fn stat_with<B: Backend>(
             backend, &events, targets, &groups, &command, 1, plan,
         )?);
         args.more.run_hook(false)?;
+    }
+    if let Some(by) = args.more.aggregation() {
+        let root = std::path::Path::new("/sys/devices/system");
+        let place_of = |cpu| topology::cpu_place(root, cpu);
+        for run in &mut runs {
+            topology::aggregate(run, by, &place_of);
+        }
     }
     if args.more.no_scale {
         verbose::unscaled(&mut runs);

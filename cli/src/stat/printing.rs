@@ -13,6 +13,7 @@ use super::metrics::{Metric, Style, metric};
 use super::named_metrics::{MetricDef, evaluate};
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
+use super::topology::line_order;
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
@@ -71,12 +72,11 @@ fn counted(args: &StatArgs) -> String {
 fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
     let intervals = args.interval_ms.is_some();
     if intervals {
-        let place = if args.no_aggregate {
-            " CPU   "
-        } else if args.per_thread {
-            " thread           "
-        } else {
-            ""
+        let place = match args.more.aggregation() {
+            Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
+            None if args.no_aggregate => " CPU   ".to_string(),
+            None if args.per_thread => " thread           ".to_string(),
+            None => String::new(),
         };
         _ = writeln!(
             out,
@@ -137,6 +137,16 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
     not_supported(out, &summary.events);
 }
 
+/// The width of a `--per-core` (`--per-socket`...) label in perf's table, before the number
+/// of CPUs it added up.
+fn label_width(key: &str) -> usize {
+    match key {
+        "core" => 16,
+        "die" => 9,
+        _ => 7,
+    }
+}
+
 /// perf's decimals for a spread: as many as its first significant digit needs (0 above 1).
 fn precision(spread: f64) -> usize {
     if spread > 1.0 || spread <= 0.0 || !spread.is_finite() {
@@ -145,18 +155,22 @@ fn precision(spread: f64) -> usize {
     (-spread.log10()).ceil().max(0.0) as usize
 }
 
-/// One section's lines, event by event with each place of the event together (perf's order),
-/// then each place's `-M` metrics.
+/// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
 fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef], big: bool) {
-    let events = section.places.first().map_or(0, |p| p.events.len());
-    for index in 0..events {
-        for place in &section.places {
+    for (index, at) in line_order(section) {
+        let place = &section.places[at];
+        {
             let mut line = String::new();
             if let Some(at_ns) = section.at_ns {
                 _ = write!(line, "{} ", interval_time(at_ns));
             }
-            if let Some(place) = &place.place {
-                _ = write!(line, "{:<11}", place.label());
+            match place.place.as_ref().map(|p| (p, p.cpus_added())) {
+                Some((place, Some(cpus))) => {
+                    let width = label_width(place.json_field().0);
+                    _ = write!(line, "{:<width$}{cpus:>4} ", place.label());
+                }
+                Some((place, None)) => _ = write!(line, "{:<11}", place.label()),
+                None => {}
             }
             let metric = metric(&place.events, index, section.length_ns);
             line.push_str(&table_line(&place.events[index], metric.as_ref(), big));

@@ -84,6 +84,15 @@ pub enum Place {
         /// Its name, as the OS shows it.
         name: String,
     },
+    /// CPUs added up by socket, die, core or node (`--per-socket`...).
+    Aggregate {
+        /// perf's JSON key: `socket`, `die`, `core`, `node`.
+        key: &'static str,
+        /// perf's label: `S0`, `S0-D0`, `S0-D0-C1`, `N0`.
+        label: String,
+        /// How many CPUs were added up.
+        cpus: u32,
+    },
 }
 
 impl Place {
@@ -92,6 +101,7 @@ impl Place {
         match self {
             Place::Cpu(cpu) => format!("CPU{cpu}"),
             Place::Thread { tid, name } => format!("{name}-{tid}"),
+            Place::Aggregate { label, .. } => label.clone(),
         }
     }
 
@@ -100,6 +110,16 @@ impl Place {
         match self {
             Place::Cpu(cpu) => ("cpu", cpu.to_string()),
             Place::Thread { .. } => ("thread", self.label()),
+            Place::Aggregate { key, label, .. } => (key, label.clone()),
+        }
+    }
+
+    /// How many CPUs were added up here (`--per-core`...; perf prints the number after the
+    /// label).
+    pub fn cpus_added(&self) -> Option<u32> {
+        match self {
+            Place::Aggregate { cpus, .. } => Some(*cpus),
+            _ => None,
         }
     }
 

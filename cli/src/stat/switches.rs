@@ -10,6 +10,7 @@ use clap::Args;
 use counterhal::Error;
 
 use super::arguments::USAGE;
+use super::topology::Aggregation;
 use crate::error::CliError;
 
 /// The events `-d` adds to the default set, level by level (`-d`, `-dd`, `-ddd`), as perf
@@ -91,6 +92,18 @@ pub struct Switches {
     /// Run this shell command after each run (not counted).
     #[arg(long = "post", value_name = "CMD")]
     pub(super) post: Option<String>,
+    /// With -a or -C: add up the CPUs of each socket.
+    #[arg(long = "per-socket", conflicts_with_all = ["no_aggregate", "per_thread", "per_die", "per_core", "per_node"])]
+    pub(super) per_socket: bool,
+    /// With -a or -C: add up the CPUs of each die.
+    #[arg(long = "per-die", conflicts_with_all = ["no_aggregate", "per_thread", "per_core", "per_node"])]
+    pub(super) per_die: bool,
+    /// With -a or -C: add up the CPUs (hardware threads) of each core.
+    #[arg(long = "per-core", conflicts_with_all = ["no_aggregate", "per_thread", "per_node"])]
+    pub(super) per_core: bool,
+    /// With -a or -C: add up the CPUs of each NUMA node.
+    #[arg(long = "per-node", conflicts_with_all = ["no_aggregate", "per_thread"])]
+    pub(super) per_node: bool,
     /// Accepted: no metric's events are grouped here (each is opened on its own).
     #[arg(long = "metric-no-group")]
     pub(super) metric_no_group: bool,
@@ -223,6 +236,18 @@ impl Switches {
             ));
         }
         Ok(())
+    }
+
+    /// What CPUs are added up by (`--per-socket`, `--per-die`, `--per-core`, `--per-node`).
+    pub fn aggregation(&self) -> Option<Aggregation> {
+        [
+            (self.per_socket, Aggregation::Socket),
+            (self.per_die, Aggregation::Die),
+            (self.per_core, Aggregation::Core),
+            (self.per_node, Aggregation::Node),
+        ]
+        .into_iter()
+        .find_map(|(given, by)| given.then_some(by))
     }
 
     /// Whether the table groups digits (perf's default; `--no-big-num` turns it off).
