@@ -554,3 +554,43 @@ fn cpus_add_up_per_core_socket_die_and_node_as_perfs_do() {
 fn base_event(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)
 }
+
+#[test]
+fn a_delay_counts_only_what_comes_after_it() {
+    linux_or_skip!();
+    // `sleep` faults its pages in at the start, then sleeps: after 100 ms nothing is left.
+    let faults = |out: &Output| -> Option<u64> {
+        result_lines(out)
+            .iter()
+            .find(|l| l.contains(",page-faults"))?
+            .split(',')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let args = ["-x,", "-e", "page-faults", "--", "sleep", "0.3"];
+    let whole = faults(&ours(&args)).expect("counted");
+    let mut delayed_args = vec!["-D", "100"];
+    delayed_args.extend_from_slice(&args);
+    let delayed = faults(&ours(&delayed_args)).expect("counted after the delay");
+    assert!(whole > 10, "{whole}");
+    assert!(delayed < whole / 2, "{delayed} of {whole}");
+    if perf_available() {
+        let perfs = faults(&perf(&delayed_args)).expect("perf counted");
+        assert!(perfs < whole / 2, "perf: {perfs} of {whole}");
+    }
+    // A command that ends before the delay counted nothing.
+    let short = ours(&["-D", "500", "-x,", "-e", "page-faults", "--", "true"]);
+    assert!(
+        result_lines(&short)[0].starts_with("<not counted>"),
+        "{}",
+        stderr(&short)
+    );
+    let refused = ours(&["-D", "-1", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("--control"),
+        "{}",
+        stderr(&refused)
+    );
+}

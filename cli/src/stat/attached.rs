@@ -12,6 +12,7 @@ use super::arguments::USAGE;
 use super::pacing::Step;
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, Place, Plan, Planned, Run, Snapshot, nanos, not_run,
+    start_from,
 };
 use crate::error::CliError;
 
@@ -126,6 +127,7 @@ fn run_and_read<G: Group>(
     let mut snapshots = Vec::new();
     let mut stopped = false;
     let mut failed = None;
+    let mut baseline = None;
     if released.is_ok() {
         plan.pace.run(started, |step| {
             match step {
@@ -138,6 +140,19 @@ fn run_and_read<G: Group>(
                     }),
                     Err(e) => _ = failed.get_or_insert(e),
                 },
+                Step::Baseline => {
+                    let whole = read_sets(&mut sets, results.len(), false);
+                    let apart = read_sets(&mut sets, results.len(), plan.per_place);
+                    match whole.and_then(|mut whole| {
+                        if plan.per_place {
+                            whole.extend(apart?);
+                        }
+                        Ok(whole)
+                    }) {
+                        Ok(counts) => baseline = Some(counts),
+                        Err(e) => _ = failed.get_or_insert(e),
+                    }
+                }
                 // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
                 Step::Stop => {
                     stopped =
@@ -178,12 +193,16 @@ fn run_and_read<G: Group>(
             counts: last,
         });
     }
-    Ok(Run {
+    let mut run = Run {
         events: results,
         end,
         places,
         snapshots,
-    })
+    };
+    if plan.pace.delay.is_some() {
+        start_from(&mut run, baseline.as_deref());
+    }
+    Ok(run)
 }
 
 /// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).

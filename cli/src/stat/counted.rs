@@ -9,7 +9,7 @@ use counterhal::{Backend, CountedCommand, Error, ErrorKind};
 
 use super::pacing::{Pace, Step};
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, Planned, Run, Snapshot, nanos, not_run,
+    CommandEnd, Counts, EventResult, GRACE, Planned, Run, Snapshot, nanos, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -59,6 +59,7 @@ pub fn run_counted_command<B: Backend>(
     let started = std::time::Instant::now();
     let mut snapshots = Vec::new();
     let mut stopped = false;
+    let mut baseline = None;
     let label = backend.label();
     let place_all = |readings: Vec<Result<Reading, Error>>| {
         let mut readings = readings.into_iter();
@@ -93,6 +94,17 @@ pub fn run_counted_command<B: Backend>(
                 });
                 false
             }
+            Step::Baseline => {
+                let readings = place_all(counted.read())
+                    .into_iter()
+                    .map(|r| r.outcome)
+                    .collect();
+                baseline = Some(vec![Counts {
+                    place: None,
+                    readings,
+                }]);
+                false
+            }
             Step::Stop => {
                 // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
                 stopped = matches!(counted.try_wait(), Ok(None)) && counted.stop(GRACE).is_ok();
@@ -114,10 +126,14 @@ pub fn run_counted_command<B: Backend>(
             }],
         });
     }
-    Ok(Run {
+    let mut run = Run {
         events: results,
         end: CommandEnd::of(&count.exit).stopped_if(stopped),
         places: Vec::new(),
         snapshots,
-    })
+    };
+    if pace.delay.is_some() {
+        start_from(&mut run, baseline.as_deref());
+    }
+    Ok(run)
 }

@@ -117,6 +117,7 @@ fn stat_with<B: Backend>(
             interval: args.interval(),
             count: args.interval_count,
             timeout: args.timeout(),
+            delay: args.more.delay(),
         },
         timer,
     };

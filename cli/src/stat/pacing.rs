@@ -23,6 +23,8 @@ pub struct Pace {
     pub count: Option<u32>,
     /// Stop the command after so long (`--timeout`).
     pub timeout: Option<Duration>,
+    /// Count only from so long after the start (`-D`): the counts then are the baseline.
+    pub delay: Option<Duration>,
 }
 
 /// What the loop asks of the measurement.
@@ -32,6 +34,8 @@ pub enum Step {
     Look,
     /// Read the counters: so long after the start.
     Read(Duration),
+    /// Read the counters as the baseline that every later count starts from (`-D`).
+    Baseline,
     /// Stop the command (its time or its intervals are up).
     Stop,
 }
@@ -39,7 +43,7 @@ pub enum Step {
 impl Pace {
     /// Whether anything happens before the command ends on its own.
     pub fn is_idle(&self) -> bool {
-        self.interval.is_none() && self.timeout.is_none()
+        self.interval.is_none() && self.timeout.is_none() && self.delay.is_none()
     }
 
     /// Whether the stretch from the last of `read` intervals to the end is printed as an
@@ -59,11 +63,17 @@ impl Pace {
         if self.is_idle() {
             return;
         }
-        let mut next_read = self.interval;
+        // Intervals start once counting does (after -D's delay).
+        let mut next_read = self.interval.map(|i| i + self.delay.unwrap_or_default());
+        let mut baseline = self.delay;
         let mut reads = 0u32;
         let mut stopped = false;
         while !step(Step::Look) {
             let now = started.elapsed();
+            if baseline.is_some_and(|at| now >= at) {
+                step(Step::Baseline);
+                baseline = None;
+            }
             if let (Some(interval), Some(at)) = (self.interval, next_read)
                 && now >= at
             {
@@ -82,7 +92,9 @@ impl Pace {
                 step(Step::Stop);
                 stopped = true;
             }
-            let until_read = next_read.map_or(LOOK_EVERY, |at| at.saturating_sub(now));
+            let until_read = next_read
+                .or(baseline)
+                .map_or(LOOK_EVERY, |at| at.saturating_sub(now));
             std::thread::sleep(until_read.min(LOOK_EVERY));
         }
     }
@@ -118,6 +130,7 @@ mod tests {
             interval: Some(Duration::from_millis(20)),
             count: Some(3),
             timeout: None,
+            delay: None,
         };
         let mut steps = Vec::new();
         let started = Instant::now();
@@ -177,9 +190,52 @@ mod tests {
             interval: Some(Duration::from_millis(10)),
             count: Some(2),
             timeout: None,
+            delay: None,
         };
         assert!(counted.wants_last_interval(1), "the command ended first");
         assert!(!counted.wants_last_interval(2), "the count is reached");
         assert!(!Pace::default().wants_last_interval(0), "no -I");
+    }
+
+    #[test]
+    fn a_delay_takes_the_baseline_once_and_moves_the_intervals() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let pace = Pace {
+            interval: Some(Duration::from_millis(20)),
+            count: Some(1),
+            delay: Some(Duration::from_millis(40)),
+            ..Pace::default()
+        };
+        assert!(
+            !Pace {
+                interval: None,
+                ..pace
+            }
+            .is_idle(),
+            "the delay alone acts"
+        );
+        let mut steps = Vec::new();
+        let started = Instant::now();
+        pace.run(started, |step| {
+            if step == Step::Look {
+                return child.try_wait().expect("wait").is_some();
+            }
+            steps.push(step);
+            if step == Step::Stop {
+                child.kill().expect("kill");
+            }
+            false
+        });
+        child.wait().ok();
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        assert_eq!(steps[0], Step::Baseline, "{steps:?}");
+        match steps[1] {
+            Step::Read(at) => assert!(at >= Duration::from_millis(60), "{steps:?}"),
+            _ => panic!("{steps:?}"),
+        }
+        assert_eq!(steps[2], Step::Stop);
     }
 }

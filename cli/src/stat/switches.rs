@@ -39,6 +39,15 @@ pub struct Switches {
     /// Null run: count no events, print only the times (perf's -n).
     #[arg(short = 'n', long = "null", conflicts_with_all = ["metrics", "event_names", "detailed"])]
     pub(super) null: bool,
+    /// Count only from MS milliseconds after the command starts (-1, perf's start disabled
+    /// until --control enables, is refused: there is no --control here).
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MS",
+        allow_negative_numbers = true
+    )]
+    pub(super) delay_ms: Option<i64>,
     /// Print no results (the command's status is still passed on).
     #[arg(short = 'q', long = "quiet")]
     pub(super) quiet: bool,
@@ -228,6 +237,16 @@ impl Switches {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
+        if self.delay_ms.is_some_and(|ms| ms < 0) {
+            return Err(CliError::usage(
+                Error::invalid_input(
+                    "-D -1 starts with the events disabled until --control enables them, and \
+                     counterhal has no --control",
+                )
+                .with_hint("give the delay in milliseconds, e.g. -D 100"),
+                USAGE,
+            ));
+        }
         if let Some((option, why)) = self.refused.reason() {
             return Err(CliError::usage(
                 Error::unsupported(format!("{option} cannot be used here: {why}"))
@@ -248,6 +267,12 @@ impl Switches {
         ]
         .into_iter()
         .find_map(|(given, by)| given.then_some(by))
+    }
+
+    /// `-D` as a duration (0: none).
+    pub fn delay(&self) -> Option<std::time::Duration> {
+        let ms = u64::try_from(self.delay_ms?).ok()?;
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
     }
 
     /// Whether the table groups digits (perf's default; `--no-big-num` turns it off).
