@@ -594,3 +594,131 @@ fn a_delay_counts_only_what_comes_after_it() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn a_summary_follows_the_intervals_as_perfs_does() {
+    linux_or_skip!();
+    let fields = |out: &Output| -> Vec<(usize, String)> {
+        result_lines(out)
+            .iter()
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (
+                    f.len(),
+                    f[0].trim()
+                        .parse::<f64>()
+                        .map_or(f[0].trim().to_string(), |_| "time".into()),
+                )
+            })
+            .collect()
+    };
+    for extra in [&["--summary"][..], &["--summary", "--no-csv-summary"]] {
+        let mut args = vec!["-I", "40", "-x,", "-e", "page-faults"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sleep", "0.05"]);
+        let o = ours(&args);
+        let lines = fields(&o);
+        let last = lines.last().unwrap().clone();
+        if extra.len() == 1 {
+            assert_eq!(last, (8, "summary".to_string()), "{}", stderr(&o));
+        } else {
+            assert_eq!(last.0, 7, "{}", stderr(&o));
+        }
+        if perf_available() {
+            let p = perf(&args);
+            assert_eq!(
+                fields(&p).last(),
+                Some(&last),
+                "ours {}\nperf {}",
+                stderr(&o),
+                stderr(&p)
+            );
+        }
+    }
+    let table = stderr(&ours(&[
+        "-I",
+        "40",
+        "--summary",
+        "-e",
+        "page-faults",
+        "--",
+        "sleep",
+        "0.05",
+    ]));
+    assert!(
+        table.contains("Performance counter stats for 'sleep 0.05'"),
+        "{table}"
+    );
+    assert!(table.contains("seconds time elapsed"), "{table}");
+    let j = result_lines(&ours(&[
+        "-I",
+        "40",
+        "--summary",
+        "-j",
+        "-e",
+        "page-faults",
+        "--",
+        "sleep",
+        "0.05",
+    ]));
+    assert!(
+        j.last().unwrap().starts_with("{\"counter-value\""),
+        "{j:#?}"
+    );
+    assert!(
+        ours(&["--summary", "--", "true"]).status.code() == Some(2),
+        "needs -I"
+    );
+}
+
+#[test]
+fn the_runs_table_shows_each_run_as_perfs_does() {
+    linux_or_skip!();
+    let o = ours(&["-r", "3", "--table", "-e", "page-faults", "--", "true"]);
+    let text = stderr(&o);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("# Table of individual measurements:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    for row in &rows {
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert!(words[0].parse::<f64>().is_ok(), "{row}");
+        assert!(
+            words[1].starts_with("(+") || words[1].starts_with("(-"),
+            "{row}"
+        );
+        assert!(words[2].chars().all(|c| c == '#'), "{row}");
+    }
+    assert!(text.contains("# Final result:"), "{text}");
+    if perf_available() {
+        let p = stderr(&perf(&[
+            "-r",
+            "3",
+            "--table",
+            "-e",
+            "page-faults",
+            "--",
+            "true",
+        ]));
+        let indent = |t: &str| {
+            t.lines()
+                .find(|l| l.contains("# Table"))
+                .map(str::to_string)
+        };
+        assert_eq!(indent(&text), indent(&p), "ours {text}\nperf {p}");
+    }
+    let cleared = stderr(&ours(&[
+        "-I",
+        "30",
+        "--interval-clear",
+        "-e",
+        "page-faults",
+        "--",
+        "sleep",
+        "0.05",
+    ]));
+    assert!(cleared.matches("\x1b[H\x1b[2J").count() >= 2, "{cleared:?}");
+}

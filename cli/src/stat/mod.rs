@@ -152,8 +152,20 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
+    let mut text = printing::render(args, &summary, &chosen);
+    if args.more.summary {
+        // The whole run, as without -I.
+        for run in &mut runs {
+            run.snapshots.clear();
+        }
+        text.push_str(&printing::render_summary(
+            args,
+            &Summary::of(&runs),
+            &chosen,
+        ));
+    }
     if !args.more.quiet {
-        printing::write(output, &printing::render(args, &summary, &chosen))?;
+        printing::write(output, &text)?;
     }
     if let Some(path) = &args.plot {
         plot::draw(&summary, path).map_err(CliError::failed)?;

@@ -48,6 +48,9 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// The terminal's codes to move home and clear the screen (`--interval-clear`).
+const CLEAR: &str = "\x1b[H\x1b[2J";
+
 /// What was counted, for the table's heading: the command, or (with -p, -a, -C) the process
 /// or CPUs while it ran.
 fn counted(args: &StatArgs) -> String {
@@ -70,7 +73,7 @@ fn counted(args: &StatArgs) -> String {
 /// times with their spread, the command's end when it failed, and once each reason an event
 /// is not supported.
 fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
-    let intervals = args.interval_ms.is_some();
+    let intervals = summary.sections.iter().any(|s| s.at_ns.is_some());
     if intervals {
         let place = match args.more.aggregation() {
             Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
@@ -96,7 +99,15 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         }
         out.push('\n');
     }
-    for section in &summary.sections {
+    let heading = out.clone();
+    for (i, section) in summary.sections.iter().enumerate() {
+        if intervals && args.more.interval_clear {
+            // perf's --interval-clear: the screen cleared, and the heading again, each time.
+            if i > 0 {
+                out.push_str(&heading);
+            }
+            out.insert_str(out.len() - heading.len(), CLEAR);
+        }
         section_lines(out, section, metrics, args.more.big_numbers());
     }
     if intervals {
@@ -117,6 +128,9 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
             let mean = end.elapsed_ns as f64 / 1e9;
             let stddev = stddev_ns / 1e9;
             let precision = precision(stddev) + 2;
+            if args.more.table {
+                runs_table(out, &summary.elapsed_each_ns, mean, precision);
+            }
             _ = writeln!(
                 out,
                 " {mean:>17.precision$} +- {stddev:.precision$} seconds time elapsed  ( +-{percent:>6.2}% )"
@@ -145,6 +159,52 @@ fn label_width(key: &str) -> usize {
         "die" => 9,
         _ => 7,
     }
+}
+
+/// `--table`: each run's elapsed time in seconds, its distance from the mean, and a bar of
+/// one `#` plus one per 5% of the run that distance is (perf's table), then the heading of
+/// the final result.
+fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
+    _ = writeln!(out, "{:11}# Table of individual measurements:", "");
+    for &ns in each_ns {
+        let run = ns as f64 / 1e9;
+        let share = if run > 0.0 {
+            (100.0 * (run - mean) / run) as i64
+        } else {
+            0
+        };
+        let bar = "#".repeat(1 + usize::try_from(share.unsigned_abs() / 5).unwrap_or(0));
+        _ = writeln!(
+            out,
+            " {run:>17.precision$} ({:+.precision$}) {bar}",
+            run - mean
+        );
+    }
+    out.push('\n');
+    _ = writeln!(out, "{:11}# Final result:", "");
+}
+
+/// After `-I`'s intervals, `--summary`'s whole run: the table as without `-I`, the `-x` lines
+/// with `summary` first (unless `--no-csv-summary`), or the `-j` lines without `interval`
+/// (`--json` holds the whole run already).
+pub fn render_summary(args: &StatArgs, whole: &Summary, metrics: &[&'static MetricDef]) -> String {
+    let mut out = String::new();
+    match args.format() {
+        Format::Table => table(&mut out, args, whole, metrics),
+        Format::Csv { separator } => {
+            let mut lines = String::new();
+            separated::csv(&mut lines, separator, whole, metrics);
+            for line in lines.lines() {
+                if !args.more.no_csv_summary {
+                    _ = write!(out, "{:>16}{separator}", "summary");
+                }
+                _ = writeln!(out, "{line}");
+            }
+        }
+        Format::JsonLines => separated::json_lines(&mut out, whole, metrics),
+        Format::Json => {}
+    }
+    out
 }
 
 /// perf's decimals for a spread: as many as its first significant digit needs (0 above 1).
@@ -296,6 +356,20 @@ mod tests {
             ],
             2_000_000_000,
         )])
+    }
+
+    #[test]
+    fn the_runs_table_bars_grow_by_five_percent_of_the_run() {
+        let mut out = String::new();
+        // perf's rows for runs of 11.63, 10.99 and 1.22 ms around a mean of 7.95 ms.
+        runs_table(&mut out, &[11_630_000, 10_990_000, 1_220_000], 0.00795, 5);
+        let bars: Vec<usize> = out
+            .lines()
+            .filter(|l| l.contains('('))
+            .map(|l| l.matches('#').count())
+            .collect();
+        assert_eq!(bars, [7, 6, 111], "{out}");
+        assert!(out.contains("0.01163 (+0.00368) #######\n"), "{out}");
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub struct Summary {
     /// With more than one run, the standard deviation of the mean elapsed time, in
     /// nanoseconds, and in percent of the mean.
     pub elapsed_spread: Option<(f64, f64)>,
+    /// Each run's elapsed time, in nanoseconds (`--table`).
+    pub elapsed_each_ns: Vec<u64>,
     /// What prints, in order: one section for the whole run, or one per interval.
     pub sections: Vec<Section>,
 }
@@ -100,6 +102,7 @@ impl Summary {
             end,
             runs: runs.len(),
             elapsed_spread,
+            elapsed_each_ns: elapsed,
             sections,
         }
     }

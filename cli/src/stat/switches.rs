@@ -113,6 +113,19 @@ pub struct Switches {
     /// With -a or -C: add up the CPUs of each NUMA node.
     #[arg(long = "per-node", conflicts_with_all = ["no_aggregate", "per_thread"])]
     pub(super) per_node: bool,
+    /// With -I: after the intervals, the whole run as without -I (in -x each line starts
+    /// with `summary`).
+    #[arg(long = "summary", requires = "interval_ms")]
+    pub(super) summary: bool,
+    /// With --summary and -x: no `summary` field before the whole run's lines.
+    #[arg(long = "no-csv-summary", requires = "summary")]
+    pub(super) no_csv_summary: bool,
+    /// With -I in the table: clear the screen before each interval.
+    #[arg(long = "interval-clear", requires = "interval_ms")]
+    pub(super) interval_clear: bool,
+    /// With -r in the table: each run's elapsed time, its distance from the mean and a bar.
+    #[arg(long = "table")]
+    pub(super) table: bool,
     /// Accepted: no metric's events are grouped here (each is opened on its own).
     #[arg(long = "metric-no-group")]
     pub(super) metric_no_group: bool,
