@@ -722,3 +722,47 @@ fn the_runs_table_shows_each_run_as_perfs_does() {
     ]));
     assert!(cleared.matches("\x1b[H\x1b[2J").count() >= 2, "{cleared:?}");
 }
+
+#[test]
+fn several_threads_count_each_as_perfs_do() {
+    linux_or_skip!();
+    let mut sleepers: Vec<std::process::Child> = (0..2)
+        .map(|_| Command::new("sleep").arg("5").spawn().unwrap())
+        .collect();
+    let tids = format!("{},{}", sleepers[0].id(), sleepers[1].id());
+    let args = [
+        "-t",
+        &tids,
+        "--per-thread",
+        "-x,",
+        "-e",
+        "task-clock,context-switches",
+        "--timeout",
+        "50",
+    ];
+    let o = ours(&args);
+    let p = perf_available().then(|| perf(&args));
+    for sleeper in &mut sleepers {
+        sleeper.kill().ok();
+        sleeper.wait().ok();
+    }
+    let lines = result_lines(&o);
+    assert_eq!(lines.len(), 4, "{}", stderr(&o));
+    assert!(
+        lines[0].starts_with(&format!("sleep-{},", sleepers[0].id())),
+        "{lines:#?}"
+    );
+    if let Some(p) = p {
+        let lead = |l: &String| {
+            l.split(',')
+                .take(1)
+                .chain(l.split(',').skip(3).take(1))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let ours_leads: Vec<String> = lines.iter().map(lead).collect();
+        let perf_leads: Vec<String> = result_lines(&p).iter().map(lead).collect();
+        assert_eq!(ours_leads, perf_leads, "{}", stderr(&p));
+    }
+    assert_eq!(ours(&["-t", "1,x", "--", "true"]).status.code(), Some(2));
+}

@@ -193,9 +193,9 @@ impl StatArgs {
                 "e.g. counterhal stat -a --per-core -- sleep 1",
             );
         }
-        if self.per_thread && self.pid.is_none() {
+        if self.per_thread && self.pid.is_none() && self.more.tid.is_none() {
             return refuse(
-                "--per-thread needs a process: -p PID",
+                "--per-thread needs a process or threads: -p PID or -t TID[,TID]",
                 "e.g. counterhal stat -p $(pidof NAME) --per-thread",
             );
         }

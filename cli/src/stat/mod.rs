@@ -49,8 +49,8 @@ use crate::output::{OutputFile, emit_to_stderr};
 /// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
-    let targets = match args.more.tid {
-        Some(tid) => Targets::thread(tid),
+    let targets = match &args.more.tid {
+        Some(tids) => Targets::threads(tids),
         None => Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref()),
     }
     .map_err(|e| CliError::usage(e, USAGE))?;

@@ -56,7 +56,7 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 fn counted(args: &StatArgs) -> String {
     if let Some(pid) = args.pid {
         format!("process id '{pid}'")
-    } else if let Some(tid) = args.more.tid {
+    } else if let Some(tid) = &args.more.tid {
         format!("thread id '{tid}'")
     } else if args.all_cpus {
         "'system wide'".to_string()

@@ -70,11 +70,11 @@ pub struct Switches {
     /// Count every event in the kernel only (`:k` added to each event without a modifier).
     #[arg(long = "all-kernel")]
     pub(super) all_kernel: bool,
-    /// Count one existing thread (by its thread id) while CMD runs, or without CMD until
+    /// Count existing threads (by their thread ids) while CMD runs, or without CMD until
     /// Ctrl-C or --timeout.
-    #[arg(short = 't', long = "tid", value_name = "TID",
+    #[arg(short = 't', long = "tid", value_name = "TID[,TID]",
           conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
-    pub(super) tid: Option<u32>,
+    pub(super) tid: Option<String>,
     /// Count every event in one group (all together or not at all), as `{a,b,...}` would.
     #[arg(short = 'g', long = "group")]
     pub(super) group: bool,

@@ -51,23 +51,38 @@ impl Targets {
 }
 
 impl Targets {
-    /// `-t TID`: one running thread (where `/proc` tells), never 0.
+    /// `-t TID[,TID]`: running threads (where `/proc` tells), never 0; one thread is
+    /// [`Attach::Thread`], several [`Attach::Threads`].
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): thread id 0, or no
-    /// such thread running here.
-    pub fn thread(tid: u32) -> Result<Targets, Error> {
-        let hint = "give the id of a running thread, e.g. one of `ls /proc/PID/task`";
-        if tid == 0 {
-            return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a list that does not
+    /// parse, thread id 0, or a thread not running here.
+    pub fn threads(list: &str) -> Result<Targets, Error> {
+        let hint =
+            "give ids of running threads, e.g. -t 1234 or -t 1234,1240 (`ls /proc/PID/task`)";
+        let mut tids = Vec::new();
+        for item in list.split(',').map(str::trim) {
+            let tid: u32 = item.parse().map_err(|_| {
+                Error::invalid_input(format!("`{item}` in -t is not a thread id")).with_hint(hint)
+            })?;
+            if tid == 0 {
+                return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
+            }
+            let proc_tells = std::path::Path::new("/proc/self").exists();
+            if proc_tells && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+                return Err(
+                    Error::invalid_input(format!("no thread {tid} is running here"))
+                        .with_hint(hint),
+                );
+            }
+            if !tids.contains(&tid) {
+                tids.push(tid);
+            }
         }
-        let proc_tells = std::path::Path::new("/proc/self").exists();
-        if proc_tells && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
-            return Err(
-                Error::invalid_input(format!("no thread {tid} is running here")).with_hint(hint),
-            );
-        }
-        Ok(Targets::Attach(Attach::Thread(tid)))
+        Ok(Targets::Attach(match tids.as_slice() {
+            [tid] => Attach::Thread(*tid),
+            _ => Attach::Threads(tids),
+        }))
     }
 }
 
@@ -203,5 +218,21 @@ mod tests {
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
         let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
         assert!(bad.message().contains("runs backwards"), "{bad}");
+    }
+
+    #[test]
+    fn thread_lists_are_checked_and_kept_once() {
+        let me = std::process::id();
+        assert_eq!(
+            Targets::threads(&me.to_string()).unwrap(),
+            Targets::Attach(Attach::Thread(me))
+        );
+        assert_eq!(
+            Targets::threads(&format!("{me}, {me},1")).unwrap(),
+            Targets::Attach(Attach::Threads(vec![me, 1]))
+        );
+        for bad in ["0", "x", "", "4294967295"] {
+            assert!(Targets::threads(bad).is_err(), "{bad}");
+        }
     }
 }
