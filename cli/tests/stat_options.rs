@@ -766,3 +766,28 @@ fn several_threads_count_each_as_perfs_do() {
     }
     assert_eq!(ours(&["-t", "1,x", "--", "true"]).status.code(), Some(2));
 }
+
+#[test]
+fn metric_only_prints_the_metrics_alone() {
+    linux_or_skip!();
+    let events = ["-e", "task-clock,page-faults", "--", "true"];
+    let with = |extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend_from_slice(&events);
+        stderr(&ours(&args))
+    };
+    let csv = with(&["--metric-only", "-x,"]);
+    let lines: Vec<&str> = csv.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines[0], "CPUs utilized,K/sec", "{csv}");
+    let values: Vec<f64> = lines[1].split(',').map(|v| v.parse().unwrap()).collect();
+    assert_eq!(values.len(), 2, "{csv}");
+    assert!(values[0] > 0.0, "{csv}");
+    let json = with(&["--metric-only", "-j"]);
+    let object: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert!(object["CPUs utilized"].is_number(), "{json}");
+    let table = with(&["--metric-only"]);
+    assert!(!table.contains("page-faults"), "no event lines: {table}");
+    assert!(table.contains("CPUs utilized"), "{table}");
+    let accepted = with(&["--percore-show-thread", "-x,"]);
+    assert!(accepted.contains(",page-faults,"), "{accepted}");
+}

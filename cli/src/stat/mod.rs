@@ -16,6 +16,7 @@ mod counted;
 mod document;
 mod expression;
 mod measurement;
+mod metric_only;
 mod metrics;
 mod named_metrics;
 mod pacing;

@@ -9,6 +9,7 @@ use counterhal::Error;
 
 use super::arguments::{Format, StatArgs};
 use super::document;
+use super::metric_only;
 use super::metrics::{Metric, Style, metric};
 use super::named_metrics::{MetricDef, evaluate};
 use super::separated::{self, interval_time};
@@ -23,7 +24,13 @@ pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]
     let mut out = String::new();
     match args.format() {
         Format::Table => table(&mut out, args, summary, metrics),
+        Format::Csv { separator } if args.more.metric_only => {
+            metric_only::csv(&mut out, separator, summary, metrics);
+        }
         Format::Csv { separator } => separated::csv(&mut out, separator, summary, metrics),
+        Format::JsonLines if args.more.metric_only => {
+            metric_only::json_lines(&mut out, summary, metrics);
+        }
         Format::JsonLines => separated::json_lines(&mut out, summary, metrics),
         Format::Json => document::json(&mut out, args, summary, metrics),
     }
@@ -74,7 +81,9 @@ fn counted(args: &StatArgs) -> String {
 /// is not supported.
 fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
     let intervals = summary.sections.iter().any(|s| s.at_ns.is_some());
-    if intervals {
+    if intervals && args.more.metric_only {
+        // The metrics' own heading follows.
+    } else if intervals {
         let place = match args.more.aggregation() {
             Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
             None if args.no_aggregate => " CPU   ".to_string(),
@@ -100,7 +109,15 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         out.push('\n');
     }
     let heading = out.clone();
-    for (i, section) in summary.sections.iter().enumerate() {
+    if args.more.metric_only {
+        metric_only::table(out, summary, metrics);
+    }
+    let sections = if args.more.metric_only {
+        &[][..]
+    } else {
+        &summary.sections[..]
+    };
+    for (i, section) in sections.iter().enumerate() {
         if intervals && args.more.interval_clear {
             // perf's --interval-clear: the screen cleared, and the heading again, each time.
             if i > 0 {

@@ -126,6 +126,13 @@ pub struct Switches {
     /// With -r in the table: each run's elapsed time, its distance from the mean and a bar.
     #[arg(long = "table")]
     pub(super) table: bool,
+    /// Print the metrics alone, one column each (the metric column's and -M's), no counts.
+    #[arg(long = "metric-only")]
+    pub(super) metric_only: bool,
+    /// Accepted: with no `percore` event term here (perf's), it changes nothing, as perf's
+    /// does not without one.
+    #[arg(long = "percore-show-thread")]
+    pub(super) percore_show_thread: bool,
     /// Accepted: no metric's events are grouped here (each is opened on its own).
     #[arg(long = "metric-no-group")]
     pub(super) metric_no_group: bool,
