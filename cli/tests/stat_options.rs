@@ -791,3 +791,38 @@ fn metric_only_prints_the_metrics_alone() {
     let accepted = with(&["--percore-show-thread", "-x,"]);
     assert!(accepted.contains(",page-faults,"), "{accepted}");
 }
+
+#[test]
+fn no_inherit_leaves_out_what_the_process_starts() {
+    linux_or_skip!();
+    // The shell waits, then starts `ls`, which faults in many pages: counted only with
+    // inheritance.
+    let faults = |no_inherit: bool, perfs: bool| -> Option<u64> {
+        let mut shell = Command::new("sh")
+            .args(["-c", "sleep 0.2; ls -R /usr/share > /dev/null"])
+            .spawn()
+            .unwrap();
+        let pid = shell.id().to_string();
+        let mut args = vec!["-p", &pid, "-x,", "-e", "page-faults", "--timeout", "700"];
+        if no_inherit {
+            args.push("-i");
+        }
+        let out = if perfs { perf(&args) } else { ours(&args) };
+        shell.wait().ok();
+        result_lines(&out).first()?.split(',').next()?.parse().ok()
+    };
+    let inherited = faults(false, false).expect("counted");
+    let alone = faults(true, false).expect("counted");
+    assert!(alone < inherited / 4, "{alone} against {inherited}");
+    if perf_available() {
+        let perfs = faults(true, true).expect("perf counted");
+        assert!(perfs < inherited / 4, "perf: {perfs} against {inherited}");
+    }
+    let refused = ours(&["-i", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("-p PID -i"),
+        "{}",
+        stderr(&refused)
+    );
+}

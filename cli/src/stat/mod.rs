@@ -54,6 +54,13 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         Some(tids) => Targets::threads(tids),
         None => Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref()),
     }
+    .and_then(|targets| {
+        if args.more.no_inherit {
+            targets.without_children()
+        } else {
+            Ok(targets)
+        }
+    })
     .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
     // The Linux backend is probed once and used as itself (no dynamic dispatch on the read

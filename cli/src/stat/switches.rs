@@ -75,6 +75,10 @@ pub struct Switches {
     #[arg(short = 't', long = "tid", value_name = "TID[,TID]",
           conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
     pub(super) tid: Option<String>,
+    /// With -p: count the process's threads, not the children they create from now on (with
+    /// -a or -C it changes nothing: CPUs count whatever runs on them).
+    #[arg(short = 'i', long = "no-inherit")]
+    pub(super) no_inherit: bool,
     /// Count every event in one group (all together or not at all), as `{a,b,...}` would.
     #[arg(short = 'g', long = "group")]
     pub(super) group: bool,
