@@ -151,7 +151,7 @@ impl StatArgs {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
-        self.more.check()?;
+        self.more.check().map_err(|e| CliError::usage(e, USAGE))?;
         let attached = self.pid.is_some()
             || self.more.tid.is_some()
             || self.all_cpus

@@ -1,14 +1,17 @@
 //! `counterhal stat`: run a command (or attach) and count events, like `perf stat`.
 //!
-//! A measurement passes through the rooms in order, and each imports only rooms before it:
-//! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
-//! a process's threads, CPUs), [`pacing`] (intervals, timeouts, the timer that stands for a
-//! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
-//! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
-//! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
-//! [`expression`] and [`named_metrics`] (`-M`),
-//! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
-//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`). This module only joins them.
+//! A measurement passes through these rooms, which import each other without a cycle (the
+//! architecture test checks it): [`arguments`] (the command line and its checks) and
+//! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
+//! threads, threads, CPUs), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
+//! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
+//! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
+//! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
+//! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
+//! [`expression`] and [`named_metrics`] (`-M`), [`separated`] (perf's `-x` and `-j` lines),
+//! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
+//! (the table, and where the results go), [`verbose`] (`-v`, `--no-scale`), [`plot`]
+//! (`--plot`). This module only joins them.
 
 mod arguments;
 mod attached;
