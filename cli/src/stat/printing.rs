@@ -182,7 +182,10 @@ fn label_width(key: &str) -> usize {
 /// one `#` plus one per 5% of the run that distance is (perf's table), then the heading of
 /// the final result.
 fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
-    _ = writeln!(out, "{:11}# Table of individual measurements:", "");
+    // The headings start where the mean's digits do.
+    let mean_line = format!(" {mean:>17.precision$}");
+    let indent = mean_line.len() - mean_line.trim_start().len();
+    _ = writeln!(out, "{:indent$}# Table of individual measurements:", "");
     for &ns in each_ns {
         let run = ns as f64 / 1e9;
         let share = if run > 0.0 {
@@ -198,7 +201,7 @@ fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
         );
     }
     out.push('\n');
-    _ = writeln!(out, "{:11}# Final result:", "");
+    _ = writeln!(out, "{:indent$}# Final result:", "");
 }
 
 /// After `-I`'s intervals, `--summary`'s whole run: the table as without `-I`, the `-x` lines
@@ -387,6 +390,13 @@ mod tests {
             .collect();
         assert_eq!(bars, [7, 6, 111], "{out}");
         assert!(out.contains("0.01163 (+0.00368) #######\n"), "{out}");
+        assert!(
+            out.starts_with("           # Table"),
+            "under the digits: {out}"
+        );
+        let mut six = String::new();
+        runs_table(&mut six, &[1_000_000], 0.001, 6);
+        assert!(six.starts_with("          # Table"), "{six}");
     }
 
     #[test]
