@@ -85,7 +85,7 @@ pub struct StatArgs {
     /// Print per CPU, not added up (with -a or -C; perf's --no-aggr).
     #[arg(short = 'A', long = "no-aggr", visible_alias = "no-aggregate")]
     pub(super) no_aggregate: bool,
-    /// Print per thread of the process (with -p).
+    /// Print per thread of the process (with -p) or of the threads (with -t).
     #[arg(long = "per-thread")]
     pub(super) per_thread: bool,
     /// Print the counts of every interval of MS milliseconds (at least 10) while counting.
