@@ -33,6 +33,9 @@ pub enum Attach {
     ThisThread,
     /// One thread of any process, by its thread id.
     Thread(u32),
+    /// These threads of any processes, by their thread ids (perf's `-t TID,TID`), each on
+    /// its own.
+    Threads(Vec<u32>),
     /// A process: every thread it has, each with what it creates from now on (threads and
     /// child processes). A thread that exits while the counters are being opened is skipped.
     Process(u32),
@@ -50,6 +53,7 @@ impl Attach {
         match self {
             Attach::ThisThread => vec![Target::ThisThread],
             Attach::Thread(tid) => vec![Target::process(*tid)],
+            Attach::Threads(tids) => tids.iter().map(|&tid| Target::process(tid)).collect(),
             Attach::Process(pid) => process_threads(*pid)
                 .map(|threads| {
                     threads
@@ -210,6 +214,15 @@ mod tests {
             [Target::process_and_children(u32::MAX)]
         );
         assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
+    }
+
+    #[test]
+    fn threads_are_each_a_target_without_their_children() {
+        assert_eq!(
+            Attach::Threads(vec![7, 9]).targets(),
+            [Target::process(7), Target::process(9)]
+        );
+        assert_ne!(Target::process(7), Target::process_and_children(7));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! creates, then it runs.
 
 use std::process::{Child, Command};
+use std::time::Duration;
 
 use counterhal_hal::{
     Backend, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent, Result,
@@ -14,7 +15,8 @@ use counterhal_process::{ChildExit, WaitingChild};
 type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
 
 /// A command with counters on it: held before `exec` until [`start`](CountedCommand::start),
-/// then running until [`wait`](CountedCommand::wait).
+/// then running until [`wait`](CountedCommand::wait) (or, without blocking,
+/// [`try_wait`](CountedCommand::try_wait); [`stop`](CountedCommand::stop) ends it early).
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
@@ -216,6 +218,27 @@ impl<G: Group> CountedCommand<G> {
     /// One result per event so far (while the command runs, what it has counted up to now).
     pub fn read(&mut self) -> Vec<Result<Reading>> {
         read_all(&mut self.opened, self.events.len())
+    }
+
+    /// How the command ended, without waiting: `None` while it runs. Once it has ended it is
+    /// reaped, and [`wait`](CountedCommand::wait) then returns at once with the counts.
+    ///
+    /// # Errors
+    /// As [`WaitingChild::try_wait`]: [`ErrorKind::InvalidInput`] before
+    /// [`start`](CountedCommand::start).
+    pub fn try_wait(&mut self) -> Result<Option<ChildExit>> {
+        self.child.try_wait()
+    }
+
+    /// Stops the command as `perf stat` stops one whose time is up: `SIGTERM`, then `SIGKILL`
+    /// if it has not ended within `grace`. Returns how it ended; [`wait`](CountedCommand::wait)
+    /// then returns at once with the counts.
+    ///
+    /// # Errors
+    /// As [`WaitingChild::terminate`]: [`ErrorKind::InvalidInput`] before
+    /// [`start`](CountedCommand::start).
+    pub fn stop(&mut self, grace: Duration) -> Result<ChildExit> {
+        self.child.terminate(grace)
     }
 
     /// Waits for the command to end and reads every event.

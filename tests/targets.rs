@@ -323,3 +323,38 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
         assert!(error.to_string().contains(says), "{error}");
     }
 }
+
+#[test]
+fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
+    let backend = backend_or_skip!();
+    let events = [backend.resolve("task-clock").unwrap()];
+    let mut command = Command::new("/bin/sh");
+    // The command spins until SIGTERM, then exits with a status of its own choosing.
+    command.args(["-c", "trap 'exit 4' TERM; while :; do :; done"]);
+    let mut counted = CountedCommand::new(
+        &backend.backend,
+        &events,
+        command,
+        &OpenOptions::ungrouped(),
+    )
+    .unwrap();
+    assert_eq!(
+        counted.try_wait().unwrap_err().kind(),
+        ErrorKind::InvalidInput,
+        "not started"
+    );
+    counted.start().unwrap();
+    assert_eq!(counted.try_wait().unwrap(), None, "it spins");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let exit = counted.stop(std::time::Duration::from_secs(30)).unwrap();
+    assert_eq!(exit.status.code(), Some(4), "SIGTERM came first");
+    assert_eq!(counted.try_wait().unwrap(), Some(exit));
+    let count = counted.wait().unwrap();
+    assert_eq!(count.exit, exit);
+    let spun = count.readings[0].as_ref().unwrap().value;
+    assert!(spun > 0, "the spin was counted");
+    assert!(
+        count.exit.user_time + count.exit.system_time > std::time::Duration::ZERO,
+        "the rusage came with the end"
+    );
+}

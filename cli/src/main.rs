@@ -41,7 +41,7 @@ pub struct Cli {
 enum Command {
     /// Run a command (or attach) and count events, like `perf stat`.
     #[command(after_help = stat::HELP)]
-    Stat(stat::StatArgs),
+    Stat(Box<stat::StatArgs>),
     /// List the events available here: generalized, presets, native, backend-specific.
     List(list::ListArgs),
     /// Print how each event is encoded for a backend (perf attr, pctr function, EVTSEL).
@@ -55,7 +55,7 @@ enum Command {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
-        Command::Stat(args) => stat::run(args),
+        Command::Stat(args) => stat::run(*args),
         Command::List(args) => list::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Info(args) => info::run(args),

@@ -46,6 +46,8 @@ pub fn emit_to_stderr(text: &str) -> bool {
 pub struct OutputFile {
     path: PathBuf,
     file: File,
+    /// Whether results go after what the file holds ([`OutputFile::append`]).
+    append: bool,
 }
 
 impl OutputFile {
@@ -63,16 +65,37 @@ impl OutputFile {
         Ok(OutputFile {
             path: path.to_path_buf(),
             file,
+            append: false,
+        })
+    }
+
+    /// Opens (or creates) `path` for adding to its end: [`replace_with`](Self::replace_with)
+    /// then writes after what it holds (perf's `--append`, and an open descriptor such as
+    /// `/dev/fd/3`).
+    ///
+    /// # Errors
+    /// A file that cannot be opened for writing: bad input (exit 2).
+    pub fn append(path: &Path) -> Result<OutputFile, CliError> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| CliError::input(cannot_write(path, &e)))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file,
+            append: true,
         })
     }
 
     /// Replaces the file's contents with `text` (a device or a pipe, such as `/dev/stdout`,
-    /// is written to as it is).
+    /// is written to as it is; a file opened to [`append`](Self::append) keeps its contents
+    /// and gets `text` at its end).
     ///
     /// # Errors
     /// A write that fails (a full disk): exit 1, the error naming the file.
     pub fn replace_with(mut self, text: &str) -> Result<(), CliError> {
-        let regular = self.file.metadata().is_ok_and(|m| m.is_file());
+        let regular = !self.append && self.file.metadata().is_ok_and(|m| m.is_file());
         let emptied = if regular {
             self.file.set_len(0)
         } else {
@@ -106,6 +129,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "earlier results\n");
         file.replace_with("new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        OutputFile::append(&path)
+            .unwrap()
+            .replace_with(" more")
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new more");
         std::fs::remove_file(&path).ok();
     }
 

@@ -27,6 +27,9 @@ pub struct WaitingChild {
     child: Option<std::process::Child>,
     started: Option<Instant>,
     reaped: bool,
+    /// How it ended, once [`try_wait`](WaitingChild::try_wait) or
+    /// [`terminate`](WaitingChild::terminate) reaped it.
+    exit: Option<ChildExit>,
 }
 
 /// How a command ended.
@@ -216,6 +219,7 @@ impl WaitingChild {
             child: None,
             started: None,
             reaped: false,
+            exit: None,
         })
     }
 
@@ -272,26 +276,95 @@ impl WaitingChild {
         self.child.as_mut()
     }
 
-    /// Waits for the child to end.
+    /// Waits for the child to end (or returns how it ended, when
+    /// [`try_wait`](WaitingChild::try_wait) or [`terminate`](WaitingChild::terminate) saw it).
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] when it was never released; the errno of `wait4`.
     pub fn wait(mut self) -> Result<ChildExit> {
+        if let Some(exit) = self.exit {
+            return Ok(exit);
+        }
+        let started = self.started()?;
+        let (status, user, system) =
+            sys::wait4(self.pid).map_err(|errno| spawn_error(errno, Step::Start))?;
+        self.reaped = true;
+        Ok(ended(started, status, user, system))
+    }
+
+    /// How the child ended, without waiting: `None` while it runs. Once it has ended it is
+    /// reaped (`wait4` with `WNOHANG`), and this and [`wait`](WaitingChild::wait) return how.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when it was never released; the errno of `wait4`.
+    pub fn try_wait(&mut self) -> Result<Option<ChildExit>> {
+        if let Some(exit) = self.exit {
+            return Ok(Some(exit));
+        }
+        let started = self.started()?;
+        let waited = sys::try_wait4(self.pid).map_err(|errno| spawn_error(errno, Step::Start))?;
+        Ok(waited.map(|(status, user, system)| {
+            self.reaped = true;
+            let exit = ended(started, status, user, system);
+            self.exit = Some(exit);
+            exit
+        }))
+    }
+
+    /// Stops the child as `perf stat` stops a command whose time is up: `SIGTERM`, so it can
+    /// clean up, then `SIGKILL` if it has not ended within `grace`. Returns how it ended (a
+    /// child that had ended already is not signalled).
+    ///
+    /// # Errors
+    /// As [`try_wait`](WaitingChild::try_wait).
+    pub fn terminate(&mut self, grace: Duration) -> Result<ChildExit> {
+        if let Some(exit) = self.try_wait()? {
+            return Ok(exit);
+        }
+        sys::terminate(self.pid);
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Some(exit) = self.try_wait()? {
+                return Ok(exit);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            std::thread::sleep((deadline - now).min(LOOK_EVERY));
+        }
+        sys::kill(self.pid);
+        let started = self.started()?;
+        let (status, user, system) =
+            sys::wait4(self.pid).map_err(|errno| spawn_error(errno, Step::Start))?;
+        self.reaped = true;
+        let exit = ended(started, status, user, system);
+        self.exit = Some(exit);
+        Ok(exit)
+    }
+
+    /// When the child was released, if it is still there to wait for.
+    fn started(&self) -> Result<Instant> {
         let started = self
             .started
             .ok_or_else(|| Error::invalid_input("the child was never released"))?;
         if self.reaped {
             return Err(Error::invalid_input("the child was already reaped"));
         }
-        let (status, user, system) =
-            sys::wait4(self.pid).map_err(|errno| spawn_error(errno, Step::Start))?;
-        self.reaped = true;
-        Ok(ChildExit {
-            status: ExitStatus::from_raw(status),
-            elapsed: started.elapsed(),
-            user_time: Duration::from_micros(user),
-            system_time: Duration::from_micros(system),
-        })
+        Ok(started)
+    }
+}
+
+/// How often [`WaitingChild::terminate`] looks whether the child has ended.
+const LOOK_EVERY: Duration = Duration::from_millis(2);
+
+/// A child's end from what `wait4` told.
+fn ended(started: Instant, status: i32, user: u64, system: u64) -> ChildExit {
+    ChildExit {
+        status: ExitStatus::from_raw(status),
+        elapsed: started.elapsed(),
+        user_time: Duration::from_micros(user),
+        system_time: Duration::from_micros(system),
     }
 }
 

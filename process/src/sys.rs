@@ -1,5 +1,5 @@
-//! The system calls behind a measured command: pipes, `fork` and `exec`, `wait4`, `kill`,
-//! `sigaction`. Everything `unsafe` in this crate is here.
+//! The system calls behind a measured command: pipes, `fork` and `exec`, `wait4` (blocking or
+//! not), `kill`, `sigaction`. Everything `unsafe` in this crate is here.
 //!
 //! # Safety
 //!
@@ -123,35 +123,65 @@ pub fn hold_before_exec(command: &mut std::process::Command) -> Result<Hold, Err
     })
 }
 
-/// `wait4(pid)`: the raw wait status and the child's user and system time in microseconds.
+/// What `wait4` tells of a child that ended: the raw wait status and its user and system
+/// time in microseconds.
+pub type Waited = (i32, u64, u64);
+
+/// `wait4(pid)`, blocking until the child ends.
 ///
 /// # Errors
 /// The errno.
-pub fn wait4(pid: i32) -> Result<(i32, u64, u64), Errno> {
+pub fn wait4(pid: i32) -> Result<Waited, Errno> {
+    wait4_with(pid, 0).map(|waited| waited.unwrap_or((0, 0, 0)))
+}
+
+/// `wait4(pid, WNOHANG)`: `None` while the child runs.
+///
+/// # Errors
+/// The errno.
+pub fn try_wait4(pid: i32) -> Result<Option<Waited>, Errno> {
+    wait4_with(pid, libc::WNOHANG)
+}
+
+fn wait4_with(pid: i32, options: libc::c_int) -> Result<Option<Waited>, Errno> {
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
+    let ret = loop {
         let status_ptr: *mut i32 = &mut status;
         let usage_ptr: *mut libc::rusage = &mut usage;
         // SAFETY: both pointers are valid for writes for the call.
-        let ret = unsafe { libc::wait4(pid, status_ptr, 0, usage_ptr) };
+        let ret = unsafe { libc::wait4(pid, status_ptr, options, usage_ptr) };
         if ret >= 0 {
-            break;
+            break ret;
         }
         let errno = last_errno();
         if errno != libc::EINTR {
             return Err(errno);
         }
+    };
+    if ret == 0 {
+        // WNOHANG and the child still runs.
+        return Ok(None);
     }
     let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    Ok((status, micros(usage.ru_utime), micros(usage.ru_stime)))
+    Ok(Some((
+        status,
+        micros(usage.ru_utime),
+        micros(usage.ru_stime),
+    )))
 }
 
 /// Sends SIGKILL to `pid` (errors ignored: the child may be gone already).
 pub fn kill(pid: i32) {
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Sends SIGTERM to `pid` (errors ignored: the child may be gone already).
+pub fn terminate(pid: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
 }
 
 /// This process's id.

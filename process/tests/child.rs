@@ -107,3 +107,66 @@ fn a_command_keeps_the_environment_directory_and_streams_it_was_given() {
     assert_eq!(child.wait().unwrap().exit_code(), 0);
     assert_eq!(out, "42\n/\n");
 }
+
+#[test]
+fn try_wait_says_nothing_while_the_command_runs_and_how_it_ended_after() {
+    let mut child = WaitingChild::spawn(&argv(&["sleep", "30"])).unwrap();
+    assert_eq!(
+        child.try_wait().unwrap_err().kind(),
+        ErrorKind::InvalidInput,
+        "not released yet"
+    );
+    child.release().unwrap();
+    assert_eq!(child.try_wait().unwrap(), None, "it sleeps");
+    let exit = child.terminate(Duration::from_secs(30)).unwrap();
+    assert_eq!(exit.exit_code(), 128 + 15, "{}", exit.describe());
+    assert_eq!(child.try_wait().unwrap(), Some(exit), "kept once reaped");
+    assert_eq!(child.wait().unwrap(), exit, "wait returns the same end");
+
+    let mut quick = WaitingChild::spawn(&argv(&["sh", "-c", "exit 3"])).unwrap();
+    quick.release().unwrap();
+    let exit = loop {
+        if let Some(exit) = quick.try_wait().unwrap() {
+            break exit;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(exit.exit_code(), 3);
+}
+
+#[test]
+fn terminate_sends_sigterm_first_and_sigkill_after_the_grace() {
+    // A command that cleans up on SIGTERM ends with its own status.
+    let mut polite = WaitingChild::spawn(&argv(&[
+        "sh",
+        "-c",
+        "trap 'exit 9' TERM; while :; do sleep 0.01; done",
+    ]))
+    .unwrap();
+    polite.release().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let exit = polite.terminate(Duration::from_secs(30)).unwrap();
+    assert_eq!(exit.exit_code(), 9, "{}", exit.describe());
+
+    // One that ignores SIGTERM is killed once the grace is over.
+    let mut stubborn = WaitingChild::spawn(&argv(&[
+        "sh",
+        "-c",
+        "trap '' TERM; while :; do sleep 0.01; done",
+    ]))
+    .unwrap();
+    stubborn.release().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let exit = stubborn.terminate(Duration::from_millis(100)).unwrap();
+    assert_eq!(exit.exit_code(), 128 + 9, "{}", exit.describe());
+
+    // One that ended already is not signalled.
+    let mut done = WaitingChild::spawn(&argv(&["true"])).unwrap();
+    done.release().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        done.terminate(Duration::ZERO).unwrap().exit_code(),
+        0,
+        "true ended on its own"
+    );
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use counterhal::{Error, Registration};
 
+use super::switches::Switches;
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
 
@@ -91,7 +92,7 @@ pub struct StatArgs {
     /// Print per CPU, not added up (with -a or -C; perf's --no-aggr).
     #[arg(short = 'A', long = "no-aggr", visible_alias = "no-aggregate")]
     pub(super) no_aggregate: bool,
-    /// Print per thread of the process (with -p).
+    /// Print per thread of the process (with -p) or of the threads (with -t).
     #[arg(long = "per-thread")]
     pub(super) per_thread: bool,
     /// Print the counts of every interval of MS milliseconds (at least 10) while counting.
@@ -126,6 +127,9 @@ pub struct StatArgs {
     /// that the command's own output stays clean).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(super) output: Option<PathBuf>,
+    /// perf stat's other switches.
+    #[command(flatten)]
+    pub(super) more: Switches,
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(super) command: Vec<OsString>,
@@ -154,7 +158,11 @@ impl StatArgs {
     /// # Errors
     /// Bad input (exit 2) with the usage line.
     pub fn check(&self) -> Result<(), CliError> {
-        let attached = self.pid.is_some() || self.all_cpus || self.cpu_list.is_some();
+        self.more.check().map_err(|e| CliError::usage(e, USAGE))?;
+        let attached = self.pid.is_some()
+            || self.more.tid.is_some()
+            || self.all_cpus
+            || self.cpu_list.is_some();
         if self.command.is_empty() && !attached {
             return Err(CliError::usage(
                 Error::invalid_input("no command to measure").with_hint(
@@ -184,16 +192,24 @@ impl StatArgs {
                 "e.g. counterhal stat -a -A -- sleep 1",
             );
         }
-        if self.per_thread && self.pid.is_none() {
+        if let Some(by) = self.more.aggregation()
+            && !(self.all_cpus || self.cpu_list.is_some())
+        {
             return refuse(
-                "--per-thread needs a process: -p PID",
+                &format!("--per-{} needs CPUs to count: -a or -C", by.key()),
+                "e.g. counterhal stat -a --per-core -- sleep 1",
+            );
+        }
+        if self.per_thread && self.pid.is_none() && self.more.tid.is_none() {
+            return refuse(
+                "--per-thread needs a process or threads: -p PID or -t TID[,TID]",
                 "e.g. counterhal stat -p $(pidof NAME) --per-thread",
             );
         }
-        let split = self.interval_ms.is_some() || self.no_aggregate || self.per_thread;
+        let split = self.interval_ms.is_some() || self.per_place();
         if self.repeat > 1 && split {
             return refuse(
-                "-r cannot be combined with -I, -A or --per-thread",
+                "-r cannot be combined with -I, -A, --per-thread or --per-core (socket, die, node)",
                 "repeat the whole measurement, or split one run",
             );
         }
@@ -228,11 +244,13 @@ impl StatArgs {
     /// The events to count (as [`event_names`](Self::event_names)) and the groups among them:
     /// the indices of each `{...}`'s members, counted together or not at all.
     pub fn event_groups(&self) -> (Vec<String>, Vec<Vec<usize>>) {
+        if self.more.null {
+            return (Vec::new(), Vec::new());
+        }
         if self.event_names.is_empty() {
-            return (
-                DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
-                Vec::new(),
-            );
+            let mut names: Vec<String> = DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
+            self.more.add_detailed(&mut names);
+            return (self.more.with_privilege_level(names), Vec::new());
         }
         let mut names = Vec::new();
         let mut groups = Vec::new();
@@ -249,7 +267,11 @@ impl StatArgs {
                 None => names.push(item.trim().to_string()),
             }
         }
-        (names, groups)
+        if self.more.group && names.len() > 1 {
+            // -g: every event in one group, as `{a,b,...}` around them all.
+            groups = vec![(0..names.len()).collect()];
+        }
+        (self.more.with_privilege_level(names), groups)
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
@@ -262,9 +284,10 @@ impl StatArgs {
         }
     }
 
-    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`).
+    /// Whether each CPU's or thread's counts are kept apart (`-A`, `--per-thread`, and
+    /// `--per-core` and its kind, which add them up afterwards).
     pub fn per_place(&self) -> bool {
-        self.no_aggregate || self.per_thread
+        self.no_aggregate || self.per_thread || self.more.aggregation().is_some()
     }
 
     /// `-I` as a duration.

@@ -11,7 +11,8 @@ use counterhal::{Attach, Backend, Error, ErrorKind, MultiSet};
 use super::arguments::USAGE;
 use super::pacing::Step;
 use super::results::{
-    CommandEnd, Counts, EventResult, Place, Plan, Planned, Run, Snapshot, nanos, not_run, stop,
+    CommandEnd, Counts, EventResult, GRACE, Place, Plan, Planned, Run, Snapshot, nanos, not_run,
+    start_from,
 };
 use crate::error::CliError;
 
@@ -126,17 +127,39 @@ fn run_and_read<G: Group>(
     let mut snapshots = Vec::new();
     let mut stopped = false;
     let mut failed = None;
+    let mut baseline = None;
     if released.is_ok() {
-        let pid = child.pid();
-        plan.pace.run(pid, started, |step| match step {
-            Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
-                Ok(counts) => snapshots.push(Snapshot {
-                    at_ns: nanos(at),
-                    counts,
-                }),
-                Err(e) => _ = failed.get_or_insert(e),
-            },
-            Step::Stop => stopped = stop(child.child()),
+        plan.pace.run(started, |step| {
+            match step {
+                // An error here is seen again by the wait below.
+                Step::Look => return !matches!(child.try_wait(), Ok(None)),
+                Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
+                    Ok(counts) => snapshots.push(Snapshot {
+                        at_ns: nanos(at),
+                        counts,
+                    }),
+                    Err(e) => _ = failed.get_or_insert(e),
+                },
+                Step::Baseline => {
+                    let whole = read_sets(&mut sets, results.len(), false);
+                    let apart = read_sets(&mut sets, results.len(), plan.per_place);
+                    match whole.and_then(|mut whole| {
+                        if plan.per_place {
+                            whole.extend(apart?);
+                        }
+                        Ok(whole)
+                    }) {
+                        Ok(counts) => baseline = Some(counts),
+                        Err(e) => _ = failed.get_or_insert(e),
+                    }
+                }
+                // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
+                Step::Stop => {
+                    stopped =
+                        matches!(child.try_wait(), Ok(None)) && child.terminate(GRACE).is_ok();
+                }
+            }
+            false
         });
     }
     let ran = released.and_then(|()| child.wait());
@@ -170,12 +193,16 @@ fn run_and_read<G: Group>(
             counts: last,
         });
     }
-    Ok(Run {
+    let mut run = Run {
         events: results,
         end,
         places,
         snapshots,
-    })
+    };
+    if plan.pace.delay.is_some() {
+        start_from(&mut run, baseline.as_deref());
+    }
+    Ok(run)
 }
 
 /// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).

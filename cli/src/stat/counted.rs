@@ -9,7 +9,7 @@ use counterhal::{Backend, CountedCommand, Error, ErrorKind};
 
 use super::pacing::{Pace, Step};
 use super::results::{
-    CommandEnd, Counts, EventResult, Planned, Run, Snapshot, nanos, not_run, stop,
+    CommandEnd, Counts, EventResult, GRACE, Planned, Run, Snapshot, nanos, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -59,6 +59,7 @@ pub fn run_counted_command<B: Backend>(
     let started = std::time::Instant::now();
     let mut snapshots = Vec::new();
     let mut stopped = false;
+    let mut baseline = None;
     let label = backend.label();
     let place_all = |readings: Vec<Result<Reading, Error>>| {
         let mut readings = readings.into_iter();
@@ -76,8 +77,9 @@ pub fn run_counted_command<B: Backend>(
             .collect::<Vec<EventResult>>()
     };
     let count = counted.start().and_then(|()| {
-        let pid = counted.pid();
-        pace.run(pid, started, |step| match step {
+        pace.run(started, |step| match step {
+            // An error here is seen again by the wait below.
+            Step::Look => !matches!(counted.try_wait(), Ok(None)),
             Step::Read(at) => {
                 let readings = place_all(counted.read())
                     .into_iter()
@@ -90,8 +92,24 @@ pub fn run_counted_command<B: Backend>(
                         readings,
                     }],
                 });
+                false
             }
-            Step::Stop => stopped = stop(counted.child()),
+            Step::Baseline => {
+                let readings = place_all(counted.read())
+                    .into_iter()
+                    .map(|r| r.outcome)
+                    .collect();
+                baseline = Some(vec![Counts {
+                    place: None,
+                    readings,
+                }]);
+                false
+            }
+            Step::Stop => {
+                // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
+                stopped = matches!(counted.try_wait(), Ok(None)) && counted.stop(GRACE).is_ok();
+                false
+            }
         });
         counted.wait()
     });
@@ -108,10 +126,14 @@ pub fn run_counted_command<B: Backend>(
             }],
         });
     }
-    Ok(Run {
+    let mut run = Run {
         events: results,
         end: CommandEnd::of(&count.exit).stopped_if(stopped),
         places: Vec::new(),
         snapshots,
-    })
+    };
+    if pace.delay.is_some() {
+        start_from(&mut run, baseline.as_deref());
+    }
+    Ok(run)
 }

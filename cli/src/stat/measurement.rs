@@ -14,13 +14,14 @@
 
 use std::ffi::OsString;
 
-use counterhal::hal::{Countable, Scope, countable_form};
+use counterhal::hal::{Countable, Reading, Scope, countable_form};
 use counterhal::{AnyBackend, Attach, Backend, Context, Error, ErrorKind, Registration, Target};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
 use super::results::{Plan, Planned, Run};
 use super::targets::Targets;
+use super::tool::Tool;
 use crate::error::CliError;
 
 /// The backend registered as `registration`, or the first that works here.
@@ -48,7 +49,8 @@ pub fn choose_backend(
     ))))
 }
 
-/// Resolves every name; unknown names are errors (exit 2), names that are valid but not
+/// Resolves every name (perf's tool events, `duration_time`, `user_time` and `system_time`,
+/// are planned as such); unknown names are errors (exit 2), names that are valid but not
 /// countable here are planned as unsupported.
 ///
 /// # Errors
@@ -56,16 +58,21 @@ pub fn choose_backend(
 pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, CliError> {
     names
         .iter()
-        .map(|name| match backend.resolve(name) {
-            Ok(event) => Ok(Planned::Ready(event)),
-            Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
-                e,
-                "-e EVENT: see `counterhal list` for the events available here",
-            )),
-            Err(error) => Ok(Planned::Unsupported {
-                name: name.clone(),
-                error,
-            }),
+        .map(|name| {
+            if let Some(tool) = Tool::named(name) {
+                return Ok(Planned::Tool(tool));
+            }
+            match backend.resolve(name) {
+                Ok(event) => Ok(Planned::Ready(event)),
+                Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
+                    e,
+                    "-e EVENT: see `counterhal list` for the events available here",
+                )),
+                Err(error) => Ok(Planned::Unsupported {
+                    name: name.clone(),
+                    error,
+                }),
+            }
         })
         .collect()
 }
@@ -142,6 +149,7 @@ pub fn measure_repeatedly<B: Backend>(
                 run.end.user_ns = None;
                 run.end.sys_ns = None;
             }
+            fill_tools(&mut run, events);
             Ok(run)
         })
         .collect()
@@ -192,4 +200,136 @@ fn measure<B: Backend>(
     let mut run = run_on_targets(backend, events, &attach, groups, command, plan)?;
     run.end.note = note;
     Ok(run)
+}
+
+/// A reading of `ns` nanoseconds, running all along (0 reads as `<not counted>`, as perf
+/// prints a tool event that measured nothing).
+fn reading(ns: u64) -> Reading {
+    Reading::new(ns, ns, ns)
+}
+
+/// Fills in the tool events of `run` (each event of `events` planned as one): their values
+/// for the whole run and `duration_time` at each interval; the CPU times are not counted per
+/// interval, CPU or thread (perf prints them `<not counted>` there too) and are not supported
+/// without a command.
+pub fn fill_tools(run: &mut Run, events: &[Planned]) {
+    let end = &run.end;
+    let whole = |tool: Tool| -> Result<Reading, Error> {
+        let ns = match tool {
+            Tool::Duration => Some(end.elapsed_ns),
+            Tool::User => end.user_ns,
+            Tool::System => end.sys_ns,
+        };
+        ns.map(reading).ok_or_else(|| {
+            Error::unsupported(format!(
+                "{}: no command was run to take its CPU time",
+                tool.name()
+            ))
+        })
+    };
+    for (i, planned) in events.iter().enumerate() {
+        let Planned::Tool(tool) = *planned else {
+            continue;
+        };
+        if let Some(result) = run.events.get_mut(i) {
+            result.outcome = whole(tool);
+        }
+        for snapshot in &mut run.snapshots {
+            let at = snapshot.at_ns;
+            for counts in &mut snapshot.counts {
+                if let Some(slot) = counts.readings.get_mut(i) {
+                    *slot = match tool {
+                        Tool::Duration => Ok(reading(at)),
+                        // Known once the command ends, not per interval.
+                        _ => Ok(Reading::default()),
+                    };
+                }
+            }
+        }
+        for counts in &mut run.places {
+            if let Some(slot) = counts.readings.get_mut(i) {
+                *slot = Ok(Reading::default());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::results::{CommandEnd, Counts, EventResult, Snapshot};
+    use super::*;
+
+    fn run(user_ns: Option<u64>) -> Run {
+        let result = |name: &str| EventResult {
+            name: name.to_string(),
+            backend: "test".to_string(),
+            outcome: Ok(Reading::default()),
+        };
+        Run {
+            events: vec![
+                result("page-faults"),
+                result("duration_time"),
+                result("user_time"),
+                result("system_time"),
+            ],
+            end: CommandEnd {
+                exit_code: 0,
+                exit_description: String::new(),
+                elapsed_ns: 5_000,
+                user_ns,
+                sys_ns: user_ns.map(|_| 0),
+                note: None,
+            },
+            places: Vec::new(),
+            snapshots: vec![Snapshot {
+                at_ns: 2_000,
+                counts: vec![Counts {
+                    place: None,
+                    readings: vec![Ok(Reading::new(7, 1, 1)); 4],
+                }],
+            }],
+        }
+    }
+
+    fn planned() -> Vec<Planned> {
+        let counted = Planned::Unsupported {
+            name: "page-faults".into(),
+            error: Error::unsupported("kept"),
+        };
+        vec![
+            counted,
+            Planned::Tool(Tool::Duration),
+            Planned::Tool(Tool::User),
+            Planned::Tool(Tool::System),
+        ]
+    }
+
+    #[test]
+    fn the_end_fills_the_tool_events_and_leaves_the_others() {
+        let mut with_command = run(Some(3_000));
+        fill_tools(&mut with_command, &planned());
+        let value = |r: &Result<Reading, Error>| r.as_ref().ok().and_then(Reading::scaled);
+        let values: Vec<Option<u64>> = with_command
+            .events
+            .iter()
+            .map(|e| value(&e.outcome))
+            .collect();
+        // page-faults untouched (a zero reading never ran), system time 0 is `<not counted>`.
+        assert_eq!(values, [None, Some(5_000), Some(3_000), None]);
+        let interval = &with_command.snapshots[0].counts[0].readings;
+        assert_eq!(
+            value(&interval[0]),
+            Some(7),
+            "counted events are the counters'"
+        );
+        assert_eq!(value(&interval[1]), Some(2_000), "the duration so far");
+        assert_eq!((value(&interval[2]), value(&interval[3])), (None, None));
+        assert!(interval[2].is_ok(), "not counted, as perf prints it");
+
+        let mut timer = run(None);
+        fill_tools(&mut timer, &planned());
+        assert_eq!(value(&timer.events[1].outcome), Some(5_000));
+        let why = timer.events[2].outcome.as_ref().unwrap_err();
+        assert!(why.message().contains("no command"), "{why}");
+    }
 }

@@ -1,15 +1,18 @@
 //! `counterhal stat`: run a command (or attach) and count events, like `perf stat`.
 //!
-//! A measurement passes through the rooms in order, and each imports only rooms before it:
-//! [`arguments`] (the command line and its checks), [`targets`] (what to count: the command,
-//! a process's threads, CPUs), [`pacing`] (intervals, timeouts, the timer that stands for a
-//! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
-//! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
-//! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
-//! [`expression`] and [`named_metrics`] (`-M`),
-//! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
-//! [`printing`] (the table, and where the results go), [`plot`] (`--plot`), and [`model`]
-//! (`--model`: a device model fed steady work). This module only joins them.
+//! A measurement passes through these rooms, which import each other without a cycle (the
+//! architecture test checks it): [`arguments`] (the command line and its checks) and
+//! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
+//! threads, threads, CPUs), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
+//! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
+//! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
+//! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
+//! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
+//! [`expression`] and [`named_metrics`] (`-M`), [`separated`] (perf's `-x` and `-j` lines),
+//! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
+//! (the table, and where the results go), [`verbose`] (`-v`, `--no-scale`), [`plot`]
+//! (`--plot`) and [`model`] (`--model`: a device model fed steady work). This module only
+//! joins them.
 
 mod arguments;
 mod attached;
@@ -17,6 +20,7 @@ mod counted;
 mod document;
 mod expression;
 mod measurement;
+mod metric_only;
 mod metrics;
 mod model;
 mod named_metrics;
@@ -26,7 +30,11 @@ mod printing;
 mod results;
 mod separated;
 mod summary;
+mod switches;
 mod targets;
+mod tool;
+mod topology;
+mod verbose;
 
 use std::process::ExitCode;
 
@@ -37,7 +45,7 @@ pub use self::arguments::{HELP, StatArgs};
 use self::summary::Summary;
 use self::targets::Targets;
 use crate::error::CliError;
-use crate::output::OutputFile;
+use crate::output::{OutputFile, emit_to_stderr};
 
 /// Runs `counterhal stat`.
 ///
@@ -47,8 +55,18 @@ use crate::output::OutputFile;
 /// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
-    let targets = Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref())
-        .map_err(|e| CliError::usage(e, USAGE))?;
+    let targets = match &args.more.tid {
+        Some(tids) => Targets::threads(tids),
+        None => Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref()),
+    }
+    .and_then(|targets| {
+        if args.more.no_inherit {
+            targets.without_children()
+        } else {
+            Ok(targets)
+        }
+    })
+    .map_err(|e| CliError::usage(e, USAGE))?;
     let context = args.database.context()?;
     if args.model
         && let Some(registration) = args.backend
@@ -98,12 +116,14 @@ fn stat_with<B: Backend>(
     let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
-    let output = args
-        .output
-        .as_deref()
-        .map(OutputFile::open)
-        .transpose()
-        .map_err(|e| CliError::usage(e.error, USAGE))?;
+    let output = match (&args.output, args.more.log_path()) {
+        (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
+        (Some(path), _) => Some(OutputFile::open(path)),
+        (None, Some(fd)) => Some(OutputFile::append(&fd)),
+        (None, None) => None,
+    }
+    .transpose()
+    .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
     let timer = args.command.is_empty();
     let command = if timer {
@@ -117,18 +137,32 @@ fn stat_with<B: Backend>(
             interval: args.interval(),
             count: args.interval_count,
             timeout: args.timeout(),
+            delay: args.more.delay(),
         },
         timer,
     };
-    let mut runs = measurement::measure_repeatedly(
-        backend,
-        &events,
-        targets,
-        &groups,
-        &command,
-        args.repeat,
-        plan,
-    )?;
+    if args.more.verbose {
+        emit_to_stderr(&verbose::planned(&events, &backend.label()));
+    }
+    // Each run between its --pre and --post commands (and after -S's sync).
+    let mut runs = Vec::new();
+    for _ in 0..args.repeat {
+        args.more.run_hook(true)?;
+        runs.extend(measurement::measure_repeatedly(
+            backend, &events, targets, &groups, &command, 1, plan,
+        )?);
+        args.more.run_hook(false)?;
+    }
+    if let Some(by) = args.more.aggregation() {
+        let root = std::path::Path::new("/sys/devices/system");
+        let place_of = |cpu| topology::cpu_place(root, cpu);
+        for run in &mut runs {
+            topology::aggregate(run, by, &place_of);
+        }
+    }
+    if args.more.no_scale {
+        verbose::unscaled(&mut runs);
+    }
     for said in [fallback, note].into_iter().flatten() {
         for run in &mut runs {
             run.end.note = Some(match run.end.note.take() {
@@ -138,7 +172,21 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    printing::write(output, &printing::render(args, &summary, &chosen))?;
+    let mut text = printing::render(args, &summary, &chosen);
+    if args.more.summary {
+        // The whole run, as without -I.
+        for run in &mut runs {
+            run.snapshots.clear();
+        }
+        text.push_str(&printing::render_summary(
+            args,
+            &Summary::of(&runs),
+            &chosen,
+        ));
+    }
+    if !args.more.quiet {
+        printing::write(output, &text)?;
+    }
     if let Some(path) = &args.plot {
         plot::draw(&summary, path).map_err(CliError::failed)?;
     }

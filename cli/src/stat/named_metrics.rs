@@ -1,6 +1,7 @@
 //! `-M NAME[,NAME]`: metrics by name or group, each an [`expression`](super::expression) over
-//! perf's generalized events, the duration (`duration_time`, seconds), the CPUs online
-//! (`#num_cpus_online`) and other metrics by name. The metrics here are the portable ones
+//! perf's generalized events, the duration (`duration_time`, seconds), the command's CPU
+//! times (`user_time`, `system_time`: tool events counted with the others, seconds here), the
+//! CPUs online (`#num_cpus_online`) and other metrics by name. The metrics here are the portable ones
 //! (every CPU with perf's generalized events has them); a model's own metrics belong in the
 //! event database.
 
@@ -176,6 +177,12 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         match name {
             "duration_time" => Some(length_ns as f64 / 1e9),
             "#num_cpus_online" => Some(cpus),
+            // perf's tool events read as seconds in a formula, as `duration_time` does.
+            "user_time" | "system_time" => events
+                .iter()
+                .find(|e| e.name == name)
+                .and_then(EventSummary::estimate)
+                .map(|ns| ns as f64 / 1e9),
             _ => match METRICS.iter().find(|m| m.name == name) {
                 Some(inner) => value(inner, events, length_ns, depth + 1),
                 None => events
@@ -244,6 +251,21 @@ mod tests {
         assert_eq!(backend.len(), 5, "{backend:?}");
         assert!(backend.contains(&"topdown-total-slots".to_string()));
         assert_eq!(events_needed(&[by_name("CPUs_utilized")]), ["task-clock"]);
+    }
+
+    #[test]
+    fn cpu_times_read_as_seconds_and_are_counted_as_events() {
+        let busy = MetricDef {
+            name: "busy",
+            group: "test",
+            expression: "(user_time + system_time) / duration_time",
+            scale: 1.0,
+            unit: "CPUs",
+        };
+        assert_eq!(events_needed(&[&busy]), ["user_time", "system_time"]);
+        let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);
+        assert_eq!(evaluate(&busy, &counted, 1_000_000_000), Some(0.5));
+        assert_eq!(evaluate(&busy, &[], 1_000_000_000), None, "not counted");
     }
 
     #[test]

@@ -2,9 +2,8 @@
 //! runs, at most `--interval-count` times, and not past `--timeout`; and, without a command
 //! (`-a`, `-C`, `-p` alone), the timer that stands for one until Ctrl-C or the timeout.
 //!
-//! The command's end is seen without reaping it (the wait that reaps it also gives its CPU
-//! times): Linux shows an ended, unreaped child as a zombie in `/proc/PID/stat`. Where there is
-//! no `/proc`, the command is simply waited for and only its end is read.
+//! The command's end is seen by a wait that does not block (`wait4` with `WNOHANG`, which also
+//! gives its CPU times), so this works wherever the command can be waited for.
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -24,13 +23,19 @@ pub struct Pace {
     pub count: Option<u32>,
     /// Stop the command after so long (`--timeout`).
     pub timeout: Option<Duration>,
+    /// Count only from so long after the start (`-D`): the counts then are the baseline.
+    pub delay: Option<Duration>,
 }
 
 /// What the loop asks of the measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// Whether the command has ended (without blocking): the answer is the step's `true`.
+    Look,
     /// Read the counters: so long after the start.
     Read(Duration),
+    /// Read the counters as the baseline that every later count starts from (`-D`).
+    Baseline,
     /// Stop the command (its time or its intervals are up).
     Stop,
 }
@@ -38,7 +43,7 @@ pub enum Step {
 impl Pace {
     /// Whether anything happens before the command ends on its own.
     pub fn is_idle(&self) -> bool {
-        self.interval.is_none() && self.timeout.is_none()
+        self.interval.is_none() && self.timeout.is_none() && self.delay.is_none()
     }
 
     /// Whether the stretch from the last of `read` intervals to the end is printed as an
@@ -51,18 +56,24 @@ impl Pace {
                 .is_none_or(|count| read < usize::try_from(count).unwrap_or(usize::MAX))
     }
 
-    /// Calls `step` at each interval and once to stop, until process `pid` (a child not yet
-    /// reaped) has ended. Returns at once where the OS cannot show that, and when there is
-    /// nothing to do before the end.
-    pub fn run(&self, pid: u32, started: Instant, mut step: impl FnMut(Step)) {
-        if self.is_idle() || !can_see_the_end() {
+    /// Calls `step` at each interval and once to stop, until it answers [`Step::Look`] with
+    /// `true` (the command has ended); the answers to the other steps are not read. Returns at
+    /// once when there is nothing to do before the end.
+    pub fn run(&self, started: Instant, mut step: impl FnMut(Step) -> bool) {
+        if self.is_idle() {
             return;
         }
-        let mut next_read = self.interval;
+        // Intervals start once counting does (after -D's delay).
+        let mut next_read = self.interval.map(|i| i + self.delay.unwrap_or_default());
+        let mut baseline = self.delay;
         let mut reads = 0u32;
         let mut stopped = false;
-        while !has_ended(pid) {
+        while !step(Step::Look) {
             let now = started.elapsed();
+            if baseline.is_some_and(|at| now >= at) {
+                step(Step::Baseline);
+                baseline = None;
+            }
             if let (Some(interval), Some(at)) = (self.interval, next_read)
                 && now >= at
             {
@@ -81,7 +92,9 @@ impl Pace {
                 step(Step::Stop);
                 stopped = true;
             }
-            let until_read = next_read.map_or(LOOK_EVERY, |at| at.saturating_sub(now));
+            let until_read = next_read
+                .or(baseline)
+                .map_or(LOOK_EVERY, |at| at.saturating_sub(now));
             std::thread::sleep(until_read.min(LOOK_EVERY));
         }
     }
@@ -97,38 +110,9 @@ pub fn timer(timeout: Option<Duration>) -> Vec<OsString> {
     vec!["sleep".into(), seconds.into()]
 }
 
-/// Whether this OS shows a child's end without reaping it (`/proc/PID/stat`).
-fn can_see_the_end() -> bool {
-    std::path::Path::new("/proc/self/stat").exists()
-}
-
-/// Whether process `pid` has ended: it is a zombie (or gone).
-fn has_ended(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => state_of(&stat).is_none_or(|state| matches!(state, 'Z' | 'X')),
-        Err(_) => true,
-    }
-}
-
-/// The state letter of a `/proc/PID/stat` line: the first field after the name in
-/// parentheses (which may itself hold spaces and parentheses).
-fn state_of(stat: &str) -> Option<char> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().next()?.chars().next()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_state_follows_the_last_parenthesis() {
-        assert_eq!(state_of("42 (sleep) S 1 42"), Some('S'));
-        assert_eq!(state_of("42 (a) b) Z 1 42"), Some('Z'));
-        assert_eq!(state_of("42 (sleep"), None);
-        assert!(!has_ended(std::process::id()), "this process runs");
-        assert!(has_ended(u32::MAX), "no process has this id");
-    }
 
     #[test]
     fn the_timer_sleeps_for_the_timeout_or_until_stopped() {
@@ -146,21 +130,26 @@ mod tests {
             interval: Some(Duration::from_millis(20)),
             count: Some(3),
             timeout: None,
+            delay: None,
         };
         let mut steps = Vec::new();
         let started = Instant::now();
-        pace.run(child.id(), started, |step| {
+        pace.run(started, |step| {
+            if step == Step::Look {
+                return child.try_wait().expect("wait").is_some();
+            }
             steps.push(step);
             if step == Step::Stop {
                 child.kill().expect("kill");
             }
+            false
         });
         child.wait().ok();
         let reads: Vec<Duration> = steps
             .iter()
             .filter_map(|s| match s {
                 Step::Read(at) => Some(*at),
-                Step::Stop => None,
+                _ => None,
             })
             .collect();
         assert_eq!(reads.len(), 3, "{steps:?}");
@@ -185,10 +174,14 @@ mod tests {
             ..Pace::default()
         };
         let mut stops = 0;
-        pace.run(child.id(), Instant::now(), |step| {
+        pace.run(Instant::now(), |step| {
+            if step == Step::Look {
+                return child.try_wait().expect("wait").is_some();
+            }
             assert_eq!(step, Step::Stop);
             stops += 1;
             child.kill().expect("kill");
+            false
         });
         child.wait().ok();
         assert_eq!(stops, 1);
@@ -197,9 +190,52 @@ mod tests {
             interval: Some(Duration::from_millis(10)),
             count: Some(2),
             timeout: None,
+            delay: None,
         };
         assert!(counted.wants_last_interval(1), "the command ended first");
         assert!(!counted.wants_last_interval(2), "the count is reached");
         assert!(!Pace::default().wants_last_interval(0), "no -I");
+    }
+
+    #[test]
+    fn a_delay_takes_the_baseline_once_and_moves_the_intervals() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let pace = Pace {
+            interval: Some(Duration::from_millis(20)),
+            count: Some(1),
+            delay: Some(Duration::from_millis(40)),
+            ..Pace::default()
+        };
+        assert!(
+            !Pace {
+                interval: None,
+                ..pace
+            }
+            .is_idle(),
+            "the delay alone acts"
+        );
+        let mut steps = Vec::new();
+        let started = Instant::now();
+        pace.run(started, |step| {
+            if step == Step::Look {
+                return child.try_wait().expect("wait").is_some();
+            }
+            steps.push(step);
+            if step == Step::Stop {
+                child.kill().expect("kill");
+            }
+            false
+        });
+        child.wait().ok();
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        assert_eq!(steps[0], Step::Baseline, "{steps:?}");
+        match steps[1] {
+            Step::Read(at) => assert!(at >= Duration::from_millis(60), "{steps:?}"),
+            _ => panic!("{steps:?}"),
+        }
+        assert_eq!(steps[2], Step::Stop);
     }
 }

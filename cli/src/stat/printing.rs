@@ -9,10 +9,12 @@ use counterhal::Error;
 
 use super::arguments::{Format, StatArgs};
 use super::document;
+use super::metric_only;
 use super::metrics::{Metric, Style, metric};
 use super::named_metrics::{MetricDef, evaluate};
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
+use super::topology::line_order;
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
@@ -22,7 +24,13 @@ pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]
     let mut out = String::new();
     match args.format() {
         Format::Table => table(&mut out, args, summary, metrics),
+        Format::Csv { separator } if args.more.metric_only => {
+            metric_only::csv(&mut out, separator, summary, metrics);
+        }
         Format::Csv { separator } => separated::csv(&mut out, separator, summary, metrics),
+        Format::JsonLines if args.more.metric_only => {
+            metric_only::json_lines(&mut out, summary, metrics);
+        }
         Format::JsonLines => separated::json_lines(&mut out, summary, metrics),
         Format::Json => document::json(&mut out, args, summary, metrics),
     }
@@ -47,11 +55,16 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
     }
 }
 
+/// The terminal's codes to move home and clear the screen (`--interval-clear`).
+const CLEAR: &str = "\x1b[H\x1b[2J";
+
 /// What was counted, for the table's heading: the command, or (with -p, -a, -C) the process
 /// or CPUs while it ran.
 fn counted(args: &StatArgs) -> String {
     if let Some(pid) = args.pid {
         format!("process id '{pid}'")
+    } else if let Some(tid) = &args.more.tid {
+        format!("thread id '{tid}'")
     } else if args.all_cpus {
         "'system wide'".to_string()
     } else if let Some(list) = &args.cpu_list {
@@ -67,14 +80,15 @@ fn counted(args: &StatArgs) -> String {
 /// times with their spread, the command's end when it failed, and once each reason an event
 /// is not supported.
 fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
-    let intervals = args.interval_ms.is_some();
-    if intervals {
-        let place = if args.no_aggregate {
-            " CPU   "
-        } else if args.per_thread {
-            " thread           "
-        } else {
-            ""
+    let intervals = summary.sections.iter().any(|s| s.at_ns.is_some());
+    if intervals && args.more.metric_only {
+        // The metrics' own heading follows.
+    } else if intervals {
+        let place = match args.more.aggregation() {
+            Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
+            None if args.no_aggregate => " CPU   ".to_string(),
+            None if args.per_thread => " thread           ".to_string(),
+            None => String::new(),
         };
         _ = writeln!(
             out,
@@ -94,14 +108,33 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         }
         out.push('\n');
     }
-    for section in &summary.sections {
-        section_lines(out, section, metrics);
+    let heading = out.clone();
+    if args.more.metric_only {
+        metric_only::table(out, summary, metrics);
+    }
+    let sections = if args.more.metric_only {
+        &[][..]
+    } else {
+        &summary.sections[..]
+    };
+    for (i, section) in sections.iter().enumerate() {
+        if intervals && args.more.interval_clear {
+            // perf's --interval-clear: the screen cleared, and the heading again, each time.
+            if i > 0 {
+                out.push_str(&heading);
+            }
+            out.insert_str(out.len() - heading.len(), CLEAR);
+        }
+        section_lines(out, section, metrics, args.more.big_numbers());
     }
     if intervals {
         not_supported(out, &summary.events);
         return;
     }
-    out.push('\n');
+    if !summary.events.is_empty() {
+        // After the events (a null run, -n, has none: the times follow the heading).
+        out.push('\n');
+    }
     let end = &summary.end;
     if let Some(note) = &end.note {
         _ = writeln!(out, " Note: {note}.");
@@ -112,6 +145,9 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
             let mean = end.elapsed_ns as f64 / 1e9;
             let stddev = stddev_ns / 1e9;
             let precision = precision(stddev) + 2;
+            if args.more.table {
+                runs_table(out, &summary.elapsed_each_ns, mean, precision);
+            }
             _ = writeln!(
                 out,
                 " {mean:>17.precision$} +- {stddev:.precision$} seconds time elapsed  ( +-{percent:>6.2}% )"
@@ -132,6 +168,65 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
     not_supported(out, &summary.events);
 }
 
+/// The width of a `--per-core` (`--per-socket`...) label in perf's table, before the number
+/// of CPUs it added up.
+fn label_width(key: &str) -> usize {
+    match key {
+        "core" => 16,
+        "die" => 9,
+        _ => 7,
+    }
+}
+
+/// `--table`: each run's elapsed time in seconds, its distance from the mean, and a bar of
+/// one `#` plus one per 5% of the run that distance is (perf's table), then the heading of
+/// the final result.
+fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
+    // The headings start where the mean's digits do.
+    let mean_line = format!(" {mean:>17.precision$}");
+    let indent = mean_line.len() - mean_line.trim_start().len();
+    _ = writeln!(out, "{:indent$}# Table of individual measurements:", "");
+    for &ns in each_ns {
+        let run = ns as f64 / 1e9;
+        let share = if run > 0.0 {
+            (100.0 * (run - mean) / run) as i64
+        } else {
+            0
+        };
+        let bar = "#".repeat(1 + usize::try_from(share.unsigned_abs() / 5).unwrap_or(0));
+        _ = writeln!(
+            out,
+            " {run:>17.precision$} ({:+.precision$}) {bar}",
+            run - mean
+        );
+    }
+    out.push('\n');
+    _ = writeln!(out, "{:indent$}# Final result:", "");
+}
+
+/// After `-I`'s intervals, `--summary`'s whole run: the table as without `-I`, the `-x` lines
+/// with `summary` first (unless `--no-csv-summary`), or the `-j` lines without `interval`
+/// (`--json` holds the whole run already).
+pub fn render_summary(args: &StatArgs, whole: &Summary, metrics: &[&'static MetricDef]) -> String {
+    let mut out = String::new();
+    match args.format() {
+        Format::Table => table(&mut out, args, whole, metrics),
+        Format::Csv { separator } => {
+            let mut lines = String::new();
+            separated::csv(&mut lines, separator, whole, metrics);
+            for line in lines.lines() {
+                if !args.more.no_csv_summary {
+                    _ = write!(out, "{:>16}{separator}", "summary");
+                }
+                _ = writeln!(out, "{line}");
+            }
+        }
+        Format::JsonLines => separated::json_lines(&mut out, whole, metrics),
+        Format::Json => {}
+    }
+    out
+}
+
 /// perf's decimals for a spread: as many as its first significant digit needs (0 above 1).
 fn precision(spread: f64) -> usize {
     if spread > 1.0 || spread <= 0.0 || !spread.is_finite() {
@@ -140,21 +235,25 @@ fn precision(spread: f64) -> usize {
     (-spread.log10()).ceil().max(0.0) as usize
 }
 
-/// One section's lines, event by event with each place of the event together (perf's order),
-/// then each place's `-M` metrics.
-fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef]) {
-    let events = section.places.first().map_or(0, |p| p.events.len());
-    for index in 0..events {
-        for place in &section.places {
+/// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
+fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef], big: bool) {
+    for (index, at) in line_order(section) {
+        let place = &section.places[at];
+        {
             let mut line = String::new();
             if let Some(at_ns) = section.at_ns {
                 _ = write!(line, "{} ", interval_time(at_ns));
             }
-            if let Some(place) = &place.place {
-                _ = write!(line, "{:<11}", place.label());
+            match place.place.as_ref().map(|p| (p, p.cpus_added())) {
+                Some((place, Some(cpus))) => {
+                    let width = label_width(place.json_field().0);
+                    _ = write!(line, "{:<width$}{cpus:>4} ", place.label());
+                }
+                Some((place, None)) => _ = write!(line, "{:<11}", place.label()),
+                None => {}
             }
             let metric = metric(&place.events, index, section.length_ns);
-            line.push_str(&table_line(&place.events[index], metric.as_ref()));
+            line.push_str(&table_line(&place.events[index], metric.as_ref(), big));
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -182,10 +281,11 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
     }
 }
 
-/// One event's line of the table: the value (milliseconds for a clock), the unit, the name,
-/// the metric, the spread and, when the event was multiplexed, the share of time it ran.
-fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
-    let unit = if entry.is_clock() { "msec" } else { "" };
+/// One event's line of the table: the value (milliseconds for a clock; digits grouped when
+/// `big`), the unit, the name, the metric, the spread and, when the event was multiplexed, the
+/// share of time it ran.
+fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> String {
+    let unit = entry.unit();
     let reading = match &entry.reading {
         Err(_) => return format!("{:>18} {unit:<4} {}", "<not supported>", entry.name),
         Ok(reading) => reading,
@@ -195,6 +295,9 @@ fn table_line(entry: &EventSummary, metric: Option<&Metric>) -> String {
     };
     let shown = if entry.is_clock() {
         format!("{:.2}", value as f64 / 1e6)
+    } else if entry.unit() == "ns" || !big {
+        // perf never groups a tool event's nanoseconds.
+        value.to_string()
     } else {
         thousands(value)
     };
@@ -273,6 +376,27 @@ mod tests {
             ],
             2_000_000_000,
         )])
+    }
+
+    #[test]
+    fn the_runs_table_bars_grow_by_five_percent_of_the_run() {
+        let mut out = String::new();
+        // perf's rows for runs of 11.63, 10.99 and 1.22 ms around a mean of 7.95 ms.
+        runs_table(&mut out, &[11_630_000, 10_990_000, 1_220_000], 0.00795, 5);
+        let bars: Vec<usize> = out
+            .lines()
+            .filter(|l| l.contains('('))
+            .map(|l| l.matches('#').count())
+            .collect();
+        assert_eq!(bars, [7, 6, 111], "{out}");
+        assert!(out.contains("0.01163 (+0.00368) #######\n"), "{out}");
+        assert!(
+            out.starts_with("           # Table"),
+            "under the digits: {out}"
+        );
+        let mut six = String::new();
+        runs_table(&mut six, &[1_000_000], 0.001, 6);
+        assert!(six.starts_with("          # Table"), "{six}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use counterhal::process::{ChildExit, exit_code_for};
 use counterhal::{Error, Target};
 
 use super::pacing::Pace;
+use super::tool::Tool;
 use crate::error::CliError;
 
 /// An event as planned: resolved, or known to be unusable here (reported as not supported).
@@ -20,6 +21,8 @@ pub enum Planned {
         /// Why not.
         error: Error,
     },
+    /// One of perf's tool events (`duration_time`...), filled in once the command has ended.
+    Tool(Tool),
 }
 
 impl Planned {
@@ -27,7 +30,7 @@ impl Planned {
     pub fn ready(&self) -> Option<&ResolvedEvent> {
         match self {
             Planned::Ready(event) => Some(event),
-            Planned::Unsupported { .. } => None,
+            Planned::Unsupported { .. } | Planned::Tool(_) => None,
         }
     }
 
@@ -36,6 +39,7 @@ impl Planned {
         let (name, outcome) = match self {
             Planned::Ready(event) => (event.name.clone(), Ok(Reading::default())),
             Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
+            Planned::Tool(tool) => (tool.name().to_string(), Ok(Reading::default())),
         };
         EventResult {
             name,
@@ -80,6 +84,15 @@ pub enum Place {
         /// Its name, as the OS shows it.
         name: String,
     },
+    /// CPUs added up by socket, die, core or node (`--per-socket`...).
+    Aggregate {
+        /// perf's JSON key: `socket`, `die`, `core`, `node`.
+        key: &'static str,
+        /// perf's label: `S0`, `S0-D0`, `S0-D0-C1`, `N0`.
+        label: String,
+        /// How many CPUs were added up.
+        cpus: u32,
+    },
 }
 
 impl Place {
@@ -88,6 +101,7 @@ impl Place {
         match self {
             Place::Cpu(cpu) => format!("CPU{cpu}"),
             Place::Thread { tid, name } => format!("{name}-{tid}"),
+            Place::Aggregate { label, .. } => label.clone(),
         }
     }
 
@@ -96,6 +110,16 @@ impl Place {
         match self {
             Place::Cpu(cpu) => ("cpu", cpu.to_string()),
             Place::Thread { .. } => ("thread", self.label()),
+            Place::Aggregate { key, label, .. } => (key, label.clone()),
+        }
+    }
+
+    /// How many CPUs were added up here (`--per-core`...; perf prints the number after the
+    /// label).
+    pub fn cpus_added(&self) -> Option<u32> {
+        match self {
+            Place::Aggregate { cpus, .. } => Some(*cpus),
+            _ => None,
         }
     }
 
@@ -200,12 +224,39 @@ impl CommandEnd {
     }
 }
 
-/// Stops the command whose time is up (`--timeout`, `--interval-count`); whether it was
-/// still running to be stopped.
-pub fn stop(child: Option<&mut std::process::Child>) -> bool {
-    // Already ended: nothing to stop.
-    child.is_some_and(|child| child.kill().is_ok())
+/// `-D`: every count of `run` made to start from `baseline` (the counts read once the delay
+/// was over: the sum, `place` `None`, and each place's). A run that ended before the delay
+/// counted nothing (`baseline` `None`): every count then reads as not counted, as perf's.
+pub fn start_from(run: &mut Run, baseline: Option<&[Counts]>) {
+    let since = |reading: &mut Result<Reading, Error>, base: Option<&Result<Reading, Error>>| {
+        if let Ok(now) = reading {
+            *now = match base {
+                Some(Ok(base)) => now.since(base),
+                Some(Err(_)) => *now,
+                None => Reading::default(),
+            };
+        }
+    };
+    let of = |place: &Option<Place>, i: usize| {
+        baseline.and_then(|b| b.iter().find(|c| &c.place == place)?.readings.get(i))
+    };
+    for (i, result) in run.events.iter_mut().enumerate() {
+        since(&mut result.outcome, of(&None, i));
+    }
+    let counts = run
+        .places
+        .iter_mut()
+        .chain(run.snapshots.iter_mut().flat_map(|s| s.counts.iter_mut()));
+    for counts in counts {
+        for (i, reading) in counts.readings.iter_mut().enumerate() {
+            since(reading, of(&counts.place, i));
+        }
+    }
 }
+
+/// How long a command whose time is up (`--timeout`, `--interval-count`) has to end after
+/// `SIGTERM` before it is killed (perf sends `SIGTERM` alone and waits).
+pub const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A command that could not be run: 127 when it was not found, 126 when it could not be
 /// executed, as a shell says.
@@ -245,7 +296,47 @@ mod tests {
         let stopped = killed.stopped_if(true);
         assert_eq!(stopped.exit_code, 0);
         assert_eq!(stopped.elapsed_ns, 5);
-        assert!(!stop(None), "nothing to stop");
+    }
+
+    #[test]
+    fn a_delay_makes_the_counts_start_from_the_baseline() {
+        let end = CommandEnd {
+            exit_code: 0,
+            exit_description: String::new(),
+            elapsed_ns: 5,
+            user_ns: None,
+            sys_ns: None,
+            note: None,
+        };
+        let result = |v| EventResult {
+            name: "x".into(),
+            backend: "test".into(),
+            outcome: Ok(Reading::new(v, v, v)),
+        };
+        let run = |v| Run {
+            events: vec![result(v)],
+            end: end.clone(),
+            places: Vec::new(),
+            snapshots: vec![Snapshot {
+                at_ns: 1,
+                counts: vec![Counts {
+                    place: None,
+                    readings: vec![Ok(Reading::new(v, v, v))],
+                }],
+            }],
+        };
+        let baseline = [Counts {
+            place: None,
+            readings: vec![Ok(Reading::new(30, 30, 30))],
+        }];
+        let mut delayed = run(100);
+        start_from(&mut delayed, Some(&baseline));
+        assert_eq!(delayed.events[0].outcome.as_ref().unwrap().value, 70);
+        let interval = &delayed.snapshots[0].counts[0].readings[0];
+        assert_eq!(interval.as_ref().unwrap().value, 70);
+        let mut too_short = run(100);
+        start_from(&mut too_short, None);
+        assert_eq!(too_short.events[0].outcome.as_ref().unwrap().scaled(), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::metrics::{Metric, metric};
 use super::named_metrics::{MetricDef, evaluate};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
+use super::topology::line_order;
 
 /// A line of `-M` metric: its value over one place and stretch (`None`: not counted).
 struct MetricLine<'a> {
@@ -39,9 +40,9 @@ struct Line<'a> {
 }
 
 impl Line<'_> {
-    /// perf's unit: `msec` for a clock, nothing for a count.
+    /// perf's unit: `msec` for a clock, `ns` for a tool event, nothing for a count.
     fn unit(&self) -> &'static str {
-        if self.entry.is_clock() { "msec" } else { "" }
+        self.entry.unit()
     }
 
     /// The reading, when the event could be counted.
@@ -106,17 +107,15 @@ fn lines<'a>(summary: &'a Summary, metrics: &[&'static MetricDef]) -> Vec<Row<'a
 }
 
 fn section_lines<'a>(section: &'a Section, repeated: bool, lines: &mut Vec<Row<'a>>) {
-    let events = section.places.first().map_or(0, |p| p.events.len());
-    for index in 0..events {
-        for place in &section.places {
-            lines.push(Row::Event(Line {
-                at_ns: section.at_ns,
-                place: place.place.as_ref(),
-                entry: &place.events[index],
-                metric: metric(&place.events, index, section.length_ns),
-                spread: repeated.then(|| place.events[index].stddev_percent.unwrap_or(0.0)),
-            }));
-        }
+    for (index, at) in line_order(section) {
+        let place = &section.places[at];
+        lines.push(Row::Event(Line {
+            at_ns: section.at_ns,
+            place: place.place.as_ref(),
+            entry: &place.events[index],
+            metric: metric(&place.events, index, section.length_ns),
+            spread: repeated.then(|| place.events[index].stddev_percent.unwrap_or(0.0)),
+        }));
     }
 }
 
@@ -202,12 +201,14 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
     }
 }
 
-/// The fields before the value in `-x`: the interval's time, the CPU or thread.
+/// The fields before the value in `-x`: the interval's time, the CPU or thread (or the
+/// socket, die, core or node and how many CPUs it added up).
 fn lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
     at_ns
         .map(interval_time)
         .into_iter()
         .chain(place.map(Place::label))
+        .chain(place.and_then(Place::cpus_added).map(|n| n.to_string()))
         .collect()
 }
 
@@ -221,6 +222,9 @@ fn json_lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
     if let Some(place) = place {
         let (key, value) = place.json_field();
         fields.push(format!("\"{key}\" : {}", quote(&value)));
+        if let Some(cpus) = place.cpus_added() {
+            fields.push(format!("\"aggregate-number\" : {cpus}"));
+        }
     }
     fields
 }

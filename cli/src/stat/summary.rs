@@ -20,6 +20,8 @@ pub struct Summary {
     /// With more than one run, the standard deviation of the mean elapsed time, in
     /// nanoseconds, and in percent of the mean.
     pub elapsed_spread: Option<(f64, f64)>,
+    /// Each run's elapsed time, in nanoseconds (`--table`).
+    pub elapsed_each_ns: Vec<u64>,
     /// What prints, in order: one section for the whole run, or one per interval.
     pub sections: Vec<Section>,
 }
@@ -100,6 +102,7 @@ impl Summary {
             end,
             runs: runs.len(),
             elapsed_spread,
+            elapsed_each_ns: elapsed,
             sections,
         }
     }
@@ -202,6 +205,18 @@ impl EventSummary {
     /// The event's scaled estimate, where it counted.
     pub fn estimate(&self) -> Option<u64> {
         self.reading.as_ref().ok()?.scaled()
+    }
+
+    /// perf's unit for the event: `msec` for a clock, `ns` for a tool event (`duration_time`,
+    /// `user_time`, `system_time`), nothing for a count.
+    pub fn unit(&self) -> &'static str {
+        if self.is_clock() {
+            "msec"
+        } else if super::tool::is_tool(&self.name) {
+            "ns"
+        } else {
+            ""
+        }
     }
 
     /// Whether the event is a clock (`task-clock`, `cpu-clock`), whose value is nanoseconds.

@@ -50,6 +50,76 @@ impl Targets {
     }
 }
 
+impl Targets {
+    /// `-t TID[,TID]`: running threads (where `/proc` tells), never 0; one thread is
+    /// [`Attach::Thread`], several [`Attach::Threads`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a list that does not
+    /// parse, thread id 0, or a thread not running here.
+    pub fn threads(list: &str) -> Result<Targets, Error> {
+        let hint =
+            "give ids of running threads, e.g. -t 1234 or -t 1234,1240 (`ls /proc/PID/task`)";
+        let mut tids = Vec::new();
+        for item in list.split(',').map(str::trim) {
+            let tid: u32 = item.parse().map_err(|_| {
+                Error::invalid_input(format!("`{item}` in -t is not a thread id")).with_hint(hint)
+            })?;
+            if tid == 0 {
+                return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
+            }
+            let proc_tells = std::path::Path::new("/proc/self").exists();
+            if proc_tells && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+                return Err(
+                    Error::invalid_input(format!("no thread {tid} is running here"))
+                        .with_hint(hint),
+                );
+            }
+            if !tids.contains(&tid) {
+                tids.push(tid);
+            }
+        }
+        Ok(Targets::Attach(match tids.as_slice() {
+            [tid] => Attach::Thread(*tid),
+            _ => Attach::Threads(tids),
+        }))
+    }
+}
+
+impl Targets {
+    /// `-i`: a process counted without the children its threads create from now on: its
+    /// threads as they are now (from `/proc/PID/task`), each alone; other targets as they are.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a command: it is
+    /// counted from its exec with everything it starts, the kernel's inheritance.
+    pub fn without_children(self) -> Result<Targets, Error> {
+        match self {
+            Targets::Command => Err(Error::invalid_input(
+                "-i/--no-inherit is not taken with a command: counterhal counts a command from \
+                 its exec together with every process it starts",
+            )
+            .with_hint("count an existing process with -p PID -i, or drop -i")),
+            Targets::Attach(Attach::Process(pid)) => {
+                let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+                    .map(|entries| {
+                        entries
+                            .flatten()
+                            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                tids.sort_unstable();
+                Ok(Targets::Attach(match tids.as_slice() {
+                    [] | [_] => Attach::Thread(pid),
+                    _ => Attach::Threads(tids),
+                }))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
 /// `-p PID`: a running process (where `/proc` tells), never 0.
 fn process(pid: u32) -> Result<Targets, Error> {
     let hint = "give the id of a running process, e.g. -p $(pidof NAME)";
@@ -182,5 +252,50 @@ mod tests {
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
         let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
         assert!(bad.message().contains("runs backwards"), "{bad}");
+    }
+
+    #[test]
+    fn thread_lists_are_checked_and_kept_once() {
+        let me = std::process::id();
+        assert_eq!(
+            Targets::threads(&me.to_string()).unwrap(),
+            Targets::Attach(Attach::Thread(me))
+        );
+        assert_eq!(
+            Targets::threads(&format!("{me}, {me},1")).unwrap(),
+            Targets::Attach(Attach::Threads(vec![me, 1]))
+        );
+        for bad in ["0", "x", "", "4294967295"] {
+            assert!(Targets::threads(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn no_inherit_counts_a_process_s_threads_alone() {
+        let me = std::process::id();
+        let alone = Targets::Attach(Attach::Process(me))
+            .without_children()
+            .unwrap();
+        let Targets::Attach(attach) = alone else {
+            panic!("{alone:?}");
+        };
+        // This test runs among the harness's threads: several, or this one.
+        let tids: Vec<u32> = attach
+            .targets()
+            .into_iter()
+            .map(|t| match t {
+                counterhal::Target::Process { pid, inherit } => {
+                    assert!(!inherit, "{t:?}");
+                    pid
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(tids.contains(&me), "{tids:?}");
+        assert!(Targets::Command.without_children().is_err());
+        assert_eq!(
+            Targets::Attach(Attach::AllCpus).without_children().unwrap(),
+            Targets::Attach(Attach::AllCpus)
+        );
     }
 }

@@ -1,0 +1,247 @@
+//! `--metric-only`: the metrics alone, one column each, as perf prints them: a heading of
+//! their units, then one row per stretch (the whole run, each interval) and place, in the
+//! table, `-x` and `-j`.
+
+use std::fmt::Write as _;
+
+use super::metrics::{Style, metric};
+use super::named_metrics::{MetricDef, evaluate};
+use super::separated::interval_time;
+use super::summary::{PlaceSummary, Section, Summary};
+
+/// The width of a column of the table (perf's).
+const COLUMN: usize = 20;
+
+/// One metric of a row: its unit and its value as the table writes it and as `-x`/`-j` do
+/// (`None`: not counted).
+struct Cell {
+    unit: String,
+    table: String,
+    digits: Option<String>,
+}
+
+/// The factor of a rate's prefix: `K/sec` 1e3, `M/sec` 1e6, `G/sec` 1e9, `/sec` 1; `None` for
+/// a unit that is no rate.
+fn rate_factor(unit: &str) -> Option<f64> {
+    let prefix = unit.strip_suffix("/sec")?;
+    match prefix {
+        "" => Some(1.0),
+        "K" => Some(1e3),
+        "M" => Some(1e6),
+        "G" => Some(1e9),
+        _ => None,
+    }
+}
+
+/// Makes every row's rates use the unit of the first row's column (a column has one unit in
+/// its heading; perf picks a prefix per value, so rows may differ).
+fn same_units(rows: &mut [(&Section, &PlaceSummary, Vec<Cell>)]) {
+    let Some((_, _, first)) = rows.first() else {
+        return;
+    };
+    let heads: Vec<String> = first.iter().map(|c| c.unit.clone()).collect();
+    for (_, _, cells) in rows.iter_mut() {
+        for (cell, head) in cells.iter_mut().zip(&heads) {
+            let (Some(to), Some(from)) = (rate_factor(head), rate_factor(&cell.unit)) else {
+                continue;
+            };
+            if let Some(value) = cell.digits.as_ref().and_then(|d| d.parse::<f64>().ok()) {
+                let value = value * from / to;
+                cell.digits = Some(format!("{value:.3}"));
+                cell.table = format!("{value:.3}");
+                cell.unit = head.clone();
+            }
+        }
+    }
+}
+
+/// The metrics of one place in one stretch: each event's metric column, then each `-M`
+/// metric.
+fn cells(place: &PlaceSummary, length_ns: u64, metrics: &[&'static MetricDef]) -> Vec<Cell> {
+    let mut cells: Vec<Cell> = (0..place.events.len())
+        .filter_map(|index| metric(&place.events, index, length_ns))
+        .map(|m| Cell {
+            table: match m.style {
+                Style::Percent => format!("{:.2}%", m.value),
+                _ => m.digits(),
+            },
+            digits: Some(m.digits()),
+            unit: m.unit,
+        })
+        .collect();
+    for def in metrics {
+        let value = evaluate(def, &place.events, length_ns);
+        cells.push(Cell {
+            unit: def.unit.to_string(),
+            table: value.map_or_else(|| "<not counted>".to_string(), |v| format!("{v:.3}")),
+            digits: value.map(|v| format!("{v:.3}")),
+        });
+    }
+    cells
+}
+
+/// Each row: the section, the place and its cells.
+fn rows<'a>(
+    summary: &'a Summary,
+    metrics: &[&'static MetricDef],
+) -> Vec<(&'a Section, &'a PlaceSummary, Vec<Cell>)> {
+    let mut rows: Vec<_> = summary
+        .sections
+        .iter()
+        .flat_map(|section| {
+            section
+                .places
+                .iter()
+                .map(move |place| (section, place, cells(place, section.length_ns, metrics)))
+        })
+        .collect();
+    same_units(&mut rows);
+    rows
+}
+
+/// The table's body: the heading of units (after the time and place columns), then the rows.
+pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
+    let rows = rows(summary, metrics);
+    let Some((first_section, first_place, first)) = rows.first() else {
+        return;
+    };
+    let mut heading = String::new();
+    if first_section.at_ns.is_some() {
+        heading.push_str("#           time ");
+    }
+    if first_place.place.is_some() {
+        _ = write!(heading, "{:<11}", "");
+    }
+    for cell in first {
+        _ = write!(heading, "{:>COLUMN$} ", cell.unit);
+    }
+    _ = writeln!(out, "{}", heading.trim_end());
+    for (section, place, cells) in &rows {
+        let mut line = String::new();
+        if let Some(at_ns) = section.at_ns {
+            _ = write!(line, "{} ", interval_time(at_ns));
+        }
+        if let Some(place) = &place.place {
+            _ = write!(line, "{:<11}", place.label());
+        }
+        for cell in cells {
+            _ = write!(line, "{:>COLUMN$} ", cell.table);
+        }
+        _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+/// `-x SEP`: a heading of the units (after `time` and the place, with `-I`, `-A`...), then
+/// one line of values per row (empty where not counted).
+pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'static MetricDef]) {
+    let rows = rows(summary, metrics);
+    let Some((first_section, first_place, first)) = rows.first() else {
+        return;
+    };
+    let mut heading: Vec<String> = Vec::new();
+    if first_section.at_ns.is_some() {
+        heading.push(format!("{:>16}", "time"));
+    }
+    if let Some(place) = &first_place.place {
+        heading.push(place.json_field().0.to_string());
+    }
+    heading.extend(first.iter().map(|c| c.unit.clone()));
+    _ = writeln!(out, "{}", heading.join(separator));
+    for (section, place, cells) in &rows {
+        let mut fields: Vec<String> = Vec::new();
+        if let Some(at_ns) = section.at_ns {
+            fields.push(interval_time(at_ns));
+        }
+        if let Some(place) = &place.place {
+            fields.push(place.label());
+        }
+        fields.extend(cells.iter().map(|c| c.digits.clone().unwrap_or_default()));
+        _ = writeln!(out, "{}", fields.join(separator));
+    }
+}
+
+/// `-j`: one object per row, each metric's unit its key and its value a number (perf's
+/// `{"CPUs utilized" : 0.440, ...}`), after `interval` and the place.
+pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
+    for (section, place, cells) in rows(summary, metrics) {
+        let mut fields: Vec<String> = Vec::new();
+        if let Some(at_ns) = section.at_ns {
+            fields.push(format!(
+                "\"interval\" : {}",
+                interval_time(at_ns).trim_start()
+            ));
+        }
+        if let Some(place) = &place.place {
+            let (key, value) = place.json_field();
+            fields.push(format!("\"{key}\" : {}", serde_json::Value::from(value)));
+        }
+        for cell in cells {
+            let value = cell.digits.unwrap_or_else(|| "null".to_string());
+            fields.push(format!("{} : {value}", serde_json::Value::from(cell.unit)));
+        }
+        _ = writeln!(out, "{{{}}}", fields.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summary::tests::run;
+    use super::*;
+
+    fn one_run() -> Summary {
+        Summary::of(&[run(
+            &[
+                ("task-clock", Some(500_000_000)),
+                ("page-faults", Some(1_000)),
+                ("cycles", None),
+            ],
+            1_000_000_000,
+        )])
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_metric() {
+        let mut out = String::new();
+        table(&mut out, &one_run(), &[]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines[0].contains("CPUs utilized"), "{out}");
+        assert!(lines[0].contains("K/sec"), "{out}");
+        assert!(lines[1].contains("0.500"), "{out}");
+    }
+
+    #[test]
+    fn rates_take_the_unit_of_their_column() {
+        assert_eq!(rate_factor("K/sec"), Some(1e3));
+        assert_eq!(rate_factor("/sec"), Some(1.0));
+        assert_eq!(rate_factor("CPUs utilized"), None);
+        let summary = one_run();
+        let (section, place) = (&summary.sections[0], &summary.sections[0].places[0]);
+        let cell = |unit: &str, digits: &str| Cell {
+            unit: unit.into(),
+            table: digits.into(),
+            digits: Some(digits.into()),
+        };
+        let mut rows = vec![
+            (section, place, vec![cell("K/sec", "2.000")]),
+            (section, place, vec![cell("/sec", "500.000")]),
+        ];
+        same_units(&mut rows);
+        assert_eq!(rows[1].2[0].digits.as_deref(), Some("0.500"));
+        assert_eq!(rows[1].2[0].unit, "K/sec");
+    }
+
+    #[test]
+    fn csv_and_json_carry_the_same_values() {
+        let mut csv_out = String::new();
+        csv(&mut csv_out, ",", &one_run(), &[]);
+        let lines: Vec<&str> = csv_out.lines().collect();
+        assert_eq!(lines[0], "CPUs utilized,K/sec");
+        assert_eq!(lines[1], "0.500,2.000");
+        let mut json = String::new();
+        json_lines(&mut json, &one_run(), &[]);
+        let parsed: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(parsed["CPUs utilized"], 0.5);
+        assert_eq!(parsed["K/sec"], 2.0);
+    }
+}

@@ -1,0 +1,463 @@
+//! perf stat's switches beyond the core arguments (the `arguments` room): what is
+//! printed and where (`-n`, `--quiet`, `-B`, `--no-big-num`, `--append`, `--log-fd`,
+//! `--no-scale`, `-v`), what is counted (`--all-user`, `--all-kernel`, `-t`, `-g`, `-d`), what
+//! runs around each run (`-S`, `--pre`, `--post`), the options accepted because they change
+//! nothing here, and perf's options that cannot work here, refused with the reason.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use counterhal::Error;
+
+use super::topology::Aggregation;
+use crate::error::CliError;
+
+/// The events `-d` adds to the default set, level by level (`-d`, `-dd`, `-ddd`), as perf
+/// adds them.
+const DETAILED: [&[&str]; 3] = [
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
+
+/// perf stat's switches beyond the core arguments.
+#[derive(Args, Debug, Default)]
+pub struct Switches {
+    /// Null run: count no events, print only the times (perf's -n).
+    #[arg(short = 'n', long = "null", conflicts_with_all = ["metrics", "event_names", "detailed"])]
+    pub(super) null: bool,
+    /// Count only from MS milliseconds after the command starts (-1, perf's start disabled
+    /// until --control enables, is refused: there is no --control here).
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MS",
+        allow_negative_numbers = true
+    )]
+    pub(super) delay_ms: Option<i64>,
+    /// Print no results (the command's status is still passed on).
+    #[arg(short = 'q', long = "quiet")]
+    pub(super) quiet: bool,
+    /// Group digits in the table (the default; refused with -x, as perf refuses it).
+    #[arg(short = 'B', long = "big-num", conflicts_with_all = ["separator", "no_big_num"])]
+    pub(super) big_num: bool,
+    /// Do not group digits in the table.
+    #[arg(long = "no-big-num")]
+    pub(super) no_big_num: bool,
+    /// With -o: add the results to the end of FILE instead of replacing it.
+    #[arg(long = "append", requires = "output")]
+    pub(super) append: bool,
+    /// Write the results to this open file descriptor (added to what it holds) instead of
+    /// standard error.
+    #[arg(long = "log-fd", value_name = "FD", conflicts_with = "output")]
+    pub(super) log_fd: Option<u32>,
+    /// Count every event in user space only (`:u` added to each event without a modifier).
+    #[arg(long = "all-user", conflicts_with = "all_kernel")]
+    pub(super) all_user: bool,
+    /// Count every event in the kernel only (`:k` added to each event without a modifier).
+    #[arg(long = "all-kernel")]
+    pub(super) all_kernel: bool,
+    /// Count existing threads (by their thread ids) while CMD runs, or without CMD until
+    /// Ctrl-C or --timeout.
+    #[arg(short = 't', long = "tid", value_name = "TID[,TID]",
+          conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
+    pub(super) tid: Option<String>,
+    /// With -p: count the process's threads, not the children they create from now on (with
+    /// -a or -C it changes nothing: CPUs count whatever runs on them).
+    #[arg(short = 'i', long = "no-inherit")]
+    pub(super) no_inherit: bool,
+    /// Count every event in one group (all together or not at all), as `{a,b,...}` would.
+    #[arg(short = 'g', long = "group")]
+    pub(super) group: bool,
+    /// Add perf's detailed events to the default set (L1 data cache and last level cache;
+    /// -dd also L1 instruction cache and TLBs; -ddd also L1 data prefetches).
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub(super) detailed: u8,
+    /// Print raw counts, not scaled for the time an event was multiplexed out.
+    #[arg(long = "no-scale", overrides_with = "scale")]
+    pub(super) no_scale: bool,
+    /// Scale counts for multiplexing (the default).
+    #[arg(long = "scale", overrides_with = "no_scale")]
+    pub(super) scale: bool,
+    /// Say which backend counts each event, and why an event cannot be counted, before the
+    /// results.
+    #[arg(short = 'v', long = "verbose")]
+    pub(super) verbose: bool,
+    /// Call sync before each run (so that dirty pages written back do not land in it).
+    #[arg(short = 'S', long = "sync")]
+    pub(super) sync: bool,
+    /// Run this shell command before each run (not counted).
+    #[arg(long = "pre", value_name = "CMD")]
+    pub(super) pre: Option<String>,
+    /// Run this shell command after each run (not counted).
+    #[arg(long = "post", value_name = "CMD")]
+    pub(super) post: Option<String>,
+    /// With -a or -C: add up the CPUs of each socket.
+    #[arg(long = "per-socket", conflicts_with_all = ["no_aggregate", "per_thread", "per_die", "per_core", "per_node"])]
+    pub(super) per_socket: bool,
+    /// With -a or -C: add up the CPUs of each die.
+    #[arg(long = "per-die", conflicts_with_all = ["no_aggregate", "per_thread", "per_core", "per_node"])]
+    pub(super) per_die: bool,
+    /// With -a or -C: add up the CPUs (hardware threads) of each core.
+    #[arg(long = "per-core", conflicts_with_all = ["no_aggregate", "per_thread", "per_node"])]
+    pub(super) per_core: bool,
+    /// With -a or -C: add up the CPUs of each NUMA node.
+    #[arg(long = "per-node", conflicts_with_all = ["no_aggregate", "per_thread"])]
+    pub(super) per_node: bool,
+    /// With -I: after the intervals, the whole run as without -I (in -x each line starts
+    /// with `summary`).
+    #[arg(long = "summary", requires = "interval_ms")]
+    pub(super) summary: bool,
+    /// With --summary and -x: no `summary` field before the whole run's lines.
+    #[arg(long = "no-csv-summary", requires = "summary")]
+    pub(super) no_csv_summary: bool,
+    /// With -I in the table: clear the screen before each interval.
+    #[arg(long = "interval-clear", requires = "interval_ms")]
+    pub(super) interval_clear: bool,
+    /// With -r in the table: each run's elapsed time, its distance from the mean and a bar.
+    #[arg(long = "table")]
+    pub(super) table: bool,
+    /// Print the metrics alone, one column each (the metric column's and -M's), no counts.
+    #[arg(long = "metric-only")]
+    pub(super) metric_only: bool,
+    /// Accepted: with no `percore` event term here (perf's), it changes nothing, as perf's
+    /// does not without one.
+    #[arg(long = "percore-show-thread")]
+    pub(super) percore_show_thread: bool,
+    /// Accepted: no metric's events are grouped here (each is opened on its own).
+    #[arg(long = "metric-no-group")]
+    pub(super) metric_no_group: bool,
+    /// Accepted: every metric's events are counted once, shared between metrics, already.
+    #[arg(long = "metric-no-merge")]
+    pub(super) metric_no_merge: bool,
+    /// Accepted: no event is merged across PMUs here (each name is counted as one event).
+    #[arg(long = "no-merge")]
+    pub(super) no_merge: bool,
+    /// perf options that cannot work on this machine or need BPF: refused, saying why.
+    #[command(flatten)]
+    pub(super) refused: Refused,
+}
+
+/// perf's options that cannot work here: each is recognised and refused with the reason.
+#[derive(Args, Debug, Default)]
+pub struct Refused {
+    /// Refused: needs BPF counters.
+    #[arg(short = 'b', long = "bpf-counters", hide = true)]
+    bpf_counters: bool,
+    /// Refused: needs the uncore I/O PMUs.
+    #[arg(long = "iostat", hide = true, num_args = 0..=1, value_name = "ARG")]
+    iostat: Option<Option<String>>,
+    /// Refused: needs the SMI counter MSR.
+    #[arg(long = "smi-cost", hide = true)]
+    smi_cost: bool,
+    /// Refused: needs the CPU's transaction events.
+    #[arg(short = 'T', long = "transaction", hide = true)]
+    transaction: bool,
+    /// Refused: needs the topdown events.
+    #[arg(long = "topdown", hide = true)]
+    topdown: bool,
+    /// Refused: needs the topdown events.
+    #[arg(long = "td-level", hide = true, value_name = "N")]
+    td_level: Option<String>,
+    /// Refused: needs a hybrid CPU.
+    #[arg(long = "hybrid-merge", hide = true)]
+    hybrid_merge: bool,
+    /// Refused: needs a hybrid CPU.
+    #[arg(long = "cputype", hide = true, value_name = "TYPE")]
+    cputype: Option<String>,
+    /// Refused: needs event filters (BPF or tracepoint filters).
+    #[arg(long = "filter", hide = true, value_name = "FILTER")]
+    filter: Option<String>,
+    /// Refused: needs a control descriptor protocol.
+    #[arg(long = "control", hide = true, value_name = "SPEC")]
+    control: Option<String>,
+}
+
+impl Refused {
+    /// The first refused option given, and why it cannot work here.
+    fn reason(&self) -> Option<(&'static str, &'static str)> {
+        let checks: [(bool, &'static str, &'static str); 10] = [
+            (
+                self.bpf_counters,
+                "-b/--bpf-counters",
+                "BPF counters share counters between perf sessions through BPF programs, \
+                 which counterhal does not load",
+            ),
+            (
+                self.iostat.is_some(),
+                "--iostat",
+                "it needs Intel's uncore I/O stack PMUs (Xeon), which this machine lacks",
+            ),
+            (
+                self.smi_cost,
+                "--smi-cost",
+                "it needs the SMI counter MSR and frozen counters in SMM (Intel hardware); \
+                 this machine has no hardware PMU",
+            ),
+            (
+                self.transaction,
+                "-T/--transaction",
+                "it needs the CPU's TSX transaction events (Intel Haswell or later); this \
+                 machine has no hardware PMU",
+            ),
+            (
+                self.topdown,
+                "--topdown",
+                "it needs the CPU's topdown events (Intel Ice Lake or later); this machine \
+                 has no hardware PMU",
+            ),
+            (
+                self.td_level.is_some(),
+                "--td-level",
+                "it needs the CPU's topdown events (Intel Ice Lake or later); this machine \
+                 has no hardware PMU",
+            ),
+            (
+                self.hybrid_merge,
+                "--hybrid-merge",
+                "it merges the core and atom PMUs of a hybrid CPU, which this machine is not",
+            ),
+            (
+                self.cputype.is_some(),
+                "--cputype",
+                "it picks the core or atom PMU of a hybrid CPU, which this machine is not",
+            ),
+            (
+                self.filter.is_some(),
+                "--filter",
+                "event filters are BPF or tracepoint filter strings counterhal does not \
+                 attach",
+            ),
+            (
+                self.control.is_some(),
+                "--control",
+                "counterhal has no control descriptor protocol; stop it with Ctrl-C or \
+                 --timeout",
+            ),
+        ];
+        checks
+            .into_iter()
+            .find(|(given, _, _)| *given)
+            .map(|(_, option, why)| (option, why))
+    }
+}
+
+impl Switches {
+    /// Refuses the options that cannot work here, naming the reason, and `-D -1`.
+    ///
+    /// # Errors
+    /// The option and why it cannot be taken (bad input: the caller adds the usage line).
+    pub fn check(&self) -> Result<(), Error> {
+        if self.delay_ms.is_some_and(|ms| ms < 0) {
+            return Err(Error::invalid_input(
+                "-D -1 starts with the events disabled until --control enables them, and \
+                 counterhal has no --control",
+            )
+            .with_hint("give the delay in milliseconds, e.g. -D 100"));
+        }
+        if let Some((option, why)) = self.refused.reason() {
+            return Err(
+                Error::unsupported(format!("{option} cannot be used here: {why}"))
+                    .with_hint("see the README's stat section for perf's options counterhal takes"),
+            );
+        }
+        Ok(())
+    }
+
+    /// What CPUs are added up by (`--per-socket`, `--per-die`, `--per-core`, `--per-node`).
+    pub fn aggregation(&self) -> Option<Aggregation> {
+        [
+            (self.per_socket, Aggregation::Socket),
+            (self.per_die, Aggregation::Die),
+            (self.per_core, Aggregation::Core),
+            (self.per_node, Aggregation::Node),
+        ]
+        .into_iter()
+        .find_map(|(given, by)| given.then_some(by))
+    }
+
+    /// `-D` as a duration (0: none).
+    pub fn delay(&self) -> Option<std::time::Duration> {
+        let ms = u64::try_from(self.delay_ms?).ok()?;
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    }
+
+    /// Whether the table groups digits (perf's default; `--no-big-num` turns it off).
+    pub fn big_numbers(&self) -> bool {
+        !self.no_big_num
+    }
+
+    /// Adds `-d`'s events to the default set `names` (perf adds them after its own).
+    pub fn add_detailed(&self, names: &mut Vec<String>) {
+        for level in DETAILED.iter().take(usize::from(self.detailed)) {
+            names.extend(level.iter().map(|name| name.to_string()));
+        }
+    }
+
+    /// `names` with `--all-user`'s `:u` or `--all-kernel`'s `:k` added to each event given
+    /// without a modifier (a PMU event `pmu/.../` takes it directly); perf's tool events and
+    /// events that have modifiers are left as they are.
+    pub fn with_privilege_level(&self, names: Vec<String>) -> Vec<String> {
+        let modifier = match (self.all_user, self.all_kernel) {
+            (true, _) => "u",
+            (_, true) => "k",
+            _ => return names,
+        };
+        names
+            .into_iter()
+            .map(|name| {
+                if super::tool::is_tool(&name) || name.contains(':') {
+                    // A tool event, an event with its own modifiers, or a tracepoint.
+                    name
+                } else if name.ends_with('/') {
+                    format!("{name}{modifier}")
+                } else {
+                    format!("{name}:{modifier}")
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `--pre` (`before`) or `--post`, and `-S`'s sync before a run, through the shell;
+    /// a hook that fails stops the measurement, as perf stops.
+    ///
+    /// # Errors
+    /// A hook that cannot be run or exits with a failure (exit 1), naming it.
+    pub fn run_hook(&self, before: bool) -> Result<(), CliError> {
+        if before && self.sync {
+            run_shell("sync", "-S (sync)")?;
+        }
+        let (hook, option) = if before {
+            (&self.pre, "--pre")
+        } else {
+            (&self.post, "--post")
+        };
+        match hook {
+            Some(command) => run_shell(command, option),
+            None => Ok(()),
+        }
+    }
+
+    /// Where `--log-fd` sends the results: the descriptor as a path this process may open.
+    pub fn log_path(&self) -> Option<PathBuf> {
+        self.log_fd.map(|fd| PathBuf::from(format!("/dev/fd/{fd}")))
+    }
+}
+
+/// Runs `command` with `sh -c`, its output the user's.
+fn run_shell(command: &str, option: &str) -> Result<(), CliError> {
+    let status = std::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .map_err(|e| {
+            CliError::failed(Error::new(
+                counterhal::ErrorKind::Other,
+                format!("{option} `{command}` could not be run: {e}"),
+            ))
+        })?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(CliError::failed(
+        Error::new(
+            counterhal::ErrorKind::Other,
+            format!("{option} `{command}` failed ({status})"),
+        )
+        .with_hint("the measurement stops where a --pre or --post command fails, as perf's does"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::arguments::parse;
+
+    fn names(words: &[&str], given: &[&str]) -> Vec<String> {
+        let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        args.more
+            .with_privilege_level(given.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn all_user_and_all_kernel_add_a_modifier_where_there_is_none() {
+        let given = [
+            "page-faults",
+            "cycles:k",
+            "cpu/event=0x3c/",
+            "sched:sched_switch",
+            "duration_time",
+        ];
+        assert_eq!(
+            names(&["--all-user", "--", "true"], &given),
+            [
+                "page-faults:u",
+                "cycles:k",
+                "cpu/event=0x3c/u",
+                "sched:sched_switch",
+                "duration_time"
+            ]
+        );
+        assert_eq!(
+            names(&["--all-kernel", "--", "true"], &["page-faults"]),
+            ["page-faults:k"]
+        );
+        assert_eq!(names(&["--", "true"], &["page-faults"]), ["page-faults"]);
+        assert!(parse(&["--all-user", "--all-kernel", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn detailed_levels_add_perfs_events() {
+        let args = parse(&["-dd", "--", "true"]).unwrap();
+        let mut names = Vec::new();
+        args.more.add_detailed(&mut names);
+        assert_eq!(names.len(), 10);
+        assert_eq!(names[0], "L1-dcache-loads");
+        assert_eq!(names[9], "iTLB-load-misses");
+    }
+
+    #[test]
+    fn options_that_cannot_work_here_are_refused_saying_why() {
+        for (words, expect) in [
+            (&["--topdown", "--", "true"][..], "topdown events"),
+            (&["-b", "--", "true"], "BPF"),
+            (&["--iostat", "--", "true"], "uncore"),
+            (&["-T", "--", "true"], "TSX"),
+            (&["--cputype", "core", "--", "true"], "hybrid"),
+            (&["--control", "fd:3", "--", "true"], "control"),
+        ] {
+            let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+            let error = args.more.check().expect_err("refused");
+            let text = error.to_string();
+            assert!(text.contains(expect), "{words:?}: {text}");
+        }
+        assert!(
+            parse(&["-B", "-x,", "--", "true"]).is_err(),
+            "perf refuses it"
+        );
+        assert!(parse(&["--append", "--", "true"]).is_err(), "needs -o");
+        assert!(parse(&["-n", "-e", "page-faults", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn hooks_run_and_a_failing_one_stops() {
+        let args = parse(&["--pre", "true", "--post", "exit 3", "--", "true"]).unwrap();
+        assert!(args.more.run_hook(true).is_ok());
+        let error = args.more.run_hook(false).expect_err("exit 3");
+        assert!(
+            error.error.to_string().contains("--post"),
+            "{}",
+            error.error
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! `--per-socket`, `--per-die`, `--per-core`, `--per-node`: each CPU's counts added up by the
+//! socket, die, core or NUMA node it belongs to, as sysfs describes them
+//! (`/sys/devices/system/cpu/cpuN/topology`, `/sys/devices/system/node/nodeM/cpuN`), with
+//! perf's labels (`S0`, `S0-D0`, `S0-D0-C1`, `N0`) and the number of CPUs in each.
+
+use std::path::Path;
+
+use counterhal::Error;
+use counterhal::hal::Reading;
+
+use super::results::{Counts, Place, Run};
+use super::summary::Section;
+
+/// What CPUs are added up by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregation {
+    /// The socket (physical package).
+    Socket,
+    /// The die within the socket.
+    Die,
+    /// The core within the die.
+    Core,
+    /// The NUMA node.
+    Node,
+}
+
+/// Where one CPU sits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuPlace {
+    /// Its socket (`physical_package_id`).
+    pub socket: u32,
+    /// Its die (`die_id`; 0 where the kernel does not tell).
+    pub die: u32,
+    /// Its core (`core_id`).
+    pub core: u32,
+    /// Its NUMA node (0 where there is none).
+    pub node: u32,
+}
+
+impl Aggregation {
+    /// perf's JSON key for the label: `socket`, `die`, `core`, `node`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Aggregation::Socket => "socket",
+            Aggregation::Die => "die",
+            Aggregation::Core => "core",
+            Aggregation::Node => "node",
+        }
+    }
+
+    /// perf's label of the group `cpu` belongs to, and the order groups print in.
+    fn label(self, cpu: CpuPlace) -> ((u32, u32, u32), String) {
+        let CpuPlace {
+            socket,
+            die,
+            core,
+            node,
+        } = cpu;
+        match self {
+            Aggregation::Socket => ((socket, 0, 0), format!("S{socket}")),
+            Aggregation::Die => ((socket, die, 0), format!("S{socket}-D{die}")),
+            Aggregation::Core => ((socket, die, core), format!("S{socket}-D{die}-C{core}")),
+            Aggregation::Node => ((node, 0, 0), format!("N{node}")),
+        }
+    }
+}
+
+/// Reads a number from a sysfs file under `root`.
+fn number(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Where CPU `cpu` sits, read from sysfs under `root` (`/sys/devices/system` here).
+pub fn cpu_place(root: &Path, cpu: u32) -> CpuPlace {
+    let topology = root.join(format!("cpu/cpu{cpu}/topology"));
+    let node = std::fs::read_dir(root.join("node"))
+        .ok()
+        .and_then(|entries| {
+            entries.flatten().find_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let id: u32 = name.strip_prefix("node")?.parse().ok()?;
+                entry
+                    .path()
+                    .join(format!("cpu{cpu}"))
+                    .exists()
+                    .then_some(id)
+            })
+        })
+        .unwrap_or(0);
+    CpuPlace {
+        socket: number(&topology.join("physical_package_id")).unwrap_or(0),
+        die: number(&topology.join("die_id")).unwrap_or(0),
+        core: number(&topology.join("core_id")).unwrap_or(cpu),
+        node,
+    }
+}
+
+/// Adds up `run`'s per-CPU counts (its places and each interval's) by `by`, each CPU placed
+/// by `place_of`.
+pub fn aggregate(run: &mut Run, by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace) {
+    run.places = add_up(&run.places, by, place_of);
+    for snapshot in &mut run.snapshots {
+        snapshot.counts = add_up(&snapshot.counts, by, place_of);
+    }
+}
+
+/// One group being added up: its order, label, how many CPUs, and the sums so far.
+type Group = ((u32, u32, u32), String, u32, Vec<Result<Reading, Error>>);
+
+/// The counts of `places` added up group by group, in perf's order.
+fn add_up(places: &[Counts], by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace) -> Vec<Counts> {
+    let mut groups: Vec<Group> = Vec::new();
+    for counts in places {
+        let Some(Place::Cpu(cpu)) = counts.place else {
+            continue;
+        };
+        let (order, label) = by.label(place_of(cpu));
+        let at = match groups.iter().position(|g| g.1 == label) {
+            Some(at) => at,
+            None => {
+                groups.push((order, label, 0, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let group = &mut groups[at];
+        group.2 += 1;
+        if group.3.is_empty() {
+            group.3 = counts.readings.clone();
+            continue;
+        }
+        for (sum, reading) in group.3.iter_mut().zip(&counts.readings) {
+            if let (Ok(total), Ok(more)) = (sum.as_ref(), reading) {
+                *sum = Ok(Reading::new(
+                    total.value.saturating_add(more.value),
+                    total.time_enabled.saturating_add(more.time_enabled),
+                    total.time_running.saturating_add(more.time_running),
+                ));
+            }
+        }
+    }
+    groups.sort_by_key(|g| g.0);
+    groups
+        .into_iter()
+        .map(|(_, label, cpus, readings)| Counts {
+            place: Some(Place::Aggregate {
+                key: by.key(),
+                label,
+                cpus,
+            }),
+            readings,
+        })
+        .collect()
+}
+
+/// The order of a section's lines, as `(event, place)` indices: event by event with every
+/// place of the event together (perf's `-A` and `--per-thread`), but place by place with every
+/// event of the place together when CPUs were added up (perf's `--per-core` and its kind).
+pub fn line_order(section: &Section) -> Vec<(usize, usize)> {
+    let events = section.places.first().map_or(0, |p| p.events.len());
+    let places = section.places.len();
+    let aggregated = section
+        .places
+        .iter()
+        .any(|p| p.place.as_ref().and_then(Place::cpus_added).is_some());
+    if aggregated {
+        (0..places)
+            .flat_map(|place| (0..events).map(move |event| (event, place)))
+            .collect()
+    } else {
+        (0..events)
+            .flat_map(|event| (0..places).map(move |place| (event, place)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(cpu: u32, value: u64) -> Counts {
+        Counts {
+            place: Some(Place::Cpu(cpu)),
+            readings: vec![Ok(Reading::new(value, 10, 10))],
+        }
+    }
+
+    /// Four CPUs: two cores of two threads on one socket, the second core on node 1.
+    fn place_of(cpu: u32) -> CpuPlace {
+        CpuPlace {
+            socket: 0,
+            die: 0,
+            core: cpu / 2,
+            node: cpu / 2,
+        }
+    }
+
+    #[test]
+    fn cpus_add_up_by_core_socket_and_node_with_perfs_labels() {
+        let places = [cpu(3, 4), cpu(0, 1), cpu(1, 2), cpu(2, 3)];
+        let cores = add_up(&places, Aggregation::Core, &place_of);
+        let summary: Vec<(String, u64)> = cores
+            .iter()
+            .map(|c| {
+                let label = c.place.as_ref().unwrap().label();
+                (label, c.readings[0].as_ref().unwrap().value)
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [("S0-D0-C0".to_string(), 3), ("S0-D0-C1".to_string(), 7)]
+        );
+        let socket = add_up(&places, Aggregation::Socket, &place_of);
+        assert_eq!(socket.len(), 1);
+        assert_eq!(
+            socket[0].place,
+            Some(Place::Aggregate {
+                key: "socket",
+                label: "S0".into(),
+                cpus: 4
+            })
+        );
+        assert_eq!(socket[0].readings[0].as_ref().unwrap().time_running, 40);
+        let nodes = add_up(&places, Aggregation::Node, &place_of);
+        assert_eq!(nodes[1].place.as_ref().unwrap().label(), "N1");
+        let die = add_up(&places, Aggregation::Die, &place_of);
+        assert_eq!(die[0].place.as_ref().unwrap().json_field().0, "die");
+    }
+
+    #[test]
+    fn this_machine_s_cpus_are_placed_from_sysfs() {
+        let root = Path::new("/sys/devices/system");
+        if !root.join("cpu/cpu0/topology").exists() {
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::System,
+                "no sysfs CPU topology here"
+            );
+        }
+        let first = cpu_place(root, 0);
+        let expected = number(&root.join("cpu/cpu0/topology/core_id")).unwrap();
+        assert_eq!(first.core, expected);
+    }
+}
