@@ -6,7 +6,8 @@
 //! command), [`results`] (what a run yields), [`counted`] and [`attached`] (the two ways of
 //! counting), [`measurement`] (the backend, the events, the path, repeats), [`summary`]
 //! (means, spreads, times, intervals and places), [`metrics`] (perf's metric column),
-//! [`expression`] and [`named_metrics`] (`-M`),
+//! [`named_metrics`] (`-M`, over the event database's metrics and
+//! [`counterhal::events::expression`]),
 //! [`separated`] (perf's `-x` and `-j` lines), [`document`] (the `--json` document) and
 //! [`printing`] (the table, and where the results go), [`plot`] (`--plot`). This module only joins them.
 
@@ -14,7 +15,6 @@ mod arguments;
 mod attached;
 mod counted;
 mod document;
-mod expression;
 mod measurement;
 mod metrics;
 mod named_metrics;

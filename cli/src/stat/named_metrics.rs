@@ -1,4 +1,4 @@
-//! `-M NAME[,NAME]`: metrics by name or group, each an [`expression`](super::expression) over
+//! `-M NAME[,NAME]`: metrics by name or group, each an [`expression`](counterhal::events::expression) over
 //! perf's generalized events, the duration (`duration_time`, seconds), the CPUs online
 //! (`#num_cpus_online`) and other metrics by name. The metrics here are the portable ones
 //! (every CPU with perf's generalized events has them); a model's own metrics belong in the
@@ -6,8 +6,8 @@
 
 use counterhal::Error;
 
-use super::expression::{self, Expr};
 use super::summary::EventSummary;
+use counterhal::events::expression::{self, Expr};
 
 /// A metric: its name, its group, its formula, and how its value prints.
 #[derive(Debug)]

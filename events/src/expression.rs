@@ -33,18 +33,30 @@ pub enum Expr {
 /// A binary operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// `+`.
     Add,
+    /// `-`.
     Subtract,
+    /// `*`.
     Multiply,
+    /// `/` (no value when dividing by 0).
     Divide,
+    /// `<` (1 or 0).
     Less,
+    /// `>` (1 or 0).
     Greater,
+    /// `<=` (1 or 0).
+    LessEqual,
+    /// `>=` (1 or 0).
+    GreaterEqual,
 }
 
 /// A function of two arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Function {
+    /// The smaller of two.
     Min,
+    /// The larger of two.
     Max,
     /// `a / b`, or 0 when `b` is 0.
     DRatio,
@@ -70,6 +82,8 @@ enum Token {
     Number(f64),
     Name(String),
     Symbol(char),
+    /// `<=` or `>=`, by its first character.
+    OrEqual(char),
 }
 
 /// Splits `text` into tokens, each with its offset.
@@ -119,11 +133,30 @@ fn tokens(text: &str) -> Result<Vec<(Token, usize)>, ParseError> {
                 } else if c.is_alphanumeric() || matches!(c, '_' | '.' | '#' | '@' | ':') {
                     name.push(c);
                     i += 1;
+                } else if c == '[' {
+                    // perfmon's instance index, `UNC_P_CLOCKTICKS[0]`: part of the name.
+                    let digits = chars[i + 1..]
+                        .iter()
+                        .take_while(|(_, d)| d.is_ascii_digit())
+                        .count();
+                    if digits == 0 || chars.get(i + 1 + digits).map(|c| c.1) != Some(']') {
+                        return Err(ParseError {
+                            message: "`[` not followed by an index and `]`".into(),
+                            at: chars[i].0,
+                        });
+                    }
+                    for &(_, d) in &chars[i..i + digits + 2] {
+                        name.push(d);
+                    }
+                    i += digits + 2;
                 } else {
                     break;
                 }
             }
             out.push((Token::Name(name), at));
+        } else if (c == '<' || c == '>') && chars.get(i + 1).map(|c| c.1) == Some('=') {
+            out.push((Token::OrEqual(c), at));
+            i += 2;
         } else if "+-*/()<>,".contains(c) {
             out.push((Token::Symbol(c), at));
             i += 1;
@@ -219,6 +252,8 @@ impl Parser {
         while let Some(op) = match self.peek() {
             Some(Token::Symbol('<')) => Some(Op::Less),
             Some(Token::Symbol('>')) => Some(Op::Greater),
+            Some(Token::OrEqual('<')) => Some(Op::LessEqual),
+            Some(Token::OrEqual(_)) => Some(Op::GreaterEqual),
             _ => None,
         } {
             self.next += 1;
@@ -318,6 +353,8 @@ impl Expr {
                     Op::Divide => a / b,
                     Op::Less => f64::from(u8::from(a < b)),
                     Op::Greater => f64::from(u8::from(a > b)),
+                    Op::LessEqual => f64::from(u8::from(a <= b)),
+                    Op::GreaterEqual => f64::from(u8::from(a >= b)),
                 }
             }
             // Only the branch taken needs its events.
@@ -427,6 +464,9 @@ mod tests {
         assert_eq!(eval("a if smt_on else 2 * a", &values), Some(6.0));
         assert_eq!(eval("a if b else 2 * a", &values), Some(12.0));
         assert_eq!(eval("1 if a > 5 else 0", &values), Some(1.0));
+        assert_eq!(eval("1 if a >= 6 else 0", &values), Some(1.0));
+        assert_eq!(eval("1 if a <= 5 else 0", &values), Some(0.0));
+        assert_eq!(eval("X[0] / 2", &[("X[0]", 4.0)]), Some(2.0));
         assert_eq!(
             eval("1 if a < 5 else 2 if a > 5 else 3", &values),
             Some(2.0)
@@ -449,6 +489,7 @@ mod tests {
             ("min(1)", "expected `,`", 5),
             ("1 $ 2", "unexpected `$`", 2),
             ("a\\", "an escape at the end", 1),
+            ("A[x]", "`[` not followed", 1),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.message.contains(message), "{text}: {error}");
