@@ -15,9 +15,10 @@ mod arguments;
 mod attached;
 mod counted;
 mod document;
+mod machine;
 mod measurement;
 mod metrics;
-mod named_metrics;
+pub(crate) mod named_metrics;
 mod pacing;
 mod plot;
 mod printing;
@@ -56,22 +57,25 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .is_none_or(|registration| registration.name == "linux")
     {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
-            Ok(linux) => return stat_with(&args, &targets, &linux),
+            Ok(linux) => return stat_with(&args, &targets, &linux, context.model.as_deref()),
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend)
+    stat_with(&args, &targets, &backend, context.model.as_deref())
 }
 
-/// Plans the events on `backend`, measures, and writes the summary.
+/// Plans the events on `backend`, measures, and writes the summary; `-M` looks up the
+/// metrics of the database model `model` and the portable ones.
 fn stat_with<B: Backend>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
+    model: Option<&str>,
 ) -> Result<ExitCode, CliError> {
-    let chosen = named_metrics::chosen(&args.metrics).map_err(|e| CliError::usage(e, USAGE))?;
+    let chosen =
+        named_metrics::chosen(&args.metrics, model).map_err(|e| CliError::usage(e, USAGE))?;
     let (mut names, groups) = args.event_groups();
     if args.event_names.is_empty() && !chosen.is_empty() {
         // -M alone counts the metrics' events, not the default set (as perf does).
