@@ -11,7 +11,11 @@
 //! expression = "100 * ( UOPS_RETIRED.RETIRE_SLOTS / ( 4 * CPU_CLK_UNHALTED.THREAD ) )"
 //! unit = "percent"
 //! ```
+//!
+//! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
+//! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use counterhal_hal::{Error, Result};
@@ -89,6 +93,10 @@ fn one() -> f64 {
 pub struct MetricTable {
     /// The model id they belong to.
     pub model: String,
+    /// Events the formulas read by a name the model's events may not have (perf's kernel
+    /// names), each with the event string to open instead (`r76`).
+    #[serde(default)]
+    pub events: BTreeMap<String, String>,
     /// The metrics, in the file's order.
     #[serde(default, rename = "metric")]
     pub metrics: Vec<Metric>,
@@ -193,7 +201,7 @@ mod tests {
     fn a_table_parses_and_bad_ones_say_what_is_wrong() {
         let table = parse_metrics(
             "t.toml",
-            "model = \"x\"\n[[metric]]\nname = \"IPC\"\ngroups = [\"B\", \"A\"]\n\
+            "model = \"x\"\n[events]\n\"a.b\" = \"r76\"\n[[metric]]\nname = \"IPC\"\ngroups = [\"B\", \"A\"]\n\
              expression = \"INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD\"\n\
              [[metric]]\nname = \"r\"\ngroups = [\"A\"]\nexpression = \"d_ratio(a, b)\"\n\
              scale = 100.0\nunit = \"%\"\n",
@@ -203,6 +211,7 @@ mod tests {
         assert_eq!(table.get("ipc").unwrap().scale, 1.0);
         assert_eq!(table.get("r").unwrap().unit, "%");
         assert_eq!(table.groups(), ["A", "B"]);
+        assert_eq!(table.events["a.b"], "r76");
         for (text, needle) in [
             (
                 "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1 +\"\n",

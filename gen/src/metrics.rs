@@ -90,6 +90,9 @@ pub struct GenMetrics {
     pub model: String,
     /// Where they came from.
     pub source: Provenance,
+    /// The events the formulas read that the model's database may not name, as raw events
+    /// (perf's kernel names of AMD core events), sorted.
+    pub events: Vec<(String, String)>,
     /// The metrics, sorted by name.
     pub metrics: Vec<GenMetric>,
 }
@@ -307,12 +310,18 @@ pub fn kernel(root: &Path, commit: &str) -> Result<Vec<GenMetrics>, GenError> {
             .collect();
         files.sort();
         let mut metrics = Vec::new();
+        let mut raw = Vec::new();
         for file in &files {
             let relative = format!("tools/perf/pmu-events/arch/x86/{dir}/{file}");
             let json = read_json(&path.join(file))?;
             let entries = json
                 .as_array()
                 .ok_or_else(|| GenError::Data(format!("{relative}: not a JSON array")))?;
+            for entry in entries.iter().filter(|e| e.get("Unit").is_none()) {
+                if let Some(event) = raw_event(entry) {
+                    raw.push(event);
+                }
+            }
             for entry in entries.iter().filter(|e| e.get("MetricName").is_some()) {
                 let name = text(entry, "MetricName");
                 let expression = text(entry, "MetricExpr");
@@ -336,9 +345,48 @@ pub fn kernel(root: &Path, commit: &str) -> Result<Vec<GenMetrics>, GenError> {
             }
         }
         let file = format!("tools/perf/pmu-events/arch/x86/{dir}/*.json");
-        out.push(table(model, KERNEL_SOURCE, commit, &file, metrics)?);
+        let mut table = table(model, KERNEL_SOURCE, commit, &file, metrics)?;
+        table.events = read_events(&table.metrics, &raw);
+        out.push(table);
     }
     Ok(out)
+}
+
+/// A core event of perf's AMD JSON as our raw syntax: `rHEX` with the event code's low byte,
+/// the unit mask at bit 8 and the code's high nibble at bit 32 (`None`: no event code).
+fn raw_event(entry: &Value) -> Option<(String, String)> {
+    let name = entry.get("EventName")?.as_str()?;
+    let number = |key: &str| {
+        let text = text(entry, key);
+        u64::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+    };
+    let code = number("EventCode")?;
+    let umask = if text(entry, "UMask").is_empty() {
+        0
+    } else {
+        number("UMask")?
+    };
+    let value = (code & 0xff) | (umask & 0xff) << 8 | (code >> 8 & 0xf) << 32;
+    Some((name.to_string(), format!("r{value:x}")))
+}
+
+/// The raw events of `raw` that `metrics` read by name, sorted.
+fn read_events(metrics: &[GenMetric], raw: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for metric in metrics {
+        let words = metric
+            .expression
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+        for word in words {
+            if let Some(event) = raw.iter().find(|(name, _)| name == word)
+                && !out.contains(event)
+            {
+                out.push(event.clone());
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// One model's table, its metrics sorted by name (a name given twice with different facts is
@@ -366,6 +414,7 @@ fn table(
             commit: commit.to_string(),
             file: file.to_string(),
         },
+        events: Vec::new(),
         metrics,
     })
 }
@@ -380,6 +429,12 @@ pub fn metrics_toml(table: &GenMetrics) -> String {
     let _ = writeln!(out, "# file: {}", p.file);
     out.push('\n');
     let _ = writeln!(out, "model = {}", quoted(&table.model));
+    if !table.events.is_empty() {
+        out.push_str("\n[events]\n");
+        for (name, raw) in &table.events {
+            let _ = writeln!(out, "{} = {}", quoted(name), quoted(raw));
+        }
+    }
     for metric in &table.metrics {
         out.push_str("\n[[metric]]\n");
         let _ = writeln!(out, "name = {}", quoted(&metric.name));
@@ -463,6 +518,21 @@ mod tests {
             (6.103515625e-5, "MiB".to_string())
         );
         assert!(scale_unit("MiB").unwrap_err().contains("`MiB`"));
+    }
+
+    #[test]
+    fn amd_events_become_raw_events() {
+        let entry = serde_json::json!({"EventName": "x.y", "EventCode": "0x1a0", "UMask": "0x1e"});
+        assert_eq!(
+            raw_event(&entry),
+            Some(("x.y".to_string(), "r100001ea0".to_string()))
+        );
+        let entry = serde_json::json!({"EventName": "c", "EventCode": "0x76"});
+        assert_eq!(
+            raw_event(&entry),
+            Some(("c".to_string(), "r76".to_string()))
+        );
+        assert_eq!(raw_event(&serde_json::json!({"EventName": "m"})), None);
     }
 
     #[test]

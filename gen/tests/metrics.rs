@@ -49,6 +49,10 @@ fn the_perfmon_fixture_generates_exactly_the_expected_file_twice() {
 fn the_kernel_fixture_generates_exactly_the_expected_file_twice() {
     let first = kernel(&data("kernel"));
     check(&first, "kernel-metrics-expected.toml", "amd64_fam19h_zen4");
+    // The core event a formula reads by perf's name, as a raw event; none it does not read.
+    let table = counterhal_events::parse_metrics("fixture", &first).unwrap();
+    assert_eq!(table.events.len(), 1, "{:?}", table.events);
+    assert_eq!(table.events["ex_ret_ops"], "rc1");
     assert_eq!(kernel(&data("kernel")), first);
 }
 

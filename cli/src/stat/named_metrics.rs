@@ -300,9 +300,16 @@ fn readable(metric: &MetricDef) -> Result<(), Error> {
     Ok(())
 }
 
-/// The event to open for a name a formula reads: perf's `cpu@X,cmask\=1@` is `cpu/X,cmask=1/`.
-pub fn event_name(name: &str) -> String {
-    if name.contains('@') {
+/// The event to open for a name a formula of `metric` reads: the raw event the model's table
+/// gives for it (perf's kernel names of AMD events), else the name; perf's
+/// `cpu@X,cmask\=1@` is `cpu/X,cmask=1/`.
+pub fn event_name(metric: &MetricDef, name: &str) -> String {
+    let table = metric
+        .model
+        .and_then(|id| shipped_metrics(id).ok().flatten());
+    if let Some(raw) = table.and_then(|t| t.events.get(name)) {
+        raw.clone()
+    } else if name.contains('@') {
         name.replace('@', "/")
     } else {
         name.to_string()
@@ -325,7 +332,7 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
                 Some(_) => {}
                 None if is_constant(&name) => {}
                 None => {
-                    let event = event_name(&name);
+                    let event = event_name(metric, &name);
                     if !events.contains(&event) {
                         events.push(event);
                     }
@@ -356,7 +363,7 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
             // A referenced metric's own scale is for printing it, not for formulas reading it.
             Some(inner) => value(inner, events, length_ns, depth + 1),
             None => {
-                let event = event_name(name);
+                let event = event_name(metric, name);
                 events
                     .iter()
                     .find(|e| e.name == event || e.name.split(':').next() == Some(event.as_str()))
@@ -489,18 +496,15 @@ mod tests {
         let zen4 = chosen(&["PipelineL1".to_string()], Some("amd64_fam19h_zen4")).unwrap();
         let events = events_needed(&zen4);
         assert!(
-            events.contains(&"ls_not_halted_cyc".to_string()),
-            "through total_dispatch_slots: {events:?}"
+            events.contains(&"r76".to_string()),
+            "perf's ls_not_halted_cyc, through total_dispatch_slots, opens as raw: {events:?}"
         );
         assert!(
             !events.iter().any(|e| e == "total_dispatch_slots"),
             "{events:?}"
         );
         let frontend = zen4.iter().find(|m| m.name == "frontend_bound").unwrap();
-        let counted = reading(&[
-            ("de_no_dispatch_per_slot.no_ops_from_frontend", 300),
-            ("ls_not_halted_cyc", 100),
-        ]);
+        let counted = reading(&[("r1000001a0", 300), ("r76", 100)]);
         assert_eq!(evaluate(frontend, &counted, 1), Some(50.0), "scaled by 100");
         let all = of_model("amd64_fam19h_zen4").unwrap();
         let with_term = all
