@@ -137,3 +137,23 @@ fn an_unknown_metric_names_the_nearest_of_the_model() {
     assert!(error.contains("nearest: Retiring"), "{error}");
     assert!(error.contains("list --metrics"), "{error}");
 }
+
+#[test]
+fn a_metric_reading_an_event_the_model_lacks_is_refused_naming_both() {
+    // The generated Skylake table leaves AnyThread events out; TMA's level 1 reads one.
+    let o = counterhal(&[
+        "stat",
+        "-M",
+        "Backend_Bound",
+        "--cpu-model",
+        "skl",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let error = stderr(&o);
+    assert!(
+        error.contains("metric `Backend_Bound` reads `CPU_CLK_UNHALTED.THREAD_ANY`"),
+        "{error}"
+    );
+}

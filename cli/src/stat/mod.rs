@@ -90,6 +90,18 @@ fn stat_with<B: Backend>(
             names.push(needed);
         }
     }
+    // A metric's event the model does not have is refused naming the metric.
+    for metric in &chosen {
+        for event in named_metrics::events_needed(&[metric]) {
+            match backend.resolve(&event) {
+                Err(e) if e.kind() == counterhal::ErrorKind::InvalidEvent => {
+                    let e = e.context(format_args!("metric `{}` reads `{event}`", metric.name));
+                    return Err(CliError::usage(e, USAGE));
+                }
+                _ => {}
+            }
+        }
+    }
     let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
