@@ -1,7 +1,8 @@
 //! Metric expressions as perf's metric tables write them: numbers (`1e9`), event names (with
 //! perf's escapes: `branch\-misses`, `INST_RETIRED.ANY`, `cpu@event\=0x3c@`), `+ - * /`,
 //! comparisons `< >`, parentheses, `A if COND else B`, `min(a, b)`, `max(a, b)`,
-//! `d_ratio(a, b)` (a / b, 0 when b is 0), and names the caller gives values to
+//! `d_ratio(a, b)` (a / b, 0 when b is 0), `has_event(e)`, `source_count(e)`, `<= >=`, and
+//! names the caller gives values to
 //! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
 
 use std::fmt;
@@ -28,6 +29,11 @@ pub enum Expr {
     },
     /// `min`, `max` or `d_ratio` of two.
     Call(Function, Box<Expr>, Box<Expr>),
+    /// perf's `has_event(EVENT)`: 1 when the event has a value, else 0.
+    HasEvent(String),
+    /// perf's `source_count(EVENT)`: how many counters the value adds up (1 here: each event
+    /// is one counter of its place).
+    SourceCount(String),
 }
 
 /// A binary operator.
@@ -314,6 +320,25 @@ impl Parser {
                     "d_ratio" => Some(Function::DRatio),
                     _ => None,
                 };
+                if matches!(name.as_str(), "has_event" | "source_count")
+                    && self.peek() == Some(&Token::Symbol('('))
+                {
+                    self.next += 1;
+                    let at = self.at();
+                    let Some(Token::Name(event)) = self.peek().cloned() else {
+                        return Err(ParseError {
+                            message: format!("`{name}` takes an event name"),
+                            at,
+                        });
+                    };
+                    self.next += 1;
+                    self.expect(')')?;
+                    return Ok(if name == "has_event" {
+                        Expr::HasEvent(event)
+                    } else {
+                        Expr::SourceCount(event)
+                    });
+                }
                 match function {
                     Some(function) if self.peek() == Some(&Token::Symbol('(')) => {
                         self.next += 1;
@@ -369,6 +394,8 @@ impl Expr {
                     otherwise.evaluate(value_of)?
                 }
             }
+            Expr::HasEvent(name) => f64::from(u8::from(value_of(name).is_some())),
+            Expr::SourceCount(_) => 1.0,
             Expr::Call(function, a, b) => {
                 let (a, b) = (a.evaluate(value_of)?, b.evaluate(value_of)?);
                 match function {
@@ -391,7 +418,9 @@ impl Expr {
     fn collect_names(&self, names: &mut Vec<String>) {
         match self {
             Expr::Number(_) => {}
-            Expr::Name(name) => {
+            // has_event and source_count read their event too: it is opened, and has a value
+            // or not.
+            Expr::Name(name) | Expr::HasEvent(name) | Expr::SourceCount(name) => {
                 if !names.contains(name) {
                     names.push(name.clone());
                 }
@@ -477,6 +506,13 @@ mod tests {
         assert_eq!(eval("d_ratio(a, b)", &values), Some(0.0));
         assert_eq!(eval("a / b", &values), None);
         assert_eq!(eval("d_ratio(a, 3)", &values), Some(2.0));
+        // perf's has_event and source_count.
+        assert_eq!(eval("has_event(a) + has_event(nope)", &values), Some(1.0));
+        assert_eq!(eval("a / source_count(a)", &values), Some(6.0));
+        assert_eq!(
+            eval("(a if has_event(nope) else 2) * 3", &values),
+            Some(6.0)
+        );
     }
 
     #[test]
@@ -490,6 +526,7 @@ mod tests {
             ("1 $ 2", "unexpected `$`", 2),
             ("a\\", "an escape at the end", 1),
             ("A[x]", "`[` not followed", 1),
+            ("has_event(1)", "takes an event name", 10),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.message.contains(message), "{text}: {error}");
