@@ -109,6 +109,32 @@ fn escaped(name: &str) -> String {
     out
 }
 
+/// A perfmon event with its modifiers as our event strings write them: `:c1` is `:c=1`,
+/// `:e1` `:e=1`, `:i1` `:i=1`, `:SUP` `:k`, `:USER` `:u`; others stay as written (perf's own,
+/// which the database refuses by name).
+fn perfmon_event(name: &str) -> String {
+    let mut parts = name.split(':');
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for modifier in parts {
+        out.push(':');
+        let (letter, digits) = modifier.split_at(modifier.len().min(1));
+        match modifier {
+            "SUP" => out.push('k'),
+            "USER" => out.push('u'),
+            _ if matches!(letter, "c" | "e" | "i")
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                out.push_str(letter);
+                out.push('=');
+                out.push_str(digits);
+            }
+            _ => out.push_str(modifier),
+        }
+    }
+    out
+}
+
 /// perfmon's formula with each alias replaced by its event (escaped) or constant.
 fn substituted(formula: &str, aliases: &[(String, String)]) -> String {
     let chars: Vec<char> = formula.chars().collect();
@@ -190,7 +216,7 @@ fn perfmon_metric(entry: &Value, file: &str) -> Result<GenMetric, GenError> {
         {
             let (alias, value) = (text(item, "Alias"), text(item, "Name"));
             let ours = if is_event {
-                escaped(value)
+                escaped(&perfmon_event(value))
             } else {
                 match PERFMON_CONSTANTS.iter().find(|(n, _)| *n == value) {
                     Some((_, ours)) => (*ours).to_string(),
@@ -504,6 +530,17 @@ mod tests {
             ),
             "100 * ( UOPS.X:c1 / 1e9 ) if #smt_on else OCR.Y:msr\\=0x1 + duration_time"
         );
+    }
+
+    #[test]
+    fn perfmon_modifiers_become_ours() {
+        assert_eq!(perfmon_event("A.B:c1:e1"), "A.B:c=1:e=1");
+        assert_eq!(perfmon_event("A.B:i1:c12"), "A.B:i=1:c=12");
+        assert_eq!(perfmon_event("A:SUP"), "A:k");
+        assert_eq!(perfmon_event("A:USER"), "A:u");
+        assert_eq!(perfmon_event("A:perf_metrics"), "A:perf_metrics");
+        assert_eq!(perfmon_event("A:u0xfc"), "A:u0xfc");
+        assert_eq!(perfmon_event("A.B"), "A.B");
     }
 
     #[test]
