@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
+use crate::stat::named_metrics::{MetricDef, catalogue};
 
 /// Arguments of `counterhal list`.
 #[derive(Args, Debug)]
@@ -25,8 +26,92 @@ pub struct ListArgs {
     /// counters, number of events) instead of events.
     #[arg(long)]
     models: bool,
-    /// Only events whose name or description contains this (case-insensitive).
+    /// List the metrics `stat -M` takes instead of events: the CPU model's (from the event
+    /// database) and the portable ones, with groups, formula and unit, and the groups.
+    #[arg(long, conflicts_with = "models")]
+    metrics: bool,
+    /// Only events (metrics) whose name or description contains this (case-insensitive).
     pattern: Option<String>,
+}
+
+/// `list --metrics`: the metrics of `model` and the portable ones whose name or group holds
+/// `pattern` (any case), then their groups; or the same as one JSON document.
+fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, CliError> {
+    let lower = pattern.to_ascii_lowercase();
+    let metrics: Vec<&MetricDef> = catalogue(model)
+        .map_err(CliError::failed)?
+        .into_iter()
+        .filter(|m| {
+            std::iter::once(m.name)
+                .chain(m.groups.iter().copied())
+                .any(|n| n.to_ascii_lowercase().contains(&lower))
+        })
+        .collect();
+    let mut groups: Vec<&str> = metrics
+        .iter()
+        .flat_map(|m| m.groups.iter().copied())
+        .collect();
+    groups.sort_unstable_by_key(|g| g.to_ascii_lowercase());
+    groups.dedup();
+    let mut out = String::new();
+    if json {
+        let list: Vec<_> = metrics
+            .iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "groups": m.groups,
+                    "expression": m.expression,
+                    "scale": m.scale,
+                    "unit": m.unit,
+                    "model": m.model,
+                })
+            })
+            .collect();
+        let document = json!({ "model": model, "groups": groups, "metrics": list });
+        _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&document).expect("JSON of plain values")
+        );
+        return Ok(out);
+    }
+    let own = metrics.iter().filter(|m| m.model.is_some()).count();
+    _ = writeln!(
+        out,
+        "metrics for CPU model {} ({own} of the model, {} portable)",
+        model.unwrap_or("none (portable metrics only)"),
+        metrics.len() - own
+    );
+    for (heading, portable) in [("model metrics", false), ("portable metrics", true)] {
+        let section: Vec<&&MetricDef> = metrics
+            .iter()
+            .filter(|m| m.model.is_none() == portable)
+            .collect();
+        if section.is_empty() {
+            continue;
+        }
+        _ = writeln!(out, "\n{heading}:");
+        for m in section {
+            let unit = match (m.scale, m.unit) {
+                (1.0, unit) => unit.to_string(),
+                (scale, unit) => format!("{scale} {unit}"),
+            };
+            let groups = match m.groups.is_empty() {
+                true => "no group".to_string(),
+                false => m.groups.join(", "),
+            };
+            _ = writeln!(out, "  {:<40} [{groups}] {unit}", m.name);
+            _ = writeln!(out, "      {}", m.expression);
+        }
+    }
+    _ = writeln!(out, "\ngroups ({}): {}", groups.len(), groups.join(", "));
+    _ = writeln!(
+        out,
+        "\n{} metrics listed; `stat -M NAME|GROUP` counts them",
+        metrics.len()
+    );
+    Ok(out)
 }
 
 /// Runs `counterhal list`.
@@ -35,6 +120,12 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     if args.models {
         crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.metrics {
+        let model = context.model.as_deref();
+        let pattern = args.pattern.as_deref().unwrap_or("");
+        crate::output::emit(&metrics(model, pattern, args.json)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with

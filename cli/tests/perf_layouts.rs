@@ -419,7 +419,7 @@ fn metrics_by_name_count_their_events_and_print_their_values() {
     // The same number as the metric column beside task-clock.
     assert_eq!(fields[5], clock[5], "{lines:?}");
     assert_eq!(fields[6], "CPUs utilized");
-    let o = ours(&["-M", "nosuch", "--", "true"]);
+    let o = ours(&["-M", "TopdownL", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("TopdownL1"), "{}", stderr(&o));
 }

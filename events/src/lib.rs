@@ -6,7 +6,9 @@ mod database;
 mod domain;
 mod encode;
 mod error;
+pub mod expression;
 mod loader;
+mod metrics;
 mod model;
 mod parse;
 pub mod perf;
@@ -18,6 +20,7 @@ pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 pub use cpu::{CpuIdentity, Vendor};
 pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
 pub use error::{EventError, EventErrorKind};
+pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_FILES, parse_metrics, shipped_metrics};
 pub use model::{
     CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,
     UnitMask, UnitMaskClass,

@@ -10,6 +10,7 @@
 
 pub mod cparse;
 pub mod libpfm4;
+pub mod metrics;
 pub mod model;
 pub mod perfmon;
 pub mod write;

@@ -39,6 +39,30 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`).
+    PerfmonMetrics {
+        /// The snapshot's top directory.
+        #[arg(long)]
+        source: PathBuf,
+        /// The snapshot's commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
+    KernelMetrics {
+        /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
+        #[arg(long)]
+        source: PathBuf,
+        /// The kernel's version or commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -62,6 +86,18 @@ fn main() -> ExitCode {
                 Ok(models)
             })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
+        Source::PerfmonMetrics {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::metrics::perfmon(source, commit)
+            .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
+        Source::KernelMetrics {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::metrics::kernel(source, commit)
+            .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
     };
     match result {
         Ok(paths) => {

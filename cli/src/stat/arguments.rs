@@ -85,7 +85,8 @@ pub struct StatArgs {
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(super) repeat: u32,
-    /// Metrics or metric groups to compute, comma-separated (IPC, CPI, CPUs_utilized,
+    /// Metrics or metric groups to compute, comma-separated: the CPU model's from the event
+    /// database (`counterhal list --metrics`) and the portable ones (IPC, CPI, CPUs_utilized,
     /// branch_miss_rate, cache_miss_rate, TopdownL1...); their events are added.
     #[arg(short = 'M', long = "metrics", value_name = "METRIC[,METRIC]")]
     pub(super) metrics: Vec<String>,

@@ -8,7 +8,8 @@
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
-//! [`expression`] and [`named_metrics`] (`-M`), [`separated`] (perf's `-x` and `-j` lines),
+//! [`machine`] (the machine's facts for metrics), [`named_metrics`] (`-M`, over the event
+//! database's metrics and [`counterhal::events::expression`]), [`separated`] (perf's `-x` and `-j` lines),
 //! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
 //! (the table, and where the results go), [`verbose`] (`-v`, `--no-scale`), [`plot`]
 //! (`--plot`) and [`model`] (`--model`: a device model fed steady work). This module only
@@ -18,12 +19,12 @@ mod arguments;
 mod attached;
 mod counted;
 mod document;
-mod expression;
+mod machine;
 mod measurement;
 mod metric_only;
 mod metrics;
 mod model;
-mod named_metrics;
+pub(crate) mod named_metrics;
 mod pacing;
 mod plot;
 mod printing;
@@ -81,24 +82,29 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .is_none_or(|registration| registration.name == "linux")
     {
         match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
-            Ok(linux) => return stat_with(&args, &targets, &linux, None),
+            Ok(linux) => {
+                return stat_with(&args, &targets, &linux, context.model.as_deref(), None);
+            }
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend, None)
+    stat_with(&args, &targets, &backend, context.model.as_deref(), None)
 }
 
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
-/// counted, when it is not what the command line says) under it.
+/// counted, when it is not what the command line says) under it; `-M` looks up the metrics
+/// of the database model `model` and the portable ones.
 fn stat_with<B: Backend>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
+    model: Option<&str>,
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
-    let chosen = named_metrics::chosen(&args.metrics).map_err(|e| CliError::usage(e, USAGE))?;
+    let chosen =
+        named_metrics::chosen(&args.metrics, model).map_err(|e| CliError::usage(e, USAGE))?;
     let (mut names, groups) = args.event_groups();
     if args.event_names.is_empty() && !chosen.is_empty() {
         // -M alone counts the metrics' events, not the default set (as perf does).
@@ -111,6 +117,18 @@ fn stat_with<B: Backend>(
             .any(|n| n == &needed || n.split(':').next() == Some(&needed))
         {
             names.push(needed);
+        }
+    }
+    // A metric's event the model does not have is refused naming the metric.
+    for metric in &chosen {
+        for event in named_metrics::events_needed(&[metric]) {
+            match backend.resolve(&event) {
+                Err(e) if e.kind() == counterhal::ErrorKind::InvalidEvent => {
+                    let e = e.context(format_args!("metric `{}` reads `{event}`", metric.name));
+                    return Err(CliError::usage(e, USAGE));
+                }
+                _ => {}
+            }
         }
     }
     let mut events = measurement::plan(backend, &names)?;

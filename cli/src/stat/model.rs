@@ -41,10 +41,12 @@ pub fn run(
     match registration.name {
         "pctr" => fed(
             args,
+            &id,
             &counterhal::pctr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
         ),
         "msr" => fed(
             args,
+            &id,
             &counterhal::msr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
         ),
         other => Err(usage(
@@ -56,8 +58,9 @@ pub fn run(
 
 /// Counts the command on `subject`'s backend, feeding its model from another thread until
 /// the measurement ends. The subject's work lands where a this-thread set counts (the model
-/// of one CPU), so that is where the events are counted.
-fn fed<S: Subject + Sync>(args: &StatArgs, subject: &S) -> Result<ExitCode, CliError> {
+/// of one CPU), so that is where the events are counted; `-M` reads the metrics of the
+/// database model `id`.
+fn fed<S: Subject + Sync>(args: &StatArgs, id: &str, subject: &S) -> Result<ExitCode, CliError> {
     let note = format!(
         "counted on the {} (a device model, not this machine), fed a steady synthetic \
          workload: per 10 ns of its clock 4 instructions (3 user, 1 kernel), 1 branch, 2 cycles",
@@ -80,7 +83,7 @@ fn fed<S: Subject + Sync>(args: &StatArgs, subject: &S) -> Result<ExitCode, CliE
             }
         });
         let targets = Targets::Attach(Attach::ThisThread);
-        let result = super::stat_with(args, &targets, subject.backend(), Some(note));
+        let result = super::stat_with(args, &targets, subject.backend(), Some(id), Some(note));
         done.store(true, Ordering::Relaxed);
         result
     })

@@ -322,9 +322,9 @@ mod tests {
 
     #[test]
     fn metrics_of_dash_m_print_in_the_metric_fields() {
-        use crate::stat::named_metrics::METRICS;
+        use crate::stat::named_metrics::portable;
         let summary = one_run();
-        let metrics: Vec<&MetricDef> = METRICS
+        let metrics: Vec<&MetricDef> = portable()
             .iter()
             .filter(|m| m.name == "CPUs_utilized" || m.name == "IPC")
             .collect();

@@ -1,7 +1,8 @@
 //! Metric expressions as perf's metric tables write them: numbers (`1e9`), event names (with
 //! perf's escapes: `branch\-misses`, `INST_RETIRED.ANY`, `cpu@event\=0x3c@`), `+ - * /`,
 //! comparisons `< >`, parentheses, `A if COND else B`, `min(a, b)`, `max(a, b)`,
-//! `d_ratio(a, b)` (a / b, 0 when b is 0), and names the caller gives values to
+//! `d_ratio(a, b)` (a / b, 0 when b is 0), `has_event(e)`, `source_count(e)`, `<= >=`, and
+//! names the caller gives values to
 //! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
 
 use std::fmt;
@@ -28,23 +29,40 @@ pub enum Expr {
     },
     /// `min`, `max` or `d_ratio` of two.
     Call(Function, Box<Expr>, Box<Expr>),
+    /// perf's `has_event(EVENT)`: 1 when the event has a value, else 0.
+    HasEvent(String),
+    /// perf's `source_count(EVENT)`: how many counters the value adds up (1 here: each event
+    /// is one counter of its place).
+    SourceCount(String),
 }
 
 /// A binary operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// `+`.
     Add,
+    /// `-`.
     Subtract,
+    /// `*`.
     Multiply,
+    /// `/` (no value when dividing by 0).
     Divide,
+    /// `<` (1 or 0).
     Less,
+    /// `>` (1 or 0).
     Greater,
+    /// `<=` (1 or 0).
+    LessEqual,
+    /// `>=` (1 or 0).
+    GreaterEqual,
 }
 
 /// A function of two arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Function {
+    /// The smaller of two.
     Min,
+    /// The larger of two.
     Max,
     /// `a / b`, or 0 when `b` is 0.
     DRatio,
@@ -70,6 +88,8 @@ enum Token {
     Number(f64),
     Name(String),
     Symbol(char),
+    /// `<=` or `>=`, by its first character.
+    OrEqual(char),
 }
 
 /// Splits `text` into tokens, each with its offset.
@@ -119,11 +139,30 @@ fn tokens(text: &str) -> Result<Vec<(Token, usize)>, ParseError> {
                 } else if c.is_alphanumeric() || matches!(c, '_' | '.' | '#' | '@' | ':') {
                     name.push(c);
                     i += 1;
+                } else if c == '[' {
+                    // perfmon's instance index, `UNC_P_CLOCKTICKS[0]`: part of the name.
+                    let digits = chars[i + 1..]
+                        .iter()
+                        .take_while(|(_, d)| d.is_ascii_digit())
+                        .count();
+                    if digits == 0 || chars.get(i + 1 + digits).map(|c| c.1) != Some(']') {
+                        return Err(ParseError {
+                            message: "`[` not followed by an index and `]`".into(),
+                            at: chars[i].0,
+                        });
+                    }
+                    for &(_, d) in &chars[i..i + digits + 2] {
+                        name.push(d);
+                    }
+                    i += digits + 2;
                 } else {
                     break;
                 }
             }
             out.push((Token::Name(name), at));
+        } else if (c == '<' || c == '>') && chars.get(i + 1).map(|c| c.1) == Some('=') {
+            out.push((Token::OrEqual(c), at));
+            i += 2;
         } else if "+-*/()<>,".contains(c) {
             out.push((Token::Symbol(c), at));
             i += 1;
@@ -219,6 +258,8 @@ impl Parser {
         while let Some(op) = match self.peek() {
             Some(Token::Symbol('<')) => Some(Op::Less),
             Some(Token::Symbol('>')) => Some(Op::Greater),
+            Some(Token::OrEqual('<')) => Some(Op::LessEqual),
+            Some(Token::OrEqual(_)) => Some(Op::GreaterEqual),
             _ => None,
         } {
             self.next += 1;
@@ -279,6 +320,25 @@ impl Parser {
                     "d_ratio" => Some(Function::DRatio),
                     _ => None,
                 };
+                if matches!(name.as_str(), "has_event" | "source_count")
+                    && self.peek() == Some(&Token::Symbol('('))
+                {
+                    self.next += 1;
+                    let at = self.at();
+                    let Some(Token::Name(event)) = self.peek().cloned() else {
+                        return Err(ParseError {
+                            message: format!("`{name}` takes an event name"),
+                            at,
+                        });
+                    };
+                    self.next += 1;
+                    self.expect(')')?;
+                    return Ok(if name == "has_event" {
+                        Expr::HasEvent(event)
+                    } else {
+                        Expr::SourceCount(event)
+                    });
+                }
                 match function {
                     Some(function) if self.peek() == Some(&Token::Symbol('(')) => {
                         self.next += 1;
@@ -318,6 +378,8 @@ impl Expr {
                     Op::Divide => a / b,
                     Op::Less => f64::from(u8::from(a < b)),
                     Op::Greater => f64::from(u8::from(a > b)),
+                    Op::LessEqual => f64::from(u8::from(a <= b)),
+                    Op::GreaterEqual => f64::from(u8::from(a >= b)),
                 }
             }
             // Only the branch taken needs its events.
@@ -332,6 +394,8 @@ impl Expr {
                     otherwise.evaluate(value_of)?
                 }
             }
+            Expr::HasEvent(name) => f64::from(u8::from(value_of(name).is_some())),
+            Expr::SourceCount(_) => 1.0,
             Expr::Call(function, a, b) => {
                 let (a, b) = (a.evaluate(value_of)?, b.evaluate(value_of)?);
                 match function {
@@ -354,7 +418,9 @@ impl Expr {
     fn collect_names(&self, names: &mut Vec<String>) {
         match self {
             Expr::Number(_) => {}
-            Expr::Name(name) => {
+            // has_event and source_count read their event too: it is opened, and has a value
+            // or not.
+            Expr::Name(name) | Expr::HasEvent(name) | Expr::SourceCount(name) => {
                 if !names.contains(name) {
                     names.push(name.clone());
                 }
@@ -427,6 +493,9 @@ mod tests {
         assert_eq!(eval("a if smt_on else 2 * a", &values), Some(6.0));
         assert_eq!(eval("a if b else 2 * a", &values), Some(12.0));
         assert_eq!(eval("1 if a > 5 else 0", &values), Some(1.0));
+        assert_eq!(eval("1 if a >= 6 else 0", &values), Some(1.0));
+        assert_eq!(eval("1 if a <= 5 else 0", &values), Some(0.0));
+        assert_eq!(eval("X[0] / 2", &[("X[0]", 4.0)]), Some(2.0));
         assert_eq!(
             eval("1 if a < 5 else 2 if a > 5 else 3", &values),
             Some(2.0)
@@ -437,6 +506,13 @@ mod tests {
         assert_eq!(eval("d_ratio(a, b)", &values), Some(0.0));
         assert_eq!(eval("a / b", &values), None);
         assert_eq!(eval("d_ratio(a, 3)", &values), Some(2.0));
+        // perf's has_event and source_count.
+        assert_eq!(eval("has_event(a) + has_event(nope)", &values), Some(1.0));
+        assert_eq!(eval("a / source_count(a)", &values), Some(6.0));
+        assert_eq!(
+            eval("(a if has_event(nope) else 2) * 3", &values),
+            Some(6.0)
+        );
     }
 
     #[test]
@@ -449,6 +525,8 @@ mod tests {
             ("min(1)", "expected `,`", 5),
             ("1 $ 2", "unexpected `$`", 2),
             ("a\\", "an escape at the end", 1),
+            ("A[x]", "`[` not followed", 1),
+            ("has_event(1)", "takes an event name", 10),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.message.contains(message), "{text}: {error}");

@@ -1,0 +1,137 @@
+//! The machine's facts metric formulas read as `#` constants (perf's names): SMT, threads per
+//! core, packages, cores per package, the TSC's frequency, the CPUs online. Each is read once
+//! from sysfs or `/proc/cpuinfo`; a fact not found here has no value, and `-M` refuses the
+//! metrics that need it with the reason.
+
+use std::sync::OnceLock;
+
+/// The `#` constants counterhal gives values to, and what each means (for errors and docs).
+pub const KNOWN: [(&str, &str); 6] = [
+    ("#num_cpus_online", "the CPUs online"),
+    ("#smt_on", "1 when SMT is active"),
+    ("#threads_per_core", "hardware threads per core"),
+    ("#num_packages", "CPU packages (sockets)"),
+    ("#cores_per_socket", "cores per package"),
+    ("#system_tsc_freq", "the TSC's frequency in Hz"),
+];
+
+/// The value of the constant `name` (`None`: not a constant we know, or not known here).
+pub fn constant(name: &str) -> Option<f64> {
+    static FACTS: OnceLock<Facts> = OnceLock::new();
+    let facts = FACTS.get_or_init(Facts::read);
+    match name {
+        "#num_cpus_online" => Some(counterhal::online_cpus().len() as f64),
+        "#smt_on" => Some(f64::from(u8::from(facts.smt_on))),
+        "#threads_per_core" => facts.threads_per_core.map(f64::from),
+        "#num_packages" => facts.packages.map(f64::from),
+        "#cores_per_socket" => facts.cores_per_package.map(f64::from),
+        "#system_tsc_freq" => facts.tsc_hz,
+        _ => None,
+    }
+}
+
+/// What a `#` constant means, when counterhal knows it.
+pub fn meaning(name: &str) -> Option<&'static str> {
+    KNOWN.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+}
+
+struct Facts {
+    smt_on: bool,
+    threads_per_core: Option<u32>,
+    packages: Option<u32>,
+    cores_per_package: Option<u32>,
+    tsc_hz: Option<f64>,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|t| t.trim().to_string())
+}
+
+/// How many CPUs a sysfs list (`0-3,8`) names.
+fn list_len(list: &str) -> Option<u32> {
+    let mut count = 0;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        count += match part.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().ok()? - a.parse::<u32>().ok()? + 1,
+            None => part.parse::<u32>().map(|_| 1).ok()?,
+        };
+    }
+    (count > 0).then_some(count)
+}
+
+impl Facts {
+    fn read() -> Facts {
+        let cpus = counterhal::online_cpus();
+        let topology = |cpu: u32, file: &str| {
+            read(&format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
+        };
+        let mut packages: Vec<String> = Vec::new();
+        let mut cores_of_first: Vec<String> = Vec::new();
+        for cpu in cpus.iter() {
+            let package = topology(cpu, "physical_package_id");
+            if let Some(package) = package {
+                if packages.first().is_none_or(|p| *p == package)
+                    && let Some(core) = topology(cpu, "core_id")
+                    && !cores_of_first.contains(&core)
+                {
+                    cores_of_first.push(core);
+                }
+                if !packages.contains(&package) {
+                    packages.push(package);
+                }
+            }
+        }
+        let first = cpus.first().unwrap_or(0);
+        Facts {
+            smt_on: read("/sys/devices/system/cpu/smt/active").as_deref() == Some("1"),
+            threads_per_core: topology(first, "thread_siblings_list").and_then(|l| list_len(&l)),
+            packages: u32::try_from(packages.len()).ok().filter(|&n| n > 0),
+            cores_per_package: u32::try_from(cores_of_first.len()).ok().filter(|&n| n > 0),
+            tsc_hz: read("/proc/cpuinfo").and_then(|text| tsc_from_cpuinfo(&text)),
+        }
+    }
+}
+
+/// The nominal frequency Intel writes in the model name (`... CPU @ 2.40GHz`), which the TSC
+/// runs at (as perf reads it when CPUID does not say).
+fn tsc_from_cpuinfo(text: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("model name"))?;
+    let at = line.rsplit_once('@')?.1.trim();
+    let ghz = at.strip_suffix("GHz")?.trim().parse::<f64>().ok()?;
+    (ghz > 0.0).then_some(ghz * 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysfs_lists_count_their_cpus() {
+        assert_eq!(list_len("0-3,8"), Some(5));
+        assert_eq!(list_len("2"), Some(1));
+        assert_eq!(list_len("x"), None);
+        assert_eq!(list_len(""), None);
+    }
+
+    #[test]
+    fn the_tsc_frequency_comes_from_the_model_name() {
+        let intel = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz\n";
+        assert_eq!(tsc_from_cpuinfo(intel), Some(2.4e9));
+        assert_eq!(tsc_from_cpuinfo("model name\t: AMD EPYC\n"), None);
+    }
+
+    #[test]
+    fn the_constants_read_here_are_plausible() {
+        let cpus = constant("#num_cpus_online").unwrap();
+        assert!(cpus >= 1.0);
+        let smt = constant("#smt_on").unwrap();
+        assert!(smt == 0.0 || smt == 1.0);
+        if let Some(packages) = constant("#num_packages") {
+            assert!((1.0..=cpus).contains(&packages), "{packages} of {cpus}");
+        }
+        assert_eq!(constant("#chas_per_socket"), None);
+        assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
+    }
+}

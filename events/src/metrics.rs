@@ -1,0 +1,239 @@
+//! Metrics per CPU model: the generated tables `data/generated/metrics/ID.toml` (one model's
+//! metrics, each a name, its groups, a formula in perf's syntax, a scale and a unit), parsed on
+//! first use. The formulas are read by [`expression`](crate::expression).
+//!
+//! ```toml
+//! model = "skl"
+//!
+//! [[metric]]
+//! name = "Retiring"
+//! groups = ["TmaL1", "TopdownL1"]
+//! expression = "100 * ( UOPS_RETIRED.RETIRE_SLOTS / ( 4 * CPU_CLK_UNHALTED.THREAD ) )"
+//! unit = "percent"
+//! ```
+//!
+//! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
+//! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use counterhal_hal::{Error, Result};
+use serde::Deserialize;
+
+use crate::expression;
+
+/// A shipped metrics file: its name as errors print it, the model it belongs to, its text.
+macro_rules! shipped {
+    ($model:literal) => {
+        (
+            concat!("events/data/generated/metrics/", $model, ".toml"),
+            $model,
+            include_str!(concat!("../data/generated/metrics/", $model, ".toml")),
+        )
+    };
+}
+
+/// The shipped metrics files: name, model id and text.
+pub const SHIPPED_METRIC_FILES: &[(&str, &str, &str)] = &[
+    shipped!("adl_glc"),
+    shipped!("amd64_fam17h_zen1"),
+    shipped!("amd64_fam17h_zen2"),
+    shipped!("amd64_fam19h_zen3"),
+    shipped!("amd64_fam19h_zen4"),
+    shipped!("amd64_fam1ah_zen5"),
+    shipped!("arl_lnc"),
+    shipped!("bdw"),
+    shipped!("bdw_ep"),
+    shipped!("clx"),
+    shipped!("cwf"),
+    shipped!("emr"),
+    shipped!("gnr"),
+    shipped!("grr"),
+    shipped!("hsw"),
+    shipped!("hsw_ep"),
+    shipped!("icl"),
+    shipped!("icx"),
+    shipped!("lnl_lnc"),
+    shipped!("mtl_rwc"),
+    shipped!("rkl"),
+    shipped!("skl"),
+    shipped!("skx"),
+    shipped!("spr"),
+    shipped!("srf"),
+    shipped!("tgl"),
+];
+
+/// One metric of a model.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// The name `-M` takes.
+    pub name: String,
+    /// The groups `-M` also takes (each names all its metrics).
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// The formula, in perf's metric syntax.
+    pub expression: String,
+    /// What the value is multiplied by to print (100 for perf's `100%`).
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// The unit printed after the value (may be empty).
+    #[serde(default)]
+    pub unit: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// One model's metrics.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricTable {
+    /// The model id they belong to.
+    pub model: String,
+    /// Events the formulas read by a name the model's events may not have (perf's kernel
+    /// names), each with the event string to open instead (`r76`).
+    #[serde(default)]
+    pub events: BTreeMap<String, String>,
+    /// The metrics, in the file's order.
+    #[serde(default, rename = "metric")]
+    pub metrics: Vec<Metric>,
+}
+
+impl MetricTable {
+    /// The metric called `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name).or_else(|| {
+            self.metrics
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// Every group its metrics name, sorted, each once.
+    pub fn groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> = self
+            .metrics
+            .iter()
+            .flat_map(|m| m.groups.iter().map(String::as_str))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
+    }
+}
+
+/// Parses a metrics file called `name`: every metric has a name, given once, a formula that
+/// parses and a finite scale.
+///
+/// # Errors
+/// Malformed TOML, an unknown key, a metric named twice, a formula that does not parse or a
+/// scale that is not a finite number; the error names the file and the metric.
+pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
+    let table: MetricTable = toml::from_str(text)
+        .map_err(|e| Error::invalid_input(format!("{name}: {}", e.message())))?;
+    for (i, metric) in table.metrics.iter().enumerate() {
+        let at = || format!("{name}: metric `{}`", metric.name);
+        if metric.name.trim().is_empty() {
+            return Err(Error::invalid_input(format!(
+                "{name}: metric {} has an empty name",
+                i + 1
+            )));
+        }
+        if table.metrics[..i].iter().any(|m| m.name == metric.name) {
+            return Err(Error::invalid_input(format!("{}: given twice", at())));
+        }
+        if let Err(e) = expression::parse(&metric.expression) {
+            return Err(Error::invalid_input(format!("{}: {e}", at()))
+                .with_hint("formulas are perf's metric syntax"));
+        }
+        if !metric.scale.is_finite() || metric.scale == 0.0 {
+            return Err(Error::invalid_input(format!(
+                "{}: scale {} is not a finite number other than 0",
+                at(),
+                metric.scale
+            )));
+        }
+    }
+    Ok(table)
+}
+
+/// The shipped metrics of the model `id`, parsed once (`None`: the model has none).
+///
+/// # Errors
+/// The model's shipped file is malformed (the crate's tests rule that out).
+pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
+    static PARSED: OnceLock<Vec<OnceLock<Result<MetricTable>>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        SHIPPED_METRIC_FILES
+            .iter()
+            .map(|_| OnceLock::new())
+            .collect()
+    });
+    let Some(index) = SHIPPED_METRIC_FILES
+        .iter()
+        .position(|(_, model, _)| *model == id)
+    else {
+        return Ok(None);
+    };
+    let (name, model, text) = SHIPPED_METRIC_FILES[index];
+    let table = parsed[index].get_or_init(|| {
+        let table = parse_metrics(name, text)?;
+        if table.model == model {
+            Ok(table)
+        } else {
+            Err(Error::invalid_input(format!(
+                "{name}: says model `{}`, its file name `{model}`",
+                table.model
+            )))
+        }
+    });
+    table.as_ref().map(Some).map_err(Clone::clone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_parses_and_bad_ones_say_what_is_wrong() {
+        let table = parse_metrics(
+            "t.toml",
+            "model = \"x\"\n[events]\n\"a.b\" = \"r76\"\n[[metric]]\nname = \"IPC\"\ngroups = [\"B\", \"A\"]\n\
+             expression = \"INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD\"\n\
+             [[metric]]\nname = \"r\"\ngroups = [\"A\"]\nexpression = \"d_ratio(a, b)\"\n\
+             scale = 100.0\nunit = \"%\"\n",
+        )
+        .unwrap();
+        assert_eq!(table.metrics.len(), 2);
+        assert_eq!(table.get("ipc").unwrap().scale, 1.0);
+        assert_eq!(table.get("r").unwrap().unit, "%");
+        assert_eq!(table.groups(), ["A", "B"]);
+        assert_eq!(table.events["a.b"], "r76");
+        for (text, needle) in [
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1 +\"\n",
+                "metric `a`",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1\"\n\
+                 [[metric]]\nname = \"a\"\nexpression = \"2\"\n",
+                "given twice",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nformula = \"1\"\n",
+                "formula",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1\"\nscale = 0.0\n",
+                "scale",
+            ),
+        ] {
+            let e = parse_metrics("t.toml", text).unwrap_err();
+            assert!(e.message().contains("t.toml"), "{e}");
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+    }
+}
