@@ -50,6 +50,7 @@ pub(crate) fn encode_native(
             evtsel.domain = domain;
             evtsel.counters = choice.counters;
             evtsel.fixed = choice.fixed;
+            evtsel.extra = choice.extra;
             Encoding::Evtsel(evtsel)
         }
     })
@@ -149,6 +150,7 @@ pub(crate) fn raw_choice(
         cmask: m.cmask.unwrap_or(0),
         counters: CounterSet::first(model.pmu.general_counters),
         fixed: None,
+        extra: None,
         modifiers: m,
     })
 }

@@ -1,6 +1,6 @@
 //! Choosing a native event's unit masks and filters from what an event string asks.
 
-use counterhal_hal::CounterSet;
+use counterhal_hal::{CounterSet, ExtraMsr};
 
 use crate::error::{EventError, EventErrorKind, err};
 use crate::model::{CpuModel, EncoderKind, NativeEvent, UnitMask, UnitMaskClass};
@@ -19,6 +19,7 @@ pub(crate) struct NativeChoice {
     pub cmask: u8,
     pub counters: CounterSet,
     pub fixed: Option<u32>,
+    pub extra: Option<ExtraMsr>,
     pub modifiers: Modifiers,
 }
 
@@ -179,7 +180,11 @@ pub(crate) fn select(
     let mut fixed = if has_plain { None } else { event.fixed };
     let mut code = event.code;
     let mut counters = event.counters;
+    let mut extra = event.extra;
     for mask in &plain {
+        if mask.extra.is_some() {
+            extra = mask.extra;
+        }
         if let Some(c) = mask.event_code {
             code = c;
         }
@@ -241,7 +246,9 @@ pub(crate) fn select(
         }
         fixed = None;
     }
+    let extra = extra_with_modifiers(event, extra, &modifiers)?;
     Ok(NativeChoice {
+        extra,
         code,
         umask,
         edge: modifiers.edge == Some(true),
@@ -251,4 +258,50 @@ pub(crate) fn select(
         fixed,
         modifiers,
     })
+}
+
+/// `extra` with the user's `ldlat=`, `frontend=` and `fe_thres=` applied; an error when the
+/// event programs no MSR those modifiers set.
+fn extra_with_modifiers(
+    event: &NativeEvent,
+    extra: Option<ExtraMsr>,
+    modifiers: &Modifiers,
+) -> Result<Option<ExtraMsr>, EventError> {
+    let refuse = |modifier: &str, msr: u32| {
+        err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "modifier `{modifier}` applies to events that program MSR {msr:#x}; `{}` {}",
+                event.name,
+                match extra {
+                    Some(e) => format!("programs MSR {:#x}", e.msr),
+                    None => "programs no extra MSR".to_string(),
+                }
+            ),
+        )
+    };
+    let mut extra = extra;
+    if let Some(ldlat) = modifiers.ldlat {
+        match &mut extra {
+            Some(e) if e.msr == ExtraMsr::LOAD_LATENCY => e.value = u64::from(ldlat),
+            _ => return Err(refuse("ldlat", ExtraMsr::LOAD_LATENCY)),
+        }
+    }
+    if modifiers.frontend.is_some() || modifiers.fe_thres.is_some() {
+        let Some(e) = extra.as_mut().filter(|e| e.msr == ExtraMsr::FRONTEND) else {
+            let which = if modifiers.frontend.is_some() {
+                "frontend"
+            } else {
+                "fe_thres"
+            };
+            return Err(refuse(which, ExtraMsr::FRONTEND));
+        };
+        if let Some(value) = modifiers.frontend {
+            e.value = u64::from(value);
+        }
+        if let Some(threshold) = modifiers.fe_thres {
+            e.value = (e.value & !(0xfff << 8)) | (u64::from(threshold) << 8);
+        }
+    }
+    Ok(extra)
 }
