@@ -166,12 +166,14 @@ pub struct UnitMask {
     pub precise: bool,
     /// It is deprecated upstream: it still resolves, and `list` shows it apart.
     pub deprecated: bool,
+    /// It sets AnyThread (EVTSEL bit 21): the event of both hyper-threads of the core.
+    pub any_thread: bool,
 }
 
 impl UnitMask {
-    /// Whether the mask carries its own filter bits (counter mask, edge, invert).
+    /// Whether the mask carries its own filter bits (counter mask, edge, invert, AnyThread).
     pub fn has_filters(&self) -> bool {
-        self.cmask != 0 || self.edge || self.invert
+        self.cmask != 0 || self.edge || self.invert || self.any_thread
     }
 
     /// Whether the mask changes its event's code or counters, or needs its own extra MSR
@@ -196,6 +198,8 @@ pub struct EventFlags {
     pub precise: bool,
     /// The event is deprecated upstream: it still resolves, and `list` shows it apart.
     pub deprecated: bool,
+    /// The event sets AnyThread (EVTSEL bit 21): both hyper-threads of the core.
+    pub any_thread: bool,
 }
 
 /// A native event of a CPU model.

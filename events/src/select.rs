@@ -20,6 +20,7 @@ pub(crate) struct NativeChoice {
     pub counters: CounterSet,
     pub fixed: Option<u32>,
     pub extra: Option<ExtraMsr>,
+    pub any_thread: bool,
     pub modifiers: Modifiers,
 }
 
@@ -176,7 +177,10 @@ pub(crate) fn select(
         );
     }
     let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
-    let mut implied = Modifiers::default();
+    let mut implied = Modifiers {
+        any_thread: event.flags.any_thread.then_some(true),
+        ..Modifiers::default()
+    };
     let mut fixed = if has_plain { None } else { event.fixed };
     let mut code = event.code;
     let mut counters = event.counters;
@@ -200,6 +204,9 @@ pub(crate) fn select(
         }
         if mask.invert {
             implied.invert = Some(true);
+        }
+        if mask.any_thread {
+            implied.any_thread = Some(true);
         }
         if plain.len() == 1 {
             fixed = mask.fixed;
@@ -246,9 +253,20 @@ pub(crate) fn select(
         }
         fixed = None;
     }
+    if modifiers.any_thread == Some(true) && model.encoder != EncoderKind::IntelArch {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{}`: AnyThread (`t`) is an Intel architectural perfmon bit; encoder {} has none",
+                event.name,
+                model.encoder.name()
+            ),
+        ));
+    }
     let extra = extra_with_modifiers(event, extra, &modifiers)?;
     Ok(NativeChoice {
         extra,
+        any_thread: modifiers.any_thread == Some(true),
         code,
         umask,
         edge: modifiers.edge == Some(true),

@@ -43,6 +43,8 @@ pub struct GenUnitMask {
     pub precise: bool,
     /// Deprecated upstream.
     pub deprecated: bool,
+    /// Sets AnyThread.
+    pub any: bool,
 }
 
 /// A generated native event.

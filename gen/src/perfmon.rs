@@ -299,6 +299,7 @@ struct Entry {
     extra: Option<(u32, u64)>,
     precise: bool,
     deprecated: bool,
+    any: bool,
 }
 
 /// The extra MSRs the schema holds: offcore response 0 and 1, load latency, frontend.
@@ -342,9 +343,6 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
         }
         Some(_) => return Err(Left::MsrValue),
     };
-    if flag(entry, "AnyThread") {
-        return Err(Left::AnyThread);
-    }
     if field(entry, "UMaskExt") != "0" && hex(field(entry, "UMaskExt")).is_some_and(|v| v != 0) {
         return Err(Left::UmaskExt);
     }
@@ -423,6 +421,7 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
         extra,
         precise: flag(entry, "PEBS") || flag(entry, "Precise"),
         deprecated: flag(entry, "Deprecated"),
+        any: flag(entry, "AnyThread"),
     })
 }
 
@@ -513,6 +512,9 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
             if e.deprecated {
                 event.flags.push("deprecated");
             }
+            if e.any {
+                event.flags.push("any_thread");
+            }
             if e.cmask != 0 || e.edge || e.inv {
                 *left.entry(Left::Malformed.text().to_string()).or_default() += 1;
                 continue;
@@ -534,6 +536,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     extra: e.extra,
                     precise: e.precise,
                     deprecated: e.deprecated,
+                    any: e.any,
                 });
             }
         }

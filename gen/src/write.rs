@@ -130,6 +130,9 @@ fn umask(u: &GenUnitMask) -> String {
     if u.deprecated {
         text.push_str(", deprecated = true");
     }
+    if u.any {
+        text.push_str(", any = true");
+    }
     text.push_str(" }");
     text
 }

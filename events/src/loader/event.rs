@@ -46,14 +46,26 @@ pub(super) fn native_event(
             "exclusive" => flags.exclusive = true,
             "precise" => flags.precise = true,
             "deprecated" => flags.deprecated = true,
+            "any_thread" => flags.any_thread = true,
             other => {
                 return Err(source.error(
                     flag.span(),
                     "flags",
-                    format!("unknown flag `{other}`; one of umask_required, mesi, any_initiator, exclusive, precise, deprecated"),
+                    format!("unknown flag `{other}`; one of umask_required, mesi, any_initiator, exclusive, precise, deprecated, any_thread"),
                 ));
             }
         }
+    }
+    if (flags.any_thread || doc.umasks.iter().any(|u| u.get_ref().any))
+        && encoder != EncoderKind::IntelArch
+    {
+        return Err(source.error(
+            doc.name.span(),
+            "flags",
+            format!(
+                "`{name}`: AnyThread (`any_thread`, `any`) exists only with encoder intel-arch"
+            ),
+        ));
     }
     if encoder == EncoderKind::P5
         && (doc.umask.is_some() || !doc.umasks.is_empty() || flags.mesi || flags.any_initiator)
@@ -178,6 +190,7 @@ pub(super) fn native_event(
             extra: uextra,
             precise: u.precise,
             deprecated: u.deprecated,
+            any_thread: u.any,
             name: uname,
             code: ucode,
             description: u.desc.clone(),
@@ -320,6 +333,7 @@ pub(super) fn state_mask(
         extra: None,
         precise: false,
         deprecated: false,
+        any_thread: false,
     }
 }
 

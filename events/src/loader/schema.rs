@@ -88,6 +88,8 @@ pub(super) struct UmaskDoc {
     pub(super) precise: bool,
     #[serde(default)]
     pub(super) deprecated: bool,
+    #[serde(default)]
+    pub(super) any: bool,
     pub(super) msr: Option<Spanned<i64>>,
     pub(super) msr_value: Option<Spanned<toml::Value>>,
 }
