@@ -57,6 +57,9 @@ pub(crate) fn select(
     extra_masks: &[&str],
 ) -> Result<NativeChoice, EventError> {
     let mut modifiers = spec.modifiers;
+    // libpfm4's AMD natives take `h` as host (HostOnly, bit 41) and `g` as guest (GuestOnly,
+    // bit 40), where perf writes `H` and `G`; AMD counters have no hypervisor level.
+    let amd = model.encoder == EncoderKind::Amd64;
     let mut plain = Vec::new();
     let mut state_bits = 0u8;
     let mut any_bits = 0u8;
@@ -77,6 +80,13 @@ pub(crate) fn select(
                 UnitMaskClass::AnyInitiator => any_bits |= mask.code,
             },
             None => {
+                if amd && name == "g" {
+                    modifiers.merge(&Modifiers {
+                        guest_only: Some(true),
+                        ..Modifiers::default()
+                    })?;
+                    continue;
+                }
                 if let Some(bits) = raw_unit_mask(name, event)? {
                     raw_bits = Some(raw_bits.unwrap_or(0) | bits);
                     continue;
@@ -109,6 +119,16 @@ pub(crate) fn select(
                 ));
             }
         }
+    }
+    // (`h=0` is dropped: it asks for nothing on AMD.)
+    if amd
+        && let Some(host) = modifiers.hypervisor.take()
+        && host
+    {
+        modifiers.merge(&Modifiers {
+            host_only: Some(true),
+            ..Modifiers::default()
+        })?;
     }
     if plain.len() > 1 {
         if event.flags.exclusive {
