@@ -21,7 +21,7 @@ flags = ["deprecated"]
 [[cpu.event]]
 name = "LOADS"
 code = 0xcd
-umasks = [{ name = "LATENCY_GT_4", code = 0x01, msr = 0x3f6, msr_value = 4, precise = true }]
+umasks = [{ name = "LATENCY_GT_4", code = 0x01, extra_reg = 0x3f6, extra_value = 4, precise = true }]
 
 [[cpu.event]]
 name = "PLAIN"

@@ -305,15 +305,15 @@ fn extra_with_modifiers(
     extra: Option<ExtraMsr>,
     modifiers: &Modifiers,
 ) -> Result<Option<ExtraMsr>, EventError> {
-    let refuse = |modifier: &str, msr: u32| {
+    let refuse = |modifier: &str, address: u32| {
         err(
             EventErrorKind::CombinationNotAllowed,
             format!(
-                "modifier `{modifier}` applies to events that program MSR {msr:#x}; `{}` {}",
+                "modifier `{modifier}` applies to events that program register {address:#x}; `{}` {}",
                 event.name,
                 match extra {
-                    Some(e) => format!("programs MSR {:#x}", e.msr),
-                    None => "programs no extra MSR".to_string(),
+                    Some(e) => format!("programs register {:#x}", e.address()),
+                    None => "programs no extra register".to_string(),
                 }
             ),
         )
@@ -321,12 +321,12 @@ fn extra_with_modifiers(
     let mut extra = extra;
     if let Some(ldlat) = modifiers.ldlat {
         match &mut extra {
-            Some(e) if e.msr == ExtraMsr::LOAD_LATENCY => e.value = u64::from(ldlat),
+            Some(e) if e.address() == ExtraMsr::LOAD_LATENCY => e.value = u64::from(ldlat),
             _ => return Err(refuse("ldlat", ExtraMsr::LOAD_LATENCY)),
         }
     }
     if modifiers.frontend.is_some() || modifiers.fe_thres.is_some() {
-        let Some(e) = extra.as_mut().filter(|e| e.msr == ExtraMsr::FRONTEND) else {
+        let Some(e) = extra.as_mut().filter(|e| e.address() == ExtraMsr::FRONTEND) else {
             let which = if modifiers.frontend.is_some() {
                 "frontend"
             } else {

@@ -23,32 +23,32 @@ name = "OCR"
 code = 0xb7
 flags = ["exclusive"]
 umasks = [
-  { name = "DEMAND_DATA_RD.ANY_RESPONSE", code = 0x01, msr = 0x1a6, msr_value = 0x10001 },
-  { name = "DEMAND_RFO.HIGH", code = 0x01, msr = 0x1a6, msr_value = "0x8000000000010002" },
-  { name = "OLD_NAME", code = 0x01, msr = 0x1a7, msr_value = 0x10004, deprecated = true },
+  { name = "DEMAND_DATA_RD.ANY_RESPONSE", code = 0x01, extra_reg = 0x1a6, extra_value = 0x10001 },
+  { name = "DEMAND_RFO.HIGH", code = 0x01, extra_reg = 0x1a6, extra_value = "0x8000000000010002" },
+  { name = "OLD_NAME", code = 0x01, extra_reg = 0x1a7, extra_value = 0x10004, deprecated = true },
 ]
 
 [[cpu.event]]
 name = "MEM_TRANS_RETIRED"
 code = 0xcd
 umasks = [
-  { name = "LOAD_LATENCY_GT_4", code = 0x01, msr = 0x3f6, msr_value = 4, precise = true },
+  { name = "LOAD_LATENCY_GT_4", code = 0x01, extra_reg = 0x3f6, extra_value = 4, precise = true },
 ]
 
 [[cpu.event]]
 name = "FRONTEND_RETIRED"
 code = 0xc6
 umasks = [
-  { name = "LATENCY_GE_2", code = 0x01, msr = 0x3f7, msr_value = 0x100206, precise = true },
-  { name = "DSB_MISS", code = 0x01, msr = 0x3f7, msr_value = 0x11 },
+  { name = "LATENCY_GE_2", code = 0x01, extra_reg = 0x3f7, extra_value = 0x100206, precise = true },
+  { name = "DSB_MISS", code = 0x01, extra_reg = 0x3f7, extra_value = 0x11 },
 ]
 
 [[cpu.event]]
 name = "OFFCORE_RESPONSE_0"
 code = 0xb7
 umask = 0x01
-msr = 0x1a6
-msr_value = 0x3f80408fff
+extra_reg = 0x1a6
+extra_value = 0x3f80408fff
 flags = ["precise", "deprecated"]
 
 [[cpu.event]]
@@ -144,7 +144,7 @@ fn ldlat_frontend_and_fe_thres_change_the_msr_value() {
         (
             "OCR.DEMAND_DATA_RD.ANY_RESPONSE:ldlat=3",
             EventErrorKind::CombinationNotAllowed,
-            "programs MSR 0x1a6",
+            "programs register 0x1a6",
         ),
         (
             "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4:frontend=1",
@@ -188,12 +188,18 @@ match = [{ vendor = "intel", family = 6, model = 0xfc }]
 pmu = { general_counters = 4, counter_width = 48 }
 "#;
     for (event, needle) in [
-        ("msr = 0x1a6", "without `msr_value`"),
-        ("msr_value = 1", "without `msr`"),
-        ("msr = 0x199, msr_value = 1", "0x1a6 (offcore response 0)"),
-        ("msr = 0x1a6, msr_value = -1", "non-negative"),
-        ("msr = 0x1a6, msr_value = \"0xzz\"", "0x8000000000010001"),
-        ("msr = 0x1a6, msr_value = true", "non-negative"),
+        ("extra_reg = 0x1a6", "without `extra_value`"),
+        ("extra_value = 1", "without `extra_reg`"),
+        (
+            "extra_reg = 0x199, extra_value = 1",
+            "0x1a6 (offcore response 0)",
+        ),
+        ("extra_reg = 0x1a6, extra_value = -1", "non-negative"),
+        (
+            "extra_reg = 0x1a6, extra_value = \"0xzz\"",
+            "0x8000000000010001",
+        ),
+        ("extra_reg = 0x1a6, extra_value = true", "non-negative"),
     ] {
         let text = format!(
             "{head}\n[[cpu.event]]\nname = \"E\"\ncode = 0xb7\numasks = [{{ name = \"MASK\", code = 1, {event} }}]\n"
@@ -202,7 +208,7 @@ pmu = { general_counters = 4, counter_width = 48 }
         assert!(error.to_string().contains(needle), "{event}: {error}");
     }
     // An AMD model has none of these MSRs.
-    let amd = "[[cpu]]\nid = \"amdbad\"\nencoder = \"amd64\"\nmatch = [{ vendor = \"amd\", family = 0x17 }]\npmu = { general_counters = 6, counter_width = 48 }\n[[cpu.event]]\nname = \"E\"\ncode = 0x1\nmsr = 0x1a6\nmsr_value = 1\n";
+    let amd = "[[cpu]]\nid = \"amdbad\"\nencoder = \"amd64\"\nmatch = [{ vendor = \"amd\", family = 0x17 }]\npmu = { general_counters = 6, counter_width = 48 }\n[[cpu.event]]\nname = \"E\"\ncode = 0x1\nextra_reg = 0x1a6\nextra_value = 1\n";
     let error = Database::from_toml_str("amd.toml", amd).unwrap_err();
     assert!(error.to_string().contains("intel-arch"), "{error}");
 }

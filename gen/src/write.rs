@@ -79,8 +79,8 @@ fn write_event(out: &mut String, e: &GenEvent) {
         let _ = writeln!(out, "fixed = {f}");
     }
     if let Some((msr, value)) = e.extra {
-        let _ = writeln!(out, "msr = {msr:#x}");
-        let _ = writeln!(out, "msr_value = {}", msr_value(value));
+        let _ = writeln!(out, "extra_reg = {msr:#x}");
+        let _ = writeln!(out, "extra_value = {}", msr_value(value));
     }
     if !e.flags.is_empty() {
         let flags: Vec<String> = e.flags.iter().map(|f| quoted(f)).collect();
@@ -122,7 +122,11 @@ fn umask(u: &GenUnitMask) -> String {
         let _ = write!(text, ", group = {}", u.group);
     }
     if let Some((msr, value)) = u.extra {
-        let _ = write!(text, ", msr = {msr:#x}, msr_value = {}", msr_value(value));
+        let _ = write!(
+            text,
+            ", extra_reg = {msr:#x}, extra_value = {}",
+            msr_value(value)
+        );
     }
     if u.precise {
         text.push_str(", precise = true");
@@ -194,7 +198,7 @@ mod tests {
         });
         assert_eq!(
             text,
-            "{ name = \"A.B\", code = 0x01, msr = 0x1a6, msr_value = \"0x8000000000010001\", precise = true }"
+            "{ name = \"A.B\", code = 0x01, extra_reg = 0x1a6, extra_value = \"0x8000000000010001\", precise = true }"
         );
     }
 

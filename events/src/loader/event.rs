@@ -95,12 +95,12 @@ pub(super) fn native_event(
             format!("`{name}` has no counter: give `counters` or `fixed`"),
         ));
     }
-    let extra = extra_msr(
+    let extra = extra_register(
         source,
         encoder,
         &name,
-        doc.msr.as_ref(),
-        doc.msr_value.as_ref(),
+        doc.extra_reg.as_ref(),
+        doc.extra_value.as_ref(),
     )?;
     let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
     for umask in &doc.umasks {
@@ -179,12 +179,12 @@ pub(super) fn native_event(
                 ),
             ));
         }
-        let uextra = extra_msr(
+        let uextra = extra_register(
             source,
             encoder,
             &format!("{name}:{uname}"),
-            u.msr.as_ref(),
-            u.msr_value.as_ref(),
+            u.extra_reg.as_ref(),
+            u.extra_value.as_ref(),
         )?;
         unit_masks.push(UnitMask {
             extra: uextra,
@@ -249,34 +249,34 @@ const EXTRA_MSRS: [(u32, &str); 4] = [
     (ExtraMsr::FRONTEND, "frontend"),
 ];
 
-/// `msr` and `msr_value` of an event or unit mask (`what` names it) as an extra MSR; the
+/// `extra_reg` and `extra_value` of an event or unit mask (`what` names it) as an extra MSR; the
 /// value is an integer or, at or above 2^63 (TOML integers are i64), a string `"0x..."`.
-fn extra_msr(
+fn extra_register(
     source: &Source<'_>,
     encoder: EncoderKind,
     what: &str,
-    msr: Option<&Spanned<i64>>,
+    register: Option<&Spanned<i64>>,
     value: Option<&Spanned<toml::Value>>,
 ) -> Result<Option<ExtraMsr>, Error> {
-    let (msr, value) = match (msr, value) {
+    let (register, value) = match (register, value) {
         (None, None) => return Ok(None),
-        (Some(msr), Some(value)) => (msr, value),
-        (Some(msr), None) => {
+        (Some(register), Some(value)) => (register, value),
+        (Some(register), None) => {
             return Err(source.error(
-                msr.span(),
-                "msr_value",
-                format!("`{what}` gives `msr` without `msr_value`; give both"),
+                register.span(),
+                "extra_value",
+                format!("`{what}` gives `extra_reg` without `extra_value`; give both"),
             ));
         }
         (None, Some(value)) => {
             return Err(source.error(
                 value.span(),
-                "msr",
-                format!("`{what}` gives `msr_value` without `msr`; give both"),
+                "extra_reg",
+                format!("`{what}` gives `extra_value` without `extra_reg`; give both"),
             ));
         }
     };
-    let address = u32::try_from(*msr.get_ref())
+    let address = u32::try_from(*register.get_ref())
         .ok()
         .filter(|a| EXTRA_MSRS.iter().any(|(m, _)| m == a));
     let Some(address) = address.filter(|_| encoder == EncoderKind::IntelArch) else {
@@ -285,11 +285,11 @@ fn extra_msr(
             .map(|(m, name)| format!("{m:#x} ({name})"))
             .collect();
         return Err(source.error(
-            msr.span(),
-            "msr",
+            register.span(),
+            "extra_reg",
             format!(
-                "`{what}`: extra MSR {:#x} is not one the intel-arch encoder programs with an event; one of {}",
-                msr.get_ref(),
+                "`{what}`: extra register {:#x} is not one the intel-arch encoder programs with an event; one of {}",
+                register.get_ref(),
                 known.join(", ")
             ),
         ));
@@ -302,9 +302,9 @@ fn extra_msr(
     let Some(number) = number else {
         return Err(source.error(
             value.span(),
-            "msr_value",
+            "extra_value",
             format!(
-                "`{what}`: the MSR value must be a non-negative integer or, at or above 2^63, a string such as \"0x8000000000010001\""
+                "`{what}`: the extra register's value must be a non-negative integer or, at or above 2^63, a string such as \"0x8000000000010001\""
             ),
         ));
     };

@@ -62,8 +62,8 @@ pub(super) struct EventDoc {
     pub(super) fixed: Option<Spanned<i64>>,
     #[serde(default)]
     pub(super) flags: Vec<Spanned<String>>,
-    pub(super) msr: Option<Spanned<i64>>,
-    pub(super) msr_value: Option<Spanned<toml::Value>>,
+    pub(super) extra_reg: Option<Spanned<i64>>,
+    pub(super) extra_value: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +90,6 @@ pub(super) struct UmaskDoc {
     pub(super) deprecated: bool,
     #[serde(default)]
     pub(super) any: bool,
-    pub(super) msr: Option<Spanned<i64>>,
-    pub(super) msr_value: Option<Spanned<toml::Value>>,
+    pub(super) extra_reg: Option<Spanned<i64>>,
+    pub(super) extra_value: Option<Spanned<toml::Value>>,
 }
