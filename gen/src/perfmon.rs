@@ -638,4 +638,54 @@ mod extra_tests {
             Some("ALL_READS.PMM_HIT_LOCAL_PMM.ANY_SNOOP")
         );
     }
+
+    fn with(fields: &[(&str, &str)]) -> Value {
+        let mut e = serde_json::json!({
+            "EventName": "OFFCORE_RESPONSE.ANY_READ.L2_MISS", "EventCode": "0xB7",
+            "UMask": "0x01", "Counter": "0,1,2,3", "MSRIndex": "0", "MSRValue": "0",
+            "CounterMask": "0", "Invert": "0", "EdgeDetect": "0", "AnyThread": "0",
+            "PEBS": "0", "Deprecated": "0",
+        });
+        for (k, v) in fields {
+            e[*k] = Value::String((*v).to_string());
+        }
+        e
+    }
+
+    #[test]
+    fn unit_mask_pairs_load_latency_frontend_and_other_msrs() {
+        // Goldmont and Knights Landing: one code, a unit mask per response MSR.
+        let pair = with(&[
+            ("UMask", "0x01,0x02"),
+            ("MSRIndex", "0x1a6,0x1a7"),
+            ("MSRValue", "0x36000032b7 "),
+        ]);
+        let e = entry(&pair).map_err(Left::text).unwrap();
+        assert_eq!((e.code, e.umask), (0xb7, 0x01));
+        assert_eq!(e.extra, Some((0x1a6, 0x36_0000_32b7)));
+        let ldlat = with(&[("MSRIndex", "0x3F6"), ("MSRValue", "0x80"), ("PEBS", "2")]);
+        let e = entry(&ldlat).map_err(Left::text).unwrap();
+        assert_eq!(e.extra, Some((0x3f6, 0x80)));
+        assert!(e.precise);
+        let fe = with(&[
+            ("MSRIndex", "0x3F7"),
+            ("MSRValue", "0x11"),
+            ("AnyThread", "1"),
+        ]);
+        let e = entry(&fe).map_err(Left::text).unwrap();
+        assert_eq!(e.extra, Some((0x3f7, 0x11)));
+        assert!(e.any);
+        // Two codes without two response MSRs, and MSRs the schema does not hold, stay out.
+        let two = with(&[("EventCode", "0xB7,0xBB")]);
+        assert!(matches!(entry(&two), Err(Left::TwoCodes)));
+        let snoop = with(&[("MSRIndex", "0x3E0,0x3E1"), ("MSRValue", "0x1")]);
+        assert!(matches!(entry(&snoop), Err(Left::MsrValue)));
+        // A deprecated name in libpfm4's colon spelling counts as deprecated, a current one
+        // as a name the schema cannot hold.
+        let name = "OFFCORE_RESPONSE:request=X:response=Y";
+        let colon = with(&[("EventName", name), ("Deprecated", "1")]);
+        assert!(matches!(entry(&colon), Err(Left::Deprecated)));
+        let colon = with(&[("EventName", name)]);
+        assert!(matches!(entry(&colon), Err(Left::Malformed)));
+    }
 }
