@@ -22,13 +22,15 @@ pub enum Section {
     Preset,
     /// The CPU model's own events, from the event database.
     Native,
+    /// The CPU model's events its source marks deprecated: they still resolve, listed apart.
+    Deprecated,
     /// Names only this backend knows, from what the OS exposes (tracepoints, dynamic PMUs).
     Backend,
 }
 
 impl Section {
     /// The section's name as the command prints it: `hardware`, `software`, `cache`,
-    /// `preset`, `native`, `backend`.
+    /// `preset`, `native`, `deprecated`, `backend`.
     pub fn name(self) -> &'static str {
         match self {
             Section::Hardware => "hardware",
@@ -36,6 +38,7 @@ impl Section {
             Section::Cache => "cache",
             Section::Preset => "preset",
             Section::Native => "native",
+            Section::Deprecated => "deprecated",
             Section::Backend => "backend",
         }
     }
@@ -59,6 +62,9 @@ pub struct Listed {
     /// Why it cannot be counted, or how it is counted instead (user space only where the OS
     /// refuses counting the kernel).
     pub reason: Option<String>,
+    /// Whether the event (or one of its unit masks) can be sampled precisely (Intel PEBS:
+    /// perf's `:p`, `:pp`).
+    pub precise: bool,
 }
 
 /// `event`'s encoding on one line: its natives joined by their signs.
@@ -112,12 +118,24 @@ pub fn list_events<B: Backend + ?Sized>(
         .as_deref()
         .and_then(|id| context.database.model(id))
     {
+        let mut deprecated = Vec::new();
         for event in model.events() {
             if matches(&event.name, &event.description) {
                 let (name, description) = (event.name.clone(), event.description.clone());
-                listed.push(entry(backend, Section::Native, name, description, true));
+                let section = if event.flags.deprecated {
+                    Section::Deprecated
+                } else {
+                    Section::Native
+                };
+                let mut item = entry(backend, section, name, description, true);
+                item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
+                match section {
+                    Section::Deprecated => deprecated.push(item),
+                    _ => listed.push(item),
+                }
             }
         }
+        listed.append(&mut deprecated);
     }
     if let Ok(backend) = backend {
         for (name, description) in backend.own_events() {
@@ -150,6 +168,7 @@ fn entry<B: Backend + ?Sized>(
         encoding: None,
         usable: false,
         reason: None,
+        precise: false,
     };
     let backend = match backend {
         Ok(backend) => backend,

@@ -215,8 +215,9 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
 }
 
 /// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
-/// with the extra MSR's value in the config word perf's x86 PMU reads it from (offcore
-/// response and load latency in `config1`, the frontend selection in `config2`).
+/// with the extra MSR's value in the config word perf's x86 PMU reads it from: `config1` for
+/// all three, as the `cpu` PMU's format says (`offcore_rsp=config1:0-63`,
+/// `ldlat=config1:0-15`, `frontend=config1:0-23`). A value wider than its field is refused.
 ///
 /// # Errors
 /// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for an extra MSR perf has no config word for.
@@ -224,10 +225,22 @@ pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
     let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
     if let Some(extra) = evtsel.extra {
         match extra.msr {
-            ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 | ExtraMsr::LOAD_LATENCY => {
+            ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 => attr.config1 = extra.value,
+            msr @ (ExtraMsr::LOAD_LATENCY | ExtraMsr::FRONTEND) => {
+                let (field, bits) = if msr == ExtraMsr::LOAD_LATENCY {
+                    ("ldlat", 16)
+                } else {
+                    ("frontend", 24)
+                };
+                if extra.value >> bits != 0 {
+                    return Err(Error::invalid_input(format!(
+                        "`{name}`: {field} value {:#x} does not fit perf's {bits}-bit `{field}` field (config1:0-{})",
+                        extra.value,
+                        bits - 1
+                    )));
+                }
                 attr.config1 = extra.value;
             }
-            ExtraMsr::FRONTEND => attr.config2 = extra.value,
             other => {
                 return Err(Error::unsupported(format!(
                     "`{name}` needs MSR {other:#x}, which perf's raw events cannot program"

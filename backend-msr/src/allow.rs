@@ -134,6 +134,11 @@ impl AllowList {
                         true,
                     ));
                 }
+                if pmu.version >= 2 {
+                    for (msr, name, _) in regs::EXTRA_MSRS {
+                        ranges.push(single(name, msr, true, true));
+                    }
+                }
                 if pmu.global_control {
                     let status = regs::IA32_PERF_GLOBAL_STATUS;
                     ranges.push(single("IA32_PERF_GLOBAL_STATUS", status, true, false));

@@ -7,7 +7,7 @@ use std::time::Duration;
 use counterhal_events::Database;
 use counterhal_hal::{
     Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Evtsel, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
+    EventRequest, Evtsel, ExtraMsr, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
     ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
 };
 use counterhal_x86::{CounterRef, Counters, Demand, Schedule, assign, rotation};
@@ -283,11 +283,22 @@ impl MsrBackend {
             return Err(Error::unsupported(format!("{name}: not an event select")));
         };
         if let Some(extra) = encoding.extra {
-            return Err(Error::unsupported(format!(
-                "{name}: the event needs MSR {:#x} = {:#x} besides its event select, which this backend does not program",
-                extra.msr, extra.value
-            ))
-            .with_hint("count it with the Linux backend (perf programs the extra register)"));
+            let known = regs::extra_index(extra.msr)
+                .filter(|_| self.shared.allow.permits(extra.msr, Access::Write));
+            let Some(index) = known else {
+                return Err(Error::unsupported(format!(
+                    "{name}: the event needs MSR {:#x} = {:#x} besides its event select, which this PMU ({}) does not have or this backend does not program",
+                    extra.msr, extra.value, pmu.summary()
+                ))
+                .with_hint("count it with the Linux backend (perf programs the extra register)"));
+            };
+            let (_, register, bits) = regs::EXTRA_MSRS[index];
+            if bits < 64 && extra.value >> bits != 0 {
+                return Err(Error::invalid_event(format!(
+                    "{name}: value {:#x} for {register} is wider than its {bits} bits",
+                    extra.value
+                )));
+            }
         }
         let max_code = if pmu.is_amd() { 0xFFF } else { 0xFF };
         if encoding.code > max_code {
@@ -325,7 +336,10 @@ impl MsrBackend {
         let existing = CounterSet::first(pmu.gp_counters).mask();
         let gp = encoding.counters.mask() & existing;
         let plain = value & (Evtsel::EDGE | Evtsel::INV | Evtsel::CMASK) == 0;
-        let fixed = encoding.fixed.filter(|&f| pmu.fixed.contains(f) && plain);
+        // A fixed counter has no extra MSR: an event that needs one counts on a general one.
+        let fixed = encoding
+            .fixed
+            .filter(|&f| pmu.fixed.contains(f) && plain && encoding.extra.is_none());
         if gp == 0 && fixed.is_none() {
             let fixed_text = match encoding.fixed {
                 Some(f) => format!(" and fixed counter {f}"),
@@ -344,6 +358,7 @@ impl MsrBackend {
             evtsel: value,
             gp,
             fixed,
+            extra: encoding.extra,
         })
     }
 }
@@ -354,6 +369,7 @@ struct Candidate {
     evtsel: u64,
     gp: u32,
     fixed: Option<u32>,
+    extra: Option<ExtraMsr>,
 }
 
 /// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
@@ -516,9 +532,23 @@ impl Backend for MsrBackend {
                 total: 0,
             });
         }
+        mine.extra = extra_claims(events, &candidates, &claimed, cpu)?;
+        // The extra MSRs hold their values for the group's life: written once, before any of
+        // its counters is enabled.
+        for (index, (msr, _, _)) in regs::EXTRA_MSRS.into_iter().enumerate() {
+            let (value, users) = mine.extra[index];
+            if users > 0 && claimed.extra[index].1 == 0 {
+                shared.write(cpu, msr, value)?;
+            }
+        }
         let entry = claims.entry(cpu).or_default();
         entry.gp |= mine.gp;
         entry.fixed |= mine.fixed;
+        for (held, (value, users)) in entry.extra.iter_mut().zip(mine.extra) {
+            if users > 0 {
+                *held = (value, held.1 + 1);
+            }
+        }
         drop(claims);
         let core = Core::new(Arc::clone(&self.shared), cpu, slots, ours, mine, &schedule);
         let slice = options
@@ -527,6 +557,53 @@ impl Backend for MsrBackend {
             .max(rotation::MIN_SLICE);
         MsrGroup::start(core, pin, slice)
     }
+}
+
+/// The extra MSRs the events of a group program on `cpu` ([`regs::EXTRA_MSRS`] order, one
+/// user each), where `claimed` holds those other groups programmed. Events may share an MSR
+/// when they want the same value; two values for one MSR are refused, naming both events.
+fn extra_claims(
+    events: &[EventRequest],
+    candidates: &[Candidate],
+    claimed: &CpuClaims,
+    cpu: u32,
+) -> Result<[(u64, u32); 4]> {
+    let mut mine = [(0u64, 0u32); 4];
+    let mut owners: [Option<&str>; 4] = [None; 4];
+    for (request, candidate) in events.iter().zip(candidates) {
+        let Some(extra) = candidate.extra else {
+            continue;
+        };
+        let Some(index) = regs::extra_index(extra.msr) else {
+            continue;
+        };
+        let (msr, register, _) = regs::EXTRA_MSRS[index];
+        let held = match (mine[index], claimed.extra[index]) {
+            ((value, 1..), _) => Some((value, owners[index].unwrap_or("another event"))),
+            (_, (value, 1..)) => Some((value, "another open group on this CPU")),
+            _ => None,
+        };
+        if let Some((value, owner)) = held
+            && value != extra.value
+        {
+            let other = if msr == ExtraMsr::OFFCORE_RSP_0 || msr == ExtraMsr::OFFCORE_RSP_1 {
+                " (the events file gives each offcore event one response MSR)"
+            } else {
+                ""
+            };
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "CPU {cpu}: {} needs {register} ({msr:#x}) = {:#x}, but {owner} holds it at {value:#x}{other}",
+                    request.name, extra.value
+                ),
+            )
+            .with_hint("count events that need different values of one MSR in separate runs"));
+        }
+        mine[index] = (extra.value, 1);
+        owners[index].get_or_insert(request.name.as_str());
+    }
+    Ok(mine)
 }
 
 /// Measures the TSC against the monotonic clock over 20 ms on CPU 0.

@@ -586,6 +586,18 @@ impl Drop for Core {
         if let Some(entry) = claims.get_mut(&self.cpu) {
             entry.gp &= !self.claimed.gp;
             entry.fixed &= !self.claimed.fixed;
+            // The last group using an extra MSR clears it.
+            for (index, (msr, _, _)) in regs::EXTRA_MSRS.into_iter().enumerate() {
+                if self.claimed.extra[index].1 == 0 {
+                    continue;
+                }
+                let held = &mut entry.extra[index];
+                held.1 = held.1.saturating_sub(1);
+                if held.1 == 0 {
+                    *held = (0, 0);
+                    let _ = shared.write(self.cpu, msr, 0);
+                }
+            }
         }
     }
 }

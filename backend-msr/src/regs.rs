@@ -13,6 +13,21 @@ pub const IA32_PERFEVTSEL0: u32 = 0x186;
 pub const IA32_PERF_CTL: u32 = 0x199;
 /// IA32_MISC_ENABLE. Not a PMU register: named so tests can show it is refused.
 pub const IA32_MISC_ENABLE: u32 = 0x1A0;
+
+/// The MSRs an Intel event may program besides its event select (architectural perfmon
+/// version 2 and later), with their names and the bits they hold: offcore response 0 and 1
+/// (64 bits), the load-latency threshold (16 bits) and the frontend selection (24 bits).
+pub const EXTRA_MSRS: [(u32, &str, u32); 4] = [
+    (0x1A6, "MSR_OFFCORE_RSP_0", 64),
+    (0x1A7, "MSR_OFFCORE_RSP_1", 64),
+    (0x3F6, "MSR_PEBS_LD_LAT_THRESHOLD", 16),
+    (0x3F7, "MSR_PEBS_FRONTEND", 24),
+];
+
+/// The position of `msr` in [`EXTRA_MSRS`], if it is one.
+pub fn extra_index(msr: u32) -> Option<usize> {
+    EXTRA_MSRS.iter().position(|(m, _, _)| *m == msr)
+}
 /// IA32_FIXED_CTR0; fixed counter `i` is at `IA32_FIXED_CTR0 + i`.
 pub const IA32_FIXED_CTR0: u32 = 0x309;
 /// IA32_PERF_CAPABILITIES (exists when CPUID.1:ECX.PDCM\[15\] is set); bit 13 = full-width

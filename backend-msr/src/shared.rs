@@ -11,11 +11,14 @@ use crate::allow::AllowList;
 use crate::device::{Access, MsrDevice};
 use crate::pmu::{PmuInfo, TscFrequency};
 
-/// Counters claimed by open groups, per CPU (bit `i` = counter `i`).
+/// Counters claimed by open groups, per CPU (bit `i` = counter `i`), and the extra MSRs they
+/// programmed ([`regs::EXTRA_MSRS`](crate::regs::EXTRA_MSRS) order): the value and how many
+/// groups use it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CpuClaims {
     pub(crate) gp: u32,
     pub(crate) fixed: u32,
+    pub(crate) extra: [(u64, u32); 4],
 }
 
 /// Claims, and the lock that serialises read-modify-write of shared registers.

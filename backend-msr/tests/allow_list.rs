@@ -57,6 +57,13 @@ fn expected(pmu: &PmuInfo) -> (BTreeSet<u32>, BTreeSet<u32>) {
     if pmu.perf_capabilities {
         read.insert(0x345);
     }
+    // Intel v2 and later: offcore response 0 and 1, load latency, frontend.
+    if pmu.arch == PmuArch::IntelArch && pmu.version >= 2 {
+        for msr in [0x1A6, 0x1A7, 0x3F6, 0x3F7] {
+            read.insert(msr);
+            write.insert(msr);
+        }
+    }
     (read, write)
 }
 

@@ -164,6 +164,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "backend": backend.as_ref().map(|b| b.label()),
                     "usable": e.usable,
                     "reason": e.reason,
+                    "precise": e.precise,
                 })
             })
             .collect();
@@ -197,7 +198,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             (true, Some(encoding)) => encoding.as_str(),
             _ => entry.description.as_str(),
         };
-        _ = writeln!(out, "  {mark} {:<40} {about}", entry.name);
+        let precise = if entry.precise { " (precise)" } else { "" };
+        _ = writeln!(out, "  {mark} {:<40} {about}{precise}", entry.name);
     }
     let usable = entries.iter().filter(|e| e.usable).count();
     _ = writeln!(

@@ -50,6 +50,8 @@ pub(crate) fn encode_native(
             evtsel.domain = domain;
             evtsel.counters = choice.counters;
             evtsel.fixed = choice.fixed;
+            evtsel.extra = choice.extra;
+            evtsel.any_thread = choice.any_thread;
             Encoding::Evtsel(evtsel)
         }
     })
@@ -70,6 +72,7 @@ pub(crate) fn split_levels(m: Modifiers) -> (Modifiers, Modifiers) {
         edge: m.edge,
         invert: m.invert,
         cmask: m.cmask,
+        any_thread: m.any_thread,
         ..Modifiers::default()
     };
     (levels, filters)
@@ -83,6 +86,9 @@ pub(crate) fn filter_bits(m: &Modifiers) -> u64 {
     }
     if m.invert == Some(true) {
         bits |= Evtsel::INV;
+    }
+    if m.any_thread == Some(true) {
+        bits |= Evtsel::ANY;
     }
     bits
 }
@@ -100,12 +106,19 @@ pub(crate) fn raw_choice(
     config: u64,
     modifiers: Modifiers,
 ) -> Result<NativeChoice, EventError> {
-    let known = Evtsel::EVENT_SELECT_BITS & !Evtsel::ANY;
+    // AnyThread (bit 21) exists on Intel architectural perfmon only.
+    let intel = model.encoder == EncoderKind::IntelArch;
+    let known = if intel {
+        Evtsel::EVENT_SELECT_BITS
+    } else {
+        Evtsel::EVENT_SELECT_BITS & !Evtsel::ANY
+    };
     if config & !known != 0 {
+        let any = if intel { ", AnyThread (21)" } else { "" };
         return Err(err(
             EventErrorKind::ValueOutOfRange,
             format!(
-                "raw code `{text}` sets bits {:#x}, outside event (7:0, 35:32), unit mask (15:8), edge (18), invert (23) and counter mask (31:24); the domain comes from u/k modifiers",
+                "raw code `{text}` sets bits {:#x}, outside event (7:0, 35:32), unit mask (15:8), edge (18){any}, invert (23) and counter mask (31:24); the domain comes from u/k modifiers",
                 config & !known
             ),
         ));
@@ -115,10 +128,20 @@ pub(crate) fn raw_choice(
     m.merge(&Modifiers {
         edge: (config & Evtsel::EDGE != 0).then_some(true),
         invert: (config & Evtsel::INV != 0).then_some(true),
+        any_thread: (config & Evtsel::ANY != 0).then_some(true),
         cmask: u8::try_from((config >> 24) & 0xff).ok().filter(|c| *c != 0),
         ..Modifiers::default()
     })?;
     m.merge(&filters)?;
+    if m.any_thread == Some(true) && !intel {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{text}`: AnyThread (`t`) is an Intel architectural perfmon bit; encoder {} has none",
+                model.encoder.name()
+            ),
+        ));
+    }
     let decoded = Evtsel::from_event_select(config);
     if decoded.code > model.encoder.max_event_code() {
         return Err(err(
@@ -149,6 +172,8 @@ pub(crate) fn raw_choice(
         cmask: m.cmask.unwrap_or(0),
         counters: CounterSet::first(model.pmu.general_counters),
         fixed: None,
+        extra: None,
+        any_thread: m.any_thread == Some(true),
         modifiers: m,
     })
 }

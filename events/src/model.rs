@@ -1,6 +1,6 @@
 //! The database's picture of one CPU model: match rules, PMU, native events, mappings.
 
-use counterhal_hal::{CounterSet, Family, GeneralizedEvent, Sign};
+use counterhal_hal::{CounterSet, ExtraMsr, Family, GeneralizedEvent, Sign};
 
 use crate::parse::EventSpec;
 use crate::{CpuIdentity, Vendor};
@@ -159,18 +159,27 @@ pub struct UnitMask {
     pub group: u8,
     /// What kind of bits it sets.
     pub class: UnitMaskClass,
+    /// The extra MSR it programs with its event select (offcore response, load latency,
+    /// frontend), if any.
+    pub extra: Option<ExtraMsr>,
+    /// It can be sampled precisely (Intel PEBS).
+    pub precise: bool,
+    /// It is deprecated upstream: it still resolves, and `list` shows it apart.
+    pub deprecated: bool,
+    /// It sets AnyThread (EVTSEL bit 21): the event of both hyper-threads of the core.
+    pub any_thread: bool,
 }
 
 impl UnitMask {
-    /// Whether the mask carries its own filter bits (counter mask, edge, invert).
+    /// Whether the mask carries its own filter bits (counter mask, edge, invert, AnyThread).
     pub fn has_filters(&self) -> bool {
-        self.cmask != 0 || self.edge || self.invert
+        self.cmask != 0 || self.edge || self.invert || self.any_thread
     }
 
-    /// Whether the mask changes its event's code or counters, so it cannot be combined with
-    /// another unit mask.
+    /// Whether the mask changes its event's code or counters, or needs its own extra MSR
+    /// value, so it cannot be combined with another unit mask.
     pub fn overrides_event(&self) -> bool {
-        self.event_code.is_some() || self.counters.is_some()
+        self.event_code.is_some() || self.counters.is_some() || self.extra.is_some()
     }
 }
 
@@ -185,6 +194,12 @@ pub struct EventFlags {
     pub any_initiator: bool,
     /// At most one plain unit mask may be named.
     pub exclusive: bool,
+    /// The event can be sampled precisely (Intel PEBS): perf's `:p`/`:pp` apply.
+    pub precise: bool,
+    /// The event is deprecated upstream: it still resolves, and `list` shows it apart.
+    pub deprecated: bool,
+    /// The event sets AnyThread (EVTSEL bit 21): both hyper-threads of the core.
+    pub any_thread: bool,
 }
 
 /// A native event of a CPU model.
@@ -204,6 +219,8 @@ pub struct NativeEvent {
     pub fixed: Option<u32>,
     /// Its flags.
     pub flags: EventFlags,
+    /// The extra MSR it programs with its event select when no unit mask brings its own.
+    pub extra: Option<ExtraMsr>,
     pub(crate) unit_masks: Vec<UnitMask>,
 }
 

@@ -10,7 +10,8 @@
 //!
 //! Modifiers: `u`, `k`, `h` (user, kernel, hypervisor), `H` (host only), `G` (guest only),
 //! `p`, `pp`, `ppp`, `P` (precision, which only sampling uses), `e` (edge), `i` (invert),
-//! `c=0..255` (counter mask). Modifiers are case-insensitive except `H` and `G`, which are
+//! `c=0..255` (counter mask), `t` (AnyThread), `ldlat=N`, `frontend=V`, `fe_thres=N` (the load-latency and
+//! frontend MSR values of the events that program them). Modifiers are case-insensitive except `H` and `G`, which are
 //! perf's host-only and guest-only modifiers only in upper case (`h` is the hypervisor), and
 //! `P`, which differs from `p` as in perf. The boolean ones take an optional `=0` or `=1`.
 //! Level, context and precision letters may be grouped as perf groups them (`uk`, `uH`, `upp`).
@@ -43,6 +44,15 @@ pub struct Modifiers {
     /// `p`, `pp`, `ppp`: the sampling precision asked for (1, 2, 3); `P` (the highest the PMU
     /// has) is kept as 3. Counting ignores it: it only affects where samples are taken.
     pub precise: Option<u8>,
+    /// `t`: AnyThread (EVTSEL bit 21): count the event of both hyper-threads of the core
+    /// (Intel architectural perfmon v3 and v4 only; a backend refuses it elsewhere).
+    pub any_thread: Option<bool>,
+    /// `ldlat=N`: the load-latency threshold in cycles (MSR 0x3F6), 1..=65535.
+    pub ldlat: Option<u16>,
+    /// `frontend=V`: the whole frontend event selection (MSR 0x3F7), 24 bits.
+    pub frontend: Option<u32>,
+    /// `fe_thres=N`: the frontend latency threshold (MSR 0x3F7 bits 19:8), 1..=4095.
+    pub fe_thres: Option<u16>,
 }
 
 impl Modifiers {
@@ -79,7 +89,35 @@ impl Modifiers {
             "h" => Some(&mut self.hypervisor),
             "e" => Some(&mut self.edge),
             "i" => Some(&mut self.invert),
+            "t" => Some(&mut self.any_thread),
             "c" => None,
+            "ldlat" => {
+                let v = extra_value(&lower, value, 1, 0xffff)?;
+                set_once(
+                    &mut self.ldlat,
+                    u16::try_from(v).unwrap_or(u16::MAX),
+                    "ldlat",
+                )?;
+                return Ok(true);
+            }
+            "frontend" => {
+                let v = extra_value(&lower, value, 0, 0xff_ffff)?;
+                set_once(
+                    &mut self.frontend,
+                    u32::try_from(v).unwrap_or(u32::MAX),
+                    "frontend",
+                )?;
+                return Ok(true);
+            }
+            "fe_thres" => {
+                let v = extra_value(&lower, value, 1, 0xfff)?;
+                set_once(
+                    &mut self.fe_thres,
+                    u16::try_from(v).unwrap_or(u16::MAX),
+                    "fe_thres",
+                )?;
+                return Ok(true);
+            }
             _ => return Ok(false),
         };
         match slot_bool {
@@ -178,8 +216,25 @@ impl Modifiers {
         merge_one(&mut self.host_only, other.host_only, "H")?;
         merge_one(&mut self.guest_only, other.guest_only, "G")?;
         merge_one(&mut self.precise, other.precise, "p")?;
+        merge_one(&mut self.any_thread, other.any_thread, "t")?;
+        merge_one(&mut self.ldlat, other.ldlat, "ldlat")?;
+        merge_one(&mut self.frontend, other.frontend, "frontend")?;
+        merge_one(&mut self.fe_thres, other.fe_thres, "fe_thres")?;
         Ok(())
     }
+}
+
+/// The value of an extra-MSR modifier (`ldlat=`, `frontend=`, `fe_thres=`) in `min..=max`.
+fn extra_value(key: &str, value: Option<&str>, min: u64, max: u64) -> Result<u64, EventError> {
+    let text = value.unwrap_or_default();
+    parse_number(text)
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| {
+            err(
+                EventErrorKind::ValueOutOfRange,
+                format!("modifier `{key}={text}`: the value must be {min:#x}..={max:#x}"),
+            )
+        })
 }
 
 fn merge_one<T: Copy + PartialEq + std::fmt::Display>(
@@ -344,7 +399,7 @@ pub fn parse_event(text: &str) -> Result<ParsedEvent, EventError> {
             return Err(err(
                 EventErrorKind::UnknownModifier,
                 format!(
-                    "unknown modifier `{key}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i and c=0..255"
+                    "unknown modifier `{key}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i, t, c=0..255, ldlat=, frontend= and fe_thres="
                 ),
             ));
         }
@@ -370,7 +425,7 @@ fn apply_modifier_part(modifiers: &mut Modifiers, part: &str) -> Result<(), Even
     Err(err(
         EventErrorKind::UnknownModifier,
         format!(
-            "unknown modifier `{part}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i and c=0..255"
+            "unknown modifier `{part}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i, t, c=0..255, ldlat=, frontend= and fe_thres="
         ),
     ))
 }
@@ -516,7 +571,8 @@ mod tests {
             kind("INST_RETIRED:c=1:c=2"),
             EventErrorKind::ModifierConflict
         );
-        assert_eq!(kind("INST_RETIRED:t=1"), EventErrorKind::UnknownModifier);
+        assert_eq!(kind("INST_RETIRED:t=2"), EventErrorKind::ValueOutOfRange);
+        assert_eq!(kind("INST_RETIRED:x=1"), EventErrorKind::UnknownModifier);
         assert_eq!(kind("INST_RETIRED:u:"), EventErrorKind::UnknownModifier);
         assert_eq!(kind("INST_RETIRED::"), EventErrorKind::NotFound);
         assert_eq!(kind(""), EventErrorKind::NotFound);

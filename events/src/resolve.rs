@@ -167,12 +167,22 @@ impl<'a> Resolver<'a> {
     }
 
     fn raw(&self, config: u64, modifiers: Modifiers) -> Resolved {
+        if modifiers.ldlat.is_some() || modifiers.frontend.is_some() || modifiers.fe_thres.is_some()
+        {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{}`: ldlat, frontend and fe_thres apply to named events that program those MSRs, not to raw codes",
+                    self.text
+                ),
+            ));
+        }
         let perf_raw = || -> Resolved {
-            if modifiers.has_filters() {
+            if modifiers.has_filters() || modifiers.any_thread == Some(true) {
                 return Err(err(
                     EventErrorKind::CombinationNotAllowed,
                     format!(
-                        "`{}`: put edge/invert/counter-mask bits into the raw code itself",
+                        "`{}`: put edge/invert/counter-mask/AnyThread bits into the raw code itself",
                         self.text
                     ),
                 ));
@@ -276,11 +286,18 @@ impl<'a> Resolver<'a> {
         // Checked here so that an error names the event as typed, not a native term of its
         // mapping.
         let domain = check_domain(&modifiers, self.accepts, text)?;
-        if modifiers.edge.is_some() || modifiers.invert.is_some() || modifiers.cmask.is_some() {
+        if modifiers.edge.is_some()
+            || modifiers.invert.is_some()
+            || modifiers.cmask.is_some()
+            || modifiers.any_thread.is_some()
+            || modifiers.ldlat.is_some()
+            || modifiers.frontend.is_some()
+            || modifiers.fe_thres.is_some()
+        {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
                 format!(
-                    "`{text}`: e, i and c apply to native events, not to the generalized event `{generalized}`"
+                    "`{text}`: e, i, c, t, ldlat, frontend and fe_thres apply to native events, not to the generalized event `{generalized}`"
                 ),
             ));
         }

@@ -1,6 +1,6 @@
 //! Choosing a native event's unit masks and filters from what an event string asks.
 
-use counterhal_hal::CounterSet;
+use counterhal_hal::{CounterSet, ExtraMsr};
 
 use crate::error::{EventError, EventErrorKind, err};
 use crate::model::{CpuModel, EncoderKind, NativeEvent, UnitMask, UnitMaskClass};
@@ -19,6 +19,8 @@ pub(crate) struct NativeChoice {
     pub cmask: u8,
     pub counters: CounterSet,
     pub fixed: Option<u32>,
+    pub extra: Option<ExtraMsr>,
+    pub any_thread: bool,
     pub modifiers: Modifiers,
 }
 
@@ -55,6 +57,9 @@ pub(crate) fn select(
     extra_masks: &[&str],
 ) -> Result<NativeChoice, EventError> {
     let mut modifiers = spec.modifiers;
+    // libpfm4's AMD natives take `h` as host (HostOnly, bit 41) and `g` as guest (GuestOnly,
+    // bit 40), where perf writes `H` and `G`; AMD counters have no hypervisor level.
+    let amd = model.encoder == EncoderKind::Amd64;
     let mut plain = Vec::new();
     let mut state_bits = 0u8;
     let mut any_bits = 0u8;
@@ -75,6 +80,13 @@ pub(crate) fn select(
                 UnitMaskClass::AnyInitiator => any_bits |= mask.code,
             },
             None => {
+                if amd && name == "g" {
+                    modifiers.merge(&Modifiers {
+                        guest_only: Some(true),
+                        ..Modifiers::default()
+                    })?;
+                    continue;
+                }
                 if let Some(bits) = raw_unit_mask(name, event)? {
                     raw_bits = Some(raw_bits.unwrap_or(0) | bits);
                     continue;
@@ -107,6 +119,16 @@ pub(crate) fn select(
                 ));
             }
         }
+    }
+    // (`h=0` is dropped: it asks for nothing on AMD.)
+    if amd
+        && let Some(host) = modifiers.hypervisor.take()
+        && host
+    {
+        modifiers.merge(&Modifiers {
+            host_only: Some(true),
+            ..Modifiers::default()
+        })?;
     }
     if plain.len() > 1 {
         if event.flags.exclusive {
@@ -175,11 +197,18 @@ pub(crate) fn select(
         );
     }
     let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
-    let mut implied = Modifiers::default();
+    let mut implied = Modifiers {
+        any_thread: event.flags.any_thread.then_some(true),
+        ..Modifiers::default()
+    };
     let mut fixed = if has_plain { None } else { event.fixed };
     let mut code = event.code;
     let mut counters = event.counters;
+    let mut extra = event.extra;
     for mask in &plain {
+        if mask.extra.is_some() {
+            extra = mask.extra;
+        }
         if let Some(c) = mask.event_code {
             code = c;
         }
@@ -195,6 +224,9 @@ pub(crate) fn select(
         }
         if mask.invert {
             implied.invert = Some(true);
+        }
+        if mask.any_thread {
+            implied.any_thread = Some(true);
         }
         if plain.len() == 1 {
             fixed = mask.fixed;
@@ -241,7 +273,20 @@ pub(crate) fn select(
         }
         fixed = None;
     }
+    if modifiers.any_thread == Some(true) && model.encoder != EncoderKind::IntelArch {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{}`: AnyThread (`t`) is an Intel architectural perfmon bit; encoder {} has none",
+                event.name,
+                model.encoder.name()
+            ),
+        ));
+    }
+    let extra = extra_with_modifiers(event, extra, &modifiers)?;
     Ok(NativeChoice {
+        extra,
+        any_thread: modifiers.any_thread == Some(true),
         code,
         umask,
         edge: modifiers.edge == Some(true),
@@ -251,4 +296,50 @@ pub(crate) fn select(
         fixed,
         modifiers,
     })
+}
+
+/// `extra` with the user's `ldlat=`, `frontend=` and `fe_thres=` applied; an error when the
+/// event programs no MSR those modifiers set.
+fn extra_with_modifiers(
+    event: &NativeEvent,
+    extra: Option<ExtraMsr>,
+    modifiers: &Modifiers,
+) -> Result<Option<ExtraMsr>, EventError> {
+    let refuse = |modifier: &str, address: u32| {
+        err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "modifier `{modifier}` applies to events that program register {address:#x}; `{}` {}",
+                event.name,
+                match extra {
+                    Some(e) => format!("programs register {:#x}", e.address()),
+                    None => "programs no extra register".to_string(),
+                }
+            ),
+        )
+    };
+    let mut extra = extra;
+    if let Some(ldlat) = modifiers.ldlat {
+        match &mut extra {
+            Some(e) if e.address() == ExtraMsr::LOAD_LATENCY => e.value = u64::from(ldlat),
+            _ => return Err(refuse("ldlat", ExtraMsr::LOAD_LATENCY)),
+        }
+    }
+    if modifiers.frontend.is_some() || modifiers.fe_thres.is_some() {
+        let Some(e) = extra.as_mut().filter(|e| e.address() == ExtraMsr::FRONTEND) else {
+            let which = if modifiers.frontend.is_some() {
+                "frontend"
+            } else {
+                "fe_thres"
+            };
+            return Err(refuse(which, ExtraMsr::FRONTEND));
+        };
+        if let Some(value) = modifiers.frontend {
+            e.value = u64::from(value);
+        }
+        if let Some(threshold) = modifiers.fe_thres {
+            e.value = (e.value & !(0xfff << 8)) | (u64::from(threshold) << 8);
+        }
+    }
+    Ok(extra)
 }

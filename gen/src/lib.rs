@@ -47,9 +47,10 @@ impl std::error::Error for GenError {}
 /// Why an upstream event is left out of a generated model (counted in the file's header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Left {
-    /// Marked deprecated upstream.
+    /// Marked deprecated upstream, repeating a current event (same name, or libpfm4's colon
+    /// spelling).
     Deprecated,
-    /// Needs an extra MSR value (offcore response, load latency, frontend).
+    /// Needs an MSR other than offcore response, load latency and frontend.
     MsrValue,
     /// Sets AnyThread.
     AnyThread,
@@ -67,9 +68,11 @@ impl Left {
     /// The phrase in the generated file's header.
     pub const fn text(self) -> &'static str {
         match self {
-            Left::Deprecated => "deprecated events",
+            Left::Deprecated => {
+                "deprecated events that repeat a current one (same name, or spelled `EVENT:request=...`)"
+            }
             Left::MsrValue => {
-                "events that need an extra MSR value (offcore, load latency, frontend)"
+                "events that need an MSR other than offcore response, load latency and frontend"
             }
             Left::AnyThread => "AnyThread events",
             Left::UmaskExt => "events that need a second unit-mask byte",

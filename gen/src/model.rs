@@ -37,6 +37,14 @@ pub struct GenUnitMask {
     pub default: bool,
     /// Its group (libpfm4's `grpid`; 0 unless the event has several).
     pub group: u8,
+    /// The extra MSR it programs (address, value), if any.
+    pub extra: Option<(u32, u64)>,
+    /// It can be sampled precisely (PEBS).
+    pub precise: bool,
+    /// Deprecated upstream.
+    pub deprecated: bool,
+    /// Sets AnyThread.
+    pub any: bool,
 }
 
 /// A generated native event.
@@ -56,6 +64,8 @@ pub struct GenEvent {
     pub flags: Vec<&'static str>,
     /// Its unit masks.
     pub umasks: Vec<GenUnitMask>,
+    /// The extra MSR it programs (address, value), if any.
+    pub extra: Option<(u32, u64)>,
 }
 
 /// A generated model: header and events.

@@ -296,6 +296,19 @@ struct Entry {
     cmask: u8,
     edge: bool,
     inv: bool,
+    extra: Option<(u32, u64)>,
+    precise: bool,
+    deprecated: bool,
+    any: bool,
+}
+
+/// The extra MSRs the schema holds: offcore response 0 and 1, load latency, frontend.
+const EXTRA_MSRS: [u64; 4] = [0x1a6, 0x1a7, 0x3f6, 0x3f7];
+
+/// `MSRIndex` as a list of addresses (empty: none), or `None` when it is no list of numbers.
+fn msr_indices(text: &str) -> Option<Vec<u64>> {
+    let list: Option<Vec<u64>> = text.split(',').map(hex).collect();
+    Some(list?.into_iter().filter(|m| *m != 0).collect())
 }
 
 fn field<'v>(entry: &'v Value, key: &str) -> &'v str {
@@ -318,24 +331,45 @@ fn flag(entry: &Value, key: &str) -> bool {
 /// The facts of `entry`, or why it is left out.
 fn entry(entry: &Value) -> Result<Entry, Left> {
     let name = field(entry, "EventName");
-    if flag(entry, "Deprecated") {
-        return Err(Left::Deprecated);
-    }
-    if !matches!(field(entry, "MSRIndex"), "0" | "0x00" | "") {
-        return Err(Left::MsrValue);
-    }
-    if flag(entry, "AnyThread") {
-        return Err(Left::AnyThread);
-    }
+    let msrs = msr_indices(field(entry, "MSRIndex")).ok_or(Left::Malformed)?;
+    let extra = match msrs.first() {
+        None => None,
+        // Offcore events list both response MSRs (and then both event codes): either pair
+        // counts the same; the first is written, and the backend moves to the second when
+        // the first is taken.
+        Some(&msr) if EXTRA_MSRS.contains(&msr) && msrs.iter().all(|m| EXTRA_MSRS.contains(m)) => {
+            let value = hex(field(entry, "MSRValue")).ok_or(Left::Malformed)?;
+            Some((u32::try_from(msr).map_err(|_| Left::Malformed)?, value))
+        }
+        Some(_) => return Err(Left::MsrValue),
+    };
     if field(entry, "UMaskExt") != "0" && hex(field(entry, "UMaskExt")).is_some_and(|v| v != 0) {
         return Err(Left::UmaskExt);
     }
-    let code = hex(field(entry, "EventCode")).ok_or(Left::TwoCodes)?;
+    let codes: Vec<&str> = field(entry, "EventCode").split(',').collect();
+    let code = match codes.as_slice() {
+        [one] => hex(one),
+        // Two codes go with the two offcore response MSRs: the first with the first.
+        [first, _] if msrs.len() == 2 => hex(first),
+        _ => None,
+    };
+    let code = code.ok_or(Left::TwoCodes)?;
     let code = u16::try_from(code)
         .ok()
         .filter(|c| *c <= 0xff)
         .ok_or(Left::Malformed)?;
-    let umask = hex(field(entry, "UMask"))
+    // Some offcore events list two unit masks of one code, one per response MSR (Goldmont,
+    // Knights Landing): the first goes with the first MSR.
+    let umask = match field(entry, "UMask")
+        .split(',')
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [one] => hex(one),
+        [first, _] if !msrs.is_empty() => hex(first),
+        _ => None,
+    };
+    let umask = umask
         .and_then(|u| u8::try_from(u).ok())
         .ok_or(Left::Malformed)?;
     let (base, mask) = match name.split_once('.') {
@@ -350,6 +384,11 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || (dot && c == '.'))
     };
     if !valid(base, false) || mask.is_some_and(|m| !valid(m, true) || m.len() < 2) {
+        // Deprecated offcore events spelled in libpfm4's syntax
+        // (`OFFCORE_RESPONSE:request=...`) repeat current `OCR.*` events.
+        if flag(entry, "Deprecated") {
+            return Err(Left::Deprecated);
+        }
         return Err(Left::Malformed);
     }
     let counter = field(entry, "Counter");
@@ -379,6 +418,10 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
         cmask: number("CounterMask").ok_or(Left::Malformed)?,
         edge: flag(entry, "EdgeDetect"),
         inv: flag(entry, "Invert"),
+        extra,
+        precise: flag(entry, "PEBS") || flag(entry, "Precise"),
+        deprecated: flag(entry, "Deprecated"),
+        any: flag(entry, "AnyThread"),
     })
 }
 
@@ -414,6 +457,18 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
     let mut fixed_counters = 0;
     for (base, mut group) in groups {
         group.sort_by(|a, b| a.mask.cmp(&b.mask));
+        // A deprecated name that is also current (a renamed event kept under its old name
+        // with the same spelling) gives way to the current one.
+        let before = group.len();
+        let current: Vec<Option<String>> = group
+            .iter()
+            .filter(|e| !e.deprecated)
+            .map(|e| e.mask.clone())
+            .collect();
+        group.retain(|e| !e.deprecated || !current.contains(&e.mask));
+        if group.len() < before {
+            *left.entry(Left::Deprecated.text().to_string()).or_default() += before - group.len();
+        }
         let names: Vec<_> = group.iter().map(|e| e.mask.clone()).collect();
         if names.windows(2).any(|w| w[0] == w[1]) || (group.len() > 1 && names.contains(&None)) {
             *left.entry(Left::Ambiguous.text().to_string()).or_default() += group.len();
@@ -450,6 +505,16 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
             event.umask = Some(e.umask);
             event.counters = Some(e.counters.clone());
             event.fixed = e.fixed;
+            event.extra = e.extra;
+            if e.precise {
+                event.flags.push("precise");
+            }
+            if e.deprecated {
+                event.flags.push("deprecated");
+            }
+            if e.any {
+                event.flags.push("any_thread");
+            }
             if e.cmask != 0 || e.edge || e.inv {
                 *left.entry(Left::Malformed.text().to_string()).or_default() += 1;
                 continue;
@@ -468,6 +533,10 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     counters: (e.counters != counters).then_some(e.counters),
                     default: false,
                     group: 0,
+                    extra: e.extra,
+                    precise: e.precise,
+                    deprecated: e.deprecated,
+                    any: e.any,
                 });
             }
         }
@@ -546,5 +615,77 @@ mod tests {
         assert_eq!(most_common([3, 1, 3, 1, 2].into_iter()), Some(1));
         assert_eq!(most_common([0xc0, 0x00, 0xc0].into_iter()), Some(0xc0));
         assert_eq!(most_common(std::iter::empty::<u8>()), None);
+    }
+}
+
+#[cfg(test)]
+mod extra_tests {
+    use super::*;
+
+    #[test]
+    fn offcore_entries_keep_the_first_code_msr_and_value() {
+        let e = serde_json::json!({
+            "EventName": "OCR.ALL_READS.PMM_HIT_LOCAL_PMM.ANY_SNOOP", "EventCode": "0xB7, 0xBB",
+            "UMask": "0x01", "Counter": "0,1,2,3", "MSRIndex": "0x1a6,0x1a7",
+            "MSRValue": "0x3F804007F7", "CounterMask": "0", "Invert": "0", "EdgeDetect": "0",
+            "AnyThread": "0", "PEBS": "0", "Deprecated": "0",
+        });
+        let entry = entry(&e).map_err(Left::text).unwrap();
+        assert_eq!((entry.code, entry.umask), (0xb7, 0x01));
+        assert_eq!(entry.extra, Some((0x1a6, 0x3f_8040_07f7)));
+        assert_eq!(
+            entry.mask.as_deref(),
+            Some("ALL_READS.PMM_HIT_LOCAL_PMM.ANY_SNOOP")
+        );
+    }
+
+    fn with(fields: &[(&str, &str)]) -> Value {
+        let mut e = serde_json::json!({
+            "EventName": "OFFCORE_RESPONSE.ANY_READ.L2_MISS", "EventCode": "0xB7",
+            "UMask": "0x01", "Counter": "0,1,2,3", "MSRIndex": "0", "MSRValue": "0",
+            "CounterMask": "0", "Invert": "0", "EdgeDetect": "0", "AnyThread": "0",
+            "PEBS": "0", "Deprecated": "0",
+        });
+        for (k, v) in fields {
+            e[*k] = Value::String((*v).to_string());
+        }
+        e
+    }
+
+    #[test]
+    fn unit_mask_pairs_load_latency_frontend_and_other_msrs() {
+        // Goldmont and Knights Landing: one code, a unit mask per response MSR.
+        let pair = with(&[
+            ("UMask", "0x01,0x02"),
+            ("MSRIndex", "0x1a6,0x1a7"),
+            ("MSRValue", "0x36000032b7 "),
+        ]);
+        let e = entry(&pair).map_err(Left::text).unwrap();
+        assert_eq!((e.code, e.umask), (0xb7, 0x01));
+        assert_eq!(e.extra, Some((0x1a6, 0x36_0000_32b7)));
+        let ldlat = with(&[("MSRIndex", "0x3F6"), ("MSRValue", "0x80"), ("PEBS", "2")]);
+        let e = entry(&ldlat).map_err(Left::text).unwrap();
+        assert_eq!(e.extra, Some((0x3f6, 0x80)));
+        assert!(e.precise);
+        let fe = with(&[
+            ("MSRIndex", "0x3F7"),
+            ("MSRValue", "0x11"),
+            ("AnyThread", "1"),
+        ]);
+        let e = entry(&fe).map_err(Left::text).unwrap();
+        assert_eq!(e.extra, Some((0x3f7, 0x11)));
+        assert!(e.any);
+        // Two codes without two response MSRs, and MSRs the schema does not hold, stay out.
+        let two = with(&[("EventCode", "0xB7,0xBB")]);
+        assert!(matches!(entry(&two), Err(Left::TwoCodes)));
+        let snoop = with(&[("MSRIndex", "0x3E0,0x3E1"), ("MSRValue", "0x1")]);
+        assert!(matches!(entry(&snoop), Err(Left::MsrValue)));
+        // A deprecated name in libpfm4's colon spelling counts as deprecated, a current one
+        // as a name the schema cannot hold.
+        let name = "OFFCORE_RESPONSE:request=X:response=Y";
+        let colon = with(&[("EventName", name), ("Deprecated", "1")]);
+        assert!(matches!(entry(&colon), Err(Left::Deprecated)));
+        let colon = with(&[("EventName", name)]);
+        assert!(matches!(entry(&colon), Err(Left::Malformed)));
     }
 }

@@ -78,6 +78,10 @@ fn write_event(out: &mut String, e: &GenEvent) {
     if let Some(f) = e.fixed {
         let _ = writeln!(out, "fixed = {f}");
     }
+    if let Some((msr, value)) = e.extra {
+        let _ = writeln!(out, "extra_reg = {msr:#x}");
+        let _ = writeln!(out, "extra_value = {}", msr_value(value));
+    }
     if !e.flags.is_empty() {
         let flags: Vec<String> = e.flags.iter().map(|f| quoted(f)).collect();
         let _ = writeln!(out, "flags = [{}]", flags.join(", "));
@@ -117,8 +121,34 @@ fn umask(u: &GenUnitMask) -> String {
     if u.group != 0 {
         let _ = write!(text, ", group = {}", u.group);
     }
+    if let Some((msr, value)) = u.extra {
+        let _ = write!(
+            text,
+            ", extra_reg = {msr:#x}, extra_value = {}",
+            msr_value(value)
+        );
+    }
+    if u.precise {
+        text.push_str(", precise = true");
+    }
+    if u.deprecated {
+        text.push_str(", deprecated = true");
+    }
+    if u.any {
+        text.push_str(", any = true");
+    }
     text.push_str(" }");
     text
+}
+
+/// An extra MSR value: a hexadecimal integer, or a string at or above 2^63 (TOML integers
+/// are i64).
+fn msr_value(value: u64) -> String {
+    if i64::try_from(value).is_ok() {
+        format!("{value:#x}")
+    } else {
+        format!("\"{value:#x}\"")
+    }
 }
 
 fn list(values: &[u32]) -> String {
@@ -152,6 +182,24 @@ mod tests {
     #[test]
     fn strings_are_escaped() {
         assert_eq!(quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+
+    #[test]
+    fn msr_values_above_i64_are_strings() {
+        assert_eq!(msr_value(0x10001), "0x10001");
+        assert_eq!(msr_value(i64::MAX as u64), "0x7fffffffffffffff");
+        assert_eq!(msr_value(1 << 63), "\"0x8000000000000000\"");
+        let text = umask(&GenUnitMask {
+            name: "A.B".into(),
+            code: 1,
+            extra: Some((0x1a6, 0x8000_0000_0001_0001)),
+            precise: true,
+            ..GenUnitMask::default()
+        });
+        assert_eq!(
+            text,
+            "{ name = \"A.B\", code = 0x01, extra_reg = 0x1a6, extra_value = \"0x8000000000010001\", precise = true }"
+        );
     }
 
     #[test]

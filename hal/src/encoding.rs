@@ -315,6 +315,11 @@ impl ExtraMsr {
     pub const fn new(msr: u32, value: u64) -> Self {
         Self { msr, value }
     }
+
+    /// The MSR's address (the `msr` field).
+    pub const fn address(&self) -> u32 {
+        self.msr
+    }
 }
 
 /// An x86 event select (Intel IA32_PERFEVTSELx, AMD PerfEvtSelx) by its fields, with the

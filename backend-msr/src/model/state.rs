@@ -106,6 +106,8 @@ pub(super) enum Reg {
     GlobalOvfCtrl,
     PerfCapabilities,
     Scratch,
+    /// An extra MSR of an event (offcore response, load latency, frontend): its bit width.
+    Extra(u32),
 }
 
 impl ModelState {
@@ -150,6 +152,11 @@ impl ModelState {
         }
         if msr == regs::IA32_PERF_CTL || msr == regs::IA32_MISC_ENABLE {
             return Some(Reg::Scratch);
+        }
+        if c.version >= 2
+            && let Some(i) = regs::extra_index(msr)
+        {
+            return Some(Reg::Extra(regs::EXTRA_MSRS[i].2));
         }
         if msr == regs::IA32_PERF_CAPABILITIES && c.version >= 2 {
             return Some(Reg::PerfCapabilities);
@@ -213,7 +220,7 @@ impl ModelState {
                     0
                 }
             }
-            Reg::Scratch => s
+            Reg::Scratch | Reg::Extra(_) => s
                 .scratch
                 .iter()
                 .find(|(m, _)| *m == msr)
@@ -280,7 +287,8 @@ impl ModelState {
                 }
                 s.global_status &= !value;
             }
-            Reg::Scratch => {
+            Reg::Extra(bits) if bits < 64 && value >> bits != 0 => return false,
+            Reg::Scratch | Reg::Extra(_) => {
                 s.scratch.retain(|(m, _)| *m != msr);
                 s.scratch.push((msr, value));
             }

@@ -1,6 +1,7 @@
 //! A model's native events and their unit masks, validated against the model.
 
-use counterhal_hal::{CounterSet, Error};
+use counterhal_hal::{CounterSet, Error, ExtraMsr};
+use toml::Spanned;
 
 use super::header::{counter_set, fixed_counter};
 use super::schema::EventDoc;
@@ -43,14 +44,28 @@ pub(super) fn native_event(
             "mesi" => flags.mesi = true,
             "any_initiator" => flags.any_initiator = true,
             "exclusive" => flags.exclusive = true,
+            "precise" => flags.precise = true,
+            "deprecated" => flags.deprecated = true,
+            "any_thread" => flags.any_thread = true,
             other => {
                 return Err(source.error(
                     flag.span(),
                     "flags",
-                    format!("unknown flag `{other}`; one of umask_required, mesi, any_initiator, exclusive"),
+                    format!("unknown flag `{other}`; one of umask_required, mesi, any_initiator, exclusive, precise, deprecated, any_thread"),
                 ));
             }
         }
+    }
+    if (flags.any_thread || doc.umasks.iter().any(|u| u.get_ref().any))
+        && encoder != EncoderKind::IntelArch
+    {
+        return Err(source.error(
+            doc.name.span(),
+            "flags",
+            format!(
+                "`{name}`: AnyThread (`any_thread`, `any`) exists only with encoder intel-arch"
+            ),
+        ));
     }
     if encoder == EncoderKind::P5
         && (doc.umask.is_some() || !doc.umasks.is_empty() || flags.mesi || flags.any_initiator)
@@ -80,6 +95,13 @@ pub(super) fn native_event(
             format!("`{name}` has no counter: give `counters` or `fixed`"),
         ));
     }
+    let extra = extra_register(
+        source,
+        encoder,
+        &name,
+        doc.extra_reg.as_ref(),
+        doc.extra_value.as_ref(),
+    )?;
     let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
     for umask in &doc.umasks {
         let u = umask.get_ref();
@@ -157,7 +179,18 @@ pub(super) fn native_event(
                 ),
             ));
         }
+        let uextra = extra_register(
+            source,
+            encoder,
+            &format!("{name}:{uname}"),
+            u.extra_reg.as_ref(),
+            u.extra_value.as_ref(),
+        )?;
         unit_masks.push(UnitMask {
+            extra: uextra,
+            precise: u.precise,
+            deprecated: u.deprecated,
+            any_thread: u.any,
             name: uname,
             code: ucode,
             description: u.desc.clone(),
@@ -203,8 +236,79 @@ pub(super) fn native_event(
         counters,
         fixed,
         flags,
+        extra,
         unit_masks,
     })
+}
+
+/// The MSRs an event may program besides its event select, and what each is.
+const EXTRA_MSRS: [(u32, &str); 4] = [
+    (ExtraMsr::OFFCORE_RSP_0, "offcore response 0"),
+    (ExtraMsr::OFFCORE_RSP_1, "offcore response 1"),
+    (ExtraMsr::LOAD_LATENCY, "load latency"),
+    (ExtraMsr::FRONTEND, "frontend"),
+];
+
+/// `extra_reg` and `extra_value` of an event or unit mask (`what` names it) as an extra MSR; the
+/// value is an integer or, at or above 2^63 (TOML integers are i64), a string `"0x..."`.
+fn extra_register(
+    source: &Source<'_>,
+    encoder: EncoderKind,
+    what: &str,
+    register: Option<&Spanned<i64>>,
+    value: Option<&Spanned<toml::Value>>,
+) -> Result<Option<ExtraMsr>, Error> {
+    let (register, value) = match (register, value) {
+        (None, None) => return Ok(None),
+        (Some(register), Some(value)) => (register, value),
+        (Some(register), None) => {
+            return Err(source.error(
+                register.span(),
+                "extra_value",
+                format!("`{what}` gives `extra_reg` without `extra_value`; give both"),
+            ));
+        }
+        (None, Some(value)) => {
+            return Err(source.error(
+                value.span(),
+                "extra_reg",
+                format!("`{what}` gives `extra_value` without `extra_reg`; give both"),
+            ));
+        }
+    };
+    let address = u32::try_from(*register.get_ref())
+        .ok()
+        .filter(|a| EXTRA_MSRS.iter().any(|(m, _)| m == a));
+    let Some(address) = address.filter(|_| encoder == EncoderKind::IntelArch) else {
+        let known: Vec<String> = EXTRA_MSRS
+            .iter()
+            .map(|(m, name)| format!("{m:#x} ({name})"))
+            .collect();
+        return Err(source.error(
+            register.span(),
+            "extra_reg",
+            format!(
+                "`{what}`: extra register {:#x} is not one the intel-arch encoder programs with an event; one of {}",
+                register.get_ref(),
+                known.join(", ")
+            ),
+        ));
+    };
+    let number = match value.get_ref() {
+        toml::Value::Integer(n) => u64::try_from(*n).ok(),
+        toml::Value::String(text) => crate::parse::parse_number(text),
+        _ => None,
+    };
+    let Some(number) = number else {
+        return Err(source.error(
+            value.span(),
+            "extra_value",
+            format!(
+                "`{what}`: the extra register's value must be a non-negative integer or, at or above 2^63, a string such as \"0x8000000000010001\""
+            ),
+        ));
+    };
+    Ok(Some(ExtraMsr::new(address, number)))
 }
 
 pub(super) fn state_mask(
@@ -226,6 +330,10 @@ pub(super) fn state_mask(
         counters: None,
         group: 0,
         class,
+        extra: None,
+        precise: false,
+        deprecated: false,
+        any_thread: false,
     }
 }
 

@@ -62,6 +62,8 @@ pub(super) struct EventDoc {
     pub(super) fixed: Option<Spanned<i64>>,
     #[serde(default)]
     pub(super) flags: Vec<Spanned<String>>,
+    pub(super) extra_reg: Option<Spanned<i64>>,
+    pub(super) extra_value: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -82,4 +84,12 @@ pub(super) struct UmaskDoc {
     pub(super) event: Option<Spanned<i64>>,
     pub(super) counters: Option<Spanned<Vec<i64>>>,
     pub(super) group: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) precise: bool,
+    #[serde(default)]
+    pub(super) deprecated: bool,
+    #[serde(default)]
+    pub(super) any: bool,
+    pub(super) extra_reg: Option<Spanned<i64>>,
+    pub(super) extra_value: Option<Spanned<toml::Value>>,
 }
