@@ -134,6 +134,52 @@ pub const MODELS: &[Table] = &[
     ),
 ];
 
+/// libpfm4's Zen 1 to Zen 4 tables. Each shares its family with another (Zen and Zen 2 are
+/// family 0x17, Zen 3 and Zen 4 family 0x19) and splits it by model ranges, which the
+/// hand-written overlay states (`match`, over the generated family-wide rule).
+pub const ZEN_MODELS: &[Table] = &[
+    table(
+        "amd64_events_fam17h_zen1.h",
+        "amd64_fam17h_zen1_pe",
+        "amd64_fam17h_zen1",
+        "AMD family 17h Zen and Zen+",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam17h_zen2.h",
+        "amd64_fam17h_zen2_pe",
+        "amd64_fam17h_zen2",
+        "AMD family 17h Zen 2",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen3.h",
+        "amd64_fam19h_zen3_pe",
+        "amd64_fam19h_zen3",
+        "AMD family 19h Zen 3",
+        0x19,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen4.h",
+        "amd64_fam19h_zen4_pe",
+        "amd64_fam19h_zen4",
+        "AMD family 19h Zen 4",
+        0x19,
+        6,
+    ),
+];
+
+/// Every model of [`ZEN_MODELS`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn zen_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    ZEN_MODELS.iter().map(|t| model(root, commit, t)).collect()
+}
+
 /// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
 fn on_revision(flags: &[String], revision: u8) -> bool {
     flags.iter().all(|f| match f.as_str() {
