@@ -25,6 +25,9 @@ pub struct ListArgs {
     /// counters, number of events) instead of events.
     #[arg(long)]
     models: bool,
+    /// With --models: a Markdown table (the one events/README.md shows).
+    #[arg(long, requires = "models", conflicts_with = "json")]
+    markdown: bool,
     /// Only events whose name or description contains this (case-insensitive).
     pattern: Option<String>,
 }
@@ -33,6 +36,10 @@ pub struct ListArgs {
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    if args.models && args.markdown {
+        crate::output::emit(&crate::models::markdown(context.database.models()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.models {
         crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
         return Ok(ExitCode::SUCCESS);

@@ -207,7 +207,8 @@ mod tests {
     }
 
     /// The table in events/README.md is the data's: regenerate it with
-    /// `COUNTERHAL_WRITE_README=1 cargo test -p counterhal-cli readme_model_table`.
+    /// `COUNTERHAL_WRITE_README=1 cargo test -p counterhal-cli readme_model_table` (or paste
+    /// `counterhal list --models --markdown`).
     #[test]
     fn readme_model_table_is_the_datas() {
         const BEGIN: &str =
