@@ -418,6 +418,81 @@ pub const INTEL_MODELS: &[IntelTable] = &[
     },
 ];
 
+/// libpfm4's P6-family tables: Pentium Pro, II, III (libpfm4's `p6` PMU, here `piii`: `p6` is
+/// the hand-written table of OpenBSD's P6 names, which detection keeps picking) and M. Each
+/// matches the models libpfm4 gives it; they are shipped after `p6`, so they are named, not
+/// detected.
+pub const P6_FAMILY_MODELS: &[IntelTable] = &[
+    IntelTable {
+        file: "intel_ppro_events.h",
+        array: "intel_ppro_pe",
+        id: "ppro",
+        description: "Intel Pentium Pro",
+        models: &[0x01],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_pii_events.h",
+        array: "intel_pii_pe",
+        id: "pii",
+        description: "Intel Pentium II",
+        models: &[0x03, 0x05, 0x06],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_p6_events.h",
+        array: "intel_p6_pe",
+        id: "piii",
+        description: "Intel Pentium III",
+        models: &[0x07, 0x08, 0x0a, 0x0b],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_pm_events.h",
+        array: "intel_pm_pe",
+        id: "pm",
+        description: "Intel Pentium M",
+        models: &[0x09, 0x0d],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+];
+
+/// Every model of [`P6_FAMILY_MODELS`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn p6_family_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    P6_FAMILY_MODELS
+        .iter()
+        .map(|t| {
+            let mut model = intel_model(root, commit, t)?;
+            // Not architectural performance monitoring: the P6 event select.
+            model.encoder = "p6";
+            for mask in model.events.iter_mut().flat_map(|e| e.umasks.iter_mut()) {
+                mask.name = cache_state_name(&mask.name);
+            }
+            for event in &mut model.events {
+                event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            Ok(model)
+        })
+        .collect()
+}
+
+/// libpfm4 names the P6 family's cache-state unit masks `M`, `E`, `S`, `I`, which event strings
+/// would read as modifiers (`e` is edge, `i` invert); they take the names libpfm4 gives the same
+/// bits on Core Duo: `M_STATE`, `E_STATE`, `S_STATE`, `I_STATE`.
+fn cache_state_name(name: &str) -> String {
+    match name {
+        "M" | "E" | "S" | "I" => format!("{name}_STATE"),
+        other => other.to_string(),
+    }
+}
+
 /// The model of libpfm4 Intel table `t` from the snapshot at `root`: `.code` holds the event
 /// (bits 7:0) and a unit mask always set (15:8), `.ucode` a unit mask in bits 15:8, `.cntmsk`
 /// the counters.
