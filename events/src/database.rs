@@ -135,6 +135,7 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("generated/nvl_arw.toml"),
     shipped!("nvl_arw.toml"),
     shipped!("intel-arch.toml"),
+    shipped!("generated/amd64_k7.toml"),
     shipped!("amd64_k7.toml"),
     shipped!("k8.toml"),
     shipped!("generated/amd64_fam10h_shanghai.toml"),

@@ -172,12 +172,30 @@ pub const ZEN_MODELS: &[Table] = &[
     ),
 ];
 
+/// libpfm4's K7 table (Athlon, Duron: AMD family 6).
+pub const K7_MODEL: Table = table(
+    "amd64_events_k7.h",
+    "amd64_k7_pe",
+    "amd64_k7",
+    "AMD K7 (Athlon, Duron)",
+    6,
+    4,
+);
+
 /// Every model of [`ZEN_MODELS`] from the libpfm4 snapshot at `root`.
 ///
 /// # Errors
 /// As [`models`].
 pub fn zen_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
     ZEN_MODELS.iter().map(|t| model(root, commit, t)).collect()
+}
+
+/// The model of [`K7_MODEL`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn k7_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
+    model(root, commit, &K7_MODEL)
 }
 
 /// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
