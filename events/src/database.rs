@@ -137,6 +137,7 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("intel-arch.toml"),
     shipped!("generated/amd64_k7.toml"),
     shipped!("amd64_k7.toml"),
+    shipped!("generated/k8.toml"),
     shipped!("k8.toml"),
     shipped!("generated/amd64_fam10h_shanghai.toml"),
     shipped!("amd64_fam10h_shanghai.toml"),

@@ -182,6 +182,18 @@ pub const K7_MODEL: Table = table(
     4,
 );
 
+/// libpfm4's K8 table (AMD family 0x0f), as its latest revision (G) sees it: where an event or
+/// unit mask changed with the revision, the later entry wins. libpfm4's six revision PMUs
+/// (`amd64_k8_revb`..`revg`) are aliases of this one model.
+pub const K8_MODEL: Table = table(
+    "amd64_events_k8.h",
+    "amd64_k8_pe",
+    "k8",
+    "AMD K8 (Athlon 64, Opteron, Turion 64: family 0x0f, revision G's events)",
+    0x0f,
+    4,
+);
+
 /// Every model of [`ZEN_MODELS`] from the libpfm4 snapshot at `root`.
 ///
 /// # Errors
@@ -196,6 +208,14 @@ pub fn zen_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> 
 /// As [`models`].
 pub fn k7_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
     model(root, commit, &K7_MODEL)
+}
+
+/// The model of [`K8_MODEL`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn k8_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
+    model(root, commit, &K8_MODEL)
 }
 
 /// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
