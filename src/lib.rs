@@ -108,6 +108,14 @@ pub fn detect_cpu() -> Option<CpuIdentity> {
         .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
 }
 
+/// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
+/// elsewhere.
+pub fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
+    counterhal_x86::hybrid_core(&counterhal_x86::CpuidInstruction)
+        .ok()
+        .flatten()
+}
+
 /// The event database and the CPU model to resolve names against.
 #[derive(Clone, Debug)]
 pub struct Context {
@@ -139,9 +147,10 @@ impl Context {
                         .with_hint(format!("use one of: {}", known.join(", "))));
                 }
             },
+            // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
             None => cpu
                 .as_ref()
-                .and_then(|c| database.detect(c))
+                .and_then(|c| database.detect_core(c, detect_hybrid_core().as_ref()))
                 .map(|m| m.id.clone()),
         };
         Ok(Context {

@@ -30,6 +30,9 @@ pub struct ListArgs {
     /// database) and the portable ones, with groups, formula and unit, and the groups.
     #[arg(long, conflicts_with = "models")]
     metrics: bool,
+    /// With --models: a Markdown table (the one events/README.md shows).
+    #[arg(long, requires = "models", conflicts_with = "json")]
+    markdown: bool,
     /// Only events (metrics) whose name or description contains this (case-insensitive).
     pattern: Option<String>,
 }
@@ -118,6 +121,10 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    if args.models && args.markdown {
+        crate::output::emit(&crate::models::markdown(context.database.models()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.models {
         crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
         return Ok(ExitCode::SUCCESS);

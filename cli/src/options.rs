@@ -13,8 +13,9 @@ use crate::error::CliError;
 #[derive(Args, Debug, Clone, Default)]
 pub struct DatabaseArgs {
     /// CPU model from the event database instead of the detected one: an id (e.g. p6, skl,
-    /// amd64_fam19h_zen3) or perf's signature Vendor-Family-Model[-Stepping]
-    /// (GenuineIntel-6-8F-8, AuthenticAMD-26-2-0), detected as this CPU would be.
+    /// amd64_fam19h_zen3) or perf's signature Vendor-Family-Model[-Stepping] (GenuineIntel-6-8F-8,
+    /// AuthenticAMD-26-2-0), detected as this CPU would be; on a hybrid chip, -atom or -core
+    /// after it names the core (GenuineIntel-6-97-2-atom).
     #[arg(long = "cpu-model", value_name = "MODEL")]
     cpu: Option<String>,
     /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
@@ -28,12 +29,22 @@ impl DatabaseArgs {
     /// # Errors
     /// A bad events file or an unknown CPU model: bad input (exit 2) with the usage line.
     pub fn context(&self) -> Result<Context, CliError> {
-        Context::new(self.events_file.as_deref(), self.cpu.as_deref()).map_err(|e| {
-            CliError::usage(
-                e,
-                "--cpu-model MODEL (see `counterhal list --models`) --events FILE",
-            )
-        })
+        let context =
+            Context::new(self.events_file.as_deref(), self.cpu.as_deref()).map_err(|e| {
+                CliError::usage(
+                    e,
+                    "--cpu-model MODEL (see `counterhal list --models`) --events FILE",
+                )
+            })?;
+        // A hybrid chip's signature without its core: say which core's table was taken.
+        if let Some(note) = self
+            .cpu
+            .as_deref()
+            .and_then(|id| context.database.hybrid_note(id))
+        {
+            crate::output::emit_to_stderr(&format!("counterhal: note: {note}\n"));
+        }
+        Ok(context)
     }
 }
 

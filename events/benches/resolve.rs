@@ -85,40 +85,4 @@ fn main() {
             backend.families_text()
         );
     }
-    // The largest model's full parse, as a ratio to skl's (each from a fresh database, so the
-    // header scan is paid too and subtracted), and a resolve on it.
-    let (largest, size) = database
-        .models()
-        .map(|m| (m.id.clone(), m.unit_mask_count()))
-        .max_by_key(|(_, n)| *n)
-        .expect("models");
-    let parse = |id: &str| {
-        per_iteration(20, || {
-            let cold = Database::parse_shipped().expect("shipped database loads");
-            black_box(cold.model(id).expect("model exists").events().len());
-        })
-        .saturating_sub(headers)
-    };
-    let (largest_parse, skl_parse) = (parse(&largest), parse("skl"));
-    println!(
-        "full parse of the largest model ({largest}, {size} events and unit masks): {largest_parse:?}, {:.1}x skl's {skl_parse:?} (target < 15 ms)",
-        largest_parse.as_secs_f64() / skl_parse.as_secs_f64().max(1e-9)
-    );
-    let model = database.model(&largest).expect("model exists");
-    let event = model
-        .events()
-        .iter()
-        .find(|e| !e.unit_masks().is_empty())
-        .map(|e| format!("{}.{}:u", e.name, e.unit_masks()[0].name))
-        .expect("an event with unit masks");
-    let resolve = per_iteration(20_000, || {
-        black_box(
-            database
-                .resolve(Some(&largest), black_box(&event), &X86)
-                .expect("resolves"),
-        );
-    });
-    println!(
-        "resolve `{event}` on the largest model ({largest}): {resolve:?} per call (target < 2 us)"
-    );
 }

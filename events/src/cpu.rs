@@ -85,6 +85,20 @@ impl CpuIdentity {
         })
     }
 
+    /// Parses perf's signature optionally followed by the core of a hybrid chip:
+    /// `GenuineIntel-6-97-2-atom`, `GenuineIntel-6-C5-2-core`, or leaf 0x1A's EAX in hex
+    /// (`GenuineIntel-6-C5-2-0x20000002`, the low-power Atom cores of Arrow Lake H). `None` if
+    /// `text` is not such a signature.
+    pub fn from_signature_with_core(text: &str) -> Option<(CpuIdentity, Option<HybridCore>)> {
+        let text = text.trim();
+        if let Some(cpu) = CpuIdentity::from_signature(text) {
+            return Some((cpu, None));
+        }
+        let (signature, core) = text.rsplit_once('-')?;
+        let core = HybridCore::from_name(core)?;
+        Some((CpuIdentity::from_signature(signature)?, Some(core)))
+    }
+
     /// perf's signature of this CPU: `GenuineIntel-6-8F-8` (family decimal, model and
     /// stepping upper-case hex).
     pub fn signature(&self) -> String {
@@ -131,6 +145,87 @@ impl CpuIdentity {
     }
 }
 
+/// Which kind of core of a hybrid chip a thread runs on: CPUID leaf 0x1A EAX, the core type in
+/// bits 31:24 (0x20 Atom, 0x40 Core) and the native model id in bits 23:0 (which tells Arrow
+/// Lake's low-power Crestmont cores, 0x2, from its Skymont cores, 0x3). Intel's perfmon mapfile
+/// gives both for each hybrid core table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HybridCore {
+    /// The core type: [`HybridCore::ATOM`], [`HybridCore::CORE`] or another value.
+    pub core_type: u8,
+    /// The native model id; `None` when not known (a core type named alone).
+    pub native_model: Option<u32>,
+}
+
+impl HybridCore {
+    /// The core type of an Atom (efficient) core.
+    pub const ATOM: u8 = 0x20;
+    /// The core type of a Core (performance) core.
+    pub const CORE: u8 = 0x40;
+
+    /// The core that CPUID leaf 0x1A's `eax` describes; `None` when it names none (a CPU that
+    /// is not hybrid answers zeros).
+    pub fn from_leaf_1a(eax: u32) -> Option<HybridCore> {
+        let core_type = u8::try_from(eax >> 24).ok().filter(|&t| t != 0)?;
+        Some(HybridCore {
+            core_type,
+            native_model: Some(eax & 0x00ff_ffff),
+        })
+    }
+
+    /// A core named as `--cpu-model` signatures end: `atom`, `core`, or leaf 0x1A's EAX in hex
+    /// (`0x20000002`: core type and native model id). `None` for anything else.
+    pub fn from_name(name: &str) -> Option<HybridCore> {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("atom") {
+            return Some(HybridCore {
+                core_type: Self::ATOM,
+                native_model: None,
+            });
+        }
+        if name.eq_ignore_ascii_case("core") {
+            return Some(HybridCore {
+                core_type: Self::CORE,
+                native_model: None,
+            });
+        }
+        let hex = name
+            .strip_prefix("0x")
+            .or_else(|| name.strip_prefix("0X"))?;
+        Self::from_leaf_1a(u32::from_str_radix(hex, 16).ok()?)
+    }
+
+    /// The core type's name: `atom`, `core`, or its value in hex.
+    pub fn type_name(&self) -> String {
+        match self.core_type {
+            Self::ATOM => "atom".to_string(),
+            Self::CORE => "core".to_string(),
+            other => format!("{other:#04x}"),
+        }
+    }
+
+    /// Whether a model for `core_type` (and `native_model`, when the model names one) serves
+    /// this core.
+    pub fn served_by(&self, core_type: u8, native_model: Option<u32>) -> bool {
+        self.core_type == core_type
+            && match (self.native_model, native_model) {
+                (Some(mine), Some(theirs)) => mine == theirs,
+                _ => true,
+            }
+    }
+}
+
+impl fmt::Display for HybridCore {
+    /// `atom`, `core`, or the type in hex, with the native model id when known.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.type_name())?;
+        match self.native_model {
+            Some(native) => write!(f, " (native model {native:#x})"),
+            None => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for CpuIdentity {
     /// perf's mapfile spelling: `AuthenticAMD-25-1-1` style, with our vendor names.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -145,6 +240,58 @@ impl fmt::Display for CpuIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hybrid_cores_from_cpuid_and_names() {
+        // Alder Lake: a Gracemont core answers 0x20000001, a Golden Cove core 0x40000001.
+        let atom = HybridCore::from_leaf_1a(0x2000_0001).unwrap();
+        assert_eq!((atom.core_type, atom.native_model), (0x20, Some(1)));
+        assert_eq!(atom.type_name(), "atom");
+        let core = HybridCore::from_leaf_1a(0x4000_0001).unwrap();
+        assert_eq!(core.type_name(), "core");
+        assert_eq!(core.to_string(), "core (native model 0x1)");
+        // A CPU that is not hybrid answers zeros.
+        assert_eq!(HybridCore::from_leaf_1a(0), None);
+        assert_eq!(HybridCore::from_leaf_1a(0x0000_0003), None);
+        // Arrow Lake H's low-power Crestmont (native model 2) is not its Skymont (3).
+        let lp = HybridCore::from_name("0x20000002").unwrap();
+        assert!(lp.served_by(0x20, Some(2)));
+        assert!(!lp.served_by(0x20, Some(3)));
+        assert!(lp.served_by(0x20, None));
+        assert!(!lp.served_by(0x40, Some(2)));
+        // A core type named alone is served by any native model of that type.
+        let named = HybridCore::from_name("ATOM").unwrap();
+        assert_eq!(named.native_model, None);
+        assert!(named.served_by(0x20, Some(3)));
+        for bad in ["", "big", "0x", "0xg", "20000002", "0x00000001"] {
+            assert_eq!(HybridCore::from_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn signatures_with_a_core() {
+        let (cpu, core) =
+            CpuIdentity::from_signature_with_core("GenuineIntel-6-97-2-atom").unwrap();
+        assert_eq!((cpu.family, cpu.model, cpu.stepping), (6, 0x97, 2));
+        assert_eq!(core.map(|c| c.core_type), Some(HybridCore::ATOM));
+        let (cpu, core) = CpuIdentity::from_signature_with_core("GenuineIntel-6-97-2").unwrap();
+        assert_eq!((cpu.model, core), (0x97, None));
+        let (_, core) =
+            CpuIdentity::from_signature_with_core("GenuineIntel-6-C5-2-0x20000002").unwrap();
+        assert_eq!(core.and_then(|c| c.native_model), Some(2));
+        // Without a stepping the core still parses (stepping 0).
+        let (cpu, core) = CpuIdentity::from_signature_with_core("GenuineIntel-6-AA-core").unwrap();
+        assert_eq!((cpu.model, cpu.stepping), (0xaa, 0));
+        assert_eq!(core.map(|c| c.core_type), Some(HybridCore::CORE));
+        for bad in [
+            "GenuineIntel-6-97-2-big",
+            "GenuineIntel-atom",
+            "atom",
+            "GenuineIntel-6-97-2-1-atom",
+        ] {
+            assert_eq!(CpuIdentity::from_signature_with_core(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn parses_cpuinfo() {

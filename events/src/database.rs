@@ -8,7 +8,7 @@ use counterhal_hal::{Error, GeneralizedEvent, Result};
 
 use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::CpuModel;
-use crate::{CpuIdentity, suggest};
+use crate::{CpuIdentity, HybridCore, suggest};
 
 /// A shipped file: its name as errors print it and its text.
 macro_rules! shipped {
@@ -30,6 +30,14 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("generated/coreduo.toml"),
     shipped!("coreduo.toml"),
     shipped!("p6.toml"),
+    shipped!("generated/ppro.toml"),
+    shipped!("ppro.toml"),
+    shipped!("generated/pii.toml"),
+    shipped!("pii.toml"),
+    shipped!("generated/piii.toml"),
+    shipped!("piii.toml"),
+    shipped!("generated/pm.toml"),
+    shipped!("pm.toml"),
     shipped!("generated/core.toml"),
     shipped!("core.toml"),
     shipped!("generated/nhm.toml"),
@@ -127,7 +135,9 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("generated/nvl_arw.toml"),
     shipped!("nvl_arw.toml"),
     shipped!("intel-arch.toml"),
+    shipped!("generated/amd64_k7.toml"),
     shipped!("amd64_k7.toml"),
+    shipped!("generated/k8.toml"),
     shipped!("k8.toml"),
     shipped!("generated/amd64_fam10h_shanghai.toml"),
     shipped!("amd64_fam10h_shanghai.toml"),
@@ -145,9 +155,13 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("amd64_fam15h_interlagos.toml"),
     shipped!("generated/amd64_fam16h.toml"),
     shipped!("amd64_fam16h.toml"),
+    shipped!("generated/amd64_fam17h_zen1.toml"),
     shipped!("amd64_fam17h_zen1.toml"),
+    shipped!("generated/amd64_fam17h_zen2.toml"),
     shipped!("amd64_fam17h_zen2.toml"),
+    shipped!("generated/amd64_fam19h_zen3.toml"),
     shipped!("amd64_fam19h_zen3.toml"),
+    shipped!("generated/amd64_fam19h_zen4.toml"),
     shipped!("amd64_fam19h_zen4.toml"),
     shipped!("generated/amd64_fam1ah_zen5.toml"),
     shipped!("amd64_fam1ah_zen5.toml"),
@@ -259,6 +273,7 @@ fn parse_full(files: &[(&'static str, &'static str)], header: &CpuModel) -> Resu
                 && model.description == header.description
                 && model.encoder == header.encoder
                 && model.pmu == header.pmu
+                && model.hybrid == header.hybrid
                 && model.rules == header.rules
                 && model.aliases == header.aliases =>
         {
@@ -442,7 +457,10 @@ impl Database {
                 })
             })
             .map(Entry::model)
-            .or_else(|| self.detect(&CpuIdentity::from_signature(id)?))
+            .or_else(|| {
+                let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
+                self.detect_core(&cpu, core.as_ref())
+            })
     }
 
     /// The first model whose match rules accept `cpu`.
@@ -451,6 +469,81 @@ impl Database {
             .iter()
             .find(|e| e.header().matches(cpu))
             .map(Entry::model)
+    }
+
+    /// The model for `cpu` on the core `core` of a hybrid chip (CPUID leaf 0x1A of the CPU
+    /// the thread runs on): the first model whose match rules accept `cpu` and that serves
+    /// that core; the first that accepts `cpu` when none does or `core` is `None` (on a hybrid
+    /// chip, its performance cores' table).
+    pub fn detect_core(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&CpuModel> {
+        let mut matching = self.models.iter().filter(|e| e.header().matches(cpu));
+        let first = matching.clone().next();
+        core.and_then(|core| {
+            matching.find(|e| {
+                e.header()
+                    .hybrid
+                    .is_some_and(|h| core.served_by(h.core_type, h.native_model))
+            })
+        })
+        .or(first)
+        .map(Entry::model)
+    }
+
+    /// The models whose match rules accept `cpu`, in match order: more than one with a
+    /// [`CpuModel::hybrid`] core each on a hybrid chip (one per kind of core).
+    pub fn candidates(&self, cpu: &CpuIdentity) -> impl Iterator<Item = &CpuModel> {
+        self.models
+            .iter()
+            .filter(move |e| e.header().matches(cpu))
+            .map(Entry::model)
+    }
+
+    /// Why a `--cpu-model` signature picked its model, when the signature names a hybrid chip
+    /// but not which core (`GenuineIntel-6-97-2`): the model picked and the signatures naming
+    /// the others. `None` for ids and for signatures of chips with one kind of core.
+    pub fn hybrid_note(&self, id: &str) -> Option<String> {
+        let (cpu, None) = CpuIdentity::from_signature_with_core(id)? else {
+            return None;
+        };
+        let headers: Vec<&CpuModel> = self
+            .models
+            .iter()
+            .map(Entry::header)
+            .filter(|m| m.matches(&cpu) && m.hybrid.is_some())
+            .collect();
+        let (picked, others) = headers.split_first()?;
+        if others.is_empty() {
+            return None;
+        }
+        let name = |m: &CpuModel| {
+            let core = m.hybrid.unwrap_or(HybridCore {
+                core_type: 0,
+                native_model: None,
+            });
+            let suffix = if others
+                .iter()
+                .chain([picked])
+                .filter(|o| o.hybrid.map(|h| h.core_type) == Some(core.core_type))
+                .count()
+                > 1
+            {
+                let native = core.native_model.unwrap_or(0);
+                format!("0x{:08x}", (u32::from(core.core_type) << 24) | native)
+            } else {
+                core.type_name()
+            };
+            format!("`{}` ({id}-{suffix})", m.id)
+        };
+        Some(format!(
+            "{id} is a hybrid chip: `{}` (core type {}) picked; name the core for the others: {}",
+            picked.id,
+            picked.hybrid.map(|h| h.type_name()).unwrap_or_default(),
+            others
+                .iter()
+                .map(|m| name(m))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     }
 
     /// Every model id, in match order (no model is parsed in full for this).
@@ -659,7 +752,7 @@ mod tests {
     fn readme_lists_every_shipped_model_in_order() {
         let readme = include_str!("../README.md");
         let table = readme
-            .split_once("| id | CPUs matched")
+            .split_once("| id | also |")
             .and_then(|(_, rest)| rest.split_once("\n\n"))
             .map_or("", |(table, _)| table);
         let rows: Vec<&str> = table
@@ -711,6 +804,108 @@ mod tests {
             CpuIdentity::from_signature(&cpu.signature()),
             Some(cpu.clone())
         );
+    }
+
+    /// perf's signatures with stepping ranges: Skylake-X is stepping 0-4 of model 0x55,
+    /// Cascade Lake 5-F.
+    #[test]
+    fn signatures_split_a_model_by_stepping() {
+        let db = Database::shipped().unwrap();
+        let id = |s: &str| db.model(s).map(|m| m.id.clone());
+        for stepping in ["0", "4"] {
+            let signature = format!("GenuineIntel-6-55-{stepping}");
+            assert_eq!(id(&signature).as_deref(), Some("skx"), "{signature}");
+        }
+        for stepping in ["5", "7", "B", "F"] {
+            let signature = format!("GenuineIntel-6-55-{stepping}");
+            assert_eq!(id(&signature).as_deref(), Some("clx"), "{signature}");
+        }
+        // Without a stepping, stepping 0: Skylake-X.
+        assert_eq!(id("GenuineIntel-6-55").as_deref(), Some("skx"));
+    }
+
+    /// A hybrid chip's core (CPUID leaf 0x1A: core type, native model id) picks its table;
+    /// without one, the performance cores' table; the cores as Intel's mapfile lists them.
+    #[test]
+    fn hybrid_cores_pick_their_tables() {
+        let db = Database::shipped().unwrap();
+        let pick = |model: u32, eax: u32| {
+            let core = HybridCore::from_leaf_1a(eax);
+            db.detect_core(&cpu(Vendor::Intel, 6, model), core.as_ref())
+                .map(|m| m.id.clone())
+        };
+        let table = [
+            (0x97, 0x4000_0001, "adl_glc"),
+            (0x97, 0x2000_0001, "adl_grt"),
+            (0xb7, 0x2000_0001, "adl_grt"),
+            (0xaa, 0x4000_0002, "mtl_rwc"),
+            (0xaa, 0x2000_0002, "mtl_cmt"),
+            (0xbd, 0x4000_0003, "lnl_lnc"),
+            (0xbd, 0x2000_0003, "lnl_skt"),
+            (0xc5, 0x4000_0003, "arl_lnc"),
+            (0xc5, 0x2000_0003, "arl_skt"),
+            // Arrow Lake H's low-power E-cores: Crestmont, native model 2.
+            (0xc5, 0x2000_0002, "arl_cmt"),
+            (0xc6, 0x2000_0003, "arl_skt"),
+            (0xcc, 0x4000_0004, "ptl_cgc"),
+            (0xcc, 0x2000_0004, "ptl_dkt"),
+            // No core named (leaf 0x1A reads zeros): the P-cores' table.
+            (0x97, 0, "adl_glc"),
+            // A core type no table of the chip serves: the P-cores' table.
+            (0x97, 0x1000_0001, "adl_glc"),
+            // A chip with one kind of core ignores the core: Alder Lake-N is all Gracemont.
+            (0xbe, 0x2000_0001, "adl_grt"),
+            (0x55, 0x4000_0001, "skx"),
+        ];
+        for (model, eax, want) in table {
+            assert_eq!(
+                pick(model, eax).as_deref(),
+                Some(want),
+                "model {model:#x} leaf 0x1A {eax:#010x}"
+            );
+        }
+        // Nova Lake is family 18.
+        let nvl = |eax| {
+            db.detect_core(
+                &cpu(Vendor::Intel, 18, 1),
+                HybridCore::from_leaf_1a(eax).as_ref(),
+            )
+            .map(|m| m.id.clone())
+        };
+        assert_eq!(nvl(0x2000_0005).as_deref(), Some("nvl_arw"));
+        assert_eq!(nvl(0x4000_0005).as_deref(), Some("nvl_cyc"));
+        // --cpu-model signatures name the core.
+        let id = |s: &str| db.model(s).map(|m| m.id.clone());
+        assert_eq!(id("GenuineIntel-6-97-2-atom").as_deref(), Some("adl_grt"));
+        assert_eq!(id("GenuineIntel-6-97-2-core").as_deref(), Some("adl_glc"));
+        assert_eq!(id("GenuineIntel-6-97-2").as_deref(), Some("adl_glc"));
+        assert_eq!(id("GenuineIntel-6-C5-2-atom").as_deref(), Some("arl_skt"));
+        assert_eq!(
+            id("GenuineIntel-6-C5-2-0x20000002").as_deref(),
+            Some("arl_cmt")
+        );
+        // A signature without its core says which table it picked and how to name the others.
+        let note = db.hybrid_note("GenuineIntel-6-97-2").unwrap();
+        assert!(note.contains("`adl_glc` (core type core) picked"), "{note}");
+        assert!(
+            note.contains("`adl_grt` (GenuineIntel-6-97-2-atom)"),
+            "{note}"
+        );
+        let note = db.hybrid_note("GenuineIntel-6-C5-2").unwrap();
+        assert!(
+            note.contains("`arl_cmt` (GenuineIntel-6-C5-2-0x20000002)"),
+            "{note}"
+        );
+        assert_eq!(db.hybrid_note("GenuineIntel-6-97-2-atom"), None);
+        assert_eq!(db.hybrid_note("GenuineIntel-6-55-7"), None);
+        assert_eq!(db.hybrid_note("adl_glc"), None);
+        // The tables of Intel's hybrid chips, each naming its core.
+        let hybrid: Vec<&str> = db
+            .models()
+            .filter(|m| m.hybrid.is_some())
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(hybrid.len(), 13, "{hybrid:?}");
     }
 
     #[test]

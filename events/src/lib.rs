@@ -17,7 +17,7 @@ mod select;
 mod suggest;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
-pub use cpu::{CpuIdentity, Vendor};
+pub use cpu::{CpuIdentity, HybridCore, Vendor};
 pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
 pub use error::{EventError, EventErrorKind};
 pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_FILES, parse_metrics, shipped_metrics};

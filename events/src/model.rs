@@ -3,7 +3,7 @@
 use counterhal_hal::{CounterSet, ExtraMsr, Family, GeneralizedEvent, Sign};
 
 use crate::parse::EventSpec;
-use crate::{CpuIdentity, Vendor};
+use crate::{CpuIdentity, HybridCore, Vendor};
 
 /// Which encoder turns a CPU model's events into hardware words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -300,6 +300,9 @@ pub struct CpuModel {
     pub encoder: EncoderKind,
     /// Its PMU.
     pub pmu: PmuDescription,
+    /// On a hybrid chip, the core this table serves (CPUID leaf 0x1A's core type and native
+    /// model id); `None` for the table of a chip whose cores are all alike.
+    pub hybrid: Option<HybridCore>,
     pub(crate) rules: Vec<MatchRule>,
     pub(crate) events: Vec<NativeEvent>,
     pub(crate) index: std::collections::HashMap<String, usize>,

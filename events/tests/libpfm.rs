@@ -239,6 +239,11 @@ const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
 const NOT_IN_LIBPFM4: &[&str] = &[
     "p5",
     "p6",
+    // libpfm4 builds its P6-family PMUs (ppro, pii, p6, pm) for i386 only.
+    "ppro",
+    "pii",
+    "piii",
+    "pm",
     "wsm_ex",
     "bdw_de",
     "tgl",

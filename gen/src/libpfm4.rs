@@ -134,6 +134,90 @@ pub const MODELS: &[Table] = &[
     ),
 ];
 
+/// libpfm4's Zen 1 to Zen 4 tables. Each shares its family with another (Zen and Zen 2 are
+/// family 0x17, Zen 3 and Zen 4 family 0x19) and splits it by model ranges, which the
+/// hand-written overlay states (`match`, over the generated family-wide rule).
+pub const ZEN_MODELS: &[Table] = &[
+    table(
+        "amd64_events_fam17h_zen1.h",
+        "amd64_fam17h_zen1_pe",
+        "amd64_fam17h_zen1",
+        "AMD family 17h Zen and Zen+",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam17h_zen2.h",
+        "amd64_fam17h_zen2_pe",
+        "amd64_fam17h_zen2",
+        "AMD family 17h Zen 2",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen3.h",
+        "amd64_fam19h_zen3_pe",
+        "amd64_fam19h_zen3",
+        "AMD family 19h Zen 3",
+        0x19,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen4.h",
+        "amd64_fam19h_zen4_pe",
+        "amd64_fam19h_zen4",
+        "AMD family 19h Zen 4",
+        0x19,
+        6,
+    ),
+];
+
+/// libpfm4's K7 table (Athlon, Duron: AMD family 6).
+pub const K7_MODEL: Table = table(
+    "amd64_events_k7.h",
+    "amd64_k7_pe",
+    "amd64_k7",
+    "AMD K7 (Athlon, Duron)",
+    6,
+    4,
+);
+
+/// libpfm4's K8 table (AMD family 0x0f), as its latest revision (G) sees it: where an event or
+/// unit mask changed with the revision, the later entry wins. libpfm4's six revision PMUs
+/// (`amd64_k8_revb`..`revg`) are aliases of this one model.
+pub const K8_MODEL: Table = table(
+    "amd64_events_k8.h",
+    "amd64_k8_pe",
+    "k8",
+    "AMD K8 (Athlon 64, Opteron, Turion 64: family 0x0f, revision G's events)",
+    0x0f,
+    4,
+);
+
+/// Every model of [`ZEN_MODELS`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn zen_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    ZEN_MODELS.iter().map(|t| model(root, commit, t)).collect()
+}
+
+/// The model of [`K7_MODEL`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn k7_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
+    model(root, commit, &K7_MODEL)
+}
+
+/// The model of [`K8_MODEL`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn k8_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
+    model(root, commit, &K8_MODEL)
+}
+
 /// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
 fn on_revision(flags: &[String], revision: u8) -> bool {
     flags.iter().all(|f| match f.as_str() {
@@ -371,6 +455,81 @@ pub const INTEL_MODELS: &[IntelTable] = &[
         fixed: (3, 40),
     },
 ];
+
+/// libpfm4's P6-family tables: Pentium Pro, II, III (libpfm4's `p6` PMU, here `piii`: `p6` is
+/// the hand-written table of OpenBSD's P6 names, which detection keeps picking) and M. Each
+/// matches the models libpfm4 gives it; they are shipped after `p6`, so they are named, not
+/// detected.
+pub const P6_FAMILY_MODELS: &[IntelTable] = &[
+    IntelTable {
+        file: "intel_ppro_events.h",
+        array: "intel_ppro_pe",
+        id: "ppro",
+        description: "Intel Pentium Pro",
+        models: &[0x01],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_pii_events.h",
+        array: "intel_pii_pe",
+        id: "pii",
+        description: "Intel Pentium II",
+        models: &[0x03, 0x05, 0x06],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_p6_events.h",
+        array: "intel_p6_pe",
+        id: "piii",
+        description: "Intel Pentium III",
+        models: &[0x07, 0x08, 0x0a, 0x0b],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+    IntelTable {
+        file: "intel_pm_events.h",
+        array: "intel_pm_pe",
+        id: "pm",
+        description: "Intel Pentium M",
+        models: &[0x09, 0x0d],
+        counters: (2, 40),
+        fixed: (0, 0),
+    },
+];
+
+/// Every model of [`P6_FAMILY_MODELS`] from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// As [`models`].
+pub fn p6_family_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    P6_FAMILY_MODELS
+        .iter()
+        .map(|t| {
+            let mut model = intel_model(root, commit, t)?;
+            // Not architectural performance monitoring: the P6 event select.
+            model.encoder = "p6";
+            for mask in model.events.iter_mut().flat_map(|e| e.umasks.iter_mut()) {
+                mask.name = cache_state_name(&mask.name);
+            }
+            for event in &mut model.events {
+                event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            Ok(model)
+        })
+        .collect()
+}
+
+/// libpfm4 names the P6 family's cache-state unit masks `M`, `E`, `S`, `I`, which event strings
+/// would read as modifiers (`e` is edge, `i` invert); they take the names libpfm4 gives the same
+/// bits on Core Duo: `M_STATE`, `E_STATE`, `S_STATE`, `I_STATE`.
+fn cache_state_name(name: &str) -> String {
+    match name {
+        "M" | "E" | "S" | "I" => format!("{name}_STATE"),
+        other => other.to_string(),
+    }
+}
 
 /// The model of libpfm4 Intel table `t` from the snapshot at `root`: `.code` holds the event
 /// (bits 7:0) and a unit mask always set (15:8), `.ucode` a unit mask in bits 15:8, `.cntmsk`

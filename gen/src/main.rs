@@ -80,6 +80,10 @@ fn main() -> ExitCode {
             out,
         } => counterhal_gen::libpfm4::models(source, commit)
             .and_then(|mut models| {
+                models.extend(counterhal_gen::libpfm4::zen_models(source, commit)?);
+                models.push(counterhal_gen::libpfm4::k7_model(source, commit)?);
+                models.push(counterhal_gen::libpfm4::k8_model(source, commit)?);
+                models.extend(counterhal_gen::libpfm4::p6_family_models(source, commit)?);
                 for table in counterhal_gen::libpfm4::INTEL_MODELS {
                     models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
                 }

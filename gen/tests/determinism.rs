@@ -253,3 +253,59 @@ fn the_libpfm4_intel_fixture_encodes_as_libpfm4_writes_it() {
         );
     }
 }
+
+/// The P6-family tables: the P6 event select, libpfm4's one-letter cache-state unit masks
+/// renamed (`e` and `i` are modifiers), counters from `.cntmsk`; deterministic.
+#[test]
+fn the_libpfm4_p6_family_fixture_renames_cache_states() {
+    use counterhal_gen::libpfm4;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libpfm4");
+    let models = libpfm4::p6_family_models(&root, COMMIT).unwrap();
+    let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["ppro", "pii", "piii", "pm"]);
+    let again = libpfm4::p6_family_models(&root, COMMIT).unwrap();
+    for (model, again) in models.iter().zip(&again) {
+        assert_eq!(model_toml(model), model_toml(again));
+    }
+    let text = model_toml(&models[2]);
+    assert!(text.contains("encoder = \"p6\""), "{text}");
+    assert!(
+        text.contains("file: lib/events/intel_p6_events.h"),
+        "{text}"
+    );
+    assert!(!text.contains("fixture text"));
+    let names: Vec<&str> = models[2].events[1]
+        .umasks
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(
+        (models[2].events[1].name.as_str(), names),
+        (
+            "STATE_READS",
+            vec!["E_STATE", "I_STATE", "M_STATE", "S_STATE", "WIDE"]
+        )
+    );
+    let text = text.replace("id = \"piii\"", "id = \"fixture3\"");
+    let db = counterhal_events::Database::from_toml_str("fixture.toml", &text).unwrap();
+    let x86 = counterhal_hal::Accepts::new(
+        &[counterhal_hal::Family::Evtsel],
+        counterhal_hal::Domain::USER,
+        counterhal_hal::Domain::USER,
+    );
+    for (event, encoding) in [
+        ("TICKS", "evtsel=0x410079 counters=0,1"),
+        ("ONLY_FIRST", "evtsel=0x4100c1 counters=0"),
+        (
+            "STATE_READS:M_STATE:E_STATE",
+            "evtsel=0x410c29 counters=0,1",
+        ),
+    ] {
+        let resolved = db.resolve(Some("fixture3"), event, &x86).unwrap();
+        assert_eq!(
+            resolved.terms[0].request.encoding.to_string(),
+            encoding,
+            "{event}"
+        );
+    }
+}

@@ -13,6 +13,8 @@ pub use assign::{CounterRef, Counters, Demand, Placement, assign};
 pub use counter::{counter_delta, is_backward_step, width_mask};
 pub use cpuid::{CpuidDump, CpuidInstruction, CpuidResult, CpuidSource};
 pub use rotation::{Rotation, Schedule, schedule};
-pub use signature::{Identified, cpu_identity, decode_signature, identify, named_model};
+pub use signature::{
+    Identified, cpu_identity, decode_signature, detect_model, hybrid_core, identify, named_model,
+};
 pub use timer::{ModelTimers, Tick, Timer};
 pub use tsc::{TscFrequency, TscSource};

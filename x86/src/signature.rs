@@ -1,8 +1,9 @@
 //! Who made the CPU and which one it is: the vendor string (CPUID leaf 0) and the display
 //! family, model and stepping (leaf 1's signature), by the Intel SDM's and AMD APM's rule;
-//! and the event database's model a caller names for it.
+//! the core of a hybrid chip the thread runs on (leaf 0x1A); and the event database's model
+//! for the CPU, detected or named by the caller.
 
-use counterhal_events::{CpuIdentity, CpuModel, Database, Vendor};
+use counterhal_events::{CpuIdentity, CpuModel, Database, HybridCore, Vendor};
 use counterhal_hal::{Error, Result};
 
 use crate::cpuid::{CpuidResult, CpuidSource};
@@ -89,6 +90,38 @@ pub fn cpu_identity(cpuid: &dyn CpuidSource) -> Result<CpuIdentity> {
     identify(cpuid).map(|identified| identified.identity)
 }
 
+/// The leaf 7 EDX bit of a hybrid chip (Intel SDM vol. 2A, CPUID leaf 07H: "Hybrid").
+const LEAF7_EDX_HYBRID: u32 = 1 << 15;
+
+/// The core of a hybrid chip that answered (CPUID leaf 0x1A EAX: core type in bits 31:24,
+/// native model id in bits 23:0), for the instruction the core the calling thread runs on;
+/// `None` on a chip that is not hybrid (leaf 7 EDX bit 15 clear or no leaf 0x1A), as on AMD.
+///
+/// # Errors
+/// The source's errors.
+pub fn hybrid_core(cpuid: &dyn CpuidSource) -> Result<Option<HybridCore>> {
+    let max_basic = cpuid.cpuid(0, 0)?.eax;
+    if max_basic < 0x1A || cpuid.cpuid(7, 0)?.edx & LEAF7_EDX_HYBRID == 0 {
+        return Ok(None);
+    }
+    Ok(HybridCore::from_leaf_1a(cpuid.cpuid(0x1A, 0)?.eax))
+}
+
+/// The event database's model for the CPU `cpuid` describes: its signature, and on a hybrid
+/// chip the core that answered (the P-cores' and E-cores' tables differ). `None` when no
+/// model matches.
+///
+/// # Errors
+/// As [`identify`].
+pub fn detect_model<'db>(
+    db: &'db Database,
+    cpuid: &dyn CpuidSource,
+) -> Result<Option<&'db CpuModel>> {
+    let identity = cpu_identity(cpuid)?;
+    let core = hybrid_core(cpuid)?;
+    Ok(db.detect_core(&identity, core.as_ref()))
+}
+
 /// The event database's CPU model `id` (case-insensitive), as a caller names it (`--cpu-model`: an id or perf's signature)
 /// instead of letting CPUID pick one.
 ///
@@ -109,6 +142,7 @@ pub fn named_model<'db>(db: &'db Database, id: &str) -> Result<&'db CpuModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuid::CpuidDump;
 
     fn decode(vendor: Vendor, eax: u32) -> (u32, u32, u32) {
         let id = decode_signature(vendor, eax);
@@ -136,6 +170,56 @@ mod tests {
         assert_eq!(decode(Vendor::Amd, 0x0000_0662), (6, 6, 2));
         assert_eq!(decode(Vendor::Amd, 0x0001_0662), (6, 6, 2));
         assert_eq!(decode(Vendor::Intel, 0x0001_0662), (6, 0x16, 2));
+    }
+
+    /// A dump of an Alder Lake core: leaf 0 (maximum leaf `max`), leaf 1 (family 6 model
+    /// 0x97 stepping 2), leaf 7 with the hybrid bit as given, leaf 0x1A's EAX.
+    fn alder_lake(max: u32, hybrid_bit: bool, leaf_1a: u32) -> CpuidDump {
+        let mut dump = CpuidDump::new("synthetic Alder Lake");
+        dump.insert(
+            0,
+            0,
+            CpuidResult::new(max, 0x756e_6547, 0x6c65_746e, 0x4965_6e69),
+        );
+        dump.insert(1, 0, CpuidResult::new(0x0009_0672, 0, 0, 0));
+        let edx = if hybrid_bit { LEAF7_EDX_HYBRID } else { 0 };
+        dump.insert(7, 0, CpuidResult::new(0, 0, 0, edx));
+        dump.insert(0x1A, 0, CpuidResult::new(leaf_1a, 0, 0, 0));
+        dump
+    }
+
+    #[test]
+    fn hybrid_cores_from_leaf_0x1a() {
+        let db = Database::shipped().expect("the shipped database loads");
+        let detect = |dump: &CpuidDump| {
+            detect_model(&db, dump)
+                .unwrap()
+                .map(|m| m.id.clone())
+                .unwrap_or_default()
+        };
+        let e_core = alder_lake(0x20, true, 0x2000_0001);
+        assert_eq!(
+            hybrid_core(&e_core).unwrap(),
+            Some(HybridCore {
+                core_type: HybridCore::ATOM,
+                native_model: Some(1)
+            })
+        );
+        assert_eq!(detect(&e_core), "adl_grt");
+        let p_core = alder_lake(0x20, true, 0x4000_0001);
+        assert_eq!(detect(&p_core), "adl_glc");
+        // Leaf 0x1A counts only when leaf 7 says the chip is hybrid and the leaf exists.
+        let not_hybrid = alder_lake(0x20, false, 0x2000_0001);
+        assert_eq!(hybrid_core(&not_hybrid).unwrap(), None);
+        assert_eq!(detect(&not_hybrid), "adl_glc");
+        let old_leaves = alder_lake(0x19, true, 0x2000_0001);
+        assert_eq!(hybrid_core(&old_leaves).unwrap(), None);
+        // A recorded dump keeps leaf 0x1A.
+        let text = e_core.to_text();
+        let parsed = CpuidDump::parse("again", &text).unwrap();
+        assert_eq!(detect(&parsed), "adl_grt");
+        let recorded = CpuidDump::record("again", &e_core).unwrap();
+        assert_eq!(detect(&recorded), "adl_grt");
     }
 
     #[test]

@@ -3,10 +3,10 @@
 use counterhal_hal::{CounterSet, Error};
 use toml::Spanned;
 
-use super::schema::{MatchDoc, PmuDoc};
+use super::schema::{HybridDoc, MatchDoc, PmuDoc};
 use super::source::{Source, number, number_set};
-use crate::Vendor;
 use crate::model::{MatchRule, NumberSet, PmuDescription};
+use crate::{HybridCore, Vendor};
 
 pub(super) fn pmu_description(source: &Source<'_>, doc: &PmuDoc) -> Result<PmuDescription, Error> {
     let general_counters = number(source, &doc.general_counters, "general_counters", 32)?;
@@ -24,6 +24,27 @@ pub(super) fn pmu_description(source: &Source<'_>, doc: &PmuDoc) -> Result<PmuDe
         counter_width,
         fixed_counters,
         fixed_width,
+    })
+}
+
+/// A hybrid chip's core: `{ core_type = 0x20, native_model = 0x2 }` (CPUID leaf 0x1A EAX bits
+/// 31:24 and 23:0).
+pub(super) fn hybrid_core(source: &Source<'_>, doc: &HybridDoc) -> Result<HybridCore, Error> {
+    let core_type = number(source, &doc.core_type, "core_type", 0xff)?;
+    if core_type == 0 {
+        return Err(source.error(
+            doc.core_type.span(),
+            "core_type",
+            "0 names no core; 0x20 (Atom) or 0x40 (Core)",
+        ));
+    }
+    let native_model = match &doc.native_model {
+        Some(v) => Some(number(source, v, "native_model", 0xff_ffff)?),
+        None => None,
+    };
+    Ok(HybridCore {
+        core_type,
+        native_model,
     })
 }
 

@@ -11,7 +11,7 @@ use counterhal_hal::Error;
 
 use crate::model::{CpuModel, EncoderKind};
 use event::{check_event_fits, native_event};
-use header::{match_rule, pmu_description};
+use header::{hybrid_core, match_rule, pmu_description};
 use mapping::{check_term, mapping};
 use schema::{CpuDoc, FileDoc};
 pub(crate) use source::Source;
@@ -136,6 +136,10 @@ fn load_cpu(
         Some(pmu) => Some(pmu_description(source, pmu.get_ref())?),
         None => None,
     };
+    let hybrid = match &doc.hybrid {
+        Some(hybrid) => Some(hybrid_core(source, hybrid.get_ref())?),
+        None => None,
+    };
     let index = match existing {
         Some(i) => i,
         None => {
@@ -152,6 +156,7 @@ fn load_cpu(
                 aliases: Vec::new(),
                 encoder,
                 pmu,
+                hybrid: None,
                 rules: Vec::new(),
                 events: Vec::new(),
                 index: Default::default(),
@@ -190,6 +195,9 @@ fn load_cpu(
     }
     if let Some(pmu) = pmu {
         model.pmu = pmu;
+    }
+    if hybrid.is_some() {
+        model.hybrid = hybrid;
     }
     if let Some(rules) = &doc.matches {
         model.rules = rules

@@ -22,6 +22,7 @@ pub(super) struct CpuDoc {
     #[serde(rename = "match")]
     pub(super) matches: Option<Vec<Spanned<MatchDoc>>>,
     pub(super) pmu: Option<Spanned<PmuDoc>>,
+    pub(super) hybrid: Option<Spanned<HybridDoc>>,
     #[serde(default)]
     pub(super) event: Vec<Spanned<EventDoc>>,
     pub(super) generalized: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
@@ -35,6 +36,13 @@ pub(super) struct MatchDoc {
     pub(super) family: Spanned<toml::Value>,
     pub(super) model: Option<Spanned<toml::Value>>,
     pub(super) stepping: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HybridDoc {
+    pub(super) core_type: Spanned<i64>,
+    pub(super) native_model: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,143 @@
+//! Prints what loading costs as the data grows: the start-up header scan of every shipped
+//! model, the full parse of the largest model as a ratio to `skl`'s, a resolve on the largest
+//! model, and a user file of 40,000 events against one of 10,000 (linear: about 4x).
+//! Targets: header scan < 5 ms, largest model < 15 ms, resolve < 2 us. Printed, not asserted.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use counterhal_events::{Database, SHIPPED_FILES};
+use counterhal_hal::{Accepts, Domain, Family};
+
+/// A backend that programs x86 counters (as pctr and msr do).
+const X86: Accepts = Accepts::new(
+    &[Family::Evtsel, Family::P5Cesr],
+    Domain::from_bits_truncate(Domain::USER.bits() | Domain::KERNEL.bits()),
+    Domain::DEFAULT,
+);
+
+/// The best time of `rounds` rounds of `iterations` calls, per call (the best round is the one
+/// least disturbed by other work on the machine).
+fn per_iteration(rounds: u32, iterations: u32, mut work: impl FnMut()) -> Duration {
+    work();
+    (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iterations {
+                work();
+            }
+            start.elapsed() / iterations
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+/// A synthetic user file: one new model of `events` events, every fourth with two unit masks,
+/// and a few generalized events over them (what a large vendor table looks like).
+fn user_file(events: usize) -> String {
+    let mut text = String::from(
+        "[[cpu]]\nid = \"synthetic\"\nencoder = \"intel-arch\"\n\
+         pmu = { general_counters = 4, counter_width = 48 }\n",
+    );
+    for i in 0..events {
+        let code = i % 0x100;
+        text.push_str(&format!(
+            "[[cpu.event]]\nname = \"SYNTHETIC_EVENT_{i}\"\ncode = {code:#x}\n"
+        ));
+        if i % 4 == 0 {
+            text.push_str(&format!(
+                "umasks = [ {{ name = \"FIRST\", code = 0x01 }}, {{ name = \"SECOND_{i}\", code = 0x02 }} ]\n"
+            ));
+        }
+    }
+    text.push_str(
+        "[cpu.generalized]\n\"cycles\" = \"SYNTHETIC_EVENT_61\"\n\
+         \"instructions\" = \"SYNTHETIC_EVENT_192:FIRST\"\n",
+    );
+    text
+}
+
+fn main() {
+    let headers = per_iteration(5, 20, || {
+        black_box(Database::parse_shipped().expect("shipped database loads"));
+    });
+    let database = Database::shipped().expect("shipped database loads");
+    let models = database.models().count();
+    println!("header scan of all {models} shipped models (start-up): {headers:?} (target < 5 ms)");
+
+    // The largest model's full parse, as a ratio to skl's (each from a fresh database, so the
+    // header scan is paid too and subtracted).
+    // The largest model: the most text to parse (its generated table and its overlay).
+    let text_bytes = |id: &str| -> usize {
+        SHIPPED_FILES
+            .iter()
+            .filter(|(name, _)| {
+                let file = name.rsplit('/').next().unwrap_or(name);
+                file.strip_suffix(".toml") == Some(id)
+            })
+            .map(|(_, text)| text.len())
+            .sum()
+    };
+    let (largest, bytes) = database
+        .models()
+        .map(|m| (m.id.clone(), text_bytes(&m.id)))
+        .max_by_key(|(_, n)| *n)
+        .expect("models");
+    let size = database
+        .model(&largest)
+        .expect("model exists")
+        .unit_mask_count();
+    let parse = |id: &str| {
+        per_iteration(3, 10, || {
+            let cold = Database::parse_shipped().expect("shipped database loads");
+            black_box(cold.model(id).expect("model exists").events().len());
+        })
+        .saturating_sub(headers)
+    };
+    let largest_parse = parse(&largest);
+    // The same measurement when skl is the largest (a second one would differ by noise alone).
+    let skl_parse = if largest == "skl" {
+        largest_parse
+    } else {
+        parse("skl")
+    };
+    println!(
+        "full parse of the largest model ({largest}, {bytes} bytes, {size} events and unit masks): {largest_parse:?}, {:.1}x skl's {skl_parse:?} (target < 15 ms)",
+        largest_parse.as_secs_f64() / skl_parse.as_secs_f64().max(1e-9)
+    );
+
+    let model = database.model(&largest).expect("model exists");
+    let event = model
+        .events()
+        .iter()
+        .find(|e| !e.unit_masks().is_empty())
+        .map(|e| format!("{}.{}:u", e.name, e.unit_masks()[0].name))
+        .expect("an event with unit masks");
+    let resolve = per_iteration(3, 20_000, || {
+        black_box(
+            database
+                .resolve(Some(&largest), black_box(&event), &X86)
+                .expect("resolves"),
+        );
+    });
+    println!(
+        "resolve `{event}` on the largest model ({largest}): {resolve:?} per call (target < 2 us)"
+    );
+
+    let load = |events: usize| {
+        let text = user_file(events);
+        let took = per_iteration(3, 1, || {
+            let loaded = database
+                .clone()
+                .with_toml_str("synthetic.toml", black_box(&text))
+                .expect("the synthetic file loads");
+            black_box(loaded);
+        });
+        (took, text.len())
+    };
+    let ((small, small_bytes), (large, large_bytes)) = (load(10_000), load(40_000));
+    println!(
+        "user file of 10,000 events ({small_bytes} bytes): {small:?}; of 40,000 ({large_bytes} bytes): {large:?}; ratio {:.2} (linear: about 4)",
+        large.as_secs_f64() / small.as_secs_f64().max(1e-9)
+    );
+}

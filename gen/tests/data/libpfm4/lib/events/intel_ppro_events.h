@@ -1,0 +1,37 @@
+/* A fixture written for counterhal-gen's tests, shaped like libpfm4's P6-family tables. */
+static const intel_x86_umask_t fx_ppro_state[]={
+   { .uname  = "I",
+     .udesc  = "fixture text",
+     .ucode = 0x100,
+   },
+   { .uname  = "E",
+     .ucode = 0x400,
+   },
+   { .uname  = "M",
+     .ucode = 0x800,
+   },
+   { .uname  = "S",
+     .ucode = 0x200,
+   },
+   { .uname  = "WIDE",
+     .ucode = 0x2000,
+   },
+};
+
+static const intel_x86_entry_t intel_ppro_pe[]={
+{ .name   = "TICKS",
+  .desc   = "fixture text",
+  .cntmsk = 0x3,
+  .code = 0x79,
+},
+{ .name   = "ONLY_FIRST",
+  .cntmsk = 0x1,
+  .code = 0xc1,
+},
+{ .name   = "STATE_READS",
+  .cntmsk = 0x3,
+  .code = 0x29,
+  .numasks = LIBPFM_ARRAY_SIZE(fx_ppro_state),
+  .umasks = fx_ppro_state,
+},
+};
