@@ -219,7 +219,8 @@ impl ShippedModel {
 }
 
 /// The part of a shipped file before its events and mappings: the lines before the first
-/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]` or `[cpu.presets]`.
+/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]`, `[cpu.presets]` or
+/// `[cpu.event_aliases]`.
 fn header_text(text: &str) -> &str {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -233,6 +234,7 @@ fn header_text(text: &str) -> &str {
             || line_start.starts_with("[[cpu.event]]")
             || line_start.starts_with("[cpu.generalized]")
             || line_start.starts_with("[cpu.presets]")
+            || line_start.starts_with("[cpu.event_aliases]")
         {
             return &text[..offset];
         }

@@ -26,6 +26,13 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// A libpfm4 snapshot (holding lib/events): its spellings of each model's events
+        /// become aliases.
+        #[arg(long, requires = "libpfm4_commit")]
+        libpfm4: Option<PathBuf>,
+        /// The libpfm4 snapshot's commit.
+        #[arg(long)]
+        libpfm4_commit: Option<String>,
     },
     /// libpfm4 (github.com/wcohen/libpfm4): the AMD core tables under lib/events.
     Libpfm4 {
@@ -48,7 +55,15 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            libpfm4,
+            libpfm4_commit,
         } => counterhal_gen::perfmon::models(source, commit)
+            .and_then(|mut models| {
+                if let (Some(root), Some(commit)) = (libpfm4, libpfm4_commit) {
+                    counterhal_gen::aliases::add_libpfm4_aliases(&mut models, root, commit)?;
+                }
+                Ok(models)
+            })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
         Source::Libpfm4 {
             source,

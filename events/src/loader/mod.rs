@@ -68,6 +68,53 @@ pub(crate) fn load_file(
     Ok(())
 }
 
+/// One `[cpu.event_aliases]` entry: the alias's key and the event string it stands for, which
+/// must name one of the model's events (and unit mask) and no modifier.
+fn event_alias(
+    source: &Source<'_>,
+    model: &CpuModel,
+    key: &toml::Spanned<String>,
+    value: &toml::Spanned<String>,
+) -> Result<(String, crate::parse::EventSpec), Error> {
+    let alias = key.get_ref().trim();
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':');
+    if alias.is_empty() || !alias.chars().all(valid) || alias.matches(':').count() > 1 {
+        return Err(source.error(
+            key.span(),
+            alias,
+            format!("`{alias}` is not a valid event alias (EVENT or EVENT:UNIT_MASK; letters, digits, _ and .)"),
+        ));
+    }
+    let target = match crate::parse::parse_event(value.get_ref()) {
+        Ok(crate::parse::ParsedEvent::Named(spec))
+            if spec.pmu.is_none() && spec.modifiers == crate::parse::Modifiers::default() =>
+        {
+            spec
+        }
+        _ => {
+            return Err(source.error(
+                value.span(),
+                alias,
+                format!(
+                    "alias target `{}` must be an event name with its unit masks (no PMU, no modifier)",
+                    value.get_ref()
+                ),
+            ));
+        }
+    };
+    check_term(model, &target).map_err(|why| {
+        source.error(
+            value.span(),
+            alias,
+            format!(
+                "alias `{alias}` names `{}`, which does not resolve: {why}",
+                value.get_ref()
+            ),
+        )
+    })?;
+    Ok((crate::model::alias_key(alias), target))
+}
+
 /// The key on the line of `offset`, for toml's own errors (best effort).
 fn key_at(text: &str, offset: usize) -> String {
     let start = text
@@ -156,6 +203,7 @@ fn load_cpu(
                 events: Vec::new(),
                 index: Default::default(),
                 mappings: Vec::new(),
+                event_aliases: Default::default(),
             })
         }
     };
@@ -243,6 +291,12 @@ fn load_cpu(
         }
     }
     model.rebuild_index();
+    if let Some(table) = &doc.event_aliases {
+        for (key, value) in table {
+            let (alias, target) = event_alias(source, model, key, value)?;
+            model.event_aliases.insert(alias, target);
+        }
+    }
     let mut touched = Vec::new();
     for (table, presets) in [(&doc.generalized, false), (&doc.presets, true)] {
         let Some(table) = table else { continue };

@@ -1,0 +1,460 @@
+//! Other spellings of generated events. Where libpfm4 names one of a model's encodings
+//! otherwise than the model's own table does (Intel perfmon's `IDQ_UOPS_NOT_DELIVERED.
+//! CYCLES_LE_1_UOP_DELIV.CORE` is libpfm4's `IDQ_UOPS_NOT_DELIVERED:CYCLES_LE_1_UOPS_DELIV_CORE`),
+//! the model gets an alias from libpfm4's spelling to its own, found by equal encodings: event
+//! select, unit mask, counter mask, edge and invert. Names and codes are facts; nothing else
+//! of libpfm4's tables carries over.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::GenError;
+use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::model::{GenModel, Provenance};
+
+/// The libpfm4 table whose spellings a generated model gets as aliases.
+pub struct AliasTable {
+    /// Our model id.
+    pub id: &'static str,
+    /// The header under lib/events.
+    pub file: &'static str,
+    /// Its entry array.
+    pub array: &'static str,
+    /// libpfm4's PMU constant for the model: unit masks restricted to another model
+    /// (`.umodel`) are left out.
+    pub pmu: &'static str,
+}
+
+const fn alias(
+    id: &'static str,
+    file: &'static str,
+    array: &'static str,
+    pmu: &'static str,
+) -> AliasTable {
+    AliasTable {
+        id,
+        file,
+        array,
+        pmu,
+    }
+}
+
+/// The generated Intel models libpfm4 also has, and its table for each.
+pub const INTEL_TABLES: &[AliasTable] = &[
+    alias(
+        "nhm",
+        "intel_nhm_events.h",
+        "intel_nhm_pe",
+        "PFM_PMU_INTEL_NHM",
+    ),
+    alias(
+        "nhm_ex",
+        "intel_nhm_events.h",
+        "intel_nhm_pe",
+        "PFM_PMU_INTEL_NHM_EX",
+    ),
+    alias(
+        "wsm",
+        "intel_wsm_events.h",
+        "intel_wsm_pe",
+        "PFM_PMU_INTEL_WSM",
+    ),
+    alias(
+        "wsm_dp",
+        "intel_wsm_events.h",
+        "intel_wsm_pe",
+        "PFM_PMU_INTEL_WSM_DP",
+    ),
+    alias(
+        "snb",
+        "intel_snb_events.h",
+        "intel_snb_pe",
+        "PFM_PMU_INTEL_SNB",
+    ),
+    alias(
+        "snb_ep",
+        "intel_snb_events.h",
+        "intel_snb_pe",
+        "PFM_PMU_INTEL_SNB_EP",
+    ),
+    alias(
+        "ivb",
+        "intel_ivb_events.h",
+        "intel_ivb_pe",
+        "PFM_PMU_INTEL_IVB",
+    ),
+    alias(
+        "ivb_ep",
+        "intel_ivb_events.h",
+        "intel_ivb_pe",
+        "PFM_PMU_INTEL_IVB_EP",
+    ),
+    alias(
+        "hsw",
+        "intel_hsw_events.h",
+        "intel_hsw_pe",
+        "PFM_PMU_INTEL_HSW",
+    ),
+    alias(
+        "hsw_ep",
+        "intel_hsw_events.h",
+        "intel_hsw_pe",
+        "PFM_PMU_INTEL_HSW_EP",
+    ),
+    alias(
+        "bdw",
+        "intel_bdw_events.h",
+        "intel_bdw_pe",
+        "PFM_PMU_INTEL_BDW",
+    ),
+    alias(
+        "bdw_ep",
+        "intel_bdw_events.h",
+        "intel_bdw_pe",
+        "PFM_PMU_INTEL_BDW_EP",
+    ),
+    alias(
+        "skl",
+        "intel_skl_events.h",
+        "intel_skl_pe",
+        "PFM_PMU_INTEL_SKL",
+    ),
+    alias(
+        "skx",
+        "intel_skl_events.h",
+        "intel_skl_pe",
+        "PFM_PMU_INTEL_SKX",
+    ),
+    alias(
+        "clx",
+        "intel_skl_events.h",
+        "intel_skl_pe",
+        "PFM_PMU_INTEL_CLX",
+    ),
+    alias(
+        "icl",
+        "intel_icl_events.h",
+        "intel_icl_pe",
+        "PFM_PMU_INTEL_ICL",
+    ),
+    alias(
+        "icx",
+        "intel_icl_events.h",
+        "intel_icl_pe",
+        "PFM_PMU_INTEL_ICX",
+    ),
+    alias(
+        "spr",
+        "intel_spr_events.h",
+        "intel_spr_pe",
+        "PFM_PMU_INTEL_SPR",
+    ),
+    alias(
+        "gnr",
+        "intel_gnr_events.h",
+        "intel_gnr_pe",
+        "PFM_PMU_INTEL_GNR",
+    ),
+    alias(
+        "knl",
+        "intel_knl_events.h",
+        "intel_knl_pe",
+        "PFM_PMU_INTEL_KNL",
+    ),
+    alias(
+        "atom",
+        "intel_atom_events.h",
+        "intel_atom_pe",
+        "PFM_PMU_INTEL_ATOM",
+    ),
+    alias(
+        "slm",
+        "intel_slm_events.h",
+        "intel_slm_pe",
+        "PFM_PMU_INTEL_SLM",
+    ),
+    alias(
+        "glm",
+        "intel_glm_events.h",
+        "intel_glm_pe",
+        "PFM_PMU_INTEL_GLM",
+    ),
+    alias(
+        "tmt",
+        "intel_tmt_events.h",
+        "intel_tmt_pe",
+        "PFM_PMU_INTEL_TMT",
+    ),
+    alias(
+        "adl_glc",
+        "intel_adl_glc_events.h",
+        "intel_adl_glc_pe",
+        "PFM_PMU_INTEL_ADL_GLC",
+    ),
+    alias(
+        "adl_grt",
+        "intel_adl_grt_events.h",
+        "intel_adl_grt_pe",
+        "PFM_PMU_INTEL_ADL_GRT",
+    ),
+];
+
+/// The values of libpfm4's Intel constants that `.code` and `.ucode` use.
+fn constant(name: &str) -> Option<u64> {
+    Some(match name {
+        "INTEL_X86_EDGE_BIT" => 18,
+        "INTEL_X86_ANY_BIT" => 21,
+        "INTEL_X86_INV_BIT" => 23,
+        "INTEL_X86_CMASK_BIT" => 24,
+        "INTEL_X86_MOD_EDGE" => 1 << 18,
+        "INTEL_X86_MOD_ANY" => 1 << 21,
+        "INTEL_X86_MOD_INV" => 1 << 23,
+        _ => return None,
+    })
+}
+
+/// A C constant expression of integers and libpfm4's Intel constants joined by `|`, `<<` and
+/// `+`, with parentheses; `None` for anything else.
+pub fn expression(text: &str) -> Option<u64> {
+    let tokens = tokens(text)?;
+    let mut at = 0;
+    let value = or(&tokens, &mut at)?;
+    (at == tokens.len()).then_some(value)
+}
+
+fn tokens(text: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '<' {
+            chars.next();
+            (chars.next()? == '<').then_some(())?;
+            out.push("<<".to_string());
+        } else if matches!(c, '|' | '+' | '(' | ')') {
+            chars.next();
+            out.push(c.to_string());
+        } else if c.is_ascii_alphanumeric() || c == '_' {
+            let mut word = String::new();
+            while let Some(&c) = chars
+                .peek()
+                .filter(|c| c.is_ascii_alphanumeric() || **c == '_')
+            {
+                word.push(c);
+                chars.next();
+            }
+            out.push(word);
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn or(tokens: &[String], at: &mut usize) -> Option<u64> {
+    let mut value = shift(tokens, at)?;
+    while tokens.get(*at).is_some_and(|t| t == "|") {
+        *at += 1;
+        value |= shift(tokens, at)?;
+    }
+    Some(value)
+}
+
+fn shift(tokens: &[String], at: &mut usize) -> Option<u64> {
+    let mut value = sum(tokens, at)?;
+    while tokens.get(*at).is_some_and(|t| t == "<<") {
+        *at += 1;
+        let by = sum(tokens, at)?;
+        value = value.checked_shl(u32::try_from(by).ok()?)?;
+    }
+    Some(value)
+}
+
+fn sum(tokens: &[String], at: &mut usize) -> Option<u64> {
+    let mut value = atom(tokens, at)?;
+    while tokens.get(*at).is_some_and(|t| t == "+") {
+        *at += 1;
+        value = value.checked_add(atom(tokens, at)?)?;
+    }
+    Some(value)
+}
+
+fn atom(tokens: &[String], at: &mut usize) -> Option<u64> {
+    let token = tokens.get(*at)?;
+    *at += 1;
+    if token == "(" {
+        let value = or(tokens, at)?;
+        (tokens.get(*at)? == ")").then_some(())?;
+        *at += 1;
+        return Some(value);
+    }
+    integer(token).or_else(|| constant(token))
+}
+
+/// The EVTSEL bits an encoding sets that identify it: event select 7:0, unit mask 15:8, edge
+/// 18, AnyThread 21, invert 23, counter mask 31:24 (no privilege or enable bits).
+pub type Bits = u64;
+
+/// Each libpfm4 spelling (`EVENT:UNIT_MASK`, or `EVENT` for an event without unit masks) of
+/// table `t` with the bits it encodes; unit masks that need more than the EVTSEL (offcore
+/// response, load latency) or belong to another model are left out.
+///
+/// # Errors
+/// A missing or malformed header.
+pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bits)>, GenError> {
+    let path = root.join("lib/events").join(t.file);
+    let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+    let text = strip_comments(&text);
+    let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
+    let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
+    let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
+    let entries = entries
+        .get(t.array)
+        .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let (Some(name), Some(code)) = (
+            entry.get("name"),
+            entry.get("code").and_then(|c| expression(c)),
+        ) else {
+            continue;
+        };
+        if code > 0xffff {
+            continue;
+        }
+        let masks: &[Fields] = match entry.get("umasks") {
+            Some(array) => umask_arrays
+                .get(array)
+                .ok_or_else(|| bad(format!("`{name}`: no unit-mask array `{array}`")))?,
+            None => &[],
+        };
+        if masks.is_empty() {
+            out.push((name.clone(), code));
+            continue;
+        }
+        for mask in masks {
+            let Some(uname) = mask.get("uname") else {
+                continue;
+            };
+            if mask.get("umodel").is_some_and(|m| m.trim() != t.pmu) {
+                continue;
+            }
+            let Some(ucode) = mask.get("ucode").and_then(|c| expression(c)) else {
+                continue;
+            };
+            if ucode > 0xffff_ffff {
+                continue;
+            }
+            let overrides = mask
+                .get("uflags")
+                .is_some_and(|f| f.contains("INTEL_X86_CODE_OVERRIDE"));
+            let event = if overrides { ucode & 0xff } else { code & 0xff };
+            let bits = event | (code & 0xff00) | (ucode & !0xff);
+            out.push((format!("{name}:{uname}"), bits));
+        }
+    }
+    Ok(out)
+}
+
+/// The bits of each of `model`'s encodings, with its name for it (`EVENT.UNIT_MASK`, or
+/// `EVENT`): the first name in order where two encode the same.
+pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
+    let mut out = BTreeMap::new();
+    for event in &model.events {
+        let base = u64::from(event.code) | u64::from(event.umask.unwrap_or(0)) << 8;
+        if event.umasks.is_empty() {
+            out.entry(base).or_insert_with(|| event.name.clone());
+        }
+        for mask in &event.umasks {
+            let code = u64::from(mask.event.unwrap_or(event.code));
+            let bits = code
+                | u64::from(mask.code) << 8
+                | u64::from(mask.edge) << 18
+                | u64::from(mask.inv) << 23
+                | u64::from(mask.cmask) << 24;
+            out.entry(bits)
+                .or_insert_with(|| format!("{}.{}", event.name, mask.name));
+        }
+    }
+    out
+}
+
+/// Whether `model` already knows `spelling` (`EVENT:UNIT_MASK` or `EVENT`) by name, as the
+/// database resolves it (case-insensitive, `.` and `:` alike).
+fn known(model: &GenModel, spelling: &str) -> bool {
+    let (event, mask) = match spelling.split_once(':') {
+        Some((e, m)) => (e, Some(m)),
+        None => (spelling, None),
+    };
+    model.events.iter().any(|e| {
+        e.name.eq_ignore_ascii_case(event)
+            && match mask {
+                None => e.umasks.is_empty(),
+                Some(m) => e.umasks.iter().any(|u| u.name.eq_ignore_ascii_case(m)),
+            }
+    })
+}
+
+/// Adds to `model` an alias for each libpfm4 spelling it does not know by name whose bits one
+/// of its encodings has; records where the spellings came from.
+pub fn add_aliases(model: &mut GenModel, spellings: &[(String, Bits)], source: Provenance) {
+    let ours = encodings(model);
+    let mut aliases = BTreeMap::new();
+    for (spelling, bits) in spellings {
+        if known(model, spelling) {
+            continue;
+        }
+        if let Some(name) = ours.get(bits) {
+            aliases
+                .entry(spelling.to_ascii_uppercase())
+                .or_insert_with(|| name.clone());
+        }
+    }
+    model.aliases = aliases.into_iter().collect();
+    model.alias_source = Some(source);
+}
+
+/// Adds libpfm4's spellings as aliases to each model of `models` that [`INTEL_TABLES`] lists,
+/// from the libpfm4 snapshot at `root` (commit `commit`).
+///
+/// # Errors
+/// A missing or malformed libpfm4 header.
+pub fn add_libpfm4_aliases(
+    models: &mut [GenModel],
+    root: &Path,
+    commit: &str,
+) -> Result<(), GenError> {
+    for t in INTEL_TABLES {
+        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
+            continue;
+        };
+        let spellings = libpfm4_spellings(root, t)?;
+        let source = Provenance {
+            source: crate::libpfm4::SOURCE.to_string(),
+            commit: commit.to_string(),
+            file: format!("lib/events/{}", t.file),
+        };
+        add_aliases(model, &spellings, source);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_of_libpfm4s_tables_evaluate() {
+        assert_eq!(expression("0x3c"), Some(0x3c));
+        assert_eq!(
+            expression("0x100 | INTEL_X86_MOD_INV | (1 << INTEL_X86_CMASK_BIT)"),
+            Some(0x0180_0100)
+        );
+        assert_eq!(expression("0x1ULL << (0 + 8)"), Some(0x100));
+        assert_eq!(expression("(0x1 << 24 | 0x2) << 8"), Some(0x1_0000_0200));
+        assert_eq!(expression("0x100 | SOMETHING_ELSE"), None);
+        assert_eq!(expression("(0x1"), None);
+        assert_eq!(expression("0x1 - 1"), None);
+    }
+}
