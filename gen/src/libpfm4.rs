@@ -125,6 +125,46 @@ pub const MODELS: &[Table] = &[
         4,
     ),
     table(
+        "amd64_events_k8.h",
+        "amd64_k8_pe",
+        "k8",
+        "AMD K8 (family 0Fh, revisions B to G; the newest revision's unit masks)",
+        0x0f,
+        4,
+    ),
+    table(
+        "amd64_events_fam17h_zen1.h",
+        "amd64_fam17h_zen1_pe",
+        "amd64_fam17h_zen1",
+        "AMD family 17h Zen 1",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam17h_zen2.h",
+        "amd64_fam17h_zen2_pe",
+        "amd64_fam17h_zen2",
+        "AMD family 17h Zen 2",
+        0x17,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen3.h",
+        "amd64_fam19h_zen3_pe",
+        "amd64_fam19h_zen3",
+        "AMD family 19h Zen 3",
+        0x19,
+        6,
+    ),
+    table(
+        "amd64_events_fam19h_zen4.h",
+        "amd64_fam19h_zen4_pe",
+        "amd64_fam19h_zen4",
+        "AMD family 19h Zen 4",
+        0x19,
+        6,
+    ),
+    table(
         "amd64_events_fam1ah_zen5.h",
         "amd64_fam1ah_zen5_pe",
         "amd64_fam1ah_zen5",
@@ -286,9 +326,9 @@ fn event(
             continue;
         }
         if uflags.iter().any(|f| f == "AMD64_FL_OMIT") {
-            return Err(Ok(
-                "events with a unit mask libpfm4 omits from the encoding".to_string(),
-            ));
+            // A unit mask libpfm4 leaves out of the encoding (a pseudo mask such as the
+            // HyperTransport SUBLINK_MASK): the event keeps its others.
+            continue;
         }
         if uname.len() < 2 || !uname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Ok("events with names the schema cannot hold".to_string()));
