@@ -333,24 +333,30 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
             out.push((name.clone(), code));
             continue;
         }
-        for mask in masks {
-            let Some(uname) = mask.get("uname") else {
-                continue;
-            };
-            if mask.get("umodel").is_some_and(|m| m.trim() != t.pmu) {
-                continue;
-            }
-            let Some(ucode) = mask.get("ucode").and_then(|c| expression(c)) else {
-                continue;
-            };
+        // The unit masks of this model: name, group, code, flags.
+        let masks: Vec<(&String, u64, u64, &str)> = masks
+            .iter()
+            .filter(|m| m.get("umodel").is_none_or(|u| u.trim() == t.pmu))
+            .filter_map(|m| {
+                let group = m.get("grpid").and_then(|g| integer(g)).unwrap_or(0);
+                let ucode = m.get("ucode").and_then(|c| expression(c))?;
+                let flags = m.get("uflags").map_or("", String::as_str);
+                Some((m.get("uname")?, group, ucode, flags))
+            })
+            .collect();
+        for &(uname, group, ucode, flags) in &masks {
             if ucode > 0xffff_ffff {
                 continue;
             }
-            let overrides = mask
-                .get("uflags")
-                .is_some_and(|f| f.contains("INTEL_X86_CODE_OVERRIDE"));
+            // libpfm4 adds the defaults of the other groups (the core-select group's SELF
+            // where a cache-state mask is named).
+            let defaults = masks
+                .iter()
+                .filter(|(_, g, _, f)| *g != group && f.contains("INTEL_X86_DFL"))
+                .fold(0, |bits, (_, _, c, _)| bits | (c & 0xff00));
+            let overrides = flags.contains("INTEL_X86_CODE_OVERRIDE");
             let event = if overrides { ucode & 0xff } else { code & 0xff };
-            let bits = event | (code & 0xff00) | (ucode & !0xff);
+            let bits = event | (code & 0xff00) | (ucode & !0xff) | defaults;
             out.push((format!("{name}:{uname}"), bits));
         }
     }

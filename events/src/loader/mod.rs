@@ -291,6 +291,19 @@ fn load_cpu(
         }
     }
     model.rebuild_index();
+    if !doc.event.is_empty() {
+        // An alias of an earlier file whose event this one replaced without the unit mask it
+        // named stands for nothing now: the replacing file's names are the event's.
+        let stale: Vec<String> = model
+            .event_aliases
+            .iter()
+            .filter(|(_, target)| check_term(model, target).is_err())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            model.event_aliases.remove(&key);
+        }
+    }
     if let Some(table) = &doc.event_aliases {
         for (key, value) in table {
             let (alias, target) = event_alias(source, model, key, value)?;
