@@ -367,13 +367,15 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
 /// `EVENT`): the first name in order where two encode the same.
 pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
     let mut out = BTreeMap::new();
+    // AMD's event bits 11:8 sit in EVTSEL bits 35:32.
+    let code_bits = |code: u16| u64::from(code & 0xff) | u64::from(code >> 8) << 32;
     for event in &model.events {
-        let base = u64::from(event.code) | u64::from(event.umask.unwrap_or(0)) << 8;
+        let base = code_bits(event.code) | u64::from(event.umask.unwrap_or(0)) << 8;
         if event.umasks.is_empty() {
             out.entry(base).or_insert_with(|| event.name.clone());
         }
         for mask in &event.umasks {
-            let code = u64::from(mask.event.unwrap_or(event.code));
+            let code = code_bits(mask.event.unwrap_or(event.code));
             let bits = code
                 | u64::from(mask.code) << 8
                 | u64::from(mask.edge) << 18
@@ -402,11 +404,11 @@ fn known(model: &GenModel, spelling: &str) -> bool {
     })
 }
 
-/// Adds to `model` an alias for each libpfm4 spelling it does not know by name whose bits one
-/// of its encodings has; records where the spellings came from.
+/// Adds to `model` an alias for each spelling (libpfm4's, perf's) it does not know by name
+/// whose bits one of its encodings has; records where the spellings came from.
 pub fn add_aliases(model: &mut GenModel, spellings: &[(String, Bits)], source: Provenance) {
     let ours = encodings(model);
-    let mut aliases = BTreeMap::new();
+    let mut aliases: BTreeMap<String, String> = model.aliases.drain(..).collect();
     for (spelling, bits) in spellings {
         if known(model, spelling) {
             continue;
@@ -418,8 +420,100 @@ pub fn add_aliases(model: &mut GenModel, spellings: &[(String, Bits)], source: P
         }
     }
     model.aliases = aliases.into_iter().collect();
-    model.alias_source = Some(source);
+    model.alias_sources.push(source);
 }
+
+/// The kernel's perf JSON directory (under tools/perf/pmu-events/arch/x86) for each AMD model
+/// whose perf names become aliases.
+pub const PERF_AMD_DIRS: &[(&str, &str)] = &[
+    ("amdzen1", "amd64_fam17h_zen1"),
+    ("amdzen2", "amd64_fam17h_zen2"),
+    ("amdzen3", "amd64_fam19h_zen3"),
+    ("amdzen4", "amd64_fam19h_zen4"),
+    ("amdzen5", "amd64_fam1ah_zen5"),
+];
+
+/// Each core event name of a perf JSON directory (`ls_mab_alloc.load_store_allocations`) with
+/// the bits it encodes; uncore (`Unit`) entries and metrics are left out.
+///
+/// # Errors
+/// A directory or file that cannot be read, or JSON that is not a list of events.
+pub fn perf_spellings(dir: &Path) -> Result<Vec<(String, Bits)>, GenError> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| GenError::io(dir, &e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
+        let entries = json
+            .as_array()
+            .ok_or_else(|| GenError::Data(format!("{}: not a list of events", path.display())))?;
+        for entry in entries {
+            let field = |key: &str| entry.get(key).and_then(serde_json::Value::as_str);
+            let (Some(name), Some(code)) = (field("EventName"), field("EventCode")) else {
+                continue;
+            };
+            if field("Unit").is_some() {
+                continue;
+            }
+            let number = |text: &str| {
+                u64::from_str_radix(
+                    text.trim()
+                        .trim_start_matches("0x")
+                        .trim_start_matches("0X"),
+                    16,
+                )
+                .ok()
+            };
+            let (Some(code), Some(umask)) = (number(code), field("UMask").map_or(Some(0), number))
+            else {
+                continue;
+            };
+            if code > 0xfff || umask > 0xff {
+                continue;
+            }
+            out.push((
+                name.to_string(),
+                (code & 0xff) | (code >> 8) << 32 | umask << 8,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Adds perf's names as aliases to each AMD model of `models` that [`PERF_AMD_DIRS`] lists,
+/// from the kernel's x86 perf JSON directory `root` (of kernel `version`).
+///
+/// # Errors
+/// As [`perf_spellings`].
+pub fn add_perf_aliases(
+    models: &mut [GenModel],
+    root: &Path,
+    version: &str,
+) -> Result<(), GenError> {
+    for (dir, id) in PERF_AMD_DIRS {
+        let Some(model) = models.iter_mut().find(|m| m.id == *id) else {
+            continue;
+        };
+        let spellings = perf_spellings(&root.join(dir))?;
+        let source = Provenance {
+            source: PERF_SOURCE.to_string(),
+            commit: version.to_string(),
+            file: format!("tools/perf/pmu-events/arch/x86/{dir}"),
+        };
+        add_aliases(model, &spellings, source);
+    }
+    Ok(())
+}
+
+/// The source line of perf's names.
+pub const PERF_SOURCE: &str =
+    "Linux perf JSON (tools/perf/pmu-events, GPL-2.0: names and codes only)";
 
 /// Adds libpfm4's spellings as aliases to each model of `models` that [`INTEL_TABLES`] lists,
 /// from the libpfm4 snapshot at `root` (commit `commit`).

@@ -45,6 +45,13 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// The kernel's perf JSON for x86 (tools/perf/pmu-events/arch/x86): its AMD names
+        /// become aliases.
+        #[arg(long, requires = "kernel_version")]
+        perf_json: Option<PathBuf>,
+        /// The kernel version the perf JSON comes from.
+        #[arg(long)]
+        kernel_version: Option<String>,
     },
 }
 
@@ -69,10 +76,15 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            perf_json,
+            kernel_version,
         } => counterhal_gen::libpfm4::models(source, commit)
             .and_then(|mut models| {
                 for table in counterhal_gen::libpfm4::INTEL_MODELS {
                     models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
+                }
+                if let (Some(root), Some(version)) = (perf_json, kernel_version) {
+                    counterhal_gen::aliases::add_perf_aliases(&mut models, root, version)?;
                 }
                 Ok(models)
             })

@@ -86,8 +86,8 @@ pub struct GenModel {
     /// Other spellings of its encodings (`EVENT:UNIT_MASK` upper case) and the name each
     /// stands for, sorted.
     pub aliases: Vec<(String, String)>,
-    /// Where the other spellings came from, if there are any.
-    pub alias_source: Option<Provenance>,
+    /// Where the other spellings came from (one source per line of the header).
+    pub alias_sources: Vec<Provenance>,
 }
 
 /// Where a generated model's data came from.

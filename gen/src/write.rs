@@ -19,7 +19,7 @@ pub fn model_toml(model: &GenModel) -> String {
     let _ = writeln!(out, "# source: {}", p.source);
     let _ = writeln!(out, "# commit: {}", p.commit);
     let _ = writeln!(out, "# file: {}", p.file);
-    if let Some(a) = &model.alias_source {
+    for a in &model.alias_sources {
         let _ = writeln!(
             out,
             "# aliases: {}, commit {}, file {}",
