@@ -102,7 +102,7 @@ fn event_alias(
             ));
         }
     };
-    check_term(model, &target).map_err(|why| {
+    alias_target(model, &target).map_err(|why| {
         source.error(
             value.span(),
             alias,
@@ -113,6 +113,32 @@ fn event_alias(
         )
     })?;
     Ok((crate::model::alias_key(alias), target))
+}
+
+/// Whether an alias's target names one of the model's events and, if it gives one, a unit
+/// mask of it (a whole-event alias names the event alone).
+fn alias_target(model: &CpuModel, target: &crate::parse::EventSpec) -> Result<(), String> {
+    if target.unit_masks.is_empty() && !target.dotted {
+        return match model.event(&target.name) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "no native event `{}` in model `{}`",
+                target.name, model.id
+            )),
+        };
+    }
+    check_term(model, target)
+}
+
+/// Whether an alias key (`EVENT` or `EVENT:UNIT_MASK`) is one of the model's own names.
+fn own_name(model: &CpuModel, key: &str) -> bool {
+    let (event, mask) = match key.split_once(':') {
+        Some((event, mask)) => (event, Some(mask)),
+        None => (key, None),
+    };
+    model
+        .event(event)
+        .is_some_and(|e| mask.is_none_or(|m| e.unit_mask(m).is_some()))
 }
 
 /// The key on the line of `offset`, for toml's own errors (best effort).
@@ -294,10 +320,11 @@ fn load_cpu(
     if !doc.event.is_empty() {
         // An alias of an earlier file whose event this one replaced without the unit mask it
         // named stands for nothing now: the replacing file's names are the event's.
+        // So is one this file's names shadow.
         let stale: Vec<String> = model
             .event_aliases
             .iter()
-            .filter(|(_, target)| check_term(model, target).is_err())
+            .filter(|(key, target)| own_name(model, key) || alias_target(model, target).is_err())
             .map(|(key, _)| key.clone())
             .collect();
         for key in stale {
