@@ -59,6 +59,9 @@ pub struct Listed {
     /// Why it cannot be counted, or how it is counted instead (user space only where the OS
     /// refuses counting the kernel).
     pub reason: Option<String>,
+    /// Other spellings that resolve to it or to one of its unit masks (libpfm4's, perf's
+    /// names kept as aliases in the event database); not listed as events of their own.
+    pub aliases: Vec<String>,
 }
 
 /// `event`'s encoding on one line: its natives joined by their signs.
@@ -113,9 +116,12 @@ pub fn list_events<B: Backend + ?Sized>(
         .and_then(|id| context.database.model(id))
     {
         for event in model.events() {
-            if matches(&event.name, &event.description) {
+            let aliases = model.aliases_of(event);
+            if matches(&event.name, &event.description) || aliases.iter().any(|a| matches(a, "")) {
                 let (name, description) = (event.name.clone(), event.description.clone());
-                listed.push(entry(backend, Section::Native, name, description, true));
+                let mut listed_event = entry(backend, Section::Native, name, description, true);
+                listed_event.aliases = aliases.into_iter().map(str::to_string).collect();
+                listed.push(listed_event);
             }
         }
     }
@@ -150,6 +156,7 @@ fn entry<B: Backend + ?Sized>(
         encoding: None,
         usable: false,
         reason: None,
+        aliases: Vec::new(),
     };
     let backend = match backend {
         Ok(backend) => backend,

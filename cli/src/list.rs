@@ -73,6 +73,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "backend": backend.as_ref().map(|b| b.label()),
                     "usable": e.usable,
                     "reason": e.reason,
+                    "aliases": e.aliases,
                 })
             })
             .collect();
