@@ -712,6 +712,23 @@ mod tests {
         assert_eq!(id("knm").as_deref(), Some("knl"));
         assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("k8"));
         assert_eq!(id("ix86arch").as_deref(), Some("intel-arch"));
+        // libpfm4's names of its x86 core PMUs after 4.13 and on 32-bit builds (the installed
+        // 4.13's are checked by tests/libpfm_sweep.rs).
+        for (name, model) in [
+            ("ppro", "p6"),
+            ("pii", "p6"),
+            ("pm", "p6"),
+            ("p6", "p6"),
+            ("coreduo", "coreduo"),
+            ("amd64_fam17h", "amd64_fam17h_zen1"),
+            ("adl_glc", "adl_glc"),
+            ("adl_grt", "adl_grt"),
+            ("gnr", "gnr"),
+            ("emr", "emr"),
+            ("amd64_fam1ah_zen5", "amd64_fam1ah_zen5"),
+        ] {
+            assert_eq!(id(name).as_deref(), Some(model), "{name}");
+        }
         let cpu = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
         assert_eq!(cpu.signature(), "GenuineIntel-6-8F-8");
         assert_eq!(
