@@ -363,10 +363,14 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
     Ok(out)
 }
 
-/// The bits of each of `model`'s encodings, with its name for it (`EVENT.UNIT_MASK`, or
-/// `EVENT`): the first name in order where two encode the same.
+/// The bits of each of `model`'s encodings, as the database encodes the name alone, with its
+/// name for it (`EVENT.UNIT_MASK`, or `EVENT`): the first name in order where two encode the
+/// same.
 pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
     let mut out = BTreeMap::new();
+    // A unit mask whose own bits make the encoding is preferred to one that gets there with
+    // another group's defaults.
+    let mut with_defaults = Vec::new();
     // AMD's event bits 11:8 sit in EVTSEL bits 35:32.
     let code_bits = |code: u16| u64::from(code & 0xff) | u64::from(code >> 8) << 32;
     for event in &model.events {
@@ -375,15 +379,29 @@ pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
             out.entry(base).or_insert_with(|| event.name.clone());
         }
         for mask in &event.umasks {
+            // As the database encodes a unit mask named alone: with the defaults of the other
+            // groups.
+            let defaults = event
+                .umasks
+                .iter()
+                .filter(|m| m.group != mask.group && m.default)
+                .fold(0u8, |bits, m| bits | m.code);
             let code = code_bits(mask.event.unwrap_or(event.code));
             let bits = code
-                | u64::from(mask.code) << 8
+                | u64::from(mask.code | defaults) << 8
                 | u64::from(mask.edge) << 18
                 | u64::from(mask.inv) << 23
                 | u64::from(mask.cmask) << 24;
-            out.entry(bits)
-                .or_insert_with(|| format!("{}.{}", event.name, mask.name));
+            let name = format!("{}.{}", event.name, mask.name);
+            if defaults & !mask.code == 0 {
+                out.entry(bits).or_insert(name);
+            } else {
+                with_defaults.push((bits, name));
+            }
         }
+    }
+    for (bits, name) in with_defaults {
+        out.entry(bits).or_insert(name);
     }
     out
 }
