@@ -292,6 +292,17 @@ pub struct CpuModel {
     pub(crate) event_aliases: std::collections::HashMap<String, EventSpec>,
 }
 
+/// `spec` (as typed) with its name, and the first unit mask it consumed, replaced by an alias's
+/// `target`; `rest` are the unit masks typed after the alias.
+fn rewrite_alias(spec: &EventSpec, target: &EventSpec, rest: &[String]) -> Option<EventSpec> {
+    let mut out = target.clone();
+    out.pmu = spec.pmu.clone();
+    out.unit_masks.extend(rest.iter().cloned());
+    // The loader allows no modifiers in a target, so the typed ones merge without conflict.
+    out.modifiers.merge(&spec.modifiers).ok()?;
+    Some(out)
+}
+
 /// The key an event alias is stored under: upper case, `EVENT` or `EVENT:UNIT_MASK` (the first
 /// `.` of `EVENT.UNIT_MASK` read as `:`).
 pub(crate) fn alias_key(text: &str) -> String {
@@ -403,29 +414,29 @@ impl CpuModel {
         };
         if let Some((event, extra)) = self.lookup(spec) {
             let mask = extra.or(spec.unit_masks.first().map(String::as_str));
-            if mask.is_none_or(|m| event.unit_mask(m).is_some()) {
-                return None;
+            match mask {
+                Some(m) if event.unit_mask(m).is_some() => return None,
+                // The bare name of an event that needs a unit mask may be another table's
+                // name of one encoding (libpfm4's `CPU_CLK_UNHALTED` is 0x3c/0x00).
+                None if !event.needs_unit_mask() => return None,
+                None => {
+                    let target = self.event_aliases.get(&event_part.to_ascii_uppercase())?;
+                    return rewrite_alias(spec, target, &[]);
+                }
+                Some(_) => {}
             }
         }
-        let rewrite = |target: &EventSpec, rest: &[String]| {
-            let mut out = target.clone();
-            out.pmu = spec.pmu.clone();
-            out.unit_masks.extend(rest.iter().cloned());
-            // The target holds no modifiers the loader would accept in conflict.
-            out.modifiers.merge(&spec.modifiers).ok()?;
-            Some(out)
-        };
         if let Some(mask) = first {
             let key = format!("{}:{}", event_part, mask).to_ascii_uppercase();
             if let Some(target) = self.event_aliases.get(&key) {
-                return rewrite(target, rest);
+                return rewrite_alias(spec, target, rest);
             }
         }
         if self.event(event_part).is_none() {
             let target = self.event_aliases.get(&event_part.to_ascii_uppercase())?;
             let mut all: Vec<String> = first.map(str::to_string).into_iter().collect();
             all.extend(rest.iter().cloned());
-            return rewrite(target, &all);
+            return rewrite_alias(spec, target, &all);
         }
         None
     }

@@ -1,5 +1,5 @@
-//! Names users type: Intel's `INST_RETIRED.ANY_P`, libpfm4's `INST_RETIRED:ANY_P` with its
-//! modifiers, perf's lower-case JSON names (`inst_retired.any_p`, AMD
+//! Names users type (on skl, hsw, icx, spr, Zen 3 and Zen 4): Intel's `INST_RETIRED.ANY_P`,
+//! libpfm4's `INST_RETIRED:ANY_P` with its modifiers, perf's lower-case JSON names (`inst_retired.any_p`, AMD
 //! `ls_mab_alloc.load_store_allocations`) and libpfm4's older spellings kept as aliases
 //! (`[cpu.event_aliases]`): each resolves to the same encoding, and an alias is no event of
 //! its own.
@@ -44,6 +44,16 @@ const SPELLINGS: &[(&str, u64, &[&str])] = &[
             // libpfm4's name (an alias in the generated table).
             "BR_MISP_RETIRED:COND",
             "br_misp_retired.cond",
+        ],
+    ),
+    (
+        "hsw",
+        0x43_003c,
+        &[
+            "CPU_CLK_UNHALTED.THREAD_P",
+            "cpu_clk_unhalted.thread_p",
+            // libpfm4's bare name of the event Intel's table splits by unit mask.
+            "CPU_CLK_UNHALTED",
         ],
     ),
     (

@@ -136,9 +136,11 @@ fn own_name(model: &CpuModel, key: &str) -> bool {
         Some((event, mask)) => (event, Some(mask)),
         None => (key, None),
     };
-    model
-        .event(event)
-        .is_some_and(|e| mask.is_none_or(|m| e.unit_mask(m).is_some()))
+    model.event(event).is_some_and(|e| match mask {
+        Some(m) => e.unit_mask(m).is_some(),
+        // A bare name that needs a unit mask leaves room for an alias.
+        None => !e.needs_unit_mask(),
+    })
 }
 
 /// The key on the line of `offset`, for toml's own errors (best effort).
