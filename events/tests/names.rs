@@ -1,4 +1,4 @@
-//! Names users type (on skl, hsw, icx, spr, Zen 3 and Zen 4): Intel's `INST_RETIRED.ANY_P`,
+//! Names users type (on skl, hsw, icx, tgl, spr, Zen 3 and Zen 4): Intel's `INST_RETIRED.ANY_P`,
 //! libpfm4's `INST_RETIRED:ANY_P` with its modifiers, perf's lower-case JSON names (`inst_retired.any_p`, AMD
 //! `ls_mab_alloc.load_store_allocations`) and libpfm4's older spellings kept as aliases
 //! (`[cpu.event_aliases]`): each resolves to the same encoding, and an alias is no event of
@@ -72,6 +72,16 @@ const SPELLINGS: &[(&str, u64, &[&str])] = &[
             "MEM_LOAD_L3_HIT_RETIRED.XSNP_NO_FWD",
             "mem_load_l3_hit_retired.xsnp_no_fwd",
             "MEM_LOAD_L3_HIT_RETIRED:XSNP_HIT",
+        ],
+    ),
+    (
+        // Tiger Lake: libpfm4's `icl` table covers it, so its spellings are aliases here too.
+        "tgl",
+        0x43_00c0,
+        &[
+            "INST_RETIRED.ANY_P",
+            "inst_retired.any_p",
+            "INSTRUCTIONS_RETIRED",
         ],
     ),
     (

@@ -39,7 +39,8 @@ const fn alias(
     }
 }
 
-/// The generated Intel models libpfm4 also has, and its table for each.
+/// The generated Intel models libpfm4 also has, and its table for each (by libpfm4's PMU for
+/// the CPU, which may cover several of our models).
 pub const INTEL_TABLES: &[AliasTable] = &[
     alias(
         "nhm",
@@ -148,6 +149,32 @@ pub const INTEL_TABLES: &[AliasTable] = &[
         "intel_spr_events.h",
         "intel_spr_pe",
         "PFM_PMU_INTEL_SPR",
+    ),
+    // CPUs whose libpfm4 PMU has another name: libpfm4's `icl` covers Tiger Lake and Rocket
+    // Lake, `bdw_ep` Broadwell-DE, `emr` uses Sapphire Rapids' table.
+    alias(
+        "tgl",
+        "intel_icl_events.h",
+        "intel_icl_pe",
+        "PFM_PMU_INTEL_ICL",
+    ),
+    alias(
+        "rkl",
+        "intel_icl_events.h",
+        "intel_icl_pe",
+        "PFM_PMU_INTEL_ICL",
+    ),
+    alias(
+        "bdw_de",
+        "intel_bdw_events.h",
+        "intel_bdw_pe",
+        "PFM_PMU_INTEL_BDW_EP",
+    ),
+    alias(
+        "emr",
+        "intel_spr_events.h",
+        "intel_spr_pe",
+        "PFM_PMU_INTEL_EMR",
     ),
     alias(
         "gnr",
