@@ -366,7 +366,16 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
             .filter(|m| m.get("umodel").is_none_or(|u| u.trim() == t.pmu))
             .filter_map(|m| {
                 let group = m.get("grpid").and_then(|g| integer(g)).unwrap_or(0);
-                let ucode = m.get("ucode").and_then(|c| expression(c))?;
+                let mut ucode = m.get("ucode").and_then(|c| expression(c))?;
+                // A unit mask libpfm4 defines as another with `t=1` (`ALL:i=1:c=1:t=1`)
+                // counts AnyThread, whatever its `.ucode` says.
+                if m.get("uequiv").is_some_and(|e| {
+                    e.trim_matches('"')
+                        .split(':')
+                        .any(|part| part == "t" || part == "t=1")
+                }) {
+                    ucode |= 1 << 21;
+                }
                 let flags = m.get("uflags").map_or("", String::as_str);
                 Some((m.get("uname")?, group, ucode, flags))
             })

@@ -60,7 +60,8 @@ fn libpfm4_spellings_become_aliases_by_equal_encodings() {
             "\"UOPS_ISSUED:STALLS\" = \"UOPS_ISSUED.STALL_CYCLES\"",
         ],
         "not aliased: names the table has (UOPS_ISSUED:ANY), another model's unit mask \
-         (L2_HIT, skx only), AnyThread (CORE_STALLS) and offcore (OFFCORE_RESPONSE_0)"
+         (L2_HIT, skx only), AnyThread (CORE_STALLS, and CORE_STALLS_TOO through its `t=1` \
+         equivalent) and offcore (OFFCORE_RESPONSE_0)"
     );
     let db = Database::from_toml_str("skl.toml", &text).unwrap();
     for (alias, canonical) in [

@@ -11,6 +11,10 @@ static const intel_x86_umask_t fx_uops_issued[]={
    { .uname  = "CORE_STALLS",
      .ucode  = 0x100 | INTEL_X86_MOD_ANY | INTEL_X86_MOD_INV | (0x1 << INTEL_X86_CMASK_BIT),
    },
+   { .uname  = "CORE_STALLS_TOO",
+     .ucode  = 0x100 | INTEL_X86_MOD_INV | (0x1 << INTEL_X86_CMASK_BIT),
+     .uequiv = "STALLS:t=1",
+   },
 };
 
 static const intel_x86_umask_t fx_loads[]={
