@@ -360,21 +360,29 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
             out.push((name.clone(), code));
             continue;
         }
-        // The unit masks of this model: name, group, code, flags.
-        let masks: Vec<(&String, u64, u64, &str)> = masks
+        let masks: Vec<&Fields> = masks
             .iter()
             .filter(|m| m.get("umodel").is_none_or(|u| u.trim() == t.pmu))
+            .collect();
+        let ucode_of = |uname: &str| {
+            masks
+                .iter()
+                .find(|m| m.get("uname").is_some_and(|n| n == uname))
+                .and_then(|m| m.get("ucode"))
+                .and_then(|c| expression(c))
+        };
+        // The unit masks of this model: name, group, code, flags. One whose `.ucode` disagrees
+        // with the equivalent libpfm4 gives for it (`.uequiv = "DEMAND_RFO:c=1"`) is left
+        // out: which of the two libpfm4 means is unknown.
+        let masks: Vec<(&String, u64, u64, &str)> = masks
+            .iter()
             .filter_map(|m| {
                 let group = m.get("grpid").and_then(|g| integer(g)).unwrap_or(0);
-                let mut ucode = m.get("ucode").and_then(|c| expression(c))?;
-                // A unit mask libpfm4 defines as another with `t=1` (`ALL:i=1:c=1:t=1`)
-                // counts AnyThread, whatever its `.ucode` says.
-                if m.get("uequiv").is_some_and(|e| {
-                    e.trim_matches('"')
-                        .split(':')
-                        .any(|part| part == "t" || part == "t=1")
-                }) {
-                    ucode |= 1 << 21;
+                let ucode = m.get("ucode").and_then(|c| expression(c))?;
+                if let Some(equivalent) = m.get("uequiv").and_then(|e| equivalent(e, ucode_of))
+                    && equivalent & !0xff != ucode & !0xff
+                {
+                    return None;
                 }
                 let flags = m.get("uflags").map_or("", String::as_str);
                 Some((m.get("uname")?, group, ucode, flags))
@@ -397,6 +405,26 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
         }
     }
     Ok(out)
+}
+
+/// The `.ucode` a unit mask's `.uequiv` (`ALL:i=1:c=1:t=1`: another unit mask of the event
+/// with modifiers) stands for, given the unit masks' codes; `None` when it names no unit mask
+/// or a modifier this does not read.
+fn equivalent(uequiv: &str, ucode_of: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+    let mut parts = uequiv.trim().trim_matches('"').split(':');
+    let mut bits = ucode_of(parts.next()?)?;
+    for part in parts {
+        let (key, value) = part.split_once('=').unwrap_or((part, "1"));
+        let value = integer(value)?;
+        match key {
+            "c" => bits = (bits & !(0xff << 24)) | (value & 0xff) << 24,
+            "i" => bits = (bits & !(1 << 23)) | (value & 1) << 23,
+            "e" => bits = (bits & !(1 << 18)) | (value & 1) << 18,
+            "t" => bits = (bits & !(1 << 21)) | (value & 1) << 21,
+            _ => return None,
+        }
+    }
+    Some(bits)
 }
 
 /// The bits of each of `model`'s encodings, as the database encodes the name alone, with its
@@ -608,6 +636,11 @@ mod tests {
         assert_eq!(expression("0x1ULL << (0 + 8)"), Some(0x100));
         assert_eq!(expression("(0x1 << 24 | 0x2) << 8"), Some(0x1_0000_0200));
         assert_eq!(expression("0x100 | SOMETHING_ELSE"), None);
+        let codes = |name: &str| (name == "ALL").then_some(0x100);
+        assert_eq!(equivalent("ALL:i=1:c=1:t=1", codes), Some(0x01a0_0100));
+        assert_eq!(equivalent("\"ALL:c=2:e\"", codes), Some(0x0204_0100));
+        assert_eq!(equivalent("OTHER:c=1", codes), None);
+        assert_eq!(equivalent("ALL:ldlat=3", codes), None);
         assert_eq!(expression("(0x1"), None);
         assert_eq!(expression("0x1 - 1"), None);
     }
