@@ -116,6 +116,15 @@ const SPELLINGS: &[(&str, u64, &[&str])] = &[
         ],
     ),
     (
+        // perf's name of a combination of libpfm4's unit masks.
+        "amd64_fam19h_zen3",
+        0x43_0729,
+        &[
+            "all_data_cache_accesses",
+            "LS_DISPATCH:LD_DISPATCH:STORE_DISPATCH:LD_ST_DISPATCH",
+        ],
+    ),
+    (
         "amd64_fam19h_zen4",
         0x43_3f41,
         &[

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::GenError;
 use crate::cparse::{Fields, arrays, integer, strip_comments};
-use crate::model::{GenModel, Provenance};
+use crate::model::{GenModel, GenUnitMask, Provenance};
 
 /// The libpfm4 table whose spellings a generated model gets as aliases.
 pub struct AliasTable {
@@ -495,14 +495,65 @@ pub fn add_aliases(model: &mut GenModel, spellings: &[(String, Bits)], source: P
         if known(model, spelling) {
             continue;
         }
-        if let Some(name) = ours.get(bits) {
-            aliases
-                .entry(spelling.to_ascii_uppercase())
-                .or_insert_with(|| name.clone());
+        let target = ours
+            .get(bits)
+            .cloned()
+            .or_else(|| combination(model, *bits));
+        if let Some(name) = target {
+            aliases.entry(spelling.to_ascii_uppercase()).or_insert(name);
         }
     }
     model.aliases = aliases.into_iter().collect();
     model.alias_sources.push(source);
+}
+
+/// Several unit masks of one of `model`'s events that together encode `bits` (event select
+/// and unit mask, no filters), as `EVENT:MASK:MASK`: perf names such combinations
+/// (`all_data_cache_accesses` is Zen's LS_DISPATCH with unit mask 0x07). The masks come from
+/// one group of an event that allows combining them, as the database ORs them (with the
+/// other groups' defaults); `None` where no combination gives exactly `bits`.
+fn combination(model: &GenModel, bits: Bits) -> Option<String> {
+    if bits & !(0xf_0000_ffff) != 0 {
+        return None;
+    }
+    let code = u16::try_from(bits & 0xff | (bits >> 32 & 0xf) << 8).ok()?;
+    let umask = u8::try_from(bits >> 8 & 0xff).ok()?;
+    let event = model
+        .events
+        .iter()
+        .find(|e| e.code == code && e.umask.is_none() && !e.flags.contains(&"exclusive"))?;
+    let plain = |m: &&GenUnitMask| {
+        m.cmask == 0 && !m.edge && !m.inv && m.event.is_none() && m.counters.is_none()
+    };
+    let mut groups: Vec<u8> = event.umasks.iter().map(|m| m.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for group in groups {
+        let defaults = event
+            .umasks
+            .iter()
+            .filter(|m| m.group != group && m.default)
+            .fold(0u8, |bits, m| bits | m.code);
+        let mut candidates: Vec<&GenUnitMask> = event
+            .umasks
+            .iter()
+            .filter(plain)
+            .filter(|m| m.group == group && m.code != 0 && m.code & !umask == 0)
+            .collect();
+        // The widest masks first, so that `ALL` is named rather than its parts.
+        candidates.sort_by_key(|m| (std::cmp::Reverse(m.code.count_ones()), m.name.clone()));
+        let (mut covered, mut chosen) = (0u8, Vec::new());
+        for mask in candidates {
+            if mask.code & !covered != 0 {
+                covered |= mask.code;
+                chosen.push(mask.name.as_str());
+            }
+        }
+        if chosen.len() >= 2 && covered | defaults == umask {
+            return Some(format!("{}:{}", event.name, chosen.join(":")));
+        }
+    }
+    None
 }
 
 /// The kernel's perf JSON directory (under tools/perf/pmu-events/arch/x86) for each AMD model
@@ -625,6 +676,65 @@ pub fn add_libpfm4_aliases(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mask(name: &str, code: u8, group: u8, default: bool) -> GenUnitMask {
+        GenUnitMask {
+            name: name.to_string(),
+            code,
+            group,
+            default,
+            ..GenUnitMask::default()
+        }
+    }
+
+    #[test]
+    fn combinations_of_unit_masks_spell_perfs_wider_names() {
+        let event = |name: &str, flags: Vec<&'static str>, umasks| crate::model::GenEvent {
+            name: name.to_string(),
+            code: 0x129,
+            flags,
+            umasks,
+            ..crate::model::GenEvent::default()
+        };
+        let mut model = GenModel {
+            events: vec![event(
+                "LS_DISPATCH",
+                vec![],
+                vec![
+                    mask("LD", 0x01, 0, false),
+                    mask("ST", 0x02, 0, false),
+                    mask("LD_ST", 0x04, 0, false),
+                    mask("ALL_BUT_LD", 0x06, 0, false),
+                ],
+            )],
+            ..GenModel::default()
+        };
+        // AMD event bits 11:8 in 35:32; the widest mask first, then what it leaves.
+        let bits = |umask: u64| 0x29 | 1 << 32 | umask << 8;
+        assert_eq!(
+            combination(&model, bits(0x07)).as_deref(),
+            Some("LS_DISPATCH:ALL_BUT_LD:LD")
+        );
+        assert_eq!(combination(&model, bits(0x08)), None, "no such bit");
+        assert_eq!(
+            combination(&model, bits(0x02)),
+            None,
+            "one mask is no combination"
+        );
+        assert_eq!(combination(&model, bits(0x07) | 1 << 24), None, "filters");
+        // Another group's default is part of the encoding the database makes.
+        model.events[0]
+            .umasks
+            .push(mask("CORE_SELF", 0x40, 1, true));
+        assert_eq!(combination(&model, bits(0x07)), None);
+        assert_eq!(
+            combination(&model, bits(0x47)).as_deref(),
+            Some("LS_DISPATCH:ALL_BUT_LD:LD")
+        );
+        // An exclusive event takes one mask at a time.
+        model.events[0].flags = vec!["exclusive"];
+        assert_eq!(combination(&model, bits(0x47)), None);
+    }
 
     #[test]
     fn expressions_of_libpfm4s_tables_evaluate() {
