@@ -65,6 +65,9 @@ pub struct Listed {
     /// Whether the event (or one of its unit masks) can be sampled precisely (Intel PEBS:
     /// perf's `:p`, `:pp`).
     pub precise: bool,
+    /// Other spellings that resolve to it or to one of its unit masks (libpfm4's, perf's
+    /// names kept as aliases in the event database); not listed as events of their own.
+    pub aliases: Vec<String>,
 }
 
 /// `event`'s encoding on one line: its natives joined by their signs.
@@ -120,7 +123,8 @@ pub fn list_events<B: Backend + ?Sized>(
     {
         let mut deprecated = Vec::new();
         for event in model.events() {
-            if matches(&event.name, &event.description) {
+            let aliases = model.aliases_of(event);
+            if matches(&event.name, &event.description) || aliases.iter().any(|a| matches(a, "")) {
                 let (name, description) = (event.name.clone(), event.description.clone());
                 let section = if event.flags.deprecated {
                     Section::Deprecated
@@ -128,6 +132,7 @@ pub fn list_events<B: Backend + ?Sized>(
                     Section::Native
                 };
                 let mut item = entry(backend, section, name, description, true);
+                item.aliases = aliases.into_iter().map(str::to_string).collect();
                 item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
                 match section {
                     Section::Deprecated => deprecated.push(item),
@@ -169,6 +174,7 @@ fn entry<B: Backend + ?Sized>(
         usable: false,
         reason: None,
         precise: false,
+        aliases: Vec::new(),
     };
     let backend = match backend {
         Ok(backend) => backend,

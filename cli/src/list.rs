@@ -172,6 +172,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "usable": e.usable,
                     "reason": e.reason,
                     "precise": e.precise,
+                    "aliases": e.aliases,
                 })
             })
             .collect();

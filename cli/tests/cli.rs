@@ -159,6 +159,33 @@ fn list_includes_the_tracepoints() {
     );
 }
 
+/// `list` shows one spelling per event; `--json` carries the others (perf's, libpfm4's) as
+/// `aliases`, and a pattern matching an alias finds its event.
+#[test]
+fn list_shows_canonical_names_with_their_aliases() {
+    let out = counterhal(&[
+        "list",
+        "--json",
+        "--cpu-model",
+        "amd64_fam19h_zen3",
+        "ls_mab_alloc",
+    ]);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let natives: Vec<&serde_json::Value> = value
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["section"] == "native")
+        .collect();
+    assert_eq!(natives.len(), 1, "{value}");
+    assert_eq!(natives[0]["name"], "MAB_ALLOCATION_BY_TYPE");
+    let aliases = natives[0]["aliases"].as_array().unwrap();
+    assert!(
+        aliases.contains(&serde_json::json!("LS_MAB_ALLOC:LOAD_STORE_ALLOCATIONS")),
+        "{value}"
+    );
+}
+
 #[test]
 fn stat_passes_the_exit_status_through() {
     linux_or_skip!();

@@ -233,7 +233,8 @@ impl ShippedModel {
 }
 
 /// The part of a shipped file before its events and mappings: the lines before the first
-/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]` or `[cpu.presets]`.
+/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]`, `[cpu.presets]` or
+/// `[cpu.event_aliases]`.
 fn header_text(text: &str) -> &str {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -247,6 +248,7 @@ fn header_text(text: &str) -> &str {
             || line_start.starts_with("[[cpu.event]]")
             || line_start.starts_with("[cpu.generalized]")
             || line_start.starts_with("[cpu.presets]")
+            || line_start.starts_with("[cpu.event_aliases]")
         {
             return &text[..offset];
         }
@@ -798,6 +800,24 @@ mod tests {
         assert_eq!(id("knm").as_deref(), Some("knl"));
         assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("k8"));
         assert_eq!(id("ix86arch").as_deref(), Some("intel-arch"));
+        // libpfm4's names of its x86 core PMUs after 4.13 and on 32-bit builds (the installed
+        // 4.13's are checked by tests/libpfm_sweep.rs): the P6 members are models of their own,
+        // and `p6` is the pctr names' table.
+        for (name, model) in [
+            ("ppro", "ppro"),
+            ("pii", "pii"),
+            ("pm", "pm"),
+            ("p6", "p6"),
+            ("coreduo", "coreduo"),
+            ("amd64_fam17h", "amd64_fam17h_zen1"),
+            ("adl_glc", "adl_glc"),
+            ("adl_grt", "adl_grt"),
+            ("gnr", "gnr"),
+            ("emr", "emr"),
+            ("amd64_fam1ah_zen5", "amd64_fam1ah_zen5"),
+        ] {
+            assert_eq!(id(name).as_deref(), Some(model), "{name}");
+        }
         let cpu = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
         assert_eq!(cpu.signature(), "GenuineIntel-6-8F-8");
         assert_eq!(

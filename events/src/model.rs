@@ -307,6 +307,31 @@ pub struct CpuModel {
     pub(crate) events: Vec<NativeEvent>,
     pub(crate) index: std::collections::HashMap<String, usize>,
     pub(crate) mappings: Vec<Mapping>,
+    /// Other spellings of its events (libpfm4's, perf's) keyed by [`alias_key`], each with
+    /// the event string it stands for.
+    pub(crate) event_aliases: std::collections::HashMap<String, EventSpec>,
+}
+
+/// `spec` (as typed) with its name, and the first unit mask it consumed, replaced by an alias's
+/// `target`; `rest` are the unit masks typed after the alias.
+fn rewrite_alias(spec: &EventSpec, target: &EventSpec, rest: &[String]) -> Option<EventSpec> {
+    let mut out = target.clone();
+    out.pmu = spec.pmu.clone();
+    out.unit_masks.extend(rest.iter().cloned());
+    // The loader allows no modifiers in a target, so the typed ones merge without conflict.
+    out.modifiers.merge(&spec.modifiers).ok()?;
+    Some(out)
+}
+
+/// The key an event alias is stored under: upper case, `EVENT` or `EVENT:UNIT_MASK` (the first
+/// `.` of `EVENT.UNIT_MASK` read as `:`).
+pub(crate) fn alias_key(text: &str) -> String {
+    let upper = text.trim().to_ascii_uppercase();
+    if upper.contains(':') {
+        upper
+    } else {
+        upper.replacen('.', ":", 1)
+    }
 }
 
 impl CpuModel {
@@ -361,6 +386,79 @@ impl CpuModel {
         }
         let (name, mask) = spec.name.split_once('.')?;
         Some((self.event(name)?, Some(mask)))
+    }
+
+    /// Its event aliases: each other spelling (`EVENT` or `EVENT:UNIT_MASK`, upper case) and
+    /// the event string it stands for, sorted by spelling.
+    pub fn event_aliases(&self) -> Vec<(&str, String)> {
+        let mut aliases: Vec<(&str, String)> = self
+            .event_aliases
+            .iter()
+            .map(|(key, spec)| (key.as_str(), spec_text(spec)))
+            .collect();
+        aliases.sort();
+        aliases
+    }
+
+    /// The aliases that spell one of `event`'s encodings (its name or one of its unit masks),
+    /// sorted.
+    pub fn aliases_of(&self, event: &NativeEvent) -> Vec<&str> {
+        let mut aliases: Vec<&str> = self
+            .event_aliases
+            .iter()
+            .filter(|(_, spec)| {
+                self.lookup(spec)
+                    .is_some_and(|(e, _)| e.name.eq_ignore_ascii_case(&event.name))
+            })
+            .map(|(key, _)| key.as_str())
+            .collect();
+        aliases.sort_unstable();
+        aliases
+    }
+
+    /// `spec` with an alias replaced by the event string it stands for, when the name (or the
+    /// name and its first unit mask) is not the model's own but an alias's: `None` when no
+    /// alias applies.
+    pub(crate) fn unalias(&self, spec: &EventSpec) -> Option<EventSpec> {
+        if self.event_aliases.is_empty() {
+            return None;
+        }
+        // The event part and the first unit mask, as typed.
+        let (event_part, first, rest) = match spec.name.split_once('.') {
+            Some((event, mask)) if spec.dotted => (event, Some(mask), &spec.unit_masks[..]),
+            _ => (
+                spec.name.as_str(),
+                spec.unit_masks.first().map(String::as_str),
+                spec.unit_masks.get(1..).unwrap_or_default(),
+            ),
+        };
+        if let Some((event, extra)) = self.lookup(spec) {
+            let mask = extra.or(spec.unit_masks.first().map(String::as_str));
+            match mask {
+                Some(m) if event.unit_mask(m).is_some() => return None,
+                // The bare name of an event that needs a unit mask may be another table's
+                // name of one encoding (libpfm4's `CPU_CLK_UNHALTED` is 0x3c/0x00).
+                None if !event.needs_unit_mask() => return None,
+                None => {
+                    let target = self.event_aliases.get(&event_part.to_ascii_uppercase())?;
+                    return rewrite_alias(spec, target, &[]);
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(mask) = first {
+            let key = format!("{}:{}", event_part, mask).to_ascii_uppercase();
+            if let Some(target) = self.event_aliases.get(&key) {
+                return rewrite_alias(spec, target, rest);
+            }
+        }
+        if self.event(event_part).is_none() {
+            let target = self.event_aliases.get(&event_part.to_ascii_uppercase())?;
+            let mut all: Vec<String> = first.map(str::to_string).into_iter().collect();
+            all.extend(rest.iter().cloned());
+            return rewrite_alias(spec, target, &all);
+        }
+        None
     }
 
     pub(crate) fn rebuild_index(&mut self) {

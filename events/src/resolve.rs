@@ -118,7 +118,7 @@ impl<'a> Resolver<'a> {
         .with_hint("give --cpu-model (e.g. --cpu-model skl) or run on a detected CPU")
     }
 
-    fn named(&self, spec: EventSpec) -> Resolved {
+    fn named(&self, mut spec: EventSpec) -> Resolved {
         let model = match &spec.pmu {
             Some(pmu) => Some(self.database.model(pmu).ok_or_else(|| {
                 err(
@@ -129,6 +129,10 @@ impl<'a> Resolver<'a> {
             })?),
             None => self.model,
         };
+        // Another spelling of a native event (libpfm4's, perf's) stands for the model's own.
+        if let Some(canonical) = model.and_then(|m| m.unalias(&spec)) {
+            spec = canonical;
+        }
         // A native event of the model wins over a generalized event of the same name
         // (`BRANCHES` on p5); otherwise a generalized name resolves on the model, also under
         // a `pmu::` prefix naming the model (`p6::cycles`).

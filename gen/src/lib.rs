@@ -8,6 +8,7 @@
 //! events/data/generated`.
 #![forbid(unsafe_code)]
 
+pub mod aliases;
 pub mod cparse;
 pub mod libpfm4;
 pub mod metrics;

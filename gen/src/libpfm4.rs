@@ -370,9 +370,9 @@ fn event(
             continue;
         }
         if uflags.iter().any(|f| f == "AMD64_FL_OMIT") {
-            return Err(Ok(
-                "events with a unit mask libpfm4 omits from the encoding".to_string(),
-            ));
+            // A unit mask libpfm4 leaves out of the encoding (a pseudo mask such as the
+            // HyperTransport SUBLINK_MASK): the event keeps its others.
+            continue;
         }
         if uname.len() < 2 || !uname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Ok("events with names the schema cannot hold".to_string()));

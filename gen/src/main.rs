@@ -26,6 +26,13 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// A libpfm4 snapshot (holding lib/events): its spellings of each model's events
+        /// become aliases.
+        #[arg(long, requires = "libpfm4_commit")]
+        libpfm4: Option<PathBuf>,
+        /// The libpfm4 snapshot's commit.
+        #[arg(long)]
+        libpfm4_commit: Option<String>,
     },
     /// libpfm4 (github.com/wcohen/libpfm4): the AMD core tables under lib/events.
     Libpfm4 {
@@ -38,6 +45,13 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// The kernel's perf JSON for x86 (tools/perf/pmu-events/arch/x86): its AMD names
+        /// become aliases.
+        #[arg(long, requires = "kernel_version")]
+        perf_json: Option<PathBuf>,
+        /// The kernel version the perf JSON comes from.
+        #[arg(long)]
+        kernel_version: Option<String>,
     },
     /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`).
     PerfmonMetrics {
@@ -72,12 +86,22 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            libpfm4,
+            libpfm4_commit,
         } => counterhal_gen::perfmon::models(source, commit)
+            .and_then(|mut models| {
+                if let (Some(root), Some(commit)) = (libpfm4, libpfm4_commit) {
+                    counterhal_gen::aliases::add_libpfm4_aliases(&mut models, root, commit)?;
+                }
+                Ok(models)
+            })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
         Source::Libpfm4 {
             source,
             commit,
             out,
+            perf_json,
+            kernel_version,
         } => counterhal_gen::libpfm4::models(source, commit)
             .and_then(|mut models| {
                 models.extend(counterhal_gen::libpfm4::zen_models(source, commit)?);
@@ -86,6 +110,9 @@ fn main() -> ExitCode {
                 models.extend(counterhal_gen::libpfm4::p6_family_models(source, commit)?);
                 for table in counterhal_gen::libpfm4::INTEL_MODELS {
                     models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
+                }
+                if let (Some(root), Some(version)) = (perf_json, kernel_version) {
+                    counterhal_gen::aliases::add_perf_aliases(&mut models, root, version)?;
                 }
                 Ok(models)
             })

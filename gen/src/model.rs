@@ -93,6 +93,11 @@ pub struct GenModel {
     pub left_out: Vec<(String, usize)>,
     /// The events, sorted by name.
     pub events: Vec<GenEvent>,
+    /// Other spellings of its encodings (`EVENT:UNIT_MASK` upper case) and the name each
+    /// stands for, sorted.
+    pub aliases: Vec<(String, String)>,
+    /// Where the other spellings came from (one source per line of the header).
+    pub alias_sources: Vec<Provenance>,
 }
 
 /// Where a generated model's data came from.

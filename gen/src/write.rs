@@ -19,6 +19,13 @@ pub fn model_toml(model: &GenModel) -> String {
     let _ = writeln!(out, "# source: {}", p.source);
     let _ = writeln!(out, "# commit: {}", p.commit);
     let _ = writeln!(out, "# file: {}", p.file);
+    for a in &model.alias_sources {
+        let _ = writeln!(
+            out,
+            "# aliases: {}, commit {}, file {}",
+            a.source, a.commit, a.file
+        );
+    }
     for (reason, count) in &model.left_out {
         let _ = writeln!(out, "# left out: {count} {reason}");
     }
@@ -48,6 +55,12 @@ pub fn model_toml(model: &GenModel) -> String {
     for event in &model.events {
         out.push('\n');
         write_event(&mut out, event);
+    }
+    if !model.aliases.is_empty() {
+        out.push_str("\n[cpu.event_aliases]\n");
+        for (alias, name) in &model.aliases {
+            let _ = writeln!(out, "{} = {}", quoted(alias), quoted(name));
+        }
     }
     out
 }

@@ -68,6 +68,81 @@ pub(crate) fn load_file(
     Ok(())
 }
 
+/// One `[cpu.event_aliases]` entry: the alias's key and the event string it stands for, which
+/// must name one of the model's events (and unit mask) and no modifier.
+fn event_alias(
+    source: &Source<'_>,
+    model: &CpuModel,
+    key: &toml::Spanned<String>,
+    value: &toml::Spanned<String>,
+) -> Result<(String, crate::parse::EventSpec), Error> {
+    let alias = key.get_ref().trim();
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':');
+    if alias.is_empty() || !alias.chars().all(valid) || alias.matches(':').count() > 1 {
+        return Err(source.error(
+            key.span(),
+            alias,
+            format!("`{alias}` is not a valid event alias (EVENT or EVENT:UNIT_MASK; letters, digits, _ and .)"),
+        ));
+    }
+    let target = match crate::parse::parse_event(value.get_ref()) {
+        Ok(crate::parse::ParsedEvent::Named(spec))
+            if spec.pmu.is_none() && spec.modifiers == crate::parse::Modifiers::default() =>
+        {
+            spec
+        }
+        _ => {
+            return Err(source.error(
+                value.span(),
+                alias,
+                format!(
+                    "alias target `{}` must be an event name with its unit masks (no PMU, no modifier)",
+                    value.get_ref()
+                ),
+            ));
+        }
+    };
+    alias_target(model, &target).map_err(|why| {
+        source.error(
+            value.span(),
+            alias,
+            format!(
+                "alias `{alias}` names `{}`, which does not resolve: {why}",
+                value.get_ref()
+            ),
+        )
+    })?;
+    Ok((crate::model::alias_key(alias), target))
+}
+
+/// Whether an alias's target names one of the model's events and, if it gives one, a unit
+/// mask of it (a whole-event alias names the event alone).
+fn alias_target(model: &CpuModel, target: &crate::parse::EventSpec) -> Result<(), String> {
+    if target.unit_masks.is_empty() && !target.dotted {
+        return match model.event(&target.name) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "no native event `{}` in model `{}`",
+                target.name, model.id
+            )),
+        };
+    }
+    check_term(model, target)
+}
+
+/// Whether an alias key (`EVENT` or `EVENT:UNIT_MASK`) is one of the model's own names.
+fn own_name(model: &CpuModel, key: &str) -> bool {
+    let (event, mask) = match key.split_once(':') {
+        Some((event, mask)) => (event, Some(mask)),
+        None => (key, None),
+    };
+    model.event(event).is_some_and(|e| match mask {
+        Some(m) => e.unit_mask(m).is_some(),
+        // A bare name that needs a unit mask leaves room for an alias.
+        None => !e.needs_unit_mask(),
+    })
+}
+
 /// The key on the line of `offset`, for toml's own errors (best effort).
 fn key_at(text: &str, offset: usize) -> String {
     let start = text
@@ -161,6 +236,7 @@ fn load_cpu(
                 events: Vec::new(),
                 index: Default::default(),
                 mappings: Vec::new(),
+                event_aliases: Default::default(),
             })
         }
     };
@@ -251,6 +327,26 @@ fn load_cpu(
         }
     }
     model.rebuild_index();
+    if !doc.event.is_empty() {
+        // An alias of an earlier file whose event this one replaced without the unit mask it
+        // named stands for nothing now: the replacing file's names are the event's.
+        // So is one this file's names shadow.
+        let stale: Vec<String> = model
+            .event_aliases
+            .iter()
+            .filter(|(key, target)| own_name(model, key) || alias_target(model, target).is_err())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            model.event_aliases.remove(&key);
+        }
+    }
+    if let Some(table) = &doc.event_aliases {
+        for (key, value) in table {
+            let (alias, target) = event_alias(source, model, key, value)?;
+            model.event_aliases.insert(alias, target);
+        }
+    }
     let mut touched = Vec::new();
     for (table, presets) in [(&doc.generalized, false), (&doc.presets, true)] {
         let Some(table) = table else { continue };

@@ -27,6 +27,8 @@ pub(super) struct CpuDoc {
     pub(super) event: Vec<Spanned<EventDoc>>,
     pub(super) generalized: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     pub(super) presets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    /// Other spellings of events: `"EVENT:UNIT_MASK" = "CANONICAL.NAME"`.
+    pub(super) event_aliases: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
