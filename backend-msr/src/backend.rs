@@ -80,8 +80,11 @@ impl MsrBackend {
             (None, Some(tsc)) => tsc,
             (None, None) => measure_tsc(device.as_ref(), &allow)?,
         };
-        let cpu_model =
-            cpu_model.or_else(|| db.detect(&pmu.identity).map(|model| model.id.clone()));
+        // On a hybrid chip the core that answered picks the P-core or E-core table.
+        let cpu_model = match cpu_model {
+            Some(id) => Some(id),
+            None => counterhal_x86::signature::detect_model(&db, cpuid)?.map(|m| m.id.clone()),
+        };
         let claims = match device.kind() {
             DeviceKind::Real => real_claims(),
             DeviceKind::Model => Claims::default(),

@@ -369,16 +369,16 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
         stale.join("\n")
     );
     // Floors at today's figures, so that a regression fails here; the targets (97% resolve,
-    // 99.5% of those equal) wait for the schema the extra-MSR and AnyThread events need.
+    // 99.5% of those equal) wait above all for libpfm4's offcore-response unit masks.
     assert!(total.encodings >= 13_000, "{} encodings", total.encodings);
     assert!(
-        total.resolved * 1000 >= total.encodings * 790,
+        total.resolved * 1000 >= total.encodings * 810,
         "only {} of {} resolve",
         total.resolved,
         total.encodings
     );
     assert!(
-        total.equal * 1000 >= total.resolved * 988,
+        total.equal * 1000 >= total.resolved * 989,
         "only {} of {} equal",
         total.equal,
         total.resolved
