@@ -731,3 +731,28 @@ fn an_exec_target_must_be_a_held_child_of_this_process() {
     let child = WaitingChild::spawn(&["true".into()]).unwrap();
     assert!(linux.open(&events, &child.target(), &options).is_ok());
 }
+
+/// An ungrouped set is one kernel group per event, each enabled by its own ioctl: their
+/// enabled times differ by the time between the ioctls, well within the 1% the conformance
+/// case `multiplexing_time_shares_events` allows (it runs only where hardware counters are).
+#[test]
+fn ungrouped_events_are_enabled_for_nearly_the_same_time() {
+    let linux = backend();
+    let mut set = open(
+        &linux,
+        &["task-clock", "page-faults", "context-switches", "cpu-clock"],
+        Target::ThisThread,
+        false,
+    );
+    set.enable().unwrap();
+    call(counted_function, 5_000_000);
+    set.disable().unwrap();
+    let mut readings = [Reading::default(); 4];
+    set.read(&mut readings).unwrap();
+    let enabled: Vec<u64> = readings.iter().map(|r| r.time_enabled).collect();
+    let spread = enabled.iter().max().unwrap() - enabled.iter().min().unwrap();
+    eprintln!("enabled times {enabled:?}, spread {spread} ns");
+    let longest = *enabled.iter().max().unwrap();
+    assert!(longest > 0, "{readings:?}");
+    assert!(spread * 100 <= longest, "enabled times {enabled:?}");
+}
