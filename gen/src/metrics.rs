@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::GenError;
 use crate::model::Provenance;
-use crate::write::GENERATED_MARK;
+use crate::write::{GENERATED_MARK, quoted};
 
 /// The perfmon metric files we generate and the model ids they belong to.
 pub const PERFMON_FILES: &[(&str, &str)] = &[
@@ -492,24 +492,6 @@ pub fn write_metrics(tables: &[GenMetrics], out: &Path) -> Result<Vec<String>, G
         written.push(path.display().to_string());
     }
     Ok(written)
-}
-
-/// A TOML basic string (escapes `"` and `\`; formulas are printable ASCII).
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_ascii_graphic() || c == ' ' => out.push(c),
-            c => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c) & 0xffff);
-            }
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -170,8 +170,8 @@ fn list(values: &[u32]) -> String {
 }
 
 /// A TOML basic string (names and descriptions here are printable ASCII; anything else is
-/// escaped).
-fn quoted(text: &str) -> String {
+/// escaped). The metric tables write their formulas with it too.
+pub(crate) fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
