@@ -429,6 +429,12 @@ mod tests {
         let mut e = PerfAttr::new(4, 0);
         single.apply("edge", 1, &mut e).unwrap();
         assert_eq!(e.config1, 1 << 21);
+        // The kernel's umask where the PMU has UMASK2: perf's `umask=0x320` is unit mask
+        // 0x20 with second byte 0x03.
+        let umask2 = FormatField::parse("config:8-15,40-47").unwrap();
+        let mut e = PerfAttr::new(4, 0);
+        umask2.apply("umask", 0x320, &mut e).unwrap();
+        assert_eq!(e.config, 0x0300_0000_2000);
         let full = FormatField::parse("config:0-63").unwrap();
         full.apply("event", u64::MAX, &mut e).unwrap();
         assert_eq!(e.config, u64::MAX);

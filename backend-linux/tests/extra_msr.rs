@@ -48,3 +48,16 @@ fn values_wider_than_perfs_fields_are_refused() {
     wide.extra = Some(ExtraMsr::new(0x3e0, 1));
     assert!(raw_attr("snoop", &wide).is_err());
 }
+
+/// Intel's bits above 31 go to `config` where the `cpu` PMU's format puts them: the second
+/// unit-mask byte at 40-47 (`umask=config:8-15,40-47` where the kernel announces UMASK2),
+/// `in_tx=config:32` and `in_tx_cp=config:33`.
+#[test]
+fn the_second_unit_mask_byte_and_tsx_filters_go_to_config() {
+    let stlb_hit = evtsel("lnl_lnc", "DTLB_LOAD_MISSES.STLB_HIT");
+    let attr = raw_attr("stlb", &stlb_hit).unwrap();
+    assert_eq!(attr.config, 0x0300_0000_2012);
+    let in_tx = evtsel("skl", "INST_RETIRED.ANY_P:intx:intxcp");
+    let attr = raw_attr("tx", &in_tx).unwrap();
+    assert_eq!(attr.config, 0x3_0000_00c0);
+}

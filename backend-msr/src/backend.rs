@@ -312,6 +312,19 @@ impl MsrBackend {
             ))
             .with_hint("the events file does not describe this CPU; check --cpu-model"));
         }
+        if encoding.umask2 != 0 && !pmu.umask2 {
+            return Err(Error::unsupported(format!(
+                "{name}: its second unit-mask byte {:#04x} (EVTSEL bits 47:40) needs UMASK2, which this PMU ({}) does not announce (CPUID.7.1:EAX[8] and CPUID.23H:EBX[0])",
+                encoding.umask2,
+                pmu.summary()
+            ))
+            .with_hint("the events file's model is a newer core than this CPU; check --cpu-model"));
+        }
+        if (encoding.in_tx || encoding.in_tx_cp) && !pmu.tsx {
+            return Err(Error::unsupported(format!(
+                "{name}: intx and intxcp filter TSX transactions, and this CPU has no TSX (CPUID.7.0:EBX RTM and HLE clear)"
+            )));
+        }
         let value = encoding.register_value();
         if value & Evtsel::INT != 0 {
             return Err(Error::invalid_event(format!(

@@ -60,8 +60,11 @@ pub struct PmuInfo {
     /// Intel: full-width counter writes through IA32_A_PMCx (PERF_CAPABILITIES bit 13). Set by
     /// the backend after reading the MSR; CPUID alone cannot say.
     pub full_width_writes: bool,
-    /// Intel: TSX (IN_TX / IN_TX_CP event select bits exist).
+    /// Intel: TSX (IN_TX / IN_TX_CP event select bits exist: CPUID.7.0:EBX RTM or HLE).
     pub tsx: bool,
+    /// Intel: the second unit-mask byte, EVTSEL bits 47:40 (UMASK2: the architectural perfmon
+    /// extension, CPUID.7.1:EAX\[8\], says so in CPUID.23H.0:EBX\[0\]).
+    pub umask2: bool,
     /// CPUID.1:ECX\[31\]: running under a hypervisor.
     pub hypervisor: bool,
     /// The TSC frequency from CPUID 0x15 / 0x16, when the CPU says.
@@ -122,7 +125,11 @@ impl PmuInfo {
                 } else {
                     (CounterSet::NONE, 0)
                 };
-                let tsx = max_basic >= 7 && cpuid.cpuid(7, 0)?.ebx & (1 << 11) != 0;
+                // RTM (bit 11) or HLE (bit 4), as the kernel reads them.
+                let tsx = max_basic >= 7 && cpuid.cpuid(7, 0)?.ebx & (1 << 11 | 1 << 4) != 0;
+                let umask2 = max_basic >= 0x23
+                    && cpuid.cpuid(7, 1)?.eax & (1 << 8) != 0
+                    && cpuid.cpuid(0x23, 0)?.ebx & 1 != 0;
                 let cpuid_tsc = TscFrequency::from_cpuid(cpuid, max_basic)?;
                 Ok(PmuInfo {
                     identity,
@@ -138,6 +145,7 @@ impl PmuInfo {
                     perf_capabilities,
                     full_width_writes: false,
                     tsx,
+                    umask2,
                     hypervisor,
                     cpuid_tsc,
                 })
@@ -178,6 +186,7 @@ impl PmuInfo {
                     perf_capabilities: false,
                     full_width_writes: false,
                     tsx: false,
+                    umask2: false,
                     hypervisor,
                     cpuid_tsc: None,
                 })
@@ -280,6 +289,9 @@ impl PmuInfo {
                 }
                 if self.tsx {
                     bits |= evtsel::IN_TX | evtsel::IN_TX_CP;
+                }
+                if self.umask2 {
+                    bits |= Evtsel::UMASK2;
                 }
                 bits
             }

@@ -279,7 +279,7 @@ impl PctrBackend {
                 let value = evtsel.register_value();
                 let Ok(word) = u32::try_from(value) else {
                     return Err(Error::unsupported(format!(
-                        "`{name}`: event select {value:#x} needs bits above 31 (event code {:#x}, or host/guest only), which pctr's 32-bit function cannot carry",
+                        "`{name}`: event select {value:#x} needs bits above 31 (event code {:#x}, host/guest only, IN_TX, IN_TXCP or a second unit-mask byte), which pctr's 32-bit function cannot carry",
                         evtsel.code
                     )));
                 };

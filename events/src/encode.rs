@@ -7,7 +7,7 @@ use crate::domain::check_domain;
 use crate::error::{EventError, EventErrorKind, err};
 use crate::model::{CpuModel, EncoderKind};
 use crate::parse::Modifiers;
-use crate::select::NativeChoice;
+use crate::select::{NativeChoice, check_intel_bits};
 
 /// Encodes `choice`, a native event of `model`, in the model's family, for a backend that
 /// takes `accepts`; `name` is the event as the user typed it.
@@ -52,6 +52,9 @@ pub(crate) fn encode_native(
             evtsel.fixed = choice.fixed;
             evtsel.extra = choice.extra;
             evtsel.any_thread = choice.any_thread;
+            evtsel.umask2 = choice.umask2;
+            evtsel.in_tx = choice.in_tx;
+            evtsel.in_tx_cp = choice.in_tx_cp;
             Encoding::Evtsel(evtsel)
         }
     })
@@ -73,6 +76,8 @@ pub(crate) fn split_levels(m: Modifiers) -> (Modifiers, Modifiers) {
         invert: m.invert,
         cmask: m.cmask,
         any_thread: m.any_thread,
+        in_tx: m.in_tx,
+        in_tx_cp: m.in_tx_cp,
         ..Modifiers::default()
     };
     (levels, filters)
@@ -90,6 +95,12 @@ pub(crate) fn filter_bits(m: &Modifiers) -> u64 {
     if m.any_thread == Some(true) {
         bits |= Evtsel::ANY;
     }
+    if m.in_tx == Some(true) {
+        bits |= Evtsel::IN_TX;
+    }
+    if m.in_tx_cp == Some(true) {
+        bits |= Evtsel::IN_TX_CP;
+    }
     bits
 }
 
@@ -106,42 +117,47 @@ pub(crate) fn raw_choice(
     config: u64,
     modifiers: Modifiers,
 ) -> Result<NativeChoice, EventError> {
-    // AnyThread (bit 21) exists on Intel architectural perfmon only.
+    // AnyThread (bit 21), IN_TX (32), IN_TXCP (33) and the second unit-mask byte (47:40)
+    // exist on Intel architectural perfmon only; bits 35:32 are AMD's high event bits.
     let intel = model.encoder == EncoderKind::IntelArch;
+    let intel_high = Evtsel::IN_TX | Evtsel::IN_TX_CP | Evtsel::UMASK2;
     let known = if intel {
-        Evtsel::EVENT_SELECT_BITS
+        (Evtsel::EVENT_SELECT_BITS & !Evtsel::EVENT_HIGH) | intel_high
     } else {
         Evtsel::EVENT_SELECT_BITS & !Evtsel::ANY
     };
     if config & !known != 0 {
-        let any = if intel { ", AnyThread (21)" } else { "" };
+        let fields = if intel {
+            "event (7:0), unit mask (15:8 and 47:40), edge (18), AnyThread (21), invert (23), counter mask (31:24), IN_TX (32) and IN_TXCP (33)"
+        } else {
+            "event (7:0, 35:32), unit mask (15:8), edge (18), invert (23) and counter mask (31:24)"
+        };
         return Err(err(
             EventErrorKind::ValueOutOfRange,
             format!(
-                "raw code `{text}` sets bits {:#x}, outside event (7:0, 35:32), unit mask (15:8), edge (18){any}, invert (23) and counter mask (31:24); the domain comes from u/k modifiers",
+                "raw code `{text}` sets bits {:#x}, outside {fields}; the domain comes from u/k modifiers",
                 config & !known
             ),
         ));
     }
+    let (high, config) = if intel {
+        (config & intel_high, config & !intel_high)
+    } else {
+        (0, config)
+    };
     let (levels, filters) = split_levels(modifiers);
     let mut m = levels;
     m.merge(&Modifiers {
         edge: (config & Evtsel::EDGE != 0).then_some(true),
         invert: (config & Evtsel::INV != 0).then_some(true),
         any_thread: (config & Evtsel::ANY != 0).then_some(true),
+        in_tx: (high & Evtsel::IN_TX != 0).then_some(true),
+        in_tx_cp: (high & Evtsel::IN_TX_CP != 0).then_some(true),
         cmask: u8::try_from((config >> 24) & 0xff).ok().filter(|c| *c != 0),
         ..Modifiers::default()
     })?;
     m.merge(&filters)?;
-    if m.any_thread == Some(true) && !intel {
-        return Err(err(
-            EventErrorKind::CombinationNotAllowed,
-            format!(
-                "`{text}`: AnyThread (`t`) is an Intel architectural perfmon bit; encoder {} has none",
-                model.encoder.name()
-            ),
-        ));
-    }
+    check_intel_bits(model, text, &m)?;
     let decoded = Evtsel::from_event_select(config);
     if decoded.code > model.encoder.max_event_code() {
         return Err(err(
@@ -170,10 +186,18 @@ pub(crate) fn raw_choice(
         edge: m.edge == Some(true),
         invert: m.invert == Some(true),
         cmask: m.cmask.unwrap_or(0),
-        counters: CounterSet::first(model.pmu.general_counters),
+        // Haswell's IN_TXCP works on general counter 2 only.
+        counters: if m.in_tx_cp == Some(true) {
+            CounterSet::first(model.pmu.general_counters).intersection(CounterSet::only(2))
+        } else {
+            CounterSet::first(model.pmu.general_counters)
+        },
         fixed: None,
         extra: None,
         any_thread: m.any_thread == Some(true),
+        umask2: ((high & Evtsel::UMASK2) >> 40) as u8,
+        in_tx: m.in_tx == Some(true),
+        in_tx_cp: m.in_tx_cp == Some(true),
         modifiers: m,
     })
 }

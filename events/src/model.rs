@@ -168,6 +168,9 @@ pub struct UnitMask {
     pub deprecated: bool,
     /// It sets AnyThread (EVTSEL bit 21): the event of both hyper-threads of the core.
     pub any_thread: bool,
+    /// The second unit-mask byte it sets (Intel perfmon's `UMaskExt`, EVTSEL bits 47:40; TOML
+    /// `umask_ext`), 0 for none.
+    pub umask2: u8,
 }
 
 impl UnitMask {

@@ -10,13 +10,17 @@
 //!
 //! Modifiers: `u`, `k`, `h` (user, kernel, hypervisor), `H` (host only), `G` (guest only),
 //! `p`, `pp`, `ppp`, `P` (precision, which only sampling uses), `e` (edge), `i` (invert),
-//! `c=0..255` (counter mask), `t` (AnyThread), `ldlat=N`, `frontend=V`, `fe_thres=N` (the load-latency and
+//! `c=0..255` (counter mask), `t` (AnyThread), `intx` and `intxcp` (Intel's TSX filters IN_TX
+//! and IN_TXCP, libpfm4's names), `ldlat=N`, `frontend=V`, `fe_thres=N` (the load-latency and
 //! frontend MSR values of the events that program them). Modifiers are case-insensitive except `H` and `G`, which are
 //! perf's host-only and guest-only modifiers only in upper case (`h` is the hypervisor), and
 //! `P`, which differs from `p` as in perf. The boolean ones take an optional `=0` or `=1`.
 //! Level, context and precision letters may be grouped as perf groups them (`uk`, `uH`, `upp`).
 
 use crate::error::{EventError, EventErrorKind, err};
+
+/// The modifiers an error lists.
+const MODIFIERS: &str = "u, k, h, H, G, p, pp, ppp, P, e, i, t, intx, intxcp, c=0..255, ldlat=, frontend= and fe_thres=";
 
 /// The terms of a `pmu/term=value,.../` string: lower-cased names with their values (`None`
 /// for a bare term such as `edge`).
@@ -47,6 +51,10 @@ pub struct Modifiers {
     /// `t`: AnyThread (EVTSEL bit 21): count the event of both hyper-threads of the core
     /// (Intel architectural perfmon v3 and v4 only; a backend refuses it elsewhere).
     pub any_thread: Option<bool>,
+    /// `intx`: count only inside TSX transactions (EVTSEL bit 32, IN_TX; Intel with TSX).
+    pub in_tx: Option<bool>,
+    /// `intxcp`: leave out aborted TSX transactions (EVTSEL bit 33, IN_TXCP; Intel with TSX).
+    pub in_tx_cp: Option<bool>,
     /// `ldlat=N`: the load-latency threshold in cycles (MSR 0x3F6), 1..=65535.
     pub ldlat: Option<u16>,
     /// `frontend=V`: the whole frontend event selection (MSR 0x3F7), 24 bits.
@@ -90,6 +98,8 @@ impl Modifiers {
             "e" => Some(&mut self.edge),
             "i" => Some(&mut self.invert),
             "t" => Some(&mut self.any_thread),
+            "intx" => Some(&mut self.in_tx),
+            "intxcp" => Some(&mut self.in_tx_cp),
             "c" => None,
             "ldlat" => {
                 let v = extra_value(&lower, value, 1, 0xffff)?;
@@ -217,6 +227,8 @@ impl Modifiers {
         merge_one(&mut self.guest_only, other.guest_only, "G")?;
         merge_one(&mut self.precise, other.precise, "p")?;
         merge_one(&mut self.any_thread, other.any_thread, "t")?;
+        merge_one(&mut self.in_tx, other.in_tx, "intx")?;
+        merge_one(&mut self.in_tx_cp, other.in_tx_cp, "intxcp")?;
         merge_one(&mut self.ldlat, other.ldlat, "ldlat")?;
         merge_one(&mut self.frontend, other.frontend, "frontend")?;
         merge_one(&mut self.fe_thres, other.fe_thres, "fe_thres")?;
@@ -398,9 +410,7 @@ pub fn parse_event(text: &str) -> Result<ParsedEvent, EventError> {
         if value.is_some() {
             return Err(err(
                 EventErrorKind::UnknownModifier,
-                format!(
-                    "unknown modifier `{key}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i, t, c=0..255, ldlat=, frontend= and fe_thres="
-                ),
+                format!("unknown modifier `{key}`; modifiers are {MODIFIERS}"),
             ));
         }
         spec.unit_masks.push(part.to_string());
@@ -424,9 +434,7 @@ fn apply_modifier_part(modifiers: &mut Modifiers, part: &str) -> Result<(), Even
     }
     Err(err(
         EventErrorKind::UnknownModifier,
-        format!(
-            "unknown modifier `{part}`; modifiers are u, k, h, H, G, p, pp, ppp, P, e, i, t, c=0..255, ldlat=, frontend= and fe_thres="
-        ),
+        format!("unknown modifier `{part}`; modifiers are {MODIFIERS}"),
     ))
 }
 

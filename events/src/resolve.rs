@@ -182,11 +182,15 @@ impl<'a> Resolver<'a> {
             ));
         }
         let perf_raw = || -> Resolved {
-            if modifiers.has_filters() || modifiers.any_thread == Some(true) {
+            if modifiers.has_filters()
+                || modifiers.any_thread == Some(true)
+                || modifiers.in_tx == Some(true)
+                || modifiers.in_tx_cp == Some(true)
+            {
                 return Err(err(
                     EventErrorKind::CombinationNotAllowed,
                     format!(
-                        "`{}`: put edge/invert/counter-mask/AnyThread bits into the raw code itself",
+                        "`{}`: put edge/invert/counter-mask/AnyThread/IN_TX/IN_TXCP bits into the raw code itself",
                         self.text
                     ),
                 ));
@@ -294,6 +298,8 @@ impl<'a> Resolver<'a> {
             || modifiers.invert.is_some()
             || modifiers.cmask.is_some()
             || modifiers.any_thread.is_some()
+            || modifiers.in_tx.is_some()
+            || modifiers.in_tx_cp.is_some()
             || modifiers.ldlat.is_some()
             || modifiers.frontend.is_some()
             || modifiers.fe_thres.is_some()
@@ -301,7 +307,7 @@ impl<'a> Resolver<'a> {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
                 format!(
-                    "`{text}`: e, i, c, t, ldlat, frontend and fe_thres apply to native events, not to the generalized event `{generalized}`"
+                    "`{text}`: e, i, c, t, intx, intxcp, ldlat, frontend and fe_thres apply to native events, not to the generalized event `{generalized}`"
                 ),
             ));
         }

@@ -21,6 +21,10 @@ pub(crate) struct NativeChoice {
     pub fixed: Option<u32>,
     pub extra: Option<ExtraMsr>,
     pub any_thread: bool,
+    /// The second unit-mask byte (Intel's UMaskExt, EVTSEL bits 47:40).
+    pub umask2: u8,
+    pub in_tx: bool,
+    pub in_tx_cp: bool,
     pub modifiers: Modifiers,
 }
 
@@ -205,7 +209,9 @@ pub(crate) fn select(
     let mut code = event.code;
     let mut counters = event.counters;
     let mut extra = event.extra;
+    let mut umask2 = 0;
     for mask in &plain {
+        umask2 |= mask.umask2;
         if mask.extra.is_some() {
             extra = mask.extra;
         }
@@ -273,20 +279,33 @@ pub(crate) fn select(
         }
         fixed = None;
     }
-    if modifiers.any_thread == Some(true) && model.encoder != EncoderKind::IntelArch {
-        return Err(err(
-            EventErrorKind::CombinationNotAllowed,
-            format!(
-                "`{}`: AnyThread (`t`) is an Intel architectural perfmon bit; encoder {} has none",
-                event.name,
-                model.encoder.name()
-            ),
-        ));
+    check_intel_bits(model, &event.name, &modifiers)?;
+    let in_tx = modifiers.in_tx == Some(true);
+    let in_tx_cp = modifiers.in_tx_cp == Some(true);
+    if in_tx || in_tx_cp {
+        // The fixed counters have no TSX filters, and Haswell's IN_TXCP works on general
+        // counter 2 only (as the kernel constrains it).
+        if in_tx_cp {
+            counters = counters.intersection(CounterSet::only(2));
+        }
+        if counters.is_empty() {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{}`: intx and intxcp need a general counter (intxcp counter 2), which this event cannot use",
+                    event.name
+                ),
+            ));
+        }
+        fixed = None;
     }
     let extra = extra_with_modifiers(event, extra, &modifiers)?;
     Ok(NativeChoice {
         extra,
         any_thread: modifiers.any_thread == Some(true),
+        umask2,
+        in_tx,
+        in_tx_cp,
         code,
         umask,
         edge: modifiers.edge == Some(true),
@@ -342,4 +361,32 @@ fn extra_with_modifiers(
         }
     }
     Ok(extra)
+}
+
+/// Refuses AnyThread (`t`) and the TSX filters (`intx`, `intxcp`) on a model whose encoder is
+/// not Intel architectural perfmon: they are EVTSEL bits 21, 32 and 33 there, and bit 21 is
+/// reserved and bits 32 and 33 are event-code bits on AMD. `name` is the event for the message.
+pub(crate) fn check_intel_bits(
+    model: &CpuModel,
+    name: &str,
+    modifiers: &Modifiers,
+) -> Result<(), EventError> {
+    if model.encoder == EncoderKind::IntelArch {
+        return Ok(());
+    }
+    let asked = [
+        (modifiers.any_thread, "AnyThread (`t`)"),
+        (modifiers.in_tx, "IN_TX (`intx`)"),
+        (modifiers.in_tx_cp, "IN_TXCP (`intxcp`)"),
+    ];
+    match asked.iter().find(|(set, _)| *set == Some(true)) {
+        Some((_, what)) => Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{name}`: {what} is an Intel architectural perfmon bit; encoder {} has none",
+                model.encoder.name()
+            ),
+        )),
+        None => Ok(()),
+    }
 }

@@ -460,7 +460,8 @@ pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
                 | u64::from(mask.edge) << 18
                 | u64::from(mask.any) << 21
                 | u64::from(mask.inv) << 23
-                | u64::from(mask.cmask) << 24;
+                | u64::from(mask.cmask) << 24
+                | u64::from(mask.umask_ext) << 40;
             let name = format!("{}.{}", event.name, mask.name);
             if defaults & !mask.code == 0 {
                 out.entry(bits).or_insert(name);

@@ -76,7 +76,9 @@ impl Left {
                 "events that need an MSR other than offcore response, load latency and frontend"
             }
             Left::AnyThread => "AnyThread events",
-            Left::UmaskExt => "events that need a second unit-mask byte",
+            Left::UmaskExt => {
+                "events whose second unit-mask byte is wider than a byte or has no unit mask to carry it"
+            }
             Left::TwoCodes => "events with two event codes",
             Left::Malformed => "events with names or fields the schema cannot hold",
             Left::Ambiguous => "events whose name is also the base of dotted names",

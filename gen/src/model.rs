@@ -45,6 +45,8 @@ pub struct GenUnitMask {
     pub deprecated: bool,
     /// Sets AnyThread.
     pub any: bool,
+    /// The second unit-mask byte (Intel's `UMaskExt`, EVTSEL bits 47:40), 0 for none.
+    pub umask_ext: u8,
 }
 
 /// A generated native event.

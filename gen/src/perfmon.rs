@@ -291,6 +291,7 @@ struct Entry {
     mask: Option<String>,
     code: u16,
     umask: u8,
+    umask_ext: u8,
     counters: Vec<u32>,
     fixed: Option<u32>,
     cmask: u8,
@@ -343,9 +344,9 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
         }
         Some(_) => return Err(Left::MsrValue),
     };
-    if field(entry, "UMaskExt") != "0" && hex(field(entry, "UMaskExt")).is_some_and(|v| v != 0) {
-        return Err(Left::UmaskExt);
-    }
+    // The second unit-mask byte (EVTSEL bits 47:40): a byte on the cores that have it.
+    let umask_ext =
+        u8::try_from(hex(field(entry, "UMaskExt")).unwrap_or(0)).map_err(|_| Left::UmaskExt)?;
     let codes: Vec<&str> = field(entry, "EventCode").split(',').collect();
     let code = match codes.as_slice() {
         [one] => hex(one),
@@ -422,6 +423,7 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
         precise: flag(entry, "PEBS") || flag(entry, "Precise"),
         deprecated: flag(entry, "Deprecated"),
         any: flag(entry, "AnyThread"),
+        umask_ext,
     })
 }
 
@@ -519,6 +521,11 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                 *left.entry(Left::Malformed.text().to_string()).or_default() += 1;
                 continue;
             }
+            // An event without a unit-mask name has no unit mask to carry the second byte.
+            if e.umask_ext != 0 {
+                *left.entry(Left::UmaskExt.text().to_string()).or_default() += 1;
+                continue;
+            }
         } else {
             event.flags.push("exclusive");
             for e in group {
@@ -537,6 +544,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     precise: e.precise,
                     deprecated: e.deprecated,
                     any: e.any,
+                    umask_ext: e.umask_ext,
                 });
             }
         }

@@ -110,6 +110,9 @@ fn write_event(out: &mut String, e: &GenEvent) {
 
 fn umask(u: &GenUnitMask) -> String {
     let mut text = format!("{{ name = {}, code = {:#04x}", quoted(&u.name), u.code);
+    if u.umask_ext != 0 {
+        let _ = write!(text, ", umask_ext = {:#04x}", u.umask_ext);
+    }
     if let Some(e) = u.event {
         let _ = write!(text, ", event = {e:#04x}");
     }

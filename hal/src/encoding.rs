@@ -350,6 +350,15 @@ pub struct Evtsel {
     pub fixed: Option<u32>,
     /// The extra MSR the event needs (offcore response, load latency, frontend), if any.
     pub extra: Option<ExtraMsr>,
+    /// The second unit-mask byte, bits 47:40 (Intel perfmon's `UMaskExt`; UMASK2 of the
+    /// architectural perfmon extension, CPUID leaf 0x23 EBX bit 0). Intel only: on AMD those
+    /// bits are HostOnly and GuestOnly.
+    pub umask2: u8,
+    /// Count only inside a TSX transaction (IN_TX, bit 32; Intel with TSX only).
+    pub in_tx: bool,
+    /// Leave out the counts of aborted TSX transactions (IN_TXCP, bit 33; Intel with TSX
+    /// only, and counter 2 only).
+    pub in_tx_cp: bool,
 }
 
 impl Evtsel {
@@ -373,6 +382,12 @@ impl Evtsel {
     pub const CMASK: u64 = 0xFF << 24;
     /// AMD event select bits 11:8, held in bits 35:32.
     pub const EVENT_HIGH: u64 = 0xF << 32;
+    /// Intel IN_TX (bit 32): count only inside a TSX transaction.
+    pub const IN_TX: u64 = 1 << 32;
+    /// Intel IN_TXCP (bit 33): leave out the counts of aborted TSX transactions.
+    pub const IN_TX_CP: u64 = 1 << 33;
+    /// Intel's second unit-mask byte (UMASK2), bits 47:40.
+    pub const UMASK2: u64 = 0xFF << 40;
     /// AMD GuestOnly (bit 40).
     pub const GUEST_ONLY: u64 = 1 << 40;
     /// AMD HostOnly (bit 41).
@@ -395,13 +410,18 @@ impl Evtsel {
             counters: CounterSet::ALL,
             fixed: None,
             extra: None,
+            umask2: 0,
+            in_tx: false,
+            in_tx_cp: false,
         }
     }
 
     /// The fields an event select value sets (event, unit mask, edge, AnyThread, invert,
     /// counter mask, AMD's high event bits); the domain comes from USR and OS (and AMD's
     /// HostOnly and GuestOnly), everything else as [`Evtsel::new`]. Bits no field carries
-    /// (EN, INT, pin control, reserved bits) are dropped.
+    /// (EN, INT, pin control, reserved bits) are dropped. Bits 32 and up are read as AMD's;
+    /// Intel's IN_TX, IN_TXCP and second unit-mask byte are for the caller who knows the
+    /// vendor to take out first.
     pub const fn from_event_select(value: u64) -> Self {
         let code = (value & 0xFF) as u16 | ((((value & Self::EVENT_HIGH) >> 32) as u16) << 8);
         let mut evtsel = Self::new(code, ((value >> 8) & 0xFF) as u8);
@@ -427,11 +447,19 @@ impl Evtsel {
     }
 
     /// The bits that select the event: event code (7:0 and 35:32), unit mask, edge, AnyThread,
-    /// invert and counter mask; no USR, OS or EN. This is perf's raw `config` on x86.
+    /// invert and counter mask, and Intel's IN_TX, IN_TXCP and second unit-mask byte; no USR,
+    /// OS or EN. This is perf's raw `config` on x86.
     pub const fn event_select(&self) -> u64 {
         let code = self.code as u64;
         let mut bits = (code & 0xFF) | ((self.umask as u64) << 8) | ((self.cmask as u64) << 24);
         bits |= ((code >> 8) & 0xF) << 32;
+        bits |= (self.umask2 as u64) << 40;
+        if self.in_tx {
+            bits |= Self::IN_TX;
+        }
+        if self.in_tx_cp {
+            bits |= Self::IN_TX_CP;
+        }
         if self.edge {
             bits |= Self::EDGE;
         }
@@ -690,6 +718,19 @@ mod tests {
             host_only.register_value() & (Evtsel::HOST_ONLY | Evtsel::GUEST_ONLY),
             Evtsel::HOST_ONLY
         );
+        // Lion Cove's DTLB_LOAD_MISSES.STLB_HIT: unit mask 0x20, second byte 0x03 (perf's
+        // `umask=0x320` on `config:8-15,40-47`).
+        let stlb_hit = Evtsel {
+            umask2: 0x03,
+            ..Evtsel::new(0x12, 0x20)
+        };
+        assert_eq!(stlb_hit.event_select(), 0x0300_0000_2012);
+        let in_tx = Evtsel {
+            in_tx: true,
+            in_tx_cp: true,
+            ..any_p
+        };
+        assert_eq!(in_tx.register_value(), 0x3_0043_00c0);
     }
 
     #[test]

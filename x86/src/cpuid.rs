@@ -62,14 +62,16 @@ pub trait CpuidSource: fmt::Debug {
 }
 
 /// The leaves (and subleaves) counterhal reads; [`CpuidDump::record`] captures these.
-pub const LEAVES_USED: [(u32, u32); 12] = [
+pub const LEAVES_USED: [(u32, u32); 14] = [
     (0x0, 0),
     (0x1, 0),
     (0x7, 0),
+    (0x7, 1),
     (0xA, 0),
     (0x15, 0),
     (0x16, 0),
     (0x1A, 0),
+    (0x23, 0),
     (0x8000_0000, 0),
     (0x8000_0001, 0),
     (0x8000_0007, 0),

@@ -81,6 +81,7 @@ impl PmuModelKind {
             family: 6,
             model,
             stepping,
+            umask2: false,
         };
         let amd = |version, gp, core_ext, family, model, stepping| ModelConfig {
             name: self.name().to_string(),
@@ -97,6 +98,7 @@ impl PmuModelKind {
             family,
             model,
             stepping,
+            umask2: false,
         };
         match self {
             PmuModelKind::IntelV4 => intel(4, 4, 48, true, 0x5E, 3),
@@ -156,6 +158,9 @@ pub struct ModelConfig {
     pub model: u32,
     /// Stepping.
     pub stepping: u32,
+    /// Intel: the second unit-mask byte, EVTSEL bits 47:40 (UMASK2), announced through
+    /// CPUID.7.1:EAX\[8\] and CPUID.23H:EBX\[0\] (Lion Cove and later cores).
+    pub umask2: bool,
 }
 
 impl ModelConfig {
@@ -197,7 +202,8 @@ impl ModelConfig {
             .fold(0, |mask, j| mask | (field << (4 * j)))
     }
 
-    /// The CPUID answers of the modelled CPU (leaves 0, 1, 0xA and 0x15 for Intel; 0, 1 and
+    /// The CPUID answers of the modelled CPU (leaves 0, 1, 0xA and 0x15 for Intel, with 7.1
+    /// and 0x23 when it has UMASK2; 0, 1 and
     /// the extended leaves 0x80000000, 0x80000001, 0x80000022 for AMD).
     pub fn cpuid(&self) -> CpuidDump {
         let mut dump = CpuidDump::new(format!("model {}", self.name));
@@ -237,7 +243,12 @@ impl ModelConfig {
                 dump.insert(0x8000_0022, 0, CpuidResult::new(1, self.gp_counters, 0, 0));
             }
         } else {
-            dump.insert(0, 0, CpuidResult::new(0x15, word(0), word(8), word(4)));
+            let max_basic = if self.umask2 { 0x23 } else { 0x15 };
+            dump.insert(0, 0, CpuidResult::new(max_basic, word(0), word(8), word(4)));
+            if self.umask2 {
+                dump.insert(7, 1, CpuidResult::new(1 << 8, 0, 0, 0));
+                dump.insert(0x23, 0, CpuidResult::new(1, 1, 0, 0));
+            }
             // ECX bit 15: PDCM (IA32_PERF_CAPABILITIES exists); from version 2 only.
             let pdcm = if self.version >= 2 { 1 << 15 } else { 0 };
             dump.insert(1, 0, CpuidResult::new(leaf1_eax, 0, pdcm, 0));

@@ -194,10 +194,18 @@ impl ModelState {
         let low = width_mask(32);
         if self.config.amd {
             (low & !Evtsel::ANY) | Evtsel::EVENT_HIGH | Evtsel::GUEST_ONLY | Evtsel::HOST_ONLY
-        } else if (3..=4).contains(&self.config.version) {
-            low
         } else {
-            low & !Evtsel::ANY
+            let any = if (3..=4).contains(&self.config.version) {
+                Evtsel::ANY
+            } else {
+                0
+            };
+            let umask2 = if self.config.umask2 {
+                Evtsel::UMASK2
+            } else {
+                0
+            };
+            (low & !Evtsel::ANY) | any | umask2
         }
     }
 

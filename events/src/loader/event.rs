@@ -137,6 +137,19 @@ pub(super) fn native_event(
             ));
         }
         let ucode = number(source, &u.code, "code", 0xff)?;
+        let umask2 = match &u.umask_ext {
+            Some(v) if encoder == EncoderKind::IntelArch => number(source, v, "umask_ext", 0xff)?,
+            Some(v) => {
+                return Err(source.error(
+                    v.span(),
+                    "umask_ext",
+                    format!(
+                        "unit mask `{uname}` of `{name}`: a second unit-mask byte (`umask_ext`, EVTSEL bits 47:40) exists only with encoder intel-arch"
+                    ),
+                ));
+            }
+            None => 0,
+        };
         let cmask = match &u.cmask {
             Some(v) => number(source, v, "cmask", 0xff)?,
             None => 0,
@@ -191,6 +204,7 @@ pub(super) fn native_event(
             precise: u.precise,
             deprecated: u.deprecated,
             any_thread: u.any,
+            umask2,
             name: uname,
             code: ucode,
             description: u.desc.clone(),
@@ -334,6 +348,7 @@ pub(super) fn state_mask(
         precise: false,
         deprecated: false,
         any_thread: false,
+        umask2: 0,
     }
 }
 

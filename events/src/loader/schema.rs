@@ -102,4 +102,5 @@ pub(super) struct UmaskDoc {
     pub(super) any: bool,
     pub(super) extra_reg: Option<Spanned<i64>>,
     pub(super) extra_value: Option<Spanned<toml::Value>>,
+    pub(super) umask_ext: Option<Spanned<i64>>,
 }
