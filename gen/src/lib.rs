@@ -13,6 +13,7 @@ pub mod cparse;
 pub mod libpfm4;
 pub mod metrics;
 pub mod model;
+pub mod offcore;
 pub mod perfmon;
 pub mod write;
 

@@ -537,6 +537,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     precise: e.precise,
                     deprecated: e.deprecated,
                     any: e.any,
+                    ..GenUnitMask::default()
                 });
             }
         }

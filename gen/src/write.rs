@@ -26,6 +26,13 @@ pub fn model_toml(model: &GenModel) -> String {
             a.source, a.commit, a.file
         );
     }
+    for a in &model.register_bit_sources {
+        let _ = writeln!(
+            out,
+            "# offcore-response unit masks: {}, commit {}, file {}",
+            a.source, a.commit, a.file
+        );
+    }
     for (reason, count) in &model.left_out {
         let _ = writeln!(out, "# left out: {count} {reason}");
     }
@@ -140,6 +147,23 @@ fn umask(u: &GenUnitMask) -> String {
             ", extra_reg = {msr:#x}, extra_value = {}",
             msr_value(value)
         );
+    }
+    if let Some(bits) = u.extra_bits {
+        let _ = write!(text, ", extra_bits = {}", msr_value(bits));
+    }
+    for (set, key) in [
+        (u.combine.alone_in_group, "alone_in_group"),
+        (u.combine.excludes_later_groups, "excludes_later_groups"),
+        (u.combine.excludes_other_groups, "excludes_other_groups"),
+        (u.combine.group_may_be_empty, "group_may_be_empty"),
+    ] {
+        if set {
+            let _ = write!(text, ", {key} = true");
+        }
+    }
+    if !u.same_as.is_empty() {
+        let names: Vec<String> = u.same_as.iter().map(|n| quoted(n)).collect();
+        let _ = write!(text, ", same_as = [{}]", names.join(", "));
     }
     if u.precise {
         text.push_str(", precise = true");
