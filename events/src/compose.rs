@@ -150,3 +150,190 @@ pub(crate) fn compose<'e>(
         .fold(0, |bits, m| bits | m.extra_bits.unwrap_or(0));
     Ok(Composed { masks, bits })
 }
+
+#[cfg(test)]
+mod tests {
+    use counterhal_hal::{CounterSet, ExtraMsr};
+
+    use super::*;
+    use crate::model::{CombineRules, EventFlags, UnitMaskClass};
+
+    /// A register-bit mask: name, group, bits, default, rules.
+    fn mask(name: &str, group: u8, bits: u64, default: bool, combine: CombineRules) -> UnitMask {
+        UnitMask {
+            name: name.to_string(),
+            code: 0x01,
+            description: String::new(),
+            default,
+            cmask: 0,
+            edge: false,
+            invert: false,
+            fixed: None,
+            event_code: None,
+            counters: None,
+            group,
+            class: UnitMaskClass::Plain,
+            extra: None,
+            precise: false,
+            deprecated: false,
+            any_thread: false,
+            extra_bits: Some(bits),
+            combine,
+            same_as: Vec::new(),
+        }
+    }
+
+    const ALONE: CombineRules = CombineRules {
+        alone_in_group: true,
+        excludes_later_groups: false,
+        excludes_other_groups: false,
+        group_may_be_empty: false,
+    };
+    const PLAIN: CombineRules = CombineRules {
+        alone_in_group: false,
+        excludes_later_groups: false,
+        excludes_other_groups: false,
+        group_may_be_empty: false,
+    };
+
+    /// Sandy Bridge's offcore response as libpfm4 groups it: requests (0), suppliers (1, whose
+    /// default ANY_RESPONSE excludes the snoop group), snoops (2); and Knights Landing's
+    /// OUTSTANDING, a group of its own that combines with requests only.
+    fn offcore() -> NativeEvent {
+        NativeEvent {
+            name: "OFFCORE_RESPONSE_0".to_string(),
+            code: 0xb7,
+            base_umask: 0,
+            description: String::new(),
+            counters: CounterSet::first(4),
+            fixed: None,
+            flags: EventFlags::default(),
+            extra: Some(ExtraMsr::new(ExtraMsr::OFFCORE_RSP_0, 0)),
+            unit_masks: vec![
+                mask("DMND_DATA_RD", 0, 0x1, false, PLAIN),
+                mask("DMND_RFO", 0, 0x2, false, PLAIN),
+                mask("ANY_REQUEST", 0, 0x8fff, true, ALONE),
+                mask(
+                    "ANY_RESPONSE",
+                    1,
+                    0x1_0000,
+                    true,
+                    CombineRules {
+                        excludes_later_groups: true,
+                        ..ALONE
+                    },
+                ),
+                mask("LLC_HITM", 1, 0x4_0000, false, PLAIN),
+                mask("L3_MISS", 1, 0x40_0000, false, PLAIN),
+                mask("SNP_MISS", 2, 0x2_0000_0000, false, PLAIN),
+                mask("SNP_ANY", 2, 0x3f_8000_0000, true, PLAIN),
+                mask(
+                    "OUTSTANDING",
+                    3,
+                    0x40_0000_0000,
+                    false,
+                    CombineRules {
+                        excludes_other_groups: true,
+                        group_may_be_empty: true,
+                        ..PLAIN
+                    },
+                ),
+            ],
+        }
+    }
+
+    fn bits(event: &NativeEvent, names: &[&str]) -> Result<u64, EventError> {
+        let named: Vec<&UnitMask> = names.iter().map(|n| event.unit_mask(n).unwrap()).collect();
+        compose(event, &named).map(|c| c.bits)
+    }
+
+    fn error(event: &NativeEvent, names: &[&str]) -> EventError {
+        bits(event, names).expect_err("refused")
+    }
+
+    #[test]
+    fn a_request_alone_gets_any_response_and_no_snoop_default() {
+        let event = offcore();
+        assert_eq!(bits(&event, &["DMND_DATA_RD"]).unwrap(), 0x1_0001);
+    }
+
+    #[test]
+    fn nothing_named_is_every_groups_default_up_to_the_excluding_one() {
+        let event = offcore();
+        assert_eq!(bits(&event, &[]).unwrap(), 0x1_8fff);
+    }
+
+    #[test]
+    fn requests_of_one_group_are_ored_and_a_supplier_gets_the_snoop_default() {
+        let event = offcore();
+        assert_eq!(
+            bits(&event, &["DMND_DATA_RD", "DMND_RFO", "L3_MISS"]).unwrap(),
+            0x3f_8040_0003
+        );
+        assert_eq!(
+            bits(&event, &["DMND_DATA_RD", "LLC_HITM", "SNP_MISS"]).unwrap(),
+            0x2_0004_0001
+        );
+    }
+
+    #[test]
+    fn a_snoop_alone_keeps_the_supplier_default_as_libpfm4_does() {
+        // libpfm4 adds ANY_RESPONSE for the supplier group; its exclusion of later groups
+        // keeps their defaults out but does not refuse the named snoop.
+        let event = offcore();
+        assert_eq!(bits(&event, &["SNP_MISS"]).unwrap(), 0x2_0001_8fff);
+    }
+
+    #[test]
+    fn a_named_mask_that_excludes_later_groups_refuses_them() {
+        let event = offcore();
+        let e = error(&event, &["DMND_DATA_RD", "ANY_RESPONSE", "SNP_MISS"]);
+        assert_eq!(e.kind(), EventErrorKind::CombinationNotAllowed);
+        assert!(e.message().contains("`ANY_RESPONSE`"), "{}", e.message());
+        assert!(e.message().contains("`SNP_MISS`"), "{}", e.message());
+    }
+
+    #[test]
+    fn a_mask_alone_in_its_group_is_not_combined() {
+        let event = offcore();
+        let e = error(&event, &["ANY_REQUEST", "DMND_DATA_RD"]);
+        assert_eq!(e.kind(), EventErrorKind::CombinationNotAllowed);
+        assert!(
+            e.message().contains("ANY_REQUEST, DMND_DATA_RD"),
+            "{}",
+            e.message()
+        );
+        // Masks of other groups combine with it.
+        assert_eq!(
+            bits(&event, &["ANY_REQUEST", "LLC_HITM"]).unwrap(),
+            0x3f_8004_8fff
+        );
+    }
+
+    #[test]
+    fn a_mask_that_excludes_other_groups_combines_with_requests_only() {
+        let event = offcore();
+        assert_eq!(
+            bits(&event, &["DMND_DATA_RD", "OUTSTANDING"]).unwrap(),
+            0x40_0000_0001
+        );
+        assert_eq!(bits(&event, &["OUTSTANDING"]).unwrap(), 0x40_0000_8fff);
+        let e = error(&event, &["OUTSTANDING", "LLC_HITM"]);
+        assert_eq!(e.kind(), EventErrorKind::CombinationNotAllowed);
+        assert!(e.message().contains("`LLC_HITM`"), "{}", e.message());
+    }
+
+    #[test]
+    fn a_group_without_default_needs_a_named_mask() {
+        let mut event = offcore();
+        for m in &mut event.unit_masks {
+            if m.group == 1 {
+                m.default = false;
+            }
+        }
+        let e = error(&event, &["DMND_DATA_RD"]);
+        assert_eq!(e.kind(), EventErrorKind::UnitMaskRequired);
+        assert!(e.message().contains("group 1"), "{}", e.message());
+        assert!(e.message().contains("LLC_HITM"), "{}", e.message());
+    }
+}

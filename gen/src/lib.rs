@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod model;
 pub mod offcore;
 pub mod perfmon;
+pub mod thresholds;
 pub mod write;
 
 use std::fmt;

@@ -119,8 +119,9 @@ pub struct GenModel {
     pub aliases: Vec<(String, String)>,
     /// Where the other spellings came from (one source per line of the header).
     pub alias_sources: Vec<Provenance>,
-    /// Where the register-bit unit masks came from (one source per line of the header).
-    pub register_bit_sources: Vec<Provenance>,
+    /// Where the unit masks with an extra register value (offcore response, load latency,
+    /// frontend) from another table came from (one source per line of the header).
+    pub extra_mask_sources: Vec<Provenance>,
 }
 
 /// Where a generated model's data came from.

@@ -231,6 +231,18 @@ fn add_event(model: &mut GenModel, event: GenEvent, register: u32) -> bool {
     true
 }
 
+/// Notes in `model`'s header that unit masks with an extra register value came from table `t`.
+pub fn record_source(model: &mut GenModel, commit: &str, t: &AliasTable) {
+    let source = Provenance {
+        source: crate::libpfm4::SOURCE.to_string(),
+        commit: commit.to_string(),
+        file: format!("lib/events/{}", t.file),
+    };
+    if !model.extra_mask_sources.contains(&source) {
+        model.extra_mask_sources.push(source);
+    }
+}
+
 /// Adds libpfm4's offcore-response events to each model of [`INTEL_TABLES`] in `models`.
 ///
 /// # Errors
@@ -273,11 +285,7 @@ pub fn add_libpfm4_offcore(
             .extend(left.into_iter().map(|(why, n)| (why.to_string(), n)));
         model.left_out.sort();
         if added {
-            model.register_bit_sources.push(Provenance {
-                source: crate::libpfm4::SOURCE.to_string(),
-                commit: commit.to_string(),
-                file: format!("lib/events/{}", t.file),
-            });
+            record_source(model, commit, t);
         }
     }
     Ok(())

@@ -26,10 +26,10 @@ pub fn model_toml(model: &GenModel) -> String {
             a.source, a.commit, a.file
         );
     }
-    for a in &model.register_bit_sources {
+    for a in &model.extra_mask_sources {
         let _ = writeln!(
             out,
-            "# offcore-response unit masks: {}, commit {}, file {}",
+            "# extra-register unit masks: {}, commit {}, file {}",
             a.source, a.commit, a.file
         );
     }
