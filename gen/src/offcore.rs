@@ -290,3 +290,123 @@ pub fn add_libpfm4_offcore(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"
+static const intel_x86_umask_t t_offcore[]={
+  { .uname = "DMND_DATA_RD", .ucode = 1ULL << (0 + 8), .grpid = 0 },
+  { .uname = "DMND_RFO", .ucode = 1ULL << (1 + 8), .grpid = 0 },
+  { .uname = "ANY_DMND", .ucode = 0x300, .uequiv = "DMND_DATA_RD:DMND_RFO", .grpid = 0 },
+  { .uname = "ANY_REQUEST", .ucode = 0x8fff00, .uflags = INTEL_X86_NCOMBO | INTEL_X86_DFL, .grpid = 0 },
+  { .uname = "ANY_RESPONSE", .ucode = 1ULL << (16 + 8),
+    .uflags = INTEL_X86_NCOMBO | INTEL_X86_DFL | INTEL_X86_EXCL_GRP_GT, .grpid = 1 },
+  { .uname = "REMOTE", .ucode = 0xffULL << (23 + 8), .grpid = 1, .umodel = PFM_PMU_INTEL_X_EP },
+};
+static const intel_x86_entry_t t_pe[]={
+{ .name = "OFFCORE_RESPONSE_1", .code = 0x1bb, .cntmsk = 0xf, .flags = INTEL_X86_NHM_OFFCORE,
+  .ngrp = 2, .umasks = t_offcore },
+{ .name = "INST_RETIRED", .code = 0xc0, .cntmsk = 0xf },
+};
+"#;
+
+    fn read(pmu: &'static str) -> Vec<(GenEvent, u32)> {
+        let text = strip_comments(TABLE);
+        let umasks = arrays(&text, "intel_x86_umask_t").unwrap();
+        let entries = arrays(&text, "intel_x86_entry_t").unwrap();
+        let t = AliasTable {
+            id: "x",
+            file: "t.h",
+            array: "t_pe",
+            pmu,
+        };
+        entries["t_pe"]
+            .iter()
+            .filter_map(|e| offcore_event(e, &umasks, &t, 4))
+            .map(|e| e.expect("readable"))
+            .collect()
+    }
+
+    #[test]
+    fn registers_pair_with_event_selects_as_intel_gives_them() {
+        assert_eq!(offcore_register(0xb7, 0x01), Some(0x1a6));
+        assert_eq!(offcore_register(0xbb, 0x01), Some(0x1a7));
+        assert_eq!(offcore_register(0x2a, 0x01), Some(0x1a6));
+        assert_eq!(offcore_register(0x2b, 0x01), Some(0x1a7));
+        assert_eq!(offcore_register(0xb7, 0x02), Some(0x1a7));
+        assert_eq!(offcore_register(0xc0, 0x01), None);
+    }
+
+    #[test]
+    fn unit_masks_become_register_bits_with_groups_flags_and_equivalents() {
+        let events = read("PFM_PMU_INTEL_X");
+        assert_eq!(events.len(), 1);
+        let (event, register) = &events[0];
+        assert_eq!(
+            (event.name.as_str(), event.code, *register),
+            ("OFFCORE_RESPONSE_1", 0xbb, 0x1a7)
+        );
+        assert_eq!(event.extra, Some((0x1a7, 0)));
+        let names: Vec<&str> = event.umasks.iter().map(|m| m.name.as_str()).collect();
+        // REMOTE belongs to another model.
+        assert_eq!(
+            names,
+            [
+                "ANY_DMND",
+                "ANY_REQUEST",
+                "ANY_RESPONSE",
+                "DMND_DATA_RD",
+                "DMND_RFO"
+            ]
+        );
+        let response = &event.umasks[2];
+        assert_eq!(
+            (
+                response.code,
+                response.extra_bits,
+                response.group,
+                response.default
+            ),
+            (0x01, Some(0x1_0000), 1, true)
+        );
+        assert!(response.combine.alone_in_group && response.combine.excludes_later_groups);
+        assert_eq!(event.umasks[0].same_as, ["DMND_DATA_RD", "DMND_RFO"]);
+        let on_ep = read("PFM_PMU_INTEL_X_EP");
+        assert!(on_ep[0].0.umasks.iter().any(|m| m.name == "REMOTE"));
+    }
+
+    #[test]
+    fn an_event_of_the_same_name_takes_the_unit_masks_only_if_it_is_offcore_alike() {
+        let (event, register) = read("PFM_PMU_INTEL_X").remove(0);
+        let intel = GenEvent {
+            name: "OFFCORE_RESPONSE_1".to_string(),
+            code: 0xbb,
+            umasks: vec![GenUnitMask {
+                name: "DEMAND_DATA_RD.ANY_RESPONSE".to_string(),
+                code: 0x01,
+                extra: Some((0x1a7, 0x1_0001)),
+                ..GenUnitMask::default()
+            }],
+            ..GenEvent::default()
+        };
+        let mut model = GenModel {
+            events: vec![intel.clone()],
+            ..GenModel::default()
+        };
+        assert!(add_event(&mut model, event.clone(), register));
+        assert_eq!(model.events.len(), 1);
+        assert_eq!(model.events[0].umasks.len(), 6);
+        assert_eq!(model.events[0].extra, Some((0x1a7, 0)));
+        // An event of that name programming another register keeps its own.
+        let mut other = intel;
+        other.umasks[0].extra = Some((0x1a6, 0x1_0001));
+        let mut model = GenModel {
+            events: vec![other],
+            ..GenModel::default()
+        };
+        assert!(!add_event(&mut model, event, register));
+        assert_eq!(model.events[0].umasks.len(), 1);
+    }
+}

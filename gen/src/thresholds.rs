@@ -145,3 +145,67 @@ pub fn add_libpfm4_threshold_masks(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"
+static const intel_x86_umask_t t_trans[]={
+  { .uname = "LOAD_LATENCY", .ucode = 0x100, .uflags = INTEL_X86_NCOMBO | INTEL_X86_LDLAT },
+  { .uname = "PRECISE_STORE", .ucode = 0x200 },
+};
+static const intel_x86_umask_t t_fe[]={
+  { .uname = "DSB_MISS", .ucode = 0x11 << 8, .uflags = INTEL_X86_NCOMBO },
+  { .uname = "IDQ_2_BUBBLES", .ucode = (2 << 20 | 0x6) << 8, .uflags = INTEL_X86_NCOMBO | INTEL_X86_FETHR },
+  { .uname = "LATENCY_GE_8", .ucode = (1 << 20 | 8 << 8 | 0x6) << 8, .uflags = INTEL_X86_FETHR },
+};
+static const intel_x86_entry_t t_pe[]={
+{ .name = "MEM_TRANS_RETIRED", .code = 0xcd, .umasks = t_trans },
+{ .name = "FRONTEND_RETIRED", .code = 0x1c6, .flags = INTEL_X86_FRONTEND | INTEL_X86_PEBS, .umasks = t_fe },
+};
+"#;
+
+    /// Event name, event code, unit-mask name, unit-mask byte, extra register.
+    type Row = (String, u16, String, u8, Option<(u32, u64)>);
+
+    #[test]
+    fn load_latency_and_frontend_masks_get_libpfm4s_default_thresholds() {
+        let text = strip_comments(TABLE);
+        let umasks = arrays(&text, "intel_x86_umask_t").unwrap();
+        let entries = arrays(&text, "intel_x86_entry_t").unwrap();
+        let t = AliasTable {
+            id: "x",
+            file: "t.h",
+            array: "t_pe",
+            pmu: "PFM_PMU_INTEL_X",
+        };
+        let found: Vec<Row> = entries["t_pe"]
+            .iter()
+            .flat_map(|e| threshold_masks(e, &umasks, &t))
+            .map(|(event, code, m)| (event, code, m.name, m.code, m.extra))
+            .collect();
+        let row = |e: &str, c, m: &str, u, x| (e.to_string(), c, m.to_string(), u, Some(x));
+        assert_eq!(
+            found,
+            [
+                row("MEM_TRANS_RETIRED", 0xcd, "LOAD_LATENCY", 0x01, (0x3f6, 3)),
+                row("FRONTEND_RETIRED", 0xc6, "DSB_MISS", 0x01, (0x3f7, 0x11)),
+                row(
+                    "FRONTEND_RETIRED",
+                    0xc6,
+                    "IDQ_2_BUBBLES",
+                    0x01,
+                    (0x3f7, 0x20_0106)
+                ),
+                row(
+                    "FRONTEND_RETIRED",
+                    0xc6,
+                    "LATENCY_GE_8",
+                    0x01,
+                    (0x3f7, 0x10_0806)
+                ),
+            ]
+        );
+    }
+}

@@ -240,6 +240,28 @@ mod tests {
     }
 
     #[test]
+    fn register_bit_masks_write_their_bits_rules_and_equivalents() {
+        let text = umask(&GenUnitMask {
+            name: "ANY_RESPONSE".into(),
+            code: 1,
+            default: true,
+            group: 1,
+            extra_bits: Some(0x1_0000),
+            combine: crate::model::Combine {
+                alone_in_group: true,
+                excludes_later_groups: true,
+                ..crate::model::Combine::default()
+            },
+            same_as: vec!["A".into(), "B".into()],
+            ..GenUnitMask::default()
+        });
+        assert_eq!(
+            text,
+            "{ name = \"ANY_RESPONSE\", code = 0x01, default = true, group = 1, extra_bits = 0x10000, alone_in_group = true, excludes_later_groups = true, same_as = [\"A\", \"B\"] }"
+        );
+    }
+
+    #[test]
     fn a_signature_writes_its_steppings() {
         let s = Signature {
             vendor: "intel",
