@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod compose;
 mod cpu;
 mod database;
 mod domain;
@@ -22,8 +23,8 @@ pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
 pub use error::{EventError, EventErrorKind};
 pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_FILES, parse_metrics, shipped_metrics};
 pub use model::{
-    CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet, PmuDescription,
-    UnitMask, UnitMaskClass,
+    CombineRules, CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet,
+    PmuDescription, UnitMask, UnitMaskClass,
 };
 pub use parse::{
     EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms, parse_term_list,

@@ -129,6 +129,23 @@ pub enum UnitMaskClass {
     AnyInitiator,
 }
 
+/// How a register-bit unit mask combines with the other unit masks of its event (libpfm4's
+/// unit-mask flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CombineRules {
+    /// Never combined with another unit mask of its group (libpfm4's `INTEL_X86_NCOMBO`).
+    pub alone_in_group: bool,
+    /// No unit mask of a later group may be used with it, named or default
+    /// (`INTEL_X86_EXCL_GRP_GT`).
+    pub excludes_later_groups: bool,
+    /// No named unit mask of another group but group 0 may be used with it
+    /// (`INTEL_X86_EXCL_GRP_BUT_0`).
+    pub excludes_other_groups: bool,
+    /// Its group may be left without a default when none of its masks is named
+    /// (`INTEL_X86_GRP_DFL_NONE`).
+    pub group_may_be_empty: bool,
+}
+
 /// A named unit mask of a native event.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct UnitMask {
@@ -171,6 +188,15 @@ pub struct UnitMask {
     /// The second unit-mask byte it sets (Intel perfmon's `UMaskExt`, EVTSEL bits 47:40; TOML
     /// `umask_ext`), 0 for none.
     pub umask2: u8,
+    /// The bits it ORs into its event's extra register value, if it is a register-bit mask
+    /// (libpfm4's offcore-response request, supplier and snoop bits): such masks combine by
+    /// their groups and [`CombineRules`].
+    pub extra_bits: Option<u64>,
+    /// How it combines with its event's other register-bit masks.
+    pub combine: CombineRules,
+    /// The register-bit masks it stands for when named (libpfm4's `uequiv`), if any: named,
+    /// it is replaced by them; added as its group's default, its own bits apply.
+    pub same_as: Vec<String>,
 }
 
 impl UnitMask {

@@ -2,6 +2,7 @@
 
 use counterhal_hal::{CounterSet, ExtraMsr};
 
+use crate::compose;
 use crate::error::{EventError, EventErrorKind, err};
 use crate::model::{CpuModel, EncoderKind, NativeEvent, UnitMask, UnitMaskClass};
 use crate::parse::{EventSpec, Modifiers};
@@ -53,6 +54,11 @@ fn raw_unit_mask(name: &str, event: &NativeEvent) -> Result<Option<u8>, EventErr
     })
 }
 
+/// Whether `event` has register-bit unit masks (libpfm4's offcore-response bits).
+fn register_bits(event: &NativeEvent) -> bool {
+    event.unit_masks.iter().any(|u| u.extra_bits.is_some())
+}
+
 /// Chooses unit masks and filters for `event` as `spec` asks.
 pub(crate) fn select(
     model: &CpuModel,
@@ -76,8 +82,19 @@ pub(crate) fn select(
         match event.unit_mask(name) {
             Some(mask) => match mask.class {
                 UnitMaskClass::Plain => {
-                    if !plain.iter().any(|m: &&UnitMask| m.name == mask.name) {
-                        plain.push(mask);
+                    // A mask that stands for others (libpfm4's `uequiv`) is replaced by them.
+                    let masks: Vec<&UnitMask> = if mask.same_as.is_empty() {
+                        vec![mask]
+                    } else {
+                        mask.same_as
+                            .iter()
+                            .filter_map(|n| event.unit_mask(n))
+                            .collect()
+                    };
+                    for mask in masks {
+                        if !plain.iter().any(|m: &&UnitMask| m.name == mask.name) {
+                            plain.push(mask);
+                        }
                     }
                 }
                 UnitMaskClass::CacheState => state_bits |= mask.code,
@@ -90,6 +107,16 @@ pub(crate) fn select(
                         ..Modifiers::default()
                     })?;
                     continue;
+                }
+                if register_bits(event) && name.to_ascii_lowercase().starts_with("0x") {
+                    return Err(err(
+                        EventErrorKind::UnitMaskInvalid,
+                        format!(
+                            "`{}` takes its extra register's bits as named unit masks, not a number (`{name}`); {}",
+                            event.name,
+                            valid_masks(event)
+                        ),
+                    ));
                 }
                 if let Some(bits) = raw_unit_mask(name, event)? {
                     raw_bits = Some(raw_bits.unwrap_or(0) | bits);
@@ -134,7 +161,35 @@ pub(crate) fn select(
             ..Modifiers::default()
         })?;
     }
-    if plain.len() > 1 {
+    // libpfm4's register-bit masks (offcore response): named ones, or the defaults alone.
+    let composed = if plain.iter().any(|m| m.extra_bits.is_some())
+        || (plain.is_empty()
+            && raw_bits.is_none()
+            && event
+                .unit_masks
+                .iter()
+                .any(|u| u.extra_bits.is_some() && u.default))
+    {
+        if let Some(other) = plain.iter().find(|m| m.extra_bits.is_none()) {
+            let bits = plain
+                .iter()
+                .find(|m| m.extra_bits.is_some())
+                .map_or("", |m| &m.name);
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "unit mask `{}` of `{}` is a whole encoding of its own and cannot be combined with `{bits}`, which sets bits of the extra register; name either",
+                    other.name, event.name
+                ),
+            ));
+        }
+        let composed = compose::compose(event, &plain)?;
+        plain = composed.masks;
+        Some(composed.bits)
+    } else {
+        None
+    };
+    if plain.len() > 1 && composed.is_none() {
         if event.flags.exclusive {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
@@ -172,7 +227,9 @@ pub(crate) fn select(
         .unit_masks
         .iter()
         .any(|u| u.class == UnitMaskClass::Plain);
-    if plain.is_empty() && has_plain && raw_bits.is_none() {
+    if composed.is_some() {
+        // The groups' defaults are in already.
+    } else if plain.is_empty() && has_plain && raw_bits.is_none() {
         if event.needs_unit_mask() {
             let names: Vec<&str> = event
                 .unit_masks
@@ -194,11 +251,12 @@ pub(crate) fn select(
         // A group none of the named unit masks belongs to keeps its defaults (libpfm4's
         // grouped unit masks: naming a request type keeps the default core selection).
         let named: Vec<u8> = plain.iter().map(|m| m.group).collect();
-        plain.extend(
-            event.unit_masks.iter().filter(|u| {
-                u.default && u.class == UnitMaskClass::Plain && !named.contains(&u.group)
-            }),
-        );
+        plain.extend(event.unit_masks.iter().filter(|u| {
+            u.default
+                && u.class == UnitMaskClass::Plain
+                && u.extra_bits.is_none()
+                && !named.contains(&u.group)
+        }));
     }
     let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
     let mut implied = Modifiers {
@@ -298,6 +356,9 @@ pub(crate) fn select(
             ));
         }
         fixed = None;
+    }
+    if let (Some(bits), Some(e)) = (composed, extra.as_mut()) {
+        e.value |= bits;
     }
     let extra = extra_with_modifiers(event, extra, &modifiers)?;
     Ok(NativeChoice {

@@ -212,3 +212,95 @@ pmu = { general_counters = 4, counter_width = 48 }
     let error = Database::from_toml_str("amd.toml", amd).unwrap_err();
     assert!(error.to_string().contains("intel-arch"), "{error}");
 }
+
+/// A made-up offcore event whose unit masks are register bits, in libpfm4's groups.
+const BITS_MODEL: &str = r#"
+[[cpu]]
+id = "bitscore"
+description = "A made-up core whose offcore unit masks are register bits"
+encoder = "intel-arch"
+match = [{ vendor = "intel", family = 6, model = 0xfb }]
+pmu = { general_counters = 4, counter_width = 48 }
+
+[[cpu.event]]
+name = "OFFCORE_RESPONSE_0"
+code = 0xb7
+extra_reg = 0x1a6
+extra_value = 0
+umasks = [
+  { name = "DMND_DATA_RD", code = 0x01, extra_bits = 0x1 },
+  { name = "DMND_RFO", code = 0x01, extra_bits = 0x2 },
+  { name = "ANY_DMND", code = 0x01, extra_bits = 0x3, same_as = ["DMND_DATA_RD", "DMND_RFO"] },
+  { name = "ANY_REQUEST", code = 0x01, extra_bits = 0x8fff, default = true, alone_in_group = true },
+  { name = "ANY_RESPONSE", code = 0x01, group = 1, extra_bits = 0x10000, default = true, alone_in_group = true, excludes_later_groups = true },
+  { name = "L3_MISS", code = 0x01, group = 1, extra_bits = 0x400000 },
+  { name = "SNP_ANY", code = 0x01, group = 2, extra_bits = "0x8000003f80000000", default = true },
+]
+"#;
+
+#[test]
+fn register_bit_unit_masks_load_and_compose() {
+    let db = Database::from_toml_str("bits.toml", BITS_MODEL).unwrap();
+    for (event, value) in [
+        ("OFFCORE_RESPONSE_0", 0x1_8fff),
+        ("OFFCORE_RESPONSE_0:DMND_DATA_RD", 0x1_0001),
+        ("OFFCORE_RESPONSE_0:ANY_DMND:L3_MISS", 0x8000_003f_8040_0003),
+        ("OFFCORE_RESPONSE_0:ANY_DMND:DMND_RFO", 0x1_0003),
+    ] {
+        let resolved = db.resolve(Some("bitscore"), event, &X86).unwrap();
+        let Encoding::Evtsel(evtsel) = &resolved.terms[0].request.encoding else {
+            panic!("{event}: not an EVTSEL");
+        };
+        assert_eq!(
+            (evtsel.code, evtsel.umask, evtsel.extra),
+            (0xb7, 0x01, Some(ExtraMsr::new(0x1a6, value))),
+            "{event}"
+        );
+    }
+}
+
+#[test]
+fn bad_register_bit_fields_are_refused_with_what_is_right() {
+    let head = r#"
+[[cpu]]
+id = "bad"
+encoder = "intel-arch"
+match = [{ vendor = "intel", family = 6, model = 0xfc }]
+pmu = { general_counters = 4, counter_width = 48 }
+"#;
+    for (event, masks, needle) in [
+        // Bits need the event's register.
+        (
+            "",
+            "{ name = \"A_BIT\", code = 1, extra_bits = 1 }",
+            "give the event `extra_reg`",
+        ),
+        (
+            "extra_reg = 0x1a6\nextra_value = 0\n",
+            "{ name = \"A_BIT\", code = 1, extra_bits = 1, extra_reg = 0x1a7, extra_value = 1 }",
+            "no `extra_reg` of its own",
+        ),
+        (
+            "extra_reg = 0x1a6\nextra_value = 0\n",
+            "{ name = \"A_BIT\", code = 1, extra_bits = -1 }",
+            "non-negative",
+        ),
+        // Combination rules apply to register bits only.
+        (
+            "extra_reg = 0x1a6\nextra_value = 0\n",
+            "{ name = \"A_BIT\", code = 1, alone_in_group = true }",
+            "register-bit masks only",
+        ),
+        (
+            "extra_reg = 0x1a6\nextra_value = 0\n",
+            "{ name = \"A_BIT\", code = 1, extra_bits = 1, same_as = [\"NOPE\"] }",
+            "stands for `NOPE`",
+        ),
+    ] {
+        let text = format!(
+            "{head}\n[[cpu.event]]\nname = \"E\"\ncode = 0xb7\n{event}umasks = [{masks}]\n"
+        );
+        let error = Database::from_toml_str("bad.toml", &text).unwrap_err();
+        assert!(error.to_string().contains(needle), "{masks}: {error}");
+    }
+}

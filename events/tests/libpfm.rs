@@ -38,6 +38,18 @@ int main(void) {
 }
 "#;
 
+/// Whether `name` (`EVENT:MASK`, or `EVENT:*`) of [`GENERATED_DIFFERENCES`] explains the
+/// mismatch `line` (`model: EVENT:MASK: ours ...`).
+fn covers(name: &str, line: &str) -> bool {
+    let Some(event) = line.split(": ").nth(1) else {
+        return false;
+    };
+    match name.strip_suffix('*') {
+        Some(prefix) => event.starts_with(prefix),
+        None => event == name,
+    }
+}
+
 /// Our model id -> the libpfm4 PMU its events are compared under. Every shipped model whose
 /// events carry libpfm4's names is here; `p5` and `p6` are not (libpfm4 has no P5 table and
 /// builds its P6 tables only for 32-bit x86).
@@ -109,9 +121,13 @@ const GENERATED: &[(&str, &str)] = &[
 ];
 
 /// Where a generated model's encoding differs from libpfm4 4.13's, and why: (event as the
-/// test names it, why). Intel perfmon is the authority for Intel cores; libpfm4 4.13 keeps
+/// test names it, `EVENT:*` for all its unit masks, why). Intel perfmon is the authority for Intel cores; libpfm4 4.13 keeps
 /// older values for a few unit masks and filters.
 const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "OFFCORE_RESPONSE_1:*",
+        "Sapphire Rapids: libpfm4's table makes OFFCORE_RESPONSE_1 equivalent to OCR (`.equiv`), so libpfm4 encodes it as event 0x2a; the table's own code for it, and Intel's, is 0x2b (offcore register 1)",
+    ),
     (
         "INT_MISC:UNKNOWN_BRANCH_CYCLES",
         "Sapphire Rapids: Intel gives unit mask 0x40 with frontend MSR 0x3f7 = 0x7; libpfm4 puts 0x7 in the unit mask",
@@ -416,7 +432,7 @@ fn evtsel_matches_libpfm4() {
         .filter(|line| {
             !GENERATED_DIFFERENCES
                 .iter()
-                .any(|(name, _)| line.split(": ").nth(1) == Some(name))
+                .any(|(name, _)| covers(name, line))
         })
         .collect();
     assert!(
@@ -431,9 +447,7 @@ fn evtsel_matches_libpfm4() {
     );
     for (name, _) in GENERATED_DIFFERENCES {
         assert!(
-            generated_mismatches
-                .iter()
-                .any(|line| line.split(": ").nth(1) == Some(name)),
+            generated_mismatches.iter().any(|line| covers(name, line)),
             "GENERATED_DIFFERENCES lists {name}, which no longer differs"
         );
     }

@@ -13,7 +13,9 @@ pub mod cparse;
 pub mod libpfm4;
 pub mod metrics;
 pub mod model;
+pub mod offcore;
 pub mod perfmon;
+pub mod thresholds;
 pub mod write;
 
 use std::fmt;

@@ -92,6 +92,12 @@ fn main() -> ExitCode {
             .and_then(|mut models| {
                 if let (Some(root), Some(commit)) = (libpfm4, libpfm4_commit) {
                     counterhal_gen::aliases::add_libpfm4_aliases(&mut models, root, commit)?;
+                    counterhal_gen::offcore::add_libpfm4_offcore(&mut models, root, commit)?;
+                    counterhal_gen::thresholds::add_libpfm4_threshold_masks(
+                        &mut models,
+                        root,
+                        commit,
+                    )?;
                 }
                 Ok(models)
             })

@@ -47,6 +47,27 @@ pub struct GenUnitMask {
     pub any: bool,
     /// The second unit-mask byte (Intel's `UMaskExt`, EVTSEL bits 47:40), 0 for none.
     pub umask_ext: u8,
+    /// The bits it ORs into its event's extra register (libpfm4's offcore-response bits), if
+    /// it is such a mask.
+    pub extra_bits: Option<u64>,
+    /// How it combines with the event's other register-bit masks (libpfm4's unit-mask flags).
+    pub combine: Combine,
+    /// The register-bit masks it stands for when named (libpfm4's `uequiv`, expanded).
+    pub same_as: Vec<String>,
+}
+
+/// How a register-bit unit mask combines with the others of its event: libpfm4's
+/// `INTEL_X86_NCOMBO`, `EXCL_GRP_GT`, `EXCL_GRP_BUT_0` and `GRP_DFL_NONE`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Combine {
+    /// Never combined with another mask of its group.
+    pub alone_in_group: bool,
+    /// No mask of a later group may be used with it.
+    pub excludes_later_groups: bool,
+    /// No named mask of another group but group 0 may be used with it.
+    pub excludes_other_groups: bool,
+    /// Its group may stay without a default.
+    pub group_may_be_empty: bool,
 }
 
 /// A generated native event.
@@ -100,6 +121,9 @@ pub struct GenModel {
     pub aliases: Vec<(String, String)>,
     /// Where the other spellings came from (one source per line of the header).
     pub alias_sources: Vec<Provenance>,
+    /// Where the unit masks with an extra register value (offcore response, load latency,
+    /// frontend) from another table came from (one source per line of the header).
+    pub extra_mask_sources: Vec<Provenance>,
 }
 
 /// Where a generated model's data came from.

@@ -545,6 +545,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
                     deprecated: e.deprecated,
                     any: e.any,
                     umask_ext: e.umask_ext,
+                    ..GenUnitMask::default()
                 });
             }
         }

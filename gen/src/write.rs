@@ -26,6 +26,13 @@ pub fn model_toml(model: &GenModel) -> String {
             a.source, a.commit, a.file
         );
     }
+    for a in &model.extra_mask_sources {
+        let _ = writeln!(
+            out,
+            "# extra-register unit masks: {}, commit {}, file {}",
+            a.source, a.commit, a.file
+        );
+    }
     for (reason, count) in &model.left_out {
         let _ = writeln!(out, "# left out: {count} {reason}");
     }
@@ -144,6 +151,23 @@ fn umask(u: &GenUnitMask) -> String {
             msr_value(value)
         );
     }
+    if let Some(bits) = u.extra_bits {
+        let _ = write!(text, ", extra_bits = {}", msr_value(bits));
+    }
+    for (set, key) in [
+        (u.combine.alone_in_group, "alone_in_group"),
+        (u.combine.excludes_later_groups, "excludes_later_groups"),
+        (u.combine.excludes_other_groups, "excludes_other_groups"),
+        (u.combine.group_may_be_empty, "group_may_be_empty"),
+    ] {
+        if set {
+            let _ = write!(text, ", {key} = true");
+        }
+    }
+    if !u.same_as.is_empty() {
+        let names: Vec<String> = u.same_as.iter().map(|n| quoted(n)).collect();
+        let _ = write!(text, ", same_as = [{}]", names.join(", "));
+    }
     if u.precise {
         text.push_str(", precise = true");
     }
@@ -215,6 +239,28 @@ mod tests {
         assert_eq!(
             text,
             "{ name = \"A.B\", code = 0x01, extra_reg = 0x1a6, extra_value = \"0x8000000000010001\", precise = true }"
+        );
+    }
+
+    #[test]
+    fn register_bit_masks_write_their_bits_rules_and_equivalents() {
+        let text = umask(&GenUnitMask {
+            name: "ANY_RESPONSE".into(),
+            code: 1,
+            default: true,
+            group: 1,
+            extra_bits: Some(0x1_0000),
+            combine: crate::model::Combine {
+                alone_in_group: true,
+                excludes_later_groups: true,
+                ..crate::model::Combine::default()
+            },
+            same_as: vec!["A".into(), "B".into()],
+            ..GenUnitMask::default()
+        });
+        assert_eq!(
+            text,
+            "{ name = \"ANY_RESPONSE\", code = 0x01, default = true, group = 1, extra_bits = 0x10000, alone_in_group = true, excludes_later_groups = true, same_as = [\"A\", \"B\"] }"
         );
     }
 

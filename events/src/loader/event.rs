@@ -7,7 +7,8 @@ use super::header::{counter_set, fixed_counter};
 use super::schema::EventDoc;
 use super::source::{Source, number};
 use crate::model::{
-    CpuModel, EncoderKind, EventFlags, NativeEvent, PmuDescription, UnitMask, UnitMaskClass,
+    CombineRules, CpuModel, EncoderKind, EventFlags, NativeEvent, PmuDescription, UnitMask,
+    UnitMaskClass,
 };
 
 pub(super) fn native_event(
@@ -199,7 +200,36 @@ pub(super) fn native_event(
             u.extra_reg.as_ref(),
             u.extra_value.as_ref(),
         )?;
+        let extra_bits = match &u.extra_bits {
+            None => None,
+            Some(bits) => Some(register_bits(
+                source,
+                &format!("{name}:{uname}"),
+                extra.is_some() && uextra.is_none(),
+                bits,
+            )?),
+        };
+        let combine = CombineRules {
+            alone_in_group: u.alone_in_group,
+            excludes_later_groups: u.excludes_later_groups,
+            excludes_other_groups: u.excludes_other_groups,
+            group_may_be_empty: u.group_may_be_empty,
+        };
+        if (combine != CombineRules::default() || !u.same_as.is_empty()) && extra_bits.is_none() {
+            return Err(source.error(
+                u.name.span(),
+                "extra_bits",
+                format!("unit mask `{uname}` of `{name}` gives combination rules (alone_in_group, excludes_later_groups, excludes_other_groups, group_may_be_empty, same_as), which apply to register-bit masks only; give `extra_bits`"),
+            ));
+        }
         unit_masks.push(UnitMask {
+            same_as: u
+                .same_as
+                .iter()
+                .map(|n| n.get_ref().trim().to_string())
+                .collect(),
+            extra_bits,
+            combine,
             extra: uextra,
             precise: u.precise,
             deprecated: u.deprecated,
@@ -218,6 +248,23 @@ pub(super) fn native_event(
             group,
             class: UnitMaskClass::Plain,
         });
+    }
+    for (umask, mask) in doc.umasks.iter().zip(&unit_masks) {
+        for (name_doc, target) in umask.get_ref().same_as.iter().zip(&mask.same_as) {
+            let found = unit_masks
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(target));
+            if !found.is_some_and(|m| m.extra_bits.is_some() && m.same_as.is_empty()) {
+                return Err(source.error(
+                    name_doc.span(),
+                    "same_as",
+                    format!(
+                        "unit mask `{}` of `{name}` stands for `{target}`, which is no register-bit unit mask of the event without a `same_as` of its own",
+                        mask.name
+                    ),
+                ));
+            }
+        }
     }
     if flags.mesi {
         for (mname, bit, what) in [
@@ -262,6 +309,44 @@ const EXTRA_MSRS: [(u32, &str); 4] = [
     (ExtraMsr::LOAD_LATENCY, "load latency"),
     (ExtraMsr::FRONTEND, "frontend"),
 ];
+
+/// A unit mask's `extra_bits` (`what` names it): an integer or a string `"0x..."`, given only
+/// where the event programs an extra register and the mask brings no value of its own
+/// (`allowed`).
+fn register_bits(
+    source: &Source<'_>,
+    what: &str,
+    allowed: bool,
+    bits: &Spanned<toml::Value>,
+) -> Result<u64, Error> {
+    if !allowed {
+        return Err(source.error(
+            bits.span(),
+            "extra_bits",
+            format!(
+                "`{what}`: `extra_bits` are ORed into the event's extra register: give the event `extra_reg` and `extra_value`, and the unit mask no `extra_reg` of its own"
+            ),
+        ));
+    }
+    register_value(bits.get_ref()).ok_or_else(|| {
+        source.error(
+            bits.span(),
+            "extra_bits",
+            format!(
+                "`{what}`: `extra_bits` must be a non-negative integer or, at or above 2^63, a string such as \"0x8000000000000000\""
+            ),
+        )
+    })
+}
+
+/// An extra register's value or bits: a non-negative integer, or a string such as `"0x..."`.
+fn register_value(value: &toml::Value) -> Option<u64> {
+    match value {
+        toml::Value::Integer(n) => u64::try_from(*n).ok(),
+        toml::Value::String(text) => crate::parse::parse_number(text),
+        _ => None,
+    }
+}
 
 /// `extra_reg` and `extra_value` of an event or unit mask (`what` names it) as an extra MSR; the
 /// value is an integer or, at or above 2^63 (TOML integers are i64), a string `"0x..."`.
@@ -308,12 +393,7 @@ fn extra_register(
             ),
         ));
     };
-    let number = match value.get_ref() {
-        toml::Value::Integer(n) => u64::try_from(*n).ok(),
-        toml::Value::String(text) => crate::parse::parse_number(text),
-        _ => None,
-    };
-    let Some(number) = number else {
+    let Some(number) = register_value(value.get_ref()) else {
         return Err(source.error(
             value.span(),
             "extra_value",
@@ -349,6 +429,9 @@ pub(super) fn state_mask(
         deprecated: false,
         any_thread: false,
         umask2: 0,
+        extra_bits: None,
+        combine: CombineRules::default(),
+        same_as: Vec::new(),
     }
 }
 

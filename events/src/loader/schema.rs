@@ -103,4 +103,17 @@ pub(super) struct UmaskDoc {
     pub(super) extra_reg: Option<Spanned<i64>>,
     pub(super) extra_value: Option<Spanned<toml::Value>>,
     pub(super) umask_ext: Option<Spanned<i64>>,
+    /// Bits ORed into the event's extra register (a register-bit mask).
+    pub(super) extra_bits: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) alone_in_group: bool,
+    #[serde(default)]
+    pub(super) excludes_later_groups: bool,
+    #[serde(default)]
+    pub(super) excludes_other_groups: bool,
+    #[serde(default)]
+    pub(super) group_may_be_empty: bool,
+    /// The register-bit masks it stands for when named.
+    #[serde(default)]
+    pub(super) same_as: Vec<Spanned<String>>,
 }
