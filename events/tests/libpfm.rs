@@ -9,9 +9,6 @@
 mod common;
 
 use counterhal_conformance::skip::Need;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use counterhal_events::{Database, UnitMaskClass};
 use counterhal_hal::Encoding;
@@ -287,56 +284,9 @@ const NOT_IN_LIBPFM4: &[&str] = &[
     "coreduo",
 ];
 
-fn build_helper() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("counterhal-libpfm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let source = dir.join("encode.c");
-    std::fs::write(&source, PROGRAM)
-        .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
-    let binary = dir.join("encode");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let output = Command::new(&cc)
-        .arg("-o")
-        .arg(&binary)
-        .arg(&source)
-        .arg("-lpfm")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{cc} ... -lpfm` failed (is libpfm4-dev installed?): {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(binary)
-}
-
-fn run_libpfm(binary: &PathBuf, lines: &[String]) -> Result<Vec<String>, String> {
-    let mut child = Command::new(binary)
-        .env("LIBPFM_ENCODE_INACTIVE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run the libpfm4 helper: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let input = lines.join("\n") + "\n";
-    // Written from a thread while the answers are read: thousands of queries fill both pipes.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().map_err(|e| e.to_string())?;
-    writer
-        .join()
-        .map_err(|_| "the writer thread panicked".to_string())?
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if text.starts_with("INIT-FAILED") {
-        return Err("pfm_initialize failed".to_string());
-    }
-    Ok(text.lines().map(str::to_string).collect())
-}
-
 #[test]
 fn evtsel_matches_libpfm4() {
-    let binary = match build_helper() {
+    let binary = match common::libpfm::build(PROGRAM, "encode") {
         Ok(binary) => binary,
         Err(why) => counterhal_conformance::skip!(
             Need::Tools,
@@ -383,7 +333,7 @@ fn evtsel_matches_libpfm4() {
         }
     }
     let lines: Vec<String> = cases.iter().map(|c| c.1.clone()).collect();
-    let answers = match run_libpfm(&binary, &lines) {
+    let answers = match common::libpfm::answers(&binary, &lines) {
         Ok(answers) => answers,
         Err(why) => counterhal_conformance::skip!(
             Need::Tools,

@@ -6,9 +6,7 @@
 //!
 //! Needs a C compiler and libpfm4 (Debian `libpfm4-dev`); without them the test skips.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+mod common;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
@@ -47,51 +45,6 @@ const PAIRS: &[(&str, &str)] = &[("icl", "icl"), ("icx", "icx"), ("spr", "spr")]
 /// The events compared, by their Intel name.
 const EVENTS: &[&str] = &["OCR", "FRONTEND_RETIRED"];
 
-fn build_helper() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("counterhal-pfmx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let source = dir.join("encode.c");
-    std::fs::write(&source, PROGRAM).map_err(|e| format!("{}: {e}", source.display()))?;
-    let binary = dir.join("encode");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let output = Command::new(&cc)
-        .arg("-o")
-        .arg(&binary)
-        .arg(&source)
-        .arg("-lpfm")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{cc} ... -lpfm` failed (is libpfm4-dev installed?): {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(binary)
-}
-
-fn run(binary: &PathBuf, lines: &[String]) -> Result<Vec<String>, String> {
-    let mut child = Command::new(binary)
-        .env("LIBPFM_ENCODE_INACTIVE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run the libpfm4 helper: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let input = lines.join("\n") + "\n";
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().map_err(|e| e.to_string())?;
-    writer
-        .join()
-        .map_err(|_| "the writer thread panicked".to_string())?
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if text.starts_with("INIT-FAILED") {
-        return Err("pfm_initialize failed".to_string());
-    }
-    Ok(text.lines().map(str::to_string).collect())
-}
-
 fn parse_codes(answer: &str) -> Option<Vec<u64>> {
     let rest = answer.strip_prefix("OK")?;
     rest.split_whitespace()
@@ -101,7 +54,7 @@ fn parse_codes(answer: &str) -> Option<Vec<u64>> {
 
 #[test]
 fn offcore_and_frontend_values_match_libpfm4() {
-    let binary = match build_helper() {
+    let binary = match common::libpfm::build(PROGRAM, "pfmx") {
         Ok(binary) => binary,
         Err(why) => counterhal_conformance::skip!(
             Need::Tools,
@@ -138,7 +91,7 @@ fn offcore_and_frontend_values_match_libpfm4() {
     }
     assert!(cases.len() > 100, "only {} cases", cases.len());
     let lines: Vec<String> = cases.iter().map(|c| c.1.clone()).collect();
-    let answers = match run(&binary, &lines) {
+    let answers = match common::libpfm::answers(&binary, &lines) {
         Ok(answers) => answers,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "libpfm4 helper failed: {why}"),
     };

@@ -15,7 +15,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use counterhal_conformance::skip::Need;
@@ -84,30 +84,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-
-fn build_helper() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("counterhal-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let source = dir.join("sweep.c");
-    std::fs::write(&source, PROGRAM)
-        .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
-    let binary = dir.join("sweep");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let output = Command::new(&cc)
-        .arg("-o")
-        .arg(&binary)
-        .arg(&source)
-        .arg("-lpfm")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{cc} ... -lpfm` failed (is libpfm4-dev installed?): {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(binary)
-}
 
 /// The helper's output lines, with `pmu` forced (or every PMU listed, for `None`).
 fn run_helper(binary: &Path, pmu: Option<&str>) -> Result<Vec<String>, String> {
@@ -210,7 +186,7 @@ fn percent(part: usize, whole: usize) -> f64 {
 fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
     let explanations: Explanations =
         toml::from_str(include_str!("data/libpfm-sweep.toml")).expect("libpfm-sweep.toml parses");
-    let binary = match build_helper() {
+    let binary = match common::libpfm::build(PROGRAM, "sweep") {
         Ok(binary) => binary,
         Err(why) => counterhal_conformance::skip!(
             Need::Tools,

@@ -25,3 +25,5 @@ pub fn accepts(name: &str) -> &'static Accepts {
         other => panic!("unknown profile `{other}`: use perf or x86"),
     }
 }
+
+pub mod libpfm;
