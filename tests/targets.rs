@@ -124,7 +124,7 @@ fn all_cpus_read_per_cpu_and_summed() {
     spin_cpu(20);
     set.disable().unwrap();
     let each = set.read_each().unwrap();
-    let cpus: Vec<Target> = each.iter().map(|(target, _)| *target).collect();
+    let cpus: Vec<Target> = each.iter().map(|(target, _)| target.clone()).collect();
     let expected: Vec<Target> = online.iter().map(Target::Cpu).collect();
     assert_eq!(cpus, expected);
     let total = set.read_to_vec().unwrap()[0].value;

@@ -1,8 +1,8 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 use std::borrow::Cow;
-use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
@@ -180,6 +180,67 @@ const ACCEPTS: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::A
 
 /// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
 /// process, every target; self-monitoring reads where there is a hardware PMU.
+/// The directory of a [`Target::Cgroup`], opened for `perf_event_open` (`pid` is its
+/// descriptor under `PERF_FLAG_PID_CGROUP`).
+///
+/// # Errors
+/// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) naming the path when it cannot
+/// be opened (no such cgroup), [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied)
+/// when it may not be read.
+fn open_cgroup(path: &Path) -> Result<OwnedFd> {
+    let shown = path.display();
+    match std::fs::File::open(path) {
+        Ok(dir) => Ok(OwnedFd::from(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
+            counterhal_hal::ErrorKind::PermissionDenied,
+            format!("no access to cgroup {shown}"),
+        )
+        .with_errno(e.raw_os_error().unwrap_or(0))
+        .with_hint("the cgroup's directory must be readable by this user")),
+        Err(e) => Err(Error::new(
+            counterhal_hal::ErrorKind::NotFound,
+            format!("no access to cgroup {shown}: {e}"),
+        )
+        .with_errno(e.raw_os_error().unwrap_or(0))
+        .with_hint(
+            "name a cgroup that exists: a directory under the perf_event (or cgroup2) mount",
+        )),
+    }
+}
+
+/// The path of a [`Target::Cgroup`] (an empty path for any other target).
+fn path_of(target: &Target) -> &Path {
+    match target {
+        Target::Cgroup { path, .. } => path,
+        _ => Path::new(""),
+    }
+}
+
+/// Why the kernel refused an event in cgroup `path`: EBADF, the directory is no cgroup of
+/// the perf_event hierarchy; EINVAL, a kernel without `CONFIG_CGROUP_PERF` (or an event it
+/// refuses anyway).
+fn cgroup_refused(errno: i32, path: &Path) -> Error {
+    let shown = path.display();
+    let (message, hint) = if errno == libc::EBADF {
+        (
+            format!("{shown} is not a cgroup the kernel counts events in"),
+            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one",
+        )
+    } else {
+        (
+            format!(
+                "the kernel refused to count in cgroup {shown} (EINVAL): it counts by cgroup \
+                 only when built with CONFIG_CGROUP_PERF"
+            ),
+            "check `grep CGROUP_PERF /boot/config-$(uname -r)` (or /proc/config.gz); without \
+             it, count every CPU with -a and no -G",
+        )
+    };
+    Error::new(counterhal_hal::ErrorKind::Unsupported, message)
+        .with_errno(errno)
+        .with_hint(hint)
+}
+
 /// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
 /// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
 /// counters would start at some later exec of a process this caller does not control.
@@ -353,7 +414,7 @@ impl LinuxBackend {
                 format: if inherit { inherited_format } else { group },
                 ..base
             },
-            Target::Cpu(cpu) => {
+            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => {
                 let cpus = sys::configured_cpus();
                 if cpu >= cpus {
                     let last = cpus.saturating_sub(1);
@@ -375,6 +436,11 @@ impl LinuxBackend {
                 format: inherited_format,
                 ..base
             },
+            Target::ExecAlone { pid } => Placement {
+                pid: to_pid(exec_child(pid)?)?,
+                enable_on_exec: true,
+                ..base
+            },
             ref other => {
                 return Err(Error::unsupported(format!(
                     "the linux backend cannot measure {other}"
@@ -389,30 +455,36 @@ impl LinuxBackend {
         encoding: &PerfAttr,
         leader: Option<&KernelGroup>,
         place: &Placement,
+        cgroup: Option<(BorrowedFd<'_>, &Path)>,
     ) -> Result<(std::os::fd::OwnedFd, u64)> {
         let mut attr = build_attr(encoding, leader.is_none(), place);
         let group_fd = leader.map(|g| g.fds[0].as_fd());
-        let fd = sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0).map_err(
-            |failure| {
-                if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
-                    return attr_size_error(failure.kernel_size, failure.field)
-                        .context(&request.name);
-                }
-                let attempt = OpenAttempt {
-                    class: EventClass::of_type(encoding.type_),
-                    counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
-                    exclude: encoding.exclude_bits(),
-                    inherit: place.inherit,
-                    group_read: place.format == ReadFormat::Group,
-                    pid: place.pid,
-                    cpu: place.cpu,
-                    cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
-                    member: leader.is_some(),
-                };
-                map_errno(failure.errno, Operation::Open(attempt), &self.facts)
-                    .context(&request.name)
-            },
-        )?;
+        let opened = match cgroup {
+            Some((dir, _)) => sys::perf_event_open_cgroup(&mut attr, dir, place.cpu, group_fd, 0),
+            None => sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0),
+        };
+        let fd = opened.map_err(|failure| {
+            if let Some((_, path)) = cgroup
+                && matches!(failure.errno, libc::EINVAL | libc::EBADF)
+            {
+                return cgroup_refused(failure.errno, path).context(&request.name);
+            }
+            if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
+                return attr_size_error(failure.kernel_size, failure.field).context(&request.name);
+            }
+            let attempt = OpenAttempt {
+                class: EventClass::of_type(encoding.type_),
+                counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
+                exclude: encoding.exclude_bits(),
+                inherit: place.inherit,
+                group_read: place.format == ReadFormat::Group,
+                pid: place.pid,
+                cpu: place.cpu,
+                cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
+                member: leader.is_some(),
+            };
+            map_errno(failure.errno, Operation::Open(attempt), &self.facts).context(&request.name)
+        })?;
         let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
             map_errno(errno, Operation::Ioctl("ID"), &self.facts).context(&request.name)
         })?;
@@ -580,6 +652,11 @@ impl LinuxBackend {
             sample_period,
             ..self.placement(target, options)?
         };
+        let cgroup = match target {
+            Target::Cgroup { path, .. } => Some(open_cgroup(path)?),
+            _ => None,
+        };
+        let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
         let encodings = events
             .iter()
             .map(perf_encoding)
@@ -625,7 +702,8 @@ impl LinuxBackend {
                 } else {
                     Some(&group)
                 };
-                let (fd, id) = self.open_one(&events[index], &encodings[index], leader, &place)?;
+                let (fd, id) =
+                    self.open_one(&events[index], &encodings[index], leader, &place, cgroup)?;
                 group.fds.push(fd);
                 group.ids.push(id);
                 group.slots.push(index);

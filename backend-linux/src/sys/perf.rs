@@ -34,6 +34,9 @@ pub const ATTR_SIZE_VER7: u32 = 128;
 /// `PERF_ATTR_SIZE_VER8` (adds `config3`): the size this crate speaks.
 pub const ATTR_SIZE_VER8: u32 = 136;
 
+/// `PERF_FLAG_PID_CGROUP`: `pid` is an open cgroup directory, the event counts CPU-wide while
+/// that cgroup's tasks run.
+pub const FLAG_PID_CGROUP: u64 = 1 << 2;
 /// `PERF_FLAG_FD_CLOEXEC`: the new fd is close-on-exec.
 pub const FLAG_FD_CLOEXEC: u64 = 1 << 3;
 /// `PERF_IOC_FLAG_GROUP`: an ioctl on a leader applies to its whole group.
@@ -538,11 +541,48 @@ pub fn perf_event_open(
     group: Option<BorrowedFd<'_>>,
     flags: u64,
 ) -> Result<OwnedFd, OpenFailure> {
+    open_raw(attr, pid, cpu, group, flags)
+}
+
+/// `perf_event_open(attr, cgroup, cpu, group_fd, flags | PID_CGROUP | FD_CLOEXEC)`: the event
+/// counts on `cpu` while a task of the cgroup whose directory `cgroup` is runs there (the
+/// kernel takes its own reference on the cgroup; the directory may be closed afterwards).
+///
+/// # Errors
+/// As [`perf_event_open`]; EBADF when `cgroup` is no cgroup directory of the `perf_event`
+/// hierarchy, EINVAL where the kernel lacks `CONFIG_CGROUP_PERF` or `cpu` is -1.
+pub fn perf_event_open_cgroup(
+    attr: &mut PerfEventAttr,
+    cgroup: BorrowedFd<'_>,
+    cpu: i32,
+    group: Option<BorrowedFd<'_>>,
+    flags: u64,
+) -> Result<OwnedFd, OpenFailure> {
+    open_raw(
+        attr,
+        cgroup.as_raw_fd(),
+        cpu,
+        group,
+        flags | FLAG_PID_CGROUP,
+    )
+}
+
+/// The system call behind [`perf_event_open`] and [`perf_event_open_cgroup`]: `pid` is a
+/// process id, or a cgroup descriptor borrowed by the caller for the call when `flags` hold
+/// `PERF_FLAG_PID_CGROUP`.
+fn open_raw(
+    attr: &mut PerfEventAttr,
+    pid: i32,
+    cpu: i32,
+    group: Option<BorrowedFd<'_>>,
+    flags: u64,
+) -> Result<OwnedFd, OpenFailure> {
     let group_fd = group.map_or(-1, |fd| fd.as_raw_fd());
     open_retrying_e2big(attr, |attr| {
         let attr_ptr: *mut PerfEventAttr = attr;
         // SAFETY: `attr_ptr` points to a live, initialised PerfEventAttr of `attr.size` <= 136
-        // bytes; the kernel reads at most `size` bytes and may write back `size`.
+        // bytes; the kernel reads at most `size` bytes and may write back `size`; `pid` is a
+        // process id or (PID_CGROUP) a descriptor the caller keeps open for the call.
         let ret = unsafe {
             libc::syscall(
                 libc::SYS_perf_event_open,
