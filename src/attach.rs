@@ -58,6 +58,15 @@ pub enum Attach {
 }
 
 impl Attach {
+    /// What runs on `cpus` (every online CPU: `None`) while tasks of the control group whose
+    /// directory is `path` run there ([`Attach::Cgroup`]).
+    pub fn cgroup(path: impl AsRef<Path>, cpus: Option<CpuList>) -> Attach {
+        Attach::Cgroup {
+            path: Arc::from(path.as_ref()),
+            cpus,
+        }
+    }
+
     /// The backend targets this stands for now: a process's threads are read from
     /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
     /// directory).

@@ -1,7 +1,7 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 use std::borrow::Cow;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -12,6 +12,7 @@ use counterhal_hal::{
     Target, TargetSupport, Term, check_family, countable_form,
 };
 
+use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::sys::{
@@ -180,67 +181,6 @@ const ACCEPTS: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::A
 
 /// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
 /// process, every target; self-monitoring reads where there is a hardware PMU.
-/// The directory of a [`Target::Cgroup`], opened for `perf_event_open` (`pid` is its
-/// descriptor under `PERF_FLAG_PID_CGROUP`).
-///
-/// # Errors
-/// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) naming the path when it cannot
-/// be opened (no such cgroup), [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied)
-/// when it may not be read.
-fn open_cgroup(path: &Path) -> Result<OwnedFd> {
-    let shown = path.display();
-    match std::fs::File::open(path) {
-        Ok(dir) => Ok(OwnedFd::from(dir)),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
-            counterhal_hal::ErrorKind::PermissionDenied,
-            format!("no access to cgroup {shown}"),
-        )
-        .with_errno(e.raw_os_error().unwrap_or(0))
-        .with_hint("the cgroup's directory must be readable by this user")),
-        Err(e) => Err(Error::new(
-            counterhal_hal::ErrorKind::NotFound,
-            format!("no access to cgroup {shown}: {e}"),
-        )
-        .with_errno(e.raw_os_error().unwrap_or(0))
-        .with_hint(
-            "name a cgroup that exists: a directory under the perf_event (or cgroup2) mount",
-        )),
-    }
-}
-
-/// The path of a [`Target::Cgroup`] (an empty path for any other target).
-fn path_of(target: &Target) -> &Path {
-    match target {
-        Target::Cgroup { path, .. } => path,
-        _ => Path::new(""),
-    }
-}
-
-/// Why the kernel refused an event in cgroup `path`: EBADF, the directory is no cgroup of
-/// the perf_event hierarchy; EINVAL, a kernel without `CONFIG_CGROUP_PERF` (or an event it
-/// refuses anyway).
-fn cgroup_refused(errno: i32, path: &Path) -> Error {
-    let shown = path.display();
-    let (message, hint) = if errno == libc::EBADF {
-        (
-            format!("{shown} is not a cgroup the kernel counts events in"),
-            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one",
-        )
-    } else {
-        (
-            format!(
-                "the kernel refused to count in cgroup {shown} (EINVAL): it counts by cgroup \
-                 only when built with CONFIG_CGROUP_PERF"
-            ),
-            "check `grep CGROUP_PERF /boot/config-$(uname -r)` (or /proc/config.gz); without \
-             it, count every CPU with -a and no -G",
-        )
-    };
-    Error::new(counterhal_hal::ErrorKind::Unsupported, message)
-        .with_errno(errno)
-        .with_hint(hint)
-}
-
 /// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
 /// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
 /// counters would start at some later exec of a process this caller does not control.
