@@ -19,15 +19,19 @@ Examples:
   counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
   counterhal stat -a -e cpu-clock -- sleep 1
   counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
+  counterhal stat -a -e task-clock,context-switches -G user.slice -- sleep 1
+  counterhal stat -a -e task-clock --for-each-cgroup system.slice,user.slice -- sleep 1
+  counterhal stat -i -e page-faults -- sh -c 'ls; ls'     (the shell alone, not the ls)
   counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
   counterhal stat --backend pctr --model --cpu-model p6 -e instructions,branches,cycles -- sleep 1
 Events not supported here are printed as <not supported>, with the reason below the table.\n\
-perf stat options not taken yet, and the differences kept on purpose: see the README's stat section.";
+How counterhal differs from perf stat, on purpose or not yet: see the README's stat section.";
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B [--model]] [--cpu-model MODEL] \
-[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
+[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-G CG[,CG...] | --for-each-cgroup CG[,CG...]] \
+[-i] [-A] [-r N] [-I MS [--interval-count N]] \
 [--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
 [-- CMD [ARGS]]";
 
