@@ -127,3 +127,35 @@ impl fmt::Display for Target {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Accepts, Capabilities, Domain, Scope, TargetSupport};
+
+    #[test]
+    fn cgroup_and_alone_targets_say_what_they_count() {
+        let cgroup = Target::cgroup("/sys/fs/cgroup/web", 3);
+        assert_eq!(
+            cgroup.to_string(),
+            "control group /sys/fs/cgroup/web on CPU 3"
+        );
+        assert_eq!(cgroup.cpu_counted(), Some(3));
+        assert_eq!(Target::cpu(1).cpu_counted(), Some(1));
+        assert_eq!(Target::exec(7).cpu_counted(), None);
+        assert_eq!(
+            Target::exec_alone(7).to_string(),
+            "command (process 7) from its exec, without its children"
+        );
+        // A backend says which it takes; none is taken unless said.
+        let mut capabilities = Capabilities::new(
+            Accepts::new(&[], Domain::ALL, Domain::ALL),
+            Scope::PerProcess,
+        );
+        assert!(!capabilities.supports(&cgroup));
+        assert!(!capabilities.supports(&Target::exec_alone(7)));
+        capabilities.targets = TargetSupport::ALL;
+        assert!(capabilities.supports(&cgroup));
+        assert!(capabilities.supports(&Target::exec_alone(7)));
+    }
+}
