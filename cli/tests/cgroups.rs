@@ -103,6 +103,16 @@ impl Drop for TestCgroup {
             child.kill().ok();
             child.wait().ok();
         }
+        // A cgroup made below it first (its control files go with it).
+        for entry in std::fs::read_dir(&self.path)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir(entry.path()).ok();
+            }
+        }
         for _ in 0..50 {
             if std::fs::remove_dir(&self.path).is_ok() {
                 return;
@@ -261,6 +271,59 @@ fn cgroups_go_to_events_as_perf_gives_them() {
         // The events, their cgroups, and whether each counted (the idle cgroup never does).
         assert_eq!(mine, perfs, "{case:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn for_each_cgroup_takes_perfs_patterns() {
+    let root = cgroups_or_skip!();
+    perf_or_skip!();
+    // Three cgroups this test alone names `-pat-`: a, b and b/sub.
+    let a = TestCgroup::new(&root, "pat-a").expect("make a cgroup");
+    let b = TestCgroup::new(&root, "pat-b").expect("make a cgroup");
+    std::fs::create_dir(b.path.join("sub")).expect("make a cgroup below");
+    let prefix = a.name.trim_end_matches("-a").to_string();
+    let lists = [
+        format!("{prefix}-[ab]"),
+        format!(",{}", a.name),
+        format!("{prefix}-b/s\\(u\\)b$"),
+        format!("^{prefix}-a\\{{1\\}}$,{prefix}-b/sub$"),
+    ];
+    for list in &lists {
+        let args = [
+            "-a",
+            "-x,",
+            "-e",
+            "task-clock",
+            "--for-each-cgroup",
+            list,
+            "--",
+            "sleep",
+            "0.1",
+        ];
+        let out = ours(&args);
+        kernel_counts_cgroups_or_skip!(&out);
+        let cgroups = |out: &Output| -> Vec<String> {
+            result_lines(out).iter().map(|f| f[3].clone()).collect()
+        };
+        let mine = cgroups(&out);
+        assert!(!mine.is_empty(), "{list}: {}", stderr(&out));
+        assert_eq!(mine, cgroups(&perf(&args)), "{list}");
+    }
+    let none = ours(&[
+        "-a",
+        "-e",
+        "task-clock",
+        "--for-each-cgroup",
+        "counterhal-none-*",
+        "--",
+        "true",
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        stderr(&none).contains("no cgroup matched: counterhal-none-*"),
+        "{}",
+        stderr(&none)
+    );
 }
 
 #[test]

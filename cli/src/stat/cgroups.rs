@@ -4,7 +4,8 @@
 //! perf's rules, kept here: `-G` comes after the events it applies to; its names (of every
 //! `-G`, in order, an empty name standing for no cgroup) go to the events one by one, the n-th
 //! name to the n-th event, and a first `-G` with a single name goes to every event given
-//! before it. `--for-each-cgroup` counts every event once per cgroup, cgroup after cgroup.
+//! before it. `--for-each-cgroup` counts every event once per cgroup, cgroup after cgroup
+//! (names, or patterns: [`cgroup_pattern`]).
 //! Names are found where perf finds them ([`counterhal::find_cgroup`]).
 
 use std::path::Path;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use counterhal::Error;
 
 use super::arguments::StatArgs;
+use super::cgroup_pattern;
 
 /// Event names, the groups among them (indices) and the cgroup of each event.
 type WithCgroups = (Vec<String>, Vec<Vec<usize>>, Vec<Option<String>>);
@@ -26,7 +28,8 @@ pub fn in_use(args: &StatArgs) -> bool {
 /// `-G`'s cgroup, or every one repeated per cgroup of `--for-each-cgroup`.
 ///
 /// # Errors
-/// As [`assign`] and [`for_each`].
+/// As [`assign`] and [`cgroup_pattern::matching`]; where no cgroup mount is found for a
+/// pattern, as [`counterhal::cgroup_root`].
 pub fn of_events(
     args: &StatArgs,
     names: Vec<String>,
@@ -34,7 +37,16 @@ pub fn of_events(
 ) -> Result<WithCgroups, Error> {
     let more = &args.more;
     if !more.for_each_cgroup.is_empty() {
-        return for_each(&names, &groups, &more.for_each_cgroup);
+        let list = more.for_each_cgroup.join(",");
+        let cgroups = if cgroup_pattern::has_pattern(&list) {
+            cgroup_pattern::matching(&counterhal::cgroup_root()?, &list)?
+        } else {
+            // An empty name is the root, as perf takes it.
+            list.split(',')
+                .map(|name| if name.is_empty() { "/" } else { name }.to_string())
+                .collect()
+        };
+        return Ok(for_each(&names, &groups, &cgroups));
     }
     let cgroups = assign(names.len(), &more.cgroups, &more.events_before_cgroups)?;
     Ok((names, groups, cgroups))
@@ -88,26 +100,13 @@ pub fn assign(
     Ok(assigned)
 }
 
-/// `--for-each-cgroup`: `names` (split at their commas) and `groups` (indices into them)
-/// repeated once per cgroup, with the cgroup of each copy.
-///
-/// # Errors
-/// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for an empty cgroup name.
-pub fn for_each(
-    names: &[String],
-    groups: &[Vec<usize>],
-    cgroups: &[String],
-) -> Result<WithCgroups, Error> {
+/// `--for-each-cgroup`: `names` and `groups` (indices into them) repeated once per cgroup
+/// of `cgroups`, with the cgroup of each copy.
+pub fn for_each(names: &[String], groups: &[Vec<usize>], cgroups: &[String]) -> WithCgroups {
     let mut all_names = Vec::new();
     let mut all_groups = Vec::new();
     let mut of = Vec::new();
-    for cgroup in cgroups.iter().flat_map(|list| list.split(',')) {
-        if cgroup.is_empty() {
-            return Err(
-                Error::invalid_input("an empty cgroup name in --for-each-cgroup")
-                    .with_hint("name cgroups separated by commas, e.g. --for-each-cgroup web,db"),
-            );
-        }
+    for cgroup in cgroups {
         let offset = all_names.len();
         all_names.extend(names.iter().cloned());
         of.extend(names.iter().map(|_| Some(cgroup.to_string())));
@@ -117,7 +116,7 @@ pub fn for_each(
                 .map(|group| group.iter().map(|i| i + offset).collect::<Vec<_>>()),
         );
     }
-    Ok((all_names, all_groups, of))
+    (all_names, all_groups, of)
 }
 
 /// Each distinct cgroup name's directory, found once ([`counterhal::find_cgroup`]), for
@@ -137,7 +136,9 @@ pub fn directories(assigned: &[Option<String>]) -> Result<Vec<Option<Arc<Path>>>
             if let Some((_, path)) = found.iter().find(|(n, _)| *n == name) {
                 return Ok(Some(Arc::clone(path)));
             }
-            let path: Arc<Path> = Arc::from(counterhal::find_cgroup(name)?);
+            // The root, as a pattern names it.
+            let lookup = if name.is_empty() { "/" } else { name };
+            let path: Arc<Path> = Arc::from(counterhal::find_cgroup(lookup)?);
             found.push((name, Arc::clone(&path)));
             Ok(Some(path))
         })
@@ -185,10 +186,10 @@ mod tests {
     #[test]
     fn for_each_repeats_events_and_groups_per_cgroup() {
         let events = vec!["a".to_string(), "b".to_string()];
-        let (names, groups, of) = for_each(&events, &[vec![0, 1]], &["x,y".to_string()]).unwrap();
+        let cgroups = ["x".to_string(), "y".to_string()];
+        let (names, groups, of) = for_each(&events, &[vec![0, 1]], &cgroups);
         assert_eq!(names, ["a", "b", "a", "b"]);
         assert_eq!(groups, [vec![0, 1], vec![2, 3]]);
         assert_eq!(super::tests::names(&of), ["x", "x", "y", "y"]);
-        assert!(for_each(&events, &[], &["x,,y".to_string()]).is_err());
     }
 }

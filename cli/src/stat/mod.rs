@@ -3,7 +3,8 @@
 //! A measurement passes through these rooms, which import each other without a cycle (the
 //! architecture test checks it): [`arguments`] (the command line and its checks) and
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
-//! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
+//! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
+//! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
 //! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
@@ -17,6 +18,7 @@
 
 mod arguments;
 mod attached;
+mod cgroup_pattern;
 mod cgroups;
 mod counted;
 mod document;

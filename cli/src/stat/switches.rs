@@ -89,7 +89,9 @@ pub struct Switches {
         conflicts_with = "for_each_cgroup"
     )]
     pub(super) cgroups: Vec<String>,
-    /// With -a or -C: count every event once per cgroup, only while that cgroup's tasks run.
+    /// With -a or -C: count every event once per cgroup, only while that cgroup's tasks run
+    /// (a list with any of {}[]()|*+?^$: basic regular expressions matched against every
+    /// cgroup's path, as perf matches them).
     #[arg(long = "for-each-cgroup", value_name = "NAME[,NAME...]")]
     pub(super) for_each_cgroup: Vec<String>,
     /// For each `-G` value, how many `-e` values came before it on the command line (`None`:
