@@ -399,15 +399,16 @@ impl LinuxBackend {
     ) -> Result<(std::os::fd::OwnedFd, u64)> {
         let mut attr = build_attr(encoding, leader.is_none(), place);
         let group_fd = leader.map(|g| g.fds[0].as_fd());
+        // The cgroup's descriptor is `pid` under PERF_FLAG_PID_CGROUP; `place.pid` is -1.
         let opened = match cgroup {
             Some((dir, _)) => sys::perf_event_open_cgroup(&mut attr, dir, place.cpu, group_fd, 0),
             None => sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0),
         };
         let fd = opened.map_err(|failure| {
             if let Some((_, path)) = cgroup
-                && matches!(failure.errno, libc::EINVAL | libc::EBADF)
+                && let Some(refused) = cgroup_refused(failure.errno, path)
             {
-                return cgroup_refused(failure.errno, path).context(&request.name);
+                return refused.context(&request.name);
             }
             if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
                 return attr_size_error(failure.kernel_size, failure.field).context(&request.name);

@@ -43,27 +43,79 @@ pub(crate) fn path_of(target: &Target) -> &Path {
     }
 }
 
+/// Whether the running kernel's configuration, where `/boot/config-RELEASE` tells, has
+/// `CONFIG_CGROUP_PERF=y`; `None` where it does not tell.
+fn kernel_counts_cgroups() -> Option<bool> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
+    Some(config.lines().any(|line| line == "CONFIG_CGROUP_PERF=y"))
+}
+
 /// Why the kernel refused an event in cgroup `path`: EBADF, the directory is no cgroup of
-/// the perf_event hierarchy; EINVAL, a kernel without `CONFIG_CGROUP_PERF` (or an event it
-/// refuses anyway).
-pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Error {
+/// the perf_event hierarchy; EINVAL, a kernel without `CONFIG_CGROUP_PERF`. `None` for an
+/// EINVAL where the kernel's configuration says it counts by cgroup: the event's own fault,
+/// for the usual mapping.
+pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
+    if errno == libc::EINVAL && kernel_counts_cgroups() == Some(true) {
+        return None;
+    }
     let shown = path.display();
     let (message, hint) = if errno == libc::EBADF {
         (
             format!("{shown} is not a cgroup the kernel counts events in"),
-            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one",
+            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one"
+                .to_string(),
         )
     } else {
+        let configured = match kernel_counts_cgroups() {
+            Some(false) => "this kernel was built without it",
+            _ => "a kernel built without it refuses every cgroup event",
+        };
         (
             format!(
                 "the kernel refused to count in cgroup {shown} (EINVAL): it counts by cgroup \
-                 only when built with CONFIG_CGROUP_PERF"
+                 only with CONFIG_CGROUP_PERF, and {configured}"
             ),
-            "check `grep CGROUP_PERF /boot/config-$(uname -r)` (or /proc/config.gz); without \
-             it, count every CPU with -a and no -G",
+            "check `zgrep CGROUP_PERF /proc/config.gz` (or /boot/config-$(uname -r)); without \
+             it, count every CPU with -a and no -G"
+                .to_string(),
         )
     };
-    Error::new(counterhal_hal::ErrorKind::Unsupported, message)
-        .with_errno(errno)
-        .with_hint(hint)
+    Some(
+        Error::new(counterhal_hal::ErrorKind::Unsupported, message)
+            .with_errno(errno)
+            .with_hint(hint),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_cgroup_and_the_kernel_setting() {
+        let path = Path::new("/sys/fs/cgroup/web");
+        let not_one = cgroup_refused(libc::EBADF, path).expect("EBADF is the directory's");
+        assert_eq!(not_one.kind(), counterhal_hal::ErrorKind::Unsupported);
+        assert!(
+            not_one.message().contains("/sys/fs/cgroup/web"),
+            "{not_one}"
+        );
+        // EINVAL blames the kernel's configuration unless it says it counts by cgroup.
+        match (cgroup_refused(libc::EINVAL, path), kernel_counts_cgroups()) {
+            (None, Some(true)) => {}
+            (Some(e), Some(false) | None) => {
+                assert!(e.message().contains("CONFIG_CGROUP_PERF"), "{e}");
+            }
+            (refused, config) => panic!("{refused:?} with CONFIG_CGROUP_PERF {config:?}"),
+        }
+        let missing = open_cgroup(Path::new("/counterhal-no-such-cgroup")).unwrap_err();
+        assert_eq!(missing.kind(), counterhal_hal::ErrorKind::NotFound);
+        assert!(
+            missing
+                .message()
+                .starts_with("no access to cgroup /counterhal-no-such-cgroup"),
+            "{missing}"
+        );
+    }
 }

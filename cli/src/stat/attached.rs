@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use counterhal::hal::{Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal::process::{ForwardSignals, WaitingChild, belongs_to_another_user};
-use counterhal::{Attach, Backend, Error, ErrorKind, MultiSet};
+use counterhal::{Attach, Backend, Error, ErrorKind, EventSet, MultiSet};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
@@ -54,7 +54,11 @@ pub fn run_on_targets<B: Backend>(
             .collect();
         let class_attach = match &class {
             None => attach.clone(),
-            Some(path) => in_cgroup(attach, path)?,
+            Some(path) => {
+                let in_it = in_cgroup(attach, path)?;
+                check_cgroup(backend, &in_it)?;
+                in_it
+            }
         };
         sets.extend(open_sets(
             backend,
@@ -66,6 +70,27 @@ pub fn run_on_targets<B: Backend>(
         )?);
     }
     run_and_read(sets, command, results, plan)
+}
+
+/// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot
+/// count in the cgroup of `attach` at all (a software clock on its first CPU is refused), so
+/// that this is said once, not as every event's `<not supported>`.
+fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError> {
+    let Some(target) = attach.targets().into_iter().next() else {
+        return Ok(());
+    };
+    if !backend.capabilities().supports(&target) {
+        return Err(CliError::failed(
+            Error::unsupported(format!("{} cannot count by cgroup", backend.label()))
+                .with_hint("count with the linux backend"),
+        ));
+    }
+    let Ok(clock) = backend.resolve("task-clock") else {
+        return Ok(());
+    };
+    EventSet::open(backend, vec![clock], &target, &OpenOptions::ungrouped())
+        .map(drop)
+        .map_err(CliError::failed)
 }
 
 /// The CPUs of `attach` (`-a`, `-C`) counted only while the tasks of cgroup `path` run.
