@@ -3,6 +3,9 @@
 //! CPUs of a list); [`MultiSet`] counts the same events on each and reads them per target or
 //! summed.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use counterhal_hal::{
     Backend, CpuList, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent,
     Result, Target, check_buffer, sum_readings,
@@ -43,9 +46,27 @@ pub enum Attach {
     AllCpus,
     /// These CPUs (system-wide).
     Cpus(CpuList),
+    /// What runs on these CPUs (every online CPU: `None`) while tasks of one control group
+    /// run there, the group named by its directory ([`find_cgroup`](crate::find_cgroup)
+    /// finds it by name, as `perf stat -G` does).
+    Cgroup {
+        /// The control group's directory.
+        path: Arc<Path>,
+        /// The CPUs; `None` for every online CPU.
+        cpus: Option<CpuList>,
+    },
 }
 
 impl Attach {
+    /// What runs on `cpus` (every online CPU: `None`) while tasks of the control group whose
+    /// directory is `path` run there ([`Attach::Cgroup`]).
+    pub fn cgroup(path: impl AsRef<Path>, cpus: Option<CpuList>) -> Attach {
+        Attach::Cgroup {
+            path: Arc::from(path.as_ref()),
+            cpus,
+        }
+    }
+
     /// The backend targets this stands for now: a process's threads are read from
     /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
     /// directory).
@@ -64,6 +85,15 @@ impl Attach {
                 .unwrap_or_else(|| vec![Target::process_and_children(*pid)]),
             Attach::AllCpus => online_cpus().iter().map(Target::Cpu).collect(),
             Attach::Cpus(cpus) => cpus.iter().map(Target::Cpu).collect(),
+            Attach::Cgroup { path, cpus } => cpus
+                .clone()
+                .unwrap_or_else(online_cpus)
+                .iter()
+                .map(|cpu| Target::Cgroup {
+                    path: Arc::clone(path),
+                    cpu,
+                })
+                .collect(),
         }
     }
 
@@ -158,7 +188,7 @@ impl<G: Group> MultiSet<G> {
     pub fn read_each(&mut self) -> Result<Vec<(Target, Vec<Reading>)>> {
         self.sets
             .iter_mut()
-            .map(|(target, set)| Ok((*target, set.read_to_vec()?)))
+            .map(|(target, set)| Ok((target.clone(), set.read_to_vec()?)))
             .collect()
     }
 }

@@ -39,6 +39,29 @@ pub struct CountedCommand<G> {
     opened: Vec<Opened<G>>,
 }
 
+/// Whom the counters of a [`CountedCommand`] follow.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Follow {
+    /// The command and every process and thread it creates ([`Target::Exec`](counterhal_hal::Target::Exec)):
+    /// `perf stat -- cmd`.
+    #[default]
+    Children,
+    /// The command's own process alone, none of the processes or threads it creates
+    /// ([`Target::ExecAlone`](counterhal_hal::Target::ExecAlone)): `perf stat -i -- cmd`.
+    CommandOnly,
+}
+
+impl Follow {
+    /// The target for the command whose held child is `pid`.
+    fn target(self, pid: u32) -> counterhal_hal::Target {
+        match self {
+            Follow::Children => counterhal_hal::Target::Exec { pid },
+            Follow::CommandOnly => counterhal_hal::Target::ExecAlone { pid },
+        }
+    }
+}
+
 /// What a counted command did: one reading per event, or why that event was not counted, and
 /// how the command ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +102,14 @@ impl<G: Group> CountedCommand<G> {
         } else {
             (0..events.len()).map(|i| vec![i]).collect()
         };
-        Self::open_partition(backend, events, command, options, partition)
+        Self::open_partition(
+            backend,
+            events,
+            command,
+            options,
+            partition,
+            Follow::Children,
+        )
     }
 
     /// As [`new`](CountedCommand::new), with the events opened in `groups`, as perf's
@@ -96,6 +126,27 @@ impl<G: Group> CountedCommand<G> {
         command: Command,
         options: &OpenOptions,
         groups: &[Vec<usize>],
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
+        Self::following(backend, events, command, options, groups, Follow::Children)
+    }
+
+    /// As [`with_groups`](CountedCommand::with_groups), the counters following whom `follow`
+    /// says: [`Follow::CommandOnly`] counts the command's own process without what it
+    /// creates, as `perf stat -i -- cmd` does.
+    ///
+    /// # Errors
+    /// As [`with_groups`](CountedCommand::with_groups); [`ErrorKind::Unsupported`] when
+    /// the backend cannot count a command that way.
+    pub fn following<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        command: Command,
+        options: &OpenOptions,
+        groups: &[Vec<usize>],
+        follow: Follow,
     ) -> Result<Self>
     where
         B: Backend<Group = G> + ?Sized,
@@ -131,7 +182,7 @@ impl<G: Group> CountedCommand<G> {
         partition.extend((0..events.len()).filter(|&i| !taken[i]).map(|i| vec![i]));
         let mut options = *options;
         options.grouped = false;
-        Self::open_partition(backend, events, command, &options, partition)
+        Self::open_partition(backend, events, command, &options, partition, follow)
     }
 
     /// Starts `command` held and opens each part of `partition` as one set.
@@ -141,13 +192,23 @@ impl<G: Group> CountedCommand<G> {
         command: Command,
         options: &OpenOptions,
         partition: Vec<Vec<usize>>,
+        follow: Follow,
     ) -> Result<Self>
     where
         B: Backend<Group = G> + ?Sized,
     {
-        let exec = counterhal_hal::Target::Exec { pid: 0 };
         let capabilities = backend.capabilities();
-        if !capabilities.supports(&exec) {
+        if follow == Follow::CommandOnly
+            && capabilities.targets.exec
+            && !capabilities.supports(&follow.target(0))
+        {
+            return Err(Error::unsupported(format!(
+                "{} cannot count a command without the processes it creates",
+                backend.label()
+            ))
+            .with_hint("count it with Follow::Children"));
+        }
+        if !capabilities.supports(&follow.target(0)) {
             let instead = if capabilities.targets.cpu {
                 "it counts per CPU: open the events on Attach::AllCpus and run the command while \
                  they count (counterhal stat does so); other programs are counted too"
@@ -164,7 +225,7 @@ impl<G: Group> CountedCommand<G> {
             .with_hint(instead));
         }
         let child = WaitingChild::from_command(command)?;
-        let target = child.target();
+        let target = follow.target(child.pid());
         let open = |indices: Vec<usize>| {
             let chosen = indices.iter().map(|&i| events[i].clone()).collect();
             let mut options = *options;

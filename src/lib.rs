@@ -68,6 +68,7 @@ pub use counterhal_process as process;
 pub use counterhal_time as time;
 
 mod attach;
+mod cgroup;
 #[cfg(unix)]
 mod command;
 mod group;
@@ -78,8 +79,9 @@ pub mod registry;
 mod set;
 
 pub use attach::{Attach, MultiSet, online_cpus};
+pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};
 #[cfg(unix)]
-pub use command::{CommandCount, CountedCommand, count_command};
+pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
 pub use listing::{Listed, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};

@@ -23,4 +23,4 @@ pub use crate::{
     open_default, query,
 };
 #[cfg(unix)]
-pub use crate::{CommandCount, CountedCommand, count_command};
+pub use crate::{CommandCount, CountedCommand, Follow, count_command};

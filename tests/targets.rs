@@ -124,7 +124,7 @@ fn all_cpus_read_per_cpu_and_summed() {
     spin_cpu(20);
     set.disable().unwrap();
     let each = set.read_each().unwrap();
-    let cpus: Vec<Target> = each.iter().map(|(target, _)| *target).collect();
+    let cpus: Vec<Target> = each.iter().map(|(target, _)| target.clone()).collect();
     let expected: Vec<Target> = online.iter().map(Target::Cpu).collect();
     assert_eq!(cpus, expected);
     let total = set.read_to_vec().unwrap()[0].value;
@@ -219,6 +219,21 @@ fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead()
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unsupported, "{name}: {error}");
         assert!(error.hint().unwrap().contains(instead), "{name}: {error}");
+        // Nor the command alone.
+        let event = backend.resolve("cycles").unwrap();
+        let alone = CountedCommand::following(
+            &backend,
+            &[event],
+            Command::new("/bin/true"),
+            &OpenOptions::default(),
+            &[],
+            Follow::CommandOnly,
+        );
+        assert_eq!(
+            alone.err().map(|e| e.kind()),
+            Some(ErrorKind::Unsupported),
+            "{name}"
+        );
     }
 }
 
@@ -237,6 +252,7 @@ fn every_backend_takes_each_place_or_says_unsupported() {
             Attach::Process(std::process::id()),
             Attach::AllCpus,
             Attach::Cpus("0".parse().unwrap()),
+            Attach::cgroup(std::env::temp_dir(), None),
         ] {
             match MultiSet::open(
                 &backend,

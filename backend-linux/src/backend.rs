@@ -1,8 +1,8 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 use std::borrow::Cow;
-use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
@@ -12,6 +12,7 @@ use counterhal_hal::{
     Target, TargetSupport, Term, check_family, countable_form,
 };
 
+use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::sys::{
@@ -353,7 +354,7 @@ impl LinuxBackend {
                 format: if inherit { inherited_format } else { group },
                 ..base
             },
-            Target::Cpu(cpu) => {
+            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => {
                 let cpus = sys::configured_cpus();
                 if cpu >= cpus {
                     let last = cpus.saturating_sub(1);
@@ -375,6 +376,11 @@ impl LinuxBackend {
                 format: inherited_format,
                 ..base
             },
+            Target::ExecAlone { pid } => Placement {
+                pid: to_pid(exec_child(pid)?)?,
+                enable_on_exec: true,
+                ..base
+            },
             ref other => {
                 return Err(Error::unsupported(format!(
                     "the linux backend cannot measure {other}"
@@ -389,30 +395,37 @@ impl LinuxBackend {
         encoding: &PerfAttr,
         leader: Option<&KernelGroup>,
         place: &Placement,
+        cgroup: Option<(BorrowedFd<'_>, &Path)>,
     ) -> Result<(std::os::fd::OwnedFd, u64)> {
         let mut attr = build_attr(encoding, leader.is_none(), place);
         let group_fd = leader.map(|g| g.fds[0].as_fd());
-        let fd = sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0).map_err(
-            |failure| {
-                if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
-                    return attr_size_error(failure.kernel_size, failure.field)
-                        .context(&request.name);
-                }
-                let attempt = OpenAttempt {
-                    class: EventClass::of_type(encoding.type_),
-                    counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
-                    exclude: encoding.exclude_bits(),
-                    inherit: place.inherit,
-                    group_read: place.format == ReadFormat::Group,
-                    pid: place.pid,
-                    cpu: place.cpu,
-                    cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
-                    member: leader.is_some(),
-                };
-                map_errno(failure.errno, Operation::Open(attempt), &self.facts)
-                    .context(&request.name)
-            },
-        )?;
+        // The cgroup's descriptor is `pid` under PERF_FLAG_PID_CGROUP; `place.pid` is -1.
+        let opened = match cgroup {
+            Some((dir, _)) => sys::perf_event_open_cgroup(&mut attr, dir, place.cpu, group_fd, 0),
+            None => sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0),
+        };
+        let fd = opened.map_err(|failure| {
+            if let Some((_, path)) = cgroup
+                && let Some(refused) = cgroup_refused(failure.errno, path)
+            {
+                return refused.context(&request.name);
+            }
+            if failure.errno == libc::E2BIG && failure.kernel_size.is_some() {
+                return attr_size_error(failure.kernel_size, failure.field).context(&request.name);
+            }
+            let attempt = OpenAttempt {
+                class: EventClass::of_type(encoding.type_),
+                counts_kernel: !attr.flag(attr_bit::EXCLUDE_KERNEL),
+                exclude: encoding.exclude_bits(),
+                inherit: place.inherit,
+                group_read: place.format == ReadFormat::Group,
+                pid: place.pid,
+                cpu: place.cpu,
+                cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
+                member: leader.is_some(),
+            };
+            map_errno(failure.errno, Operation::Open(attempt), &self.facts).context(&request.name)
+        })?;
         let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
             map_errno(errno, Operation::Ioctl("ID"), &self.facts).context(&request.name)
         })?;
@@ -580,6 +593,11 @@ impl LinuxBackend {
             sample_period,
             ..self.placement(target, options)?
         };
+        let cgroup = match target {
+            Target::Cgroup { path, .. } => Some(open_cgroup(path)?),
+            _ => None,
+        };
+        let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
         let encodings = events
             .iter()
             .map(perf_encoding)
@@ -625,7 +643,8 @@ impl LinuxBackend {
                 } else {
                     Some(&group)
                 };
-                let (fd, id) = self.open_one(&events[index], &encodings[index], leader, &place)?;
+                let (fd, id) =
+                    self.open_one(&events[index], &encodings[index], leader, &place, cgroup)?;
                 group.fds.push(fd);
                 group.ids.push(id);
                 group.slots.push(index);

@@ -8,6 +8,7 @@ cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
         mod backend;
         mod breakpoint;
+        mod cgroup;
         mod errno;
         mod group;
         pub mod rdpmc;

@@ -425,7 +425,7 @@ const THREE_EXECS: &str = "/bin/true; /bin/true; exit 0";
 fn execve_count(linux: &LinuxBackend, target_of: impl Fn(&WaitingChild) -> Target) -> u64 {
     let mut child = WaitingChild::spawn(&["sh".into(), "-c".into(), THREE_EXECS.into()]).unwrap();
     let target = target_of(&child);
-    let mut group = open(linux, &["syscalls:sys_enter_execve"], target, true);
+    let mut group = open(linux, &["syscalls:sys_enter_execve"], target.clone(), true);
     if !matches!(target, Target::Exec { .. }) {
         group.enable().unwrap();
     }

@@ -269,7 +269,7 @@ impl MsrBackend {
                 let pin = self.shared.device.pin_this_thread()?;
                 Ok((pin.cpu, Some(pin)))
             }
-            other => Err(Error::unsupported(format!(
+            ref other => Err(Error::unsupported(format!(
                 "the msr backend cannot measure {other}: MSR counters count per CPU, system wide"
             ))
             .with_hint("measure a CPU (Target::Cpu) or this thread (pinned to its CPU)")),

@@ -14,7 +14,7 @@ mod stat;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -64,10 +64,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 fn main() -> ExitCode {
-    let args = match Cli::try_parse() {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(error) => return usage_error(error),
+    };
+    let mut args = match Cli::from_arg_matches(&matches) {
         Ok(args) => args,
         Err(error) => return usage_error(error),
     };
+    if let (Command::Stat(stat), Some(("stat", sub))) = (&mut args.command, matches.subcommand()) {
+        stat.note_positions(sub);
+    }
     match run(args) {
         Ok(code) => code,
         Err(error) => {

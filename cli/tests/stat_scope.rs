@@ -1,6 +1,7 @@
 //! `counterhal stat`'s options that choose what is counted, side by side with the installed
 //! perf where perf runs them here: privilege levels for every event, perf's detailed events,
-//! threads, CPUs added up by core, socket, die and node, a delay, and no inheritance.
+//! threads, CPUs added up by core, socket, die and node, a delay, and no inheritance (with a
+//! command: cgroups.rs).
 
 mod common;
 
@@ -317,11 +318,4 @@ fn no_inherit_leaves_out_what_the_process_starts() {
         let perfs = faults(true, true).expect("perf counted");
         assert!(perfs < inherited / 4, "perf: {perfs} against {inherited}");
     }
-    let refused = ours(&["-i", "--", "true"]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        stderr(&refused).contains("-p PID -i"),
-        "{}",
-        stderr(&refused)
-    );
 }

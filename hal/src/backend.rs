@@ -57,6 +57,10 @@ pub struct TargetSupport {
     pub cpu: bool,
     /// [`Target::Exec`].
     pub exec: bool,
+    /// [`Target::ExecAlone`].
+    pub exec_alone: bool,
+    /// [`Target::Cgroup`].
+    pub cgroup: bool,
 }
 
 impl TargetSupport {
@@ -67,6 +71,8 @@ impl TargetSupport {
         inherit: false,
         cpu: false,
         exec: false,
+        exec_alone: false,
+        cgroup: false,
     };
 
     /// Every target.
@@ -76,6 +82,8 @@ impl TargetSupport {
         inherit: true,
         cpu: true,
         exec: true,
+        exec_alone: true,
+        cgroup: true,
     };
 }
 
@@ -135,6 +143,8 @@ impl Capabilities {
             Target::Process { inherit: true, .. } => self.targets.inherit,
             Target::Cpu(_) => self.targets.cpu,
             Target::Exec { .. } => self.targets.exec,
+            Target::ExecAlone { .. } => self.targets.exec_alone,
+            Target::Cgroup { .. } => self.targets.cgroup,
         }
     }
 

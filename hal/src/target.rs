@@ -1,13 +1,16 @@
-//! What is measured: a thread, a process, a CPU, or a command about to run.
+//! What is measured: a thread, a process, a CPU, a control group on a CPU, or a command
+//! about to run.
 
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 /// What a group of counters measures.
 ///
 /// Build one with a variant or a constructor ([`Target::process`], [`Target::cpu`], ...);
 /// match it with a wildcard arm: targets will be added.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// The calling thread, on whichever CPU it runs.
     ThisThread,
@@ -25,6 +28,22 @@ pub enum Target {
     Exec {
         /// The waiting child's process id.
         pid: u32,
+    },
+    /// As [`Target::Exec`], but the command's own process alone: counting starts when it
+    /// calls `exec` and leaves out the processes and threads it creates (`perf stat -i -- cmd`).
+    ExecAlone {
+        /// The waiting child's process id.
+        pid: u32,
+    },
+    /// What runs on one CPU while it runs a task of one control group (or of a group below
+    /// it), as `perf stat -a -G NAME` counts: a CPU-wide count filtered by the group. The
+    /// group is named by its directory in a cgroup file system (Linux: the `perf_event`
+    /// controller's hierarchy, or the unified cgroup2 one), opened when the counters are.
+    Cgroup {
+        /// The control group's directory, e.g. `/sys/fs/cgroup/unified/build`.
+        path: Arc<Path>,
+        /// The CPU.
+        cpu: u32,
     },
 }
 
@@ -57,6 +76,30 @@ impl Target {
         Target::Exec { pid }
     }
 
+    /// A created child that has not yet executed its program, counted from its `exec`
+    /// without what it creates.
+    pub const fn exec_alone(pid: u32) -> Target {
+        Target::ExecAlone { pid }
+    }
+
+    /// What runs on CPU `cpu` while a task of the control group whose directory is `path`
+    /// runs there.
+    pub fn cgroup(path: impl AsRef<Path>, cpu: u32) -> Target {
+        Target::Cgroup {
+            path: Arc::from(path.as_ref()),
+            cpu,
+        }
+    }
+
+    /// The CPU a CPU-wide target counts on ([`Target::Cpu`], [`Target::Cgroup`]); `None` for
+    /// the others, which follow their threads.
+    pub fn cpu_counted(&self) -> Option<u32> {
+        match self {
+            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Some(*cpu),
+            _ => None,
+        }
+    }
+
     /// Whether the counts cover only the calling thread (so self-monitoring reads are valid).
     pub fn is_this_thread(&self) -> bool {
         matches!(self, Target::ThisThread)
@@ -74,6 +117,45 @@ impl fmt::Display for Target {
             Target::Process { pid, inherit: true } => write!(f, "process {pid} and its children"),
             Target::Cpu(cpu) => write!(f, "CPU {cpu}"),
             Target::Exec { pid } => write!(f, "command (process {pid}) from its exec"),
+            Target::ExecAlone { pid } => write!(
+                f,
+                "command (process {pid}) from its exec, without its children"
+            ),
+            Target::Cgroup { path, cpu } => {
+                write!(f, "control group {} on CPU {cpu}", path.display())
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Accepts, Capabilities, Domain, Scope, TargetSupport};
+
+    #[test]
+    fn cgroup_and_alone_targets_say_what_they_count() {
+        let cgroup = Target::cgroup("/sys/fs/cgroup/web", 3);
+        assert_eq!(
+            cgroup.to_string(),
+            "control group /sys/fs/cgroup/web on CPU 3"
+        );
+        assert_eq!(cgroup.cpu_counted(), Some(3));
+        assert_eq!(Target::cpu(1).cpu_counted(), Some(1));
+        assert_eq!(Target::exec(7).cpu_counted(), None);
+        assert_eq!(
+            Target::exec_alone(7).to_string(),
+            "command (process 7) from its exec, without its children"
+        );
+        // A backend says which it takes; none is taken unless said.
+        let mut capabilities = Capabilities::new(
+            Accepts::new(&[], Domain::ALL, Domain::ALL),
+            Scope::PerProcess,
+        );
+        assert!(!capabilities.supports(&cgroup));
+        assert!(!capabilities.supports(&Target::exec_alone(7)));
+        capabilities.targets = TargetSupport::ALL;
+        assert!(capabilities.supports(&cgroup));
+        assert!(capabilities.supports(&Target::exec_alone(7)));
     }
 }

@@ -1,5 +1,5 @@
 //! The kernel interface, by subsystem: the perf ABI ([`perf`]: `perf_event_attr`, ioctls,
-//! `perf_event_open`), the self-monitoring page ([`page`]: its mapping, `rdpmc`), and
+//! reads; [`open`]: `perf_event_open` and its size protocol), the self-monitoring page ([`page`]: its mapping, `rdpmc`), and
 //! process facts ([`process`]: limits, the user id, the CPU count). Everything `unsafe` in this crate
 //! is in these modules.
 //!
@@ -14,11 +14,13 @@
 //! - A [`UserPageMap`] owns its mapping from `mmap` to `munmap` and is only read through
 //!   volatile loads, because the kernel updates the page concurrently.
 
+mod open;
 mod os_error;
 mod page;
 mod perf;
 mod process;
 
+pub use open::*;
 pub use page::*;
 pub use perf::*;
 pub use process::*;
@@ -226,6 +228,7 @@ mod tests {
             ("PERF_EVENT_IOC_PAUSE_OUTPUT", IOC_PAUSE_OUTPUT),
             ("PERF_IOC_FLAG_GROUP", IOC_FLAG_GROUP),
             ("PERF_FLAG_FD_CLOEXEC", FLAG_FD_CLOEXEC),
+            ("PERF_FLAG_PID_CGROUP", FLAG_PID_CGROUP),
             ("PERF_FORMAT_TOTAL_TIME_ENABLED", FORMAT_TOTAL_TIME_ENABLED),
             ("PERF_FORMAT_TOTAL_TIME_RUNNING", FORMAT_TOTAL_TIME_RUNNING),
             ("PERF_FORMAT_ID", FORMAT_ID),

@@ -19,15 +19,19 @@ Examples:
   counterhal stat -e syscalls:sys_enter_getpid -x, -- ./bench
   counterhal stat -a -e cpu-clock -- sleep 1
   counterhal stat -a -A --timeout 500 -e cpu-clock,context-switches
+  counterhal stat -a -e task-clock,context-switches -G user.slice -- sleep 1
+  counterhal stat -a -e task-clock --for-each-cgroup system.slice,user.slice -- sleep 1
+  counterhal stat -i -e page-faults -- sh -c 'ls; ls'     (the shell alone, not the ls)
   counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
   counterhal stat --backend pctr --model --cpu-model p6 -e instructions,branches,cycles -- sleep 1
 Events not supported here are printed as <not supported>, with the reason below the table.\n\
-perf stat options not taken yet, and the differences kept on purpose: see the README's stat section.";
+How counterhal differs from perf stat, on purpose or not yet: see the README's stat section.";
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B [--model]] [--cpu-model MODEL] \
-[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-A] [-r N] [-I MS [--interval-count N]] \
+[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-G CG[,CG...] | --for-each-cgroup CG[,CG...]] \
+[-i] [-A] [-r N] [-I MS [--interval-count N]] \
 [--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
 [-- CMD [ARGS]]";
 
@@ -201,6 +205,21 @@ impl StatArgs {
                 "e.g. counterhal stat -a --per-core -- sleep 1",
             );
         }
+        let cgroups = !self.more.cgroups.is_empty() || !self.more.for_each_cgroup.is_empty();
+        if cgroups && !(self.all_cpus || self.cpu_list.is_some()) {
+            return refuse(
+                "-G/--cgroup and --for-each-cgroup count CPU-wide while a cgroup's tasks run: \
+                 they need -a or -C (as perf's do)",
+                "e.g. counterhal stat -a -e task-clock -G NAME -- sleep 1",
+            );
+        }
+        if !self.more.cgroups.is_empty() && self.event_names.is_empty() {
+            return refuse(
+                "-G applies to the events given before it with -e, and there are none \
+                 (events must be defined before cgroups, perf's rule)",
+                "e.g. counterhal stat -a -e task-clock,page-faults -G NAME -- sleep 1",
+            );
+        }
         if self.per_thread && self.pid.is_none() && self.more.tid.is_none() {
             return refuse(
                 "--per-thread needs a process or threads: -p PID or -t TID[,TID]",
@@ -273,6 +292,31 @@ impl StatArgs {
             groups = vec![(0..names.len()).collect()];
         }
         (self.more.with_privilege_level(names), groups)
+    }
+
+    /// Notes, for each `-G` value, how many events the `-e` values before it name (perf
+    /// applies a `-G` to the events given before it).
+    pub fn note_positions(&mut self, matches: &clap::ArgMatches) {
+        let events: Vec<usize> = matches
+            .indices_of("event_names")
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        let names_in = |list: &String| -> usize {
+            split_event_list(list)
+                .into_iter()
+                .map(|item| group_members(item.trim()).map_or(1, |members| members.len()))
+                .sum()
+        };
+        self.more.events_before_cgroups = matches
+            .indices_of("cgroups")
+            .map(|at| {
+                at.map(|cgroup| {
+                    let before = events.iter().filter(|&&e| e < cgroup).count();
+                    Some(self.event_names[..before].iter().map(names_in).sum())
+                })
+                .collect()
+            })
+            .unwrap_or_default();
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.

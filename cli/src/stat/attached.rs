@@ -3,10 +3,12 @@
 //! timer standing for one) runs; read summed or per target, at each interval and at the end.
 
 use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
 
 use counterhal::hal::{Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal::process::{ForwardSignals, WaitingChild, belongs_to_another_user};
-use counterhal::{Attach, Backend, Error, ErrorKind, MultiSet};
+use counterhal::{Attach, Backend, Error, ErrorKind, EventSet, MultiSet};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
@@ -20,18 +22,95 @@ use crate::error::CliError;
 type Opened<G> = (Vec<usize>, MultiSet<G>);
 
 /// Counts the events on `attach` while `command` runs (every backend).
+/// Events with a cgroup (`cgroups`, one per event; empty: none has one) are counted on
+/// the same CPUs, only while that cgroup's tasks run.
 pub fn run_on_targets<B: Backend>(
     backend: &B,
     events: &[Planned],
     attach: &Attach,
+    cgroups: &[Option<Arc<Path>>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let sets = open_sets(backend, events, attach, groups, &mut results)?;
+    let cgroup_of = |i: usize| cgroups.get(i).cloned().flatten();
+    // Each cgroup's events (and those of none) apart, in the order first met.
+    let mut classes: Vec<Option<Arc<Path>>> = Vec::new();
+    for i in 0..events.len() {
+        let cgroup = cgroup_of(i);
+        if !classes.contains(&cgroup) {
+            classes.push(cgroup);
+        }
+    }
+    let mut sets = Vec::new();
+    for class in classes {
+        let in_class: Vec<bool> = (0..events.len()).map(|i| cgroup_of(i) == class).collect();
+        let class_groups: Vec<Vec<usize>> = groups
+            .iter()
+            .map(|group| group.iter().copied().filter(|&i| in_class[i]).collect())
+            .filter(|group: &Vec<usize>| !group.is_empty())
+            .collect();
+        let class_attach = match &class {
+            None => attach.clone(),
+            Some(path) => {
+                let in_it = in_cgroup(attach, path)?;
+                check_cgroup(backend, &in_it)?;
+                in_it
+            }
+        };
+        sets.extend(open_sets(
+            backend,
+            events,
+            &in_class,
+            &class_attach,
+            &class_groups,
+            &mut results,
+        )?);
+    }
     run_and_read(sets, command, results, plan)
+}
+
+/// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot
+/// count in the cgroup of `attach` at all (a software clock on its first CPU is refused), so
+/// that this is said once, not as every event's `<not supported>`.
+fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError> {
+    let Some(target) = attach.targets().into_iter().next() else {
+        return Ok(());
+    };
+    if !backend.capabilities().supports(&target) {
+        return Err(CliError::failed(
+            Error::unsupported(format!("{} cannot count by cgroup", backend.label()))
+                .with_hint("count with the linux backend"),
+        ));
+    }
+    let Ok(clock) = backend.resolve("task-clock") else {
+        return Ok(());
+    };
+    EventSet::open(backend, vec![clock], &target, &OpenOptions::ungrouped())
+        .map(drop)
+        .map_err(CliError::failed)
+}
+
+/// The CPUs of `attach` (`-a`, `-C`) counted only while the tasks of cgroup `path` run.
+fn in_cgroup(attach: &Attach, path: &Arc<Path>) -> Result<Attach, CliError> {
+    let cpus = match attach {
+        Attach::AllCpus => None,
+        Attach::Cpus(cpus) => Some(cpus.clone()),
+        other => {
+            return Err(CliError::usage(
+                Error::invalid_input(format!(
+                    "a cgroup is counted on CPUs (-a or -C), not on {other:?}"
+                )),
+                USAGE,
+            ));
+        }
+    };
+    Ok(Attach::Cgroup {
+        path: Arc::clone(path),
+        cpus,
+    })
 }
 
 /// Opens the ready events on every target: each group (`{a,b}`) as one group of the backend,
@@ -39,10 +118,11 @@ pub fn run_on_targets<B: Backend>(
 /// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
 /// place them together; where that fails, each on its own, so that one event the machine lacks
 /// does not hide the others (its result then says why). A thread of a process that exited
-/// meanwhile is skipped.
+/// meanwhile is skipped. Only the events `in_class` are opened.
 fn open_sets<B: Backend>(
     backend: &B,
     events: &[Planned],
+    in_class: &[bool],
     attach: &Attach,
     groups: &[Vec<usize>],
     results: &mut [EventResult],
@@ -54,7 +134,7 @@ fn open_sets<B: Backend>(
             .collect();
         MultiSet::open(backend, &resolved, attach, options)
     };
-    let is_ready = |i: &usize| events[*i].ready().is_some();
+    let is_ready = |i: &usize| in_class[*i] && events[*i].ready().is_some();
     let mut sets = Vec::new();
     for group in groups {
         let members: Vec<usize> = group.iter().copied().filter(is_ready).collect();

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 
 use counterhal::hal::{OpenOptions, Reading, ResolvedEvent};
 use counterhal::process::{ForwardSignals, command_for};
-use counterhal::{Backend, CountedCommand, Error, ErrorKind};
+use counterhal::{Backend, CountedCommand, Error, ErrorKind, Follow};
 
 use super::pacing::{Pace, Step};
 use super::results::{
@@ -17,13 +17,15 @@ use crate::error::CliError;
 /// the counters are opened on it to start at its exec and follow what it creates, then it
 /// executes. Each `{a,b}` group (indices into `events`) is opened as one set, counted whole or
 /// not at all, and every other event on its own, so one the machine lacks does not keep the
-/// others from counting (perf's behaviour).
+/// others from counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
+/// counters count the command's own process alone.
 pub fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
     command: &[OsString],
     pace: Pace,
     groups: &[Vec<usize>],
+    follow: Follow,
 ) -> Result<Run, CliError> {
     let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
     // Where each planned event is among those opened (events not resolved are not opened).
@@ -46,12 +48,11 @@ pub fn run_counted_command<B: Backend>(
     let command = command_for(command).map_err(not_run)?;
     let options = OpenOptions::ungrouped();
     let mut counted =
-        CountedCommand::with_groups(backend, &ready, command, &options, &opened_groups).map_err(
-            |e| match e.kind() {
+        CountedCommand::following(backend, &ready, command, &options, &opened_groups, follow)
+            .map_err(|e| match e.kind() {
                 ErrorKind::LimitReached => CliError::failed(e),
                 _ => not_run(e),
-            },
-        )?;
+            })?;
     // From here until the child is reaped, the signals that end a command are the command's,
     // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
     // the same for Ctrl-C.

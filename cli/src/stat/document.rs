@@ -87,6 +87,15 @@ pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'st
 
 /// One event: its reading with spread and metric, or why it is not supported.
 fn event(entry: &EventSummary, among: &[EventSummary], index: usize, elapsed_ns: u64) -> Value {
+    let mut value = reading(entry, among, index, elapsed_ns);
+    if let Some(cgroup) = &entry.cgroup {
+        value["cgroup"] = json!(cgroup);
+    }
+    value
+}
+
+/// One event's reading, spread and metric, or why it is not supported.
+fn reading(entry: &EventSummary, among: &[EventSummary], index: usize, elapsed_ns: u64) -> Value {
     match &entry.reading {
         Ok(reading) => {
             let metric = metric(among, index, elapsed_ns);

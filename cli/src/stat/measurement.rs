@@ -13,9 +13,13 @@
 //! each target read (or keeps each target's, with `-A` and `--per-thread`).
 
 use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
 
 use counterhal::hal::{Countable, Reading, Scope, countable_form};
-use counterhal::{AnyBackend, Attach, Backend, Context, Error, ErrorKind, Registration, Target};
+use counterhal::{
+    AnyBackend, Attach, Backend, Context, Error, ErrorKind, Follow, Registration, Target,
+};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
@@ -124,35 +128,32 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
     ))
 }
 
-/// Counts `events` on `targets` while `command` runs, `repeat` times.
+/// Counts `events` (each in its cgroup of `cgroups`, if any) on `targets` while `command`
+/// runs, once.
 ///
 /// # Errors
 /// A target that does not exist (exit 2), a command that is not found (127) or cannot be
 /// executed (126), a counter that cannot be enabled, disabled or read (1).
-pub fn measure_repeatedly<B: Backend>(
+pub fn measure_once<B: Backend>(
     backend: &B,
     events: &[Planned],
     targets: &Targets,
+    cgroups: &[Option<Arc<Path>>],
     groups: &[Vec<usize>],
     command: &[OsString],
-    repeat: u32,
     plan: Plan,
-) -> Result<Vec<Run>, CliError> {
-    (0..repeat)
-        .map(|_| {
-            let mut run = measure(backend, events, targets, groups, command, plan)?;
-            if plan.timer {
-                // The timer ended as asked (Ctrl-C or the timeout): nothing failed, and its
-                // CPU times are no one's.
-                run.end.exit_code = 0;
-                run.end.exit_description = "ended".to_string();
-                run.end.user_ns = None;
-                run.end.sys_ns = None;
-            }
-            fill_tools(&mut run, events);
-            Ok(run)
-        })
-        .collect()
+) -> Result<Run, CliError> {
+    let mut run = measure(backend, events, targets, cgroups, groups, command, plan)?;
+    if plan.timer {
+        // The timer ended as asked (Ctrl-C or the timeout): nothing failed, and its CPU
+        // times are no one's.
+        run.end.exit_code = 0;
+        run.end.exit_description = "ended".to_string();
+        run.end.user_ns = None;
+        run.end.sys_ns = None;
+    }
+    fill_tools(&mut run, events);
+    Ok(run)
 }
 
 /// One run: the command counted from its exec where the backend can follow one process,
@@ -161,6 +162,7 @@ fn measure<B: Backend>(
     backend: &B,
     events: &[Planned],
     targets: &Targets,
+    cgroups: &[Option<Arc<Path>>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
@@ -170,7 +172,36 @@ fn measure<B: Backend>(
         Targets::Attach(attach) => (attach.clone(), None),
         Targets::Command if capabilities.supports(&Target::Exec { pid: 0 }) => {
             // The command's `{a,b}` groups are counted as groups, the other events each alone.
-            return run_counted_command(backend, events, command, plan.pace, groups);
+            return run_counted_command(
+                backend,
+                events,
+                command,
+                plan.pace,
+                groups,
+                Follow::Children,
+            );
+        }
+        // -i: the command's own process, without what it creates (perf stat -i -- cmd).
+        Targets::CommandAlone if capabilities.supports(&Target::ExecAlone { pid: 0 }) => {
+            return run_counted_command(
+                backend,
+                events,
+                command,
+                plan.pace,
+                groups,
+                Follow::CommandOnly,
+            );
+        }
+        Targets::CommandAlone => {
+            return Err(CliError::usage(
+                Error::unsupported(format!(
+                    "-i/--no-inherit with a command: {} cannot count one process without \
+                     the processes it creates",
+                    backend.label()
+                ))
+                .with_hint("count with the linux backend, or drop -i"),
+                super::arguments::USAGE,
+            ));
         }
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
@@ -197,7 +228,7 @@ fn measure<B: Backend>(
         ),
         Targets::Command => (Attach::ThisThread, None),
     };
-    let mut run = run_on_targets(backend, events, &attach, groups, command, plan)?;
+    let mut run = run_on_targets(backend, events, &attach, cgroups, groups, command, plan)?;
     run.end.note = note;
     Ok(run)
 }
@@ -264,6 +295,7 @@ mod tests {
             name: name.to_string(),
             backend: "test".to_string(),
             outcome: Ok(Reading::default()),
+            cgroup: None,
         };
         Run {
             events: vec![

@@ -142,6 +142,8 @@ fn measures(name: &str) -> Option<Measures> {
 /// The events of one place and interval, by what they measure.
 struct Among<'a> {
     events: &'a [EventSummary],
+    /// The cgroup of the event whose metric this is.
+    cgroup: Option<&'a str>,
 }
 
 impl Among<'_> {
@@ -149,7 +151,7 @@ impl Among<'_> {
     fn first(&self, what: Measures) -> Option<f64> {
         self.events
             .iter()
-            .filter(|e| measures(&e.name) == Some(what))
+            .filter(|e| measures(&e.name) == Some(what) && e.cgroup.as_deref() == self.cgroup)
             .find_map(EventSummary::estimate)
             .map(|v| v as f64)
     }
@@ -183,7 +185,11 @@ impl Among<'_> {
 pub fn metric(events: &[EventSummary], index: usize, elapsed_ns: u64) -> Option<Metric> {
     let entry = events.get(index)?;
     let value = entry.estimate()? as f64;
-    let among = Among { events };
+    // Only events of the same cgroup (`-G`) stand beside each other, as perf pairs them.
+    let among = Among {
+        events,
+        cgroup: entry.cgroup.as_deref(),
+    };
     let percent_of = |base, what: &str| {
         among
             .over(value, base)
@@ -269,6 +275,7 @@ mod tests {
                     .map(|v| Reading::new(v, 1000, 1000))
                     .ok_or_else(|| format!("{name}: no PMU here")),
                 stddev_percent: None,
+                cgroup: None,
             })
             .collect()
     }

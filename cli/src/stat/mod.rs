@@ -3,7 +3,8 @@
 //! A measurement passes through these rooms, which import each other without a cycle (the
 //! architecture test checks it): [`arguments`] (the command line and its checks) and
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
-//! threads, threads, CPUs), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
+//! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
+//! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
 //! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
@@ -17,6 +18,8 @@
 
 mod arguments;
 mod attached;
+mod cgroup_pattern;
+mod cgroups;
 mod counted;
 mod document;
 mod machine;
@@ -131,6 +134,10 @@ fn stat_with<B: Backend>(
             }
         }
     }
+    // -G's cgroup of each event, or --for-each-cgroup's copies of every event.
+    let (names, groups, cgroup_names) =
+        cgroups::of_events(args, names, groups).map_err(|e| CliError::usage(e, USAGE))?;
+    let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
@@ -166,8 +173,14 @@ fn stat_with<B: Backend>(
     let mut runs = Vec::new();
     for _ in 0..args.repeat {
         args.more.run_hook(true)?;
-        runs.extend(measurement::measure_repeatedly(
-            backend, &events, targets, &groups, &command, 1, plan,
+        runs.push(measurement::measure_once(
+            backend,
+            &events,
+            targets,
+            &cgroup_dirs,
+            &groups,
+            &command,
+            plan,
         )?);
         args.more.run_hook(false)?;
     }
@@ -187,6 +200,14 @@ fn stat_with<B: Backend>(
                 Some(note) => format!("{said}; {note}"),
                 None => said.clone(),
             });
+        }
+    }
+    if cgroups::in_use(args) {
+        // perf's cgroup column, empty for an event without one.
+        for run in &mut runs {
+            for (event, name) in run.events.iter_mut().zip(&cgroup_names) {
+                event.cgroup = Some(name.clone().unwrap_or_default());
+            }
         }
     }
     let summary = Summary::of(&runs);

@@ -398,6 +398,7 @@ mod tests {
                 backend: "test".to_string(),
                 reading: Ok(Reading::new(v, 1, 1)),
                 stddev_percent: None,
+                cgroup: None,
             })
             .collect()
     }

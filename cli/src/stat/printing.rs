@@ -286,12 +286,17 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
 /// share of time it ran.
 fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> String {
     let unit = entry.unit();
+    // perf pads the name to 25 columns before the cgroup of an event without a value.
+    let unvalued = |what: &str| match &entry.cgroup {
+        Some(cgroup) => format!("{what:>18} {unit:<4} {:<25} {cgroup}", entry.name),
+        None => format!("{what:>18} {unit:<4} {}", entry.name),
+    };
     let reading = match &entry.reading {
-        Err(_) => return format!("{:>18} {unit:<4} {}", "<not supported>", entry.name),
+        Err(_) => return unvalued("<not supported>"),
         Ok(reading) => reading,
     };
     let Some(value) = reading.scaled() else {
-        return format!("{:>18} {unit:<4} {}", "<not counted>", entry.name);
+        return unvalued("<not counted>");
     };
     let shown = if entry.is_clock() {
         format!("{:.2}", value as f64 / 1e6)
@@ -302,6 +307,9 @@ fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> Strin
         thousands(value)
     };
     let mut line = format!("{shown:>18} {unit:<4} {:<32}", entry.name);
+    if let Some(cgroup) = &entry.cgroup {
+        _ = write!(line, " {cgroup}");
+    }
     let column = match metric {
         Some(Metric { value, unit, style }) => {
             let number = match style {

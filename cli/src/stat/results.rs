@@ -45,6 +45,7 @@ impl Planned {
             name,
             backend: backend.to_string(),
             outcome,
+            cgroup: None,
         }
     }
 }
@@ -57,6 +58,8 @@ pub struct EventResult {
     pub backend: String,
     /// Its reading (summed over the targets), or why it could not be counted.
     pub outcome: Result<Reading, Error>,
+    /// With `-G` or `--for-each-cgroup`, the cgroup it counted in (empty: none).
+    pub cgroup: Option<String>,
 }
 
 /// One run of the command.
@@ -126,7 +129,7 @@ impl Place {
     /// The place a backend target stands for.
     pub fn of(target: &Target) -> Option<Place> {
         match *target {
-            Target::Cpu(cpu) => Some(Place::Cpu(cpu)),
+            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Some(Place::Cpu(cpu)),
             Target::Process { pid, .. } => Some(Place::Thread {
                 tid: pid,
                 name: thread_name(pid),
@@ -312,6 +315,7 @@ mod tests {
             name: "x".into(),
             backend: "test".into(),
             outcome: Ok(Reading::new(v, v, v)),
+            cgroup: None,
         };
         let run = |v| Run {
             events: vec![result(v)],

@@ -151,6 +151,9 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
         }));
         fields.push(line.unit().to_string());
         fields.push(line.entry.name.clone());
+        if let Some(cgroup) = &line.entry.cgroup {
+            fields.push(cgroup.clone());
+        }
         if let Some(spread) = line.spread {
             fields.push(format!("{spread:.2}%"));
         }
@@ -186,6 +189,9 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
         fields.push(format!("\"counter-value\" : {}", quote(&value)));
         fields.push(format!("\"unit\" : {}", quote(line.unit())));
         fields.push(format!("\"event\" : {}", quote(&line.entry.name)));
+        if let Some(cgroup) = &line.entry.cgroup {
+            fields.push(format!("\"cgroup\" : {}", quote(cgroup)));
+        }
         if let Some(spread) = line.spread {
             fields.push(format!("\"variance\" : {spread:.2}"));
         }

@@ -56,6 +56,8 @@ pub struct EventSummary {
     /// With more than one run, the spread of its values: the standard deviation of the mean,
     /// in percent of the mean (perf's `+-`).
     pub stddev_percent: Option<f64>,
+    /// With `-G` or `--for-each-cgroup`, the cgroup it counted in (empty: none).
+    pub cgroup: Option<String>,
 }
 
 impl Summary {
@@ -87,6 +89,7 @@ impl Summary {
                     backend: event.backend.clone(),
                     reading: reading.map_err(Clone::clone),
                     stddev_percent,
+                    cgroup: event.cgroup.clone(),
                 }
             })
             .collect();
@@ -301,6 +304,7 @@ pub(super) mod tests {
                     outcome: value
                         .map(|v| Reading::new(v, 1000, 1000))
                         .ok_or_else(|| Error::unsupported(format!("{name}: no PMU here"))),
+                    cgroup: None,
                 })
                 .collect(),
             end: CommandEnd {

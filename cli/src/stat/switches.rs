@@ -74,10 +74,30 @@ pub struct Switches {
     #[arg(short = 't', long = "tid", value_name = "TID[,TID]",
           conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
     pub(super) tid: Option<String>,
-    /// With -p: count the process's threads, not the children they create from now on (with
-    /// -a or -C it changes nothing: CPUs count whatever runs on them).
+    /// Count the command's own process, not the processes and threads it creates; with -p
+    /// the process's threads, not the children they create from now on (with -a or -C it
+    /// changes nothing: CPUs count whatever runs on them).
     #[arg(short = 'i', long = "no-inherit")]
     pub(super) no_inherit: bool,
+    /// With -a or -C: count the events given before it only while tasks of these cgroups
+    /// run, the n-th name for the n-th event (one name: every event; an empty name: none),
+    /// each a path under the perf_event (or cgroup2) mount.
+    #[arg(
+        short = 'G',
+        long = "cgroup",
+        value_name = "NAME[,NAME...]",
+        conflicts_with = "for_each_cgroup"
+    )]
+    pub(super) cgroups: Vec<String>,
+    /// With -a or -C: count every event once per cgroup, only while that cgroup's tasks run
+    /// (a list with any of {}[]()|*+?^$: basic regular expressions matched against every
+    /// cgroup's path, as perf matches them).
+    #[arg(long = "for-each-cgroup", value_name = "NAME[,NAME...]")]
+    pub(super) for_each_cgroup: Vec<String>,
+    /// For each `-G` value, how many `-e` values came before it on the command line (`None`:
+    /// not known, taken as all of them); filled in from the parser's positions.
+    #[arg(skip)]
+    pub events_before_cgroups: Vec<Option<usize>>,
     /// Count every event in one group (all together or not at all), as `{a,b,...}` would.
     #[arg(short = 'g', long = "group")]
     pub(super) group: bool,

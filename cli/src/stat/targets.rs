@@ -16,6 +16,8 @@ const ONLINE: &str = "/sys/devices/system/cpu/online";
 pub enum Targets {
     /// The command itself (the backend decides how to follow it).
     Command,
+    /// The command's own process, without the processes and threads it creates (`-i`).
+    CommandAlone,
     /// An existing process with every thread (`-p PID`), every online CPU (`-a`), or these
     /// CPUs, each online (`-C LIST`).
     Attach(Attach),
@@ -88,18 +90,14 @@ impl Targets {
 
 impl Targets {
     /// `-i`: a process counted without the children its threads create from now on: its
-    /// threads as they are now (from `/proc/PID/task`), each alone; other targets as they are.
+    /// threads as they are now (from `/proc/PID/task`), each alone; a command, its own
+    /// process alone from its exec; other targets as they are.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a command: it is
-    /// counted from its exec with everything it starts, the kernel's inheritance.
+    /// None today; the result leaves room for targets `-i` cannot apply to.
     pub fn without_children(self) -> Result<Targets, Error> {
         match self {
-            Targets::Command => Err(Error::invalid_input(
-                "-i/--no-inherit is not taken with a command: counterhal counts a command from \
-                 its exec together with every process it starts",
-            )
-            .with_hint("count an existing process with -p PID -i, or drop -i")),
+            Targets::Command => Ok(Targets::CommandAlone),
             Targets::Attach(Attach::Process(pid)) => {
                 let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
                     .map(|entries| {
@@ -292,7 +290,10 @@ mod tests {
             })
             .collect();
         assert!(tids.contains(&me), "{tids:?}");
-        assert!(Targets::Command.without_children().is_err());
+        assert_eq!(
+            Targets::Command.without_children().unwrap(),
+            Targets::CommandAlone
+        );
         assert_eq!(
             Targets::Attach(Attach::AllCpus).without_children().unwrap(),
             Targets::Attach(Attach::AllCpus)

@@ -78,6 +78,7 @@ mod tests {
                 name: "x".into(),
                 backend: "test".into(),
                 outcome: Ok(Reading::new(100, 1_000, 250)),
+                cgroup: None,
             }],
             end: CommandEnd {
                 exit_code: 0,

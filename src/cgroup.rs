@@ -1,0 +1,177 @@
+//! Control groups by name, found where `perf stat -G NAME` finds them: under the mount of the
+//! cgroup v1 hierarchy that has the `perf_event` controller, or, where none is mounted, under
+//! the unified cgroup2 mount ([`Target::Cgroup`](crate::Target::Cgroup) counts in one).
+
+use std::path::{Path, PathBuf};
+
+use counterhal_hal::{Error, ErrorKind, Result};
+
+/// Where the mounts of this process are listed (Linux).
+const MOUNTINFO: &str = "/proc/self/mountinfo";
+
+/// The directory cgroup names are relative to, as perf finds it in `/proc/self/mountinfo`:
+/// the mount point of the cgroup (v1) file system with the `perf_event` controller; failing
+/// that, of the (last) cgroup2 file system.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] where neither is mounted (or `/proc/self/mountinfo` cannot be
+/// read: not Linux).
+pub fn cgroup_root() -> Result<PathBuf> {
+    let text = std::fs::read_to_string(MOUNTINFO).map_err(|e| {
+        Error::unsupported(format!(
+            "cannot read {MOUNTINFO} to find the cgroup mount: {e}"
+        ))
+        .with_hint("counting by cgroup needs Linux with /proc mounted")
+    })?;
+    root_in(&text).ok_or_else(|| {
+        Error::unsupported(
+            "no cgroup file system with the perf_event controller, nor cgroup2, is mounted",
+        )
+        .with_hint("mount one, e.g. `mount -t cgroup2 none /sys/fs/cgroup`")
+    })
+}
+
+/// The cgroup root in a `mountinfo` text: a v1 mount with `perf_event` among its super
+/// options wins; else the last cgroup2 mount.
+fn root_in(mountinfo: &str) -> Option<PathBuf> {
+    let mut unified = None;
+    for line in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
+        let Some((before, after)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(mount_point) = before.split(' ').nth(4) else {
+            continue;
+        };
+        let mut after = after.split(' ');
+        let (fs_type, super_options) = (after.next(), after.nth(1).unwrap_or(""));
+        match fs_type {
+            Some("cgroup2") => unified = Some(unescape(mount_point)),
+            Some("cgroup") if super_options.split(',').any(|o| o == "perf_event") => {
+                return Some(unescape(mount_point));
+            }
+            _ => {}
+        }
+    }
+    unified
+}
+
+/// A mount point as `mountinfo` writes it: space, tab, newline and backslash as octal escapes.
+fn unescape(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = String::with_capacity(field.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|digits| {
+            let text = std::str::from_utf8(digits).ok()?;
+            u8::from_str_radix(text, 8).ok()
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(char::from(byte));
+                i += 4;
+            }
+            (_, _) => {
+                let ch = field[i..].chars().next().unwrap_or('\u{fffd}');
+                out.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+    }
+    PathBuf::from(out)
+}
+
+/// The directory of the cgroup `name` (`/` is the root; `a/b` is `b` below `a`), as perf
+/// opens it: [`cgroup_root`] joined with `name`.
+///
+/// # Errors
+/// As [`cgroup_root`]; [`ErrorKind::InvalidInput`] for an empty name or one with a `..`
+/// component; [`ErrorKind::NotFound`] naming the path tried when it is no directory.
+pub fn find_cgroup(name: &str) -> Result<PathBuf> {
+    find_cgroup_in(&cgroup_root()?, name)
+}
+
+/// [`find_cgroup`] under the root `root`.
+///
+/// # Errors
+/// As [`find_cgroup`], but for the root.
+pub fn find_cgroup_in(root: &Path, name: &str) -> Result<PathBuf> {
+    let hint = "name a cgroup as a path below the cgroup mount, e.g. `user.slice` or `/`";
+    if name.is_empty() {
+        return Err(Error::invalid_input("an empty cgroup name").with_hint(hint));
+    }
+    let relative = Path::new(name.trim_start_matches('/'));
+    if relative
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(Error::invalid_input(format!(
+            "cgroup `{name}` climbs out of the cgroup mount with `..`"
+        ))
+        .with_hint(hint));
+    }
+    let path = root.join(relative);
+    if !path.is_dir() {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("no access to cgroup {}", path.display()),
+        )
+        .with_hint(format!(
+            "no directory of that name under {}: list the cgroups with `ls {}`",
+            root.display(),
+            root.display()
+        )));
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This machine's layout: cgroup v1 controllers without perf_event, cgroup2 beside them.
+    const SPLIT: &str = "\
+25 1 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755
+26 25 0:23 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu
+27 25 0:24 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+35 25 0:32 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn perf_event_v1_wins_and_cgroup2_is_the_fallback() {
+        assert_eq!(
+            root_in(SPLIT),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        let with_v1 = format!(
+            "{SPLIT}40 25 0:40 / /sys/fs/cgroup/perf\\040event rw - cgroup cgroup rw,perf_event,freezer\n"
+        );
+        assert_eq!(
+            root_in(&with_v1),
+            Some(PathBuf::from("/sys/fs/cgroup/perf event"))
+        );
+        // A controller whose name only contains perf_event's is not it.
+        let lookalike = "41 25 0:41 / /x rw - cgroup cgroup rw,perf_event_x\n";
+        assert_eq!(root_in(lookalike), None);
+        assert_eq!(root_in(""), None);
+    }
+
+    #[test]
+    fn names_join_the_root_and_missing_ones_name_the_path() {
+        let root = std::env::temp_dir();
+        assert_eq!(find_cgroup_in(&root, "/").unwrap(), root);
+        let missing = find_cgroup_in(&root, "counterhal-no-such-cgroup").unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        assert_eq!(
+            missing.message(),
+            format!(
+                "no access to cgroup {}",
+                root.join("counterhal-no-such-cgroup").display()
+            )
+        );
+        for bad in ["", "a/../..", ".."] {
+            let e = find_cgroup_in(&root, bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Counting by control group ([`Attach::Cgroup`], `Target::Cgroup`) and a command without
+//! what it creates ([`Follow::CommandOnly`]), through the library.
+
+use std::process::{Child, Command};
+
+use counterhal::prelude::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+fn backend() -> Option<Chosen> {
+    open_default(None)
+        .ok()
+        .filter(|chosen| chosen.backend.dyn_name() == "linux")
+}
+
+macro_rules! linux_or_skip {
+    () => {
+        match backend() {
+            Some(backend) => backend,
+            None => skip!(Need::System, "the linux backend is not usable here"),
+        }
+    };
+}
+
+/// A cgroup made for the test (removed when dropped, its processes killed first).
+struct TestCgroup {
+    path: std::path::PathBuf,
+    busy: Option<Child>,
+}
+
+impl TestCgroup {
+    fn new(what: &str) -> Option<TestCgroup> {
+        let root = counterhal::cgroup_root().ok()?;
+        let path = root.join(format!("counterhal-lib-{}-{what}", std::process::id()));
+        std::fs::create_dir(&path).ok()?;
+        Some(TestCgroup { path, busy: None })
+    }
+
+    /// A shell spinning in the cgroup.
+    fn spin(&mut self) {
+        let procs = self.path.join("cgroup.procs");
+        self.busy = Some(
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo $$ > {} && exec sh -c 'while :; do :; done'",
+                    procs.display()
+                ))
+                .spawn()
+                .unwrap(),
+        );
+        while std::fs::read_to_string(&procs).unwrap().trim().is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.busy {
+            child.kill().ok();
+            child.wait().ok();
+        }
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn a_cgroup_counts_only_while_its_tasks_run() {
+    let backend = linux_or_skip!();
+    let (Some(mut busy), Some(idle)) = (TestCgroup::new("busy"), TestCgroup::new("idle")) else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup here (no cgroup mount, or not root)"
+        );
+    };
+    busy.spin();
+    let task_clock = backend.resolve("task-clock").unwrap();
+    let open = |path: &std::path::Path| {
+        MultiSet::open(
+            &backend.backend,
+            std::slice::from_ref(&task_clock),
+            &Attach::cgroup(path, None),
+            &OpenOptions::ungrouped(),
+        )
+    };
+    let (mut in_busy, mut in_idle) = match (open(&busy.path), open(&idle.path)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => match e.kind() {
+            ErrorKind::PermissionDenied => skip!(Need::Privilege, "counting CPUs: {e}"),
+            ErrorKind::Unsupported => {
+                skip!(Need::System, "this kernel does not count by cgroup: {e}")
+            }
+            _ => panic!("{e}"),
+        },
+    };
+    assert!(matches!(
+        in_busy.targets().next(),
+        Some(Target::Cgroup { .. })
+    ));
+    let started = std::time::Instant::now();
+    in_busy.enable().unwrap();
+    in_idle.enable().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    in_busy.disable().unwrap();
+    in_idle.disable().unwrap();
+    let elapsed = started.elapsed().as_nanos() as u64;
+    let busy_ns = in_busy.read_to_vec().unwrap()[0].value;
+    let idle_ns = in_idle.read_to_vec().unwrap()[0].value;
+    // One task: some of one CPU's time, never more than the time counted.
+    assert!(
+        busy_ns > 0 && busy_ns <= elapsed,
+        "{busy_ns} of {elapsed} ns"
+    );
+    assert_eq!(idle_ns, 0, "nothing runs in the idle cgroup");
+}
+
+#[test]
+fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
+    let backend = linux_or_skip!();
+    let task_clock = backend.resolve("task-clock").unwrap();
+    let open = |path: &std::path::Path| {
+        EventSet::open(
+            &backend.backend,
+            vec![task_clock.clone()],
+            &Target::cgroup(path, 0),
+            &OpenOptions::ungrouped(),
+        )
+        .err()
+        .expect("refused")
+    };
+    let missing = std::env::temp_dir().join("counterhal-no-such-cgroup");
+    let e = open(&missing);
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("no access to cgroup {}", missing.display())),
+        "{e}"
+    );
+    // A directory, but no cgroup's: the kernel refuses the descriptor (EBADF).
+    let e = open(&std::env::temp_dir());
+    if e.kind() == ErrorKind::PermissionDenied {
+        skip!(Need::Privilege, "counting CPUs: {e}");
+    }
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("cgroup"), "{e}");
+}
+
+#[test]
+fn a_command_alone_leaves_out_the_processes_it_starts() {
+    let backend = linux_or_skip!();
+    let faults = backend.resolve("page-faults").unwrap();
+    let count = |follow: Follow| {
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", "ls / >/dev/null; ls / >/dev/null; ls / >/dev/null"]);
+        let mut counted = CountedCommand::following(
+            &backend.backend,
+            std::slice::from_ref(&faults),
+            command,
+            &OpenOptions::ungrouped(),
+            &[],
+            follow,
+        )
+        .unwrap();
+        counted.start().unwrap();
+        let count = counted.wait().unwrap();
+        assert!(count.exit.status.success());
+        count.readings[0].as_ref().unwrap().value
+    };
+    let all = count(Follow::Children);
+    let alone = count(Follow::CommandOnly);
+    // Three `ls` fault in their pages only when followed.
+    assert!(
+        alone > 0 && alone * 2 < all,
+        "alone {alone}, with children {all}"
+    );
+}
