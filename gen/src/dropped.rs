@@ -3,12 +3,17 @@
 //! `EVENT:UNIT_MASK` (or `EVENT`) of the model's libpfm4 table that does not resolve in the
 //! model, by its own name or an alias, is added with libpfm4's encoding: event select, unit
 //! mask, counter mask, edge, invert and AnyThread as libpfm4 encodes the name alone (with the
-//! defaults of the other groups), and the event's general counters. An event the model lacks
-//! is added whole, `exclusive` (each unit mask carries its whole encoding), with libpfm4's
-//! default where it has one; a unit mask of an event the model has is added to it where the
-//! event takes plain unit masks (no unit-mask byte always set, no extra register). Intel stays
-//! the authority: a name the model has is never added, and no name it resolves changes
-//! encoding. Names, codes and counters are facts; nothing else carries over.
+//! defaults of the other groups), and its general counters (the unit mask's `.ucntmsk`, else
+//! the event's `.cntmsk`). An event the model lacks is added whole, `exclusive` (each unit mask
+//! carries its whole encoding), with libpfm4's default where it has exactly one; a unit mask of
+//! an event the model has is added to it where the event takes plain unit masks (no unit-mask
+//! byte always set, no extra register, no fixed counter). Not added: one-letter unit-mask
+//! names (`:e` and `:i` are modifiers), events on fixed counters only, an event whose name is a
+//! whole-event alias (the alias would stop applying), offcore-response, load-latency and
+//! frontend names (`offcore.rs`, `thresholds.rs` add those), and unit masks whose code
+//! disagrees with their stated equivalent ([`libpfm4_spellings`] leaves them out). Intel stays
+//! the authority: a name the model resolves is never added, and none changes encoding. Names,
+//! codes and counters are facts; nothing else carries over.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,19 +23,22 @@ use crate::aliases::{AliasTable, Bits, INTEL_TABLES, expression, known, libpfm4_
 use crate::cparse::{Fields, arrays, integer, strip_comments};
 use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask, Provenance};
 
-/// What the sweep needs of one libpfm4 event besides its spellings' bits.
+/// What the generator needs of one libpfm4 event besides its spellings' bits.
 #[derive(Default)]
 struct EventFacts {
     /// `.cntmsk` (None: every counter).
     cntmsk: Option<u64>,
-    /// It programs another register (offcore response, frontend) or a fixed counter only.
+    /// It programs another register (offcore response, frontend) or has a code beyond 16 bits.
     skip: bool,
     /// Its unit masks flagged `INTEL_X86_DFL`.
     defaults: Vec<String>,
     /// Its unit masks that program another register (load latency).
     skip_masks: Vec<String>,
+    /// The unit masks with counters of their own (`.ucntmsk`).
+    mask_counters: BTreeMap<String, u64>,
 }
 
+/// What [`add_dropped`] needs of each event of table `t` besides its spellings' bits.
 fn facts(
     entries: &[Fields],
     umask_arrays: &BTreeMap<String, Vec<Fields>>,
@@ -70,6 +78,9 @@ fn facts(
             if uflags.contains("INTEL_X86_LDLAT") || uflags.contains("INTEL_X86_FETHR") {
                 f.skip_masks.push(uname.clone());
             }
+            if let Some(c) = mask.get("ucntmsk").and_then(|c| integer(c)) {
+                f.mask_counters.insert(uname.clone(), c);
+            }
         }
         out.insert(name.clone(), f);
     }
@@ -91,6 +102,14 @@ fn mask_of(name: &str, bits: Bits, event: u16) -> GenUnitMask {
     }
 }
 
+/// The general counters of `cntmsk` among `general` (None: every counter).
+fn counters_of(cntmsk: Option<u64>, general: u32) -> Vec<u32> {
+    (0..general)
+        .filter(|i| cntmsk.is_none_or(|c| c >> i & 1 == 1))
+        .collect()
+}
+
+/// A name event strings can spell and that no modifier shadows.
 fn valid_name(name: &str) -> bool {
     name.len() > 1 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
@@ -140,13 +159,18 @@ pub fn add_dropped(
     let general = model.general_counters;
     for (name, adds) in wanted {
         let f = &facts[&name];
-        let counters: Vec<u32> = (0..general)
-            .filter(|i| f.cntmsk.is_none_or(|c| c >> i & 1 == 1))
-            .collect();
+        let counters = counters_of(f.cntmsk, general);
         if counters.is_empty() {
             continue;
         }
         let counters = (counters.len() as u32 != general).then_some(counters);
+        // A unit mask's own counters (`.ucntmsk`) replace the event's, as in libpfm4: None
+        // where the mask runs on no counter.
+        let all = |c: &Option<Vec<u32>>| c.clone().unwrap_or_else(|| (0..general).collect());
+        let mask_counters = |mask: &str| match f.mask_counters.get(mask) {
+            Some(&c) => Some(counters_of(Some(c), general)).filter(|c| !c.is_empty()),
+            None => Some(all(&counters)),
+        };
         let existing = model
             .events
             .iter()
@@ -155,6 +179,7 @@ pub fn add_dropped(
             Some(i) => {
                 let event = &mut model.events[i];
                 if event.umask.is_some()
+                    || event.fixed.is_some()
                     || event.extra.is_some()
                     || event.umasks.is_empty()
                     || event
@@ -168,11 +193,11 @@ pub fn add_dropped(
                     let Some(mask) = mask else {
                         continue;
                     };
+                    let Some(own) = mask_counters(&mask) else {
+                        continue;
+                    };
                     let mut m = mask_of(&mask, bits, event.code);
-                    if counters != event.counters {
-                        m.counters =
-                            Some(counters.clone().unwrap_or_else(|| (0..general).collect()));
-                    }
+                    m.counters = (own != all(&event.counters)).then_some(own);
                     event.umasks.push(m);
                     counts.masks += 1;
                 }
@@ -188,7 +213,7 @@ pub fn add_dropped(
                 let mut event = GenEvent {
                     name: name.clone(),
                     code: (first & 0xff) as u16,
-                    counters,
+                    counters: counters.clone(),
                     ..GenEvent::default()
                 };
                 if adds[0].0.is_none() {
@@ -199,10 +224,13 @@ pub fn add_dropped(
                 } else {
                     event.flags.push("exclusive");
                     for (mask, bits) in &adds {
-                        let Some(mask) = mask else {
+                        let (Some(mask), Some(own)) =
+                            (mask, mask.as_deref().and_then(mask_counters))
+                        else {
                             continue;
                         };
                         let mut m = mask_of(mask, *bits, event.code);
+                        m.counters = (own != all(&event.counters)).then_some(own);
                         m.default = f.defaults.len() == 1 && f.defaults[0] == *mask;
                         event.umasks.push(m);
                     }
