@@ -478,7 +478,7 @@ pub fn encodings(model: &GenModel) -> BTreeMap<Bits, String> {
 
 /// Whether `model` already knows `spelling` (`EVENT:UNIT_MASK` or `EVENT`) by name, as the
 /// database resolves it (case-insensitive, `.` and `:` alike).
-fn known(model: &GenModel, spelling: &str) -> bool {
+pub fn known(model: &GenModel, spelling: &str) -> bool {
     let spelling = spelling.replace(':', ".");
     // Any `.` may end the event's name (Intel's unit-mask names hold dots of their own).
     let splits = spelling

@@ -10,6 +10,7 @@
 
 pub mod aliases;
 pub mod cparse;
+pub mod dropped;
 pub mod libpfm4;
 pub mod metrics;
 pub mod model;

@@ -98,6 +98,7 @@ fn main() -> ExitCode {
                         root,
                         commit,
                     )?;
+                    counterhal_gen::dropped::add_libpfm4_dropped(&mut models, root, commit)?;
                 }
                 Ok(models)
             })

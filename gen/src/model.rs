@@ -124,6 +124,21 @@ pub struct GenModel {
     /// Where the unit masks with an extra register value (offcore response, load latency,
     /// frontend) from another table came from (one source per line of the header).
     pub extra_mask_sources: Vec<Provenance>,
+    /// Where libpfm4's names the model's own table lacks came from, with how many events and
+    /// how many unit masks they hold, and how many unit masks of the table's own events were
+    /// added under them.
+    pub dropped_names: Option<(Provenance, DroppedCounts)>,
+}
+
+/// How many of libpfm4's names a model got where its own table lacks them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DroppedCounts {
+    /// Events added whole.
+    pub events: usize,
+    /// The unit masks those events hold.
+    pub event_masks: usize,
+    /// Unit masks added to events of the model's own table.
+    pub masks: usize,
 }
 
 /// Where a generated model's data came from.

@@ -33,6 +33,13 @@ pub fn model_toml(model: &GenModel) -> String {
             a.source, a.commit, a.file
         );
     }
+    if let Some((a, n)) = &model.dropped_names {
+        let _ = writeln!(
+            out,
+            "# libpfm4 names: {} events with {} unit masks, {} unit masks of this table's events: {}, commit {}, file {}",
+            n.events, n.event_masks, n.masks, a.source, a.commit, a.file
+        );
+    }
     for (reason, count) in &model.left_out {
         let _ = writeln!(out, "# left out: {count} {reason}");
     }

@@ -1,0 +1,283 @@
+//! libpfm4's names for events and unit masks that Intel's current tables dropped (Nehalem's
+//! `BOGUS_BR`, `L2_HW_PREFETCH:*`) or never had (libpfm4's AnyThread unit masks): each
+//! `EVENT:UNIT_MASK` (or `EVENT`) of the model's libpfm4 table that does not resolve in the
+//! model, by its own name or an alias, is added with libpfm4's encoding: event select, unit
+//! mask, counter mask, edge, invert and AnyThread as libpfm4 encodes the name alone (with the
+//! defaults of the other groups), and its general counters (the unit mask's `.ucntmsk`, else
+//! the event's `.cntmsk`). An event the model lacks is added whole, `exclusive` (each unit mask
+//! carries its whole encoding), with libpfm4's default where it has exactly one; a unit mask of
+//! an event the model has is added to it where the event takes plain unit masks (no unit-mask
+//! byte always set, no extra register, no fixed counter). Not added: one-letter unit-mask
+//! names (`:e` and `:i` are modifiers), events on fixed counters only, an event whose name is a
+//! whole-event alias (the alias would stop applying), offcore-response, load-latency and
+//! frontend names (`offcore.rs`, `thresholds.rs` add those), and unit masks whose code
+//! disagrees with their stated equivalent ([`libpfm4_spellings`] leaves them out). Intel stays
+//! the authority: a name the model resolves is never added, and none changes encoding. Names,
+//! codes and counters are facts; nothing else carries over.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::GenError;
+use crate::aliases::{AliasTable, Bits, INTEL_TABLES, expression, known, libpfm4_spellings};
+use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask, Provenance};
+
+/// What the generator needs of one libpfm4 event besides its spellings' bits.
+#[derive(Default)]
+struct EventFacts {
+    /// `.cntmsk` (None: every counter).
+    cntmsk: Option<u64>,
+    /// It programs another register (offcore response, frontend) or has a code beyond 16 bits.
+    skip: bool,
+    /// Its unit masks flagged `INTEL_X86_DFL`.
+    defaults: Vec<String>,
+    /// Its unit masks that program another register (load latency).
+    skip_masks: Vec<String>,
+    /// The unit masks with counters of their own (`.ucntmsk`).
+    mask_counters: BTreeMap<String, u64>,
+}
+
+/// What [`add_dropped`] needs of each event of table `t` besides its spellings' bits.
+fn facts(
+    entries: &[Fields],
+    umask_arrays: &BTreeMap<String, Vec<Fields>>,
+    t: &AliasTable,
+) -> BTreeMap<String, EventFacts> {
+    let mut out = BTreeMap::new();
+    for entry in entries {
+        let Some(name) = entry.get("name") else {
+            continue;
+        };
+        let flags = entry.get("flags").map_or("", String::as_str);
+        let mut f = EventFacts {
+            cntmsk: entry.get("cntmsk").and_then(|c| integer(c)),
+            skip: flags.contains("INTEL_X86_FRONTEND")
+                || name.starts_with("OFFCORE_RESPONSE")
+                || name == "OCR"
+                || entry
+                    .get("code")
+                    .and_then(|c| expression(c))
+                    .is_none_or(|c| c > 0xffff),
+            ..EventFacts::default()
+        };
+        for mask in entry
+            .get("umasks")
+            .and_then(|u| umask_arrays.get(u))
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("umodel").is_none_or(|u| u.trim() == t.pmu))
+        {
+            let Some(uname) = mask.get("uname") else {
+                continue;
+            };
+            let uflags = mask.get("uflags").map_or("", String::as_str);
+            if uflags.contains("INTEL_X86_DFL") {
+                f.defaults.push(uname.clone());
+            }
+            if uflags.contains("INTEL_X86_LDLAT") || uflags.contains("INTEL_X86_FETHR") {
+                f.skip_masks.push(uname.clone());
+            }
+            if let Some(c) = mask.get("ucntmsk").and_then(|c| integer(c)) {
+                f.mask_counters.insert(uname.clone(), c);
+            }
+        }
+        out.insert(name.clone(), f);
+    }
+    out
+}
+
+/// A unit mask named `name` with libpfm4's encoding `bits`, on an event of code `event`.
+fn mask_of(name: &str, bits: Bits, event: u16) -> GenUnitMask {
+    let code = (bits & 0xff) as u16;
+    GenUnitMask {
+        name: name.to_string(),
+        code: (bits >> 8 & 0xff) as u8,
+        edge: bits >> 18 & 1 == 1,
+        any: bits >> 21 & 1 == 1,
+        inv: bits >> 23 & 1 == 1,
+        cmask: (bits >> 24 & 0xff) as u8,
+        event: (code != event).then_some(code),
+        ..GenUnitMask::default()
+    }
+}
+
+/// The general counters of `cntmsk` among `general` (None: every counter).
+fn counters_of(cntmsk: Option<u64>, general: u32) -> Vec<u32> {
+    (0..general)
+        .filter(|i| cntmsk.is_none_or(|c| c >> i & 1 == 1))
+        .collect()
+}
+
+/// A name event strings can spell and that no modifier shadows.
+fn valid_name(name: &str) -> bool {
+    name.len() > 1 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Adds to `model` libpfm4's spellings of table `t` (with their bits, as
+/// [`libpfm4_spellings`] gives them) that it does not resolve; returns what was added.
+pub fn add_dropped(
+    model: &mut GenModel,
+    spellings: &[(String, Bits)],
+    entries: &[Fields],
+    umask_arrays: &BTreeMap<String, Vec<Fields>>,
+    t: &AliasTable,
+) -> DroppedCounts {
+    let facts = facts(entries, umask_arrays, t);
+    let alias_keys: std::collections::BTreeSet<String> = model
+        .aliases
+        .iter()
+        .map(|(a, _)| a.to_ascii_uppercase())
+        .collect();
+    let aliased = |key: &str| alias_keys.contains(&key.to_ascii_uppercase());
+    // Event name -> the unit masks (or the event alone: None) to add, in libpfm4's order.
+    let mut wanted: BTreeMap<String, Vec<(Option<String>, Bits)>> = BTreeMap::new();
+    for (spelling, bits) in spellings {
+        if known(model, spelling) || aliased(spelling) || bits >> 32 != 0 {
+            continue;
+        }
+        let (event, mask) = match spelling.split_once(':') {
+            Some((e, m)) => (e, Some(m)),
+            None => (spelling.as_str(), None),
+        };
+        let Some(f) = facts.get(event) else {
+            continue;
+        };
+        if f.skip
+            || !valid_name(event)
+            || mask.is_some_and(|m| !valid_name(m) || f.skip_masks.iter().any(|s| s == m))
+        {
+            continue;
+        }
+        let adds = wanted.entry(event.to_string()).or_default();
+        // libpfm4 lists an event once per table; a name given twice keeps its first encoding.
+        if !adds.iter().any(|(m, _)| m.as_deref() == mask) {
+            adds.push((mask.map(str::to_string), *bits));
+        }
+    }
+    let mut counts = DroppedCounts::default();
+    let general = model.general_counters;
+    for (name, adds) in wanted {
+        let f = &facts[&name];
+        let counters = counters_of(f.cntmsk, general);
+        if counters.is_empty() {
+            continue;
+        }
+        let counters = (counters.len() as u32 != general).then_some(counters);
+        // A unit mask's own counters (`.ucntmsk`) replace the event's, as in libpfm4: None
+        // where the mask runs on no counter.
+        let all = |c: &Option<Vec<u32>>| c.clone().unwrap_or_else(|| (0..general).collect());
+        let mask_counters = |mask: &str| match f.mask_counters.get(mask) {
+            Some(&c) => Some(counters_of(Some(c), general)).filter(|c| !c.is_empty()),
+            None => Some(all(&counters)),
+        };
+        let existing = model
+            .events
+            .iter()
+            .position(|e| e.name.eq_ignore_ascii_case(&name));
+        match existing {
+            Some(i) => {
+                let event = &mut model.events[i];
+                if event.umask.is_some()
+                    || event.fixed.is_some()
+                    || event.extra.is_some()
+                    || event.umasks.is_empty()
+                    || event
+                        .umasks
+                        .iter()
+                        .any(|m| m.extra.is_some() || m.extra_bits.is_some())
+                {
+                    continue;
+                }
+                for (mask, bits) in adds {
+                    let Some(mask) = mask else {
+                        continue;
+                    };
+                    let Some(own) = mask_counters(&mask) else {
+                        continue;
+                    };
+                    let mut m = mask_of(&mask, bits, event.code);
+                    m.counters = (own != all(&event.counters)).then_some(own);
+                    event.umasks.push(m);
+                    counts.masks += 1;
+                }
+                event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            None => {
+                // A whole-event alias would be shadowed (one of a unit mask, `EVENT:MASK`, still
+                // applies where the event has no such unit mask).
+                if aliased(&name) {
+                    continue;
+                }
+                let first = adds[0].1;
+                let mut event = GenEvent {
+                    name: name.clone(),
+                    code: (first & 0xff) as u16,
+                    counters: counters.clone(),
+                    ..GenEvent::default()
+                };
+                if adds[0].0.is_none() {
+                    if first >> 16 != 0 {
+                        continue;
+                    }
+                    event.umask = Some((first >> 8 & 0xff) as u8).filter(|u| *u != 0);
+                } else {
+                    event.flags.push("exclusive");
+                    for (mask, bits) in &adds {
+                        let (Some(mask), Some(own)) =
+                            (mask, mask.as_deref().and_then(mask_counters))
+                        else {
+                            continue;
+                        };
+                        let mut m = mask_of(mask, *bits, event.code);
+                        m.counters = (own != all(&event.counters)).then_some(own);
+                        m.default = f.defaults.len() == 1 && f.defaults[0] == *mask;
+                        event.umasks.push(m);
+                    }
+                    event.umasks.sort_by(|a, b| a.name.cmp(&b.name));
+                    counts.event_masks += event.umasks.len();
+                }
+                counts.events += 1;
+                model.events.push(event);
+            }
+        }
+    }
+    model.events.sort_by(|a, b| a.name.cmp(&b.name));
+    counts
+}
+
+/// Adds libpfm4's names each model of [`INTEL_TABLES`] in `models` lacks (see the module).
+///
+/// # Errors
+/// A missing or malformed libpfm4 header.
+pub fn add_libpfm4_dropped(
+    models: &mut [GenModel],
+    root: &Path,
+    commit: &str,
+) -> Result<(), GenError> {
+    for t in INTEL_TABLES {
+        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
+            continue;
+        };
+        let spellings = libpfm4_spellings(root, t)?;
+        let path = root.join("lib/events").join(t.file);
+        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+        let text = strip_comments(&text);
+        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
+        let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
+        let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
+        let entries = entries
+            .get(t.array)
+            .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+        let counts = add_dropped(model, &spellings, entries, &umask_arrays, t);
+        if counts != DroppedCounts::default() {
+            let source = Provenance {
+                source: crate::libpfm4::SOURCE.to_string(),
+                commit: commit.to_string(),
+                file: format!("lib/events/{}", t.file),
+            };
+            model.dropped_names = Some((source, counts));
+        }
+    }
+    Ok(())
+}
