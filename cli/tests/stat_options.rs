@@ -363,10 +363,10 @@ fn groups_verbose_and_raw_counts() {
 }
 
 #[test]
-fn options_that_cannot_work_here_are_refused_with_the_reason() {
+fn options_not_implemented_are_refused_with_what_they_need() {
     for (option, why) in [
-        (&["--topdown"][..], "topdown events"),
-        (&["--td-level", "2"], "topdown events"),
+        (&["--topdown"][..], "topdown slots"),
+        (&["--td-level", "2"], "topdown level"),
         (&["--smi-cost"], "SMI"),
         (&["-T"], "TSX"),
         (&["-b"], "BPF"),
@@ -379,6 +379,11 @@ fn options_that_cannot_work_here_are_refused_with_the_reason() {
         let o = ours(&args);
         assert_eq!(o.status.code(), Some(2), "{option:?}");
         assert!(stderr(&o).contains(why), "{option:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("does not implement"),
+            "{option:?}: {}",
+            stderr(&o)
+        );
     }
 }
 

@@ -170,37 +170,38 @@ pub struct Switches {
     pub(super) refused: Refused,
 }
 
-/// perf's options that cannot work here: each is recognised and refused with the reason.
+/// perf's options counterhal does not implement: each is recognised and refused with what it
+/// would need, on every machine (none depends on this machine lacking something).
 #[derive(Args, Debug, Default)]
 pub struct Refused {
-    /// Refused: needs BPF counters.
+    /// Not implemented: BPF counters.
     #[arg(short = 'b', long = "bpf-counters", hide = true)]
     bpf_counters: bool,
-    /// Refused: needs the uncore I/O PMUs.
+    /// Not implemented: Intel's uncore I/O stack PMUs.
     #[arg(long = "iostat", hide = true, num_args = 0..=1, value_name = "ARG")]
     iostat: Option<Option<String>>,
-    /// Refused: needs the SMI counter MSR.
+    /// Not implemented: the SMI count and cost.
     #[arg(long = "smi-cost", hide = true)]
     smi_cost: bool,
-    /// Refused: needs the CPU's transaction events.
+    /// Not implemented: the transaction events.
     #[arg(short = 'T', long = "transaction", hide = true)]
     transaction: bool,
-    /// Refused: needs the topdown events.
+    /// Not implemented: the topdown events.
     #[arg(long = "topdown", hide = true)]
     topdown: bool,
-    /// Refused: needs the topdown events.
+    /// Not implemented: the topdown events.
     #[arg(long = "td-level", hide = true, value_name = "N")]
     td_level: Option<String>,
-    /// Refused: needs a hybrid CPU.
+    /// Not implemented: merging a hybrid CPU's PMUs.
     #[arg(long = "hybrid-merge", hide = true)]
     hybrid_merge: bool,
-    /// Refused: needs a hybrid CPU.
+    /// Not implemented: picking a hybrid CPU's PMU.
     #[arg(long = "cputype", hide = true, value_name = "TYPE")]
     cputype: Option<String>,
-    /// Refused: needs event filters (BPF or tracepoint filters).
+    /// Not implemented: tracepoint filters.
     #[arg(long = "filter", hide = true, value_name = "FILTER")]
     filter: Option<String>,
-    /// Refused: needs a control descriptor protocol.
+    /// Not implemented: perf's control protocol.
     #[arg(long = "control", hide = true, value_name = "SPEC")]
     control: Option<String>,
 }
@@ -212,59 +213,64 @@ impl Refused {
             (
                 self.bpf_counters,
                 "-b/--bpf-counters",
-                "BPF counters share counters between perf sessions through BPF programs, \
-                 which counterhal does not load",
+                "counterhal does not implement it: perf shares counters between sessions \
+                 through BPF programs, which counterhal does not load",
             ),
             (
                 self.iostat.is_some(),
                 "--iostat",
-                "it needs Intel's uncore I/O stack PMUs (Xeon), which this machine lacks",
+                "counterhal does not implement it: it reads Intel's uncore I/O stack PMUs \
+                 (Xeon), which the event database does not describe",
             ),
             (
                 self.smi_cost,
                 "--smi-cost",
-                "it needs the SMI counter MSR and frozen counters in SMM (Intel hardware); \
-                 this machine has no hardware PMU",
+                "counterhal does not implement it: it counts SMIs (msr/smi/) with the cpu \
+                 PMU's freeze_on_smi set; count `msr/smi/` with -e where the msr PMU has it",
             ),
             (
                 self.transaction,
                 "-T/--transaction",
-                "it needs the CPU's TSX transaction events (Intel Haswell or later); this \
-                 machine has no hardware PMU",
+                "counterhal does not implement it: it opens the cpu PMU's TSX transaction \
+                 events (cycles-t, tx-start, el-start, cycles-ct; Intel Haswell or later); \
+                 name them with -e, or use the intx and intxcp modifiers",
             ),
             (
                 self.topdown,
                 "--topdown",
-                "it needs the CPU's topdown events (Intel Ice Lake or later); this machine \
-                 has no hardware PMU",
+                "counterhal does not implement it: it opens the topdown slots and metrics \
+                 events (Intel Ice Lake or later); -M TopdownL1 computes the level-1 \
+                 shares from the CPU model's metrics",
             ),
             (
                 self.td_level.is_some(),
                 "--td-level",
-                "it needs the CPU's topdown events (Intel Ice Lake or later); this machine \
-                 has no hardware PMU",
+                "counterhal does not implement it: it picks the topdown level perf prints; \
+                 -M TmaL1, TmaL2 ... compute each level from the CPU model's metrics",
             ),
             (
                 self.hybrid_merge,
                 "--hybrid-merge",
-                "it merges the core and atom PMUs of a hybrid CPU, which this machine is not",
+                "counterhal does not implement it: it merges the counts of a hybrid CPU's \
+                 core and atom PMUs; name the PMU in the event (cpu_core/.../, cpu_atom/.../)",
             ),
             (
                 self.cputype.is_some(),
                 "--cputype",
-                "it picks the core or atom PMU of a hybrid CPU, which this machine is not",
+                "counterhal does not implement it: it picks a hybrid CPU's core or atom PMU \
+                 for the generic events; name the PMU in the event (cpu_core/.../)",
             ),
             (
                 self.filter.is_some(),
                 "--filter",
-                "event filters are BPF or tracepoint filter strings counterhal does not \
-                 attach",
+                "counterhal does not implement it: it attaches a tracepoint filter string \
+                 (PERF_EVENT_IOC_SET_FILTER) to the event before it",
             ),
             (
                 self.control.is_some(),
                 "--control",
-                "counterhal has no control descriptor protocol; stop it with Ctrl-C or \
-                 --timeout",
+                "counterhal does not implement perf's control protocol (enable and disable \
+                 over a descriptor or fifo); stop it with Ctrl-C or --timeout",
             ),
         ];
         checks
@@ -288,10 +294,8 @@ impl Switches {
             .with_hint("give the delay in milliseconds, e.g. -D 100"));
         }
         if let Some((option, why)) = self.refused.reason() {
-            return Err(
-                Error::unsupported(format!("{option} cannot be used here: {why}"))
-                    .with_hint("see the README's stat section for perf's options counterhal takes"),
-            );
+            return Err(Error::unsupported(format!("{option}: {why}"))
+                .with_hint("see the README's stat section for perf's options counterhal takes"));
         }
         Ok(())
     }
@@ -447,19 +451,26 @@ mod tests {
     }
 
     #[test]
-    fn options_that_cannot_work_here_are_refused_saying_why() {
+    fn options_not_implemented_are_refused_saying_what_they_need() {
         for (words, expect) in [
-            (&["--topdown", "--", "true"][..], "topdown events"),
+            (&["--topdown", "--", "true"][..], "topdown slots"),
+            (&["--td-level", "2", "--", "true"], "TmaL2"),
             (&["-b", "--", "true"], "BPF"),
             (&["--iostat", "--", "true"], "uncore"),
+            (&["--smi-cost", "--", "true"], "msr/smi/"),
             (&["-T", "--", "true"], "TSX"),
+            (&["--hybrid-merge", "--", "true"], "hybrid"),
             (&["--cputype", "core", "--", "true"], "hybrid"),
+            (&["--filter", "fd == 1", "--", "true"], "SET_FILTER"),
             (&["--control", "fd:3", "--", "true"], "control"),
         ] {
             let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
             let error = args.more.check().expect_err("refused");
             let text = error.to_string();
             assert!(text.contains(expect), "{words:?}: {text}");
+            // True on every machine: the reason is what counterhal lacks, not this machine.
+            assert!(text.contains("does not implement"), "{words:?}: {text}");
+            assert!(!text.contains("this machine"), "{words:?}: {text}");
         }
         assert!(
             parse(&["-B", "-x,", "--", "true"]).is_err(),
