@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::cparse::{Fields, integer};
 use crate::model::{GenModel, GenUnitMask, Provenance};
 
 /// The libpfm4 table whose spellings a generated model gets as aliases.
@@ -330,15 +330,14 @@ pub type Bits = u64;
 /// # Errors
 /// A missing or malformed header.
 pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bits)>, GenError> {
-    let path = root.join("lib/events").join(t.file);
-    let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-    let text = strip_comments(&text);
-    let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-    let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
-    let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
-    let entries = entries
-        .get(t.array)
-        .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+    let table = crate::cparse::read_table(
+        root,
+        t.file,
+        "intel_x86_entry_t",
+        "intel_x86_umask_t",
+        t.array,
+    )?;
+    let (entries, umask_arrays) = (&table.entries, &table.umasks);
     let mut out = Vec::new();
     for entry in entries {
         let (Some(name), Some(code)) = (
@@ -353,7 +352,7 @@ pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bit
         let masks: &[Fields] = match entry.get("umasks") {
             Some(array) => umask_arrays
                 .get(array)
-                .ok_or_else(|| bad(format!("`{name}`: no unit-mask array `{array}`")))?,
+                .ok_or_else(|| table.error(format!("`{name}`: no unit-mask array `{array}`")))?,
             None => &[],
         };
         if masks.is_empty() {

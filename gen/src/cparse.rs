@@ -2,6 +2,9 @@
 //! NAME[]={ { .field = value, ... }, ... };` arrays split into entries of fields.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::GenError;
 
 /// One `{ .field = value, ... }` initialiser: field name -> value text (strings unquoted).
 pub type Fields = BTreeMap<String, String>;
@@ -185,6 +188,51 @@ pub fn integer(text: &str) -> Option<u64> {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => t.parse().ok(),
     }
+}
+
+/// One libpfm4 event table: the entries of one array and every unit-mask array of its header.
+pub struct Table {
+    /// The event entries, in the header's order.
+    pub entries: Vec<Fields>,
+    /// The unit-mask arrays by name.
+    pub umasks: BTreeMap<String, Vec<Fields>>,
+    /// The header it was read from.
+    pub path: PathBuf,
+}
+
+impl Table {
+    /// An error about this table's data, naming its header.
+    pub fn error(&self, why: String) -> GenError {
+        GenError::Data(format!("{}: {why}", self.path.display()))
+    }
+}
+
+/// Reads array `array` of `entry_type` entries, and the `umask_type` arrays they name, from
+/// libpfm4's header `file` under `root` (`lib/events/FILE`).
+///
+/// # Errors
+/// The file cannot be read, its arrays do not parse, or it has no array `array`.
+pub fn read_table(
+    root: &Path,
+    file: &str,
+    entry_type: &str,
+    umask_type: &str,
+    array: &str,
+) -> Result<Table, GenError> {
+    let path = root.join("lib/events").join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+    let text = strip_comments(&text);
+    let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
+    let umasks = arrays(&text, umask_type).map_err(bad)?;
+    let mut entries = arrays(&text, entry_type).map_err(bad)?;
+    let entries = entries
+        .remove(array)
+        .ok_or_else(|| bad(format!("no array `{array}`")))?;
+    Ok(Table {
+        entries,
+        umasks,
+        path,
+    })
 }
 
 #[cfg(test)]

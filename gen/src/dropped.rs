@@ -20,7 +20,7 @@ use std::path::Path;
 
 use crate::GenError;
 use crate::aliases::{AliasTable, Bits, INTEL_TABLES, expression, known, libpfm4_spellings};
-use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::cparse::{Fields, integer};
 use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask, Provenance};
 
 /// What the generator needs of one libpfm4 event besides its spellings' bits.
@@ -260,16 +260,15 @@ pub fn add_libpfm4_dropped(
             continue;
         };
         let spellings = libpfm4_spellings(root, t)?;
-        let path = root.join("lib/events").join(t.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let text = strip_comments(&text);
-        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-        let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
-        let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
-        let entries = entries
-            .get(t.array)
-            .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
-        let counts = add_dropped(model, &spellings, entries, &umask_arrays, t);
+        let table = crate::cparse::read_table(
+            root,
+            t.file,
+            "intel_x86_entry_t",
+            "intel_x86_umask_t",
+            t.array,
+        )?;
+        let (entries, umask_arrays) = (&table.entries, &table.umasks);
+        let counts = add_dropped(model, &spellings, entries, umask_arrays, t);
         if counts != DroppedCounts::default() {
             let source = Provenance {
                 source: crate::libpfm4::SOURCE.to_string(),

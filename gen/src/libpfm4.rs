@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::cparse::{Fields, integer};
 use crate::model::{GenEvent, GenModel, GenUnitMask, Provenance, Signature};
 
 /// One libpfm4 table we generate.
@@ -264,15 +264,8 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
     {
         let (file, array, id, description, family, counters) =
             (t.file, t.array, t.id, t.description, t.family, t.counters);
-        let path = root.join("lib/events").join(file);
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let text = strip_comments(&text);
-        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-        let umask_arrays = arrays(&text, "amd64_umask_t").map_err(bad)?;
-        let entries = arrays(&text, "amd64_entry_t").map_err(bad)?;
-        let entries = entries
-            .get(array)
-            .ok_or_else(|| bad(format!("no array `{array}`")))?;
+        let table = crate::cparse::read_table(root, file, "amd64_entry_t", "amd64_umask_t", array)?;
+        let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut model = GenModel {
             id: id.to_string(),
             description: format!("{description} core PMU"),
@@ -309,13 +302,13 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
             .iter()
             .filter(|e| on_revision(&flags(e, "flags"), t.revision))
         {
-            match event(entry, &umask_arrays, t.revision) {
+            match event(entry, umask_arrays, t.revision) {
                 // An event listed twice changed with the CPU revision: the later one wins.
                 Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
                     Some(earlier) => *earlier = e,
                     None => model.events.push(e),
                 },
-                Err(why) => *left.entry(why.map_err(bad)?).or_default() += 1,
+                Err(why) => *left.entry(why.map_err(|w| table.error(w))?).or_default() += 1,
             }
         }
         model.events.sort_by(|a, b| a.name.cmp(&b.name));
@@ -538,15 +531,14 @@ fn cache_state_name(name: &str) -> String {
 /// # Errors
 /// As [`models`].
 pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel, GenError> {
-    let path = root.join("lib/events").join(t.file);
-    let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-    let text = strip_comments(&text);
-    let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-    let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
-    let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
-    let entries = entries
-        .get(t.array)
-        .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+    let table = crate::cparse::read_table(
+        root,
+        t.file,
+        "intel_x86_entry_t",
+        "intel_x86_umask_t",
+        t.array,
+    )?;
+    let (entries, umask_arrays) = (&table.entries, &table.umasks);
     let mut model = GenModel {
         id: t.id.to_string(),
         description: format!("{} core PMU", t.description),
@@ -574,12 +566,12 @@ pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel
     };
     let mut left: BTreeMap<String, usize> = BTreeMap::new();
     for entry in entries {
-        match intel_event(entry, &umask_arrays, t.counters.0, t.fixed.0) {
+        match intel_event(entry, umask_arrays, t.counters.0, t.fixed.0) {
             Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
                 Some(earlier) => *earlier = e,
                 None => model.events.push(e),
             },
-            Err(why) => *left.entry(why.map_err(bad)?).or_default() += 1,
+            Err(why) => *left.entry(why.map_err(|w| table.error(w))?).or_default() += 1,
         }
     }
     model.events.sort_by(|a, b| a.name.cmp(&b.name));

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::GenError;
 use crate::aliases::{AliasTable, INTEL_TABLES, expression};
-use crate::cparse::{Fields, arrays, integer, strip_comments};
+use crate::cparse::{Fields, integer};
 use crate::model::{Combine, GenEvent, GenModel, GenUnitMask, Provenance};
 
 /// The offcore-response register an event select programs (event code, unit mask), as Intel's
@@ -256,19 +256,18 @@ pub fn add_libpfm4_offcore(
         let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
             continue;
         };
-        let path = root.join("lib/events").join(t.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let text = strip_comments(&text);
-        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-        let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
-        let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
-        let entries = entries
-            .get(t.array)
-            .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+        let table = crate::cparse::read_table(
+            root,
+            t.file,
+            "intel_x86_entry_t",
+            "intel_x86_umask_t",
+            t.array,
+        )?;
+        let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut left: BTreeMap<&str, usize> = BTreeMap::new();
         let mut added = false;
         for entry in entries {
-            match offcore_event(entry, &umask_arrays, t, model.general_counters) {
+            match offcore_event(entry, umask_arrays, t, model.general_counters) {
                 None => {}
                 Some(Err(())) => *left.entry(UNREAD).or_default() += 1,
                 Some(Ok((event, register))) => {
@@ -294,6 +293,7 @@ pub fn add_libpfm4_offcore(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cparse::{arrays, strip_comments};
 
     const TABLE: &str = r#"
 static const intel_x86_umask_t t_offcore[]={

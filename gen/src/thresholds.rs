@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::GenError;
 use crate::aliases::{AliasTable, INTEL_TABLES, expression};
-use crate::cparse::{Fields, arrays, strip_comments};
+use crate::cparse::Fields;
 use crate::model::{GenModel, GenUnitMask};
 
 /// The load-latency threshold register and libpfm4's default threshold (cycles).
@@ -101,18 +101,17 @@ pub fn add_libpfm4_threshold_masks(
         let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
             continue;
         };
-        let path = root.join("lib/events").join(t.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let text = strip_comments(&text);
-        let bad = |why: String| GenError::Data(format!("{}: {why}", path.display()));
-        let umask_arrays = arrays(&text, "intel_x86_umask_t").map_err(bad)?;
-        let entries = arrays(&text, "intel_x86_entry_t").map_err(bad)?;
-        let entries = entries
-            .get(t.array)
-            .ok_or_else(|| bad(format!("no array `{}`", t.array)))?;
+        let table = crate::cparse::read_table(
+            root,
+            t.file,
+            "intel_x86_entry_t",
+            "intel_x86_umask_t",
+            t.array,
+        )?;
+        let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut added = false;
         for entry in entries {
-            for (name, code, mask) in threshold_masks(entry, &umask_arrays, t) {
+            for (name, code, mask) in threshold_masks(entry, umask_arrays, t) {
                 let valid = mask.name.len() > 1
                     && mask
                         .name
@@ -149,6 +148,7 @@ pub fn add_libpfm4_threshold_masks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cparse::{arrays, strip_comments};
 
     const TABLE: &str = r#"
 static const intel_x86_umask_t t_trans[]={
