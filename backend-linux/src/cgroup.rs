@@ -51,14 +51,12 @@ fn kernel_counts_cgroups() -> Option<bool> {
     Some(config.lines().any(|line| line == "CONFIG_CGROUP_PERF=y"))
 }
 
-/// Why the kernel refused an event in cgroup `path`: EBADF, the directory is no cgroup of
-/// the perf_event hierarchy; EINVAL, a kernel without `CONFIG_CGROUP_PERF`. `None` for an
-/// EINVAL where the kernel's configuration says it counts by cgroup: the event's own fault,
-/// for the usual mapping.
+/// Why the kernel refused an event in cgroup `path`, where the errno says it is the cgroup's
+/// doing: EBADF, the directory is no cgroup directory; ENOENT, a cgroup of a hierarchy
+/// without the perf_event controller (or one being removed); EINVAL on a kernel whose
+/// configuration says it was built without `CONFIG_CGROUP_PERF`. `None` for every other
+/// errno (permissions, limits, the event's own fault), for the usual mapping.
 pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
-    if errno == libc::EINVAL && kernel_counts_cgroups() == Some(true) {
-        return None;
-    }
     let shown = path.display();
     let (message, hint) = if errno == libc::EBADF {
         (
@@ -66,20 +64,27 @@ pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
             "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one"
                 .to_string(),
         )
-    } else {
-        let configured = match kernel_counts_cgroups() {
-            Some(false) => "this kernel was built without it",
-            _ => "a kernel built without it refuses every cgroup event",
-        };
+    } else if errno == libc::ENOENT {
+        (
+            format!(
+                "the kernel found no perf_event controller for cgroup {shown} (ENOENT): its \
+                 hierarchy does not count events, or the cgroup is being removed"
+            ),
+            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one"
+                .to_string(),
+        )
+    } else if errno == libc::EINVAL && kernel_counts_cgroups() == Some(false) {
         (
             format!(
                 "the kernel refused to count in cgroup {shown} (EINVAL): it counts by cgroup \
-                 only with CONFIG_CGROUP_PERF, and {configured}"
+                 only with CONFIG_CGROUP_PERF, and this kernel was built without it"
             ),
             "check `zgrep CGROUP_PERF /proc/config.gz` (or /boot/config-$(uname -r)); without \
              it, count every CPU with -a and no -G"
                 .to_string(),
         )
+    } else {
+        return None;
     };
     Some(
         Error::new(counterhal_hal::ErrorKind::Unsupported, message)
@@ -101,13 +106,22 @@ mod tests {
             not_one.message().contains("/sys/fs/cgroup/web"),
             "{not_one}"
         );
-        // EINVAL blames the kernel's configuration unless it says it counts by cgroup.
+        let no_controller = cgroup_refused(libc::ENOENT, path).expect("ENOENT is the cgroup's");
+        assert!(
+            no_controller.message().contains("perf_event controller"),
+            "{no_controller}"
+        );
+        // EINVAL blames the kernel's configuration only where it says it was built without.
         match (cgroup_refused(libc::EINVAL, path), kernel_counts_cgroups()) {
-            (None, Some(true)) => {}
-            (Some(e), Some(false) | None) => {
+            (None, Some(true) | None) => {}
+            (Some(e), Some(false)) => {
                 assert!(e.message().contains("CONFIG_CGROUP_PERF"), "{e}");
             }
             (refused, config) => panic!("{refused:?} with CONFIG_CGROUP_PERF {config:?}"),
+        }
+        // Permissions and limits are not the cgroup's: the usual mapping names them.
+        for errno in [libc::EACCES, libc::EPERM, libc::EMFILE, libc::ENODEV] {
+            assert!(cgroup_refused(errno, path).is_none(), "errno {errno}");
         }
         let missing = open_cgroup(Path::new("/counterhal-no-such-cgroup")).unwrap_err();
         assert_eq!(missing.kind(), counterhal_hal::ErrorKind::NotFound);

@@ -80,11 +80,11 @@ impl MsrBackend {
             (None, Some(tsc)) => tsc,
             (None, None) => measure_tsc(device.as_ref(), &allow)?,
         };
-        // On a hybrid chip the core that answered picks the P-core or E-core table.
-        let cpu_model = match cpu_model {
-            Some(id) => Some(id),
-            None => counterhal_x86::signature::detect_model(&db, cpuid)?.map(|m| m.id.clone()),
-        };
+        // By the signature alone, so the choice does not depend on the core this thread ran
+        // on: on a hybrid chip the counters of every CPU are programmed with one table
+        // (`--cpu-model` names the other core's).
+        let cpu_model =
+            cpu_model.or_else(|| db.detect(&pmu.identity).map(|model| model.id.clone()));
         let claims = match device.kind() {
             DeviceKind::Real => real_claims(),
             DeviceKind::Model => Claims::default(),

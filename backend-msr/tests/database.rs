@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{Backend, Encoding, ErrorKind, EventRequest, Group, OpenOptions, Target};
-use counterhal_msr::{CounterRef, CpuidSource, ModelDevice, MsrBackend, PmuModelKind};
+use counterhal_msr::{CounterRef, ModelDevice, MsrBackend, PmuModelKind};
 
 fn shipped() -> Arc<Database> {
     Arc::new(Database::shipped().expect("the shipped database loads"))
@@ -169,31 +169,4 @@ fn hostile_events_files() {
             model.accesses()
         );
     }
-}
-
-/// On a hybrid chip the core that answered CPUID leaf 0x1A picks the table: Alder Lake's
-/// E-core (Gracemont, core type 0x20) is `adl_grt`, its P-core (Golden Cove, 0x40) `adl_glc`.
-#[test]
-fn hybrid_core_picks_its_own_table() {
-    use counterhal_msr::CpuidResult;
-    let pick = |core_type: u32| {
-        let mut config = PmuModelKind::IntelV5.config();
-        config.family = 6;
-        config.model = 0x97;
-        config.stepping = 2;
-        let mut cpuid = config.cpuid();
-        let leaf0 = cpuid.cpuid(0, 0).unwrap();
-        cpuid.insert(
-            0,
-            0,
-            CpuidResult::new(0x20, leaf0.ebx, leaf0.ecx, leaf0.edx),
-        );
-        cpuid.insert(7, 0, CpuidResult::new(0, 0, 0, 1 << 15));
-        cpuid.insert(0x1A, 0, CpuidResult::new(core_type << 24 | 1, 0, 0, 0));
-        let (device, _handle) = ModelDevice::new(config);
-        let backend = MsrBackend::with_device(shipped(), Arc::new(device), &cpuid, None).unwrap();
-        backend.cpu_model().map(str::to_string)
-    };
-    assert_eq!(pick(0x20).as_deref(), Some("adl_grt"));
-    assert_eq!(pick(0x40).as_deref(), Some("adl_glc"));
 }

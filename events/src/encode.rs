@@ -158,6 +158,15 @@ pub(crate) fn raw_choice(
     })?;
     m.merge(&filters)?;
     check_intel_bits(model, text, &m)?;
+    if m.in_tx_cp == Some(true) && model.pmu.general_counters < 3 {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "raw code `{text}`: IN_TXCP counts on general counter 2 only, and CPU model `{}` has {} general counters",
+                model.id, model.pmu.general_counters
+            ),
+        ));
+    }
     let decoded = Evtsel::from_event_select(config);
     if decoded.code > model.encoder.max_event_code() {
         return Err(err(

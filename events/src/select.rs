@@ -340,6 +340,16 @@ pub(crate) fn select(
     check_intel_bits(model, &event.name, &modifiers)?;
     let in_tx = modifiers.in_tx == Some(true);
     let in_tx_cp = modifiers.in_tx_cp == Some(true);
+    if (in_tx || in_tx_cp) && modifiers.any_thread == Some(true) {
+        // The kernel refuses the pair (EOPNOTSUPP): the counts would mean nothing.
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{}`: intx and intxcp do not combine with AnyThread (`t`)",
+                event.name
+            ),
+        ));
+    }
     if in_tx || in_tx_cp {
         // The fixed counters have no TSX filters, and Haswell's IN_TXCP works on general
         // counter 2 only (as the kernel constrains it).

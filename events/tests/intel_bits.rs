@@ -81,6 +81,12 @@ fn other_encoders_refuse_intels_high_bits() {
             "INST_RETIRED.ANY_P:intx=2",
             EventErrorKind::ValueOutOfRange,
         ),
+        // The kernel refuses IN_TX with AnyThread.
+        (
+            "skl",
+            "INST_RETIRED.ANY_P:intx:t",
+            EventErrorKind::CombinationNotAllowed,
+        ),
         // Bit 36 (EQ) is not taken in a raw code.
         ("skl", "r10000000c0", EventErrorKind::ValueOutOfRange),
     ] {

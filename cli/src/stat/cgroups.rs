@@ -78,7 +78,8 @@ pub fn assign(
             .with_hint(hint));
         }
         for name in list.split(',') {
-            if given >= before {
+            // perf counts an empty name without checking it against the events.
+            if given >= before && !name.is_empty() {
                 return Err(Error::invalid_input(format!(
                     "-G names more cgroups than the {before} events given before it"
                 ))
@@ -179,6 +180,8 @@ mod tests {
         );
         // More names than events before them, or -G before any event: refused.
         assert!(assign(1, &g(&["web,db"]), &[]).is_err());
+        // A trailing empty name is counted, not checked, as perf's parse_cgroups does.
+        assert_eq!(names(&assign(1, &g(&["web,"]), &[]).unwrap()), ["web"]);
         let early = assign(1, &g(&["web"]), &[Some(0)]).unwrap_err();
         assert!(early.message().contains("before any event"), "{early}");
     }

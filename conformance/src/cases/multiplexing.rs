@@ -78,8 +78,7 @@ fn judge(event: &str, slots: u32, readings: &[Reading]) -> Outcome {
         if reading.time_running > reading.time_enabled {
             return Outcome::Fail(format!("ran longer than enabled: {reading:?}"));
         }
-        if reading.time_enabled.abs_diff(readings[0].time_enabled) as f64
-            > longest_enabled as f64 * ENABLED_SPREAD
+        if (longest_enabled - reading.time_enabled) as f64 > longest_enabled as f64 * ENABLED_SPREAD
         {
             return Outcome::Fail(format!(
                 "the set's events were enabled for different times: {readings:?}"
