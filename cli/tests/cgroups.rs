@@ -11,20 +11,6 @@ use common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf")
-}
-
-fn ours(args: &[&str]) -> Output {
-    let mut words = vec!["stat"];
-    words.extend_from_slice(args);
-    counterhal(&words)
-}
-
 /// The result lines of a `-x,` run.
 fn result_lines(out: &Output) -> Vec<Vec<String>> {
     stderr(out)

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -14,29 +14,6 @@ use counterhal_conformance::skip::Need;
 
 /// The software events both count here (`cycles` is `<not supported>` without a PMU, in both).
 const EVENTS: &str = "task-clock,page-faults,context-switches,cpu-migrations";
-
-fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf")
-}
-
-fn ours(args: &[&str]) -> Output {
-    let mut words = vec!["stat"];
-    words.extend_from_slice(args);
-    counterhal(&words)
-}
-
-/// The result lines of a `-x,` or `-j` run (perf may add blank lines and notes).
-fn result_lines(out: &Output) -> Vec<String> {
-    stderr(out)
-        .lines()
-        .filter(|l| l.contains(',') && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
-}
 
 /// An event name without the `:u` counterhal (and perf) add where the kernel may not be
 /// counted.

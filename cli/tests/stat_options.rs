@@ -11,20 +11,6 @@ use common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf")
-}
-
-fn ours(args: &[&str]) -> Output {
-    let mut words = vec!["stat"];
-    words.extend_from_slice(args);
-    counterhal(&words)
-}
-
 /// A scratch file for one test, removed first.
 fn scratch(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
@@ -76,15 +62,6 @@ fn a_command_whose_time_is_up_gets_sigterm_as_perfs_does() {
         std::fs::remove_file(&marker).ok();
         assert_eq!(mark.trim(), "TERM", "perf too: {}", stderr(&o));
     }
-}
-
-/// The result lines of a `-x,` or `-j` run (perf may add blank lines and notes).
-fn result_lines(out: &Output) -> Vec<String> {
-    stderr(out)
-        .lines()
-        .filter(|l| l.contains(',') && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
 }
 
 /// The value of `"key" : value` in a `-j` line, quotes and all.

@@ -11,29 +11,6 @@ use common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("run perf")
-}
-
-fn ours(args: &[&str]) -> Output {
-    let mut words = vec!["stat"];
-    words.extend_from_slice(args);
-    counterhal(&words)
-}
-
-/// The result lines of a `-x,` or `-j` run (perf may add blank lines and notes).
-fn result_lines(out: &Output) -> Vec<String> {
-    stderr(out)
-        .lines()
-        .filter(|l| l.contains(',') && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
-}
-
 /// An event name without its `:u`.
 fn base_event(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)

@@ -25,6 +25,22 @@ pub struct AliasTable {
     pub pmu: &'static str,
 }
 
+impl AliasTable {
+    /// Its entries and unit-mask arrays, read from the libpfm4 snapshot at `root`.
+    ///
+    /// # Errors
+    /// A missing or malformed header.
+    pub fn read(&self, root: &Path) -> Result<crate::cparse::Table, GenError> {
+        crate::cparse::read_table(
+            root,
+            self.file,
+            "intel_x86_entry_t",
+            "intel_x86_umask_t",
+            self.array,
+        )
+    }
+}
+
 const fn alias(
     id: &'static str,
     file: &'static str,
@@ -330,13 +346,7 @@ pub type Bits = u64;
 /// # Errors
 /// A missing or malformed header.
 pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bits)>, GenError> {
-    let table = crate::cparse::read_table(
-        root,
-        t.file,
-        "intel_x86_entry_t",
-        "intel_x86_umask_t",
-        t.array,
-    )?;
+    let table = t.read(root)?;
     let (entries, umask_arrays) = (&table.entries, &table.umasks);
     let mut out = Vec::new();
     for entry in entries {

@@ -260,13 +260,7 @@ pub fn add_libpfm4_dropped(
             continue;
         };
         let spellings = libpfm4_spellings(root, t)?;
-        let table = crate::cparse::read_table(
-            root,
-            t.file,
-            "intel_x86_entry_t",
-            "intel_x86_umask_t",
-            t.array,
-        )?;
+        let table = t.read(root)?;
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let counts = add_dropped(model, &spellings, entries, umask_arrays, t);
         if counts != DroppedCounts::default() {

@@ -256,13 +256,7 @@ pub fn add_libpfm4_offcore(
         let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
             continue;
         };
-        let table = crate::cparse::read_table(
-            root,
-            t.file,
-            "intel_x86_entry_t",
-            "intel_x86_umask_t",
-            t.array,
-        )?;
+        let table = t.read(root)?;
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut left: BTreeMap<&str, usize> = BTreeMap::new();
         let mut added = false;

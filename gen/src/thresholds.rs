@@ -101,13 +101,7 @@ pub fn add_libpfm4_threshold_masks(
         let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
             continue;
         };
-        let table = crate::cparse::read_table(
-            root,
-            t.file,
-            "intel_x86_entry_t",
-            "intel_x86_umask_t",
-            t.array,
-        )?;
+        let table = t.read(root)?;
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut added = false;
         for entry in entries {

@@ -142,6 +142,31 @@ macro_rules! unprivileged_or_skip {
     };
 }
 
+/// `perf stat ARGS`, the installed perf as the oracle.
+pub fn perf(args: &[&str]) -> Output {
+    Command::new("perf")
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("run perf")
+}
+
+/// `counterhal stat ARGS`.
+pub fn ours(args: &[&str]) -> Output {
+    let mut words = vec!["stat"];
+    words.extend_from_slice(args);
+    counterhal(&words)
+}
+
+/// The result lines of a `-x,` or `-j` run (perf may add blank lines and notes).
+pub fn result_lines(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| l.contains(',') && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
