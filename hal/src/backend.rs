@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    Accepts, Domain, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading, ResolvedEvent,
-    Result, Target,
+    Accepts, Domain, Encoding, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading,
+    ResolvedEvent, Result, Target,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -427,21 +427,41 @@ pub trait Backend {
 }
 
 /// Refuses an encoding whose family the backend does not take, naming the event and the
-/// families it does take: the check every backend's `open` makes first.
+/// families it does take, and an x86 event select that counts in the host only or in guests
+/// only on a backend that cannot filter the host or guests (on Intel, AMD's HostOnly and
+/// GuestOnly bits 41 and 40 are the second unit-mask byte): the check every backend's `open`
+/// makes first.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] when `request`'s family is not in `accepts`.
+/// [`ErrorKind::Unsupported`] when `request`'s family is not in `accepts`, or its event select
+/// leaves out a context `accepts` cannot filter.
 pub fn check_family(backend: &str, accepts: &Accepts, request: &EventRequest) -> Result<()> {
     let family = request.encoding.family();
-    if accepts.takes(family) {
-        return Ok(());
+    if !accepts.takes(family) {
+        return Err(Error::unsupported(format!(
+            "`{}` is encoded as a {family}, which the {backend} backend does not program (it takes {})",
+            request.name,
+            accepts.families_text()
+        ))
+        .with_hint("resolve the name with this backend's resolve()"));
     }
-    Err(Error::unsupported(format!(
-        "`{}` is encoded as a {family}, which the {backend} backend does not program (it takes {})",
-        request.name,
-        accepts.families_text()
-    ))
-    .with_hint("resolve the name with this backend's resolve()"))
+    if let Encoding::Evtsel(evtsel) = &request.encoding {
+        let contexts = [
+            (Domain::HOST, Domain::GUEST, "the host only"),
+            (Domain::GUEST, Domain::HOST, "guests only"),
+        ];
+        for (kept, left_out, what) in contexts {
+            let only = evtsel.domain.contains(kept) && !evtsel.domain.contains(left_out);
+            if only && !accepts.domains.contains(left_out) {
+                return Err(Error::unsupported(format!(
+                    "`{}` counts in {what}, which the {backend} backend cannot filter here: its event selects have no host or guest bits (AMD's HostOnly and GuestOnly)",
+                    request.name
+                ))
+                .with_hint("count in every context: give the event select a domain with both Domain::HOST and Domain::GUEST, or drop `H`/`G`"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
@@ -551,5 +571,41 @@ impl<T: DynBackend + ?Sized> Backend for Box<T> {
     }
     fn own_events(&self) -> Vec<(String, String)> {
         (**self).dyn_own_events()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Evtsel, Family};
+
+    fn request(domain: Domain) -> EventRequest {
+        let mut evtsel = Evtsel::new(0xc0, 0);
+        evtsel.domain = domain;
+        EventRequest::new("INST_RETIRED.ANY_P", Encoding::Evtsel(evtsel))
+    }
+
+    #[test]
+    fn host_or_guest_only_needs_a_backend_that_filters_them() {
+        let x86 = Accepts::new(
+            &[Family::Evtsel],
+            Domain::USER | Domain::KERNEL,
+            Domain::DEFAULT,
+        );
+        let amd = Accepts::new(&[Family::Evtsel], Domain::DEFAULT, Domain::DEFAULT);
+        let host_only = request(Domain::DEFAULT.difference(Domain::GUEST));
+        let guests_only = request(Domain::DEFAULT.difference(Domain::HOST));
+        for (asked, what) in [(&host_only, "the host only"), (&guests_only, "guests only")] {
+            let error = check_family("msr", &x86, asked).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::Unsupported);
+            assert!(error.to_string().contains(what), "{error}");
+            assert!(check_family("msr", &amd, asked).is_ok());
+        }
+        // Both contexts, or neither (a domain without contexts sets no bit), pass everywhere.
+        assert!(check_family("msr", &x86, &request(Domain::DEFAULT)).is_ok());
+        assert!(check_family("msr", &x86, &request(Domain::USER)).is_ok());
+        let perf_only = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let error = check_family("linux", &perf_only, &host_only).unwrap_err();
+        assert!(error.to_string().contains("does not program"), "{error}");
     }
 }
