@@ -56,6 +56,8 @@ pub struct LinuxBackend {
     self_monitoring: bool,
     /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
     hybrid: Arc<Vec<sysfs::Pmu>>,
+    /// What the raw-event PMU passes on of IN_TX, IN_TXCP and UMASK2 (`None`: no core PMU).
+    raw_format: Option<Arc<sysfs::RawFormat>>,
     /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
@@ -83,6 +85,7 @@ pub fn probe_with(
 ) -> Result<LinuxBackend> {
     let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
     let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
+    let paths_devices = paths.pmu_devices.clone();
     let mut backend = LinuxBackend {
         capabilities: capabilities(facts.hardware_pmu),
         db,
@@ -92,6 +95,7 @@ pub fn probe_with(
         inherit_group_read: false,
         self_monitoring: true,
         hybrid,
+        raw_format: sysfs::RawFormat::read(&paths_devices).map(Arc::new),
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
@@ -252,12 +256,21 @@ pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
     Ok(attr)
 }
 
-/// The perf attr a request programs: its own, or that of its event select.
-fn perf_encoding(request: &EventRequest) -> Result<Cow<'_, PerfAttr>> {
+/// The perf attr a request programs: its own, or that of its event select, refused where the
+/// raw-event PMU (`raw_format`) would drop some of its bits.
+fn perf_encoding<'r>(
+    request: &'r EventRequest,
+    raw_format: Option<&sysfs::RawFormat>,
+) -> Result<Cow<'r, PerfAttr>> {
     check_family("linux", &ACCEPTS, request)?;
     match &request.encoding {
         Encoding::Perf(attr) => Ok(Cow::Borrowed(attr)),
-        Encoding::Evtsel(evtsel) => raw_attr(&request.name, evtsel).map(Cow::Owned),
+        Encoding::Evtsel(evtsel) => {
+            if let Some(format) = raw_format {
+                format.check(&request.name, evtsel)?;
+            }
+            raw_attr(&request.name, evtsel).map(Cow::Owned)
+        }
         other => Err(Error::unsupported(format!(
             "`{}`: {} encodings are not programmed here",
             request.name,
@@ -295,7 +308,7 @@ impl LinuxBackend {
     }
 
     fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
-        let Ok(encoding) = perf_encoding(request) else {
+        let Ok(encoding) = perf_encoding(request, None) else {
             return false;
         };
         let place = Placement {
@@ -527,9 +540,9 @@ impl Backend for LinuxBackend {
         {
             Ok(mut resolved) => {
                 for term in &mut resolved.terms {
-                    if let Encoding::Evtsel(evtsel) = &term.request.encoding {
-                        let attr = raw_attr(&term.request.name, evtsel)?;
-                        term.request.encoding = Encoding::Perf(attr);
+                    if let Encoding::Evtsel(_) = &term.request.encoding {
+                        let attr = perf_encoding(&term.request, self.raw_format.as_deref())?;
+                        term.request.encoding = Encoding::Perf(attr.into_owned());
                     }
                 }
                 Ok(self.expand_hybrid(resolved))
@@ -600,7 +613,7 @@ impl LinuxBackend {
         let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
         let encodings = events
             .iter()
-            .map(perf_encoding)
+            .map(|request| perf_encoding(request, self.raw_format.as_deref()))
             .collect::<Result<Vec<_>>>()?;
 
         // Partition into kernel groups: each hardware PMU its own, software-context events
@@ -756,25 +769,71 @@ mod tests {
         assert_eq!(group_key(&PerfAttr::new(9, 0)).as_deref(), Some("type 9"));
     }
 
-    #[test]
-    fn hybrid_generic_events_become_one_term_per_core_pmu() {
-        let db = Arc::new(Database::shipped().unwrap());
-        let paths = SystemPaths {
-            pmu_devices: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid"),
-            tracefs: Vec::new(),
-        };
-        let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
-        let backend = LinuxBackend {
+    /// A backend on the PMU tree `devices` (no probe: nothing is opened), resolving for `cpu`.
+    fn fixture_backend(devices: PathBuf, cpu: Option<&str>) -> LinuxBackend {
+        LinuxBackend {
             capabilities: capabilities(false),
-            db,
-            cpu: None,
-            paths,
+            db: Arc::new(Database::shipped().unwrap()),
+            cpu: cpu.map(str::to_string),
+            hybrid: Arc::new(sysfs::hybrid_pmus(&devices)),
+            raw_format: sysfs::RawFormat::read(&devices).map(Arc::new),
+            paths: SystemPaths {
+                pmu_devices: devices,
+                tracefs: Vec::new(),
+            },
             facts: Arc::new(SystemFacts::unknown()),
             inherit_group_read: true,
             self_monitoring: false,
-            hybrid,
             generalized: Arc::default(),
+        }
+    }
+
+    /// perf's kernel drops IN_TX and IN_TXCP without RTM and the second unit-mask byte without
+    /// UMASK2, and its `cpu` PMU's formats say which it takes: an event that needs them is
+    /// refused where they are missing and raw where they are present.
+    #[test]
+    fn intx_and_umask2_follow_the_raw_pmus_formats() {
+        let devices =
+            std::env::temp_dir().join(format!("counterhal-raw-format-{}", std::process::id()));
+        let format = devices.join("cpu/format");
+        std::fs::create_dir_all(&format).unwrap();
+        std::fs::write(devices.join("cpu/type"), "4\n").unwrap();
+        std::fs::write(format.join("event"), "config:0-7\n").unwrap();
+        std::fs::write(format.join("umask"), "config:8-15\n").unwrap();
+        let config = |backend: &LinuxBackend, name: &str| -> Result<u64> {
+            match &backend.resolve(name)?.terms[0].request.encoding {
+                Encoding::Perf(attr) => Ok(attr.config),
+                other => panic!("{other:?}"),
+            }
         };
+        let intx = "CPU_CLK_UNHALTED.THREAD_P:intx=1:intxcp=1";
+        let hsw = fixture_backend(devices.clone(), Some("hsw"));
+        let error = config(&hsw, intx).unwrap_err();
+        assert_eq!(error.kind(), counterhal_hal::ErrorKind::Unsupported);
+        assert!(error.to_string().contains("`in_tx` format"), "{error}");
+        let lnl = fixture_backend(devices.clone(), Some("lnl_lnc"));
+        let error = config(&lnl, "BR_INST_RETIRED.COND").unwrap_err();
+        assert!(error.to_string().contains("config:8-15,40-47"), "{error}");
+        // Events that need neither still resolve.
+        assert_eq!(config(&hsw, "CPU_CLK_UNHALTED.THREAD_P").unwrap(), 0x3c);
+
+        std::fs::write(format.join("in_tx"), "config:32\n").unwrap();
+        std::fs::write(format.join("in_tx_cp"), "config:33\n").unwrap();
+        std::fs::write(format.join("umask"), "config:8-15,40-47\n").unwrap();
+        let hsw = fixture_backend(devices.clone(), Some("hsw"));
+        assert_eq!(config(&hsw, intx).unwrap(), 0x3_0000_003c);
+        let lnl = fixture_backend(devices.clone(), Some("lnl_lnc"));
+        assert_eq!(
+            config(&lnl, "BR_INST_RETIRED.COND").unwrap(),
+            0x100_0000_11c4
+        );
+        std::fs::remove_dir_all(&devices).unwrap();
+    }
+
+    #[test]
+    fn hybrid_generic_events_become_one_term_per_core_pmu() {
+        let devices = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
+        let backend = fixture_backend(devices, None);
         let resolved = backend.resolve("cycles").unwrap();
         let labels: Vec<(&str, u64, Option<&str>)> = resolved
             .terms

@@ -396,6 +396,72 @@ fn apply_terms(
     Ok(())
 }
 
+/// What the core PMU that takes raw events (`type` 4: `cpu`, or `cpu_core` on a hybrid chip)
+/// passes on of an event select's bits above the first unit-mask byte. The kernel drops
+/// without a word the bits its PMU does not announce: IN_TX and IN_TXCP where the CPU has no
+/// RTM (it then shows no `in_tx` and `in_tx_cp` formats), and the second unit-mask byte (bits
+/// 47:40) where the PMU lacks UMASK2 (its `umask` format then reads `config:8-15`, not
+/// `config:8-15,40-47`). Counting without them would count something else, so such an event
+/// is refused instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawFormat {
+    /// The PMU's name.
+    pub pmu: String,
+    /// Whether it has the `in_tx` format (config:32).
+    pub in_tx: bool,
+    /// Whether it has the `in_tx_cp` format (config:33).
+    pub in_tx_cp: bool,
+    /// Whether its `umask` format covers bits 40-47.
+    pub umask2: bool,
+}
+
+impl RawFormat {
+    /// The formats of the core PMU whose type is `PERF_TYPE_RAW`; `None` where there is none
+    /// (no hardware PMU: raw events then fail to open anyway).
+    pub fn read(devices: &Path) -> Option<RawFormat> {
+        let pmu = core_pmus(devices)
+            .into_iter()
+            .find(|pmu| pmu.type_ == crate::sys::TYPE_RAW)?;
+        let has = |field: &str| matches!(pmu.format(field), Ok(Some(_)));
+        let umask2 =
+            matches!(pmu.format("umask"), Ok(Some(f)) if f.ranges.iter().any(|&(_, hi)| hi >= 47));
+        Some(RawFormat {
+            in_tx: has("in_tx"),
+            in_tx_cp: has("in_tx_cp"),
+            umask2,
+            pmu: pmu.name,
+        })
+    }
+
+    /// Refuses `evtsel` (the event `name`) when it sets a bit this PMU would drop.
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::Unsupported`] naming the bit and the missing format.
+    pub fn check(&self, name: &str, evtsel: &counterhal_hal::Evtsel) -> Result<()> {
+        let pmu = &self.pmu;
+        let tsx = [
+            (evtsel.in_tx, self.in_tx, "intx", "in_tx"),
+            (evtsel.in_tx_cp, self.in_tx_cp, "intxcp", "in_tx_cp"),
+        ];
+        for (asked, offered, modifier, format) in tsx {
+            if asked && !offered {
+                return Err(Error::unsupported(format!(
+                    "`{name}`: `{modifier}` filters TSX transactions, and the kernel's `{pmu}` PMU has no `{format}` format (this CPU has no RTM, or TSX is off): perf would drop the bit and count outside transactions too"
+                ))
+                .with_hint(format!("drop `{modifier}`; `ls /sys/bus/event_source/devices/{pmu}/format` lists what this PMU takes")));
+            }
+        }
+        if evtsel.umask2 != 0 && !self.umask2 {
+            return Err(Error::unsupported(format!(
+                "`{name}`: its second unit-mask byte {:#04x} (bits 47:40) needs UMASK2, and the kernel's `{pmu}` PMU takes `umask` as bits 8-15 only (its format would read config:8-15,40-47): perf would drop the byte and count another event",
+                evtsel.umask2
+            ))
+            .with_hint("the event comes from a newer core than this CPU; check --cpu-model"));
+        }
+        Ok(())
+    }
+}
+
 /// Whether `cpu` is online, from `/sys/devices/system/cpu/online`; `None` when unreadable.
 pub fn cpu_online(cpu: u32) -> Option<bool> {
     let list = fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
