@@ -74,6 +74,10 @@ pub struct PmuDescription {
     pub fixed_counters: u32,
     /// Their width in bits (0 when there are none).
     pub fixed_width: u32,
+    /// Whether the core has TSX's event-select bits IN_TX and IN_TXCP (`pmu = { tsx = true }`):
+    /// `Some(false)` refuses `intx` and `intxcp` on this model, `None` (a model that does not
+    /// say) leaves it to the backend, which checks the CPU.
+    pub tsx: Option<bool>,
 }
 
 /// A set of numbers given as a list of inclusive ranges; empty means "any".

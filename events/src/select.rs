@@ -443,7 +443,21 @@ pub(crate) fn check_intel_bits(
     modifiers: &Modifiers,
 ) -> Result<(), EventError> {
     if model.encoder == EncoderKind::IntelArch {
-        return Ok(());
+        let tsx = [
+            (modifiers.in_tx, "IN_TX (`intx`)"),
+            (modifiers.in_tx_cp, "IN_TXCP (`intxcp`)"),
+        ];
+        return match tsx.iter().find(|(set, _)| *set == Some(true)) {
+            Some((_, what)) if model.pmu.tsx == Some(false) => Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "`{name}`: {what} filters TSX transactions, and CPU model `{}` has no TSX (its `pmu` says `tsx = false`)",
+                    model.id
+                ),
+            )
+            .with_hint("drop the modifier; Haswell to Sapphire Rapids server and client cores with TSX take it")),
+            _ => Ok(()),
+        };
     }
     let asked = [
         (modifiers.any_thread, "AnyThread (`t`)"),

@@ -104,3 +104,37 @@ fn other_encoders_refuse_intels_high_bits() {
     );
     assert!(text.contains("amd.toml:9:"), "points at the line: {text}");
 }
+
+/// `intx` and `intxcp` only where the model's core has TSX (`pmu = { tsx = true }`, where
+/// Intel's table lists RTM_RETIRED): Haswell to Sapphire Rapids, not the Atom cores, not Alder
+/// Lake's or later client P-cores (TSX gone), not the cores before Haswell. A model that does
+/// not say (a user's) leaves it to the backend.
+#[test]
+fn the_tsx_filters_only_where_the_core_has_tsx() {
+    let db = Database::shipped().unwrap();
+    for cpu in ["hsw", "bdw_ep", "skl", "icx", "spr", "gnr"] {
+        assert!(evtsel(&db, cpu, "r00c0:intx").in_tx, "{cpu}");
+    }
+    for cpu in [
+        "snb", "nhm", "core", "atom", "slm", "adl_glc", "adl_grt", "mtl_rwc", "lnl_lnc", "srf",
+    ] {
+        for event in ["r00c0:intx", "r00c0:intxcp", "r3000000c0"] {
+            let error = db.resolve_exact(Some(cpu), event, &X86).unwrap_err();
+            assert_eq!(
+                error.kind(),
+                EventErrorKind::CombinationNotAllowed,
+                "{cpu} {event}: {error}"
+            );
+            assert!(
+                error.to_string().contains("has no TSX"),
+                "{cpu} {event}: {error}"
+            );
+        }
+    }
+    let user = "[[cpu]]\nid = \"mine\"\nencoder = \"intel-arch\"\nmatch = [{ vendor = \"intel\", family = 6, model = 0x3c }]\npmu = { general_counters = 4, counter_width = 48 }\n";
+    let db = Database::from_toml_str("mine.toml", user).unwrap();
+    assert!(evtsel(&db, "mine", "r00c0:intx").in_tx);
+    let no = user.replace("counter_width = 48", "counter_width = 48, tsx = false");
+    let db = Database::from_toml_str("mine.toml", &no).unwrap();
+    assert!(db.resolve_exact(Some("mine"), "r00c0:intx", &X86).is_err());
+}

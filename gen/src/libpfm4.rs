@@ -557,6 +557,8 @@ pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel
         counter_width: t.counters.1,
         fixed_counters: t.fixed.0,
         fixed_width: t.fixed.1,
+        // libpfm4's own Intel tables are the cores before Haswell: no TSX.
+        tsx: Some(false),
         source: Provenance {
             source: SOURCE.to_string(),
             commit: commit.to_string(),

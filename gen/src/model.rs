@@ -110,6 +110,8 @@ pub struct GenModel {
     pub fixed_counters: u32,
     /// Their width.
     pub fixed_width: u32,
+    /// Whether the core has TSX's IN_TX and IN_TXCP bits (`None`: not said, for AMD).
+    pub tsx: Option<bool>,
     /// Where the data came from: source name, licence, commit, file.
     pub source: Provenance,
     /// What was left out, and why (reason, count), sorted.

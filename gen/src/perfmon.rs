@@ -553,6 +553,9 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
     }
     model.general_counters = general;
     model.fixed_counters = fixed_counters;
+    // Intel lists the transactional-memory events (RTM_RETIRED) exactly for the cores with
+    // TSX; the IN_TX and IN_TXCP bits come with it.
+    model.tsx = Some(model.events.iter().any(|e| e.name == "RTM_RETIRED"));
     // An event whose counters are all of the PMU's says nothing: leave the key out.
     let all: Vec<u32> = (0..general).collect();
     for event in &mut model.events {

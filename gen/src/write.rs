@@ -65,6 +65,9 @@ pub fn model_toml(model: &GenModel) -> String {
             model.fixed_counters, model.fixed_width
         );
     }
+    if let Some(tsx) = model.tsx {
+        let _ = write!(out, ", tsx = {tsx}");
+    }
     out.push_str(" }\n");
     for event in &model.events {
         out.push('\n');

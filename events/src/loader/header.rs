@@ -24,6 +24,7 @@ pub(super) fn pmu_description(source: &Source<'_>, doc: &PmuDoc) -> Result<PmuDe
         counter_width,
         fixed_counters,
         fixed_width,
+        tsx: doc.tsx,
     })
 }
 

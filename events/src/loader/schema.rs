@@ -56,6 +56,8 @@ pub(super) struct PmuDoc {
     pub(super) fixed_counters: Option<Spanned<i64>>,
     #[serde(default)]
     pub(super) fixed_width: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub(super) tsx: Option<bool>,
 }
 
 #[derive(Deserialize)]
