@@ -7,14 +7,15 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, EventRequest, Evtsel,
-    ExtraMsr, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
-    Target, TargetSupport, Term, check_family, countable_form,
+    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, EventRequest, Family,
+    GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target, TargetSupport,
+    Term, check_family, countable_form,
 };
 
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
+use crate::raw::{RawFormat, raw_attr};
 use crate::sys::{
     self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
     FORMAT_TOTAL_TIME_RUNNING, PerfEventAttr, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE,
@@ -57,7 +58,7 @@ pub struct LinuxBackend {
     /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
     hybrid: Arc<Vec<sysfs::Pmu>>,
     /// What the raw-event PMU passes on of IN_TX, IN_TXCP and UMASK2 (`None`: no core PMU).
-    raw_format: Option<Arc<sysfs::RawFormat>>,
+    raw_format: Option<Arc<RawFormat>>,
     /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
@@ -95,7 +96,7 @@ pub fn probe_with(
         inherit_group_read: false,
         self_monitoring: true,
         hybrid,
-        raw_format: sysfs::RawFormat::read(&paths_devices).map(Arc::new),
+        raw_format: RawFormat::read(&paths_devices).map(Arc::new),
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
@@ -219,48 +220,11 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
     capabilities
 }
 
-/// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
-/// with the extra MSR's value in the config word perf's x86 PMU reads it from: `config1` for
-/// all three, as the `cpu` PMU's format says (`offcore_rsp=config1:0-63`,
-/// `ldlat=config1:0-15`, `frontend=config1:0-23`). A value wider than its field is refused.
-///
-/// # Errors
-/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for an extra MSR perf has no config word for.
-pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
-    let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
-    if let Some(extra) = evtsel.extra {
-        match extra.msr {
-            ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 => attr.config1 = extra.value,
-            msr @ (ExtraMsr::LOAD_LATENCY | ExtraMsr::FRONTEND) => {
-                let (field, bits) = if msr == ExtraMsr::LOAD_LATENCY {
-                    ("ldlat", 16)
-                } else {
-                    ("frontend", 24)
-                };
-                if extra.value >> bits != 0 {
-                    return Err(Error::invalid_input(format!(
-                        "`{name}`: {field} value {:#x} does not fit perf's {bits}-bit `{field}` field (config1:0-{})",
-                        extra.value,
-                        bits - 1
-                    )));
-                }
-                attr.config1 = extra.value;
-            }
-            other => {
-                return Err(Error::unsupported(format!(
-                    "`{name}` needs MSR {other:#x}, which perf's raw events cannot program"
-                )));
-            }
-        }
-    }
-    Ok(attr)
-}
-
 /// The perf attr a request programs: its own, or that of its event select, refused where the
 /// raw-event PMU (`raw_format`) would drop some of its bits.
 fn perf_encoding<'r>(
     request: &'r EventRequest,
-    raw_format: Option<&sysfs::RawFormat>,
+    raw_format: Option<&RawFormat>,
 ) -> Result<Cow<'r, PerfAttr>> {
     check_family("linux", &ACCEPTS, request)?;
     match &request.encoding {
@@ -776,7 +740,7 @@ mod tests {
             db: Arc::new(Database::shipped().unwrap()),
             cpu: cpu.map(str::to_string),
             hybrid: Arc::new(sysfs::hybrid_pmus(&devices)),
-            raw_format: sysfs::RawFormat::read(&devices).map(Arc::new),
+            raw_format: RawFormat::read(&devices).map(Arc::new),
             paths: SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),

@@ -11,13 +11,15 @@ cfg_if::cfg_if! {
         mod cgroup;
         mod errno;
         mod group;
+        mod raw;
         pub mod rdpmc;
         mod sysfs;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
         mod tracefs;
 
-        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with, raw_attr};
+        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
+        pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;

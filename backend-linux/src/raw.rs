@@ -1,0 +1,113 @@
+//! x86 event selects as perf raw events: the attr of an event select ([`raw_attr`]), and what
+//! the kernel's raw-event PMU passes on of its bits above the first unit-mask byte
+//! ([`RawFormat`]).
+
+use std::path::Path;
+
+use counterhal_hal::{Error, Evtsel, ExtraMsr, PerfAttr, Result};
+
+use crate::sys::TYPE_RAW;
+use crate::sysfs;
+
+/// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
+/// with the extra MSR's value in the config word perf's x86 PMU reads it from: `config1` for
+/// all three, as the `cpu` PMU's format says (`offcore_rsp=config1:0-63`,
+/// `ldlat=config1:0-15`, `frontend=config1:0-23`). A value wider than its field is refused.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for an extra MSR perf has no config word for.
+pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
+    let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
+    if let Some(extra) = evtsel.extra {
+        match extra.msr {
+            ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 => attr.config1 = extra.value,
+            msr @ (ExtraMsr::LOAD_LATENCY | ExtraMsr::FRONTEND) => {
+                let (field, bits) = if msr == ExtraMsr::LOAD_LATENCY {
+                    ("ldlat", 16)
+                } else {
+                    ("frontend", 24)
+                };
+                if extra.value >> bits != 0 {
+                    return Err(Error::invalid_input(format!(
+                        "`{name}`: {field} value {:#x} does not fit perf's {bits}-bit `{field}` field (config1:0-{})",
+                        extra.value,
+                        bits - 1
+                    )));
+                }
+                attr.config1 = extra.value;
+            }
+            other => {
+                return Err(Error::unsupported(format!(
+                    "`{name}` needs MSR {other:#x}, which perf's raw events cannot program"
+                )));
+            }
+        }
+    }
+    Ok(attr)
+}
+
+/// What the core PMU that takes raw events (`type` 4: `cpu`, or `cpu_core` on a hybrid chip)
+/// passes on of an event select's bits above the first unit-mask byte. The kernel drops
+/// without a word the bits its PMU does not announce: IN_TX and IN_TXCP where the CPU has no
+/// RTM (it then shows no `in_tx` and `in_tx_cp` formats), and the second unit-mask byte (bits
+/// 47:40) where the PMU lacks UMASK2 (its `umask` format then reads `config:8-15`, not
+/// `config:8-15,40-47`). Counting without them would count something else, so such an event
+/// is refused instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawFormat {
+    /// The PMU's name.
+    pub pmu: String,
+    /// Whether it has the `in_tx` format (config:32).
+    pub in_tx: bool,
+    /// Whether it has the `in_tx_cp` format (config:33).
+    pub in_tx_cp: bool,
+    /// Whether its `umask` format covers bits 40-47.
+    pub umask2: bool,
+}
+
+impl RawFormat {
+    /// The formats of the core PMU whose type is `PERF_TYPE_RAW`; `None` where there is none
+    /// (no hardware PMU: raw events then fail to open anyway).
+    pub fn read(devices: &Path) -> Option<RawFormat> {
+        let pmu = sysfs::core_pmus(devices)
+            .into_iter()
+            .find(|pmu| pmu.type_ == TYPE_RAW)?;
+        let has = |field: &str| matches!(pmu.format(field), Ok(Some(_)));
+        let umask2 =
+            matches!(pmu.format("umask"), Ok(Some(f)) if f.ranges.iter().any(|&(_, hi)| hi >= 47));
+        Some(RawFormat {
+            in_tx: has("in_tx"),
+            in_tx_cp: has("in_tx_cp"),
+            umask2,
+            pmu: pmu.name,
+        })
+    }
+
+    /// Refuses `evtsel` (the event `name`) when it sets a bit this PMU would drop.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) naming the bit and the missing format.
+    pub fn check(&self, name: &str, evtsel: &Evtsel) -> Result<()> {
+        let pmu = &self.pmu;
+        let tsx = [
+            (evtsel.in_tx, self.in_tx, "intx", "in_tx"),
+            (evtsel.in_tx_cp, self.in_tx_cp, "intxcp", "in_tx_cp"),
+        ];
+        for (asked, offered, modifier, format) in tsx {
+            if asked && !offered {
+                return Err(Error::unsupported(format!(
+                    "`{name}`: `{modifier}` filters TSX transactions, and the kernel's `{pmu}` PMU has no `{format}` format (this CPU has no RTM, or TSX is off): perf would drop the bit and count outside transactions too"
+                ))
+                .with_hint(format!("drop `{modifier}`; `ls /sys/bus/event_source/devices/{pmu}/format` lists what this PMU takes")));
+            }
+        }
+        if evtsel.umask2 != 0 && !self.umask2 {
+            return Err(Error::unsupported(format!(
+                "`{name}`: its second unit-mask byte {:#04x} (bits 47:40) needs UMASK2, and the kernel's `{pmu}` PMU takes `umask` as bits 8-15 only (its format would read config:8-15,40-47): perf would drop the byte and count another event",
+                evtsel.umask2
+            ))
+            .with_hint("the event comes from a newer core than this CPU; check --cpu-model"));
+        }
+        Ok(())
+    }
+}
