@@ -454,7 +454,7 @@ pub fn check_family(backend: &str, accepts: &Accepts, request: &EventRequest) ->
             let only = evtsel.domain.contains(kept) && !evtsel.domain.contains(left_out);
             if only && !accepts.domains.contains(left_out) {
                 return Err(Error::unsupported(format!(
-                    "`{}` counts in {what}, which the {backend} backend cannot filter here: its event selects have no host or guest bits (AMD's HostOnly and GuestOnly)",
+                    "{}: counts in {what}, which the {backend} backend cannot filter here: its event selects have no host or guest bits (AMD's HostOnly and GuestOnly)",
                     request.name
                 ))
                 .with_hint("count in every context: give the event select a domain with both Domain::HOST and Domain::GUEST, or drop `H`/`G`"));
