@@ -1,5 +1,6 @@
 //! [`MsrBackend`]: resolving names and opening groups of raw PMU registers.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,9 +11,11 @@ use counterhal_hal::{
     EventRequest, Evtsel, ExtraMsr, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
     ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
 };
+use counterhal_x86::signature::hybrid_core;
 use counterhal_x86::{CounterRef, Counters, Demand, Schedule, assign, rotation};
 
 use crate::allow::AllowList;
+use crate::cores::{for_core, hybrid_views, read_capabilities};
 use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin};
 use crate::group::{Core, MsrGroup, Slot};
@@ -66,23 +69,24 @@ impl MsrBackend {
         cpu_model: Option<String>,
     ) -> Result<MsrBackend> {
         let mut pmu = PmuInfo::from_cpuid(cpuid)?;
-        if pmu.perf_capabilities && pmu.version >= 2 {
-            let allow = AllowList::for_pmu(&pmu);
-            allow.check(regs::IA32_PERF_CAPABILITIES, Access::Read)?;
-            // A CPU that refuses the register has no full-width writes.
-            if let Ok(caps) = device.read(0, regs::IA32_PERF_CAPABILITIES) {
-                pmu.full_width_writes = caps & regs::PERF_CAP_FW_WRITE != 0;
-            }
-        }
-        let allow = AllowList::for_pmu(&pmu);
+        read_capabilities(device.as_ref(), 0, &mut pmu)?;
+        let mut allow = AllowList::for_pmu(&pmu);
         let tsc = match (device.tsc_hz(), pmu.cpuid_tsc) {
             (Some(hz), _) => TscFrequency::new(hz, TscSource::Model),
             (None, Some(tsc)) => tsc,
             (None, None) => measure_tsc(device.as_ref(), &allow)?,
         };
-        // By the signature alone, so the choice does not depend on the core this thread ran
-        // on: on a hybrid chip the counters of every CPU are programmed with one table
-        // (`--cpu-model` names the other core's).
+        // Names resolve by the signature's table alone, so that what `resolve` gives does not
+        // depend on the core this thread ran on. On a hybrid chip each CPU's CPUID gives its
+        // core, whose PMU and table a group on that CPU uses (`--cpu-model` makes the named
+        // table every core's).
+        let cores = match hybrid_core(cpuid)? {
+            Some(_) => hybrid_views(&db, device.as_ref(), cpu_model.as_deref()),
+            None => Vec::new(),
+        };
+        for view in cores.iter().flatten() {
+            allow.include(&AllowList::for_pmu(&view.pmu));
+        }
         let cpu_model =
             cpu_model.or_else(|| db.detect(&pmu.identity).map(|model| model.id.clone()));
         let claims = match device.kind() {
@@ -94,7 +98,8 @@ impl MsrBackend {
             db,
             cpuid: cpuid.describe(),
             device,
-            pmu,
+            pmu: Arc::new(pmu),
+            cores,
             allow,
             tsc,
             cpu_model,
@@ -148,7 +153,7 @@ impl MsrBackend {
         db: Arc<Database>,
         config: ModelConfig,
     ) -> Result<(MsrBackend, ModelHandle)> {
-        let cpuid = config.cpuid();
+        let cpuid = config.cpuid_of(0);
         let (device, handle) = ModelDevice::new(config);
         let backend = Self::with_device(db, Arc::new(device), &cpuid, None)?;
         Ok((backend, handle))
@@ -277,8 +282,7 @@ impl MsrBackend {
     }
 
     /// Checks one request against the PMU; returns its encoding and its candidate counters.
-    fn validate(&self, request: &EventRequest) -> Result<Candidate> {
-        let pmu = &self.shared.pmu;
+    fn validate(&self, request: &EventRequest, pmu: &PmuInfo) -> Result<Candidate> {
         let name = &request.name;
         check_family("msr", &self.shared.capabilities.accepts, request)?;
         let Encoding::Evtsel(encoding) = request.encoding else {
@@ -456,13 +460,30 @@ impl Backend for MsrBackend {
                 Error::invalid_input("no events to open").with_hint("name at least one event")
             );
         }
-        let candidates = events
-            .iter()
-            .map(|e| self.validate(e))
-            .collect::<Result<Vec<_>>>()?;
         let (cpu, pin) = self.target_cpu(target)?;
         let shared = &self.shared;
-        let pmu = &shared.pmu;
+        let view = shared.view_of(cpu)?;
+        let pmu = &view.pmu;
+        let events = events
+            .iter()
+            .map(|request| {
+                for_core(
+                    request,
+                    &view,
+                    shared.cpu_model.as_deref(),
+                    cpu,
+                    |name| self.resolve(name).ok(),
+                    |name| {
+                        let accepts = &shared.capabilities.accepts;
+                        shared.db.resolve(view.cpu_model.as_deref(), name, accepts)
+                    },
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let candidates = events
+            .iter()
+            .map(|e| self.validate(e, pmu))
+            .collect::<Result<Vec<_>>>()?;
         let mut claims = shared.lock_claims();
         let claimed = claims.get(&cpu).copied().unwrap_or_default();
         // Counters someone else (perf, an NMI watchdog, another tool) has enabled are busy.
@@ -548,7 +569,7 @@ impl Backend for MsrBackend {
                 total: 0,
             });
         }
-        mine.extra = extra_claims(events, &candidates, &claimed, cpu)?;
+        mine.extra = extra_claims(&events, &candidates, &claimed, cpu)?;
         // The extra MSRs hold their values for the group's life: written once, before any of
         // its counters is enabled.
         for (index, (msr, _, _)) in regs::EXTRA_MSRS.into_iter().enumerate() {
@@ -566,7 +587,16 @@ impl Backend for MsrBackend {
             }
         }
         drop(claims);
-        let core = Core::new(Arc::clone(&self.shared), cpu, slots, ours, mine, &schedule);
+        let pmu = Arc::clone(&view.pmu);
+        let core = Core::new(
+            Arc::clone(&self.shared),
+            pmu,
+            cpu,
+            slots,
+            ours,
+            mine,
+            &schedule,
+        );
         let slice = options
             .multiplex_interval
             .unwrap_or(rotation::DEFAULT_SLICE)
@@ -579,7 +609,7 @@ impl Backend for MsrBackend {
 /// user each), where `claimed` holds those other groups programmed. Events may share an MSR
 /// when they want the same value; two values for one MSR are refused, naming both events.
 fn extra_claims(
-    events: &[EventRequest],
+    events: &[Cow<'_, EventRequest>],
     candidates: &[Candidate],
     claimed: &CpuClaims,
     cpu: u32,

@@ -4,6 +4,7 @@
 //! [`crate::ModelDevice`] is a model of a PMU. The backend never calls a device directly: every
 //! access goes through the [`crate::AllowList`] first.
 
+use crate::cpuid::CpuidSource;
 use crate::timer::{Tick, Timer};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -171,6 +172,20 @@ pub trait MsrDevice: Send + Sync + fmt::Debug {
     /// The TSC frequency when the device knows it (models); `None` for real hardware.
     fn tsc_hz(&self) -> Option<u64> {
         None
+    }
+
+    /// CPUID as `cpu` answers it, wherever the caller runs: on a hybrid chip each core type
+    /// has its own PMU and event table. The real device reads Linux's cpuid driver
+    /// (`/dev/cpu/N/cpuid`), a model its configuration.
+    ///
+    /// # Errors
+    /// As [`CpuidDevice::open`](crate::CpuidDevice::open); a device without per-CPU CPUID
+    /// answers [`ErrorKind::Unsupported`].
+    fn cpuid_of(&self, cpu: u32) -> Result<Box<dyn CpuidSource>> {
+        Err(Error::unsupported(format!(
+            "{} cannot ask CPU {cpu} for its CPUID",
+            self.describe()
+        )))
     }
 
     /// Binds the calling thread to a CPU for a "this thread" group. The real device pins the
@@ -416,6 +431,10 @@ impl MsrDevice for LinuxMsrDevice {
 
     fn cpu_count(&self) -> u32 {
         self.cpus
+    }
+
+    fn cpuid_of(&self, cpu: u32) -> Result<Box<dyn CpuidSource>> {
+        Ok(Box::new(crate::CpuidDevice::open(cpu)?))
     }
 
     fn read(&self, cpu: u32, msr: u32) -> Result<u64> {

@@ -8,6 +8,7 @@ use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
 use counterhal_x86::{CounterRef, Rotation, Schedule, counter_delta, width_mask};
 
 use crate::device::ThreadPin;
+use crate::pmu::PmuInfo;
 use crate::regs::{self, fixed_ctrl};
 use crate::shared::{CpuClaims, Shared};
 use crate::timer::{Tick, Timer};
@@ -29,6 +30,8 @@ pub(crate) struct Slot {
 /// turns: every operation of the group and every switch locks it.
 pub(crate) struct Core {
     shared: Arc<Shared>,
+    /// The PMU of the group's CPU (on a hybrid chip, of its core).
+    pmu: Arc<PmuInfo>,
     cpu: u32,
     slots: Vec<Slot>,
     ours: u64,
@@ -171,6 +174,7 @@ impl Core {
     /// global-control bits, `claimed` the counters they hold.
     pub(crate) fn new(
         shared: Arc<Shared>,
+        pmu: Arc<PmuInfo>,
         cpu: u32,
         slots: Vec<Slot>,
         ours: u64,
@@ -179,6 +183,7 @@ impl Core {
     ) -> Core {
         Core {
             shared,
+            pmu,
             cpu,
             slots,
             ours,
@@ -212,7 +217,7 @@ impl Core {
 
     pub(crate) fn program(&mut self) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
+        let pmu = Arc::clone(&self.pmu);
         let cpu = self.cpu;
         let _guard = shared.lock_claims();
         let global = pmu.global_msrs();
@@ -263,10 +268,7 @@ impl Core {
             }
             let slot = &mut self.slots[index];
             let msr = match slot.counter {
-                CounterRef::Gp(i) => shared
-                    .pmu
-                    .counter_full_write_msr(i)
-                    .unwrap_or(slot.read_msr),
+                CounterRef::Gp(i) => self.pmu.counter_full_write_msr(i).unwrap_or(slot.read_msr),
                 CounterRef::Fixed(_) => slot.read_msr,
             };
             shared.write(self.cpu, msr, 0)?;
@@ -279,7 +281,7 @@ impl Core {
     /// group is enabled), unfreezing afterwards whatever `body` returned.
     fn frozen<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let shared = Arc::clone(&self.shared);
-        let ctrl = match shared.pmu.global_msrs() {
+        let ctrl = match self.pmu.global_msrs() {
             Some((ctrl, _, _)) if self.rotation.is_enabled() => ctrl,
             _ => return body(self),
         };
@@ -294,7 +296,7 @@ impl Core {
 
     fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
+        let pmu = Arc::clone(&self.pmu);
         let Some(slot) = self.slots.get(index) else {
             return Err(Error::invalid_input(format!(
                 "event index {index} is past the group's {} events",
@@ -345,7 +347,7 @@ impl Core {
     /// frozen).
     fn read_into_totals(&mut self) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let status = match shared.pmu.global_msrs() {
+        let status = match self.pmu.global_msrs() {
             Some((_, status, _)) => shared.read(self.cpu, status)? & self.ours,
             None => 0,
         };
@@ -360,7 +362,7 @@ impl Core {
             slot.total = slot.total.wrapping_add(delta);
             slot.last_raw = raw;
         }
-        if let (Some((_, _, clear)), true) = (shared.pmu.global_msrs(), status != 0) {
+        if let (Some((_, _, clear)), true) = (self.pmu.global_msrs(), status != 0) {
             shared.write(self.cpu, clear, status)?;
         }
         Ok(())
@@ -387,7 +389,7 @@ impl Core {
     /// the selects after.
     fn set_enable_bits(&mut self, on: bool) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
+        let pmu = Arc::clone(&self.pmu);
         let global = pmu.global_msrs().map(|(ctrl, _, _)| ctrl);
         if !on && let Some(ctrl) = global {
             let value = shared.read(self.cpu, ctrl)?;
@@ -419,7 +421,7 @@ impl Core {
     /// starts the next from zero.
     fn switch(&mut self) -> Result<()> {
         let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
+        let pmu = Arc::clone(&self.pmu);
         let _guard = shared.lock_claims();
         let enabled = self.rotation.is_enabled();
         self.frozen(|core| {
@@ -494,7 +496,7 @@ impl Core {
         let _guard = shared.lock_claims();
         self.frozen(|group| {
             group.zero_counters()?;
-            if let Some((_, _, clear)) = shared.pmu.global_msrs() {
+            if let Some((_, _, clear)) = group.pmu.global_msrs() {
                 shared.write(group.cpu, clear, group.ours)?;
             }
             for slot in &mut group.slots {
@@ -558,7 +560,7 @@ impl Drop for MsrGroup {
 impl Drop for Core {
     fn drop(&mut self) {
         let shared = Arc::clone(&self.shared);
-        let pmu = &shared.pmu;
+        let pmu = Arc::clone(&self.pmu);
         let mut claims = shared.lock_claims();
         // Best effort: a failing device cannot be helped while dropping.
         if let Some((ctrl, _, clear)) = pmu.global_msrs() {

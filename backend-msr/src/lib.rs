@@ -32,6 +32,7 @@ pub mod allow;
 mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod cores;
 pub mod cpuid;
 pub mod device;
 mod group;

@@ -8,6 +8,7 @@ use counterhal_events::Database;
 use counterhal_hal::{Capabilities, Result};
 
 use crate::allow::AllowList;
+use crate::cores::CoreView;
 use crate::device::{Access, MsrDevice};
 use crate::pmu::{PmuInfo, TscFrequency};
 
@@ -38,7 +39,10 @@ pub(crate) struct Shared {
     pub(crate) db: Arc<Database>,
     pub(crate) device: Arc<dyn MsrDevice>,
     pub(crate) cpuid: String,
-    pub(crate) pmu: PmuInfo,
+    /// The PMU of the CPU that built the backend (on a hybrid chip, of its core).
+    pub(crate) pmu: Arc<PmuInfo>,
+    /// On a hybrid chip, each CPU's PMU and table (index: the CPU); empty elsewhere.
+    pub(crate) cores: Vec<Option<Arc<CoreView>>>,
     pub(crate) allow: AllowList,
     pub(crate) tsc: TscFrequency,
     pub(crate) cpu_model: Option<String>,
@@ -54,6 +58,23 @@ impl Shared {
     pub(crate) fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
         self.allow.check(msr, Access::Write)?;
         self.device.write(cpu, msr, value)
+    }
+
+    /// The PMU and table of `cpu`: its core's on a hybrid chip, else the backend's.
+    ///
+    /// # Errors
+    /// On a hybrid chip, when the CPU's CPUID cannot be read.
+    pub(crate) fn view_of(&self, cpu: u32) -> Result<Arc<CoreView>> {
+        if self.cores.is_empty() {
+            return Ok(Arc::new(CoreView::single(
+                Arc::clone(&self.pmu),
+                self.cpu_model.clone(),
+            )));
+        }
+        match self.cores.get(cpu as usize) {
+            Some(Some(view)) => Ok(Arc::clone(view)),
+            _ => Err(crate::cores::view_error(self.device.as_ref(), cpu)),
+        }
     }
 
     pub(crate) fn lock_claims(&self) -> MutexGuard<'_, HashMap<u32, CpuClaims>> {

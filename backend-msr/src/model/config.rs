@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::cpuid::{CpuidDump, CpuidResult};
+use crate::cpuid::{CpuidDump, CpuidResult, CpuidSource};
 use crate::regs::fixed_ctrl;
 use counterhal_x86::width_mask;
 
@@ -82,6 +82,7 @@ impl PmuModelKind {
             model,
             stepping,
             umask2: false,
+            hybrid_core_cpus: None,
         };
         let amd = |version, gp, core_ext, family, model, stepping| ModelConfig {
             name: self.name().to_string(),
@@ -99,6 +100,7 @@ impl PmuModelKind {
             model,
             stepping,
             umask2: false,
+            hybrid_core_cpus: None,
         };
         match self {
             PmuModelKind::IntelV4 => intel(4, 4, 48, true, 0x5E, 3),
@@ -161,6 +163,11 @@ pub struct ModelConfig {
     /// Intel: the second unit-mask byte, EVTSEL bits 47:40 (UMASK2), announced through
     /// CPUID.7.1:EAX\[8\] and CPUID.23H:EBX\[0\] (Lion Cove and later cores).
     pub umask2: bool,
+    /// Intel: a hybrid chip (CPUID.7.0:EDX\[15\]) whose CPUs below this number are Core
+    /// cores (CPUID.1AH:EAX core type 0x40) and the others Atom cores (0x20), each answering
+    /// CPUID for itself ([`ModelConfig::cpuid_of`]). Both kinds have this configuration's
+    /// counters. `None`: not hybrid.
+    pub hybrid_core_cpus: Option<u32>,
 }
 
 impl ModelConfig {
@@ -267,6 +274,26 @@ impl ModelConfig {
             dump.insert(0xA, 0, CpuidResult::new(eax, 0, ecx, edx));
             // 25 MHz crystal x 80 / 1 = 2 GHz.
             dump.insert(0x15, 0, CpuidResult::new(1, 80, 25_000_000, 0));
+        }
+        dump
+    }
+
+    /// CPUID as CPU `cpu` answers it: [`ModelConfig::cpuid`], and on a hybrid chip the
+    /// hybrid bit (leaf 7 EDX bit 15) and the CPU's own core type in leaf 0x1A (native model
+    /// id 1).
+    pub fn cpuid_of(&self, cpu: u32) -> CpuidDump {
+        let mut dump = self.cpuid();
+        if let (Some(core_cpus), false) = (self.hybrid_core_cpus, self.amd) {
+            let leaf0 = dump.cpuid(0, 0).unwrap_or_default();
+            let max_basic = leaf0.eax.max(0x1A);
+            dump.insert(
+                0,
+                0,
+                CpuidResult::new(max_basic, leaf0.ebx, leaf0.ecx, leaf0.edx),
+            );
+            dump.insert(7, 0, CpuidResult::new(0, 0, 0, 1 << 15));
+            let core_type: u32 = if cpu < core_cpus { 0x40 } else { 0x20 };
+            dump.insert(0x1A, 0, CpuidResult::new((core_type << 24) | 1, 0, 0, 0));
         }
         dump
     }

@@ -32,6 +32,7 @@ pub use config::{MODEL_TSC_HZ, ModelConfig, PmuModelKind};
 use state::ModelState;
 pub use state::{MODEL_LOG, MsrAccess, MsrWrite};
 
+use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin, refused};
 use crate::timer::{ModelTimers, Tick, Timer};
 
@@ -83,6 +84,12 @@ impl MsrDevice for ModelDevice {
 
     fn cpu_count(&self) -> u32 {
         self.lock().cpus.len() as u32
+    }
+
+    fn cpuid_of(&self, cpu: u32) -> Result<Box<dyn CpuidSource>> {
+        let state = self.lock();
+        check_cpu(&state, cpu)?;
+        Ok(Box::new(state.config.cpuid_of(cpu)))
     }
 
     fn read(&self, cpu: u32, msr: u32) -> Result<u64> {

@@ -1,0 +1,145 @@
+//! A hybrid chip: each CPU's own CPUID (leaf 0x1A) says whether it is a Core or an Atom core,
+//! and a group on a CPU programs that core's encoding of a name. An Alder Lake model with CPUs
+//! 0-1 Core (Golden Cove, `adl_glc`) and 2-3 Atom (Gracemont, `adl_grt`).
+
+use std::sync::Arc;
+
+use counterhal_events::Database;
+use std::time::Duration;
+
+use counterhal_hal::{
+    Backend, DeviceKind, Encoding, Error, ErrorKind, EventRequest, Evtsel, Group, OpenOptions,
+    Result, Target,
+};
+use counterhal_msr::regs::IA32_PERFEVTSEL0;
+use counterhal_msr::{
+    CpuidSource, ModelConfig, ModelDevice, MsrBackend, MsrDevice, PmuModelKind, Tick, Timer,
+};
+
+fn alder_lake() -> ModelConfig {
+    let mut config = PmuModelKind::IntelV5.config();
+    (config.family, config.model, config.stepping) = (6, 0x97, 2);
+    config.cpus = 4;
+    config.hybrid_core_cpus = Some(2);
+    config
+}
+
+/// The event select programmed on `cpu` when `events` open there (event and unit mask).
+fn programmed(backend: &MsrBackend, events: &[EventRequest], cpu: u32) -> u64 {
+    let mut group = backend
+        .open(events, &Target::Cpu(cpu), &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("CPU {cpu}: {e}"));
+    group.enable().unwrap();
+    let select = backend.read_msr(cpu, IA32_PERFEVTSEL0).unwrap();
+    group.disable().unwrap();
+    select & 0xFFFF
+}
+
+fn single(backend: &MsrBackend, name: &str) -> EventRequest {
+    let resolved = backend.resolve(name).unwrap();
+    assert_eq!(resolved.terms.len(), 1, "{name}");
+    resolved.terms[0].request.clone()
+}
+
+#[test]
+fn each_cpu_counts_with_its_cores_table() {
+    let db = Arc::new(Database::shipped().unwrap());
+    let (backend, _model) = MsrBackend::with_model_config(db, alder_lake()).unwrap();
+    // Names resolve with the signature's table (the Core cores').
+    assert_eq!(backend.cpu_model(), Some("adl_glc"));
+    // Golden Cove counts conditional branches as 0xc4/0x11, Gracemont as 0xc4/0x7e.
+    let cond = single(&backend, "BR_INST_RETIRED.COND");
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 0), 0x11c4);
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 1), 0x11c4);
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 2), 0x7ec4);
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 3), 0x7ec4);
+    // BACLEARS.ANY has another event code on each: 0x60 and 0xe6.
+    let baclears = single(&backend, "BACLEARS.ANY");
+    assert_eq!(
+        programmed(&backend, std::slice::from_ref(&baclears), 3),
+        0x01e6
+    );
+
+    // An event only the Core cores have is refused on an Atom core, naming both.
+    let divider = single(&backend, "ARITH.DIVIDER_ACTIVE");
+    programmed(&backend, std::slice::from_ref(&divider), 0);
+    let error = backend
+        .open(&[divider], &Target::Cpu(2), &OpenOptions::default())
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("CPU 2 is an Atom core") && text.contains("adl_grt"),
+        "{text}"
+    );
+
+    // An encoding the caller built, under a name of its own, is theirs on every core.
+    let raw = EventRequest::new("my-raw", Encoding::Evtsel(Evtsel::new(0xc4, 0x11)));
+    assert_eq!(programmed(&backend, &[raw], 2), 0x11c4);
+}
+
+#[test]
+fn a_named_model_encodes_every_cores_events() {
+    let db = Arc::new(Database::shipped().unwrap());
+    let config = alder_lake();
+    let cpuid = config.cpuid_of(0);
+    let (device, _handle) = ModelDevice::new(config);
+    let backend =
+        MsrBackend::with_device(db, Arc::new(device), &cpuid, Some("adl_grt".into())).unwrap();
+    let cond = single(&backend, "BR_INST_RETIRED.COND");
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 0), 0x7ec4);
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 3), 0x7ec4);
+}
+
+/// The model, except that CPU 3 has no cpuid device (as without `modprobe cpuid`).
+#[derive(Debug)]
+struct NoCpuidOn3(ModelDevice);
+
+impl MsrDevice for NoCpuidOn3 {
+    fn kind(&self) -> DeviceKind {
+        self.0.kind()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn cpu_count(&self) -> u32 {
+        self.0.cpu_count()
+    }
+    fn read(&self, cpu: u32, msr: u32) -> Result<u64> {
+        self.0.read(cpu, msr)
+    }
+    fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
+        self.0.write(cpu, msr, value)
+    }
+    fn tsc_hz(&self) -> Option<u64> {
+        self.0.tsc_hz()
+    }
+    fn cpuid_of(&self, cpu: u32) -> Result<Box<dyn CpuidSource>> {
+        if cpu == 3 {
+            return Err(Error::new(ErrorKind::DeviceMissing, "no /dev/cpu/3/cpuid"));
+        }
+        self.0.cpuid_of(cpu)
+    }
+    fn start_timer(&self, period: Duration, tick: Tick) -> Result<Timer> {
+        self.0.start_timer(period, tick)
+    }
+}
+
+#[test]
+fn a_cpu_whose_cpuid_cannot_be_read_is_refused_with_the_reason() {
+    let db = Arc::new(Database::shipped().unwrap());
+    let config = alder_lake();
+    let cpuid = config.cpuid_of(0);
+    let (device, _handle) = ModelDevice::new(config);
+    let backend = MsrBackend::with_device(db, Arc::new(NoCpuidOn3(device)), &cpuid, None).unwrap();
+    let cond = single(&backend, "BR_INST_RETIRED.COND");
+    assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 2), 0x7ec4);
+    let error = backend
+        .open(&[cond], &Target::Cpu(3), &OpenOptions::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::DeviceMissing, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("CPU 3 of this hybrid chip") && text.contains("/dev/cpu/3/cpuid"),
+        "{text}"
+    );
+}
