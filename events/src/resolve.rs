@@ -368,7 +368,9 @@ impl<'a> Resolver<'a> {
     ) -> Resolved {
         let mut terms = Vec::with_capacity(mapping.terms.len());
         for (sign, term_spec) in &mapping.terms {
-            let mut term_spec = term_spec.clone();
+            let mut term_spec = model
+                .unalias(term_spec)
+                .unwrap_or_else(|| term_spec.clone());
             term_spec.modifiers.merge(modifiers)?;
             let (event, extra) = model.lookup(&term_spec).ok_or_else(|| {
                 err(

@@ -51,6 +51,9 @@ pub(crate) fn parse_expression(text: &str) -> Result<Vec<(Sign, EventSpec)>, Str
 }
 
 pub(crate) fn check_term(model: &CpuModel, spec: &EventSpec) -> Result<(), String> {
+    // A term may use another spelling of a native event (libpfm4's, perf's), as a user may.
+    let canonical = model.unalias(spec);
+    let spec = canonical.as_ref().unwrap_or(spec);
     let (event, extra) = model
         .lookup(spec)
         .ok_or_else(|| format!("no native event `{}` in model `{}`", spec.name, model.id))?;
