@@ -66,18 +66,11 @@ const MODELS: &[(&str, Option<&str>, &str)] = &[
 ];
 
 /// Where ours differs from the kernel's 6.12 JSON, and why: (model, event, why).
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "skl",
-        "UOPS_RETIRED.STALL_CYCLES",
-        "skl's hand-written overlay keeps libpfm4 4.13's unit mask 0x01 under this name; Intel's table has 0x02",
-    ),
-    (
-        "lnl_skt",
-        "TOPDOWN_BAD_SPECULATION.ALL",
-        "Intel's current table lists it as a fixed-counter pseudo-event (0x00/0x05); the 6.12 kernel as 0x73 on general counters",
-    ),
-];
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "lnl_skt",
+    "TOPDOWN_BAD_SPECULATION.ALL",
+    "Intel's current table lists it as a fixed-counter pseudo-event (0x00/0x05); the 6.12 kernel as 0x73 on general counters",
+)];
 
 /// The extracted x86 directory, and the scratch directory to remove afterwards.
 fn extract() -> Result<(PathBuf, PathBuf), String> {

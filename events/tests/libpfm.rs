@@ -142,6 +142,10 @@ const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
         "fixed-counter pseudo-event: Intel lists it as event 0x00 on fixed counter 0 only; libpfm4 as 0xc0 on any counter",
     ),
     (
+        "INST_RETIRED",
+        "named alone: libpfm4's default is INST_RETIRED:ANY, the fixed-counter pseudo-event above",
+    ),
+    (
         "CPU_CLK_UNHALTED:CORE",
         "fixed-counter pseudo-event (Tremont): event 0x00 on fixed counter 1 in Intel's table",
     ),

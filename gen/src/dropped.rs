@@ -36,6 +36,10 @@ struct EventFacts {
     skip_masks: Vec<String>,
     /// The unit masks with counters of their own (`.ucntmsk`).
     mask_counters: BTreeMap<String, u64>,
+    /// It has a one-letter unit mask (`L2_LINES_IN:E`), which reads as a modifier.
+    one_letter: bool,
+    /// A unit mask flagged `INTEL_X86_NCOMBO`: libpfm4 refuses to combine it with others.
+    no_combo: bool,
 }
 
 /// What [`add_dropped`] needs of each event of table `t` besides its spellings' bits.
@@ -71,7 +75,9 @@ fn facts(
             let Some(uname) = mask.get("uname") else {
                 continue;
             };
+            f.one_letter |= uname.len() == 1;
             let uflags = mask.get("uflags").map_or("", String::as_str);
+            f.no_combo |= uflags.contains("INTEL_X86_NCOMBO");
             if uflags.contains("INTEL_X86_DFL") {
                 f.defaults.push(uname.clone());
             }
@@ -246,6 +252,125 @@ pub fn add_dropped(
     counts
 }
 
+/// Gives each event of `model`'s own table that has no default unit mask libpfm4's default,
+/// so that the event named alone encodes as in libpfm4 (`BR_INST_RETIRED` is
+/// `BR_INST_RETIRED:ALL_BRANCHES`): where libpfm4's event of that name has one default (one
+/// unit-mask group), and one of the event's unit masks encodes what libpfm4's `EVENT:DEFAULT`
+/// does (the same-named one first). Returns how many events got one.
+fn add_defaults(
+    model: &mut GenModel,
+    spellings: &[(String, Bits)],
+    facts: &BTreeMap<String, EventFacts>,
+) -> usize {
+    let bits_of: BTreeMap<String, Bits> = spellings
+        .iter()
+        .map(|(s, b)| (s.to_ascii_uppercase(), *b))
+        .collect();
+    let alias_of: BTreeMap<String, String> = model.aliases.iter().cloned().collect();
+    let mut whole = Vec::new();
+    let mut added = 0;
+    for event in &mut model.events {
+        let Some(f) = facts
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(&event.name))
+            .map(|(_, f)| f)
+        else {
+            continue;
+        };
+        let [default] = f.defaults.as_slice() else {
+            continue;
+        };
+        let key = format!("{}:{default}", event.name).to_ascii_uppercase();
+        let Some(&bits) = bits_of.get(&key) else {
+            continue;
+        };
+        // libpfm4's one-letter unit masks (`L2_LINES_IN:E`) read as modifiers here (`:e`,
+        // edge): with a default, such a spelling would resolve to the default and the modifier.
+        if f.one_letter
+            || event.umask.is_some()
+            || event.extra.is_some()
+            || event.umasks.iter().any(|m| m.default || m.extra.is_some())
+        {
+            continue;
+        }
+        // libpfm4's default is another of the model's events under an alias
+        // (`CPU_CLK_THREAD_UNHALTED:THREAD_P` is `CPU_CLK_UNHALTED.THREAD_P`): the event named
+        // alone stands for it too.
+        if let Some(target) = alias_of.get(&key) {
+            whole.push((event.name.to_ascii_uppercase(), target.clone()));
+            added += 1;
+            continue;
+        }
+        let code = event.code;
+        let encodes = |m: &GenUnitMask| {
+            let own = u64::from(m.event.unwrap_or(code) & 0xff)
+                | u64::from(m.code) << 8
+                | u64::from(m.edge) << 18
+                | u64::from(m.any) << 21
+                | u64::from(m.inv) << 23
+                | u64::from(m.cmask) << 24;
+            own == bits && m.umask_ext == 0
+        };
+        let same_name = event
+            .umasks
+            .iter()
+            .position(|m| m.name.eq_ignore_ascii_case(default) && encodes(m));
+        if let Some(i) = same_name.or_else(|| event.umasks.iter().position(encodes)) {
+            event.umasks[i].default = true;
+            added += 1;
+        }
+    }
+    for (alias, target) in whole {
+        if !alias_of.contains_key(&alias) {
+            model.aliases.push((alias, target));
+        }
+    }
+    model.aliases.sort();
+    added
+}
+
+/// Lets the unit masks of each event of `model`'s own table combine (their codes ORed, as
+/// libpfm4 does: `FP_ARITH_INST_RETIRED:SCALAR_DOUBLE:SCALAR_SINGLE`) where libpfm4's event of
+/// that name flags none of its unit masks `INTEL_X86_NCOMBO` and every unit mask here is a
+/// plain unit-mask byte (no filter, fixed counter, other event code, extra register or second
+/// byte). Returns how many events.
+fn allow_combinations(model: &mut GenModel, facts: &BTreeMap<String, EventFacts>) -> usize {
+    let mut count = 0;
+    for event in &mut model.events {
+        let Some(f) = facts
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(&event.name))
+            .map(|(_, f)| f)
+        else {
+            continue;
+        };
+        let plain = |m: &GenUnitMask| {
+            m.cmask == 0
+                && !m.edge
+                && !m.inv
+                && !m.any
+                && m.fixed.is_none()
+                && m.event.is_none()
+                && m.extra.is_none()
+                && m.umask_ext == 0
+                && m.extra_bits.is_none()
+                && m.counters.is_none()
+        };
+        if f.no_combo
+            || f.one_letter
+            || event.umasks.len() < 2
+            || event.extra.is_some()
+            || !event.flags.contains(&"exclusive")
+            || !event.umasks.iter().all(plain)
+        {
+            continue;
+        }
+        event.flags.retain(|f| *f != "exclusive");
+        count += 1;
+    }
+    count
+}
+
 /// Adds libpfm4's names each model of [`INTEL_TABLES`] in `models` lacks (see the module).
 ///
 /// # Errors
@@ -262,7 +387,10 @@ pub fn add_libpfm4_dropped(
         let spellings = libpfm4_spellings(root, t)?;
         let table = t.read(root)?;
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
-        let counts = add_dropped(model, &spellings, entries, umask_arrays, t);
+        let mut counts = add_dropped(model, &spellings, entries, umask_arrays, t);
+        let facts = facts(entries, umask_arrays, t);
+        counts.defaults = add_defaults(model, &spellings, &facts);
+        counts.combinable = allow_combinations(model, &facts);
         if counts != DroppedCounts::default() {
             let source = Provenance {
                 source: crate::libpfm4::SOURCE.to_string(),

@@ -141,6 +141,11 @@ pub struct DroppedCounts {
     pub event_masks: usize,
     /// Unit masks added to events of the model's own table.
     pub masks: usize,
+    /// Events of the model's own table given libpfm4's default unit mask (`BR_INST_RETIRED`
+    /// alone is `BR_INST_RETIRED:ALL_BRANCHES`).
+    pub defaults: usize,
+    /// Events of the model's own table whose unit masks may combine, as in libpfm4.
+    pub combinable: usize,
 }
 
 /// Where a generated model's data came from.

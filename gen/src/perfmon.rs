@@ -556,6 +556,7 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
     // Intel lists the transactional-memory events (RTM_RETIRED) exactly for the cores with
     // TSX; the IN_TX and IN_TXCP bits come with it.
     model.tsx = Some(model.events.iter().any(|e| e.name == "RTM_RETIRED"));
+    fixed_twins(model);
     // An event whose counters are all of the PMU's says nothing: leave the key out.
     let all: Vec<u32> = (0..general).collect();
     for event in &mut model.events {
@@ -568,6 +569,39 @@ fn convert(model: &mut GenModel, entries: &[Value]) -> Result<(), GenError> {
         return Err(GenError::Data(format!("{}: no events", model.source.file)));
     }
     Ok(())
+}
+
+/// The fixed counter that counts what an unfiltered general-counter event `code`/`umask`
+/// counts: fixed counter 0 counts instructions retired (0xc0/0x00) and fixed counter 1 core
+/// cycles (0x3c/0x00), by the architecture (Intel SDM vol. 3B, "Fixed-Function Performance
+/// Counters"). Fixed counter 2's reference cycles run at the TSC rate, unlike 0x3c/0x01.
+fn fixed_twin(code: u16, umask: u8) -> Option<u32> {
+    match (code, umask) {
+        (0xc0, 0x00) => Some(0),
+        (0x3c, 0x00) => Some(1),
+        _ => None,
+    }
+}
+
+/// Lets Intel's general-counter twins of the first two fixed counters' events
+/// (`INST_RETIRED.ANY_P`, `CPU_CLK_UNHALTED.THREAD_P`) count on that fixed counter too, as
+/// libpfm4 does: a backend then spares a general counter.
+fn fixed_twins(model: &mut GenModel) {
+    let fixed = model.fixed_counters;
+    let twin = |code: u16, umask: u8| fixed_twin(code, umask).filter(|&f| f < fixed);
+    for event in &mut model.events {
+        if let (Some(umask), None, None) = (event.umask, event.fixed, event.extra)
+            && !event.flags.contains(&"any_thread")
+        {
+            event.fixed = twin(event.code, umask);
+        }
+        for m in &mut event.umasks {
+            let plain = m.cmask == 0 && !m.edge && !m.inv && !m.any && m.umask_ext == 0;
+            if plain && m.fixed.is_none() && m.extra.is_none() {
+                m.fixed = twin(m.event.unwrap_or(event.code), m.code);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

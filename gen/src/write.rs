@@ -36,8 +36,8 @@ pub fn model_toml(model: &GenModel) -> String {
     if let Some((a, n)) = &model.dropped_names {
         let _ = writeln!(
             out,
-            "# libpfm4 names: {} events with {} unit masks, {} unit masks of this table's events: {}, commit {}, file {}",
-            n.events, n.event_masks, n.masks, a.source, a.commit, a.file
+            "# libpfm4 names: {} events with {} unit masks, {} unit masks of this table's events, {} defaults, {} events combining unit masks: {}, commit {}, file {}",
+            n.events, n.event_masks, n.masks, n.defaults, n.combinable, a.source, a.commit, a.file
         );
     }
     for (reason, count) in &model.left_out {

@@ -72,7 +72,10 @@ fn the_output_loads_and_encodes_as_upstream_says() {
         counterhal_hal::Domain::USER,
     );
     for (event, encoding) in [
-        ("INST_RETIRED.ANY_P", "evtsel=0x4100c0 counters=0,1,2,3"),
+        (
+            "INST_RETIRED.ANY_P",
+            "evtsel=0x4100c0 counters=0,1,2,3 fixed=0",
+        ),
         ("inst_retired.any", "evtsel=0x410100 fixed=0 only"),
         ("INST_RETIRED:PREC_DIST", "evtsel=0x4101c0 counters=1"),
         (

@@ -81,6 +81,7 @@ const NAMES: &[&str] = &[
     "UOPS_ISSUED:ANY",
     "UOPS_ISSUED:STALL_CYCLES",
     "OLD_CYCLES",
+    "UOPS_ISSUED",
     "UOPS_ISSUED:CORE_STALL_CYCLES",
     "UOPS_ISSUED:FUSED",
     "BOGUS_BR",
@@ -102,7 +103,7 @@ fn libpfm4_names_the_model_lacks_are_added_and_its_own_keep_their_encodings() {
     assert_eq!(after, model_toml(&again[0]), "deterministic");
     assert!(
         after.contains(&format!(
-            "# libpfm4 names: 2 events with 3 unit masks, 2 unit masks of this table's events: {}, commit {COMMIT}, file lib/events/intel_nhm_events.h",
+            "# libpfm4 names: 2 events with 3 unit masks, 2 unit masks of this table's events, 1 defaults, 0 events combining unit masks: {}, commit {COMMIT}, file lib/events/intel_nhm_events.h",
             counterhal_gen::libpfm4::SOURCE
         )),
         "{after}"
@@ -121,6 +122,8 @@ fn libpfm4_names_the_model_lacks_are_added_and_its_own_keep_their_encodings() {
         ("CPU_CLK_UNHALTED:THREAD_P", Some((0x3c, all.clone()))),
         ("UOPS_ISSUED:STALL_CYCLES", Some((0x0180_010e, all.clone()))),
         ("OLD_CYCLES", Some((0x3c, all.clone()))),
+        // Intel's event named alone: libpfm4's default unit mask (ANY).
+        ("UOPS_ISSUED", Some((0x010e, all.clone()))),
         // Unit masks of Intel's event: AnyThread, invert, counter mask and `.ucntmsk`.
         (
             "UOPS_ISSUED:CORE_STALL_CYCLES",
@@ -137,7 +140,7 @@ fn libpfm4_names_the_model_lacks_are_added_and_its_own_keep_their_encodings() {
     for (name, want) in &expect {
         assert_eq!(&encode(&after, name), want, "{name}");
     }
-    // Not resolved before the libpfm4 names were added.
+    // Not resolved before the libpfm4 names and defaults were added.
     for (name, _) in &expect[3..] {
         assert_eq!(encode(&before, name), None, "{name}");
     }
