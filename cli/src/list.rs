@@ -1,4 +1,5 @@
-//! `counterhal list`: the events available here, each marked usable or not.
+//! `counterhal list`: the events available here, each marked usable or not, and each native
+//! event's code with its unit masks and the fields of their encodings.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -33,7 +34,9 @@ pub struct ListArgs {
     /// With --models: a Markdown table (the one events/README.md shows).
     #[arg(long, requires = "models", conflicts_with = "json")]
     markdown: bool,
-    /// Only events (metrics) whose name or description contains this (case-insensitive).
+    /// Only events (metrics) whose name or description contains this (case-insensitive); a
+    /// native event's unit masks whose name (`EVENT.UNIT_MASK`) or description contains it are
+    /// listed under their event.
     pattern: Option<String>,
 }
 
