@@ -129,6 +129,11 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
 /// contains `pattern` (case-insensitive; empty: every event), in section order. Without a
 /// backend (none works here) the events are listed unusable, with `unusable` as the reason.
 ///
+/// Native events carry their fields and unit masks ([`Listed::fields`],
+/// [`Listed::unit_masks`]): all of an event's unit masks where the pattern matches the event's
+/// name, description or an alias; else those whose name (`EVENT.UNIT_MASK`, or libpfm4's
+/// `EVENT:UNIT_MASK`) or description matches, the event listed with those alone.
+///
 /// Telling whether an event is usable opens it for the calling thread and closes it at once;
 /// a backend's own names (thousands of tracepoints) are marked usable when they resolve,
 /// without opening them.
