@@ -1,5 +1,5 @@
-//! The listing keeps deprecated native events apart, after the current ones, and marks the
-//! events that can be sampled precisely.
+//! The listing keeps deprecated native events apart, after the current ones, marks the
+//! events that can be sampled precisely, and carries each native event's unit masks and fields.
 
 use std::sync::Arc;
 
@@ -51,4 +51,73 @@ fn deprecated_events_are_listed_apart_and_precise_ones_marked() {
     );
     assert_eq!(Section::Deprecated.name(), "deprecated");
     assert!(listed.windows(2).all(|w| w[0].section <= w[1].section));
+}
+
+/// Each native event carries its fields and its unit masks, each with its own; without a
+/// backend nothing resolves, and the event's reason says why.
+#[test]
+fn native_events_carry_their_unit_masks_and_fields() {
+    let file = FILE.to_string()
+        + r#"
+[[cpu.event]]
+name = "CYCLES_STALLED"
+code = 0xa3
+umasks = [
+  { name = "ANY", code = 0x01, default = true },
+  { name = "EDGES", code = 0x01, cmask = 1, edge = true, deprecated = true },
+]
+"#;
+    let context = Context {
+        database: Arc::new(Database::from_toml_str("marks.toml", &file).unwrap()),
+        cpu: None,
+        model: Some("markcore".to_string()),
+    };
+    let listed = list_events::<AnyBackend>(&context, Err("no backend in this test"), "");
+    let find = |name: &str| listed.iter().find(|l| l.name == name).unwrap();
+    let plain = find("PLAIN");
+    assert_eq!(plain.fields.as_deref(), Some("event=0xc0 umask=0x00"));
+    assert!(plain.unit_masks.is_empty());
+    let loads = find("LOADS");
+    assert_eq!(loads.fields.as_deref(), Some("event=0xcd"));
+    let mask = &loads.unit_masks[0];
+    assert_eq!(mask.name, "LOADS.LATENCY_GT_4");
+    assert_eq!(mask.fields, "event=0xcd umask=0x01 msr 0x3f6=0x4");
+    assert!(mask.precise && !mask.default && !mask.deprecated);
+    assert_eq!(
+        (mask.encoding.as_deref(), mask.reason.as_deref()),
+        (None, None)
+    );
+    assert_eq!(loads.reason.as_deref(), Some("no backend in this test"));
+    let stalled = find("CYCLES_STALLED");
+    assert_eq!(stalled.fields.as_deref(), Some("event=0xa3 umask=0x01"));
+    let names: Vec<(&str, &str, bool, bool)> = stalled
+        .unit_masks
+        .iter()
+        .map(|u| (u.name.as_str(), u.fields.as_str(), u.default, u.deprecated))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("CYCLES_STALLED.ANY", "event=0xa3 umask=0x01", true, false),
+            (
+                "CYCLES_STALLED.EDGES",
+                "event=0xa3 umask=0x01 cmask=1 edge=1",
+                false,
+                true
+            ),
+        ]
+    );
+    // Other sections carry neither.
+    assert!(
+        listed
+            .iter()
+            .filter(|l| !matches!(l.section, Section::Native | Section::Deprecated))
+            .all(|l| l.fields.is_none() && l.unit_masks.is_empty())
+    );
+    // A pattern on a unit mask's name lists that mask alone, under its event.
+    let edges = list_events::<AnyBackend>(&context, Err("none"), "stalled.edge");
+    assert_eq!(edges.len(), 1);
+    assert_eq!(edges[0].name, "CYCLES_STALLED");
+    assert_eq!(edges[0].unit_masks.len(), 1);
+    assert_eq!(edges[0].unit_masks[0].name, "CYCLES_STALLED.EDGES");
 }

@@ -1,10 +1,11 @@
-//! `counterhal list`: the events available here, each marked usable or not.
+//! `counterhal list`: the events available here, each marked usable or not, and each native
+//! event's code with its unit masks and the fields of their encodings.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::{AnyBackend, Backend, Listed, Registration, list_events};
+use counterhal::{AnyBackend, Backend, Listed, ListedUnitMask, Registration, Section, list_events};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -33,7 +34,9 @@ pub struct ListArgs {
     /// With --models: a Markdown table (the one events/README.md shows).
     #[arg(long, requires = "models", conflicts_with = "json")]
     markdown: bool,
-    /// Only events (metrics) whose name or description contains this (case-insensitive).
+    /// Only events (metrics) whose name or description contains this (case-insensitive); a
+    /// native event's unit masks whose name (`EVENT.UNIT_MASK`) or description contains it are
+    /// listed under their event.
     pattern: Option<String>,
 }
 
@@ -117,6 +120,60 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
     Ok(out)
 }
 
+/// A native event's lines: its name, fields, flags and description, then one line per unit
+/// mask, indented, with the mask's fields and flags (`default`, `precise`, `deprecated`).
+fn native_lines(out: &mut String, mark: &str, entry: &Listed, fields: &str) {
+    let flags = |set: &[(bool, &str)]| {
+        let names: Vec<&str> = set.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        match names.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", names.join(", ")),
+        }
+    };
+    let about = |description: &str| match description.is_empty() {
+        true => String::new(),
+        false => format!("  {description}"),
+    };
+    let event_flags = flags(&[
+        (entry.precise, "precise"),
+        (entry.section == Section::Deprecated, "deprecated"),
+    ]);
+    _ = writeln!(
+        out,
+        "  {mark} {:<40} {fields}{event_flags}{}",
+        entry.name,
+        about(&entry.description)
+    );
+    for mask in &entry.unit_masks {
+        let mask_flags = flags(&[
+            (mask.default, "default"),
+            (mask.precise, "precise"),
+            (mask.deprecated, "deprecated"),
+        ]);
+        _ = writeln!(
+            out,
+            "      {:<38} {}{mask_flags}{}",
+            mask.name,
+            mask.fields,
+            about(&mask.description)
+        );
+    }
+}
+
+/// A unit mask in `--json`: `encoding` as its event's (the backend's, or null), and the rest.
+fn unit_mask_json(mask: &ListedUnitMask) -> serde_json::Value {
+    json!({
+        "name": mask.name,
+        "description": mask.description,
+        "fields": mask.fields,
+        "encoding": mask.encoding,
+        "reason": mask.reason,
+        "default": mask.default,
+        "precise": mask.precise,
+        "deprecated": mask.deprecated,
+    })
+}
+
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
@@ -173,6 +230,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "reason": e.reason,
                     "precise": e.precise,
                     "aliases": e.aliases,
+                    "fields": e.fields,
+                    "umasks": e.unit_masks.iter().map(unit_mask_json).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -201,7 +260,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             _ = writeln!(out, "\n{}:", entry.section.name());
         }
         let mark = if entry.usable { "*" } else { " " };
-        // Generated native events carry no description: their encoding says what they are.
+        if let Some(fields) = &entry.fields {
+            native_lines(&mut out, mark, entry, fields);
+            continue;
+        }
+        // The other sections' events say what they are in words, or by their encoding.
         let about = match (entry.description.is_empty(), &entry.encoding) {
             (true, Some(encoding)) => encoding.as_str(),
             _ => entry.description.as_str(),
@@ -210,9 +273,10 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         _ = writeln!(out, "  {mark} {:<40} {about}{precise}", entry.name);
     }
     let usable = entries.iter().filter(|e| e.usable).count();
+    let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,
-        "\n{} events listed, {usable} usable here",
+        "\n{} events listed ({masks} unit masks), {usable} usable here",
         entries.len()
     );
     crate::output::emit(&out)?;

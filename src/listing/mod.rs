@@ -1,12 +1,17 @@
 //! The events a backend offers here, as `counterhal list` shows them and a tool lists them
 //! (PAPI's `papi_avail` and `papi_native_avail`, libpfm4's `showevtinfo`): by section, with
-//! the encoding each name resolves to and whether this process can count it, and why not.
+//! the encoding each name resolves to and whether this process can count it, and why not;
+//! each native event with its unit masks and the fields of their encodings ([`fields`]).
 
+pub mod fields;
+
+use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
 use counterhal_hal::{
     Backend, Countable, GeneralizedEvent, ResolvedEvent, Sign, Target, countable_form,
 };
 
 use crate::Context;
+use fields::{data_fields, resolved_fields};
 
 /// Where a listed event comes from.
 #[non_exhaustive]
@@ -68,6 +73,41 @@ pub struct Listed {
     /// Other spellings that resolve to it or to one of its unit masks (libpfm4's, perf's
     /// names kept as aliases in the event database); not listed as events of their own.
     pub aliases: Vec<String>,
+    /// A native event's fields in the event database, whichever backend lists it
+    /// ([`fields::fields_text`]): `event=0xc4` for an event that needs a unit mask, the
+    /// fields it resolves to alone otherwise (`event=0x3c umask=0x00 fixed=1`); `None` for the
+    /// other sections.
+    pub fields: Option<String>,
+    /// A native event's unit masks, in the event database's order: all of them, or where the
+    /// pattern matches none of the event's names but some of its unit masks', those. Empty for
+    /// the other sections and for events without unit masks.
+    pub unit_masks: Vec<ListedUnitMask>,
+}
+
+/// One unit mask of a listed native event.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedUnitMask {
+    /// The name as typed: `EVENT.UNIT_MASK` (`BR_INST_RETIRED.ALL_BRANCHES`).
+    pub name: String,
+    /// What it counts, in a few words (empty where the source gives none).
+    pub description: String,
+    /// The fields it resolves to in the event database, whichever backend lists it
+    /// ([`fields::fields_text`]): `event=0xc4 umask=0x04`, with the filter bits and extra MSR
+    /// where set.
+    pub fields: String,
+    /// What the name resolves to on the backend (the same form as [`Listed::encoding`]);
+    /// `None` where it does not resolve there, or where no backend works here.
+    pub encoding: Option<String>,
+    /// Why the backend does not resolve it (`None` where it does, and where no backend works
+    /// here: the event's reason says why).
+    pub reason: Option<String>,
+    /// Whether it applies when the event is named without a unit mask.
+    pub default: bool,
+    /// Whether it can be sampled precisely (Intel PEBS).
+    pub precise: bool,
+    /// Whether its source marks it deprecated (it still resolves).
+    pub deprecated: bool,
 }
 
 /// `event`'s encoding on one line: its natives joined by their signs.
@@ -88,6 +128,11 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
 /// Every event `backend` offers under `context`'s CPU model whose name or description
 /// contains `pattern` (case-insensitive; empty: every event), in section order. Without a
 /// backend (none works here) the events are listed unusable, with `unusable` as the reason.
+///
+/// Native events carry their fields and unit masks ([`Listed::fields`],
+/// [`Listed::unit_masks`]): all of an event's unit masks where the pattern matches the event's
+/// name, description or an alias; else those whose name (`EVENT.UNIT_MASK`, or libpfm4's
+/// `EVENT:UNIT_MASK`) or description matches, the event listed with those alone.
 ///
 /// Telling whether an event is usable opens it for the calling thread and closes it at once;
 /// a backend's own names (thousands of tracepoints) are marked usable when they resolve,
@@ -124,20 +169,42 @@ pub fn list_events<B: Backend + ?Sized>(
         let mut deprecated = Vec::new();
         for event in model.events() {
             let aliases = model.aliases_of(event);
-            if matches(&event.name, &event.description) || aliases.iter().any(|a| matches(a, "")) {
-                let (name, description) = (event.name.clone(), event.description.clone());
-                let section = if event.flags.deprecated {
-                    Section::Deprecated
-                } else {
-                    Section::Native
-                };
-                let mut item = entry(backend, section, name, description, true);
-                item.aliases = aliases.into_iter().map(str::to_string).collect();
-                item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
-                match section {
-                    Section::Deprecated => deprecated.push(item),
-                    _ => listed.push(item),
-                }
+            let whole =
+                matches(&event.name, &event.description) || aliases.iter().any(|a| matches(a, ""));
+            // A pattern that matches no name of the event may match some of its unit masks:
+            // the event is listed with those.
+            let masks: Vec<&UnitMask> = event
+                .unit_masks()
+                .iter()
+                .filter(|mask| {
+                    whole
+                        || matches(&unit_mask_name(event, mask), &mask.description)
+                        || matches(&format!("{}:{}", event.name, mask.name), "")
+                })
+                .collect();
+            if !whole && masks.is_empty() {
+                continue;
+            }
+            let (name, description) = (event.name.clone(), event.description.clone());
+            let section = if event.flags.deprecated {
+                Section::Deprecated
+            } else {
+                Section::Native
+            };
+            let mut item = entry(backend, section, name, description, true);
+            item.aliases = aliases.into_iter().map(str::to_string).collect();
+            item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
+            item.fields = Some(
+                resolved_fields(&context.database, model, &event.name)
+                    .unwrap_or_else(|| data_fields(event, None)),
+            );
+            item.unit_masks = masks
+                .into_iter()
+                .map(|mask| unit_mask_entry(&context.database, model, backend, event, mask))
+                .collect();
+            match section {
+                Section::Deprecated => deprecated.push(item),
+                _ => listed.push(item),
             }
         }
         listed.append(&mut deprecated);
@@ -158,6 +225,41 @@ pub fn list_events<B: Backend + ?Sized>(
     listed
 }
 
+/// The name `mask` of `event` is typed as: `EVENT.UNIT_MASK`.
+fn unit_mask_name(event: &NativeEvent, mask: &UnitMask) -> String {
+    format!("{}.{}", event.name, mask.name)
+}
+
+/// One unit mask of a listed native event: its fields in the event database, and what it
+/// resolves to on the backend (not opened: a model's thousands of unit masks would each cost a
+/// system call).
+fn unit_mask_entry<B: Backend + ?Sized>(
+    database: &Database,
+    model: &CpuModel,
+    backend: Result<&B, &str>,
+    event: &NativeEvent,
+    mask: &UnitMask,
+) -> ListedUnitMask {
+    let name = unit_mask_name(event, mask);
+    let fields =
+        resolved_fields(database, model, &name).unwrap_or_else(|| data_fields(event, Some(mask)));
+    let (encoding, reason) = match backend.map(|b| b.resolve(&name)) {
+        Ok(Ok(resolved)) => (Some(encoding_text(&resolved)), None),
+        Ok(Err(e)) => (None, Some(e.to_string())),
+        Err(_) => (None, None),
+    };
+    ListedUnitMask {
+        name,
+        description: mask.description.clone(),
+        fields,
+        encoding,
+        reason,
+        default: mask.default,
+        precise: mask.precise,
+        deprecated: mask.deprecated,
+    }
+}
+
 /// One listed event: resolved, and (when `open` says so) opened to tell whether it counts.
 fn entry<B: Backend + ?Sized>(
     backend: Result<&B, &str>,
@@ -175,6 +277,8 @@ fn entry<B: Backend + ?Sized>(
         reason: None,
         precise: false,
         aliases: Vec::new(),
+        fields: None,
+        unit_masks: Vec::new(),
     };
     let backend = match backend {
         Ok(backend) => backend,

@@ -1,0 +1,207 @@
+//! The fields of a native event's encoding as `counterhal list` shows them: `event=0xc4
+//! umask=0x20`, then the second unit-mask byte, counter mask, edge, invert, AnyThread and TSX
+//! bits where set, the counters where fewer than all may count it, and an extra MSR's value
+//! (libpfm4's `showevtinfo` and `perf list -v` show the same facts).
+//!
+//! They come from the event database alone, in the CPU model's own family (x86 event select or
+//! P5 CESR field), so they read the same whichever backend lists them, and where none works.
+
+use std::fmt::Write as _;
+
+use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
+use counterhal_hal::{Accepts, CounterSet, Domain, Encoding, Family};
+
+/// The fields `name` (a native event of `model`, or `EVENT.UNIT_MASK`) resolves to as typed
+/// alone, in the model's own family; `None` where it does not resolve alone (an event that
+/// needs a unit mask).
+pub(crate) fn resolved_fields(database: &Database, model: &CpuModel, name: &str) -> Option<String> {
+    let families: &'static [Family] = match model.encoder.family() {
+        Family::P5Cesr => &[Family::P5Cesr],
+        _ => &[Family::Evtsel],
+    };
+    let accepts = Accepts::new(families, Domain::ALL, Domain::DEFAULT);
+    let resolved = database.resolve(Some(&model.id), name, &accepts).ok()?;
+    match resolved.terms.as_slice() {
+        [term] => Some(fields_text(
+            &term.request.encoding,
+            model.pmu.general_counters,
+        )),
+        _ => None,
+    }
+}
+
+/// The fields the event database gives `event` (with `mask`, if any), where the name does not
+/// resolve alone: the event code (the unit mask's own where it has one), the unit-mask byte
+/// (with the event's base byte) and the unit mask's filter bits and extra MSR.
+pub(crate) fn data_fields(event: &NativeEvent, mask: Option<&UnitMask>) -> String {
+    let code = mask.and_then(|m| m.event_code).unwrap_or(event.code);
+    let mut text = format!("event={code:#04x}");
+    let Some(mask) = mask else {
+        if event.base_umask != 0 {
+            _ = write!(text, " umask={:#04x}", event.base_umask);
+        }
+        return text;
+    };
+    _ = write!(text, " umask={:#04x}", event.base_umask | mask.code);
+    if mask.umask2 != 0 {
+        _ = write!(text, " umask2={:#04x}", mask.umask2);
+    }
+    if mask.cmask != 0 {
+        _ = write!(text, " cmask={}", mask.cmask);
+    }
+    for (set, name) in [
+        (mask.edge, "edge"),
+        (mask.invert, "inv"),
+        (mask.any_thread, "any"),
+    ] {
+        if set {
+            _ = write!(text, " {name}=1");
+        }
+    }
+    if let Some(extra) = mask.extra.or(event.extra) {
+        _ = write!(text, " msr {:#x}={:#x}", extra.msr, extra.value);
+    }
+    text
+}
+
+/// The fields of `encoding`, a native encoding on a PMU with `general_counters` general
+/// counters: `event=0xc4 umask=0x20`, then `umask2`, `cmask`, `edge=1`, `inv=1`, `any=1`,
+/// `in_tx=1`, `in_tx_cp=1` where set, `counters=...` where fewer than all general counters
+/// may count it, `fixed=N` (`fixed=N only`) where a fixed counter does, and `msr ADDR=VALUE`
+/// for an extra MSR. A P5 CESR field is `event=0x16`, with `cmask=1` when it counts cycles. Any
+/// other encoding is written as [`Encoding`]'s `Display` writes it.
+pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
+    let mut text = String::new();
+    let counters = |text: &mut String, counters: CounterSet| {
+        if !counters.is_empty() && counters != CounterSet::first(general_counters) {
+            _ = write!(text, " counters={counters}");
+        }
+    };
+    match encoding {
+        Encoding::Evtsel(evtsel) => {
+            _ = write!(
+                text,
+                "event={:#04x} umask={:#04x}",
+                evtsel.code, evtsel.umask
+            );
+            if evtsel.umask2 != 0 {
+                _ = write!(text, " umask2={:#04x}", evtsel.umask2);
+            }
+            if evtsel.cmask != 0 {
+                _ = write!(text, " cmask={}", evtsel.cmask);
+            }
+            for (set, name) in [
+                (evtsel.edge, "edge"),
+                (evtsel.invert, "inv"),
+                (evtsel.any_thread, "any"),
+                (evtsel.in_tx, "in_tx"),
+                (evtsel.in_tx_cp, "in_tx_cp"),
+            ] {
+                if set {
+                    _ = write!(text, " {name}=1");
+                }
+            }
+            counters(&mut text, evtsel.counters);
+            match evtsel.fixed {
+                Some(fixed) if evtsel.counters.is_empty() => {
+                    _ = write!(text, " fixed={fixed} only");
+                }
+                Some(fixed) => _ = write!(text, " fixed={fixed}"),
+                None => {}
+            }
+            if let Some(extra) = evtsel.extra {
+                _ = write!(text, " msr {:#x}={:#x}", extra.msr, extra.value);
+            }
+        }
+        Encoding::P5Cesr(cesr) => {
+            _ = write!(text, "event={:#04x}", cesr.event);
+            if cesr.count_cycles {
+                text.push_str(" cmask=1");
+            }
+            counters(&mut text, cesr.counters);
+        }
+        other => _ = write!(text, "{other}"),
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_hal::{Evtsel, ExtraMsr, P5Cesr};
+
+    #[test]
+    fn fields_name_what_is_set() {
+        let mut evtsel = Evtsel::new(0x5c, 0x01);
+        evtsel.counters = CounterSet::first(4);
+        assert_eq!(
+            fields_text(&Encoding::Evtsel(evtsel), 4),
+            "event=0x5c umask=0x01"
+        );
+        evtsel.cmask = 1;
+        evtsel.edge = true;
+        evtsel.counters = CounterSet::only(2);
+        evtsel.extra = Some(ExtraMsr::new(ExtraMsr::OFFCORE_RSP_0, 0x10001));
+        assert_eq!(
+            fields_text(&Encoding::Evtsel(evtsel), 4),
+            "event=0x5c umask=0x01 cmask=1 edge=1 counters=2 msr 0x1a6=0x10001"
+        );
+        let mut fixed = Evtsel::new(0xc0, 0x00);
+        fixed.counters = CounterSet::NONE;
+        fixed.fixed = Some(0);
+        assert_eq!(
+            fields_text(&Encoding::Evtsel(fixed), 4),
+            "event=0xc0 umask=0x00 fixed=0 only"
+        );
+        let mut amd = Evtsel::new(0x1c0, 0x0f);
+        amd.counters = CounterSet::first(6);
+        assert_eq!(
+            fields_text(&Encoding::Evtsel(amd), 6),
+            "event=0x1c0 umask=0x0f"
+        );
+        let mut cesr = P5Cesr::new(0x16);
+        cesr.count_cycles = true;
+        cesr.counters = CounterSet::only(0);
+        assert_eq!(
+            fields_text(&Encoding::P5Cesr(cesr), 2),
+            "event=0x16 cmask=1 counters=0"
+        );
+    }
+
+    /// Every shipped unit mask resolves alone under the name `list` shows (`EVENT.UNIT_MASK`),
+    /// so its fields are the ones the resolver gives, not the data's fallback.
+    #[test]
+    fn every_shipped_unit_mask_resolves_alone_as_listed() {
+        let db = Database::shipped().unwrap();
+        let mut failed = Vec::new();
+        for model in db.models() {
+            for event in model.events() {
+                for mask in event.unit_masks() {
+                    let name = format!("{}.{}", event.name, mask.name);
+                    if resolved_fields(&db, model, &name).is_none() {
+                        failed.push(format!("{}: {name}", model.id));
+                    }
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
+    #[test]
+    fn data_fields_stand_in_where_a_name_does_not_resolve_alone() {
+        let db = Database::shipped().unwrap();
+        let hsw = db.model("hsw").unwrap();
+        let event = hsw.event("CPL_CYCLES").unwrap();
+        assert_eq!(resolved_fields(&db, hsw, "CPL_CYCLES"), None);
+        assert_eq!(data_fields(event, None), "event=0x5c");
+        let mask = event.unit_mask("RING0_TRANS").unwrap();
+        assert_eq!(
+            data_fields(event, Some(mask)),
+            "event=0x5c umask=0x01 cmask=1 edge=1"
+        );
+        assert_eq!(
+            resolved_fields(&db, hsw, "CPL_CYCLES.RING0_TRANS").as_deref(),
+            Some("event=0x5c umask=0x01 cmask=1 edge=1")
+        );
+    }
+}
