@@ -56,11 +56,11 @@ fn text_shows_the_event_code_and_each_unit_mask_under_it() {
             .position(|(_, l)| l == wanted)
             .unwrap_or_else(|| panic!("no line `{wanted}` in:\n{text}"))
     };
-    // An event that needs a unit mask shows its code; never usable alone, so never marked.
-    let event = at("BR_INST_RETIRED event=0xc4 (precise)");
+    // An event with a default unit mask (libpfm4's) shows what it resolves to alone.
+    let event = at("BR_INST_RETIRED event=0xc4 umask=0x00 (precise)");
     assert_eq!(lines[event].0, 4, "{text}");
     for (i, wanted) in [
-        "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00",
+        "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00 (default)",
         "BR_INST_RETIRED.ALL_BRANCHES_PEBS event=0xc4 umask=0x04 (precise)",
         "BR_INST_RETIRED.CONDITIONAL event=0xc4 umask=0x01 (precise)",
         "BR_INST_RETIRED.FAR_BRANCH event=0xc4 umask=0x40",
@@ -84,6 +84,13 @@ fn text_shows_the_event_code_and_each_unit_mask_under_it() {
     // Counter mask, edge, AnyThread, counter restriction, fixed counter, extra MSR.
     let text = list(&["--cpu-model", "hsw"]);
     let lines = spaced_lines(&text);
+    // An event that needs a unit mask shows its code; never usable alone, so never marked.
+    assert!(
+        lines
+            .iter()
+            .any(|(indent, l)| *indent == 4 && l == "CPL_CYCLES event=0x5c"),
+        "no line `CPL_CYCLES event=0x5c` in:\n{text}"
+    );
     for wanted in [
         "CPL_CYCLES.RING0_TRANS event=0x5c umask=0x01 cmask=1 edge=1",
         "CPU_CLK_UNHALTED.THREAD_P_ANY event=0x3c umask=0x00 any=1",
@@ -132,9 +139,9 @@ fn a_pattern_on_a_unit_mask_lists_the_matching_masks_under_their_event() {
     assert_eq!(
         shown,
         [
-            "BR_INST_RETIRED event=0xc4 (precise)",
+            "BR_INST_RETIRED event=0xc4 umask=0x00 (precise)",
             "BR_INST_RETIRED.ALL_BRANCHES_PEBS event=0xc4 umask=0x04 (precise)",
-            "BR_MISP_RETIRED event=0xc5 (precise)",
+            "BR_MISP_RETIRED event=0xc5 umask=0x00 (precise)",
             "BR_MISP_RETIRED.ALL_BRANCHES_PEBS event=0xc5 umask=0x04 (precise)",
         ],
         "{text}"
@@ -249,11 +256,11 @@ fn json_has_the_documented_shape() {
         .iter()
         .find(|e| e["name"] == "BR_INST_RETIRED")
         .unwrap();
-    assert_eq!(event["fields"], "event=0xc4");
+    assert_eq!(event["fields"], "event=0xc4 umask=0x00");
     let all = &event["umasks"][0];
     assert_eq!(all["name"], "BR_INST_RETIRED.ALL_BRANCHES");
     assert_eq!(all["fields"], "event=0xc4 umask=0x00");
-    assert_eq!(all["default"], false);
+    assert_eq!(all["default"], true);
     let pebs = &event["umasks"][1];
     assert_eq!(pebs["fields"], "event=0xc4 umask=0x04");
     assert_eq!(pebs["precise"], true);
@@ -361,7 +368,7 @@ fn every_backend_and_model_shows_unit_masks() {
     for (args, wanted) in [
         (
             &["--backend", "msr", "--cpu-model", "skl"][..],
-            "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00 (default) All branches",
+            "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00 (default)",
         ),
         (
             &["--backend", "pctr", "--cpu-model", "p6"],
@@ -377,7 +384,7 @@ fn every_backend_and_model_shows_unit_masks() {
         ),
         (
             &["--backend", "linux", "--cpu-model", "adl_grt"],
-            "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00 (precise)",
+            "BR_INST_RETIRED.ALL_BRANCHES event=0xc4 umask=0x00 (default, precise)",
         ),
     ] {
         let text = list(args);
