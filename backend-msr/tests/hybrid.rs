@@ -24,6 +24,14 @@ fn alder_lake() -> ModelConfig {
     config
 }
 
+/// A backend on `device` (an Alder Lake model, CPUID as CPU 0 answers it), resolving with
+/// the model `named` or the detected one.
+fn on_device(device: impl MsrDevice + 'static, named: Option<&str>) -> MsrBackend {
+    let db = Arc::new(Database::shipped().unwrap());
+    let cpuid = alder_lake().cpuid_of(0);
+    MsrBackend::with_device(db, Arc::new(device), &cpuid, named.map(str::to_string)).unwrap()
+}
+
 /// The event select programmed on `cpu` when `events` open there (event and unit mask).
 fn programmed(backend: &MsrBackend, events: &[EventRequest], cpu: u32) -> u64 {
     let mut group = backend
@@ -79,12 +87,7 @@ fn each_cpu_counts_with_its_cores_table() {
 
 #[test]
 fn a_named_model_encodes_every_cores_events() {
-    let db = Arc::new(Database::shipped().unwrap());
-    let config = alder_lake();
-    let cpuid = config.cpuid_of(0);
-    let (device, _handle) = ModelDevice::new(config);
-    let backend =
-        MsrBackend::with_device(db, Arc::new(device), &cpuid, Some("adl_grt".into())).unwrap();
+    let backend = on_device(ModelDevice::new(alder_lake()).0, Some("adl_grt"));
     let cond = single(&backend, "BR_INST_RETIRED.COND");
     assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 0), 0x7ec4);
     assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 3), 0x7ec4);
@@ -126,11 +129,7 @@ impl MsrDevice for NoCpuidOn3 {
 
 #[test]
 fn a_cpu_whose_cpuid_cannot_be_read_is_refused_with_the_reason() {
-    let db = Arc::new(Database::shipped().unwrap());
-    let config = alder_lake();
-    let cpuid = config.cpuid_of(0);
-    let (device, _handle) = ModelDevice::new(config);
-    let backend = MsrBackend::with_device(db, Arc::new(NoCpuidOn3(device)), &cpuid, None).unwrap();
+    let backend = on_device(NoCpuidOn3(ModelDevice::new(alder_lake()).0), None);
     let cond = single(&backend, "BR_INST_RETIRED.COND");
     assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 2), 0x7ec4);
     let error = backend

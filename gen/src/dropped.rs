@@ -252,6 +252,14 @@ pub fn add_dropped(
     counts
 }
 
+/// The facts of libpfm4's event named `name` (case-insensitive).
+fn facts_of<'f>(facts: &'f BTreeMap<String, EventFacts>, name: &str) -> Option<&'f EventFacts> {
+    facts
+        .iter()
+        .find(|(event, _)| event.eq_ignore_ascii_case(name))
+        .map(|(_, f)| f)
+}
+
 /// Gives each event of `model`'s own table that has no default unit mask libpfm4's default,
 /// so that the event named alone encodes as in libpfm4 (`BR_INST_RETIRED` is
 /// `BR_INST_RETIRED:ALL_BRANCHES`): where libpfm4's event of that name has one default (one
@@ -270,11 +278,7 @@ fn add_defaults(
     let mut whole = Vec::new();
     let mut added = 0;
     for event in &mut model.events {
-        let Some(f) = facts
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(&event.name))
-            .map(|(_, f)| f)
-        else {
+        let Some(f) = facts_of(facts, &event.name) else {
             continue;
         };
         let [default] = f.defaults.as_slice() else {
@@ -337,11 +341,7 @@ fn add_defaults(
 fn allow_combinations(model: &mut GenModel, facts: &BTreeMap<String, EventFacts>) -> usize {
     let mut count = 0;
     for event in &mut model.events {
-        let Some(f) = facts
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(&event.name))
-            .map(|(_, f)| f)
-        else {
+        let Some(f) = facts_of(facts, &event.name) else {
             continue;
         };
         let plain = |m: &GenUnitMask| {
