@@ -114,24 +114,13 @@ pub fn timer(timeout: Option<Duration>) -> Vec<OsString> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_timer_sleeps_for_the_timeout_or_until_stopped() {
-        assert_eq!(timer(Some(Duration::from_millis(1500))), ["sleep", "1.500"]);
-        assert_eq!(timer(None), ["sleep", "2147483647"]);
-    }
-
-    #[test]
-    fn reads_come_at_each_interval_and_stop_after_the_count() {
+    /// Runs `pace` over a `sleep 5` that a Stop step kills; the steps other than Look, in
+    /// order, and when the run started.
+    fn steps_of(pace: &Pace) -> (Vec<Step>, Instant) {
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
             .expect("sleep");
-        let pace = Pace {
-            interval: Some(Duration::from_millis(20)),
-            count: Some(3),
-            timeout: None,
-            delay: None,
-        };
         let mut steps = Vec::new();
         let started = Instant::now();
         pace.run(started, |step| {
@@ -145,6 +134,24 @@ mod tests {
             false
         });
         child.wait().ok();
+        (steps, started)
+    }
+
+    #[test]
+    fn the_timer_sleeps_for_the_timeout_or_until_stopped() {
+        assert_eq!(timer(Some(Duration::from_millis(1500))), ["sleep", "1.500"]);
+        assert_eq!(timer(None), ["sleep", "2147483647"]);
+    }
+
+    #[test]
+    fn reads_come_at_each_interval_and_stop_after_the_count() {
+        let pace = Pace {
+            interval: Some(Duration::from_millis(20)),
+            count: Some(3),
+            timeout: None,
+            delay: None,
+        };
+        let (steps, started) = steps_of(&pace);
         let reads: Vec<Duration> = steps
             .iter()
             .filter_map(|s| match s {
@@ -165,26 +172,12 @@ mod tests {
 
     #[test]
     fn a_timeout_stops_once() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .expect("sleep");
         let pace = Pace {
             timeout: Some(Duration::from_millis(30)),
             ..Pace::default()
         };
-        let mut stops = 0;
-        pace.run(Instant::now(), |step| {
-            if step == Step::Look {
-                return child.try_wait().expect("wait").is_some();
-            }
-            assert_eq!(step, Step::Stop);
-            stops += 1;
-            child.kill().expect("kill");
-            false
-        });
-        child.wait().ok();
-        assert_eq!(stops, 1);
+        let (steps, _) = steps_of(&pace);
+        assert_eq!(steps, [Step::Stop]);
         assert!(Pace::default().is_idle());
         let counted = Pace {
             interval: Some(Duration::from_millis(10)),
@@ -199,10 +192,6 @@ mod tests {
 
     #[test]
     fn a_delay_takes_the_baseline_once_and_moves_the_intervals() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .expect("sleep");
         let pace = Pace {
             interval: Some(Duration::from_millis(20)),
             count: Some(1),
@@ -217,19 +206,7 @@ mod tests {
             .is_idle(),
             "the delay alone acts"
         );
-        let mut steps = Vec::new();
-        let started = Instant::now();
-        pace.run(started, |step| {
-            if step == Step::Look {
-                return child.try_wait().expect("wait").is_some();
-            }
-            steps.push(step);
-            if step == Step::Stop {
-                child.kill().expect("kill");
-            }
-            false
-        });
-        child.wait().ok();
+        let (steps, _) = steps_of(&pace);
         assert_eq!(steps.len(), 3, "{steps:?}");
         assert_eq!(steps[0], Step::Baseline, "{steps:?}");
         match steps[1] {
