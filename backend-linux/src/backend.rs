@@ -228,7 +228,10 @@ fn perf_encoding<'r>(
 ) -> Result<Cow<'r, PerfAttr>> {
     check_family("linux", &ACCEPTS, request)?;
     match &request.encoding {
-        Encoding::Perf(attr) => Ok(Cow::Borrowed(attr)),
+        Encoding::Perf(attr) => {
+            tracefs::check_filter(&request.name, attr)?;
+            Ok(Cow::Borrowed(attr))
+        }
         Encoding::Evtsel(evtsel) => {
             if let Some(format) = raw_format {
                 format.check(&request.name, evtsel)?;
@@ -403,6 +406,9 @@ impl LinuxBackend {
             };
             map_errno(failure.errno, Operation::Open(attempt), &self.facts).context(&request.name)
         })?;
+        if let Some(filter) = &encoding.filter {
+            tracefs::set_filter(fd.as_fd(), filter).map_err(|e| e.context(&request.name))?;
+        }
         let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
             map_errno(errno, Operation::Ioctl("ID"), &self.facts).context(&request.name)
         })?;

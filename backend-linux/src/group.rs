@@ -299,8 +299,6 @@ impl LinuxGroup {
     /// [`ErrorKind::InvalidInput`] for a bad index, a filter with a NUL byte, or a filter or
     /// event the kernel rejects (EINVAL).
     pub fn set_filter(&mut self, index: usize, filter: &str) -> Result<()> {
-        let filter = std::ffi::CString::new(filter)
-            .map_err(|_| Error::invalid_input("the filter contains a NUL byte"))?;
         let fds = self.event_fds();
         let fd = fds.get(index).ok_or_else(|| {
             Error::invalid_input(format!(
@@ -308,8 +306,7 @@ impl LinuxGroup {
                 fds.len()
             ))
         })?;
-        sys::ioctl_set_filter(*fd, &filter)
-            .map_err(|errno| map_errno(errno, Operation::Ioctl("SET_FILTER"), &self.facts))
+        crate::tracefs::set_filter(*fd, filter)
     }
 
     /// `PERF_EVENT_IOC_SET_OUTPUT` from the event at `index` to the one at `target`.

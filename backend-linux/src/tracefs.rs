@@ -8,6 +8,55 @@ use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
 
 use crate::sys::TYPE_TRACEPOINT;
 
+/// Refuses a filter on an event that is not a tracepoint, or one no C string can carry:
+/// checked before anything opens.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming what is wrong.
+pub fn check_filter(name: &str, attr: &PerfAttr) -> Result<()> {
+    let Some(filter) = &attr.filter else {
+        return Ok(());
+    };
+    if attr.type_ != TYPE_TRACEPOINT {
+        return Err(Error::invalid_input(format!(
+            "`{name}` is not a tracepoint, and only tracepoints take a filter (`{filter}`)"
+        ))
+        .with_hint(
+            "put --filter after a -e tracepoint (`-e syscalls:sys_enter_write --filter 'fd == 1'`)",
+        ));
+    }
+    if filter.contains('\0') {
+        return Err(Error::invalid_input(format!(
+            "the filter of `{name}` holds a NUL byte, which the kernel's filter string cannot"
+        )));
+    }
+    Ok(())
+}
+
+/// Sets tracepoint `fd`'s filter (`PERF_EVENT_IOC_SET_FILTER`), checked by [`check_filter`].
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] when the kernel refuses it (EINVAL: a field the tracepoint
+/// lacks, or syntax it cannot parse), naming where its fields are listed.
+pub fn set_filter(fd: std::os::fd::BorrowedFd<'_>, filter: &str) -> Result<()> {
+    let text = std::ffi::CString::new(filter)
+        .map_err(|_| Error::invalid_input(format!("filter `{filter}` holds a NUL byte")))?;
+    crate::sys::ioctl_set_filter(fd, &text).map_err(|errno| {
+        let error = if errno == libc::EINVAL {
+            Error::invalid_input(format!(
+                "ioctl PERF_EVENT_IOC_SET_FILTER: the kernel refused the filter `{filter}`: a field this tracepoint lacks, or syntax its event filter cannot parse"
+            ))
+            .with_hint("the fields are listed in /sys/kernel/tracing/events/SUBSYSTEM/EVENT/format; the syntax is the kernel's event filter (`fd == 1 && count > 64`, `comm ~ \"sh*\"`)")
+        } else {
+            Error::new(
+                ErrorKind::Other,
+                format!("ioctl PERF_EVENT_IOC_SET_FILTER failed for filter `{filter}`"),
+            )
+        };
+        error.with_errno(errno)
+    })
+}
+
 /// Where tracefs is usually mounted, in the order they are tried.
 pub const DEFAULT_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 

@@ -247,6 +247,36 @@ fn set_filter_on_the_getpid_tracepoint() {
     assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
     assert!(error.message().contains("SET_FILTER"), "{error}");
     assert!(error.hint().unwrap().contains("filter"), "{error}");
+    // The filter may come with the event's attr (`PerfAttr::with_filter`), set as it opens.
+    for (filter, expected) in [
+        ("common_pid == 1".to_string(), 0u64),
+        (format!("common_pid == {tid}"), 300),
+    ] {
+        let mut request = requests(&linux, &["syscalls:sys_enter_getpid"]).remove(0);
+        if let counterhal_hal::Encoding::Perf(attr) = &mut request.encoding {
+            attr.filter = Some(filter.clone());
+        }
+        let options = counterhal_hal::OpenOptions::default();
+        let mut group = linux
+            .open(&[request], &Target::ThisThread, &options)
+            .unwrap();
+        group.enable().unwrap();
+        for _ in 0..300 {
+            black_box(std::process::id());
+        }
+        group.disable().unwrap();
+        assert_eq!(group.read_to_vec().unwrap()[0].value, expected, "{filter}");
+    }
+    // Only a tracepoint takes one, refused before anything opens.
+    let mut clock = requests(&linux, &["task-clock"]).remove(0);
+    if let counterhal_hal::Encoding::Perf(attr) = &mut clock.encoding {
+        attr.filter = Some("fd == 1".to_string());
+    }
+    let error = linux
+        .open(&[clock], &Target::ThisThread, &Default::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    assert!(error.message().contains("not a tracepoint"), "{error}");
     // A modifier after the tracepoint's name resolves as perf accepts it.
     let user = requests(&linux, &["syscalls:sys_enter_getpid:u"]);
     match &user[0].encoding {

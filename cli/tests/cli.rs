@@ -246,6 +246,76 @@ fn stat_json_has_the_documented_fields() {
     }
 }
 
+/// `--filter` on the tracepoint before it: writes of more than 3 bytes (one of the three),
+/// while its unfiltered twin counts all three, as perf counts them; a filter before any event,
+/// after an event that is no tracepoint, or one the kernel refuses stops with exit 2.
+#[test]
+fn a_tracepoint_filter_counts_as_perfs_does() {
+    linux_or_skip!();
+    tracepoints_or_skip!();
+    let args = [
+        "-x,",
+        "-e",
+        "syscalls:sys_enter_write",
+        "--filter",
+        "count > 3",
+        "-e",
+        "syscalls:sys_enter_write",
+        "--",
+        "sh",
+        "-c",
+        "echo a; echo bbbb; echo c",
+    ];
+    let counts = |out: &std::process::Output| -> Vec<u64> {
+        result_lines(out)
+            .iter()
+            .filter(|l| l.contains("sys_enter_write"))
+            .filter_map(|l| l.split(',').next()?.parse().ok())
+            .collect()
+    };
+    let out = ours(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(counts(&out), [1, 3], "{}", stderr(&out));
+    if perf_available() {
+        let theirs = perf(&args);
+        if theirs.status.success() {
+            assert_eq!(counts(&out), counts(&theirs), "perf: {}", stderr(&theirs));
+        }
+    }
+    for (bad, want) in [
+        (
+            &[
+                "--filter",
+                "fd == 1",
+                "-e",
+                "syscalls:sys_enter_write",
+                "--",
+                "true",
+            ][..],
+            "comes before any event",
+        ),
+        (
+            &["-e", "task-clock", "--filter", "fd == 1", "--", "true"],
+            "`task-clock` is not a tracepoint",
+        ),
+        (
+            &[
+                "-e",
+                "syscalls:sys_enter_write",
+                "--filter",
+                "nofield == 1",
+                "--",
+                "true",
+            ],
+            "refused the filter `nofield == 1`",
+        ),
+    ] {
+        let out = ours(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{bad:?}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn stat_counts_a_tracepoint_exactly_as_perf_does() {
     linux_or_skip!();

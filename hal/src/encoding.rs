@@ -226,6 +226,10 @@ pub struct PerfAttr {
     pub domain: Domain,
     /// The PMU the event belongs to, when it matters for labelling (`cpu_core`, `msr`, ...).
     pub pmu: Option<String>,
+    /// A tracepoint's filter in the kernel's event-filter syntax (`fd == 1 && count > 64`),
+    /// set with `PERF_EVENT_IOC_SET_FILTER` once the event is open (perf's `--filter`): only
+    /// the hits it accepts are counted. Tracepoints only.
+    pub filter: Option<String>,
 }
 
 impl PerfAttr {
@@ -242,7 +246,15 @@ impl PerfAttr {
             bp_type: 0,
             domain: Domain::ALL,
             pmu: None,
+            filter: None,
         }
+    }
+
+    /// The same attr with the tracepoint filter `filter` (see [`PerfAttr::filter`]).
+    #[must_use]
+    pub fn with_filter(mut self, filter: impl Into<String>) -> Self {
+        self.filter = Some(filter.into());
+        self
     }
 
     /// The same attr counting `domain`.

@@ -307,6 +307,16 @@ impl StatArgs {
                 .map(|item| group_members(item.trim()).map_or(1, |members| members.len()))
                 .sum()
         };
+        self.more.events_before_filters = matches
+            .indices_of("filters")
+            .map(|at| {
+                at.map(|filter| {
+                    let before = events.iter().filter(|&&e| e < filter).count();
+                    self.event_names[..before].iter().map(names_in).sum()
+                })
+                .collect()
+            })
+            .unwrap_or_default();
         self.more.events_before_cgroups = matches
             .indices_of("cgroups")
             .map(|at| {

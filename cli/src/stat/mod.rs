@@ -22,6 +22,7 @@ mod cgroup_pattern;
 mod cgroups;
 mod counted;
 mod document;
+mod filters;
 mod machine;
 mod measurement;
 mod metric_only;
@@ -134,11 +135,18 @@ fn stat_with<B: Backend>(
             }
         }
     }
+    // --filter's filter of each event, before --for-each-cgroup copies them.
+    let filters = filters::of_events(args, names.len()).map_err(|e| CliError::usage(e, USAGE))?;
     // -G's cgroup of each event, or --for-each-cgroup's copies of every event.
     let (names, groups, cgroup_names) =
         cgroups::of_events(args, names, groups).map_err(|e| CliError::usage(e, USAGE))?;
+    let filters: Vec<Option<String>> = (0..names.len())
+        .map(|i| filters[i % filters.len().max(1)].clone())
+        .collect();
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
+    filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
+    filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
     let output = match (&args.output, args.more.log_path()) {

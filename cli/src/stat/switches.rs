@@ -98,6 +98,14 @@ pub struct Switches {
     /// not known, taken as all of them); filled in from the parser's positions.
     #[arg(skip)]
     pub events_before_cgroups: Vec<Option<usize>>,
+    /// Count only the hits of the tracepoint given just before it that FILTER accepts, in the
+    /// kernel's event-filter syntax (`fd == 1`, `comm ~ "sh*" && count > 64`); the fields
+    /// are in /sys/kernel/tracing/events/SUBSYSTEM/EVENT/format.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub(super) filters: Vec<String>,
+    /// For each `--filter`, how many events the `-e` values before it name.
+    #[arg(skip)]
+    pub events_before_filters: Vec<usize>,
     /// Count every event in one group (all together or not at all), as `{a,b,...}` would.
     #[arg(short = 'g', long = "group")]
     pub(super) group: bool,
@@ -198,9 +206,6 @@ pub struct Refused {
     /// Not implemented: picking a hybrid CPU's PMU.
     #[arg(long = "cputype", hide = true, value_name = "TYPE")]
     cputype: Option<String>,
-    /// Not implemented: tracepoint filters.
-    #[arg(long = "filter", hide = true, value_name = "FILTER")]
-    filter: Option<String>,
     /// Not implemented: perf's control protocol.
     #[arg(long = "control", hide = true, value_name = "SPEC")]
     control: Option<String>,
@@ -209,7 +214,7 @@ pub struct Refused {
 impl Refused {
     /// The first refused option given, and why it cannot work here.
     fn reason(&self) -> Option<(&'static str, &'static str)> {
-        let checks: [(bool, &'static str, &'static str); 10] = [
+        let checks: [(bool, &'static str, &'static str); 9] = [
             (
                 self.bpf_counters,
                 "-b/--bpf-counters",
@@ -259,12 +264,6 @@ impl Refused {
                 "--cputype",
                 "counterhal does not implement it: it picks a hybrid CPU's core or atom PMU \
                  for the generic events; name the PMU in the event (cpu_core/.../)",
-            ),
-            (
-                self.filter.is_some(),
-                "--filter",
-                "counterhal does not implement it: it attaches a tracepoint filter string \
-                 (PERF_EVENT_IOC_SET_FILTER) to the event before it",
             ),
             (
                 self.control.is_some(),
@@ -461,7 +460,6 @@ mod tests {
             (&["-T", "--", "true"], "TSX"),
             (&["--hybrid-merge", "--", "true"], "hybrid"),
             (&["--cputype", "core", "--", "true"], "hybrid"),
-            (&["--filter", "fd == 1", "--", "true"], "SET_FILTER"),
             (&["--control", "fd:3", "--", "true"], "control"),
         ] {
             let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
