@@ -776,6 +776,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
+        let any = "CPU_CLK_UNHALTED.THREAD_P:t=1";
+        let error = config(&fixture_backend(devices.clone(), Some("hsw")), any).unwrap_err();
+        assert!(error.to_string().contains("no `any` format"), "{error}");
         let intx = "CPU_CLK_UNHALTED.THREAD_P:intx=1:intxcp=1";
         let hsw = fixture_backend(devices.clone(), Some("hsw"));
         let error = config(&hsw, intx).unwrap_err();
@@ -787,11 +790,13 @@ mod tests {
         // Events that need neither still resolve.
         assert_eq!(config(&hsw, "CPU_CLK_UNHALTED.THREAD_P").unwrap(), 0x3c);
 
+        std::fs::write(format.join("any"), "config:21\n").unwrap();
         std::fs::write(format.join("in_tx"), "config:32\n").unwrap();
         std::fs::write(format.join("in_tx_cp"), "config:33\n").unwrap();
         std::fs::write(format.join("umask"), "config:8-15,40-47\n").unwrap();
         let hsw = fixture_backend(devices.clone(), Some("hsw"));
         assert_eq!(config(&hsw, intx).unwrap(), 0x3_0000_003c);
+        assert_eq!(config(&hsw, any).unwrap(), 0x20_003c);
         let lnl = fixture_backend(devices.clone(), Some("lnl_lnc"));
         assert_eq!(
             config(&lnl, "BR_INST_RETIRED.COND").unwrap(),

@@ -63,6 +63,9 @@ pub struct RawFormat {
     pub in_tx_cp: bool,
     /// Whether its `umask` format covers bits 40-47.
     pub umask2: bool,
+    /// Whether it has the `any` format (config:21): AnyThread, which perfmon v5 deprecates
+    /// (the kernel then drops the format) and v1 and v2 lack.
+    pub any_thread: bool,
 }
 
 impl RawFormat {
@@ -79,6 +82,7 @@ impl RawFormat {
             in_tx: has("in_tx"),
             in_tx_cp: has("in_tx_cp"),
             umask2,
+            any_thread: has("any"),
             pmu: pmu.name,
         })
     }
@@ -100,6 +104,12 @@ impl RawFormat {
                 ))
                 .with_hint(format!("drop `{modifier}`; `ls /sys/bus/event_source/devices/{pmu}/format` lists what this PMU takes")));
             }
+        }
+        if evtsel.any_thread && !self.any_thread {
+            return Err(Error::unsupported(format!(
+                "`{name}`: AnyThread (`t`) counts both hyper-threads of a core, and the kernel's `{pmu}` PMU has no `any` format (architectural perfmon v1 or v2, or v5 and later, which deprecate it)"
+            ))
+            .with_hint("drop `t`; count each thread and add the counts"));
         }
         if evtsel.umask2 != 0 && !self.umask2 {
             return Err(Error::unsupported(format!(

@@ -349,7 +349,6 @@ fn options_not_implemented_are_refused_with_what_they_need() {
         (&["-b"], "BPF"),
         (&["--iostat"], "uncore"),
         (&["--hybrid-merge"], "hybrid"),
-        (&["--filter", "x"], "filter"),
     ] {
         let mut args = option.to_vec();
         args.extend_from_slice(&["--", "true"]);
