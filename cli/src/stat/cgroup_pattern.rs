@@ -6,7 +6,9 @@
 //!
 //! The basic regular expressions taken: characters, `.`, bracket expressions (`[a-z]`,
 //! `[^0-9]`), `*`, `\{m,n\}`, `\(...\)`, `^` and `$`, and `\` before a character for that
-//! character. Back-references (`\1`) and character classes (`[:alpha:]`) are refused by name.
+//! character. Back-references (`\1`), character classes (`[:alpha:]`), glibc's GNU operators
+//! (`\|`, `\+`, `\w`, `\<`: regcomp, which perf calls, reads them so) and backwards ranges
+//! (`[z-a]`, regcomp's REG_ERANGE) are refused by name.
 
 use std::path::Path;
 
@@ -156,6 +158,17 @@ fn parse_sequence(
                         continue;
                     }
                     '1'..='9' => return Err(refused(text, "back-references are not taken")),
+                    // glibc's regcomp, which perf calls, reads these as GNU operators
+                    // (alternation, repeats, word classes and anchors), not as the letter.
+                    '|' | '+' | '?' | 'w' | 'W' | 's' | 'S' | 'b' | 'B' | '<' | '>' | '`'
+                    | '\'' => {
+                        return Err(refused(
+                            text,
+                            &format!(
+                                "`\\{next}` is a GNU extension (perf's regcomp reads it as an operator), which is not taken"
+                            ),
+                        ));
+                    }
                     other => Atom::Char(other),
                 }
             }
@@ -234,6 +247,13 @@ fn parse_class(chars: &[char], at: &mut usize, text: &str) -> Result<Atom, Error
                 if chars.get(*at) == Some(&'-') && chars.get(*at + 1).is_some_and(|&e| e != ']') {
                     let end = chars[*at + 1];
                     *at += 2;
+                    if end < c {
+                        // regcomp's REG_ERANGE, which stops perf.
+                        return Err(refused(
+                            text,
+                            &format!("the range `{c}-{end}` runs backwards"),
+                        ));
+                    }
                     ranges.push((c, end));
                 } else {
                     ranges.push((c, c));
@@ -348,6 +368,11 @@ mod tests {
             "\\(a\\)\\1",
             "[[:alpha:]]",
             "x\\",
+            "a\\|b",
+            "a\\+",
+            "\\w*",
+            "\\<ch",
+            "[z-a]",
         ] {
             let e = Pattern::parse(bad).unwrap_err();
             assert!(e.message().contains(bad), "{bad}: {e}");
