@@ -317,7 +317,9 @@ mod tests {
                 // Core 2 setups take the Core 2 table (issue 12 added it), never p6 or the
                 // architectural fallback.
                 (crate::CpuKind::P6, 2, "p6"),
-                (crate::CpuKind::Amd, 2, "k8"),
+                // The Athlon 64 (family 0x0f model 4 stepping 0) is K8 revision B, whose
+                // table revision C shares.
+                (crate::CpuKind::Amd, 2, "amd64_k8_revc"),
                 (crate::CpuKind::IntelArch, 2, "core"),
                 (crate::CpuKind::IntelArch, 2, "core"),
             ]

@@ -24,7 +24,8 @@ macro_rules! shipped {
 /// and puts its header keys (`id`, `description`, `encoder`, `match`, `pmu`) before its events
 /// and mappings: [`Database::shipped`] reads the headers alone and parses a model's events on
 /// first use. A generated table (`generated/ID.toml`) is followed by its hand-written overlay
-/// (`ID.toml`, the same id: generalized events and presets).
+/// (`ID.toml`, the same id: generalized events and presets), or by an overlay several models
+/// share, which lists their ids (`k8.toml`, after each K8 revision's table).
 pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("p5.toml"),
     shipped!("generated/coreduo.toml"),
@@ -137,7 +138,13 @@ pub const SHIPPED_FILES: &[(&str, &str)] = &[
     shipped!("intel-arch.toml"),
     shipped!("generated/amd64_k7.toml"),
     shipped!("amd64_k7.toml"),
-    shipped!("generated/k8.toml"),
+    shipped!("generated/amd64_k8_revc.toml"),
+    shipped!("k8.toml"),
+    shipped!("generated/amd64_k8_revd.toml"),
+    shipped!("k8.toml"),
+    shipped!("generated/amd64_k8_reve.toml"),
+    shipped!("k8.toml"),
+    shipped!("generated/amd64_k8_revg.toml"),
     shipped!("k8.toml"),
     shipped!("generated/amd64_fam10h_shanghai.toml"),
     shipped!("amd64_fam10h_shanghai.toml"),
@@ -632,10 +639,13 @@ mod tests {
         }
     }
 
-    /// How many models the shipped files describe (an overlay adds none).
+    /// How many models the shipped files describe (an overlay adds none, nor does one that
+    /// several models share, shipped after each).
     fn shipped_model_count() -> usize {
+        let shared = |name: &str| SHIPPED_FILES.iter().filter(|(n, _)| *n == name).count() > 1;
         let mut ids: Vec<String> = SHIPPED_FILES
             .iter()
+            .filter(|(name, _)| !shared(name))
             .map(|(name, _)| {
                 name.rsplit('/')
                     .next()
@@ -798,7 +808,9 @@ mod tests {
         }
         // libpfm4's names for CPUs that share a table are aliases.
         assert_eq!(id("knm").as_deref(), Some("knl"));
-        assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("k8"));
+        assert_eq!(id("AMD64_K8_REVB").as_deref(), Some("amd64_k8_revc"));
+        assert_eq!(id("amd64_k8_revf").as_deref(), Some("amd64_k8_revg"));
+        assert_eq!(id("k8").as_deref(), Some("amd64_k8_revg"));
         assert_eq!(id("ix86arch").as_deref(), Some("intel-arch"));
         // libpfm4's names of its x86 core PMUs after 4.13 and on 32-bit builds (the installed
         // 4.13's are checked by tests/libpfm_sweep.rs): the P6 members are models of their own,
@@ -823,6 +835,75 @@ mod tests {
         assert_eq!(
             CpuIdentity::from_signature(&cpu.signature()),
             Some(cpu.clone())
+        );
+    }
+
+    /// K8's revisions by model and stepping, as libpfm4's `amd64_get_revision` decides them
+    /// (revisions B and C share a table, as do F and G); every revision gets the shared
+    /// overlay's generalized events and presets.
+    #[test]
+    fn k8_revisions_are_detected_as_libpfm4_decides() {
+        let db = Database::shipped().unwrap();
+        let id = |s: &str| db.model(s).map(|m| m.id.clone());
+        for (signature, model) in [
+            ("AuthenticAMD-15-5-1", "amd64_k8_revc"),
+            ("AuthenticAMD-15-4-0", "amd64_k8_revc"),
+            ("AuthenticAMD-15-5-2", "amd64_k8_revc"),
+            ("AuthenticAMD-15-4-1", "amd64_k8_revc"),
+            ("AuthenticAMD-15-F-0", "amd64_k8_revc"),
+            ("AuthenticAMD-15-9F-2", "amd64_k8_revc"),
+            ("AuthenticAMD-15-FF-0", "amd64_k8_revc"),
+            ("AuthenticAMD-15-10-0", "amd64_k8_revd"),
+            ("AuthenticAMD-15-1F-2", "amd64_k8_revd"),
+            ("AuthenticAMD-15-23-2", "amd64_k8_reve"),
+            ("AuthenticAMD-15-3F-2", "amd64_k8_reve"),
+            ("AuthenticAMD-15-41-3", "amd64_k8_revg"),
+            ("AuthenticAMD-15-5F-3", "amd64_k8_revg"),
+            ("AuthenticAMD-15-C1-3", "amd64_k8_revg"),
+            ("AuthenticAMD-15-6B-2", "amd64_k8_revg"),
+            ("AuthenticAMD-15-8F-0", "amd64_k8_revg"),
+        ] {
+            assert_eq!(id(signature).as_deref(), Some(model), "{signature}");
+        }
+        for (name, model) in [
+            ("amd64_k8_revb", "amd64_k8_revc"),
+            ("amd64_k8_revc", "amd64_k8_revc"),
+            ("amd64_k8_revd", "amd64_k8_revd"),
+            ("amd64_k8_reve", "amd64_k8_reve"),
+            ("amd64_k8_revf", "amd64_k8_revg"),
+            ("amd64_k8_revg", "amd64_k8_revg"),
+            ("k8", "amd64_k8_revg"),
+        ] {
+            let found = db.model(name).unwrap();
+            assert_eq!(found.id, model, "{name}");
+            assert_eq!(
+                found.mappings().len(),
+                db.model("k8").unwrap().mappings().len()
+            );
+        }
+        // Revision D added the probes' upstream writes and the sized blocks, F the L2
+        // writebacks.
+        let has = |model: &str, event: &str, mask: &str| {
+            db.model(model)
+                .unwrap()
+                .event(event)
+                .is_some_and(|e| e.unit_mask(mask).is_some())
+        };
+        assert!(!has("amd64_k8_revc", "PROBE", "UPSTREAM_WRITES"));
+        assert!(has("amd64_k8_revd", "PROBE", "UPSTREAM_WRITES"));
+        assert!(!has("amd64_k8_reve", "L2_FILL_WRITEBACK", "L2_WRITEBACKS"));
+        assert!(has("amd64_k8_revg", "L2_FILL_WRITEBACK", "L2_WRITEBACKS"));
+        assert!(
+            db.model("amd64_k8_revc")
+                .unwrap()
+                .event("SIZED_BLOCKS")
+                .is_none()
+        );
+        assert!(
+            db.model("amd64_k8_revd")
+                .unwrap()
+                .event("SIZED_BLOCKS")
+                .is_some()
         );
     }
 
@@ -958,7 +1039,10 @@ mod tests {
             None,
             "NetBurst has no model"
         );
-        assert_eq!(id(cpu(Vendor::Amd, 0xf, 5)).as_deref(), Some("k8"));
+        assert_eq!(
+            id(cpu(Vendor::Amd, 0xf, 5)).as_deref(),
+            Some("amd64_k8_revc")
+        );
         // Families 0x10-0x16 have their own tables (their DTLB events take a page-size unit
         // mask K8's do not).
         for (family, model) in [

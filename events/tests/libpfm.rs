@@ -52,7 +52,10 @@ fn covers(name: &str, line: &str) -> bool {
 /// builds its P6 tables only for 32-bit x86).
 const PMUS: &[(&str, &str)] = &[
     ("amd64_k7", "amd64_k7"),
-    ("k8", "amd64_k8_revg"),
+    ("amd64_k8_revc", "amd64_k8_revc"),
+    ("amd64_k8_revd", "amd64_k8_revd"),
+    ("amd64_k8_reve", "amd64_k8_reve"),
+    ("amd64_k8_revg", "amd64_k8_revg"),
     ("amd64_fam17h_zen1", "amd64_fam17h_zen1"),
     ("amd64_fam17h_zen2", "amd64_fam17h_zen2"),
     ("amd64_fam19h_zen3", "amd64_fam19h_zen3"),

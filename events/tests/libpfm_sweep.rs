@@ -373,7 +373,7 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
         total.encodings
     );
     assert!(
-        total.equal * 1000 >= total.resolved * 985,
+        total.equal * 1000 >= total.resolved * 986,
         "only {} of {} equal",
         total.equal,
         total.resolved
@@ -381,13 +381,13 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
     // Events named alone: libpfm4's default where it has one (several groups' defaults are
     // not taken: such an event asks for a unit mask here).
     assert!(
-        bare.resolved * 1000 >= bare.encodings * 940,
+        bare.resolved * 1000 >= bare.encodings * 945,
         "only {} of {} events named alone resolve",
         bare.resolved,
         bare.encodings
     );
     assert!(
-        bare.equal * 1000 >= bare.resolved * 992,
+        bare.equal * 1000 >= bare.resolved * 998,
         "only {} of {} events named alone equal",
         bare.equal,
         bare.resolved

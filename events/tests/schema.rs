@@ -142,3 +142,35 @@ fn bad_overrides_are_refused_with_the_key() {
         "{error}"
     );
 }
+
+/// A table whose `id` lists several models changes each of those loaded before (an overlay
+/// they share); ids of models not loaded are passed over, and a list naming none is refused.
+#[test]
+fn a_list_of_ids_changes_every_model_loaded_before() {
+    let two = MODEL.to_string() + &MODEL.replace("testcore", "othercore");
+    let shared = r#"
+[[cpu]]
+id = ["testcore", "othercore", "notloaded"]
+[cpu.presets]
+PAPI_TOT_INS = "INST_RETIRED"
+"#;
+    let database = Database::from_toml_str("two.toml", &two)
+        .unwrap()
+        .with_toml_str("shared.toml", shared)
+        .unwrap();
+    for id in ["testcore", "othercore"] {
+        let resolved = database.resolve_exact(Some(id), "PAPI_TOT_INS", &common::X86);
+        assert!(resolved.is_ok(), "{id}: {resolved:?}");
+    }
+    assert!(database.model("notloaded").is_none());
+    let none = Database::from_toml_str("two.toml", &two)
+        .unwrap()
+        .with_toml_str("none.toml", "[[cpu]]\nid = [\"nothere\"]\n")
+        .unwrap_err();
+    assert!(none.to_string().contains("none.toml:2"), "{none}");
+    let number = Database::from_toml_str("number.toml", "[[cpu]]\nid = 7\n").unwrap_err();
+    assert!(
+        number.to_string().contains("a model id is a string"),
+        "{number}"
+    );
+}

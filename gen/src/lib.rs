@@ -11,11 +11,13 @@
 pub mod aliases;
 pub mod cparse;
 pub mod dropped;
+pub mod k8;
 pub mod libpfm4;
 pub mod metrics;
 pub mod model;
 pub mod offcore;
 pub mod perfmon;
+pub mod revisions;
 pub mod thresholds;
 pub mod write;
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::GenError;
 use crate::cparse::{Fields, integer};
 use crate::model::{GenEvent, GenModel, GenUnitMask, Provenance, Signature};
+use crate::revisions::Revisions;
 
 /// One libpfm4 table we generate.
 pub struct Table {
@@ -23,9 +24,11 @@ pub struct Table {
     pub family: u32,
     /// The models it matches (empty: any of the family).
     pub models: &'static [u32],
-    /// The family-10h revision whose events and unit masks it keeps (0 B, 1 C, 2 D), as
-    /// libpfm4's PMU of that name does.
-    pub revision: u8,
+    /// The source under `lib/` defining libpfm4's revision PMUs of this table
+    /// (`pfmlib_amd64_fam10h.c`): the model keeps the events and unit masks libpfm4's PMU `id`
+    /// has, by the revision flags ([`Revisions`]). None: every entry, the later of two of the
+    /// same name winning.
+    pub revisions: Option<&'static str>,
     /// General counters.
     pub counters: u32,
 }
@@ -45,16 +48,19 @@ const fn table(
         description,
         family,
         models: &[],
-        revision: 0,
+        revisions: None,
         counters,
     }
 }
+
+/// The source defining libpfm4's family-10h revision PMUs.
+const FAM10H_REVISIONS: &str = "pfmlib_amd64_fam10h.c";
 
 /// The libpfm4 tables we generate, in match order (first match wins).
 pub const MODELS: &[Table] = &[
     Table {
         models: &[4, 5, 6],
-        revision: 1,
+        revisions: Some(FAM10H_REVISIONS),
         ..table(
             "amd64_events_fam10h.h",
             "amd64_fam10h_pe",
@@ -66,7 +72,7 @@ pub const MODELS: &[Table] = &[
     },
     Table {
         models: &[8, 9],
-        revision: 2,
+        revisions: Some(FAM10H_REVISIONS),
         ..table(
             "amd64_events_fam10h.h",
             "amd64_fam10h_pe",
@@ -76,14 +82,17 @@ pub const MODELS: &[Table] = &[
             4,
         )
     },
-    table(
-        "amd64_events_fam10h.h",
-        "amd64_fam10h_pe",
-        "amd64_fam10h_barcelona",
-        "AMD family 10h revision B (Barcelona) and other family 10h",
-        0x10,
-        4,
-    ),
+    Table {
+        revisions: Some(FAM10H_REVISIONS),
+        ..table(
+            "amd64_events_fam10h.h",
+            "amd64_fam10h_pe",
+            "amd64_fam10h_barcelona",
+            "AMD family 10h revision B (Barcelona) and other family 10h",
+            0x10,
+            4,
+        )
+    },
     table(
         "amd64_events_fam11h.h",
         "amd64_fam11h_pe",
@@ -182,18 +191,6 @@ pub const K7_MODEL: Table = table(
     4,
 );
 
-/// libpfm4's K8 table (AMD family 0x0f), as its latest revision (G) sees it: where an event or
-/// unit mask changed with the revision, the later entry wins. libpfm4's six revision PMUs
-/// (`amd64_k8_revb`..`revg`) are aliases of this one model.
-pub const K8_MODEL: Table = table(
-    "amd64_events_k8.h",
-    "amd64_k8_pe",
-    "k8",
-    "AMD K8 (Athlon 64, Opteron, Turion 64: family 0x0f, revision G's events)",
-    0x0f,
-    4,
-);
-
 /// Every model of [`ZEN_MODELS`] from the libpfm4 snapshot at `root`.
 ///
 /// # Errors
@@ -208,25 +205,6 @@ pub fn zen_models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> 
 /// As [`models`].
 pub fn k7_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
     model(root, commit, &K7_MODEL)
-}
-
-/// The model of [`K8_MODEL`] from the libpfm4 snapshot at `root`.
-///
-/// # Errors
-/// As [`models`].
-pub fn k8_model(root: &Path, commit: &str) -> Result<GenModel, GenError> {
-    model(root, commit, &K8_MODEL)
-}
-
-/// Whether libpfm4's revision flags keep an entry on family-10h revision `revision`.
-fn on_revision(flags: &[String], revision: u8) -> bool {
-    flags.iter().all(|f| match f.as_str() {
-        "AMD64_FL_FAM10H_REV_C" => revision >= 1,
-        "AMD64_FL_FAM10H_REV_D" => revision >= 2,
-        "AMD64_FL_TILL_FAM10H_REV_B" => revision == 0,
-        "AMD64_FL_TILL_FAM10H_REV_C" => revision <= 1,
-        _ => true,
-    })
 }
 
 /// The source line written into each generated file's header.
@@ -261,10 +239,40 @@ pub fn models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
 /// # Errors
 /// As [`models`].
 pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError> {
+    let table = crate::cparse::read_table(root, t.file, "amd64_entry_t", "amd64_umask_t", t.array)?;
+    let Some(source) = t.revisions else {
+        return model_on(&table, commit, t, None);
+    };
+    let revisions = Revisions::read(root)?;
+    let pmus = revisions.pmus(root, source)?;
+    let pmu = pmus
+        .iter()
+        .find(|p| p.name == t.id)
+        .ok_or_else(|| GenError::Data(format!("lib/{source}: no revision PMU `{}`", t.id)))?;
+    model_on(&table, commit, t, Some((&revisions, pmu.number)))
+}
+
+/// The revision a model keeps the events and unit masks of: libpfm4's revision scheme and the
+/// revision's number (None: every entry).
+pub type Revision<'a> = Option<(&'a Revisions, u32)>;
+
+fn keeps(revision: Revision<'_>, flags: &[String]) -> bool {
+    revision.is_none_or(|(revisions, number)| revisions.keeps(flags, number))
+}
+
+/// The model of table `t` from its header's entries `table`, as revision `revision` has them.
+///
+/// # Errors
+/// As [`models`].
+pub fn model_on(
+    table: &crate::cparse::Table,
+    commit: &str,
+    t: &Table,
+    revision: Revision<'_>,
+) -> Result<GenModel, GenError> {
     {
-        let (file, array, id, description, family, counters) =
-            (t.file, t.array, t.id, t.description, t.family, t.counters);
-        let table = crate::cparse::read_table(root, file, "amd64_entry_t", "amd64_umask_t", array)?;
+        let (file, id, description, family, counters) =
+            (t.file, t.id, t.description, t.family, t.counters);
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut model = GenModel {
             id: id.to_string(),
@@ -275,6 +283,7 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
                     vendor: "amd",
                     family,
                     model: None,
+                    last_model: None,
                     steppings: Vec::new(),
                 }]
             } else {
@@ -284,6 +293,7 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
                         vendor: "amd",
                         family,
                         model: Some(m),
+                        last_model: None,
                         steppings: Vec::new(),
                     })
                     .collect()
@@ -300,9 +310,9 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
         let mut left: BTreeMap<String, usize> = BTreeMap::new();
         for entry in entries
             .iter()
-            .filter(|e| on_revision(&flags(e, "flags"), t.revision))
+            .filter(|e| keeps(revision, &flags(e, "flags")))
         {
-            match event(entry, umask_arrays, t.revision) {
+            match event(entry, umask_arrays, revision) {
                 // An event listed twice changed with the CPU revision: the later one wins.
                 Ok(e) => match model.events.iter_mut().find(|x| x.name == e.name) {
                     Some(earlier) => *earlier = e,
@@ -321,7 +331,7 @@ pub fn model(root: &Path, commit: &str, t: &Table) -> Result<GenModel, GenError>
 fn event(
     entry: &Fields,
     umask_arrays: &BTreeMap<String, Vec<Fields>>,
-    revision: u8,
+    revision: Revision<'_>,
 ) -> Result<GenEvent, Result<String, String>> {
     let name = entry
         .get("name")
@@ -359,7 +369,7 @@ fn event(
         let ucode = u8::try_from(ucode)
             .map_err(|_| Ok("events with a unit mask above 8 bits".to_string()))?;
         let uflags = flags(mask, "uflags");
-        if !on_revision(&uflags, revision) {
+        if !keeps(revision, &uflags) {
             continue;
         }
         if uflags.iter().any(|f| f == "AMD64_FL_OMIT") {
@@ -550,6 +560,7 @@ pub fn intel_model(root: &Path, commit: &str, t: &IntelTable) -> Result<GenModel
                 vendor: "intel",
                 family: 6,
                 model: Some(m),
+                last_model: None,
                 steppings: Vec::new(),
             })
             .collect(),

@@ -113,7 +113,7 @@ fn main() -> ExitCode {
             .and_then(|mut models| {
                 models.extend(counterhal_gen::libpfm4::zen_models(source, commit)?);
                 models.push(counterhal_gen::libpfm4::k7_model(source, commit)?);
-                models.push(counterhal_gen::libpfm4::k8_model(source, commit)?);
+                models.extend(counterhal_gen::k8::k8_models(source, commit)?);
                 models.extend(counterhal_gen::libpfm4::p6_family_models(source, commit)?);
                 for table in counterhal_gen::libpfm4::INTEL_MODELS {
                     models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);

@@ -10,6 +10,8 @@ pub struct Signature {
     pub family: u32,
     /// The display model (None: any).
     pub model: Option<u32>,
+    /// The last display model of a range starting at `model` (None: `model` alone).
+    pub last_model: Option<u32>,
     /// The steppings it covers (empty: any).
     pub steppings: Vec<u32>,
 }
@@ -96,6 +98,8 @@ pub struct GenEvent {
 pub struct GenModel {
     /// The model id.
     pub id: String,
+    /// Other ids it answers to (libpfm4's PMU names for revisions sharing its table).
+    pub model_aliases: Vec<String>,
     /// One line in our own words.
     pub description: String,
     /// `intel-arch`, `amd64`, `p6`.

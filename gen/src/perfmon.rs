@@ -235,6 +235,7 @@ fn signature(text: &str) -> Result<Signature, String> {
         vendor,
         family: number(family, 10)?,
         model: Some(number(model, 16)?),
+        last_model: None,
         steppings,
     })
 }

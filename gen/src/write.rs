@@ -46,6 +46,10 @@ pub fn model_toml(model: &GenModel) -> String {
     out.push('\n');
     out.push_str("[[cpu]]\n");
     let _ = writeln!(out, "id = {}", quoted(&model.id));
+    if !model.model_aliases.is_empty() {
+        let aliases: Vec<String> = model.model_aliases.iter().map(|a| quoted(a)).collect();
+        let _ = writeln!(out, "aliases = [{}]", aliases.join(", "));
+    }
     let _ = writeln!(out, "description = {}", quoted(&model.description));
     let _ = writeln!(out, "encoder = {}", quoted(model.encoder));
     out.push_str("match = [\n");
@@ -84,8 +88,14 @@ pub fn model_toml(model: &GenModel) -> String {
 
 fn signature(s: &Signature) -> String {
     let mut text = format!("{{ vendor = {}, family = {:#x}", quoted(s.vendor), s.family);
-    if let Some(model) = s.model {
-        let _ = write!(text, ", model = {model:#x}");
+    match (s.model, s.last_model) {
+        (Some(first), Some(last)) if last != first => {
+            let _ = write!(text, ", model = \"{first:#04x}-{last:#04x}\"");
+        }
+        (Some(model), _) => {
+            let _ = write!(text, ", model = {model:#x}");
+        }
+        (None, _) => {}
     }
     if !s.steppings.is_empty() {
         let list: Vec<String> = s.steppings.iter().map(u32::to_string).collect();
@@ -280,11 +290,23 @@ mod tests {
             vendor: "intel",
             family: 6,
             model: Some(0x55),
+            last_model: None,
             steppings: vec![5, 6],
         };
         assert_eq!(
             signature(&s),
             "{ vendor = \"intel\", family = 0x6, model = 0x55, stepping = [5, 6] }"
+        );
+        let range = Signature {
+            vendor: "amd",
+            family: 0xf,
+            model: Some(0x4),
+            last_model: Some(0x5f),
+            steppings: Vec::new(),
+        };
+        assert_eq!(
+            signature(&range),
+            "{ vendor = \"amd\", family = 0xf, model = \"0x04-0x5f\" }"
         );
     }
 }

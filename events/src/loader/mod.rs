@@ -63,7 +63,37 @@ pub(crate) fn load_file(
     })?;
     for cpu in doc.cpu {
         let cpu = cpu.into_inner();
-        load_cpu(models, layer, source, cpu)?;
+        match cpu.id.get_ref() {
+            toml::Value::String(id) => load_cpu(models, layer, source, id, &cpu)?,
+            toml::Value::Array(ids) => {
+                // One table for several models: it changes those loaded before (a shared
+                // overlay), passing over the ids of models not loaded.
+                let mut changed = 0;
+                for id in ids {
+                    let toml::Value::String(id) = id else {
+                        return Err(source.error(cpu.id.span(), "id", "a model id is a string"));
+                    };
+                    if models.position(id.trim())?.is_some() {
+                        load_cpu(models, layer, source, id, &cpu)?;
+                        changed += 1;
+                    }
+                }
+                if changed == 0 {
+                    return Err(source.error(
+                        cpu.id.span(),
+                        "id",
+                        "a list of ids changes models loaded before, and none of these is",
+                    ));
+                }
+            }
+            _ => {
+                return Err(source.error(
+                    cpu.id.span(),
+                    "id",
+                    "a model id is a string (or, to change several models, a list of them)",
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -171,9 +201,10 @@ fn load_cpu(
     models: &mut impl ModelSet,
     layer: &mut Layer,
     source: &Source<'_>,
-    doc: CpuDoc,
+    id: &str,
+    doc: &CpuDoc,
 ) -> Result<(), Error> {
-    let id = doc.id.get_ref().trim().to_string();
+    let id = id.trim().to_string();
     if id.is_empty()
         || !id
             .chars()
@@ -263,8 +294,8 @@ fn load_cpu(
             })
             .collect::<Result<_, _>>()?;
     }
-    if let Some(description) = doc.description {
-        model.description = description;
+    if let Some(description) = &doc.description {
+        model.description.clone_from(description);
     }
     if let Some(encoder) = encoder {
         model.encoder = encoder;

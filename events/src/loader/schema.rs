@@ -15,7 +15,8 @@ pub(super) struct FileDoc {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CpuDoc {
-    pub(super) id: Spanned<String>,
+    /// A model id, or a list of the ids of models loaded before that the table changes.
+    pub(super) id: Spanned<toml::Value>,
     pub(super) description: Option<String>,
     pub(super) aliases: Option<Vec<Spanned<String>>>,
     pub(super) encoder: Option<Spanned<String>>,
