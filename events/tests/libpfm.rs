@@ -125,10 +125,6 @@ const GENERATED: &[(&str, &str)] = &[
 /// older values for a few unit masks and filters.
 const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
     (
-        "OFFCORE_RESPONSE_1:*",
-        "Sapphire Rapids: libpfm4's table makes OFFCORE_RESPONSE_1 equivalent to OCR (`.equiv`), so libpfm4 encodes it as event 0x2a; the table's own code for it, and Intel's, is 0x2b (offcore register 1)",
-    ),
-    (
         "INT_MISC:UNKNOWN_BRANCH_CYCLES",
         "Sapphire Rapids: Intel gives unit mask 0x40 with frontend MSR 0x3f7 = 0x7; libpfm4 puts 0x7 in the unit mask",
     ),

@@ -363,8 +363,8 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
         stale.join("\n")
     );
     // Floors just below today's figures, so that a regression fails here; the resolve target
-    // (97%) is met, the equal target (99.5%) waits for the values where Intel and libpfm4
-    // disagree (Intel's kept).
+    // (97%) is met; the equal target (99.5%) is not: the differences left are values Intel's
+    // tables and libpfm4 disagree on, where Intel's are kept (listed in libpfm-sweep.toml).
     assert!(total.encodings >= 13_000, "{} encodings", total.encodings);
     assert!(
         total.resolved * 1000 >= total.encodings * 993,
@@ -373,7 +373,7 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
         total.encodings
     );
     assert!(
-        total.equal * 1000 >= total.resolved * 986,
+        total.equal * 1000 >= total.resolved * 991,
         "only {} of {} equal",
         total.equal,
         total.resolved

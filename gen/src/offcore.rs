@@ -243,6 +243,25 @@ pub fn record_source(model: &mut GenModel, commit: &str, t: &AliasTable) {
     }
 }
 
+/// `entry` as libpfm4 encodes it: an event with `.equiv` naming another event of the table
+/// (Sapphire Rapids' `OFFCORE_RESPONSE_1` is `.equiv = "OCR"`) is parsed as that event, so
+/// its event code (and with it its offcore register) is the other event's.
+fn as_equivalent(entry: &Fields, entries: &[Fields]) -> Fields {
+    let mut entry = entry.clone();
+    let equiv = entry
+        .get("equiv")
+        .map(|e| e.trim().trim_matches('"').to_string());
+    let target = equiv.and_then(|name| {
+        entries
+            .iter()
+            .find(|e| e.get("name").is_some_and(|n| *n == name))
+    });
+    if let Some(code) = target.and_then(|t| t.get("code")) {
+        entry.insert("code".to_string(), code.clone());
+    }
+    entry
+}
+
 /// Adds libpfm4's offcore-response events to each model of [`INTEL_TABLES`] in `models`.
 ///
 /// # Errors
@@ -261,6 +280,7 @@ pub fn add_libpfm4_offcore(
         let mut left: BTreeMap<&str, usize> = BTreeMap::new();
         let mut added = false;
         for entry in entries {
+            let entry = &as_equivalent(entry, entries);
             match offcore_event(entry, umask_arrays, t, model.general_counters) {
                 None => {}
                 Some(Err(())) => *left.entry(UNREAD).or_default() += 1,
@@ -321,6 +341,32 @@ static const intel_x86_entry_t t_pe[]={
             .filter_map(|e| offcore_event(e, &umasks, &t, 4))
             .map(|e| e.expect("readable"))
             .collect()
+    }
+
+    #[test]
+    fn an_event_equivalent_to_another_takes_its_code_as_libpfm4_parses_it() {
+        let entry = |name: &str, code: &str, equiv: Option<&str>| {
+            let mut fields = Fields::new();
+            fields.insert("name".to_string(), name.to_string());
+            fields.insert("code".to_string(), code.to_string());
+            if let Some(equiv) = equiv {
+                fields.insert("equiv".to_string(), equiv.to_string());
+            }
+            fields
+        };
+        let entries = [
+            entry("OCR", "0x012a", None),
+            entry("OFFCORE_RESPONSE_1", "0x012b", Some("\"OCR\"")),
+            entry("LONELY", "0x01bb", Some("\"MISSING\"")),
+        ];
+        let code = |e: &Fields| as_equivalent(e, &entries)["code"].clone();
+        assert_eq!(code(&entries[1]), "0x012a");
+        assert_eq!(code(&entries[0]), "0x012a");
+        assert_eq!(
+            code(&entries[2]),
+            "0x01bb",
+            "an unknown equivalent changes nothing"
+        );
     }
 
     #[test]
