@@ -319,7 +319,13 @@ fn add_defaults(
             .umasks
             .iter()
             .position(|m| m.name.eq_ignore_ascii_case(default) && encodes(m));
-        if let Some(i) = same_name.or_else(|| event.umasks.iter().position(encodes)) {
+        let current = |m: &GenUnitMask| encodes(m) && !m.deprecated;
+        let other = event
+            .umasks
+            .iter()
+            .position(current)
+            .or_else(|| event.umasks.iter().position(encodes));
+        if let Some(i) = same_name.or(other) {
             event.umasks[i].default = true;
             added += 1;
         }
@@ -333,11 +339,33 @@ fn add_defaults(
     added
 }
 
+/// Whether unit-mask `codes` are bit fields that OR into their union: none is zero (a mask
+/// that selects by having no bit, Tremont's `MACHINE_CLEARS.ANY`), and two that share a bit
+/// nest, the larger the OR of the codes it holds (`SCALAR` 0x03 is `SCALAR_DOUBLE` 0x01 and
+/// `SCALAR_SINGLE` 0x02). Tremont's branch masks, which each clear one bit (0x7e, 0xf7, 0xfe),
+/// are not.
+fn bit_fields(codes: &[u8]) -> bool {
+    let held = |outer: u8| {
+        codes
+            .iter()
+            .filter(|&&c| c != outer && c & !outer == 0)
+            .fold(0u8, |all, &c| all | c)
+    };
+    codes.iter().all(|&a| {
+        a != 0
+            && codes.iter().all(|&b| {
+                let nested = a & !b == 0 || b & !a == 0;
+                a & b == 0 || a == b || nested
+            })
+            && (held(a) == 0 || held(a) == a)
+    })
+}
+
 /// Lets the unit masks of each event of `model`'s own table combine (their codes ORed, as
 /// libpfm4 does: `FP_ARITH_INST_RETIRED:SCALAR_DOUBLE:SCALAR_SINGLE`) where libpfm4's event of
-/// that name flags none of its unit masks `INTEL_X86_NCOMBO` and every unit mask here is a
+/// that name flags none of its unit masks `INTEL_X86_NCOMBO`, every unit mask here is a
 /// plain unit-mask byte (no filter, fixed counter, other event code, extra register or second
-/// byte). Returns how many events.
+/// byte), and their codes are non-zero and share no bit. Returns how many events.
 fn allow_combinations(model: &mut GenModel, facts: &BTreeMap<String, EventFacts>) -> usize {
     let mut count = 0;
     for event in &mut model.events {
@@ -356,7 +384,9 @@ fn allow_combinations(model: &mut GenModel, facts: &BTreeMap<String, EventFacts>
                 && m.extra_bits.is_none()
                 && m.counters.is_none()
         };
+        let codes: Vec<u8> = event.umasks.iter().map(|m| m.code).collect();
         if f.no_combo
+            || !bit_fields(&codes)
             || f.one_letter
             || event.umasks.len() < 2
             || event.extra.is_some()
@@ -401,4 +431,22 @@ pub fn add_libpfm4_dropped(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bit_fields;
+
+    #[test]
+    fn unit_masks_combine_only_as_bit_fields() {
+        // Skylake's FP_ARITH_INST_RETIRED: single bits and their unions.
+        assert!(bit_fields(&[
+            0x01, 0x02, 0x03, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x18, 0xfc
+        ]));
+        // Tremont's BR_INST_RETIRED: each clears one bit.
+        assert!(!bit_fields(&[0x7e, 0xf7, 0xfe, 0xf9]));
+        // A mask of no bit, and a union with a bit none of the others has.
+        assert!(!bit_fields(&[0x00, 0x01]));
+        assert!(!bit_fields(&[0x01, 0x02, 0x07]));
+    }
 }
