@@ -176,19 +176,6 @@ impl AllowList {
         }
     }
 
-    /// Adds the registers of `other` (a hybrid chip's other core, with more counters): the
-    /// list then allows what either does.
-    pub fn include(&mut self, other: &AllowList) {
-        for range in &other.ranges {
-            if !self.ranges.contains(range) {
-                self.ranges.push(range.clone());
-            }
-        }
-        if self.pmu != other.pmu {
-            self.pmu = format!("{} + {}", self.pmu, other.pmu);
-        }
-    }
-
     /// The allowed ranges.
     pub fn ranges(&self) -> &[AllowedRange] {
         &self.ranges

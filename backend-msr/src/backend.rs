@@ -15,7 +15,7 @@ use counterhal_x86::signature::hybrid_core;
 use counterhal_x86::{CounterRef, Counters, Demand, Schedule, assign, rotation};
 
 use crate::allow::AllowList;
-use crate::cores::{for_core, hybrid_views, read_capabilities};
+use crate::cores::{CoreView, for_core, hybrid_views, read_capabilities};
 use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin};
 use crate::group::{Core, MsrGroup, Slot};
@@ -70,7 +70,7 @@ impl MsrBackend {
     ) -> Result<MsrBackend> {
         let mut pmu = PmuInfo::from_cpuid(cpuid)?;
         read_capabilities(device.as_ref(), 0, &mut pmu)?;
-        let mut allow = AllowList::for_pmu(&pmu);
+        let allow = AllowList::for_pmu(&pmu);
         let tsc = match (device.tsc_hz(), pmu.cpuid_tsc) {
             (Some(hz), _) => TscFrequency::new(hz, TscSource::Model),
             (None, Some(tsc)) => tsc,
@@ -84,9 +84,6 @@ impl MsrBackend {
             Some(_) => hybrid_views(&db, device.as_ref(), cpu_model.as_deref()),
             None => Vec::new(),
         };
-        for view in cores.iter().flatten() {
-            allow.include(&AllowList::for_pmu(&view.pmu));
-        }
         let cpu_model =
             cpu_model.or_else(|| db.detect(&pmu.identity).map(|model| model.id.clone()));
         let claims = match device.kind() {
@@ -210,53 +207,7 @@ impl MsrBackend {
     /// AMD's core events that every family since K8 shares. Used when the database has no
     /// encoding for this CPU.
     pub fn architectural_encoding(&self, name: &str) -> Option<Evtsel> {
-        let pmu = &self.shared.pmu;
-        let hardware = match GeneralizedEvent::from_name(name)? {
-            GeneralizedEvent::Hardware(event) => event,
-            GeneralizedEvent::Preset(Preset::TotCyc) => HardwareEvent::Cycles,
-            GeneralizedEvent::Preset(Preset::TotIns) => HardwareEvent::Instructions,
-            GeneralizedEvent::Preset(Preset::RefCyc) => HardwareEvent::RefCycles,
-            GeneralizedEvent::Preset(Preset::BrIns) => HardwareEvent::Branches,
-            GeneralizedEvent::Preset(Preset::BrMsp) => HardwareEvent::BranchMisses,
-            _ => return None,
-        };
-        let (code, umask, fixed) = if pmu.is_amd() {
-            match hardware {
-                HardwareEvent::Cycles => (0x76, 0x00, None),
-                HardwareEvent::Instructions => (0xC0, 0x00, None),
-                HardwareEvent::Branches => (0xC2, 0x00, None),
-                HardwareEvent::BranchMisses => (0xC3, 0x00, None),
-                _ => return None,
-            }
-        } else {
-            let (index, code, umask, fixed) = match hardware {
-                HardwareEvent::Cycles => (0, 0x3C, 0x00, Some(1)),
-                HardwareEvent::Instructions => (1, 0xC0, 0x00, Some(0)),
-                HardwareEvent::RefCycles => (2, 0x3C, 0x01, Some(2)),
-                HardwareEvent::CacheReferences => (3, 0x2E, 0x4F, None),
-                HardwareEvent::CacheMisses => (4, 0x2E, 0x41, None),
-                HardwareEvent::Branches => (5, 0xC4, 0x00, None),
-                HardwareEvent::BranchMisses => (6, 0xC5, 0x00, None),
-                _ => return None,
-            };
-            if pmu.arch_events_unavailable & (1 << index) != 0 {
-                return None;
-            }
-            (code, umask, fixed.filter(|&f| pmu.fixed.contains(f)))
-        };
-        // Reference cycles at the TSC rate exist only on fixed counter 2: architectural event
-        // 2 (3C/01) on a general-purpose counter counts the slower reference bus clock, a
-        // different number under the same name.
-        let counters = if hardware == HardwareEvent::RefCycles {
-            fixed?;
-            CounterSet::NONE
-        } else {
-            CounterSet::first(pmu.gp_counters)
-        };
-        let mut encoding = Evtsel::new(code, umask);
-        encoding.counters = counters;
-        encoding.fixed = fixed;
-        Some(encoding)
+        architectural(&self.shared.pmu, name)
     }
 
     fn target_cpu(&self, target: &Target) -> Result<(u32, Option<ThreadPin>)> {
@@ -282,7 +233,8 @@ impl MsrBackend {
     }
 
     /// Checks one request against the PMU; returns its encoding and its candidate counters.
-    fn validate(&self, request: &EventRequest, pmu: &PmuInfo) -> Result<Candidate> {
+    fn validate(&self, request: &EventRequest, view: &CoreView) -> Result<Candidate> {
+        let (pmu, allow) = (view.pmu.as_ref(), &view.allow);
         let name = &request.name;
         check_family("msr", &self.shared.capabilities.accepts, request)?;
         let Encoding::Evtsel(encoding) = request.encoding else {
@@ -290,8 +242,8 @@ impl MsrBackend {
             return Err(Error::unsupported(format!("{name}: not an event select")));
         };
         if let Some(extra) = encoding.extra {
-            let known = regs::extra_index(extra.msr)
-                .filter(|_| self.shared.allow.permits(extra.msr, Access::Write));
+            let known =
+                regs::extra_index(extra.msr).filter(|_| allow.permits(extra.msr, Access::Write));
             let Some(index) = known else {
                 return Err(Error::unsupported(format!(
                     "{name}: the event needs MSR {:#x} = {:#x} besides its event select, which this PMU ({}) does not have or this backend does not program",
@@ -393,10 +345,13 @@ struct Candidate {
 }
 
 /// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
-/// HostOnly and GuestOnly), software multiplexing in 4 ms turns, a CPU or this thread pinned to its CPU.
+/// HostOnly and GuestOnly from family 10h on, but 11h), software multiplexing in 4 ms turns, a CPU or this thread pinned to its CPU.
 fn capabilities(pmu: &PmuInfo) -> Capabilities {
     let mut domains = Domain::USER | Domain::KERNEL;
-    if pmu.is_amd() {
+    // HostOnly and GuestOnly (PerfEvtSel bits 41:40) exist from family 10h on, but for 11h
+    // (as libpfm4 has it); on K7 and K8 those bits are reserved.
+    let family = pmu.identity.family;
+    if pmu.is_amd() && family >= 0x10 && family != 0x11 {
         domains |= Domain::HOST | Domain::GUEST;
     }
     let accepts = Accepts::new(&[Family::Evtsel], domains, Domain::DEFAULT);
@@ -475,14 +430,27 @@ impl Backend for MsrBackend {
                     |name| self.resolve(name).ok(),
                     |name| {
                         let accepts = &shared.capabilities.accepts;
-                        shared.db.resolve(view.cpu_model.as_deref(), name, accepts)
+                        match shared.db.resolve(view.cpu_model.as_deref(), name, accepts) {
+                            // As `resolve` falls back: the architectural encoding, on this
+                            // CPU's PMU.
+                            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                                architectural(&view.pmu, name)
+                                    .map(|encoding| {
+                                        let request =
+                                            EventRequest::new(name, Encoding::Evtsel(encoding));
+                                        ResolvedEvent::single(request)
+                                    })
+                                    .ok_or(e)
+                            }
+                            other => other,
+                        }
                     },
                 )
             })
             .collect::<Result<Vec<_>>>()?;
         let candidates = events
             .iter()
-            .map(|e| self.validate(e, pmu))
+            .map(|e| self.validate(e, &view))
             .collect::<Result<Vec<_>>>()?;
         let mut claims = shared.lock_claims();
         let claimed = claims.get(&cpu).copied().unwrap_or_default();
@@ -650,6 +618,57 @@ fn extra_claims(
         owners[index].get_or_insert(request.name.as_str());
     }
     Ok(mine)
+}
+
+/// The architectural encoding of generalized event `name` on `pmu` (see
+/// [`MsrBackend::architectural_encoding`]).
+fn architectural(pmu: &PmuInfo, name: &str) -> Option<Evtsel> {
+    let hardware = match GeneralizedEvent::from_name(name)? {
+        GeneralizedEvent::Hardware(event) => event,
+        GeneralizedEvent::Preset(Preset::TotCyc) => HardwareEvent::Cycles,
+        GeneralizedEvent::Preset(Preset::TotIns) => HardwareEvent::Instructions,
+        GeneralizedEvent::Preset(Preset::RefCyc) => HardwareEvent::RefCycles,
+        GeneralizedEvent::Preset(Preset::BrIns) => HardwareEvent::Branches,
+        GeneralizedEvent::Preset(Preset::BrMsp) => HardwareEvent::BranchMisses,
+        _ => return None,
+    };
+    let (code, umask, fixed) = if pmu.is_amd() {
+        match hardware {
+            HardwareEvent::Cycles => (0x76, 0x00, None),
+            HardwareEvent::Instructions => (0xC0, 0x00, None),
+            HardwareEvent::Branches => (0xC2, 0x00, None),
+            HardwareEvent::BranchMisses => (0xC3, 0x00, None),
+            _ => return None,
+        }
+    } else {
+        let (index, code, umask, fixed) = match hardware {
+            HardwareEvent::Cycles => (0, 0x3C, 0x00, Some(1)),
+            HardwareEvent::Instructions => (1, 0xC0, 0x00, Some(0)),
+            HardwareEvent::RefCycles => (2, 0x3C, 0x01, Some(2)),
+            HardwareEvent::CacheReferences => (3, 0x2E, 0x4F, None),
+            HardwareEvent::CacheMisses => (4, 0x2E, 0x41, None),
+            HardwareEvent::Branches => (5, 0xC4, 0x00, None),
+            HardwareEvent::BranchMisses => (6, 0xC5, 0x00, None),
+            _ => return None,
+        };
+        if pmu.arch_events_unavailable & (1 << index) != 0 {
+            return None;
+        }
+        (code, umask, fixed.filter(|&f| pmu.fixed.contains(f)))
+    };
+    // Reference cycles at the TSC rate exist only on fixed counter 2: architectural event
+    // 2 (3C/01) on a general-purpose counter counts the slower reference bus clock, a
+    // different number under the same name.
+    let counters = if hardware == HardwareEvent::RefCycles {
+        fixed?;
+        CounterSet::NONE
+    } else {
+        CounterSet::first(pmu.gp_counters)
+    };
+    let mut encoding = Evtsel::new(code, umask);
+    encoding.counters = counters;
+    encoding.fixed = fixed;
+    Some(encoding)
 }
 
 /// Measures the TSC against the monotonic clock over 20 ms on CPU 0.

@@ -22,6 +22,8 @@ use crate::regs;
 pub(crate) struct CoreView {
     /// The PMU as this CPU's CPUID describes it.
     pub(crate) pmu: Arc<PmuInfo>,
+    /// The registers of that PMU: the only ones touched on this CPU.
+    pub(crate) allow: AllowList,
     /// The CPU model whose table encodes its events.
     pub(crate) cpu_model: Option<String>,
     /// Its core on a hybrid chip.
@@ -32,6 +34,7 @@ impl CoreView {
     /// The view of a chip that is not hybrid: the backend's own PMU and table.
     pub(crate) fn single(pmu: Arc<PmuInfo>, cpu_model: Option<String>) -> CoreView {
         CoreView {
+            allow: AllowList::for_pmu(&pmu),
             pmu,
             cpu_model,
             core: None,
@@ -92,6 +95,7 @@ pub(crate) fn hybrid_views(
                     .map(|model| model.id.clone()),
             };
             let view = Arc::new(CoreView {
+                allow: AllowList::for_pmu(&pmu),
                 pmu: Arc::new(pmu),
                 cpu_model,
                 core,
@@ -143,12 +147,16 @@ pub(crate) fn for_core<'r>(
     if !ours {
         return Ok(Cow::Borrowed(request));
     }
-    let model = view.cpu_model.as_deref().unwrap_or("none");
-    let context = || {
-        format!(
+    let model = view.cpu_model.as_deref().unwrap_or("(none)");
+    let context = || match &view.cpu_model {
+        Some(model) => format!(
             "CPU {cpu} is {}, whose events CPU model {model} encodes",
             view.describe()
-        )
+        ),
+        None => format!(
+            "CPU {cpu} is {}, for which the event database has no CPU model",
+            view.describe()
+        ),
     };
     let resolved = resolve_core(&request.name).map_err(|error| error.context(context()))?;
     match resolved.terms.as_slice() {

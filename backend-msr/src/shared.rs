@@ -50,13 +50,22 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The registers that may be touched on `cpu`: its core's on a hybrid chip (a CPU whose
+    /// CPUID could not be read gets the backend's own), else the backend's.
+    pub(crate) fn allow_of(&self, cpu: u32) -> &AllowList {
+        match self.cores.get(cpu as usize) {
+            Some(Some(view)) => &view.allow,
+            _ => &self.allow,
+        }
+    }
+
     pub(crate) fn read(&self, cpu: u32, msr: u32) -> Result<u64> {
-        self.allow.check(msr, Access::Read)?;
+        self.allow_of(cpu).check(msr, Access::Read)?;
         self.device.read(cpu, msr)
     }
 
     pub(crate) fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
-        self.allow.check(msr, Access::Write)?;
+        self.allow_of(cpu).check(msr, Access::Write)?;
         self.device.write(cpu, msr, value)
     }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use common::{cycles_gp, encoding, instructions, model, request, select};
 use counterhal_hal::{
-    Backend, CounterSet, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions, Target,
+    Backend, CounterSet, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions,
+    Target,
 };
 use counterhal_msr::regs::*;
 use counterhal_msr::{Access, MsrBackend, PmuArch, PmuInfo, PmuModelKind};
@@ -369,4 +370,33 @@ fn names_and_display() {
         Some("PerfCtr2")
     );
     let _: &MsrBackend = &backend;
+}
+
+/// AMD's HostOnly and GuestOnly bits exist from family 10h on, but for 11h: on K8 (and 11h) a
+/// host-only event select is refused before any register is touched.
+#[test]
+fn host_and_guest_filters_only_where_amd_has_the_bits() {
+    let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
+    for (family, filters) in [(0x0f, false), (0x10, true), (0x11, false), (0x19, true)] {
+        let mut config = PmuModelKind::AmdLegacy.config();
+        config.family = family;
+        let (backend, model) =
+            MsrBackend::with_model_config(std::sync::Arc::clone(&db), config).unwrap();
+        let domains = backend.capabilities().accepts.domains;
+        assert_eq!(
+            domains.contains(Domain::HOST),
+            filters,
+            "family {family:#x}"
+        );
+        let mut host_only = Evtsel::new(0x76, 0);
+        host_only.counters = CounterSet::first(4);
+        host_only.domain = Domain::DEFAULT.difference(Domain::GUEST);
+        let request = EventRequest::new("cycles:H", Encoding::Evtsel(host_only));
+        let opened = backend.open(&[request], &Target::Cpu(0), &OpenOptions::default());
+        assert_eq!(opened.is_ok(), filters, "family {family:#x}");
+        if !filters {
+            assert_eq!(opened.unwrap_err().kind(), ErrorKind::Unsupported);
+            assert!(model.accesses().is_empty(), "family {family:#x}");
+        }
+    }
 }
