@@ -230,6 +230,9 @@ fn perf_encoding<'r>(
     match &request.encoding {
         Encoding::Perf(attr) => {
             tracefs::check_filter(&request.name, attr)?;
+            if let Some(format) = raw_format.filter(|_| attr.type_ == TYPE_RAW) {
+                format.check_config(&request.name, attr.config)?;
+            }
             Ok(Cow::Borrowed(attr))
         }
         Encoding::Evtsel(evtsel) => {
@@ -789,6 +792,20 @@ mod tests {
         assert!(error.to_string().contains("config:8-15,40-47"), "{error}");
         // Events that need neither still resolve.
         assert_eq!(config(&hsw, "CPU_CLK_UNHALTED.THREAD_P").unwrap(), 0x3c);
+        // A raw code is checked as well: IN_TX at bit 32, the second unit-mask byte at 47:40.
+        for raw in ["r10000003c", "r0100000011c4"] {
+            let attr = counterhal_hal::PerfAttr::new(
+                TYPE_RAW,
+                u64::from_str_radix(&raw[1..], 16).unwrap(),
+            );
+            let request = EventRequest::new(raw, Encoding::Perf(attr));
+            let refused = perf_encoding(&request, hsw.raw_format.as_deref()).unwrap_err();
+            assert_eq!(
+                refused.kind(),
+                counterhal_hal::ErrorKind::Unsupported,
+                "{raw}: {refused}"
+            );
+        }
 
         std::fs::write(format.join("any"), "config:21\n").unwrap();
         std::fs::write(format.join("in_tx"), "config:32\n").unwrap();
@@ -797,6 +814,19 @@ mod tests {
         let hsw = fixture_backend(devices.clone(), Some("hsw"));
         assert_eq!(config(&hsw, intx).unwrap(), 0x3_0000_003c);
         assert_eq!(config(&hsw, any).unwrap(), 0x20_003c);
+        let raw = |config: u64| {
+            let attr = counterhal_hal::PerfAttr::new(TYPE_RAW, config);
+            EventRequest::new("raw", Encoding::Perf(attr))
+        };
+        assert!(perf_encoding(&raw(0x1_0000_003c), hsw.raw_format.as_deref()).is_ok());
+        // On AMD bits 35:32 are the event's: event 0x13c, no IN_TX.
+        std::fs::write(format.join("event"), "config:0-7,32-35\n").unwrap();
+        for field in ["in_tx", "in_tx_cp", "any"] {
+            std::fs::remove_file(format.join(field)).unwrap();
+        }
+        let amd = fixture_backend(devices.clone(), None);
+        assert!(perf_encoding(&raw(0x1_0000_003c), amd.raw_format.as_deref()).is_ok());
+        assert!(perf_encoding(&raw(0x20_0076), amd.raw_format.as_deref()).is_err());
         let lnl = fixture_backend(devices.clone(), Some("lnl_lnc"));
         assert_eq!(
             config(&lnl, "BR_INST_RETIRED.COND").unwrap(),

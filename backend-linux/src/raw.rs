@@ -66,6 +66,9 @@ pub struct RawFormat {
     /// Whether it has the `any` format (config:21): AnyThread, which perfmon v5 deprecates
     /// (the kernel then drops the format) and v1 and v2 lack.
     pub any_thread: bool,
+    /// Whether its `event` format reaches above bit 31 (AMD: `config:0-7,32-35`), where bits
+    /// 35:32 of a raw code are the event's, not IN_TX and IN_TXCP.
+    pub event_high: bool,
 }
 
 impl RawFormat {
@@ -83,8 +86,27 @@ impl RawFormat {
             in_tx_cp: has("in_tx_cp"),
             umask2,
             any_thread: has("any"),
+            event_high: matches!(pmu.format("event"), Ok(Some(f)) if f.ranges.iter().any(|&(_, hi)| hi >= 32)),
             pmu: pmu.name,
         })
+    }
+
+    /// Refuses a raw code (`r10000003c`, a `PERF_TYPE_RAW` config) that sets a bit this PMU
+    /// would drop, as [`RawFormat::check`] refuses an event select: AnyThread (bit 21), and
+    /// where bits 35:32 are not the event's, IN_TX (32), IN_TXCP (33) and the second unit-mask
+    /// byte (47:40).
+    ///
+    /// # Errors
+    /// As [`RawFormat::check`].
+    pub fn check_config(&self, name: &str, config: u64) -> Result<()> {
+        let mut evtsel = Evtsel::new((config & 0xff) as u16, (config >> 8 & 0xff) as u8);
+        evtsel.any_thread = config & Evtsel::ANY != 0;
+        if !self.event_high {
+            evtsel.in_tx = config & Evtsel::IN_TX != 0;
+            evtsel.in_tx_cp = config & Evtsel::IN_TX_CP != 0;
+            evtsel.umask2 = ((config & Evtsel::UMASK2) >> 40) as u8;
+        }
+        self.check(name, &evtsel)
     }
 
     /// Refuses `evtsel` (the event `name`) when it sets a bit this PMU would drop.
