@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use counterhal_conformance::skip::Need;
-use counterhal_events::Database;
+use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::Encoding;
 use serde::Deserialize;
 
@@ -266,14 +266,17 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
                 format!("{event}:{umask}")
             };
             tally.encodings += 1;
-            let ours = match database.resolve(Some(&model.id), &text, &common::X86) {
+            let ours = match database.resolve_exact(Some(&model.id), &text, &common::X86) {
                 Ok(resolved) => match &resolved.terms[0].request.encoding {
                     Encoding::Evtsel(evtsel) => {
                         Ok((evtsel.register_value(), evtsel.extra.map(|e| e.value)))
                     }
-                    other => Err(format!("not an EVTSEL: {other}")),
+                    other => Err((false, format!("not an EVTSEL: {other}"))),
                 },
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err((
+                    error.kind() == EventErrorKind::UnitMaskRequired,
+                    error.to_string(),
+                )),
             };
             let (list, offset, what) = match &ours {
                 Ok((value, extra))
@@ -296,9 +299,10 @@ fn every_libpfm4_core_encoding_resolves_to_the_same_evtsel() {
                         ),
                     )
                 }
-                // Where libpfm4 has several defaults, we ask for a unit mask: not listed.
-                Err(_) if *kind == "D" => continue,
-                Err(error) => (&explanations.not_resolved, 0, error.clone()),
+                // Where libpfm4 has several defaults, we ask for a unit mask: not listed. Any
+                // other failure of an event named alone must be explained as one of a unit mask.
+                Err((true, _)) if *kind == "D" => continue,
+                Err((_, error)) => (&explanations.not_resolved, 0, error.clone()),
             };
             match list
                 .iter()
