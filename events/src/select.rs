@@ -263,7 +263,13 @@ pub(crate) fn select(
         any_thread: event.flags.any_thread.then_some(true),
         ..Modifiers::default()
     };
-    let mut fixed = if has_plain { None } else { event.fixed };
+    // The event's fixed counter counts its own unit mask only: not with plain or raw bits
+    // added (`EVENT:0x01`).
+    let mut fixed = if has_plain || raw_bits.is_some() {
+        None
+    } else {
+        event.fixed
+    };
     let mut code = event.code;
     let mut counters = event.counters;
     let mut extra = event.extra;
@@ -292,7 +298,7 @@ pub(crate) fn select(
         if mask.any_thread {
             implied.any_thread = Some(true);
         }
-        if plain.len() == 1 {
+        if plain.len() == 1 && raw_bits.is_none() {
             fixed = mask.fixed;
         }
     }

@@ -138,3 +138,16 @@ fn the_tsx_filters_only_where_the_core_has_tsx() {
     let db = Database::from_toml_str("mine.toml", &no).unwrap();
     assert!(db.resolve_exact(Some("mine"), "r00c0:intx", &X86).is_err());
 }
+
+/// A fixed counter counts its own unit mask only: raw unit-mask bits added to a unit mask
+/// that may count on one (`CPU_CLK_UNHALTED.THREAD_P:0x01`, which is 0x3c/0x01) leave the
+/// fixed counter out.
+#[test]
+fn raw_unit_mask_bits_leave_the_fixed_counter_out() {
+    let db = Database::shipped().unwrap();
+    let plain = evtsel(&db, "skl", "CPU_CLK_UNHALTED.THREAD_P");
+    assert_eq!(plain.fixed, Some(1));
+    let raw = evtsel(&db, "skl", "CPU_CLK_UNHALTED.THREAD_P:0x01");
+    assert_eq!((raw.code, raw.umask, raw.fixed), (0x3c, 0x01, None));
+    assert_eq!(evtsel(&db, "hsw", "INST_RETIRED.ANY_P:0x01").fixed, None);
+}
