@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use counterhal_events::{Database, HybridCore};
-use counterhal_hal::{Error, EventRequest, Result};
+use counterhal_hal::{Encoding, Error, EventRequest, Evtsel, Result};
 use counterhal_x86::signature::hybrid_core;
 
 use crate::allow::AllowList;
@@ -106,6 +106,12 @@ pub(crate) fn hybrid_views(
         .collect()
 }
 
+/// Whether two event selects select the same event: event code, unit masks, filters, TSX bits
+/// and extra register (not the domain or the counters it may use).
+fn same_event(a: &Evtsel, b: &Evtsel) -> bool {
+    a.event_select() == b.event_select() && a.extra == b.extra
+}
+
 /// Why CPU `cpu` of a hybrid chip has no view: its CPUID, read again, fails.
 pub(crate) fn view_error(device: &dyn MsrDevice, cpu: u32) -> Error {
     let reason = match device.cpuid_of(cpu) {
@@ -121,9 +127,9 @@ pub(crate) fn view_error(device: &dyn MsrDevice, cpu: u32) -> Error {
 }
 
 /// `request` as CPU `cpu` (`view`) counts it. Where the CPU's core has another table than the
-/// backend's (`own_model`), a request whose encoding is what `resolve_own` gives its name is
-/// resolved again with the core's table (`resolve_core`); an encoding the caller built stays
-/// as it is.
+/// backend's (`own_model`), a request whose event select selects the event `resolve_own` gives
+/// its name is resolved again with the core's table (`resolve_core`), keeping the request's
+/// domain; an event select the caller built for another event stays as it is.
 ///
 /// # Errors
 /// The core's table's error, naming the CPU and its core: the event may not exist there.
@@ -138,11 +144,19 @@ pub(crate) fn for_core<'r>(
     if view.cpu_model.as_deref() == own_model {
         return Ok(Cow::Borrowed(request));
     }
+    // The event the table gives the name, whatever the caller then changed of what is counted
+    // and where (domain, counters, fixed counter): those carry over.
+    let Encoding::Evtsel(asked) = &request.encoding else {
+        return Ok(Cow::Borrowed(request));
+    };
     let ours = resolve_own(&request.name).is_some_and(|resolved| {
         resolved
             .terms
             .iter()
-            .any(|term| term.request.encoding == request.encoding)
+            .any(|term| match &term.request.encoding {
+                Encoding::Evtsel(own) => same_event(own, asked),
+                _ => false,
+            })
     });
     if !ours {
         return Ok(Cow::Borrowed(request));
@@ -160,10 +174,16 @@ pub(crate) fn for_core<'r>(
     };
     let resolved = resolve_core(&request.name).map_err(|error| error.context(context()))?;
     match resolved.terms.as_slice() {
-        [term] => Ok(Cow::Owned(EventRequest::new(
-            request.name.clone(),
-            term.request.encoding.clone(),
-        ))),
+        [term] => {
+            let mut encoding = term.request.encoding.clone();
+            if let Encoding::Evtsel(core) = &mut encoding {
+                core.domain = asked.domain;
+            }
+            Ok(Cow::Owned(EventRequest::new(
+                request.name.clone(),
+                encoding,
+            )))
+        }
         _ => Err(Error::unsupported(format!(
             "`{}` is a sum or difference of events on {model}; open its parts by name",
             request.name

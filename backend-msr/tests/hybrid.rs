@@ -80,6 +80,27 @@ fn each_cpu_counts_with_its_cores_table() {
         "{text}"
     );
 
+    // A resolved event whose domain the caller changed is still the table's event: it is
+    // translated, and keeps the domain (user mode only: USR, bit 16, without OS).
+    let mut user = cond.clone();
+    if let Encoding::Evtsel(e) = &mut user.encoding {
+        e.domain = counterhal_hal::Domain::DEFAULT.with_levels(counterhal_hal::Domain::USER);
+    }
+    let mut group = backend
+        .open(
+            std::slice::from_ref(&user),
+            &Target::Cpu(3),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    group.enable().unwrap();
+    let select = backend.read_msr(3, IA32_PERFEVTSEL0).unwrap();
+    group.disable().unwrap();
+    assert_eq!(
+        select & 0x3_ffff,
+        0x1_7ec4,
+        "user mode, Gracemont's code: {select:#x}"
+    );
     // An encoding the caller built, under a name of its own, is theirs on every core.
     let raw = EventRequest::new("my-raw", Encoding::Evtsel(Evtsel::new(0xc4, 0x11)));
     assert_eq!(programmed(&backend, &[raw], 2), 0x11c4);
