@@ -174,3 +174,38 @@ PAPI_TOT_INS = "INST_RETIRED"
         "{number}"
     );
 }
+
+/// A shipped overlay whose `id` lists several models changes each of them: every id it lists
+/// names a shipped model (a misspelled one would be passed over without a word).
+#[test]
+fn every_id_a_shipped_overlay_lists_names_a_shipped_model() {
+    let db = Database::shipped().unwrap();
+    let mut lists = 0;
+    for (name, text) in counterhal_events::SHIPPED_FILES {
+        let doc: toml::Value = toml::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for cpu in doc
+            .get("cpu")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let Some(ids) = cpu.get("id").and_then(|i| i.as_array()) else {
+                continue;
+            };
+            lists += 1;
+            for id in ids {
+                let id = id
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{name}: id {id} is no string"));
+                assert!(
+                    db.model(id).is_some(),
+                    "{name}: `{id}` names no shipped model"
+                );
+            }
+        }
+    }
+    assert!(
+        lists > 0,
+        "no shipped overlay lists several ids (k8.toml does)"
+    );
+}
