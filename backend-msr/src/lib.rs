@@ -121,11 +121,23 @@ pub(crate) fn model_with_handle(
         EncoderKind::P5 | EncoderKind::P6 => {
             return Err(Error::unsupported(format!(
                 "CPU model `{id}` has no architectural performance monitoring, which the msr backend programs"
+            ))
+            .with_hint(format!(
+                "OpenBSD's pctr drives these counters: `--backend pctr --cpu-model {id}` shows the encoding"
             )));
         }
     };
     let id = model.id.clone();
-    let config = kind.config();
+    let mut config = kind.config();
+    // An AMD model's own family (K8's 0x0f has no host/guest bits; 0x10 does).
+    if let Some(&(family, _)) = model
+        .match_rules()
+        .first()
+        .and_then(|rule| rule.family.ranges.first())
+        && model.encoder == EncoderKind::Amd64
+    {
+        config.family = family;
+    }
     let cpuid = config.cpuid();
     let (device, handle) = ModelDevice::new(config);
     let backend = MsrBackend::with_device(db, Arc::new(device), &cpuid, Some(id))?;
