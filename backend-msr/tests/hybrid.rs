@@ -163,3 +163,54 @@ fn a_cpu_whose_cpuid_cannot_be_read_is_refused_with_the_reason() {
         "{text}"
     );
 }
+
+/// Each core's own counters: Alder Lake's Core cores have eight general counters, its Atom
+/// cores six. Eight events fit a Core CPU at once; on an Atom CPU they are refused as a group
+/// and take turns when independent, and no register past the sixth is ever touched there.
+#[test]
+fn each_core_counts_on_its_own_counters() {
+    let mut config = alder_lake();
+    config.gp_counters = 8;
+    config.hybrid_atom_counters = Some(6);
+    let db = Arc::new(Database::shipped().unwrap());
+    let (backend, model) = MsrBackend::with_model_config(db, config).unwrap();
+    let events: Vec<EventRequest> = (0..8u8)
+        .map(|i| {
+            let mut e = Evtsel::new(0xc4, i);
+            e.counters = counterhal_hal::CounterSet::first(8);
+            EventRequest::new(format!("e{i}"), Encoding::Evtsel(e))
+        })
+        .collect();
+    let grouped = OpenOptions::default();
+    let core = backend.open(&events, &Target::Cpu(0), &grouped).unwrap();
+    drop(core);
+    let error = backend
+        .open(&events, &Target::Cpu(3), &grouped)
+        .unwrap_err();
+    assert!(error.to_string().contains("counter"), "{error}");
+    let mut atom = backend
+        .open(&events, &Target::Cpu(3), &OpenOptions::ungrouped())
+        .unwrap();
+    atom.enable().unwrap();
+    atom.disable().unwrap();
+    drop(atom);
+    let past_six = |msr: u32| {
+        (0x186 + 6..0x186 + 8).contains(&msr)
+            || (0xc1 + 6..0xc1 + 8).contains(&msr)
+            || (0x4c1 + 6..0x4c1 + 8).contains(&msr)
+    };
+    assert!(
+        model
+            .accesses()
+            .iter()
+            .all(|a| a.cpu != 3 || !past_six(a.msr)),
+        "an Atom CPU's seventh or eighth counter was touched"
+    );
+    assert!(
+        model
+            .accesses()
+            .iter()
+            .any(|a| a.cpu == 0 && past_six(a.msr)),
+        "the Core CPU's eight counters were used"
+    );
+}

@@ -83,6 +83,7 @@ impl PmuModelKind {
             stepping,
             umask2: false,
             hybrid_core_cpus: None,
+            hybrid_atom_counters: None,
         };
         let amd = |version, gp, core_ext, family, model, stepping| ModelConfig {
             name: self.name().to_string(),
@@ -101,6 +102,7 @@ impl PmuModelKind {
             stepping,
             umask2: false,
             hybrid_core_cpus: None,
+            hybrid_atom_counters: None,
         };
         match self {
             PmuModelKind::IntelV4 => intel(4, 4, 48, true, 0x5E, 3),
@@ -166,8 +168,12 @@ pub struct ModelConfig {
     /// Intel: a hybrid chip (CPUID.7.0:EDX\[15\]) whose CPUs below this number are Core
     /// cores (CPUID.1AH:EAX core type 0x40) and the others Atom cores (0x20), each answering
     /// CPUID for itself ([`ModelConfig::cpuid_of`]). Both kinds have this configuration's
-    /// counters. `None`: not hybrid.
+    /// counters (but see `hybrid_atom_counters`). `None`: not hybrid.
     pub hybrid_core_cpus: Option<u32>,
+    /// On a hybrid model, how many general counters the Atom cores have, where fewer than the
+    /// Core cores' (`gp_counters`): their CPUID says so and the registers past them are
+    /// refused there (Alder Lake: 8 and 6). `None`: the same.
+    pub hybrid_atom_counters: Option<u32>,
 }
 
 impl ModelConfig {
@@ -278,6 +284,15 @@ impl ModelConfig {
         dump
     }
 
+    /// The general counters CPU `cpu` has: fewer on a hybrid model's Atom cores where
+    /// `hybrid_atom_counters` says so.
+    pub fn gp_counters_of(&self, cpu: u32) -> u32 {
+        match (self.hybrid_core_cpus, self.hybrid_atom_counters) {
+            (Some(core_cpus), Some(atom)) if cpu >= core_cpus => atom.min(self.gp_counters),
+            _ => self.gp_counters,
+        }
+    }
+
     /// CPUID as CPU `cpu` answers it: [`ModelConfig::cpuid`], and on a hybrid chip the
     /// hybrid bit (leaf 7 EDX bit 15) and the CPU's own core type in leaf 0x1A (native model
     /// id 1).
@@ -294,6 +309,15 @@ impl ModelConfig {
             dump.insert(7, 0, CpuidResult::new(0, 0, 0, 1 << 15));
             let core_type: u32 = if cpu < core_cpus { 0x40 } else { 0x20 };
             dump.insert(0x1A, 0, CpuidResult::new((core_type << 24) | 1, 0, 0, 0));
+            if let Some(atom) = self.hybrid_atom_counters.filter(|_| cpu >= core_cpus) {
+                let leaf_a = dump.cpuid(0xA, 0).unwrap_or_default();
+                let eax = (leaf_a.eax & !0xff00) | (atom << 8);
+                dump.insert(
+                    0xA,
+                    0,
+                    CpuidResult::new(eax, leaf_a.ebx, leaf_a.ecx, leaf_a.edx),
+                );
+            }
         }
         dump
     }

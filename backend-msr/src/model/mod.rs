@@ -96,7 +96,7 @@ impl MsrDevice for ModelDevice {
         let mut state = self.lock();
         check_cpu(&state, cpu)?;
         let value = state
-            .locate(msr)
+            .locate_on(cpu, msr)
             .and_then(|reg| state.read(cpu as usize, reg, msr));
         state.record(MsrAccess {
             cpu,
@@ -111,7 +111,7 @@ impl MsrDevice for ModelDevice {
     fn write(&self, cpu: u32, msr: u32, value: u64) -> Result<()> {
         let mut state = self.lock();
         check_cpu(&state, cpu)?;
-        let accepted = match state.locate(msr) {
+        let accepted = match state.locate_on(cpu, msr) {
             Some(reg) => state.write(cpu as usize, reg, msr, value),
             None => false,
         };

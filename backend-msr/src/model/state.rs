@@ -111,6 +111,16 @@ pub(super) enum Reg {
 }
 
 impl ModelState {
+    /// [`ModelState::locate`] on CPU `cpu`: a general counter past the CPU's own (a hybrid
+    /// model's Atom core) does not exist there.
+    pub(super) fn locate_on(&self, cpu: u32, msr: u32) -> Option<Reg> {
+        let gp = self.config.gp_counters_of(cpu) as usize;
+        self.locate(msr).filter(|reg| match *reg {
+            Reg::EvtSel(i) | Reg::Counter(i) | Reg::FullWidthCounter(i) => i < gp,
+            _ => true,
+        })
+    }
+
     pub(super) fn locate(&self, msr: u32) -> Option<Reg> {
         let c = &self.config;
         let gp = c.gp_counters;
