@@ -171,10 +171,13 @@ fn a_cgroup_is_counted_only_while_its_tasks_run_as_perf_counts_it() {
     assert_eq!(lines[1][3], busy.name, "{lines:?}");
     // The one task in the cgroup spins for as much CPU time as it gets (all of a CPU on an
     // idle machine): what it got while counted, which the kernel also tells in
-    // /proc/PID/stat over the whole run (10 ms ticks; the run is a little longer).
+    // /proc/PID/stat over the whole run. That figure is sampled at 10 ms ticks and, in a VM,
+    // may leave out time the host took (seen: perf's task-clock 446 ms against 410 ms), so
+    // the bound above it is a fifth wider; the idle cgroup below is the exact check.
     let ms = value(&lines[0]).expect("the busy cgroup counted");
+    let within = |ms: f64, spent: f64| ms > 0.5 * spent - 25.0 && ms < 1.2 * spent + 25.0;
     assert!(
-        ms > 0.5 * spent - 25.0 && ms < spent + 25.0 && ms <= 650.0,
+        within(ms, spent) && ms <= 650.0,
         "task-clock {ms} ms, the task's CPU time over the run {spent} ms: {lines:?}"
     );
     // Nothing runs in the idle cgroup: nothing counted.
@@ -200,7 +203,7 @@ fn a_cgroup_is_counted_only_while_its_tasks_run_as_perf_counts_it() {
     // other work on this machine may change between the two runs).
     let perf_ms = value(&perfs[0]).expect("perf counted the busy cgroup");
     assert!(
-        perf_ms > 0.5 * perf_spent - 25.0 && perf_ms < perf_spent + 25.0,
+        within(perf_ms, perf_spent),
         "perf's task-clock {perf_ms} ms, the task's CPU time {perf_spent} ms"
     );
     let perf_idle = result_lines(&run(perf, &idle.name));
