@@ -39,6 +39,33 @@ impl AliasTable {
             self.array,
         )
     }
+
+    /// Where its facts came from: libpfm4 at `commit`, this header.
+    pub fn provenance(&self, commit: &str) -> Provenance {
+        Provenance {
+            source: crate::libpfm4::SOURCE.to_string(),
+            commit: commit.to_string(),
+            file: format!("lib/events/{}", self.file),
+        }
+    }
+}
+
+/// Calls `add` with each model of `models` that [`INTEL_TABLES`] lists, its table and the
+/// table's entries and unit-mask arrays, read once from the libpfm4 snapshot at `root`.
+///
+/// # Errors
+/// A missing or malformed header; `add`'s errors.
+pub fn for_each_intel_model(
+    models: &mut [GenModel],
+    root: &Path,
+    mut add: impl FnMut(&mut GenModel, &AliasTable, &crate::cparse::Table) -> Result<(), GenError>,
+) -> Result<(), GenError> {
+    for t in INTEL_TABLES {
+        if let Some(model) = models.iter_mut().find(|m| m.id == t.id) {
+            add(model, t, &t.read(root)?)?;
+        }
+    }
+    Ok(())
 }
 
 const fn alias(
@@ -345,8 +372,10 @@ pub type Bits = u64;
 ///
 /// # Errors
 /// A missing or malformed header.
-pub fn libpfm4_spellings(root: &Path, t: &AliasTable) -> Result<Vec<(String, Bits)>, GenError> {
-    let table = t.read(root)?;
+pub fn libpfm4_spellings(
+    table: &crate::cparse::Table,
+    t: &AliasTable,
+) -> Result<Vec<(String, Bits)>, GenError> {
     let (entries, umask_arrays) = (&table.entries, &table.umasks);
     let mut out = Vec::new();
     for entry in entries {
@@ -681,19 +710,11 @@ pub fn add_libpfm4_aliases(
     root: &Path,
     commit: &str,
 ) -> Result<(), GenError> {
-    for t in INTEL_TABLES {
-        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
-            continue;
-        };
-        let spellings = libpfm4_spellings(root, t)?;
-        let source = Provenance {
-            source: crate::libpfm4::SOURCE.to_string(),
-            commit: commit.to_string(),
-            file: format!("lib/events/{}", t.file),
-        };
-        add_aliases(model, &spellings, source);
-    }
-    Ok(())
+    for_each_intel_model(models, root, |model, t, table| {
+        let spellings = libpfm4_spellings(table, t)?;
+        add_aliases(model, &spellings, t.provenance(commit));
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -19,9 +19,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{AliasTable, Bits, INTEL_TABLES, expression, known, libpfm4_spellings};
+use crate::aliases::{
+    AliasTable, Bits, expression, for_each_intel_model, known, libpfm4_spellings,
+};
 use crate::cparse::{Fields, integer};
-use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask, Provenance};
+use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask};
 
 /// What the generator needs of one libpfm4 event besides its spellings' bits.
 #[derive(Default)]
@@ -410,27 +412,18 @@ pub fn add_libpfm4_dropped(
     root: &Path,
     commit: &str,
 ) -> Result<(), GenError> {
-    for t in INTEL_TABLES {
-        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
-            continue;
-        };
-        let spellings = libpfm4_spellings(root, t)?;
-        let table = t.read(root)?;
+    for_each_intel_model(models, root, |model, t, table| {
+        let spellings = libpfm4_spellings(table, t)?;
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut counts = add_dropped(model, &spellings, entries, umask_arrays, t);
         let facts = facts(entries, umask_arrays, t);
         counts.defaults = add_defaults(model, &spellings, &facts);
         counts.combinable = allow_combinations(model, &facts);
         if counts != DroppedCounts::default() {
-            let source = Provenance {
-                source: crate::libpfm4::SOURCE.to_string(),
-                commit: commit.to_string(),
-                file: format!("lib/events/{}", t.file),
-            };
-            model.dropped_names = Some((source, counts));
+            model.dropped_names = Some((t.provenance(commit), counts));
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

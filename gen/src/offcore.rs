@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{AliasTable, INTEL_TABLES, expression};
+use crate::aliases::{AliasTable, expression, for_each_intel_model};
 use crate::cparse::{Fields, integer};
-use crate::model::{Combine, GenEvent, GenModel, GenUnitMask, Provenance};
+use crate::model::{Combine, GenEvent, GenModel, GenUnitMask};
 
 /// The offcore-response register an event select programs (event code, unit mask), as Intel's
 /// tables pair them: `EventCode 0xB7,0xBB` (Sapphire Rapids `0x2A,0x2B`) with `MSRIndex
@@ -233,11 +233,7 @@ fn add_event(model: &mut GenModel, event: GenEvent, register: u32) -> bool {
 
 /// Notes in `model`'s header that unit masks with an extra register value came from table `t`.
 pub fn record_source(model: &mut GenModel, commit: &str, t: &AliasTable) {
-    let source = Provenance {
-        source: crate::libpfm4::SOURCE.to_string(),
-        commit: commit.to_string(),
-        file: format!("lib/events/{}", t.file),
-    };
+    let source = t.provenance(commit);
     if !model.extra_mask_sources.contains(&source) {
         model.extra_mask_sources.push(source);
     }
@@ -271,11 +267,7 @@ pub fn add_libpfm4_offcore(
     root: &Path,
     commit: &str,
 ) -> Result<(), GenError> {
-    for t in INTEL_TABLES {
-        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
-            continue;
-        };
-        let table = t.read(root)?;
+    for_each_intel_model(models, root, |model, t, table| {
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut left: BTreeMap<&str, usize> = BTreeMap::new();
         let mut added = false;
@@ -300,8 +292,8 @@ pub fn add_libpfm4_offcore(
         if added {
             record_source(model, commit, t);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]

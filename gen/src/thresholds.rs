@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{AliasTable, INTEL_TABLES, expression};
+use crate::aliases::{AliasTable, expression, for_each_intel_model};
 use crate::cparse::Fields;
 use crate::model::{GenModel, GenUnitMask};
 
@@ -97,11 +97,7 @@ pub fn add_libpfm4_threshold_masks(
     root: &Path,
     commit: &str,
 ) -> Result<(), GenError> {
-    for t in INTEL_TABLES {
-        let Some(model) = models.iter_mut().find(|m| m.id == t.id) else {
-            continue;
-        };
-        let table = t.read(root)?;
+    for_each_intel_model(models, root, |model, t, table| {
         let (entries, umask_arrays) = (&table.entries, &table.umasks);
         let mut added = false;
         for entry in entries {
@@ -135,8 +131,8 @@ pub fn add_libpfm4_threshold_masks(
         if added {
             crate::offcore::record_source(model, commit, t);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]
