@@ -190,6 +190,20 @@ pub fn integer(text: &str) -> Option<u64> {
     }
 }
 
+/// The flags a field ORs together (`.flags = INTEL_X86_NCOMBO | INTEL_X86_DFL`), each trimmed;
+/// `0` and an absent field give none.
+pub fn flags(fields: &Fields, key: &str) -> Vec<String> {
+    fields
+        .get(key)
+        .map(|f| {
+            f.split('|')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty() && s != "0")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// One libpfm4 event table: the entries of one array and every unit-mask array of its header.
 pub struct Table {
     /// The event entries, in the header's order.

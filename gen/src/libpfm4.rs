@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::cparse::{Fields, integer};
+use crate::cparse::{Fields, flags, integer};
 use crate::model::{GenEvent, GenModel, GenUnitMask, Provenance, Signature};
 use crate::revisions::Revisions;
 
@@ -212,18 +212,6 @@ pub const SOURCE: &str = "libpfm4 (https://github.com/wcohen/libpfm4, MIT)";
 
 const DEFAULT: &str = "AMD64_FL_DFL";
 const NO_COMBINE: &str = "AMD64_FL_NCOMBO";
-
-fn flags(fields: &Fields, key: &str) -> Vec<String> {
-    fields
-        .get(key)
-        .map(|f| {
-            f.split('|')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty() && s != "0")
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Every AMD model of [`MODELS`] from the libpfm4 snapshot at `root`.
 ///

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::GenError;
 use crate::aliases::{AliasTable, expression, for_each_intel_model};
-use crate::cparse::{Fields, integer};
+use crate::cparse::{Fields, flags, integer};
 use crate::model::{Combine, GenEvent, GenModel, GenUnitMask};
 
 /// The offcore-response register an event select programs (event code, unit mask), as Intel's
@@ -40,18 +40,6 @@ const KNOWN_FLAGS: [&str; 6] = [
 const CLASH: &str =
     "libpfm4 offcore-response events whose name the model's table gives another encoding";
 const UNREAD: &str = "libpfm4 offcore-response events with fields the generator does not read";
-
-fn flags(fields: &Fields, key: &str) -> Vec<String> {
-    fields
-        .get(key)
-        .map(|f| {
-            f.split('|')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty() && s != "0")
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn valid_name(name: &str) -> bool {
     name.len() > 1

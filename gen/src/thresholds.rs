@@ -21,9 +21,7 @@ const LOAD_LATENCY: (u32, u64) = (0x3f6, 3);
 const FRONTEND: (u32, u64) = (0x3f7, 1);
 
 fn has_flag(fields: &Fields, key: &str, flag: &str) -> bool {
-    fields
-        .get(key)
-        .is_some_and(|f| f.split('|').any(|s| s.trim() == flag))
+    crate::cparse::flags(fields, key).iter().any(|f| f == flag)
 }
 
 /// The unit masks of one libpfm4 event of table `t`'s PMU that program the load-latency or
