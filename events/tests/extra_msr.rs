@@ -178,15 +178,18 @@ fn ldlat_frontend_and_fe_thres_change_the_msr_value() {
     }
 }
 
-#[test]
-fn bad_extra_msr_fields_are_refused_with_what_is_right() {
-    let head = r#"
+/// The header of a model the refusal tests give one bad event each.
+const BAD_HEAD: &str = r#"
 [[cpu]]
 id = "bad"
 encoder = "intel-arch"
 match = [{ vendor = "intel", family = 6, model = 0xfc }]
 pmu = { general_counters = 4, counter_width = 48 }
 "#;
+
+#[test]
+fn bad_extra_msr_fields_are_refused_with_what_is_right() {
+    let head = BAD_HEAD;
     for (event, needle) in [
         ("extra_reg = 0x1a6", "without `extra_value`"),
         ("extra_value = 1", "without `extra_reg`"),
@@ -261,13 +264,7 @@ fn register_bit_unit_masks_load_and_compose() {
 
 #[test]
 fn bad_register_bit_fields_are_refused_with_what_is_right() {
-    let head = r#"
-[[cpu]]
-id = "bad"
-encoder = "intel-arch"
-match = [{ vendor = "intel", family = 6, model = 0xfc }]
-pmu = { general_counters = 4, counter_width = 48 }
-"#;
+    let head = BAD_HEAD;
     for (event, masks, needle) in [
         // Bits need the event's register.
         (
