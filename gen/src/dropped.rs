@@ -19,10 +19,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{
-    AliasTable, Bits, expression, for_each_intel_model, known, libpfm4_spellings,
-};
+use crate::aliases::{Bits, expression, known, libpfm4_spellings};
 use crate::cparse::{Fields, integer};
+use crate::intel_tables::{AliasTable, for_each_intel_model};
 use crate::model::{DroppedCounts, GenEvent, GenModel, GenUnitMask};
 
 /// What the generator needs of one libpfm4 event besides its spellings' bits.
@@ -403,7 +402,7 @@ fn allow_combinations(model: &mut GenModel, facts: &BTreeMap<String, EventFacts>
     count
 }
 
-/// Adds libpfm4's names each model of [`INTEL_TABLES`] in `models` lacks (see the module).
+/// Adds libpfm4's names each model of [`INTEL_TABLES`](crate::intel_tables::INTEL_TABLES) in `models` lacks (see the module).
 ///
 /// # Errors
 /// A missing or malformed libpfm4 header.

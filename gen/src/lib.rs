@@ -11,6 +11,7 @@
 pub mod aliases;
 pub mod cparse;
 pub mod dropped;
+pub mod intel_tables;
 pub mod k8;
 pub mod libpfm4;
 pub mod metrics;

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{AliasTable, expression, for_each_intel_model};
+use crate::aliases::expression;
 use crate::cparse::{Fields, flags, integer};
+use crate::intel_tables::{AliasTable, for_each_intel_model};
 use crate::model::{Combine, GenEvent, GenModel, GenUnitMask};
 
 /// The offcore-response register an event select programs (event code, unit mask), as Intel's
@@ -246,7 +247,7 @@ fn as_equivalent(entry: &Fields, entries: &[Fields]) -> Fields {
     entry
 }
 
-/// Adds libpfm4's offcore-response events to each model of [`INTEL_TABLES`] in `models`.
+/// Adds libpfm4's offcore-response events to each model of [`INTEL_TABLES`](crate::intel_tables::INTEL_TABLES) in `models`.
 ///
 /// # Errors
 /// A missing or malformed header.

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::GenError;
-use crate::aliases::{AliasTable, expression, for_each_intel_model};
+use crate::aliases::expression;
 use crate::cparse::Fields;
+use crate::intel_tables::{AliasTable, for_each_intel_model};
 use crate::model::{GenModel, GenUnitMask};
 
 /// The load-latency threshold register and libpfm4's default threshold (cycles).
@@ -86,7 +87,7 @@ fn threshold_masks(
 }
 
 /// Adds libpfm4's load-latency and frontend unit masks to the events of the same name and code
-/// in each model of [`INTEL_TABLES`] in `models`, where the event has no unit mask of that name.
+/// in each model of [`INTEL_TABLES`](crate::intel_tables::INTEL_TABLES) in `models`, where the event has no unit mask of that name.
 ///
 /// # Errors
 /// A missing or malformed header.
