@@ -249,12 +249,21 @@ impl LinuxGroup {
         self.self_monitor.is_some()
     }
 
-    fn ioctl_all(&self, request: u64, name: &'static str) -> Result<()> {
+    /// Sends `request` to every kernel group's leader with `argument`.
+    ///
+    /// Enable and disable go to the leader alone (`argument` 0): its members were opened
+    /// enabled, so they count exactly while their leader does. `PERF_IOC_FLAG_GROUP` would
+    /// also switch each member, and on Linux 6.18 a member of another PMU than its leader's
+    /// (a tracepoint or `task-clock` under a `page-faults` leader) switched off that way is
+    /// never switched on again: a restarted group would count its leader only. PAPI's
+    /// perf_event component sends them to the leader alone for the same reason. Reset takes
+    /// the group flag, which zeroes every member in one step and resumes nothing.
+    fn ioctl_leaders(&self, request: u64, argument: u64, name: &'static str) -> Result<()> {
         for group in &self.groups {
             let Some(leader) = group.fds.first() else {
                 continue;
             };
-            sys::ioctl_int(leader.as_fd(), request, IOC_FLAG_GROUP)
+            sys::ioctl_int(leader.as_fd(), request, argument)
                 .map_err(|errno| map_errno(errno, Operation::Ioctl(name), &self.facts))?;
         }
         Ok(())
@@ -395,15 +404,15 @@ impl Group for LinuxGroup {
     }
 
     fn enable(&mut self) -> Result<()> {
-        self.ioctl_all(IOC_ENABLE, "ENABLE")
+        self.ioctl_leaders(IOC_ENABLE, 0, "ENABLE")
     }
 
     fn disable(&mut self) -> Result<()> {
-        self.ioctl_all(IOC_DISABLE, "DISABLE")
+        self.ioctl_leaders(IOC_DISABLE, 0, "DISABLE")
     }
 
     fn reset(&mut self) -> Result<()> {
-        self.ioctl_all(IOC_RESET, "RESET")
+        self.ioctl_leaders(IOC_RESET, IOC_FLAG_GROUP, "RESET")
     }
 
     #[inline(always)]
