@@ -1,7 +1,7 @@
 //! The conformance suite's view of this backend: exact counts from an execute breakpoint on a
 //! function and from the `getpid` system-call tracepoint.
 
-use counterhal_conformance::{ExactEvent, Subject};
+use counterhal_conformance::{CompanionEvent, ExactEvent, Subject};
 use counterhal_hal::{Backend, ErrorKind, OpenOptions, Target};
 
 use crate::LinuxBackend;
@@ -41,6 +41,13 @@ impl LinuxSubject {
             .backend
             .open_named(&[name], &Target::ThisThread, &OpenOptions::default());
         !matches!(opened, Err(e) if e.kind() == ErrorKind::PermissionDenied)
+    }
+
+    /// Whether `name` opens on this thread.
+    fn opens(&self, name: &str) -> bool {
+        self.backend
+            .open_named(&[name], &Target::ThisThread, &OpenOptions::default())
+            .is_ok()
     }
 }
 
@@ -85,6 +92,22 @@ impl Subject for LinuxSubject {
 
     fn target(&self) -> Target {
         Target::ThisThread
+    }
+
+    fn companion_events(&self) -> Vec<CompanionEvent> {
+        // The software PMU (page faults: this work touches no new page), the task clock (a PMU
+        // of its own) and, where there is a core PMU, its user-mode instructions and cycles:
+        // with the tracepoint and the breakpoint, each leads a group once.
+        let candidates = [
+            CompanionEvent::present("page-faults"),
+            CompanionEvent::growing("task-clock"),
+            CompanionEvent::growing("instructions:u"),
+            CompanionEvent::growing("cycles:u"),
+        ];
+        candidates
+            .into_iter()
+            .filter(|e| self.opens(&e.name))
+            .collect()
     }
 
     fn counter_event(&self) -> Option<(String, u32)> {

@@ -26,7 +26,7 @@ use std::fmt;
 use counterhal_hal::{Backend, DeviceKind};
 use serde::Serialize;
 
-pub use subject::{ExactEvent, Subject};
+pub use subject::{CompanionEvent, ExactEvent, Subject};
 
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

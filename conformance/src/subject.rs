@@ -35,6 +35,37 @@ impl ExactEvent {
     }
 }
 
+/// An event the restart cases put in their groups beside the exact events, so that a group
+/// mixes the subject's PMUs (Linux: a software event, `task-clock`, and a hardware event where
+/// there is a PMU, beside a tracepoint and a breakpoint).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompanionEvent {
+    /// The event name, as [`Backend::resolve`] takes it.
+    pub name: String,
+    /// Whether it counts whenever its group is enabled and the calling thread runs (a clock,
+    /// or instructions), so that every window of work must raise it; otherwise only its
+    /// presence is tested (it leads, or follows, members of other PMUs).
+    pub grows: bool,
+}
+
+impl CompanionEvent {
+    /// A companion that must grow in every window.
+    pub fn growing(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            grows: true,
+        }
+    }
+
+    /// A companion whose count is not checked.
+    pub fn present(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            grows: false,
+        }
+    }
+}
+
 /// A backend under test, with the means to make its counters count known amounts.
 ///
 /// For a real device, [`work`](Subject::work) does something the hardware or kernel counts
@@ -84,6 +115,13 @@ pub trait Subject: Sync {
     /// does not exist), or `None` when the backend has no device file.
     fn missing_device_error(&self) -> Option<Error> {
         None
+    }
+
+    /// Events of other PMUs than the exact events' to mix into the groups of the restart
+    /// cases (`restarted_group_counts_every_window`, `reset_between_windows_counts_each_window`),
+    /// each of which must open on [`target`](Subject::target). None by default.
+    fn companion_events(&self) -> Vec<CompanionEvent> {
+        Vec::new()
     }
 
     /// Whether the subject's target counts per thread, so two threads count independently.

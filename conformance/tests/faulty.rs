@@ -22,6 +22,8 @@ enum Fault {
     CountersNeverFreed,
     AnyTarget,
     ModifiersIgnored,
+    /// After its first window, a group counts only its leader (Linux 6.18's group-flag enable).
+    MembersStopAfterRestart,
 }
 
 const COUNTERS: usize = 2;
@@ -56,6 +58,9 @@ struct FakeGroup {
     held: usize,
     enabled_at: Option<(u64, u64)>,
     units: u64,
+    /// The members' work, where it differs from the leader's (under `MembersStopAfterRestart`).
+    member_units: u64,
+    windows: u64,
     time: u64,
     first_read: Option<Vec<Reading>>,
 }
@@ -92,6 +97,10 @@ impl Group for FakeGroup {
         if let Some((units, clock)) = self.enabled_at.take() {
             let (now_units, now_clock) = self.now();
             self.units += now_units - units;
+            if self.fault != Fault::MembersStopAfterRestart || self.windows == 0 {
+                self.member_units += now_units - units;
+            }
+            self.windows += 1;
             self.time += now_clock - clock;
         }
         Ok(())
@@ -102,6 +111,7 @@ impl Group for FakeGroup {
             return Ok(());
         }
         self.units = 0;
+        self.member_units = 0;
         if self.enabled_at.is_some() {
             let (units, clock) = self.now();
             self.enabled_at = Some((units, clock));
@@ -118,9 +128,13 @@ impl Group for FakeGroup {
             return Ok(());
         }
         let (mut units, mut time) = (self.units, self.time + 1);
+        let mut member_units = self.member_units;
         if let Some((start_units, start_clock)) = self.enabled_at {
             let (now_units, now_clock) = self.now();
             units += now_units - start_units;
+            if self.fault != Fault::MembersStopAfterRestart || self.windows == 0 {
+                member_units += now_units - start_units;
+            }
             time += now_clock - start_clock;
         }
         let running = if self.fault == Fault::NeverRunning {
@@ -128,7 +142,8 @@ impl Group for FakeGroup {
         } else {
             time
         };
-        for (reading, per_unit) in readings.iter_mut().zip(&self.per_unit) {
+        for (index, (reading, per_unit)) in readings.iter_mut().zip(&self.per_unit).enumerate() {
+            let units = if index == 0 { units } else { member_units };
             *reading = Reading::new(units * per_unit, time, running);
         }
         if self.fault == Fault::GroupInWrongOrder {
@@ -221,6 +236,8 @@ impl Backend for FakeBackend {
             held: events.len(),
             enabled_at: None,
             units: 0,
+            member_units: 0,
+            windows: 0,
             time: 0,
             first_read: None,
         })
@@ -320,11 +337,14 @@ fn a_reset_that_does_nothing_is_caught() {
 #[test]
 fn a_group_read_in_the_wrong_order_is_caught() {
     let failures = failed(&run(Fault::GroupInWrongOrder));
-    // The `:u` and `:k` pair is read in one group too.
+    // The `:u` and `:k` pair is read in one group too, and the restart cases check each
+    // member by its place.
     assert_eq!(
         failures,
         [
             "group_read_in_order",
+            "restarted_group_counts_every_window",
+            "reset_between_windows_counts_each_window",
             "user_and_kernel_modifiers_split_the_count"
         ]
     );
@@ -383,6 +403,18 @@ fn ignored_user_and_kernel_modifiers_are_caught() {
 }
 
 #[test]
+fn a_restarted_group_that_counts_only_its_leader_is_caught() {
+    let failures = failed(&run(Fault::MembersStopAfterRestart));
+    assert_eq!(
+        failures,
+        [
+            "restarted_group_counts_every_window",
+            "reset_between_windows_counts_each_window"
+        ]
+    );
+}
+
+#[test]
 fn every_case_passes_somewhere_and_fails_under_some_fault() {
     // A case that never passes on the correct backend checks nothing here; each new case
     // above has a fault it catches.
@@ -392,6 +424,8 @@ fn every_case_passes_somewhere_and_fails_under_some_fault() {
         "short_read_buffer_is_invalid_input",
         "unclaimed_target_is_unsupported",
         "user_and_kernel_modifiers_split_the_count",
+        "restarted_group_counts_every_window",
+        "reset_between_windows_counts_each_window",
     ] {
         let outcome = report
             .cases

@@ -9,6 +9,7 @@ mod groups;
 mod hardware;
 mod hygiene;
 mod multiplexing;
+mod restart;
 
 pub use counting::{
     counts_increase_under_work, exact_counts, generalized_events_open, linearity,
@@ -27,6 +28,7 @@ pub use groups::{
 pub use hardware::{branch_loop, instructions_loop};
 pub use hygiene::{open_close_hygiene, threads_count_independently};
 pub use multiplexing::multiplexing_time_shares_events;
+pub use restart::{reset_between_windows_counts_each_window, restarted_group_counts_every_window};
 
 use crate::{Outcome, Subject};
 
@@ -69,6 +71,8 @@ pub fn all<S: Subject>() -> Vec<Case<S>> {
         case!(linearity),
         case!(group_read_in_order),
         case!(group_members_consistent),
+        case!(restarted_group_counts_every_window),
+        case!(reset_between_windows_counts_each_window),
         case!(scaling_of_recorded_readings),
         case!(scaling_of_live_readings),
         case!(unknown_event_is_invalid),
