@@ -4,11 +4,13 @@
 //! # Safety
 //! This is the crate's only module allowed `unsafe` code, and it holds none at call sites: the
 //! loops are defined with `global_asm!` and declared `safe` in an `unsafe extern` block. The
-//! declaration is sound because each routine follows the System V calling convention, reads
-//! only its integer argument, touches only caller-saved registers (`rdi`, `rax`, flags) and no
-//! memory, and returns.
+//! declaration is sound because each routine follows its architecture's C calling convention
+//! (System V on x86-64, AAPCS64 on aarch64), reads only its integer argument, touches only
+//! caller-saved registers (`rdi`, `rax` and flags on x86-64; `x0` to `x2` and the condition
+//! flags on aarch64) and no memory, and returns.
 
-/// Instructions retired per iteration of [`retire_instructions`]' loop (`dec`, `jnz`).
+/// Instructions retired per iteration of [`retire_instructions`]' loop (`dec`, `jnz` on
+/// x86-64; `subs`, `b.ne` on aarch64).
 pub const INSTRUCTIONS_PER_ITERATION: u64 = 2;
 
 #[cfg(target_arch = "x86_64")]
@@ -49,38 +51,73 @@ unsafe extern "sysv64" {
     safe fn counterhal_conformance_branches(iterations: u64) -> u64;
 }
 
+// The same two loops for aarch64: two instructions per iteration of the first (`subs`,
+// `b.ne`), and two conditional branches per iteration of the second (`tbz` on the low bit,
+// taken on even counts, and the back edge).
+#[cfg(target_arch = "aarch64")]
+std::arch::global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl counterhal_conformance_loop",
+    "counterhal_conformance_loop:",
+    "    cbz x0, 3f",
+    "2:",
+    "    subs x0, x0, #1",
+    "    b.ne 2b",
+    "3:",
+    "    ret",
+    ".p2align 4",
+    ".globl counterhal_conformance_branches",
+    "counterhal_conformance_branches:",
+    "    mov x1, x0",
+    "    mov x0, #0",
+    "    cbz x1, 5f",
+    "4:",
+    "    tbz x1, #0, 6f",
+    "    add x0, x0, #1",
+    "6:",
+    "    subs x1, x1, #1",
+    "    b.ne 4b",
+    "5:",
+    "    ret",
+);
+
+// SAFETY: see the module's `# Safety` note: both routines only use x0 to x2 and the condition
+// flags, touch no memory, and return normally for every argument.
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    safe fn counterhal_conformance_loop(iterations: u64);
+    safe fn counterhal_conformance_branches(iterations: u64) -> u64;
+}
+
+/// Whether this architecture has the assembly loops.
+const HAS_LOOPS: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
 /// Runs a loop of `iterations` x ([`INSTRUCTIONS_PER_ITERATION`]) retired instructions and
 /// `iterations` conditional branches (the loop's back edge), plus a handful for the call.
 /// Returns `false` (and does nothing) on targets without the assembly.
 pub fn retire_instructions(iterations: u64) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        counterhal_conformance_loop(iterations);
-        true
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = iterations;
-        false
-    }
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    counterhal_conformance_loop(iterations);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = iterations;
+    HAS_LOOPS
 }
 
 /// Runs a loop of `iterations` iterations with two conditional branches each: one taken on
 /// every other iteration, and the back edge (taken on all but the last). Returns how many
 /// times the first branch fell through, or `None` on targets without the assembly.
 pub fn run_branches(iterations: u64) -> Option<u64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        Some(counterhal_conformance_branches(iterations))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    return Some(counterhal_conformance_branches(iterations));
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = iterations;
         None
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests {
     use super::*;
 
