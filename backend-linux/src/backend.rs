@@ -179,10 +179,18 @@ pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -
     attr
 }
 
-/// What the backend takes: perf attrs (its own generic events first), and x86 event selects,
-/// which it programs as raw events; every domain filtered, an event without modifiers counting
-/// what its PMU counts.
-const ACCEPTS: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::ALL, Domain::ALL);
+/// What the backend takes: perf attrs (its own generic events first) and, on x86, x86 event
+/// selects, which it programs as raw events; every domain filtered, an event without modifiers
+/// counting what its PMU counts. Another architecture's core PMU would read an x86 event
+/// select's bits as its own event number, so elsewhere only perf attrs are taken.
+const ACCEPTS: Accepts = Accepts::new(FAMILIES, Domain::ALL, Domain::ALL);
+
+/// The hardware families this architecture's core PMU programs through perf.
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+const FAMILIES: &[Family] = &[Family::Perf, Family::Evtsel];
+/// The hardware families this architecture's core PMU programs through perf.
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+const FAMILIES: &[Family] = &[Family::Perf];
 
 /// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
 /// process, every target; self-monitoring reads where there is a hardware PMU.
@@ -683,6 +691,18 @@ mod tests {
 
     fn software(config: u64) -> PerfAttr {
         PerfAttr::new(TYPE_SOFTWARE, config)
+    }
+
+    #[test]
+    fn event_selects_are_taken_on_x86_only() {
+        let takes_evtsel = ACCEPTS.takes(Family::Evtsel);
+        assert_eq!(
+            takes_evtsel,
+            cfg!(any(target_arch = "x86", target_arch = "x86_64")),
+            "x86 event selects programmed on {}",
+            std::env::consts::ARCH
+        );
+        assert!(ACCEPTS.takes(Family::Perf));
     }
 
     #[test]

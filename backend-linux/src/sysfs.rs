@@ -256,22 +256,20 @@ pub fn aliases(devices: &Path) -> Vec<(String, String)> {
     events
 }
 
-/// The core (CPU) PMUs: `cpu` on most machines; `cpu_core` and `cpu_atom` (or any `cpu_*` with
-/// a `cpus` mask) on hybrid ones; `armv8_*`/`armv7_*` on Arm.
+/// The core (CPU) PMUs, found by what they are, as perf's `is_pmu_core` finds them: `cpu`, or
+/// any PMU with a `cpus` file (the CPUs it counts on). That is `cpu` on most x86 machines,
+/// `cpu_core` and `cpu_atom` on hybrid Intel chips, `armv8_pmuv3` or one PMU per core type
+/// (`armv8_cortex_a53`, `armv8_cortex_a72`) on Arm; uncore PMUs have a `cpumask` instead.
 pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
     list_pmus(devices)
         .into_iter()
-        .filter(|name| {
-            name == "cpu"
-                || (name.starts_with("cpu_") && devices.join(name).join("cpus").exists())
-                || name.starts_with("armv8_")
-                || name.starts_with("armv7_")
-        })
+        .filter(|name| name == "cpu" || devices.join(name).join("cpus").is_file())
         .filter_map(|name| Pmu::open(devices, &name).ok())
         .collect()
 }
 
-/// The core PMUs of a hybrid CPU (more than one), else empty.
+/// The core PMUs of a hybrid CPU (more than one: Intel's `cpu_core` and `cpu_atom`, an Arm
+/// big.LITTLE system's one per core type), else empty.
 pub fn hybrid_pmus(devices: &Path) -> Vec<Pmu> {
     let pmus: Vec<Pmu> = core_pmus(devices)
         .into_iter()
@@ -486,8 +484,9 @@ mod tests {
         let devices = fixture("sysfs-hybrid");
         let names: Vec<String> = hybrid_pmus(&devices).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["cpu_atom", "cpu_core"]);
-        // This machine: hybrid exactly when sysfs shows two or more `cpu_*` PMUs with a `cpus`
-        // mask (cpu_core + cpu_atom on Alder Lake and later), and then those are the ones.
+        // This machine: hybrid exactly when sysfs shows two or more PMUs with a `cpus` mask
+        // (cpu_core + cpu_atom on Alder Lake and later, one per core type on big.LITTLE Arm),
+        // and then those are the ones.
         let devices = Path::new(DEFAULT_DEVICES);
         let real: Vec<String> = hybrid_pmus(devices).into_iter().map(|p| p.name).collect();
         let shown: Vec<String> = fs::read_dir(devices)
@@ -496,7 +495,7 @@ mod tests {
                     .filter_map(|e| e.ok())
                     .filter(|e| e.path().join("cpus").is_file())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|name| name.starts_with("cpu_"))
+                    .filter(|name| name != "cpu")
                     .collect()
             })
             .unwrap_or_default();
@@ -507,6 +506,33 @@ mod tests {
         } else {
             assert!(real.is_empty(), "sysfs shows {shown:?}, detected {real:?}");
         }
+    }
+
+    #[test]
+    fn arm_core_pmus_are_found_by_their_cpus_file() {
+        // One PMUv3 for every CPU (a Neoverse server, QEMU's virt machine): a core PMU, not
+        // hybrid.
+        let devices = fixture("sysfs-arm");
+        let core: Vec<(String, u32)> = core_pmus(&devices)
+            .into_iter()
+            .map(|p| (p.name, p.type_))
+            .collect();
+        assert_eq!(core, [("armv8_pmuv3".to_string(), 8)]);
+        assert!(hybrid_pmus(&devices).is_empty());
+        // big.LITTLE: one per core type, each its own type; the uncore CMN (a `cpumask`, no
+        // `cpus`) is not a core PMU.
+        let devices = fixture("sysfs-arm-biglittle");
+        let hybrid: Vec<(String, u32)> = hybrid_pmus(&devices)
+            .into_iter()
+            .map(|p| (p.name, p.type_))
+            .collect();
+        assert_eq!(
+            hybrid,
+            [
+                ("armv8_cortex_a53".to_string(), 8),
+                ("armv8_cortex_a72".to_string(), 9)
+            ]
+        );
     }
 
     #[test]
