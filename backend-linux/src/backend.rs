@@ -16,6 +16,7 @@ use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::raw::{RawFormat, raw_attr};
+use crate::rdpmc::UserAccess;
 use crate::sys::{
     self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
     FORMAT_TOTAL_TIME_RUNNING, PerfEventAttr, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE,
@@ -59,6 +60,8 @@ pub struct LinuxBackend {
     hybrid: Arc<Vec<sysfs::Pmu>>,
     /// What the raw-event PMU passes on of IN_TX, IN_TXCP and UMASK2 (`None`: no core PMU).
     raw_format: Option<Arc<RawFormat>>,
+    /// How an event asks for user-space counter reads (Arm64's `rdpmc` format), if it must.
+    user_access: Option<Arc<UserAccess>>,
     /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
@@ -97,6 +100,7 @@ pub fn probe_with(
         self_monitoring: true,
         hybrid,
         raw_format: RawFormat::read(&paths_devices).map(Arc::new),
+        user_access: UserAccess::read(&paths_devices).map(Arc::new),
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
@@ -592,10 +596,17 @@ impl LinuxBackend {
             _ => None,
         };
         let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
-        let encodings = events
+        let mut encodings = events
             .iter()
             .map(|request| perf_encoding(request, self.raw_format.as_deref()))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(access) = self
+            .user_access
+            .as_deref()
+            .filter(|_| self.reads_itself(target))
+        {
+            encodings = encodings.into_iter().map(|e| access.request(e)).collect();
+        }
 
         // Partition into kernel groups: each hardware PMU its own, software-context events
         // joining the first; or one group per event when ungrouped.
@@ -646,10 +657,7 @@ impl LinuxBackend {
             groups.push(group);
         }
 
-        let self_monitor = if self.self_monitoring
-            && self.facts.hardware_pmu
-            && matches!(target, Target::ThisThread)
-        {
+        let self_monitor = if self.reads_itself(target) {
             self.map_pages(&groups, events.len())
         } else {
             None
@@ -661,6 +669,12 @@ impl LinuxBackend {
             Arc::clone(&self.facts),
             self_monitor,
         ))
+    }
+
+    /// Whether a group on `target` may be read in user space: self-monitoring on, a hardware
+    /// PMU, and the calling thread's own counters.
+    fn reads_itself(&self, target: &Target) -> bool {
+        self.self_monitoring && self.facts.hardware_pmu && matches!(target, Target::ThisThread)
     }
 
     /// Maps every event's page; keeps them only when all allow `rdpmc`.
@@ -770,6 +784,7 @@ mod tests {
             cpu: cpu.map(str::to_string),
             hybrid: Arc::new(sysfs::hybrid_pmus(&devices)),
             raw_format: RawFormat::read(&devices).map(Arc::new),
+            user_access: UserAccess::read(&devices).map(Arc::new),
             paths: SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),

@@ -337,6 +337,24 @@ impl LinuxGroup {
             .map_err(|errno| map_errno(errno, Operation::Ioctl("SET_OUTPUT"), &self.facts))
     }
 
+    /// Reads every event in user space (`rdpmc` on x86, `mrs` on aarch64) from its mapped page,
+    /// without a system call; `false` (and `readings` unspecified) when that cannot be done
+    /// now: not this group's thread, no self-monitoring, an event off its counter. [`Group::read`]
+    /// tries this first; this and [`LinuxGroup::read_through_kernel`] let a test compare the
+    /// two ways.
+    pub fn read_in_user_space(&self, readings: &mut [Reading]) -> bool {
+        readings.len() == self.names.len() && self.read_self_monitored(readings)
+    }
+
+    /// Reads every event with `read()` on its kernel group, never in user space.
+    ///
+    /// # Errors
+    /// As [`Group::read`].
+    pub fn read_through_kernel(&mut self, readings: &mut [Reading]) -> Result<()> {
+        check_buffer("readings", self.names.len(), readings.len())?;
+        self.read_kernel(readings)
+    }
+
     fn read_self_monitored(&self, readings: &mut [Reading]) -> bool {
         let Some(monitor) = &self.self_monitor else {
             return false;

@@ -5,9 +5,55 @@
 //! implements [`UserPage`]) and two closures standing for `rdpmc` and the time-stamp counter,
 //! so it is tested against page images built in memory.
 
-use counterhal_hal::Reading;
+use std::borrow::Cow;
+use std::path::Path;
+
+use counterhal_hal::{PerfAttr, Reading};
+
+use crate::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW};
+use crate::sysfs::{self, FormatField};
 
 pub use crate::sys::{PageSnapshot, UserPage};
+
+/// Arm64's user-space counter access, granted event by event: the core PMU's `rdpmc` format
+/// (`config1:1`) names the bit an event sets to ask for it (the kernel also needs
+/// `kernel.perf_user_access` 1). On x86 every event of a PMU whose `rdpmc` file allows it may
+/// be read so, and the core PMU has no such format.
+#[derive(Clone, Debug)]
+pub struct UserAccess {
+    /// The dynamic types of the core PMUs.
+    core_types: Vec<u32>,
+    /// Where the request bit goes.
+    field: FormatField,
+}
+
+impl UserAccess {
+    /// The core PMUs' `rdpmc` format under `devices`, if they have one.
+    pub fn read(devices: &Path) -> Option<UserAccess> {
+        let cores = sysfs::core_pmus(devices);
+        let field = cores
+            .iter()
+            .find_map(|pmu| pmu.format("rdpmc").ok().flatten())?;
+        Some(UserAccess {
+            core_types: cores.iter().map(|pmu| pmu.type_).collect(),
+            field,
+        })
+    }
+
+    /// `encoding` asking for user-space reads when it counts on a core PMU (perf's generic
+    /// hardware and cache events, raw codes, or the core PMU's own type); unchanged otherwise.
+    pub fn request<'a>(&self, encoding: Cow<'a, PerfAttr>) -> Cow<'a, PerfAttr> {
+        let on_core = matches!(encoding.type_, TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW)
+            || self.core_types.contains(&encoding.type_);
+        if !on_core {
+            return encoding;
+        }
+        let mut asked = encoding.into_owned();
+        // A value of 1 fits every field (a field has at least one bit), so this cannot fail.
+        let _ = self.field.apply("rdpmc", 1, &mut asked);
+        Cow::Owned(asked)
+    }
+}
 
 /// How many times the seqlock loop retries before giving up (and falling back to `read()`).
 pub const MAX_RETRIES: u32 = 64;
@@ -103,6 +149,29 @@ where
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn arm64_events_on_the_core_pmu_ask_for_user_access() {
+        use super::*;
+        use crate::sys::TYPE_SOFTWARE;
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-arm");
+        let access = UserAccess::read(&devices).expect("armv8_pmuv3 has format/rdpmc");
+        let asked = |type_: u32| {
+            access
+                .request(Cow::Owned(PerfAttr::new(type_, 0x08)))
+                .config1
+        };
+        // config1 bit 1, as the format file says, for hardware, cache, raw and the PMU's own
+        // type; nothing for a software event.
+        assert_eq!(asked(TYPE_HARDWARE), 0b10);
+        assert_eq!(asked(TYPE_HW_CACHE), 0b10);
+        assert_eq!(asked(TYPE_RAW), 0b10);
+        assert_eq!(asked(8), 0b10);
+        assert_eq!(asked(TYPE_SOFTWARE), 0);
+        // x86's core PMU (the hybrid fixture) has no such format: nothing to ask for.
+        let x86 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
+        assert!(UserAccess::read(&x86).is_none());
+    }
+
     use std::cell::{Cell, RefCell};
 
     use super::*;

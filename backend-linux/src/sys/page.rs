@@ -310,10 +310,13 @@ impl Drop for UserPageMap {
     }
 }
 
-/// Reads hardware counter `counter` with `rdpmc` (x86-64 only; `None` elsewhere).
+/// Reads hardware counter `counter` in user space: `rdpmc` on x86-64; on aarch64 `mrs` of
+/// `PMEVCNTR<counter>_EL0` (counters 0 to 30) or `PMCCNTR_EL0` (31, the cycle counter, which
+/// the page's `index` 32 names); `None` elsewhere.
 ///
 /// Only call when the event's page says `cap_user_rdpmc` and `index == counter + 1`: the
-/// kernel then allows the instruction in user mode for this task.
+/// kernel then allows the instruction in user mode for this task (on aarch64, with
+/// `kernel.perf_user_access` 1 and the event opened with `config1` bit 1).
 #[inline]
 pub fn rdpmc(counter: u32) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
@@ -328,14 +331,61 @@ pub fn rdpmc(counter: u32) -> Option<u64> {
         }
         Some(u64::from(low) | (u64::from(high) << 32))
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm64_counter(counter)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = counter;
         None
     }
 }
 
-/// The time-stamp counter (x86-64), for extrapolating times from the page.
+/// `mrs` of the PMU counter register `counter` names (see [`rdpmc`]): each counter is a system
+/// register of its own, so each is one arm of the match.
+#[cfg(target_arch = "aarch64")]
+#[inline]
+fn arm64_counter(counter: u32) -> Option<u64> {
+    macro_rules! read_counter {
+        ($($n:literal)*) => {
+            match counter {
+                $(
+                    $n => {
+                        let value: u64;
+                        // SAFETY: mrs reads a register and touches no memory; the caller
+                        // checked that the kernel gave this task user access to the PMU's
+                        // counters (PMUSERENR_EL0.ER), so the read cannot trap.
+                        unsafe {
+                            std::arch::asm!(
+                                concat!("mrs {value}, pmevcntr", stringify!($n), "_el0"),
+                                value = out(reg) value,
+                                options(nomem, nostack, preserves_flags)
+                            );
+                        }
+                        Some(value)
+                    }
+                )*
+                31 => {
+                    let value: u64;
+                    // SAFETY: as above, for the cycle counter (PMUSERENR_EL0.CR).
+                    unsafe {
+                        std::arch::asm!("mrs {value}, pmccntr_el0", value = out(reg) value,
+                            options(nomem, nostack, preserves_flags));
+                    }
+                    Some(value)
+                }
+                _ => None,
+            }
+        };
+    }
+    read_counter!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28
+        29 30)
+}
+
+/// The counter the page's times are extrapolated with: the time-stamp counter on x86-64, the
+/// generic timer's virtual count (`CNTVCT_EL0`, after an `isb` so it is not read early) on
+/// aarch64; `None` elsewhere.
 #[inline]
 pub fn timestamp_counter() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
@@ -349,7 +399,17 @@ pub fn timestamp_counter() -> Option<u64> {
         }
         Some(u64::from(low) | (u64::from(high) << 32))
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        let value: u64;
+        // SAFETY: isb and mrs of CNTVCT_EL0 (readable at EL0 under Linux) touch no memory.
+        unsafe {
+            std::arch::asm!("isb", "mrs {value}, cntvct_el0", value = out(reg) value,
+                options(nomem, nostack, preserves_flags));
+        }
+        Some(value)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         None
     }
