@@ -101,13 +101,24 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
     REGISTRY.iter().filter(|r| r.runs_here())
 }
 
-/// This machine's CPU: from `/proc/cpuinfo` where the OS has it (Linux), else from the CPUID
-/// instruction (x86, any OS); `None` elsewhere.
+/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
+/// `/proc/cpuinfo`, else from the CPUID instruction (x86, any OS); `None` elsewhere.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
+    arm_cpu()
+        .or_else(|| {
+            std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
+        })
         .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
+}
+
+/// An Arm CPU, from the MIDR Linux shows for the first CPU (only arm64 kernels have the file).
+fn arm_cpu() -> Option<CpuIdentity> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
+        .ok()?;
+    let hex = text.trim().trim_start_matches("0x");
+    CpuIdentity::from_midr(u64::from_str_radix(hex, 16).ok()?)
 }
 
 /// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`

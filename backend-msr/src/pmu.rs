@@ -191,8 +191,9 @@ impl PmuInfo {
                     cpuid_tsc: None,
                 })
             }
-            Vendor::Other(name) => Err(Error::unsupported(format!(
-                "CPU vendor `{name}`: raw MSR counting knows Intel and AMD PMUs only"
+            Vendor::Arm(_) | Vendor::Other(_) => Err(Error::unsupported(format!(
+                "CPU vendor `{}`: raw MSR counting knows Intel and AMD PMUs only",
+                identity.vendor
             ))),
         }
     }

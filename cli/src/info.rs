@@ -69,20 +69,37 @@ fn multiplexing(caps: &Capabilities) -> String {
     }
 }
 
-/// Whether user-space rdpmc reads are allowed: each core PMU's `rdpmc` file (`cpu`, or
-/// `cpu_core` and `cpu_atom` on hybrid CPUs): 0 off, 1 while an event is mapped, 2 always.
+/// Whether user-space counter reads are allowed, per core PMU (found as perf finds them:
+/// `cpu`, or a PMU with a `cpus` file): on x86 its `rdpmc` file (0 off, 1 while an event is
+/// mapped, 2 always); on Arm64, whose PMUs grant it per event (their `rdpmc` format),
+/// `kernel.perf_user_access` (0 off, 1 on).
 fn rdpmc_status() -> String {
     let devices = std::path::Path::new("/sys/bus/event_source/devices");
-    let settings: Vec<String> = ["cpu", "cpu_core", "cpu_atom"]
+    let mut cores: Vec<String> = std::fs::read_dir(devices)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name() == "cpu" || e.path().join("cpus").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    cores.sort();
+    let settings: Vec<String> = cores
         .iter()
         .filter_map(|pmu| {
-            let value = read_trimmed(devices.join(pmu).join("rdpmc").to_str()?)?;
+            let dir = devices.join(pmu);
+            if dir.join("format").join("rdpmc").is_file() {
+                let access = read_trimmed("/proc/sys/kernel/perf_user_access")?;
+                return Some(format!("{pmu}: kernel.perf_user_access = {access}"));
+            }
+            let value = read_trimmed(dir.join("rdpmc").to_str()?)?;
             Some(format!("{pmu}/rdpmc = {value}"))
         })
         .collect();
     if settings.is_empty() {
-        return "unavailable: no core PMU (`cpu`, `cpu_core`, `cpu_atom`) in \
-                /sys/bus/event_source/devices"
+        return "unavailable: no core PMU in /sys/bus/event_source/devices (no `cpu`, and no \
+                PMU with a `cpus` file)"
             .to_string();
     }
     let on = settings.iter().any(|s| !s.ends_with("= 0"));

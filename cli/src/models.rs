@@ -38,7 +38,7 @@ fn signature(rule: &MatchRule) -> String {
     let vendor = match &rule.vendor {
         Vendor::Intel => "GenuineIntel",
         Vendor::Amd => "AuthenticAMD",
-        Vendor::Other(v) => v,
+        Vendor::Arm(_) | Vendor::Other(_) => rule.vendor.name(),
     };
     let family = if rule.family.ranges.is_empty() {
         "*".to_string()

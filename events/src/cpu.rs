@@ -9,6 +9,9 @@ pub enum Vendor {
     Intel,
     /// `AuthenticAMD`.
     Amd,
+    /// An Arm-architecture CPU, by the implementer code of its MIDR (`0x41` Arm, `0xc0` Ampere,
+    /// `0x46` Fujitsu, `0x4e` NVIDIA, ...).
+    Arm(u8),
     /// Any other vendor string.
     Other(String),
 }
@@ -26,11 +29,27 @@ impl Vendor {
         }
     }
 
-    /// The short lower-case name: `intel`, `amd`, or the vendor string.
+    /// The short lower-case name: `intel`, `amd`, an Arm implementer's name (as the kernel's
+    /// `cputype.h` names the codes; `arm-implementer` for a code it does not name), or the
+    /// vendor string.
     pub fn name(&self) -> &str {
         match self {
             Vendor::Intel => "intel",
             Vendor::Amd => "amd",
+            Vendor::Arm(implementer) => match implementer {
+                0x41 => "arm",
+                0x42 => "broadcom",
+                0x43 => "cavium",
+                0x46 => "fujitsu",
+                0x48 => "hisilicon",
+                0x4e => "nvidia",
+                0x50 => "apm",
+                0x51 => "qualcomm",
+                0x61 => "apple",
+                0x6d => "microsoft",
+                0xc0 => "ampere",
+                _ => "arm-implementer",
+            },
             Vendor::Other(other) => other,
         }
     }
@@ -101,15 +120,47 @@ impl CpuIdentity {
 
     /// perf's signature of this CPU: `GenuineIntel-6-8F-8` (family decimal, model and
     /// stepping upper-case hex).
+    /// On Arm, perf's arm64 CPU id: the MIDR as 16 hex digits (`0x00000000414fd0c1`).
     pub fn signature(&self) -> String {
         let vendor = match &self.vendor {
             Vendor::Intel => "GenuineIntel",
             Vendor::Amd => "AuthenticAMD",
+            Vendor::Arm(_) => return format!("{:#018x}", self.midr().unwrap_or(0)),
             Vendor::Other(v) => v,
         };
         format!(
             "{vendor}-{}-{:X}-{:X}",
             self.family, self.model, self.stepping
+        )
+    }
+
+    /// An Arm CPU from its Main ID Register (`MIDR_EL1`, as
+    /// `/sys/devices/system/cpu/cpuN/regs/identification/midr_el1` shows it): implementer
+    /// (bits 31:24) as the vendor, architecture (19:16) as the family, part number (15:4) as the
+    /// model, and variant (23:20) and revision (3:0) as the stepping, `variant << 4 | revision`.
+    /// `None` for an implementer code of 0 (a MIDR that was not read) or bits above 31.
+    pub fn from_midr(midr: u64) -> Option<CpuIdentity> {
+        let implementer = u8::try_from(midr >> 24).ok().filter(|code| *code != 0)?;
+        let field = |shift: u32, bits: u32| ((midr >> shift) & ((1 << bits) - 1)) as u32;
+        Some(CpuIdentity {
+            vendor: Vendor::Arm(implementer),
+            family: field(16, 4),
+            model: field(4, 12),
+            stepping: field(20, 4) << 4 | field(0, 4),
+        })
+    }
+
+    /// The MIDR an Arm identity stands for (see [`CpuIdentity::from_midr`]); `None` for others.
+    pub fn midr(&self) -> Option<u64> {
+        let Vendor::Arm(implementer) = self.vendor else {
+            return None;
+        };
+        Some(
+            u64::from(implementer) << 24
+                | u64::from(self.stepping >> 4 & 0xf) << 20
+                | u64::from(self.family & 0xf) << 16
+                | u64::from(self.model & 0xfff) << 4
+                | u64::from(self.stepping & 0xf),
         )
     }
 
@@ -228,7 +279,19 @@ impl fmt::Display for HybridCore {
 
 impl fmt::Display for CpuIdentity {
     /// perf's mapfile spelling: `AuthenticAMD-25-1-1` style, with our vendor names.
+    /// Arm: `arm part 0xd0c r4p1 (MIDR 0x414fd0c1)`, the kernel's `rNpN` for variant and
+    /// revision.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(midr) = self.midr() {
+            return write!(
+                f,
+                "{} part {:#x} r{}p{} (MIDR {midr:#010x})",
+                self.vendor,
+                self.model,
+                self.stepping >> 4,
+                self.stepping & 0xf
+            );
+        }
         write!(
             f,
             "{} family {:#x} model {:#x} stepping {}",
@@ -240,6 +303,27 @@ impl fmt::Display for CpuIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Oracle: the Neoverse N1 that QEMU's `-cpu neoverse-n1` emulates reports MIDR
+    /// 0x414fd0c1 (Arm, r4p1, part 0xd0c), which the kernel's `cputype.h` names
+    /// `ARM_CPU_PART_NEOVERSE_N1` 0xD0C under `ARM_CPU_IMP_ARM` 0x41; perf's arm64 CPU id
+    /// prints it as `0x00000000414fd0c1`.
+    #[test]
+    fn arm_cpus_from_their_midr() {
+        let n1 = CpuIdentity::from_midr(0x0000_0000_414f_d0c1).unwrap();
+        assert_eq!(n1.vendor, Vendor::Arm(0x41));
+        assert_eq!((n1.family, n1.model, n1.stepping), (0xf, 0xd0c, 0x41));
+        assert_eq!(n1.midr(), Some(0x414f_d0c1));
+        assert_eq!(n1.to_string(), "arm part 0xd0c r4p1 (MIDR 0x414fd0c1)");
+        assert_eq!(n1.signature(), "0x00000000414fd0c1");
+        let ampere = CpuIdentity::from_midr(0xc00f_ac31).unwrap();
+        assert_eq!(ampere.vendor.name(), "ampere");
+        assert_eq!(CpuIdentity::from_midr(0), None);
+        assert_eq!(CpuIdentity::from_midr(1 << 40 | 0x414f_d0c1), None);
+        // An x86 identity has no MIDR.
+        let intel = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();
+        assert_eq!(intel.midr(), None);
+    }
 
     #[test]
     fn hybrid_cores_from_cpuid_and_names() {
