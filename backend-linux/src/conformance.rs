@@ -43,6 +43,32 @@ impl LinuxSubject {
         !matches!(opened, Err(e) if e.kind() == ErrorKind::PermissionDenied)
     }
 
+    /// How many execute breakpoints this thread can hold at once: opened one by one, each
+    /// alone, until the kernel refuses one for want of a debug register (ENOSPC); `None` when
+    /// one fails otherwise, or 64 open (no limit found).
+    pub fn breakpoint_slots(&self) -> Option<u32> {
+        let suffix = if self.breakpoint.ends_with(":u") {
+            ":u"
+        } else {
+            ""
+        };
+        let mut held = Vec::new();
+        for slot in 0..64u32 {
+            let address = marker as fn(u64) -> u64 as usize + 4 * slot as usize;
+            let name = format!("mem:{address:#x}:x{suffix}");
+            match self.backend.open_named(
+                &[name.as_str()],
+                &Target::ThisThread,
+                &OpenOptions::default(),
+            ) {
+                Ok(set) => held.push(set),
+                Err(e) if e.kind() == ErrorKind::NoCounterAvailable => return Some(slot),
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
     /// Whether `name` opens on this thread.
     fn opens(&self, name: &str) -> bool {
         self.backend
@@ -111,8 +137,9 @@ impl Subject for LinuxSubject {
     }
 
     fn counter_event(&self) -> Option<(String, u32)> {
-        // x86 has four debug registers: a fifth breakpoint in one context cannot be placed.
-        Some((self.breakpoint.clone(), 4))
+        // Breakpoints take the CPU's debug registers: four on x86, from 2 to 16 on Arm64 (the
+        // machine says how many by refusing the next one).
+        Some((self.breakpoint.clone(), self.breakpoint_slots()?))
     }
 
     fn multiplexed_event(&self) -> Option<(String, u32)> {

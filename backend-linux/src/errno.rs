@@ -377,7 +377,7 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
             let hint = match attempt.map(|a| a.class) {
                 Some(EventClass::Breakpoint) => {
                     "all hardware breakpoint slots are in use (x86 has 4 debug registers per \
-                     task)"
+                     task, Arm64 from 2 to 16)"
                         .to_string()
                 }
                 _ if attempt.is_none() => "the read buffer was too small for the group".to_string(),
