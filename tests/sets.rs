@@ -118,6 +118,7 @@ fn adding_n_events_opens_each_at_most_twice() {
         .unwrap_or_else(|| panic!("no count of adds printed:\n{stdout}"));
     let opens = opens_in(&log);
     let _ = std::fs::remove_file(&log);
+    eprintln!("{opens} perf_event_open calls for {} adds", names.len());
     assert_eq!(added, names.len(), "every event is taken");
     // Each add opens its event once, the set opens each once more; the backend's probe opens
     // a few of its own.
