@@ -186,10 +186,24 @@ impl<G: Group> MultiSet<G> {
     where
         B: Backend<Group = G> + ?Sized,
     {
+        Self::from_targets(backend, events, attach, &attach.targets(), options)
+    }
+
+    /// [`open`](MultiSet::open) on `targets`, the targets `attach` stands for.
+    fn from_targets<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        attach: &Attach,
+        targets: &[Target],
+        options: &OpenOptions,
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
         let mut options = *options;
         options.grouped &= !matches!(attach, Attach::Process(_));
         let mut sets = Vec::new();
-        for target in attach.targets() {
+        for target in targets.iter().cloned() {
             match EventSet::open(backend, events.to_vec(), &target, &options) {
                 Ok(set) => sets.push((target, set)),
                 // A member that cannot join a leader whose thread ended meanwhile fails with
@@ -348,6 +362,131 @@ mod tests {
             [Target::process(7), Target::process(9)]
         );
         assert_ne!(Target::process(7), Target::process_and_children(7));
+    }
+
+    use counterhal_hal::{Accepts, Capabilities, DeviceKind, Domain, Encoding, EventRequest};
+    use counterhal_hal::{Family, PerfAttr, Scope};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// No thread has this id: Linux's pid_max is at most 2^22.
+    const ENDED: u32 = 1 << 30;
+
+    /// A backend whose every event counts 10 per read, and whose counters of thread
+    /// [`ENDED`] fail once `ended` is set, as a thread's counters fail once it has ended.
+    struct Threads {
+        capabilities: Capabilities,
+        ended: Arc<AtomicBool>,
+    }
+
+    struct Counter {
+        thread_ended: Option<Arc<AtomicBool>>,
+        reads: u64,
+    }
+
+    impl Group for Counter {
+        fn len(&self) -> usize {
+            1
+        }
+        fn enable(&mut self) -> Result<()> {
+            self.fails()
+        }
+        fn disable(&mut self) -> Result<()> {
+            self.fails()
+        }
+        fn reset(&mut self) -> Result<()> {
+            self.reads = 0;
+            self.fails()
+        }
+        fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+            self.fails()?;
+            self.reads += 1;
+            readings[0] = Reading {
+                value: 10 * self.reads,
+                time_enabled: self.reads,
+                time_running: self.reads,
+            };
+            Ok(())
+        }
+    }
+
+    impl Counter {
+        fn fails(&self) -> Result<()> {
+            match &self.thread_ended {
+                Some(ended) if ended.load(Ordering::Relaxed) => {
+                    Err(Error::new(ErrorKind::Other, "no child (ECHILD)"))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl Backend for Threads {
+        type Group = Counter;
+        fn name(&self) -> &'static str {
+            "threads"
+        }
+        fn device(&self) -> DeviceKind {
+            DeviceKind::Model
+        }
+        fn capabilities(&self) -> &Capabilities {
+            &self.capabilities
+        }
+        fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+            Err(Error::invalid_event(event))
+        }
+        fn open(&self, _: &[EventRequest], target: &Target, _: &OpenOptions) -> Result<Counter> {
+            let ended = matches!(target, Target::Process { pid: ENDED, .. });
+            Ok(Counter {
+                thread_ended: ended.then(|| Arc::clone(&self.ended)),
+                reads: 0,
+            })
+        }
+    }
+
+    /// A thread whose counters fail because it ended is dropped from the set; its counts as
+    /// last read stay in the sums (which never go down) until a reset; the process's own
+    /// thread failing is an error.
+    #[test]
+    fn a_thread_that_ends_is_dropped_and_its_counts_kept() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let backend = Threads {
+            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            ended: Arc::default(),
+        };
+        let event = ResolvedEvent::single(EventRequest::new(
+            "page-faults",
+            Encoding::Perf(PerfAttr::new(1, 2)),
+        ));
+        let pid = std::process::id();
+        let attach = Attach::Process(pid);
+        let targets = [
+            Target::process_and_children(pid),
+            Target::process_and_children(ENDED),
+        ];
+        let mut set = MultiSet::from_targets(
+            &backend,
+            &[event],
+            &attach,
+            &targets,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let mut sum = [Reading::default()];
+        set.enable().unwrap();
+        set.read(&mut sum).unwrap();
+        assert_eq!(sum[0].value, 20, "10 on each thread");
+        backend.ended.store(true, Ordering::Relaxed);
+        set.read(&mut sum).unwrap();
+        assert_eq!(
+            sum[0].value, 30,
+            "20 on the main thread, the ended one's last 10"
+        );
+        assert_eq!(set.targets().count(), 1);
+        assert_eq!(set.read_each().unwrap().len(), 1);
+        set.disable().unwrap();
+        set.reset().unwrap();
+        set.read(&mut sum).unwrap();
+        assert_eq!(sum[0].value, 10, "a reset forgets the thread that ended");
     }
 
     #[test]
