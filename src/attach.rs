@@ -40,7 +40,8 @@ pub enum Attach {
     /// its own.
     Threads(Vec<u32>),
     /// A process: every thread it has, each with what it creates from now on (threads and
-    /// child processes). A thread that exits while the counters are being opened is skipped.
+    /// child processes). A thread that ends is dropped from the counting, never an error
+    /// ([`MultiSet`] says how).
     Process(u32),
     /// Every online CPU (system-wide).
     AllCpus,
@@ -117,27 +118,65 @@ fn process_threads(pid: u32) -> Option<Vec<u32>> {
     Some(threads)
 }
 
+/// Whether thread `tid` has ended (or is ending): `/proc/TID` is gone or shows a zombie.
+/// A thread whose counters just failed may still be on its way out, so this looks for up to
+/// 100 ms before saying it lives.
+fn thread_gone(tid: u32) -> bool {
+    let path = format!("/proc/{tid}/stat");
+    for _ in 0..100 {
+        let Ok(stat) = std::fs::read_to_string(&path) else {
+            return true;
+        };
+        // `pid (comm) S ...`: the state follows the last `)` (comm may hold one).
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        if matches!(state, Some('Z' | 'X' | 'x')) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
 /// The same events counted on several targets: read per target, or summed over them (each
 /// target's reading scaled on its own first, as [`sum_readings`] does).
 ///
 /// It is a [`Group`] whose readings are the sums, one per event.
+///
+/// With [`Attach::Process`], the threads the process has at [`open`](MultiSet::open) are its
+/// targets, each counted with what it creates afterwards (new threads and processes, folded
+/// into their creator's counts as they end, as `perf stat -p` counts). A thread that ends is
+/// dropped from the set, never an error for the set: its counts as last read stay in the
+/// sums until the next [`reset`](Group::reset), so a sum never goes down while the set counts.
 #[derive(Debug)]
 pub struct MultiSet<G> {
+    attach: Attach,
     sets: Vec<(Target, EventSet<G>)>,
     events: Vec<ResolvedEvent>,
-    /// Every target's readings, one row of `events.len()` per target.
+    /// One row of `events.len()` (at least 1) readings per target counted: the live targets'
+    /// rows first, in `sets` order, then the rows of the threads that ended (their last
+    /// readings).
     each: Vec<Reading>,
-    /// One event's readings over the targets, to be summed.
+    /// One event's readings over the rows, to be summed.
     column: Vec<Reading>,
 }
 
 impl<G: Group> MultiSet<G> {
     /// Opens `events` on every target `attach` stands for, together on each (as one group
-    /// when `options` say so).
+    /// when `options` say so; a process's threads each as independent counters, see below).
+    ///
+    /// A thread's group that also counts the threads it creates does not stay whole on
+    /// Linux: the kernel swaps the counters' context between a thread and the threads it
+    /// creates, so a member then cannot join its leader ("cannot join this group") and a group
+    /// read fails (ECHILD) while a created thread's copy is torn down. So with
+    /// [`Attach::Process`] each event of each thread is opened on its own, as `perf stat -p`
+    /// opens them.
     ///
     /// # Errors
-    /// The first target's error, as [`Backend::open`] gives it (a thread that vanished while
-    /// opening is skipped, not an error); [`ErrorKind::NotFound`] when no target is left.
+    /// The first target's error, as [`Backend::open`] gives it (a thread of the process that
+    /// ended while opening is skipped, not an error); [`ErrorKind::NotFound`] when no target
+    /// is left.
     pub fn open<B>(
         backend: &B,
         events: &[ResolvedEvent],
@@ -147,11 +186,29 @@ impl<G: Group> MultiSet<G> {
     where
         B: Backend<Group = G> + ?Sized,
     {
+        Self::from_targets(backend, events, attach, &attach.targets(), options)
+    }
+
+    /// [`open`](MultiSet::open) on `targets`, the targets `attach` stands for.
+    fn from_targets<B>(
+        backend: &B,
+        events: &[ResolvedEvent],
+        attach: &Attach,
+        targets: &[Target],
+        options: &OpenOptions,
+    ) -> Result<Self>
+    where
+        B: Backend<Group = G> + ?Sized,
+    {
+        let mut options = *options;
+        options.grouped &= !matches!(attach, Attach::Process(_));
         let mut sets = Vec::new();
-        for target in attach.targets() {
-            match EventSet::open(backend, events.to_vec(), &target, options) {
+        for target in targets.iter().cloned() {
+            match EventSet::open(backend, events.to_vec(), &target, &options) {
                 Ok(set) => sets.push((target, set)),
-                Err(e) if e.kind() == ErrorKind::NotFound && attach.may_vanish(&target) => {}
+                // A member that cannot join a leader whose thread ended meanwhile fails with
+                // some other error: the thread's end is the cause.
+                Err(e) if vanished(attach, &target, &e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -163,6 +220,7 @@ impl<G: Group> MultiSet<G> {
         }
         let rows = events.len().max(1) * sets.len();
         Ok(Self {
+            attach: attach.clone(),
             column: vec![Reading::default(); sets.len()],
             each: vec![Reading::default(); rows],
             sets,
@@ -170,7 +228,7 @@ impl<G: Group> MultiSet<G> {
         })
     }
 
-    /// The targets counted, in order.
+    /// The targets counted, in order (a thread that ended is no longer one).
     pub fn targets(&self) -> impl Iterator<Item = &Target> {
         self.sets.iter().map(|(target, _)| target)
     }
@@ -181,16 +239,66 @@ impl<G: Group> MultiSet<G> {
     }
 
     /// Each target's readings (one per event), in target order: per CPU with
-    /// [`Attach::AllCpus`], per thread with [`Attach::Process`].
+    /// [`Attach::AllCpus`], per thread with [`Attach::Process`] (the threads still running).
     ///
     /// # Errors
     /// As [`Group::read`].
     pub fn read_each(&mut self) -> Result<Vec<(Target, Vec<Reading>)>> {
-        self.sets
-            .iter_mut()
-            .map(|(target, set)| Ok((target.clone(), set.read_to_vec()?)))
-            .collect()
+        let n = self.events.len();
+        self.read_rows()?;
+        Ok(self
+            .sets
+            .iter()
+            .zip(self.each.chunks_exact(n.max(1)))
+            .map(|((target, _), row)| (target.clone(), row[..n].to_vec()))
+            .collect())
     }
+
+    /// Applies `op` to every target's set; a thread that ended is dropped instead (see
+    /// [`MultiSet`]).
+    fn each_set(&mut self, mut op: impl FnMut(&mut EventSet<G>) -> Result<()>) -> Result<()> {
+        let mut at = 0;
+        while at < self.sets.len() {
+            match op(&mut self.sets[at].1) {
+                Ok(()) => at += 1,
+                Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every live target into its row; a thread that ended is dropped, its row (as
+    /// last read) kept.
+    fn read_rows(&mut self) -> Result<()> {
+        let n = self.events.len();
+        let width = n.max(1);
+        let mut at = 0;
+        while at < self.sets.len() {
+            let row = &mut self.each[at * width..at * width + n];
+            match self.sets[at].1.read(row) {
+                Ok(()) => at += 1,
+                Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the set at `at` (its thread ended); its row moves behind every live row.
+    fn retire(&mut self, at: usize) {
+        let width = self.events.len().max(1);
+        self.sets.remove(at);
+        self.each[at * width..].rotate_left(width);
+    }
+}
+
+/// Whether `error` on `target` means only that a thread of `attach`'s process has ended.
+fn vanished(attach: &Attach, target: &Target, error: &Error) -> bool {
+    let Target::Process { pid: tid, .. } = target else {
+        return false;
+    };
+    attach.may_vanish(target) && (error.kind() == ErrorKind::NotFound || thread_gone(*tid))
 }
 
 impl<G: Group> Group for MultiSet<G> {
@@ -199,29 +307,30 @@ impl<G: Group> Group for MultiSet<G> {
     }
 
     fn enable(&mut self) -> Result<()> {
-        self.sets.iter_mut().try_for_each(|(_, set)| set.enable())
+        self.each_set(|set| set.enable())
     }
 
     fn disable(&mut self) -> Result<()> {
-        self.sets.iter_mut().try_for_each(|(_, set)| set.disable())
+        self.each_set(|set| set.disable())
     }
 
+    /// Zeroes every target's counts, and forgets the threads that ended.
     fn reset(&mut self) -> Result<()> {
-        self.sets.iter_mut().try_for_each(|(_, set)| set.reset())
+        self.each_set(|set| set.reset())?;
+        let rows = self.sets.len();
+        self.each.truncate(rows * self.events.len().max(1));
+        self.each.fill(Reading::default());
+        self.column.truncate(rows);
+        Ok(())
     }
 
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
         check_buffer("the readings", n, readings.len())?;
         // Row t of `each` holds target t's readings, read into memory kept for it; each
-        // event's column is then summed through `column`, so a read allocates nothing.
-        for ((_, set), row) in self
-            .sets
-            .iter_mut()
-            .zip(self.each.chunks_exact_mut(n.max(1)))
-        {
-            set.read(&mut row[..n])?;
-        }
+        // event's column (over live and ended targets) is then summed through `column`, so a
+        // read allocates nothing.
+        self.read_rows()?;
         for (i, out) in readings.iter_mut().take(n).enumerate() {
             for (slot, row) in self.column.iter_mut().zip(self.each.chunks_exact(n.max(1))) {
                 *slot = row[i];
@@ -253,6 +362,131 @@ mod tests {
             [Target::process(7), Target::process(9)]
         );
         assert_ne!(Target::process(7), Target::process_and_children(7));
+    }
+
+    use counterhal_hal::{Accepts, Capabilities, DeviceKind, Domain, Encoding, EventRequest};
+    use counterhal_hal::{Family, PerfAttr, Scope};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// No thread has this id: Linux's pid_max is at most 2^22.
+    const ENDED: u32 = 1 << 30;
+
+    /// A backend whose every event counts 10 per read, and whose counters of thread
+    /// [`ENDED`] fail once `ended` is set, as a thread's counters fail once it has ended.
+    struct Threads {
+        capabilities: Capabilities,
+        ended: Arc<AtomicBool>,
+    }
+
+    struct Counter {
+        thread_ended: Option<Arc<AtomicBool>>,
+        reads: u64,
+    }
+
+    impl Group for Counter {
+        fn len(&self) -> usize {
+            1
+        }
+        fn enable(&mut self) -> Result<()> {
+            self.fails()
+        }
+        fn disable(&mut self) -> Result<()> {
+            self.fails()
+        }
+        fn reset(&mut self) -> Result<()> {
+            self.reads = 0;
+            self.fails()
+        }
+        fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+            self.fails()?;
+            self.reads += 1;
+            readings[0] = Reading {
+                value: 10 * self.reads,
+                time_enabled: self.reads,
+                time_running: self.reads,
+            };
+            Ok(())
+        }
+    }
+
+    impl Counter {
+        fn fails(&self) -> Result<()> {
+            match &self.thread_ended {
+                Some(ended) if ended.load(Ordering::Relaxed) => {
+                    Err(Error::new(ErrorKind::Other, "no child (ECHILD)"))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl Backend for Threads {
+        type Group = Counter;
+        fn name(&self) -> &'static str {
+            "threads"
+        }
+        fn device(&self) -> DeviceKind {
+            DeviceKind::Model
+        }
+        fn capabilities(&self) -> &Capabilities {
+            &self.capabilities
+        }
+        fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+            Err(Error::invalid_event(event))
+        }
+        fn open(&self, _: &[EventRequest], target: &Target, _: &OpenOptions) -> Result<Counter> {
+            let ended = matches!(target, Target::Process { pid: ENDED, .. });
+            Ok(Counter {
+                thread_ended: ended.then(|| Arc::clone(&self.ended)),
+                reads: 0,
+            })
+        }
+    }
+
+    /// A thread whose counters fail because it ended is dropped from the set; its counts as
+    /// last read stay in the sums (which never go down) until a reset; the process's own
+    /// thread failing is an error.
+    #[test]
+    fn a_thread_that_ends_is_dropped_and_its_counts_kept() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let backend = Threads {
+            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            ended: Arc::default(),
+        };
+        let event = ResolvedEvent::single(EventRequest::new(
+            "page-faults",
+            Encoding::Perf(PerfAttr::new(1, 2)),
+        ));
+        let pid = std::process::id();
+        let attach = Attach::Process(pid);
+        let targets = [
+            Target::process_and_children(pid),
+            Target::process_and_children(ENDED),
+        ];
+        let mut set = MultiSet::from_targets(
+            &backend,
+            &[event],
+            &attach,
+            &targets,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let mut sum = [Reading::default()];
+        set.enable().unwrap();
+        set.read(&mut sum).unwrap();
+        assert_eq!(sum[0].value, 20, "10 on each thread");
+        backend.ended.store(true, Ordering::Relaxed);
+        set.read(&mut sum).unwrap();
+        assert_eq!(
+            sum[0].value, 30,
+            "20 on the main thread, the ended one's last 10"
+        );
+        assert_eq!(set.targets().count(), 1);
+        assert_eq!(set.read_each().unwrap().len(), 1);
+        set.disable().unwrap();
+        set.reset().unwrap();
+        set.read(&mut sum).unwrap();
+        assert_eq!(sum[0].value, 10, "a reset forgets the thread that ended");
     }
 
     #[test]

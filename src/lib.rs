@@ -86,7 +86,7 @@ pub use group::AnyGroup;
 pub use listing::{Listed, ListedUnitMask, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
-pub use set::{EventSetBuilder, Query, query};
+pub use set::{EventSetBuilder, Query, query, trial_for_add};
 
 use counterhal_events::{CpuIdentity, Database};
 

@@ -3,17 +3,61 @@
 //! is here, asked without keeping anything open.
 
 use counterhal_hal::{
-    Backend, Countable, Encoding, Error, EventRequest, EventSet, OpenOptions, ResolvedEvent,
-    Result, Target, countable_form,
+    Backend, Capabilities, Countable, Encoding, Error, EventRequest, EventSet, OpenOptions,
+    ResolvedEvent, Result, Target, countable_form,
 };
+
+/// perf's `attr.type` of software events, which take no counter and join any group.
+const PERF_TYPE_SOFTWARE: u32 = 1;
+/// perf's `attr.type` of tracepoints, which take no counter and join any group.
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+
+/// Whether `event` takes one of the machine's limited counters (or breakpoint slots), so that
+/// whether it opens beside others depends on them: every encoding but perf's software events
+/// and tracepoints.
+fn takes_a_counter(event: &ResolvedEvent) -> bool {
+    event.terms.iter().any(|term| match &term.request.encoding {
+        Encoding::Perf(attr) => !matches!(attr.type_, PERF_TYPE_SOFTWARE | PERF_TYPE_TRACEPOINT),
+        _ => true,
+    })
+}
+
+/// The events to open (and close) to learn whether `event` counts beside `added`, the events
+/// of a set already known to open together, on a backend with `capabilities` and with
+/// `options`: `event` alone, unless it takes a counter and the set's counters must all fit at
+/// once (a group, or a backend that cannot time-share them), when the added events that take
+/// counters come too. Those are few (no more than fit the counters), so adding N events opens
+/// O(N) counters, not the whole set again at each add.
+pub fn trial_for_add(
+    capabilities: &Capabilities,
+    options: &OpenOptions,
+    added: &[ResolvedEvent],
+    event: &ResolvedEvent,
+) -> Vec<ResolvedEvent> {
+    let must_fit = options.grouped || !capabilities.multiplexing;
+    let mut trial: Vec<ResolvedEvent> = if must_fit && takes_a_counter(event) {
+        added
+            .iter()
+            .filter(|e| takes_a_counter(e))
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    trial.push(event.clone());
+    trial
+}
 
 /// Events gathered one at a time for one target, then opened together (PAPI's
 /// `PAPI_create_eventset`, `PAPI_add_event`, `PAPI_remove_event`).
 ///
-/// Each [`add`](EventSetBuilder::add) resolves the name and checks that it opens together
-/// with the events added before (a probe open, closed at once): an event that does not exist,
-/// that this machine cannot count, or that does not fit beside the others is refused with its
-/// reason and leaves the set as it was, so the set holds only what opens.
+/// Each [`add`](EventSetBuilder::add) resolves the name and checks that it opens beside the
+/// events added before (a probe open, closed at once): an event that does not exist, that this
+/// machine cannot count, or that does not fit beside the others is refused with its reason and
+/// leaves the set as it was, so the set holds only what opens. The probe opens the new event
+/// alone, with the added events that compete for the same counters where they must fit
+/// together ([`trial_for_add`]): software events and tracepoints never compete, so adding N of
+/// them opens N counters, and [`open`](EventSetBuilder::open) N more.
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
@@ -88,23 +132,15 @@ impl<'b, B: Backend + ?Sized> EventSetBuilder<'b, B> {
                     .with_hint("each event is counted once; read its value as often as needed"),
             );
         }
-        self.events.push(event);
-        if let Err(error) = self.probe() {
-            self.events.pop();
-            return Err(error);
-        }
-        Ok(self.events.len() - 1)
-    }
-
-    /// Opens the events gathered so far and closes them at once.
-    fn probe(&self) -> Result<()> {
-        EventSet::open(
-            self.backend,
-            self.events.clone(),
-            &self.target,
+        let trial = trial_for_add(
+            self.backend.capabilities(),
             &self.options,
-        )
-        .map(drop)
+            &self.events,
+            &event,
+        );
+        EventSet::open(self.backend, trial, &self.target, &self.options).map(drop)?;
+        self.events.push(event);
+        Ok(self.events.len() - 1)
     }
 
     /// Removes the event `name`; the events after it move down one index.
@@ -188,5 +224,49 @@ pub fn query<B: Backend + ?Sized>(backend: &B, name: &str) -> Query {
         name: name.to_string(),
         event,
         countable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_hal::{Accepts, Domain, Family, PerfAttr, Scope};
+
+    fn perf(name: &str, type_: u32) -> ResolvedEvent {
+        let attr = PerfAttr::new(type_, 0);
+        ResolvedEvent::single(EventRequest::new(name, Encoding::Perf(attr)))
+    }
+
+    fn names(events: &[ResolvedEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// Adding N events opens O(N) counters: a software event or tracepoint is tried alone;
+    /// an event that takes a counter is tried with the added ones that take counters, where
+    /// they must all fit at once (a group, or no time-sharing), else alone.
+    #[test]
+    fn an_add_opens_only_what_competes_for_counters() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let mut multiplexing = Capabilities::new(accepts.clone(), Scope::PerProcess);
+        multiplexing.multiplexing = true;
+        let fixed = Capabilities::new(accepts, Scope::PerProcess);
+        let added = [
+            perf("page-faults", 1),
+            perf("sched:sched_switch", 2),
+            perf("cycles", 0),
+            perf("mem:0x1000", 5),
+        ];
+        let grouped = OpenOptions::grouped();
+        let ungrouped = OpenOptions::ungrouped();
+        let tracepoint = perf("irq:irq_handler_entry", 2);
+        for (capabilities, options) in [(&multiplexing, &grouped), (&fixed, &ungrouped)] {
+            let trial = trial_for_add(capabilities, options, &added, &tracepoint);
+            assert_eq!(names(&trial), ["irq:irq_handler_entry"]);
+            let trial = trial_for_add(capabilities, options, &added, &perf("instructions", 0));
+            assert_eq!(names(&trial), ["cycles", "mem:0x1000", "instructions"]);
+        }
+        // Time-shared and ungrouped, nothing needs to fit beside anything.
+        let trial = trial_for_add(&multiplexing, &ungrouped, &added, &perf("instructions", 0));
+        assert_eq!(names(&trial), ["instructions"]);
     }
 }

@@ -400,8 +400,15 @@ impl LinuxBackend {
             None => sys::perf_event_open(&mut attr, place.pid, place.cpu, group_fd, 0),
         };
         let fd = opened.map_err(|failure| {
+            // ENOENT is also an event's own answer (no such event on this PMU): the cgroup is
+            // at fault only where the event opens on the CPU without it.
+            let opens_without_cgroup = || {
+                let mut alone = build_attr(encoding, true, place);
+                sys::perf_event_open(&mut alone, -1, place.cpu, None, 0).is_ok()
+            };
             if let Some((_, path)) = cgroup
                 && let Some(refused) = cgroup_refused(failure.errno, path)
+                && (failure.errno != libc::ENOENT || opens_without_cgroup())
             {
                 return refused.context(&request.name);
             }

@@ -317,7 +317,10 @@ impl Set {
         )?)
     }
 
-    /// Adds `name` if it opens beside the events already in the set; its index.
+    /// Adds `name` if it opens beside the events already in the set; its index. Only the new
+    /// event is tried, with the events it competes with for counters where they must fit
+    /// together ([`facade::trial_for_add`]), so N adds open O(N) counters, not the whole set
+    /// at each add.
     fn add(&mut self, name: &str) -> CResult<i32> {
         if matches!(self.state, State::Running(_)) {
             return Err(Failure::new(
@@ -331,11 +334,16 @@ impl Set {
                 format!("`{name}` is in the set already"),
             ));
         }
-        let event = self.inner.chosen.backend.resolve(name)?;
-        let mut trial = self.events.clone();
-        trial.push(event);
+        let backend = &self.inner.chosen.backend;
+        let event = backend.resolve(name)?;
+        let trial = facade::trial_for_add(
+            backend.capabilities(),
+            &OpenOptions::default(),
+            &self.events,
+            &event,
+        );
         drop(self.open(&trial)?);
-        self.events = trial;
+        self.events.push(event);
         self.names.push(c_string(name));
         self.scratch = vec![Reading::default(); self.events.len()];
         self.state = State::Idle;

@@ -85,7 +85,14 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
 /// 2 for an unprivileged user): each ready event with no modifier that is refused for that
 /// reason but can count user space only is replaced by its `:u` form. Returns the note that
 /// says so once under the results, naming the events and the reason.
+///
+/// Where this process may count the kernel (a software clock counting it opens), no event is
+/// refused for that reason and nothing is tried per event: each event opens once, when it is
+/// counted (as perf opens each once and falls back only when an open is refused).
 pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) -> Option<String> {
+    if kernel_counting_permitted(backend) {
+        return None;
+    }
     let mut fell_back = Vec::new();
     let mut reason = None;
     for planned in events.iter_mut() {
@@ -126,6 +133,20 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
          perf stat does",
         fell_back.join(", ")
     ))
+}
+
+/// Whether this process may count the kernel here: `task-clock`, counting it, opens on this
+/// thread (one open). `false` where the backend has no such clock or refuses it.
+fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
+    backend.resolve("task-clock").is_ok_and(|clock| {
+        matches!(
+            countable_form(backend, &clock, &Target::ThisThread),
+            Ok(Countable {
+                kernel_refused: None,
+                ..
+            })
+        )
+    })
 }
 
 /// Counts `events` (each in its cgroup of `cgroups`, if any) on `targets` while `command`

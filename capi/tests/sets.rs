@@ -1,0 +1,156 @@
+//! Event sets through the C API, from C (`tests/c/sets.c`): adding N events opens O(N)
+//! counters (strace, counting the `perf_event_open` calls, is the witness), and a process
+//! whose threads come and go is counted round after round without an error.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Where libcounterhal.so is: the profile folder above this test, built here first (Cargo
+/// builds no cdylib for the package's own tests), as `tests/c.rs` does.
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let target = dir.parent().unwrap();
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["build", "-p", "counterhal-capi", "--target-dir"])
+        .arg(target)
+        .args(release.then_some("--release"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "building libcounterhal failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// `tests/c/sets.c` built against libcounterhal.so (once per test binary).
+fn program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let lib = library_dir();
+            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let dir = std::env::temp_dir().join(format!("counterhal-sets-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let program = dir.join("sets");
+            let out = Command::new("cc")
+                .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-I"])
+                .arg(manifest.join("include"))
+                .arg(manifest.join("tests/c/sets.c"))
+                .arg("-o")
+                .arg(&program)
+                .arg(format!("-L{}", lib.display()))
+                .arg("-lcounterhal")
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-lpthread")
+                .output()
+                .expect("a C compiler (cc) is installed");
+            assert!(
+                out.status.success(),
+                "cc failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            program
+        })
+        .clone()
+}
+
+/// Up to `n` tracepoints that open cheaply (not `syscalls`), as `subsystem:event`.
+fn cheap_tracepoints(n: usize) -> Vec<String> {
+    let events = Path::new("/sys/kernel/tracing/events");
+    let mut found = Vec::new();
+    for system in [
+        "sched",
+        "timer",
+        "irq",
+        "signal",
+        "task",
+        "workqueue",
+        "kmem",
+    ] {
+        let Ok(entries) = std::fs::read_dir(events.join(system)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("id").is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        found.extend(names.into_iter().map(|name| format!("{system}:{name}")));
+    }
+    found.truncate(n);
+    found
+}
+
+#[test]
+fn adding_n_events_through_the_c_api_opens_each_at_most_twice() {
+    let mut names: Vec<String> = ["page-faults", "task-clock", "context-switches"]
+        .map(String::from)
+        .to_vec();
+    names.extend(cheap_tracepoints(60));
+    if names.len() < 40 {
+        skip!(
+            Need::Privilege,
+            "needs root and tracefs for 40 tracepoints, found {}",
+            names.len()
+        );
+    }
+    let program = program();
+    let log = program.with_extension("strace");
+    let run = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=perf_event_open", "-o"])
+        .arg(&log)
+        .arg(&program)
+        .arg("adds")
+        .args(&names)
+        .output();
+    let Ok(out) = run else {
+        skip!(Need::Tools, "strace is not installed");
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("added {}", names.len())),
+        "{stdout}{stderr}"
+    );
+    let opens = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("perf_event_open("))
+        .count();
+    let _ = std::fs::remove_file(&log);
+    eprintln!("{opens} perf_event_open calls for {} adds", names.len());
+    // Each add opens its event once, the start each once more; opening the backend a few.
+    let bound = 2 * names.len() + 10;
+    assert!(
+        opens <= bound,
+        "{opens} perf_event_open calls for {} adds (at most {bound})",
+        names.len()
+    );
+}
+
+#[test]
+fn a_process_whose_threads_come_and_go_counts_through_the_c_api_without_an_error() {
+    let out = Command::new(program())
+        .args(["churn", "400"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("errors 0 of 400 rounds"),
+        "{stdout}{}",
+        stderr.lines().take(10).collect::<Vec<_>>().join("\n")
+    );
+}

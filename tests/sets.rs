@@ -1,0 +1,218 @@
+//! Event sets as tools build and run them: adding events one at a time costs one open per
+//! event (strace, counting the `perf_event_open` calls, is the witness), and a process whose
+//! threads come and go is counted round after round without an error.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use counterhal::prelude::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Set in a copy of this test binary run under strace: the adds to count.
+const CHILD_ADDS: &str = "COUNTERHAL_TEST_SET_ADDS";
+/// Set in a copy of this test binary that only spawns and joins threads until killed.
+const CHILD_THREADS: &str = "COUNTERHAL_TEST_SET_THREADS";
+
+fn backend() -> Option<Chosen> {
+    open_default(None)
+        .ok()
+        .filter(|chosen| chosen.resolve("task-clock").is_ok())
+}
+
+/// Up to `n` tracepoints that open cheaply (not `syscalls`, whose every open waits for the
+/// kernel to patch the syscall path), as `subsystem:event`.
+fn cheap_tracepoints(n: usize) -> Vec<String> {
+    let events = Path::new("/sys/kernel/tracing/events");
+    let mut found = Vec::new();
+    for system in [
+        "sched",
+        "timer",
+        "irq",
+        "signal",
+        "task",
+        "workqueue",
+        "kmem",
+    ] {
+        let Ok(entries) = std::fs::read_dir(events.join(system)) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("id").is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        found.extend(names.into_iter().map(|name| format!("{system}:{name}")));
+    }
+    found.truncate(n);
+    found
+}
+
+/// The `perf_event_open` calls strace saw in `log` (one line per call, `-f`).
+fn opens_in(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("perf_event_open("))
+        .count()
+}
+
+/// Adds `names` to one set of the calling thread (the child's part of the test below),
+/// opens it and counts once; prints how many adds were taken.
+fn add_each_then_count(names: &[String]) {
+    let backend = backend().expect("the parent checked the backend");
+    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let added = names.iter().filter(|n| builder.add(n).is_ok()).count();
+    let mut set = builder.open().expect("the added events open together");
+    set.enable().unwrap();
+    set.disable().unwrap();
+    set.read_to_vec().unwrap();
+    println!("added {added}");
+}
+
+#[test]
+fn adding_n_events_opens_each_at_most_twice() {
+    if let Ok(names) = std::env::var(CHILD_ADDS) {
+        let names: Vec<String> = names.split(',').map(str::to_string).collect();
+        return add_each_then_count(&names);
+    }
+    let Some(backend) = backend() else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    // Resolving a tracepoint mounts tracefs where it is absent (as root, as perf does).
+    let _ = backend.resolve("sched:sched_switch");
+    let mut names: Vec<String> = ["page-faults", "task-clock", "context-switches"]
+        .map(String::from)
+        .to_vec();
+    names.extend(cheap_tracepoints(60));
+    if names.len() < 40 {
+        skip!(
+            Need::Privilege,
+            "needs root and tracefs for 40 tracepoints, found {}",
+            names.len()
+        );
+    }
+    let log = std::env::temp_dir().join(format!("counterhal-adds-{}.strace", std::process::id()));
+    let run = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=perf_event_open", "-o"])
+        .arg(&log)
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "adding_n_events_opens_each_at_most_twice",
+            "--nocapture",
+        ])
+        .env(CHILD_ADDS, names.join(","))
+        .output();
+    let Ok(out) = run else {
+        skip!(Need::Tools, "strace is not installed");
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let added: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("added ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no count of adds printed:\n{stdout}"));
+    let opens = opens_in(&log);
+    let _ = std::fs::remove_file(&log);
+    eprintln!("{opens} perf_event_open calls for {} adds", names.len());
+    assert_eq!(added, names.len(), "every event is taken");
+    // Each add opens its event once, the set opens each once more; the backend's probe opens
+    // a few of its own.
+    let bound = 2 * names.len() + 10;
+    assert!(
+        opens <= bound,
+        "{opens} perf_event_open calls for {} adds (at most {bound})",
+        names.len()
+    );
+}
+
+/// A copy of this test binary that spawns and joins short-lived threads until killed.
+fn spawn_thread_churner() -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_process_whose_threads_come_and_go_is_counted_without_an_error",
+            "--nocapture",
+        ])
+        .env(CHILD_THREADS, "1")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Spawns and joins threads, a few at a time, each touching a page, forever.
+fn churn_threads() -> ! {
+    loop {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    std::hint::black_box(vec![1u8; 8192]);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_process_whose_threads_come_and_go_is_counted_without_an_error() {
+    if std::env::var_os(CHILD_THREADS).is_some() {
+        churn_threads();
+    }
+    let Some(backend) = backend() else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    let mut names = vec!["page-faults", "task-clock", "context-switches"];
+    if backend.resolve("sched:sched_switch").is_ok() {
+        names.push("sched:sched_switch");
+    }
+    let events: Vec<_> = names.iter().map(|n| backend.resolve(n).unwrap()).collect();
+    let mut child = spawn_thread_churner();
+    let attach = Attach::Process(child.id());
+    let mut errors = Vec::new();
+    let mut readings = vec![Reading::default(); events.len()];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let mut rounds = 0;
+    while rounds < 2000 && std::time::Instant::now() < deadline {
+        rounds += 1;
+        let round = (|| -> counterhal::Result<()> {
+            let mut set = MultiSet::open(&*backend, &events, &attach, &OpenOptions::default())?;
+            set.enable()?;
+            let mut last = vec![0u64; events.len()];
+            for _ in 0..3 {
+                set.read(&mut readings)?;
+                for ((reading, last), name) in readings.iter().zip(&mut last).zip(&names) {
+                    let total = reading.value;
+                    assert!(
+                        total >= *last,
+                        "{name} went down from {last} to {total} while enabled"
+                    );
+                    *last = total;
+                }
+            }
+            set.disable()?;
+            set.read(&mut readings)?;
+            set.read_each()?;
+            Ok(())
+        })();
+        if let Err(e) = round {
+            errors.push(e.to_string());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        errors.is_empty(),
+        "{} of {rounds} rounds failed; first: {:?}",
+        errors.len(),
+        errors.iter().take(5).collect::<Vec<_>>()
+    );
+}
