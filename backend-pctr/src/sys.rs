@@ -94,7 +94,7 @@ pub(crate) fn tsc_frequency() -> Option<u64> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::abi::{PCIOCRD_CURRENT, PctrStCurrent, PctrStLegacy};
+    use crate::abi::{PCIOCRD_CURRENT, PctrStLegacy};
 
     #[test]
     fn mismatched_request_is_refused_without_a_call() {
@@ -108,6 +108,7 @@ mod tests {
     #[cfg(not(target_os = "openbsd"))]
     #[test]
     fn pctr_requests_on_a_non_pctr_file_fail() {
+        use crate::abi::PctrStCurrent;
         use std::os::fd::AsFd;
         let file = std::fs::File::open("/dev/null").expect("/dev/null exists on Unix");
         let mut st = PctrStCurrent::default();
