@@ -215,7 +215,7 @@ fn stat_default_events_show_not_supported_with_a_reason() {
     ] {
         assert!(text.contains(event), "{event} missing:\n{text}");
     }
-    if !std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+    if !has_core_pmu() {
         let cycles = text.lines().find(|l| l.contains("cycles")).unwrap();
         assert!(cycles.contains("<not supported>"), "{cycles}");
         assert!(text.contains("Not supported here:"), "{text}");
@@ -709,7 +709,7 @@ fn stat_targets_and_options() {
 #[test]
 fn stat_json_reports_unsupported_events_with_a_reason() {
     linux_or_skip!();
-    if std::path::Path::new("/sys/bus/event_source/devices/cpu").exists() {
+    if has_core_pmu() {
         skip!(
             Need::System,
             "this machine has a core PMU, so cycles count here and are not unsupported"

@@ -237,3 +237,14 @@ pub fn compile_c(
         .ok()?;
     built.success().then_some(program)
 }
+
+/// Whether this machine has a core PMU, found as perf finds one: `cpu`, or any PMU with a `cpus`
+/// file (`cpu_core` and `cpu_atom` on hybrid Intel chips, `armv8_pmuv3` on Arm).
+pub fn has_core_pmu() -> bool {
+    let devices = std::path::Path::new("/sys/bus/event_source/devices");
+    std::fs::read_dir(devices).is_ok_and(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name() == "cpu" || e.path().join("cpus").is_file())
+    })
+}
