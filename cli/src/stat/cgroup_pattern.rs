@@ -244,6 +244,11 @@ mod tests {
                 error.message().contains("nest deeper than 100 levels"),
                 "{error}"
             );
+            assert!(
+                error.message().contains("... (40000 characters)"),
+                "{error}"
+            );
+            assert!(error.message().len() < 400, "{error}");
             let closed = format!("{}a{}", "\\(".repeat(20_000), "\\)".repeat(20_000));
             assert!(Pattern::parse(&closed).is_err());
             let most = format!("{}a*{}", "\\(".repeat(100), "\\)*".repeat(100));

@@ -68,7 +68,12 @@ pub struct Syntax {
 
 /// An error for pattern `text`: `what` is wrong with it.
 pub fn refused(text: &str, what: &str) -> Error {
-    Error::invalid_input(format!("--for-each-cgroup pattern `{text}`: {what}")).with_hint(
+    // A pattern of thousands of characters is named by its start and length.
+    let shown = match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}... ({} characters)", &text[..end], text.chars().count()),
+        None => text.to_string(),
+    };
+    Error::invalid_input(format!("--for-each-cgroup pattern `{shown}`: {what}")).with_hint(
         "basic regular expressions: characters, ., [a-z], [^a-z], *, \\{m,n\\}, \\(...\\), ^, $",
     )
 }
