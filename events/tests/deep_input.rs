@@ -8,7 +8,7 @@ use counterhal_events::expression::{self, MAX_DEPTH};
 use counterhal_events::parse_metrics;
 
 /// The stack every case runs on: 1 MiB, half a Rust test thread's default (a debug build
-/// parses [`MAX_DEPTH`] levels in about 650 KiB of it).
+/// needs between 512 and 768 KiB for [`MAX_DEPTH`] levels).
 const STACK: usize = 1024 * 1024;
 
 fn on_small_stack<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
