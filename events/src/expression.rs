@@ -5,7 +5,16 @@
 //! names the caller gives values to
 //! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
 
+use std::collections::HashSet;
 use std::fmt;
+
+/// How deep an expression may nest: the top level is level 1, and each parenthesis, function
+/// argument and conditional (`a if c else b`: a branch of it, or the `else` of one before it)
+/// is one level deeper. The shipped formulas nest 17 levels at most; perf's own parser has no
+/// fixed limit below this one. Deeper input is a [`ParseError`] naming the limit, so that
+/// parsing, evaluating and dropping an expression never needs more stack than this many levels
+/// (a long flat sum, `a + b + ...`, or a run of signs, `- - a`, is one level).
+pub const MAX_DEPTH: usize = 100;
 
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,8 +25,14 @@ pub enum Expr {
     Name(String),
     /// `-x`.
     Negate(Box<Expr>),
-    /// `a OP b`.
-    Binary(Box<Expr>, Op, Box<Expr>),
+    /// `a OP b OP c ...`: operators of one precedence, applied left to right (`a - b - c` is
+    /// `(a - b) - c`), kept flat so that a sum of a million terms is one level, not a million.
+    Chain {
+        /// The first operand.
+        first: Box<Expr>,
+        /// Each operator with the operand after it, in order (at least one).
+        rest: Vec<(Op, Expr)>,
+    },
     /// `then if condition else otherwise`.
     If {
         /// The value when the condition holds.
@@ -185,6 +200,7 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
         tokens: tokens(text)?,
         next: 0,
         end: text.len(),
+        depth: 0,
     };
     let expr = parser.conditional()?;
     match parser.tokens.get(parser.next) {
@@ -200,6 +216,8 @@ struct Parser {
     tokens: Vec<(Token, usize)>,
     next: usize,
     end: usize,
+    /// The levels open (see [`MAX_DEPTH`]).
+    depth: usize,
 }
 
 impl Parser {
@@ -232,8 +250,27 @@ impl Parser {
         }
     }
 
-    /// `a if c else b` (lowest precedence, right-associative).
+    /// One level deeper: `a if c else b` (lowest precedence, right-associative).
     fn conditional(&mut self) -> Result<Expr, ParseError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(ParseError {
+                message: format!(
+                    "nested deeper than {MAX_DEPTH} levels (parentheses, function arguments \
+                     and conditionals); write it flatter"
+                ),
+                at: self
+                    .tokens
+                    .get(self.next.saturating_sub(1))
+                    .map_or(self.end, |t| t.1),
+            });
+        }
+        self.depth += 1;
+        let expr = self.conditional_at_this_level();
+        self.depth -= 1;
+        expr
+    }
+
+    fn conditional_at_this_level(&mut self) -> Result<Expr, ParseError> {
         let then = self.comparison()?;
         if !self.keyword("if") {
             return Ok(then);
@@ -254,7 +291,8 @@ impl Parser {
     }
 
     fn comparison(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.sum()?;
+        let first = self.sum()?;
+        let mut rest = Vec::new();
         while let Some(op) = match self.peek() {
             Some(Token::Symbol('<')) => Some(Op::Less),
             Some(Token::Symbol('>')) => Some(Op::Greater),
@@ -263,43 +301,52 @@ impl Parser {
             _ => None,
         } {
             self.next += 1;
-            left = Expr::Binary(Box::new(left), op, Box::new(self.sum()?));
+            rest.push((op, self.sum()?));
         }
-        Ok(left)
+        Ok(chain(first, rest))
     }
 
     fn sum(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.product()?;
+        let first = self.product()?;
+        let mut rest = Vec::new();
         while let Some(op) = match self.peek() {
             Some(Token::Symbol('+')) => Some(Op::Add),
             Some(Token::Symbol('-')) => Some(Op::Subtract),
             _ => None,
         } {
             self.next += 1;
-            left = Expr::Binary(Box::new(left), op, Box::new(self.product()?));
+            rest.push((op, self.product()?));
         }
-        Ok(left)
+        Ok(chain(first, rest))
     }
 
     fn product(&mut self) -> Result<Expr, ParseError> {
-        let mut left = self.unary()?;
+        let first = self.unary()?;
+        let mut rest = Vec::new();
         while let Some(op) = match self.peek() {
             Some(Token::Symbol('*')) => Some(Op::Multiply),
             Some(Token::Symbol('/')) => Some(Op::Divide),
             _ => None,
         } {
             self.next += 1;
-            left = Expr::Binary(Box::new(left), op, Box::new(self.unary()?));
+            rest.push((op, self.unary()?));
         }
-        Ok(left)
+        Ok(chain(first, rest))
     }
 
+    /// A run of minus signs, counted (negating twice is exact), then a primary.
     fn unary(&mut self) -> Result<Expr, ParseError> {
-        if self.peek() == Some(&Token::Symbol('-')) {
+        let mut signs = 0usize;
+        while self.peek() == Some(&Token::Symbol('-')) {
             self.next += 1;
-            return Ok(Expr::Negate(Box::new(self.unary()?)));
+            signs += 1;
         }
-        self.primary()
+        let primary = self.primary()?;
+        Ok(if signs % 2 == 1 {
+            Expr::Negate(Box::new(primary))
+        } else {
+            primary
+        })
     }
 
     fn primary(&mut self) -> Result<Expr, ParseError> {
@@ -359,6 +406,35 @@ impl Parser {
     }
 }
 
+/// `first`, or a chain of it and `rest` when there is a rest.
+fn chain(first: Expr, rest: Vec<(Op, Expr)>) -> Expr {
+    if rest.is_empty() {
+        first
+    } else {
+        Expr::Chain {
+            first: Box::new(first),
+            rest,
+        }
+    }
+}
+
+impl Op {
+    /// `a OP b`; `None` for a division by 0.
+    fn apply(self, a: f64, b: f64) -> Option<f64> {
+        Some(match self {
+            Op::Add => a + b,
+            Op::Subtract => a - b,
+            Op::Multiply => a * b,
+            Op::Divide if b == 0.0 => return None,
+            Op::Divide => a / b,
+            Op::Less => f64::from(u8::from(a < b)),
+            Op::Greater => f64::from(u8::from(a > b)),
+            Op::LessEqual => f64::from(u8::from(a <= b)),
+            Op::GreaterEqual => f64::from(u8::from(a >= b)),
+        })
+    }
+}
+
 impl Expr {
     /// Its value, with `value_of` giving each name's (`None`: unknown, or not counted; the
     /// whole expression is then `None`). A division by 0 is `None` (perf prints no metric);
@@ -368,19 +444,12 @@ impl Expr {
             Expr::Number(n) => *n,
             Expr::Name(name) => value_of(name)?,
             Expr::Negate(inner) => -inner.evaluate(value_of)?,
-            Expr::Binary(a, op, b) => {
-                let (a, b) = (a.evaluate(value_of)?, b.evaluate(value_of)?);
-                match op {
-                    Op::Add => a + b,
-                    Op::Subtract => a - b,
-                    Op::Multiply => a * b,
-                    Op::Divide if b == 0.0 => return None,
-                    Op::Divide => a / b,
-                    Op::Less => f64::from(u8::from(a < b)),
-                    Op::Greater => f64::from(u8::from(a > b)),
-                    Op::LessEqual => f64::from(u8::from(a <= b)),
-                    Op::GreaterEqual => f64::from(u8::from(a >= b)),
+            Expr::Chain { first, rest } => {
+                let mut value = first.evaluate(value_of)?;
+                for (op, operand) in rest {
+                    value = op.apply(value, operand.evaluate(value_of)?)?;
                 }
+                value
             }
             // Only the branch taken needs its events.
             Expr::If {
@@ -411,33 +480,39 @@ impl Expr {
     /// Every name it reads, in order, each once.
     pub fn names(&self) -> Vec<String> {
         let mut names = Vec::new();
-        self.collect_names(&mut names);
+        self.collect_names(&mut names, &mut HashSet::new());
         names
     }
 
-    fn collect_names(&self, names: &mut Vec<String>) {
+    fn collect_names<'e>(&'e self, names: &mut Vec<String>, seen: &mut HashSet<&'e str>) {
         match self {
             Expr::Number(_) => {}
             // has_event and source_count read their event too: it is opened, and has a value
             // or not.
             Expr::Name(name) | Expr::HasEvent(name) | Expr::SourceCount(name) => {
-                if !names.contains(name) {
+                if seen.insert(name) {
                     names.push(name.clone());
                 }
             }
-            Expr::Negate(inner) => inner.collect_names(names),
-            Expr::Binary(a, _, b) | Expr::Call(_, a, b) => {
-                a.collect_names(names);
-                b.collect_names(names);
+            Expr::Negate(inner) => inner.collect_names(names, seen),
+            Expr::Chain { first, rest } => {
+                first.collect_names(names, seen);
+                for (_, operand) in rest {
+                    operand.collect_names(names, seen);
+                }
+            }
+            Expr::Call(_, a, b) => {
+                a.collect_names(names, seen);
+                b.collect_names(names, seen);
             }
             Expr::If {
                 then,
                 condition,
                 otherwise,
             } => {
-                then.collect_names(names);
-                condition.collect_names(names);
-                otherwise.collect_names(names);
+                then.collect_names(names, seen);
+                condition.collect_names(names, seen);
+                otherwise.collect_names(names, seen);
             }
         }
     }

@@ -15,7 +15,7 @@
 //! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
 //! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use counterhal_hal::{Error, Result};
@@ -126,14 +126,19 @@ impl MetricTable {
 }
 
 /// Parses a metrics file called `name`: every metric has a name, given once, a formula that
-/// parses and a finite scale.
+/// parses (nested at most [`MAX_DEPTH`](crate::expression::MAX_DEPTH) levels) and a finite
+/// scale, and no metric reads itself through the metrics its formula names.
 ///
 /// # Errors
-/// Malformed TOML, an unknown key, a metric named twice, a formula that does not parse or a
-/// scale that is not a finite number; the error names the file and the metric.
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput): malformed TOML, an
+/// unknown key, a metric named twice, a formula that does not parse or nests too deep, a scale
+/// that is not a finite number, or metrics that read each other in a loop (named in order,
+/// `` `a` -> `b` -> `a` ``); the error names the file and the metric.
 pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
     let table: MetricTable = toml::from_str(text)
         .map_err(|e| Error::invalid_input(format!("{name}: {}", e.message())))?;
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(table.metrics.len());
+    let mut formulas = Vec::with_capacity(table.metrics.len());
     for (i, metric) in table.metrics.iter().enumerate() {
         let at = || format!("{name}: metric `{}`", metric.name);
         if metric.name.trim().is_empty() {
@@ -142,12 +147,15 @@ pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
                 i + 1
             )));
         }
-        if table.metrics[..i].iter().any(|m| m.name == metric.name) {
+        if index.insert(&metric.name, i).is_some() {
             return Err(Error::invalid_input(format!("{}: given twice", at())));
         }
-        if let Err(e) = expression::parse(&metric.expression) {
-            return Err(Error::invalid_input(format!("{}: {e}", at()))
-                .with_hint("formulas are perf's metric syntax"));
+        match expression::parse(&metric.expression) {
+            Ok(formula) => formulas.push(formula),
+            Err(e) => {
+                return Err(Error::invalid_input(format!("{}: {e}", at()))
+                    .with_hint("formulas are perf's metric syntax"));
+            }
         }
         if !metric.scale.is_finite() || metric.scale == 0.0 {
             return Err(Error::invalid_input(format!(
@@ -157,7 +165,73 @@ pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
             )));
         }
     }
+    // The metrics each formula reads (a name of another metric of the table).
+    let reads: Vec<Vec<usize>> = formulas
+        .iter()
+        .map(|formula| {
+            formula
+                .names()
+                .iter()
+                .filter_map(|read| index.get(read.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    if let Some(cycle) = find_loop(&reads) {
+        let path: Vec<String> = cycle
+            .iter()
+            .map(|&i| format!("`{}`", table.metrics[i].name))
+            .collect();
+        return Err(Error::invalid_input(format!(
+            "{name}: metrics read each other in a loop: {}",
+            path.join(" -> ")
+        ))
+        .with_hint("a metric may read other metrics, never itself through them"));
+    }
     Ok(table)
+}
+
+/// A loop in the graph whose node `i` leads to each of `edges[i]`, as its nodes from the first
+/// met back to it (`[a, b, a]`), found by a depth-first walk with its own stack (a chain of
+/// any length takes no call stack).
+fn find_loop(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut mark = vec![Mark::New; edges.len()];
+    for start in 0..edges.len() {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // The path walked: each node with the index of its next edge to follow.
+        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
+        mark[start] = Mark::OnPath;
+        while let Some((node, next)) = path.last_mut() {
+            let node = *node;
+            let Some(&to) = edges[node].get(*next) else {
+                mark[node] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            match mark[to] {
+                Mark::New => {
+                    mark[to] = Mark::OnPath;
+                    path.push((to, 0));
+                }
+                Mark::OnPath => {
+                    let from = path.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                    let mut cycle: Vec<usize> = path[from..].iter().map(|&(n, _)| n).collect();
+                    cycle.push(to);
+                    return Some(cycle);
+                }
+                Mark::Done => {}
+            }
+        }
+    }
+    None
 }
 
 /// The shipped metrics of the model `id`, parsed once (`None`: the model has none).

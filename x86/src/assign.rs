@@ -170,7 +170,11 @@ pub fn assign(demands: &[Demand<'_>], counters: &Counters<'_>) -> Result<Placeme
     let mut order: Vec<usize> = (0..waiting.len()).collect();
     order.sort_by_key(|&w| allowed[w].count_ones());
     let mut chosen = vec![u32::MAX; waiting.len()];
-    if !search(&order, &allowed, 0, 0, free, counters.gated, &mut chosen) {
+    // More events than the counters they may use between them never fit: said at once, where
+    // the search would try every order of the counters before giving up.
+    let usable = allowed.iter().fold(0u32, |union, mask| union | mask);
+    let too_many = waiting.len() > usable.count_ones() as usize;
+    if too_many || !search(&order, &allowed, 0, 0, free, counters.gated, &mut chosen) {
         let waiting: Vec<&Demand<'_>> = waiting.iter().map(|&i| &demands[i]).collect();
         return Err(explain(&waiting, &allowed, counters, fixed_taken));
     }
@@ -410,6 +414,20 @@ mod tests {
         let events = general(&[("a", four), ("b", four), ("c", four), ("d", four)]);
         let placement = assign(&events, &Counters::general(4)).unwrap();
         assert_eq!(placement.counters, gp(&[0, 1, 2, 3]));
+    }
+
+    /// 17 events that may each use any of 16 counters: refused at once (searching every order
+    /// of the 16 counters would take days).
+    #[test]
+    fn more_events_than_counters_fail_without_searching() {
+        let names: Vec<String> = (0..17).map(|i| format!("e{i}")).collect();
+        let demands: Vec<Demand<'_>> = names
+            .iter()
+            .map(|name| Demand::new(name, CounterSet::first(16), None))
+            .collect();
+        let error = assign(&demands, &Counters::general(16)).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
+        assert!(error.to_string().contains("e16"), "{error}");
     }
 
     #[test]

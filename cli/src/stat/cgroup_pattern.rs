@@ -6,13 +6,21 @@
 //!
 //! The basic regular expressions taken: characters, `.`, bracket expressions (`[a-z]`,
 //! `[^0-9]`), `*`, `\{m,n\}`, `\(...\)`, `^` and `$`, and `\` before a character for that
-//! character. Back-references (`\1`), character classes (`[:alpha:]`), glibc's GNU operators
-//! (`\|`, `\+`, `\w`, `\<`: regcomp, which perf calls, reads them so) and backwards ranges
-//! (`[z-a]`, regcomp's REG_ERANGE) are refused by name.
+//! character, read by glibc's rules ([`syntax`]: what regcomp refuses is refused, repeat counts
+//! up to its RE_DUP_MAX). Back-references (`\1`), character classes (`[:alpha:]`, `[.a.]`,
+//! `[=a=]`) and glibc's GNU operators (`\|`, `\+`, `\w`, `\<`: regcomp, which perf calls,
+//! reads them so) are refused by name, as are groups nested over [`syntax::MAX_GROUP_DEPTH`]
+//! and patterns whose repeats write out to over [`machine::MAX_STEPS`] steps. A pattern
+//! matches in time linear in the name ([`machine`]: no backtracking).
+
+mod machine;
+mod syntax;
 
 use std::path::Path;
 
 use counterhal::Error;
+
+use machine::Program;
 
 /// Whether perf reads `list` as patterns (it holds one of `{}[]()|*+?^$`).
 pub fn has_pattern(list: &str) -> bool {
@@ -75,29 +83,10 @@ fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
     }
 }
 
-/// One element of a pattern, and how many times it repeats.
-#[derive(Debug)]
-struct Piece {
-    atom: Atom,
-    min: usize,
-    max: Option<usize>,
-}
-
-#[derive(Debug)]
-enum Atom {
-    Char(char),
-    Any,
-    /// A bracket expression: its characters and ranges, and whether it is negated.
-    Class(Vec<(char, char)>, bool),
-    Group(Vec<Piece>),
-    Start,
-    End,
-}
-
 /// A compiled basic regular expression.
 #[derive(Debug)]
 pub struct Pattern {
-    pieces: Vec<Piece>,
+    program: Program,
 }
 
 impl Pattern {
@@ -105,220 +94,18 @@ impl Pattern {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) naming what is not
-    /// taken or does not close.
+    /// taken or does not close, a repeat count over [`syntax::RE_DUP_MAX`], groups nested
+    /// deeper than [`syntax::MAX_GROUP_DEPTH`], or repeats that multiply past
+    /// [`machine::MAX_STEPS`].
     pub fn parse(text: &str) -> Result<Pattern, Error> {
-        let chars: Vec<char> = text.chars().collect();
-        let mut at = 0;
-        let pieces = parse_sequence(&chars, &mut at, text, false)?;
-        Ok(Pattern { pieces })
+        let program = Program::compile(text, syntax::parse(text)?)?;
+        Ok(Pattern { program })
     }
 
-    /// Whether the pattern matches somewhere in `name`.
+    /// Whether the pattern matches somewhere in `name`, in time linear in the name.
     pub fn is_found_in(&self, name: &str) -> bool {
         let text: Vec<char> = name.chars().collect();
-        (0..=text.len()).any(|start| matches(&self.pieces, &text, start, &mut |_| true))
-    }
-}
-
-fn refused(text: &str, what: &str) -> Error {
-    Error::invalid_input(format!("--for-each-cgroup pattern `{text}`: {what}")).with_hint(
-        "basic regular expressions: characters, ., [a-z], [^a-z], *, \\{m,n\\}, \\(...\\), ^, $",
-    )
-}
-
-/// A sequence up to its end (or, in a group, its `\)`).
-fn parse_sequence(
-    chars: &[char],
-    at: &mut usize,
-    text: &str,
-    in_group: bool,
-) -> Result<Vec<Piece>, Error> {
-    let mut pieces: Vec<Piece> = Vec::new();
-    while *at < chars.len() {
-        let c = chars[*at];
-        *at += 1;
-        let first = pieces.is_empty();
-        let atom = match c {
-            '\\' => {
-                let Some(&next) = chars.get(*at) else {
-                    return Err(refused(text, "ends with a lone `\\`"));
-                };
-                *at += 1;
-                match next {
-                    '(' => Atom::Group(parse_sequence(chars, at, text, true)?),
-                    ')' if in_group => return Ok(pieces),
-                    ')' => return Err(refused(text, "`\\)` without `\\(`")),
-                    '{' => {
-                        let Some(last) = pieces.last_mut() else {
-                            return Err(refused(text, "`\\{` repeats nothing"));
-                        };
-                        let (min, max) = parse_interval(chars, at, text)?;
-                        last.min = min;
-                        last.max = max;
-                        continue;
-                    }
-                    '1'..='9' => return Err(refused(text, "back-references are not taken")),
-                    // glibc's regcomp, which perf calls, reads these as GNU operators
-                    // (alternation, repeats, word classes and anchors), not as the letter.
-                    '|' | '+' | '?' | 'w' | 'W' | 's' | 'S' | 'b' | 'B' | '<' | '>' | '`'
-                    | '\'' => {
-                        return Err(refused(
-                            text,
-                            &format!(
-                                "`\\{next}` is a GNU extension (perf's regcomp reads it as an operator), which is not taken"
-                            ),
-                        ));
-                    }
-                    other => Atom::Char(other),
-                }
-            }
-            '*' if !first => {
-                let last = pieces.last_mut().expect("not first");
-                if !matches!(last.atom, Atom::Start) {
-                    last.min = 0;
-                    last.max = None;
-                    continue;
-                }
-                Atom::Char('*')
-            }
-            '^' if first => Atom::Start,
-            '$' if *at == chars.len() || (in_group && chars[*at..].starts_with(&['\\', ')'])) => {
-                Atom::End
-            }
-            '.' => Atom::Any,
-            '[' => parse_class(chars, at, text)?,
-            other => Atom::Char(other),
-        };
-        pieces.push(Piece {
-            atom,
-            min: 1,
-            max: Some(1),
-        });
-    }
-    if in_group {
-        return Err(refused(text, "`\\(` without `\\)`"));
-    }
-    Ok(pieces)
-}
-
-/// `\{m\}`, `\{m,\}` or `\{m,n\}`, after the `\{`.
-fn parse_interval(
-    chars: &[char],
-    at: &mut usize,
-    text: &str,
-) -> Result<(usize, Option<usize>), Error> {
-    let rest: String = chars[*at..].iter().collect();
-    let Some(close) = rest.find("\\}") else {
-        return Err(refused(text, "`\\{` without `\\}`"));
-    };
-    let body = &rest[..close];
-    *at += body.chars().count() + 2;
-    let number = |s: &str| s.trim().parse::<usize>().ok();
-    let bad = || refused(text, &format!("`\\{{{body}\\}}` is no interval"));
-    match body.split_once(',') {
-        None => number(body).map(|n| (n, Some(n))).ok_or_else(bad),
-        Some((min, "")) => number(min).map(|m| (m, None)).ok_or_else(bad),
-        Some((min, max)) => match (number(min), number(max)) {
-            (Some(m), Some(n)) if m <= n => Ok((m, Some(n))),
-            _ => Err(bad()),
-        },
-    }
-}
-
-/// A bracket expression, after the `[`.
-fn parse_class(chars: &[char], at: &mut usize, text: &str) -> Result<Atom, Error> {
-    let negated = chars.get(*at) == Some(&'^');
-    if negated {
-        *at += 1;
-    }
-    let mut ranges = Vec::new();
-    let mut first = true;
-    loop {
-        let Some(&c) = chars.get(*at) else {
-            return Err(refused(text, "`[` without `]`"));
-        };
-        *at += 1;
-        match c {
-            ']' if !first => return Ok(Atom::Class(ranges, negated)),
-            '[' if chars.get(*at) == Some(&':') => {
-                return Err(refused(text, "character classes ([:alpha:]) are not taken"));
-            }
-            _ => {
-                if chars.get(*at) == Some(&'-') && chars.get(*at + 1).is_some_and(|&e| e != ']') {
-                    let end = chars[*at + 1];
-                    *at += 2;
-                    if end < c {
-                        // regcomp's REG_ERANGE, which stops perf.
-                        return Err(refused(
-                            text,
-                            &format!("the range `{c}-{end}` runs backwards"),
-                        ));
-                    }
-                    ranges.push((c, end));
-                } else {
-                    ranges.push((c, c));
-                }
-            }
-        }
-        first = false;
-    }
-}
-
-/// Whether `pieces` match `text` from `at`, with `then` accepting where the match ends.
-fn matches(
-    pieces: &[Piece],
-    text: &[char],
-    at: usize,
-    then: &mut dyn FnMut(usize) -> bool,
-) -> bool {
-    let Some((piece, rest)) = pieces.split_first() else {
-        return then(at);
-    };
-    repeat(piece, 0, rest, text, at, then)
-}
-
-/// `piece` matched `count` times so far, ending at `at`: try once more (greedy), else go on.
-fn repeat(
-    piece: &Piece,
-    count: usize,
-    rest: &[Piece],
-    text: &[char],
-    at: usize,
-    then: &mut dyn FnMut(usize) -> bool,
-) -> bool {
-    let more = piece.max.is_none_or(|max| count < max);
-    if more {
-        let mut next = |end: usize| {
-            // An empty match repeated would never end.
-            (end != at || count < piece.min) && repeat(piece, count + 1, rest, text, end, then)
-        };
-        if once(&piece.atom, text, at, &mut next) {
-            return true;
-        }
-    }
-    count >= piece.min && matches(rest, text, at, then)
-}
-
-/// One match of `atom` at `at`, with `then` taking where it ends.
-fn once(atom: &Atom, text: &[char], at: usize, then: &mut dyn FnMut(usize) -> bool) -> bool {
-    match atom {
-        Atom::Start => at == 0 && then(at),
-        Atom::End => at == text.len() && then(at),
-        Atom::Group(pieces) => matches(pieces, text, at, then),
-        single => {
-            let Some(&c) = text.get(at) else {
-                return false;
-            };
-            let hit = match single {
-                Atom::Char(want) => c == *want,
-                Atom::Any => true,
-                Atom::Class(ranges, negated) => {
-                    ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&c)) != *negated
-                }
-                _ => false,
-            };
-            hit && then(at + 1)
-        }
+        self.program.is_found_in(&text)
     }
 }
 
@@ -380,6 +167,95 @@ mod tests {
         assert!(has_pattern("ch.*") && has_pattern("a,^b") && !has_pattern("a.b,c/d"));
     }
 
+    /// Runs `work` on a thread of a 256 KiB stack, failing if it takes over 20 seconds (a
+    /// linear match takes milliseconds; the backtracking one took minutes).
+    fn bounded<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || send.send(work()))
+            .unwrap();
+        receive
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("done in 20 s, without a panic")
+    }
+
+    #[test]
+    fn patterns_that_backtracked_exponentially_match_in_linear_time() {
+        bounded(|| {
+            let path = "system.slice/docker-0123456789abcdef.scope/app/worker-01/x".to_string();
+            let long = "a/".repeat(35);
+            for (pattern, name, expected) in [
+                ("\\(.*\\)*x", long.as_str(), false),
+                ("\\(.*\\)*x", path.as_str(), true),
+                (
+                    "\\(a*\\)*b",
+                    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                    false,
+                ),
+                (
+                    "^\\(\\(a*\\)*\\)*$",
+                    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab",
+                    false,
+                ),
+                ("\\(.\\{0,30\\}\\)*y", long.as_str(), false),
+            ] {
+                assert_eq!(found(pattern, name), expected, "{pattern} in {name}");
+            }
+            let huge = "a/".repeat(50_000);
+            assert!(!found("\\(.*\\)*x", &huge));
+            assert!(found("\\(.*\\)*a/$", &huge));
+        });
+    }
+
+    #[test]
+    fn repeat_counts_over_re_dup_max_are_refused_as_regcomp_does() {
+        bounded(|| {
+            for bad in [
+                "\\(\\)\\{50000\\}",
+                "a\\{32768\\}",
+                "a\\{1,40000\\}",
+                "a\\{99999999999999999999\\}",
+            ] {
+                let error = Pattern::parse(bad).unwrap_err();
+                assert!(
+                    error.message().contains("over 32767 (RE_DUP_MAX)"),
+                    "{bad}: {error}"
+                );
+            }
+            let most = "a".repeat(32_767);
+            assert!(found("^a\\{32767\\}$", &most));
+            assert!(!found("^a\\{32767\\}$", &most[1..]));
+            assert!(found("^\\(\\)\\{32767\\}$", ""));
+            assert!(found("^[a-z]\\{0,32767\\}$", "abc"));
+            assert!(!found("^[a-z]\\{0,32767\\}$", "ab/c"));
+            // Repeats of repeats multiply: written out, they are refused past the limit.
+            let error = Pattern::parse("\\(\\(a\\{100\\}\\)\\{100\\}\\)\\{100\\}").unwrap_err();
+            assert!(error.message().contains("steps"), "{error}");
+        });
+    }
+
+    #[test]
+    fn groups_nested_deeper_than_the_limit_are_refused_naming_it() {
+        bounded(|| {
+            let deep = "\\(".repeat(20_000);
+            let error = Pattern::parse(&deep).unwrap_err();
+            assert!(
+                error.message().contains("nest deeper than 100 levels"),
+                "{error}"
+            );
+            assert!(
+                error.message().contains("... (40000 characters)"),
+                "{error}"
+            );
+            assert!(error.message().len() < 400, "{error}");
+            let closed = format!("{}a{}", "\\(".repeat(20_000), "\\)".repeat(20_000));
+            assert!(Pattern::parse(&closed).is_err());
+            let most = format!("{}a*{}", "\\(".repeat(100), "\\)*".repeat(100));
+            assert!(found(&most, "xaax"));
+        });
+    }
+
     #[test]
     fn cgroups_match_in_walk_order_with_the_root_unnamed() {
         let root = std::env::temp_dir().join(format!("counterhal-pattern-{}", std::process::id()));
@@ -403,3 +279,6 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
+
+#[cfg(test)]
+mod glibc_oracle;
