@@ -12,15 +12,14 @@ use counterhal_hal::{
     Term, check_family, countable_form,
 };
 
+use crate::attr::{Placement, build_attr, group_key};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::UserAccess;
 use crate::sys::{
-    self, ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED,
-    FORMAT_TOTAL_TIME_RUNNING, PerfEventAttr, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE,
-    TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT, UserPageMap, attr_bit,
+    self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
 use crate::{breakpoint, sysfs, tracefs};
 
@@ -117,72 +116,6 @@ pub fn probe_with(
     Ok(backend)
 }
 
-/// How one open call sets up its events.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Placement {
-    pid: i32,
-    cpu: i32,
-    inherit: bool,
-    enable_on_exec: bool,
-    pinned: bool,
-    format: ReadFormat,
-    /// `sample_period` of every event (0: counting only).
-    sample_period: u64,
-}
-
-/// Which kernel group an event may share: software-context events join any group; events of a
-/// hardware PMU only groups of that PMU.
-fn group_key(encoding: &PerfAttr) -> Option<String> {
-    match encoding.type_ {
-        TYPE_SOFTWARE | TYPE_TRACEPOINT | TYPE_BREAKPOINT => None,
-        TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW => {
-            Some(encoding.pmu.clone().unwrap_or_else(|| "cpu".to_string()))
-        }
-        other => Some(
-            encoding
-                .pmu
-                .clone()
-                .unwrap_or_else(|| format!("type {other}")),
-        ),
-    }
-}
-
-/// The attr for one event.
-pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -> PerfEventAttr {
-    let mut attr = PerfEventAttr {
-        type_: encoding.type_,
-        size: ATTR_SIZE_VER8,
-        config: encoding.config,
-        config1: encoding.config1,
-        config2: encoding.config2,
-        config3: encoding.config3,
-        bp_type: encoding.bp_type,
-        sample_period: place.sample_period,
-        read_format: FORMAT_TOTAL_TIME_ENABLED
-            | FORMAT_TOTAL_TIME_RUNNING
-            | FORMAT_ID
-            | if place.format == ReadFormat::Group {
-                FORMAT_GROUP
-            } else {
-                0
-            },
-        ..Default::default()
-    };
-    // Members follow their leader; a leader starts disabled (or waits for the exec).
-    attr.set_flag(attr_bit::DISABLED, leader);
-    attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
-    attr.set_flag(attr_bit::INHERIT, place.inherit);
-    attr.set_flag(attr_bit::PINNED, leader && place.pinned);
-    let exclude = encoding.exclude_bits();
-    attr.set_flag(attr_bit::EXCLUDE_USER, exclude.user);
-    attr.set_flag(attr_bit::EXCLUDE_KERNEL, exclude.kernel);
-    attr.set_flag(attr_bit::EXCLUDE_HV, exclude.hv);
-    attr.set_flag(attr_bit::EXCLUDE_IDLE, exclude.idle);
-    attr.set_flag(attr_bit::EXCLUDE_HOST, exclude.host);
-    attr.set_flag(attr_bit::EXCLUDE_GUEST, exclude.guest);
-    attr
-}
-
 /// What the backend takes: perf attrs (its own generic events first) and, on x86, x86 event
 /// selects, which it programs as raw events; every domain filtered, an event without modifiers
 /// counting what its PMU counts. Another architecture's core PMU would read an x86 event
@@ -196,8 +129,6 @@ const FAMILIES: &[Family] = &[Family::Perf, Family::Evtsel];
 #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
 const FAMILIES: &[Family] = &[Family::Perf];
 
-/// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
-/// process, every target; self-monitoring reads where there is a hardware PMU.
 /// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
 /// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
 /// counters would start at some later exec of a process this caller does not control.
@@ -224,6 +155,8 @@ fn exec_child(pid: u32) -> Result<u32> {
     }
 }
 
+/// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
+/// process, every target; self-monitoring reads where there is a hardware PMU.
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.multiplexing = true;

@@ -6,6 +6,7 @@ pub mod conformance;
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
+        mod attr;
         mod backend;
         mod breakpoint;
         mod cgroup;

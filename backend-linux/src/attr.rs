@@ -1,0 +1,83 @@
+//! One event's `perf_event_attr` as an open call places it, and which kernel group it may
+//! join.
+
+use counterhal_hal::PerfAttr;
+
+use crate::group::ReadFormat;
+use crate::sys::{
+    ATTR_SIZE_VER8, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
+    PerfEventAttr, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE,
+    TYPE_TRACEPOINT, attr_bit,
+};
+
+/// How one open call sets up its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placement {
+    /// `perf_event_open`'s `pid`: 0 this thread, a thread or process id, -1 every task.
+    pub pid: i32,
+    /// Its `cpu`: -1 any, else one CPU.
+    pub cpu: i32,
+    /// Children and new threads counted too.
+    pub inherit: bool,
+    /// The leader starts at the target's next exec.
+    pub enable_on_exec: bool,
+    /// The leader stays on the PMU or goes into error state.
+    pub pinned: bool,
+    /// How the kernel groups are read.
+    pub format: ReadFormat,
+    /// `sample_period` of every event (0: counting only).
+    pub sample_period: u64,
+}
+
+/// Which kernel group an event may share: software-context events join any group; events of a
+/// hardware PMU only groups of that PMU.
+pub(crate) fn group_key(encoding: &PerfAttr) -> Option<String> {
+    match encoding.type_ {
+        TYPE_SOFTWARE | TYPE_TRACEPOINT | TYPE_BREAKPOINT => None,
+        TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW => {
+            Some(encoding.pmu.clone().unwrap_or_else(|| "cpu".to_string()))
+        }
+        other => Some(
+            encoding
+                .pmu
+                .clone()
+                .unwrap_or_else(|| format!("type {other}")),
+        ),
+    }
+}
+
+/// The attr for one event.
+pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -> PerfEventAttr {
+    let mut attr = PerfEventAttr {
+        type_: encoding.type_,
+        size: ATTR_SIZE_VER8,
+        config: encoding.config,
+        config1: encoding.config1,
+        config2: encoding.config2,
+        config3: encoding.config3,
+        bp_type: encoding.bp_type,
+        sample_period: place.sample_period,
+        read_format: FORMAT_TOTAL_TIME_ENABLED
+            | FORMAT_TOTAL_TIME_RUNNING
+            | FORMAT_ID
+            | if place.format == ReadFormat::Group {
+                FORMAT_GROUP
+            } else {
+                0
+            },
+        ..Default::default()
+    };
+    // Members follow their leader; a leader starts disabled (or waits for the exec).
+    attr.set_flag(attr_bit::DISABLED, leader);
+    attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
+    attr.set_flag(attr_bit::INHERIT, place.inherit);
+    attr.set_flag(attr_bit::PINNED, leader && place.pinned);
+    let exclude = encoding.exclude_bits();
+    attr.set_flag(attr_bit::EXCLUDE_USER, exclude.user);
+    attr.set_flag(attr_bit::EXCLUDE_KERNEL, exclude.kernel);
+    attr.set_flag(attr_bit::EXCLUDE_HV, exclude.hv);
+    attr.set_flag(attr_bit::EXCLUDE_IDLE, exclude.idle);
+    attr.set_flag(attr_bit::EXCLUDE_HOST, exclude.host);
+    attr.set_flag(attr_bit::EXCLUDE_GUEST, exclude.guest);
+    attr
+}
