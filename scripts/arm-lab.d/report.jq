@@ -1,0 +1,109 @@
+# The aarch64 lab's report, from the guest's console (scripts/arm-lab.d/init prints its
+# sections between `@@lab` markers).
+#   jq -n --rawfile console FILE --argjson iterations N --argjson guest_status S -f report.jq
+# Per test binary: its libtest results (passed, failed with the failure's text, ignored), the
+# skips it logged through the skip door (need, test, reason) and its exit status; the guest's
+# `counterhal check --json`; the exact counts of counterhal and perf on loop.c.
+
+# The console as sections: {head: the marker's words, body: the lines up to the next marker}.
+def sections:
+  reduce (split("\n")[]) as $line ({sections: [], current: null};
+    if ($line | startswith("@@lab ")) then
+      (if .current then .sections += [.current] else . end)
+      | .current = {head: ($line | ltrimstr("@@lab ")), body: []}
+    elif .current then .current.body += [$line]
+    else . end)
+  | .sections + (if .current then [.current] else [] end);
+
+# libtest's one line per test: `test NAME ... ok|FAILED|ignored[, reason]` (what a child
+# process printed may come before the verdict on the same line).
+def results:
+  [.[] | capture("^test (?<name>.+?) \\.\\.\\. .*?(?<verdict>ok|FAILED|ignored(, .*)?)$")?];
+
+# libtest's failure texts: the lines after `---- NAME stdout ----`, up to the next such line or
+# the closing `failures:` list.
+def failure_texts:
+  reduce .[] as $line ({name: null, texts: {}, done: false};
+    if .done then .
+    elif ($line | test("^---- .+ stdout ----$")) then
+      ($line | capture("^---- (?<name>.+) stdout ----$").name) as $name
+      | .name = $name | .texts[$name] = []
+    elif ($line == "failures:" and .name != null) then .done = true
+    elif .name != null then .texts[.name] += [$line]
+    else . end)
+  | .texts | map_values(join("\n") | sub("^\\s+"; "") | sub("\\s+$"; ""));
+
+def status_of($section): $section.head | capture("^status (?<n>[0-9]+)").n | tonumber;
+
+# The value perf's `-x,` layout gives the event (its first field), or null.
+def csv_count($event):
+  [.[] | split(",") | select(length > 2 and (.[2] | startswith($event | split(":")[0])))
+   | .[0] | tonumber?] | first // null;
+
+($console | sections) as $sections
+| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("test "))
+   | $sections[$i] as $test
+   | ($sections[$i + 1] // {head: "", body: []}) as $skips
+   | ($sections[$i + 2] // {head: "", body: []}) as $closing
+   | ($test.body | results) as $results
+   | ($test.body | failure_texts) as $texts
+   | ((try status_of($closing) catch null)) as $status
+   | {
+       binary: ($test.head | ltrimstr("test ")),
+       status: $status,
+       passed: [$results[] | select(.verdict == "ok") | .name],
+       failed: [$results[] | select(.verdict == "FAILED")
+                | {name, message: ($texts[.name] // "")}],
+       ignored: [$results[] | select(.verdict | startswith("ignored")) | .name],
+       skipped: [$skips.body[] | select(length > 0) | split("\t")
+                 | {need: .[0], test: .[1], reason: .[2]}],
+       finished: any($test.body[]; startswith("test result: "))
+     }
+   # A binary that died (a signal, the time limit) or failed without a failing test: its end.
+   | if (.status != 0 and (.failed | length) == 0) then
+       .failed = [{name: "(the binary)",
+                   message: ("exit status \(.status); its last lines:\n"
+                            + ($test.body | .[-15:] | join("\n")))}]
+     else . end
+  ] as $tests
+| ([$sections[] | select(.head == "check")] | first) as $check_text
+| ([range(0; $sections | length) as $i | select($sections[$i].head == "check-json")
+    | {json: ($sections[$i].body | join("\n") | try fromjson catch null),
+       status: (try status_of($sections[$i + 1]) catch null)}] | first) as $check
+| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("exact "))
+   | ($sections[$i].head | split(" ")) as $words
+   | {tool: $words[1], event: $words[2], count: ($sections[$i].body | csv_count($words[2])),
+      output: ($sections[$i].body | map(select(length > 0)) | join("\n"))}]
+  as $runs
+| [$runs | group_by(.event)[]
+   | (map(select(.tool == "counterhal"))[0]) as $ours
+   | (map(select(.tool == "perf"))[0]) as $perf
+   | {
+       event: $ours.event,
+       counterhal: $ours.count,
+       perf: $perf.count,
+       # loop.c retires 2 + 4N + 3 user instructions; other events have no expectation here.
+       expected: (if ($ours.event | startswith("instructions")) then 4 * $iterations + 5
+                  else null end),
+       equal: ($ours.count != null and $ours.count == $perf.count),
+       counterhal_output: $ours.output,
+       perf_output: $perf.output
+     }] as $exact
+| {
+    machine: ([$sections[] | select(.head == "machine")] | first | .body
+              | map(select(length > 0))),
+    guest_status: $guest_status,
+    guest_finished: any($sections[]; .head == "done"),
+    stopped_early: any($sections[]; .head | startswith("stopped")),
+    tests: $tests,
+    check: {
+      status: $check.status,
+      output: ($check_text.body // [] | join("\n")),
+      report: $check.json
+    },
+    exact_counts: $exact
+  }
+| .ok = (.guest_status == 0 and .guest_finished
+         and all(.tests[]; .status == 0 and (.failed | length) == 0)
+         and .check.status == 0
+         and (.exact_counts | length) > 0 and all(.exact_counts[]; .equal))

@@ -1,0 +1,38 @@
+# The aarch64 lab's readable summary of target/arm-lab/report.json (jq -r -f summary.jq).
+
+# A failure's text, shortened: the lines that say what failed (a panic, a FAIL line of the
+# conformance suite, an assertion) or, when none does, its first lines.
+def gist:
+  split("\n") as $lines
+  | [$lines[] | select(test("panicked at|^FAIL |assertion|left:|right:"))] as $telling
+  | (if ($telling | length) > 0 then
+       [$lines | to_entries[] | select(.value | test("panicked at")) | .key] as $panics
+       | if ($panics | length) > 0 then $lines[$panics[0]:$panics[0] + 4] else $telling end
+     else $lines end)
+  | map(select(length > 0 and (test("^note: run with") | not)))
+  | .[:8] | map("      " + .[:300]) | join("\n");
+
+"== aarch64 lab: \(if .ok then "PASSED" else "FAILED" end) ==",
+(.machine[]? | "   \(.)"),
+"-- test binaries (libtest's passed / failed / ignored; skips logged through the skip door)",
+(.tests[] | "   \(.binary): \(.passed | length) passed, \(.failed | length) failed, "
+            + "\(.ignored | length) ignored, \(.skipped | length) skips (exit status \(.status))"),
+(if .stopped_early then "   (stopped at the first failing binary; --keep-going runs them all)"
+ else empty end),
+"-- counterhal check --json in the guest (exit status \(.check.status))",
+(.check.report.reports[]?
+ | "   \(.backend)/\(.device): " + ([.cases[].result] | group_by(.)
+     | map("\(length) \(.[0])") | join(", "))),
+(.check.report.reports[]? | "\(.backend)/\(.device)" as $subject | .cases[]
+ | select(.result == "fail") | "   FAIL \($subject) \(.case): \(.reason)"),
+"-- exact counts of loop.c, counted from exec (counterhal stat -x, vs perf stat -x,)",
+(.exact_counts[] | "   \(.event): counterhal \(.counterhal), perf \(.perf)"
+   + (if .expected then ", expected \(.expected)" else "" end)
+   + (if .equal then ": equal" else ": DIFFERENT" end)),
+"-- failing tests",
+(.tests[] | .binary as $binary | .failed[]
+ | "   \($binary) \(.name):\n" + (.message | gist)),
+"-- skips",
+(.tests[] | .binary as $binary | .skipped[]
+ | "   \($binary) \(.test) [\(.need)]: \(.reason)"),
+(if .guest_finished then empty else "   the guest did not finish (status \(.guest_status))" end)
