@@ -17,7 +17,7 @@ use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::raw::{RawFormat, raw_attr};
-use crate::rdpmc::UserAccess;
+use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{
     self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
@@ -61,6 +61,8 @@ pub struct LinuxBackend {
     raw_format: Option<Arc<RawFormat>>,
     /// How an event asks for user-space counter reads (Arm64's `rdpmc` format), if it must.
     user_access: Option<Arc<UserAccess>>,
+    /// The core PMUs' dynamic types (`cpu` is 4; Arm's are assigned at boot).
+    core_types: Arc<Vec<u32>>,
     /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
@@ -100,6 +102,7 @@ pub fn probe_with(
         hybrid,
         raw_format: RawFormat::read(&paths_devices).map(Arc::new),
         user_access: UserAccess::read(&paths_devices).map(Arc::new),
+        core_types: Arc::new(core_types(&paths_devices)),
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
@@ -128,6 +131,14 @@ const FAMILIES: &[Family] = &[Family::Perf, Family::Evtsel];
 /// The hardware families this architecture's core PMU programs through perf.
 #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
 const FAMILIES: &[Family] = &[Family::Perf];
+
+/// The dynamic types of the core PMUs under `devices`.
+fn core_types(devices: &Path) -> Vec<u32> {
+    sysfs::core_pmus(devices)
+        .iter()
+        .map(|pmu| pmu.type_)
+        .collect()
+}
 
 /// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
 /// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
@@ -540,11 +551,12 @@ impl LinuxBackend {
             .iter()
             .map(|request| perf_encoding(request, self.raw_format.as_deref()))
             .collect::<Result<Vec<_>>>()?;
-        if let Some(access) = self
-            .user_access
-            .as_deref()
-            .filter(|_| self.reads_itself(target))
-        {
+        let reads_itself = sample_period == 0
+            && self.reads_itself(target)
+            && encodings
+                .iter()
+                .all(|e| on_core_pmu(e.type_, &self.core_types));
+        if let Some(access) = self.user_access.as_deref().filter(|_| reads_itself) {
             encodings = encodings.into_iter().map(|e| access.request(e)).collect();
         }
 
@@ -597,7 +609,7 @@ impl LinuxBackend {
             groups.push(group);
         }
 
-        let self_monitor = if self.reads_itself(target) {
+        let self_monitor = if reads_itself {
             self.map_pages(&groups, events.len())
         } else {
             None
@@ -612,7 +624,8 @@ impl LinuxBackend {
     }
 
     /// Whether a group on `target` may be read in user space: self-monitoring on, a hardware
-    /// PMU, and the calling thread's own counters.
+    /// PMU, and the calling thread's own counters. `open_placed` adds: counting events (a
+    /// sampling event's mapping is its caller's ring buffer), each on a core PMU.
     fn reads_itself(&self, target: &Target) -> bool {
         self.self_monitoring && self.facts.hardware_pmu && matches!(target, Target::ThisThread)
     }
@@ -725,6 +738,7 @@ mod tests {
             hybrid: Arc::new(sysfs::hybrid_pmus(&devices)),
             raw_format: RawFormat::read(&devices).map(Arc::new),
             user_access: UserAccess::read(&devices).map(Arc::new),
+            core_types: Arc::new(core_types(&devices)),
             paths: SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),

@@ -15,6 +15,15 @@ use crate::sysfs::{self, FormatField};
 
 pub use crate::sys::{PageSnapshot, UserPage};
 
+/// Whether an event of perf type `type_` counts on a core PMU (whose dynamic types are
+/// `core_types`): perf's generic hardware and cache events, raw codes, or a core PMU's own
+/// type. Only those have a hardware counter that user space could read; a software event's
+/// page may still claim `cap_user_rdpmc` (Arm64's kernel reads that bit from hardware-event
+/// state a software event does not have), so such events are never mapped for it.
+pub fn on_core_pmu(type_: u32, core_types: &[u32]) -> bool {
+    matches!(type_, TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW) || core_types.contains(&type_)
+}
+
 /// Arm64's user-space counter access, granted event by event: the core PMU's `rdpmc` format
 /// (`config1:1`) names the bit an event sets to ask for it (the kernel also needs
 /// `kernel.perf_user_access` 1). On x86 every event of a PMU whose `rdpmc` file allows it may
@@ -40,12 +49,10 @@ impl UserAccess {
         })
     }
 
-    /// `encoding` asking for user-space reads when it counts on a core PMU (perf's generic
-    /// hardware and cache events, raw codes, or the core PMU's own type); unchanged otherwise.
+    /// `encoding` asking for user-space reads when it counts on a core PMU
+    /// ([`on_core_pmu`]); unchanged otherwise.
     pub fn request<'a>(&self, encoding: Cow<'a, PerfAttr>) -> Cow<'a, PerfAttr> {
-        let on_core = matches!(encoding.type_, TYPE_HARDWARE | TYPE_HW_CACHE | TYPE_RAW)
-            || self.core_types.contains(&encoding.type_);
-        if !on_core {
+        if !on_core_pmu(encoding.type_, &self.core_types) {
             return encoding;
         }
         let mut asked = encoding.into_owned();
@@ -167,6 +174,10 @@ mod tests {
         assert_eq!(asked(TYPE_RAW), 0b10);
         assert_eq!(asked(8), 0b10);
         assert_eq!(asked(TYPE_SOFTWARE), 0);
+        // Only events on a core PMU have a counter to read: a software event or a tracepoint
+        // never does, whatever its page claims.
+        assert!(on_core_pmu(TYPE_HARDWARE, &[]) && on_core_pmu(8, &[8]));
+        assert!(!on_core_pmu(TYPE_SOFTWARE, &[8]) && !on_core_pmu(2, &[8]));
         // x86's core PMU (the hybrid fixture) has no such format: nothing to ask for.
         let x86 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
         assert!(UserAccess::read(&x86).is_none());

@@ -29,6 +29,16 @@ pub fn run(
     registration: &'static Registration,
     context: &Context,
 ) -> Result<ExitCode, CliError> {
+    if !matches!(registration.name, "pctr" | "msr") {
+        return Err(CliError::usage(
+            Error::invalid_input(format!(
+                "--model: the {} backend has no device model",
+                registration.name
+            ))
+            .with_hint("--model takes --backend pctr or --backend msr"),
+            USAGE,
+        ));
+    }
     let id = context.model.clone().ok_or_else(|| {
         CliError::usage(
             Error::invalid_input("--model: no CPU model to model the device on: this CPU matches none in the event database")
