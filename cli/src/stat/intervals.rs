@@ -16,6 +16,9 @@ use super::verbose::unscaled_counts;
 use crate::error::CliError;
 use crate::output::{OutputFile, emit_to_stderr};
 
+/// perf prints the heading again every so many intervals (`print_interval`'s 25).
+const HEADING_EVERY: usize = 25;
+
 /// The intervals of one run, printed as they end.
 pub struct Intervals<'a> {
     args: &'a StatArgs,
@@ -85,13 +88,20 @@ impl<'a> Intervals<'a> {
         if let Some(plot) = &mut self.plot {
             plot.add(&section);
         }
-        let first = self.taken == 0;
+        // The heading before the first interval and every 25th after it, as perf's.
+        let heading = self.taken.is_multiple_of(HEADING_EVERY);
         self.taken += 1;
         if self.args.more.quiet {
             return;
         }
         let interval = Summary::of_interval(&self.events, section);
-        let text = render_interval(self.args, &interval, self.metrics, first, &mut self.objects);
+        let text = render_interval(
+            self.args,
+            &interval,
+            self.metrics,
+            heading,
+            &mut self.objects,
+        );
         self.write(&text);
     }
 

@@ -88,9 +88,9 @@ fn interval_heading(args: &StatArgs) -> String {
 }
 
 /// One interval of `-I` (`interval`: a summary of that interval alone), as it ends, in the
-/// layout `args` ask for: the table's heading (or `--metric-only`'s, or its `-x` units) only
-/// before the `first` interval (before each with `--interval-clear`, after clearing the
-/// screen); `--json`'s interval objects, each after a comma but the first (`objects`: how many
+/// layout `args` ask for: the table's heading (or `--metric-only`'s, or its `-x` units) when
+/// `first` (perf's: the first interval and every 25th; each with `--interval-clear`, after
+/// clearing the screen); `--json`'s interval objects, each after a comma but the first (`objects`: how many
 /// were written before, counted on).
 pub fn render_interval(
     args: &StatArgs,
