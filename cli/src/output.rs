@@ -42,12 +42,14 @@ pub fn emit_to_stderr(text: &str) -> bool {
 }
 
 /// A file results go to, opened before the work that produces them: it exists and can be
-/// written, but keeps what it held until [`OutputFile::replace_with`].
+/// written, but keeps what it held until the first [`OutputFile::write`].
 pub struct OutputFile {
     path: PathBuf,
     file: File,
     /// Whether results go after what the file holds ([`OutputFile::append`]).
     append: bool,
+    /// Whether results were written already (the file emptied, where it is emptied).
+    started: bool,
 }
 
 impl OutputFile {
@@ -66,6 +68,7 @@ impl OutputFile {
             path: path.to_path_buf(),
             file,
             append: false,
+            started: false,
         })
     }
 
@@ -85,6 +88,29 @@ impl OutputFile {
             path: path.to_path_buf(),
             file,
             append: true,
+            started: false,
+        })
+    }
+
+    /// The open descriptor `fd` of this process (`--log-fd`), written to itself, after what
+    /// it holds, as perf writes to it; never reopened, so that a descriptor opened for reading
+    /// only is refused, and a socket or pipe takes the results.
+    ///
+    /// # Errors
+    /// A descriptor that is not open, or not open for writing: bad input (exit 2), naming
+    /// `option` (`--log-fd 3`).
+    pub fn descriptor(fd: u32, option: &str) -> Result<OutputFile, CliError> {
+        let file = crate::sys::writable_descriptor(fd).map_err(|e| {
+            CliError::input(
+                Error::invalid_input(format!("{option}: {e}"))
+                    .with_hint("open the descriptor for writing (`3>>FILE`, `3>&1`), or use -o"),
+            )
+        })?;
+        Ok(OutputFile {
+            path: PathBuf::from(option),
+            file,
+            append: true,
+            started: false,
         })
     }
 
@@ -95,12 +121,24 @@ impl OutputFile {
     /// # Errors
     /// A write that fails (a full disk): exit 1, the error naming the file.
     pub fn replace_with(mut self, text: &str) -> Result<(), CliError> {
-        let regular = !self.append && self.file.metadata().is_ok_and(|m| m.is_file());
+        self.write(text)
+    }
+
+    /// Writes `text` after what this value wrote before, at once: the first write replaces
+    /// the file's contents as [`replace_with`](Self::replace_with) does (`-I`'s intervals
+    /// are written one by one as they end).
+    ///
+    /// # Errors
+    /// A write that fails (a full disk): exit 1, the error naming the file.
+    pub fn write(&mut self, text: &str) -> Result<(), CliError> {
+        let regular =
+            !self.started && !self.append && self.file.metadata().is_ok_and(|m| m.is_file());
         let emptied = if regular {
             self.file.set_len(0)
         } else {
             Ok(())
         };
+        self.started = true;
         let written = emptied
             .and_then(|()| self.file.write_all(text.as_bytes()))
             .and_then(|()| self.file.flush());

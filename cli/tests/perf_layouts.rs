@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -484,4 +484,34 @@ fn bad_splits_are_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("sage"), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// `-I`'s table repeats its heading as perf's does: before the first interval and every 25th
+/// after it (perf's `print_interval`), with perf as the oracle for the count.
+#[test]
+fn the_interval_heading_repeats_every_25_intervals_as_perfs() {
+    linux_or_skip!();
+    perf_or_skip!();
+    let args = [
+        "-I",
+        "20",
+        "--interval-count",
+        "30",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "1",
+    ];
+    let headings = |out: &Output| {
+        stderr(out)
+            .lines()
+            .filter(|l| l.starts_with("#           time"))
+            .count()
+    };
+    let theirs = perf(&args);
+    let ours = ours(&args);
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    assert_eq!(headings(&ours), headings(&theirs), "{}", stderr(&ours));
+    assert_eq!(headings(&ours), 2, "{}", stderr(&ours));
 }

@@ -625,3 +625,315 @@ fn malformed_tracepoints_and_breakpoints_are_unknown_events() {
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(value[0]["bp_type"], 3, "{value}");
 }
+
+/// Reads `child`'s standard error line by line on a thread of its own: each line with how
+/// long after `started` it arrived.
+fn stderr_lines(
+    child: &mut Child,
+    started: Instant,
+) -> std::sync::mpsc::Receiver<(Duration, String)> {
+    let (sender, lines) = std::sync::mpsc::channel();
+    let err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if sender.send((started.elapsed(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// The first line holding `what` within `limit`, with when it came (`None`: none came).
+fn first_line_with(
+    lines: &std::sync::mpsc::Receiver<(Duration, String)>,
+    what: &str,
+    limit: Duration,
+) -> Option<(Duration, String)> {
+    let until = Instant::now() + limit;
+    loop {
+        let left = until.checked_duration_since(Instant::now())?;
+        let (at, line) = lines.recv_timeout(left).ok()?;
+        if line.contains(what) {
+            return Some((at, line));
+        }
+    }
+}
+
+/// Issue 25, defect 3: `-I` prints each interval as it ends (perf's oracle: `perf stat -I 500
+/// -- sleep 2` prints its first line at 0.5 s), in the table, `-x` and `-j`, on a command and
+/// on a process attached to with `-p` (which has no end of its own until Ctrl-C): the first
+/// interval of 200 ms arrives while the 30 s command still runs (so a SIGKILL later would not
+/// lose it).
+#[test]
+fn each_interval_is_printed_as_it_ends_in_every_layout() {
+    linux_or_skip!();
+    let sleeper = Sleeper::start();
+    let pid = sleeper.0.id().to_string();
+    let clock = label("task-clock");
+    for layout in [&[][..], &["-x", ","][..], &["-j"][..]] {
+        for target in [&["--", "sleep", "30"][..], &["-p", pid.as_str()][..]] {
+            let started = Instant::now();
+            let mut child = Command::new(bin())
+                .args(["stat", "-I", "200", "-e", "task-clock"])
+                .args(layout)
+                .args(target)
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("counterhal");
+            let lines = stderr_lines(&mut child, started);
+            let first = first_line_with(&lines, &clock, Duration::from_secs(15));
+            // Ended as `kill` ends it (SIGKILL would leave -p's timer behind).
+            send("-TERM", &child.id().to_string());
+            wait_at_most(child, Duration::from_secs(20), "stat -I after SIGTERM");
+            let what = format!("stat -I 200 {layout:?} {target:?}");
+            let (at, line) = first.unwrap_or_else(|| panic!("{what}: no interval within 15 s"));
+            assert!(at < Duration::from_secs(15), "{what}: {at:?}: {line}");
+            // The 200 ms interval's end time starts the line (`-j`: its `interval` key).
+            assert!(
+                line.trim_start().starts_with("0.") || line.contains("\"interval\" : 0."),
+                "{what}: {line}"
+            );
+        }
+    }
+}
+
+/// The peak resident memory (`VmHWM`, in kB) of process `pid`.
+fn peak_memory_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue 25, defect 3: `-I` keeps what the end and `--plot` need in bounded memory, not every
+/// interval: counting 30 events every 10 ms with `--plot`, the peak memory after the 600th
+/// interval is that after the 50th (every interval kept grew it by kilobytes: megabytes here).
+/// Measured by intervals printed, not by time.
+#[test]
+fn intervals_are_kept_in_bounded_memory() {
+    linux_or_skip!();
+    let events = [
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+        "minor-faults",
+        "major-faults",
+        "cpu-clock",
+        "alignment-faults",
+        "emulation-faults",
+        "duration_time",
+    ]
+    .repeat(3)
+    .join(",");
+    let plot = std::env::temp_dir().join(format!("counterhal-bounded-{}.svg", std::process::id()));
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(["stat", "-x", ",", "-I", "10", "-e", &events, "--plot"])
+        .arg(&plot)
+        .args(["--", "sleep", "600"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("counterhal");
+    let lines = stderr_lines(&mut child, started);
+    let clock = format!(",{},", label("cpu-clock"));
+    // Three lines of each interval hold cpu-clock: the 50th interval ends at the 150th.
+    let mut peaks = Vec::new();
+    for seen in 1..=1800 {
+        if first_line_with(&lines, &clock, Duration::from_secs(20)).is_none() {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("interval line {seen} not printed within 20 s of the one before");
+        }
+        if seen == 150 || seen == 1800 {
+            peaks.push(peak_memory_kb(child.id()));
+        }
+    }
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_file(&plot).ok();
+    let (early, late) = (peaks[0], peaks[1]);
+    eprintln!("peak memory: {early} kB after 50 intervals, {late} kB after 600");
+    assert!(
+        late <= early + 2048,
+        "peak memory grew from {early} kB after 50 intervals to {late} kB after 600"
+    );
+}
+
+/// `stat -x, -e task-clock ARGS` in a process group of its own, returned once `marker` is
+/// printed on standard output (by the command or a `--pre`/`--post` hook).
+fn start_until(args: &[&str], marker: &str) -> Child {
+    let mut child = Command::new(bin())
+        .args(["stat", "-x", ",", "-e", "task-clock"])
+        .args(args)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("counterhal");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim_end() != marker {
+        line.clear();
+        if out.read_line(&mut line).expect("read") == 0 {
+            let out = child.wait_with_output().expect("wait");
+            panic!("{args:?}: `{marker}` never printed: {}", stderr(&out));
+        }
+    }
+    // Whatever the hooks print later goes nowhere.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    child
+}
+
+/// Issue 25, defect 8: a signal ends the whole measurement at every phase of `-r` (a run, its
+/// `--pre`, its `--post`, `-I`), not just the phase it lands in: counterhal ends promptly,
+/// prints the runs counted so far, and exits as the README says, with the command's status
+/// (128 + the signal) after a run, and 128 + the signal where no command was running. Ctrl-C
+/// (SIGINT to the whole group) and SIGTERM, SIGHUP, SIGQUIT to counterhal alone.
+#[test]
+fn a_signal_ends_the_whole_measurement_at_every_phase() {
+    linux_or_skip!();
+    let dir = std::env::temp_dir().join(format!("counterhal-phases-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let flag = dir.join("second");
+    // The second run's --pre waits; the first only leaves a mark.
+    let second_pre = format!(
+        "if [ -e {0} ]; then echo waiting; exec sleep 30; fi; touch {0}",
+        flag.display()
+    );
+    let waiting = "echo waiting; exec sleep 30";
+    let run = ["--", "sh", "-c", "echo waiting; exec sleep 30"];
+    let quick = ["--", "true"];
+    let phases: [(&str, Vec<&str>); 4] = [
+        ("run", [&["-r", "10"][..], &run[..]].concat()),
+        ("-I", [&["-I", "100"][..], &run[..]].concat()),
+        (
+            "post",
+            [&["-r", "10", "--post", waiting][..], &quick[..]].concat(),
+        ),
+        (
+            "pre",
+            [&["-r", "10", "--pre", &second_pre][..], &quick[..]].concat(),
+        ),
+    ];
+    for (phase, args) in &phases {
+        for (signal, number, to_group) in [
+            ("-INT", 2, true),
+            ("-TERM", 15, false),
+            ("-HUP", 1, false),
+            ("-QUIT", 3, false),
+        ] {
+            std::fs::remove_file(&flag).ok();
+            let child = start_until(args, "waiting");
+            let pid = child.id();
+            let started = Instant::now();
+            let to = if to_group {
+                format!("-{pid}")
+            } else {
+                pid.to_string()
+            };
+            send(signal, &to);
+            let what = format!("{phase}: kill {signal} {to} during stat {args:?}");
+            let out = wait_at_most(child, Duration::from_secs(20), &what);
+            let took = started.elapsed();
+            // Nine more runs (or the 30 s sleep) would take far longer.
+            assert!(took < Duration::from_secs(10), "{what}: took {took:?}");
+            let status = 128 + number;
+            assert_eq!(out.status.code(), Some(status), "{what}: {}", stderr(&out));
+            // What was counted is printed: one run (the one interrupted, or the one before);
+            // with -I the interval's time comes first.
+            let line = task_clock_line(&out);
+            let value = line.split(',').nth(usize::from(*phase == "-I")).unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{what}: {line}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 25, defect 13: `--log-fd N` writes to descriptor N itself (perf's rule), not to a
+/// reopened `/dev/fd/N`: a descriptor open for reading only is refused naming it (the file
+/// the caller opened stays as it was), and a socket gets the results (reopening it fails).
+#[test]
+fn log_fd_writes_to_the_descriptor_itself_and_refuses_a_read_only_one() {
+    linux_or_skip!();
+    let path = std::env::temp_dir().join(format!("counterhal-logfd-{}", std::process::id()));
+    std::fs::write(&path, "input\n").unwrap();
+    let script = format!(
+        "exec {} stat -x, -e task-clock --log-fd 3 -- true 3<{}",
+        bin().display(),
+        path.display()
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(text, "input\n", "a read-only descriptor was written to");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("--log-fd 3") && said.contains("writing"),
+        "{said}"
+    );
+
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let script = format!(
+        "exec {} stat -x, -e task-clock --log-fd 3 -- true 3>&1",
+        bin().display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    ours.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut results = String::new();
+    std::io::Read::read_to_string(&mut &ours, &mut results).ok();
+    assert!(results.contains(&label("task-clock")), "{results:?}");
+}
+
+/// Issue 25, defect 13: `--plot` that cannot be written is a failure, as `-o`'s is: a write
+/// error (`/dev/full`) exits 1 naming the file, and a path that cannot be created is refused
+/// before the command runs (exit 2).
+#[test]
+fn a_plot_that_cannot_be_written_is_a_failure() {
+    linux_or_skip!();
+    if std::path::Path::new("/dev/full").exists() {
+        let out = ours(&[
+            "-I",
+            "100",
+            "-e",
+            "task-clock",
+            "--plot",
+            "/dev/full",
+            "--",
+            "sleep",
+            "0.3",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("/dev/full"), "{}", stderr(&out));
+    }
+    let out = ours(&[
+        "-I",
+        "100",
+        "-e",
+        "task-clock",
+        "--plot",
+        "/nonexistent/dir/p.svg",
+        "--",
+        "sh",
+        "-c",
+        "echo ran",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("ran"), "the command ran");
+    assert!(
+        stderr(&out).contains("/nonexistent/dir/p.svg"),
+        "{}",
+        stderr(&out)
+    );
+}

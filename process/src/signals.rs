@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use crate::sys::{self, CHILDREN};
+use crate::sys::{self, CHILDREN, RECEIVED};
 
 /// The signals passed on: the ones that end a command from outside.
 const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
@@ -45,6 +45,16 @@ impl ForwardSignals {
         }
         installed.0 += 1;
         ForwardSignals { slot }
+    }
+}
+
+impl ForwardSignals {
+    /// The last of those signals this process received while a guard lived (from a process
+    /// or the terminal), if any: a measurement that must end when one arrives (`stat -r`, its
+    /// `--pre` and `--post` commands) asks this between its steps. A guard made for pid 0 keeps
+    /// this process alive and records, passing nothing on.
+    pub fn received() -> Option<i32> {
+        Some(RECEIVED.load(Ordering::Relaxed)).filter(|&signal| signal != 0)
     }
 }
 

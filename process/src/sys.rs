@@ -11,7 +11,8 @@
 //! - Between `fork` and `exec` (the standard library's spawn, with our `pre_exec` hook) the
 //!   child calls only async-signal-safe functions (`close`, `getpid`, `write`, `read`) on descriptors
 //!   the parent keeps open until the spawn returns.
-//! - The signal handler calls only `kill`, which is async-signal-safe, and reads only atomics.
+//! - The signal handler calls only `kill`, which is async-signal-safe, and reads and writes
+//!   only atomics.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -230,6 +231,10 @@ const SLOTS: usize = 32;
 /// The process ids signals are passed on to (0: a free slot). The handler reads only these.
 pub static CHILDREN: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 
+/// The last signal the handler received (0: none yet), whoever sent it. The handler writes
+/// only this.
+pub static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
 /// A signal's disposition as it was before [`install_forwarder`] replaced it.
 pub struct SavedAction {
     signal: libc::c_int,
@@ -278,6 +283,7 @@ extern "C" fn forward_to_children(
     info: *mut libc::siginfo_t,
     _context: *mut libc::c_void,
 ) {
+    RECEIVED.store(signal, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t for the handler's duration.
     let sent_by_a_process = info.is_null() || unsafe { (*info).si_code } <= 0;
     if !sent_by_a_process {

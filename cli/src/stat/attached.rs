@@ -13,8 +13,8 @@ use counterhal::{Attach, Backend, Error, ErrorKind, EventSet, MultiSet};
 use super::arguments::USAGE;
 use super::pacing::Step;
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, Place, Plan, Planned, Run, Snapshot, nanos, not_run,
-    start_from,
+    CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot,
+    counts_since, nanos, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -23,7 +23,9 @@ type Opened<G> = (Vec<usize>, MultiSet<G>);
 
 /// Counts the events on `attach` while `command` runs (every backend).
 /// Events with a cgroup (`cgroups`, one per event; empty: none has one) are counted on
-/// the same CPUs, only while that cgroup's tasks run.
+/// the same CPUs, only while that cgroup's tasks run. Each interval's snapshot goes to
+/// `on_interval` as it is read.
+#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_on_targets<B: Backend>(
     backend: &B,
     events: &[Planned],
@@ -32,6 +34,7 @@ pub fn run_on_targets<B: Backend>(
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
+    on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
@@ -69,7 +72,7 @@ pub fn run_on_targets<B: Backend>(
             &mut results,
         )?);
     }
-    run_and_read(sets, command, results, plan)
+    run_and_read(sets, command, results, plan, on_interval)
 }
 
 /// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot
@@ -196,6 +199,7 @@ fn run_and_read<G: Group>(
     command: &[OsString],
     mut results: Vec<EventResult>,
     plan: Plan,
+    on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
     for (_, set) in &mut sets {
@@ -204,7 +208,7 @@ fn run_and_read<G: Group>(
     let forwarding = ForwardSignals::to(child.pid());
     let started = std::time::Instant::now();
     let released = child.release();
-    let mut snapshots = Vec::new();
+    let mut intervals = 0;
     let mut stopped = false;
     let mut failed = None;
     let mut baseline = None;
@@ -214,10 +218,16 @@ fn run_and_read<G: Group>(
                 // An error here is seen again by the wait below.
                 Step::Look => return !matches!(child.try_wait(), Ok(None)),
                 Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
-                    Ok(counts) => snapshots.push(Snapshot {
-                        at_ns: nanos(at),
-                        counts,
-                    }),
+                    Ok(mut counts) => {
+                        if plan.pace.delay.is_some() {
+                            counts_since(&mut counts, baseline.as_deref());
+                        }
+                        intervals += 1;
+                        on_interval(Snapshot {
+                            at_ns: nanos(at),
+                            counts,
+                        });
+                    }
                     Err(e) => _ = failed.get_or_insert(e),
                 },
                 Step::Baseline => {
@@ -264,11 +274,14 @@ fn run_and_read<G: Group>(
     } else {
         Vec::new()
     };
-    if plan.pace.wants_last_interval(snapshots.len()) {
+    if plan.pace.wants_last_interval(intervals) {
         if !plan.per_place {
             last = totals;
         }
-        snapshots.push(Snapshot {
+        if plan.pace.delay.is_some() {
+            counts_since(&mut last, baseline.as_deref());
+        }
+        on_interval(Snapshot {
             at_ns: at_end,
             counts: last,
         });
@@ -277,7 +290,6 @@ fn run_and_read<G: Group>(
         events: results,
         end,
         places,
-        snapshots,
     };
     if plan.pace.delay.is_some() {
         start_from(&mut run, baseline.as_deref());

@@ -9,7 +9,8 @@ use counterhal::{Backend, CountedCommand, Error, ErrorKind, Follow};
 
 use super::pacing::{Pace, Step};
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, Planned, Run, Snapshot, nanos, not_run, start_from,
+    CommandEnd, Counts, EventResult, GRACE, OnInterval, Planned, Run, Snapshot, counts_since,
+    nanos, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -18,7 +19,8 @@ use crate::error::CliError;
 /// executes. Each `{a,b}` group (indices into `events`) is opened as one set, counted whole or
 /// not at all, and every other event on its own, so one the machine lacks does not keep the
 /// others from counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
-/// counters count the command's own process alone.
+/// counters count the command's own process alone. Each interval's snapshot goes to
+/// `on_interval` as it is read (from `-D`'s baseline on).
 pub fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
@@ -26,6 +28,7 @@ pub fn run_counted_command<B: Backend>(
     pace: Pace,
     groups: &[Vec<usize>],
     follow: Follow,
+    on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
     // Where each planned event is among those opened (events not resolved are not opened).
@@ -58,7 +61,7 @@ pub fn run_counted_command<B: Backend>(
     // the same for Ctrl-C.
     let forwarding = ForwardSignals::to(counted.pid());
     let started = std::time::Instant::now();
-    let mut snapshots = Vec::new();
+    let mut intervals = 0;
     let mut stopped = false;
     let mut baseline = None;
     let label = backend.label();
@@ -86,12 +89,17 @@ pub fn run_counted_command<B: Backend>(
                     .into_iter()
                     .map(|r| r.outcome)
                     .collect();
-                snapshots.push(Snapshot {
+                let mut counts = vec![Counts {
+                    place: None,
+                    readings,
+                }];
+                if pace.delay.is_some() {
+                    counts_since(&mut counts, baseline.as_deref());
+                }
+                intervals += 1;
+                on_interval(Snapshot {
                     at_ns: nanos(at),
-                    counts: vec![Counts {
-                        place: None,
-                        readings,
-                    }],
+                    counts,
                 });
                 false
             }
@@ -118,20 +126,23 @@ pub fn run_counted_command<B: Backend>(
     let at_end = nanos(started.elapsed());
     let count = count.map_err(not_run)?;
     let results = place_all(count.readings);
-    if pace.wants_last_interval(snapshots.len()) {
-        snapshots.push(Snapshot {
+    if pace.wants_last_interval(intervals) {
+        let mut counts = vec![Counts {
+            place: None,
+            readings: results.iter().map(|r| r.outcome.clone()).collect(),
+        }];
+        if pace.delay.is_some() {
+            counts_since(&mut counts, baseline.as_deref());
+        }
+        on_interval(Snapshot {
             at_ns: at_end,
-            counts: vec![Counts {
-                place: None,
-                readings: results.iter().map(|r| r.outcome.clone()).collect(),
-            }],
+            counts,
         });
     }
     let mut run = Run {
         events: results,
         end: CommandEnd::of(&count.exit).stopped_if(stopped),
         places: Vec::new(),
-        snapshots,
     };
     if pace.delay.is_some() {
         start_from(&mut run, baseline.as_deref());

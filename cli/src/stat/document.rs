@@ -2,8 +2,8 @@
 //! the command, its exit status, its elapsed, user and system times, the number of runs, the
 //! note, and per event its reading (value, times enabled and running, the estimate), its
 //! spread and metric, or the reason it is not supported; the `-M` metrics (null where an
-//! event they read did not count); with `-I` each interval's events,
-//! with `-A` or `--per-thread` each place's.
+//! event they read did not count); with `-I` each interval's events (written as each interval
+//! ends, the rest of the document once the run has), with `-A` or `--per-thread` each place's.
 
 use serde_json::{Value, json};
 
@@ -14,13 +14,57 @@ use super::summary::{EventSummary, Summary};
 
 /// The document, on one line.
 pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) {
-    let whole = summary
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, entry)| event(entry, &summary.events, i, summary.end.elapsed_ns))
-        .collect::<Vec<Value>>();
-    let split: Vec<Value> = summary
+    let mut document = whole_run(args, summary, chosen);
+    if args.per_place() {
+        document["places"] = Value::Array(split(summary, chosen));
+    }
+    out.push_str(&document.to_string());
+    out.push('\n');
+}
+
+/// One interval of `-I` (a summary of that interval alone) as the document's `intervals`
+/// hold it, written as it ends: the document's start before the first object (`written`: how
+/// many were written before, counted on), a comma before the others.
+pub fn interval(
+    out: &mut String,
+    interval: &Summary,
+    chosen: &[&'static MetricDef],
+    written: &mut usize,
+) {
+    for object in split(interval, chosen) {
+        out.push_str(if *written == 0 {
+            "{\"intervals\":["
+        } else {
+            ","
+        });
+        out.push_str(&object.to_string());
+        *written += 1;
+    }
+}
+
+/// The rest of the document `-I`'s intervals began (`opened`: whether any object was
+/// written), once the run has ended: the whole run's fields.
+pub fn after_intervals(
+    out: &mut String,
+    args: &StatArgs,
+    whole: &Summary,
+    chosen: &[&'static MetricDef],
+    opened: bool,
+) {
+    if !opened {
+        out.push_str("{\"intervals\":[");
+    }
+    let rest = whole_run(args, whole, chosen).to_string();
+    let fields = rest.strip_prefix('{').unwrap_or(&rest);
+    out.push_str("],");
+    out.push_str(fields);
+    out.push('\n');
+}
+
+/// Each section's places (an interval's, or the run's with `-A` and `--per-thread`) as
+/// objects of their own.
+fn split(summary: &Summary, chosen: &[&'static MetricDef]) -> Vec<Value> {
+    summary
         .sections
         .iter()
         .flat_map(|section| {
@@ -53,9 +97,19 @@ pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'st
                 object
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The whole run's fields.
+fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) -> Value {
+    let whole = summary
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| event(entry, &summary.events, i, summary.end.elapsed_ns))
+        .collect::<Vec<Value>>();
     let end = &summary.end;
-    let mut document = json!({
+    json!({
         "command": args.command_words(),
         "exit_status": end.exit_code,
         "elapsed_ns": end.elapsed_ns,
@@ -70,19 +124,7 @@ pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'st
             "value": evaluate(def, &summary.events, end.elapsed_ns),
             "unit": def.unit,
         })).collect::<Vec<Value>>(),
-    });
-    let split_by = if args.interval_ms.is_some() {
-        Some("intervals")
-    } else if args.per_place() {
-        Some("places")
-    } else {
-        None
-    };
-    if let Some(key) = split_by {
-        document[key] = Value::Array(split);
-    }
-    out.push_str(&document.to_string());
-    out.push('\n');
+    })
 }
 
 /// One event: its reading with spread and metric, or why it is not supported.

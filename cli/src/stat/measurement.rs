@@ -23,7 +23,7 @@ use counterhal::{
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
-use super::results::{Plan, Planned, Run};
+use super::results::{OnInterval, Plan, Planned, Run, Snapshot};
 use super::targets::Targets;
 use super::tool::Tool;
 use crate::error::CliError;
@@ -150,11 +150,13 @@ fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
 }
 
 /// Counts `events` (each in its cgroup of `cgroups`, if any) on `targets` while `command`
-/// runs, once.
+/// runs, once; each interval's snapshot (`-I`) goes to `on_interval` as it is read, with its
+/// tool events filled in.
 ///
 /// # Errors
 /// A target that does not exist (exit 2), a command that is not found (127) or cannot be
 /// executed (126), a counter that cannot be enabled, disabled or read (1).
+#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn measure_once<B: Backend>(
     backend: &B,
     events: &[Planned],
@@ -163,8 +165,22 @@ pub fn measure_once<B: Backend>(
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
+    on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
-    let mut run = measure(backend, events, targets, cgroups, groups, command, plan)?;
+    let mut with_tools = |mut snapshot: Snapshot| {
+        fill_tools_of_interval(&mut snapshot, events);
+        on_interval(snapshot);
+    };
+    let mut run = measure(
+        backend,
+        events,
+        targets,
+        cgroups,
+        groups,
+        command,
+        plan,
+        &mut with_tools,
+    )?;
     if plan.timer {
         // The timer ended as asked (Ctrl-C or the timeout): nothing failed, and its CPU
         // times are no one's.
@@ -179,6 +195,7 @@ pub fn measure_once<B: Backend>(
 
 /// One run: the command counted from its exec where the backend can follow one process,
 /// else counters on the places asked for (or, for the command, the CPUs it may run on).
+#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 fn measure<B: Backend>(
     backend: &B,
     events: &[Planned],
@@ -187,6 +204,7 @@ fn measure<B: Backend>(
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
+    on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let capabilities = backend.capabilities();
     let (attach, note) = match targets {
@@ -200,6 +218,7 @@ fn measure<B: Backend>(
                 plan.pace,
                 groups,
                 Follow::Children,
+                on_interval,
             );
         }
         // -i: the command's own process, without what it creates (perf stat -i -- cmd).
@@ -211,6 +230,7 @@ fn measure<B: Backend>(
                 plan.pace,
                 groups,
                 Follow::CommandOnly,
+                on_interval,
             );
         }
         Targets::CommandAlone => {
@@ -249,7 +269,16 @@ fn measure<B: Backend>(
         ),
         Targets::Command => (Attach::ThisThread, None),
     };
-    let mut run = run_on_targets(backend, events, &attach, cgroups, groups, command, plan)?;
+    let mut run = run_on_targets(
+        backend,
+        events,
+        &attach,
+        cgroups,
+        groups,
+        command,
+        plan,
+        on_interval,
+    )?;
     run.end.note = note;
     Ok(run)
 }
@@ -260,10 +289,30 @@ fn reading(ns: u64) -> Reading {
     Reading::new(ns, ns, ns)
 }
 
+/// Fills in the tool events of one interval's snapshot (each event of `events` planned as
+/// one): `duration_time` is the time so far; the CPU times are not counted per interval (perf
+/// prints them `<not counted>` there too).
+pub fn fill_tools_of_interval(snapshot: &mut Snapshot, events: &[Planned]) {
+    let at = snapshot.at_ns;
+    for (i, planned) in events.iter().enumerate() {
+        let Planned::Tool(tool) = *planned else {
+            continue;
+        };
+        for counts in &mut snapshot.counts {
+            if let Some(slot) = counts.readings.get_mut(i) {
+                *slot = match tool {
+                    Tool::Duration => Ok(reading(at)),
+                    // Known once the command ends, not per interval.
+                    _ => Ok(Reading::default()),
+                };
+            }
+        }
+    }
+}
+
 /// Fills in the tool events of `run` (each event of `events` planned as one): their values
-/// for the whole run and `duration_time` at each interval; the CPU times are not counted per
-/// interval, CPU or thread (perf prints them `<not counted>` there too) and are not supported
-/// without a command.
+/// for the whole run; the CPU times are not counted per CPU or thread (perf prints them
+/// `<not counted>` there too) and are not supported without a command.
 pub fn fill_tools(run: &mut Run, events: &[Planned]) {
     let end = &run.end;
     let whole = |tool: Tool| -> Result<Reading, Error> {
@@ -286,18 +335,6 @@ pub fn fill_tools(run: &mut Run, events: &[Planned]) {
         if let Some(result) = run.events.get_mut(i) {
             result.outcome = whole(tool);
         }
-        for snapshot in &mut run.snapshots {
-            let at = snapshot.at_ns;
-            for counts in &mut snapshot.counts {
-                if let Some(slot) = counts.readings.get_mut(i) {
-                    *slot = match tool {
-                        Tool::Duration => Ok(reading(at)),
-                        // Known once the command ends, not per interval.
-                        _ => Ok(Reading::default()),
-                    };
-                }
-            }
-        }
         for counts in &mut run.places {
             if let Some(slot) = counts.readings.get_mut(i) {
                 *slot = Ok(Reading::default());
@@ -308,7 +345,7 @@ pub fn fill_tools(run: &mut Run, events: &[Planned]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::results::{CommandEnd, Counts, EventResult, Snapshot};
+    use super::super::results::{CommandEnd, Counts, EventResult};
     use super::*;
 
     fn run(user_ns: Option<u64>) -> Run {
@@ -334,12 +371,15 @@ mod tests {
                 note: None,
             },
             places: Vec::new(),
-            snapshots: vec![Snapshot {
-                at_ns: 2_000,
-                counts: vec![Counts {
-                    place: None,
-                    readings: vec![Ok(Reading::new(7, 1, 1)); 4],
-                }],
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            at_ns: 2_000,
+            counts: vec![Counts {
+                place: None,
+                readings: vec![Ok(Reading::new(7, 1, 1)); 4],
             }],
         }
     }
@@ -369,7 +409,9 @@ mod tests {
             .collect();
         // page-faults untouched (a zero reading never ran), system time 0 is `<not counted>`.
         assert_eq!(values, [None, Some(5_000), Some(3_000), None]);
-        let interval = &with_command.snapshots[0].counts[0].readings;
+        let mut interval = snapshot();
+        fill_tools_of_interval(&mut interval, &planned());
+        let interval = &interval.counts[0].readings;
         assert_eq!(
             value(&interval[0]),
             Some(7),

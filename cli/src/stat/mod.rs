@@ -12,7 +12,8 @@
 //! [`machine`] (the machine's facts for metrics), [`named_metrics`] (`-M`, over the event
 //! database's metrics and [`counterhal::events::expression`]), [`separated`] (perf's `-x` and `-j` lines),
 //! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
-//! (the table, and where the results go), [`verbose`] (`-v`, `--no-scale`), [`plot`]
+//! (the table, and where the results go), [`intervals`] (`-I`'s intervals, printed as they
+//! end), [`verbose`] (`-v`, `--no-scale`), [`plot`]
 //! (`--plot`) and [`model`] (`--model`: a device model fed steady work). This module only
 //! joins them.
 
@@ -23,6 +24,7 @@ mod cgroups;
 mod counted;
 mod document;
 mod filters;
+mod intervals;
 mod machine;
 mod measurement;
 mod metric_only;
@@ -44,10 +46,12 @@ mod verbose;
 use std::process::ExitCode;
 
 use counterhal::Backend;
+use counterhal::process::ForwardSignals;
 
 use self::arguments::USAGE;
 pub use self::arguments::{HELP, StatArgs};
-use self::summary::Summary;
+use self::intervals::Intervals;
+use self::summary::{EventSummary, Summary};
 use self::targets::Targets;
 use crate::error::CliError;
 use crate::output::{OutputFile, emit_to_stderr};
@@ -149,14 +153,20 @@ fn stat_with<B: Backend>(
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
-    let output = match (&args.output, args.more.log_path()) {
+    let output = match (&args.output, args.more.log_fd()) {
         (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
         (Some(path), _) => Some(OutputFile::open(path)),
-        (None, Some(fd)) => Some(OutputFile::append(&fd)),
+        (None, Some(fd)) => Some(OutputFile::descriptor(fd, &format!("--log-fd {fd}"))),
         (None, None) => None,
     }
     .transpose()
     .map_err(|e| CliError::usage(e.error, USAGE))?;
+    let plot_file = args
+        .plot
+        .as_deref()
+        .map(OutputFile::open)
+        .transpose()
+        .map_err(|e| CliError::usage(e.error, USAGE))?;
     let fallback = measurement::fall_back_to_user_space(backend, &mut events);
     let timer = args.command.is_empty();
     let command = if timer {
@@ -177,10 +187,32 @@ fn stat_with<B: Backend>(
     if args.more.verbose {
         emit_to_stderr(&verbose::planned(&events, &backend.label()));
     }
+    // -I's intervals are printed as they end, each event as planned.
+    let label = backend.label();
+    let planned: Vec<EventSummary> = events
+        .iter()
+        .zip(0..)
+        .map(|(event, i)| {
+            let mut result = event.result(&label);
+            if cgroups::in_use(args) {
+                result.cgroup = Some(cgroup_names[i].clone().unwrap_or_default());
+            }
+            EventSummary::planned(&result)
+        })
+        .collect();
+    let mut intervals = Intervals::new(args, &chosen, planned, output, args.plot.is_some());
+    // Until the results are out, a signal that ends a command (Ctrl-C, `kill`, `timeout`)
+    // ends the whole measurement, whatever runs: the measured command or a hook is passed it,
+    // and what was counted is printed.
+    let _watching = ForwardSignals::to(0);
+    let mut signalled = None;
     // Each run between its --pre and --post commands (and after -S's sync).
     let mut runs = Vec::new();
     for _ in 0..args.repeat {
-        args.more.run_hook(true)?;
+        if let Some(signal) = hook(args, true)? {
+            signalled = Some(signal);
+            break;
+        }
         runs.push(measurement::measure_once(
             backend,
             &events,
@@ -189,8 +221,22 @@ fn stat_with<B: Backend>(
             &groups,
             &command,
             plan,
+            &mut |snapshot| intervals.take(snapshot),
         )?);
-        args.more.run_hook(false)?;
+        if ForwardSignals::received().is_some() {
+            // The run it ended is the last, and its command's status is passed on.
+            break;
+        }
+        if let Some(signal) = hook(args, false)? {
+            signalled = Some(signal);
+            break;
+        }
+    }
+    let taken = intervals.end();
+    let exit_for_signal = |signal: i32| ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
+    if runs.is_empty() {
+        // Stopped before anything was counted.
+        return Ok(signalled.map_or(ExitCode::SUCCESS, exit_for_signal));
     }
     if let Some(by) = args.more.aggregation() {
         let root = std::path::Path::new("/sys/devices/system");
@@ -219,23 +265,43 @@ fn stat_with<B: Backend>(
         }
     }
     let summary = Summary::of(&runs);
-    let mut text = printing::render(args, &summary, &chosen);
+    let mut text = if args.interval().is_some() {
+        printing::render_after_intervals(args, &summary, &chosen, taken.objects)
+    } else {
+        printing::render(args, &summary, &chosen)
+    };
     if args.more.summary {
         // The whole run, as without -I.
-        for run in &mut runs {
-            run.snapshots.clear();
+        text.push_str(&printing::render_summary(args, &summary, &chosen));
+    }
+    let written = match taken.failed {
+        // The intervals' output failed: the rest goes where they went, to standard error.
+        Some(failed) => {
+            emit_to_stderr(&text);
+            Err(failed)
         }
-        text.push_str(&printing::render_summary(
-            args,
-            &Summary::of(&runs),
-            &chosen,
-        ));
+        None if args.more.quiet => Ok(()),
+        None => printing::write(taken.output, &text),
+    };
+    if let (Some(plot), Some(file)) = (&taken.plot, plot_file) {
+        plot::draw(plot, &summary.events, file)?;
     }
-    if !args.more.quiet {
-        printing::write(output, &text)?;
+    written?;
+    Ok(signalled.map_or(ExitCode::from(summary.end.exit_code), exit_for_signal))
+}
+
+/// Runs the `--pre` (`before`) or `--post` command of a run, unless a signal has ended the
+/// measurement; the signal, if one has (before or while it ran).
+///
+/// # Errors
+/// A hook that could not run or failed (exit 1), when no signal ended it.
+fn hook(args: &StatArgs, before: bool) -> Result<Option<i32>, CliError> {
+    if let Some(signal) = ForwardSignals::received() {
+        return Ok(Some(signal));
     }
-    if let Some(path) = &args.plot {
-        plot::draw(&summary, path).map_err(CliError::failed)?;
+    let ran = args.more.run_hook(before);
+    match ForwardSignals::received() {
+        Some(signal) => Ok(Some(signal)),
+        None => ran.map(|()| None),
     }
-    Ok(ExitCode::from(summary.end.exit_code))
 }

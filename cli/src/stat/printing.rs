@@ -76,60 +76,104 @@ fn counted(args: &StatArgs) -> String {
     }
 }
 
-/// perf's table: one line per event (per place, per interval, with the time first), the
-/// times with their spread, the command's end when it failed, and once each reason an event
-/// is not supported.
+/// The heading of `-I`'s table: perf's columns, with the place's after the time.
+fn interval_heading(args: &StatArgs) -> String {
+    let place = match args.more.aggregation() {
+        Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
+        None if args.no_aggregate => " CPU   ".to_string(),
+        None if args.per_thread => " thread           ".to_string(),
+        None => String::new(),
+    };
+    format!("#           time{place}             counts unit events\n")
+}
+
+/// One interval of `-I` (`interval`: a summary of that interval alone), as it ends, in the
+/// layout `args` ask for: the table's heading (or `--metric-only`'s, or its `-x` units) when
+/// `first` (perf's: the first interval and every 25th; each with `--interval-clear`, after
+/// clearing the screen); `--json`'s interval objects, each after a comma but the first (`objects`: how many
+/// were written before, counted on).
+pub fn render_interval(
+    args: &StatArgs,
+    interval: &Summary,
+    metrics: &[&'static MetricDef],
+    first: bool,
+    objects: &mut usize,
+) -> String {
+    let mut out = String::new();
+    let without_heading = |text: String| match text.split_once('\n') {
+        Some((_, rest)) if !first => rest.to_string(),
+        _ => text,
+    };
+    match args.format() {
+        Format::Table if args.more.metric_only => {
+            metric_only::table(&mut out, interval, metrics);
+            return without_heading(out);
+        }
+        Format::Table => {
+            if args.more.interval_clear {
+                out.push_str(CLEAR);
+            }
+            if first || args.more.interval_clear {
+                out.push_str(&interval_heading(args));
+            }
+            for section in &interval.sections {
+                section_lines(&mut out, section, metrics, args.more.big_numbers());
+            }
+        }
+        Format::Csv { separator } if args.more.metric_only => {
+            metric_only::csv(&mut out, separator, interval, metrics);
+            return without_heading(out);
+        }
+        Format::Csv { separator } => separated::csv(&mut out, separator, interval, metrics),
+        Format::JsonLines if args.more.metric_only => {
+            metric_only::json_lines(&mut out, interval, metrics);
+        }
+        Format::JsonLines => separated::json_lines(&mut out, interval, metrics),
+        Format::Json => document::interval(&mut out, interval, metrics, objects),
+    }
+    out
+}
+
+/// What follows `-I`'s intervals once the run has ended (`whole`: the whole run, `printed`:
+/// how many `--json` objects were written): in the table, why each unsupported event is so;
+/// in `--json`, the rest of the document the intervals began.
+pub fn render_after_intervals(
+    args: &StatArgs,
+    whole: &Summary,
+    metrics: &[&'static MetricDef],
+    objects: usize,
+) -> String {
+    let mut out = String::new();
+    match args.format() {
+        Format::Table => not_supported(&mut out, &whole.events),
+        Format::Json => document::after_intervals(&mut out, args, whole, metrics, objects > 0),
+        Format::Csv { .. } | Format::JsonLines => {}
+    }
+    out
+}
+
+/// perf's table of the whole run (or each place's): one line per event, the times with
+/// their spread, the command's end when it failed, and once each reason an event is not
+/// supported.
 fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
-    let intervals = summary.sections.iter().any(|s| s.at_ns.is_some());
-    if intervals && args.more.metric_only {
-        // The metrics' own heading follows.
-    } else if intervals {
-        let place = match args.more.aggregation() {
-            Some(by) => format!(" {:<w$}cpus", by.key(), w = label_width(by.key())),
-            None if args.no_aggregate => " CPU   ".to_string(),
-            None if args.per_thread => " thread           ".to_string(),
-            None => String::new(),
-        };
+    let what = counted(args);
+    out.push('\n');
+    if summary.runs > 1 {
         _ = writeln!(
             out,
-            "#           time{place}             counts unit events"
+            " Performance counter stats for {what} ({} runs):",
+            summary.runs
         );
     } else {
-        let what = counted(args);
-        out.push('\n');
-        if summary.runs > 1 {
-            _ = writeln!(
-                out,
-                " Performance counter stats for {what} ({} runs):",
-                summary.runs
-            );
-        } else {
-            _ = writeln!(out, " Performance counter stats for {what}:");
-        }
-        out.push('\n');
+        _ = writeln!(out, " Performance counter stats for {what}:");
     }
-    let heading = out.clone();
+    out.push('\n');
     if args.more.metric_only {
         metric_only::table(out, summary, metrics);
-    }
-    let sections = if args.more.metric_only {
-        &[][..]
     } else {
-        &summary.sections[..]
-    };
-    for (i, section) in sections.iter().enumerate() {
-        if intervals && args.more.interval_clear {
-            // perf's --interval-clear: the screen cleared, and the heading again, each time.
-            if i > 0 {
-                out.push_str(&heading);
-            }
-            out.insert_str(out.len() - heading.len(), CLEAR);
+        for section in &summary.sections {
+            section_lines(out, section, metrics, args.more.big_numbers());
         }
-        section_lines(out, section, metrics, args.more.big_numbers());
-    }
-    if intervals {
-        not_supported(out, &summary.events);
-        return;
     }
     if !summary.events.is_empty() {
         // After the events (a null run, -n, has none: the times follow the heading).
@@ -366,7 +410,7 @@ mod tests {
     use super::*;
     use crate::stat::arguments::parse;
     use crate::stat::results::{Counts, Place, Snapshot};
-    use crate::stat::summary::tests::run;
+    use crate::stat::summary::tests::{intervals, run};
     use counterhal::hal::Reading;
 
     fn render_with(words: &[&str], summary: &Summary) -> String {
@@ -482,16 +526,21 @@ mod tests {
 
     #[test]
     fn intervals_and_places_print_with_their_columns() {
-        let mut one = run(&[("cpu-clock", Some(30))], 10);
+        let one = run(&[("cpu-clock", Some(30))], 10);
         let place = |cpu, v: u64| Counts {
             place: Some(Place::Cpu(cpu)),
             readings: vec![Ok(Reading::new(v, 100_000_000, 100_000_000))],
         };
-        one.snapshots = vec![Snapshot {
+        let snapshot = Snapshot {
             at_ns: 100_000_000,
             counts: vec![place(0, 100_000_000), place(1, 50_000_000)],
-        }];
-        let text = render_with(&["-a", "-A", "-I", "100"], &Summary::of(&[one]));
+        };
+        let (summary, mut sections) = intervals(&one, &[snapshot]);
+        let interval = Summary::of_interval(&summary.events, sections.remove(0));
+        let args = parse(&["-a", "-A", "-I", "100"]).unwrap();
+        let text = render_interval(&args, &interval, &[], true, &mut 0);
+        let again = render_interval(&args, &interval, &[], false, &mut 0);
+        assert_eq!(again.lines().count(), 2, "the heading once: {again}");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],

@@ -1,6 +1,7 @@
 //! What one run of `counterhal stat` yields, shared by the paths that count: the events as
-//! planned, each event's result, how the command ended, and (with `-A`, `--per-thread`, `-I`)
-//! the counts per place and the snapshots at each interval; and what ends a command early.
+//! planned, each event's result, how the command ended, and (with `-A`, `--per-thread`) the
+//! counts per place; the snapshot taken at each interval of `-I`, handed on as it is taken
+//! (never kept here); and what ends a command early.
 
 use counterhal::hal::{Reading, ResolvedEvent};
 use counterhal::process::{ChildExit, exit_code_for};
@@ -70,10 +71,12 @@ pub struct Run {
     pub end: CommandEnd,
     /// With `-A` or `--per-thread`, the final counts of each CPU or thread.
     pub places: Vec<Counts>,
-    /// With `-I`, the counts so far at each interval's end (cumulative: an interval is the
-    /// difference from the one before), the last one at the command's end.
-    pub snapshots: Vec<Snapshot>,
 }
+
+/// Where `-I`'s snapshots go as they are taken: the counts so far at each interval's end
+/// (cumulative: an interval is the difference from the one before), the last one at the
+/// command's end. A run keeps none of them.
+pub type OnInterval<'a> = &'a mut dyn FnMut(Snapshot);
 
 /// Where counts were counted, when they are not added up (`-A`, `--per-thread`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,29 +234,39 @@ impl CommandEnd {
 /// was over: the sum, `place` `None`, and each place's). A run that ended before the delay
 /// counted nothing (`baseline` `None`): every count then reads as not counted, as perf's.
 pub fn start_from(run: &mut Run, baseline: Option<&[Counts]>) {
-    let since = |reading: &mut Result<Reading, Error>, base: Option<&Result<Reading, Error>>| {
-        if let Ok(now) = reading {
-            *now = match base {
-                Some(Ok(base)) => now.since(base),
-                Some(Err(_)) => *now,
-                None => Reading::default(),
-            };
-        }
-    };
-    let of = |place: &Option<Place>, i: usize| {
-        baseline.and_then(|b| b.iter().find(|c| &c.place == place)?.readings.get(i))
-    };
     for (i, result) in run.events.iter_mut().enumerate() {
-        since(&mut result.outcome, of(&None, i));
+        since(&mut result.outcome, of(baseline, &None, i));
     }
-    let counts = run
-        .places
-        .iter_mut()
-        .chain(run.snapshots.iter_mut().flat_map(|s| s.counts.iter_mut()));
+    counts_since(&mut run.places, baseline);
+}
+
+/// `-D`: each of `counts` (one interval's snapshot, or a run's places) made to start from
+/// `baseline`, as [`start_from`] does for a whole run.
+pub fn counts_since(counts: &mut [Counts], baseline: Option<&[Counts]>) {
     for counts in counts {
         for (i, reading) in counts.readings.iter_mut().enumerate() {
-            since(reading, of(&counts.place, i));
+            since(reading, of(baseline, &counts.place, i));
         }
+    }
+}
+
+/// The baseline's reading of event `i` in `place`.
+fn of<'a>(
+    baseline: Option<&'a [Counts]>,
+    place: &Option<Place>,
+    i: usize,
+) -> Option<&'a Result<Reading, Error>> {
+    baseline.and_then(|b| b.iter().find(|c| &c.place == place)?.readings.get(i))
+}
+
+/// `reading` less `base` (no baseline at all: nothing counted).
+fn since(reading: &mut Result<Reading, Error>, base: Option<&Result<Reading, Error>>) {
+    if let Ok(now) = reading {
+        *now = match base {
+            Some(Ok(base)) => now.since(base),
+            Some(Err(_)) => *now,
+            None => Reading::default(),
+        };
     }
 }
 
@@ -320,13 +333,9 @@ mod tests {
         let run = |v| Run {
             events: vec![result(v)],
             end: end.clone(),
-            places: Vec::new(),
-            snapshots: vec![Snapshot {
-                at_ns: 1,
-                counts: vec![Counts {
-                    place: None,
-                    readings: vec![Ok(Reading::new(v, v, v))],
-                }],
+            places: vec![Counts {
+                place: None,
+                readings: vec![Ok(Reading::new(v, v, v))],
             }],
         };
         let baseline = [Counts {
@@ -336,7 +345,7 @@ mod tests {
         let mut delayed = run(100);
         start_from(&mut delayed, Some(&baseline));
         assert_eq!(delayed.events[0].outcome.as_ref().unwrap().value, 70);
-        let interval = &delayed.snapshots[0].counts[0].readings[0];
+        let interval = &delayed.places[0].readings[0];
         assert_eq!(interval.as_ref().unwrap().value, 70);
         let mut too_short = run(100);
         start_from(&mut too_short, None);

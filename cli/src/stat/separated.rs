@@ -244,7 +244,7 @@ fn quote(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::stat::results::{Counts, Snapshot};
-    use crate::stat::summary::tests::run;
+    use crate::stat::summary::tests::{intervals, run};
 
     /// page-faults and task-clock counted, cycles not supported, in 2 ms.
     fn one_run() -> Summary {
@@ -281,17 +281,19 @@ mod tests {
         csv(&mut text, ";", &Summary::of(&runs), &[]);
         assert_eq!(text, "100;;page-faults;10.00%;1000;100.00;;\n");
 
-        let mut one = run(&[("cpu-clock", Some(30))], 10);
+        let one = run(&[("cpu-clock", Some(30))], 10);
         let place = |cpu, v: u64| Counts {
             place: Some(Place::Cpu(cpu)),
             readings: vec![Ok(Reading::new(v, 1_000_000_000, 500_000_000))],
         };
-        one.snapshots = vec![Snapshot {
+        let snapshot = Snapshot {
             at_ns: 1_500_000_000,
             counts: vec![place(0, 1_000_000), place(1, 2_000_000)],
-        }];
+        };
+        let (summary, mut sections) = intervals(&one, &[snapshot]);
         let mut text = String::new();
-        csv(&mut text, ",", &Summary::of(&[one]), &[]);
+        let interval = Summary::of_interval(&summary.events, sections.remove(0));
+        csv(&mut text, ",", &interval, &[]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],

@@ -6,7 +6,7 @@
 use counterhal::Error;
 use counterhal::hal::Reading;
 
-use super::results::{CommandEnd, Counts, Place, Run};
+use super::results::{CommandEnd, Counts, EventResult, Place, Run, Snapshot};
 
 /// Every run's numbers, as the results print them.
 pub struct Summary {
@@ -111,69 +111,63 @@ impl Summary {
     }
 }
 
-/// The sections of a summary: with `-I` (one run), each interval as the difference from the
-/// snapshot before; with `-A` or `--per-thread` (one run), each place; else the whole run,
-/// summed.
+/// The sections of a summary: with `-A` or `--per-thread` (one run), each place; else the
+/// whole run, summed. (`-I`'s intervals are printed as they end: [`interval_section`].)
 fn sections(run: &Run, events: &[EventSummary], elapsed_ns: u64, runs: usize) -> Vec<Section> {
-    let whole = || Section {
+    if runs == 1 && !run.places.is_empty() {
+        return vec![Section {
+            at_ns: None,
+            length_ns: elapsed_ns,
+            places: named(events, &run.places),
+        }];
+    }
+    vec![Section {
         at_ns: None,
         length_ns: elapsed_ns,
         places: vec![PlaceSummary {
             place: None,
             events: events.to_vec(),
         }],
-    };
-    if runs > 1 {
-        return vec![whole()];
+    }]
+}
+
+/// One interval of `-I` as it prints: the snapshot `now` less the snapshot `before` (none:
+/// the first interval), place by place, each event as `events` describe it (an event not
+/// supported stays so).
+pub fn interval_section(
+    events: &[EventSummary],
+    now: &Snapshot,
+    before: Option<&Snapshot>,
+) -> Section {
+    let counts = interval(&now.counts, before.map(|b| &b.counts[..]));
+    Section {
+        at_ns: Some(now.at_ns),
+        length_ns: now.at_ns.saturating_sub(before.map_or(0, |b| b.at_ns)),
+        places: named(events, &counts),
     }
-    let named = |counts: &[Counts]| -> Vec<PlaceSummary> {
-        counts
-            .iter()
-            .map(|counts| PlaceSummary {
-                place: counts.place.clone(),
-                events: events
-                    .iter()
-                    .zip(&counts.readings)
-                    .map(|(event, reading)| EventSummary {
-                        reading: match (&event.reading, reading) {
-                            (Ok(_), Ok(reading)) => Ok(*reading),
-                            (Err(e), _) => Err(e.clone()),
-                            (Ok(_), Err(e)) => Err(e.to_string()),
-                        },
-                        stddev_percent: None,
-                        ..event.clone()
-                    })
-                    .collect(),
-            })
-            .collect()
-    };
-    if !run.snapshots.is_empty() {
-        let mut before: Option<&[Counts]> = None;
-        let mut before_ns = 0;
-        return run
-            .snapshots
-            .iter()
-            .map(|snapshot| {
-                let counts = interval(&snapshot.counts, before);
-                before = Some(&snapshot.counts);
-                let length_ns = snapshot.at_ns.saturating_sub(before_ns);
-                before_ns = snapshot.at_ns;
-                Section {
-                    at_ns: Some(snapshot.at_ns),
-                    length_ns,
-                    places: named(&counts),
-                }
-            })
-            .collect();
-    }
-    if !run.places.is_empty() {
-        return vec![Section {
-            at_ns: None,
-            length_ns: elapsed_ns,
-            places: named(&run.places),
-        }];
-    }
-    vec![whole()]
+}
+
+/// Each place's counts as the events' summaries.
+fn named(events: &[EventSummary], counts: &[Counts]) -> Vec<PlaceSummary> {
+    counts
+        .iter()
+        .map(|counts| PlaceSummary {
+            place: counts.place.clone(),
+            events: events
+                .iter()
+                .zip(&counts.readings)
+                .map(|(event, reading)| EventSummary {
+                    reading: match (&event.reading, reading) {
+                        (Ok(_), Ok(reading)) => Ok(*reading),
+                        (Err(e), _) => Err(e.clone()),
+                        (Ok(_), Err(e)) => Err(e.to_string()),
+                    },
+                    stddev_percent: None,
+                    ..event.clone()
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The counts of one interval: `now` less the snapshot `before` (the counts at the start:
@@ -202,9 +196,41 @@ pub fn interval(now: &[Counts], before: Option<&[Counts]>) -> Vec<Counts> {
         .collect()
 }
 
-impl Summary {}
+impl Summary {
+    /// One interval of `-I` as a summary of its own, to print as it ends: the run's `events`
+    /// as planned, and the interval's section.
+    pub fn of_interval(events: &[EventSummary], section: Section) -> Summary {
+        Summary {
+            events: events.to_vec(),
+            end: CommandEnd {
+                exit_code: 0,
+                exit_description: String::new(),
+                elapsed_ns: section.length_ns,
+                user_ns: None,
+                sys_ns: None,
+                note: None,
+            },
+            runs: 1,
+            elapsed_spread: None,
+            elapsed_each_ns: Vec::new(),
+            sections: vec![section],
+        }
+    }
+}
 
 impl EventSummary {
+    /// An event as planned, before anything is counted: its name, backend and cgroup, and
+    /// why it is not supported where it is not.
+    pub fn planned(result: &EventResult) -> EventSummary {
+        EventSummary {
+            name: result.name.clone(),
+            backend: result.backend.clone(),
+            reading: result.outcome.clone().map_err(|e| e.to_string()),
+            stddev_percent: None,
+            cgroup: result.cgroup.clone(),
+        }
+    }
+
     /// The event's scaled estimate, where it counted.
     pub fn estimate(&self) -> Option<u64> {
         self.reading.as_ref().ok()?.scaled()
@@ -316,7 +342,6 @@ pub(super) mod tests {
                 note: None,
             },
             places: Vec::new(),
-            snapshots: Vec::new(),
         }
     }
 
@@ -376,20 +401,34 @@ pub(super) mod tests {
         }
     }
 
+    /// The sections of `run`'s intervals, each snapshot of `snapshots` taken in turn.
+    pub fn intervals(run: &Run, snapshots: &[Snapshot]) -> (Summary, Vec<Section>) {
+        let summary = Summary::of(std::slice::from_ref(run));
+        let mut before = None;
+        let sections = snapshots
+            .iter()
+            .map(|now| {
+                let section = interval_section(&summary.events, now, before);
+                before = Some(now);
+                section
+            })
+            .collect();
+        (summary, sections)
+    }
+
     #[test]
     fn intervals_are_differences_and_add_up_to_the_total() {
-        use crate::stat::results::Snapshot;
-        let mut one = run(&[("page-faults", Some(60)), ("cycles", None)], 350);
+        let one = run(&[("page-faults", Some(60)), ("cycles", None)], 350);
         let cumulative = [(100, 10), (200, 25), (350, 60)];
-        one.snapshots = cumulative
+        let snapshots: Vec<Snapshot> = cumulative
             .iter()
             .map(|&(at_ns, faults)| Snapshot {
                 at_ns,
                 counts: vec![counts(None, &[Some(faults), None], at_ns)],
             })
             .collect();
-        let summary = Summary::of(&[one]);
-        let sections = &summary.sections;
+        let (summary, sections) = intervals(&one, &snapshots);
+        let sections = &sections;
         assert_eq!(sections.len(), 3);
         let values: Vec<u64> = sections
             .iter()

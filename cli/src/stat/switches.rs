@@ -4,10 +4,9 @@
 //! runs around each run (`-S`, `--pre`, `--post`), the options accepted because they change
 //! nothing here, and perf's options that cannot work here, refused with the reason.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use counterhal::Error;
+use counterhal::process::{ForwardSignals, WaitingChild};
 
 use super::topology::Aggregation;
 use crate::error::CliError;
@@ -373,30 +372,35 @@ impl Switches {
         }
     }
 
-    /// Where `--log-fd` sends the results: the descriptor as a path this process may open.
-    pub fn log_path(&self) -> Option<PathBuf> {
-        self.log_fd.map(|fd| PathBuf::from(format!("/dev/fd/{fd}")))
+    /// The descriptor `--log-fd` sends the results to.
+    pub fn log_fd(&self) -> Option<u32> {
+        self.log_fd
     }
 }
 
-/// Runs `command` with `sh -c`, its output the user's.
+/// Runs `command` with `sh -c`, its output the user's, started as the measured command is
+/// (`SIGPIPE` at its default); the signals that end a command, sent to this process alone,
+/// are passed on to it while it runs.
 fn run_shell(command: &str, option: &str) -> Result<(), CliError> {
-    let status = std::process::Command::new("sh")
-        .args(["-c", command])
-        .status()
-        .map_err(|e| {
-            CliError::failed(Error::new(
-                counterhal::ErrorKind::Other,
-                format!("{option} `{command}` could not be run: {e}"),
-            ))
-        })?;
-    if status.success() {
+    let could_not = |e: &dyn std::fmt::Display| {
+        CliError::failed(Error::new(
+            counterhal::ErrorKind::Other,
+            format!("{option} `{command}` could not be run: {e}"),
+        ))
+    };
+    let argv = ["sh", "-c", command].map(std::ffi::OsString::from);
+    let mut child = WaitingChild::spawn(&argv).map_err(|e| could_not(&e))?;
+    let forwarding = ForwardSignals::to(child.pid());
+    let ended = child.release().and_then(|()| child.wait());
+    drop(forwarding);
+    let status = ended.map_err(|e| could_not(&e))?;
+    if status.exit_code() == 0 {
         return Ok(());
     }
     Err(CliError::failed(
         Error::new(
             counterhal::ErrorKind::Other,
-            format!("{option} `{command}` failed ({status})"),
+            format!("{option} `{command}` failed: it {}", status.describe()),
         )
         .with_hint("the measurement stops where a --pre or --post command fails, as perf's does"),
     ))

@@ -8,7 +8,7 @@ use std::path::Path;
 use counterhal::Error;
 use counterhal::hal::Reading;
 
-use super::results::{Counts, Place, Run};
+use super::results::{Counts, Place, Run, Snapshot};
 use super::summary::Section;
 
 /// What CPUs are added up by.
@@ -95,13 +95,18 @@ pub fn cpu_place(root: &Path, cpu: u32) -> CpuPlace {
     }
 }
 
-/// Adds up `run`'s per-CPU counts (its places and each interval's) by `by`, each CPU placed
-/// by `place_of`.
+/// Adds up `run`'s per-CPU counts (its places) by `by`, each CPU placed by `place_of`.
 pub fn aggregate(run: &mut Run, by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace) {
     run.places = add_up(&run.places, by, place_of);
-    for snapshot in &mut run.snapshots {
-        snapshot.counts = add_up(&snapshot.counts, by, place_of);
-    }
+}
+
+/// Adds up one interval's per-CPU counts by `by`, each CPU placed by `place_of`.
+pub fn aggregate_interval(
+    snapshot: &mut Snapshot,
+    by: Aggregation,
+    place_of: &dyn Fn(u32) -> CpuPlace,
+) {
+    snapshot.counts = add_up(&snapshot.counts, by, place_of);
 }
 
 /// One group being added up: its order, label, how many CPUs, and the sums so far.

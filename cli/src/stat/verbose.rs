@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use counterhal::Error;
 use counterhal::hal::Reading;
 
-use super::results::{Planned, Run};
+use super::results::{Counts, Planned, Run};
 
 /// `-v`: one line per event, saying which backend counts it and how it is encoded, or why it
 /// cannot be counted here (perf's -v shows the counters it opens and why one failed).
@@ -44,24 +44,27 @@ pub fn planned(events: &[Planned], backend: &str) -> String {
 /// `--no-scale`: every reading as the raw count, not scaled up for the time the event was
 /// multiplexed out (it then reads as running all the time it was enabled).
 pub fn unscaled(runs: &mut [Run]) {
-    let raw = |reading: &mut Result<Reading, Error>| {
-        if let Ok(r) = reading
-            && r.time_running > 0
-        {
-            *r = Reading::new(r.value, r.time_running, r.time_running);
-        }
-    };
     for run in runs {
         for event in &mut run.events {
             raw(&mut event.outcome);
         }
-        let counts = run
-            .places
-            .iter_mut()
-            .chain(run.snapshots.iter_mut().flat_map(|s| s.counts.iter_mut()));
-        for place in counts {
-            place.readings.iter_mut().for_each(raw);
-        }
+        unscaled_counts(&mut run.places);
+    }
+}
+
+/// `--no-scale` for one interval's counts (or a run's places), as [`unscaled`] does.
+pub fn unscaled_counts(counts: &mut [Counts]) {
+    for place in counts {
+        place.readings.iter_mut().for_each(raw);
+    }
+}
+
+/// The raw count of `reading`, as running all the time it was enabled.
+fn raw(reading: &mut Result<Reading, Error>) {
+    if let Ok(r) = reading
+        && r.time_running > 0
+    {
+        *r = Reading::new(r.value, r.time_running, r.time_running);
     }
 }
 
@@ -89,7 +92,6 @@ mod tests {
                 note: None,
             },
             places: Vec::new(),
-            snapshots: Vec::new(),
         }];
         assert_eq!(
             runs[0].events[0].outcome.as_ref().unwrap().scaled(),

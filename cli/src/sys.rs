@@ -1,0 +1,62 @@
+//! The command's one use of a raw descriptor: `--log-fd N`, the descriptor this process was
+//! given, written to as it is (perf's rule) rather than reopened through `/dev/fd/N`.
+//!
+//! # Safety
+//!
+//! A descriptor number is borrowed only after the OS has said it is open in this process
+//! (`/proc/self/fdinfo/N` on Linux, `fstat` of `/dev/fd/N` elsewhere), at start-up, before any
+//! other thread of this process opens or closes descriptors; it is duplicated at once, and only
+//! the duplicate (owned) leaves this module.
+
+use std::fs::File;
+use std::os::fd::BorrowedFd;
+
+/// `O_ACCMODE` and `O_RDONLY`, the access bits of a descriptor's flags (every Linux
+/// architecture's values).
+#[cfg(target_os = "linux")]
+const ACCESS_MODE: u32 = 0o3;
+#[cfg(target_os = "linux")]
+const READ_ONLY: u32 = 0o0;
+
+/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to write to.
+///
+/// # Errors
+/// A descriptor that is not open (`is not an open descriptor`), or (where the OS says, Linux)
+/// open for reading only (`is open for reading only, not for writing`).
+pub fn writable_descriptor(fd: u32) -> Result<File, String> {
+    let raw = i32::try_from(fd).map_err(|_| format!("{fd} is no descriptor number"))?;
+    check_open_for_writing(fd)?;
+    // SAFETY: the OS has just said descriptor `raw` is open in this process (module note), and
+    // nothing closes it before the duplicate is made on the next line.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
+    let owned = borrowed
+        .try_clone_to_owned()
+        .map_err(|e| format!("descriptor {fd} cannot be used: {e}"))?;
+    Ok(File::from(owned))
+}
+
+/// Whether `fd` is open, and (Linux) open for writing, from `/proc/self/fdinfo`.
+#[cfg(target_os = "linux")]
+fn check_open_for_writing(fd: u32) -> Result<(), String> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .map_err(|_| format!("descriptor {fd} is not an open descriptor"))?;
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|octal| u32::from_str_radix(octal.trim(), 8).ok())
+        .ok_or_else(|| format!("descriptor {fd}: its flags are unreadable"))?;
+    if flags & ACCESS_MODE == READ_ONLY {
+        return Err(format!(
+            "descriptor {fd} is open for reading only, not for writing"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `fd` is open (elsewhere a read-only descriptor fails at the first write).
+#[cfg(not(target_os = "linux"))]
+fn check_open_for_writing(fd: u32) -> Result<(), String> {
+    std::fs::metadata(format!("/dev/fd/{fd}"))
+        .map(drop)
+        .map_err(|_| format!("descriptor {fd} is not an open descriptor"))
+}
