@@ -11,6 +11,16 @@
 //!   path; standard error when unset) in `COUNTERHAL_REGION_FORMAT` (`table`, the default, or
 //!   `json`).
 //!
+//! Hostile corners, each refused with an error rather than a panic or a deadlock:
+//! - **signals**: regions are not async-signal-safe; a region call made from a signal handler
+//!   that interrupted one on the same thread is refused (`Busy`);
+//! - **a thread's end**: from a destructor that runs after the thread's own thread-locals
+//!   are gone (a `pthread_key` destructor), a region call is refused (`Unsupported`);
+//! - **`fork()`**: nothing carries over to the child (PAPI's rule). [`Regions`] made in the
+//!   parent refuse the child's calls; the process-wide regions re-initialise in the child,
+//!   which counts its own threads and writes its own report, to `COUNTERHAL_REGION_OUTPUT`
+//!   with `.PID` appended; a region begun before the fork cannot be ended in the child.
+//!
 //! ```no_run
 //! use counterhal::region;
 //!
@@ -409,15 +419,27 @@ impl Global {
 static GLOBAL: OnceLock<Global> = OnceLock::new();
 
 /// The process-wide regions of process `pid`, made on first use (in a child: its own).
+/// They are made before they are stored, never under the cell's lock: a fork while another
+/// thread makes them leaves the child no lock to wait on forever (at worst two threads make
+/// them at once, and one set is dropped).
 fn global_for(pid: u32) -> &'static Global {
-    let mut node = GLOBAL.get_or_init(|| Global::new(pid, false));
+    let mut node = match GLOBAL.get() {
+        Some(root) => root,
+        None => {
+            let made = Global::new(pid, false);
+            GLOBAL.get_or_init(|| made)
+        }
+    };
     loop {
         if node.pid == pid {
             return node;
         }
         match node.next.get() {
             Some(next) => node = next,
-            None => return node.next.get_or_init(|| Box::new(Global::new(pid, true))),
+            None => {
+                let made = Box::new(Global::new(pid, true));
+                return node.next.get_or_init(|| made);
+            }
         }
     }
 }
