@@ -166,6 +166,55 @@ fn the_same_program_is_clean_under_address_sanitizer() {
 }
 
 #[test]
+fn the_same_program_is_clean_under_undefined_behaviour_sanitizer() {
+    let lib = library_dir();
+    let program = scratch("counting-ubsan");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile(
+        &program,
+        &[
+            "-fsanitize=undefined",
+            "-fno-sanitize-recover=all",
+            &format!("-L{}", lib.display()),
+            "-lcounterhal",
+            &rpath,
+        ],
+    );
+    run(
+        &program,
+        &[("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")],
+    );
+}
+
+#[test]
+fn the_same_program_is_clean_under_valgrind() {
+    let lib = library_dir();
+    let program = scratch("counting-valgrind");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile(
+        &program,
+        &[&format!("-L{}", lib.display()), "-lcounterhal", &rpath],
+    );
+    let wrapper = scratch("counting-under-valgrind.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec valgrind --quiet --error-exitcode=99 --leak-check=full \
+             --errors-for-leak-kinds=definite {} \"$@\"\n",
+            program.display()
+        ),
+    )
+    .unwrap();
+    let made = Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    run(&wrapper, &[]);
+}
+
+#[test]
 fn the_static_library_links_on_its_own() {
     let lib = library_dir();
     let program = scratch("counting-static");

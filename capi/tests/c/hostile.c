@@ -56,6 +56,20 @@ static int cpu_list_names_cpus_that_do_not_exist(counterhal_t *ch) {
     CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_CPUS, 0, "0-4294967295", &set) ==
           COUNTERHAL_EINVAL);
     CHECK(strstr(counterhal_last_error(), "4294967295") != NULL);
+    /* A megabyte of CPUs that do not exist: refused, and the message cut to its room. */
+    size_t room = 1 << 20, used = 0;
+    char *many = malloc(room);
+    CHECK(many != NULL);
+    for (unsigned cpu = 100000; used + 16 < room; cpu += 2)
+        used += (size_t)snprintf(many + used, room - used, "%u,", cpu);
+    many[used - 1] = '\0';
+    CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_CPUS, 0, many, &set) ==
+          COUNTERHAL_EINVAL);
+    free(many);
+    size_t length = counterhal_last_error_copy(NULL, 0);
+    CHECK(length == 2047 && strlen(counterhal_last_error()) == length);
+    CHECK(strcmp(counterhal_last_error() + length - 3, "...") == 0);
+    CHECK(strncmp(counterhal_last_error(), "CPUs 100000,100002,", 19) == 0);
     CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_CPUS, 0, "0", &set) == COUNTERHAL_OK);
     CHECK(counterhal_set_targets(set) == 1);
     counterhal_set_destroy(set);
