@@ -18,7 +18,8 @@
  *
  * Signals: no counterhal function is async-signal-safe. A call made from a signal handler
  * that interrupted a counterhal call on the same thread is refused at once with
- * COUNTERHAL_EBUSY (it never deadlocks and touches nothing); any other call from a handler
+ * COUNTERHAL_EBUSY (it never deadlocks and touches nothing; counterhal_close and
+ * counterhal_set_destroy then leave the handle or set alive); any other call from a handler
  * may deadlock inside the C library's allocator. counterhal_strerror, counterhal_scaled,
  * counterhal_real_nsec and counterhal_virt_nsec are the exceptions: safe anywhere.
  *
@@ -33,6 +34,9 @@
  * begun before the fork cannot be ended there (COUNTERHAL_EINVAL), new ones count the
  * child's threads, and the child writes its own at-exit report, to
  * COUNTERHAL_REGION_OUTPUT with ".PID" appended (the parent's file is the parent's alone).
+ * In the child of a process with several threads POSIX allows only async-signal-safe calls
+ * until exec: counterhal allocates, which works where the C library's allocator survives
+ * such a fork (glibc's does), not under every sanitizer.
  */
 #ifndef COUNTERHAL_H
 #define COUNTERHAL_H

@@ -151,21 +151,28 @@ fn record(message: &str) {
         let Ok(mut buffer) = last.try_borrow_mut() else {
             return;
         };
-        let mut end = message.len().min(LAST_ERROR_ROOM - 1);
-        while !message.is_char_boundary(end) {
-            end -= 1;
+        // What fits whole, at a character; with `...` after it when the rest does not fit.
+        let cut = message.len() > LAST_ERROR_ROOM - 1;
+        let mut kept = match cut {
+            true => LAST_ERROR_ROOM - 4,
+            false => message.len(),
+        };
+        while !message.is_char_boundary(kept) {
+            kept -= 1;
         }
-        let (kept, cut) = (&message.as_bytes()[..end], end < message.len());
-        buffer[..end].copy_from_slice(kept);
-        for byte in &mut buffer[..end] {
+        buffer[..kept].copy_from_slice(&message.as_bytes()[..kept]);
+        for byte in &mut buffer[..kept] {
             if *byte == 0 {
                 *byte = b' ';
             }
         }
-        if cut {
-            let dots = end.saturating_sub(3);
-            buffer[dots..end].copy_from_slice(&b"..."[..end - dots]);
-        }
+        let end = match cut {
+            true => {
+                buffer[kept..kept + 3].copy_from_slice(b"...");
+                kept + 3
+            }
+            false => kept,
+        };
         buffer[end] = 0;
     });
 }
@@ -653,6 +660,25 @@ mod tests {
         // Codes are distinct, 0 then -1, -2, ... without gaps.
         for (i, (value, ..)) in code::ALL.iter().enumerate() {
             assert_eq!(*value, -(i as i32));
+        }
+    }
+
+    #[test]
+    fn a_long_last_error_is_cut_at_a_character_with_dots() {
+        for message in ["é".repeat(3000), "x".repeat(5000), "a\0b".to_string()] {
+            record(&message);
+            let mut copy = vec![0u8; LAST_ERROR_ROOM + 10];
+            let length = copy_last_error(&mut copy);
+            let text = std::str::from_utf8(&copy[..length]).expect("whole characters");
+            assert!(length < LAST_ERROR_ROOM);
+            match message.len() < LAST_ERROR_ROOM {
+                true => assert_eq!(text, message.replace('\0', " ")),
+                false => assert!(text.ends_with("...") && length >= LAST_ERROR_ROOM - 5),
+            }
+            let mut tiny = [0xffu8; 3];
+            assert_eq!(copy_last_error(&mut tiny), length);
+            assert_eq!(tiny[2], 0);
+            assert_eq!(copy_last_error(&mut []), length);
         }
     }
 

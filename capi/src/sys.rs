@@ -202,17 +202,33 @@ pub unsafe extern "C" fn counterhal_open(out: *mut *mut Handle, backend: *const 
     })
 }
 
+/// Frees what `value` points at, as one C call: a call from a signal handler while it frees
+/// is refused, and a free asked inside another call (from a handler) is not done (the
+/// value stays alive; the last error says why) rather than risk the allocator's lock.
+///
+/// # Safety
+/// `value` is NULL or a live pointer this library returned from `Box::into_raw`, given back
+/// once and not used again.
+unsafe fn free<T>(value: *mut T) {
+    if value.is_null() {
+        return;
+    }
+    one_call_at_a_time(|| {
+        // SAFETY: a live pointer this library boxed, given back once (the caller's contract).
+        let boxed = unsafe { Box::from_raw(value) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+        code::OK
+    });
+}
+
 /// Closes a handle; NULL is a no-op.
 ///
 /// # Safety
 /// See the module note; `ch` is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_close(ch: *mut Handle) {
-    if !ch.is_null() {
-        // SAFETY: a live handle this library returned, given back once.
-        let handle = unsafe { Box::from_raw(ch) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(handle)));
-    }
+    // SAFETY: NULL or a live handle this library returned, given back once.
+    unsafe { free(ch) }
 }
 
 /// The backend's label (`linux`, `msr (model skl)`, ...), or NULL for a NULL handle.
@@ -421,11 +437,8 @@ pub unsafe extern "C" fn counterhal_set_read_each(
 /// See the module note; `set` is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_destroy(set: *mut Set) {
-    if !set.is_null() {
-        // SAFETY: a live set this library returned, given back once.
-        let set = unsafe { Box::from_raw(set) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(set)));
-    }
+    // SAFETY: NULL or a live set this library returned, given back once.
+    unsafe { free(set) }
 }
 
 /// The estimate a reading implies (value x enabled / running); 0 for NULL or a reading
