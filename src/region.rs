@@ -11,6 +11,16 @@
 //!   path; standard error when unset) in `COUNTERHAL_REGION_FORMAT` (`table`, the default, or
 //!   `json`).
 //!
+//! Hostile corners, each refused with an error rather than a panic or a deadlock:
+//! - **signals**: regions are not async-signal-safe; a region call made from a signal handler
+//!   that interrupted one on the same thread is refused (`Busy`);
+//! - **a thread's end**: from a destructor that runs after the thread's own thread-locals
+//!   are gone (a `pthread_key` destructor), a region call is refused (`Unsupported`);
+//! - **`fork()`**: nothing carries over to the child (PAPI's rule). [`Regions`] made in the
+//!   parent refuse the child's calls; the process-wide regions re-initialise in the child,
+//!   which counts its own threads and writes its own report, to `COUNTERHAL_REGION_OUTPUT`
+//!   with `.PID` appended; a region begun before the fork cannot be ended in the child.
+//!
 //! ```no_run
 //! use counterhal::region;
 //!
@@ -24,16 +34,22 @@
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, Once, OnceLock};
 
 use counterhal_hal::{Backend, BoxedGroup, Error, EventSet, Group, OpenOptions, Reading, Result};
 use counterhal_hal::{ResolvedEvent, Target};
 
 use crate::AnyBackend;
+
+mod names;
+mod report;
+
+use names::Names;
+use report::Call;
+pub use report::{RegionReport, RegionTotals};
 
 /// The events counted when `COUNTERHAL_REGION_EVENTS` is unset (those this machine cannot
 /// count are left out, and the report says why).
@@ -46,36 +62,6 @@ pub const OUTPUT_VAR: &str = "COUNTERHAL_REGION_OUTPUT";
 /// The environment variable choosing the process-wide report's format: `table` or `json`.
 pub const FORMAT_VAR: &str = "COUNTERHAL_REGION_FORMAT";
 
-/// One region's totals over every call on every thread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RegionTotals {
-    /// How many times the region was ended (a begin without an end is not counted).
-    pub calls: u64,
-    /// Wall-clock nanoseconds inside the region, summed over the calls.
-    pub real_ns: u64,
-    /// CPU nanoseconds the threads used inside the region, summed over the calls.
-    pub cpu_ns: u64,
-    /// Each event's raw count, time enabled and time running, summed over the calls.
-    pub readings: Vec<Reading>,
-    /// Each event's estimate (each call's count scaled by its own time running), summed.
-    pub estimates: Vec<u64>,
-    /// The threads that ran the region.
-    pub threads: u64,
-}
-
-/// Every region's totals, and the events they count.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RegionReport {
-    /// The events counted, in column order.
-    pub events: Vec<String>,
-    /// The events asked for that could not be counted here, and why.
-    pub left_out: Vec<(String, String)>,
-    /// The regions by name.
-    pub regions: BTreeMap<String, RegionTotals>,
-}
-
 /// A thread's counters for one [`Regions`], and the regions it is inside.
 struct ThreadCounters {
     owner: usize,
@@ -87,9 +73,8 @@ struct ThreadCounters {
     spare: Vec<Vec<Reading>>,
     /// Where readings are taken, kept so a begin or an end allocates nothing more.
     scratch: Vec<Reading>,
-    /// The region names this thread has used (an open region names one by index); those
-    /// ended at least once are marked (for the thread count).
-    names: Vec<(String, bool)>,
+    /// The region names this thread has used (an open region names one by index).
+    names: Names,
 }
 
 /// A region a thread is inside: which, and the readings, wall and CPU time at its begin.
@@ -100,61 +85,30 @@ struct OpenRegion {
     cpu: u64,
 }
 
-/// One call of a region, as its end adds it to the region's totals.
-struct Call<'a> {
-    /// Whether it is this thread's first call of the region.
-    first_here: bool,
-    real_ns: u64,
-    cpu_ns: u64,
-    /// The readings at its end and at its begin.
-    now: &'a [Reading],
-    then: &'a [Reading],
-}
-
-impl Call<'_> {
-    /// Adds this call to `total`: one call, its times, each event's raw delta and estimate.
-    fn add_to(&self, total: &mut RegionTotals) {
-        total.calls += 1;
-        total.threads += u64::from(self.first_here);
-        total.real_ns = total.real_ns.saturating_add(self.real_ns);
-        total.cpu_ns = total.cpu_ns.saturating_add(self.cpu_ns);
-        let sums = total.readings.iter_mut().zip(total.estimates.iter_mut());
-        for ((now, then), (sum, estimated)) in self.now.iter().zip(self.then).zip(sums) {
-            let delta = Reading::new(
-                now.value.saturating_sub(then.value),
-                now.time_enabled.saturating_sub(then.time_enabled),
-                now.time_running.saturating_sub(then.time_running),
-            );
-            *sum = Reading::new(
-                sum.value.saturating_add(delta.value),
-                sum.time_enabled.saturating_add(delta.time_enabled),
-                sum.time_running.saturating_add(delta.time_running),
-            );
-            // A call that ran the whole time is exact; one that never ran adds nothing.
-            let estimate = match delta.time_enabled {
-                0 => delta.value,
-                _ => delta.scaled().unwrap_or(0),
-            };
-            *estimated = estimated.saturating_add(estimate);
-        }
-    }
-}
-
-impl ThreadCounters {
-    /// The index of `name` among this thread's region names, added on first use.
-    fn name_index(&mut self, name: &str) -> usize {
-        match self.names.iter().position(|(known, _)| known == name) {
-            Some(index) => index,
-            None => {
-                self.names.push((name.to_string(), false));
-                self.names.len() - 1
-            }
-        }
-    }
-}
-
 thread_local! {
+    /// This thread's counters, one per [`Regions`] it used; gone once the thread's
+    /// destructors ran (a region call from a later destructor is refused).
     static COUNTERS: RefCell<Vec<ThreadCounters>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread is inside a region call: one made while it is (from a signal
+    /// handler that interrupted it) is refused. No destructor: it lives as long as the thread.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` as this thread's one region call: refused with
+/// [`ErrorKind::Busy`](crate::ErrorKind::Busy) when the thread is inside one already (a
+/// signal handler interrupted it), where going on would deadlock or find its state borrowed.
+fn one_at_a_time<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if INSIDE.with(|inside| inside.replace(true)) {
+        return Err(Error::new(
+            crate::ErrorKind::Busy,
+            "a region call was made inside another on the same thread (from a signal handler): \
+             regions are not async-signal-safe",
+        )
+        .with_hint("begin and end regions outside signal handlers"));
+    }
+    let result = f();
+    INSIDE.with(|inside| inside.set(false));
+    result
 }
 
 /// Region ids, so a thread's counters belong to one [`Regions`].
@@ -163,6 +117,8 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 /// Named regions measured on a backend with a fixed list of events.
 pub struct Regions {
     id: usize,
+    /// The process they were made in: nothing carries over to a child after `fork()`.
+    pid: u32,
     backend: AnyBackend,
     events: Vec<ResolvedEvent>,
     left_out: Vec<(String, String)>,
@@ -200,6 +156,7 @@ impl Regions {
         }
         Regions {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            pid: std::process::id(),
             backend,
             events,
             left_out,
@@ -216,11 +173,22 @@ impl Regions {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when this thread is
-    /// already inside `name`; the backend's error when the thread's counters cannot open or
-    /// be read.
+    /// already inside `name`, or when these regions were made in the parent of this process
+    /// (nothing carries over a `fork()`); [`ErrorKind::Busy`](crate::ErrorKind::Busy) when
+    /// called inside another region call (a signal handler);
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) from a thread's destructors
+    /// once its counters are gone; the backend's error when the thread's counters cannot
+    /// open or be read.
     pub fn begin(&self, name: &str) -> Result<()> {
+        one_at_a_time(|| self.begin_in(name, std::process::id()))
+    }
+
+    /// [`Regions::begin`] in process `pid` (asked before the readings, so that the asking is
+    /// not counted in the region).
+    fn begin_in(&self, name: &str, pid: u32) -> Result<()> {
+        self.same_process(pid)?;
         self.with_counters(|counters| {
-            let index = counters.name_index(name);
+            let index = counters.names.index_of(name);
             if counters.open.iter().any(|open| open.name == index) {
                 return Err(Error::invalid_input(format!(
                     "region `{name}` is already begun on this thread"
@@ -250,11 +218,17 @@ impl Regions {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when this thread is not
-    /// inside `name` (regions are per thread: a region begun on one thread is ended there);
-    /// the backend's error when the counters cannot be read.
+    /// inside `name` (regions are per thread: a region begun on one thread is ended there,
+    /// in the same process: one begun before a `fork()` is not ended in the child); the
+    /// other errors of [`Regions::begin`].
     pub fn end(&self, name: &str) -> Result<()> {
+        one_at_a_time(|| self.end_here(name))
+    }
+
+    /// [`Regions::end`], inside a region call.
+    fn end_here(&self, name: &str) -> Result<()> {
         self.with_counters(|counters| {
-            let index = counters.names.iter().position(|(known, _)| known == name);
+            let index = counters.names.find(name);
             let Some(at) = counters
                 .open
                 .iter()
@@ -268,6 +242,14 @@ impl Regions {
             if let Some(set) = &mut counters.set {
                 set.read(&mut counters.scratch)?;
             }
+            // The process is asked after the readings, so that the asking is not counted.
+            self.same_process(std::process::id()).map_err(|_| {
+                Error::invalid_input(format!(
+                    "region `{name}` was begun in the parent process, before fork(): nothing \
+                     carries over to a child"
+                ))
+                .with_hint("begin and end a region in the same process")
+            })?;
             let (real, cpu) = (crate::time::real_ns(), crate::time::thread_cpu_ns());
             let OpenRegion {
                 name: index,
@@ -275,7 +257,7 @@ impl Regions {
                 real: real0,
                 cpu: cpu0,
             } = counters.open.remove(at);
-            let first_here = !std::mem::replace(&mut counters.names[index].1, true);
+            let first_here = counters.names.first_end(index);
             let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
             let call = Call {
                 first_here,
@@ -302,6 +284,20 @@ impl Regions {
         })
     }
 
+    /// Refuses these regions in a process other than the one they were made in (`pid` is
+    /// the caller's): after `fork()` nothing carries over to the child (PAPI's rule).
+    fn same_process(&self, pid: u32) -> Result<()> {
+        if pid == self.pid {
+            return Ok(());
+        }
+        Err(Error::invalid_input(format!(
+            "these regions were made in process {}, the parent of this one ({pid}): nothing \
+             carries over a fork()",
+            self.pid
+        ))
+        .with_hint("make new regions in the child (the process-wide ones re-initialise)"))
+    }
+
     /// Every region's totals so far (regions still open on some thread count up to their
     /// last end).
     pub fn report(&self) -> RegionReport {
@@ -319,8 +315,20 @@ impl Regions {
     /// Runs `f` on the calling thread's counters for these regions, opening and enabling
     /// them first if this thread has none yet.
     fn with_counters<T>(&self, f: impl FnOnce(&mut ThreadCounters) -> Result<T>) -> Result<T> {
-        COUNTERS.with(|cell| {
-            let mut all = cell.borrow_mut();
+        let gone = || {
+            Error::unsupported(
+                "regions cannot count on this thread any more: it is ending and its region \
+                 counters are gone (a call from a thread-local or pthread_key destructor)",
+            )
+            .with_hint("end the thread's regions before it returns")
+        };
+        let counting = COUNTERS.try_with(|cell| {
+            let Ok(mut all) = cell.try_borrow_mut() else {
+                return Err(Error::new(
+                    crate::ErrorKind::Busy,
+                    "this thread's region counters are in use by the call it interrupted",
+                ));
+            };
             let index = match all.iter().position(|c| c.owner == self.id) {
                 Some(index) => index,
                 None => {
@@ -343,13 +351,14 @@ impl Regions {
                         set,
                         open: Vec::new(),
                         spare: Vec::new(),
-                        names: Vec::new(),
+                        names: Names::default(),
                     });
                     all.len() - 1
                 }
             };
             f(&mut all[index])
-        })
+        });
+        counting.unwrap_or_else(|_| Err(gone()))
     }
 }
 
@@ -365,174 +374,148 @@ impl Drop for Regions {
     }
 }
 
-impl RegionReport {
-    /// The report as a table: one row per region with its calls, threads, wall-clock and CPU
-    /// milliseconds, and each event's estimate; the events left out are named below it.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        let name_width = self
-            .regions
-            .keys()
-            .map(|n| n.len())
-            .chain(std::iter::once("region".len()))
-            .max()
-            .unwrap_or(6);
-        let widths: Vec<usize> = self.events.iter().map(|e| e.len().max(14)).collect();
-        let _ = write!(
-            out,
-            "{:<name_width$} {:>8} {:>7} {:>12} {:>12}",
-            "region", "calls", "threads", "real ms", "cpu ms"
-        );
-        for (event, width) in self.events.iter().zip(&widths) {
-            let _ = write!(out, " {event:>width$}");
-        }
-        out.push('\n');
-        for (name, totals) in &self.regions {
-            let _ = write!(
-                out,
-                "{name:<name_width$} {:>8} {:>7} {:>12.3} {:>12.3}",
-                totals.calls,
-                totals.threads,
-                totals.real_ns as f64 / 1e6,
-                totals.cpu_ns as f64 / 1e6
-            );
-            for (estimate, width) in totals.estimates.iter().zip(&widths) {
-                let _ = write!(out, " {estimate:>width$}");
-            }
-            out.push('\n');
-        }
-        for (name, why) in &self.left_out {
-            let _ = writeln!(out, "# {name} not counted: {why}");
-        }
-        out
-    }
-
-    /// The report as one JSON document: `events`, `left_out` (`event`, `reason`) and
-    /// `regions`, each with `name`, `calls`, `threads`, `real_ns`, `cpu_ns` and per event
-    /// `value`, `time_enabled`, `time_running` and `estimate`.
-    pub fn json(&self) -> String {
-        let mut out = String::from("{\"events\":[");
-        for (i, event) in self.events.iter().enumerate() {
-            let _ = write!(out, "{}{}", comma(i), json_string(event));
-        }
-        out.push_str("],\"left_out\":[");
-        for (i, (event, why)) in self.left_out.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"event\":{},\"reason\":{}}}",
-                comma(i),
-                json_string(event),
-                json_string(why)
-            );
-        }
-        out.push_str("],\"regions\":[");
-        for (i, (name, t)) in self.regions.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"name\":{},\"calls\":{},\"threads\":{},\"real_ns\":{},\"cpu_ns\":{},\"counts\":[",
-                comma(i),
-                json_string(name),
-                t.calls,
-                t.threads,
-                t.real_ns,
-                t.cpu_ns
-            );
-            for (j, (event, (r, estimate))) in self
-                .events
-                .iter()
-                .zip(t.readings.iter().zip(&t.estimates))
-                .enumerate()
-            {
-                let _ = write!(
-                    out,
-                    "{}{{\"event\":{},\"value\":{},\"time_enabled\":{},\"time_running\":{},\"estimate\":{}}}",
-                    comma(j),
-                    json_string(event),
-                    r.value,
-                    r.time_enabled,
-                    r.time_running,
-                    estimate
-                );
-            }
-            out.push_str("]}");
-        }
-        out.push_str("]}\n");
-        out
-    }
+/// The process-wide regions of one process: those of the first process that used them, and
+/// after each `fork()` whose child used them, the child's, chained (a child's memory holds
+/// its ancestors' nodes, never used again, and its own).
+struct Global {
+    pid: u32,
+    /// Whether an ancestor used regions before forking this process: its report then goes
+    /// to a file of its own.
+    forked: bool,
+    regions: std::result::Result<Regions, Error>,
+    next: OnceLock<Box<Global>>,
 }
 
-/// `,` before every item but the first.
-fn comma(i: usize) -> &'static str {
-    if i == 0 { "" } else { "," }
-}
-
-/// `text` as a JSON string, quoted and escaped.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The process-wide regions: the first backend that works here, the events of
-/// [`EVENTS_VAR`], and a report written at exit. `Err` when no backend works.
-fn global() -> Result<&'static Regions> {
-    static GLOBAL: OnceLock<std::result::Result<Regions, Error>> = OnceLock::new();
-    GLOBAL
-        .get_or_init(|| {
-            let chosen = crate::open_default(None)?;
+impl Global {
+    /// The regions of process `pid`: the first backend that works here and the events of
+    /// [`EVENTS_VAR`]; the report is written at exit (the hook is registered once: a child
+    /// inherits it).
+    fn new(pid: u32, forked: bool) -> Global {
+        let regions = crate::open_default(None).map(|chosen| {
             let names = std::env::var(EVENTS_VAR).unwrap_or_else(|_| DEFAULT_EVENTS.into());
             let names: Vec<&str> = names.split(',').collect();
-            let regions = Regions::new(chosen.backend, &names);
-            #[cfg(unix)]
+            Regions::new(chosen.backend, &names)
+        });
+        static AT_EXIT: Once = Once::new();
+        #[cfg(unix)]
+        AT_EXIT.call_once(|| {
             counterhal_process::at_exit(report_at_exit);
-            Ok(regions)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+        });
+        Global {
+            pid,
+            forked,
+            regions,
+            next: OnceLock::new(),
+        }
+    }
+
+    /// The regions, or why none work here.
+    fn regions(&self) -> Result<&Regions> {
+        self.regions.as_ref().map_err(Clone::clone)
+    }
 }
 
-/// Enters region `name` of the process-wide regions on the calling thread.
+/// The first process's regions (the root of the chain).
+static GLOBAL: OnceLock<Global> = OnceLock::new();
+
+/// The process-wide regions of process `pid`, made on first use (in a child: its own).
+/// They are made before they are stored, never under the cell's lock: a fork while another
+/// thread makes them leaves the child no lock to wait on forever (at worst two threads make
+/// them at once, and one set is dropped).
+fn global_for(pid: u32) -> &'static Global {
+    let mut node = match GLOBAL.get() {
+        Some(root) => root,
+        None => {
+            let made = Global::new(pid, false);
+            GLOBAL.get_or_init(|| made)
+        }
+    };
+    loop {
+        if node.pid == pid {
+            return node;
+        }
+        match node.next.get() {
+            Some(next) => node = next,
+            None => {
+                let made = Box::new(Global::new(pid, true));
+                return node.next.get_or_init(|| made);
+            }
+        }
+    }
+}
+
+/// The newest process-wide regions this process's memory holds: its own, or (in a child
+/// that has not used them yet) its parent's; asked without a system call.
+fn newest() -> Option<&'static Global> {
+    let mut node = GLOBAL.get()?;
+    while let Some(next) = node.next.get() {
+        node = next;
+    }
+    Some(node)
+}
+
+/// Enters region `name` of the process-wide regions on the calling thread. In the child of
+/// a `fork()` the first call makes the child's own regions: nothing carries over.
 ///
 /// # Errors
 /// As [`Regions::begin`]; the reason no backend works here, on the first call.
 pub fn begin(name: &str) -> Result<()> {
-    global()?.begin(name)
+    one_at_a_time(|| {
+        let pid = std::process::id();
+        global_for(pid).regions()?.begin_in(name, pid)
+    })
 }
 
 /// Leaves region `name` of the process-wide regions on the calling thread.
 ///
 /// # Errors
-/// As [`Regions::end`].
+/// As [`Regions::end`] (a region begun before a `fork()` is not ended in the child).
 pub fn end(name: &str) -> Result<()> {
-    global()?.end(name)
+    one_at_a_time(|| match newest() {
+        Some(global) => global.regions()?.end_here(name),
+        None => Err(
+            Error::invalid_input(format!("region `{name}` was not begun: no region was"))
+                .with_hint("call begin and end on the same thread, begin first"),
+        ),
+    })
 }
 
-/// The process-wide regions' totals so far (`None` before the first [`begin`] or where no
-/// backend works).
+/// This process's regions, if it used them (`None` in a child that did not).
+fn this_process() -> Option<&'static Global> {
+    newest().filter(|global| global.pid == std::process::id())
+}
+
+/// The process-wide regions' totals so far (`None` before the first [`begin`] of this
+/// process, where no backend works, or inside another region call).
 pub fn report() -> Option<RegionReport> {
-    global().ok().map(Regions::report)
+    one_at_a_time(|| Ok(report_here())).ok().flatten()
 }
 
-/// Writes the process-wide report as [`OUTPUT_VAR`] and [`FORMAT_VAR`] ask.
+/// [`report`], inside a region call.
+fn report_here() -> Option<RegionReport> {
+    this_process()
+        .and_then(|global| global.regions().ok())
+        .map(Regions::report)
+}
+
+/// Writes the process-wide report as [`OUTPUT_VAR`] and [`FORMAT_VAR`] ask: to the path
+/// [`OUTPUT_VAR`] names, with `.PID` appended in the child of a process that used regions
+/// before forking it (each process writes its own); standard error when it is unset. A
+/// process that used no regions writes nothing.
 ///
 /// # Errors
-/// The output file's error, naming it.
+/// The output file's error, naming it; [`ErrorKind::Busy`](crate::ErrorKind::Busy) inside
+/// another region call.
 pub fn write_report() -> Result<()> {
-    let Some(report) = report() else {
+    one_at_a_time(write_report_here)
+}
+
+/// [`write_report`], inside a region call.
+fn write_report_here() -> Result<()> {
+    let Some(global) = this_process() else {
+        return Ok(());
+    };
+    let Some(report) = report_here() else {
         return Ok(());
     };
     let text = match std::env::var(FORMAT_VAR).as_deref() {
@@ -540,13 +523,18 @@ pub fn write_report() -> Result<()> {
         _ => report.table(),
     };
     match std::env::var_os(OUTPUT_VAR) {
-        Some(path) if !path.is_empty() && path != "-" => std::fs::write(&path, text).map_err(|e| {
-            Error::invalid_input(format!(
-                "cannot write the region report to {}: {e}",
-                std::path::Path::new(&path).display()
-            ))
-            .with_hint(format!("set {OUTPUT_VAR} to a writable path, or unset it"))
-        }),
+        Some(mut path) if !path.is_empty() && path != "-" => {
+            if global.forked {
+                path.push(format!(".{}", global.pid));
+            }
+            std::fs::write(&path, text).map_err(|e| {
+                Error::invalid_input(format!(
+                    "cannot write the region report to {}: {e}",
+                    std::path::Path::new(&path).display()
+                ))
+                .with_hint(format!("set {OUTPUT_VAR} to a writable path, or unset it"))
+            })
+        }
         _ => {
             eprint!("{text}");
             Ok(())
@@ -563,4 +551,48 @@ extern "C" fn report_at_exit() {
             eprintln!("counterhal: {e}");
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    use super::*;
+
+    /// 80,000 distinct names (which took 40 s through the C API when each lookup compared
+    /// every name known): each begin and end compares a bounded number of names, so the
+    /// work grows with the names, not with their square.
+    #[test]
+    fn region_names_are_found_without_comparing_every_name_known() {
+        let Ok(chosen) = crate::open_default(None) else {
+            skip!(Need::System, "no backend works here");
+        };
+        let regions = Regions::new(chosen.backend, &[]);
+        let start = names::names_compared();
+        const NAMES: u64 = 80_000;
+        for i in 0..NAMES {
+            let name = format!("region-{i}");
+            regions.begin(&name).unwrap();
+            regions.end(&name).unwrap();
+            let compared = names::names_compared() - start;
+            assert!(
+                compared <= 4 * (i + 1),
+                "{compared} name comparisons for {} names: lookups scan the names",
+                i + 1
+            );
+        }
+        // Known names again: still a bounded number each.
+        let before = names::names_compared();
+        for i in (0..NAMES).step_by(7) {
+            let name = format!("region-{i}");
+            regions.begin(&name).unwrap();
+            regions.end(&name).unwrap();
+        }
+        let again = names::names_compared() - before;
+        assert!(again <= 4 * NAMES.div_ceil(7), "{again}");
+        let report = regions.report();
+        assert_eq!(report.regions.len(), NAMES as usize);
+        assert_eq!(report.regions["region-0"].calls, 2);
+    }
 }

@@ -15,6 +15,28 @@
  * counterhal_set_create counts the thread that calls counterhal_set_start. Closing a handle
  * with sets still alive is allowed: each set keeps what it needs until destroyed.
  * counterhal_last_error() is per thread.
+ *
+ * Signals: no counterhal function is async-signal-safe. A call made from a signal handler
+ * that interrupted a counterhal call on the same thread is refused at once with
+ * COUNTERHAL_EBUSY (it never deadlocks and touches nothing; counterhal_close and
+ * counterhal_set_destroy then leave the handle or set alive); any other call from a handler
+ * may deadlock inside the C library's allocator. counterhal_strerror, counterhal_scaled,
+ * counterhal_real_nsec and counterhal_virt_nsec are the exceptions: safe anywhere.
+ *
+ * Thread exit: the functions may be called from thread-local and pthread_key destructors.
+ * A region call there, once the thread's own region counters are gone, fails with
+ * COUNTERHAL_ENOSUPP and says so.
+ *
+ * fork(): nothing carries over to the child (PAPI's rule). In the child a handle or set made
+ * before the fork refuses every call with COUNTERHAL_ESTATE (counterhal_close and
+ * counterhal_set_destroy excepted: they free the child's copy without touching the parent's
+ * counters); the child opens its own handle. Regions re-initialise in the child: a region
+ * begun before the fork cannot be ended there (COUNTERHAL_EINVAL), new ones count the
+ * child's threads, and the child writes its own at-exit report, to
+ * COUNTERHAL_REGION_OUTPUT with ".PID" appended (the parent's file is the parent's alone).
+ * In the child of a process with several threads POSIX allows only async-signal-safe calls
+ * until exec: counterhal allocates, which works where the C library's allocator survives
+ * such a fork (glibc's does), not under every sanitizer.
  */
 #ifndef COUNTERHAL_H
 #define COUNTERHAL_H
@@ -77,7 +99,9 @@ const char *counterhal_cpu_model(const counterhal_t *ch);
 
 /* An empty set counting the thread that starts it. */
 int counterhal_set_create(counterhal_t *ch, counterhal_set_t **out);
-/* An empty set counting on a COUNTERHAL_TARGET_* with id or cpus where the kind needs one. */
+/* An empty set counting on a COUNTERHAL_TARGET_* with id or cpus where the kind needs one.
+ * A CPU list must name at least one CPU, each online here: others are refused at once
+ * (COUNTERHAL_EINVAL, naming them and the online CPUs). */
 int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const char *cpus,
                               counterhal_set_t **out);
 /* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). */
@@ -87,7 +111,9 @@ int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
 /* Starts counting from zero. */
 int counterhal_set_start(counterhal_set_t *set);
-/* Reads one reading per event into out (n >= the set's size), summed over its places. */
+/* Reads one reading per event into out (n >= the set's size), summed over its places. Here
+ * and below, n (or len) is the number of elements the buffer has: a number no buffer can
+ * hold (more than PTRDIFF_MAX bytes, e.g. SIZE_MAX) is refused with COUNTERHAL_EINVAL. */
 int counterhal_set_read(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
 /* Stops counting and reads the final counts. */
 int counterhal_set_stop(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
@@ -104,7 +130,14 @@ void counterhal_set_destroy(counterhal_set_t *set);
 uint64_t counterhal_scaled(const counterhal_reading_t *r);
 /* A code's meaning (static), and this thread's last failure with its hint. */
 const char *counterhal_strerror(int code);
-const char *counterhal_last_error(void); /* this thread's last failure: message and hint */
+/* This thread's last failure: message and hint ("" before any), at most 2047 bytes. The
+ * pointer stays valid as long as the thread, but the text is replaced by the thread's next
+ * failing call: to keep it, copy it (counterhal_last_error_copy). */
+const char *counterhal_last_error(void);
+/* Copies this thread's last failure into buf[0..len), cut to fit and NUL-terminated when
+ * len > 0, as snprintf does; returns its whole length without the NUL (so a return >= len
+ * means it was cut). buf may be NULL when len is 0: the call then only measures. */
+size_t counterhal_last_error_copy(char *buf, size_t len);
 
 /* Lists the events whose name or description holds pattern (NULL: all) into out[0..n);
  * returns how many there are, which may exceed n. out may be NULL when n is 0. */

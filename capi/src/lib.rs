@@ -8,7 +8,7 @@
 
 #![deny(unsafe_code)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
@@ -128,16 +128,103 @@ impl Failure {
 /// What a C call returns: a value, or a failure.
 pub type CResult<T> = std::result::Result<T, Failure>;
 
+/// The room for a last error's message, its NUL included: a longer message is cut (at a
+/// character, ending in `...`).
+pub const LAST_ERROR_ROOM: usize = 2048;
+
 thread_local! {
-    /// This thread's last failure, for `counterhal_last_error`.
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// This thread's last failure, NUL-terminated, for `counterhal_last_error`. A fixed
+    /// buffer without a destructor: it lives as long as the thread, through its thread-local
+    /// and `pthread_key` destructors, and recording a message allocates nothing (so a call
+    /// refused inside a signal handler can record why).
+    static LAST_ERROR: RefCell<[u8; LAST_ERROR_ROOM]> = const { RefCell::new([0; LAST_ERROR_ROOM]) };
+    /// Whether this thread is inside a C call: a call made while it is (from a signal
+    /// handler that interrupted one) is refused before it touches anything. No destructor.
+    static IN_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records `message` as this thread's last error (cut to [`LAST_ERROR_ROOM`], NULs as
+/// spaces). Allocates nothing; skipped when the buffer is being written already (a signal
+/// handler interrupting the write).
+fn record(message: &str) {
+    LAST_ERROR.with(|last| {
+        let Ok(mut buffer) = last.try_borrow_mut() else {
+            return;
+        };
+        // What fits whole, at a character; with `...` after it when the rest does not fit.
+        let cut = message.len() > LAST_ERROR_ROOM - 1;
+        let mut kept = match cut {
+            true => LAST_ERROR_ROOM - 4,
+            false => message.len(),
+        };
+        while !message.is_char_boundary(kept) {
+            kept -= 1;
+        }
+        buffer[..kept].copy_from_slice(&message.as_bytes()[..kept]);
+        for byte in &mut buffer[..kept] {
+            if *byte == 0 {
+                *byte = b' ';
+            }
+        }
+        let end = match cut {
+            true => {
+                buffer[kept..kept + 3].copy_from_slice(b"...");
+                kept + 3
+            }
+            false => kept,
+        };
+        buffer[end] = 0;
+    });
 }
 
 /// Records `failure` as this thread's last error and returns its code.
 fn fail(failure: Failure) -> i32 {
-    let text = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    record(&failure.message);
     failure.code
+}
+
+/// The message of a call refused because it was made inside another (a signal handler).
+const REENTERED: &str = "a counterhal function was called from a signal handler that interrupted \
+                         another counterhal call on this thread: counterhal's functions are not \
+                         async-signal-safe (hint: call counterhal outside signal handlers, or \
+                         retry once the handler has returned)";
+
+/// Runs `f` as this thread's C call: refused with `COUNTERHAL_EBUSY` (recorded, nothing
+/// allocated) when the thread is inside a C call already, which only a signal handler can
+/// make happen.
+fn one_call_at_a_time(f: impl FnOnce() -> i32) -> i32 {
+    if IN_CALL.with(|inside| inside.replace(true)) {
+        record(REENTERED);
+        return code::BUSY;
+    }
+    let result = f();
+    IN_CALL.with(|inside| inside.set(false));
+    result
+}
+
+/// This thread's last error message, without its NUL, into `out` (cut to fit, with a NUL
+/// when `out` is not empty); its whole length.
+fn copy_last_error(out: &mut [u8]) -> usize {
+    LAST_ERROR.with(|last| {
+        let Ok(buffer) = last.try_borrow() else {
+            if let Some(first) = out.first_mut() {
+                *first = 0;
+            }
+            return 0;
+        };
+        let length = buffer.iter().position(|b| *b == 0).unwrap_or(0);
+        if let Some(room) = out.len().checked_sub(1) {
+            let kept = length.min(room);
+            out[..kept].copy_from_slice(&buffer[..kept]);
+            out[kept] = 0;
+        }
+        length
+    })
+}
+
+/// Where this thread's last error is, NUL-terminated: valid as long as the thread.
+fn last_error_pointer() -> *const u8 {
+    LAST_ERROR.with(|last| last.as_ptr().cast::<u8>().cast_const())
 }
 
 /// A C string kept for as long as the value holding it: the text, or "" where it had a NUL.
@@ -149,6 +236,8 @@ fn c_string(text: &str) -> CString {
 pub struct Handle {
     inner: Arc<Inner>,
     listing: Mutex<Vec<ListedC>>,
+    /// The process it was opened in, as a count of forks ([`sys`] refuses it in a child).
+    generation: u64,
 }
 
 /// The backend and its names, shared with every set made from it (a set outlives a closed
@@ -170,8 +259,9 @@ pub struct ListedC {
 }
 
 impl Handle {
-    /// The backend named `backend` (its real device), or the first that works here.
-    pub fn open(backend: Option<&str>) -> CResult<Handle> {
+    /// The backend named `backend` (its real device), or the first that works here, in the
+    /// process of fork count `generation`.
+    pub fn open(backend: Option<&str>, generation: u64) -> CResult<Handle> {
         let chosen = match backend {
             None => facade::open_default(None)?,
             Some(name) => {
@@ -194,6 +284,7 @@ impl Handle {
                 model,
             }),
             listing: Mutex::new(Vec::new()),
+            generation,
         })
     }
 
@@ -262,6 +353,8 @@ enum State {
 /// What `counterhal_set_t` points at.
 pub struct Set {
     inner: Arc<Inner>,
+    /// The process it was made in, as its handle's count of forks.
+    generation: u64,
     attach: Attach,
     events: Vec<ResolvedEvent>,
     names: Vec<CString>,
@@ -284,7 +377,7 @@ impl Set {
                         "COUNTERHAL_TARGET_CPUS needs a CPU list",
                     )
                 })?;
-                let list: CpuList = text.parse().map_err(Failure::from)?;
+                let list = CpuList::parse_within(text, &facade::online_cpus())?;
                 Attach::Cpus(list)
             }
             other => {
@@ -298,6 +391,7 @@ impl Set {
         };
         Ok(Set {
             inner: handle.inner.clone(),
+            generation: handle.generation,
             attach,
             events: Vec::new(),
             names: Vec::new(),
@@ -506,12 +600,15 @@ mod tests {
         names
     }
 
-    /// The functions the library exports: each `extern "C" fn` of `sys`.
+    /// The functions the library exports: each `#[unsafe(no_mangle)]` `extern "C" fn` of
+    /// `sys` (a C function it only hands to the C library, such as a fork handler, is not).
     fn exported() -> Vec<String> {
         let source = include_str!("sys.rs");
-        let mut names: Vec<String> = source
-            .lines()
-            .filter_map(|l| l.split("extern \"C\" fn ").nth(1))
+        let lines: Vec<&str> = source.lines().collect();
+        let mut names: Vec<String> = lines
+            .windows(2)
+            .filter(|pair| pair[0].trim() == "#[unsafe(no_mangle)]")
+            .filter_map(|pair| pair[1].split("extern \"C\" fn ").nth(1))
             .filter_map(|rest| rest.split('(').next())
             .map(str::to_string)
             .collect();
@@ -571,6 +668,25 @@ mod tests {
         // Codes are distinct, 0 then -1, -2, ... without gaps.
         for (i, (value, ..)) in code::ALL.iter().enumerate() {
             assert_eq!(*value, -(i as i32));
+        }
+    }
+
+    #[test]
+    fn a_long_last_error_is_cut_at_a_character_with_dots() {
+        for message in ["é".repeat(3000), "x".repeat(5000), "a\0b".to_string()] {
+            record(&message);
+            let mut copy = vec![0u8; LAST_ERROR_ROOM + 10];
+            let length = copy_last_error(&mut copy);
+            let text = std::str::from_utf8(&copy[..length]).expect("whole characters");
+            assert!(length < LAST_ERROR_ROOM);
+            match message.len() < LAST_ERROR_ROOM {
+                true => assert_eq!(text, message.replace('\0', " ")),
+                false => assert!(text.ends_with("...") && length >= LAST_ERROR_ROOM - 5),
+            }
+            let mut tiny = [0xffu8; 3];
+            assert_eq!(copy_last_error(&mut tiny), length);
+            assert_eq!(tiny[2], 0);
+            assert_eq!(copy_last_error(&mut []), length);
         }
     }
 

@@ -15,13 +15,18 @@
 //!   elements for the call; `counterhal_reading_t` has [`Reading`]'s layout (checked below).
 //! - An output pointer (`counterhal_t **`, `counterhal_set_t **`) is NULL (refused) or valid
 //!   for one write.
+//!
+//! No slice is ever built longer than `isize::MAX` bytes (a larger `n` is refused), nor
+//! longer than the call needs.
 
 use std::ffi::{CStr, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use facade::hal::Reading;
 
-use crate::{CResult, Failure, Handle, ListedC, Set, code, fail};
+use crate::{CResult, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 
 /// `counterhal_reading_t` is three `uint64_t`s, as [`Reading`] is (`#[repr(C)]`).
 const _: () = assert!(size_of::<Reading>() == 24 && align_of::<Reading>() == align_of::<u64>());
@@ -38,16 +43,51 @@ pub struct EventInfo {
     usable: c_int,
 }
 
-/// Runs `f`, turning a failure or a panic into its code (recorded as the last error).
+/// Runs `f`, turning a failure or a panic into its code (recorded as the last error); a
+/// call made inside another on this thread (from a signal handler) is refused with
+/// `COUNTERHAL_EBUSY` before anything runs.
 fn guard(f: impl FnOnce() -> CResult<c_int>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    one_call_at_a_time(|| match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => value,
         Ok(Err(failure)) => fail(failure),
         Err(_) => fail(Failure::new(
             code::INTERNAL,
             "counterhal failed inside (a panic was caught at the C boundary): please report it",
         )),
-    }
+    })
+}
+
+/// How many times this process's line of ancestors forked since the library was first
+/// opened: each child counts one more (a `pthread_atfork` handler), so a handle or set made
+/// before a fork is known in the child by its older count.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs in the child of every `fork()`: one more fork. Async-signal-safe (one atomic add).
+extern "C" fn after_fork_in_child() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// This process's fork count, watching forks from the first call on.
+fn forks() -> u64 {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: registers a plain function with the C ABI that lives as long as the
+        // process and only adds to an atomic (allowed in a child of a threaded process).
+        let _ = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    });
+    FORKS.load(Ordering::Relaxed)
+}
+
+/// The refusal of a handle or set (`what`) made in the parent before a fork.
+fn forked(what: &str) -> Failure {
+    Failure::new(
+        code::STATE,
+        format!(
+            "{what} was made in the parent process before fork(): nothing carries over to a \
+             child (hint: in the child open a new handle with counterhal_open and make new \
+             sets; counterhal_close and counterhal_set_destroy still free the parent's)"
+        ),
+    )
 }
 
 /// The refusal of a NULL `what`.
@@ -76,7 +116,11 @@ unsafe fn string<'a>(text: *const c_char, what: &str) -> CResult<&'a str> {
 /// `set` is NULL or a live set used by this thread alone (module note).
 unsafe fn set_mut<'a>(set: *mut Set) -> CResult<&'a mut Set> {
     // SAFETY: a live set this library returned, used by one thread at a time.
-    unsafe { set.as_mut() }.ok_or_else(|| null("the set"))
+    let set = unsafe { set.as_mut() }.ok_or_else(|| null("the set"))?;
+    match set.generation == forks() {
+        true => Ok(set),
+        false => Err(forked("this set")),
+    }
 }
 
 /// The handle behind `ch`, or the refusal of NULL.
@@ -85,18 +129,41 @@ unsafe fn set_mut<'a>(set: *mut Set) -> CResult<&'a mut Set> {
 /// `ch` is NULL or a live handle (module note).
 unsafe fn handle<'a>(ch: *const Handle) -> CResult<&'a Handle> {
     // SAFETY: a live handle this library returned.
-    unsafe { ch.as_ref() }.ok_or_else(|| null("the counterhal handle"))
+    let handle = unsafe { ch.as_ref() }.ok_or_else(|| null("the counterhal handle"))?;
+    match handle.generation == forks() {
+        true => Ok(handle),
+        false => Err(forked("this counterhal handle")),
+    }
 }
 
-/// `n` readings at `out`, or the refusal of NULL.
+/// `n` as the length of a slice of `T`, refused when no buffer can hold `n` of them (more
+/// than `isize::MAX` bytes); `what` names the buffer.
+fn room<T>(n: usize, what: &str) -> CResult<usize> {
+    let most = isize::MAX.unsigned_abs() / size_of::<T>().max(1);
+    match n <= most {
+        true => Ok(n),
+        false => Err(Failure::new(
+            code::INVALID_ARGUMENT,
+            format!(
+                "{what} of {n} elements is more than any buffer can hold (at most {most}): \
+                 pass the number of elements the buffer has"
+            ),
+        )),
+    }
+}
+
+/// The first `n.min(needed)` of the `n` readings at `out`, or the refusal of NULL or of an
+/// `n` no buffer can hold.
 ///
 /// # Safety
 /// `out` is NULL or valid for writes of `n` readings (module note).
-unsafe fn readings<'a>(out: *mut Reading, n: usize) -> CResult<&'a mut [Reading]> {
+unsafe fn readings<'a>(out: *mut Reading, n: usize, needed: usize) -> CResult<&'a mut [Reading]> {
     if out.is_null() {
         return Err(null("the readings buffer"));
     }
-    // SAFETY: non-NULL and valid for writes of `n` readings for the call.
+    let n = room::<Reading>(n, "the readings buffer")?.min(needed);
+    // SAFETY: non-NULL and valid for writes of `n` readings for the call (no more than the
+    // caller's `n`, which is within `isize::MAX` bytes).
     Ok(unsafe { std::slice::from_raw_parts_mut(out, n) })
 }
 
@@ -128,11 +195,30 @@ pub unsafe extern "C" fn counterhal_open(out: *mut *mut Handle, backend: *const 
             // SAFETY: a NUL-terminated string valid for the call.
             false => Some(unsafe { string(backend, "backend") }?),
         };
-        let handle = Box::into_raw(Box::new(Handle::open(name)?));
+        let handle = Box::into_raw(Box::new(Handle::open(name, forks())?));
         // SAFETY: `out` is valid for one write.
         unsafe { put(out, handle, "out") }?;
         Ok(code::OK)
     })
+}
+
+/// Frees what `value` points at, as one C call: a call from a signal handler while it frees
+/// is refused, and a free asked inside another call (from a handler) is not done (the
+/// value stays alive; the last error says why) rather than risk the allocator's lock.
+///
+/// # Safety
+/// `value` is NULL or a live pointer this library returned from `Box::into_raw`, given back
+/// once and not used again.
+unsafe fn free<T>(value: *mut T) {
+    if value.is_null() {
+        return;
+    }
+    one_call_at_a_time(|| {
+        // SAFETY: a live pointer this library boxed, given back once (the caller's contract).
+        let boxed = unsafe { Box::from_raw(value) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+        code::OK
+    });
 }
 
 /// Closes a handle; NULL is a no-op.
@@ -141,11 +227,8 @@ pub unsafe extern "C" fn counterhal_open(out: *mut *mut Handle, backend: *const 
 /// See the module note; `ch` is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_close(ch: *mut Handle) {
-    if !ch.is_null() {
-        // SAFETY: a live handle this library returned, given back once.
-        let handle = unsafe { Box::from_raw(ch) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(handle)));
-    }
+    // SAFETY: NULL or a live handle this library returned, given back once.
+    unsafe { free(ch) }
 }
 
 /// The backend's label (`linux`, `msr (model skl)`, ...), or NULL for a NULL handle.
@@ -279,7 +362,7 @@ pub unsafe extern "C" fn counterhal_set_read(set: *mut Set, out: *mut Reading, n
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
         // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n) }?;
+        let out = unsafe { readings(out, n, set.events.len()) }?;
         set.read(out)?;
         Ok(code::OK)
     })
@@ -295,7 +378,7 @@ pub unsafe extern "C" fn counterhal_set_stop(set: *mut Set, out: *mut Reading, n
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
         // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n) }?;
+        let out = unsafe { readings(out, n, set.events.len()) }?;
         set.stop(out)?;
         Ok(code::OK)
     })
@@ -342,7 +425,7 @@ pub unsafe extern "C" fn counterhal_set_read_each(
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
         // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n) }?;
+        let out = unsafe { readings(out, n, usize::MAX) }?;
         let rows = set.read_each(out)?;
         Ok(c_int::try_from(rows).unwrap_or(c_int::MAX))
     })
@@ -354,11 +437,8 @@ pub unsafe extern "C" fn counterhal_set_read_each(
 /// See the module note; `set` is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_destroy(set: *mut Set) {
-    if !set.is_null() {
-        // SAFETY: a live set this library returned, given back once.
-        let set = unsafe { Box::from_raw(set) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(set)));
-    }
+    // SAFETY: NULL or a live set this library returned, given back once.
+    unsafe { free(set) }
 }
 
 /// The estimate a reading implies (value x enabled / running); 0 for NULL or a reading
@@ -382,11 +462,32 @@ pub extern "C" fn counterhal_strerror(code: c_int) -> *const c_char {
         .as_ptr()
 }
 
-/// This thread's last failure (message and hint); "" before any. Valid until this thread's
-/// next failing call.
+/// This thread's last failure (message and hint); "" before any. The pointer is valid as
+/// long as the thread; the text is replaced by its next failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_last_error() -> *const c_char {
-    crate::LAST_ERROR.with(|last| last.borrow().as_ptr())
+    crate::last_error_pointer().cast()
+}
+
+/// Copies this thread's last failure into `buf[0..len)`, cut to fit and NUL-terminated
+/// (when `len` > 0), as `snprintf` does; returns its whole length without the NUL.
+///
+/// # Safety
+/// `buf` is NULL (then nothing is written) or valid for `len` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_last_error_copy(buf: *mut c_char, len: usize) -> usize {
+    let len = match buf.is_null() {
+        true => 0,
+        // A `len` no buffer can hold is cut to what the message needs (written no further).
+        false => len.min(crate::LAST_ERROR_ROOM),
+    };
+    let out: &mut [u8] = match len {
+        0 => &mut [],
+        // SAFETY: `buf` is non-NULL and valid for `len` writes by the caller's contract;
+        // `len` is at most the caller's.
+        len => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
+    };
+    crate::copy_last_error(out)
 }
 
 /// Lists the events whose name or description holds `pattern` (NULL or "": all) into
@@ -412,10 +513,12 @@ pub unsafe extern "C" fn counterhal_list(
             // SAFETY: a NUL-terminated string valid for the call.
             false => unsafe { string(pattern, "pattern") }?,
         };
+        let n = room::<EventInfo>(n, "the event list")?;
         let listed = handle.list(pattern);
-        let slots: &mut [EventInfo] = match n {
+        let slots: &mut [EventInfo] = match n.min(listed.len()) {
             0 => &mut [],
-            // SAFETY: `out` is non-NULL (checked above) and valid for `n` writes.
+            // SAFETY: `out` is non-NULL (checked above) and valid for `n` writes, of which
+            // this takes at most `n`.
             n => unsafe { std::slice::from_raw_parts_mut(out, n) },
         };
         let ptr =
@@ -463,11 +566,14 @@ pub unsafe extern "C" fn counterhal_query(
         if encoding.is_null() && len > 0 {
             return Err(null("encoding"));
         }
+        let len = room::<u8>(len, "the encoding buffer")?;
         let (text, usable) = handle.query(name);
         if len > 0 {
-            // SAFETY: `encoding` is non-NULL (checked above) and valid for `len` writes.
-            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), len) };
             let bytes = text.as_deref().unwrap_or("").as_bytes();
+            let len = len.min(bytes.len() + 1);
+            // SAFETY: `encoding` is non-NULL (checked above) and valid for `len` writes (no
+            // more than the caller's).
+            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), len) };
             let kept = bytes.len().min(len - 1);
             buffer[..kept].copy_from_slice(&bytes[..kept]);
             buffer[kept] = 0;

@@ -3,6 +3,7 @@
 //! header names; built again under AddressSanitizer, and against the static library; and the
 //! header compiles as strict C99 and as C++.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -166,6 +167,55 @@ fn the_same_program_is_clean_under_address_sanitizer() {
 }
 
 #[test]
+fn the_same_program_is_clean_under_undefined_behaviour_sanitizer() {
+    let lib = library_dir();
+    let program = scratch("counting-ubsan");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile(
+        &program,
+        &[
+            "-fsanitize=undefined",
+            "-fno-sanitize-recover=all",
+            &format!("-L{}", lib.display()),
+            "-lcounterhal",
+            &rpath,
+        ],
+    );
+    run(
+        &program,
+        &[("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")],
+    );
+}
+
+#[test]
+fn the_same_program_is_clean_under_valgrind() {
+    let lib = library_dir();
+    let program = scratch("counting-valgrind");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile(
+        &program,
+        &[&format!("-L{}", lib.display()), "-lcounterhal", &rpath],
+    );
+    let wrapper = scratch("counting-under-valgrind.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec valgrind --quiet --error-exitcode=99 --leak-check=full \
+             --errors-for-leak-kinds=definite {} \"$@\"\n",
+            program.display()
+        ),
+    )
+    .unwrap();
+    let made = Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    run(&wrapper, &[]);
+}
+
+#[test]
 fn the_static_library_links_on_its_own() {
     let lib = library_dir();
     let program = scratch("counting-static");
@@ -249,4 +299,251 @@ fn the_c_example_builds_and_counts() {
         .unwrap_or_else(|| panic!("no page-fault count:\n{stdout}"));
     // The example touches 16 MiB page by page.
     assert!(faults >= 4096, "{faults}\n{stdout}");
+}
+
+/// How `tests/c/hostile.c` is built and run: plainly, under AddressSanitizer, under
+/// UndefinedBehaviorSanitizer, or under valgrind's memcheck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Under {
+    Plain,
+    Address,
+    Undefined,
+    Valgrind,
+}
+
+/// The hostile program built for `under` (once per run of this test binary).
+fn hostile(under: Under) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(Under, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(u, _)| *u == under) {
+        return path.clone();
+    }
+    let lib = library_dir();
+    let program = scratch(&format!("hostile-{under:?}"));
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let mut flags = vec![
+        "-std=c99".to_string(),
+        "-Wall".into(),
+        "-Wextra".into(),
+        "-Werror".into(),
+        "-g".into(),
+        "-pthread".into(),
+    ];
+    match under {
+        Under::Address => flags.extend([
+            "-fsanitize=address".into(),
+            "-fno-omit-frame-pointer".into(),
+        ]),
+        Under::Undefined => flags.extend([
+            "-fsanitize=undefined".into(),
+            "-fno-sanitize-recover=all".into(),
+        ]),
+        Under::Plain | Under::Valgrind => {}
+    }
+    let out = Command::new("cc")
+        .args(&flags)
+        .arg("-I")
+        .arg(manifest().join("include"))
+        .arg(manifest().join("tests/c/hostile.c"))
+        .arg("-o")
+        .arg(&program)
+        .args([format!("-L{}", lib.display()), "-lcounterhal".into(), rpath])
+        .output()
+        .expect("a C compiler (cc) is installed");
+    assert!(
+        out.status.success(),
+        "cc {under:?} hostile.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.push((under, program.clone()));
+    program
+}
+
+/// What one run of a hostile case printed.
+struct CaseRun {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `case` of the hostile program under `under` with `env`; fails the test when it does
+/// not pass within the time limit (a deadlock), prints a panic, or a checker complains.
+fn hostile_case(case: &str, under: Under, env: &[(&str, &str)]) -> CaseRun {
+    let program = hostile(under);
+    let mut command = match under {
+        Under::Valgrind => {
+            let mut c = Command::new("valgrind");
+            c.args([
+                "--quiet",
+                "--error-exitcode=99",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+            ])
+            .arg(&program);
+            c
+        }
+        _ => Command::new(&program),
+    };
+    command
+        .arg(case)
+        .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
+        .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        .env("COUNTERHAL_REGION_EVENTS", "page-faults")
+        .env(
+            "COUNTERHAL_REGION_OUTPUT",
+            scratch(&format!("{case}-{under:?}.report")),
+        )
+        .envs(env.iter().copied());
+    // Output into files, not pipes: a straggling child of the program cannot hold the test;
+    // the program gets a process group of its own, killed whole if it hangs.
+    let output = |stream: &str| scratch(&format!("{case}-{under:?}.{stream}"));
+    let file = |stream: &str| std::fs::File::create(output(stream)).unwrap();
+    command
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .process_group(0);
+    let mut child = command.spawn().expect("the hostile program runs");
+    let kill_group = |pid: u32| {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    let limit = std::time::Duration::from_secs(match under {
+        Under::Valgrind => 300,
+        _ => 60,
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    if status.is_none() {
+        // Still running, so its group is still its own.
+        kill_group(child.id());
+        let _ = child.wait();
+    }
+    let read = |stream: &str| {
+        String::from_utf8_lossy(&std::fs::read(output(stream)).unwrap_or_default()).into_owned()
+    };
+    let run = CaseRun {
+        stdout: read("stdout"),
+        stderr: read("stderr"),
+    };
+    let Some(status) = status else {
+        panic!(
+            "hostile {case} under {under:?} hung for {limit:?} (a deadlock):\n{}\n{}",
+            run.stdout, run.stderr
+        );
+    };
+    assert!(
+        status.success() && run.stdout.contains("case passed"),
+        "hostile {case} under {under:?} failed ({status}):\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("panic in"),
+        "a panic message reached the C caller's standard error:\n{}",
+        run.stderr
+    );
+    run
+}
+
+#[test]
+fn cpu_lists_naming_cpus_that_do_not_exist_are_refused_at_create() {
+    hostile_case("cpu-list", Under::Plain, &[]);
+    hostile_case("cpu-list", Under::Address, &[]);
+}
+
+#[test]
+fn calls_from_a_pthread_key_destructor_fail_cleanly() {
+    for under in [Under::Plain, Under::Address, Under::Valgrind] {
+        hostile_case("key-destructor", under, &[]);
+    }
+}
+
+#[test]
+fn signals_during_region_calls_fail_cleanly_and_never_deadlock() {
+    // Several runs: the first region call (the one that initialises) is interrupted in some.
+    for _ in 0..5 {
+        hostile_case("signals", Under::Plain, &[]);
+    }
+    hostile_case("signals", Under::Address, &[]);
+}
+
+/// The rows of a region table report by region name: the last column (the only event's
+/// estimate).
+fn report_rows(path: &Path) -> Vec<(String, u64)> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no region report at {}: {e}", path.display()));
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?.to_string();
+            Some((name, words.last()?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn a_child_after_fork_gets_nothing_from_its_parent() {
+    for under in [Under::Plain, Under::Address] {
+        let report = scratch(&format!("fork-{under:?}.table"));
+        let _ = std::fs::remove_file(&report);
+        let run = hostile_case(
+            "fork",
+            under,
+            &[("COUNTERHAL_REGION_OUTPUT", report.to_str().unwrap())],
+        );
+        let child: u32 = run
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("child ")?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("the child did not pass:\n{}", run.stdout));
+        // The parent's report is the parent's alone.
+        let parent = report_rows(&report);
+        let names: Vec<&str> = parent.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["open-at-fork", "parent"], "{parent:?}");
+        // The child wrote its own report beside it, counting its own thread's faults.
+        let mine = report.with_extension(format!("table.{child}"));
+        let rows = report_rows(&mine);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].0, "child");
+        assert!(rows[0].1 >= 512, "the child's region counted {rows:?}");
+        let _ = std::fs::remove_file(&mine);
+    }
+}
+
+#[test]
+fn sizes_no_buffer_can_hold_are_refused() {
+    hostile_case("huge-n", Under::Plain, &[]);
+    hostile_case("huge-n", Under::Undefined, &[]);
+}
+
+#[test]
+fn the_last_error_survives_the_next_failure() {
+    for under in [Under::Plain, Under::Address, Under::Valgrind] {
+        hostile_case("last-error", under, &[]);
+    }
+}
+
+#[test]
+fn threads_signals_and_fork_at_once_stay_clean() {
+    hostile_case("threads", Under::Plain, &[]);
+    hostile_case("threads", Under::Undefined, &[]);
+    // AddressSanitizer's allocator may hold a lock another thread took at the fork: its
+    // children of the threaded process leave counterhal alone (POSIX allows them only
+    // async-signal-safe calls; glibc's allocator is what makes counterhal work there).
+    hostile_case(
+        "threads",
+        Under::Address,
+        &[("HOSTILE_FORK_CHILD_IDLE", "1")],
+    );
 }

@@ -125,6 +125,50 @@ impl CpuList {
     }
 }
 
+impl CpuList {
+    /// Parses `text` as a list of CPUs that must all exist: at least one CPU, each in
+    /// `existing` (the CPUs online here, say). The work and memory are bounded by the length
+    /// of `text`, never by the numbers in it: `0-4294967295` is refused as quickly as `5`.
+    ///
+    /// ```
+    /// use counterhal_hal::CpuList;
+    ///
+    /// let online: CpuList = "0-3".parse()?;
+    /// assert_eq!(CpuList::parse_within("1,3", &online)?.to_string(), "1,3");
+    /// let error = CpuList::parse_within("0-4294967295", &online).unwrap_err();
+    /// assert!(error.message().contains("4-4294967295"));
+    /// assert!(CpuList::parse_within("", &online).is_err());
+    /// # Ok::<(), counterhal_hal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput): a text that does not
+    /// parse (as [`FromStr`] says), an empty list, or one naming CPUs not in `existing`
+    /// (the message names them and the CPUs that exist).
+    pub fn parse_within(text: &str, existing: &CpuList) -> Result<CpuList> {
+        let cpus: CpuList = text.parse()?;
+        if cpus.is_empty() {
+            return Err(Error::invalid_input(format!(
+                "the CPU list `{}` is empty: it names no CPU",
+                text.escape_debug()
+            ))
+            .with_hint(format!("name CPUs that exist here, e.g. `{existing}`")));
+        }
+        let missing = cpus.difference(existing);
+        if missing.is_empty() {
+            return Ok(cpus);
+        }
+        let (which, are) = match missing.len() {
+            1 => ("CPU", "does"),
+            _ => ("CPUs", "do"),
+        };
+        Err(Error::invalid_input(format!(
+            "{which} {missing} of the CPU list `{cpus}` {are} not exist here (online: {existing})"
+        ))
+        .with_hint(format!("name CPUs among {existing}")))
+    }
+}
+
 impl FromStr for CpuList {
     type Err = Error;
 
@@ -230,6 +274,41 @@ mod tests {
         let backwards = "3-1".parse::<CpuList>().unwrap_err();
         assert!(backwards.to_string().contains("1-3"), "{backwards}");
         assert!("4294967296".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn lists_naming_cpus_that_do_not_exist_are_refused_naming_them() {
+        let online = parse("0-1");
+        let started = std::time::Instant::now();
+        for (text, named) in [
+            (
+                "0-4294967295",
+                "CPUs 2-4294967295 of the CPU list `0-4294967295`",
+            ),
+            ("0-100000000", "CPUs 2-100000000"),
+            ("1,7", "CPU 7 of"),
+        ] {
+            let error = CpuList::parse_within(text, &online).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput);
+            assert!(error.message().contains(named), "{text}: {error}");
+            assert!(error.message().contains("(online: 0-1)"), "{text}: {error}");
+        }
+        // A million ranges cost their text, never their numbers.
+        let many: String = (0..1_000_000u32).map(|i| format!("{},", i * 4)).collect();
+        let error = CpuList::parse_within(many.trim_end_matches(','), &online).unwrap_err();
+        assert!(
+            error.message().starts_with("CPUs 4,8,12,"),
+            "{}",
+            &error.message()[..40]
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        for empty in ["", "  ", "\n"] {
+            let error = CpuList::parse_within(empty, &online).unwrap_err();
+            assert!(error.message().contains("is empty"), "{error}");
+            assert!(error.hint().unwrap().contains("0-1"), "{error:?}");
+        }
+        assert_eq!(CpuList::parse_within("1, 0", &online).unwrap(), online);
+        assert!(CpuList::parse_within("x", &online).is_err());
     }
 
     #[test]
