@@ -43,6 +43,7 @@ use counterhal_hal::{Backend, BoxedGroup, Error, EventSet, Group, OpenOptions, R
 use counterhal_hal::{ResolvedEvent, Target};
 
 use crate::AnyBackend;
+use crate::set::trial_for_add;
 
 mod names;
 mod report;
@@ -142,11 +143,12 @@ impl Regions {
     pub fn new(backend: AnyBackend, names: &[&str]) -> Regions {
         let mut events: Vec<ResolvedEvent> = Vec::new();
         let mut left_out = Vec::new();
+        let options = OpenOptions::ungrouped();
         for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+            // Opened beside what competes with it for counters, as an add is
+            // (`trial_for_add`): N events cost O(N) opens, not the whole set at each.
             let fits = backend.resolve(name).and_then(|event| {
-                let mut trial = events.clone();
-                trial.push(event.clone());
-                let options = OpenOptions::ungrouped();
+                let trial = trial_for_add(backend.capabilities(), &options, &events, &event);
                 EventSet::open(&backend, trial, &Target::ThisThread, &options).map(|_| event)
             });
             match fits {

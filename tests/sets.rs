@@ -11,6 +11,8 @@ use counterhal_conformance::skip::Need;
 
 /// Set in a copy of this test binary run under strace: the adds to count.
 const CHILD_ADDS: &str = "COUNTERHAL_TEST_SET_ADDS";
+/// Set in a copy of this test binary run under strace: the regions' events to count.
+const CHILD_REGIONS: &str = "COUNTERHAL_TEST_SET_REGIONS";
 /// Set in a copy of this test binary that only spawns and joins threads until killed.
 const CHILD_THREADS: &str = "COUNTERHAL_TEST_SET_THREADS";
 
@@ -71,15 +73,19 @@ fn add_each_then_count(names: &[String]) {
     println!("added {added}");
 }
 
-#[test]
-fn adding_n_events_opens_each_at_most_twice() {
-    if let Ok(names) = std::env::var(CHILD_ADDS) {
-        let names: Vec<String> = names.split(',').map(str::to_string).collect();
-        return add_each_then_count(&names);
-    }
-    let Some(backend) = backend() else {
-        skip!(Need::System, "no backend here counts software events");
-    };
+/// Enters and leaves one region counting `names` (the child's part of the regions test):
+/// prints how many events the regions count.
+fn regions_count(names: &[String]) {
+    let backend = backend().expect("the parent checked the backend");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let regions = counterhal::region::Regions::new(backend.backend, &names);
+    regions.begin("r").unwrap();
+    regions.end("r").unwrap();
+    println!("added {}", regions.events().len());
+}
+
+/// Three software events and up to 60 tracepoints, or why this machine cannot give 40.
+fn many_events(backend: &Chosen) -> Result<Vec<String>, String> {
     // Resolving a tracepoint mounts tracefs where it is absent (as root, as perf does).
     let _ = backend.resolve("sched:sched_switch");
     let mut names: Vec<String> = ["page-faults", "task-clock", "context-switches"]
@@ -87,23 +93,25 @@ fn adding_n_events_opens_each_at_most_twice() {
         .to_vec();
     names.extend(cheap_tracepoints(60));
     if names.len() < 40 {
-        skip!(
-            Need::Privilege,
+        return Err(format!(
             "needs root and tracefs for 40 tracepoints, found {}",
             names.len()
-        );
+        ));
     }
-    let log = std::env::temp_dir().join(format!("counterhal-adds-{}.strace", std::process::id()));
+    Ok(names)
+}
+
+/// Runs this test binary's test `test` again under strace with `names` in `child_key`; checks
+/// that every event was taken and that there were at most two `perf_event_open` calls per
+/// event (and a few of the backend's own probe).
+fn opens_at_most_twice_each(test: &str, child_key: &str, names: &[String]) {
+    let log = std::env::temp_dir().join(format!("counterhal-{test}-{}.strace", std::process::id()));
     let run = Command::new("strace")
         .args(["-f", "-qq", "-e", "trace=perf_event_open", "-o"])
         .arg(&log)
         .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "adding_n_events_opens_each_at_most_twice",
-            "--nocapture",
-        ])
-        .env(CHILD_ADDS, names.join(","))
+        .args(["--exact", test, "--nocapture"])
+        .env(child_key, names.join(","))
         .output();
     let Ok(out) = run else {
         skip!(Need::Tools, "strace is not installed");
@@ -120,15 +128,58 @@ fn adding_n_events_opens_each_at_most_twice() {
         .unwrap_or_else(|| panic!("no count of adds printed:\n{stdout}"));
     let opens = opens_in(&log);
     let _ = std::fs::remove_file(&log);
-    eprintln!("{opens} perf_event_open calls for {} adds", names.len());
+    eprintln!("{opens} perf_event_open calls for {} events", names.len());
     assert_eq!(added, names.len(), "every event is taken");
     // Each add opens its event once, the set opens each once more; the backend's probe opens
     // a few of its own.
     let bound = 2 * names.len() + 10;
     assert!(
         opens <= bound,
-        "{opens} perf_event_open calls for {} adds (at most {bound})",
+        "{opens} perf_event_open calls for {} events (at most {bound})",
         names.len()
+    );
+}
+
+#[test]
+fn adding_n_events_opens_each_at_most_twice() {
+    if let Ok(names) = std::env::var(CHILD_ADDS) {
+        let names: Vec<String> = names.split(',').map(str::to_string).collect();
+        return add_each_then_count(&names);
+    }
+    let Some(backend) = backend() else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    let names = match many_events(&backend) {
+        Ok(names) => names,
+        Err(reason) => skip!(Need::Privilege, "{reason}"),
+    };
+    opens_at_most_twice_each(
+        "adding_n_events_opens_each_at_most_twice",
+        CHILD_ADDS,
+        &names,
+    );
+}
+
+/// `Regions::new` checks each event beside the others as `EventSetBuilder::add` does, and the
+/// first region of a thread opens them: two opens per event, not the whole set again at each
+/// (`COUNTERHAL_REGION_EVENTS` with 40 tracepoints made the first region take 34 s).
+#[test]
+fn regions_of_n_events_open_each_at_most_twice() {
+    if let Ok(names) = std::env::var(CHILD_REGIONS) {
+        let names: Vec<String> = names.split(',').map(str::to_string).collect();
+        return regions_count(&names);
+    }
+    let Some(backend) = backend() else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    let names = match many_events(&backend) {
+        Ok(names) => names,
+        Err(reason) => skip!(Need::Privilege, "{reason}"),
+    };
+    opens_at_most_twice_each(
+        "regions_of_n_events_open_each_at_most_twice",
+        CHILD_REGIONS,
+        &names,
     );
 }
 
