@@ -137,9 +137,13 @@ thread_local! {
     /// buffer without a destructor: it lives as long as the thread, through its thread-local
     /// and `pthread_key` destructors, and recording a message allocates nothing (so a call
     /// refused inside a signal handler can record why).
+    // Const already: clippy's missing_const_for_thread_local misreads thread_local!'s expansion
+    // on targets that keep thread locals in emulated TLS (OpenBSD), and the allow says so.
+    #[allow(clippy::missing_const_for_thread_local)]
     static LAST_ERROR: RefCell<[u8; LAST_ERROR_ROOM]> = const { RefCell::new([0; LAST_ERROR_ROOM]) };
     /// Whether this thread is inside a C call: a call made while it is (from a signal
     /// handler that interrupted one) is refused before it touches anything. No destructor.
+    #[allow(clippy::missing_const_for_thread_local)]
     static IN_CALL: Cell<bool> = const { Cell::new(false) };
 }
 
