@@ -5,13 +5,16 @@
 
 mod common;
 
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use counterhal_conformance::skip::Need;
 use counterhal_events::Vendor;
 use counterhal_hal::Evtsel;
 use counterhal_hal::{CounterSet, ErrorKind};
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+use counterhal_msr::CpuidInstruction;
 use counterhal_msr::regs::evtsel;
 use counterhal_msr::{
-    AllowList, CpuidDump, CpuidInstruction, CpuidSource, PmuArch, PmuInfo, PmuModelKind, TscSource,
+    AllowList, CpuidDump, CpuidSource, PmuArch, PmuInfo, PmuModelKind, TscSource,
 };
 
 /// A CPUID dump from the shared fixtures (`x86/tests/data`, with the x86 crate that decodes
