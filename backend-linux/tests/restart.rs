@@ -9,6 +9,7 @@
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_conformance::workload::{INSTRUCTIONS_PER_ITERATION, retire_instructions};
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -198,4 +199,52 @@ fn page_faults_leader_with_a_tracepoint_member_counts_after_a_restart() {
     let live = group.read_to_vec().unwrap();
     group.disable().unwrap();
     assert_eq!(live[1].value, 12, "{live:?}");
+}
+
+/// A group of the core PMU's `instructions:u` and `cycles:u` with `task-clock`, reset and
+/// restarted window after window over loops of known length: every window counts its loop's
+/// instructions plus the same fixed cost of the calls around it (exactly, where the machine
+/// counts exactly: the aarch64 lab under QEMU's `-icount shift=0` sets
+/// `COUNTERHAL_EXACT_INSTRUCTIONS`; within 50 instructions elsewhere), and cycles and the task
+/// clock count in every window. Oracle: the loop's own instruction count (`workload`).
+#[test]
+fn hardware_group_restarted_counts_each_window_s_loop() {
+    let linux = backend();
+    if !linux.facts().hardware_pmu {
+        skip!(Need::Hardware, "no core PMU: no instructions to count");
+    }
+    let exact = std::env::var_os("COUNTERHAL_EXACT_INSTRUCTIONS").is_some();
+    let mut group = open(&linux, &["instructions:u", "cycles:u", "task-clock"]);
+    let mut first_overhead = None;
+    for (window, iterations) in [10_000u64, 30_000, 20_000, 50_000, 5_000]
+        .into_iter()
+        .enumerate()
+    {
+        group.reset().unwrap();
+        group.enable().unwrap();
+        assert!(
+            retire_instructions(iterations),
+            "an instruction loop on this architecture"
+        );
+        group.disable().unwrap();
+        let readings = group.read_to_vec().unwrap();
+        let loop_instructions = iterations * INSTRUCTIONS_PER_ITERATION;
+        let overhead = readings[0].value as i64 - loop_instructions as i64;
+        assert!(
+            (0..1_000).contains(&overhead),
+            "window {window}: {} instructions for a loop of {loop_instructions}",
+            readings[0].value
+        );
+        assert!(
+            readings[1].value > 0 && readings[2].value > 0,
+            "window {window}: {readings:?}"
+        );
+        let first = *first_overhead.get_or_insert(overhead);
+        let tolerance = if exact { 0 } else { 50 };
+        assert!(
+            (overhead - first).abs() <= tolerance,
+            "window {window}: {overhead} instructions around the loop, {first} in the first \
+             window (exact: {exact})"
+        );
+    }
 }
