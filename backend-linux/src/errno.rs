@@ -188,9 +188,9 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
 fn no_event_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     match attempt.map(|a| a.class) {
         Some(class) if class.is_hardware() && !facts.hardware_pmu => {
-            "this machine exposes no hardware counters (no `cpu` PMU in \
-             /sys/bus/event_source/devices: a VM or container without a virtual PMU); use \
-             software events, tracepoints or breakpoints"
+            "this machine exposes no hardware counters (no core PMU in \
+             /sys/bus/event_source/devices, neither `cpu` nor one with a `cpus` file: a VM or \
+             container without a virtual PMU); use software events, tracepoints or breakpoints"
                 .to_string()
         }
         Some(class) if class.is_hardware() => {
