@@ -27,13 +27,26 @@ fn takes_a_counter(event: &ResolvedEvent) -> bool {
 /// `options`: `event` alone, unless it takes a counter and the set's counters must all fit at
 /// once (a group, or a backend that cannot time-share them), when the added events that take
 /// counters come too. Those are few (no more than fit the counters), so adding N events opens
-/// O(N) counters, not the whole set again at each add.
+/// O(N) counters, not the whole set again at each add. Past the backend's
+/// [`max_group_events`](Capabilities::max_group_events) in a group, the whole set, so that the
+/// backend refuses the add.
 pub fn trial_for_add(
     capabilities: &Capabilities,
     options: &OpenOptions,
     added: &[ResolvedEvent],
     event: &ResolvedEvent,
 ) -> Vec<ResolvedEvent> {
+    // Past the backend's group limit only the whole group shows that the event does not fit
+    // (the backend refuses such a group before opening anything).
+    let past_limit = options.grouped
+        && capabilities
+            .max_group_events
+            .is_some_and(|max| added.len() + 1 > max as usize);
+    if past_limit {
+        let mut whole = added.to_vec();
+        whole.push(event.clone());
+        return whole;
+    }
     let must_fit = options.grouped || !capabilities.multiplexing;
     let mut trial: Vec<ResolvedEvent> = if must_fit && takes_a_counter(event) {
         added

@@ -267,3 +267,40 @@ fn a_process_whose_threads_come_and_go_is_counted_without_an_error() {
         errors.iter().take(5).collect::<Vec<_>>()
     );
 }
+
+/// A group holds at most what the kernel reads in one go (16 KiB: 1,022 events with their
+/// ids and times): the add past that is refused by name, and the set keeps what it took and
+/// opens. Adds of software events are tried alone, so before the backend's limit was known to
+/// the adds, every add passed and the whole set then failed to open (with a misleading E2BIG
+/// "attr size" message).
+#[test]
+fn an_add_past_the_kernel_s_group_limit_is_refused_and_the_set_still_opens() {
+    let Some(backend) = backend() else {
+        skip!(Need::System, "no backend here counts software events");
+    };
+    let Some(limit) = backend.capabilities().max_group_events else {
+        skip!(Need::Platform, "this backend has no group limit");
+    };
+    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    // Distinct software events: task-clock with config1 values the event ignores.
+    for i in 0..limit {
+        builder
+            .add(&format!("software/config=1,config1={i}/"))
+            .unwrap_or_else(|e| panic!("add {i}: {e}"));
+    }
+    let error = builder
+        .add(&format!("software/config=1,config1={limit}/"))
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("at most {limit} events")),
+        "{error}"
+    );
+    let mut set = builder.open().expect("the events added open together");
+    set.enable().unwrap();
+    set.disable().unwrap();
+    let readings = set.read_to_vec().unwrap();
+    assert_eq!(readings.len(), limit as usize);
+}

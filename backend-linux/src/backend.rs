@@ -7,9 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, EventRequest, Family,
-    GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target, TargetSupport,
-    Term, check_family, countable_form,
+    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
+    Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target,
+    TargetSupport, Term, check_family, countable_form,
 };
 
 use crate::attr::{Placement, build_attr, group_key};
@@ -132,6 +132,11 @@ const FAMILIES: &[Family] = &[Family::Perf, Family::Evtsel];
 #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
 const FAMILIES: &[Family] = &[Family::Perf];
 
+/// The most events one kernel group holds: the kernel refuses a member whose group's read
+/// (`nr`, the two times, then a value and an id per event: 24 + 16 N bytes) would pass 16 KiB
+/// (`perf_event_validate_size`), with E2BIG.
+pub(crate) const MAX_GROUP_EVENTS: usize = (16 * 1024 - 24) / 16;
+
 /// The dynamic types of the core PMUs under `devices`.
 fn core_types(devices: &Path) -> Vec<u32> {
     sysfs::core_pmus(devices)
@@ -170,6 +175,7 @@ fn exec_child(pid: u32) -> Result<u32> {
 /// process, every target; self-monitoring reads where there is a hardware PMU.
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
+    capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
     capabilities.multiplexing = true;
     capabilities.targets = TargetSupport::ALL;
     capabilities.self_monitoring_reads = self_monitoring;
@@ -586,6 +592,17 @@ impl LinuxBackend {
             }
         }
 
+        if let Some((_, members)) = plan.iter().find(|(_, m)| m.len() > MAX_GROUP_EVENTS) {
+            return Err(Error::new(
+                ErrorKind::NoCounterAvailable,
+                format!(
+                    "a group of {} events: the kernel reads at most {MAX_GROUP_EVENTS} events \
+                     in one group (16 KiB)",
+                    members.len()
+                ),
+            )
+            .with_hint("open them ungrouped, or in several groups"));
+        }
         let mut groups = Vec::with_capacity(plan.len());
         for (_, members) in &plan {
             let mut group = KernelGroup {

@@ -115,6 +115,10 @@ pub struct Capabilities {
     pub targets: TargetSupport,
     /// Whether reads of the calling thread's counters can bypass the kernel (rdpmc).
     pub self_monitoring_reads: bool,
+    /// The most events one group may hold whatever they count, when the backend has such a
+    /// limit (Linux: 1,022, as the kernel reads a group in at most 16 KiB); `None` when only
+    /// the counters limit it.
+    pub max_group_events: Option<u32>,
 }
 
 impl Capabilities {
@@ -132,6 +136,7 @@ impl Capabilities {
             scope,
             targets: TargetSupport::NONE,
             self_monitoring_reads: false,
+            max_group_events: None,
         }
     }
 
