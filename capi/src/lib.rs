@@ -103,14 +103,12 @@ pub struct Failure {
 }
 
 impl From<Error> for Failure {
+    /// The error's text as `Display` gives it: what happened, the OS error, and `; hint: ...`
+    /// once.
     fn from(error: Error) -> Failure {
-        let message = match error.hint() {
-            Some(hint) => format!("{error} (hint: {hint})"),
-            None => error.to_string(),
-        };
         Failure {
             code: code_of(error.kind()),
-            message,
+            message: error.to_string(),
         }
     }
 }
@@ -692,6 +690,13 @@ mod tests {
             assert_eq!(tiny[2], 0);
             assert_eq!(copy_last_error(&mut []), length);
         }
+    }
+
+    #[test]
+    fn a_failure_states_its_hint_once() {
+        let error = Error::invalid_input("bad CPU list").with_hint("name CPUs among 0-1");
+        let failure = Failure::from(error);
+        assert_eq!(failure.message, "bad CPU list; hint: name CPUs among 0-1");
     }
 
     #[test]
