@@ -18,8 +18,9 @@ mod raw {
     pub const IOC_ENABLE: libc::c_ulong = 0x2400;
     /// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
     pub const IOC_DISABLE: libc::c_ulong = 0x2401;
-    /// `PERF_IOC_FLAG_GROUP`.
-    pub const IOC_FLAG_GROUP: libc::c_ulong = 1;
+    /// The ioctls' argument when sent to a leader alone (its members follow it), as the
+    /// backend sends them.
+    pub const LEADER_ALONE: libc::c_ulong = 0;
 
     /// One bare `ioctl(fd, request, arg)` for a request that takes an integer.
     #[inline]
@@ -39,7 +40,7 @@ mod linux {
     use counterhal_hal::{Backend, Group, OpenOptions, Target};
     use counterhal_linux::{LinuxBackend, LinuxGroup};
 
-    use super::raw::{IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, raw_ioctl};
+    use super::raw::{IOC_DISABLE, IOC_ENABLE, LEADER_ALONE, raw_ioctl};
 
     const ITERATIONS: u32 = 200_000;
     const ROUNDS: u32 = 7;
@@ -103,8 +104,8 @@ mod linux {
                     group.disable().unwrap();
                 },
                 || {
-                    black_box(raw_ioctl(leader.as_fd(), IOC_ENABLE, IOC_FLAG_GROUP));
-                    black_box(raw_ioctl(leader.as_fd(), IOC_DISABLE, IOC_FLAG_GROUP));
+                    black_box(raw_ioctl(leader.as_fd(), IOC_ENABLE, LEADER_ALONE));
+                    black_box(raw_ioctl(leader.as_fd(), IOC_DISABLE, LEADER_ALONE));
                 },
             );
             println!(
