@@ -23,6 +23,11 @@
  * may deadlock inside the C library's allocator. counterhal_strerror, counterhal_scaled,
  * counterhal_real_nsec and counterhal_virt_nsec are the exceptions: safe anywhere.
  *
+ * Cancellation: no counterhal function is a cancellation point. Each holds the calling
+ * thread's cancellation off while it runs (the system calls it makes are cancellation
+ * points), so a pthread_cancel of a thread inside a call takes effect at the thread's next
+ * cancellation point after the call returns.
+ *
  * Thread exit: the functions may be called from thread-local and pthread_key destructors.
  * A region call there, once the thread's own region counters are gone, fails with
  * COUNTERHAL_ENOSUPP and says so.

@@ -47,14 +47,43 @@ pub struct EventInfo {
 /// call made inside another on this thread (from a signal handler) is refused with
 /// `COUNTERHAL_EBUSY` before anything runs.
 fn guard(f: impl FnOnce() -> CResult<c_int>) -> c_int {
-    one_call_at_a_time(|| match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(failure)) => fail(failure),
-        Err(_) => fail(Failure::new(
-            code::INTERNAL,
-            "counterhal failed inside (a panic was caught at the C boundary): please report it",
-        )),
+    without_cancellation(|| {
+        one_call_at_a_time(|| match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(Ok(value)) => value,
+            Ok(Err(failure)) => fail(failure),
+            Err(_) => fail(Failure::new(
+                code::INTERNAL,
+                "counterhal failed inside (a panic was caught at the C boundary): please report it",
+            )),
+        })
     })
+}
+
+unsafe extern "C" {
+    /// POSIX `pthread_setcancelstate` (the libc crate does not declare it for every target).
+    fn pthread_setcancelstate(state: c_int, old_state: *mut c_int) -> c_int;
+}
+
+/// `PTHREAD_CANCEL_DISABLE`: 1 in glibc, musl and the BSDs' `<pthread.h>` (`ENABLE` is 0).
+const PTHREAD_CANCEL_DISABLE: c_int = 1;
+
+/// Runs `f` with this thread's cancellation held off, as C libraries hold it off inside
+/// functions that are not cancellation points: the system calls counterhal makes (`open`,
+/// `close`, `read`, `write`) are, and a cancellation acted on inside one unwinds through Rust
+/// frames that cannot unwind into C, aborting the process. A cancellation asked for meanwhile
+/// stays pending and is acted on at the caller's next cancellation point.
+fn without_cancellation<R>(f: impl FnOnce() -> R) -> R {
+    let mut old: c_int = 0;
+    // SAFETY: sets the calling thread's cancelability state and writes the previous one into
+    // `old`, a valid `int`.
+    let held = unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) } == 0;
+    let result = f();
+    if held {
+        // SAFETY: restores the state saved above; the previous state is not wanted (NULL is
+        // allowed by glibc, musl and the BSDs).
+        unsafe { pthread_setcancelstate(old, std::ptr::null_mut()) };
+    }
+    result
 }
 
 /// How many times this process's line of ancestors forked since the library was first
@@ -213,11 +242,14 @@ unsafe fn free<T>(value: *mut T) {
     if value.is_null() {
         return;
     }
-    one_call_at_a_time(|| {
-        // SAFETY: a live pointer this library boxed, given back once (the caller's contract).
-        let boxed = unsafe { Box::from_raw(value) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
-        code::OK
+    without_cancellation(|| {
+        one_call_at_a_time(|| {
+            // SAFETY: a live pointer this library boxed, given back once (the caller's
+            // contract).
+            let boxed = unsafe { Box::from_raw(value) };
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+            code::OK
+        })
     });
 }
 

@@ -345,6 +345,50 @@ static int threads_signals_and_fork_at_once(counterhal_t *ch) {
     return 0;
 }
 
+/* A thread cancelled while it is inside counterhal: open, close and read are cancellation
+ * points, and a cancellation acted on inside one would unwind through frames that cannot
+ * unwind into C ("FATAL: exception not rethrown", the whole process aborted). The library
+ * holds a cancellation off while it runs, so the thread ends at its own next cancellation
+ * point, between calls. */
+static void *churn_sets(void *arg) {
+    counterhal_t *ch = arg;
+    for (;;) {
+        counterhal_set_t *set = NULL;
+        if (counterhal_set_create(ch, &set) != COUNTERHAL_OK) continue;
+        counterhal_set_add(set, "page-faults");
+        counterhal_set_add(set, "task-clock");
+        counterhal_reading_t r[2];
+        if (counterhal_set_start(set) == COUNTERHAL_OK) {
+            counterhal_set_read(set, r, 2);
+            counterhal_set_stop(set, r, 2);
+        }
+        counterhal_set_destroy(set);
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+static int a_thread_cancelled_inside_a_call_ends_cleanly(counterhal_t *ch) {
+    for (int round = 0; round < 50; round++) {
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, churn_sets, ch) == 0);
+        usleep(200 + (unsigned)(round * 97 % 2000));
+        CHECK(pthread_cancel(thread) == 0);
+        void *result = NULL;
+        CHECK(pthread_join(thread, &result) == 0);
+        CHECK(result == PTHREAD_CANCELED);
+    }
+    /* The library still works on this thread. */
+    counterhal_set_t *set = NULL;
+    CHECK(counterhal_set_create(ch, &set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_add(set, "page-faults") == 0);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    counterhal_reading_t r[1];
+    CHECK(counterhal_set_stop(set, r, 1) == COUNTERHAL_OK);
+    counterhal_set_destroy(set);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: hostile CASE\n");
@@ -375,6 +419,8 @@ int main(int argc, char **argv) {
         failed = the_last_error_survives_the_next_failure(ch);
     else if (strcmp(name, "threads") == 0)
         failed = threads_signals_and_fork_at_once(ch);
+    else if (strcmp(name, "cancel") == 0)
+        failed = a_thread_cancelled_inside_a_call_ends_cleanly(ch);
     else {
         fprintf(stderr, "unknown case %s\n", name);
         return 2;
