@@ -2,34 +2,15 @@
 //! counters (strace, counting the `perf_event_open` calls, is the witness), and a process
 //! whose threads come and go is counted round after round without an error.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::library_dir;
+
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-
-/// Where libcounterhal.so is: the profile folder above this test, built here first (Cargo
-/// builds no cdylib for the package's own tests), as `tests/c.rs` does.
-fn library_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let target = dir.parent().unwrap();
-    let release = dir.file_name().is_some_and(|n| n == "release");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["build", "-p", "counterhal-capi", "--target-dir"])
-        .arg(target)
-        .args(release.then_some("--release"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building libcounterhal failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir
-}
 
 /// `tests/c/sets.c` built against libcounterhal.so (once per test binary).
 fn program() -> PathBuf {
