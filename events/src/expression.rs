@@ -5,6 +5,7 @@
 //! names the caller gives values to
 //! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -191,11 +192,25 @@ fn tokens(text: &str) -> Result<Vec<(Token, usize)>, ParseError> {
     Ok(out)
 }
 
+thread_local! {
+    /// How many times [`parse`] ran on this thread.
+    static PARSES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many formulas [`parse`] has parsed on the calling thread: a deterministic witness, for
+/// tests, that a path which needs no metric parses none (formulas are parsed when a metric is
+/// first evaluated, never at start-up).
+#[doc(hidden)]
+pub fn parses_on_this_thread() -> u64 {
+    PARSES.with(Cell::get)
+}
+
 /// Parses a metric expression.
 ///
 /// # Errors
 /// A [`ParseError`] naming what was expected and where.
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
+    PARSES.with(|count| count.set(count.get() + 1));
     let mut parser = Parser {
         tokens: tokens(text)?,
         next: 0,
@@ -525,6 +540,18 @@ mod tests {
     fn eval(text: &str, values: &[(&str, f64)]) -> Option<f64> {
         let expr = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
         expr.evaluate(&|name| values.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+    }
+
+    #[test]
+    fn parses_are_counted_on_the_thread_that_parses() {
+        std::thread::spawn(|| {
+            assert_eq!(parses_on_this_thread(), 0);
+            parse("a + b").unwrap();
+            parse("1 +").unwrap_err();
+            assert_eq!(parses_on_this_thread(), 2);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 pub use cpu::{CpuIdentity, HybridCore, Vendor};
 pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
 pub use error::{EventError, EventErrorKind};
+#[doc(hidden)]
+pub use metrics::shipped_metrics_lookups_on_this_thread;
 pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_FILES, parse_metrics, shipped_metrics};
 pub use model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet,

@@ -15,6 +15,7 @@
 //! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
 //! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -234,11 +235,26 @@ fn find_loop(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
     None
 }
 
-/// The shipped metrics of the model `id`, parsed once (`None`: the model has none).
+thread_local! {
+    /// How many times [`shipped_metrics`] was asked for a table on this thread.
+    static LOOKUPS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times [`shipped_metrics`] has been asked for a model's table on the calling thread
+/// (cached or not): a deterministic witness, for tests, that a path which needs no metric
+/// reads no metric table.
+#[doc(hidden)]
+pub fn shipped_metrics_lookups_on_this_thread() -> u64 {
+    LOOKUPS.with(Cell::get)
+}
+
+/// The shipped metrics of the model `id`, parsed once, when first asked for (`None`: the model
+/// has none).
 ///
 /// # Errors
 /// The model's shipped file is malformed (the crate's tests rule that out).
 pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
+    LOOKUPS.with(|count| count.set(count.get() + 1));
     static PARSED: OnceLock<Vec<OnceLock<Result<MetricTable>>>> = OnceLock::new();
     let parsed = PARSED.get_or_init(|| {
         SHIPPED_METRIC_FILES

@@ -410,6 +410,23 @@ pub(crate) mod tests {
     use counterhal_hal::{CounterSet, Domain, Evtsel, Preset};
 
     #[test]
+    fn loading_and_resolving_events_reads_no_metric() {
+        // Counted on a thread of its own, from a database parsed afresh: what `stat -e`,
+        // `encode` and `info` do reads no metric table and parses no formula.
+        std::thread::spawn(|| {
+            let db = Database::parse_shipped().unwrap();
+            for name in ["INST_RETIRED.ANY_P:u", "cycles", "instructions"] {
+                db.resolve(Some("skl"), name, &X86).unwrap();
+            }
+            db.resolve(Some("spr"), "cycles", &PERF).unwrap();
+            assert_eq!(crate::expression::parses_on_this_thread(), 0);
+            assert_eq!(crate::shipped_metrics_lookups_on_this_thread(), 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn required_presets_are_mapped_where_the_cpu_has_them() {
         let db = Database::shipped().unwrap();
         let mapped = |id: &str| -> Vec<&str> {

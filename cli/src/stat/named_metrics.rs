@@ -31,8 +31,9 @@ pub struct MetricDef {
     pub unit: &'static str,
     /// The database model whose metric it is (`None`: a portable one).
     pub model: Option<&'static str>,
-    /// The parsed formula (shipped formulas parse: a test of the database says so).
-    formula: Result<Expr, String>,
+    /// The parsed formula, parsed when the metric is first planned or evaluated (shipped
+    /// formulas parse: a test of the database says so).
+    formula: OnceLock<Result<Expr, String>>,
 }
 
 impl MetricDef {
@@ -51,8 +52,16 @@ impl MetricDef {
             scale,
             unit,
             model,
-            formula: expression::parse(expression).map_err(|e| e.to_string()),
+            formula: OnceLock::new(),
         }
+    }
+
+    /// The parsed formula (parsed on the first call, then kept), or why it does not parse.
+    fn formula(&self) -> Result<&Expr, &str> {
+        self.formula
+            .get_or_init(|| expression::parse(self.expression).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// Whether `-M` argument `name` names it or one of its groups (any case).
@@ -204,6 +213,10 @@ pub fn catalogue(model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> 
 /// An unknown name, with the nearest known names; a metric that reads a machine fact not
 /// known here or a formula that does not parse.
 pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> {
+    if names.is_empty() {
+        // No `-M`: no metric table is read and no formula parsed.
+        return Ok(Vec::new());
+    }
     let own = match model {
         Some(id) => of_model(id)?,
         None => &[],
@@ -274,7 +287,7 @@ fn is_constant(name: &str) -> bool {
 fn readable(metric: &MetricDef) -> Result<(), Error> {
     let mut todo = vec![(metric, 0)];
     while let Some((def, depth)) = todo.pop() {
-        let formula = def.formula.as_ref().map_err(|e| {
+        let formula = def.formula().map_err(|e| {
             Error::invalid_input(format!(
                 "metric `{}`: its formula does not parse: {e}",
                 def.name
@@ -324,7 +337,7 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
     let mut next = 0;
     while let Some(&(metric, depth)) = todo.get(next) {
         next += 1;
-        let Ok(formula) = &metric.formula else {
+        let Ok(formula) = metric.formula() else {
             continue;
         };
         for name in formula.names() {
@@ -381,7 +394,7 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
             }
         }
     };
-    metric.formula.as_ref().ok()?.evaluate(&value_of)
+    metric.formula().ok()?.evaluate(&value_of)
 }
 
 #[cfg(test)]
@@ -414,6 +427,38 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}", metric.name));
             assert!(!expr.names().is_empty(), "{}", metric.name);
         }
+    }
+
+    #[test]
+    fn a_stat_without_metrics_reads_no_table_and_parses_no_formula() {
+        use counterhal::events::shipped_metrics_lookups_on_this_thread as lookups;
+        // Counted per thread (calls, not cache misses): other tests cannot hide a regression.
+        std::thread::spawn(|| {
+            // What a plain `stat -e page-faults,context-switches` plans with.
+            let plain = chosen(&[], Some("skl")).unwrap();
+            assert!(plain.is_empty());
+            assert!(events_needed(&plain).is_empty());
+            assert_eq!(lookups(), 0, "a plain stat read a metric table");
+            assert_eq!(
+                expression::parses_on_this_thread(),
+                0,
+                "a plain stat parsed a formula"
+            );
+            // `-M` does read the table.
+            chosen(&["IPC".to_string()], Some("skl")).unwrap();
+            assert!(lookups() > 0);
+        })
+        .join()
+        .unwrap();
+        // Loading a model's metrics parses none of its formulas for the command: only the
+        // metrics planned or evaluated are parsed (the tests here evaluate a few).
+        let skl = of_model("skl").unwrap();
+        let parsed = skl.iter().filter(|m| m.formula.get().is_some()).count();
+        assert!(
+            parsed < skl.len() / 2,
+            "{parsed} of {} formulas parsed on load",
+            skl.len()
+        );
     }
 
     #[test]
