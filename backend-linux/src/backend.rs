@@ -89,7 +89,7 @@ pub fn probe_with(
     paths: SystemPaths,
 ) -> Result<LinuxBackend> {
     let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
-    let hybrid = Arc::new(sysfs::hybrid_pmus(&paths.pmu_devices));
+    let cores = CorePmus::read(&paths.pmu_devices);
     let paths_devices = paths.pmu_devices.clone();
     let mut backend = LinuxBackend {
         capabilities: capabilities(facts.hardware_pmu),
@@ -99,10 +99,10 @@ pub fn probe_with(
         facts,
         inherit_group_read: false,
         self_monitoring: true,
-        hybrid,
+        hybrid: cores.hybrid,
         raw_format: RawFormat::read(&paths_devices).map(Arc::new),
-        user_access: UserAccess::read(&paths_devices).map(Arc::new),
-        core_types: Arc::new(core_types(&paths_devices)),
+        user_access: cores.user_access,
+        core_types: cores.types,
         generalized: Arc::default(),
     };
     // A user-space-only software event opens at every paranoid level up to 2.
@@ -137,12 +137,23 @@ const FAMILIES: &[Family] = &[Family::Perf];
 /// (`perf_event_validate_size`), with E2BIG.
 pub(crate) const MAX_GROUP_EVENTS: usize = (16 * 1024 - 24) / 16;
 
-/// The dynamic types of the core PMUs under `devices`.
-fn core_types(devices: &Path) -> Vec<u32> {
-    sysfs::core_pmus(devices)
-        .iter()
-        .map(|pmu| pmu.type_)
-        .collect()
+/// What the backend keeps of the core PMUs under `devices`, read from one listing: those of a
+/// hybrid CPU, how an event asks for user-space reads, and their dynamic types.
+struct CorePmus {
+    hybrid: Arc<Vec<sysfs::Pmu>>,
+    user_access: Option<Arc<UserAccess>>,
+    types: Arc<Vec<u32>>,
+}
+
+impl CorePmus {
+    fn read(devices: &Path) -> CorePmus {
+        let cores = sysfs::core_pmus(devices);
+        CorePmus {
+            user_access: UserAccess::of(&cores).map(Arc::new),
+            types: Arc::new(cores.iter().map(|pmu| pmu.type_).collect()),
+            hybrid: Arc::new(sysfs::hybrid_of(cores)),
+        }
+    }
 }
 
 /// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
@@ -748,14 +759,15 @@ mod tests {
 
     /// A backend on the PMU tree `devices` (no probe: nothing is opened), resolving for `cpu`.
     fn fixture_backend(devices: PathBuf, cpu: Option<&str>) -> LinuxBackend {
+        let cores = CorePmus::read(&devices);
         LinuxBackend {
             capabilities: capabilities(false),
             db: Arc::new(Database::shipped().unwrap()),
             cpu: cpu.map(str::to_string),
-            hybrid: Arc::new(sysfs::hybrid_pmus(&devices)),
+            hybrid: cores.hybrid,
             raw_format: RawFormat::read(&devices).map(Arc::new),
-            user_access: UserAccess::read(&devices).map(Arc::new),
-            core_types: Arc::new(core_types(&devices)),
+            user_access: cores.user_access,
+            core_types: cores.types,
             paths: SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),

@@ -39,7 +39,11 @@ pub struct UserAccess {
 impl UserAccess {
     /// The core PMUs' `rdpmc` format under `devices`, if they have one.
     pub fn read(devices: &Path) -> Option<UserAccess> {
-        let cores = sysfs::core_pmus(devices);
+        Self::of(&sysfs::core_pmus(devices))
+    }
+
+    /// The `rdpmc` format of `cores` (the core PMUs, as [`sysfs::core_pmus`] lists them).
+    pub fn of(cores: &[sysfs::Pmu]) -> Option<UserAccess> {
         let field = cores
             .iter()
             .find_map(|pmu| pmu.format("rdpmc").ok().flatten())?;

@@ -268,13 +268,11 @@ pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
         .collect()
 }
 
-/// The core PMUs of a hybrid CPU (more than one: Intel's `cpu_core` and `cpu_atom`, an Arm
-/// big.LITTLE system's one per core type), else empty.
-pub fn hybrid_pmus(devices: &Path) -> Vec<Pmu> {
-    let pmus: Vec<Pmu> = core_pmus(devices)
-        .into_iter()
-        .filter(|p| p.name != "cpu")
-        .collect();
+/// The core PMUs of a hybrid CPU among `cores` (as [`core_pmus`] lists them): more than one,
+/// Intel's `cpu_core` and `cpu_atom` or a big.LITTLE Arm system's one per core type; else
+/// empty.
+pub fn hybrid_of(cores: Vec<Pmu>) -> Vec<Pmu> {
+    let pmus: Vec<Pmu> = cores.into_iter().filter(|p| p.name != "cpu").collect();
     if pmus.len() > 1 { pmus } else { Vec::new() }
 }
 
@@ -482,13 +480,19 @@ mod tests {
     #[test]
     fn hybrid_detection() {
         let devices = fixture("sysfs-hybrid");
-        let names: Vec<String> = hybrid_pmus(&devices).into_iter().map(|p| p.name).collect();
+        let names: Vec<String> = hybrid_of(core_pmus(&devices))
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
         assert_eq!(names, ["cpu_atom", "cpu_core"]);
         // This machine: hybrid exactly when sysfs shows two or more PMUs with a `cpus` mask
         // (cpu_core + cpu_atom on Alder Lake and later, one per core type on big.LITTLE Arm),
         // and then those are the ones.
         let devices = Path::new(DEFAULT_DEVICES);
-        let real: Vec<String> = hybrid_pmus(devices).into_iter().map(|p| p.name).collect();
+        let real: Vec<String> = hybrid_of(core_pmus(devices))
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
         let shown: Vec<String> = fs::read_dir(devices)
             .map(|entries| {
                 entries
@@ -518,11 +522,11 @@ mod tests {
             .map(|p| (p.name, p.type_))
             .collect();
         assert_eq!(core, [("armv8_pmuv3".to_string(), 8)]);
-        assert!(hybrid_pmus(&devices).is_empty());
+        assert!(hybrid_of(core_pmus(&devices)).is_empty());
         // big.LITTLE: one per core type, each its own type; the uncore CMN (a `cpumask`, no
         // `cpus`) is not a core PMU.
         let devices = fixture("sysfs-arm-biglittle");
-        let hybrid: Vec<(String, u32)> = hybrid_pmus(&devices)
+        let hybrid: Vec<(String, u32)> = hybrid_of(core_pmus(&devices))
             .into_iter()
             .map(|p| (p.name, p.type_))
             .collect();
