@@ -150,8 +150,8 @@ fn leader_orders() -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn restarted_mixed_pmu_group_counts_every_member_in_every_window() {
+/// Every leader order, restarted with a reset before each window (`reset`) or without.
+fn every_leader(reset: bool) {
     if !tracefs_ready() {
         skip!(
             Need::System,
@@ -160,22 +160,18 @@ fn restarted_mixed_pmu_group_counts_every_member_in_every_window() {
     }
     for order in leader_orders() {
         let names: Vec<&str> = order.iter().map(String::as_str).collect();
-        windows(&names, &[5, 7, 11, 2], false);
+        windows(&names, &[5, 7, 11, 2], reset);
     }
 }
 
 #[test]
+fn restarted_mixed_pmu_group_counts_every_member_in_every_window() {
+    every_leader(false);
+}
+
+#[test]
 fn reset_between_windows_of_a_mixed_pmu_group_counts_each_window_alone() {
-    if !tracefs_ready() {
-        skip!(
-            Need::System,
-            "tracefs is not mounted and could not be mounted"
-        );
-    }
-    for order in leader_orders() {
-        let names: Vec<&str> = order.iter().map(String::as_str).collect();
-        windows(&names, &[5, 7, 11, 2], true);
-    }
+    every_leader(true);
 }
 
 /// The issue's own reproduction: `page-faults` then the getpid tracepoint, 5 calls, stop,
