@@ -140,11 +140,12 @@ fn opens_at_most_twice_each(test: &str, child_key: &str, names: &[String]) {
     );
 }
 
-#[test]
-fn adding_n_events_opens_each_at_most_twice() {
-    if let Ok(names) = std::env::var(CHILD_ADDS) {
+/// The body of the two tests below: in the child (`child_key` set), `child` over the names;
+/// in the parent, this test again under strace with the names, counting the opens.
+fn at_most_two_opens_each(test: &str, child_key: &str, child: fn(&[String])) {
+    if let Ok(names) = std::env::var(child_key) {
         let names: Vec<String> = names.split(',').map(str::to_string).collect();
-        return add_each_then_count(&names);
+        return child(&names);
     }
     let Some(backend) = backend() else {
         skip!(Need::System, "no backend here counts software events");
@@ -153,10 +154,15 @@ fn adding_n_events_opens_each_at_most_twice() {
         Ok(names) => names,
         Err(reason) => skip!(Need::Privilege, "{reason}"),
     };
-    opens_at_most_twice_each(
+    opens_at_most_twice_each(test, child_key, &names);
+}
+
+#[test]
+fn adding_n_events_opens_each_at_most_twice() {
+    at_most_two_opens_each(
         "adding_n_events_opens_each_at_most_twice",
         CHILD_ADDS,
-        &names,
+        add_each_then_count,
     );
 }
 
@@ -165,21 +171,10 @@ fn adding_n_events_opens_each_at_most_twice() {
 /// (`COUNTERHAL_REGION_EVENTS` with 40 tracepoints made the first region take 34 s).
 #[test]
 fn regions_of_n_events_open_each_at_most_twice() {
-    if let Ok(names) = std::env::var(CHILD_REGIONS) {
-        let names: Vec<String> = names.split(',').map(str::to_string).collect();
-        return regions_count(&names);
-    }
-    let Some(backend) = backend() else {
-        skip!(Need::System, "no backend here counts software events");
-    };
-    let names = match many_events(&backend) {
-        Ok(names) => names,
-        Err(reason) => skip!(Need::Privilege, "{reason}"),
-    };
-    opens_at_most_twice_each(
+    at_most_two_opens_each(
         "regions_of_n_events_open_each_at_most_twice",
         CHILD_REGIONS,
-        &names,
+        regions_count,
     );
 }
 
