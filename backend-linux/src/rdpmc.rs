@@ -42,7 +42,7 @@ impl UserAccess {
         Self::of(&sysfs::core_pmus(devices))
     }
 
-    /// The `rdpmc` format of `cores` (the core PMUs, as [`sysfs::core_pmus`] lists them).
+    /// The `rdpmc` format of `cores` (the core PMUs, as `sysfs::core_pmus` lists them).
     pub fn of(cores: &[sysfs::Pmu]) -> Option<UserAccess> {
         let field = cores
             .iter()
