@@ -327,6 +327,18 @@ impl<G: Group> Group for MultiSet<G> {
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
         check_buffer("the readings", n, readings.len())?;
+        // One target and no other ever (the C API's sets, a thread or a process): its set
+        // reads straight into the caller's memory, its row kept for a sum after its end.
+        if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
+            match set.read(&mut readings[..n]) {
+                Ok(()) => {
+                    self.each[..n].copy_from_slice(&readings[..n]);
+                    return Ok(());
+                }
+                Err(e) if vanished(&self.attach, target, &e) => self.retire(0),
+                Err(e) => return Err(e),
+            }
+        }
         // Row t of `each` holds target t's readings, read into memory kept for it; each
         // event's column (over live and ended targets) is then summed through `column`, so a
         // read allocates nothing.
@@ -487,6 +499,41 @@ mod tests {
         set.reset().unwrap();
         set.read(&mut sum).unwrap();
         assert_eq!(sum[0].value, 10, "a reset forgets the thread that ended");
+    }
+
+    /// The one-target read (straight into the caller's memory) keeps the target's last reading
+    /// when its thread ends, as the summed read does.
+    #[test]
+    fn a_lone_thread_that_ends_keeps_its_last_reading() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let backend = Threads {
+            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            ended: Arc::default(),
+        };
+        let event = ResolvedEvent::single(EventRequest::new(
+            "page-faults",
+            Encoding::Perf(PerfAttr::new(1, 2)),
+        ));
+        let attach = Attach::Process(std::process::id());
+        let targets = [Target::process_and_children(ENDED)];
+        let mut set = MultiSet::from_targets(
+            &backend,
+            &[event],
+            &attach,
+            &targets,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let mut one = [Reading::default()];
+        set.enable().unwrap();
+        set.read(&mut one).unwrap();
+        set.read(&mut one).unwrap();
+        assert_eq!(one[0].value, 20, "two reads of the live thread");
+        backend.ended.store(true, Ordering::Relaxed);
+        one[0] = Reading::default();
+        set.read(&mut one).unwrap();
+        assert_eq!(one[0].value, 20, "the ended thread's last reading");
+        assert_eq!(set.targets().count(), 0);
     }
 
     #[test]
