@@ -57,9 +57,6 @@ enum Command {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
-    for (_, model, _) in counterhal::events::SHIPPED_METRIC_FILES {
-        let _ = counterhal::events::shipped_metrics(model);
-    }
     match cli.command {
         Command::Stat(args) => stat::run(*args),
         Command::List(args) => list::run(args),
