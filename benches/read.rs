@@ -141,6 +141,19 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
             .output()
             .map_err(|e| format!("cannot run cargo: {e}"))?;
         if built.status.success() {
+            // The library records its SONAME (libcounterhal.so.0.MINOR): the link an
+            // installation has, beside it.
+            let version = env!("CARGO_PKG_VERSION");
+            let soversion = match version.split('.').collect::<Vec<_>>()[..] {
+                ["0", minor, ..] => format!("0.{minor}"),
+                [major, ..] => major.to_string(),
+                [] => String::new(),
+            };
+            let link = capi_library_dir().join(format!("libcounterhal.so.{soversion}"));
+            if std::fs::symlink_metadata(&link).is_err() {
+                std::os::unix::fs::symlink("libcounterhal.so", &link)
+                    .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+            }
             Ok(())
         } else {
             Err(format!(

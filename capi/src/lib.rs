@@ -19,7 +19,33 @@ mod set;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
 
-pub use set::{Set, target};
+pub use set::{Set, option, place, target};
+
+/// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
+pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
+
+/// The library's version as C text.
+pub const VERSION_TEXT: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+) {
+    Ok(text) => text,
+    Err(_) => panic!("the package version has no NUL"),
+};
+
+/// `MAJOR.MINOR.PATCH` as one number, at compile time.
+const fn version_number(text: &str) -> i32 {
+    let bytes = text.as_bytes();
+    let (mut parts, mut part, mut i) = ([0i32; 3], 0, 0);
+    while i < bytes.len() && part < 3 {
+        match bytes[i] {
+            b'.' => part += 1,
+            b'0'..=b'9' => parts[part] = parts[part] * 10 + (bytes[i] - b'0') as i32,
+            _ => break,
+        }
+        i += 1;
+    }
+    parts[0] * 10000 + parts[1] * 100 + parts[2]
+}
 
 /// The C error codes: 0 is success, each error kind has its own negative code. Stable: a
 /// code keeps its number and meaning in every release.
@@ -298,15 +324,28 @@ impl Handle {
         let chosen = &self.inner.chosen;
         let listed = facade::list_events(&chosen.context, Ok(&chosen.backend), pattern);
         let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        // Each native event's unit masks follow it, as section "umask" (`EVENT.UNIT_MASK`).
         *kept = listed
             .into_iter()
-            .map(|l| ListedC {
-                section: c_string(section_name(l.section)),
-                name: c_string(&l.name),
-                description: c_string(&l.description),
-                encoding: l.encoding.as_deref().map(c_string),
-                reason: l.reason.as_deref().map(c_string),
-                usable: l.usable,
+            .flat_map(|l| {
+                let event = ListedC {
+                    section: c_string(section_name(l.section)),
+                    name: c_string(&l.name),
+                    description: c_string(&l.description),
+                    encoding: l.encoding.as_deref().map(c_string),
+                    reason: l.reason.as_deref().map(c_string),
+                    usable: l.usable,
+                };
+                let usable = l.usable;
+                let masks = l.unit_masks.into_iter().map(move |u| ListedC {
+                    section: c_string("umask"),
+                    name: c_string(&u.name),
+                    description: c_string(&u.description),
+                    usable: usable && u.encoding.is_some(),
+                    encoding: u.encoding.as_deref().map(c_string),
+                    reason: u.reason.as_deref().map(c_string),
+                });
+                std::iter::once(event).chain(masks)
             })
             .collect();
         kept
@@ -364,9 +403,9 @@ mod tests {
     }
 
     /// The functions the library exports: each `#[unsafe(no_mangle)]` `extern "C" fn` of
-    /// `sys` (a C function it only hands to the C library, such as a fork handler, is not).
+    /// `sys` and its modules (a C function it only hands to the C library, such as a fork handler, is not).
     fn exported() -> Vec<String> {
-        let source = include_str!("sys.rs");
+        let source = [include_str!("sys/mod.rs"), include_str!("sys/sets.rs")].join("\n");
         let lines: Vec<&str> = source.lines().collect();
         let mut names: Vec<String> = lines
             .windows(2)

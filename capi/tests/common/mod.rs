@@ -34,6 +34,7 @@ pub fn library_dir() -> PathBuf {
                 "libcounterhal.so and .a are in {}",
                 dir.display()
             );
+            soname_link(&dir);
             dir
         })
         .clone()
@@ -41,4 +42,20 @@ pub fn library_dir() -> PathBuf {
 
 pub fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The library's SONAME (`libcounterhal.so.0.1`), which programs linked with it load.
+pub const SONAME: &str = concat!("libcounterhal.so.", env!("COUNTERHAL_SOVERSION"));
+
+/// Makes the SONAME a link to `libcounterhal.so` in `dir`, as an installation has it, so that
+/// programs linked there find the library by the name they record.
+fn soname_link(dir: &Path) {
+    let link = dir.join(SONAME);
+    if std::fs::symlink_metadata(&link).is_err() {
+        match std::os::unix::fs::symlink("libcounterhal.so", &link) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => panic!("cannot link {}: {e}", link.display()),
+        }
+    }
 }
