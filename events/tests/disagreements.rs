@@ -12,10 +12,12 @@
 //! `tests/data/disagreements.toml` lists each case with its verdict and evidence: `intel`
 //! (Intel's value is right and is kept), `libpfm4` (Intel's table is wrong: an erratum in
 //! `gen/errata/MODEL.toml` replaces Intel's value, so the Intel name now resolves to
-//! libpfm4's encoding) or `both-valid` (two encodings of one count; Intel's is kept). Every
-//! difference found must be listed as `intel` or `both-valid`, with the values found; every
-//! `libpfm4` case must now resolve equal, with its erratum written in the model's errata file
-//! and recording Intel's value as the case does; every case must still apply. Needs a C
+//! libpfm4's encoding), `both-valid` (two valid encodings; Intel's is kept for Intel's name)
+//! or `neither` (both values are wrong: an erratum writes the value the evidence gives). Every
+//! difference found must be listed as `intel`, `both-valid` or `neither`, with the values
+//! found; every `libpfm4` case must now resolve equal; the erratum of every `libpfm4` and
+//! `neither` case is written in the model's errata file and records Intel's value as the case
+//! does (for `neither`, ours is the erratum's value); every case must still apply. Needs a C
 //! compiler and libpfm4 (Debian `libpfm4-dev`).
 
 mod common;
@@ -179,6 +181,7 @@ struct Errata {
 struct Erratum {
     name: String,
     was: Fields,
+    now: Fields,
 }
 
 /// The fields of an erratum's value.
@@ -338,8 +341,11 @@ fn every_disagreement_has_a_verdict_that_still_applies() {
     let mut listed = BTreeSet::new();
     for case in &cases.case {
         assert!(
-            matches!(case.verdict.as_str(), "intel" | "libpfm4" | "both-valid"),
-            "{}: verdict `{}` (intel, libpfm4 or both-valid)",
+            matches!(
+                case.verdict.as_str(),
+                "intel" | "libpfm4" | "both-valid" | "neither"
+            ),
+            "{}: verdict `{}` (intel, libpfm4, both-valid or neither)",
             case.intel_name,
             case.verdict
         );
@@ -374,14 +380,35 @@ fn every_disagreement_has_a_verdict_that_still_applies() {
                 }
                 continue;
             }
+            // Ours: Intel's value, or for `neither` the erratum's.
+            let expected = if case.verdict == "neither" {
+                let errata = errata(model);
+                match errata.iter().find(|e| e.name == case.intel_name) {
+                    Some(e) if e.was.describe() == case.intel => e.now.describe(),
+                    Some(e) => {
+                        problems.push(format!(
+                            "{at}: the erratum records Intel's value {}, the case {}",
+                            e.was.describe(),
+                            case.intel
+                        ));
+                        continue;
+                    }
+                    None => {
+                        problems.push(format!("{at}: verdict neither but no erratum"));
+                        continue;
+                    }
+                }
+            } else {
+                case.intel.clone()
+            };
             match found.get(&key) {
                 Some((name, ours, theirs))
-                    if *ours == case.intel
+                    if *ours == expected
                         && *theirs == case.libpfm4
                         && case.libpfm4_name.as_ref().is_none_or(|n| n == name) => {}
                 Some((name, ours, theirs)) => problems.push(format!(
-                    "{at} (libpfm4 {name}): found ours {ours}, libpfm4 {theirs}; the case says {} and {}",
-                    case.intel, case.libpfm4
+                    "{at} (libpfm4 {name}): found ours {ours}, libpfm4 {theirs}; the case says {expected} and {}",
+                    case.libpfm4
                 )),
                 None => problems.push(format!("{at}: no longer differs")),
             }
@@ -394,15 +421,23 @@ fn every_disagreement_has_a_verdict_that_still_applies() {
             ));
         }
     }
-    let count = |v: &str| cases.case.iter().filter(|c| c.verdict == v).count();
+    let count = |v: &str| -> usize {
+        cases
+            .case
+            .iter()
+            .filter(|c| c.verdict == v)
+            .map(|c| c.models.len())
+            .sum()
+    };
     println!(
-        "{} names both define and compared equal, {} differ; {} cases listed: {} intel, {} libpfm4, {} both-valid",
+        "{} names both define and compared equal, {} differ; {} cases listed, by model: {} intel, {} libpfm4, {} both-valid, {} neither",
         equal.len(),
         found.len(),
         cases.case.len(),
         count("intel"),
         count("libpfm4"),
-        count("both-valid")
+        count("both-valid"),
+        count("neither")
     );
     assert!(
         equal.len() > 7_000,

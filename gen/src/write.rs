@@ -43,7 +43,7 @@ pub fn model_toml(model: &GenModel) -> String {
     if let Some((file, count)) = &model.errata {
         let _ = writeln!(
             out,
-            "# errata: {count} entries of the source corrected by {file}, each with its evidence"
+            "# errata: {count} of the source's entries corrected by {file}, each with its evidence"
         );
     }
     for (reason, count) in &model.left_out {

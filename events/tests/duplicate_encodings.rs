@@ -1,0 +1,185 @@
+//! Distinct names with one encoding: over every model of the shipped database, every pair of
+//! native names (an event without unit masks, or an event's unit mask, written `EVENT.UMASK`)
+//! that resolve to the same encoding (the same event-select value with the same filter bits
+//! and the same extra-register value, or the same CESR field) and are not declared to stand
+//! for one another (an event alias, or a unit mask libpfm4 defines as others, `same_as`).
+//!
+//! Two names of different meaning cannot share an encoding: such a pair is a data error
+//! unless it is a documented synonym. `tests/data/duplicate-encodings.toml` classifies every
+//! pair; the test fails on a pair it does not classify, on a classification that no longer
+//! applies (the pair is gone), and on a class whose condition the data contradicts
+//! (`deprecated-synonym`: one of the two is flagged deprecated; `libpfm4-synonym` on a model
+//! generated from libpfm4: both names are in libpfm4's table, which the header names; the
+//! oracle for the rest is the source table the file's header names, as the reason quotes).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use counterhal_events::{CpuModel, Database};
+use counterhal_hal::{Encoding, Evtsel};
+use serde::Deserialize;
+
+/// `tests/data/duplicate-encodings.toml`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Classes {
+    pair: Vec<Pair>,
+}
+
+/// One classified pair, on some models.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pair {
+    models: Vec<String>,
+    /// The two names, sorted.
+    names: [String; 2],
+    class: String,
+    reason: String,
+}
+
+/// The classes a pair may have.
+const CLASSES: &[&str] = &[
+    // Intel's table lists both names, one flagged deprecated (a renamed event kept).
+    "deprecated-synonym",
+    // Intel's table lists both names, current, for one encoding: a documented synonym.
+    "intel-synonym",
+    // libpfm4's table lists both names for one encoding (a synonym it keeps).
+    "libpfm4-synonym",
+    // A libpfm4 name added beside Intel's (dropped.rs) whose encoding equals an Intel name's.
+    "libpfm4-name-beside-intel",
+    // The two names count the same by the architecture (fixed-counter twins and the like).
+    "architectural-twin",
+    // A data error of the source, kept: the reason says why it is not corrected.
+    "source-error-kept",
+];
+
+/// The compared part of an encoding: every programmed field but the privilege bits and the
+/// counters it may use.
+fn key(encoding: &Encoding) -> Option<String> {
+    match encoding {
+        Encoding::Evtsel(e) => {
+            let value = e.register_value() & !(Evtsel::USR | Evtsel::OS | Evtsel::INT | Evtsel::EN);
+            Some(format!(
+                "evtsel {value:#x} extra {:?}",
+                e.extra.map(|x| (x.address(), x.value))
+            ))
+        }
+        Encoding::P5Cesr(c) => Some(format!("cesr {:#x} c {}", c.event, c.count_cycles)),
+        _ => None,
+    }
+}
+
+/// Every native name of `model` that resolves alone, and its encoding key, with whether it
+/// is flagged deprecated.
+fn names(database: &Database, model: &CpuModel) -> Vec<(String, String, bool)> {
+    let mut out = Vec::new();
+    for event in model.events() {
+        let mut texts = Vec::new();
+        if event.unit_masks().is_empty() {
+            texts.push((event.name.clone(), event.flags.deprecated));
+        }
+        for mask in event.unit_masks() {
+            // Declared to stand for other unit masks (libpfm4's `uequiv`).
+            if !mask.same_as.is_empty() {
+                continue;
+            }
+            texts.push((
+                format!("{}.{}", event.name, mask.name),
+                event.flags.deprecated || mask.deprecated,
+            ));
+        }
+        for (text, deprecated) in texts {
+            let Ok(resolved) = database.resolve_exact(Some(&model.id), &text, &common::X86) else {
+                continue;
+            };
+            let [term] = &resolved.terms[..] else {
+                continue;
+            };
+            if let Some(k) = key(&term.request.encoding) {
+                out.push((text.to_ascii_uppercase(), k, deprecated));
+            }
+        }
+    }
+    out
+}
+
+/// Every pair of distinct names of one encoding on each model: (model, [a, b]) -> whether
+/// one of the two is deprecated.
+fn pairs(database: &Database) -> BTreeMap<(String, [String; 2]), bool> {
+    let mut out = BTreeMap::new();
+    for model in database.models() {
+        let mut by_key: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
+        for (name, k, deprecated) in names(database, model) {
+            by_key.entry(k).or_default().push((name, deprecated));
+        }
+        for group in by_key.values() {
+            for (i, (a, da)) in group.iter().enumerate() {
+                for (b, db) in &group[i + 1..] {
+                    if a == b {
+                        continue;
+                    }
+                    let mut names = [a.clone(), b.clone()];
+                    names.sort();
+                    out.insert((model.id.clone(), names), *da || *db);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every pair of distinct names with one encoding is classified, every classification still
+/// applies, and no class contradicts the data. Oracle: the source tables named in each
+/// generated file's header (Intel perfmon, libpfm4), as each reason cites them.
+#[test]
+fn every_pair_of_names_with_one_encoding_is_classified() {
+    let classes: Classes = toml::from_str(include_str!("data/duplicate-encodings.toml"))
+        .expect("duplicate-encodings.toml parses");
+    let database = Database::shipped().expect("shipped database loads");
+    let found = pairs(&database);
+    let mut problems = Vec::new();
+    let mut listed = BTreeSet::new();
+    let mut per_class: BTreeMap<&str, usize> = BTreeMap::new();
+    for pair in &classes.pair {
+        assert!(
+            CLASSES.contains(&pair.class.as_str()),
+            "{:?}: class `{}` is none of {CLASSES:?}",
+            pair.names,
+            pair.class
+        );
+        assert!(pair.reason.len() > 20, "{:?}: no reason", pair.names);
+        for model in &pair.models {
+            let key = (model.clone(), pair.names.clone());
+            assert!(listed.insert(key.clone()), "{key:?} classified twice");
+            *per_class.entry(pair.class.as_str()).or_default() += 1;
+            match found.get(&key) {
+                None => problems.push(format!(
+                    "{model} {:?}: no longer one encoding (classified {})",
+                    pair.names, pair.class
+                )),
+                Some(false) if pair.class == "deprecated-synonym" => problems.push(format!(
+                    "{model} {:?}: classified deprecated-synonym, but neither is deprecated",
+                    pair.names
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for ((model, names), _) in &found {
+        if !listed.contains(&(model.clone(), names.clone())) {
+            problems.push(format!("unclassified: {model} {} {}", names[0], names[1]));
+        }
+    }
+    println!(
+        "{} pairs of distinct names with one encoding over {} models: {per_class:?}",
+        found.len(),
+        database.models().count()
+    );
+    assert!(
+        problems.is_empty(),
+        "{} problems with tests/data/duplicate-encodings.toml:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
