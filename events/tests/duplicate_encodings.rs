@@ -17,14 +17,44 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use counterhal_events::{CpuModel, Database};
-use counterhal_hal::{Encoding, Evtsel};
+use counterhal_hal::{CounterSet, Encoding, Evtsel};
 use serde::Deserialize;
 
 /// `tests/data/duplicate-encodings.toml`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Classes {
+    #[serde(default)]
+    rule: Vec<Rule>,
     pair: Vec<Pair>,
+}
+
+/// A class for every pair of two spellings of one name (`OCR.*` and `OFFCORE_RESPONSE_0.*`: the
+/// starred parts equal with `.` and `_` read alike), on some models.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rule {
+    models: Vec<String>,
+    names: [String; 2],
+    class: String,
+    reason: String,
+}
+
+impl Rule {
+    /// Whether the rule covers the (sorted) pair `names`.
+    fn covers(&self, names: &[String; 2]) -> bool {
+        let rest = |name: &str, pattern: &str| {
+            let prefix = pattern.strip_suffix('*')?;
+            name.strip_prefix(prefix).map(|r| r.replace('.', "_"))
+        };
+        let [p, q] = &self.names;
+        let [a, b] = names;
+        let matched = |x: &str, y: &str| match (rest(x, p), rest(y, q)) {
+            (Some(r1), Some(r2)) => r1 == r2,
+            _ => false,
+        };
+        matched(a, b) || matched(b, a)
+    }
 }
 
 /// One classified pair, on some models.
@@ -60,8 +90,15 @@ fn key(encoding: &Encoding) -> Option<String> {
     match encoding {
         Encoding::Evtsel(e) => {
             let value = e.register_value() & !(Evtsel::USR | Evtsel::OS | Evtsel::INT | Evtsel::EN);
+            // A fixed-counter pseudo-event is told apart by its fixed counter alone (the older
+            // tables give every one event 0x0a or 0x00 with unit mask 0).
+            let fixed = if e.counters == CounterSet::NONE {
+                e.fixed
+            } else {
+                None
+            };
             Some(format!(
-                "evtsel {value:#x} extra {:?}",
+                "evtsel {value:#x} extra {:?} fixed-only {fixed:?}",
                 e.extra.map(|x| (x.address(), x.value))
             ))
         }
@@ -166,9 +203,54 @@ fn every_pair_of_names_with_one_encoding_is_classified() {
             }
         }
     }
+    for rule in &classes.rule {
+        assert!(
+            CLASSES.contains(&rule.class.as_str()) && rule.reason.len() > 20,
+            "rule {:?}: class `{}` or reason",
+            rule.names,
+            rule.class
+        );
+        assert!(
+            rule.names.iter().all(|n| n.ends_with(".*")),
+            "rule {:?}: each name is `PREFIX.*`",
+            rule.names
+        );
+    }
+    // Per rule, per model: how many pairs it covered.
+    let mut covered: BTreeMap<(usize, &str), usize> = BTreeMap::new();
     for ((model, names), _) in &found {
-        if !listed.contains(&(model.clone(), names.clone())) {
-            problems.push(format!("unclassified: {model} {} {}", names[0], names[1]));
+        let by_rule: Vec<usize> = classes
+            .rule
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.models.contains(model) && r.covers(names))
+            .map(|(i, _)| i)
+            .collect();
+        let by_pair = listed.contains(&(model.clone(), names.clone()));
+        match (by_rule.as_slice(), by_pair) {
+            ([], false) => {
+                problems.push(format!("unclassified: {model} {} {}", names[0], names[1]));
+            }
+            ([i], false) => {
+                *covered.entry((*i, model.as_str())).or_default() += 1;
+                *per_class
+                    .entry(classes.rule[*i].class.as_str())
+                    .or_default() += 1;
+            }
+            ([], true) => {}
+            _ => problems.push(format!(
+                "{model} {names:?}: classified more than once (pairs and rules)"
+            )),
+        }
+    }
+    for (i, rule) in classes.rule.iter().enumerate() {
+        for model in &rule.models {
+            if !covered.contains_key(&(i, model.as_str())) {
+                problems.push(format!(
+                    "rule {:?} covers no pair on {model} any more",
+                    rule.names
+                ));
+            }
         }
     }
     println!(
