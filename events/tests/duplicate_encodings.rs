@@ -218,7 +218,7 @@ fn every_pair_of_names_with_one_encoding_is_classified() {
     }
     // Per rule, per model: how many pairs it covered.
     let mut covered: BTreeMap<(usize, &str), usize> = BTreeMap::new();
-    for ((model, names), _) in &found {
+    for (model, names) in found.keys() {
         let by_rule: Vec<usize> = classes
             .rule
             .iter()
