@@ -7,12 +7,14 @@
 //! Two names of different meaning cannot share an encoding: such a pair is a data error
 //! unless it is a documented synonym. `tests/data/duplicate-encodings.toml` classifies every
 //! pair; the test fails on a pair it does not classify, on a classification that no longer
-//! applies (the pair is gone), and on a class whose condition the data contradicts
-//! (`deprecated-synonym`: one of the two is flagged deprecated; `libpfm4-synonym` on a model
-//! generated from libpfm4: both names are in libpfm4's table, which the header names; the
-//! oracle for the rest is the source table the file's header names, as the reason quotes).
-//! The pairs classified `libpfm4-synonym` are also asked of the installed libpfm4 4.13, which
-//! must encode both names alike wherever it has both.
+//! applies (the pair is gone), and on a `deprecated-synonym` neither of whose names is flagged
+//! deprecated. The pairs classified `libpfm4-synonym` are asked of the installed libpfm4 4.13,
+//! which must encode both names alike wherever it has both; the other classes cite the source
+//! table each model's header names (Intel perfmon's own "This event is alias to ...", its
+//! descriptions, the generator's modules that add libpfm4's names).
+//!
+//! A fixed-counter-only pseudo-event is compared with its fixed counter: the older Intel tables
+//! give all of them one code.
 
 mod common;
 
