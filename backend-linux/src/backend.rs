@@ -21,7 +21,7 @@ use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{
     self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
-use crate::{breakpoint, sysfs, tracefs};
+use crate::{breakpoint, sysfs, topdown, tracefs};
 
 /// Where the backend looks for PMUs and tracefs (changed only by tests with fixture trees).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -398,6 +398,19 @@ impl LinuxBackend {
         Ok((fd, id))
     }
 
+    /// A perf-metrics event of the model ([`topdown`]), on the core PMU that has `slots`
+    /// (`cpu_core` on a hybrid chip).
+    fn perf_metrics_event(&self, event: &str) -> Option<Result<PerfAttr>> {
+        let model = self.cpu.as_deref()?;
+        topdown::config_of(model, event)?;
+        let cores = sysfs::core_pmus(&self.paths.pmu_devices);
+        let big = cores.iter().find(|p| p.name == "cpu_core");
+        let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
+        let has_slots = core.map(|p| p.dir.join("events/slots").is_file());
+        let pmu = big.map(|p| (p.name.as_str(), p.type_));
+        topdown::resolve(model, event, has_slots, pmu)
+    }
+
     fn expand_hybrid(&self, resolved: ResolvedEvent) -> ResolvedEvent {
         let pmus = &self.hybrid;
         if pmus.is_empty() {
@@ -462,6 +475,7 @@ impl Backend for LinuxBackend {
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
         tracefs::mount_if_absent(&self.paths.tracefs);
         events.extend(tracefs::list(&self.paths.tracefs));
         events
@@ -486,6 +500,9 @@ impl Backend for LinuxBackend {
         }
         if event.contains('/') {
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
+        }
+        if let Some(attr) = self.perf_metrics_event(event) {
+            return attr.map(single);
         }
         match self
             .db
@@ -613,6 +630,10 @@ impl LinuxBackend {
                 ),
             )
             .with_hint("open them ungrouped, or in several groups"));
+        }
+        let attrs: Vec<&PerfAttr> = encodings.iter().map(AsRef::as_ref).collect();
+        for (_, members) in &mut plan {
+            topdown::order(members, &attrs, &self.core_types);
         }
         let mut groups = Vec::with_capacity(plan.len());
         for (_, members) in &plan {

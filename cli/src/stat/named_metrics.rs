@@ -4,8 +4,10 @@
 //! events counted with the others, seconds here), the machine's facts (`#num_cpus_online`, `#smt_on`, ...: see
 //! [`machine`](super::machine)) and other metrics by name. The metrics are the CPU model's,
 //! from the event database (Intel perfmon's and the kernel's AMD tables), and the portable
-//! ones below (every CPU with perf's generalized events has them); a name or group the model
-//! has wins over a portable one.
+//! ones below (every CPU with perf's generalized events has them). A name is looked up
+//! exactly (case and all) among the model's metrics and groups, then the portable ones, then
+//! without case among the portable ones, then the model's: the model's `Frontend_Bound` is
+//! `-M Frontend_Bound`, the portable `frontend_bound` is `-M frontend_bound`.
 
 use std::sync::OnceLock;
 
@@ -68,6 +70,11 @@ impl MetricDef {
     fn answers_to(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
             || self.groups.iter().any(|g| g.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether `-M` argument `name` names it or one of its groups exactly (case too).
+    fn answers_exactly_to(&self, name: &str) -> bool {
+        self.name == name || self.groups.contains(&name)
     }
 }
 
@@ -210,8 +217,8 @@ pub fn catalogue(model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> 
 /// model's where it has the name, else the portable ones; in the catalogue's order.
 ///
 /// # Errors
-/// An unknown name, with the nearest known names; a metric that reads a machine fact not
-/// known here or a formula that does not parse.
+/// An unknown name, with the nearest known names. Whether each metric can run here is
+/// [`runnable`](super::runnable)'s question.
 pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> {
     if names.is_empty() {
         // No `-M`: no metric table is read and no formula parsed.
@@ -223,10 +230,29 @@ pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static Metr
     };
     let mut out: Vec<&'static MetricDef> = Vec::new();
     for name in names.iter().flat_map(|list| list.split(',')).map(str::trim) {
-        let mut matching: Vec<&'static MetricDef> =
-            own.iter().filter(|m| m.answers_to(name)).collect();
-        if matching.is_empty() {
-            matching = portable().iter().filter(|m| m.answers_to(name)).collect();
+        // Exactly the model's, exactly a portable one, a portable one in any case, the
+        // model's in any case: the first that has the name.
+        let lookups: [(&'static [MetricDef], bool); 4] = [
+            (own, true),
+            (portable(), true),
+            (portable(), false),
+            (own, false),
+        ];
+        let mut matching: Vec<&'static MetricDef> = Vec::new();
+        for (table, exact) in lookups {
+            matching = table
+                .iter()
+                .filter(|m| {
+                    if exact {
+                        m.answers_exactly_to(name)
+                    } else {
+                        m.answers_to(name)
+                    }
+                })
+                .collect();
+            if !matching.is_empty() {
+                break;
+            }
         }
         if matching.is_empty() {
             return Err(unknown(name, model, own));
@@ -237,10 +263,15 @@ pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static Metr
             }
         }
     }
-    for metric in &out {
-        readable(metric)?;
-    }
     Ok(out)
+}
+
+/// Whether `-M` arguments `names` name `metric` itself (not only a group it is in).
+pub fn named_by_itself(names: &[String], metric: &MetricDef) -> bool {
+    names
+        .iter()
+        .flat_map(|list| list.split(','))
+        .any(|name| metric.name.eq_ignore_ascii_case(name.trim()))
 }
 
 /// The error for an unknown `-M` name: the nearest names and groups, and where to see all.
@@ -284,7 +315,7 @@ fn is_constant(name: &str) -> bool {
 
 /// Fails if `metric` (or a metric it reads) cannot be evaluated here: a formula that does not
 /// parse, or a machine fact counterhal does not know on this machine.
-fn readable(metric: &MetricDef) -> Result<(), Error> {
+pub fn readable(metric: &MetricDef) -> Result<(), Error> {
     let mut todo = vec![(metric, 0)];
     while let Some((def, depth)) = todo.pop() {
         let formula = def.formula().map_err(|e| {
@@ -326,8 +357,43 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
     } else if name.contains('@') {
         name.replace('@', "/")
     } else {
-        name.to_string()
+        perfmon_spelling(name)
     }
+}
+
+/// What perf counts for an event as Intel perfmon's formulas spell it, as perfmon's own
+/// converter to perf's tables rewrites it (`scripts/create_perf_json.py`, `td_event_fixups`
+/// and the modifier rules after them): `TOPDOWN.SLOTS:perf_metrics` (and `:percore`) is
+/// `TOPDOWN.SLOTS`; `:sup` is `:k` and `:user` `:u`; `:u0xNN` sets the unit mask
+/// (`cpu/EVENT,umask=0xNN/`); `TSC` is the msr PMU's `tsc` (perf finds the alias on the PMU
+/// that has it). `PERF_METRICS.*` stay: the Linux backend knows them.
+fn perfmon_spelling(name: &str) -> String {
+    if name == "TSC" {
+        return "msr/tsc/".to_string();
+    }
+    let Some((event, modifier)) = name.split_once(':') else {
+        return name.to_string();
+    };
+    match modifier.to_ascii_lowercase().as_str() {
+        "perf_metrics" | "percore" => event.to_string(),
+        "sup" => format!("{event}:k"),
+        "user" => format!("{event}:u"),
+        m if m.starts_with("u0x")
+            && m.len() > 3
+            && m[3..].chars().all(|c| c.is_ascii_hexdigit()) =>
+        {
+            format!("cpu/{event},umask={}/", &modifier[1..])
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// Whether `event` is one of the perf-metrics events perfmon's formulas read
+/// (`PERF_METRICS.RETIRING`), which the kernel reads only in a group led by slots.
+fn is_perf_metrics_event(event: &str) -> bool {
+    event
+        .get(..13)
+        .is_some_and(|p| p.eq_ignore_ascii_case("PERF_METRICS."))
 }
 
 /// The events `metrics` read (through the metrics they name, too), in order, each once.
@@ -354,8 +420,18 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
             }
         }
     }
+    // The kernel opens a metric event only in a group led by slots (`intel_pmu_hw_config`,
+    // arch/x86/events/intel/core.c): perf's tables add `0 * tma_info_thread_slots` for it.
+    if events.iter().any(|e| is_perf_metrics_event(e))
+        && !events.iter().any(|e| e.eq_ignore_ascii_case(SLOTS))
+    {
+        events.insert(0, SLOTS.to_string());
+    }
     events
 }
+
+/// Intel's name of the slots event, which leads the perf-metrics group.
+const SLOTS: &str = "TOPDOWN.SLOTS";
 
 /// One metric's value over one place and stretch (`None`: an event it reads did not count).
 pub fn evaluate(metric: &MetricDef, events: &[EventSummary], length_ns: u64) -> Option<f64> {

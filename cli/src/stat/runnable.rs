@@ -1,0 +1,114 @@
+//! Which of the metrics `-M` chose can run on a backend, and why the others cannot.
+//!
+//! A metric runs when its formula parses, every machine fact it reads is known here and every
+//! event it reads resolves on the backend (an event that resolves but that this machine cannot
+//! count opens to `<not supported>`, as perf prints it, and the metric has no value). A metric
+//! `-M` names by itself that cannot run is refused with the reason; one a group brought in is
+//! left out and named on standard error, and the group's others run. (perf refuses a whole
+//! `-M` list when one event does not parse, `parse_groups` in tools/perf/util/metricgroup.c;
+//! its tables carry only the metrics whose PMUs exist on the machine, which counterhal's,
+//! shared by every machine, cannot.)
+
+use counterhal::{Error, ErrorKind};
+
+use super::named_metrics::{self, MetricDef};
+
+/// Why `metric` cannot run, given `resolve` (an event's resolution error, if any): the error
+/// naming the metric, the event or fact and the reason; `None` when it can run. Only unknown
+/// events and modifiers count (`InvalidEvent`); an event that resolves runs or opens to
+/// `<not supported>`.
+pub fn why_not(metric: &MetricDef, resolve: &dyn Fn(&str) -> Option<Error>) -> Option<Error> {
+    if let Err(e) = named_metrics::readable(metric) {
+        return Some(e);
+    }
+    for event in named_metrics::events_needed(&[metric]) {
+        if super::tool::Tool::named(&event).is_some() {
+            continue;
+        }
+        if let Some(e) = resolve(&event).filter(|e| e.kind() == ErrorKind::InvalidEvent) {
+            return Some(e.context(format_args!("metric `{}` reads `{event}`", metric.name)));
+        }
+    }
+    None
+}
+
+/// Whether an event or fact a metric cannot read belongs to an uncore PMU (a socket's caching,
+/// memory, power or interconnect agents), which counterhal does not program: Intel's `UNC_*`
+/// and `FREERUN_*` events and the facts that count their units (`#chas_per_socket`).
+pub fn is_uncore(error: &Error) -> bool {
+    let message = error.message();
+    ["`UNC_", "`FREERUN_", "`#chas_per_socket`", "`uncore_"]
+        .iter()
+        .any(|needle| message.contains(needle))
+}
+
+/// The metrics of `chosen` that can run (see [`why_not`]), and a note for each one a group
+/// brought in that cannot.
+///
+/// # Errors
+/// A metric `names` name by itself that cannot run, or a list of which none can run.
+pub fn keep(
+    names: &[String],
+    chosen: Vec<&'static MetricDef>,
+    resolve: &dyn Fn(&str) -> Option<Error>,
+) -> Result<(Vec<&'static MetricDef>, Vec<String>), Error> {
+    let mut kept = Vec::with_capacity(chosen.len());
+    let mut notes = Vec::new();
+    let mut first_refusal = None;
+    for metric in chosen {
+        match why_not(metric, resolve) {
+            None => kept.push(metric),
+            Some(e) if named_metrics::named_by_itself(names, metric) => return Err(e),
+            Some(e) => {
+                notes.push(format!("metric `{}` left out: {e}", metric.name));
+                first_refusal.get_or_insert(e);
+            }
+        }
+    }
+    match (kept.is_empty(), first_refusal) {
+        (true, Some(e)) => Err(e.context(format_args!(
+            "no metric of `{}` can run here",
+            names.join(",")
+        ))),
+        _ => Ok((kept, notes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::named_metrics::{chosen, of_model};
+
+    fn unknown_uncore(event: &str) -> Option<Error> {
+        event
+            .starts_with("UNC_")
+            .then(|| Error::invalid_event(format!("unknown event `{event}`")))
+    }
+
+    /// Oracle: Intel perfmon's Ice Lake server metric table, as shipped: its `Info_System_*`
+    /// group mixes core metrics with uncore ones (`UNC_*` events).
+    #[test]
+    fn a_group_keeps_what_runs_and_names_the_rest() {
+        let names = vec!["Server".to_string()];
+        let group = chosen(&names, Some("icx")).unwrap();
+        let uncore = group
+            .iter()
+            .filter(|m| m.expression.contains("UNC_"))
+            .count();
+        assert!(uncore > 0 && uncore < group.len(), "{uncore} of {}", group.len());
+        let (kept, notes) = keep(&names, group.clone(), &unknown_uncore).unwrap();
+        assert_eq!(kept.len() + notes.len(), group.len());
+        assert!(kept.iter().all(|m| !m.expression.contains("UNC_")));
+        assert!(notes.iter().all(|n| n.contains("left out") && n.contains("UNC_")));
+        // By its own name, an uncore metric is refused with the reason.
+        let one = group
+            .iter()
+            .find(|m| m.expression.contains("UNC_"))
+            .unwrap();
+        let by_name = vec![one.name.to_string()];
+        let e = keep(&by_name, vec![*one], &unknown_uncore).unwrap_err();
+        assert!(is_uncore(&e), "{e}");
+        assert!(e.message().contains(one.name), "{e}");
+        assert!(!of_model("icx").unwrap().is_empty());
+    }
+}
