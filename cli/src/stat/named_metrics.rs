@@ -658,7 +658,7 @@ mod tests {
             .iter()
             .find(|m| m.expression.contains("#system_tsc_freq"))
             .unwrap();
-        let result = chosen(&[tsc.name.to_string()], Some("skl"));
+        let result = readable(tsc);
         match machine::constant("#system_tsc_freq") {
             Some(_) => assert!(result.is_ok(), "{result:?}"),
             None => {
@@ -673,10 +673,44 @@ mod tests {
             .find(|m| m.expression.contains("#chas_per_socket"));
         // Never known here; the error names the first fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
-        let e = chosen(&[chas.name.to_string()], chas.model).unwrap_err();
+        let e = readable(chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
         assert_eq!(machine::constant(fact), None, "{e}");
+    }
+
+    /// The rule the README states: the model's metric by its exact name, the portable one by
+    /// its own (the model's `Frontend_Bound` used to shadow the portable `frontend_bound`).
+    #[test]
+    fn exact_names_choose_between_the_models_metric_and_the_portable_one() {
+        let pick = |name: &str| chosen(&[name.to_string()], Some("skl")).unwrap()[0].model;
+        assert_eq!(pick("Frontend_Bound"), Some("skl"));
+        assert_eq!(pick("frontend_bound"), None);
+        assert_eq!(pick("FRONTEND_BOUND"), None, "any case: the portable one first");
+        assert_eq!(pick("tmal1"), Some("skl"), "any case: the model's when only it has it");
+        assert!(named_by_itself(&["IPC,Frontend_Bound".to_string()], by_name("IPC")));
+        assert!(!named_by_itself(&["Summary".to_string()], by_name("IPC")));
+    }
+
+    /// Oracle: Intel perfmon's `scripts/create_perf_json.py` (commit 6dadedf), which rewrites
+    /// these spellings for perf's tables (`td_event_fixups`, `:sup` to `:k`, `:u0x` to
+    /// `umask=`), and the kernel's rule that metric events need slots in their group.
+    #[test]
+    fn perfmon_spellings_become_what_perf_counts() {
+        assert_eq!(perfmon_spelling("TOPDOWN.SLOTS:perf_metrics"), "TOPDOWN.SLOTS");
+        assert_eq!(perfmon_spelling("TOPDOWN.SLOTS:percore"), "TOPDOWN.SLOTS");
+        assert_eq!(perfmon_spelling("CPU_CLK_UNHALTED.CORE_P:sup"), "CPU_CLK_UNHALTED.CORE_P:k");
+        assert_eq!(
+            perfmon_spelling("FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE:u0xfc"),
+            "cpu/FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE,umask=0xfc/"
+        );
+        assert_eq!(perfmon_spelling("TSC"), "msr/tsc/");
+        assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
+        let spr = of_model("spr").unwrap();
+        let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();
+        let events = events_needed(&[backend]);
+        assert_eq!(events[0], "TOPDOWN.SLOTS", "{events:?}");
+        assert!(events.contains(&"PERF_METRICS.BACKEND_BOUND".to_string()));
     }
 
     #[test]
