@@ -35,7 +35,7 @@ mod pacing;
 mod plot;
 mod printing;
 mod results;
-mod runnable;
+pub(crate) mod runnable;
 mod separated;
 mod summary;
 mod switches;

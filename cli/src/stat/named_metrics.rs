@@ -310,7 +310,17 @@ fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
 
 /// Whether `name` is a constant rather than an event.
 fn is_constant(name: &str) -> bool {
-    name == "duration_time" || name.starts_with('#')
+    name == "duration_time" || name.starts_with('#') || is_retire_latency(name)
+}
+
+/// Whether `name` is an event's retire latency (perfmon's `EVENT:retire_latency`, perf's
+/// `EVENT:R`), which perf samples only under `perf stat --record-tpebs` and otherwise reads
+/// as 0 (`tpebs_set_evsel`, tools/perf/util/intel-tpebs.c: "Set default value or 0 when
+/// retire_latency for this event is not found from sampling data (record_tpebs not set ...)").
+/// counterhal does not sample it: it reads 0, as perf's default does.
+fn is_retire_latency(name: &str) -> bool {
+    name.rsplit_once(':')
+        .is_some_and(|(_, m)| m.eq_ignore_ascii_case("retire_latency") || m == "R")
 }
 
 /// Fails if `metric` (or a metric it reads) cannot be evaluated here: a formula that does not
@@ -365,17 +375,29 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
 /// converter to perf's tables rewrites it (`scripts/create_perf_json.py`, `td_event_fixups`
 /// and the modifier rules after them): `TOPDOWN.SLOTS:perf_metrics` (and `:percore`) is
 /// `TOPDOWN.SLOTS`; `:sup` is `:k` and `:user` `:u`; `:u0xNN` sets the unit mask
-/// (`cpu/EVENT,umask=0xNN/`); `TSC` is the msr PMU's `tsc` (perf finds the alias on the PMU
+/// (`cpu/EVENT,umask=0xNN/`) and `:ocr_msr_val=V` the offcore response
+/// (`cpu/EVENT,offcore_rsp=V/`, its SPR fixup); `TSC` is the msr PMU's `tsc` (perf finds the alias on the PMU
 /// that has it). `PERF_METRICS.*` stay: the Linux backend knows them.
 fn perfmon_spelling(name: &str) -> String {
     if name == "TSC" {
         return "msr/tsc/".to_string();
+    }
+    // `:eq1` after a counter mask: perfmon's converter drops it for perf (its LNL and ARL
+    // fixups: `IDQ.DSB_UOPS:c8:i1:eq1` is `cmask=0x8,inv=0x1`).
+    if let Some(rest) = name
+        .strip_suffix(":eq1")
+        .or_else(|| name.strip_suffix(":EQ1"))
+    {
+        return perfmon_spelling(rest);
     }
     let Some((event, modifier)) = name.split_once(':') else {
         return name.to_string();
     };
     match modifier.to_ascii_lowercase().as_str() {
         "perf_metrics" | "percore" => event.to_string(),
+        m if m.starts_with("ocr_msr_val=") => {
+            format!("cpu/{event},offcore_rsp={}/", &modifier["ocr_msr_val=".len()..])
+        }
         "sup" => format!("{event}:k"),
         "user" => format!("{event}:u"),
         m if m.starts_with("u0x")
@@ -456,6 +478,9 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         }
         if name.starts_with('#') {
             return machine::constant(name);
+        }
+        if is_retire_latency(name) {
+            return Some(0.0);
         }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
@@ -705,6 +730,20 @@ mod tests {
             "cpu/FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE,umask=0xfc/"
         );
         assert_eq!(perfmon_spelling("TSC"), "msr/tsc/");
+        assert_eq!(
+            perfmon_spelling("OCR.DEMAND_RFO.L3_MISS:ocr_msr_val=0x103b800002"),
+            "cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/"
+        );
+        assert_eq!(perfmon_spelling("IDQ.DSB_UOPS:c=8:i=1:eq1"), "IDQ.DSB_UOPS:c=8:i=1");
+        // perf's default for a retire latency without --record-tpebs: 0, no event opened.
+        assert!(is_constant("MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency"));
+        let gnr = of_model("gnr").unwrap();
+        let with_latency = gnr
+            .iter()
+            .find(|m| m.expression.contains(":retire_latency"))
+            .unwrap();
+        let events = events_needed(&[with_latency]);
+        assert!(!events.iter().any(|e| e.contains("retire_latency")), "{events:?}");
         assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
         let spr = of_model("spr").unwrap();
         let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();

@@ -26,18 +26,51 @@ pub fn why_not(metric: &MetricDef, resolve: &dyn Fn(&str) -> Option<Error>) -> O
             continue;
         }
         if let Some(e) = resolve(&event).filter(|e| e.kind() == ErrorKind::InvalidEvent) {
+            if let Some(model) = metric.model
+                && kernel_uncore_event(model, &event)
+            {
+                return Some(Error::unsupported(format!(
+                    "metric `{}` reads `{event}`, an event of an uncore PMU (not among the core \
+                     events of the kernel's table for `{model}`), which counterhal does not program",
+                    metric.name
+                )));
+            }
             return Some(e.context(format_args!("metric `{}` reads `{event}`", metric.name)));
         }
     }
     None
 }
 
+/// Whether `event`, which a metric of `model` reads and no backend resolves, is one of the
+/// kernel's uncore events: the model's table comes from the kernel's JSON (it lists the core
+/// events its metrics read, with their raw codes, under `[events]`), and `event` is not one
+/// of those core events. The generator lists every event without a `Unit` that a metric reads
+/// (`read_events` in gen/src/metrics.rs); the others carry a `Unit` (`DFPMC`, `L3PMC`,
+/// `UMCPMC`): the data fabric, L3 and memory-controller PMUs.
+fn kernel_uncore_event(model: &str, event: &str) -> bool {
+    let Ok(Some(table)) = counterhal::events::shipped_metrics(model) else {
+        return false;
+    };
+    !table.events.is_empty()
+        && !table.events.contains_key(event)
+        && event
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
 /// Whether an event or fact a metric cannot read belongs to an uncore PMU (a socket's caching,
 /// memory, power or interconnect agents), which counterhal does not program: Intel's `UNC_*`
-/// and `FREERUN_*` events and the facts that count their units (`#chas_per_socket`).
+/// and `FREERUN_*` events, the facts that count their units (`#chas_per_socket`), and the
+/// AMD data-fabric, L3 and memory-controller events of the kernel's tables.
 pub fn is_uncore(error: &Error) -> bool {
     let message = error.message();
-    ["`UNC_", "`FREERUN_", "`#chas_per_socket`", "`uncore_"]
+    [
+        "`UNC_",
+        "`FREERUN_",
+        "`#chas_per_socket`",
+        "`uncore_",
+        "an event of an uncore PMU",
+    ]
         .iter()
         .any(|needle| message.contains(needle))
 }
@@ -72,6 +105,36 @@ pub fn keep(
         ))),
         _ => Ok((kept, notes)),
     }
+}
+
+/// What `list --metrics` offers for the database model `model`: every metric of the model,
+/// each with why it cannot run here (`None`: it can), and the portable metrics that can run
+/// with it; then the portable ones that cannot, with why (not offered: their events are
+/// perf's kernel names of other cores, `topdown-fetch-bubbles` on Skylake's kernel tables).
+///
+/// # Errors
+/// The model's shipped table is malformed.
+#[allow(clippy::type_complexity)]
+pub fn offered(
+    model: Option<&str>,
+    resolve: &dyn Fn(&str) -> Option<Error>,
+) -> Result<
+    (
+        Vec<(&'static MetricDef, Option<Error>)>,
+        Vec<(&'static MetricDef, Error)>,
+    ),
+    Error,
+> {
+    let mut offered = Vec::new();
+    let mut hidden = Vec::new();
+    for metric in named_metrics::catalogue(model)? {
+        let why = why_not(metric, resolve);
+        match (metric.model, why) {
+            (None, Some(e)) => hidden.push((metric, e)),
+            (_, why) => offered.push((metric, why)),
+        }
+    }
+    Ok((offered, hidden))
 }
 
 #[cfg(test)]
