@@ -141,7 +141,9 @@ pub fn resolve(
             "`{event}` is a perf-metrics event, and this kernel's core PMU has no `slots` event \
              (no perf-metrics support: the CPU or kernel predates it)"
         ))
-        .with_hint("the TMA metrics of older cores read counters instead (choose that model's metrics)")));
+        .with_hint(
+            "the TMA metrics of older cores read counters instead (choose that model's metrics)",
+        )));
     }
     let attr = match pmu {
         Some((name, type_)) => {
@@ -217,7 +219,11 @@ mod tests {
         // Ice Lake's cores have the first four (`num_topdown_events = 4`).
         assert_eq!(config_of("icx", "PERF_METRICS.BACKEND_BOUND"), Some(0x8300));
         assert_eq!(config_of("icx", "PERF_METRICS.MEMORY_BOUND"), None);
-        assert_eq!(config_of("skl", "slots"), None, "Skylake has no perf metrics");
+        assert_eq!(
+            config_of("skl", "slots"),
+            None,
+            "Skylake has no perf metrics"
+        );
         assert_eq!(config_of("spr", "topdown-retiring:u"), None, "no modifier");
         assert_eq!(names("icx").len(), 5);
         assert_eq!(names("gnr").len(), 9);
@@ -226,7 +232,9 @@ mod tests {
 
     #[test]
     fn a_core_pmu_without_slots_refuses_them() {
-        let e = resolve("spr", "slots", Some(false), None).unwrap().unwrap_err();
+        let e = resolve("spr", "slots", Some(false), None)
+            .unwrap()
+            .unwrap_err();
         assert!(e.message().contains("slots"), "{e}");
         let attr = resolve("spr", "PERF_METRICS.RETIRING", None, None)
             .unwrap()

@@ -200,23 +200,42 @@ mod tests {
         let mut dump = intel(0x16);
         dump.insert(0x15, 0, CpuidResult::new(2, 250, 24_000_000, 0));
         let exact = TscFrequency::as_perf_derives(&dump, Some(name)).unwrap();
-        assert_eq!(exact, Some(TscFrequency::new(3_000_000_000, TscSource::Cpuid15)));
+        assert_eq!(
+            exact,
+            Some(TscFrequency::new(3_000_000_000, TscSource::Cpuid15))
+        );
         // Leaf 0x15 without the crystal: the model name, not leaf 0x16.
         dump.insert(0x15, 0, CpuidResult::new(2, 250, 0, 0));
         dump.insert(0x16, 0, CpuidResult::new(3_600, 0, 0, 0));
         let named = TscFrequency::as_perf_derives(&dump, Some(name)).unwrap();
-        assert_eq!(named, Some(TscFrequency::new(3_000_000_000, TscSource::ModelName)));
+        assert_eq!(
+            named,
+            Some(TscFrequency::new(3_000_000_000, TscSource::ModelName))
+        );
         assert_eq!(TscFrequency::as_perf_derives(&dump, None).unwrap(), None);
         let vm = "model name\t: Intel(R) Xeon(R) Processor\n";
-        assert_eq!(TscFrequency::as_perf_derives(&dump, Some(vm)).unwrap(), None);
+        assert_eq!(
+            TscFrequency::as_perf_derives(&dump, Some(vm)).unwrap(),
+            None
+        );
         // Below leaf 0x15: the model name.
         let old = TscFrequency::as_perf_derives(&intel(0xD), Some(name)).unwrap();
         assert_eq!(old.map(|t| t.source), Some(TscSource::ModelName));
         // Not Intel: none, whatever the name says.
         let mut amd = CpuidDump::new("amd");
-        amd.insert(0, 0, CpuidResult::new(0x10, 0x6874_7541, 0x444d_4163, 0x6974_6e65));
-        assert_eq!(TscFrequency::as_perf_derives(&amd, Some(name)).unwrap(), None);
-        assert_eq!(model_name_hz("model name\t: X @ 2.4GHz"), Some(2_400_000_000));
+        amd.insert(
+            0,
+            0,
+            CpuidResult::new(0x10, 0x6874_7541, 0x444d_4163, 0x6974_6e65),
+        );
+        assert_eq!(
+            TscFrequency::as_perf_derives(&amd, Some(name)).unwrap(),
+            None
+        );
+        assert_eq!(
+            model_name_hz("model name\t: X @ 2.4GHz"),
+            Some(2_400_000_000)
+        );
         assert_eq!(model_name_hz("model name\t: X @ 2.4MHz"), None);
     }
 

@@ -28,6 +28,8 @@ mod intervals;
 mod machine;
 mod measurement;
 mod metric_only;
+#[cfg(all(test, target_os = "linux"))]
+mod metric_sweep;
 mod metrics;
 mod model;
 pub(crate) mod named_metrics;
@@ -113,12 +115,10 @@ fn stat_with<B: Backend>(
     model: Option<&str>,
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
-    let chosen =
-        named_metrics::chosen(&args.metrics, model).map_err(|e| CliError::usage(e, USAGE))?;
     // The metrics whose events and facts are known here; a group's others are named.
     let resolve = |event: &str| backend.resolve(event).err();
-    let (chosen, left_out) = runnable::keep(&args.metrics, chosen, &resolve)
-        .map_err(|e| CliError::usage(e, USAGE))?;
+    let (chosen, left_out) =
+        runnable::plan(&args.metrics, model, &resolve).map_err(|e| CliError::usage(e, USAGE))?;
     for note in left_out {
         emit_to_stderr(&format!("counterhal: {note}\n"));
     }

@@ -396,7 +396,10 @@ fn perfmon_spelling(name: &str) -> String {
     match modifier.to_ascii_lowercase().as_str() {
         "perf_metrics" | "percore" => event.to_string(),
         m if m.starts_with("ocr_msr_val=") => {
-            format!("cpu/{event},offcore_rsp={}/", &modifier["ocr_msr_val=".len()..])
+            format!(
+                "cpu/{event},offcore_rsp={}/",
+                &modifier["ocr_msr_val=".len()..]
+            )
         }
         "sup" => format!("{event}:k"),
         "user" => format!("{event}:u"),
@@ -711,9 +714,20 @@ mod tests {
         let pick = |name: &str| chosen(&[name.to_string()], Some("skl")).unwrap()[0].model;
         assert_eq!(pick("Frontend_Bound"), Some("skl"));
         assert_eq!(pick("frontend_bound"), None);
-        assert_eq!(pick("FRONTEND_BOUND"), None, "any case: the portable one first");
-        assert_eq!(pick("tmal1"), Some("skl"), "any case: the model's when only it has it");
-        assert!(named_by_itself(&["IPC,Frontend_Bound".to_string()], by_name("IPC")));
+        assert_eq!(
+            pick("FRONTEND_BOUND"),
+            None,
+            "any case: the portable one first"
+        );
+        assert_eq!(
+            pick("tmal1"),
+            Some("skl"),
+            "any case: the model's when only it has it"
+        );
+        assert!(named_by_itself(
+            &["IPC,Frontend_Bound".to_string()],
+            by_name("IPC")
+        ));
         assert!(!named_by_itself(&["Summary".to_string()], by_name("IPC")));
     }
 
@@ -722,9 +736,15 @@ mod tests {
     /// `umask=`), and the kernel's rule that metric events need slots in their group.
     #[test]
     fn perfmon_spellings_become_what_perf_counts() {
-        assert_eq!(perfmon_spelling("TOPDOWN.SLOTS:perf_metrics"), "TOPDOWN.SLOTS");
+        assert_eq!(
+            perfmon_spelling("TOPDOWN.SLOTS:perf_metrics"),
+            "TOPDOWN.SLOTS"
+        );
         assert_eq!(perfmon_spelling("TOPDOWN.SLOTS:percore"), "TOPDOWN.SLOTS");
-        assert_eq!(perfmon_spelling("CPU_CLK_UNHALTED.CORE_P:sup"), "CPU_CLK_UNHALTED.CORE_P:k");
+        assert_eq!(
+            perfmon_spelling("CPU_CLK_UNHALTED.CORE_P:sup"),
+            "CPU_CLK_UNHALTED.CORE_P:k"
+        );
         assert_eq!(
             perfmon_spelling("FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE:u0xfc"),
             "cpu/FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE,umask=0xfc/"
@@ -734,16 +754,24 @@ mod tests {
             perfmon_spelling("OCR.DEMAND_RFO.L3_MISS:ocr_msr_val=0x103b800002"),
             "cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/"
         );
-        assert_eq!(perfmon_spelling("IDQ.DSB_UOPS:c=8:i=1:eq1"), "IDQ.DSB_UOPS:c=8:i=1");
+        assert_eq!(
+            perfmon_spelling("IDQ.DSB_UOPS:c=8:i=1:eq1"),
+            "IDQ.DSB_UOPS:c=8:i=1"
+        );
         // perf's default for a retire latency without --record-tpebs: 0, no event opened.
-        assert!(is_constant("MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency"));
+        assert!(is_constant(
+            "MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency"
+        ));
         let gnr = of_model("gnr").unwrap();
         let with_latency = gnr
             .iter()
             .find(|m| m.expression.contains(":retire_latency"))
             .unwrap();
         let events = events_needed(&[with_latency]);
-        assert!(!events.iter().any(|e| e.contains("retire_latency")), "{events:?}");
+        assert!(
+            !events.iter().any(|e| e.contains("retire_latency")),
+            "{events:?}"
+        );
         assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
         let spr = of_model("spr").unwrap();
         let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();

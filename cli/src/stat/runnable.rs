@@ -71,8 +71,8 @@ pub fn is_uncore(error: &Error) -> bool {
         "`uncore_",
         "an event of an uncore PMU",
     ]
-        .iter()
-        .any(|needle| message.contains(needle))
+    .iter()
+    .any(|needle| message.contains(needle))
 }
 
 /// The metrics of `chosen` that can run (see [`why_not`]), and a note for each one a group
@@ -105,6 +105,20 @@ pub fn keep(
         ))),
         _ => Ok((kept, notes)),
     }
+}
+
+/// The metrics `-M` arguments `names` choose for the database model `model`
+/// ([`named_metrics::chosen`]) that can run given `resolve` ([`keep`]), and the notes naming
+/// the others: what `stat -M` counts.
+///
+/// # Errors
+/// An unknown name; a metric named by itself that cannot run; a list of which none can.
+pub fn plan(
+    names: &[String],
+    model: Option<&str>,
+    resolve: &dyn Fn(&str) -> Option<Error>,
+) -> Result<(Vec<&'static MetricDef>, Vec<String>), Error> {
+    keep(names, named_metrics::chosen(names, model)?, resolve)
 }
 
 /// What `list --metrics` offers for the database model `model`: every metric of the model,
@@ -158,11 +172,19 @@ mod tests {
             .iter()
             .filter(|m| m.expression.contains("UNC_"))
             .count();
-        assert!(uncore > 0 && uncore < group.len(), "{uncore} of {}", group.len());
+        assert!(
+            uncore > 0 && uncore < group.len(),
+            "{uncore} of {}",
+            group.len()
+        );
         let (kept, notes) = keep(&names, group.clone(), &unknown_uncore).unwrap();
         assert_eq!(kept.len() + notes.len(), group.len());
         assert!(kept.iter().all(|m| !m.expression.contains("UNC_")));
-        assert!(notes.iter().all(|n| n.contains("left out") && n.contains("UNC_")));
+        assert!(
+            notes
+                .iter()
+                .all(|n| n.contains("left out") && n.contains("UNC_"))
+        );
         // By its own name, an uncore metric is refused with the reason.
         let one = group
             .iter()
