@@ -53,6 +53,7 @@ fn kernel_uncore_event(model: &str, event: &str) -> bool {
     };
     !table.events.is_empty()
         && !table.events.contains_key(event)
+        && !table.events.values().any(|raw| raw == event)
         && event
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
@@ -160,6 +161,86 @@ mod tests {
         event
             .starts_with("UNC_")
             .then(|| Error::invalid_event(format!("unknown event `{event}`")))
+    }
+
+    /// Oracle: the kernel's AMD JSON (tools/perf/pmu-events/arch/x86/amdzen*/ in
+    /// /usr/src/linux-source-6.12.tar.xz): every event the AMD metrics read that
+    /// [`kernel_uncore_event`] calls uncore has a `Unit` there (`DFPMC`, `L3PMC`, `UMCPMC`),
+    /// and every such event they read is called uncore.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn amd_uncore_events_are_those_with_a_unit_in_the_kernels_json() {
+        use std::process::Command;
+        let tarball = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
+        let dir = std::env::temp_dir().join(format!("counterhal-amdjson-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let extracted = tarball.is_file()
+            && Command::new("tar")
+                .arg("-xJf")
+                .arg(tarball)
+                .arg("-C")
+                .arg(&dir)
+                .args([
+                    "--wildcards",
+                    "linux-source-6.12/tools/perf/pmu-events/arch/x86/amdzen*/*.json",
+                ])
+                .status()
+                .is_ok_and(|s| s.success());
+        if !extracted {
+            let _ = std::fs::remove_dir_all(&dir);
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::Tools,
+                "the kernel source (Debian's linux-source-6.12) and tar"
+            );
+        }
+        let arch = dir.join("linux-source-6.12/tools/perf/pmu-events/arch/x86");
+        let mut checked = 0;
+        for (kernel_dir, model) in [
+            ("amdzen1", "amd64_fam17h_zen1"),
+            ("amdzen2", "amd64_fam17h_zen2"),
+            ("amdzen3", "amd64_fam19h_zen3"),
+            ("amdzen4", "amd64_fam19h_zen4"),
+            ("amdzen5", "amd64_fam1ah_zen5"),
+        ] {
+            let mut unit = std::collections::HashSet::new();
+            for file in std::fs::read_dir(arch.join(kernel_dir)).unwrap() {
+                let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+                let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+                for entry in json.as_array().unwrap() {
+                    if let (Some(name), Some(_)) = (entry.get("EventName"), entry.get("Unit")) {
+                        unit.insert(name.as_str().unwrap().to_string());
+                    }
+                }
+            }
+            // What the classification is asked about: names no backend here resolves.
+            let db = std::sync::Arc::new(counterhal::events::Database::shipped().unwrap());
+            let Ok(linux) = counterhal::linux::probe(db, Some(model.to_string())) else {
+                continue;
+            };
+            let metrics = of_model(model).unwrap();
+            for metric in metrics {
+                let formula = counterhal::events::expression::parse(metric.expression).unwrap();
+                // The words of the formula that are events (not metrics, facts or terms).
+                for event in formula.names().into_iter().filter(|name| {
+                    !name.starts_with('#')
+                        && !name.contains('@')
+                        && name != "duration_time"
+                        && !metrics.iter().any(|m| m.name == name.as_str())
+                        && counterhal::Backend::resolve(&linux, name).is_err()
+                }) {
+                    let called = kernel_uncore_event(model, &event);
+                    assert_eq!(
+                        called,
+                        unit.contains(&event),
+                        "{model} {}: {event}",
+                        metric.name
+                    );
+                    checked += usize::from(called);
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(checked > 100, "{checked} uncore reads");
     }
 
     /// Oracle: Intel perfmon's Ice Lake server metric table, as shipped: its `Info_System_*`
