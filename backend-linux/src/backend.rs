@@ -398,19 +398,6 @@ impl LinuxBackend {
         Ok((fd, id))
     }
 
-    /// A perf-metrics event of the model ([`topdown`]), on the core PMU that has `slots`
-    /// (`cpu_core` on a hybrid chip).
-    fn perf_metrics_event(&self, event: &str) -> Option<Result<PerfAttr>> {
-        let model = self.cpu.as_deref()?;
-        topdown::config_of(model, event)?;
-        let cores = sysfs::core_pmus(&self.paths.pmu_devices);
-        let big = cores.iter().find(|p| p.name == "cpu_core");
-        let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
-        let has_slots = core.map(|p| p.dir.join("events/slots").is_file());
-        let pmu = big.map(|p| (p.name.as_str(), p.type_));
-        topdown::resolve(model, event, has_slots, pmu)
-    }
-
     fn expand_hybrid(&self, resolved: ResolvedEvent) -> ResolvedEvent {
         let pmus = &self.hybrid;
         if pmus.is_empty() {
@@ -501,7 +488,9 @@ impl Backend for LinuxBackend {
         if event.contains('/') {
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
         }
-        if let Some(attr) = self.perf_metrics_event(event) {
+        if let Some(model) = self.cpu.as_deref()
+            && let Some(attr) = topdown::resolve_here(&self.paths.pmu_devices, model, event)
+        {
             return attr.map(single);
         }
         match self

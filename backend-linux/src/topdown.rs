@@ -17,9 +17,12 @@
 //! `scripts/create_perf_json.py`) and libpfm4's (`TOPDOWN_M.RETIRING`, `TOPDOWN_M:SLOTS`:
 //! `intel_icl_events.h`, `intel_spr_events.h`, `ucode` 0x8000 up and 0x0400).
 
+use std::path::Path;
+
 use counterhal_hal::{Error, PerfAttr, Result};
 
 use crate::sys::TYPE_RAW;
+use crate::sysfs;
 
 /// The `config` of `slots` (event 0x00, unit mask 0x04).
 pub(crate) const SLOTS: u64 = 0x0400;
@@ -154,6 +157,19 @@ pub fn resolve(
         None => PerfAttr::new(TYPE_RAW, config),
     };
     Some(Ok(attr))
+}
+
+/// [`resolve`] on the PMUs under `devices`: the core PMU whose `slots` event says whether the
+/// kernel has perf metrics is `cpu_core` on a hybrid chip (which then names the PMU), else
+/// the raw-event PMU; without one (no hardware PMU) the raw encoding stands.
+pub(crate) fn resolve_here(devices: &Path, model: &str, event: &str) -> Option<Result<PerfAttr>> {
+    config_of(model, event)?;
+    let cores = sysfs::core_pmus(devices);
+    let big = cores.iter().find(|p| p.name == "cpu_core");
+    let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
+    let has_slots = core.map(|p| p.dir.join("events/slots").is_file());
+    let pmu = big.map(|p| (p.name.as_str(), p.type_));
+    resolve(model, event, has_slots, pmu)
 }
 
 /// Whether `attr` is a perf-metrics metric event (event 0x00, unit mask 0x80 to 0x87, nothing

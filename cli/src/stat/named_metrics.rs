@@ -217,8 +217,8 @@ pub fn catalogue(model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> 
 /// model's where it has the name, else the portable ones; in the catalogue's order.
 ///
 /// # Errors
-/// An unknown name, with the nearest known names. Whether each metric can run here is
-/// [`runnable`](super::runnable)'s question.
+/// An unknown name, with the nearest known names. (Whether each metric can run here is asked
+/// later, of the backend.)
 pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> {
     if names.is_empty() {
         // No `-M`: no metric table is read and no formula parsed.
