@@ -51,13 +51,23 @@ fn kind_of_encoding(_: &counterhal::Encoding) -> Option<Kind> {
     None
 }
 
+/// Whether `name` may be one of them, by perf's test of the name
+/// (`arch_evsel__must_be_in_group`: it holds `topdown` or `slots`, and is not
+/// `uops_retired.slots`), with perfmon's `PERF_METRICS.` and libpfm4's `TOPDOWN_M` spellings:
+/// only those are resolved again, so a stat without them pays nothing.
+fn may_be_topdown(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.contains("topdown") || lower.contains("slots") || lower.contains("perf_metrics"))
+        && !lower.contains("uops_retired.slots")
+}
+
 /// Adds to `groups` (indices into `names`) one group of the ungrouped slots and metric events
 /// of `names`, slots first, when there is a metric event among them; the others stay as they
 /// are.
 pub fn force<B: Backend>(backend: &B, names: &[String], groups: &mut Vec<Vec<usize>>) {
     let grouped: Vec<usize> = groups.iter().flatten().copied().collect();
     let mut members: Vec<(Kind, usize)> = (0..names.len())
-        .filter(|i| !grouped.contains(i))
+        .filter(|i| !grouped.contains(i) && may_be_topdown(&names[*i]))
         .filter_map(|i| kind(backend, &names[i]).map(|k| (k, i)))
         .collect();
     if !members.iter().any(|(k, _)| *k == Kind::Metric) {
@@ -96,6 +106,7 @@ mod tests {
         let mut groups = Vec::new();
         force(&linux, &names, &mut groups);
         assert_eq!(groups, [vec![2, 1, 3]]);
+        assert!(!may_be_topdown("UOPS_RETIRED.SLOTS") && !may_be_topdown("cycles"));
         // Slots alone is not grouped.
         let mut none = Vec::new();
         force(&linux, &names[2..3], &mut none);
