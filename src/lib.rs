@@ -66,6 +66,8 @@ pub use counterhal_process as process;
 
 /// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
 pub use counterhal_time as time;
+/// x86 facts in no OS's terms: CPUID decoding, counter placement, the TSC's frequency.
+pub use counterhal_x86 as x86;
 
 mod attach;
 mod cgroup;

@@ -21,7 +21,7 @@ use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{
     self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
-use crate::{breakpoint, sysfs, tracefs};
+use crate::{breakpoint, sysfs, topdown, tracefs};
 
 /// Where the backend looks for PMUs and tracefs (changed only by tests with fixture trees).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -462,6 +462,7 @@ impl Backend for LinuxBackend {
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
         tracefs::mount_if_absent(&self.paths.tracefs);
         events.extend(tracefs::list(&self.paths.tracefs));
         events
@@ -486,6 +487,11 @@ impl Backend for LinuxBackend {
         }
         if event.contains('/') {
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
+        }
+        if let Some(model) = self.cpu.as_deref()
+            && let Some(attr) = topdown::resolve_here(&self.paths.pmu_devices, model, event)
+        {
+            return attr.map(single);
         }
         match self
             .db
@@ -613,6 +619,10 @@ impl LinuxBackend {
                 ),
             )
             .with_hint("open them ungrouped, or in several groups"));
+        }
+        let attrs: Vec<&PerfAttr> = encodings.iter().map(AsRef::as_ref).collect();
+        for (_, members) in &mut plan {
+            topdown::order(members, &attrs, &self.core_types);
         }
         let mut groups = Vec::with_capacity(plan.len());
         for (_, members) in &plan {

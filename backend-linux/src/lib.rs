@@ -18,6 +18,7 @@ cfg_if::cfg_if! {
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
         mod tracefs;
+        pub mod topdown;
 
         pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
         pub use raw::{RawFormat, raw_attr};
