@@ -70,8 +70,9 @@ enum Source {
         /// The table (Debian's libpapi7.0 installs it as /usr/share/papi/7.0/papi_events.csv).
         #[arg(long)]
         csv: PathBuf,
-        /// What the table is (PAPI's version, the package), written into every file's header.
-        #[arg(long)]
+        /// What the table is (PAPI's version, the package), written into every file's header;
+        /// by default Debian's libpapi7.0 7.0.0-2.
+        #[arg(long, default_value = counterhal_gen::papi::DEBIAN_SOURCE)]
         source: String,
         /// Where to write one TOML file per model.
         #[arg(long)]

@@ -18,6 +18,12 @@ use std::path::Path;
 use crate::GenError;
 use crate::write::quoted;
 
+/// The shipped tables' source: the table as Debian installs it, and the upstream tag it equals.
+pub const DEBIAN_SOURCE: &str = "PAPI 7.0.0's papi_events.csv (BSD-3-Clause) as Debian's libpapi7.0 7.0.0-2 installs it, identical to icl-utk-edu/papi tag papi-7-0-0-t (de96060998cd9fc77396c5e100e52e0ea1cdc3c3) src/papi_events.csv";
+
+/// Where Debian's libpapi7.0 installs the table.
+pub const DEBIAN_PATH: &str = "/usr/share/papi/7.0/papi_events.csv";
+
 /// PAPI's limit on the natives of one preset (`PAPI_EVENTS_IN_DERIVED_EVENT`).
 pub const MAX_NATIVES: usize = 8;
 

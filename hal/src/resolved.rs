@@ -408,6 +408,52 @@ mod tests {
         assert!(event.is_derived());
     }
 
+    /// PAPI's `PAPI_DP_OPS` on Skylake (papi_events.csv: `N0|N1|2|*|+|N2|4|*|+|N3|8|*|+|`)
+    /// weighs scalar, 128-, 256- and 512-bit packed double operations 1, 2, 4 and 8.
+    #[test]
+    fn weighted_terms_count_their_factor_times() {
+        let weighted = |factor, name| Term {
+            factor,
+            ..term(Sign::Plus, name)
+        };
+        let event = ResolvedEvent {
+            name: "PAPI_DP_OPS".into(),
+            terms: vec![
+                weighted(1, "scalar"),
+                weighted(2, "128b"),
+                weighted(4, "256b"),
+                weighted(8, "512b"),
+            ],
+        };
+        let readings = [
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 2),
+        ];
+        // 10 + 20 + 40 + 8 x 20 (the 512-bit term ran half the time).
+        assert_eq!(event.combine(&readings).scaled(), Some(230));
+        // One term with a factor is no plain reading: it is weighed too.
+        let one = ResolvedEvent {
+            name: "x".into(),
+            terms: vec![weighted(3, "a")],
+        };
+        assert_eq!(one.combine(&[Reading::new(7, 1, 1)]).value, 21);
+        // A weighted difference: 3 x 10 - 2 x 20, clamped at zero.
+        let minus = ResolvedEvent {
+            name: "y".into(),
+            terms: vec![
+                weighted(3, "a"),
+                Term {
+                    factor: 2,
+                    ..term(Sign::Minus, "b")
+                },
+            ],
+        };
+        let pair = [Reading::new(10, 1, 1), Reading::new(20, 1, 1)];
+        assert_eq!(minus.combine(&pair).value, 0);
+    }
+
     #[test]
     fn terms_time_shared_differently_are_scaled_apart() {
         let event = ResolvedEvent {
