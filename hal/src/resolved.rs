@@ -267,9 +267,9 @@ impl<G: Group> EventSet<G> {
             .collect();
         let group = backend.open(&requests, target, options)?;
         let native = vec![Reading::default(); requests.len()];
-        let all_native = events
-            .iter()
-            .all(|e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus));
+        let all_native = events.iter().all(
+            |e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus && term.factor == 1),
+        );
         Ok(Self {
             group,
             events,
