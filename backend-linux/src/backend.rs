@@ -424,6 +424,7 @@ impl LinuxBackend {
                 request.name = format!("{}/{}/", pmu.name, term.request.name);
                 terms.push(Term {
                     sign: term.sign,
+                    factor: term.factor,
                     request,
                 });
             }

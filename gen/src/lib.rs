@@ -5,7 +5,8 @@
 //! not, and the upstream files are never committed.
 //!
 //! Run it as `cargo run -p counterhal-gen -- perfmon --source DIR --commit SHA --out
-//! events/data/generated`.
+//! events/data/generated`; PAPI's presets as `cargo run -p counterhal-gen -- papi --csv
+//! /usr/share/papi/7.0/papi_events.csv --source "..." --out events/data/generated/presets`.
 #![forbid(unsafe_code)]
 
 pub mod aliases;
@@ -18,6 +19,7 @@ pub mod libpfm4;
 pub mod metrics;
 pub mod model;
 pub mod offcore;
+pub mod papi;
 pub mod perfmon;
 pub mod revisions;
 pub mod thresholds;
