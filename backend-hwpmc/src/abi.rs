@@ -222,8 +222,8 @@ pub struct PmcId {
 }
 
 impl PmcId {
-    /// `PMC_ID_MAKE_ID` of a kernel of major `major`: V10 CPU[31:20] MODE[19:16]
-    /// CLASS[15:8] ROW[7:0]; V9 CPU[31:20] MODE[19:12] CLASS[11:8] ROW[7:0].
+    /// `PMC_ID_MAKE_ID` of a kernel of major `major`: V10 `CPU[31:20] MODE[19:16]
+    /// CLASS[15:8] ROW[7:0]`; V9 `CPU[31:20] MODE[19:12] CLASS[11:8] ROW[7:0]`.
     pub const fn make(self, major: u32) -> u32 {
         if major >= 10 {
             ((self.cpu & 0xFFF) << 20)
@@ -395,6 +395,23 @@ pub struct PmcOpPmcRw {
     pub pmcid: u32,
     /// The new value in, the old value out.
     pub value: u64,
+}
+
+/// The argument of one operation: the structure its `PMC_OP_*` copies in and out.
+#[derive(Debug)]
+pub enum OpArg<'a> {
+    /// GETMODULEVERSION: the caller's version in, the module's out.
+    Version(&'a mut u32),
+    /// GETCPUINFO.
+    CpuInfo(&'a mut PmcOpGetCpuInfo),
+    /// PMCALLOCATE.
+    Allocate(&'a mut PmcOpPmcAllocate),
+    /// PMCATTACH, PMCDETACH.
+    Attach(&'a mut PmcOpPmcAttach),
+    /// PMCSTART, PMCSTOP, PMCRELEASE.
+    Simple(&'a mut PmcOpSimple),
+    /// PMCRW.
+    Rw(&'a mut PmcOpPmcRw),
 }
 
 // The sizes and offsets of amd64, from the headers' field types (u32 and enums of 4 bytes,

@@ -6,29 +6,11 @@ use std::time::Duration;
 use counterhal_hal::{DeviceKind, Result as HalResult};
 use counterhal_x86::{Tick, Timer};
 
-use crate::abi::{
-    PmcOpGetCpuInfo, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpSimple, Version, op,
-};
+pub use crate::abi::OpArg;
+use crate::abi::{PmcOpGetCpuInfo, PmcOpPmcRw, PmcOpSimple, Version, op};
 use crate::errno::Errno;
 
-/// The argument of one operation: the structure its `PMC_OP_*` copies in and out.
-#[derive(Debug)]
-pub enum OpArg<'a> {
-    /// GETMODULEVERSION: the caller's version in, the module's out.
-    Version(&'a mut u32),
-    /// GETCPUINFO.
-    CpuInfo(&'a mut PmcOpGetCpuInfo),
-    /// PMCALLOCATE.
-    Allocate(&'a mut PmcOpPmcAllocate),
-    /// PMCATTACH, PMCDETACH.
-    Attach(&'a mut PmcOpPmcAttach),
-    /// PMCSTART, PMCSTOP, PMCRELEASE.
-    Simple(&'a mut PmcOpSimple),
-    /// PMCRW.
-    Rw(&'a mut PmcOpPmcRw),
-}
-
-/// hwpmc's system call as the backend uses it: the real one ([`RealDevice`], FreeBSD only)
+/// hwpmc's system call as the backend uses it: the real one (`RealDevice`, FreeBSD only)
 /// or a [`ModelDevice`](crate::ModelDevice).
 pub trait HwpmcDevice: Send {
     /// Real device or model.

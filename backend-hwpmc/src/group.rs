@@ -8,9 +8,9 @@ use counterhal_hal::{Error, Group, Reading, Result};
 use counterhal_x86::{CounterRef, Rotation, Schedule, Tick, Timer, counter_delta};
 
 use crate::abi::{AMD_SUB_CLASS_CORE, PmcId, PmcOpPmcAllocate, PmcOpPmcAttach, class, mode, op};
-use crate::backend::{PmcEvent, Pmu};
 use crate::device::{OpArg, read_write, simple};
 use crate::errno::{Operation, map_errno};
+use crate::event::{PmcEvent, Pmu};
 use crate::shared::{Shared, lock};
 
 /// How a group's PMCs are allocated.

@@ -10,8 +10,7 @@
 
 use std::ffi::CString;
 
-use crate::abi::ModuleStat;
-use crate::device::OpArg;
+use crate::abi::{ModuleStat, OpArg};
 use crate::errno::Errno;
 
 // `modfind(2)` and `modstat(2)` (libc's, declared in `sys/module.h`); the `libc` crate does

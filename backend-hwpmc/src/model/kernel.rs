@@ -11,7 +11,7 @@ use crate::abi::{
     PmcOpPmcAllocate, PmcOpPmcRw, Version, caps, class, flag, mode,
 };
 use crate::errno::Errno;
-use crate::model::{ModelConfig, ModelEvent, ModelVendor};
+use crate::model::config::{ModelConfig, ModelEvent, ModelVendor};
 
 /// One class of the model's `pmc_mdep` (`struct pmc_classdep`): its rows are
 /// `first_row..first_row + num`.
