@@ -4,8 +4,8 @@
 //!
 //! Every fact names its file in FreeBSD's tree: V10 from `freebsd/freebsd-src` (main, read at
 //! the mirrors `kenrap/freebsd-src` f30bcb15 and `fel1x-developer/freebsd-src` 2d614aa2, which
-//! carry `PMC_VERSION_MAJOR 0x0A`), V9 from the 13.x-based `opnsense/src` 228b099a
-//! (`PMC_VERSION_MAJOR 0x09`, `PMC_VERSION_MINOR 0x03`).
+//! carry `PMC_VERSION_MAJOR 0x0A`), V9 from `opnsense/src` 228b099a (FreeBSD's tree as OPNsense
+//! carries it: `PMC_VERSION_MAJOR 0x09`, `PMC_VERSION_MINOR 0x03`).
 
 /// `PMC_MODULE_NAME` (`sys/sys/pmc.h`): the name `modfind(2)` takes. `hwpmc_mod.c` declares
 /// the module with `moduledata_t pmc_mod = { PMC_MODULE_NAME, syscall_module_handler, .. }`,
@@ -180,9 +180,9 @@ pub const EVTSEL_KERNEL_OWNED: u64 = (1 << 22) | (1 << 20);
 pub struct Version(pub u32);
 
 impl Version {
-    /// V10.0 (`PMC_VERSION_MAJOR 0x0A`, `MINOR 0x00`: FreeBSD 14 on, main).
+    /// V10.0 (`PMC_VERSION_MAJOR 0x0A`, `MINOR 0x00`: FreeBSD's main).
     pub const V10: Version = Version(0x0A00_0000);
-    /// V9.3 (`PMC_VERSION_MAJOR 0x09`, `MINOR 0x03`: FreeBSD 13).
+    /// V9.3 (`PMC_VERSION_MAJOR 0x09`, `MINOR 0x03`: the API before `PMC_F_EV_PMU`).
     pub const V9: Version = Version(0x0903_0000);
 
     /// The major number.

@@ -88,6 +88,7 @@ impl ModelHandle {
             pid,
             kernel::Process {
                 uid,
+                parent: None,
                 switched_in: false,
             },
         );

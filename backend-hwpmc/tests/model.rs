@@ -394,6 +394,18 @@ fn descendants_are_counted_only_when_asked() {
     model.switch_out(child);
     assert_eq!(inherit.read_to_vec().unwrap()[0].value, 15);
     assert_eq!(alone.read_to_vec().unwrap()[0].value, 10);
+    // `pmc_attach_process` with PMC_F_DESCENDANTS takes the children that exist already.
+    let mut late = backend
+        .open_named(
+            &["branches"],
+            &Target::process_and_children(parent),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    late.enable().unwrap();
+    model.run_on(child, 2, ModelEvent::Branches, 6, 0);
+    model.switch_out(child);
+    assert_eq!(late.read_to_vec().unwrap()[0].value, 6);
     let thread = backend
         .open_named(&["cycles"], &Target::ThisThread, &OpenOptions::default())
         .unwrap_err();

@@ -59,6 +59,8 @@ pub(crate) struct Pmc {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Process {
     pub(crate) uid: u32,
+    /// The process that forked it, when the model forked it.
+    pub(crate) parent: Option<u32>,
     /// On a CPU since it last ran work, until switched out.
     pub(crate) switched_in: bool,
 }
@@ -121,6 +123,7 @@ impl Kernel {
             caller,
             Process {
                 uid: config.uid(),
+                parent: None,
                 switched_in: false,
             },
         );
@@ -404,22 +407,41 @@ impl Kernel {
         self.attach_process(id, pid)
     }
 
-    /// `pmc_attach_process`: EEXIST when already attached, EBUSY when the process is the
-    /// target of another PMC on the row.
+    /// `pmc_attach_process`: with `PMC_F_DESCENDANTS`, the process and every descendant it
+    /// has, each by `pmc_attach_one_process` (EEXIST when this PMC is on the process's row
+    /// already, EBUSY when another is), all undone on an error.
     fn attach_process(&mut self, id: u32, pid: u32) -> Result<(), Errno> {
-        let row = self.pmcs[&id].row;
-        if self.pmcs[&id].targets.contains(&pid) {
-            return Err(Errno::EEXIST);
+        let (row, descendants) = {
+            let pmc = &self.pmcs[&id];
+            (pmc.row, pmc.flags & flag::DESCENDANTS != 0)
+        };
+        let mut family = vec![pid];
+        if descendants {
+            let mut next = 0;
+            while next < family.len() {
+                let parent = family[next];
+                family.extend(
+                    self.processes
+                        .iter()
+                        .filter(|(_, p)| p.parent == Some(parent))
+                        .map(|(child, _)| *child),
+                );
+                next += 1;
+            }
         }
-        if self
-            .pmcs
-            .iter()
-            .any(|(other, pmc)| *other != id && pmc.row == row && pmc.targets.contains(&pid))
-        {
-            return Err(Errno::EBUSY);
+        for member in &family {
+            let holder = self
+                .pmcs
+                .iter()
+                .find(|(_, pmc)| pmc.row == row && pmc.targets.contains(member));
+            match holder {
+                Some((holder, _)) if *holder == id => return Err(Errno::EEXIST),
+                Some(_) => return Err(Errno::EBUSY),
+                None => {}
+            }
         }
         let pmc = self.pmcs.get_mut(&id).expect("looked up above");
-        pmc.targets.push(pid);
+        pmc.targets.extend(family);
         pmc.attach_done = true;
         Ok(())
     }
@@ -580,6 +602,7 @@ impl Kernel {
             child,
             Process {
                 uid,
+                parent: Some(parent),
                 switched_in: false,
             },
         );
