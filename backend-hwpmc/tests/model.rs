@@ -498,3 +498,53 @@ fn ungrouped_sets_take_turns_within_the_rows() {
     assert_eq!(model.allocated(), 0);
     assert_eq!(model.timers(), 0);
 }
+
+/// Oracle: `AMD_PMC_TO_EVENTMASK(x) = (x & 0xFF) | ((x & 0xF00) << 24)`, `AMD_PMC_USR` (bit
+/// 16) and `AMD_PMC_OS` (bit 17) of `hwpmc_amd.h`, with which libpmc's
+/// `pmc_pmu_amd_pmcallocate` builds `pm_amd_config`; `IAP_EVSEL`, `IAP_UMASK`, `IAP_USR`,
+/// `IAP_OS` of `hwpmc_core.h` for Intel. The backend's configuration is that formula on the
+/// database's code and unit mask, without the enable bit the kernel sets at start.
+#[test]
+fn configurations_follow_hwpmcs_evtsel_macros() {
+    let amd = counterhal_hwpmc::model_for(db(), "amd64_fam17h_zen2").unwrap();
+    let name = "RETIRED_BRANCH_MISPREDICTED_DIRECTION_MISMATCH:u";
+    let resolved = amd.resolve(name).unwrap();
+    let pmc = amd.pmc_event(&resolved.terms[0].request).unwrap();
+    let code: u64 = 0x1c7;
+    assert_eq!(
+        pmc.config,
+        (code & 0xFF) | ((code & 0xF00) << 24) | (1 << 16)
+    );
+    assert_eq!(pmc.caps, caps::READ | caps::WRITE | caps::USER);
+    let intel = counterhal_hwpmc::model_for(db(), "skl").unwrap();
+    let resolved = intel.resolve("branches:k").unwrap();
+    let pmc = intel.pmc_event(&resolved.terms[0].request).unwrap();
+    assert_eq!(pmc.config, 0xC4 | (1 << 17));
+    assert_eq!(pmc.caps, caps::READ | caps::WRITE | caps::SYSTEM);
+    assert_eq!(pmc.fixed, None);
+    let resolved = intel.resolve("instructions").unwrap();
+    let pmc = intel.pmc_event(&resolved.terms[0].request).unwrap();
+    assert_eq!(pmc.config, 0xC0 | (1 << 16) | (1 << 17));
+    assert_eq!(pmc.fixed, Some(0));
+    // The kernel counts what the configuration selects: user and kernel both by default.
+    let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::intel()).unwrap();
+    let me = Target::process(model.caller());
+    let mut group = backend
+        .open_named(
+            &["instructions", "branches:k"],
+            &me,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(group.group().classes(), [class::IAF, class::IAP]);
+    group.enable().unwrap();
+    model.run(ModelEvent::Instructions, 30, 12);
+    model.run(ModelEvent::Branches, 5, 2);
+    let values: Vec<u64> = group
+        .read_to_vec()
+        .unwrap()
+        .iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, [42, 2]);
+}
