@@ -548,3 +548,48 @@ fn configurations_follow_hwpmcs_evtsel_macros() {
         .collect();
     assert_eq!(values, [42, 2]);
 }
+
+/// Oracle: `p_candebug` (`kern_prot.c`) checks `PRIV_DEBUG_UNPRIV` before "td->td_proc ==
+/// p", so with `security.bsd.unprivileged_proc_debug=0` even a self-attach is EPERM; `pmc_start`
+/// attaches a never-attached process-mode PMC to its owner without `p_candebug`, which is how
+/// the backend counts its own process.
+#[test]
+fn the_own_process_is_counted_without_a_debug_right() {
+    let config = ModelConfig::amd().with_unprivileged_proc_debug(false);
+    let (backend, model) = HwpmcBackend::with_model(db(), config).unwrap();
+    let mut device = model.device();
+    let id = allocate(
+        &mut device,
+        request(class::K8, 0xC2 | (1 << 16), mode::TC, CPU_ANY),
+    )
+    .unwrap();
+    let mut attach = PmcOpPmcAttach { pmc: id, pid: 0 };
+    assert_eq!(
+        device.call(op::PMCATTACH, OpArg::Attach(&mut attach)),
+        Err(Errno::EPERM)
+    );
+    simple(&mut device, op::PMCRELEASE, id).unwrap();
+    let mut group = backend
+        .open_named(
+            &["branches"],
+            &Target::process(model.caller()),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    group.enable().unwrap();
+    model.run(ModelEvent::Branches, 9, 0);
+    assert_eq!(group.read_to_vec().unwrap()[0].value, 9);
+    let other = model.spawn(model.config().uid());
+    let refused = backend
+        .open_named(
+            &["branches"],
+            &Target::process(other),
+            &OpenOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::PermissionDenied);
+    assert!(
+        refused.hint().unwrap().contains("unprivileged_proc_debug"),
+        "{refused}"
+    );
+}

@@ -397,8 +397,9 @@ impl Kernel {
         let Some(target) = self.processes.get(&pid).copied() else {
             return Err(Errno::ESRCH);
         };
-        // p_candebug: root may; others need the same user and
-        // security.bsd.unprivileged_proc_debug (which, off, refuses a self-attach too).
+        // p_candebug (`kern_prot.c`): priv_check(PRIV_DEBUG_UNPRIV) first, which fails for a
+        // non-root caller under security.bsd.unprivileged_proc_debug=0, self-attach included;
+        // then the credential checks, reduced here to "the same user".
         if !self.config.root()
             && (target.uid != self.config.uid() || !self.config.unprivileged_proc_debug())
         {
