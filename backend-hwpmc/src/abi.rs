@@ -259,8 +259,9 @@ impl PmcId {
 }
 
 /// `struct module_stat` (`sys/sys/module.h`): `version` (set to the size), `name[MAXMODNAME
-/// = 32]`, `refs`, `id`, `modspecific_t data` (a union of int, u_int, long, u_long: 8 bytes,
-/// 8-aligned on amd64). libpmc reads the system call number from `data.intval`.
+/// = 32]`, `refs`, `id`, `modspecific_t data` (a union of int, u_int, long, u_long: a `long`
+/// wide, 8 bytes and 8-aligned on amd64). libpmc reads the system call number from
+/// `data.intval`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct ModuleStat {
@@ -272,8 +273,9 @@ pub struct ModuleStat {
     pub refs: i32,
     /// Its id.
     pub id: i32,
-    /// `data.intval`, in the first four bytes of the union (little-endian amd64).
-    pub data: u64,
+    /// The union, as wide as a `long`; `data.intval` is its first four bytes (little-endian
+    /// x86).
+    pub data: usize,
 }
 
 impl Default for ModuleStat {
@@ -294,6 +296,22 @@ impl ModuleStat {
         self.data as u32 as i32
     }
 }
+
+// `struct module_stat` on LP64 (amd64): the union 8-aligned after 44 bytes.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<ModuleStat>() == 56);
+    assert!(offset_of!(ModuleStat, data) == 48);
+};
+
+// On ILP32 (i386) the union is 4 bytes at 44.
+#[cfg(target_pointer_width = "32")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<ModuleStat>() == 48);
+    assert!(offset_of!(ModuleStat, data) == 44);
+};
 
 /// `struct pmc_classinfo` (`sys/sys/pmc.h`).
 #[repr(C)]
@@ -418,11 +436,9 @@ pub enum OpArg<'a> {
 // pmc_value_t a u64 aligned to 8, the union 32 bytes).
 const _: () = {
     use std::mem::{offset_of, size_of};
-    assert!(size_of::<ModuleStat>() == 56);
     assert!(offset_of!(ModuleStat, name) == 4);
     assert!(offset_of!(ModuleStat, refs) == 36);
     assert!(offset_of!(ModuleStat, id) == 40);
-    assert!(offset_of!(ModuleStat, data) == 48);
     assert!(size_of::<PmcClassInfo>() == 16);
     assert!(size_of::<PmcOpGetCpuInfo>() == 144);
     assert!(offset_of!(PmcOpGetCpuInfo, classes) == 16);
@@ -501,7 +517,7 @@ mod tests {
     #[test]
     fn module_stat_carries_its_size_and_the_syscall_number() {
         let mut stat = ModuleStat::default();
-        assert_eq!(stat.version, 56);
+        assert_eq!(stat.version as usize, std::mem::size_of::<ModuleStat>());
         stat.data = 210;
         assert_eq!(stat.intval(), 210);
     }

@@ -13,11 +13,19 @@ use crate::backend::{HwpmcBackend, model_config_for};
 /// `cpu` names the event database's CPU model (the facade passes the detected one).
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) on any OS but FreeBSD;
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) on any OS but FreeBSD,
+/// and on a 32-bit FreeBSD (the structures are amd64's);
 /// [`ErrorKind::DeviceMissing`](counterhal_hal::ErrorKind::DeviceMissing) when the module is
 /// not loaded; as [`HwpmcBackend::from_device`] otherwise.
 pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<HwpmcBackend> {
-    #[cfg(target_os = "freebsd")]
+    #[cfg(all(target_os = "freebsd", not(target_pointer_width = "64")))]
+    {
+        let _ = (db, cpu);
+        Err(Error::unsupported(
+            "this build of the hwpmc backend knows amd64's structures only, and this FreeBSD is 32-bit",
+        ))
+    }
+    #[cfg(all(target_os = "freebsd", target_pointer_width = "64"))]
     {
         use crate::errno::{Operation, map_errno};
         let device =
