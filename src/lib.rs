@@ -53,6 +53,8 @@ pub use counterhal_hal::{
     Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Reading, Result, Target,
 };
+#[cfg(feature = "hwpmc")]
+pub use counterhal_hwpmc as hwpmc;
 #[cfg(feature = "linux")]
 pub use counterhal_linux as linux;
 #[cfg(feature = "msr")]
@@ -339,7 +341,10 @@ mod tests {
         if cfg!(target_os = "openbsd") {
             assert_eq!(native, ["pctr"]);
         }
-        assert_eq!(registry::names(), ["linux", "msr", "pctr"]);
+        if cfg!(target_os = "freebsd") {
+            assert_eq!(native, ["hwpmc"]);
+        }
+        assert_eq!(registry::names(), ["linux", "msr", "pctr", "hwpmc"]);
     }
 
     #[test]
