@@ -19,11 +19,13 @@ mod os_error;
 mod page;
 mod perf;
 mod process;
+mod ring;
 
 pub use open::*;
 pub use page::*;
 pub use perf::*;
 pub use process::*;
+pub use ring::Ring;
 
 #[cfg(test)]
 mod tests {
