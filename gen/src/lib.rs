@@ -11,6 +11,7 @@
 pub mod aliases;
 pub mod cparse;
 pub mod dropped;
+pub mod errata;
 pub mod intel_tables;
 pub mod k8;
 pub mod libpfm4;
