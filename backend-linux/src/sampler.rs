@@ -65,6 +65,8 @@ pub struct LinuxSampler {
     record: Vec<u64>,
     /// The group's values of the sample being read.
     values: Vec<u64>,
+    /// Whether overflow signals are asked for ([`LinuxSampler::on_overflow`]).
+    signals: bool,
 }
 
 impl LinuxBackend {
@@ -192,7 +194,16 @@ impl LinuxBackend {
             read_format,
             record: Vec::new(),
             values: Vec::new(),
+            signals: false,
         })
+    }
+}
+
+impl Drop for LinuxSampler {
+    fn drop(&mut self) {
+        if self.signals {
+            sys::unregister(self.fds[0].as_fd());
+        }
     }
 }
 
@@ -224,6 +235,38 @@ impl LinuxSampler {
             Error::new(ErrorKind::Other, "read of the sampler").with_errno(errno)
         })?;
         Ok((words[3], counts_lost.then(|| words[5])))
+    }
+
+    /// Calls `callback` (with `token`) at each wakeup of the sampler (each sample with
+    /// [`Wakeup::Samples(1)`](Wakeup::Samples)), in a handler of a real-time signal sent to
+    /// the calling thread, with the address the thread was interrupted at: PAPI's
+    /// `PAPI_overflow`. The callback runs inside a signal handler: it must neither allocate nor
+    /// lock (an atomic counter, a write to memory set aside beforehand). With
+    /// [`refresh`](LinuxSampler::refresh) the sampler stops by itself after a number of them.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LimitReached`] when 64 samplers of this process have callbacks already;
+    /// the errno of `fcntl` or `sigaction`.
+    pub fn on_overflow(&mut self, callback: sys::OverflowCallback, token: usize) -> Result<()> {
+        sys::register(self.fds[0].as_fd(), sys::gettid(), callback, token).map_err(|errno| {
+            if errno == libc::EBUSY {
+                Error::new(
+                    ErrorKind::LimitReached,
+                    "64 samplers of this process have overflow callbacks already",
+                )
+                .with_hint("close a sampler with a callback first")
+            } else {
+                Error::new(ErrorKind::Other, "cannot ask for overflow signals").with_errno(errno)
+            }
+        })?;
+        self.signals = true;
+        Ok(())
+    }
+
+    /// The signal overflow callbacks come with (a real-time signal: a program that blocks
+    /// signals should leave it unblocked on the sampler's thread).
+    pub fn overflow_signal() -> i32 {
+        sys::overflow_signal()
     }
 
     /// The leader's descriptor (to poll it, or to ask for overflow signals).

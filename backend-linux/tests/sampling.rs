@@ -279,3 +279,60 @@ fn options_no_ring_could_honour_are_refused() {
         .unwrap_err();
     assert!(error.to_string().contains("ring of 3 pages"), "{error}");
 }
+
+static OVERFLOWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static OUTSIDE_CODE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts each overflow (the callback runs in a signal handler: atomics only).
+fn count_overflow(overflow: &counterhal_linux::Overflow) {
+    OVERFLOWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if overflow.address == 0 || overflow.token != 7 {
+        OUTSIDE_CODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The overflow callback runs exactly once per `period` events: 1,000 getpid calls with a
+/// period of 10 are 100 callbacks; refreshed for 5 overflows, the sampler stops itself after
+/// the fifth (50 calls counted). Oracle: the tracepoint's exact count of calls.
+#[test]
+fn the_overflow_callback_fires_once_per_period_and_refresh_stops_it() {
+    let linux = backend();
+    let name = "syscalls:sys_enter_getpid";
+    if linux.resolve(name).is_err() {
+        skip!(
+            Need::Privilege,
+            "the getpid tracepoint needs root and tracefs"
+        );
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    let options = SampleOptions::period(10, SampleFields::profile());
+    let mut s = sampler(&linux, name, &options);
+    s.on_overflow(count_overflow, 7).unwrap();
+    OVERFLOWS.store(0, Relaxed);
+    s.enable().unwrap();
+    for _ in 0..1_000 {
+        black_box(std::process::id());
+    }
+    s.disable().unwrap();
+    assert_eq!(OVERFLOWS.load(Relaxed), 100, "one callback per 10 calls");
+    assert_eq!(
+        OUTSIDE_CODE.load(Relaxed),
+        0,
+        "each with an address and the token"
+    );
+    drop(s);
+
+    let mut s = sampler(&linux, name, &options);
+    s.on_overflow(count_overflow, 7).unwrap();
+    OVERFLOWS.store(0, Relaxed);
+    s.refresh(5).unwrap();
+    for _ in 0..1_000 {
+        black_box(std::process::id());
+    }
+    assert_eq!(OVERFLOWS.load(Relaxed), 5, "refreshed for 5 overflows");
+    assert_eq!(
+        s.count().unwrap(),
+        50,
+        "the sampler stopped itself at the fifth"
+    );
+}

@@ -16,12 +16,14 @@
 
 mod open;
 mod os_error;
+mod overflow;
 mod page;
 mod perf;
 mod process;
 mod ring;
 
 pub use open::*;
+pub use overflow::{Overflow, OverflowCallback, gettid, overflow_signal, register, unregister};
 pub use page::*;
 pub use perf::*;
 pub use process::*;
