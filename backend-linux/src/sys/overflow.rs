@@ -182,12 +182,13 @@ pub fn register(
         type_: F_OWNER_TID,
         pid: tid,
     };
-    // SAFETY: fcntl on a live descriptor with a valid f_owner_ex for the call.
-    let set = unsafe {
-        libc::fcntl(raw, F_SETOWN_EX, &owner) == 0
-            && libc::fcntl(raw, F_SETSIG, overflow_signal()) == 0
-            && libc::fcntl(raw, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
-    };
+    // SAFETY (each call): fcntl on a live descriptor; `owner` is a valid f_owner_ex that
+    // lives across the call.
+    let set = unsafe { libc::fcntl(raw, F_SETOWN_EX, &owner) } == 0
+        // SAFETY: as above, with an integer argument.
+        && unsafe { libc::fcntl(raw, F_SETSIG, overflow_signal()) } == 0
+        // SAFETY: as above, with an integer argument.
+        && unsafe { libc::fcntl(raw, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) } == 0;
     if !set {
         let errno = last_errno();
         unregister(fd);
