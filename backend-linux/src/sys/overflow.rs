@@ -182,12 +182,13 @@ pub fn register(
         type_: F_OWNER_TID,
         pid: tid,
     };
-    // SAFETY (each call): fcntl on a live descriptor; `owner` is a valid f_owner_ex that
-    // lives across the call.
-    let set = unsafe { libc::fcntl(raw, F_SETOWN_EX, &owner) } == 0
-        // SAFETY: as above, with an integer argument.
-        && unsafe { libc::fcntl(raw, F_SETSIG, overflow_signal()) } == 0
-        // SAFETY: as above, with an integer argument.
+    // SAFETY: fcntl on a live descriptor; `owner` is a valid f_owner_ex that lives across
+    // the call.
+    let owned = unsafe { libc::fcntl(raw, F_SETOWN_EX, &owner) } == 0;
+    // SAFETY: fcntl on a live descriptor with an integer argument.
+    let signalled = owned && unsafe { libc::fcntl(raw, F_SETSIG, overflow_signal()) } == 0;
+    // SAFETY: as above.
+    let set = signalled
         && unsafe { libc::fcntl(raw, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) } == 0;
     if !set {
         let errno = last_errno();
