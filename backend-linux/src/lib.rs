@@ -26,7 +26,6 @@ cfg_if::cfg_if! {
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
         pub use sampler::LinuxSampler;
-        pub use sys::{Overflow, OverflowCallback};
         pub use sysfs::{FormatField, ConfigWord};
 
     } else {

@@ -284,7 +284,7 @@ static OVERFLOWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 static OUTSIDE_CODE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Counts each overflow (the callback runs in a signal handler: atomics only).
-fn count_overflow(overflow: &counterhal_linux::Overflow) {
+fn count_overflow(overflow: &counterhal_hal::Overflow) {
     OVERFLOWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if overflow.address == 0 || overflow.token != 7 {
         OUTSIDE_CODE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -59,5 +59,8 @@ pub use generalized::{
 };
 pub use reading::Reading;
 pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings};
-pub use sampling::{Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup, Walked};
+pub use sampling::{
+    Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
+    Walked,
+};
 pub use target::Target;

@@ -240,6 +240,28 @@ pub struct Walked {
     pub other: u64,
 }
 
+/// What an overflow callback is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Overflow {
+    /// The address the thread was interrupted at: where the overflow was noticed, within the
+    /// skid of where it happened.
+    pub address: u64,
+    /// The value registered with the callback.
+    pub token: usize,
+}
+
+impl Overflow {
+    /// An overflow noticed at `address`, for the callback registered with `token`.
+    pub const fn new(address: u64, token: usize) -> Self {
+        Self { address, token }
+    }
+}
+
+/// A callback run at each overflow of a sampler, inside a signal handler: it must be
+/// async-signal-safe (no allocation, no lock; atomics and memory set aside beforehand).
+pub type OverflowCallback = fn(&Overflow);
+
 /// An event that samples: started, stopped, and its ring walked.
 pub trait Sampler {
     /// Starts (or resumes) sampling.

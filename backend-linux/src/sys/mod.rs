@@ -23,7 +23,7 @@ mod process;
 mod ring;
 
 pub use open::*;
-pub use overflow::{Overflow, OverflowCallback, gettid, overflow_signal, register, unregister};
+pub use overflow::{OverflowCallback, gettid, overflow_signal, register, unregister};
 pub use page::*;
 pub use perf::*;
 pub use process::*;

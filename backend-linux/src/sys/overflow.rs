@@ -12,20 +12,8 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use super::os_error::{Errno, last_errno};
 
-/// What an overflow callback is given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Overflow {
-    /// The sampler's descriptor (its leader's).
-    pub fd: i32,
-    /// The address the thread was interrupted at (the signal's user context): where the
-    /// overflow was noticed, within the skid of where it happened.
-    pub address: u64,
-    /// The value registered with the callback.
-    pub token: usize,
-}
-
-/// A callback run in the signal handler: it must itself be async-signal-safe.
-pub type OverflowCallback = fn(&Overflow);
+use counterhal_hal::Overflow;
+pub use counterhal_hal::OverflowCallback;
 
 /// `F_SETSIG` (asm-generic/fcntl.h, as x86-64 and aarch64 take it): the signal a descriptor's
 /// I/O readiness is sent as.
@@ -88,11 +76,7 @@ extern "C" fn handler(_: libc::c_int, info: *mut libc::siginfo_t, context: *mut 
             if callback != 0 {
                 // SAFETY: `callback` was stored from an `OverflowCallback` in `register`.
                 let callback: OverflowCallback = unsafe { std::mem::transmute(callback) };
-                callback(&Overflow {
-                    fd,
-                    address,
-                    token: slot.token.load(Ordering::Relaxed),
-                });
+                callback(&Overflow::new(address, slot.token.load(Ordering::Relaxed)));
             }
             return;
         }
