@@ -11,20 +11,24 @@ use std::time::{Duration, Instant};
 use counterhal::prelude::*;
 use counterhal::{Record, SampleFields, SampleOptions, Sampler};
 
+// The loops use plain operators only, so that even a debug build keeps their work inside
+// them (no call to an iterator or a helper).
 #[inline(never)]
 fn light(n: u64) -> u64 {
-    let mut x = black_box(n);
-    for i in 0..n {
-        x = x.rotate_left(5) ^ i;
+    let (mut x, mut i) = (black_box(n), 0);
+    while i < n {
+        x = (x.wrapping_mul(5) >> 1) ^ i;
+        i += 1;
     }
     x
 }
 
 #[inline(never)]
 fn heavy(n: u64) -> u64 {
-    let mut x = black_box(n);
-    for i in 0..3 * n {
-        x = x.rotate_left(7) ^ i;
+    let (mut x, mut i) = (black_box(n), 0);
+    while i < 3 * n {
+        x = (x.wrapping_mul(7) >> 1) ^ i;
+        i += 1;
     }
     x
 }
@@ -54,7 +58,10 @@ fn main() -> Result<()> {
         }
     })?;
     // Each loop's code lies between its start and the next function's (near enough here).
-    let mut functions = [("light", light as *const () as u64), ("heavy", heavy as *const () as u64)];
+    let mut functions = [
+        ("light", light as *const () as u64),
+        ("heavy", heavy as *const () as u64),
+    ];
     functions.sort_by_key(|(_, start)| *start);
     let name_of = |ip: u64| {
         functions
@@ -64,8 +71,11 @@ fn main() -> Result<()> {
             .map_or("elsewhere", |(name, _)| name)
     };
     let mut hottest: Vec<(u64, u64)> = by_address.into_iter().collect();
-    hottest.sort_by(|a, b| b.1.cmp(&a.1));
-    println!("{} samples ({} lost) over {millis} ms", walked.samples, walked.lost);
+    hottest.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    println!(
+        "{} samples ({} lost) over {millis} ms",
+        walked.samples, walked.lost
+    );
     for (ip, count) in hottest.iter().take(8) {
         println!("{count:>6}  {ip:#018x}  {}", name_of(*ip));
     }
@@ -76,6 +86,10 @@ fn main() -> Result<()> {
             .map(|(_, c)| c)
             .sum::<u64>()
     };
-    println!("light {} samples, heavy {} samples", in_fn("light"), in_fn("heavy"));
+    println!(
+        "light {} samples, heavy {} samples",
+        in_fn("light"),
+        in_fn("heavy")
+    );
     Ok(())
 }

@@ -52,7 +52,7 @@ pub use counterhal_hal as hal;
 pub use counterhal_hal::{
     Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
-    Result, Sample, SampleFields, SampleOptions, Sampler, Target, Walked, Wakeup,
+    Result, Sample, SampleFields, SampleOptions, Sampler, Target, Wakeup, Walked,
 };
 #[cfg(feature = "linux")]
 pub use counterhal_linux as linux;
