@@ -51,7 +51,8 @@ pub use counterhal_events as events;
 pub use counterhal_hal as hal;
 pub use counterhal_hal::{
     Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
-    GeneralizedEvent, Group, OpenOptions, Reading, Result, Target,
+    GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
+    Result, Sample, SampleFields, SampleOptions, Sampler, Target, Wakeup, Walked,
 };
 #[cfg(feature = "hwpmc")]
 pub use counterhal_hwpmc as hwpmc;
@@ -80,6 +81,7 @@ pub mod listing;
 pub mod prelude;
 pub mod region;
 pub mod registry;
+mod sampling;
 mod set;
 
 pub use attach::{Attach, MultiSet, online_cpus};
@@ -90,6 +92,7 @@ pub use group::AnyGroup;
 pub use listing::{Listed, ListedUnitMask, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
+pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query, trial_for_add};
 
 use counterhal_events::{CpuIdentity, Database};

@@ -187,6 +187,7 @@ fn exec_child(pid: u32) -> Result<u32> {
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
+    capabilities.sampling = true;
     capabilities.multiplexing = true;
     capabilities.targets = TargetSupport::ALL;
     capabilities.self_monitoring_reads = self_monitoring;
@@ -195,7 +196,7 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
 
 /// The perf attr a request programs: its own, or that of its event select, refused where the
 /// raw-event PMU (`raw_format`) would drop some of its bits.
-fn perf_encoding<'r>(
+pub(crate) fn perf_encoding<'r>(
     request: &'r EventRequest,
     raw_format: Option<&RawFormat>,
 ) -> Result<Cow<'r, PerfAttr>> {
@@ -280,7 +281,7 @@ impl LinuxBackend {
             .collect()
     }
 
-    fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+    pub(crate) fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
         let to_pid = |pid: u32| {
             i32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
                 Error::invalid_input(format!("process id {pid} is not valid"))

@@ -204,6 +204,58 @@ uint64_t counterhal_real_nsec(void);
 uint64_t counterhal_virt_nsec(void);
 uint64_t counterhal_real_cyc(void);
 
+/* Samplers: where events happen. A sampler records one event every `period` events (or about
+ * `hz` times a second) on the thread that opens it, into a ring of ring_pages pages (a power
+ * of two; 0 for 64), each sample with the COUNTERHAL_SAMPLE_* fields asked for. Linux only
+ * (perf_event_open); elsewhere COUNTERHAL_ENOSUPP. A sampler is used by one thread at a time. */
+typedef struct counterhal_sampler counterhal_sampler_t; /* opaque */
+#define COUNTERHAL_SAMPLE_IP (1u << 0)        /* the instruction pointer */
+#define COUNTERHAL_SAMPLE_TID (1u << 1)       /* the process and thread ids */
+#define COUNTERHAL_SAMPLE_TIME (1u << 2)      /* the time (the kernel's perf clock, ns) */
+#define COUNTERHAL_SAMPLE_ADDR (1u << 3)      /* the data address (page faults, memory events) */
+#define COUNTERHAL_SAMPLE_CPU (1u << 4)       /* the CPU */
+#define COUNTERHAL_SAMPLE_PERIOD (1u << 5)    /* the period in force */
+#define COUNTERHAL_SAMPLE_CALLCHAIN (1u << 7) /* the call chain, innermost first */
+
+/* One sample; `fields` says which members hold values. The call chain is valid during the
+ * callback only. */
+typedef struct {
+    uint32_t fields;
+    uint32_t pid, tid, cpu;
+    uint64_t ip, time, addr, period;
+    const uint64_t *callchain;
+    size_t ncallchain;
+} counterhal_sample_t;
+typedef void (*counterhal_sample_fn)(const counterhal_sample_t *sample, void *arg);
+/* Called in a signal handler (a real-time signal to the thread that asked): it must be
+ * async-signal-safe. address is where the thread was interrupted. */
+typedef void (*counterhal_overflow_fn)(uint64_t address, void *arg);
+
+int counterhal_sampler_open(counterhal_t *ch, const char *event, uint64_t period, uint32_t fields,
+                            size_t ring_pages, counterhal_sampler_t **out);
+int counterhal_sampler_open_frequency(counterhal_t *ch, const char *event, uint64_t hz,
+                                      uint32_t fields, size_t ring_pages,
+                                      counterhal_sampler_t **out);
+int counterhal_sampler_start(counterhal_sampler_t *s);
+/* Stops sampling; the records stay to be read. */
+int counterhal_sampler_stop(counterhal_sampler_t *s);
+/* Hands each sample recorded since the last read to callback(sample, arg), oldest first, and
+ * frees their room in the ring: the number handed (>= 0), or < 0. */
+int counterhal_sampler_read(counterhal_sampler_t *s, counterhal_sample_fn callback, void *arg);
+/* The samples the kernel could not write since the open (the ring was full: read it more
+ * often or give it more pages); COUNTERHAL_ENOSUPP before Linux 6.0. */
+int counterhal_sampler_lost(counterhal_sampler_t *s, uint64_t *lost);
+/* The event's count so far (every event, not only those sampled). */
+int counterhal_sampler_count(counterhal_sampler_t *s, uint64_t *count);
+/* Calls callback(address, arg) at each overflow (each sample), in a signal handler on the
+ * calling thread: PAPI_overflow. Once per sampler. */
+int counterhal_sampler_overflow(counterhal_sampler_t *s, counterhal_overflow_fn callback,
+                                void *arg);
+/* Enables the sampler for `overflows` more overflows, after which it stops itself. */
+int counterhal_sampler_refresh(counterhal_sampler_t *s, int overflows);
+/* Destroys a sampler (its overflow signals stop first); NULL is a no-op. */
+void counterhal_sampler_destroy(counterhal_sampler_t *s);
+
 /* Regions: the events of COUNTERHAL_REGION_EVENTS counted per thread between begin and end,
  * accumulated by name; the report (COUNTERHAL_REGION_OUTPUT, COUNTERHAL_REGION_FORMAT=table
  * or json) is written at exit, or now by counterhal_region_report (then not again at exit

@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex};
 use facade::hal::Reading;
 use facade::{Backend, Chosen, Error, ErrorKind, Section};
 
+mod sampler;
 mod set;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
 
+pub use sampler::{SampleC, SamplerC, field};
 pub use set::{Set, option, place, target};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
@@ -265,7 +267,7 @@ fn c_string(text: &str) -> CString {
 
 /// What `counterhal_t` points at.
 pub struct Handle {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     listing: Mutex<Vec<ListedC>>,
     /// The process it was opened in, as a count of forks ([`sys`] refuses it in a child).
     generation: u64,
@@ -405,7 +407,12 @@ mod tests {
     /// The functions the library exports: each `#[unsafe(no_mangle)]` `extern "C" fn` of
     /// `sys` and its modules (a C function it only hands to the C library, such as a fork handler, is not).
     fn exported() -> Vec<String> {
-        let source = [include_str!("sys/mod.rs"), include_str!("sys/sets.rs")].join("\n");
+        let source = [
+            include_str!("sys/mod.rs"),
+            include_str!("sys/sets.rs"),
+            include_str!("sys/samplers.rs"),
+        ]
+        .join("\n");
         let lines: Vec<&str> = source.lines().collect();
         let mut names: Vec<String> = lines
             .windows(2)

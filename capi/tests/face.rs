@@ -10,59 +10,19 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::library_dir;
+use common::{c_program, run_mode};
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-/// `tests/c/face.c` built against libcounterhal.so (once per test binary).
+/// `tests/c/face.c`, built.
 fn program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let lib = library_dir();
-            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let dir = std::env::temp_dir().join(format!("counterhal-face-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let program = dir.join("face");
-            let out = Command::new("cc")
-                .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-I"])
-                .arg(manifest.join("include"))
-                .arg(manifest.join("tests/c/face.c"))
-                .arg("-o")
-                .arg(&program)
-                .arg(format!("-L{}", lib.display()))
-                .arg("-lcounterhal")
-                .arg(format!("-Wl,-rpath,{}", lib.display()))
-                .arg("-lpthread")
-                .output()
-                .expect("a C compiler (cc) is installed");
-            assert!(
-                out.status.success(),
-                "cc failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            program
-        })
-        .clone()
+    c_program("face")
 }
 
-/// Runs one mode; its standard output when every check held, `None` when the program said
-/// why the mode cannot run here (exit 3, the reason printed).
+/// Runs one mode of `face` (see [`run_mode`]).
 fn run(mode: &str) -> Option<String> {
-    let out = Command::new(program()).arg(mode).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(3) {
-        eprintln!("{mode}: {}", stdout.trim());
-        return None;
-    }
-    assert!(
-        out.status.success() && stdout.contains(&format!("ok {mode}")),
-        "face {mode} failed ({}):\n{stdout}{stderr}",
-        out.status
-    );
-    Some(stdout)
+    run_mode(&program(), mode)
 }
 
 #[test]

@@ -28,6 +28,7 @@ use facade::hal::Reading;
 
 use crate::{CResult, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 
+mod samplers;
 mod sets;
 pub(crate) use sets::this_thread_id;
 
