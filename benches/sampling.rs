@@ -119,7 +119,7 @@ mod bench {
         println!("  ratio {:.3}x perf-event2's", ours_ns / theirs_ns);
 
         // The overhead of a 1 kHz sampler on a busy loop.
-        let steps = 20_000_000;
+        let steps = 400_000_000;
         let time = || {
             let start = Instant::now();
             black_box(busy(black_box(steps)));
