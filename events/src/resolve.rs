@@ -58,6 +58,26 @@ impl Database {
             })?),
             None => None,
         };
+        if let Some(result) = crate::libpfm4::route(self, model, event, accepts) {
+            return result;
+        }
+        let result = self.resolve_own(model, event, accepts);
+        match result {
+            Err(e) if e.kind() != EventErrorKind::NotFound => {
+                Err(crate::libpfm4::not_found(model, event).unwrap_or(e))
+            }
+            other => other,
+        }
+    }
+
+    /// Resolves `event` on `model` as the model's own source spells it, libpfm4's grammar
+    /// aside.
+    pub(crate) fn resolve_own(
+        &self,
+        model: Option<&CpuModel>,
+        event: &str,
+        accepts: &Accepts,
+    ) -> Resolved {
         let resolver = Resolver {
             database: self,
             model,
