@@ -13,7 +13,8 @@
 //! (interrupt bit 20 aside) and the second register where libpfm4 gives one, or the class of
 //! error (`PFM_ERR_NOTFOUND` not found, `PFM_ERR_ATTR` unknown modifier, `PFM_ERR_ATTR_VAL`
 //! value out of range, `PFM_ERR_ATTR_SET` modifier conflict, `PFM_ERR_FEATCOMB` combination
-//! not allowed, `PFM_ERR_UMASK` unit mask required). Two cases count as agreeing: libpfm4
+//! not allowed, `PFM_ERR_UMASK` unit mask required; `PFM_ERR_ATTR` of a name that reads as a
+//! unit mask is an invalid unit mask). Two cases count as agreeing: libpfm4
 //! encodes an event that counts at no privilege level (`:u=0`) and counterhal refuses it as
 //! counting nothing; AMD's HostOnly and GuestOnly both set (libpfm4's `:h:g`) and neither
 //! set count the same.
@@ -282,6 +283,8 @@ fn agree(ours: &Ours, theirs: Theirs) -> bool {
         (Err((kind, _)), Theirs::Encoded { code, .. }) => {
             *kind == EventErrorKind::CombinationNotAllowed && code & (3 << 16) == 0
         }
+        // An unknown attribute is an unknown unit mask where its name reads as one.
+        (Err((EventErrorKind::UnitMaskInvalid, _)), Theirs::Refused(-8)) => true,
         (Err((kind, _)), Theirs::Refused(code)) => kind_of(code) == Some(*kind),
         (Ok(_), Theirs::Refused(_)) => false,
     }

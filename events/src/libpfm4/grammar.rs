@@ -20,6 +20,9 @@ pub(crate) enum Pfm {
     Inval,
     /// `PFM_ERR_ATTR`: an unknown attribute, or one that cannot be used here.
     Attr,
+    /// `PFM_ERR_ATTR` for a name that reads as a unit mask (not a modifier's letter or
+    /// name): the event has no such unit mask.
+    NoUnitMask,
     /// `PFM_ERR_ATTR_VAL`: an attribute value that is not valid.
     AttrVal,
     /// `PFM_ERR_ATTR_SET`: an attribute set twice with different values.
@@ -172,6 +175,31 @@ pub(crate) fn strtoull(text: &str) -> Option<u64> {
     Some(if negative { value.wrapping_neg() } else { value })
 }
 
+/// The names of `event`'s unit masks that `keep` keeps, the first 24 of them.
+pub(crate) fn unit_mask_list(event: &Event, keep: impl Fn(&super::table::Umask) -> bool) -> String {
+    let names: Vec<&str> = event
+        .umasks
+        .iter()
+        .filter(|u| keep(u))
+        .map(|u| u.name.as_str())
+        .collect();
+    match names.len() {
+        0 => "none".to_string(),
+        n if n > 24 => format!("{}, ... ({n} in all)", names[..24].join(", ")),
+        _ => names.join(", "),
+    }
+}
+
+/// Whether an unknown attribute `key` reads as a modifier (a letter, a group of perf's level
+/// letters, a modifier's name) rather than a unit mask.
+fn modifier_like(key: &str) -> bool {
+    key.len() == 1
+        || key.chars().all(|c| "ukhHGpP".contains(c))
+        || ["intx", "intxcp", "ldlat", "fe_thres", "frontend"]
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(key))
+}
+
 /// `pfmlib_parse_event_attr`: the attributes in `text` (None: none), added to `desc`.
 fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> {
     let (mut has_raw, mut has_umask) = (false, false);
@@ -215,13 +243,29 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                 })
                 .map(|(what, _)| what);
             let Some(found) = found else {
-                return fail(
-                    Pfm::Attr,
+                let code = if value.is_none() && !modifier_like(key) {
+                    Pfm::NoUnitMask
+                } else {
+                    Pfm::Attr
+                };
+                let what = if code == Pfm::NoUnitMask {
                     format!(
-                        "`{}` has no unit mask or modifier `{key}`",
-                        desc.event.name
-                    ),
-                );
+                        "unit mask `{key}` is unknown (`{}`); valid unit masks: {}",
+                        desc.event.name,
+                        unit_mask_list(desc.event, |_| true)
+                    )
+                } else {
+                    let names: Vec<&str> = attributes(desc)
+                        .filter(|(w, _)| matches!(w, AttrRef::Modifier(_)))
+                        .map(|(_, n)| n)
+                        .collect();
+                    format!(
+                        "`{}` has no modifier `{key}`; its modifiers are {}",
+                        desc.event.name,
+                        names.join(", ")
+                    )
+                };
+                return fail(code, what);
             };
             found
         };

@@ -103,8 +103,9 @@ fn add_defaults(
             return fail(
                 Pfm::Umask,
                 format!(
-                    "`{}` needs a unit mask of group {group}: it has no default",
-                    event.name
+                    "`{}` needs a unit mask of group {group}, which has no default: one of {}",
+                    event.name,
+                    super::grammar::unit_mask_list(event, |u| u.grpid & 0xff == group)
                 ),
             );
         }
@@ -163,9 +164,30 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                 ldlat_um |= umask.has(flag::LDLAT);
                 fe_thr_um |= umask.has(flag::FETHR);
                 if grpcounts[g] > 1 && ncombo[g] {
+                    let group: Vec<&str> = desc
+                        .attrs
+                        .iter()
+                        .filter_map(|a| match a.what {
+                            AttrRef::Umask(i) if event.umasks[i].grpid & 0xff == grpid => {
+                                Some(event.umasks[i].name.as_str())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let alone = group
+                        .iter()
+                        .copied()
+                        .find(|n| {
+                            event
+                                .umasks
+                                .iter()
+                                .any(|u| u.name == *n && u.has(flag::NCOMBO))
+                        })
+                        .unwrap_or(umask.name.as_str());
                     return combine(format!(
-                        "unit mask `{}` of `{}` does not combine with another of its group",
-                        umask.name, event.name
+                        "unit mask `{alone}` of `{}` is not combined with another of its group ({}); name one of them",
+                        event.name,
+                        group.join(", ")
                     ));
                 }
                 last_grpid = grpid;
@@ -292,23 +314,34 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             excl_grp_but_0,
         )?;
     }
-    if let Some(own) = excl_grp_but_0 {
-        if (1..NUM_GRP).any(|k| grpcounts[k] != 0 && k as u32 != own) {
-            return combine(format!(
-                "`{}`: a unit mask excludes the groups of the others",
-                event.name
-            ));
-        }
+    let names = |test: &dyn Fn(&super::table::Umask) -> bool| -> String {
+        let named: Vec<&str> = desc
+            .attrs
+            .iter()
+            .filter_map(|a| match a.what {
+                AttrRef::Umask(i) if test(&event.umasks[i]) => Some(event.umasks[i].name.as_str()),
+                _ => None,
+            })
+            .collect();
+        named.join(", ")
+    };
+    if let Some(own) = excl_grp_but_0
+        && (1..NUM_GRP).any(|k| grpcounts[k] != 0 && k as u32 != own)
+    {
+        return combine(format!(
+            "`{}`: `{}` takes the request unit masks (group 0) and those of its own group only, not `{}`",
+            event.name,
+            names(&|u| u.has(flag::EXCL_GRP_BUT_0)),
+            names(&|u| u.grpid & 0xff != own && u.grpid != 0)
+        ));
     }
     if max_grpid != MAX_GRPID {
-        let later = desc.attrs.iter().any(|a| match a.what {
-            AttrRef::Umask(i) => event.umasks[i].grpid > max_grpid,
-            _ => false,
-        });
-        if later {
+        let later = names(&|u| u.grpid > max_grpid);
+        if !later.is_empty() {
             return combine(format!(
-                "`{}`: a unit mask excludes the groups after its own",
-                event.name
+                "`{}`: `{}` excludes the groups after its own, so not `{later}`; name one or the other",
+                event.name,
+                names(&|u| u.has(flag::EXCL_GRP_GT) && u.grpid <= max_grpid)
             ));
         }
     }

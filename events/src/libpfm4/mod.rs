@@ -86,6 +86,7 @@ pub(crate) fn error_kind(code: Pfm) -> EventErrorKind {
     match code {
         Pfm::NotFound | Pfm::Inval => EventErrorKind::NotFound,
         Pfm::Attr => EventErrorKind::UnknownModifier,
+        Pfm::NoUnitMask => EventErrorKind::UnitMaskInvalid,
         Pfm::AttrVal | Pfm::TooMany => EventErrorKind::ValueOutOfRange,
         Pfm::AttrSet => EventErrorKind::ModifierConflict,
         Pfm::FeatComb => EventErrorKind::CombinationNotAllowed,
@@ -163,7 +164,9 @@ fn meaning(
             let meaning = if same { Meaning::Same } else { Meaning::Differs };
             (meaning, Some((theirs, ours.register_value())))
         }
-        Err(e) if matches!(e.code, Pfm::NotFound | Pfm::Attr) => (Meaning::Foreign, None),
+        Err(e) if matches!(e.code, Pfm::NotFound | Pfm::Attr | Pfm::NoUnitMask) => {
+            (Meaning::Foreign, None)
+        }
         Err(_) => (Meaning::Differs, None),
     }
 }
@@ -191,7 +194,7 @@ pub(crate) fn route(
                 format!("`{text}`: no CPU model describes libpfm4's PMU `{name}`"),
             )));
         };
-        return Some(resolve_on(pmu, model, rest, text, accepts));
+        return Some(resolve_on(database, pmu, model, rest, text, accepts));
     }
     let model = model?;
     let pmu = table_of(model)?;
@@ -208,7 +211,7 @@ pub(crate) fn route(
     {
         return None;
     }
-    Some(resolve_on(pmu, model, text, text, accepts))
+    Some(resolve_on(database, pmu, model, text, text, accepts))
 }
 
 /// A not-found error for `text` on `model` where neither libpfm4's table nor the model knows
@@ -240,6 +243,7 @@ pub(crate) fn not_found(model: Option<&CpuModel>, text: &str) -> Option<EventErr
 }
 
 fn resolve_on(
+    database: &Database,
     pmu: &table::Pmu,
     model: &CpuModel,
     rest: &str,
@@ -266,9 +270,31 @@ fn resolve_on(
             ))
         }
     })?;
-    let choice = choice(model, pmu.intel, &encoded, text)?;
+    let mut choice = choice(model, pmu.intel, &encoded, text)?;
+    // Where the model's own reading of the string selects the same event, its counters
+    // (which know the fixed counters) place it.
+    if let Ok(own) = database.resolve_own(Some(model), rest, accepts)
+        && let Encoding::Evtsel(own) = &own.terms[0].request.encoding
+        && own.event_select() == choice_select(&choice)
+    {
+        choice.counters = own.counters;
+        choice.fixed = own.fixed;
+    }
     let encoding = encode_native(model, &choice, accepts, text)?;
     Ok(ResolvedEvent::single(EventRequest::new(text, encoding)))
+}
+
+/// The event-select bits of `choice` (no domain), as [`counterhal_hal::Evtsel::event_select`]
+/// gives them.
+fn choice_select(choice: &NativeChoice) -> u64 {
+    let mut evtsel = counterhal_hal::Evtsel::new(choice.code, choice.umask);
+    evtsel.edge = choice.edge;
+    evtsel.invert = choice.invert;
+    evtsel.cmask = choice.cmask;
+    evtsel.any_thread = choice.any_thread;
+    evtsel.in_tx = choice.in_tx;
+    evtsel.in_tx_cp = choice.in_tx_cp;
+    evtsel.event_select()
 }
 
 /// libpfm4's encoding as a chosen native event of `model`.
