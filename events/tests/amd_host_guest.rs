@@ -50,9 +50,17 @@ fn h_is_host_and_g_is_guest_on_amd_natives() {
         value(&db, "RETIRED_INSTRUCTIONS:H:u")
     );
     let nothing = db
-        .resolve_exact(Some("amd64_fam15h_interlagos"), "RETIRED_INSTRUCTIONS:h", &AMD)
+        .resolve_exact(
+            Some("amd64_fam15h_interlagos"),
+            "RETIRED_INSTRUCTIONS:h",
+            &AMD,
+        )
         .unwrap_err();
-    assert_eq!(nothing.kind(), EventErrorKind::CombinationNotAllowed, "{nothing}");
+    assert_eq!(
+        nothing.kind(),
+        EventErrorKind::CombinationNotAllowed,
+        "{nothing}"
+    );
     let k8 = db
         .resolve_exact(Some("k8"), "RETIRED_INSTRUCTIONS:h", &AMD)
         .unwrap_err();

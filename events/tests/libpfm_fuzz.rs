@@ -139,8 +139,8 @@ fn mangle(g: &mut Gen, name: &str) -> String {
 
 const BOOLEAN_VALUES: &[&str] = &["0", "1", "y", "n", "T", "f", "2", "yes", ""];
 const INTEGER_VALUES: &[&str] = &[
-    "0", "1", "2", "3", "255", "256", "-1", "010", "0x10", "0x", "", "x", "65535", "65536",
-    "4095", "4096", "+1",
+    "0", "1", "2", "3", "255", "256", "-1", "010", "0x10", "0x", "", "x", "65535", "65536", "4095",
+    "4096", "+1",
 ];
 
 /// One attribute of `event`: a unit mask, a modifier with or without a value, a raw number
@@ -168,9 +168,20 @@ fn attribute(g: &mut Gen, event: &Event) -> String {
             }
         }
         10 => g
-            .pick(&["0x1", "0xff", "0x100", "0xf", "0x3", "0x0", "0xzz", "0x4000000000"])
+            .pick(&[
+                "0x1",
+                "0xff",
+                "0x100",
+                "0xf",
+                "0x3",
+                "0x0",
+                "0xzz",
+                "0x4000000000",
+            ])
             .to_string(),
-        _ => g.pick(&["FOO", "", "h", "g", "p", "H", "uk", "t=1", "c"]).to_string(),
+        _ => g
+            .pick(&["FOO", "", "h", "g", "p", "H", "uk", "t=1", "c"])
+            .to_string(),
     }
 }
 
@@ -265,7 +276,10 @@ fn ours(db: &Database, model: &str, text: &str) -> Ours {
     match db.resolve_exact(Some(model), text, accepts) {
         Ok(resolved) => match &resolved.terms[0].request.encoding {
             Encoding::Evtsel(e) => Ok((e.register_value(), e.extra.map(|x| x.value))),
-            other => Err((EventErrorKind::Unsupported, format!("not an EVTSEL: {other}"))),
+            other => Err((
+                EventErrorKind::Unsupported,
+                format!("not an EVTSEL: {other}"),
+            )),
         },
         Err(e) => Err((e.kind(), e.to_string())),
     }
@@ -275,7 +289,13 @@ fn ours(db: &Database, model: &str, text: &str) -> Ours {
 /// equivalences).
 fn agree(ours: &Ours, theirs: Theirs) -> bool {
     const HOST_GUEST: u64 = (1 << 40) | (1 << 41);
-    let normal = |v: u64| if v & HOST_GUEST == HOST_GUEST { v & !HOST_GUEST } else { v };
+    let normal = |v: u64| {
+        if v & HOST_GUEST == HOST_GUEST {
+            v & !HOST_GUEST
+        } else {
+            v
+        }
+    };
     match (ours, theirs) {
         (Ok((value, extra)), Theirs::Encoded { code, second }) => {
             normal(*value) == normal(code & !(1 << 20)) && *extra == second
@@ -308,9 +328,11 @@ fn perf_string(db: &Database, model: &str, text: &str) -> bool {
     let own = if let Some((base, mask)) = head.split_once('.') {
         cpu.event(base).is_some_and(|e| e.unit_mask(mask).is_some())
             || cpu.event(head).is_some()
-            || (!model.starts_with("amd64") && false)
             || (model.starts_with("amd64")
-                && cpu.event_aliases().iter().any(|(a, _)| a.eq_ignore_ascii_case(&head.replacen('.', ":", 1))))
+                && cpu
+                    .event_aliases()
+                    .iter()
+                    .any(|(a, _)| a.eq_ignore_ascii_case(&head.replacen('.', ":", 1))))
     } else {
         !model.starts_with("amd64") && cpu.event(head).is_some_and(|e| e.unit_masks().is_empty())
     };
@@ -345,7 +367,12 @@ fn counterhal_reads_libpfm4_strings_as_libpfm4_does() {
     let declared: BTreeMap<&str, Vec<String>> = declared
         .differs
         .iter()
-        .map(|d| (d.pmu.as_str(), d.names.iter().map(|n| n.to_ascii_uppercase()).collect()))
+        .map(|d| {
+            (
+                d.pmu.as_str(),
+                d.names.iter().map(|n| n.to_ascii_uppercase()).collect(),
+            )
+        })
         .collect();
     let db = Database::shipped().expect("the shipped database loads");
     let seed: u64 = std::env::var("COUNTERHAL_PROP_SEED")
@@ -404,7 +431,11 @@ fn counterhal_reads_libpfm4_strings_as_libpfm4_does() {
             if !listed && !perf_string(&db, &model, text) {
                 failures.push(format!(
                     "`{text}` on model {model}: counterhal {alone:?}, libpfm4 {theirs:?}{}",
-                    if listed { "" } else { " (not a declared difference)" }
+                    if listed {
+                        ""
+                    } else {
+                        " (not a declared difference)"
+                    }
                 ));
             }
         }
@@ -421,6 +452,11 @@ fn counterhal_reads_libpfm4_strings_as_libpfm4_does() {
         failures.len(),
         cases.len(),
         prop::cases(),
-        failures.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

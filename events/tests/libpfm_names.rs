@@ -51,5 +51,8 @@ fn a_name_intels_table_has_keeps_intels_encoding() {
     let note = database
         .libpfm4_difference("nhm", "BR_INST_RETIRED.ALL_BRANCHES")
         .expect("a declared difference");
-    assert!(note.contains("0x4300c4") && note.contains("nhm::"), "{note}");
+    assert!(
+        note.contains("0x4300c4") && note.contains("nhm::"),
+        "{note}"
+    );
 }

@@ -87,7 +87,9 @@ fn strsep(text: &str) -> (&str, Option<&str>) {
 }
 
 fn find_event<'p>(pmu: &'p Pmu, name: &str) -> Option<&'p Event> {
-    pmu.events.iter().find(|e| e.name.eq_ignore_ascii_case(name))
+    pmu.events
+        .iter()
+        .find(|e| e.name.eq_ignore_ascii_case(name))
 }
 
 /// Parses `text` (after any `PMU::`) as an event of `pmu`.
@@ -172,7 +174,11 @@ pub(crate) fn strtoull(text: &str) -> Option<u64> {
             .checked_add(u64::from(c.to_digit(radix)?))
     });
     let value = value.unwrap_or(u64::MAX);
-    Some(if negative { value.wrapping_neg() } else { value })
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// The names of `event`'s unit masks that `keep` keeps, the first 24 of them.
@@ -212,8 +218,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
             None => (token, None),
         };
         let bytes = key.as_bytes();
-        let found = if bytes.first() == Some(&b'0') && matches!(bytes.get(1), Some(b'x' | b'X'))
-        {
+        let found = if bytes.first() == Some(&b'0') && matches!(bytes.get(1), Some(b'x' | b'X')) {
             if has_raw || has_umask {
                 return fail(
                     Pfm::Attr,

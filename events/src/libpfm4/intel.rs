@@ -378,7 +378,10 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     if ldlat != 0 && !ldlat_um {
         return fail(
             Pfm::Attr,
-            format!("ldlat= applies to `{}`'s load-latency unit masks only", event.name),
+            format!(
+                "ldlat= applies to `{}`'s load-latency unit masks only",
+                event.name
+            ),
         );
     }
     if ldlat_um {

@@ -116,10 +116,7 @@ fn source_spelling(model: &CpuModel, head: &str) -> bool {
             })
             || (!intel && model.event_aliases.contains_key(&alias_key(head)));
     }
-    intel
-        && model
-            .event(head)
-            .is_some_and(|e| e.unit_masks().is_empty())
+    intel && model.event(head).is_some_and(|e| e.unit_masks().is_empty())
 }
 
 /// Modifiers perf has and libpfm4 lacks: a string using one after a name in the model's own
@@ -161,7 +158,11 @@ fn meaning(
         Ok(theirs) => {
             let same = theirs.register & !(1 << 20) == ours.register_value()
                 && theirs.second.map(Second::value) == ours.extra.map(|x| x.value);
-            let meaning = if same { Meaning::Same } else { Meaning::Differs };
+            let meaning = if same {
+                Meaning::Same
+            } else {
+                Meaning::Differs
+            };
             (meaning, Some((theirs, ours.register_value())))
         }
         Err(e) if matches!(e.code, Pfm::NotFound | Pfm::Attr | Pfm::NoUnitMask) => {
@@ -232,13 +233,20 @@ pub(crate) fn not_found(model: Option<&CpuModel>, text: &str) -> Option<EventErr
         || counterhal_hal::GeneralizedEvent::from_name(name).is_some()
         || counterhal_hal::GeneralizedEvent::from_name(head).is_some()
         || name.is_empty()
-        || text.starts_with(['r', 'R']) && text[1..].split(':').next().is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+        || text.starts_with(['r', 'R'])
+            && text[1..]
+                .split(':')
+                .next()
+                .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
     (!known).then(|| {
         err(
             EventErrorKind::NotFound,
             format!("unknown event `{name}` on CPU model `{}`", model.id),
         )
-        .with_hint(format!("`counterhal list --cpu-model {}` shows its events", model.id))
+        .with_hint(format!(
+            "`counterhal list --cpu-model {}` shows its events",
+            model.id
+        ))
     })
 }
 
@@ -266,7 +274,11 @@ fn resolve_on(
             error.with_hint(format!(
                 "`counterhal list --cpu-model {}` shows the unit masks; libpfm4's modifiers are {}",
                 model.id,
-                if pmu.intel { "k u e i c t ldlat intx intxcp fe_thres (as the event takes them)" } else { "k u e i c h g (as the event takes them)" }
+                if pmu.intel {
+                    "k u e i c t ldlat intx intxcp fe_thres (as the event takes them)"
+                } else {
+                    "k u e i c h g (as the event takes them)"
+                }
             ))
         }
     })?;
@@ -409,37 +421,21 @@ impl Database {
         }
         let note = match values {
             Some((theirs, ours)) => {
-                let second = theirs
-                    .second
-                    .map_or(String::new(), |s| format!(" (second register {:#x})", s.value()));
+                let second = theirs.second.map_or(String::new(), |s| {
+                    format!(" (second register {:#x})", s.value())
+                });
                 format!(
                     "libpfm4 encodes `{head}` as {:#x}{second}; {}'s own meaning is {ours:#x}",
                     theirs.register & !(1 << 20),
                     model.id
                 )
             }
-            None => format!(
-                "libpfm4 refuses `{head}`, which {} defines",
-                model.id
-            ),
+            None => format!("libpfm4 refuses `{head}`, which {} defines", model.id),
         };
-        Some(format!("{note}; write `{}::{head}` for libpfm4's", pmu.name))
-    }
-
-    /// libpfm4's encoding of `text` (`PMU::` optional) on libpfm4's PMU `pmu` through the
-    /// generated tables alone: `codes[0]` without the interrupt bit and `codes[1]`, or the
-    /// error kind and message. For tests that compare the tables with libpfm4 itself.
-    #[doc(hidden)]
-    pub fn libpfm4_encode(
-        pmu: &str,
-        text: &str,
-    ) -> Option<Result<(u64, Option<u64>), (EventErrorKind, String)>> {
-        let table = table::pmu(pmu)?;
-        Some(
-            encode_on(table, text)
-                .map(|e| (e.register & !(1 << 20), e.second.map(Second::value)))
-                .map_err(|e| (error_kind(e.code), e.why)),
-        )
+        Some(format!(
+            "{note}; write `{}::{head}` for libpfm4's",
+            pmu.name
+        ))
     }
 
     /// The names of libpfm4's x86 core PMUs whose tables are shipped.
