@@ -198,9 +198,15 @@ pub(crate) fn route(
         return Some(resolve_on(database, pmu, model, rest, text, accepts));
     }
     let model = model?;
-    let pmu = table_of(model)?;
     let name = text.split([':', '.']).next().unwrap_or_default();
     let name = name.trim_matches(grammar::EVENT_DELIMITERS);
+    // Decided before any table is parsed: libpfm4's x86 event names are letters, digits and
+    // `_`, none of them a generalized name or a raw code (a test checks every table), so
+    // `task-clock`, `cycles`, `PAPI_TOT_INS` or `r00c0` never load one.
+    if !could_be_libpfm4(name) {
+        return None;
+    }
+    let pmu = table_of(model)?;
     if !pmu.events.iter().any(|e| e.name.eq_ignore_ascii_case(name)) {
         return None;
     }
@@ -215,15 +221,30 @@ pub(crate) fn route(
     Some(resolve_on(database, pmu, model, text, text, accepts))
 }
 
+/// Whether `name` could be one of libpfm4's x86 event names: letters, digits and `_`, and
+/// neither a generalized event's name nor a raw code (`r00c0`).
+fn could_be_libpfm4(name: &str) -> bool {
+    let raw = name.len() > 1
+        && name.starts_with(['r', 'R'])
+        && name[1..].chars().all(|c| c.is_ascii_hexdigit());
+    !name.is_empty()
+        && !raw
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && counterhal_hal::GeneralizedEvent::from_name(name).is_none()
+}
+
 /// A not-found error for `text` on `model` where neither libpfm4's table nor the model knows
 /// its event name (the model's own resolution may have failed for another reason first).
 pub(crate) fn not_found(model: Option<&CpuModel>, text: &str) -> Option<EventError> {
     let model = model?;
-    let pmu = table_of(model)?;
     if text.contains("::") || text.contains('/') {
         return None;
     }
     let name = text.split([':', '.']).next().unwrap_or_default();
+    if !could_be_libpfm4(name) {
+        return None;
+    }
+    let pmu = table_of(model)?;
     let head = text.split(':').next().unwrap_or_default();
     let known = pmu.events.iter().any(|e| e.name.eq_ignore_ascii_case(name))
         || model.event(name).is_some()
@@ -438,6 +459,16 @@ impl Database {
         ))
     }
 
+    /// How many of libpfm4's tables this process has parsed (for the test that a program
+    /// naming no libpfm4 event parses none).
+    #[doc(hidden)]
+    pub fn libpfm4_tables_parsed() -> usize {
+        table::PARSED
+            .iter()
+            .filter(|cell| cell.get().is_some())
+            .count()
+    }
+
     /// The names of libpfm4's x86 core PMUs whose tables are shipped.
     pub fn libpfm4_pmus() -> impl Iterator<Item = &'static str> {
         PMU_FILES.iter().map(|(name, _)| *name)
@@ -455,12 +486,21 @@ pub(crate) const X86_DEFAULT: Accepts = Accepts::new(
 
 #[cfg(test)]
 mod tests {
+    /// Every shipped table parses, and its event names are what the router assumes before it
+    /// loads one: letters, digits and `_`, and no generalized event's name.
     #[test]
     fn every_shipped_table_parses() {
         for (name, parsed) in super::table::all() {
             let pmu = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(pmu.name, name);
             assert!(!pmu.events.is_empty(), "{name}");
+            for event in &pmu.events {
+                assert!(
+                    super::could_be_libpfm4(&event.name),
+                    "{name}: {} is not what the router takes for a libpfm4 name",
+                    event.name
+                );
+            }
         }
     }
 }

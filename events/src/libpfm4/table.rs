@@ -293,7 +293,7 @@ pub(crate) fn parse(text: &str) -> Result<Pmu, String> {
 }
 
 /// The parsed table of each shipped file, in [`PMU_FILES`]'s order, parsed on first use.
-static PARSED: [OnceLock<Result<Pmu, String>>; PMU_FILES.len()] =
+pub(crate) static PARSED: [OnceLock<Result<Pmu, String>>; PMU_FILES.len()] =
     [const { OnceLock::new() }; PMU_FILES.len()];
 
 /// The libpfm4 PMU named `name` (case-insensitive, as libpfm4 compares PMU names), or None
