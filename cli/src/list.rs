@@ -122,8 +122,8 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit
 /// mask, indented, with the mask's fields and flags (`default`, `precise`, `deprecated`), and
-/// under a name libpfm4 reads otherwise (`note`: the name in the model's spelling, `EVENT` or
-/// `EVENT.MASK`, to libpfm4's difference) a note saying so.
+/// under a name libpfm4 reads otherwise (`note`: the name as listed, `EVENT` or `EVENT.MASK`,
+/// to libpfm4's difference) a note saying so.
 fn native_lines(
     out: &mut String,
     mark: &str,
@@ -170,7 +170,7 @@ fn native_lines(
             mask.fields,
             about(&mask.description)
         );
-        if let Some(note) = note(&format!("{}.{}", entry.name, mask.name)) {
+        if let Some(note) = note(&mask.name) {
             _ = writeln!(out, "        note: {note}");
         }
     }
@@ -261,7 +261,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "umasks": e
                         .unit_masks
                         .iter()
-                        .map(|m| unit_mask_json(m, note(&format!("{}.{}", e.name, m.name))))
+                        .map(|m| unit_mask_json(m, note(&m.name)))
                         .collect::<Vec<_>>(),
                 })
             })

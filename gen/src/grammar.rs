@@ -559,3 +559,59 @@ pub fn write_pmus(root: &Path, commit: &str, out: &Path) -> Result<Vec<String>, 
     written.extend(names.into_values());
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn macros() -> Macros {
+        let mut m = Macros::default();
+        m.add(
+            "#define INTEL_X86_NCOMBO 0x1\n#define INTEL_X86_DFL 0x8\n#define INTEL_X86_PEBS 0x4\n#define AMD64_FL_DFL 0x8\n",
+        );
+        m
+    }
+
+    #[test]
+    fn flags_are_named_and_unknown_bits_refused() {
+        let m = macros();
+        assert_eq!(
+            flag_names(0x9, &["NCOMBO", "DFL"], &m, "INTEL_X86_"),
+            Ok(vec!["NCOMBO".to_string(), "DFL".to_string()])
+        );
+        assert!(flag_names(0x100, &["NCOMBO", "DFL"], &m, "INTEL_X86_").is_err());
+        // AMD's revision bits filtered the entries already.
+        assert_eq!(
+            flag_names(0x0003_0008, &["DFL"], &m, "AMD64_FL_"),
+            Ok(vec!["DFL".to_string()])
+        );
+    }
+
+    #[test]
+    fn modifier_masks_are_named_in_libpfm4s_order() {
+        assert_eq!(
+            modifier_names(0b11_1111, &INTEL_MODIFIERS),
+            Ok(vec!["k", "u", "e", "i", "c", "t"])
+        );
+        assert_eq!(
+            modifier_names(0b110_0000, &AMD_MODIFIERS),
+            Ok(vec!["h", "g"])
+        );
+        assert!(modifier_names(1 << 12, &INTEL_MODIFIERS).is_err());
+    }
+
+    #[test]
+    fn revision_flags_are_left_out_of_amd_flags() {
+        let mut fields = Fields::new();
+        fields.insert(
+            "uflags".to_string(),
+            "AMD64_FL_DFL | AMD64_FL_TILL_K8_REV_C".to_string(),
+        );
+        assert_eq!(
+            without_revisions(&fields, "uflags")["uflags"],
+            "AMD64_FL_DFL"
+        );
+        fields.insert("uflags".to_string(), "AMD64_FL_K8_REV_D".to_string());
+        assert_eq!(without_revisions(&fields, "uflags")["uflags"], "0");
+    }
+}
