@@ -1,8 +1,9 @@
 //! The cost of reading a 4-event group, measured interleaved in one process pinned to one
 //! CPU: the facade's path (`open_default` + `open_named`, then `read`), `LinuxGroup::read`,
-//! `PAPI_read` (libpapi, loaded into this process through a small C shim) and perf-event2's
-//! `Group::read`, each against a bare `read(2)` of its own kernel group (PAPI's descriptors are
-//! hidden: its baseline is a group of the same four events).
+//! the C API's `counterhal_set_read` (libcounterhal.so, built by the benchmark, from a small C
+//! shim), `PAPI_read` (libpapi, loaded the same way) and perf-event2's `Group::read`, each
+//! against a bare `read(2)` of its own kernel group (PAPI's descriptors are hidden: its
+//! baseline is a group of the same four events).
 //! `cargo bench --bench read`.
 //!
 //! Each round times every contender over the same number of calls, with the bare `read`
@@ -66,12 +67,14 @@ mod bench {
     /// One way of reading, timed as a contender.
     type Contender<'a> = Box<dyn FnMut() + 'a>;
 
-    /// PAPI loaded into this process: a C shim built against libpapi, opened with `dlopen`.
-    struct Papi {
+    /// A C library loaded into this process through a small shim built against it and opened
+    /// with `dlopen`: its `shim_read` is the contender.
+    struct Shim {
         read: extern "C" fn() -> i32,
     }
 
-    const SHIM: &str = r#"
+    /// PAPI's shim: the four events through the perf_event component, `PAPI_read`.
+    const PAPI_SHIM: &str = r#"
 #include <papi.h>
 #include <stdio.h>
 static int set = PAPI_NULL;
@@ -98,23 +101,89 @@ int shim_open(char *why, int len) {
 int shim_read(void) { return PAPI_read(set, values); }
 "#;
 
-    impl Papi {
-        /// Builds the shim and loads it, or says why not.
-        fn load() -> Result<Papi, String> {
-            let dir = std::env::temp_dir().join(format!("counterhal-bench-{}", std::process::id()));
+    /// The C API's shim: the four events added to one set, `counterhal_set_read`.
+    const CAPI_SHIM: &str = r#"
+#include <counterhal.h>
+#include <stdio.h>
+static counterhal_set_t *set;
+static counterhal_reading_t readings[4];
+static const char *names[4] = {"task-clock", "page-faults", "context-switches", "cpu-migrations"};
+int shim_open(char *why, int len) {
+    counterhal_t *ch;
+    if (counterhal_open(&ch, NULL) != 0 || counterhal_set_create(ch, &set) != 0) {
+        snprintf(why, len, "%s", counterhal_last_error()); return -1; }
+    for (int i = 0; i < 4; i++)
+        if (counterhal_set_add(set, names[i]) < 0) {
+            snprintf(why, len, "cannot add %s: %s", names[i], counterhal_last_error()); return -1; }
+    if (counterhal_set_start(set) != 0) {
+        snprintf(why, len, "%s", counterhal_last_error()); return -1; }
+    return 0;
+}
+int shim_read(void) { return counterhal_set_read(set, readings, 4); }
+"#;
+
+    /// Where the C API's library is built (`cargo build --release -p counterhal-capi`).
+    fn capi_library_dir() -> std::path::PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(
+                || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+                Into::into,
+            )
+            .join("release")
+    }
+
+    /// Builds the C API's release library, for its shim to link.
+    fn build_capi() -> Result<(), String> {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = std::process::Command::new(cargo)
+            .args(["build", "-q", "--release", "-p", "counterhal-capi"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if built.status.success() {
+            // The library records its SONAME (libcounterhal.so.0.MINOR): the link an
+            // installation has, beside it.
+            let version = env!("CARGO_PKG_VERSION");
+            let soversion = match version.split('.').collect::<Vec<_>>()[..] {
+                ["0", minor, ..] => format!("0.{minor}"),
+                [major, ..] => major.to_string(),
+                [] => String::new(),
+            };
+            let link = capi_library_dir().join(format!("libcounterhal.so.{soversion}"));
+            if std::fs::symlink_metadata(&link).is_err() {
+                std::os::unix::fs::symlink("libcounterhal.so", &link)
+                    .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+            }
+            Ok(())
+        } else {
+            Err(format!(
+                "cannot build the C API: {}",
+                String::from_utf8_lossy(&built.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            ))
+        }
+    }
+
+    impl Shim {
+        /// Builds the shim `source` (`stem`, linked with `link`) and loads it, or says why not.
+        fn load(stem: &str, source_text: &str, link: &[String]) -> Result<Shim, String> {
+            let dir = std::env::temp_dir()
+                .join(format!("counterhal-bench-{stem}-{}", std::process::id()));
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
             let (source, library) = (dir.join("shim.c"), dir.join("libshim.so"));
-            std::fs::write(&source, SHIM).map_err(|e| e.to_string())?;
+            std::fs::write(&source, source_text).map_err(|e| e.to_string())?;
             let built = std::process::Command::new("cc")
                 .args(["-O2", "-shared", "-fPIC", "-o"])
                 .arg(&library)
                 .arg(&source)
-                .arg("-lpapi")
+                .args(link)
                 .output()
                 .map_err(|e| format!("no C compiler: {e}"))?;
             if !built.status.success() {
                 return Err(format!(
-                    "cannot build against libpapi (install libpapi-dev): {}",
+                    "cannot build the {stem} shim: {}",
                     String::from_utf8_lossy(&built.stderr)
                         .lines()
                         .next()
@@ -127,7 +196,7 @@ int shim_read(void) { return PAPI_read(set, values); }
             let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
             let _ = std::fs::remove_dir_all(&dir);
             if handle.is_null() {
-                return Err("dlopen of the PAPI shim failed".into());
+                return Err(format!("dlopen of the {stem} shim failed"));
             }
             let symbol = |name: &std::ffi::CStr| {
                 // SAFETY: `handle` is a live handle and `name` a NUL-terminated string.
@@ -135,7 +204,7 @@ int shim_read(void) { return PAPI_read(set, values); }
                 (!address.is_null()).then_some(address)
             };
             let (Some(open), Some(read)) = (symbol(c"shim_open"), symbol(c"shim_read")) else {
-                return Err("the PAPI shim lacks its functions".into());
+                return Err(format!("the {stem} shim lacks its functions"));
             };
             // SAFETY: the shim defines these symbols with exactly these C signatures.
             let open: extern "C" fn(*mut libc::c_char, libc::c_int) -> libc::c_int =
@@ -148,7 +217,7 @@ int shim_read(void) { return PAPI_read(set, values); }
                 let text = unsafe { std::ffi::CStr::from_ptr(why.as_ptr()) };
                 return Err(text.to_string_lossy().into_owned());
             }
-            Ok(Papi { read })
+            Ok(Shim { read })
         }
     }
 
@@ -237,9 +306,26 @@ int shim_read(void) { return PAPI_read(set, values); }
         pe2.enable().unwrap();
         let pe2_leader = duplicate(std::os::fd::AsRawFd::as_raw_fd(pe2.as_counter()));
 
-        let papi = Papi::load();
+        let papi = Shim::load("papi", PAPI_SHIM, &["-lpapi".into()]);
         if let Err(why) = &papi {
-            println!("PAPI_read not compared: {why}");
+            println!("PAPI_read not compared (libpapi-dev installs it): {why}");
+        }
+        // The C API's set opens its group after every other: its leader is the lowest of the
+        // perf descriptors that appear.
+        let before = perf_fds();
+        let library = capi_library_dir();
+        let capi = build_capi().and_then(|()| {
+            let link = [
+                format!("-I{}", concat!(env!("CARGO_MANIFEST_DIR"), "/capi/include")),
+                format!("-L{}", library.display()),
+                "-lcounterhal".into(),
+                format!("-Wl,-rpath,{}", library.display()),
+            ];
+            Shim::load("capi", CAPI_SHIM, &link)
+        });
+        let capi_leader = perf_fds().into_iter().find(|fd| !before.contains(fd));
+        if let Err(why) = &capi {
+            println!("counterhal_set_read not compared: {why}");
         }
 
         let mut readings = [Reading::default(); 4];
@@ -287,6 +373,17 @@ int shim_read(void) { return PAPI_read(set, values); }
                     black_box(read());
                 }),
                 baseline: leader.try_clone().unwrap(),
+                words: 3 + 2 * 4,
+            });
+        }
+        if let (Ok(capi), Some(fd)) = (&capi, capi_leader) {
+            let read = capi.read;
+            entries.push(Entry {
+                name: "C API counterhal_set_read",
+                read: Box::new(move || {
+                    black_box(read());
+                }),
+                baseline: duplicate(fd),
                 words: 3 + 2 * 4,
             });
         }

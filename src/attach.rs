@@ -158,8 +158,19 @@ pub struct MultiSet<G> {
     /// rows first, in `sets` order, then the rows of the threads that ended (their last
     /// readings).
     each: Vec<Reading>,
+    /// What each row read at the last [`reset`](Group::reset) (zeros before one): the rows
+    /// are read less it, so that a reset starts the times enabled and running from zero
+    /// too, where the kernel's reset zeroes the counts alone.
+    base: Vec<Reading>,
     /// One event's readings over the rows, to be summed.
     column: Vec<Reading>,
+}
+
+/// `reading` since `base`: each of its three numbers less `base`'s (never below zero).
+fn since(reading: &mut Reading, base: &Reading) {
+    reading.value = reading.value.saturating_sub(base.value);
+    reading.time_enabled = reading.time_enabled.saturating_sub(base.time_enabled);
+    reading.time_running = reading.time_running.saturating_sub(base.time_running);
 }
 
 impl<G: Group> MultiSet<G> {
@@ -189,8 +200,12 @@ impl<G: Group> MultiSet<G> {
         Self::from_targets(backend, events, attach, &attach.targets(), options)
     }
 
-    /// [`open`](MultiSet::open) on `targets`, the targets `attach` stands for.
-    fn from_targets<B>(
+    /// [`open`](MultiSet::open) on `targets`, the places `attach` stands for as the caller
+    /// refines them (a thread with what it creates: [`Target::process_and_children`]).
+    ///
+    /// # Errors
+    /// As [`open`](MultiSet::open).
+    pub fn from_targets<B>(
         backend: &B,
         events: &[ResolvedEvent],
         attach: &Attach,
@@ -223,6 +238,7 @@ impl<G: Group> MultiSet<G> {
             attach: attach.clone(),
             column: vec![Reading::default(); sets.len()],
             each: vec![Reading::default(); rows],
+            base: vec![Reading::default(); rows],
             sets,
             events: events.to_vec(),
         })
@@ -277,7 +293,12 @@ impl<G: Group> MultiSet<G> {
         while at < self.sets.len() {
             let row = &mut self.each[at * width..at * width + n];
             match self.sets[at].1.read(row) {
-                Ok(()) => at += 1,
+                Ok(()) => {
+                    for (reading, base) in row.iter_mut().zip(&self.base[at * width..]) {
+                        since(reading, base);
+                    }
+                    at += 1;
+                }
                 Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
                 Err(e) => return Err(e),
             }
@@ -290,6 +311,7 @@ impl<G: Group> MultiSet<G> {
         let width = self.events.len().max(1);
         self.sets.remove(at);
         self.each[at * width..].rotate_left(width);
+        self.base[at * width..].rotate_left(width);
     }
 }
 
@@ -314,19 +336,45 @@ impl<G: Group> Group for MultiSet<G> {
         self.each_set(|set| set.disable())
     }
 
-    /// Zeroes every target's counts, and forgets the threads that ended.
+    /// Zeroes every target's counts and their times enabled and running (each row is read
+    /// now and later reads are taken less it), and forgets the threads that ended.
     fn reset(&mut self) -> Result<()> {
         self.each_set(|set| set.reset())?;
         let rows = self.sets.len();
-        self.each.truncate(rows * self.events.len().max(1));
-        self.each.fill(Reading::default());
+        let width = self.events.len().max(1);
+        self.each.truncate(rows * width);
+        self.base.truncate(rows * width);
+        self.base.fill(Reading::default());
         self.column.truncate(rows);
+        self.read_rows()?;
+        // Rows of threads that ended meanwhile were retired behind the live ones: forgotten.
+        let live = self.sets.len() * width;
+        self.each.truncate(live);
+        self.base.truncate(live);
+        self.column.truncate(self.sets.len());
+        self.base.copy_from_slice(&self.each);
+        self.each.fill(Reading::default());
         Ok(())
     }
 
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
         check_buffer("the readings", n, readings.len())?;
+        // One target and no other ever (the C API's sets, a thread or a process): its set
+        // reads straight into the caller's memory, its row kept for a sum after its end.
+        if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
+            match set.read(&mut readings[..n]) {
+                Ok(()) => {
+                    for (reading, base) in readings[..n].iter_mut().zip(&self.base) {
+                        since(reading, base);
+                    }
+                    self.each[..n].copy_from_slice(&readings[..n]);
+                    return Ok(());
+                }
+                Err(e) if vanished(&self.attach, target, &e) => self.retire(0),
+                Err(e) => return Err(e),
+            }
+        }
         // Row t of `each` holds target t's readings, read into memory kept for it; each
         // event's column (over live and ended targets) is then summed through `column`, so a
         // read allocates nothing.
@@ -378,9 +426,12 @@ mod tests {
         ended: Arc<AtomicBool>,
     }
 
+    /// Counts 10 a read; its reset zeroes the count but not the times (one a read), as
+    /// perf's does.
     struct Counter {
         thread_ended: Option<Arc<AtomicBool>>,
         reads: u64,
+        since_reset: u64,
     }
 
     impl Group for Counter {
@@ -394,14 +445,15 @@ mod tests {
             self.fails()
         }
         fn reset(&mut self) -> Result<()> {
-            self.reads = 0;
+            self.since_reset = 0;
             self.fails()
         }
         fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
             self.fails()?;
             self.reads += 1;
+            self.since_reset += 1;
             readings[0] = Reading {
-                value: 10 * self.reads,
+                value: 10 * self.since_reset,
                 time_enabled: self.reads,
                 time_running: self.reads,
             };
@@ -439,6 +491,7 @@ mod tests {
             Ok(Counter {
                 thread_ended: ended.then(|| Arc::clone(&self.ended)),
                 reads: 0,
+                since_reset: 0,
             })
         }
     }
@@ -487,6 +540,76 @@ mod tests {
         set.reset().unwrap();
         set.read(&mut sum).unwrap();
         assert_eq!(sum[0].value, 10, "a reset forgets the thread that ended");
+    }
+
+    /// The one-target read (straight into the caller's memory) keeps the target's last reading
+    /// when its thread ends, as the summed read does.
+    #[test]
+    fn a_lone_thread_that_ends_keeps_its_last_reading() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let backend = Threads {
+            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            ended: Arc::default(),
+        };
+        let event = ResolvedEvent::single(EventRequest::new(
+            "page-faults",
+            Encoding::Perf(PerfAttr::new(1, 2)),
+        ));
+        let attach = Attach::Process(std::process::id());
+        let targets = [Target::process_and_children(ENDED)];
+        let mut set = MultiSet::from_targets(
+            &backend,
+            &[event],
+            &attach,
+            &targets,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let mut one = [Reading::default()];
+        set.enable().unwrap();
+        set.read(&mut one).unwrap();
+        set.read(&mut one).unwrap();
+        assert_eq!(one[0].value, 20, "two reads of the live thread");
+        backend.ended.store(true, Ordering::Relaxed);
+        one[0] = Reading::default();
+        set.read(&mut one).unwrap();
+        assert_eq!(one[0].value, 20, "the ended thread's last reading");
+        assert_eq!(set.targets().count(), 0);
+    }
+
+    /// A reset starts a new window: the count and both times read from zero, where the
+    /// backend's reset (perf's) zeroes the count alone.
+    #[test]
+    fn a_reset_starts_the_times_from_zero() {
+        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+        let backend = Threads {
+            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            ended: Arc::default(),
+        };
+        let event = ResolvedEvent::single(EventRequest::new(
+            "page-faults",
+            Encoding::Perf(PerfAttr::new(1, 2)),
+        ));
+        let mut set = MultiSet::open(
+            &backend,
+            &[event],
+            &Attach::ThisThread,
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let mut one = [Reading::default()];
+        set.enable().unwrap();
+        for _ in 0..5 {
+            set.read(&mut one).unwrap();
+        }
+        assert_eq!(one[0].time_enabled, 5);
+        set.reset().unwrap();
+        set.read(&mut one).unwrap();
+        assert_eq!(
+            (one[0].value, one[0].time_enabled, one[0].time_running),
+            (10, 1, 1),
+            "one read since the reset"
+        );
     }
 
     #[test]

@@ -51,8 +51,11 @@ pub use counterhal_events as events;
 pub use counterhal_hal as hal;
 pub use counterhal_hal::{
     Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
-    GeneralizedEvent, Group, OpenOptions, Reading, Result, Target,
+    GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
+    Result, Sample, SampleFields, SampleOptions, Sampler, Target, Wakeup, Walked,
 };
+#[cfg(feature = "hwpmc")]
+pub use counterhal_hwpmc as hwpmc;
 #[cfg(feature = "linux")]
 pub use counterhal_linux as linux;
 #[cfg(feature = "msr")]
@@ -66,6 +69,8 @@ pub use counterhal_process as process;
 
 /// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
 pub use counterhal_time as time;
+/// x86 facts in no OS's terms: CPUID decoding, counter placement, the TSC's frequency.
+pub use counterhal_x86 as x86;
 
 mod attach;
 mod cgroup;
@@ -76,6 +81,7 @@ pub mod listing;
 pub mod prelude;
 pub mod region;
 pub mod registry;
+mod sampling;
 mod set;
 
 pub use attach::{Attach, MultiSet, online_cpus};
@@ -86,6 +92,7 @@ pub use group::AnyGroup;
 pub use listing::{Listed, ListedUnitMask, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
+pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query, trial_for_add};
 
 use counterhal_events::{CpuIdentity, Database};
@@ -337,7 +344,10 @@ mod tests {
         if cfg!(target_os = "openbsd") {
             assert_eq!(native, ["pctr"]);
         }
-        assert_eq!(registry::names(), ["linux", "msr", "pctr"]);
+        if cfg!(target_os = "freebsd") {
+            assert_eq!(native, ["hwpmc"]);
+        }
+        assert_eq!(registry::names(), ["linux", "msr", "pctr", "hwpmc"]);
     }
 
     #[test]

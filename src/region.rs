@@ -36,7 +36,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
 
 use counterhal_hal::{Backend, BoxedGroup, Error, EventSet, Group, OpenOptions, Reading, Result};
@@ -390,7 +390,15 @@ struct Global {
     forked: bool,
     regions: std::result::Result<Regions, Error>,
     next: OnceLock<Box<Global>>,
+    /// Regions ended in this process so far.
+    ended: AtomicU64,
+    /// [`ended`](Global::ended) when the report was last written ([`NEVER`] before): the
+    /// report at exit is left out when nothing ended since one written on request.
+    reported_at: AtomicU64,
 }
+
+/// [`Global::reported_at`] before any report.
+const NEVER: u64 = u64::MAX;
 
 impl Global {
     /// The regions of process `pid`: the first backend that works here and the events of
@@ -412,6 +420,8 @@ impl Global {
             forked,
             regions,
             next: OnceLock::new(),
+            ended: AtomicU64::new(0),
+            reported_at: AtomicU64::new(NEVER),
         }
     }
 
@@ -478,7 +488,11 @@ pub fn begin(name: &str) -> Result<()> {
 /// As [`Regions::end`] (a region begun before a `fork()` is not ended in the child).
 pub fn end(name: &str) -> Result<()> {
     one_at_a_time(|| match newest() {
-        Some(global) => global.regions()?.end_here(name),
+        Some(global) => {
+            global.regions()?.end_here(name)?;
+            global.ended.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
         None => Err(
             Error::invalid_input(format!("region `{name}` was not begun: no region was"))
                 .with_hint("call begin and end on the same thread, begin first"),
@@ -524,11 +538,23 @@ fn write_report_here() -> Result<()> {
     let Some(report) = report_here() else {
         return Ok(());
     };
-    let text = match std::env::var(FORMAT_VAR).as_deref() {
-        Ok("json") => report.json(),
-        _ => report.table(),
+    let ended = global.ended.load(Ordering::Relaxed);
+    // An unknown format still gets the report (as a table), and the error says so.
+    let (text, format_error) = match std::env::var(FORMAT_VAR) {
+        Ok(format) if format == "json" => (report.json(), None),
+        Ok(format) if format == "table" || format.is_empty() => (report.table(), None),
+        Err(_) => (report.table(), None),
+        Ok(other) => (
+            report.table(),
+            Some(
+                Error::invalid_input(format!(
+                    "{FORMAT_VAR} is `{other}`: the report was written as a table"
+                ))
+                .with_hint(format!("set {FORMAT_VAR} to table or json")),
+            ),
+        ),
     };
-    match std::env::var_os(OUTPUT_VAR) {
+    let written = match std::env::var_os(OUTPUT_VAR) {
         Some(mut path) if !path.is_empty() && path != "-" => {
             if global.forked {
                 path.push(format!(".{}", global.pid));
@@ -545,14 +571,24 @@ fn write_report_here() -> Result<()> {
             eprint!("{text}");
             Ok(())
         }
-    }
+    };
+    written?;
+    global.reported_at.store(ended, Ordering::Relaxed);
+    format_error.map_or(Ok(()), Err)
 }
 
 /// The at-exit hook: the report, or why it could not be written, on standard error; never a
-/// panic across the C boundary.
+/// panic across the C boundary. A report written on request with no region ended since is
+/// not written again.
 #[cfg(unix)]
 extern "C" fn report_at_exit() {
     let _ = std::panic::catch_unwind(|| {
+        let reported = this_process().is_some_and(|global| {
+            global.reported_at.load(Ordering::Relaxed) == global.ended.load(Ordering::Relaxed)
+        });
+        if reported {
+            return;
+        }
         if let Err(e) = write_report() {
             eprintln!("counterhal: {e}");
         }

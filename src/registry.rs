@@ -13,7 +13,7 @@ use crate::{AnyBackend, Context, OS};
 /// One backend of this build.
 #[non_exhaustive]
 pub struct Registration {
-    /// The name the command line and reports use (`linux`, `pctr`, `msr`).
+    /// The name the command line and reports use (`linux`, `pctr`, `msr`, `hwpmc`).
     pub name: &'static str,
     /// What it counts through, in a few words.
     pub interface: &'static str,
@@ -93,6 +93,21 @@ fn pctr_model(context: &Context) -> Result<AnyBackend> {
     )?))
 }
 
+#[cfg(feature = "hwpmc")]
+fn hwpmc_probe(context: &Context) -> Result<AnyBackend> {
+    let backend = counterhal_hwpmc::probe(database(context), context.model.clone())?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(feature = "hwpmc")]
+fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
+    let id = model_id(context, "hwpmc")?;
+    Ok(Box::new(counterhal_hwpmc::model_for(
+        database(context),
+        &id,
+    )?))
+}
+
 #[cfg(feature = "msr")]
 fn msr_probe(context: &Context) -> Result<AnyBackend> {
     let backend = counterhal_msr::probe(database(context), context.model.clone())?;
@@ -147,6 +162,16 @@ pub static REGISTRY: &[Registration] = &[
         model: Some(pctr_model),
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_pctr),
+    },
+    #[cfg(feature = "hwpmc")]
+    Registration {
+        name: "hwpmc",
+        interface: "hwpmc(4) system call",
+        systems: &["freebsd"],
+        probe: hwpmc_probe,
+        model: Some(hwpmc_model),
+        #[cfg(feature = "conformance")]
+        conformance: conformance!(counterhal_hwpmc),
     },
 ];
 

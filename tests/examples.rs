@@ -110,3 +110,47 @@ fn the_region_harness_prints_its_regions() {
         "{report}"
     );
 }
+
+/// The loop counts `hot_addresses` prints: `light L samples, heavy H samples`, and the total.
+fn loop_samples(text: &str) -> (u64, u64, u64) {
+    let number = |line: &str, after: &str| -> u64 {
+        line.split(after)
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let total = text
+        .lines()
+        .find(|l| l.contains(" samples ("))
+        .map_or(0, |l| number(&format!(" {l}"), " "));
+    let line = text.lines().find(|l| l.starts_with("light ")).unwrap_or("");
+    (number(line, "light "), number(line, "heavy "), total)
+}
+
+/// `examples/hot_addresses.rs` samples its own loops: the one doing three times the work
+/// gets more samples, and at least 80% of them land in the two loops (the oracle: the work
+/// each loop does, and their addresses).
+#[test]
+fn hot_addresses_finds_the_heavier_loop() {
+    let Ok(chosen) = counterhal::open_default(None) else {
+        skip!(Need::System, "no backend works here");
+    };
+    if !chosen.backend.dyn_capabilities().sampling {
+        skip!(Need::System, "the backend here cannot sample");
+    }
+    let out = Command::new(example("hot_addresses"))
+        .arg("400")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (light, heavy, total) = loop_samples(&text);
+    assert!(total >= 20, "{text}");
+    assert!(heavy > light, "{text}");
+    assert!((light + heavy) * 10 >= total * 8, "{text}");
+}

@@ -21,7 +21,7 @@ use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{
     self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
-use crate::{breakpoint, sysfs, tracefs};
+use crate::{breakpoint, sysfs, topdown, tracefs};
 
 /// Where the backend looks for PMUs and tracefs (changed only by tests with fixture trees).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,6 +187,7 @@ fn exec_child(pid: u32) -> Result<u32> {
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
+    capabilities.sampling = true;
     capabilities.multiplexing = true;
     capabilities.targets = TargetSupport::ALL;
     capabilities.self_monitoring_reads = self_monitoring;
@@ -195,7 +196,7 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
 
 /// The perf attr a request programs: its own, or that of its event select, refused where the
 /// raw-event PMU (`raw_format`) would drop some of its bits.
-fn perf_encoding<'r>(
+pub(crate) fn perf_encoding<'r>(
     request: &'r EventRequest,
     raw_format: Option<&RawFormat>,
 ) -> Result<Cow<'r, PerfAttr>> {
@@ -280,7 +281,7 @@ impl LinuxBackend {
             .collect()
     }
 
-    fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+    pub(crate) fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
         let to_pid = |pid: u32| {
             i32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
                 Error::invalid_input(format!("process id {pid} is not valid"))
@@ -424,6 +425,7 @@ impl LinuxBackend {
                 request.name = format!("{}/{}/", pmu.name, term.request.name);
                 terms.push(Term {
                     sign: term.sign,
+                    factor: term.factor,
                     request,
                 });
             }
@@ -462,6 +464,7 @@ impl Backend for LinuxBackend {
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
         tracefs::mount_if_absent(&self.paths.tracefs);
         events.extend(tracefs::list(&self.paths.tracefs));
         events
@@ -486,6 +489,11 @@ impl Backend for LinuxBackend {
         }
         if event.contains('/') {
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
+        }
+        if let Some(model) = self.cpu.as_deref()
+            && let Some(attr) = topdown::resolve_here(&self.paths.pmu_devices, model, event)
+        {
+            return attr.map(single);
         }
         match self
             .db
@@ -613,6 +621,10 @@ impl LinuxBackend {
                 ),
             )
             .with_hint("open them ungrouped, or in several groups"));
+        }
+        let attrs: Vec<&PerfAttr> = encodings.iter().map(AsRef::as_ref).collect();
+        for (_, members) in &mut plan {
+            topdown::order(members, &attrs, &self.core_types);
         }
         let mut groups = Vec::with_capacity(plan.len());
         for (_, members) in &plan {

@@ -14,16 +14,21 @@ cfg_if::cfg_if! {
         mod group;
         mod raw;
         pub mod rdpmc;
+        mod polled;
+        mod sampler;
         mod sysfs;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
         mod tracefs;
+        pub mod topdown;
 
         pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
         pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
+        pub use polled::{Deliver, PolledSampler};
+        pub use sampler::LinuxSampler;
         pub use sysfs::{FormatField, ConfigWord};
 
     } else {

@@ -314,9 +314,10 @@ mod tests {
         assert_eq!(
             probed,
             [
-                // Core 2 setups take the Core 2 table (issue 12 added it), never p6 or the
-                // architectural fallback.
-                (crate::CpuKind::P6, 2, "p6"),
+                // A Pentium III takes libpfm4's Pentium III table, `piii` (pctr(1)'s names
+                // are aliases there); Core 2 setups take the Core 2 table (issue 12 added
+                // it), never p6 or the architectural fallback.
+                (crate::CpuKind::P6, 2, "piii"),
                 // The Athlon 64 (family 0x0f model 4 stepping 0) is K8 revision B, whose
                 // table revision C shares.
                 (crate::CpuKind::Amd, 2, "amd64_k8_revc"),

@@ -1,7 +1,7 @@
 /*
  * counterhal.h: the C API of counterhal, hardware performance counters behind one interface
  * (Linux perf_event_open, OpenBSD /dev/pctr, raw x86 MSRs). Link with -lcounterhal
- * (pkg-config --cflags --libs counterhal). C99 and C++.
+ * (pkg-config --cflags --libs counterhal; counterhal-static for the archive). C99 and C++.
  *
  * Errors: every int-returning function returns COUNTERHAL_OK (0) or a value >= 0 on success
  * and a negative COUNTERHAL_E* code on failure; counterhal_last_error() then gives this
@@ -62,7 +62,7 @@ extern "C" {
 #define COUNTERHAL_ECNTR (-5)      /* more events than free counters */
 #define COUNTERHAL_ENODEV (-6)     /* the backend's device or driver is missing */
 #define COUNTERHAL_EBUSY (-7)      /* the counters are in use */
-#define COUNTERHAL_ENOENT (-8)     /* no such process, thread or CPU */
+#define COUNTERHAL_ENOENT (-8)     /* no such process or thread (a CPU: EINVAL, at create) */
 #define COUNTERHAL_ENOCOUNT (-9)   /* a read carried no values */
 #define COUNTERHAL_ELIMIT (-10)    /* a limit of this process (open files) */
 #define COUNTERHAL_ESTATE (-11)    /* wrong state (add while running, read before start) */
@@ -76,6 +76,32 @@ extern "C" {
 #define COUNTERHAL_TARGET_ALL_CPUS 3    /* every online CPU */
 #define COUNTERHAL_TARGET_CPUS 4        /* the CPUs of cpus, e.g. "0,2-3" */
 
+/* Options of a set (counterhal_set_option), each 0 or 1. */
+#define COUNTERHAL_OPTION_GROUPED 0 /* 1 (default): one group, counted all together or not at
+                                     * all; 0: each event on its own (time-shared where the
+                                     * counters are too few, each with its own times) */
+#define COUNTERHAL_OPTION_PINNED 1  /* 1: keep the group on its counters always (perf's
+                                     * pinned); one that cannot be reads as an error */
+#define COUNTERHAL_OPTION_INHERIT 2 /* 1: a THIS_THREAD or THREAD set also counts the threads
+                                     * and processes the thread creates once started (each
+                                     * event then on its own: a group does not survive the
+                                     * kernel's inheritance); default 0 */
+
+/* What a row of counterhal_set_read_each counts (counterhal_set_place). */
+#define COUNTERHAL_PLACE_THIS_THREAD 0 /* the thread that started the set */
+#define COUNTERHAL_PLACE_THREAD 1      /* a thread, by id */
+#define COUNTERHAL_PLACE_CPU 2         /* a CPU, by number */
+#define COUNTERHAL_PLACE_OTHER 3       /* a place this version does not name */
+
+/* The version of this header; counterhal_version() gives the library's (the same number
+ * when the library is the one the header came with). */
+#define COUNTERHAL_VERSION_MAJOR 0
+#define COUNTERHAL_VERSION_MINOR 1
+#define COUNTERHAL_VERSION_PATCH 0
+#define COUNTERHAL_VERSION_STRING "0.1.0"
+#define COUNTERHAL_VERSION_NUMBER \
+    (COUNTERHAL_VERSION_MAJOR * 10000 + COUNTERHAL_VERSION_MINOR * 100 + COUNTERHAL_VERSION_PATCH)
+
 typedef struct counterhal counterhal_t;         /* opaque */
 typedef struct counterhal_set counterhal_set_t; /* opaque */
 
@@ -86,7 +112,9 @@ typedef struct {
 
 /* One listed event; the strings live until the next counterhal_list on the handle. */
 typedef struct {
-    const char *section;     /* hardware, software, cache, preset, native, backend */
+    const char *section;     /* hardware, software, cache, preset, native, umask (a native
+                              * event's unit mask, named EVENT.UNIT_MASK, listed after its
+                              * event), backend */
     const char *name;        /* the name to add */
     const char *description; /* a few words, or "" */
     const char *encoding;    /* what it resolves to here, or NULL */
@@ -104,17 +132,28 @@ const char *counterhal_cpu_model(const counterhal_t *ch);
 
 /* An empty set counting the thread that starts it. */
 int counterhal_set_create(counterhal_t *ch, counterhal_set_t **out);
-/* An empty set counting on a COUNTERHAL_TARGET_* with id or cpus where the kind needs one.
- * A CPU list must name at least one CPU, each online here: others are refused at once
- * (COUNTERHAL_EINVAL, naming them and the online CPUs). */
+/* An empty set counting on a COUNTERHAL_TARGET_* with id or cpus where the kind needs one
+ * (THREAD and PROCESS: an id other than 0). A CPU list must name at least one CPU, each
+ * online here: others are refused at once (COUNTERHAL_EINVAL, naming them and the online
+ * CPUs). */
 int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const char *cpus,
                               counterhal_set_t **out);
-/* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). */
+/* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). One event per call:
+ * perf's group syntax {a,b} is refused with COUNTERHAL_EEVENT saying so (a set is one group
+ * already). */
 int counterhal_set_add(counterhal_set_t *set, const char *event);
+/* Removes the event at index (the later ones move down one); not while running. */
+int counterhal_set_remove(counterhal_set_t *set, size_t index);
+/* Sets a COUNTERHAL_OPTION_* to value (0 or 1), not while running; with events in the set,
+ * refused if they do not open together under the new options (the old ones stay). The
+ * current value of an option (0 or 1), or < 0. */
+int counterhal_set_option(counterhal_set_t *set, int option, int value);
+int counterhal_set_get_option(counterhal_set_t *set, int option);
 /* How many events the set holds; the name of event index (NULL if out of range). */
 int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
-/* Starts counting from zero. */
+/* Starts counting from zero: the counts and the times enabled and running of every event
+ * start at 0 (after a stop too), so counterhal_scaled estimates this run alone. */
 int counterhal_set_start(counterhal_set_t *set);
 /* Reads one reading per event into out (n >= the set's size), summed over its places. Here
  * and below, n (or len) is the number of elements the buffer has: a number no buffer can
@@ -122,14 +161,22 @@ int counterhal_set_start(counterhal_set_t *set);
 int counterhal_set_read(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
 /* Stops counting and reads the final counts. */
 int counterhal_set_stop(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
-/* Zeroes the counts. */
+/* Zeroes the counts and their times enabled and running (running or stopped). */
 int counterhal_set_reset(counterhal_set_t *set);
 /* How many places (threads, CPUs) the set counts on; each place's readings, one row of
  * size readings per place, into out[0..n): returns the number of rows. */
 int counterhal_set_targets(counterhal_set_t *set);
 int counterhal_set_read_each(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
+/* What row `row` of counterhal_set_read_each counts: a COUNTERHAL_PLACE_* (>= 0) with the
+ * thread or CPU id written to *id (id may be NULL), or < 0. The rows are the places at the
+ * last read (a thread of a process that ended is no longer one). */
+int counterhal_set_place(counterhal_set_t *set, size_t row, uint32_t *id);
 /* Destroys a set; NULL is a no-op. */
 void counterhal_set_destroy(counterhal_set_t *set);
+
+/* The library's version: COUNTERHAL_VERSION_NUMBER's form, and "MAJOR.MINOR.PATCH". */
+int counterhal_version(void);
+const char *counterhal_version_string(void);
 
 /* The estimate a reading implies (value x enabled / running); 0 if it never ran or NULL. */
 uint64_t counterhal_scaled(const counterhal_reading_t *r);
@@ -157,9 +204,63 @@ uint64_t counterhal_real_nsec(void);
 uint64_t counterhal_virt_nsec(void);
 uint64_t counterhal_real_cyc(void);
 
+/* Samplers: where events happen. A sampler records one event every `period` events (or about
+ * `hz` times a second) on the thread that opens it, into a ring of ring_pages pages (a power
+ * of two; 0 for 64), each sample with the COUNTERHAL_SAMPLE_* fields asked for. Linux only
+ * (perf_event_open); elsewhere COUNTERHAL_ENOSUPP. A sampler is used by one thread at a time. */
+typedef struct counterhal_sampler counterhal_sampler_t; /* opaque */
+#define COUNTERHAL_SAMPLE_IP (1u << 0)        /* the instruction pointer */
+#define COUNTERHAL_SAMPLE_TID (1u << 1)       /* the process and thread ids */
+#define COUNTERHAL_SAMPLE_TIME (1u << 2)      /* the time (the kernel's perf clock, ns) */
+#define COUNTERHAL_SAMPLE_ADDR (1u << 3)      /* the data address (page faults, memory events) */
+#define COUNTERHAL_SAMPLE_CPU (1u << 4)       /* the CPU */
+#define COUNTERHAL_SAMPLE_PERIOD (1u << 5)    /* the period in force */
+#define COUNTERHAL_SAMPLE_CALLCHAIN (1u << 7) /* the call chain, innermost first */
+
+/* One sample; `fields` says which members hold values. The call chain is valid during the
+ * callback only. */
+typedef struct {
+    uint32_t fields;
+    uint32_t pid, tid, cpu;
+    uint64_t ip, time, addr, period;
+    const uint64_t *callchain;
+    size_t ncallchain;
+} counterhal_sample_t;
+typedef void (*counterhal_sample_fn)(const counterhal_sample_t *sample, void *arg);
+/* Called in a signal handler (a real-time signal to the thread that asked): it must be
+ * async-signal-safe. address is where the thread was interrupted. */
+typedef void (*counterhal_overflow_fn)(uint64_t address, void *arg);
+
+int counterhal_sampler_open(counterhal_t *ch, const char *event, uint64_t period, uint32_t fields,
+                            size_t ring_pages, counterhal_sampler_t **out);
+int counterhal_sampler_open_frequency(counterhal_t *ch, const char *event, uint64_t hz,
+                                      uint32_t fields, size_t ring_pages,
+                                      counterhal_sampler_t **out);
+int counterhal_sampler_start(counterhal_sampler_t *s);
+/* Stops sampling; the records stay to be read. */
+int counterhal_sampler_stop(counterhal_sampler_t *s);
+/* Hands each sample recorded since the last read to callback(sample, arg), oldest first, and
+ * frees their room in the ring: the number handed (>= 0), or < 0. */
+int counterhal_sampler_read(counterhal_sampler_t *s, counterhal_sample_fn callback, void *arg);
+/* The samples the kernel could not write since the open (the ring was full: read it more
+ * often or give it more pages); COUNTERHAL_ENOSUPP before Linux 6.0. */
+int counterhal_sampler_lost(counterhal_sampler_t *s, uint64_t *lost);
+/* The event's count so far (every event, not only those sampled). */
+int counterhal_sampler_count(counterhal_sampler_t *s, uint64_t *count);
+/* Calls callback(address, arg) at each overflow (each sample), in a signal handler on the
+ * calling thread: PAPI_overflow. Once per sampler. */
+int counterhal_sampler_overflow(counterhal_sampler_t *s, counterhal_overflow_fn callback,
+                                void *arg);
+/* Enables the sampler for `overflows` more overflows, after which it stops itself. */
+int counterhal_sampler_refresh(counterhal_sampler_t *s, int overflows);
+/* Destroys a sampler (its overflow signals stop first); NULL is a no-op. */
+void counterhal_sampler_destroy(counterhal_sampler_t *s);
+
 /* Regions: the events of COUNTERHAL_REGION_EVENTS counted per thread between begin and end,
  * accumulated by name; the report (COUNTERHAL_REGION_OUTPUT, COUNTERHAL_REGION_FORMAT=table
- * or json) is written at exit, or now by counterhal_region_report. */
+ * or json) is written at exit, or now by counterhal_region_report (then not again at exit
+ * unless a region ended since). Another format is COUNTERHAL_EINVAL from
+ * counterhal_region_report, with the report written as a table. */
 int counterhal_region_begin(const char *name);
 int counterhal_region_end(const char *name);
 int counterhal_region_report(void);

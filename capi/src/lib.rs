@@ -12,11 +12,42 @@ use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use facade::hal::{BoxedGroup, CpuList, Group, Reading, ResolvedEvent};
-use facade::{Attach, Backend, Chosen, Error, ErrorKind, MultiSet, OpenOptions, Section};
+use facade::hal::Reading;
+use facade::{Backend, Chosen, Error, ErrorKind, Section};
 
+mod sampler;
+mod set;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
+
+pub use sampler::{SampleC, SamplerC, field};
+pub use set::{Set, option, place, target};
+
+/// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
+pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
+
+/// The library's version as C text.
+pub const VERSION_TEXT: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+) {
+    Ok(text) => text,
+    Err(_) => panic!("the package version has no NUL"),
+};
+
+/// `MAJOR.MINOR.PATCH` as one number, at compile time.
+const fn version_number(text: &str) -> i32 {
+    let bytes = text.as_bytes();
+    let (mut parts, mut part, mut i) = ([0i32; 3], 0, 0);
+    while i < bytes.len() && part < 3 {
+        match bytes[i] {
+            b'.' => part += 1,
+            b'0'..=b'9' => parts[part] = parts[part] * 10 + (bytes[i] - b'0') as i32,
+            _ => break,
+        }
+        i += 1;
+    }
+    parts[0] * 10000 + parts[1] * 100 + parts[2]
+}
 
 /// The C error codes: 0 is success, each error kind has its own negative code. Stable: a
 /// code keeps its number and meaning in every release.
@@ -236,7 +267,7 @@ fn c_string(text: &str) -> CString {
 
 /// What `counterhal_t` points at.
 pub struct Handle {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     listing: Mutex<Vec<ListedC>>,
     /// The process it was opened in, as a count of forks ([`sys`] refuses it in a child).
     generation: u64,
@@ -244,7 +275,7 @@ pub struct Handle {
 
 /// The backend and its names, shared with every set made from it (a set outlives a closed
 /// handle safely).
-struct Inner {
+pub(crate) struct Inner {
     chosen: Chosen,
     label: CString,
     model: Option<CString>,
@@ -295,15 +326,28 @@ impl Handle {
         let chosen = &self.inner.chosen;
         let listed = facade::list_events(&chosen.context, Ok(&chosen.backend), pattern);
         let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        // Each native event's unit masks follow it, as section "umask" (`EVENT.UNIT_MASK`).
         *kept = listed
             .into_iter()
-            .map(|l| ListedC {
-                section: c_string(section_name(l.section)),
-                name: c_string(&l.name),
-                description: c_string(&l.description),
-                encoding: l.encoding.as_deref().map(c_string),
-                reason: l.reason.as_deref().map(c_string),
-                usable: l.usable,
+            .flat_map(|l| {
+                let event = ListedC {
+                    section: c_string(section_name(l.section)),
+                    name: c_string(&l.name),
+                    description: c_string(&l.description),
+                    encoding: l.encoding.as_deref().map(c_string),
+                    reason: l.reason.as_deref().map(c_string),
+                    usable: l.usable,
+                };
+                let usable = l.usable;
+                let masks = l.unit_masks.into_iter().map(move |u| ListedC {
+                    section: c_string("umask"),
+                    name: c_string(&u.name),
+                    description: c_string(&u.description),
+                    usable: usable && u.encoding.is_some(),
+                    encoding: u.encoding.as_deref().map(c_string),
+                    reason: u.reason.as_deref().map(c_string),
+                });
+                std::iter::once(event).chain(masks)
             })
             .collect();
         kept
@@ -326,248 +370,6 @@ impl Handle {
 /// A section's name.
 fn section_name(section: Section) -> &'static str {
     section.name()
-}
-
-/// Where a set counts, as C names it.
-pub mod target {
-    /// The thread that starts the set.
-    pub const THIS_THREAD: i32 = 0;
-    /// One thread, by id.
-    pub const THREAD: i32 = 1;
-    /// A process with every thread it has and creates.
-    pub const PROCESS: i32 = 2;
-    /// Every online CPU.
-    pub const ALL_CPUS: i32 = 3;
-    /// The CPUs of a list (`0,2-3`).
-    pub const CPUS: i32 = 4;
-}
-
-/// A set's state.
-enum State {
-    /// Never started, or changed since: nothing open.
-    Idle,
-    /// Counting.
-    Running(MultiSet<BoxedGroup>),
-    /// Stopped: the counters are open and hold their last values.
-    Stopped(MultiSet<BoxedGroup>),
-}
-
-/// What `counterhal_set_t` points at.
-pub struct Set {
-    inner: Arc<Inner>,
-    /// The process it was made in, as its handle's count of forks.
-    generation: u64,
-    attach: Attach,
-    events: Vec<ResolvedEvent>,
-    names: Vec<CString>,
-    state: State,
-    scratch: Vec<Reading>,
-}
-
-impl Set {
-    /// An empty set counting on `kind` (a [`target`] constant) with `id` or `cpus`.
-    fn new(handle: &Handle, kind: i32, id: u32, cpus: Option<&str>) -> CResult<Set> {
-        let attach = match kind {
-            target::THIS_THREAD => Attach::ThisThread,
-            target::THREAD => Attach::Thread(id),
-            target::PROCESS => Attach::Process(id),
-            target::ALL_CPUS => Attach::AllCpus,
-            target::CPUS => {
-                let text = cpus.ok_or_else(|| {
-                    Failure::new(
-                        code::INVALID_ARGUMENT,
-                        "COUNTERHAL_TARGET_CPUS needs a CPU list",
-                    )
-                })?;
-                let list = CpuList::parse_within(text, &facade::online_cpus())?;
-                Attach::Cpus(list)
-            }
-            other => {
-                return Err(Failure::new(
-                    code::INVALID_ARGUMENT,
-                    format!(
-                        "unknown target kind {other}: use a COUNTERHAL_TARGET_* constant (0-4)"
-                    ),
-                ));
-            }
-        };
-        Ok(Set {
-            inner: handle.inner.clone(),
-            generation: handle.generation,
-            attach,
-            events: Vec::new(),
-            names: Vec::new(),
-            state: State::Idle,
-            scratch: Vec::new(),
-        })
-    }
-
-    /// Opens `events` on the set's target.
-    fn open(&self, events: &[ResolvedEvent]) -> CResult<MultiSet<BoxedGroup>> {
-        let backend = &self.inner.chosen.backend;
-        Ok(MultiSet::open(
-            backend,
-            events,
-            &self.attach,
-            &OpenOptions::default(),
-        )?)
-    }
-
-    /// Adds `name` if it opens beside the events already in the set; its index. Only the new
-    /// event is tried, with the events it competes with for counters where they must fit
-    /// together ([`facade::trial_for_add`]), so N adds open O(N) counters, not the whole set
-    /// at each add.
-    fn add(&mut self, name: &str) -> CResult<i32> {
-        if matches!(self.state, State::Running(_)) {
-            return Err(Failure::new(
-                code::STATE,
-                "the set is running: stop it before adding events",
-            ));
-        }
-        if self.events.iter().any(|e| e.name == name) {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!("`{name}` is in the set already"),
-            ));
-        }
-        let backend = &self.inner.chosen.backend;
-        let event = backend.resolve(name)?;
-        let trial = facade::trial_for_add(
-            backend.capabilities(),
-            &OpenOptions::default(),
-            &self.events,
-            &event,
-        );
-        drop(self.open(&trial)?);
-        self.events.push(event);
-        self.names.push(c_string(name));
-        self.scratch = vec![Reading::default(); self.events.len()];
-        self.state = State::Idle;
-        i32::try_from(self.events.len() - 1)
-            .map_err(|_| Failure::new(code::LIMIT_REACHED, "too many events in one set"))
-    }
-
-    /// Starts counting from zero.
-    fn start(&mut self) -> CResult<()> {
-        if self.events.is_empty() {
-            return Err(Failure::new(
-                code::STATE,
-                "the set is empty: add events before starting it",
-            ));
-        }
-        let mut counters = match std::mem::replace(&mut self.state, State::Idle) {
-            State::Running(counters) => {
-                self.state = State::Running(counters);
-                return Err(Failure::new(code::STATE, "the set is running already"));
-            }
-            State::Stopped(mut counters) => {
-                counters.reset()?;
-                counters
-            }
-            State::Idle => self.open(&self.events)?,
-        };
-        counters.enable()?;
-        self.state = State::Running(counters);
-        Ok(())
-    }
-
-    /// Reads into `out` (one reading per event): while running, the counts so far; once
-    /// stopped, the counts at the stop.
-    fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
-        let n = self.events.len();
-        if out.len() < n {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "the buffer holds {} readings, the set has {n} events",
-                    out.len()
-                ),
-            ));
-        }
-        match &mut self.state {
-            State::Running(counters) | State::Stopped(counters) => {
-                counters.read(&mut out[..n])?;
-                Ok(())
-            }
-            State::Idle => Err(Failure::new(
-                code::STATE,
-                "the set was not started: call counterhal_set_start first",
-            )),
-        }
-    }
-
-    /// Stops counting and reads the final counts into `out`.
-    fn stop(&mut self, out: &mut [Reading]) -> CResult<()> {
-        let n = self.events.len();
-        if out.len() < n {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "the buffer holds {} readings, the set has {n} events",
-                    out.len()
-                ),
-            ));
-        }
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::Running(mut counters) => {
-                let read = counters
-                    .disable()
-                    .and_then(|()| counters.read(&mut out[..n]));
-                self.state = State::Stopped(counters);
-                Ok(read?)
-            }
-            other => {
-                self.state = other;
-                Err(Failure::new(code::STATE, "the set is not running"))
-            }
-        }
-    }
-
-    /// Zeroes the counts (running or stopped).
-    fn reset(&mut self) -> CResult<()> {
-        match &mut self.state {
-            State::Running(counters) | State::Stopped(counters) => Ok(counters.reset()?),
-            State::Idle => Err(Failure::new(
-                code::STATE,
-                "the set was not started: nothing to reset",
-            )),
-        }
-    }
-
-    /// How many places the set counts on (threads of a process, CPUs); 1 for a thread.
-    fn targets(&self) -> CResult<usize> {
-        match &self.state {
-            State::Running(counters) | State::Stopped(counters) => Ok(counters.targets().count()),
-            State::Idle => Ok(self.attach.targets().len()),
-        }
-    }
-
-    /// Each place's readings, row by row (targets x events) into `out`; the number of rows.
-    fn read_each(&mut self, out: &mut [Reading]) -> CResult<usize> {
-        let n = self.events.len();
-        let (State::Running(counters) | State::Stopped(counters)) = &mut self.state else {
-            return Err(Failure::new(
-                code::STATE,
-                "the set was not started: call counterhal_set_start first",
-            ));
-        };
-        let each = counters.read_each()?;
-        if out.len() < each.len() * n {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "the buffer holds {} readings, the set needs {} ({} places x {n} events)",
-                    out.len(),
-                    each.len() * n,
-                    each.len()
-                ),
-            ));
-        }
-        for (row, (_, readings)) in out.chunks_exact_mut(n.max(1)).zip(&each) {
-            row.copy_from_slice(&readings[..n]);
-        }
-        Ok(each.len())
-    }
 }
 
 /// The estimate a reading implies: its value scaled by time enabled over time running; 0
@@ -603,9 +405,14 @@ mod tests {
     }
 
     /// The functions the library exports: each `#[unsafe(no_mangle)]` `extern "C" fn` of
-    /// `sys` (a C function it only hands to the C library, such as a fork handler, is not).
+    /// `sys` and its modules (a C function it only hands to the C library, such as a fork handler, is not).
     fn exported() -> Vec<String> {
-        let source = include_str!("sys.rs");
+        let source = [
+            include_str!("sys/mod.rs"),
+            include_str!("sys/sets.rs"),
+            include_str!("sys/samplers.rs"),
+        ]
+        .join("\n");
         let lines: Vec<&str> = source.lines().collect();
         let mut names: Vec<String> = lines
             .windows(2)

@@ -267,6 +267,60 @@ fn the_c_example_builds_and_counts() {
     assert!(faults >= 4096, "{faults}\n{stdout}");
 }
 
+/// `examples/c/hot_addresses.c` samples its own loops: the one doing three times the work
+/// gets more samples, and at least 80% land in the two loops.
+#[test]
+fn the_c_sampling_example_finds_the_heavier_loop() {
+    let lib = library_dir();
+    let program = scratch("hot-example");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let built = Command::new("cc")
+        .args(["-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(manifest().join("include"))
+        .arg(manifest().join("../examples/c/hot_addresses.c"))
+        .arg("-o")
+        .arg(&program)
+        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
+        .output()
+        .expect("a C compiler (cc) is installed");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(&program).arg("400").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot sample") {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::System,
+            "sampling is refused here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    assert!(out.status.success(), "{text}");
+    let counts: Vec<u64> = text
+        .lines()
+        .find(|l| l.starts_with("light "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let total: u64 = text
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let [light, heavy] = counts[..] else {
+        panic!("no loop counts:\n{text}");
+    };
+    assert!(
+        total >= 20 && heavy > light && (light + heavy) * 10 >= total * 8,
+        "{text}"
+    );
+}
+
 /// How `tests/c/hostile.c` is built and run: plainly, under AddressSanitizer, under
 /// UndefinedBehaviorSanitizer, or under valgrind's memcheck.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

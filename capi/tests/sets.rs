@@ -7,41 +7,14 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::library_dir;
+use common::c_program;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-/// `tests/c/sets.c` built against libcounterhal.so (once per test binary).
+/// `tests/c/sets.c`, built.
 fn program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let lib = library_dir();
-            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let dir = std::env::temp_dir().join(format!("counterhal-sets-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let program = dir.join("sets");
-            let out = Command::new("cc")
-                .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-I"])
-                .arg(manifest.join("include"))
-                .arg(manifest.join("tests/c/sets.c"))
-                .arg("-o")
-                .arg(&program)
-                .arg(format!("-L{}", lib.display()))
-                .arg("-lcounterhal")
-                .arg(format!("-Wl,-rpath,{}", lib.display()))
-                .arg("-lpthread")
-                .output()
-                .expect("a C compiler (cc) is installed");
-            assert!(
-                out.status.success(),
-                "cc failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            program
-        })
-        .clone()
+    c_program("sets")
 }
 
 /// Up to `n` tracepoints that open cheaply (not `syscalls`), as `subsystem:event`.

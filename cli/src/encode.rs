@@ -59,6 +59,7 @@ pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<V
             if event.is_derived() {
                 object["native"] = json!(term.request.name);
                 object["sign"] = json!(if term.sign == Sign::Minus { "-" } else { "+" });
+                object["factor"] = json!(term.factor);
             }
             let fields = match encoding {
                 Encoding::Perf(perf) => {
@@ -104,15 +105,20 @@ pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<V
 pub fn to_text(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> String {
     let cpu = cpu.unwrap_or("generic");
     let mut out = String::new();
+    let derived = event.is_derived() || event.terms.iter().any(|t| t.factor != 1);
     for term in &event.terms {
-        let sign = match (event.is_derived(), term.sign) {
+        let factor = match term.factor {
+            1 => String::new(),
+            factor => format!("{factor} * "),
+        };
+        let sign = match (derived, term.sign) {
             (false, _) => String::new(),
-            (true, Sign::Plus) => format!("  + {}: ", term.request.name),
-            (true, Sign::Minus) => format!("  - {}: ", term.request.name),
+            (true, Sign::Plus) => format!("  + {factor}{}: ", term.request.name),
+            (true, Sign::Minus) => format!("  - {factor}{}: ", term.request.name),
         };
         _ = writeln!(out, "{sign}{}", term.request.encoding);
     }
-    if event.is_derived() {
+    if derived {
         format!(
             "{} [{backend}, {cpu}]: derived from {} events\n{out}",
             event.name,

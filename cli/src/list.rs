@@ -10,7 +10,8 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, parse_backend};
-use crate::stat::named_metrics::{MetricDef, catalogue};
+use crate::stat::named_metrics::MetricDef;
+use crate::stat::runnable::{is_uncore, offered};
 
 /// Arguments of `counterhal list`.
 #[derive(Args, Debug)]
@@ -42,16 +43,28 @@ pub struct ListArgs {
 
 /// `list --metrics`: the metrics of `model` and the portable ones whose name or group holds
 /// `pattern` (any case), then their groups; or the same as one JSON document.
-fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, CliError> {
+fn metrics(
+    model: Option<&str>,
+    pattern: &str,
+    json: bool,
+    resolve: &dyn Fn(&str) -> Option<counterhal::Error>,
+) -> Result<String, CliError> {
     let lower = pattern.to_ascii_lowercase();
-    let metrics: Vec<&MetricDef> = catalogue(model)
-        .map_err(CliError::failed)?
+    let (offered, hidden) = offered(model, resolve).map_err(CliError::failed)?;
+    let matches = |m: &MetricDef| {
+        std::iter::once(m.name)
+            .chain(m.groups.iter().copied())
+            .any(|n| n.to_ascii_lowercase().contains(&lower))
+    };
+    let (metrics, cannot): (Vec<&MetricDef>, Vec<Option<String>>) = offered
         .into_iter()
-        .filter(|m| {
-            std::iter::once(m.name)
-                .chain(m.groups.iter().copied())
-                .any(|n| n.to_ascii_lowercase().contains(&lower))
-        })
+        .filter(|(m, _)| matches(m))
+        .map(|(m, why)| (m, why.map(|e| cannot_run(&e))))
+        .unzip();
+    let hidden: Vec<(&MetricDef, String)> = hidden
+        .into_iter()
+        .filter(|(m, _)| matches(m))
+        .map(|(m, e)| (m, cannot_run(&e)))
         .collect();
     let mut groups: Vec<&str> = metrics
         .iter()
@@ -63,7 +76,8 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
     if json {
         let list: Vec<_> = metrics
             .iter()
-            .map(|m| {
+            .zip(&cannot)
+            .map(|(m, why)| {
                 json!({
                     "name": m.name,
                     "groups": m.groups,
@@ -71,10 +85,20 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
                     "scale": m.scale,
                     "unit": m.unit,
                     "model": m.model,
+                    "cannot_run": why,
                 })
             })
             .collect();
-        let document = json!({ "model": model, "groups": groups, "metrics": list });
+        let not_offered: Vec<_> = hidden
+            .iter()
+            .map(|(m, why)| json!({ "name": m.name, "groups": m.groups, "cannot_run": why }))
+            .collect();
+        let document = json!({
+            "model": model,
+            "groups": groups,
+            "metrics": list,
+            "portable_not_offered": not_offered,
+        });
         _ = writeln!(
             out,
             "{}",
@@ -90,15 +114,16 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
         metrics.len() - own
     );
     for (heading, portable) in [("model metrics", false), ("portable metrics", true)] {
-        let section: Vec<&&MetricDef> = metrics
+        let section: Vec<(&&MetricDef, &Option<String>)> = metrics
             .iter()
-            .filter(|m| m.model.is_none() == portable)
+            .zip(&cannot)
+            .filter(|(m, _)| m.model.is_none() == portable)
             .collect();
         if section.is_empty() {
             continue;
         }
         _ = writeln!(out, "\n{heading}:");
-        for m in section {
+        for (m, why) in section {
             let unit = match (m.scale, m.unit) {
                 (1.0, unit) => unit.to_string(),
                 (scale, unit) => format!("{scale} {unit}"),
@@ -109,15 +134,35 @@ fn metrics(model: Option<&str>, pattern: &str, json: bool) -> Result<String, Cli
             };
             _ = writeln!(out, "  {:<40} [{groups}] {unit}", m.name);
             _ = writeln!(out, "      {}", m.expression);
+            if let Some(why) = why {
+                _ = writeln!(out, "      cannot run here: {why}");
+            }
+        }
+    }
+    if !hidden.is_empty() {
+        _ = writeln!(out, "\nportable metrics not offered with this model:");
+        for (m, why) in &hidden {
+            _ = writeln!(out, "  {:<40} {why}", m.name);
         }
     }
     _ = writeln!(out, "\ngroups ({}): {}", groups.len(), groups.join(", "));
+    let marked = cannot.iter().flatten().count();
     _ = writeln!(
         out,
-        "\n{} metrics listed; `stat -M NAME|GROUP` counts them",
+        "\n{} metrics listed ({marked} marked `cannot run here`); `stat -M NAME|GROUP` counts them",
         metrics.len()
     );
     Ok(out)
+}
+
+/// Why a metric cannot run, as `list --metrics` marks it: the error, and `uncore PMU` first
+/// when an uncore event or fact is the reason.
+fn cannot_run(error: &counterhal::Error) -> String {
+    if is_uncore(error) {
+        format!("uncore PMU (not programmed by counterhal): {error}")
+    } else {
+        error.to_string()
+    }
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit
@@ -206,7 +251,15 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     if args.metrics {
         let model = context.model.as_deref();
         let pattern = args.pattern.as_deref().unwrap_or("");
-        crate::output::emit(&metrics(model, pattern, args.json)?)?;
+        // Each metric's events are resolved on the backend `stat` would use.
+        let backend = match args.backend {
+            Some(registration) => counterhal::probe(registration, &context).ok(),
+            None => counterhal::probe_all(&context)
+                .into_iter()
+                .find_map(|p| p.result.ok()),
+        };
+        let resolve = |event: &str| backend.as_ref().and_then(|b| b.resolve(event).err());
+        crate::output::emit(&metrics(model, pattern, args.json, &resolve)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with

@@ -157,3 +157,68 @@ fn a_metric_reading_an_event_the_model_lacks_is_refused_naming_both() {
         "{error}"
     );
 }
+
+/// Oracle: the kernel (arch/x86/events/intel/core.c): the perf-metrics events are the core
+/// PMU's, so without one (this project's machines: no `cpu` PMU) they open to `<not
+/// supported>` like every hardware event, and the metrics reading them have no value; before,
+/// `PERF_METRICS.BACKEND_BOUND` was an unknown event and the command exited 2.
+#[test]
+fn topdown_level_1_on_sapphire_rapids_runs_to_not_supported_events() {
+    linux_or_skip!();
+    let has_pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists();
+    for group in ["TopdownL1", "TmaL1"] {
+        let o = counterhal(&["stat", "-M", group, "--cpu-model", "spr", "--", "true"]);
+        let error = stderr(&o);
+        assert!(o.status.success(), "{group}: {error}");
+        for name in [
+            "PERF_METRICS.BACKEND_BOUND",
+            "TOPDOWN.SLOTS",
+            "Backend_Bound",
+        ] {
+            assert!(error.contains(name), "{group} {name}: {error}");
+        }
+        if !has_pmu {
+            assert!(
+                error
+                    .lines()
+                    .any(|l| l.contains("<not supported>") && l.contains("PERF_METRICS.RETIRING")),
+                "{error}"
+            );
+        }
+    }
+}
+
+/// Oracle: Intel perfmon's tables: Emerald Rapids' `Branches` group, which one metric used to
+/// refuse whole, runs; Ice Lake server's `Server` group holds uncore metrics (`UNC_*`
+/// events), each named as left out while the others run.
+#[test]
+fn a_group_runs_what_can_run_and_names_the_rest() {
+    linux_or_skip!();
+    let o = counterhal(&["stat", "-M", "Branches", "--cpu-model", "emr", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = counterhal(&["stat", "-M", "Server", "--cpu-model", "icx", "--", "true"]);
+    let error = stderr(&o);
+    assert!(o.status.success(), "{error}");
+    let left_out: Vec<&str> = error.lines().filter(|l| l.contains("left out")).collect();
+    assert!(!left_out.is_empty(), "{error}");
+    assert!(left_out.iter().all(|l| l.contains("UNC_")), "{error}");
+    // The same metric by its own name is refused with the reason.
+    let one = left_out[0].split('`').nth(1).unwrap();
+    let o = counterhal(&["stat", "-M", one, "--cpu-model", "icx", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // list --metrics marks it.
+    let o = counterhal(&["list", "--metrics", "--json", "--cpu-model", "icx", one]);
+    let document: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let marked = document["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == one)
+        .unwrap();
+    assert!(
+        marked["cannot_run"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("uncore PMU")),
+        "{marked}"
+    );
+}

@@ -104,6 +104,18 @@ pub fn retire_instructions(iterations: u64) -> bool {
     HAS_LOOPS
 }
 
+/// Where [`retire_instructions`]' loop lies in memory (its first 32 bytes hold the whole
+/// routine), for a sampler to find its samples in; `None` on targets without the assembly.
+pub fn loop_code() -> Option<std::ops::Range<u64>> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        let start = counterhal_conformance_loop as *const () as u64;
+        Some(start..start + 32)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    None
+}
+
 /// Runs a loop of `iterations` iterations with two conditional branches each: one taken on
 /// every other iteration, and the back edge (taken on all but the last). Returns how many
 /// times the first branch fell through, or `None` on targets without the assembly.

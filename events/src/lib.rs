@@ -27,7 +27,7 @@ pub use metrics::shipped_metrics_lookups_on_this_thread;
 pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_FILES, parse_metrics, shipped_metrics};
 pub use model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet,
-    PmuDescription, UnitMask, UnitMaskClass,
+    PapiForm, PmuDescription, UnitMask, UnitMaskClass,
 };
 pub use parse::{
     EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms, parse_term_list,

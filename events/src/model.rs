@@ -282,23 +282,38 @@ impl NativeEvent {
     }
 }
 
-/// The native events behind a generalized event or preset: a sum or difference of terms.
+/// The native events behind a generalized event or preset: a sum or difference of terms,
+/// each possibly weighted by a whole factor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Mapping {
     /// The generalized event or preset.
     pub event: GeneralizedEvent,
-    /// The expression as written (`BR_INST_RETIRED - BR_TAKEN_RETIRED`).
+    /// The expression as written (`BR_INST_RETIRED - BR_TAKEN_RETIRED`), or, for a preset
+    /// from PAPI's table, the sum its form stands for (`A + 2 * B`).
     pub expression: String,
-    pub(crate) terms: Vec<(Sign, EventSpec)>,
+    /// Where the mapping comes from PAPI's preset table: its form there.
+    pub papi: Option<PapiForm>,
+    pub(crate) terms: Vec<(Sign, u32, EventSpec)>,
 }
 
 impl Mapping {
-    /// The terms: sign and native event string.
-    pub fn terms(&self) -> impl Iterator<Item = (Sign, String)> + '_ {
+    /// The terms: sign, factor (1 for a plain sum) and native event string.
+    pub fn terms(&self) -> impl Iterator<Item = (Sign, u32, String)> + '_ {
         self.terms
             .iter()
-            .map(|(sign, spec)| (*sign, spec_text(spec)))
+            .map(|(sign, factor, spec)| (*sign, *factor, spec_text(spec)))
     }
+}
+
+/// A preset as PAPI's `papi_events.csv` defines it: `PRESET,NAME,DERIVED,[POSTFIX,]NATIVES`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PapiForm {
+    /// PAPI's derived type: `NOT_DERIVED`, `DERIVED_ADD`, `DERIVED_SUB`, `DERIVED_POSTFIX`.
+    pub derived: String,
+    /// The postfix formula over `N0`..`Nn` (for `DERIVED_POSTFIX`).
+    pub postfix: Option<String>,
+    /// The native events, in libpfm4's spelling, in PAPI's order (`N0` first).
+    pub natives: Vec<String>,
 }
 
 pub(crate) fn spec_text(spec: &EventSpec) -> String {
@@ -340,6 +355,8 @@ pub struct CpuModel {
     pub(crate) events: Vec<NativeEvent>,
     pub(crate) index: std::collections::HashMap<String, usize>,
     pub(crate) mappings: Vec<Mapping>,
+    /// PAPI presets of the model's generated table it does not map, and why.
+    pub(crate) refused_presets: Vec<(GeneralizedEvent, String)>,
     /// Other spellings of its events (libpfm4's, perf's) keyed by [`alias_key`], each with
     /// the event string it stands for.
     pub(crate) event_aliases: std::collections::HashMap<String, EventSpec>,
@@ -406,6 +423,14 @@ impl CpuModel {
     /// The mapping of one generalized event or preset.
     pub fn mapping(&self, event: GeneralizedEvent) -> Option<&Mapping> {
         self.mappings.iter().find(|m| m.event == event)
+    }
+
+    /// The presets of PAPI's table whose form there does not map on this model, each with why
+    /// (a native event it names that does not resolve here, or a form that is no weighted
+    /// sum), as PAPI leaves out a preset whose natives libpfm4 does not find. A hand-written
+    /// overlay may still map such a preset ([`CpuModel::mapping`] says).
+    pub fn refused_presets(&self) -> &[(GeneralizedEvent, String)] {
+        &self.refused_presets
     }
 
     /// The native event `spec` names, and the unit mask split off a dotted name

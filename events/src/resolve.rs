@@ -403,7 +403,7 @@ impl<'a> Resolver<'a> {
         modifiers: &Modifiers,
     ) -> Resolved {
         let mut terms = Vec::with_capacity(mapping.terms.len());
-        for (sign, term_spec) in &mapping.terms {
+        for (sign, factor, term_spec) in &mapping.terms {
             let mut term_spec = model
                 .unalias(term_spec)
                 .unwrap_or_else(|| term_spec.clone());
@@ -423,11 +423,13 @@ impl<'a> Resolver<'a> {
             let encoding = encode_native(model, &choice, self.accepts, &name)?;
             terms.push(Term {
                 sign: *sign,
+                factor: *factor,
                 request: EventRequest::new(name, encoding),
             });
         }
         if let [only] = terms.as_slice()
             && only.sign == Sign::Plus
+            && only.factor == 1
         {
             return Ok(self.single(only.request.encoding.clone()));
         }

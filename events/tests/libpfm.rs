@@ -214,14 +214,6 @@ const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
         "Haswell/Broadwell: Intel 0xc2, libpfm4 0x42",
     ),
     (
-        "L2_RQSTS:L2_PF_HIT",
-        "Haswell/Broadwell: Intel 0xd0, libpfm4 0xd8",
-    ),
-    (
-        "L2_RQSTS:L2_PF_MISS",
-        "Haswell/Broadwell: Intel 0x30, libpfm4 0x38",
-    ),
-    (
         "UOPS_RETIRED:TOTAL_CYCLES",
         "Intel's counter mask 16 (10 before), and unit mask 0x02 from Skylake-X",
     ),
@@ -249,7 +241,10 @@ const GENERATED_DIFFERENCES: &[(&str, &str)] = &[
         "PAGE_WALKS:I_SIDE_WALKS",
         "Knights Landing: as D_SIDE_WALKS",
     ),
-    ("PAGE_WALKS:WALKS", "Knights Landing: as D_SIDE_WALKS"),
+    (
+        "PAGE_WALKS:WALKS",
+        "Knights Landing: as D_SIDE_WALKS; Bonnell: an erratum (gen/errata/atom.toml) sets edge, which libpfm4's table states and 4.13 drops",
+    ),
 ];
 
 /// Shipped models libpfm4 4.13 has no table for (on x86-64 builds).

@@ -5,13 +5,15 @@
 //! not, and the upstream files are never committed.
 //!
 //! Run it as `cargo run -p counterhal-gen -- perfmon --source DIR --commit SHA --out
-//! events/data/generated`.
+//! events/data/generated`; PAPI's presets as `cargo run -p counterhal-gen -- papi --csv
+//! /usr/share/papi/7.0/papi_events.csv --source "..." --out events/data/generated/presets`.
 #![forbid(unsafe_code)]
 
 pub mod aliases;
 pub mod cexpr;
 pub mod cparse;
 pub mod dropped;
+pub mod errata;
 pub mod grammar;
 pub mod intel_tables;
 pub mod k8;
@@ -19,6 +21,7 @@ pub mod libpfm4;
 pub mod metrics;
 pub mod model;
 pub mod offcore;
+pub mod papi;
 pub mod perfmon;
 pub mod revisions;
 pub mod thresholds;

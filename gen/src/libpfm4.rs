@@ -448,9 +448,8 @@ pub const INTEL_MODELS: &[IntelTable] = &[
 ];
 
 /// libpfm4's P6-family tables: Pentium Pro, II, III (libpfm4's `p6` PMU, here `piii`: `p6` is
-/// the hand-written table of OpenBSD's P6 names, which detection keeps picking) and M. Each
-/// matches the models libpfm4 gives it; they are shipped after `p6`, so they are named, not
-/// detected.
+/// the hand-written table of OpenBSD's P6 names) and M. Each matches the models libpfm4 gives
+/// it and is shipped before `p6`, so detection picks it.
 pub const P6_FAMILY_MODELS: &[IntelTable] = &[
     IntelTable {
         file: "intel_ppro_events.h",

@@ -79,6 +79,19 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+    /// PAPI's preset table (`papi_events.csv`): each model's presets in PAPI's form.
+    Papi {
+        /// The table (Debian's libpapi7.0 installs it as /usr/share/papi/7.0/papi_events.csv).
+        #[arg(long)]
+        csv: PathBuf,
+        /// What the table is (PAPI's version, the package), written into every file's header;
+        /// by default Debian's libpapi7.0 7.0.0-2.
+        #[arg(long, default_value = counterhal_gen::papi::DEBIAN_SOURCE)]
+        source: String,
+        /// Where to write one TOML file per model.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
         /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
@@ -149,6 +162,7 @@ fn main() -> ExitCode {
             out,
         } => counterhal_gen::metrics::perfmon(source, commit)
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
+        Source::Papi { csv, source, out } => counterhal_gen::papi::generate(csv, source, out),
         Source::KernelMetrics {
             source,
             commit,

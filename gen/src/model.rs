@@ -134,6 +134,8 @@ pub struct GenModel {
     /// how many unit masks they hold, and how many unit masks of the table's own events were
     /// added under them.
     pub dropped_names: Option<(Provenance, DroppedCounts)>,
+    /// The errata file applied to its source table and how many corrections it made.
+    pub errata: Option<(String, usize)>,
 }
 
 /// How many of libpfm4's names a model got where its own table lacks them.

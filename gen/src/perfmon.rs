@@ -1,6 +1,8 @@
 //! Intel perfmon (github.com/intel/perfmon): `mapfile.csv` says which core file each CPU
 //! signature uses; each `*_core.json` lists that core's events. Facts carry over (names,
-//! codes, unit masks, counters, filters); description sentences do not.
+//! codes, unit masks, counters, filters); description sentences do not. Where Intel's table is
+//! wrong, an erratum of `gen/errata/MODEL.toml` corrects the entry before it is converted
+//! ([`crate::errata`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -245,6 +247,7 @@ fn signature(text: &str) -> Result<Signature, String> {
 /// # Errors
 /// A missing or malformed mapfile or core file, or a core file without a model id.
 pub fn models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
+    let errata = crate::errata::read(&crate::errata::default_dir())?;
     let mut out = Vec::new();
     for file in core_files(root)? {
         let name = file.path.rsplit('/').next().unwrap_or(&file.path);
@@ -258,10 +261,19 @@ pub fn models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
         let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
         let json: Value = serde_json::from_str(&text)
             .map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
-        let entries = json
+        let mut entries = json
             .get("Events")
             .and_then(Value::as_array)
-            .ok_or_else(|| GenError::Data(format!("{}: no `Events` array", path.display())))?;
+            .ok_or_else(|| GenError::Data(format!("{}: no `Events` array", path.display())))?
+            .clone();
+        // Corrections of Intel's table, each with its evidence (`gen/errata/MODEL.toml`).
+        let applied = match errata.get(*id) {
+            Some(list) => Some((
+                format!("gen/errata/{id}.toml"),
+                crate::errata::apply(&mut entries, list, &file.path)?,
+            )),
+            None => None,
+        };
         let mut signatures: Vec<Signature> =
             file.signatures.iter().map(|(s, _)| s.clone()).collect();
         signatures.sort();
@@ -278,9 +290,10 @@ pub fn models(root: &Path, commit: &str) -> Result<Vec<GenModel>, GenError> {
                 commit: commit.to_string(),
                 file: file.path.clone(),
             },
+            errata: applied,
             ..GenModel::default()
         };
-        convert(&mut model, entries)?;
+        convert(&mut model, &entries)?;
         out.push(model);
     }
     Ok(out)

@@ -40,6 +40,12 @@ pub fn model_toml(model: &GenModel) -> String {
             n.events, n.event_masks, n.masks, n.defaults, n.combinable, a.source, a.commit, a.file
         );
     }
+    if let Some((file, count)) = &model.errata {
+        let _ = writeln!(
+            out,
+            "# errata: {count} of the source's entries corrected by {file}, each with its evidence"
+        );
+    }
     for (reason, count) in &model.left_out {
         let _ = writeln!(out, "# left out: {count} {reason}");
     }

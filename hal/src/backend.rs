@@ -119,6 +119,9 @@ pub struct Capabilities {
     /// limit (Linux: 1,022, as the kernel reads a group in at most 16 KiB); `None` when only
     /// the counters limit it.
     pub max_group_events: Option<u32>,
+    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
+    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`].
+    pub sampling: bool,
 }
 
 impl Capabilities {
@@ -137,6 +140,7 @@ impl Capabilities {
             targets: TargetSupport::NONE,
             self_monitoring_reads: false,
             max_group_events: None,
+            sampling: false,
         }
     }
 

@@ -39,6 +39,7 @@ mod error;
 mod generalized;
 mod reading;
 mod resolved;
+mod sampling;
 mod target;
 
 pub use backend::{
@@ -58,4 +59,8 @@ pub use generalized::{
 };
 pub use reading::Reading;
 pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings};
+pub use sampling::{
+    Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
+    Walked,
+};
 pub use target::Target;

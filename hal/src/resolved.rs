@@ -19,6 +19,10 @@ pub enum Sign {
 pub struct Term {
     /// Added or subtracted.
     pub sign: Sign,
+    /// What the term's estimate is multiplied by before it is added or subtracted: 1 for a
+    /// plain sum, more for a weighted one (PAPI's `DERIVED_POSTFIX` presets such as
+    /// `PAPI_DP_OPS`, which count a 256-bit packed double operation as 4).
+    pub factor: u32,
     /// The event to open.
     pub request: EventRequest,
 }
@@ -40,6 +44,7 @@ impl ResolvedEvent {
             name: request.name.clone(),
             terms: vec![Term {
                 sign: Sign::Plus,
+                factor: 1,
                 request,
             }],
         }
@@ -56,6 +61,7 @@ impl ResolvedEvent {
             .map(|term| match &term.request.encoding {
                 Encoding::Perf(attr) => Some(Term {
                     sign: term.sign,
+                    factor: term.factor,
                     request: EventRequest::new(
                         term.request.name.clone(),
                         Encoding::Perf(attr.user_space_only()?),
@@ -79,7 +85,8 @@ impl ResolvedEvent {
     /// Combines the readings of the terms (in term order) into the name's reading.
     ///
     /// Each term is scaled on its own first (terms may have been time-shared differently), a
-    /// term that never ran adds nothing, and the estimates are added or subtracted (clamped to
+    /// term that never ran adds nothing, and the estimates, each times its factor, are added
+    /// or subtracted (clamped to
     /// `0..=u64::MAX`). The result carries the longest enabled time and the smallest running
     /// share of the terms that ran, with its value set so that [`Reading::scaled`] gives the
     /// combined estimate: when every term ran all the time the value is the exact sum, and
@@ -88,10 +95,16 @@ impl ResolvedEvent {
         // One added term (every event that is not derived) is its own reading, exactly.
         if let ([term], [reading]) = (self.terms.as_slice(), readings)
             && term.sign == Sign::Plus
+            && term.factor == 1
         {
             return *reading;
         }
-        signed_sum(self.terms.iter().map(|t| t.sign).zip(readings.iter()))
+        signed_sum(
+            self.terms
+                .iter()
+                .map(|t| (t.sign, t.factor))
+                .zip(readings.iter()),
+        )
     }
 }
 
@@ -101,25 +114,27 @@ impl ResolvedEvent {
 pub fn sum_readings(readings: &[Reading]) -> Reading {
     match readings {
         [one] => *one,
-        _ => signed_sum(readings.iter().map(|r| (Sign::Plus, r))),
+        _ => signed_sum(readings.iter().map(|r| ((Sign::Plus, 1), r))),
     }
 }
 
-/// Adds and subtracts the readings' estimates (clamped to `0..=u64::MAX`) into one reading
-/// that carries the longest enabled time and the smallest running share of those that ran.
-fn signed_sum<'r>(readings: impl Iterator<Item = (Sign, &'r Reading)>) -> Reading {
+/// Adds and subtracts the readings' estimates, each times its factor (clamped to
+/// `0..=u64::MAX`), into one reading that carries the longest enabled time and the smallest
+/// running share of those that ran.
+fn signed_sum<'r>(readings: impl Iterator<Item = ((Sign, u32), &'r Reading)>) -> Reading {
     let mut estimate: i128 = 0;
     let mut time_enabled = 0;
     // The smallest running share among the readings that ran, as running / enabled.
     let mut share: Option<(u64, u64)> = None;
-    for (sign, reading) in readings {
+    for ((sign, factor), reading) in readings {
         time_enabled = time_enabled.max(reading.time_enabled);
         let Some(scaled) = reading.scaled() else {
             continue;
         };
+        let weighted = i128::from(scaled) * i128::from(factor);
         match sign {
-            Sign::Plus => estimate += i128::from(scaled),
-            Sign::Minus => estimate -= i128::from(scaled),
+            Sign::Plus => estimate += weighted,
+            Sign::Minus => estimate -= weighted,
         }
         let this = (
             reading.time_running.min(reading.time_enabled),
@@ -252,9 +267,9 @@ impl<G: Group> EventSet<G> {
             .collect();
         let group = backend.open(&requests, target, options)?;
         let native = vec![Reading::default(); requests.len()];
-        let all_native = events
-            .iter()
-            .all(|e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus));
+        let all_native = events.iter().all(
+            |e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus && term.factor == 1),
+        );
         Ok(Self {
             group,
             events,
@@ -366,6 +381,7 @@ mod tests {
     fn term(sign: Sign, name: &str) -> Term {
         Term {
             sign,
+            factor: 1,
             request: EventRequest::new(name, Encoding::Perf(PerfAttr::new(1, 0))),
         }
     }
@@ -390,6 +406,52 @@ mod tests {
         assert_eq!((combined.time_enabled, combined.time_running), (12, 8));
         assert_eq!(combined.scaled(), Some(138));
         assert!(event.is_derived());
+    }
+
+    /// PAPI's `PAPI_DP_OPS` on Skylake (papi_events.csv: `N0|N1|2|*|+|N2|4|*|+|N3|8|*|+|`)
+    /// weighs scalar, 128-, 256- and 512-bit packed double operations 1, 2, 4 and 8.
+    #[test]
+    fn weighted_terms_count_their_factor_times() {
+        let weighted = |factor, name| Term {
+            factor,
+            ..term(Sign::Plus, name)
+        };
+        let event = ResolvedEvent {
+            name: "PAPI_DP_OPS".into(),
+            terms: vec![
+                weighted(1, "scalar"),
+                weighted(2, "128b"),
+                weighted(4, "256b"),
+                weighted(8, "512b"),
+            ],
+        };
+        let readings = [
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 4),
+            Reading::new(10, 4, 2),
+        ];
+        // 10 + 20 + 40 + 8 x 20 (the 512-bit term ran half the time).
+        assert_eq!(event.combine(&readings).scaled(), Some(230));
+        // One term with a factor is no plain reading: it is weighed too.
+        let one = ResolvedEvent {
+            name: "x".into(),
+            terms: vec![weighted(3, "a")],
+        };
+        assert_eq!(one.combine(&[Reading::new(7, 1, 1)]).value, 21);
+        // A weighted difference: 3 x 10 - 2 x 20, clamped at zero.
+        let minus = ResolvedEvent {
+            name: "y".into(),
+            terms: vec![
+                weighted(3, "a"),
+                Term {
+                    factor: 2,
+                    ..term(Sign::Minus, "b")
+                },
+            ],
+        };
+        let pair = [Reading::new(10, 1, 1), Reading::new(20, 1, 1)];
+        assert_eq!(minus.combine(&pair).value, 0);
     }
 
     #[test]

@@ -48,6 +48,7 @@ fn scaling_agrees_with_exact_arithmetic_and_saturates() {
 fn term(sign: Sign) -> Term {
     Term {
         sign,
+        factor: 1,
         request: EventRequest::new("t", Encoding::Perf(PerfAttr::new(1, 0))),
     }
 }

@@ -110,7 +110,8 @@ pub struct ListedUnitMask {
     pub deprecated: bool,
 }
 
-/// `event`'s encoding on one line: its natives joined by their signs.
+/// `event`'s encoding on one line: its natives joined by their signs, each after its factor
+/// where it has one (`a + 2 * b`).
 pub fn encoding_text(event: &ResolvedEvent) -> String {
     let mut text = String::new();
     for (i, term) in event.terms.iter().enumerate() {
@@ -119,6 +120,9 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
             (0, Sign::Minus) => text.push('-'),
             (_, Sign::Plus) => text.push_str(" + "),
             (_, Sign::Minus) => text.push_str(" - "),
+        }
+        if term.factor != 1 {
+            text.push_str(&format!("{} * ", term.factor));
         }
         text.push_str(&term.request.encoding.to_string());
     }

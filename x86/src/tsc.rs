@@ -5,7 +5,10 @@ use std::time::{Duration, Instant};
 
 use counterhal_hal::{Error, Result};
 
+use counterhal_events::Vendor;
+
 use crate::cpuid::CpuidSource;
+use crate::signature::vendor;
 
 /// Where a TSC frequency came from.
 #[non_exhaustive]
@@ -22,6 +25,9 @@ pub enum TscSource {
     Cpuid16,
     /// Measured: TSC ticks over a monotonic-clock interval (about 1e-4 relative).
     Measured,
+    /// The nominal frequency in the CPU's model name (`... CPU @ 2.40GHz`), as perf reads it
+    /// from `/proc/cpuinfo` where CPUID leaf 0x15 does not say.
+    ModelName,
 }
 
 /// The TSC frequency and where it came from.
@@ -79,6 +85,31 @@ impl TscFrequency {
         Ok(None)
     }
 
+    /// The TSC frequency as perf derives `#system_tsc_freq` (`arch_get_tsc_freq`,
+    /// tools/perf/arch/x86/util/tsc.c): on Intel CPUs only, CPUID leaf 0x15 when the CPU has it
+    /// complete (crystal x EBX / EAX), else the frequency in the model name (`cpuinfo`, the
+    /// text of `/proc/cpuinfo`, when there is one). `None` where perf has none (its 0: other
+    /// vendors, no leaf 0x15 and no frequency in the name).
+    ///
+    /// # Errors
+    /// The source's errors.
+    pub fn as_perf_derives(cpuid: &dyn CpuidSource, cpuinfo: Option<&str>) -> Result<Option<Self>> {
+        let leaf0 = cpuid.cpuid(0, 0)?;
+        if vendor(leaf0) != Vendor::Intel {
+            return Ok(None);
+        }
+        if leaf0.eax >= 0x15 {
+            let t = cpuid.cpuid(0x15, 0)?;
+            if t.eax != 0 && t.ebx != 0 && t.ecx != 0 {
+                let hz = u64::from(t.ecx) * u64::from(t.ebx) / u64::from(t.eax);
+                return Ok(Some(Self::new(hz, TscSource::Cpuid15)));
+            }
+        }
+        Ok(cpuinfo
+            .and_then(model_name_hz)
+            .map(|hz| Self::new(hz, TscSource::ModelName)))
+    }
+
     /// Measures the frequency: two reads of the TSC (`read`) `interval` apart on the monotonic
     /// clock.
     ///
@@ -100,6 +131,23 @@ impl TscFrequency {
         }
         Ok(Self::new(hz, TscSource::Measured))
     }
+}
+
+/// The frequency perf's `cpuinfo_tsc_freq` reads: the first `model name` line holding
+/// ` @ ` followed by a number and `GHz` (`sscanf(pos, " @ %lfGHz")`), in Hz.
+fn model_name_hz(cpuinfo: &str) -> Option<u64> {
+    cpuinfo
+        .lines()
+        .filter(|line| line.starts_with("model name"))
+        .find_map(|line| {
+            let at = line.get(11..)?.split_once(" @ ")?.1.trim_start();
+            let number_end = at
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(at.len());
+            let (number, rest) = at.split_at(number_end);
+            let ghz: f64 = number.parse().ok()?;
+            (rest.starts_with("GHz") && ghz > 0.0).then(|| (ghz * 1e9).round() as u64)
+        })
 }
 
 #[cfg(test)]
@@ -129,6 +177,66 @@ mod tests {
         let base = TscFrequency::from_cpuid(&dump, 0x16).unwrap().unwrap();
         assert_eq!(base, TscFrequency::new(3_600_000_000, TscSource::Cpuid16));
         assert_eq!(TscFrequency::from_cpuid(&dump, 0xD).unwrap(), None);
+    }
+
+    fn intel(max_leaf: u32) -> CpuidDump {
+        let mut dump = CpuidDump::new("intel");
+        // "GenuineIntel" in EBX, EDX, ECX.
+        dump.insert(
+            0,
+            0,
+            CpuidResult::new(max_leaf, 0x756e_6547, 0x6c65_746e, 0x4965_6e69),
+        );
+        dump
+    }
+
+    /// Oracle: perf's `arch_get_tsc_freq` and `cpuinfo_tsc_freq`
+    /// (tools/perf/arch/x86/util/tsc.c, Linux 6.12): Intel only; leaf 0x15 when EAX, EBX and
+    /// ECX are all set; else `model name ... @ X.YZGHz`; else 0 (here `None`). Leaf 0x16 is
+    /// not perf's.
+    #[test]
+    fn perf_derives_leaf_0x15_then_the_model_name() {
+        let name = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Gold 6154 CPU @ 3.00GHz\n";
+        let mut dump = intel(0x16);
+        dump.insert(0x15, 0, CpuidResult::new(2, 250, 24_000_000, 0));
+        let exact = TscFrequency::as_perf_derives(&dump, Some(name)).unwrap();
+        assert_eq!(
+            exact,
+            Some(TscFrequency::new(3_000_000_000, TscSource::Cpuid15))
+        );
+        // Leaf 0x15 without the crystal: the model name, not leaf 0x16.
+        dump.insert(0x15, 0, CpuidResult::new(2, 250, 0, 0));
+        dump.insert(0x16, 0, CpuidResult::new(3_600, 0, 0, 0));
+        let named = TscFrequency::as_perf_derives(&dump, Some(name)).unwrap();
+        assert_eq!(
+            named,
+            Some(TscFrequency::new(3_000_000_000, TscSource::ModelName))
+        );
+        assert_eq!(TscFrequency::as_perf_derives(&dump, None).unwrap(), None);
+        let vm = "model name\t: Intel(R) Xeon(R) Processor\n";
+        assert_eq!(
+            TscFrequency::as_perf_derives(&dump, Some(vm)).unwrap(),
+            None
+        );
+        // Below leaf 0x15: the model name.
+        let old = TscFrequency::as_perf_derives(&intel(0xD), Some(name)).unwrap();
+        assert_eq!(old.map(|t| t.source), Some(TscSource::ModelName));
+        // Not Intel: none, whatever the name says.
+        let mut amd = CpuidDump::new("amd");
+        amd.insert(
+            0,
+            0,
+            CpuidResult::new(0x10, 0x6874_7541, 0x444d_4163, 0x6974_6e65),
+        );
+        assert_eq!(
+            TscFrequency::as_perf_derives(&amd, Some(name)).unwrap(),
+            None
+        );
+        assert_eq!(
+            model_name_hz("model name\t: X @ 2.4GHz"),
+            Some(2_400_000_000)
+        );
+        assert_eq!(model_name_hz("model name\t: X @ 2.4MHz"), None);
     }
 
     #[test]

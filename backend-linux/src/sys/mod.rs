@@ -16,14 +16,20 @@
 
 mod open;
 mod os_error;
+mod overflow;
 mod page;
 mod perf;
 mod process;
+mod ring;
 
 pub use open::*;
+pub use overflow::{
+    OverflowCallback, eventfd, gettid, overflow_signal, register, unregister, wait_for, wake,
+};
 pub use page::*;
 pub use perf::*;
 pub use process::*;
+pub use ring::Ring;
 
 #[cfg(test)]
 mod tests {

@@ -34,6 +34,7 @@ pub fn library_dir() -> PathBuf {
                 "libcounterhal.so and .a are in {}",
                 dir.display()
             );
+            soname_link(&dir);
             dir
         })
         .clone()
@@ -41,4 +42,72 @@ pub fn library_dir() -> PathBuf {
 
 pub fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The library's SONAME (`libcounterhal.so.0.1`), which programs linked with it load.
+pub const SONAME: &str = concat!("libcounterhal.so.", env!("COUNTERHAL_SOVERSION"));
+
+/// Makes the SONAME a link to `libcounterhal.so` in `dir`, as an installation has it, so that
+/// programs linked there find the library by the name they record.
+fn soname_link(dir: &Path) {
+    let link = dir.join(SONAME);
+    if std::fs::symlink_metadata(&link).is_err() {
+        match std::os::unix::fs::symlink("libcounterhal.so", &link) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => panic!("cannot link {}: {e}", link.display()),
+        }
+    }
+}
+
+/// `tests/c/STEM.c` built with `-Wall -Wextra -Werror` against libcounterhal.so (once per
+/// test binary and stem), linked with pthreads.
+pub fn c_program(stem: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(s, _)| s == stem) {
+        return path.clone();
+    }
+    let lib = library_dir();
+    let dir = std::env::temp_dir().join(format!("counterhal-{stem}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join(stem);
+    let out = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-I"])
+        .arg(manifest().join("include"))
+        .arg(manifest().join(format!("tests/c/{stem}.c")))
+        .arg("-o")
+        .arg(&program)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lcounterhal")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lpthread")
+        .output()
+        .expect("a C compiler (cc) is installed");
+    assert!(
+        out.status.success(),
+        "cc {stem}.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.push((stem.to_string(), program.clone()));
+    program
+}
+
+/// Runs `program MODE`: its standard output when every check held (it printed `ok MODE`),
+/// `None` when it said why the mode cannot run here (exit 3, the reason printed).
+pub fn run_mode(program: &Path, mode: &str) -> Option<String> {
+    let out = Command::new(program).arg(mode).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(3) {
+        eprintln!("{mode}: {}", stdout.trim());
+        return None;
+    }
+    assert!(
+        out.status.success() && stdout.contains(&format!("ok {mode}")),
+        "{} {mode} failed ({}):\n{stdout}{stderr}",
+        program.display(),
+        out.status
+    );
+    Some(stdout)
 }

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::arguments::StatArgs;
-use super::metrics::metric;
+use super::metrics::Beside;
 use super::named_metrics::{MetricDef, evaluate};
 use super::summary::{EventSummary, Summary};
 
@@ -69,11 +69,12 @@ fn split(summary: &Summary, chosen: &[&'static MetricDef]) -> Vec<Value> {
         .iter()
         .flat_map(|section| {
             section.places.iter().map(move |place| {
+                let beside = Beside::new(&place.events);
                 let events: Vec<Value> = place
                     .events
                     .iter()
                     .enumerate()
-                    .map(|(i, entry)| event(entry, &place.events, i, section.length_ns))
+                    .map(|(i, entry)| event(entry, &beside, i, section.length_ns))
                     .collect();
                 let metrics: Vec<Value> = chosen
                     .iter()
@@ -102,11 +103,12 @@ fn split(summary: &Summary, chosen: &[&'static MetricDef]) -> Vec<Value> {
 
 /// The whole run's fields.
 fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) -> Value {
+    let beside = Beside::new(&summary.events);
     let whole = summary
         .events
         .iter()
         .enumerate()
-        .map(|(i, entry)| event(entry, &summary.events, i, summary.end.elapsed_ns))
+        .map(|(i, entry)| event(entry, &beside, i, summary.end.elapsed_ns))
         .collect::<Vec<Value>>();
     let end = &summary.end;
     json!({
@@ -128,7 +130,7 @@ fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) 
 }
 
 /// One event: its reading with spread and metric, or why it is not supported.
-fn event(entry: &EventSummary, among: &[EventSummary], index: usize, elapsed_ns: u64) -> Value {
+fn event(entry: &EventSummary, among: &Beside<'_>, index: usize, elapsed_ns: u64) -> Value {
     let mut value = reading(entry, among, index, elapsed_ns);
     if let Some(cgroup) = &entry.cgroup {
         value["cgroup"] = json!(cgroup);
@@ -137,10 +139,10 @@ fn event(entry: &EventSummary, among: &[EventSummary], index: usize, elapsed_ns:
 }
 
 /// One event's reading, spread and metric, or why it is not supported.
-fn reading(entry: &EventSummary, among: &[EventSummary], index: usize, elapsed_ns: u64) -> Value {
+fn reading(entry: &EventSummary, among: &Beside<'_>, index: usize, elapsed_ns: u64) -> Value {
     match &entry.reading {
         Ok(reading) => {
-            let metric = metric(among, index, elapsed_ns);
+            let metric = among.metric(index, elapsed_ns);
             json!({
                 "name": entry.name,
                 "backend": entry.backend,

@@ -1,9 +1,11 @@
 //! The machine's facts metric formulas read as `#` constants (perf's names): SMT, threads per
 //! core, packages, cores per package, the TSC's frequency, the CPUs online. Each is read once
-//! from sysfs or `/proc/cpuinfo`; a fact not found here has no value, and `-M` refuses the
+//! from sysfs, CPUID or `/proc/cpuinfo`; a fact not found here has no value, and `-M` refuses the
 //! metrics that need it with the reason.
 
 use std::sync::OnceLock;
+
+use counterhal::x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
 pub const KNOWN: [(&str, &str); 6] = [
@@ -89,18 +91,27 @@ impl Facts {
             threads_per_core: topology(first, "thread_siblings_list").and_then(|l| list_len(&l)),
             packages: u32::try_from(packages.len()).ok().filter(|&n| n > 0),
             cores_per_package: u32::try_from(cores_of_first.len()).ok().filter(|&n| n > 0),
-            tsc_hz: read("/proc/cpuinfo").and_then(|text| tsc_from_cpuinfo(&text)),
+            tsc_hz: tsc_hz(read("/proc/cpuinfo").as_deref()).map(|t| t.hz as f64),
         }
     }
 }
 
-/// The nominal frequency Intel writes in the model name (`... CPU @ 2.40GHz`), which the TSC
-/// runs at (as perf reads it when CPUID does not say).
-fn tsc_from_cpuinfo(text: &str) -> Option<f64> {
-    let line = text.lines().find(|l| l.starts_with("model name"))?;
-    let at = line.rsplit_once('@')?.1.trim();
-    let ghz = at.strip_suffix("GHz")?.trim().parse::<f64>().ok()?;
-    (ghz > 0.0).then_some(ghz * 1e9)
+/// The TSC's frequency: as perf derives `#system_tsc_freq` (CPUID leaf 0x15, else the model
+/// name's frequency: [`TscFrequency::as_perf_derives`]); where perf has none, CPUID leaf
+/// 0x16's base frequency, else measured against the monotonic clock over 20 ms where the TSC
+/// is invariant (counterhal's, so that the metrics run on AMD CPUs and VMs too).
+fn tsc_hz(cpuinfo: Option<&str>) -> Option<TscFrequency> {
+    let cpuid = CpuidInstruction;
+    if let Ok(Some(perf)) = TscFrequency::as_perf_derives(&cpuid, cpuinfo) {
+        return Some(perf);
+    }
+    let max_leaf = cpuid.cpuid(0, 0).ok()?.eax;
+    if let Ok(Some(base)) = TscFrequency::from_cpuid(&cpuid, max_leaf) {
+        return Some(base);
+    }
+    counterhal::time::measure_tsc_hz(std::time::Duration::from_millis(20))
+        .filter(|&hz| hz > 0)
+        .map(|hz| TscFrequency::new(hz, TscSource::Measured))
 }
 
 #[cfg(test)]
@@ -115,11 +126,26 @@ mod tests {
         assert_eq!(list_len(""), None);
     }
 
+    /// Oracle: perf's own reading, `perf stat -M` of a metric that prints
+    /// `#system_tsc_freq`, is not available without a PMU; the kernel's `tsc_known_freq` is:
+    /// where CPUID gives the frequency (leaf 0x15 or 0x16), it agrees with a measurement to 1%.
     #[test]
-    fn the_tsc_frequency_comes_from_the_model_name() {
-        let intel = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz\n";
-        assert_eq!(tsc_from_cpuinfo(intel), Some(2.4e9));
-        assert_eq!(tsc_from_cpuinfo("model name\t: AMD EPYC\n"), None);
+    fn the_tsc_frequency_is_known_here_and_agrees_with_a_measurement() {
+        let Some(tsc) = tsc_hz(read("/proc/cpuinfo").as_deref()) else {
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::Platform,
+                "an x86 CPU with an invariant TSC"
+            );
+        };
+        assert!(tsc.hz > 100_000_000, "{tsc:?}");
+        if tsc.source != TscSource::Measured
+            && let Some(measured) =
+                counterhal::time::measure_tsc_hz(std::time::Duration::from_millis(100))
+        {
+            let ratio = measured as f64 / tsc.hz as f64;
+            assert!((0.99..1.01).contains(&ratio), "{tsc:?} measured {measured}");
+            assert_eq!(constant("#system_tsc_freq"), Some(tsc.hz as f64));
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::metrics::{Style, metric};
+use super::metrics::{Beside, Style};
 use super::named_metrics::{MetricDef, evaluate};
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
@@ -58,8 +58,9 @@ fn same_units(rows: &mut [(&Section, &PlaceSummary, Vec<Cell>)]) {
 /// The metrics of one place in one stretch: each event's metric column, then each `-M`
 /// metric.
 fn cells(place: &PlaceSummary, length_ns: u64, metrics: &[&'static MetricDef]) -> Vec<Cell> {
+    let beside = Beside::new(&place.events);
     let mut cells: Vec<Cell> = (0..place.events.len())
-        .filter_map(|index| metric(&place.events, index, length_ns))
+        .filter_map(|index| beside.metric(index, length_ns))
         .map(|m| Cell {
             table: match m.style {
                 Style::Percent => format!("{:.2}%", m.value),

@@ -139,9 +139,47 @@ fn measures(name: &str) -> Option<Measures> {
     }
 }
 
-/// The events of one place and interval, by what they measure.
-struct Among<'a> {
+/// The events of one place and interval, each classified once by what it measures, with the
+/// first counted estimate of each kind (per cgroup): a metric looks its base up among a few
+/// kinds, not among every event, so a table of N events costs O(N), not O(N^2).
+pub struct Beside<'a> {
     events: &'a [EventSummary],
+    /// What each event measures.
+    kinds: Vec<Option<Measures>>,
+    /// The first counted estimate of each kind, per cgroup, in event order.
+    firsts: Vec<(Measures, Option<&'a str>, f64)>,
+}
+
+impl<'a> Beside<'a> {
+    /// `events` (one place, one interval), classified.
+    pub fn new(events: &'a [EventSummary]) -> Self {
+        let kinds: Vec<Option<Measures>> = events.iter().map(|e| measures(&e.name)).collect();
+        let mut firsts: Vec<(Measures, Option<&'a str>, f64)> = Vec::new();
+        for (event, kind) in events.iter().zip(&kinds) {
+            let (Some(kind), Some(estimate)) = (kind, event.estimate()) else {
+                continue;
+            };
+            let cgroup = event.cgroup.as_deref();
+            if !firsts.iter().any(|(k, c, _)| k == kind && *c == cgroup) {
+                firsts.push((*kind, cgroup, estimate as f64));
+            }
+        }
+        Beside {
+            events,
+            kinds,
+            firsts,
+        }
+    }
+
+    /// The metric perf prints beside `events[index]`, where there is one.
+    pub fn metric(&self, index: usize, elapsed_ns: u64) -> Option<Metric> {
+        metric_of(self, index, elapsed_ns)
+    }
+}
+
+/// The events of one place and interval as one event's metric sees them: those of its cgroup.
+struct Among<'a> {
+    beside: &'a Beside<'a>,
     /// The cgroup of the event whose metric this is.
     cgroup: Option<&'a str>,
 }
@@ -149,11 +187,11 @@ struct Among<'a> {
 impl Among<'_> {
     /// The estimate of the first event that measures `what` and counted.
     fn first(&self, what: Measures) -> Option<f64> {
-        self.events
+        self.beside
+            .firsts
             .iter()
-            .filter(|e| measures(&e.name) == Some(what) && e.cgroup.as_deref() == self.cgroup)
-            .find_map(EventSummary::estimate)
-            .map(|v| v as f64)
+            .find(|(kind, cgroup, _)| *kind == what && *cgroup == self.cgroup)
+            .map(|(_, _, estimate)| *estimate)
     }
 
     /// `value` over the first `base` event's estimate, where it is above 0.
@@ -181,13 +219,19 @@ impl Among<'_> {
 }
 
 /// The metric perf prints beside `events[index]`, among `events` (one place, one interval of
-/// `elapsed_ns`), where there is one.
+/// `elapsed_ns`), where there is one. For every event of a table, classify the events once
+/// with [`Beside::new`].
+#[cfg(test)]
 pub fn metric(events: &[EventSummary], index: usize, elapsed_ns: u64) -> Option<Metric> {
-    let entry = events.get(index)?;
+    Beside::new(events).metric(index, elapsed_ns)
+}
+
+fn metric_of(beside: &Beside<'_>, index: usize, elapsed_ns: u64) -> Option<Metric> {
+    let entry = beside.events.get(index)?;
     let value = entry.estimate()? as f64;
     // Only events of the same cgroup (`-G`) stand beside each other, as perf pairs them.
     let among = Among {
-        events,
+        beside,
         cgroup: entry.cgroup.as_deref(),
     };
     let percent_of = |base, what: &str| {
@@ -195,7 +239,7 @@ pub fn metric(events: &[EventSummary], index: usize, elapsed_ns: u64) -> Option<
             .over(value, base)
             .map(|share| Metric::new(100.0 * share, what, Style::Percent))
     };
-    match measures(&entry.name) {
+    match beside.kinds[index] {
         Some(Measures::Clock) => (elapsed_ns > 0)
             .then(|| Metric::new(value / elapsed_ns as f64, "CPUs utilized", Style::Rate)),
         Some(Measures::Instructions) => among

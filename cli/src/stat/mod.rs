@@ -28,6 +28,8 @@ mod intervals;
 mod machine;
 mod measurement;
 mod metric_only;
+#[cfg(all(test, target_os = "linux"))]
+mod metric_sweep;
 mod metrics;
 mod model;
 pub(crate) mod named_metrics;
@@ -35,11 +37,13 @@ mod pacing;
 mod plot;
 mod printing;
 mod results;
+pub(crate) mod runnable;
 mod separated;
 mod summary;
 mod switches;
 mod targets;
 mod tool;
+mod topdown_group;
 mod topology;
 mod verbose;
 
@@ -111,8 +115,13 @@ fn stat_with<B: Backend>(
     model: Option<&str>,
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
-    let chosen =
-        named_metrics::chosen(&args.metrics, model).map_err(|e| CliError::usage(e, USAGE))?;
+    // The metrics whose events and facts are known here; a group's others are named.
+    let resolve = |event: &str| backend.resolve(event).err();
+    let (chosen, left_out) =
+        runnable::plan(&args.metrics, model, &resolve).map_err(|e| CliError::usage(e, USAGE))?;
+    for note in left_out {
+        emit_to_stderr(&format!("counterhal: {note}\n"));
+    }
     let (mut names, groups) = args.event_groups();
     if args.event_names.is_empty() && !chosen.is_empty() {
         // -M alone counts the metrics' events, not the default set (as perf does).
@@ -127,18 +136,9 @@ fn stat_with<B: Backend>(
             names.push(needed);
         }
     }
-    // A metric's event the model does not have is refused naming the metric.
-    for metric in &chosen {
-        for event in named_metrics::events_needed(&[metric]) {
-            match backend.resolve(&event) {
-                Err(e) if e.kind() == counterhal::ErrorKind::InvalidEvent => {
-                    let e = e.context(format_args!("metric `{}` reads `{event}`", metric.name));
-                    return Err(CliError::usage(e, USAGE));
-                }
-                _ => {}
-            }
-        }
-    }
+    // Perf-metrics events and slots go in one group led by slots, as perf forces them.
+    let mut groups = groups;
+    topdown_group::force(backend, &names, &mut groups);
     // --filter's filter of each event, before --for-each-cgroup copies them.
     let filters = filters::of_events(args, names.len()).map_err(|e| CliError::usage(e, USAGE))?;
     // -G's cgroup of each event, or --for-each-cgroup's copies of every event.

@@ -4,14 +4,16 @@
 //! events counted with the others, seconds here), the machine's facts (`#num_cpus_online`, `#smt_on`, ...: see
 //! [`machine`](super::machine)) and other metrics by name. The metrics are the CPU model's,
 //! from the event database (Intel perfmon's and the kernel's AMD tables), and the portable
-//! ones below (every CPU with perf's generalized events has them); a name or group the model
-//! has wins over a portable one.
+//! ones below (every CPU with perf's generalized events has them). A name is looked up
+//! exactly (case and all) among the model's metrics and groups, then the portable ones, then
+//! without case among the portable ones, then the model's: the model's `Frontend_Bound` is
+//! `-M Frontend_Bound`, the portable `frontend_bound` is `-M frontend_bound`.
 
 use std::sync::OnceLock;
 
 use counterhal::Error;
 use counterhal::events::expression::{self, Expr};
-use counterhal::events::{SHIPPED_METRIC_FILES, shipped_metrics};
+use counterhal::events::{MetricTable, SHIPPED_METRIC_FILES, shipped_metrics};
 
 use super::machine;
 use super::summary::EventSummary;
@@ -68,6 +70,11 @@ impl MetricDef {
     fn answers_to(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
             || self.groups.iter().any(|g| g.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether `-M` argument `name` names it or one of its groups exactly (case too).
+    fn answers_exactly_to(&self, name: &str) -> bool {
+        self.name == name || self.groups.contains(&name)
     }
 }
 
@@ -176,22 +183,25 @@ pub fn of_model(id: &str) -> Result<&'static [MetricDef], Error> {
         return Ok(&[]);
     };
     let model = SHIPPED_METRIC_FILES[index].1;
-    Ok(DEFS[index].get_or_init(|| {
-        table
-            .metrics
-            .iter()
-            .map(|m| {
-                let groups = m.groups.iter().map(String::as_str).collect();
-                // perfmon writes `percent`; the metric column prints `%` as perf does.
-                let unit = if m.unit == "percent" {
-                    "%"
-                } else {
-                    m.unit.as_str()
-                };
-                MetricDef::new(&m.name, groups, &m.expression, m.scale, unit, Some(model))
-            })
-            .collect()
-    }))
+    Ok(DEFS[index].get_or_init(|| definitions(table, model)))
+}
+
+/// The metrics of `table` (the model `model`'s), their formulas not parsed yet.
+fn definitions(table: &'static MetricTable, model: &'static str) -> Vec<MetricDef> {
+    table
+        .metrics
+        .iter()
+        .map(|m| {
+            let groups = m.groups.iter().map(String::as_str).collect();
+            // perfmon writes `percent`; the metric column prints `%` as perf does.
+            let unit = if m.unit == "percent" {
+                "%"
+            } else {
+                m.unit.as_str()
+            };
+            MetricDef::new(&m.name, groups, &m.expression, m.scale, unit, Some(model))
+        })
+        .collect()
 }
 
 /// Every metric `-M` can take with the model `model`: the model's, then the portable ones.
@@ -210,8 +220,8 @@ pub fn catalogue(model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> 
 /// model's where it has the name, else the portable ones; in the catalogue's order.
 ///
 /// # Errors
-/// An unknown name, with the nearest known names; a metric that reads a machine fact not
-/// known here or a formula that does not parse.
+/// An unknown name, with the nearest known names. (Whether each metric can run here is asked
+/// later, of the backend.)
 pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static MetricDef>, Error> {
     if names.is_empty() {
         // No `-M`: no metric table is read and no formula parsed.
@@ -223,10 +233,29 @@ pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static Metr
     };
     let mut out: Vec<&'static MetricDef> = Vec::new();
     for name in names.iter().flat_map(|list| list.split(',')).map(str::trim) {
-        let mut matching: Vec<&'static MetricDef> =
-            own.iter().filter(|m| m.answers_to(name)).collect();
-        if matching.is_empty() {
-            matching = portable().iter().filter(|m| m.answers_to(name)).collect();
+        // Exactly the model's, exactly a portable one, a portable one in any case, the
+        // model's in any case: the first that has the name.
+        let lookups: [(&'static [MetricDef], bool); 4] = [
+            (own, true),
+            (portable(), true),
+            (portable(), false),
+            (own, false),
+        ];
+        let mut matching: Vec<&'static MetricDef> = Vec::new();
+        for (table, exact) in lookups {
+            matching = table
+                .iter()
+                .filter(|m| {
+                    if exact {
+                        m.answers_exactly_to(name)
+                    } else {
+                        m.answers_to(name)
+                    }
+                })
+                .collect();
+            if !matching.is_empty() {
+                break;
+            }
         }
         if matching.is_empty() {
             return Err(unknown(name, model, own));
@@ -237,10 +266,15 @@ pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static Metr
             }
         }
     }
-    for metric in &out {
-        readable(metric)?;
-    }
     Ok(out)
+}
+
+/// Whether `-M` arguments `names` name `metric` itself (not only a group it is in).
+pub fn named_by_itself(names: &[String], metric: &MetricDef) -> bool {
+    names
+        .iter()
+        .flat_map(|list| list.split(','))
+        .any(|name| metric.name.eq_ignore_ascii_case(name.trim()))
 }
 
 /// The error for an unknown `-M` name: the nearest names and groups, and where to see all.
@@ -279,12 +313,22 @@ fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
 
 /// Whether `name` is a constant rather than an event.
 fn is_constant(name: &str) -> bool {
-    name == "duration_time" || name.starts_with('#')
+    name == "duration_time" || name.starts_with('#') || is_retire_latency(name)
+}
+
+/// Whether `name` is an event's retire latency (perfmon's `EVENT:retire_latency`, perf's
+/// `EVENT:R`), which perf samples only under `perf stat --record-tpebs` and otherwise reads
+/// as 0 (`tpebs_set_evsel`, tools/perf/util/intel-tpebs.c: "Set default value or 0 when
+/// retire_latency for this event is not found from sampling data (record_tpebs not set ...)").
+/// counterhal does not sample it: it reads 0, as perf's default does.
+fn is_retire_latency(name: &str) -> bool {
+    name.rsplit_once(':')
+        .is_some_and(|(_, m)| m.eq_ignore_ascii_case("retire_latency") || m == "R")
 }
 
 /// Fails if `metric` (or a metric it reads) cannot be evaluated here: a formula that does not
 /// parse, or a machine fact counterhal does not know on this machine.
-fn readable(metric: &MetricDef) -> Result<(), Error> {
+pub fn readable(metric: &MetricDef) -> Result<(), Error> {
     let mut todo = vec![(metric, 0)];
     while let Some((def, depth)) = todo.pop() {
         let formula = def.formula().map_err(|e| {
@@ -326,8 +370,58 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
     } else if name.contains('@') {
         name.replace('@', "/")
     } else {
-        name.to_string()
+        perfmon_spelling(name)
     }
+}
+
+/// What perf counts for an event as Intel perfmon's formulas spell it, as perfmon's own
+/// converter to perf's tables rewrites it (`scripts/create_perf_json.py`, `td_event_fixups`
+/// and the modifier rules after them): `TOPDOWN.SLOTS:perf_metrics` (and `:percore`) is
+/// `TOPDOWN.SLOTS`; `:sup` is `:k` and `:user` `:u`; `:u0xNN` sets the unit mask
+/// (`cpu/EVENT,umask=0xNN/`) and `:ocr_msr_val=V` the offcore response
+/// (`cpu/EVENT,offcore_rsp=V/`, its SPR fixup); `TSC` is the msr PMU's `tsc` (perf finds the alias on the PMU
+/// that has it). `PERF_METRICS.*` stay: the Linux backend knows them.
+fn perfmon_spelling(name: &str) -> String {
+    if name == "TSC" {
+        return "msr/tsc/".to_string();
+    }
+    // `:eq1` after a counter mask: perfmon's converter drops it for perf (its LNL and ARL
+    // fixups: `IDQ.DSB_UOPS:c8:i1:eq1` is `cmask=0x8,inv=0x1`).
+    if let Some(rest) = name
+        .strip_suffix(":eq1")
+        .or_else(|| name.strip_suffix(":EQ1"))
+    {
+        return perfmon_spelling(rest);
+    }
+    let Some((event, modifier)) = name.split_once(':') else {
+        return name.to_string();
+    };
+    match modifier.to_ascii_lowercase().as_str() {
+        "perf_metrics" | "percore" => event.to_string(),
+        m if m.starts_with("ocr_msr_val=") => {
+            format!(
+                "cpu/{event},offcore_rsp={}/",
+                &modifier["ocr_msr_val=".len()..]
+            )
+        }
+        "sup" => format!("{event}:k"),
+        "user" => format!("{event}:u"),
+        m if m.starts_with("u0x")
+            && m.len() > 3
+            && m[3..].chars().all(|c| c.is_ascii_hexdigit()) =>
+        {
+            format!("cpu/{event},umask={}/", &modifier[1..])
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// Whether `event` is one of the perf-metrics events perfmon's formulas read
+/// (`PERF_METRICS.RETIRING`), which the kernel reads only in a group led by slots.
+fn is_perf_metrics_event(event: &str) -> bool {
+    event
+        .get(..13)
+        .is_some_and(|p| p.eq_ignore_ascii_case("PERF_METRICS."))
 }
 
 /// The events `metrics` read (through the metrics they name, too), in order, each once.
@@ -354,8 +448,18 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
             }
         }
     }
+    // The kernel opens a metric event only in a group led by slots (`intel_pmu_hw_config`,
+    // arch/x86/events/intel/core.c): perf's tables add `0 * tma_info_thread_slots` for it.
+    if events.iter().any(|e| is_perf_metrics_event(e))
+        && !events.iter().any(|e| e.eq_ignore_ascii_case(SLOTS))
+    {
+        events.insert(0, SLOTS.to_string());
+    }
     events
 }
+
+/// Intel's name of the slots event, which leads the perf-metrics group.
+const SLOTS: &str = "TOPDOWN.SLOTS";
 
 /// One metric's value over one place and stretch (`None`: an event it reads did not count).
 pub fn evaluate(metric: &MetricDef, events: &[EventSummary], length_ns: u64) -> Option<f64> {
@@ -380,6 +484,9 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         }
         if name.starts_with('#') {
             return machine::constant(name);
+        }
+        if is_retire_latency(name) {
+            return Some(0.0);
         }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
@@ -451,11 +558,14 @@ mod tests {
         .join()
         .unwrap();
         // Loading a model's metrics parses none of its formulas for the command: only the
-        // metrics planned or evaluated are parsed (the tests here evaluate a few).
-        let skl = of_model("skl").unwrap();
+        // metrics planned or evaluated are parsed. (Fresh definitions: the cached ones are
+        // shared with the other tests of this process, which plan every metric.)
+        let table = shipped_metrics("skl").unwrap().unwrap();
+        let skl = definitions(table, "skl");
         let parsed = skl.iter().filter(|m| m.formula.get().is_some()).count();
-        assert!(
-            parsed < skl.len() / 2,
+        assert_eq!(
+            parsed,
+            0,
             "{parsed} of {} formulas parsed on load",
             skl.len()
         );
@@ -582,7 +692,7 @@ mod tests {
             .iter()
             .find(|m| m.expression.contains("#system_tsc_freq"))
             .unwrap();
-        let result = chosen(&[tsc.name.to_string()], Some("skl"));
+        let result = readable(tsc);
         match machine::constant("#system_tsc_freq") {
             Some(_) => assert!(result.is_ok(), "{result:?}"),
             None => {
@@ -597,10 +707,83 @@ mod tests {
             .find(|m| m.expression.contains("#chas_per_socket"));
         // Never known here; the error names the first fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
-        let e = chosen(&[chas.name.to_string()], chas.model).unwrap_err();
+        let e = readable(chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
         assert_eq!(machine::constant(fact), None, "{e}");
+    }
+
+    /// The rule the README states: the model's metric by its exact name, the portable one by
+    /// its own (the model's `Frontend_Bound` used to shadow the portable `frontend_bound`).
+    #[test]
+    fn exact_names_choose_between_the_models_metric_and_the_portable_one() {
+        let pick = |name: &str| chosen(&[name.to_string()], Some("skl")).unwrap()[0].model;
+        assert_eq!(pick("Frontend_Bound"), Some("skl"));
+        assert_eq!(pick("frontend_bound"), None);
+        assert_eq!(
+            pick("FRONTEND_BOUND"),
+            None,
+            "any case: the portable one first"
+        );
+        assert_eq!(
+            pick("tmal1"),
+            Some("skl"),
+            "any case: the model's when only it has it"
+        );
+        assert!(named_by_itself(
+            &["IPC,Frontend_Bound".to_string()],
+            by_name("IPC")
+        ));
+        assert!(!named_by_itself(&["Summary".to_string()], by_name("IPC")));
+    }
+
+    /// Oracle: Intel perfmon's `scripts/create_perf_json.py` (commit 6dadedf), which rewrites
+    /// these spellings for perf's tables (`td_event_fixups`, `:sup` to `:k`, `:u0x` to
+    /// `umask=`), and the kernel's rule that metric events need slots in their group.
+    #[test]
+    fn perfmon_spellings_become_what_perf_counts() {
+        assert_eq!(
+            perfmon_spelling("TOPDOWN.SLOTS:perf_metrics"),
+            "TOPDOWN.SLOTS"
+        );
+        assert_eq!(perfmon_spelling("TOPDOWN.SLOTS:percore"), "TOPDOWN.SLOTS");
+        assert_eq!(
+            perfmon_spelling("CPU_CLK_UNHALTED.CORE_P:sup"),
+            "CPU_CLK_UNHALTED.CORE_P:k"
+        );
+        assert_eq!(
+            perfmon_spelling("FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE:u0xfc"),
+            "cpu/FP_ARITH_INST_RETIRED.128B_PACKED_DOUBLE,umask=0xfc/"
+        );
+        assert_eq!(perfmon_spelling("TSC"), "msr/tsc/");
+        assert_eq!(
+            perfmon_spelling("OCR.DEMAND_RFO.L3_MISS:ocr_msr_val=0x103b800002"),
+            "cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/"
+        );
+        assert_eq!(
+            perfmon_spelling("IDQ.DSB_UOPS:c=8:i=1:eq1"),
+            "IDQ.DSB_UOPS:c=8:i=1"
+        );
+        // perf's default for a retire latency without --record-tpebs: 0, no event opened.
+        assert!(is_constant(
+            "MEM_INST_RETIRED.STLB_HIT_LOADS:retire_latency"
+        ));
+        let gnr = of_model("gnr").unwrap();
+        let with_latency = gnr
+            .iter()
+            .find(|m| m.expression.contains(":retire_latency"))
+            .unwrap();
+        let events = events_needed(&[with_latency]);
+        assert!(
+            !events.iter().any(|e| e.contains("retire_latency")),
+            "{events:?}"
+        );
+        assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
+        let spr = of_model("spr").unwrap();
+        let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();
+        let events = events_needed(&[backend]);
+        assert_eq!(events[0], "TOPDOWN.SLOTS", "{events:?}");
+        assert!(events.contains(&"PERF_METRICS.BACKEND_BOUND".to_string()));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use counterhal::Error;
 use super::arguments::{Format, StatArgs};
 use super::document;
 use super::metric_only;
-use super::metrics::{Metric, Style, metric};
+use super::metrics::{Beside, Metric, Style};
 use super::named_metrics::{MetricDef, evaluate};
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
@@ -281,6 +281,11 @@ fn precision(spread: f64) -> usize {
 
 /// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
 fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef], big: bool) {
+    let beside: Vec<Beside<'_>> = section
+        .places
+        .iter()
+        .map(|p| Beside::new(&p.events))
+        .collect();
     for (index, at) in line_order(section) {
         let place = &section.places[at];
         {
@@ -296,7 +301,7 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
                 Some((place, None)) => _ = write!(line, "{:<11}", place.label()),
                 None => {}
             }
-            let metric = metric(&place.events, index, section.length_ns);
+            let metric = beside[at].metric(index, section.length_ns);
             line.push_str(&table_line(&place.events[index], metric.as_ref(), big));
             _ = writeln!(out, "{}", line.trim_end());
         }

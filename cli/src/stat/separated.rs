@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use counterhal::hal::Reading;
 
-use super::metrics::{Metric, metric};
+use super::metrics::{Beside, Metric};
 use super::named_metrics::{MetricDef, evaluate};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
@@ -107,13 +107,18 @@ fn lines<'a>(summary: &'a Summary, metrics: &[&'static MetricDef]) -> Vec<Row<'a
 }
 
 fn section_lines<'a>(section: &'a Section, repeated: bool, lines: &mut Vec<Row<'a>>) {
+    let beside: Vec<Beside<'_>> = section
+        .places
+        .iter()
+        .map(|p| Beside::new(&p.events))
+        .collect();
     for (index, at) in line_order(section) {
         let place = &section.places[at];
         lines.push(Row::Event(Line {
             at_ns: section.at_ns,
             place: place.place.as_ref(),
             entry: &place.events[index],
-            metric: metric(&place.events, index, section.length_ns),
+            metric: beside[at].metric(index, section.length_ns),
             spread: repeated.then(|| place.events[index].stddev_percent.unwrap_or(0.0)),
         }));
     }

@@ -14,8 +14,23 @@ pub fn generalized_events_open<S: Subject>(subject: &S) -> Outcome {
     }
     let mut failures = Vec::new();
     let mut refused = Vec::new();
+    // A derived event (a PAPI preset) opens its terms as one group: with more terms than the
+    // PMU has counters it cannot open, as PAPI refuses it (PAPI_ECNFLCT): not a failure.
+    let capabilities = subject.backend().capabilities();
+    let counters = capabilities
+        .general_counters
+        .map(|general| general as usize + capabilities.fixed_counters as usize);
     for event in &claimed {
         let name = event.name();
+        if let (Some(counters), Ok(resolved)) = (counters, subject.backend().resolve(&name))
+            && resolved.terms.len() > counters
+        {
+            refused.push(format!(
+                "{name}: {} terms, {counters} counters",
+                resolved.terms.len()
+            ));
+            continue;
+        }
         match open(subject, &[&name]) {
             Ok(_) => {}
             Err(Stop::Fail(detail)) => failures.push(detail),

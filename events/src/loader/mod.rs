@@ -4,6 +4,7 @@
 mod event;
 mod header;
 mod mapping;
+mod papi;
 mod schema;
 mod source;
 
@@ -12,7 +13,7 @@ use counterhal_hal::Error;
 use crate::model::{CpuModel, EncoderKind};
 use event::{check_event_fits, native_event};
 use header::{hybrid_core, match_rule, pmu_description};
-use mapping::{check_term, mapping};
+use mapping::{Entry, check_term, mapping};
 use schema::{CpuDoc, FileDoc};
 pub(crate) use source::Source;
 
@@ -267,6 +268,7 @@ fn load_cpu(
                 events: Vec::new(),
                 index: Default::default(),
                 mappings: Vec::new(),
+                refused_presets: Vec::new(),
                 event_aliases: Default::default(),
             })
         }
@@ -382,7 +384,17 @@ fn load_cpu(
     for (table, presets) in [(&doc.generalized, false), (&doc.presets, true)] {
         let Some(table) = table else { continue };
         for (key, value) in table {
-            let mapping = mapping(source, model, key, value, presets)?;
+            let mapping = match mapping(source, model, key, value, presets)? {
+                Entry::Mapped(mapping) => mapping,
+                Entry::Refused(event, why) => {
+                    // A preset of PAPI's table this model cannot map: left out, as PAPI leaves
+                    // out a preset whose natives it does not find, with the reason kept (a
+                    // mapping another layer gives stays).
+                    model.refused_presets.retain(|(e, _)| *e != event);
+                    model.refused_presets.push((event, why));
+                    continue;
+                }
+            };
             touched.push(mapping.event);
             match model.mappings.iter().position(|m| m.event == mapping.event) {
                 Some(i) => model.mappings[i] = mapping,
@@ -396,7 +408,7 @@ fn load_cpu(
             if touched.contains(&m.event) {
                 continue;
             }
-            for (_, spec) in &m.terms {
+            for (_, _, spec) in &m.terms {
                 check_term(model, spec).map_err(|why| {
                     source.error(
                         doc.id.span(),

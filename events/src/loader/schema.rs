@@ -26,8 +26,9 @@ pub(super) struct CpuDoc {
     pub(super) hybrid: Option<Spanned<HybridDoc>>,
     #[serde(default)]
     pub(super) event: Vec<Spanned<EventDoc>>,
-    pub(super) generalized: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    pub(super) presets: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    pub(super) generalized: Option<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    /// Expressions, or presets in PAPI's form (`{ papi = "...", natives = [...] }`).
+    pub(super) presets: Option<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
     /// Other spellings of events: `"EVENT:UNIT_MASK" = "CANONICAL.NAME"`.
     pub(super) event_aliases: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }

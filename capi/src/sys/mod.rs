@@ -28,6 +28,10 @@ use facade::hal::Reading;
 
 use crate::{CResult, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 
+mod samplers;
+mod sets;
+pub(crate) use sets::this_thread_id;
+
 /// `counterhal_reading_t` is three `uint64_t`s, as [`Reading`] is (`#[repr(C)]`).
 const _: () = assert!(size_of::<Reading>() == 24 && align_of::<Reading>() == align_of::<u64>());
 

@@ -1,0 +1,328 @@
+/* The C API's set options, removal, rows, version, listing of unit masks and the refusals
+ * it words, as a C tool meets them. Each mode checks one piece and prints "ok MODE" when every
+ * check held, or the failed check and exits 1.
+ *
+ *   face version | remove | options | inherit | rows | restart | refusals | umasks
+ *   face cpus    (rows of a COUNTERHAL_TARGET_ALL_CPUS set; needs the privilege to count CPUs) */
+#define _GNU_SOURCE
+#include <counterhal.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failed;
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+                    #cond, counterhal_last_error());                                        \
+            failed = 1;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+/* This thread's CPU time. */
+static uint64_t cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Runs this thread until it has used ns nanoseconds of CPU. */
+static void spin(uint64_t ns) {
+    uint64_t end = cpu_ns() + ns;
+    while (cpu_ns() < end) {
+    }
+}
+
+enum { PAGES = 256 };
+
+/* Touches PAGES fresh pages: at least PAGES page faults in the thread that runs it. */
+static void *touch_pages(void *arg) {
+    long page = sysconf(_SC_PAGESIZE);
+    char *memory = mmap(NULL, (size_t)page * PAGES, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
+        return NULL;
+    for (int i = 0; i < PAGES; i++)
+        memory[(size_t)i * (size_t)page] = 1;
+    munmap(memory, (size_t)page * PAGES);
+    return arg;
+}
+
+static counterhal_set_t *new_set(counterhal_t *ch) {
+    counterhal_set_t *set = NULL;
+    if (counterhal_set_create(ch, &set) != COUNTERHAL_OK) {
+        fprintf(stderr, "no set: %s\n", counterhal_last_error());
+        exit(1);
+    }
+    return set;
+}
+
+static void version(void) {
+    CHECK(counterhal_version() == COUNTERHAL_VERSION_NUMBER);
+    CHECK(strcmp(counterhal_version_string(), COUNTERHAL_VERSION_STRING) == 0);
+    printf("version %s\n", counterhal_version_string());
+}
+
+static void removal(counterhal_t *ch) {
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t out[3];
+    CHECK(counterhal_set_add(set, "page-faults") == 0);
+    CHECK(counterhal_set_add(set, "task-clock") == 1);
+    CHECK(counterhal_set_add(set, "context-switches") == 2);
+    CHECK(counterhal_set_remove(set, 1) == COUNTERHAL_OK);
+    CHECK(counterhal_set_size(set) == 2);
+    CHECK(strcmp(counterhal_set_event_name(set, 1), "context-switches") == 0);
+    CHECK(counterhal_set_remove(set, 5) == COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "no event at index 5") != NULL);
+    /* A removed event can be added again, at the end. */
+    CHECK(counterhal_set_add(set, "task-clock") == 2);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_remove(set, 0) == COUNTERHAL_ESTATE);
+    CHECK(counterhal_set_stop(set, out, 3) == COUNTERHAL_OK);
+    CHECK(out[2].value > 0); /* task-clock counted in its new place */
+    CHECK(counterhal_set_remove(set, 0) == COUNTERHAL_OK);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_stop(set, out, 2) == COUNTERHAL_OK);
+    CHECK(out[1].value > 0);
+    counterhal_set_destroy(set);
+}
+
+static void options(counterhal_t *ch) {
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t out[2];
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_GROUPED) == 1);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_PINNED) == 0);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_INHERIT) == 0);
+    CHECK(counterhal_set_add(set, "page-faults") == 0);
+    CHECK(counterhal_set_add(set, "task-clock") == 1);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_GROUPED, 0) == COUNTERHAL_OK);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_GROUPED) == 0);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_PINNED, 1) == COUNTERHAL_OK);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_PINNED) == 1);
+    CHECK(counterhal_set_option(set, 9, 1) == COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "unknown option 9") != NULL);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_GROUPED, 2) == COUNTERHAL_EINVAL);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_GROUPED, 1) == COUNTERHAL_ESTATE);
+    CHECK(counterhal_set_stop(set, out, 2) == COUNTERHAL_OK);
+    CHECK(out[1].value > 0);
+    counterhal_set_destroy(set);
+
+    counterhal_set_t *cpus = NULL;
+    CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_CPUS, 0, "0", &cpus) == COUNTERHAL_OK);
+    if (cpus != NULL) {
+        CHECK(counterhal_set_option(cpus, COUNTERHAL_OPTION_INHERIT, 1) == COUNTERHAL_EINVAL);
+        counterhal_set_destroy(cpus);
+    }
+}
+
+/* Page faults of a thread this thread creates: counted with COUNTERHAL_OPTION_INHERIT, not
+ * without (the oracle: touching PAGES fresh pages faults at least PAGES times). */
+static void inherit(counterhal_t *ch) {
+    for (int on = 0; on <= 1; on++) {
+        counterhal_set_t *set = new_set(ch);
+        counterhal_reading_t out[1];
+        CHECK(counterhal_set_add(set, "page-faults") == 0);
+        CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_INHERIT, on) == COUNTERHAL_OK);
+        CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, touch_pages, NULL) == 0);
+        pthread_join(thread, NULL);
+        CHECK(counterhal_set_stop(set, out, 1) == COUNTERHAL_OK);
+        printf("inherit %d: %llu page faults\n", on, (unsigned long long)out[0].value);
+        if (on)
+            CHECK(out[0].value >= PAGES);
+        else
+            CHECK(out[0].value < PAGES);
+        counterhal_set_destroy(set);
+    }
+}
+
+static void rows(counterhal_t *ch) {
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t out[1];
+    uint32_t id = 99;
+    CHECK(counterhal_set_add(set, "task-clock") == 0);
+    CHECK(counterhal_set_place(set, 0, &id) == COUNTERHAL_PLACE_THIS_THREAD && id == 0);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_targets(set) == 1);
+    CHECK(counterhal_set_place(set, 0, NULL) == COUNTERHAL_PLACE_THIS_THREAD);
+    CHECK(counterhal_set_place(set, 1, &id) == COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "no row 1") != NULL);
+    CHECK(counterhal_set_stop(set, out, 1) == COUNTERHAL_OK);
+    counterhal_set_destroy(set);
+
+    counterhal_set_t *thread = NULL;
+    uint32_t self = (uint32_t)gettid();
+    CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_THREAD, self, NULL, &thread) ==
+          COUNTERHAL_OK);
+    if (thread != NULL) {
+        CHECK(counterhal_set_place(thread, 0, &id) == COUNTERHAL_PLACE_THREAD && id == self);
+        counterhal_set_destroy(thread);
+    }
+}
+
+/* Each row of an all-CPUs set names its CPU: the CPUs online, in order. */
+static void cpus(counterhal_t *ch) {
+    counterhal_set_t *set = NULL;
+    CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_ALL_CPUS, 0, NULL, &set) ==
+          COUNTERHAL_OK);
+    if (set == NULL)
+        return;
+    int added = counterhal_set_add(set, "task-clock");
+    if (added == COUNTERHAL_EPERM) {
+        printf("skip: counting CPUs is refused here: %s\n", counterhal_last_error());
+        exit(3);
+    }
+    CHECK(added == 0);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    int places = counterhal_set_targets(set);
+    CHECK(places == (int)sysconf(_SC_NPROCESSORS_ONLN));
+    for (int row = 0; row < places; row++) {
+        uint32_t id = 999;
+        CHECK(counterhal_set_place(set, (size_t)row, &id) == COUNTERHAL_PLACE_CPU);
+        printf("row %d: cpu %u\n", row, id);
+        CHECK(id == (uint32_t)row);
+    }
+    counterhal_set_destroy(set);
+}
+
+/* A restarted set's times start from zero: the second run's time enabled is that run's,
+ * not the lifetime's. The oracle: this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) around
+ * each run, which a thread's event is enabled for (the run's time, 5 ms, where the lifetime's
+ * would be 45 ms). */
+static void restart(counterhal_t *ch) {
+    const uint64_t slack = 2000000;
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t first[1], second[1], again[1];
+    CHECK(counterhal_set_add(set, "task-clock") == 0);
+    uint64_t t0 = cpu_ns();
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    spin(40000000);
+    CHECK(counterhal_set_stop(set, first, 1) == COUNTERHAL_OK);
+    uint64_t t1 = cpu_ns();
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    spin(5000000);
+    CHECK(counterhal_set_stop(set, second, 1) == COUNTERHAL_OK);
+    uint64_t t2 = cpu_ns();
+    printf("first run %llu ns enabled (%llu ns on the CPU), second %llu ns (%llu ns)\n",
+           (unsigned long long)first[0].time_enabled, (unsigned long long)(t1 - t0),
+           (unsigned long long)second[0].time_enabled, (unsigned long long)(t2 - t1));
+    CHECK(first[0].time_enabled <= t1 - t0 + slack);
+    CHECK(first[0].time_enabled + slack >= 40000000);
+    CHECK(second[0].time_enabled <= t2 - t1 + slack);
+    CHECK(second[0].time_enabled + slack >= 5000000);
+    CHECK(second[0].value <= t2 - t1 + slack);
+    /* A reset while running starts a new window too. */
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    spin(20000000);
+    uint64_t t3 = cpu_ns();
+    CHECK(counterhal_set_reset(set) == COUNTERHAL_OK);
+    spin(2000000);
+    CHECK(counterhal_set_read(set, again, 1) == COUNTERHAL_OK);
+    uint64_t t4 = cpu_ns();
+    CHECK(again[0].time_enabled <= t4 - t3 + slack);
+    CHECK(again[0].value <= t4 - t3 + slack);
+    counterhal_set_destroy(set);
+}
+
+static void refusals(counterhal_t *ch) {
+    counterhal_set_t *set = NULL;
+    CHECK(counterhal_set_create_for(ch, COUNTERHAL_TARGET_THREAD, 0, NULL, &set) ==
+          COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "COUNTERHAL_TARGET_THREAD needs an id") != NULL);
+    CHECK(strstr(counterhal_last_error(), "process id") == NULL);
+    set = new_set(ch);
+    CHECK(counterhal_set_add(set, "{page-faults,task-clock}") == COUNTERHAL_EEVENT);
+    CHECK(strstr(counterhal_last_error(), "group syntax") != NULL);
+    counterhal_set_destroy(set);
+}
+
+/* A native event's unit masks follow it in the listing, named EVENT.UNIT_MASK. */
+static void umasks(counterhal_t *ch) {
+    if (counterhal_cpu_model(ch) == NULL) {
+        printf("skip: no CPU model detected\n");
+        exit(3);
+    }
+    int n = counterhal_list(ch, "BR_INST_RETIRED", NULL, 0);
+    if (n == 0) {
+        printf("skip: model %s has no BR_INST_RETIRED\n", counterhal_cpu_model(ch));
+        exit(3);
+    }
+    CHECK(n > 1);
+    if (n <= 1)
+        return;
+    counterhal_event_info_t *out = calloc((size_t)n, sizeof *out);
+    CHECK(counterhal_list(ch, "BR_INST_RETIRED", out, (size_t)n) == n);
+    int events = 0, masks = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(out[i].section, "native") == 0 && strcmp(out[i].name, "BR_INST_RETIRED") == 0)
+            events++;
+        if (strcmp(out[i].section, "umask") == 0) {
+            CHECK(strncmp(out[i].name, "BR_INST_RETIRED.", 16) == 0);
+            masks++;
+        }
+    }
+    printf("BR_INST_RETIRED: %d event, %d unit masks\n", events, masks);
+    CHECK(events == 1 && masks > 1);
+    free(out);
+}
+
+/* A report written on request is not written again at exit unless a region ended since
+ * ("report" ends one region; "report-more" ends another after the report). The report's
+ * return code is printed ("report returned N") for the format check. */
+static void report(int more) {
+    CHECK(counterhal_region_begin("first") == COUNTERHAL_OK);
+    CHECK(counterhal_region_end("first") == COUNTERHAL_OK);
+    int rc = counterhal_region_report();
+    printf("report returned %d: %s\n", rc, rc == 0 ? "" : counterhal_last_error());
+    if (more) {
+        CHECK(counterhal_region_begin("second") == COUNTERHAL_OK);
+        CHECK(counterhal_region_end("second") == COUNTERHAL_OK);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    counterhal_t *ch = NULL;
+    if (counterhal_open(&ch, NULL) != COUNTERHAL_OK) {
+        fprintf(stderr, "no backend: %s\n", counterhal_last_error());
+        return 2;
+    }
+    if (strcmp(mode, "version") == 0)
+        version();
+    else if (strcmp(mode, "remove") == 0)
+        removal(ch);
+    else if (strcmp(mode, "options") == 0)
+        options(ch);
+    else if (strcmp(mode, "inherit") == 0)
+        inherit(ch);
+    else if (strcmp(mode, "rows") == 0)
+        rows(ch);
+    else if (strcmp(mode, "cpus") == 0)
+        cpus(ch);
+    else if (strcmp(mode, "restart") == 0)
+        restart(ch);
+    else if (strcmp(mode, "refusals") == 0)
+        refusals(ch);
+    else if (strcmp(mode, "umasks") == 0)
+        umasks(ch);
+    else if (strcmp(mode, "report") == 0 || strcmp(mode, "report-more") == 0)
+        report(strcmp(mode, "report-more") == 0);
+    else {
+        fprintf(stderr, "unknown mode `%s`\n", mode);
+        return 2;
+    }
+    counterhal_close(ch);
+    if (failed)
+        return 1;
+    printf("ok %s\n", mode);
+    return 0;
+}

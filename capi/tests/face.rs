@@ -1,0 +1,143 @@
+//! The C API's newer pieces from C (`tests/c/face.c`): set options (grouped, pinned,
+//! inherit), removing events, which thread or CPU each row counts, the version, unit masks in
+//! the listing, restarts that start the times from zero, and the refusals it words. Oracles:
+//! the kernel's page-fault count of a thread touching fresh pages (inherit), CLOCK_MONOTONIC
+//! around each run (restart), `sysconf(_SC_NPROCESSORS_ONLN)` (rows), the package version
+//! (the header's version macros).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{c_program, run_mode};
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// `tests/c/face.c`, built.
+fn program() -> PathBuf {
+    c_program("face")
+}
+
+/// Runs one mode of `face` (see [`run_mode`]).
+fn run(mode: &str) -> Option<String> {
+    run_mode(&program(), mode)
+}
+
+#[test]
+fn the_version_is_the_package_s_in_header_and_library() {
+    let header =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/counterhal.h"))
+            .unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        header.contains(&format!("#define COUNTERHAL_VERSION_STRING \"{version}\"")),
+        "the header's COUNTERHAL_VERSION_STRING is not the package's {version}"
+    );
+    let parts: Vec<&str> = version.split('.').collect();
+    for (name, value) in ["MAJOR", "MINOR", "PATCH"].iter().zip(parts) {
+        assert!(
+            header.contains(&format!("#define COUNTERHAL_VERSION_{name} {value}\n")),
+            "COUNTERHAL_VERSION_{name} is not {value}"
+        );
+    }
+    let stdout = run("version").unwrap();
+    assert!(stdout.contains(&format!("version {version}")), "{stdout}");
+}
+
+#[test]
+fn events_are_removed_and_the_rest_still_count() {
+    run("remove");
+}
+
+#[test]
+fn options_are_set_refused_while_running_and_checked() {
+    run("options");
+}
+
+#[test]
+fn inherit_counts_the_threads_a_thread_creates() {
+    let stdout = run("inherit").unwrap();
+    eprintln!("{stdout}");
+}
+
+#[test]
+fn each_row_names_its_thread() {
+    run("rows");
+}
+
+#[test]
+fn each_row_of_an_all_cpus_set_names_its_cpu() {
+    if run("cpus").is_none() {
+        skip!(
+            Need::Privilege,
+            "counting CPUs is refused here (perf_event_paranoid)"
+        );
+    }
+}
+
+#[test]
+fn a_restarted_set_counts_its_times_from_zero() {
+    let stdout = run("restart").unwrap();
+    eprintln!("{stdout}");
+}
+
+#[test]
+fn refusals_say_what_was_wrong() {
+    run("refusals");
+}
+
+#[test]
+fn the_listing_holds_unit_masks_after_their_event() {
+    if run("umasks").is_none() {
+        skip!(Need::System, "no Intel CPU model is detected here");
+    }
+}
+
+/// Runs `face MODE` with regions counting task-clock (reports on standard error) and `env`;
+/// its standard output and error.
+fn regions(mode: &str, env: &[(&str, &str)]) -> (String, String) {
+    let out = Command::new(program())
+        .arg(mode)
+        .env("COUNTERHAL_REGION_EVENTS", "task-clock")
+        .env_remove("COUNTERHAL_REGION_OUTPUT")
+        .env_remove("COUNTERHAL_REGION_FORMAT")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "face {mode}: {stdout}{stderr}");
+    (stdout, stderr)
+}
+
+/// The number of reports (their header lines) in `text`.
+fn reports(text: &str) -> usize {
+    text.lines().filter(|l| l.starts_with("region ")).count()
+}
+
+#[test]
+fn a_report_written_on_request_is_not_written_again_at_exit() {
+    let (_, stderr) = regions("report", &[]);
+    assert_eq!(reports(&stderr), 1, "{stderr}");
+    // A region ended after the report: the report at exit has it.
+    let (_, stderr) = regions("report-more", &[]);
+    assert_eq!(reports(&stderr), 2, "{stderr}");
+    let last = stderr.rsplit("region ").next().unwrap();
+    assert!(last.contains("second"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_report_format_is_an_error_and_the_table_is_still_written() {
+    let (stdout, stderr) = regions("report", &[("COUNTERHAL_REGION_FORMAT", "xml")]);
+    assert!(
+        stdout.contains("report returned -1: COUNTERHAL_REGION_FORMAT is `xml`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hint: set COUNTERHAL_REGION_FORMAT to table or json"),
+        "{stdout}"
+    );
+    assert_eq!(reports(&stderr), 1, "{stderr}");
+}

@@ -1,0 +1,126 @@
+//! The sweep of every metric and group `list --metrics` offers for every model of the
+//! database, planned as `stat -M NAME --cpu-model MODEL -- true` plans it (in process): none
+//! is refused but those whose events are an uncore PMU's, and each of those is marked in
+//! `list --metrics`.
+
+use std::sync::Arc;
+
+use counterhal::events::Database;
+use counterhal::{Backend, Error, ErrorKind};
+
+use super::named_metrics::{self, MetricDef};
+use super::runnable::{self, is_uncore};
+
+/// What `stat -M name` does before it counts, on `backend` for `model`: the metrics it
+/// chooses, and each of their events resolved (an event that resolves opens, or opens to
+/// `<not supported>` where the machine lacks it; one that does not is refused).
+fn plan_as_stat<B: Backend>(backend: &B, model: &str, name: &str) -> Result<usize, Error> {
+    let resolve = |event: &str| backend.resolve(event).err();
+    let (chosen, _left_out) = runnable::plan(&[name.to_string()], Some(model), &resolve)?;
+    for event in named_metrics::events_needed(&chosen) {
+        if super::tool::Tool::named(&event).is_some() {
+            continue;
+        }
+        if let Err(e) = backend.resolve(&event)
+            && e.kind() == ErrorKind::InvalidEvent
+        {
+            return Err(e);
+        }
+    }
+    Ok(chosen.len())
+}
+
+/// Oracles: the kernel's perf-metrics events (arch/x86/events/intel/core.c), perf's TSC
+/// derivation (tools/perf/arch/x86/util/tsc.c), Intel perfmon's own rewriting of its formulas
+/// for perf (scripts/create_perf_json.py), and the kernel's AMD tables, whose metrics read
+/// uncore PMUs' events (the ones with a `Unit`): what stays refused must be an uncore PMU's.
+#[test]
+fn every_metric_and_group_of_every_model_runs_but_the_uncore_ones() {
+    let db = Arc::new(Database::shipped().unwrap());
+    let ids: Vec<String> = db.models().map(|m| m.id.clone()).collect();
+    let (mut total, mut uncore, mut metrics_marked) = (0, 0, 0);
+    let mut refused: Vec<String> = Vec::new();
+    for id in &ids {
+        let Ok(linux) = counterhal::linux::probe(Arc::clone(&db), Some(id.clone())) else {
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::System,
+                "perf_event_open is not available here"
+            );
+        };
+        let resolve = |event: &str| linux.resolve(event).err();
+        let (offered, _hidden) = runnable::offered(Some(id), &resolve).unwrap();
+        let marked = |m: &MetricDef| {
+            offered
+                .iter()
+                .any(|(o, why)| std::ptr::eq(*o, m) && why.as_ref().is_some_and(is_uncore))
+        };
+        metrics_marked += offered.iter().filter(|(m, _)| marked(m)).count();
+        let mut names: Vec<&str> = offered.iter().map(|(m, _)| m.name).collect();
+        for (metric, _) in &offered {
+            names.extend(metric.groups.iter().copied());
+        }
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            total += 1;
+            match plan_as_stat(&linux, id, name) {
+                Ok(count) => assert!(count > 0, "{id} {name}"),
+                Err(e) if is_uncore(&e) => {
+                    uncore += 1;
+                    // Named in `list --metrics`: the metric (or every metric of the group)
+                    // is marked as an uncore PMU's.
+                    let members: Vec<&&MetricDef> = offered
+                        .iter()
+                        .map(|(m, _)| m)
+                        .filter(|m| m.name == name || m.groups.contains(&name))
+                        .collect();
+                    assert!(
+                        !members.is_empty() && members.iter().all(|m| marked(m)),
+                        "{id} {name}: refused ({e}) but not marked in list --metrics"
+                    );
+                }
+                Err(e) => refused.push(format!("{id} {name}: {e}")),
+            }
+        }
+    }
+    eprintln!(
+        "metric sweep: {total} names over {} models; {uncore} refused for uncore PMUs \
+         ({metrics_marked} metrics marked in list --metrics); {} refused otherwise",
+        ids.len(),
+        refused.len()
+    );
+    assert!(total > 5_000, "{total} names");
+    assert!(
+        refused.is_empty(),
+        "{} refused:\n{}",
+        refused.len(),
+        refused.join("\n")
+    );
+}
+
+/// Oracle: the issue's three cases, each a refusal before: `TopdownL1` on Sapphire Rapids
+/// (perf metrics), `Summary` on Rocket Lake (the TSC), `Branches` on Emerald Rapids (one
+/// metric that cannot run refused the group).
+#[test]
+fn topdown_summary_and_branches_plan_on_their_models() {
+    let db = Arc::new(Database::shipped().unwrap());
+    for (model, name) in [
+        ("spr", "TopdownL1"),
+        ("icx", "TmaL1"),
+        ("emr", "TopdownL1"),
+        ("rkl", "Summary"),
+        ("emr", "Branches"),
+    ] {
+        let Ok(linux) = counterhal::linux::probe(Arc::clone(&db), Some(model.into())) else {
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::System,
+                "perf_event_open is not available here"
+            );
+        };
+        let planned = plan_as_stat(&linux, model, name);
+        assert!(
+            matches!(planned, Ok(n) if n > 0),
+            "{model} {name}: {planned:?}"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`]. Linux's
+//! perf_event_open samples; pctr and msr cannot (their capabilities say so) and their samplers
+//! are [`ErrorKind::Unsupported`].
+
+use counterhal_hal::{
+    Error, ErrorKind, OverflowCallback, Record, Result, SampleOptions, Sampler, Target, Walked,
+};
+
+use crate::Chosen;
+
+/// A sampler on the chosen backend: [`Sampler`]'s methods, and overflow callbacks where the
+/// backend has them (Linux: a queued real-time signal to the thread that asked).
+#[derive(Debug)]
+pub struct AnySampler {
+    inner: Inner,
+}
+
+#[derive(Debug)]
+enum Inner {
+    #[cfg(all(feature = "linux", target_os = "linux"))]
+    Linux(counterhal_linux::LinuxSampler),
+    /// No backend of this build samples here (never made: it keeps the type inhabited).
+    #[allow(dead_code)]
+    None(std::convert::Infallible),
+}
+
+impl Chosen {
+    /// Opens `names` as one sampler on `target`: the first samples as `options` say, the
+    /// others are read with each sample (where
+    /// [`SampleFields::group_values`](counterhal_hal::SampleFields::group_values) is asked).
+    /// It starts disabled.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] when the chosen backend cannot sample (its
+    /// [`Capabilities::sampling`](counterhal_hal::Capabilities::sampling)), or a name stands for
+    /// a sum or difference of events (a preset such as `PAPI_L1_TCM`: one event samples);
+    /// as [`Backend::resolve`](counterhal_hal::Backend::resolve) for the names; as the
+    /// backend's sampler.
+    pub fn open_sampler(
+        &self,
+        names: &[&str],
+        target: &Target,
+        options: &SampleOptions,
+    ) -> Result<AnySampler> {
+        let backend = &self.backend;
+        if !backend.dyn_capabilities().sampling {
+            return Err(Error::unsupported(format!(
+                "the {} backend cannot sample",
+                backend.dyn_name()
+            ))
+            .with_hint("sampling needs the linux backend (perf_event_open)"));
+        }
+        let mut requests = Vec::with_capacity(names.len());
+        for name in names {
+            let mut resolved = backend.dyn_resolve(name)?;
+            if resolved.terms.len() != 1 {
+                return Err(Error::invalid_event(format!(
+                    "`{name}` is {} events summed or subtracted: one event samples",
+                    resolved.terms.len()
+                ))
+                .with_hint("sample one of its events by its own name"));
+            }
+            requests.push(resolved.terms.remove(0).request);
+        }
+        #[cfg(all(feature = "linux", target_os = "linux"))]
+        if let Some(linux) = backend
+            .as_any()
+            .downcast_ref::<counterhal_linux::LinuxBackend>()
+        {
+            let sampler = linux.open_sampler(&requests, target, options)?;
+            return Ok(AnySampler {
+                inner: Inner::Linux(sampler),
+            });
+        }
+        let _ = (requests, target, options);
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "no sampler for the {} backend in this build",
+                backend.dyn_name()
+            ),
+        ))
+    }
+}
+
+impl AnySampler {
+    /// Calls `callback` with `token` at each overflow (each wakeup), inside a handler of a
+    /// signal sent to the calling thread: PAPI's `PAPI_overflow`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] where the backend has no overflow signals;
+    /// [`ErrorKind::LimitReached`] with 64 callbacks in the process already.
+    pub fn on_overflow(&mut self, callback: OverflowCallback, token: usize) -> Result<()> {
+        match &mut self.inner {
+            #[cfg(all(feature = "linux", target_os = "linux"))]
+            Inner::Linux(sampler) => sampler.on_overflow(callback, token),
+            Inner::None(never) => match *never {},
+        }
+    }
+
+    /// Enables the sampler for `overflows` more overflows, after which it stops itself.
+    ///
+    /// # Errors
+    /// As the backend's.
+    pub fn refresh(&mut self, overflows: u32) -> Result<()> {
+        match &mut self.inner {
+            #[cfg(all(feature = "linux", target_os = "linux"))]
+            Inner::Linux(sampler) => sampler.refresh(overflows),
+            Inner::None(never) => match *never {},
+        }
+    }
+
+    fn sampler(&mut self) -> &mut dyn Sampler {
+        match &mut self.inner {
+            #[cfg(all(feature = "linux", target_os = "linux"))]
+            Inner::Linux(sampler) => sampler,
+            Inner::None(never) => match *never {},
+        }
+    }
+}
+
+impl Sampler for AnySampler {
+    fn enable(&mut self) -> Result<()> {
+        self.sampler().enable()
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        self.sampler().disable()
+    }
+
+    fn walk(&mut self, each: &mut dyn FnMut(&Record<'_>)) -> Result<Walked> {
+        self.sampler().walk(each)
+    }
+
+    fn count(&mut self) -> Result<u64> {
+        self.sampler().count()
+    }
+
+    fn lost(&mut self) -> Result<Option<u64>> {
+        self.sampler().lost()
+    }
+}
