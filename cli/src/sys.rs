@@ -81,8 +81,13 @@ pub fn thousands_separator() -> &'static str {
         if conv.is_null() {
             return String::new();
         }
+        // SAFETY: `conv` is a valid lconv (checked non-NULL above), read at once.
+        let field = unsafe { (*conv).thousands_sep };
+        if field.is_null() {
+            return String::new();
+        }
         // SAFETY: `thousands_sep` of a valid lconv is a NUL-terminated string.
-        let separator = unsafe { std::ffi::CStr::from_ptr((*conv).thousands_sep) };
+        let separator = unsafe { std::ffi::CStr::from_ptr(field) };
         separator.to_string_lossy().into_owned()
     })
 }
