@@ -594,7 +594,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
 
 fn verdict_label(kind: &str) -> &'static str {
     match kind {
-        "grammar" => "differ: libpfm4 grammar (issue 27 item 1)",
+        "grammar" => "differ: natives not read through libpfm4's grammar",
         "data" => "differ: data (verdict)",
         "papi" => "differ: PAPI with libpfm4 4.13 cannot offer it, kept hand-written (verdict)",
         "papi-lacks" => "differ: PAPI's table lacks it (verdict)",

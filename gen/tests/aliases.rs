@@ -28,7 +28,7 @@ fn perfmon_with_aliases() -> String {
 
 fn evtsel(db: &Database, cpu: &str, text: &str) -> u64 {
     let resolved = db
-        .resolve(Some(cpu), text, &X86)
+        .resolve_model_data(cpu, text, &X86)
         .unwrap_or_else(|e| panic!("{cpu} {text}: {e}"));
     match resolved.terms[0].request.encoding {
         Encoding::Evtsel(e) => e.register_value(),

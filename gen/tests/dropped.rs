@@ -66,7 +66,7 @@ fn intel_model() -> GenModel {
 
 /// The EVTSEL without EN, USR and OS (bits 22, 16, 17), and the general counters.
 fn encode(db: &Database, text: &str) -> Option<(u64, Vec<u32>)> {
-    let resolved = db.resolve(Some("nhm"), text, &X86).ok()?;
+    let resolved = db.resolve_model_data("nhm", text, &X86).ok()?;
     match &resolved.terms[0].request.encoding {
         Encoding::Evtsel(e) => Some((
             e.register_value() & !0x0043_0000,

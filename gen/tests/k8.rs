@@ -62,7 +62,7 @@ fn each_revision_resolves_its_own_unit_masks_and_is_detected() {
         counterhal_hal::Domain::USER,
     );
     let encode = |model: &str, event: &str| {
-        let resolved = db.resolve(Some(model), event, &x86).ok()?;
+        let resolved = db.resolve_model_data(model, event, &x86).ok()?;
         match &resolved.terms[0].request.encoding {
             counterhal_hal::Encoding::Evtsel(evtsel) => Some(evtsel.register_value()),
             _ => None,
