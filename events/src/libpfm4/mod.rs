@@ -206,12 +206,25 @@ pub(crate) fn route(
     if !could_be_libpfm4(name) {
         return None;
     }
+    // A name in the model's own spelling with no modifier or only levels (`:u`, `:k`) means
+    // what the model says whatever libpfm4's table holds: where libpfm4 encodes the name
+    // alike, both readings give one encoding; where it differs, the model's spelling keeps
+    // the model's meaning. So the table (the start-up's largest parse) is not read for it.
+    let head = text.split(':').next().unwrap_or_default();
+    if text
+        .split(':')
+        .skip(1)
+        .all(|part| matches!(part, "u" | "k"))
+        && source_spelling(model, head)
+    {
+        return None;
+    }
     let pmu = table_of(model)?;
     if !pmu.events.iter().any(|e| e.name.eq_ignore_ascii_case(name)) {
         return None;
     }
     let mut parts = text.split(':');
-    let head = parts.next().unwrap_or_default();
+    parts.next();
     if source_spelling(model, head)
         && (parts.any(|p| perf_only(p, pmu.intel))
             || meaning(database, model, pmu, head).0 != Meaning::Same)
