@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+pub mod codes;
+pub mod info;
+pub mod library;
+pub mod names;
+pub mod presets;
+#[allow(unsafe_code)]
+pub mod sys;

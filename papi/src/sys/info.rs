@@ -1,0 +1,583 @@
+//! PAPI's timers, system facts, components, messages, threads and the calls this library
+//! answers with `PAPI_ENOSUPP`.
+
+use std::cell::Cell;
+use std::ffi::{CString, c_char, c_int, c_longlong, c_uint, c_ulong, c_void};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::{put, text};
+use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, ENOSUPP, OK};
+use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
+use crate::library;
+
+/// The hardware facts, gathered once.
+pub fn hardware() -> &'static HwInfo {
+    static HW: OnceLock<HwInfo> = OnceLock::new();
+    HW.get_or_init(info::hardware)
+}
+
+fn executable() -> &'static ExeInfo {
+    static EXE: OnceLock<ExeInfo> = OnceLock::new();
+    EXE.get_or_init(info::executable)
+}
+
+fn shared_libraries() -> &'static ShlibInfo {
+    static SHLIB: ShlibInfo = ShlibInfo { map: 0, count: 0 };
+    &SHLIB
+}
+
+/// `PAPI_get_real_nsec`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_real_nsec() -> c_longlong {
+    facade::time::real_ns() as c_longlong
+}
+
+/// `PAPI_get_real_usec`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_real_usec() -> c_longlong {
+    (facade::time::real_ns() / 1000) as c_longlong
+}
+
+fn mhz() -> u64 {
+    (hardware().cpu_max_mhz.max(1)) as u64
+}
+
+/// `PAPI_get_real_cyc`: the time-stamp counter where it is a clock, else microseconds times
+/// the clock rate in MHz.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_real_cyc() -> c_longlong {
+    match facade::time::cycles() {
+        Some(cycles) => cycles as c_longlong,
+        None => (facade::time::real_ns() / 1000 * mhz()) as c_longlong,
+    }
+}
+
+/// `PAPI_get_virt_nsec`: the calling thread's CPU time.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_virt_nsec() -> c_longlong {
+    facade::time::thread_cpu_ns() as c_longlong
+}
+
+/// `PAPI_get_virt_usec`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_virt_usec() -> c_longlong {
+    (facade::time::thread_cpu_ns() / 1000) as c_longlong
+}
+
+/// `PAPI_get_virt_cyc`: CPU time in microseconds times the clock rate in MHz.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_virt_cyc() -> c_longlong {
+    (facade::time::thread_cpu_ns() / 1000 * mhz()) as c_longlong
+}
+
+/// `PAPI_get_hardware_info`: NULL before initialisation, as PAPI's.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_hardware_info() -> *const HwInfo {
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return std::ptr::null();
+    }
+    hardware()
+}
+
+/// `PAPI_get_executable_info`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return std::ptr::null();
+    }
+    executable()
+}
+
+/// `PAPI_get_shared_lib_info`: no maps are listed yet.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return std::ptr::null();
+    }
+    shared_libraries()
+}
+
+/// `PAPI_get_dmem_info`: /proc/self/status's memory lines, in KiB, as PAPI's.
+///
+/// # Safety
+/// `dest` points at a `PAPI_dmem_info_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_int {
+    if dest.is_null() {
+        return EINVAL;
+    }
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return codes::ESYS;
+    };
+    let field = |key: &str| -> c_longlong {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(-1)
+    };
+    let values = [
+        field("VmPeak:"),
+        field("VmSize:"),
+        field("VmRSS:"),
+        field("VmHWM:"),
+        field("RssShmem:"),
+        field("VmExe:"),
+        field("VmLib:"),
+        field("VmData:"),
+        field("VmLck:"),
+        field("VmStk:"),
+        // SAFETY: sysconf reads a system constant.
+        unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as c_longlong,
+        field("VmPTE:"),
+    ];
+    // SAFETY: checked non-NULL; the caller's PAPI_dmem_info_t (twelve long longs).
+    unsafe { put(dest, values) };
+    OK
+}
+
+/// `PAPI_num_components`: one, the backend.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_num_components() -> c_int {
+    1
+}
+
+/// `PAPI_get_component_info`: NULL for any component but 0, or before initialisation.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
+    library::component(cidx).unwrap_or(std::ptr::null())
+}
+
+/// `PAPI_get_component_index`.
+///
+/// # Safety
+/// `name` is a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int {
+    // SAFETY: the caller's C string or NULL.
+    let Some(name) = (unsafe { text(name) }) else {
+        return EINVAL;
+    };
+    let Some(component) = library::component(0) else {
+        return codes::ENOINIT;
+    };
+    // SAFETY: the component's description lives while the library is initialised.
+    let own = unsafe { &(*component).name };
+    let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
+    if &own[..len] == name.as_bytes() {
+        0
+    } else {
+        ENOCMP
+    }
+}
+
+/// `PAPI_get_event_component`: 0 for every event.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_event_component(event: c_int) -> c_int {
+    match crate::names::decode(event) {
+        Some(_) => 0,
+        None => ENOEVNT,
+    }
+}
+
+/// `PAPI_get_eventset_component`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
+    super::code(library::with_set(event_set, |_, set| {
+        if set.component < 0 {
+            Err(ENOCMP)
+        } else {
+            Ok(set.component)
+        }
+    }))
+}
+
+/// `PAPI_assign_eventset_component`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    super::code(library::with_set(event_set, |_, set| {
+        set.component = 0;
+        Ok(OK)
+    }))
+}
+
+/// `PAPI_disable_component`: the one component cannot be disabled.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
+    if cidx != 0 { ENOCMP } else { ENOSUPP }
+}
+
+/// `PAPI_disable_component_by_name`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_disable_component_by_name(_name: *const c_char) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_num_cmp_hwctrs`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_num_cmp_hwctrs(cidx: c_int) -> c_int {
+    library::num_counters(cidx)
+}
+
+/// `PAPI_num_hwctrs`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_num_hwctrs() -> c_int {
+    library::num_counters(0)
+}
+
+fn messages() -> &'static [CString] {
+    static TEXTS: OnceLock<Vec<CString>> = OnceLock::new();
+    TEXTS.get_or_init(|| {
+        codes::MESSAGES
+            .iter()
+            .map(|m| CString::new(*m).unwrap_or_default())
+            .collect()
+    })
+}
+
+/// `PAPI_strerror`: NULL for a code PAPI does not define.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
+    match code.checked_neg().and_then(|i| usize::try_from(i).ok()) {
+        Some(i) if i < messages().len() => messages()[i].as_ptr(),
+        _ => std::ptr::null(),
+    }
+}
+
+/// `PAPI_perror`: `msg` on stderr (PAPI 7.0 prints the message alone).
+///
+/// # Safety
+/// `msg` is NULL or a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
+    // SAFETY: the caller's C string or NULL.
+    if let Some(msg) = unsafe { text(msg) } {
+        eprintln!("{msg}");
+    }
+}
+
+static ID_FN: AtomicUsize = AtomicUsize::new(0);
+
+/// `PAPI_thread_init`: remembers the thread-id function.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulong>) -> c_int {
+    let Some(f) = id_fn else {
+        return EINVAL;
+    };
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return codes::ENOINIT;
+    }
+    ID_FN.store(f as usize, Ordering::SeqCst);
+    library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
+    OK
+}
+
+/// `PAPI_thread_id`: the thread-id function's answer, else the thread's kernel id.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_thread_id() -> c_ulong {
+    let f = ID_FN.load(Ordering::SeqCst);
+    if f != 0 {
+        // SAFETY: a nonzero value was stored from a valid `extern "C" fn() -> c_ulong`.
+        let id_fn: unsafe extern "C" fn() -> c_ulong = unsafe { std::mem::transmute(f) };
+        // SAFETY: the caller registered a thread-id function callable from any thread.
+        return unsafe { id_fn() };
+    }
+    // SAFETY: gettid takes no arguments and cannot fail.
+    (unsafe { libc::gettid() }) as c_ulong
+}
+
+/// `PAPI_register_thread`: nothing to do (every event set counts its own thread).
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_register_thread() -> c_int {
+    super::code(library::with(|_| Ok(OK)))
+}
+
+/// `PAPI_unregister_thread`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_unregister_thread() -> c_int {
+    super::code(library::with(|_| Ok(OK)))
+}
+
+/// `PAPI_list_threads`: threads are not tracked.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_list_threads(_tids: *mut c_ulong, _number: *mut c_int) -> c_int {
+    ENOSUPP
+}
+
+thread_local! {
+    /// `PAPI_set_thr_specific`'s three slots (`PAPI_USR1_TLS`, `PAPI_USR2_TLS`,
+    /// `PAPI_TLS_HIGH_LEVEL`).
+    #[allow(clippy::missing_const_for_thread_local)]
+    static SPECIFIC: Cell<[usize; 3]> = const { Cell::new([0; 3]) };
+}
+
+/// `PAPI_set_thr_specific`.
+///
+/// # Safety
+/// `ptr` is stored, not read.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_set_thr_specific(tag: c_int, ptr: *mut c_void) -> c_int {
+    let Some(i) = usize::try_from(tag).ok().filter(|&i| i < 3) else {
+        return EINVAL;
+    };
+    SPECIFIC.with(|s| {
+        let mut all = s.get();
+        all[i] = ptr as usize;
+        s.set(all);
+    });
+    OK
+}
+
+/// `PAPI_get_thr_specific`.
+///
+/// # Safety
+/// `ptr` points at a `void *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void) -> c_int {
+    let Some(i) = usize::try_from(tag).ok().filter(|&i| i < 3) else {
+        return EINVAL;
+    };
+    let value = SPECIFIC.with(|s| s.get()[i]);
+    // SAFETY: the caller's pointer or NULL.
+    if unsafe { put(ptr, value as *mut c_void) } {
+        OK
+    } else {
+        EINVAL
+    }
+}
+
+static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
+/// `PAPI_lock`: user lock 0 or 1.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_lock(lock: c_int) -> c_int {
+    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+        return EINVAL;
+    };
+    while l
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+    OK
+}
+
+/// `PAPI_unlock`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_unlock(lock: c_int) -> c_int {
+    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+        return EINVAL;
+    };
+    l.store(false, Ordering::Release);
+    OK
+}
+
+/// `PAPI_overflow`: not yet wired to the sampling face.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_overflow(
+    _event_set: c_int,
+    _event: c_int,
+    _threshold: c_int,
+    _flags: c_int,
+    _handler: *const c_void,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_get_overflow_event_index`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_overflow_event_index(
+    _event_set: c_int,
+    _vector: c_longlong,
+    _array: *mut c_int,
+    _number: *mut c_int,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_profil`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_profil(
+    _buf: *mut c_void,
+    _bufsiz: c_uint,
+    _offset: *mut c_void,
+    _scale: c_uint,
+    _event_set: c_int,
+    _event: c_int,
+    _threshold: c_int,
+    _flags: c_int,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_sprofil`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_sprofil(
+    _prof: *mut c_void,
+    _count: c_int,
+    _event_set: c_int,
+    _event: c_int,
+    _threshold: c_int,
+    _flags: c_int,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_hl_region_begin`: the high-level interface is not offered yet.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_hl_region_begin(_region: *const c_char) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_hl_read`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_hl_read(_region: *const c_char) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_hl_region_end`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_hl_region_end(_region: *const c_char) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_hl_stop`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_hl_stop() -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_flips_rate`: the rate functions are not offered yet.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_flips_rate(
+    _event: c_int,
+    _rtime: *mut f32,
+    _ptime: *mut f32,
+    _count: *mut c_longlong,
+    _rate: *mut f32,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_flops_rate`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_flops_rate(
+    _event: c_int,
+    _rtime: *mut f32,
+    _ptime: *mut f32,
+    _count: *mut c_longlong,
+    _rate: *mut f32,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_ipc`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_ipc(
+    _rtime: *mut f32,
+    _ptime: *mut f32,
+    _ins: *mut c_longlong,
+    _ipc: *mut f32,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_epc`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_epc(
+    _event: c_int,
+    _rtime: *mut f32,
+    _ptime: *mut f32,
+    _reference: *mut c_longlong,
+    _core: *mut c_longlong,
+    _evt: *mut c_longlong,
+    _epc: *mut f32,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_rate_stop`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_rate_stop() -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_enum_dev_type`: the device interface is not offered yet.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_enum_dev_type(_modifier: c_int, _handle: *mut *mut c_void) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_get_dev_type_attr`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_dev_type_attr(
+    _handle: *mut c_void,
+    _attr: c_int,
+    _value: *mut c_void,
+) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_get_dev_attr`.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_dev_attr(
+    _handle: *mut c_void,
+    _id: c_int,
+    _attr: c_int,
+    _value: *mut c_void,
+) -> c_int {
+    ENOSUPP
+}
