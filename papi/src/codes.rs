@@ -56,7 +56,7 @@ pub const MESSAGES: [&str; 28] = [
     "Event exists, but cannot be counted due to hardware resource limits",
     "EventSet is currently not running",
     "EventSet is currently counting",
-    "No such EventSet Available",
+    "No such EventSet available",
     "Event in argument is not a valid preset",
     "Hardware does not support performance counters",
     "Unknown error code",

@@ -297,7 +297,49 @@ pub fn executable() -> ExeInfo {
     set_str(&mut info.fullname, &path.to_string_lossy());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     set_str(&mut info.address_info.name, &name.unwrap_or_default());
+    info.address_info.ranges = segments(&path.to_string_lossy());
     info
+}
+
+/// The executable's text, data and bss ranges from /proc/self/maps: its executable mapping,
+/// its writable mapping, and the anonymous writable mapping right after that (the bss), as
+/// PAPI's Linux component reads them.
+fn segments(exe: &str) -> [usize; 6] {
+    let mut ranges = [0usize; 6];
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return ranges;
+    };
+    let mut after_data = false;
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(span), Some(perms)) = (fields.first(), fields.get(1)) else {
+            continue;
+        };
+        let Some((start, end)) = span.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        let path = fields.get(5).copied().unwrap_or("");
+        if path == exe && perms.contains('x') && ranges[0] == 0 {
+            ranges[0] = start;
+            ranges[1] = end;
+        } else if path == exe && perms.starts_with("rw") {
+            ranges[2] = start;
+            ranges[3] = end;
+            after_data = true;
+            continue;
+        } else if after_data && path.is_empty() && perms.starts_with("rw") {
+            ranges[4] = start;
+            ranges[5] = end;
+        }
+        after_data = false;
+    }
+    ranges
 }
 
 /// An empty event description for `code`.

@@ -6,5 +6,6 @@ pub mod info;
 pub mod library;
 pub mod names;
 pub mod presets;
+pub mod sets;
 #[allow(unsafe_code)]
 pub mod sys;

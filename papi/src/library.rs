@@ -6,11 +6,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use facade::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Target};
+use facade::{AnyGroup, Chosen, EventSet, OpenOptions, Target};
 
-use crate::codes::{
-    EBUG, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOINIT, ENOTRUN, ESYS, OK, from_error,
-};
+use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOEVST, ENOINIT, ENOTPRESET, ESYS, OK};
 use crate::info::{self, ComponentInfo, EventInfo, set_str};
 use crate::names::{self, Code, Native};
 use crate::presets::PRESETS;
@@ -39,6 +37,8 @@ pub const GRN_THR: i32 = 1;
 /// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
 /// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
 pub static INIT_STATE: AtomicI32 = AtomicI32::new(0);
+/// Whether `PAPI_disable_component(0)` was called before initialisation.
+pub static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `PAPI_set_debug`'s level.
 pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
 
@@ -67,7 +67,8 @@ pub struct PapiSet {
 }
 
 impl PapiSet {
-    fn target(&self) -> Target {
+    /// Whom the set counts.
+    pub fn target(&self) -> Target {
         if let Some(cpu) = self.cpu {
             return Target::Cpu(cpu);
         }
@@ -84,7 +85,8 @@ impl PapiSet {
         }
     }
 
-    fn options(&self) -> OpenOptions {
+    /// How the set opens: one group, or ungrouped when multiplexed.
+    pub fn options(&self) -> OpenOptions {
         if self.state & MULTIPLEXING != 0 {
             OpenOptions::ungrouped()
         } else {
@@ -164,7 +166,12 @@ pub fn library_init(version: i32) -> i32 {
         Ok(chosen) => chosen,
         Err(_) => return ESYS,
     };
-    let natives = names::listed(&chosen);
+    let disabled = DISABLED.load(Ordering::SeqCst);
+    let natives = if disabled {
+        Vec::new()
+    } else {
+        names::listed(&chosen)
+    };
     let capabilities = chosen.backend.dyn_capabilities();
     let counters = capabilities.general_counters.unwrap_or(0) + capabilities.fixed_counters;
     let mut component = Box::new(component_info());
@@ -185,6 +192,13 @@ pub fn library_init(version: i32) -> i32 {
     component.num_preset_events = PRESETS.len() as i32;
     component.num_native_events = natives.len() as i32;
     component.initialized = 1;
+    if disabled {
+        component.disabled = 1;
+        set_str(
+            &mut component.disabled_reason,
+            "Disabled by PAPI_disable_component()",
+        );
+    }
     // hardware_intr, kernel_multiplex, attach, cpu, inherit.
     component.flags =
         1 | (u32::from(capabilities.multiplexing) << 4) | (1 << 8) | (1 << 11) | (1 << 12);
@@ -201,6 +215,23 @@ pub fn library_init(version: i32) -> i32 {
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     VER_CURRENT
+}
+
+/// Component 0's description before initialisation: its name, which tools read to choose
+/// components to disable.
+pub fn component_before_init() -> &'static ComponentInfo {
+    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
+    BEFORE.get_or_init(|| {
+        let mut info = component_info();
+        let backend = facade::native_backends().next().map_or("none", |r| r.name);
+        set_str(&mut info.name, component_name(backend));
+        set_str(&mut info.short_name, component_name(backend));
+        set_str(
+            &mut info.description,
+            &format!("counterhal's {backend} backend"),
+        );
+        info
+    })
 }
 
 fn component_info() -> ComponentInfo {
@@ -242,7 +273,9 @@ pub fn component(cidx: i32) -> Option<*const ComponentInfo> {
     if cidx != 0 {
         return None;
     }
-    with(|library| Ok(&*library.component as *const ComponentInfo)).ok()
+    with(|library| Ok(&*library.component as *const ComponentInfo))
+        .ok()
+        .or_else(|| Some(component_before_init() as *const ComponentInfo))
 }
 
 /// `PAPI_event_name_to_code`.
@@ -258,6 +291,9 @@ pub fn name_to_code(name: &str) -> Result<i32, i32> {
 }
 
 fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
+    if library.component.disabled != 0 {
+        return Err(ENOEVNT);
+    }
     if let Some(i) = library
         .natives
         .iter()
@@ -290,12 +326,20 @@ pub fn code_to_name(code: i32) -> Result<String, i32> {
                 .map(|n| n.name.clone())
                 .ok_or(ENOEVNT)
         }),
+        // A preset code past PAPI 7.0's table.
+        None if is_preset_code(code) => Err(ENOTPRESET),
         None => Err(ENOEVNT),
     }
 }
 
+/// Whether `code` has the preset bit alone.
+fn is_preset_code(code: i32) -> bool {
+    let code = code as u32;
+    code & names::PRESET_MASK != 0 && code & names::NATIVE_MASK == 0
+}
+
 /// The backend name of event `code`.
-fn backend_name_of(library: &Library, code: i32) -> Result<String, i32> {
+pub(crate) fn backend_name_of(library: &Library, code: i32) -> Result<String, i32> {
     match names::decode(code) {
         Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
         Some(Code::Native(i)) => library
@@ -303,11 +347,16 @@ fn backend_name_of(library: &Library, code: i32) -> Result<String, i32> {
             .get(i)
             .map(|n| n.backend_name.clone())
             .ok_or(ENOEVNT),
-        None => Err(ENOEVNT),
+        None if is_preset_code(code) => Err(ENOTPRESET),
+        // Neither a preset nor a native code.
+        None => Err(EINVAL),
     }
 }
 
 fn preset_usable(library: &mut Library, index: usize) -> bool {
+    if library.component.disabled != 0 {
+        return false;
+    }
     if let Some(&usable) = library.preset_usable.get(&index) {
         return usable;
     }
@@ -372,14 +421,12 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 set_str(&mut info.long_descr, &native.description);
                 set_str(&mut info.short_descr, &native.description);
             }
-            None => return Err(ENOTPRESET_OR_EVNT),
+            None if is_preset_code(code) => return Err(ENOTPRESET),
+            None => return Err(ENOEVNT),
         }
         Ok(info)
     })
 }
-
-/// The code `PAPI_get_event_info` gives a code that is neither preset nor native.
-const ENOTPRESET_OR_EVNT: i32 = ENOEVNT;
 
 /// `PAPI_enum_cmp_event` (and `PAPI_enum_event` for component 0): the next code after
 /// `code` under `modifier`, or `None` at the end.
@@ -423,333 +470,4 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
         }
         None => Err(ENOEVNT),
     })
-}
-
-/// `PAPI_create_eventset`.
-pub fn create_eventset() -> Result<i32, i32> {
-    with(|library| {
-        let set = PapiSet {
-            events: Vec::new(),
-            state: STOPPED,
-            group: None,
-            domain: library.default_domain,
-            granularity: library.default_granularity,
-            attached: None,
-            cpu: None,
-            inherit: false,
-            component: -1,
-        };
-        library.sets.push(Some(set));
-        Ok((library.sets.len() - 1) as i32)
-    })
-}
-
-/// `PAPI_add_event`: checks that the event opens beside the set's (a trial open, closed at
-/// once), so that the set holds only what counts together.
-pub fn add_event(handle: i32, code: i32) -> i32 {
-    let result = with(|library| {
-        let name = backend_name_of(library, code)?;
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if set.events.iter().any(|(c, _)| *c == code) {
-            return Err(ECNFLCT);
-        }
-        let mut names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
-        names.push(&name);
-        let trial = library
-            .chosen
-            .open_named(&names, &set.target(), &set.options());
-        if let Err(e) = trial {
-            return Err(from_error(&e));
-        }
-        set.events.push((code, name));
-        set.group = None;
-        set.component = 0;
-        Ok(OK)
-    });
-    result.unwrap_or_else(|e| e)
-}
-
-/// `PAPI_add_named_event`.
-pub fn add_named_event(handle: i32, name: &str) -> i32 {
-    match name_to_code(name) {
-        Ok(code) => add_event(handle, code),
-        Err(e) => e,
-    }
-}
-
-/// `PAPI_remove_event`.
-pub fn remove_event(handle: i32, code: i32) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        let at = set
-            .events
-            .iter()
-            .position(|(c, _)| *c == code)
-            .ok_or(EINVAL)?;
-        set.events.remove(at);
-        set.group = None;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_cleanup_eventset`.
-pub fn cleanup_eventset(handle: i32) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        set.events.clear();
-        set.group = None;
-        set.state &= !MULTIPLEXING;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_destroy_eventset`: the set must be empty.
-pub fn destroy_eventset(handle: i32) -> i32 {
-    with(|library| {
-        let slot = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .ok_or(ENOEVST)?;
-        let set = slot.as_ref().ok_or(ENOEVST)?;
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if !set.events.is_empty() {
-            return Err(EINVAL);
-        }
-        *slot = None;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_start`: opens the set where needed, zeroes and enables it.
-pub fn start(handle: i32) -> i32 {
-    with_set(handle, |chosen, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if set.events.is_empty() {
-            return Err(EINVAL);
-        }
-        if set.group.is_none() {
-            let names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
-            let group = chosen
-                .open_named(&names, &set.target(), &set.options())
-                .map_err(|e| from_error(&e))?;
-            set.group = Some(group);
-        }
-        let group = set.group.as_mut().ok_or(EBUG)?;
-        group.reset().map_err(|e| from_error(&e))?;
-        group.enable().map_err(|e| from_error(&e))?;
-        set.state = (set.state & !STOPPED) | RUNNING;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
-    let multiplexed = set.state & MULTIPLEXING != 0;
-    let group = set.group.as_mut().ok_or(ENOTRUN)?;
-    let readings = group.read_to_vec().map_err(|e| from_error(&e))?;
-    Ok(readings
-        .iter()
-        .map(|r| {
-            let value = if multiplexed {
-                r.scaled().unwrap_or(r.value)
-            } else {
-                r.value
-            };
-            value as i64
-        })
-        .collect())
-}
-
-/// `PAPI_stop`: disables the set and returns its counts.
-pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING == 0 {
-            return Err(ENOTRUN);
-        }
-        let group = set.group.as_mut().ok_or(EBUG)?;
-        group.disable().map_err(|e| from_error(&e))?;
-        set.state = (set.state & !RUNNING) | STOPPED;
-        values_of(set)
-    })
-}
-
-/// `PAPI_read`: the counts since the start or the last reset.
-pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
-    with_set(handle, |_, set| {
-        if set.group.is_none() {
-            // Never started: PAPI reads zeros.
-            return Ok(vec![0; set.events.len()]);
-        }
-        values_of(set)
-    })
-}
-
-/// `PAPI_reset`.
-pub fn reset(handle: i32) -> i32 {
-    with_set(handle, |_, set| {
-        if let Some(group) = set.group.as_mut() {
-            group.reset().map_err(|e| from_error(&e))?;
-        }
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_accum`: the counts since the last reset, then a reset.
-pub fn accum(handle: i32) -> Result<Vec<i64>, i32> {
-    with_set(handle, |_, set| {
-        if set.group.is_none() {
-            return Ok(vec![0; set.events.len()]);
-        }
-        let values = values_of(set)?;
-        if let Some(group) = set.group.as_mut() {
-            group.reset().map_err(|e| from_error(&e))?;
-        }
-        Ok(values)
-    })
-}
-
-/// `PAPI_num_events`.
-pub fn num_events(handle: i32) -> i32 {
-    with_set(handle, |_, set| Ok(set.events.len() as i32)).unwrap_or_else(|e| e)
-}
-
-/// `PAPI_list_events`.
-pub fn list_events(handle: i32) -> Result<Vec<i32>, i32> {
-    with_set(handle, |_, set| {
-        Ok(set.events.iter().map(|(c, _)| *c).collect())
-    })
-}
-
-/// `PAPI_state`.
-pub fn state(handle: i32) -> Result<i32, i32> {
-    with_set(handle, |_, set| Ok(set.state))
-}
-
-/// `PAPI_set_multiplex`: the backend's own multiplexing (the set's events opened ungrouped).
-pub fn set_multiplex(handle: i32) -> i32 {
-    with_set(handle, |chosen, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if set.state & MULTIPLEXING != 0 {
-            return Err(EINVAL);
-        }
-        if !chosen.backend.dyn_capabilities().multiplexing {
-            return Err(crate::codes::ENOSUPP);
-        }
-        set.state |= MULTIPLEXING;
-        set.group = None;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_get_multiplex`.
-pub fn get_multiplex(handle: i32) -> i32 {
-    with_set(handle, |_, set| {
-        Ok(i32::from(set.state & MULTIPLEXING != 0))
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_attach` (`Some(tid)`) and `PAPI_detach` (`None`).
-pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if tid.is_none() && set.attached.is_none() {
-            return Err(EINVAL);
-        }
-        set.attached = tid;
-        set.group = None;
-        if tid.is_some() {
-            set.state |= ATTACHED;
-        } else {
-            set.state &= !ATTACHED;
-        }
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_CPU_ATTACH`.
-pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        set.cpu = Some(cpu);
-        set.group = None;
-        set.state |= CPU_ATTACHED;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_INHERIT`.
-pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        set.inherit = inherit;
-        set.group = None;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// Sets an event set's domain (`PAPI_DOMAIN`) or granularity (`PAPI_GRANUL`).
-pub fn set_domain_or_granularity(
-    handle: i32,
-    domain: Option<i32>,
-    granularity: Option<i32>,
-) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if let Some(d) = domain {
-            if d <= 0 || d & !DOM_ALL != 0 {
-                return Err(EINVAL);
-            }
-            set.domain = d;
-        }
-        if let Some(g) = granularity {
-            if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
-                return Err(EINVAL);
-            }
-            set.granularity = g;
-        }
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_num_cmp_hwctrs`.
-pub fn num_counters(cidx: i32) -> i32 {
-    if cidx != 0 {
-        return ENOCMP;
-    }
-    with(|library| Ok(library.component.num_cntrs)).unwrap_or_else(|e| e)
 }

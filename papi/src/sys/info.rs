@@ -1,15 +1,14 @@
 //! PAPI's timers, system facts, components, messages, threads and the calls this library
 //! answers with `PAPI_ENOSUPP`.
 
-use std::cell::Cell;
-use std::ffi::{CString, c_char, c_int, c_longlong, c_uint, c_ulong, c_void};
+use std::ffi::{CString, c_char, c_int, c_longlong, c_uint, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::{put, text};
 use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, ENOSUPP, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
-use crate::library;
+use crate::{library, sets};
 
 /// The hardware facts, gathered once.
 pub fn hardware() -> &'static HwInfo {
@@ -205,31 +204,43 @@ pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) 
     }))
 }
 
-/// `PAPI_disable_component`: the one component cannot be disabled.
+/// `PAPI_disable_component`: before initialisation only (after it, `PAPI_ENOINIT`, as
+/// PAPI 7.0 answers).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
-    if cidx != 0 { ENOCMP } else { ENOSUPP }
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
+        return codes::ENOINIT;
+    }
+    library::DISABLED.store(true, Ordering::SeqCst);
+    OK
 }
 
 /// `PAPI_disable_component_by_name`.
 ///
 /// # Safety
-/// Reads nothing.
+/// `name` is NULL or a C string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_disable_component_by_name(_name: *const c_char) -> c_int {
-    ENOSUPP
+pub unsafe extern "C" fn PAPI_disable_component_by_name(name: *const c_char) -> c_int {
+    // SAFETY: as this function's.
+    match unsafe { PAPI_get_component_index(name) } {
+        0 => PAPI_disable_component(0),
+        e => e,
+    }
 }
 
 /// `PAPI_num_cmp_hwctrs`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_cmp_hwctrs(cidx: c_int) -> c_int {
-    library::num_counters(cidx)
+    sets::num_counters(cidx)
 }
 
 /// `PAPI_num_hwctrs`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_hwctrs() -> c_int {
-    library::num_counters(0)
+    sets::num_counters(0)
 }
 
 fn messages() -> &'static [CString] {
@@ -263,124 +274,16 @@ pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
     }
 }
 
-static ID_FN: AtomicUsize = AtomicUsize::new(0);
-
-/// `PAPI_thread_init`: remembers the thread-id function.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulong>) -> c_int {
-    let Some(f) = id_fn else {
-        return EINVAL;
-    };
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return codes::ENOINIT;
-    }
-    ID_FN.store(f as usize, Ordering::SeqCst);
-    library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
-    OK
-}
-
-/// `PAPI_thread_id`: the thread-id function's answer, else the thread's kernel id.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_thread_id() -> c_ulong {
-    let f = ID_FN.load(Ordering::SeqCst);
-    if f != 0 {
-        // SAFETY: a nonzero value was stored from a valid `extern "C" fn() -> c_ulong`.
-        let id_fn: unsafe extern "C" fn() -> c_ulong = unsafe { std::mem::transmute(f) };
-        // SAFETY: the caller registered a thread-id function callable from any thread.
-        return unsafe { id_fn() };
-    }
-    // SAFETY: gettid takes no arguments and cannot fail.
-    (unsafe { libc::gettid() }) as c_ulong
-}
-
-/// `PAPI_register_thread`: nothing to do (every event set counts its own thread).
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_register_thread() -> c_int {
-    super::code(library::with(|_| Ok(OK)))
-}
-
-/// `PAPI_unregister_thread`.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_unregister_thread() -> c_int {
-    super::code(library::with(|_| Ok(OK)))
-}
-
-/// `PAPI_list_threads`: threads are not tracked.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_list_threads(_tids: *mut c_ulong, _number: *mut c_int) -> c_int {
-    ENOSUPP
-}
-
-thread_local! {
-    /// `PAPI_set_thr_specific`'s three slots (`PAPI_USR1_TLS`, `PAPI_USR2_TLS`,
-    /// `PAPI_TLS_HIGH_LEVEL`).
-    #[allow(clippy::missing_const_for_thread_local)]
-    static SPECIFIC: Cell<[usize; 3]> = const { Cell::new([0; 3]) };
-}
-
-/// `PAPI_set_thr_specific`.
-///
-/// # Safety
-/// `ptr` is stored, not read.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_set_thr_specific(tag: c_int, ptr: *mut c_void) -> c_int {
-    let Some(i) = usize::try_from(tag).ok().filter(|&i| i < 3) else {
-        return EINVAL;
-    };
-    SPECIFIC.with(|s| {
-        let mut all = s.get();
-        all[i] = ptr as usize;
-        s.set(all);
-    });
-    OK
-}
-
-/// `PAPI_get_thr_specific`.
-///
-/// # Safety
-/// `ptr` points at a `void *`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void) -> c_int {
-    let Some(i) = usize::try_from(tag).ok().filter(|&i| i < 3) else {
-        return EINVAL;
-    };
-    let value = SPECIFIC.with(|s| s.get()[i]);
-    // SAFETY: the caller's pointer or NULL.
-    if unsafe { put(ptr, value as *mut c_void) } {
-        OK
-    } else {
-        EINVAL
-    }
-}
-
-static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
-
-/// `PAPI_lock`: user lock 0 or 1.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_lock(lock: c_int) -> c_int {
-    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
-        return EINVAL;
-    };
-    while l
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        std::thread::yield_now();
-    }
-    OK
-}
-
-/// `PAPI_unlock`.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_unlock(lock: c_int) -> c_int {
-    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
-        return EINVAL;
-    };
-    l.store(false, Ordering::Release);
-    OK
+/// What overflow and profiling answer: `PAPI_ENOEVST` for no such set, `PAPI_ENOEVNT` for an
+/// event not in it, else `PAPI_ENOSUPP` (not yet wired to the sampling face).
+fn not_sampled(event_set: c_int, event: c_int) -> c_int {
+    super::code(library::with_set(event_set, |_, set| {
+        if set.events.iter().any(|(c, _)| *c == event) {
+            Ok(ENOSUPP)
+        } else {
+            Ok(ENOEVNT)
+        }
+    }))
 }
 
 /// `PAPI_overflow`: not yet wired to the sampling face.
@@ -389,13 +292,13 @@ pub extern "C" fn PAPI_unlock(lock: c_int) -> c_int {
 /// Reads nothing.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_overflow(
-    _event_set: c_int,
-    _event: c_int,
+    event_set: c_int,
+    event: c_int,
     _threshold: c_int,
     _flags: c_int,
     _handler: *const c_void,
 ) -> c_int {
-    ENOSUPP
+    not_sampled(event_set, event)
 }
 
 /// `PAPI_get_overflow_event_index`.
@@ -422,12 +325,12 @@ pub unsafe extern "C" fn PAPI_profil(
     _bufsiz: c_uint,
     _offset: *mut c_void,
     _scale: c_uint,
-    _event_set: c_int,
-    _event: c_int,
+    event_set: c_int,
+    event: c_int,
     _threshold: c_int,
     _flags: c_int,
 ) -> c_int {
-    ENOSUPP
+    not_sampled(event_set, event)
 }
 
 /// `PAPI_sprofil`.
@@ -438,12 +341,12 @@ pub unsafe extern "C" fn PAPI_profil(
 pub unsafe extern "C" fn PAPI_sprofil(
     _prof: *mut c_void,
     _count: c_int,
-    _event_set: c_int,
-    _event: c_int,
+    event_set: c_int,
+    event: c_int,
     _threshold: c_int,
     _flags: c_int,
 ) -> c_int {
-    ENOSUPP
+    not_sampled(event_set, event)
 }
 
 /// `PAPI_hl_region_begin`: the high-level interface is not offered yet.

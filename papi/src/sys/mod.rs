@@ -9,10 +9,11 @@
 use std::ffi::{CStr, c_char, c_int, c_longlong};
 
 use crate::codes::{EINVAL, ENOSUPP, OK};
-use crate::library;
+use crate::{library, sets};
 
 mod info;
 mod options;
+mod threads;
 
 /// Reads a C string, or `None` for NULL or text that is not UTF-8.
 ///
@@ -78,13 +79,18 @@ fn code(result: Result<i32, i32>) -> c_int {
 /// `PAPI_library_init`: `PAPI_VER_CURRENT` on success.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
-    library::library_init(version)
+    let result = library::library_init(version);
+    if result == library::VER_CURRENT {
+        threads::know_this_thread();
+    }
+    result
 }
 
 /// `PAPI_shutdown`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_shutdown() {
     library::shutdown();
+    threads::forget_threads();
 }
 
 /// `PAPI_is_initialized`.
@@ -116,7 +122,7 @@ pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
     if unsafe { *event_set } != -1 {
         return EINVAL;
     }
-    match library::create_eventset() {
+    match sets::create_eventset() {
         // SAFETY: checked non-NULL.
         Ok(handle) => wrote(unsafe { put(event_set, handle) }),
         Err(e) => e,
@@ -134,7 +140,7 @@ pub unsafe extern "C" fn PAPI_destroy_eventset(event_set: *mut c_int) -> c_int {
     }
     // SAFETY: checked non-NULL.
     let handle = unsafe { *event_set };
-    let result = library::destroy_eventset(handle);
+    let result = sets::destroy_eventset(handle);
     if result == OK {
         // SAFETY: checked non-NULL.
         unsafe { put(event_set, -1) };
@@ -145,7 +151,7 @@ pub unsafe extern "C" fn PAPI_destroy_eventset(event_set: *mut c_int) -> c_int {
 /// `PAPI_add_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
-    library::add_event(event_set, event)
+    sets::add_event(event_set, event)
 }
 
 /// `PAPI_add_named_event`.
@@ -156,7 +162,7 @@ pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
 pub unsafe extern "C" fn PAPI_add_named_event(event_set: c_int, name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
     match unsafe { text(name) } {
-        Some(name) => library::add_named_event(event_set, name),
+        Some(name) => sets::add_named_event(event_set, name),
         None => EINVAL,
     }
 }
@@ -178,7 +184,7 @@ pub unsafe extern "C" fn PAPI_add_events(
     // SAFETY: `events` holds `number` ints (the caller's promise).
     let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
     for (i, &event) in codes.iter().enumerate() {
-        let result = library::add_event(event_set, event);
+        let result = sets::add_event(event_set, event);
         if result != OK {
             return if i == 0 { result } else { i as c_int };
         }
@@ -189,7 +195,7 @@ pub unsafe extern "C" fn PAPI_add_events(
 /// `PAPI_remove_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
-    library::remove_event(event_set, event)
+    sets::remove_event(event_set, event)
 }
 
 /// `PAPI_remove_named_event`.
@@ -200,7 +206,7 @@ pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
 pub unsafe extern "C" fn PAPI_remove_named_event(event_set: c_int, name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
     match unsafe { text(name) }.map(library::name_to_code) {
-        Some(Ok(code)) => library::remove_event(event_set, code),
+        Some(Ok(code)) => sets::remove_event(event_set, code),
         Some(Err(e)) => e,
         None => EINVAL,
     }
@@ -222,7 +228,7 @@ pub unsafe extern "C" fn PAPI_remove_events(
     // SAFETY: `events` holds `number` ints (the caller's promise).
     let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
     for (i, &event) in codes.iter().enumerate() {
-        let result = library::remove_event(event_set, event);
+        let result = sets::remove_event(event_set, event);
         if result != OK {
             return if i == 0 { result } else { i as c_int };
         }
@@ -233,13 +239,13 @@ pub unsafe extern "C" fn PAPI_remove_events(
 /// `PAPI_cleanup_eventset`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_cleanup_eventset(event_set: c_int) -> c_int {
-    library::cleanup_eventset(event_set)
+    sets::cleanup_eventset(event_set)
 }
 
 /// `PAPI_start`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_start(event_set: c_int) -> c_int {
-    library::start(event_set)
+    sets::start(event_set)
 }
 
 /// Writes `result`'s values to `values` (when not NULL); PAPI's code.
@@ -264,7 +270,7 @@ unsafe fn give(result: Result<Vec<i64>, i32>, values: *mut c_longlong) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_stop(event_set: c_int, values: *mut c_longlong) -> c_int {
     // SAFETY: as this function's.
-    unsafe { give(library::stop(event_set), values) }
+    unsafe { give(sets::stop(event_set), values) }
 }
 
 /// `PAPI_read`.
@@ -277,7 +283,7 @@ pub unsafe extern "C" fn PAPI_read(event_set: c_int, values: *mut c_longlong) ->
         return EINVAL;
     }
     // SAFETY: as this function's.
-    unsafe { give(library::read(event_set), values) }
+    unsafe { give(sets::read(event_set), values) }
 }
 
 /// `PAPI_read_ts`: the counts and `PAPI_get_real_cyc` at the read.
@@ -294,7 +300,7 @@ pub unsafe extern "C" fn PAPI_read_ts(
         return EINVAL;
     }
     // SAFETY: as this function's.
-    let result = unsafe { give(library::read(event_set), values) };
+    let result = unsafe { give(sets::read(event_set), values) };
     // SAFETY: checked non-NULL.
     unsafe { put(cyc, info::PAPI_get_real_cyc()) };
     result
@@ -309,7 +315,7 @@ pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -
     if values.is_null() {
         return EINVAL;
     }
-    match library::accum(event_set) {
+    match sets::accum(event_set) {
         Ok(counts) => {
             // SAFETY: room for the set's events (the caller's promise).
             let out = unsafe { std::slice::from_raw_parts_mut(values, counts.len()) };
@@ -325,7 +331,7 @@ pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -
 /// `PAPI_reset`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_reset(event_set: c_int) -> c_int {
-    library::reset(event_set)
+    sets::reset(event_set)
 }
 
 /// `PAPI_write`: counters cannot be written here.
@@ -340,7 +346,7 @@ pub unsafe extern "C" fn PAPI_write(_event_set: c_int, _values: *mut c_longlong)
 /// `PAPI_num_events`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_events(event_set: c_int) -> c_int {
-    library::num_events(event_set)
+    sets::num_events(event_set)
 }
 
 /// `PAPI_list_events`: up to `*number` codes; `*number` becomes the set's size.
@@ -361,7 +367,7 @@ pub unsafe extern "C" fn PAPI_list_events(
     if room < 0 || (room > 0 && events.is_null()) {
         return EINVAL;
     }
-    match library::list_events(event_set) {
+    match sets::list_events(event_set) {
         Ok(codes) => {
             let n = codes.len().min(room as usize);
             // SAFETY: `events` has room for `room` >= `n` ints.
@@ -383,7 +389,7 @@ pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_i
     if status.is_null() {
         return EINVAL;
     }
-    match library::state(event_set) {
+    match sets::state(event_set) {
         // SAFETY: checked non-NULL.
         Ok(state) => wrote(unsafe { put(status, state) }),
         Err(e) => e,
@@ -503,13 +509,13 @@ pub unsafe extern "C" fn PAPI_get_event_info(
 /// `PAPI_set_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
-    library::set_multiplex(event_set)
+    sets::set_multiplex(event_set)
 }
 
 /// `PAPI_get_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_multiplex(event_set: c_int) -> c_int {
-    library::get_multiplex(event_set)
+    sets::get_multiplex(event_set)
 }
 
 /// `PAPI_multiplex_init`: the backend's own multiplexing needs no set-up.
@@ -522,7 +528,7 @@ pub extern "C" fn PAPI_multiplex_init() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
     match u32::try_from(tid) {
-        Ok(tid) => library::attach(event_set, Some(tid)),
+        Ok(tid) => sets::attach(event_set, Some(tid)),
         Err(_) => EINVAL,
     }
 }
@@ -530,5 +536,5 @@ pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int
 /// `PAPI_detach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_detach(event_set: c_int) -> c_int {
-    library::attach(event_set, None)
+    sets::attach(event_set, None)
 }

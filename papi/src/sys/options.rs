@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use super::put;
 use crate::codes::{EINVAL, ENOCMP, OK};
 use crate::library::{self, DOM_ALL, VERSION};
+use crate::sets;
 
 /// `PAPI_domain_option_t` and `PAPI_granularity_option_t`.
 #[repr(C)]
@@ -143,7 +144,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
     match option {
         DEFDOM => domain,
         DEFGRN => granularity,
-        MAX_HWCTRS => library::num_counters(0),
+        MAX_HWCTRS => sets::num_counters(0),
         MAX_MPX_CTRS => super::code(library::with(|l| Ok(l.component.num_mpx_cntrs))),
         DOMAIN | GRANUL => {
             // SAFETY: NULL or the caller's union.
@@ -172,7 +173,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
             let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
                 return EINVAL;
             };
-            library::get_multiplex(pair.first)
+            sets::get_multiplex(pair.first)
         }
         ATTACH => {
             // SAFETY: NULL or the caller's union.
@@ -242,11 +243,9 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
                 DEFDOM => set_default(Some(setting.value), None),
                 DEFGRN => set_default(None, Some(setting.value)),
                 DOMAIN => {
-                    library::set_domain_or_granularity(setting.eventset, Some(setting.value), None)
+                    sets::set_domain_or_granularity(setting.eventset, Some(setting.value), None)
                 }
-                _ => {
-                    library::set_domain_or_granularity(setting.eventset, None, Some(setting.value))
-                }
+                _ => sets::set_domain_or_granularity(setting.eventset, None, Some(setting.value)),
             };
         }
         _ => {}
@@ -256,23 +255,23 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         return EINVAL;
     };
     match option {
-        MULTIPLEX => library::set_multiplex(pair.first),
-        DETACH => library::attach(pair.first, None),
+        MULTIPLEX => sets::set_multiplex(pair.first),
+        DETACH => sets::attach(pair.first, None),
         ATTACH => {
             // SAFETY: the caller's union.
             let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
                 return EINVAL;
             };
             match u32::try_from(attach.tid) {
-                Ok(tid) => library::attach(attach.eventset, Some(tid)),
+                Ok(tid) => sets::attach(attach.eventset, Some(tid)),
                 Err(_) => EINVAL,
             }
         }
         CPU_ATTACH => match u32::try_from(pair.second) {
-            Ok(cpu) => library::attach_cpu(pair.first, cpu),
+            Ok(cpu) => sets::attach_cpu(pair.first, cpu),
             Err(_) => EINVAL,
         },
-        INHERIT => library::set_inherit(pair.first, pair.second != 0),
+        INHERIT => sets::set_inherit(pair.first, pair.second != 0),
         DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
         _ => EINVAL,
     }
