@@ -108,6 +108,7 @@ pub struct ComponentInfo {
     /// The bit fields (`hardware_intr` is bit 0 ... `inherit` bit 12).
     pub flags: u32,
 }
+#[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<ComponentInfo>() == 2272);
 
 /// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
@@ -340,6 +341,64 @@ fn segments(exe: &str) -> [usize; 6] {
         after_data = false;
     }
     ranges
+}
+
+/// The shared libraries mapped now (from /proc/self/maps): each object's name, its first
+/// executable mapping as text and its first writable one as data. The maps live as long as
+/// the process (they are asked once).
+pub fn shared_libraries() -> ShlibInfo {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let exe = exe.to_string_lossy();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut objects: Vec<AddressMap> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(span), Some(perms), Some(path)) = (fields.first(), fields.get(1), fields.get(5))
+        else {
+            continue;
+        };
+        if !path.starts_with('/') || *path == exe || !path.contains(".so") {
+            continue;
+        }
+        let Some((start, end)) = span.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        let at = match names.iter().position(|n| n == path) {
+            Some(at) => at,
+            None => {
+                let mut map = AddressMap {
+                    name: [0; HUGE_STR],
+                    ranges: [0; 6],
+                };
+                set_str(&mut map.name, path);
+                objects.push(map);
+                names.push(path.to_string());
+                objects.len() - 1
+            }
+        };
+        let ranges = &mut objects[at].ranges;
+        if perms.contains('x') && ranges[0] == 0 {
+            ranges[0] = start;
+            ranges[1] = end;
+        } else if perms.starts_with("rw") && ranges[2] == 0 {
+            ranges[2] = start;
+            ranges[3] = end;
+        }
+    }
+    objects.retain(|o| o.ranges[0] != 0);
+    let count = objects.len() as i32;
+    let maps: &'static [AddressMap] = Box::leak(objects.into_boxed_slice());
+    ShlibInfo {
+        map: maps.as_ptr() as usize,
+        count,
+    }
 }
 
 /// An empty event description for `code`.

@@ -22,8 +22,8 @@ fn executable() -> &'static ExeInfo {
 }
 
 fn shared_libraries() -> &'static ShlibInfo {
-    static SHLIB: ShlibInfo = ShlibInfo { map: 0, count: 0 };
-    &SHLIB
+    static SHLIB: OnceLock<ShlibInfo> = OnceLock::new();
+    SHLIB.get_or_init(info::shared_libraries)
 }
 
 /// `PAPI_get_real_nsec`.
@@ -88,7 +88,7 @@ pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
     executable()
 }
 
-/// `PAPI_get_shared_lib_info`: no maps are listed yet.
+/// `PAPI_get_shared_lib_info`: the libraries mapped when first asked.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
     if library::INIT_STATE.load(Ordering::SeqCst) == 0 {

@@ -72,6 +72,11 @@ fn wrote(wrote: bool) -> c_int {
     if wrote { OK } else { EINVAL }
 }
 
+/// A thread or process id as the facade takes it (`None` past `u32`).
+fn thread_number(tid: std::ffi::c_ulong) -> Option<u32> {
+    u32::try_from(u128::from(tid)).ok()
+}
+
 fn code(result: Result<i32, i32>) -> c_int {
     result.unwrap_or_else(|e| e)
 }
@@ -527,9 +532,9 @@ pub extern "C" fn PAPI_multiplex_init() -> c_int {
 /// `PAPI_attach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
-    match u32::try_from(tid) {
-        Ok(tid) => sets::attach(event_set, Some(tid)),
-        Err(_) => EINVAL,
+    match thread_number(tid) {
+        Some(tid) => sets::attach(event_set, Some(tid)),
+        None => EINVAL,
     }
 }
 

@@ -262,9 +262,9 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
             let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
                 return EINVAL;
             };
-            match u32::try_from(attach.tid) {
-                Ok(tid) => sets::attach(attach.eventset, Some(tid)),
-                Err(_) => EINVAL,
+            match super::thread_number(attach.tid) {
+                Some(tid) => sets::attach(attach.eventset, Some(tid)),
+                None => EINVAL,
             }
         }
         CPU_ATTACH => match u32::try_from(pair.second) {

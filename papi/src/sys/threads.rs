@@ -70,8 +70,21 @@ pub extern "C" fn PAPI_thread_id() -> c_ulong {
         // SAFETY: the caller registered a thread-id function callable from any thread.
         return unsafe { id_fn() };
     }
+    own_thread_id()
+}
+
+/// The calling thread's kernel id (Linux's `gettid`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn own_thread_id() -> c_ulong {
     // SAFETY: gettid takes no arguments and cannot fail.
     (unsafe { libc::gettid() }) as c_ulong
+}
+
+/// The calling thread's `pthread_self` (systems without `gettid`).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn own_thread_id() -> c_ulong {
+    // SAFETY: pthread_self takes no arguments and cannot fail.
+    (unsafe { libc::pthread_self() }) as usize as c_ulong
 }
 
 /// `PAPI_register_thread`.
