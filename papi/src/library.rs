@@ -419,7 +419,6 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 let native = library.natives.get(i).ok_or(ENOEVNT)?;
                 set_str(&mut info.symbol, &native.name);
                 set_str(&mut info.long_descr, &native.description);
-                set_str(&mut info.short_descr, &native.description);
             }
             None if is_preset_code(code) => return Err(ENOTPRESET),
             None => return Err(ENOEVNT),

@@ -294,10 +294,14 @@ fn not_sampled(event_set: c_int, event: c_int) -> c_int {
 pub unsafe extern "C" fn PAPI_overflow(
     event_set: c_int,
     event: c_int,
-    _threshold: c_int,
+    threshold: c_int,
     _flags: c_int,
-    _handler: *const c_void,
+    handler: *const c_void,
 ) -> c_int {
+    // A threshold with no handler is invalid (PAPI 7.0: PAPI_EINVAL).
+    if threshold > 0 && handler.is_null() {
+        return EINVAL;
+    }
     not_sampled(event_set, event)
 }
 

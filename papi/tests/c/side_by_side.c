@@ -70,6 +70,19 @@ int main(void) {
     SHOW("state", PAPI_state(set, &code));
     SHOW("state value", code);
     SHOW("read a missing set", PAPI_read(set + 100, values));
+    SHOW("add perf::TASK-CLOCK", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("add it again", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("its code", PAPI_event_name_to_code("perf::TASK-CLOCK", &code));
+    SHOW("overflow without a handler", PAPI_overflow(set, code, 1000000, 0, NULL));
+    SHOW("num_events", PAPI_num_events(set));
+    SHOW("start", PAPI_start(set));
+    SHOW("start again", PAPI_start(set));
+    for (i = 0, t0 = PAPI_get_virt_usec(); PAPI_get_virt_usec() - t0 < 10000; i++)
+        ;
+    SHOW("read", PAPI_read(set, values));
+    SHOW("stop", PAPI_stop(set, values + 1));
+    SHOW("task clock counted 10 ms", values[1] >= 10000000 && values[1] >= values[0]);
+    SHOW("destroy a set with events", PAPI_destroy_eventset(&set));
     SHOW("cleanup", PAPI_cleanup_eventset(set));
     SHOW("destroy", PAPI_destroy_eventset(&set));
     SHOW("handle after destroy", set);
