@@ -5,6 +5,7 @@ pub mod codes;
 pub mod info;
 pub mod library;
 pub mod names;
+pub mod overflow;
 pub mod presets;
 pub mod sets;
 #[allow(unsafe_code)]

@@ -21,6 +21,8 @@ pub const VERSION: i32 = 0x0700_0000;
 pub const STOPPED: i32 = 0x01;
 /// `PAPI_RUNNING`.
 pub const RUNNING: i32 = 0x02;
+/// `PAPI_OVERFLOWING`.
+pub const OVERFLOWING: i32 = 0x10;
 /// `PAPI_MULTIPLEXING`.
 pub const MULTIPLEXING: i32 = 0x40;
 /// `PAPI_ATTACHED`.
@@ -64,6 +66,10 @@ pub struct PapiSet {
     pub inherit: bool,
     /// The component assigned (-1 until an event or `PAPI_assign_eventset_component`).
     pub component: i32,
+    /// The events that overflow (`PAPI_overflow`).
+    pub overflows: Vec<crate::overflow::Spec>,
+    /// Their samplers while the set runs.
+    pub samplers: Vec<facade::AnySampler>,
 }
 
 impl PapiSet {

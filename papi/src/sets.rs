@@ -6,8 +6,8 @@ use crate::codes::{
     EBUG, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, PapiSet, RUNNING, STOPPED, backend_name_of,
-    with, with_set,
+    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED,
+    backend_name_of, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -23,6 +23,8 @@ pub fn create_eventset() -> Result<i32, i32> {
             cpu: None,
             inherit: false,
             component: -1,
+            overflows: Vec::new(),
+            samplers: Vec::new(),
         };
         library.sets.push(Some(set));
         Ok((library.sets.len() - 1) as i32)
@@ -85,6 +87,10 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
             .ok_or(EINVAL)?;
         set.events.remove(at);
         set.group = None;
+        if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
+            crate::overflow::free_slot(set.overflows[o].slot);
+            set.overflows.remove(o);
+        }
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -98,7 +104,10 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
         }
         set.events.clear();
         set.group = None;
-        set.state &= !MULTIPLEXING;
+        set.state &= !(MULTIPLEXING | OVERFLOWING);
+        for spec in set.overflows.drain(..) {
+            crate::overflow::free_slot(spec.slot);
+        }
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -152,9 +161,13 @@ pub fn start(handle: i32) -> i32 {
                 .map_err(|e| from_error(&e))?;
             set.group = Some(group);
         }
+        start_samplers(chosen, set)?;
         let group = set.group.as_mut().ok_or(EBUG)?;
         group.reset().map_err(|e| from_error(&e))?;
-        group.enable().map_err(|e| from_error(&e))?;
+        if let Err(e) = group.enable() {
+            set.samplers.clear();
+            return Err(from_error(&e));
+        }
         set.state = (set.state & !STOPPED) | RUNNING;
         Ok(OK)
     })
@@ -187,6 +200,10 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
         }
         let group = set.group.as_mut().ok_or(EBUG)?;
         group.disable().map_err(|e| from_error(&e))?;
+        for sampler in &mut set.samplers {
+            let _ = facade::Sampler::disable(sampler);
+        }
+        set.samplers.clear();
         set.state = (set.state & !RUNNING) | STOPPED;
         values_of(set)
     })
@@ -356,4 +373,97 @@ pub fn num_counters(cidx: i32) -> i32 {
         return ENOCMP;
     }
     with(|library| Ok(library.component.num_cntrs)).unwrap_or_else(|e| e)
+}
+
+/// Opens and enables one sampler per overflowing event of `set`, each calling its slot's
+/// handler every `threshold` events.
+fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32> {
+    set.samplers.clear();
+    for spec in set.overflows.clone() {
+        let name = set
+            .events
+            .iter()
+            .find(|(c, _)| *c == spec.code)
+            .map(|(_, n)| n.clone())
+            .ok_or(EBUG)?;
+        let options =
+            facade::SampleOptions::period(spec.threshold, facade::SampleFields::profile());
+        let opened = chosen
+            .open_sampler(&[name.as_str()], &set.target(), &options)
+            .and_then(|mut sampler| {
+                sampler.on_overflow(spec.callback, spec.slot)?;
+                facade::Sampler::enable(&mut sampler)?;
+                Ok(sampler)
+            });
+        match opened {
+            Ok(sampler) => set.samplers.push(sampler),
+            Err(e) => {
+                set.samplers.clear();
+                return Err(from_error(&e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `PAPI_overflow`: a `threshold` of 0 turns the event's overflow off. `handler` is the C
+/// handler's address; `callback` the function the sampler calls with the slot.
+pub fn overflow(
+    handle: i32,
+    code: i32,
+    threshold: i32,
+    handler: usize,
+    callback: facade::OverflowCallback,
+) -> i32 {
+    with_set(handle, |chosen, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        let index = set
+            .events
+            .iter()
+            .position(|(c, _)| *c == code)
+            .ok_or(ENOEVNT)?;
+        if threshold < 0 {
+            return Err(EINVAL);
+        }
+        if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
+            crate::overflow::free_slot(set.overflows[at].slot);
+            set.overflows.remove(at);
+        }
+        if threshold == 0 {
+            if set.overflows.is_empty() {
+                set.state &= !OVERFLOWING;
+            }
+            return Ok(OK);
+        }
+        if handler == 0 {
+            return Err(EINVAL);
+        }
+        if !chosen.backend.dyn_capabilities().sampling {
+            return Err(crate::codes::ENOSUPP);
+        }
+        let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
+            .ok_or(crate::codes::ECOUNT)?;
+        set.overflows.push(crate::overflow::Spec {
+            code,
+            threshold: threshold as u64,
+            slot,
+            callback,
+        });
+        set.state |= OVERFLOWING;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_get_overflow_event_index`: the indices in the set of the events whose bits are in
+/// `vector`.
+pub fn overflow_indices(handle: i32, vector: i64) -> Result<Vec<i32>, i32> {
+    with_set(handle, |_, set| {
+        Ok((0..set.events.len().min(63))
+            .filter(|i| vector & (1i64 << i) != 0)
+            .map(|i| i as i32)
+            .collect())
+    })
 }

@@ -286,10 +286,13 @@ fn not_sampled(event_set: c_int, event: c_int) -> c_int {
     }))
 }
 
-/// `PAPI_overflow`: not yet wired to the sampling face.
+/// `PAPI_overflow`: the event samples every `threshold` events on the sampling face and
+/// `handler` is called at each overflow, in the signal handler, with the set, the address
+/// and the event's bit; a threshold of 0 turns it off. `PAPI_ENOSUPP` where the backend cannot
+/// sample.
 ///
 /// # Safety
-/// Reads nothing.
+/// `handler` is NULL or a `PAPI_overflow_handler_t`, callable from a signal handler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_overflow(
     event_set: c_int,
@@ -302,21 +305,68 @@ pub unsafe extern "C" fn PAPI_overflow(
     if threshold > 0 && handler.is_null() {
         return EINVAL;
     }
-    not_sampled(event_set, event)
+    sets::overflow(event_set, event, threshold, handler as usize, dispatch)
 }
 
-/// `PAPI_get_overflow_event_index`.
+/// `PAPI_overflow_handler_t`.
+type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void);
+
+/// The sampler's overflow callback: calls the slot's C handler. Async-signal-safe: it reads
+/// atomics and calls.
+fn dispatch(overflow: &facade::Overflow) {
+    let Some(slot) = crate::overflow::TABLE.get(overflow.token) else {
+        return;
+    };
+    let handler = slot.handler.load(Ordering::Acquire);
+    if handler == 0 {
+        return;
+    }
+    // SAFETY: a nonzero slot holds the address of the `PAPI_overflow_handler_t` given to
+    // PAPI_overflow (checked non-NULL there).
+    let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
+    let set = slot.set.load(Ordering::Acquire);
+    let vector = slot.vector.load(Ordering::Acquire);
+    // SAFETY: the caller of PAPI_overflow promised a handler callable here.
+    unsafe {
+        handler(
+            set,
+            overflow.address as usize as *mut c_void,
+            vector,
+            std::ptr::null_mut(),
+        )
+    };
+}
+
+/// `PAPI_get_overflow_event_index`: the indices in the set of the events in `vector`.
 ///
 /// # Safety
-/// Reads nothing.
+/// `array` has room for `*number` ints; `number` points at an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_overflow_event_index(
-    _event_set: c_int,
-    _vector: c_longlong,
-    _array: *mut c_int,
-    _number: *mut c_int,
+    event_set: c_int,
+    vector: c_longlong,
+    array: *mut c_int,
+    number: *mut c_int,
 ) -> c_int {
-    ENOSUPP
+    if array.is_null() || number.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: checked non-NULL.
+    let room = unsafe { *number };
+    if room <= 0 {
+        return EINVAL;
+    }
+    match sets::overflow_indices(event_set, vector) {
+        Ok(indices) => {
+            let n = indices.len().min(room as usize);
+            // SAFETY: room for `room` >= `n` ints (the caller's promise).
+            unsafe { super::put_all(array, &indices[..n]) };
+            // SAFETY: checked non-NULL.
+            unsafe { put(number, n as c_int) };
+            OK
+        }
+        Err(e) => e,
+    }
 }
 
 /// `PAPI_profil`.
