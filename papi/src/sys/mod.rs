@@ -1,5 +1,5 @@
 //! PAPI's C functions: each turns its C arguments (pointers, C strings, arrays) into a call of
-//! [`library`](crate::library) and writes the results back.
+//! [`crate::library`] and [`crate::sets`], and writes the results back.
 //!
 //! # Safety
 //! Every function is `unsafe extern "C"`: the caller passes pointers as PAPI documents them
