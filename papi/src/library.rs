@@ -274,14 +274,17 @@ pub fn shutdown() {
     INIT_STATE.store(0, Ordering::SeqCst);
 }
 
-/// Component 0's description (a pointer stable while the library is initialised).
-pub fn component(cidx: i32) -> Option<*const ComponentInfo> {
+/// Component 0's description (a pointer stable while the library is initialised; before
+/// initialisation, the description `PAPI_disable_component` callers read), or NULL for any
+/// other component.
+pub fn component(cidx: i32) -> *const ComponentInfo {
     if cidx != 0 {
-        return None;
+        return std::ptr::null();
     }
-    with(|library| Ok(&*library.component as *const ComponentInfo))
-        .ok()
-        .or_else(|| Some(component_before_init() as *const ComponentInfo))
+    match with(|library| Ok(&*library.component as *const ComponentInfo)) {
+        Ok(info) => info,
+        Err(_) => component_before_init(),
+    }
 }
 
 /// `PAPI_event_name_to_code`.

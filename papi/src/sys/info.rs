@@ -145,7 +145,7 @@ pub extern "C" fn PAPI_num_components() -> c_int {
 /// `PAPI_get_component_info`: NULL for any component but 0, or before initialisation.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
-    library::component(cidx).unwrap_or(std::ptr::null())
+    library::component(cidx)
 }
 
 /// `PAPI_get_component_index`.
@@ -158,10 +158,9 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
     let Some(name) = (unsafe { text(name) }) else {
         return EINVAL;
     };
-    let Some(component) = library::component(0) else {
-        return codes::ENOINIT;
-    };
-    // SAFETY: the component's description lives while the library is initialised.
+    let component = library::component(0);
+    // SAFETY: never NULL for component 0: the description lives while the library is
+    // initialised, and the one before initialisation for the whole process.
     let own = unsafe { &(*component).name };
     let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
     if &own[..len] == name.as_bytes() {

@@ -182,7 +182,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
             };
             match library::with_set(attach.eventset, |_, set| Ok(set.attached)) {
                 Ok(tid) => {
-                    attach.tid = tid.unwrap_or(0).into();
+                    attach.tid = tid.map_or(0, |t| t as std::ffi::c_ulong);
                     // SAFETY: as above.
                     unsafe { put(ptr.cast::<AttachOption>(), attach) };
                     OK
