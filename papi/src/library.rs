@@ -179,7 +179,7 @@ pub fn library_init(version: i32) -> i32 {
         names::listed(&chosen)
     };
     let capabilities = chosen.backend.dyn_capabilities();
-    let counters = capabilities.general_counters.unwrap_or(0) + capabilities.fixed_counters;
+    let counters = hardware_counters(&chosen);
     let mut component = Box::new(component_info());
     let name = component_name(chosen.backend.dyn_name());
     set_str(&mut component.name, name);
@@ -238,6 +238,27 @@ pub fn component_before_init() -> &'static ComponentInfo {
         );
         info
     })
+}
+
+/// The hardware counters component 0 has: the backend's count where it knows it, else (perf
+/// schedules its counters itself) the CPU model's from the event database when the core PMU
+/// counts here (its cycles open), else none.
+fn hardware_counters(chosen: &Chosen) -> u32 {
+    let capabilities = chosen.backend.dyn_capabilities();
+    if let Some(general) = capabilities.general_counters {
+        return general + capabilities.fixed_counters;
+    }
+    let model = chosen
+        .context
+        .model
+        .as_deref()
+        .and_then(|id| chosen.context.database.model(id));
+    match model {
+        Some(model) if facade::query(&chosen.backend, "cpu-cycles").usable() => {
+            model.pmu.general_counters + model.pmu.fixed_counters
+        }
+        _ => 0,
+    }
 }
 
 fn component_info() -> ComponentInfo {
