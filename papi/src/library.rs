@@ -190,6 +190,8 @@ pub fn library_init(version: i32) -> i32 {
     );
     set_str(&mut component.version, env!("CARGO_PKG_VERSION"));
     component.num_cntrs = counters as i32;
+    // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
+    // (`papi_avail` there: "Max Multiplex Counters : 384").
     component.num_mpx_cntrs = if capabilities.multiplexing {
         384
     } else {
