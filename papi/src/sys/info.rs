@@ -402,16 +402,44 @@ pub unsafe extern "C" fn PAPI_sprofil(
     not_sampled(event_set, event)
 }
 
-/// `PAPI_hl_region_begin`: the high-level interface is not offered yet.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_hl_region_begin(_region: *const c_char) -> c_int {
-    ENOSUPP
+/// PAPI's code for a region call's result: `PAPI_EINVAL` for a region not begun or begun
+/// twice, `PAPI_EMISC` for a call from inside another (a signal handler), else the error's.
+fn region_code(result: facade::Result<()>) -> c_int {
+    match result {
+        Ok(()) => OK,
+        Err(e) => match e.kind() {
+            facade::ErrorKind::InvalidInput => EINVAL,
+            facade::ErrorKind::Busy => codes::EMISC,
+            _ => codes::from_error(&e),
+        },
+    }
 }
 
-/// `PAPI_hl_read`.
+/// `PAPI_hl_region_begin`: the facade's process-wide regions (`counterhal::region`), whose
+/// events come from `COUNTERHAL_REGION_EVENTS` and whose report is written at exit as
+/// `COUNTERHAL_REGION_OUTPUT` and `COUNTERHAL_REGION_FORMAT` say (not PAPI's
+/// `papi_hl_output` files; `PAPI_EVENTS` is not read yet).
+///
+/// # Safety
+/// `region` is NULL or a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_hl_region_begin(region: *const c_char) -> c_int {
+    // The high-level interface initialises the library, as PAPI's does, so that low-level
+    // calls may follow it.
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0
+        && super::PAPI_library_init(library::VER_CURRENT) != library::VER_CURRENT
+    {
+        return codes::ENOINIT;
+    }
+    library::INIT_STATE.fetch_or(2, Ordering::SeqCst);
+    // SAFETY: as this function's.
+    match unsafe { text(region) } {
+        Some(name) => region_code(facade::region::begin(name)),
+        None => EINVAL,
+    }
+}
+
+/// `PAPI_hl_read`: reading a region without ending it is not offered yet.
 ///
 /// # Safety
 /// Reads nothing.
@@ -423,16 +451,21 @@ pub unsafe extern "C" fn PAPI_hl_read(_region: *const c_char) -> c_int {
 /// `PAPI_hl_region_end`.
 ///
 /// # Safety
-/// Reads nothing.
+/// `region` is NULL or a C string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_hl_region_end(_region: *const c_char) -> c_int {
-    ENOSUPP
+pub unsafe extern "C" fn PAPI_hl_region_end(region: *const c_char) -> c_int {
+    // SAFETY: as this function's.
+    match unsafe { text(region) } {
+        Some(name) => region_code(facade::region::end(name)),
+        None => EINVAL,
+    }
 }
 
-/// `PAPI_hl_stop`.
+/// `PAPI_hl_stop`: the regions' counters stop with the process (the report is written at
+/// exit), so there is nothing to stop early.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_hl_stop() -> c_int {
-    ENOSUPP
+    OK
 }
 
 /// `PAPI_flips_rate`: the rate functions are not offered yet.
