@@ -35,6 +35,8 @@ mod bench {
             )
         };
         assert_ne!(base, libc::MAP_FAILED);
+        // SAFETY: advice on the mapping just made: one fault a page, no huge page.
+        unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
         let base = base.cast::<u8>();
         for k in 0..PAGES {
             // SAFETY: inside the mapping.

@@ -43,6 +43,8 @@ pub enum Attach {
     /// child processes). A thread that ends is dropped from the counting, never an error
     /// ([`MultiSet`] says how).
     Process(u32),
+    /// Several processes (perf's `-p PID,PID`), each as [`Attach::Process`] counts one.
+    Processes(Vec<u32>),
     /// Every online CPU (system-wide).
     AllCpus,
     /// These CPUs (system-wide).
@@ -76,14 +78,8 @@ impl Attach {
             Attach::ThisThread => vec![Target::ThisThread],
             Attach::Thread(tid) => vec![Target::process(*tid)],
             Attach::Threads(tids) => tids.iter().map(|&tid| Target::process(tid)).collect(),
-            Attach::Process(pid) => process_threads(*pid)
-                .map(|threads| {
-                    threads
-                        .into_iter()
-                        .map(Target::process_and_children)
-                        .collect()
-                })
-                .unwrap_or_else(|| vec![Target::process_and_children(*pid)]),
+            Attach::Process(pid) => process_targets(*pid),
+            Attach::Processes(pids) => pids.iter().flat_map(|&pid| process_targets(pid)).collect(),
             Attach::AllCpus => online_cpus().iter().map(Target::Cpu).collect(),
             Attach::Cpus(cpus) => cpus.iter().map(Target::Cpu).collect(),
             Attach::Cgroup { path, cpus } => cpus
@@ -103,9 +99,23 @@ impl Attach {
     pub fn may_vanish(&self, target: &Target) -> bool {
         match (self, target) {
             (Attach::Process(pid), Target::Process { pid: tid, .. }) => tid != pid,
+            (Attach::Processes(pids), Target::Process { pid: tid, .. }) => !pids.contains(tid),
             _ => false,
         }
     }
+}
+
+/// Process `pid`'s threads, each with what it creates; the process as one target where
+/// `/proc/PID/task` is missing.
+fn process_targets(pid: u32) -> Vec<Target> {
+    process_threads(pid)
+        .map(|threads| {
+            threads
+                .into_iter()
+                .map(Target::process_and_children)
+                .collect()
+        })
+        .unwrap_or_else(|| vec![Target::process_and_children(pid)])
 }
 
 /// The thread ids of process `pid`, lowest first; `None` where `/proc/PID/task` is missing.
@@ -216,7 +226,7 @@ impl<G: Group> MultiSet<G> {
         B: Backend<Group = G> + ?Sized,
     {
         let mut options = *options;
-        options.grouped &= !matches!(attach, Attach::Process(_));
+        options.grouped &= !matches!(attach, Attach::Process(_) | Attach::Processes(_));
         let mut sets = Vec::new();
         for target in targets.iter().cloned() {
             match EventSet::open(backend, events.to_vec(), &target, &options) {

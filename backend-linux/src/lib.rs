@@ -14,6 +14,7 @@ cfg_if::cfg_if! {
         mod group;
         mod raw;
         pub mod rdpmc;
+        mod polled;
         mod sampler;
         mod sysfs;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
@@ -26,6 +27,7 @@ cfg_if::cfg_if! {
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
+        pub use polled::{Deliver, PolledSampler};
         pub use sampler::LinuxSampler;
         pub use sysfs::{FormatField, ConfigWord};
 

@@ -141,10 +141,22 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         resolved.push(event);
     }
     let cpu = context.model.as_deref();
+    // A name in the model's own spelling that libpfm4 reads otherwise says so.
+    let note = |name: &str| cpu.and_then(|c| context.database.libpfm4_difference(c, name));
     if args.json {
         let array: Vec<Value> = resolved
             .iter()
-            .flat_map(|e| to_json(e, args.backend.name, cpu))
+            .flat_map(|e| {
+                let note = note(&e.name);
+                to_json(e, args.backend.name, cpu)
+                    .into_iter()
+                    .map(move |mut v| {
+                        if let Some(note) = &note {
+                            v["libpfm4_note"] = json!(note);
+                        }
+                        v
+                    })
+            })
             .collect();
         _ = writeln!(
             out,
@@ -154,6 +166,9 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     } else {
         for event in &resolved {
             _ = write!(out, "{}", to_text(event, &label, cpu));
+            if let Some(note) = note(&event.name) {
+                _ = writeln!(out, "  note: {note}");
+            }
         }
     }
     crate::output::emit(&out)?;

@@ -166,8 +166,16 @@ fn cannot_run(error: &counterhal::Error) -> String {
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit
-/// mask, indented, with the mask's fields and flags (`default`, `precise`, `deprecated`).
-fn native_lines(out: &mut String, mark: &str, entry: &Listed, fields: &str) {
+/// mask, indented, with the mask's fields and flags (`default`, `precise`, `deprecated`), and
+/// under a name libpfm4 reads otherwise (`note`: the name as listed, `EVENT` or `EVENT.MASK`,
+/// to libpfm4's difference) a note saying so.
+fn native_lines(
+    out: &mut String,
+    mark: &str,
+    entry: &Listed,
+    fields: &str,
+    note: &dyn Fn(&str) -> Option<String>,
+) {
     let flags = |set: &[(bool, &str)]| {
         let names: Vec<&str> = set.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
         match names.is_empty() {
@@ -189,6 +197,11 @@ fn native_lines(out: &mut String, mark: &str, entry: &Listed, fields: &str) {
         entry.name,
         about(&entry.description)
     );
+    if entry.unit_masks.is_empty()
+        && let Some(note) = note(&entry.name)
+    {
+        _ = writeln!(out, "      note: {note}");
+    }
     for mask in &entry.unit_masks {
         let mask_flags = flags(&[
             (mask.default, "default"),
@@ -202,12 +215,16 @@ fn native_lines(out: &mut String, mark: &str, entry: &Listed, fields: &str) {
             mask.fields,
             about(&mask.description)
         );
+        if let Some(note) = note(&mask.name) {
+            _ = writeln!(out, "        note: {note}");
+        }
     }
 }
 
 /// A unit mask in `--json`: `encoding` as its event's (the backend's, or null), and the rest.
-fn unit_mask_json(mask: &ListedUnitMask) -> serde_json::Value {
+fn unit_mask_json(mask: &ListedUnitMask, note: Option<String>) -> serde_json::Value {
     json!({
+        "libpfm4_note": note,
         "name": mask.name,
         "description": mask.description,
         "fields": mask.fields,
@@ -263,6 +280,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         }
     };
     let pattern = args.pattern.as_deref().unwrap_or("");
+    // Names in the model's own spelling that libpfm4 reads otherwise.
+    let note = |name: &str| -> Option<String> {
+        let model = context.model.as_deref()?;
+        context.database.libpfm4_difference(model, name)
+    };
     let entries: Vec<Listed> = match &backend {
         Some(backend) => list_events(&context, Ok(backend), pattern),
         None => {
@@ -284,7 +306,16 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                     "precise": e.precise,
                     "aliases": e.aliases,
                     "fields": e.fields,
-                    "umasks": e.unit_masks.iter().map(unit_mask_json).collect::<Vec<_>>(),
+                    "libpfm4_note": e
+                        .fields
+                        .as_ref()
+                        .filter(|_| e.unit_masks.is_empty())
+                        .and_then(|_| note(&e.name)),
+                    "umasks": e
+                        .unit_masks
+                        .iter()
+                        .map(|m| unit_mask_json(m, note(&m.name)))
+                        .collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -314,7 +345,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         }
         let mark = if entry.usable { "*" } else { " " };
         if let Some(fields) = &entry.fields {
-            native_lines(&mut out, mark, entry, fields);
+            native_lines(&mut out, mark, entry, fields, &note);
             continue;
         }
         // The other sections' events say what they are in words, or by their encoding.

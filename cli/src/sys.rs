@@ -1,5 +1,7 @@
-//! The command's one use of a raw descriptor: `--log-fd N`, the descriptor this process was
-//! given, written to as it is (perf's rule) rather than reopened through `/dev/fd/N`.
+//! The command's system calls: `--log-fd N`, the descriptor this process was given, written
+//! to as it is (perf's rule) rather than reopened through `/dev/fd/N`; and the locale's
+//! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
+//! `%'` formats).
 //!
 //! # Safety
 //!
@@ -59,4 +61,33 @@ fn check_open_for_writing(fd: u32) -> Result<(), String> {
     std::fs::metadata(format!("/dev/fd/{fd}"))
         .map(drop)
         .map_err(|_| format!("descriptor {fd} is not an open descriptor"))
+}
+
+/// The thousands separator of the user's numeric locale (`LC_ALL`, `LC_NUMERIC`, `LANG`), as
+/// `localeconv()` gives it after `setlocale(LC_NUMERIC, "")`: "" in the C and POSIX locales
+/// (perf then prints `9306`), "," in `en_US.UTF-8` (`9,306`). Read once.
+pub fn thousands_separator() -> &'static str {
+    static SEPARATOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SEPARATOR.get_or_init(|| {
+        // SAFETY: setlocale with a valid category and a NUL-terminated empty string, at most
+        // once (OnceLock), before this process reads the locale anywhere else.
+        let set = unsafe { libc::setlocale(libc::LC_NUMERIC, c"".as_ptr()) };
+        if set.is_null() {
+            return String::new();
+        }
+        // SAFETY: localeconv returns a pointer to a static struct, valid until the next
+        // setlocale or localeconv, and read at once.
+        let conv = unsafe { libc::localeconv() };
+        if conv.is_null() {
+            return String::new();
+        }
+        // SAFETY: `conv` is a valid lconv (checked non-NULL above), read at once.
+        let field = unsafe { (*conv).thousands_sep };
+        if field.is_null() {
+            return String::new();
+        }
+        // SAFETY: `thousands_sep` of a valid lconv is a NUL-terminated string.
+        let separator = unsafe { std::ffi::CStr::from_ptr(field) };
+        separator.to_string_lossy().into_owned()
+    })
 }

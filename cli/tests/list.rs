@@ -184,6 +184,7 @@ fn json_has_the_documented_shape() {
                 "description",
                 "encoding",
                 "fields",
+                "libpfm4_note",
                 "name",
                 "precise",
                 "reason",
@@ -224,6 +225,7 @@ fn json_has_the_documented_shape() {
                     "description",
                     "encoding",
                     "fields",
+                    "libpfm4_note",
                     "name",
                     "precise",
                     "reason"
@@ -238,6 +240,7 @@ fn json_has_the_documented_shape() {
             let mask_fields = mask["fields"].as_str().unwrap();
             assert!(mask_fields.contains(" umask=0x"), "{mask}");
             assert!(is_text_or_null(&mask["encoding"]) && is_text_or_null(&mask["reason"]));
+            assert!(is_text_or_null(&mask["libpfm4_note"]));
             // Resolved on the backend, or a reason; with no backend here, the event says why.
             if !entry["backend"].is_null() {
                 assert_ne!(
@@ -410,4 +413,49 @@ fn every_backend_and_model_shows_unit_masks() {
             .any(|(_, l)| l == "DATA_READ event=0x00 Data reads"),
         "{text}"
     );
+}
+
+/// A name in Intel's spelling that libpfm4 encodes otherwise carries a note in `list` and
+/// `encode`, text and JSON; a name both read alike carries none. Oracle: libpfm4's Haswell
+/// table (libpfm4 4.13, which `events/tests/libpfm_fuzz.rs` checks it against) and Intel's.
+#[test]
+fn names_libpfm4_reads_otherwise_are_noted() {
+    let text = list(&["--cpu-model", "hsw", "L2_RQSTS.RFO_HIT"]);
+    assert!(
+        text.contains("note: libpfm4 encodes `L2_RQSTS.RFO_HIT` as")
+            && text.contains("`hsw::L2_RQSTS.RFO_HIT`"),
+        "{text}"
+    );
+    let listed = list_json(&["--cpu-model", "hsw", "L2_RQSTS"]);
+    let notes: Vec<&str> = natives(&listed)
+        .iter()
+        .flat_map(|e| e["umasks"].as_array().unwrap())
+        .filter(|m| m["libpfm4_note"].is_string())
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(notes.contains(&"L2_RQSTS.RFO_HIT"), "{notes:?}");
+    assert!(!notes.contains(&"L2_RQSTS.ALL_RFO"), "{notes:?}");
+    let out = counterhal(&[
+        "encode",
+        "--cpu-model",
+        "hsw",
+        "--backend",
+        "msr",
+        "L2_RQSTS.RFO_HIT",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("note: libpfm4 encodes"),
+        "{}",
+        stdout(&out)
+    );
+    let out = counterhal(&[
+        "encode",
+        "--cpu-model",
+        "hsw",
+        "--backend",
+        "msr",
+        "L2_RQSTS.ALL_RFO",
+    ]);
+    assert!(!stdout(&out).contains("note:"), "{}", stdout(&out));
 }

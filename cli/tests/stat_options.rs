@@ -219,16 +219,36 @@ fn quiet_prints_nothing_and_keeps_the_status() {
     assert_eq!(stderr(&o), "");
 }
 
+/// Whether the `en_US.UTF-8` locale is installed (`locale -a`), which groups digits with ",".
+fn grouping_locale() -> bool {
+    Command::new("locale").arg("-a").output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l == "en_US.utf8")
+    })
+}
+
 #[test]
 fn big_numbers_are_grouped_unless_asked_not_to() {
     linux_or_skip!();
-    // `ls -R /usr/share/doc` touches enough pages for a four-digit count.
+    if !grouping_locale() {
+        skip!(
+            Need::Tools,
+            "the en_US.UTF-8 locale is not installed (Debian: locales, then localedef -i en_US -f UTF-8 en_US.UTF-8)"
+        );
+    }
+    // `ls -R /usr/share` touches enough pages for a four-digit count.
     let work = ["--", "sh", "-c", "ls -R /usr/share > /dev/null"];
-    let count = |extra: &[&str]| {
-        let mut args = vec!["-e", "page-faults"];
+    let count = |extra: &[&str], locale: &str| {
+        let mut args = vec!["stat", "-e", "page-faults"];
         args.extend_from_slice(extra);
         args.extend_from_slice(&work);
-        let text = stderr(&ours(&args));
+        let out = Command::new(bin())
+            .args(&args)
+            .env("LC_ALL", locale)
+            .output()
+            .unwrap();
+        let text = stderr(&out);
         let line = text
             .lines()
             .find(|l| l.contains("page-faults"))
@@ -236,10 +256,16 @@ fn big_numbers_are_grouped_unless_asked_not_to() {
             .to_string();
         line.split_whitespace().next().unwrap().to_string()
     };
-    let grouped = count(&["-B"]);
-    let plain = count(&["--no-big-num"]);
+    // Grouped as the locale groups numbers, as perf's `%'` does: "," in en_US, none in C.
+    let grouped = count(&["-B"], "en_US.UTF-8");
+    let plain = count(&["--no-big-num"], "en_US.UTF-8");
+    let c_locale = count(&["-B"], "C");
     assert!(grouped.contains(','), "{grouped}");
     assert!(plain.parse::<u64>().is_ok(), "{plain}");
+    assert!(
+        c_locale.parse::<u64>().is_ok(),
+        "the C locale groups nothing: {c_locale}"
+    );
     assert!(
         ours(&["-B", "-x,", "--", "true"]).status.code() == Some(2),
         "perf refuses -B with -x"

@@ -8,6 +8,7 @@ mod domain;
 mod encode;
 mod error;
 pub mod expression;
+mod libpfm4;
 mod loader;
 mod metrics;
 mod model;

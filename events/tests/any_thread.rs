@@ -44,10 +44,11 @@ fn any_thread_comes_from_the_data_the_modifier_or_the_raw_code() {
 fn encoders_without_any_thread_refuse_it() {
     let db = Database::shipped().unwrap();
     for (cpu, event, kind) in [
+        // libpfm4's K8 table has no `t` (libpfm4 4.13 refuses it as an unknown attribute).
         (
             "k8",
             "RETIRED_INSTRUCTIONS:t",
-            EventErrorKind::CombinationNotAllowed,
+            EventErrorKind::UnknownModifier,
         ),
         ("k8", "r2000c0", EventErrorKind::ValueOutOfRange),
         ("k8", "r00c0:t", EventErrorKind::CombinationNotAllowed),

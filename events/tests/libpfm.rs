@@ -1,5 +1,6 @@
 //! Cross-check against libpfm4: every shipped event (and each of its unit masks) of the CPU
-//! models libpfm4 also knows is encoded by libpfm4 (forcing the PMU, LIBPFM_ENCODE_INACTIVE=1,
+//! models libpfm4 also knows, resolved through the model's own data
+//! (`Database::resolve_model_data`: libpfm4's spellings otherwise read libpfm4's own tables), is encoded by libpfm4 (forcing the PMU, LIBPFM_ENCODE_INACTIVE=1,
 //! pfm_get_os_event_encoding with PFM_OS_NONE) and by us; the EVTSEL values must agree with
 //! the interrupt bit 20 masked (libpfm4 sets it, a counting EVTSEL does not).
 //!
@@ -312,7 +313,9 @@ fn evtsel_matches_libpfm4() {
                 }
             }
             for name in names {
-                let Ok(resolved) = database.resolve(Some(model_id), &name, &common::X86) else {
+                // The model's own data, not libpfm4's tables (which libpfm4's spelling now reads).
+                let Ok(resolved) = database.resolve_model_data(model_id, &name, &common::X86)
+                else {
                     continue;
                 };
                 let Encoding::Evtsel(evtsel) = &resolved.terms[0].request.encoding else {

@@ -38,9 +38,21 @@ fn libpfm4_names_intel_dropped_resolve_with_libpfm4s_encoding() {
 #[test]
 fn a_name_intels_table_has_keeps_intels_encoding() {
     let database = Database::shipped().expect("the shipped database loads");
-    // libpfm4 encodes unit mask 0x00 here; Intel's table, the authority, 0x04.
+    // Intel's table gives unit mask 0x04; libpfm4 0x00. Intel's spelling means Intel's,
+    // libpfm4's libpfm4's, and the difference is declared (tests/data/libpfm-declared.toml).
+    assert_eq!(
+        evtsel(&database, "nhm", "BR_INST_RETIRED.ALL_BRANCHES"),
+        0x0043_04c4
+    );
     assert_eq!(
         evtsel(&database, "nhm", "BR_INST_RETIRED:ALL_BRANCHES"),
-        0x0043_04c4
+        0x0043_00c4
+    );
+    let note = database
+        .libpfm4_difference("nhm", "BR_INST_RETIRED.ALL_BRANCHES")
+        .expect("a declared difference");
+    assert!(
+        note.contains("0x4300c4") && note.contains("nhm::"),
+        "{note}"
     );
 }

@@ -154,12 +154,6 @@ fn bad_combinations_say_what_is_wrong_and_what_is_right() {
             &["`OUTSTANDING`", "`DDR_NEAR`", "request unit masks"][..],
         ),
         (
-            "nhm",
-            "OFFCORE_RESPONSE_0:ANY_DATA.ANY_CACHE_DRAM:DMND_DATA_RD",
-            EventErrorKind::CombinationNotAllowed,
-            &["`ANY_DATA.ANY_CACHE_DRAM`", "`DMND_DATA_RD`", "name either"][..],
-        ),
-        (
             "snb",
             "OFFCORE_RESPONSE_0:DMND_DATA_READ",
             EventErrorKind::UnitMaskInvalid,
@@ -167,15 +161,15 @@ fn bad_combinations_say_what_is_wrong_and_what_is_right() {
         ),
         (
             "snb",
-            "OFFCORE_RESPONSE_0:0x10001",
-            EventErrorKind::UnitMaskInvalid,
-            &["not a number", "DMND_DATA_RD"][..],
+            "OFFCORE_RESPONSE_0:0x10001:DMND_DATA_RD",
+            EventErrorKind::UnknownModifier,
+            &["raw unit mask"][..],
         ),
         (
             "icl",
             "OCR",
             EventErrorKind::UnitMaskRequired,
-            &["DEMAND_DATA_RD_ANY_RESPONSE"][..],
+            &["needs a unit mask", "OTHER_LOCAL_DRAM"][..],
         ),
         (
             "icl",

@@ -93,6 +93,48 @@ pub fn arrays(text: &str, ty: &str) -> Result<BTreeMap<String, Vec<Fields>>, Str
     Ok(out)
 }
 
+/// The initialisers of single (not array) variables of type `ty` in `text`
+/// (`pfmlib_pmu_t intel_snb_support={ .name = "snb", ... };`), each as its fields; parts that
+/// are not `.field = value` (a macro call such as `PFMLIB_ENCODE_PERF(...)`) and preprocessor
+/// lines are left out.
+///
+/// # Errors
+/// Unbalanced braces.
+pub fn structs(text: &str, ty: &str) -> Result<Vec<Fields>, String> {
+    let mut out = Vec::new();
+    let needle = format!("{ty} ");
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        rest = &rest[at + needle.len()..];
+        let Some(open) = rest.find(['{', ';', '[']) else {
+            break;
+        };
+        if !rest[open..].starts_with('{') || !rest[..open].contains('=') {
+            continue;
+        }
+        let (body, after) =
+            balanced(&rest[open..]).ok_or_else(|| format!("`{ty}`: unbalanced braces"))?;
+        let body: String = body
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut fields = Fields::new();
+        for part in split_top(&body, ',') {
+            let part = part.trim();
+            if !part.starts_with('.') {
+                continue;
+            }
+            if let Ok(one) = self::fields(part) {
+                fields.extend(one);
+            }
+        }
+        out.push(fields);
+        rest = after;
+    }
+    Ok(out)
+}
+
 /// The text inside the braces `text` starts with, and what follows the closing brace.
 fn balanced(text: &str) -> Option<(&str, &str)> {
     let mut depth = 0usize;

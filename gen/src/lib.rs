@@ -10,9 +10,11 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
+pub mod cexpr;
 pub mod cparse;
 pub mod dropped;
 pub mod errata;
+pub mod grammar;
 pub mod intel_tables;
 pub mod k8;
 pub mod libpfm4;

@@ -53,6 +53,20 @@ enum Source {
         #[arg(long)]
         kernel_version: Option<String>,
     },
+    /// libpfm4's x86 core tables in libpfm4's own structure (events, codes, unit masks with
+    /// their groups and flags, modifiers), one file per PMU, for the resolver of libpfm4's
+    /// grammar.
+    Libpfm4Grammar {
+        /// The snapshot's top directory (holding lib/ and include/).
+        #[arg(long)]
+        source: PathBuf,
+        /// The snapshot's commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per PMU (events/data/generated/libpfm4).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`).
     PerfmonMetrics {
         /// The snapshot's top directory.
@@ -137,6 +151,11 @@ fn main() -> ExitCode {
                 Ok(models)
             })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
+        Source::Libpfm4Grammar {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::grammar::write_pmus(source, commit, out),
         Source::PerfmonMetrics {
             source,
             commit,

@@ -23,7 +23,9 @@ mod process;
 mod ring;
 
 pub use open::*;
-pub use overflow::{OverflowCallback, gettid, overflow_signal, register, unregister};
+pub use overflow::{
+    OverflowCallback, eventfd, gettid, overflow_signal, register, unregister, wait_for, wake,
+};
 pub use page::*;
 pub use perf::*;
 pub use process::*;

@@ -201,6 +201,58 @@ pub fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+/// An eventfd, to wake a polling thread.
+///
+/// # Errors
+/// The errno of `eventfd`.
+pub fn eventfd() -> Result<std::os::fd::OwnedFd, Errno> {
+    // SAFETY: eventfd takes no pointers.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: `fd` is a new descriptor this call owns.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// Adds 1 to eventfd `fd`, waking whoever polls it.
+pub fn wake(fd: BorrowedFd<'_>) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer to a live descriptor.
+    unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+}
+
+/// Waits until `event` has records to read (or hung up) or `stop` was woken: which of the two
+/// are ready. Interrupted waits are retried.
+///
+/// # Errors
+/// The errno of `poll`.
+pub fn wait_for(event: BorrowedFd<'_>, stop: BorrowedFd<'_>) -> Result<(bool, bool), Errno> {
+    let mut fds = [
+        libc::pollfd {
+            fd: event.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: `fds` is a live array of two pollfd for the call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if ready >= 0 {
+            return Ok((fds[0].revents != 0, fds[1].revents != 0));
+        }
+        let errno = last_errno();
+        if errno != libc::EINTR {
+            return Err(errno);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,10 +30,10 @@ How counterhal differs from perf stat, on purpose or not yet: see the README's s
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B [--model]] [--cpu-model MODEL] \
-[--events FILE] [-p PID [--per-thread] | -a | -C CPUS] [-G CG[,CG...] | --for-each-cgroup CG[,CG...]] \
+[--events FILE] [-p PID[,PID] [--per-thread] | -a | -C CPUS] [-G CG[,CG...] | --for-each-cgroup CG[,CG...]] \
 [-i] [-A] [-r N] [-I MS [--interval-count N]] \
 [--timeout MS] [-M METRICS] [--plot FILE.svg] [-x SEP | -j | --json] [-o FILE] \
-[-- CMD [ARGS]]";
+[[--] CMD [ARGS]]";
 
 /// The shortest interval and timeout, in milliseconds (perf's floor for both).
 const SHORTEST_MS: u64 = 10;
@@ -68,10 +68,10 @@ pub struct StatArgs {
     pub(super) model: bool,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
-    /// Count an existing process (every thread, and what it creates from now on) while CMD
-    /// runs, or without CMD until Ctrl-C or --timeout.
-    #[arg(short = 'p', long = "pid", conflicts_with_all = ["all_cpus", "cpu_list"])]
-    pub(super) pid: Option<u32>,
+    /// Count existing processes (every thread, and what it creates from now on), one or a
+    /// comma-separated list, while CMD runs, or without CMD until Ctrl-C or --timeout.
+    #[arg(short = 'p', long = "pid", value_name = "PID[,PID]", conflicts_with_all = ["all_cpus", "cpu_list"])]
+    pub(super) pid: Option<String>,
     /// Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or
     /// --timeout.
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
@@ -135,8 +135,9 @@ pub struct StatArgs {
     /// perf stat's other switches.
     #[command(flatten)]
     pub(super) more: Switches,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command to run: after `--`, or from the first word that is not an option (as perf
+    /// stops reading options there: `stat -e page-faults ls -d /` runs `ls -d /`).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub(super) command: Vec<OsString>,
 }
 

@@ -184,7 +184,13 @@ fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
         // without saying so would mislead (perf stops too).
         ErrorKind::LimitReached => Err(CliError::failed(e.clone())),
         // Another user's process refuses every event: the target, not the event, is at fault.
-        ErrorKind::PermissionDenied if matches!(attach, Attach::Process(pid) if belongs_to_another_user(*pid)) => {
+        ErrorKind::PermissionDenied
+            if match attach {
+                Attach::Process(pid) => belongs_to_another_user(*pid),
+                Attach::Processes(pids) => pids.iter().any(|pid| belongs_to_another_user(*pid)),
+                _ => false,
+            } =>
+        {
             Err(CliError::failed(e.clone()))
         }
         _ => Ok(()),
@@ -254,7 +260,7 @@ fn run_and_read<G: Group>(
     }
     let ran = released.and_then(|()| child.wait());
     drop(forwarding);
-    let at_end = nanos(started.elapsed());
+    let at_end = nanos(plan.pace.since_enabled(started.elapsed()));
     if let Some(e) = failed {
         return Err(CliError::failed(e));
     }

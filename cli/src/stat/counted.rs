@@ -123,7 +123,7 @@ pub fn run_counted_command<B: Backend>(
         counted.wait()
     });
     drop(forwarding);
-    let at_end = nanos(started.elapsed());
+    let at_end = nanos(pace.since_enabled(started.elapsed()));
     let count = count.map_err(not_run)?;
     let results = place_all(count.readings);
     if pace.wants_last_interval(intervals) {

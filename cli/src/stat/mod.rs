@@ -70,7 +70,7 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     args.check()?;
     let targets = match &args.more.tid {
         Some(tids) => Targets::threads(tids),
-        None => Targets::from_options(args.pid, args.all_cpus, args.cpu_list.as_deref()),
+        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
     }
     .and_then(|targets| {
         if args.more.no_inherit {

@@ -56,6 +56,12 @@ impl Pace {
                 .is_none_or(|count| read < usize::try_from(count).unwrap_or(usize::MAX))
     }
 
+    /// `elapsed` since the start as perf stamps intervals: from the events' enable, after
+    /// `-D`'s delay (perf: `-D 100 -I 50` stamps the first interval 0.050).
+    pub fn since_enabled(&self, elapsed: Duration) -> Duration {
+        elapsed.saturating_sub(self.delay.unwrap_or_default())
+    }
+
     /// Calls `step` at each interval and once to stop, until it answers [`Step::Look`] with
     /// `true` (the command has ended); the answers to the other steps are not read. Returns at
     /// once when there is nothing to do before the end.
@@ -68,16 +74,22 @@ impl Pace {
         let mut baseline = self.delay;
         let mut reads = 0u32;
         let mut stopped = false;
+        // perf says so on standard error around its delay (pr_info of EVLIST_DISABLED_MSG and
+        // EVLIST_ENABLED_MSG in builtin-stat.c).
+        if self.delay.is_some() {
+            eprintln!("Events disabled");
+        }
         while !step(Step::Look) {
             let now = started.elapsed();
             if baseline.is_some_and(|at| now >= at) {
                 step(Step::Baseline);
+                eprintln!("Events enabled");
                 baseline = None;
             }
             if let (Some(interval), Some(at)) = (self.interval, next_read)
                 && now >= at
             {
-                step(Step::Read(now));
+                step(Step::Read(self.since_enabled(now)));
                 reads += 1;
                 next_read = Some(at + interval);
                 if self.count.is_some_and(|count| reads >= count) {
@@ -210,7 +222,11 @@ mod tests {
         assert_eq!(steps.len(), 3, "{steps:?}");
         assert_eq!(steps[0], Step::Baseline, "{steps:?}");
         match steps[1] {
-            Step::Read(at) => assert!(at >= Duration::from_millis(60), "{steps:?}"),
+            // Stamped from the enable, after the delay (perf's -D stamps): 20 ms, not 60.
+            Step::Read(at) => assert!(
+                at >= Duration::from_millis(20) && at < Duration::from_millis(40),
+                "{steps:?}"
+            ),
             _ => panic!("{steps:?}"),
         }
         assert_eq!(steps[2], Step::Stop);

@@ -12,6 +12,7 @@ use super::document;
 use super::metric_only;
 use super::metrics::{Beside, Metric, Style};
 use super::named_metrics::{MetricDef, evaluate};
+use super::results::Place;
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
 use super::topology::line_order;
@@ -61,7 +62,7 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 /// What was counted, for the table's heading: the command, or (with -p, -a, -C) the process
 /// or CPUs while it ran.
 fn counted(args: &StatArgs) -> String {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = &args.pid {
         format!("process id '{pid}'")
     } else if let Some(tid) = &args.more.tid {
         format!("thread id '{tid}'")
@@ -199,7 +200,11 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         }
         None => _ = writeln!(out, "{:>18} seconds time elapsed", seconds(end.elapsed_ns)),
     }
-    if let (Some(user), Some(sys)) = (end.user_ns, end.sys_ns) {
+    // perf shows the command's user and system times for a single run of a command counted
+    // alone (no -p, -t, -a, -C): `run_count == 1 && target__none` in builtin-stat.c.
+    let alone = args.pid.is_none() && args.more.tid.is_none() && !args.all_cpus;
+    let alone = alone && args.cpu_list.is_none() && summary.elapsed_spread.is_none();
+    if let (true, Some(user), Some(sys)) = (alone, end.user_ns, end.sys_ns) {
         out.push('\n');
         _ = writeln!(out, "{:>18} seconds user", seconds(user));
         _ = writeln!(out, "{:>18} seconds sys", seconds(sys));
@@ -298,6 +303,12 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
                     let width = label_width(place.json_field().0);
                     _ = write!(line, "{:<width$}{cpus:>4} ", place.label());
                 }
+                // perf's "%*s-%-*d " (stat-display.c: the command right-aligned in 16, the id
+                // left-aligned), with the id's width Debian's perf 6.1 prints (8: its values
+                // start one column later than 6.12's PID_LEN 7 would put them).
+                Some((Place::Thread { tid, name }, None)) => {
+                    _ = write!(line, "{name:>16}-{tid:<8} ");
+                }
                 Some((place, None)) => _ = write!(line, "{:<11}", place.label()),
                 None => {}
             }
@@ -371,7 +382,8 @@ fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> Strin
         None => format!("{:35}", ""),
     };
     line.push_str(&column);
-    if let Some(spread) = entry.stddev_percent {
+    // A spread of exactly 0 is left blank, as perf's print_noise_pct_std does (`if (pct)`).
+    if let Some(spread) = entry.stddev_percent.filter(|s| *s != 0.0) {
         _ = write!(line, "  ( +-{spread:>6.2}% )");
     }
     if reading.is_multiplexed() {
@@ -471,10 +483,12 @@ mod tests {
     #[test]
     fn the_table_reads_as_perfs() {
         let text = render_with(&["--", "sh", "-c", "true"], &one_run());
+        // The count is grouped as this process's locale groups numbers (perf's `%'`).
+        let count = format!("{:>18}", thousands(1_234_567));
         let expected = "
  Performance counter stats for 'sh -c true':
 
-         1,234,567      page-faults                      #  823.045 M/sec
+COUNT      page-faults                      #  823.045 M/sec
               1.50 msec task-clock                       #    0.001 CPUs utilized
    <not supported>      cycles
 
@@ -483,7 +497,8 @@ mod tests {
  Not supported here:
    cycles: no PMU here
 
-";
+"
+        .replace("COUNT", &count);
         assert_eq!(text, expected);
     }
 
@@ -519,7 +534,9 @@ mod tests {
             text.contains("           0.00200 +- 0.00100 seconds time elapsed  ( +- 50.00% )\n"),
             "{text}"
         );
-        assert!(text.contains("seconds user\n"), "{text}");
+        // perf shows user and system times for one run of a command alone, not for -r or -C
+        // (builtin-stat.c: `run_count == 1 && target__none`).
+        assert!(!text.contains("seconds user\n"), "{text}");
         assert!(
             text.contains(" The command exited with status 3."),
             "{text}"

@@ -38,7 +38,7 @@ impl Planned {
     /// The event's result before anything is counted: a zero reading, or why it cannot count.
     pub fn result(&self, backend: &str) -> EventResult {
         let (name, outcome) = match self {
-            Planned::Ready(event) => (event.name.clone(), Ok(Reading::default())),
+            Planned::Ready(event) => (shown_name(event), Ok(Reading::default())),
             Planned::Unsupported { name, error } => (name.clone(), Err(error.clone())),
             Planned::Tool(tool) => (tool.name().to_string(), Ok(Reading::default())),
         };
@@ -48,6 +48,21 @@ impl Planned {
             outcome,
             cgroup: None,
         }
+    }
+}
+
+/// The name perf shows for `event`: as given, but a tracepoint without its modifiers
+/// (`syscalls:sys_enter_getpid:u` is shown `syscalls:sys_enter_getpid`: perf names a
+/// tracepoint's evsel `system:event` and applies modifiers to its attr alone).
+fn shown_name(event: &ResolvedEvent) -> String {
+    let tracepoint = matches!(
+        event.terms.as_slice(),
+        [term] if matches!(&term.request.encoding,
+            counterhal::Encoding::Perf(attr) if attr.type_ == counterhal::events::perf::TYPE_TRACEPOINT)
+    );
+    match event.name.splitn(3, ':').collect::<Vec<_>>()[..] {
+        [system, name, _modifiers] if tracepoint => format!("{system}:{name}"),
+        _ => event.name.clone(),
     }
 }
 

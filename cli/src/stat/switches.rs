@@ -284,12 +284,12 @@ impl Switches {
     /// # Errors
     /// The option and why it cannot be taken (bad input: the caller adds the usage line).
     pub fn check(&self) -> Result<(), Error> {
-        if self.delay_ms.is_some_and(|ms| ms < 0) {
-            return Err(Error::invalid_input(
-                "-D -1 starts with the events disabled until --control enables them, and \
-                 counterhal has no --control",
-            )
-            .with_hint("give the delay in milliseconds, e.g. -D 100"));
+        if let Some(ms) = self.delay_ms.filter(|ms| *ms < 0) {
+            return Err(Error::invalid_input(format!(
+                "-D {ms}: a negative delay starts with the events disabled until --control \
+                 enables them (perf takes any as -1), and counterhal has no --control"
+            ))
+            .with_hint("give the delay in milliseconds, 0 or more, e.g. -D 100"));
         }
         if let Some((option, why)) = self.refused.reason() {
             return Err(Error::unsupported(format!("{option}: {why}"))

@@ -31,12 +31,12 @@ impl Targets {
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): process id 0, a CPU
     /// list that does not parse or is empty, or one naming CPUs that are not online.
     pub fn from_options(
-        pid: Option<u32>,
+        pid: Option<&str>,
         all_cpus: bool,
         cpu_list: Option<&str>,
     ) -> Result<Targets, Error> {
-        if let Some(pid) = pid {
-            return process(pid);
+        if let Some(list) = pid {
+            return processes(list);
         }
         if all_cpus {
             return Ok(Targets::Attach(Attach::AllCpus));
@@ -98,39 +98,67 @@ impl Targets {
     pub fn without_children(self) -> Result<Targets, Error> {
         match self {
             Targets::Command => Ok(Targets::CommandAlone),
-            Targets::Attach(Attach::Process(pid)) => {
-                let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-                    .map(|entries| {
-                        entries
-                            .flatten()
-                            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                tids.sort_unstable();
-                Ok(Targets::Attach(match tids.as_slice() {
-                    [] | [_] => Attach::Thread(pid),
-                    _ => Attach::Threads(tids),
-                }))
-            }
+            Targets::Attach(Attach::Process(pid)) => Ok(Targets::Attach(threads_of(&[pid]))),
+            Targets::Attach(Attach::Processes(pids)) => Ok(Targets::Attach(threads_of(&pids))),
             other => Ok(other),
         }
     }
 }
 
-/// `-p PID`: a running process (where `/proc` tells), never 0.
-fn process(pid: u32) -> Result<Targets, Error> {
-    let hint = "give the id of a running process, e.g. -p $(pidof NAME)";
-    if pid == 0 {
-        return Err(Error::invalid_input("process id 0 is not a process").with_hint(hint));
+/// The threads of `pids` as they are now (from `/proc/PID/task`), each alone; a process
+/// without a task directory as one thread.
+fn threads_of(pids: &[u32]) -> Attach {
+    let mut tids: Vec<u32> = Vec::new();
+    for &pid in pids {
+        let mut own: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if own.is_empty() {
+            own.push(pid);
+        }
+        own.sort_unstable();
+        tids.extend(own);
+    }
+    match tids.as_slice() {
+        [tid] => Attach::Thread(*tid),
+        _ => Attach::Threads(tids),
+    }
+}
+
+/// `-p PID[,PID]`: running processes (where `/proc` tells), never 0; one is
+/// [`Attach::Process`], several [`Attach::Processes`] (each named once).
+fn processes(list: &str) -> Result<Targets, Error> {
+    let hint = "give ids of running processes, e.g. -p $(pidof NAME) or -p 1234,1240";
+    let mut pids: Vec<u32> = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let pid: u32 = item.parse().map_err(|_| {
+            Error::invalid_input(format!("`{item}` in -p is not a process id")).with_hint(hint)
+        })?;
+        if pid == 0 {
+            return Err(Error::invalid_input("process id 0 is not a process").with_hint(hint));
+        }
+        if !pids.contains(&pid) {
+            pids.push(pid);
+        }
     }
     let proc_tells = std::path::Path::new("/proc/self").exists();
-    if proc_tells && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    if let Some(gone) = pids
+        .iter()
+        .find(|pid| proc_tells && !std::path::Path::new(&format!("/proc/{pid}")).exists())
+    {
         return Err(
-            Error::invalid_input(format!("no process {pid} is running here")).with_hint(hint),
+            Error::invalid_input(format!("no process {gone} is running here")).with_hint(hint),
         );
     }
-    Ok(Targets::Attach(Attach::Process(pid)))
+    Ok(Targets::Attach(match pids.as_slice() {
+        [pid] => Attach::Process(*pid),
+        _ => Attach::Processes(pids),
+    }))
 }
 
 /// `-C LIST`: numbers and ranges, at least one CPU; a CPU named twice is counted once. The
@@ -234,19 +262,27 @@ mod tests {
             Targets::Command
         );
         let me = std::process::id();
+        let mine = me.to_string();
         assert_eq!(
-            Targets::from_options(Some(me), false, None).unwrap(),
+            Targets::from_options(Some(&mine), false, None).unwrap(),
             Targets::Attach(Attach::Process(me))
         );
+        // perf's -p PID,PID: every process named, once each.
+        assert_eq!(
+            Targets::from_options(Some(&format!("{me},1,{me}")), false, None).unwrap(),
+            Targets::Attach(Attach::Processes(vec![me, 1]))
+        );
+        let word = Targets::from_options(Some("12,x"), false, None).unwrap_err();
+        assert_eq!(word.message(), "`x` in -p is not a process id");
         // No process has id u32::MAX (pid_max is at most 2^22): named, with a hint for users.
-        let gone = Targets::from_options(Some(u32::MAX), false, None).unwrap_err();
+        let gone = Targets::from_options(Some("4294967295"), false, None).unwrap_err();
         assert_eq!(gone.message(), "no process 4294967295 is running here");
         assert!(!gone.to_string().contains("Target::"), "{gone}");
         assert_eq!(
             Targets::from_options(None, true, None).unwrap(),
             Targets::Attach(Attach::AllCpus)
         );
-        let zero = Targets::from_options(Some(0), false, None).unwrap_err();
+        let zero = Targets::from_options(Some("0"), false, None).unwrap_err();
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
         let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
         assert!(bad.message().contains("runs backwards"), "{bad}");

@@ -83,7 +83,9 @@ fn resident_bytes() -> Option<u64> {
 /// Counters opened in two threads count each thread's work only.
 pub fn threads_count_independently<S: Subject>(subject: &S) -> Outcome {
     if !subject.counts_per_thread() {
-        return Outcome::Skip("this backend counts per CPU, not per thread".into());
+        return Outcome::Skip(
+            "this backend cannot count one thread alone (it counts per CPU or per process)".into(),
+        );
     }
     let events = exact_or_skip!(subject);
     let event = &events[0];

@@ -1,0 +1,295 @@
+//! perf's habits in `stat`, each side by side with the installed perf (the oracle): a command
+//! without `--`; counts grouped as the locale groups them; no user and system lines where perf
+//! prints none (`-a`, `-r`); a spread of 0 left blank; `--per-thread` columns; "Events
+//! disabled" and "Events enabled" under `-D`, and intervals stamped from the enable; `-p` with
+//! a list of processes; `-D -5` refused by its value; a tracepoint with a modifier shown by its
+//! name alone.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+
+use common::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Both tools' `stat` output (standard error, where both write it) for `args`, in the C
+/// locale.
+fn both(args: &[&str]) -> (Output, Output) {
+    let run = |tool: &str, args: &[&str]| {
+        let mut command = if tool == "perf" {
+            let mut c = Command::new("perf");
+            c.arg("stat");
+            c
+        } else {
+            let mut c = Command::new(bin());
+            c.arg("stat");
+            c
+        };
+        command
+            .args(args)
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .expect("the tool runs")
+    };
+    (run("counterhal", args), run("perf", args))
+}
+
+/// The result lines of a table (those naming `event`).
+fn lines_of(out: &Output, event: &str) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| l.contains(event))
+        .map(str::to_string)
+        .collect()
+}
+
+fn sleeper(seconds: &str) -> Child {
+    Command::new("sleep")
+        .arg(seconds)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("sleep")
+}
+
+#[test]
+fn a_command_runs_without_dashes_as_perf_runs_it() {
+    perf_or_skip!();
+    let (ours, perf) = both(&["-e", "page-faults", "ls", "-d", "/"]);
+    for out in [&ours, &perf] {
+        assert!(out.status.success(), "{}", stderr(out));
+        assert_eq!(stdout(out).trim(), "/", "ls -d / ran with its own option");
+        assert!(stderr(out).contains("Performance counter stats for 'ls -d /'"));
+    }
+}
+
+/// The count of `page-faults` each tool prints for dd's 64 MiB buffer (thousands of
+/// faults) under `locale`.
+fn grouped_counts(locale: &str) -> (String, String) {
+    let args = [
+        "stat",
+        "-e",
+        "page-faults",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=64M",
+        "count=1",
+    ];
+    let count = |program: &std::path::Path, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .env("LC_ALL", locale)
+            .output()
+            .unwrap();
+        lines_of(&out, "page-faults")
+            .first()
+            .and_then(|l| l.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default()
+    };
+    (
+        count(&bin(), &args),
+        count(std::path::Path::new("perf"), &args),
+    )
+}
+
+#[test]
+fn counts_are_grouped_as_the_locale_groups_them() {
+    perf_or_skip!();
+    let (ours, perf) = grouped_counts("C.UTF-8");
+    assert!(
+        perf.len() >= 4 && ours.len() >= 4,
+        "ours {ours}, perf {perf}"
+    );
+    assert!(
+        !ours.contains(',') && !perf.contains(','),
+        "C: ours {ours}, perf {perf}"
+    );
+    let installed = Command::new("locale").arg("-a").output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l == "en_US.utf8")
+    });
+    if !installed {
+        skip!(
+            Need::Tools,
+            "the en_US.UTF-8 locale is not installed (Debian: locales, localedef)"
+        );
+    }
+    let (ours, perf) = grouped_counts("en_US.UTF-8");
+    assert!(
+        ours.contains(',') && perf.contains(','),
+        "en_US: ours {ours}, perf {perf}"
+    );
+}
+
+#[test]
+fn user_and_system_times_only_where_perf_prints_them() {
+    perf_or_skip!();
+    let has_times = |out: &Output| stderr(out).contains("seconds user");
+    for args in [
+        &["-e", "task-clock", "--", "true"][..],
+        &["-r", "3", "-e", "task-clock", "--", "true"][..],
+    ] {
+        let (ours, perf) = both(args);
+        assert_eq!(
+            has_times(&ours),
+            has_times(&perf),
+            "{args:?}:\n{}",
+            stderr(&ours)
+        );
+    }
+    if may_count_cpus() {
+        let (ours, perf) = both(&["-a", "-e", "task-clock", "--", "sleep", "0.05"]);
+        assert_eq!(has_times(&ours), has_times(&perf), "-a:\n{}", stderr(&ours));
+        assert!(!has_times(&ours));
+    }
+}
+
+#[test]
+fn a_spread_of_zero_is_left_blank() {
+    perf_or_skip!();
+    // Alignment faults: 0 in every run here (no alignment checking on x86-64 or arm64 user
+    // code), a spread of exactly 0.
+    let (ours, perf) = both(&["-r", "3", "-e", "alignment-faults", "--", "true"]);
+    let spread = |out: &Output| {
+        lines_of(out, "cpu-migrations")
+            .iter()
+            .any(|l| l.contains("( +-"))
+    };
+    assert_eq!(
+        spread(&ours),
+        spread(&perf),
+        "ours:\n{}\nperf:\n{}",
+        stderr(&ours),
+        stderr(&perf)
+    );
+}
+
+#[test]
+fn per_thread_columns_line_up_with_perf_s() {
+    perf_or_skip!();
+    let mut child = sleeper("2");
+    let pid = child.id().to_string();
+    let args = [
+        "-p",
+        &pid,
+        "--per-thread",
+        "-e",
+        "context-switches",
+        "--timeout",
+        "200",
+    ];
+    let (ours, perf) = both(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    let columns = |out: &Output| {
+        lines_of(out, "context-switches")
+            .first()
+            .map(|l| (l.find("sleep-"), l.find("context-switches")))
+    };
+    assert_eq!(
+        columns(&ours),
+        columns(&perf),
+        "ours:\n{}\nperf:\n{}",
+        stderr(&ours),
+        stderr(&perf)
+    );
+}
+
+#[test]
+fn a_delay_says_so_and_intervals_count_from_the_enable() {
+    perf_or_skip!();
+    let (ours, perf) = both(&[
+        "-D",
+        "100",
+        "-I",
+        "50",
+        "-e",
+        "page-faults",
+        "--",
+        "sleep",
+        "0.3",
+    ]);
+    let first_stamp = |out: &Output| -> f64 {
+        lines_of(out, "page-faults")
+            .first()
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    for out in [&ours, &perf] {
+        let text = stderr(out);
+        assert!(
+            text.contains("Events disabled\n") && text.contains("Events enabled\n"),
+            "{text}"
+        );
+        let first = first_stamp(out);
+        assert!(
+            first < 0.09,
+            "the first interval is stamped from the enable: {first}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn several_processes_are_counted_as_perf_counts_them() {
+    perf_or_skip!();
+    let (mut a, mut b) = (sleeper("2"), sleeper("2"));
+    let list = format!("{},{}", a.id(), b.id());
+    let args = [
+        "-p",
+        &list,
+        "--per-thread",
+        "-e",
+        "task-clock",
+        "--timeout",
+        "200",
+    ];
+    let (ours, perf) = both(&args);
+    for child in [&mut a, &mut b] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    for out in [&ours, &perf] {
+        let text = stderr(out);
+        assert!(text.contains(&format!("process id '{list}'")), "{text}");
+        assert_eq!(
+            lines_of(out, "task-clock").len(),
+            2,
+            "one line per process:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_negative_delay_is_refused_by_its_value() {
+    let out = ours(&["-D", "-5", "-e", "page-faults", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("-D -5: a negative delay"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_tracepoint_with_a_modifier_is_shown_by_its_name() {
+    perf_or_skip!();
+    if !running_as_root() {
+        skip!(Need::Privilege, "tracepoints need root here");
+    }
+    let (ours, perf) = both(&["-e", "syscalls:sys_enter_getpid:u", "--", "true"]);
+    let name = |out: &Output| {
+        lines_of(out, "sys_enter_getpid")
+            .first()
+            .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+    };
+    assert_eq!(
+        name(&ours),
+        name(&perf),
+        "ours:\n{}\nperf:\n{}",
+        stderr(&ours),
+        stderr(&perf)
+    );
+}
