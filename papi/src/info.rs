@@ -1,0 +1,427 @@
+//! PAPI 7.0's information structures as `#[repr(C)]` types, with their sizes pinned (x86-64
+//! and other LP64 targets), and the facts this machine fills them with.
+//!
+//! papi/tests/abi.rs compares every size and offset with an installed PAPI 7.0 papi.h.
+
+/// `PAPI_MIN_STR_LEN`.
+pub const MIN_STR: usize = 64;
+/// `PAPI_MAX_STR_LEN`.
+pub const MAX_STR: usize = 128;
+/// `PAPI_2MAX_STR_LEN`.
+pub const MAX2_STR: usize = 256;
+/// `PAPI_HUGE_STR_LEN`.
+pub const HUGE_STR: usize = 1024;
+/// `PAPI_MAX_INFO_TERMS`.
+pub const INFO_TERMS: usize = 12;
+
+/// `PAPI_event_info_t`.
+#[repr(C)]
+pub struct EventInfo {
+    /// The event's code.
+    pub event_code: u32,
+    /// Its name.
+    pub symbol: [u8; HUGE_STR],
+    /// A short description.
+    pub short_descr: [u8; MIN_STR],
+    /// The long description.
+    pub long_descr: [u8; HUGE_STR],
+    /// Its component.
+    pub component_index: i32,
+    /// Its units.
+    pub units: [u8; MIN_STR],
+    /// `PAPI_LOCATION_*`.
+    pub location: i32,
+    /// `PAPI_DATATYPE_*`.
+    pub data_type: i32,
+    /// `PAPI_VALUETYPE_*`.
+    pub value_type: i32,
+    /// `PAPI_TIMESCOPE_*`.
+    pub timescope: i32,
+    /// `PAPI_UPDATETYPE_*`.
+    pub update_type: i32,
+    /// Update frequency.
+    pub update_freq: i32,
+    /// The number of native terms (presets).
+    pub count: u32,
+    /// The preset's category bits.
+    pub event_type: u32,
+    /// `NOT_DERIVED`, `DERIVED_ADD`, `DERIVED_SUB`, `DERIVED_POSTFIX`.
+    pub derived: [u8; MIN_STR],
+    /// The postfix formula.
+    pub postfix: [u8; MAX2_STR],
+    /// The terms' native codes.
+    pub code: [u32; INFO_TERMS],
+    /// The terms' names.
+    pub name: [[u8; MAX2_STR]; INFO_TERMS],
+    /// A note.
+    pub note: [u8; HUGE_STR],
+}
+const _: () = assert!(std::mem::size_of::<EventInfo>() == 6680);
+
+/// `PAPI_component_info_t`.
+#[repr(C)]
+pub struct ComponentInfo {
+    /// The component's name.
+    pub name: [u8; MAX_STR],
+    /// Its short name.
+    pub short_name: [u8; MIN_STR],
+    /// Its description.
+    pub description: [u8; MAX_STR],
+    /// Its version.
+    pub version: [u8; MIN_STR],
+    /// Its support library's version.
+    pub support_version: [u8; MIN_STR],
+    /// The kernel's version.
+    pub kernel_version: [u8; MIN_STR],
+    /// Why it is disabled.
+    pub disabled_reason: [u8; HUGE_STR],
+    /// 0 when enabled, else a PAPI code.
+    pub disabled: i32,
+    /// Ready to use.
+    pub initialized: i32,
+    /// Its index.
+    pub cmp_idx: i32,
+    /// Counters.
+    pub num_cntrs: i32,
+    /// Counters when multiplexing.
+    pub num_mpx_cntrs: i32,
+    /// Presets.
+    pub num_preset_events: i32,
+    /// Native events.
+    pub num_native_events: i32,
+    /// The default domain.
+    pub default_domain: i32,
+    /// The domains it can count.
+    pub available_domains: i32,
+    /// The default granularity.
+    pub default_granularity: i32,
+    /// The granularities it has.
+    pub available_granularities: i32,
+    /// The overflow signal.
+    pub hardware_intr_sig: i32,
+    /// The component's type.
+    pub component_type: i32,
+    /// PMU names (C string pointers; none here).
+    pub pmu_names: [usize; 80],
+    /// Reserved.
+    pub reserved: [i32; 8],
+    /// The bit fields (`hardware_intr` is bit 0 ... `inherit` bit 12).
+    pub flags: u32,
+}
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<ComponentInfo>() == 2272);
+
+/// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
+#[repr(C)]
+pub struct MemoryHierarchy {
+    /// The number of levels.
+    pub levels: i32,
+    /// Per level: six TLB descriptions (4 ints) then six cache descriptions (5 ints).
+    pub level: [[i32; 6 * 4 + 6 * 5]; 4],
+}
+
+/// `PAPI_hw_info_t`.
+#[repr(C)]
+pub struct HwInfo {
+    /// CPUs per NUMA node.
+    pub ncpu: i32,
+    /// Threads per core.
+    pub threads: i32,
+    /// Cores per socket.
+    pub cores: i32,
+    /// Sockets.
+    pub sockets: i32,
+    /// NUMA nodes.
+    pub nnodes: i32,
+    /// CPUs in all.
+    pub totalcpus: i32,
+    /// `PAPI_VENDOR_*`.
+    pub vendor: i32,
+    /// The vendor.
+    pub vendor_string: [u8; MAX_STR],
+    /// The model number.
+    pub model: i32,
+    /// The model.
+    pub model_string: [u8; MAX_STR],
+    /// The revision.
+    pub revision: f32,
+    /// CPUID family.
+    pub cpuid_family: i32,
+    /// CPUID model.
+    pub cpuid_model: i32,
+    /// CPUID stepping.
+    pub cpuid_stepping: i32,
+    /// Maximum MHz.
+    pub cpu_max_mhz: i32,
+    /// Minimum MHz.
+    pub cpu_min_mhz: i32,
+    /// The memory hierarchy.
+    pub mem_hierarchy: MemoryHierarchy,
+    /// Running in a virtual machine.
+    pub virtualized: i32,
+    /// The hypervisor's vendor.
+    pub virtual_vendor_string: [u8; MAX_STR],
+    /// The hypervisor's version.
+    pub virtual_vendor_version: [u8; MAX_STR],
+    /// MHz (deprecated).
+    pub mhz: f32,
+    /// MHz (deprecated).
+    pub clock_mhz: i32,
+    /// Reserved.
+    pub reserved: [i32; 8],
+}
+const _: () = assert!(std::mem::size_of::<HwInfo>() == 1480);
+
+/// `PAPI_address_map_t`.
+#[repr(C)]
+pub struct AddressMap {
+    /// The object's name.
+    pub name: [u8; HUGE_STR],
+    /// Text, data and bss start and end.
+    pub ranges: [usize; 6],
+}
+
+/// `PAPI_exe_info_t`.
+#[repr(C)]
+pub struct ExeInfo {
+    /// The executable's path.
+    pub fullname: [u8; HUGE_STR],
+    /// Its address space.
+    pub address_info: AddressMap,
+}
+
+/// `PAPI_shlib_info_t`.
+#[repr(C)]
+pub struct ShlibInfo {
+    /// The maps (a pointer; none here).
+    pub map: usize,
+    /// How many.
+    pub count: i32,
+}
+
+/// Copies `text` into a C string field, cut to fit with its terminating zero.
+pub fn set_str(field: &mut [u8], text: &str) {
+    let n = text.len().min(field.len().saturating_sub(1));
+    field[..n].copy_from_slice(&text.as_bytes()[..n]);
+    field[n..].fill(0);
+}
+
+/// The value of `key` in the first processor of /proc/cpuinfo.
+fn cpuinfo(key: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+/// This machine's hardware facts (from /proc/cpuinfo and the CPUs online).
+pub fn hardware() -> HwInfo {
+    let mut info = HwInfo {
+        ncpu: 0,
+        threads: 1,
+        cores: 0,
+        sockets: 1,
+        nnodes: 1,
+        totalcpus: 0,
+        vendor: 0,
+        vendor_string: [0; MAX_STR],
+        model: 0,
+        model_string: [0; MAX_STR],
+        revision: 0.0,
+        cpuid_family: 0,
+        cpuid_model: 0,
+        cpuid_stepping: 0,
+        cpu_max_mhz: 0,
+        cpu_min_mhz: 0,
+        mem_hierarchy: MemoryHierarchy {
+            levels: 0,
+            level: [[0; 54]; 4],
+        },
+        virtualized: 0,
+        virtual_vendor_string: [0; MAX_STR],
+        virtual_vendor_version: [0; MAX_STR],
+        mhz: 0.0,
+        clock_mhz: 0,
+        reserved: [0; 8],
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
+    info.ncpu = cpus;
+    info.cores = cpus;
+    info.totalcpus = cpus;
+    let vendor = cpuinfo("vendor_id").unwrap_or_default();
+    info.vendor = match vendor.as_str() {
+        "GenuineIntel" => 1,
+        "AuthenticAMD" | "HygonGenuine" => 2,
+        _ => 0,
+    };
+    set_str(&mut info.vendor_string, &vendor);
+    set_str(
+        &mut info.model_string,
+        &cpuinfo("model name").unwrap_or_default(),
+    );
+    let number = |key: &str| {
+        cpuinfo(key)
+            .and_then(|v| v.parse::<i32>().ok())
+            .unwrap_or(0)
+    };
+    info.cpuid_family = number("cpu family");
+    info.cpuid_model = number("model");
+    info.model = info.cpuid_model;
+    info.cpuid_stepping = number("stepping");
+    info.revision = info.cpuid_stepping as f32;
+    let mhz = cpuinfo("cpu MHz")
+        .and_then(|v| v.parse::<f32>().ok())
+        .unwrap_or(0.0);
+    info.cpu_max_mhz = mhz as i32;
+    info.cpu_min_mhz = mhz as i32;
+    info.mhz = mhz;
+    info.clock_mhz = mhz as i32;
+    let flags = cpuinfo("flags").unwrap_or_default();
+    if flags.split_whitespace().any(|f| f == "hypervisor") {
+        info.virtualized = 1;
+        set_str(&mut info.virtual_vendor_string, "unknown");
+    }
+    info
+}
+
+/// The executable's facts: its path (from /proc/self/exe) and name.
+pub fn executable() -> ExeInfo {
+    let mut info = ExeInfo {
+        fullname: [0; HUGE_STR],
+        address_info: AddressMap {
+            name: [0; HUGE_STR],
+            ranges: [0; 6],
+        },
+    };
+    let path = std::env::current_exe().unwrap_or_default();
+    set_str(&mut info.fullname, &path.to_string_lossy());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    set_str(&mut info.address_info.name, &name.unwrap_or_default());
+    info.address_info.ranges = segments(&path.to_string_lossy());
+    info
+}
+
+/// The executable's text, data and bss ranges from /proc/self/maps: its executable mapping,
+/// its writable mapping, and the anonymous writable mapping right after that (the bss), as
+/// PAPI's Linux component reads them.
+fn segments(exe: &str) -> [usize; 6] {
+    let mut ranges = [0usize; 6];
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return ranges;
+    };
+    let mut after_data = false;
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(span), Some(perms)) = (fields.first(), fields.get(1)) else {
+            continue;
+        };
+        let Some((start, end)) = span.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        let path = fields.get(5).copied().unwrap_or("");
+        if path == exe && perms.contains('x') && ranges[0] == 0 {
+            ranges[0] = start;
+            ranges[1] = end;
+        } else if path == exe && perms.starts_with("rw") {
+            ranges[2] = start;
+            ranges[3] = end;
+            after_data = true;
+            continue;
+        } else if after_data && path.is_empty() && perms.starts_with("rw") {
+            ranges[4] = start;
+            ranges[5] = end;
+        }
+        after_data = false;
+    }
+    ranges
+}
+
+/// The shared libraries mapped now (from /proc/self/maps): each object's name, its first
+/// executable mapping as text and its first writable one as data. The maps live as long as
+/// the process (they are asked once).
+pub fn shared_libraries() -> ShlibInfo {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let exe = exe.to_string_lossy();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut objects: Vec<AddressMap> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(span), Some(perms), Some(path)) = (fields.first(), fields.get(1), fields.get(5))
+        else {
+            continue;
+        };
+        if !path.starts_with('/') || *path == exe || !path.contains(".so") {
+            continue;
+        }
+        let Some((start, end)) = span.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        let at = match names.iter().position(|n| n == path) {
+            Some(at) => at,
+            None => {
+                let mut map = AddressMap {
+                    name: [0; HUGE_STR],
+                    ranges: [0; 6],
+                };
+                set_str(&mut map.name, path);
+                objects.push(map);
+                names.push(path.to_string());
+                objects.len() - 1
+            }
+        };
+        let ranges = &mut objects[at].ranges;
+        if perms.contains('x') && ranges[0] == 0 {
+            ranges[0] = start;
+            ranges[1] = end;
+        } else if perms.starts_with("rw") && ranges[2] == 0 {
+            ranges[2] = start;
+            ranges[3] = end;
+        }
+    }
+    objects.retain(|o| o.ranges[0] != 0);
+    let count = objects.len() as i32;
+    let maps: &'static [AddressMap] = Box::leak(objects.into_boxed_slice());
+    ShlibInfo {
+        map: maps.as_ptr() as usize,
+        count,
+    }
+}
+
+/// An empty event description for `code`.
+pub fn empty_event(code: u32) -> EventInfo {
+    EventInfo {
+        event_code: code,
+        symbol: [0; HUGE_STR],
+        short_descr: [0; MIN_STR],
+        long_descr: [0; HUGE_STR],
+        component_index: 0,
+        units: [0; MIN_STR],
+        location: 0,
+        data_type: 0,
+        value_type: 0,
+        timescope: 0,
+        update_type: 0,
+        update_freq: 0,
+        count: 0,
+        event_type: 0,
+        derived: [0; MIN_STR],
+        postfix: [0; MAX2_STR],
+        code: [0; INFO_TERMS],
+        name: [[0; MAX2_STR]; INFO_TERMS],
+        note: [0; HUGE_STR],
+    }
+}

@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+pub mod codes;
+pub mod info;
+pub mod library;
+pub mod names;
+pub mod overflow;
+pub mod presets;
+pub mod sets;
+#[allow(unsafe_code)]
+pub mod sys;

@@ -1,0 +1,504 @@
+//! The library's state (the backend, the native-event table, the event sets, the defaults)
+//! and the calls of PAPI's interface that do not touch C memory. Every function returns a
+//! PAPI code; `sys` turns C arguments into these calls.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use facade::{AnyGroup, Chosen, EventSet, OpenOptions, Target};
+
+use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOEVST, ENOINIT, ENOTPRESET, ESYS, OK};
+use crate::info::{self, ComponentInfo, EventInfo, set_str};
+use crate::names::{self, Code, Native};
+use crate::presets::PRESETS;
+
+/// `PAPI_VER_CURRENT` of 7.0.
+pub const VER_CURRENT: i32 = 0x0700_0000;
+/// `PAPI_VERSION` of 7.0.0.0.
+pub const VERSION: i32 = 0x0700_0000;
+/// `PAPI_STOPPED`.
+pub const STOPPED: i32 = 0x01;
+/// `PAPI_RUNNING`.
+pub const RUNNING: i32 = 0x02;
+/// `PAPI_OVERFLOWING`.
+pub const OVERFLOWING: i32 = 0x10;
+/// `PAPI_MULTIPLEXING`.
+pub const MULTIPLEXING: i32 = 0x40;
+/// `PAPI_ATTACHED`.
+pub const ATTACHED: i32 = 0x80;
+/// `PAPI_CPU_ATTACHED`.
+pub const CPU_ATTACHED: i32 = 0x100;
+/// `PAPI_DOM_USER`.
+pub const DOM_USER: i32 = 1;
+/// `PAPI_DOM_ALL`.
+pub const DOM_ALL: i32 = 0xf;
+/// `PAPI_GRN_THR`.
+pub const GRN_THR: i32 = 1;
+
+/// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
+/// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
+pub static INIT_STATE: AtomicI32 = AtomicI32::new(0);
+/// Whether `PAPI_disable_component(0)` was called before initialisation.
+pub static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `PAPI_set_debug`'s level.
+pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
+
+/// One PAPI event set.
+pub struct PapiSet {
+    /// The events' codes and the names the backend opens, in order.
+    pub events: Vec<(i32, String)>,
+    /// `PAPI_STOPPED` or `PAPI_RUNNING`, with `PAPI_MULTIPLEXING`, `PAPI_ATTACHED`,
+    /// `PAPI_CPU_ATTACHED`.
+    pub state: i32,
+    /// The open counters, once started (kept open after a stop, so reads give the last
+    /// counts, until the events or target change).
+    pub group: Option<EventSet<AnyGroup>>,
+    /// `PAPI_DOM_*`.
+    pub domain: i32,
+    /// `PAPI_GRN_*`.
+    pub granularity: i32,
+    /// The thread or process attached to.
+    pub attached: Option<u32>,
+    /// The CPU attached to.
+    pub cpu: Option<u32>,
+    /// Whether children are counted.
+    pub inherit: bool,
+    /// The component assigned (-1 until an event or `PAPI_assign_eventset_component`).
+    pub component: i32,
+    /// The events that overflow (`PAPI_overflow`).
+    pub overflows: Vec<crate::overflow::Spec>,
+    /// Their samplers while the set runs.
+    pub samplers: Vec<facade::AnySampler>,
+}
+
+impl PapiSet {
+    /// Whom the set counts.
+    pub fn target(&self) -> Target {
+        if let Some(cpu) = self.cpu {
+            return Target::Cpu(cpu);
+        }
+        match self.attached {
+            Some(pid) => Target::Process {
+                pid,
+                inherit: self.inherit,
+            },
+            None if self.inherit => Target::Process {
+                pid: std::process::id(),
+                inherit: true,
+            },
+            None => Target::ThisThread,
+        }
+    }
+
+    /// How the set opens: one group, or ungrouped when multiplexed.
+    pub fn options(&self) -> OpenOptions {
+        if self.state & MULTIPLEXING != 0 {
+            OpenOptions::ungrouped()
+        } else {
+            OpenOptions::grouped()
+        }
+    }
+}
+
+/// The initialised library.
+pub struct Library {
+    /// The backend.
+    pub chosen: Chosen,
+    /// The native events given codes, in code order.
+    pub natives: Vec<Native>,
+    /// How many natives are enumerated (the listed ones; later lookups add past them).
+    pub listed: usize,
+    /// The event sets by handle; `None` once destroyed.
+    pub sets: Vec<Option<PapiSet>>,
+    /// `PAPI_DEFDOM`.
+    pub default_domain: i32,
+    /// `PAPI_DEFGRN`.
+    pub default_granularity: i32,
+    /// Whether each preset can be counted here, as asked.
+    pub preset_usable: HashMap<usize, bool>,
+    /// Component 0's description.
+    pub component: Box<ComponentInfo>,
+}
+
+static LIBRARY: Mutex<Option<Library>> = Mutex::new(None);
+
+fn lock() -> MutexGuard<'static, Option<Library>> {
+    LIBRARY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on the library, or returns `PAPI_ENOINIT`.
+pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
+    match lock().as_mut() {
+        Some(library) => f(library),
+        None => Err(ENOINIT),
+    }
+}
+
+/// Runs `f` on event set `handle`.
+pub fn with_set<T>(
+    handle: i32,
+    f: impl FnOnce(&Chosen, &mut PapiSet) -> Result<T, i32>,
+) -> Result<T, i32> {
+    with(|library| {
+        let set = usize::try_from(handle)
+            .ok()
+            .and_then(|i| library.sets.get_mut(i))
+            .and_then(Option::as_mut)
+            .ok_or(ENOEVST)?;
+        f(&library.chosen, set)
+    })
+}
+
+/// The name of component 0: `perf_event` for the Linux backend (PAPI's name for its
+/// perf_event_open component), else the backend's own.
+fn component_name(backend: &str) -> &str {
+    match backend {
+        "linux" => "perf_event",
+        other => other,
+    }
+}
+
+/// `PAPI_library_init`.
+pub fn library_init(version: i32) -> i32 {
+    if version != VER_CURRENT {
+        return EINVAL;
+    }
+    let mut guard = lock();
+    if guard.is_some() {
+        return VER_CURRENT;
+    }
+    let chosen = match facade::open_default(None) {
+        Ok(chosen) => chosen,
+        Err(_) => return ESYS,
+    };
+    let disabled = DISABLED.load(Ordering::SeqCst);
+    let natives = if disabled {
+        Vec::new()
+    } else {
+        names::listed(&chosen)
+    };
+    let capabilities = chosen.backend.dyn_capabilities();
+    let counters = hardware_counters(&chosen);
+    let mut component = Box::new(component_info());
+    let name = component_name(chosen.backend.dyn_name());
+    set_str(&mut component.name, name);
+    set_str(&mut component.short_name, name);
+    set_str(
+        &mut component.description,
+        &format!("counterhal's {} backend", chosen.backend.dyn_name()),
+    );
+    set_str(&mut component.version, env!("CARGO_PKG_VERSION"));
+    component.num_cntrs = counters as i32;
+    // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
+    // (`papi_avail` there: "Max Multiplex Counters : 384").
+    component.num_mpx_cntrs = if capabilities.multiplexing {
+        384
+    } else {
+        counters as i32
+    };
+    component.num_preset_events = PRESETS.len() as i32;
+    component.num_native_events = natives.len() as i32;
+    component.initialized = 1;
+    if disabled {
+        component.disabled = 1;
+        set_str(
+            &mut component.disabled_reason,
+            "Disabled by PAPI_disable_component()",
+        );
+    }
+    // hardware_intr, kernel_multiplex, attach, cpu, inherit.
+    component.flags =
+        1 | (u32::from(capabilities.multiplexing) << 4) | (1 << 8) | (1 << 11) | (1 << 12);
+    let listed = natives.len();
+    *guard = Some(Library {
+        chosen,
+        natives,
+        listed,
+        sets: Vec::new(),
+        default_domain: DOM_USER,
+        default_granularity: GRN_THR,
+        preset_usable: HashMap::new(),
+        component,
+    });
+    INIT_STATE.fetch_or(1, Ordering::SeqCst);
+    VER_CURRENT
+}
+
+/// Component 0's description before initialisation: its name, which tools read to choose
+/// components to disable.
+pub fn component_before_init() -> &'static ComponentInfo {
+    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
+    BEFORE.get_or_init(|| {
+        let mut info = component_info();
+        let backend = facade::native_backends().next().map_or("none", |r| r.name);
+        set_str(&mut info.name, component_name(backend));
+        set_str(&mut info.short_name, component_name(backend));
+        set_str(
+            &mut info.description,
+            &format!("counterhal's {backend} backend"),
+        );
+        info
+    })
+}
+
+/// The hardware counters component 0 has: the backend's count where it knows it, else (perf
+/// schedules its counters itself) the CPU model's from the event database when the core PMU
+/// counts here (its cycles open), else none.
+fn hardware_counters(chosen: &Chosen) -> u32 {
+    let capabilities = chosen.backend.dyn_capabilities();
+    if let Some(general) = capabilities.general_counters {
+        return general + capabilities.fixed_counters;
+    }
+    let model = chosen
+        .context
+        .model
+        .as_deref()
+        .and_then(|id| chosen.context.database.model(id));
+    match model {
+        Some(model) if facade::query(&chosen.backend, "cpu-cycles").usable() => {
+            model.pmu.general_counters + model.pmu.fixed_counters
+        }
+        _ => 0,
+    }
+}
+
+fn component_info() -> ComponentInfo {
+    ComponentInfo {
+        name: [0; info::MAX_STR],
+        short_name: [0; info::MIN_STR],
+        description: [0; info::MAX_STR],
+        version: [0; info::MIN_STR],
+        support_version: [0; info::MIN_STR],
+        kernel_version: [0; info::MIN_STR],
+        disabled_reason: [0; info::HUGE_STR],
+        disabled: 0,
+        initialized: 0,
+        cmp_idx: 0,
+        num_cntrs: 0,
+        num_mpx_cntrs: 0,
+        num_preset_events: 0,
+        num_native_events: 0,
+        default_domain: DOM_USER,
+        available_domains: DOM_USER | 2,
+        default_granularity: GRN_THR,
+        available_granularities: GRN_THR | 2 | 8,
+        hardware_intr_sig: 0,
+        component_type: 0,
+        pmu_names: [0; 80],
+        reserved: [0; 8],
+        flags: 0,
+    }
+}
+
+/// `PAPI_shutdown`: drops every event set and the backend.
+pub fn shutdown() {
+    *lock() = None;
+    INIT_STATE.store(0, Ordering::SeqCst);
+}
+
+/// Component 0's description (a pointer stable while the library is initialised; before
+/// initialisation, the description `PAPI_disable_component` callers read), or NULL for any
+/// other component.
+pub fn component(cidx: i32) -> *const ComponentInfo {
+    if cidx != 0 {
+        return std::ptr::null();
+    }
+    match with(|library| Ok(&*library.component as *const ComponentInfo)) {
+        Ok(info) => info,
+        Err(_) => component_before_init(),
+    }
+}
+
+/// `PAPI_event_name_to_code`.
+pub fn name_to_code(name: &str) -> Result<i32, i32> {
+    if let Some(index) = names::preset_index(name) {
+        // A preset has its code whether or not it counts here (PAPI's presets round-trip).
+        if INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return Err(ENOINIT);
+        }
+        return Ok(names::preset_code(index));
+    }
+    with(|library| native_code_of(library, name))
+}
+
+fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
+    if library.component.disabled != 0 {
+        return Err(ENOEVNT);
+    }
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.name.eq_ignore_ascii_case(name))
+    {
+        return Ok(names::native_code(i));
+    }
+    let backend_name = names::backend_name(name);
+    match library.chosen.backend.dyn_resolve(&backend_name) {
+        Ok(_) => {
+            library.natives.push(Native {
+                name: name.to_string(),
+                backend_name,
+                description: String::new(),
+            });
+            Ok(names::native_code(library.natives.len() - 1))
+        }
+        Err(_) => Err(ENOEVNT),
+    }
+}
+
+/// `PAPI_event_code_to_name`.
+pub fn code_to_name(code: i32) -> Result<String, i32> {
+    match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
+        Some(Code::Native(i)) => with(|library| {
+            library
+                .natives
+                .get(i)
+                .map(|n| n.name.clone())
+                .ok_or(ENOEVNT)
+        }),
+        // A preset code past PAPI 7.0's table.
+        None if is_preset_code(code) => Err(ENOTPRESET),
+        None => Err(ENOEVNT),
+    }
+}
+
+/// Whether `code` has the preset bit alone.
+fn is_preset_code(code: i32) -> bool {
+    let code = code as u32;
+    code & names::PRESET_MASK != 0 && code & names::NATIVE_MASK == 0
+}
+
+/// The backend name of event `code`.
+pub(crate) fn backend_name_of(library: &Library, code: i32) -> Result<String, i32> {
+    match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
+        Some(Code::Native(i)) => library
+            .natives
+            .get(i)
+            .map(|n| n.backend_name.clone())
+            .ok_or(ENOEVNT),
+        None if is_preset_code(code) => Err(ENOTPRESET),
+        // Neither a preset nor a native code.
+        None => Err(EINVAL),
+    }
+}
+
+fn preset_usable(library: &mut Library, index: usize) -> bool {
+    if library.component.disabled != 0 {
+        return false;
+    }
+    if let Some(&usable) = library.preset_usable.get(&index) {
+        return usable;
+    }
+    let usable = facade::query(&library.chosen.backend, PRESETS[index]).usable();
+    library.preset_usable.insert(index, usable);
+    usable
+}
+
+/// `PAPI_query_event`: `PAPI_OK` when the event can be counted here.
+pub fn query_event(code: i32) -> i32 {
+    let result = with(|library| match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(if preset_usable(library, i) {
+            OK
+        } else {
+            ENOEVNT
+        }),
+        Some(Code::Native(i)) if i < library.natives.len() => Ok(OK),
+        _ => Ok(ENOEVNT),
+    });
+    result.unwrap_or_else(|e| e)
+}
+
+/// `PAPI_get_event_info`.
+pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
+    with(|library| {
+        let mut info = Box::new(info::empty_event(code as u32));
+        match names::decode(code) {
+            Some(Code::Preset(i)) => {
+                set_str(&mut info.symbol, PRESETS[i]);
+                let description = facade::hal::Preset::from_name(PRESETS[i])
+                    .map(|p| p.description())
+                    .unwrap_or("");
+                set_str(&mut info.long_descr, description);
+                set_str(&mut info.short_descr, description);
+                set_str(&mut info.derived, "NOT_DERIVED");
+                info.event_type = crate::presets::CATEGORIES[i];
+                if preset_usable(library, i)
+                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(PRESETS[i])
+                {
+                    let terms = &resolved.terms;
+                    info.count = terms.len().min(info::INFO_TERMS) as u32;
+                    let derived = if terms.iter().any(|t| t.factor != 1) {
+                        "DERIVED_POSTFIX"
+                    } else if terms.iter().any(|t| t.sign == facade::hal::Sign::Minus) {
+                        "DERIVED_SUB"
+                    } else if terms.len() > 1 {
+                        "DERIVED_ADD"
+                    } else {
+                        "NOT_DERIVED"
+                    };
+                    set_str(&mut info.derived, derived);
+                    for (k, term) in terms.iter().take(info::INFO_TERMS).enumerate() {
+                        set_str(&mut info.name[k], &term.request.name);
+                        let native = native_code_of(library, &term.request.name).unwrap_or(0);
+                        info.code[k] = native as u32;
+                    }
+                }
+            }
+            Some(Code::Native(i)) => {
+                let native = library.natives.get(i).ok_or(ENOEVNT)?;
+                set_str(&mut info.symbol, &native.name);
+                set_str(&mut info.long_descr, &native.description);
+            }
+            None if is_preset_code(code) => return Err(ENOTPRESET),
+            None => return Err(ENOEVNT),
+        }
+        Ok(info)
+    })
+}
+
+/// `PAPI_enum_cmp_event` (and `PAPI_enum_event` for component 0): the next code after
+/// `code` under `modifier`, or `None` at the end.
+pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
+    if cidx != 0 {
+        return Err(ENOCMP);
+    }
+    with(|library| match names::decode(code) {
+        Some(Code::Preset(i)) => {
+            // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; PAPI_PRESET_ENUM_AVAIL
+            // (2) those that count here; the category modifiers, none we classify: all.
+            let first = modifier == 1;
+            if first {
+                return Ok(names::preset_code(0));
+            }
+            for next in i + 1..PRESETS.len() {
+                if modifier != 2 || preset_usable(library, next) {
+                    return Ok(names::preset_code(next));
+                }
+            }
+            Err(ENOEVNT)
+        }
+        Some(Code::Native(i)) => {
+            // PAPI_NTV_ENUM_UMASKS (15) and the other native modifiers: no unit masks are
+            // enumerated yet.
+            if modifier >= 15 {
+                return Err(ENOEVNT);
+            }
+            if modifier == 1 {
+                return if library.listed > 0 {
+                    Ok(names::native_code(0))
+                } else {
+                    Err(ENOEVNT)
+                };
+            }
+            if i + 1 < library.listed {
+                Ok(names::native_code(i + 1))
+            } else {
+                Err(ENOEVNT)
+            }
+        }
+        None => Err(ENOEVNT),
+    })
+}

@@ -1,0 +1,158 @@
+//! Event names and codes: PAPI's presets (`0x80000000 | index`) and native events
+//! (`0x40000000 | index` into a table filled as names are enumerated or looked up), and the
+//! translation of PAPI's `perf::` names into the backend's.
+
+use facade::GeneralizedEvent;
+
+use crate::presets::PRESETS;
+
+/// The preset bit of an event code.
+pub const PRESET_MASK: u32 = 0x8000_0000;
+/// The native bit of an event code.
+pub const NATIVE_MASK: u32 = 0x4000_0000;
+
+/// One native event the library has given a code.
+#[derive(Clone, Debug)]
+pub struct Native {
+    /// The name PAPI's callers see (`perf::TASK-CLOCK`, `INST_RETIRED:ANY_P`).
+    pub name: String,
+    /// The name the backend resolves (`task-clock`).
+    pub backend_name: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// The preset index of `name` (case-insensitive), if it is one of PAPI 7.0's 108.
+pub fn preset_index(name: &str) -> Option<usize> {
+    PRESETS.iter().position(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// What PAPI's event code means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// A preset, by index.
+    Preset(usize),
+    /// A native event, by index in the table.
+    Native(usize),
+}
+
+/// Decodes an event code (`None` for neither a preset nor a native code).
+pub fn decode(code: i32) -> Option<Code> {
+    let code = code as u32;
+    if code & PRESET_MASK != 0 && code & NATIVE_MASK == 0 {
+        let index = (code & !PRESET_MASK) as usize;
+        return (index < PRESETS.len()).then_some(Code::Preset(index));
+    }
+    if code & NATIVE_MASK != 0 && code & PRESET_MASK == 0 {
+        return Some(Code::Native((code & !NATIVE_MASK) as usize));
+    }
+    None
+}
+
+/// The code of preset `index`.
+pub fn preset_code(index: usize) -> i32 {
+    (PRESET_MASK | index as u32) as i32
+}
+
+/// The code of native `index`.
+pub fn native_code(index: usize) -> i32 {
+    (NATIVE_MASK | index as u32) as i32
+}
+
+/// The backend's name for a PAPI native name: libpfm4's `perf::` events (`perf::TASK-CLOCK`,
+/// `perf::PERF_COUNT_SW_PAGE_FAULTS`, `perf::CYCLES`) are perf's generalized events by
+/// their perf names; other names are passed on as given.
+pub fn backend_name(name: &str) -> String {
+    let Some(rest) = name
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("perf::"))
+        .map(|_| &name[6..])
+    else {
+        return name.to_string();
+    };
+    let upper = rest.to_ascii_uppercase();
+    let bare = upper
+        .strip_prefix("PERF_COUNT_SW_")
+        .or_else(|| upper.strip_prefix("PERF_COUNT_HW_"))
+        .unwrap_or(&upper);
+    let perf = bare.replace('_', "-").to_ascii_lowercase();
+    match perf.as_str() {
+        "cycles" => "cpu-cycles".to_string(),
+        _ => perf,
+    }
+}
+
+/// The native events listed for enumeration: perf's software and hardware generalized events
+/// under their libpfm4 `perf::` names, then the CPU model's native events, each only where
+/// this process can count it (asked by opening it once and closing it at once), so that a
+/// machine whose PMU the kernel does not expose lists its software events alone.
+pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
+    let mut natives = Vec::new();
+    for event in GeneralizedEvent::all() {
+        let description = match event {
+            GeneralizedEvent::Software(_) => "perf software event",
+            GeneralizedEvent::Hardware(_) => "perf generalized hardware event",
+            _ => continue,
+        };
+        let perf = event.name().into_owned();
+        if facade::query(&chosen.backend, &perf).usable() {
+            natives.push(Native {
+                name: format!("perf::{}", perf.to_ascii_uppercase()),
+                backend_name: perf,
+                description: description.to_string(),
+            });
+        }
+    }
+    let context = &chosen.context;
+    if let Some(model) = context
+        .model
+        .as_deref()
+        .and_then(|id| context.database.model(id))
+    {
+        for event in model.events() {
+            if event.flags.deprecated || !facade::query(&chosen.backend, &event.name).usable() {
+                continue;
+            }
+            natives.push(Native {
+                name: event.name.clone(),
+                backend_name: event.name.clone(),
+                description: event.description.clone(),
+            });
+        }
+    }
+    natives
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libpfm4's perf PMU names (`perf::TASK-CLOCK`, `perf::PERF_COUNT_SW_PAGE_FAULTS`) reach
+    /// perf's names (the oracle: perf's own event list, `perf list sw`).
+    #[test]
+    fn perf_names_become_perf_events() {
+        assert_eq!(backend_name("perf::TASK-CLOCK"), "task-clock");
+        assert_eq!(backend_name("perf::PAGE-FAULTS"), "page-faults");
+        assert_eq!(
+            backend_name("perf::PERF_COUNT_SW_PAGE_FAULTS"),
+            "page-faults"
+        );
+        assert_eq!(
+            backend_name("perf::PERF_COUNT_HW_INSTRUCTIONS"),
+            "instructions"
+        );
+        assert_eq!(backend_name("perf::CYCLES"), "cpu-cycles");
+        assert_eq!(backend_name("INST_RETIRED:ANY_P"), "INST_RETIRED:ANY_P");
+    }
+
+    /// Codes round-trip, and codes of neither kind are refused.
+    #[test]
+    fn codes_decode() {
+        assert_eq!(decode(preset_code(0x32)), Some(Code::Preset(0x32)));
+        assert_eq!(preset_code(0x32) as u32, 0x8000_0032);
+        assert_eq!(decode(native_code(5)), Some(Code::Native(5)));
+        assert_eq!(decode(preset_code(108)), None);
+        assert_eq!(decode(0), None);
+        assert_eq!(decode(-1), None);
+    }
+}

@@ -1,0 +1,469 @@
+//! Event sets: PAPI's calls that build, start, read and stop them, and their options.
+
+use facade::Group;
+
+use crate::codes::{
+    EBUG, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
+};
+use crate::library::{
+    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED,
+    backend_name_of, with, with_set,
+};
+
+/// `PAPI_create_eventset`.
+pub fn create_eventset() -> Result<i32, i32> {
+    with(|library| {
+        let set = PapiSet {
+            events: Vec::new(),
+            state: STOPPED,
+            group: None,
+            domain: library.default_domain,
+            granularity: library.default_granularity,
+            attached: None,
+            cpu: None,
+            inherit: false,
+            component: -1,
+            overflows: Vec::new(),
+            samplers: Vec::new(),
+        };
+        library.sets.push(Some(set));
+        Ok((library.sets.len() - 1) as i32)
+    })
+}
+
+/// `PAPI_add_event`: checks that the event opens beside the set's (a trial open, closed at
+/// once), so that the set holds only what counts together.
+pub fn add_event(handle: i32, code: i32) -> i32 {
+    let result = with(|library| {
+        let name = backend_name_of(library, code)?;
+        if library.component.disabled != 0 {
+            return Err(ENOEVNT);
+        }
+        let set = usize::try_from(handle)
+            .ok()
+            .and_then(|i| library.sets.get_mut(i))
+            .and_then(Option::as_mut)
+            .ok_or(ENOEVST)?;
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if set.events.iter().any(|(c, _)| *c == code) {
+            return Err(ECNFLCT);
+        }
+        let mut names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
+        names.push(&name);
+        let trial = library
+            .chosen
+            .open_named(&names, &set.target(), &set.options());
+        if let Err(e) = trial {
+            return Err(from_error(&e));
+        }
+        set.events.push((code, name));
+        set.group = None;
+        set.component = 0;
+        Ok(OK)
+    });
+    result.unwrap_or_else(|e| e)
+}
+
+/// `PAPI_add_named_event`.
+pub fn add_named_event(handle: i32, name: &str) -> i32 {
+    match crate::library::name_to_code(name) {
+        Ok(code) => add_event(handle, code),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_remove_event`.
+pub fn remove_event(handle: i32, code: i32) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        let at = set
+            .events
+            .iter()
+            .position(|(c, _)| *c == code)
+            .ok_or(EINVAL)?;
+        set.events.remove(at);
+        set.group = None;
+        if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
+            crate::overflow::free_slot(set.overflows[o].slot);
+            set.overflows.remove(o);
+        }
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_cleanup_eventset`.
+pub fn cleanup_eventset(handle: i32) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        set.events.clear();
+        set.group = None;
+        set.state &= !(MULTIPLEXING | OVERFLOWING);
+        for spec in set.overflows.drain(..) {
+            crate::overflow::free_slot(spec.slot);
+        }
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_destroy_eventset`: the set must be empty.
+pub fn destroy_eventset(handle: i32) -> i32 {
+    with(|library| {
+        let slot = usize::try_from(handle)
+            .ok()
+            .and_then(|i| library.sets.get_mut(i))
+            .ok_or(ENOEVST)?;
+        let set = slot.as_ref().ok_or(ENOEVST)?;
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if !set.events.is_empty() {
+            return Err(EINVAL);
+        }
+        *slot = None;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
+/// component yet: `PAPI_ENOCMP` (as Debian's PAPI 7.0 answers `PAPI_start` and `PAPI_stop` on
+/// a new empty set; papi/tests/side_by_side.rs).
+fn assigned(set: &PapiSet) -> Result<(), i32> {
+    if set.component < 0 {
+        Err(ENOCMP)
+    } else {
+        Ok(())
+    }
+}
+
+/// `PAPI_start`: opens the set where needed, zeroes and enables it.
+pub fn start(handle: i32) -> i32 {
+    with_set(handle, |chosen, set| {
+        assigned(set)?;
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if set.events.is_empty() {
+            return Err(EINVAL);
+        }
+        if set.group.is_none() {
+            let names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
+            let group = chosen
+                .open_named(&names, &set.target(), &set.options())
+                .map_err(|e| from_error(&e))?;
+            set.group = Some(group);
+        }
+        start_samplers(chosen, set)?;
+        let group = set.group.as_mut().ok_or(EBUG)?;
+        group.reset().map_err(|e| from_error(&e))?;
+        if let Err(e) = group.enable() {
+            set.samplers.clear();
+            return Err(from_error(&e));
+        }
+        set.state = (set.state & !STOPPED) | RUNNING;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+    let multiplexed = set.state & MULTIPLEXING != 0;
+    let group = set.group.as_mut().ok_or(ENOTRUN)?;
+    let readings = group.read_to_vec().map_err(|e| from_error(&e))?;
+    Ok(readings
+        .iter()
+        .map(|r| {
+            let value = if multiplexed {
+                r.scaled().unwrap_or(r.value)
+            } else {
+                r.value
+            };
+            value as i64
+        })
+        .collect())
+}
+
+/// `PAPI_stop`: disables the set and returns its counts.
+pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
+    with_set(handle, |_, set| {
+        assigned(set)?;
+        if set.state & RUNNING == 0 {
+            return Err(ENOTRUN);
+        }
+        let group = set.group.as_mut().ok_or(EBUG)?;
+        group.disable().map_err(|e| from_error(&e))?;
+        for sampler in &mut set.samplers {
+            let _ = facade::Sampler::disable(sampler);
+        }
+        set.samplers.clear();
+        set.state = (set.state & !RUNNING) | STOPPED;
+        values_of(set)
+    })
+}
+
+/// `PAPI_read`: the counts since the start or the last reset.
+pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
+    with_set(handle, |_, set| {
+        assigned(set)?;
+        if set.group.is_none() {
+            // Never started: PAPI reads zeros.
+            return Ok(vec![0; set.events.len()]);
+        }
+        values_of(set)
+    })
+}
+
+/// `PAPI_reset`.
+pub fn reset(handle: i32) -> i32 {
+    with_set(handle, |_, set| {
+        assigned(set)?;
+        if let Some(group) = set.group.as_mut() {
+            group.reset().map_err(|e| from_error(&e))?;
+        }
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_accum`: the counts since the last reset, then a reset.
+pub fn accum(handle: i32) -> Result<Vec<i64>, i32> {
+    with_set(handle, |_, set| {
+        assigned(set)?;
+        if set.group.is_none() {
+            return Ok(vec![0; set.events.len()]);
+        }
+        let values = values_of(set)?;
+        if let Some(group) = set.group.as_mut() {
+            group.reset().map_err(|e| from_error(&e))?;
+        }
+        Ok(values)
+    })
+}
+
+/// `PAPI_num_events`.
+pub fn num_events(handle: i32) -> i32 {
+    with_set(handle, |_, set| Ok(set.events.len() as i32)).unwrap_or_else(|e| e)
+}
+
+/// `PAPI_list_events`.
+pub fn list_events(handle: i32) -> Result<Vec<i32>, i32> {
+    with_set(handle, |_, set| {
+        Ok(set.events.iter().map(|(c, _)| *c).collect())
+    })
+}
+
+/// `PAPI_state`.
+pub fn state(handle: i32) -> Result<i32, i32> {
+    with_set(handle, |_, set| Ok(set.state))
+}
+
+/// `PAPI_set_multiplex`: the backend's own multiplexing (the set's events opened ungrouped).
+pub fn set_multiplex(handle: i32) -> i32 {
+    with_set(handle, |chosen, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if set.state & MULTIPLEXING != 0 {
+            return Err(EINVAL);
+        }
+        if !chosen.backend.dyn_capabilities().multiplexing {
+            return Err(crate::codes::ENOSUPP);
+        }
+        set.state |= MULTIPLEXING;
+        set.group = None;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_get_multiplex`.
+pub fn get_multiplex(handle: i32) -> i32 {
+    with_set(handle, |_, set| {
+        Ok(i32::from(set.state & MULTIPLEXING != 0))
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_attach` (`Some(tid)`) and `PAPI_detach` (`None`).
+pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if tid.is_none() && set.attached.is_none() {
+            return Err(EINVAL);
+        }
+        set.attached = tid;
+        set.group = None;
+        if tid.is_some() {
+            set.state |= ATTACHED;
+        } else {
+            set.state &= !ATTACHED;
+        }
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_CPU_ATTACH`.
+pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        set.cpu = Some(cpu);
+        set.group = None;
+        set.state |= CPU_ATTACHED;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_INHERIT`.
+pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        set.inherit = inherit;
+        set.group = None;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// Sets an event set's domain (`PAPI_DOMAIN`) or granularity (`PAPI_GRANUL`).
+pub fn set_domain_or_granularity(
+    handle: i32,
+    domain: Option<i32>,
+    granularity: Option<i32>,
+) -> i32 {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if let Some(d) = domain {
+            if d <= 0 || d & !DOM_ALL != 0 {
+                return Err(EINVAL);
+            }
+            set.domain = d;
+        }
+        if let Some(g) = granularity {
+            if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
+                return Err(EINVAL);
+            }
+            set.granularity = g;
+        }
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_num_cmp_hwctrs`.
+pub fn num_counters(cidx: i32) -> i32 {
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    with(|library| Ok(library.component.num_cntrs)).unwrap_or_else(|e| e)
+}
+
+/// Opens and enables one sampler per overflowing event of `set`, each calling its slot's
+/// handler every `threshold` events.
+fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32> {
+    set.samplers.clear();
+    for spec in set.overflows.clone() {
+        let name = set
+            .events
+            .iter()
+            .find(|(c, _)| *c == spec.code)
+            .map(|(_, n)| n.clone())
+            .ok_or(EBUG)?;
+        let options =
+            facade::SampleOptions::period(spec.threshold, facade::SampleFields::profile());
+        let opened = chosen
+            .open_sampler(&[name.as_str()], &set.target(), &options)
+            .and_then(|mut sampler| {
+                sampler.on_overflow(spec.callback, spec.slot)?;
+                facade::Sampler::enable(&mut sampler)?;
+                Ok(sampler)
+            });
+        match opened {
+            Ok(sampler) => set.samplers.push(sampler),
+            Err(e) => {
+                set.samplers.clear();
+                return Err(from_error(&e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `PAPI_overflow`: a `threshold` of 0 turns the event's overflow off. `handler` is the C
+/// handler's address; `callback` the function the sampler calls with the slot.
+pub fn overflow(
+    handle: i32,
+    code: i32,
+    threshold: i32,
+    handler: usize,
+    callback: facade::OverflowCallback,
+) -> i32 {
+    with_set(handle, |chosen, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        let index = set
+            .events
+            .iter()
+            .position(|(c, _)| *c == code)
+            .ok_or(ENOEVNT)?;
+        if threshold < 0 {
+            return Err(EINVAL);
+        }
+        if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
+            crate::overflow::free_slot(set.overflows[at].slot);
+            set.overflows.remove(at);
+        }
+        if threshold == 0 {
+            if set.overflows.is_empty() {
+                set.state &= !OVERFLOWING;
+            }
+            return Ok(OK);
+        }
+        if handler == 0 {
+            return Err(EINVAL);
+        }
+        if !chosen.backend.dyn_capabilities().sampling {
+            return Err(crate::codes::ENOSUPP);
+        }
+        let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
+            .ok_or(crate::codes::ECOUNT)?;
+        set.overflows.push(crate::overflow::Spec {
+            code,
+            threshold: threshold as u64,
+            slot,
+            callback,
+        });
+        set.state |= OVERFLOWING;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_get_overflow_event_index`: the indices in the set of the events whose bits are in
+/// `vector`.
+pub fn overflow_indices(handle: i32, vector: i64) -> Result<Vec<i32>, i32> {
+    with_set(handle, |_, set| {
+        Ok((0..set.events.len().min(63))
+            .filter(|i| vector & (1i64 << i) != 0)
+            .map(|i| i as i32)
+            .collect())
+    })
+}

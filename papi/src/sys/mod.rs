@@ -1,0 +1,545 @@
+//! PAPI's C functions: each turns its C arguments (pointers, C strings, arrays) into a call of
+//! [`crate::library`] and [`crate::sets`], and writes the results back.
+//!
+//! # Safety
+//! Every function is `unsafe extern "C"`: the caller passes pointers as PAPI documents them
+//! (valid for the sizes PAPI gives, or NULL where PAPI allows it). Each function checks for
+//! NULL before it reads or writes, and writes no more than PAPI's documented sizes.
+
+use std::ffi::{CStr, c_char, c_int, c_longlong};
+
+use crate::codes::{EINVAL, ENOSUPP, OK};
+use crate::{library, sets};
+
+mod info;
+mod options;
+mod threads;
+
+/// Reads a C string, or `None` for NULL or text that is not UTF-8.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string valid while the result is used.
+unsafe fn text<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is non-NULL and NUL-terminated (the caller's promise).
+    let c = unsafe { CStr::from_ptr(p) };
+    c.to_str().ok()
+}
+
+/// Writes `value` through `p` unless it is NULL; whether it wrote.
+///
+/// # Safety
+/// `p` is NULL or valid for a write of `T`.
+unsafe fn put<T>(p: *mut T, value: T) -> bool {
+    if p.is_null() {
+        return false;
+    }
+    // SAFETY: `p` is non-NULL and valid for a write (the caller's promise).
+    unsafe { p.write(value) };
+    true
+}
+
+/// Writes `values` to the array at `p` (no-op for NULL).
+///
+/// # Safety
+/// `p` is NULL or valid for `values.len()` writes.
+unsafe fn put_all<T: Copy>(p: *mut T, values: &[T]) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: `p` holds room for `values.len()` items (the caller's promise).
+    let out = unsafe { std::slice::from_raw_parts_mut(p, values.len()) };
+    out.copy_from_slice(values);
+}
+
+/// Copies `name` as a C string into `out`, which PAPI sizes `PAPI_MAX_STR_LEN` (128); a
+/// longer name is cut.
+///
+/// # Safety
+/// `out` is valid for 128 bytes.
+unsafe fn put_name(out: *mut c_char, name: &str) {
+    let mut buffer = [0u8; 128];
+    crate::info::set_str(&mut buffer, name);
+    let len = name.len().min(127) + 1;
+    // SAFETY: `out` has room for 128 bytes (PAPI_MAX_STR_LEN) and `len` <= 128.
+    unsafe { put_all(out.cast::<u8>(), &buffer[..len]) };
+}
+
+/// `PAPI_OK` when a result was written, else `PAPI_EINVAL` (a NULL pointer).
+fn wrote(wrote: bool) -> c_int {
+    if wrote { OK } else { EINVAL }
+}
+
+/// A thread or process id as the facade takes it (`None` past `u32`).
+fn thread_number(tid: std::ffi::c_ulong) -> Option<u32> {
+    u32::try_from(u128::from(tid)).ok()
+}
+
+fn code(result: Result<i32, i32>) -> c_int {
+    result.unwrap_or_else(|e| e)
+}
+
+/// `PAPI_library_init`: `PAPI_VER_CURRENT` on success.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
+    let result = library::library_init(version);
+    if result == library::VER_CURRENT {
+        threads::know_this_thread();
+    }
+    result
+}
+
+/// `PAPI_shutdown`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_shutdown() {
+    library::shutdown();
+    threads::forget_threads();
+}
+
+/// `PAPI_is_initialized`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_is_initialized() -> c_int {
+    library::INIT_STATE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// `PAPI_set_debug`: allowed before initialisation.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
+    if !(0..=2).contains(&level) {
+        return EINVAL;
+    }
+    library::DEBUG_LEVEL.store(level, std::sync::atomic::Ordering::SeqCst);
+    OK
+}
+
+/// `PAPI_create_eventset`.
+///
+/// # Safety
+/// `event_set` is NULL or points at an `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
+    if event_set.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: checked non-NULL; the caller's int.
+    if unsafe { *event_set } != -1 {
+        return EINVAL;
+    }
+    match sets::create_eventset() {
+        // SAFETY: checked non-NULL.
+        Ok(handle) => wrote(unsafe { put(event_set, handle) }),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_destroy_eventset`: sets `*event_set` to `PAPI_NULL`.
+///
+/// # Safety
+/// `event_set` is NULL or points at an `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_destroy_eventset(event_set: *mut c_int) -> c_int {
+    if event_set.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: checked non-NULL.
+    let handle = unsafe { *event_set };
+    let result = sets::destroy_eventset(handle);
+    if result == OK {
+        // SAFETY: checked non-NULL.
+        unsafe { put(event_set, -1) };
+    }
+    result
+}
+
+/// `PAPI_add_event`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
+    sets::add_event(event_set, event)
+}
+
+/// `PAPI_add_named_event`.
+///
+/// # Safety
+/// `name` is NULL or a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_add_named_event(event_set: c_int, name: *const c_char) -> c_int {
+    // SAFETY: the caller's C string or NULL.
+    match unsafe { text(name) } {
+        Some(name) => sets::add_named_event(event_set, name),
+        None => EINVAL,
+    }
+}
+
+/// `PAPI_add_events`: `PAPI_OK`, or the number added before the first failure (the failure's
+/// code when none was).
+///
+/// # Safety
+/// `events` is NULL or holds `number` ints.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_add_events(
+    event_set: c_int,
+    events: *mut c_int,
+    number: c_int,
+) -> c_int {
+    if events.is_null() || number <= 0 {
+        return EINVAL;
+    }
+    // SAFETY: `events` holds `number` ints (the caller's promise).
+    let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
+    for (i, &event) in codes.iter().enumerate() {
+        let result = sets::add_event(event_set, event);
+        if result != OK {
+            return if i == 0 { result } else { i as c_int };
+        }
+    }
+    OK
+}
+
+/// `PAPI_remove_event`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
+    sets::remove_event(event_set, event)
+}
+
+/// `PAPI_remove_named_event`.
+///
+/// # Safety
+/// `name` is NULL or a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_remove_named_event(event_set: c_int, name: *const c_char) -> c_int {
+    // SAFETY: the caller's C string or NULL.
+    match unsafe { text(name) }.map(library::name_to_code) {
+        Some(Ok(code)) => sets::remove_event(event_set, code),
+        Some(Err(e)) => e,
+        None => EINVAL,
+    }
+}
+
+/// `PAPI_remove_events`.
+///
+/// # Safety
+/// `events` is NULL or holds `number` ints.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_remove_events(
+    event_set: c_int,
+    events: *mut c_int,
+    number: c_int,
+) -> c_int {
+    if events.is_null() || number <= 0 {
+        return EINVAL;
+    }
+    // SAFETY: `events` holds `number` ints (the caller's promise).
+    let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
+    for (i, &event) in codes.iter().enumerate() {
+        let result = sets::remove_event(event_set, event);
+        if result != OK {
+            return if i == 0 { result } else { i as c_int };
+        }
+    }
+    OK
+}
+
+/// `PAPI_cleanup_eventset`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_cleanup_eventset(event_set: c_int) -> c_int {
+    sets::cleanup_eventset(event_set)
+}
+
+/// `PAPI_start`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_start(event_set: c_int) -> c_int {
+    sets::start(event_set)
+}
+
+/// Writes `result`'s values to `values` (when not NULL); PAPI's code.
+///
+/// # Safety
+/// `values` is NULL or has room for the set's events.
+unsafe fn give(result: Result<Vec<i64>, i32>, values: *mut c_longlong) -> c_int {
+    match result {
+        Ok(counts) => {
+            // SAFETY: room for the set's events (the caller's promise).
+            unsafe { put_all(values, &counts) };
+            OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_stop`.
+///
+/// # Safety
+/// `values` is NULL or has room for one `long long` per event of the set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_stop(event_set: c_int, values: *mut c_longlong) -> c_int {
+    // SAFETY: as this function's.
+    unsafe { give(sets::stop(event_set), values) }
+}
+
+/// `PAPI_read`.
+///
+/// # Safety
+/// `values` has room for one `long long` per event of the set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_read(event_set: c_int, values: *mut c_longlong) -> c_int {
+    if values.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: as this function's.
+    unsafe { give(sets::read(event_set), values) }
+}
+
+/// `PAPI_read_ts`: the counts and `PAPI_get_real_cyc` at the read.
+///
+/// # Safety
+/// As `PAPI_read`; `cyc` points at a `long long`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_read_ts(
+    event_set: c_int,
+    values: *mut c_longlong,
+    cyc: *mut c_longlong,
+) -> c_int {
+    if values.is_null() || cyc.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: as this function's.
+    let result = unsafe { give(sets::read(event_set), values) };
+    // SAFETY: checked non-NULL.
+    unsafe { put(cyc, info::PAPI_get_real_cyc()) };
+    result
+}
+
+/// `PAPI_accum`: adds the counts since the last reset to `values`, then resets.
+///
+/// # Safety
+/// `values` has room for one `long long` per event of the set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -> c_int {
+    if values.is_null() {
+        return EINVAL;
+    }
+    match sets::accum(event_set) {
+        Ok(counts) => {
+            // SAFETY: room for the set's events (the caller's promise).
+            let out = unsafe { std::slice::from_raw_parts_mut(values, counts.len()) };
+            for (sum, count) in out.iter_mut().zip(counts) {
+                *sum += count;
+            }
+            OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_reset`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_reset(event_set: c_int) -> c_int {
+    sets::reset(event_set)
+}
+
+/// `PAPI_write`: counters cannot be written here.
+///
+/// # Safety
+/// Reads nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_write(_event_set: c_int, _values: *mut c_longlong) -> c_int {
+    ENOSUPP
+}
+
+/// `PAPI_num_events`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_num_events(event_set: c_int) -> c_int {
+    sets::num_events(event_set)
+}
+
+/// `PAPI_list_events`: up to `*number` codes; `*number` becomes the set's size.
+///
+/// # Safety
+/// `events` has room for `*number` ints; `number` points at an int.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_list_events(
+    event_set: c_int,
+    events: *mut c_int,
+    number: *mut c_int,
+) -> c_int {
+    if number.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: checked non-NULL.
+    let room = unsafe { *number };
+    if room < 0 || (room > 0 && events.is_null()) {
+        return EINVAL;
+    }
+    match sets::list_events(event_set) {
+        Ok(codes) => {
+            let n = codes.len().min(room as usize);
+            // SAFETY: `events` has room for `room` >= `n` ints.
+            unsafe { put_all(events, &codes[..n]) };
+            // SAFETY: checked non-NULL.
+            unsafe { put(number, codes.len() as c_int) };
+            OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_state`.
+///
+/// # Safety
+/// `status` points at an int.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_int {
+    if status.is_null() {
+        return EINVAL;
+    }
+    match sets::state(event_set) {
+        // SAFETY: checked non-NULL.
+        Ok(state) => wrote(unsafe { put(status, state) }),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_event_name_to_code`.
+///
+/// # Safety
+/// `name` is a C string; `out` points at an int.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut c_int) -> c_int {
+    if out.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: the caller's C string or NULL.
+    let Some(name) = (unsafe { text(name) }) else {
+        return EINVAL;
+    };
+    match library::name_to_code(name) {
+        // SAFETY: checked non-NULL.
+        Ok(c) => wrote(unsafe { put(out, c) }),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_event_code_to_name`.
+///
+/// # Safety
+/// `out` has room for `PAPI_MAX_STR_LEN` (128) bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char) -> c_int {
+    if out.is_null() {
+        return EINVAL;
+    }
+    match library::code_to_name(event) {
+        Ok(name) => {
+            // SAFETY: 128 bytes of room (the caller's promise).
+            unsafe { put_name(out, &name) };
+            OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_query_event`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
+    library::query_event(event)
+}
+
+/// `PAPI_query_named_event`.
+///
+/// # Safety
+/// `name` is a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
+    // SAFETY: the caller's C string or NULL.
+    match unsafe { text(name) }.map(library::name_to_code) {
+        Some(Ok(c)) => library::query_event(c),
+        Some(Err(e)) => e,
+        None => EINVAL,
+    }
+}
+
+/// `PAPI_enum_event`: component 0's events.
+///
+/// # Safety
+/// `event` points at an int.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_enum_event(event: *mut c_int, modifier: c_int) -> c_int {
+    // SAFETY: as this function's.
+    unsafe { PAPI_enum_cmp_event(event, modifier, 0) }
+}
+
+/// `PAPI_enum_cmp_event`.
+///
+/// # Safety
+/// `event` points at an int.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_enum_cmp_event(
+    event: *mut c_int,
+    modifier: c_int,
+    cidx: c_int,
+) -> c_int {
+    if event.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: checked non-NULL.
+    let current = unsafe { *event };
+    match library::enumerate(current, modifier, cidx) {
+        // SAFETY: checked non-NULL.
+        Ok(next) => wrote(unsafe { put(event, next) }),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_get_event_info`.
+///
+/// # Safety
+/// `info` points at a `PAPI_event_info_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_event_info(
+    event: c_int,
+    info: *mut crate::info::EventInfo,
+) -> c_int {
+    if info.is_null() {
+        return EINVAL;
+    }
+    match library::event_info(event) {
+        // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
+        Ok(filled) => wrote(unsafe { put(info, *filled) }),
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_set_multiplex`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
+    sets::set_multiplex(event_set)
+}
+
+/// `PAPI_get_multiplex`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_get_multiplex(event_set: c_int) -> c_int {
+    sets::get_multiplex(event_set)
+}
+
+/// `PAPI_multiplex_init`: the backend's own multiplexing needs no set-up.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_multiplex_init() -> c_int {
+    code(library::with(|_| Ok(OK)))
+}
+
+/// `PAPI_attach`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
+    match thread_number(tid) {
+        Some(tid) => sets::attach(event_set, Some(tid)),
+        None => EINVAL,
+    }
+}
+
+/// `PAPI_detach`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_detach(event_set: c_int) -> c_int {
+    sets::attach(event_set, None)
+}

@@ -1,0 +1,326 @@
+//! `PAPI_get_opt`, `PAPI_set_opt` and the default domain and granularity.
+//!
+//! The option argument is PAPI's `PAPI_option_t` union; each option reads the member PAPI
+//! documents for it, laid out as below (papi/tests/abi.rs checks the offsets).
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use super::put;
+use crate::codes::{EINVAL, ENOCMP, OK};
+use crate::library::{self, DOM_ALL, VERSION};
+use crate::sets;
+
+/// `PAPI_domain_option_t` and `PAPI_granularity_option_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Setting {
+    def_cidx: c_int,
+    eventset: c_int,
+    value: c_int,
+}
+
+/// `PAPI_attach_option_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AttachOption {
+    eventset: c_int,
+    tid: std::ffi::c_ulong,
+}
+
+/// `PAPI_cpu_option_t`, `PAPI_inherit_option_t` and the first two ints of
+/// `PAPI_multiplex_option_t` and `PAPI_debug_option_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Pair {
+    first: c_int,
+    second: c_int,
+}
+
+/// The options of `PAPI_option_t` read and written here.
+const DETACH: c_int = 1;
+const DEBUG: c_int = 2;
+const MULTIPLEX: c_int = 3;
+const DEFDOM: c_int = 4;
+const DOMAIN: c_int = 5;
+const DEFGRN: c_int = 6;
+const GRANUL: c_int = 7;
+const DEF_MPX_NS: c_int = 8;
+const MAX_MPX_CTRS: c_int = 11;
+const CLOCKRATE: c_int = 14;
+const MAX_HWCTRS: c_int = 15;
+const HWINFO: c_int = 16;
+const EXEINFO: c_int = 17;
+const MAX_CPUS: c_int = 18;
+const ATTACH: c_int = 19;
+const SHLIBINFO: c_int = 20;
+const LIB_VERSION: c_int = 21;
+const COMPONENTINFO: c_int = 22;
+const DEF_ITIMER: c_int = 25;
+const DEF_ITIMER_NS: c_int = 26;
+const CPU_ATTACH: c_int = 27;
+const INHERIT: c_int = 28;
+
+/// Reads a `T` at the start of the option union.
+///
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t` (264 bytes, larger than every `T` here).
+unsafe fn member<T: Copy>(ptr: *mut u8) -> Option<T> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the union is at least as large as `T` and suitably aligned (8 bytes).
+    Some(unsafe { ptr.cast::<T>().read() })
+}
+
+fn defaults() -> Result<(c_int, c_int), c_int> {
+    library::with(|l| Ok((l.default_domain, l.default_granularity)))
+}
+
+/// `PAPI_get_opt`.
+///
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_opt(option: c_int, ptr: *mut u8) -> c_int {
+    // SAFETY: as this function's.
+    unsafe { get_opt(option, ptr, 0) }
+}
+
+/// `PAPI_get_cmp_opt`.
+///
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_int) -> c_int {
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    // SAFETY: as this function's.
+    unsafe { get_opt(option, ptr, cidx) }
+}
+
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t`.
+unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
+    let hardware = super::info::hardware();
+    match option {
+        LIB_VERSION => return VERSION,
+        MAX_CPUS => return hardware.totalcpus,
+        CLOCKRATE => return hardware.cpu_max_mhz,
+        DEBUG => {
+            let level = library::DEBUG_LEVEL.load(Ordering::SeqCst);
+            // SAFETY: NULL or the caller's union.
+            if let Some(mut pair) = unsafe { member::<Pair>(ptr) } {
+                pair.first = level;
+                // SAFETY: as above.
+                unsafe { put(ptr.cast::<Pair>(), pair) };
+            }
+            return OK;
+        }
+        HWINFO | EXEINFO | SHLIBINFO | COMPONENTINFO => {
+            let pointer: *const u8 = match option {
+                HWINFO => super::info::PAPI_get_hardware_info().cast(),
+                EXEINFO => super::info::PAPI_get_executable_info().cast(),
+                SHLIBINFO => super::info::PAPI_get_shared_lib_info().cast(),
+                _ => super::info::PAPI_get_component_info(0).cast(),
+            };
+            if pointer.is_null() {
+                return crate::codes::ENOINIT;
+            }
+            // SAFETY: NULL or the caller's union, whose first member is a pointer here.
+            return if unsafe { put(ptr.cast::<*const u8>(), pointer) } {
+                OK
+            } else {
+                EINVAL
+            };
+        }
+        _ => {}
+    }
+    let (domain, granularity) = match defaults() {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match option {
+        DEFDOM => domain,
+        DEFGRN => granularity,
+        MAX_HWCTRS => sets::num_counters(0),
+        MAX_MPX_CTRS => super::code(library::with(|l| Ok(l.component.num_mpx_cntrs))),
+        DOMAIN | GRANUL => {
+            // SAFETY: NULL or the caller's union.
+            let Some(mut setting) = (unsafe { member::<Setting>(ptr) }) else {
+                return EINVAL;
+            };
+            let value = library::with_set(setting.eventset, |_, set| {
+                Ok(if option == DOMAIN {
+                    set.domain
+                } else {
+                    set.granularity
+                })
+            });
+            match value {
+                Ok(v) => {
+                    setting.value = v;
+                    // SAFETY: as above.
+                    unsafe { put(ptr.cast::<Setting>(), setting) };
+                    v
+                }
+                Err(e) => e,
+            }
+        }
+        MULTIPLEX => {
+            // SAFETY: NULL or the caller's union.
+            let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
+                return EINVAL;
+            };
+            sets::get_multiplex(pair.first)
+        }
+        ATTACH => {
+            // SAFETY: NULL or the caller's union.
+            let Some(mut attach) = (unsafe { member::<AttachOption>(ptr) }) else {
+                return EINVAL;
+            };
+            match library::with_set(attach.eventset, |_, set| Ok(set.attached)) {
+                Ok(tid) => {
+                    attach.tid = tid.map_or(0, |t| t as std::ffi::c_ulong);
+                    // SAFETY: as above.
+                    unsafe { put(ptr.cast::<AttachOption>(), attach) };
+                    OK
+                }
+                Err(e) => e,
+            }
+        }
+        CPU_ATTACH | INHERIT => {
+            // SAFETY: NULL or the caller's union.
+            let Some(mut pair) = (unsafe { member::<Pair>(ptr) }) else {
+                return EINVAL;
+            };
+            let value = library::with_set(pair.first, |_, set| {
+                Ok(if option == INHERIT {
+                    c_int::from(set.inherit)
+                } else {
+                    set.cpu.map_or(-1, |c| c as c_int)
+                })
+            });
+            match value {
+                Ok(v) => {
+                    pair.second = v;
+                    // SAFETY: as above.
+                    unsafe { put(ptr.cast::<Pair>(), pair) };
+                    if option == INHERIT { v } else { OK }
+                }
+                Err(e) => e,
+            }
+        }
+        DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => OK,
+        _ => EINVAL,
+    }
+}
+
+/// `PAPI_set_opt`.
+///
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
+    if ptr.is_null() {
+        return EINVAL;
+    }
+    match option {
+        DEBUG => {
+            // SAFETY: the caller's union.
+            let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
+                return EINVAL;
+            };
+            return super::PAPI_set_debug(pair.first);
+        }
+        DEFDOM | DEFGRN | DOMAIN | GRANUL => {
+            // SAFETY: the caller's union.
+            let Some(setting) = (unsafe { member::<Setting>(ptr) }) else {
+                return EINVAL;
+            };
+            return match option {
+                DEFDOM => set_default(Some(setting.value), None),
+                DEFGRN => set_default(None, Some(setting.value)),
+                DOMAIN => {
+                    sets::set_domain_or_granularity(setting.eventset, Some(setting.value), None)
+                }
+                _ => sets::set_domain_or_granularity(setting.eventset, None, Some(setting.value)),
+            };
+        }
+        _ => {}
+    }
+    // SAFETY: the caller's union.
+    let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
+        return EINVAL;
+    };
+    match option {
+        MULTIPLEX => sets::set_multiplex(pair.first),
+        DETACH => sets::attach(pair.first, None),
+        ATTACH => {
+            // SAFETY: the caller's union.
+            let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
+                return EINVAL;
+            };
+            match super::thread_number(attach.tid) {
+                Some(tid) => sets::attach(attach.eventset, Some(tid)),
+                None => EINVAL,
+            }
+        }
+        CPU_ATTACH => match u32::try_from(pair.second) {
+            Ok(cpu) => sets::attach_cpu(pair.first, cpu),
+            Err(_) => EINVAL,
+        },
+        INHERIT => sets::set_inherit(pair.first, pair.second != 0),
+        DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
+        _ => EINVAL,
+    }
+}
+
+fn set_default(domain: Option<c_int>, granularity: Option<c_int>) -> c_int {
+    super::code(library::with(|l| {
+        if let Some(d) = domain {
+            if d <= 0 || d & !DOM_ALL != 0 {
+                return Err(EINVAL);
+            }
+            l.default_domain = d;
+        }
+        if let Some(g) = granularity {
+            if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
+                return Err(EINVAL);
+            }
+            l.default_granularity = g;
+        }
+        Ok(OK)
+    }))
+}
+
+/// `PAPI_set_domain`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_domain(domain: c_int) -> c_int {
+    set_default(Some(domain), None)
+}
+
+/// `PAPI_set_cmp_domain`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_cmp_domain(domain: c_int, cidx: c_int) -> c_int {
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    set_default(Some(domain), None)
+}
+
+/// `PAPI_set_granularity`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_granularity(granularity: c_int) -> c_int {
+    set_default(None, Some(granularity))
+}
+
+/// `PAPI_set_cmp_granularity`.
+#[unsafe(no_mangle)]
+pub extern "C" fn PAPI_set_cmp_granularity(granularity: c_int, cidx: c_int) -> c_int {
+    if cidx != 0 {
+        return ENOCMP;
+    }
+    set_default(None, Some(granularity))
+}

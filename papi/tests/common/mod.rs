@@ -1,0 +1,97 @@
+//! What the PAPI library's tests share: libpapi.so built where they find it, under its
+//! SONAME, and C programs built against a papi.h.
+#![allow(dead_code)] // each test binary uses its part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The folder holding our libpapi.so and the link `libpapi.so.7.0` to it. Cargo does not build
+/// a cdylib for the package's own tests, so it is built here first (once per test binary).
+pub fn library_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let target = dir.parent().unwrap();
+            let release = dir.file_name().is_some_and(|n| n == "release");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "-p", "counterhal-papi", "--target-dir"])
+                .arg(target)
+                .args(release.then_some("--release"))
+                .current_dir(manifest())
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building libpapi failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let soname = dir.join("papi-soname");
+            std::fs::create_dir_all(&soname).unwrap();
+            let link = soname.join("libpapi.so.7.0");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(dir.join("libpapi.so"), &link).unwrap();
+            soname
+        })
+        .clone()
+}
+
+/// This crate's folder.
+pub fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Debian's PAPI 7.0 header, the oracle of the layout tests.
+pub const SYSTEM_HEADER: &str = "/usr/include/papi.h";
+
+/// Whether Debian's PAPI 7.0 (papi.h and libpapi.so.7.0) is installed.
+pub fn system_papi() -> bool {
+    Path::new(SYSTEM_HEADER).is_file()
+        && [
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib",
+        ]
+        .iter()
+        .any(|d| Path::new(d).join("libpapi.so.7.0").exists())
+}
+
+/// Builds `tests/c/STEM.c` with the papi.h in `include` (linked with `-lpapi` when `link`),
+/// into a fresh temporary folder; the program's path.
+pub fn c_program(stem: &str, tag: &str, include: &Path, link: bool) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "counterhal-papi-{stem}-{tag}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join(stem);
+    let mut cc = Command::new("cc");
+    cc.args(["-std=gnu99", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(include)
+        .arg(manifest().join(format!("tests/c/{stem}.c")))
+        .arg("-o")
+        .arg(&program);
+    if link {
+        cc.arg("-lpapi");
+    }
+    let out = cc.output().expect("cc runs");
+    assert!(
+        out.status.success(),
+        "building {stem} against {} failed:\n{}",
+        include.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    program
+}
+
+/// Runs `program` with `args`, with our library first on the loader's path when `ours`.
+pub fn run(program: &Path, args: &[&str], ours: bool) -> Output {
+    let mut command = Command::new(program);
+    command.args(args);
+    if ours {
+        command.env("LD_LIBRARY_PATH", library_dir());
+    }
+    command.output().expect("the program runs")
+}
