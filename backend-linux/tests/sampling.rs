@@ -415,3 +415,81 @@ fn a_polled_sampler_delivers_every_record_from_its_thread() {
     assert_eq!(delivered.len(), 1_000, "every sample delivered");
     assert!(delivered.iter().all(|t| *t == Some(tid)));
 }
+
+/// A group's members ride along with the leader's samples: the getpid tracepoint sampled
+/// every 100 calls with `page-faults` beside it carries both values in each sample, the
+/// leader's exactly 100 more each time. Oracle: the tracepoint's exact count of calls.
+#[test]
+fn each_sample_carries_the_group_s_values() {
+    let linux = backend();
+    let name = "syscalls:sys_enter_getpid";
+    if linux.resolve(name).is_err() {
+        skip!(
+            Need::Privilege,
+            "the getpid tracepoint needs root and tracefs"
+        );
+    }
+    let fields = SampleFields::profile().with_group_values();
+    let options = SampleOptions::period(100, fields);
+    let requests = [request(&linux, name), request(&linux, "page-faults")];
+    let mut s = linux
+        .open_sampler(&requests, &Target::ThisThread, &options)
+        .unwrap();
+    s.enable().unwrap();
+    for _ in 0..1_000 {
+        black_box(std::process::id());
+    }
+    s.disable().unwrap();
+    let mut leaders = Vec::new();
+    let mut widths = Vec::new();
+    s.walk(&mut |record| {
+        if let Record::Sample(sample) = record {
+            leaders.push(sample.group_values.first().copied());
+            widths.push(sample.group_values.len());
+        }
+    })
+    .unwrap();
+    let expected: Vec<Option<u64>> = (1..=10).map(|k| Some(100 * k)).collect();
+    assert_eq!(leaders, expected, "the leader's count at each sample");
+    assert!(widths.iter().all(|w| *w == 2), "{widths:?}");
+}
+
+/// A sample's call chain holds the sampled address: each of 10 getpid samples with its call
+/// chain has the interrupted user address among the chain's user frames (after the kernel's
+/// `PERF_CONTEXT_USER` marker).
+#[test]
+fn a_call_chain_holds_the_sampled_address() {
+    let linux = backend();
+    let name = "syscalls:sys_enter_getpid";
+    if linux.resolve(name).is_err() {
+        skip!(
+            Need::Privilege,
+            "the getpid tracepoint needs root and tracefs"
+        );
+    }
+    const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+    let options = SampleOptions::period(1, SampleFields::profile().with_callchain());
+    let mut s = sampler(&linux, name, &options);
+    s.enable().unwrap();
+    for _ in 0..10 {
+        black_box(std::process::id());
+    }
+    s.disable().unwrap();
+    let mut held = Vec::new();
+    s.walk(&mut |record| {
+        if let Record::Sample(sample) = record {
+            let user = sample
+                .callchain
+                .iter()
+                .skip_while(|frame| **frame != PERF_CONTEXT_USER)
+                .skip(1);
+            held.push(sample.ip.is_some_and(|ip| user.clone().any(|f| *f == ip)));
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        held,
+        vec![true; 10],
+        "each chain holds its sample's address"
+    );
+}
