@@ -506,11 +506,8 @@ mod tests {
         }
     }
 
-    /// A thread whose counters fail because it ended is dropped from the set; its counts as
-    /// last read stay in the sums (which never go down) until a reset; the process's own
-    /// thread failing is an error.
-    #[test]
-    fn a_thread_that_ends_is_dropped_and_its_counts_kept() {
+    /// The fake backend of threads and one event on it.
+    fn fixture() -> (Threads, ResolvedEvent) {
         let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
         let backend = Threads {
             capabilities: Capabilities::new(accepts, Scope::PerProcess),
@@ -520,6 +517,15 @@ mod tests {
             "page-faults",
             Encoding::Perf(PerfAttr::new(1, 2)),
         ));
+        (backend, event)
+    }
+
+    /// A thread whose counters fail because it ended is dropped from the set; its counts as
+    /// last read stay in the sums (which never go down) until a reset; the process's own
+    /// thread failing is an error.
+    #[test]
+    fn a_thread_that_ends_is_dropped_and_its_counts_kept() {
+        let (backend, event) = fixture();
         let pid = std::process::id();
         let attach = Attach::Process(pid);
         let targets = [
@@ -556,15 +562,7 @@ mod tests {
     /// when its thread ends, as the summed read does.
     #[test]
     fn a_lone_thread_that_ends_keeps_its_last_reading() {
-        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
-        let backend = Threads {
-            capabilities: Capabilities::new(accepts, Scope::PerProcess),
-            ended: Arc::default(),
-        };
-        let event = ResolvedEvent::single(EventRequest::new(
-            "page-faults",
-            Encoding::Perf(PerfAttr::new(1, 2)),
-        ));
+        let (backend, event) = fixture();
         let attach = Attach::Process(std::process::id());
         let targets = [Target::process_and_children(ENDED)];
         let mut set = MultiSet::from_targets(
@@ -591,15 +589,7 @@ mod tests {
     /// backend's reset (perf's) zeroes the count alone.
     #[test]
     fn a_reset_starts_the_times_from_zero() {
-        let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
-        let backend = Threads {
-            capabilities: Capabilities::new(accepts, Scope::PerProcess),
-            ended: Arc::default(),
-        };
-        let event = ResolvedEvent::single(EventRequest::new(
-            "page-faults",
-            Encoding::Perf(PerfAttr::new(1, 2)),
-        ));
+        let (backend, event) = fixture();
         let mut set = MultiSet::open(
             &backend,
             &[event],

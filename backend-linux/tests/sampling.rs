@@ -15,6 +15,10 @@ use counterhal_conformance::skip::Need;
 use counterhal_hal::{Backend, EventRequest, Record, SampleFields, SampleOptions, Sampler, Target};
 use counterhal_linux::{LinuxBackend, LinuxSampler, probe};
 
+/// The tracepoint whose hits the exact tests count, and why it may not be there.
+const GETPID: &str = "syscalls:sys_enter_getpid";
+const NO_GETPID: &str = "the getpid tracepoint needs root and tracefs";
+
 fn backend() -> LinuxBackend {
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
     probe(db, None).expect("perf_event_open usable on this machine")
@@ -60,12 +64,9 @@ fn code_ranges() -> Vec<(u64, u64)> {
 #[test]
 fn each_getpid_call_is_one_sample_with_the_caller_s_ids_and_code() {
     let linux = backend();
-    let name = "syscalls:sys_enter_getpid";
+    let name = GETPID;
     if linux.resolve(name).is_err() {
-        skip!(
-            Need::Privilege,
-            "the getpid tracepoint needs root and tracefs"
-        );
+        skip!(Need::Privilege, "{}", NO_GETPID);
     }
     let options = SampleOptions::period(1, SampleFields::profile()).ring_pages(64);
     let mut s = sampler(&linux, name, &options);
@@ -302,12 +303,9 @@ fn count_overflow(overflow: &counterhal_hal::Overflow) {
 #[test]
 fn the_overflow_callback_fires_once_per_period_and_refresh_stops_it() {
     let linux = backend();
-    let name = "syscalls:sys_enter_getpid";
+    let name = GETPID;
     if linux.resolve(name).is_err() {
-        skip!(
-            Need::Privilege,
-            "the getpid tracepoint needs root and tracefs"
-        );
+        skip!(Need::Privilege, "{}", NO_GETPID);
     }
     use std::sync::atomic::Ordering::Relaxed;
     let options = SampleOptions::period(10, SampleFields::profile());
@@ -386,12 +384,9 @@ fn cycles_sampled_give_one_sample_per_period_of_the_count() {
 #[test]
 fn a_polled_sampler_delivers_every_record_from_its_thread() {
     let linux = backend();
-    let name = "syscalls:sys_enter_getpid";
+    let name = GETPID;
     if linux.resolve(name).is_err() {
-        skip!(
-            Need::Privilege,
-            "the getpid tracepoint needs root and tracefs"
-        );
+        skip!(Need::Privilege, "{}", NO_GETPID);
     }
     let options = SampleOptions::period(1, SampleFields::profile()).ring_pages(8);
     let delivered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -422,12 +417,9 @@ fn a_polled_sampler_delivers_every_record_from_its_thread() {
 #[test]
 fn each_sample_carries_the_group_s_values() {
     let linux = backend();
-    let name = "syscalls:sys_enter_getpid";
+    let name = GETPID;
     if linux.resolve(name).is_err() {
-        skip!(
-            Need::Privilege,
-            "the getpid tracepoint needs root and tracefs"
-        );
+        skip!(Need::Privilege, "{}", NO_GETPID);
     }
     let fields = SampleFields::profile().with_group_values();
     let options = SampleOptions::period(100, fields);
@@ -460,12 +452,9 @@ fn each_sample_carries_the_group_s_values() {
 #[test]
 fn a_call_chain_holds_the_sampled_address() {
     let linux = backend();
-    let name = "syscalls:sys_enter_getpid";
+    let name = GETPID;
     if linux.resolve(name).is_err() {
-        skip!(
-            Need::Privilege,
-            "the getpid tracepoint needs root and tracefs"
-        );
+        skip!(Need::Privilege, "{}", NO_GETPID);
     }
     const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
     let options = SampleOptions::period(1, SampleFields::profile().with_callchain());
