@@ -118,6 +118,11 @@ pub(crate) fn model_with_handle(
         EncoderKind::IntelArch => PmuModelKind::IntelV4,
         EncoderKind::Amd64 if zen => PmuModelKind::AmdZen,
         EncoderKind::Amd64 => PmuModelKind::AmdLegacy,
+        EncoderKind::Armv8 => {
+            return Err(Error::unsupported(format!(
+                "CPU model `{id}` is an Arm core, and the msr backend programs x86 counters"
+            )));
+        }
         EncoderKind::P5 | EncoderKind::P6 => {
             return Err(Error::unsupported(format!(
                 "CPU model `{id}` has no architectural performance monitoring, which the msr backend programs"

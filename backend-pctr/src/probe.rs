@@ -243,6 +243,11 @@ pub(crate) fn model_with_handle(db: Arc<Database>, id: &str) -> Result<(PctrBack
         EncoderKind::P6 => CpuKind::P6,
         EncoderKind::IntelArch => CpuKind::IntelArch,
         EncoderKind::Amd64 => CpuKind::Amd,
+        EncoderKind::Armv8 => {
+            return Err(Error::unsupported(format!(
+                "CPU model `{id}` is an Arm core, and pctr drives x86 counters"
+            )));
+        }
     };
     let id = model.id.clone();
     Ok(PctrBackend::with_model_as(db, kind, id))

@@ -16,16 +16,38 @@ pub enum Vendor {
     Other(String),
 }
 
+/// The Arm implementer codes (MIDR bits 31:24) and their names, as the kernel's
+/// `arch/arm64/include/asm/cputype.h` names them (`ARM_CPU_IMP_ARM` 0x41, ...).
+const ARM_IMPLEMENTERS: [(u8, &str); 11] = [
+    (0x41, "arm"),
+    (0x42, "broadcom"),
+    (0x43, "cavium"),
+    (0x46, "fujitsu"),
+    (0x48, "hisilicon"),
+    (0x4e, "nvidia"),
+    (0x50, "apm"),
+    (0x51, "qualcomm"),
+    (0x61, "apple"),
+    (0x6d, "microsoft"),
+    (0xc0, "ampere"),
+];
+
 impl Vendor {
     /// The vendor for a CPUID vendor string (`GenuineIntel`, `AuthenticAMD`) or a short name
-    /// (`intel`, `amd`).
+    /// (`intel`, `amd`, or an Arm implementer's name: `arm`, `ampere`, `fujitsu`, ...).
     pub fn from_cpuid(vendor: &str) -> Vendor {
         match vendor.trim() {
             "GenuineIntel" => Vendor::Intel,
             "AuthenticAMD" => Vendor::Amd,
             v if v.eq_ignore_ascii_case("intel") => Vendor::Intel,
             v if v.eq_ignore_ascii_case("amd") => Vendor::Amd,
-            other => Vendor::Other(other.to_string()),
+            other => match ARM_IMPLEMENTERS
+                .iter()
+                .find(|(_, name)| name.eq_ignore_ascii_case(other))
+            {
+                Some(&(code, _)) => Vendor::Arm(code),
+                None => Vendor::Other(other.to_string()),
+            },
         }
     }
 
@@ -36,20 +58,10 @@ impl Vendor {
         match self {
             Vendor::Intel => "intel",
             Vendor::Amd => "amd",
-            Vendor::Arm(implementer) => match implementer {
-                0x41 => "arm",
-                0x42 => "broadcom",
-                0x43 => "cavium",
-                0x46 => "fujitsu",
-                0x48 => "hisilicon",
-                0x4e => "nvidia",
-                0x50 => "apm",
-                0x51 => "qualcomm",
-                0x61 => "apple",
-                0x6d => "microsoft",
-                0xc0 => "ampere",
-                _ => "arm-implementer",
-            },
+            Vendor::Arm(implementer) => ARM_IMPLEMENTERS
+                .iter()
+                .find(|(code, _)| code == implementer)
+                .map_or("arm-implementer", |(_, name)| name),
             Vendor::Other(other) => other,
         }
     }
@@ -108,8 +120,14 @@ impl CpuIdentity {
     /// `GenuineIntel-6-97-2-atom`, `GenuineIntel-6-C5-2-core`, or leaf 0x1A's EAX in hex
     /// (`GenuineIntel-6-C5-2-0x20000002`, the low-power Atom cores of Arrow Lake H). `None` if
     /// `text` is not such a signature.
+    ///
+    /// On Arm, a MIDR value in hex (`0x410fd0c0`, or perf's 16-digit arm64 CPU id
+    /// `0x00000000410fd0c0`) is the CPU it identifies ([`CpuIdentity::from_midr`]).
     pub fn from_signature_with_core(text: &str) -> Option<(CpuIdentity, Option<HybridCore>)> {
         let text = text.trim();
+        if let Some(cpu) = CpuIdentity::from_midr_text(text) {
+            return Some((cpu, None));
+        }
         if let Some(cpu) = CpuIdentity::from_signature(text) {
             return Some((cpu, None));
         }
@@ -148,6 +166,19 @@ impl CpuIdentity {
             model: field(4, 12),
             stepping: field(20, 4) << 4 | field(0, 4),
         })
+    }
+
+    /// An Arm CPU from a MIDR written in hex with its `0x` (as sysfs's `midr_el1` and perf's
+    /// arm64 CPU id write it); `None` for any other text (see [`CpuIdentity::from_midr`]).
+    pub fn from_midr_text(text: &str) -> Option<CpuIdentity> {
+        let hex = text
+            .trim()
+            .strip_prefix("0x")
+            .or_else(|| text.trim().strip_prefix("0X"))?;
+        if hex.is_empty() || hex.len() > 16 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        CpuIdentity::from_midr(u64::from_str_radix(hex, 16).ok()?)
     }
 
     /// The MIDR an Arm identity stands for (see [`CpuIdentity::from_midr`]); `None` for others.
@@ -319,6 +350,24 @@ mod tests {
         let ampere = CpuIdentity::from_midr(0xc00f_ac31).unwrap();
         assert_eq!(ampere.vendor.name(), "ampere");
         assert_eq!(CpuIdentity::from_midr(0), None);
+        // As `--cpu-model` and sysfs write it.
+        assert_eq!(CpuIdentity::from_midr_text("0x414fd0c1"), Some(n1.clone()));
+        assert_eq!(
+            CpuIdentity::from_signature_with_core("0x00000000414fd0c1"),
+            Some((n1.clone(), None))
+        );
+        for bad in [
+            "414fd0c1",
+            "0x",
+            "0xg",
+            "0x100414fd0c1",
+            "0x00000000000000000414fd0c1",
+        ] {
+            assert_eq!(CpuIdentity::from_midr_text(bad), None, "{bad}");
+        }
+        // The implementers' names read back.
+        assert_eq!(Vendor::from_cpuid("ampere"), Vendor::Arm(0xc0));
+        assert_eq!(Vendor::from_cpuid("arm"), Vendor::Arm(0x41));
         assert_eq!(CpuIdentity::from_midr(1 << 40 | 0x414f_d0c1), None);
         // An x86 identity has no MIDR.
         let intel = CpuIdentity::from_signature("GenuineIntel-6-8F-8").unwrap();

@@ -57,6 +57,7 @@ pub(crate) fn encode_native(
             evtsel.in_tx_cp = choice.in_tx_cp;
             Encoding::Evtsel(evtsel)
         }
+        EncoderKind::Armv8 => crate::arm::encode(choice, domain, name)?,
     })
 }
 
@@ -117,6 +118,33 @@ pub(crate) fn raw_choice(
     config: u64,
     modifiers: Modifiers,
 ) -> Result<NativeChoice, EventError> {
+    if model.encoder == EncoderKind::Armv8 {
+        let code = crate::arm::raw_code(text, config)?;
+        let (levels, filters) = split_levels(modifiers);
+        if filters != Modifiers::default() {
+            return Err(err(
+                EventErrorKind::CombinationNotAllowed,
+                format!(
+                    "raw code `{text}`: an Arm PMUv3 event takes no edge, invert or counter mask"
+                ),
+            ));
+        }
+        return Ok(NativeChoice {
+            code,
+            umask: 0,
+            edge: false,
+            invert: false,
+            cmask: 0,
+            counters: CounterSet::first(model.pmu.general_counters),
+            fixed: None,
+            extra: None,
+            any_thread: false,
+            umask2: 0,
+            in_tx: false,
+            in_tx_cp: false,
+            modifiers: levels,
+        });
+    }
     // AnyThread (bit 21), IN_TX (32), IN_TXCP (33) and the second unit-mask byte (47:40)
     // exist on Intel architectural perfmon only; bits 35:32 are AMD's high event bits.
     let intel = model.encoder == EncoderKind::IntelArch;

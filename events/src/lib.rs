@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod arm;
 mod compose;
 mod cpu;
 mod database;

@@ -17,24 +17,30 @@ pub enum EncoderKind {
     IntelArch,
     /// AMD64 PerfEvtSel (12-bit events, bits 35:32).
     Amd64,
+    /// The Arm PMUv3 (Armv8-A and Armv9-A cores): a 16-bit event number, counted through
+    /// perf as a raw event of the core PMU (`event` is `config:0-15`, the 64-bit chained
+    /// `long` form `config1:0`, as the kernel's `arm_pmuv3` driver's format attributes say).
+    Armv8,
 }
 
 impl EncoderKind {
     /// Every encoder.
-    pub const ALL: [EncoderKind; 4] = [
+    pub const ALL: [EncoderKind; 5] = [
         EncoderKind::P5,
         EncoderKind::P6,
         EncoderKind::IntelArch,
         EncoderKind::Amd64,
+        EncoderKind::Armv8,
     ];
 
-    /// The name used in `events.toml`: `p5`, `p6`, `intel-arch`, `amd64`.
+    /// The name used in `events.toml`: `p5`, `p6`, `intel-arch`, `amd64`, `armv8`.
     pub const fn name(self) -> &'static str {
         match self {
             EncoderKind::P5 => "p5",
             EncoderKind::P6 => "p6",
             EncoderKind::IntelArch => "intel-arch",
             EncoderKind::Amd64 => "amd64",
+            EncoderKind::Armv8 => "armv8",
         }
     }
 
@@ -45,20 +51,24 @@ impl EncoderKind {
             .find(|e| e.name().eq_ignore_ascii_case(name))
     }
 
-    /// The largest event code the encoder can express (P5 0x3f, Intel 0xff, AMD 0xfff).
+    /// The largest event code the encoder can express (P5 0x3f, Intel 0xff, AMD 0xfff, Arm
+    /// PMUv3 0xffff).
     pub const fn max_event_code(self) -> u16 {
         match self {
             EncoderKind::P5 => 0x3f,
             EncoderKind::P6 | EncoderKind::IntelArch => 0xff,
             EncoderKind::Amd64 => 0xfff,
+            EncoderKind::Armv8 => 0xffff,
         }
     }
 
-    /// The hardware family its events are encoded in: x86 EVTSEL, or the P5's CESR field.
+    /// The hardware family its events are encoded in: x86 EVTSEL, the P5's CESR field, or
+    /// (Arm PMUv3, which only an OS's perf interface programs here) a perf attr.
     pub const fn family(self) -> Family {
         match self {
             EncoderKind::P5 => Family::P5Cesr,
             EncoderKind::P6 | EncoderKind::IntelArch | EncoderKind::Amd64 => Family::Evtsel,
+            EncoderKind::Armv8 => Family::Perf,
         }
     }
 }

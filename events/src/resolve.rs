@@ -15,7 +15,7 @@ use crate::database::Database;
 use crate::domain::check_domain;
 use crate::encode::{encode_native, filter_bits, raw_choice, split_levels};
 use crate::error::{EventError, EventErrorKind, err};
-use crate::model::CpuModel;
+use crate::model::{CpuModel, EncoderKind};
 use crate::parse::{EventSpec, Modifiers, ParsedEvent, parse_event};
 use crate::{perf, select, suggest};
 
@@ -189,6 +189,11 @@ impl<'a> Resolver<'a> {
                 "native events need a CPU model: give --cpu-model or run on a detected CPU",
             ));
         };
+        // An Arm PMUv3 event's chained 64-bit form (`CPU_CYCLES:long`).
+        let (spec, long) = match model.encoder {
+            EncoderKind::Armv8 => crate::arm::split_long(&spec),
+            _ => (spec, false),
+        };
         let Some((event, extra)) = model.lookup(&spec) else {
             return Err(err(
                 EventErrorKind::NotFound,
@@ -203,7 +208,7 @@ impl<'a> Resolver<'a> {
         let extra: Vec<&str> = extra.into_iter().collect();
         let choice = select::select(model, event, &spec, &extra)?;
         let encoding = encode_native(model, &choice, self.accepts, self.text)?;
-        Ok(self.single(encoding))
+        Ok(self.single(crate::arm::with_long(encoding, long)))
     }
 
     fn raw(&self, config: u64, modifiers: Modifiers) -> Resolved {

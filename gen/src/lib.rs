@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
+pub mod arm64;
 pub mod cexpr;
 pub mod cparse;
 pub mod dropped;

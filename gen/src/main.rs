@@ -92,6 +92,25 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The Linux kernel's Arm cores (`tools/perf/pmu-events/arch/arm64`): one table per core
+    /// directory of `mapfile.csv`, with libpfm4's Arm names as aliases.
+    Arm64 {
+        /// The kernel tree's top directory (holding `Makefile` and `tools/perf/pmu-events`).
+        #[arg(long)]
+        source: PathBuf,
+        /// What the tree is (the package), after the kernel version its Makefile gives.
+        #[arg(long, default_value = "Debian linux-source-6.12 6.12.117-1~deb12u1")]
+        package: String,
+        /// Where to write one TOML file per core (events/data/generated/arm64).
+        #[arg(long)]
+        out: PathBuf,
+        /// A libpfm4 snapshot (holding lib/events): its Arm names become aliases.
+        #[arg(long, requires = "libpfm4_commit")]
+        libpfm4: Option<PathBuf>,
+        /// The libpfm4 snapshot's commit.
+        #[arg(long)]
+        libpfm4_commit: Option<String>,
+    },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
         /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
@@ -104,6 +123,29 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The Arm core models of the kernel tree `source`, with libpfm4's aliases when given.
+fn arm64(
+    source: &std::path::Path,
+    package: &str,
+    libpfm4: Option<(&std::path::Path, &str)>,
+) -> Result<Vec<counterhal_gen::model::GenModel>, counterhal_gen::GenError> {
+    let makefile = source.join("Makefile");
+    let text = std::fs::read_to_string(&makefile)
+        .map_err(|e| counterhal_gen::GenError::io(&makefile, &e))?;
+    let version = counterhal_gen::arm64::kernel_version(&text).ok_or_else(|| {
+        counterhal_gen::GenError::Data(format!(
+            "{}: no VERSION, PATCHLEVEL and SUBLEVEL",
+            makefile.display()
+        ))
+    })?;
+    let arch = source.join("tools/perf/pmu-events/arch/arm64");
+    let mut models = counterhal_gen::arm64::models(&arch, &format!("{version} ({package})"))?;
+    if let Some((root, commit)) = libpfm4 {
+        counterhal_gen::arm64::add_libpfm4_aliases(&mut models, root, commit)?;
+    }
+    Ok(models)
 }
 
 fn main() -> ExitCode {
@@ -163,6 +205,18 @@ fn main() -> ExitCode {
         } => counterhal_gen::metrics::perfmon(source, commit)
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
         Source::Papi { csv, source, out } => counterhal_gen::papi::generate(csv, source, out),
+        Source::Arm64 {
+            source,
+            package,
+            out,
+            libpfm4,
+            libpfm4_commit,
+        } => arm64(
+            source,
+            package,
+            libpfm4.as_deref().zip(libpfm4_commit.as_deref()),
+        )
+        .and_then(|models| counterhal_gen::write_models(&models, out)),
         Source::KernelMetrics {
             source,
             commit,

@@ -1,0 +1,215 @@
+//! The Arm cores against the Linux kernel's perf JSON (tools/perf/pmu-events/arch/arm64/), read
+//! from Debian's `linux-source-6.12` tarball under /usr/src: every core directory of its
+//! `mapfile.csv` is a model here, holding exactly the events perf's `jevents.py` builds for it
+//! (an `ArchStdEvent` takes the number of the standard event of that name), each resolving to a
+//! raw perf attr of its number; every mapfile MIDR detects its core's model. Skips, saying why,
+//! where the tarball is absent (.ci/run installs the package).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use counterhal_conformance::skip::Need;
+use counterhal_events::{CpuIdentity, Database, EncoderKind};
+use counterhal_hal::{Accepts, Domain, Encoding, Family};
+
+const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// What the Linux backend takes on aarch64: perf attrs alone, every domain.
+const ARM: Accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
+
+/// The extracted arm64 directory, and the scratch directory to remove afterwards.
+fn extract() -> Result<(PathBuf, PathBuf), String> {
+    if !Path::new(TARBALL).exists() {
+        return Err(format!(
+            "{TARBALL} is absent (Debian package linux-source-6.12)"
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("counterhal-arm64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(TARBALL)
+        .arg("-C")
+        .arg(&dir)
+        .arg("--wildcards")
+        .arg("*/tools/perf/pmu-events/arch/arm64/*")
+        .status()
+        .map_err(|e| format!("cannot run tar: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar -xJf {TARBALL} failed: {status}"));
+    }
+    let top = std::fs::read_dir(&dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("tools/perf/pmu-events/arch/arm64"))
+        .find(|p| p.is_dir())
+        .ok_or("no tools/perf/pmu-events/arch/arm64 in the tarball")?;
+    Ok((top, dir))
+}
+
+fn json(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn text<'a>(event: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    event.get(key).and_then(serde_json::Value::as_str)
+}
+
+fn number(text: &str) -> u64 {
+    u64::from_str_radix(text.trim_start_matches("0x").trim_start_matches("0X"), 16)
+        .unwrap_or_else(|e| panic!("`{text}`: {e}"))
+}
+
+/// The `.json` files directly in `dir`.
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The core events of each mapfile core directory, as jevents.py builds them: name -> number.
+/// Also the mapfile's (MIDR, directory) lines.
+type CoreEvents = BTreeMap<String, BTreeMap<String, u64>>;
+
+fn kernel_tables(top: &Path) -> (CoreEvents, Vec<(u64, String)>) {
+    let mut standard = BTreeMap::new();
+    for file in json_files(top) {
+        for event in json(&file) {
+            if let (Some(name), Some(code)) = (text(&event, "EventName"), text(&event, "EventCode"))
+            {
+                standard.insert(name.to_ascii_lowercase(), (name.to_string(), number(code)));
+            }
+        }
+    }
+    let map = std::fs::read_to_string(top.join("mapfile.csv")).unwrap();
+    let mut lines = Vec::new();
+    for line in map
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let fields: Vec<&str> = line.split(',').collect();
+        if fields.get(3) == Some(&"core") {
+            lines.push((number(fields[0]), fields[2].to_string()));
+        }
+    }
+    let mut cores = CoreEvents::new();
+    for (_, dir) in &lines {
+        if cores.contains_key(dir) {
+            continue;
+        }
+        let mut events = BTreeMap::new();
+        for file in json_files(&top.join(dir)) {
+            for event in json(&file) {
+                // Metrics and uncore units are not core events.
+                if event.get("MetricName").is_some() || event.get("Unit").is_some() {
+                    continue;
+                }
+                let (name, code) = match text(&event, "ArchStdEvent") {
+                    Some(std) => match standard.get(&std.to_ascii_lowercase()) {
+                        Some((std_name, code)) => (
+                            text(&event, "EventName").unwrap_or(std_name).to_string(),
+                            *code,
+                        ),
+                        // A standard metric (sbsa.json's topdown), named from a metrics file.
+                        None => continue,
+                    },
+                    None => (
+                        text(&event, "EventName").unwrap().to_string(),
+                        number(text(&event, "EventCode").unwrap()),
+                    ),
+                };
+                events.insert(name, code);
+            }
+        }
+        cores.insert(dir.clone(), events);
+    }
+    (cores, lines)
+}
+
+fn model_id(dir: &str) -> &str {
+    dir.rsplit('/').next().unwrap()
+}
+
+/// Oracle: the kernel's arm64 perf JSON in Debian's linux-source-6.12 (6.12.117). Every core of
+/// the mapfile is a model whose events are exactly the kernel's (name and number), each
+/// resolving on Linux to `PERF_TYPE_RAW` with `config` its number (the `arm_pmuv3` driver's
+/// `event` = `config:0-15`).
+#[test]
+fn every_arm_core_has_the_kernels_events() {
+    let (top, scratch) = match extract() {
+        Ok(found) => found,
+        Err(why) => {
+            counterhal_conformance::skip!(Need::Tools, "arm64 kernel JSON check not run: {why}")
+        }
+    };
+    let (cores, lines) = kernel_tables(&top);
+    let database = Database::shipped().unwrap();
+    let mut compared = 0;
+    for (dir, events) in &cores {
+        let id = model_id(dir);
+        let model = database
+            .model(id)
+            .unwrap_or_else(|| panic!("kernel core `{dir}` is no model"));
+        assert_eq!(model.encoder, EncoderKind::Armv8, "{id}");
+        let ours: BTreeMap<String, u64> = model
+            .events()
+            .iter()
+            .map(|e| (e.name.clone(), u64::from(e.code)))
+            .collect();
+        assert_eq!(&ours, events, "{id}: events differ from {dir}");
+        for (name, &code) in events {
+            let resolved = database
+                .resolve(Some(id), &format!("{name}:u"), &ARM)
+                .unwrap_or_else(|e| panic!("{id}: {name}: {e}"));
+            let Encoding::Perf(attr) = &resolved.terms[0].request.encoding else {
+                panic!("{id}: {name} is not a perf attr");
+            };
+            assert_eq!(
+                (attr.type_, attr.config, attr.config1),
+                (4, code, 0),
+                "{id}: {name}"
+            );
+            // `:u` as perf programs it: exclude_kernel and exclude_hv.
+            let bits = attr.exclude_bits();
+            assert!(!bits.user && bits.kernel && bits.hv, "{id}: {name}");
+            compared += 1;
+        }
+    }
+    // No Arm model here that the kernel lacks.
+    let kernel_ids: BTreeSet<&str> = cores.keys().map(|d| model_id(d)).collect();
+    let ours: BTreeSet<String> = database
+        .models()
+        .filter(|m| m.encoder == EncoderKind::Armv8)
+        .map(|m| m.id.clone())
+        .collect();
+    assert_eq!(
+        ours,
+        kernel_ids.iter().map(|s| s.to_string()).collect(),
+        "Arm models"
+    );
+    // Each mapfile MIDR detects its core (any variant and revision), also as `--cpu-model`.
+    for (midr, dir) in &lines {
+        for variant_revision in [0, 0x0010_0000, 0x0040_0001, 0x00f0_000f] {
+            let midr = midr | variant_revision;
+            let cpu = CpuIdentity::from_midr(midr).unwrap();
+            let detected = database.detect(&cpu).map(|m| m.id.as_str());
+            assert_eq!(detected, Some(model_id(dir)), "MIDR {midr:#x}");
+            let named = database.model(&format!("{midr:#x}")).map(|m| m.id.as_str());
+            assert_eq!(named, Some(model_id(dir)), "--cpu-model {midr:#x}");
+        }
+    }
+    eprintln!(
+        "arm64: {} models, {compared} events compared with the kernel's JSON, {} mapfile MIDRs detected",
+        cores.len(),
+        lines.len()
+    );
+    assert!(compared > 2000, "{compared} events compared");
+    let _ = std::fs::remove_dir_all(scratch);
+}
