@@ -1,0 +1,168 @@
+//! `counterhal-gen arm64` on the kernel tree it was run on (Debian's linux-source-6.12 tarball
+//! under /usr/src): regenerating gives the shipped files' bytes, twice the same; and libpfm4's
+//! Arm tables (a libpfm4 snapshot named by `COUNTERHAL_LIBPFM4_SNAPSHOT`, a directory holding
+//! `lib/events`, the commit the shipped headers name) agree with the kernel's numbers for every
+//! name both have. Debian's x86 build of libpfm4 4.13 has no Arm PMU (`pfm_get_pmu_info`
+//! lists none), so its snapshot's source is libpfm4's side here. Each test skips, saying
+//! why, where its source is absent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use counterhal_conformance::skip::Need;
+use counterhal_gen::arm64;
+use counterhal_gen::write::model_toml;
+
+const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
+const LIBPFM4_COMMIT: &str = "91970fe6eb4e80b63f77fb54a9592e28a207050c";
+const PACKAGE: &str = "Debian linux-source-6.12 6.12.117-1~deb12u1";
+
+/// The kernel tree's top (with `Makefile` and the arm64 JSON), extracted into a scratch dir.
+fn extract(name: &str) -> Result<(PathBuf, PathBuf), String> {
+    if !Path::new(TARBALL).exists() {
+        return Err(format!(
+            "{TARBALL} is absent (Debian package linux-source-6.12)"
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "counterhal-gen-arm64-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(TARBALL)
+        .arg("-C")
+        .arg(&dir)
+        .arg("--wildcards")
+        .arg("*/tools/perf/pmu-events/arch/arm64/*")
+        .arg("linux-source-6.12/Makefile")
+        .status()
+        .map_err(|e| format!("cannot run tar: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar -xJf {TARBALL} failed: {status}"));
+    }
+    Ok((dir.join("linux-source-6.12"), dir))
+}
+
+fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
+    let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
+    let version = arm64::kernel_version(&makefile).unwrap();
+    let arch = top.join("tools/perf/pmu-events/arch/arm64");
+    let mut models = arm64::models(&arch, &format!("{version} ({PACKAGE})")).unwrap();
+    if let Some(root) = libpfm4 {
+        arm64::add_libpfm4_aliases(&mut models, root, LIBPFM4_COMMIT).unwrap();
+    }
+    models
+        .iter()
+        .map(|m| (format!("{}.toml", m.id), model_toml(m)))
+        .collect()
+}
+
+fn shipped() -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/data/generated/arm64");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A generated file without what libpfm4 adds (model aliases, event aliases and their source).
+fn without_libpfm4(text: &str) -> String {
+    let body = text.split("\n[cpu.event_aliases]\n").next().unwrap_or(text);
+    body.lines()
+        .filter(|l| !l.starts_with("# aliases: ") && !l.starts_with("aliases = "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Oracle: the kernel's arm64 JSON in Debian's linux-source-6.12. The generator gives the same
+/// bytes twice, and the shipped tables' events and match rules exactly.
+#[test]
+fn regenerating_from_the_kernel_gives_the_shipped_tables() {
+    let (top, scratch) = match extract("kernel") {
+        Ok(found) => found,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "arm64 regeneration not run: {why}"),
+    };
+    let first = generate(&top, None);
+    assert_eq!(generate(&top, None), first, "deterministic");
+    let shipped = shipped();
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        shipped.keys().collect::<Vec<_>>(),
+        "one shipped file per kernel core"
+    );
+    for (name, text) in &first {
+        assert_eq!(
+            without_libpfm4(text),
+            without_libpfm4(&shipped[name]),
+            "{name} differs from a regeneration"
+        );
+        // Facts only: no description of the kernel's JSON is copied.
+        assert!(!text.contains("architecturally executed"), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(scratch);
+}
+
+/// Oracle: libpfm4's Arm tables (the snapshot's `lib/events/arm_*_events.h`) and the kernel's
+/// JSON. With the snapshot, regeneration gives the shipped bytes exactly; every libpfm4 event
+/// whose name the kernel's table has carries the kernel's number; every alias stands for an
+/// event of libpfm4's number.
+#[test]
+fn libpfm4_names_agree_with_the_kernels_numbers() {
+    let Some(root) = std::env::var_os(SNAPSHOT_ENV).map(PathBuf::from) else {
+        counterhal_conformance::skip!(
+            Need::Tools,
+            "libpfm4 comparison not run: set {SNAPSHOT_ENV} to a libpfm4 snapshot at {LIBPFM4_COMMIT} (holding lib/events)"
+        )
+    };
+    let (top, scratch) = match extract("libpfm4") {
+        Ok(found) => found,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "libpfm4 comparison not run: {why}"),
+    };
+    assert_eq!(generate(&top, Some(&root)), shipped(), "shipped bytes");
+    let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
+    let version = arm64::kernel_version(&makefile).unwrap();
+    let arch = top.join("tools/perf/pmu-events/arch/arm64");
+    let models = arm64::models(&arch, &version).unwrap();
+    let (mut same, mut aliased, mut only_libpfm4) = (0, 0, 0);
+    let mut differ = Vec::new();
+    for (dir, tables) in arm64::LIBPFM4_TABLES {
+        let model = models
+            .iter()
+            .find(|m| m.id == arm64::model_id(dir))
+            .unwrap_or_else(|| panic!("{dir}: no model"));
+        let kernel: BTreeMap<String, u16> = model
+            .events
+            .iter()
+            .map(|e| (e.name.to_ascii_uppercase(), e.code))
+            .collect();
+        for (pmu, file, array) in *tables {
+            for (name, code) in arm64::libpfm4_table(&root, file, array).unwrap() {
+                match kernel.get(&name.to_ascii_uppercase()) {
+                    Some(&k) if k == code => same += 1,
+                    Some(&k) => {
+                        differ.push(format!("{pmu} {name}: libpfm4 {code:#x}, kernel {k:#x}"))
+                    }
+                    None if kernel.values().any(|&k| k == code) => aliased += 1,
+                    None => only_libpfm4 += 1,
+                }
+            }
+        }
+    }
+    eprintln!(
+        "libpfm4 vs kernel: {same} names with the same number, {aliased} other names of a kernel number, {only_libpfm4} numbers the kernel's table lacks, {} differing",
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{differ:#?}");
+    assert!(same > 500, "{same} compared");
+    let _ = std::fs::remove_dir_all(scratch);
+}
