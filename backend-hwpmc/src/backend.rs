@@ -425,5 +425,8 @@ pub(crate) fn model_config_for(db: &Database, id: &str) -> Result<ModelConfig> {
         EncoderKind::P5 | EncoderKind::P6 => Err(Error::unsupported(format!(
             "hwpmc has no class for `{id}`: V10's class list (sys/sys/pmc.h) has no P5 or P6 class, and this backend programs IAP, IAF and K8 only"
         ))),
+        EncoderKind::Armv8 => Err(Error::unsupported(format!(
+            "hwpmc has no class for `{id}`: an Arm core, and this backend programs IAP, IAF and K8 only"
+        ))),
     }
 }

@@ -33,8 +33,22 @@ fn hex_set(set: &NumberSet) -> String {
     items.join("|")
 }
 
-/// A match rule as perf's signature: `GenuineIntel-6-55-5..F` (family decimal).
+/// A match rule as perf's signature: `GenuineIntel-6-55-5..F` (family decimal); an Arm rule
+/// of one part as perf's arm64 mapfile writes its MIDR (`0x00000000410fd0c0`, any variant and
+/// revision).
 fn signature(rule: &MatchRule) -> String {
+    if let (Vendor::Arm(implementer), [(family, _)], [(part, last)], []) = (
+        &rule.vendor,
+        rule.family.ranges.as_slice(),
+        rule.model.ranges.as_slice(),
+        rule.stepping.ranges.as_slice(),
+    ) && part == last
+    {
+        let midr = u64::from(*implementer) << 24
+            | u64::from(*family & 0xf) << 16
+            | u64::from(*part & 0xfff) << 4;
+        return format!("{midr:#018x}");
+    }
     let vendor = match &rule.vendor {
         Vendor::Intel => "GenuineIntel",
         Vendor::Amd => "AuthenticAMD",

@@ -17,6 +17,8 @@ use counterhal_hal::{Accepts, CounterSet, Domain, Encoding, Family};
 pub(crate) fn resolved_fields(database: &Database, model: &CpuModel, name: &str) -> Option<String> {
     let families: &'static [Family] = match model.encoder.family() {
         Family::P5Cesr => &[Family::P5Cesr],
+        // An Arm PMUv3 event is a raw perf attr of its number.
+        Family::Perf => &[Family::Perf],
         _ => &[Family::Evtsel],
     };
     let accepts = Accepts::new(families, Domain::ALL, Domain::DEFAULT);
