@@ -89,6 +89,16 @@ def csv_count($event):
        counterhal_output: $ours.output,
        perf_output: $perf.output
      }] as $exact
+# Native names: each run's count beside counterhal's count of the generic event it stands for.
+| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("native "))
+   | ($sections[$i].head | split(" ")) as $words
+   | ($sections[$i].body | csv_count($words[2])) as $count
+   | ([$exact[] | select(.event == $words[3]) | .counterhal] | first) as $generic
+   | {how: $words[1], event: $words[2], generic: $words[3], count: $count,
+      generic_count: $generic,
+      equal: ($count != null and $count == $generic),
+      output: ($sections[$i].body | map(select(length > 0)) | join("\n"))}]
+  as $native
 | {
     machine: ([$sections[] | select(.head == "machine")] | first | .body
               | map(select(length > 0))),
@@ -101,9 +111,11 @@ def csv_count($event):
       output: ($check_text.body // [] | join("\n")),
       report: $check.json
     },
-    exact_counts: $exact
+    exact_counts: $exact,
+    native_counts: $native
   }
 | .ok = (.guest_status == 0 and .guest_finished
          and all(.tests[]; .status == 0 and (.failed | length) == 0)
          and .check.status == 0
-         and (.exact_counts | length) > 0 and all(.exact_counts[]; .equal))
+         and (.exact_counts | length) > 0 and all(.exact_counts[]; .equal)
+         and (.native_counts | length) > 0 and all(.native_counts[]; .equal))

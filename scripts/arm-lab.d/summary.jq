@@ -29,6 +29,9 @@ def gist:
 (.exact_counts[] | "   \(.event): counterhal \(.counterhal), perf \(.perf)"
    + (if .expected then ", expected \(.expected)" else "" end)
    + (if .equal then ": equal" else ": DIFFERENT" end)),
+"-- Arm native names on loop.c (detected CPU, --cpu-model, perf) vs counterhal's generic count",
+(.native_counts[] | "   \(.event) (\(.how)): \(.count), \(.generic) \(.generic_count)"
+   + (if .equal then ": equal" else ": DIFFERENT\n" + (.output | split("\n") | .[:4] | map("      " + .) | join("\n")) end)),
 "-- failing tests",
 (.tests[] | .binary as $binary | .failed[]
  | "   \($binary) \(.name):\n" + (.message | gist)),
