@@ -120,12 +120,27 @@ pub fn detect_cpu() -> Option<CpuIdentity> {
         .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
 }
 
-/// An Arm CPU, from the MIDR Linux shows for the first CPU (only arm64 kernels have the file).
+/// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
+/// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
+/// own MIDR and its own table, as a hybrid x86 chip's cores have.
 fn arm_cpu() -> Option<CpuIdentity> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
-        .ok()?;
-    let hex = text.trim().trim_start_matches("0x");
-    CpuIdentity::from_midr(u64::from_str_radix(hex, 16).ok()?)
+    let midr = |cpu: u32| {
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/regs/identification/midr_el1");
+        CpuIdentity::from_midr_text(&std::fs::read_to_string(path).ok()?)
+    };
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|stat| last_cpu(&stat))
+        .and_then(midr)
+        .or_else(|| midr(0))
+}
+
+/// The CPU a task last ran on: field 39 (`processor`) of its `/proc/PID/stat` line (counted
+/// after the command name, which may hold spaces and parentheses).
+fn last_cpu(stat: &str) -> Option<u32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    // After the name come field 3 (state) onwards; field 39 is the 37th of them.
+    rest.split_whitespace().nth(36)?.parse().ok()
 }
 
 /// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
@@ -318,6 +333,25 @@ pub struct ReadmeExamples;
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
+
+    /// Oracle: proc(5)'s `/proc/PID/stat` layout (field 39, `processor`, the CPU last run
+    /// on), a command name with spaces and parentheses included; and this machine's own line,
+    /// whose CPU must be one of the CPUs online.
+    #[test]
+    fn the_cpu_a_thread_last_ran_on() {
+        let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
+        let line = format!("4242 (a) b (c)) {}\n", fields.join(" "));
+        assert_eq!(last_cpu(&line), Some(39));
+        assert_eq!(last_cpu("4242 (short) S 1 2"), None);
+        assert_eq!(last_cpu("no name at all"), None);
+        if let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") {
+            let cpu = last_cpu(&stat).expect("a processor field");
+            assert!(
+                std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists(),
+                "{cpu}"
+            );
+        }
+    }
 
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {

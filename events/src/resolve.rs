@@ -359,7 +359,11 @@ impl<'a> Resolver<'a> {
                 if let Some(attr) = perf::generic_encoding(generalized, domain) {
                     return Ok(self.single(Encoding::Perf(attr)));
                 }
-                continue;
+                // A model whose native events are perf attrs (Arm PMUv3) maps presets in
+                // that family.
+                if model.is_none_or(|m| m.encoder.family() != Family::Perf) {
+                    continue;
+                }
             }
             if let GeneralizedEvent::Software(_) = generalized {
                 // Only the kernel counts software events; a perf attr is their only encoding.

@@ -1,7 +1,8 @@
 //! The Arm cores against the Linux kernel's perf JSON (tools/perf/pmu-events/arch/arm64/), read
 //! from Debian's `linux-source-6.12` tarball under /usr/src: every core directory of its
 //! `mapfile.csv` is a model here, holding exactly the events perf's `jevents.py` builds for it
-//! (an `ArchStdEvent` takes the number of the standard event of that name), each resolving to a
+//! (an `ArchStdEvent` takes the number of the standard event of that name) and the common
+//! events of `common-and-microarch.json` those do not name, each resolving to a
 //! raw perf attr of its number; every mapfile MIDR detects its core's model. Skips, saying why,
 //! where the tarball is absent (.ci/run installs the package).
 
@@ -128,6 +129,14 @@ fn kernel_tables(top: &Path) -> (CoreEvents, Vec<(u64, String)>) {
                 events.insert(name, code);
             }
         }
+        // The common events perf shows on every PMUv3 core (from the driver's sysfs events,
+        // where the core implements them) that the core's files do not list.
+        for event in json(&top.join("common-and-microarch.json")) {
+            let name = text(&event, "EventName").unwrap();
+            if !events.keys().any(|k| k.eq_ignore_ascii_case(name)) {
+                events.insert(name.to_string(), number(text(&event, "EventCode").unwrap()));
+            }
+        }
         cores.insert(dir.clone(), events);
     }
     (cores, lines)
@@ -232,4 +241,40 @@ fn every_arm_core_has_the_kernels_events() {
     );
     assert!(compared > 2000, "{compared} events compared");
     let _ = std::fs::remove_dir_all(scratch);
+}
+
+/// Oracle: PAPI 7.0's papi_events.csv (Debian libpapi7.0) maps `PAPI_TOT_INS` to libpfm4's
+/// `INST_RETIRED` and `PAPI_TOT_CYC` to `CPU_CYCLES` on each Arm PMU it lists; the kernel's
+/// JSON numbers them 0x08 and 0x11. Every preset of those tables either resolves or is
+/// refused with its reason.
+#[test]
+fn papi_presets_of_the_arm_cores() {
+    if !Path::new("/usr/share/papi/7.0/papi_events.csv").exists() {
+        counterhal_conformance::skip!(
+            Need::Tools,
+            "PAPI's table is absent (Debian package libpapi7.0)"
+        )
+    }
+    let database = Database::shipped().unwrap();
+    for id in ["cortex-a53", "cortex-a57-a72", "emag", "thunderx2", "a64fx"] {
+        let model = database.model(id).unwrap();
+        for (preset, code) in [("PAPI_TOT_INS", 0x08), ("PAPI_TOT_CYC", 0x11)] {
+            let resolved = database
+                .resolve(Some(id), preset, &ARM)
+                .unwrap_or_else(|e| panic!("{id}: {preset}: {e}"));
+            let Encoding::Perf(attr) = &resolved.terms[0].request.encoding else {
+                panic!("{id}: {preset} is not a perf attr");
+            };
+            assert_eq!((attr.type_, attr.config), (4, code), "{id}: {preset}");
+        }
+        let mapped = model.mappings().iter().filter(|m| m.papi.is_some()).count();
+        for (preset, why) in model.refused_presets() {
+            assert!(!why.is_empty(), "{id}: {preset:?}");
+        }
+        eprintln!(
+            "{id}: {mapped} of PAPI's presets map, {} refused",
+            model.refused_presets().len()
+        );
+        assert!(mapped >= 2, "{id}");
+    }
 }

@@ -2,7 +2,10 @@
 //! model per core directory `mapfile.csv` names with type `core`, its events as perf's
 //! `jevents.py` builds them (an `ArchStdEvent` takes the event number of the architecture's
 //! standard event of that name, from the JSON files at the top of the tree), matched by MIDR
-//! as perf's arm64 `strcmp_cpuid_str` matches them. Facts only: names and event numbers.
+//! as perf's arm64 `strcmp_cpuid_str` matches them, joined by the architecture's common events
+//! (`common-and-microarch.json`) the core's files do not list, which perf shows on every PMUv3
+//! core from the driver's sysfs events where the core implements them. Facts only: names and
+//! event numbers.
 //!
 //! libpfm4's tables for the same cores (`lib/events/arm_*_events.h`) give other spellings:
 //! each libpfm4 name the kernel's table lacks becomes an alias of the kernel's event of the
@@ -232,6 +235,28 @@ pub fn standard_events(
     Ok((events, metrics))
 }
 
+/// The architecture's common and microarchitectural events (`common-and-microarch.json`):
+/// name -> number.
+///
+/// # Errors
+/// The file cannot be read or holds an event without a 16-bit number.
+pub fn common_events(arch: &Path) -> Result<BTreeMap<String, u16>, GenError> {
+    let file = "common-and-microarch.json";
+    let mut out = BTreeMap::new();
+    for item in read_json(&arch.join(file))? {
+        let (Some(name), Some(code)) = (
+            item.get("EventName").and_then(Value::as_str),
+            item.get("EventCode").and_then(Value::as_str),
+        ) else {
+            return Err(GenError::Data(format!(
+                "{file}: an event without name or code"
+            )));
+        };
+        out.insert(name.to_string(), hex_code(code, file)?);
+    }
+    Ok(out)
+}
+
 /// The core events of one core directory as perf's tables hold them: name -> number, and the
 /// files they came from. Entries with a `Unit` (an uncore PMU) and metrics are not core
 /// events.
@@ -327,6 +352,7 @@ pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
     let map = std::fs::read_to_string(&map_path).map_err(|e| GenError::io(&map_path, &e))?;
     let entries = mapfile(&map)?;
     let (standard, metrics) = standard_events(arch)?;
+    let common = common_events(arch)?;
     let mut dirs: Vec<&str> = Vec::new();
     for entry in &entries {
         if !dirs.contains(&entry.dir.as_str()) {
@@ -342,7 +368,18 @@ pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
                 "two core directories are named `{id}`"
             )));
         }
-        let (events, files) = core_events(arch, dir, &standard, &metrics)?;
+        let (mut events, files) = core_events(arch, dir, &standard, &metrics)?;
+        // The architecture's common events the core's files do not list: perf shows them on
+        // every PMUv3 core from the driver's sysfs events, where the core's PMCEID registers
+        // say it implements them.
+        let own: BTreeSet<String> = events.keys().map(|n| n.to_ascii_uppercase()).collect();
+        let mut common_added = 0;
+        for (name, code) in &common {
+            if !own.contains(&name.to_ascii_uppercase()) {
+                events.insert(name.clone(), *code);
+                common_added += 1;
+            }
+        }
         let mut signatures = entries
             .iter()
             .filter(|e| e.dir == dir)
@@ -370,7 +407,7 @@ pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
                 source: KERNEL_SOURCE.to_string(),
                 commit: format!("Linux {version}"),
                 file: format!(
-                    "tools/perf/pmu-events/arch/arm64/{dir}/{{{}}}, common-and-microarch.json, recommended.json, mapfile.csv",
+                    "tools/perf/pmu-events/arch/arm64/{dir}/{{{}}}, common-and-microarch.json ({common_added} of its common events the core's files do not list), recommended.json, mapfile.csv",
                     files.join(",")
                 ),
             },

@@ -87,6 +87,14 @@ pub const MODELS: &[(&str, &[&str])] = &[
     ("amd64_fam17h_zen1", &["amd64_fam17h_zen1", "amd64_fam17h"]),
     ("amd64_fam17h_zen2", &["amd64_fam17h_zen2"]),
     ("amd64_fam19h_zen3", &["amd64_fam19h_zen3"]),
+    // The Arm cores PAPI's table has presets for (its natives are libpfm4's names, aliases of
+    // the kernel's on these models). PAPI's `arm_ac57` block is Cortex-A57's; libpfm4's
+    // `arm_ac72` (the same table here) has no block.
+    ("cortex-a53", &["arm_ac53"]),
+    ("cortex-a57-a72", &["arm_ac57"]),
+    ("emag", &["arm_xgene"]),
+    ("thunderx2", &["arm_thunderx2"]),
+    ("a64fx", &["arm_a64fx"]),
 ];
 
 /// One preset as PAPI's table defines it for a PMU.

@@ -19,6 +19,13 @@ const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
 const LIBPFM4_COMMIT: &str = "91970fe6eb4e80b63f77fb54a9592e28a207050c";
 const PACKAGE: &str = "Debian linux-source-6.12 6.12.117-1~deb12u1";
 
+/// Where libpfm4 and the kernel number one name differently, and why: (libpfm4 PMU, name, why).
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "arm_thunderx2",
+    "OP_RETIRED",
+    "ThunderX2's own kernel files do not list it, so it is the architecture's common event 0x3a (common-and-microarch.json); libpfm4's ThunderX2 table gives the name to its implementation-defined 0xe8",
+)];
+
 /// The kernel tree's top (with `Makefile` and the arm64 JSON), extracted into a scratch dir.
 fn extract(name: &str) -> Result<(PathBuf, PathBuf), String> {
     if !Path::new(TARBALL).exists() {
@@ -133,7 +140,7 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
     let models = arm64::models(&arch, &version).unwrap();
-    let (mut same, mut aliased, mut only_libpfm4) = (0, 0, 0);
+    let (mut same, mut aliased, mut only_libpfm4, mut known) = (0, 0, 0, 0);
     let mut differ = Vec::new();
     for (dir, tables) in arm64::LIBPFM4_TABLES {
         let model = models
@@ -149,6 +156,9 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
             for (name, code) in arm64::libpfm4_table(&root, file, array).unwrap() {
                 match kernel.get(&name.to_ascii_uppercase()) {
                     Some(&k) if k == code => same += 1,
+                    Some(_) if KNOWN.iter().any(|(p, n, _)| p == pmu && *n == name) => {
+                        known += 1;
+                    }
                     Some(&k) => {
                         differ.push(format!("{pmu} {name}: libpfm4 {code:#x}, kernel {k:#x}"))
                     }
@@ -159,9 +169,10 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
         }
     }
     eprintln!(
-        "libpfm4 vs kernel: {same} names with the same number, {aliased} other names of a kernel number, {only_libpfm4} numbers the kernel's table lacks, {} differing",
+        "libpfm4 vs kernel: {same} names with the same number, {aliased} other names of a kernel number, {only_libpfm4} numbers the kernel's table lacks, {known} known differences, {} differing",
         differ.len()
     );
+    assert_eq!(known, KNOWN.len(), "every known difference is still there");
     assert!(differ.is_empty(), "{differ:#?}");
     assert!(same > 500, "{same} compared");
     let _ = std::fs::remove_dir_all(scratch);
