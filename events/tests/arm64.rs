@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use counterhal_conformance::skip::Need;
-use counterhal_events::{CpuIdentity, Database, EncoderKind};
+use counterhal_events::{CpuIdentity, Database, EncoderKind, shipped_metrics};
 use counterhal_hal::{Accepts, Domain, Encoding, Family};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
@@ -35,6 +35,8 @@ fn extract() -> Result<(PathBuf, PathBuf), String> {
         .arg(&dir)
         .arg("--wildcards")
         .arg("*/tools/perf/pmu-events/arch/arm64/*")
+        .arg("*/drivers/perf/arm_pmuv3.c")
+        .arg("*/include/linux/perf/arm_pmuv3.h")
         .status()
         .map_err(|e| format!("cannot run tar: {e}"))?;
     if !status.success() {
@@ -100,6 +102,7 @@ fn kernel_tables(top: &Path) -> (CoreEvents, Vec<(u64, String)>) {
             lines.push((number(fields[0]), fields[2].to_string()));
         }
     }
+    let driver = driver_events(top);
     let mut cores = CoreEvents::new();
     for (_, dir) in &lines {
         if cores.contains_key(dir) {
@@ -129,17 +132,50 @@ fn kernel_tables(top: &Path) -> (CoreEvents, Vec<(u64, String)>) {
                 events.insert(name, code);
             }
         }
-        // The common events perf shows on every PMUv3 core (from the driver's sysfs events,
-        // where the core implements them) that the core's files do not list.
-        for event in json(&top.join("common-and-microarch.json")) {
-            let name = text(&event, "EventName").unwrap();
+        // The common events perf shows on every PMUv3 core (the driver's sysfs events, where
+        // the core implements them) that the core's files do not list.
+        for (name, code) in &driver {
             if !events.keys().any(|k| k.eq_ignore_ascii_case(name)) {
-                events.insert(name.to_string(), number(text(&event, "EventCode").unwrap()));
+                events.insert(name.clone(), *code);
             }
         }
         cores.insert(dir.clone(), events);
     }
     (cores, lines)
+}
+
+/// The `arm_pmuv3` driver's sysfs events: `ARMV8_EVENT_ATTR(name, MACRO)` in
+/// drivers/perf/arm_pmuv3.c, each MACRO's number from include/linux/perf/arm_pmuv3.h.
+fn driver_events(arch: &Path) -> BTreeMap<String, u64> {
+    let top = arch.ancestors().nth(5).unwrap();
+    let header = std::fs::read_to_string(top.join("include/linux/perf/arm_pmuv3.h")).unwrap();
+    let defines: BTreeMap<&str, u64> = header
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next()? == "#define").then_some(())?;
+            let name = w.next()?;
+            Some((
+                name,
+                u64::from_str_radix(w.next()?.strip_prefix("0x")?, 16).ok()?,
+            ))
+        })
+        .collect();
+    let driver = std::fs::read_to_string(top.join("drivers/perf/arm_pmuv3.c")).unwrap();
+    let events: BTreeMap<String, u64> = driver
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("ARMV8_EVENT_ATTR(")?
+                .strip_suffix("),")
+        })
+        .map(|args| {
+            let (name, config) = args.split_once(',').unwrap();
+            (name.trim().to_ascii_uppercase(), defines[config.trim()])
+        })
+        .collect();
+    assert!(events.len() > 80, "{} driver events", events.len());
+    events
 }
 
 fn model_id(dir: &str) -> &str {
@@ -234,6 +270,8 @@ fn every_arm_core_has_the_kernels_events() {
             assert_eq!(named, Some(model_id(dir)), "--cpu-model {midr:#x}");
         }
     }
+    let metrics = check_metrics(&top, &database);
+    eprintln!("arm64: {metrics} metrics compared with the kernel's metrics.json files",);
     eprintln!(
         "arm64: {} models, {compared} events compared with the kernel's JSON, {} mapfile MIDRs detected",
         cores.len(),
@@ -277,4 +315,94 @@ fn papi_presets_of_the_arm_cores() {
         );
         assert!(mapped >= 2, "{id}");
     }
+}
+
+/// Each core's `metrics.json` (an `ArchStdEvent` taking the fields it lacks from `sbsa.json`, as
+/// jevents.py does) is its model's shipped metric table, formula for formula, but for the
+/// formulas that call `strcmp_cpuid_str`; every event a formula reads is one of the model's.
+/// Returns how many metrics were compared.
+fn check_metrics(top: &Path, database: &Database) -> usize {
+    let mut standard = BTreeMap::new();
+    for event in json(&top.join("sbsa.json")) {
+        standard.insert(
+            text(&event, "MetricName").unwrap().to_ascii_lowercase(),
+            event,
+        );
+    }
+    let mut compared = 0;
+    let map = std::fs::read_to_string(top.join("mapfile.csv")).unwrap();
+    let dirs: BTreeSet<&str> = map
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(',').nth(2))
+        .collect();
+    for dir in dirs {
+        let path = top.join(dir).join("metrics.json");
+        let id = model_id(dir);
+        let table = shipped_metrics(id).unwrap();
+        if !path.exists() {
+            assert!(table.is_none(), "{id} has metrics the kernel lacks");
+            continue;
+        }
+        let table = table.unwrap_or_else(|| panic!("{id}: no metrics"));
+        let model = database.model(id).unwrap();
+        let mut expected = BTreeMap::new();
+        for entry in json(&path) {
+            let std = text(&entry, "ArchStdEvent").map(|n| &standard[&n.to_ascii_lowercase()]);
+            let get = |key: &str| text(&entry, key).or_else(|| std.and_then(|s| text(s, key)));
+            let expression = get("MetricExpr").unwrap();
+            if expression.contains("strcmp_cpuid_str") {
+                continue;
+            }
+            let expression = expression.split_whitespace().collect::<Vec<_>>().join(" ");
+            expected.insert(get("MetricName").unwrap().to_string(), expression);
+        }
+        let ours: BTreeMap<String, String> = table
+            .metrics
+            .iter()
+            .map(|m| (m.name.clone(), m.expression.clone()))
+            .collect();
+        assert_eq!(ours, expected, "{id}: metrics");
+        for expression in expected.values() {
+            // perf's `PMU@terms@` events (`armv8_pmuv3_0@event\=0x2013@`) name the PMU's own
+            // encoding, not a table's event.
+            let expression = without_pmu_terms(expression);
+            let words =
+                expression.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '#'));
+            for word in words {
+                let is_name = word.starts_with(|c: char| c.is_ascii_alphabetic());
+                if !is_name
+                    || ["if", "else", "duration_time"].contains(&word)
+                    || ours.contains_key(word)
+                {
+                    continue;
+                }
+                assert!(
+                    model.event(word).is_some(),
+                    "{id}: a formula reads `{word}`, no event of the model"
+                );
+            }
+        }
+        compared += expected.len();
+    }
+    assert!(compared > 150, "{compared} metrics");
+    compared
+}
+
+/// `expression` without perf's `PMU@terms@` events (the PMU's name and its terms).
+fn without_pmu_terms(expression: &str) -> String {
+    let mut out = String::new();
+    let mut rest = expression;
+    while let Some(at) = rest.find('@') {
+        let head = &rest[..at];
+        let name_start = head
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        out.push_str(&head[..name_start]);
+        out.push(' ');
+        rest = &rest[at + 1..];
+        rest = rest.find('@').map_or("", |end| &rest[end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }

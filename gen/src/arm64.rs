@@ -2,10 +2,9 @@
 //! model per core directory `mapfile.csv` names with type `core`, its events as perf's
 //! `jevents.py` builds them (an `ArchStdEvent` takes the event number of the architecture's
 //! standard event of that name, from the JSON files at the top of the tree), matched by MIDR
-//! as perf's arm64 `strcmp_cpuid_str` matches them, joined by the architecture's common events
-//! (`common-and-microarch.json`) the core's files do not list, which perf shows on every PMUv3
-//! core from the driver's sysfs events where the core implements them. Facts only: names and
-//! event numbers.
+//! as perf's arm64 `strcmp_cpuid_str` matches them, joined by the common events of the kernel's
+//! `arm_pmuv3` driver the core's files do not list, which perf shows on every PMUv3 core from
+//! sysfs where the core implements them. Facts only: names and event numbers.
 //!
 //! libpfm4's tables for the same cores (`lib/events/arm_*_events.h`) give other spellings:
 //! each libpfm4 name the kernel's table lacks becomes an alias of the kernel's event of the
@@ -235,24 +234,56 @@ pub fn standard_events(
     Ok((events, metrics))
 }
 
-/// The architecture's common and microarchitectural events (`common-and-microarch.json`):
-/// name -> number.
+/// The driver's event files: the common events the kernel's `arm_pmuv3` driver lists in sysfs
+/// (`ARMV8_EVENT_ATTR(name, MACRO)` in `drivers/perf/arm_pmuv3.c`, each number a `#define` of
+/// `include/linux/perf/arm_pmuv3.h`), which perf shows on every PMUv3 core whose PMCEID
+/// registers say it implements them: upper-case name -> number.
 ///
 /// # Errors
-/// The file cannot be read or holds an event without a 16-bit number.
-pub fn common_events(arch: &Path) -> Result<BTreeMap<String, u16>, GenError> {
-    let file = "common-and-microarch.json";
+/// A file that cannot be read, or an attribute naming a macro the header does not define.
+pub fn driver_events(top: &Path) -> Result<BTreeMap<String, u16>, GenError> {
+    let read = |relative: &str| {
+        let path = top.join(relative);
+        std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))
+    };
+    let header = read("include/linux/perf/arm_pmuv3.h")?;
+    let mut numbers = BTreeMap::new();
+    for line in header.lines() {
+        let mut words = line.split_whitespace();
+        if let (Some("#define"), Some(name), Some(value)) =
+            (words.next(), words.next(), words.next())
+            && name.starts_with("ARMV8_")
+            && name.contains("PERFCTR_")
+            && let Some(number) = cparse::integer(value).and_then(|v| u16::try_from(v).ok())
+        {
+            numbers.insert(name.to_string(), number);
+        }
+    }
+    let driver = read("drivers/perf/arm_pmuv3.c")?;
     let mut out = BTreeMap::new();
-    for item in read_json(&arch.join(file))? {
-        let (Some(name), Some(code)) = (
-            item.get("EventName").and_then(Value::as_str),
-            item.get("EventCode").and_then(Value::as_str),
-        ) else {
-            return Err(GenError::Data(format!(
-                "{file}: an event without name or code"
-            )));
+    for line in driver.lines() {
+        let line = line.trim();
+        let Some(args) = line
+            .strip_prefix("ARMV8_EVENT_ATTR(")
+            .and_then(|rest| rest.strip_suffix("),"))
+        else {
+            continue;
         };
-        out.insert(name.to_string(), hex_code(code, file)?);
+        let Some((name, config)) = args.split_once(',') else {
+            continue;
+        };
+        let number = numbers.get(config.trim()).ok_or_else(|| {
+            GenError::Data(format!(
+                "drivers/perf/arm_pmuv3.c: `{name}` is `{}`, which arm_pmuv3.h does not define",
+                config.trim()
+            ))
+        })?;
+        out.insert(name.trim().to_ascii_uppercase(), *number);
+    }
+    if out.is_empty() {
+        return Err(GenError::Data(
+            "drivers/perf/arm_pmuv3.c: no ARMV8_EVENT_ATTR".to_string(),
+        ));
     }
     Ok(out)
 }
@@ -343,16 +374,20 @@ pub fn model_id(dir: &str) -> &str {
 }
 
 /// Every Arm core model of the kernel's arm64 tree `arch` (`tools/perf/pmu-events/arch/arm64`)
-/// of kernel `version`, in `mapfile.csv`'s order.
+/// of kernel `version`, with the driver's `common` events ([`driver_events`]), in
+/// `mapfile.csv`'s order.
 ///
 /// # Errors
 /// Unreadable or malformed files (see [`mapfile`], [`core_events`], [`signature`]).
-pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
+pub fn models(
+    arch: &Path,
+    common: &BTreeMap<String, u16>,
+    version: &str,
+) -> Result<Vec<GenModel>, GenError> {
     let map_path = arch.join("mapfile.csv");
     let map = std::fs::read_to_string(&map_path).map_err(|e| GenError::io(&map_path, &e))?;
     let entries = mapfile(&map)?;
     let (standard, metrics) = standard_events(arch)?;
-    let common = common_events(arch)?;
     let mut dirs: Vec<&str> = Vec::new();
     for entry in &entries {
         if !dirs.contains(&entry.dir.as_str()) {
@@ -369,12 +404,11 @@ pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
             )));
         }
         let (mut events, files) = core_events(arch, dir, &standard, &metrics)?;
-        // The architecture's common events the core's files do not list: perf shows them on
-        // every PMUv3 core from the driver's sysfs events, where the core's PMCEID registers
-        // say it implements them.
+        // The driver's common events the core's files do not list: perf shows them on every
+        // PMUv3 core from sysfs, where the core's PMCEID registers say it implements them.
         let own: BTreeSet<String> = events.keys().map(|n| n.to_ascii_uppercase()).collect();
         let mut common_added = 0;
-        for (name, code) in &common {
+        for (name, code) in common {
             if !own.contains(&name.to_ascii_uppercase()) {
                 events.insert(name.clone(), *code);
                 common_added += 1;
@@ -407,7 +441,7 @@ pub fn models(arch: &Path, version: &str) -> Result<Vec<GenModel>, GenError> {
                 source: KERNEL_SOURCE.to_string(),
                 commit: format!("Linux {version}"),
                 file: format!(
-                    "tools/perf/pmu-events/arch/arm64/{dir}/{{{}}}, common-and-microarch.json ({common_added} of its common events the core's files do not list), recommended.json, mapfile.csv",
+                    "tools/perf/pmu-events/arch/arm64/{dir}/{{{}}}, common-and-microarch.json, recommended.json, mapfile.csv; drivers/perf/arm_pmuv3.c and include/linux/perf/arm_pmuv3.h ({common_added} of the driver's common events the core's files do not list)",
                     files.join(",")
                 ),
             },

@@ -11,6 +11,7 @@
 
 pub mod aliases;
 pub mod arm64;
+pub mod arm64_metrics;
 pub mod cexpr;
 pub mod cparse;
 pub mod dropped;

@@ -110,6 +110,9 @@ enum Source {
         /// The libpfm4 snapshot's commit.
         #[arg(long)]
         libpfm4_commit: Option<String>,
+        /// Where to write the cores' metric tables (events/data/generated/metrics).
+        #[arg(long)]
+        metrics_out: Option<PathBuf>,
     },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
@@ -141,11 +144,30 @@ fn arm64(
         ))
     })?;
     let arch = source.join("tools/perf/pmu-events/arch/arm64");
-    let mut models = counterhal_gen::arm64::models(&arch, &format!("{version} ({package})"))?;
+    let common = counterhal_gen::arm64::driver_events(source)?;
+    let mut models =
+        counterhal_gen::arm64::models(&arch, &common, &format!("{version} ({package})"))?;
     if let Some((root, commit)) = libpfm4 {
         counterhal_gen::arm64::add_libpfm4_aliases(&mut models, root, commit)?;
     }
     Ok(models)
+}
+
+/// The Arm cores' metric tables of the kernel tree `source`, written to `out`.
+fn arm64_metrics(
+    source: &std::path::Path,
+    package: &str,
+    out: &std::path::Path,
+) -> Result<Vec<String>, counterhal_gen::GenError> {
+    let makefile = source.join("Makefile");
+    let text = std::fs::read_to_string(&makefile)
+        .map_err(|e| counterhal_gen::GenError::io(&makefile, &e))?;
+    let version = counterhal_gen::arm64::kernel_version(&text).ok_or_else(|| {
+        counterhal_gen::GenError::Data(format!("{}: no kernel version", makefile.display()))
+    })?;
+    let arch = source.join("tools/perf/pmu-events/arch/arm64");
+    let tables = counterhal_gen::arm64_metrics::tables(&arch, &format!("{version} ({package})"))?;
+    counterhal_gen::metrics::write_metrics(&tables, out)
 }
 
 fn main() -> ExitCode {
@@ -211,12 +233,19 @@ fn main() -> ExitCode {
             out,
             libpfm4,
             libpfm4_commit,
+            metrics_out,
         } => arm64(
             source,
             package,
             libpfm4.as_deref().zip(libpfm4_commit.as_deref()),
         )
-        .and_then(|models| counterhal_gen::write_models(&models, out)),
+        .and_then(|models| counterhal_gen::write_models(&models, out))
+        .and_then(|mut written| {
+            if let Some(dir) = metrics_out {
+                written.extend(arm64_metrics(source, package, dir)?);
+            }
+            Ok(written)
+        }),
         Source::KernelMetrics {
             source,
             commit,

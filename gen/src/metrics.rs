@@ -185,7 +185,7 @@ fn text<'v>(entry: &'v Value, key: &str) -> &'v str {
 }
 
 /// Groups from perf's `A;B` list, sorted, each once, without empty ones.
-fn groups(list: &str) -> Vec<String> {
+pub(crate) fn groups(list: &str) -> Vec<String> {
     let mut out: Vec<String> = list
         .split([';', ','])
         .map(str::trim)
@@ -294,7 +294,7 @@ pub fn perfmon(root: &Path, commit: &str) -> Result<Vec<GenMetrics>, GenError> {
 }
 
 /// perf's `ScaleUnit` (`100%`, `1e3per_1k_instr`, `6.1e-5MiB`) as scale and unit.
-fn scale_unit(text: &str) -> Result<(f64, String), String> {
+pub(crate) fn scale_unit(text: &str) -> Result<(f64, String), String> {
     let bytes = text.as_bytes();
     let mut end = 0;
     while end < bytes.len() {
@@ -417,7 +417,7 @@ fn read_events(metrics: &[GenMetric], raw: &[(String, String)]) -> Vec<(String, 
 
 /// One model's table, its metrics sorted by name (a name given twice with different facts is
 /// an error).
-fn table(
+pub(crate) fn table(
     model: &str,
     source: &str,
     commit: &str,

@@ -46,6 +46,8 @@ fn extract(name: &str) -> Result<(PathBuf, PathBuf), String> {
         .arg("--wildcards")
         .arg("*/tools/perf/pmu-events/arch/arm64/*")
         .arg("linux-source-6.12/Makefile")
+        .arg("linux-source-6.12/drivers/perf/arm_pmuv3.c")
+        .arg("linux-source-6.12/include/linux/perf/arm_pmuv3.h")
         .status()
         .map_err(|e| format!("cannot run tar: {e}"))?;
     if !status.success() {
@@ -58,7 +60,8 @@ fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
-    let mut models = arm64::models(&arch, &format!("{version} ({PACKAGE})")).unwrap();
+    let common = arm64::driver_events(top).unwrap();
+    let mut models = arm64::models(&arch, &common, &format!("{version} ({PACKAGE})")).unwrap();
     if let Some(root) = libpfm4 {
         arm64::add_libpfm4_aliases(&mut models, root, LIBPFM4_COMMIT).unwrap();
     }
@@ -139,7 +142,8 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
-    let models = arm64::models(&arch, &version).unwrap();
+    let common = arm64::driver_events(&top).unwrap();
+    let models = arm64::models(&arch, &common, &version).unwrap();
     let (mut same, mut aliased, mut only_libpfm4, mut known) = (0, 0, 0, 0);
     let mut differ = Vec::new();
     for (dir, tables) in arm64::LIBPFM4_TABLES {

@@ -8,13 +8,17 @@ use std::sync::OnceLock;
 use counterhal::x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
-pub const KNOWN: [(&str, &str); 6] = [
+pub const KNOWN: [(&str, &str); 7] = [
     ("#num_cpus_online", "the CPUs online"),
     ("#smt_on", "1 when SMT is active"),
     ("#threads_per_core", "hardware threads per core"),
     ("#num_packages", "CPU packages (sockets)"),
     ("#cores_per_socket", "cores per package"),
     ("#system_tsc_freq", "the TSC's frequency in Hz"),
+    (
+        "#slots",
+        "the core PMU's slots per cycle (Arm: its caps/slots, PMMIR_EL1.SLOTS)",
+    ),
 ];
 
 /// The value of the constant `name` (`None`: not a constant we know, or not known here).
@@ -28,8 +32,32 @@ pub fn constant(name: &str) -> Option<f64> {
         "#num_packages" => facts.packages.map(f64::from),
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
+        "#slots" => core_pmu_slots(),
         _ => None,
     }
+}
+
+/// perf's `#slots` on Arm (tools/perf/arch/arm64/util/pmu.c): the first core PMU's
+/// `caps/slots` (the arm_pmuv3 driver's PMMIR_EL1.SLOTS, in hex); none where it is 0 or absent.
+fn core_pmu_slots() -> Option<f64> {
+    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir("/sys/bus/event_source/devices")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("cpus").exists())
+        .collect();
+    pmus.sort();
+    slots_value(&std::fs::read_to_string(pmus.first()?.join("caps/slots")).ok()?)
+}
+
+/// A `caps/slots` file's value (`0x00000005`); `None` for 0, which perf takes as no value.
+fn slots_value(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let value = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => text.parse().ok()?,
+    };
+    (value != 0).then_some(value as f64)
 }
 
 /// What a `#` constant means, when counterhal knows it.
@@ -117,6 +145,16 @@ fn tsc_hz(cpuinfo: Option<&str>) -> Option<TscFrequency> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Oracle: perf 6.12's arm64 `perf_pmu__cpu_slots_per_cycle` (filename__read_ull of
+    /// caps/slots, 0 read as no value) and the arm_pmuv3 driver's `0x%08x` format.
+    #[test]
+    fn slots_read_as_perf_reads_them() {
+        assert_eq!(slots_value("0x00000005\n"), Some(5.0));
+        assert_eq!(slots_value("0x00000000\n"), None);
+        assert_eq!(slots_value("8"), Some(8.0));
+        assert_eq!(slots_value("junk"), None);
+    }
 
     #[test]
     fn sysfs_lists_count_their_cpus() {
