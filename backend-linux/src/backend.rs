@@ -506,6 +506,9 @@ impl Backend for LinuxBackend {
                         term.request.encoding = Encoding::Perf(attr.into_owned());
                     }
                 }
+                let (pmus, model) = (&self.hybrid, self.cpu.as_deref());
+                let cpu_root = Path::new(crate::arm::CPU_ROOT);
+                crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
                 Ok(self.expand_hybrid(resolved))
             }
             // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`

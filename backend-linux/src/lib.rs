@@ -6,6 +6,7 @@ pub mod conformance;
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
+        mod arm;
         mod attr;
         mod backend;
         mod breakpoint;

@@ -271,7 +271,10 @@ fn every_arm_core_has_the_kernels_events() {
         }
     }
     let metrics = check_metrics(&top, &database);
-    eprintln!("arm64: {metrics} metrics compared with the kernel's metrics.json files",);
+    let generalized = check_generalized(&top, &database);
+    eprintln!(
+        "arm64: {metrics} metrics compared with the kernel's metrics.json files, {generalized} generalized mappings with the driver's map"
+    );
     eprintln!(
         "arm64: {} models, {compared} events compared with the kernel's JSON, {} mapfile MIDRs detected",
         cores.len(),
@@ -405,4 +408,72 @@ fn without_pmu_terms(expression: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// perf's generalized hardware events as the driver counts them on every PMUv3 core
+/// (`armv8_pmuv3_perf_map` in drivers/perf/arm_pmuv3.c): each Arm model maps each to the event
+/// of the driver's number. Returns how many mappings were compared.
+fn check_generalized(arch: &Path, database: &Database) -> usize {
+    let top = arch.ancestors().nth(5).unwrap();
+    let driver = std::fs::read_to_string(top.join("drivers/perf/arm_pmuv3.c")).unwrap();
+    let header = std::fs::read_to_string(top.join("include/linux/perf/arm_pmuv3.h")).unwrap();
+    let define = |name: &str| -> u64 {
+        let line = header
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap();
+        number(line.split_whitespace().nth(2).unwrap())
+    };
+    let start = driver.find("armv8_pmuv3_perf_map[").unwrap();
+    let body = &driver[start..];
+    let body = &body[..body.find("};").unwrap()];
+    let perf_names = [
+        ("PERF_COUNT_HW_CPU_CYCLES", "cycles"),
+        ("PERF_COUNT_HW_INSTRUCTIONS", "instructions"),
+        ("PERF_COUNT_HW_CACHE_REFERENCES", "cache-references"),
+        ("PERF_COUNT_HW_CACHE_MISSES", "cache-misses"),
+        ("PERF_COUNT_HW_BRANCH_MISSES", "branch-misses"),
+        ("PERF_COUNT_HW_BUS_CYCLES", "bus-cycles"),
+        (
+            "PERF_COUNT_HW_STALLED_CYCLES_FRONTEND",
+            "stalled-cycles-frontend",
+        ),
+        (
+            "PERF_COUNT_HW_STALLED_CYCLES_BACKEND",
+            "stalled-cycles-backend",
+        ),
+    ];
+    let mut compared = 0;
+    for line in body.lines() {
+        let Some((index, value)) = line.trim().split_once('=') else {
+            continue;
+        };
+        let index = index.trim().trim_start_matches('[').trim_end_matches(']');
+        let Some((_, name)) = perf_names.iter().find(|(m, _)| *m == index) else {
+            continue;
+        };
+        let code = define(value.trim().trim_end_matches(','));
+        for model in database
+            .models()
+            .filter(|m| m.encoder == EncoderKind::Armv8)
+        {
+            let event = counterhal_hal::GeneralizedEvent::from_name(name).unwrap();
+            let mapping = model
+                .mapping(event)
+                .unwrap_or_else(|| panic!("{}: no `{name}`", model.id));
+            let terms: Vec<_> = mapping.terms().collect();
+            let [(_, 1, native)] = &terms[..] else {
+                panic!("{}: `{name}` is {terms:?}", model.id);
+            };
+            assert_eq!(
+                model.event(native).map(|e| u64::from(e.code)),
+                Some(code),
+                "{}: {name}",
+                model.id
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 8 * 24, "{compared}");
+    compared
 }

@@ -293,7 +293,12 @@ fn evtsel_matches_libpfm4() {
         ),
     };
     let database = Database::shipped().expect("shipped database loads");
-    for model in database.models() {
+    // The Arm cores: Debian's x86 build of libpfm4 4.13 has no Arm PMU (pfm_get_pmu_info lists
+    // none); gen/tests/arm64.rs compares them with libpfm4's source instead.
+    for model in database
+        .models()
+        .filter(|m| m.encoder != counterhal_events::EncoderKind::Armv8)
+    {
         assert!(
             PMUS.iter().chain(GENERATED).any(|(id, _)| *id == model.id)
                 || NOT_IN_LIBPFM4.contains(&model.id.as_str()),

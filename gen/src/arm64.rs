@@ -288,6 +288,120 @@ pub fn driver_events(top: &Path) -> Result<BTreeMap<String, u16>, GenError> {
     Ok(out)
 }
 
+/// perf's generalized events and the common events the `arm_pmuv3` driver counts them with on
+/// every PMUv3 core (`armv8_pmuv3_perf_map` and `armv8_pmuv3_perf_cache_map` in
+/// `drivers/perf/arm_pmuv3.c`, which the driver tries before a core's own maps): perf's name
+/// (`instructions`, `L1-dcache-load-misses`) -> the driver's event name (`INST_RETIRED`).
+///
+/// # Errors
+/// The driver cannot be read, a map is missing, or names a macro with no event attribute.
+pub fn driver_generalized(top: &Path) -> Result<BTreeMap<String, String>, GenError> {
+    let path = top.join("drivers/perf/arm_pmuv3.c");
+    let driver = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+    let bad = |why: String| GenError::Data(format!("drivers/perf/arm_pmuv3.c: {why}"));
+    // Each event macro's attribute name (`ARMV8_PMUV3_PERFCTR_INST_RETIRED` -> `INST_RETIRED`).
+    let mut names = BTreeMap::new();
+    for line in driver.lines() {
+        if let Some((name, config)) = line
+            .trim()
+            .strip_prefix("ARMV8_EVENT_ATTR(")
+            .and_then(|rest| rest.strip_suffix("),"))
+            .and_then(|args| args.split_once(','))
+        {
+            names.insert(config.trim().to_string(), name.trim().to_ascii_uppercase());
+        }
+    }
+    let block = |start: &str| -> Result<Vec<(String, String)>, GenError> {
+        let at = driver
+            .find(start)
+            .ok_or_else(|| bad(format!("no `{start}`")))?;
+        let body = &driver[at..];
+        let open = body
+            .find("= {")
+            .ok_or_else(|| bad(format!("`{start}` has no body")))?;
+        let body = &body[open + 3..];
+        let body = &body[..body
+            .find("};")
+            .ok_or_else(|| bad(format!("`{start}` has no end")))?];
+        let mut out = Vec::new();
+        for line in body.lines() {
+            let Some((index, value)) = line.trim().split_once('=') else {
+                continue;
+            };
+            let value = value.trim().trim_end_matches(',').trim();
+            let name = names
+                .get(value)
+                .ok_or_else(|| bad(format!("`{value}` has no event attribute")))?;
+            out.push((index.trim().to_string(), name.clone()));
+        }
+        Ok(out)
+    };
+    let hardware = [
+        ("PERF_COUNT_HW_CPU_CYCLES", "cycles"),
+        ("PERF_COUNT_HW_INSTRUCTIONS", "instructions"),
+        ("PERF_COUNT_HW_CACHE_REFERENCES", "cache-references"),
+        ("PERF_COUNT_HW_CACHE_MISSES", "cache-misses"),
+        ("PERF_COUNT_HW_BRANCH_INSTRUCTIONS", "branches"),
+        ("PERF_COUNT_HW_BRANCH_MISSES", "branch-misses"),
+        ("PERF_COUNT_HW_BUS_CYCLES", "bus-cycles"),
+        (
+            "PERF_COUNT_HW_STALLED_CYCLES_FRONTEND",
+            "stalled-cycles-frontend",
+        ),
+        (
+            "PERF_COUNT_HW_STALLED_CYCLES_BACKEND",
+            "stalled-cycles-backend",
+        ),
+        ("PERF_COUNT_HW_REF_CPU_CYCLES", "ref-cycles"),
+    ];
+    let mut out = BTreeMap::new();
+    for (index, name) in block("armv8_pmuv3_perf_map[")? {
+        let index = index.trim_start_matches('[').trim_end_matches(']');
+        let (_, perf) = hardware
+            .iter()
+            .find(|(macro_name, _)| *macro_name == index)
+            .ok_or_else(|| bad(format!("unknown hardware event `{index}`")))?;
+        out.insert((*perf).to_string(), name);
+    }
+    let levels = [
+        ("L1D", "L1-dcache"),
+        ("L1I", "L1-icache"),
+        ("LL", "LLC"),
+        ("DTLB", "dTLB"),
+        ("ITLB", "iTLB"),
+        ("BPU", "branch"),
+        ("NODE", "node"),
+    ];
+    let ops = [
+        ("OP_READ", "RESULT_ACCESS", "loads"),
+        ("OP_READ", "RESULT_MISS", "load-misses"),
+        ("OP_WRITE", "RESULT_ACCESS", "stores"),
+        ("OP_WRITE", "RESULT_MISS", "store-misses"),
+        ("OP_PREFETCH", "RESULT_ACCESS", "prefetches"),
+        ("OP_PREFETCH", "RESULT_MISS", "prefetch-misses"),
+    ];
+    for (index, name) in block("armv8_pmuv3_perf_cache_map[")? {
+        // `[C(L1D)][C(OP_READ)][C(RESULT_ACCESS)]`
+        let parts: Vec<&str> = index
+            .split(['[', ']', '(', ')'])
+            .filter(|p| !p.is_empty() && *p != "C")
+            .collect();
+        let [level, op, result] = parts[..] else {
+            return Err(bad(format!("cache index `{index}`")));
+        };
+        let level = levels.iter().find(|(l, _)| *l == level).map(|(_, n)| *n);
+        let op = ops
+            .iter()
+            .find(|(o, r, _)| *o == op && *r == result)
+            .map(|(_, _, n)| *n);
+        let (Some(level), Some(op)) = (level, op) else {
+            return Err(bad(format!("cache index `{index}`")));
+        };
+        out.insert(format!("{level}-{op}"), name);
+    }
+    Ok(out)
+}
+
 /// The core events of one core directory as perf's tables hold them: name -> number, and the
 /// files they came from. Entries with a `Unit` (an uncore PMU) and metrics are not core
 /// events.
@@ -450,6 +564,46 @@ pub fn models(
         });
     }
     Ok(out)
+}
+
+/// The TOML of an Arm model: its table ([`crate::write::model_toml`]) and perf's generalized
+/// events as the driver counts them (those whose event the model has), from
+/// [`driver_generalized`].
+pub fn model_file(model: &GenModel, generalized: &BTreeMap<String, String>) -> String {
+    let mut out = crate::write::model_toml(model);
+    let mapped: Vec<(&String, &String)> = generalized
+        .iter()
+        .filter(|(_, event)| model.events.iter().any(|e| &e.name == *event))
+        .collect();
+    if !mapped.is_empty() {
+        out.push_str(
+            "\n# perf's generalized events as the arm_pmuv3 driver counts them on every PMUv3 core\n# (armv8_pmuv3_perf_map, armv8_pmuv3_perf_cache_map)\n[cpu.generalized]\n",
+        );
+        for (perf, event) in mapped {
+            out.push_str(&format!("\"{perf}\" = \"{event}\"\n"));
+        }
+    }
+    out
+}
+
+/// Writes each model to `out/ID.toml` with [`model_file`]; returns the paths written.
+///
+/// # Errors
+/// The directory or a file cannot be written.
+pub fn write_models(
+    models: &[GenModel],
+    generalized: &BTreeMap<String, String>,
+    out: &Path,
+) -> Result<Vec<String>, GenError> {
+    std::fs::create_dir_all(out).map_err(|e| GenError::io(out, &e))?;
+    let mut written = Vec::new();
+    for model in models {
+        let path = out.join(format!("{}.toml", model.id));
+        std::fs::write(&path, model_file(model, generalized))
+            .map_err(|e| GenError::io(&path, &e))?;
+        written.push(path.display().to_string());
+    }
+    Ok(written)
 }
 
 /// One libpfm4 Arm table: name -> number, in the header's order.

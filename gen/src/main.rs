@@ -239,7 +239,10 @@ fn main() -> ExitCode {
             package,
             libpfm4.as_deref().zip(libpfm4_commit.as_deref()),
         )
-        .and_then(|models| counterhal_gen::write_models(&models, out))
+        .and_then(|models| {
+            let generalized = counterhal_gen::arm64::driver_generalized(source)?;
+            counterhal_gen::arm64::write_models(&models, &generalized, out)
+        })
         .and_then(|mut written| {
             if let Some(dir) = metrics_out {
                 written.extend(arm64_metrics(source, package, dir)?);

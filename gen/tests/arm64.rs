@@ -12,7 +12,6 @@ use std::process::Command;
 
 use counterhal_conformance::skip::Need;
 use counterhal_gen::arm64;
-use counterhal_gen::write::model_toml;
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
@@ -65,9 +64,10 @@ fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
     if let Some(root) = libpfm4 {
         arm64::add_libpfm4_aliases(&mut models, root, LIBPFM4_COMMIT).unwrap();
     }
+    let generalized = arm64::driver_generalized(top).unwrap();
     models
         .iter()
-        .map(|m| (format!("{}.toml", m.id), model_toml(m)))
+        .map(|m| (format!("{}.toml", m.id), arm64::model_file(m, &generalized)))
         .collect()
 }
 
