@@ -25,8 +25,14 @@ pub const KERNEL_SOURCE: &str = "Linux kernel perf JSON (tools/perf/pmu-events/a
 /// The libpfm4 source line.
 const LIBPFM4_SOURCE: &str = "libpfm4 (https://github.com/wcohen/libpfm4, MIT)";
 
+/// One libpfm4 PMU's table: its PMU name, its header under `lib/events`, its array.
+pub type Libpfm4Table = (&'static str, &'static str, &'static str);
+
+/// The standard events (lower-case name -> name and number) and the standard metric names.
+pub type Standard = (BTreeMap<String, (String, u16)>, BTreeSet<String>);
+
 /// libpfm4's table for a kernel core directory: (directory, [(PMU name, header, array)]).
-pub const LIBPFM4_TABLES: &[(&str, &[(&str, &str, &str)])] = &[
+pub const LIBPFM4_TABLES: &[(&str, &[Libpfm4Table])] = &[
     (
         "arm/cortex-a53",
         &[("arm_ac53", "arm_cortex_a53_events.h", "arm_cortex_a53_pe")],
@@ -211,9 +217,7 @@ fn hex_code(text: &str, what: &str) -> Result<u16, GenError> {
 ///
 /// # Errors
 /// A file that cannot be read or holds an event without a 16-bit number.
-pub fn standard_events(
-    arch: &Path,
-) -> Result<(BTreeMap<String, (String, u16)>, BTreeSet<String>), GenError> {
+pub fn standard_events(arch: &Path) -> Result<Standard, GenError> {
     let mut events = BTreeMap::new();
     let mut metrics = BTreeSet::new();
     for file in json_files(arch)? {
