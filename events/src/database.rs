@@ -101,9 +101,10 @@ pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 /// The event database: the shipped CPU models plus any user file.
 ///
 /// The shipped models are parsed lazily: their headers (id, description, encoder, match rules,
-/// PMU) when the database is made, which is enough for [`Database::detect`] and for listing
-/// ids; a model's events and mappings when it is first asked for. Users' files are parsed and
-/// validated in full when they are loaded.
+/// PMU) come from an index the build script read ahead (no TOML is parsed for them), which is
+/// enough for [`Database::detect_core_id`], [`Database::model_id`] and listing ids; a model's
+/// events and mappings are parsed when it is first asked for, and checked then against its
+/// index entry. Users' files are parsed and validated in full when they are loaded.
 #[derive(Clone, Debug, Default)]
 pub struct Database {
     models: Arc<Vec<Entry>>,
