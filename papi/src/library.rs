@@ -31,6 +31,8 @@ pub const ATTACHED: i32 = 0x80;
 pub const CPU_ATTACHED: i32 = 0x100;
 /// `PAPI_DOM_USER`.
 pub const DOM_USER: i32 = 1;
+/// `PAPI_DOM_KERNEL`.
+pub const DOM_KERNEL: i32 = 2;
 /// `PAPI_DOM_ALL`.
 pub const DOM_ALL: i32 = 0xf;
 /// `PAPI_GRN_THR`.
@@ -91,6 +93,18 @@ impl PapiSet {
         }
     }
 
+    /// The backend names of `names` in the set's domain: `:u` appended for user mode alone,
+    /// `:k` for kernel mode alone (perf's and libpfm4's modifiers), as given otherwise (the
+    /// backend's default counts both).
+    pub fn in_domain<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let suffix = match self.domain & (DOM_USER | DOM_KERNEL) {
+            DOM_USER => ":u",
+            DOM_KERNEL => ":k",
+            _ => "",
+        };
+        names.into_iter().map(|n| format!("{n}{suffix}")).collect()
+    }
+
     /// How the set opens: one group, or ungrouped when multiplexed.
     pub fn options(&self) -> OpenOptions {
         if self.state & MULTIPLEXING != 0 {
@@ -129,11 +143,19 @@ fn lock() -> MutexGuard<'static, Option<Library>> {
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
 pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
-    match lock().as_mut() {
+    let result = match lock().as_mut() {
         Some(library) => f(library),
         None => Err(ENOINIT),
+    };
+    if let Err(e) = result {
+        LAST_ERROR.store(e, Ordering::SeqCst);
     }
+    result
 }
+
+/// The last error a call on the library answered, which `PAPI_perror` prints (PAPI 7.0's
+/// `_papi_hwi_errno`, set as its functions return an error).
+pub static LAST_ERROR: AtomicI32 = AtomicI32::new(OK);
 
 /// Runs `f` on event set `handle`.
 pub fn with_set<T>(

@@ -197,10 +197,7 @@ pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) 
     if cidx != 0 {
         return ENOCMP;
     }
-    super::code(library::with_set(event_set, |_, set| {
-        set.component = 0;
-        Ok(OK)
-    }))
+    sets::assign_component(event_set)
 }
 
 /// `PAPI_disable_component`: before initialisation only (after it, `PAPI_ENOINIT`, as
@@ -261,15 +258,21 @@ pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
     }
 }
 
-/// `PAPI_perror`: `msg` on stderr (PAPI 7.0 prints the message alone).
+/// `PAPI_perror`: on stderr, `msg: ` (unless NULL or empty) then the message of the last error
+/// a call answered ("No error" before any), as PAPI 7.0's.
 ///
 /// # Safety
 /// `msg` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
+    let last = library::LAST_ERROR.load(Ordering::SeqCst);
+    let Some(text_of_last) = codes::message(last) else {
+        return;
+    };
     // SAFETY: the caller's C string or NULL.
-    if let Some(msg) = unsafe { text(msg) } {
-        eprintln!("{msg}");
+    match unsafe { text(msg) } {
+        Some(msg) if !msg.is_empty() => eprintln!("{msg}: {text_of_last}"),
+        _ => eprintln!("{text_of_last}"),
     }
 }
 

@@ -11,6 +11,7 @@ use std::ffi::{CStr, c_char, c_int, c_longlong};
 use crate::codes::{EINVAL, ENOSUPP, OK};
 use crate::{library, sets};
 
+mod fortran;
 mod info;
 mod options;
 mod threads;
