@@ -23,6 +23,8 @@ pub const STOPPED: i32 = 0x01;
 pub const RUNNING: i32 = 0x02;
 /// `PAPI_OVERFLOWING`.
 pub const OVERFLOWING: i32 = 0x10;
+/// `PAPI_PROFILING`.
+pub const PROFILING: i32 = 0x20;
 /// `PAPI_MULTIPLEXING`.
 pub const MULTIPLEXING: i32 = 0x40;
 /// `PAPI_ATTACHED`.

@@ -6,8 +6,8 @@ use crate::codes::{
     EBUG, ECNFLCT, EINVAL, EINVAL_DOM, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED,
-    backend_name_of, with, with_set,
+    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet, RUNNING,
+    STOPPED, backend_name_of, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -516,6 +516,54 @@ pub fn overflow(
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_sprofil`'s checks and its overflow, as PAPI 7.0's: `PAPI_ENOEVST`, `PAPI_EISRUN`,
+/// `PAPI_EINVAL` for an attached set, `PAPI_ENOCMP` for one not tied to the component,
+/// `PAPI_ENOEVNT` for an event not in it, `PAPI_EINVAL` for a negative threshold or for 0 when
+/// the event is not profiled. Then the event overflows every `threshold` events (0: no more);
+/// the overflow slot it took, to which the caller ties the buffers.
+pub fn profile(
+    handle: i32,
+    code: i32,
+    threshold: i32,
+    callback: facade::OverflowCallback,
+) -> Result<Option<usize>, i32> {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if set.state & (ATTACHED | CPU_ATTACHED) != 0 {
+            return Err(EINVAL);
+        }
+        assigned(set)?;
+        if !set.events.iter().any(|(c, _)| *c == code) {
+            return Err(ENOEVNT);
+        }
+        let profiled = set.overflows.iter().any(|s| s.code == code);
+        if threshold < 0 || (threshold == 0 && !profiled) {
+            return Err(EINVAL);
+        }
+        Ok(())
+    })?;
+    // A handler address no C function has: the dispatch finds the slot's profile first.
+    let status = overflow(handle, code, threshold, usize::MAX, callback);
+    if status != OK {
+        return Err(status);
+    }
+    with_set(handle, |_, set| {
+        let slot = set
+            .overflows
+            .iter()
+            .find(|s| s.code == code)
+            .map(|s| s.slot);
+        if slot.is_some() {
+            set.state |= PROFILING;
+        } else if set.overflows.is_empty() {
+            set.state &= !PROFILING;
+        }
+        Ok(slot)
+    })
 }
 
 /// `PAPI_get_overflow_event_index`: the indices in the set of the events whose bits are in

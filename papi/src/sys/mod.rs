@@ -12,8 +12,10 @@ use crate::codes::{EINVAL, ENOSUPP, OK};
 use crate::{library, sets};
 
 mod fortran;
+mod hl;
 mod info;
 mod options;
+mod profile;
 mod threads;
 
 /// Reads a C string, or `None` for NULL or text that is not UTF-8.
