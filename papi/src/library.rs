@@ -359,16 +359,48 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     }
     let backend_name = names::backend_name(name);
     match library.chosen.backend.dyn_resolve(&backend_name) {
-        Ok(_) => {
-            library.natives.push(Native {
-                name: name.to_string(),
-                backend_name,
-                description: String::new(),
-            });
-            Ok(names::native_code(library.natives.len() - 1))
-        }
+        Ok(_) => Ok(register(library, name)),
         Err(_) => Err(ENOEVNT),
     }
+}
+
+/// The code of native `name`, added to the table (with its description) if new.
+fn register(library: &mut Library, name: &str) -> i32 {
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.name.eq_ignore_ascii_case(name))
+    {
+        return names::native_code(i);
+    }
+    library.natives.push(Native {
+        name: name.to_string(),
+        backend_name: names::backend_name(name),
+        description: names::describe(&library.chosen, name),
+    });
+    names::native_code(library.natives.len() - 1)
+}
+
+/// `PAPI_NTV_ENUM_UMASKS` from native `i`: from the event, its first unit mask; from an event
+/// with a unit mask, the next one (`EVENT:UMASK`, as libpfm4 names them for PAPI's perf_event
+/// component); `PAPI_ENOEVNT` past the last or for an event without unit masks.
+fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
+    let name = library.natives.get(i).ok_or(ENOEVNT)?.name.clone();
+    let (_, masks) = names::model_event(&library.chosen, &name).ok_or(ENOEVNT)?;
+    let (event, current) = names::split_unit_mask(&name);
+    let next = match current {
+        None => 0,
+        Some(u) => {
+            masks
+                .iter()
+                .position(|(m, _)| m.eq_ignore_ascii_case(u))
+                .ok_or(ENOEVNT)?
+                + 1
+        }
+    };
+    let (mask, _) = masks.get(next).ok_or(ENOEVNT)?;
+    let full = format!("{event}:{mask}");
+    Ok(register(library, &full))
 }
 
 /// `PAPI_event_code_to_name`.
@@ -505,9 +537,12 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
             Err(ENOEVNT)
         }
         Some(Code::Native(i)) => {
-            // PAPI_NTV_ENUM_UMASKS (15) and the other native modifiers: no unit masks are
-            // enumerated yet.
-            if modifier >= 15 {
+            // PAPI_NTV_ENUM_UMASKS (15): the unit masks of the CPU model's events; the other
+            // native modifiers (combinations, EAR, groups): none.
+            if modifier == 15 {
+                return next_unit_mask(library, i);
+            }
+            if modifier > 15 {
                 return Err(ENOEVNT);
             }
             if modifier == 1 {
