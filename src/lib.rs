@@ -174,10 +174,10 @@ impl Context {
         let database = Database::load(user_file)?;
         let cpu = detect_cpu();
         let model = match cpu_model {
-            Some(id) => match database.model(id) {
-                Some(model) => Some(model.id.clone()),
+            Some(id) => match database.model_id(id) {
+                Some(model) => Some(model.to_owned()),
                 None => {
-                    let known: Vec<&str> = database.models().map(|m| m.id.as_str()).collect();
+                    let known: Vec<String> = database.ids().collect();
                     return Err(Error::invalid_input(format!("unknown CPU model `{id}`"))
                         .with_hint(format!("use one of: {}", known.join(", "))));
                 }
@@ -185,8 +185,8 @@ impl Context {
             // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
             None => cpu
                 .as_ref()
-                .and_then(|c| database.detect_core(c, detect_hybrid_core().as_ref()))
-                .map(|m| m.id.clone()),
+                .and_then(|c| database.detect_core_id(c, detect_hybrid_core().as_ref()))
+                .map(str::to_owned),
         };
         Ok(Context {
             database: Arc::new(database),

@@ -159,7 +159,7 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
     let standard = roots
         .first()
         .is_some_and(|root| root == Path::new(MOUNT_POINT));
-    if !standard || crate::sys::effective_uid() != 0 {
+    if !standard || TRIED.is_completed() || crate::sys::effective_uid() != 0 {
         return;
     }
     TRIED.call_once(|| {
@@ -169,12 +169,42 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
     });
 }
 
+/// A short file's text (a tracepoint's id: a decimal number and a newline) read with one
+/// `open` and a `read` or two: `fs::read_to_string` would also ask the file's size first,
+/// a system call each of a `list`'s thousands of tracepoints pays for nothing.
+fn read_short(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut buffer = [0u8; 64];
+    let mut len = 0;
+    while len < buffer.len() {
+        match file.read(&mut buffer[len..])? {
+            0 => break,
+            n => len += n,
+        }
+    }
+    Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
+}
+
 /// The first root that holds an `events/` directory, or the first this user may not enter.
 pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
+    // A root found mounted is remembered for the process (a `list` resolves thousands of
+    // tracepoints; each would otherwise look at every root again). Tracefs stays mounted
+    // once mounted; if it went, reading a tracepoint's id fails and the name is no tracepoint.
+    static MOUNTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let known = |root: &PathBuf| MOUNTED.lock().is_ok_and(|m| m.contains(root));
+    if let Some(root) = roots.iter().find(|r| known(r)) {
+        return Tracefs::Mounted(root);
+    }
     let mut denied = None;
     for root in roots {
         match classify(root, &fs::metadata(root.join("events"))) {
-            Some(mounted @ Tracefs::Mounted(_)) => return mounted,
+            Some(mounted @ Tracefs::Mounted(_)) => {
+                if let Ok(mut m) = MOUNTED.lock() {
+                    m.push(root.clone());
+                }
+                return mounted;
+            }
             Some(Tracefs::Denied(root)) => denied = denied.or(Some(root)),
             _ => {}
         }
@@ -232,7 +262,7 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
         .join(parts.system)
         .join(parts.event)
         .join("id");
-    let text = match fs::read_to_string(&id_path) {
+    let text = match read_short(&id_path) {
         Ok(text) => text,
         // Only a file this user may not read is a tracepoint withheld; a name no file has
         // (missing, overlong, naming a file as a directory) is no tracepoint.

@@ -7,245 +7,93 @@ use std::sync::{Arc, OnceLock};
 use counterhal_hal::{Error, GeneralizedEvent, Result};
 
 use crate::loader::{Layer, ModelSet, Source, load_file};
-use crate::model::CpuModel;
-use crate::{CpuIdentity, HybridCore, suggest};
+use crate::model::{CpuModel, EncoderKind, MatchRule, NumberSet, PmuDescription};
+use crate::{CpuIdentity, HybridCore, Vendor, suggest};
 
-/// A shipped file: its name as errors print it and its text.
-macro_rules! shipped {
-    ($path:literal) => {
-        (
-            concat!("events/data/", $path),
-            include_str!(concat!("../data/", $path)),
-        )
-    };
+include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
+
+/// A shipped model's header as the build script read it from its files (`events/build.rs`).
+struct IndexedModel {
+    /// Its files: indices into [`SHIPPED_FILES`], in load order.
+    files: &'static [usize],
+    id: &'static str,
+    description: &'static str,
+    aliases: &'static [&'static str],
+    encoder: &'static str,
+    rules: &'static [IndexedRule],
+    pmu: Option<IndexedPmu>,
+    /// A hybrid chip's core: core type and native model.
+    hybrid: Option<(u8, Option<u32>)>,
 }
 
-/// The shipped data files, in match order (first match wins). Each describes one CPU model
-/// and puts its header keys (`id`, `description`, `encoder`, `match`, `pmu`) before its events
-/// and mappings: [`Database::shipped`] reads the headers alone and parses a model's events on
-/// first use. A generated table (`generated/ID.toml`) is followed by its hand-written overlay
-/// (`ID.toml`, the same id: generalized events and presets), or by an overlay several models
-/// share, which lists their ids (`k8.toml`, after each K8 revision's table).
-pub const SHIPPED_FILES: &[(&str, &str)] = &[
-    shipped!("p5.toml"),
-    shipped!("generated/coreduo.toml"),
-    shipped!("generated/presets/coreduo.toml"),
-    shipped!("coreduo.toml"),
-    shipped!("generated/ppro.toml"),
-    shipped!("generated/presets/ppro.toml"),
-    shipped!("ppro.toml"),
-    shipped!("generated/pii.toml"),
-    shipped!("generated/presets/pii.toml"),
-    shipped!("pii.toml"),
-    shipped!("generated/piii.toml"),
-    shipped!("generated/presets/piii.toml"),
-    shipped!("piii.toml"),
-    shipped!("generated/pm.toml"),
-    shipped!("generated/presets/pm.toml"),
-    shipped!("pm.toml"),
-    // After the P6 models libpfm4 detects, which it would otherwise shadow: OpenBSD pctr(4)'s
-    // table of the whole family, for the family-6 models none of them names.
-    shipped!("p6.toml"),
-    shipped!("generated/core.toml"),
-    shipped!("generated/presets/core.toml"),
-    shipped!("core.toml"),
-    shipped!("generated/nhm.toml"),
-    shipped!("generated/presets/nhm.toml"),
-    shipped!("nhm.toml"),
-    shipped!("generated/nhm_ex.toml"),
-    shipped!("generated/presets/nhm_ex.toml"),
-    shipped!("nhm_ex.toml"),
-    shipped!("generated/wsm.toml"),
-    shipped!("generated/presets/wsm.toml"),
-    shipped!("wsm.toml"),
-    shipped!("generated/wsm_dp.toml"),
-    shipped!("generated/presets/wsm_dp.toml"),
-    shipped!("wsm_dp.toml"),
-    shipped!("generated/wsm_ex.toml"),
-    shipped!("wsm_ex.toml"),
-    shipped!("generated/snb.toml"),
-    shipped!("generated/presets/snb.toml"),
-    shipped!("snb.toml"),
-    shipped!("generated/snb_ep.toml"),
-    shipped!("generated/presets/snb_ep.toml"),
-    shipped!("snb_ep.toml"),
-    shipped!("generated/ivb.toml"),
-    shipped!("generated/presets/ivb.toml"),
-    shipped!("ivb.toml"),
-    shipped!("generated/ivb_ep.toml"),
-    shipped!("generated/presets/ivb_ep.toml"),
-    shipped!("ivb_ep.toml"),
-    shipped!("generated/hsw.toml"),
-    shipped!("generated/presets/hsw.toml"),
-    shipped!("hsw.toml"),
-    shipped!("generated/hsw_ep.toml"),
-    shipped!("generated/presets/hsw_ep.toml"),
-    shipped!("hsw_ep.toml"),
-    shipped!("generated/bdw.toml"),
-    shipped!("generated/presets/bdw.toml"),
-    shipped!("bdw.toml"),
-    shipped!("generated/bdw_ep.toml"),
-    shipped!("generated/presets/bdw_ep.toml"),
-    shipped!("bdw_ep.toml"),
-    shipped!("generated/bdw_de.toml"),
-    shipped!("bdw_de.toml"),
-    shipped!("generated/skl.toml"),
-    shipped!("generated/presets/skl.toml"),
-    shipped!("skl.toml"),
-    shipped!("generated/skx.toml"),
-    shipped!("generated/presets/skx.toml"),
-    shipped!("skx.toml"),
-    shipped!("generated/clx.toml"),
-    shipped!("generated/presets/clx.toml"),
-    shipped!("clx.toml"),
-    shipped!("generated/icl.toml"),
-    shipped!("icl.toml"),
-    shipped!("generated/icx.toml"),
-    shipped!("generated/presets/icx.toml"),
-    shipped!("icx.toml"),
-    shipped!("generated/tgl.toml"),
-    shipped!("tgl.toml"),
-    shipped!("generated/rkl.toml"),
-    shipped!("rkl.toml"),
-    shipped!("generated/spr.toml"),
-    shipped!("spr.toml"),
-    shipped!("generated/emr.toml"),
-    shipped!("emr.toml"),
-    shipped!("generated/gnr.toml"),
-    shipped!("gnr.toml"),
-    shipped!("generated/knl.toml"),
-    shipped!("generated/presets/knl.toml"),
-    shipped!("knl.toml"),
-    shipped!("generated/atom.toml"),
-    shipped!("generated/presets/atom.toml"),
-    shipped!("atom.toml"),
-    shipped!("generated/slm.toml"),
-    shipped!("generated/presets/slm.toml"),
-    shipped!("slm.toml"),
-    shipped!("generated/glm.toml"),
-    shipped!("glm.toml"),
-    shipped!("generated/glp.toml"),
-    shipped!("glp.toml"),
-    shipped!("generated/tmt.toml"),
-    shipped!("tmt.toml"),
-    shipped!("generated/ehl.toml"),
-    shipped!("ehl.toml"),
-    shipped!("generated/grr.toml"),
-    shipped!("grr.toml"),
-    shipped!("generated/srf.toml"),
-    shipped!("srf.toml"),
-    shipped!("generated/cwf.toml"),
-    shipped!("cwf.toml"),
-    shipped!("generated/adl_glc.toml"),
-    shipped!("adl_glc.toml"),
-    shipped!("generated/adl_grt.toml"),
-    shipped!("adl_grt.toml"),
-    shipped!("generated/mtl_rwc.toml"),
-    shipped!("mtl_rwc.toml"),
-    shipped!("generated/mtl_cmt.toml"),
-    shipped!("mtl_cmt.toml"),
-    shipped!("generated/lnl_lnc.toml"),
-    shipped!("lnl_lnc.toml"),
-    shipped!("generated/lnl_skt.toml"),
-    shipped!("lnl_skt.toml"),
-    shipped!("generated/arl_lnc.toml"),
-    shipped!("arl_lnc.toml"),
-    shipped!("generated/arl_skt.toml"),
-    shipped!("arl_skt.toml"),
-    shipped!("generated/arl_cmt.toml"),
-    shipped!("arl_cmt.toml"),
-    shipped!("generated/ptl_cgc.toml"),
-    shipped!("ptl_cgc.toml"),
-    shipped!("generated/ptl_dkt.toml"),
-    shipped!("ptl_dkt.toml"),
-    shipped!("generated/nvl_cyc.toml"),
-    shipped!("nvl_cyc.toml"),
-    shipped!("generated/nvl_arw.toml"),
-    shipped!("nvl_arw.toml"),
-    shipped!("intel-arch.toml"),
-    shipped!("generated/amd64_k7.toml"),
-    shipped!("generated/presets/amd64_k7.toml"),
-    shipped!("amd64_k7.toml"),
-    shipped!("generated/amd64_k8_revc.toml"),
-    shipped!("generated/presets/amd64_k8_revc.toml"),
-    shipped!("k8.toml"),
-    shipped!("generated/amd64_k8_revd.toml"),
-    shipped!("generated/presets/amd64_k8_revd.toml"),
-    shipped!("k8.toml"),
-    shipped!("generated/amd64_k8_reve.toml"),
-    shipped!("generated/presets/amd64_k8_reve.toml"),
-    shipped!("k8.toml"),
-    shipped!("generated/amd64_k8_revg.toml"),
-    shipped!("generated/presets/amd64_k8_revg.toml"),
-    shipped!("k8.toml"),
-    shipped!("generated/amd64_fam10h_shanghai.toml"),
-    shipped!("generated/presets/amd64_fam10h_shanghai.toml"),
-    shipped!("amd64_fam10h_shanghai.toml"),
-    shipped!("generated/amd64_fam10h_istanbul.toml"),
-    shipped!("generated/presets/amd64_fam10h_istanbul.toml"),
-    shipped!("amd64_fam10h_istanbul.toml"),
-    shipped!("generated/amd64_fam10h_barcelona.toml"),
-    shipped!("generated/presets/amd64_fam10h_barcelona.toml"),
-    shipped!("amd64_fam10h_barcelona.toml"),
-    shipped!("generated/amd64_fam11h_turion.toml"),
-    shipped!("generated/presets/amd64_fam11h_turion.toml"),
-    shipped!("amd64_fam11h_turion.toml"),
-    shipped!("generated/amd64_fam12h_llano.toml"),
-    shipped!("generated/presets/amd64_fam12h_llano.toml"),
-    shipped!("amd64_fam12h_llano.toml"),
-    shipped!("generated/amd64_fam14h_bobcat.toml"),
-    shipped!("generated/presets/amd64_fam14h_bobcat.toml"),
-    shipped!("amd64_fam14h_bobcat.toml"),
-    shipped!("generated/amd64_fam15h_interlagos.toml"),
-    shipped!("generated/presets/amd64_fam15h_interlagos.toml"),
-    shipped!("amd64_fam15h_interlagos.toml"),
-    shipped!("generated/amd64_fam16h.toml"),
-    shipped!("generated/presets/amd64_fam16h.toml"),
-    shipped!("amd64_fam16h.toml"),
-    shipped!("generated/amd64_fam17h_zen1.toml"),
-    shipped!("generated/presets/amd64_fam17h_zen1.toml"),
-    shipped!("amd64_fam17h_zen1.toml"),
-    shipped!("generated/amd64_fam17h_zen2.toml"),
-    shipped!("generated/presets/amd64_fam17h_zen2.toml"),
-    shipped!("amd64_fam17h_zen2.toml"),
-    shipped!("generated/amd64_fam19h_zen3.toml"),
-    shipped!("generated/presets/amd64_fam19h_zen3.toml"),
-    shipped!("amd64_fam19h_zen3.toml"),
-    shipped!("generated/amd64_fam19h_zen4.toml"),
-    shipped!("amd64_fam19h_zen4.toml"),
-    shipped!("generated/amd64_fam1ah_zen5.toml"),
-    shipped!("amd64_fam1ah_zen5.toml"),
-    // The Arm cores of the kernel's perf JSON (generated by `counterhal-gen arm64`).
-    shipped!("generated/arm64/a64fx.toml"),
-    shipped!("generated/presets/a64fx.toml"),
-    shipped!("generated/arm64/ampereone.toml"),
-    shipped!("generated/arm64/ampereonex.toml"),
-    shipped!("generated/arm64/cortex-a34.toml"),
-    shipped!("generated/arm64/cortex-a35.toml"),
-    shipped!("generated/arm64/cortex-a510.toml"),
-    shipped!("generated/arm64/cortex-a53.toml"),
-    shipped!("generated/presets/cortex-a53.toml"),
-    shipped!("generated/arm64/cortex-a55.toml"),
-    shipped!("generated/arm64/cortex-a57-a72.toml"),
-    shipped!("generated/presets/cortex-a57-a72.toml"),
-    shipped!("generated/arm64/cortex-a65-e1.toml"),
-    shipped!("generated/arm64/cortex-a710.toml"),
-    shipped!("generated/arm64/cortex-a73.toml"),
-    shipped!("generated/arm64/cortex-a75.toml"),
-    shipped!("generated/arm64/cortex-a76.toml"),
-    shipped!("generated/arm64/cortex-a77.toml"),
-    shipped!("generated/arm64/cortex-a78.toml"),
-    shipped!("generated/arm64/cortex-x1.toml"),
-    shipped!("generated/arm64/cortex-x2.toml"),
-    shipped!("generated/arm64/emag.toml"),
-    shipped!("generated/presets/emag.toml"),
-    shipped!("generated/arm64/hip08.toml"),
-    shipped!("generated/arm64/neoverse-n1.toml"),
-    shipped!("generated/arm64/neoverse-n2-v2.toml"),
-    shipped!("generated/arm64/neoverse-v1.toml"),
-    shipped!("generated/arm64/thunderx2.toml"),
-    shipped!("generated/presets/thunderx2.toml"),
-];
+/// A match rule: vendor and number sets as inclusive ranges (empty: any).
+struct IndexedRule {
+    vendor: &'static str,
+    family: &'static [(u32, u32)],
+    model: &'static [(u32, u32)],
+    stepping: &'static [(u32, u32)],
+}
+
+/// A PMU description's keys.
+struct IndexedPmu {
+    general_counters: u32,
+    counter_width: u32,
+    fixed_counters: u32,
+    fixed_width: u32,
+    tsx: Option<bool>,
+}
+
+impl IndexedModel {
+    /// The header it describes, or why it cannot be one (the build script checks the keys'
+    /// types, the library their values).
+    fn header(&self) -> Result<CpuModel> {
+        let name = self
+            .files
+            .first()
+            .map_or("events/data", |&i| SHIPPED_FILES[i].0);
+        let bad = |what: &str| {
+            Error::invalid_input(format!("{name}: model `{}`: {what}", self.id))
+                .with_hint("see events/README.md for the events.toml schema")
+        };
+        let encoder = EncoderKind::from_name(self.encoder).ok_or_else(|| bad("unknown encoder"))?;
+        let pmu = self.pmu.as_ref().ok_or_else(|| bad("no `pmu`"))?;
+        let set = |ranges: &[(u32, u32)]| NumberSet {
+            ranges: ranges.to_vec(),
+        };
+        Ok(CpuModel {
+            id: self.id.to_string(),
+            description: self.description.to_string(),
+            aliases: self.aliases.iter().map(|a| (*a).to_string()).collect(),
+            encoder,
+            pmu: PmuDescription {
+                general_counters: pmu.general_counters,
+                counter_width: pmu.counter_width,
+                fixed_counters: pmu.fixed_counters,
+                fixed_width: pmu.fixed_width,
+                tsx: pmu.tsx,
+            },
+            hybrid: self.hybrid.map(|(core_type, native_model)| HybridCore {
+                core_type,
+                native_model,
+            }),
+            rules: self
+                .rules
+                .iter()
+                .map(|r| MatchRule {
+                    vendor: Vendor::from_cpuid(r.vendor),
+                    family: set(r.family),
+                    model: set(r.model),
+                    stepping: set(r.stepping),
+                })
+                .collect(),
+            events: Vec::new(),
+            index: Default::default(),
+            mappings: Vec::new(),
+            refused_presets: Vec::new(),
+            event_aliases: Default::default(),
+        })
+    }
+}
 
 /// The environment variable naming an extra events file.
 pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
@@ -253,9 +101,10 @@ pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 /// The event database: the shipped CPU models plus any user file.
 ///
 /// The shipped models are parsed lazily: their headers (id, description, encoder, match rules,
-/// PMU) when the database is made, which is enough for [`Database::detect`] and for listing
-/// ids; a model's events and mappings when it is first asked for. Users' files are parsed and
-/// validated in full when they are loaded.
+/// PMU) come from an index the build script read ahead (no TOML is parsed for them), which is
+/// enough for [`Database::detect_core_id`], [`Database::model_id`] and listing ids; a model's
+/// events and mappings are parsed when it is first asked for, and checked then against its
+/// index entry. Users' files are parsed and validated in full when they are loaded.
 #[derive(Clone, Debug, Default)]
 pub struct Database {
     models: Arc<Vec<Entry>>,
@@ -310,31 +159,6 @@ impl ShippedModel {
     fn model(&self) -> &CpuModel {
         self.full().as_ref().unwrap_or(&self.header)
     }
-}
-
-/// The part of a shipped file before its events and mappings: the lines before the first
-/// `[[cpu.event]]`, `event = [...]`, `[cpu.generalized]`, `[cpu.presets]` or
-/// `[cpu.event_aliases]`.
-fn header_text(text: &str) -> &str {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let line_start = line.trim_start();
-        let key = line_start
-            .split('=')
-            .next()
-            .map(str::trim_end)
-            .filter(|_| line_start.contains('='));
-        if key == Some("event")
-            || line_start.starts_with("[[cpu.event]]")
-            || line_start.starts_with("[cpu.generalized]")
-            || line_start.starts_with("[cpu.presets]")
-            || line_start.starts_with("[cpu.event_aliases]")
-        {
-            return &text[..offset];
-        }
-        offset += line.len();
-    }
-    text
 }
 
 /// Parses a shipped model's files in full, each over the one before; the one model they
@@ -417,46 +241,18 @@ impl Database {
     /// # Errors
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
-        let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_FILES.len());
+        let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_INDEX.len());
         let mut ids = std::collections::HashSet::new();
-        for &(name, text) in SHIPPED_FILES {
-            let source = Source {
-                name,
-                text: header_text(text),
-            };
-            // A file naming the model the file before it described is that model's overlay:
-            // its header keys apply over the model's, its events and mappings are added.
-            let previous = match models.last() {
-                Some(Entry::Shipped(shipped)) => Some(shipped.header.clone()),
-                _ => None,
-            };
-            let mut headers: Vec<CpuModel> = previous.into_iter().collect();
-            let before = headers.len();
-            load_file(&mut headers, &mut Layer::default(), &source)?;
-            if headers.len() == before {
-                if let (Some(Entry::Shipped(shipped)), Some(header)) =
-                    (models.last_mut(), headers.pop())
-                {
-                    let shipped = Arc::make_mut(shipped);
-                    shipped.header = header;
-                    shipped.files.push((name, text));
-                }
-                continue;
-            }
-            let count = headers.len() - before;
-            let header = headers.pop().filter(|_| count == 1).ok_or_else(|| {
-                Error::invalid_input(format!(
-                    "{name}: a shipped file describes one CPU model, not {count}"
-                ))
-            })?;
+        for indexed in SHIPPED_INDEX {
+            let header = indexed.header()?;
             if !ids.insert(header.id.to_ascii_lowercase()) {
                 return Err(Error::invalid_input(format!(
-                    "{name}: model id `{}` is shipped twice (an overlay follows its model's generated file)",
-                    header.id
+                    "{}: model id `{}` is shipped twice (an overlay follows its model's generated file)",
+                    SHIPPED_FILES[indexed.files[0]].0, header.id
                 )));
             }
             models.push(Entry::Shipped(Arc::new(ShippedModel {
-                files: vec![(name, text)],
+                files: indexed.files.iter().map(|&i| SHIPPED_FILES[i]).collect(),
                 header,
                 full: OnceLock::new(),
             })));
@@ -527,6 +323,17 @@ impl Database {
     /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
     /// [`CpuIdentity::from_signature`]).
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
+        self.entry(id).map(Entry::model)
+    }
+
+    /// The id of the model [`Database::model`] gives for `id`, read from the headers alone
+    /// (no model's events are parsed).
+    pub fn model_id(&self, id: &str) -> Option<&str> {
+        self.entry(id).map(|e| e.header().id.as_str())
+    }
+
+    /// The entry for an id, an alias or a CPU signature.
+    fn entry(&self, id: &str) -> Option<&Entry> {
         self.models
             .iter()
             .find(|e| e.header().id.eq_ignore_ascii_case(id))
@@ -538,10 +345,9 @@ impl Database {
                         .any(|a| a.eq_ignore_ascii_case(id))
                 })
             })
-            .map(Entry::model)
             .or_else(|| {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
-                self.detect_core(&cpu, core.as_ref())
+                self.detect_entry(&cpu, core.as_ref())
             })
     }
 
@@ -558,6 +364,16 @@ impl Database {
     /// that core; the first that accepts `cpu` when none does or `core` is `None` (on a hybrid
     /// chip, its performance cores' table).
     pub fn detect_core(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&CpuModel> {
+        self.detect_entry(cpu, core).map(Entry::model)
+    }
+
+    /// The id of the model [`Database::detect_core`] gives, read from the headers alone (no
+    /// model's events are parsed).
+    pub fn detect_core_id(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&str> {
+        self.detect_entry(cpu, core).map(|e| e.header().id.as_str())
+    }
+
+    fn detect_entry(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&Entry> {
         let mut matching = self.models.iter().filter(|e| e.header().matches(cpu));
         let first = matching.clone().next();
         core.and_then(|core| {
@@ -568,7 +384,6 @@ impl Database {
             })
         })
         .or(first)
-        .map(Entry::model)
     }
 
     /// The models whose match rules accept `cpu`, in match order: more than one with a
@@ -629,7 +444,7 @@ impl Database {
     }
 
     /// Every model id, in match order (no model is parsed in full for this).
-    pub(crate) fn ids(&self) -> impl Iterator<Item = String> + '_ {
+    pub fn ids(&self) -> impl Iterator<Item = String> + '_ {
         self.models.iter().map(|e| e.header().id.clone())
     }
 
@@ -701,7 +516,6 @@ fn read_events_file(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Vendor;
 
     fn cpu(vendor: Vendor, family: u32, model: u32) -> CpuIdentity {
         CpuIdentity {
@@ -741,16 +555,6 @@ mod tests {
             // Each file a layer of its own: an overlay changes the model its generated table
             // made.
             load_file(&mut eager, &mut Layer::default(), &Source { name, text }).unwrap();
-            let header = header_text(text);
-            assert!(header.len() < text.len(), "{name}: no events found");
-            for key in [
-                "[[cpu.event]]",
-                "[cpu.generalized]",
-                "[cpu.presets]",
-                "\nevent",
-            ] {
-                assert!(!header.contains(key), "{name}: `{key}` in the header part");
-            }
         }
         let db = Database::parse_shipped().unwrap();
         assert_eq!(db.models.len(), eager.len());
@@ -764,20 +568,6 @@ mod tests {
             assert!(shipped.header.events().is_empty(), "{}", eager.id);
         }
         assert_eq!(db.models().cloned().collect::<Vec<_>>(), eager);
-    }
-
-    #[test]
-    fn header_text_stops_before_events_and_mappings() {
-        let text = "[[cpu]]\nid = \"x\"\nevent = [\n]\n";
-        assert_eq!(header_text(text), "[[cpu]]\nid = \"x\"\n");
-        let text = "[[cpu]]\nid = \"x\"\n\n[cpu.presets]\nPAPI_TOT_CYC = \"A\"\n";
-        assert_eq!(header_text(text), "[[cpu]]\nid = \"x\"\n\n");
-        assert_eq!(
-            header_text("[[cpu]]\nid = \"x\"\n"),
-            "[[cpu]]\nid = \"x\"\n"
-        );
-        // A key that merely starts with `event` is a header key.
-        assert_eq!(header_text("events_x = 1\n"), "events_x = 1\n");
     }
 
     #[test]
@@ -808,6 +598,64 @@ mod tests {
         assert_eq!(parsed(&clone), ["p6", "amd64_fam19h_zen3"]);
         assert_eq!(db.models().count(), shipped_model_count());
         assert_eq!(parsed(&clone).len(), shipped_model_count());
+    }
+
+    /// A name no native event can spell (`page-faults`) resolves on a perf-first backend
+    /// without parsing the model's events, to what the full model gives; a name a native can
+    /// spell (`branches`, which is p5's native `BRANCHES`) still reads the model; so does a
+    /// backend without perf, where the model's mapping decides.
+    #[test]
+    fn perf_names_resolve_without_parsing_the_model() {
+        use crate::domain::tests::{PERF, X86};
+        let parsed = |db: &Database| -> usize {
+            db.models
+                .iter()
+                .filter(|e| matches!(e, Entry::Shipped(s) if s.full.get().is_some()))
+                .count()
+        };
+        let names = [
+            "page-faults",
+            "context-switches:u",
+            "task-clock",
+            "L1-dcache-load-misses:k",
+            "branch-misses",
+            "cpu-cycles",
+        ];
+        for id in ["p5", "rkl", "amd64_fam19h_zen3"] {
+            let db = Database::parse_shipped().unwrap();
+            let quick: Vec<_> = names
+                .iter()
+                .map(|n| db.resolve_exact(Some(id), n, &PERF))
+                .collect();
+            assert_eq!(parsed(&db), 0, "{id}: a model was parsed for {names:?}");
+            let model = db.model(id);
+            assert_eq!(parsed(&db), 1);
+            for (name, quick) in names.iter().zip(quick) {
+                assert_eq!(quick, db.resolve_own(model, name, &PERF), "{id}: {name}");
+                assert!(quick.is_ok(), "{id}: {name}: {quick:?}");
+            }
+        }
+        let db = Database::parse_shipped().unwrap();
+        let perf_p5 = counterhal_hal::Accepts::new(
+            &[counterhal_hal::Family::Perf, counterhal_hal::Family::P5Cesr],
+            counterhal_hal::Domain::ALL,
+            counterhal_hal::Domain::ALL,
+        );
+        let branches = db.resolve_exact(Some("p5"), "branches", &perf_p5).unwrap();
+        assert_eq!(parsed(&db), 1, "`branches` may be p5's native event");
+        assert!(matches!(
+            branches.terms[0].request.encoding,
+            counterhal_hal::Encoding::P5Cesr(_)
+        ));
+        let db = Database::parse_shipped().unwrap();
+        let mapped = db
+            .resolve_exact(Some("rkl"), "branch-misses", &X86)
+            .unwrap();
+        assert_eq!(parsed(&db), 1, "without perf the model's mapping decides");
+        assert!(matches!(
+            mapped.terms[0].request.encoding,
+            counterhal_hal::Encoding::Evtsel(_)
+        ));
     }
 
     #[test]

@@ -47,17 +47,27 @@ impl Database {
     /// # Errors
     /// An [`EventError`] of the kind that applies (see [`EventErrorKind`]).
     pub fn resolve_exact(&self, cpu: Option<&str>, event: &str, accepts: &Accepts) -> Resolved {
-        let model = match cpu {
-            Some(id) => Some(self.model(id).ok_or_else(|| {
-                err(
-                    EventErrorKind::UnknownCpu,
-                    format!("unknown CPU model `{id}`"),
-                )
-                .with_suggestions(suggest::nearest(id, self.ids(), 3))
-                .with_hint("`counterhal list` shows the CPU models")
-            })?),
-            None => None,
-        };
+        if let Some(id) = cpu
+            && self.model_id(id).is_none()
+        {
+            return Err(err(
+                EventErrorKind::UnknownCpu,
+                format!("unknown CPU model `{id}`"),
+            )
+            .with_suggestions(suggest::nearest(id, self.ids(), 3))
+            .with_hint("`counterhal list` shows the CPU models"));
+        }
+        // A name no native event or event alias can spell resolves alike with the model and
+        // without it where perf's own encoding comes first and has one (`page-faults`,
+        // `task-clock:u`): so the model's events are not parsed for it.
+        if cpu.is_some()
+            && accepts.families.first() == Some(&Family::Perf)
+            && spells_no_native(event)
+            && let ok @ Ok(_) = self.resolve_own(None, event, accepts)
+        {
+            return ok;
+        }
+        let model = cpu.and_then(|id| self.model(id));
         if let Some(result) = crate::libpfm4::route(self, model, event, accepts) {
             return result;
         }
@@ -109,6 +119,23 @@ impl Database {
             } => resolver.terms(&pmu, &terms, modifiers),
             ParsedEvent::Named(spec) => resolver.named(spec),
         }
+    }
+}
+
+/// Whether `event` names something no model's native event or event alias can be: a plain
+/// name (no PMU, not `EVENT.UNIT_MASK`, not `pmu/terms/`) with a character outside letters,
+/// digits, `_`, `.` and `:`, which the loader allows in no native event name and no alias.
+fn spells_no_native(event: &str) -> bool {
+    match parse_event(event) {
+        Ok(ParsedEvent::Named(spec)) => {
+            spec.pmu.is_none()
+                && !spec.dotted
+                && spec
+                    .name
+                    .chars()
+                    .any(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':')))
+        }
+        _ => false,
     }
 }
 

@@ -1,7 +1,20 @@
 //! The shipped metric tables: each belongs to a model of the database, and every formula
 //! parses (the failures are listed together).
 
-use counterhal_events::{Database, SHIPPED_METRIC_FILES, expression, shipped_metrics};
+use counterhal_events::{
+    Database, SHIPPED_METRIC_FILES, expression, parse_metrics, shipped_metrics,
+};
+
+/// `shipped_metrics` reads a table's TOML alone (formulas are parsed when used): so every
+/// shipped table must pass everything `parse_metrics` checks (names given once, formulas that
+/// parse, finite scales, no metric reading itself through others), and read alike.
+#[test]
+fn every_shipped_table_passes_every_check() {
+    for (name, model, text) in SHIPPED_METRIC_FILES {
+        let checked = parse_metrics(name, text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Some(&checked), shipped_metrics(model).unwrap(), "{name}");
+    }
+}
 
 #[test]
 fn every_shipped_formula_parses() {

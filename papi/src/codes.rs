@@ -96,6 +96,9 @@ pub fn from_error(error: &Error) -> i32 {
     }
 }
 
+/// The event set's domain is not supported for the operation.
+pub const EINVAL_DOM: i32 = -21;
+
 /// Too many events.
 pub const ECOUNT: i32 = -23;
 

@@ -2,11 +2,14 @@
 #![deny(unsafe_code)]
 
 pub mod codes;
+pub mod hl;
 pub mod info;
 pub mod library;
 pub mod names;
 pub mod overflow;
 pub mod presets;
+pub mod profile;
+pub mod rates;
 pub mod sets;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -23,6 +23,8 @@ pub const STOPPED: i32 = 0x01;
 pub const RUNNING: i32 = 0x02;
 /// `PAPI_OVERFLOWING`.
 pub const OVERFLOWING: i32 = 0x10;
+/// `PAPI_PROFILING`.
+pub const PROFILING: i32 = 0x20;
 /// `PAPI_MULTIPLEXING`.
 pub const MULTIPLEXING: i32 = 0x40;
 /// `PAPI_ATTACHED`.
@@ -31,6 +33,8 @@ pub const ATTACHED: i32 = 0x80;
 pub const CPU_ATTACHED: i32 = 0x100;
 /// `PAPI_DOM_USER`.
 pub const DOM_USER: i32 = 1;
+/// `PAPI_DOM_KERNEL`.
+pub const DOM_KERNEL: i32 = 2;
 /// `PAPI_DOM_ALL`.
 pub const DOM_ALL: i32 = 0xf;
 /// `PAPI_GRN_THR`.
@@ -91,6 +95,18 @@ impl PapiSet {
         }
     }
 
+    /// The backend names of `names` in the set's domain: `:u` appended for user mode alone,
+    /// `:k` for kernel mode alone (perf's and libpfm4's modifiers), as given otherwise (the
+    /// backend's default counts both).
+    pub fn in_domain<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let suffix = match self.domain & (DOM_USER | DOM_KERNEL) {
+            DOM_USER => ":u",
+            DOM_KERNEL => ":k",
+            _ => "",
+        };
+        names.into_iter().map(|n| format!("{n}{suffix}")).collect()
+    }
+
     /// How the set opens: one group, or ungrouped when multiplexed.
     pub fn options(&self) -> OpenOptions {
         if self.state & MULTIPLEXING != 0 {
@@ -129,11 +145,19 @@ fn lock() -> MutexGuard<'static, Option<Library>> {
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
 pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
-    match lock().as_mut() {
+    let result = match lock().as_mut() {
         Some(library) => f(library),
         None => Err(ENOINIT),
+    };
+    if let Err(e) = result {
+        LAST_ERROR.store(e, Ordering::SeqCst);
     }
+    result
 }
+
+/// The last error a call on the library answered, which `PAPI_perror` prints (PAPI 7.0's
+/// `_papi_hwi_errno`, set as its functions return an error).
+pub static LAST_ERROR: AtomicI32 = AtomicI32::new(OK);
 
 /// Runs `f` on event set `handle`.
 pub fn with_set<T>(
@@ -335,16 +359,48 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     }
     let backend_name = names::backend_name(name);
     match library.chosen.backend.dyn_resolve(&backend_name) {
-        Ok(_) => {
-            library.natives.push(Native {
-                name: name.to_string(),
-                backend_name,
-                description: String::new(),
-            });
-            Ok(names::native_code(library.natives.len() - 1))
-        }
+        Ok(_) => Ok(register(library, name)),
         Err(_) => Err(ENOEVNT),
     }
+}
+
+/// The code of native `name`, added to the table (with its description) if new.
+fn register(library: &mut Library, name: &str) -> i32 {
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.name.eq_ignore_ascii_case(name))
+    {
+        return names::native_code(i);
+    }
+    library.natives.push(Native {
+        name: name.to_string(),
+        backend_name: names::backend_name(name),
+        description: names::describe(&library.chosen, name),
+    });
+    names::native_code(library.natives.len() - 1)
+}
+
+/// `PAPI_NTV_ENUM_UMASKS` from native `i`: from the event, its first unit mask; from an event
+/// with a unit mask, the next one (`EVENT:UMASK`, as libpfm4 names them for PAPI's perf_event
+/// component); `PAPI_ENOEVNT` past the last or for an event without unit masks.
+fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
+    let name = library.natives.get(i).ok_or(ENOEVNT)?.name.clone();
+    let (_, masks) = names::model_event(&library.chosen, &name).ok_or(ENOEVNT)?;
+    let (event, current) = names::split_unit_mask(&name);
+    let next = match current {
+        None => 0,
+        Some(u) => {
+            masks
+                .iter()
+                .position(|(m, _)| m.eq_ignore_ascii_case(u))
+                .ok_or(ENOEVNT)?
+                + 1
+        }
+    };
+    let (mask, _) = masks.get(next).ok_or(ENOEVNT)?;
+    let full = format!("{event}:{mask}");
+    Ok(register(library, &full))
 }
 
 /// `PAPI_event_code_to_name`.
@@ -481,9 +537,12 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
             Err(ENOEVNT)
         }
         Some(Code::Native(i)) => {
-            // PAPI_NTV_ENUM_UMASKS (15) and the other native modifiers: no unit masks are
-            // enumerated yet.
-            if modifier >= 15 {
+            // PAPI_NTV_ENUM_UMASKS (15): the unit masks of the CPU model's events; the other
+            // native modifiers (combinations, EAR, groups): none.
+            if modifier == 15 {
+                return next_unit_mask(library, i);
+            }
+            if modifier > 15 {
                 return Err(ENOEVNT);
             }
             if modifier == 1 {

@@ -123,6 +123,53 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
     natives
 }
 
+/// Splits `pmu::EVENT:UMASK` (the PMU prefix optional) into `pmu::EVENT` and the unit mask.
+pub fn split_unit_mask(name: &str) -> (&str, Option<&str>) {
+    let start = name.rfind("::").map_or(0, |p| p + 2);
+    match name[start..].find(':') {
+        Some(at) => (&name[..start + at], Some(&name[start + at + 1..])),
+        None => (name, None),
+    }
+}
+
+/// The CPU model's native event named in `name` (its PMU prefix and unit mask aside): its
+/// description and its unit masks (name, description) in the table's order.
+pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(String, String)>)> {
+    let context = &chosen.context;
+    let model = context
+        .model
+        .as_deref()
+        .and_then(|id| context.database.model(id))?;
+    let (event, _) = split_unit_mask(name);
+    let base = event.rsplit("::").next().unwrap_or(event);
+    let found = model
+        .events()
+        .iter()
+        .find(|e| e.name.eq_ignore_ascii_case(base))?;
+    let masks = found
+        .unit_masks()
+        .iter()
+        .map(|u| (u.name.clone(), u.description.clone()))
+        .collect();
+    Some((found.description.clone(), masks))
+}
+
+/// A native event's description as PAPI's perf_event component gives it: the event's, then
+/// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
+/// `masks:` as the unit mask's description).
+pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
+    let Some((description, masks)) = model_event(chosen, name) else {
+        return String::new();
+    };
+    match split_unit_mask(name)
+        .1
+        .and_then(|u| masks.iter().find(|(m, _)| m.eq_ignore_ascii_case(u)))
+    {
+        Some((_, mask)) => format!("{description}, masks:{mask}"),
+        None => description,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +190,27 @@ mod tests {
         );
         assert_eq!(backend_name("perf::CYCLES"), "cpu-cycles");
         assert_eq!(backend_name("INST_RETIRED:ANY_P"), "INST_RETIRED:ANY_P");
+    }
+
+    /// PAPI's native names: an optional `pmu::` prefix, the event, an optional `:UMASK`.
+    #[test]
+    fn unit_masks_split_from_names() {
+        assert_eq!(
+            split_unit_mask("INST_RETIRED:ANY_P"),
+            ("INST_RETIRED", Some("ANY_P"))
+        );
+        assert_eq!(
+            split_unit_mask("icl::INST_RETIRED:ANY_P"),
+            ("icl::INST_RETIRED", Some("ANY_P"))
+        );
+        assert_eq!(
+            split_unit_mask("perf::TASK-CLOCK"),
+            ("perf::TASK-CLOCK", None)
+        );
+        assert_eq!(
+            split_unit_mask("BR_INST_RETIRED"),
+            ("BR_INST_RETIRED", None)
+        );
     }
 
     /// Codes round-trip, and codes of neither kind are refused.

@@ -29,6 +29,11 @@ pub static TABLE: [Slot; SLOTS] = [const {
     }
 }; SLOTS];
 
+/// The profile of each overflow slot: the address of a leaked `Profile` (`PAPI_sprofil`), 0 for none. A
+/// profile replaced or turned off is not freed: a sample may be reading it in a signal
+/// handler (a few bytes per `PAPI_sprofil` call).
+pub static PROFILES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+
 /// One event's overflow, as `PAPI_overflow` set it.
 #[derive(Clone, Copy, Debug)]
 pub struct Spec {
@@ -57,6 +62,9 @@ pub fn take_slot(set: i32, handler: usize, vector: i64) -> Option<usize> {
 /// Frees `slot`.
 pub fn free_slot(slot: usize) {
     if let Some(s) = TABLE.get(slot) {
+        if let Some(p) = PROFILES.get(slot) {
+            p.store(0, Ordering::Release);
+        }
         s.handler.store(0, Ordering::Release);
     }
 }

@@ -3,11 +3,11 @@
 use facade::Group;
 
 use crate::codes::{
-    EBUG, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
+    EBUG, ECNFLCT, EINVAL, EINVAL_DOM, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED,
-    backend_name_of, with, with_set,
+    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet, RUNNING,
+    STOPPED, backend_name_of, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -17,8 +17,9 @@ pub fn create_eventset() -> Result<i32, i32> {
             events: Vec::new(),
             state: STOPPED,
             group: None,
-            domain: library.default_domain,
-            granularity: library.default_granularity,
+            // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
+            domain: 0,
+            granularity: 0,
             attached: None,
             cpu: None,
             inherit: false,
@@ -50,8 +51,14 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if set.events.iter().any(|(c, _)| *c == code) {
             return Err(ECNFLCT);
         }
-        let mut names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
-        names.push(&name);
+        tie((library.default_domain, library.default_granularity), set);
+        let names = set.in_domain(
+            set.events
+                .iter()
+                .map(|(_, n)| n.as_str())
+                .chain([name.as_str()]),
+        );
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let trial = library
             .chosen
             .open_named(&names, &set.target(), &set.options());
@@ -60,7 +67,6 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         }
         set.events.push((code, name));
         set.group = None;
-        set.component = 0;
         Ok(OK)
     });
     result.unwrap_or_else(|e| e)
@@ -133,6 +139,31 @@ pub fn destroy_eventset(handle: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
+/// Ties `set` to component 0 if it is not yet, taking the component's default domain and
+/// granularity, as PAPI 7.0 does on the first event added or `PAPI_assign_eventset_component`.
+fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
+    if set.component < 0 {
+        set.component = 0;
+        set.domain = domain;
+        set.granularity = granularity;
+    }
+}
+
+/// `PAPI_assign_eventset_component` of component 0.
+pub fn assign_component(handle: i32) -> i32 {
+    with(|library| {
+        let defaults = (library.default_domain, library.default_granularity);
+        let set = usize::try_from(handle)
+            .ok()
+            .and_then(|i| library.sets.get_mut(i))
+            .and_then(Option::as_mut)
+            .ok_or(ENOEVST)?;
+        tie(defaults, set);
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
 /// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
 /// component yet: `PAPI_ENOCMP` (as Debian's PAPI 7.0 answers `PAPI_start` and `PAPI_stop` on
 /// a new empty set; papi/tests/side_by_side.rs).
@@ -155,7 +186,8 @@ pub fn start(handle: i32) -> i32 {
             return Err(EINVAL);
         }
         if set.group.is_none() {
-            let names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
+            let names = set.in_domain(set.events.iter().map(|(_, n)| n.as_str()));
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let group = chosen
                 .open_named(&names, &set.target(), &set.options())
                 .map_err(|e| from_error(&e))?;
@@ -346,15 +378,35 @@ pub fn set_domain_or_granularity(
     domain: Option<i32>,
     granularity: Option<i32>,
 ) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
+    with(|library| {
+        let available = library.component.available_domains;
+        let set = usize::try_from(handle)
+            .ok()
+            .and_then(|i| library.sets.get_mut(i))
+            .and_then(Option::as_mut)
+            .ok_or(ENOEVST)?;
         if let Some(d) = domain {
+            // PAPI 7.0's order: the range, the set, its component, the component's domains
+            // (PAPI_DOM_ALL meaning all of them), then whether it runs.
             if d <= 0 || d & !DOM_ALL != 0 {
-                return Err(EINVAL);
+                return Err(EINVAL_DOM);
+            }
+            assigned(set)?;
+            let d = if d == DOM_ALL { available } else { d };
+            if d & !available != 0 {
+                return Err(EINVAL_DOM);
+            }
+            if set.state & RUNNING != 0 {
+                return Err(EISRUN);
+            }
+            if set.domain != d {
+                // Opened again, in the new domain, at the next start.
+                set.group = None;
             }
             set.domain = d;
+        }
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
         }
         if let Some(g) = granularity {
             if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
@@ -367,12 +419,17 @@ pub fn set_domain_or_granularity(
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_num_cmp_hwctrs`.
+/// `PAPI_num_cmp_hwctrs`: as PAPI 7.0's, `PAPI_ECMP` for an index past the components and
+/// 0 before initialisation (PAPI reads its components' still empty descriptions).
 pub fn num_counters(cidx: i32) -> i32 {
     if cidx != 0 {
-        return ENOCMP;
+        return crate::codes::ECMP;
     }
-    with(|library| Ok(library.component.num_cntrs)).unwrap_or_else(|e| e)
+    match with(|library| Ok(library.component.num_cntrs)) {
+        Ok(n) => n,
+        Err(crate::codes::ENOINIT) => 0,
+        Err(e) => e,
+    }
 }
 
 /// Opens and enables one sampler per overflowing event of `set`, each calling its slot's
@@ -389,7 +446,11 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
         let options =
             facade::SampleOptions::period(spec.threshold, facade::SampleFields::profile());
         let opened = chosen
-            .open_sampler(&[name.as_str()], &set.target(), &options)
+            .open_sampler(
+                &[set.in_domain([name.as_str()])[0].as_str()],
+                &set.target(),
+                &options,
+            )
             .and_then(|mut sampler| {
                 sampler.on_overflow(spec.callback, spec.slot)?;
                 facade::Sampler::enable(&mut sampler)?;
@@ -455,6 +516,54 @@ pub fn overflow(
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
+}
+
+/// `PAPI_sprofil`'s checks and its overflow, as PAPI 7.0's: `PAPI_ENOEVST`, `PAPI_EISRUN`,
+/// `PAPI_EINVAL` for an attached set, `PAPI_ENOCMP` for one not tied to the component,
+/// `PAPI_ENOEVNT` for an event not in it, `PAPI_EINVAL` for a negative threshold or for 0 when
+/// the event is not profiled. Then the event overflows every `threshold` events (0: no more);
+/// the overflow slot it took, to which the caller ties the buffers.
+pub fn profile(
+    handle: i32,
+    code: i32,
+    threshold: i32,
+    callback: facade::OverflowCallback,
+) -> Result<Option<usize>, i32> {
+    with_set(handle, |_, set| {
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        if set.state & (ATTACHED | CPU_ATTACHED) != 0 {
+            return Err(EINVAL);
+        }
+        assigned(set)?;
+        if !set.events.iter().any(|(c, _)| *c == code) {
+            return Err(ENOEVNT);
+        }
+        let profiled = set.overflows.iter().any(|s| s.code == code);
+        if threshold < 0 || (threshold == 0 && !profiled) {
+            return Err(EINVAL);
+        }
+        Ok(())
+    })?;
+    // A handler address no C function has: the dispatch finds the slot's profile first.
+    let status = overflow(handle, code, threshold, usize::MAX, callback);
+    if status != OK {
+        return Err(status);
+    }
+    with_set(handle, |_, set| {
+        let slot = set
+            .overflows
+            .iter()
+            .find(|s| s.code == code)
+            .map(|s| s.slot);
+        if slot.is_some() {
+            set.state |= PROFILING;
+        } else if set.overflows.is_empty() {
+            set.state &= !PROFILING;
+        }
+        Ok(slot)
+    })
 }
 
 /// `PAPI_get_overflow_event_index`: the indices in the set of the events whose bits are in

@@ -1,14 +1,14 @@
 //! PAPI's timers, system facts, components, messages, threads and the calls this library
 //! answers with `PAPI_ENOSUPP`.
 
-use std::ffi::{CString, c_char, c_int, c_longlong, c_uint, c_void};
+use std::ffi::{CString, c_char, c_int, c_longlong, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use super::{put, text};
 use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, ENOSUPP, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
-use crate::{library, sets};
+use crate::{library, rates, sets};
 
 /// The hardware facts, gathered once.
 pub fn hardware() -> &'static HwInfo {
@@ -197,10 +197,7 @@ pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) 
     if cidx != 0 {
         return ENOCMP;
     }
-    super::code(library::with_set(event_set, |_, set| {
-        set.component = 0;
-        Ok(OK)
-    }))
+    sets::assign_component(event_set)
 }
 
 /// `PAPI_disable_component`: before initialisation only (after it, `PAPI_ENOINIT`, as
@@ -261,28 +258,22 @@ pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
     }
 }
 
-/// `PAPI_perror`: `msg` on stderr (PAPI 7.0 prints the message alone).
+/// `PAPI_perror`: on stderr, `msg: ` (unless NULL or empty) then the message of the last error
+/// a call answered ("No error" before any), as PAPI 7.0's.
 ///
 /// # Safety
 /// `msg` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
+    let last = library::LAST_ERROR.load(Ordering::SeqCst);
+    let Some(text_of_last) = codes::message(last) else {
+        return;
+    };
     // SAFETY: the caller's C string or NULL.
-    if let Some(msg) = unsafe { text(msg) } {
-        eprintln!("{msg}");
+    match unsafe { text(msg) } {
+        Some(msg) if !msg.is_empty() => eprintln!("{msg}: {text_of_last}"),
+        _ => eprintln!("{text_of_last}"),
     }
-}
-
-/// What overflow and profiling answer: `PAPI_ENOEVST` for no such set, `PAPI_ENOEVNT` for an
-/// event not in it, else `PAPI_ENOSUPP` (not yet wired to the sampling face).
-fn not_sampled(event_set: c_int, event: c_int) -> c_int {
-    super::code(library::with_set(event_set, |_, set| {
-        if set.events.iter().any(|(c, _)| *c == event) {
-            Ok(ENOSUPP)
-        } else {
-            Ok(ENOEVNT)
-        }
-    }))
 }
 
 /// `PAPI_overflow`: the event samples every `threshold` events on the sampling face and
@@ -304,36 +295,13 @@ pub unsafe extern "C" fn PAPI_overflow(
     if threshold > 0 && handler.is_null() {
         return EINVAL;
     }
-    sets::overflow(event_set, event, threshold, handler as usize, dispatch)
-}
-
-/// `PAPI_overflow_handler_t`.
-type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void);
-
-/// The sampler's overflow callback: calls the slot's C handler. Async-signal-safe: it reads
-/// atomics and calls.
-fn dispatch(overflow: &facade::Overflow) {
-    let Some(slot) = crate::overflow::TABLE.get(overflow.token) else {
-        return;
-    };
-    let handler = slot.handler.load(Ordering::Acquire);
-    if handler == 0 {
-        return;
-    }
-    // SAFETY: a nonzero slot holds the address of the `PAPI_overflow_handler_t` given to
-    // PAPI_overflow (checked non-NULL there).
-    let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
-    let set = slot.set.load(Ordering::Acquire);
-    let vector = slot.vector.load(Ordering::Acquire);
-    // SAFETY: the caller of PAPI_overflow promised a handler callable here.
-    unsafe {
-        handler(
-            set,
-            overflow.address as usize as *mut c_void,
-            vector,
-            std::ptr::null_mut(),
-        )
-    };
+    sets::overflow(
+        event_set,
+        event,
+        threshold,
+        handler as usize,
+        super::profile::dispatch,
+    )
 }
 
 /// `PAPI_get_overflow_event_index`: the indices in the set of the events in `vector`.
@@ -368,171 +336,185 @@ pub unsafe extern "C" fn PAPI_get_overflow_event_index(
     }
 }
 
-/// `PAPI_profil`.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_profil(
-    _buf: *mut c_void,
-    _bufsiz: c_uint,
-    _offset: *mut c_void,
-    _scale: c_uint,
-    event_set: c_int,
-    event: c_int,
-    _threshold: c_int,
-    _flags: c_int,
-) -> c_int {
-    not_sampled(event_set, event)
-}
-
-/// `PAPI_sprofil`.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_sprofil(
-    _prof: *mut c_void,
-    _count: c_int,
-    event_set: c_int,
-    event: c_int,
-    _threshold: c_int,
-    _flags: c_int,
-) -> c_int {
-    not_sampled(event_set, event)
-}
-
-/// PAPI's code for a region call's result: `PAPI_EINVAL` for a region not begun or begun
-/// twice, `PAPI_EMISC` for a call from inside another (a signal handler), else the error's.
-fn region_code(result: facade::Result<()>) -> c_int {
-    match result {
-        Ok(()) => OK,
-        Err(e) => match e.kind() {
-            facade::ErrorKind::InvalidInput => EINVAL,
-            facade::ErrorKind::Busy => codes::EMISC,
-            _ => codes::from_error(&e),
-        },
+/// As PAPI's rate functions on their first call: the library initialised, with threads
+/// (the thread id the kernel's), unless it is already with threads.
+fn rate_init() -> c_int {
+    if library::INIT_STATE.load(Ordering::SeqCst) & 5 == 5 {
+        return OK;
     }
-}
-
-/// `PAPI_hl_region_begin`: the facade's process-wide regions (`counterhal::region`), whose
-/// events come from `COUNTERHAL_REGION_EVENTS` and whose report is written at exit as
-/// `COUNTERHAL_REGION_OUTPUT` and `COUNTERHAL_REGION_FORMAT` say (not PAPI's
-/// `papi_hl_output` files; `PAPI_EVENTS` is not read yet).
-///
-/// # Safety
-/// `region` is NULL or a C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_hl_region_begin(region: *const c_char) -> c_int {
-    // The high-level interface initialises the library, as PAPI's does, so that low-level
-    // calls may follow it.
     if library::INIT_STATE.load(Ordering::SeqCst) == 0
         && super::PAPI_library_init(library::VER_CURRENT) != library::VER_CURRENT
     {
-        return codes::ENOINIT;
+        return EINVAL;
     }
-    library::INIT_STATE.fetch_or(2, Ordering::SeqCst);
-    // SAFETY: as this function's.
-    match unsafe { text(region) } {
-        Some(name) => region_code(facade::region::begin(name)),
-        None => EINVAL,
+    match super::threads::PAPI_thread_init(Some(super::threads::own_id)) {
+        OK => OK,
+        _ => EINVAL,
     }
 }
 
-/// `PAPI_hl_read`: reading a region without ending it is not offered yet.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_hl_read(_region: *const c_char) -> c_int {
-    ENOSUPP
+fn usec_clocks() -> (i64, i64) {
+    (PAPI_get_real_usec(), PAPI_get_virt_usec())
 }
 
-/// `PAPI_hl_region_end`.
-///
-/// # Safety
-/// `region` is NULL or a C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_hl_region_end(region: *const c_char) -> c_int {
-    // SAFETY: as this function's.
-    match unsafe { text(region) } {
-        Some(name) => region_code(facade::region::end(name)),
-        None => EINVAL,
+/// `rate_init`, then a rate call.
+fn rate_init_then(
+    mode: rates::Mode,
+    events: [c_int; 3],
+    clock: rates::Clock,
+) -> Result<rates::Rate, c_int> {
+    match rate_init() {
+        OK => rates::call(mode, events, clock),
+        e => Err(e),
     }
 }
 
-/// `PAPI_hl_stop`: the regions' counters stop with the process (the report is written at
-/// exit), so there is nothing to stop early.
-#[unsafe(no_mangle)]
-pub extern "C" fn PAPI_hl_stop() -> c_int {
-    OK
-}
-
-/// `PAPI_flips_rate`: the rate functions are not offered yet.
+/// Writes a rate call's answer.
 ///
 /// # Safety
-/// Reads nothing.
+/// Each pointer is NULL (checked before) or valid for a write.
+unsafe fn answer(
+    result: Result<rates::Rate, c_int>,
+    (rtime, ptime, count, rate): (*mut f32, *mut f32, *mut c_longlong, *mut f32),
+) -> c_int {
+    match result {
+        Ok(r) => {
+            // SAFETY: the caller's pointers, checked non-NULL.
+            unsafe { put(rtime, r.real) };
+            // SAFETY: as above.
+            unsafe { put(ptime, r.process) };
+            // SAFETY: as above.
+            unsafe { put(count, r.count) };
+            // SAFETY: as above.
+            unsafe { put(rate, r.rate) };
+            OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_flips_rate`: `event` one of PAPI_FP_INS, PAPI_VEC_SP, PAPI_VEC_DP ([`rates`]).
+///
+/// # Safety
+/// Each pointer is NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_flips_rate(
-    _event: c_int,
-    _rtime: *mut f32,
-    _ptime: *mut f32,
-    _count: *mut c_longlong,
-    _rate: *mut f32,
+    event: c_int,
+    rtime: *mut f32,
+    ptime: *mut f32,
+    count: *mut c_longlong,
+    rate: *mut f32,
 ) -> c_int {
-    ENOSUPP
+    if !["PAPI_FP_INS", "PAPI_VEC_DP", "PAPI_VEC_SP"]
+        .map(rates::preset)
+        .contains(&event)
+    {
+        return ENOEVNT;
+    }
+    if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
+        return EINVAL;
+    }
+    let result = rate_init_then(rates::Mode::Flip, [event, 0, 0], usec_clocks);
+    // SAFETY: checked non-NULL; the caller's variables.
+    unsafe { answer(result, (rtime, ptime, count, rate)) }
 }
 
-/// `PAPI_flops_rate`.
+/// `PAPI_flops_rate`: `event` one of PAPI_FP_OPS, PAPI_SP_OPS, PAPI_DP_OPS ([`rates`]).
 ///
 /// # Safety
-/// Reads nothing.
+/// Each pointer is NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_flops_rate(
-    _event: c_int,
-    _rtime: *mut f32,
-    _ptime: *mut f32,
-    _count: *mut c_longlong,
-    _rate: *mut f32,
+    event: c_int,
+    rtime: *mut f32,
+    ptime: *mut f32,
+    count: *mut c_longlong,
+    rate: *mut f32,
 ) -> c_int {
-    ENOSUPP
+    if !["PAPI_FP_OPS", "PAPI_SP_OPS", "PAPI_DP_OPS"]
+        .map(rates::preset)
+        .contains(&event)
+    {
+        return ENOEVNT;
+    }
+    if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
+        return EINVAL;
+    }
+    let result = rate_init_then(rates::Mode::Flop, [event, 0, 0], usec_clocks);
+    // SAFETY: checked non-NULL; the caller's variables.
+    unsafe { answer(result, (rtime, ptime, count, rate)) }
 }
 
-/// `PAPI_ipc`.
+/// `PAPI_ipc`: PAPI_TOT_INS per PAPI_TOT_CYC ([`rates`]).
 ///
 /// # Safety
-/// Reads nothing.
+/// Each pointer is NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_ipc(
-    _rtime: *mut f32,
-    _ptime: *mut f32,
-    _ins: *mut c_longlong,
-    _ipc: *mut f32,
+    rtime: *mut f32,
+    ptime: *mut f32,
+    ins: *mut c_longlong,
+    ipc: *mut f32,
 ) -> c_int {
-    ENOSUPP
+    if rtime.is_null() || ptime.is_null() || ins.is_null() || ipc.is_null() {
+        return EINVAL;
+    }
+    let events = [
+        rates::preset("PAPI_TOT_INS"),
+        rates::preset("PAPI_TOT_CYC"),
+        0,
+    ];
+    let result = rate_init_then(rates::Mode::Ipc, events, usec_clocks);
+    // SAFETY: checked non-NULL; the caller's variables.
+    unsafe { answer(result, (rtime, ptime, ins, ipc)) }
 }
 
-/// `PAPI_epc`.
+/// `PAPI_epc`: `event` (0: PAPI_TOT_INS) per PAPI_TOT_CYC, with PAPI_REF_CYC where it
+/// counts ([`rates`]).
 ///
 /// # Safety
-/// Reads nothing.
+/// Each pointer is NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_epc(
-    _event: c_int,
-    _rtime: *mut f32,
-    _ptime: *mut f32,
-    _reference: *mut c_longlong,
-    _core: *mut c_longlong,
-    _evt: *mut c_longlong,
-    _epc: *mut f32,
+    event: c_int,
+    rtime: *mut f32,
+    ptime: *mut f32,
+    reference: *mut c_longlong,
+    core: *mut c_longlong,
+    evt: *mut c_longlong,
+    epc: *mut f32,
 ) -> c_int {
-    ENOSUPP
+    if [reference, core, evt].iter().any(|p| p.is_null())
+        || rtime.is_null()
+        || ptime.is_null()
+        || epc.is_null()
+    {
+        return EINVAL;
+    }
+    let first = if event == 0 {
+        rates::preset("PAPI_TOT_INS")
+    } else {
+        event
+    };
+    let events = [
+        first,
+        rates::preset("PAPI_TOT_CYC"),
+        rates::preset("PAPI_REF_CYC"),
+    ];
+    let result = rate_init_then(rates::Mode::Epc, events, usec_clocks);
+    let values = result.map(|r| r.values).unwrap_or_default();
+    // SAFETY: checked non-NULL; the caller's variables.
+    unsafe { put(reference, values[2]) };
+    // SAFETY: as above.
+    unsafe { put(core, values[1]) };
+    // SAFETY: as above.
+    unsafe { answer(result, (rtime, ptime, evt, epc)) }
 }
 
-/// `PAPI_rate_stop`.
+/// `PAPI_rate_stop`: `PAPI_ENOEVNT` when no rate function runs on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_rate_stop() -> c_int {
-    ENOSUPP
+    rates::stop()
 }
 
 /// `PAPI_enum_dev_type`: the device interface is not offered yet.

@@ -11,8 +11,11 @@ use std::ffi::{CStr, c_char, c_int, c_longlong};
 use crate::codes::{EINVAL, ENOSUPP, OK};
 use crate::{library, sets};
 
+mod fortran;
+mod hl;
 mod info;
 mod options;
+mod profile;
 mod threads;
 
 /// Reads a C string, or `None` for NULL or text that is not UTF-8.

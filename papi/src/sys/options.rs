@@ -283,6 +283,12 @@ fn set_default(domain: Option<c_int>, granularity: Option<c_int>) -> c_int {
             if d <= 0 || d & !DOM_ALL != 0 {
                 return Err(EINVAL);
             }
+            // As PAPI 7.0: PAPI_DOM_ALL is the component's domains, others must be among them.
+            let available = l.component.available_domains;
+            let d = if d == DOM_ALL { available } else { d };
+            if d & !available != 0 {
+                return Err(crate::codes::ENOSUPP);
+            }
             l.default_domain = d;
         }
         if let Some(g) = granularity {

@@ -73,6 +73,12 @@ pub extern "C" fn PAPI_thread_id() -> c_ulong {
     own_thread_id()
 }
 
+/// The calling thread's own id, as a thread-id function (PAPI's `_papi_gettid`, which its rate
+/// functions register).
+pub extern "C" fn own_id() -> c_ulong {
+    own_thread_id()
+}
+
 /// The calling thread's kernel id (Linux's `gettid`).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn own_thread_id() -> c_ulong {

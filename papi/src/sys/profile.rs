@@ -1,0 +1,198 @@
+//! `PAPI_profil` and `PAPI_sprofil` ([`crate::profile`]): the buffers read from C, and the
+//! overflow callback of `PAPI_overflow` and of profiling, which adds each sample to its bucket
+//! or calls the C handler, from the signal handler.
+
+use std::ffi::{c_int, c_longlong, c_uint, c_void};
+use std::sync::atomic::Ordering;
+
+use crate::codes::{EINVAL, OK};
+use crate::overflow::PROFILES;
+use crate::profile::{self, Buffer, Profile};
+use crate::sets;
+
+/// `PAPI_sprofil_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Sprofil {
+    /// `pr_base`.
+    pub base: *mut c_void,
+    /// `pr_size`.
+    pub size: c_uint,
+    /// `pr_off`.
+    pub offset: usize,
+    /// `pr_scale`.
+    pub scale: c_uint,
+}
+const _: () =
+    assert!(std::mem::size_of::<Sprofil>() == 32 || cfg!(not(target_pointer_width = "64")));
+
+/// Adds a sample at `pc` to the profile of overflow slot `slot`; whether the slot profiles.
+/// Async-signal-safe: atomics and plain writes to the caller's buffer.
+pub fn record(slot: usize, pc: usize) -> bool {
+    let Some(address) = PROFILES.get(slot).map(|p| p.load(Ordering::Acquire)) else {
+        return false;
+    };
+    if address == 0 {
+        return false;
+    }
+    // SAFETY: a nonzero entry is a leaked `Profile`, never freed.
+    let profile = unsafe { &*(address as *const Profile) };
+    let Some((buffer, index, width)) = profile::bucket(profile, pc) else {
+        return true;
+    };
+    let at = buffer.base + index * width;
+    let flags = profile.flags;
+    // `bucket` checked `index * width < size`, so the bucket lies inside the caller's buffer
+    // of `size` bytes, valid while profiling (PAPI_sprofil's contract).
+    match width {
+        2 => {
+            let add = |v: u16| v.wrapping_add(profile::increment(flags, u64::from(v)) as u16);
+            // SAFETY: inside the caller's buffer (above).
+            unsafe { bump(at as *mut u16, add) };
+        }
+        4 => {
+            let add = |v: u32| v.wrapping_add(profile::increment(flags, u64::from(v)) as u32);
+            // SAFETY: inside the caller's buffer (above).
+            unsafe { bump(at as *mut u32, add) };
+        }
+        _ => {
+            let add = |v: u64| v.wrapping_add(profile::increment(flags, v));
+            // SAFETY: inside the caller's buffer (above).
+            unsafe { bump(at as *mut u64, add) };
+        }
+    }
+    true
+}
+
+/// Replaces the bucket at `at` by `add` of it.
+///
+/// # Safety
+/// `at` is valid for a read and a write of `T` (alignment not needed).
+unsafe fn bump<T: Copy>(at: *mut T, add: impl FnOnce(T) -> T) {
+    // SAFETY: the caller's promise.
+    let value = unsafe { at.read_unaligned() };
+    // SAFETY: as above.
+    unsafe { at.write_unaligned(add(value)) };
+}
+
+fn profile_with(
+    buffers: Vec<Buffer>,
+    event_set: c_int,
+    event: c_int,
+    threshold: c_int,
+    flags: c_int,
+) -> c_int {
+    let settled = match profile::settle(buffers, flags) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    match sets::profile(event_set, event, threshold, dispatch) {
+        Ok(Some(slot)) => {
+            let leaked = Box::into_raw(Box::new(settled)) as usize;
+            PROFILES[slot].store(leaked, Ordering::Release);
+            OK
+        }
+        Ok(None) => OK,
+        Err(e) => e,
+    }
+}
+
+/// `PAPI_sprofil`: each sample of `event` every `threshold` events goes to a bucket of one of
+/// `count` buffers ([`crate::profile`]); a threshold of 0 stops profiling the event.
+///
+/// # Safety
+/// `prof` is NULL or points at `count` `PAPI_sprofil_t`, whose buffers stay valid while
+/// profiling.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_sprofil(
+    prof: *mut Sprofil,
+    count: c_int,
+    event_set: c_int,
+    event: c_int,
+    threshold: c_int,
+    flags: c_int,
+) -> c_int {
+    let count = if prof.is_null() {
+        0
+    } else {
+        count.max(0) as usize
+    };
+    let buffers: Vec<Buffer> = if count == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `count` structures at `prof` (the caller's promise).
+        unsafe { std::slice::from_raw_parts(prof, count) }
+            .iter()
+            .map(|p| Buffer {
+                base: p.base as usize,
+                size: p.size,
+                offset: p.offset,
+                scale: p.scale,
+            })
+            .collect()
+    };
+    if threshold > 0 && buffers.iter().any(|b| b.base == 0) {
+        return EINVAL;
+    }
+    profile_with(buffers, event_set, event, threshold, flags)
+}
+
+/// `PAPI_profil`: `PAPI_sprofil` with one buffer.
+///
+/// # Safety
+/// `buf` is valid for `bufsiz` bytes while profiling.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PAPI_profil(
+    buf: *mut c_void,
+    bufsiz: c_uint,
+    offset: *mut c_void,
+    scale: c_uint,
+    event_set: c_int,
+    event: c_int,
+    threshold: c_int,
+    flags: c_int,
+) -> c_int {
+    if threshold > 0 && buf.is_null() {
+        return EINVAL;
+    }
+    let buffers = vec![Buffer {
+        base: buf as usize,
+        size: bufsiz,
+        offset: offset as usize,
+        scale,
+    }];
+    profile_with(buffers, event_set, event, threshold, flags)
+}
+
+/// `PAPI_overflow_handler_t`.
+type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void);
+
+/// The sampler's overflow callback: adds the sample to the slot's profile, if it has one,
+/// else calls the slot's C handler. Async-signal-safe: it reads
+/// atomics and calls.
+pub fn dispatch(overflow: &facade::Overflow) {
+    let Some(slot) = crate::overflow::TABLE.get(overflow.token) else {
+        return;
+    };
+    if record(overflow.token, overflow.address as usize) {
+        return;
+    }
+    let handler = slot.handler.load(Ordering::Acquire);
+    if handler == 0 {
+        return;
+    }
+    // SAFETY: a nonzero slot holds the address of the `PAPI_overflow_handler_t` given to
+    // PAPI_overflow (checked non-NULL there).
+    let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
+    let set = slot.set.load(Ordering::Acquire);
+    let vector = slot.vector.load(Ordering::Acquire);
+    // SAFETY: the caller of PAPI_overflow promised a handler callable here.
+    unsafe {
+        handler(
+            set,
+            overflow.address as usize as *mut c_void,
+            vector,
+            std::ptr::null_mut(),
+        )
+    };
+}

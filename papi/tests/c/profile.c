@@ -1,0 +1,63 @@
+/* PAPI_profil on perf::PAGE-FAULTS (papi/tests/profile.rs): with "misuse", the codes of
+   profiling calls on a set that does not exist and on an empty one (nothing counts); else
+   1,000 fresh pages touched by touch_pages with a sample every 10 faults, profiled into 16-bit
+   buckets over touch_pages' first 4 KiB, and the buckets' total printed. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "papi.h"
+
+#define PAGES 1000
+
+__attribute__((noinline)) static void touch_pages(char *p) {
+    for (int i = 0; i < PAGES; i++)
+        p[i * 4096] = 1;
+}
+
+int main(int argc, char **argv) {
+    static unsigned short buckets[2048];
+    if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
+        return 1;
+    int es = PAPI_NULL;
+    PAPI_create_eventset(&es);
+    if (argc > 1 && strcmp(argv[1], "misuse") == 0) {
+        printf("no such set %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, 12345, PAPI_TOT_CYC, 10, 0));
+        printf("empty set %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, es, PAPI_TOT_CYC, 10, 0));
+        PAPI_sprofil_t one = { buckets, sizeof buckets, 0, 65536 };
+        printf("sprofil empty set %d\n", PAPI_sprofil(&one, 1, es, PAPI_TOT_CYC, 10, 0));
+        return 0;
+    }
+    int r = PAPI_add_named_event(es, "perf::PAGE-FAULTS");
+    if (r != PAPI_OK) {
+        printf("add %d\n", r);
+        return 0;
+    }
+    vptr_t start = (vptr_t)touch_pages;
+    printf("not in set %d\n", PAPI_profil(buckets, sizeof buckets, start, 65536, es, PAPI_TOT_INS, 10, 0));
+    printf("bad scale %d\n", PAPI_profil(buckets, sizeof buckets, start, 1, es, 0, 10, 0));
+    int code = 0;
+    PAPI_event_name_to_code("perf::PAGE-FAULTS", &code);
+    printf("off before on %d\n", PAPI_profil(buckets, sizeof buckets, start, 65536, es, code, 0, 0));
+    printf("two bucket sizes %d\n", PAPI_profil(buckets, sizeof buckets, start, 65536, es, code, 10,
+                                                 PAPI_PROFIL_BUCKET_16 | PAPI_PROFIL_BUCKET_32));
+    r = PAPI_profil(buckets, sizeof buckets, start, 65536, es, code, 10, 0);
+    printf("profil %d\n", r);
+    if (r != PAPI_OK)
+        return 0;
+    int state = 0;
+    PAPI_state(es, &state);
+    printf("profiling state %d\n", (state & PAPI_PROFILING) != 0);
+    char *p = mmap(0, PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    madvise(p, PAGES * 4096, MADV_NOHUGEPAGE);
+    long long counted = 0;
+    PAPI_start(es);
+    touch_pages(p);
+    PAPI_stop(es, &counted);
+    long total = 0;
+    for (int i = 0; i < 2048; i++)
+        total += buckets[i];
+    printf("counted %lld\n", counted);
+    printf("in buckets %ld\n", total);
+    printf("off %d\n", PAPI_profil(buckets, sizeof buckets, start, 65536, es, code, 0, 0));
+    return 0;
+}

@@ -1,0 +1,162 @@
+//! `PAPI_enum_cmp_event(.., PAPI_NTV_ENUM_UMASKS, ..)` on the CPU model's native events
+//! (tests/c/unit_masks.c). Oracles: libpfm4 4.13's table for the model libpfm4 detects here
+//! (tests/c/pfm_umasks.c, linked with -lpfm: each event's `PFM_ATTR_UMASK` attributes), and
+//! Debian's `papi_native_avail -e EVENT` run on our library, which lists the qualifiers as it
+//! lists libpfm4's through PAPI 7.0's perf_event component.
+//!
+//! Not as PAPI: PAPI's perf_event component also enumerates libpfm4's modifiers (`:u=0`,
+//! `:k=0`, `:c=0`...) after the unit masks, and in libpfm4's table order; ours gives the unit
+//! masks alone, in the event database's order (the sets are compared).
+
+mod common;
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// Events with unit masks on the Intel models libpfm4 knows.
+const EVENTS: [&str; 5] = [
+    "BR_INST_RETIRED",
+    "BR_MISP_RETIRED",
+    "MEM_LOAD_RETIRED",
+    "UOPS_ISSUED",
+    "MACHINE_CLEARS",
+];
+
+/// libpfm4's unit masks of each event it knows here, by event.
+fn libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
+    let dir = std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = dir.join("pfm_umasks");
+    let built = Command::new("cc")
+        .arg(common::manifest().join("tests/c/pfm_umasks.c"))
+        .arg("-o")
+        .arg(&program)
+        .arg("-lpfm")
+        .output()
+        .ok()?;
+    if !built.status.success() {
+        return None;
+    }
+    let out = Command::new(&program).args(EVENTS).output().ok()?;
+    let mut table = BTreeMap::new();
+    let mut current = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(mask) = line.strip_prefix("  ") {
+            if let Some(event) = &current {
+                table
+                    .entry(String::clone(event))
+                    .or_insert_with(BTreeSet::new)
+                    .insert(mask.to_string());
+            }
+        } else if let Some((_, event)) = line.split_once("::") {
+            current = Some(event.to_string());
+        } else {
+            current = None;
+        }
+    }
+    Some(table)
+}
+
+#[test]
+fn unit_masks_are_libpfm4s() {
+    if !common::system_papi() {
+        skip!(
+            Need::Tools,
+            "PAPI 7.0 is not installed (apt-get install libpapi-dev), to link against"
+        );
+    }
+    let Some(theirs) = libpfm4() else {
+        skip!(
+            Need::Tools,
+            "libpfm4's headers are not installed (apt-get install libpfm4-dev)"
+        );
+    };
+    if theirs.is_empty() {
+        skip!(
+            Need::Hardware,
+            "libpfm4 knows none of {EVENTS:?} on this CPU"
+        );
+    }
+    let program = common::c_program(
+        "unit_masks",
+        "ours",
+        &common::manifest().join("include"),
+        true,
+    );
+    let out = common::run(&program, &EVENTS, true);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut compared = 0;
+    for (event, masks) in &theirs {
+        let Some(at) = text.find(&format!("{event} -> 0 ")) else {
+            continue;
+        };
+        let ours: BTreeSet<String> = text[at..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("  end"))
+            .filter_map(|l| l.trim().split(" | ").next()?.split_once(':'))
+            .map(|(_, m)| m.to_string())
+            .collect();
+        assert_eq!(&ours, masks, "{event}: ours vs libpfm4\n{text}");
+        assert!(
+            text[at..].contains("  end -7"),
+            "the walk ends with PAPI_ENOEVNT"
+        );
+        compared += 1;
+    }
+    if compared == 0 {
+        skip!(Need::Hardware, "none of {EVENTS:?} resolves here:\n{text}");
+    }
+    // An event without unit masks: the walk ends at once.
+    let out = common::run(&program, &["perf::TASK-CLOCK"], true);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("-> 0 ") && text.contains("  end -7"),
+        "{text}"
+    );
+}
+
+/// Debian's papi_native_avail, on ours, lists an event's qualifiers.
+#[test]
+fn papi_native_avail_lists_the_qualifiers() {
+    let Some(theirs) = libpfm4() else {
+        skip!(
+            Need::Tools,
+            "libpfm4's headers are not installed (apt-get install libpfm4-dev)"
+        );
+    };
+    let Some((event, masks)) = theirs.iter().next() else {
+        skip!(
+            Need::Hardware,
+            "libpfm4 knows none of {EVENTS:?} on this CPU"
+        );
+    };
+    let Ok(out) = Command::new("papi_native_avail")
+        .args(["-e", event])
+        .env("LD_LIBRARY_PATH", common::library_dir())
+        .output()
+    else {
+        skip!(
+            Need::Tools,
+            "papi_native_avail is not installed (apt-get install papi-tools)"
+        );
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if text.contains("could not be found") {
+        skip!(Need::Hardware, "{event} does not resolve here");
+    }
+    assert!(
+        text.contains("Qualifiers:         Name -- Description"),
+        "{text}"
+    );
+    let listed: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Info:"))
+        .filter_map(|l| l.trim().strip_prefix(':'))
+        .filter_map(|l| l.split(" --").next())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(&listed, masks, "{text}");
+}
