@@ -85,13 +85,24 @@ fn shipped() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// A generated file without what libpfm4 adds (model aliases, event aliases and their source).
+/// A generated file without what libpfm4 adds (model aliases, the event-alias table up to the
+/// blank line that ends it, and the aliases' source line).
 fn without_libpfm4(text: &str) -> String {
-    let body = text.split("\n[cpu.event_aliases]\n").next().unwrap_or(text);
-    body.lines()
-        .filter(|l| !l.starts_with("# aliases: ") && !l.starts_with("aliases = "))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = Vec::new();
+    let mut in_aliases = false;
+    for line in text.lines() {
+        if line == "[cpu.event_aliases]" {
+            in_aliases = true;
+        } else if in_aliases && line.is_empty() {
+            // The blank line before the table stays; the one after it goes with it.
+            in_aliases = false;
+            continue;
+        }
+        if !in_aliases && !line.starts_with("# aliases: ") && !line.starts_with("aliases = ") {
+            out.push(line);
+        }
+    }
+    out.join("\n").trim_end().to_string()
 }
 
 /// Oracle: the kernel's arm64 JSON in Debian's linux-source-6.12. The generator gives the same
