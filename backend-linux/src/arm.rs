@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use counterhal_events::{CpuIdentity, Database, EncoderKind};
+use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::{Encoding, ResolvedEvent};
 
 use crate::sysfs::Pmu;
@@ -29,19 +29,21 @@ fn first_cpu(list: &str) -> Option<u32> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-/// The database model of the CPUs `pmu` counts on, by the MIDR of its first CPU.
+/// The database model id of the CPUs `pmu` counts on, by the MIDR of its first CPU (from the
+/// database's index: no model is parsed).
 fn model_of<'d>(pmu: &Pmu, cpu_root: &Path, database: &'d Database) -> Option<&'d str> {
     let cpu = first_cpu(&std::fs::read_to_string(pmu.dir.join("cpus")).ok()?)?;
     let midr =
         std::fs::read_to_string(cpu_root.join(format!("cpu{cpu}/regs/identification/midr_el1")))
             .ok()?;
     let identity = CpuIdentity::from_midr_text(&midr)?;
-    database.detect(&identity).map(|m| m.id.as_str())
+    database.detect_core_id(&identity, None)
 }
 
 /// Gives each raw term of `resolved` the dynamic type of the core PMU (of `pmus`, a hybrid
-/// system's) whose CPUs are of model `model`, when `model` is an Arm core's table; nothing
-/// changes elsewhere, or where no PMU's CPUs are of that model.
+/// system's) whose CPUs are of model `model` (an Arm core's table: only an Arm CPU has a
+/// MIDR); nothing changes elsewhere, or where no PMU's CPUs are of that model. Reads the
+/// database's index only, so that no model is parsed for it.
 pub(crate) fn place_on_core_pmu(
     resolved: &mut ResolvedEvent,
     pmus: &[Pmu],
@@ -49,15 +51,16 @@ pub(crate) fn place_on_core_pmu(
     model: Option<&str>,
     cpu_root: &Path,
 ) {
-    let Some(model) = model.and_then(|id| database.model(id)) else {
-        return;
-    };
-    if pmus.is_empty() || model.encoder != EncoderKind::Armv8 {
+    let raw = |e: &Encoding| matches!(e, Encoding::Perf(attr) if attr.type_ == TYPE_RAW);
+    if pmus.is_empty() || !resolved.terms.iter().any(|t| raw(&t.request.encoding)) {
         return;
     }
+    let Some(model) = model.and_then(|id| database.model_id(id)) else {
+        return;
+    };
     let Some(pmu) = pmus
         .iter()
-        .find(|pmu| model_of(pmu, cpu_root, database) == Some(model.id.as_str()))
+        .find(|pmu| model_of(pmu, cpu_root, database) == Some(model))
     else {
         return;
     };
