@@ -21,7 +21,7 @@ mod set;
 mod sys;
 
 pub use sampler::{SampleC, SamplerC, field};
-pub use set::{Set, option, place, target};
+pub use set::{Set, follow, option, place, target};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
 pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
