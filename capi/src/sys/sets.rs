@@ -153,7 +153,9 @@ unsafe fn arguments(argv: *const *const c_char) -> Result<Vec<String>, Failure> 
     let mut args = Vec::new();
     for i in 0..MAX_ARGS {
         // SAFETY: the array holds entries up to its NULL, and `i` has not passed it.
-        let arg = unsafe { *argv.add(i) };
+        let entry = unsafe { argv.add(i) };
+        // SAFETY: `entry` points into the array, before or at its NULL.
+        let arg = unsafe { *entry };
         if arg.is_null() {
             return Ok(args);
         }
