@@ -235,8 +235,9 @@ impl Database {
         SHIPPED.get_or_init(Database::parse_shipped).clone()
     }
 
-    /// Parses and validates the shipped data afresh (what [`Database::shipped`] caches): the
-    /// models' headers now, each model's events and mappings when it is first used.
+    /// Makes the shipped database afresh (what [`Database::shipped`] caches): the models'
+    /// headers now, from the build script's index (no TOML parsed), each model's events and
+    /// mappings parsed and validated when it is first used.
     ///
     /// # Errors
     /// As [`Database::shipped`].
