@@ -1,6 +1,7 @@
 //! The library's face as a tool author meets it: a glob import that just works, groups that
 //! move between threads, event sets built one event at a time, and questions about one name.
 
+use counterhal::advanced::{AnyBackend, BackendTarget};
 use counterhal::prelude::*;
 use counterhal::{Section, list_events};
 use counterhal_conformance::skip;
@@ -30,7 +31,7 @@ fn a_glob_import_gives_every_method_without_ambiguity() {
     assert_eq!(event.name, "page-faults");
     assert!(!backend.label().is_empty());
     assert!(!backend.name().is_empty());
-    assert!(backend.capabilities().supports(&Target::ThisThread));
+    assert!(backend.capabilities().supports(&BackendTarget::ThisThread));
     // The database and CPU model it resolves against are reachable.
     assert!(backend.context.database.models().count() > 0);
     let touched: Vec<u8> = vec![1; 1 << 20];
@@ -57,7 +58,7 @@ fn boxed_groups_move_to_another_thread() {
             &[backend.resolve("task-clock").unwrap().terms[0]
                 .request
                 .clone()],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap();

@@ -278,6 +278,32 @@ impl<G: Group> EventSet<G> {
         })
     }
 
+    /// The set of `events` over `group`, a group already opened with every term of every
+    /// event in order (one reading per term), such as a group that sums each term over
+    /// several threads or CPUs.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when `group` does not hold one counter per term.
+    pub fn over(group: G, events: Vec<ResolvedEvent>) -> Result<Self> {
+        let terms: usize = events.iter().map(|event| event.terms.len()).sum();
+        if group.len() != terms {
+            return Err(Error::invalid_input(format!(
+                "the group holds {} counters but the events have {terms} terms",
+                group.len()
+            ))
+            .with_hint("open the group with every term of every event, in order"));
+        }
+        let all_native = events.iter().all(
+            |e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus && term.factor == 1),
+        );
+        Ok(Self {
+            group,
+            events,
+            native: vec![Reading::default(); terms],
+            all_native,
+        })
+    }
+
     /// The named events, in order.
     pub fn events(&self) -> &[ResolvedEvent] {
         &self.events
