@@ -52,9 +52,9 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         }
         let mut names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
         names.push(&name);
-        let trial = library
-            .chosen
-            .open_named(&names, &set.target(), &set.options());
+        // One backend target (PAPI attaches to one thread), not the facade's process.
+        let trial =
+            facade::Backend::open_named(&library.chosen, &names, &set.target(), &set.options());
         if let Err(e) = trial {
             return Err(from_error(&e));
         }
@@ -156,8 +156,7 @@ pub fn start(handle: i32) -> i32 {
         }
         if set.group.is_none() {
             let names: Vec<&str> = set.events.iter().map(|(_, n)| n.as_str()).collect();
-            let group = chosen
-                .open_named(&names, &set.target(), &set.options())
+            let group = facade::Backend::open_named(chosen, &names, &set.target(), &set.options())
                 .map_err(|e| from_error(&e))?;
             set.group = Some(group);
         }

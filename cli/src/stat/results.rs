@@ -5,7 +5,8 @@
 
 use counterhal::hal::{Reading, ResolvedEvent};
 use counterhal::process::{ChildExit, exit_code_for};
-use counterhal::{Error, Target};
+use counterhal::Error;
+use counterhal::hal::Target;
 
 use super::pacing::Pace;
 use super::tool::Tool;
