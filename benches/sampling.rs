@@ -66,7 +66,11 @@ mod bench {
         let fields = SampleFields::profile().with_addr();
         let options = SampleOptions::period(1, fields).ring_pages(512);
         let mut ours = chosen
-            .open_sampler(&["page-faults"], &counterhal::hal::Target::ThisThread, &options)
+            .open_sampler(
+                &["page-faults"],
+                &counterhal::hal::Target::ThisThread,
+                &options,
+            )
             .expect("page faults can be sampled here");
         let mut theirs = Builder::new(Software::PAGE_FAULTS)
             .sample_period(1)
