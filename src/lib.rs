@@ -5,10 +5,14 @@
 //! saying why each other did not.
 //!
 //! **For users**: [`open_default`] gives the first backend that works here (and why the others
-//! did not); [`Context`] and [`probe`] pick one by name; the backend's
-//! [`open_named`](Backend::open_named) opens events by name as an [`EventSet`]. Names are
-//! generalized events, PAPI presets, the CPU's native events from the database, raw codes,
-//! and the backend's own (tracepoints, breakpoints, dynamic PMUs on Linux).
+//! did not), a [`Chosen`]; its [`open_named`](Chosen::open_named) opens events by name as an
+//! [`EventSet`] on any [`Target`] (this thread, one thread, a whole process, CPUs, a control
+//! group), and its [`builder`](Chosen::builder) gathers them one at a time, each with its
+//! result. Names are generalized events, PAPI presets, the CPU's native events from the
+//! database, raw codes, and the backend's own (tracepoints, breakpoints, dynamic PMUs on
+//! Linux). A command is counted from its `exec` with [`count_command`] (Unix). [`Context`] and
+//! [`probe`] pick a backend by name; [`advanced`] holds what only a tool that manages
+//! backends, or reads each thread or CPU on its own, needs.
 //!
 //! **For backend authors**: a backend is a crate implementing [`hal::Backend`] and
 //! [`hal::Group`], with a `probe(database, cpu_model)` function and, under its `conformance`
@@ -27,10 +31,10 @@
 //! tests and for `counterhal check --models`.
 //!
 //! ```no_run
-//! use counterhal::{Backend, Group, OpenOptions, Target};
+//! use counterhal::prelude::*;
 //!
-//! let backend = counterhal::open_default(None)?;
-//! let mut set = backend.open_named(&["instructions", "page-faults"], &Target::ThisThread,
+//! let backend = open_default(None)?;
+//! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
 //! // ... the code being measured ...
@@ -39,6 +43,9 @@
 //! for (event, reading) in set.events().iter().zip(readings) {
 //!     println!("{}: {} ({:?} scaled)", event.name, reading.value, reading.scaled());
 //! }
+//! // A whole process: every thread it has (and creates from now on), summed.
+//! let process = backend.open_named(&["task-clock"], &Target::process(std::process::id()),
+//!                                  &OpenOptions::default())?;
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
