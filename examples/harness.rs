@@ -52,13 +52,15 @@ fn minor_faults() -> Option<u64> {
         .ok()
 }
 
-/// Runs `work` `runs` times under `set`; returns each event's value per run (scaled where it
-/// was time-shared, `None` where it never ran) and the kernel's minor faults per run.
-fn measure(
-    set: &mut EventSet<AnyGroup>,
-    runs: usize,
-    mut work: impl FnMut(),
-) -> Result<(Vec<Vec<Option<u64>>>, Vec<u64>)> {
+/// What [`measure`] gathers: each event's value per run (scaled where it was time-shared,
+/// `None` where it never ran), and the kernel's minor faults per run.
+struct Measured {
+    values: Vec<Vec<Option<u64>>>,
+    faults: Vec<u64>,
+}
+
+/// Runs `work` `runs` times under `set`.
+fn measure(set: &mut EventSet<AnyGroup>, runs: usize, mut work: impl FnMut()) -> Result<Measured> {
     let mut readings = vec![Reading::default(); set.len()];
     let mut values = vec![Vec::with_capacity(runs); set.len()];
     let mut faults = Vec::with_capacity(runs);
@@ -77,7 +79,7 @@ fn measure(
             faults.push(after - before);
         }
     }
-    Ok((values, faults))
+    Ok(Measured { values, faults })
 }
 
 fn usage() -> ExitCode {
@@ -125,7 +127,7 @@ fn main() -> ExitCode {
         }
         black_box(&memory);
     };
-    let (values, faults) = match measure(&mut set, runs, touch) {
+    let Measured { values, faults } = match measure(&mut set, runs, touch) {
         Ok(measured) => measured,
         Err(e) => {
             eprintln!("measuring failed: {e}");

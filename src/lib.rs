@@ -257,7 +257,7 @@ impl Chosen {
     /// it creates from now on, summed), CPUs (system-wide), a control group. Each reading is
     /// one name's: a derived preset is combined from its events, and a target of several
     /// threads or CPUs is summed over them (each scaled on its own first). A command is
-    /// counted from its `exec` with [`count_command`](crate::count_command) (Unix).
+    /// counted from its `exec` with [`count_command`] (Unix).
     ///
     /// The Linux backend's group is read without dynamic dispatch.
     ///
