@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use counterhal::advanced::{BackendTarget, MultiSet};
+use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -76,7 +76,11 @@ fn the_linux_backend_reads_without_allocating() {
     for names in [&four[..1], &four[..]] {
         for options in [OpenOptions::grouped(), OpenOptions::ungrouped()] {
             let mut group = linux
-                .open_named(names, &BackendTarget::ThisThread, &options)
+                .open_named(
+                    names,
+                    &counterhal::advanced::BackendTarget::ThisThread,
+                    &options,
+                )
                 .unwrap();
             group.enable().unwrap();
             let mut readings = [Reading::default(); 4];
