@@ -10,7 +10,8 @@
 //! group), and its [`builder`](Chosen::builder) gathers them one at a time, each with its
 //! result. Names are generalized events, PAPI presets, the CPU's native events from the
 //! database, raw codes, and the backend's own (tracepoints, breakpoints, dynamic PMUs on
-//! Linux). A command is counted from its `exec` with [`count_command`] (Unix). [`Context`] and
+//! Linux). A command is counted from its `exec` with its
+//! [`count_command`](Chosen::count_command) (Unix). [`Context`] and
 //! [`probe`] pick a backend by name; [`advanced`] holds what only a tool that manages
 //! backends, or reads each thread or CPU on its own, needs.
 //!
@@ -257,7 +258,7 @@ impl Chosen {
     /// it creates from now on, summed), CPUs (system-wide), a control group. Each reading is
     /// one name's: a derived preset is combined from its events, and a target of several
     /// threads or CPUs is summed over them (each scaled on its own first). A command is
-    /// counted from its `exec` with [`count_command`] (Unix).
+    /// counted from its `exec` with [`count_command`](Chosen::count_command) (Unix).
     ///
     /// The Linux backend's group is read without dynamic dispatch.
     ///
@@ -275,6 +276,25 @@ impl Chosen {
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
         open::open_on(self, events, target, options)
+    }
+
+    /// Runs `command` with the events `names` counted from its `exec` to its end, with every
+    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name.
+    ///
+    /// # Errors
+    /// As [`Backend::resolve`] for the names, and as [`count_command`].
+    #[cfg(unix)]
+    pub fn count_command(
+        &self,
+        names: &[&str],
+        command: std::process::Command,
+        options: &OpenOptions,
+    ) -> Result<CommandCount> {
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        count_command(self, &events, command, options)
     }
 
     /// An empty set for `target`, to be filled one event at a time

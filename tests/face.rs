@@ -235,3 +235,30 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
             .all(|l| !l.usable && l.reason.as_deref() == Some("no backend works here"))
     );
 }
+
+/// A command by name, from its `exec`: `true` faults in its pages (the oracle: perf stat
+/// -e page-faults counts dozens for `/bin/true`) and ends with status 0; an unknown name is
+/// refused before the command starts.
+#[cfg(unix)]
+#[test]
+fn a_command_is_counted_by_name() {
+    let backend = backend_or_skip!();
+    let count = backend
+        .count_command(
+            &["page-faults", "task-clock"],
+            std::process::Command::new("true"),
+            &OpenOptions::ungrouped(),
+        )
+        .unwrap();
+    assert!(count.exit.status.success(), "{:?}", count.exit);
+    let faults = count.readings[0].as_ref().unwrap().value;
+    assert!(faults >= 10, "{faults} page faults for true");
+    let unknown = backend
+        .count_command(
+            &["page-faultz"],
+            std::process::Command::new("true"),
+            &OpenOptions::ungrouped(),
+        )
+        .unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidEvent);
+}
