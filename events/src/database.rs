@@ -495,7 +495,10 @@ impl Database {
 
     /// The model with this id or alias (case-insensitive), or the model perf's CPU signature
     /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
-    /// [`CpuIdentity::from_signature`]).
+    /// [`CpuIdentity::from_signature`]), or the model a name of [`model_aliases`] means (perf's
+    /// directory names, `zen4`, `icelake-server`).
+    ///
+    /// [`model_aliases`]: crate::model_aliases
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.models
             .iter()
@@ -513,6 +516,7 @@ impl Database {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
                 self.detect_core(&cpu, core.as_ref())
             })
+            .or_else(|| self.model(crate::model_aliases::model_for_alias(id)?))
     }
 
     /// The first model whose match rules accept `cpu`.

@@ -12,6 +12,7 @@ mod libpfm4;
 mod loader;
 mod metrics;
 mod model;
+pub mod model_aliases;
 mod parse;
 pub mod perf;
 mod resolve;
