@@ -602,6 +602,13 @@ impl Database {
         ))
     }
 
+    /// The model `id` to change in place (a shipped one parsed in full first, this database's
+    /// copy alone changed).
+    pub(crate) fn model_mut(&mut self, id: &str) -> Result<Option<&mut CpuModel>> {
+        let models = Arc::make_mut(&mut self.models);
+        Ok(models.position(id)?.map(|index| models.get_mut(index)))
+    }
+
     /// Every model id, in match order (no model is parsed in full for this).
     pub(crate) fn ids(&self) -> impl Iterator<Item = String> + '_ {
         self.models.iter().map(|e| e.header().id.clone())

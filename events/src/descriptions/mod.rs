@@ -1,0 +1,249 @@
+//! Descriptions of native events and unit masks, read at run time from a source on the user's
+//! system: the shipped data holds facts only (codes, masks, counters), no prose.
+//!
+//! A source is a directory of perf's JSON event files:
+//!
+//! - the kernel's x86 tree, `tools/perf/pmu-events/arch/x86` of a Linux source tree (Debian's
+//!   `linux-source` package unpacked), with its `mapfile.csv` and one directory per CPU
+//!   (`skylake`, `amdzen4`): the model's directory is found by perf's name for it
+//!   ([`crate::model_aliases`]); the tree's parent `arch` (or `pmu-events`) works too;
+//! - one model's directory of it (`.../x86/skylake`), or any directory of such JSON files;
+//! - an Intel perfmon tree (`github.com/intel/perfmon`), whose directories are named by model
+//!   (`SKL/events/*.json`, `{"Events": [...]}`).
+//!
+//! Each event's `EventName` (`INST_RETIRED.ANY_P`, or a perf spelling the model keeps as an
+//! alias: `ls_dispatch.ld_dispatch`) names an event or a unit mask of the model; its
+//! `BriefDescription` (else `PublicDescription`) becomes that one's description where the
+//! data has none. Events of another PMU (`Unit`: uncore boxes, the other core type of a hybrid
+//! chip) are left out.
+//!
+//! Nothing reads a source unless asked: `--descriptions DIR` or [`DESCRIPTIONS_ENV`].
+
+mod json;
+
+use std::path::{Path, PathBuf};
+
+use counterhal_hal::{Error, Result};
+
+use crate::database::Database;
+use crate::model::{CpuModel, alias_key};
+use crate::model_aliases::aliases_of;
+
+/// The environment variable naming a description source (a directory, as
+/// [`Database::with_descriptions`] reads it).
+pub const DESCRIPTIONS_ENV: &str = "COUNTERHAL_DESCRIPTIONS";
+
+/// The largest description file read (the kernel's largest x86 file is under 1 MiB).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What [`Database::with_descriptions`] read: the files and how many events and unit masks
+/// were given a description.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DescriptionsRead {
+    /// The JSON files read, in order.
+    pub files: Vec<PathBuf>,
+    /// Events and unit masks given a description.
+    pub described: usize,
+}
+
+impl Database {
+    /// This database with the descriptions `dir` gives model `model`'s native events and unit
+    /// masks (those the data leaves without one), and what was read. Only that model is
+    /// changed (and parsed in full).
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for an unknown model, a `dir` that is no
+    /// directory or holds no description files for the model (the message names what was
+    /// looked for), an unreadable file, or a file that is not perf's JSON (file, line and
+    /// column).
+    pub fn with_descriptions(
+        mut self,
+        model: &str,
+        dir: &Path,
+    ) -> Result<(Database, DescriptionsRead)> {
+        let bad = |what: String| {
+            Error::invalid_input(format!("descriptions {}: {what}", dir.display())).with_hint(
+                "give the kernel's tools/perf/pmu-events/arch/x86 directory (Debian: unpack \
+                 /usr/src/linux-source-*.tar.xz), one model's directory of it, or a perfmon tree",
+            )
+        };
+        let Some(found) = self.model(model) else {
+            return Err(Error::invalid_input(format!("unknown CPU model `{model}`")));
+        };
+        let id = found.id.clone();
+        let unit = found.hybrid.map(|h| format!("cpu_{}", h.type_name()));
+        if !dir.is_dir() {
+            return Err(bad("not a directory".to_string()));
+        }
+        let files = files_for(dir, &id).map_err(bad)?;
+        if files.is_empty() {
+            let names = aliases_of(&id)
+                .first()
+                .map(|d| format!("x86/{d}/*.json or "))
+                .unwrap_or_default();
+            return Err(bad(format!(
+                "no description files for CPU model `{id}` (looked for {names}{}/events/*.json, or *.json in the directory)",
+                id.to_ascii_uppercase()
+            )));
+        }
+        let mut entries = Vec::new();
+        for file in &files {
+            read_file(file, unit.as_deref(), &mut entries)?;
+        }
+        let described = match self.model_mut(&id)? {
+            Some(model) => apply(model, &entries),
+            None => 0,
+        };
+        Ok((self, DescriptionsRead { files, described }))
+    }
+}
+
+/// The JSON files of `dir` that describe model `id`.
+fn files_for(dir: &Path, id: &str) -> std::result::Result<Vec<PathBuf>, String> {
+    // The kernel's tree, from x86 or from a directory above it.
+    for tree in [
+        dir.to_path_buf(),
+        dir.join("x86"),
+        dir.join("arch/x86"),
+        dir.join("pmu-events/arch/x86"),
+    ] {
+        if tree.join("mapfile.csv").is_file() {
+            for name in aliases_of(id) {
+                if tree.join(name).is_dir() {
+                    return json_files(&tree.join(name));
+                }
+            }
+            // A perfmon tree has a mapfile too, and a directory per model id.
+            break;
+        }
+    }
+    let upper = id.to_ascii_uppercase();
+    let prefix = upper.split('_').next().unwrap_or(&upper).to_string();
+    for perfmon in [
+        dir.join(&upper).join("events"),
+        dir.join(&prefix).join("events"),
+    ] {
+        if perfmon.is_dir() {
+            return json_files(&perfmon);
+        }
+    }
+    json_files(dir)
+}
+
+/// The `*.json` files directly in `dir`, sorted; metric files (`*metrics*.json`) left out.
+fn json_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.contains("metric"))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The `(EventName, description)` pairs of one file, events of another `Unit` than `unit`
+/// (the model's core PMU on a hybrid chip; none otherwise) left out.
+fn read_file(path: &Path, unit: Option<&str>, out: &mut Vec<(String, String)>) -> Result<()> {
+    let bad =
+        |what: String| Error::invalid_input(format!("descriptions {}: {what}", path.display()));
+    let size = std::fs::metadata(path)
+        .map_err(|e| bad(format!("cannot be read: {e}")))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(bad(format!("{size} bytes, more than any description file")));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    let value = json::parse(&text).map_err(bad)?;
+    // The kernel's files are an array of events; perfmon's an object with `Events`.
+    let events = match value.get("Events").unwrap_or(&value) {
+        json::Value::Array(events) => events,
+        _ => {
+            return Err(bad(
+                "no array of events (perf's JSON event file)".to_string()
+            ));
+        }
+    };
+    for event in events {
+        let (Some(name), Some(description)) = (
+            event.get("EventName").and_then(json::Value::text),
+            event
+                .get("BriefDescription")
+                .or_else(|| event.get("PublicDescription"))
+                .and_then(json::Value::text),
+        ) else {
+            continue;
+        };
+        let event_unit = event.get("Unit").and_then(json::Value::text);
+        if event_unit.is_some_and(|u| Some(u) != unit) {
+            continue;
+        }
+        out.push((name.to_string(), description.trim().to_string()));
+    }
+    Ok(())
+}
+
+/// Gives `model`'s events and unit masks the descriptions `entries` name them with, where they
+/// have none; returns how many were given one.
+fn apply(model: &mut CpuModel, entries: &[(String, String)]) -> usize {
+    let mut described = 0;
+    for (name, description) in entries {
+        let Some((event, mask)) = place(model, name) else {
+            continue;
+        };
+        let event = &mut model.events[event];
+        let slot = match mask {
+            Some(mask) => &mut event.unit_masks[mask].description,
+            None => &mut event.description,
+        };
+        if slot.is_empty() && !description.is_empty() {
+            slot.clone_from(description);
+            described += 1;
+        }
+    }
+    described
+}
+
+/// The event (index) and unit mask (index) `name` names on `model`: `EVENT`, `EVENT.MASK`, or
+/// an alias of the model standing for one of them.
+fn place(model: &CpuModel, name: &str) -> Option<(usize, Option<usize>)> {
+    let find = |event: &str, mask: Option<&str>| -> Option<(usize, Option<usize>)> {
+        let index = model
+            .events
+            .iter()
+            .position(|e| e.name.eq_ignore_ascii_case(event))?;
+        match mask {
+            None => Some((index, None)),
+            Some(mask) => {
+                let masks = &model.events[index].unit_masks;
+                let at = masks
+                    .iter()
+                    .position(|u| u.name.eq_ignore_ascii_case(mask))?;
+                Some((index, Some(at)))
+            }
+        }
+    };
+    if let Some(found) = find(name, None) {
+        return Some(found);
+    }
+    if let Some((event, mask)) = name.split_once('.')
+        && let Some(found) = find(event, Some(mask))
+    {
+        return Some(found);
+    }
+    // An alias stands for one event string: the event and at most one unit mask.
+    let target = model.event_aliases.get(&alias_key(name))?;
+    match target.unit_masks.as_slice() {
+        [] => find(&target.name, None).or_else(|| {
+            let (event, mask) = target.name.split_once('.')?;
+            find(event, Some(mask))
+        }),
+        [mask] => find(&target.name, Some(mask)),
+        _ => None,
+    }
+}
