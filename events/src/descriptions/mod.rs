@@ -64,8 +64,8 @@ impl Database {
     ) -> Result<(Database, DescriptionsRead)> {
         let bad = |what: String| {
             Error::invalid_input(format!("descriptions {}: {what}", dir.display())).with_hint(
-                "give the kernel's tools/perf/pmu-events/arch/x86 directory (Debian: unpack \
-                 /usr/src/linux-source-*.tar.xz), one model's directory of it, or a perfmon tree",
+                "give the kernel's tools/perf/pmu-events/arch/x86 directory (from the kernel's \
+                 source, unpacked), one model's directory of it, or a perfmon tree",
             )
         };
         let Some(found) = self.model(model) else {
