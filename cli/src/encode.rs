@@ -229,6 +229,8 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
             }
         };
         let precise = precise_ip(name);
+        // A native event's description, where a description source was named.
+        let description = cpu.and_then(|c| context.database.description(c, name));
         let notes: Vec<String> = note(&event.name).into_iter().chain(fallback).collect();
         if args.json {
             for mut value in to_json(&event, args.backend.name, cpu) {
@@ -237,6 +239,9 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
                 }
                 if let Some(precise) = precise {
                     value["precise_ip"] = json!(precise);
+                }
+                if let Some(description) = description {
+                    value["description"] = json!(description);
                 }
                 array.push(value);
             }
@@ -260,6 +265,9 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
                 );
             }
             None => _ = write!(out, "{text}"),
+        }
+        if let Some(description) = description {
+            _ = writeln!(out, "  description: {description}");
         }
         for note in notes {
             _ = writeln!(out, "  note: {note}");

@@ -55,7 +55,7 @@ fn brief(x86: &Path, name: &str) -> String {
 
 /// Oracle: the skylake JSON. With `--descriptions` (or the variable) `list` shows a unit
 /// mask's BriefDescription, in text and JSON, and `list WORD` finds it by a word only its
-/// description holds; without, it does not.
+/// description holds; without, it does not. `encode` shows it under the encoding.
 #[test]
 fn list_shows_and_matches_the_kernels_descriptions() {
     if !Path::new(TARBALL).exists() {
@@ -92,6 +92,23 @@ fn list_shows_and_matches_the_kernels_descriptions() {
         .find(|m| m["name"] == name)
         .unwrap();
     assert_eq!(mask["description"], description.as_str());
+    // encode says it too, modifiers and all.
+    for typed in [name, "ARITH.DIVIDER_ACTIVE:u", "arith.divider_active"] {
+        let text = stdout(&counterhal(&[
+            "encode",
+            "--cpu-model",
+            "skl",
+            "--descriptions",
+            dir,
+            typed,
+        ]));
+        assert!(
+            text.contains(&format!("\n  description: {description}\n")),
+            "{typed}: {text}"
+        );
+    }
+    let plain = stdout(&counterhal(&["encode", "--cpu-model", "skl", name]));
+    assert!(!plain.contains("description"), "{plain}");
     std::fs::remove_dir_all(scratch).unwrap();
 }
 

@@ -135,6 +135,19 @@ fn unit_masks_get_the_kernels_brief_descriptions() {
         .count();
     assert_eq!(described, read.described);
     assert!(described > 100, "{described} described on zen4");
+    // A unit mask found by perf's name, by libpfm4's and with modifiers.
+    let ld = db.description("zen4", "ls_dispatch.ld_dispatch").unwrap();
+    assert_eq!(
+        db.description("amd64_fam19h_zen4", "LS_DISPATCH:LD_DISPATCH:u"),
+        Some(ld)
+    );
+    let briefs_by_name = oracle(&x86.join("amdzen4"));
+    let theirs = briefs_by_name
+        .iter()
+        .find(|(n, _)| n == "ls_dispatch.ld_dispatch")
+        .unwrap();
+    assert_eq!(ld, theirs.1);
+    assert_eq!(db.description("zen4", "cycles"), None);
     let briefs: Vec<String> = oracle(&x86.join("amdzen4"))
         .into_iter()
         .map(|(_, b)| b)

@@ -28,6 +28,7 @@ use counterhal_hal::{Error, Result};
 use crate::database::Database;
 use crate::model::{CpuModel, alias_key};
 use crate::model_aliases::aliases_of;
+use crate::parse::{ParsedEvent, parse_event};
 
 /// The environment variable naming a description source (a directory, as
 /// [`Database::with_descriptions`] reads it).
@@ -96,6 +97,29 @@ impl Database {
             None => 0,
         };
         Ok((self, DescriptionsRead { files, described }))
+    }
+}
+
+impl Database {
+    /// The description of the event or unit mask `name` names on model `model` (as typed:
+    /// `EVENT`, `EVENT.MASK`, `EVENT:MASK`, an alias; modifiers after it ignored), where it has
+    /// one: the shipped data has none, [`Database::with_descriptions`] adds them.
+    pub fn description(&self, model: &str, name: &str) -> Option<&str> {
+        let model = self.model(model)?;
+        let ParsedEvent::Named(spec) = parse_event(name).ok()? else {
+            return None;
+        };
+        let typed = match spec.unit_masks.first() {
+            Some(mask) if !spec.dotted => format!("{}.{mask}", spec.name),
+            _ => spec.name.clone(),
+        };
+        let (event, mask) = place(model, &typed).or_else(|| place(model, &spec.name))?;
+        let event = &model.events[event];
+        let text = match mask {
+            Some(mask) => &event.unit_masks[mask].description,
+            None => &event.description,
+        };
+        (!text.is_empty()).then_some(text.as_str())
     }
 }
 
