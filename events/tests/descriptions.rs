@@ -17,7 +17,7 @@ fn unpack(dirs: &[&str]) -> (PathBuf, PathBuf) {
     let scratch = std::env::temp_dir().join(format!(
         "counterhal-descriptions-{}-{}",
         std::process::id(),
-        dirs.join("-")
+        dirs.join("-").replace('*', "all")
     ));
     std::fs::create_dir_all(&scratch).unwrap();
     let mut command = Command::new("tar");
@@ -163,6 +163,57 @@ fn unit_masks_get_the_kernels_brief_descriptions() {
             );
         }
     }
+    std::fs::remove_dir_all(scratch).unwrap();
+}
+
+/// Oracle: every directory of the kernel's x86 tree, read with serde_json. Each model perf
+/// names is given descriptions from the tree (every file parsed by our reader), and each unit
+/// mask a core event's name (`EVENT.MASK`, no `Unit`) names gets that event's
+/// BriefDescription.
+#[test]
+fn every_kernel_directory_reads_as_serde_json_reads_it() {
+    if !Path::new(TARBALL).exists() {
+        counterhal_conformance::skip!(
+            Need::Tools,
+            "{TARBALL} is absent (Debian package linux-source-6.12)"
+        );
+    }
+    let (x86, scratch) = unpack(&["*"]);
+    let shipped = Database::shipped().unwrap();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for &(dir, id) in counterhal_events::model_aliases::PERF_DIRECTORIES {
+        let (db, read) = match shipped.clone().with_descriptions(id, &x86) {
+            Ok(described) => described,
+            Err(e) => {
+                wrong.push(format!("{dir}: {e}"));
+                continue;
+            }
+        };
+        if read.described == 0 {
+            wrong.push(format!("{dir} ({id}): nothing described"));
+        }
+        let model = db.model(id).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for (name, brief) in oracle(&x86.join(dir)) {
+            let Some((event, mask)) = name.split_once('.') else {
+                continue;
+            };
+            let Some(mask) = model.event(event).and_then(|e| e.unit_mask(mask)) else {
+                continue;
+            };
+            // The first file to name it gives it its description.
+            if seen.insert(name.to_ascii_uppercase()) && mask.description != brief {
+                wrong.push(format!(
+                    "{dir} {name}: {:?}, JSON {brief:?}",
+                    mask.description
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 3000, "{checked} unit masks checked");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     std::fs::remove_dir_all(scratch).unwrap();
 }
 

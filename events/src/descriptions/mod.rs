@@ -8,8 +8,9 @@
 //!   (`skylake`, `amdzen4`): the model's directory is found by perf's name for it
 //!   ([`crate::model_aliases`]); the tree's parent `arch` (or `pmu-events`) works too;
 //! - one model's directory of it (`.../x86/skylake`), or any directory of such JSON files;
-//! - an Intel perfmon tree (`github.com/intel/perfmon`), whose directories are named by model
-//!   (`SKL/events/*.json`, `{"Events": [...]}`).
+//! - an Intel perfmon tree (`github.com/intel/perfmon`), whose `mapfile.csv` names each CPU's
+//!   core event file (`/SKL/events/skylake_core.json`, `{"Events": [...]}`): those of the
+//!   signatures that detect the model (of its core type on a hybrid chip) are read.
 //!
 //! Each event's `EventName` (`INST_RETIRED.ANY_P`, or a perf spelling the model keeps as an
 //! alias: `ls_dispatch.ld_dispatch`) names an event or a unit mask of the model; its
@@ -77,15 +78,14 @@ impl Database {
         if !dir.is_dir() {
             return Err(bad("not a directory".to_string()));
         }
-        let files = files_for(dir, &id).map_err(bad)?;
+        let files = files_for(&self, dir, &id).map_err(bad)?;
         if files.is_empty() {
             let names = aliases_of(&id)
                 .first()
                 .map(|d| format!("x86/{d}/*.json or "))
                 .unwrap_or_default();
             return Err(bad(format!(
-                "no description files for CPU model `{id}` (looked for {names}{}/events/*.json, or *.json in the directory)",
-                id.to_ascii_uppercase()
+                "no description files for CPU model `{id}` (looked for {names}perfmon's mapfile.csv rows, or *.json in the directory)"
             )));
         }
         let mut entries = Vec::new();
@@ -124,7 +124,11 @@ impl Database {
 }
 
 /// The JSON files of `dir` that describe model `id`.
-fn files_for(dir: &Path, id: &str) -> std::result::Result<Vec<PathBuf>, String> {
+fn files_for(
+    database: &Database,
+    dir: &Path,
+    id: &str,
+) -> std::result::Result<Vec<PathBuf>, String> {
     // The kernel's tree, from x86 or from a directory above it.
     for tree in [
         dir.to_path_buf(),
@@ -138,21 +142,66 @@ fn files_for(dir: &Path, id: &str) -> std::result::Result<Vec<PathBuf>, String> 
                     return json_files(&tree.join(name));
                 }
             }
-            // A perfmon tree has a mapfile too, and a directory per model id.
-            break;
         }
     }
-    let upper = id.to_ascii_uppercase();
-    let prefix = upper.split('_').next().unwrap_or(&upper).to_string();
-    for perfmon in [
-        dir.join(&upper).join("events"),
-        dir.join(&prefix).join("events"),
-    ] {
-        if perfmon.is_dir() {
-            return json_files(&perfmon);
+    // perfmon's tree: its mapfile names each CPU's core file.
+    if let Ok(mapfile) = std::fs::read_to_string(dir.join("mapfile.csv")) {
+        let files = perfmon_files(database, dir, id, &mapfile);
+        if !files.is_empty() {
+            return Ok(files);
         }
     }
     json_files(dir)
+}
+
+/// The core PMU's event files perfmon's `mapfile` (`Family-model,Version,Filename,EventType,
+/// Core Type,...`; types `core`, `hybridcore`, `offcore`, `fp_arith_inst`) names for the CPUs
+/// whose signatures detect model `id` (on a hybrid chip, those of its core type).
+fn perfmon_files(database: &Database, dir: &Path, id: &str, mapfile: &str) -> Vec<PathBuf> {
+    let Some(model) = database.model(id) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for line in mapfile.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [signature, _, file, kind, rest @ ..] = fields.as_slice() else {
+            continue;
+        };
+        // The core PMU's files: its events, a hybrid core type's, offcore and FP ones.
+        let core_files = ["core", "hybridcore", "offcore", "fp_arith_inst"];
+        if !core_files.contains(kind) || !file.starts_with('/') {
+            continue;
+        }
+        let core_type = rest
+            .first()
+            .and_then(|t| u8::from_str_radix(t.trim_start_matches("0x"), 16).ok());
+        if let (Some(hybrid), Some(core_type)) = (model.hybrid, core_type)
+            && hybrid.core_type != core_type
+        {
+            continue;
+        }
+        // `GenuineIntel-6-55-[01234]`: a stepping class, each of its steppings tried.
+        let signatures: Vec<String> = match signature.split_once('[') {
+            Some((head, class)) => class
+                .trim_end_matches(']')
+                .chars()
+                .map(|c| format!("{head}{c}"))
+                .collect(),
+            None => vec![signature.to_string()],
+        };
+        let detects = signatures.iter().any(|s| {
+            crate::CpuIdentity::from_signature(s).is_some_and(|cpu| match model.hybrid {
+                // Each core type's table of a hybrid chip is one of its candidates.
+                Some(_) => database.candidates(&cpu).any(|m| m.id == model.id),
+                None => database.detect(&cpu).is_some_and(|m| m.id == model.id),
+            })
+        });
+        let path = dir.join(file.trim_start_matches('/'));
+        if detects && path.is_file() && !files.contains(&path) {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// The `*.json` files directly in `dir`, sorted; metric files (`*metrics*.json`) left out.
@@ -269,5 +318,74 @@ fn place(model: &CpuModel, name: &str) -> Option<(usize, Option<usize>)> {
         }),
         [mask] => find(&target.name, Some(mask)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// perfmon's layout (the shape of github.com/intel/perfmon: its mapfile's columns and
+    /// rows, `{"Header": ..., "Events": [...]}` files): the core files of the signatures that
+    /// detect the model are read, a hybrid chip's by core type, uncore files left out.
+    #[test]
+    fn perfmon_trees_are_read_through_their_mapfile() {
+        let dir = std::env::temp_dir().join(format!("counterhal-perfmon-{}", std::process::id()));
+        for sub in ["SKL/events", "ADL/events"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(
+            dir.join("mapfile.csv"),
+            "Family-model,Version,Filename,EventType,Core Type,Native Model ID,Core Role Name\n\
+             GenuineIntel-6-4E,V59,/SKL/events/skylake_core.json,core,,,\n\
+             GenuineIntel-6-4E,V59,/SKL/events/skylake_uncore.json,uncore,,,\n\
+             GenuineIntel-6-97,V1.40,/ADL/events/alderlake_gracemont_core.json,hybridcore,0x20,0x000001,Atom\n\
+             GenuineIntel-6-97,V1.40,/ADL/events/alderlake_goldencove_core.json,hybridcore,0x40,0x000001,Core\n",
+        )
+        .unwrap();
+        let file = |name: &str, brief: &str| {
+            format!(
+                "{{\"Header\": {{\"Version\": \"1\"}}, \"Events\": [{{\"EventName\": \"{name}\", \"BriefDescription\": \"{brief}\"}}]}}"
+            )
+        };
+        for (path, name, brief) in [
+            (
+                "SKL/events/skylake_core.json",
+                "INST_RETIRED.ANY_P",
+                "core text",
+            ),
+            (
+                "SKL/events/skylake_uncore.json",
+                "INST_RETIRED.ANY_P",
+                "uncore text",
+            ),
+            (
+                "ADL/events/alderlake_goldencove_core.json",
+                "INST_RETIRED.ANY_P",
+                "P-core text",
+            ),
+            (
+                "ADL/events/alderlake_gracemont_core.json",
+                "INST_RETIRED.ANY_P",
+                "E-core text",
+            ),
+        ] {
+            std::fs::write(dir.join(path), file(name, brief)).unwrap();
+        }
+        let db = Database::shipped().unwrap();
+        for (model, expected) in [
+            ("skl", "core text"),
+            ("adl_glc", "P-core text"),
+            ("adl_grt", "E-core text"),
+        ] {
+            let (described, read) = db.clone().with_descriptions(model, &dir).unwrap();
+            assert_eq!(read.files.len(), 1, "{model}: {:?}", read.files);
+            assert_eq!(
+                described.description(model, "INST_RETIRED.ANY_P"),
+                Some(expected),
+                "{model}"
+            );
+        }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
