@@ -217,6 +217,52 @@ fn every_kernel_directory_reads_as_serde_json_reads_it() {
     std::fs::remove_dir_all(scratch).unwrap();
 }
 
+/// Oracle: the kernel's meteorlake JSON, whose events carry their core's `Unit`. Each core
+/// type's table of the chip gets its own core's descriptions: `mtl_rwc` (perf's
+/// `meteorlake`) those marked `cpu_core`, `mtl_cmt` (no directory of its own) those marked
+/// `cpu_atom`.
+#[test]
+fn a_hybrid_chips_tables_get_their_own_cores_descriptions() {
+    if !Path::new(TARBALL).exists() {
+        counterhal_conformance::skip!(
+            Need::Tools,
+            "{TARBALL} is absent (Debian package linux-source-6.12)"
+        );
+    }
+    let (x86, scratch) = unpack(&["meteorlake"]);
+    let shipped = Database::shipped().unwrap();
+    for (id, unit) in [("mtl_rwc", "cpu_core"), ("mtl_cmt", "cpu_atom")] {
+        let (db, _) = shipped.clone().with_descriptions(id, &x86).unwrap();
+        let model = db.model(id).unwrap();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(x86.join("meteorlake")).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for event in value.as_array().into_iter().flatten() {
+                let (Some(name), Some(brief)) = (
+                    event["EventName"].as_str(),
+                    event["BriefDescription"].as_str(),
+                ) else {
+                    continue;
+                };
+                if event["Unit"] != unit {
+                    continue;
+                }
+                let Some((event, mask)) = name.split_once('.') else {
+                    continue;
+                };
+                if let Some(mask) = model.event(event).and_then(|e| e.unit_mask(mask)) {
+                    assert_eq!(mask.description, brief.trim(), "{id} {name}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 50, "{id}: {checked} checked");
+    }
+    std::fs::remove_dir_all(scratch).unwrap();
+}
+
 /// A bad source is a clear error naming it, never a panic: a missing directory, one with no
 /// files for the model, a file that is no JSON.
 #[test]

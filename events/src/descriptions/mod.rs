@@ -6,7 +6,8 @@
 //! - the kernel's x86 tree, `tools/perf/pmu-events/arch/x86` of a Linux source tree (Debian's
 //!   `linux-source` package unpacked), with its `mapfile.csv` and one directory per CPU
 //!   (`skylake`, `amdzen4`): the model's directory is found by perf's name for it
-//!   ([`crate::model_aliases`]); the tree's parent `arch` (or `pmu-events`) works too;
+//!   ([`crate::model_aliases`]), or for one core type's table of a hybrid chip, by its
+//!   chip's (`meteorlake` for `mtl_cmt`); the tree's parent `arch` (or `pmu-events`) works too;
 //! - one model's directory of it (`.../x86/skylake`), or any directory of such JSON files;
 //! - an Intel perfmon tree (`github.com/intel/perfmon`), whose `mapfile.csv` names each CPU's
 //!   core event file (`/SKL/events/skylake_core.json`, `{"Events": [...]}`): those of the
@@ -28,7 +29,7 @@ use counterhal_hal::{Error, Result};
 
 use crate::database::Database;
 use crate::model::{CpuModel, alias_key};
-use crate::model_aliases::aliases_of;
+use crate::model_aliases::{PERF_DIRECTORIES, aliases_of};
 use crate::parse::{ParsedEvent, parse_event};
 
 /// The environment variable naming a description source (a directory, as
@@ -137,7 +138,7 @@ fn files_for(
         dir.join("pmu-events/arch/x86"),
     ] {
         if tree.join("mapfile.csv").is_file() {
-            for name in aliases_of(id) {
+            for name in kernel_directories(database, id) {
                 if tree.join(name).is_dir() {
                     return json_files(&tree.join(name));
                 }
@@ -152,6 +153,25 @@ fn files_for(
         }
     }
     json_files(dir)
+}
+
+/// The kernel's directories for model `id`: perf's names for it, then, for one core type's
+/// table of a hybrid chip, those of the other core type's table of the same chip (the same
+/// match rules: `meteorlake` holds both, each event marked with its `Unit`).
+fn kernel_directories(database: &Database, id: &str) -> Vec<&'static str> {
+    let mut names = aliases_of(id);
+    let Some(model) = database.model(id).filter(|m| m.hybrid.is_some()) else {
+        return names;
+    };
+    for &(dir, other) in PERF_DIRECTORIES {
+        let sibling = database.model(other).filter(|o| {
+            o.id != model.id && o.hybrid.is_some() && o.match_rules() == model.match_rules()
+        });
+        if sibling.is_some() && !names.contains(&dir) {
+            names.push(dir);
+        }
+    }
+    names
 }
 
 /// The core PMU's event files perfmon's `mapfile` (`Family-model,Version,Filename,EventType,
