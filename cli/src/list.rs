@@ -232,8 +232,9 @@ fn native_lines(
     }
 }
 
-/// perf's tool events (`stat` fills them in from how the command ended) and the breakpoint
-/// form `stat` takes, as `list` shows them after the software events: (name, what it is).
+/// perf's tool events (`stat` fills them in from how the command ended, on any backend) and
+/// the breakpoint form `stat` takes on the Linux backend, as `list` shows them after the
+/// software events: (section, name, what it is).
 pub const TOOL_AND_BREAKPOINT: &[(&str, &str, &str)] = &[
     (
         "tool",
@@ -257,17 +258,27 @@ pub const TOOL_AND_BREAKPOINT: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The tool and breakpoint sections of the text listing, those whose name or description
-/// holds `pattern` (any case); `count` grows by the lines written.
-fn extra_sections(out: &mut String, pattern: &str, count: &mut usize) {
+/// The entries of [`TOOL_AND_BREAKPOINT`] whose name or description holds `pattern` (any
+/// case), breakpoints only where `breakpoints` (the Linux backend lists).
+fn extra_entries(
+    pattern: &str,
+    breakpoints: bool,
+) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
     let lower = pattern.to_ascii_lowercase();
+    TOOL_AND_BREAKPOINT
+        .iter()
+        .filter(move |(section, name, about)| {
+            (breakpoints || *section != "breakpoint")
+                && (name.to_ascii_lowercase().contains(&lower)
+                    || about.to_ascii_lowercase().contains(&lower))
+        })
+}
+
+/// The tool and breakpoint sections of the text listing ([`extra_entries`]); `count` grows
+/// by the lines written.
+fn extra_sections(out: &mut String, pattern: &str, breakpoints: bool, count: &mut usize) {
     let mut heading = "";
-    for &(section, name, about) in TOOL_AND_BREAKPOINT {
-        if !(name.to_ascii_lowercase().contains(&lower)
-            || about.to_ascii_lowercase().contains(&lower))
-        {
-            continue;
-        }
+    for &(section, name, about) in extra_entries(pattern, breakpoints) {
         if heading != section {
             heading = section;
             _ = writeln!(out, "\n{section}:");
@@ -389,6 +400,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         }
     };
     let entries = with_aliases(listed(pattern), pattern, &listed);
+    // Breakpoints (`mem:`) are the Linux backend's.
+    let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
     if args.json {
         let array: Vec<_> = entries
             .iter()
@@ -417,29 +430,22 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
-        let lower = pattern.to_ascii_lowercase();
-        let extra = TOOL_AND_BREAKPOINT
-            .iter()
-            .filter(|(_, name, about)| {
-                name.to_ascii_lowercase().contains(&lower)
-                    || about.to_ascii_lowercase().contains(&lower)
+        let extra = extra_entries(pattern, breakpoints).map(|(section, name, about)| {
+            json!({
+                "section": section,
+                "name": name,
+                "description": about,
+                "encoding": null,
+                "backend": backend.as_ref().map(|b| b.label()),
+                "usable": true,
+                "reason": null,
+                "precise": false,
+                "aliases": [],
+                "fields": null,
+                "libpfm4_note": null,
+                "umasks": [],
             })
-            .map(|(section, name, about)| {
-                json!({
-                    "section": section,
-                    "name": name,
-                    "description": about,
-                    "encoding": null,
-                    "backend": backend.as_ref().map(|b| b.label()),
-                    "usable": true,
-                    "reason": null,
-                    "precise": false,
-                    "aliases": [],
-                    "fields": null,
-                    "libpfm4_note": null,
-                    "umasks": [],
-                })
-            });
+        });
         let array: Vec<_> = array.into_iter().chain(extra).collect();
         _ = writeln!(
             out,
@@ -494,13 +500,13 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .get(index + 1)
                 .is_none_or(|e| e.section != Section::Software)
         {
-            extra_sections(&mut out, pattern, &mut extra);
+            extra_sections(&mut out, pattern, breakpoints, &mut extra);
         }
     }
     if !entries.iter().any(|e| e.section == Section::Software) {
-        extra_sections(&mut out, pattern, &mut extra);
+        extra_sections(&mut out, pattern, breakpoints, &mut extra);
     }
-    let usable = entries.iter().filter(|e| e.usable).count();
+    let usable = entries.iter().filter(|e| e.usable).count() + extra;
     let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,

@@ -356,3 +356,21 @@ fn did_you_mean_offers_event_names() {
     assert!(!text.contains("skx"), "{text}");
     assert!(text.contains("did you mean: INST_RETIRED"), "{text}");
 }
+
+/// The tool events are listed for every backend (`stat` fills them in itself); the breakpoint
+/// form only for the Linux backend, whose `stat` takes it.
+#[test]
+fn breakpoints_are_listed_for_the_linux_backend_only() {
+    let msr = run_ok(&["list", "--backend", "msr", "--cpu-model", "skl", "_time"]);
+    assert!(msr.contains("\ntool:\n"), "{msr}");
+    assert!(!msr.contains("breakpoint:"), "{msr}");
+    let msr = run_ok(&["list", "--backend", "msr", "--cpu-model", "skl", "mem:"]);
+    assert!(!msr.contains("mem:ADDR"), "{msr}");
+    if linux_usable() {
+        let linux = run_ok(&["list", "--backend", "linux", "mem:"]);
+        assert!(
+            linux.contains("\nbreakpoint:\n  * mem:ADDR[/LEN][:rwx] "),
+            "{linux}"
+        );
+    }
+}
