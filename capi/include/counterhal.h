@@ -121,7 +121,9 @@ typedef struct {
                               * event's unit mask, named EVENT.UNIT_MASK, listed after its
                               * event), backend */
     const char *name;        /* the name to add */
-    const char *description; /* a few words, or "" */
+    const char *description; /* a few words, or ""; a native event's or unit mask's from
+                              * perf's JSON event files where COUNTERHAL_DESCRIPTIONS names
+                              * them when the handle is opened, else "" */
     const char *encoding;    /* what it resolves to here, or NULL */
     const char *reason;      /* why it is not usable (or how it counts), or NULL */
     int usable;              /* 1 if this process can count it for itself here */
