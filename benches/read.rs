@@ -282,7 +282,11 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
             .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)
             .collect();
         let mut group: LinuxGroup = linux
-            .open(&requests, &Target::ThisThread, &OpenOptions::default())
+            .open(
+                &requests,
+                &counterhal::hal::Target::ThisThread,
+                &OpenOptions::default(),
+            )
             .unwrap();
         group.enable().unwrap();
         let leader: OwnedFd = group

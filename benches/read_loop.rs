@@ -49,7 +49,11 @@ fn main() {
                 .map(|n| linux.resolve(n).expect("resolves").terms.remove(0).request)
                 .collect();
             let mut group: LinuxGroup = linux
-                .open(&requests, &Target::ThisThread, &OpenOptions::default())
+                .open(
+                    &requests,
+                    &counterhal::hal::Target::ThisThread,
+                    &OpenOptions::default(),
+                )
                 .expect("the four software events open");
             group.enable().expect("the group enables");
             for _ in 0..count {

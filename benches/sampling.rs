@@ -66,7 +66,11 @@ mod bench {
         let fields = SampleFields::profile().with_addr();
         let options = SampleOptions::period(1, fields).ring_pages(512);
         let mut ours = chosen
-            .open_sampler(&["page-faults"], &Target::ThisThread, &options)
+            .open_sampler(
+                &["page-faults"],
+                &counterhal::hal::Target::ThisThread,
+                &options,
+            )
             .expect("page faults can be sampled here");
         let mut theirs = Builder::new(Software::PAGE_FAULTS)
             .sample_period(1)
@@ -130,7 +134,7 @@ mod bench {
         let mut sampler = chosen
             .open_sampler(
                 &["cpu-clock:u"],
-                &Target::ThisThread,
+                &counterhal::hal::Target::ThisThread,
                 &SampleOptions::frequency(1000, SampleFields::profile()),
             )
             .expect("cpu-clock can be sampled here");

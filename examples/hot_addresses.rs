@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use counterhal::advanced::BackendTarget;
 use counterhal::prelude::*;
 use counterhal::{Record, SampleFields, SampleOptions, Sampler};
 
@@ -40,7 +41,8 @@ fn main() -> Result<()> {
         .unwrap_or(400);
     let backend = open_default(None)?;
     let options = SampleOptions::frequency(1000, SampleFields::profile());
-    let mut sampler = backend.open_sampler(&["cpu-clock:u"], &Target::ThisThread, &options)?;
+    let mut sampler =
+        backend.open_sampler(&["cpu-clock:u"], &BackendTarget::ThisThread, &options)?;
     sampler.enable()?;
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(millis) {

@@ -27,7 +27,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = backend.builder(Target::this_thread(), OpenOptions::default());
     for name in &names {
         match builder.add(name) {
             Ok(_) => println!("Successfully added: {name}"),

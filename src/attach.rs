@@ -1,5 +1,5 @@
 //! Where a tool counts, as it asks: a thread, a whole process, every CPU or a list of CPUs.
-//! One such place may stand for several of a backend's [`Target`]s (a process's threads, the
+//! One such place may stand for several of a backend's targets (a process's threads, the
 //! CPUs of a list); [`MultiSet`] counts the same events on each and reads them per target or
 //! summed.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use counterhal_hal::{
     Backend, CpuList, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent,
-    Result, Target, check_buffer, sum_readings,
+    Result, Target as BackendTarget, check_buffer, sum_readings,
 };
 
 /// Where the CPUs this machine has online are listed (Linux).
@@ -28,10 +28,31 @@ pub fn online_cpus() -> CpuList {
         })
 }
 
-/// Where to count.
+/// Where to count: what [`Chosen::open_named`](crate::Chosen::open_named) and
+/// [`EventSetBuilder`](crate::EventSetBuilder) open on.
+///
+/// A name means one thing: a *process* is every thread it has (and every thread and process
+/// it creates from now on), summed, as `perf stat -p PID` counts it; a *thread* is one
+/// thread, as `perf stat -t TID` counts it. A target of several threads or CPUs is read as
+/// one sum per event (each thread's or CPU's reading scaled on its own first);
+/// [`advanced::MultiSet`](MultiSet) reads them one by one.
+///
+/// ```no_run
+/// use counterhal::prelude::*;
+///
+/// let backend = open_default(None)?;
+/// let pid = std::process::id();
+/// let mut set = backend.open_named(&["task-clock"], &Target::process(pid),
+///                                  &OpenOptions::default())?;
+/// set.enable()?;
+/// // ... every thread of the process runs ...
+/// set.disable()?;
+/// println!("{} ns on all threads", set.read_to_vec()?[0].value);
+/// # Ok::<(), counterhal::Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Attach {
+pub enum Target {
     /// The calling thread.
     ThisThread,
     /// One thread of any process, by its thread id.
@@ -43,7 +64,7 @@ pub enum Attach {
     /// child processes). A thread that ends is dropped from the counting, never an error
     /// ([`MultiSet`] says how).
     Process(u32),
-    /// Several processes (perf's `-p PID,PID`), each as [`Attach::Process`] counts one.
+    /// Several processes (perf's `-p PID,PID`), each as [`Target::Process`] counts one.
     Processes(Vec<u32>),
     /// Every online CPU (system-wide).
     AllCpus,
@@ -60,33 +81,63 @@ pub enum Attach {
     },
 }
 
-impl Attach {
+impl Target {
+    /// The calling thread ([`Target::ThisThread`]).
+    pub const fn this_thread() -> Target {
+        Target::ThisThread
+    }
+
+    /// One thread of any process, by its thread id ([`Target::Thread`]): that thread alone,
+    /// none of the threads it creates. A process's main thread has the process's id.
+    pub const fn thread(tid: u32) -> Target {
+        Target::Thread(tid)
+    }
+
+    /// A whole process ([`Target::Process`]): every thread it has when the counters open,
+    /// each with the threads and processes it creates from then on, summed.
+    pub const fn process(pid: u32) -> Target {
+        Target::Process(pid)
+    }
+
+    /// Everything that runs on one CPU (system-wide), as [`Target::Cpus`] of one.
+    pub fn cpu(cpu: u32) -> Target {
+        Target::Cpus(CpuList::range(cpu, cpu))
+    }
+
+    /// Everything that runs on every online CPU ([`Target::AllCpus`]).
+    pub const fn all_cpus() -> Target {
+        Target::AllCpus
+    }
+
     /// What runs on `cpus` (every online CPU: `None`) while tasks of the control group whose
-    /// directory is `path` run there ([`Attach::Cgroup`]).
-    pub fn cgroup(path: impl AsRef<Path>, cpus: Option<CpuList>) -> Attach {
-        Attach::Cgroup {
+    /// directory is `path` run there ([`Target::Cgroup`]).
+    pub fn cgroup(path: impl AsRef<Path>, cpus: Option<CpuList>) -> Target {
+        Target::Cgroup {
             path: Arc::from(path.as_ref()),
             cpus,
         }
     }
 
-    /// The backend targets this stands for now: a process's threads are read from
-    /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
-    /// directory).
-    pub fn targets(&self) -> Vec<Target> {
+    /// The backend targets this stands for now (`advanced::BackendTarget`s):
+    /// a process's threads are read from `/proc/PID/task` (the process alone, with what it
+    /// creates, where the OS has no such directory).
+    pub fn targets(&self) -> Vec<BackendTarget> {
         match self {
-            Attach::ThisThread => vec![Target::ThisThread],
-            Attach::Thread(tid) => vec![Target::process(*tid)],
-            Attach::Threads(tids) => tids.iter().map(|&tid| Target::process(tid)).collect(),
-            Attach::Process(pid) => process_targets(*pid),
-            Attach::Processes(pids) => pids.iter().flat_map(|&pid| process_targets(pid)).collect(),
-            Attach::AllCpus => online_cpus().iter().map(Target::Cpu).collect(),
-            Attach::Cpus(cpus) => cpus.iter().map(Target::Cpu).collect(),
-            Attach::Cgroup { path, cpus } => cpus
+            Target::ThisThread => vec![BackendTarget::ThisThread],
+            Target::Thread(tid) => vec![BackendTarget::process(*tid)],
+            Target::Threads(tids) => tids
+                .iter()
+                .map(|&tid| BackendTarget::process(tid))
+                .collect(),
+            Target::Process(pid) => process_targets(*pid),
+            Target::Processes(pids) => pids.iter().flat_map(|&pid| process_targets(pid)).collect(),
+            Target::AllCpus => online_cpus().iter().map(BackendTarget::Cpu).collect(),
+            Target::Cpus(cpus) => cpus.iter().map(BackendTarget::Cpu).collect(),
+            Target::Cgroup { path, cpus } => cpus
                 .clone()
                 .unwrap_or_else(online_cpus)
                 .iter()
-                .map(|cpu| Target::Cgroup {
+                .map(|cpu| BackendTarget::Cgroup {
                     path: Arc::clone(path),
                     cpu,
                 })
@@ -96,10 +147,12 @@ impl Attach {
 
     /// Whether `target` may be gone by the time its counters open without that being an
     /// error: a thread of a process other than its main thread (threads come and go).
-    pub fn may_vanish(&self, target: &Target) -> bool {
+    pub fn may_vanish(&self, target: &BackendTarget) -> bool {
         match (self, target) {
-            (Attach::Process(pid), Target::Process { pid: tid, .. }) => tid != pid,
-            (Attach::Processes(pids), Target::Process { pid: tid, .. }) => !pids.contains(tid),
+            (Target::Process(pid), BackendTarget::Process { pid: tid, .. }) => tid != pid,
+            (Target::Processes(pids), BackendTarget::Process { pid: tid, .. }) => {
+                !pids.contains(tid)
+            }
             _ => false,
         }
     }
@@ -107,15 +160,15 @@ impl Attach {
 
 /// Process `pid`'s threads, each with what it creates; the process as one target where
 /// `/proc/PID/task` is missing.
-fn process_targets(pid: u32) -> Vec<Target> {
+fn process_targets(pid: u32) -> Vec<BackendTarget> {
     process_threads(pid)
         .map(|threads| {
             threads
                 .into_iter()
-                .map(Target::process_and_children)
+                .map(BackendTarget::process_and_children)
                 .collect()
         })
-        .unwrap_or_else(|| vec![Target::process_and_children(pid)])
+        .unwrap_or_else(|| vec![BackendTarget::process_and_children(pid)])
 }
 
 /// The thread ids of process `pid`, lowest first; `None` where `/proc/PID/task` is missing.
@@ -154,15 +207,15 @@ fn thread_gone(tid: u32) -> bool {
 ///
 /// It is a [`Group`] whose readings are the sums, one per event.
 ///
-/// With [`Attach::Process`], the threads the process has at [`open`](MultiSet::open) are its
+/// With [`Target::Process`], the threads the process has at [`open`](MultiSet::open) are its
 /// targets, each counted with what it creates afterwards (new threads and processes, folded
 /// into their creator's counts as they end, as `perf stat -p` counts). A thread that ends is
 /// dropped from the set, never an error for the set: its counts as last read stay in the
 /// sums until the next [`reset`](Group::reset), so a sum never goes down while the set counts.
 #[derive(Debug)]
 pub struct MultiSet<G> {
-    attach: Attach,
-    sets: Vec<(Target, EventSet<G>)>,
+    attach: Target,
+    sets: Vec<(BackendTarget, EventSet<G>)>,
     events: Vec<ResolvedEvent>,
     /// One row of `events.len()` (at least 1) readings per target counted: the live targets'
     /// rows first, in `sets` order, then the rows of the threads that ended (their last
@@ -191,7 +244,7 @@ impl<G: Group> MultiSet<G> {
     /// Linux: the kernel swaps the counters' context between a thread and the threads it
     /// creates, so a member then cannot join its leader ("cannot join this group") and a group
     /// read fails (ECHILD) while a created thread's copy is torn down. So with
-    /// [`Attach::Process`] each event of each thread is opened on its own, as `perf stat -p`
+    /// [`Target::Process`] each event of each thread is opened on its own, as `perf stat -p`
     /// opens them.
     ///
     /// # Errors
@@ -201,7 +254,7 @@ impl<G: Group> MultiSet<G> {
     pub fn open<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        attach: &Attach,
+        attach: &Target,
         options: &OpenOptions,
     ) -> Result<Self>
     where
@@ -211,22 +264,22 @@ impl<G: Group> MultiSet<G> {
     }
 
     /// [`open`](MultiSet::open) on `targets`, the places `attach` stands for as the caller
-    /// refines them (a thread with what it creates: [`Target::process_and_children`]).
+    /// refines them (a thread with what it creates: [`BackendTarget::process_and_children`]).
     ///
     /// # Errors
     /// As [`open`](MultiSet::open).
     pub fn from_targets<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        attach: &Attach,
-        targets: &[Target],
+        attach: &Target,
+        targets: &[BackendTarget],
         options: &OpenOptions,
     ) -> Result<Self>
     where
         B: Backend<Group = G> + ?Sized,
     {
         let mut options = *options;
-        options.grouped &= !matches!(attach, Attach::Process(_) | Attach::Processes(_));
+        options.grouped &= !matches!(attach, Target::Process(_) | Target::Processes(_));
         let mut sets = Vec::new();
         for target in targets.iter().cloned() {
             match EventSet::open(backend, events.to_vec(), &target, &options) {
@@ -255,7 +308,7 @@ impl<G: Group> MultiSet<G> {
     }
 
     /// The targets counted, in order (a thread that ended is no longer one).
-    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+    pub fn targets(&self) -> impl Iterator<Item = &BackendTarget> {
         self.sets.iter().map(|(target, _)| target)
     }
 
@@ -265,11 +318,11 @@ impl<G: Group> MultiSet<G> {
     }
 
     /// Each target's readings (one per event), in target order: per CPU with
-    /// [`Attach::AllCpus`], per thread with [`Attach::Process`] (the threads still running).
+    /// [`Target::AllCpus`], per thread with [`Target::Process`] (the threads still running).
     ///
     /// # Errors
     /// As [`Group::read`].
-    pub fn read_each(&mut self) -> Result<Vec<(Target, Vec<Reading>)>> {
+    pub fn read_each(&mut self) -> Result<Vec<(BackendTarget, Vec<Reading>)>> {
         let n = self.events.len();
         self.read_rows()?;
         Ok(self
@@ -326,8 +379,8 @@ impl<G: Group> MultiSet<G> {
 }
 
 /// Whether `error` on `target` means only that a thread of `attach`'s process has ended.
-fn vanished(attach: &Attach, target: &Target, error: &Error) -> bool {
-    let Target::Process { pid: tid, .. } = target else {
+fn vanished(attach: &Target, target: &BackendTarget, error: &Error) -> bool {
+    let BackendTarget::Process { pid: tid, .. } = target else {
         return false;
     };
     attach.may_vanish(target) && (error.kind() == ErrorKind::NotFound || thread_gone(*tid))
@@ -407,8 +460,8 @@ mod tests {
     fn a_process_without_a_task_directory_is_counted_alone() {
         // No process has id u32::MAX (pid_max is at most 2^22).
         assert_eq!(
-            Attach::Process(u32::MAX).targets(),
-            [Target::process_and_children(u32::MAX)]
+            Target::Process(u32::MAX).targets(),
+            [BackendTarget::process_and_children(u32::MAX)]
         );
         assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
     }
@@ -416,10 +469,13 @@ mod tests {
     #[test]
     fn threads_are_each_a_target_without_their_children() {
         assert_eq!(
-            Attach::Threads(vec![7, 9]).targets(),
-            [Target::process(7), Target::process(9)]
+            Target::Threads(vec![7, 9]).targets(),
+            [BackendTarget::process(7), BackendTarget::process(9)]
         );
-        assert_ne!(Target::process(7), Target::process_and_children(7));
+        assert_ne!(
+            BackendTarget::process(7),
+            BackendTarget::process_and_children(7)
+        );
     }
 
     use counterhal_hal::{Accepts, Capabilities, DeviceKind, Domain, Encoding, EventRequest};
@@ -496,8 +552,13 @@ mod tests {
         fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
             Err(Error::invalid_event(event))
         }
-        fn open(&self, _: &[EventRequest], target: &Target, _: &OpenOptions) -> Result<Counter> {
-            let ended = matches!(target, Target::Process { pid: ENDED, .. });
+        fn open(
+            &self,
+            _: &[EventRequest],
+            target: &BackendTarget,
+            _: &OpenOptions,
+        ) -> Result<Counter> {
+            let ended = matches!(target, BackendTarget::Process { pid: ENDED, .. });
             Ok(Counter {
                 thread_ended: ended.then(|| Arc::clone(&self.ended)),
                 reads: 0,
@@ -527,10 +588,10 @@ mod tests {
     fn a_thread_that_ends_is_dropped_and_its_counts_kept() {
         let (backend, event) = fixture();
         let pid = std::process::id();
-        let attach = Attach::Process(pid);
+        let attach = Target::Process(pid);
         let targets = [
-            Target::process_and_children(pid),
-            Target::process_and_children(ENDED),
+            BackendTarget::process_and_children(pid),
+            BackendTarget::process_and_children(ENDED),
         ];
         let mut set = MultiSet::from_targets(
             &backend,
@@ -563,8 +624,8 @@ mod tests {
     #[test]
     fn a_lone_thread_that_ends_keeps_its_last_reading() {
         let (backend, event) = fixture();
-        let attach = Attach::Process(std::process::id());
-        let targets = [Target::process_and_children(ENDED)];
+        let attach = Target::Process(std::process::id());
+        let targets = [BackendTarget::process_and_children(ENDED)];
         let mut set = MultiSet::from_targets(
             &backend,
             &[event],
@@ -593,7 +654,7 @@ mod tests {
         let mut set = MultiSet::open(
             &backend,
             &[event],
-            &Attach::ThisThread,
+            &Target::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap();
@@ -614,9 +675,9 @@ mod tests {
 
     #[test]
     fn only_a_process_s_other_threads_may_vanish() {
-        let attach = Attach::Process(10);
-        assert!(attach.may_vanish(&Target::process_and_children(11)));
-        assert!(!attach.may_vanish(&Target::process_and_children(10)));
-        assert!(!Attach::AllCpus.may_vanish(&Target::Cpu(0)));
+        let attach = Target::Process(10);
+        assert!(attach.may_vanish(&BackendTarget::process_and_children(11)));
+        assert!(!attach.may_vanish(&BackendTarget::process_and_children(10)));
+        assert!(!Target::AllCpus.may_vanish(&BackendTarget::Cpu(0)));
     }
 }

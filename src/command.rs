@@ -83,7 +83,7 @@ impl<G: Group> CountedCommand<G> {
     /// # Errors
     /// [`ErrorKind::Unsupported`] when `backend` cannot count one process from its `exec`
     /// (a backend counting per CPU: the hint says to count
-    /// [`Attach::AllCpus`](crate::Attach::AllCpus), or [`Attach::ThisThread`](crate::Attach::ThisThread)
+    /// [`Target::AllCpus`](crate::Target::AllCpus), or [`Target::ThisThread`](crate::Target::ThisThread)
     /// where the backend counts only the CPU that reads it, while the command runs); as
     /// [`WaitingChild::from_command`];
     /// [`ErrorKind::LimitReached`] when the events need more file descriptors than this
@@ -210,11 +210,11 @@ impl<G: Group> CountedCommand<G> {
         }
         if !capabilities.supports(&follow.target(0)) {
             let instead = if capabilities.targets.cpu {
-                "it counts per CPU: open the events on Attach::AllCpus and run the command while \
+                "it counts per CPU: open the events on Target::AllCpus and run the command while \
                  they count (counterhal stat does so); other programs are counted too"
             } else {
                 "it counts whatever runs on the CPU that reads it: open the events on \
-                 Attach::ThisThread and run the command while they count (counterhal stat does \
+                 Target::ThisThread and run the command while they count (counterhal stat does \
                  so); other programs on that CPU are counted too, the command's time on other \
                  CPUs is not"
             };

@@ -6,7 +6,10 @@
 
 use counterhal_hal::{BoxedGroup, Group, Reading, Result};
 
-/// A group of whichever backend [`open_default`](crate::open_default) chose.
+use crate::MultiSet;
+
+/// A group of whichever backend [`open_default`](crate::open_default) chose, on one place or
+/// summed over several.
 #[non_exhaustive]
 pub enum AnyGroup {
     /// The Linux backend's group, read without dynamic dispatch.
@@ -14,6 +17,22 @@ pub enum AnyGroup {
     Linux(counterhal_linux::LinuxGroup),
     /// Any other backend's group.
     Boxed(BoxedGroup),
+    /// The same counters on several threads or CPUs (a process's threads, every CPU), each
+    /// read as its sum over them.
+    Targets(Box<MultiSet<AnyGroup>>),
+}
+
+impl From<BoxedGroup> for AnyGroup {
+    fn from(group: BoxedGroup) -> AnyGroup {
+        AnyGroup::Boxed(group)
+    }
+}
+
+#[cfg(all(feature = "linux", target_os = "linux"))]
+impl From<counterhal_linux::LinuxGroup> for AnyGroup {
+    fn from(group: counterhal_linux::LinuxGroup) -> AnyGroup {
+        AnyGroup::Linux(group)
+    }
 }
 
 impl std::fmt::Debug for AnyGroup {
@@ -22,6 +41,7 @@ impl std::fmt::Debug for AnyGroup {
             #[cfg(all(feature = "linux", target_os = "linux"))]
             AnyGroup::Linux(_) => "Linux",
             AnyGroup::Boxed(_) => "Boxed",
+            AnyGroup::Targets(_) => "Targets",
         };
         write!(f, "AnyGroup::{kind}({} events)", self.len())
     }
@@ -34,6 +54,7 @@ macro_rules! each {
             #[cfg(all(feature = "linux", target_os = "linux"))]
             AnyGroup::Linux($g) => $call,
             AnyGroup::Boxed($g) => $call,
+            AnyGroup::Targets($g) => $call,
         }
     };
 }

@@ -5,10 +5,15 @@
 //! saying why each other did not.
 //!
 //! **For users**: [`open_default`] gives the first backend that works here (and why the others
-//! did not); [`Context`] and [`probe`] pick one by name; the backend's
-//! [`open_named`](Backend::open_named) opens events by name as an [`EventSet`]. Names are
-//! generalized events, PAPI presets, the CPU's native events from the database, raw codes,
-//! and the backend's own (tracepoints, breakpoints, dynamic PMUs on Linux).
+//! did not), a [`Chosen`]; its [`open_named`](Chosen::open_named) opens events by name as an
+//! [`EventSet`] on any [`Target`] (this thread, one thread, a whole process, CPUs, a control
+//! group), and its [`builder`](Chosen::builder) gathers them one at a time, each with its
+//! result. Names are generalized events, PAPI presets, the CPU's native events from the
+//! database, raw codes, and the backend's own (tracepoints, breakpoints, dynamic PMUs on
+//! Linux). A command is counted from its `exec` with its
+//! [`count_command`](Chosen::count_command) (Unix). [`Context`] and
+//! [`probe`] pick a backend by name; [`advanced`] holds what only a tool that manages
+//! backends, or reads each thread or CPU on its own, needs.
 //!
 //! **For backend authors**: a backend is a crate implementing [`hal::Backend`] and
 //! [`hal::Group`], with a `probe(database, cpu_model)` function and, under its `conformance`
@@ -27,10 +32,10 @@
 //! tests and for `counterhal check --models`.
 //!
 //! ```no_run
-//! use counterhal::{Backend, Group, OpenOptions, Target};
+//! use counterhal::prelude::*;
 //!
-//! let backend = counterhal::open_default(None)?;
-//! let mut set = backend.open_named(&["instructions", "page-faults"], &Target::ThisThread,
+//! let backend = open_default(None)?;
+//! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
 //! // ... the code being measured ...
@@ -39,6 +44,9 @@
 //! for (event, reading) in set.events().iter().zip(readings) {
 //!     println!("{}: {} ({:?} scaled)", event.name, reading.value, reading.scaled());
 //! }
+//! // A whole process: every thread it has (and creates from now on), summed.
+//! let process = backend.open_named(&["task-clock"], &Target::process(std::process::id()),
+//!                                  &OpenOptions::default())?;
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
@@ -50,9 +58,9 @@ pub use counterhal_conformance as conformance;
 pub use counterhal_events as events;
 pub use counterhal_hal as hal;
 pub use counterhal_hal::{
-    Backend, Capabilities, DeviceKind, Domain, DynBackend, Encoding, Error, ErrorKind, EventSet,
+    Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
-    Result, Sample, SampleFields, SampleOptions, Sampler, Target, Wakeup, Walked,
+    Result, Sample, SampleFields, SampleOptions, Sampler, Wakeup, Walked,
 };
 #[cfg(feature = "hwpmc")]
 pub use counterhal_hwpmc as hwpmc;
@@ -72,19 +80,21 @@ pub use counterhal_time as time;
 /// x86 facts in no OS's terms: CPUID decoding, counter placement, the TSC's frequency.
 pub use counterhal_x86 as x86;
 
+pub mod advanced;
 mod attach;
 mod cgroup;
 #[cfg(unix)]
 mod command;
 mod group;
 pub mod listing;
+mod open;
 pub mod prelude;
 pub mod region;
 pub mod registry;
 mod sampling;
 mod set;
 
-pub use attach::{Attach, MultiSet, online_cpus};
+pub use attach::{Target, online_cpus};
 pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
@@ -93,12 +103,17 @@ pub use listing::{Listed, ListedUnitMask, Section, list_events};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use sampling::AnySampler;
-pub use set::{EventSetBuilder, Query, query, trial_for_add};
+pub use set::{EventSetBuilder, Query, query};
+
+// The advanced types, also where they were before the face was reduced (hidden there).
+#[doc(hidden)]
+pub use advanced::{AnyBackend, DynBackend, MultiSet, trial_for_add};
+
+/// The former name of [`Target`].
+#[doc(hidden)]
+pub type Attach = Target;
 
 use counterhal_events::{CpuIdentity, Database};
-
-/// A backend chosen at run time.
-pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
 
 /// The operating system this build targets, as printed by `counterhal info`.
 pub const OS: &str = std::env::consts::OS;
@@ -236,9 +251,13 @@ pub fn probe_all(context: &Context) -> Vec<Probe> {
         .collect()
 }
 
-/// The backend [`open_default`] chose, and why each backend tried before it was passed over.
+/// The backend [`open_default`] chose, and why each backend tried before it was passed over:
+/// what a program counts with.
 ///
-/// It dereferences to the backend, so it can be used as one.
+/// [`open_named`](Chosen::open_named) opens events by name on any [`Target`];
+/// [`builder`](Chosen::builder) gathers them one at a time. It is a [`Backend`] itself, whose
+/// groups are [`AnyGroup`]s, and it dereferences to the boxed backend
+/// ([`advanced::AnyBackend`]).
 pub struct Chosen {
     /// The backend in use.
     pub backend: AnyBackend,
@@ -249,29 +268,99 @@ pub struct Chosen {
 }
 
 impl Chosen {
-    /// Resolves every name and opens them as one set, as [`Backend::open_named`] does, over
-    /// the chosen backend's own group type where the facade knows it (no dynamic dispatch on
-    /// the read path).
+    /// Resolves every name and opens them as one set on `target`, disabled: the calling
+    /// thread, one thread, a whole process (every thread it has and every thread and process
+    /// it creates from now on, summed), CPUs (system-wide), a control group. Each reading is
+    /// one name's: a derived preset is combined from its events, and a target of several
+    /// threads or CPUs is summed over them (each scaled on its own first). A command is
+    /// counted from its `exec` with [`count_command`](Chosen::count_command) (Unix).
+    ///
+    /// The Linux backend's group is read without dynamic dispatch.
     ///
     /// # Errors
-    /// As [`Backend::open_named`].
+    /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
+    /// [`ErrorKind::NotFound`] for a process or thread that does not exist.
     pub fn open_named(
         &self,
         names: &[&str],
         target: &Target,
         options: &OpenOptions,
     ) -> Result<EventSet<AnyGroup>> {
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        open::open_on(self, events, target, options)
+    }
+
+    /// Runs `command` with the events `names` counted from its `exec` to its end, with every
+    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name.
+    ///
+    /// # Errors
+    /// As [`Backend::resolve`] for the names, and as [`count_command`].
+    #[cfg(unix)]
+    pub fn count_command(
+        &self,
+        names: &[&str],
+        command: std::process::Command,
+        options: &OpenOptions,
+    ) -> Result<CommandCount> {
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        count_command(self, &events, command, options)
+    }
+
+    /// An empty set for `target`, to be filled one event at a time
+    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens.
+    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_, Chosen> {
+        EventSetBuilder::new(self, target, options)
+    }
+
+    /// The backend as the Linux backend, where it is one.
+    #[cfg(all(feature = "linux", target_os = "linux"))]
+    fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
+        (*self.backend).as_any().downcast_ref()
+    }
+}
+
+/// The chosen backend, opening groups of [`AnyGroup`]: the Linux backend's own group where it
+/// is the one chosen, any other boxed.
+impl Backend for Chosen {
+    type Group = AnyGroup;
+
+    fn name(&self) -> &'static str {
+        self.backend.dyn_name()
+    }
+    fn device(&self) -> DeviceKind {
+        self.backend.dyn_device()
+    }
+    fn capabilities(&self) -> &Capabilities {
+        self.backend.dyn_capabilities()
+    }
+    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
+        self.backend.dyn_resolve(event)
+    }
+    fn open(
+        &self,
+        events: &[counterhal_hal::EventRequest],
+        target: &counterhal_hal::Target,
+        options: &OpenOptions,
+    ) -> Result<AnyGroup> {
         #[cfg(all(feature = "linux", target_os = "linux"))]
-        if let Some(linux) = self
-            .backend
-            .as_any()
-            .downcast_ref::<counterhal_linux::LinuxBackend>()
-        {
-            let set = linux.open_named(names, target, options)?;
-            return Ok(set.map_group(AnyGroup::Linux));
+        if let Some(linux) = self.linux() {
+            return Ok(AnyGroup::Linux(linux.open(events, target, options)?));
         }
-        let set = self.backend.open_named(names, target, options)?;
-        Ok(set.map_group(AnyGroup::Boxed))
+        Ok(AnyGroup::Boxed(
+            self.backend.dyn_open(events, target, options)?,
+        ))
+    }
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        self.backend.dyn_generalized()
+    }
+    fn own_events(&self) -> Vec<(String, String)> {
+        self.backend.dyn_own_events()
     }
 }
 

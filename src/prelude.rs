@@ -1,14 +1,15 @@
 //! What most programs need, for a glob import: `use counterhal::prelude::*;`.
 //!
-//! The traits come in so that their methods work on whatever [`open_default`] returns;
-//! [`DynBackend`]'s methods carry a `dyn_` prefix, so nothing here competes with
-//! [`Backend`]'s.
+//! It holds the face: [`open_default`], the [`Chosen`] backend it returns, a [`Target`],
+//! [`OpenOptions`], the [`EventSet`] that [`Chosen::open_named`] opens (and the
+//! [`EventSetBuilder`] that gathers one), its [`Reading`]s, and the traits whose methods they
+//! need ([`Backend`], [`Group`]).
 //!
 //! ```no_run
 //! use counterhal::prelude::*;
 //!
 //! let backend = open_default(None)?;
-//! let mut set = backend.open_named(&["page-faults"], &Target::ThisThread,
+//! let mut set = backend.open_named(&["page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
 //! set.disable()?;
@@ -18,9 +19,8 @@
 //! ```
 
 pub use crate::{
-    AnyBackend, Attach, Backend, Chosen, Context, DynBackend, Error, ErrorKind, EventSet,
-    EventSetBuilder, Group, MultiSet, OpenOptions, Reading, Result, Target, online_cpus,
-    open_default, query,
+    AnyGroup, Backend, Chosen, Context, Error, ErrorKind, EventSet, EventSetBuilder, Group,
+    OpenOptions, Reading, Result, Target, online_cpus, open_default, query,
 };
 #[cfg(unix)]
 pub use crate::{CommandCount, CountedCommand, Follow, count_command};

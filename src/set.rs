@@ -4,8 +4,10 @@
 
 use counterhal_hal::{
     Backend, Capabilities, Countable, Encoding, Error, EventRequest, EventSet, OpenOptions,
-    ResolvedEvent, Result, Target, countable_form,
+    ResolvedEvent, Result, Target as BackendTarget, countable_form,
 };
+
+use crate::{AnyGroup, Target};
 
 /// perf's `attr.type` of software events, which take no counter and join any group.
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -61,22 +63,24 @@ pub fn trial_for_add(
     trial
 }
 
-/// Events gathered one at a time for one target, then opened together (PAPI's
-/// `PAPI_create_eventset`, `PAPI_add_event`, `PAPI_remove_event`).
+/// Events gathered one at a time for one [`Target`], then opened together (PAPI's
+/// `PAPI_create_eventset`, `PAPI_add_event`, `PAPI_remove_event`);
+/// [`Chosen::builder`](crate::Chosen::builder) makes one.
 ///
 /// Each [`add`](EventSetBuilder::add) resolves the name and checks that it opens beside the
-/// events added before (a probe open, closed at once): an event that does not exist, that this
-/// machine cannot count, or that does not fit beside the others is refused with its reason and
-/// leaves the set as it was, so the set holds only what opens. The probe opens the new event
-/// alone, with the added events that compete for the same counters where they must fit
-/// together ([`trial_for_add`]): software events and tracepoints never compete, so adding N of
-/// them opens N counters, and [`open`](EventSetBuilder::open) N more.
+/// events added before (a probe open on the target, closed at once): an event that does not
+/// exist, that this machine cannot count, or that does not fit beside the others is refused
+/// with its reason and leaves the set as it was, so the set holds only what opens. The probe
+/// opens the new event alone, with the added events that compete for the same counters where
+/// they must fit together ([`advanced::trial_for_add`](trial_for_add)):
+/// software events and tracepoints never compete, so adding N of them opens N counters, and
+/// [`open`](EventSetBuilder::open) N more.
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
 ///
 /// let backend = open_default(None)?;
-/// let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+/// let mut builder = backend.builder(Target::this_thread(), OpenOptions::default());
 /// for name in ["page-faults", "no-such-event", "task-clock"] {
 ///     if let Err(e) = builder.add(name) {
 ///         eprintln!("{name} left out: {e}");
@@ -86,6 +90,9 @@ pub fn trial_for_add(
 /// set.enable()?;
 /// # Ok::<(), counterhal::Error>(())
 /// ```
+///
+/// Any backend whose groups an [`AnyGroup`] holds builds sets too (a boxed backend, the
+/// Linux backend): `EventSetBuilder::new(&backend, target, options)`.
 pub struct EventSetBuilder<'b, B: Backend + ?Sized> {
     backend: &'b B,
     target: Target,
@@ -93,7 +100,11 @@ pub struct EventSetBuilder<'b, B: Backend + ?Sized> {
     events: Vec<ResolvedEvent>,
 }
 
-impl<'b, B: Backend + ?Sized> EventSetBuilder<'b, B> {
+impl<'b, B> EventSetBuilder<'b, B>
+where
+    B: Backend + ?Sized,
+    B::Group: Into<AnyGroup>,
+{
     /// An empty set of `backend`'s events for `target`, to be opened with `options`.
     pub fn new(backend: &'b B, target: Target, options: OpenOptions) -> Self {
         Self {
@@ -151,7 +162,7 @@ impl<'b, B: Backend + ?Sized> EventSetBuilder<'b, B> {
             &self.events,
             &event,
         );
-        EventSet::open(self.backend, trial, &self.target, &self.options).map(drop)?;
+        crate::open::open_on(self.backend, trial, &self.target, &self.options).map(drop)?;
         self.events.push(event);
         Ok(self.events.len() - 1)
     }
@@ -179,17 +190,18 @@ impl<'b, B: Backend + ?Sized> EventSetBuilder<'b, B> {
         &self.events
     }
 
-    /// Opens the set (disabled: [`enable`](counterhal_hal::Group::enable) starts it).
+    /// Opens the set (disabled: [`enable`](counterhal_hal::Group::enable) starts it), as
+    /// [`Chosen::open_named`](crate::Chosen::open_named) opens one.
     ///
     /// # Errors
     /// As [`Backend::open`]; an empty set is
     /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput).
-    pub fn open(&self) -> Result<EventSet<B::Group>> {
+    pub fn open(&self) -> Result<EventSet<AnyGroup>> {
         if self.events.is_empty() {
             return Err(Error::invalid_input("the event set is empty")
                 .with_hint("add events with add() first"));
         }
-        EventSet::open(
+        crate::open::open_on(
             self.backend,
             self.events.clone(),
             &self.target,
@@ -230,7 +242,7 @@ impl Query {
 pub fn query<B: Backend + ?Sized>(backend: &B, name: &str) -> Query {
     let event = backend.resolve(name);
     let countable = match &event {
-        Ok(event) => countable_form(backend, event, &Target::ThisThread),
+        Ok(event) => countable_form(backend, event, &BackendTarget::ThisThread),
         Err(e) => Err(e.clone()),
     };
     Query {

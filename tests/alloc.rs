@@ -5,6 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -75,7 +76,11 @@ fn the_linux_backend_reads_without_allocating() {
     for names in [&four[..1], &four[..]] {
         for options in [OpenOptions::grouped(), OpenOptions::ungrouped()] {
             let mut group = linux
-                .open_named(names, &Target::ThisThread, &options)
+                .open_named(
+                    names,
+                    &counterhal::advanced::BackendTarget::ThisThread,
+                    &options,
+                )
                 .unwrap();
             group.enable().unwrap();
             let mut readings = [Reading::default(); 4];
@@ -116,7 +121,7 @@ fn the_facade_reads_without_allocating() {
         .iter()
         .map(|n| backend.resolve(n).unwrap())
         .collect();
-    let attach = Attach::Process(std::process::id());
+    let attach = Target::Process(std::process::id());
     let mut threads =
         match MultiSet::open(&backend.backend, &events, &attach, &OpenOptions::default()) {
             Ok(set) => set,
@@ -128,6 +133,15 @@ fn the_facade_reads_without_allocating() {
     threads.enable().unwrap();
     let mut summed = [Reading::default(); 2];
     assert_eq!(allocations(|| threads.read(&mut summed).unwrap()), 0);
+    assert!(summed[0].value > 0);
+
+    // The same sum as the face opens it: a whole process by name.
+    let mut process = backend
+        .open_named(&names[..2], &attach, &OpenOptions::default())
+        .unwrap();
+    process.enable().unwrap();
+    let mut summed = [Reading::default(); 2];
+    assert_eq!(allocations(|| process.read(&mut summed).unwrap()), 0);
     assert!(summed[0].value > 0);
 }
 

@@ -1,8 +1,9 @@
-//! Counting by control group ([`Attach::Cgroup`], `Target::Cgroup`) and a command without
+//! Counting by control group ([`Target::Cgroup`], `Target::Cgroup`) and a command without
 //! what it creates ([`Follow::CommandOnly`]), through the library.
 
 use std::process::{Child, Command};
 
+use counterhal::advanced::{BackendTarget, MultiSet};
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -85,7 +86,7 @@ fn a_cgroup_counts_only_while_its_tasks_run() {
         MultiSet::open(
             &backend.backend,
             std::slice::from_ref(&task_clock),
-            &Attach::cgroup(path, None),
+            &Target::cgroup(path, None),
             &OpenOptions::ungrouped(),
         )
     };
@@ -101,7 +102,7 @@ fn a_cgroup_counts_only_while_its_tasks_run() {
     };
     assert!(matches!(
         in_busy.targets().next(),
-        Some(Target::Cgroup { .. })
+        Some(BackendTarget::Cgroup { .. })
     ));
     let started = std::time::Instant::now();
     in_busy.enable().unwrap();
@@ -128,7 +129,7 @@ fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
         EventSet::open(
             &backend.backend,
             vec![task_clock.clone()],
-            &Target::cgroup(path, 0),
+            &BackendTarget::cgroup(path, 0),
             &OpenOptions::ungrouped(),
         )
         .err()

@@ -154,3 +154,81 @@ fn hot_addresses_finds_the_heavier_loop() {
     assert!(heavy > light, "{text}");
     assert!((light + heavy) * 10 >= total * 8, "{text}");
 }
+
+/// One row of the harness's table: the event's name and its mean, standard deviation,
+/// minimum and maximum.
+fn harness_row(text: &str, name: &str) -> Option<[f64; 4]> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{name} ")))?;
+    let numbers: Vec<f64> = line[name.len()..]
+        .split_whitespace()
+        .map(|n| n.parse().unwrap_or_else(|_| panic!("`{n}` in {line:?}")))
+        .collect();
+    numbers.try_into().ok()
+}
+
+/// `examples/harness.rs` measures a closure that touches K fresh pages N times and prints
+/// each event's mean and spread. The oracle: the kernel's fault accounting twice over, the
+/// page-faults software event and the thread's minor faults (`getrusage`'s `ru_minflt`,
+/// from `/proc/thread-self/stat`), each at least K a run (a fresh page faults once when
+/// first written) and within 5% of each other.
+#[test]
+fn the_harness_prints_mean_and_spread_and_counts_the_pages_touched() {
+    if !software_events_count_here() {
+        skip!(Need::System, "no backend here counts software events");
+    }
+    const PAGES: f64 = 300.0;
+    let out = Command::new(example("harness"))
+        .args(["--runs", "7", "--pages", "300"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{errors}");
+    assert!(
+        text.starts_with("# 7 runs of touching 300 fresh pages, on "),
+        "{text}"
+    );
+    let header: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(header, ["event", "mean", "stddev", "min", "max"]);
+    for name in [
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "minflt (kernel)",
+    ] {
+        let [mean, stddev, min, max] =
+            harness_row(&text, name).unwrap_or_else(|| panic!("no {name} row:\n{text}"));
+        assert!(
+            min <= mean && mean <= max && stddev >= 0.0,
+            "{name}: {text}"
+        );
+    }
+    // A machine with a PMU counts instructions; one without says why it left them out.
+    assert!(
+        harness_row(&text, "instructions").is_some_and(|[mean, ..]| mean > 0.0)
+            || errors.contains("instructions: left out: "),
+        "{text}{errors}"
+    );
+    let [faults, ..] = harness_row(&text, "page-faults").unwrap();
+    let [minflt, ..] = harness_row(&text, "minflt (kernel)").unwrap();
+    assert!(
+        (faults - minflt).abs() <= minflt * 0.05,
+        "page-faults {faults}, minflt {minflt}\n{text}"
+    );
+    let usage = Command::new(example("harness"))
+        .args(["--runs", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+    // With transparent huge pages always on, one fault may map 512 pages.
+    let huge = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|mode| mode.contains("[always]"));
+    if huge {
+        skip!(
+            Need::System,
+            "transparent huge pages are always on here: fewer faults than pages touched"
+        );
+    }
+    assert!(faults >= PAGES, "page-faults mean {faults}\n{text}");
+    assert!(minflt >= PAGES, "minflt mean {minflt}\n{text}");
+}

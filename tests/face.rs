@@ -1,6 +1,7 @@
 //! The library's face as a tool author meets it: a glob import that just works, groups that
 //! move between threads, event sets built one event at a time, and questions about one name.
 
+use counterhal::advanced::{AnyBackend, BackendTarget};
 use counterhal::prelude::*;
 use counterhal::{Section, list_events};
 use counterhal_conformance::skip;
@@ -30,7 +31,7 @@ fn a_glob_import_gives_every_method_without_ambiguity() {
     assert_eq!(event.name, "page-faults");
     assert!(!backend.label().is_empty());
     assert!(!backend.name().is_empty());
-    assert!(backend.capabilities().supports(&Target::ThisThread));
+    assert!(backend.capabilities().supports(&BackendTarget::ThisThread));
     // The database and CPU model it resolves against are reachable.
     assert!(backend.context.database.models().count() > 0);
     let touched: Vec<u8> = vec![1; 1 << 20];
@@ -57,7 +58,7 @@ fn boxed_groups_move_to_another_thread() {
             &[backend.resolve("task-clock").unwrap().terms[0]
                 .request
                 .clone()],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap();
@@ -80,7 +81,7 @@ fn boxed_groups_move_to_another_thread() {
 #[test]
 fn event_sets_take_events_one_at_a_time_with_a_result_each() {
     let backend = backend_or_skip!();
-    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = backend.builder(Target::this_thread(), OpenOptions::default());
     assert_eq!(builder.add("page-faults").unwrap(), 0);
     let unknown = builder.add("page-faultz").unwrap_err();
     assert_eq!(unknown.kind(), ErrorKind::InvalidEvent);
@@ -103,10 +104,83 @@ fn event_sets_take_events_one_at_a_time_with_a_result_each() {
     let readings = set.read_to_vec().unwrap();
     assert_eq!(readings.len(), 3);
     assert!(readings[0].value > 0);
-    let empty = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let empty = backend.builder(Target::this_thread(), OpenOptions::default());
     assert_eq!(
         empty.open().err().map(|e| e.kind()),
         Some(ErrorKind::InvalidInput)
+    );
+}
+
+/// Every way a program holds the chosen backend builds a set: the `Chosen` itself, its box,
+/// and the boxed backend's trait object (`&*chosen.backend`, once refused with E0277); each
+/// set counts what it should (the oracle: the kernel faults once on each of 1,024 fresh 4 KiB
+/// pages first written, fresh because glibc maps an allocation over 32 MiB anew).
+#[test]
+fn every_handle_on_the_backend_builds_a_set() {
+    let backend = backend_or_skip!();
+    let faults = |mut set: EventSet<AnyGroup>| {
+        set.enable().unwrap();
+        let mut fresh = vec![0u8; 33 << 20];
+        for page in 0..1024 {
+            fresh[page * 4096] = 1;
+        }
+        std::hint::black_box(&fresh);
+        set.disable().unwrap();
+        set.read_to_vec().unwrap()[0].value
+    };
+    let this = Target::this_thread();
+    let options = OpenOptions::default();
+    let builders = [
+        faults({
+            let mut b = EventSetBuilder::new(&backend, this.clone(), options);
+            b.add("page-faults").unwrap();
+            b.open().unwrap()
+        }),
+        faults({
+            let mut b = EventSetBuilder::new(&backend.backend, this.clone(), options);
+            b.add("page-faults").unwrap();
+            b.open().unwrap()
+        }),
+        faults({
+            let mut b = EventSetBuilder::new(&*backend.backend, this.clone(), options);
+            b.add("page-faults").unwrap();
+            b.open().unwrap()
+        }),
+    ];
+    for counted in builders {
+        assert!(counted >= 1024, "{counted} page faults");
+    }
+}
+
+/// The face's sets over the Linux backend read its own group, without dynamic dispatch (the
+/// read path `scripts/instruction-guard` counts); a process's threads read as their sum.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_linux_backend_is_read_without_a_box() {
+    let backend = backend_or_skip!();
+    if backend.name() != "linux" {
+        skip!(Need::System, "the Linux backend is not the one chosen here");
+    }
+    let set = backend
+        .open_named(
+            &["page-faults"],
+            &Target::this_thread(),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    assert!(
+        matches!(set.group(), AnyGroup::Linux(_)),
+        "{:?}",
+        set.group()
+    );
+    let process = Target::process(std::process::id());
+    let set = backend
+        .open_named(&["page-faults"], &process, &OpenOptions::default())
+        .unwrap();
+    assert!(
+        matches!(set.group(), AnyGroup::Targets(_)),
+        "{:?}",
+        set.group()
     );
 }
 
@@ -160,4 +234,31 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
         none.iter()
             .all(|l| !l.usable && l.reason.as_deref() == Some("no backend works here"))
     );
+}
+
+/// A command by name, from its `exec`: `true` faults in its pages (the oracle: perf stat
+/// -e page-faults counts dozens for `/bin/true`) and ends with status 0; an unknown name is
+/// refused before the command starts.
+#[cfg(unix)]
+#[test]
+fn a_command_is_counted_by_name() {
+    let backend = backend_or_skip!();
+    let count = backend
+        .count_command(
+            &["page-faults", "task-clock"],
+            std::process::Command::new("true"),
+            &OpenOptions::ungrouped(),
+        )
+        .unwrap();
+    assert!(count.exit.status.success(), "{:?}", count.exit);
+    let faults = count.readings[0].as_ref().unwrap().value;
+    assert!(faults >= 10, "{faults} page faults for true");
+    let unknown = backend
+        .count_command(
+            &["page-faultz"],
+            std::process::Command::new("true"),
+            &OpenOptions::ungrouped(),
+        )
+        .unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidEvent);
 }

@@ -8,6 +8,7 @@
 //! read no getpid call after their first window; regions, which keep their counters running
 //! and take differences, counted right, and are here so that they stay right.
 
+use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::region::Regions;
 use counterhal_conformance::skip;
@@ -67,7 +68,7 @@ fn a_multi_set_restarted_counts_every_window() {
     let mut set = MultiSet::open(
         &chosen.backend,
         &events,
-        &Attach::ThisThread,
+        &Target::ThisThread,
         &OpenOptions::default(),
     )
     .unwrap();

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -222,7 +223,7 @@ fn a_process_whose_threads_come_and_go_is_counted_without_an_error() {
     }
     let events: Vec<_> = names.iter().map(|n| backend.resolve(n).unwrap()).collect();
     let mut child = spawn_thread_churner();
-    let attach = Attach::Process(child.id());
+    let attach = Target::Process(child.id());
     let mut errors = Vec::new();
     let mut readings = vec![Reading::default(); events.len()];
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);

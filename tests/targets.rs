@@ -5,6 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
+use counterhal::advanced::{BackendTarget, MultiSet};
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
 use counterhal_conformance::skip;
@@ -47,7 +48,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
             spin_cpu(60)
         })
     };
-    let attach = Attach::Process(std::process::id());
+    let attach = Target::Process(std::process::id());
     let mut set = match MultiSet::open(
         &backend.backend,
         &[task_clock],
@@ -91,7 +92,7 @@ fn a_process_that_does_not_exist_is_not_found() {
     let Err(error) = MultiSet::open(
         &backend.backend,
         &[task_clock],
-        &Attach::Process(u32::MAX),
+        &Target::Process(u32::MAX),
         &OpenOptions::ungrouped(),
     ) else {
         panic!("opened on a process that does not exist");
@@ -109,7 +110,7 @@ fn all_cpus_read_per_cpu_and_summed() {
     let mut set = match MultiSet::open(
         &backend.backend,
         &[cpu_clock],
-        &Attach::AllCpus,
+        &Target::AllCpus,
         &OpenOptions::ungrouped(),
     ) {
         Ok(set) => set,
@@ -124,8 +125,8 @@ fn all_cpus_read_per_cpu_and_summed() {
     spin_cpu(20);
     set.disable().unwrap();
     let each = set.read_each().unwrap();
-    let cpus: Vec<Target> = each.iter().map(|(target, _)| target.clone()).collect();
-    let expected: Vec<Target> = online.iter().map(Target::Cpu).collect();
+    let cpus: Vec<BackendTarget> = each.iter().map(|(target, _)| target.clone()).collect();
+    let expected: Vec<BackendTarget> = online.iter().map(BackendTarget::Cpu).collect();
     assert_eq!(cpus, expected);
     let total = set.read_to_vec().unwrap()[0].value;
     let summed: u64 = each.iter().map(|(_, r)| r[0].value).sum();
@@ -201,8 +202,8 @@ fn a_command_reports_per_event_and_how_it_ended() {
 #[test]
 fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead() {
     for (name, cpu, instead) in [
-        ("pctr", "p6", "Attach::ThisThread"),
-        ("msr", "skl", "Attach::AllCpus"),
+        ("pctr", "p6", "Target::ThisThread"),
+        ("msr", "skl", "Target::AllCpus"),
     ] {
         let context = Context::new(None, Some(cpu)).unwrap();
         let Some(model) = counterhal::registration(name).unwrap().model else {
@@ -247,12 +248,12 @@ fn every_backend_takes_each_place_or_says_unsupported() {
         let backend = model(&context).unwrap();
         let event = backend.resolve("INST_RETIRED.ANY_P").unwrap();
         for attach in [
-            Attach::ThisThread,
-            Attach::Thread(std::process::id()),
-            Attach::Process(std::process::id()),
-            Attach::AllCpus,
-            Attach::Cpus("0".parse().unwrap()),
-            Attach::cgroup(std::env::temp_dir(), None),
+            Target::ThisThread,
+            Target::Thread(std::process::id()),
+            Target::Process(std::process::id()),
+            Target::AllCpus,
+            Target::Cpus("0".parse().unwrap()),
+            Target::cgroup(std::env::temp_dir(), None),
         ] {
             match MultiSet::open(
                 &backend,

@@ -87,6 +87,11 @@ extern "C" {
                                      * event then on its own: a group does not survive the
                                      * kernel's inheritance); default 0 */
 
+/* How a counted command's counters follow it (counterhal_set_run). */
+#define COUNTERHAL_FOLLOW_CHILDREN 0     /* the command and every process and thread it
+                                          * creates: perf stat -- cmd */
+#define COUNTERHAL_FOLLOW_COMMAND_ONLY 1 /* the command's own process alone: perf stat -i */
+
 /* What a row of counterhal_set_read_each counts (counterhal_set_place). */
 #define COUNTERHAL_PLACE_THIS_THREAD 0 /* the thread that started the set */
 #define COUNTERHAL_PLACE_THREAD 1      /* a thread, by id */
@@ -116,7 +121,9 @@ typedef struct {
                               * event's unit mask, named EVENT.UNIT_MASK, listed after its
                               * event), backend */
     const char *name;        /* the name to add */
-    const char *description; /* a few words, or "" */
+    const char *description; /* a few words, or ""; a native event's or unit mask's from
+                              * perf's JSON event files where COUNTERHAL_DESCRIPTIONS names
+                              * them when the handle is opened, else "" */
     const char *encoding;    /* what it resolves to here, or NULL */
     const char *reason;      /* why it is not usable (or how it counts), or NULL */
     int usable;              /* 1 if this process can count it for itself here */
@@ -171,6 +178,18 @@ int counterhal_set_read_each(counterhal_set_t *set, counterhal_reading_t *out, s
  * thread or CPU id written to *id (id may be NULL), or < 0. The rows are the places at the
  * last read (a thread of a process that ended is no longer one). */
 int counterhal_set_place(counterhal_set_t *set, size_t row, uint32_t *id);
+/* Runs the command argv (argv[0] searched in PATH as execvp does; NULL ends the list) with the
+ * set's events counted from its exec to its end, as perf stat -- cmd counts it: following it
+ * as follow (COUNTERHAL_FOLLOW_*) says, under the set's options (grouped or each event on its
+ * own, pinned). The command inherits this process's environment, directory and standard
+ * streams; the call waits for it to end. One reading per event goes into out[0..n), the
+ * command's wait status (as waitpid(2) gives it: WIFEXITED, WEXITSTATUS) into *status
+ * (status may be NULL). The set's own target is not used, and the set stays as it was (not
+ * while running: COUNTERHAL_ESTATE). An event that could not be counted reads 0 and its code
+ * is returned, after the command ran; a command that could not be started is an error
+ * naming it, and nothing ran. */
+int counterhal_set_run(counterhal_set_t *set, const char *const *argv, int follow,
+                       counterhal_reading_t *out, size_t n, int *status);
 /* Destroys a set; NULL is a no-op. */
 void counterhal_set_destroy(counterhal_set_t *set);
 

@@ -21,7 +21,7 @@ mod set;
 mod sys;
 
 pub use sampler::{SampleC, SamplerC, field};
-pub use set::{Set, option, place, target};
+pub use set::{Set, follow, option, place, target};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
 pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
@@ -308,6 +308,8 @@ impl Handle {
                 }
             }
         };
+        let mut chosen = chosen;
+        with_descriptions(&mut chosen.context)?;
         let label = c_string(&chosen.label());
         let model = chosen.context.model.as_deref().map(c_string);
         Ok(Handle {
@@ -365,6 +367,23 @@ impl Handle {
         let usable = query.countable.map(drop).map_err(Failure::from);
         (encoding, usable)
     }
+}
+
+/// The model's event descriptions from the directory `COUNTERHAL_DESCRIPTIONS` names (perf's
+/// JSON event files), when it names one: what `counterhal_list` gives as `description`. The
+/// listing reads `context`'s database; the backend's copy, used to resolve, needs none.
+fn with_descriptions(context: &mut facade::Context) -> CResult<()> {
+    let Some(dir) = std::env::var_os(facade::events::DESCRIPTIONS_ENV).filter(|d| !d.is_empty())
+    else {
+        return Ok(());
+    };
+    if let Some(model) = context.model.as_deref() {
+        let (database, _) = (*context.database)
+            .clone()
+            .with_descriptions(model, std::path::Path::new(&dir))?;
+        context.database = std::sync::Arc::new(database);
+    }
+    Ok(())
 }
 
 /// A section's name.

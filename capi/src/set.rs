@@ -5,7 +5,7 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use facade::hal::{BoxedGroup, CpuList, Group, Reading, ResolvedEvent, Target};
-use facade::{Attach, Backend, MultiSet, OpenOptions};
+use facade::{Attach, Backend, CountedCommand, Follow, MultiSet, OpenOptions};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
@@ -44,6 +44,21 @@ pub mod place {
     pub const CPU: i32 = 2;
     /// A place this version does not name.
     pub const OTHER: i32 = 3;
+}
+
+/// How a counted command's counters follow it (`counterhal_set_run`).
+pub mod follow {
+    /// The command and every process and thread it creates (`perf stat -- cmd`).
+    pub const CHILDREN: i32 = 0;
+    /// The command's own process alone (`perf stat -i -- cmd`).
+    pub const COMMAND_ONLY: i32 = 1;
+}
+
+/// What `counterhal_set_run` gives back: one result per event, and the command's wait
+/// status as `waitpid` gives it.
+pub(crate) struct Run {
+    pub(crate) readings: Vec<CResult<Reading>>,
+    pub(crate) status: i32,
 }
 
 /// A set's state.
@@ -428,6 +443,67 @@ impl Set {
             State::Running(counters) | State::Stopped(counters) => Ok(counters.targets().count()),
             State::Idle => Ok(self.attach.targets().len()),
         }
+    }
+
+    /// Runs `argv` with the set's events counted from its `exec` to its end, following it
+    /// as `follow` (a [`follow`] constant) says, with the set's options (grouped, pinned).
+    /// The set's own target is not used, and its state does not change.
+    pub(crate) fn run(&self, argv: &[String], follow: i32) -> CResult<Run> {
+        if matches!(self.state, State::Running(_)) {
+            return Err(Failure::new(
+                code::STATE,
+                "the set is running: stop it before running a command with its events",
+            ));
+        }
+        let follow = match follow {
+            follow::CHILDREN => Follow::Children,
+            follow::COMMAND_ONLY => Follow::CommandOnly,
+            other => {
+                return Err(Failure::new(
+                    code::INVALID_ARGUMENT,
+                    format!(
+                        "follow {other} is none of COUNTERHAL_FOLLOW_CHILDREN (0) and \
+                         COUNTERHAL_FOLLOW_COMMAND_ONLY (1)"
+                    ),
+                ));
+            }
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                "argv names no command: argv[0] is the program, and a NULL ends the list",
+            ));
+        };
+        let mut command = std::process::Command::new(program);
+        command.args(args);
+        let groups: Vec<Vec<usize>> = match self.options.grouped && !self.events.is_empty() {
+            true => vec![(0..self.events.len()).collect()],
+            false => Vec::new(),
+        };
+        let backend = &self.inner.chosen.backend;
+        let named = |error: facade::hal::Error| {
+            let failure = Failure::from(error);
+            Failure::new(failure.code, format!("`{program}`: {}", failure.message))
+        };
+        let mut counted = CountedCommand::following(
+            backend,
+            &self.events,
+            command,
+            &self.options,
+            &groups,
+            follow,
+        )
+        .map_err(named)?;
+        counted.start().map_err(named)?;
+        let count = counted.wait().map_err(named)?;
+        Ok(Run {
+            readings: count
+                .readings
+                .into_iter()
+                .map(|r| r.map_err(Failure::from))
+                .collect(),
+            status: std::os::unix::process::ExitStatusExt::into_raw(count.exit.status),
+        })
     }
 
     /// Each place's readings, row by row (targets x events) into `out`; the number of rows.

@@ -267,6 +267,69 @@ fn the_c_example_builds_and_counts() {
     assert!(faults >= 4096, "{faults}\n{stdout}");
 }
 
+/// `examples/c/run.c` counts a command from its exec: a shell running `true` twice makes 2
+/// `execve` calls with its children counted and 0 alone (oracle: perf's counts of the same
+/// command, `capi/tests/face.rs`); a name the machine lacks is named and left out; the
+/// command's exit status is passed on.
+#[test]
+fn the_c_command_example_counts_a_command_and_passes_its_status() {
+    let lib = library_dir();
+    let program = scratch("run-example");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let built = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-D_POSIX_C_SOURCE=200809L",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-I",
+        ])
+        .arg(manifest().join("include"))
+        .arg(manifest().join("../examples/c/run.c"))
+        .arg("-o")
+        .arg(&program)
+        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
+        .output()
+        .expect("a C compiler (cc) is installed");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = |args: &[&str]| {
+        let out = Command::new(&program).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let events = "syscalls:sys_enter_execve,task-clock,no-such-event";
+    let (code, text) = run(&[events, "--", "sh", "-c", "/bin/true; /bin/true; exit 5"]);
+    if text.contains("syscalls:sys_enter_execve: not counted") {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::Privilege,
+            "the execve tracepoint does not open here: {text}"
+        );
+    }
+    assert_eq!(code, Some(5), "{text}");
+    assert!(text.contains("no-such-event: not counted"), "{text}");
+    let count = |text: &str| -> u64 {
+        text.lines()
+            .find(|l| l.trim_end().ends_with("syscalls:sys_enter_execve"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no execve count:\n{text}"))
+    };
+    assert_eq!(count(&text), 2, "{text}");
+    assert!(text.contains("task-clock"), "{text}");
+    let (code, text) = run(&["-i", events, "--", "sh", "-c", "/bin/true; /bin/true"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(count(&text), 0, "{text}");
+    let (code, text) = run(&["task-clock", "--", "/nonexistent/program"]);
+    assert_eq!(code, Some(127), "{text}");
+    assert!(text.contains("/nonexistent/program"), "{text}");
+}
+
 /// `examples/c/hot_addresses.c` samples its own loops: the one doing three times the work
 /// gets more samples, and at least 80% land in the two loops.
 #[test]

@@ -3,7 +3,8 @@
 //! the listing, restarts that start the times from zero, and the refusals it words. Oracles:
 //! the kernel's page-fault count of a thread touching fresh pages (inherit), CLOCK_MONOTONIC
 //! around each run (restart), `sysconf(_SC_NPROCESSORS_ONLN)` (rows), the package version
-//! (the header's version macros).
+//! (the header's version macros), perf's count of a command's `execve` calls (a counted
+//! command).
 
 mod common;
 
@@ -75,6 +76,57 @@ fn each_row_of_an_all_cpus_set_names_its_cpu() {
             "counting CPUs is refused here (perf_event_paranoid)"
         );
     }
+}
+
+/// perf's count of `event` over `argv` (`perf stat -x,`, with `-i` when `alone`), or why not.
+fn perf_count(event: &str, alone: bool, argv: &[&str]) -> Result<u64, String> {
+    let mut perf = Command::new("perf");
+    perf.args(["stat", "-x,", "-e", event]);
+    if alone {
+        perf.arg("-i");
+    }
+    let out = perf
+        .arg("--")
+        .args(argv)
+        .output()
+        .map_err(|e| format!("perf: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    stderr
+        .lines()
+        .find(|l| l.contains(event))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("perf counted no {event}: {stderr}"))
+}
+
+/// A command counted from its `exec` by `counterhal_set_run`: the `execve` calls of a shell
+/// running two programs, in the shell and what it creates and in the shell alone, as the C
+/// program prints them. Oracle: `perf stat -e syscalls:sys_enter_execve [-i] -- sh -c ...`
+/// on the same command (2 and 0: the shell's own `execve` happens before counting starts).
+#[test]
+fn a_command_is_counted_from_its_exec_as_perf_counts_it() {
+    let Some(stdout) = run("command") else {
+        skip!(Need::Privilege, "the execve tracepoint does not open here");
+    };
+    let ours = |what: &str| -> u64 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(what))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` in {stdout}"))
+    };
+    let argv = ["/bin/sh", "-c", "/bin/true; /bin/true"];
+    let event = "syscalls:sys_enter_execve";
+    let (children, alone) = match (
+        perf_count(event, false, &argv),
+        perf_count(event, true, &argv),
+    ) {
+        (Ok(children), Ok(alone)) => (children, alone),
+        (Err(why), _) | (_, Err(why)) => skip!(Need::Tools, "perf cannot count it: {why}"),
+    };
+    assert_eq!(ours("execve children"), children, "{stdout}");
+    assert_eq!(ours("execve alone"), alone, "{stdout}");
+    assert_eq!((children, alone), (2, 0), "perf's own counts");
 }
 
 #[test]

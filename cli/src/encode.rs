@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::hal::{Encoding, ResolvedEvent, Sign};
+use counterhal::events::ParsedEvent;
+use counterhal::hal::{Accepts, Domain, Encoding, Family, ResolvedEvent, Sign};
 use counterhal::{AnyBackend, Backend, Context, Registration};
 use serde_json::{Value, json};
 
@@ -129,48 +130,160 @@ pub fn to_text(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Strin
     }
 }
 
-/// Runs `counterhal encode`.
+/// The sampling precision `name` asks for (`:p` 1, `:pp` 2, `:ppp` and `:P` 3): perf's
+/// `precise_ip`. Counting ignores it (it moves where samples are taken), so no family encoding
+/// carries it; encode shows it beside the encoding.
+fn precise_ip(name: &str) -> Option<u8> {
+    match counterhal::events::parse_event(name).ok()? {
+        // `:pp` after a name may be a unit mask until the name resolves: a part made of
+        // modifier letters alone is read as modifiers, as the resolver reads it.
+        ParsedEvent::Named(spec) => spec.modifiers.precise.or_else(|| {
+            let modifiers = |part: &&String| part.chars().all(|c| "ukhpPGHSDIW".contains(c));
+            let levels = spec.unit_masks.iter().filter(modifiers);
+            let precise: u8 = levels
+                .flat_map(|part| part.chars())
+                .map(|c| match c {
+                    'p' => 1,
+                    'P' => 3,
+                    _ => 0,
+                })
+                .sum();
+            (precise > 0).then_some(precise.min(3))
+        }),
+        ParsedEvent::Raw { modifiers, .. } | ParsedEvent::PmuTerms { modifiers, .. } => {
+            modifiers.precise
+        }
+    }
+}
+
+/// `cpu/terms/MODIFIERS` as the raw event `rCONFIG:MODIFIERS` it is on x86, read with the CPU
+/// model's event format (`event`, `umask`, `cmask`, `edge`, `inv`, ...), for a backend that
+/// finds no `cpu` PMU here (a virtual machine without one, or another CPU's model named with
+/// `--cpu-model`): perf's `cpu` PMU is the raw type, its formats the event select's bits.
+fn as_raw(context: &Context, name: &str) -> Option<String> {
+    let (pmu, rest) = name.split_once('/')?;
+    let (_, modifiers) = rest.rsplit_once('/')?;
+    if pmu != "cpu" {
+        return None;
+    }
+    let accepts = Accepts::new(&[Family::Evtsel], Domain::ALL, Domain::ALL);
+    let resolved = context
+        .database
+        .resolve(context.model.as_deref(), name, &accepts)
+        .ok()?;
+    match resolved.terms.as_slice() {
+        [term] => match &term.request.encoding {
+            Encoding::Evtsel(evtsel) => {
+                let select = evtsel.event_select();
+                Some(match modifiers {
+                    "" => format!("r{select:x}"),
+                    modifiers => format!("r{select:x}:{modifiers}"),
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `name` resolved on `backend`; a `cpu/terms/` event the backend finds no PMU for is resolved
+/// as the raw event it stands for on the CPU model, with a note saying so.
+fn resolve(
+    backend: &AnyBackend,
+    context: &Context,
+    name: &str,
+) -> Result<(ResolvedEvent, Option<String>), counterhal::Error> {
+    match backend.resolve(name) {
+        Ok(event) => Ok((event, None)),
+        Err(error) => match as_raw(context, name).map(|raw| (backend.resolve(&raw), raw)) {
+            Some((Ok(mut event), raw)) => {
+                event.name = name.to_string();
+                let note = format!("{error}; encoded from the CPU model's event format as `{raw}`");
+                Ok((event, Some(note)))
+            }
+            _ => Err(error),
+        },
+    }
+}
+
+/// Runs `counterhal encode`: every event that encodes is printed, each that does not is
+/// reported on standard error (and, with `--json`, as an object with its `error`); the status
+/// is 2 when any failed.
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
     let backend = backend(&context, args.backend)?;
     let label = backend.label();
-    let mut resolved = Vec::new();
-    for name in &args.events {
-        let event = backend.resolve(name).map_err(CliError::input)?;
-        resolved.push(event);
-    }
     let cpu = context.model.as_deref();
     // A name in the model's own spelling that libpfm4 reads otherwise says so.
     let note = |name: &str| cpu.and_then(|c| context.database.libpfm4_difference(c, name));
+    let mut failed = String::new();
+    let mut array: Vec<Value> = Vec::new();
+    for name in &args.events {
+        let (event, fallback) = match resolve(&backend, &context, name) {
+            Ok(resolved) => resolved,
+            Err(error) => {
+                _ = writeln!(failed, "counterhal: {name}: {error}");
+                array.push(json!({ "event": name, "error": error.to_string() }));
+                continue;
+            }
+        };
+        let precise = precise_ip(name);
+        // A native event's description, where a description source was named.
+        let description = cpu.and_then(|c| context.database.description(c, name));
+        let notes: Vec<String> = note(&event.name).into_iter().chain(fallback).collect();
+        if args.json {
+            for mut value in to_json(&event, args.backend.name, cpu) {
+                if let Some(note) = note(&event.name) {
+                    value["libpfm4_note"] = json!(note);
+                }
+                if let Some(precise) = precise {
+                    value["precise_ip"] = json!(precise);
+                }
+                if let Some(description) = description {
+                    value["description"] = json!(description);
+                }
+                array.push(value);
+            }
+            continue;
+        }
+        let text = to_text(&event, &label, cpu);
+        match precise {
+            // One line: the sampling precision after the encoding.
+            Some(precise) if text.lines().count() == 1 => {
+                _ = writeln!(
+                    out,
+                    "{} precise_ip={precise} (sampling precision: counting ignores it)",
+                    text.trim_end()
+                )
+            }
+            Some(precise) => {
+                _ = write!(out, "{text}");
+                _ = writeln!(
+                    out,
+                    "  precise_ip={precise} (sampling precision: counting ignores it)"
+                );
+            }
+            None => _ = write!(out, "{text}"),
+        }
+        if let Some(description) = description {
+            _ = writeln!(out, "  description: {description}");
+        }
+        for note in notes {
+            _ = writeln!(out, "  note: {note}");
+        }
+    }
     if args.json {
-        let array: Vec<Value> = resolved
-            .iter()
-            .flat_map(|e| {
-                let note = note(&e.name);
-                to_json(e, args.backend.name, cpu)
-                    .into_iter()
-                    .map(move |mut v| {
-                        if let Some(note) = &note {
-                            v["libpfm4_note"] = json!(note);
-                        }
-                        v
-                    })
-            })
-            .collect();
         _ = writeln!(
             out,
             "{}",
             serde_json::to_string_pretty(&array).expect("JSON of plain values")
         );
-    } else {
-        for event in &resolved {
-            _ = write!(out, "{}", to_text(event, &label, cpu));
-            if let Some(note) = note(&event.name) {
-                _ = writeln!(out, "  note: {note}");
-            }
-        }
     }
     crate::output::emit(&out)?;
-    Ok(ExitCode::SUCCESS)
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::output::emit_to_stderr(&failed);
+    Ok(ExitCode::from(2))
 }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use counterhal::hal::GeneralizedEvent;
 use counterhal::{AnyBackend, Backend, Listed, ListedUnitMask, Registration, Section, list_events};
 use serde_json::json;
 
@@ -32,6 +33,9 @@ pub struct ListArgs {
     /// database) and the portable ones, with groups, formula and unit, and the groups.
     #[arg(long, conflicts_with = "models")]
     metrics: bool,
+    /// With --metrics: each metric's formula under its name (perf list's --details).
+    #[arg(long)]
+    details: bool,
     /// With --models: a Markdown table (the one events/README.md shows).
     #[arg(long, requires = "models", conflicts_with = "json")]
     markdown: bool,
@@ -47,6 +51,7 @@ fn metrics(
     model: Option<&str>,
     pattern: &str,
     json: bool,
+    details: bool,
     resolve: &dyn Fn(&str) -> Option<counterhal::Error>,
 ) -> Result<String, CliError> {
     let lower = pattern.to_ascii_lowercase();
@@ -133,7 +138,9 @@ fn metrics(
                 false => m.groups.join(", "),
             };
             _ = writeln!(out, "  {:<40} [{groups}] {unit}", m.name);
-            _ = writeln!(out, "      {}", m.expression);
+            if details {
+                _ = writeln!(out, "      {}", m.expression);
+            }
             if let Some(why) = why {
                 _ = writeln!(out, "      cannot run here: {why}");
             }
@@ -149,8 +156,12 @@ fn metrics(
     let marked = cannot.iter().flatten().count();
     _ = writeln!(
         out,
-        "\n{} metrics listed ({marked} marked `cannot run here`); `stat -M NAME|GROUP` counts them",
-        metrics.len()
+        "\n{} metrics listed ({marked} marked `cannot run here`); `stat -M NAME|GROUP` counts them{}",
+        metrics.len(),
+        match details {
+            true => "",
+            false => "; --details shows their formulas",
+        }
     );
     Ok(out)
 }
@@ -221,6 +232,103 @@ fn native_lines(
     }
 }
 
+/// perf's tool events (`stat` fills them in from how the command ended, on any backend) and
+/// the breakpoint form `stat` takes on the Linux backend, as `list` shows them after the
+/// software events: (section, name, what it is).
+pub const TOOL_AND_BREAKPOINT: &[(&str, &str, &str)] = &[
+    (
+        "tool",
+        "duration_time",
+        "wall-clock time of the run, in ns (perf tool event)",
+    ),
+    (
+        "tool",
+        "user_time",
+        "the command's user CPU time, in ns (perf tool event)",
+    ),
+    (
+        "tool",
+        "system_time",
+        "the command's system CPU time, in ns (perf tool event)",
+    ),
+    (
+        "breakpoint",
+        "mem:ADDR[/LEN][:rwx]",
+        "hardware breakpoint: accesses of LEN bytes (1, 2, 4, 8) at ADDR, read, write or execute (mem:0x401000:x)",
+    ),
+];
+
+/// The entries of [`TOOL_AND_BREAKPOINT`] whose name or description holds `pattern` (any
+/// case), breakpoints only where `breakpoints` (the Linux backend lists).
+fn extra_entries(
+    pattern: &str,
+    breakpoints: bool,
+) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    let lower = pattern.to_ascii_lowercase();
+    TOOL_AND_BREAKPOINT
+        .iter()
+        .filter(move |(section, name, about)| {
+            (breakpoints || *section != "breakpoint")
+                && (name.to_ascii_lowercase().contains(&lower)
+                    || about.to_ascii_lowercase().contains(&lower))
+        })
+}
+
+/// The tool and breakpoint sections of the text listing ([`extra_entries`]); `count` grows
+/// by the lines written.
+fn extra_sections(out: &mut String, pattern: &str, breakpoints: bool, count: &mut usize) {
+    let mut heading = "";
+    for &(section, name, about) in extra_entries(pattern, breakpoints) {
+        if heading != section {
+            heading = section;
+            _ = writeln!(out, "\n{section}:");
+        }
+        _ = writeln!(out, "  * {name:<40} {about}");
+        *count += 1;
+    }
+}
+
+/// `entries` with perf's aliases of the hardware and software events (`cs`), and the events
+/// whose alias alone holds `pattern` added (each listed by its canonical name with `listed`).
+fn with_aliases(
+    mut entries: Vec<Listed>,
+    pattern: &str,
+    listed: &dyn Fn(&str) -> Vec<Listed>,
+) -> Vec<Listed> {
+    let lower = pattern.to_ascii_lowercase();
+    let aliases = |name: &str| -> &'static [&'static str] {
+        match GeneralizedEvent::from_name(name) {
+            Some(GeneralizedEvent::Hardware(event)) => event.aliases(),
+            Some(GeneralizedEvent::Software(event)) => event.aliases(),
+            _ => &[],
+        }
+    };
+    if !pattern.is_empty() {
+        let generalized = GeneralizedEvent::all().filter(|g| {
+            matches!(
+                g,
+                GeneralizedEvent::Hardware(_) | GeneralizedEvent::Software(_)
+            )
+        });
+        for event in generalized {
+            let name = event.name();
+            let alias_matches = aliases(&name)
+                .iter()
+                .any(|a| a.to_ascii_lowercase().contains(&lower));
+            if alias_matches && !entries.iter().any(|e| e.name == name) {
+                entries.extend(listed(&name).into_iter().filter(|e| e.name == name));
+            }
+        }
+        entries.sort_by_key(|e| e.section);
+    }
+    for entry in &mut entries {
+        if matches!(entry.section, Section::Hardware | Section::Software) {
+            entry.aliases = aliases(&entry.name).iter().map(|a| a.to_string()).collect();
+        }
+    }
+    entries
+}
+
 /// A unit mask in `--json`: `encoding` as its event's (the backend's, or null), and the rest.
 fn unit_mask_json(mask: &ListedUnitMask, note: Option<String>) -> serde_json::Value {
     json!({
@@ -259,7 +367,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .find_map(|p| p.result.ok()),
         };
         let resolve = |event: &str| backend.as_ref().and_then(|b| b.resolve(event).err());
-        crate::output::emit(&metrics(model, pattern, args.json, &resolve)?)?;
+        crate::output::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with
@@ -285,12 +393,15 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let model = context.model.as_deref()?;
         context.database.libpfm4_difference(model, name)
     };
-    let entries: Vec<Listed> = match &backend {
+    let listed = |pattern: &str| match &backend {
         Some(backend) => list_events(&context, Ok(backend), pattern),
         None => {
             list_events::<AnyBackend>(&context, Err("the backend cannot be used here"), pattern)
         }
     };
+    let entries = with_aliases(listed(pattern), pattern, &listed);
+    // Breakpoints (`mem:`) are the Linux backend's.
+    let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
     if args.json {
         let array: Vec<_> = entries
             .iter()
@@ -319,6 +430,23 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
+        let extra = extra_entries(pattern, breakpoints).map(|(section, name, about)| {
+            json!({
+                "section": section,
+                "name": name,
+                "description": about,
+                "encoding": null,
+                "backend": backend.as_ref().map(|b| b.label()),
+                "usable": true,
+                "reason": null,
+                "precise": false,
+                "aliases": [],
+                "fields": null,
+                "libpfm4_note": null,
+                "umasks": [],
+            })
+        });
+        let array: Vec<_> = array.into_iter().chain(extra).collect();
         _ = writeln!(
             out,
             "{}",
@@ -338,7 +466,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         "events for {label}, CPU model {model} (* = usable here)"
     );
     let mut section = None;
-    for entry in &entries {
+    let mut extra = 0;
+    for (index, entry) in entries.iter().enumerate() {
         if section != Some(entry.section) {
             section = Some(entry.section);
             _ = writeln!(out, "\n{}:", entry.section.name());
@@ -354,14 +483,35 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             _ => entry.description.as_str(),
         };
         let precise = if entry.precise { " (precise)" } else { "" };
-        _ = writeln!(out, "  {mark} {:<40} {about}{precise}", entry.name);
+        // A preset or generalized event the model does not map says so, as --json's reason.
+        let unmapped = match (&entry.encoding, entry.section) {
+            (None, Section::Hardware | Section::Cache | Section::Preset) => {
+                format!(" (no mapping on {model})")
+            }
+            _ => String::new(),
+        };
+        let name = match entry.aliases.is_empty() {
+            true => entry.name.clone(),
+            false => format!("{} OR {}", entry.name, entry.aliases.join(" OR ")),
+        };
+        _ = writeln!(out, "  {mark} {name:<40} {about}{precise}{unmapped}");
+        if entry.section == Section::Software
+            && entries
+                .get(index + 1)
+                .is_none_or(|e| e.section != Section::Software)
+        {
+            extra_sections(&mut out, pattern, breakpoints, &mut extra);
+        }
     }
-    let usable = entries.iter().filter(|e| e.usable).count();
+    if !entries.iter().any(|e| e.section == Section::Software) {
+        extra_sections(&mut out, pattern, breakpoints, &mut extra);
+    }
+    let usable = entries.iter().filter(|e| e.usable).count() + extra;
     let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,
         "\n{} events listed ({masks} unit masks), {usable} usable here",
-        entries.len()
+        entries.len() + extra
     );
     crate::output::emit(&out)?;
     Ok(ExitCode::SUCCESS)

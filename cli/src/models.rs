@@ -98,6 +98,7 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
                 json!({
                     "id": m.id,
                     "aliases": m.aliases,
+                    "names": counterhal::events::model_aliases::aliases_of(&m.id),
                     "vendor": vendor(m),
                     "name": m.description,
                     "encoder": m.encoder.name(),
@@ -129,6 +130,10 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
         _ = writeln!(out, "{:<26} {}", m.id, m.description);
         if !m.aliases.is_empty() {
             _ = writeln!(out, "{:<26} also {}", "", m.aliases.join(", "));
+        }
+        let names = counterhal::events::model_aliases::aliases_of(&m.id);
+        if !names.is_empty() {
+            _ = writeln!(out, "{:<26} named {}", "", names.join(", "));
         }
         _ = writeln!(
             out,

@@ -3,8 +3,10 @@
 //! and the parser of `--backend`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
+use counterhal::events::DESCRIPTIONS_ENV;
 use counterhal::{Context, Registration};
 
 use crate::error::CliError;
@@ -21,6 +23,12 @@ pub struct DatabaseArgs {
     /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
     #[arg(long = "events", value_name = "FILE")]
     events_file: Option<PathBuf>,
+    /// Descriptions of the CPU model's native events and unit masks, read from perf's JSON
+    /// event files: the kernel's tools/perf/pmu-events/arch/x86 directory, one model's
+    /// directory of it, or a perfmon tree (also COUNTERHAL_DESCRIPTIONS). `list` shows them
+    /// and its PATTERN matches them.
+    #[arg(long = "descriptions", value_name = "DIR")]
+    descriptions: Option<PathBuf>,
 }
 
 impl DatabaseArgs {
@@ -29,7 +37,7 @@ impl DatabaseArgs {
     /// # Errors
     /// A bad events file or an unknown CPU model: bad input (exit 2) with the usage line.
     pub fn context(&self) -> Result<Context, CliError> {
-        let context =
+        let mut context =
             Context::new(self.events_file.as_deref(), self.cpu.as_deref()).map_err(|e| {
                 CliError::usage(
                     e,
@@ -43,6 +51,19 @@ impl DatabaseArgs {
             .and_then(|id| context.database.hybrid_note(id))
         {
             crate::output::emit_to_stderr(&format!("counterhal: note: {note}\n"));
+        }
+        // Descriptions are read only when asked, for the model in use alone.
+        let descriptions = self.descriptions.clone().or_else(|| {
+            std::env::var_os(DESCRIPTIONS_ENV)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        });
+        if let (Some(dir), Some(model)) = (descriptions, context.model.as_deref()) {
+            let (database, _) = (*context.database)
+                .clone()
+                .with_descriptions(model, &dir)
+                .map_err(|e| CliError::usage(e, "--descriptions DIR (perf's JSON event files)"))?;
+            context.database = Arc::new(database);
         }
         Ok(context)
     }

@@ -30,7 +30,9 @@ fn list_metrics_shows_the_models_and_the_portable_ones_with_their_groups() {
         groups.contains("TopdownL1") && groups.contains("Summary"),
         "{groups}"
     );
-    // A formula under its metric.
+    // A formula under its metric, with --details (perf list's option for it).
+    let o = counterhal(&["list", "--metrics", "--details", "--cpu-model", "skl"]);
+    let text = stdout(&o);
     let at = text
         .lines()
         .position(|l| l.trim_start().starts_with("Retiring "))

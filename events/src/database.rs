@@ -235,8 +235,9 @@ impl Database {
         SHIPPED.get_or_init(Database::parse_shipped).clone()
     }
 
-    /// Parses and validates the shipped data afresh (what [`Database::shipped`] caches): the
-    /// models' headers now, each model's events and mappings when it is first used.
+    /// Makes the shipped database afresh (what [`Database::shipped`] caches): the models'
+    /// headers now, from the build script's index (no TOML parsed), each model's events and
+    /// mappings parsed and validated when it is first used.
     ///
     /// # Errors
     /// As [`Database::shipped`].
@@ -321,7 +322,10 @@ impl Database {
 
     /// The model with this id or alias (case-insensitive), or the model perf's CPU signature
     /// `Vendor-Family-Model[-Stepping]` detects (`GenuineIntel-6-8F-8` is `spr`; see
-    /// [`CpuIdentity::from_signature`]).
+    /// [`CpuIdentity::from_signature`]), or the model a name of [`model_aliases`] means (perf's
+    /// directory names, `zen4`, `icelake-server`).
+    ///
+    /// [`model_aliases`]: crate::model_aliases
     pub fn model(&self, id: &str) -> Option<&CpuModel> {
         self.entry(id).map(Entry::model)
     }
@@ -349,6 +353,7 @@ impl Database {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
                 self.detect_entry(&cpu, core.as_ref())
             })
+            .or_else(|| self.entry(crate::model_aliases::model_for_alias(id)?))
     }
 
     /// The first model whose match rules accept `cpu`.
@@ -441,6 +446,13 @@ impl Database {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
+    }
+
+    /// The model `id` to change in place (a shipped one parsed in full first, this database's
+    /// copy alone changed).
+    pub(crate) fn model_mut(&mut self, id: &str) -> Result<Option<&mut CpuModel>> {
+        let models = Arc::make_mut(&mut self.models);
+        Ok(models.position(id)?.map(|index| models.get_mut(index)))
     }
 
     /// Every model id, in match order (no model is parsed in full for this).

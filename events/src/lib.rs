@@ -5,6 +5,7 @@ mod arm;
 mod compose;
 mod cpu;
 mod database;
+mod descriptions;
 mod domain;
 mod encode;
 mod error;
@@ -13,6 +14,7 @@ mod libpfm4;
 mod loader;
 mod metrics;
 mod model;
+pub mod model_aliases;
 mod parse;
 pub mod perf;
 mod resolve;
@@ -22,6 +24,7 @@ pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};
 pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
+pub use descriptions::{DESCRIPTIONS_ENV, DescriptionsRead};
 pub use error::{EventError, EventErrorKind};
 #[doc(hidden)]
 pub use metrics::shipped_metrics_lookups_on_this_thread;

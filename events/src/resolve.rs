@@ -211,7 +211,7 @@ impl<'a> Resolver<'a> {
                 EventErrorKind::NotFound,
                 format!("unknown event `{}`", spec.name),
             )
-            .with_suggestions(self.database.nearest_names(None, &spec.name))
+            .with_suggestions(nearest_event_names(self.database, None, &spec.name))
             .with_hint(
                 "native events need a CPU model: give --cpu-model or run on a detected CPU",
             ));
@@ -226,7 +226,11 @@ impl<'a> Resolver<'a> {
                 EventErrorKind::NotFound,
                 format!("unknown event `{}` on CPU model `{}`", spec.name, model.id),
             )
-            .with_suggestions(self.database.nearest_names(Some(&model.id), &spec.name))
+            .with_suggestions(nearest_event_names(
+                self.database,
+                Some(&model.id),
+                &spec.name,
+            ))
             .with_hint(format!(
                 "`counterhal list --cpu-model {}` shows its events",
                 model.id
@@ -476,6 +480,18 @@ impl<'a> Resolver<'a> {
     }
 }
 
+/// Up to three event names nearest to `name` (what an unknown event's "did you mean" offers):
+/// native events of model `cpu` (when given and known), generalized events and presets; no
+/// model ids (a CPU model is no event).
+fn nearest_event_names(database: &Database, cpu: Option<&str>, name: &str) -> Vec<String> {
+    let model = cpu.and_then(|id| database.model(id));
+    let natives = model
+        .into_iter()
+        .flat_map(|m| m.events().iter().map(|e| e.name.clone()));
+    let generalized = GeneralizedEvent::all().map(|g| g.name().into_owned());
+    crate::suggest::nearest(name, natives.chain(generalized), 3)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -702,5 +718,23 @@ pub(crate) mod tests {
             ..stepping
         };
         assert!(db.detect(&stepping).is_none());
+    }
+
+    /// An unknown event's "did you mean" offers event names, never a model id (`sklx` is one
+    /// edit from the id `skx`).
+    #[test]
+    fn suggestions_are_event_names_only() {
+        let db = Database::shipped().unwrap();
+        let error = db.resolve_exact(Some("skl"), "sklx", &X86).unwrap_err();
+        assert!(
+            error.suggestions().iter().all(|s| db.model(s).is_none()),
+            "{error}"
+        );
+        let error = db.resolve_exact(None, "p7", &X86).unwrap_err();
+        assert!(!error.suggestions().iter().any(|s| s == "p6"), "{error}");
+        let error = db
+            .resolve_exact(Some("skl"), "INST_RETIRD", &X86)
+            .unwrap_err();
+        assert_eq!(error.suggestions()[0], "INST_RETIRED");
     }
 }

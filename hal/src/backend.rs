@@ -550,6 +550,50 @@ where
     }
 }
 
+/// Lets a `dyn DynBackend` (with any auto traits) be used wherever a [`Backend`] is
+/// expected, as a `Box<dyn DynBackend>` can (its groups come boxed).
+macro_rules! dyn_backend {
+    ($($dyn:ty),*) => {$(
+        impl Backend for $dyn {
+            type Group = BoxedGroup;
+
+            fn name(&self) -> &'static str {
+                self.dyn_name()
+            }
+            fn device(&self) -> DeviceKind {
+                self.dyn_device()
+            }
+            fn capabilities(&self) -> &Capabilities {
+                self.dyn_capabilities()
+            }
+            fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+                self.dyn_resolve(event)
+            }
+            fn open(
+                &self,
+                events: &[EventRequest],
+                target: &Target,
+                options: &OpenOptions,
+            ) -> Result<BoxedGroup> {
+                self.dyn_open(events, target, options)
+            }
+            fn generalized(&self) -> Vec<GeneralizedEvent> {
+                self.dyn_generalized()
+            }
+            fn own_events(&self) -> Vec<(String, String)> {
+                self.dyn_own_events()
+            }
+        }
+    )*};
+}
+
+dyn_backend!(
+    dyn DynBackend + '_,
+    dyn DynBackend + Send + '_,
+    dyn DynBackend + Sync + '_,
+    dyn DynBackend + Send + Sync + '_
+);
+
 /// Lets a `Box<dyn DynBackend>` (with any auto traits) be used wherever a [`Backend`] is
 /// expected (the conformance suite, [`Backend::open_named`]).
 impl<T: DynBackend + ?Sized> Backend for Box<T> {

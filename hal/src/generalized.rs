@@ -27,6 +27,11 @@ macro_rules! named_enum {
                 match self { $( $name::$variant => $text, )+ }
             }
 
+            /// Its other names (perf's aliases: `cs` for `context-switches`), if any.
+            pub const fn aliases(self) -> &'static [&'static str] {
+                match self { $( $name::$variant => &[ $($alias),* ], )+ }
+            }
+
             /// The value with this canonical name or alias (case-insensitive).
             pub fn from_name(name: &str) -> Option<$name> {
                 $(

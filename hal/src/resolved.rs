@@ -278,6 +278,32 @@ impl<G: Group> EventSet<G> {
         })
     }
 
+    /// The set of `events` over `group`, a group already opened with every term of every
+    /// event in order (one reading per term), such as a group that sums each term over
+    /// several threads or CPUs.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when `group` does not hold one counter per term.
+    pub fn over(group: G, events: Vec<ResolvedEvent>) -> Result<Self> {
+        let terms: usize = events.iter().map(|event| event.terms.len()).sum();
+        if group.len() != terms {
+            return Err(Error::invalid_input(format!(
+                "the group holds {} counters but the events have {terms} terms",
+                group.len()
+            ))
+            .with_hint("open the group with every term of every event, in order"));
+        }
+        let all_native = events.iter().all(
+            |e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus && term.factor == 1),
+        );
+        Ok(Self {
+            group,
+            events,
+            native: vec![Reading::default(); terms],
+            all_native,
+        })
+    }
+
     /// The named events, in order.
     pub fn events(&self) -> &[ResolvedEvent] {
         &self.events
@@ -504,5 +530,52 @@ mod tests {
             single.combine(&[Reading::new(7, 3, 3)]),
             Reading::new(7, 3, 3)
         );
+    }
+
+    /// A group of fixed readings, one per counter.
+    #[derive(Debug)]
+    struct Fixed(Vec<Reading>);
+
+    impl Group for Fixed {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn enable(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn disable(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn reset(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+            readings[..self.0.len()].copy_from_slice(&self.0);
+            Ok(())
+        }
+    }
+
+    /// A set over a group opened elsewhere combines its terms as one opened by the set does,
+    /// and a group with other than one counter per term is refused.
+    #[test]
+    fn a_set_over_a_group_combines_its_terms() {
+        let derived = ResolvedEvent {
+            name: "a-b".into(),
+            terms: vec![term(Sign::Plus, "a"), term(Sign::Minus, "b")],
+        };
+        let plain = ResolvedEvent::single(term(Sign::Plus, "c").request);
+        let group = Fixed(vec![
+            Reading::new(10, 5, 5),
+            Reading::new(4, 5, 5),
+            Reading::new(7, 5, 5),
+        ]);
+        let mut set = EventSet::over(group, vec![derived.clone(), plain]).unwrap();
+        let mut readings = [Reading::default(); 2];
+        set.read(&mut readings).unwrap();
+        assert_eq!(readings[0].value, 6);
+        assert_eq!(readings[1].value, 7);
+        let short = EventSet::over(Fixed(vec![Reading::default()]), vec![derived]).unwrap_err();
+        assert_eq!(short.kind(), ErrorKind::InvalidInput);
+        assert!(short.message().contains("2 terms"), "{short}");
     }
 }

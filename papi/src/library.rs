@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use facade::{AnyGroup, Chosen, EventSet, OpenOptions, Target};
+use facade::hal::Target;
+use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOEVST, ENOINIT, ENOTPRESET, ESYS, OK};
 use crate::info::{self, ComponentInfo, EventInfo, set_str};

@@ -59,9 +59,9 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
                 .chain([name.as_str()]),
         );
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let trial = library
-            .chosen
-            .open_named(&names, &set.target(), &set.options());
+        // One backend target (PAPI attaches to one thread), not the facade's process.
+        let trial =
+            facade::Backend::open_named(&library.chosen, &names, &set.target(), &set.options());
         if let Err(e) = trial {
             return Err(from_error(&e));
         }
@@ -188,8 +188,7 @@ pub fn start(handle: i32) -> i32 {
         if set.group.is_none() {
             let names = set.in_domain(set.events.iter().map(|(_, n)| n.as_str()));
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let group = chosen
-                .open_named(&names, &set.target(), &set.options())
+            let group = facade::Backend::open_named(chosen, &names, &set.target(), &set.options())
                 .map_err(|e| from_error(&e))?;
             set.group = Some(group);
         }

@@ -4,9 +4,15 @@
 
 use std::ffi::{c_char, c_int};
 
-use crate::{Set, code};
+use facade::hal::Reading;
 
-use super::{guard, put, set_mut};
+use crate::{Failure, Set, code};
+
+use super::{guard, put, readings, set_mut, string};
+
+/// The most entries an `argv` may have before its NULL (Linux's own bound on a command's
+/// arguments is smaller): an array without its NULL is refused, not read without end.
+const MAX_ARGS: usize = 1 << 17;
 
 /// The calling thread's id, where the OS gives it (Linux `gettid`).
 pub(crate) fn this_thread_id() -> Option<u32> {
@@ -80,6 +86,86 @@ pub unsafe extern "C" fn counterhal_set_place(set: *mut Set, row: usize, id: *mu
         }
         Ok(kind)
     })
+}
+
+/// Runs the command `argv` (ended by NULL; `argv[0]` searched in `PATH`) with the set's events
+/// counted from its `exec` to its end, following it as `follow` (`COUNTERHAL_FOLLOW_*`)
+/// says; one reading per event into `out[0..n)`, the wait status into `status` (NULL: not
+/// wanted). An event that could not be counted reads 0 and the call returns its code, after
+/// the command ran.
+///
+/// # Safety
+/// See the module note of [`super`]; `argv` is a NULL-terminated array of NUL-terminated
+/// strings; `out` is valid for `n` writes; `status` is NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_run(
+    set: *mut Set,
+    argv: *const *const c_char,
+    follow: c_int,
+    out: *mut Reading,
+    n: usize,
+    status: *mut c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        let events = set.events.len();
+        // SAFETY: `out` is valid for `n` writes.
+        let out = unsafe { readings(out, n, events) }?;
+        if out.len() < events {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!(
+                    "the buffer holds {} readings, the set has {events} events",
+                    out.len()
+                ),
+            ));
+        }
+        // SAFETY: `argv` is NULL-terminated; each entry a NUL-terminated string.
+        let argv = unsafe { arguments(argv) }?;
+        let run = set.run(&argv, follow)?;
+        if !status.is_null() {
+            // SAFETY: `status` is valid for one write.
+            unsafe { put(status, run.status, "status") }?;
+        }
+        let mut first_failure = None;
+        for (slot, reading) in out.iter_mut().zip(run.readings) {
+            *slot = match reading {
+                Ok(reading) => reading,
+                Err(failure) => {
+                    first_failure.get_or_insert(failure);
+                    Reading::default()
+                }
+            };
+        }
+        first_failure.map_or(Ok(code::OK), Err)
+    })
+}
+
+/// The strings of a NULL-terminated `argv`.
+///
+/// # Safety
+/// `argv` is NULL or a NULL-terminated array of NUL-terminated strings.
+unsafe fn arguments(argv: *const *const c_char) -> Result<Vec<String>, Failure> {
+    if argv.is_null() {
+        return Err(Failure::new(code::INVALID_ARGUMENT, "argv is NULL"));
+    }
+    let mut args = Vec::new();
+    for i in 0..MAX_ARGS {
+        // SAFETY: the array holds entries up to its NULL, and `i` has not passed it.
+        let entry = unsafe { argv.add(i) };
+        // SAFETY: `entry` points into the array, before or at its NULL.
+        let arg = unsafe { *entry };
+        if arg.is_null() {
+            return Ok(args);
+        }
+        // SAFETY: a NUL-terminated string.
+        args.push(unsafe { string(arg, "an argument of argv") }?.to_owned());
+    }
+    Err(Failure::new(
+        code::INVALID_ARGUMENT,
+        format!("argv has no NULL within its first {MAX_ARGS} entries: end it with NULL"),
+    ))
 }
 
 /// The library's version as `MAJOR * 10000 + MINOR * 100 + PATCH`

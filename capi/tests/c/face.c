@@ -2,7 +2,7 @@
  * it words, as a C tool meets them. Each mode checks one piece and prints "ok MODE" when every
  * check held, or the failed check and exits 1.
  *
- *   face version | remove | options | inherit | rows | restart | refusals | umasks
+ *   face version | remove | options | inherit | rows | restart | refusals | umasks | command
  *   face cpus    (rows of a COUNTERHAL_TARGET_ALL_CPUS set; needs the privilege to count CPUs) */
 #define _GNU_SOURCE
 #include <counterhal.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -289,6 +290,52 @@ static void report(int more) {
     }
 }
 
+/* A command counted from its exec: execve calls of a shell running two programs, in the shell
+ * and what it creates (2) and in the shell alone (0), printed for the test to compare with
+ * perf; the exit status passed back; misuse refused. Exit 3 without the tracepoint. */
+static void command(counterhal_t *ch) {
+    counterhal_set_t *set;
+    CHECK(counterhal_set_create(ch, &set) == COUNTERHAL_OK);
+    if (counterhal_set_add(set, "syscalls:sys_enter_execve") < 0) {
+        printf("the tracepoint syscalls:sys_enter_execve does not open here: %s\n",
+               counterhal_last_error());
+        exit(3);
+    }
+    CHECK(counterhal_set_add(set, "task-clock") == 1);
+    const char *const two[] = {"/bin/sh", "-c", "/bin/true; /bin/true", NULL};
+    counterhal_reading_t r[2];
+    int status = -1;
+    CHECK(counterhal_set_run(set, two, COUNTERHAL_FOLLOW_CHILDREN, r, 2, &status) ==
+          COUNTERHAL_OK);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(r[1].value > 0 && r[1].time_enabled > 0);
+    printf("execve children %llu\n", (unsigned long long)r[0].value);
+    CHECK(counterhal_set_run(set, two, COUNTERHAL_FOLLOW_COMMAND_ONLY, r, 2, NULL) ==
+          COUNTERHAL_OK);
+    printf("execve alone %llu\n", (unsigned long long)r[0].value);
+    const char *const three[] = {"sh", "-c", "exit 3", NULL};
+    CHECK(counterhal_set_run(set, three, COUNTERHAL_FOLLOW_CHILDREN, r, 2, &status) ==
+          COUNTERHAL_OK);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    /* Misuse: no NULL-free argv, an unknown follow, a short buffer, a missing program, a
+     * running set. None runs anything. */
+    CHECK(counterhal_set_run(set, NULL, 0, r, 2, NULL) == COUNTERHAL_EINVAL);
+    const char *const none[] = {NULL};
+    CHECK(counterhal_set_run(set, none, 0, r, 2, NULL) == COUNTERHAL_EINVAL);
+    CHECK(counterhal_set_run(set, two, 7, r, 2, NULL) == COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "COUNTERHAL_FOLLOW_CHILDREN") != NULL);
+    CHECK(counterhal_set_run(set, two, 0, r, 1, NULL) == COUNTERHAL_EINVAL);
+    const char *const missing[] = {"/nonexistent/program", NULL};
+    int rc = counterhal_set_run(set, missing, 0, r, 2, NULL);
+    CHECK(rc < 0);
+    CHECK(strstr(counterhal_last_error(), "/nonexistent/program") != NULL);
+    printf("missing program: %d %s\n", rc, counterhal_last_error());
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_run(set, two, 0, r, 2, NULL) == COUNTERHAL_ESTATE);
+    CHECK(counterhal_set_stop(set, r, 2) == COUNTERHAL_OK);
+    counterhal_set_destroy(set);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     counterhal_t *ch = NULL;
@@ -314,6 +361,8 @@ int main(int argc, char **argv) {
         refusals(ch);
     else if (strcmp(mode, "umasks") == 0)
         umasks(ch);
+    else if (strcmp(mode, "command") == 0)
+        command(ch);
     else if (strcmp(mode, "report") == 0 || strcmp(mode, "report-more") == 0)
         report(strcmp(mode, "report-more") == 0);
     else {

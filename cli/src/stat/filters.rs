@@ -3,7 +3,8 @@
 //! event as it opens (`PERF_EVENT_IOC_SET_FILTER`, [`counterhal::PerfAttr::filter`]).
 
 use counterhal::events::perf::TYPE_TRACEPOINT;
-use counterhal::{Backend, Encoding, Error, ErrorKind, OpenOptions, Target};
+use counterhal::hal::Target;
+use counterhal::{Backend, Encoding, Error, ErrorKind, OpenOptions};
 
 use super::arguments::StatArgs;
 use super::results::Planned;

@@ -16,10 +16,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
-use counterhal::hal::{Countable, Reading, Scope, countable_form};
-use counterhal::{
-    AnyBackend, Attach, Backend, Context, Error, ErrorKind, Follow, Registration, Target,
-};
+use counterhal::hal::{Countable, Reading, Scope, Target, countable_form};
+use counterhal::{AnyBackend, Attach, Backend, Context, Error, ErrorKind, Follow, Registration};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;

@@ -3,9 +3,10 @@
 //! counts per place; the snapshot taken at each interval of `-I`, handed on as it is taken
 //! (never kept here); and what ends a command early.
 
+use counterhal::Error;
+use counterhal::hal::Target;
 use counterhal::hal::{Reading, ResolvedEvent};
 use counterhal::process::{ChildExit, exit_code_for};
-use counterhal::{Error, Target};
 
 use super::pacing::Pace;
 use super::tool::Tool;

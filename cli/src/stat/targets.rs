@@ -206,9 +206,9 @@ mod tests {
         assert_eq!(
             Attach::Cpus(parse_cpu_list("0,2-3").unwrap()).targets(),
             [
-                counterhal::Target::Cpu(0),
-                counterhal::Target::Cpu(2),
-                counterhal::Target::Cpu(3)
+                counterhal::hal::Target::Cpu(0),
+                counterhal::hal::Target::Cpu(2),
+                counterhal::hal::Target::Cpu(3)
             ]
         );
         // A CPU named twice is counted once; the order given does not matter.
@@ -318,7 +318,7 @@ mod tests {
             .targets()
             .into_iter()
             .map(|t| match t {
-                counterhal::Target::Process { pid, inherit } => {
+                counterhal::hal::Target::Process { pid, inherit } => {
                     assert!(!inherit, "{t:?}");
                     pid
                 }
