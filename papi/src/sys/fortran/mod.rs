@@ -451,7 +451,7 @@ fortran! {
         // SAFETY: a buffer of PAPI_MAX_STR_LEN bytes.
         check.set(unsafe { super::PAPI_event_code_to_name(event.get(), buffer.as_mut_ptr()) });
         // SAFETY: the caller's string of `name_len` bytes.
-        unsafe { f_string(name, name_len, &buffer.map(|c| c as u8)) };
+        unsafe { f_string(name, name_len, &buffer.map(|c| u8::from_ne_bytes(c.to_ne_bytes()))) };
     }
     /// `PAPIF_event_name_to_code(EventName, EventCode, check)`.
     [papif_event_name_to_code, papif_event_name_to_code_, papif_event_name_to_code__, PAPIF_EVENT_NAME_TO_CODE]
