@@ -229,19 +229,22 @@ fn the_header_compiles_as_cpp() {
     );
 }
 
-#[test]
-fn the_c_example_builds_and_counts() {
+/// `examples/c/NAME.c` built against the library (C99, warnings as errors, `flags` added).
+fn example(name: &str, flags: &[&str]) -> PathBuf {
     let lib = library_dir();
-    let program = scratch("count-example");
-    let rpath = format!("-Wl,-rpath,{}", lib.display());
-    let source = manifest().join("../examples/c/count.c");
+    let program = scratch(&format!("{name}-example"));
     let built = Command::new("cc")
+        .args(flags)
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(manifest().join("include"))
-        .arg(&source)
+        .arg(manifest().join(format!("../examples/c/{name}.c")))
         .arg("-o")
         .arg(&program)
-        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
+        .args([
+            &format!("-L{}", lib.display()),
+            "-lcounterhal",
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ])
         .output()
         .expect("a C compiler (cc) is installed");
     assert!(
@@ -249,6 +252,12 @@ fn the_c_example_builds_and_counts() {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
+    program
+}
+
+#[test]
+fn the_c_example_builds_and_counts() {
+    let program = example("count", &[]);
     let out = Command::new(&program)
         .args(["page-faults", "no-such-event"])
         .output()
@@ -273,30 +282,7 @@ fn the_c_example_builds_and_counts() {
 /// command's exit status is passed on.
 #[test]
 fn the_c_command_example_counts_a_command_and_passes_its_status() {
-    let lib = library_dir();
-    let program = scratch("run-example");
-    let rpath = format!("-Wl,-rpath,{}", lib.display());
-    let built = Command::new("cc")
-        .args([
-            "-std=c99",
-            "-D_POSIX_C_SOURCE=200809L",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-I",
-        ])
-        .arg(manifest().join("include"))
-        .arg(manifest().join("../examples/c/run.c"))
-        .arg("-o")
-        .arg(&program)
-        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
-        .output()
-        .expect("a C compiler (cc) is installed");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let program = example("run", &["-D_POSIX_C_SOURCE=200809L"]);
     let run = |args: &[&str]| {
         let out = Command::new(&program).args(args).output().unwrap();
         (
@@ -334,23 +320,7 @@ fn the_c_command_example_counts_a_command_and_passes_its_status() {
 /// gets more samples, and at least 80% land in the two loops.
 #[test]
 fn the_c_sampling_example_finds_the_heavier_loop() {
-    let lib = library_dir();
-    let program = scratch("hot-example");
-    let rpath = format!("-Wl,-rpath,{}", lib.display());
-    let built = Command::new("cc")
-        .args(["-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(manifest().join("include"))
-        .arg(manifest().join("../examples/c/hot_addresses.c"))
-        .arg("-o")
-        .arg(&program)
-        .args([&format!("-L{}", lib.display()), "-lcounterhal", &rpath])
-        .output()
-        .expect("a C compiler (cc) is installed");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let program = example("hot_addresses", &["-O1"]);
     let out = Command::new(&program).arg("400").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot sample") {
