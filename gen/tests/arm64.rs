@@ -141,7 +141,7 @@ fn regenerating_from_the_kernel_gives_the_shipped_tables() {
 fn libpfm4_names_agree_with_the_kernels_numbers() {
     let Some(root) = std::env::var_os(SNAPSHOT_ENV).map(PathBuf::from) else {
         counterhal_conformance::skip!(
-            Need::Tools,
+            Need::Source,
             "libpfm4 comparison not run: set {SNAPSHOT_ENV} to a libpfm4 snapshot at {LIBPFM4_COMMIT} (holding lib/events)"
         )
     };
