@@ -146,46 +146,9 @@ fn the_p6_era_detects_as_libpfm4_does() {
 }
 
 /// The kernel's directory of each mapfile row and our model of it (a hybrid chip's signature
-/// alone detects its P-cores' model).
-const KERNEL_MODELS: &[(&str, &str)] = &[
-    ("alderlake", "adl_glc"),
-    ("alderlaken", "adl_grt"),
-    ("bonnell", "atom"),
-    ("broadwell", "bdw"),
-    ("broadwellde", "bdw_de"),
-    ("broadwellx", "bdw_ep"),
-    ("cascadelakex", "clx"),
-    ("elkhartlake", "ehl"),
-    ("emeraldrapids", "emr"),
-    ("goldmont", "glm"),
-    ("goldmontplus", "glp"),
-    ("grandridge", "grr"),
-    ("graniterapids", "gnr"),
-    ("haswell", "hsw"),
-    ("haswellx", "hsw_ep"),
-    ("icelake", "icl"),
-    ("icelakex", "icx"),
-    ("ivybridge", "ivb"),
-    ("ivytown", "ivb_ep"),
-    ("jaketown", "snb_ep"),
-    ("knightslanding", "knl"),
-    ("lunarlake", "lnl_lnc"),
-    ("meteorlake", "mtl_rwc"),
-    ("nehalemep", "nhm"),
-    ("nehalemex", "nhm_ex"),
-    ("rocketlake", "rkl"),
-    ("sandybridge", "snb"),
-    ("sapphirerapids", "spr"),
-    ("sierraforest", "srf"),
-    ("silvermont", "slm"),
-    ("skylake", "skl"),
-    ("skylakex", "skx"),
-    ("snowridgex", "tmt"),
-    ("tigerlake", "tgl"),
-    ("westmereep-dp", "wsm_dp"),
-    ("westmereep-sp", "wsm"),
-    ("westmereex", "wsm_ex"),
-];
+/// alone detects its P-cores' model): the library's own table of perf's directory names,
+/// which `--cpu-model` takes, checked here against the mapfile's signatures.
+const KERNEL_MODELS: &[(&str, &str)] = counterhal_events::model_aliases::PERF_DIRECTORIES;
 
 /// The strings a mapfile pattern matches: literals, `(A|B)` alternatives and `[..]` classes
 /// (the only forms the x86 mapfile uses; anything else is `None`).
