@@ -123,16 +123,21 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
     REGISTRY.iter().filter(|r| r.runs_here())
 }
 
-/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
-/// `/proc/cpuinfo`, else from the CPUID instruction (x86, any OS); `None` elsewhere.
+/// This machine's CPU: on x86 from the CPUID instruction (perf reads it so too:
+/// `tools/perf/arch/x86/util/header.c`), which costs no `/proc/cpuinfo` for the kernel to write
+/// out; on Linux on Arm64 from the MIDR in sysfs; else from `/proc/cpuinfo`; `None` elsewhere.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    arm_cpu()
-        .or_else(|| {
-            std::fs::read_to_string("/proc/cpuinfo")
-                .ok()
-                .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
-        })
-        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
+    let cpuid = || counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok();
+    let cpuinfo = || {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
+    };
+    if cfg!(any(target_arch = "x86", target_arch = "x86_64")) {
+        cpuid().or_else(cpuinfo)
+    } else {
+        arm_cpu().or_else(cpuinfo)
+    }
 }
 
 /// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
@@ -442,6 +447,9 @@ mod tests {
         }
     }
 
+    /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
+    /// kernel decodes from CPUID leaf 1): the CPUID instruction, which detection reads first
+    /// on x86, names the same CPU, and detection returns it.
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (
@@ -456,6 +464,7 @@ mod tests {
             );
         };
         assert_eq!(from_os, from_cpuid);
+        assert_eq!(detect_cpu(), Some(from_os));
     }
 
     #[test]

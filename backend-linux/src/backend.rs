@@ -53,7 +53,9 @@ pub struct LinuxBackend {
     cpu: Option<String>,
     paths: SystemPaths,
     facts: Arc<SystemFacts>,
-    inherit_group_read: bool,
+    /// Whether `inherit` takes `PERF_FORMAT_GROUP` here: found by the probe (or, for a backend
+    /// built without one, on first use).
+    inherit_group_read: Arc<OnceLock<bool>>,
     self_monitoring: bool,
     /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
     hybrid: Arc<Vec<sysfs::Pmu>>,
@@ -88,26 +90,33 @@ pub fn probe_with(
     cpu: Option<String>,
     paths: SystemPaths,
 ) -> Result<LinuxBackend> {
-    let facts = Arc::new(SystemFacts::gather(&paths.pmu_devices));
-    let cores = CorePmus::read(&paths.pmu_devices);
-    let paths_devices = paths.pmu_devices.clone();
-    let mut backend = LinuxBackend {
+    // One listing of the core PMUs serves every fact read from them.
+    let core_list = sysfs::core_pmus(&paths.pmu_devices);
+    let facts = Arc::new(SystemFacts::gather(!core_list.is_empty()));
+    let raw_format = RawFormat::of(&core_list).map(Arc::new);
+    let cores = CorePmus::of(core_list);
+    let backend = LinuxBackend {
         capabilities: capabilities(facts.hardware_pmu),
         db,
         cpu,
         paths,
         facts,
-        inherit_group_read: false,
+        inherit_group_read: Arc::default(),
         self_monitoring: true,
         hybrid: cores.hybrid,
-        raw_format: RawFormat::read(&paths_devices).map(Arc::new),
+        raw_format,
         user_access: cores.user_access,
         core_types: cores.types,
         generalized: Arc::default(),
     };
-    // A user-space-only software event opens at every paranoid level up to 2.
-    let probe_event = PerfAttr::new(TYPE_SOFTWARE, 1).with_domain(Domain::USER);
-    let request = EventRequest::new("task-clock:u", Encoding::Perf(probe_event));
+    // A user-space-only software event opens at every paranoid level up to 2. Tried first as
+    // an inherited group read: where that opens, one system call answers both questions;
+    // where it does not, the plain open says why perf_event_open is not usable, if it is not.
+    let request = probe_request();
+    if backend.try_inherit_group_read(&request) {
+        let _ = backend.inherit_group_read.set(true);
+        return Ok(backend);
+    }
     backend
         .open(
             std::slice::from_ref(&request),
@@ -115,8 +124,14 @@ pub fn probe_with(
             &OpenOptions::default(),
         )
         .map_err(|e| e.context("perf_event_open is not usable"))?;
-    backend.inherit_group_read = backend.try_inherit_group_read(&request);
+    let _ = backend.inherit_group_read.set(false);
     Ok(backend)
+}
+
+/// The event start-up opens to see that perf_event_open works: `task-clock:u`.
+fn probe_request() -> EventRequest {
+    let probe_event = PerfAttr::new(TYPE_SOFTWARE, 1).with_domain(Domain::USER);
+    EventRequest::new("task-clock:u", Encoding::Perf(probe_event))
 }
 
 /// What the backend takes: perf attrs (its own generic events first) and, on x86, x86 event
@@ -146,39 +161,12 @@ struct CorePmus {
 }
 
 impl CorePmus {
-    fn read(devices: &Path) -> CorePmus {
-        let cores = sysfs::core_pmus(devices);
+    fn of(cores: Vec<sysfs::Pmu>) -> CorePmus {
         CorePmus {
             user_access: UserAccess::of(&cores).map(Arc::new),
             types: Arc::new(cores.iter().map(|pmu| pmu.type_).collect()),
             hybrid: Arc::new(sysfs::hybrid_of(cores)),
         }
-    }
-}
-
-/// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
-/// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
-/// counters would start at some later exec of a process this caller does not control.
-fn exec_child(pid: u32) -> Result<u32> {
-    let hint = "Target::Exec is a command held before exec: spawn it with WaitingChild and use \
-                its target(); for a running process use Target::process(pid)";
-    if pid == std::process::id() || pid == 1 {
-        let who = if pid == 1 {
-            "init"
-        } else {
-            "this process itself"
-        };
-        return Err(Error::invalid_input(format!(
-            "process {pid} ({who}) cannot be a Target::Exec"
-        ))
-        .with_hint(hint));
-    }
-    match counterhal_process::is_child_of_this_process(pid) {
-        Ok(false) => Err(Error::invalid_input(format!(
-            "process {pid} is not a child of this process, so it is no command held before exec"
-        ))
-        .with_hint(hint)),
-        Ok(true) | Err(_) => Ok(pid),
     }
 }
 
@@ -242,7 +230,9 @@ impl LinuxBackend {
     /// Whether this kernel accepts `inherit` with `PERF_FORMAT_GROUP` (else inherited groups
     /// are read one fd at a time).
     pub fn inherit_group_read(&self) -> bool {
-        self.inherit_group_read
+        *self
+            .inherit_group_read
+            .get_or_init(|| self.try_inherit_group_read(&probe_request()))
     }
 
     /// Turns automatic `rdpmc` reads on or off (on by default; used only where valid).
@@ -289,7 +279,7 @@ impl LinuxBackend {
             })
         };
         let group = ReadFormat::Group;
-        let inherited_format = if self.inherit_group_read {
+        let inherited_format = if self.inherit_group_read() {
             group
         } else {
             ReadFormat::Single
@@ -327,14 +317,14 @@ impl LinuxBackend {
                 }
             }
             Target::Exec { pid } => Placement {
-                pid: to_pid(exec_child(pid)?)?,
+                pid: to_pid(crate::exec::exec_child(pid)?)?,
                 inherit: true,
                 enable_on_exec: true,
                 format: inherited_format,
                 ..base
             },
             Target::ExecAlone { pid } => Placement {
-                pid: to_pid(exec_child(pid)?)?,
+                pid: to_pid(crate::exec::exec_child(pid)?)?,
                 enable_on_exec: true,
                 ..base
             },
@@ -774,7 +764,7 @@ mod tests {
 
     /// A backend on the PMU tree `devices` (no probe: nothing is opened), resolving for `cpu`.
     fn fixture_backend(devices: PathBuf, cpu: Option<&str>) -> LinuxBackend {
-        let cores = CorePmus::read(&devices);
+        let cores = CorePmus::of(sysfs::core_pmus(&devices));
         LinuxBackend {
             capabilities: capabilities(false),
             db: Arc::new(Database::shipped().unwrap()),
@@ -788,7 +778,7 @@ mod tests {
                 tracefs: Vec::new(),
             },
             facts: Arc::new(SystemFacts::unknown()),
-            inherit_group_read: true,
+            inherit_group_read: Arc::new(OnceLock::from(true)),
             self_monitoring: false,
             generalized: Arc::default(),
         }

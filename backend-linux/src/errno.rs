@@ -36,15 +36,16 @@ impl SystemFacts {
         }
     }
 
-    /// Reads the facts from `/proc` and sysfs (`devices` is the PMU directory).
+    /// Reads the facts from `/proc`, with whether a core PMU is in sysfs (`hardware_pmu`, from
+    /// the one listing of the PMUs the backend reads at probe).
     #[cfg(target_os = "linux")]
-    pub fn gather(devices: &std::path::Path) -> SystemFacts {
+    pub fn gather(hardware_pmu: bool) -> SystemFacts {
         let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
             .ok()
             .and_then(|text| text.trim().parse().ok());
         SystemFacts {
             paranoid,
-            hardware_pmu: !crate::sysfs::core_pmus(devices).is_empty(),
+            hardware_pmu,
             root: crate::sys::effective_uid() == 0,
             fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
         }

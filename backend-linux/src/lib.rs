@@ -12,6 +12,7 @@ cfg_if::cfg_if! {
         mod breakpoint;
         mod cgroup;
         mod errno;
+        mod exec;
         mod group;
         mod raw;
         pub mod rdpmc;

@@ -75,9 +75,12 @@ impl RawFormat {
     /// The formats of the core PMU whose type is `PERF_TYPE_RAW`; `None` where there is none
     /// (no hardware PMU: raw events then fail to open anyway).
     pub fn read(devices: &Path) -> Option<RawFormat> {
-        let pmu = sysfs::core_pmus(devices)
-            .into_iter()
-            .find(|pmu| pmu.type_ == TYPE_RAW)?;
+        Self::of(&sysfs::core_pmus(devices))
+    }
+
+    /// [`RawFormat::read`] of `cores` (the core PMUs, as `sysfs::core_pmus` lists them).
+    pub fn of(cores: &[sysfs::Pmu]) -> Option<RawFormat> {
+        let pmu = cores.iter().find(|pmu| pmu.type_ == TYPE_RAW)?;
         let has = |field: &str| matches!(pmu.format(field), Ok(Some(_)));
         let umask2 =
             matches!(pmu.format("umask"), Ok(Some(f)) if f.ranges.iter().any(|&(_, hi)| hi >= 47));
@@ -87,7 +90,7 @@ impl RawFormat {
             umask2,
             any_thread: has("any"),
             event_high: matches!(pmu.format("event"), Ok(Some(f)) if f.ranges.iter().any(|&(_, hi)| hi >= 32)),
-            pmu: pmu.name,
+            pmu: pmu.name.clone(),
         })
     }
 

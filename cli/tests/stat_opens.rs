@@ -70,9 +70,11 @@ fn stat_opens_each_tracepoint_once_as_perf_does() {
         "perf opened {perf} for {}",
         names.len()
     );
-    // The backend's probe at start opens a few of its own; nothing is opened twice.
+    // Two opens of its own besides: the backend's probe at start (one open answers whether
+    // perf_event_open works and whether inherited groups read as groups) and stat's check
+    // that the kernel may be counted; nothing is opened twice.
     assert!(
-        ours <= perf + 5,
+        ours <= perf + 2,
         "counterhal made {ours} perf_event_open calls where perf made {perf}"
     );
 }

@@ -416,14 +416,18 @@ fn io_error(error: &std::io::Error, step: Step) -> Error {
 /// [`ErrorKind::Unsupported`] where the OS has no `/proc/PID/stat`; [`ErrorKind::Other`]
 /// when it cannot be read (out of file descriptors): the answer is then unknown.
 pub fn is_child_of_this_process(pid: u32) -> Result<bool> {
-    if !Path::new("/proc/self/stat").exists() {
-        return Err(Error::unsupported(
-            "no /proc here to tell a process's parent",
-        ));
-    }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => Ok(parent_in_stat(&stat) == Some(sys::own_pid())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        // Asked only when the process's file is missing: is it, or is all of /proc?
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if Path::new("/proc/self/stat").exists() {
+                Ok(false)
+            } else {
+                Err(Error::unsupported(
+                    "no /proc here to tell a process's parent",
+                ))
+            }
+        }
         Err(e) => Err(Error::new(
             ErrorKind::Other,
             format!("cannot read /proc/{pid}/stat: {e}"),

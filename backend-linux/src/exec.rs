@@ -1,0 +1,29 @@
+//! A [`Target::Exec`](counterhal_hal::Target::Exec) checked before counters open on it.
+
+use counterhal_hal::{Error, Result};
+
+/// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
+/// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
+/// counters would start at some later exec of a process this caller does not control.
+pub(crate) fn exec_child(pid: u32) -> Result<u32> {
+    let hint = "Target::Exec is a command held before exec: spawn it with WaitingChild and use \
+                its target(); for a running process use Target::process(pid)";
+    if pid == std::process::id() || pid == 1 {
+        let who = if pid == 1 {
+            "init"
+        } else {
+            "this process itself"
+        };
+        return Err(Error::invalid_input(format!(
+            "process {pid} ({who}) cannot be a Target::Exec"
+        ))
+        .with_hint(hint));
+    }
+    match counterhal_process::is_child_of_this_process(pid) {
+        Ok(false) => Err(Error::invalid_input(format!(
+            "process {pid} is not a child of this process, so it is no command held before exec"
+        ))
+        .with_hint(hint)),
+        Ok(true) | Err(_) => Ok(pid),
+    }
+}
