@@ -10,6 +10,12 @@
 //!   true`, since perf takes no CPU model and can open no metric without a PMU (target: 0.5x);
 //! - `list --cpu-model spr` against `perf list` (target: at most perf list's time).
 //!
+//! Then the floors under the first pair, timed the same way against the same `perf stat`:
+//! `counterhal --version` (this binary started and ended, nothing counted) and
+//! `benches/stat_floor.c`, built with `cc` (a program that does only what counting a command
+//! takes: fork it held before exec, open the two counters on it, release, wait, read). What
+//! `stat` costs above them is counterhal's own.
+//!
 //! Run: `cargo bench --bench stat_vs_perf` (perf from Debian's linux-perf must be installed).
 //!
 //! Peak memory comes from `getrusage(RUSAGE_CHILDREN)`, which reports the largest child a
@@ -159,4 +165,50 @@ fn main() {
     for pair in &pairs {
         compare(pair);
     }
+    floors(ours, &perf_stat);
+}
+
+/// The floors under `stat -e page-faults,context-switches -- true`, each against `perf_stat`.
+fn floors(ours: &str, perf_stat: &[&str]) {
+    let floor = std::env::temp_dir().join(format!("counterhal-stat-floor-{}", std::process::id()));
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/stat_floor.c");
+    let built = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&floor)
+        .arg(source)
+        .status()
+        .is_ok_and(|s| s.success());
+    let floor_path = floor.to_string_lossy().into_owned();
+    let mut rows = vec![("`counterhal --version`", vec![ours, "--version"])];
+    if built {
+        rows.push((
+            "stat_floor.c (fork, 2 opens, exec, wait, read)",
+            vec![&floor_path, "true"],
+        ));
+    } else {
+        println!("floors: stat_floor.c not built (no cc): its row is left out");
+    }
+    println!("floors under the first pair (against the same perf stat):");
+    for (what, argv) in rows {
+        let (mut times, mut perf_times) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            times.extend(time_once(&argv));
+            perf_times.extend(time_once(perf_stat));
+        }
+        let rss = (0..5)
+            .filter_map(|_| peak_rss_kib(&argv))
+            .max()
+            .unwrap_or(0);
+        let perf_rss = (0..5)
+            .filter_map(|_| peak_rss_kib(perf_stat))
+            .max()
+            .unwrap_or(1);
+        let (ours, theirs) = (median(&mut times), median(&mut perf_times));
+        println!(
+            "  {what}: {ours:?}, ratio {:.3}; peak RSS {rss} KiB, ratio {:.3}",
+            ours.as_secs_f64() / theirs.as_secs_f64(),
+            rss as f64 / perf_rss.max(1) as f64
+        );
+    }
+    let _ = std::fs::remove_file(&floor);
 }
