@@ -10,6 +10,7 @@ mod domain;
 mod encode;
 mod error;
 pub mod expression;
+mod fast_map;
 mod libpfm4;
 mod loader;
 mod metrics;

@@ -363,13 +363,13 @@ pub struct CpuModel {
     pub hybrid: Option<HybridCore>,
     pub(crate) rules: Vec<MatchRule>,
     pub(crate) events: Vec<NativeEvent>,
-    pub(crate) index: std::collections::HashMap<String, usize>,
+    pub(crate) index: crate::fast_map::FastMap<String, usize>,
     pub(crate) mappings: Vec<Mapping>,
     /// PAPI presets of the model's generated table it does not map, and why.
     pub(crate) refused_presets: Vec<(GeneralizedEvent, String)>,
     /// Other spellings of its events (libpfm4's, perf's) keyed by [`alias_key`], each with
     /// the event string it stands for.
-    pub(crate) event_aliases: std::collections::HashMap<String, EventSpec>,
+    pub(crate) event_aliases: crate::fast_map::FastMap<String, EventSpec>,
 }
 
 /// `spec` (as typed) with its name, and the first unit mask it consumed, replaced by an alias's

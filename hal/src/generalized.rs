@@ -249,6 +249,10 @@ macro_rules! presets {
 
             /// The preset with this name (case-insensitive).
             pub fn from_name(name: &str) -> Option<Preset> {
+                // Every preset's name starts with `PAPI_` (a test checks): others stop here.
+                if !name.get(..5).is_some_and(|head| head.eq_ignore_ascii_case("PAPI_")) {
+                    return None;
+                }
                 Self::ALL.iter().copied().find(|p| p.name().eq_ignore_ascii_case(name))
             }
         }
@@ -530,6 +534,23 @@ mod tests {
         assert_eq!(CacheEvent::from_name("L1-dcache-load-missez"), None);
         assert_eq!(CacheEvent::from_name("L1-dcache"), None);
         assert_eq!(CacheEvent::from_name("LL"), None);
+    }
+
+    /// Oracle: PAPI's `papiStdEventDefs.h`, whose every preset symbol is `PAPI_` and a
+    /// suffix: the prefix `from_name` checks first holds for every preset, and every preset
+    /// is found by its name in any case.
+    #[test]
+    fn every_preset_is_found_by_its_papi_name() {
+        for &preset in Preset::ALL {
+            assert!(preset.name().starts_with("PAPI_"), "{preset}");
+            assert_eq!(Preset::from_name(preset.name()), Some(preset));
+            assert_eq!(
+                Preset::from_name(&preset.name().to_ascii_lowercase()),
+                Some(preset)
+            );
+        }
+        assert_eq!(Preset::from_name("PAPI"), None);
+        assert_eq!(Preset::from_name("INST_RETIRED"), None);
     }
 
     #[test]
