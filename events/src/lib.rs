@@ -13,6 +13,7 @@ pub mod expression;
 mod fast_map;
 mod libpfm4;
 mod loader;
+mod metric_reader;
 mod metrics;
 mod model;
 pub mod model_aliases;
