@@ -137,12 +137,15 @@ impl Entry {
     }
 }
 
+/// A shipped file: its name, its text and its pre-parsed form (`tree.rs`).
+type ShippedFile = (&'static str, &'static str, &'static [u8]);
+
 /// A shipped file's model: its header, parsed eagerly, and its full content, parsed once.
 #[derive(Clone, Debug)]
 struct ShippedModel {
-    /// Its files (name, text) in load order: a generated table, then the hand-written overlay
-    /// that adds generalized events and presets (or one hand-written file).
-    files: Vec<(&'static str, &'static str)>,
+    /// Its files (name, text, pre-parsed form) in load order: a generated table, then the
+    /// hand-written overlay that adds generalized events and presets (or one hand-written file).
+    files: Vec<ShippedFile>,
     header: CpuModel,
     full: OnceLock<std::result::Result<CpuModel, Error>>,
 }
@@ -163,14 +166,19 @@ impl ShippedModel {
 
 /// Parses a shipped model's files in full, each over the one before; the one model they
 /// describe must have the header read before.
-fn parse_full(files: &[(&'static str, &'static str)], header: &CpuModel) -> Result<CpuModel> {
+fn parse_full(files: &[ShippedFile], header: &CpuModel) -> Result<CpuModel> {
     let mut models = Vec::with_capacity(1);
-    for &(name, text) in files {
-        load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+    for &(name, text, tree) in files {
+        let source = Source {
+            name,
+            text,
+            tree: Some(tree),
+        };
+        load_file(&mut models, &mut Layer::default(), &source)?;
     }
     let name = files
         .iter()
-        .map(|(n, _)| *n)
+        .map(|(n, _, _)| *n)
         .collect::<Vec<_>>()
         .join(" + ");
     match <[CpuModel; 1]>::try_from(models) {
@@ -253,7 +261,11 @@ impl Database {
                 )));
             }
             models.push(Entry::Shipped(Arc::new(ShippedModel {
-                files: indexed.files.iter().map(|&i| SHIPPED_FILES[i]).collect(),
+                files: indexed
+                    .files
+                    .iter()
+                    .map(|&i| (SHIPPED_FILES[i].0, SHIPPED_FILES[i].1, SHIPPED_TREES[i]))
+                    .collect(),
                 header,
                 full: OnceLock::new(),
             })));
@@ -281,7 +293,15 @@ impl Database {
     /// twice.
     pub fn with_toml_str(self, name: &str, text: &str) -> Result<Database> {
         let mut models = Arc::unwrap_or_clone(self.models);
-        load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
+        load_file(
+            &mut models,
+            &mut Layer::default(),
+            &Source {
+                name,
+                text,
+                tree: None,
+            },
+        )?;
         Ok(Database {
             models: Arc::new(models),
         })
@@ -557,16 +577,31 @@ mod tests {
         ids.len()
     }
 
-    /// Every shipped model, parsed in full, equals what one eager parse of all the files
-    /// gives; the headers read ahead equal the full models' headers (so every file keeps id,
-    /// description, encoder, match and pmu before its events and mappings).
+    /// Oracle: the `toml` crate's parser. Every shipped file's pre-parsed form reads (the
+    /// loader never falls back to the text for one), and every shipped model, parsed in full
+    /// from those forms, equals what one eager parse of all the files' texts by the TOML
+    /// parser gives; the headers read ahead equal the full models' headers (so every file
+    /// keeps id, description, encoder, match and pmu before its events and mappings).
     #[test]
     fn every_shipped_model_parses_in_full_and_matches_its_header() {
+        assert_eq!(SHIPPED_TREES.len(), SHIPPED_FILES.len());
+        for (tree, (name, _)) in SHIPPED_TREES.iter().zip(SHIPPED_FILES) {
+            crate::loader::tree_reads(tree).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
         let mut eager: Vec<CpuModel> = Vec::new();
         for &(name, text) in SHIPPED_FILES {
             // Each file a layer of its own: an overlay changes the model its generated table
             // made.
-            load_file(&mut eager, &mut Layer::default(), &Source { name, text }).unwrap();
+            load_file(
+                &mut eager,
+                &mut Layer::default(),
+                &Source {
+                    name,
+                    text,
+                    tree: None,
+                },
+            )
+            .unwrap();
         }
         let db = Database::parse_shipped().unwrap();
         assert_eq!(db.models.len(), eager.len());

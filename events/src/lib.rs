@@ -13,7 +13,6 @@ pub mod expression;
 mod fast_map;
 mod libpfm4;
 mod loader;
-mod metric_reader;
 mod metrics;
 mod model;
 pub mod model_aliases;
@@ -22,6 +21,7 @@ pub mod perf;
 mod resolve;
 mod select;
 mod suggest;
+mod tree;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};

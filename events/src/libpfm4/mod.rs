@@ -499,6 +499,21 @@ pub(crate) const X86_DEFAULT: Accepts = Accepts::new(
 
 #[cfg(test)]
 mod tests {
+    /// Oracle: the `toml` crate's parser. Every libpfm4 table's pre-parsed form reads, and
+    /// gives the table its text gives.
+    #[test]
+    fn every_table_reads_from_its_tree_as_from_its_text() {
+        for &(name, text) in super::table::PMU_FILES {
+            assert!(
+                super::table::tree_reads(name),
+                "{name}: its tree does not read"
+            );
+            let tree = format!("{:?}", super::table::parse(name, text));
+            let toml = format!("{:?}", super::table::parse_text(text));
+            assert_eq!(tree, toml, "{name}");
+        }
+    }
+
     /// Every shipped table parses, and its event names are what the router assumes before it
     /// loads one: letters, digits and `_`, and no generalized event's name.
     #[test]

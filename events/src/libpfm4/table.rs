@@ -248,9 +248,40 @@ impl Event {
     }
 }
 
-/// Parses one generated file.
-pub(crate) fn parse(text: &str) -> Result<Pmu, String> {
-    let file: PmuFile = toml::from_str(text).map_err(|e| e.to_string())?;
+include!(concat!(env!("OUT_DIR"), "/libpfm4_trees.rs"));
+
+/// The pre-parsed form of table `name`, if it has one.
+fn tree_of(name: &str) -> Option<&'static [u8]> {
+    LIBPFM4_TREES
+        .binary_search_by(|(table, _)| (*table).cmp(name))
+        .ok()
+        .map(|i| LIBPFM4_TREES[i].1)
+}
+
+/// Parses one generated file, from its pre-parsed form where that reads (it gives what the TOML
+/// parser gives: a test checks every table), else from its text.
+pub(crate) fn parse(name: &str, text: &str) -> Result<Pmu, String> {
+    let file = match tree_of(name).and_then(|tree| crate::tree::from_tree::<PmuFile>(tree).ok()) {
+        Some(file) => file,
+        None => toml::from_str(text).map_err(|e| e.to_string())?,
+    };
+    build(file)
+}
+
+/// Parses one generated file from its text alone (the TOML parser: the tests' oracle).
+#[cfg(test)]
+pub(crate) fn parse_text(text: &str) -> Result<Pmu, String> {
+    build(toml::from_str(text).map_err(|e| e.to_string())?)
+}
+
+/// Whether table `name`'s pre-parsed form reads.
+#[cfg(test)]
+pub(crate) fn tree_reads(name: &str) -> bool {
+    tree_of(name).is_some_and(|tree| crate::tree::from_tree::<PmuFile>(tree).is_ok())
+}
+
+/// The table a generated file describes.
+fn build(file: PmuFile) -> Result<Pmu, String> {
     let intel = match file.kind.as_str() {
         "intel" => true,
         "amd64" => false,
@@ -309,7 +340,7 @@ pub(crate) fn pmu(name: &str) -> Option<&'static Pmu> {
         .map_or(lower.as_str(), |(_, table)| table);
     let index = PMU_FILES.iter().position(|(file, _)| *file == lower)?;
     PARSED[index]
-        .get_or_init(|| parse(PMU_FILES[index].1))
+        .get_or_init(|| parse(PMU_FILES[index].0, PMU_FILES[index].1))
         .as_ref()
         .ok()
 }
@@ -317,5 +348,7 @@ pub(crate) fn pmu(name: &str) -> Option<&'static Pmu> {
 /// Every shipped table's name and parse result (for tests).
 #[cfg(test)]
 pub(crate) fn all() -> impl Iterator<Item = (&'static str, Result<Pmu, String>)> {
-    PMU_FILES.iter().map(|&(name, text)| (name, parse(text)))
+    PMU_FILES
+        .iter()
+        .map(|&(name, text)| (name, parse(name, text)))
 }

@@ -50,18 +50,32 @@ impl ModelSet for Vec<CpuModel> {
     }
 }
 
+/// Whether a pre-parsed form gives a file's document (else the loader reads the text).
+#[cfg(test)]
+pub(crate) fn tree_reads(tree: &'static [u8]) -> Result<(), crate::tree::TreeError> {
+    crate::tree::from_tree::<FileDoc>(tree).map(drop)
+}
+
 /// Loads one file into `models`.
 pub(crate) fn load_file(
     models: &mut impl ModelSet,
     layer: &mut Layer,
     source: &Source<'_>,
 ) -> Result<(), Error> {
-    let doc: FileDoc = toml::from_str(source.text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        let message = e.message().trim().to_string();
-        let key = key_at(source.text, span.start);
-        source.error(span, &key, message)
-    })?;
+    // A shipped file's tree gives what the TOML parser would (a test checks every one);
+    // anything it cannot give is read from the text, whose parser then says what is wrong.
+    let pre_parsed = source
+        .tree
+        .and_then(|tree| crate::tree::from_tree::<FileDoc>(tree).ok());
+    let doc: FileDoc = match pre_parsed {
+        Some(doc) => doc,
+        None => toml::from_str(source.text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let message = e.message().trim().to_string();
+            let key = key_at(source.text, span.start);
+            source.error(span, &key, message)
+        })?,
+    };
     for cpu in doc.cpu {
         let cpu = cpu.into_inner();
         match cpu.id.get_ref() {

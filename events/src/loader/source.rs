@@ -8,10 +8,12 @@ use toml::Spanned;
 
 use crate::model::NumberSet;
 
-/// One file being loaded: its name (for messages) and text (for line:column).
+/// One file being loaded: its name (for messages) and text (for line:column), and for a
+/// shipped file its pre-parsed form (`tree.rs`), read instead of the text where it can be.
 pub(crate) struct Source<'a> {
     pub name: &'a str,
     pub text: &'a str,
+    pub tree: Option<&'static [u8]>,
 }
 
 impl Source<'_> {
