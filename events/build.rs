@@ -60,16 +60,8 @@ fn main() {
         let path = data.join(name);
         println!("cargo:rerun-if-changed={}", path.display());
         let text = read(&path);
-        let tree = tree::encode(&text)
-            .unwrap_or_else(|why| panic!("events/data/{name}: no pre-parsed form: {why}"));
-        let tree_path = out_dir.join(format!("tree-{index}.bin"));
-        std::fs::write(&tree_path, tree).unwrap_or_else(|e| panic!("{}: {e}", tree_path.display()));
-        writeln!(
-            trees,
-            "    include_bytes!({:?}),",
-            tree_path.display().to_string()
-        )
-        .unwrap();
+        let tree_path = write_tree(&out_dir, &format!("tree-{index}"), name, &text);
+        writeln!(trees, "    include_bytes!({tree_path:?}),").unwrap();
         writeln!(
             out,
             "    ({:?}, include_str!({:?})),",
@@ -344,19 +336,21 @@ fn trees_of_dir(data: &Path, out_dir: &Path, dir: &str, name_of_static: &str, fi
     for name in &names {
         let path = path_of_dir.join(format!("{name}.toml"));
         println!("cargo:rerun-if-changed={}", path.display());
-        let tree = tree::encode(&read(&path)).unwrap_or_else(|why| {
-            panic!("events/data/{dir}/{name}.toml: no pre-parsed form: {why}")
-        });
-        let tree_path = out_dir.join(format!("{}-{name}.bin", dir.replace('/', "-")));
-        std::fs::write(&tree_path, tree).unwrap_or_else(|e| panic!("{}: {e}", tree_path.display()));
-        writeln!(
-            out,
-            "    ({name:?}, include_bytes!({:?})),",
-            tree_path.display().to_string()
-        )
-        .unwrap();
+        let stem = format!("{}-{name}", dir.replace('/', "-"));
+        let tree_path = write_tree(out_dir, &stem, &format!("{dir}/{name}.toml"), &read(&path));
+        writeln!(out, "    ({name:?}, include_bytes!({tree_path:?})),").unwrap();
     }
     out.push_str("];\n");
     let target = out_dir.join(file);
     std::fs::write(&target, out).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+}
+
+/// Writes the pre-parsed form of `text` (the file `events/data/NAME`) to `OUT_DIR/STEM.bin`
+/// and returns that path; a file with none fails the build, naming it and why.
+fn write_tree(out_dir: &Path, stem: &str, name: &str, text: &str) -> String {
+    let tree = tree::encode(text)
+        .unwrap_or_else(|why| panic!("events/data/{name}: no pre-parsed form: {why}"));
+    let path = out_dir.join(format!("{stem}.bin"));
+    std::fs::write(&path, tree).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.display().to_string()
 }

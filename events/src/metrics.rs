@@ -152,10 +152,7 @@ include!(concat!(env!("OUT_DIR"), "/metric_trees.rs"));
 
 /// The pre-parsed form of model `model`'s metrics table, if it has one.
 fn tree_of(model: &str) -> Option<&'static [u8]> {
-    METRIC_TREES
-        .binary_search_by(|(table, _)| (*table).cmp(model))
-        .ok()
-        .map(|i| METRIC_TREES[i].1)
+    crate::tree::find(METRIC_TREES, model)
 }
 
 /// A metrics file's table as TOML gives it, its formulas not parsed.

@@ -22,7 +22,15 @@ const TABLE: u8 = 5;
 
 /// `T` from the pre-parsed form `tree`.
 pub(crate) fn from_tree<T: de::Deserialize<'static>>(tree: &'static [u8]) -> Result<T, TreeError> {
-    T::deserialize(Node { tree, at: 0 })
+    T::deserialize(Node::Value { tree, at: 0 })
+}
+
+/// The tree called `name` in `trees` (sorted by name, as `build.rs` writes them).
+pub(crate) fn find(trees: &[(&str, &'static [u8])], name: &str) -> Option<&'static [u8]> {
+    trees
+        .binary_search_by(|(tree, _)| (*tree).cmp(name))
+        .ok()
+        .map(|i| trees[i].1)
 }
 
 /// Why a tree did not give the type (the caller then parses the text).
@@ -85,16 +93,36 @@ fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     })
 }
 
-/// One value of the tree.
-#[derive(Clone, Copy)]
-struct Node {
-    tree: &'static [u8],
-    at: usize,
+/// One value of the tree: a node, or a table's key (a string with its span).
+#[derive(Clone)]
+enum Node {
+    Value {
+        tree: &'static [u8],
+        at: usize,
+    },
+    Key {
+        text: &'static str,
+        span: Range<usize>,
+    },
 }
 
 impl Node {
     fn span(&self) -> Result<Range<usize>, TreeError> {
-        head(self.tree, self.at).map(|(_, span, _)| span)
+        match self {
+            Node::Value { tree, at } => head(tree, *at).map(|(_, span, _)| span),
+            Node::Key { span, .. } => Ok(span.clone()),
+        }
+    }
+
+    /// The string this is, if it is one.
+    fn text(&self) -> Result<Option<&'static str>, TreeError> {
+        match self {
+            Node::Value { tree, at } => match head(tree, *at)? {
+                (STRING, _, payload) => Ok(Some(read_str(tree, payload)?.0)),
+                _ => Ok(None),
+            },
+            Node::Key { text, .. } => Ok(Some(text)),
+        }
     }
 }
 
@@ -105,18 +133,21 @@ where
     type Error = TreeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TreeError> {
-        let (tag, _, payload) = head(self.tree, self.at)?;
+        let (tree, at) = match self {
+            Node::Value { tree, at } => (tree, at),
+            Node::Key { text, .. } => return visitor.visit_borrowed_str(text),
+        };
+        let (tag, _, payload) = head(tree, at)?;
         match tag {
-            STRING => visitor.visit_borrowed_str(read_str(self.tree, payload)?.0),
-            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(self.tree, payload)?)),
-            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(self.tree, payload)?)),
-            BOOLEAN => visitor.visit_bool(read::<1>(self.tree, payload)?[0] != 0),
+            STRING => visitor.visit_borrowed_str(read_str(tree, payload)?.0),
+            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(tree, payload)?)),
+            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(tree, payload)?)),
+            BOOLEAN => visitor.visit_bool(read::<1>(tree, payload)?[0] != 0),
             ARRAY | TABLE => {
-                let count = read_u32(self.tree, payload)?;
                 let items = Items {
-                    tree: self.tree,
+                    tree,
                     at: payload + 8,
-                    left: count,
+                    left: read_u32(tree, payload)?,
                 };
                 if tag == ARRAY {
                     visitor.visit_seq(items)
@@ -161,12 +192,11 @@ where
         _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, TreeError> {
-        match head(self.tree, self.at)? {
-            (STRING, _, payload) => {
-                let text = read_str(self.tree, payload)?.0;
+        match self.text()? {
+            Some(text) => {
                 visitor.visit_enum(de::IntoDeserializer::<TreeError>::into_deserializer(text))
             }
-            _ => Err(TreeError("an enum other than a string".into())),
+            None => Err(TreeError("an enum other than a string".into())),
         }
     }
 
@@ -183,76 +213,6 @@ where
     type Deserializer = Node;
 
     fn into_deserializer(self) -> Node {
-        self
-    }
-}
-
-/// A table's key, with its span.
-#[derive(Clone)]
-struct Key {
-    text: &'static str,
-    span: Range<usize>,
-}
-
-impl<'de> de::Deserializer<'de> for Key
-where
-    'static: 'de,
-{
-    type Error = TreeError;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TreeError> {
-        visitor.visit_borrowed_str(self.text)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, TreeError> {
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, TreeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, TreeError> {
-        if serde_spanned::de::is_spanned(name) {
-            let span = self.span.clone();
-            return visitor.visit_map(serde_spanned::de::SpannedDeserializer::new(self, span));
-        }
-        self.deserialize_any(visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, TreeError> {
-        visitor.visit_enum(de::IntoDeserializer::<TreeError>::into_deserializer(
-            self.text,
-        ))
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool u8 u16 u32 u64 u128 i8 i16 i32 i64 i128 f32 f64 char str string seq
-        bytes byte_buf map unit ignored_any unit_struct tuple_struct tuple identifier
-    }
-}
-
-impl<'de> IntoDeserializer<'de, TreeError> for Key
-where
-    'static: 'de,
-{
-    type Deserializer = Key;
-
-    fn into_deserializer(self) -> Key {
         self
     }
 }
@@ -278,7 +238,7 @@ where
             return Ok(None);
         }
         self.left -= 1;
-        let node = Node {
+        let node = Node::Value {
             tree: self.tree,
             at: self.at,
         };
@@ -309,7 +269,7 @@ where
         let end = read_u32(self.tree, self.at + 4)?;
         let (text, value_at) = read_str(self.tree, self.at + 8)?;
         self.at = value_at;
-        seed.deserialize(Key {
+        seed.deserialize(Node::Key {
             text,
             span: start..end,
         })
@@ -320,7 +280,7 @@ where
         &mut self,
         seed: V,
     ) -> Result<V::Value, TreeError> {
-        let node = Node {
+        let node = Node::Value {
             tree: self.tree,
             at: self.at,
         };
@@ -330,5 +290,149 @@ where
 
     fn size_hint(&self) -> Option<usize> {
         Some(self.left)
+    }
+}
+
+/// The build script's half, to make trees of the tests' own texts.
+#[cfg(test)]
+#[path = "../build/tree.rs"]
+mod encode;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+    use toml::Spanned;
+
+    use super::encode;
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Doc {
+        name: Spanned<String>,
+        count: i64,
+        ratio: f64,
+        on: bool,
+        maybe: Option<Spanned<i64>>,
+        absent: Option<String>,
+        kind: Kind,
+        list: Vec<Spanned<u8>>,
+        any: Spanned<toml::Value>,
+        map: BTreeMap<Spanned<String>, Spanned<String>>,
+        #[serde(default)]
+        item: Vec<Spanned<Item>>,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Kind {
+        Plain,
+        Fancy,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Item {
+        code: Spanned<i64>,
+        #[serde(default)]
+        desc: String,
+    }
+
+    const TEXT: &str = r#"
+name = "a \"quoted\" \\ name"
+count = 0x1f
+ratio = 1e-3
+on = true
+maybe = -7
+kind = "fancy"
+list = [1, 2, 255]
+any = { a = [1.5, "x"], b = { c = false } }
+
+[map]
+"k.1" = "v"
+plain = 'literal \n'
+
+[[item]]
+code = 1
+desc = "one"
+
+[[item]]
+code = 0o17
+"#;
+
+    fn tree_of(text: &str) -> &'static [u8] {
+        Box::leak(encode::encode(text).unwrap().into_boxed_slice())
+    }
+
+    /// Oracle: the `toml` crate's deserializer on the same text. Every kind of value the
+    /// shipped files use (strings with escapes, integers in every radix, floats, booleans,
+    /// optional and absent fields, string enums, arrays, inline and array tables, maps with
+    /// spanned keys, `toml::Value`) deserializes from the tree equal to TOML's, spans included.
+    #[test]
+    fn a_tree_gives_what_the_text_gives_spans_included() {
+        // The two halves agree on the tags.
+        assert_eq!(
+            [STRING, INTEGER, FLOAT, BOOLEAN, ARRAY, TABLE],
+            [
+                encode::STRING,
+                encode::INTEGER,
+                encode::FLOAT,
+                encode::BOOLEAN,
+                encode::ARRAY,
+                encode::TABLE
+            ]
+        );
+        let from_text: Doc = toml::from_str(TEXT).unwrap();
+        let from_tree: Doc = from_tree(tree_of(TEXT)).unwrap();
+        assert_eq!(from_tree, from_text);
+        // Spanned compares values only: the spans are checked one by one.
+        assert_eq!(from_tree.name.span(), from_text.name.span());
+        assert_eq!(
+            from_tree.maybe.as_ref().map(Spanned::span),
+            from_text.maybe.as_ref().map(Spanned::span)
+        );
+        assert_eq!(from_tree.any.span(), from_text.any.span());
+        let spans = |doc: &Doc| -> Vec<_> {
+            doc.list
+                .iter()
+                .map(Spanned::span)
+                .chain(doc.map.iter().flat_map(|(k, v)| [k.span(), v.span()]))
+                .chain(
+                    doc.item
+                        .iter()
+                        .flat_map(|i| [i.span(), i.get_ref().code.span()]),
+                )
+                .collect()
+        };
+        assert_eq!(spans(&from_tree), spans(&from_text));
+        assert_eq!(&TEXT[from_tree.name.span()], r#""a \"quoted\" \\ name""#);
+    }
+
+    /// A tree that does not fit the type is an error (the loader then reads the text), never a
+    /// panic: an unknown field, a wrong type, an enum's unknown variant, a truncated tree.
+    #[test]
+    fn a_tree_that_does_not_fit_is_an_error() {
+        let tree = tree_of(TEXT);
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Narrow {
+            name: String,
+        }
+        assert!(from_tree::<Narrow>(tree).is_err());
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct WrongType {
+            name: i64,
+        }
+        assert!(from_tree::<WrongType>(tree).is_err());
+        let odd = tree_of(
+            "name = \"x\"\ncount = 1\nratio = 1.0\non = false\nkind = \"odd\"\nlist = []\nany = 1\n[map]\n",
+        );
+        assert!(from_tree::<Doc>(odd).is_err());
+        for cut in [0, 1, 9, tree.len() / 2, tree.len() - 1] {
+            assert!(from_tree::<Doc>(&tree[..cut]).is_err(), "cut at {cut}");
+        }
     }
 }

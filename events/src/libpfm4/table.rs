@@ -252,10 +252,7 @@ include!(concat!(env!("OUT_DIR"), "/libpfm4_trees.rs"));
 
 /// The pre-parsed form of table `name`, if it has one.
 fn tree_of(name: &str) -> Option<&'static [u8]> {
-    LIBPFM4_TREES
-        .binary_search_by(|(table, _)| (*table).cmp(name))
-        .ok()
-        .map(|i| LIBPFM4_TREES[i].1)
+    crate::tree::find(LIBPFM4_TREES, name)
 }
 
 /// Parses one generated file, from its pre-parsed form where that reads (it gives what the TOML
