@@ -193,13 +193,19 @@ pub(super) fn native_event(
                 ),
             ));
         }
-        let uextra = extra_register(
-            source,
-            encoder,
-            &format!("{name}:{uname}"),
-            u.extra_reg.as_ref(),
-            u.extra_value.as_ref(),
-        )?;
+        // Most unit masks have no extra register: their name is formatted only for one that
+        // does (a model has thousands of unit masks).
+        let uextra = if u.extra_reg.is_none() && u.extra_value.is_none() {
+            None
+        } else {
+            extra_register(
+                source,
+                encoder,
+                &format!("{name}:{uname}"),
+                u.extra_reg.as_ref(),
+                u.extra_value.as_ref(),
+            )?
+        };
         let extra_bits = match &u.extra_bits {
             None => None,
             Some(bits) => Some(register_bits(
