@@ -27,8 +27,15 @@ const EVENTS: [&str; 5] = [
     "MACHINE_CLEARS",
 ];
 
-/// libpfm4's unit masks of each event it knows here, by event.
-fn libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
+/// libpfm4's unit masks of each event it knows here, by event: asked once for the tests of
+/// this file (two tests building the helper at one path at once made one of them fail).
+fn libpfm4() -> Option<&'static BTreeMap<String, BTreeSet<String>>> {
+    static TABLE: std::sync::OnceLock<Option<BTreeMap<String, BTreeSet<String>>>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(ask_libpfm4).as_ref()
+}
+
+fn ask_libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
     let dir = std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("pfm_umasks");
@@ -108,7 +115,7 @@ fn unit_masks_are_libpfm4s() {
     let out = common::run(&program, &EVENTS, true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut compared = 0;
-    for (event, masks) in &theirs {
+    for (event, masks) in theirs {
         let Some(at) = text.find(&format!("{event} -> 0 ")) else {
             continue;
         };
