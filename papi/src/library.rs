@@ -134,7 +134,8 @@ pub struct Library {
     pub default_granularity: i32,
     /// Whether each preset can be counted here, as asked.
     pub preset_usable: HashMap<usize, bool>,
-    /// The name the backend is asked for each preset, as decided ([`preset_backend_name`]).
+    /// The name the backend is asked for each preset, as decided once (the preset's own, or its
+    /// perf twin where the backend maps it to nothing).
     pub preset_names: HashMap<usize, String>,
     /// Component 0's description.
     pub component: Box<ComponentInfo>,
