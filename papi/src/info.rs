@@ -206,17 +206,52 @@ pub fn set_str(field: &mut [u8], text: &str) {
     field[n..].fill(0);
 }
 
-/// The value of `key` in the first processor of /proc/cpuinfo.
-fn cpuinfo(key: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+/// The value of `key` in the first processor of a /proc/cpuinfo text.
+fn cpuinfo_value(text: &str, key: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let (k, v) = line.split_once(':')?;
         (k.trim() == key).then(|| v.trim().to_string())
     })
 }
 
+/// PAPI 7.0's vendor code and name of an Arm `CPU implementer` (its `linux-common.c`): the
+/// `PAPI_VENDOR_ARM_*` codes are the implementer codes; another implementer is
+/// `ARM_UNKNOWN`, `PAPI_VENDOR_UNKNOWN`.
+fn arm_vendor(implementer: u32) -> (i32, &'static str) {
+    match implementer {
+        0x41 => (0x41, "ARM_ARM"),
+        0x42 => (0x42, "ARM_BROADCOM"),
+        0x43 => (0x43, "ARM_CAVIUM"),
+        0x46 => (0x46, "ARM_FUJITSU"),
+        0x48 => (0x48, "ARM_HISILICON"),
+        0x50 => (0x50, "ARM_APM"),
+        0x51 => (0x51, "ARM_QUALCOMM"),
+        _ => (0, "ARM_UNKNOWN"),
+    }
+}
+
 /// This machine's hardware facts (from /proc/cpuinfo and the CPUs online).
 pub fn hardware() -> HwInfo {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut info = hardware_from(&text, cpus);
+    // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
+    // model as libpfm4 names its PMU; ours names the CPU model counterhal detects.
+    if info.model_string[0] == 0
+        && let Some(model) = facade::Context::new(None, None).ok().and_then(|c| c.model)
+    {
+        set_str(&mut info.model_string, &model);
+    }
+    info
+}
+
+/// The hardware facts of a /proc/cpuinfo text and a number of CPUs, read as PAPI 7.0 reads
+/// them (`_linux_get_cpu_info`): x86's `vendor_id`, `model name`, `cpu family`, `model`,
+/// `stepping`, `cpu MHz`; Arm's `CPU implementer` (the vendor), `CPU revision`, `CPU
+/// architecture`, `CPU part`, `CPU variant`, and, where no `cpu MHz` or `clock` line gives
+/// the clock, `BogoMIPS` over the CPUs.
+fn hardware_from(text: &str, cpus: i32) -> HwInfo {
+    let cpuinfo = |key: &str| cpuinfo_value(text, key);
     let mut info = HwInfo {
         ncpu: 0,
         threads: 1,
@@ -245,7 +280,6 @@ pub fn hardware() -> HwInfo {
         clock_mhz: 0,
         reserved: [0; 8],
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
     info.ncpu = cpus;
     info.cores = cpus;
     info.totalcpus = cpus;
@@ -270,9 +304,35 @@ pub fn hardware() -> HwInfo {
     info.model = info.cpuid_model;
     info.cpuid_stepping = number("stepping");
     info.revision = info.cpuid_stepping as f32;
-    let mhz = cpuinfo("cpu MHz")
-        .and_then(|v| v.parse::<f32>().ok())
-        .unwrap_or(0.0);
+    let hex = |key: &str| {
+        cpuinfo(key).and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+    };
+    if vendor.is_empty()
+        && let Some(implementer) = hex("CPU implementer")
+    {
+        let (code, name) = arm_vendor(implementer);
+        info.vendor = code;
+        set_str(&mut info.vendor_string, name);
+    }
+    // PAPI decodes the rest for the implementers it knows.
+    if info.vendor >= 0x41 {
+        info.revision = number("CPU revision") as f32;
+        info.model = number("CPU revision");
+        let architecture = cpuinfo("CPU architecture").unwrap_or_default();
+        info.cpuid_family = if architecture.contains("AArch64") {
+            8
+        } else {
+            number("CPU architecture")
+        };
+        info.cpuid_model = hex("CPU part").unwrap_or(0) as i32;
+        info.cpuid_stepping = hex("CPU variant").unwrap_or(0) as i32;
+    }
+    let clock = |key: &str| cpuinfo(key).and_then(|v| v.parse::<f32>().ok());
+    let mhz = match clock("cpu MHz").or_else(|| clock("clock")) {
+        Some(mhz) => mhz,
+        // Missing on Arm: PAPI takes BogoMIPS over the CPUs.
+        None => clock("BogoMIPS").map_or(0.0, |b| b / cpus.max(1) as f32),
+    };
     info.cpu_max_mhz = mhz as i32;
     info.cpu_min_mhz = mhz as i32;
     info.mhz = mhz;
@@ -423,5 +483,60 @@ pub fn empty_event(code: u32) -> EventInfo {
         code: [0; INFO_TERMS],
         name: [[0; MAX2_STR]; INFO_TERMS],
         note: [0; HUGE_STR],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(field: &[u8]) -> &str {
+        let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+        std::str::from_utf8(&field[..end]).unwrap()
+    }
+
+    /// Oracle: PAPI 7.0's `_linux_get_cpu_info` and `decode_cpuinfo_arm` (linux-common.c at
+    /// tag papi-7-0-0-t) on the /proc/cpuinfo of the aarch64 lab's guest (QEMU's Neoverse N1,
+    /// MIDR 0x414fd0c1), where Debian's PAPI passes ctests/hwinfo: vendor `ARM_ARM` (0x41),
+    /// family 8 (`CPU architecture`), model 0xd0c (`CPU part`), stepping 4 (`CPU variant`),
+    /// revision 1, and BogoMIPS over the CPUs for the clock, which this cpuinfo lacks.
+    #[test]
+    fn arm_cpuinfo_is_read_as_papi_reads_it() {
+        let cpuinfo = "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm\n\
+            CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x4\n\
+            CPU part\t: 0xd0c\nCPU revision\t: 1\n";
+        let info = hardware_from(cpuinfo, 1);
+        assert_eq!(text(&info.vendor_string), "ARM_ARM");
+        assert_eq!(info.vendor, 0x41);
+        assert_eq!(
+            (info.cpuid_family, info.cpuid_model, info.cpuid_stepping),
+            (8, 0xd0c, 4)
+        );
+        assert_eq!((info.revision, info.model), (1.0, 1));
+        assert_eq!((info.cpu_max_mhz, info.mhz), (125, 125.0));
+        assert_eq!(hardware_from(cpuinfo, 2).cpu_max_mhz, 62);
+        assert_eq!(
+            text(&hardware_from("CPU implementer : 0x61\n", 1).vendor_string),
+            "ARM_UNKNOWN"
+        );
+    }
+
+    /// Oracle: the same PAPI code on an x86 /proc/cpuinfo: `vendor_id`, `cpu family`, `model`,
+    /// `stepping` and `cpu MHz` as given.
+    #[test]
+    fn x86_cpuinfo_is_read_as_before() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n\
+            model name\t: Intel(R) Xeon(R)\nstepping\t: 7\ncpu MHz\t\t: 2100.000\n";
+        let info = hardware_from(cpuinfo, 4);
+        assert_eq!(
+            (info.vendor, text(&info.vendor_string)),
+            (1, "GenuineIntel")
+        );
+        assert_eq!(text(&info.model_string), "Intel(R) Xeon(R)");
+        assert_eq!(
+            (info.cpuid_family, info.cpuid_model, info.cpuid_stepping),
+            (6, 85, 7)
+        );
+        assert_eq!(info.cpu_max_mhz, 2100);
     }
 }

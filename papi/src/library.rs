@@ -134,6 +134,9 @@ pub struct Library {
     pub default_granularity: i32,
     /// Whether each preset can be counted here, as asked.
     pub preset_usable: HashMap<usize, bool>,
+    /// The name the backend is asked for each preset, as decided once (the preset's own, or its
+    /// perf twin where the backend maps it to nothing).
+    pub preset_names: HashMap<usize, String>,
     /// Component 0's description.
     pub component: Box<ComponentInfo>,
 }
@@ -244,6 +247,7 @@ pub fn library_init(version: i32) -> i32 {
         default_domain: DOM_USER,
         default_granularity: GRN_THR,
         preset_usable: HashMap::new(),
+        preset_names: HashMap::new(),
         component,
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
@@ -428,9 +432,9 @@ fn is_preset_code(code: i32) -> bool {
 }
 
 /// The backend name of event `code`.
-pub(crate) fn backend_name_of(library: &Library, code: i32) -> Result<String, i32> {
+pub(crate) fn backend_name_of(library: &mut Library, code: i32) -> Result<String, i32> {
     match names::decode(code) {
-        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
+        Some(Code::Preset(i)) => Ok(preset_backend_name(library, i)),
         Some(Code::Native(i)) => library
             .natives
             .get(i)
@@ -442,6 +446,27 @@ pub(crate) fn backend_name_of(library: &Library, code: i32) -> Result<String, i3
     }
 }
 
+/// The name the backend is asked for preset `index`: the preset's own, or, where the backend
+/// resolves it to nothing and its perf twin ([`crate::presets::perf_twin`]) counts here, the
+/// twin. Decided once.
+pub(crate) fn preset_backend_name(library: &mut Library, index: usize) -> String {
+    if let Some(name) = library.preset_names.get(&index) {
+        return name.clone();
+    }
+    let preset = PRESETS[index];
+    let backend = &library.chosen.backend;
+    let name = match crate::presets::perf_twin(preset) {
+        Some(twin)
+            if backend.dyn_resolve(preset).is_err() && facade::query(backend, twin).usable() =>
+        {
+            twin
+        }
+        _ => preset,
+    };
+    library.preset_names.insert(index, name.to_string());
+    name.to_string()
+}
+
 fn preset_usable(library: &mut Library, index: usize) -> bool {
     if library.component.disabled != 0 {
         return false;
@@ -449,7 +474,8 @@ fn preset_usable(library: &mut Library, index: usize) -> bool {
     if let Some(&usable) = library.preset_usable.get(&index) {
         return usable;
     }
-    let usable = facade::query(&library.chosen.backend, PRESETS[index]).usable();
+    let name = preset_backend_name(library, index);
+    let usable = facade::query(&library.chosen.backend, &name).usable();
     library.preset_usable.insert(index, usable);
     usable
 }
@@ -482,8 +508,9 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 set_str(&mut info.short_descr, description);
                 set_str(&mut info.derived, "NOT_DERIVED");
                 info.event_type = crate::presets::CATEGORIES[i];
+                let name = preset_backend_name(library, i);
                 if preset_usable(library, i)
-                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(PRESETS[i])
+                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(&name)
                 {
                     let terms = &resolved.terms;
                     info.count = terms.len().min(info::INFO_TERMS) as u32;

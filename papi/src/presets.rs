@@ -113,6 +113,21 @@ pub const PRESETS: [&str; 108] = [
     "PAPI_REF_CYC",
 ];
 
+/// The perf generalized event that counts the same as a preset on every core PAPI maps it
+/// on: asked for where the backend maps the preset to nothing (an Arm core whose event table
+/// carries no presets, as Neoverse N1's), so that `PAPI_TOT_INS` and `PAPI_TOT_CYC` count
+/// wherever the kernel counts `instructions` and `cycles`. On an Arm PMUv3 core PAPI 7.0 maps
+/// them to `INST_RETIRED` and `CPU_CYCLES` (its `papi_events.csv`), which the kernel's PMUv3
+/// driver counts for `instructions` and `cycles` (`armv8_pmuv3_perf_map`); the tests below
+/// check both, and the aarch64 lab counts them (`validation_tests/papi_tot_ins`).
+pub fn perf_twin(preset: &str) -> Option<&'static str> {
+    match preset {
+        "PAPI_TOT_INS" => Some("instructions"),
+        "PAPI_TOT_CYC" => Some("cycles"),
+        _ => None,
+    }
+}
+
 /// Each preset's categories, `PAPI_PRESET_BIT_*` (`MSC` 0x8, `INS` 0x10, `IDL` 0x20, `BR` 0x40,
 /// `CND` 0x80, `MEM` 0x100, `CACH` 0x200, `L1` 0x400, `L2` 0x800, `L3` 0x1000, `TLB` 0x2000, `FP`
 /// 0x4000), in the order of [`PRESETS`]: `PAPI_event_info_t.event_type`, which `papi_avail` filters
@@ -128,3 +143,108 @@ pub const CATEGORIES: [u32; 108] = [
     0x1210, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00,
     0x1200, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x0008,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+    use std::path::Path;
+    use std::process::Command;
+
+    const PAPI_EVENTS: &str = "/usr/share/papi/7.0/papi_events.csv";
+    const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+    /// The native event each `CPU,arm_*` section of PAPI's preset table maps `preset` to.
+    fn arm_mappings(table: &str, preset: &str) -> Vec<(String, String)> {
+        let mut cpus: Vec<String> = Vec::new();
+        let mut in_presets = false;
+        let mut found = Vec::new();
+        for line in table.lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            match fields.first() {
+                Some(&"CPU") if fields.len() > 1 => {
+                    if in_presets {
+                        cpus.clear();
+                        in_presets = false;
+                    }
+                    cpus.push(fields[1].to_string());
+                }
+                Some(&"PRESET") if fields.len() > 3 => {
+                    in_presets = true;
+                    if fields[1] == preset {
+                        for cpu in cpus.iter().filter(|c| c.starts_with("arm_")) {
+                            found.push((cpu.clone(), fields[3].to_string()));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// Oracle: PAPI 7.0's preset table (Debian's `papi_events.csv`): every Arm core with the
+    /// PMUv3 event numbering (Cortex-A53, A57, X-Gene, ThunderX2; not the Armv7 A8 and A9, whose
+    /// names differ) maps `PAPI_TOT_INS` to `INST_RETIRED` and `PAPI_TOT_CYC` to
+    /// `CPU_CYCLES`, the native events [`perf_twin`]'s `instructions` and `cycles` count there.
+    #[test]
+    fn papi_maps_the_twins_to_the_pmuv3_events_on_arm() {
+        let Ok(table) = std::fs::read_to_string(PAPI_EVENTS) else {
+            skip!(
+                Need::Tools,
+                "{PAPI_EVENTS} is absent (apt-get install libpapi7.0)"
+            );
+        };
+        for (preset, native) in [
+            ("PAPI_TOT_INS", "INST_RETIRED"),
+            ("PAPI_TOT_CYC", "CPU_CYCLES"),
+        ] {
+            assert!(perf_twin(preset).is_some(), "{preset} has a twin");
+            let mappings = arm_mappings(&table, preset);
+            for cpu in ["arm_ac53", "arm_ac57", "arm_xgene", "arm_thunderx2"] {
+                assert!(
+                    mappings.contains(&(cpu.to_string(), native.to_string())),
+                    "{preset} on {cpu} is {native} in PAPI's table: {mappings:?}"
+                );
+            }
+        }
+        assert_eq!(perf_twin("PAPI_L1_DCM"), None);
+    }
+
+    /// Oracle: the kernel's PMUv3 driver (`drivers/perf/arm_pmuv3.c` of Debian's
+    /// linux-source-6.12): perf's generalized `cycles` and `instructions` are `CPU_CYCLES` and
+    /// `INST_RETIRED` on every PMUv3 core.
+    #[test]
+    fn the_kernel_counts_the_twins_as_the_pmuv3_events() {
+        if !Path::new(TARBALL).exists() {
+            skip!(
+                Need::Tools,
+                "{TARBALL} is absent (apt-get install linux-source-6.12)"
+            );
+        }
+        let out = Command::new("tar")
+            .args([
+                "-xJOf",
+                TARBALL,
+                "--wildcards",
+                "*/drivers/perf/arm_pmuv3.c",
+            ])
+            .output()
+            .expect("tar runs");
+        assert!(out.status.success(), "tar -xJOf {TARBALL} failed");
+        let source = String::from_utf8_lossy(&out.stdout);
+        let compact: String = source.split_whitespace().collect();
+        for (twin, kernel, native) in [
+            ("cycles", "PERF_COUNT_HW_CPU_CYCLES", "CPU_CYCLES"),
+            ("instructions", "PERF_COUNT_HW_INSTRUCTIONS", "INST_RETIRED"),
+        ] {
+            assert!(
+                compact.contains(&format!("[{kernel}]=ARMV8_PMUV3_PERFCTR_{native},")),
+                "the PMUv3 driver maps {kernel} ({twin}) to {native}"
+            );
+        }
+        assert_eq!(perf_twin("PAPI_TOT_CYC"), Some("cycles"));
+        assert_eq!(perf_twin("PAPI_TOT_INS"), Some("instructions"));
+    }
+}

@@ -1,9 +1,14 @@
 # The aarch64 lab's report, from the guest's console (scripts/arm-lab.d/init prints its
 # sections between `@@lab` markers).
-#   jq -n --rawfile console FILE --argjson iterations N --argjson guest_status S -f report.jq
+#   jq -n --rawfile console FILE --argjson iterations N --argjson guest_status S \
+#      --rawfile papi_expected EXPECTED --arg papi_must_pass "TEST..." -f report.jq
 # Per test binary: its libtest results (passed, failed with the failure's text, ignored), the
 # skips it logged through the skip door (need, test, reason) and its exit status; the guest's
-# `counterhal check --json`; the exact counts of counterhal and perf on loop.c.
+# `counterhal check --json`; the exact counts of counterhal and perf on loop.c; PAPI's own tests
+# with Debian's PAPI and ours (papi/ctests/run's `TEST REAL OURS` lines), judged as
+# papi/tests/suite.rs judges them: a test that passes with real PAPI must pass with ours,
+# nothing may fail with ours that real PAPI skips, nothing may do worse than EXPECTED
+# (papi/ctests/expected-aarch64.txt) records, and the tests named in papi_must_pass must pass.
 
 # The console as sections: {head: the marker's words, body: the lines up to the next marker}.
 def sections:
@@ -32,6 +37,9 @@ def failure_texts:
     elif .name != null then .texts[.name] += [$line]
     else . end)
   | .texts | map_values(join("\n") | sub("^\\s+"; "") | sub("\\s+$"; ""));
+
+# A verdict's rank, as papi/tests/suite.rs ranks them.
+def rank: if . == "PASSED" or . == "WARNED" then 2 elif . == "SKIPPED" then 1 else 0 end;
 
 def status_of($section): $section.head | capture("^status (?<n>[0-9]+)").n | tonumber;
 
@@ -99,6 +107,39 @@ def csv_count($event):
       equal: ($count != null and $count == $generic),
       output: ($sections[$i].body | map(select(length > 0)) | join("\n"))}]
   as $native
+# PAPI's tests: the verdicts, each judged.
+| ([$sections[] | select(.head == "papi")] | first) as $papi_section
+| ([range(0; $sections | length) as $i | select($sections[$i].head == "papi")
+    | (try status_of($sections[$i + 1]) catch null)] | first) as $papi_status
+| ([$papi_expected | split("\n")[] | select(length > 0 and (startswith("#") | not))
+    | split(" ") | select(length == 3) | {key: .[0], value: .[2]}] | from_entries)
+  as $expected
+| ($papi_must_pass | split(" ") | map(select(length > 0))) as $must_pass
+| [($papi_section.body // [])[]
+   | capture("^(?<test>[a-z_]+/[A-Za-z0-9_-]+) (?<real>[A-Z]+) (?<ours>[A-Z]+)$")?]
+  as $papi_results
+| ($papi_results | map({key: .test, value: .}) | from_entries) as $papi_by_test
+| [$papi_results[]
+   | .test as $test | .real as $real | .ours as $ours
+   | (if ($real | rank) == 2 and ($ours | rank) < 2 then
+        "\($test): real PAPI \($real), ours \($ours)"
+      elif $real == "SKIPPED" and ($ours | rank) == 0 then
+        "\($test): real PAPI skips, ours \($ours)"
+      else empty end),
+     (if $expected[$test] and ($ours | rank) < ($expected[$test] | rank) then
+        "\($test): \($ours), expected \($expected[$test])"
+      else empty end),
+     (if any($must_pass[]; . == $test) and ($ours | rank) < 2 then
+        "\($test): \($ours), must pass on real counters"
+      else empty end)]
+  as $papi_verdict_problems
+| ([$expected | keys[] | select($papi_by_test[.] | not) | "\(.): expected, not run"]
+   + [$must_pass[] | select($papi_by_test[.] | not) | "\(.): must pass, not run"]
+   | unique) as $papi_missing
+| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("papi-log "))
+   | {key: ($sections[$i].head | ltrimstr("papi-log ")),
+      value: ($sections[$i].body | map(select(length > 0)) | join("\n"))}] | from_entries
+  as $papi_logs
 | {
     machine: ([$sections[] | select(.head == "machine")] | first | .body
               | map(select(length > 0))),
@@ -112,10 +153,17 @@ def csv_count($event):
       report: $check.json
     },
     exact_counts: $exact,
-    native_counts: $native
+    native_counts: $native,
+    papi: {
+      status: $papi_status,
+      tests: [$papi_results[] | . + {expected: $expected[.test], log: $papi_logs[.test]}],
+      problems: ($papi_verdict_problems + $papi_missing
+                 + (if $papi_status == 0 then [] else ["papi/ctests/run: exit status \($papi_status)"] end))
+    }
   }
 | .ok = (.guest_status == 0 and .guest_finished
          and all(.tests[]; .status == 0 and (.failed | length) == 0)
          and .check.status == 0
          and (.exact_counts | length) > 0 and all(.exact_counts[]; .equal)
-         and (.native_counts | length) > 0 and all(.native_counts[]; .equal))
+         and (.native_counts | length) > 0 and all(.native_counts[]; .equal)
+         and (.papi.tests | length) > 0 and (.papi.problems | length) == 0)

@@ -32,6 +32,16 @@ def gist:
 "-- Arm native names on loop.c (detected CPU, --cpu-model, perf) vs counterhal's generic count",
 (.native_counts[] | "   \(.event) (\(.how)): \(.count), \(.generic) \(.generic_count)"
    + (if .equal then ": equal" else ": DIFFERENT\n" + (.output | split("\n") | .[:4] | map("      " + .) | join("\n")) end)),
+"-- PAPI's tests: real PAPI 7.0 (Debian's arm64) and counterhal's libpapi (papi/ctests/run, exit status \(.papi.status))",
+(.papi.tests | map(.real) | group_by(.) | map("\(length) \(.[0])") | join(", ")
+ | "   real PAPI: \(.)"),
+(.papi.tests | map(.ours) | group_by(.) | map("\(length) \(.[0])") | join(", ")
+ | "   counterhal: \(.)"),
+(.papi.tests[] | "   \(.test): \(.real) \(.ours)"
+   + (if .expected and .expected != .ours then " (expected \(.expected))" else "" end)),
+(.papi.problems[] | "   PROBLEM \(.)"),
+(.papi.tests[] | select(.log) | "   \(.test) with counterhal:\n"
+   + (.log | split("\n") | .[-8:] | map("      " + .[:300]) | join("\n"))),
 "-- failing tests",
 (.tests[] | .binary as $binary | .failed[]
  | "   \($binary) \(.name):\n" + (.message | gist)),
