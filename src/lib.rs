@@ -123,21 +123,23 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
     REGISTRY.iter().filter(|r| r.runs_here())
 }
 
-/// This machine's CPU: on x86 from the CPUID instruction (perf reads it so too:
-/// `tools/perf/arch/x86/util/header.c`), which costs no `/proc/cpuinfo` for the kernel to write
-/// out; on Linux on Arm64 from the MIDR in sysfs; else from `/proc/cpuinfo`; `None` elsewhere.
+/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
+/// `/proc/cpuinfo` (the kernel's decoding of the signature, which folds the extended model in
+/// for every family from 6, where the SDM's rule for CPUID stops at 6 and 0xF: Zhaoxin's family
+/// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
+/// are looked for only on Arm.
 pub fn detect_cpu() -> Option<CpuIdentity> {
-    let cpuid = || counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok();
-    let cpuinfo = || {
+    let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
+        arm_cpu()
+    } else {
+        None
+    };
+    arm.or_else(|| {
         std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
-    };
-    if cfg!(any(target_arch = "x86", target_arch = "x86_64")) {
-        cpuid().or_else(cpuinfo)
-    } else {
-        arm_cpu().or_else(cpuinfo)
-    }
+    })
+    .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
 }
 
 /// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
@@ -448,8 +450,8 @@ mod tests {
     }
 
     /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
-    /// kernel decodes from CPUID leaf 1): the CPUID instruction, which detection reads first
-    /// on x86, names the same CPU, and detection returns it.
+    /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and
+    /// detection returns it.
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (

@@ -112,9 +112,13 @@ pub fn probe_with(
     // A user-space-only software event opens at every paranoid level up to 2. Tried first as
     // an inherited group read: where that opens, one system call answers both questions;
     // where it does not, the plain open says why perf_event_open is not usable, if it is not.
+    // The inherited open is usable as the plain probe's open is only if its id can be asked
+    // for too (every open asks; an ioctl filter may refuse it): otherwise the plain probe
+    // runs and says why.
     let request = probe_request();
-    if backend.try_inherit_group_read(&request) {
-        let _ = backend.inherit_group_read.set(true);
+    let inherited = backend.open_inherited_group(&request);
+    let _ = backend.inherit_group_read.set(inherited.is_some());
+    if inherited.is_some_and(|fd| sys::ioctl_id(fd.as_fd()).is_ok()) {
         return Ok(backend);
     }
     backend
@@ -124,7 +128,6 @@ pub fn probe_with(
             &OpenOptions::default(),
         )
         .map_err(|e| e.context("perf_event_open is not usable"))?;
-    let _ = backend.inherit_group_read.set(false);
     Ok(backend)
 }
 
@@ -242,9 +245,12 @@ impl LinuxBackend {
     }
 
     fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
-        let Ok(encoding) = perf_encoding(request, None) else {
-            return false;
-        };
+        self.open_inherited_group(request).is_some()
+    }
+
+    /// `request` opened on this thread as an inherited group read, if the kernel takes that.
+    fn open_inherited_group(&self, request: &EventRequest) -> Option<std::os::fd::OwnedFd> {
+        let encoding = perf_encoding(request, None).ok()?;
         let place = Placement {
             pid: 0,
             cpu: -1,
@@ -255,7 +261,7 @@ impl LinuxBackend {
             sample_period: 0,
         };
         let mut attr = build_attr(&encoding, true, &place);
-        sys::perf_event_open(&mut attr, 0, -1, None, 0).is_ok()
+        sys::perf_event_open(&mut attr, 0, -1, None, 0).ok()
     }
 
     fn countable_generalized(&self) -> Vec<GeneralizedEvent> {
@@ -279,10 +285,13 @@ impl LinuxBackend {
             })
         };
         let group = ReadFormat::Group;
-        let inherited_format = if self.inherit_group_read() {
-            group
-        } else {
-            ReadFormat::Single
+        // Asked only for a target that inherits (a backend made without a probe tries it then).
+        let inherited_format = || {
+            if self.inherit_group_read() {
+                group
+            } else {
+                ReadFormat::Single
+            }
         };
         let base = Placement {
             pid: 0,
@@ -298,7 +307,7 @@ impl LinuxBackend {
             Target::Process { pid, inherit } => Placement {
                 pid: to_pid(pid)?,
                 inherit,
-                format: if inherit { inherited_format } else { group },
+                format: if inherit { inherited_format() } else { group },
                 ..base
             },
             Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => {
@@ -320,7 +329,7 @@ impl LinuxBackend {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 inherit: true,
                 enable_on_exec: true,
-                format: inherited_format,
+                format: inherited_format(),
                 ..base
             },
             Target::ExecAlone { pid } => Placement {
