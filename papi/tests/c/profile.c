@@ -1,7 +1,8 @@
 /* PAPI_profil on perf::PAGE-FAULTS (papi/tests/profile.rs): with "misuse", the codes of
    profiling calls on a set that does not exist and on an empty one (nothing counts); else
-   1,000 fresh pages touched by touch_pages with a sample every 10 faults, profiled into 16-bit
-   buckets over touch_pages' first 4 KiB, and the buckets' total printed. */
+   1,000 fresh pages touched by touch_pages with a sample every 10 faults (after a round that
+   warms the profiling path up), profiled into 16-bit buckets over touch_pages' first 4 KiB,
+   and the buckets' total printed. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,9 +48,19 @@ int main(int argc, char **argv) {
     int state = 0;
     PAPI_state(es, &state);
     printf("profiling state %d\n", (state & PAPI_PROFILING) != 0);
+    /* A first round on pages of its own, so that the faults of the profiling path's first
+       samples (its code and the buckets' page, touched the first time) fall outside the
+       measured one; then the buckets are emptied. */
+    char *warm = mmap(0, PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    madvise(warm, PAGES * 4096, MADV_NOHUGEPAGE);
+    long long counted = 0;
+    PAPI_start(es);
+    touch_pages(warm);
+    PAPI_stop(es, &counted);
+    memset(buckets, 0, sizeof buckets);
     char *p = mmap(0, PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     madvise(p, PAGES * 4096, MADV_NOHUGEPAGE);
-    long long counted = 0;
+    PAPI_reset(es);
     PAPI_start(es);
     touch_pages(p);
     PAPI_stop(es, &counted);
