@@ -235,9 +235,7 @@ pub fn library_init(version: i32) -> i32 {
             "Disabled by PAPI_disable_component()",
         );
     }
-    // hardware_intr, kernel_multiplex, attach, cpu, inherit.
-    component.flags =
-        1 | (u32::from(capabilities.multiplexing) << 4) | (1 << 8) | (1 << 11) | (1 << 12);
+    component.flags = component_flags(capabilities);
     let listed = natives.len();
     *guard = Some(Library {
         chosen,
@@ -252,6 +250,29 @@ pub fn library_init(version: i32) -> i32 {
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     VER_CURRENT
+}
+
+/// Component 0's capability bits (`PAPI_component_info_t`'s bit fields, `hardware_intr` bit 0
+/// to `inherit` bit 12) from what the backend can do, set as PAPI 7.0's perf_event component
+/// sets them on Linux (the side-by-side test compares them): overflow interrupts and kernel
+/// profiling where the backend samples, attach where it counts another thread, and then
+/// `attach_must_ptrace` (PAPI's tests stop and continue an attached child with ptrace only
+/// when it is set, and wait for it forever otherwise), unit masks always (the enumeration
+/// lists them).
+fn component_flags(capabilities: &facade::hal::Capabilities) -> u32 {
+    let targets = &capabilities.targets;
+    let bits = [
+        (0, capabilities.sampling),     // hardware_intr
+        (3, capabilities.sampling),     // kernel_profile
+        (4, capabilities.multiplexing), // kernel_multiplex
+        (8, targets.attach),            // attach
+        (9, targets.attach),            // attach_must_ptrace
+        (10, true),                     // cntr_umasks
+        (11, targets.cpu),              // cpu
+        (12, targets.inherit),          // inherit
+    ];
+    bits.iter()
+        .fold(0, |flags, &(bit, on)| flags | (u32::from(on) << bit))
 }
 
 /// Component 0's description before initialisation: its name, which tools read to choose
@@ -425,6 +446,22 @@ pub fn code_to_name(code: i32) -> Result<String, i32> {
     }
 }
 
+/// PAPI 7.0's room for presets (`PAPI_MAX_PRESET_EVENTS`): a preset code below it but past
+/// the table is an empty slot (`PAPI_ENOEVNT` from `PAPI_get_event_info` and
+/// `PAPI_query_event`), one from it on is no preset at all (`PAPI_ENOTPRESET`), as the
+/// side-by-side test shows PAPI 7.0 answering.
+const MAX_PRESET_EVENTS: u32 = 128;
+
+/// The answer of `PAPI_get_event_info` and `PAPI_query_event` for a preset code past the
+/// table.
+fn empty_preset_slot(code: i32) -> i32 {
+    if (code as u32 & !names::PRESET_MASK) < MAX_PRESET_EVENTS {
+        ENOEVNT
+    } else {
+        ENOTPRESET
+    }
+}
+
 /// Whether `code` has the preset bit alone.
 fn is_preset_code(code: i32) -> bool {
     let code = code as u32;
@@ -489,6 +526,7 @@ pub fn query_event(code: i32) -> i32 {
             ENOEVNT
         }),
         Some(Code::Native(i)) if i < library.natives.len() => Ok(OK),
+        None if is_preset_code(code) => Ok(empty_preset_slot(code)),
         _ => Ok(ENOEVNT),
     });
     result.unwrap_or_else(|e| e)
@@ -536,7 +574,7 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 set_str(&mut info.symbol, &native.name);
                 set_str(&mut info.long_descr, &native.description);
             }
-            None if is_preset_code(code) => return Err(ENOTPRESET),
+            None if is_preset_code(code) => return Err(empty_preset_slot(code)),
             None => return Err(ENOEVNT),
         }
         Ok(info)

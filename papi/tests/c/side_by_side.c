@@ -34,6 +34,14 @@ int main(void) {
         printf("preset %#x %s %d %d %#x %d type=%#x\n", PAPI_PRESET_MASK | i, name, r1, r2,
                (unsigned)back, r3, info.event_type);
     }
+    /* Preset codes past the table: PAPI 7.0 has room for PAPI_MAX_PRESET_EVENTS, and
+     * answers an empty slot differently from a code past the room. */
+    for (i = PAPI_END_idx; i < PAPI_MAX_PRESET_EVENTS + 2; i++) {
+        printf("preset slot %d: code_to_name %d get_event_info %d query_event %d\n", i,
+               PAPI_event_code_to_name(PAPI_PRESET_MASK | i, name),
+               PAPI_get_event_info(PAPI_PRESET_MASK | i, &info),
+               PAPI_query_event(PAPI_PRESET_MASK | i));
+    }
     SHOW("code_to_name of 0", PAPI_event_code_to_name(0, name));
     SHOW("code_to_name past the presets", PAPI_event_code_to_name(PAPI_PRESET_MASK | 200, name));
     SHOW("query nonsense code", PAPI_query_event(0x12345));
@@ -51,6 +59,21 @@ int main(void) {
     SHOW("real nsec agrees", PAPI_get_real_nsec() / 1000 - PAPI_get_real_usec() < 1000);
     SHOW("virt usec advances", PAPI_get_virt_usec() > 0);
     SHOW("real cyc advances", PAPI_get_real_cyc() > 0);
+    /* Component 0's capability bits, which tests act on (attach_must_ptrace: whether they
+     * stop and continue an attached child with ptrace; cntr_umasks: whether they enumerate
+     * unit masks); PAPI 7.0's perf_event sets them statically, enabled or not. */
+    {
+        const PAPI_component_info_t *c = PAPI_get_component_info(0);
+        SHOW("cpu component hardware_intr", c ? (int)c->hardware_intr : -1);
+        SHOW("cpu component kernel_profile", c ? (int)c->kernel_profile : -1);
+        SHOW("cpu component kernel_multiplex", c ? (int)c->kernel_multiplex : -1);
+        SHOW("cpu component fast_virtual_timer", c ? (int)c->fast_virtual_timer : -1);
+        SHOW("cpu component attach", c ? (int)c->attach : -1);
+        SHOW("cpu component attach_must_ptrace", c ? (int)c->attach_must_ptrace : -1);
+        SHOW("cpu component cntr_umasks", c ? (int)c->cntr_umasks : -1);
+        SHOW("cpu component cpu", c ? (int)c->cpu : -1);
+        SHOW("cpu component inherit", c ? (int)c->inherit : -1);
+    }
     /* Below: answers that depend on the CPU component (Debian's PAPI disables perf_event
      * on a machine without a core PMU and then answers PAPI_ENOCMP); compared only where
      * the side-by-side test says so. */
@@ -65,6 +88,7 @@ int main(void) {
     SHOW("stop not running", PAPI_stop(set, values));
     SHOW("add to a missing set", PAPI_add_event(set + 100, PAPI_TOT_INS));
     SHOW("add a nonsense code", PAPI_add_event(set, 0x12345));
+    SHOW("add code 0", PAPI_add_event(set, 0));
     SHOW("add named nonsense", PAPI_add_named_event(set, "NO_SUCH_EVENT_ANYWHERE"));
     SHOW("state of a missing set", PAPI_state(set + 100, &code));
     SHOW("state", PAPI_state(set, &code));
