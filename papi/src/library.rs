@@ -627,3 +627,36 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
         None => Err(ENOEVNT),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::component_flags;
+    use facade::hal::{Accepts, Capabilities, Domain, Family, Scope};
+
+    /// The bits land where `PAPI_component_info_t`'s bit fields are (papi.h: `hardware_intr`
+    /// bit 0, `kernel_profile` 3, `kernel_multiplex` 4, `attach` 8, `attach_must_ptrace` 9,
+    /// `cntr_umasks` 10, `cpu` 11, `inherit` 12), each from its capability.
+    #[test]
+    fn component_flags_follow_the_backend() {
+        let accepts = Accepts::new(&[Family::Evtsel], Domain::USER, Domain::USER);
+        let bare = Capabilities::new(accepts.clone(), Scope::SystemWidePerCpu);
+        assert_eq!(component_flags(&bare), 1 << 10);
+        let mut linux = Capabilities::new(accepts, Scope::PerProcess);
+        linux.sampling = true;
+        linux.multiplexing = true;
+        linux.targets.attach = true;
+        linux.targets.cpu = true;
+        linux.targets.inherit = true;
+        assert_eq!(
+            component_flags(&linux),
+            (1 << 0)
+                | (1 << 3)
+                | (1 << 4)
+                | (1 << 8)
+                | (1 << 9)
+                | (1 << 10)
+                | (1 << 11)
+                | (1 << 12)
+        );
+    }
+}
