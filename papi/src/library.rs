@@ -73,11 +73,30 @@ pub struct PapiSet {
     pub component: i32,
     /// The events that overflow (`PAPI_overflow`).
     pub overflows: Vec<crate::overflow::Spec>,
-    /// Their samplers while the set runs.
-    pub samplers: Vec<facade::AnySampler>,
+    /// Their samplers, from the start that opened them to the next start or change of the set.
+    pub samplers: Vec<Sampled>,
+}
+
+/// The sampler of one of a set's overflowing events. The event's count is the sampler's own
+/// (as PAPI 7.0's perf_event component samples on the counter it reads), so that the count and
+/// the overflows the handler saw come from one counter over one window.
+pub struct Sampled {
+    /// The sampler.
+    pub sampler: facade::AnySampler,
+    /// The event's index in the set.
+    pub index: usize,
+    /// Its count at the last reset.
+    pub base: u64,
 }
 
 impl PapiSet {
+    /// Drops the set's counters and samplers, to be opened again at the next start (after a
+    /// change of its events, domain or target).
+    pub fn forget_counters(&mut self) {
+        self.group = None;
+        self.samplers.clear();
+    }
+
     /// Whom the set counts.
     pub fn target(&self) -> Target {
         if let Some(cpu) = self.cpu {

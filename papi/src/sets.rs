@@ -7,7 +7,7 @@ use crate::codes::{
 };
 use crate::library::{
     ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet, RUNNING,
-    STOPPED, backend_name_of, with, with_set,
+    STOPPED, Sampled, backend_name_of, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -62,14 +62,35 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         // One backend target (PAPI attaches to one thread), not the facade's process.
         let trial =
             facade::Backend::open_named(&library.chosen, &names, &set.target(), &set.options());
-        if let Err(e) = trial {
-            return Err(from_error(&e));
+        let mut trial = trial.map_err(|e| from_error(&e))?;
+        if set.state & MULTIPLEXING == 0 && never_scheduled(&mut trial) {
+            return Err(ECNFLCT);
         }
         set.events.push((code, name));
-        set.group = None;
+        set.forget_counters();
         Ok(OK)
     });
     result.unwrap_or_else(|e| e)
+}
+
+/// Whether a trial set never got onto the counters: enabled and disabled at once and read, as
+/// PAPI 7.0's perf_event component checks each event it opens (`check_scheduability`, its
+/// group leader pinned so that a group that does not fit reads nothing). An event that was
+/// enabled for a while and ran for none of it does not fit beside the others: the kernel
+/// accepts such a group and never counts it, which would read as zeros. A set the backend
+/// multiplexes is not checked (its events take turns by design), nor one whose target did not
+/// run in the window (an attached thread that is stopped: nothing to conclude).
+fn never_scheduled(trial: &mut facade::EventSet<facade::AnyGroup>) -> bool {
+    if trial.enable().is_err() {
+        return false;
+    }
+    let _ = trial.disable();
+    match trial.read_to_vec() {
+        Ok(readings) => readings
+            .iter()
+            .any(|r| r.time_enabled > 0 && r.time_running == 0),
+        Err(e) => e.kind() == facade::ErrorKind::NotCounted,
+    }
 }
 
 /// `PAPI_add_named_event`.
@@ -92,7 +113,7 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
             .position(|(c, _)| *c == code)
             .ok_or(EINVAL)?;
         set.events.remove(at);
-        set.group = None;
+        set.forget_counters();
         if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
             crate::overflow::free_slot(set.overflows[o].slot);
             set.overflows.remove(o);
@@ -109,7 +130,7 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
             return Err(EISRUN);
         }
         set.events.clear();
-        set.group = None;
+        set.forget_counters();
         set.state &= !(MULTIPLEXING | OVERFLOWING);
         for spec in set.overflows.drain(..) {
             crate::overflow::free_slot(spec.slot);
@@ -209,7 +230,7 @@ fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
     let multiplexed = set.state & MULTIPLEXING != 0;
     let group = set.group.as_mut().ok_or(ENOTRUN)?;
     let readings = group.read_to_vec().map_err(|e| from_error(&e))?;
-    Ok(readings
+    let mut values: Vec<i64> = readings
         .iter()
         .map(|r| {
             let value = if multiplexed {
@@ -219,7 +240,32 @@ fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
             };
             value as i64
         })
-        .collect())
+        .collect();
+    // An overflowing event counts on its sampler's counter (see `Sampled`), where the
+    // backend can read a sampler's count; else the group's count stands.
+    for sampled in &mut set.samplers {
+        if let (Ok(count), Some(value)) = (
+            facade::Sampler::count(&mut sampled.sampler),
+            values.get_mut(sampled.index),
+        ) {
+            *value = count.wrapping_sub(sampled.base) as i64;
+        }
+    }
+    Ok(values)
+}
+
+/// Resets the set's counters: the group's, and the samplers' by taking their counts now as
+/// their zero.
+fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
+    if let Some(group) = set.group.as_mut() {
+        group.reset().map_err(|e| from_error(&e))?;
+    }
+    for sampled in &mut set.samplers {
+        if let Ok(count) = facade::Sampler::count(&mut sampled.sampler) {
+            sampled.base = count;
+        }
+    }
+    Ok(())
 }
 
 /// `PAPI_stop`: disables the set and returns its counts.
@@ -231,10 +277,9 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
         }
         let group = set.group.as_mut().ok_or(EBUG)?;
         group.disable().map_err(|e| from_error(&e))?;
-        for sampler in &mut set.samplers {
-            let _ = facade::Sampler::disable(sampler);
+        for sampled in &mut set.samplers {
+            let _ = facade::Sampler::disable(&mut sampled.sampler);
         }
-        set.samplers.clear();
         set.state = (set.state & !RUNNING) | STOPPED;
         values_of(set)
     })
@@ -256,9 +301,7 @@ pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
 pub fn reset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
         assigned(set)?;
-        if let Some(group) = set.group.as_mut() {
-            group.reset().map_err(|e| from_error(&e))?;
-        }
+        reset_counters(set)?;
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -272,9 +315,7 @@ pub fn accum(handle: i32) -> Result<Vec<i64>, i32> {
             return Ok(vec![0; set.events.len()]);
         }
         let values = values_of(set)?;
-        if let Some(group) = set.group.as_mut() {
-            group.reset().map_err(|e| from_error(&e))?;
-        }
+        reset_counters(set)?;
         Ok(values)
     })
 }
@@ -309,7 +350,7 @@ pub fn set_multiplex(handle: i32) -> i32 {
             return Err(crate::codes::ENOSUPP);
         }
         set.state |= MULTIPLEXING;
-        set.group = None;
+        set.forget_counters();
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -333,7 +374,7 @@ pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
             return Err(EINVAL);
         }
         set.attached = tid;
-        set.group = None;
+        set.forget_counters();
         if tid.is_some() {
             set.state |= ATTACHED;
         } else {
@@ -351,7 +392,7 @@ pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
             return Err(EISRUN);
         }
         set.cpu = Some(cpu);
-        set.group = None;
+        set.forget_counters();
         set.state |= CPU_ATTACHED;
         Ok(OK)
     })
@@ -365,7 +406,7 @@ pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
             return Err(EISRUN);
         }
         set.inherit = inherit;
-        set.group = None;
+        set.forget_counters();
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -400,7 +441,7 @@ pub fn set_domain_or_granularity(
             }
             if set.domain != d {
                 // Opened again, in the new domain, at the next start.
-                set.group = None;
+                set.forget_counters();
             }
             set.domain = d;
         }
@@ -444,6 +485,11 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
             .ok_or(EBUG)?;
         let options =
             facade::SampleOptions::period(spec.threshold, facade::SampleFields::profile());
+        let index = set
+            .events
+            .iter()
+            .position(|(c, _)| *c == spec.code)
+            .ok_or(EBUG)?;
         let opened = chosen
             .open_sampler(
                 &[set.in_domain([name.as_str()])[0].as_str()],
@@ -456,7 +502,11 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
                 Ok(sampler)
             });
         match opened {
-            Ok(sampler) => set.samplers.push(sampler),
+            Ok(sampler) => set.samplers.push(Sampled {
+                sampler,
+                index,
+                base: 0,
+            }),
             Err(e) => {
                 set.samplers.clear();
                 return Err(from_error(&e));
