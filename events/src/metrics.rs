@@ -151,7 +151,7 @@ pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
 include!(concat!(env!("OUT_DIR"), "/metric_trees.rs"));
 
 /// The pre-parsed form of model `model`'s metrics table, if it has one.
-fn tree_of(model: &str) -> Option<&'static [u8]> {
+fn tree_of(model: &str) -> Option<crate::tree::Tree> {
     crate::tree::find(METRIC_TREES, model)
 }
 

@@ -2,7 +2,9 @@
 //! file's TOML with the `toml` crate's own parser (`build/tree.rs` writes it and documents the
 //! encoding). Each value keeps its byte span in the text, and `Spanned` fields get it, so a
 //! type deserializes from the tree as the `toml` crate's deserializer would give it from the
-//! text, without lexing anything: strings are borrowed from the compiled-in bytes.
+//! text, without lexing anything: strings are borrowed from the compiled-in text, sliced where
+//! the tree says they stand (no string is checked for UTF-8: the text is a `str` already),
+//! or, the few with escapes, from the tree's own bytes.
 //!
 //! Any error here (a tree that does not fit the type) is only a reason to read the text with
 //! the TOML parser instead, which gives the error its message and position: the loader does
@@ -20,13 +22,27 @@ const BOOLEAN: u8 = 3;
 const ARRAY: u8 = 4;
 const TABLE: u8 = 5;
 
+/// The bit a string body's start has when the string stands in [`Tree::decoded`].
+const DECODED: u32 = 1 << 31;
+
+/// A shipped file's pre-parsed form and the texts its strings are slices of.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tree {
+    /// The nodes (`build/tree.rs`).
+    pub(crate) nodes: &'static [u8],
+    /// The TOML text.
+    pub(crate) text: &'static str,
+    /// The values of the strings the text does not hold as they are (those with escapes).
+    pub(crate) decoded: &'static str,
+}
+
 /// `T` from the pre-parsed form `tree`.
-pub(crate) fn from_tree<T: de::Deserialize<'static>>(tree: &'static [u8]) -> Result<T, TreeError> {
+pub(crate) fn from_tree<T: de::Deserialize<'static>>(tree: Tree) -> Result<T, TreeError> {
     T::deserialize(Node::Value { tree, at: 0 })
 }
 
 /// The tree called `name` in `trees` (sorted by name, as `build.rs` writes them).
-pub(crate) fn find(trees: &[(&str, &'static [u8])], name: &str) -> Option<&'static [u8]> {
+pub(crate) fn find(trees: &[(&str, Tree)], name: &str) -> Option<Tree> {
     trees
         .binary_search_by(|(tree, _)| (*tree).cmp(name))
         .ok()
@@ -65,13 +81,21 @@ fn read_u32(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     Ok(u32::from_le_bytes(read(tree, at)?) as usize)
 }
 
-/// The string at `at` (its length, then its bytes) and where it ends.
-fn read_str(tree: &'static [u8], at: usize) -> Result<(&'static str, usize), TreeError> {
-    let len = read_u32(tree, at)?;
-    let bytes = tree.get(at + 4..at + 4 + len).ok_or_else(truncated)?;
-    let text = std::str::from_utf8(bytes).map_err(|e| TreeError(e.to_string()))?;
-    Ok((text, at + 4 + len))
+/// The string whose body is at `at` (`build/tree.rs`): a slice of the text, or of the
+/// decoded strings.
+fn read_str(tree: Tree, at: usize) -> Result<&'static str, TreeError> {
+    let start = u32::from_le_bytes(read(tree.nodes, at)?);
+    let end = read_u32(tree.nodes, at + 4)?;
+    let (text, start) = match start & DECODED {
+        0 => (tree.text, start as usize),
+        _ => (tree.decoded, (start & !DECODED) as usize),
+    };
+    text.get(start..end)
+        .ok_or_else(|| TreeError(format!("no string at {start}..{end}")))
 }
+
+/// A string body's length in bytes.
+const STR_BODY: usize = 8;
 
 /// The node at `at`: its tag, span and where its payload starts.
 fn head(tree: &[u8], at: usize) -> Result<(u8, Range<usize>, usize), TreeError> {
@@ -85,7 +109,7 @@ fn head(tree: &[u8], at: usize) -> Result<(u8, Range<usize>, usize), TreeError> 
 fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     let (tag, _, payload) = head(tree, at)?;
     Ok(match tag {
-        STRING => payload + 4 + read_u32(tree, payload)?,
+        STRING => payload + STR_BODY,
         INTEGER | FLOAT => payload + 8,
         BOOLEAN => payload + 1,
         ARRAY | TABLE => payload + 8 + read_u32(tree, payload + 4)?,
@@ -97,7 +121,7 @@ fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
 #[derive(Clone)]
 enum Node {
     Value {
-        tree: &'static [u8],
+        tree: Tree,
         at: usize,
     },
     Key {
@@ -109,7 +133,7 @@ enum Node {
 impl Node {
     fn span(&self) -> Result<Range<usize>, TreeError> {
         match self {
-            Node::Value { tree, at } => head(tree, *at).map(|(_, span, _)| span),
+            Node::Value { tree, at } => head(tree.nodes, *at).map(|(_, span, _)| span),
             Node::Key { span, .. } => Ok(span.clone()),
         }
     }
@@ -117,8 +141,8 @@ impl Node {
     /// The string this is, if it is one.
     fn text(&self) -> Result<Option<&'static str>, TreeError> {
         match self {
-            Node::Value { tree, at } => match head(tree, *at)? {
-                (STRING, _, payload) => Ok(Some(read_str(tree, payload)?.0)),
+            Node::Value { tree, at } => match head(tree.nodes, *at)? {
+                (STRING, _, payload) => Ok(Some(read_str(*tree, payload)?)),
                 _ => Ok(None),
             },
             Node::Key { text, .. } => Ok(Some(text)),
@@ -137,17 +161,18 @@ where
             Node::Value { tree, at } => (tree, at),
             Node::Key { text, .. } => return visitor.visit_borrowed_str(text),
         };
-        let (tag, _, payload) = head(tree, at)?;
+        let nodes = tree.nodes;
+        let (tag, _, payload) = head(nodes, at)?;
         match tag {
-            STRING => visitor.visit_borrowed_str(read_str(tree, payload)?.0),
-            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(tree, payload)?)),
-            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(tree, payload)?)),
-            BOOLEAN => visitor.visit_bool(read::<1>(tree, payload)?[0] != 0),
+            STRING => visitor.visit_borrowed_str(read_str(tree, payload)?),
+            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(nodes, payload)?)),
+            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(nodes, payload)?)),
+            BOOLEAN => visitor.visit_bool(read::<1>(nodes, payload)?[0] != 0),
             ARRAY | TABLE => {
                 let items = Items {
                     tree,
                     at: payload + 8,
-                    left: read_u32(tree, payload)?,
+                    left: read_u32(nodes, payload)?,
                 };
                 if tag == ARRAY {
                     visitor.visit_seq(items)
@@ -219,7 +244,7 @@ where
 
 /// An array's items or a table's entries, in the tree's order.
 struct Items {
-    tree: &'static [u8],
+    tree: Tree,
     at: usize,
     left: usize,
 }
@@ -242,7 +267,7 @@ where
             tree: self.tree,
             at: self.at,
         };
-        self.at = skip(self.tree, self.at)?;
+        self.at = skip(self.tree.nodes, self.at)?;
         seed.deserialize(node).map(Some)
     }
 
@@ -265,10 +290,10 @@ where
             return Ok(None);
         }
         self.left -= 1;
-        let start = read_u32(self.tree, self.at)?;
-        let end = read_u32(self.tree, self.at + 4)?;
-        let (text, value_at) = read_str(self.tree, self.at + 8)?;
-        self.at = value_at;
+        let start = read_u32(self.tree.nodes, self.at)?;
+        let end = read_u32(self.tree.nodes, self.at + 4)?;
+        let text = read_str(self.tree, self.at + 8)?;
+        self.at += 8 + STR_BODY;
         seed.deserialize(Node::Key {
             text,
             span: start..end,
@@ -284,7 +309,7 @@ where
             tree: self.tree,
             at: self.at,
         };
-        self.at = skip(self.tree, self.at)?;
+        self.at = skip(self.tree.nodes, self.at)?;
         seed.deserialize(node)
     }
 
@@ -361,8 +386,13 @@ desc = "one"
 code = 0o17
 "#;
 
-    fn tree_of(text: &str) -> &'static [u8] {
-        Box::leak(encode::encode(text).unwrap().into_boxed_slice())
+    fn tree_of(text: &'static str) -> Tree {
+        let encoded = encode::encode(text).unwrap();
+        Tree {
+            nodes: Box::leak(encoded.nodes.into_boxed_slice()),
+            text,
+            decoded: Box::leak(encoded.decoded.into_boxed_str()),
+        }
     }
 
     /// Oracle: the `toml` crate's deserializer on the same text. Every kind of value the
@@ -383,6 +413,7 @@ code = 0o17
                 encode::TABLE
             ]
         );
+        assert_eq!(DECODED, encode::DECODED);
         let from_text: Doc = toml::from_str(TEXT).unwrap();
         let from_tree: Doc = from_tree(tree_of(TEXT)).unwrap();
         assert_eq!(from_tree, from_text);
@@ -409,6 +440,44 @@ code = 0o17
         assert_eq!(&TEXT[from_tree.name.span()], r#""a \"quoted\" \\ name""#);
     }
 
+    /// Oracle: the `toml` crate's deserializer. A string whose bytes stand in the text as they
+    /// are (a basic string without escapes, a literal string, a bare key) is read as a slice of
+    /// the text, the others (escapes, a line-ending backslash) from the decoded strings; both
+    /// give TOML's value.
+    #[test]
+    fn plain_strings_are_slices_of_the_text_and_escaped_ones_decoded() {
+        const TEXT: &str = "plain = \"p q\"\nesc = \"e\\tq\"\nlit = 'l\\n'\n\
+                            multi = \"\"\"\nm \\\n  n\"\"\"\nempty = \"\"\n";
+        let tree = tree_of(TEXT);
+        let mut from_tree: Vec<(&'static str, &'static str)> = Vec::new();
+        let mut decoded = Vec::new();
+        // The root's entries: key span, key body, value node (tag, span, body).
+        let count = read_u32(tree.nodes, 9).unwrap();
+        let mut at = 17;
+        for _ in 0..count {
+            let key = read_str(tree, at + 8).unwrap();
+            let value_at = at + 8 + STR_BODY;
+            let (tag, _, payload) = head(tree.nodes, value_at).unwrap();
+            assert_eq!(tag, STRING);
+            let value = read_str(tree, payload).unwrap();
+            if read_u32(tree.nodes, payload).unwrap() & DECODED as usize != 0 {
+                decoded.push(key);
+            }
+            from_tree.push((key, value));
+            at = skip(tree.nodes, value_at).unwrap();
+        }
+        let from_text: BTreeMap<String, String> = toml::from_str(TEXT).unwrap();
+        let from_text: Vec<(&str, &str)> = from_text
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        from_tree.sort_unstable();
+        assert_eq!(from_tree, from_text);
+        decoded.sort_unstable();
+        assert_eq!(decoded, ["esc", "multi"]);
+        assert_eq!(tree.decoded, "e\tqm n");
+    }
+
     /// A tree that does not fit the type is an error (the loader then reads the text), never a
     /// panic: an unknown field, a wrong type, an enum's unknown variant, a truncated tree.
     #[test]
@@ -431,8 +500,18 @@ code = 0o17
             "name = \"x\"\ncount = 1\nratio = 1.0\non = false\nkind = \"odd\"\nlist = []\nany = 1\n[map]\n",
         );
         assert!(from_tree::<Doc>(odd).is_err());
-        for cut in [0, 1, 9, tree.len() / 2, tree.len() - 1] {
-            assert!(from_tree::<Doc>(&tree[..cut]).is_err(), "cut at {cut}");
+        for cut in [0, 1, 9, tree.nodes.len() / 2, tree.nodes.len() - 1] {
+            let cut = Tree {
+                nodes: &tree.nodes[..cut],
+                ..tree
+            };
+            assert!(from_tree::<Doc>(cut).is_err(), "cut at {cut:?}");
+        }
+        // A tree with another text: its strings' places are not in it, or not at a character's
+        // boundary.
+        for text in ["", "é"] {
+            let other = Tree { text, ..tree };
+            assert!(from_tree::<Doc>(other).is_err(), "text {text:?}");
         }
     }
 }

@@ -52,7 +52,7 @@ impl ModelSet for Vec<CpuModel> {
 
 /// Whether a pre-parsed form gives a file's document (else the loader reads the text).
 #[cfg(test)]
-pub(crate) fn tree_reads(tree: &'static [u8]) -> Result<(), crate::tree::TreeError> {
+pub(crate) fn tree_reads(tree: crate::tree::Tree) -> Result<(), crate::tree::TreeError> {
     crate::tree::from_tree::<FileDoc>(tree).map(drop)
 }
 
