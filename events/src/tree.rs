@@ -59,6 +59,12 @@ impl fmt::Display for TreeError {
     }
 }
 
+impl TreeError {
+    pub(crate) fn new(message: String) -> TreeError {
+        TreeError(message)
+    }
+}
+
 impl std::error::Error for TreeError {}
 
 impl de::Error for TreeError {
@@ -115,6 +121,148 @@ fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
         ARRAY | TABLE => payload + 8 + read_u32(tree, payload + 4)?,
         other => return Err(TreeError(format!("unknown tag {other}"))),
     })
+}
+
+/// A value of a tree read by hand, where serde's generic path costs too much (the loader's
+/// events and unit masks): its tag, span and payload, read once. What it is not asked for it
+/// reads through serde ([`Value::deserialize`]), as the generic path would.
+#[derive(Clone, Debug)]
+pub(crate) struct Value {
+    tree: Tree,
+    at: usize,
+    tag: u8,
+    span: Range<usize>,
+    payload: usize,
+}
+
+impl Value {
+    /// The tree's root table.
+    pub(crate) fn root(tree: Tree) -> Result<Value, TreeError> {
+        Value::at(tree, 0)
+    }
+
+    fn at(tree: Tree, at: usize) -> Result<Value, TreeError> {
+        let (tag, span, payload) = head(tree.nodes, at)?;
+        Ok(Value {
+            tree,
+            at,
+            tag,
+            span,
+            payload,
+        })
+    }
+
+    /// Where it is in the text.
+    pub(crate) fn span(&self) -> Range<usize> {
+        self.span.clone()
+    }
+
+    fn not_a(&self, what: &str) -> TreeError {
+        TreeError(format!("not {what} at {}", self.span.start))
+    }
+
+    /// The string it is.
+    pub(crate) fn str(&self) -> Result<&'static str, TreeError> {
+        match self.tag {
+            STRING => read_str(self.tree, self.payload),
+            _ => Err(self.not_a("a string")),
+        }
+    }
+
+    /// The integer it is.
+    pub(crate) fn i64(&self) -> Result<i64, TreeError> {
+        match self.tag {
+            INTEGER => Ok(i64::from_le_bytes(read(self.tree.nodes, self.payload)?)),
+            _ => Err(self.not_a("an integer")),
+        }
+    }
+
+    /// The boolean it is.
+    pub(crate) fn bool(&self) -> Result<bool, TreeError> {
+        match self.tag {
+            BOOLEAN => Ok(read::<1>(self.tree.nodes, self.payload)?[0] != 0),
+            _ => Err(self.not_a("a boolean")),
+        }
+    }
+
+    /// The array's items.
+    pub(crate) fn items(&self) -> Result<Cursor, TreeError> {
+        match self.tag {
+            ARRAY => self.cursor(),
+            _ => Err(self.not_a("an array")),
+        }
+    }
+
+    /// The table's entries.
+    pub(crate) fn entries(&self) -> Result<Cursor, TreeError> {
+        match self.tag {
+            TABLE => self.cursor(),
+            _ => Err(self.not_a("a table")),
+        }
+    }
+
+    fn cursor(&self) -> Result<Cursor, TreeError> {
+        Ok(Cursor {
+            tree: self.tree,
+            at: self.payload + 8,
+            left: read_u32(self.tree.nodes, self.payload)?,
+        })
+    }
+
+    /// Where it ends.
+    fn end(&self) -> Result<usize, TreeError> {
+        Ok(match self.tag {
+            STRING => self.payload + STR_BODY,
+            INTEGER | FLOAT => self.payload + 8,
+            BOOLEAN => self.payload + 1,
+            _ => self.payload + 8 + read_u32(self.tree.nodes, self.payload + 4)?,
+        })
+    }
+
+    /// `T` from it, through serde.
+    pub(crate) fn deserialize<T: de::Deserialize<'static>>(&self) -> Result<T, TreeError> {
+        T::deserialize(Node::Value {
+            tree: self.tree,
+            at: self.at,
+        })
+    }
+}
+
+/// An array's items or a table's entries, read by hand in the tree's order.
+pub(crate) struct Cursor {
+    tree: Tree,
+    at: usize,
+    left: usize,
+}
+
+impl Cursor {
+    /// How many are left.
+    pub(crate) fn len(&self) -> usize {
+        self.left
+    }
+
+    /// An array's next item.
+    pub(crate) fn next_item(&mut self) -> Result<Option<Value>, TreeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let value = Value::at(self.tree, self.at)?;
+        self.at = value.end()?;
+        Ok(Some(value))
+    }
+
+    /// A table's next entry: its key and the value.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(&'static str, Value)>, TreeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let key = read_str(self.tree, self.at + 8)?;
+        let value = Value::at(self.tree, self.at + 8 + STR_BODY)?;
+        self.at = value.end()?;
+        Ok(Some((key, value)))
+    }
 }
 
 /// One value of the tree: a node, or a table's key (a string with its span).

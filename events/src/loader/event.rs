@@ -42,7 +42,7 @@ pub(super) fn native_event(
     let code = u16::try_from(code).unwrap_or(0);
     let mut flags = EventFlags::default();
     for flag in &doc.flags {
-        match flag.get_ref().as_str() {
+        match flag.get_ref().as_ref() {
             "umask_required" => flags.umask_required = true,
             "mesi" => flags.mesi = true,
             "any_initiator" => flags.any_initiator = true,
