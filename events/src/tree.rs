@@ -77,10 +77,17 @@ fn truncated() -> TreeError {
     TreeError("the pre-parsed form ends early".into())
 }
 
+/// The `N` bytes at `at` (one bounds check for a node's whole head or a string's body).
 fn read<const N: usize>(tree: &[u8], at: usize) -> Result<[u8; N], TreeError> {
-    tree.get(at..at + N)
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(truncated)
+    match tree.get(at..).and_then(<[u8]>::first_chunk::<N>) {
+        Some(bytes) => Ok(*bytes),
+        None => Err(truncated()),
+    }
+}
+
+/// The `u32` at `i` of bytes read.
+fn u32_in<const N: usize>(bytes: &[u8; N], i: usize) -> u32 {
+    u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]])
 }
 
 fn read_u32(tree: &[u8], at: usize) -> Result<usize, TreeError> {
@@ -89,9 +96,9 @@ fn read_u32(tree: &[u8], at: usize) -> Result<usize, TreeError> {
 
 /// The string whose body is at `at` (`build/tree.rs`): a slice of the text, or of the
 /// decoded strings.
-fn read_str(tree: Tree, at: usize) -> Result<&'static str, TreeError> {
-    let start = u32::from_le_bytes(read(tree.nodes, at)?);
-    let end = read_u32(tree.nodes, at + 4)?;
+fn read_str(tree: &Tree, at: usize) -> Result<&'static str, TreeError> {
+    let body: [u8; STR_BODY] = read(tree.nodes, at)?;
+    let (start, end) = (u32_in(&body, 0), u32_in(&body, 4) as usize);
     let (text, start) = match start & DECODED {
         0 => (tree.text, start as usize),
         _ => (tree.decoded, (start & !DECODED) as usize),
@@ -105,10 +112,9 @@ const STR_BODY: usize = 8;
 
 /// The node at `at`: its tag, span and where its payload starts.
 fn head(tree: &[u8], at: usize) -> Result<(u8, Range<usize>, usize), TreeError> {
-    let [tag] = read(tree, at)?;
-    let start = read_u32(tree, at + 1)?;
-    let end = read_u32(tree, at + 5)?;
-    Ok((tag, start..end, at + 9))
+    let head: [u8; 9] = read(tree, at)?;
+    let span = u32_in(&head, 1) as usize..u32_in(&head, 5) as usize;
+    Ok((head[0], span, at + 9))
 }
 
 /// Where the node at `at` ends.
@@ -124,41 +130,41 @@ fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
 }
 
 /// A value of a tree read by hand, where serde's generic path costs too much (the loader's
-/// events and unit masks): its tag, span and payload, read once. What it is not asked for it
-/// reads through serde ([`Value::deserialize`]), as the generic path would.
+/// events and unit masks, the metric tables): its tag, span and payload, read once. What it is
+/// not asked for it reads through serde ([`Value::deserialize`]), as the generic path would.
 #[derive(Clone, Debug)]
-pub(crate) struct Value {
-    tree: Tree,
+pub(crate) struct Value<'t> {
+    tree: &'t Tree,
     at: usize,
     tag: u8,
-    span: Range<usize>,
+    span: (u32, u32),
     payload: usize,
 }
 
-impl Value {
+impl<'t> Value<'t> {
     /// The tree's root table.
-    pub(crate) fn root(tree: Tree) -> Result<Value, TreeError> {
+    pub(crate) fn root(tree: &'t Tree) -> Result<Value<'t>, TreeError> {
         Value::at(tree, 0)
     }
 
-    fn at(tree: Tree, at: usize) -> Result<Value, TreeError> {
-        let (tag, span, payload) = head(tree.nodes, at)?;
+    fn at(tree: &'t Tree, at: usize) -> Result<Value<'t>, TreeError> {
+        let head: [u8; 9] = read(tree.nodes, at)?;
         Ok(Value {
             tree,
             at,
-            tag,
-            span,
-            payload,
+            tag: head[0],
+            span: (u32_in(&head, 1), u32_in(&head, 5)),
+            payload: at + 9,
         })
     }
 
     /// Where it is in the text.
     pub(crate) fn span(&self) -> Range<usize> {
-        self.span.clone()
+        self.span.0 as usize..self.span.1 as usize
     }
 
     fn not_a(&self, what: &str) -> TreeError {
-        TreeError(format!("not {what} at {}", self.span.start))
+        TreeError(format!("not {what} at {}", self.span.0))
     }
 
     /// The string it is.
@@ -177,6 +183,15 @@ impl Value {
         }
     }
 
+    /// The number it is, as serde's `f64` takes one: a float, or an integer converted.
+    pub(crate) fn f64(&self) -> Result<f64, TreeError> {
+        match self.tag {
+            FLOAT => Ok(f64::from_le_bytes(read(self.tree.nodes, self.payload)?)),
+            INTEGER => Ok(i64::from_le_bytes(read(self.tree.nodes, self.payload)?) as f64),
+            _ => Err(self.not_a("a number")),
+        }
+    }
+
     /// The boolean it is.
     pub(crate) fn bool(&self) -> Result<bool, TreeError> {
         match self.tag {
@@ -186,7 +201,7 @@ impl Value {
     }
 
     /// The array's items.
-    pub(crate) fn items(&self) -> Result<Cursor, TreeError> {
+    pub(crate) fn items(&self) -> Result<Cursor<'t>, TreeError> {
         match self.tag {
             ARRAY => self.cursor(),
             _ => Err(self.not_a("an array")),
@@ -194,14 +209,14 @@ impl Value {
     }
 
     /// The table's entries.
-    pub(crate) fn entries(&self) -> Result<Cursor, TreeError> {
+    pub(crate) fn entries(&self) -> Result<Cursor<'t>, TreeError> {
         match self.tag {
             TABLE => self.cursor(),
             _ => Err(self.not_a("a table")),
         }
     }
 
-    fn cursor(&self) -> Result<Cursor, TreeError> {
+    fn cursor(&self) -> Result<Cursor<'t>, TreeError> {
         Ok(Cursor {
             tree: self.tree,
             at: self.payload + 8,
@@ -222,27 +237,27 @@ impl Value {
     /// `T` from it, through serde.
     pub(crate) fn deserialize<T: de::Deserialize<'static>>(&self) -> Result<T, TreeError> {
         T::deserialize(Node::Value {
-            tree: self.tree,
+            tree: *self.tree,
             at: self.at,
         })
     }
 }
 
 /// An array's items or a table's entries, read by hand in the tree's order.
-pub(crate) struct Cursor {
-    tree: Tree,
+pub(crate) struct Cursor<'t> {
+    tree: &'t Tree,
     at: usize,
     left: usize,
 }
 
-impl Cursor {
+impl<'t> Cursor<'t> {
     /// How many are left.
     pub(crate) fn len(&self) -> usize {
         self.left
     }
 
     /// An array's next item.
-    pub(crate) fn next_item(&mut self) -> Result<Option<Value>, TreeError> {
+    pub(crate) fn next_item(&mut self) -> Result<Option<Value<'t>>, TreeError> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -253,7 +268,7 @@ impl Cursor {
     }
 
     /// A table's next entry: its key and the value.
-    pub(crate) fn next_entry(&mut self) -> Result<Option<(&'static str, Value)>, TreeError> {
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(&'static str, Value<'t>)>, TreeError> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -290,7 +305,7 @@ impl Node {
     fn text(&self) -> Result<Option<&'static str>, TreeError> {
         match self {
             Node::Value { tree, at } => match head(tree.nodes, *at)? {
-                (STRING, _, payload) => Ok(Some(read_str(*tree, payload)?)),
+                (STRING, _, payload) => Ok(Some(read_str(tree, payload)?)),
                 _ => Ok(None),
             },
             Node::Key { text, .. } => Ok(Some(text)),
@@ -312,7 +327,7 @@ where
         let nodes = tree.nodes;
         let (tag, _, payload) = head(nodes, at)?;
         match tag {
-            STRING => visitor.visit_borrowed_str(read_str(tree, payload)?),
+            STRING => visitor.visit_borrowed_str(read_str(&tree, payload)?),
             INTEGER => visitor.visit_i64(i64::from_le_bytes(read(nodes, payload)?)),
             FLOAT => visitor.visit_f64(f64::from_le_bytes(read(nodes, payload)?)),
             BOOLEAN => visitor.visit_bool(read::<1>(nodes, payload)?[0] != 0),
@@ -440,7 +455,7 @@ where
         self.left -= 1;
         let start = read_u32(self.tree.nodes, self.at)?;
         let end = read_u32(self.tree.nodes, self.at + 4)?;
-        let text = read_str(self.tree, self.at + 8)?;
+        let text = read_str(&self.tree, self.at + 8)?;
         self.at += 8 + STR_BODY;
         seed.deserialize(Node::Key {
             text,
@@ -469,7 +484,7 @@ where
 /// The build script's half, to make trees of the tests' own texts.
 #[cfg(test)]
 #[path = "../build/tree.rs"]
-mod encode;
+pub(crate) mod encode;
 
 #[cfg(test)]
 mod tests {
@@ -603,11 +618,11 @@ code = 0o17
         let count = read_u32(tree.nodes, 9).unwrap();
         let mut at = 17;
         for _ in 0..count {
-            let key = read_str(tree, at + 8).unwrap();
+            let key = read_str(&tree, at + 8).unwrap();
             let value_at = at + 8 + STR_BODY;
             let (tag, _, payload) = head(tree.nodes, value_at).unwrap();
             assert_eq!(tag, STRING);
-            let value = read_str(tree, payload).unwrap();
+            let value = read_str(&tree, payload).unwrap();
             if read_u32(tree.nodes, payload).unwrap() & DECODED as usize != 0 {
                 decoded.push(key);
             }

@@ -365,9 +365,12 @@ fn load_cpu(
         }
     }
     // Names are found through sets and the model's index, so a file of many events loads in
-    // time linear in its size.
-    model.rebuild_index();
-    let mut seen = std::collections::HashSet::new();
+    // time linear in its size. Each file's events keep the index whole (it is rebuilt here
+    // only as a guard, where they change it).
+    if !doc.event.is_empty() {
+        model.rebuild_index();
+    }
+    let mut seen = crate::fast_map::FastSet::default();
     for event in &doc.event {
         let event = event.get_ref();
         let upper = event.name.get_ref().to_ascii_uppercase();
@@ -391,7 +394,6 @@ fn load_cpu(
             }
         }
     }
-    model.rebuild_index();
     if !doc.event.is_empty() {
         // An alias of an earlier file whose event this one replaced without the unit mask it
         // named stands for nothing now: the replacing file's names are the event's.

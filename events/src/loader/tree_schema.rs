@@ -20,7 +20,7 @@ use crate::tree::{Tree, TreeError, Value};
 /// The document of the file whose tree this is.
 pub(super) fn file_doc(tree: Tree) -> Result<FileDoc, TreeError> {
     let mut cpu = None;
-    let mut entries = Value::root(tree)?.entries()?;
+    let mut entries = Value::root(&tree)?.entries()?;
     while let Some((key, value)) = entries.next_entry()? {
         match key {
             "cpu" => set(&mut cpu, key, list(&value, |v| spanned(v, cpu_doc))?)?,
@@ -32,7 +32,7 @@ pub(super) fn file_doc(tree: Tree) -> Result<FileDoc, TreeError> {
     })
 }
 
-fn cpu_doc(value: &Value) -> Result<CpuDoc, TreeError> {
+fn cpu_doc(value: &Value<'_>) -> Result<CpuDoc, TreeError> {
     let mut id = None;
     let mut description = None;
     let mut aliases = None;
@@ -76,7 +76,7 @@ fn cpu_doc(value: &Value) -> Result<CpuDoc, TreeError> {
     })
 }
 
-fn event_doc(value: &Value) -> Result<EventDoc, TreeError> {
+fn event_doc(value: &Value<'_>) -> Result<EventDoc, TreeError> {
     let mut name = None;
     let mut code = None;
     let mut desc = None;
@@ -117,7 +117,7 @@ fn event_doc(value: &Value) -> Result<EventDoc, TreeError> {
     })
 }
 
-fn umask_doc(value: &Value) -> Result<UmaskDoc, TreeError> {
+fn umask_doc(value: &Value<'_>) -> Result<UmaskDoc, TreeError> {
     let mut name = None;
     let mut code = None;
     let mut desc = None;
@@ -199,19 +199,19 @@ fn umask_doc(value: &Value) -> Result<UmaskDoc, TreeError> {
 }
 
 /// A string, borrowed from the text.
-fn name_of(value: &Value) -> Result<Cow<'static, str>, TreeError> {
+fn name_of(value: &Value<'_>) -> Result<Cow<'static, str>, TreeError> {
     value.str().map(Cow::Borrowed)
 }
 
 /// An array of integers.
-fn integers(value: &Value) -> Result<Vec<i64>, TreeError> {
+fn integers(value: &Value<'_>) -> Result<Vec<i64>, TreeError> {
     list(value, Value::i64)
 }
 
 /// An array, each item read by `read`.
-fn list<T>(
-    value: &Value,
-    read: impl Fn(&Value) -> Result<T, TreeError>,
+fn list<'t, T>(
+    value: &Value<'t>,
+    read: impl Fn(&Value<'t>) -> Result<T, TreeError>,
 ) -> Result<Vec<T>, TreeError> {
     let mut items = value.items()?;
     let mut out = Vec::with_capacity(items.len());
@@ -222,9 +222,9 @@ fn list<T>(
 }
 
 /// A value read by `read`, with its span.
-fn spanned<T>(
-    value: &Value,
-    read: impl FnOnce(&Value) -> Result<T, TreeError>,
+fn spanned<'t, T>(
+    value: &Value<'t>,
+    read: impl FnOnce(&Value<'t>) -> Result<T, TreeError>,
 ) -> Result<Spanned<T>, TreeError> {
     let span: Range<usize> = value.span();
     Ok(Spanned::new(span, read(value)?))
