@@ -4,7 +4,7 @@
 //! type deserializes from the tree as the `toml` crate's deserializer would give it from the
 //! text, without lexing anything: strings are borrowed from the compiled-in text, sliced where
 //! the tree says they stand (no string is checked for UTF-8: the text is a `str` already),
-//! or, the few with escapes, from the tree's own bytes.
+//! or, the few with escapes, from a second compiled-in text of their values.
 //!
 //! Any error here (a tree that does not fit the type) is only a reason to read the text with
 //! the TOML parser instead, which gives the error its message and position: the loader does
@@ -230,7 +230,8 @@ impl<'t> Value<'t> {
             STRING => self.payload + STR_BODY,
             INTEGER | FLOAT => self.payload + 8,
             BOOLEAN => self.payload + 1,
-            _ => self.payload + 8 + read_u32(self.tree.nodes, self.payload + 4)?,
+            ARRAY | TABLE => self.payload + 8 + read_u32(self.tree.nodes, self.payload + 4)?,
+            other => return Err(TreeError(format!("unknown tag {other}"))),
         })
     }
 

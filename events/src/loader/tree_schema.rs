@@ -245,3 +245,93 @@ fn required<T>(slot: Option<T>, key: &str) -> Result<T, TreeError> {
 fn unknown(key: &str) -> TreeError {
     TreeError::new(format!("unknown field `{key}`"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree_of(text: &'static str) -> Tree {
+        let encoded = crate::tree::encode::encode(text).unwrap();
+        Tree {
+            nodes: Box::leak(encoded.nodes.into_boxed_slice()),
+            text,
+            decoded: Box::leak(encoded.decoded.into_boxed_str()),
+        }
+    }
+
+    const MODEL: &str = r#"
+[[cpu]]
+id = "t"
+description = "x"
+encoder = "intel-arch"
+match = [{ vendor = "intel", family = 6, model = 0x55 }]
+pmu = { general_counters = 4, counter_width = 48, fixed_counters = 3, fixed_width = 48 }
+
+[[cpu.event]]
+name = "E"
+code = 0xb7
+desc = "an \"event\""
+umask = 1
+counters = [0, 1]
+fixed = 1
+flags = ["exclusive", "precise"]
+extra_reg = 0x1a6
+extra_value = "0x8000000000000000"
+umasks = [
+  { name = "A", code = 1, desc = "a", default = true, cmask = 2, edge = true, inv = true, fixed = 0, event = 0xc0, counters = [3], group = 1, precise = true, deprecated = true, any = true, umask_ext = 4 },
+  { name = "B", code = 2, extra_reg = 0x1a7, extra_value = 5 },
+  { name = "C", code = 3, extra_bits = 0x10, alone_in_group = true, excludes_later_groups = true, excludes_other_groups = true, group_may_be_empty = true },
+  { name = "D", code = 4, extra_bits = "0x20", same_as = ["C"] },
+]
+
+[[cpu.event]]
+name = "F"
+code = 1
+
+[cpu.generalized]
+cycles = "E:A"
+
+[cpu.event_aliases]
+"G" = "E:B"
+"#;
+
+    /// Oracle: the `toml` crate's deserializer. Every key of the schema's events and unit
+    /// masks, read by hand, gives what serde gives of the text, spans included.
+    #[test]
+    fn every_key_reads_by_hand_as_serde_reads_it() {
+        let by_hand = file_doc(tree_of(MODEL)).unwrap();
+        let from_text: FileDoc = toml::from_str(MODEL).unwrap();
+        assert_eq!(format!("{by_hand:?}"), format!("{from_text:?}"));
+        let cpu = by_hand.cpu[0].get_ref();
+        assert_eq!(cpu.event[0].get_ref().umasks.len(), 4);
+        assert!(matches!(
+            cpu.event[0].get_ref().name.get_ref(),
+            Cow::Borrowed("E")
+        ));
+    }
+
+    /// What serde refuses of a text the hand reader refuses of its tree: an unknown key, a
+    /// value of another type, a required key missing (the loader then reads the text).
+    #[test]
+    fn what_serde_refuses_is_refused() {
+        for (from, to) in [
+            ("code = 3, extra_bits", "code = 3, other = 1, extra_bits"),
+            ("name = \"B\", code = 2", "name = \"B\", code = \"2\""),
+            ("name = \"B\", code = 2", "code = 2"),
+            ("{ name = \"A\", code = 1,", "{ name = \"A\", code = 1.5,"),
+            ("default = true", "default = 1"),
+            ("same_as = [\"C\"]", "same_as = \"C\""),
+            ("counters = [3]", "counters = [\"3\"]"),
+            ("flags = [\"exclusive\", \"precise\"]", "flags = [1]"),
+            ("name = \"F\"\ncode = 1", "name = \"F\"\ncode = 1\nwhat = 2"),
+            ("name = \"F\"\ncode = 1", "name = \"F\""),
+            ("id = \"t\"", "id = \"t\"\nunknown = 1"),
+            ("umask = 1", "umask = true"),
+        ] {
+            assert!(MODEL.contains(from), "{from}");
+            let text: &'static str = Box::leak(MODEL.replacen(from, to, 1).into_boxed_str());
+            assert!(toml::from_str::<FileDoc>(text).is_err(), "serde reads {to}");
+            assert!(file_doc(tree_of(text)).is_err(), "read by hand: {to}");
+        }
+    }
+}
