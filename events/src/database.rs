@@ -137,15 +137,13 @@ impl Entry {
     }
 }
 
-/// A shipped file: its name, its text and its pre-parsed form (`tree.rs`).
-type ShippedFile = (&'static str, &'static str, &'static [u8]);
-
 /// A shipped file's model: its header, parsed eagerly, and its full content, parsed once.
 #[derive(Clone, Debug)]
 struct ShippedModel {
-    /// Its files (name, text, pre-parsed form) in load order: a generated table, then the
-    /// hand-written overlay that adds generalized events and presets (or one hand-written file).
-    files: Vec<ShippedFile>,
+    /// Its files (indices into [`SHIPPED_FILES`] and [`SHIPPED_TREES`]) in load order: a
+    /// generated table, then the hand-written overlay that adds generalized events and presets
+    /// (or one hand-written file).
+    files: &'static [usize],
     header: CpuModel,
     full: OnceLock<std::result::Result<CpuModel, Error>>,
 }
@@ -154,7 +152,7 @@ impl ShippedModel {
     /// The full model, parsed and validated on the first call.
     fn full(&self) -> &std::result::Result<CpuModel, Error> {
         self.full
-            .get_or_init(|| parse_full(&self.files, &self.header))
+            .get_or_init(|| parse_full(self.files, &self.header))
     }
 
     /// The full model; the header alone if the full text is malformed (the crate's tests
@@ -166,21 +164,24 @@ impl ShippedModel {
 
 /// Parses a shipped model's files in full, each over the one before; the one model they
 /// describe must have the header read before.
-fn parse_full(files: &[ShippedFile], header: &CpuModel) -> Result<CpuModel> {
+fn parse_full(files: &[usize], header: &CpuModel) -> Result<CpuModel> {
     let mut models = Vec::with_capacity(1);
-    for &(name, text, tree) in files {
+    for &i in files {
+        let (name, text) = SHIPPED_FILES[i];
         let source = Source {
             name,
             text,
-            tree: Some(tree),
+            tree: Some(SHIPPED_TREES[i]),
         };
         load_file(&mut models, &mut Layer::default(), &source)?;
     }
-    let name = files
-        .iter()
-        .map(|(n, _, _)| *n)
-        .collect::<Vec<_>>()
-        .join(" + ");
+    let name = || {
+        files
+            .iter()
+            .map(|&i| SHIPPED_FILES[i].0)
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
     match <[CpuModel; 1]>::try_from(models) {
         Ok([model])
             if model.id == header.id
@@ -194,7 +195,8 @@ fn parse_full(files: &[ShippedFile], header: &CpuModel) -> Result<CpuModel> {
             Ok(model)
         }
         _ => Err(Error::invalid_input(format!(
-            "{name}: a shipped file describes one CPU model and gives id, description, encoder, match and pmu before its events and mappings"
+            "{}: a shipped file describes one CPU model and gives id, description, encoder, match and pmu before its events and mappings",
+            name()
         ))),
     }
 }
@@ -251,7 +253,7 @@ impl Database {
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
         let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_INDEX.len());
-        let mut ids = std::collections::HashSet::new();
+        let mut ids = crate::fast_map::FastSet::default();
         for indexed in SHIPPED_INDEX {
             let header = indexed.header()?;
             if !ids.insert(header.id.to_ascii_lowercase()) {
@@ -261,11 +263,7 @@ impl Database {
                 )));
             }
             models.push(Entry::Shipped(Arc::new(ShippedModel {
-                files: indexed
-                    .files
-                    .iter()
-                    .map(|&i| (SHIPPED_FILES[i].0, SHIPPED_FILES[i].1, SHIPPED_TREES[i]))
-                    .collect(),
+                files: indexed.files,
                 header,
                 full: OnceLock::new(),
             })));
@@ -586,7 +584,7 @@ mod tests {
     fn every_shipped_model_parses_in_full_and_matches_its_header() {
         assert_eq!(SHIPPED_TREES.len(), SHIPPED_FILES.len());
         for (tree, (name, _)) in SHIPPED_TREES.iter().zip(SHIPPED_FILES) {
-            crate::loader::tree_reads(tree).unwrap_or_else(|e| panic!("{name}: {e}"));
+            crate::loader::tree_reads_as_text(*tree).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         let mut eager: Vec<CpuModel> = Vec::new();
         for &(name, text) in SHIPPED_FILES {

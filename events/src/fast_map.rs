@@ -5,11 +5,14 @@
 //! loaded, and a user's own file can only slow its own loading), and `list` looks names up
 //! tens of thousands of times.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A [`HashMap`] with [`FastHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// A [`HashSet`] with [`FastHasher`].
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// The Fx hash: `hash = (hash.rotl(5) ^ word) * K` for the input's length, then each 8-byte
 /// word of it.

@@ -2,7 +2,9 @@
 //! file's TOML with the `toml` crate's own parser (`build/tree.rs` writes it and documents the
 //! encoding). Each value keeps its byte span in the text, and `Spanned` fields get it, so a
 //! type deserializes from the tree as the `toml` crate's deserializer would give it from the
-//! text, without lexing anything: strings are borrowed from the compiled-in bytes.
+//! text, without lexing anything: strings are borrowed from the compiled-in text, sliced where
+//! the tree says they stand (no string is checked for UTF-8: the text is a `str` already),
+//! or, the few with escapes, from a second compiled-in text of their values.
 //!
 //! Any error here (a tree that does not fit the type) is only a reason to read the text with
 //! the TOML parser instead, which gives the error its message and position: the loader does
@@ -20,13 +22,27 @@ const BOOLEAN: u8 = 3;
 const ARRAY: u8 = 4;
 const TABLE: u8 = 5;
 
+/// The bit a string body's start has when the string stands in [`Tree::decoded`].
+const DECODED: u32 = 1 << 31;
+
+/// A shipped file's pre-parsed form and the texts its strings are slices of.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tree {
+    /// The nodes (`build/tree.rs`).
+    pub(crate) nodes: &'static [u8],
+    /// The TOML text.
+    pub(crate) text: &'static str,
+    /// The values of the strings the text does not hold as they are (those with escapes).
+    pub(crate) decoded: &'static str,
+}
+
 /// `T` from the pre-parsed form `tree`.
-pub(crate) fn from_tree<T: de::Deserialize<'static>>(tree: &'static [u8]) -> Result<T, TreeError> {
+pub(crate) fn from_tree<T: de::Deserialize<'static>>(tree: Tree) -> Result<T, TreeError> {
     T::deserialize(Node::Value { tree, at: 0 })
 }
 
 /// The tree called `name` in `trees` (sorted by name, as `build.rs` writes them).
-pub(crate) fn find(trees: &[(&str, &'static [u8])], name: &str) -> Option<&'static [u8]> {
+pub(crate) fn find(trees: &[(&str, Tree)], name: &str) -> Option<Tree> {
     trees
         .binary_search_by(|(tree, _)| (*tree).cmp(name))
         .ok()
@@ -43,6 +59,12 @@ impl fmt::Display for TreeError {
     }
 }
 
+impl TreeError {
+    pub(crate) fn new(message: String) -> TreeError {
+        TreeError(message)
+    }
+}
+
 impl std::error::Error for TreeError {}
 
 impl de::Error for TreeError {
@@ -55,37 +77,51 @@ fn truncated() -> TreeError {
     TreeError("the pre-parsed form ends early".into())
 }
 
+/// The `N` bytes at `at` (one bounds check for a node's whole head or a string's body).
 fn read<const N: usize>(tree: &[u8], at: usize) -> Result<[u8; N], TreeError> {
-    tree.get(at..at + N)
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(truncated)
+    match tree.get(at..).and_then(<[u8]>::first_chunk::<N>) {
+        Some(bytes) => Ok(*bytes),
+        None => Err(truncated()),
+    }
+}
+
+/// The `u32` at `i` of bytes read.
+fn u32_in<const N: usize>(bytes: &[u8; N], i: usize) -> u32 {
+    u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]])
 }
 
 fn read_u32(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     Ok(u32::from_le_bytes(read(tree, at)?) as usize)
 }
 
-/// The string at `at` (its length, then its bytes) and where it ends.
-fn read_str(tree: &'static [u8], at: usize) -> Result<(&'static str, usize), TreeError> {
-    let len = read_u32(tree, at)?;
-    let bytes = tree.get(at + 4..at + 4 + len).ok_or_else(truncated)?;
-    let text = std::str::from_utf8(bytes).map_err(|e| TreeError(e.to_string()))?;
-    Ok((text, at + 4 + len))
+/// The string whose body is at `at` (`build/tree.rs`): a slice of the text, or of the
+/// decoded strings.
+fn read_str(tree: &Tree, at: usize) -> Result<&'static str, TreeError> {
+    let body: [u8; STR_BODY] = read(tree.nodes, at)?;
+    let (start, end) = (u32_in(&body, 0), u32_in(&body, 4) as usize);
+    let (text, start) = match start & DECODED {
+        0 => (tree.text, start as usize),
+        _ => (tree.decoded, (start & !DECODED) as usize),
+    };
+    text.get(start..end)
+        .ok_or_else(|| TreeError(format!("no string at {start}..{end}")))
 }
+
+/// A string body's length in bytes.
+const STR_BODY: usize = 8;
 
 /// The node at `at`: its tag, span and where its payload starts.
 fn head(tree: &[u8], at: usize) -> Result<(u8, Range<usize>, usize), TreeError> {
-    let [tag] = read(tree, at)?;
-    let start = read_u32(tree, at + 1)?;
-    let end = read_u32(tree, at + 5)?;
-    Ok((tag, start..end, at + 9))
+    let head: [u8; 9] = read(tree, at)?;
+    let span = u32_in(&head, 1) as usize..u32_in(&head, 5) as usize;
+    Ok((head[0], span, at + 9))
 }
 
 /// Where the node at `at` ends.
 fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     let (tag, _, payload) = head(tree, at)?;
     Ok(match tag {
-        STRING => payload + 4 + read_u32(tree, payload)?,
+        STRING => payload + STR_BODY,
         INTEGER | FLOAT => payload + 8,
         BOOLEAN => payload + 1,
         ARRAY | TABLE => payload + 8 + read_u32(tree, payload + 4)?,
@@ -93,11 +129,165 @@ fn skip(tree: &[u8], at: usize) -> Result<usize, TreeError> {
     })
 }
 
+/// A value of a tree read by hand, where serde's generic path costs too much (the loader's
+/// events and unit masks, the metric tables): its tag, span and payload, read once. What it is
+/// not asked for it reads through serde ([`Value::deserialize`]), as the generic path would.
+#[derive(Clone, Debug)]
+pub(crate) struct Value<'t> {
+    tree: &'t Tree,
+    at: usize,
+    tag: u8,
+    span: (u32, u32),
+    payload: usize,
+}
+
+impl<'t> Value<'t> {
+    /// The tree's root table.
+    pub(crate) fn root(tree: &'t Tree) -> Result<Value<'t>, TreeError> {
+        Value::at(tree, 0)
+    }
+
+    fn at(tree: &'t Tree, at: usize) -> Result<Value<'t>, TreeError> {
+        let head: [u8; 9] = read(tree.nodes, at)?;
+        Ok(Value {
+            tree,
+            at,
+            tag: head[0],
+            span: (u32_in(&head, 1), u32_in(&head, 5)),
+            payload: at + 9,
+        })
+    }
+
+    /// Where it is in the text.
+    pub(crate) fn span(&self) -> Range<usize> {
+        self.span.0 as usize..self.span.1 as usize
+    }
+
+    fn not_a(&self, what: &str) -> TreeError {
+        TreeError(format!("not {what} at {}", self.span.0))
+    }
+
+    /// The string it is.
+    pub(crate) fn str(&self) -> Result<&'static str, TreeError> {
+        match self.tag {
+            STRING => read_str(self.tree, self.payload),
+            _ => Err(self.not_a("a string")),
+        }
+    }
+
+    /// The integer it is.
+    pub(crate) fn i64(&self) -> Result<i64, TreeError> {
+        match self.tag {
+            INTEGER => Ok(i64::from_le_bytes(read(self.tree.nodes, self.payload)?)),
+            _ => Err(self.not_a("an integer")),
+        }
+    }
+
+    /// The number it is, as serde's `f64` takes one: a float, or an integer converted.
+    pub(crate) fn f64(&self) -> Result<f64, TreeError> {
+        match self.tag {
+            FLOAT => Ok(f64::from_le_bytes(read(self.tree.nodes, self.payload)?)),
+            INTEGER => Ok(i64::from_le_bytes(read(self.tree.nodes, self.payload)?) as f64),
+            _ => Err(self.not_a("a number")),
+        }
+    }
+
+    /// The boolean it is.
+    pub(crate) fn bool(&self) -> Result<bool, TreeError> {
+        match self.tag {
+            BOOLEAN => Ok(read::<1>(self.tree.nodes, self.payload)?[0] != 0),
+            _ => Err(self.not_a("a boolean")),
+        }
+    }
+
+    /// The array's items.
+    pub(crate) fn items(&self) -> Result<Cursor<'t>, TreeError> {
+        match self.tag {
+            ARRAY => self.cursor(),
+            _ => Err(self.not_a("an array")),
+        }
+    }
+
+    /// The table's entries.
+    pub(crate) fn entries(&self) -> Result<Cursor<'t>, TreeError> {
+        match self.tag {
+            TABLE => self.cursor(),
+            _ => Err(self.not_a("a table")),
+        }
+    }
+
+    fn cursor(&self) -> Result<Cursor<'t>, TreeError> {
+        Ok(Cursor {
+            tree: self.tree,
+            at: self.payload + 8,
+            left: read_u32(self.tree.nodes, self.payload)?,
+        })
+    }
+
+    /// Where it ends.
+    fn end(&self) -> Result<usize, TreeError> {
+        Ok(match self.tag {
+            STRING => self.payload + STR_BODY,
+            INTEGER | FLOAT => self.payload + 8,
+            BOOLEAN => self.payload + 1,
+            // An array or a table: the build script writes no other tag, and a value of one
+            // is refused when read (this match left it out: a check here costs the hot
+            // loop its inlining).
+            _ => self.payload + 8 + read_u32(self.tree.nodes, self.payload + 4)?,
+        })
+    }
+
+    /// `T` from it, through serde.
+    pub(crate) fn deserialize<T: de::Deserialize<'static>>(&self) -> Result<T, TreeError> {
+        T::deserialize(Node::Value {
+            tree: *self.tree,
+            at: self.at,
+        })
+    }
+}
+
+/// An array's items or a table's entries, read by hand in the tree's order.
+pub(crate) struct Cursor<'t> {
+    tree: &'t Tree,
+    at: usize,
+    left: usize,
+}
+
+impl<'t> Cursor<'t> {
+    /// How many are left.
+    pub(crate) fn len(&self) -> usize {
+        self.left
+    }
+
+    /// An array's next item.
+    pub(crate) fn next_item(&mut self) -> Result<Option<Value<'t>>, TreeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let value = Value::at(self.tree, self.at)?;
+        self.at = value.end()?;
+        Ok(Some(value))
+    }
+
+    /// A table's next entry: its key and the value.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(&'static str, Value<'t>)>, TreeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let key = read_str(self.tree, self.at + 8)?;
+        let value = Value::at(self.tree, self.at + 8 + STR_BODY)?;
+        self.at = value.end()?;
+        Ok(Some((key, value)))
+    }
+}
+
 /// One value of the tree: a node, or a table's key (a string with its span).
 #[derive(Clone)]
 enum Node {
     Value {
-        tree: &'static [u8],
+        tree: Tree,
         at: usize,
     },
     Key {
@@ -109,7 +299,7 @@ enum Node {
 impl Node {
     fn span(&self) -> Result<Range<usize>, TreeError> {
         match self {
-            Node::Value { tree, at } => head(tree, *at).map(|(_, span, _)| span),
+            Node::Value { tree, at } => head(tree.nodes, *at).map(|(_, span, _)| span),
             Node::Key { span, .. } => Ok(span.clone()),
         }
     }
@@ -117,8 +307,8 @@ impl Node {
     /// The string this is, if it is one.
     fn text(&self) -> Result<Option<&'static str>, TreeError> {
         match self {
-            Node::Value { tree, at } => match head(tree, *at)? {
-                (STRING, _, payload) => Ok(Some(read_str(tree, payload)?.0)),
+            Node::Value { tree, at } => match head(tree.nodes, *at)? {
+                (STRING, _, payload) => Ok(Some(read_str(tree, payload)?)),
                 _ => Ok(None),
             },
             Node::Key { text, .. } => Ok(Some(text)),
@@ -137,17 +327,18 @@ where
             Node::Value { tree, at } => (tree, at),
             Node::Key { text, .. } => return visitor.visit_borrowed_str(text),
         };
-        let (tag, _, payload) = head(tree, at)?;
+        let nodes = tree.nodes;
+        let (tag, _, payload) = head(nodes, at)?;
         match tag {
-            STRING => visitor.visit_borrowed_str(read_str(tree, payload)?.0),
-            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(tree, payload)?)),
-            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(tree, payload)?)),
-            BOOLEAN => visitor.visit_bool(read::<1>(tree, payload)?[0] != 0),
+            STRING => visitor.visit_borrowed_str(read_str(&tree, payload)?),
+            INTEGER => visitor.visit_i64(i64::from_le_bytes(read(nodes, payload)?)),
+            FLOAT => visitor.visit_f64(f64::from_le_bytes(read(nodes, payload)?)),
+            BOOLEAN => visitor.visit_bool(read::<1>(nodes, payload)?[0] != 0),
             ARRAY | TABLE => {
                 let items = Items {
                     tree,
                     at: payload + 8,
-                    left: read_u32(tree, payload)?,
+                    left: read_u32(nodes, payload)?,
                 };
                 if tag == ARRAY {
                     visitor.visit_seq(items)
@@ -219,7 +410,7 @@ where
 
 /// An array's items or a table's entries, in the tree's order.
 struct Items {
-    tree: &'static [u8],
+    tree: Tree,
     at: usize,
     left: usize,
 }
@@ -242,7 +433,7 @@ where
             tree: self.tree,
             at: self.at,
         };
-        self.at = skip(self.tree, self.at)?;
+        self.at = skip(self.tree.nodes, self.at)?;
         seed.deserialize(node).map(Some)
     }
 
@@ -265,10 +456,10 @@ where
             return Ok(None);
         }
         self.left -= 1;
-        let start = read_u32(self.tree, self.at)?;
-        let end = read_u32(self.tree, self.at + 4)?;
-        let (text, value_at) = read_str(self.tree, self.at + 8)?;
-        self.at = value_at;
+        let start = read_u32(self.tree.nodes, self.at)?;
+        let end = read_u32(self.tree.nodes, self.at + 4)?;
+        let text = read_str(&self.tree, self.at + 8)?;
+        self.at += 8 + STR_BODY;
         seed.deserialize(Node::Key {
             text,
             span: start..end,
@@ -284,7 +475,7 @@ where
             tree: self.tree,
             at: self.at,
         };
-        self.at = skip(self.tree, self.at)?;
+        self.at = skip(self.tree.nodes, self.at)?;
         seed.deserialize(node)
     }
 
@@ -296,7 +487,7 @@ where
 /// The build script's half, to make trees of the tests' own texts.
 #[cfg(test)]
 #[path = "../build/tree.rs"]
-mod encode;
+pub(crate) mod encode;
 
 #[cfg(test)]
 mod tests {
@@ -361,8 +552,13 @@ desc = "one"
 code = 0o17
 "#;
 
-    fn tree_of(text: &str) -> &'static [u8] {
-        Box::leak(encode::encode(text).unwrap().into_boxed_slice())
+    fn tree_of(text: &'static str) -> Tree {
+        let encoded = encode::encode(text).unwrap();
+        Tree {
+            nodes: Box::leak(encoded.nodes.into_boxed_slice()),
+            text,
+            decoded: Box::leak(encoded.decoded.into_boxed_str()),
+        }
     }
 
     /// Oracle: the `toml` crate's deserializer on the same text. Every kind of value the
@@ -383,6 +579,7 @@ code = 0o17
                 encode::TABLE
             ]
         );
+        assert_eq!(DECODED, encode::DECODED);
         let from_text: Doc = toml::from_str(TEXT).unwrap();
         let from_tree: Doc = from_tree(tree_of(TEXT)).unwrap();
         assert_eq!(from_tree, from_text);
@@ -409,6 +606,44 @@ code = 0o17
         assert_eq!(&TEXT[from_tree.name.span()], r#""a \"quoted\" \\ name""#);
     }
 
+    /// Oracle: the `toml` crate's deserializer. A string whose bytes stand in the text as they
+    /// are (a basic string without escapes, a literal string, a bare key) is read as a slice of
+    /// the text, the others (escapes, a line-ending backslash) from the decoded strings; both
+    /// give TOML's value.
+    #[test]
+    fn plain_strings_are_slices_of_the_text_and_escaped_ones_decoded() {
+        const TEXT: &str = "plain = \"p q\"\nesc = \"e\\tq\"\nlit = 'l\\n'\n\
+                            multi = \"\"\"\nm \\\n  n\"\"\"\nempty = \"\"\n";
+        let tree = tree_of(TEXT);
+        let mut from_tree: Vec<(&'static str, &'static str)> = Vec::new();
+        let mut decoded = Vec::new();
+        // The root's entries: key span, key body, value node (tag, span, body).
+        let count = read_u32(tree.nodes, 9).unwrap();
+        let mut at = 17;
+        for _ in 0..count {
+            let key = read_str(&tree, at + 8).unwrap();
+            let value_at = at + 8 + STR_BODY;
+            let (tag, _, payload) = head(tree.nodes, value_at).unwrap();
+            assert_eq!(tag, STRING);
+            let value = read_str(&tree, payload).unwrap();
+            if read_u32(tree.nodes, payload).unwrap() & DECODED as usize != 0 {
+                decoded.push(key);
+            }
+            from_tree.push((key, value));
+            at = skip(tree.nodes, value_at).unwrap();
+        }
+        let from_text: BTreeMap<String, String> = toml::from_str(TEXT).unwrap();
+        let from_text: Vec<(&str, &str)> = from_text
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        from_tree.sort_unstable();
+        assert_eq!(from_tree, from_text);
+        decoded.sort_unstable();
+        assert_eq!(decoded, ["esc", "multi"]);
+        assert_eq!(tree.decoded, "e\tqm n");
+    }
+
     /// A tree that does not fit the type is an error (the loader then reads the text), never a
     /// panic: an unknown field, a wrong type, an enum's unknown variant, a truncated tree.
     #[test]
@@ -431,8 +666,18 @@ code = 0o17
             "name = \"x\"\ncount = 1\nratio = 1.0\non = false\nkind = \"odd\"\nlist = []\nany = 1\n[map]\n",
         );
         assert!(from_tree::<Doc>(odd).is_err());
-        for cut in [0, 1, 9, tree.len() / 2, tree.len() - 1] {
-            assert!(from_tree::<Doc>(&tree[..cut]).is_err(), "cut at {cut}");
+        for cut in [0, 1, 9, tree.nodes.len() / 2, tree.nodes.len() - 1] {
+            let cut = Tree {
+                nodes: &tree.nodes[..cut],
+                ..tree
+            };
+            assert!(from_tree::<Doc>(cut).is_err(), "cut at {cut:?}");
+        }
+        // A tree with another text: its strings' places are not in it, or not at a character's
+        // boundary.
+        for text in ["", "é"] {
+            let other = Tree { text, ..tree };
+            assert!(from_tree::<Doc>(other).is_err(), "text {text:?}");
         }
     }
 }

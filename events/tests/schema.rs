@@ -209,3 +209,61 @@ fn every_id_a_shipped_overlay_lists_names_a_shipped_model() {
         "no shipped overlay lists several ids (k8.toml does)"
     );
 }
+
+/// A unit mask named twice in one event (any case, any space around it) is refused at the
+/// second, naming it, in events of few unit masks and of many; names alike but not equal load;
+/// a name a modifier would read (`uk`, `Ku`, one letter) is refused.
+#[test]
+fn a_unit_mask_named_twice_or_like_a_modifier_is_refused() {
+    let many: String = (0..40)
+        .map(|i| format!("{{ name = \"MASK_{i}\", code = {i} }}, "))
+        .collect();
+    for (masks, refused) in [
+        (
+            "{ name = \"L1_HIT\", code = 0x01 }, { name = \" l1_hit\", code = 0x02 }",
+            Some("duplicate unit mask `l1_hit` in event `MEM_LOAD`"),
+        ),
+        (
+            &format!("{many}{{ name = \"mask_7 \", code = 0x02 }}"),
+            Some("duplicate unit mask `mask_7` in event `MEM_LOAD`"),
+        ),
+        (
+            &format!("{{ name = \"MASK_7\", code = 0x02 }}, {many}"),
+            Some("duplicate unit mask `MASK_7` in event `MEM_LOAD`"),
+        ),
+        (
+            &format!(
+                "{many}{{ name = \"MASK_7X\", code = 0x02 }}, {{ name = \"MASK.7\", code = 0x02 }}"
+            ),
+            None,
+        ),
+        (
+            "{ name = \"uk\", code = 0x01 }",
+            Some("unit mask `uk` would shadow a modifier"),
+        ),
+        (
+            "{ name = \"Ku\", code = 0x01 }",
+            Some("unit mask `Ku` would shadow a modifier"),
+        ),
+        (
+            "{ name = \"U\", code = 0x01 }",
+            Some("unit mask `U` would shadow a modifier"),
+        ),
+        ("{ name = \"UKA\", code = 0x01 }", None),
+    ] {
+        let text = MODEL.replace(
+            r#"{ name = "L1_HIT", code = 0x01 }, { name = "L2_HIT", code = 0x02 }"#,
+            masks,
+        );
+        let loaded = Database::from_toml_str("masks.toml", &text);
+        match (refused, loaded) {
+            (None, Ok(db)) => {
+                let event = db.model("testcore").unwrap().event("MEM_LOAD").unwrap();
+                assert_eq!(event.unit_masks().len(), masks.matches("name =").count());
+            }
+            (Some(needle), Err(e)) => assert!(e.message().contains(needle), "{masks}: {e}"),
+            (None, Err(e)) => panic!("{masks}: {e}"),
+            (Some(needle), Ok(_)) => panic!("{masks}: loaded, not refused with {needle}"),
+        }
+    }
+}

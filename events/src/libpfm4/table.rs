@@ -251,7 +251,7 @@ impl Event {
 include!(concat!(env!("OUT_DIR"), "/libpfm4_trees.rs"));
 
 /// The pre-parsed form of table `name`, if it has one.
-fn tree_of(name: &str) -> Option<&'static [u8]> {
+fn tree_of(name: &str) -> Option<crate::tree::Tree> {
     crate::tree::find(LIBPFM4_TREES, name)
 }
 

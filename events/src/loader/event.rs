@@ -1,5 +1,7 @@
 //! A model's native events and their unit masks, validated against the model.
 
+use std::fmt;
+
 use counterhal_hal::{CounterSet, Error, ExtraMsr};
 use toml::Spanned;
 
@@ -18,7 +20,7 @@ pub(super) fn native_event(
     doc: &EventDoc,
 ) -> Result<NativeEvent, Error> {
     let name = doc.name.get_ref().trim().to_string();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
         return Err(source.error(
             doc.name.span(),
             "name",
@@ -40,7 +42,7 @@ pub(super) fn native_event(
     let code = u16::try_from(code).unwrap_or(0);
     let mut flags = EventFlags::default();
     for flag in &doc.flags {
-        match flag.get_ref().as_str() {
+        match flag.get_ref().as_ref() {
             "umask_required" => flags.umask_required = true,
             "mesi" => flags.mesi = true,
             "any_initiator" => flags.any_initiator = true,
@@ -99,11 +101,14 @@ pub(super) fn native_event(
     let extra = extra_register(
         source,
         encoder,
-        &name,
+        format_args!("{name}"),
         doc.extra_reg.as_ref(),
         doc.extra_value.as_ref(),
     )?;
     let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
+    // Whether two unit masks may share a name, which each is then checked for (an event may
+    // have hundreds: a check of each against those before is quadratic).
+    let may_repeat = names_may_repeat(doc);
     for umask in &doc.umasks {
         let u = umask.get_ref();
         let uname = u.name.get_ref().trim().to_string();
@@ -111,8 +116,8 @@ pub(super) fn native_event(
             || uname.starts_with('.')
             || uname.ends_with('.')
             || !uname
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
         {
             return Err(source.error(
                 u.name.span(),
@@ -120,16 +125,18 @@ pub(super) fn native_event(
                 format!("`{uname}` is not a valid unit-mask name (letters, digits, _ and inner .)"),
             ));
         }
-        if uname.len() == 1 || matches!(uname.to_ascii_lowercase().as_str(), "uk" | "ku") {
+        if uname.len() == 1 || uname.eq_ignore_ascii_case("uk") || uname.eq_ignore_ascii_case("ku")
+        {
             return Err(source.error(
                 u.name.span(),
                 "name",
                 format!("unit mask `{uname}` would shadow a modifier; use a longer name"),
             ));
         }
-        if unit_masks
-            .iter()
-            .any(|m| m.name.eq_ignore_ascii_case(&uname))
+        if may_repeat
+            && unit_masks
+                .iter()
+                .any(|m| m.name.eq_ignore_ascii_case(&uname))
         {
             return Err(source.error(
                 u.name.span(),
@@ -193,24 +200,19 @@ pub(super) fn native_event(
                 ),
             ));
         }
-        // Most unit masks have no extra register: their name is formatted only for one that
-        // does (a model has thousands of unit masks).
-        let uextra = if u.extra_reg.is_none() && u.extra_value.is_none() {
-            None
-        } else {
-            extra_register(
-                source,
-                encoder,
-                &format!("{name}:{uname}"),
-                u.extra_reg.as_ref(),
-                u.extra_value.as_ref(),
-            )?
-        };
+        // The unit mask's name is formatted only for a message (a model has thousands).
+        let uextra = extra_register(
+            source,
+            encoder,
+            format_args!("{name}:{uname}"),
+            u.extra_reg.as_ref(),
+            u.extra_value.as_ref(),
+        )?;
         let extra_bits = match &u.extra_bits {
             None => None,
             Some(bits) => Some(register_bits(
                 source,
-                &format!("{name}:{uname}"),
+                format_args!("{name}:{uname}"),
                 extra.is_some() && uextra.is_none(),
                 bits,
             )?),
@@ -308,6 +310,37 @@ pub(super) fn native_event(
     })
 }
 
+/// Whether two of an event's unit masks may have names equal but for case (false: none
+/// needs checking against the others). An event of a few unit masks is checked; in one of
+/// many, each name's hash, blind to case, is compared: equal names always give equal hashes,
+/// and equal hashes only make the caller check.
+fn names_may_repeat(doc: &EventDoc) -> bool {
+    /// Up to this many, checking each name against those before costs less than hashing.
+    const FEW: usize = 16;
+    if doc.umasks.len() <= FEW {
+        return doc.umasks.len() > 1;
+    }
+    let mut hashes: Vec<u64> = doc
+        .umasks
+        .iter()
+        .map(|u| caseless_hash(u.get_ref().name.get_ref().trim()))
+        .collect();
+    hashes.sort_unstable();
+    hashes.windows(2).any(|pair| pair[0] == pair[1])
+}
+
+/// A hash of `name` that ASCII case does not change: each byte with bit 5 set (which maps `A`
+/// to `a` and leaves `a` and every byte outside ASCII letters' pairs as they are, or maps them
+/// onto another byte: a coarser folding, never a finer one).
+fn caseless_hash(name: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = crate::fast_map::FastHasher::default();
+    for byte in name.bytes() {
+        hasher.write_u8(byte | 0x20);
+    }
+    hasher.finish()
+}
+
 /// The MSRs an event may program besides its event select, and what each is.
 const EXTRA_MSRS: [(u32, &str); 4] = [
     (ExtraMsr::OFFCORE_RSP_0, "offcore response 0"),
@@ -321,7 +354,7 @@ const EXTRA_MSRS: [(u32, &str); 4] = [
 /// (`allowed`).
 fn register_bits(
     source: &Source<'_>,
-    what: &str,
+    what: fmt::Arguments<'_>,
     allowed: bool,
     bits: &Spanned<toml::Value>,
 ) -> Result<u64, Error> {
@@ -359,7 +392,7 @@ fn register_value(value: &toml::Value) -> Option<u64> {
 fn extra_register(
     source: &Source<'_>,
     encoder: EncoderKind,
-    what: &str,
+    what: fmt::Arguments<'_>,
     register: Option<&Spanned<i64>>,
     value: Option<&Spanned<toml::Value>>,
 ) -> Result<Option<ExtraMsr>, Error> {

@@ -7,6 +7,7 @@ mod mapping;
 mod papi;
 mod schema;
 mod source;
+mod tree_schema;
 
 use counterhal_hal::Error;
 
@@ -50,10 +51,27 @@ impl ModelSet for Vec<CpuModel> {
     }
 }
 
-/// Whether a pre-parsed form gives a file's document (else the loader reads the text).
+/// Whether a pre-parsed form gives a file's document (else the loader reads the text), and
+/// the one the TOML parser gives of its text, spans included (as serde's generic path gives
+/// from the tree, too).
 #[cfg(test)]
-pub(crate) fn tree_reads(tree: &'static [u8]) -> Result<(), crate::tree::TreeError> {
-    crate::tree::from_tree::<FileDoc>(tree).map(drop)
+pub(crate) fn tree_reads_as_text(tree: crate::tree::Tree) -> Result<(), String> {
+    let by_hand = tree_schema::file_doc(tree).map_err(|e| e.to_string())?;
+    let by_serde: FileDoc = crate::tree::from_tree(tree).map_err(|e| e.to_string())?;
+    let from_text: FileDoc = toml::from_str(tree.text).map_err(|e| e.to_string())?;
+    // `Spanned` compares values alone; its `Debug` shows the spans.
+    let [by_hand, by_serde, from_text] = [by_hand, by_serde, from_text].map(|d| format!("{d:?}"));
+    if by_hand != from_text {
+        return Err(format!(
+            "read by hand: {by_hand}\nfrom the text: {from_text}"
+        ));
+    }
+    if by_serde != from_text {
+        return Err(format!(
+            "through serde: {by_serde}\nfrom the text: {from_text}"
+        ));
+    }
+    Ok(())
 }
 
 /// Loads one file into `models`.
@@ -66,7 +84,7 @@ pub(crate) fn load_file(
     // anything it cannot give is read from the text, whose parser then says what is wrong.
     let pre_parsed = source
         .tree
-        .and_then(|tree| crate::tree::from_tree::<FileDoc>(tree).ok());
+        .and_then(|tree| tree_schema::file_doc(tree).ok());
     let doc: FileDoc = match pre_parsed {
         Some(doc) => doc,
         None => toml::from_str(source.text).map_err(|e| {
@@ -347,9 +365,12 @@ fn load_cpu(
         }
     }
     // Names are found through sets and the model's index, so a file of many events loads in
-    // time linear in its size.
-    model.rebuild_index();
-    let mut seen = std::collections::HashSet::new();
+    // time linear in its size. Each file's events keep the index whole (it is rebuilt here
+    // only as a guard, where they change it).
+    if !doc.event.is_empty() {
+        model.rebuild_index();
+    }
+    let mut seen = crate::fast_map::FastSet::default();
     for event in &doc.event {
         let event = event.get_ref();
         let upper = event.name.get_ref().to_ascii_uppercase();
@@ -373,7 +394,6 @@ fn load_cpu(
             }
         }
     }
-    model.rebuild_index();
     if !doc.event.is_empty() {
         // An alias of an earlier file whose event this one replaced without the unit mask it
         // named stands for nothing now: the replacing file's names are the event's.

@@ -1,18 +1,21 @@
-//! The `events.toml` schema as serde reads it, with the spans errors point at.
+//! The `events.toml` schema as serde reads it, with the spans errors point at. A shipped
+//! file's tree gives the events and unit masks by hand (`tree_schema.rs`), their names
+//! borrowed from the compiled-in text; serde gives them owned.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileDoc {
     #[serde(default)]
     pub(super) cpu: Vec<Spanned<CpuDoc>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CpuDoc {
     /// A model id, or a list of the ids of models loaded before that the table changes.
@@ -33,7 +36,7 @@ pub(super) struct CpuDoc {
     pub(super) event_aliases: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct MatchDoc {
     pub(super) vendor: Spanned<String>,
@@ -42,14 +45,14 @@ pub(super) struct MatchDoc {
     pub(super) stepping: Option<Spanned<toml::Value>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct HybridDoc {
     pub(super) core_type: Spanned<i64>,
     pub(super) native_model: Option<Spanned<i64>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PmuDoc {
     pub(super) general_counters: Spanned<i64>,
@@ -62,10 +65,10 @@ pub(super) struct PmuDoc {
     pub(super) tsx: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct EventDoc {
-    pub(super) name: Spanned<String>,
+    pub(super) name: Spanned<Cow<'static, str>>,
     pub(super) code: Spanned<i64>,
     #[serde(default)]
     pub(super) desc: String,
@@ -75,15 +78,15 @@ pub(super) struct EventDoc {
     pub(super) counters: Option<Spanned<Vec<i64>>>,
     pub(super) fixed: Option<Spanned<i64>>,
     #[serde(default)]
-    pub(super) flags: Vec<Spanned<String>>,
+    pub(super) flags: Vec<Spanned<Cow<'static, str>>>,
     pub(super) extra_reg: Option<Spanned<i64>>,
     pub(super) extra_value: Option<Spanned<toml::Value>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct UmaskDoc {
-    pub(super) name: Spanned<String>,
+    pub(super) name: Spanned<Cow<'static, str>>,
     pub(super) code: Spanned<i64>,
     #[serde(default)]
     pub(super) desc: String,
@@ -119,5 +122,5 @@ pub(super) struct UmaskDoc {
     pub(super) group_may_be_empty: bool,
     /// The register-bit masks it stands for when named.
     #[serde(default)]
-    pub(super) same_as: Vec<Spanned<String>>,
+    pub(super) same_as: Vec<Spanned<Cow<'static, str>>>,
 }

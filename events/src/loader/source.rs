@@ -13,7 +13,7 @@ use crate::model::NumberSet;
 pub(crate) struct Source<'a> {
     pub name: &'a str,
     pub text: &'a str,
-    pub tree: Option<&'static [u8]>,
+    pub tree: Option<crate::tree::Tree>,
 }
 
 impl Source<'_> {
