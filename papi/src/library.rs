@@ -75,6 +75,8 @@ pub struct PapiSet {
     pub overflows: Vec<crate::overflow::Spec>,
     /// Their samplers, from the start that opened them to the next start or change of the set.
     pub samplers: Vec<Sampled>,
+    /// The buffer a read fills, sized at the start (reads allocate nothing).
+    pub readings: Vec<facade::hal::Reading>,
 }
 
 /// The sampler of one of a set's overflowing events. The event's count is the sampler's own
@@ -168,6 +170,9 @@ fn lock() -> MutexGuard<'static, Option<Library>> {
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
 pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
+    // Dropped after the lock below: an overflow handler that calls the library runs once the
+    // lock is free, not on top of the call that holds it.
+    let _held = crate::sys::signals::hold();
     let result = match lock().as_mut() {
         Some(library) => f(library),
         None => Err(ENOINIT),

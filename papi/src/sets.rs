@@ -26,6 +26,7 @@ pub fn create_eventset() -> Result<i32, i32> {
             component: -1,
             overflows: Vec::new(),
             samplers: Vec::new(),
+            readings: Vec::new(),
         };
         library.sets.push(Some(set));
         Ok((library.sets.len() - 1) as i32)
@@ -214,6 +215,10 @@ pub fn start(handle: i32) -> i32 {
             set.group = Some(group);
         }
         start_samplers(chosen, set)?;
+        // The read buffer, sized here so that a read (from an overflow handler too) does not
+        // allocate.
+        set.readings
+            .resize(set.events.len(), facade::hal::Reading::default());
         let group = set.group.as_mut().ok_or(EBUG)?;
         group.reset().map_err(|e| from_error(&e))?;
         if let Err(e) = group.enable() {
@@ -227,31 +232,55 @@ pub fn start(handle: i32) -> i32 {
 }
 
 fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+    let mut values = vec![0; set.events.len()];
+    each_value(set, |i, value| values[i] = value)?;
+    Ok(values)
+}
+
+/// Reads the set's counters into its own buffer (sized when the set started) and hands each
+/// event's count to `put` with its index, allocating nothing: PAPI lets an overflow handler
+/// call `PAPI_read`, and a handler must not allocate (the thread it interrupted may be inside
+/// `malloc`).
+fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), i32> {
     let multiplexed = set.state & MULTIPLEXING != 0;
     let group = set.group.as_mut().ok_or(ENOTRUN)?;
-    let readings = group.read_to_vec().map_err(|e| from_error(&e))?;
-    let mut values: Vec<i64> = readings
-        .iter()
-        .map(|r| {
-            let value = if multiplexed {
-                r.scaled().unwrap_or(r.value)
-            } else {
-                r.value
-            };
-            value as i64
-        })
-        .collect();
+    if set.readings.len() != set.events.len() {
+        set.readings
+            .resize(set.events.len(), facade::hal::Reading::default());
+    }
+    group.read(&mut set.readings).map_err(|e| from_error(&e))?;
+    for (i, r) in set.readings.iter().enumerate() {
+        let value = if multiplexed {
+            r.scaled().unwrap_or(r.value)
+        } else {
+            r.value
+        };
+        put(i, value as i64);
+    }
     // An overflowing event counts on its sampler's counter (see `Sampled`), where the
     // backend can read a sampler's count; else the group's count stands.
     for sampled in &mut set.samplers {
-        if let (Ok(count), Some(value)) = (
-            facade::Sampler::count(&mut sampled.sampler),
-            values.get_mut(sampled.index),
-        ) {
-            *value = count.wrapping_sub(sampled.base) as i64;
+        if let Ok(count) = facade::Sampler::count(&mut sampled.sampler)
+            && sampled.index < set.events.len()
+        {
+            put(sampled.index, count.wrapping_sub(sampled.base) as i64);
         }
     }
-    Ok(values)
+    Ok(())
+}
+
+/// `PAPI_read` without allocating (see [`each_value`]): each count handed to `put` with its
+/// index; a set never started reads zeros.
+pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
+    with_set(handle, |_, set| {
+        assigned(set)?;
+        if set.group.is_none() {
+            (0..set.events.len()).for_each(|i| put(i, 0));
+            return Ok(OK);
+        }
+        each_value(set, &mut put).map(|()| OK)
+    })
+    .unwrap_or_else(|e| e)
 }
 
 /// Resets the set's counters: the group's, and the samplers' by taking their counts now as
@@ -540,6 +569,8 @@ pub fn overflow(
         if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
             crate::overflow::free_slot(set.overflows[at].slot);
             set.overflows.remove(at);
+            // Its sampler (kept after a stop for the counts) goes with it.
+            set.samplers.clear();
         }
         if threshold == 0 {
             if set.overflows.is_empty() {
@@ -555,6 +586,8 @@ pub fn overflow(
         }
         let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
             .ok_or(crate::codes::ECOUNT)?;
+        // Before any start: the first start's own call already holds the signal back.
+        crate::sys::signals::armed();
         set.overflows.push(crate::overflow::Spec {
             code,
             threshold: threshold as u64,

@@ -16,6 +16,7 @@ mod hl;
 mod info;
 mod options;
 mod profile;
+pub(crate) mod signals;
 mod threads;
 
 /// Reads a C string, or `None` for NULL or text that is not UTF-8.
@@ -290,8 +291,13 @@ pub unsafe extern "C" fn PAPI_read(event_set: c_int, values: *mut c_longlong) ->
     if values.is_null() {
         return EINVAL;
     }
-    // SAFETY: as this function's.
-    unsafe { give(sets::read(event_set), values) }
+    // Allocation-free: an overflow handler may call this.
+    sets::read_each(event_set, |i, value| {
+        // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
+        let slot = unsafe { values.add(i) };
+        // SAFETY: as above: `slot` is within the caller's array.
+        unsafe { slot.write(value) };
+    })
 }
 
 /// `PAPI_read_ts`: the counts and `PAPI_get_real_cyc` at the read.
