@@ -269,7 +269,7 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
     Ok(())
 }
 
-/// `PAPI_read` without allocating (see [`each_value`]): each count handed to `put` with its
+/// `PAPI_read` without allocating (a handler may call it): each count handed to `put` with its
 /// index; a set never started reads zeros.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
