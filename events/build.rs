@@ -76,6 +76,16 @@ fn main() {
         read_header(name, index, &text, &mut headers);
     }
     out.push_str("];\n");
+    // A model id shipped twice would make the second model unreachable: refuse it here, so
+    // that the library need not look at every id at start-up.
+    let mut ids: Vec<String> = headers.iter().map(|h| h.id.to_ascii_lowercase()).collect();
+    ids.sort();
+    if let Some(twice) = ids.windows(2).find(|w| w[0] == w[1]) {
+        panic!(
+            "events/data: model id `{}` is shipped twice (an overlay follows its model's generated file)",
+            twice[0]
+        );
+    }
     out.push_str(&trees);
     out.push_str("];\n\n/// Each shipped model's header, read ahead from its files by the build script.\nstatic SHIPPED_INDEX: &[IndexedModel] = &[\n");
     for h in &headers {

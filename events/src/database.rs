@@ -13,6 +13,7 @@ use crate::{CpuIdentity, HybridCore, Vendor, suggest};
 include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
 
 /// A shipped model's header as the build script read it from its files (`events/build.rs`).
+#[derive(Debug)]
 struct IndexedModel {
     /// Its files: indices into [`SHIPPED_FILES`], in load order.
     files: &'static [usize],
@@ -27,6 +28,7 @@ struct IndexedModel {
 }
 
 /// A match rule: vendor and number sets as inclusive ranges (empty: any).
+#[derive(Debug)]
 struct IndexedRule {
     vendor: &'static str,
     family: &'static [(u32, u32)],
@@ -35,6 +37,7 @@ struct IndexedRule {
 }
 
 /// A PMU description's keys.
+#[derive(Debug)]
 struct IndexedPmu {
     general_counters: u32,
     counter_width: u32,
@@ -44,9 +47,9 @@ struct IndexedPmu {
 }
 
 impl IndexedModel {
-    /// The header it describes, or why it cannot be one (the build script checks the keys'
-    /// types, the library their values).
-    fn header(&self) -> Result<CpuModel> {
+    /// Its encoder and PMU, or why its header cannot be one (the build script checks the
+    /// keys' types and that ids are unique, the library the values).
+    fn check(&self) -> Result<(EncoderKind, PmuDescription)> {
         let name = self
             .files
             .first()
@@ -57,25 +60,28 @@ impl IndexedModel {
         };
         let encoder = EncoderKind::from_name(self.encoder).ok_or_else(|| bad("unknown encoder"))?;
         let pmu = self.pmu.as_ref().ok_or_else(|| bad("no `pmu`"))?;
+        let pmu = PmuDescription {
+            general_counters: pmu.general_counters,
+            counter_width: pmu.counter_width,
+            fixed_counters: pmu.fixed_counters,
+            fixed_width: pmu.fixed_width,
+            tsx: pmu.tsx,
+        };
+        Ok((encoder, pmu))
+    }
+
+    /// The header it describes, with the encoder and PMU [`IndexedModel::check`] gave.
+    fn header(&self, encoder: EncoderKind, pmu: PmuDescription) -> CpuModel {
         let set = |ranges: &[(u32, u32)]| NumberSet {
             ranges: ranges.to_vec(),
         };
-        Ok(CpuModel {
+        CpuModel {
             id: self.id.to_string(),
             description: self.description.to_string(),
             aliases: self.aliases.iter().map(|a| (*a).to_string()).collect(),
             encoder,
-            pmu: PmuDescription {
-                general_counters: pmu.general_counters,
-                counter_width: pmu.counter_width,
-                fixed_counters: pmu.fixed_counters,
-                fixed_width: pmu.fixed_width,
-                tsx: pmu.tsx,
-            },
-            hybrid: self.hybrid.map(|(core_type, native_model)| HybridCore {
-                core_type,
-                native_model,
-            }),
+            pmu,
+            hybrid: self.hybrid(),
             rules: self
                 .rules
                 .iter()
@@ -91,6 +97,26 @@ impl IndexedModel {
             mappings: Vec::new(),
             refused_presets: Vec::new(),
             event_aliases: Default::default(),
+        }
+    }
+
+    /// Whether its match rules accept `cpu` (as [`CpuModel::matches`] on its header).
+    fn matches(&self, cpu: &CpuIdentity) -> bool {
+        let within = |ranges: &[(u32, u32)], n: u32| {
+            ranges.is_empty() || ranges.iter().any(|&(low, high)| (low..=high).contains(&n))
+        };
+        self.rules.iter().any(|r| {
+            Vendor::from_cpuid(r.vendor) == cpu.vendor
+                && within(r.family, cpu.family)
+                && within(r.model, cpu.model)
+                && within(r.stepping, cpu.stepping)
+        })
+    }
+
+    fn hybrid(&self) -> Option<HybridCore> {
+        self.hybrid.map(|(core_type, native_model)| HybridCore {
+            core_type,
+            native_model,
         })
     }
 }
@@ -123,8 +149,44 @@ impl Entry {
     /// Id, description, encoder, match rules and PMU (events may be missing).
     fn header(&self) -> &CpuModel {
         match self {
-            Entry::Shipped(shipped) => &shipped.header,
+            Entry::Shipped(shipped) => shipped.header(),
             Entry::Loaded(model) => model,
+        }
+    }
+
+    /// Its id (read from the index for a shipped model: nothing is made).
+    fn id(&self) -> &str {
+        match self {
+            Entry::Shipped(shipped) => shipped.indexed.id,
+            Entry::Loaded(model) => &model.id,
+        }
+    }
+
+    /// Whether `name` is one of its aliases (case-insensitive).
+    fn has_alias(&self, name: &str) -> bool {
+        match self {
+            Entry::Shipped(shipped) => shipped
+                .indexed
+                .aliases
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(name)),
+            Entry::Loaded(model) => model.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)),
+        }
+    }
+
+    /// Whether its match rules accept `cpu`.
+    fn matches(&self, cpu: &CpuIdentity) -> bool {
+        match self {
+            Entry::Shipped(shipped) => shipped.indexed.matches(cpu),
+            Entry::Loaded(model) => model.matches(cpu),
+        }
+    }
+
+    /// The hybrid core it serves.
+    fn hybrid(&self) -> Option<HybridCore> {
+        match self {
+            Entry::Shipped(shipped) => shipped.indexed.hybrid(),
+            Entry::Loaded(model) => model.hybrid,
         }
     }
 
@@ -137,28 +199,36 @@ impl Entry {
     }
 }
 
-/// A shipped file's model: its header, parsed eagerly, and its full content, parsed once.
+/// A shipped file's model: its index entry, its header (made on first use) and its full
+/// content (parsed once).
 #[derive(Clone, Debug)]
 struct ShippedModel {
-    /// Its files (indices into [`SHIPPED_FILES`] and [`SHIPPED_TREES`]) in load order: a
-    /// generated table, then the hand-written overlay that adds generalized events and presets
-    /// (or one hand-written file).
-    files: &'static [usize],
-    header: CpuModel,
+    indexed: &'static IndexedModel,
+    /// Its checked encoder and PMU.
+    checked: (EncoderKind, PmuDescription),
+    header: OnceLock<CpuModel>,
     full: OnceLock<std::result::Result<CpuModel, Error>>,
 }
 
 impl ShippedModel {
+    /// The header, made from the index on the first call.
+    fn header(&self) -> &CpuModel {
+        self.header.get_or_init(|| {
+            let (encoder, pmu) = self.checked;
+            self.indexed.header(encoder, pmu)
+        })
+    }
+
     /// The full model, parsed and validated on the first call.
     fn full(&self) -> &std::result::Result<CpuModel, Error> {
         self.full
-            .get_or_init(|| parse_full(self.files, &self.header))
+            .get_or_init(|| parse_full(self.indexed.files, self.header()))
     }
 
     /// The full model; the header alone if the full text is malformed (the crate's tests
     /// rule that out: they parse every shipped model in full).
     fn model(&self) -> &CpuModel {
-        self.full().as_ref().unwrap_or(&self.header)
+        self.full().as_ref().unwrap_or_else(|_| self.header())
     }
 }
 
@@ -203,10 +273,7 @@ fn parse_full(files: &[usize], header: &CpuModel) -> Result<CpuModel> {
 
 impl ModelSet for Vec<Entry> {
     fn position(&mut self, id: &str) -> Result<Option<usize>> {
-        let Some(index) = self
-            .iter()
-            .position(|e| e.header().id.eq_ignore_ascii_case(id))
-        else {
+        let Some(index) = self.iter().position(|e| e.id().eq_ignore_ascii_case(id)) else {
             return Ok(None);
         };
         if let Entry::Shipped(shipped) = &self[index] {
@@ -228,7 +295,7 @@ impl ModelSet for Vec<Entry> {
         }
         match &mut self[index] {
             Entry::Loaded(model) => model,
-            Entry::Shipped(shipped) => &mut Arc::make_mut(shipped).header,
+            Entry::Shipped(_) => unreachable!("the entry was made a loaded one just above"),
         }
     }
 }
@@ -253,18 +320,12 @@ impl Database {
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
         let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_INDEX.len());
-        let mut ids = crate::fast_map::FastSet::default();
         for indexed in SHIPPED_INDEX {
-            let header = indexed.header()?;
-            if !ids.insert(header.id.to_ascii_lowercase()) {
-                return Err(Error::invalid_input(format!(
-                    "{}: model id `{}` is shipped twice (an overlay follows its model's generated file)",
-                    SHIPPED_FILES[indexed.files[0]].0, header.id
-                )));
-            }
+            let checked = indexed.check()?;
             models.push(Entry::Shipped(Arc::new(ShippedModel {
-                files: indexed.files,
-                header,
+                indexed,
+                checked,
+                header: OnceLock::new(),
                 full: OnceLock::new(),
             })));
         }
@@ -351,22 +412,15 @@ impl Database {
     /// The id of the model [`Database::model`] gives for `id`, read from the headers alone
     /// (no model's events are parsed).
     pub fn model_id(&self, id: &str) -> Option<&str> {
-        self.entry(id).map(|e| e.header().id.as_str())
+        self.entry(id).map(Entry::id)
     }
 
     /// The entry for an id, an alias or a CPU signature.
     fn entry(&self, id: &str) -> Option<&Entry> {
         self.models
             .iter()
-            .find(|e| e.header().id.eq_ignore_ascii_case(id))
-            .or_else(|| {
-                self.models.iter().find(|e| {
-                    e.header()
-                        .aliases
-                        .iter()
-                        .any(|a| a.eq_ignore_ascii_case(id))
-                })
-            })
+            .find(|e| e.id().eq_ignore_ascii_case(id))
+            .or_else(|| self.models.iter().find(|e| e.has_alias(id)))
             .or_else(|| {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
                 self.detect_entry(&cpu, core.as_ref())
@@ -378,7 +432,7 @@ impl Database {
     pub fn detect(&self, cpu: &CpuIdentity) -> Option<&CpuModel> {
         self.models
             .iter()
-            .find(|e| e.header().matches(cpu))
+            .find(|e| e.matches(cpu))
             .map(Entry::model)
     }
 
@@ -393,16 +447,15 @@ impl Database {
     /// The id of the model [`Database::detect_core`] gives, read from the headers alone (no
     /// model's events are parsed).
     pub fn detect_core_id(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&str> {
-        self.detect_entry(cpu, core).map(|e| e.header().id.as_str())
+        self.detect_entry(cpu, core).map(Entry::id)
     }
 
     fn detect_entry(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&Entry> {
-        let mut matching = self.models.iter().filter(|e| e.header().matches(cpu));
+        let mut matching = self.models.iter().filter(|e| e.matches(cpu));
         let first = matching.clone().next();
         core.and_then(|core| {
             matching.find(|e| {
-                e.header()
-                    .hybrid
+                e.hybrid()
                     .is_some_and(|h| core.served_by(h.core_type, h.native_model))
             })
         })
@@ -414,7 +467,7 @@ impl Database {
     pub fn candidates(&self, cpu: &CpuIdentity) -> impl Iterator<Item = &CpuModel> {
         self.models
             .iter()
-            .filter(move |e| e.header().matches(cpu))
+            .filter(move |e| e.matches(cpu))
             .map(Entry::model)
     }
 
@@ -475,7 +528,7 @@ impl Database {
 
     /// Every model id, in match order (no model is parsed in full for this).
     pub fn ids(&self) -> impl Iterator<Item = String> + '_ {
-        self.models.iter().map(|e| e.header().id.clone())
+        self.models.iter().map(|e| e.id().to_string())
     }
 
     /// Up to three known names nearest to `name`: native events of model `cpu` (when given
@@ -610,7 +663,7 @@ mod tests {
             let full = shipped.full().as_ref().unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(full, eager);
             assert!(!full.events().is_empty() && !full.mappings().is_empty());
-            assert!(shipped.header.events().is_empty(), "{}", eager.id);
+            assert!(shipped.header().events().is_empty(), "{}", eager.id);
         }
         assert_eq!(db.models().cloned().collect::<Vec<_>>(), eager);
     }
@@ -622,7 +675,7 @@ mod tests {
             db.models
                 .iter()
                 .filter_map(|e| match e {
-                    Entry::Shipped(s) if s.full.get().is_some() => Some(s.header.id.clone()),
+                    Entry::Shipped(s) if s.full.get().is_some() => Some(s.indexed.id.to_string()),
                     _ => None,
                 })
                 .collect()

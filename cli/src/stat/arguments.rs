@@ -157,6 +157,32 @@ pub enum Format<'a> {
     Json,
 }
 
+/// Where the `-e`, `--filter` and `-G` values stood on the command line (clap's indices),
+/// read from the matches before their values are taken out.
+#[derive(Debug, Default)]
+pub struct Positions {
+    events: Vec<usize>,
+    filters: Vec<usize>,
+    cgroups: Vec<usize>,
+}
+
+impl Positions {
+    /// The positions in `stat`'s matches.
+    pub fn of(matches: &clap::ArgMatches) -> Positions {
+        let at = |id: &str| -> Vec<usize> {
+            matches
+                .indices_of(id)
+                .map(Iterator::collect)
+                .unwrap_or_default()
+        };
+        Positions {
+            events: at("event_names"),
+            filters: at("filters"),
+            cgroups: at("cgroups"),
+        }
+    }
+}
+
 impl StatArgs {
     /// Checks what clap cannot: that there is a command to run, that `-x` names a separator,
     /// that no event name is empty.
@@ -295,39 +321,31 @@ impl StatArgs {
         (self.more.with_privilege_level(names), groups)
     }
 
-    /// Notes, for each `-G` value, how many events the `-e` values before it name (perf
-    /// applies a `-G` to the events given before it).
-    pub fn note_positions(&mut self, matches: &clap::ArgMatches) {
-        let events: Vec<usize> = matches
-            .indices_of("event_names")
-            .map(Iterator::collect)
-            .unwrap_or_default();
+    /// Notes, for each `--filter` and `-G` value, how many events the `-e` values before it
+    /// name (perf applies a `-G` to the events given before it).
+    pub fn note_positions(&mut self, positions: &Positions) {
         let names_in = |list: &String| -> usize {
             split_event_list(list)
                 .into_iter()
                 .map(|item| group_members(item.trim()).map_or(1, |members| members.len()))
                 .sum()
         };
-        self.more.events_before_filters = matches
-            .indices_of("filters")
-            .map(|at| {
-                at.map(|filter| {
-                    let before = events.iter().filter(|&&e| e < filter).count();
-                    self.event_names[..before].iter().map(names_in).sum()
-                })
-                .collect()
-            })
-            .unwrap_or_default();
-        self.more.events_before_cgroups = matches
-            .indices_of("cgroups")
-            .map(|at| {
-                at.map(|cgroup| {
-                    let before = events.iter().filter(|&&e| e < cgroup).count();
-                    Some(self.event_names[..before].iter().map(names_in).sum())
-                })
-                .collect()
-            })
-            .unwrap_or_default();
+        let events_before = |at: usize| -> usize {
+            let before = positions.events.iter().filter(|&&e| e < at).count();
+            self.event_names[..before].iter().map(names_in).sum()
+        };
+        let filters = positions
+            .filters
+            .iter()
+            .map(|&at| events_before(at))
+            .collect();
+        let cgroups = positions
+            .cgroups
+            .iter()
+            .map(|&at| Some(events_before(at)))
+            .collect();
+        self.more.events_before_filters = filters;
+        self.more.events_before_cgroups = cgroups;
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.

@@ -53,7 +53,7 @@ use counterhal::Backend;
 use counterhal::process::ForwardSignals;
 
 use self::arguments::USAGE;
-pub use self::arguments::{HELP, StatArgs};
+pub use self::arguments::{HELP, Positions, StatArgs};
 use self::intervals::Intervals;
 use self::summary::{EventSummary, Summary};
 use self::targets::Targets;
