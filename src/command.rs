@@ -1,15 +1,16 @@
 //! A command counted from its `exec`, as `perf stat -- cmd` counts it: the caller's
-//! [`Command`] (environment, directory and standard streams are the caller's) is started and
-//! held before `exec`, the counters are opened on it to start at the `exec` and follow what it
+//! [`Command`](std::process::Command) (environment, directory and standard streams are the caller's), or a program
+//! and its arguments ([`Launch::Argv`], started without a thread), is started and held before
+//! `exec`, the counters are opened on it to start at the `exec` and follow what it
 //! creates, then it runs.
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::Duration;
 
 use counterhal_hal::{
     Backend, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent, Result,
 };
-use counterhal_process::{ChildExit, WaitingChild};
+use counterhal_process::{ChildExit, Launch, WaitingChild};
 
 /// Where the events of a [`CountedCommand`] are: opened together, or why not.
 type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
@@ -85,13 +86,13 @@ impl<G: Group> CountedCommand<G> {
     /// (a backend counting per CPU: the hint says to count
     /// [`Target::AllCpus`](crate::Target::AllCpus), or [`Target::ThisThread`](crate::Target::ThisThread)
     /// where the backend counts only the CPU that reads it, while the command runs); as
-    /// [`WaitingChild::from_command`];
+    /// [`WaitingChild::launch`];
     /// [`ErrorKind::LimitReached`] when the events need more file descriptors than this
     /// process may open. Other errors are per event, in [`CommandCount::readings`].
     pub fn new<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        command: Command,
+        command: impl Into<Launch>,
         options: &OpenOptions,
     ) -> Result<Self>
     where
@@ -105,7 +106,7 @@ impl<G: Group> CountedCommand<G> {
         Self::open_partition(
             backend,
             events,
-            command,
+            command.into(),
             options,
             partition,
             Follow::Children,
@@ -123,7 +124,7 @@ impl<G: Group> CountedCommand<G> {
     pub fn with_groups<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        command: Command,
+        command: impl Into<Launch>,
         options: &OpenOptions,
         groups: &[Vec<usize>],
     ) -> Result<Self>
@@ -143,7 +144,7 @@ impl<G: Group> CountedCommand<G> {
     pub fn following<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        command: Command,
+        command: impl Into<Launch>,
         options: &OpenOptions,
         groups: &[Vec<usize>],
         follow: Follow,
@@ -182,14 +183,14 @@ impl<G: Group> CountedCommand<G> {
         partition.extend((0..events.len()).filter(|&i| !taken[i]).map(|i| vec![i]));
         let mut options = *options;
         options.grouped = false;
-        Self::open_partition(backend, events, command, &options, partition, follow)
+        Self::open_partition(backend, events, command.into(), &options, partition, follow)
     }
 
     /// Starts `command` held and opens each part of `partition` as one set.
     fn open_partition<B>(
         backend: &B,
         events: &[ResolvedEvent],
-        command: Command,
+        command: Launch,
         options: &OpenOptions,
         partition: Vec<Vec<usize>>,
         follow: Follow,
@@ -224,7 +225,7 @@ impl<G: Group> CountedCommand<G> {
             ))
             .with_hint(instead));
         }
-        let child = WaitingChild::from_command(command)?;
+        let child = WaitingChild::launch(command)?;
         let target = follow.target(child.pid());
         let open = |indices: Vec<usize>| {
             let chosen = indices.iter().map(|&i| events[i].clone()).collect();
@@ -265,8 +266,9 @@ impl<G: Group> CountedCommand<G> {
         self.child.release()
     }
 
-    /// The running command's handle, for its standard streams (those the [`Command`] asked
-    /// to be piped); `None` before [`start`](CountedCommand::start).
+    /// The running command's handle, for its standard streams (those the [`Command`](std::process::Command) asked
+    /// to be piped); `None` before [`start`](CountedCommand::start), and for a
+    /// [`Launch::Argv`] (its streams are this process's).
     pub fn child(&mut self) -> Option<&mut Child> {
         self.child.child()
     }
@@ -351,7 +353,7 @@ fn read_all<G: Group>(opened: &mut [Opened<G>], n: usize) -> Vec<Result<Reading>
 pub fn count_command<B>(
     backend: &B,
     events: &[ResolvedEvent],
-    command: Command,
+    command: impl Into<Launch>,
     options: &OpenOptions,
 ) -> Result<CommandCount>
 where

@@ -23,13 +23,54 @@ use crate::sys;
 pub struct WaitingChild {
     pid: i32,
     release: Option<OwnedFd>,
-    spawning: Option<std::thread::JoinHandle<std::io::Result<std::process::Child>>>,
+    spawning: Option<Spawning>,
     child: Option<std::process::Child>,
     started: Option<Instant>,
     reaped: bool,
     /// How it ended, once [`try_wait`](WaitingChild::try_wait) or
     /// [`terminate`](WaitingChild::terminate) reaped it.
     exit: Option<ChildExit>,
+}
+
+/// How the held child's exec is seen through.
+#[derive(Debug)]
+enum Spawning {
+    /// The standard library's spawn of a [`std::process::Command`], waiting on a thread of
+    /// its own until the exec.
+    Thread(std::thread::JoinHandle<std::io::Result<std::process::Child>>),
+    /// Forked here ([`sys::fork_held`]): the pipe the exec's errno arrives on.
+    Forked(OwnedFd),
+}
+
+/// What to start held before `exec`.
+#[derive(Debug)]
+pub enum Launch {
+    /// A program and its arguments (`argv[0]` looked up in `$PATH` as `execvp` does), run
+    /// with this process's environment, working directory and standard streams. Started
+    /// without a thread: the cheaper start.
+    Argv(Vec<OsString>),
+    /// A [`std::process::Command`], for its own environment, directory and standard streams
+    /// (piped ones are read through [`WaitingChild::child`]): the standard library's spawn,
+    /// which waits for the exec on a thread of its own.
+    Command(std::process::Command),
+}
+
+impl From<std::process::Command> for Launch {
+    fn from(command: std::process::Command) -> Launch {
+        Launch::Command(command)
+    }
+}
+
+impl From<Vec<OsString>> for Launch {
+    fn from(argv: Vec<OsString>) -> Launch {
+        Launch::Argv(argv)
+    }
+}
+
+impl From<&[OsString]> for Launch {
+    fn from(argv: &[OsString]) -> Launch {
+        Launch::Argv(argv.to_vec())
+    }
 }
 
 /// How a command ended.
@@ -167,7 +208,34 @@ impl WaitingChild {
     /// # Errors
     /// As [`command_for`] and [`WaitingChild::from_command`].
     pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
-        WaitingChild::from_command(command_for(argv)?)
+        let first = argv.first().ok_or_else(|| {
+            Error::invalid_input("no command given").with_hint("pass the program and its arguments")
+        })?;
+        let path = find_program(first).ok_or_else(|| not_found(first))?;
+        let program = sys::Prepared::new(path.as_os_str(), argv)
+            .ok_or_else(|| Error::invalid_input("a command argument contains a NUL byte"))?;
+        let forked = sys::fork_held(&program).map_err(|errno| spawn_error(errno, Step::Start))?;
+        Ok(WaitingChild {
+            pid: forked.pid,
+            release: Some(forked.release),
+            spawning: Some(Spawning::Forked(forked.exec_error)),
+            child: None,
+            started: None,
+            reaped: false,
+            exit: None,
+        })
+    }
+
+    /// Starts what `launch` names, held before `exec`: [`Launch::Argv`] as
+    /// [`WaitingChild::spawn`], [`Launch::Command`] as [`WaitingChild::from_command`].
+    ///
+    /// # Errors
+    /// As those.
+    pub fn launch(launch: Launch) -> Result<WaitingChild> {
+        match launch {
+            Launch::Argv(argv) => WaitingChild::spawn(&argv),
+            Launch::Command(command) => WaitingChild::from_command(command),
+        }
     }
 
     /// Starts `command`, held before `exec`: its process exists (so counters can be opened on
@@ -215,7 +283,7 @@ impl WaitingChild {
         Ok(WaitingChild {
             pid: i32::from_ne_bytes(bytes),
             release: Some(release_write),
-            spawning: Some(spawning),
+            spawning: Some(Spawning::Thread(spawning)),
             child: None,
             started: None,
             reaped: false,
@@ -247,31 +315,42 @@ impl WaitingChild {
         self.started = Some(Instant::now());
         sys::write_all(release.as_fd(), &[1]).map_err(|errno| spawn_error(errno, Step::Start))?;
         drop(release);
-        let spawned = self.join_spawner()?;
-        match spawned {
-            // The standard library's handle is kept for its standard streams; it is not used
-            // to wait (wait4 also gives the CPU time).
-            Ok(child) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Err(e) => {
-                // The standard library reaped the child that failed to exec.
-                self.reaped = true;
-                Err(io_error(&e, Step::Exec))
-            }
-        }
-    }
-
-    fn join_spawner(&mut self) -> Result<std::io::Result<std::process::Child>> {
         match self.spawning.take() {
-            Some(spawning) => spawning.join().map_err(|_| spawner_panicked()),
+            Some(Spawning::Thread(spawning)) => {
+                match spawning.join().map_err(|_| spawner_panicked())? {
+                    // The standard library's handle is kept for its standard streams; it is
+                    // not used to wait (wait4 also gives the CPU time).
+                    Ok(child) => {
+                        self.child = Some(child);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        // The standard library reaped the child that failed to exec.
+                        self.reaped = true;
+                        Err(io_error(&e, Step::Exec))
+                    }
+                }
+            }
+            Some(Spawning::Forked(exec_error)) => {
+                let failed = sys::exec_errno(exec_error.as_fd())
+                    .map_err(|errno| spawn_error(errno, Step::Start))?;
+                match failed {
+                    None => Ok(()),
+                    Some(errno) => {
+                        // The child exits at once: reaped here.
+                        let _ = sys::wait4(self.pid);
+                        self.reaped = true;
+                        Err(spawn_error(errno, Step::Exec))
+                    }
+                }
+            }
             None => Err(Error::invalid_input("the child was already released")),
         }
     }
 
     /// The standard library's handle of the released child, for the standard streams the
-    /// command was given (`child.stdout.take()`); `None` before the release.
+    /// command was given (`child.stdout.take()`); `None` before the release, and for a child
+    /// started from its arguments ([`Launch::Argv`]: its streams are this process's).
     pub fn child(&mut self) -> Option<&mut std::process::Child> {
         self.child.as_mut()
     }
@@ -374,9 +453,14 @@ impl Drop for WaitingChild {
             return;
         }
         if self.release.take().is_some() {
-            // Closing the release pipe unwritten makes the held child give up before exec;
-            // the standard library then reaps it and the spawn fails.
-            let _ = self.join_spawner();
+            // Closing the release pipe unwritten makes the held child give up before exec:
+            // the standard library then reaps it and the spawn fails, or it exits and is
+            // reaped here.
+            match self.spawning.take() {
+                Some(Spawning::Thread(spawning)) => drop(spawning.join()),
+                Some(Spawning::Forked(_)) => drop(sys::wait4(self.pid)),
+                None => {}
+            }
             return;
         }
         sys::kill(self.pid);
@@ -408,30 +492,36 @@ fn io_error(error: &std::io::Error, step: Step) -> Error {
     }
 }
 
-/// Whether process `pid` is a child of this process (Linux: its `/proc/PID/stat` names this
-/// process as the parent). A [`Target::Exec`] must be one: a process held before `exec` by
-/// [`WaitingChild`].
+/// Whether process `pid` is a child of this process (Linux: `waitid` with `WNOWAIT` answers
+/// without reaping it, one system call). A [`Target::Exec`] must be one: a process held before
+/// `exec` by [`WaitingChild`].
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`] where the OS has no `/proc/PID/stat`; [`ErrorKind::Other`]
-/// when it cannot be read (out of file descriptors): the answer is then unknown.
+/// [`ErrorKind::Unsupported`] off Linux; [`ErrorKind::Other`] when `waitid` fails otherwise
+/// than by naming no child: the answer is then unknown.
 pub fn is_child_of_this_process(pid: u32) -> Result<bool> {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => Ok(parent_in_stat(&stat) == Some(sys::own_pid())),
-        // Asked only when the process's file is missing: is it, or is all of /proc?
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if Path::new("/proc/self/stat").exists() {
-                Ok(false)
-            } else {
-                Err(Error::unsupported(
-                    "no /proc here to tell a process's parent",
-                ))
-            }
-        }
-        Err(e) => Err(Error::new(
-            ErrorKind::Other,
-            format!("cannot read /proc/{pid}/stat: {e}"),
-        )),
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(pid) = i32::try_from(pid) else {
+            return Ok(false);
+        };
+        sys::is_child(pid).map_err(|errno| {
+            Error::new(
+                ErrorKind::Other,
+                format!(
+                    "cannot tell whether process {pid} is a child: {}",
+                    std::io::Error::from_raw_os_error(errno)
+                ),
+            )
+            .with_errno(errno)
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        Err(Error::unsupported(
+            "telling a process's parent is done on Linux only",
+        ))
     }
 }
 
@@ -452,13 +542,6 @@ pub fn belongs_to_another_user(pid: u32) -> bool {
 fn uid_in_status(status: &str) -> Option<u32> {
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// The parent process id in a `/proc/PID/stat` line: the second field after the command
-/// name, which is in parentheses and may itself hold spaces and parentheses.
-fn parent_in_stat(stat: &str) -> Option<u32> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -491,13 +574,6 @@ mod tests {
             "{denied}"
         );
         assert_eq!(exit_code_for(&spawn_error(libc::ENOEXEC, Step::Exec)), 126);
-    }
-
-    #[test]
-    fn parents_are_read_past_odd_command_names() {
-        assert_eq!(parent_in_stat("42 (sh) S 7 42 42 0"), Some(7));
-        assert_eq!(parent_in_stat("42 (a) b (c) R 9 1"), Some(9));
-        assert_eq!(parent_in_stat("garbage"), None);
     }
 
     #[test]

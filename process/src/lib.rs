@@ -11,7 +11,7 @@ mod sys;
 
 #[cfg(unix)]
 pub use child::{
-    ChildExit, WaitingChild, belongs_to_another_user, command_for, exit_code_for,
+    ChildExit, Launch, WaitingChild, belongs_to_another_user, command_for, exit_code_for,
     is_child_of_this_process, owner_of,
 };
 #[cfg(unix)]

@@ -72,6 +72,11 @@ fn a_command_that_cannot_run_says_why_with_a_shells_code() {
     assert_eq!(denied.kind(), ErrorKind::PermissionDenied, "{denied}");
     assert_eq!(exit_code_for(&denied), 126);
     assert!(denied.hint().is_some(), "{denied}");
+    assert_eq!(
+        is_child_of_this_process(directory.pid()).ok(),
+        Some(false),
+        "the child that failed to exec is reaped"
+    );
     let empty = WaitingChild::spawn(&[]).unwrap_err();
     assert_eq!(empty.kind(), ErrorKind::InvalidInput);
     let nul = WaitingChild::spawn(&argv(&["sh", "a\0b"])).unwrap_err();
@@ -87,6 +92,31 @@ fn a_child_dropped_unreleased_is_reaped() {
         !std::path::Path::new(&format!("/proc/{pid}")).exists(),
         "process {pid} left behind"
     );
+    // Oracle: the kernel's waitid, which names no such child once it is reaped.
+    assert_eq!(is_child_of_this_process(pid).ok(), Some(false));
+}
+
+#[test]
+fn the_command_does_not_run_before_its_release() {
+    let mark = std::env::temp_dir().join(format!("counterhal-held-{}", std::process::id()));
+    let script = format!("echo ran > {}", mark.display());
+    for launch in [
+        counterhal_process::Launch::Argv(argv(&["sh", "-c", &script])),
+        counterhal_process::Launch::Command({
+            let mut command = std::process::Command::new("sh");
+            command.args(["-c", &script]);
+            command
+        }),
+    ] {
+        let what = format!("{launch:?}");
+        let mut child = WaitingChild::launch(launch).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!mark.exists(), "{what}: ran while held");
+        child.release().unwrap();
+        assert_eq!(child.wait().unwrap().exit_code(), 0, "{what}");
+        assert!(mark.exists(), "{what}: did not run once released");
+        std::fs::remove_file(&mark).unwrap();
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 
 use counterhal::hal::{OpenOptions, Reading, ResolvedEvent};
-use counterhal::process::{ForwardSignals, command_for};
+use counterhal::process::ForwardSignals;
 use counterhal::{Backend, CountedCommand, Error, ErrorKind, Follow};
 
 use super::pacing::{Pace, Step};
@@ -48,7 +48,6 @@ pub fn run_counted_command<B: Backend>(
         })
         .filter(|group: &Vec<usize>| !group.is_empty())
         .collect();
-    let command = command_for(command).map_err(not_run)?;
     let options = OpenOptions::ungrouped();
     let mut counted =
         CountedCommand::following(backend, &ready, command, &options, &opened_groups, follow)
