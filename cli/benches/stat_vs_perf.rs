@@ -13,8 +13,10 @@
 //! Then the floors under the first pair, timed the same way against the same `perf stat`:
 //! `counterhal --version` (this binary started and ended, nothing counted) and
 //! `benches/stat_floor.c`, built with `cc` (a program that does only what counting a command
-//! takes: fork it held before exec, open the two counters on it, release, wait, read). What
-//! `stat` costs above them is counterhal's own.
+//! takes: fork it held before exec, open the two counters on it, release, wait, read), and
+//! `benches/floor/sys.rs`, the same program in Rust built with `rustc -O` (what any dynamically
+//! linked Rust binary pays to start, with the standard library's runtime). What `stat` costs
+//! above them is counterhal's own.
 //!
 //! Run: `cargo bench --bench stat_vs_perf` (perf from Debian's linux-perf must be installed).
 //!
@@ -179,6 +181,17 @@ fn floors(ours: &str, perf_stat: &[&str]) {
         .status()
         .is_ok_and(|s| s.success());
     let floor_path = floor.to_string_lossy().into_owned();
+    let rust_floor =
+        std::env::temp_dir().join(format!("counterhal-stat-floor-rs-{}", std::process::id()));
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let rust_source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/floor/sys.rs");
+    let rust_built = Command::new(rustc)
+        .args(["-O", "--edition", "2024", "-o"])
+        .arg(&rust_floor)
+        .arg(rust_source)
+        .status()
+        .is_ok_and(|s| s.success());
+    let rust_floor_path = rust_floor.to_string_lossy().into_owned();
     let mut rows = vec![("`counterhal --version`", vec![ours, "--version"])];
     if built {
         rows.push((
@@ -187,6 +200,14 @@ fn floors(ours: &str, perf_stat: &[&str]) {
         ));
     } else {
         println!("floors: stat_floor.c not built (no cc): its row is left out");
+    }
+    if rust_built {
+        rows.push((
+            "floor/sys.rs (the same in Rust: std's runtime, dynamically linked)",
+            vec![&rust_floor_path, "true"],
+        ));
+    } else {
+        println!("floors: floor/sys.rs not built (no rustc): its row is left out");
     }
     println!("floors under the first pair (against the same perf stat):");
     for (what, argv) in rows {
@@ -211,4 +232,5 @@ fn floors(ours: &str, perf_stat: &[&str]) {
         );
     }
     let _ = std::fs::remove_file(&floor);
+    let _ = std::fs::remove_file(&rust_floor);
 }
