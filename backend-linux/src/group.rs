@@ -154,9 +154,9 @@ fn read_in_order(
     facts: &Arc<SystemFacts>,
     readings: &mut [Reading],
 ) -> Result<()> {
-    let events = events_in(record);
     // One reading per event, sliced before the system call (which may write memory).
-    let Some(mine) = readings.get_mut(..events) else {
+    let events = events_in(record).unwrap_or(0);
+    let Some(mine) = events_in(record).and_then(|events| readings.get_mut(..events)) else {
         return short_readings(events, readings);
     };
     let bytes = match sys::read_words(group.leader.as_fd(), record) {
