@@ -227,6 +227,10 @@ pub struct MultiSet<G> {
     base: Vec<Reading>,
     /// One event's readings over the rows, to be summed.
     column: Vec<Reading>,
+    /// Whether a read is its one target's set's read and nothing more: one target, which
+    /// cannot end (no thread of a process counted), and a base of zeros (no reset that left
+    /// one). Then no row is kept for after its end and nothing is taken less.
+    alone: bool,
 }
 
 /// `reading` since `base`: each of its three numbers less `base`'s (never below zero).
@@ -297,6 +301,7 @@ impl<G: Group> MultiSet<G> {
             ));
         }
         let rows = events.len().max(1) * sets.len();
+        let alone = matches!(&sets[..], [(target, _)] if !attach.may_vanish(target));
         Ok(Self {
             attach: attach.clone(),
             column: vec![Reading::default(); sets.len()],
@@ -304,6 +309,7 @@ impl<G: Group> MultiSet<G> {
             base: vec![Reading::default(); rows],
             sets,
             events: events.to_vec(),
+            alone,
         })
     }
 
@@ -369,8 +375,43 @@ impl<G: Group> MultiSet<G> {
         Ok(())
     }
 
+    /// [`Group::read`] of any but a lone target: each row read, its base taken off, and each
+    /// event summed over the rows into `readings` (checked to hold one per event).
+    #[inline(never)]
+    fn read_rows_summed(&mut self, readings: &mut [Reading]) -> Result<()> {
+        let n = self.events.len();
+        // One target and no other ever that may end or was reset (a process's one thread, a
+        // set reset to a base): its set reads straight into the caller's memory, its base
+        // taken off, its row kept for a sum after its end.
+        if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
+            match set.read(&mut readings[..n]) {
+                Ok(()) => {
+                    for (reading, base) in readings[..n].iter_mut().zip(&self.base) {
+                        since(reading, base);
+                    }
+                    self.each[..n].copy_from_slice(&readings[..n]);
+                    return Ok(());
+                }
+                Err(e) if vanished(&self.attach, target, &e) => self.retire(0),
+                Err(e) => return Err(e),
+            }
+        }
+        // Row t of `each` holds target t's readings, read into memory kept for it; each
+        // event's column (over live and ended targets) is then summed through `column`, so a
+        // read allocates nothing.
+        self.read_rows()?;
+        for (i, out) in readings.iter_mut().take(n).enumerate() {
+            for (slot, row) in self.column.iter_mut().zip(self.each.chunks_exact(n.max(1))) {
+                *slot = row[i];
+            }
+            *out = sum_readings(&self.column);
+        }
+        Ok(())
+    }
+
     /// Drops the set at `at` (its thread ended); its row moves behind every live row.
     fn retire(&mut self, at: usize) {
+        self.alone = false;
         let width = self.events.len().max(1);
         self.sets.remove(at);
         self.each[at * width..].rotate_left(width);
@@ -417,38 +458,22 @@ impl<G: Group> Group for MultiSet<G> {
         self.column.truncate(self.sets.len());
         self.base.copy_from_slice(&self.each);
         self.each.fill(Reading::default());
+        self.alone &= self.base.iter().all(|base| *base == Reading::default());
         Ok(())
     }
 
+    #[inline]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
         check_buffer("the readings", n, readings.len())?;
-        // One target and no other ever (the C API's sets, a thread or a process): its set
-        // reads straight into the caller's memory, its row kept for a sum after its end.
-        if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
-            match set.read(&mut readings[..n]) {
-                Ok(()) => {
-                    for (reading, base) in readings[..n].iter_mut().zip(&self.base) {
-                        since(reading, base);
-                    }
-                    self.each[..n].copy_from_slice(&readings[..n]);
-                    return Ok(());
-                }
-                Err(e) if vanished(&self.attach, target, &e) => self.retire(0),
-                Err(e) => return Err(e),
-            }
+        // One target that cannot end, never reset to a base (the C API's sets on a thread or
+        // a CPU): its set's read, straight into the caller's memory.
+        if self.alone
+            && let [(_, set)] = &mut self.sets[..]
+        {
+            return set.read(&mut readings[..n]);
         }
-        // Row t of `each` holds target t's readings, read into memory kept for it; each
-        // event's column (over live and ended targets) is then summed through `column`, so a
-        // read allocates nothing.
-        self.read_rows()?;
-        for (i, out) in readings.iter_mut().take(n).enumerate() {
-            for (slot, row) in self.column.iter_mut().zip(self.each.chunks_exact(n.max(1))) {
-                *slot = row[i];
-            }
-            *out = sum_readings(&self.column);
-        }
-        Ok(())
+        self.read_rows_summed(readings)
     }
 }
 
@@ -635,6 +660,7 @@ mod tests {
         )
         .unwrap();
         let mut one = [Reading::default()];
+        assert!(!set.alone, "a thread that may end keeps its row");
         set.enable().unwrap();
         set.read(&mut one).unwrap();
         set.read(&mut one).unwrap();
@@ -664,7 +690,12 @@ mod tests {
             set.read(&mut one).unwrap();
         }
         assert_eq!(one[0].time_enabled, 5);
+        assert!(
+            set.alone,
+            "one thread that cannot end, never reset: its set's read alone"
+        );
         set.reset().unwrap();
+        assert!(!set.alone, "a base to take off");
         set.read(&mut one).unwrap();
         assert_eq!(
             (one[0].value, one[0].time_enabled, one[0].time_running),

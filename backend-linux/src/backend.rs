@@ -349,12 +349,11 @@ impl LinuxBackend {
         &self,
         request: &EventRequest,
         encoding: &PerfAttr,
-        leader: Option<&KernelGroup>,
+        group_fd: Option<BorrowedFd<'_>>,
         place: &Placement,
         cgroup: Option<(BorrowedFd<'_>, &Path)>,
     ) -> Result<(std::os::fd::OwnedFd, u64)> {
-        let mut attr = build_attr(encoding, leader.is_none(), place);
-        let group_fd = leader.map(|g| g.fds[0].as_fd());
+        let mut attr = build_attr(encoding, group_fd.is_none(), place);
         // The cgroup's descriptor is `pid` under PERF_FLAG_PID_CGROUP; `place.pid` is -1.
         let opened = match cgroup {
             Some((dir, _)) => sys::perf_event_open_cgroup(&mut attr, dir, place.cpu, group_fd, 0),
@@ -385,7 +384,7 @@ impl LinuxBackend {
                 pid: place.pid,
                 cpu: place.cpu,
                 cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
-                member: leader.is_some(),
+                member: group_fd.is_some(),
             };
             map_errno(failure.errno, Operation::Open(attempt), &self.facts).context(&request.name)
         })?;
@@ -630,25 +629,26 @@ impl LinuxBackend {
         }
         let mut groups = Vec::with_capacity(plan.len());
         for (_, members) in &plan {
-            let mut group = KernelGroup {
-                fds: Vec::with_capacity(members.len()),
-                ids: Vec::with_capacity(members.len()),
-                slots: Vec::with_capacity(members.len()),
-                format: place.format,
-            };
+            let mut fds = Vec::with_capacity(members.len());
+            let mut ids = Vec::with_capacity(members.len());
             for &index in members {
-                let leader = if group.fds.is_empty() {
-                    None
-                } else {
-                    Some(&group)
-                };
+                let leader = fds.first().map(AsFd::as_fd);
                 let (fd, id) =
                     self.open_one(&events[index], &encodings[index], leader, &place, cgroup)?;
-                group.fds.push(fd);
-                group.ids.push(id);
-                group.slots.push(index);
+                fds.push(fd);
+                ids.push(id);
             }
-            groups.push(group);
+            let mut fds = fds.into_iter();
+            let Some(leader) = fds.next() else {
+                continue;
+            };
+            groups.push(KernelGroup {
+                leader,
+                members: fds.collect(),
+                ids,
+                slots: members.clone(),
+                format: place.format,
+            });
         }
 
         let self_monitor = if reads_itself {
@@ -676,7 +676,7 @@ impl LinuxBackend {
     fn map_pages(&self, groups: &[KernelGroup], count: usize) -> Option<SelfMonitor> {
         let mut pages: Vec<Option<UserPageMap>> = (0..count).map(|_| None).collect();
         for group in groups {
-            for (fd, slot) in group.fds.iter().zip(&group.slots) {
+            for (fd, slot) in group.fds().zip(&group.slots) {
                 let page = UserPageMap::map(fd.as_fd()).ok()?;
                 use crate::rdpmc::UserPage;
                 if !page.snapshot().user_rdpmc() {

@@ -1,14 +1,22 @@
 //! [`LinuxGroup`]: perf event fds organised as kernel groups, read by id.
 
+mod record;
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use counterhal_hal::{Error, ErrorKind, Group, Reading, Result, check_buffer};
+#[cfg(any(doc, test))]
+use counterhal_hal::ErrorKind;
+use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
 
 use crate::errno::{Operation, SystemFacts, map_errno};
 use crate::rdpmc::self_monitored_read;
 use crate::sys::{self, IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, IOC_RESET, UserPageMap};
+use record::{
+    decode_in_order, events_in, lists_in_order, parse_group_read, parse_group_read_cold,
+    parse_single_read,
+};
 
 /// How a kernel group is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,14 +31,65 @@ pub(crate) enum ReadFormat {
 /// One kernel group: a leader and its members, in the order they were opened.
 #[derive(Debug)]
 pub(crate) struct KernelGroup {
-    /// The fds, leader first.
-    pub fds: Vec<OwnedFd>,
-    /// Each fd's id (`PERF_EVENT_IOC_ID`).
+    /// The leader's fd.
+    pub leader: OwnedFd,
+    /// The members' fds, in the order they joined the leader.
+    pub members: Vec<OwnedFd>,
+    /// Each fd's id (`PERF_EVENT_IOC_ID`), leader first.
     pub ids: Vec<u64>,
-    /// Each fd's index in the caller's request order.
+    /// Each fd's index in the caller's request order, leader first.
     pub slots: Vec<usize>,
     /// How it is read.
     pub format: ReadFormat,
+}
+
+impl KernelGroup {
+    /// Every fd, leader first.
+    pub fn fds(&self) -> impl Iterator<Item = &OwnedFd> {
+        std::iter::once(&self.leader).chain(&self.members)
+    }
+
+    /// How many events it holds.
+    pub fn len(&self) -> usize {
+        1 + self.members.len()
+    }
+}
+
+/// A [`LinuxGroup`]'s kernel groups, and where their reads go.
+#[derive(Debug)]
+enum Kernel {
+    /// One kernel group read as a group, holding every event in request order, which the
+    /// kernel lists in that order, not read in user space: the common group, read by
+    /// [`read_in_order`], kept inline so that its leader is one load from the group.
+    InOrder {
+        group: KernelGroup,
+        /// Room for its record, exactly: the count of events is the record's.
+        record: Vec<u64>,
+    },
+    /// Any other (several PMUs, events opened one by one, an order of their own, read in
+    /// user space first).
+    Groups {
+        groups: Vec<KernelGroup>,
+        /// Room for the largest group's record (and for one event's).
+        buffer: Vec<u64>,
+    },
+}
+
+impl Kernel {
+    /// `groups` as [`Kernel::Groups`].
+    fn any(groups: Vec<KernelGroup>) -> Kernel {
+        let largest = groups.iter().map(KernelGroup::len).max().unwrap_or(0);
+        let buffer = vec![0u64; 3 + 2 * largest.max(2)];
+        Kernel::Groups { groups, buffer }
+    }
+
+    /// The kernel groups, in the order they were opened.
+    fn groups(&self) -> &[KernelGroup] {
+        match self {
+            Kernel::InOrder { group, .. } => std::slice::from_ref(group),
+            Kernel::Groups { groups, .. } => groups,
+        }
+    }
 }
 
 /// Self-monitoring state: one mapped page per event, in request order, and the thread that
@@ -64,138 +123,50 @@ pub(crate) fn this_thread() -> ThreadId {
 /// reset and read together. Readings are matched to events by the kernel's event id.
 #[derive(Debug)]
 pub struct LinuxGroup {
-    groups: Vec<KernelGroup>,
+    kernel: Kernel,
     names: Vec<String>,
-    buffer: Vec<u64>,
     facts: Arc<SystemFacts>,
     self_monitor: Option<SelfMonitor>,
-}
-
-/// Parses one `PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read of
-/// `bytes` bytes in `words` into `readings`, matching each value to its event by id.
-///
-/// # Errors
-/// [`ErrorKind::NotCounted`] for a zero-byte read (a pinned group in error state);
-/// [`ErrorKind::Other`] when the record is short, its count differs from the group's, or an id
-/// is unknown.
-#[inline(always)]
-pub(crate) fn parse_group_read(
-    words: &[u64],
-    bytes: usize,
-    ids: &[u64],
-    slots: &[usize],
-    readings: &mut [Reading],
-) -> Result<()> {
-    let n = ids.len();
-    let needed = 3 + 2 * n;
-    if bytes < needed * 8 || words.len() < needed || words[0] != n as u64 {
-        return Err(malformed_group_read(words, bytes, n));
-    }
-    let (time_enabled, time_running) = (words[1], words[2]);
-    let pairs = words[3..needed].chunks_exact(2);
-    for ((pair, &expected), &slot) in pairs.zip(ids).zip(slots) {
-        let (value, id) = (pair[0], pair[1]);
-        // The kernel lists the leader then members in attach order, so position k usually
-        // holds ids[k]; the id decides either way.
-        let slot = if expected == id {
-            slot
-        } else {
-            slot_of(id, ids, slots).ok_or_else(|| unknown_id(id))?
-        };
-        let Some(out) = readings.get_mut(slot) else {
-            return Err(slot_outside(slot));
-        };
-        *out = Reading {
-            value,
-            time_enabled,
-            time_running,
-        };
-    }
-    Ok(())
-}
-
-/// Why a group read of `bytes` bytes in `words` is not a record of `n` events.
-#[cold]
-#[inline(never)]
-fn malformed_group_read(words: &[u64], bytes: usize, n: usize) -> Error {
-    let needed = (3 + 2 * n) * 8;
-    if bytes == 0 {
-        return not_counted();
-    }
-    if bytes < needed || words.len() < 3 + 2 * n {
-        return Error::new(
-            ErrorKind::Other,
-            format!("group read returned {bytes} bytes, expected {needed}"),
-        );
-    }
-    Error::new(
-        ErrorKind::Other,
-        format!("group read reports {} events, the group has {n}", words[0]),
-    )
-}
-
-#[cold]
-#[inline(never)]
-fn slot_outside(slot: usize) -> Error {
-    Error::new(
-        ErrorKind::Other,
-        format!("event slot {slot} outside the readings"),
-    )
 }
 
 /// The error of a failed `read` of a counter.
 #[cold]
 #[inline(never)]
-fn read_error(errno: i32, facts: &SystemFacts) -> Error {
+fn read_error(errno: i32, facts: &Arc<SystemFacts>) -> Error {
     map_errno(errno, Operation::Read, facts)
 }
 
+/// The refusal of `readings` shorter than the `needed` events, out of the read path.
 #[cold]
-fn slot_of(id: u64, ids: &[u64], slots: &[usize]) -> Option<usize> {
-    ids.iter().position(|known| *known == id).map(|i| slots[i])
+#[inline(never)]
+fn short_readings(needed: usize, readings: &[Reading]) -> Result<()> {
+    check_buffer("readings", needed, readings.len())
 }
 
-#[cold]
-fn unknown_id(id: u64) -> Error {
-    Error::new(
-        ErrorKind::Other,
-        format!("group read has unknown event id {id}"),
-    )
-}
-
-/// Parses one `ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` read (no group format).
-pub(crate) fn parse_single_read(words: &[u64], bytes: usize, id: u64) -> Result<Reading> {
-    if bytes == 0 {
-        return Err(not_counted());
+/// Reads `group` ([`Kernel::InOrder`]) into `readings`: one `read` of its leader into
+/// `record`, exactly one record long, decoded straight into the readings. The record's
+/// length gives the count of events, so no check remains but the caller's buffer, the system
+/// call's result and the record's count and length; anything unexpected goes out of line.
+#[inline(always)]
+fn read_in_order(
+    group: &KernelGroup,
+    record: &mut [u64],
+    facts: &Arc<SystemFacts>,
+    readings: &mut [Reading],
+) -> Result<()> {
+    // One reading per event, sliced before the system call (which may write memory).
+    let events = events_in(record).unwrap_or(0);
+    let Some(mine) = events_in(record).and_then(|events| readings.get_mut(..events)) else {
+        return short_readings(events, readings);
+    };
+    let bytes = match sys::read_words(group.leader.as_fd(), record) {
+        Ok(bytes) => bytes,
+        Err(errno) => return Err(read_error(errno, facts)),
+    };
+    if decode_in_order(record, bytes, mine) {
+        return Ok(());
     }
-    if bytes < 32 || words.len() < 4 {
-        return Err(Error::new(
-            ErrorKind::Other,
-            format!("read returned {bytes} bytes, expected 32"),
-        ));
-    }
-    if words[3] != id {
-        return Err(Error::new(
-            ErrorKind::Other,
-            format!("read returned event id {}, expected {id}", words[3]),
-        ));
-    }
-    Ok(Reading {
-        value: words[0],
-        time_enabled: words[1],
-        time_running: words[2],
-    })
-}
-
-fn not_counted() -> Error {
-    Error::new(
-        ErrorKind::NotCounted,
-        "the read returned no data: the group is in error state",
-    )
-    .with_hint(
-        "a pinned group that could not be scheduled stays in error until re-enabled; open it \
-             unpinned to let the kernel multiplex it",
-    )
+    parse_group_read_cold(record, bytes, &group.ids, &group.slots, readings)
 }
 
 impl LinuxGroup {
@@ -205,15 +176,41 @@ impl LinuxGroup {
         facts: Arc<SystemFacts>,
         self_monitor: Option<SelfMonitor>,
     ) -> LinuxGroup {
-        let largest = groups.iter().map(|g| g.fds.len()).max().unwrap_or(0);
-        let buffer = vec![0u64; 3 + 2 * largest.max(2)];
+        let kernel = match <[KernelGroup; 1]>::try_from(groups) {
+            Ok([group]) => match Self::in_order(&group, names.len(), self_monitor.is_some()) {
+                Some(record) => Kernel::InOrder { group, record },
+                None => Kernel::any(vec![group]),
+            },
+            Err(groups) => Kernel::any(groups),
+        };
         LinuxGroup {
-            groups,
+            kernel,
             names,
-            buffer,
             facts,
             self_monitor,
         }
+    }
+
+    /// The record [`read_in_order`] reads `group` into, where it may: a group read as a
+    /// group, holding the `len` events in request order, not read in user space, and listed
+    /// in that order by the kernel, as one read shows now.
+    fn in_order(group: &KernelGroup, len: usize, self_monitored: bool) -> Option<Vec<u64>> {
+        let shaped = group.format == ReadFormat::Group
+            && !self_monitored
+            && group.len() == len
+            && group.ids.len() == len
+            && group.slots.iter().copied().eq(0..len);
+        if !shaped {
+            return None;
+        }
+        let mut record = vec![0u64; 3 + 2 * len];
+        let bytes = sys::read_words(group.leader.as_fd(), &mut record).ok()?;
+        lists_in_order(&record, bytes, &group.ids).then_some(record)
+    }
+
+    /// The kernel groups, in the order they were opened.
+    fn groups(&self) -> &[KernelGroup] {
+        self.kernel.groups()
     }
 
     /// The event names, in request order.
@@ -223,22 +220,20 @@ impl LinuxGroup {
 
     /// How many kernel groups back this group (1 when grouped on one PMU).
     pub fn kernel_groups(&self) -> usize {
-        self.groups.len()
+        self.groups().len()
     }
 
     /// The group leaders' descriptors (for `poll`, or for comparing against raw reads).
     pub fn leader_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
-        self.groups
-            .iter()
-            .filter_map(|g| g.fds.first().map(AsFd::as_fd))
+        self.groups().iter().map(|g| g.leader.as_fd())
     }
 
     /// Every event's descriptor, in request order.
     pub fn event_fds(&self) -> Vec<BorrowedFd<'_>> {
         let mut fds: Vec<(usize, BorrowedFd<'_>)> = self
-            .groups
+            .groups()
             .iter()
-            .flat_map(|g| g.slots.iter().copied().zip(g.fds.iter().map(AsFd::as_fd)))
+            .flat_map(|g| g.slots.iter().copied().zip(g.fds().map(AsFd::as_fd)))
             .collect();
         fds.sort_by_key(|(slot, _)| *slot);
         fds.into_iter().map(|(_, fd)| fd).collect()
@@ -259,11 +254,8 @@ impl LinuxGroup {
     /// perf_event component sends them to the leader alone for the same reason. Reset takes
     /// the group flag, which zeroes every member in one step and resumes nothing.
     fn ioctl_leaders(&self, request: u64, argument: u64, name: &'static str) -> Result<()> {
-        for group in &self.groups {
-            let Some(leader) = group.fds.first() else {
-                continue;
-            };
-            sys::ioctl_int(leader.as_fd(), request, argument)
+        for group in self.groups() {
+            sys::ioctl_int(group.leader.as_fd(), request, argument)
                 .map_err(|errno| map_errno(errno, Operation::Ioctl(name), &self.facts))?;
         }
         Ok(())
@@ -277,11 +269,8 @@ impl LinuxGroup {
     /// inherited one, or a count of 0); [`ErrorKind::PermissionDenied`] or
     /// [`ErrorKind::Other`] for the rarer errnos, mapped by [`crate::map_errno`].
     pub fn refresh(&mut self, count: u32) -> Result<()> {
-        for group in &self.groups {
-            let Some(leader) = group.fds.first() else {
-                continue;
-            };
-            sys::ioctl_int(leader.as_fd(), sys::IOC_REFRESH, u64::from(count))
+        for group in self.groups() {
+            sys::ioctl_int(group.leader.as_fd(), sys::IOC_REFRESH, u64::from(count))
                 .map_err(|errno| map_errno(errno, Operation::Ioctl("REFRESH"), &self.facts))?;
         }
         Ok(())
@@ -295,7 +284,7 @@ impl LinuxGroup {
     /// period of 0 or above 2^63); [`ErrorKind::PermissionDenied`] or [`ErrorKind::Other`] for
     /// the rarer errnos, mapped by [`crate::map_errno`].
     pub fn set_period(&mut self, period: u64) -> Result<()> {
-        for fd in self.groups.iter().flat_map(|g| g.fds.iter()) {
+        for fd in self.groups().iter().flat_map(KernelGroup::fds) {
             sys::ioctl_period(fd.as_fd(), period)
                 .map_err(|errno| map_errno(errno, Operation::Ioctl("PERIOD"), &self.facts))?;
         }
@@ -375,36 +364,41 @@ impl LinuxGroup {
     /// a group (kept small and inline: the read path of every grouped set), else each group.
     #[inline(always)]
     fn read_kernel(&mut self, readings: &mut [Reading]) -> Result<()> {
-        if let [group] = self.groups.as_slice()
+        let (groups, buffer) = match &mut self.kernel {
+            Kernel::InOrder { group, record } => {
+                return read_in_order(group, record, &self.facts, readings);
+            }
+            Kernel::Groups { groups, buffer } => (groups, buffer),
+        };
+        if let [group] = groups.as_slice()
             && group.format == ReadFormat::Group
         {
-            let bytes = match sys::read_words(group.fds[0].as_fd(), &mut self.buffer) {
+            let bytes = match sys::read_words(group.leader.as_fd(), buffer) {
                 Ok(bytes) => bytes,
                 Err(errno) => return Err(read_error(errno, &self.facts)),
             };
-            return parse_group_read(&self.buffer, bytes, &group.ids, &group.slots, readings);
+            return parse_group_read(buffer, bytes, &group.ids, &group.slots, readings);
         }
-        self.read_each_kernel_group(readings)
+        Self::read_each_kernel_group(groups, buffer, &self.facts, readings)
     }
 
-    /// Reads each kernel group (several PMUs, or events opened one by one).
-    fn read_each_kernel_group(&mut self, readings: &mut [Reading]) -> Result<()> {
-        let LinuxGroup {
-            groups,
-            buffer,
-            facts,
-            ..
-        } = self;
-        for group in groups.iter() {
+    /// Reads each kernel group of `groups` (several PMUs, or events opened one by one)
+    /// through `buffer`.
+    fn read_each_kernel_group(
+        groups: &[KernelGroup],
+        buffer: &mut [u64],
+        facts: &SystemFacts,
+        readings: &mut [Reading],
+    ) -> Result<()> {
+        for group in groups {
             match group.format {
                 ReadFormat::Group => {
-                    let leader = group.fds[0].as_fd();
-                    let bytes = sys::read_words(leader, buffer)
+                    let bytes = sys::read_words(group.leader.as_fd(), buffer)
                         .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
                     parse_group_read(buffer, bytes, &group.ids, &group.slots, readings)?;
                 }
                 ReadFormat::Single => {
-                    for ((fd, id), slot) in group.fds.iter().zip(&group.ids).zip(&group.slots) {
+                    for ((fd, id), slot) in group.fds().zip(&group.ids).zip(&group.slots) {
                         let bytes = sys::read_words(fd.as_fd(), &mut buffer[..4])
                             .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
                         readings[*slot] = parse_single_read(buffer, bytes, *id)?;
@@ -435,6 +429,9 @@ impl Group for LinuxGroup {
 
     #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        if let Kernel::InOrder { group, record } = &mut self.kernel {
+            return read_in_order(group, record, &self.facts, readings);
+        }
         check_buffer("readings", self.names.len(), readings.len())?;
         if self.self_monitor.is_some() && self.read_self_monitored(readings) {
             return Ok(());
@@ -446,125 +443,6 @@ impl Group for LinuxGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn group_read_matches_by_id_not_position() {
-        // The kernel lists ids 30, 10, 20; the caller's order is 10, 20, 30.
-        let words = [3, 1_000, 900, 333, 30, 111, 10, 222, 20];
-        let ids = [10, 20, 30];
-        let slots = [0, 1, 2];
-        let mut out = [Reading::default(); 3];
-        parse_group_read(&words, words.len() * 8, &ids, &slots, &mut out).unwrap();
-        assert_eq!(out[0], Reading::new(111, 1_000, 900));
-        assert_eq!(out[1], Reading::new(222, 1_000, 900));
-        assert_eq!(out[2], Reading::new(333, 1_000, 900));
-        // Slots place readings in request order across kernel groups.
-        let mut out = [Reading::default(); 5];
-        parse_group_read(&words, 72, &ids, &[4, 0, 2], &mut out).unwrap();
-        assert_eq!((out[4].value, out[0].value, out[2].value), (111, 222, 333));
-    }
-
-    #[test]
-    fn group_read_errors() {
-        let mut out = [Reading::default(); 2];
-        let e = parse_group_read(&[0; 7], 0, &[1, 2], &[0, 1], &mut out).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::NotCounted);
-        let e = parse_group_read(&[2, 0, 0, 5, 1], 40, &[1, 2], &[0, 1], &mut out).unwrap_err();
-        assert!(e.message().contains("expected 56"), "{e}");
-        let e =
-            parse_group_read(&[3, 0, 0, 5, 1, 6, 2], 56, &[1, 2], &[0, 1], &mut out).unwrap_err();
-        assert!(e.message().contains("3 events"), "{e}");
-        let e =
-            parse_group_read(&[2, 0, 0, 5, 1, 6, 9], 56, &[1, 2], &[0, 1], &mut out).unwrap_err();
-        assert!(e.message().contains("unknown event id 9"), "{e}");
-    }
-
-    /// A group read as the kernel writes it: events in its order, readings in the caller's.
-    #[derive(Debug)]
-    struct Record {
-        words: Vec<u64>,
-        ids: Vec<u64>,
-        slots: Vec<usize>,
-        want: Vec<Reading>,
-    }
-
-    fn record(g: &mut counterhal_conformance::prop::Gen) -> Record {
-        let n = 1 + g.index(8);
-        // Distinct ids, and slots that are a permutation of 0..n.
-        let ids: Vec<u64> = (0..n as u64).map(|i| (g.u64() << 4) | i).collect();
-        let mut slots: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            slots.swap(i, g.index(i + 1));
-        }
-        let (enabled, running) = (g.edgy_u64(), g.edgy_u64());
-        let values: Vec<u64> = (0..n).map(|_| g.edgy_u64()).collect();
-        // The kernel's order: any permutation of the caller's.
-        let mut order: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            order.swap(i, g.index(i + 1));
-        }
-        let mut words = vec![n as u64, enabled, running];
-        for &k in &order {
-            words.extend([values[k], ids[k]]);
-        }
-        let mut want = vec![Reading::default(); n];
-        for k in 0..n {
-            want[slots[k]] = Reading::new(values[k], enabled, running);
-        }
-        Record {
-            words,
-            ids,
-            slots,
-            want,
-        }
-    }
-
-    #[test]
-    fn group_reads_parse_whatever_the_kernels_order() {
-        counterhal_conformance::prop::check(
-            "parse_group_read matches values to events by id",
-            record,
-            counterhal_conformance::prop::no_shrink,
-            |r| {
-                let mut out = vec![Reading::default(); r.want.len()];
-                let bytes = r.words.len() * 8;
-                parse_group_read(&r.words, bytes, &r.ids, &r.slots, &mut out)
-                    .map_err(|e| e.to_string())?;
-                (out == r.want).then_some(()).ok_or(format!("read {out:?}"))
-            },
-        );
-    }
-
-    #[test]
-    fn short_or_garbled_group_reads_are_errors_never_panics() {
-        counterhal_conformance::prop::check(
-            "parse_group_read refuses short and garbled records",
-            |g| {
-                let mut r = record(g);
-                let cut = g.index(r.words.len());
-                let garble = g.index(r.words.len());
-                if g.one_in(2) {
-                    r.words.truncate(cut);
-                } else {
-                    r.words[garble] ^= 1 << g.below(64);
-                }
-                r
-            },
-            counterhal_conformance::prop::no_shrink,
-            |r| {
-                let mut out = vec![Reading::default(); r.want.len()];
-                let bytes = r.words.len() * 8;
-                let short = r.words.len() < 3 + 2 * r.ids.len();
-                match parse_group_read(&r.words, bytes, &r.ids, &r.slots, &mut out) {
-                    Ok(()) if short => Err(format!("{} words accepted", r.words.len())),
-                    // A flipped value or time bit still parses, into what the words say.
-                    Ok(()) => Ok(()),
-                    Err(e) if !e.message().is_empty() => Ok(()),
-                    Err(e) => Err(format!("an error without a message: {e:?}")),
-                }
-            },
-        );
-    }
 
     #[test]
     fn rdpmc_only_on_the_opening_thread() {
@@ -598,6 +476,12 @@ mod tests {
             pages: Vec::new(),
             thread: std::thread::current().id(),
         });
+        // A self-monitored group is never read in order: as `new` would have opened it.
+        if let Kernel::InOrder { group: one, .. } =
+            std::mem::replace(&mut group.kernel, Kernel::any(Vec::new()))
+        {
+            group.kernel = Kernel::any(vec![one]);
+        }
         let mut readings = [Reading::default()];
         // On the opening thread the (empty) self-monitored read is taken: nothing is filled.
         assert!(group.read_self_monitored(&mut readings));
@@ -613,6 +497,92 @@ mod tests {
         .join()
         .unwrap();
         assert_ne!(readings[0], marker, "the kernel was not read");
+    }
+
+    /// Four software events opened as one group on this thread.
+    fn software_four() -> LinuxGroup {
+        let db = Arc::new(counterhal_events::Database::shipped().unwrap());
+        let backend = crate::probe(db, None).unwrap();
+        // task-clock, page-faults, context-switches, cpu-migrations.
+        let requests: Vec<_> = [1, 2, 3, 4]
+            .into_iter()
+            .map(|config| {
+                counterhal_hal::EventRequest::new(
+                    "sw",
+                    counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, config)),
+                )
+            })
+            .collect();
+        counterhal_hal::Backend::open(
+            &backend,
+            &requests,
+            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::OpenOptions::grouped(),
+        )
+        .unwrap()
+    }
+
+    /// A group of software events is read in request order, as the kernel lists it: its
+    /// read gives what the kernel's own record of the (stopped) group gives read by id.
+    /// Oracle: the kernel's `PERF_FORMAT_GROUP | ID` record, each value matched to its event
+    /// by `PERF_EVENT_IOC_ID`.
+    #[test]
+    fn a_group_is_read_in_order_as_the_kernel_lists_it() {
+        let mut group = software_four();
+        assert!(matches!(group.kernel, Kernel::InOrder { .. }), "{group:?}");
+        group.enable().unwrap();
+        let _ = std::hint::black_box(vec![1u8; 1 << 20]);
+        group.disable().unwrap();
+        let mut read = [Reading::default(); 4];
+        group.read(&mut read).unwrap();
+        let kernel = &group.groups()[0];
+        let mut words = [0u64; 3 + 2 * 4];
+        let bytes = sys::read_words(kernel.leader.as_fd(), &mut words).unwrap();
+        let mut by_id = [Reading::default(); 4];
+        parse_group_read(&words, bytes, &kernel.ids, &kernel.slots, &mut by_id).unwrap();
+        assert_eq!(read, by_id);
+        assert!(read[0].value > 0 && read[0].time_enabled > 0, "{read:?}");
+        // A short buffer is refused before anything is read, as every group refuses it.
+        let e = group.read(&mut read[..3]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.message().contains("holds 3 entries"), "{e}");
+        // Ungrouped, each event is its own group: not read in order.
+        let request = counterhal_hal::EventRequest::new(
+            "sw",
+            counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, 1)),
+        );
+        let ungrouped = counterhal_hal::Backend::open(
+            &crate::probe(
+                Arc::new(counterhal_events::Database::shipped().unwrap()),
+                None,
+            )
+            .unwrap(),
+            &[request.clone(), request],
+            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::OpenOptions::ungrouped(),
+        )
+        .unwrap();
+        assert!(matches!(ungrouped.kernel, Kernel::Groups { .. }));
+    }
+
+    /// A record the in-order read does not decode (here one event shorter than its room) is
+    /// read by id instead, into the same readings.
+    #[test]
+    fn a_record_the_in_order_read_does_not_decode_is_read_by_id() {
+        let mut group = software_four();
+        group.enable().unwrap();
+        group.disable().unwrap();
+        let mut expected = [Reading::default(); 4];
+        group.read(&mut expected).unwrap();
+        let Kernel::InOrder { record, .. } = &mut group.kernel else {
+            panic!("not read in order: {group:?}");
+        };
+        record.extend([0, 0]);
+        let marker = Reading::new(7, 7, 7);
+        let mut read = [marker; 5];
+        group.read(&mut read).unwrap();
+        assert_eq!(read[..4], expected);
+        assert_eq!(read[4], marker);
     }
 
     fn sampling_pair() -> LinuxGroup {
@@ -667,19 +637,5 @@ mod tests {
         let e = map_errno(errno, Operation::Ioctl("PERIOD"), &SystemFacts::unknown());
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
         assert!(e.message().contains("not a perf event"), "{e}");
-    }
-
-    #[test]
-    fn single_read() {
-        assert_eq!(
-            parse_single_read(&[7, 100, 50, 4], 32, 4).unwrap(),
-            Reading::new(7, 100, 50)
-        );
-        assert_eq!(
-            parse_single_read(&[0; 4], 0, 4).unwrap_err().kind(),
-            ErrorKind::NotCounted
-        );
-        assert!(parse_single_read(&[7, 100, 50, 5], 32, 4).is_err());
-        assert!(parse_single_read(&[7, 100, 50, 4], 24, 4).is_err());
     }
 }

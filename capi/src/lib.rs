@@ -225,6 +225,7 @@ const REENTERED: &str = "a counterhal function was called from a signal handler 
 /// Runs `f` as this thread's C call: refused with `COUNTERHAL_EBUSY` (recorded, nothing
 /// allocated) when the thread is inside a C call already, which only a signal handler can
 /// make happen.
+#[inline]
 fn one_call_at_a_time(f: impl FnOnce() -> i32) -> i32 {
     if IN_CALL.with(|inside| inside.replace(true)) {
         record(REENTERED);

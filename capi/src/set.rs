@@ -4,8 +4,8 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
-use facade::hal::{BoxedGroup, CpuList, Group, Reading, ResolvedEvent, Target};
-use facade::{Attach, Backend, CountedCommand, Follow, MultiSet, OpenOptions};
+use facade::hal::{CpuList, Group, Reading, ResolvedEvent, Target};
+use facade::{AnyGroup, Attach, Backend, CountedCommand, Follow, MultiSet, OpenOptions};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
@@ -66,9 +66,9 @@ enum State {
     /// Never started, or changed since: nothing open.
     Idle,
     /// Counting.
-    Running(MultiSet<BoxedGroup>),
+    Running(MultiSet<AnyGroup>),
     /// Stopped: the counters are open and hold their last values.
-    Stopped(MultiSet<BoxedGroup>),
+    Stopped(MultiSet<AnyGroup>),
 }
 
 /// What `counterhal_set_t` points at.
@@ -139,7 +139,7 @@ impl Set {
     }
 
     /// Opens `events` on the set's target.
-    fn open(&self, events: &[ResolvedEvent]) -> CResult<MultiSet<BoxedGroup>> {
+    fn open(&self, events: &[ResolvedEvent]) -> CResult<MultiSet<AnyGroup>> {
         self.open_with(events, &self.options, self.inherit)
     }
 
@@ -150,8 +150,9 @@ impl Set {
         events: &[ResolvedEvent],
         options: &OpenOptions,
         inherit: bool,
-    ) -> CResult<MultiSet<BoxedGroup>> {
-        let backend = &self.inner.chosen.backend;
+    ) -> CResult<MultiSet<AnyGroup>> {
+        // The chosen backend's own groups (the Linux backend's read without dynamic dispatch).
+        let backend = &self.inner.chosen;
         let targets = self.places(inherit)?;
         // A thread's group that also counts what the thread creates does not stay whole on
         // Linux (see MultiSet::open): with inherit each event is opened on its own.
@@ -376,6 +377,7 @@ impl Set {
 
     /// Reads into `out` (one reading per event): while running, the counts so far; once
     /// stopped, the counts at the stop.
+    #[inline]
     pub(crate) fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
         let n = self.events.len();
         if out.len() < n {

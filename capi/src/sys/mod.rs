@@ -101,6 +101,7 @@ extern "C" fn after_fork_in_child() {
 }
 
 /// This process's fork count, watching forks from the first call on.
+#[inline]
 fn forks() -> u64 {
     static WATCH: Once = Once::new();
     WATCH.call_once(|| {
@@ -147,6 +148,7 @@ unsafe fn string<'a>(text: *const c_char, what: &str) -> CResult<&'a str> {
 ///
 /// # Safety
 /// `set` is NULL or a live set used by this thread alone (module note).
+#[inline]
 unsafe fn set_mut<'a>(set: *mut Set) -> CResult<&'a mut Set> {
     // SAFETY: a live set this library returned, used by one thread at a time.
     let set = unsafe { set.as_mut() }.ok_or_else(|| null("the set"))?;
@@ -171,18 +173,36 @@ unsafe fn handle<'a>(ch: *const Handle) -> CResult<&'a Handle> {
 
 /// `n` as the length of a slice of `T`, refused when no buffer can hold `n` of them (more
 /// than `isize::MAX` bytes); `what` names the buffer.
+#[inline]
 fn room<T>(n: usize, what: &str) -> CResult<usize> {
-    let most = isize::MAX.unsigned_abs() / size_of::<T>().max(1);
-    match n <= most {
+    match n <= most::<T>() {
         true => Ok(n),
-        false => Err(Failure::new(
-            code::INVALID_ARGUMENT,
-            format!(
-                "{what} of {n} elements is more than any buffer can hold (at most {most}): \
-                 pass the number of elements the buffer has"
-            ),
-        )),
+        false => Err(too_many::<T>(n, what)),
     }
+}
+
+/// The most `T`s a buffer can hold (`isize::MAX` bytes).
+const fn most<T>() -> usize {
+    isize::MAX.unsigned_abs()
+        / if size_of::<T>() == 0 {
+            1
+        } else {
+            size_of::<T>()
+        }
+}
+
+/// The refusal of [`room`], out of the read path.
+#[cold]
+#[inline(never)]
+fn too_many<T>(n: usize, what: &str) -> Failure {
+    let most = most::<T>();
+    Failure::new(
+        code::INVALID_ARGUMENT,
+        format!(
+            "{what} of {n} elements is more than any buffer can hold (at most {most}): \
+             pass the number of elements the buffer has"
+        ),
+    )
 }
 
 /// The first `n.min(needed)` of the `n` readings at `out`, or the refusal of NULL or of an
