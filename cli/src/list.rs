@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 use counterhal::hal::GeneralizedEvent;
-use counterhal::{AnyBackend, Backend, Listed, ListedUnitMask, Registration, Section, list_events};
+use counterhal::{
+    AnyBackend, Backend, ListOptions, Listed, ListedUnitMask, Registration, Section,
+    list_events_with,
+};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -187,49 +190,59 @@ fn native_lines(
     fields: &str,
     note: &dyn Fn(&str) -> Option<String>,
 ) {
-    let flags = |set: &[(bool, &str)]| {
-        let names: Vec<&str> = set.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
-        match names.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", names.join(", ")),
-        }
-    };
-    let about = |description: &str| match description.is_empty() {
-        true => String::new(),
-        false => format!("  {description}"),
-    };
-    let event_flags = flags(&[
-        (entry.precise, "precise"),
-        (entry.section == Section::Deprecated, "deprecated"),
-    ]);
-    _ = writeln!(
+    _ = write!(out, "  {mark} {:<40} {fields}", entry.name);
+    flags(
         out,
-        "  {mark} {:<40} {fields}{event_flags}{}",
-        entry.name,
-        about(&entry.description)
+        &[
+            (entry.precise, "precise"),
+            (entry.section == Section::Deprecated, "deprecated"),
+        ],
     );
+    about(out, &entry.description);
     if entry.unit_masks.is_empty()
         && let Some(note) = note(&entry.name)
     {
         _ = writeln!(out, "      note: {note}");
     }
     for mask in &entry.unit_masks {
-        let mask_flags = flags(&[
-            (mask.default, "default"),
-            (mask.precise, "precise"),
-            (mask.deprecated, "deprecated"),
-        ]);
-        _ = writeln!(
+        _ = write!(out, "      {:<38} {}", mask.name, mask.fields);
+        flags(
             out,
-            "      {:<38} {}{mask_flags}{}",
-            mask.name,
-            mask.fields,
-            about(&mask.description)
+            &[
+                (mask.default, "default"),
+                (mask.precise, "precise"),
+                (mask.deprecated, "deprecated"),
+            ],
         );
+        about(out, &mask.description);
         if let Some(note) = note(&mask.name) {
             _ = writeln!(out, "        note: {note}");
         }
     }
+}
+
+/// The names of the flags set in `set`, in parentheses after a space (` (precise,
+/// deprecated)`); nothing where none is.
+fn flags(out: &mut String, set: &[(bool, &str)]) {
+    let mut names = set.iter().filter(|(on, _)| *on).map(|(_, name)| *name);
+    if let Some(first) = names.next() {
+        out.push_str(" (");
+        out.push_str(first);
+        for name in names {
+            out.push_str(", ");
+            out.push_str(name);
+        }
+        out.push(')');
+    }
+}
+
+/// A line's end: two spaces and `description` where there is one, and the newline.
+fn about(out: &mut String, description: &str) {
+    if !description.is_empty() {
+        out.push_str("  ");
+        out.push_str(description);
+    }
+    out.push('\n');
 }
 
 /// perf's tool events (`stat` fills them in from how the command ended, on any backend) and
@@ -344,6 +357,18 @@ fn unit_mask_json(mask: &ListedUnitMask, note: Option<String>) -> serde_json::Va
     })
 }
 
+/// ` (no mapping on MODEL)` after a preset or generalized event the model does not map.
+struct Unmapped<'a>(Option<&'a str>);
+
+impl std::fmt::Display for Unmapped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(model) => write!(f, " (no mapping on {model})"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
@@ -393,11 +418,16 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let model = context.model.as_deref()?;
         context.database.libpfm4_difference(model, name)
     };
+    // The text shows no unit mask's encoding on the backend: only --json resolves them.
+    let options = ListOptions::new().with_unit_mask_encodings(args.json);
     let listed = |pattern: &str| match &backend {
-        Some(backend) => list_events(&context, Ok(backend), pattern),
-        None => {
-            list_events::<AnyBackend>(&context, Err("the backend cannot be used here"), pattern)
-        }
+        Some(backend) => list_events_with(&context, Ok(backend), pattern, options),
+        None => list_events_with::<AnyBackend>(
+            &context,
+            Err("the backend cannot be used here"),
+            pattern,
+            options,
+        ),
     };
     let entries = with_aliases(listed(pattern), pattern, &listed);
     // Breakpoints (`mem:`) are the Linux backend's.
@@ -484,17 +514,21 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         };
         let precise = if entry.precise { " (precise)" } else { "" };
         // A preset or generalized event the model does not map says so, as --json's reason.
-        let unmapped = match (&entry.encoding, entry.section) {
-            (None, Section::Hardware | Section::Cache | Section::Preset) => {
-                format!(" (no mapping on {model})")
-            }
-            _ => String::new(),
-        };
-        let name = match entry.aliases.is_empty() {
-            true => entry.name.clone(),
-            false => format!("{} OR {}", entry.name, entry.aliases.join(" OR ")),
-        };
-        _ = writeln!(out, "  {mark} {name:<40} {about}{precise}{unmapped}");
+        let unmapped = matches!(
+            (&entry.encoding, entry.section),
+            (None, Section::Hardware | Section::Cache | Section::Preset)
+        );
+        let unmapped = Unmapped(unmapped.then_some(model));
+        if entry.aliases.is_empty() {
+            _ = writeln!(
+                out,
+                "  {mark} {:<40} {about}{precise}{unmapped}",
+                entry.name
+            );
+        } else {
+            let name = format!("{} OR {}", entry.name, entry.aliases.join(" OR "));
+            _ = writeln!(out, "  {mark} {name:<40} {about}{precise}{unmapped}");
+        }
         if entry.section == Section::Software
             && entries
                 .get(index + 1)

@@ -97,10 +97,12 @@ pub struct ListedUnitMask {
     /// where set.
     pub fields: String,
     /// What the name resolves to on the backend (the same form as [`Listed::encoding`]);
-    /// `None` where it does not resolve there, or where no backend works here.
+    /// `None` where it does not resolve there, where no backend works here, and where the
+    /// listing was not asked to resolve unit masks ([`ListOptions::unit_mask_encodings`]).
     pub encoding: Option<String>,
-    /// Why the backend does not resolve it (`None` where it does, and where no backend works
-    /// here: the event's reason says why).
+    /// Why the backend does not resolve it (`None` where it does, where no backend works
+    /// here: the event's reason says why, and where the listing was not asked to resolve unit
+    /// masks).
     pub reason: Option<String>,
     /// Whether it applies when the event is named without a unit mask.
     pub default: bool,
@@ -110,10 +112,47 @@ pub struct ListedUnitMask {
     pub deprecated: bool,
 }
 
+/// What a listing works out about each event beyond its name, section, description, fields
+/// and whether it counts here. [`ListOptions::new`] is everything (what `counterhal list
+/// --json` shows); a text listing that never shows a unit mask's encoding skips resolving
+/// each of a model's hundreds of unit masks on the backend.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Whether each unit mask is resolved on the backend, for [`ListedUnitMask::encoding`]
+    /// and [`ListedUnitMask::reason`] (both `None` without). Its fields
+    /// ([`ListedUnitMask::fields`]) come from the event database either way.
+    pub unit_mask_encodings: bool,
+}
+
+impl ListOptions {
+    /// Everything listed: each unit mask resolved on the backend too.
+    pub const fn new() -> Self {
+        Self {
+            unit_mask_encodings: true,
+        }
+    }
+
+    /// The same, with each unit mask resolved on the backend or not
+    /// ([`ListOptions::unit_mask_encodings`]).
+    pub const fn with_unit_mask_encodings(self, resolve: bool) -> Self {
+        Self {
+            unit_mask_encodings: resolve,
+        }
+    }
+}
+
+impl Default for ListOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// `event`'s encoding on one line: its natives joined by their signs, each after its factor
 /// where it has one (`a + 2 * b`).
 pub fn encoding_text(event: &ResolvedEvent) -> String {
-    let mut text = String::new();
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(64);
     for (i, term) in event.terms.iter().enumerate() {
         match (i, term.sign) {
             (0, Sign::Plus) => {}
@@ -122,9 +161,9 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
             (_, Sign::Minus) => text.push_str(" - "),
         }
         if term.factor != 1 {
-            text.push_str(&format!("{} * ", term.factor));
+            _ = write!(text, "{} * ", term.factor);
         }
-        text.push_str(&term.request.encoding.to_string());
+        _ = write!(text, "{}", term.request.encoding);
     }
     text
 }
@@ -145,6 +184,16 @@ pub fn list_events<B: Backend + ?Sized>(
     context: &Context,
     backend: Result<&B, &str>,
     pattern: &str,
+) -> Vec<Listed> {
+    list_events_with(context, backend, pattern, ListOptions::new())
+}
+
+/// [`list_events`] working out what `options` asks for ([`ListOptions`]).
+pub fn list_events_with<B: Backend + ?Sized>(
+    context: &Context,
+    backend: Result<&B, &str>,
+    pattern: &str,
+    options: ListOptions,
 ) -> Vec<Listed> {
     let pattern = pattern.to_ascii_lowercase();
     let matches = |name: &str, description: &str| {
@@ -204,7 +253,10 @@ pub fn list_events<B: Backend + ?Sized>(
             );
             item.unit_masks = masks
                 .into_iter()
-                .map(|mask| unit_mask_entry(&context.database, model, backend, event, mask))
+                .map(|mask| {
+                    let backend = backend.map(|b| Some(b).filter(|_| options.unit_mask_encodings));
+                    unit_mask_entry(&context.database, model, backend, event, mask)
+                })
                 .collect();
             match section {
                 Section::Deprecated => deprecated.push(item),
@@ -236,21 +288,23 @@ fn unit_mask_name(event: &NativeEvent, mask: &UnitMask) -> String {
 
 /// One unit mask of a listed native event: its fields in the event database, and what it
 /// resolves to on the backend (not opened: a model's thousands of unit masks would each cost a
-/// system call).
+/// system call); `Ok(None)` for a backend not asked to resolve it ([`ListOptions`]).
 fn unit_mask_entry<B: Backend + ?Sized>(
     database: &Database,
     model: &CpuModel,
-    backend: Result<&B, &str>,
+    backend: Result<Option<&B>, &str>,
     event: &NativeEvent,
     mask: &UnitMask,
 ) -> ListedUnitMask {
     let name = unit_mask_name(event, mask);
     let fields =
         resolved_fields(database, model, &name).unwrap_or_else(|| data_fields(event, Some(mask)));
-    let (encoding, reason) = match backend.map(|b| b.resolve(&name)) {
-        Ok(Ok(resolved)) => (Some(encoding_text(&resolved)), None),
-        Ok(Err(e)) => (None, Some(e.to_string())),
-        Err(_) => (None, None),
+    let (encoding, reason) = match backend {
+        Ok(Some(backend)) => match backend.resolve(&name) {
+            Ok(resolved) => (Some(encoding_text(&resolved)), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Ok(None) | Err(_) => (None, None),
     };
     ListedUnitMask {
         name,
