@@ -1,7 +1,9 @@
 //! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
@@ -74,20 +76,19 @@ pub struct TracepointName<'a> {
 /// Splits `subsystem:event[:modifiers]`: subsystems and events are lower-case identifiers,
 /// subsystems may hold `-` (`xhci-hcd`), modifiers are perf's letters (`ukhGH`).
 pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
-    let mut parts = name.splitn(3, ':');
-    let system = parts.next()?;
-    let event = parts.next()?;
-    let modifiers = parts.next().unwrap_or("");
-    // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes.
-    let ident = |s: &str, extra: &[char]| {
+    let (system, rest) = name.split_once(':')?;
+    let (event, modifiers) = rest.split_once(':').unwrap_or((rest, ""));
+    // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes. Every
+    // byte allowed is ASCII, so the bytes are checked (a list resolves thousands of names).
+    let ident = |s: &str, dash: bool| {
         !s.is_empty()
             && s.len() <= 255
-            && s.chars().all(|c| {
-                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || extra.contains(&c)
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || (dash && b == b'-')
             })
     };
-    let modifiers_ok = modifiers.chars().all(|c| "ukhGHp".contains(c));
-    (ident(system, &['-']) && ident(event, &[]) && modifiers_ok).then_some(TracepointName {
+    let modifiers_ok = modifiers.bytes().all(|b| b"ukhGHp".contains(&b));
+    (ident(system, true) && ident(event, false) && modifiers_ok).then_some(TracepointName {
         system,
         event,
         modifiers,
@@ -169,13 +170,13 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
     });
 }
 
-/// A short file's text (a tracepoint's id: a decimal number and a newline) read with one
-/// `open` and a `read` or two: `fs::read_to_string` would also ask the file's size first,
-/// a system call each of a `list`'s thousands of tracepoints pays for nothing.
-fn read_short(path: &Path) -> io::Result<String> {
+/// A short file's first bytes (a tracepoint's id: a decimal number and a newline) read with
+/// one `open` and a `read` or two, into `buffer`: `fs::read_to_string` would also ask the
+/// file's size first, a system call each of a `list`'s thousands of tracepoints pays for
+/// nothing. Returns how many bytes were read.
+fn read_short(path: &Path, buffer: &mut [u8]) -> io::Result<usize> {
     use std::io::Read;
     let mut file = fs::File::open(path)?;
-    let mut buffer = [0u8; 64];
     let mut len = 0;
     while len < buffer.len() {
         match file.read(&mut buffer[len..])? {
@@ -183,7 +184,18 @@ fn read_short(path: &Path) -> io::Result<String> {
             n => len += n,
         }
     }
-    Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
+    Ok(len)
+}
+
+/// `root/events/SYSTEM/EVENT/id`, built in one allocation (`Path::join` makes one a part).
+fn id_path(root: &Path, system: &str, event: &str) -> PathBuf {
+    let mut path = PathBuf::with_capacity(root.as_os_str().len() + system.len() + event.len() + 12);
+    path.push(root);
+    path.push("events");
+    path.push(system);
+    path.push(event);
+    path.push("id");
+    path
 }
 
 /// The first root that holds an `events/` directory, or the first this user may not enter.
@@ -218,14 +230,29 @@ pub fn list(roots: &[PathBuf]) -> Vec<(String, String)> {
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Vec::new();
     };
-    let events = root.join("events");
+    // One path's bytes, each directory appended and cut off again (a join would copy the
+    // path, and `PathBuf::pop` parse it, for each of thousands of tracepoints).
+    let mut path = root.join("events").into_os_string().into_vec();
     let mut found = Vec::new();
-    for system in subdirectories(&events) {
-        for name in subdirectories(&events.join(&system)) {
-            if events.join(&system).join(&name).join("id").is_file() {
-                found.push((format!("{system}:{name}"), "tracepoint".to_string()));
+    for system in subdirectories(Path::new(OsStr::from_bytes(&path))) {
+        let events_end = path.len();
+        path.push(b'/');
+        path.extend_from_slice(system.as_bytes());
+        let system_end = path.len();
+        for name in subdirectories(Path::new(OsStr::from_bytes(&path))) {
+            path.push(b'/');
+            path.extend_from_slice(name.as_bytes());
+            path.extend_from_slice(b"/id");
+            if Path::new(OsStr::from_bytes(&path)).is_file() {
+                let mut full = String::with_capacity(system.len() + 1 + name.len());
+                full.push_str(&system);
+                full.push(':');
+                full.push_str(&name);
+                found.push((full, "tracepoint".to_string()));
             }
+            path.truncate(system_end);
         }
+        path.truncate(events_end);
     }
     found
 }
@@ -257,13 +284,10 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);
     };
-    let id_path = root
-        .join("events")
-        .join(parts.system)
-        .join(parts.event)
-        .join("id");
-    let text = match read_short(&id_path) {
-        Ok(text) => text,
+    let id_path = id_path(root, parts.system, parts.event);
+    let mut buffer = [0u8; 64];
+    let text = match read_short(&id_path, &mut buffer) {
+        Ok(len) => String::from_utf8_lossy(&buffer[..len]),
         // Only a file this user may not read is a tracepoint withheld; a name no file has
         // (missing, overlong, naming a file as a directory) is no tracepoint.
         Err(e) if e.kind() != io::ErrorKind::PermissionDenied => return Ok(None),
