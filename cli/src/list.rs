@@ -418,8 +418,9 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let model = context.model.as_deref()?;
         context.database.libpfm4_difference(model, name)
     };
-    // The text shows no unit mask's encoding on the backend: only --json resolves them.
-    let options = ListOptions::new().with_unit_mask_encodings(args.json);
+    // The text shows no encoding (but an event's in place of a description it lacks): only
+    // --json has them written.
+    let options = ListOptions::new().with_encodings(args.json);
     let listed = |pattern: &str| match &backend {
         Some(backend) => list_events_with(&context, Ok(backend), pattern, options),
         None => list_events_with::<AnyBackend>(
@@ -515,8 +516,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let precise = if entry.precise { " (precise)" } else { "" };
         // A preset or generalized event the model does not map says so, as --json's reason.
         let unmapped = matches!(
-            (&entry.encoding, entry.section),
-            (None, Section::Hardware | Section::Cache | Section::Preset)
+            (entry.resolves, entry.section),
+            (false, Section::Hardware | Section::Cache | Section::Preset)
         );
         let unmapped = Unmapped(unmapped.then_some(model));
         if entry.aliases.is_empty() {

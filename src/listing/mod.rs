@@ -60,8 +60,11 @@ pub struct Listed {
     /// What it counts, in a few words (empty where the source gives none).
     pub description: String,
     /// What the name resolves to on the backend (derived events as `A + B` or `A - B`);
-    /// `None` where it does not resolve there.
+    /// `None` where it does not resolve there, and where the listing was asked to write no
+    /// encodings ([`ListOptions::encodings`]) and the event has a description.
     pub encoding: Option<String>,
+    /// Whether the name resolves on the backend (whether or not its encoding was written).
+    pub resolves: bool,
     /// Whether this process can count it for its own thread here.
     pub usable: bool,
     /// Why it cannot be counted, or how it is counted instead (user space only where the OS
@@ -98,7 +101,7 @@ pub struct ListedUnitMask {
     pub fields: String,
     /// What the name resolves to on the backend (the same form as [`Listed::encoding`]);
     /// `None` where it does not resolve there, where no backend works here, and where the
-    /// listing was not asked to resolve unit masks ([`ListOptions::unit_mask_encodings`]).
+    /// listing was asked to write no encodings ([`ListOptions::encodings`]).
     pub encoding: Option<String>,
     /// Why the backend does not resolve it (`None` where it does, where no backend works
     /// here: the event's reason says why, and where the listing was not asked to resolve unit
@@ -112,33 +115,32 @@ pub struct ListedUnitMask {
     pub deprecated: bool,
 }
 
-/// What a listing works out about each event beyond its name, section, description, fields
-/// and whether it counts here. [`ListOptions::new`] is everything (what `counterhal list
-/// --json` shows); a text listing that never shows a unit mask's encoding skips resolving
-/// each of a model's hundreds of unit masks on the backend.
+/// What a listing writes out beyond each event's name, section, description and fields and
+/// whether it counts here. [`ListOptions::new`] is everything (what `counterhal list --json`
+/// shows); a text listing, which shows no encoding, skips writing the encodings of thousands
+/// of tracepoints and resolving each of a model's hundreds of unit masks on the backend.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListOptions {
-    /// Whether each unit mask is resolved on the backend, for [`ListedUnitMask::encoding`]
-    /// and [`ListedUnitMask::reason`] (both `None` without). Its fields
-    /// ([`ListedUnitMask::fields`]) come from the event database either way.
-    pub unit_mask_encodings: bool,
+    /// Whether what each name resolves to on the backend is written out: [`Listed::encoding`]
+    /// and each unit mask's [`ListedUnitMask::encoding`] and [`ListedUnitMask::reason`].
+    /// Without, events are still resolved and opened (to tell whether they count here, and
+    /// why not), [`Listed::resolves`] says whether they resolved, an event's encoding is
+    /// written only where it has no description (to stand in its place), and unit masks are
+    /// not resolved on the backend (their encoding and reason are `None`; their fields come
+    /// from the event database either way).
+    pub encodings: bool,
 }
 
 impl ListOptions {
-    /// Everything listed: each unit mask resolved on the backend too.
+    /// Everything written out.
     pub const fn new() -> Self {
-        Self {
-            unit_mask_encodings: true,
-        }
+        Self { encodings: true }
     }
 
-    /// The same, with each unit mask resolved on the backend or not
-    /// ([`ListOptions::unit_mask_encodings`]).
-    pub const fn with_unit_mask_encodings(self, resolve: bool) -> Self {
-        Self {
-            unit_mask_encodings: resolve,
-        }
+    /// The same, with the encodings written out or not ([`ListOptions::encodings`]).
+    pub const fn with_encodings(self, encodings: bool) -> Self {
+        Self { encodings }
     }
 }
 
@@ -211,7 +213,14 @@ pub fn list_events_with<B: Backend + ?Sized>(
         };
         let name = event.name().into_owned();
         if matches(&name, description) {
-            listed.push(entry(backend, section, name, description.into(), true));
+            listed.push(entry(
+                backend,
+                section,
+                name,
+                description.into(),
+                true,
+                options,
+            ));
         }
     }
     if let Some(model) = context
@@ -244,7 +253,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
             } else {
                 Section::Native
             };
-            let mut item = entry(backend, section, name, description, true);
+            let mut item = entry(backend, section, name, description, true, options);
             item.aliases = aliases.into_iter().map(str::to_string).collect();
             item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
             item.fields = Some(
@@ -254,7 +263,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
             item.unit_masks = masks
                 .into_iter()
                 .map(|mask| {
-                    let backend = backend.map(|b| Some(b).filter(|_| options.unit_mask_encodings));
+                    let backend = backend.map(|b| Some(b).filter(|_| options.encodings));
                     unit_mask_entry(&context.database, model, backend, event, mask)
                 })
                 .collect();
@@ -274,6 +283,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
                     name,
                     description,
                     false,
+                    options,
                 ));
             }
         }
@@ -318,19 +328,22 @@ fn unit_mask_entry<B: Backend + ?Sized>(
     }
 }
 
-/// One listed event: resolved, and (when `open` says so) opened to tell whether it counts.
+/// One listed event: resolved, and (when `open` says so) opened to tell whether it counts;
+/// its encoding written as `options` say.
 fn entry<B: Backend + ?Sized>(
     backend: Result<&B, &str>,
     section: Section,
     name: String,
     description: String,
     open: bool,
+    options: ListOptions,
 ) -> Listed {
     let mut listed = Listed {
         section,
         name,
         description,
         encoding: None,
+        resolves: false,
         usable: false,
         reason: None,
         precise: false,
@@ -352,7 +365,10 @@ fn entry<B: Backend + ?Sized>(
             return listed;
         }
     };
-    listed.encoding = Some(encoding_text(&event));
+    listed.resolves = true;
+    if options.encodings || listed.description.is_empty() {
+        listed.encoding = Some(encoding_text(&event));
+    }
     if !open {
         listed.usable = true;
         return listed;
