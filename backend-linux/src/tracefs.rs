@@ -272,7 +272,8 @@ fn subdirectories(dir: &Path) -> Vec<String> {
 }
 
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
-/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it.
+/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it. A name
+/// of a tracepoint's shape mounts tracefs first where perf would ([`mount_if_absent`]).
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
@@ -281,6 +282,7 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
         return bad_modifiers(roots, name);
     };
+    mount_if_absent(roots);
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);
     };

@@ -190,7 +190,12 @@ fn native_lines(
     fields: &str,
     note: &dyn Fn(&str) -> Option<String>,
 ) {
-    _ = write!(out, "  {mark} {:<40} {fields}", entry.name);
+    out.push_str("  ");
+    out.push_str(mark);
+    out.push(' ');
+    padded(out, &entry.name, 40);
+    out.push(' ');
+    out.push_str(fields);
     flags(
         out,
         &[
@@ -205,7 +210,10 @@ fn native_lines(
         _ = writeln!(out, "      note: {note}");
     }
     for mask in &entry.unit_masks {
-        _ = write!(out, "      {:<38} {}", mask.name, mask.fields);
+        out.push_str("      ");
+        padded(out, &mask.name, 38);
+        out.push(' ');
+        out.push_str(&mask.fields);
         flags(
             out,
             &[
@@ -234,6 +242,14 @@ fn flags(out: &mut String, set: &[(bool, &str)]) {
         }
         out.push(')');
     }
+}
+
+/// `text` left-aligned in `width` characters, as `{:<width}` writes it (written by hand: a
+/// listing writes thousands).
+fn padded(out: &mut String, text: &str, width: usize) {
+    out.push_str(text);
+    let len = text.chars().count();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
 }
 
 /// A line's end: two spaces and `description` where there is one, and the newline.
@@ -520,16 +536,16 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             (false, Section::Hardware | Section::Cache | Section::Preset)
         );
         let unmapped = Unmapped(unmapped.then_some(model));
+        out.push_str("  ");
+        out.push_str(mark);
+        out.push(' ');
         if entry.aliases.is_empty() {
-            _ = writeln!(
-                out,
-                "  {mark} {:<40} {about}{precise}{unmapped}",
-                entry.name
-            );
+            padded(&mut out, &entry.name, 40);
         } else {
             let name = format!("{} OR {}", entry.name, entry.aliases.join(" OR "));
-            _ = writeln!(out, "  {mark} {name:<40} {about}{precise}{unmapped}");
+            padded(&mut out, &name, 40);
         }
+        _ = writeln!(out, " {about}{precise}{unmapped}");
         if entry.section == Section::Software
             && entries
                 .get(index + 1)

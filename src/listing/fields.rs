@@ -73,7 +73,7 @@ pub(crate) fn data_fields(event: &NativeEvent, mask: Option<&UnitMask>) -> Strin
 /// for an extra MSR. A P5 CESR field is `event=0x16`, with `cmask=1` when it counts cycles. Any
 /// other encoding is written as [`Encoding`]'s `Display` writes it.
 pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
-    let mut text = String::new();
+    let mut text = String::with_capacity(32);
     let counters = |text: &mut String, counters: CounterSet| {
         if !counters.is_empty() && counters != CounterSet::first(general_counters) {
             _ = write!(text, " counters={counters}");
@@ -81,13 +81,13 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
     };
     match encoding {
         Encoding::Evtsel(evtsel) => {
-            _ = write!(
-                text,
-                "event={:#04x} umask={:#04x}",
-                evtsel.code, evtsel.umask
-            );
+            text.push_str("event=");
+            push_hex(&mut text, evtsel.code.into());
+            text.push_str(" umask=");
+            push_hex(&mut text, evtsel.umask.into());
             if evtsel.umask2 != 0 {
-                _ = write!(text, " umask2={:#04x}", evtsel.umask2);
+                text.push_str(" umask2=");
+                push_hex(&mut text, evtsel.umask2.into());
             }
             if evtsel.cmask != 0 {
                 _ = write!(text, " cmask={}", evtsel.cmask);
@@ -127,10 +127,32 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
     text
 }
 
+/// `value` as `{:#04x}` writes it: `0x` and at least two lower-case hex digits (written by
+/// hand: a listing writes a few for each of a model's events and unit masks).
+fn push_hex(text: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    text.push_str("0x");
+    let digits = (64 - value.leading_zeros()).div_ceil(4).max(2);
+    for shift in (0..digits).rev().map(|d| d * 4) {
+        text.push(char::from(DIGITS[((value >> shift) & 0xf) as usize]));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use counterhal_hal::{Evtsel, ExtraMsr, P5Cesr};
+
+    /// Oracle: the standard library's `{:#04x}`.
+    #[test]
+    fn hex_is_written_as_the_formatter_writes_it() {
+        let values = [0, 1, 0xf, 0x10, 0xff, 0x100, 0x1c0, 0xfff, 0x1000, u64::MAX];
+        for value in values.into_iter().chain((0..64).map(|bit| 1 << bit)) {
+            let mut text = String::new();
+            push_hex(&mut text, value);
+            assert_eq!(text, format!("{value:#04x}"));
+        }
+    }
 
     #[test]
     fn fields_name_what_is_set() {
