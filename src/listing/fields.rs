@@ -90,7 +90,8 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
                 push_hex(&mut text, evtsel.umask2.into());
             }
             if evtsel.cmask != 0 {
-                _ = write!(text, " cmask={}", evtsel.cmask);
+                text.push_str(" cmask=");
+                push_decimal(&mut text, evtsel.cmask.into());
             }
             for (set, name) in [
                 (evtsel.edge, "edge"),
@@ -104,12 +105,12 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
                 }
             }
             counters(&mut text, evtsel.counters);
-            match evtsel.fixed {
-                Some(fixed) if evtsel.counters.is_empty() => {
-                    _ = write!(text, " fixed={fixed} only");
+            if let Some(fixed) = evtsel.fixed {
+                text.push_str(" fixed=");
+                push_decimal(&mut text, fixed.into());
+                if evtsel.counters.is_empty() {
+                    text.push_str(" only");
                 }
-                Some(fixed) => _ = write!(text, " fixed={fixed}"),
-                None => {}
             }
             if let Some(extra) = evtsel.extra {
                 _ = write!(text, " msr {:#x}={:#x}", extra.msr, extra.value);
@@ -138,12 +139,28 @@ fn push_hex(text: &mut String, value: u64) {
     }
 }
 
+/// `value` in decimal, as `{}` writes it.
+fn push_decimal(text: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = value;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    text.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use counterhal_hal::{Evtsel, ExtraMsr, P5Cesr};
 
-    /// Oracle: the standard library's `{:#04x}`.
+    /// Oracle: the standard library's `{:#04x}` and `{}`.
     #[test]
     fn hex_is_written_as_the_formatter_writes_it() {
         let values = [0, 1, 0xf, 0x10, 0xff, 0x100, 0x1c0, 0xfff, 0x1000, u64::MAX];
@@ -151,6 +168,9 @@ mod tests {
             let mut text = String::new();
             push_hex(&mut text, value);
             assert_eq!(text, format!("{value:#04x}"));
+            let mut text = String::new();
+            push_decimal(&mut text, value);
+            assert_eq!(text, value.to_string());
         }
     }
 

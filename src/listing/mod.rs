@@ -293,7 +293,11 @@ pub fn list_events_with<B: Backend + ?Sized>(
 
 /// The name `mask` of `event` is typed as: `EVENT.UNIT_MASK`.
 fn unit_mask_name(event: &NativeEvent, mask: &UnitMask) -> String {
-    format!("{}.{}", event.name, mask.name)
+    let mut name = String::with_capacity(event.name.len() + 1 + mask.name.len());
+    name.push_str(&event.name);
+    name.push('.');
+    name.push_str(&mask.name);
+    name
 }
 
 /// One unit mask of a listed native event: its fields in the event database, and what it
