@@ -247,9 +247,18 @@ fn flags(out: &mut String, set: &[(bool, &str)]) {
 /// `text` left-aligned in `width` characters, as `{:<width}` writes it (written by hand: a
 /// listing writes thousands).
 fn padded(out: &mut String, text: &str, width: usize) {
+    const SPACES: &str = "                                                  ";
     out.push_str(text);
-    let len = text.chars().count();
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    let len = match text.is_ascii() {
+        true => text.len(),
+        false => text.chars().count(),
+    };
+    let mut pad = width.saturating_sub(len);
+    while pad > 0 {
+        let chunk = pad.min(SPACES.len());
+        out.push_str(&SPACES[..chunk]);
+        pad -= chunk;
+    }
 }
 
 /// A line's end: two spaces and `description` where there is one, and the newline.

@@ -74,9 +74,21 @@ pub(crate) fn data_fields(event: &NativeEvent, mask: Option<&UnitMask>) -> Strin
 /// other encoding is written as [`Encoding`]'s `Display` writes it.
 pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
     let mut text = String::with_capacity(32);
+    // As `CounterSet`'s `Display` writes the set (`0,1,3`, `any` for all), by hand.
     let counters = |text: &mut String, counters: CounterSet| {
-        if !counters.is_empty() && counters != CounterSet::first(general_counters) {
-            _ = write!(text, " counters={counters}");
+        if counters.is_empty() || counters == CounterSet::first(general_counters) {
+            return;
+        }
+        text.push_str(" counters=");
+        if counters == CounterSet::ALL {
+            text.push_str("any");
+            return;
+        }
+        for (i, counter) in counters.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            push_decimal(text, counter.into());
         }
     };
     match encoding {
@@ -171,6 +183,21 @@ mod tests {
             let mut text = String::new();
             push_decimal(&mut text, value);
             assert_eq!(text, value.to_string());
+        }
+    }
+
+    /// Oracle: `CounterSet`'s `Display`, which the fields' `counters=` writes by hand.
+    #[test]
+    fn counters_are_written_as_counter_sets_display_them() {
+        let masks = [0b1, 0b10, 0b101, 0b1111_0000, 0x8000_0001, 0xffff, u32::MAX];
+        for mask in masks {
+            let set = CounterSet::from_mask(mask);
+            let mut evtsel = Evtsel::new(0x3c, 0x00);
+            evtsel.counters = set;
+            assert_eq!(
+                fields_text(&Encoding::Evtsel(evtsel), 4),
+                format!("event=0x3c umask=0x00 counters={set}")
+            );
         }
     }
 
