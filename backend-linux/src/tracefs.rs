@@ -79,21 +79,43 @@ pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
     let (system, rest) = name.split_once(':')?;
     let (event, modifiers) = rest.split_once(':').unwrap_or((rest, ""));
     // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes. Every
-    // byte allowed is ASCII, so the bytes are checked (a list resolves thousands of names).
-    let ident = |s: &str, dash: bool| {
-        !s.is_empty()
-            && s.len() <= 255
-            && s.bytes().all(|b| {
-                b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || (dash && b == b'-')
-            })
-    };
-    let modifiers_ok = modifiers.bytes().all(|b| b"ukhGHp".contains(&b));
-    (ident(system, true) && ident(event, false) && modifiers_ok).then_some(TracepointName {
+    // byte allowed is ASCII, so the bytes are looked up in a table of what each part may
+    // hold (a list resolves thousands of names).
+    let only = |s: &str, class: u8| s.bytes().all(|b| NAME_BYTES[usize::from(b)] & class != 0);
+    let ident = |s: &str, class: u8| !s.is_empty() && s.len() <= 255 && only(s, class);
+    let valid = ident(system, SUBSYSTEM) && ident(event, EVENT) && only(modifiers, MODIFIER);
+    valid.then_some(TracepointName {
         system,
         event,
         modifiers,
     })
 }
+
+/// [`NAME_BYTES`]' classes: a byte an event name may hold (`a-z`, `0-9`, `_`), one a
+/// subsystem may (those and `-`), and one of perf's modifier letters (`ukhGHp`).
+const EVENT: u8 = 1;
+const SUBSYSTEM: u8 = 2;
+const MODIFIER: u8 = 4;
+
+/// The classes of each byte value.
+const NAME_BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' {
+            table[b] |= EVENT | SUBSYSTEM;
+        }
+        if byte == b'-' {
+            table[b] |= SUBSYSTEM;
+        }
+        if matches!(byte, b'u' | b'k' | b'h' | b'G' | b'H' | b'p') {
+            table[b] |= MODIFIER;
+        }
+        b += 1;
+    }
+    table
+};
 
 /// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
 /// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
@@ -187,15 +209,22 @@ fn read_short(path: &Path, buffer: &mut [u8]) -> io::Result<usize> {
     Ok(len)
 }
 
-/// `root/events/SYSTEM/EVENT/id`, built in one allocation (`Path::join` makes one a part).
+/// `root/events/SYSTEM/EVENT/id` as `root.join("events")` and so on make it, built in one
+/// allocation (a join makes one a part, and a push looks at the path's end): SYSTEM and
+/// EVENT are [`split_tracepoint`]'s parts, no separator in them.
 fn id_path(root: &Path, system: &str, event: &str) -> PathBuf {
-    let mut path = PathBuf::with_capacity(root.as_os_str().len() + system.len() + event.len() + 12);
-    path.push(root);
-    path.push("events");
-    path.push(system);
-    path.push(event);
-    path.push("id");
-    path
+    let root = root.as_os_str().as_bytes();
+    let mut path = Vec::with_capacity(root.len() + system.len() + event.len() + 12);
+    path.extend_from_slice(root);
+    if !root.is_empty() && !root.ends_with(b"/") {
+        path.push(b'/');
+    }
+    for part in [b"events".as_slice(), system.as_bytes(), event.as_bytes()] {
+        path.extend_from_slice(part);
+        path.push(b'/');
+    }
+    path.extend_from_slice(b"id");
+    PathBuf::from(std::ffi::OsString::from_vec(path))
 }
 
 /// The first root that holds an `events/` directory, or the first this user may not enter.
@@ -401,6 +430,57 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
 mod tests {
     use super::*;
     use counterhal_hal::Domain;
+
+    /// Oracle: `Path::join`, which the one-allocation path must equal for any root.
+    #[test]
+    fn id_paths_are_the_joined_paths() {
+        for root in [
+            "/sys/kernel/tracing",
+            "/sys/kernel/tracing/",
+            "relative",
+            "",
+            "/",
+        ] {
+            let root = Path::new(root);
+            let joined = root
+                .join("events")
+                .join("xhci-hcd")
+                .join("xhci_dbg")
+                .join("id");
+            assert_eq!(id_path(root, "xhci-hcd", "xhci_dbg"), joined);
+            assert_eq!(
+                id_path(root, "xhci-hcd", "xhci_dbg").as_os_str(),
+                joined.as_os_str()
+            );
+        }
+    }
+
+    /// Every character in each part, against the rule as written out (perf's modifiers;
+    /// subsystems and events as tracefs names them).
+    #[test]
+    fn each_part_takes_the_characters_its_rule_names() {
+        let chars = (0u8..128).map(char::from).chain(['é', 'ſ', 'K']);
+        for c in chars.filter(|&c| c != ':') {
+            let event_char = c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+            let subsystem_char = event_char || c == '-';
+            let modifier_char = "ukhGHp".contains(c);
+            assert_eq!(
+                looks_like_tracepoint(&format!("s{c}:e")),
+                subsystem_char,
+                "{c:?}"
+            );
+            assert_eq!(
+                looks_like_tracepoint(&format!("s:e{c}")),
+                event_char,
+                "{c:?}"
+            );
+            assert_eq!(
+                looks_like_tracepoint(&format!("s:e:{c}")),
+                modifier_char,
+                "{c:?}"
+            );
+        }
+    }
 
     #[test]
     fn shape() {
