@@ -99,7 +99,7 @@ pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
-pub use listing::{Listed, ListedUnitMask, Section, list_events};
+pub use listing::{ListOptions, Listed, ListedUnitMask, Section, list_events, list_events_with};
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use sampling::AnySampler;

@@ -476,9 +476,6 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
-        if tracefs::looks_like_tracepoint(event) {
-            tracefs::mount_if_absent(&self.paths.tracefs);
-        }
         if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event)? {
             return Ok(single(encoding));
         }

@@ -1,7 +1,9 @@
 //! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
@@ -74,25 +76,46 @@ pub struct TracepointName<'a> {
 /// Splits `subsystem:event[:modifiers]`: subsystems and events are lower-case identifiers,
 /// subsystems may hold `-` (`xhci-hcd`), modifiers are perf's letters (`ukhGH`).
 pub fn split_tracepoint(name: &str) -> Option<TracepointName<'_>> {
-    let mut parts = name.splitn(3, ':');
-    let system = parts.next()?;
-    let event = parts.next()?;
-    let modifiers = parts.next().unwrap_or("");
-    // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes.
-    let ident = |s: &str, extra: &[char]| {
-        !s.is_empty()
-            && s.len() <= 255
-            && s.chars().all(|c| {
-                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || extra.contains(&c)
-            })
-    };
-    let modifiers_ok = modifiers.chars().all(|c| "ukhGHp".contains(c));
-    (ident(system, &['-']) && ident(event, &[]) && modifiers_ok).then_some(TracepointName {
+    let (system, rest) = name.split_once(':')?;
+    let (event, modifiers) = rest.split_once(':').unwrap_or((rest, ""));
+    // Each part names a directory, so it is a file name: at most NAME_MAX (255) bytes. Every
+    // byte allowed is ASCII, so the bytes are looked up in a table of what each part may
+    // hold (a list resolves thousands of names).
+    let only = |s: &str, class: u8| s.bytes().all(|b| NAME_BYTES[usize::from(b)] & class != 0);
+    let ident = |s: &str, class: u8| !s.is_empty() && s.len() <= 255 && only(s, class);
+    let valid = ident(system, SUBSYSTEM) && ident(event, EVENT) && only(modifiers, MODIFIER);
+    valid.then_some(TracepointName {
         system,
         event,
         modifiers,
     })
 }
+
+/// [`NAME_BYTES`]' classes: a byte an event name may hold (`a-z`, `0-9`, `_`), one a
+/// subsystem may (those and `-`), and one of perf's modifier letters (`ukhGHp`).
+const EVENT: u8 = 1;
+const SUBSYSTEM: u8 = 2;
+const MODIFIER: u8 = 4;
+
+/// The classes of each byte value.
+const NAME_BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' {
+            table[b] |= EVENT | SUBSYSTEM;
+        }
+        if byte == b'-' {
+            table[b] |= SUBSYSTEM;
+        }
+        if matches!(byte, b'u' | b'k' | b'h' | b'G' | b'H' | b'p') {
+            table[b] |= MODIFIER;
+        }
+        b += 1;
+    }
+    table
+};
 
 /// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
 /// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
@@ -169,13 +192,13 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
     });
 }
 
-/// A short file's text (a tracepoint's id: a decimal number and a newline) read with one
-/// `open` and a `read` or two: `fs::read_to_string` would also ask the file's size first,
-/// a system call each of a `list`'s thousands of tracepoints pays for nothing.
-fn read_short(path: &Path) -> io::Result<String> {
+/// A short file's first bytes (a tracepoint's id: a decimal number and a newline) read with
+/// one `open` and a `read` or two, into `buffer`: `fs::read_to_string` would also ask the
+/// file's size first, a system call each of a `list`'s thousands of tracepoints pays for
+/// nothing. Returns how many bytes were read.
+fn read_short(path: &Path, buffer: &mut [u8]) -> io::Result<usize> {
     use std::io::Read;
     let mut file = fs::File::open(path)?;
-    let mut buffer = [0u8; 64];
     let mut len = 0;
     while len < buffer.len() {
         match file.read(&mut buffer[len..])? {
@@ -183,7 +206,25 @@ fn read_short(path: &Path) -> io::Result<String> {
             n => len += n,
         }
     }
-    Ok(String::from_utf8_lossy(&buffer[..len]).into_owned())
+    Ok(len)
+}
+
+/// `root/events/SYSTEM/EVENT/id` as `root.join("events")` and so on make it, built in one
+/// allocation (a join makes one a part, and a push looks at the path's end): SYSTEM and
+/// EVENT are [`split_tracepoint`]'s parts, no separator in them.
+fn id_path(root: &Path, system: &str, event: &str) -> PathBuf {
+    let root = root.as_os_str().as_bytes();
+    let mut path = Vec::with_capacity(root.len() + system.len() + event.len() + 12);
+    path.extend_from_slice(root);
+    if !root.is_empty() && !root.ends_with(b"/") {
+        path.push(b'/');
+    }
+    for part in [b"events".as_slice(), system.as_bytes(), event.as_bytes()] {
+        path.extend_from_slice(part);
+        path.push(b'/');
+    }
+    path.extend_from_slice(b"id");
+    PathBuf::from(std::ffi::OsString::from_vec(path))
 }
 
 /// The first root that holds an `events/` directory, or the first this user may not enter.
@@ -218,14 +259,29 @@ pub fn list(roots: &[PathBuf]) -> Vec<(String, String)> {
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Vec::new();
     };
-    let events = root.join("events");
+    // One path's bytes, each directory appended and cut off again (a join would copy the
+    // path, and `PathBuf::pop` parse it, for each of thousands of tracepoints).
+    let mut path = root.join("events").into_os_string().into_vec();
     let mut found = Vec::new();
-    for system in subdirectories(&events) {
-        for name in subdirectories(&events.join(&system)) {
-            if events.join(&system).join(&name).join("id").is_file() {
-                found.push((format!("{system}:{name}"), "tracepoint".to_string()));
+    for system in subdirectories(Path::new(OsStr::from_bytes(&path))) {
+        let events_end = path.len();
+        path.push(b'/');
+        path.extend_from_slice(system.as_bytes());
+        let system_end = path.len();
+        for name in subdirectories(Path::new(OsStr::from_bytes(&path))) {
+            path.push(b'/');
+            path.extend_from_slice(name.as_bytes());
+            path.extend_from_slice(b"/id");
+            if Path::new(OsStr::from_bytes(&path)).is_file() {
+                let mut full = String::with_capacity(system.len() + 1 + name.len());
+                full.push_str(&system);
+                full.push(':');
+                full.push_str(&name);
+                found.push((full, "tracepoint".to_string()));
             }
+            path.truncate(system_end);
         }
+        path.truncate(events_end);
     }
     found
 }
@@ -245,7 +301,8 @@ fn subdirectories(dir: &Path) -> Vec<String> {
 }
 
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
-/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it.
+/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it. A name
+/// of a tracepoint's shape mounts tracefs first where perf would ([`mount_if_absent`]).
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
@@ -254,16 +311,14 @@ pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
         return bad_modifiers(roots, name);
     };
+    mount_if_absent(roots);
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);
     };
-    let id_path = root
-        .join("events")
-        .join(parts.system)
-        .join(parts.event)
-        .join("id");
-    let text = match read_short(&id_path) {
-        Ok(text) => text,
+    let id_path = id_path(root, parts.system, parts.event);
+    let mut buffer = [0u8; 64];
+    let text = match read_short(&id_path, &mut buffer) {
+        Ok(len) => String::from_utf8_lossy(&buffer[..len]),
         // Only a file this user may not read is a tracepoint withheld; a name no file has
         // (missing, overlong, naming a file as a directory) is no tracepoint.
         Err(e) if e.kind() != io::ErrorKind::PermissionDenied => return Ok(None),
@@ -375,6 +430,57 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
 mod tests {
     use super::*;
     use counterhal_hal::Domain;
+
+    /// Oracle: `Path::join`, which the one-allocation path must equal for any root.
+    #[test]
+    fn id_paths_are_the_joined_paths() {
+        for root in [
+            "/sys/kernel/tracing",
+            "/sys/kernel/tracing/",
+            "relative",
+            "",
+            "/",
+        ] {
+            let root = Path::new(root);
+            let joined = root
+                .join("events")
+                .join("xhci-hcd")
+                .join("xhci_dbg")
+                .join("id");
+            assert_eq!(id_path(root, "xhci-hcd", "xhci_dbg"), joined);
+            assert_eq!(
+                id_path(root, "xhci-hcd", "xhci_dbg").as_os_str(),
+                joined.as_os_str()
+            );
+        }
+    }
+
+    /// Every character in each part, against the rule as written out (perf's modifiers;
+    /// subsystems and events as tracefs names them).
+    #[test]
+    fn each_part_takes_the_characters_its_rule_names() {
+        let chars = (0u8..128).map(char::from).chain(['é', 'ſ', 'K']);
+        for c in chars.filter(|&c| c != ':') {
+            let event_char = c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+            let subsystem_char = event_char || c == '-';
+            let modifier_char = "ukhGHp".contains(c);
+            assert_eq!(
+                looks_like_tracepoint(&format!("s{c}:e")),
+                subsystem_char,
+                "{c:?}"
+            );
+            assert_eq!(
+                looks_like_tracepoint(&format!("s:e{c}")),
+                event_char,
+                "{c:?}"
+            );
+            assert_eq!(
+                looks_like_tracepoint(&format!("s:e:{c}")),
+                modifier_char,
+                "{c:?}"
+            );
+        }
+    }
 
     #[test]
     fn shape() {

@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 use counterhal::hal::GeneralizedEvent;
-use counterhal::{AnyBackend, Backend, Listed, ListedUnitMask, Registration, Section, list_events};
+use counterhal::{
+    AnyBackend, Backend, ListOptions, Listed, ListedUnitMask, Registration, Section,
+    list_events_with,
+};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -187,49 +190,84 @@ fn native_lines(
     fields: &str,
     note: &dyn Fn(&str) -> Option<String>,
 ) {
-    let flags = |set: &[(bool, &str)]| {
-        let names: Vec<&str> = set.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
-        match names.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", names.join(", ")),
-        }
-    };
-    let about = |description: &str| match description.is_empty() {
-        true => String::new(),
-        false => format!("  {description}"),
-    };
-    let event_flags = flags(&[
-        (entry.precise, "precise"),
-        (entry.section == Section::Deprecated, "deprecated"),
-    ]);
-    _ = writeln!(
+    out.push_str("  ");
+    out.push_str(mark);
+    out.push(' ');
+    padded(out, &entry.name, 40);
+    out.push(' ');
+    out.push_str(fields);
+    flags(
         out,
-        "  {mark} {:<40} {fields}{event_flags}{}",
-        entry.name,
-        about(&entry.description)
+        &[
+            (entry.precise, "precise"),
+            (entry.section == Section::Deprecated, "deprecated"),
+        ],
     );
+    about(out, &entry.description);
     if entry.unit_masks.is_empty()
         && let Some(note) = note(&entry.name)
     {
         _ = writeln!(out, "      note: {note}");
     }
     for mask in &entry.unit_masks {
-        let mask_flags = flags(&[
-            (mask.default, "default"),
-            (mask.precise, "precise"),
-            (mask.deprecated, "deprecated"),
-        ]);
-        _ = writeln!(
+        out.push_str("      ");
+        padded(out, &mask.name, 38);
+        out.push(' ');
+        out.push_str(&mask.fields);
+        flags(
             out,
-            "      {:<38} {}{mask_flags}{}",
-            mask.name,
-            mask.fields,
-            about(&mask.description)
+            &[
+                (mask.default, "default"),
+                (mask.precise, "precise"),
+                (mask.deprecated, "deprecated"),
+            ],
         );
+        about(out, &mask.description);
         if let Some(note) = note(&mask.name) {
             _ = writeln!(out, "        note: {note}");
         }
     }
+}
+
+/// The names of the flags set in `set`, in parentheses after a space (` (precise,
+/// deprecated)`); nothing where none is.
+fn flags(out: &mut String, set: &[(bool, &str)]) {
+    let mut names = set.iter().filter(|(on, _)| *on).map(|(_, name)| *name);
+    if let Some(first) = names.next() {
+        out.push_str(" (");
+        out.push_str(first);
+        for name in names {
+            out.push_str(", ");
+            out.push_str(name);
+        }
+        out.push(')');
+    }
+}
+
+/// `text` left-aligned in `width` characters, as `{:<width}` writes it (written by hand: a
+/// listing writes thousands).
+fn padded(out: &mut String, text: &str, width: usize) {
+    const SPACES: &str = "                                                  ";
+    out.push_str(text);
+    let len = match text.is_ascii() {
+        true => text.len(),
+        false => text.chars().count(),
+    };
+    let mut pad = width.saturating_sub(len);
+    while pad > 0 {
+        let chunk = pad.min(SPACES.len());
+        out.push_str(&SPACES[..chunk]);
+        pad -= chunk;
+    }
+}
+
+/// A line's end: two spaces and `description` where there is one, and the newline.
+fn about(out: &mut String, description: &str) {
+    if !description.is_empty() {
+        out.push_str("  ");
+        out.push_str(description);
+    }
+    out.push('\n');
 }
 
 /// perf's tool events (`stat` fills them in from how the command ended, on any backend) and
@@ -344,6 +382,18 @@ fn unit_mask_json(mask: &ListedUnitMask, note: Option<String>) -> serde_json::Va
     })
 }
 
+/// ` (no mapping on MODEL)` after a preset or generalized event the model does not map.
+struct Unmapped<'a>(Option<&'a str>);
+
+impl std::fmt::Display for Unmapped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(model) => write!(f, " (no mapping on {model})"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
@@ -393,11 +443,17 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let model = context.model.as_deref()?;
         context.database.libpfm4_difference(model, name)
     };
+    // The text shows no encoding (but an event's in place of a description it lacks): only
+    // --json has them written.
+    let options = ListOptions::new().with_encodings(args.json);
     let listed = |pattern: &str| match &backend {
-        Some(backend) => list_events(&context, Ok(backend), pattern),
-        None => {
-            list_events::<AnyBackend>(&context, Err("the backend cannot be used here"), pattern)
-        }
+        Some(backend) => list_events_with(&context, Ok(backend), pattern, options),
+        None => list_events_with::<AnyBackend>(
+            &context,
+            Err("the backend cannot be used here"),
+            pattern,
+            options,
+        ),
     };
     let entries = with_aliases(listed(pattern), pattern, &listed);
     // Breakpoints (`mem:`) are the Linux backend's.
@@ -484,17 +540,21 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         };
         let precise = if entry.precise { " (precise)" } else { "" };
         // A preset or generalized event the model does not map says so, as --json's reason.
-        let unmapped = match (&entry.encoding, entry.section) {
-            (None, Section::Hardware | Section::Cache | Section::Preset) => {
-                format!(" (no mapping on {model})")
-            }
-            _ => String::new(),
-        };
-        let name = match entry.aliases.is_empty() {
-            true => entry.name.clone(),
-            false => format!("{} OR {}", entry.name, entry.aliases.join(" OR ")),
-        };
-        _ = writeln!(out, "  {mark} {name:<40} {about}{precise}{unmapped}");
+        let unmapped = matches!(
+            (entry.resolves, entry.section),
+            (false, Section::Hardware | Section::Cache | Section::Preset)
+        );
+        let unmapped = Unmapped(unmapped.then_some(model));
+        out.push_str("  ");
+        out.push_str(mark);
+        out.push(' ');
+        if entry.aliases.is_empty() {
+            padded(&mut out, &entry.name, 40);
+        } else {
+            let name = format!("{} OR {}", entry.name, entry.aliases.join(" OR "));
+            padded(&mut out, &name, 40);
+        }
+        _ = writeln!(out, " {about}{precise}{unmapped}");
         if entry.section == Section::Software
             && entries
                 .get(index + 1)

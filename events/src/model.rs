@@ -420,6 +420,10 @@ impl CpuModel {
         if let Some(&i) = self.index.get(name) {
             return self.events.get(i);
         }
+        // The index's names are upper case: one without a lower-case letter was looked up.
+        if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+            return None;
+        }
         self.index
             .get(&name.to_ascii_uppercase())
             .and_then(|&i| self.events.get(i))

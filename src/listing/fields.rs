@@ -73,24 +73,37 @@ pub(crate) fn data_fields(event: &NativeEvent, mask: Option<&UnitMask>) -> Strin
 /// for an extra MSR. A P5 CESR field is `event=0x16`, with `cmask=1` when it counts cycles. Any
 /// other encoding is written as [`Encoding`]'s `Display` writes it.
 pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
-    let mut text = String::new();
+    let mut text = String::with_capacity(32);
+    // As `CounterSet`'s `Display` writes the set (`0,1,3`, `any` for all), by hand.
     let counters = |text: &mut String, counters: CounterSet| {
-        if !counters.is_empty() && counters != CounterSet::first(general_counters) {
-            _ = write!(text, " counters={counters}");
+        if counters.is_empty() || counters == CounterSet::first(general_counters) {
+            return;
+        }
+        text.push_str(" counters=");
+        if counters == CounterSet::ALL {
+            text.push_str("any");
+            return;
+        }
+        for (i, counter) in counters.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            push_decimal(text, counter.into());
         }
     };
     match encoding {
         Encoding::Evtsel(evtsel) => {
-            _ = write!(
-                text,
-                "event={:#04x} umask={:#04x}",
-                evtsel.code, evtsel.umask
-            );
+            text.push_str("event=");
+            push_hex(&mut text, evtsel.code.into());
+            text.push_str(" umask=");
+            push_hex(&mut text, evtsel.umask.into());
             if evtsel.umask2 != 0 {
-                _ = write!(text, " umask2={:#04x}", evtsel.umask2);
+                text.push_str(" umask2=");
+                push_hex(&mut text, evtsel.umask2.into());
             }
             if evtsel.cmask != 0 {
-                _ = write!(text, " cmask={}", evtsel.cmask);
+                text.push_str(" cmask=");
+                push_decimal(&mut text, evtsel.cmask.into());
             }
             for (set, name) in [
                 (evtsel.edge, "edge"),
@@ -104,12 +117,12 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
                 }
             }
             counters(&mut text, evtsel.counters);
-            match evtsel.fixed {
-                Some(fixed) if evtsel.counters.is_empty() => {
-                    _ = write!(text, " fixed={fixed} only");
+            if let Some(fixed) = evtsel.fixed {
+                text.push_str(" fixed=");
+                push_decimal(&mut text, fixed.into());
+                if evtsel.counters.is_empty() {
+                    text.push_str(" only");
                 }
-                Some(fixed) => _ = write!(text, " fixed={fixed}"),
-                None => {}
             }
             if let Some(extra) = evtsel.extra {
                 _ = write!(text, " msr {:#x}={:#x}", extra.msr, extra.value);
@@ -127,10 +140,66 @@ pub fn fields_text(encoding: &Encoding, general_counters: u32) -> String {
     text
 }
 
+/// `value` as `{:#04x}` writes it: `0x` and at least two lower-case hex digits (written by
+/// hand: a listing writes a few for each of a model's events and unit masks).
+fn push_hex(text: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    text.push_str("0x");
+    let digits = (64 - value.leading_zeros()).div_ceil(4).max(2);
+    for shift in (0..digits).rev().map(|d| d * 4) {
+        text.push(char::from(DIGITS[((value >> shift) & 0xf) as usize]));
+    }
+}
+
+/// `value` in decimal, as `{}` writes it.
+fn push_decimal(text: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = value;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    text.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use counterhal_hal::{Evtsel, ExtraMsr, P5Cesr};
+
+    /// Oracle: the standard library's `{:#04x}` and `{}`.
+    #[test]
+    fn hex_is_written_as_the_formatter_writes_it() {
+        let values = [0, 1, 0xf, 0x10, 0xff, 0x100, 0x1c0, 0xfff, 0x1000, u64::MAX];
+        for value in values.into_iter().chain((0..64).map(|bit| 1 << bit)) {
+            let mut text = String::new();
+            push_hex(&mut text, value);
+            assert_eq!(text, format!("{value:#04x}"));
+            let mut text = String::new();
+            push_decimal(&mut text, value);
+            assert_eq!(text, value.to_string());
+        }
+    }
+
+    /// Oracle: `CounterSet`'s `Display`, which the fields' `counters=` writes by hand.
+    #[test]
+    fn counters_are_written_as_counter_sets_display_them() {
+        let masks = [0b1, 0b10, 0b101, 0b1111_0000, 0x8000_0001, 0xffff, u32::MAX];
+        for mask in masks {
+            let set = CounterSet::from_mask(mask);
+            let mut evtsel = Evtsel::new(0x3c, 0x00);
+            evtsel.counters = set;
+            assert_eq!(
+                fields_text(&Encoding::Evtsel(evtsel), 4),
+                format!("event=0x3c umask=0x00 counters={set}")
+            );
+        }
+    }
 
     #[test]
     fn fields_name_what_is_set() {

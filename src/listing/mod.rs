@@ -60,8 +60,11 @@ pub struct Listed {
     /// What it counts, in a few words (empty where the source gives none).
     pub description: String,
     /// What the name resolves to on the backend (derived events as `A + B` or `A - B`);
-    /// `None` where it does not resolve there.
+    /// `None` where it does not resolve there, and where the listing was asked to write no
+    /// encodings ([`ListOptions::encodings`]) and the event has a description.
     pub encoding: Option<String>,
+    /// Whether the name resolves on the backend (whether or not its encoding was written).
+    pub resolves: bool,
     /// Whether this process can count it for its own thread here.
     pub usable: bool,
     /// Why it cannot be counted, or how it is counted instead (user space only where the OS
@@ -97,10 +100,12 @@ pub struct ListedUnitMask {
     /// where set.
     pub fields: String,
     /// What the name resolves to on the backend (the same form as [`Listed::encoding`]);
-    /// `None` where it does not resolve there, or where no backend works here.
+    /// `None` where it does not resolve there, where no backend works here, and where the
+    /// listing was asked to write no encodings ([`ListOptions::encodings`]).
     pub encoding: Option<String>,
-    /// Why the backend does not resolve it (`None` where it does, and where no backend works
-    /// here: the event's reason says why).
+    /// Why the backend does not resolve it (`None` where it does, where no backend works
+    /// here: the event's reason says why, and where the listing was not asked to resolve unit
+    /// masks).
     pub reason: Option<String>,
     /// Whether it applies when the event is named without a unit mask.
     pub default: bool,
@@ -110,10 +115,46 @@ pub struct ListedUnitMask {
     pub deprecated: bool,
 }
 
+/// What a listing writes out beyond each event's name, section, description and fields and
+/// whether it counts here. [`ListOptions::new`] is everything (what `counterhal list --json`
+/// shows); a text listing, which shows no encoding, skips writing the encodings of thousands
+/// of tracepoints and resolving each of a model's hundreds of unit masks on the backend.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Whether what each name resolves to on the backend is written out: [`Listed::encoding`]
+    /// and each unit mask's [`ListedUnitMask::encoding`] and [`ListedUnitMask::reason`].
+    /// Without, events are still resolved and opened (to tell whether they count here, and
+    /// why not), [`Listed::resolves`] says whether they resolved, an event's encoding is
+    /// written only where it has no description (to stand in its place), and unit masks are
+    /// not resolved on the backend (their encoding and reason are `None`; their fields come
+    /// from the event database either way).
+    pub encodings: bool,
+}
+
+impl ListOptions {
+    /// Everything written out.
+    pub const fn new() -> Self {
+        Self { encodings: true }
+    }
+
+    /// The same, with the encodings written out or not ([`ListOptions::encodings`]).
+    pub const fn with_encodings(self, encodings: bool) -> Self {
+        Self { encodings }
+    }
+}
+
+impl Default for ListOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// `event`'s encoding on one line: its natives joined by their signs, each after its factor
 /// where it has one (`a + 2 * b`).
 pub fn encoding_text(event: &ResolvedEvent) -> String {
-    let mut text = String::new();
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(64);
     for (i, term) in event.terms.iter().enumerate() {
         match (i, term.sign) {
             (0, Sign::Plus) => {}
@@ -122,9 +163,9 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
             (_, Sign::Minus) => text.push_str(" - "),
         }
         if term.factor != 1 {
-            text.push_str(&format!("{} * ", term.factor));
+            _ = write!(text, "{} * ", term.factor);
         }
-        text.push_str(&term.request.encoding.to_string());
+        _ = write!(text, "{}", term.request.encoding);
     }
     text
 }
@@ -146,6 +187,16 @@ pub fn list_events<B: Backend + ?Sized>(
     backend: Result<&B, &str>,
     pattern: &str,
 ) -> Vec<Listed> {
+    list_events_with(context, backend, pattern, ListOptions::new())
+}
+
+/// [`list_events`] working out what `options` asks for ([`ListOptions`]).
+pub fn list_events_with<B: Backend + ?Sized>(
+    context: &Context,
+    backend: Result<&B, &str>,
+    pattern: &str,
+    options: ListOptions,
+) -> Vec<Listed> {
     let pattern = pattern.to_ascii_lowercase();
     let matches = |name: &str, description: &str| {
         pattern.is_empty()
@@ -162,7 +213,14 @@ pub fn list_events<B: Backend + ?Sized>(
         };
         let name = event.name().into_owned();
         if matches(&name, description) {
-            listed.push(entry(backend, section, name, description.into(), true));
+            listed.push(entry(
+                backend,
+                section,
+                name,
+                description.into(),
+                true,
+                options,
+            ));
         }
     }
     if let Some(model) = context
@@ -195,7 +253,7 @@ pub fn list_events<B: Backend + ?Sized>(
             } else {
                 Section::Native
             };
-            let mut item = entry(backend, section, name, description, true);
+            let mut item = entry(backend, section, name, description, true, options);
             item.aliases = aliases.into_iter().map(str::to_string).collect();
             item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
             item.fields = Some(
@@ -204,7 +262,10 @@ pub fn list_events<B: Backend + ?Sized>(
             );
             item.unit_masks = masks
                 .into_iter()
-                .map(|mask| unit_mask_entry(&context.database, model, backend, event, mask))
+                .map(|mask| {
+                    let backend = backend.map(|b| Some(b).filter(|_| options.encodings));
+                    unit_mask_entry(&context.database, model, backend, event, mask)
+                })
                 .collect();
             match section {
                 Section::Deprecated => deprecated.push(item),
@@ -222,6 +283,7 @@ pub fn list_events<B: Backend + ?Sized>(
                     name,
                     description,
                     false,
+                    options,
                 ));
             }
         }
@@ -231,26 +293,32 @@ pub fn list_events<B: Backend + ?Sized>(
 
 /// The name `mask` of `event` is typed as: `EVENT.UNIT_MASK`.
 fn unit_mask_name(event: &NativeEvent, mask: &UnitMask) -> String {
-    format!("{}.{}", event.name, mask.name)
+    let mut name = String::with_capacity(event.name.len() + 1 + mask.name.len());
+    name.push_str(&event.name);
+    name.push('.');
+    name.push_str(&mask.name);
+    name
 }
 
 /// One unit mask of a listed native event: its fields in the event database, and what it
 /// resolves to on the backend (not opened: a model's thousands of unit masks would each cost a
-/// system call).
+/// system call); `Ok(None)` for a backend not asked to resolve it ([`ListOptions`]).
 fn unit_mask_entry<B: Backend + ?Sized>(
     database: &Database,
     model: &CpuModel,
-    backend: Result<&B, &str>,
+    backend: Result<Option<&B>, &str>,
     event: &NativeEvent,
     mask: &UnitMask,
 ) -> ListedUnitMask {
     let name = unit_mask_name(event, mask);
     let fields =
         resolved_fields(database, model, &name).unwrap_or_else(|| data_fields(event, Some(mask)));
-    let (encoding, reason) = match backend.map(|b| b.resolve(&name)) {
-        Ok(Ok(resolved)) => (Some(encoding_text(&resolved)), None),
-        Ok(Err(e)) => (None, Some(e.to_string())),
-        Err(_) => (None, None),
+    let (encoding, reason) = match backend {
+        Ok(Some(backend)) => match backend.resolve(&name) {
+            Ok(resolved) => (Some(encoding_text(&resolved)), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Ok(None) | Err(_) => (None, None),
     };
     ListedUnitMask {
         name,
@@ -264,19 +332,22 @@ fn unit_mask_entry<B: Backend + ?Sized>(
     }
 }
 
-/// One listed event: resolved, and (when `open` says so) opened to tell whether it counts.
+/// One listed event: resolved, and (when `open` says so) opened to tell whether it counts;
+/// its encoding written as `options` say.
 fn entry<B: Backend + ?Sized>(
     backend: Result<&B, &str>,
     section: Section,
     name: String,
     description: String,
     open: bool,
+    options: ListOptions,
 ) -> Listed {
     let mut listed = Listed {
         section,
         name,
         description,
         encoding: None,
+        resolves: false,
         usable: false,
         reason: None,
         precise: false,
@@ -298,7 +369,10 @@ fn entry<B: Backend + ?Sized>(
             return listed;
         }
     };
-    listed.encoding = Some(encoding_text(&event));
+    listed.resolves = true;
+    if options.encodings || listed.description.is_empty() {
+        listed.encoding = Some(encoding_text(&event));
+    }
     if !open {
         listed.usable = true;
         return listed;

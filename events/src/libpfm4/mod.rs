@@ -183,7 +183,7 @@ pub(crate) fn route(
     if text.contains('/') {
         return None;
     }
-    if let Some((name, rest)) = text.split_once("::") {
+    if let Some((name, rest)) = pmu_prefixed(text) {
         let pmu = table::pmu(name)?;
         let model = database
             .model(name)
@@ -198,18 +198,12 @@ pub(crate) fn route(
         return Some(resolve_on(database, pmu, model, rest, text, accepts));
     }
     let model = model?;
-    let name = text.split([':', '.']).next().unwrap_or_default();
-    let name = name.trim_matches(grammar::EVENT_DELIMITERS);
-    // Decided before any table is parsed: libpfm4's x86 event names are letters, digits and
-    // `_`, none of them a generalized name or a raw code (a test checks every table), so
-    // `task-clock`, `cycles`, `PAPI_TOT_INS` or `r00c0` never load one.
-    if !could_be_libpfm4(name) {
-        return None;
-    }
     // A name in the model's own spelling with no modifier or only levels (`:u`, `:k`) means
     // what the model says whatever libpfm4's table holds: where libpfm4 encodes the name
     // alike, both readings give one encoding; where it differs, the model's spelling keeps
     // the model's meaning. So the table (the start-up's largest parse) is not read for it.
+    // (Asked first: the commonest case, and cheaper than the check below, which also ends
+    // in None.)
     let head = text.split(':').next().unwrap_or_default();
     if text
         .split(':')
@@ -217,6 +211,14 @@ pub(crate) fn route(
         .all(|part| matches!(part, "u" | "k"))
         && source_spelling(model, head)
     {
+        return None;
+    }
+    let name = text.split([':', '.']).next().unwrap_or_default();
+    let name = name.trim_matches(grammar::EVENT_DELIMITERS);
+    // Decided before any table is parsed: libpfm4's x86 event names are letters, digits and
+    // `_`, none of them a generalized name or a raw code (a test checks every table), so
+    // `task-clock`, `cycles`, `PAPI_TOT_INS` or `r00c0` never load one.
+    if !could_be_libpfm4(name) {
         return None;
     }
     let pmu = table_of(model)?;
@@ -232,6 +234,15 @@ pub(crate) fn route(
         return None;
     }
     Some(resolve_on(database, pmu, model, text, text, accepts))
+}
+
+/// `PMU::REST` split at its first `::`; None for a string without one (most: a `:` is looked
+/// for first, which costs less than a search for two).
+fn pmu_prefixed(text: &str) -> Option<(&str, &str)> {
+    if !text.contains(':') {
+        return None;
+    }
+    text.split_once("::")
 }
 
 /// Whether `name` could be one of libpfm4's x86 event names: letters, digits and `_`, and
@@ -250,7 +261,7 @@ fn could_be_libpfm4(name: &str) -> bool {
 /// its event name (the model's own resolution may have failed for another reason first).
 pub(crate) fn not_found(model: Option<&CpuModel>, text: &str) -> Option<EventError> {
     let model = model?;
-    if text.contains("::") || text.contains('/') {
+    if pmu_prefixed(text).is_some() || text.contains('/') {
         return None;
     }
     let name = text.split([':', '.']).next().unwrap_or_default();
@@ -442,7 +453,7 @@ impl Database {
     pub fn libpfm4_difference(&self, cpu: &str, text: &str) -> Option<String> {
         let model = self.model(cpu)?;
         let pmu = table_of(model)?;
-        if text.contains("::") || text.contains('/') {
+        if pmu_prefixed(text).is_some() || text.contains('/') {
             return None;
         }
         let head = text.split(':').next().unwrap_or_default();

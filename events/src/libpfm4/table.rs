@@ -330,12 +330,29 @@ pub(crate) static PARSED: [OnceLock<Result<Pmu, String>>; PMU_FILES.len()] =
 /// # Panics
 /// Never for the shipped files: the crate's tests parse each of them.
 pub(crate) fn pmu(name: &str) -> Option<&'static Pmu> {
-    let lower = name.to_ascii_lowercase();
-    let lower = OTHER_NAMES
+    // `known == name.to_ascii_lowercase()`, without making the lower-case copy (a listing
+    // asks for each of a model's unit masks).
+    let is_lower_of = |known: &str, name: &str| {
+        known.len() == name.len()
+            && known
+                .bytes()
+                .zip(name.bytes())
+                .all(|(k, n)| k == n.to_ascii_lowercase())
+    };
+    let (name, lowered) = match OTHER_NAMES
         .iter()
-        .find(|(other, _)| *other == lower)
-        .map_or(lower.as_str(), |(_, table)| table);
-    let index = PMU_FILES.iter().position(|(file, _)| *file == lower)?;
+        .find(|(other, _)| is_lower_of(other, name))
+    {
+        Some((_, table)) => (*table, true),
+        None => (name, false),
+    };
+    let index = PMU_FILES.iter().position(|(file, _)| {
+        if lowered {
+            *file == name
+        } else {
+            is_lower_of(file, name)
+        }
+    })?;
     PARSED[index]
         .get_or_init(|| parse(PMU_FILES[index].0, PMU_FILES[index].1))
         .as_ref()
