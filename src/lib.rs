@@ -301,7 +301,9 @@ impl Chosen {
     }
 
     /// Runs `command` with the events `names` counted from its `exec` to its end, with every
-    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name.
+    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name. The
+    /// command is a [`std::process::Command`] or its arguments
+    /// ([`Launch::Argv`](counterhal_process::Launch::Argv), the cheaper start).
     ///
     /// # Errors
     /// As [`Backend::resolve`] for the names, and as [`count_command`].
@@ -309,7 +311,7 @@ impl Chosen {
     pub fn count_command(
         &self,
         names: &[&str],
-        command: std::process::Command,
+        command: impl Into<counterhal_process::Launch>,
         options: &OpenOptions,
     ) -> Result<CommandCount> {
         let events = names
