@@ -499,20 +499,26 @@ mod tests {
         assert_ne!(readings[0], marker, "the kernel was not read");
     }
 
-    /// Four software events opened as one group on this thread.
-    fn software_four() -> LinuxGroup {
+    /// This machine's backend and requests for the software events of `configs`.
+    fn software(configs: &[u64]) -> (crate::LinuxBackend, Vec<counterhal_hal::EventRequest>) {
         let db = Arc::new(counterhal_events::Database::shipped().unwrap());
         let backend = crate::probe(db, None).unwrap();
-        // task-clock, page-faults, context-switches, cpu-migrations.
-        let requests: Vec<_> = [1, 2, 3, 4]
-            .into_iter()
-            .map(|config| {
+        let requests = configs
+            .iter()
+            .map(|&config| {
                 counterhal_hal::EventRequest::new(
                     "sw",
                     counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, config)),
                 )
             })
             .collect();
+        (backend, requests)
+    }
+
+    /// Four software events opened as one group on this thread.
+    fn software_four() -> LinuxGroup {
+        // task-clock, page-faults, context-switches, cpu-migrations.
+        let (backend, requests) = software(&[1, 2, 3, 4]);
         counterhal_hal::Backend::open(
             &backend,
             &requests,
@@ -586,17 +592,7 @@ mod tests {
     }
 
     fn sampling_pair() -> LinuxGroup {
-        let db = Arc::new(counterhal_events::Database::shipped().unwrap());
-        let backend = crate::probe(db, None).unwrap();
-        let requests: Vec<_> = [1, 0]
-            .into_iter()
-            .map(|config| {
-                counterhal_hal::EventRequest::new(
-                    "sw",
-                    counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, config)),
-                )
-            })
-            .collect();
+        let (backend, requests) = software(&[1, 0]);
         backend
             .open_sampling(
                 &requests,
