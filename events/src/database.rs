@@ -102,9 +102,7 @@ impl IndexedModel {
 
     /// Whether its match rules accept `cpu` (as [`CpuModel::matches`] on its header).
     fn matches(&self, cpu: &CpuIdentity) -> bool {
-        let within = |ranges: &[(u32, u32)], n: u32| {
-            ranges.is_empty() || ranges.iter().any(|&(low, high)| (low..=high).contains(&n))
-        };
+        let within = NumberSet::ranges_contain;
         self.rules.iter().any(|r| {
             Vendor::from_cpuid(r.vendor) == cpu.vendor
                 && within(r.family, cpu.family)

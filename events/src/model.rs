@@ -100,11 +100,13 @@ pub struct NumberSet {
 impl NumberSet {
     /// Whether `value` is in the set (always, for an empty set).
     pub fn contains(&self, value: u32) -> bool {
-        self.ranges.is_empty()
-            || self
-                .ranges
-                .iter()
-                .any(|(lo, hi)| (*lo..=*hi).contains(&value))
+        NumberSet::ranges_contain(&self.ranges, value)
+    }
+
+    /// Whether inclusive `ranges` hold `value` (no ranges: any value), as
+    /// [`NumberSet::contains`] reads them.
+    pub(crate) fn ranges_contain(ranges: &[(u32, u32)], value: u32) -> bool {
+        ranges.is_empty() || ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&value))
     }
 }
 

@@ -15,9 +15,10 @@ use crate::sys;
 /// A command started and held before `exec` until [`release`](WaitingChild::release)d, so
 /// counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
 ///
-/// It is a [`std::process::Command`], so its environment, working directory and standard
-/// streams are the caller's to set ([`WaitingChild::from_command`]). It starts as a shell
-/// starts a command: `SIGPIPE` at its default and no signal blocked. Dropping it before it
+/// Started from its arguments ([`WaitingChild::spawn`]) it is forked here, with this
+/// process's environment, working directory and standard streams; started from a
+/// [`std::process::Command`] ([`WaitingChild::from_command`]) those are the command's to set.
+/// It starts as a shell starts a command: `SIGPIPE` at its default and no signal blocked. Dropping it before it
 /// has been waited for ends and reaps the child.
 #[derive(Debug)]
 pub struct WaitingChild {
@@ -187,6 +188,18 @@ fn spawn_error(errno: sys::Errno, step: Step) -> Error {
 /// [`ErrorKind::InvalidInput`] for an empty `argv` or an argument with a NUL byte;
 /// [`ErrorKind::NotFound`] when the program is not found.
 pub fn command_for(argv: &[OsString]) -> Result<std::process::Command> {
+    let (first, program) = program_of(argv)?;
+    let mut command = std::process::Command::new(program);
+    std::os::unix::process::CommandExt::arg0(&mut command, first);
+    command.args(&argv[1..]);
+    Ok(command)
+}
+
+/// `argv[0]` and the program it names, found as `execvp` would find it.
+///
+/// # Errors
+/// As [`command_for`].
+fn program_of(argv: &[OsString]) -> Result<(&OsString, PathBuf)> {
     let first = argv.first().ok_or_else(|| {
         Error::invalid_input("no command given").with_hint("pass the program and its arguments")
     })?;
@@ -196,10 +209,7 @@ pub fn command_for(argv: &[OsString]) -> Result<std::process::Command> {
         ));
     }
     let program = find_program(first).ok_or_else(|| not_found(first))?;
-    let mut command = std::process::Command::new(program);
-    std::os::unix::process::CommandExt::arg0(&mut command, first);
-    command.args(&argv[1..]);
-    Ok(command)
+    Ok((first, program))
 }
 
 impl WaitingChild {
@@ -208,10 +218,7 @@ impl WaitingChild {
     /// # Errors
     /// As [`command_for`] and [`WaitingChild::from_command`].
     pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
-        let first = argv.first().ok_or_else(|| {
-            Error::invalid_input("no command given").with_hint("pass the program and its arguments")
-        })?;
-        let path = find_program(first).ok_or_else(|| not_found(first))?;
+        let (_, path) = program_of(argv)?;
         let program = sys::Prepared::new(path.as_os_str(), argv)
             .ok_or_else(|| Error::invalid_input("a command argument contains a NUL byte"))?;
         let forked = sys::fork_held(&program).map_err(|errno| spawn_error(errno, Step::Start))?;
