@@ -59,7 +59,6 @@ fn peak_rss_kib(argv: &[&str]) -> Option<u64> {
 
 /// In the peak-RSS mode: run the command given as arguments, print the child's peak RSS.
 fn report_peak_rss() {
-    use nix::sys::resource::{UsageWho, getrusage};
     let args: Vec<String> = std::env::args().skip(1).collect();
     let ran = Command::new(&args[0])
         .args(&args[1..])
@@ -67,8 +66,13 @@ fn report_peak_rss() {
         .stderr(Stdio::null())
         .status()
         .is_ok();
-    if let (true, Ok(usage)) = (ran, getrusage(UsageWho::RUSAGE_CHILDREN)) {
-        println!("{}", usage.max_rss());
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: `usage` is a writable rusage that getrusage fills when it returns 0.
+    let got = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) } == 0;
+    if ran && got {
+        // SAFETY: getrusage returned 0, so it wrote the whole struct.
+        let usage = unsafe { usage.assume_init() };
+        println!("{}", usage.ru_maxrss);
     }
 }
 
