@@ -766,10 +766,21 @@ fn intervals_are_kept_in_bounded_memory() {
 /// `stat -x, -e task-clock ARGS` in a process group of its own, returned once `marker` is
 /// printed on standard output (by the command or a `--pre`/`--post` hook).
 fn start_until(args: &[&str], marker: &str) -> Child {
-    let mut child = Command::new(bin())
+    let mut command = Command::new(bin());
+    command
         .args(["stat", "-x", ",", "-e", "task-clock"])
         .args(args)
-        .process_group(0)
+        .process_group(0);
+    // As a terminal starts a job: SIGHUP at its default, even when these tests run under
+    // `nohup` (counterhal leaves an ignored signal ignored, as it says).
+    let default_hangup = || {
+        // SAFETY: signal(2) with a plain disposition, async-signal-safe.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_DFL) };
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec and only calls signal(2).
+    unsafe { command.pre_exec(default_hangup) };
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -17,10 +17,26 @@ fn bit(signal: u32) -> u64 {
     1 << (signal - 1)
 }
 
+/// Sets `signal`'s disposition (`SIG_DFL`, `SIG_IGN`).
+fn set(signal: libc::c_int, disposition: libc::sighandler_t) {
+    // SAFETY: signal(2) with a plain disposition; no handler of ours is replaced (the test
+    // checks that none is installed before and after).
+    unsafe { libc::signal(signal, disposition) };
+}
+
 #[test]
 fn signals_sent_to_this_process_reach_the_command_and_spare_this_process() {
     const SIGINT: u32 = 2;
     const SIGTERM: u32 = 15;
+    // An ignored signal stays ignored (`nohup`): no handler while forwarding, and the command
+    // inherits it ignored.
+    set(libc::SIGHUP, libc::SIG_IGN);
+    {
+        let _forwarding = ForwardSignals::to(0);
+        assert_eq!(caught() & bit(1), 0, "a handler for an ignored SIGHUP");
+    }
+    // The rest as a terminal's job starts: SIGHUP at its default, whoever ran the tests.
+    set(libc::SIGHUP, libc::SIG_DFL);
     let before = caught();
     assert_eq!(
         before & (bit(SIGINT) | bit(SIGTERM)),
