@@ -152,20 +152,29 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-fn main() -> ExitCode {
-    let mut matches = match Cli::command().try_get_matches() {
-        Ok(matches) => matches,
-        Err(error) => return usage_error(error),
-    };
+/// The command line as clap reads it, with where `stat`'s options stood among its events.
+fn parse_by_clap(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    let mut matches = Cli::command().try_get_matches_from(argv)?;
     // Where `stat`'s options stood among its events, read before the values are taken out.
     let positions = matches.subcommand_matches("stat").map(stat::Positions::of);
-    let mut args = match Cli::from_arg_matches_mut(&mut matches) {
-        Ok(args) => args,
-        Err(error) => return usage_error(error),
-    };
+    let mut args = Cli::from_arg_matches_mut(&mut matches)?;
     if let (Command::Stat(stat), Some(positions)) = (&mut args.command, positions) {
         stat.note_positions(&positions);
     }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    // The usual `stat` lines are read without building clap's parser (see stat::lean).
+    let args = match stat::lean::parse(std::env::args_os()) {
+        Some(stat) => Cli {
+            command: Command::Stat(Box::new(stat)),
+        },
+        None => match parse_by_clap(std::env::args_os()) {
+            Ok(args) => args,
+            Err(error) => return usage_error(error),
+        },
+    };
     match run(args) {
         Ok(code) => code,
         Err(error) => {

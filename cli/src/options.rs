@@ -19,10 +19,10 @@ pub struct DatabaseArgs {
     /// AuthenticAMD-26-2-0), detected as this CPU would be; on a hybrid chip, -atom or -core
     /// after it names the core (GenuineIntel-6-97-2-atom).
     #[arg(long = "cpu-model", value_name = "MODEL")]
-    cpu: Option<String>,
+    pub(crate) cpu: Option<String>,
     /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
     #[arg(long = "events", value_name = "FILE")]
-    events_file: Option<PathBuf>,
+    pub(crate) events_file: Option<PathBuf>,
     /// Descriptions of the CPU model's native events and unit masks, read from perf's JSON
     /// event files: the kernel's tools/perf/pmu-events/arch/x86 directory, one model's
     /// directory of it, or a perfmon tree (also COUNTERHAL_DESCRIPTIONS). `list` shows them

@@ -51,7 +51,7 @@ const DEFAULT_EVENTS: [&str; 8] = [
 ];
 
 /// Arguments of `counterhal stat`.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 pub struct StatArgs {
     /// Events to count, comma-separated or repeated (default: perf stat's set); a comma
     /// inside a PMU event's `/.../` or a group's `{...}` separates nothing.

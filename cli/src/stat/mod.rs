@@ -25,6 +25,7 @@ mod counted;
 mod document;
 mod filters;
 mod intervals;
+pub(crate) mod lean;
 mod machine;
 mod measurement;
 mod metric_only;
