@@ -409,7 +409,7 @@ fn without_a_command_counting_lasts_until_a_signal() {
     let mut sleeper = Command::new("sleep").arg("5").spawn().expect("sleep");
     let pid = sleeper.id().to_string();
     for signal in ["-INT", "-TERM"] {
-        let child = Command::new(bin())
+        let child = signalled_counterhal()
             .args([
                 "stat",
                 "-x,",

@@ -63,7 +63,7 @@ fn wait_at_most(mut child: Child, limit: Duration, what: &str) -> Output {
 /// `stat -x, -e task-clock OPTIONS -- sh -c 'echo ready; exec sleep 30'` in a process group
 /// of its own (as a terminal runs a job), returned once the command has started.
 fn start_measured_sleeper(options: &[String]) -> Child {
-    let mut child = Command::new(bin())
+    let mut child = signalled_counterhal()
         .args(["stat", "-x", ",", "-e", "task-clock"])
         .args(options)
         .args(["--", "sh", "-c", "echo ready; exec sleep 30"])
@@ -731,20 +731,24 @@ fn intervals_are_kept_in_bounded_memory() {
     .join(",");
     let plot = std::env::temp_dir().join(format!("counterhal-bounded-{}.svg", std::process::id()));
     let started = Instant::now();
+    // In a process group of its own, which is killed whole at the end: counterhal and the
+    // command it measures (killing counterhal alone left `sleep 600` behind).
     let mut child = Command::new(bin())
         .args(["stat", "-x", ",", "-I", "10", "-e", &events, "--plot"])
         .arg(&plot)
         .args(["--", "sleep", "600"])
+        .process_group(0)
         .stderr(Stdio::piped())
         .spawn()
         .expect("counterhal");
+    let group = format!("-{}", child.id());
     let lines = stderr_lines(&mut child, started);
     let clock = format!(",{},", label("cpu-clock"));
     // Three lines of each interval hold cpu-clock: the 50th interval ends at the 150th.
     let mut peaks = Vec::new();
     for seen in 1..=1800 {
         if first_line_with(&lines, &clock, Duration::from_secs(20)).is_none() {
-            child.kill().ok();
+            send("-KILL", &group);
             child.wait().ok();
             panic!("interval line {seen} not printed within 20 s of the one before");
         }
@@ -752,7 +756,7 @@ fn intervals_are_kept_in_bounded_memory() {
             peaks.push(peak_memory_kb(child.id()));
         }
     }
-    child.kill().ok();
+    send("-KILL", &group);
     child.wait().ok();
     std::fs::remove_file(&plot).ok();
     let (early, late) = (peaks[0], peaks[1]);
@@ -766,21 +770,10 @@ fn intervals_are_kept_in_bounded_memory() {
 /// `stat -x, -e task-clock ARGS` in a process group of its own, returned once `marker` is
 /// printed on standard output (by the command or a `--pre`/`--post` hook).
 fn start_until(args: &[&str], marker: &str) -> Child {
-    let mut command = Command::new(bin());
-    command
+    let mut child = signalled_counterhal()
         .args(["stat", "-x", ",", "-e", "task-clock"])
         .args(args)
-        .process_group(0);
-    // As a terminal starts a job: SIGHUP at its default, even when these tests run under
-    // `nohup` (counterhal leaves an ignored signal ignored, as it says).
-    let default_hangup = || {
-        // SAFETY: signal(2) with a plain disposition, async-signal-safe.
-        unsafe { libc::signal(libc::SIGHUP, libc::SIG_DFL) };
-        Ok(())
-    };
-    // SAFETY: the hook runs in the forked child before exec and only calls signal(2).
-    unsafe { command.pre_exec(default_hangup) };
-    let mut child = command
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -13,6 +13,26 @@ pub fn bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_counterhal")))
 }
 
+/// The command under test, to be signalled: started as a terminal starts a job, with the
+/// signals that end a command (INT, QUIT, TERM, HUP) at their defaults, whatever these tests
+/// were started with (`nohup` ignores HUP; a shell without job control starts a background
+/// job with INT and QUIT ignored). counterhal leaves an ignored signal ignored, as it says, so
+/// a test that signals it would otherwise wait for nothing.
+pub fn signalled_counterhal() -> Command {
+    use std::os::unix::process::CommandExt;
+    let defaults = || {
+        for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: signal(2) with a plain disposition, async-signal-safe.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        }
+        Ok(())
+    };
+    let mut command = Command::new(bin());
+    // SAFETY: the hook runs in the forked child before exec and only calls signal(2).
+    unsafe { command.pre_exec(defaults) };
+    command
+}
+
 pub fn counterhal(args: &[&str]) -> Output {
     Command::new(bin())
         .args(args)
