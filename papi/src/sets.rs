@@ -336,17 +336,20 @@ pub fn reset(handle: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_accum`: the counts since the last reset, then a reset.
-pub fn accum(handle: i32) -> Result<Vec<i64>, i32> {
+/// `PAPI_accum` without allocating (a handler may call it, as `PAPI_read`): each count since
+/// the last reset handed to `put` with its event's index, then a reset.
+pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
         assigned(set)?;
         if set.group.is_none() {
-            return Ok(vec![0; set.events.len()]);
+            (0..set.events.len()).for_each(|i| put(i, 0));
+            return Ok(OK);
         }
-        let values = values_of(set)?;
+        each_value(set, &mut put)?;
         reset_counters(set)?;
-        Ok(values)
+        Ok(OK)
     })
+    .unwrap_or_else(|e| e)
 }
 
 /// `PAPI_num_events`.

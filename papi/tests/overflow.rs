@@ -109,3 +109,27 @@ fn a_handler_that_reads_its_set_does_not_deadlock() {
     assert_eq!(bad_reads, 0, "{text}");
     assert!(loops > 0, "{text}");
 }
+
+/// The read calls allocate nothing (the rule the test above needs of `PAPI_read`, held for
+/// `PAPI_read_ts` and `PAPI_accum` too, which an overflow handler may call as well, and which
+/// PAPI's Fortran reads call): the program's own allocators count the calls that reach them
+/// over 1,000 calls of each on a started set. (Oracle: the C library's allocator entry points
+/// themselves, which every allocation of the library passes through.)
+#[test]
+fn reads_allocate_nothing() {
+    if !common::system_papi() {
+        skip!(
+            Need::Tools,
+            "PAPI 7.0's header is not installed (apt-get install libpapi-dev)"
+        );
+    }
+    let program = common::c_program("read_alloc", "theirs", Path::new("/usr/include"), true);
+    let out = common::run(&program, &[], true);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{:?}: {text}", out.status);
+    assert_eq!(
+        text.trim(),
+        "PAPI_read 0 PAPI_read_ts 0 PAPI_accum 0",
+        "allocations in 1,000 calls of each"
+    );
+}

@@ -313,8 +313,8 @@ pub unsafe extern "C" fn PAPI_read_ts(
     if values.is_null() || cyc.is_null() {
         return EINVAL;
     }
-    // SAFETY: as this function's.
-    let result = unsafe { give(sets::read(event_set), values) };
+    // SAFETY: as this function's (PAPI_read's promise); allocation-free as it is.
+    let result = unsafe { PAPI_read(event_set, values) };
     // SAFETY: checked non-NULL.
     unsafe { put(cyc, info::PAPI_get_real_cyc()) };
     result
@@ -329,17 +329,13 @@ pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -
     if values.is_null() {
         return EINVAL;
     }
-    match sets::accum(event_set) {
-        Ok(counts) => {
-            // SAFETY: room for the set's events (the caller's promise).
-            let out = unsafe { std::slice::from_raw_parts_mut(values, counts.len()) };
-            for (sum, count) in out.iter_mut().zip(counts) {
-                *sum += count;
-            }
-            OK
-        }
-        Err(e) => e,
-    }
+    // Allocation-free, as PAPI_read.
+    sets::accum_each(event_set, |i, count| {
+        // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
+        let slot = unsafe { values.add(i) };
+        // SAFETY: as above: `slot` is within the caller's array.
+        unsafe { *slot += count };
+    })
 }
 
 /// `PAPI_reset`.
