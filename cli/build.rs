@@ -2,7 +2,7 @@
 //! link with `startup-order.ld`, which places the functions `stat`, `encode` and `info`
 //! execute at start-up first in the text (written by `scripts/startup-order` from callgrind's
 //! record of those paths). The kernel maps text 64 KiB around each first touch, so scattered
-//! start-up code made most of the 3.4 MiB text resident; together it is about 0.6 MiB.
+//! start-up code made 2.4 MiB of the 3.4 MiB text resident for `stat -- true`; together, 0.8 MiB.
 
 use std::env;
 use std::path::Path;

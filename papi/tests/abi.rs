@@ -11,12 +11,7 @@ use std::path::Path;
 /// `offsetof` and values of every struct, field and constant our header defines) must match.
 #[test]
 fn sizes_offsets_and_constants_match_papi_7_0() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0's papi.h is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let theirs = common::c_program("abi", "theirs", Path::new("/usr/include"), false);
     let ours = common::c_program("abi", "ours", &common::manifest().join("include"), false);
     let theirs = common::run(&theirs, &[], false);

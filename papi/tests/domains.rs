@@ -12,12 +12,7 @@ use std::process::Command;
 
 #[test]
 fn the_domain_decides_what_a_software_event_counts() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev), to link against"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("domains", "ours", &common::manifest().join("include"), true);
     let out = common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -47,12 +47,7 @@ fn run_ours(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> 
 /// codes on both (`PAPI_EMISC`, `PAPI_EMISC`, `PAPI_ENOEVNT`).
 #[test]
 fn calls_before_any_region_answer_as_papi_7_0() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = program("misuse");
     let theirs = common::run(&program, &["misuse"], false);
     let ours = common::run(&program, &["misuse"], true);
@@ -66,12 +61,7 @@ fn calls_before_any_region_answer_as_papi_7_0() {
 /// report.
 #[test]
 fn an_unmatched_end_turns_the_interface_off() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = program("mismatch");
     let dir = folder("mismatch");
     let out = run_ours(
@@ -98,12 +88,7 @@ fn an_unmatched_end_turns_the_interface_off() {
 /// `SLURM_PROCID`, an older report folder moved aside with its time, and `PAPI_REPORT`.
 #[test]
 fn papis_reader_reads_our_report() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = program("report");
     let dir = folder("report");
     let output = dir.join("out");

@@ -26,12 +26,7 @@ fn numbers(text: &str) -> (u64, u64, u64, u64) {
 
 #[test]
 fn overflow_calls_the_handler_every_threshold_events() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("overflow", "theirs", Path::new("/usr/include"), true);
     for (who, ours) in [("PAPI 7.0", false), ("ours", true)] {
         let out = common::run(&program, &[], ours);
@@ -69,12 +64,7 @@ fn overflow_calls_the_handler_every_threshold_events() {
 /// cannot sample here without a PMU, so it is not run on it.)
 #[test]
 fn a_handler_that_reads_its_set_does_not_deadlock() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0's header is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
     let mut child = std::process::Command::new(&program)
         .env("LD_LIBRARY_PATH", common::library_dir())
@@ -117,12 +107,7 @@ fn a_handler_that_reads_its_set_does_not_deadlock() {
 /// themselves, which every allocation of the library passes through.)
 #[test]
 fn reads_allocate_nothing() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0's header is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("read_alloc", "theirs", Path::new("/usr/include"), true);
     let out = common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

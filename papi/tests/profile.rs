@@ -17,12 +17,7 @@ fn value(text: &str, key: &str) -> i64 {
 
 #[test]
 fn misuse_answers_as_papi_7_0() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("profile", "theirs", Path::new("/usr/include"), true);
     let theirs = common::run(&program, &["misuse"], false);
     let ours = common::run(&program, &["misuse"], true);
@@ -33,12 +28,7 @@ fn misuse_answers_as_papi_7_0() {
 
 #[test]
 fn every_sample_lands_in_the_profiled_function() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("profile", "ours", &common::manifest().join("include"), true);
     let out = common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

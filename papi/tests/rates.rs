@@ -12,12 +12,7 @@ use std::path::Path;
 
 #[test]
 fn rate_functions_answer_as_papi_7_0() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("rates", "theirs", Path::new("/usr/include"), true);
     let theirs = common::run(&program, &[], false);
     let ours = common::run(&program, &[], true);

@@ -11,12 +11,7 @@ use std::path::Path;
 
 #[test]
 fn a_papi_program_reads_the_same_on_both() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev)"
-        );
-    }
+    system_papi_or_skip!();
     let program = common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
     let theirs = common::run(&program, &[], false);
     let ours = common::run(&program, &[], true);

@@ -88,12 +88,7 @@ fn model_unit_masks(event: &str) -> BTreeSet<String> {
 
 #[test]
 fn unit_masks_are_libpfm4s() {
-    if !common::system_papi() {
-        skip!(
-            Need::Tools,
-            "PAPI 7.0 is not installed (apt-get install libpapi-dev), to link against"
-        );
-    }
+    system_papi_or_skip!();
     let Some(theirs) = libpfm4() else {
         skip!(
             Need::Tools,

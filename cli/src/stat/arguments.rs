@@ -50,7 +50,9 @@ const DEFAULT_EVENTS: [&str; 8] = [
     "branch-misses",
 ];
 
-/// Arguments of `counterhal stat`.
+/// Arguments of `counterhal stat`. `Default` is each field's type's default, which is clap's
+/// default for every field but `repeat` (clap's is 1): [`lean`](super::lean) sets that one, and
+/// its tests compare what it builds with clap's.
 #[derive(Args, Debug, Default)]
 pub struct StatArgs {
     /// Events to count, comma-separated or repeated (default: perf stat's set); a comma

@@ -58,6 +58,21 @@ pub fn system_papi() -> bool {
         .any(|d| Path::new(d).join("libpapi.so.7.0").exists())
 }
 
+/// Skips the running test (through the suite's skip door, with the reason) unless Debian's
+/// PAPI 7.0 is installed: its papi.h and libpapi.so.7.0 are the tests' oracle and what their
+/// C programs are built against.
+#[macro_export]
+macro_rules! system_papi_or_skip {
+    () => {
+        if !$crate::common::system_papi() {
+            skip!(
+                Need::Tools,
+                "PAPI 7.0 (papi.h and libpapi.so.7.0) is not installed (apt-get install libpapi-dev)"
+            );
+        }
+    };
+}
+
 /// Builds `tests/c/STEM.c` with the papi.h in `include` (linked with `-lpapi` when `link`),
 /// into a fresh temporary folder; the program's path.
 pub fn c_program(stem: &str, tag: &str, include: &Path, link: bool) -> PathBuf {
