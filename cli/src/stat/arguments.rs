@@ -51,7 +51,7 @@ const DEFAULT_EVENTS: [&str; 8] = [
 ];
 
 /// Arguments of `counterhal stat`. `Default` is each field's type's default, which is clap's
-/// default for every field but `repeat` (clap's is 1): [`lean`](super::lean) sets that one, and
+/// default for every field but `repeat` (clap's is 1): `stat::lean` sets that one, and
 /// its tests compare what it builds with clap's.
 #[derive(Args, Debug, Default)]
 pub struct StatArgs {
