@@ -1,4 +1,4 @@
-//! A command forked and held before `exec`, so counters can start with it, and how it ended.
+//! A command started and held before `exec`, so counters can start with it, and how it ended.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,7 +15,8 @@ use crate::sys;
 /// A command started and held before `exec` until [`release`](WaitingChild::release)d, so
 /// counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
 ///
-/// Started from its arguments ([`WaitingChild::spawn`]) it is forked here, with this
+/// Started from its arguments ([`WaitingChild::spawn`]) it is made here (Linux: sharing this
+/// process's memory until its exec, so at a cost that does not grow with it), with this
 /// process's environment, working directory and standard streams; started from a
 /// [`std::process::Command`] ([`WaitingChild::from_command`]) those are the command's to set.
 /// It starts as a shell starts a command: `SIGPIPE` at its default and no signal blocked. Dropping it before it
@@ -39,8 +40,8 @@ enum Spawning {
     /// The standard library's spawn of a [`std::process::Command`], waiting on a thread of
     /// its own until the exec.
     Thread(std::thread::JoinHandle<std::io::Result<std::process::Child>>),
-    /// Forked here ([`sys::fork_held`]): the pipe the exec's errno arrives on.
-    Forked(OwnedFd),
+    /// Made here ([`sys::fork_held`]): what tells how the exec went.
+    Forked(sys::ExecWatch),
 }
 
 /// What to start held before `exec`.
@@ -221,11 +222,11 @@ impl WaitingChild {
         let (_, path) = program_of(argv)?;
         let program = sys::Prepared::new(path.as_os_str(), argv)
             .ok_or_else(|| Error::invalid_input("a command argument contains a NUL byte"))?;
-        let forked = sys::fork_held(&program).map_err(|errno| spawn_error(errno, Step::Start))?;
+        let forked = sys::fork_held(program).map_err(|errno| spawn_error(errno, Step::Start))?;
         Ok(WaitingChild {
             pid: forked.pid,
             release: Some(forked.release),
-            spawning: Some(Spawning::Forked(forked.exec_error)),
+            spawning: Some(Spawning::Forked(forked.exec)),
             child: None,
             started: None,
             reaped: false,
@@ -338,14 +339,14 @@ impl WaitingChild {
                     }
                 }
             }
-            Some(Spawning::Forked(exec_error)) => {
-                let failed = sys::exec_errno(exec_error.as_fd())
+            Some(Spawning::Forked(exec)) => {
+                let failed = exec
+                    .outcome(self.pid)
                     .map_err(|errno| spawn_error(errno, Step::Start))?;
                 match failed {
                     None => Ok(()),
                     Some(errno) => {
-                        // The child exits at once: reaped here.
-                        let _ = sys::wait4(self.pid);
+                        // The child exits at once: reaped by the outcome.
                         self.reaped = true;
                         Err(spawn_error(errno, Step::Exec))
                     }
@@ -465,7 +466,7 @@ impl Drop for WaitingChild {
             // reaped here.
             match self.spawning.take() {
                 Some(Spawning::Thread(spawning)) => drop(spawning.join()),
-                Some(Spawning::Forked(_)) => drop(sys::wait4(self.pid)),
+                Some(Spawning::Forked(exec)) => exec.abandon(self.pid),
                 None => {}
             }
             return;

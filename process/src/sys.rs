@@ -1,5 +1,6 @@
-//! The system calls behind a measured command: pipes, `fork` and `exec`, `wait4` (blocking or
-//! not), `kill`, `sigaction`. Everything `unsafe` in this crate is here.
+//! The system calls behind a measured command: pipes, `clone` or `fork` and `exec`, `wait4`
+//! (blocking or not), `kill`, `sigaction`. Everything `unsafe` in this crate is here and in
+//! its part `held`.
 //!
 //! # Safety
 //!
@@ -12,14 +13,18 @@
 //!   child calls only async-signal-safe functions (`close`, `getpid`, `write`, `read`) on descriptors
 //!   the parent keeps open until the spawn returns.
 //! - A child of [`fork_held`] makes only async-signal-safe system calls (`close`,
-//!   `sigprocmask`, `signal`, `read`, `execv`, `write`, `_exit`), on descriptors it owns and
-//!   on the program's path and arguments made before the fork; it never returns.
+//!   `sigaction`, `sigprocmask`, `signal`, `read`, `execve`, `write`, `_exit`), on descriptors
+//!   it owns and on the program's path, arguments and environment made before the child was;
+//!   it never returns. Where it shares this process's memory, see `held`'s note.
 //! - The signal handler calls only `kill`, which is async-signal-safe, and reads and writes
 //!   only atomics.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use std::sync::atomic::AtomicI32;
+
+mod held;
+pub use held::{ExecWatch, Prepared, fork_held};
 
 /// An OS error number (`errno`).
 pub type Errno = i32;
@@ -125,138 +130,6 @@ pub fn hold_before_exec(command: &mut std::process::Command) -> Result<Hold, Err
         release_read,
         release_write,
     })
-}
-
-/// A program prepared to be executed by a forked child: everything it needs is made before
-/// the fork, so the child only makes system calls.
-#[derive(Debug)]
-pub struct Prepared {
-    path: std::ffi::CString,
-    /// Kept alive for `argv`'s pointers.
-    _args: Vec<std::ffi::CString>,
-    /// The argument pointers, NUL-terminated.
-    argv: Vec<*const libc::c_char>,
-}
-
-impl Prepared {
-    /// `path` executed with the arguments `args` (`args[0]` the name it runs under); `None`
-    /// when one of them holds a NUL byte.
-    pub fn new(path: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> Option<Prepared> {
-        use std::os::unix::ffi::OsStrExt;
-        let c = |s: &std::ffi::OsStr| std::ffi::CString::new(s.as_bytes()).ok();
-        let path = c(path)?;
-        let args: Vec<std::ffi::CString> = args.iter().map(|a| c(a)).collect::<Option<_>>()?;
-        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        Some(Prepared {
-            path,
-            _args: args,
-            argv,
-        })
-    }
-}
-
-/// A child forked by [`fork_held`]: its process id, the end that releases it (one byte: exec;
-/// closed unwritten: it ends with status 127), and the end its exec's errno arrives on (EOF
-/// once the exec has succeeded).
-#[derive(Debug)]
-pub struct Forked {
-    /// The child's process id.
-    pub pid: i32,
-    /// Writing one byte here lets the child exec.
-    pub release: OwnedFd,
-    /// Four bytes (the errno) when the exec failed, EOF when it succeeded.
-    pub exec_error: OwnedFd,
-}
-
-/// Forks a child that waits for a byte on a pipe and then executes `program` with this
-/// process's environment, working directory and standard streams, `SIGPIPE` at its default
-/// and no signal blocked (as a shell starts a command).
-///
-/// # Errors
-/// The errno of `pipe2` or `fork`.
-pub fn fork_held(program: &Prepared) -> Result<Forked, Errno> {
-    let (release_read, release_write) = pipe_cloexec()?;
-    let (error_read, error_write) = pipe_cloexec()?;
-    let (release_fd, error_fd) = (release_read.as_raw_fd(), error_write.as_raw_fd());
-    let parents_ends = [release_write.as_raw_fd(), error_read.as_raw_fd()];
-    let (path, argv) = (program.path.as_ptr(), program.argv.as_ptr());
-    // SAFETY: fork has no memory-safety preconditions; the child below only makes
-    // async-signal-safe system calls on values made before the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(last_errno());
-    }
-    if pid == 0 {
-        held_child(parents_ends, release_fd, error_fd, path, argv);
-    }
-    drop((release_read, error_write));
-    Ok(Forked {
-        pid,
-        release: release_write,
-        exec_error: error_read,
-    })
-}
-
-/// The forked child: closes the parent's ends, resets its signals, waits for the release and
-/// executes; writes exec's errno and exits with 127 when that fails or the parent gave up.
-fn held_child(
-    parents_ends: [i32; 2],
-    release_fd: i32,
-    error_fd: i32,
-    path: *const libc::c_char,
-    argv: *const *const libc::c_char,
-) -> ! {
-    for fd in parents_ends {
-        // SAFETY: close is async-signal-safe; these are the child's copies of the fds.
-        unsafe { libc::close(fd) };
-    }
-    // SAFETY: an empty sigset_t (sigemptyset fills it) is a valid value of this C struct.
-    let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sigemptyset writes the live local.
-    unsafe { libc::sigemptyset(&mut none) };
-    // SAFETY: sigprocmask with a valid set and no old set; async-signal-safe.
-    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) };
-    // SAFETY: signal is async-signal-safe for SIG_DFL, with a valid signal number.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let mut byte = 0u8;
-    let released = loop {
-        let ptr: *mut u8 = &mut byte;
-        // SAFETY: reads at most one byte into a live local from an fd held until exec.
-        let n = unsafe { libc::read(release_fd, ptr.cast(), 1) };
-        match n {
-            1 => break true,
-            n if n < 0 && last_errno() == libc::EINTR => continue,
-            _ => break false,
-        }
-    };
-    if released {
-        // SAFETY: `path` and `argv` (NUL-terminated) point into the parent's `Prepared`,
-        // which this copy of its memory keeps; execv is async-signal-safe.
-        unsafe { libc::execv(path, argv) };
-        let errno = last_errno().to_ne_bytes();
-        // SAFETY: writes 4 bytes from a live local to the error pipe, held until exec.
-        unsafe { libc::write(error_fd, errno.as_ptr().cast(), errno.len()) };
-    }
-    // SAFETY: _exit is async-signal-safe and ends only this child.
-    unsafe { libc::_exit(127) }
-}
-
-/// The errno a [`Forked`] child's exec failed with, or `None` once it has executed (EOF).
-///
-/// # Errors
-/// The errno of `read`.
-pub fn exec_errno(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
-    let mut bytes = [0u8; 4];
-    let mut got = 0;
-    while got < bytes.len() {
-        let n = read_bytes(fd, &mut bytes[got..])?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    Ok((got == bytes.len()).then(|| i32::from_ne_bytes(bytes)))
 }
 
 /// What `wait4` tells of a child that ended: the raw wait status and its user and system

@@ -200,3 +200,61 @@ fn terminate_sends_sigterm_first_and_sigkill_after_the_grace() {
         "true ended on its own"
     );
 }
+
+#[test]
+fn a_command_started_from_its_arguments_has_this_processs_environment() {
+    // A variable of this process's environment, as the command's shell sees it.
+    let (name, value) = std::env::vars()
+        .find(|(name, value)| {
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && !value.is_empty()
+                && !value.contains('\n')
+        })
+        .expect("a variable in this process's environment");
+    let out = std::env::temp_dir().join(format!("counterhal-env-{}", std::process::id()));
+    let script = format!("printf %s \"${name}\" > {}", out.display());
+    let mut child = WaitingChild::spawn(&argv(&["sh", "-c", &script])).unwrap();
+    child.release().unwrap();
+    assert_eq!(child.wait().unwrap().exit_code(), 0);
+    let seen = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_file(&out).ok();
+    assert_eq!(seen, value, "${name}");
+}
+
+/// This thread's minor page faults so far. Oracle: the kernel's own count
+/// (`getrusage(RUSAGE_THREAD)`).
+#[cfg(target_os = "linux")]
+fn minor_faults() -> i64 {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes the live local.
+    let ret = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(ret, 0);
+    usage.ru_minflt
+}
+
+/// Making the held child copies none of this process's memory where it is made with
+/// `clone(CLONE_VM)`: after a `fork`, each page this process writes while the child waits is
+/// a copy-on-write fault (16,384 for 64 MiB), which the kernel counts.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+#[test]
+fn a_held_child_shares_this_processs_memory_instead_of_copying_it() {
+    const PAGE: usize = 4096;
+    let mut block = vec![1u8; 64 << 20];
+    let child = WaitingChild::spawn(&argv(&["true"])).unwrap();
+    let before = minor_faults();
+    for page in block.chunks_mut(PAGE) {
+        page[0] = 2;
+    }
+    let faults = minor_faults() - before;
+    drop(child);
+    assert!(
+        faults < 1024,
+        "{faults} page faults writing {} pages while the child was held: its memory was copied",
+        block.len() / PAGE
+    );
+}
