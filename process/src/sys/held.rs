@@ -6,7 +6,9 @@
 //!   system calls through `raw` (the C library's wrappers would write this thread's
 //!   `errno`); that memory is freed only once the child has executed or been reaped.
 
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
 
 use super::{Errno, last_errno, pipe_cloexec, read_bytes, wait4};
 
@@ -14,42 +16,74 @@ use super::{Errno, last_errno, pipe_cloexec, read_bytes, wait4};
 /// the child is made, so the child only makes system calls.
 #[derive(Debug)]
 pub struct Prepared {
-    path: std::ffi::CString,
+    path: CString,
     /// Kept alive for `argv`'s pointers.
-    _args: Vec<std::ffi::CString>,
+    _args: Vec<CString>,
     /// The argument pointers, NUL-terminated.
     argv: Vec<*const libc::c_char>,
+    /// This process's environment when the program was prepared: its `NAME=value` strings,
+    /// each NUL-terminated, one after the other (kept alive for `envp`'s pointers).
+    _env: Vec<u8>,
+    /// The environment's pointers, NUL-terminated.
+    envp: Vec<*const libc::c_char>,
 }
 
 impl Prepared {
-    /// `path` executed with the arguments `args` (`args[0]` the name it runs under); `None`
-    /// when one of them holds a NUL byte.
+    /// `path` executed with the arguments `args` (`args[0]` the name it runs under) and this
+    /// process's environment as it is now; `None` when an argument holds a NUL byte.
     pub fn new(path: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> Option<Prepared> {
         use std::os::unix::ffi::OsStrExt;
-        let c = |s: &std::ffi::OsStr| std::ffi::CString::new(s.as_bytes()).ok();
+        let c = |s: &std::ffi::OsStr| CString::new(s.as_bytes()).ok();
         let path = c(path)?;
-        let args: Vec<std::ffi::CString> = args.iter().map(|a| c(a)).collect::<Option<_>>()?;
+        let args: Vec<CString> = args.iter().map(|a| c(a)).collect::<Option<_>>()?;
         let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         argv.push(std::ptr::null());
+        let (env, envp) = environment_copy();
         Some(Prepared {
             path,
             _args: args,
             argv,
+            _env: env,
+            envp,
         })
     }
 }
 
 unsafe extern "C" {
     /// The C library's environment, `NAME=value` pointers, NUL-terminated. Changing it while
-    /// another thread reads it is the caller's undoing (`std::env::set_var` is `unsafe` for
+    /// another thread reads it is the changer's fault (`std::env::set_var` is `unsafe` for
     /// that reason), so reading it here is as sound as `execv`'s reading it.
     static environ: *const *const libc::c_char;
 }
 
-/// This process's environment, for `execve`.
-fn environment() -> *const *const libc::c_char {
+/// A copy of this process's environment: its strings one after the other in one buffer, and
+/// their pointers (into that buffer), NUL-terminated. A copy, because a child sharing this
+/// process's memory executes later, when `setenv` may have moved or freed the C library's.
+fn environment_copy() -> (Vec<u8>, Vec<*const libc::c_char>) {
+    let mut bytes = Vec::new();
+    let mut starts = Vec::new();
     // SAFETY: a read of the C library's pointer (see `environ`).
-    unsafe { environ }
+    let mut entry = unsafe { environ };
+    while !entry.is_null() {
+        // SAFETY: `entry` points into the NUL-terminated array `environ` heads, before or at
+        // its NUL.
+        let string = unsafe { *entry };
+        if string.is_null() {
+            break;
+        }
+        // SAFETY: each entry of the environment is a NUL-terminated C string.
+        let text = unsafe { CStr::from_ptr(string) };
+        starts.push(bytes.len());
+        bytes.extend_from_slice(text.to_bytes_with_nul());
+        entry = entry.wrapping_add(1);
+    }
+    let base = bytes.as_ptr();
+    let mut pointers: Vec<*const libc::c_char> = starts
+        .into_iter()
+        .map(|start| base.wrapping_add(start).cast())
+        .collect();
+    pointers.push(std::ptr::null());
+    (bytes, pointers)
 }
 
 /// A child made by [`fork_held`]: its process id, the end that releases it (one byte: exec;
@@ -73,8 +107,15 @@ pub struct Forked {
 #[derive(Debug)]
 pub struct ExecWatch {
     exec_error: OwnedFd,
-    memory: Option<Box<ChildMemory>>,
+    /// Made by `Box::into_raw`; `None` once freed.
+    memory: Option<NonNull<ChildMemory>>,
 }
+
+// SAFETY: the memory is the watch's alone in this process (the child only reads it); the
+// watch never reads it, and frees it once, from whichever thread holds the watch.
+unsafe impl Send for ExecWatch {}
+// SAFETY: a shared watch does nothing with the memory.
+unsafe impl Sync for ExecWatch {}
 
 /// What a held child reads before its exec.
 #[derive(Debug)]
@@ -82,14 +123,13 @@ struct ChildMemory {
     program: Prepared,
     /// The parent's pipe ends (closed in the child), the release end, the errno end.
     fds: [i32; 4],
-    /// The environment to execute with: this process's, when the child was made.
-    envp: *const *const libc::c_char,
-    /// The child's stack where it shares this process's memory (unused after a `fork`).
+    /// The child's stack where it shares this process's memory (none under valgrind, or when
+    /// it could not be mapped: the child is then forked).
     #[cfg(all(
         target_os = "linux",
         any(target_arch = "x86_64", target_arch = "aarch64")
     ))]
-    stack: Vec<u128>,
+    stack: Option<ChildStack>,
 }
 
 impl ExecWatch {
@@ -101,8 +141,11 @@ impl ExecWatch {
     pub fn outcome(mut self, pid: i32) -> Result<Option<Errno>, Errno> {
         let failed = exec_errno(self.exec_error.as_fd())?;
         match failed {
-            // The exec succeeded (the new program has memory of its own) or the child ended.
-            None => drop(self.memory.take()),
+            // The exec succeeded (the new program has memory of its own) or the child
+            // ended: the last end of the pipe closes after the child has left this memory
+            // (exec replaces the memory before closing close-on-exec descriptors; exit
+            // releases it before closing descriptors).
+            None => self.free(),
             Some(_) => self.reap(pid),
         }
         Ok(failed)
@@ -116,37 +159,38 @@ impl ExecWatch {
 
     fn reap(&mut self, pid: i32) {
         if wait4(pid).is_ok() {
-            drop(self.memory.take());
+            self.free();
         }
     }
-}
 
-impl Drop for ExecWatch {
-    fn drop(&mut self) {
-        // Still possibly in use by a child sharing this memory: leaked, never freed under it.
+    /// Frees the child's memory: only once the child is done with it.
+    fn free(&mut self) {
         if let Some(memory) = self.memory.take() {
-            std::mem::forget(memory);
+            // SAFETY: made by Box::into_raw in fork_held and freed once (taken here); the
+            // callers free it only once the child has executed or been reaped.
+            drop(unsafe { Box::from_raw(memory.as_ptr()) });
         }
     }
 }
 
 /// Makes a child that waits for a byte on a pipe and then executes `program` with this
-/// process's environment, working directory and
-/// standard streams, `SIGPIPE` at its default, every other caught signal at its default too,
-/// and no signal blocked (as a shell starts a command).
+/// process's environment (as it was when `program` was prepared), working directory and
+/// standard streams, every caught signal and `SIGPIPE` at its default, and no signal
+/// blocked (as a shell starts a command).
 ///
 /// On Linux (x86-64 and AArch64) the child shares this process's memory until its exec
 /// (`clone(CLONE_VM)`, the way `posix_spawn` makes a child, but not suspending this process:
 /// counters are opened on the child while it waits), so the cost of making it does not grow
 /// with this process's memory: a `fork` copies every page table and makes each page written
-/// afterwards a copy-on-write fault while the child is held. Elsewhere, `fork`.
+/// afterwards a copy-on-write fault while the child is held. Elsewhere, under valgrind and
+/// where the clone is refused, `fork`.
 ///
 /// # Errors
-/// The errno of `pipe2`, `clone` or `fork`.
+/// The errno of `pipe2`, or of `fork` (`EAGAIN`, `ENOMEM`).
 pub fn fork_held(program: Prepared) -> Result<Forked, Errno> {
     let (release_read, release_write) = pipe_cloexec()?;
     let (error_read, error_write) = pipe_cloexec()?;
-    let mut memory = Box::new(ChildMemory {
+    let memory = Box::new(ChildMemory {
         program,
         fds: [
             release_write.as_raw_fd(),
@@ -154,14 +198,27 @@ pub fn fork_held(program: Prepared) -> Result<Forked, Errno> {
             release_read.as_raw_fd(),
             error_write.as_raw_fd(),
         ],
-        envp: environment(),
         #[cfg(all(
             target_os = "linux",
             any(target_arch = "x86_64", target_arch = "aarch64")
         ))]
-        stack: Vec::new(),
+        stack: (!raw::under_valgrind())
+            .then(ChildStack::new)
+            .and_then(Result::ok),
     });
-    let pid = make_held_child(&mut memory)?;
+    let memory = NonNull::from(Box::leak(memory));
+    let pid = match make_held_child(memory) {
+        Ok(pid) => pid,
+        Err(errno) => {
+            // No child was made: the memory is this process's alone.
+            let mut nobody = ExecWatch {
+                exec_error: error_read,
+                memory: Some(memory),
+            };
+            nobody.free();
+            return Err(errno);
+        }
+    };
     drop((release_read, error_write));
     Ok(Forked {
         pid,
@@ -173,47 +230,13 @@ pub fn fork_held(program: Prepared) -> Result<Forked, Errno> {
     })
 }
 
-/// The held child's stack, in 16-byte units (32 KiB: it runs one small function, with every
-/// signal blocked until each caught one is back at its default).
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-))]
-const CHILD_STACK_UNITS: usize = 2048;
-
-/// Makes the held child: `clone(CLONE_VM)` where it may, `fork` elsewhere, under valgrind
-/// (which runs no process sharing memory with another unless it is a thread, and would end
-/// this one) and where the clone is refused with `EINVAL` (as QEMU's user-mode emulation
-/// refuses it).
-fn make_held_child(memory: &mut ChildMemory) -> Result<i32, Errno> {
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64")
-    ))]
-    if !raw::under_valgrind() {
-        match clone_held_child(memory) {
-            Err(libc::EINVAL) => {}
-            made => return made,
-        }
-    }
-    fork_held_child(memory)
-}
-
-/// Makes the child with `clone(CLONE_VM | SIGCHLD)` on a stack of its own in `memory`.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64")
-))]
-fn clone_held_child(memory: &mut ChildMemory) -> Result<i32, Errno> {
-    // Capacity only: the pages are not touched here, only the few the child's frames use.
-    memory.stack = Vec::with_capacity(CHILD_STACK_UNITS);
-    let top = memory
-        .stack
-        .as_mut_ptr()
-        .wrapping_add(memory.stack.capacity());
-    let arg: *mut ChildMemory = memory;
-    // Every signal blocked across the clone, so none runs a handler of this process in the
-    // child before it has put them back at their defaults (it inherits this mask).
+/// Makes the held child, with every signal blocked across it, so that none runs a handler
+/// of this process in the child before the child has put them back at their defaults (it
+/// inherits the mask): `clone(CLONE_VM)` where there is a stack for it (Linux, not under
+/// valgrind, which runs no process sharing memory with another unless it is a thread, and
+/// would end this one), else, or when the clone is refused (QEMU's user-mode emulation says
+/// `EINVAL`, a seccomp filter may say `EPERM` or `ENOSYS`), `fork`.
+fn make_held_child(memory: NonNull<ChildMemory>) -> Result<i32, Errno> {
     // SAFETY: an all-zero sigset_t is a valid value of this C struct (sigfillset fills it).
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: sigfillset writes the live local.
@@ -222,22 +245,120 @@ fn clone_held_child(memory: &mut ChildMemory) -> Result<i32, Errno> {
     let mut before: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both sets are live locals.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before) };
-    // SAFETY: `top` is the 16-byte-aligned end of a live allocation of CHILD_STACK_UNITS
-    // units owned by `memory`, which outlives the child's use of it (ExecWatch frees it only
-    // after the exec or the reap); `held_entry` makes only raw system calls on what `arg`
-    // points to, and never returns to code that would use this thread's state.
+    let made = make_blocked(memory);
+    // SAFETY: `before` is the mask pthread_sigmask reported.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
+    made
+}
+
+fn make_blocked(memory: NonNull<ChildMemory>) -> Result<i32, Errno> {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    {
+        // SAFETY: no child exists yet: the memory is this process's alone, read here.
+        let top = unsafe { memory.as_ref() }
+            .stack
+            .as_ref()
+            .map(ChildStack::top);
+        if let Some(top) = top
+            && let Ok(pid) = clone_held_child(memory, top)
+        {
+            return Ok(pid);
+        }
+    }
+    fork_held_child(memory)
+}
+
+/// The held child's stack: 32 KiB (it runs one small function, with every signal blocked
+/// until each caught one is back at its default) above a guard page, mapped on its own so
+/// that an overflow faults instead of writing this process's heap.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+#[derive(Debug)]
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+impl ChildStack {
+    /// The usable size.
+    const SIZE: usize = 32 << 10;
+
+    /// Maps a stack and its guard page.
+    ///
+    /// # Errors
+    /// The errno of `mmap` or `mprotect`.
+    fn new() -> Result<ChildStack, Errno> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = page + Self::SIZE.div_ceil(page) * page;
+        // SAFETY: a new private anonymous mapping; no existing memory is named.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(last_errno());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of the mapping just made, which nothing uses.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(last_errno());
+        }
+        Ok(stack)
+    }
+
+    /// The stack's top, where it starts (it grows down); page-aligned.
+    fn top(&self) -> *mut libc::c_void {
+        self.base.wrapping_byte_add(self.len)
+    }
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping mmap made, unmapped once; dropped only with its ChildMemory,
+        // once the child is done with it.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// Makes the child with `clone(CLONE_VM | SIGCHLD)` on the stack whose top is `top`.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn clone_held_child(memory: NonNull<ChildMemory>, top: *mut libc::c_void) -> Result<i32, Errno> {
+    // SAFETY: `top` is the page-aligned top of the live stack mapping `memory` owns, which
+    // outlives the child's use of it (ExecWatch frees it only after the exec or the reap);
+    // `held_entry` makes only raw system calls, reads only what `memory` points to (made by
+    // Box::into_raw, written by no one while the child may run) and never returns.
     let pid = unsafe {
         libc::clone(
             held_entry,
-            top.cast(),
+            top,
             libc::CLONE_VM | libc::SIGCHLD,
-            arg.cast(),
+            memory.as_ptr().cast(),
         )
     };
-    let errno = last_errno();
-    // SAFETY: `before` is the mask pthread_sigmask reported.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
-    if pid < 0 { Err(errno) } else { Ok(pid) }
+    if pid < 0 { Err(last_errno()) } else { Ok(pid) }
 }
 
 /// The child made by `clone(CLONE_VM)`: it shares this process's memory and thread state,
@@ -251,8 +372,8 @@ fn clone_held_child(memory: &mut ChildMemory) -> Result<i32, Errno> {
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 extern "C" fn held_entry(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the ChildMemory fork_held passed, alive until this child has
-    // executed or ended, and written by no one meanwhile.
+    // SAFETY: `arg` is the ChildMemory fork_held made (Box::into_raw), alive until this
+    // child has executed or ended, and written by no one meanwhile.
     let memory = unsafe { &*arg.cast::<ChildMemory>() };
     let [parents_release, parents_error, release_fd, error_fd] = memory.fds;
     // SAFETY: the child's copies of the parent's ends (its descriptor table is its own).
@@ -280,9 +401,14 @@ extern "C" fn held_entry(arg: *mut libc::c_void) -> libc::c_int {
     if released {
         let program = &memory.program;
         // SAFETY: the prepared program's C strings and NUL-terminated arrays, alive in the
-        // shared memory until this exec is seen through, and the environment (`environ`).
-        let failed =
-            unsafe { raw::execve(program.path.as_ptr(), program.argv.as_ptr(), memory.envp) };
+        // shared memory until this exec is seen through.
+        let failed = unsafe {
+            raw::execve(
+                program.path.as_ptr(),
+                program.argv.as_ptr(),
+                program.envp.as_ptr(),
+            )
+        };
         let errno = i32::try_from(failed.unsigned_abs())
             .unwrap_or(libc::EIO)
             .to_ne_bytes();
@@ -291,238 +417,14 @@ extern "C" fn held_entry(arg: *mut libc::c_void) -> libc::c_int {
     raw::exit_group(127)
 }
 
-/// System calls made without the C library, for the child that shares this process's
-/// memory: the C library's wrappers write `errno`, which is this process's thread's. Each
-/// returns what the kernel returns (a negative errno on failure).
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-mod raw {
-    /// The system call `number` with four arguments.
-    ///
-    /// # Safety
-    /// Each argument the call reads or writes through is a pointer valid for that access
-    /// for the call's duration; a file descriptor it closes is owned by the caller.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn syscall4(number: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> isize {
-        let ret: isize;
-        // SAFETY: the `syscall` instruction with the kernel's x86-64 convention, which
-        // clobbers rcx and r11 only; the caller passes valid pointers (# Safety).
-        unsafe {
-            core::arch::asm!(
-                "syscall",
-                inlateout("rax") number as isize => ret,
-                in("rdi") a,
-                in("rsi") b,
-                in("rdx") c,
-                in("r10") d,
-                lateout("rcx") _,
-                lateout("r11") _,
-                options(nostack),
-            );
-        }
-        ret
-    }
-
-    /// The system call `number` with four arguments.
-    ///
-    /// # Safety
-    /// As the x86-64 one.
-    #[cfg(target_arch = "aarch64")]
-    unsafe fn syscall4(number: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> isize {
-        let ret: isize;
-        // SAFETY: `svc 0` with the kernel's AArch64 convention, which clobbers nothing but
-        // x0; the caller passes valid pointers (# Safety).
-        unsafe {
-            core::arch::asm!(
-                "svc 0",
-                in("x8") number,
-                inlateout("x0") a as isize => ret,
-                in("x1") b,
-                in("x2") c,
-                in("x3") d,
-                options(nostack),
-            );
-        }
-        ret
-    }
-
-    /// The kernel's `struct sigaction` on x86-64 and AArch64 (handler, flags, restorer,
-    /// mask); all zeros is `SIG_DFL` with no flags and an empty mask.
-    type KernelAction = [usize; 4];
-
-    /// The size of the kernel's signal set, which `rt_sigaction` and `rt_sigprocmask` take.
-    const SIGSET_SIZE: usize = 8;
-
-    /// Closes `fd`.
-    ///
-    /// # Safety
-    /// `fd` is this process's to close: nothing else uses it afterwards.
-    pub unsafe fn close(fd: i32) {
-        // SAFETY: the caller owns `fd` (# Safety); no pointer is passed.
-        unsafe { syscall4(libc::SYS_close, fd as usize, 0, 0, 0) };
-    }
-
-    /// `signal`'s handler (`SIG_DFL`, `SIG_IGN` or a function's address).
-    pub fn handler(signal: i32) -> usize {
-        let mut old: KernelAction = [0; 4];
-        let out: *mut KernelAction = &mut old;
-        // SAFETY: the old action is written to a live local of the kernel's layout; no new
-        // one is given.
-        unsafe {
-            syscall4(
-                libc::SYS_rt_sigaction,
-                signal as usize,
-                0,
-                out as usize,
-                SIGSET_SIZE,
-            )
-        };
-        old[0]
-    }
-
-    /// Puts `signal` at its default disposition.
-    pub fn default_handler(signal: i32) {
-        let default: KernelAction = [0; 4];
-        let new: *const KernelAction = &default;
-        // SAFETY: the new action is a live local of the kernel's layout; no old one is asked.
-        unsafe {
-            syscall4(
-                libc::SYS_rt_sigaction,
-                signal as usize,
-                new as usize,
-                0,
-                SIGSET_SIZE,
-            )
-        };
-    }
-
-    /// Unblocks every signal.
-    pub fn unblock_all() {
-        let none = 0u64;
-        let set: *const u64 = &none;
-        // SAFETY: the set is a live local of the kernel's size; no old set is asked.
-        unsafe {
-            syscall4(
-                libc::SYS_rt_sigprocmask,
-                libc::SIG_SETMASK as usize,
-                set as usize,
-                0,
-                SIGSET_SIZE,
-            )
-        };
-    }
-
-    /// Reads one byte from `fd` into `byte`.
-    pub fn read_byte(fd: i32, byte: &mut u8) -> isize {
-        let out: *mut u8 = byte;
-        // SAFETY: at most one byte is written, to the live `byte`.
-        unsafe { syscall4(libc::SYS_read, fd as usize, out as usize, 1, 0) }
-    }
-
-    /// Writes `bytes` to `fd`.
-    pub fn write(fd: i32, bytes: &[u8]) {
-        // SAFETY: `bytes` is valid for reads of its length.
-        unsafe {
-            syscall4(
-                libc::SYS_write,
-                fd as usize,
-                bytes.as_ptr() as usize,
-                bytes.len(),
-                0,
-            )
-        };
-    }
-
-    /// Executes `path` with `argv` and `envp`; returns only when that failed.
-    ///
-    /// # Safety
-    /// `path` is a C string, `argv` and `envp` NUL-terminated arrays of C strings, all alive
-    /// for the call.
-    pub unsafe fn execve(
-        path: *const libc::c_char,
-        argv: *const *const libc::c_char,
-        envp: *const *const libc::c_char,
-    ) -> isize {
-        // SAFETY: the pointers are valid for the kernel's reads (# Safety).
-        unsafe {
-            syscall4(
-                libc::SYS_execve,
-                path as usize,
-                argv as usize,
-                envp as usize,
-                0,
-            )
-        }
-    }
-
-    /// Valgrind's client request asking whether the program runs under it.
-    const RUNNING_ON_VALGRIND: usize = 0x1001;
-
-    /// Whether this process runs under valgrind: its `RUNNING_ON_VALGRIND` client request,
-    /// a sequence of rotations of a register by 128 bits in all followed by a no-op exchange,
-    /// which changes nothing on a processor and which valgrind answers with non-zero.
-    #[cfg(target_arch = "x86_64")]
-    pub fn under_valgrind() -> bool {
-        let request: [usize; 6] = [RUNNING_ON_VALGRIND, 0, 0, 0, 0, 0];
-        let mut answer: usize = 0;
-        // SAFETY: on a processor the rotations of rdi undo each other and `xchg rbx, rbx`
-        // does nothing, so only the declared registers are touched; valgrind reads the six
-        // words at rax, a live local, and writes its answer to rdx.
-        unsafe {
-            core::arch::asm!(
-                "rol rdi, 3",
-                "rol rdi, 13",
-                "rol rdi, 61",
-                "rol rdi, 51",
-                "xchg rbx, rbx",
-                in("rax") request.as_ptr(),
-                inout("rdx") answer,
-                inout("rdi") 0usize => _,
-                options(nostack),
-            );
-        }
-        answer != 0
-    }
-
-    /// As the x86-64 one, with the AArch64 sequence (x12 rotated, `orr x10, x10, x10`;
-    /// the request at x4, the answer in x3).
-    #[cfg(target_arch = "aarch64")]
-    pub fn under_valgrind() -> bool {
-        let request: [usize; 6] = [RUNNING_ON_VALGRIND, 0, 0, 0, 0, 0];
-        let mut answer: usize = 0;
-        // SAFETY: on a processor the rotations of x12 undo each other and the `orr` of x10
-        // with itself does nothing, so only the declared registers are touched; valgrind
-        // reads the six words at x4, a live local, and writes its answer to x3.
-        unsafe {
-            core::arch::asm!(
-                "ror x12, x12, #3",
-                "ror x12, x12, #13",
-                "ror x12, x12, #51",
-                "ror x12, x12, #61",
-                "orr x10, x10, x10",
-                in("x4") request.as_ptr(),
-                inout("x3") answer,
-                inout("x12") 0usize => _,
-                inout("x10") 0usize => _,
-                options(nostack),
-            );
-        }
-        answer != 0
-    }
-
-    /// Ends this process with `code`.
-    pub fn exit_group(code: i32) -> ! {
-        loop {
-            // SAFETY: no pointer is passed; the call does not return.
-            unsafe { syscall4(libc::SYS_exit_group, code as usize, 0, 0, 0) };
-        }
-    }
-}
+mod raw;
 
 /// Makes the child with `fork`: it has its own copy of `memory`.
-fn fork_held_child(memory: &ChildMemory) -> Result<i32, Errno> {
+fn fork_held_child(memory: NonNull<ChildMemory>) -> Result<i32, Errno> {
     // SAFETY: fork has no memory-safety preconditions; the child below only makes
     // async-signal-safe system calls on values made before the fork.
     let pid = unsafe { libc::fork() };
@@ -530,12 +432,14 @@ fn fork_held_child(memory: &ChildMemory) -> Result<i32, Errno> {
         return Err(last_errno());
     }
     if pid == 0 {
-        held_child(memory);
+        // SAFETY: the child's copy of the memory fork_held made, which nothing else uses.
+        held_child(unsafe { memory.as_ref() });
     }
     Ok(pid)
 }
 
-/// The forked child: closes the parent's ends, resets its signals, waits for the release and
+/// The forked child: closes the parent's ends, puts every caught signal and `SIGPIPE` back at
+/// its default and unblocks all (as the cloned child does), waits for the release and
 /// executes; writes exec's errno and exits with 127 when that fails or the parent gave up.
 fn held_child(memory: &ChildMemory) -> ! {
     let [parents_release, parents_error, release_fd, error_fd] = memory.fds;
@@ -543,14 +447,25 @@ fn held_child(memory: &ChildMemory) -> ! {
         // SAFETY: close is async-signal-safe; these are the child's copies of the fds.
         unsafe { libc::close(fd) };
     }
+    for signal in 1..=64 {
+        // SAFETY: an all-zero sigaction is a valid value of this plain C struct.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: sigaction (async-signal-safe) reads the disposition into the live local; a
+        // number that is no signal here fails with EINVAL and leaves it SIG_DFL.
+        unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) };
+        if old.sa_sigaction > libc::SIG_IGN
+            || (signal == libc::SIGPIPE && old.sa_sigaction != libc::SIG_DFL)
+        {
+            // SAFETY: signal is async-signal-safe for SIG_DFL.
+            unsafe { libc::signal(signal, libc::SIG_DFL) };
+        }
+    }
     // SAFETY: an empty sigset_t (sigemptyset fills it) is a valid value of this C struct.
     let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: sigemptyset writes the live local.
     unsafe { libc::sigemptyset(&mut none) };
     // SAFETY: sigprocmask with a valid set and no old set; async-signal-safe.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) };
-    // SAFETY: signal is async-signal-safe for SIG_DFL, with a valid signal number.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut byte = 0u8;
     let released = loop {
         let ptr: *mut u8 = &mut byte;
@@ -564,10 +479,15 @@ fn held_child(memory: &ChildMemory) -> ! {
     };
     if released {
         let program = &memory.program;
-        // SAFETY: `path` and `argv` (NUL-terminated) point into the parent's `Prepared`,
-        // which this copy of its memory keeps, `envp` at this copy's environment; execve is
-        // async-signal-safe.
-        unsafe { libc::execve(program.path.as_ptr(), program.argv.as_ptr(), memory.envp) };
+        // SAFETY: `path`, `argv` and `envp` (NUL-terminated) point into this copy of the
+        // parent's `Prepared`; execve is async-signal-safe.
+        unsafe {
+            libc::execve(
+                program.path.as_ptr(),
+                program.argv.as_ptr(),
+                program.envp.as_ptr(),
+            )
+        };
         let errno = last_errno().to_ne_bytes();
         // SAFETY: writes 4 bytes from a live local to the error pipe, held until exec.
         unsafe { libc::write(error_fd, errno.as_ptr().cast(), errno.len()) };
