@@ -45,9 +45,13 @@ fn main() -> Result<()> {
         backend.open_sampler(&["cpu-clock:u"], &BackendTarget::ThisThread, &options)?;
     sampler.enable()?;
     let start = Instant::now();
+    // Each turn's length varies (a step of a linear congruential sequence), so that the
+    // turns cannot keep step with the sampling timer and land its ticks in one loop.
+    let mut n: u64 = 200_000;
     while start.elapsed() < Duration::from_millis(millis) {
-        black_box(light(black_box(200_000)));
-        black_box(heavy(black_box(200_000)));
+        black_box(light(black_box(n)));
+        black_box(heavy(black_box(n)));
+        n = 150_000 + (n.wrapping_mul(1_103_515_245).wrapping_add(12_345) >> 16) % 100_000;
     }
     sampler.disable()?;
 
