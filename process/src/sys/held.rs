@@ -207,15 +207,15 @@ pub fn fork_held(program: Prepared) -> Result<Forked, Errno> {
             .and_then(Result::ok),
     });
     let memory = NonNull::from(Box::leak(memory));
+    let mut exec = ExecWatch {
+        exec_error: error_read,
+        memory: Some(memory),
+    };
     let pid = match make_held_child(memory) {
         Ok(pid) => pid,
         Err(errno) => {
             // No child was made: the memory is this process's alone.
-            let mut nobody = ExecWatch {
-                exec_error: error_read,
-                memory: Some(memory),
-            };
-            nobody.free();
+            exec.free();
             return Err(errno);
         }
     };
@@ -223,10 +223,7 @@ pub fn fork_held(program: Prepared) -> Result<Forked, Errno> {
     Ok(Forked {
         pid,
         release: release_write,
-        exec: ExecWatch {
-            exec_error: error_read,
-            memory: Some(memory),
-        },
+        exec,
     })
 }
 
@@ -251,6 +248,7 @@ fn make_held_child(memory: NonNull<ChildMemory>) -> Result<i32, Errno> {
     made
 }
 
+/// [`make_held_child`]'s choice, made with every signal blocked.
 fn make_blocked(memory: NonNull<ChildMemory>) -> Result<i32, Errno> {
     #[cfg(all(
         target_os = "linux",
