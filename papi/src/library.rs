@@ -40,6 +40,11 @@ pub const DOM_KERNEL: i32 = 2;
 pub const DOM_ALL: i32 = 0xf;
 /// `PAPI_GRN_THR`.
 pub const GRN_THR: i32 = 1;
+/// `PAPI_GRN_SYS`: every process on one CPU.
+pub const GRN_SYS: i32 = 8;
+/// The granularities PAPI 7.0's perf_event component takes (`available_granularities`):
+/// the calling thread and the whole CPU.
+pub const GRN_AVAILABLE: i32 = GRN_THR | GRN_SYS;
 
 /// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
 /// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
@@ -63,6 +68,9 @@ pub struct PapiSet {
     pub domain: i32,
     /// `PAPI_GRN_*`.
     pub granularity: i32,
+    /// The CPU `PAPI_GRN_SYS` counts every process on: the caller's when the set took that
+    /// granularity, as PAPI 7.0's perf_event component binds it (`_papi_getcpu()`).
+    pub system_cpu: Option<u32>,
     /// The thread or process attached to.
     pub attached: Option<u32>,
     /// The CPU attached to.
@@ -101,7 +109,7 @@ impl PapiSet {
 
     /// Whom the set counts.
     pub fn target(&self) -> Target {
-        if let Some(cpu) = self.cpu {
+        if let Some(cpu) = self.cpu.or(self.system_cpu) {
             return Target::Cpu(cpu);
         }
         match self.attached {
@@ -356,7 +364,7 @@ fn component_info() -> ComponentInfo {
         default_domain: DOM_USER,
         available_domains: DOM_USER | 2,
         default_granularity: GRN_THR,
-        available_granularities: GRN_THR | 2 | 8,
+        available_granularities: GRN_AVAILABLE,
         hardware_intr_sig: 0,
         component_type: 0,
         pmu_names: [0; 80],

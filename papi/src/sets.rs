@@ -3,11 +3,12 @@
 use facade::Group;
 
 use crate::codes::{
-    EBUG, ECNFLCT, EINVAL, EINVAL_DOM, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
+    EBUG, ECMP, ECNFLCT, EINVAL, EINVAL_DOM, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, ESYS, OK,
+    from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet, RUNNING,
-    STOPPED, Sampled, backend_name_of, with, with_set,
+    ATTACHED, CPU_ATTACHED, DOM_ALL, GRN_SYS, GRN_THR, MULTIPLEXING, OVERFLOWING, PROFILING,
+    PapiSet, RUNNING, STOPPED, Sampled, backend_name_of, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -20,6 +21,7 @@ pub fn create_eventset() -> Result<i32, i32> {
             // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
             domain: 0,
             granularity: 0,
+            system_cpu: None,
             attached: None,
             cpu: None,
             inherit: false,
@@ -163,11 +165,25 @@ pub fn destroy_eventset(handle: i32) -> i32 {
 
 /// Ties `set` to component 0 if it is not yet, taking the component's default domain and
 /// granularity, as PAPI 7.0 does on the first event added or `PAPI_assign_eventset_component`.
+///
+/// A default granularity of `PAPI_GRN_SYS` binds the set to the CPU the caller is on now, as
+/// the `PAPI_GRANUL` option does. (PAPI 7.0 opens such a set on no CPU, which the kernel
+/// refuses: its adds answer `PAPI_EINVAL`. Ours counts what the granularity documents.)
 fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
     if set.component < 0 {
         set.component = 0;
         set.domain = domain;
-        set.granularity = granularity;
+        set.system_cpu = if granularity == GRN_SYS {
+            crate::sys::current_cpu()
+        } else {
+            None
+        };
+        // The thread where no CPU could be known: the set says what it counts.
+        set.granularity = if set.system_cpu.is_some() {
+            GRN_SYS
+        } else {
+            GRN_THR
+        };
     }
 }
 
@@ -372,6 +388,9 @@ pub fn state(handle: i32) -> Result<i32, i32> {
 /// `PAPI_set_multiplex`: the backend's own multiplexing (the set's events opened ungrouped).
 pub fn set_multiplex(handle: i32) -> i32 {
     with_set(handle, |chosen, set| {
+        // PAPI 7.0's order: the set, its component (PAPI_ENOCMP before the first event or
+        // PAPI_assign_eventset_component), whether it runs, whether it multiplexes already.
+        assigned(set)?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
@@ -404,6 +423,11 @@ pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
         }
         if tid.is_none() && set.attached.is_none() {
             return Err(EINVAL);
+        }
+        // A set that counts every process on a CPU (PAPI_GRN_SYS) is not one thread's: the
+        // pair is refused (see set_domain_or_granularity).
+        if tid.is_some() && set.system_cpu.is_some() {
+            return Err(ECMP);
         }
         set.attached = tid;
         set.forget_counters();
@@ -444,6 +468,9 @@ pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
+/// `PAPI_GRN_SYS_CPU`, the highest granularity PAPI 7.0 names.
+const GRN_SYS_CPU: i32 = 0x10;
+
 /// Sets an event set's domain (`PAPI_DOMAIN`) or granularity (`PAPI_GRANUL`).
 pub fn set_domain_or_granularity(
     handle: i32,
@@ -477,14 +504,40 @@ pub fn set_domain_or_granularity(
             }
             set.domain = d;
         }
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
         if let Some(g) = granularity {
-            if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
+            // PAPI 7.0's order: the range, the set, its component, the component's
+            // granularities (one of them, not a mask): the thread, or every process on the
+            // CPU the caller is on now. PAPI_GRN_PROC, PAPI_GRN_PROCG and PAPI_GRN_SYS_CPU
+            // are outside them: PAPI_EINVAL, as PAPI's.
+            if !(GRN_THR..=GRN_SYS_CPU).contains(&g) {
                 return Err(EINVAL);
             }
+            assigned(set)?;
+            if g != GRN_THR && g != GRN_SYS {
+                return Err(EINVAL);
+            }
+            if set.state & RUNNING != 0 {
+                return Err(EISRUN);
+            }
+            // A set attached to a thread counts that thread: PAPI 7.0 would count it only
+            // while it runs on this CPU, which no target here expresses, so the pair is refused
+            // rather than counted as something else.
+            if g == GRN_SYS && set.attached.is_some() {
+                return Err(ECMP);
+            }
+            let cpu = match g {
+                GRN_SYS => Some(crate::sys::current_cpu().ok_or(ESYS)?),
+                _ => None,
+            };
+            if (set.granularity, set.system_cpu) != (g, cpu) {
+                // Opened again, on the new target, at the next start.
+                set.forget_counters();
+            }
             set.granularity = g;
+            set.system_cpu = cpu;
+        }
+        if set.state & RUNNING != 0 {
+            return Err(EISRUN);
         }
         Ok(OK)
     })

@@ -224,6 +224,13 @@ fn a_fortran_program_reads_the_same_on_both() {
             "{theirs}\n--\n{ours}"
         );
         for (t, o) in theirs.lines().zip(ours.lines()) {
+            // With no core PMU (a VM without one), PAPI 7.0 still answers a preset's query
+            // from its table for the CPUID model (its add then fails, PAPI_ENOEVNT); ours
+            // answers what adding would do.
+            if !core_pmu() && t.trim_start().starts_with("query") {
+                assert!(o.ends_with(" -7"), "{o}");
+                continue;
+            }
             let known = DIFFERS
                 .iter()
                 .find(|(start, _)| t.trim_start().starts_with(start));
@@ -233,4 +240,15 @@ fn a_fortran_program_reads_the_same_on_both() {
             }
         }
     }
+}
+
+/// Whether the kernel has a core PMU here (x86's `cpu` or `cpu_core`, an Arm `armv8_*`).
+fn core_pmu() -> bool {
+    std::fs::read_dir("/sys/bus/event_source/devices").is_ok_and(|d| {
+        d.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name == "cpu" || name == "cpu_core" || name.starts_with("armv8")
+        })
+    })
 }

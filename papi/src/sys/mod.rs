@@ -77,6 +77,14 @@ fn wrote(wrote: bool) -> c_int {
 }
 
 /// A thread or process id as the facade takes it (`None` past `u32`).
+/// The CPU the calling thread runs on now (`PAPI_GRN_SYS` counts on it), or `None` where the
+/// system cannot say.
+pub(crate) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
+}
+
 fn thread_number(tid: std::ffi::c_ulong) -> Option<u32> {
     u32::try_from(u128::from(tid)).ok()
 }

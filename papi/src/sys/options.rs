@@ -158,12 +158,14 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
                     set.granularity
                 })
             });
+            // As PAPI 7.0: the value goes into the union and the call answers PAPI_OK (only
+            // PAPI_DEFDOM and PAPI_DEFGRN answer with the value).
             match value {
                 Ok(v) => {
                     setting.value = v;
                     // SAFETY: as above.
                     unsafe { put(ptr.cast::<Setting>(), setting) };
-                    v
+                    OK
                 }
                 Err(e) => e,
             }
@@ -292,7 +294,8 @@ fn set_default(domain: Option<c_int>, granularity: Option<c_int>) -> c_int {
             l.default_domain = d;
         }
         if let Some(g) = granularity {
-            if !matches!(g, 1 | 2 | 4 | 8 | 0x10) {
+            // As PAPI 7.0: one of the component's granularities (the thread or the CPU).
+            if g != library::GRN_THR && g != library::GRN_SYS {
                 return Err(EINVAL);
             }
             l.default_granularity = g;
