@@ -23,6 +23,8 @@ pub(crate) struct Placement {
     pub enable_on_exec: bool,
     /// The leader stays on the PMU or goes into error state.
     pub pinned: bool,
+    /// The leader has the PMU to itself while it runs.
+    pub exclusive: bool,
     /// How the kernel groups are read.
     pub format: ReadFormat,
     /// `sample_period` of every event (0: counting only).
@@ -72,6 +74,7 @@ pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -
     attr.set_flag(attr_bit::ENABLE_ON_EXEC, leader && place.enable_on_exec);
     attr.set_flag(attr_bit::INHERIT, place.inherit);
     attr.set_flag(attr_bit::PINNED, leader && place.pinned);
+    attr.set_flag(attr_bit::EXCLUSIVE, leader && place.exclusive);
     let exclude = encoding.exclude_bits();
     attr.set_flag(attr_bit::EXCLUDE_USER, exclude.user);
     attr.set_flag(attr_bit::EXCLUDE_KERNEL, exclude.kernel);

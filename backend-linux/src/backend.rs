@@ -257,6 +257,7 @@ impl LinuxBackend {
             inherit: true,
             enable_on_exec: false,
             pinned: false,
+            exclusive: false,
             format: ReadFormat::Group,
             sample_period: 0,
         };
@@ -278,6 +279,17 @@ impl LinuxBackend {
     }
 
     pub(crate) fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+        let existing_cpu = |cpu: u32| {
+            let cpus = sys::configured_cpus();
+            if cpu >= cpus {
+                let last = cpus.saturating_sub(1);
+                return Err(Error::invalid_input(format!(
+                    "CPU {cpu} does not exist (this machine has CPUs 0 to {last})"
+                ))
+                .with_hint("see /sys/devices/system/cpu/online for the CPUs you can count"));
+            }
+            Ok(cpu as i32)
+        };
         let to_pid = |pid: u32| {
             i32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
                 Error::invalid_input(format!("process id {pid} is not valid"))
@@ -299,32 +311,27 @@ impl LinuxBackend {
             inherit: false,
             enable_on_exec: false,
             pinned: options.pinned,
+            exclusive: options.exclusive,
             format: group,
             sample_period: 0,
         };
         Ok(match *target {
             Target::ThisThread => base,
+            Target::ThisThreadOnCpu(cpu) => Placement {
+                cpu: existing_cpu(cpu)?,
+                ..base
+            },
             Target::Process { pid, inherit } => Placement {
                 pid: to_pid(pid)?,
                 inherit,
                 format: if inherit { inherited_format() } else { group },
                 ..base
             },
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => {
-                let cpus = sys::configured_cpus();
-                if cpu >= cpus {
-                    let last = cpus.saturating_sub(1);
-                    return Err(Error::invalid_input(format!(
-                        "CPU {cpu} does not exist (this machine has CPUs 0 to {last})"
-                    ))
-                    .with_hint("see /sys/devices/system/cpu/online for the CPUs you can count"));
-                }
-                Placement {
-                    pid: -1,
-                    cpu: cpu as i32,
-                    ..base
-                }
-            }
+            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Placement {
+                pid: -1,
+                cpu: existing_cpu(cpu)?,
+                ..base
+            },
             Target::Exec { pid } => Placement {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 inherit: true,
@@ -719,6 +726,7 @@ mod tests {
             inherit: true,
             enable_on_exec: true,
             pinned: true,
+            exclusive: false,
             format: ReadFormat::Group,
             sample_period: 0,
         };
@@ -726,6 +734,27 @@ mod tests {
         assert_eq!((leader.type_, leader.config, leader.size), (1, 1, 136));
         assert!(leader.flag(attr_bit::DISABLED) && leader.flag(attr_bit::ENABLE_ON_EXEC));
         assert!(leader.flag(attr_bit::INHERIT) && leader.flag(attr_bit::PINNED));
+        assert!(!leader.flag(attr_bit::EXCLUSIVE));
+        let alone = build_attr(
+            &software(1),
+            true,
+            &Placement {
+                exclusive: true,
+                ..place
+            },
+        );
+        assert!(alone.flag(attr_bit::EXCLUSIVE));
+        assert!(
+            !build_attr(
+                &software(1),
+                false,
+                &Placement {
+                    exclusive: true,
+                    ..place
+                }
+            )
+            .flag(attr_bit::EXCLUSIVE)
+        );
         assert_eq!(leader.read_format, 0b1111);
         // The default domain excludes nothing.
         assert_eq!(leader.flags & 0x18_00f0, 0);

@@ -70,7 +70,7 @@ fn unpack(dir: &str) -> (PathBuf, PathBuf) {
 }
 
 /// Every unit mask the C listing shows with a description has the JSON's BriefDescription
-/// for its name; without the variable none has one (the shipped data holds none).
+/// for its name (or, listed under another spelling, one of the JSON's); without the variable none has one (the shipped data holds none).
 #[test]
 fn unit_masks_carry_the_kernels_descriptions() {
     let (plain, model) = listing(None);
@@ -119,17 +119,22 @@ fn unit_masks_carry_the_kernels_descriptions() {
         }
     }
     let (rows, _) = listing(Some(&source));
-    let mut checked = 0;
+    // A unit mask listed under the JSON's name has that name's text; one listed under another
+    // spelling (libpfm4's names of AMD models, whose perf names are aliases) has one of the
+    // JSON's texts, never one made up.
+    let texts: std::collections::HashSet<&String> = briefs.values().collect();
+    let mut described = 0;
     for (section, name, description) in &rows {
         if section != "umask" || description.is_empty() {
             continue;
         }
-        if let Some(brief) = briefs.get(&name.to_ascii_uppercase()) {
-            assert_eq!(description, brief, "{name}");
-            checked += 1;
+        match briefs.get(&name.to_ascii_uppercase()) {
+            Some(brief) => assert_eq!(description, brief, "{name}"),
+            None => assert!(texts.contains(description), "{name}: {description}"),
         }
+        described += 1;
     }
-    assert!(checked > 20, "{checked} unit masks checked on {model}");
+    assert!(described > 20, "{described} unit masks described on {model}");
     std::fs::remove_dir_all(scratch).unwrap();
 }
 

@@ -148,6 +148,7 @@ impl Capabilities {
     pub fn supports(&self, target: &Target) -> bool {
         match target {
             Target::ThisThread => self.targets.this_thread,
+            Target::ThisThreadOnCpu(_) => self.targets.this_thread && self.targets.cpu,
             Target::Process { inherit: false, .. } => self.targets.attach,
             Target::Process { inherit: true, .. } => self.targets.inherit,
             Target::Cpu(_) => self.targets.cpu,
@@ -174,6 +175,10 @@ pub struct OpenOptions {
     /// Ask the backend to keep the group on its counters always (perf `pinned`); a pinned group
     /// that cannot be scheduled reads as an error instead of being multiplexed.
     pub pinned: bool,
+    /// Ask for the PMU to itself while the group runs (perf `exclusive`): no other group
+    /// shares its counters. Backends that own their counters outright (the software
+    /// multiplexers) have nothing to share and ignore it.
+    pub exclusive: bool,
     /// The length of one turn on the counters where the backend multiplexes in software
     /// (`None`: the backend's default, [`Capabilities::multiplex_slice`]). The kernel's
     /// multiplexing ignores it (Linux: `/proc/sys/kernel/perf_event_mux_interval_ms`).
@@ -186,6 +191,7 @@ impl OpenOptions {
         Self {
             grouped: true,
             pinned: false,
+            exclusive: false,
             multiplex_interval: None,
         }
     }
@@ -196,6 +202,7 @@ impl OpenOptions {
         Self {
             grouped: false,
             pinned: false,
+            exclusive: false,
             multiplex_interval: None,
         }
     }
@@ -204,6 +211,13 @@ impl OpenOptions {
     #[must_use]
     pub const fn pinned(mut self, pinned: bool) -> Self {
         self.pinned = pinned;
+        self
+    }
+
+    /// The same options with `exclusive` set as given.
+    #[must_use]
+    pub const fn exclusive(mut self, exclusive: bool) -> Self {
+        self.exclusive = exclusive;
         self
     }
 

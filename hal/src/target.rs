@@ -14,6 +14,9 @@ use std::sync::Arc;
 pub enum Target {
     /// The calling thread, on whichever CPU it runs.
     ThisThread,
+    /// The calling thread, counted only while it runs on one CPU (Linux: `perf_event_open`'s
+    /// pid 0 on that CPU; libpfm4's and PAPI's `cpu=N` qualifier on a thread's event set).
+    ThisThreadOnCpu(u32),
     /// An existing process (attach), optionally with the children it creates from now on.
     Process {
         /// The process id.
@@ -110,6 +113,7 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Target::ThisThread => f.write_str("this thread"),
+            Target::ThisThreadOnCpu(cpu) => write!(f, "this thread on CPU {cpu}"),
             Target::Process {
                 pid,
                 inherit: false,

@@ -225,7 +225,7 @@ fn read_counts(g: &mut Global, local: &mut Local) -> Result<Vec<i64>, i32> {
             let set = sets::create_eventset()?;
             if std::env::var_os("PAPI_MULTIPLEX").is_some() {
                 sets::assign_component(set);
-                sets::set_multiplex(set);
+                crate::set_options::set_multiplex(set);
             }
             for (name, _) in &events {
                 let status = sets::add_named_event(set, name);

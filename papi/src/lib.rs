@@ -6,10 +6,15 @@ pub mod hl;
 pub mod info;
 pub mod library;
 pub mod names;
+pub mod natives;
 pub mod overflow;
+pub mod perf_natives;
+#[rustfmt::skip]
+pub mod perf_table;
 pub mod presets;
 pub mod profile;
 pub mod rates;
+pub mod set_options;
 pub mod sets;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -9,9 +9,10 @@ use std::sync::{Mutex, MutexGuard};
 use facade::hal::Target;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
-use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOEVST, ENOINIT, ENOTPRESET, ESYS, OK};
-use crate::info::{self, ComponentInfo, EventInfo, set_str};
-use crate::names::{self, Code, Native};
+use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
+use crate::info::{self, ComponentInfo, set_str};
+use crate::names::{self, Native};
+use crate::perf_natives::Placement;
 use crate::presets::PRESETS;
 
 /// `PAPI_VER_CURRENT` of 7.0.
@@ -56,8 +57,8 @@ pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
 
 /// One PAPI event set.
 pub struct PapiSet {
-    /// The events' codes and the names the backend opens, in order.
-    pub events: Vec<(i32, String)>,
+    /// The events' codes, the names the backend opens and where each must run, in order.
+    pub events: Vec<(i32, String, Placement)>,
     /// `PAPI_STOPPED` or `PAPI_RUNNING`, with `PAPI_MULTIPLEXING`, `PAPI_ATTACHED`,
     /// `PAPI_CPU_ATTACHED`.
     pub state: i32,
@@ -107,8 +108,29 @@ impl PapiSet {
         self.samplers.clear();
     }
 
+    /// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
+    /// component yet: `PAPI_ENOCMP` (as Debian's PAPI 7.0 answers `PAPI_start` and
+    /// `PAPI_stop` on a new empty set; papi/tests/side_by_side.rs).
+    pub fn assigned(&self) -> Result<(), i32> {
+        if self.component < 0 {
+            Err(crate::codes::ENOCMP)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Whom the set counts.
     pub fn target(&self) -> Target {
+        // An event's `cpu` qualifier is where the set counts: every process there for a set
+        // of the CPU, the thread alone while it runs there otherwise (as PAPI 7.0 opens it).
+        // (Attached and inherited sets take no `cpu` qualifier: sets::add_event.)
+        if let Some(cpu) = self.event_cpu() {
+            return if self.cpu.or(self.system_cpu).is_some() {
+                Target::Cpu(cpu)
+            } else {
+                Target::ThisThreadOnCpu(cpu)
+            };
+        }
         if let Some(cpu) = self.cpu.or(self.system_cpu) {
             return Target::Cpu(cpu);
         }
@@ -127,23 +149,42 @@ impl PapiSet {
 
     /// The backend names of `names` in the set's domain: `:u` appended for user mode alone,
     /// `:k` for kernel mode alone (perf's and libpfm4's modifiers), as given otherwise (the
-    /// backend's default counts both).
+    /// backend's default counts both). A name that gives its own levels (`perf::CS:u=0`)
+    /// keeps them, as an event's qualifiers win over the set's domain in PAPI 7.0.
     pub fn in_domain<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let suffix = match self.domain & (DOM_USER | DOM_KERNEL) {
             DOM_USER => ":u",
             DOM_KERNEL => ":k",
             _ => "",
         };
-        names.into_iter().map(|n| format!("{n}{suffix}")).collect()
+        names
+            .into_iter()
+            .map(|n| {
+                if suffix.is_empty() || names::gives_levels(n) {
+                    n.to_string()
+                } else {
+                    format!("{n}{suffix}")
+                }
+            })
+            .collect()
     }
 
-    /// How the set opens: one group, or ungrouped when multiplexed.
+    /// The CPU the set's events name (`perf::` qualifier `cpu`), if any.
+    pub fn event_cpu(&self) -> Option<u32> {
+        self.events.iter().find_map(|(_, _, p)| p.cpu)
+    }
+
+    /// How the set opens: one group, or ungrouped when multiplexed; pinned or exclusive where
+    /// an event asks (`perf::` qualifiers `pinned`, `excl`).
     pub fn options(&self) -> OpenOptions {
-        if self.state & MULTIPLEXING != 0 {
+        let options = if self.state & MULTIPLEXING != 0 {
             OpenOptions::ungrouped()
         } else {
             OpenOptions::grouped()
-        }
+        };
+        options
+            .pinned(self.events.iter().any(|(_, _, p)| p.pinned))
+            .exclusive(self.events.iter().any(|(_, _, p)| p.exclusive))
     }
 }
 
@@ -392,272 +433,15 @@ pub fn component(cidx: i32) -> *const ComponentInfo {
     }
 }
 
-/// `PAPI_event_name_to_code`.
-pub fn name_to_code(name: &str) -> Result<i32, i32> {
-    if let Some(index) = names::preset_index(name) {
-        // A preset has its code whether or not it counts here (PAPI's presets round-trip).
-        if INIT_STATE.load(Ordering::SeqCst) == 0 {
-            return Err(ENOINIT);
-        }
-        return Ok(names::preset_code(index));
-    }
-    with(|library| native_code_of(library, name))
-}
-
-fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
-    if library.component.disabled != 0 {
-        return Err(ENOEVNT);
-    }
-    if let Some(i) = library
-        .natives
-        .iter()
-        .position(|n| n.name.eq_ignore_ascii_case(name))
-    {
-        return Ok(names::native_code(i));
-    }
-    let backend_name = names::backend_name(name);
-    match library.chosen.backend.dyn_resolve(&backend_name) {
-        Ok(_) => Ok(register(library, name)),
-        Err(_) => Err(ENOEVNT),
-    }
-}
-
-/// The code of native `name`, added to the table (with its description) if new.
-fn register(library: &mut Library, name: &str) -> i32 {
-    if let Some(i) = library
-        .natives
-        .iter()
-        .position(|n| n.name.eq_ignore_ascii_case(name))
-    {
-        return names::native_code(i);
-    }
-    library.natives.push(Native {
-        name: name.to_string(),
-        backend_name: names::backend_name(name),
-        description: names::describe(&library.chosen, name),
-    });
-    names::native_code(library.natives.len() - 1)
-}
-
-/// `PAPI_NTV_ENUM_UMASKS` from native `i`: from the event, its first unit mask; from an event
-/// with a unit mask, the next one (`EVENT:UMASK`, as libpfm4 names them for PAPI's perf_event
-/// component); `PAPI_ENOEVNT` past the last or for an event without unit masks.
-fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
-    let name = library.natives.get(i).ok_or(ENOEVNT)?.name.clone();
-    let (_, masks) = names::model_event(&library.chosen, &name).ok_or(ENOEVNT)?;
-    let (event, current) = names::split_unit_mask(&name);
-    let next = match current {
-        None => 0,
-        Some(u) => {
-            masks
-                .iter()
-                .position(|(m, _)| m.eq_ignore_ascii_case(u))
-                .ok_or(ENOEVNT)?
-                + 1
-        }
-    };
-    let (mask, _) = masks.get(next).ok_or(ENOEVNT)?;
-    let full = format!("{event}:{mask}");
-    Ok(register(library, &full))
-}
-
-/// `PAPI_event_code_to_name`.
-pub fn code_to_name(code: i32) -> Result<String, i32> {
-    match names::decode(code) {
-        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
-        Some(Code::Native(i)) => with(|library| {
-            library
-                .natives
-                .get(i)
-                .map(|n| n.name.clone())
-                .ok_or(ENOEVNT)
-        }),
-        // A preset code past PAPI 7.0's table.
-        None if is_preset_code(code) => Err(ENOTPRESET),
-        None => Err(ENOEVNT),
-    }
-}
-
-/// PAPI 7.0's room for presets (`PAPI_MAX_PRESET_EVENTS`): a preset code below it but past
-/// the table is an empty slot (`PAPI_ENOEVNT` from `PAPI_get_event_info` and
-/// `PAPI_query_event`), one from it on is no preset at all (`PAPI_ENOTPRESET`), as the
-/// side-by-side test shows PAPI 7.0 answering.
-const MAX_PRESET_EVENTS: u32 = 128;
-
-/// The answer of `PAPI_get_event_info` and `PAPI_query_event` for a preset code past the
-/// table.
-fn empty_preset_slot(code: i32) -> i32 {
-    if (code as u32 & !names::PRESET_MASK) < MAX_PRESET_EVENTS {
-        ENOEVNT
-    } else {
-        ENOTPRESET
-    }
-}
-
-/// Whether `code` has the preset bit alone.
-fn is_preset_code(code: i32) -> bool {
-    let code = code as u32;
-    code & names::PRESET_MASK != 0 && code & names::NATIVE_MASK == 0
-}
-
-/// The backend name of event `code`.
-pub(crate) fn backend_name_of(library: &mut Library, code: i32) -> Result<String, i32> {
-    match names::decode(code) {
-        Some(Code::Preset(i)) => Ok(preset_backend_name(library, i)),
-        Some(Code::Native(i)) => library
-            .natives
-            .get(i)
-            .map(|n| n.backend_name.clone())
-            .ok_or(ENOEVNT),
-        None if is_preset_code(code) => Err(ENOTPRESET),
-        // Neither a preset nor a native code.
-        None => Err(EINVAL),
-    }
-}
-
-/// The name the backend is asked for preset `index`: the preset's own, or, where the backend
-/// resolves it to nothing and its perf twin ([`crate::presets::perf_twin`]) counts here, the
-/// twin. Decided once.
-pub(crate) fn preset_backend_name(library: &mut Library, index: usize) -> String {
-    if let Some(name) = library.preset_names.get(&index) {
-        return name.clone();
-    }
-    let preset = PRESETS[index];
-    let backend = &library.chosen.backend;
-    let name = match crate::presets::perf_twin(preset) {
-        Some(twin)
-            if backend.dyn_resolve(preset).is_err() && facade::query(backend, twin).usable() =>
-        {
-            twin
-        }
-        _ => preset,
-    };
-    library.preset_names.insert(index, name.to_string());
-    name.to_string()
-}
-
-fn preset_usable(library: &mut Library, index: usize) -> bool {
-    if library.component.disabled != 0 {
-        return false;
-    }
-    if let Some(&usable) = library.preset_usable.get(&index) {
-        return usable;
-    }
-    let name = preset_backend_name(library, index);
-    let usable = facade::query(&library.chosen.backend, &name).usable();
-    library.preset_usable.insert(index, usable);
-    usable
-}
-
-/// `PAPI_query_event`: `PAPI_OK` when the event can be counted here.
-pub fn query_event(code: i32) -> i32 {
-    let result = with(|library| match names::decode(code) {
-        Some(Code::Preset(i)) => Ok(if preset_usable(library, i) {
-            OK
-        } else {
-            ENOEVNT
-        }),
-        Some(Code::Native(i)) if i < library.natives.len() => Ok(OK),
-        None if is_preset_code(code) => Ok(empty_preset_slot(code)),
-        _ => Ok(ENOEVNT),
-    });
-    result.unwrap_or_else(|e| e)
-}
-
-/// `PAPI_get_event_info`.
-pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
-    with(|library| {
-        let mut info = Box::new(info::empty_event(code as u32));
-        match names::decode(code) {
-            Some(Code::Preset(i)) => {
-                set_str(&mut info.symbol, PRESETS[i]);
-                let description = facade::hal::Preset::from_name(PRESETS[i])
-                    .map(|p| p.description())
-                    .unwrap_or("");
-                set_str(&mut info.long_descr, description);
-                set_str(&mut info.short_descr, description);
-                set_str(&mut info.derived, "NOT_DERIVED");
-                info.event_type = crate::presets::CATEGORIES[i];
-                let name = preset_backend_name(library, i);
-                if preset_usable(library, i)
-                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(&name)
-                {
-                    let terms = &resolved.terms;
-                    info.count = terms.len().min(info::INFO_TERMS) as u32;
-                    let derived = if terms.iter().any(|t| t.factor != 1) {
-                        "DERIVED_POSTFIX"
-                    } else if terms.iter().any(|t| t.sign == facade::hal::Sign::Minus) {
-                        "DERIVED_SUB"
-                    } else if terms.len() > 1 {
-                        "DERIVED_ADD"
-                    } else {
-                        "NOT_DERIVED"
-                    };
-                    set_str(&mut info.derived, derived);
-                    for (k, term) in terms.iter().take(info::INFO_TERMS).enumerate() {
-                        set_str(&mut info.name[k], &term.request.name);
-                        let native = native_code_of(library, &term.request.name).unwrap_or(0);
-                        info.code[k] = native as u32;
-                    }
-                }
-            }
-            Some(Code::Native(i)) => {
-                let native = library.natives.get(i).ok_or(ENOEVNT)?;
-                set_str(&mut info.symbol, &native.name);
-                set_str(&mut info.long_descr, &native.description);
-            }
-            None if is_preset_code(code) => return Err(empty_preset_slot(code)),
-            None => return Err(ENOEVNT),
-        }
-        Ok(info)
-    })
-}
-
-/// `PAPI_enum_cmp_event` (and `PAPI_enum_event` for component 0): the next code after
-/// `code` under `modifier`, or `None` at the end.
-pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
-    if cidx != 0 {
-        return Err(ENOCMP);
-    }
-    with(|library| match names::decode(code) {
-        Some(Code::Preset(i)) => {
-            // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; PAPI_PRESET_ENUM_AVAIL
-            // (2) those that count here; the category modifiers, none we classify: all.
-            let first = modifier == 1;
-            if first {
-                return Ok(names::preset_code(0));
-            }
-            for next in i + 1..PRESETS.len() {
-                if modifier != 2 || preset_usable(library, next) {
-                    return Ok(names::preset_code(next));
-                }
-            }
-            Err(ENOEVNT)
-        }
-        Some(Code::Native(i)) => {
-            // PAPI_NTV_ENUM_UMASKS (15): the unit masks of the CPU model's events; the other
-            // native modifiers (combinations, EAR, groups): none.
-            if modifier == 15 {
-                return next_unit_mask(library, i);
-            }
-            if modifier > 15 {
-                return Err(ENOEVNT);
-            }
-            if modifier == 1 {
-                return if library.listed > 0 {
-                    Ok(names::native_code(0))
-                } else {
-                    Err(ENOEVNT)
-                };
-            }
-            if i + 1 < library.listed {
-                Ok(names::native_code(i + 1))
-            } else {
-                Err(ENOEVNT)
-            }
-        }
-        None => Err(ENOEVNT),
-    })
+/// The CPU the calling thread runs on now (`PAPI_GRN_SYS` counts on it), as `sched_getcpu`
+/// tells it: the `processor` field of /proc/thread-self/stat (proc(5)). `None` where the
+/// system cannot say.
+pub fn current_cpu() -> Option<u32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // The fields after the command name (which may hold spaces and parentheses) start with
+    // the third, `state`; `processor` is the 39th.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
 #[cfg(test)]

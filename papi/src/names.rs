@@ -4,6 +4,7 @@
 
 use facade::GeneralizedEvent;
 
+use crate::perf_natives::{self, Placement};
 use crate::presets::PRESETS;
 
 /// The preset bit of an event code.
@@ -20,6 +21,21 @@ pub struct Native {
     pub backend_name: String,
     /// Its description.
     pub description: String,
+    /// Where its set must run (`perf::` qualifiers `pinned`, `excl`, `cpu`).
+    pub placement: Placement,
+}
+
+/// Whether a backend name gives its privilege levels itself (`u`, `k`, `h` in any form):
+/// then the set's domain does not apply to it, as PAPI 7.0 lets an event's qualifiers win.
+pub fn gives_levels(backend_name: &str) -> bool {
+    match facade::events::parse_event(backend_name) {
+        Ok(facade::events::ParsedEvent::Named(spec)) => spec.modifiers.has_levels(),
+        Ok(
+            facade::events::ParsedEvent::Raw { modifiers, .. }
+            | facade::events::ParsedEvent::PmuTerms { modifiers, .. },
+        ) => modifiers.has_levels(),
+        Err(_) => false,
+    }
 }
 
 /// The preset index of `name` (case-insensitive), if it is one of PAPI 7.0's 108.
@@ -88,19 +104,35 @@ pub fn backend_name(name: &str) -> String {
 /// machine whose PMU the kernel does not expose lists its software events alone.
 pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
     let mut natives = Vec::new();
-    for event in GeneralizedEvent::all() {
-        let description = match event {
-            GeneralizedEvent::Software(_) => "perf software event",
-            GeneralizedEvent::Hardware(_) => "perf generalized hardware event",
-            _ => continue,
-        };
-        let perf = event.name().into_owned();
-        if facade::query(&chosen.backend, &perf).usable() {
+    if chosen.backend.dyn_name() == "linux" {
+        // libpfm4's perf_event PMU, whole, as PAPI 7.0 lists it whether or not the kernel has
+        // a PMU for its hardware events (their adds then fail).
+        for event in crate::perf_table::PERF_NATIVES {
             natives.push(Native {
-                name: format!("perf::{}", perf.to_ascii_uppercase()),
-                backend_name: perf,
-                description: description.to_string(),
+                name: event.name.to_string(),
+                backend_name: perf_natives::read(event.name)
+                    .and_then(Result::ok)
+                    .map_or_else(|| event.name.to_string(), |n| n.backend_name),
+                description: event.description.to_string(),
+                placement: Placement::default(),
             });
+        }
+    } else {
+        for event in GeneralizedEvent::all() {
+            let description = match event {
+                GeneralizedEvent::Software(_) => "perf software event",
+                GeneralizedEvent::Hardware(_) => "perf generalized hardware event",
+                _ => continue,
+            };
+            let perf = event.name().into_owned();
+            if facade::query(&chosen.backend, &perf).usable() {
+                natives.push(Native {
+                    name: format!("perf::{}", perf.to_ascii_uppercase()),
+                    backend_name: perf,
+                    description: description.to_string(),
+                    placement: Placement::default(),
+                });
+            }
         }
     }
     let context = &chosen.context;
@@ -117,6 +149,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 name: event.name.clone(),
                 backend_name: event.name.clone(),
                 description: event.description.clone(),
+                placement: Placement::default(),
             });
         }
     }
@@ -158,6 +191,13 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
 /// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
 /// `masks:` as the unit mask's description).
 pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
+    if let Some(event) = name
+        .get(6..)
+        .filter(|_| name[..6].eq_ignore_ascii_case("perf::"))
+        .and_then(|rest| perf_natives::find(rest.split(':').next().unwrap_or(rest)))
+    {
+        return describe_perf(event, name);
+    }
     let Some((description, masks)) = model_event(chosen, name) else {
         return String::new();
     };
@@ -167,6 +207,24 @@ pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
     {
         Some((_, mask)) => format!("{description}, masks:{mask}"),
         None => description,
+    }
+}
+
+/// A `perf::` event's description: libpfm4's, then `, masks:` and the description of the
+/// last unit mask or qualifier named (as PAPI 7.0 describes `perf::TASK-CLOCK:u=0`).
+fn describe_perf(event: &perf_natives::PerfNative, name: &str) -> String {
+    let last = name[6..].split(':').skip(1).last();
+    let described = last.and_then(|part| {
+        let key = part.split('=').next().unwrap_or(part);
+        event
+            .unit_masks
+            .iter()
+            .chain(event.modifiers)
+            .find(|(m, _)| m.eq_ignore_ascii_case(key))
+    });
+    match described {
+        Some((_, mask)) => format!("{}, masks:{mask}", event.description),
+        None => event.description.to_string(),
     }
 }
 

@@ -101,13 +101,13 @@ pub fn call(mode: Mode, events: [i32; 3], clock: Clock) -> Result<Rate, i32> {
     }
     let count = match mode {
         Mode::Flop | Mode::Flip => {
-            check(library::query_event(events[0]))?;
+            check(crate::natives::query_event(events[0]))?;
             1
         }
         Mode::Ipc => 2,
         Mode::Epc => {
-            check(library::query_event(events[0]))?;
-            if library::query_event(events[2]) == OK {
+            check(crate::natives::query_event(events[0]))?;
+            if crate::natives::query_event(events[2]) == OK {
                 3
             } else {
                 2

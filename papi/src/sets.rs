@@ -1,14 +1,14 @@
 //! Event sets: PAPI's calls that build, start, read and stop them, and their options.
 
 use facade::Group;
+use facade::hal::Target;
 
 use crate::codes::{
-    EBUG, ECMP, ECNFLCT, EINVAL, EINVAL_DOM, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, ESYS, OK,
-    from_error,
+    EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, GRN_SYS, GRN_THR, MULTIPLEXING, OVERFLOWING, PROFILING,
-    PapiSet, RUNNING, STOPPED, Sampled, backend_name_of, with, with_set,
+    ATTACHED, CPU_ATTACHED, GRN_SYS, GRN_THR, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet,
+    RUNNING, STOPPED, Sampled, with, with_set,
 };
 
 /// `PAPI_create_eventset`.
@@ -39,7 +39,8 @@ pub fn create_eventset() -> Result<i32, i32> {
 /// once), so that the set holds only what counts together.
 pub fn add_event(handle: i32, code: i32) -> i32 {
     let result = with(|library| {
-        let name = backend_name_of(library, code)?;
+        let name = crate::natives::backend_name_of(library, code)?;
+        let placement = crate::natives::placement_of(library, code);
         if library.component.disabled != 0 {
             return Err(ENOEVNT);
         }
@@ -51,29 +52,49 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        if set.events.iter().any(|(c, _)| *c == code) {
+        if set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ECNFLCT);
+        }
+        // One CPU for the set: its events' `cpu` qualifiers agree (a group counts on one).
+        // PAPI 7.0 would count an attached thread or a process's children on that CPU alone,
+        // which no target here expresses: refused rather than counted otherwise.
+        if let Some(cpu) = placement.cpu {
+            if set.event_cpu().is_some_and(|c| c != cpu) {
+                return Err(ECNFLCT);
+            }
+            if set.attached.is_some() || set.inherit {
+                return Err(ECMP);
+            }
         }
         tie((library.default_domain, library.default_granularity), set);
-        let names = set.in_domain(
-            set.events
-                .iter()
-                .map(|(_, n)| n.as_str())
-                .chain([name.as_str()]),
-        );
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        // One backend target (PAPI attaches to one thread), not the facade's process.
-        let trial =
-            facade::Backend::open_named(&library.chosen, &names, &set.target(), &set.options());
-        let mut trial = trial.map_err(|e| from_error(&e))?;
-        if set.state & MULTIPLEXING == 0 && never_scheduled(&mut trial) {
-            return Err(ECNFLCT);
+        // Tried with the event in place (its target and options may be its qualifiers'),
+        // taken out again if it does not open.
+        set.events.push((code, name, placement));
+        let tried = try_open(&library.chosen, set);
+        if tried.is_err() {
+            set.events.pop();
         }
-        set.events.push((code, name));
+        tried?;
         set.forget_counters();
         Ok(OK)
     });
     result.unwrap_or_else(|e| e)
+}
+
+/// Opens `set` once and closes it: its events must open together on its target and count.
+fn try_open(chosen: &facade::Chosen, set: &PapiSet) -> Result<(), i32> {
+    let names = set.in_domain(set.events.iter().map(|(_, n, _)| n.as_str()));
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // One backend target (PAPI attaches to one thread), not the facade's process.
+    let target = set.target();
+    let trial = facade::Backend::open_named(chosen, &names, &target, &set.options());
+    let mut trial = trial.map_err(|e| from_error(&e))?;
+    // A thread counted on one CPU may be elsewhere during the trial: nothing to conclude.
+    let checked = set.state & MULTIPLEXING == 0 && !matches!(target, Target::ThisThreadOnCpu(_));
+    if checked && never_scheduled(&mut trial) {
+        return Err(ECNFLCT);
+    }
+    Ok(())
 }
 
 /// Whether a trial set never got onto the counters: enabled and disabled at once and read, as
@@ -98,7 +119,7 @@ fn never_scheduled(trial: &mut facade::EventSet<facade::AnyGroup>) -> bool {
 
 /// `PAPI_add_named_event`.
 pub fn add_named_event(handle: i32, name: &str) -> i32 {
-    match crate::library::name_to_code(name) {
+    match crate::natives::name_to_code(name) {
         Ok(code) => add_event(handle, code),
         Err(e) => e,
     }
@@ -113,7 +134,7 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
         let at = set
             .events
             .iter()
-            .position(|(c, _)| *c == code)
+            .position(|(c, _, _)| *c == code)
             .ok_or(EINVAL)?;
         set.events.remove(at);
         set.forget_counters();
@@ -174,7 +195,7 @@ fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
         set.component = 0;
         set.domain = domain;
         set.system_cpu = if granularity == GRN_SYS {
-            crate::sys::current_cpu()
+            crate::library::current_cpu()
         } else {
             None
         };
@@ -202,21 +223,10 @@ pub fn assign_component(handle: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
-/// component yet: `PAPI_ENOCMP` (as Debian's PAPI 7.0 answers `PAPI_start` and `PAPI_stop` on
-/// a new empty set; papi/tests/side_by_side.rs).
-fn assigned(set: &PapiSet) -> Result<(), i32> {
-    if set.component < 0 {
-        Err(ENOCMP)
-    } else {
-        Ok(())
-    }
-}
-
 /// `PAPI_start`: opens the set where needed, zeroes and enables it.
 pub fn start(handle: i32) -> i32 {
     with_set(handle, |chosen, set| {
-        assigned(set)?;
+        set.assigned()?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
@@ -224,7 +234,7 @@ pub fn start(handle: i32) -> i32 {
             return Err(EINVAL);
         }
         if set.group.is_none() {
-            let names = set.in_domain(set.events.iter().map(|(_, n)| n.as_str()));
+            let names = set.in_domain(set.events.iter().map(|(_, n, _)| n.as_str()));
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let group = facade::Backend::open_named(chosen, &names, &set.target(), &set.options())
                 .map_err(|e| from_error(&e))?;
@@ -289,7 +299,7 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 /// index; a set never started reads zeros.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
-        assigned(set)?;
+        set.assigned()?;
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
             return Ok(OK);
@@ -316,7 +326,7 @@ fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
 /// `PAPI_stop`: disables the set and returns its counts.
 pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
-        assigned(set)?;
+        set.assigned()?;
         if set.state & RUNNING == 0 {
             return Err(ENOTRUN);
         }
@@ -333,7 +343,7 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
 /// `PAPI_read`: the counts since the start or the last reset.
 pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
-        assigned(set)?;
+        set.assigned()?;
         if set.group.is_none() {
             // Never started: PAPI reads zeros.
             return Ok(vec![0; set.events.len()]);
@@ -345,7 +355,7 @@ pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
 /// `PAPI_reset`.
 pub fn reset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
-        assigned(set)?;
+        set.assigned()?;
         reset_counters(set)?;
         Ok(OK)
     })
@@ -356,7 +366,7 @@ pub fn reset(handle: i32) -> i32 {
 /// the last reset handed to `put` with its event's index, then a reset.
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
-        assigned(set)?;
+        set.assigned()?;
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
             return Ok(OK);
@@ -376,172 +386,13 @@ pub fn num_events(handle: i32) -> i32 {
 /// `PAPI_list_events`.
 pub fn list_events(handle: i32) -> Result<Vec<i32>, i32> {
     with_set(handle, |_, set| {
-        Ok(set.events.iter().map(|(c, _)| *c).collect())
+        Ok(set.events.iter().map(|(c, _, _)| *c).collect())
     })
 }
 
 /// `PAPI_state`.
 pub fn state(handle: i32) -> Result<i32, i32> {
     with_set(handle, |_, set| Ok(set.state))
-}
-
-/// `PAPI_set_multiplex`: the backend's own multiplexing (the set's events opened ungrouped).
-pub fn set_multiplex(handle: i32) -> i32 {
-    with_set(handle, |chosen, set| {
-        // PAPI 7.0's order: the set, its component (PAPI_ENOCMP before the first event or
-        // PAPI_assign_eventset_component), whether it runs, whether it multiplexes already.
-        assigned(set)?;
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if set.state & MULTIPLEXING != 0 {
-            return Err(EINVAL);
-        }
-        if !chosen.backend.dyn_capabilities().multiplexing {
-            return Err(crate::codes::ENOSUPP);
-        }
-        set.state |= MULTIPLEXING;
-        set.forget_counters();
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_get_multiplex`.
-pub fn get_multiplex(handle: i32) -> i32 {
-    with_set(handle, |_, set| {
-        Ok(i32::from(set.state & MULTIPLEXING != 0))
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_attach` (`Some(tid)`) and `PAPI_detach` (`None`).
-pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if tid.is_none() && set.attached.is_none() {
-            return Err(EINVAL);
-        }
-        // A set that counts every process on a CPU (PAPI_GRN_SYS) is not one thread's: the
-        // pair is refused (see set_domain_or_granularity).
-        if tid.is_some() && set.system_cpu.is_some() {
-            return Err(ECMP);
-        }
-        set.attached = tid;
-        set.forget_counters();
-        if tid.is_some() {
-            set.state |= ATTACHED;
-        } else {
-            set.state &= !ATTACHED;
-        }
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_CPU_ATTACH`.
-pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        set.cpu = Some(cpu);
-        set.forget_counters();
-        set.state |= CPU_ATTACHED;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_INHERIT`.
-pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        set.inherit = inherit;
-        set.forget_counters();
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_GRN_SYS_CPU`, the highest granularity PAPI 7.0 names.
-const GRN_SYS_CPU: i32 = 0x10;
-
-/// Sets an event set's domain (`PAPI_DOMAIN`) or granularity (`PAPI_GRANUL`).
-pub fn set_domain_or_granularity(
-    handle: i32,
-    domain: Option<i32>,
-    granularity: Option<i32>,
-) -> i32 {
-    with(|library| {
-        let available = library.component.available_domains;
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
-        if let Some(d) = domain {
-            // PAPI 7.0's order: the range, the set, its component, the component's domains
-            // (PAPI_DOM_ALL meaning all of them), then whether it runs.
-            if d <= 0 || d & !DOM_ALL != 0 {
-                return Err(EINVAL_DOM);
-            }
-            assigned(set)?;
-            let d = if d == DOM_ALL { available } else { d };
-            if d & !available != 0 {
-                return Err(EINVAL_DOM);
-            }
-            if set.state & RUNNING != 0 {
-                return Err(EISRUN);
-            }
-            if set.domain != d {
-                // Opened again, in the new domain, at the next start.
-                set.forget_counters();
-            }
-            set.domain = d;
-        }
-        if let Some(g) = granularity {
-            // PAPI 7.0's order: the range, the set, its component, the component's
-            // granularities (one of them, not a mask): the thread, or every process on the
-            // CPU the caller is on now. PAPI_GRN_PROC, PAPI_GRN_PROCG and PAPI_GRN_SYS_CPU
-            // are outside them: PAPI_EINVAL, as PAPI's.
-            if !(GRN_THR..=GRN_SYS_CPU).contains(&g) {
-                return Err(EINVAL);
-            }
-            assigned(set)?;
-            if g != GRN_THR && g != GRN_SYS {
-                return Err(EINVAL);
-            }
-            if set.state & RUNNING != 0 {
-                return Err(EISRUN);
-            }
-            // A set attached to a thread counts that thread: PAPI 7.0 would count it only
-            // while it runs on this CPU, which no target here expresses, so the pair is refused
-            // rather than counted as something else.
-            if g == GRN_SYS && set.attached.is_some() {
-                return Err(ECMP);
-            }
-            let cpu = match g {
-                GRN_SYS => Some(crate::sys::current_cpu().ok_or(ESYS)?),
-                _ => None,
-            };
-            if (set.granularity, set.system_cpu) != (g, cpu) {
-                // Opened again, on the new target, at the next start.
-                set.forget_counters();
-            }
-            set.granularity = g;
-            set.system_cpu = cpu;
-        }
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
 }
 
 /// `PAPI_num_cmp_hwctrs`: as PAPI 7.0's, `PAPI_ECMP` for an index past the components and
@@ -565,15 +416,15 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
         let name = set
             .events
             .iter()
-            .find(|(c, _)| *c == spec.code)
-            .map(|(_, n)| n.clone())
+            .find(|(c, _, _)| *c == spec.code)
+            .map(|(_, n, _)| n.clone())
             .ok_or(EBUG)?;
         let options =
             facade::SampleOptions::period(spec.threshold, facade::SampleFields::profile());
         let index = set
             .events
             .iter()
-            .position(|(c, _)| *c == spec.code)
+            .position(|(c, _, _)| *c == spec.code)
             .ok_or(EBUG)?;
         let opened = chosen
             .open_sampler(
@@ -617,7 +468,7 @@ pub fn overflow(
         let index = set
             .events
             .iter()
-            .position(|(c, _)| *c == code)
+            .position(|(c, _, _)| *c == code)
             .ok_or(ENOEVNT)?;
         if threshold < 0 {
             return Err(EINVAL);
@@ -674,8 +525,8 @@ pub fn profile(
         if set.state & (ATTACHED | CPU_ATTACHED) != 0 {
             return Err(EINVAL);
         }
-        assigned(set)?;
-        if !set.events.iter().any(|(c, _)| *c == code) {
+        set.assigned()?;
+        if !set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ENOEVNT);
         }
         let profiled = set.overflows.iter().any(|s| s.code == code);

@@ -196,3 +196,183 @@ fn papi_native_avail_lists_the_qualifiers() {
         .collect();
     assert_eq!(&listed, masks, "{text}");
 }
+
+/// papi/src/perf_table.rs is papi/gen/perf_natives.c's output on the libpfm4 installed here:
+/// libpfm4's perf_event PMU (the oracle) read through its own interface. Fails when the
+/// table is stale or was edited by hand (regenerate as the generator's header says).
+#[test]
+fn the_perf_table_is_libpfm4s() {
+    let Ok(version) = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", "libpfm4"])
+        .output()
+    else {
+        skip!(
+            Need::Tools,
+            "dpkg-query is missing: the libpfm4 version cannot be named"
+        );
+    };
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    let dir = std::env::temp_dir().join(format!("counterhal-perf-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let generator = dir.join("perf_natives");
+    let built = Command::new("cc")
+        .arg(common::manifest().join("gen/perf_natives.c"))
+        .arg("-o")
+        .arg(&generator)
+        .arg("-lpfm")
+        .output();
+    if version.is_empty() || !built.is_ok_and(|b| b.status.success()) {
+        skip!(
+            Need::Tools,
+            "libpfm4's headers are not installed (apt-get install libpfm4-dev)"
+        );
+    }
+    let out = Command::new(&generator).arg(&version).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let shipped = std::fs::read_to_string(common::manifest().join("src/perf_table.rs")).unwrap();
+    assert!(
+        generated == shipped,
+        "papi/src/perf_table.rs differs from libpfm4 {version}'s table: regenerate it \
+         (papi/gen/perf_natives.c)"
+    );
+    assert_eq!(shipped.matches("PerfNative { name:").count(), 82);
+}
+
+/// The names PAPI 7.0's perf_event component adds through libpfm4, with each qualifier it
+/// takes (u, k, h, period, freq, precise, excl, mg, mh, cpu, pinned) and the ones it refuses.
+/// `freq=N` is left out: Debian's PAPI takes it and is then killed by the sampling signal.
+const QUALIFIED: [&str; 28] = [
+    "perf::TASK-CLOCK",
+    "perf::TASK-CLOCK:u=0",
+    "perf::TASK-CLOCK:u=1",
+    "perf::TASK-CLOCK:u",
+    "perf::TASK-CLOCK:k=1",
+    "perf::TASK-CLOCK:u=0:k=0",
+    "perf::TASK-CLOCK:h=1",
+    "perf::TASK-CLOCK:period=100000000",
+    "perf::TASK-CLOCK:period=0",
+    "perf::TASK-CLOCK:freq=0",
+    "perf::TASK-CLOCK:precise=1",
+    "perf::TASK-CLOCK:excl=1",
+    "perf::TASK-CLOCK:mg=1",
+    "perf::TASK-CLOCK:mh=1",
+    "perf::TASK-CLOCK:mg=0:mh=0",
+    "perf::TASK-CLOCK:cpu=0",
+    "perf::TASK-CLOCK:cpu=1",
+    "perf::TASK-CLOCK:cpu=99",
+    "perf::TASK-CLOCK:pinned=1",
+    "perf::TASK-CLOCK:hw_smpl=1",
+    "perf::TASK-CLOCK:u=2",
+    "perf::TASK-CLOCK:bogus=1",
+    "perf::PERF_COUNT_SW_TASK_CLOCK:k=0",
+    "perf::task-clock",
+    "perf::CS:u=1",
+    "perf::FAULTS",
+    "perf::PERF_COUNT_SW_PAGE_FAULTS_MIN",
+    "perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS",
+];
+
+/// Each of `QUALIFIED` in a set of its own (tests/c/perf_qualifiers.c, built against
+/// Debian's papi.h, pinned to CPU 0), on Debian's PAPI 7.0 (the oracle) and on ours: the
+/// same answers from add, start and stop, and the same count seen or not (`cpu=1` counts
+/// the thread only while on CPU 1: nothing).
+#[test]
+fn perf_qualifiers_are_taken_as_papi_takes_them() {
+    system_papi_or_skip!();
+    let program = common::c_program(
+        "perf_qualifiers",
+        "theirs",
+        std::path::Path::new("/usr/include"),
+        true,
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for name in QUALIFIED {
+        if name.ends_with("cpu=1") && cpus < 2 {
+            continue;
+        }
+        let answer = |ours| {
+            let out = common::run(&program, &[name], ours);
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let theirs = answer(false);
+        assert!(theirs.starts_with(name), "PAPI 7.0 on {name}: {theirs}");
+        assert_eq!(theirs, answer(true), "PAPI 7.0 vs ours");
+    }
+}
+
+/// Debian's papi_native_avail and papi_xml_event_info list libpfm4's `perf::` events, their
+/// descriptions and qualifiers the same on Debian's PAPI 7.0 (the oracle) and on ours:
+/// all 82, hardware ones too where the kernel has no PMU for them.
+#[test]
+fn perf_events_are_listed_as_papi_lists_them() {
+    system_papi_or_skip!();
+    let listing = |tool: &str, args: &[&str], ours: bool| -> Option<Vec<String>> {
+        let mut command = Command::new(tool);
+        command.args(args);
+        if ours {
+            command.env("LD_LIBRARY_PATH", common::library_dir());
+        }
+        let out = command.output().ok()?;
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect(),
+        )
+    };
+    let Some(theirs) = listing("papi_native_avail", &["-i", "perf::"], false) else {
+        skip!(
+            Need::Tools,
+            "papi_native_avail is not installed (apt-get install papi-tools)"
+        );
+    };
+    let ours = listing("papi_native_avail", &["-i", "perf::"], true).unwrap();
+    // The event blocks, from the first perf:: event to the next heading (PAPI 7.0 then
+    // names its other components, which ours has not) or the total.
+    let events = |lines: &[String]| -> Vec<String> {
+        let first = lines
+            .iter()
+            .position(|l| l.starts_with("| perf::"))
+            .unwrap();
+        let end = lines[first..]
+            .iter()
+            .position(|l| l.starts_with("=====") || l.is_empty() || l.starts_with("Total"))
+            .map_or(lines.len(), |at| first + at);
+        // papi_native_avail closes the last component that listed events with a separator:
+        // PAPI 7.0's last is another, empty component; ours is this one.
+        let mut events = lines[first..end].to_vec();
+        while events.last().is_some_and(|l| l.starts_with("-----")) {
+            events.pop();
+        }
+        events
+    };
+    let (their_events, our_events) = (events(&theirs), events(&ours));
+    assert_eq!(
+        their_events
+            .iter()
+            .filter(|l| l.starts_with("| perf::"))
+            .count(),
+        82
+    );
+    for (t, o) in their_events.iter().zip(&our_events) {
+        assert_eq!(t, o, "papi_native_avail: PAPI 7.0 vs ours");
+    }
+    assert_eq!(their_events.len(), our_events.len());
+    assert_eq!(theirs.last(), ours.last(), "the totals");
+
+    let xml = |ours| -> Vec<String> {
+        listing("papi_xml_event_info", &[], ours)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|l| l.contains("\"perf::"))
+            .collect()
+    };
+    let their_xml = xml(false);
+    assert!(their_xml.len() > 82, "{their_xml:?}");
+    assert_eq!(
+        their_xml,
+        xml(true),
+        "papi_xml_event_info: PAPI 7.0 vs ours"
+    );
+}

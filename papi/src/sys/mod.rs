@@ -77,14 +77,6 @@ fn wrote(wrote: bool) -> c_int {
 }
 
 /// A thread or process id as the facade takes it (`None` past `u32`).
-/// The CPU the calling thread runs on now (`PAPI_GRN_SYS` counts on it), or `None` where the
-/// system cannot say.
-pub(crate) fn current_cpu() -> Option<u32> {
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = unsafe { libc::sched_getcpu() };
-    u32::try_from(cpu).ok()
-}
-
 fn thread_number(tid: std::ffi::c_ulong) -> Option<u32> {
     u32::try_from(u128::from(tid)).ok()
 }
@@ -222,7 +214,7 @@ pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_remove_named_event(event_set: c_int, name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
-    match unsafe { text(name) }.map(library::name_to_code) {
+    match unsafe { text(name) }.map(crate::natives::name_to_code) {
         Some(Ok(code)) => sets::remove_event(event_set, code),
         Some(Err(e)) => e,
         None => EINVAL,
@@ -427,7 +419,7 @@ pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut 
     let Some(name) = (unsafe { text(name) }) else {
         return EINVAL;
     };
-    match library::name_to_code(name) {
+    match crate::natives::name_to_code(name) {
         // SAFETY: checked non-NULL.
         Ok(c) => wrote(unsafe { put(out, c) }),
         Err(e) => e,
@@ -443,7 +435,7 @@ pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char)
     if out.is_null() {
         return EINVAL;
     }
-    match library::code_to_name(event) {
+    match crate::natives::code_to_name(event) {
         Ok(name) => {
             // SAFETY: 128 bytes of room (the caller's promise).
             unsafe { put_name(out, &name) };
@@ -456,7 +448,7 @@ pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char)
 /// `PAPI_query_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
-    library::query_event(event)
+    crate::natives::query_event(event)
 }
 
 /// `PAPI_query_named_event`.
@@ -466,8 +458,8 @@ pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
-    match unsafe { text(name) }.map(library::name_to_code) {
-        Some(Ok(c)) => library::query_event(c),
+    match unsafe { text(name) }.map(crate::natives::name_to_code) {
+        Some(Ok(c)) => crate::natives::query_event(c),
         Some(Err(e)) => e,
         None => EINVAL,
     }
@@ -498,7 +490,7 @@ pub unsafe extern "C" fn PAPI_enum_cmp_event(
     }
     // SAFETY: checked non-NULL.
     let current = unsafe { *event };
-    match library::enumerate(current, modifier, cidx) {
+    match crate::natives::enumerate(current, modifier, cidx) {
         // SAFETY: checked non-NULL.
         Ok(next) => wrote(unsafe { put(event, next) }),
         Err(e) => e,
@@ -517,7 +509,7 @@ pub unsafe extern "C" fn PAPI_get_event_info(
     if info.is_null() {
         return EINVAL;
     }
-    match library::event_info(event) {
+    match crate::natives::event_info(event) {
         // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
         Ok(filled) => wrote(unsafe { put(info, *filled) }),
         Err(e) => e,
@@ -527,13 +519,13 @@ pub unsafe extern "C" fn PAPI_get_event_info(
 /// `PAPI_set_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
-    sets::set_multiplex(event_set)
+    crate::set_options::set_multiplex(event_set)
 }
 
 /// `PAPI_get_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_multiplex(event_set: c_int) -> c_int {
-    sets::get_multiplex(event_set)
+    crate::set_options::get_multiplex(event_set)
 }
 
 /// `PAPI_multiplex_init`: the backend's own multiplexing needs no set-up.
@@ -546,7 +538,7 @@ pub extern "C" fn PAPI_multiplex_init() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
     match thread_number(tid) {
-        Some(tid) => sets::attach(event_set, Some(tid)),
+        Some(tid) => crate::set_options::attach(event_set, Some(tid)),
         None => EINVAL,
     }
 }
@@ -554,5 +546,5 @@ pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int
 /// `PAPI_detach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_detach(event_set: c_int) -> c_int {
-    sets::attach(event_set, None)
+    crate::set_options::attach(event_set, None)
 }

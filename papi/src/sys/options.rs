@@ -175,7 +175,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
             let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
                 return EINVAL;
             };
-            sets::get_multiplex(pair.first)
+            crate::set_options::get_multiplex(pair.first)
         }
         ATTACH => {
             // SAFETY: NULL or the caller's union.
@@ -244,10 +244,16 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
             return match option {
                 DEFDOM => set_default(Some(setting.value), None),
                 DEFGRN => set_default(None, Some(setting.value)),
-                DOMAIN => {
-                    sets::set_domain_or_granularity(setting.eventset, Some(setting.value), None)
-                }
-                _ => sets::set_domain_or_granularity(setting.eventset, None, Some(setting.value)),
+                DOMAIN => crate::set_options::set_domain_or_granularity(
+                    setting.eventset,
+                    Some(setting.value),
+                    None,
+                ),
+                _ => crate::set_options::set_domain_or_granularity(
+                    setting.eventset,
+                    None,
+                    Some(setting.value),
+                ),
             };
         }
         _ => {}
@@ -257,23 +263,23 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         return EINVAL;
     };
     match option {
-        MULTIPLEX => sets::set_multiplex(pair.first),
-        DETACH => sets::attach(pair.first, None),
+        MULTIPLEX => crate::set_options::set_multiplex(pair.first),
+        DETACH => crate::set_options::attach(pair.first, None),
         ATTACH => {
             // SAFETY: the caller's union.
             let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
                 return EINVAL;
             };
             match super::thread_number(attach.tid) {
-                Some(tid) => sets::attach(attach.eventset, Some(tid)),
+                Some(tid) => crate::set_options::attach(attach.eventset, Some(tid)),
                 None => EINVAL,
             }
         }
         CPU_ATTACH => match u32::try_from(pair.second) {
-            Ok(cpu) => sets::attach_cpu(pair.first, cpu),
+            Ok(cpu) => crate::set_options::attach_cpu(pair.first, cpu),
             Err(_) => EINVAL,
         },
-        INHERIT => sets::set_inherit(pair.first, pair.second != 0),
+        INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
         DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
         _ => EINVAL,
     }

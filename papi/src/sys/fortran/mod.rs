@@ -24,7 +24,6 @@ use super::options::{self, PAPI_get_opt};
 use super::{info as c_info, threads};
 use crate::codes::{EINVAL, OK};
 use crate::info::MAX_STR;
-use crate::library;
 
 /// An argument Fortran passes by reference: the address of one `INTEGER`, `INTEGER*8` or
 /// `REAL`. Only a caller of these subroutines makes one (its field is private), under their
@@ -186,7 +185,7 @@ unsafe fn event_info(
     [symbol, long_descr, short_descr, note]: [(*mut c_char, usize); 4],
     count: &By<c_int>,
 ) -> c_int {
-    match library::event_info(event) {
+    match crate::natives::event_info(event) {
         Ok(info) => {
             for ((p, len), text) in [symbol, long_descr, short_descr, note].into_iter().zip([
                 &info.symbol[..],

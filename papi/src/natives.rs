@@ -1,0 +1,349 @@
+//! Native and preset events by name and code: PAPI's names turned into codes and back, the
+//! native table filled as names are looked up or enumerated (`PAPI_enum_cmp_event`), and what
+//! `PAPI_query_event` and `PAPI_get_event_info` answer.
+
+use std::sync::atomic::Ordering;
+
+use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, OK};
+use crate::info::{self, EventInfo, set_str};
+use crate::library::{INIT_STATE, Library, with};
+use crate::names::{self, Code, Native};
+use crate::perf_natives::Placement;
+use crate::presets::PRESETS;
+
+/// `PAPI_event_name_to_code`.
+pub fn name_to_code(name: &str) -> Result<i32, i32> {
+    if let Some(index) = names::preset_index(name) {
+        // A preset has its code whether or not it counts here (PAPI's presets round-trip).
+        if INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return Err(ENOINIT);
+        }
+        return Ok(names::preset_code(index));
+    }
+    with(|library| native_code_of(library, name))
+}
+
+fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
+    if library.component.disabled != 0 {
+        return Err(ENOEVNT);
+    }
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.name.eq_ignore_ascii_case(name))
+    {
+        return Ok(names::native_code(i));
+    }
+    // libpfm4's perf_event PMU, read as libpfm4 reads it (unit masks, qualifiers).
+    let (backend_name, placement) = match crate::perf_natives::read(name) {
+        Some(read) => {
+            let read = read?;
+            (read.backend_name, read.placement)
+        }
+        None => (names::backend_name(name), Default::default()),
+    };
+    match library.chosen.backend.dyn_resolve(&backend_name) {
+        Ok(_) => Ok(register(library, name, backend_name, placement)),
+        Err(_) => Err(ENOEVNT),
+    }
+}
+
+/// The code of native `name`, added to the table (with its description) if new.
+fn register(
+    library: &mut Library,
+    name: &str,
+    backend_name: String,
+    placement: crate::perf_natives::Placement,
+) -> i32 {
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.name.eq_ignore_ascii_case(name))
+    {
+        return names::native_code(i);
+    }
+    library.natives.push(Native {
+        name: name.to_string(),
+        backend_name,
+        description: names::describe(&library.chosen, name),
+        placement,
+    });
+    names::native_code(library.natives.len() - 1)
+}
+
+/// `PAPI_NTV_ENUM_UMASKS` from native `i`: from the event, its first unit mask; from an event
+/// with a unit mask, the next one (`EVENT:UMASK`, as libpfm4 names them for PAPI's perf_event
+/// component); `PAPI_ENOEVNT` past the last or for an event without unit masks.
+fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
+    let name = library.natives.get(i).ok_or(ENOEVNT)?.name.clone();
+    if let Some(code) = next_perf_qualifier(library, &name) {
+        return code;
+    }
+    let (_, masks) = names::model_event(&library.chosen, &name).ok_or(ENOEVNT)?;
+    let (event, current) = names::split_unit_mask(&name);
+    let next = match current {
+        None => 0,
+        Some(u) => {
+            masks
+                .iter()
+                .position(|(m, _)| m.eq_ignore_ascii_case(u))
+                .ok_or(ENOEVNT)?
+                + 1
+        }
+    };
+    let (mask, _) = masks.get(next).ok_or(ENOEVNT)?;
+    let full = format!("{event}:{mask}");
+    Ok(register_as_named(library, &full))
+}
+
+/// Registers `name` with the backend name and placement it reads as.
+fn register_as_named(library: &mut Library, name: &str) -> i32 {
+    let (backend_name, placement) = match crate::perf_natives::read(name) {
+        Some(Ok(read)) => (read.backend_name, read.placement),
+        _ => (names::backend_name(name), Default::default()),
+    };
+    register(library, name, backend_name, placement)
+}
+
+/// `PAPI_NTV_ENUM_UMASKS` on a `perf::` event of libpfm4's table: its unit masks, then its
+/// qualifiers as `name=0`, as PAPI 7.0's perf_event component enumerates them (papi_native_avail
+/// prints them under the event). `None` for a name outside the table.
+fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
+    let bare = name
+        .get(6..)
+        .filter(|_| name[..6].eq_ignore_ascii_case("perf::"))?;
+    let (event_name, current) = match bare.split_once(':') {
+        Some((e, rest)) => (e, Some(rest.rsplit(':').next().unwrap_or(rest))),
+        None => (bare, None),
+    };
+    let event = crate::perf_natives::find(event_name)?;
+    let parts: Vec<String> = event
+        .unit_masks
+        .iter()
+        .map(|(m, _)| (*m).to_string())
+        .chain(event.modifiers.iter().map(|(m, _)| format!("{m}=0")))
+        .collect();
+    let next = match current {
+        None => 0,
+        Some(c) => match parts.iter().position(|p| p.eq_ignore_ascii_case(c)) {
+            Some(at) => at + 1,
+            None => return Some(Err(ENOEVNT)),
+        },
+    };
+    let Some(part) = parts.get(next) else {
+        return Some(Err(ENOEVNT));
+    };
+    let full = format!("{}:{part}", event.name);
+    Some(Ok(register_as_named(library, &full)))
+}
+
+/// `PAPI_event_code_to_name`.
+pub fn code_to_name(code: i32) -> Result<String, i32> {
+    match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
+        Some(Code::Native(i)) => with(|library| {
+            library
+                .natives
+                .get(i)
+                .map(|n| n.name.clone())
+                .ok_or(ENOEVNT)
+        }),
+        // A preset code past PAPI 7.0's table.
+        None if is_preset_code(code) => Err(ENOTPRESET),
+        None => Err(ENOEVNT),
+    }
+}
+
+/// PAPI 7.0's room for presets (`PAPI_MAX_PRESET_EVENTS`): a preset code below it but past
+/// the table is an empty slot (`PAPI_ENOEVNT` from `PAPI_get_event_info` and
+/// `PAPI_query_event`), one from it on is no preset at all (`PAPI_ENOTPRESET`), as the
+/// side-by-side test shows PAPI 7.0 answering.
+const MAX_PRESET_EVENTS: u32 = 128;
+
+/// The answer of `PAPI_get_event_info` and `PAPI_query_event` for a preset code past the
+/// table.
+fn empty_preset_slot(code: i32) -> i32 {
+    if (code as u32 & !names::PRESET_MASK) < MAX_PRESET_EVENTS {
+        ENOEVNT
+    } else {
+        ENOTPRESET
+    }
+}
+
+/// Whether `code` has the preset bit alone.
+fn is_preset_code(code: i32) -> bool {
+    let code = code as u32;
+    code & names::PRESET_MASK != 0 && code & names::NATIVE_MASK == 0
+}
+
+/// The backend name of event `code`.
+/// Where native `code` must run (presets: anywhere).
+pub(crate) fn placement_of(library: &Library, code: i32) -> Placement {
+    match names::decode(code) {
+        Some(Code::Native(i)) => library
+            .natives
+            .get(i)
+            .map(|n| n.placement)
+            .unwrap_or_default(),
+        _ => Placement::default(),
+    }
+}
+
+pub(crate) fn backend_name_of(library: &mut Library, code: i32) -> Result<String, i32> {
+    match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(preset_backend_name(library, i)),
+        Some(Code::Native(i)) => library
+            .natives
+            .get(i)
+            .map(|n| n.backend_name.clone())
+            .ok_or(ENOEVNT),
+        None if is_preset_code(code) => Err(ENOTPRESET),
+        // Neither a preset nor a native code.
+        None => Err(EINVAL),
+    }
+}
+
+/// The name the backend is asked for preset `index`: the preset's own, or, where the backend
+/// resolves it to nothing and its perf twin ([`crate::presets::perf_twin`]) counts here, the
+/// twin. Decided once.
+pub(crate) fn preset_backend_name(library: &mut Library, index: usize) -> String {
+    if let Some(name) = library.preset_names.get(&index) {
+        return name.clone();
+    }
+    let preset = PRESETS[index];
+    let backend = &library.chosen.backend;
+    let name = match crate::presets::perf_twin(preset) {
+        Some(twin)
+            if backend.dyn_resolve(preset).is_err() && facade::query(backend, twin).usable() =>
+        {
+            twin
+        }
+        _ => preset,
+    };
+    library.preset_names.insert(index, name.to_string());
+    name.to_string()
+}
+
+fn preset_usable(library: &mut Library, index: usize) -> bool {
+    if library.component.disabled != 0 {
+        return false;
+    }
+    if let Some(&usable) = library.preset_usable.get(&index) {
+        return usable;
+    }
+    let name = preset_backend_name(library, index);
+    let usable = facade::query(&library.chosen.backend, &name).usable();
+    library.preset_usable.insert(index, usable);
+    usable
+}
+
+/// `PAPI_query_event`: `PAPI_OK` when the event can be counted here.
+pub fn query_event(code: i32) -> i32 {
+    let result = with(|library| match names::decode(code) {
+        Some(Code::Preset(i)) => Ok(if preset_usable(library, i) {
+            OK
+        } else {
+            ENOEVNT
+        }),
+        Some(Code::Native(i)) if i < library.natives.len() => Ok(OK),
+        None if is_preset_code(code) => Ok(empty_preset_slot(code)),
+        _ => Ok(ENOEVNT),
+    });
+    result.unwrap_or_else(|e| e)
+}
+
+/// `PAPI_get_event_info`.
+pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
+    with(|library| {
+        let mut info = Box::new(info::empty_event(code as u32));
+        match names::decode(code) {
+            Some(Code::Preset(i)) => {
+                set_str(&mut info.symbol, PRESETS[i]);
+                let description = facade::hal::Preset::from_name(PRESETS[i])
+                    .map(|p| p.description())
+                    .unwrap_or("");
+                set_str(&mut info.long_descr, description);
+                set_str(&mut info.short_descr, description);
+                set_str(&mut info.derived, "NOT_DERIVED");
+                info.event_type = crate::presets::CATEGORIES[i];
+                let name = preset_backend_name(library, i);
+                if preset_usable(library, i)
+                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(&name)
+                {
+                    let terms = &resolved.terms;
+                    info.count = terms.len().min(info::INFO_TERMS) as u32;
+                    let derived = if terms.iter().any(|t| t.factor != 1) {
+                        "DERIVED_POSTFIX"
+                    } else if terms.iter().any(|t| t.sign == facade::hal::Sign::Minus) {
+                        "DERIVED_SUB"
+                    } else if terms.len() > 1 {
+                        "DERIVED_ADD"
+                    } else {
+                        "NOT_DERIVED"
+                    };
+                    set_str(&mut info.derived, derived);
+                    for (k, term) in terms.iter().take(info::INFO_TERMS).enumerate() {
+                        set_str(&mut info.name[k], &term.request.name);
+                        let native = native_code_of(library, &term.request.name).unwrap_or(0);
+                        info.code[k] = native as u32;
+                    }
+                }
+            }
+            Some(Code::Native(i)) => {
+                let native = library.natives.get(i).ok_or(ENOEVNT)?;
+                set_str(&mut info.symbol, &native.name);
+                set_str(&mut info.long_descr, &native.description);
+            }
+            None if is_preset_code(code) => return Err(empty_preset_slot(code)),
+            None => return Err(ENOEVNT),
+        }
+        Ok(info)
+    })
+}
+
+/// `PAPI_enum_cmp_event` (and `PAPI_enum_event` for component 0): the next code after
+/// `code` under `modifier`, or `None` at the end.
+pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
+    if cidx != 0 {
+        return Err(ENOCMP);
+    }
+    with(|library| match names::decode(code) {
+        Some(Code::Preset(i)) => {
+            // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; PAPI_PRESET_ENUM_AVAIL
+            // (2) those that count here; the category modifiers, none we classify: all.
+            let first = modifier == 1;
+            if first {
+                return Ok(names::preset_code(0));
+            }
+            for next in i + 1..PRESETS.len() {
+                if modifier != 2 || preset_usable(library, next) {
+                    return Ok(names::preset_code(next));
+                }
+            }
+            Err(ENOEVNT)
+        }
+        Some(Code::Native(i)) => {
+            // PAPI_NTV_ENUM_UMASKS (15): the unit masks of the CPU model's events; the other
+            // native modifiers (combinations, EAR, groups): none.
+            if modifier == 15 {
+                return next_unit_mask(library, i);
+            }
+            if modifier > 15 {
+                return Err(ENOEVNT);
+            }
+            if modifier == 1 {
+                return if library.listed > 0 {
+                    Ok(names::native_code(0))
+                } else {
+                    Err(ENOEVNT)
+                };
+            }
+            if i + 1 < library.listed {
+                Ok(names::native_code(i + 1))
+            } else {
+                Err(ENOEVNT)
+            }
+        }
+        None => Err(ENOEVNT),
+    })
+}

@@ -1,0 +1,266 @@
+//! libpfm4's `perf::` events (its perf_event PMU), which PAPI 7.0's perf_event component lists
+//! and adds: the table ([`crate::perf_table`], generated from libpfm4) and the reading of a
+//! `perf::EVENT[:UNIT_MASK]...[:qualifier=value]...` name into the backend's perf name and
+//! the set's placement.
+//!
+//! The qualifiers are libpfm4's for the event's kind (`SOFTWARE_MODIFIERS`,
+//! `HARDWARE_MODIFIERS`): `u`, `k`, `h` choose the privilege levels (given, they replace the
+//! set's domain); `mg=0` leaves out guests and `mh=0` the host; `precise` is perf's `:p`;
+//! `excl` and `pinned` ask the kernel to give the set's group the PMU to itself or to keep it
+//! on the counters; `cpu` counts on that CPU; `period` and `freq` are sampling rates, which
+//! change nothing in a count and are taken and checked only.
+
+use crate::codes::{EINVAL, ENOEVNT};
+pub use crate::perf_table::{PERF_NATIVES, PerfNative, PerfType};
+
+/// Where a set must run for an event's qualifiers (`pinned`, `excl`, `cpu`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// `pinned=1`: the group stays on the counters.
+    pub pinned: bool,
+    /// `excl=1`: the group has the PMU to itself.
+    pub exclusive: bool,
+    /// `cpu=N`: counted on CPU N.
+    pub cpu: Option<u32>,
+}
+
+/// A `perf::` name read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfName {
+    /// The event in libpfm4's table.
+    pub event: &'static PerfNative,
+    /// perf's name for it, with the privilege and host/guest modifiers given (`cs:u=1`).
+    pub backend_name: String,
+    /// Whether `u`, `k` or `h` was given (then the set's domain does not apply).
+    pub levels_given: bool,
+    /// Where the set must run.
+    pub placement: Placement,
+}
+
+/// The table's event named `name` (`perf::` and case aside, as libpfm4 matches).
+pub fn find(name: &str) -> Option<&'static PerfNative> {
+    PERF_NATIVES
+        .iter()
+        .find(|e| e.name[6..].eq_ignore_ascii_case(name))
+}
+
+/// Strips `perf::` (any case) from `name`.
+fn strip_pmu(name: &str) -> Option<&str> {
+    name.get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("perf::"))
+        .map(|_| &name[6..])
+}
+
+/// perf's name for an event of the table: the lower-case alias of the same type and config
+/// (`PERF_COUNT_SW_CONTEXT_SWITCHES` is `context-switches`).
+fn perf_name(kind: PerfType, config: u64) -> Option<String> {
+    PERF_NATIVES
+        .iter()
+        .find(|e| {
+            e.kind == kind
+                && e.config == config
+                && e.unit_masks.is_empty()
+                && !e.name.starts_with("perf::PERF_COUNT_")
+        })
+        .map(|e| e.name[6..].to_ascii_lowercase())
+}
+
+/// A boolean qualifier's value: `0` or `1` (a bare name is `1`).
+fn flag(value: Option<&str>) -> Result<bool, i32> {
+    match value {
+        None | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(_) => Err(ENOEVNT),
+    }
+}
+
+/// An integer qualifier's value (decimal or `0x` hexadecimal); PAPI_EINVAL for a negative or
+/// unreadable one, as libpfm4's refusal reaches PAPI 7.0's add.
+fn number(value: Option<&str>) -> Result<u64, i32> {
+    let text = value.ok_or(ENOEVNT)?;
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| EINVAL)
+}
+
+/// Reads a `perf::` name: `None` when `name` is no `perf::` name of libpfm4's table, else the
+/// backend's name and the set's placement, or PAPI's error for a unit mask or qualifier the
+/// event does not take (`PAPI_ENOEVNT`) or a value out of range (`PAPI_EINVAL`).
+pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
+    let rest = strip_pmu(name)?;
+    let mut parts = rest.split(':');
+    let event = find(parts.next()?)?;
+    Some(read_parts(event, parts))
+}
+
+fn read_parts<'a>(
+    event: &'static PerfNative,
+    parts: impl Iterator<Item = &'a str>,
+) -> Result<PerfName, i32> {
+    let mut operation = None;
+    let mut result = None;
+    let mut levels = String::new();
+    let mut levels_given = false;
+    let mut guest = true;
+    let mut host = true;
+    let mut precise = 0;
+    let mut placement = Placement::default();
+    for part in parts {
+        let (key, value) = match part.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (part, None),
+        };
+        if value.is_none()
+            && let Some(at) = event
+                .unit_masks
+                .iter()
+                .position(|(m, _)| m.eq_ignore_ascii_case(key))
+        {
+            // READ, WRITE, PREFETCH are operations (0, 1, 2); ACCESS and MISS results.
+            let slot = if at < 3 { &mut operation } else { &mut result };
+            if slot.replace(if at < 3 { at } else { at - 3 }).is_some() {
+                return Err(ENOEVNT);
+            }
+            continue;
+        }
+        let key = key.to_ascii_lowercase();
+        if !event.modifiers.iter().any(|(m, _)| *m == key) {
+            return Err(ENOEVNT);
+        }
+        match key.as_str() {
+            "u" | "k" | "h" => {
+                levels.push_str(&format!(":{key}={}", u8::from(flag(value)?)));
+                levels_given = true;
+            }
+            "mg" => guest = flag(value)?,
+            "mh" => host = flag(value)?,
+            "excl" => placement.exclusive = flag(value)?,
+            "pinned" => placement.pinned = flag(value)?,
+            "precise" => precise = number(value)?.min(4),
+            "cpu" => placement.cpu = Some(u32::try_from(number(value)?).map_err(|_| EINVAL)?),
+            // Sampling rates: a count is the same whatever they are; libpfm4 refuses zero.
+            _ => {
+                if number(value)? == 0 {
+                    return Err(ENOEVNT);
+                }
+            }
+        }
+    }
+    if precise > 3 {
+        return Err(EINVAL);
+    }
+    let base = match event.kind {
+        PerfType::Cache => {
+            let config = event.config
+                | (operation.ok_or(ENOEVNT)? as u64) << 8
+                | (result.ok_or(ENOEVNT)? as u64) << 16;
+            perf_name(PerfType::Cache, config)
+        }
+        kind => perf_name(kind, event.config),
+    }
+    .ok_or(ENOEVNT)?;
+    let mut backend_name = base + &levels;
+    match (host, guest) {
+        (true, true) => {}
+        (true, false) => backend_name.push_str(":H"),
+        (false, true) => backend_name.push_str(":G"),
+        // Neither host nor guest: software events ignore both (the kernel checks the privilege
+        // levels alone for them), hardware events would count nothing.
+        (false, false) if event.kind == PerfType::Software => {}
+        (false, false) => return Err(EINVAL),
+    }
+    if precise > 0 {
+        backend_name.push(':');
+        backend_name.push_str(&"p".repeat(precise as usize));
+    }
+    Ok(PerfName {
+        event,
+        backend_name,
+        levels_given,
+        placement,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backend(name: &str) -> Result<String, i32> {
+        read(name).expect("a perf:: name").map(|n| n.backend_name)
+    }
+
+    /// libpfm4's perf PMU names (the table generated from libpfm4) reach perf's names (the
+    /// oracle: perf's own event list, `perf list sw hw cache`).
+    #[test]
+    fn names_and_aliases_reach_perf_names() {
+        assert_eq!(backend("perf::TASK-CLOCK").unwrap(), "task-clock");
+        assert_eq!(
+            backend("perf::PERF_COUNT_SW_PAGE_FAULTS").unwrap(),
+            "page-faults"
+        );
+        assert_eq!(backend("perf::FAULTS").unwrap(), "page-faults");
+        assert_eq!(backend("perf::cs").unwrap(), "context-switches");
+        assert_eq!(
+            backend("perf::PERF_COUNT_SW_PAGE_FAULTS_MIN").unwrap(),
+            "minor-faults"
+        );
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_REF_CPU_CYCLES").unwrap(),
+            "ref-cycles"
+        );
+        assert_eq!(backend("perf::CYCLES").unwrap(), "cycles");
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS").unwrap(),
+            "l1-dcache-load-misses"
+        );
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_LL:write:access").unwrap(),
+            "llc-stores"
+        );
+        // A cache event needs its operation and result.
+        assert_eq!(backend("perf::PERF_COUNT_HW_CACHE_L1D:READ"), Err(ENOEVNT));
+        assert!(read("INST_RETIRED:ANY_P").is_none());
+        assert!(read("perf::NOT_AN_EVENT").is_none());
+    }
+
+    /// Each qualifier PAPI 7.0 takes through libpfm4 (Debian's PAPI adds each on
+    /// perf::TASK-CLOCK; papi/tests/unit_masks.rs runs them on both), and the refusals.
+    #[test]
+    fn qualifiers_as_libpfm4_takes_them() {
+        let name = |n: &str| read(n).unwrap();
+        assert_eq!(backend("perf::TASK-CLOCK:u=0").unwrap(), "task-clock:u=0");
+        assert_eq!(backend("perf::TASK-CLOCK:u").unwrap(), "task-clock:u=1");
+        assert!(name("perf::TASK-CLOCK:k=1").unwrap().levels_given);
+        assert!(!name("perf::TASK-CLOCK:period=100").unwrap().levels_given);
+        assert_eq!(backend("perf::TASK-CLOCK:freq=100").unwrap(), "task-clock");
+        assert_eq!(backend("perf::TASK-CLOCK:mg=0").unwrap(), "task-clock:H");
+        assert_eq!(backend("perf::TASK-CLOCK:mh=0").unwrap(), "task-clock:G");
+        assert_eq!(backend("perf::TASK-CLOCK:mg=0:mh=0").unwrap(), "task-clock");
+        assert_eq!(backend("perf::CYCLES:mg=0:mh=0"), Err(EINVAL));
+        assert_eq!(backend("perf::CYCLES:precise=2").unwrap(), "cycles:pp");
+        let placed = name("perf::TASK-CLOCK:excl=1:pinned=1:cpu=1").unwrap();
+        assert_eq!(
+            placed.placement,
+            Placement {
+                pinned: true,
+                exclusive: true,
+                cpu: Some(1)
+            }
+        );
+        // Software events take no `h` and no `precise`; values out of range.
+        assert_eq!(backend("perf::TASK-CLOCK:h=1"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:precise=1"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:u=2"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:bogus=1"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:period=0"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:freq=0"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:period=-1"), Err(EINVAL));
+        assert_eq!(
+            backend("perf::TASK-CLOCK:period=99999999999999999999999"),
+            Err(EINVAL)
+        );
+        assert_eq!(backend("perf::TASK-CLOCK:cpu=99999999999"), Err(EINVAL));
+    }
+}
