@@ -332,7 +332,7 @@ presets! {
     FmaIns = "PAPI_FMA_INS": "FMA instructions completed",
     TotIis = "PAPI_TOT_IIS": "Instructions issued",
     IntIns = "PAPI_INT_INS": "Integer instructions",
-    VecIns = "PAPI_VEC_INS": "Vector/SIMD instructions",
+    VecIns = "PAPI_VEC_INS": "Vector/SIMD instructions (could include integer)",
     FpStal = "PAPI_FP_STAL": "Cycles the FP unit(s) are stalled",
     SycIns = "PAPI_SYC_INS": "Synchronization instructions completed",
     L1Dch = "PAPI_L1_DCH": "Level 1 data cache hits",

@@ -11,6 +11,8 @@ pub mod overflow;
 pub mod perf_natives;
 #[rustfmt::skip]
 pub mod perf_table;
+#[rustfmt::skip]
+pub mod preset_table;
 pub mod presets;
 pub mod profile;
 pub mod rates;

@@ -259,11 +259,8 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
         match names::decode(code) {
             Some(Code::Preset(i)) => {
                 set_str(&mut info.symbol, PRESETS[i]);
-                let description = facade::hal::Preset::from_name(PRESETS[i])
-                    .map(|p| p.description())
-                    .unwrap_or("");
-                set_str(&mut info.long_descr, description);
-                set_str(&mut info.short_descr, description);
+                set_str(&mut info.long_descr, crate::presets::LONG_DESCRIPTIONS[i]);
+                set_str(&mut info.short_descr, crate::presets::SHORT_DESCRIPTIONS[i]);
                 set_str(&mut info.derived, "NOT_DERIVED");
                 info.event_type = crate::presets::CATEGORIES[i];
                 let name = preset_backend_name(library, i);

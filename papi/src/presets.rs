@@ -1,117 +1,7 @@
 //! PAPI 7.0's 108 presets in the order of their codes (`0x80000000 | index`), as the
 //! interface defines them; `include/papiStdEventDefs.h` holds the same list.
 
-/// The presets' names; a preset's code is `0x8000_0000 | index`.
-pub const PRESETS: [&str; 108] = [
-    "PAPI_L1_DCM",
-    "PAPI_L1_ICM",
-    "PAPI_L2_DCM",
-    "PAPI_L2_ICM",
-    "PAPI_L3_DCM",
-    "PAPI_L3_ICM",
-    "PAPI_L1_TCM",
-    "PAPI_L2_TCM",
-    "PAPI_L3_TCM",
-    "PAPI_CA_SNP",
-    "PAPI_CA_SHR",
-    "PAPI_CA_CLN",
-    "PAPI_CA_INV",
-    "PAPI_CA_ITV",
-    "PAPI_L3_LDM",
-    "PAPI_L3_STM",
-    "PAPI_BRU_IDL",
-    "PAPI_FXU_IDL",
-    "PAPI_FPU_IDL",
-    "PAPI_LSU_IDL",
-    "PAPI_TLB_DM",
-    "PAPI_TLB_IM",
-    "PAPI_TLB_TL",
-    "PAPI_L1_LDM",
-    "PAPI_L1_STM",
-    "PAPI_L2_LDM",
-    "PAPI_L2_STM",
-    "PAPI_BTAC_M",
-    "PAPI_PRF_DM",
-    "PAPI_L3_DCH",
-    "PAPI_TLB_SD",
-    "PAPI_CSR_FAL",
-    "PAPI_CSR_SUC",
-    "PAPI_CSR_TOT",
-    "PAPI_MEM_SCY",
-    "PAPI_MEM_RCY",
-    "PAPI_MEM_WCY",
-    "PAPI_STL_ICY",
-    "PAPI_FUL_ICY",
-    "PAPI_STL_CCY",
-    "PAPI_FUL_CCY",
-    "PAPI_HW_INT",
-    "PAPI_BR_UCN",
-    "PAPI_BR_CN",
-    "PAPI_BR_TKN",
-    "PAPI_BR_NTK",
-    "PAPI_BR_MSP",
-    "PAPI_BR_PRC",
-    "PAPI_FMA_INS",
-    "PAPI_TOT_IIS",
-    "PAPI_TOT_INS",
-    "PAPI_INT_INS",
-    "PAPI_FP_INS",
-    "PAPI_LD_INS",
-    "PAPI_SR_INS",
-    "PAPI_BR_INS",
-    "PAPI_VEC_INS",
-    "PAPI_RES_STL",
-    "PAPI_FP_STAL",
-    "PAPI_TOT_CYC",
-    "PAPI_LST_INS",
-    "PAPI_SYC_INS",
-    "PAPI_L1_DCH",
-    "PAPI_L2_DCH",
-    "PAPI_L1_DCA",
-    "PAPI_L2_DCA",
-    "PAPI_L3_DCA",
-    "PAPI_L1_DCR",
-    "PAPI_L2_DCR",
-    "PAPI_L3_DCR",
-    "PAPI_L1_DCW",
-    "PAPI_L2_DCW",
-    "PAPI_L3_DCW",
-    "PAPI_L1_ICH",
-    "PAPI_L2_ICH",
-    "PAPI_L3_ICH",
-    "PAPI_L1_ICA",
-    "PAPI_L2_ICA",
-    "PAPI_L3_ICA",
-    "PAPI_L1_ICR",
-    "PAPI_L2_ICR",
-    "PAPI_L3_ICR",
-    "PAPI_L1_ICW",
-    "PAPI_L2_ICW",
-    "PAPI_L3_ICW",
-    "PAPI_L1_TCH",
-    "PAPI_L2_TCH",
-    "PAPI_L3_TCH",
-    "PAPI_L1_TCA",
-    "PAPI_L2_TCA",
-    "PAPI_L3_TCA",
-    "PAPI_L1_TCR",
-    "PAPI_L2_TCR",
-    "PAPI_L3_TCR",
-    "PAPI_L1_TCW",
-    "PAPI_L2_TCW",
-    "PAPI_L3_TCW",
-    "PAPI_FML_INS",
-    "PAPI_FAD_INS",
-    "PAPI_FDV_INS",
-    "PAPI_FSQ_INS",
-    "PAPI_FNV_INS",
-    "PAPI_FP_OPS",
-    "PAPI_SP_OPS",
-    "PAPI_DP_OPS",
-    "PAPI_VEC_SP",
-    "PAPI_VEC_DP",
-    "PAPI_REF_CYC",
-];
+pub use crate::preset_table::{CATEGORIES, LONG_DESCRIPTIONS, PRESETS, SHORT_DESCRIPTIONS};
 
 /// The perf generalized event that counts the same as a preset on every core PAPI maps it
 /// on: asked for where the backend maps the preset to nothing (an Arm core whose event table
@@ -127,22 +17,6 @@ pub fn perf_twin(preset: &str) -> Option<&'static str> {
         _ => None,
     }
 }
-
-/// Each preset's categories, `PAPI_PRESET_BIT_*` (`MSC` 0x8, `INS` 0x10, `IDL` 0x20, `BR` 0x40,
-/// `CND` 0x80, `MEM` 0x100, `CACH` 0x200, `L1` 0x400, `L2` 0x800, `L3` 0x1000, `TLB` 0x2000, `FP`
-/// 0x4000), in the order of [`PRESETS`]: `PAPI_event_info_t.event_type`, which `papi_avail` filters
-/// on. papi/tests/side_by_side.rs compares each with Debian's PAPI 7.0.
-pub const CATEGORIES: [u32; 108] = [
-    0x0600, 0x0610, 0x0a00, 0x0a10, 0x1200, 0x1210, 0x0600, 0x0a00, 0x1200, 0x0200, 0x0200, 0x0200,
-    0x0200, 0x0200, 0x1200, 0x1200, 0x0060, 0x0020, 0x4020, 0x0120, 0x2000, 0x2010, 0x2000, 0x0600,
-    0x0600, 0x0a00, 0x0a00, 0x0040, 0x0200, 0x0a00, 0x2000, 0x0180, 0x0180, 0x0180, 0x0100, 0x0100,
-    0x0100, 0x0010, 0x0010, 0x0010, 0x0010, 0x0008, 0x00c0, 0x00c0, 0x00c0, 0x00c0, 0x00c0, 0x00c0,
-    0x4010, 0x0010, 0x0010, 0x0010, 0x4010, 0x0100, 0x0100, 0x0040, 0x0008, 0x0028, 0x4020, 0x0008,
-    0x0110, 0x0018, 0x0600, 0x0a00, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00,
-    0x1200, 0x0610, 0x0a10, 0x1210, 0x0610, 0x0a10, 0x1210, 0x0610, 0x0a10, 0x1210, 0x0610, 0x0a10,
-    0x1210, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00, 0x1200, 0x0600, 0x0a00,
-    0x1200, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x4010, 0x0008,
-];
 
 #[cfg(test)]
 mod tests {
@@ -188,6 +62,18 @@ mod tests {
     /// PMUv3 event numbering (Cortex-A53, A57, X-Gene, ThunderX2; not the Armv7 A8 and A9, whose
     /// names differ) maps `PAPI_TOT_INS` to `INST_RETIRED` and `PAPI_TOT_CYC` to
     /// `CPU_CYCLES`, the native events [`perf_twin`]'s `instructions` and `cycles` count there.
+    /// The HAL's presets (what `counterhal list` and the facade describe) are PAPI 7.0's, with
+    /// PAPI's long description each: oracle, the table generated from Debian's PAPI 7.0
+    /// (papi/tests/side_by_side.rs checks it against the library).
+    #[test]
+    fn the_hal_describes_each_preset_as_papi() {
+        assert_eq!(facade::hal::Preset::ALL.len(), PRESETS.len());
+        for (name, long) in PRESETS.iter().zip(LONG_DESCRIPTIONS) {
+            let preset = facade::hal::Preset::from_name(name).expect(name);
+            assert_eq!(preset.description(), long, "{name}");
+        }
+    }
+
     #[test]
     fn papi_maps_the_twins_to_the_pmuv3_events_on_arm() {
         let Ok(table) = std::fs::read_to_string(PAPI_EVENTS) else {

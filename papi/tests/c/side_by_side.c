@@ -1,5 +1,5 @@
 /* What PAPI 7.0 and counterhal's libpapi must answer alike on any machine: event names and
- * codes, preset descriptions and categories, error codes of misuse, messages, timers.
+ * codes, preset short and long descriptions and categories, error codes of misuse, messages, timers.
  * papi/tests/side_by_side.rs builds it once against Debian's papi.h and libpapi, runs it
  * against Debian's library and, through LD_LIBRARY_PATH, against ours, and compares. */
 #include <stdio.h>
@@ -31,8 +31,9 @@ int main(void) {
         int r1 = PAPI_event_code_to_name(PAPI_PRESET_MASK | i, name);
         int r2 = PAPI_event_name_to_code(name, &back);
         int r3 = PAPI_get_event_info(PAPI_PRESET_MASK | i, &info);
-        printf("preset %#x %s %d %d %#x %d type=%#x\n", PAPI_PRESET_MASK | i, name, r1, r2,
-               (unsigned)back, r3, info.event_type);
+        printf("preset %#x %s %d %d %#x %d type=%#x short=%s long=%s\n", PAPI_PRESET_MASK | i,
+               name, r1, r2, (unsigned)back, r3, info.event_type, info.short_descr,
+               info.long_descr);
     }
     /* Preset codes past the table: PAPI 7.0 has room for PAPI_MAX_PRESET_EVENTS, and
      * answers an empty slot differently from a code past the room. */
