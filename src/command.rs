@@ -280,7 +280,7 @@ impl<G: Group> CountedCommand<G> {
 
     /// One result per event so far (while the command runs, what it has counted up to now).
     pub fn read(&mut self) -> Vec<Result<Reading>> {
-        read_all(&mut self.opened, self.events.len())
+        read_all(&mut self.opened, &self.events)
     }
 
     /// How the command ended, without waiting: `None` while it runs. Once it has ended it is
@@ -313,14 +313,45 @@ impl<G: Group> CountedCommand<G> {
         let exit = self.child.wait()?;
         Ok(CommandCount {
             pid,
-            readings: read_all(&mut self.opened, self.events.len()),
+            readings: read_all(&mut self.opened, &self.events),
             exit,
         })
     }
 }
 
-/// One result per event of `opened`, `n` in all.
-fn read_all<G: Group>(opened: &mut [Opened<G>], n: usize) -> Vec<Result<Reading>> {
+/// The error of event `event` in a set that failed with `e`: `e` named by the event the user
+/// asked for (a preset's failing term is named after the preset), or, where another event
+/// of the set failed, saying that this one was not counted because of it.
+fn attributed(e: &Error, event: &ResolvedEvent) -> Error {
+    let message = e.message();
+    let own = event.terms.iter().any(|t| {
+        message
+            .strip_prefix(t.request.name.as_str())
+            .is_some_and(|rest| rest.starts_with(':'))
+    });
+    let text = if own && message.starts_with(&format!("{}:", event.name)) {
+        return e.clone();
+    } else if own {
+        format!("{}: {message}", event.name)
+    } else {
+        format!(
+            "{}: not counted: another event of its group could not open ({message})",
+            event.name
+        )
+    };
+    let mut error = Error::new(e.kind(), text);
+    if let Some(errno) = e.errno() {
+        error = error.with_errno(errno);
+    }
+    match e.hint() {
+        Some(hint) => error.with_hint(hint),
+        None => error,
+    }
+}
+
+/// One result per event of `opened`, `n` in all (`events` in the same order).
+fn read_all<G: Group>(opened: &mut [Opened<G>], events: &[ResolvedEvent]) -> Vec<Result<Reading>> {
+    let n = events.len();
     let mut readings: Vec<Result<Reading>> = (0..n)
         .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
         .collect();
@@ -337,7 +368,7 @@ fn read_all<G: Group>(opened: &mut [Opened<G>], n: usize) -> Vec<Result<Reading>
             }
             Err(e) => {
                 for &i in indices.iter() {
-                    readings[i] = Err(e.clone());
+                    readings[i] = Err(attributed(&e, &events[i]));
                 }
             }
         }

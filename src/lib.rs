@@ -286,13 +286,15 @@ impl Chosen {
     ///
     /// # Errors
     /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
-    /// [`ErrorKind::NotFound`] for a process or thread that does not exist.
+    /// [`ErrorKind::NotFound`] for a process or thread that does not exist;
+    /// [`ErrorKind::InvalidInput`] for a name given twice (as [`EventSetBuilder::add`]).
     pub fn open_named(
         &self,
         names: &[&str],
         target: &Target,
         options: &OpenOptions,
     ) -> Result<EventSet<AnyGroup>> {
+        set::refuse_duplicates(names)?;
         let events = names
             .iter()
             .map(|name| Backend::resolve(self, name))
@@ -306,7 +308,8 @@ impl Chosen {
     /// ([`Launch::Argv`](counterhal_process::Launch::Argv), the cheaper start).
     ///
     /// # Errors
-    /// As [`Backend::resolve`] for the names, and as [`count_command`].
+    /// As [`Backend::resolve`] for the names, and as [`count_command`];
+    /// [`ErrorKind::InvalidInput`] for a name given twice.
     #[cfg(unix)]
     pub fn count_command(
         &self,
@@ -314,6 +317,7 @@ impl Chosen {
         command: impl Into<counterhal_process::Launch>,
         options: &OpenOptions,
     ) -> Result<CommandCount> {
+        set::refuse_duplicates(names)?;
         let events = names
             .iter()
             .map(|name| Backend::resolve(self, name))

@@ -151,10 +151,7 @@ where
 
     fn add_resolved(&mut self, event: ResolvedEvent) -> Result<usize> {
         if self.events.iter().any(|e| e.name == event.name) {
-            return Err(
-                Error::invalid_input(format!("`{}` is in the set already", event.name))
-                    .with_hint("each event is counted once; read its value as often as needed"),
-            );
+            return Err(already(&event.name));
         }
         let trial = trial_for_add(
             self.backend.capabilities(),
@@ -250,6 +247,22 @@ pub fn query<B: Backend + ?Sized>(backend: &B, name: &str) -> Query {
         event,
         countable,
     }
+}
+
+/// The error of a name given twice to one set.
+fn already(name: &str) -> Error {
+    Error::invalid_input(format!("`{name}` is in the set already"))
+        .with_hint("each event is counted once; read its value as often as needed")
+}
+
+/// Refuses `names` when one is given twice, as [`EventSetBuilder::add`] refuses it.
+pub(crate) fn refuse_duplicates(names: &[&str]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(already(name));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -278,3 +278,85 @@ fn a_command_is_counted_by_name() {
         .unwrap_err();
     assert_eq!(unknown.kind(), ErrorKind::InvalidEvent);
 }
+
+/// When a group of a command's events cannot open, each event's error names that event, and
+/// the others say which event took them down: seventeen breakpoints in one group are more
+/// than any CPU has debug registers for (x86 has 4, Arm64 from 2 to 16; the kernel answers
+/// ENOSPC, as `perf stat -e '{mem:...}'` shows).
+#[cfg(unix)]
+#[test]
+fn a_failed_group_names_each_event_and_the_one_that_failed() {
+    let backend = backend_or_skip!();
+    let breakpoints: Vec<String> = (0..17)
+        .map(|i| format!("mem:{:#x}", 0x1000 + 8 * i))
+        .collect();
+    if backend.resolve(&breakpoints[0]).is_err() {
+        skip!(Need::System, "this backend has no breakpoints");
+    }
+    let mut names = vec!["page-faults"];
+    names.extend(breakpoints.iter().map(String::as_str));
+    let count = backend
+        .count_command(
+            &names,
+            std::process::Command::new("true"),
+            &OpenOptions::grouped(),
+        )
+        .unwrap();
+    let first = count.readings[0].as_ref().unwrap_err().to_string();
+    assert!(first.starts_with("page-faults: not counted"), "{first}");
+    let failed: Vec<String> = count.readings[1..]
+        .iter()
+        .map(|r| r.as_ref().unwrap_err().to_string())
+        .collect();
+    let culprits: Vec<&String> = failed
+        .iter()
+        .filter(|e| !e.contains("not counted"))
+        .collect();
+    assert_eq!(culprits.len(), 1, "{failed:#?}");
+    let culprit = culprits[0].split(':').take(2).collect::<Vec<_>>().join(":");
+    assert!(first.contains(&culprit), "{first} / {culprit}");
+    for (name, error) in names[1..].iter().zip(&failed) {
+        assert!(error.starts_with(&format!("{name}:")), "{name}: {error}");
+    }
+}
+
+/// A name given twice is refused by `open_named` and `count_command` as the builder refuses
+/// it, before anything opens.
+#[test]
+fn a_name_given_twice_is_refused_everywhere() {
+    let backend = backend_or_skip!();
+    let twice = ["page-faults", "task-clock", "page-faults"];
+    let e = backend
+        .open_named(&twice, &Target::this_thread(), &OpenOptions::grouped())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(
+        e.to_string()
+            .contains("`page-faults` is in the set already"),
+        "{e}"
+    );
+    #[cfg(unix)]
+    {
+        let e = backend
+            .count_command(
+                &twice,
+                std::process::Command::new("true"),
+                &OpenOptions::grouped(),
+            )
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    }
+    let mut builder = backend.builder(Target::this_thread(), OpenOptions::grouped());
+    builder.add("page-faults").unwrap();
+    let e = builder.add("page-faults").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        backend
+            .open_named(&twice, &Target::this_thread(), &OpenOptions::grouped())
+            .err()
+            .unwrap()
+            .to_string()
+    );
+}

@@ -393,7 +393,8 @@ impl LinuxBackend {
                 cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
                 member: group_fd.is_some(),
             };
-            map_errno(failure.errno, Operation::Open(attempt), &self.facts).context(&request.name)
+            map_errno(failure.errno, Operation::Open(attempt), &self.facts.now())
+                .context(&request.name)
         })?;
         if let Some(filter) = &encoding.filter {
             tracefs::set_filter(fd.as_fd(), filter).map_err(|e| e.context(&request.name))?;

@@ -50,6 +50,14 @@ impl SystemFacts {
             fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
         }
     }
+
+    /// These facts with what can change while the process runs read again (the paranoid
+    /// level, the open-file limit, the effective user): taken when an open fails, so that its
+    /// hint names the limits of that moment, not those of the probe.
+    #[cfg(target_os = "linux")]
+    pub fn now(&self) -> SystemFacts {
+        SystemFacts::gather(self.hardware_pmu)
+    }
 }
 
 /// What kind of event an attr describes (for the hint).
@@ -158,8 +166,14 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
                 a.pid
             );
         }
-        (_, Some(p)) if p >= 3 => {
-            "this distribution's level 3 forbids every unprivileged use; set it to 2 or lower"
+        // Upstream kernels know levels up to 2 and treat 3 as 2; a patch carried by Debian,
+        // Ubuntu and Android makes 3 forbid every unprivileged open. A refused open that level
+        // 2 allows (user space only, of a task, no tracepoint) shows this kernel has it.
+        (Some(a), Some(p))
+            if p >= 3 && !a.counts_kernel && a.pid != -1 && a.class != EventClass::Tracepoint =>
+        {
+            "this kernel forbids every unprivileged use at 3 (a patch of Debian, Ubuntu and \
+             Android kernels); set it to 2 or lower"
                 .to_string()
         }
         (Some(a), _) if a.cpu >= 0 && a.pid == -1 => {
@@ -177,6 +191,12 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
         _ => "lower it (echo 1 > /proc/sys/kernel/perf_event_paranoid)".to_string(),
     };
     let mut hint = format!("{paranoid}; {needs}; or run with CAP_PERFMON (or as root)");
+    if facts.paranoid.is_some_and(|p| p >= 3) && !needs.contains("at 3") {
+        hint.push_str(
+            "; where the kernel carries the level-3 patch (Debian, Ubuntu, Android) every \
+             unprivileged use needs 2 or lower",
+        );
+    }
     if facts.root {
         hint.push_str(
             "; running as root and still refused: a seccomp filter (containers) or an LSM may \
@@ -559,6 +579,43 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(hint.contains("is 3") && hint.contains("seccomp"), "{hint}");
+
+        // Level 3 (oracle: the kernel's perf_event_open checks, kernel/events/core.c, where
+        // upstream treats any level above 1 as 2, and the level-3 patch of Debian's kernel,
+        // debian/patches/features/all/security-perf-allow-further-restriction-of-perf_event_open.patch):
+        // a refused user-space open of a task shows the patch; an open counting the kernel is
+        // refused at 2 already, and the hint says both.
+        let mut user = open(EventClass::Software);
+        user.counts_kernel = false;
+        let hint = map_errno(libc::EACCES, Operation::Open(user), &facts(3, true, false))
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.contains("forbids every unprivileged use at 3"),
+            "{hint}"
+        );
+        let hint = map_errno(
+            libc::EACCES,
+            Operation::Open(open(EventClass::Software)),
+            &facts(3, true, false),
+        )
+        .hint()
+        .unwrap()
+        .to_string();
+        assert!(
+            hint.contains(":u modifier") && hint.contains("level-3 patch"),
+            "{hint}"
+        );
+        let hint = map_errno(
+            libc::EACCES,
+            Operation::Open(open(EventClass::Software)),
+            &facts(2, true, false),
+        )
+        .hint()
+        .unwrap()
+        .to_string();
+        assert!(!hint.contains("level-3"), "{hint}");
 
         let unknown = SystemFacts {
             paranoid: None,

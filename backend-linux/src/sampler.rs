@@ -165,7 +165,7 @@ impl LinuxBackend {
                     cpu_online: None,
                     member: !leader,
                 };
-                map_errno(failure.errno, Operation::Open(attempt), self.facts())
+                map_errno(failure.errno, Operation::Open(attempt), &self.facts().now())
                     .context(&request.name)
             })?;
             if let Some(filter) = &encoding.filter {

@@ -815,3 +815,57 @@ fn ungrouped_events_are_enabled_for_nearly_the_same_time() {
     assert!(longest > 0, "{readings:?}");
     assert!(spread * 100 <= longest, "enabled times {enabled:?}");
 }
+
+/// The open-file limit a failed open names is the limit when it failed, not at the probe: this
+/// test runs itself again in a child, which probes, has its soft RLIMIT_NOFILE lowered to 40
+/// by util-linux's prlimit (the oracle of the limit set), then opens until the kernel answers
+/// EMFILE.
+#[test]
+fn the_open_file_hint_names_the_limit_of_the_failed_open() {
+    const CHILD: &str = "COUNTERHAL_TEST_FD_LIMIT_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let linux = backend();
+        let status = std::process::Command::new("prlimit")
+            .arg(format!("--pid={}", std::process::id()))
+            .arg("--nofile=40:")
+            .status()
+            .expect("prlimit runs");
+        assert!(status.success());
+        let requests = requests(&linux, &["page-faults"]);
+        let mut held = Vec::new();
+        let error = loop {
+            match linux.open(&requests, &Target::this_thread(), &OpenOptions::grouped()) {
+                Ok(group) => held.push(group),
+                Err(e) => break e,
+            }
+            assert!(held.len() < 100, "the limit of 40 was not applied");
+        };
+        assert_eq!(error.kind(), ErrorKind::LimitReached, "{error}");
+        let hint = error.hint().unwrap_or_default();
+        assert!(hint.contains("is 40"), "{hint}");
+        println!("child-ok");
+        return;
+    }
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip!(Need::Tools, "prlimit (util-linux) is not installed");
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_open_file_hint_names_the_limit_of_the_failed_open",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("child-ok"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

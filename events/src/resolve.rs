@@ -355,10 +355,16 @@ impl<'a> Resolver<'a> {
         let mut modifiers = spec.modifiers;
         for part in &spec.unit_masks {
             if !modifiers.apply_group(part)? {
+                let kind = match generalized {
+                    GeneralizedEvent::Software(_) => "a software event",
+                    GeneralizedEvent::Hardware(_) => "a generalized hardware event",
+                    GeneralizedEvent::Cache(_) => "a generalized cache event",
+                    GeneralizedEvent::Preset(_) => "a preset",
+                };
                 return Err(err(
                     EventErrorKind::UnitMaskInvalid,
                     format!(
-                        "`{generalized}` is a generalized event and takes no unit mask `{part}`; modifiers are u, k, h, H, G and p, pp, ppp, P"
+                        "`{generalized}` is {kind} and takes no unit mask `{part}`; modifiers are u, k, h, H, G and p, pp, ppp, P"
                     ),
                 ));
             }
@@ -514,6 +520,22 @@ pub(crate) mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A unit mask on a generalized event names what kind of event it is: perf's own
+    /// classes (oracle: perf's `perf list`, which lists task-clock under "Software event",
+    /// cycles under "Hardware event" and L1-dcache-loads under "Hardware cache event").
+    #[test]
+    fn a_unit_mask_on_a_generalized_event_names_its_kind() {
+        let db = Database::shipped().unwrap();
+        for (name, kind) in [
+            ("task-clock:foo", "is a software event"),
+            ("cycles:foo", "is a generalized hardware event"),
+            ("L1-dcache-loads:foo", "is a generalized cache event"),
+        ] {
+            let e = db.resolve(Some("skl"), name, &X86).unwrap_err();
+            assert!(e.to_string().contains(kind), "{name}: {e}");
+        }
     }
 
     #[test]

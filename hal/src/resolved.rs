@@ -104,30 +104,50 @@ impl ResolvedEvent {
                 .iter()
                 .map(|t| (t.sign, t.factor))
                 .zip(readings.iter()),
+            Times::Longest,
         )
     }
 }
 
 /// The sum of readings of the same event in several places (threads, CPUs) as one reading,
 /// each scaled on its own first, as [`ResolvedEvent::combine`] adds terms: the estimate is
-/// the sum of the estimates, and the running share the smallest among those that ran.
+/// the sum of the estimates; `time_enabled` is the sum of the enabled times, as `perf stat`
+/// sums a counter's enabled and running times over CPUs and threads; `time_running` is that
+/// sum times the smallest running share among the readings that ran, so that
+/// [`Reading::scaled`] gives the summed estimate and a share below 1 says that some place was
+/// multiplexed.
 pub fn sum_readings(readings: &[Reading]) -> Reading {
     match readings {
         [one] => *one,
-        _ => signed_sum(readings.iter().map(|r| ((Sign::Plus, 1), r))),
+        _ => signed_sum(readings.iter().map(|r| ((Sign::Plus, 1), r)), Times::Summed),
     }
 }
 
+/// How the enabled times of readings added together combine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Times {
+    /// Terms of one event counted over the same time: the longest.
+    Longest,
+    /// One event counted in several places: the sum.
+    Summed,
+}
+
 /// Adds and subtracts the readings' estimates, each times its factor (clamped to
-/// `0..=u64::MAX`), into one reading that carries the longest enabled time and the smallest
-/// running share of those that ran.
-fn signed_sum<'r>(readings: impl Iterator<Item = ((Sign, u32), &'r Reading)>) -> Reading {
+/// `0..=u64::MAX`), into one reading that carries the enabled times as `times` says and the
+/// smallest running share of those that ran.
+fn signed_sum<'r>(
+    readings: impl Iterator<Item = ((Sign, u32), &'r Reading)>,
+    times: Times,
+) -> Reading {
     let mut estimate: i128 = 0;
-    let mut time_enabled = 0;
+    let mut time_enabled: u64 = 0;
     // The smallest running share among the readings that ran, as running / enabled.
     let mut share: Option<(u64, u64)> = None;
     for ((sign, factor), reading) in readings {
-        time_enabled = time_enabled.max(reading.time_enabled);
+        time_enabled = match times {
+            Times::Longest => time_enabled.max(reading.time_enabled),
+            Times::Summed => time_enabled.saturating_add(reading.time_enabled),
+        };
         let Some(scaled) = reading.scaled() else {
             continue;
         };
@@ -410,6 +430,19 @@ mod tests {
             factor: 1,
             request: EventRequest::new(name, Encoding::Perf(PerfAttr::new(1, 0))),
         }
+    }
+
+    /// A counter summed over places carries the sum of their enabled times, as perf sums a
+    /// counter's `ena` and `run` over CPUs and threads (oracle: tools/perf/util/stat.c,
+    /// `process_counter_values` of Linux 6.12), and scales to the sum of the estimates.
+    #[test]
+    fn a_sum_over_places_carries_the_summed_enabled_time() {
+        let sum = sum_readings(&[Reading::new(100, 10, 10), Reading::new(50, 20, 10)]);
+        assert_eq!(sum.time_enabled, 30);
+        assert_eq!(sum.scaled(), Some(200));
+        assert_eq!(sum.time_running, 15);
+        let whole = sum_readings(&[Reading::new(7, 4, 4), Reading::new(5, 6, 6)]);
+        assert_eq!(whole, Reading::new(12, 10, 10));
     }
 
     #[test]
