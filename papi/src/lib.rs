@@ -16,6 +16,8 @@ pub mod preset_table;
 pub mod presets;
 pub mod profile;
 pub mod rates;
+pub mod sde;
+pub mod sde_watch;
 pub mod set_options;
 pub mod sets;
 #[allow(unsafe_code)]

@@ -86,6 +86,11 @@ pub struct PapiSet {
     pub samplers: Vec<Sampled>,
     /// The buffer a read fills, sized at the start (reads allocate nothing).
     pub readings: Vec<facade::hal::Reading>,
+    /// In a set of the `sde` component, libsde's id of each event's counter, in order.
+    pub sde_counters: Vec<u32>,
+    /// In a set of the `sde` component, the counts of its last stop (what reads of a stopped
+    /// set give, as PAPI keeps them).
+    pub sde_values: Vec<i64>,
 }
 
 /// The sampler of one of a set's overflowing events. The event's count is the sampler's own
@@ -209,7 +214,12 @@ pub struct Library {
     pub preset_names: HashMap<usize, String>,
     /// Component 0's description.
     pub component: Box<ComponentInfo>,
+    /// The `sde` component's description (component [`SDE_COMPONENT`]).
+    pub sde_component: Box<ComponentInfo>,
 }
+
+/// The index of the `sde` component (software-defined events), after the backend's.
+pub const SDE_COMPONENT: i32 = 1;
 
 static LIBRARY: Mutex<Option<Library>> = Mutex::new(None);
 
@@ -320,6 +330,7 @@ pub fn library_init(version: i32) -> i32 {
         preset_usable: HashMap::new(),
         preset_names: HashMap::new(),
         component,
+        sde_component: Box::new(component_info()),
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     VER_CURRENT
@@ -386,7 +397,9 @@ fn hardware_counters(chosen: &Chosen) -> u32 {
     }
 }
 
-fn component_info() -> ComponentInfo {
+/// A component's description with every field empty but the defaults of component 0
+/// (user domain, the calling thread).
+pub fn component_info() -> ComponentInfo {
     ComponentInfo {
         name: [0; info::MAX_STR],
         short_name: [0; info::MIN_STR],
@@ -421,9 +434,13 @@ pub fn shutdown() {
 }
 
 /// Component 0's description (a pointer stable while the library is initialised; before
-/// initialisation, the description `PAPI_disable_component` callers read), or NULL for any
-/// other component.
+/// initialisation, the description `PAPI_disable_component` callers read), the `sde`
+/// component's once initialised, or NULL for any other component.
 pub fn component(cidx: i32) -> *const ComponentInfo {
+    if cidx == SDE_COMPONENT {
+        return with(|library| Ok(&*library.sde_component as *const ComponentInfo))
+            .unwrap_or(std::ptr::null());
+    }
     if cidx != 0 {
         return std::ptr::null();
     }

@@ -23,6 +23,9 @@ pub struct Native {
     pub description: String,
     /// Where its set must run (`perf::` qualifiers `pinned`, `excl`, `cpu`).
     pub placement: Placement,
+    /// libsde's id of the counter, for an event of the `sde` component
+    /// (`sde:::LIBRARY::COUNTER`); `None` for the backend's events.
+    pub sde: Option<u32>,
 }
 
 /// Whether a backend name gives its privilege levels itself (`u`, `k`, `h` in any form):
@@ -115,6 +118,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                     .map_or_else(|| event.name.to_string(), |n| n.backend_name),
                 description: event.description.to_string(),
                 placement: Placement::default(),
+                sde: None,
             });
         }
     } else {
@@ -131,6 +135,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                     backend_name: perf,
                     description: description.to_string(),
                     placement: Placement::default(),
+                    sde: None,
                 });
             }
         }
@@ -150,6 +155,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 backend_name: event.name.clone(),
                 description: event.description.clone(),
                 placement: Placement::default(),
+                sde: None,
             });
         }
     }

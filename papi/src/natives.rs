@@ -24,6 +24,9 @@ pub fn name_to_code(name: &str) -> Result<i32, i32> {
 }
 
 fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
+    if let Some(rest) = crate::sde::strip(name) {
+        return crate::sde::code_of(library, rest);
+    }
     if library.component.disabled != 0 {
         return Err(ENOEVNT);
     }
@@ -67,6 +70,7 @@ fn register(
         backend_name,
         description: names::describe(&library.chosen, name),
         placement,
+        sde: None,
     });
     names::native_code(library.natives.len() - 1)
 }
@@ -252,6 +256,9 @@ pub fn query_event(code: i32) -> i32 {
     result.unwrap_or_else(|e| e)
 }
 
+/// The user-defined bit of an event code (`PAPI_UE_MASK`).
+const USER_DEFINED_MASK: u32 = 0x2000_0000;
+
 /// `PAPI_get_event_info`.
 pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
     with(|library| {
@@ -290,8 +297,14 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 let native = library.natives.get(i).ok_or(ENOEVNT)?;
                 set_str(&mut info.symbol, &native.name);
                 set_str(&mut info.long_descr, &native.description);
+                if native.sde.is_some() {
+                    crate::sde::describe(native, &mut info);
+                }
             }
             None if is_preset_code(code) => return Err(empty_preset_slot(code)),
+            // PAPI 7.0: a code of no kind (neither preset, native nor user-defined) is
+            // `PAPI_ENOTPRESET`, as for code 0, which a tool asks about when a name had none.
+            None if code as u32 & USER_DEFINED_MASK == 0 => return Err(ENOTPRESET),
             None => return Err(ENOEVNT),
         }
         Ok(info)
@@ -301,6 +314,9 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
 /// `PAPI_enum_cmp_event` (and `PAPI_enum_event` for component 0): the next code after
 /// `code` under `modifier`, or `None` at the end.
 pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
+    if cidx == crate::sde::CIDX {
+        return with(|library| crate::sde::enumerate(library, code, modifier));
+    }
     if cidx != 0 {
         return Err(ENOCMP);
     }

@@ -29,6 +29,8 @@ pub fn create_eventset() -> Result<i32, i32> {
             overflows: Vec::new(),
             samplers: Vec::new(),
             readings: Vec::new(),
+            sde_counters: Vec::new(),
+            sde_values: Vec::new(),
         };
         library.sets.push(Some(set));
         Ok((library.sets.len() - 1) as i32)
@@ -39,6 +41,14 @@ pub fn create_eventset() -> Result<i32, i32> {
 /// once), so that the set holds only what counts together.
 pub fn add_event(handle: i32, code: i32) -> i32 {
     let result = with(|library| {
+        if let Some(id) = crate::sde::counter_of(library, code) {
+            let set = usize::try_from(handle)
+                .ok()
+                .and_then(|i| library.sets.get_mut(i))
+                .and_then(Option::as_mut)
+                .ok_or(ENOEVST)?;
+            return crate::sde::add(set, code, id);
+        }
         let name = crate::natives::backend_name_of(library, code)?;
         let placement = crate::natives::placement_of(library, code);
         if library.component.disabled != 0 {
@@ -51,6 +61,10 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
             .ok_or(ENOEVST)?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
+        }
+        // A set holds one component's events (PAPI 7.0: PAPI_EINVAL).
+        if crate::sde::owns(set) {
+            return Err(EINVAL);
         }
         if set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ECNFLCT);
@@ -137,8 +151,13 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
             .position(|(c, _, _)| *c == code)
             .ok_or(EINVAL)?;
         set.events.remove(at);
+        if at < set.sde_counters.len() {
+            set.sde_counters.remove(at);
+            set.sde_values.clear();
+        }
         set.forget_counters();
         if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
+            crate::sde_watch::forget(set.overflows[o].slot);
             crate::overflow::free_slot(set.overflows[o].slot);
             set.overflows.remove(o);
         }
@@ -154,9 +173,12 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
             return Err(EISRUN);
         }
         set.events.clear();
+        set.sde_counters.clear();
+        set.sde_values.clear();
         set.forget_counters();
         set.state &= !(MULTIPLEXING | OVERFLOWING);
         for spec in set.overflows.drain(..) {
+            crate::sde_watch::forget(spec.slot);
             crate::overflow::free_slot(spec.slot);
         }
         Ok(OK)
@@ -227,6 +249,9 @@ pub fn assign_component(handle: i32) -> i32 {
 pub fn start(handle: i32) -> i32 {
     with_set(handle, |chosen, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            return crate::sde::start(handle, set);
+        }
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
@@ -300,6 +325,9 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            return crate::sde::read_each(set, &mut put);
+        }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
             return Ok(OK);
@@ -327,6 +355,9 @@ fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
 pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            return crate::sde::stop(handle, set);
+        }
         if set.state & RUNNING == 0 {
             return Err(ENOTRUN);
         }
@@ -344,6 +375,11 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
 pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            let mut values = vec![0; set.events.len()];
+            crate::sde::read_each(set, |i, v| values[i] = v)?;
+            return Ok(values);
+        }
         if set.group.is_none() {
             // Never started: PAPI reads zeros.
             return Ok(vec![0; set.events.len()]);
@@ -356,6 +392,9 @@ pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
 pub fn reset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            return crate::sde::reset(set);
+        }
         reset_counters(set)?;
         Ok(OK)
     })
@@ -367,6 +406,9 @@ pub fn reset(handle: i32) -> i32 {
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
+        if crate::sde::owns(set) {
+            return crate::sde::accum_each(set, &mut put);
+        }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
             return Ok(OK);
@@ -376,6 +418,25 @@ pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
+}
+
+/// How many values `PAPI_write` takes for set `handle`: as PAPI 7.0 checks, `PAPI_ENOEVST`
+/// for no set and `PAPI_ENOCMP` for one tied to no component; a set of the `sde` component
+/// takes a value per event; the backend's counters cannot be written (`PAPI_ENOSUPP`).
+pub fn write_count(handle: i32) -> Result<usize, i32> {
+    with_set(handle, |_, set| {
+        set.assigned()?;
+        if crate::sde::owns(set) {
+            Ok(set.events.len())
+        } else {
+            Err(crate::codes::ENOSUPP)
+        }
+    })
+}
+
+/// `PAPI_write` on a set [`write_count`] accepted, with its values.
+pub fn write(handle: i32, values: &[i64]) -> i32 {
+    with_set(handle, |_, set| crate::sde::write(set, values)).unwrap_or_else(|e| e)
 }
 
 /// `PAPI_num_events`.
@@ -473,13 +534,18 @@ pub fn overflow(
         if threshold < 0 {
             return Err(EINVAL);
         }
+        let sde = crate::sde::owns(set);
         if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
+            crate::sde_watch::forget(set.overflows[at].slot);
             crate::overflow::free_slot(set.overflows[at].slot);
             set.overflows.remove(at);
             // Its sampler (kept after a stop for the counts) goes with it.
             set.samplers.clear();
         }
         if threshold == 0 {
+            if sde {
+                crate::sde::overflow(handle, set, index, 0, None);
+            }
             if set.overflows.is_empty() {
                 set.state &= !OVERFLOWING;
             }
@@ -488,11 +554,18 @@ pub fn overflow(
         if handler == 0 {
             return Err(EINVAL);
         }
-        if !chosen.backend.dyn_capabilities().sampling {
+        if !sde && !chosen.backend.dyn_capabilities().sampling {
             return Err(crate::codes::ENOSUPP);
         }
         let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
             .ok_or(crate::codes::ECOUNT)?;
+        if sde {
+            let status = crate::sde::overflow(handle, set, index, threshold, Some(slot));
+            if status != OK {
+                crate::overflow::free_slot(slot);
+                return Err(status);
+            }
+        }
         // Before any start: the first start's own call already holds the signal back.
         crate::sys::signals::armed();
         set.overflows.push(crate::overflow::Spec {

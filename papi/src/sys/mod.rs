@@ -8,7 +8,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_longlong};
 
-use crate::codes::{EINVAL, ENOSUPP, OK};
+use crate::codes::{EINVAL, OK};
 use crate::{library, sets};
 
 mod fortran;
@@ -16,6 +16,7 @@ mod hl;
 mod info;
 mod options;
 mod profile;
+pub(crate) mod sde;
 pub(crate) mod signals;
 mod threads;
 
@@ -91,6 +92,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     let result = library::library_init(version);
     if result == library::VER_CURRENT {
         threads::know_this_thread();
+        crate::sde::init();
     }
     result
 }
@@ -98,6 +100,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
 /// `PAPI_shutdown`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_shutdown() {
+    crate::sde::shutdown();
     library::shutdown();
     threads::forget_threads();
 }
@@ -344,13 +347,23 @@ pub extern "C" fn PAPI_reset(event_set: c_int) -> c_int {
     sets::reset(event_set)
 }
 
-/// `PAPI_write`: counters cannot be written here.
+/// `PAPI_write`: the counters of a set of the `sde` component take `values`; the backend's
+/// cannot be written here (`PAPI_ENOSUPP`).
 ///
 /// # Safety
-/// Reads nothing.
+/// `values` is NULL or holds a value per event of the set.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_write(_event_set: c_int, _values: *mut c_longlong) -> c_int {
-    ENOSUPP
+pub unsafe extern "C" fn PAPI_write(event_set: c_int, values: *mut c_longlong) -> c_int {
+    let count = match sets::write_count(event_set) {
+        Ok(count) => count,
+        Err(e) => return e,
+    };
+    if values.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL, with a value per event of the set (the caller's promise).
+    let values = unsafe { std::slice::from_raw_parts(values, count) };
+    sets::write(event_set, values)
 }
 
 /// `PAPI_num_events`.

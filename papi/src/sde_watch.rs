@@ -1,0 +1,79 @@
+//! The overflow of software-defined counters a library creates (`papi_sde_create_counter`):
+//! libsde tells libpapi each new value of such a counter (`papi_sde_inc_counter` calls
+//! `papi_sde_check_overflow_status`), and the set that overflows on it calls its handler when
+//! the value passes the next multiple of the threshold, as PAPI 7.0's `sde` component does
+//! (src/components/sde/sde.c). The watches are kept apart from the library's lock: libsde
+//! calls in holding its own lock, which a library call may be waiting for.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+/// One counter a set overflows on.
+struct Watch {
+    /// The set's handle.
+    set: i32,
+    /// libsde's id of the counter.
+    counter: u32,
+    /// Counts per overflow.
+    threshold: i64,
+    /// The value past which the handler is called next: the threshold at first, then the
+    /// next multiple of it above the value that overflowed (PAPI 7.0's `deadline`).
+    deadline: i64,
+    /// The overflow slot holding the set's handler and the event's bit.
+    slot: usize,
+    /// The thread that started the set, while it runs: only its increments count, as
+    /// PAPI 7.0 looks at the running set of the incrementing thread.
+    running: Option<ThreadId>,
+}
+
+static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
+
+fn watches() -> MutexGuard<'static, Vec<Watch>> {
+    WATCHES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Set `set` overflows on `counter` every `threshold` counts, calling the handler of `slot`.
+pub fn watch(set: i32, counter: u32, threshold: i64, slot: usize) {
+    let mut watches = watches();
+    watches.retain(|w| w.slot != slot);
+    watches.push(Watch {
+        set,
+        counter,
+        threshold,
+        deadline: threshold,
+        slot,
+        running: None,
+    });
+}
+
+/// The watch of overflow slot `slot` ends (its overflow was turned off or its event removed).
+pub fn forget(slot: usize) {
+    watches().retain(|w| w.slot != slot);
+}
+
+/// Set `set` starts (on this thread) or stops.
+pub fn run(set: i32, running: bool) {
+    let thread = running.then(|| std::thread::current().id());
+    for w in watches().iter_mut().filter(|w| w.set == set) {
+        w.running = thread;
+    }
+}
+
+/// Whether counter `counter`, now at `latest` on this thread, overflows a running set: its
+/// handler, the set and the overflow vector, the deadline moved past `latest`.
+pub fn overflowed(counter: u32, latest: i64) -> Option<(usize, i32, i64)> {
+    let thread = std::thread::current().id();
+    let mut watches = watches();
+    let w = watches
+        .iter_mut()
+        .find(|w| w.counter == counter && w.running == Some(thread))?;
+    if latest <= w.deadline || w.threshold <= 0 {
+        return None;
+    }
+    // The next multiple of the threshold, so that no error adds up.
+    w.deadline = w.threshold * (latest / w.threshold) + w.threshold;
+    let slot = crate::overflow::TABLE.get(w.slot)?;
+    let handler = slot.handler.load(Ordering::Acquire);
+    (handler != 0).then(|| (handler, w.set, slot.vector.load(Ordering::Acquire)))
+}
