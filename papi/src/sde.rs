@@ -204,6 +204,21 @@ pub fn add(set: &mut PapiSet, code: i32, id: u32) -> Result<i32, i32> {
     Ok(OK)
 }
 
+/// `PAPI_assign_eventset_component(set, CIDX)`: ties an empty set to this component (user
+/// domain, thread granularity); as PAPI 7.0, a set tied already is `PAPI_EINVAL`.
+pub fn assign(handle: i32) -> i32 {
+    crate::library::with_set(handle, |_, set| {
+        if set.component >= 0 {
+            return Err(EINVAL);
+        }
+        set.component = CIDX;
+        set.domain = DOM_USER;
+        set.granularity = GRN_THR;
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
 /// Whether `set` counts this component's events.
 pub fn owns(set: &PapiSet) -> bool {
     set.component == CIDX
