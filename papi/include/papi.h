@@ -3,9 +3,14 @@
  * papi/tests/abi.rs compiles a program that checks every value, size and offset here against
  * an installed PAPI 7.0 papi.h. README.md says which functions count and which return
  * PAPI_ENOSUPP. */
-#ifndef COUNTERHAL_PAPI_H
-#define COUNTERHAL_PAPI_H
+/* The guard is the one PAPI's header has, so code that tests for it finds it. */
+#ifndef _PAPI
+#define _PAPI
 
+/* As PAPI's header: the types (pid_t, caddr_t) and limits (SHRT_MAX, PATH_MAX) a PAPI
+ * program may use without including them itself. */
+#include <sys/types.h>
+#include <limits.h>
 #include <signal.h>
 #include "papiStdEventDefs.h"
 
@@ -651,6 +656,107 @@ int PAPI_hl_region_end(const char *region);
 int PAPI_hl_stop(void);
 
 int PAPI_num_hwctrs(void);
+
+/* The device interface (PAPI 7.0's sysdetect component): device types, each with a vendor and
+ * a count of devices, and each device's attributes. The values are PAPI 7.0's. */
+typedef enum {
+    PAPI_DEV_TYPE_ID__CPU = 0,
+    PAPI_DEV_TYPE_ID__CUDA = 1,
+    PAPI_DEV_TYPE_ID__ROCM = 2,
+    PAPI_DEV_TYPE_ID__MAX_NUM = 3
+} PAPI_dev_type_id_e;
+
+/* PAPI_enum_dev_type's modifier: FIRST restarts; otherwise a mask of device types. */
+enum {
+    PAPI_DEV_TYPE_ENUM__FIRST = 0,
+    PAPI_DEV_TYPE_ENUM__CPU = 1 << PAPI_DEV_TYPE_ID__CPU,
+    PAPI_DEV_TYPE_ENUM__CUDA = 1 << PAPI_DEV_TYPE_ID__CUDA,
+    PAPI_DEV_TYPE_ENUM__ROCM = 1 << PAPI_DEV_TYPE_ID__ROCM,
+    PAPI_DEV_TYPE_ENUM__ALL = (1 << PAPI_DEV_TYPE_ID__MAX_NUM) - 1
+};
+
+/* A device type's attributes: INT ones are written as int, CHAR ones as const char *. */
+typedef enum {
+    PAPI_DEV_TYPE_ATTR__INT_PAPI_ID = 0,
+    PAPI_DEV_TYPE_ATTR__INT_VENDOR_ID = 1,
+    PAPI_DEV_TYPE_ATTR__CHAR_NAME = 2,
+    PAPI_DEV_TYPE_ATTR__INT_COUNT = 3,
+    PAPI_DEV_TYPE_ATTR__CHAR_STATUS = 4
+} PAPI_dev_type_attr_e;
+
+/* A device's attributes, PAPI_DEV_ATTR__<DEVICE>_<TYPE>_<NAME>: UINT as unsigned int, ULONG as
+ * unsigned long, CHAR as const char *. */
+typedef enum {
+    PAPI_DEV_ATTR__CPU_CHAR_NAME = 0,
+    PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_SIZE = 1,
+    PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_SIZE = 2,
+    PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_SIZE = 3,
+    PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_SIZE = 4,
+    PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_LINE_SIZE = 5,
+    PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_LINE_SIZE = 6,
+    PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_LINE_SIZE = 7,
+    PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_LINE_SIZE = 8,
+    PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_LINE_COUNT = 9,
+    PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_LINE_COUNT = 10,
+    PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_LINE_COUNT = 11,
+    PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_LINE_COUNT = 12,
+    PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_ASSOC = 13,
+    PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_ASSOC = 14,
+    PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_ASSOC = 15,
+    PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_ASSOC = 16,
+    PAPI_DEV_ATTR__CPU_UINT_SOCKET_COUNT = 17,
+    PAPI_DEV_ATTR__CPU_UINT_NUMA_COUNT = 18,
+    PAPI_DEV_ATTR__CPU_UINT_CORE_COUNT = 19,
+    PAPI_DEV_ATTR__CPU_UINT_THREAD_COUNT = 20,
+    PAPI_DEV_ATTR__CPU_UINT_FAMILY = 21,
+    PAPI_DEV_ATTR__CPU_UINT_MODEL = 22,
+    PAPI_DEV_ATTR__CPU_UINT_STEPPING = 23,
+    PAPI_DEV_ATTR__CPU_UINT_NUMA_MEM_SIZE = 24,
+    PAPI_DEV_ATTR__CPU_UINT_THR_NUMA_AFFINITY = 25,
+    PAPI_DEV_ATTR__CPU_UINT_THR_PER_NUMA = 26,
+    PAPI_DEV_ATTR__CUDA_ULONG_UID = 27,
+    PAPI_DEV_ATTR__CUDA_CHAR_DEVICE_NAME = 28,
+    PAPI_DEV_ATTR__CUDA_UINT_WARP_SIZE = 29,
+    PAPI_DEV_ATTR__CUDA_UINT_SHM_PER_BLK = 30,
+    PAPI_DEV_ATTR__CUDA_UINT_SHM_PER_SM = 31,
+    PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_X = 32,
+    PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_Y = 33,
+    PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_Z = 34,
+    PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_X = 35,
+    PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_Y = 36,
+    PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_Z = 37,
+    PAPI_DEV_ATTR__CUDA_UINT_THR_PER_BLK = 38,
+    PAPI_DEV_ATTR__CUDA_UINT_SM_COUNT = 39,
+    PAPI_DEV_ATTR__CUDA_UINT_MULTI_KERNEL = 40,
+    PAPI_DEV_ATTR__CUDA_UINT_MAP_HOST_MEM = 41,
+    PAPI_DEV_ATTR__CUDA_UINT_MEMCPY_OVERLAP = 42,
+    PAPI_DEV_ATTR__CUDA_UINT_UNIFIED_ADDR = 43,
+    PAPI_DEV_ATTR__CUDA_UINT_MANAGED_MEM = 44,
+    PAPI_DEV_ATTR__CUDA_UINT_COMP_CAP_MAJOR = 45,
+    PAPI_DEV_ATTR__CUDA_UINT_COMP_CAP_MINOR = 46,
+    PAPI_DEV_ATTR__CUDA_UINT_BLK_PER_SM = 47,
+    PAPI_DEV_ATTR__ROCM_ULONG_UID = 48,
+    PAPI_DEV_ATTR__ROCM_CHAR_DEVICE_NAME = 49,
+    PAPI_DEV_ATTR__ROCM_UINT_WAVEFRONT_SIZE = 50,
+    PAPI_DEV_ATTR__ROCM_UINT_WORKGROUP_SIZE = 51,
+    PAPI_DEV_ATTR__ROCM_UINT_WAVE_PER_CU = 52,
+    PAPI_DEV_ATTR__ROCM_UINT_SHM_PER_WG = 53,
+    PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_X = 54,
+    PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_Y = 55,
+    PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_Z = 56,
+    PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_X = 57,
+    PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_Y = 58,
+    PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_Z = 59,
+    PAPI_DEV_ATTR__ROCM_UINT_CU_COUNT = 60,
+    PAPI_DEV_ATTR__ROCM_UINT_SIMD_PER_CU = 61,
+    PAPI_DEV_ATTR__ROCM_UINT_COMP_CAP_MAJOR = 62,
+    PAPI_DEV_ATTR__ROCM_UINT_COMP_CAP_MINOR = 63
+} PAPI_dev_attr_e;
+
+int PAPI_enum_dev_type(int enum_modifier, void **handle);
+int PAPI_get_dev_type_attr(void *handle, PAPI_dev_type_attr_e attr, void *value);
+int PAPI_get_dev_attr(void *handle, int id, PAPI_dev_attr_e attr, void *value);
+
 #define PAPI_COMPONENT_INDEX(a) PAPI_get_event_component(a)
 #define PAPI_descr_error(a) PAPI_strerror(a)
 

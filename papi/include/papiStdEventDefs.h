@@ -1,8 +1,9 @@
 /* counterhal's papiStdEventDefs.h: PAPI 7.0's preset event codes (0x80000000 | index),
  * written from the ABI facts in PAPI 7.0's interface; the same list, in the same order, is
  * papi/src/presets.rs. papi/tests/abi.rs checks each value against an installed PAPI 7.0. */
-#ifndef COUNTERHAL_PAPI_STD_EVENT_DEFS_H
-#define COUNTERHAL_PAPI_STD_EVENT_DEFS_H
+/* The guard is the one PAPI's header has, so code that tests for it finds it. */
+#ifndef _PAPISTDEVENTDEFS
+#define _PAPISTDEVENTDEFS
 
 #define PAPI_PRESET_MASK     ((int)0x80000000)
 #define PAPI_NATIVE_MASK     ((int)0x40000000)
@@ -239,5 +240,7 @@ enum {
 #define PAPI_VEC_SP (PAPI_VEC_SP_idx | PAPI_PRESET_MASK)
 #define PAPI_VEC_DP (PAPI_VEC_DP_idx | PAPI_PRESET_MASK)
 #define PAPI_REF_CYC (PAPI_REF_CYC_idx | PAPI_PRESET_MASK)
+/* One past the last preset: the end of the preset codes. */
+#define PAPI_END (PAPI_END_idx | PAPI_PRESET_MASK)
 
 #endif

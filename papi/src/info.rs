@@ -230,11 +230,35 @@ fn arm_vendor(implementer: u32) -> (i32, &'static str) {
     }
 }
 
-/// This machine's hardware facts (from /proc/cpuinfo and the CPUs online).
+/// This machine's hardware facts: /proc/cpuinfo, sysfs's topology ([`crate::topology`]), the
+/// memory hierarchy and the hypervisor ([`crate::memory`]), as PAPI 7.0 gathers them.
 pub fn hardware() -> HwInfo {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i32);
+    let topology = crate::topology::this_machine();
+    let cpus = match topology.cpus {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get() as i32),
+        n => n,
+    };
     let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let mut info = hardware_from(&text, cpus);
+    if topology.cpus > 0 {
+        apply_topology(&mut info, &topology);
+    }
+    match crate::sys::cpuid::cpuid(0, 0) {
+        Some(_) => {
+            let cpuid = |leaf, subleaf| crate::sys::cpuid::cpuid(leaf, subleaf).unwrap_or_default();
+            info.mem_hierarchy = crate::memory::from_cpuid(&cpuid);
+            let hypervisor = crate::memory::hypervisor(&cpuid);
+            info.virtualized = i32::from(hypervisor.is_some());
+            set_str(
+                &mut info.virtual_vendor_string,
+                hypervisor.as_deref().unwrap_or("none"),
+            );
+        }
+        None => {
+            let cpu0 = std::path::Path::new("/sys/devices/system/cpu/cpu0");
+            info.mem_hierarchy = crate::memory::from_sysfs(cpu0);
+        }
+    }
     // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
     // model as libpfm4 names its PMU; ours names the CPU model counterhal detects.
     if info.model_string[0] == 0
@@ -269,10 +293,7 @@ fn hardware_from(text: &str, cpus: i32) -> HwInfo {
         cpuid_stepping: 0,
         cpu_max_mhz: 0,
         cpu_min_mhz: 0,
-        mem_hierarchy: MemoryHierarchy {
-            levels: 0,
-            level: [[0; 54]; 4],
-        },
+        mem_hierarchy: MemoryHierarchy::empty(),
         virtualized: 0,
         virtual_vendor_string: [0; MAX_STR],
         virtual_vendor_version: [0; MAX_STR],
@@ -337,12 +358,25 @@ fn hardware_from(text: &str, cpus: i32) -> HwInfo {
     info.cpu_min_mhz = mhz as i32;
     info.mhz = mhz;
     info.clock_mhz = mhz as i32;
-    let flags = cpuinfo("flags").unwrap_or_default();
-    if flags.split_whitespace().any(|f| f == "hypervisor") {
-        info.virtualized = 1;
-        set_str(&mut info.virtual_vendor_string, "unknown");
-    }
     info
+}
+
+/// Sets the CPU counts of `info` from sysfs's topology as PAPI 7.0's `_linux_get_system_info`
+/// does: threads per core, cores per socket, NUMA nodes, CPUs per node (all CPUs where there
+/// is one node), sockets.
+fn apply_topology(info: &mut HwInfo, topology: &crate::topology::Topology) {
+    info.totalcpus = topology.cpus;
+    info.threads = topology.threads;
+    info.cores = topology.cores;
+    info.nnodes = topology.nodes;
+    info.ncpu = if topology.nodes > 1 {
+        topology.cpus / topology.nodes
+    } else {
+        topology.cpus
+    };
+    if topology.threads > 0 && topology.cores > 0 {
+        info.sockets = topology.sockets;
+    }
 }
 
 /// The executable's facts: its path (from /proc/self/exe) and name.

@@ -2,9 +2,12 @@
 #![deny(unsafe_code)]
 
 pub mod codes;
+pub mod components;
+pub mod devices;
 pub mod hl;
 pub mod info;
 pub mod library;
+pub mod memory;
 pub mod names;
 pub mod natives;
 pub mod overflow;
@@ -20,5 +23,6 @@ pub mod sde;
 pub mod sde_watch;
 pub mod set_options;
 pub mod sets;
+pub mod topology;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -6,9 +6,12 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use super::{put, text};
-use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, ENOSUPP, OK};
+use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
 use crate::{library, rates, sets};
+
+// The device interface's functions, where the Fortran wrappers call them.
+pub use super::devices::{PAPI_enum_dev_type, PAPI_get_dev_attr, PAPI_get_dev_type_attr};
 
 /// The hardware facts, gathered once.
 pub fn hardware() -> &'static HwInfo {
@@ -136,15 +139,23 @@ pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_in
     OK
 }
 
-/// `PAPI_num_components`: one, the backend.
+/// `PAPI_num_components`: the backend's, `sde` and `sysdetect`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_components() -> c_int {
-    1
+    crate::devices::COMPONENTS
 }
 
-/// `PAPI_get_component_info`: NULL for any component but 0, or before initialisation.
+/// `PAPI_get_component_info`: NULL for a component past the last, or before initialisation
+/// (component 0's description answers before it).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
+    if cidx == crate::devices::CIDX {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return std::ptr::null();
+        }
+        return crate::devices::component_info();
+    }
+    crate::components::fill_component_zero();
     library::component(cidx)
 }
 
@@ -158,16 +169,23 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
     let Some(name) = (unsafe { text(name) }) else {
         return EINVAL;
     };
-    let component = library::component(0);
-    // SAFETY: never NULL for component 0: the description lives while the library is
-    // initialised, and the one before initialisation for the whole process.
-    let own = unsafe { &(*component).name };
-    let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
-    if &own[..len] == name.as_bytes() {
-        0
-    } else {
-        ENOCMP
+    if name == crate::devices::NAME {
+        return crate::devices::CIDX;
     }
+    for cidx in 0..crate::devices::CIDX {
+        let component = library::component(cidx);
+        if component.is_null() {
+            continue;
+        }
+        // SAFETY: checked non-NULL: a description that lives while the library is
+        // initialised (component 0's before initialisation for the whole process).
+        let own = unsafe { &(*component).name };
+        let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
+        if &own[..len] == name.as_bytes() {
+            return cidx;
+        }
+    }
+    ENOCMP
 }
 
 /// `PAPI_get_event_component`: 0 for every event.
@@ -227,9 +245,12 @@ pub unsafe extern "C" fn PAPI_disable_component_by_name(name: *const c_char) -> 
     }
 }
 
-/// `PAPI_num_cmp_hwctrs`.
+/// `PAPI_num_cmp_hwctrs`: none for `sysdetect`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_cmp_hwctrs(cidx: c_int) -> c_int {
+    if cidx == crate::devices::CIDX {
+        return 0;
+    }
     sets::num_counters(cidx)
 }
 
@@ -515,40 +536,4 @@ pub unsafe extern "C" fn PAPI_epc(
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_rate_stop() -> c_int {
     rates::stop()
-}
-
-/// `PAPI_enum_dev_type`: the device interface is not offered yet.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_enum_dev_type(_modifier: c_int, _handle: *mut *mut c_void) -> c_int {
-    ENOSUPP
-}
-
-/// `PAPI_get_dev_type_attr`.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_get_dev_type_attr(
-    _handle: *mut c_void,
-    _attr: c_int,
-    _value: *mut c_void,
-) -> c_int {
-    ENOSUPP
-}
-
-/// `PAPI_get_dev_attr`.
-///
-/// # Safety
-/// Reads nothing.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PAPI_get_dev_attr(
-    _handle: *mut c_void,
-    _id: c_int,
-    _attr: c_int,
-    _value: *mut c_void,
-) -> c_int {
-    ENOSUPP
 }

@@ -11,6 +11,8 @@ use std::ffi::{CStr, c_char, c_int, c_longlong};
 use crate::codes::{EINVAL, OK};
 use crate::{library, sets};
 
+pub(crate) mod cpuid;
+mod devices;
 mod fortran;
 mod hl;
 mod info;

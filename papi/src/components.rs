@@ -1,0 +1,67 @@
+//! What component 0's description says of the CPU model, as PAPI 7.0's perf_event component
+//! says it: how many presets its table maps for the model (`num_preset_events`, whether or
+//! not they count here: PAPI counts the presets whose native events libpfm4 knows on the
+//! model), and the PMUs it programs (`pmu_names`): `perf` (the kernel's generalized and
+//! software events) and the CPU model's core PMU under its libpfm4 name
+//! (`amd64_fam17h_zen2`). PAPI also lists libpfm4's `perf_raw` PMU; `perf_raw::` names are
+//! not taken here, so it is not listed.
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+
+use facade::hal::GeneralizedEvent;
+
+use crate::library;
+use crate::presets::PRESETS;
+
+/// The presets the event database maps for the chosen CPU model, and the model's id.
+fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
+    let Some(model) = chosen
+        .context
+        .model
+        .as_deref()
+        .and_then(|id| chosen.context.database.model(id))
+    else {
+        return (0, None);
+    };
+    let presets = model
+        .mappings()
+        .iter()
+        .filter(|m| match &m.event {
+            GeneralizedEvent::Preset(_) => PRESETS.contains(&m.event.name().as_ref()),
+            _ => false,
+        })
+        .count();
+    (presets as i32, Some(model.id.clone()))
+}
+
+/// The PMU names, as C strings that live as long as the process.
+fn pmu_names(model: Option<String>) -> &'static [CString] {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        std::iter::once("perf".to_string())
+            .chain(model)
+            .filter_map(|n| CString::new(n).ok())
+            .collect()
+    })
+}
+
+/// Fills component 0's preset count and PMU names once the library is initialised (a no-op
+/// before, and once filled).
+pub fn fill_component_zero() {
+    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let _ = library::with(|library| {
+        if library.component.pmu_names[0] != 0 || library.component.disabled != 0 {
+            return Ok(());
+        }
+        let (presets, model) = model_facts(&library.chosen);
+        library.component.num_preset_events = presets;
+        for (slot, name) in library.component.pmu_names.iter_mut().zip(pmu_names(model)) {
+            *slot = name.as_ptr() as usize;
+        }
+        Ok(())
+    });
+}
