@@ -335,28 +335,34 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
             }
             Err(ENOEVNT)
         }
-        Some(Code::Native(i)) => {
-            // PAPI_NTV_ENUM_UMASKS (15): the unit masks of the CPU model's events; the other
-            // native modifiers (combinations, EAR, groups): none.
-            if modifier == 15 {
-                return next_unit_mask(library, i);
-            }
-            if modifier > 15 {
-                return Err(ENOEVNT);
-            }
-            if modifier == 1 {
-                return if library.listed > 0 {
-                    Ok(names::native_code(0))
-                } else {
-                    Err(ENOEVNT)
-                };
-            }
-            if i + 1 < library.listed {
-                Ok(names::native_code(i + 1))
-            } else {
-                Err(ENOEVNT)
-            }
-        }
-        None => Err(ENOEVNT),
+        // PAPI 7.0's PAPI_enum_cmp_event answers PAPI_EINVAL for whatever a component's
+        // native enumeration refuses, the end of the list included (papi.c), and for a code
+        // that is neither a preset nor a native event.
+        Some(Code::Native(i)) => next_native(library, i, modifier).map_err(|_| EINVAL),
+        None => Err(EINVAL),
     })
+}
+
+/// The native event after native `i` under `modifier`, as the perf_event component walks
+/// them: `PAPI_NTV_ENUM_UMASKS` (15) the unit masks of the CPU model's events; the other
+/// native modifiers (combinations, EAR, groups) none.
+fn next_native(library: &mut Library, i: usize, modifier: i32) -> Result<i32, i32> {
+    if modifier == 15 {
+        return next_unit_mask(library, i);
+    }
+    if modifier > 15 {
+        return Err(ENOEVNT);
+    }
+    if modifier == 1 {
+        return if library.listed > 0 {
+            Ok(names::native_code(0))
+        } else {
+            Err(ENOEVNT)
+        };
+    }
+    if i + 1 < library.listed {
+        Ok(names::native_code(i + 1))
+    } else {
+        Err(ENOEVNT)
+    }
 }

@@ -46,6 +46,34 @@ int main(void) {
     SHOW("code_to_name of 0", PAPI_event_code_to_name(0, name));
     SHOW("code_to_name past the presets", PAPI_event_code_to_name(PAPI_PRESET_MASK | 200, name));
     SHOW("query nonsense code", PAPI_query_event(0x12345));
+    {
+        /* The answers at the end of each enumeration (PAPI 7.0's papi.c: a component's
+         * native enumeration ending is PAPI_EINVAL, the presets' end PAPI_ENOEVNT). */
+        int code = PAPI_NATIVE_MASK, r = PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, 0);
+        while (r == PAPI_OK)
+            r = PAPI_enum_cmp_event(&code, PAPI_ENUM_EVENTS, 0);
+        SHOW("end of the natives", r);
+        code = PAPI_NATIVE_MASK;
+        r = PAPI_enum_event(&code, PAPI_ENUM_FIRST);
+        while (r == PAPI_OK)
+            r = PAPI_enum_event(&code, PAPI_ENUM_EVENTS);
+        SHOW("end of the natives (enum_event)", r);
+        int clock = 0, masks = 0;
+        SHOW("name_to_code perf::TASK-CLOCK", PAPI_event_name_to_code("perf::TASK-CLOCK", &clock));
+        code = clock;
+        while ((r = PAPI_enum_cmp_event(&code, PAPI_NTV_ENUM_UMASKS, 0)) == PAPI_OK)
+            masks++;
+        printf("qualifiers of perf::TASK-CLOCK %d, then %d\n", masks, r);
+        code = clock;
+        SHOW("native modifier 99", PAPI_enum_cmp_event(&code, 99, 0));
+        code = 0;
+        SHOW("enumerate from code 0", PAPI_enum_cmp_event(&code, PAPI_ENUM_EVENTS, 0));
+        code = PAPI_PRESET_MASK;
+        r = PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, 0);
+        while (r == PAPI_OK)
+            r = PAPI_enum_cmp_event(&code, PAPI_ENUM_EVENTS, 0);
+        SHOW("end of the presets", r);
+    }
 
     for (i = 0; i < PAPI_NUM_ERRORS; i++) {
         const char *text = PAPI_strerror(-i);
