@@ -111,14 +111,7 @@ pub struct ComponentInfo {
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<ComponentInfo>() == 2272);
 
-/// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
-#[repr(C)]
-pub struct MemoryHierarchy {
-    /// The number of levels.
-    pub levels: i32,
-    /// Per level: six TLB descriptions (4 ints) then six cache descriptions (5 ints).
-    pub level: [[i32; 6 * 4 + 6 * 5]; 4],
-}
+pub use crate::memory::MemoryHierarchy;
 
 /// `PAPI_hw_info_t`.
 #[repr(C)]

@@ -8,7 +8,14 @@
 
 use std::path::Path;
 
-use crate::info::MemoryHierarchy;
+/// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
+#[repr(C)]
+pub struct MemoryHierarchy {
+    /// The number of levels.
+    pub levels: i32,
+    /// Per level: six TLB descriptions (4 ints) then six cache descriptions (5 ints).
+    pub level: [[i32; 6 * 4 + 6 * 5]; 4],
+}
 
 /// `PAPI_MH_TYPE_INST`.
 pub const INST: i32 = 0x1;

@@ -1,0 +1,77 @@
+//! The sysdetect component, the device interface, and what component 0 says of its PMUs and
+//! presets; oracle: Debian's PAPI 7.0, running the same program (tests/c/devices.c, built
+//! against its papi.h) on the same machine.
+//!
+//! Differences allowed, each by design (papi/src/devices.rs and components.rs say why):
+//! - components PAPI 7.0 has and ours has not (`perf_event_uncore`, `rocm_smi`), and their
+//!   indices;
+//! - the L3 cache's line count (PAPI 7.0's AMD decoder copies the L2's);
+//! - `PAPI_DEV_ATTR__CPU_UINT_NUMA_MEM_SIZE` (PAPI 7.0 answers `PAPI_ENOSUPP`; ours the
+//!   node's memory, as PAPI 7.1) is not asked;
+//! - component 0's PMUs: ours lists `perf` and the core PMU, each of which PAPI lists too
+//!   (PAPI adds `perf_raw`); its preset count is what our event database maps for the model,
+//!   at least the presets PAPI's table maps there (PAPI's count, equal to what PAPI calls
+//!   available).
+
+mod common;
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+use std::collections::BTreeMap;
+
+fn facts(output: &std::process::Output) -> BTreeMap<String, String> {
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Oracle: Debian's PAPI 7.0 (see the module's note).
+#[test]
+fn devices_read_as_on_papi() {
+    system_papi_or_skip!();
+    let program = common::c_program(
+        "devices",
+        "papi",
+        std::path::Path::new("/usr/include"),
+        true,
+    );
+    let theirs = facts(&common::run(&program, &[], false));
+    let ours = facts(&common::run(&program, &[], true));
+    // Components and their indices, PAPI's L3 line count (attribute 12, its L2's) and
+    // component 0's PMUs and presets differ by design (see the module's note).
+    let skipped = |k: &str| {
+        k.starts_with("component.")
+            || k == "index.sysdetect"
+            || k == "cpu.attr12"
+            || k.starts_with("zero.")
+    };
+    for (key, value) in theirs.iter().filter(|(k, _)| !skipped(k)) {
+        assert_eq!(ours.get(key), Some(value), "{key}");
+    }
+    for (key, value) in ours.iter().filter(|(k, _)| !skipped(k)) {
+        assert_eq!(theirs.get(key), Some(value), "{key}");
+    }
+    assert!(ours.contains_key("component.sysdetect"), "{ours:?}");
+    assert_eq!(ours["index.sysdetect"], ours["component.sysdetect"]);
+    for pmu in ours.keys().filter(|k| k.starts_with("zero.pmu.")) {
+        assert!(theirs.contains_key(pmu), "PAPI does not list {pmu}");
+    }
+    let number = |m: &BTreeMap<String, String>, k: &str| m[k].parse::<i32>().unwrap();
+    assert_eq!(
+        number(&theirs, "zero.presets"),
+        number(&theirs, "zero.available")
+    );
+    if theirs.keys().filter(|k| k.starts_with("zero.pmu.")).count() > 2 {
+        // PAPI knows a core PMU here: ours maps at least its presets.
+        assert!(number(&ours, "zero.presets") >= number(&theirs, "zero.presets"));
+        assert!(ours.keys().filter(|k| k.starts_with("zero.pmu.")).count() >= 2);
+    } else {
+        skip!(
+            Need::Hardware,
+            "PAPI knows no core PMU here: the preset counts are not compared"
+        );
+    }
+}
