@@ -37,6 +37,21 @@ const ENUM_FIRST: i32 = 0;
 /// The component's description (PAPI 7.0's words, which `papi_component_avail` prints).
 pub fn component_info() -> &'static ComponentInfo {
     static INFO: OnceLock<ComponentInfo> = OnceLock::new();
+    static DISABLED: OnceLock<ComponentInfo> = OnceLock::new();
+    if crate::library::disabled(CIDX) {
+        return DISABLED.get_or_init(|| {
+            let mut info = *component_info_enabled();
+            info.disabled = 1;
+            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+            info
+        });
+    }
+    INFO.get_or_init(|| *component_info_enabled())
+}
+
+/// The component's description, enabled.
+fn component_info_enabled() -> &'static ComponentInfo {
+    static INFO: OnceLock<ComponentInfo> = OnceLock::new();
     INFO.get_or_init(|| {
         let mut info = crate::library::component_info();
         set_str(&mut info.name, NAME);

@@ -60,6 +60,7 @@ const _: () = assert!(std::mem::size_of::<EventInfo>() == 6680);
 
 /// `PAPI_component_info_t`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct ComponentInfo {
     /// The component's name.
     pub name: [u8; MAX_STR],

@@ -50,8 +50,16 @@ pub const GRN_AVAILABLE: i32 = GRN_THR | GRN_SYS;
 /// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
 /// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
 pub static INIT_STATE: AtomicI32 = AtomicI32::new(0);
-/// Whether `PAPI_disable_component(0)` was called before initialisation.
-pub static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The components `PAPI_disable_component` disabled before initialisation, one bit per index.
+pub static DISABLED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Whether `PAPI_disable_component(cidx)` was called before initialisation.
+pub fn disabled(cidx: i32) -> bool {
+    u32::try_from(cidx).is_ok_and(|c| c < 32 && DISABLED.load(Ordering::SeqCst) & (1 << c) != 0)
+}
+
+/// The reason a component disabled by `PAPI_disable_component` gives, as PAPI 7.0's.
+pub const DISABLED_BY_CALL: &str = "Disabled by PAPI_disable_component()";
 /// `PAPI_set_debug`'s level.
 pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
 
@@ -283,7 +291,7 @@ pub fn library_init(version: i32) -> i32 {
         Ok(chosen) => chosen,
         Err(_) => return ESYS,
     };
-    let disabled = DISABLED.load(Ordering::SeqCst);
+    let disabled = disabled(0);
     let natives = if disabled {
         Vec::new()
     } else {
@@ -313,10 +321,7 @@ pub fn library_init(version: i32) -> i32 {
     component.initialized = 1;
     if disabled {
         component.disabled = 1;
-        set_str(
-            &mut component.disabled_reason,
-            "Disabled by PAPI_disable_component()",
-        );
+        set_str(&mut component.disabled_reason, DISABLED_BY_CALL);
     }
     component.flags = component_flags(capabilities);
     let listed = natives.len();

@@ -16,7 +16,7 @@
 //! overflow here (`PAPI_ENOSUPP`).
 
 use crate::codes::{ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOSUPP, ENOTRUN, OK};
-use crate::info::{EventInfo, set_str};
+use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_USER, GRN_THR, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
 use crate::sys::sde::{Api, api};
@@ -52,38 +52,55 @@ pub fn strip(name: &str) -> Option<&str> {
 
 /// Initialises the component (at `PAPI_library_init`): looks libsde's interface up in the
 /// process and describes the component in `library.sde_component`, disabled where libsde is
-/// not found (`PAPI_ECMP`, with PAPI's reason).
+/// not found (`PAPI_ECMP`, with PAPI's reason) or `PAPI_disable_component` disabled it.
 pub fn init() {
-    let found = crate::sys::sde::load();
+    let disabled = crate::library::disabled(CIDX);
+    let found = !disabled && crate::sys::sde::load();
     let _ = with(|library| {
         let info = &mut library.sde_component;
-        **info = crate::library::component_info();
-        set_str(&mut info.name, NAME);
-        set_str(&mut info.short_name, NAME);
-        set_str(
-            &mut info.description,
-            "Software Defined Events (SDE) component",
-        );
-        set_str(&mut info.version, "1.15");
-        set_str(&mut info.support_version, "n/a");
-        set_str(&mut info.kernel_version, "n/a");
-        info.cmp_idx = CIDX;
-        info.num_cntrs = MAX_COUNTERS;
-        info.num_mpx_cntrs = MAX_COUNTERS;
-        info.default_domain = DOM_USER;
-        info.available_domains = DOM_USER;
-        info.default_granularity = GRN_THR;
-        info.available_granularities = GRN_THR;
-        info.hardware_intr_sig = INT_SIGNAL;
-        // `hardware_intr` (bit 0): overflow is offered.
-        info.flags = 1;
+        **info = component_description();
         info.initialized = 1;
-        if !found {
+        if disabled {
+            info.disabled = 1;
+            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+        } else if !found {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, DISABLED_REASON);
         }
         Ok(())
     });
+}
+
+/// The component's description before initialisation, as PAPI 7.0 lists its compiled-in
+/// components (`PAPI_get_component_info` before `PAPI_library_init`).
+pub fn before_init() -> *const ComponentInfo {
+    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
+    BEFORE.get_or_init(component_description)
+}
+
+/// The component's description, neither initialised nor disabled.
+fn component_description() -> ComponentInfo {
+    let mut info = crate::library::component_info();
+    set_str(&mut info.name, NAME);
+    set_str(&mut info.short_name, NAME);
+    set_str(
+        &mut info.description,
+        "Software Defined Events (SDE) component",
+    );
+    set_str(&mut info.version, "1.15");
+    set_str(&mut info.support_version, "n/a");
+    set_str(&mut info.kernel_version, "n/a");
+    info.cmp_idx = CIDX;
+    info.num_cntrs = MAX_COUNTERS;
+    info.num_mpx_cntrs = MAX_COUNTERS;
+    info.default_domain = DOM_USER;
+    info.available_domains = DOM_USER;
+    info.default_granularity = GRN_THR;
+    info.available_granularities = GRN_THR;
+    info.hardware_intr_sig = INT_SIGNAL;
+    // `hardware_intr` (bit 0): overflow is offered.
+    info.flags = 1;
+    info
 }
 
 /// Ends the component (at `PAPI_shutdown`): libsde's `sde_ti_shutdown`.

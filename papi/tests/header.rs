@@ -150,12 +150,9 @@ fn papi_h_declares_papis_names() {
 }
 
 /// PAPI 7.0's source tree at tag papi-7-0-0-t, extracted from a git repository of PAPI
-/// (`PAPI_SOURCE_GIT`, else the project's mirror) into `dir`; `None` where there is none.
+/// (`PAPI_SOURCE_GIT`) into `dir`; `None` where there is none.
 fn papi_source(dir: &Path) -> Option<PathBuf> {
-    let git = std::env::var_os("PAPI_SOURCE_GIT").map_or_else(
-        || PathBuf::from("/work/.mirror/icl-utk-edu+papi/repo"),
-        PathBuf::from,
-    );
+    let git = PathBuf::from(std::env::var_os("PAPI_SOURCE_GIT")?);
     std::fs::create_dir_all(dir).ok()?;
     let extracted = git.exists()
         && Command::new("sh")

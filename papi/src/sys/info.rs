@@ -150,13 +150,14 @@ pub extern "C" fn PAPI_num_components() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
     if cidx == crate::devices::CIDX {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-            return std::ptr::null();
-        }
         return crate::devices::component_info();
     }
     crate::components::fill_component_zero();
-    library::component(cidx)
+    match library::component(cidx) {
+        // Before initialisation: the sde component as PAPI lists its compiled-in ones.
+        info if info.is_null() && cidx == crate::sde::CIDX => crate::sde::before_init(),
+        info => info,
+    }
 }
 
 /// `PAPI_get_component_index`.
@@ -192,7 +193,7 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_event_component(event: c_int) -> c_int {
     match crate::names::decode(event) {
-        Some(_) => 0,
+        Some(_) => crate::sde::event_component(event).unwrap_or(0),
         None => ENOEVNT,
     }
 }
@@ -212,23 +213,24 @@ pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
 /// `PAPI_assign_eventset_component`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
-    if cidx != 0 {
-        return ENOCMP;
+    match cidx {
+        0 => sets::assign_component(event_set),
+        crate::sde::CIDX => crate::sde::assign(event_set),
+        _ => ENOCMP,
     }
-    sets::assign_component(event_set)
 }
 
 /// `PAPI_disable_component`: before initialisation only (after it, `PAPI_ENOINIT`, as
 /// PAPI 7.0 answers).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
-    if cidx != 0 {
+    if !(0..crate::devices::COMPONENTS).contains(&cidx) {
         return ENOCMP;
     }
     if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
         return codes::ENOINIT;
     }
-    library::DISABLED.store(true, Ordering::SeqCst);
+    library::DISABLED.fetch_or(1 << cidx, Ordering::SeqCst);
     OK
 }
 
@@ -240,7 +242,7 @@ pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
 pub unsafe extern "C" fn PAPI_disable_component_by_name(name: *const c_char) -> c_int {
     // SAFETY: as this function's.
     match unsafe { PAPI_get_component_index(name) } {
-        0 => PAPI_disable_component(0),
+        cidx if cidx >= 0 => PAPI_disable_component(cidx),
         e => e,
     }
 }

@@ -95,6 +95,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     if result == library::VER_CURRENT {
         threads::know_this_thread();
         crate::sde::init();
+        crate::components::fill_component_zero();
     }
     result
 }

@@ -81,6 +81,15 @@ int main(void) {
     r = PAPI_get_event_info(code, &info);
     printf("event_info %d [%s] [%s] same_component=%d\n", r, r == PAPI_OK ? info.symbol : "",
            r == PAPI_OK ? info.long_descr : "", r == PAPI_OK && info.component_index == sde);
+    printf("event_component of DELTA is sde %d\n", r == PAPI_OK && PAPI_get_event_component(code) == sde);
+    {
+        int tied = PAPI_NULL;
+        PAPI_create_eventset(&tied);
+        r = PAPI_assign_eventset_component(tied, sde < 0 ? 1 : sde);
+        printf("assign to sde %d, then component is sde %d\n", r,
+               PAPI_get_eventset_component(tied) == sde);
+        PAPI_destroy_eventset(&tied);
+    }
     code = 0;
     PAPI_event_name_to_code("sde:::LibA::INSTANT", &code);
     r = PAPI_get_event_info(code, &info);
