@@ -83,6 +83,8 @@ pub use counterhal_x86 as x86;
 pub mod advanced;
 mod attach;
 mod cgroup;
+#[cfg(feature = "criterion")]
+pub mod criterion;
 #[cfg(unix)]
 mod command;
 mod group;

@@ -232,3 +232,54 @@ fn the_harness_prints_mean_and_spread_and_counts_the_pages_touched() {
     assert!(faults >= PAGES, "page-faults mean {faults}\n{text}");
     assert!(minflt >= PAGES, "minflt mean {minflt}\n{text}");
 }
+
+/// `examples/criterion_events.rs` (feature `criterion`) runs criterion briefly on counterhal's
+/// measurement and reports each benchmark under its event's name; a 33 MiB vector, fresh
+/// pages each time, faults once per 4 KiB page (8,448: the kernel's count, as `perf stat -e
+/// page-faults` reads it), plus a few.
+#[test]
+fn the_criterion_example_reports_each_event_by_name() {
+    if !software_events_count_here() {
+        skip!(Need::System, "no backend here counts software events");
+    }
+    let out = Command::new(example("criterion_events"))
+        .args([
+            "--bench",
+            "--warm-up-time",
+            "0.05",
+            "--measurement-time",
+            "0.3",
+            "--sample-size",
+            "10",
+            "--noplot",
+        ])
+        .env(
+            "CRITERION_HOME",
+            std::env::temp_dir().join("counterhal-criterion"),
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let faults = text
+        .lines()
+        .find(|l| l.contains("time:") && l.contains("page-faults"))
+        .unwrap_or_else(|| panic!("no page-faults line: {text}"));
+    let values: Vec<f64> = faults
+        .split(['[', ']', ' '])
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(values.len(), 3, "{faults}");
+    for value in values {
+        assert!((8448.0..8448.0 + 64.0).contains(&value), "{faults}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.contains("time:") && l.contains("task-clock")),
+        "{text}"
+    );
+}
