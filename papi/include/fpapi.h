@@ -2,8 +2,9 @@ C
 C  fpapi.h: the constants of PAPI 7.0's Fortran interface (the papif_* subroutines of
 C  counterhal's libpapi), for Fortran sources run through the C preprocessor (.F files).
 C  Every value is the one papi.h and papiStdEventDefs.h beside this file give; the names are
-C  those PAPI 7.0's fpapi.h defines, less PAPI_DEV_* (the device interface, not offered).
-C  papi/tests/fortran.rs checks both against PAPI's own fpapi.h and against papi.h.
+C  those PAPI 7.0's fpapi.h defines. papi/tests/fortran.rs checks both against PAPI's own
+C  fpapi.h and against papi.h. f77papi.h and f90papi.h, beside it, hold the same constants
+C  as Fortran PARAMETERs (papi/gen/fortran-headers writes them from this file).
 C  The most negative INTEGER is written ((-2147483647) - 1): Fortran has no literal for it.
 C
 
@@ -136,6 +137,89 @@ C
 #define PAPI_ECMP_DISABLED -25
 #define PAPI_EDELAY_INIT   -26
 #define PAPI_EMULPASS      -27
+
+C
+C  The device interface (PAPIf_enum_dev_type, PAPIf_get_dev_type_attr, PAPIf_get_dev_attr):
+C  attributes of a device type, the types' enumeration bits and ids, and device attributes.
+C
+
+#define PAPI_DEV_TYPE_ATTR__INT_PAPI_ID 0
+#define PAPI_DEV_TYPE_ATTR__INT_VENDOR_ID 1
+#define PAPI_DEV_TYPE_ATTR__CHAR_NAME 2
+#define PAPI_DEV_TYPE_ATTR__INT_COUNT 3
+#define PAPI_DEV_TYPE_ATTR__CHAR_STATUS 4
+#define PAPI_DEV_TYPE_ENUM__FIRST 0
+#define PAPI_DEV_TYPE_ENUM__CPU 1
+#define PAPI_DEV_TYPE_ENUM__CUDA 2
+#define PAPI_DEV_TYPE_ENUM__ROCM 4
+#define PAPI_DEV_TYPE_ENUM__ALL 7
+#define PAPI_DEV_TYPE_ID__CPU 0
+#define PAPI_DEV_TYPE_ID__CUDA 1
+#define PAPI_DEV_TYPE_ID__ROCM 2
+#define PAPI_DEV_ATTR__CPU_CHAR_NAME 0
+#define PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_SIZE 1
+#define PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_SIZE 2
+#define PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_SIZE 3
+#define PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_SIZE 4
+#define PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_LINE_SIZE 5
+#define PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_LINE_SIZE 6
+#define PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_LINE_SIZE 7
+#define PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_LINE_SIZE 8
+#define PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_LINE_COUNT 9
+#define PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_LINE_COUNT 10
+#define PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_LINE_COUNT 11
+#define PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_LINE_COUNT 12
+#define PAPI_DEV_ATTR__CPU_UINT_L1I_CACHE_ASSOC 13
+#define PAPI_DEV_ATTR__CPU_UINT_L1D_CACHE_ASSOC 14
+#define PAPI_DEV_ATTR__CPU_UINT_L2U_CACHE_ASSOC 15
+#define PAPI_DEV_ATTR__CPU_UINT_L3U_CACHE_ASSOC 16
+#define PAPI_DEV_ATTR__CPU_UINT_SOCKET_COUNT 17
+#define PAPI_DEV_ATTR__CPU_UINT_NUMA_COUNT 18
+#define PAPI_DEV_ATTR__CPU_UINT_CORE_COUNT 19
+#define PAPI_DEV_ATTR__CPU_UINT_THREAD_COUNT 20
+#define PAPI_DEV_ATTR__CPU_UINT_FAMILY 21
+#define PAPI_DEV_ATTR__CPU_UINT_MODEL 22
+#define PAPI_DEV_ATTR__CPU_UINT_STEPPING 23
+#define PAPI_DEV_ATTR__CPU_UINT_NUMA_MEM_SIZE 24
+#define PAPI_DEV_ATTR__CPU_UINT_THR_NUMA_AFFINITY 25
+#define PAPI_DEV_ATTR__CPU_UINT_THR_PER_NUMA 26
+#define PAPI_DEV_ATTR__CUDA_ULONG_UID 27
+#define PAPI_DEV_ATTR__CUDA_CHAR_DEVICE_NAME 28
+#define PAPI_DEV_ATTR__CUDA_UINT_WARP_SIZE 29
+#define PAPI_DEV_ATTR__CUDA_UINT_SHM_PER_BLK 30
+#define PAPI_DEV_ATTR__CUDA_UINT_SHM_PER_SM 31
+#define PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_X 32
+#define PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_Y 33
+#define PAPI_DEV_ATTR__CUDA_UINT_BLK_DIM_Z 34
+#define PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_X 35
+#define PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_Y 36
+#define PAPI_DEV_ATTR__CUDA_UINT_GRD_DIM_Z 37
+#define PAPI_DEV_ATTR__CUDA_UINT_THR_PER_BLK 38
+#define PAPI_DEV_ATTR__CUDA_UINT_SM_COUNT 39
+#define PAPI_DEV_ATTR__CUDA_UINT_MULTI_KERNEL 40
+#define PAPI_DEV_ATTR__CUDA_UINT_MAP_HOST_MEM 41
+#define PAPI_DEV_ATTR__CUDA_UINT_MEMCPY_OVERLAP 42
+#define PAPI_DEV_ATTR__CUDA_UINT_UNIFIED_ADDR 43
+#define PAPI_DEV_ATTR__CUDA_UINT_MANAGED_MEM 44
+#define PAPI_DEV_ATTR__CUDA_UINT_COMP_CAP_MAJOR 45
+#define PAPI_DEV_ATTR__CUDA_UINT_COMP_CAP_MINOR 46
+#define PAPI_DEV_ATTR__CUDA_UINT_BLK_PER_SM 47
+#define PAPI_DEV_ATTR__ROCM_ULONG_UID 48
+#define PAPI_DEV_ATTR__ROCM_CHAR_DEVICE_NAME 49
+#define PAPI_DEV_ATTR__ROCM_UINT_WAVEFRONT_SIZE 50
+#define PAPI_DEV_ATTR__ROCM_UINT_WORKGROUP_SIZE 51
+#define PAPI_DEV_ATTR__ROCM_UINT_WAVE_PER_CU 52
+#define PAPI_DEV_ATTR__ROCM_UINT_SHM_PER_WG 53
+#define PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_X 54
+#define PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_Y 55
+#define PAPI_DEV_ATTR__ROCM_UINT_WG_DIM_Z 56
+#define PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_X 57
+#define PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_Y 58
+#define PAPI_DEV_ATTR__ROCM_UINT_GRD_DIM_Z 59
+#define PAPI_DEV_ATTR__ROCM_UINT_CU_COUNT 60
+#define PAPI_DEV_ATTR__ROCM_UINT_SIMD_PER_CU 61
+#define PAPI_DEV_ATTR__ROCM_UINT_COMP_CAP_MAJOR 62
+#define PAPI_DEV_ATTR__ROCM_UINT_COMP_CAP_MINOR 63
 
 C
 C  The preset events (papiStdEventDefs.h): PAPI_PRESET_MASK | index.

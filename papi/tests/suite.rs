@@ -3,9 +3,12 @@
 //! TESTS_QUIET: the oracle is real PAPI on the same machine. It fails when a test that passes
 //! with real PAPI does not pass with ours, when one fails with ours that real PAPI skips, or
 //! when a test does worse with ours than `ctests/expected.txt` records (the table in
-//! README.md; on another architecture `ctests/expected-ARCH.txt`, when recorded).
+//! README.md; on another architecture `ctests/expected-ARCH.txt`, when recorded). The Fortran
+//! tests build against the Fortran headers of the tree `scripts/install-papi` installs.
 
 mod common;
+#[path = "f/install.rs"]
+mod install;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -37,6 +40,7 @@ fn papi_tests_do_as_well_as_real_papi() {
     let out = Command::new(common::manifest().join("ctests/run"))
         .arg(ours.parent().unwrap())
         .env("PAPI_EXAMPLES", &examples)
+        .env("PAPI_OURS_FORTRAN_INCLUDE", install::include())
         .output()
         .expect("ctests/run runs");
     let report = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -8,7 +8,8 @@
 //! subroutine returns its status through its last `INTEGER` argument (`check`), as PAPI's;
 //! strings coming in lose their trailing blanks and are cut at `PAPI_MAX_STR_LEN - 1` bytes,
 //! strings going out are padded with blanks to their declared length. The constants are in
-//! `include/fpapi.h`.
+//! `include/fpapi.h` (for the C preprocessor), `include/f77papi.h` and `include/f90papi.h`
+//! (for Fortran's `INCLUDE`, fixed and free form).
 //!
 //! # Safety
 //! Every pointer is one a Fortran caller passes: valid for the `INTEGER`, `INTEGER*8`, `REAL`
@@ -85,7 +86,8 @@ macro_rules! fortran {
     };
 }
 
-// After the macro, which it uses.
+// After the macro, which they use.
+mod devices;
 mod settings;
 
 /// A Fortran string as a C string: up to its length or a NUL, trailing blanks removed, cut

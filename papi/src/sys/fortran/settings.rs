@@ -1,7 +1,7 @@
-//! The Fortran subroutines of locks, options, rates, devices and high-level regions (see
-//! the parent module for the conventions).
+//! The Fortran subroutines of locks, options, rates and high-level regions (see the parent
+//! module for the conventions).
 
-use std::ffi::{c_char, c_float, c_int, c_longlong, c_void};
+use std::ffi::{c_char, c_float, c_int, c_longlong};
 
 use super::{
     By, CLOCKRATE, DEFDOM, DEFGRN, DOMAIN, GRANUL, INHERIT, OptionUnion, c_string, get_setting,
@@ -98,33 +98,6 @@ fortran! {
     [papif_rate_stop, papif_rate_stop_, papif_rate_stop__, PAPIF_RATE_STOP]
     (check: By<c_int>) {
         check.set(c_info::PAPI_rate_stop());
-    }
-    /// `PAPIF_enum_dev_type(modifier, handle_index, check)`: the device interface's answer
-    /// (not offered: `PAPI_ENOSUPP`).
-    [papif_enum_dev_type, papif_enum_dev_type_, papif_enum_dev_type__, PAPIF_ENUM_DEV_TYPE]
-    (modifier: By<c_int>, handle_index: By<c_int>, check: By<c_int>) {
-        let mut handle: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a local handle.
-        check.set(unsafe { c_info::PAPI_enum_dev_type(modifier.get(), &raw mut handle) });
-        handle_index.set(0);
-    }
-    /// `PAPIF_get_dev_type_attr(handle_index, attribute, value, string, check)`.
-    [papif_get_dev_type_attr, papif_get_dev_type_attr_, papif_get_dev_type_attr__, PAPIF_GET_DEV_TYPE_ATTR]
-    (handle_index: By<c_int>, attribute: By<c_int>, value: By<c_int>,
-     _string: *mut c_char, check: By<c_int>, _string_len: usize) {
-        let handle = std::ptr::null_mut();
-        // SAFETY: NULL or the caller's INTEGER.
-        check.set(unsafe { c_info::PAPI_get_dev_type_attr(handle, attribute.get(), value.ptr().cast()) });
-        handle_index.set(0);
-    }
-    /// `PAPIF_get_dev_attr(handle_index, id, attribute, value, string, check)`.
-    [papif_get_dev_attr, papif_get_dev_attr_, papif_get_dev_attr__, PAPIF_GET_DEV_ATTR]
-    (handle_index: By<c_int>, id: By<c_int>, attribute: By<c_int>, value: By<c_int>,
-     _string: *mut c_char, check: By<c_int>, _string_len: usize) {
-        let handle = std::ptr::null_mut();
-        // SAFETY: NULL or the caller's INTEGER.
-        check.set(unsafe { c_info::PAPI_get_dev_attr(handle, id.get(), attribute.get(), value.ptr().cast()) });
-        handle_index.set(0);
     }
     /// `PAPIF_hl_region_begin(name, check)`.
     [papif_hl_region_begin, papif_hl_region_begin_, papif_hl_region_begin__, PAPIF_HL_REGION_BEGIN]
