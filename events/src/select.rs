@@ -298,6 +298,9 @@ pub(crate) fn select(
         if mask.any_thread {
             implied.any_thread = Some(true);
         }
+        if let Some(threshold) = stated_threshold(mask) {
+            implied.fe_thres = Some(threshold);
+        }
         if plain.len() == 1 && raw_bits.is_none() {
             fixed = mask.fixed;
         }
@@ -392,6 +395,24 @@ pub(crate) fn select(
         fixed,
         modifiers,
     })
+}
+
+/// The frontend latency threshold a unit mask both names and programs: Intel's
+/// `FRONTEND_RETIRED.LATENCY_GE_N` (and `LATENCY_GE_N_BUBBLES_GE_M`) write N into bits 19:8 of
+/// register 0x3f7. The threshold is then the unit mask's own, so a `fe_thres=` that differs
+/// conflicts with it, as libpfm4 refuses one (`PFM_ERR_ATTR_SET`: its LATENCY_GE unit masks
+/// hard-wire `fe_thres`) where the name would otherwise lie (`LATENCY_GE_4:fe_thres=4095`).
+/// Unit masks whose name states no threshold (`IDQ_4_BUBBLES`, `DSB_MISS`) take any.
+fn stated_threshold(mask: &UnitMask) -> Option<u16> {
+    let extra = mask.extra.filter(|e| e.address() == ExtraMsr::FRONTEND)?;
+    let threshold = u16::try_from((extra.value >> 8) & 0xfff).ok()?;
+    let digits: String = mask
+        .name
+        .strip_prefix("LATENCY_GE_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (threshold != 0 && digits.parse::<u16>().ok()? == threshold).then_some(threshold)
 }
 
 /// `extra` with the user's `ldlat=`, `frontend=` and `fe_thres=` applied; an error when the

@@ -1,7 +1,8 @@
 //! The schema's fields for Intel's extra MSRs (offcore response, load latency, frontend) and
 //! the precise and deprecated marks: a small file of our own loads, its values come back
 //! through resolution (an MSR value at or above 2^63 written as a string), the `ldlat=`,
-//! `frontend=` and `fe_thres=` modifiers change them, and bad files and strings are refused
+//! `frontend=` and `fe_thres=` modifiers change them (`fe_thres` not against a unit mask that
+//! names its threshold, `LATENCY_GE_2`), and bad files and strings are refused
 //! with messages that say what would be right.
 
 mod common;
@@ -129,8 +130,11 @@ fn ldlat_frontend_and_fe_thres_change_the_msr_value() {
     let db = db();
     let e = evtsel(&db, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4:ldlat=64");
     assert_eq!(e.extra, Some(ExtraMsr::new(0x3f6, 64)));
-    let e = evtsel(&db, "FRONTEND_RETIRED.LATENCY_GE_2:fe_thres=0x20");
-    assert_eq!(e.extra, Some(ExtraMsr::new(0x3f7, 0x10_2006)));
+    // A unit mask that names its threshold keeps it: the same value is accepted, another
+    // conflicts (as libpfm4 4.13 refuses `icl::FRONTEND_RETIRED:LATENCY_GE_4:fe_thres=4095`
+    // with PFM_ERR_ATTR_SET, tests/libpfm_validate.rs); one that names none takes any.
+    let e = evtsel(&db, "FRONTEND_RETIRED.LATENCY_GE_2:fe_thres=2");
+    assert_eq!(e.extra, Some(ExtraMsr::new(0x3f7, 0x10_0206)));
     let e = evtsel(&db, "FRONTEND_RETIRED.DSB_MISS:frontend=0x12");
     assert_eq!(e.extra, Some(ExtraMsr::new(0x3f7, 0x12)));
     let e = evtsel(&db, "FRONTEND_RETIRED.DSB_MISS:frontend=0x6:fe_thres=4");
@@ -160,6 +164,11 @@ fn ldlat_frontend_and_fe_thres_change_the_msr_value() {
             "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_4:ldlat=0x10000",
             EventErrorKind::ValueOutOfRange,
             "ldlat",
+        ),
+        (
+            "FRONTEND_RETIRED.LATENCY_GE_2:fe_thres=0x20",
+            EventErrorKind::ModifierConflict,
+            "fe_thres",
         ),
         (
             "FRONTEND_RETIRED.DSB_MISS:fe_thres=0x1000",

@@ -1,6 +1,8 @@
 //! The differential fuzz test of libpfm4's grammar. Oracle: the installed libpfm4 (4.13,
 //! Debian `libpfm4-dev`), through a small C program calling `pfm_get_os_event_encoding(...,
-//! PFM_OS_NONE)` with user and kernel as the default levels, inactive PMUs enabled.
+//! PFM_OS_NONE)` with user and kernel as the default levels, inactive PMUs enabled. Strings
+//! naming a unit mask whose 4.13 flags the generator corrects (`gen/errata/libpfm4/`) are not
+//! compared.
 //!
 //! For every x86 core PMU libpfm4 knows (its events and their unit masks and modifiers
 //! enumerated through libpfm4's API), strings are generated from the PMU's own parts, valid
@@ -380,6 +382,54 @@ struct DeclaredNames {
     names: Vec<String>,
 }
 
+/// One correction of libpfm4 4.13's tables the generator applies (`gen/errata/libpfm4/PMU.toml`).
+#[derive(Deserialize)]
+struct Erratum {
+    event: String,
+    umask: String,
+}
+
+#[derive(Deserialize)]
+struct ErrataFile {
+    #[serde(default)]
+    erratum: Vec<Erratum>,
+}
+
+/// The unit masks whose flags our libpfm4 tables correct, as (PMU, event, unit mask): read
+/// from `gen/errata/libpfm4/`, each with its evidence there. A string naming one is encoded
+/// as the erratum says, not as the installed 4.13 does (tests/libpfm_validate.rs holds it to
+/// libpfm4's later tests), so it is not compared.
+fn corrected() -> Vec<(String, String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../gen/errata/libpfm4");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Some(pmu) = path.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).expect("an errata file reads");
+        let file: ErrataFile = toml::from_str(&text).expect("an errata file parses");
+        out.extend(
+            file.erratum
+                .into_iter()
+                .map(|e| (pmu.clone(), e.event, e.umask)),
+        );
+    }
+    out
+}
+
+/// Whether `text` on `pmu` names a unit mask an erratum corrects.
+fn names_corrected(corrected: &[(String, String, String)], pmu: &str, text: &str) -> bool {
+    let mut parts = text.split([':', '.']);
+    let event = parts.next().unwrap_or_default();
+    let attributes: Vec<&str> = parts.collect();
+    corrected.iter().any(|(p, e, u)| {
+        p == pmu
+            && e.eq_ignore_ascii_case(event)
+            && attributes.iter().any(|a| a.eq_ignore_ascii_case(u))
+    })
+}
+
 #[test]
 fn counterhal_reads_libpfm4_strings_as_libpfm4_does() {
     let binary = match common::libpfm::build(PROGRAM, "fuzz") {
@@ -430,9 +480,13 @@ fn counterhal_reads_libpfm4_strings_as_libpfm4_does() {
     let lines: Vec<String> = cases.iter().map(|(p, s)| format!("{p}::{s}")).collect();
     let answers = common::libpfm::answers(&binary, &lines).expect("the libpfm4 helper runs");
     assert_eq!(answers.len(), lines.len(), "one answer per string");
+    let corrected = corrected();
     let mut failures = Vec::new();
     let (mut encoded, mut refused) = (0, 0);
     for ((pmu, text), answer) in cases.iter().zip(&answers) {
+        if names_corrected(&corrected, pmu, text) {
+            continue;
+        }
         let theirs = parse_answer(answer);
         match theirs {
             Theirs::Encoded { .. } => encoded += 1,

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::GenError;
 use crate::cexpr::Macros;
 use crate::cparse::{Fields, strip_comments};
+use crate::grammar_errata::PmuErrata;
 use crate::revisions::Revisions;
 
 /// The snapshot's headers whose macros the tables' expressions use.
@@ -444,11 +445,17 @@ fn list(items: &[impl AsRef<str>]) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-/// The TOML text of `pmu`, headed by the source and `commit`.
+/// The TOML text of `pmu`, headed by the source and `commit`, with `errata` (the PMU's file
+/// of `gen/errata/libpfm4/`, if it has one) applied.
 ///
 /// # Errors
-/// A flag or modifier bit without a name.
-pub fn pmu_toml(pmu: &PfmPmu, commit: &str, root: &Path) -> Result<String, GenError> {
+/// A flag or modifier bit without a name; an erratum that does not apply.
+pub fn pmu_toml(
+    pmu: &PfmPmu,
+    commit: &str,
+    root: &Path,
+    mut errata: Option<&mut PmuErrata>,
+) -> Result<String, GenError> {
     let mut macros = Macros::default();
     for file in MACRO_FILES {
         let path = root.join(file);
@@ -469,6 +476,9 @@ pub fn pmu_toml(pmu: &PfmPmu, commit: &str, root: &Path) -> Result<String, GenEr
     let _ = writeln!(out, "# source: {}", crate::libpfm4::SOURCE);
     let _ = writeln!(out, "# commit: {commit}");
     let _ = writeln!(out, "# files: {}", pmu.files.join(", "));
+    if let Some(errata) = errata.as_deref() {
+        let _ = writeln!(out, "# errata: {}, {}", errata.len(), errata.file);
+    }
     let _ = writeln!(out, "pmu = \"{}\"", pmu.name);
     let _ = writeln!(
         out,
@@ -519,8 +529,13 @@ pub fn pmu_toml(pmu: &PfmPmu, commit: &str, root: &Path) -> Result<String, GenEr
             if u.grpid != 0 {
                 let _ = write!(line, ", grpid = {:#x}", u.grpid);
             }
-            let flags =
+            let mut flags =
                 flag_names(u.flags, flag_list, &macros, prefix).map_err(|w| context(&what, w))?;
+            if let Some(errata) = errata.as_deref_mut() {
+                flags = errata
+                    .flags(&e.name, &u.name, flags)
+                    .map_err(GenError::Data)?;
+            }
             if !flags.is_empty() {
                 let _ = write!(line, ", flags = {}", list(&flags));
             }
@@ -539,22 +554,38 @@ pub fn pmu_toml(pmu: &PfmPmu, commit: &str, root: &Path) -> Result<String, GenEr
         }
         let _ = writeln!(out, "]");
     }
+    if let Some(errata) = errata {
+        errata.check_applied().map_err(GenError::Data)?;
+    }
     Ok(out)
 }
 
-/// Writes every PMU of the libpfm4 snapshot at `root` to `out/PMU.toml`; returns the paths.
+/// Writes every PMU of the libpfm4 snapshot at `root` to `out/PMU.toml`, with the errata of
+/// `errata_dir` (`gen/errata/libpfm4/`) applied; returns the paths.
 ///
 /// # Errors
-/// As [`pmus`] and [`pmu_toml`]; a file that cannot be written.
-pub fn write_pmus(root: &Path, commit: &str, out: &Path) -> Result<Vec<String>, GenError> {
+/// As [`pmus`] and [`pmu_toml`]; a file that cannot be written; an errata file naming no PMU
+/// of the snapshot.
+pub fn write_pmus(
+    root: &Path,
+    commit: &str,
+    out: &Path,
+    errata_dir: &Path,
+) -> Result<Vec<String>, GenError> {
     std::fs::create_dir_all(out).map_err(|e| GenError::io(out, &e))?;
+    let mut errata = crate::grammar_errata::read(errata_dir)?;
     let mut written = Vec::new();
     let mut names = BTreeMap::new();
     for pmu in pmus(root)? {
         let path = out.join(format!("{}.toml", pmu.name));
-        std::fs::write(&path, pmu_toml(&pmu, commit, root)?)
-            .map_err(|e| GenError::io(&path, &e))?;
+        let text = pmu_toml(&pmu, commit, root, errata.get_mut(&pmu.name))?;
+        std::fs::write(&path, text).map_err(|e| GenError::io(&path, &e))?;
         names.insert(pmu.name.clone(), path.display().to_string());
+    }
+    if let Some(pmu) = errata.keys().find(|p| !names.contains_key(*p)) {
+        return Err(GenError::Data(format!(
+            "gen/errata/libpfm4/{pmu}.toml names no PMU of the snapshot"
+        )));
     }
     written.extend(names.into_values());
     Ok(written)

@@ -17,6 +17,7 @@ pub mod cparse;
 pub mod dropped;
 pub mod errata;
 pub mod grammar;
+pub mod grammar_errata;
 pub mod intel_tables;
 pub mod k8;
 pub mod libpfm4;

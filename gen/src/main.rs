@@ -219,7 +219,12 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
-        } => counterhal_gen::grammar::write_pmus(source, commit, out),
+        } => counterhal_gen::grammar::write_pmus(
+            source,
+            commit,
+            out,
+            &counterhal_gen::grammar_errata::default_dir(),
+        ),
         Source::PerfmonMetrics {
             source,
             commit,
