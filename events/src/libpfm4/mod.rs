@@ -1,7 +1,9 @@
 //! libpfm4's grammar, exactly: event strings in libpfm4's syntax resolved as libpfm4 4.13's
 //! `pfm_get_os_event_encoding(..., PFM_OS_NONE)` encodes them, from libpfm4's own tables
 //! (generated per PMU into `data/generated/libpfm4/`, parsed the first time a string needs
-//! one), or refused where libpfm4 refuses them, with the same class of error.
+//! one), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
+//! table is wrong, the generator corrects it by an erratum with its evidence
+//! (`gen/errata/libpfm4/`: Sapphire Rapids' `INST_RETIRED:ANY`, as libpfm4 itself later did).
 //!
 //! Which strings mean what libpfm4 means ("a name written in a source's spelling means what
 //! that source means"):
