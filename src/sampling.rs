@@ -3,7 +3,8 @@
 //! are [`ErrorKind::Unsupported`].
 
 use counterhal_hal::{
-    Error, ErrorKind, OverflowCallback, Record, Result, SampleOptions, Sampler, Target, Walked,
+    Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result, SampleOptions,
+    Sampler, Target, Walked,
 };
 
 use crate::Chosen;
@@ -35,7 +36,9 @@ impl Chosen {
     /// [`Capabilities::sampling`](counterhal_hal::Capabilities::sampling)), or a name stands for
     /// a sum or difference of events (a preset such as `PAPI_L1_TCM`: one event samples);
     /// as [`Backend::resolve`](counterhal_hal::Backend::resolve) for the names; as the
-    /// backend's sampler.
+    /// backend's sampler. Where the system refuses counting the kernel (Linux at
+    /// `perf_event_paranoid` 2 for an unprivileged user), events with no modifier sample user
+    /// space only, as `perf record` falls back; the refusal is returned where that fails too.
     pub fn open_sampler(
         &self,
         names: &[&str],
@@ -50,9 +53,9 @@ impl Chosen {
             ))
             .with_hint("sampling needs the linux backend (perf_event_open)"));
         }
-        let mut requests = Vec::with_capacity(names.len());
+        let mut events = Vec::with_capacity(names.len());
         for name in names {
-            let mut resolved = backend.dyn_resolve(name)?;
+            let resolved = backend.dyn_resolve(name)?;
             if resolved.terms.len() != 1 {
                 return Err(Error::invalid_event(format!(
                     "`{name}` is {} events summed or subtracted: one event samples",
@@ -60,19 +63,34 @@ impl Chosen {
                 ))
                 .with_hint("sample one of its events by its own name"));
             }
-            requests.push(resolved.terms.remove(0).request);
+            events.push(resolved);
         }
+        let requests = |events: &[ResolvedEvent]| -> Vec<EventRequest> {
+            events.iter().map(|e| e.terms[0].request.clone()).collect()
+        };
         #[cfg(all(feature = "linux", target_os = "linux"))]
         if let Some(linux) = backend
             .as_any()
             .downcast_ref::<counterhal_linux::LinuxBackend>()
         {
-            let sampler = linux.open_sampler(&requests, target, options)?;
+            // Where the system refuses counting the kernel, events with no modifier sample
+            // user space only, as perf record falls back at perf_event_paranoid 2.
+            let sampler = match linux.open_sampler(&requests(&events), target, options) {
+                Err(refused) if refused.kind() == ErrorKind::PermissionDenied => {
+                    let user: Option<Vec<ResolvedEvent>> =
+                        events.iter().map(ResolvedEvent::user_space_only).collect();
+                    let user = user.ok_or_else(|| refused.clone())?;
+                    linux
+                        .open_sampler(&requests(&user), target, options)
+                        .map_err(|_| refused)?
+                }
+                opened => opened?,
+            };
             return Ok(AnySampler {
                 inner: Inner::Linux(sampler),
             });
         }
-        let _ = (requests, target, options);
+        let _ = (requests, events, target, options);
         Err(Error::new(
             ErrorKind::Unsupported,
             format!(

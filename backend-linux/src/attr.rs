@@ -1,7 +1,7 @@
 //! One event's `perf_event_attr` as an open call places it, and which kernel group it may
 //! join.
 
-use counterhal_hal::PerfAttr;
+use counterhal_hal::{Error, PerfAttr, Result};
 
 use crate::group::ReadFormat;
 use crate::sys::{
@@ -83,4 +83,25 @@ pub(crate) fn build_attr(encoding: &PerfAttr, leader: bool, place: &Placement) -
     attr.set_flag(attr_bit::EXCLUDE_HOST, exclude.host);
     attr.set_flag(attr_bit::EXCLUDE_GUEST, exclude.guest);
     attr
+}
+
+/// The largest period the kernel takes: `perf_event_open` refuses one with bit 63 set
+/// (EINVAL), which would otherwise reach the caller as a bad event code.
+pub(crate) const MAX_PERIOD: u64 = i64::MAX as u64;
+
+/// Refuses a sample period the kernel refuses (zero, or bit 63 set), naming it and the range.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) naming the period
+/// and the range the kernel takes.
+pub(crate) fn check_period(period: u64) -> Result<()> {
+    if period == 0 || period > MAX_PERIOD {
+        return Err(
+            Error::invalid_input(format!("a sample period of {period}")).with_hint(format!(
+                "a sampling event records every N events: N is 1 to {MAX_PERIOD} (2^63 - 1, \
+                 the kernel's limit)"
+            )),
+        );
+    }
+    Ok(())
 }

@@ -543,7 +543,8 @@ impl LinuxBackend {
     /// the counts read as usual.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a zero period; otherwise as [`Backend::open`].
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a period the
+    /// kernel refuses (0, or past 2^63 - 1); otherwise as [`Backend::open`].
     pub fn open_sampling(
         &self,
         events: &[EventRequest],
@@ -551,10 +552,7 @@ impl LinuxBackend {
         options: &OpenOptions,
         period: u64,
     ) -> Result<LinuxGroup> {
-        if period == 0 {
-            return Err(Error::invalid_input("a sample period of 0")
-                .with_hint("a sampling event needs a period of at least 1; use open() to count"));
-        }
+        crate::attr::check_period(period)?;
         self.open_placed(events, target, options, period)
     }
 

@@ -12,7 +12,7 @@ use counterhal_hal::{
     Sampler, Target, Wakeup, Walked,
 };
 
-use crate::attr::build_attr;
+use crate::attr::{build_attr, check_period};
 use crate::backend::{LinuxBackend, perf_encoding};
 use crate::errno::{EventClass, OpenAttempt, Operation, map_errno};
 use crate::group::ReadFormat;
@@ -53,6 +53,37 @@ mod record_type {
     pub const SAMPLE: u32 = 9;
 }
 
+/// `kernel.perf_event_max_sample_rate`, the highest frequency `perf_event_open` takes, where
+/// it can be read.
+fn max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+}
+
+/// Refuses a rate the kernel would refuse with a bare EINVAL: a period past 2^63 - 1, or a
+/// frequency above `max_rate` (`kernel.perf_event_max_sample_rate`; perf record
+/// `--strict-freq` refuses it too, naming the limit).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming the value and the limit.
+fn check_rate(rate: Rate, max_rate: Option<u64>) -> Result<()> {
+    match rate {
+        Rate::Period(period) => check_period(period),
+        Rate::Frequency(hz) => match max_rate {
+            Some(max) if hz > max => Err(Error::invalid_input(format!(
+                "a sample frequency of {hz} Hz"
+            ))
+            .with_hint(format!(
+                "kernel.perf_event_max_sample_rate is {max} Hz here: ask for at most that, or \
+                 for a period (root may raise the limit in \
+                 /proc/sys/kernel/perf_event_max_sample_rate)"
+            ))),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// A sampling event on Linux, with its ring.
 #[derive(Debug)]
 pub struct LinuxSampler {
@@ -87,6 +118,7 @@ impl LinuxBackend {
         options: &SampleOptions,
     ) -> Result<LinuxSampler> {
         options.check()?;
+        check_rate(options.rate, max_sample_rate())?;
         if events.is_empty() {
             return Err(Error::invalid_input("no events to sample")
                 .with_hint("pass the event to sample, then any to read with each sample"));
@@ -439,6 +471,28 @@ impl Sampler for LinuxSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attr::MAX_PERIOD;
+
+    /// perf_event_open refuses `sample_period & (1 << 63)` and `sample_freq >
+    /// sysctl_perf_event_sample_rate` with EINVAL (kernel/events/core.c); both are refused
+    /// before the open, naming the value.
+    #[test]
+    fn rates_the_kernel_refuses_are_named_before_the_open() {
+        assert!(check_rate(Rate::Period(1), None).is_ok());
+        assert!(check_rate(Rate::Period(MAX_PERIOD), None).is_ok());
+        for period in [0, MAX_PERIOD + 1, u64::MAX] {
+            let error = check_rate(Rate::Period(period), None).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput);
+            assert!(error.message().contains(&period.to_string()), "{error}");
+            assert!(error.to_string().contains("9223372036854775807"), "{error}");
+        }
+        assert!(check_rate(Rate::Frequency(100_000), Some(100_000)).is_ok());
+        assert!(check_rate(Rate::Frequency(u64::MAX), None).is_ok());
+        let error = check_rate(Rate::Frequency(100_001), Some(100_000)).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
+        assert!(error.message().contains("100001 Hz"), "{error}");
+        assert!(error.to_string().contains("100000"), "{error}");
+    }
 
     #[test]
     fn a_sample_is_read_in_the_kernel_s_field_order() {

@@ -147,7 +147,9 @@ int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const c
                               counterhal_set_t **out);
 /* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). One event per call:
  * perf's group syntax {a,b} is refused with COUNTERHAL_EEVENT saying so (a set is one group
- * already). */
+ * already). Where the system forbids counting the kernel (Linux at perf_event_paranoid 2 for
+ * an unprivileged caller), an event with no modifier counts user space only, as perf stat
+ * counts it, and counterhal_set_event_name gives it as NAME:u. */
 int counterhal_set_add(counterhal_set_t *set, const char *event);
 /* Removes the event at index (the later ones move down one); not while running. */
 int counterhal_set_remove(counterhal_set_t *set, size_t index);
@@ -226,7 +228,10 @@ uint64_t counterhal_real_cyc(void);
 /* Samplers: where events happen. A sampler records one event every `period` events (or about
  * `hz` times a second) on the thread that opens it, into a ring of ring_pages pages (a power
  * of two; 0 for 64), each sample with the COUNTERHAL_SAMPLE_* fields asked for. Linux only
- * (perf_event_open); elsewhere COUNTERHAL_ENOSUPP. A sampler is used by one thread at a time. */
+ * (perf_event_open); elsewhere COUNTERHAL_ENOSUPP. A sampler is used by one thread at a time.
+ * A period past 2^63 - 1 or a frequency above kernel.perf_event_max_sample_rate is
+ * COUNTERHAL_EINVAL naming the limit; where the kernel may not be counted, an event with no
+ * modifier samples user space only, as perf record does. */
 typedef struct counterhal_sampler counterhal_sampler_t; /* opaque */
 #define COUNTERHAL_SAMPLE_IP (1u << 0)        /* the instruction pointer */
 #define COUNTERHAL_SAMPLE_TID (1u << 1)       /* the process and thread ids */

@@ -338,17 +338,45 @@ impl Set {
                 ),
             ));
         }
-        let backend = &self.inner.chosen.backend;
-        let event = backend.resolve(name)?;
-        let trial =
-            facade::trial_for_add(backend.capabilities(), &self.options, &self.events, &event);
-        drop(self.open(&trial)?);
+        let event = self.inner.chosen.backend.resolve(name)?;
+        let (event, user_space_only) = self.countable(event)?;
+        if user_space_only && self.events.iter().any(|e| e.name == event.name) {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!("`{name}` is in the set already (as `{}`)", event.name),
+            ));
+        }
+        // The name says when the kernel was left out, as perf's `task-clock:u` says it.
+        self.names
+            .push(c_string(if user_space_only { &event.name } else { name }));
         self.events.push(event);
-        self.names.push(c_string(name));
         self.scratch = vec![Reading::default(); self.events.len()];
         self.state = State::Idle;
         i32::try_from(self.events.len() - 1)
             .map_err(|_| Failure::new(code::LIMIT_REACHED, "too many events in one set"))
+    }
+
+    /// `event` if it opens beside the events in the set (only what competes with it for
+    /// counters is tried: [`facade::trial_for_add`]), else, where the system refuses counting
+    /// the kernel and the name has no modifier, its user-space-only form `NAME:u` if that
+    /// opens: the fallback perf stat and perf record make at `perf_event_paranoid` 2.
+    /// Returns the event and whether it is the user-space-only form.
+    fn countable(&self, event: ResolvedEvent) -> CResult<(ResolvedEvent, bool)> {
+        let capabilities = self.inner.chosen.backend.capabilities();
+        let opens = |event: &ResolvedEvent| {
+            let trial = facade::trial_for_add(capabilities, &self.options, &self.events, event);
+            self.open(&trial).map(drop)
+        };
+        let refused = match opens(&event) {
+            Ok(()) => return Ok((event, false)),
+            Err(refused) => refused,
+        };
+        match event.user_space_only() {
+            Some(user) if refused.code == code::PERMISSION_DENIED && opens(&user).is_ok() => {
+                Ok((user, true))
+            }
+            _ => Err(refused),
+        }
     }
 
     /// Starts counting from zero.

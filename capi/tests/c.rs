@@ -355,13 +355,15 @@ fn the_c_sampling_example_finds_the_heavier_loop() {
 }
 
 /// How `tests/c/hostile.c` is built and run: plainly, under AddressSanitizer, under
-/// UndefinedBehaviorSanitizer, or under valgrind's memcheck.
+/// UndefinedBehaviorSanitizer, under valgrind's memcheck, or built plainly and run as the
+/// unprivileged user nobody (`setpriv`; as the caller itself when that is not root).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Under {
     Plain,
     Address,
     Undefined,
     Valgrind,
+    Nobody,
 }
 
 /// The hostile program built for `under` (once per run of this test binary).
@@ -391,7 +393,7 @@ fn hostile(under: Under) -> PathBuf {
             "-fsanitize=undefined".into(),
             "-fno-sanitize-recover=all".into(),
         ]),
-        Under::Plain | Under::Valgrind => {}
+        Under::Plain | Under::Valgrind | Under::Nobody => {}
     }
     let out = Command::new("cc")
         .args(&flags)
@@ -432,6 +434,13 @@ fn hostile_case(case: &str, under: Under, env: &[(&str, &str)]) -> CaseRun {
                 "--errors-for-leak-kinds=definite",
             ])
             .arg(&program);
+            c
+        }
+        Under::Nobody if running_as_root() => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&program)
+                .current_dir("/");
             c
         }
         _ => Command::new(&program),
@@ -538,6 +547,59 @@ fn signals_during_region_calls_fail_cleanly_and_never_deadlock() {
         hostile_case("signals", Under::Plain, &[]);
     }
     hostile_case("signals", Under::Address, &[]);
+}
+
+/// perf record's and perf stat's fallback where the kernel may not be counted: an unprivileged
+/// caller at `perf_event_paranoid` 2 counts and samples `task-clock` and `page-faults` (no
+/// modifier) in user space, as `perf stat -e task-clock` counts `task-clock:u` and
+/// `perf record -e page-faults` records `page-faults:u`; the C API refused both with
+/// COUNTERHAL_EPERM.
+#[test]
+fn events_without_modifiers_count_for_an_unprivileged_caller_as_perf_does() {
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if running_as_root() && !setpriv {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::Tools,
+            "setpriv (util-linux) runs the case as nobody"
+        );
+    }
+    let level: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(2);
+    if level >= 3 {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::Privilege,
+            "perf_event_paranoid is {level}: no unprivileged counting at all"
+        );
+    }
+    let run = hostile_case("unprivileged", Under::Nobody, &[]);
+    if running_as_root() && level >= 2 {
+        assert!(
+            run.stdout.contains("counted as task-clock:u"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
+/// A sample period with bit 63 set and a frequency above `kernel.perf_event_max_sample_rate`
+/// are refused naming the value and the limit (perf record `--strict-freq` names the
+/// frequency limit); the kernel's bare EINVAL read as a bad event code before.
+#[test]
+fn sample_rates_the_kernel_refuses_are_named() {
+    hostile_case("sample-rates", Under::Plain, &[]);
+}
+
+/// Whether this process runs as root (user id 0).
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    })
 }
 
 /// The rows of a region table report by region name: the last column (the only event's

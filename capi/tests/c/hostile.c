@@ -389,6 +389,76 @@ static int a_thread_cancelled_inside_a_call_ends_cleanly(counterhal_t *ch) {
     return 0;
 }
 
+/* Sample rates the kernel refuses with a bare EINVAL (a period with bit 63 set, a frequency
+ * above kernel.perf_event_max_sample_rate) are named before the open, as perf record
+ * --strict-freq names the frequency limit; before, both read as a bad event code. */
+static int sample_rates_the_kernel_refuses_are_named(counterhal_t *ch) {
+    counterhal_sampler_t *s = NULL;
+    const uint64_t periods[] = {UINT64_MAX, (uint64_t)1 << 63};
+    for (size_t i = 0; i < sizeof periods / sizeof periods[0]; i++) {
+        CHECK(counterhal_sampler_open(ch, "page-faults", periods[i], 0, 1, &s) ==
+              COUNTERHAL_EINVAL);
+        CHECK(s == NULL);
+        CHECK(strstr(counterhal_last_error(), "sample period") != NULL);
+        CHECK(strstr(counterhal_last_error(), "9223372036854775807") != NULL);
+    }
+    CHECK(counterhal_sampler_open(ch, "page-faults", INT64_MAX, 0, 1, &s) == COUNTERHAL_OK);
+    counterhal_sampler_destroy(s);
+    s = NULL;
+    unsigned long long max = 0;
+    FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+    CHECK(f != NULL && fscanf(f, "%llu", &max) == 1);
+    fclose(f);
+    const uint64_t rates[] = {UINT64_MAX, (uint64_t)max + 1};
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+        CHECK(counterhal_sampler_open_frequency(ch, "page-faults", rates[i], 0, 1, &s) ==
+              COUNTERHAL_EINVAL);
+        CHECK(s == NULL);
+        CHECK(strstr(counterhal_last_error(), "perf_event_max_sample_rate") != NULL);
+    }
+    CHECK(counterhal_sampler_open_frequency(ch, "page-faults", max, 0, 1, &s) == COUNTERHAL_OK);
+    counterhal_sampler_destroy(s);
+    return 0;
+}
+
+static void count_sample(const counterhal_sample_t *sample, void *arg) {
+    (void)sample;
+    ++*(int *)arg;
+}
+
+/* Run as any user (capi/tests/c.rs runs it as nobody where it can): events with no modifier
+ * count and sample as perf stat and perf record do, the kernel left out (NAME:u) where the
+ * system forbids counting it; before, an unprivileged caller at perf_event_paranoid 2 got
+ * COUNTERHAL_EPERM for "task-clock" where perf counts task-clock:u. */
+static int events_without_modifiers_count_as_perf_does(counterhal_t *ch) {
+    counterhal_set_t *set = NULL;
+    CHECK(counterhal_set_create(ch, &set) == COUNTERHAL_OK);
+    CHECK(counterhal_set_add(set, "task-clock") == 0);
+    CHECK(counterhal_set_add(set, "page-faults") == 1);
+    const char *name = counterhal_set_event_name(set, 0);
+    CHECK(strcmp(name, "task-clock") == 0 || strcmp(name, "task-clock:u") == 0);
+    /* The same event again, by its plain name, is refused. */
+    CHECK(counterhal_set_add(set, "task-clock") == COUNTERHAL_EINVAL);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    touch_pages(PAGES);
+    counterhal_reading_t r[2];
+    CHECK(counterhal_set_stop(set, r, 2) == COUNTERHAL_OK);
+    CHECK(r[0].value > 0 && r[1].value >= PAGES);
+    printf("counted as %s and %s\n", name, counterhal_set_event_name(set, 1));
+    counterhal_set_destroy(set);
+    counterhal_sampler_t *s = NULL;
+    CHECK(counterhal_sampler_open(ch, "page-faults", 1, COUNTERHAL_SAMPLE_IP, 64, &s) ==
+          COUNTERHAL_OK);
+    CHECK(counterhal_sampler_start(s) == COUNTERHAL_OK);
+    touch_pages(PAGES);
+    CHECK(counterhal_sampler_stop(s) == COUNTERHAL_OK);
+    int samples = 0;
+    CHECK(counterhal_sampler_read(s, count_sample, &samples) >= PAGES);
+    CHECK(samples >= PAGES);
+    counterhal_sampler_destroy(s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: hostile CASE\n");
@@ -419,6 +489,10 @@ int main(int argc, char **argv) {
         failed = the_last_error_survives_the_next_failure(ch);
     else if (strcmp(name, "threads") == 0)
         failed = threads_signals_and_fork_at_once(ch);
+    else if (strcmp(name, "sample-rates") == 0)
+        failed = sample_rates_the_kernel_refuses_are_named(ch);
+    else if (strcmp(name, "unprivileged") == 0)
+        failed = events_without_modifiers_count_as_perf_does(ch);
     else if (strcmp(name, "cancel") == 0)
         failed = a_thread_cancelled_inside_a_call_ends_cleanly(ch);
     else {
