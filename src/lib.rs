@@ -83,10 +83,10 @@ pub use counterhal_x86 as x86;
 pub mod advanced;
 mod attach;
 mod cgroup;
-#[cfg(feature = "criterion")]
-pub mod criterion;
 #[cfg(unix)]
 mod command;
+#[cfg(feature = "criterion")]
+pub mod criterion;
 mod group;
 pub mod listing;
 mod open;

@@ -134,7 +134,10 @@ fn unit_masks_carry_the_kernels_descriptions() {
         }
         described += 1;
     }
-    assert!(described > 20, "{described} unit masks described on {model}");
+    assert!(
+        described > 20,
+        "{described} unit masks described on {model}"
+    );
     std::fs::remove_dir_all(scratch).unwrap();
 }
 

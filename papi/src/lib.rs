@@ -23,6 +23,6 @@ pub mod sde;
 pub mod sde_watch;
 pub mod set_options;
 pub mod sets;
-pub mod topology;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod topology;
