@@ -45,7 +45,6 @@ pub struct EventMeasurement {
 struct Labels {
     name: &'static str,
     per_byte: &'static str,
-    per_bit: &'static str,
     per_element: &'static str,
 }
 
@@ -68,7 +67,7 @@ impl EventMeasurement {
         let mut set =
             chosen.open_named(&[name], &Target::this_thread(), &OpenOptions::grouped())?;
         set.enable()?;
-        // criterion takes its units as `&'static str`: each measurement's four labels live
+        // criterion takes its units as `&'static str`: each measurement's three labels live
         // as long as the process (a benchmark makes a handful).
         let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
         Ok(Self {
@@ -76,7 +75,6 @@ impl EventMeasurement {
             labels: Labels {
                 name: leak(name.to_string()),
                 per_byte: leak(format!("{name}/byte")),
-                per_bit: leak(format!("{name}/bit")),
                 per_element: leak(format!("{name}/element")),
             },
         })
@@ -143,10 +141,7 @@ impl ValueFormatter for Labels {
     ) -> &'static str {
         let (per, label) = match *throughput {
             Throughput::Bytes(n) | Throughput::BytesDecimal(n) => (n, self.per_byte),
-            Throughput::Bits(n) => (n, self.per_bit),
-            Throughput::Elements(n) | Throughput::ElementsAndBytes { elements: n, .. } => {
-                (n, self.per_element)
-            }
+            Throughput::Elements(n) => (n, self.per_element),
         };
         let per = per.max(1) as f64;
         for value in values {
