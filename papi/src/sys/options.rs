@@ -275,11 +275,16 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
                 None => EINVAL,
             }
         }
+        // As PAPI 7.0: a CPU past the machine's is PAPI_EINVAL at once.
         CPU_ATTACH => match u32::try_from(pair.second) {
-            Ok(cpu) => crate::set_options::attach_cpu(pair.first, cpu),
-            Err(_) => EINVAL,
+            Ok(cpu) if (cpu as i64) < i64::from(crate::info::hardware().totalcpus.max(1)) => {
+                crate::set_options::attach_cpu(pair.first, cpu)
+            }
+            _ => EINVAL,
         },
         INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
+        // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
+        DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => EINVAL,
         DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
         _ => EINVAL,
     }

@@ -124,6 +124,17 @@ int main(void) {
     SHOW("state value", code);
     SHOW("read a missing set", PAPI_read(set + 100, values));
     SHOW("add perf::TASK-CLOCK", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    {
+        PAPI_option_t opt;
+        memset(&opt, 0, sizeof opt);
+        opt.multiplex.eventset = set;
+        opt.multiplex.ns = -1;
+        SHOW("DEF_MPX_NS of -1 ns", PAPI_set_opt(PAPI_DEF_MPX_NS, &opt));
+        memset(&opt, 0, sizeof opt);
+        opt.cpu.eventset = set;
+        opt.cpu.cpu_num = 1000000;
+        SHOW("CPU_ATTACH to CPU 1000000", PAPI_set_opt(PAPI_CPU_ATTACH, &opt));
+    }
     SHOW("add it again", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
     SHOW("its code", PAPI_event_name_to_code("perf::TASK-CLOCK", &code));
     SHOW("overflow without a handler", PAPI_overflow(set, code, 1000000, 0, NULL));
