@@ -391,6 +391,68 @@ fn attaching_to_a_process_says_what_is_wrong_with_it() {
     assert!(!text.contains("perf_event_paranoid"), "{text}");
 }
 
+/// `stat -x, -e task-clock ARGS` with its output in files (a timer it leaves behind cannot
+/// hold a pipe) and in a process group of its own, killed whole if it runs past 20 s; its
+/// exit status and standard error.
+fn stat_in_time(args: &[String]) -> (std::process::ExitStatus, String) {
+    let dir = std::env::temp_dir().join(format!("counterhal-ends-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let err = dir.join("stderr");
+    let mut child = signalled_counterhal()
+        .args(["stat", "-x", ",", "-e", "task-clock"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .process_group(0)
+        .spawn()
+        .expect("counterhal");
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            child.wait().ok();
+            panic!("stat {args:?} still ran after 20 s (the counted processes had ended)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().expect("wait");
+    (status, std::fs::read_to_string(&err).unwrap_or_default())
+}
+
+/// `stat -p PID` (or `-t TID`) without a command ends when what it counts has ended, as perf
+/// stat does (builtin-stat.c's is_target_alive, looked at each interval): alone, with -I,
+/// for several processes of which one ends later, and for a thread; before, counterhal counted
+/// on until Ctrl-C. A process that has ended but is not yet waited for (a zombie) has ended.
+#[test]
+fn attached_counting_ends_when_the_attached_processes_end_as_perf_s_does() {
+    linux_or_skip!();
+    let paths: [&[&str]; 4] = [
+        &["-p", "{a}"],
+        &["-I", "100", "-p", "{a}"],
+        &["-p", "{a},{b}"],
+        &["-t", "{a}"],
+    ];
+    for path in paths {
+        // Long enough for the debug build to attach before it ends.
+        let mut a = Command::new("sleep").arg("1").spawn().expect("sleep");
+        let mut b = Command::new("sleep").arg("1.5").spawn().expect("sleep");
+        let args: Vec<String> = path
+            .iter()
+            .map(|o| {
+                o.replace("{a}", &a.id().to_string())
+                    .replace("{b}", &b.id().to_string())
+            })
+            .collect();
+        // Neither sleep is waited for until counterhal ends: each ends as a zombie.
+        let (status, text) = stat_in_time(&args);
+        a.wait().ok();
+        b.wait().ok();
+        assert!(status.success(), "{args:?}: {text}");
+        assert!(text.contains(",task-clock"), "{args:?}: {text}");
+    }
+}
+
 /// Defect 3: a comma inside a PMU event's `/.../` separates terms, not events.
 #[test]
 fn commas_inside_pmu_terms_do_not_split_the_event_list() {

@@ -72,7 +72,25 @@ pub fn run_on_targets<B: Backend>(
             &mut results,
         )?);
     }
-    run_and_read(sets, command, results, plan, on_interval)
+    // Without a command, perf stat -p (-t) ends when the processes (threads) it counts have ended
+    // (is_target_alive in builtin-stat.c); the timer standing for the command is stopped then.
+    let watched = match attach {
+        Attach::Process(id) | Attach::Thread(id) if plan.timer => vec![*id],
+        Attach::Processes(ids) | Attach::Threads(ids) if plan.timer => ids.clone(),
+        _ => Vec::new(),
+    };
+    run_and_read(sets, command, &watched, results, plan, on_interval)
+}
+
+/// Whether process (or thread) `pid` has ended: no `/proc/PID`, or a zombie waiting for its
+/// parent.
+fn has_ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        matches!(state, Some('Z' | 'X') | None)
+    })
 }
 
 /// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot
@@ -203,6 +221,7 @@ fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
 fn run_and_read<G: Group>(
     mut sets: Vec<Opened<G>>,
     command: &[OsString],
+    watched: &[u32],
     mut results: Vec<EventResult>,
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -218,11 +237,24 @@ fn run_and_read<G: Group>(
     let mut stopped = false;
     let mut failed = None;
     let mut baseline = None;
+    // Whether the command has ended; the timer is stopped once every watched process has.
+    let look = |child: &mut WaitingChild, stopped: &mut bool| {
+        let ended = !matches!(child.try_wait(), Ok(None));
+        if !ended && !*stopped && !watched.is_empty() && watched.iter().all(|&p| has_ended(p)) {
+            *stopped = child.terminate(GRACE).is_ok();
+        }
+        ended
+    };
+    if released.is_ok() && plan.pace.is_idle() && !watched.is_empty() {
+        while !look(&mut child, &mut stopped) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
     if released.is_ok() {
         plan.pace.run(started, |step| {
             match step {
                 // An error here is seen again by the wait below.
-                Step::Look => return !matches!(child.try_wait(), Ok(None)),
+                Step::Look => return look(&mut child, &mut stopped),
                 Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
                     Ok(mut counts) => {
                         if plan.pace.delay.is_some() {
