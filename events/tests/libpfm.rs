@@ -14,28 +14,6 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::{Database, UnitMaskClass};
 use counterhal_hal::Encoding;
 
-const PROGRAM: &str = r#"
-#include <perfmon/pfmlib.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(void) {
-    char line[1024];
-    if (pfm_initialize() != PFM_SUCCESS) { printf("INIT-FAILED\n"); return 1; }
-    while (fgets(line, sizeof line, stdin)) {
-        line[strcspn(line, "\r\n")] = 0;
-        pfm_pmu_encode_arg_t arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        int ret = pfm_get_os_event_encoding(line, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
-        if (ret != PFM_SUCCESS) { printf("ERR %d\n", ret); continue; }
-        printf("OK 0x%llx\n", (unsigned long long)arg.codes[0]);
-        free(arg.codes);
-    }
-    return 0;
-}
-"#;
-
 /// Whether `name` (`EVENT:MASK`, or `EVENT:*`) of [`GENERATED_DIFFERENCES`] explains the
 /// mismatch `line` (`model: EVENT:MASK: ours ...`).
 fn covers(name: &str, line: &str) -> bool {
@@ -285,7 +263,7 @@ const NOT_IN_LIBPFM4: &[&str] = &[
 
 #[test]
 fn evtsel_matches_libpfm4() {
-    let binary = match common::libpfm::build(PROGRAM, "encode") {
+    let binary = match common::libpfm::build(common::libpfm::ENCODE, "encode") {
         Ok(binary) => binary,
         Err(why) => counterhal_conformance::skip!(
             Need::Tools,

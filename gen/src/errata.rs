@@ -66,6 +66,33 @@ pub struct Fields {
     pub any: bool,
 }
 
+/// Every `*.toml` file under `dir`, in the order of their names, each read as a `T` (none
+/// when `dir` does not exist): the errata directories' files.
+///
+/// # Errors
+/// A file that does not read or does not parse as a `T` (its path and the parser's message).
+pub(crate) fn toml_files<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+) -> Result<Vec<(PathBuf, T)>, GenError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+            let file = toml::from_str(&text)
+                .map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
+            Ok((path, file))
+        })
+        .collect()
+}
+
 /// The errata of every model with a file under `dir`, by model id (none when `dir` does not
 /// exist).
 ///
@@ -73,18 +100,7 @@ pub struct Fields {
 /// A file that does not read or parse, or an erratum without evidence.
 pub fn read(dir: &Path) -> Result<BTreeMap<String, Vec<Erratum>>, GenError> {
     let mut out = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(out);
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let file: ErrataFile = toml::from_str(&text)
-            .map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
+    for (path, file) in toml_files::<ErrataFile>(dir)? {
         for e in &file.erratum {
             if e.evidence.trim().is_empty() {
                 return Err(GenError::Data(format!(

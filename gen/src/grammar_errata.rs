@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::GenError;
+use crate::errata::toml_files;
 
 /// The libpfm4 errata files of the repository: `gen/errata/libpfm4/`.
 pub fn default_dir() -> PathBuf {
@@ -117,18 +118,7 @@ impl PmuErrata {
 /// nothing.
 pub fn read(dir: &Path) -> Result<BTreeMap<String, PmuErrata>, GenError> {
     let mut out = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(out);
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
-        let file: ErrataFile = toml::from_str(&text)
-            .map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
+    for (path, file) in toml_files::<ErrataFile>(dir)? {
         let pmu = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

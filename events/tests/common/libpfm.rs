@@ -5,6 +5,31 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// Reads `PMU::EVENT...` strings, one a line, and answers libpfm4's encoding of each
+/// (`pfm_get_os_event_encoding`, user and kernel levels): `OK 0xCODE` (the first code) or
+/// `ERR code`.
+pub const ENCODE: &str = r#"
+#include <perfmon/pfmlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+    char line[1024];
+    if (pfm_initialize() != PFM_SUCCESS) { printf("INIT-FAILED\n"); return 1; }
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = 0;
+        pfm_pmu_encode_arg_t arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        int ret = pfm_get_os_event_encoding(line, PFM_PLM0 | PFM_PLM3, PFM_OS_NONE, &arg);
+        if (ret != PFM_SUCCESS) { printf("ERR %d\n", ret); continue; }
+        printf("OK 0x%llx\n", (unsigned long long)arg.codes[0]);
+        free(arg.codes);
+    }
+    return 0;
+}
+"#;
+
 /// Compiles `program` (C, linked with `-lpfm`) as `stem` in a directory of this process; an
 /// error says why (no compiler, no libpfm4-dev), for the test to skip with.
 pub fn build(program: &str, stem: &str) -> Result<PathBuf, String> {
