@@ -18,8 +18,9 @@ mod bench {
     use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::time::Instant;
 
-    use counterhal::linux::{LinuxBackend, LinuxGroup};
     use counterhal::prelude::*;
+    use counterhal_hal::Backend;
+    use counterhal_linux::{LinuxBackend, LinuxGroup};
 
     /// The four software events every contender counts.
     const EVENTS: [&str; 4] = [
@@ -276,7 +277,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let facade_leader = duplicate(perf_fds()[0]);
 
         let db = chosen.context.database.clone();
-        let linux: LinuxBackend = counterhal::linux::probe(db, None).unwrap();
+        let linux: LinuxBackend = counterhal_linux::probe(db, None).unwrap();
         let requests: Vec<_> = EVENTS
             .iter()
             .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)
@@ -284,7 +285,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let mut group: LinuxGroup = linux
             .open(
                 &requests,
-                &counterhal::hal::Target::ThisThread,
+                &counterhal_hal::Target::ThisThread,
                 &OpenOptions::default(),
             )
             .unwrap();

@@ -11,8 +11,9 @@
 fn main() {
     use std::hint::black_box;
 
-    use counterhal::linux::{LinuxBackend, LinuxGroup};
     use counterhal::prelude::*;
+    use counterhal_hal::Backend;
+    use counterhal_linux::{LinuxBackend, LinuxGroup};
 
     const EVENTS: [&str; 4] = [
         "task-clock",
@@ -43,7 +44,7 @@ fn main() {
         }
         "linux" => {
             let db = chosen.context.database.clone();
-            let linux: LinuxBackend = counterhal::linux::probe(db, None).expect("the backend");
+            let linux: LinuxBackend = counterhal_linux::probe(db, None).expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()
                 .map(|n| linux.resolve(n).expect("resolves").terms.remove(0).request)
@@ -51,7 +52,7 @@ fn main() {
             let mut group: LinuxGroup = linux
                 .open(
                     &requests,
-                    &counterhal::hal::Target::ThisThread,
+                    &counterhal_hal::Target::ThisThread,
                     &OpenOptions::default(),
                 )
                 .expect("the four software events open");

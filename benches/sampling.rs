@@ -66,11 +66,7 @@ mod bench {
         let fields = SampleFields::profile().with_addr();
         let options = SampleOptions::period(1, fields).ring_pages(512);
         let mut ours = chosen
-            .open_sampler(
-                &["page-faults"],
-                &counterhal::hal::Target::ThisThread,
-                &options,
-            )
+            .open_sampler(&["page-faults"], &Target::this_thread(), &options)
             .expect("page faults can be sampled here");
         let mut theirs = Builder::new(Software::PAGE_FAULTS)
             .sample_period(1)
@@ -134,7 +130,7 @@ mod bench {
         let mut sampler = chosen
             .open_sampler(
                 &["cpu-clock:u"],
-                &counterhal::hal::Target::ThisThread,
+                &Target::this_thread(),
                 &SampleOptions::frequency(1000, SampleFields::profile()),
             )
             .expect("cpu-clock can be sampled here");

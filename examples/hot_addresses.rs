@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use counterhal::advanced::BackendTarget;
 use counterhal::prelude::*;
 use counterhal::{Record, SampleFields, SampleOptions, Sampler};
 
@@ -41,8 +40,7 @@ fn main() -> Result<()> {
         .unwrap_or(400);
     let backend = open_default(None)?;
     let options = SampleOptions::frequency(1000, SampleFields::profile());
-    let mut sampler =
-        backend.open_sampler(&["cpu-clock:u"], &BackendTarget::ThisThread, &options)?;
+    let mut sampler = backend.open_sampler(&["cpu-clock:u"], &Target::this_thread(), &options)?;
     sampler.enable()?;
     let start = Instant::now();
     // Each turn's length varies (a step of a linear congruential sequence), so that the

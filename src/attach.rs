@@ -55,6 +55,9 @@ pub fn online_cpus() -> CpuList {
 pub enum Target {
     /// The calling thread.
     ThisThread,
+    /// The calling thread, counted only while it runs on one CPU (libpfm4's and PAPI's `cpu=N`
+    /// qualifier on a thread's events).
+    ThisThreadOnCpu(u32),
     /// One thread of any process, by its thread id.
     Thread(u32),
     /// These threads of any processes, by their thread ids (perf's `-t TID,TID`), each on
@@ -118,12 +121,31 @@ impl Target {
         }
     }
 
-    /// The backend targets this stands for now (`advanced::BackendTarget`s):
-    /// a process's threads are read from `/proc/PID/task` (the process alone, with what it
-    /// creates, where the OS has no such directory).
+    /// The backend targets this stands for now, a thread's with what it creates where
+    /// `inherit` ([`OpenOptions::inherit`](counterhal_hal::OpenOptions::inherit); CPUs and
+    /// processes are counted as they are either way).
+    pub(crate) fn targets_inheriting(&self, inherit: bool) -> Result<Vec<BackendTarget>> {
+        if !inherit {
+            return Ok(self.targets());
+        }
+        Ok(match self {
+            Target::ThisThread => vec![BackendTarget::process_and_children(this_thread_id()?)],
+            Target::Thread(tid) => vec![BackendTarget::process_and_children(*tid)],
+            Target::Threads(tids) => tids
+                .iter()
+                .map(|&tid| BackendTarget::process_and_children(tid))
+                .collect(),
+            _ => self.targets(),
+        })
+    }
+
+    /// The backend targets this stands for now: a process's threads are read from
+    /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
+    /// directory).
     pub fn targets(&self) -> Vec<BackendTarget> {
         match self {
             Target::ThisThread => vec![BackendTarget::ThisThread],
+            Target::ThisThreadOnCpu(cpu) => vec![BackendTarget::ThisThreadOnCpu(*cpu)],
             Target::Thread(tid) => vec![BackendTarget::process(*tid)],
             Target::Threads(tids) => tids
                 .iter()
@@ -156,6 +178,20 @@ impl Target {
             _ => false,
         }
     }
+}
+
+/// The calling thread's id, from `/proc/thread-self` (Linux: a link to `PID/task/TID`).
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] where the OS has no such link.
+fn this_thread_id() -> Result<u32> {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|link| link.file_name()?.to_str()?.parse().ok())
+        .ok_or_else(|| {
+            Error::unsupported("this OS does not say which thread calls (no /proc/thread-self)")
+                .with_hint("count this thread without inherit, or a process (Target::process)")
+        })
 }
 
 /// Process `pid`'s threads, each with what it creates; the process as one target where
@@ -202,6 +238,44 @@ fn thread_gone(tid: u32) -> bool {
     false
 }
 
+/// What one row of [`MultiSet::read_each`] counts, in [`Target`]'s words: a thread is a
+/// thread (a process's rows are its threads), a CPU a CPU.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// The calling thread.
+    ThisThread,
+    /// One thread, by its id (with the threads and processes it created since, where they
+    /// are followed: a process's threads, or a set opened with inherit).
+    Thread(u32),
+    /// One CPU (for a control group, the CPU it is counted on).
+    Cpu(u32),
+    /// A command counted from its `exec`, by its process id.
+    Command(u32),
+}
+
+impl From<&BackendTarget> for Place {
+    fn from(target: &BackendTarget) -> Place {
+        match *target {
+            BackendTarget::Process { pid, .. } => Place::Thread(pid),
+            BackendTarget::Cpu(cpu) | BackendTarget::Cgroup { cpu, .. } => Place::Cpu(cpu),
+            BackendTarget::Exec { pid } | BackendTarget::ExecAlone { pid } => Place::Command(pid),
+            _ => Place::ThisThread,
+        }
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::ThisThread => f.write_str("this thread"),
+            Place::Thread(tid) => write!(f, "thread {tid}"),
+            Place::Cpu(cpu) => write!(f, "CPU {cpu}"),
+            Place::Command(pid) => write!(f, "command (process {pid})"),
+        }
+    }
+}
+
 /// The same events counted on several targets: read per target, or summed over them (each
 /// target's reading scaled on its own first, as [`sum_readings`] does).
 ///
@@ -221,23 +295,11 @@ pub struct MultiSet<G> {
     /// rows first, in `sets` order, then the rows of the threads that ended (their last
     /// readings).
     each: Vec<Reading>,
-    /// What each row read at the last [`reset`](Group::reset) (zeros before one): the rows
-    /// are read less it, so that a reset starts the times enabled and running from zero
-    /// too, where the kernel's reset zeroes the counts alone.
-    base: Vec<Reading>,
     /// One event's readings over the rows, to be summed.
     column: Vec<Reading>,
     /// Whether a read is its one target's set's read and nothing more: one target, which
-    /// cannot end (no thread of a process counted), and a base of zeros (no reset that left
-    /// one). Then no row is kept for after its end and nothing is taken less.
+    /// cannot end (no thread of a process counted). Then no row is kept for after its end.
     alone: bool,
-}
-
-/// `reading` since `base`: each of its three numbers less `base`'s (never below zero).
-fn since(reading: &mut Reading, base: &Reading) {
-    reading.value = reading.value.saturating_sub(base.value);
-    reading.time_enabled = reading.time_enabled.saturating_sub(base.time_enabled);
-    reading.time_running = reading.time_running.saturating_sub(base.time_running);
 }
 
 impl<G: Group> MultiSet<G> {
@@ -306,16 +368,15 @@ impl<G: Group> MultiSet<G> {
             attach: attach.clone(),
             column: vec![Reading::default(); sets.len()],
             each: vec![Reading::default(); rows],
-            base: vec![Reading::default(); rows],
             sets,
             events: events.to_vec(),
             alone,
         })
     }
 
-    /// The targets counted, in order (a thread that ended is no longer one).
-    pub fn targets(&self) -> impl Iterator<Item = &BackendTarget> {
-        self.sets.iter().map(|(target, _)| target)
+    /// The places counted, in order (a thread that ended is no longer one).
+    pub fn places(&self) -> impl Iterator<Item = Place> + '_ {
+        self.sets.iter().map(|(target, _)| Place::from(target))
     }
 
     /// The events, in order.
@@ -328,14 +389,14 @@ impl<G: Group> MultiSet<G> {
     ///
     /// # Errors
     /// As [`Group::read`].
-    pub fn read_each(&mut self) -> Result<Vec<(BackendTarget, Vec<Reading>)>> {
+    pub fn read_each(&mut self) -> Result<Vec<(Place, Vec<Reading>)>> {
         let n = self.events.len();
         self.read_rows()?;
         Ok(self
             .sets
             .iter()
             .zip(self.each.chunks_exact(n.max(1)))
-            .map(|((target, _), row)| (target.clone(), row[..n].to_vec()))
+            .map(|((target, _), row)| (Place::from(target), row[..n].to_vec()))
             .collect())
     }
 
@@ -362,12 +423,7 @@ impl<G: Group> MultiSet<G> {
         while at < self.sets.len() {
             let row = &mut self.each[at * width..at * width + n];
             match self.sets[at].1.read(row) {
-                Ok(()) => {
-                    for (reading, base) in row.iter_mut().zip(&self.base[at * width..]) {
-                        since(reading, base);
-                    }
-                    at += 1;
-                }
+                Ok(()) => at += 1,
                 Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
                 Err(e) => return Err(e),
             }
@@ -375,20 +431,16 @@ impl<G: Group> MultiSet<G> {
         Ok(())
     }
 
-    /// [`Group::read`] of any but a lone target: each row read, its base taken off, and each
-    /// event summed over the rows into `readings` (checked to hold one per event).
+    /// [`Group::read`] of any but a lone target: each row read, and each event summed over
+    /// the rows into `readings` (checked to hold one per event).
     #[inline(never)]
     fn read_rows_summed(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
-        // One target and no other ever that may end or was reset (a process's one thread, a
-        // set reset to a base): its set reads straight into the caller's memory, its base
-        // taken off, its row kept for a sum after its end.
+        // One target and no other ever that may end (a process's one thread): its set reads
+        // straight into the caller's memory, its row kept for a sum after its end.
         if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
             match set.read(&mut readings[..n]) {
                 Ok(()) => {
-                    for (reading, base) in readings[..n].iter_mut().zip(&self.base) {
-                        since(reading, base);
-                    }
                     self.each[..n].copy_from_slice(&readings[..n]);
                     return Ok(());
                 }
@@ -415,7 +467,6 @@ impl<G: Group> MultiSet<G> {
         let width = self.events.len().max(1);
         self.sets.remove(at);
         self.each[at * width..].rotate_left(width);
-        self.base[at * width..].rotate_left(width);
     }
 }
 
@@ -440,25 +491,14 @@ impl<G: Group> Group for MultiSet<G> {
         self.each_set(|set| set.disable())
     }
 
-    /// Zeroes every target's counts and their times enabled and running (each row is read
-    /// now and later reads are taken less it), and forgets the threads that ended.
+    /// Zeroes every target's counts and their times enabled and running (each target's
+    /// [`EventSet`] starts a new window), and forgets the threads that ended.
     fn reset(&mut self) -> Result<()> {
         self.each_set(|set| set.reset())?;
         let rows = self.sets.len();
-        let width = self.events.len().max(1);
-        self.each.truncate(rows * width);
-        self.base.truncate(rows * width);
-        self.base.fill(Reading::default());
-        self.column.truncate(rows);
-        self.read_rows()?;
-        // Rows of threads that ended meanwhile were retired behind the live ones: forgotten.
-        let live = self.sets.len() * width;
-        self.each.truncate(live);
-        self.base.truncate(live);
-        self.column.truncate(self.sets.len());
-        self.base.copy_from_slice(&self.each);
+        self.each.truncate(rows * self.events.len().max(1));
         self.each.fill(Reading::default());
-        self.alone &= self.base.iter().all(|base| *base == Reading::default());
+        self.column.truncate(rows);
         Ok(())
     }
 
@@ -466,8 +506,8 @@ impl<G: Group> Group for MultiSet<G> {
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         let n = self.events.len();
         check_buffer("the readings", n, readings.len())?;
-        // One target that cannot end, never reset to a base (the C API's sets on a thread or
-        // a CPU): its set's read, straight into the caller's memory.
+        // One target that cannot end (the C API's sets on a thread or a CPU): its set's read,
+        // straight into the caller's memory.
         if self.alone
             && let [(_, set)] = &mut self.sets[..]
         {
@@ -636,12 +676,13 @@ mod tests {
             sum[0].value, 30,
             "20 on the main thread, the ended one's last 10"
         );
-        assert_eq!(set.targets().count(), 1);
+        assert_eq!(set.places().count(), 1);
         assert_eq!(set.read_each().unwrap().len(), 1);
         set.disable().unwrap();
         set.reset().unwrap();
         set.read(&mut sum).unwrap();
-        assert_eq!(sum[0].value, 10, "a reset forgets the thread that ended");
+        // 10 a read on the main thread alone, the reset's own read of the times included.
+        assert_eq!(sum[0].value, 20, "a reset forgets the thread that ended");
     }
 
     /// The one-target read (straight into the caller's memory) keeps the target's last reading
@@ -669,7 +710,7 @@ mod tests {
         one[0] = Reading::default();
         set.read(&mut one).unwrap();
         assert_eq!(one[0].value, 20, "the ended thread's last reading");
-        assert_eq!(set.targets().count(), 0);
+        assert_eq!(set.places().count(), 0);
     }
 
     /// A reset starts a new window: the count and both times read from zero, where the
@@ -692,15 +733,15 @@ mod tests {
         assert_eq!(one[0].time_enabled, 5);
         assert!(
             set.alone,
-            "one thread that cannot end, never reset: its set's read alone"
+            "one thread that cannot end: its set's read alone"
         );
         set.reset().unwrap();
-        assert!(!set.alone, "a base to take off");
         set.read(&mut one).unwrap();
+        // The reset reads the times once (this counter counts 10 a read, that read too).
         assert_eq!(
             (one[0].value, one[0].time_enabled, one[0].time_running),
-            (10, 1, 1),
-            "one read since the reset"
+            (20, 1, 1),
+            "one read since the reset's"
         );
     }
 

@@ -27,7 +27,7 @@ type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
 /// let events = [backend.resolve("task-clock")?, backend.resolve("page-faults")?];
 /// let mut ls = Command::new("ls");
 /// ls.arg("/");
-/// let count = count_command(&*backend, &events, ls, &OpenOptions::ungrouped())?;
+/// let count = counterhal::count_command(&backend, &events, ls, &OpenOptions::ungrouped())?;
 /// for (event, reading) in events.iter().zip(&count.readings) {
 ///     println!("{}: {:?}", event.name, reading);
 /// }

@@ -6,7 +6,7 @@
 
 use counterhal_hal::{BoxedGroup, Group, Reading, Result};
 
-use crate::MultiSet;
+use crate::attach::MultiSet;
 
 /// A group of whichever backend [`open_default`](crate::open_default) chose, on one place or
 /// summed over several.

@@ -1,36 +1,20 @@
 //! # counterhal: hardware performance counters, one API on every OS
 //!
-//! The facade: re-exports the vocabulary ([`hal`]) and the event database ([`events`]), holds
-//! the [`registry`] of the backends this build has, and opens the first that works here,
-//! saying why each other did not.
+//! Count events by name (perf's generalized events, PAPI's presets, the CPU's native events,
+//! tracepoints, raw codes) on a thread, a process, a command, CPUs or a control group, with
+//! each count's times enabled and running, on Linux (`perf_event_open`), OpenBSD
+//! (`/dev/pctr`), FreeBSD (hwpmc) and raw x86 MSRs.
 //!
-//! **For users**: [`open_default`] gives the first backend that works here (and why the others
-//! did not), a [`Chosen`]; its [`open_named`](Chosen::open_named) opens events by name as an
-//! [`EventSet`] on any [`Target`] (this thread, one thread, a whole process, CPUs, a control
-//! group), and its [`builder`](Chosen::builder) gathers them one at a time, each with its
-//! result. Names are generalized events, PAPI presets, the CPU's native events from the
-//! database, raw codes, and the backend's own (tracepoints, breakpoints, dynamic PMUs on
-//! Linux). A command is counted from its `exec` with its
-//! [`count_command`](Chosen::count_command) (Unix). [`Context`] and
-//! [`probe`] pick a backend by name; [`advanced`] holds what only a tool that manages
-//! backends, or reads each thread or CPU on its own, needs.
+//! [`open_default`] opens the first backend that works here (a [`Setup`] chooses the CPU
+//! model, an events file or the backend); the [`Chosen`] backend opens names as an
+//! [`EventSet`] on any [`Target`] with [`open_named`](Chosen::open_named), or one at a time
+//! with its [`builder`](Chosen::builder); [`OpenOptions`] say how (the domain, inherit,
+//! grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
+//! kernel to an unprivileged caller, events given no domain count user space only and the
+//! set's [`note`](EventSet::note) says so. A [`reset`](Group::reset) zeroes the counts and
+//! their times. [`prelude`] has what the examples use.
 //!
-//! **For backend authors**: a backend is a crate implementing [`hal::Backend`] and
-//! [`hal::Group`], with a `probe(database, cpu_model)` function and, under its `conformance`
-//! feature, a `conformance` module; add it to [`registry::REGISTRY`], give it a Cargo feature
-//! here, and add its crate to the workspace. ARCHITECTURE.md has the list.
-//!
-//! | OS | backends tried, in order |
-//! |---|---|
-//! | Linux | `linux` (perf_event_open), `msr` (/dev/cpu/N/msr) |
-//! | OpenBSD | `pctr` (/dev/pctr) |
-//! | others | none: [`open_default`] fails with [`ErrorKind::Unsupported`] |
-//!
-//! Cargo features: one per backend (`linux`, `msr`, `pctr`; all on by default, each probing
-//! its real device only on its own OS), and `conformance` for the suite and the backends'
-//! subjects. The pctr and MSR backends also run everywhere over models of their devices, for
-//! tests and for `counterhal check --models`.
-//!
+//! Count a closure:
 //! ```no_run
 //! use counterhal::prelude::*;
 //!
@@ -38,47 +22,95 @@
 //! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
-//! // ... the code being measured ...
+//! let v: Vec<u8> = vec![1; 1 << 20]; // the work
 //! set.disable()?;
 //! let readings = set.read_to_vec()?;
 //! for (event, reading) in set.events().iter().zip(readings) {
 //!     println!("{}: {} ({:?} scaled)", event.name, reading.value, reading.scaled());
 //! }
-//! // A whole process: every thread it has (and creates from now on), summed.
-//! let process = backend.open_named(&["task-clock"], &Target::process(std::process::id()),
-//!                                  &OpenOptions::default())?;
+//! # drop(v); Ok::<(), counterhal::Error>(())
+//! ```
+//! Count a command from its `exec`, with every process it creates (`perf stat -- ls`):
+//! ```no_run
+//! # use counterhal::prelude::*;
+//! let backend = open_default(None)?;
+//! let counted = backend.count_command(&["task-clock", "context-switches"],
+//!                                     std::process::Command::new("ls"), &OpenOptions::default())?;
+//! println!("{:?}, {:?}", counted.readings, counted.exit);
 //! # Ok::<(), counterhal::Error>(())
 //! ```
+//! Count a running process, every thread it has and creates (`perf stat -p PID`):
+//! ```no_run
+//! # use counterhal::prelude::*;
+//! # let pid = std::process::id();
+//! let backend = open_default(None)?;
+//! let mut set = backend.open_named(&["task-clock"], &Target::process(pid),
+//!                                  &OpenOptions::default())?;
+//! set.enable()?;
+//! std::thread::sleep(std::time::Duration::from_millis(100));
+//! println!("{} ns on its threads", set.read_to_vec()?[0].value);
+//! # Ok::<(), counterhal::Error>(())
+//! ```
+//! Count every CPU, system-wide, and read each CPU (`perf stat -a -A`):
+//! ```no_run
+//! # use counterhal::prelude::*;
+//! use counterhal::advanced::MultiSet;
+//! let backend = open_default(None)?;
+//! let mut cpus = MultiSet::open(&backend, &[backend.resolve("cpu-clock")?],
+//!                               &Target::all_cpus(), &OpenOptions::default())?;
+//! cpus.enable()?;
+//! std::thread::sleep(std::time::Duration::from_millis(100));
+//! for (place, readings) in cpus.read_each()? {
+//!     println!("{place}: {} ns", readings[0].value);
+//! }
+//! # Ok::<(), counterhal::Error>(())
+//! ```
+//! Sample the instruction pointer every 100,000 ns of `task-clock` (`perf record`):
+//! ```no_run
+//! # use counterhal::prelude::*;
+//! let backend = open_default(None)?;
+//! let mut sampler = backend.open_sampler(&["task-clock"], &Target::this_thread(),
+//!                                        &SampleOptions::period(100_000, SampleFields::profile()))?;
+//! sampler.enable()?;
+//! // ... the work ...
+//! sampler.disable()?;
+//! sampler.walk(&mut |record| println!("{record:?}"))?;
+//! # Ok::<(), counterhal::Error>(())
+//! ```
+//!
+//! | OS | backends tried, in order |
+//! |---|---|
+//! | Linux | `linux` (perf_event_open), `msr` (/dev/cpu/N/msr) |
+//! | OpenBSD | `pctr` (/dev/pctr, P5 and P6 encodings) |
+//! | FreeBSD | `hwpmc` (libpmc's system calls) |
+//! | others | none: [`open_default`] fails with [`ErrorKind::Unsupported`] |
+//!
+//! Cargo features: one per backend (`linux`, `msr`, `pctr`, `hwpmc`: all on by default, each
+//! probing its real device only on its own OS; the pctr, msr and hwpmc backends run
+//! everywhere over models of their devices, for tests and `counterhal check --models`),
+//! `conformance` for the suite, `criterion` for `counterhal::criterion::EventMeasurement` (a criterion `Measurement` of any event).
+//!
+//! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
+//! `Group` traits, encodings, the backend's own `Target`), the database `counterhal-events`;
+//! a backend is a crate implementing them, added to [`registry::REGISTRY`] with a Cargo feature
+//! here. ARCHITECTURE.md has the map.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[cfg(feature = "conformance")]
-pub use counterhal_conformance as conformance;
-pub use counterhal_events as events;
-pub use counterhal_hal as hal;
 pub use counterhal_hal::{
-    Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
+    Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
-    Result, Sample, SampleFields, SampleOptions, Sampler, Wakeup, Walked,
+    ResolvedEvent, Result, Sample, SampleFields, SampleOptions, Sampler, Wakeup, Walked,
 };
-#[cfg(feature = "hwpmc")]
-pub use counterhal_hwpmc as hwpmc;
-#[cfg(feature = "linux")]
-pub use counterhal_linux as linux;
-#[cfg(feature = "msr")]
-pub use counterhal_msr as msr;
-#[cfg(feature = "pctr")]
-pub use counterhal_pctr as pctr;
-/// The measured command on Unix: held before `exec` ([`process::WaitingChild`]), its end and
-/// CPU time, and the signals that end it passed on while it runs ([`process::ForwardSignals`]).
+/// Launching the measured command on Unix (what [`Chosen::count_command`] takes).
 #[cfg(unix)]
-pub use counterhal_process as process;
+pub use counterhal_process::Launch;
 
 /// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
-pub use counterhal_time as time;
-/// x86 facts in no OS's terms: CPUID decoding, counter placement, the TSC's frequency.
-pub use counterhal_x86 as x86;
+pub mod time {
+    pub use counterhal_time::{cycles, process_cpu_ns, real_ns, thread_cpu_ns};
+}
 
 pub mod advanced;
 mod attach;
@@ -96,7 +128,7 @@ pub mod registry;
 mod sampling;
 mod set;
 
-pub use attach::{Target, online_cpus};
+pub use attach::{Place, Target, online_cpus};
 pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
@@ -107,15 +139,9 @@ pub use registry::{REGISTRY, Registration, registration};
 pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query};
 
-// The advanced types, also where they were before the face was reduced (hidden there).
-#[doc(hidden)]
-pub use advanced::{AnyBackend, DynBackend, MultiSet, trial_for_add};
-
-/// The former name of [`Target`].
-#[doc(hidden)]
-pub type Attach = Target;
-
+use advanced::AnyBackend;
 use counterhal_events::{CpuIdentity, Database};
+use counterhal_hal::Backend;
 
 /// The operating system this build targets, as printed by `counterhal info`.
 pub const OS: &str = std::env::consts::OS;
@@ -307,7 +333,7 @@ impl Chosen {
     /// Runs `command` with the events `names` counted from its `exec` to its end, with every
     /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name. The
     /// command is a [`std::process::Command`] or its arguments
-    /// ([`Launch::Argv`](counterhal_process::Launch::Argv), the cheaper start).
+    /// ([`Launch::Argv`], the cheaper start).
     ///
     /// # Errors
     /// As [`Backend::resolve`] for the names, and as [`count_command`];
@@ -325,6 +351,36 @@ impl Chosen {
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
         count_command(self, &events, command, options)
+    }
+
+    /// What `name` is here, as a backend resolves it: its native events and their encodings.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidEvent`] for a name that means nothing here (with the nearest
+    /// names); [`ErrorKind::Unsupported`] for an event this backend cannot program.
+    pub fn resolve(&self, name: &str) -> Result<ResolvedEvent> {
+        self.backend.dyn_resolve(name)
+    }
+
+    /// The backend's name (`linux`, `msr`, `pctr`, `hwpmc`).
+    pub fn name(&self) -> &'static str {
+        self.backend.dyn_name()
+    }
+
+    /// The backend's name, with `(model)` after it where it drives a model of its device.
+    pub fn label(&self) -> String {
+        Backend::label(self)
+    }
+
+    /// What the backend can do: targets, domains, multiplexing, sampling.
+    pub fn capabilities(&self) -> &Capabilities {
+        self.backend.dyn_capabilities()
+    }
+
+    /// The CPU model names resolve against: the one [`Setup::cpu_model`] named, else the one
+    /// that matched this machine; `None` when none did.
+    pub fn cpu_model(&self) -> Option<&str> {
+        self.context.model.as_deref()
     }
 
     /// An empty set for `target`, to be filled one event at a time
@@ -379,14 +435,6 @@ impl Backend for Chosen {
     }
 }
 
-impl std::ops::Deref for Chosen {
-    type Target = AnyBackend;
-
-    fn deref(&self) -> &AnyBackend {
-        &self.backend
-    }
-}
-
 /// Opens the first backend that works here, with the shipped database (plus
 /// `COUNTERHAL_EVENTS` and `user_file`) and the detected CPU model, and says why each backend
 /// before it did not.
@@ -396,34 +444,111 @@ impl std::ops::Deref for Chosen {
 /// first backend's kind with every backend's reason in the message;
 /// [`ErrorKind::InvalidInput`] for a malformed events file.
 pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
-    let context = Context::new(user_file, None)?;
-    let mut passed_over = Vec::new();
-    for probe in probe_all(&context) {
-        match probe.result {
-            Ok(backend) => {
-                return Ok(Chosen {
-                    backend,
-                    passed_over,
-                    context,
-                });
-            }
-            Err(e) => passed_over.push((probe.registration.name, e)),
-        }
+    let setup = Setup::new();
+    match user_file {
+        Some(file) => setup.events_file(file),
+        None => setup,
     }
-    match passed_over.first() {
-        None => Err(Error::unsupported(format!(
-            "this build of counterhal has no backend for {OS}"
-        ))
-        .with_hint("supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr)")),
-        Some((_, first)) => {
-            let reasons: Vec<String> = passed_over
-                .iter()
-                .map(|(name, e)| format!("{name}: {e}"))
-                .collect();
-            Err(Error::new(
-                first.kind(),
-                format!("no usable counter backend: {}", reasons.join("; ")),
+    .open()
+}
+
+/// What [`Setup::open`] opens counters with: the event database (with a user's events file),
+/// the CPU model names resolve against, and the backend; each left unset is chosen as
+/// [`open_default`] chooses it.
+///
+/// ```no_run
+/// use counterhal::prelude::*;
+///
+/// // Names resolve against Skylake's tables, whatever this machine is (as `--cpu-model skl`).
+/// let skylake = Setup::new().cpu_model("skl").backend("linux").open()?;
+/// assert_eq!(skylake.cpu_model(), Some("skl"));
+/// // perf's signature of a CPU works too: detected as that CPU would be.
+/// let spr = Setup::new().cpu_model("GenuineIntel-6-8F-8").open()?;
+/// # Ok::<(), counterhal::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct Setup {
+    events_file: Option<PathBuf>,
+    cpu_model: Option<String>,
+    backend: Option<String>,
+}
+
+impl Setup {
+    /// Everything chosen as [`open_default`] chooses it.
+    pub fn new() -> Setup {
+        Setup::default()
+    }
+
+    /// Reads `path`, a TOML events file that adds CPU models or overrides events, beside the
+    /// shipped database (and `COUNTERHAL_EVENTS`), as `--events FILE`.
+    pub fn events_file(mut self, path: impl AsRef<Path>) -> Setup {
+        self.events_file = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Resolves names against the CPU model `model` instead of this machine's, as
+    /// `--cpu-model`: a database id (`skl`, `amd64_fam19h_zen3`, `p6`) or perf's signature
+    /// `Vendor-Family-Model[-Stepping]` (`GenuineIntel-6-8F-8`), detected as that CPU would be
+    /// (`-atom` or `-core` after a hybrid chip's names its core).
+    pub fn cpu_model(mut self, model: &str) -> Setup {
+        self.cpu_model = Some(model.to_owned());
+        self
+    }
+
+    /// Uses the backend `name` (`linux`, `msr`, `pctr`, `hwpmc`) and no other, instead of the
+    /// first that works here.
+    pub fn backend(mut self, name: &str) -> Setup {
+        self.backend = Some(name.to_owned());
+        self
+    }
+
+    /// Loads the database, picks the CPU model and opens the backend.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a malformed events file, an unknown CPU model (the
+    /// message lists the known ids) or an unknown backend name (the hint lists them); as
+    /// [`open_default`] when no backend works, or as the named backend's probe.
+    pub fn open(self) -> Result<Chosen> {
+        let context = Context::new(self.events_file.as_deref(), self.cpu_model.as_deref())?;
+        if let Some(name) = &self.backend {
+            let registration = registration(name)?;
+            return Ok(Chosen {
+                backend: probe(registration, &context)?,
+                passed_over: Vec::new(),
+                context,
+            });
+        }
+        let mut passed_over = Vec::new();
+        for probe in probe_all(&context) {
+            match probe.result {
+                Ok(backend) => {
+                    return Ok(Chosen {
+                        backend,
+                        passed_over,
+                        context,
+                    });
+                }
+                Err(e) => passed_over.push((probe.registration.name, e)),
+            }
+        }
+        match passed_over.first() {
+            None => Err(Error::unsupported(format!(
+                "this build of counterhal has no backend for {OS}"
             ))
+            .with_hint(
+                "supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr), FreeBSD (hwpmc)",
+            )),
+            Some((_, first)) => {
+                let reasons: Vec<String> = passed_over
+                    .iter()
+                    .map(|(name, e)| format!("{name}: {e}"))
+                    .collect();
+                Err(Error::new(
+                    first.kind(),
+                    format!("no usable counter backend: {}", reasons.join("; ")),
+                ))
+            }
         }
     }
 }

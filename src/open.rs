@@ -1,18 +1,24 @@
 //! Events opened by name on any [`Target`]: one backend target (this thread, one thread, one
 //! CPU) as one set over the backend's own group; several (a process's threads, CPUs) as one
-//! set whose every counter is summed over them ([`MultiSet`]), read the same way.
+//! set whose every counter is summed over them ([`MultiSet`]), read the same way. The set's
+//! domain goes to the events without one of their own, and where the OS refuses counting the
+//! kernel those events count user space only, as `perf stat` falls back, with a note.
 
 use counterhal_hal::{
-    Backend, Capabilities, DeviceKind, EventRequest, EventSet, GeneralizedEvent, OpenOptions,
-    ResolvedEvent, Result, Target as BackendTarget,
+    Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest, EventSet,
+    GeneralizedEvent, OpenOptions, ResolvedEvent, Result, Target as BackendTarget, Term,
+    user_space_note,
 };
 
-use crate::{AnyGroup, MultiSet, Target};
+use crate::attach::MultiSet;
+use crate::{AnyGroup, Target};
 
-/// Opens `events` on `target` as one set read through [`AnyGroup`]: over the backend's group
-/// itself where `target` is one backend target now (this thread, one thread, one CPU), else
-/// over a [`MultiSet`] of each term, summed over the targets, so that every derived event is
-/// combined from its terms' sums.
+/// Opens `events` on `target` as one set read through [`AnyGroup`], the set's domain
+/// ([`OpenOptions::domain`]) given to each event without one of its own. Where the OS refuses
+/// counting the kernel and no domain was asked for, the events without a modifier count user
+/// space only (named `NAME:u`), as `perf stat` falls back, and the set's
+/// [`note`](EventSet::note) says so; a refusal that falling back does not cure is returned as
+/// it came.
 pub(crate) fn open_on<B>(
     backend: &B,
     events: Vec<ResolvedEvent>,
@@ -23,7 +29,120 @@ where
     B: Backend + ?Sized,
     B::Group: Into<AnyGroup>,
 {
-    let targets = target.targets();
+    let events = match options.domain {
+        Some(domain) => in_domain(backend.capabilities(), events, domain)?,
+        None => events,
+    };
+    let refused = match open_exactly(backend, events.clone(), target, options) {
+        Err(refused)
+            if refused.kind() == ErrorKind::PermissionDenied && options.domain.is_none() =>
+        {
+            refused
+        }
+        opened => return opened,
+    };
+    let mut fell_back = Vec::new();
+    let user: Vec<ResolvedEvent> = events
+        .iter()
+        .map(|event| match event.user_space_only() {
+            Some(user) => {
+                fell_back.push(event.name.clone());
+                user
+            }
+            None => event.clone(),
+        })
+        .collect();
+    if fell_back.is_empty() {
+        return Err(refused);
+    }
+    match open_exactly(backend, user, target, options) {
+        Ok(set) => Ok(set.with_note(Some(user_space_note(&fell_back, &refused)))),
+        // Refused for another cause too (no such PMU here): that one is the real blocker.
+        Err(e) if e.kind() != ErrorKind::PermissionDenied => Err(e),
+        Err(_) => Err(refused),
+    }
+}
+
+/// `events` with `domain` for each term whose encoding counts the backend's default (a name
+/// without a modifier): the privilege levels of `domain` replace the default's, its contexts
+/// (host, guest, idle) are kept unless `domain` names some.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`] for a domain the backend cannot filter; [`ErrorKind::InvalidInput`]
+/// for a domain of no privilege level.
+fn in_domain(
+    capabilities: &Capabilities,
+    events: Vec<ResolvedEvent>,
+    domain: Domain,
+) -> Result<Vec<ResolvedEvent>> {
+    let levels = domain.intersection(Domain::LEVELS);
+    if levels == Domain::NONE {
+        return Err(Error::invalid_input(format!(
+            "the domain {domain:?} names no privilege level"
+        ))
+        .with_hint("ask for user, kernel or hypervisor (Domain::USER, ...)"));
+    }
+    if !capabilities.domains().contains(domain) {
+        return Err(Error::unsupported(format!(
+            "this backend cannot count {domain:?} alone (it filters {:?})",
+            capabilities.domains()
+        ))
+        .with_hint("ask for the domains it filters"));
+    }
+    let default = capabilities.accepts.default_domain;
+    let chosen = if domain.intersects(Domain::CONTEXTS) {
+        domain
+    } else {
+        default.with_levels(levels)
+    };
+    Ok(events
+        .into_iter()
+        .map(|event| ResolvedEvent {
+            name: event.name,
+            terms: event
+                .terms
+                .into_iter()
+                .map(|term| {
+                    if term.request.encoding.domain() != default {
+                        return term;
+                    }
+                    let encoding = match term.request.encoding {
+                        Encoding::Perf(attr) => Encoding::Perf(attr.with_domain(chosen)),
+                        Encoding::Evtsel(mut evtsel) => {
+                            evtsel.domain = chosen;
+                            Encoding::Evtsel(evtsel)
+                        }
+                        Encoding::P5Cesr(mut cesr) => {
+                            cesr.domain = chosen;
+                            Encoding::P5Cesr(cesr)
+                        }
+                        other => other,
+                    };
+                    Term {
+                        request: EventRequest::new(term.request.name, encoding),
+                        ..term
+                    }
+                })
+                .collect(),
+        })
+        .collect())
+}
+
+/// Opens `events` as they are on `target`: over the backend's group itself where `target` is
+/// one backend target now (this thread, one thread, one CPU), else over a [`MultiSet`] of each
+/// term, summed over the targets, so that every derived event is combined from its terms'
+/// sums.
+fn open_exactly<B>(
+    backend: &B,
+    events: Vec<ResolvedEvent>,
+    target: &Target,
+    options: &OpenOptions,
+) -> Result<EventSet<AnyGroup>>
+where
+    B: Backend + ?Sized,
+    B::Group: Into<AnyGroup>,
+{
+    let targets = target.targets_inheriting(options.inherit)?;
     let process = matches!(target, Target::Process(_) | Target::Processes(_));
     if let ([one], false) = (targets.as_slice(), process) {
         return Ok(EventSet::open(backend, events, one, options)?.map_group(Into::into));

@@ -1,9 +1,10 @@
 //! What most programs need, for a glob import: `use counterhal::prelude::*;`.
 //!
-//! It holds the face: [`open_default`], the [`Chosen`] backend it returns, a [`Target`],
-//! [`OpenOptions`], the [`EventSet`] that [`Chosen::open_named`] opens (and the
-//! [`EventSetBuilder`] that gathers one), its [`Reading`]s, and the traits whose methods they
-//! need ([`Backend`], [`Group`]).
+//! It holds the face: [`open_default`] and [`Setup`], the [`Chosen`] backend they return, a
+//! [`Target`], [`OpenOptions`] and [`Domain`], the [`EventSet`] that [`Chosen::open_named`]
+//! opens (and the [`EventSetBuilder`] that gathers one), its [`Reading`]s, the sampler's
+//! options, and the traits whose methods these need ([`Group`](crate::Group), [`Sampler`](crate::Sampler)), imported
+//! without their names so that a glob import of another crate's `Group` does not clash.
 //!
 //! ```no_run
 //! use counterhal::prelude::*;
@@ -19,8 +20,10 @@
 //! ```
 
 pub use crate::{
-    AnyGroup, Backend, Chosen, Context, Error, ErrorKind, EventSet, EventSetBuilder, Group,
-    OpenOptions, Reading, Result, Target, online_cpus, open_default, query,
+    AnyGroup, AnySampler, Chosen, Domain, Error, ErrorKind, EventSet, EventSetBuilder, OpenOptions,
+    Place, Reading, Record, Result, SampleFields, SampleOptions, Setup, Target, online_cpus,
+    open_default, query,
 };
 #[cfg(unix)]
-pub use crate::{CommandCount, CountedCommand, Follow, count_command};
+pub use crate::{CommandCount, Follow};
+pub use crate::{Group as _, Sampler as _};

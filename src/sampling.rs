@@ -4,10 +4,10 @@
 
 use counterhal_hal::{
     Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result, SampleOptions,
-    Sampler, Target, Walked,
+    Sampler, Walked,
 };
 
-use crate::Chosen;
+use crate::{Chosen, Target};
 
 /// A sampler on the chosen backend: [`Sampler`]'s methods, and overflow callbacks where the
 /// backend has them (Linux: a queued real-time signal to the thread that asked).
@@ -46,6 +46,16 @@ impl Chosen {
         options: &SampleOptions,
     ) -> Result<AnySampler> {
         let backend = &self.backend;
+        let target = match target.targets().as_slice() {
+            [one] if !matches!(target, Target::Process(_) | Target::Processes(_)) => one.clone(),
+            _ => {
+                return Err(Error::unsupported(format!(
+                    "a sampler samples one thread or one CPU, not {target:?}"
+                ))
+                .with_hint("open a sampler per thread (Target::thread) or per CPU (Target::cpu)"));
+            }
+        };
+        let target = &target;
         if !backend.dyn_capabilities().sampling {
             return Err(Error::unsupported(format!(
                 "the {} backend cannot sample",

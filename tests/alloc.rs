@@ -9,6 +9,7 @@ use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_hal::Backend;
 
 struct CountingAllocator;
 
@@ -65,8 +66,8 @@ fn allocations(mut f: impl FnMut()) -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_linux_backend_reads_without_allocating() {
-    let db = std::sync::Arc::new(counterhal::events::Database::shipped().unwrap());
-    let linux = counterhal::linux::probe(db, None).unwrap();
+    let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
+    let linux = counterhal_linux::probe(db, None).unwrap();
     let four = [
         "task-clock",
         "page-faults",
@@ -76,11 +77,7 @@ fn the_linux_backend_reads_without_allocating() {
     for names in [&four[..1], &four[..]] {
         for options in [OpenOptions::grouped(), OpenOptions::ungrouped()] {
             let mut group = linux
-                .open_named(
-                    names,
-                    &counterhal::advanced::BackendTarget::ThisThread,
-                    &options,
-                )
+                .open_named(names, &counterhal_hal::Target::ThisThread, &options)
                 .unwrap();
             group.enable().unwrap();
             let mut readings = [Reading::default(); 4];

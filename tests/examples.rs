@@ -25,7 +25,7 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn software_events_count_here() -> bool {
-    counterhal::open_default(None).is_ok_and(|b| counterhal::query(&*b, "page-faults").usable())
+    counterhal::open_default(None).is_ok_and(|b| counterhal::query(&b, "page-faults").usable())
 }
 
 #[test]

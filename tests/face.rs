@@ -1,11 +1,12 @@
 //! The library's face as a tool author meets it: a glob import that just works, groups that
 //! move between threads, event sets built one event at a time, and questions about one name.
 
-use counterhal::advanced::{AnyBackend, BackendTarget};
+use counterhal::advanced::AnyBackend;
 use counterhal::prelude::*;
-use counterhal::{Section, list_events};
+use counterhal::{Encoding, Place, Section, list_events};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_hal::Target as BackendTarget;
 
 /// The first backend that works here, counting this thread's software events.
 fn backend() -> Option<Chosen> {
@@ -53,15 +54,15 @@ fn a_glob_import_gives_every_method_without_ambiguity() {
 fn boxed_groups_move_to_another_thread() {
     fn is_send<T: Send>(_: &T) {}
     let backend = backend_or_skip!();
-    let mut group = backend
-        .open(
-            &[backend.resolve("task-clock").unwrap().terms[0]
-                .request
-                .clone()],
-            &BackendTarget::ThisThread,
-            &OpenOptions::default(),
-        )
-        .unwrap();
+    let mut group = counterhal_hal::Backend::open(
+        &backend,
+        &[backend.resolve("task-clock").unwrap().terms[0]
+            .request
+            .clone()],
+        &BackendTarget::ThisThread,
+        &OpenOptions::default(),
+    )
+    .unwrap();
     is_send(&group);
     group.enable().unwrap();
     let spin = std::time::Instant::now();
@@ -158,7 +159,7 @@ fn every_handle_on_the_backend_builds_a_set() {
             b.open().unwrap()
         }),
         faults({
-            let mut b = EventSetBuilder::new(&*backend.backend, this.clone(), options);
+            let mut b = EventSetBuilder::new(&backend.backend, this.clone(), options);
             b.add("page-faults").unwrap();
             b.open().unwrap()
         }),
@@ -203,12 +204,12 @@ fn the_linux_backend_is_read_without_a_box() {
 #[test]
 fn a_query_says_whether_a_name_exists_and_counts_here() {
     let backend = backend_or_skip!();
-    let known = query(&*backend, "page-faults");
+    let known = query(&backend, "page-faults");
     assert!(known.exists() && known.usable(), "{known:?}");
-    let unknown = query(&*backend, "page-faultz");
+    let unknown = query(&backend, "page-faultz");
     assert!(!unknown.exists() && !unknown.usable());
     // A hardware event on a machine without a PMU exists but is not usable, with the reason.
-    let cycles = query(&*backend, "cycles");
+    let cycles = query(&backend, "cycles");
     assert!(cycles.exists());
     if let Err(why) = &cycles.countable {
         assert!(!why.message().is_empty());
@@ -359,4 +360,320 @@ fn a_name_given_twice_is_refused_everywhere() {
             .unwrap()
             .to_string()
     );
+}
+
+/// The face is small: at most 150 items reachable through `counterhal` in its rustdoc (its
+/// own and those it re-exports, each once), and no crate re-exported whole (that would bring
+/// every item of it). The oracle is rustdoc's own list of the crate's items (`all.html`).
+#[test]
+fn the_face_has_at_most_150_items() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("face-doc");
+    let doc = std::process::Command::new(env!("CARGO"))
+        .args([
+            "doc",
+            "-p",
+            "counterhal",
+            "--no-deps",
+            "--quiet",
+            "--target-dir",
+        ])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUSTDOCFLAGS")
+        .status()
+        .expect("cargo runs");
+    assert!(doc.success(), "cargo doc failed");
+    let all = std::fs::read_to_string(out.join("doc/counterhal/all.html")).unwrap();
+    let mut items: Vec<&str> = all
+        .split("<li><a href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|href| href.ends_with(".html"))
+        .map(|href| href.rsplit('/').next().unwrap_or(href))
+        .collect();
+    items.sort_unstable();
+    items.dedup();
+    println!("{} items through counterhal", items.len());
+    assert!(items.len() > 30, "the list was not read: {items:?}");
+    assert!(items.len() <= 150, "{} items: {items:?}", items.len());
+    let index = std::fs::read_to_string(out.join("doc/counterhal/index.html")).unwrap();
+    for krate in [
+        "hal", "events", "linux", "msr", "pctr", "hwpmc", "process", "x86", "time",
+    ] {
+        assert!(
+            !index.contains(&format!("<code>pub use counterhal_{krate}")),
+            "counterhal_{krate} is re-exported whole"
+        );
+    }
+}
+
+/// A CPU model is chosen by id or by perf's signature, as `--cpu-model` takes it, and names
+/// resolve against it (the oracle for Skylake's INST_RETIRED.ANY_P, event 0xc0, is the SDM's
+/// table and libpfm4's `skl` encoding, 0x4300c0 with USR and OS).
+#[test]
+fn a_cpu_model_is_chosen_by_id_or_signature() {
+    let skylake = match Setup::new().cpu_model("skl").open() {
+        Ok(chosen) => chosen,
+        Err(e) => skip!(Need::System, "no backend here: {e}"),
+    };
+    assert_eq!(skylake.cpu_model(), Some("skl"));
+    assert!(skylake.resolve("INST_RETIRED.ANY_P").is_ok());
+    let spr = Setup::new()
+        .cpu_model("GenuineIntel-6-8F-8")
+        .open()
+        .unwrap();
+    assert_eq!(spr.cpu_model(), Some("spr"));
+    let unknown = Setup::new().cpu_model("pentium9000").open().err().unwrap();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidInput);
+    assert!(unknown.hint().unwrap().contains("skl"), "{unknown}");
+    let backend = Setup::new().backend("windows").open().err().unwrap();
+    assert_eq!(backend.kind(), ErrorKind::InvalidInput, "{backend}");
+    let models = Setup::new().backend("msr").cpu_model("skl").open();
+    // The msr backend's device is /dev/cpu/N/msr: where it is missing it says so.
+    if let Err(e) = models {
+        assert!(!e.message().is_empty());
+    }
+}
+
+/// A set's domain goes to its events without one of their own (perf's `:u`): the attr's
+/// exclude bits say so, and an event that names its own keeps it.
+#[test]
+fn a_set_s_domain_goes_to_events_without_one() {
+    let backend = backend_or_skip!();
+    let options = OpenOptions::default().in_domain(Domain::USER);
+    let set = backend
+        .open_named(
+            &["task-clock", "page-faults:k"],
+            &Target::this_thread(),
+            &options,
+        )
+        .or_else(|e| match e.kind() {
+            // As an ordinary user the kernel is refused: the user-space event alone then.
+            ErrorKind::PermissionDenied => {
+                backend.open_named(&["task-clock"], &Target::this_thread(), &options)
+            }
+            _ => Err(e),
+        })
+        .unwrap();
+    let excludes = |i: usize| match &set.events()[i].terms[0].request.encoding {
+        Encoding::Perf(attr) => attr.exclude_bits(),
+        other => panic!("{other:?}"),
+    };
+    assert!(excludes(0).kernel && excludes(0).hv && !excludes(0).user);
+    if set.events().len() == 2 {
+        assert!(
+            excludes(1).user && !excludes(1).kernel,
+            "page-faults:k keeps its own"
+        );
+    }
+    assert_eq!(set.note(), None, "asked for, so no fallback to note");
+    let none = OpenOptions::default().in_domain(Domain::IDLE);
+    let e = backend
+        .open_named(&["task-clock"], &Target::this_thread(), &none)
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+}
+
+/// With inherit, a thread's counters count the threads it creates from then on (perf's
+/// `inherit`): a spawned thread's 30 ms of spinning is in this thread's task-clock with it,
+/// not without it (the oracle: the kernel's task-clock is the CPU time of the tasks counted).
+#[test]
+fn inherit_counts_the_threads_a_thread_creates() {
+    let backend = backend_or_skip!();
+    let count = |inherit: bool| {
+        let options = OpenOptions::ungrouped().inheriting(inherit);
+        let mut set = backend
+            .open_named(&["task-clock"], &Target::this_thread(), &options)
+            .unwrap();
+        set.enable().unwrap();
+        std::thread::spawn(|| {
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::black_box(0);
+            }
+        })
+        .join()
+        .unwrap();
+        set.disable().unwrap();
+        set.read_to_vec().unwrap()[0].value
+    };
+    let alone = count(false);
+    let inherited = count(true);
+    assert!(inherited >= 25_000_000, "with inherit: {inherited} ns");
+    assert!(alone < 25_000_000, "without: {alone} ns");
+}
+
+/// A reset starts a new window in Rust as in C: the counts and the times enabled and running
+/// read from zero after it, so `scaled()` estimates the window alone (perf's own reset
+/// zeroes the counts only).
+#[test]
+fn a_reset_zeroes_the_counts_and_their_times() {
+    let backend = backend_or_skip!();
+    let mut set = backend
+        .open_named(
+            &["task-clock"],
+            &Target::this_thread(),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    set.enable().unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(20) {
+        std::hint::black_box(0);
+    }
+    let before = set.read_to_vec().unwrap()[0];
+    assert!(before.time_enabled >= 15_000_000, "{before:?}");
+    set.reset().unwrap();
+    let after = set.read_to_vec().unwrap()[0];
+    assert!(
+        after.time_enabled < before.time_enabled / 2,
+        "{after:?} after {before:?}"
+    );
+    assert!(after.value < before.value / 2, "{after:?} after {before:?}");
+    assert_eq!(after.scaled(), Some(after.value));
+}
+
+/// A process read per place is labelled by its threads, each a `Place::Thread` of an id in
+/// `/proc/self/task` (the kernel's list of the process's threads), never as a process.
+#[test]
+fn a_process_is_read_per_thread_and_labelled_so() {
+    let backend = backend_or_skip!();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let helper = std::thread::spawn(move || rx.recv().ok());
+    let event = backend.resolve("task-clock").unwrap();
+    let mut set = counterhal::advanced::MultiSet::open(
+        &backend,
+        &[event],
+        &Target::process(std::process::id()),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    let threads: Vec<u32> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let places: Vec<Place> = set
+        .read_each()
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(places.len() >= 2, "{places:?}");
+    for place in &places {
+        let Place::Thread(tid) = place else {
+            panic!("{place:?} is not a thread");
+        };
+        assert!(threads.contains(tid), "{tid} not in {threads:?}");
+        assert_eq!(place.to_string(), format!("thread {tid}"));
+    }
+    tx.send(()).unwrap();
+    helper.join().unwrap();
+}
+
+/// As an ordinary user at `perf_event_paranoid` 2 (the test drops to `nobody` in a child),
+/// `task-clock`, `page-faults` and a tracepoint count through the face, user space only, with
+/// the note saying so as perf stat says it; the kernel asked for explicitly is a permission
+/// error with its hint. The oracles: the kernel's paranoid rules (perf_event_open(2)), and
+/// 100 `getpid` calls counted by the `syscalls:sys_enter_getpid` tracepoint.
+#[test]
+fn unprivileged_counting_falls_back_to_user_space_with_a_note() {
+    use std::os::unix::process::CommandExt;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    if paranoid != Some(2) {
+        skip!(Need::System, "perf_event_paranoid is {paranoid:?}, not 2");
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        skip!(Need::Privilege, "becoming nobody needs root");
+    }
+    let Ok(id) = std::fs::read_to_string("/sys/kernel/tracing/events/syscalls/sys_enter_getpid/id")
+    else {
+        skip!(Need::System, "no syscalls tracepoints in tracefs here");
+    };
+    let dir = tempdir("face-nobody");
+    let exe = dir.join("face");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let output = std::process::Command::new(&exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "as_nobody",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("COUNTERHAL_FACE_TRACEPOINT", id.trim())
+        .current_dir("/")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("as nobody: counted"), "{text}");
+}
+
+/// The child of [`unprivileged_counting_falls_back_to_user_space_with_a_note`], as `nobody`.
+#[test]
+#[ignore = "run as nobody by unprivileged_counting_falls_back_to_user_space_with_a_note"]
+fn as_nobody() {
+    let id = std::env::var("COUNTERHAL_FACE_TRACEPOINT").expect("the tracepoint's id");
+    let tracepoint = format!("tracepoint/config={id}/");
+    let backend = open_default(None).unwrap();
+    let names = ["task-clock", "page-faults", tracepoint.as_str()];
+    assert!(
+        query(&backend, "task-clock").usable(),
+        "usable says what opening does"
+    );
+    let mut set = backend
+        .open_named(&names, &Target::this_thread(), &OpenOptions::default())
+        .unwrap();
+    let note = set.note().expect("a note on the fallback").to_owned();
+    assert!(note.contains("kernel.perf_event_paranoid is 2"), "{note}");
+    assert!(
+        note.contains(&format!(
+            "task-clock, page-faults, {tracepoint} count user space only"
+        )),
+        "{note}"
+    );
+    let named: Vec<&str> = set.events().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        named,
+        ["task-clock:u", "page-faults:u", &format!("{tracepoint}u")]
+    );
+    set.enable().unwrap();
+    for _ in 0..100 {
+        // SAFETY: getpid has no preconditions (and glibc does not cache it).
+        std::hint::black_box(unsafe { libc::getpid() });
+    }
+    std::hint::black_box(vec![1u8; 4 << 20]);
+    set.disable().unwrap();
+    let readings = set.read_to_vec().unwrap();
+    assert!(
+        readings[0].value > 0 && readings[1].value > 0,
+        "{readings:?}"
+    );
+    assert_eq!(readings[2].value, 100, "getpid calls: {readings:?}");
+    let kernel = OpenOptions::default().in_domain(Domain::KERNEL);
+    let e = backend
+        .open_named(&["task-clock"], &Target::this_thread(), &kernel)
+        .expect_err("the kernel asked for is refused");
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    assert!(
+        e.hint().unwrap_or("").contains("perf_event_paranoid"),
+        "{e}"
+    );
+    println!("as nobody: counted {readings:?}; {note}");
+}
+
+/// A fresh directory under the target's scratch space, readable by every user.
+fn tempdir(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
 }

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use counterhal::{AnyBackend, Context, Section, list_events};
+use counterhal::advanced::AnyBackend;
+use counterhal::{Context, Section, list_events};
 use counterhal_events::Database;
 
 const FILE: &str = r#"

@@ -65,7 +65,7 @@ fn opens_in(log: &Path) -> usize {
 /// opens it and counts once; prints how many adds were taken.
 fn add_each_then_count(names: &[String]) {
     let backend = backend().expect("the parent checked the backend");
-    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = EventSetBuilder::new(&backend, Target::ThisThread, OpenOptions::default());
     let added = names.iter().filter(|n| builder.add(n).is_ok()).count();
     let mut set = builder.open().expect("the added events open together");
     set.enable().unwrap();
@@ -231,7 +231,7 @@ fn a_process_whose_threads_come_and_go_is_counted_without_an_error() {
     while rounds < 2000 && std::time::Instant::now() < deadline {
         rounds += 1;
         let round = (|| -> counterhal::Result<()> {
-            let mut set = MultiSet::open(&*backend, &events, &attach, &OpenOptions::default())?;
+            let mut set = MultiSet::open(&backend, &events, &attach, &OpenOptions::default())?;
             set.enable()?;
             let mut last = vec![0u64; events.len()];
             for _ in 0..3 {
@@ -277,7 +277,7 @@ fn an_add_past_the_kernel_s_group_limit_is_refused_and_the_set_still_opens() {
     let Some(limit) = backend.capabilities().max_group_events else {
         skip!(Need::Platform, "this backend has no group limit");
     };
-    let mut builder = EventSetBuilder::new(&*backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = EventSetBuilder::new(&backend, Target::ThisThread, OpenOptions::default());
     // Distinct software events: task-clock with config1 values the event ignores.
     for i in 0..limit {
         builder

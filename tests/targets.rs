@@ -5,9 +5,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
-use counterhal::advanced::{BackendTarget, MultiSet};
+use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
+use counterhal::{Context, CountedCommand, count_command};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -38,7 +39,7 @@ fn spin_cpu(ms: u64) -> u64 {
 #[test]
 fn a_process_is_every_thread_it_has_and_creates() {
     let backend = backend_or_skip!();
-    let task_clock = backend.resolve("task-clock").unwrap();
+    let task_clock = counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap();
     // One worker exists before the counters open, one is created after.
     let gate = Arc::new(Barrier::new(2));
     let early = {
@@ -64,7 +65,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
         Err(e) => panic!("{e}"),
     };
     assert!(
-        set.targets().count() >= 2,
+        set.places().count() >= 2,
         "this test process has several threads"
     );
     set.enable().unwrap();
@@ -79,7 +80,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
         "task-clock over the process {total} ns, the two workers used {worked} ns"
     );
     let each = set.read_each().unwrap();
-    assert_eq!(each.len(), set.targets().count());
+    assert_eq!(each.len(), set.places().count());
     let summed: u64 = each.iter().map(|(_, r)| r[0].value).sum();
     assert_eq!(summed, total, "the per-thread readings add up to the total");
 }
@@ -87,7 +88,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
 #[test]
 fn a_process_that_does_not_exist_is_not_found() {
     let backend = backend_or_skip!();
-    let task_clock = backend.resolve("task-clock").unwrap();
+    let task_clock = counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap();
     // No process has id u32::MAX (pid_max is at most 2^22).
     let Err(error) = MultiSet::open(
         &backend.backend,
@@ -106,7 +107,7 @@ fn a_process_that_does_not_exist_is_not_found() {
 #[test]
 fn all_cpus_read_per_cpu_and_summed() {
     let backend = backend_or_skip!();
-    let cpu_clock = backend.resolve("cpu-clock").unwrap();
+    let cpu_clock = counterhal_hal::DynBackend::dyn_resolve(&backend, "cpu-clock").unwrap();
     let mut set = match MultiSet::open(
         &backend.backend,
         &[cpu_clock],
@@ -120,13 +121,13 @@ fn all_cpus_read_per_cpu_and_summed() {
         Err(e) => panic!("{e}"),
     };
     let online = online_cpus();
-    assert_eq!(set.targets().count() as u64, online.len());
+    assert_eq!(set.places().count() as u64, online.len());
     set.enable().unwrap();
     spin_cpu(20);
     set.disable().unwrap();
     let each = set.read_each().unwrap();
-    let cpus: Vec<BackendTarget> = each.iter().map(|(target, _)| target.clone()).collect();
-    let expected: Vec<BackendTarget> = online.iter().map(BackendTarget::Cpu).collect();
+    let cpus: Vec<Place> = each.iter().map(|(place, _)| place.clone()).collect();
+    let expected: Vec<Place> = online.iter().map(Place::Cpu).collect();
     assert_eq!(cpus, expected);
     let total = set.read_to_vec().unwrap()[0].value;
     let summed: u64 = each.iter().map(|(_, r)| r[0].value).sum();
@@ -140,8 +141,8 @@ fn all_cpus_read_per_cpu_and_summed() {
 fn a_command_is_counted_from_its_exec_with_the_callers_environment_and_streams() {
     let backend = backend_or_skip!();
     let events = [
-        backend.resolve("task-clock").unwrap(),
-        backend.resolve("page-faults").unwrap(),
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap(),
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "page-faults").unwrap(),
     ];
     let mut command = Command::new("/bin/sh");
     command
@@ -172,8 +173,8 @@ fn a_command_is_counted_from_its_exec_with_the_callers_environment_and_streams()
 #[test]
 fn a_command_reports_per_event_and_how_it_ended() {
     let backend = backend_or_skip!();
-    let mut events = vec![backend.resolve("task-clock").unwrap()];
-    let cycles = backend.resolve("cycles");
+    let mut events = vec![counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap()];
+    let cycles = counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles");
     if let Ok(cycles) = &cycles {
         events.push(cycles.clone());
     }
@@ -210,7 +211,7 @@ fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead()
             panic!("{name} has a device model");
         };
         let backend = model(&context).unwrap();
-        let event = backend.resolve("cycles").unwrap();
+        let event = counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles").unwrap();
         let error = count_command(
             &backend,
             &[event],
@@ -221,7 +222,7 @@ fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead()
         assert_eq!(error.kind(), ErrorKind::Unsupported, "{name}: {error}");
         assert!(error.hint().unwrap().contains(instead), "{name}: {error}");
         // Nor the command alone.
-        let event = backend.resolve("cycles").unwrap();
+        let event = counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles").unwrap();
         let alone = CountedCommand::following(
             &backend,
             &[event],
@@ -246,7 +247,8 @@ fn every_backend_takes_each_place_or_says_unsupported() {
             panic!("{name} has a device model");
         };
         let backend = model(&context).unwrap();
-        let event = backend.resolve("INST_RETIRED.ANY_P").unwrap();
+        let event =
+            counterhal_hal::DynBackend::dyn_resolve(&backend, "INST_RETIRED.ANY_P").unwrap();
         for attach in [
             Target::ThisThread,
             Target::Thread(std::process::id()),
@@ -278,9 +280,9 @@ fn every_backend_takes_each_place_or_says_unsupported() {
 fn a_command_counts_groups_and_lone_events_as_asked() {
     let backend = backend_or_skip!();
     let events = [
-        backend.resolve("task-clock").unwrap(),
-        backend.resolve("page-faults").unwrap(),
-        backend.resolve("context-switches").unwrap(),
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap(),
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "page-faults").unwrap(),
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "context-switches").unwrap(),
     ];
     let mut command = Command::new("/bin/sh");
     command.args(["-c", "exit 0"]);
@@ -303,25 +305,32 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
 
     // A group is counted all together or not at all: with an event this machine lacks
     // (cycles without a PMU), the group's other member fails with it; alone, it is counted.
-    if let Err(lacking) = backend.resolve("cycles").and_then(|cycles| {
-        let mut command = Command::new("/bin/sh");
-        command.args(["-c", "exit 0"]);
-        let both = [events[0].clone(), cycles];
-        let mut counted =
-            CountedCommand::with_groups(&backend.backend, &both, command, &options, &[vec![0, 1]])?;
-        counted.start()?;
-        let count = counted.wait()?;
-        match &count.readings[1] {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                assert!(
-                    count.readings[0].is_err(),
-                    "a group is counted whole or not at all"
-                );
-                Err(e.clone())
+    if let Err(lacking) =
+        counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles").and_then(|cycles| {
+            let mut command = Command::new("/bin/sh");
+            command.args(["-c", "exit 0"]);
+            let both = [events[0].clone(), cycles];
+            let mut counted = CountedCommand::with_groups(
+                &backend.backend,
+                &both,
+                command,
+                &options,
+                &[vec![0, 1]],
+            )?;
+            counted.start()?;
+            let count = counted.wait()?;
+            match &count.readings[1] {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    assert!(
+                        count.readings[0].is_err(),
+                        "a group is counted whole or not at all"
+                    );
+                    Err(e.clone())
+                }
             }
-        }
-    }) {
+        })
+    {
         println!("cycles not counted here: {lacking}");
     }
 
@@ -344,7 +353,7 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
 #[test]
 fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
     let backend = backend_or_skip!();
-    let events = [backend.resolve("task-clock").unwrap()];
+    let events = [counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap()];
     let mut command = Command::new("/bin/sh");
     // The command spins until SIGTERM, then exits with a status of its own choosing.
     command.args(["-c", "trap 'exit 4' TERM; while :; do :; done"]);

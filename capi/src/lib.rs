@@ -12,8 +12,8 @@ use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use facade::hal::Reading;
-use facade::{Backend, Chosen, Error, ErrorKind, Section};
+use counterhal_hal::Reading;
+use facade::{Chosen, Error, ErrorKind, Section};
 
 mod sampler;
 mod set;
@@ -374,7 +374,7 @@ impl Handle {
 /// JSON event files), when it names one: what `counterhal_list` gives as `description`. The
 /// listing reads `context`'s database; the backend's copy, used to resolve, needs none.
 fn with_descriptions(context: &mut facade::Context) -> CResult<()> {
-    let Some(dir) = std::env::var_os(facade::events::DESCRIPTIONS_ENV).filter(|d| !d.is_empty())
+    let Some(dir) = std::env::var_os(counterhal_events::DESCRIPTIONS_ENV).filter(|d| !d.is_empty())
     else {
         return Ok(());
     };

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use facade::hal::Target;
-use facade::{AnySampler, Record, Sample, SampleFields, SampleOptions, Sampler};
+use facade::{AnySampler, Record, Sample, SampleFields, SampleOptions, Sampler, Target};
 
 use crate::{CResult, Failure, Handle, Inner, code};
 

@@ -4,8 +4,9 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
-use facade::hal::{CpuList, Group, Reading, ResolvedEvent, Target};
-use facade::{AnyGroup, Attach, Backend, CountedCommand, Follow, MultiSet, OpenOptions};
+use counterhal_hal::{CpuList, Group, Reading, ResolvedEvent, Target};
+use facade::advanced::{MultiSet, trial_for_add};
+use facade::{AnyGroup, CountedCommand, Follow, OpenOptions, Place, Target as Attach};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
@@ -286,13 +287,9 @@ impl Set {
     /// Where row `row` of [`read_each`](Set::read_each) counts: a [`place`] constant and
     /// the thread or CPU id (0 for the calling thread).
     pub(crate) fn place(&self, row: usize) -> CResult<(i32, u32)> {
-        let opened: Vec<Target>;
-        let targets: Vec<&Target> = match &self.state {
-            State::Running(counters) | State::Stopped(counters) => counters.targets().collect(),
-            State::Idle => {
-                opened = self.places(self.inherit)?;
-                opened.iter().collect()
-            }
+        let targets: Vec<Place> = match &self.state {
+            State::Running(counters) | State::Stopped(counters) => counters.places().collect(),
+            State::Idle => self.places(self.inherit)?.iter().map(Place::from).collect(),
         };
         let Some(target) = targets.get(row) else {
             return Err(Failure::new(
@@ -303,11 +300,10 @@ impl Set {
                 ),
             ));
         };
-        Ok(match target {
-            Target::ThisThread => (place::THIS_THREAD, 0),
-            Target::Process { pid, .. } => (place::THREAD, *pid),
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => (place::CPU, *cpu),
-            Target::Exec { pid } | Target::ExecAlone { pid } => (place::THREAD, *pid),
+        Ok(match *target {
+            Place::ThisThread => (place::THIS_THREAD, 0),
+            Place::Thread(tid) | Place::Command(tid) => (place::THREAD, tid),
+            Place::Cpu(cpu) => (place::CPU, cpu),
             _ => (place::OTHER, 0),
         })
     }
@@ -338,7 +334,7 @@ impl Set {
                 ),
             ));
         }
-        let event = self.inner.chosen.backend.resolve(name)?;
+        let event = self.inner.chosen.resolve(name)?;
         let (event, user_space_only) = self.countable(event)?;
         if user_space_only && self.events.iter().any(|e| e.name == event.name) {
             return Err(Failure::new(
@@ -362,9 +358,9 @@ impl Set {
     /// opens: the fallback perf stat and perf record make at `perf_event_paranoid` 2.
     /// Returns the event and whether it is the user-space-only form.
     fn countable(&self, event: ResolvedEvent) -> CResult<(ResolvedEvent, bool)> {
-        let capabilities = self.inner.chosen.backend.capabilities();
+        let capabilities = self.inner.chosen.capabilities();
         let opens = |event: &ResolvedEvent| {
-            let trial = facade::trial_for_add(capabilities, &self.options, &self.events, event);
+            let trial = trial_for_add(capabilities, &self.options, &self.events, event);
             self.open(&trial).map(drop)
         };
         let refused = match opens(&event) {
@@ -470,7 +466,7 @@ impl Set {
     /// How many places the set counts on (threads of a process, CPUs); 1 for a thread.
     pub(crate) fn targets(&self) -> CResult<usize> {
         match &self.state {
-            State::Running(counters) | State::Stopped(counters) => Ok(counters.targets().count()),
+            State::Running(counters) | State::Stopped(counters) => Ok(counters.places().count()),
             State::Idle => Ok(self.attach.targets().len()),
         }
     }
@@ -511,7 +507,7 @@ impl Set {
             false => Vec::new(),
         };
         let backend = &self.inner.chosen.backend;
-        let named = |error: facade::hal::Error| {
+        let named = |error: counterhal_hal::Error| {
             let failure = Failure::from(error);
             Failure::new(failure.code, format!("`{program}`: {}", failure.message))
         };

@@ -84,7 +84,7 @@ fn unit_masks_carry_the_kernels_descriptions() {
             .all(|r| r.2.is_empty()),
         "descriptions without a source"
     );
-    let Some(dir) = facade::events::model_aliases::aliases_of(&model)
+    let Some(dir) = counterhal_events::model_aliases::aliases_of(&model)
         .first()
         .copied()
     else {

@@ -4,9 +4,11 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::events::ParsedEvent;
-use counterhal::hal::{Accepts, Domain, Encoding, Family, ResolvedEvent, Sign};
-use counterhal::{AnyBackend, Backend, Context, Registration};
+use counterhal::advanced::AnyBackend;
+use counterhal::{Context, Registration};
+use counterhal_events::ParsedEvent;
+use counterhal_hal::Backend;
+use counterhal_hal::{Accepts, Domain, Encoding, Family, ResolvedEvent, Sign};
 use serde_json::{Value, json};
 
 use crate::error::CliError;
@@ -134,7 +136,7 @@ pub fn to_text(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Strin
 /// `precise_ip`. Counting ignores it (it moves where samples are taken), so no family encoding
 /// carries it; encode shows it beside the encoding.
 fn precise_ip(name: &str) -> Option<u8> {
-    match counterhal::events::parse_event(name).ok()? {
+    match counterhal_events::parse_event(name).ok()? {
         // `:pp` after a name may be a unit mask until the name resolves: a part made of
         // modifier letters alone is read as modifiers, as the resolver reads it.
         ParsedEvent::Named(spec) => spec.modifiers.precise.or_else(|| {

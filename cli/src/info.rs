@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::{Backend, Capabilities, DeviceKind, OS, REGISTRY};
+use counterhal::{Capabilities, DeviceKind, OS, REGISTRY};
+use counterhal_hal::Backend;
 
 use crate::error::CliError;
 use crate::options::DatabaseArgs;
@@ -33,7 +34,7 @@ fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {
         _ => String::new(),
     };
     let scope = match caps.scope {
-        counterhal::hal::Scope::SystemWidePerCpu => "system wide per CPU",
+        counterhal_hal::Scope::SystemWidePerCpu => "system wide per CPU",
         _ => "per process",
     };
     format!(

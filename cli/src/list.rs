@@ -5,11 +5,10 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::hal::GeneralizedEvent;
-use counterhal::{
-    AnyBackend, Backend, ListOptions, Listed, ListedUnitMask, Registration, Section,
-    list_events_with,
-};
+use counterhal::advanced::AnyBackend;
+use counterhal::{ListOptions, Listed, ListedUnitMask, Registration, Section, list_events_with};
+use counterhal_hal::Backend;
+use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
 
 use crate::error::CliError;

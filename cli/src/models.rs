@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use counterhal::events::{CpuModel, MatchRule, NumberSet, Vendor};
+use counterhal_events::{CpuModel, MatchRule, NumberSet, Vendor};
 use serde_json::json;
 
 /// A number set as perf writes model and stepping numbers: upper-case hex, ranges `LO-HI`,
@@ -98,7 +98,7 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
                 json!({
                     "id": m.id,
                     "aliases": m.aliases,
-                    "names": counterhal::events::model_aliases::aliases_of(&m.id),
+                    "names": counterhal_events::model_aliases::aliases_of(&m.id),
                     "vendor": vendor(m),
                     "name": m.description,
                     "encoder": m.encoder.name(),
@@ -131,7 +131,7 @@ pub fn render<'m>(models: impl Iterator<Item = &'m CpuModel>, as_json: bool) -> 
         if !m.aliases.is_empty() {
             _ = writeln!(out, "{:<26} also {}", "", m.aliases.join(", "));
         }
-        let names = counterhal::events::model_aliases::aliases_of(&m.id);
+        let names = counterhal_events::model_aliases::aliases_of(&m.id);
         if !names.is_empty() {
             _ = writeln!(out, "{:<26} named {}", "", names.join(", "));
         }
@@ -201,7 +201,7 @@ pub fn markdown(models: impl Iterator<Item = impl std::ops::Deref<Target = CpuMo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use counterhal::events::Database;
+    use counterhal_events::Database;
 
     #[test]
     fn signatures_are_written_as_perf_writes_them() {

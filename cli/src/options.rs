@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use counterhal::events::DESCRIPTIONS_ENV;
 use counterhal::{Context, Registration};
+use counterhal_events::DESCRIPTIONS_ENV;
 
 use crate::error::CliError;
 

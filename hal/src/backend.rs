@@ -183,6 +183,17 @@ pub struct OpenOptions {
     /// (`None`: the backend's default, [`Capabilities::multiplex_slice`]). The kernel's
     /// multiplexing ignores it (Linux: `/proc/sys/kernel/perf_event_mux_interval_ms`).
     pub multiplex_interval: Option<std::time::Duration>,
+    /// What the events without a domain of their own count (a name without a modifier such
+    /// as `:u`): `None` for the backend's default, where an unprivileged caller then counts
+    /// user space only when the OS refuses the kernel (as `perf stat` falls back, and says so
+    /// in [`EventSet::note`](crate::EventSet::note)); a domain given here is counted as
+    /// given, or refused. Backends take the domain from each request's encoding: the face
+    /// that opens the set applies this one to the requests first.
+    pub domain: Option<Domain>,
+    /// Whether a thread's counters also count the threads and processes it creates from
+    /// now on (perf's `inherit`): for a target of one thread, which the face then opens as
+    /// [`Target::Process`] with `inherit`.
+    pub inherit: bool,
 }
 
 impl OpenOptions {
@@ -193,6 +204,8 @@ impl OpenOptions {
             pinned: false,
             exclusive: false,
             multiplex_interval: None,
+            domain: None,
+            inherit: false,
         }
     }
 
@@ -204,6 +217,8 @@ impl OpenOptions {
             pinned: false,
             exclusive: false,
             multiplex_interval: None,
+            domain: None,
+            inherit: false,
         }
     }
 
@@ -218,6 +233,28 @@ impl OpenOptions {
     #[must_use]
     pub const fn exclusive(mut self, exclusive: bool) -> Self {
         self.exclusive = exclusive;
+        self
+    }
+
+    /// The same options with `grouped` set as given.
+    #[must_use]
+    pub const fn grouping(mut self, grouped: bool) -> Self {
+        self.grouped = grouped;
+        self
+    }
+
+    /// The same options counting `domain` for the events without a domain of their own
+    /// (see [`OpenOptions::domain`]).
+    #[must_use]
+    pub const fn in_domain(mut self, domain: Domain) -> Self {
+        self.domain = Some(domain);
+        self
+    }
+
+    /// The same options with `inherit` set as given (see [`OpenOptions::inherit`]).
+    #[must_use]
+    pub const fn inheriting(mut self, inherit: bool) -> Self {
+        self.inherit = inherit;
         self
     }
 

@@ -58,7 +58,9 @@ pub use generalized::{
     SoftwareEvent,
 };
 pub use reading::Reading;
-pub use resolved::{Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings};
+pub use resolved::{
+    Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings, user_space_note,
+};
 pub use sampling::{
     Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
     Walked,

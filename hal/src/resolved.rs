@@ -254,9 +254,28 @@ pub fn countable_form<B: Backend + ?Sized>(
     }
 }
 
+/// The sentence that says which events count user space only because the OS refused counting
+/// the kernel (`refused`, whose hint names the setting first): `counting the kernel is not
+/// permitted here (kernel.perf_event_paranoid is 2), so task-clock, page-faults count user
+/// space only, as perf stat does`. The one wording of this fallback in every face.
+pub fn user_space_note(names: &[String], refused: &Error) -> String {
+    // The hint's first clause names the setting (`kernel.perf_event_paranoid is 2`).
+    let hint = refused.hint().unwrap_or(refused.message());
+    let why = hint.split(';').next().unwrap_or(hint);
+    let verb = if names.len() == 1 { "counts" } else { "count" };
+    format!(
+        "counting the kernel is not permitted here ({why}), so {} {verb} user space only, as \
+         perf stat does",
+        names.join(", ")
+    )
+}
+
 /// A group of named events, each possibly derived from several native ones: PAPI's event set.
 ///
-/// It is itself a [`Group`] whose readings are one per name.
+/// It is itself a [`Group`] whose readings are one per name. Its [`reset`](Group::reset)
+/// starts a new window: the counts and the times enabled and running read from zero after
+/// it, on every backend (perf's own reset zeroes the counts alone), so that
+/// [`Reading::scaled`] estimates the window since the reset.
 #[derive(Debug)]
 pub struct EventSet<G> {
     group: G,
@@ -265,6 +284,10 @@ pub struct EventSet<G> {
     /// Whether every event is one added native term, so the group's readings are the
     /// events' readings as they are (the read path then neither copies nor combines).
     all_native: bool,
+    /// The times each term had at the last reset (empty before one): taken off every read.
+    base: Vec<Reading>,
+    /// What opening did that the caller should know (see [`EventSet::note`]).
+    note: Option<String>,
 }
 
 impl<G: Group> EventSet<G> {
@@ -295,6 +318,8 @@ impl<G: Group> EventSet<G> {
             events,
             native,
             all_native,
+            base: Vec::new(),
+            note: None,
         })
     }
 
@@ -321,6 +346,8 @@ impl<G: Group> EventSet<G> {
             events,
             native: vec![Reading::default(); terms],
             all_native,
+            base: Vec::new(),
+            note: None,
         })
     }
 
@@ -352,6 +379,33 @@ impl<G: Group> EventSet<G> {
             events: self.events,
             native: self.native,
             all_native: self.all_native,
+            base: self.base,
+            note: self.note,
+        }
+    }
+
+    /// What opening the set did that the caller should know, in a sentence: where the OS
+    /// refuses counting the kernel (Linux at `perf_event_paranoid` 2 for an unprivileged
+    /// caller), which events count user space only, as `perf stat` says under its counts.
+    /// `None` when the events count as asked.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The same set with `note` (see [`EventSet::note`]).
+    #[must_use]
+    pub fn with_note(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
+    }
+
+    /// Takes the times of the last reset off `readings` (one per term).
+    #[cold]
+    #[inline(never)]
+    fn since_reset(base: &[Reading], readings: &mut [Reading]) {
+        for (reading, base) in readings.iter_mut().zip(base) {
+            reading.time_enabled = reading.time_enabled.saturating_sub(base.time_enabled);
+            reading.time_running = reading.time_running.saturating_sub(base.time_running);
         }
     }
 }
@@ -369,17 +423,36 @@ impl<G: Group> Group for EventSet<G> {
         self.group.disable()
     }
 
+    /// Zeroes the counts and starts the times enabled and running from zero (the times the
+    /// group has now are taken off every later read).
     fn reset(&mut self) -> Result<()> {
-        self.group.reset()
+        self.group.reset()?;
+        let mut now = vec![Reading::default(); self.native.len()];
+        match self.group.read(&mut now) {
+            Ok(()) => {}
+            // A group with nothing to read (a pinned group in error state) keeps its times.
+            Err(e) if e.kind() == ErrorKind::NotCounted => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        self.base = now;
+        Ok(())
     }
 
     #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         check_buffer("readings", self.events.len(), readings.len())?;
         if self.all_native {
-            return self.group.read(&mut readings[..self.events.len()]);
+            let readings = &mut readings[..self.events.len()];
+            self.group.read(readings)?;
+            if !self.base.is_empty() {
+                Self::since_reset(&self.base, readings);
+            }
+            return Ok(());
         }
         self.group.read(&mut self.native)?;
+        if !self.base.is_empty() {
+            Self::since_reset(&self.base, &mut self.native);
+        }
         let mut next = 0;
         for (event, out) in self.events.iter().zip(readings.iter_mut()) {
             let end = next + event.terms.len();

@@ -10,7 +10,7 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
-use facade::hal::GeneralizedEvent;
+use counterhal_hal::GeneralizedEvent;
 
 use crate::library;
 use crate::presets::PRESETS;

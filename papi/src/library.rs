@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use facade::hal::Target;
+use counterhal_hal::Target;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
@@ -93,7 +93,7 @@ pub struct PapiSet {
     /// Their samplers, from the start that opened them to the next start or change of the set.
     pub samplers: Vec<Sampled>,
     /// The buffer a read fills, sized at the start (reads allocate nothing).
-    pub readings: Vec<facade::hal::Reading>,
+    pub readings: Vec<counterhal_hal::Reading>,
     /// In a set of the `sde` component, libsde's id of each event's counter, in order.
     pub sde_counters: Vec<u32>,
     /// In a set of the `sde` component, the counts of its last stop (what reads of a stopped
@@ -348,7 +348,7 @@ pub fn library_init(version: i32) -> i32 {
 /// `attach_must_ptrace` (PAPI's tests stop and continue an attached child with ptrace only
 /// when it is set, and wait for it forever otherwise), unit masks always (the enumeration
 /// lists them).
-fn component_flags(capabilities: &facade::hal::Capabilities) -> u32 {
+fn component_flags(capabilities: &counterhal_hal::Capabilities) -> u32 {
     let targets = &capabilities.targets;
     let bits = [
         (0, capabilities.sampling),     // hardware_intr
@@ -469,7 +469,7 @@ pub fn current_cpu() -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::component_flags;
-    use facade::hal::{Accepts, Capabilities, Domain, Family, Scope};
+    use counterhal_hal::{Accepts, Capabilities, Domain, Family, Scope};
 
     /// The bits land where `PAPI_component_info_t`'s bit fields are (papi.h: `hardware_intr`
     /// bit 0, `kernel_profile` 3, `kernel_multiplex` 4, `attach` 8, `attach_must_ptrace` 9,

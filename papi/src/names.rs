@@ -31,11 +31,11 @@ pub struct Native {
 /// Whether a backend name gives its privilege levels itself (`u`, `k`, `h` in any form):
 /// then the set's domain does not apply to it, as PAPI 7.0 lets an event's qualifiers win.
 pub fn gives_levels(backend_name: &str) -> bool {
-    match facade::events::parse_event(backend_name) {
-        Ok(facade::events::ParsedEvent::Named(spec)) => spec.modifiers.has_levels(),
+    match counterhal_events::parse_event(backend_name) {
+        Ok(counterhal_events::ParsedEvent::Named(spec)) => spec.modifiers.has_levels(),
         Ok(
-            facade::events::ParsedEvent::Raw { modifiers, .. }
-            | facade::events::ParsedEvent::PmuTerms { modifiers, .. },
+            counterhal_events::ParsedEvent::Raw { modifiers, .. }
+            | counterhal_events::ParsedEvent::PmuTerms { modifiers, .. },
         ) => modifiers.has_levels(),
         Err(_) => false,
     }

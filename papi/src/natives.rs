@@ -278,7 +278,7 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                     info.count = terms.len().min(info::INFO_TERMS) as u32;
                     let derived = if terms.iter().any(|t| t.factor != 1) {
                         "DERIVED_POSTFIX"
-                    } else if terms.iter().any(|t| t.sign == facade::hal::Sign::Minus) {
+                    } else if terms.iter().any(|t| t.sign == counterhal_hal::Sign::Minus) {
                         "DERIVED_SUB"
                     } else if terms.len() > 1 {
                         "DERIVED_ADD"

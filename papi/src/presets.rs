@@ -67,9 +67,9 @@ mod tests {
     /// (papi/tests/side_by_side.rs checks it against the library).
     #[test]
     fn the_hal_describes_each_preset_as_papi() {
-        assert_eq!(facade::hal::Preset::ALL.len(), PRESETS.len());
+        assert_eq!(counterhal_hal::Preset::ALL.len(), PRESETS.len());
         for (name, long) in PRESETS.iter().zip(LONG_DESCRIPTIONS) {
-            let preset = facade::hal::Preset::from_name(name).expect(name);
+            let preset = counterhal_hal::Preset::from_name(name).expect(name);
             assert_eq!(preset.description(), long, "{name}");
         }
     }

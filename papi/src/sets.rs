@@ -1,7 +1,7 @@
 //! Event sets: PAPI's calls that build, start, read and stop them, and their options.
 
+use counterhal_hal::Target;
 use facade::Group;
-use facade::hal::Target;
 
 use crate::codes::{
     EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
@@ -101,7 +101,7 @@ fn try_open(chosen: &facade::Chosen, set: &PapiSet) -> Result<(), i32> {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     // One backend target (PAPI attaches to one thread), not the facade's process.
     let target = set.target();
-    let trial = facade::Backend::open_named(chosen, &names, &target, &set.options());
+    let trial = counterhal_hal::Backend::open_named(chosen, &names, &target, &set.options());
     let mut trial = trial.map_err(|e| from_error(&e))?;
     // A thread counted on one CPU may be elsewhere during the trial: nothing to conclude.
     let checked = set.state & MULTIPLEXING == 0 && !matches!(target, Target::ThisThreadOnCpu(_));
@@ -261,15 +261,16 @@ pub fn start(handle: i32) -> i32 {
         if set.group.is_none() {
             let names = set.in_domain(set.events.iter().map(|(_, n, _)| n.as_str()));
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let group = facade::Backend::open_named(chosen, &names, &set.target(), &set.options())
-                .map_err(|e| from_error(&e))?;
+            let group =
+                counterhal_hal::Backend::open_named(chosen, &names, &set.target(), &set.options())
+                    .map_err(|e| from_error(&e))?;
             set.group = Some(group);
         }
         start_samplers(chosen, set)?;
         // The read buffer, sized here so that a read (from an overflow handler too) does not
         // allocate.
         set.readings
-            .resize(set.events.len(), facade::hal::Reading::default());
+            .resize(set.events.len(), counterhal_hal::Reading::default());
         let group = set.group.as_mut().ok_or(EBUG)?;
         group.reset().map_err(|e| from_error(&e))?;
         if let Err(e) = group.enable() {
@@ -297,7 +298,7 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
     let group = set.group.as_mut().ok_or(ENOTRUN)?;
     if set.readings.len() != set.events.len() {
         set.readings
-            .resize(set.events.len(), facade::hal::Reading::default());
+            .resize(set.events.len(), counterhal_hal::Reading::default());
     }
     group.read(&mut set.readings).map_err(|e| from_error(&e))?;
     for (i, r) in set.readings.iter().enumerate() {
@@ -490,7 +491,7 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
         let opened = chosen
             .open_sampler(
                 &[set.in_domain([name.as_str()])[0].as_str()],
-                &set.target(),
+                &sampled(&set.target()),
                 &options,
             )
             .and_then(|mut sampler| {
@@ -637,4 +638,15 @@ pub fn overflow_indices(handle: i32, vector: i64) -> Result<Vec<i32>, i32> {
             .map(|i| i as i32)
             .collect())
     })
+}
+
+/// The facade's target for a sampler on a set's backend target: the thread or CPU it counts
+/// (a sampler follows no thread it creates).
+fn sampled(target: &Target) -> facade::Target {
+    match *target {
+        Target::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
+        Target::Process { pid, .. } => facade::Target::thread(pid),
+        Target::Cpu(cpu) => facade::Target::cpu(cpu),
+        _ => facade::Target::this_thread(),
+    }
 }

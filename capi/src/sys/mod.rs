@@ -24,7 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use facade::hal::Reading;
+use counterhal_hal::Reading;
 
 use crate::{CResult, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use facade::hal::Reading;
+use counterhal_hal::Reading;
 
 use crate::{Failure, Set, code};
 

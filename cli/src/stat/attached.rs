@@ -6,9 +6,12 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
-use counterhal::hal::{Group, OpenOptions, Reading, ResolvedEvent};
-use counterhal::process::{ForwardSignals, WaitingChild, belongs_to_another_user};
-use counterhal::{Attach, Backend, Error, ErrorKind, EventSet, MultiSet};
+use counterhal::Target as Attach;
+use counterhal::advanced::MultiSet;
+use counterhal::{Error, ErrorKind, EventSet};
+use counterhal_hal::Backend;
+use counterhal_hal::{Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
@@ -362,7 +365,7 @@ fn read_sets<G: Group>(
     let mut places: Vec<Counts> = Vec::new();
     for (indices, set) in sets.iter_mut() {
         for (target, readings) in set.read_each()? {
-            let place = Place::of(&target);
+            let place = Place::counted(&target);
             let at = match places.iter().position(|c| c.place == place) {
                 Some(at) => at,
                 None => {

@@ -3,9 +3,10 @@
 
 use std::ffi::OsString;
 
-use counterhal::hal::{OpenOptions, Reading, ResolvedEvent};
-use counterhal::process::ForwardSignals;
-use counterhal::{Backend, CountedCommand, Error, ErrorKind, Follow};
+use counterhal::{CountedCommand, Error, ErrorKind, Follow};
+use counterhal_hal::Backend;
+use counterhal_hal::{OpenOptions, Reading, ResolvedEvent};
+use counterhal_process::ForwardSignals;
 
 use super::pacing::{Pace, Step};
 use super::results::{

@@ -2,9 +2,10 @@
 //! (the last of the `-e` values on the command line before the `--filter`), and set on the
 //! event as it opens (`PERF_EVENT_IOC_SET_FILTER`, [`counterhal::PerfAttr::filter`]).
 
-use counterhal::events::perf::TYPE_TRACEPOINT;
-use counterhal::hal::Target;
-use counterhal::{Backend, Encoding, Error, ErrorKind, OpenOptions};
+use counterhal::{Encoding, Error, ErrorKind, OpenOptions};
+use counterhal_events::perf::TYPE_TRACEPOINT;
+use counterhal_hal::Backend;
+use counterhal_hal::Target;
 
 use super::arguments::StatArgs;
 use super::results::Planned;

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use counterhal::x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
+use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
 pub const KNOWN: [(&str, &str); 7] = [
@@ -137,7 +137,7 @@ fn tsc_hz(cpuinfo: Option<&str>) -> Option<TscFrequency> {
     if let Ok(Some(base)) = TscFrequency::from_cpuid(&cpuid, max_leaf) {
         return Some(base);
     }
-    counterhal::time::measure_tsc_hz(std::time::Duration::from_millis(20))
+    counterhal_time::measure_tsc_hz(std::time::Duration::from_millis(20))
         .filter(|&hz| hz > 0)
         .map(|hz| TscFrequency::new(hz, TscSource::Measured))
 }
@@ -178,7 +178,7 @@ mod tests {
         assert!(tsc.hz > 100_000_000, "{tsc:?}");
         if tsc.source != TscSource::Measured
             && let Some(measured) =
-                counterhal::time::measure_tsc_hz(std::time::Duration::from_millis(100))
+                counterhal_time::measure_tsc_hz(std::time::Duration::from_millis(100))
         {
             let ratio = measured as f64 / tsc.hz as f64;
             assert!((0.99..1.01).contains(&ratio), "{tsc:?} measured {measured}");

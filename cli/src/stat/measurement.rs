@@ -16,8 +16,11 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
-use counterhal::hal::{Countable, Reading, Scope, Target, countable_form};
-use counterhal::{AnyBackend, Attach, Backend, Context, Error, ErrorKind, Follow, Registration};
+use counterhal::Target as Attach;
+use counterhal::advanced::AnyBackend;
+use counterhal::{Context, Error, ErrorKind, Follow, Registration};
+use counterhal_hal::Backend;
+use counterhal_hal::{Countable, Reading, Scope, Target, countable_form, user_space_note};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
@@ -118,19 +121,7 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
         }
     }
     let reason = reason?;
-    // The hint's first clause names the setting (`kernel.perf_event_paranoid is 2`).
-    let hint = reason.hint().unwrap_or(reason.message());
-    let why = hint.split(';').next().unwrap_or(hint);
-    let verb = if fell_back.len() == 1 {
-        "counts"
-    } else {
-        "count"
-    };
-    Some(format!(
-        "counting the kernel is not permitted here ({why}), so {} {verb} user space only, as \
-         perf stat does",
-        fell_back.join(", ")
-    ))
+    Some(user_space_note(&fell_back, &reason))
 }
 
 /// Whether this process may count the kernel here: `task-clock`, counting it, opens on this

@@ -9,7 +9,7 @@
 //! CPU with `-A`, a thread with `--per-thread`, an interval with `-I`), from their scaled
 //! estimates.
 
-use counterhal::hal::{GeneralizedEvent, HardwareEvent, Preset};
+use counterhal_hal::{GeneralizedEvent, HardwareEvent, Preset};
 
 use super::summary::EventSummary;
 
@@ -304,7 +304,7 @@ fn thousands_prefix(rate: f64) -> (f64, &'static str) {
 
 #[cfg(test)]
 mod tests {
-    use counterhal::hal::Reading;
+    use counterhal_hal::Reading;
 
     use super::*;
 

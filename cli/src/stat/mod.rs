@@ -10,7 +10,7 @@
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
 //! [`machine`] (the machine's facts for metrics), [`named_metrics`] (`-M`, over the event
-//! database's metrics and [`counterhal::events::expression`]), [`separated`] (perf's `-x` and `-j` lines),
+//! database's metrics and [`counterhal_events::expression`]), [`separated`] (perf's `-x` and `-j` lines),
 //! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
 //! (the table, and where the results go), [`intervals`] (`-I`'s intervals, printed as they
 //! end), [`verbose`] (`-v`, `--no-scale`), [`plot`]
@@ -50,8 +50,8 @@ mod verbose;
 
 use std::process::ExitCode;
 
-use counterhal::Backend;
-use counterhal::process::ForwardSignals;
+use counterhal_hal::Backend;
+use counterhal_process::ForwardSignals;
 
 use self::arguments::USAGE;
 pub use self::arguments::{HELP, Positions, StatArgs};
@@ -94,7 +94,7 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .backend
         .is_none_or(|registration| registration.name == "linux")
     {
-        match counterhal::linux::probe(context.database.clone(), context.model.clone()) {
+        match counterhal_linux::probe(context.database.clone(), context.model.clone()) {
             Ok(linux) => {
                 return stat_with(&args, &targets, &linux, context.model.as_deref(), None);
             }

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use counterhal::conformance::Subject;
-use counterhal::{Attach, Context, Error, Registration};
+use counterhal::Target as Attach;
+use counterhal::{Context, Error, Registration};
+use counterhal_conformance::Subject;
 
 use super::arguments::{StatArgs, USAGE};
 use super::targets::Targets;
@@ -52,12 +53,12 @@ pub fn run(
         "pctr" => fed(
             args,
             &id,
-            &counterhal::pctr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
+            &counterhal_pctr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
         ),
         "msr" => fed(
             args,
             &id,
-            &counterhal::msr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
+            &counterhal_msr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
         ),
         other => Err(usage(
             Error::invalid_input(format!("--model: the {other} backend has no device model"))

@@ -1,5 +1,5 @@
 //! `-M NAME[,NAME]`: metrics by name or group, each an
-//! [`expression`](counterhal::events::expression) over events, the duration
+//! [`expression`](counterhal_events::expression) over events, the duration
 //! (`duration_time`, seconds), the command's CPU times (`user_time`, `system_time`: tool
 //! events counted with the others, seconds here), the machine's facts (`#num_cpus_online`, `#smt_on`, ...: see
 //! [`machine`](super::machine)) and other metrics by name. The metrics are the CPU model's,
@@ -12,8 +12,8 @@
 use std::sync::OnceLock;
 
 use counterhal::Error;
-use counterhal::events::expression::{self, Expr};
-use counterhal::events::{MetricTable, SHIPPED_METRIC_FILES, shipped_metrics};
+use counterhal_events::expression::{self, Expr};
+use counterhal_events::{MetricTable, SHIPPED_METRIC_FILES, shipped_metrics};
 
 use super::machine;
 use super::summary::EventSummary;
@@ -289,7 +289,7 @@ fn unknown(name: &str, model: Option<&str>, own: &[MetricDef]) -> Error {
             known.push(candidate.to_string());
         }
     }
-    let near = counterhal::events::nearest(name, known.into_iter(), 5);
+    let near = counterhal_events::nearest(name, known.into_iter(), 5);
     let model = model.map_or("no database model".to_string(), |m| {
         format!("CPU model {m}")
     });
@@ -506,7 +506,7 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
 
 #[cfg(test)]
 mod tests {
-    use counterhal::hal::Reading;
+    use counterhal_hal::Reading;
 
     use super::*;
 
@@ -538,7 +538,7 @@ mod tests {
 
     #[test]
     fn a_stat_without_metrics_reads_no_table_and_parses_no_formula() {
-        use counterhal::events::shipped_metrics_lookups_on_this_thread as lookups;
+        use counterhal_events::shipped_metrics_lookups_on_this_thread as lookups;
         // Counted per thread (calls, not cache misses): other tests cannot hide a regression.
         std::thread::spawn(|| {
             // What a plain `stat -e page-faults,context-switches` plans with.

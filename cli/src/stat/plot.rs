@@ -247,7 +247,7 @@ fn render(
 
 #[cfg(test)]
 mod tests {
-    use counterhal::hal::Reading;
+    use counterhal_hal::Reading;
 
     use super::*;
     use crate::stat::results::{Counts, Place, Snapshot};

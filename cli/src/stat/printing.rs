@@ -428,7 +428,7 @@ mod tests {
     use crate::stat::arguments::parse;
     use crate::stat::results::{Counts, Place, Snapshot};
     use crate::stat::summary::tests::{intervals, run};
-    use counterhal::hal::Reading;
+    use counterhal_hal::Reading;
 
     fn render_with(words: &[&str], summary: &Summary) -> String {
         let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
@@ -625,9 +625,9 @@ COUNT      page-faults                      #  823.045 M/sec
     /// the fifth field of `-x,`, `pcnt-running` of `-j`, each strictly between 0 and 100.
     #[test]
     fn software_multiplexing_on_the_device_models_shows_in_every_format() {
-        use counterhal::conformance::Subject;
-        use counterhal::hal::{Backend, Group};
-        let db = std::sync::Arc::new(counterhal::events::Database::shipped().unwrap());
+        use counterhal_conformance::Subject;
+        use counterhal_hal::{Backend, Group};
+        let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
         let mut readings: Vec<(String, Vec<Reading>)> = Vec::new();
         fn count<S: Subject>(subject: &S, into: &mut Vec<(String, Vec<Reading>)>) {
             let (event, slots) = subject.multiplexed_event().expect("a limited event");
@@ -645,10 +645,10 @@ COUNT      page-faults                      #  823.045 M/sec
             set.disable().unwrap();
             into.push((subject.description(), set.read_to_vec().unwrap()));
         }
-        for subject in counterhal::pctr::conformance::model_subjects(db.clone()) {
+        for subject in counterhal_pctr::conformance::model_subjects(db.clone()) {
             count(&subject, &mut readings);
         }
-        for subject in counterhal::msr::conformance::model_subjects(db) {
+        for subject in counterhal_msr::conformance::model_subjects(db) {
             count(&subject, &mut readings);
         }
         assert_eq!(readings.len(), 16, "10 pctr setups and 6 msr models");

@@ -4,9 +4,8 @@
 //! (never kept here); and what ends a command early.
 
 use counterhal::Error;
-use counterhal::hal::Target;
-use counterhal::hal::{Reading, ResolvedEvent};
-use counterhal::process::{ChildExit, exit_code_for};
+use counterhal_hal::{Reading, ResolvedEvent};
+use counterhal_process::{ChildExit, exit_code_for};
 
 use super::pacing::Pace;
 use super::tool::Tool;
@@ -59,7 +58,7 @@ fn shown_name(event: &ResolvedEvent) -> String {
     let tracepoint = matches!(
         event.terms.as_slice(),
         [term] if matches!(&term.request.encoding,
-            counterhal::Encoding::Perf(attr) if attr.type_ == counterhal::events::perf::TYPE_TRACEPOINT)
+            counterhal::Encoding::Perf(attr) if attr.type_ == counterhal_events::perf::TYPE_TRACEPOINT)
     );
     match event.name.splitn(3, ':').collect::<Vec<_>>()[..] {
         [system, name, _modifiers] if tracepoint => format!("{system}:{name}"),
@@ -145,14 +144,16 @@ impl Place {
         }
     }
 
-    /// The place a backend target stands for.
-    pub fn of(target: &Target) -> Option<Place> {
-        match *target {
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Some(Place::Cpu(cpu)),
-            Target::Process { pid, .. } => Some(Place::Thread {
-                tid: pid,
-                name: thread_name(pid),
-            }),
+    /// The place one row of a set read per place counts.
+    pub fn counted(place: &counterhal::Place) -> Option<Place> {
+        match *place {
+            counterhal::Place::Cpu(cpu) => Some(Place::Cpu(cpu)),
+            counterhal::Place::Thread(tid) | counterhal::Place::Command(tid) => {
+                Some(Place::Thread {
+                    tid,
+                    name: thread_name(tid),
+                })
+            }
             _ => None,
         }
     }

@@ -48,7 +48,7 @@ pub fn why_not(metric: &MetricDef, resolve: &dyn Fn(&str) -> Option<Error>) -> O
 /// (`read_events` in gen/src/metrics.rs); the others carry a `Unit` (`DFPMC`, `L3PMC`,
 /// `UMCPMC`): the data fabric, L3 and memory-controller PMUs.
 fn kernel_uncore_event(model: &str, event: &str) -> bool {
-    let Ok(Some(table)) = counterhal::events::shipped_metrics(model) else {
+    let Ok(Some(table)) = counterhal_events::shipped_metrics(model) else {
         return false;
     };
     !table.events.is_empty()
@@ -213,20 +213,20 @@ mod tests {
                 }
             }
             // What the classification is asked about: names no backend here resolves.
-            let db = std::sync::Arc::new(counterhal::events::Database::shipped().unwrap());
-            let Ok(linux) = counterhal::linux::probe(db, Some(model.to_string())) else {
+            let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
+            let Ok(linux) = counterhal_linux::probe(db, Some(model.to_string())) else {
                 continue;
             };
             let metrics = of_model(model).unwrap();
             for metric in metrics {
-                let formula = counterhal::events::expression::parse(metric.expression).unwrap();
+                let formula = counterhal_events::expression::parse(metric.expression).unwrap();
                 // The words of the formula that are events (not metrics, facts or terms).
                 for event in formula.names().into_iter().filter(|name| {
                     !name.starts_with('#')
                         && !name.contains('@')
                         && name != "duration_time"
                         && !metrics.iter().any(|m| m.name == name.as_str())
-                        && counterhal::Backend::resolve(&linux, name).is_err()
+                        && counterhal_hal::Backend::resolve(&linux, name).is_err()
                 }) {
                     let called = kernel_uncore_event(model, &event);
                     assert_eq!(

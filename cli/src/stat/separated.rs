@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use counterhal::hal::Reading;
+use counterhal_hal::Reading;
 
 use super::metrics::{Beside, Metric};
 use super::named_metrics::{MetricDef, evaluate};

@@ -4,7 +4,7 @@
 //! of two snapshots; each CPU or thread of `-A` and `--per-thread`).
 
 use counterhal::Error;
-use counterhal::hal::Reading;
+use counterhal_hal::Reading;
 
 use super::results::{CommandEnd, Counts, EventResult, Place, Run, Snapshot};
 

@@ -6,7 +6,7 @@
 
 use clap::Args;
 use counterhal::Error;
-use counterhal::process::{ForwardSignals, WaitingChild};
+use counterhal_process::{ForwardSignals, WaitingChild};
 
 use super::topology::Aggregation;
 use crate::error::CliError;

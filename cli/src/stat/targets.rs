@@ -5,8 +5,9 @@
 //! CPU lists stay [`CpuList`]s (ranges, never expanded) until they have been checked against
 //! the online CPUs, so a list naming CPUs this machine lacks fails before one target is built.
 
-use counterhal::hal::CpuList;
-use counterhal::{Attach, Error, online_cpus};
+use counterhal::Target as Attach;
+use counterhal::{Error, online_cpus};
+use counterhal_hal::CpuList;
 
 /// Where the CPUs this machine has online are listed (named in the hint for `-C`).
 const ONLINE: &str = "/sys/devices/system/cpu/online";
@@ -206,9 +207,9 @@ mod tests {
         assert_eq!(
             Attach::Cpus(parse_cpu_list("0,2-3").unwrap()).targets(),
             [
-                counterhal::hal::Target::Cpu(0),
-                counterhal::hal::Target::Cpu(2),
-                counterhal::hal::Target::Cpu(3)
+                counterhal_hal::Target::Cpu(0),
+                counterhal_hal::Target::Cpu(2),
+                counterhal_hal::Target::Cpu(3)
             ]
         );
         // A CPU named twice is counted once; the order given does not matter.
@@ -318,7 +319,7 @@ mod tests {
             .targets()
             .into_iter()
             .map(|t| match t {
-                counterhal::hal::Target::Process { pid, inherit } => {
+                counterhal_hal::Target::Process { pid, inherit } => {
                     assert!(!inherit, "{t:?}");
                     pid
                 }

@@ -5,9 +5,9 @@
 //! slots first, then the topdown events (`parse_events__sort_events_and_fix_groups` in
 //! tools/perf/util/parse-events.c, `arch_evlist__cmp` in tools/perf/arch/x86/util/evlist.c).
 
-use counterhal::Backend;
 #[cfg(target_os = "linux")]
 use counterhal::Encoding;
+use counterhal_hal::Backend;
 
 /// Where an event stands in the forced group: slots leads, metric events follow. (Only Linux
 /// has the events: elsewhere no event is of either kind.)
@@ -29,7 +29,7 @@ fn kind<B: Backend>(backend: &B, name: &str) -> Option<Kind> {
 
 #[cfg(target_os = "linux")]
 fn kind_of_encoding(encoding: &Encoding) -> Option<Kind> {
-    use counterhal::linux::topdown::{is_metric, is_slots};
+    use counterhal_linux::topdown::{is_metric, is_slots};
     let Encoding::Perf(attr) = encoding else {
         return None;
     };
@@ -84,14 +84,14 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use counterhal::events::Database;
+    use counterhal_events::Database;
 
     /// Oracle: perf's `arch_evlist__cmp` order (slots, then topdown events) and the kernel's
     /// encodings of `slots` (0x0400) and the metrics (0x8000 up).
     #[test]
     fn slots_leads_the_metric_events_and_others_stay_out() {
         let db = Arc::new(Database::shipped().unwrap());
-        let Ok(linux) = counterhal::linux::probe(db, Some("spr".into())) else {
+        let Ok(linux) = counterhal_linux::probe(db, Some("spr".into())) else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::System,
                 "perf_event_open is not available here"

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use counterhal::Error;
-use counterhal::hal::Reading;
+use counterhal_hal::Reading;
 
 use super::results::{Counts, Place, Run, Snapshot};
 use super::summary::Section;

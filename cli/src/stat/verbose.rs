@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use counterhal::Error;
-use counterhal::hal::Reading;
+use counterhal_hal::Reading;
 
 use super::results::{Counts, Planned, Run};
 
