@@ -4,7 +4,10 @@
 //! The closure here touches K fresh pages of memory, so that its page faults are known (at
 //! least K a run); the kernel's own count of this thread's minor faults (what
 //! `getrusage(RUSAGE_THREAD)` reports as `ru_minflt`, read from `/proc/thread-self/stat`) is
-//! printed beside it. Events this machine cannot count (`instructions` in a VM without a
+//! printed beside it. A reset before each run starts the run's counts and their times from
+//! zero, so each run's scaled value is that run's alone; a second set counting every run
+//! without a reset gives the totals, which the runs' sums are checked against. Events this
+//! machine cannot count (`instructions` in a VM without a
 //! PMU) are left out with the reason, on standard error.
 //!
 //! ```text
@@ -59,17 +62,25 @@ struct Measured {
     faults: Vec<u64>,
 }
 
-/// Runs `work` `runs` times under `set`.
-fn measure(set: &mut EventSet<AnyGroup>, runs: usize, mut work: impl FnMut()) -> Result<Measured> {
+/// Runs `work` `runs` times under `set`, reset before each run, with `whole` counting
+/// every run, never reset.
+fn measure(
+    set: &mut EventSet<AnyGroup>,
+    whole: &mut EventSet<AnyGroup>,
+    runs: usize,
+    mut work: impl FnMut(),
+) -> Result<Measured> {
     let mut readings = vec![Reading::default(); set.len()];
     let mut values = vec![Vec::with_capacity(runs); set.len()];
     let mut faults = Vec::with_capacity(runs);
     for _ in 0..runs {
+        whole.enable()?;
         set.reset()?;
         let before = minor_faults();
         set.enable()?;
         work();
         set.disable()?;
+        whole.disable()?;
         let after = minor_faults();
         set.read(&mut readings)?;
         for (column, reading) in values.iter_mut().zip(&readings) {
@@ -113,8 +124,8 @@ fn main() -> ExitCode {
             eprintln!("{name}: left out: {e}");
         }
     }
-    let mut set = match builder.open() {
-        Ok(set) => set,
+    let (mut set, mut whole) = match builder.open().and_then(|set| Ok((set, builder.open()?))) {
+        Ok(sets) => sets,
         Err(e) => {
             eprintln!("nothing to count: {e}");
             return ExitCode::FAILURE;
@@ -127,7 +138,7 @@ fn main() -> ExitCode {
         }
         black_box(&memory);
     };
-    let Measured { values, faults } = match measure(&mut set, runs, touch) {
+    let Measured { values, faults } = match measure(&mut set, &mut whole, runs, touch) {
         Ok(measured) => measured,
         Err(e) => {
             eprintln!("measuring failed: {e}");
@@ -153,6 +164,18 @@ fn main() -> ExitCode {
         } else {
             row(&event.name, &counted);
         }
+    }
+    // The runs' sums beside the totals of the set that counted every run without a reset.
+    let totals = match whole.read_to_vec() {
+        Ok(totals) => totals,
+        Err(e) => {
+            eprintln!("reading the totals failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for ((event, column), total) in set.events().iter().zip(&values).zip(totals) {
+        let sum: u64 = column.iter().flatten().sum();
+        println!("# {}: sum of runs {sum}, total {}", event.name, total.value);
     }
     if faults.len() == runs {
         let faults: Vec<f64> = faults.iter().map(|&f| f as f64).collect();

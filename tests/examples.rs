@@ -215,6 +215,16 @@ fn the_harness_prints_mean_and_spread_and_counts_the_pages_touched() {
         (faults - minflt).abs() <= minflt * 0.05,
         "page-faults {faults}, minflt {minflt}\n{text}"
     );
+    // Each run's counts are its own (a reset zeroes counts and times): the runs add up to
+    // what a set counting every run without a reset counted.
+    let totals = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# page-faults: sum of runs "))
+        .unwrap_or_else(|| panic!("no page-faults totals:\n{text}"));
+    let (sum, total) = totals.split_once(", total ").unwrap();
+    let (sum, total): (f64, f64) = (sum.parse().unwrap(), total.parse().unwrap());
+    assert!(sum >= 7.0 * PAGES * 0.95 && total >= sum, "{totals}");
+    assert!(total - sum <= total * 0.05, "{totals}");
     let usage = Command::new(example("harness"))
         .args(["--runs", "0"])
         .output()
