@@ -511,7 +511,7 @@ pub fn report() -> Option<RegionReport> {
     one_at_a_time(|| Ok(report_here())).ok().flatten()
 }
 
-/// [`report`], inside a region call.
+/// [`report()`], inside a region call.
 fn report_here() -> Option<RegionReport> {
     this_process()
         .and_then(|global| global.regions().ok())

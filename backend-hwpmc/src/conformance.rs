@@ -134,7 +134,7 @@ impl Subject for RealSubject {
 /// The suite on the real system call, or why the backend cannot be used here.
 ///
 /// # Errors
-/// As [`probe`](crate::probe).
+/// As [`probe`](crate::probe()).
 pub fn check(db: Arc<Database>, cpu: Option<String>) -> Result<counterhal_conformance::Report> {
     crate::probe(db, cpu)
         .map(|backend| counterhal_conformance::run_quietly(&RealSubject::new(backend)))

@@ -74,8 +74,8 @@ pub struct LinuxBackend {
 /// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
 ///
 /// # Errors
-/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) when the system call is missing (ENOSYS: no perf support, or a
-/// seccomp filter); [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied) when the paranoid level, capabilities or a
+/// [`counterhal_hal::ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
+/// seccomp filter); [`counterhal_hal::ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
 /// seccomp filter forbid it (the hint names the level and what to change).
 pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
     probe_with(db, cpu, SystemPaths::default())
@@ -543,7 +543,7 @@ impl LinuxBackend {
     /// the counts read as usual.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a period the
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a period the
     /// kernel refuses (0, or past 2^63 - 1); otherwise as [`Backend::open`].
     pub fn open_sampling(
         &self,

@@ -2,7 +2,7 @@
 
 use counterhal_hal::{Error, Result};
 
-/// A [`Target::Exec`] pid, checked: a child of this process (held before `exec` by a
+/// A [`Target::Exec`](counterhal_hal::Target::Exec) pid, checked: a child of this process (held before `exec` by a
 /// [`WaitingChild`](counterhal_process::WaitingChild)), never this process or init, whose
 /// counters would start at some later exec of a process this caller does not control.
 pub(crate) fn exec_child(pid: u32) -> Result<u32> {

@@ -128,7 +128,7 @@ pub fn detect_abi(device: &mut dyn PctrDevice) -> Result<Abi, Errno> {
     Err(last)
 }
 
-/// [`detect_abi`], with the driver's refusal as an [`Error`].
+/// [`detect_abi`], with the driver's refusal as an [`Error`](counterhal_hal::Error).
 ///
 /// # Errors
 /// As [`map_errno`] maps the last read's `errno` ([`ErrorKind::DeviceMissing`] for a file

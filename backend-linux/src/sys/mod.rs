@@ -9,8 +9,8 @@
 //! - [`PerfEventAttr`] and [`PerfEventMmapPage`] are `#[repr(C)]` copies of the kernel's structs
 //!   whose sizes and offsets are pinned by `const` assertions below and checked against the
 //!   system header by a test; the kernel only reads `attr.size` bytes and writes back `size`.
-//! - File descriptors are passed in as [`BorrowedFd`] (open for the duration of the call) and
-//!   returned as [`OwnedFd`] (owned by exactly one value, closed on drop); no raw fd escapes.
+//! - File descriptors are passed in as [`BorrowedFd`](std::os::fd::BorrowedFd) (open for the duration of the call) and
+//!   returned as [`OwnedFd`](std::os::fd::OwnedFd) (owned by exactly one value, closed on drop); no raw fd escapes.
 //! - A [`UserPageMap`] owns its mapping from `mmap` to `munmap` and is only read through
 //!   volatile loads, because the kernel updates the page concurrently.
 

@@ -205,7 +205,7 @@ impl ModelConfig {
     }
 
     /// The width `PCIOCRD` values carry: the hardware width cut to the kernel's `rdpmc`
-    /// mask (see [`read_width`](crate::read_width)).
+    /// mask (see [`crate::read_width`]).
     pub const fn read_width(&self) -> u32 {
         read_width(self.cpu, self.hardware_width, self.abi, self.amd64)
     }
