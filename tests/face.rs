@@ -677,3 +677,65 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
+
+/// libpfm4's `perf::` names, as PAPI users type them (`perf::PAGE-FAULTS`,
+/// `perf::PERF_COUNT_SW_CONTEXT_SWITCHES`, `perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS`), resolve
+/// through the face to the perf type and config libpfm4 encodes for each (the oracle:
+/// libpfm4's own encoder, tests/c/perf_pmu.c, over every event of its perf_event PMU).
+#[test]
+fn libpfm4_s_perf_names_resolve_as_libpfm4_encodes_them() {
+    if !cfg!(target_os = "linux") {
+        skip!(Need::Platform, "perf:: names are Linux perf events");
+    }
+    let Ok(backend) = Setup::new().backend("linux").open() else {
+        skip!(Need::System, "the Linux backend does not open here");
+    };
+    let program = tempdir("perf-pmu").join("perf_pmu");
+    let built = std::process::Command::new("cc")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/perf_pmu.c"))
+        .arg("-o")
+        .arg(&program)
+        .arg("-lpfm")
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        skip!(Need::Tools, "cc and libpfm4-dev build tests/c/perf_pmu.c");
+    }
+    let out = std::process::Command::new(&program).output().unwrap();
+    assert!(out.status.success());
+    let listed = String::from_utf8(out.stdout).unwrap();
+    let mut checked = 0;
+    for line in listed.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, type_, config] = fields[..] else {
+            panic!("{line}");
+        };
+        let event = backend
+            .resolve(name)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let Encoding::Perf(attr) = &event.terms[0].request.encoding else {
+            panic!("{name}: {event:?}");
+        };
+        assert_eq!(
+            (attr.type_.to_string(), attr.config.to_string()),
+            (type_.to_owned(), config.to_owned()),
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 100, "{checked} names:\n{listed}");
+    // Counted by that name, and refused with perf's words where libpfm4 has no such event.
+    let mut set = backend
+        .open_named(
+            &["perf::PAGE-FAULTS"],
+            &Target::this_thread(),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    set.enable().unwrap();
+    std::hint::black_box(vec![1u8; 4 << 20]);
+    set.disable().unwrap();
+    assert!(set.read_to_vec().unwrap()[0].value > 0);
+    let e = backend.resolve("perf::NO-SUCH-EVENT").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidEvent, "{e}");
+    assert!(e.to_string().contains("perf::PAGE-FAULTS"), "{e}");
+}

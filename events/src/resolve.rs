@@ -139,6 +139,56 @@ fn spells_no_native(event: &str) -> bool {
     }
 }
 
+/// perf's name for an event of libpfm4's `perf::` PMU named by its `PERF_COUNT_HW_*` or
+/// `PERF_COUNT_SW_*` enum name (libpfm4's lib/events/perf_events.h, the kernel's
+/// include/uapi/linux/perf_event.h): the name less its prefix, in lower case with `-` for `_`,
+/// but for the three perf spells otherwise; a cache event (`PERF_COUNT_HW_CACHE_L1D` with the
+/// unit masks `READ`, `WRITE` or `PREFETCH` and `ACCESS` or `MISS`) as perf's
+/// `L1-dcache-load-misses`. `None` for other names (perf's own, such as `PAGE-FAULTS`).
+fn libpfm4_perf_name(name: &str, unit_masks: &[String]) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    if let Some(cache) = upper.strip_prefix("PERF_COUNT_HW_CACHE_") {
+        let cache = match cache {
+            "L1D" => "L1-dcache",
+            "L1I" => "L1-icache",
+            "LL" => "LLC",
+            "DTLB" => "dTLB",
+            "ITLB" => "iTLB",
+            "BPU" => "branch",
+            "NODE" => "node",
+            _ => return None,
+        };
+        let mut op = "loads";
+        let mut miss = "";
+        for mask in unit_masks {
+            match mask.to_ascii_uppercase().as_str() {
+                "READ" => op = "loads",
+                "WRITE" => op = "stores",
+                "PREFETCH" => op = "prefetches",
+                "ACCESS" => miss = "",
+                "MISS" => miss = "-misses",
+                _ => return None,
+            }
+        }
+        let op = match (op, miss) {
+            ("loads", "-misses") => "load",
+            ("stores", "-misses") => "store",
+            ("prefetches", "-misses") => "prefetch",
+            (op, _) => op,
+        };
+        return Some(format!("{cache}-{op}{miss}"));
+    }
+    let generic = upper
+        .strip_prefix("PERF_COUNT_HW_")
+        .or_else(|| upper.strip_prefix("PERF_COUNT_SW_"))?;
+    Some(match generic {
+        "PAGE_FAULTS_MIN" => "minor-faults".to_owned(),
+        "PAGE_FAULTS_MAJ" => "major-faults".to_owned(),
+        "REF_CPU_CYCLES" => "ref-cycles".to_owned(),
+        other => other.to_ascii_lowercase().replace('_', "-"),
+    })
+}
+
 /// One resolution: the database, the CPU model, what the backend takes, the text as typed.
 struct Resolver<'a> {
     database: &'a Database,
@@ -182,6 +232,27 @@ impl<'a> Resolver<'a> {
     }
 
     fn named(&self, mut spec: EventSpec) -> Resolved {
+        // libpfm4's `perf::` PMU, as PAPI users type its events: the kernel's generic events
+        // under their perf names or their `PERF_COUNT_*` enum names.
+        if spec
+            .pmu
+            .as_deref()
+            .is_some_and(|pmu| pmu.eq_ignore_ascii_case("perf"))
+        {
+            if let Some(name) = libpfm4_perf_name(&spec.name, &spec.unit_masks) {
+                spec.name = name;
+                spec.unit_masks.clear();
+            }
+            spec.pmu = None;
+            return match GeneralizedEvent::from_name(&spec.name) {
+                Some(generalized) if !spec.dotted => self.generalized(self.model, generalized, &spec),
+                _ => Err(err(
+                    EventErrorKind::NotFound,
+                    format!("unknown event `{}` of libpfm4's perf PMU in `{}`", spec.name, self.text),
+                )
+                .with_hint("perf:: names the kernel's generic events: perf::PAGE-FAULTS, perf::PERF_COUNT_SW_CONTEXT_SWITCHES, perf::CYCLES, perf::L1-DCACHE-LOADS")),
+            };
+        }
         let model = match &spec.pmu {
             Some(pmu) => Some(self.database.model(pmu).ok_or_else(|| {
                 err(
