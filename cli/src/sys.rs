@@ -1,14 +1,17 @@
 //! The command's system calls: `--log-fd N`, the descriptor this process was given, written
 //! to as it is (perf's rule) rather than reopened through `/dev/fd/N`; and the locale's
 //! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
-//! `%'` formats).
+//! `%'` formats); and the C library's POSIX basic regular expressions (`regcomp`, `regexec`),
+//! which perf matches `--for-each-cgroup` patterns with.
 //!
 //! # Safety
 //!
 //! A descriptor number is borrowed only after the OS has said it is open in this process
 //! (`/proc/self/fdinfo/N` on Linux, `fstat` of `/dev/fd/N` elsewhere), at start-up, before any
 //! other thread of this process opens or closes descriptors; it is duplicated at once, and only
-//! the duplicate (owned) leaves this module.
+//! the duplicate (owned) leaves this module. A compiled regular expression is owned by one
+//! [`BasicRegex`], boxed so that it never moves after `regcomp` filled it, and freed once, on
+//! drop; patterns and names reach the C library as NUL-terminated copies.
 
 use std::fs::File;
 use std::os::fd::BorrowedFd;
@@ -117,6 +120,60 @@ pub fn thousands_separator() -> &'static str {
 }
 
 /// glibc's locale functions are the oracle (`nl_langinfo_l` is not in every BSD's C library).
+/// A POSIX basic regular expression compiled by the C library (`regcomp` without
+/// `REG_EXTENDED`, as perf compiles `--for-each-cgroup` patterns), matched anywhere in a text
+/// as `regexec` matches.
+pub struct BasicRegex {
+    compiled: Box<libc::regex_t>,
+}
+
+impl BasicRegex {
+    /// Compiles `pattern`.
+    ///
+    /// # Errors
+    /// The C library's reason (`regerror`), or a pattern holding a NUL.
+    pub fn compile(pattern: &str) -> Result<BasicRegex, String> {
+        let text = std::ffi::CString::new(pattern).map_err(|_| "it holds a NUL".to_string())?;
+        // SAFETY: regex_t is a plain C struct that regcomp fills; all zeros is a valid start.
+        let mut compiled: Box<libc::regex_t> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `compiled` points at a regex_t that stays where it is (boxed), `text` is
+        // NUL-terminated and outlives the call.
+        let code = unsafe { libc::regcomp(&mut *compiled, text.as_ptr(), libc::REG_NOSUB) };
+        if code == 0 {
+            return Ok(BasicRegex { compiled });
+        }
+        let mut reason = [0u8; 256];
+        // SAFETY: regerror writes at most `reason.len()` bytes, NUL-terminated, and reads
+        // the regex_t only for context (it was not compiled, so it is not freed).
+        unsafe { libc::regerror(code, &*compiled, reason.as_mut_ptr().cast(), reason.len()) };
+        let end = reason.iter().position(|&b| b == 0).unwrap_or(reason.len());
+        Err(String::from_utf8_lossy(&reason[..end]).into_owned())
+    }
+
+    /// Whether the expression matches somewhere in `text` (a text holding a NUL: never).
+    pub fn is_found_in(&self, text: &str) -> bool {
+        let Ok(text) = std::ffi::CString::new(text) else {
+            return false;
+        };
+        // SAFETY: `compiled` was filled by a successful regcomp (with REG_NOSUB, so no match
+        // array is written), `text` is NUL-terminated and outlives the call.
+        unsafe { libc::regexec(&*self.compiled, text.as_ptr(), 0, std::ptr::null_mut(), 0) == 0 }
+    }
+}
+
+impl Drop for BasicRegex {
+    fn drop(&mut self) {
+        // SAFETY: `compiled` was filled by a successful regcomp and is freed only here.
+        unsafe { libc::regfree(&mut *self.compiled) };
+    }
+}
+
+impl std::fmt::Debug for BasicRegex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BasicRegex")
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;

@@ -4,23 +4,29 @@
 //! paths below it (`app/web`; the root's name is empty); the cgroups matched are taken in the
 //! order a pre-order walk of the mount meets them, and an empty item stands for the root.
 //!
-//! The basic regular expressions taken: characters, `.`, bracket expressions (`[a-z]`,
-//! `[^0-9]`), `*`, `\{m,n\}`, `\(...\)`, `^` and `$`, and `\` before a character for that
-//! character, read by glibc's rules ([`syntax`]: what regcomp refuses is refused, repeat counts
-//! up to its RE_DUP_MAX). Back-references (`\1`), character classes (`[:alpha:]`, `[.a.]`,
-//! `[=a=]`) and glibc's GNU operators (`\|`, `\+`, `\w`, `\<`: regcomp, which perf calls,
-//! reads them so) are refused by name, as are groups nested over [`syntax::MAX_GROUP_DEPTH`]
-//! and patterns whose repeats write out to over [`machine::MAX_STEPS`] steps. A pattern
-//! matches in time linear in the name ([`machine`]: no backtracking).
-
-mod machine;
-mod syntax;
+//! The expressions are the C library's (`regcomp`, `regexec`: what perf calls, so what it
+//! takes and refuses is taken and refused here, with its reason). Two kinds of pattern that
+//! would take the C library down are refused first, by name: groups nested deeper than
+//! [`MAX_GROUP_DEPTH`] (glibc's parser recurses per level and overflows the stack at about
+//! 20,000), repeats that multiply past [`MAX_STEPS`] once written out (glibc writes each
+//! repeat out: `\(a\{32767\}\)\{32767\}` takes gigabytes and minutes), and more than
+//! [`MAX_OPTIONAL`] optional copies in one repeat (`[a-z]\{0,32767\}` crashes glibc).
 
 use std::path::Path;
 
 use counterhal::Error;
 
-use machine::Program;
+use crate::sys::BasicRegex;
+
+/// The deepest nesting of groups taken.
+pub const MAX_GROUP_DEPTH: usize = 100;
+/// The most characters and groups a pattern may stand for once its repeats are written out
+/// (no cgroup name is longer than PATH_MAX, 4096).
+pub const MAX_STEPS: u64 = 10_000;
+/// The most optional copies one `\{m,n\}` may write out (`n - m`): POSIX's least
+/// RE_DUP_MAX. glibc nests them, and matching takes memory in their square (`\{0,5000\}`
+/// took 850 MB).
+pub const MAX_OPTIONAL: u64 = 255;
 
 /// Whether perf reads `list` as patterns (it holds one of `{}[]()|*+?^$`).
 pub fn has_pattern(list: &str) -> bool {
@@ -86,27 +92,151 @@ fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
 /// A compiled basic regular expression.
 #[derive(Debug)]
 pub struct Pattern {
-    program: Program,
+    regex: BasicRegex,
 }
 
 impl Pattern {
     /// Compiles `text`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) naming what is not
-    /// taken or does not close, a repeat count over [`syntax::RE_DUP_MAX`], groups nested
-    /// deeper than [`syntax::MAX_GROUP_DEPTH`], or repeats that multiply past
-    /// [`machine::MAX_STEPS`].
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) with the C library's
+    /// reason, or for groups nested deeper than [`MAX_GROUP_DEPTH`] or repeats that multiply
+    /// past [`MAX_STEPS`].
     pub fn parse(text: &str) -> Result<Pattern, Error> {
-        let program = Program::compile(text, syntax::parse(text)?)?;
-        Ok(Pattern { program })
+        let refused = |why: String| {
+            Error::invalid_input(format!(
+                "--for-each-cgroup pattern `{}`: {why}",
+                shortened(text)
+            ))
+            .with_hint("a POSIX basic regular expression, as regcomp(3) reads it (e.g. `^app/`)")
+        };
+        written_out(text).map_err(refused)?;
+        let regex = BasicRegex::compile(text).map_err(refused)?;
+        Ok(Pattern { regex })
     }
 
-    /// Whether the pattern matches somewhere in `name`, in time linear in the name.
+    /// Whether the pattern matches somewhere in `name`.
     pub fn is_found_in(&self, name: &str) -> bool {
-        let text: Vec<char> = name.chars().collect();
-        self.program.is_found_in(&text)
+        self.regex.is_found_in(name)
     }
+}
+
+/// `text` as an error message quotes it: at most 60 characters, then its length.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}... ({} characters)", &text[..end], text.chars().count()),
+        None => text.to_string(),
+    }
+}
+
+/// How many characters and groups `text` stands for with its repeats written out, read as
+/// regcomp reads a basic expression's structure (`\(` `\)` groups, `\{m,n\}` repeats of
+/// the atom before, bracket expressions as one atom); what is malformed is left for regcomp
+/// to name.
+///
+/// # Errors
+/// Groups nested deeper than [`MAX_GROUP_DEPTH`]; a total past [`MAX_STEPS`].
+fn written_out(text: &str) -> Result<u64, String> {
+    // Per open group: the size so far and the size of its last atom.
+    let mut frames: Vec<(u64, u64)> = vec![(0, 0)];
+    let chars: Vec<char> = text.chars().collect();
+    let mut at = 0;
+    while at < chars.len() {
+        let atom = |frames: &mut Vec<(u64, u64)>, size: u64| {
+            if let Some((sum, last)) = frames.last_mut() {
+                *sum = sum.saturating_add(size);
+                *last = size;
+            }
+        };
+        match (chars[at], chars.get(at + 1)) {
+            ('\\', Some('(')) => {
+                if frames.len() > MAX_GROUP_DEPTH {
+                    return Err(format!(
+                        "its groups nest deeper than {MAX_GROUP_DEPTH} levels"
+                    ));
+                }
+                frames.push((0, 0));
+                at += 2;
+            }
+            ('\\', Some(')')) if frames.len() > 1 => {
+                let (inner, _) = frames.pop().unwrap_or((0, 0));
+                atom(&mut frames, inner.max(1));
+                at += 2;
+            }
+            ('\\', Some('{')) => {
+                let close = (at + 2..chars.len().saturating_sub(1))
+                    .find(|&i| chars[i] == '\\' && chars[i + 1] == '}');
+                let Some(close) = close else {
+                    break;
+                };
+                let counts: String = chars[at + 2..close].iter().collect();
+                let mut bounds = counts.split(',').map(|n| n.parse::<u64>().ok());
+                let least = bounds.next().flatten().unwrap_or(0);
+                let most = bounds.next().flatten();
+                if most.is_some_and(|most| most.saturating_sub(least) > MAX_OPTIONAL) {
+                    return Err(format!(
+                        "a repeat writes out more than {MAX_OPTIONAL} optional copies (POSIX's \
+                         least RE_DUP_MAX)"
+                    ));
+                }
+                let factor = most.unwrap_or(least).max(least).max(1);
+                if let Some((sum, last)) = frames.last_mut() {
+                    let grown = last.saturating_mul(factor);
+                    *sum = sum.saturating_sub(*last).saturating_add(grown);
+                    *last = grown;
+                }
+                at = close + 2;
+            }
+            ('\\', Some(_)) => {
+                atom(&mut frames, 1);
+                at += 2;
+            }
+            ('[', _) => {
+                at = bracket_end(&chars, at);
+                atom(&mut frames, 1);
+            }
+            _ => {
+                atom(&mut frames, 1);
+                at += 1;
+            }
+        }
+        let total = frames
+            .iter()
+            .fold(0u64, |t, (sum, _)| t.saturating_add(*sum));
+        if total > MAX_STEPS {
+            return Err(format!(
+                "its repeat counts multiply to more than {MAX_STEPS} steps once written out"
+            ));
+        }
+    }
+    Ok(frames
+        .iter()
+        .fold(0u64, |t, (sum, _)| t.saturating_add(*sum)))
+}
+
+/// Where the bracket expression opening at `open` ends (just past its `]`): a `^` and a `]`
+/// right after the opening are members, as are `[:class:]`, `[.x.]` and `[=x=]`; an
+/// unclosed one runs to the end (regcomp names it).
+fn bracket_end(chars: &[char], open: usize) -> usize {
+    let mut at = open + 1;
+    if chars.get(at) == Some(&'^') {
+        at += 1;
+    }
+    if chars.get(at) == Some(&']') {
+        at += 1;
+    }
+    while at < chars.len() {
+        match (chars[at], chars.get(at + 1)) {
+            (']', _) => return at + 1,
+            ('[', Some(&kind @ (':' | '.' | '='))) => {
+                let close = (at + 2..chars.len().saturating_sub(1))
+                    .find(|&i| chars[i] == kind && chars[i + 1] == ']');
+                at = close.map_or(chars.len(), |c| c + 2);
+            }
+            _ => at += 1,
+        }
+    }
+    chars.len()
 }
 
 #[cfg(test)]
@@ -145,34 +275,37 @@ mod tests {
         assert!(found("*x", "a*x"));
     }
 
+    /// What regcomp refuses is refused with its reason; what it takes (glibc's GNU operators,
+    /// character classes, back-references, as perf takes them) matches as regexec matches.
     #[test]
-    fn patterns_that_are_not_taken_say_so() {
-        for bad in [
-            "\\(a",
-            "a\\)",
-            "[ab",
-            "a\\{2",
-            "\\(a\\)\\1",
-            "[[:alpha:]]",
-            "x\\",
-            "a\\|b",
-            "a\\+",
-            "\\w*",
-            "\\<ch",
-            "[z-a]",
+    fn patterns_are_read_as_regcomp_reads_them() {
+        for (bad, reason) in [
+            ("\\(a", "Unmatched ( or \\("),
+            // glibc names the unmatched `(` for a `\)` alone too.
+            ("a\\)", "Unmatched ( or \\("),
+            ("[ab", "Unmatched ["),
+            ("a\\{2", "Unmatched \\{"),
+            ("x\\", "Trailing backslash"),
+            ("[z-a]", "Invalid range end"),
         ] {
             let e = Pattern::parse(bad).unwrap_err();
             assert!(e.message().contains(bad), "{bad}: {e}");
+            assert!(e.message().contains(reason), "{bad}: {e}");
         }
+        assert!(found("a\\|b", "xb") && found("a\\+", "caab") && !found("a\\+", "b"));
+        assert!(found("[[:digit:]]", "app2") && !found("[[:digit:]]", "app"));
+        assert!(found("\\(ab\\)\\1", "xabab") && !found("\\(ab\\)\\1", "xab"));
+        assert!(found("\\<ch", "a/ch") && !found("\\<ch", "ach"));
         assert!(has_pattern("ch.*") && has_pattern("a,^b") && !has_pattern("a.b,c/d"));
     }
 
-    /// Runs `work` on a thread of a 256 KiB stack, failing if it takes over 20 seconds (a
+    /// Runs `work` on a thread of a 2 MiB stack (a spawned thread's default; the C library
+    /// recurses while it compiles), failing if it takes over 20 seconds (a
     /// linear match takes milliseconds; the backtracking one took minutes).
     fn bounded<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
         let (send, receive) = std::sync::mpsc::channel();
         std::thread::Builder::new()
-            .stack_size(256 * 1024)
+            .stack_size(2 << 20)
             .spawn(move || send.send(work()))
             .unwrap();
         receive
@@ -208,30 +341,41 @@ mod tests {
         });
     }
 
+    /// Repeat counts past RE_DUP_MAX (32767) are regcomp's to refuse; repeats whose counts
+    /// multiply past [`MAX_STEPS`] once written out are refused before regcomp sees them
+    /// (glibc writes each out: `\\(a\\{32767\\}\\)\\{32767\\}` took gigabytes).
     #[test]
-    fn repeat_counts_over_re_dup_max_are_refused_as_regcomp_does() {
+    fn repeat_counts_are_bounded_before_the_c_library_writes_them_out() {
         bounded(|| {
             for bad in [
-                "\\(\\)\\{50000\\}",
                 "a\\{32768\\}",
                 "a\\{1,40000\\}",
                 "a\\{99999999999999999999\\}",
             ] {
                 let error = Pattern::parse(bad).unwrap_err();
-                assert!(
-                    error.message().contains("over 32767 (RE_DUP_MAX)"),
-                    "{bad}: {error}"
-                );
+                assert!(error.message().contains(bad), "{bad}: {error}");
             }
-            let most = "a".repeat(32_767);
-            assert!(found("^a\\{32767\\}$", &most));
-            assert!(!found("^a\\{32767\\}$", &most[1..]));
-            assert!(found("^\\(\\)\\{32767\\}$", ""));
-            assert!(found("^[a-z]\\{0,32767\\}$", "abc"));
-            assert!(!found("^[a-z]\\{0,32767\\}$", "ab/c"));
-            // Repeats of repeats multiply: written out, they are refused past the limit.
-            let error = Pattern::parse("\\(\\(a\\{100\\}\\)\\{100\\}\\)\\{100\\}").unwrap_err();
-            assert!(error.message().contains("steps"), "{error}");
+            let most = "a".repeat(4096);
+            assert!(found("^a\\{4096\\}$", &most));
+            assert!(!found("^a\\{4096\\}$", &most[1..]));
+            assert!(found("^[a-z]\\{0,255\\}$", "abc"));
+            assert!(!found("^[a-z]\\{0,255\\}$", "ab/c"));
+            let error = Pattern::parse("^[a-z]\\{0,32767\\}$").unwrap_err();
+            assert!(error.message().contains("optional copies"), "{error}");
+            for blown_up in [
+                "\\(\\(a\\{100\\}\\)\\{100\\}\\)\\{100\\}",
+                "\\(a\\{32767\\}\\)\\{32767\\}",
+                "\\(\\(\\(\\(\\(\\(\\(a\\{1,9\\}\\)\\{1,9\\}\\)\\{1,9\\}\\)\\{1,9\\}\\)\\{1,9\\}\\)\\{1,9\\}\\)\\{1,9\\}\\)",
+                "[[:alpha:]]\\{6000\\}[]]\\{6000\\}",
+                "\\(a\\{0,255\\}\\)\\{0,255\\}",
+            ] {
+                let error = Pattern::parse(blown_up).unwrap_err();
+                assert!(error.message().contains("steps"), "{blown_up}: {error}");
+            }
+            assert!(found(
+                "\\(\\(a\\{10\\}\\)\\{10\\}\\)\\{10\\}",
+                &"a".repeat(1000)
+            ));
         });
     }
 
@@ -279,6 +423,3 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
-
-#[cfg(test)]
-mod glibc_oracle;
