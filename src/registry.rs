@@ -29,6 +29,94 @@ pub struct Registration {
     /// and on every model of the device.
     #[cfg(feature = "conformance")]
     pub conformance: Conformance,
+    /// The backend over a model of its device for the context's CPU model, fed the suite's
+    /// steady work, where the backend has models (`counterhal stat --model`).
+    #[cfg(feature = "conformance")]
+    pub fed_model: Option<fn(&Context) -> Result<FedModel>>,
+}
+
+/// A backend over a model of its device with the conformance suite's steady work to feed it
+/// (per 10 ns unit of the model's clock: 4 instructions, 3 of them in user mode, 1 branch, 2
+/// cycles), for `counterhal stat --model`.
+#[cfg(feature = "conformance")]
+pub struct FedModel {
+    /// The backend over the model.
+    pub backend: AnyBackend,
+    /// The model, in a few words (`the P6 pctr driver model, ...`).
+    pub description: String,
+    /// Runs that many units of work on the model.
+    pub work: Box<dyn Fn(u64) + Send + Sync>,
+    /// Where the work lands: what to count it on.
+    pub target: counterhal_hal::Target,
+}
+
+/// A subject's backend, shared with the work that feeds its model.
+#[cfg(feature = "conformance")]
+struct Fed<S>(Arc<S>);
+
+#[cfg(feature = "conformance")]
+impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
+    type Group = <S::Backend as counterhal_hal::Backend>::Group;
+
+    fn name(&self) -> &'static str {
+        self.0.backend().name()
+    }
+    fn device(&self) -> counterhal_hal::DeviceKind {
+        self.0.backend().device()
+    }
+    fn capabilities(&self) -> &counterhal_hal::Capabilities {
+        self.0.backend().capabilities()
+    }
+    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
+        self.0.backend().resolve(event)
+    }
+    fn open(
+        &self,
+        events: &[counterhal_hal::EventRequest],
+        target: &counterhal_hal::Target,
+        options: &counterhal_hal::OpenOptions,
+    ) -> Result<Self::Group> {
+        self.0.backend().open(events, target, options)
+    }
+    fn generalized(&self) -> Vec<counterhal_hal::GeneralizedEvent> {
+        self.0.backend().generalized()
+    }
+    fn own_events(&self) -> Vec<(String, String)> {
+        self.0.backend().own_events()
+    }
+}
+
+/// `subject` as a [`FedModel`].
+#[cfg(feature = "conformance")]
+fn fed<S>(subject: S) -> FedModel
+where
+    S: counterhal_conformance::Subject + Send + 'static,
+    S::Backend: Send,
+    <S::Backend as counterhal_hal::Backend>::Group: Send + 'static,
+{
+    let subject = Arc::new(subject);
+    let feeding = Arc::clone(&subject);
+    FedModel {
+        description: subject.description(),
+        target: subject.target(),
+        work: Box::new(move |units| feeding.work(units)),
+        backend: Box::new(Fed(subject)),
+    }
+}
+
+/// The fed model of backend crate `$krate`, whose conformance module has
+/// `ModelSubject::for_model`.
+#[cfg(feature = "conformance")]
+macro_rules! fed_model {
+    ($krate:ident, $name:literal) => {
+        Some(|context: &Context| {
+            let id = model_id(context, $name)?;
+            Ok(fed($krate::conformance::ModelSubject::for_model(
+                database(context),
+                &id,
+            )?))
+        })
+    };
 }
 
 /// A backend's conformance runs.
@@ -142,6 +230,8 @@ pub static REGISTRY: &[Registration] = &[
         model: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_linux),
+        #[cfg(feature = "conformance")]
+        fed_model: None,
     },
     #[cfg(feature = "msr")]
     Registration {
@@ -152,6 +242,8 @@ pub static REGISTRY: &[Registration] = &[
         model: Some(msr_model),
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_msr),
+        #[cfg(feature = "conformance")]
+        fed_model: fed_model!(counterhal_msr, "msr"),
     },
     #[cfg(feature = "pctr")]
     Registration {
@@ -162,6 +254,8 @@ pub static REGISTRY: &[Registration] = &[
         model: Some(pctr_model),
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_pctr),
+        #[cfg(feature = "conformance")]
+        fed_model: fed_model!(counterhal_pctr, "pctr"),
     },
     #[cfg(feature = "hwpmc")]
     Registration {
@@ -172,6 +266,8 @@ pub static REGISTRY: &[Registration] = &[
         model: Some(hwpmc_model),
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_hwpmc),
+        #[cfg(feature = "conformance")]
+        fed_model: fed_model!(counterhal_hwpmc, "hwpmc"),
     },
 ];
 

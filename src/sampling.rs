@@ -1,5 +1,5 @@
 //! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`]. Linux's
-//! perf_event_open samples; pctr and msr cannot (their capabilities say so) and their samplers
+//! perf_event_open samples; pctr, msr and hwpmc cannot (their capabilities say so) and their samplers
 //! are [`ErrorKind::Unsupported`].
 
 use counterhal_hal::{

@@ -29,6 +29,18 @@ impl ModelSubject {
         Ok(ModelSubject { backend, model })
     }
 
+    /// A subject over the model of the database's CPU model `id` (Intel's or AMD's driver,
+    /// as [`model_for`](crate::model_for) sets it up), for `counterhal stat --model`.
+    ///
+    /// # Errors
+    /// As [`model_for`](crate::model_for).
+    pub fn for_model(db: Arc<Database>, id: &str) -> Result<ModelSubject> {
+        let config = crate::backend::model_config_for(&db, id)?;
+        let id = counterhal_x86::named_model(&db, id)?.id.clone();
+        let (backend, model) = HwpmcBackend::with_model_as(db, config, &id)?;
+        Ok(ModelSubject { backend, model })
+    }
+
     /// The handle that feeds the subject's model.
     pub fn model(&self) -> &ModelHandle {
         &self.model

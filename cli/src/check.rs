@@ -14,10 +14,10 @@ use crate::output::{OutputFile, emit_to_stderr};
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Only this backend (linux, msr, pctr).
+    /// Only this backend (linux, msr, pctr, hwpmc).
     #[arg(long, value_parser = parse_backend)]
     backend: Option<&'static Registration>,
-    /// Also run the suite on the device models (pctr driver, MSR PMUs).
+    /// Also run the suite on the device models (pctr and hwpmc drivers, MSR PMUs).
     #[arg(long)]
     models: bool,
     /// Write the JSON report here.

@@ -31,8 +31,8 @@ Exit status:
            at all); 2 for bad arguments
   encode   0 when every event encoded; 2 on any error (message on stderr)";
 
-/// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr) and raw x86
-/// MSRs, with one event database and one conformance suite.
+/// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), FreeBSD
+/// (hwpmc) and raw x86 MSRs, with one event database and one conformance suite.
 #[derive(Parser, Debug)]
 #[command(name = "counterhal", version, after_help = EXIT_CODES)]
 pub struct Cli {

@@ -1,5 +1,5 @@
 //! `stat` prints the share of time each multiplexed event ran, as perf does, on the backends
-//! that multiplex in software: pctr and msr, counted on their device models (`--model`, fed
+//! that multiplex in software: pctr, msr and hwpmc, counted on their device models (`--model`, fed
 //! a steady synthetic workload while the command runs) with more events than counters.
 
 mod common;
@@ -35,12 +35,15 @@ fn branches() -> String {
 }
 
 /// (backend, CPU model): pctr on a P6 (2 counters) and on an AMD K8 (4); msr on Skylake
-/// (architectural v4: 4 general counters) and on Zen 4 (6).
-const SETUPS: [(&str, &str); 4] = [
+/// (architectural v4: 4 general counters) and on Zen 4 (6); hwpmc's driver model on Skylake
+/// and on Zen 4 (every backend the registry gives a fed model).
+const SETUPS: [(&str, &str); 6] = [
     ("pctr", "p6"),
     ("pctr", "k8"),
     ("msr", "skl"),
     ("msr", "amd64_fam19h_zen4"),
+    ("hwpmc", "skl"),
+    ("hwpmc", "amd64_fam19h_zen4"),
 ];
 
 fn assert_share(percent: f64, what: &str) {
@@ -134,7 +137,7 @@ fn model_takes_only_a_backend_with_device_models() {
     let out = counterhal(&["stat", "--backend", "linux", "--model", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("--model takes --backend pctr or --backend msr"),
+        stderr(&out).contains("--model takes --backend msr, pctr, hwpmc"),
         "{}",
         stderr(&out)
     );

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use counterhal::Target as Attach;
-use counterhal::{Context, Error, Registration};
-use counterhal_conformance::Subject;
+use counterhal::registry::FedModel;
+use counterhal::{Context, Error, REGISTRY, Registration};
+use counterhal_hal::Target as BackendTarget;
 
 use super::arguments::{StatArgs, USAGE};
 use super::targets::Targets;
@@ -30,16 +31,24 @@ pub fn run(
     registration: &'static Registration,
     context: &Context,
 ) -> Result<ExitCode, CliError> {
-    if !matches!(registration.name, "pctr" | "msr") {
+    let Some(fed_model) = registration.fed_model else {
+        let with_models: Vec<&str> = REGISTRY
+            .iter()
+            .filter(|r| r.fed_model.is_some())
+            .map(|r| r.name)
+            .collect();
         return Err(CliError::usage(
             Error::invalid_input(format!(
                 "--model: the {} backend has no device model",
                 registration.name
             ))
-            .with_hint("--model takes --backend pctr or --backend msr"),
+            .with_hint(format!(
+                "--model takes --backend {}",
+                with_models.join(", ")
+            )),
             USAGE,
         ));
-    }
+    };
     let id = context.model.clone().ok_or_else(|| {
         CliError::usage(
             Error::invalid_input("--model: no CPU model to model the device on: this CPU matches none in the event database")
@@ -47,35 +56,19 @@ pub fn run(
             USAGE,
         )
     })?;
-    let db = context.database.clone();
-    let usage = |e: Error| CliError::usage(e, USAGE);
-    match registration.name {
-        "pctr" => fed(
-            args,
-            &id,
-            &counterhal_pctr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
-        ),
-        "msr" => fed(
-            args,
-            &id,
-            &counterhal_msr::conformance::ModelSubject::for_model(db, &id).map_err(usage)?,
-        ),
-        other => Err(usage(
-            Error::invalid_input(format!("--model: the {other} backend has no device model"))
-                .with_hint("--model takes --backend pctr or --backend msr"),
-        )),
-    }
+    let fed_model = fed_model(context).map_err(|e| CliError::usage(e, USAGE))?;
+    fed(args, &id, &fed_model)
 }
 
-/// Counts the command on `subject`'s backend, feeding its model from another thread until
-/// the measurement ends. The subject's work lands where a this-thread set counts (the model
-/// of one CPU), so that is where the events are counted; `-M` reads the metrics of the
-/// database model `id`.
-fn fed<S: Subject + Sync>(args: &StatArgs, id: &str, subject: &S) -> Result<ExitCode, CliError> {
+/// Counts the command on the fed model's backend, feeding the model from another thread until
+/// the measurement ends. The work lands where the model says (the model of one CPU, or the
+/// process a driver model counts), so that is where the events are counted; `-M` reads the
+/// metrics of the database model `id`.
+fn fed(args: &StatArgs, id: &str, model: &FedModel) -> Result<ExitCode, CliError> {
     let note = format!(
         "counted on the {} (a device model, not this machine), fed a steady synthetic \
          workload: per 10 ns of its clock 4 instructions (3 user, 1 kernel), 1 branch, 2 cycles",
-        subject.description()
+        model.description
     );
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -87,14 +80,19 @@ fn fed<S: Subject + Sync>(args: &StatArgs, id: &str, subject: &S) -> Result<Exit
                 if let Ok(units) = u64::try_from(due - fed)
                     && units > 0
                 {
-                    subject.work(units);
+                    (model.work)(units);
                     fed = due;
                 }
                 std::thread::sleep(FEED_EVERY);
             }
         });
-        let targets = Targets::Attach(Attach::ThisThread);
-        let result = super::stat_with(args, &targets, subject.backend(), Some(id), Some(note));
+        let attach = match model.target {
+            BackendTarget::Process { pid, .. } => Attach::thread(pid),
+            BackendTarget::Cpu(cpu) => Attach::cpu(cpu),
+            _ => Attach::ThisThread,
+        };
+        let targets = Targets::Attach(attach);
+        let result = super::stat_with(args, &targets, &model.backend, Some(id), Some(note));
         done.store(true, Ordering::Relaxed);
         result
     })
