@@ -24,16 +24,24 @@ enum Fault {
     ModifiersIgnored,
     /// After its first window, a group counts only its leader (Linux 6.18's group-flag enable).
     MembersStopAfterRestart,
+    /// Every 100th open leaves a file descriptor open.
+    LeaksDescriptors,
+    /// Every open leaves a kilobyte of memory allocated.
+    LeaksMemory,
 }
 
 const COUNTERS: usize = 2;
 
-/// Work done so far, a clock in "nanoseconds", and the counters open groups hold.
+/// Work done so far, a clock in "nanoseconds", the counters open groups hold, and what the
+/// leaking faults leave behind (held here, so that it is freed when the run ends).
 #[derive(Default)]
 struct Machine {
     units: u64,
     clock: u64,
     in_use: usize,
+    opens: u64,
+    leaked_files: Vec<std::fs::File>,
+    leaked_memory: Vec<Vec<u8>>,
 }
 
 /// Events per unit of work of event `code` (1 or 3), in user and in kernel mode: `ev1` counts
@@ -214,6 +222,15 @@ impl Backend for FakeBackend {
             ));
         }
         machine.in_use += events.len();
+        machine.opens += 1;
+        if self.fault == Fault::LeaksDescriptors && machine.opens.is_multiple_of(100) {
+            let exe = std::env::current_exe().expect("this test's executable");
+            let file = std::fs::File::open(&exe).expect("this test's executable opens");
+            machine.leaked_files.push(file);
+        }
+        if self.fault == Fault::LeaksMemory {
+            machine.leaked_memory.push(vec![1; 1024]);
+        }
         drop(machine);
         let per_unit = events
             .iter()
@@ -412,6 +429,24 @@ fn a_restarted_group_that_counts_only_its_leader_is_caught() {
             "reset_between_windows_counts_each_window"
         ]
     );
+}
+
+/// Oracle: the process's own count of its descriptors (`/proc/self/fd`, `/dev/fd`), which
+/// grows by 25 in each quarter of the hygiene case's run.
+#[cfg(unix)]
+#[test]
+fn leaked_descriptors_are_caught() {
+    let failures = failed(&run(Fault::LeaksDescriptors));
+    assert_eq!(failures, ["open_close_hygiene"]);
+}
+
+/// Oracle: the kernel's count of the process's resident pages (`/proc/self/statm`), which
+/// grows by about 2.5 MB in each quarter of the hygiene case's run.
+#[cfg(target_os = "linux")]
+#[test]
+fn leaked_memory_is_caught() {
+    let failures = failed(&run(Fault::LeaksMemory));
+    assert_eq!(failures, ["open_close_hygiene"]);
 }
 
 #[test]
