@@ -1,11 +1,15 @@
 //! The held child as a command sees it: its signal state at exec, its exit status and time,
-//! and the errors a command that cannot run gives.
+//! and the errors a command that cannot run gives. Each test that starts a command holds
+//! [`shared`], so that no test changing the signal dispositions or the environment the
+//! command inherits runs meanwhile; the one that counts its page faults runs [`alone`].
 
 use std::ffi::OsString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use counterhal_hal::ErrorKind;
 use counterhal_process::{WaitingChild, exit_code_for, is_child_of_this_process};
+
+use crate::process_state::{alone, shared};
 
 fn argv(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
@@ -19,6 +23,7 @@ fn mask(status: &str, name: &str) -> u64 {
 
 #[test]
 fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
+    let _process = shared();
     // This test process ignores SIGPIPE (Rust's runtime does); the command must not.
     let out = std::env::temp_dir().join(format!("counterhal-sigstate-{}", std::process::id()));
     let script = format!("cat /proc/self/status > {}", out.display());
@@ -43,6 +48,7 @@ fn libc_sigpipe() -> u32 {
 
 #[test]
 fn the_held_child_is_ours_and_ends_as_a_shell_reports() {
+    let _process = shared();
     let mut child = WaitingChild::spawn(&argv(&["sh", "-c", "exit 7"])).unwrap();
     assert_eq!(is_child_of_this_process(child.pid()).ok(), Some(true));
     assert_eq!(is_child_of_this_process(1).ok(), Some(false));
@@ -62,6 +68,7 @@ fn the_held_child_is_ours_and_ends_as_a_shell_reports() {
 
 #[test]
 fn a_command_that_cannot_run_says_why_with_a_shells_code() {
+    let _process = shared();
     let missing = WaitingChild::spawn(&argv(&["no-such-program-anywhere"])).unwrap_err();
     assert_eq!(
         (missing.kind(), exit_code_for(&missing)),
@@ -85,6 +92,7 @@ fn a_command_that_cannot_run_says_why_with_a_shells_code() {
 
 #[test]
 fn a_child_dropped_unreleased_is_reaped() {
+    let _process = shared();
     let child = WaitingChild::spawn(&argv(&["sleep", "60"])).unwrap();
     let pid = child.pid();
     drop(child);
@@ -98,6 +106,7 @@ fn a_child_dropped_unreleased_is_reaped() {
 
 #[test]
 fn the_command_does_not_run_before_its_release() {
+    let _process = shared();
     let mark = std::env::temp_dir().join(format!("counterhal-held-{}", std::process::id()));
     let script = format!("echo ran > {}", mark.display());
     for launch in [
@@ -121,6 +130,7 @@ fn the_command_does_not_run_before_its_release() {
 
 #[test]
 fn a_command_keeps_the_environment_directory_and_streams_it_was_given() {
+    let _process = shared();
     use std::io::Read;
     let mut command = std::process::Command::new("sh");
     command
@@ -140,6 +150,7 @@ fn a_command_keeps_the_environment_directory_and_streams_it_was_given() {
 
 #[test]
 fn try_wait_says_nothing_while_the_command_runs_and_how_it_ended_after() {
+    let _process = shared();
     let mut child = WaitingChild::spawn(&argv(&["sleep", "30"])).unwrap();
     assert_eq!(
         child.try_wait().unwrap_err().kind(),
@@ -164,29 +175,37 @@ fn try_wait_says_nothing_while_the_command_runs_and_how_it_ended_after() {
     assert_eq!(exit.exit_code(), 3);
 }
 
+/// A released shell that runs `trap` and then loops, returned once the trap is set: the shell
+/// makes a mark file after it, which this waits for (a signal sent before would find the
+/// shell's default disposition).
+fn looping_shell_with(trap: &str, name: &str) -> WaitingChild {
+    let mark = std::env::temp_dir().join(format!("counterhal-trap-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&mark);
+    let script = format!(
+        "{trap}; : > {}; while :; do sleep 0.01; done",
+        mark.display()
+    );
+    let mut child = WaitingChild::spawn(&argv(&["sh", "-c", &script])).unwrap();
+    child.release().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mark.exists() {
+        assert!(Instant::now() < deadline, "the shell never ran `{trap}`");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::fs::remove_file(&mark).ok();
+    child
+}
+
 #[test]
 fn terminate_sends_sigterm_first_and_sigkill_after_the_grace() {
+    let _process = shared();
     // A command that cleans up on SIGTERM ends with its own status.
-    let mut polite = WaitingChild::spawn(&argv(&[
-        "sh",
-        "-c",
-        "trap 'exit 9' TERM; while :; do sleep 0.01; done",
-    ]))
-    .unwrap();
-    polite.release().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let mut polite = looping_shell_with("trap 'exit 9' TERM", "polite");
     let exit = polite.terminate(Duration::from_secs(30)).unwrap();
     assert_eq!(exit.exit_code(), 9, "{}", exit.describe());
 
     // One that ignores SIGTERM is killed once the grace is over.
-    let mut stubborn = WaitingChild::spawn(&argv(&[
-        "sh",
-        "-c",
-        "trap '' TERM; while :; do sleep 0.01; done",
-    ]))
-    .unwrap();
-    stubborn.release().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let mut stubborn = looping_shell_with("trap '' TERM", "stubborn");
     let exit = stubborn.terminate(Duration::from_millis(100)).unwrap();
     assert_eq!(exit.exit_code(), 128 + 9, "{}", exit.describe());
 
@@ -203,6 +222,7 @@ fn terminate_sends_sigterm_first_and_sigkill_after_the_grace() {
 
 #[test]
 fn a_command_started_from_its_arguments_has_this_processs_environment() {
+    let _process = shared();
     // A variable cargo sets for a test and no shell rewrites (PATH where it is not set).
     let name = ["CARGO_MANIFEST_DIR", "PATH"]
         .into_iter()
@@ -247,6 +267,9 @@ fn minor_faults() -> i64 {
 ))]
 #[test]
 fn a_held_child_shares_this_processs_memory_instead_of_copying_it() {
+    // Alone: a test beside it that forks (a held `Command` is started by `fork`) would make
+    // this block copy-on-write, and the faults counted here would be that fork's copies.
+    let _alone = alone();
     const PAGE: usize = 4096;
     let mut block = vec![1u8; 64 << 20];
     let child = WaitingChild::spawn(&argv(&["true"])).unwrap();

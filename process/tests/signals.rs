@@ -1,10 +1,13 @@
-//! Signals passed on to the measured command. One test in this file: signals are the whole
-//! process's, so nothing else may run beside it.
+//! Signals passed on to the measured command. Signal dispositions are the whole process's,
+//! and the test sends signals to the process: it runs alone ([`alone`]), and puts back the
+//! dispositions it found.
 
 use std::ffi::OsString;
 use std::process::Command;
 
 use counterhal_process::{ForwardSignals, WaitingChild};
+
+use crate::process_state::alone;
 
 /// The mask of signals this process has a handler for (`SigCgt` in `/proc/self/status`).
 fn caught() -> u64 {
@@ -17,29 +20,36 @@ fn bit(signal: u32) -> u64 {
     1 << (signal - 1)
 }
 
-/// Sets `signal`'s disposition (`SIG_DFL`, `SIG_IGN`).
-fn set(signal: libc::c_int, disposition: libc::sighandler_t) {
-    // SAFETY: signal(2) with a plain disposition; no handler of ours is replaced (the test
-    // checks that none is installed before and after).
-    unsafe { libc::signal(signal, disposition) };
+/// Sets `signal`'s disposition (`SIG_DFL`, `SIG_IGN`, or one `set` returned) and returns
+/// the one it replaces.
+fn set(signal: libc::c_int, disposition: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: signal(2) with a plain disposition, or with one it returned earlier in the test,
+    // which is plain too: no code of this binary installs a handler for these signals but
+    // ForwardSignals, which puts back what it found, and no other test runs meanwhile (the
+    // test checks that none is installed before and after).
+    let replaced = unsafe { libc::signal(signal, disposition) };
+    assert_ne!(replaced, libc::SIG_ERR, "signal({signal})");
+    replaced
 }
 
 #[test]
 fn signals_sent_to_this_process_reach_the_command_and_spare_this_process() {
+    let _alone = alone();
     const SIGINT: u32 = 2;
     const SIGTERM: u32 = 15;
     // An ignored signal stays ignored (`nohup`): no handler while forwarding, and the command
     // inherits it ignored.
-    set(libc::SIGHUP, libc::SIG_IGN);
+    let mut found = vec![(libc::SIGHUP, set(libc::SIGHUP, libc::SIG_IGN))];
     {
         let _forwarding = ForwardSignals::to(0);
         assert_eq!(caught() & bit(1), 0, "a handler for an ignored SIGHUP");
     }
     // The rest as a terminal's job starts, whoever ran the tests (`nohup` ignores HUP; a
     // shell without job control starts a background job with INT and QUIT ignored).
-    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
-        set(signal, libc::SIG_DFL);
+    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+        found.push((signal, set(signal, libc::SIG_DFL)));
     }
+    set(libc::SIGHUP, libc::SIG_DFL);
     let before = caught();
     assert_eq!(
         before & (bit(SIGINT) | bit(SIGTERM)),
@@ -77,4 +87,7 @@ fn signals_sent_to_this_process_reach_the_command_and_spare_this_process() {
     }
     // Every disposition is back as it was.
     assert_eq!(caught(), before);
+    for (signal, disposition) in found {
+        set(signal, disposition);
+    }
 }
