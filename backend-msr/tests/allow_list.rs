@@ -1,17 +1,16 @@
 //! The allow-list, and hostile encodings (as a hostile events file would produce): nothing
 //! outside the PMU registers of the detected PMU is ever read or written.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::{cycles_gp, encoding, instructions, model, request, select};
 use counterhal_hal::{
     Backend, CounterSet, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions,
     Target,
 };
 use counterhal_msr::regs::*;
 use counterhal_msr::{Access, MsrBackend, PmuArch, PmuInfo, PmuModelKind};
+
+use crate::common::{cycles_gp, encoding, instructions, model, request, select};
 
 /// The registers each PMU may touch, written out independently of the allow-list code.
 fn expected(pmu: &PmuInfo) -> (BTreeSet<u32>, BTreeSet<u32>) {

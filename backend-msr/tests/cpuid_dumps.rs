@@ -3,8 +3,6 @@
 //! the other Intel, Zen 2 and Zen 4 dumps were written from documentation (their headers say so), so decoding them checks the decoder
 //! against the documentation, not against hardware.
 
-mod common;
-
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 use counterhal_conformance::skip::Need;
 use counterhal_events::Vendor;
@@ -16,6 +14,8 @@ use counterhal_msr::regs::evtsel;
 use counterhal_msr::{
     AllowList, CpuidDump, CpuidSource, PmuArch, PmuInfo, PmuModelKind, TscSource,
 };
+
+use crate::common;
 
 /// A CPUID dump from the shared fixtures (`x86/tests/data`, with the x86 crate that decodes
 /// them); each file's header says whether it was recorded on a CPU or written from the

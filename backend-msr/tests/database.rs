@@ -1,7 +1,5 @@
 //! The few tests that need the shipped event database (and its user-file loader).
 
-mod common;
-
 use std::sync::Arc;
 
 use counterhal_events::Database;

@@ -2,13 +2,12 @@
 //! control, no fixed counters), v5 (a fixed-counter bitmap with a gap, full-width writes, no
 //! AnyThread), and AnyThread on v3 and v4.
 
-mod common;
-
-use common::{db, model, request, select};
 use counterhal_hal::Evtsel;
 use counterhal_hal::{Backend, CounterSet, ErrorKind, Group, OpenOptions, Target};
 use counterhal_msr::regs::{self, fixed_ctrl};
 use counterhal_msr::{CounterRef, MsrBackend, PmuModelKind};
+
+use crate::common::{db, model, request, select};
 
 fn counters(group: &counterhal_msr::MsrGroup) -> Vec<CounterRef> {
     group.counters().into_iter().map(|(_, c)| c).collect()

@@ -1,13 +1,12 @@
 //! Conformance-style behaviour of the backend on every PMU model, one body for all.
 
-mod common;
-
-use common::{cycles_gp, instructions, model, request, select};
 use counterhal_hal::{
     Backend, CounterSet, DeviceKind, Encoding, ErrorKind, EventRequest, Group, OpenOptions,
     PerfAttr, Reading, Scope, Target,
 };
 use counterhal_msr::{CounterRef, PmuModelKind, regs};
+
+use crate::common::{self, cycles_gp, instructions, model, request, select};
 
 fn each_model(body: impl Fn(PmuModelKind)) {
     for kind in PmuModelKind::ALL {

@@ -1,13 +1,12 @@
 //! Software multiplexing on every PMU model: more independent events than counters take turns,
 //! driven by the model's clock, with exact accounting and estimates within 2% of the truth.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{instructions, model, request, select};
 use counterhal_hal::{Backend, CounterSet, ErrorKind, Group, OpenOptions, Reading, Target};
 use counterhal_msr::{CounterRef, MsrGroup, PmuModelKind};
+
+use crate::common::{self, instructions, model, request, select};
 
 /// One step of the steady workload: 10 µs; a turn is 4 ms = 400 steps.
 const STEP_NANOS: u64 = 10_000;

@@ -1,13 +1,12 @@
 //! The register write sequences: freeze, program, zero, clear overflow, unfreeze; and their
 //! EN-bit equivalents on PMUs without a global control.
 
-mod common;
-
-use common::{cycles_gp, instructions, model};
 use counterhal_hal::Evtsel;
 use counterhal_hal::{Backend, Group, OpenOptions, Target};
 use counterhal_msr::regs::*;
 use counterhal_msr::{MsrWrite, PmuModelKind};
+
+use crate::common::{cycles_gp, instructions, model};
 
 fn w(msr: u32, value: u64) -> MsrWrite {
     MsrWrite { cpu: 0, msr, value }

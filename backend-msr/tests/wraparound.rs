@@ -1,10 +1,9 @@
 //! Wraparound accounting across 2^48 and 2^40.
 
-mod common;
-
-use common::{cycles_gp, instructions, model};
 use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Target};
 use counterhal_msr::{CounterRef, PmuModelKind, regs};
+
+use crate::common::{self, cycles_gp, instructions, model};
 
 const P48: u64 = 1 << 48;
 const P40: u64 = 1 << 40;

@@ -1,6 +1,5 @@
 //! Shared helpers for the integration tests: hand-built encodings, so the tests do not depend
 //! on the event database.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 
