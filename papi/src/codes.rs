@@ -84,6 +84,12 @@ pub fn message(code: i32) -> Option<&'static str> {
 
 /// PAPI's code for an error of counterhal's, when adding or counting an event.
 pub fn from_error(error: &Error) -> i32 {
+    // No such thread or process (one attached to is gone, or never was): PAPI 7.0's
+    // perf_event component answers PAPI_ESYS for the kernel's ESRCH
+    // (`map_perf_event_errors_to_papi`), not that the event does not exist.
+    if error.errno() == Some(libc::ESRCH) {
+        return ESYS;
+    }
     match error.kind() {
         ErrorKind::InvalidEvent | ErrorKind::NotFound => ENOEVNT,
         ErrorKind::NoCounterAvailable | ErrorKind::Busy => ECNFLCT,

@@ -225,7 +225,7 @@ fn read_counts(g: &mut Global, local: &mut Local) -> Result<Vec<i64>, i32> {
             let set = sets::create_eventset()?;
             if std::env::var_os("PAPI_MULTIPLEX").is_some() {
                 sets::assign_component(set);
-                crate::set_options::set_multiplex(set);
+                crate::set_options::set_multiplex(set, None);
             }
             for (name, _) in &events {
                 let status = sets::add_named_event(set, name);
@@ -247,8 +247,11 @@ fn read_counts(g: &mut Global, local: &mut Local) -> Result<Vec<i64>, i32> {
     sets::read(set)
 }
 
-/// Records `mark` of region `name` for thread `tid` at `clocks`.
-pub fn mark(mark: Mark, name: &str, tid: u64, clocks: impl Fn() -> Clocks) -> i32 {
+/// Records `mark` of region `name` for thread `tid` at `clocks`. As PAPI 7.0's, the state is
+/// checked before the name: a read or end with no region begun is `PAPI_EMISC`, one of a
+/// thread with no set `PAPI_ENOTRUN`; then a NULL name (`None`) is `PAPI_EINVAL` (PAPI goes on
+/// and reads through it).
+pub fn mark(mark: Mark, name: Option<&str>, tid: u64, clocks: impl Fn() -> Clocks) -> i32 {
     LOCAL.with_borrow_mut(|local| {
         let mut g = global();
         if g.deactivated {
@@ -256,8 +259,14 @@ pub fn mark(mark: Mark, name: &str, tid: u64, clocks: impl Fn() -> Clocks) -> i3
         }
         if mark != Mark::Begin {
             if local.begun == 0 {
+                let call = if mark == Mark::Read {
+                    "PAPI_hl_read"
+                } else {
+                    "PAPI_hl_region_end"
+                };
                 verbose(&format!(
-                    "PAPI-HL Warning: Cannot find matching region for PAPI_hl_region_end(\"{name}\") for thread {tid}."
+                    "PAPI-HL Warning: Cannot find matching region for {call}(\"{}\") for thread {tid}.",
+                    name.unwrap_or("(null)")
                 ));
                 return EMISC;
             }
@@ -265,6 +274,9 @@ pub fn mark(mark: Mark, name: &str, tid: u64, clocks: impl Fn() -> Clocks) -> i3
                 return ENOTRUN;
             }
         }
+        let Some(name) = name else {
+            return EINVAL;
+        };
         let counts = match read_counts(&mut g, local) {
             Ok(c) => c,
             Err(e) => {

@@ -82,6 +82,10 @@ pub struct PapiSet {
     pub system_cpu: Option<u32>,
     /// The thread or process attached to.
     pub attached: Option<u32>,
+    /// The thread the set belongs to, PAPI 7.0's `master`: the kernel id of the thread that
+    /// created it, then of the thread `PAPI_attach` names (kept after `PAPI_detach`, as
+    /// PAPI's). One set of a thread and component runs at a time ([`Library::thread_busy`]).
+    pub master: std::ffi::c_ulong,
     /// The CPU attached to.
     pub cpu: Option<u32>,
     /// Whether children are counted.
@@ -224,6 +228,28 @@ pub struct Library {
     pub component: Box<ComponentInfo>,
     /// The `sde` component's description (component [`SDE_COMPONENT`]).
     pub sde_component: Box<ComponentInfo>,
+}
+
+impl Library {
+    /// Whether a set other than `handle` runs on `handle`'s thread and component: PAPI 7.0
+    /// lets one set run per thread and component (papi.c `PAPI_start`: its
+    /// `thread->running_eventset[cidx]`, which a set attached to a thread or a CPU does not
+    /// take, and which a set attached to a thread is checked against on that thread's
+    /// behalf). `PAPI_start` then answers `PAPI_EISRUN`.
+    pub fn thread_busy(&self, handle: usize) -> bool {
+        let Some(Some(set)) = self.sets.get(handle) else {
+            return false;
+        };
+        self.sets.iter().enumerate().any(|(other, s)| {
+            s.as_ref().is_some_and(|s| {
+                other != handle
+                    && s.state & RUNNING != 0
+                    && s.state & (ATTACHED | CPU_ATTACHED) == 0
+                    && s.component == set.component
+                    && s.master == set.master
+            })
+        })
+    }
 }
 
 /// The index of the `sde` component (software-defined events), after the backend's.

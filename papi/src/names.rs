@@ -41,9 +41,20 @@ pub fn gives_levels(backend_name: &str) -> bool {
     }
 }
 
-/// The preset index of `name` (case-insensitive), if it is one of PAPI 7.0's 108.
+/// The preset index of `name`, if it is one of PAPI 7.0's 108: `PAPI_` as written, the rest
+/// in any case (papi.c `PAPI_event_name_to_code`: `strncmp` of the prefix, then `strcasecmp`;
+/// `PAPI_tot_ins` is a preset there, `papi_tot_ins` is not).
 pub fn preset_index(name: &str) -> Option<usize> {
+    if !name.starts_with("PAPI_") {
+        return None;
+    }
     PRESETS.iter().position(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
+/// there); the rest of `name`, if it has it.
+pub fn strip_perf(name: &str) -> Option<&str> {
+    name.strip_prefix("perf::")
 }
 
 /// What PAPI's event code means.
@@ -82,11 +93,7 @@ pub fn native_code(index: usize) -> i32 {
 /// `perf::PERF_COUNT_SW_PAGE_FAULTS`, `perf::CYCLES`) are perf's generalized events by
 /// their perf names; other names are passed on as given.
 pub fn backend_name(name: &str) -> String {
-    let Some(rest) = name
-        .get(..6)
-        .filter(|p| p.eq_ignore_ascii_case("perf::"))
-        .map(|_| &name[6..])
-    else {
+    let Some(rest) = strip_perf(name) else {
         return name.to_string();
     };
     let upper = rest.to_ascii_uppercase();
@@ -197,10 +204,8 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
 /// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
 /// `masks:` as the unit mask's description).
 pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
-    if let Some(event) = name
-        .get(6..)
-        .filter(|_| name[..6].eq_ignore_ascii_case("perf::"))
-        .and_then(|rest| perf_natives::find(rest.split(':').next().unwrap_or(rest)))
+    if let Some(event) =
+        strip_perf(name).and_then(|rest| perf_natives::find(rest.split(':').next().unwrap_or(rest)))
     {
         return describe_perf(event, name);
     }
@@ -219,14 +224,14 @@ pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
 /// A `perf::` event's description: libpfm4's, then `, masks:` and the description of the
 /// last unit mask or qualifier named (as PAPI 7.0 describes `perf::TASK-CLOCK:u=0`).
 fn describe_perf(event: &perf_natives::PerfNative, name: &str) -> String {
-    let last = name[6..].split(':').skip(1).last();
+    let last = strip_perf(name).and_then(|rest| rest.split(':').skip(1).last());
     let described = last.and_then(|part| {
         let key = part.split('=').next().unwrap_or(part);
         event
             .unit_masks
             .iter()
             .chain(event.modifiers)
-            .find(|(m, _)| m.eq_ignore_ascii_case(key))
+            .find(|(m, _)| *m == key)
     });
     match described {
         Some((_, mask)) => format!("{}, masks:{mask}", event.description),

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::codes::{EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, OK};
+use crate::codes::{EBUF, EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, OK};
 use crate::info::{self, EventInfo, set_str};
 use crate::library::{INIT_STATE, Library, with};
 use crate::names::{self, Code, Native};
@@ -30,12 +30,13 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     if library.component.disabled != 0 {
         return Err(ENOEVNT);
     }
-    if let Some(i) = library
-        .natives
-        .iter()
-        .position(|n| n.name.eq_ignore_ascii_case(name))
-    {
+    // Each spelling is its own code, as PAPI 7.0's table holds names as given (`strcmp`):
+    // `perf::page-faults` is named back as written.
+    if let Some(i) = library.natives.iter().position(|n| n.name == name) {
         return Ok(names::native_code(i));
+    }
+    if refused(name) {
+        return Err(ENOEVNT);
     }
     // libpfm4's perf_event PMU, read as libpfm4 reads it (unit masks, qualifiers).
     let (backend_name, placement) = match crate::perf_natives::read(name) {
@@ -51,6 +52,24 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     }
 }
 
+/// Names that get no code though the backend might read them, because PAPI 7.0 gives them
+/// none and refuses to add them (so a code from `PAPI_event_name_to_code` always names an
+/// event `PAPI_add_event` takes where it counts): a `PAPI_` name (any case) that is no preset
+/// (`PAPI_TOT_INS:u`, `papi_tot_ins`: no component of PAPI's claims it, though the backend
+/// reads presets in any case), a `perf::` name that is not
+/// libpfm4's (an event of another spelling, `perf::PAGE-FAULTS\t`), any name with blanks or
+/// control characters, and a `pmu::` prefix spelled otherwise than PAPI spells it
+/// (`PERF::PAGE-FAULTS`).
+fn refused(name: &str) -> bool {
+    name.get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("PAPI_"))
+        || names::strip_perf(name).is_some() && crate::perf_natives::read(name).is_none()
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
+        || name
+            .split_once("::")
+            .is_some_and(|(pmu, _)| pmu != "perf" && pmu.eq_ignore_ascii_case("perf"))
+}
+
 /// The code of native `name`, added to the table (with its description) if new.
 fn register(
     library: &mut Library,
@@ -58,11 +77,7 @@ fn register(
     backend_name: String,
     placement: crate::perf_natives::Placement,
 ) -> i32 {
-    if let Some(i) = library
-        .natives
-        .iter()
-        .position(|n| n.name.eq_ignore_ascii_case(name))
-    {
+    if let Some(i) = library.natives.iter().position(|n| n.name == name) {
         return names::native_code(i);
     }
     library.natives.push(Native {
@@ -113,9 +128,7 @@ fn register_as_named(library: &mut Library, name: &str) -> i32 {
 /// qualifiers as `name=0`, as PAPI 7.0's perf_event component enumerates them (papi_native_avail
 /// prints them under the event). `None` for a name outside the table.
 fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
-    let bare = name
-        .get(6..)
-        .filter(|_| name[..6].eq_ignore_ascii_case("perf::"))?;
+    let bare = names::strip_perf(name)?;
     let (event_name, current) = match bare.split_once(':') {
         Some((e, rest)) => (e, Some(rest.rsplit(':').next().unwrap_or(rest))),
         None => (bare, None),
@@ -158,11 +171,36 @@ pub fn code_to_name(code: i32) -> Result<String, i32> {
     }
 }
 
+/// PAPI's `PAPI_MAX_STR_LEN`: the room `PAPI_event_code_to_name` writes into.
+const NAME_ROOM: usize = 128;
+
+/// What `PAPI_event_code_to_name` writes of `name`, event `code`'s, into its
+/// `PAPI_MAX_STR_LEN` (128) bytes, as PAPI 7.0's perf_event component measures a native name
+/// (`_pe_libpfm4_ntv_code_to_name`): an event name that does not fit with its NUL is
+/// `PAPI_EBUF` with nothing written; one with unit masks or qualifiers is `PAPI_EBUF` with the
+/// event's name alone written unless the event's name, 8 bytes and the qualifiers fit. Presets
+/// and the `sde` component's names are whole.
+pub fn fitted(code: i32, name: &str) -> Result<&str, (i32, Option<&str>)> {
+    if !matches!(names::decode(code), Some(Code::Native(_))) || crate::sde::strip(name).is_some() {
+        return Ok(name);
+    }
+    let (event, masks) = names::split_unit_mask(name);
+    if event.len() >= NAME_ROOM {
+        return Err((EBUF, None));
+    }
+    match masks {
+        Some(masks) if !masks.is_empty() && event.len() + 8 + masks.len() >= NAME_ROOM => {
+            Err((EBUF, Some(event)))
+        }
+        _ => Ok(name),
+    }
+}
+
 /// PAPI 7.0's room for presets (`PAPI_MAX_PRESET_EVENTS`): a preset code below it but past
 /// the table is an empty slot (`PAPI_ENOEVNT` from `PAPI_get_event_info` and
 /// `PAPI_query_event`), one from it on is no preset at all (`PAPI_ENOTPRESET`), as the
 /// side-by-side test shows PAPI 7.0 answering.
-const MAX_PRESET_EVENTS: u32 = 128;
+pub(crate) const MAX_PRESET_EVENTS: u32 = 128;
 
 /// The answer of `PAPI_get_event_info` and `PAPI_query_event` for a preset code past the
 /// table.
@@ -294,7 +332,8 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 }
             }
             Some(Code::Native(i)) => {
-                let native = library.natives.get(i).ok_or(ENOEVNT)?;
+                // A code past the table names no component (PAPI 7.0: `PAPI_ENOCMP`).
+                let native = library.natives.get(i).ok_or(ENOCMP)?;
                 set_str(&mut info.symbol, &native.name);
                 set_str(&mut info.long_descr, &native.description);
                 if native.sde.is_some() {

@@ -44,12 +44,9 @@ pub fn find(name: &str) -> Option<&'static PerfNative> {
         .find(|e| e.name[6..].eq_ignore_ascii_case(name))
 }
 
-/// Strips `perf::` (any case) from `name`.
-fn strip_pmu(name: &str) -> Option<&str> {
-    name.get(..6)
-        .filter(|p| p.eq_ignore_ascii_case("perf::"))
-        .map(|_| &name[6..])
-}
+/// How many qualifiers and unit masks a name takes (libpfm4's `PFMLIB_MAX_ATTRS`: PAPI 7.0
+/// adds `perf::PAGE-FAULTS` with 64 `:u` and refuses it with 65).
+const MAX_ATTRIBUTES: usize = 64;
 
 /// perf's name for an event of the table: the lower-case alias of the same type and config
 /// (`PERF_COUNT_SW_CONTEXT_SWITCHES` is `context-switches`).
@@ -65,33 +62,60 @@ fn perf_name(kind: PerfType, config: u64) -> Option<String> {
         .map(|e| e.name[6..].to_ascii_lowercase())
 }
 
-/// A boolean qualifier's value: `0` or `1` (a bare name is `1`).
+/// A boolean qualifier's value as libpfm4 reads it: `1`, `y` or `t` (any case) for true, `0`,
+/// `n` or `f` for false; a bare name is true.
 fn flag(value: Option<&str>) -> Result<bool, i32> {
-    match value {
-        None | Some("1") => Ok(true),
-        Some("0") => Ok(false),
+    match value.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("1" | "y" | "t") => Ok(true),
+        Some("0" | "n" | "f") => Ok(false),
         Some(_) => Err(ENOEVNT),
     }
 }
 
-/// An integer qualifier's value (decimal or `0x` hexadecimal); PAPI_EINVAL for a negative or
-/// unreadable one, as libpfm4's refusal reaches PAPI 7.0's add.
+/// An integer qualifier's value as libpfm4 reads it (`strtoull` in base 0: decimal, `0x`
+/// hexadecimal or `0` octal, a sign taken, a value past 64 bits the largest): `PAPI_ENOEVNT`
+/// for text that is no number (`cpu=abc`), as libpfm4's refusal reaches PAPI 7.0's add. A
+/// negative value wraps (`period=-1` is 2^64 - 1, which the kernel's limit then refuses).
 fn number(value: Option<&str>) -> Result<u64, i32> {
     let text = value.ok_or(ENOEVNT)?;
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse(),
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
     };
-    parsed.map_err(|_| EINVAL)
+    let (radix, digits) = match unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+    {
+        Some(hex) => (16, hex),
+        None if unsigned.len() > 1 && unsigned.starts_with('0') => (8, &unsigned[1..]),
+        None => (10, unsigned),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(ENOEVNT);
+    }
+    let magnitude = u64::from_str_radix(digits, radix).unwrap_or(u64::MAX);
+    Ok(if negative {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    })
 }
 
 /// Reads a `perf::` name: `None` when `name` is no `perf::` name of libpfm4's table, else the
 /// backend's name and the set's placement, or PAPI's error for a unit mask or qualifier the
 /// event does not take (`PAPI_ENOEVNT`) or a value out of range (`PAPI_EINVAL`).
+///
+/// As PAPI 7.0 reads them: `perf::` as written, the event in any case (libpfm4's
+/// `strcasecmp`), each unit mask and qualifier as libpfm4 spells it (PAPI's perf_event
+/// component looks each up with `strncmp`: `READ`, `u`, `period`; `:U` and `:read` are no
+/// qualifiers there), at most `MAX_ATTRIBUTES` (64) of them.
 pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
-    let rest = strip_pmu(name)?;
+    let rest = crate::names::strip_perf(name)?;
     let mut parts = rest.split(':');
     let event = find(parts.next()?)?;
+    if parts.clone().count() > MAX_ATTRIBUTES {
+        return Some(Err(ENOEVNT));
+    }
     Some(read_parts(event, parts))
 }
 
@@ -102,6 +126,7 @@ fn read_parts<'a>(
     let mut operation = None;
     let mut result = None;
     let mut levels = String::new();
+    let mut seen: Vec<(&str, u64)> = Vec::new();
     let mut levels_given = false;
     let mut guest = true;
     let mut host = true;
@@ -113,10 +138,7 @@ fn read_parts<'a>(
             None => (part, None),
         };
         if value.is_none()
-            && let Some(at) = event
-                .unit_masks
-                .iter()
-                .position(|(m, _)| m.eq_ignore_ascii_case(key))
+            && let Some(at) = event.unit_masks.iter().position(|(m, _)| *m == key)
         {
             // READ, WRITE, PREFETCH are operations (0, 1, 2); ACCESS and MISS results.
             let slot = if at < 3 { &mut operation } else { &mut result };
@@ -125,25 +147,42 @@ fn read_parts<'a>(
             }
             continue;
         }
-        let key = key.to_ascii_lowercase();
         if !event.modifiers.iter().any(|(m, _)| *m == key) {
             return Err(ENOEVNT);
         }
-        match key.as_str() {
+        let given = match key {
+            "u" | "k" | "h" | "mg" | "mh" | "excl" | "pinned" => u64::from(flag(value)?),
+            _ => number(value)?,
+        };
+        // Given twice, a qualifier must say the same (PAPI 7.0 adds `:u:u=1` and refuses
+        // `:u=1:u=0` and `:period=5:period=6`).
+        match seen.iter().find(|(k, _)| *k == key) {
+            Some(&(_, before)) if before != given => return Err(ENOEVNT),
+            Some(_) => continue,
+            None => seen.push((key, given)),
+        }
+        let on = given != 0;
+        match key {
             "u" | "k" | "h" => {
-                levels.push_str(&format!(":{key}={}", u8::from(flag(value)?)));
+                levels.push_str(&format!(":{key}={given}"));
                 levels_given = true;
             }
-            "mg" => guest = flag(value)?,
-            "mh" => host = flag(value)?,
-            "excl" => placement.exclusive = flag(value)?,
-            "pinned" => placement.pinned = flag(value)?,
-            "precise" => precise = number(value)?.min(4),
-            "cpu" => placement.cpu = Some(u32::try_from(number(value)?).map_err(|_| EINVAL)?),
-            // Sampling rates: a count is the same whatever they are; libpfm4 refuses zero.
+            "mg" => guest = on,
+            "mh" => host = on,
+            "excl" => placement.exclusive = on,
+            "pinned" => placement.pinned = on,
+            "precise" => precise = given.min(4),
+            // A CPU number past 32 bits is none (PAPI 7.0: PAPI_ENOEVNT for `cpu=-1`); one
+            // past the machine's is refused when the set opens (PAPI_EINVAL).
+            "cpu" => placement.cpu = Some(u32::try_from(given).map_err(|_| ENOEVNT)?),
+            // Sampling rates: a count is the same whatever they are; libpfm4 refuses zero and
+            // the kernel a period past 2^63 - 1.
             _ => {
-                if number(value)? == 0 {
+                if given == 0 {
                     return Err(ENOEVNT);
+                }
+                if given > i64::MAX as u64 {
+                    return Err(EINVAL);
                 }
             }
         }
@@ -216,9 +255,29 @@ mod tests {
             "l1-dcache-load-misses"
         );
         assert_eq!(
-            backend("perf::PERF_COUNT_HW_CACHE_LL:write:access").unwrap(),
+            backend("perf::PERF_COUNT_HW_CACHE_LL:WRITE:ACCESS").unwrap(),
             "llc-stores"
         );
+        // The event in any case, its unit masks and qualifiers as libpfm4 spells them, the
+        // PMU as written (as PAPI 7.0 reads them: papi/tests/c/names.c on both libraries).
+        assert_eq!(
+            backend("perf::perf_count_hw_cache_ll:WRITE:ACCESS").unwrap(),
+            "llc-stores"
+        );
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_LL:write:access"),
+            Err(ENOEVNT)
+        );
+        assert_eq!(backend("perf::TASK-CLOCK:U"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:Period=5"), Err(ENOEVNT));
+        assert!(read("PERF::TASK-CLOCK").is_none());
+        // At most 64 qualifiers (libpfm4's PFMLIB_MAX_ATTRS), one value for each.
+        let many = |n: usize| format!("perf::PAGE-FAULTS{}", ":u".repeat(n));
+        assert_eq!(backend(&many(64)).unwrap(), "page-faults:u=1");
+        assert_eq!(backend(&many(65)), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:u:u=y").unwrap(), "task-clock:u=1");
+        assert_eq!(backend("perf::TASK-CLOCK:u=1:u=0"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:period=5:period=6"), Err(ENOEVNT));
         // A cache event needs its operation and result.
         assert_eq!(backend("perf::PERF_COUNT_HW_CACHE_L1D:READ"), Err(ENOEVNT));
         assert!(read("INST_RETIRED:ANY_P").is_none());
@@ -261,6 +320,14 @@ mod tests {
             backend("perf::TASK-CLOCK:period=99999999999999999999999"),
             Err(EINVAL)
         );
-        assert_eq!(backend("perf::TASK-CLOCK:cpu=99999999999"), Err(EINVAL));
+        // Numbers as libpfm4's strtoull reads them (PAPI 7.0's adds: papi/tests/c/names.c).
+        assert_eq!(backend("perf::TASK-CLOCK:cpu=99999999999"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:cpu=-1"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:cpu=abc"), Err(ENOEVNT));
+        assert_eq!(backend("perf::TASK-CLOCK:period=abc"), Err(ENOEVNT));
+        let placed = |n: &str| read(n).unwrap().unwrap().placement.cpu;
+        assert_eq!(placed("perf::TASK-CLOCK:cpu=0x1"), Some(1));
+        assert_eq!(placed("perf::TASK-CLOCK:cpu=010"), Some(8));
+        assert_eq!(placed("perf::TASK-CLOCK:cpu=+2"), Some(2));
     }
 }

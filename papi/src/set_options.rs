@@ -1,13 +1,19 @@
 //! An event set's options: multiplexing, the thread or CPU it is attached to, inheritance,
 //! its domain and its granularity (`PAPI_set_multiplex`, `PAPI_attach`, `PAPI_set_opt`).
 
-use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, ENOEVST, ESYS, OK};
+use counterhal_hal::Target;
+use facade::Chosen;
+
+use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, ENOEVST, EPERM, ESYS, OK, from_error};
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, DOM_ALL, GRN_SYS, GRN_THR, MULTIPLEXING, RUNNING, with, with_set,
+    ATTACHED, CPU_ATTACHED, DOM_ALL, GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING,
+    with, with_set,
 };
 
-/// `PAPI_set_multiplex`: the backend's own multiplexing (the set's events opened ungrouped).
-pub fn set_multiplex(handle: i32) -> i32 {
+/// `PAPI_set_multiplex`, and `PAPI_set_opt`'s `PAPI_MULTIPLEX` with its interval `ns`: the
+/// backend's own multiplexing (the set's events opened ungrouped; the interval is the
+/// kernel's, a negative one `PAPI_EINVAL` as PAPI 7.0 answers).
+pub fn set_multiplex(handle: i32, ns: Option<i32>) -> i32 {
     with_set(handle, |chosen, set| {
         // PAPI 7.0's order: the set, its component (PAPI_ENOCMP before the first event or
         // PAPI_assign_eventset_component), whether it runs, whether it multiplexes already.
@@ -15,7 +21,7 @@ pub fn set_multiplex(handle: i32) -> i32 {
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        if set.state & MULTIPLEXING != 0 {
+        if set.state & MULTIPLEXING != 0 || ns.is_some_and(|ns| ns < 0) {
             return Err(EINVAL);
         }
         if !chosen.backend.dyn_capabilities().multiplexing {
@@ -36,38 +42,99 @@ pub fn get_multiplex(handle: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_attach` (`Some(tid)`) and `PAPI_detach` (`None`).
-pub fn attach(handle: i32, tid: Option<u32>) -> i32 {
-    with_set(handle, |_, set| {
+/// `PAPI_attach` (`Some(tid)`) and `PAPI_detach` (`None`), in PAPI 7.0's order (papi.c
+/// `PAPI_set_opt`): the set, its component, whether the component attaches; then for an
+/// attach whether the set runs, is attached already or counts a CPU, and whether the thread
+/// can be counted (`probe`); for a detach whether the set counts a CPU, runs, is attached.
+pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
+    with(|library| {
+        let Library { chosen, sets, .. } = library;
+        let set = usize::try_from(handle)
+            .ok()
+            .and_then(|i| sets.get_mut(i))
+            .and_then(Option::as_mut)
+            .ok_or(ENOEVST)?;
+        set.assigned()?;
+        if !chosen.backend.dyn_capabilities().targets.attach {
+            return Err(ECMP);
+        }
+        let Some(tid) = tid else {
+            if set.state & CPU_ATTACHED != 0 {
+                return Err(ECMP);
+            }
+            if set.state & RUNNING != 0 {
+                return Err(EISRUN);
+            }
+            if set.state & ATTACHED == 0 {
+                return Err(EINVAL);
+            }
+            set.attached = None;
+            set.forget_counters();
+            set.state &= !ATTACHED;
+            return Ok(OK);
+        };
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        if tid.is_none() && set.attached.is_none() {
+        if set.state & ATTACHED != 0 {
             return Err(EINVAL);
         }
-        // A set that counts every process on a CPU (PAPI_GRN_SYS) is not one thread's: the
-        // pair is refused (see set_domain_or_granularity).
-        if tid.is_some() && (set.system_cpu.is_some() || set.event_cpu().is_some()) {
+        // A set that counts a CPU, or every process on one (PAPI_GRN_SYS), is not one
+        // thread's: the pair is refused (see set_domain_or_granularity).
+        if set.state & CPU_ATTACHED != 0 || set.system_cpu.is_some() || set.event_cpu().is_some() {
             return Err(ECMP);
         }
-        set.attached = tid;
+        let tid = u32::try_from(tid).map_err(|_| EINVAL)?;
+        probe(chosen, set, tid)?;
+        set.attached = Some(tid);
+        // PAPI's set belongs to the thread it attaches to from now on (its `master`).
+        set.master = std::ffi::c_ulong::from(tid);
         set.forget_counters();
-        if tid.is_some() {
-            set.state |= ATTACHED;
-        } else {
-            set.state &= !ATTACHED;
-        }
+        set.state |= ATTACHED;
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_CPU_ATTACH`.
-pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
+/// Opens the set's events (perf's task-clock for a set with none yet) on thread or process
+/// `tid` once and closes them, as PAPI 7.0's perf_event component opens an event on it at
+/// `PAPI_attach` (`check_permissions`): a thread or process that is not there (a zombie
+/// included) is `PAPI_ESYS`, one this process may not count `PAPI_EPERM`, at the attach and not
+/// at the next start, and the set stays on its thread. An empty set's trial event failing for
+/// any other reason (a backend without task-clock) decides nothing.
+fn probe(chosen: &Chosen, set: &PapiSet, tid: u32) -> Result<(), i32> {
+    let own: Vec<&str> = set.events.iter().map(|(_, n, _)| n.as_str()).collect();
+    let empty = own.is_empty();
+    let names = set.in_domain(if empty { vec!["task-clock"] } else { own });
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let target = Target::Process {
+        pid: tid,
+        inherit: set.inherit,
+    };
+    match counterhal_hal::Backend::open_named(chosen, &names, &target, &set.options()) {
+        Ok(_) => Ok(()),
+        Err(e) if !empty || e.errno() == Some(libc::ESRCH) => Err(from_error(&e)),
+        Err(e) if e.kind() == facade::ErrorKind::PermissionDenied => Err(EPERM),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `PAPI_CPU_ATTACH`, in PAPI 7.0's order: the set, its component, whether the set is
+/// attached to a thread, whether it runs, then the CPU (one past the machine's is
+/// `PAPI_EINVAL`).
+pub fn attach_cpu(handle: i32, cpu: i32, cpus: i32) -> i32 {
     with_set(handle, |_, set| {
+        set.assigned()?;
+        if set.state & ATTACHED != 0 {
+            return Err(EINVAL);
+        }
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
+        let cpu = u32::try_from(cpu)
+            .ok()
+            .filter(|&c| i64::from(c) < i64::from(cpus.max(1)))
+            .ok_or(EINVAL)?;
         set.cpu = Some(cpu);
         set.forget_counters();
         set.state |= CPU_ATTACHED;
@@ -76,13 +143,15 @@ pub fn attach_cpu(handle: i32, cpu: u32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_INHERIT`.
+/// `PAPI_INHERIT`, in PAPI 7.0's order: the set, its component, whether it runs, whether it
+/// counts a CPU.
 pub fn set_inherit(handle: i32, inherit: bool) -> i32 {
     with_set(handle, |_, set| {
+        set.assigned()?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        if inherit && set.event_cpu().is_some() {
+        if set.state & CPU_ATTACHED != 0 || (inherit && set.event_cpu().is_some()) {
             return Err(ECMP);
         }
         set.inherit = inherit;
@@ -102,6 +171,13 @@ pub fn set_domain_or_granularity(
     granularity: Option<i32>,
 ) -> i32 {
     with(|library| {
+        // PAPI 7.0's order: the value's range before the set.
+        if domain.is_some_and(|d| d <= 0 || d & !DOM_ALL != 0) {
+            return Err(EINVAL_DOM);
+        }
+        if granularity.is_some_and(|g| !(GRN_THR..=GRN_SYS_CPU).contains(&g)) {
+            return Err(EINVAL);
+        }
         let available = library.component.available_domains;
         let set = usize::try_from(handle)
             .ok()
@@ -109,11 +185,8 @@ pub fn set_domain_or_granularity(
             .and_then(Option::as_mut)
             .ok_or(ENOEVST)?;
         if let Some(d) = domain {
-            // PAPI 7.0's order: the range, the set, its component, the component's domains
-            // (PAPI_DOM_ALL meaning all of them), then whether it runs.
-            if d <= 0 || d & !DOM_ALL != 0 {
-                return Err(EINVAL_DOM);
-            }
+            // Then the set, its component, the component's domains (PAPI_DOM_ALL meaning all
+            // of them), then whether it runs.
             set.assigned()?;
             let d = if d == DOM_ALL { available } else { d };
             if d & !available != 0 {
@@ -129,13 +202,10 @@ pub fn set_domain_or_granularity(
             set.domain = d;
         }
         if let Some(g) = granularity {
-            // PAPI 7.0's order: the range, the set, its component, the component's
-            // granularities (one of them, not a mask): the thread, or every process on the
-            // CPU the caller is on now. PAPI_GRN_PROC, PAPI_GRN_PROCG and PAPI_GRN_SYS_CPU
-            // are outside them: PAPI_EINVAL, as PAPI's.
-            if !(GRN_THR..=GRN_SYS_CPU).contains(&g) {
-                return Err(EINVAL);
-            }
+            // Then the set, its component, the component's granularities (one of them, not
+            // a mask): the thread, or every process on the CPU the caller is on now.
+            // PAPI_GRN_PROC, PAPI_GRN_PROCG and PAPI_GRN_SYS_CPU are outside them:
+            // PAPI_EINVAL, as PAPI's.
             set.assigned()?;
             if g != GRN_THR && g != GRN_SYS {
                 return Err(EINVAL);

@@ -4,12 +4,13 @@ use counterhal_hal::Target;
 use facade::Group;
 
 use crate::codes::{
-    EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
+    EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, GRN_SYS, GRN_THR, MULTIPLEXING, OVERFLOWING, PROFILING, PapiSet,
-    RUNNING, STOPPED, Sampled, with, with_set,
+    ATTACHED, CPU_ATTACHED, GRN_SYS, GRN_THR, Library, MULTIPLEXING, OVERFLOWING, PROFILING,
+    PapiSet, RUNNING, STOPPED, Sampled, with, with_set,
 };
+use crate::names::{self, Code};
 
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
@@ -23,6 +24,8 @@ pub fn create_eventset() -> Result<i32, i32> {
             granularity: 0,
             system_cpu: None,
             attached: None,
+            // PAPI's `master`: the creating thread.
+            master: crate::sys::threads::own_id(),
             cpu: None,
             inherit: false,
             component: -1,
@@ -41,12 +44,24 @@ pub fn create_eventset() -> Result<i32, i32> {
 /// once), so that the set holds only what counts together.
 pub fn add_event(handle: i32, code: i32) -> i32 {
     let result = with(|library| {
+        // PAPI 7.0's order (papi.c `PAPI_add_event`, papi_internal.c `_papi_hwi_add_event`):
+        // the set, the code's kind, whether the set runs, the code's component, then the
+        // event itself.
+        let index = set_index(library, handle)?;
+        if code as u32 & (names::PRESET_MASK | names::NATIVE_MASK) == 0 {
+            return Err(EINVAL);
+        }
+        if library.sets[index].as_ref().ok_or(EBUG)?.state & RUNNING != 0 {
+            return Err(EISRUN);
+        }
+        match names::decode(code) {
+            // A native code past the table names no component.
+            Some(Code::Native(i)) if i >= library.natives.len() => return Err(ENOCMP),
+            Some(_) => {}
+            None => return refuse_unknown(library, index, code),
+        }
         if let Some(id) = crate::sde::counter_of(library, code) {
-            let set = usize::try_from(handle)
-                .ok()
-                .and_then(|i| library.sets.get_mut(i))
-                .and_then(Option::as_mut)
-                .ok_or(ENOEVST)?;
+            let set = library.sets[index].as_mut().ok_or(EBUG)?;
             return crate::sde::add(set, code, id);
         }
         let name = crate::natives::backend_name_of(library, code)?;
@@ -54,14 +69,7 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if library.component.disabled != 0 {
             return Err(ENOEVNT);
         }
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
+        let set = library.sets[index].as_mut().ok_or(EBUG)?;
         // A set holds one component's events (PAPI 7.0: PAPI_EINVAL).
         if crate::sde::owns(set) {
             return Err(EINVAL);
@@ -93,6 +101,40 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         Ok(OK)
     });
     result.unwrap_or_else(|e| e)
+}
+
+/// The index of event set `handle`, or `PAPI_ENOEVST`.
+fn set_index(library: &Library, handle: i32) -> Result<usize, i32> {
+    usize::try_from(handle)
+        .ok()
+        .filter(|&i| matches!(library.sets.get(i), Some(Some(_))))
+        .ok_or(ENOEVST)
+}
+
+/// `PAPI_add_event`'s answer for a code of neither kind alone: a preset code past the table or
+/// a user-defined one (both bits; none is defined here). As PAPI 7.0, the set is tied to
+/// component 0 first (`PAPI_EINVAL` for a set of another component's); then a preset slot
+/// PAPI has room for but no preset in is `PAPI_ENOEVNT`, a code past the room or a
+/// user-defined index `PAPI_EINVAL`, and `PAPI_NULL` (-1) `PAPI_ECNFLCT`: PAPI finds it in
+/// the set's first empty slot, which holds `PAPI_NULL`, and takes it for an event already
+/// there.
+fn refuse_unknown(library: &mut Library, index: usize, code: i32) -> Result<i32, i32> {
+    let defaults = (library.default_domain, library.default_granularity);
+    let set = library.sets[index].as_mut().ok_or(EBUG)?;
+    if crate::sde::owns(set) {
+        return Err(EINVAL);
+    }
+    tie(defaults, set);
+    let bits = code as u32;
+    Err(if code == -1 {
+        ECNFLCT
+    } else if bits & names::NATIVE_MASK == 0
+        && bits & !names::PRESET_MASK < crate::natives::MAX_PRESET_EVENTS
+    {
+        ENOEVNT
+    } else {
+        EINVAL
+    })
 }
 
 /// Opens `set` once and closes it: its events must open together on its target and count.
@@ -247,8 +289,15 @@ pub fn assign_component(handle: i32) -> i32 {
 
 /// `PAPI_start`: opens the set where needed, zeroes and enables it.
 pub fn start(handle: i32) -> i32 {
-    with_set(handle, |chosen, set| {
-        set.assigned()?;
+    with(|library| {
+        let index = set_index(library, handle)?;
+        library.sets[index].as_ref().ok_or(EBUG)?.assigned()?;
+        // One set runs per thread and component (PAPI 7.0 checks it before the set's events).
+        if library.thread_busy(index) {
+            return Err(EISRUN);
+        }
+        let Library { chosen, sets, .. } = library;
+        let set = sets[index].as_mut().ok_or(EBUG)?;
         if crate::sde::owns(set) {
             return crate::sde::start(handle, set);
         }
@@ -524,6 +573,10 @@ pub fn overflow(
     callback: facade::OverflowCallback,
 ) -> i32 {
     with_set(handle, |chosen, set| {
+        // PAPI 7.0's order (papi.c `PAPI_overflow`): the set, its component, whether it runs,
+        // the event, the threshold; then a set with no overflow yet needs a handler and a
+        // threshold, and a threshold of 0 turns off an event that overflows.
+        set.assigned()?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
@@ -533,6 +586,12 @@ pub fn overflow(
             .position(|(c, _, _)| *c == code)
             .ok_or(ENOEVNT)?;
         if threshold < 0 {
+            return Err(EINVAL);
+        }
+        if set.overflows.is_empty() && (handler == 0 || threshold == 0) {
+            return Err(EINVAL);
+        }
+        if threshold == 0 && !set.overflows.iter().any(|s| s.code == code) {
             return Err(EINVAL);
         }
         let sde = crate::sde::owns(set);

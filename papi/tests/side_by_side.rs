@@ -1,7 +1,9 @@
-//! One small PAPI program (tests/c/side_by_side.c), built once against Debian's papi.h and
-//! libpapi.so.7.0, run against Debian's PAPI 7.0 (the oracle) and against ours: event names
-//! and codes of all 108 presets, their short and long descriptions and categories, the errors of misuse, the messages and the
-//! timers must read the same.
+//! Small PAPI programs, each built once against Debian's papi.h and libpapi.so.7.0 and run
+//! against Debian's PAPI 7.0 (the oracle) and against ours, line by line: tests/c/side_by_side.c
+//! (event names and codes of all 108 presets, their short and long descriptions and
+//! categories, the errors of misuse, the messages and the timers), running_sets.c (one running
+//! set per thread), attach_targets.c (attaching to missing and dead processes) and names.c (how
+//! names are read).
 
 mod common;
 
@@ -37,6 +39,124 @@ fn a_papi_program_reads_the_same_on_both() {
         }
         assert_eq!(t, o, "PAPI 7.0 vs ours");
     }
+}
+
+/// Builds tests/c/`stem`.c against Debian's papi.h and libpapi and runs it with `args` on
+/// Debian's PAPI 7.0 and on ours: the two standard outputs. `None` (after a loud skip) where
+/// Debian's PAPI has its perf_event component disabled here (its answers are then about no
+/// component; the program's first line says).
+fn on_both(stem: &str, args: &[&str]) -> Option<(String, String)> {
+    let program = common::c_program(stem, "theirs", Path::new("/usr/include"), true);
+    let theirs = common::run(&program, args, false);
+    let ours = common::run(&program, args, true);
+    assert!(theirs.status.success(), "{stem} on PAPI 7.0: {theirs:?}");
+    assert!(ours.status.success(), "{stem} on ours: {ours:?}");
+    let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
+    let ours = String::from_utf8_lossy(&ours.stdout).into_owned();
+    if theirs.starts_with("cpu component enabled = 0") {
+        return None;
+    }
+    Some((theirs, ours))
+}
+
+/// Compares two outputs line by line, each line by `same` (its PAPI 7.0 line, ours).
+fn compare(theirs: &str, ours: &str, mut same: impl FnMut(&str, &str) -> bool) {
+    for (t, o) in theirs.lines().zip(ours.lines()) {
+        assert!(
+            same(t, o),
+            "PAPI 7.0 vs ours:\n{t}\n{o}\n\nPAPI 7.0:\n{theirs}\nours:\n{ours}"
+        );
+    }
+    assert_eq!(
+        theirs.lines().count(),
+        ours.lines().count(),
+        "{theirs}\n{ours}"
+    );
+}
+
+/// One event set runs per thread and component, as PAPI 7.0 allows (a second set started on
+/// a thread whose set runs is PAPI_EISRUN, from any thread; another thread's set starts):
+/// tests/c/running_sets.c, with and without PAPI_thread_init, on both libraries.
+#[test]
+fn one_set_runs_per_thread_as_in_papi() {
+    system_papi_or_skip!();
+    for args in [&[][..], &["init"][..]] {
+        let Some((theirs, ours)) = on_both("running_sets", args) else {
+            skip!(
+                Need::Tools,
+                "Debian's PAPI disabled its perf_event component here"
+            );
+        };
+        assert!(theirs.contains("start b while a runs = -10"), "{theirs}");
+        compare(&theirs, &ours, |t, o| t == o);
+    }
+}
+
+/// PAPI_attach as PAPI 7.0 answers it (tests/c/attach_targets.c on both libraries): a set
+/// with no component is PAPI_ENOCMP, no such process PAPI_ESYS at the attach (the set then
+/// counts its thread still), a zombie as a missing process. The lines marked `[pmu]` are
+/// compared where PAPI's attach reaches a live child; PAPI 7.0 checks a target by opening the
+/// hardware event `instructions` on it, so on a machine whose kernel has no core PMU it
+/// answers PAPI_ENOEVNT for every live target (a child, a zombie) and attaches nothing: there
+/// ours must attach the child and refuse the zombie with PAPI_ESYS, as the kernel refuses
+/// counting a zombie (ESRCH, which PAPI 7.0 maps to PAPI_ESYS).
+#[test]
+fn attach_answers_as_papi() {
+    system_papi_or_skip!();
+    let Some((theirs, ours)) = on_both("attach_targets", &[]) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    let pmu = !theirs.contains("[pmu] attach to a live child = -7");
+    compare(&theirs, &ours, |t, o| {
+        if pmu || !t.starts_with("[pmu]") {
+            return t == o;
+        }
+        t.ends_with("= -7")
+            && match t {
+                "[pmu] attach to a live child = -7" => o == "[pmu] attach to a live child = 0",
+                _ => o == t.replace("= -7", "= -3"),
+            }
+    });
+}
+
+/// Event names as PAPI 7.0 reads them (tests/c/names.c on both libraries, PAPI's rocm_smi
+/// and sysdetect components disabled so that a name no component knows is PAPI_ENOEVNT on
+/// both): the `perf::` PMU as written, the event in any case, its qualifiers as libpfm4
+/// spells them and at most 64, each spelling its own code and named back as written, no code
+/// for a qualified preset or a name with blanks. Where PAPI 7.0 gives a code for a name its
+/// add refuses (`perf::TASK-CLOCK:u=1:u=0`, `:cpu=-1`, 65 qualifiers once an add has failed),
+/// ours refuses both with the add's answer.
+#[test]
+fn names_answer_as_papi() {
+    system_papi_or_skip!();
+    let Some((theirs, ours)) = on_both("names", &[]) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    assert!(
+        theirs.contains("'PERF::PAGE-FAULTS' add -7 code -7"),
+        "{theirs}"
+    );
+    compare(&theirs, &ours, |t, o| {
+        if t == o {
+            return true;
+        }
+        let (Some((t_name, t_rest)), Some((o_name, o_rest))) =
+            (t.split_once(" code "), o.split_once(" code "))
+        else {
+            return false;
+        };
+        let add = t_name.rsplit(" add ").next().unwrap_or("");
+        t_name == o_name
+            && add != "0"
+            && t_rest.starts_with("0 ")
+            && o_rest == format!("{add} back 99 ''")
+    });
 }
 
 /// papi/src/preset_table.rs is papi/gen/presets.c's output on the PAPI installed here: PAPI

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
 use super::{info, text, threads};
-use crate::codes::{self, EINVAL};
+use crate::codes;
 use crate::hl::{self, Clocks, Mark};
 use crate::library;
 
@@ -73,10 +73,8 @@ unsafe fn marked(mark: Mark, region: *const c_char) -> c_int {
         }
     }
     // SAFETY: as this function's.
-    match unsafe { text(region) } {
-        Some(name) => hl::mark(mark, name, threads::PAPI_thread_id() as u64, clocks),
-        None => EINVAL,
-    }
+    let name = unsafe { text(region) };
+    hl::mark(mark, name, threads::PAPI_thread_id() as u64, clocks)
 }
 
 /// `PAPI_hl_region_begin`: counts this thread's events from here (see [`crate::hl`]).

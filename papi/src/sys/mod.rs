@@ -20,7 +20,7 @@ mod options;
 mod profile;
 pub(crate) mod sde;
 pub(crate) mod signals;
-mod threads;
+pub(crate) mod threads;
 
 /// Reads a C string, or `None` for NULL or text that is not UTF-8.
 ///
@@ -33,6 +33,19 @@ unsafe fn text<'a>(p: *const c_char) -> Option<&'a str> {
     // SAFETY: `p` is non-NULL and NUL-terminated (the caller's promise).
     let c = unsafe { CStr::from_ptr(p) };
     c.to_str().ok()
+}
+
+/// Reads an event name: `PAPI_EINVAL` for NULL, `PAPI_ENOEVNT` for bytes that are not UTF-8
+/// (no event is named so: PAPI 7.0 finds none, `perf::PAGE-FAULTS\xff` included).
+///
+/// # Safety
+/// As [`text`].
+unsafe fn event_name<'a>(p: *const c_char) -> Result<&'a str, c_int> {
+    if p.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: non-NULL, and NUL-terminated (the caller's promise).
+    unsafe { text(p) }.ok_or(crate::codes::ENOEVNT)
 }
 
 /// Writes `value` through `p` unless it is NULL; whether it wrote.
@@ -77,11 +90,6 @@ unsafe fn put_name(out: *mut c_char, name: &str) {
 /// `PAPI_OK` when a result was written, else `PAPI_EINVAL` (a NULL pointer).
 fn wrote(wrote: bool) -> c_int {
     if wrote { OK } else { EINVAL }
-}
-
-/// A thread or process id as the facade takes it (`None` past `u32`).
-fn thread_number(tid: std::ffi::c_ulong) -> Option<u32> {
-    u32::try_from(u128::from(tid)).ok()
 }
 
 fn code(result: Result<i32, i32>) -> c_int {
@@ -176,9 +184,9 @@ pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_add_named_event(event_set: c_int, name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
-    match unsafe { text(name) } {
-        Some(name) => sets::add_named_event(event_set, name),
-        None => EINVAL,
+    match unsafe { event_name(name) } {
+        Ok(name) => sets::add_named_event(event_set, name),
+        Err(e) => e,
     }
 }
 
@@ -220,10 +228,9 @@ pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_remove_named_event(event_set: c_int, name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
-    match unsafe { text(name) }.map(crate::natives::name_to_code) {
-        Some(Ok(code)) => sets::remove_event(event_set, code),
-        Some(Err(e)) => e,
-        None => EINVAL,
+    match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
+        Ok(code) => sets::remove_event(event_set, code),
+        Err(e) => e,
     }
 }
 
@@ -432,8 +439,9 @@ pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut 
         return EINVAL;
     }
     // SAFETY: the caller's C string or NULL.
-    let Some(name) = (unsafe { text(name) }) else {
-        return EINVAL;
+    let name = match unsafe { event_name(name) } {
+        Ok(name) => name,
+        Err(e) => return e,
     };
     match crate::natives::name_to_code(name) {
         // SAFETY: checked non-NULL.
@@ -451,13 +459,23 @@ pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char)
     if out.is_null() {
         return EINVAL;
     }
-    match crate::natives::code_to_name(event) {
-        Ok(name) => {
+    let name = match crate::natives::code_to_name(event) {
+        Ok(name) => name,
+        Err(e) => return e,
+    };
+    match crate::natives::fitted(event, &name) {
+        Ok(whole) => {
             // SAFETY: 128 bytes of room (the caller's promise).
-            unsafe { put_name(out, &name) };
+            unsafe { put_name(out, whole) };
             OK
         }
-        Err(e) => e,
+        Err((e, part)) => {
+            if let Some(part) = part {
+                // SAFETY: as above.
+                unsafe { put_name(out, part) };
+            }
+            e
+        }
     }
 }
 
@@ -474,10 +492,9 @@ pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
     // SAFETY: the caller's C string or NULL.
-    match unsafe { text(name) }.map(crate::natives::name_to_code) {
-        Some(Ok(c)) => crate::natives::query_event(c),
-        Some(Err(e)) => e,
-        None => EINVAL,
+    match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
+        Ok(c) => crate::natives::query_event(c),
+        Err(e) => e,
     }
 }
 
@@ -535,7 +552,7 @@ pub unsafe extern "C" fn PAPI_get_event_info(
 /// `PAPI_set_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
-    crate::set_options::set_multiplex(event_set)
+    crate::set_options::set_multiplex(event_set, None)
 }
 
 /// `PAPI_get_multiplex`.
@@ -553,10 +570,7 @@ pub extern "C" fn PAPI_multiplex_init() -> c_int {
 /// `PAPI_attach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
-    match thread_number(tid) {
-        Some(tid) => crate::set_options::attach(event_set, Some(tid)),
-        None => EINVAL,
-    }
+    crate::set_options::attach(event_set, Some(tid))
 }
 
 /// `PAPI_detach`.

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
 use super::put;
-use crate::codes::{EINVAL, ENOCMP, OK};
+use crate::codes::{ECMP, EINVAL, ENOCMP, OK};
 use crate::library::{self, DOM_ALL, VERSION};
 use crate::sets;
 
@@ -87,17 +87,55 @@ pub unsafe extern "C" fn PAPI_get_opt(option: c_int, ptr: *mut u8) -> c_int {
     unsafe { get_opt(option, ptr, 0) }
 }
 
-/// `PAPI_get_cmp_opt`.
+/// `PAPI_get_cmp_opt`, as PAPI 7.0's (papi.c): an index past the components is `PAPI_ECMP`;
+/// a component answers its counters (`PAPI_MAX_HWCTRS`, `PAPI_MAX_MPX_CTRS`), its default
+/// domain and granularity, the shared libraries and its description (these two need `ptr`:
+/// `PAPI_EINVAL` without), and `PAPI_EINVAL` for any other option.
 ///
 /// # Safety
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_int) -> c_int {
-    if cidx != 0 {
-        return ENOCMP;
+    if !(0..super::info::PAPI_num_components()).contains(&cidx) {
+        return ECMP;
     }
-    // SAFETY: as this function's.
-    unsafe { get_opt(option, ptr, cidx) }
+    let initialised = library::INIT_STATE.load(Ordering::SeqCst) != 0;
+    match option {
+        // Component 0's as they stand (the defaults change with PAPI_set_domain).
+        MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN if cidx == 0 && initialised => {
+            // SAFETY: a NULL `ptr` is not read for these options.
+            unsafe { get_opt(option, std::ptr::null_mut(), 0) }
+        }
+        MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN => {
+            let info = super::info::PAPI_get_component_info(cidx);
+            if info.is_null() {
+                return 0;
+            }
+            // SAFETY: a non-NULL description from PAPI_get_component_info, valid while the
+            // library stays initialised (or static before).
+            let info = unsafe { &*info };
+            match option {
+                MAX_HWCTRS => info.num_cntrs,
+                MAX_MPX_CTRS => info.num_mpx_cntrs,
+                DEFDOM => info.default_domain,
+                _ => info.default_granularity,
+            }
+        }
+        SHLIBINFO | COMPONENTINFO => {
+            let pointer: *const u8 = if option == SHLIBINFO {
+                super::info::PAPI_get_shared_lib_info().cast()
+            } else {
+                super::info::PAPI_get_component_info(cidx).cast()
+            };
+            // SAFETY: NULL or the caller's union, whose first member is a pointer here.
+            if unsafe { put(ptr.cast::<*const u8>(), pointer) } {
+                OK
+            } else {
+                EINVAL
+            }
+        }
+        _ => EINVAL,
+    }
 }
 
 /// # Safety
@@ -263,25 +301,22 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         return EINVAL;
     };
     match option {
-        MULTIPLEX => crate::set_options::set_multiplex(pair.first),
+        // `ns` is the option's second int.
+        MULTIPLEX => crate::set_options::set_multiplex(pair.first, Some(pair.second)),
         DETACH => crate::set_options::attach(pair.first, None),
         ATTACH => {
             // SAFETY: the caller's union.
             let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
                 return EINVAL;
             };
-            match super::thread_number(attach.tid) {
-                Some(tid) => crate::set_options::attach(attach.eventset, Some(tid)),
-                None => EINVAL,
-            }
+            crate::set_options::attach(attach.eventset, Some(attach.tid))
         }
         // As PAPI 7.0: a CPU past the machine's is PAPI_EINVAL at once.
-        CPU_ATTACH => match u32::try_from(pair.second) {
-            Ok(cpu) if (cpu as i64) < i64::from(crate::info::hardware().totalcpus.max(1)) => {
-                crate::set_options::attach_cpu(pair.first, cpu)
-            }
-            _ => EINVAL,
-        },
+        CPU_ATTACH => crate::set_options::attach_cpu(
+            pair.first,
+            pair.second,
+            crate::info::hardware().totalcpus,
+        ),
         INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
         // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
         DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => EINVAL,

@@ -134,10 +134,35 @@ int main(void) {
         opt.cpu.eventset = set;
         opt.cpu.cpu_num = 1000000;
         SHOW("CPU_ATTACH to CPU 1000000", PAPI_set_opt(PAPI_CPU_ATTACH, &opt));
+        memset(&opt, 0, sizeof opt);
+        opt.multiplex.eventset = set;
+        opt.multiplex.ns = -1;
+        SHOW("MULTIPLEX with -1 ns", PAPI_set_opt(PAPI_MULTIPLEX, &opt));
+        /* Every field all ones (set -1, domain -1, thread ~0): each option's first check. */
+        memset(&opt, 0xff, sizeof opt);
+        SHOW("DOMAIN of all ones", PAPI_set_opt(PAPI_DOMAIN, &opt));
+        SHOW("GRANUL of all ones", PAPI_set_opt(PAPI_GRANUL, &opt));
+        SHOW("ATTACH of all ones", PAPI_set_opt(PAPI_ATTACH, &opt));
+        SHOW("DETACH of all ones", PAPI_set_opt(PAPI_DETACH, &opt));
+        SHOW("CPU_ATTACH of all ones", PAPI_set_opt(PAPI_CPU_ATTACH, &opt));
+        SHOW("INHERIT of all ones", PAPI_set_opt(PAPI_INHERIT, &opt));
+        SHOW("MULTIPLEX of all ones", PAPI_set_opt(PAPI_MULTIPLEX, &opt));
+        SHOW("DEF_MPX_NS of all ones", PAPI_set_opt(PAPI_DEF_MPX_NS, &opt));
     }
+    /* Codes of no event: PAPI_NULL (which PAPI finds in the set's first empty slot), preset
+     * codes past the table, a native code past the table, a user-defined code. */
+    SHOW("add PAPI_NULL as an event", PAPI_add_event(set, PAPI_NULL));
+    SHOW("add a preset code past PAPI's room", PAPI_add_event(set, PAPI_PRESET_MASK | 0xff));
+    SHOW("add an empty preset slot", PAPI_add_event(set, PAPI_PRESET_MASK | 0x70));
+    SHOW("add a native code past the table", PAPI_add_event(set, PAPI_NATIVE_MASK | 0xfffffff));
+    SHOW("add a user-defined code", PAPI_add_event(set, (int)0xC0000001));
+    SHOW("add a nonsense code to a missing set", PAPI_add_event(set + 100, 0x12345));
+    SHOW("event info past the native table", PAPI_get_event_info(0x7fffffff, &info));
     SHOW("add it again", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
     SHOW("its code", PAPI_event_name_to_code("perf::TASK-CLOCK", &code));
     SHOW("overflow without a handler", PAPI_overflow(set, code, 1000000, 0, NULL));
+    SHOW("overflow of an event not in the set", PAPI_overflow(set, 12345, 100, 0, NULL));
+    SHOW("overflow turned off where it is not on", PAPI_overflow(set, code, 0, 0, NULL));
     SHOW("num_events", PAPI_num_events(set));
     SHOW("start", PAPI_start(set));
     SHOW("start again", PAPI_start(set));
@@ -152,6 +177,22 @@ int main(void) {
     SHOW("handle after destroy", set);
     SHOW("destroy again", PAPI_destroy_eventset(&set));
     SHOW("get_opt nonsense", PAPI_get_opt(12345, NULL));
+    {
+        PAPI_option_t opt;
+        SHOW("get_cmp_opt of component -1", PAPI_get_cmp_opt(PAPI_MAX_HWCTRS, NULL, -1));
+        SHOW("get_cmp_opt of component 99", PAPI_get_cmp_opt(PAPI_MAX_HWCTRS, NULL, 99));
+        SHOW("get_cmp_opt LIB_VERSION", PAPI_get_cmp_opt(PAPI_LIB_VERSION, NULL, 0));
+        SHOW("get_cmp_opt DEBUG", PAPI_get_cmp_opt(PAPI_DEBUG, &opt, 0));
+        SHOW("get_cmp_opt COMPONENTINFO to NULL", PAPI_get_cmp_opt(PAPI_COMPONENTINFO, NULL, 0));
+        SHOW("get_cmp_opt COMPONENTINFO", PAPI_get_cmp_opt(PAPI_COMPONENTINFO, &opt, 0));
+        SHOW("it is component 0's", opt.cmp_info == PAPI_get_component_info(0));
+        SHOW("get_cmp_opt SHLIBINFO to NULL", PAPI_get_cmp_opt(PAPI_SHLIBINFO, NULL, 0));
+        SHOW("get_cmp_opt DEFDOM", PAPI_get_cmp_opt(PAPI_DEFDOM, NULL, 0));
+        SHOW("get_cmp_opt DEFGRN", PAPI_get_cmp_opt(PAPI_DEFGRN, NULL, 0));
+        SHOW("get_cmp_opt MAX_MPX_CTRS", PAPI_get_cmp_opt(PAPI_MAX_MPX_CTRS, NULL, 0));
+    }
+    SHOW("hl_read(NULL) before any region", PAPI_hl_read(NULL));
+    SHOW("hl_region_end(NULL) before any region", PAPI_hl_region_end(NULL));
     SHOW("set_domain nonsense", PAPI_set_domain(0));
     SHOW("get_component_info 99 is NULL", PAPI_get_component_info(99) == NULL);
     SHOW("hardware info", PAPI_get_hardware_info() != NULL);
