@@ -1,8 +1,6 @@
 //! The shared conformance suite against the real kernel: execute breakpoints and the getpid
 //! tracepoint give exact counts; hardware cases skip, with the reason, where there is no PMU.
 
-#![cfg(target_os = "linux")]
-
 use std::sync::Arc;
 
 use counterhal_events::Database;

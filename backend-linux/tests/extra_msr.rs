@@ -1,7 +1,6 @@
 //! Events that program an extra MSR (offcore response, load latency, frontend) become raw
 //! perf events with the MSR's value in `config1`, as the kernel's `cpu` PMU format says
 //! (`offcore_rsp=config1:0-63`, `ldlat=config1:0-15`, `frontend=config1:0-23`).
-#![cfg(target_os = "linux")]
 
 use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Evtsel, ExtraMsr, Family};

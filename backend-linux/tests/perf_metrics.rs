@@ -1,6 +1,5 @@
 //! The perf-metrics events of Ice Lake and later cores through the Linux backend: their
 //! encodings, the core PMU they need, and how they open where there is none.
-#![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

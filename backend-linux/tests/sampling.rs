@@ -5,7 +5,6 @@
 //! untouched anonymous page once, on its first write); a `cpu-clock:u` sampler landing in a
 //! busy loop; and a ring too small for the rate reporting lost records, not corrupt ones. The
 //! pages are advised against transparent huge pages, which fault 512 pages at once.
-#![cfg(target_os = "linux")]
 
 use std::hint::black_box;
 use std::sync::Arc;
