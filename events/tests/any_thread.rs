@@ -2,11 +2,10 @@
 //! `t` sets it on any native event of an Intel architectural model, a raw code may hold it,
 //! and every other encoder refuses it.
 
-mod common;
-
-use common::X86;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{Encoding, Evtsel};
+
+use crate::common::X86;
 
 fn evtsel(db: &Database, cpu: &str, event: &str) -> Evtsel {
     let resolved = db.resolve(Some(cpu), event, &X86).unwrap();

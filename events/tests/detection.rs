@@ -3,14 +3,14 @@
 //! model of that PMU. pctr(1)'s names of the P6 events mean on each P6 model what they mean on
 //! `p6`, the table of OpenBSD pctr(4)'s names.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuIdentity, CpuModel, Database, MatchRule, Vendor};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 /// How specific a rule is: a stepping beats a model, a model beats a family; among equals, the
 /// narrower set wins. Larger is more specific.

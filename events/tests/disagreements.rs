@@ -20,8 +20,6 @@
 //! does (for `neither`, ours is the erratum's value); every case must still apply. Needs a C
 //! compiler and libpfm4 (Debian `libpfm4-dev`).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -30,6 +28,8 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuModel, Database};
 use counterhal_hal::{Encoding, Evtsel};
 use serde::Deserialize;
+
+use crate::common;
 
 /// Lists the PMUs (`P name type`), or, given a PMU name, encodes each of its events' unit
 /// masks and each event without unit masks: `C event umask code second` (`second` the second

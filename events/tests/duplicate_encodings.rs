@@ -16,13 +16,13 @@
 //! A fixed-counter-only pseudo-event is compared with its fixed counter: the older Intel tables
 //! give all of them one code.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use counterhal_events::{CpuModel, Database};
 use counterhal_hal::{CounterSet, Encoding, Evtsel};
 use serde::Deserialize;
+
+use crate::common;
 
 /// `tests/data/duplicate-encodings.toml`.
 #[derive(Deserialize)]

@@ -2,17 +2,12 @@
 //! set only in a child process (this test binary, re-executed for one test), so the test
 //! process's own environment is never changed.
 
-mod common;
-
 use std::path::PathBuf;
-use std::process::Command;
 
 use counterhal_events::{Database, EVENTS_ENV};
 use counterhal_hal::{Encoding, ErrorKind};
 
-/// Set in the child: which check to run.
-const CHILD: &str = "COUNTERHAL_EVENTS_TEST_CHILD";
-const TEST_NAME: &str = "events_file_from_the_environment";
+use crate::common;
 
 const GOOD: &str = r#"
 [[cpu]]
@@ -67,33 +62,24 @@ fn child_check(mode: &str) {
         }
         other => panic!("unknown child mode {other}"),
     }
-    println!("child check {mode} done");
+    common::child::done(mode);
 }
 
 fn run_child(mode: &str, file: Option<&PathBuf>) {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut command = Command::new(exe);
-    command
-        .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
-        .env(CHILD, mode)
-        .env(EVENTS_ENV, file.map(|f| f.as_os_str()).unwrap_or_default());
-    let output = command.output().expect("the test binary re-runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "child `{mode}` failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        stdout.contains(&format!("child check {mode} done")),
-        "the child did not run the check `{mode}`:\n{stdout}"
+    common::child::run(
+        module_path!(),
+        "events_file_from_the_environment",
+        mode,
+        |command| {
+            command.env(EVENTS_ENV, file.map(|f| f.as_os_str()).unwrap_or_default());
+        },
     );
 }
 
 #[test]
 fn events_file_from_the_environment() {
-    if let Some(mode) = std::env::var_os(CHILD) {
-        child_check(&mode.to_string_lossy());
+    if let Some(mode) = common::child::check() {
+        child_check(&mode);
         return;
     }
     let dir = std::env::temp_dir().join(format!("counterhal-env-{}", std::process::id()));

@@ -5,11 +5,10 @@
 //! names its threshold, `LATENCY_GE_2`), and bad files and strings are refused
 //! with messages that say what would be right.
 
-mod common;
-
-use common::{PERF, X86};
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{Encoding, Evtsel, ExtraMsr};
+
+use crate::common::{PERF, X86};
 
 const MODEL: &str = r#"
 [[cpu]]

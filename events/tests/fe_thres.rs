@@ -13,10 +13,10 @@
 //! `emr::FRONTEND_RETIRED:LATENCY_GE_4:fe_thres=4095`, PFM_ERR_ATTR_SET). Needs a C compiler
 //! and libpfm4 (Debian `libpfm4-dev`).
 
-mod common;
-
 use counterhal_conformance::skip::Need;
 use counterhal_events::{Database, EventErrorKind};
+
+use crate::common;
 
 /// libpfm4 4.13's core PMUs with a FRONTEND_RETIRED event, each one of our models.
 const PMUS: [&str; 9] = [

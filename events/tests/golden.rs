@@ -2,11 +2,11 @@
 //! backend it is resolved for, each with the expected encoding or the expected exact error
 //! kind.
 
-mod common;
-
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{ResolvedEvent, Sign};
 use serde::Deserialize;
+
+use crate::common;
 
 #[derive(Deserialize)]
 struct Table {

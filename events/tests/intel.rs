@@ -1,10 +1,10 @@
 //! The generated Intel models: each one's overlay maps the generalized events onto Intel's
 //! architectural events, and a fixed-counter pseudo-event stays on its fixed counter.
 
-mod common;
-
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 /// (generalized event, event code, unit mask): the architectural events (Intel SDM vol. 3,
 /// "Pre-defined architectural performance events"), where a core's table lists them so.

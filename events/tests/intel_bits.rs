@@ -3,11 +3,10 @@
 //! and IN_TXCP (bit 33) as libpfm4's `intx` and `intxcp` modifiers or in a raw code. Other
 //! encoders refuse them: on AMD those bits are event-code and host/guest bits.
 
-mod common;
-
-use common::X86;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{CounterSet, Encoding, Evtsel};
+
+use crate::common::X86;
 
 fn evtsel(db: &Database, cpu: &str, event: &str) -> Evtsel {
     let resolved = db

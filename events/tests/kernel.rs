@@ -6,14 +6,14 @@
 //! values must then be the ones the erratum says Intel's table has). Skips,
 //! saying why, where the tarball is absent (.ci/run installs the package).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 

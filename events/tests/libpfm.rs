@@ -7,12 +7,12 @@
 //! Needs a C compiler and libpfm4 (Debian `libpfm4-dev`); without them the test prints why it
 //! skipped.
 
-mod common;
-
 use counterhal_conformance::skip::Need;
 
 use counterhal_events::{Database, UnitMaskClass};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 /// Whether `name` (`EVENT:MASK`, or `EVENT:*`) of [`GENERATED_DIFFERENCES`] explains the
 /// mismatch `line` (`model: EVENT:MASK: ours ...`).

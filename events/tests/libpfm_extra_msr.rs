@@ -6,11 +6,11 @@
 //!
 //! Needs a C compiler and libpfm4 (Debian `libpfm4-dev`); without them the test skips.
 
-mod common;
-
 use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Family};
+
+use crate::common;
 
 const X86: Accepts = Accepts::new(&[Family::Evtsel], Domain::ALL, Domain::DEFAULT);
 

@@ -27,8 +27,6 @@
 //! `scripts/fuzz` runs it with new seeds. A disagreement prints the string, both results
 //! and the seed. Needs a C compiler and libpfm4.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use counterhal_conformance::prop::{self, Gen};
@@ -36,6 +34,8 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{Accepts, Domain, Encoding, Family};
 use serde::Deserialize;
+
+use crate::common;
 
 /// `list PMU` prints `E name`, then `U name` (unit mask), `B name` (boolean modifier) or `I
 /// name` (integer modifier) per attribute; otherwise each stdin line is encoded: `OK code

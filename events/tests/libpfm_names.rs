@@ -4,10 +4,10 @@
 //! `pfm_get_os_event_encoding` with the PMU forced, bit 20 masked), which `libpfm.rs` and
 //! `libpfm_sweep.rs` cross-check for every name with the library itself.
 
-mod common;
-
 use counterhal_events::Database;
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 fn evtsel(database: &Database, cpu: &str, text: &str) -> u64 {
     let resolved = database

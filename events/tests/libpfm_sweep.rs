@@ -19,8 +19,6 @@
 //! listed with the reason in `tests/data/libpfm-sweep.toml`, and every entry there must still
 //! apply. Needs a C compiler and libpfm4 (Debian `libpfm4-dev`).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -29,6 +27,8 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::Encoding;
 use serde::Deserialize;
+
+use crate::common;
 
 /// Lists the PMUs (`P name type`), or, given a PMU name, encodes each of its events' unit
 /// masks and the event alone (`D` for an event with unit masks): `C event umask code count second` (`second`

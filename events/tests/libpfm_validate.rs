@@ -12,8 +12,6 @@
 //! does not agree must be listed in `tests/data/libpfm-validate.toml` with its verdict and
 //! evidence, and every entry there must still apply.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -21,6 +19,8 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::Encoding;
 use serde::Deserialize;
+
+use crate::common;
 
 const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
 const LIBPFM4_COMMIT: &str = "91970fe6eb4e80b63f77fb54a9592e28a207050c";

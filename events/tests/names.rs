@@ -4,10 +4,10 @@
 //! (`[cpu.event_aliases]`): each resolves to the same encoding, and an alias is no event of
 //! its own.
 
-mod common;
-
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 /// The EVTSEL `text` resolves to on `cpu`, or the error's message.
 fn evtsel(db: &Database, cpu: &str, text: &str) -> Result<u64, String> {

@@ -1,10 +1,10 @@
 //! Presets in PAPI's form in an events file: folded into weighted sums, left out with the
 //! reason where a native does not resolve, refused with file, line and key where malformed.
 
-mod common;
-
 use counterhal_events::Database;
 use counterhal_hal::{Encoding, GeneralizedEvent, Preset, Sign};
+
+use crate::common;
 
 const MODEL: &str = r#"
 [[cpu]]

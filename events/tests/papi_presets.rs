@@ -16,14 +16,14 @@
 //! `tests/data/papi-presets.toml`, with its reason, and every verdict must still apply. Needs
 //! PAPI's table, a C compiler and libpfm4 (Debian `libpapi7.0`, `libpfm4-dev`).
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuModel, Database};
 use counterhal_hal::{Encoding, GeneralizedEvent, Preset, Sign};
 use serde::Deserialize;
+
+use crate::common;
 
 const CSV: &str = "/usr/share/papi/7.0/papi_events.csv";
 

@@ -1,11 +1,11 @@
 //! Properties of the event-string parser and the TOML loader, checked on generated inputs
 //! (`COUNTERHAL_PROP_CASES` and `COUNTERHAL_PROP_SEED` make them a fuzzer: `scripts/fuzz`).
 
-mod common;
-
 use counterhal_conformance::prop::{self, Gen};
 use counterhal_events::{Database, ParsedEvent, parse_event};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 const NAME_PIECES: &[&str] = &["INST", "_", "RETIRED", "L2", "ANY", "P", "X", "0", "9"];
 

@@ -1,10 +1,10 @@
 //! Arbitrary event strings and arbitrary (mutated) TOML never panic, and loader errors name
 //! file:line:column and the key.
 
-mod common;
-
 use counterhal_events::{Database, SHIPPED_FILES};
 use counterhal_hal::{Encoding, ErrorKind};
+
+use crate::common;
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);

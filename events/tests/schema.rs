@@ -1,10 +1,10 @@
 //! What the generated Intel and AMD tables need from the schema: a unit mask with its own event
 //! code or counters (fixed-counter pseudo-events), dotted unit-mask names, raw hex unit masks.
 
-mod common;
-
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::Encoding;
+
+use crate::common;
 
 const MODEL: &str = r#"
 [[cpu]]

@@ -8,11 +8,10 @@
 //! libpfm4 4.13's; the libpfm4 sweep (`libpfm_sweep.rs`) checks every single unit mask against
 //! libpfm4 itself.
 
-mod common;
-
-use common::X86;
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{Encoding, ExtraMsr};
+
+use crate::common::X86;
 
 /// Event code, unit mask and extra register (address, value) of `event` on `model`.
 fn encode(db: &Database, model: &str, event: &str) -> (u16, u8, Option<(u32, u64)>) {
