@@ -427,15 +427,19 @@ impl<G: Group> Group for EventSet<G> {
     /// group has now are taken off every later read).
     fn reset(&mut self) -> Result<()> {
         self.group.reset()?;
-        let mut now = vec![Reading::default(); self.native.len()];
-        match self.group.read(&mut now) {
-            Ok(()) => {}
-            // A group with nothing to read (a pinned group in error state) keeps its times.
-            Err(e) if e.kind() == ErrorKind::NotCounted => return Ok(()),
-            Err(e) => return Err(e),
+        // The base is allocated at the first reset and reused: a reset allocates nothing after.
+        if self.base.len() != self.native.len() {
+            self.base = vec![Reading::default(); self.native.len()];
         }
-        self.base = now;
-        Ok(())
+        match self.group.read(&mut self.base) {
+            Ok(()) => Ok(()),
+            // A group with nothing to read (a pinned group in error state) keeps its times.
+            Err(e) if e.kind() == ErrorKind::NotCounted => {
+                self.base.fill(Reading::default());
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     #[inline(always)]
