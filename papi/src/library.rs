@@ -63,6 +63,16 @@ pub const DISABLED_BY_CALL: &str = "Disabled by PAPI_disable_component()";
 /// `PAPI_set_debug`'s level.
 pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
 
+/// The calling thread's kernel id, as the C interface's `sys::threads` reads it, set there at
+/// `PAPI_library_init` (the system call is the C interface's): a set's `master` is the
+/// thread that created it.
+pub static THREAD_ID: std::sync::OnceLock<fn() -> std::ffi::c_ulong> = std::sync::OnceLock::new();
+
+/// The calling thread's kernel id as [`THREAD_ID`] reads it (0 before it is set).
+pub fn thread_id() -> std::ffi::c_ulong {
+    THREAD_ID.get().map_or(0, |id| id())
+}
+
 /// One PAPI event set.
 pub struct PapiSet {
     /// The events' codes, the names the backend opens and where each must run, in order.
@@ -161,6 +171,17 @@ impl PapiSet {
                 inherit: true,
             },
             None => Target::ThisThread,
+        }
+    }
+
+    /// The facade's target for a sampler on the set: the thread or CPU it counts (a sampler
+    /// follows no thread it creates).
+    pub fn sampled_target(&self) -> facade::Target {
+        match self.target() {
+            Target::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
+            Target::Process { pid, .. } => facade::Target::thread(pid),
+            Target::Cpu(cpu) => facade::Target::cpu(cpu),
+            _ => facade::Target::this_thread(),
         }
     }
 

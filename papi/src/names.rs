@@ -4,7 +4,7 @@
 
 use facade::GeneralizedEvent;
 
-use crate::perf_natives::{self, Placement};
+use crate::perf_natives::{self, Placement, strip_perf};
 use crate::presets::PRESETS;
 
 /// The preset bit of an event code.
@@ -49,12 +49,6 @@ pub fn preset_index(name: &str) -> Option<usize> {
         return None;
     }
     PRESETS.iter().position(|p| p.eq_ignore_ascii_case(name))
-}
-
-/// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
-/// there); the rest of `name`, if it has it.
-pub fn strip_perf(name: &str) -> Option<&str> {
-    name.strip_prefix("perf::")
 }
 
 /// What PAPI's event code means.

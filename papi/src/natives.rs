@@ -63,7 +63,8 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
 fn refused(name: &str) -> bool {
     name.get(..5)
         .is_some_and(|p| p.eq_ignore_ascii_case("PAPI_"))
-        || names::strip_perf(name).is_some() && crate::perf_natives::read(name).is_none()
+        || crate::perf_natives::strip_perf(name).is_some()
+            && crate::perf_natives::read(name).is_none()
         || name.chars().any(|c| c.is_whitespace() || c.is_control())
         || name
             .split_once("::")
@@ -128,7 +129,7 @@ fn register_as_named(library: &mut Library, name: &str) -> i32 {
 /// qualifiers as `name=0`, as PAPI 7.0's perf_event component enumerates them (papi_native_avail
 /// prints them under the event). `None` for a name outside the table.
 fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
-    let bare = names::strip_perf(name)?;
+    let bare = crate::perf_natives::strip_perf(name)?;
     let (event_name, current) = match bare.split_once(':') {
         Some((e, rest)) => (e, Some(rest.rsplit(':').next().unwrap_or(rest))),
         None => (bare, None),

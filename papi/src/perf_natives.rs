@@ -13,6 +13,12 @@
 use crate::codes::{EINVAL, ENOEVNT};
 pub use crate::perf_table::{PERF_NATIVES, PerfNative, PerfType};
 
+/// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
+/// there); the rest of `name`, if it has it.
+pub fn strip_perf(name: &str) -> Option<&str> {
+    name.strip_prefix("perf::")
+}
+
 /// Where a set must run for an event's qualifiers (`pinned`, `excl`, `cpu`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Placement {
@@ -110,7 +116,7 @@ fn number(value: Option<&str>) -> Result<u64, i32> {
 /// component looks each up with `strncmp`: `READ`, `u`, `period`; `:U` and `:read` are no
 /// qualifiers there), at most `MAX_ATTRIBUTES` (64) of them.
 pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
-    let rest = crate::names::strip_perf(name)?;
+    let rest = strip_perf(name)?;
     let mut parts = rest.split(':');
     let event = find(parts.next()?)?;
     if parts.clone().count() > MAX_ATTRIBUTES {

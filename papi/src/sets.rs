@@ -25,7 +25,7 @@ pub fn create_eventset() -> Result<i32, i32> {
             system_cpu: None,
             attached: None,
             // PAPI's `master`: the creating thread.
-            master: crate::sys::threads::own_id(),
+            master: crate::library::thread_id(),
             cpu: None,
             inherit: false,
             component: -1,
@@ -540,7 +540,7 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
         let opened = chosen
             .open_sampler(
                 &[set.in_domain([name.as_str()])[0].as_str()],
-                &sampled(&set.target()),
+                &set.sampled_target(),
                 &options,
             )
             .and_then(|mut sampler| {
@@ -697,15 +697,4 @@ pub fn overflow_indices(handle: i32, vector: i64) -> Result<Vec<i32>, i32> {
             .map(|i| i as i32)
             .collect())
     })
-}
-
-/// The facade's target for a sampler on a set's backend target: the thread or CPU it counts
-/// (a sampler follows no thread it creates).
-fn sampled(target: &Target) -> facade::Target {
-    match *target {
-        Target::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
-        Target::Process { pid, .. } => facade::Target::thread(pid),
-        Target::Cpu(cpu) => facade::Target::cpu(cpu),
-        _ => facade::Target::this_thread(),
-    }
 }

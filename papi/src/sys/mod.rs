@@ -101,6 +101,7 @@ fn code(result: Result<i32, i32>) -> c_int {
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     let result = library::library_init(version);
     if result == library::VER_CURRENT {
+        let _ = library::THREAD_ID.set(|| threads::own_id());
         threads::know_this_thread();
         crate::sde::init();
         crate::components::fill_component_zero();
