@@ -131,7 +131,7 @@ fn the_process_wide_report_is_written_at_exit() {
         .args([
             "--ignored",
             "--exact",
-            "process_wide_regions_child",
+            "regions::process_wide_regions_child",
             "--test-threads=1",
         ])
         .env(CHILD, "1")

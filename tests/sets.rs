@@ -111,7 +111,7 @@ fn opens_at_most_twice_each(test: &str, child_key: &str, names: &[String]) {
         .args(["-f", "-qq", "-e", "trace=perf_event_open", "-o"])
         .arg(&log)
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture"])
+        .args(["--exact", &format!("sets::{test}"), "--nocapture"])
         .env(child_key, names.join(","))
         .output();
     let Ok(out) = run else {
@@ -184,7 +184,7 @@ fn spawn_thread_churner() -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_process_whose_threads_come_and_go_is_counted_without_an_error",
+            "sets::a_process_whose_threads_come_and_go_is_counted_without_an_error",
             "--nocapture",
         ])
         .env(CHILD_THREADS, "1")

@@ -1,0 +1,13 @@
+//! The facade's integration tests, one binary: each file a module (run one file's tests with
+//! its module as the filter: `cargo test -p counterhal --test main face::`). `alloc.rs` is a
+//! binary of its own: its global allocator counts every allocation of its process.
+
+mod cgroups;
+mod examples;
+mod face;
+mod listing_marks;
+mod process;
+mod regions;
+mod restart;
+mod sets;
+mod targets;
