@@ -69,15 +69,12 @@ fn run(kind: PmuModelKind, steps: u64, noisy: bool) -> Run {
     }
     group.enable().unwrap();
     let mut truth = vec![0u64; requests.len()];
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut noise = counterhal_conformance::prop::Gen::new(0x2545_f491_4f6c_dd1d);
     for _ in 0..steps {
         for (i, &(code, rate)) in events.iter().enumerate() {
-            // Noisy: each step between 0.5 and 1.5 times the rate (a xorshift generator).
+            // Noisy: each step between 0.5 and 1.5 times the rate (the suite's deterministic generator).
             let rate = if noisy {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                rate * 100 / 2 + seed % (rate * 100 + 1)
+                rate * 100 / 2 + noise.below(rate * 100 + 1)
             } else {
                 rate
             };

@@ -4,24 +4,9 @@
 use counterhal_events::{Database, SHIPPED_FILES};
 use counterhal_hal::{Encoding, ErrorKind};
 
+use counterhal_conformance::prop::Gen;
+
 use crate::common;
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0, e.g. for a mutated text truncated to nothing).
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % (n as u64).max(1)).unwrap_or(0)
-    }
-}
 
 const PIECES: &[&str] = &[
     "INST_RETIRED",
@@ -66,21 +51,21 @@ fn arbitrary_event_strings_never_panic() {
     let cpus: Vec<Option<String>> = std::iter::once(None)
         .chain(database.models().map(|m| Some(m.id.clone())))
         .collect();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Gen::new(0x9e37_79b9_7f4a_7c15);
     let mut resolved = 0;
     for _ in 0..20_000 {
         let mut text = String::new();
-        for _ in 0..rng.below(6) + 1 {
-            if rng.below(4) == 0 {
+        for _ in 0..rng.index(6) + 1 {
+            if rng.index(4) == 0 {
                 text.push(
-                    char::from_u32(u32::try_from(rng.below(0x250)).unwrap_or(0)).unwrap_or('?'),
+                    char::from_u32(u32::try_from(rng.index(0x250)).unwrap_or(0)).unwrap_or('?'),
                 );
             } else {
-                text.push_str(PIECES[rng.below(PIECES.len())]);
+                text.push_str(PIECES[rng.index(PIECES.len())]);
             }
         }
-        let cpu = &cpus[rng.below(cpus.len())];
-        let accepts = [&common::PERF, &common::X86][rng.below(2)];
+        let cpu = &cpus[rng.index(cpus.len())];
+        let accepts = [&common::PERF, &common::X86][rng.index(2)];
         if let Ok(event) = database.resolve(cpu.as_deref(), &text, accepts) {
             assert!(!event.terms.is_empty(), "{text}");
             resolved += 1;
@@ -92,24 +77,24 @@ fn arbitrary_event_strings_never_panic() {
 
 #[test]
 fn arbitrary_toml_never_panics() {
-    let mut rng = Rng(0xdead_beef_cafe_f00d);
+    let mut rng = Gen::new(0xdead_beef_cafe_f00d);
     let mut accepted = 0;
     for round in 0..600 {
         let (_, text) = SHIPPED_FILES[round % SHIPPED_FILES.len()];
         let mut bytes: Vec<u8> = text.as_bytes().to_vec();
-        for _ in 0..rng.below(4) + 1 {
+        for _ in 0..rng.index(4) + 1 {
             if bytes.is_empty() {
                 break;
             }
-            let at = rng.below(bytes.len());
-            match rng.below(4) {
+            let at = rng.index(bytes.len());
+            match rng.index(4) {
                 0 => {
                     bytes.remove(at);
                 }
-                1 => bytes.insert(at, b"=[]{}\"0x#\n,.-_Aa9"[rng.below(17)]),
+                1 => bytes.insert(at, b"=[]{}\"0x#\n,.-_Aa9"[rng.index(17)]),
                 2 => bytes.truncate(at),
                 _ => {
-                    let to = rng.below(bytes.len());
+                    let to = rng.index(bytes.len());
                     bytes.swap(at, to);
                 }
             }
