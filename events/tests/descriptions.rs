@@ -289,7 +289,8 @@ fn bad_sources_are_clear_errors() {
     .unwrap();
     let error = db.clone().with_descriptions("skl", &scratch).unwrap_err();
     assert!(
-        error.to_string().contains("bad.json: line 2, column 3"),
+        error.to_string().contains("bad.json: not JSON: ")
+            && error.to_string().contains("line 2 column 3"),
         "{error}"
     );
     std::fs::write(scratch.join("bad.json"), "{\"not\": \"events\"}").unwrap();

@@ -21,7 +21,6 @@
 //!
 //! Nothing reads a source unless asked: `--descriptions DIR` or [`DESCRIPTIONS_ENV`].
 
-mod json;
 
 use std::path::{Path, PathBuf};
 
@@ -252,27 +251,25 @@ fn read_file(path: &Path, unit: Option<&str>, out: &mut Vec<(String, String)>) -
         return Err(bad(format!("{size} bytes, more than any description file")));
     }
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
-    let value = json::parse(&text).map_err(bad)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
     // The kernel's files are an array of events; perfmon's an object with `Events`.
-    let events = match value.get("Events").unwrap_or(&value) {
-        json::Value::Array(events) => events,
-        _ => {
-            return Err(bad(
-                "no array of events (perf's JSON event file)".to_string()
-            ));
-        }
+    let Some(events) = value.get("Events").unwrap_or(&value).as_array() else {
+        return Err(bad(
+            "no array of events (perf's JSON event file)".to_string()
+        ));
     };
     for event in events {
         let (Some(name), Some(description)) = (
-            event.get("EventName").and_then(json::Value::text),
+            event.get("EventName").and_then(serde_json::Value::as_str),
             event
                 .get("BriefDescription")
                 .or_else(|| event.get("PublicDescription"))
-                .and_then(json::Value::text),
+                .and_then(serde_json::Value::as_str),
         ) else {
             continue;
         };
-        let event_unit = event.get("Unit").and_then(json::Value::text);
+        let event_unit = event.get("Unit").and_then(serde_json::Value::as_str);
         if event_unit.is_some_and(|u| Some(u) != unit) {
             continue;
         }
