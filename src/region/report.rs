@@ -122,78 +122,44 @@ impl RegionReport {
     /// `regions`, each with `name`, `calls`, `threads`, `real_ns`, `cpu_ns` and per event
     /// `value`, `time_enabled`, `time_running` and `estimate`.
     pub fn json(&self) -> String {
-        let mut out = String::from("{\"events\":[");
-        for (i, event) in self.events.iter().enumerate() {
-            let _ = write!(out, "{}{}", comma(i), json_string(event));
-        }
-        out.push_str("],\"left_out\":[");
-        for (i, (event, why)) in self.left_out.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"event\":{},\"reason\":{}}}",
-                comma(i),
-                json_string(event),
-                json_string(why)
-            );
-        }
-        out.push_str("],\"regions\":[");
-        for (i, (name, t)) in self.regions.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}{{\"name\":{},\"calls\":{},\"threads\":{},\"real_ns\":{},\"cpu_ns\":{},\"counts\":[",
-                comma(i),
-                json_string(name),
-                t.calls,
-                t.threads,
-                t.real_ns,
-                t.cpu_ns
-            );
-            for (j, (event, (r, estimate))) in self
-                .events
-                .iter()
-                .zip(t.readings.iter().zip(&t.estimates))
-                .enumerate()
-            {
-                let _ = write!(
-                    out,
-                    "{}{{\"event\":{},\"value\":{},\"time_enabled\":{},\"time_running\":{},\"estimate\":{}}}",
-                    comma(j),
-                    json_string(event),
-                    r.value,
-                    r.time_enabled,
-                    r.time_running,
-                    estimate
-                );
-            }
-            out.push_str("]}");
-        }
-        out.push_str("]}\n");
-        out
+        let left_out: Vec<serde_json::Value> = self
+            .left_out
+            .iter()
+            .map(|(event, why)| serde_json::json!({"event": event, "reason": why}))
+            .collect();
+        let regions: Vec<serde_json::Value> = self
+            .regions
+            .iter()
+            .map(|(name, t)| {
+                let counts: Vec<serde_json::Value> = self
+                    .events
+                    .iter()
+                    .zip(t.readings.iter().zip(&t.estimates))
+                    .map(|(event, (r, estimate))| {
+                        serde_json::json!({
+                            "event": event,
+                            "value": r.value,
+                            "time_enabled": r.time_enabled,
+                            "time_running": r.time_running,
+                            "estimate": estimate,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "name": name,
+                    "calls": t.calls,
+                    "threads": t.threads,
+                    "real_ns": t.real_ns,
+                    "cpu_ns": t.cpu_ns,
+                    "counts": counts,
+                })
+            })
+            .collect();
+        let report = serde_json::json!({
+            "events": self.events,
+            "left_out": left_out,
+            "regions": regions,
+        });
+        format!("{report}\n")
     }
-}
-
-/// `,` before every item but the first.
-fn comma(i: usize) -> &'static str {
-    if i == 0 { "" } else { "," }
-}
-
-/// `text` as a JSON string, quoted and escaped.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
