@@ -21,7 +21,6 @@
 //!
 //! Nothing reads a source unless asked: `--descriptions DIR` or [`DESCRIPTIONS_ENV`].
 
-
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, Result};
