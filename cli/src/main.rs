@@ -10,6 +10,7 @@ mod list;
 mod models;
 mod options;
 mod output;
+mod reference;
 mod report;
 mod stat;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
