@@ -1,7 +1,8 @@
-//! The rules ARCHITECTURE.md and STYLE.md state, checked over the workspace's sources: rooms
-//! of at most 700 lines of code, no module that imports a module importing it back, an event
-//! database that names no backend, unsafe code only in `sys` modules, every skip through the
-//! skip door, and a library that does not depend on the command's crates.
+//! The rules ARCHITECTURE.md states, checked over the workspace: rooms of at most 700 lines of
+//! code, no module that imports a module importing it back, an event database that names no
+//! backend, unsafe code only in `sys` modules, every skip through the skip door, crates that
+//! depend on one another only as its map allows (read from Cargo's metadata), a library that
+//! does not depend on the command's crates, and docs that name only paths that exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -298,7 +299,7 @@ fn dependencies(manifest: &Path) -> BTreeMap<String, toml::Value> {
 #[test]
 fn a_library_user_builds_no_command_and_no_test_suite() {
     let facade = dependencies(&root().join("Cargo.toml"));
-    for command_only in ["clap", "serde_json"] {
+    for command_only in ["clap", "plotters"] {
         assert!(
             !facade.contains_key(command_only),
             "the facade depends on {command_only}"
@@ -330,4 +331,329 @@ fn a_library_user_builds_no_command_and_no_test_suite() {
             backend.display()
         );
     }
+}
+
+/// A workspace package as Cargo's metadata describes it: its folder, and the workspace packages
+/// it depends on, by kind (`normal`, `dev`, `build`).
+struct Package {
+    folder: String,
+    depends: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The workspace's packages by name, from `cargo metadata --no-deps`.
+fn workspace_packages() -> BTreeMap<String, Package> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let output = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let packages = metadata["packages"].as_array().unwrap();
+    let names: BTreeSet<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let mut workspace = BTreeMap::new();
+    for package in packages {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let folder = relative(manifest.parent().unwrap());
+        let mut depends: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for dependency in package["dependencies"].as_array().unwrap() {
+            let name = dependency["name"].as_str().unwrap();
+            if names.contains(name) {
+                let kind = dependency["kind"].as_str().unwrap_or("normal");
+                depends
+                    .entry(kind.to_string())
+                    .or_default()
+                    .insert(name.to_string());
+            }
+        }
+        workspace.insert(
+            package["name"].as_str().unwrap().to_string(),
+            Package { folder, depends },
+        );
+    }
+    workspace
+}
+
+/// The backticked names in one cell of a Markdown table.
+fn backticked(cell: &str) -> BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// ARCHITECTURE.md's dependency table: each package with the workspace packages it may depend
+/// on and those its tests may also use.
+fn dependency_map() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Who may depend on whom"))
+        .expect("ARCHITECTURE.md has a section `Who may depend on whom`");
+    let mut map = BTreeMap::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+        assert_eq!(
+            cells.len(),
+            3,
+            "package | may depend on | tests may also use: {line}"
+        );
+        let package = backticked(cells[0]).into_iter().next().unwrap();
+        let previous = map.insert(
+            package.clone(),
+            (backticked(cells[1]), backticked(cells[2])),
+        );
+        assert!(previous.is_none(), "{package} has two rows");
+    }
+    map
+}
+
+/// The packages of the backend folders (`backend-*`).
+fn backends(workspace: &BTreeMap<String, Package>) -> BTreeSet<String> {
+    workspace
+        .iter()
+        .filter(|(_, p)| p.folder.starts_with("backend-"))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+#[test]
+fn every_crate_depends_only_on_what_the_map_allows() {
+    let workspace = workspace_packages();
+    let map = dependency_map();
+    let listed: BTreeSet<&String> = map.keys().collect();
+    let packages: BTreeSet<&String> = workspace.keys().collect();
+    assert_eq!(
+        listed, packages,
+        "ARCHITECTURE.md's table lists every workspace package, once"
+    );
+    let mut wrong = Vec::new();
+    for (name, package) in &workspace {
+        let (may, tests) = &map[name];
+        for (kind, depends) in &package.depends {
+            for dependency in depends {
+                let allowed = may.contains(dependency)
+                    || (kind == "dev" && (tests.contains(dependency) || dependency == name));
+                if !allowed {
+                    wrong.push(format!("{name} -> {dependency} ({kind})"));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dependencies ARCHITECTURE.md does not allow: {wrong:?}"
+    );
+}
+
+#[test]
+fn the_map_keeps_the_arrows_pointing_one_way() {
+    // The rules behind the table, so that allowing an arrow in it is not enough.
+    let workspace = workspace_packages();
+    let map = dependency_map();
+    let backends = backends(&workspace);
+    assert!(backends.len() >= 4, "{backends:?}");
+    let faces = ["counterhal", "counterhal-cli", "counterhal-papi"];
+    let leaves = [
+        "counterhal-cli",
+        "counterhal-capi",
+        "counterhal-papi",
+        "counterhal-gen",
+    ];
+    let mut broken = Vec::new();
+    if !map["counterhal-hal"].0.is_empty() {
+        broken.push("counterhal-hal depends on no workspace crate".to_string());
+    }
+    for (name, (may, tests)) in &map {
+        for dependency in may.iter().chain(tests) {
+            if backends.contains(dependency) && !faces.contains(&name.as_str()) {
+                broken.push(format!(
+                    "{name} -> {dependency}: only the facade and the faces name a backend"
+                ));
+            }
+            if leaves.contains(&dependency.as_str()) && dependency != name {
+                broken.push(format!(
+                    "{name} -> {dependency}: nothing depends on a face or a tool"
+                ));
+            }
+        }
+    }
+    // The backends know the vocabulary and the database, never the facade.
+    for backend in &backends {
+        let (may, _) = &map[backend];
+        for must in ["counterhal-hal", "counterhal-events"] {
+            if !may.contains(must) {
+                broken.push(format!("{backend} builds on {must}"));
+            }
+        }
+        if may.contains("counterhal") {
+            broken.push(format!(
+                "{backend} -> counterhal: a backend knows no facade"
+            ));
+        }
+    }
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
+/// The Markdown files whose paths are checked: the top-level guides and docs/.
+fn guides() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md"]
+        .iter()
+        .map(|f| root().join(f))
+        .collect();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The text outside fenced code blocks.
+fn prose(text: &str) -> String {
+    let mut inside = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = !inside;
+            continue;
+        }
+        if !inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Whether a path of the repository matches `pattern`, whose components may hold one `*`.
+fn matches_in_repository(base: &Path, pattern: &str) -> bool {
+    let mut candidates = vec![base.to_path_buf()];
+    for component in pattern.trim_end_matches('/').split('/') {
+        let mut next = Vec::new();
+        for dir in &candidates {
+            match component.split_once('*') {
+                None => {
+                    let path = dir.join(component);
+                    if path.exists() {
+                        next.push(path);
+                    }
+                }
+                Some((prefix, suffix)) => {
+                    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if name.len() >= prefix.len() + suffix.len()
+                            && name.starts_with(prefix)
+                            && name.ends_with(suffix)
+                        {
+                            next.push(entry.path());
+                        }
+                    }
+                }
+            }
+        }
+        candidates = next;
+    }
+    !candidates.is_empty()
+}
+
+/// The repository paths a guide names: inline code that starts with one of the repository's
+/// top-level entries (`cli/src/main.rs`, `.ci/run`, `Cargo.toml`), relative to the root, and
+/// link targets that are not web addresses, relative to the guide. A span with `<` (a
+/// placeholder: `backend-<name>/`) or blanks is no path.
+fn named_paths(guide: &Path, top_level: &BTreeSet<String>) -> Vec<(String, PathBuf)> {
+    let text = prose(&std::fs::read_to_string(guide).unwrap());
+    let mut paths = Vec::new();
+    for span in text.split('`').skip(1).step_by(2) {
+        // `events/src/parse.rs:12` names the file.
+        let span = match span.rsplit_once(':') {
+            Some((path, line)) if line.bytes().all(|b| b.is_ascii_digit()) => path,
+            _ => span,
+        };
+        if span.is_empty() || span.contains(['<', ' ', '\n']) {
+            continue;
+        }
+        let first = span.split('/').next().unwrap();
+        let is_path = top_level.contains(first) && (span.contains('/') || span.contains('.'));
+        if is_path {
+            paths.push((span.to_string(), root().to_path_buf()));
+        }
+    }
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let Some(end) = rest.find(')') else { break };
+        let target = rest[..end].split('#').next().unwrap();
+        let web = target.contains("://") || target.starts_with("mailto:");
+        if !target.is_empty() && !web && !target.contains(' ') {
+            paths.push((target.to_string(), guide.parent().unwrap().to_path_buf()));
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_path_the_guides_name_exists() {
+    let top_level: BTreeSet<String> = std::fs::read_dir(root())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "target" && n != ".git")
+        .collect();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for guide in guides() {
+        for (path, base) in named_paths(&guide, &top_level) {
+            checked += 1;
+            if !matches_in_repository(&base, &path) {
+                missing.push(format!("{}: {path}", relative(&guide)));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "paths that do not exist: {missing:#?}");
+    assert!(
+        checked > 100,
+        "only {checked} paths found: is the scan blind?"
+    );
+    // The scan sees what it must, and nothing it must not.
+    let sample = root().join("target/architecture-sample.md");
+    std::fs::create_dir_all(sample.parent().unwrap()).unwrap();
+    std::fs::write(
+        &sample,
+        "`cli/src/nothing.rs` [x](../nowhere.md) `msr/tsc/` `backend-<name>/` `/dev/pctr`\n\
+         [web](https://example.org/a) `docs/man/*.1` `events/src/parse.rs:12`\n\
+         ```sh\nscripts/not-here\n```\n",
+    )
+    .unwrap();
+    let found: Vec<String> = named_paths(&sample, &top_level)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "cli/src/nothing.rs",
+            "docs/man/*.1",
+            "events/src/parse.rs",
+            "../nowhere.md"
+        ]
+    );
 }
