@@ -8,7 +8,7 @@ use counterhal_hal::{
     EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
     check_family,
 };
-use counterhal_x86::{Counters, Demand, Schedule, assign, rotation, schedule};
+use counterhal_x86::{Counters, Demand, rotation, schedule_for, turn_length};
 
 use crate::abi::{EVTSEL_KERNEL_OWNED, PmcOpGetCpuInfo, Version, caps, class};
 use crate::device::{HwpmcDevice, cpu_info, handshake};
@@ -393,25 +393,17 @@ impl Backend for HwpmcBackend {
             holders: "other open groups of this process",
             gated: false,
         };
-        let schedule: Schedule = if options.grouped {
-            Schedule::at_once(assign(&demands, &counters)?)
-        } else {
-            schedule(&demands, &counters)?
-        };
+        let schedule = schedule_for(options, &demands, &counters)?;
         shared.busy_general |= schedule.general_mask();
         shared.busy_fixed |= schedule.fixed_mask();
         drop(shared);
-        let slice = options
-            .multiplex_interval
-            .unwrap_or(rotation::DEFAULT_SLICE)
-            .max(rotation::MIN_SLICE);
         HwpmcGroup::start(
             Arc::clone(&self.shared),
             plan,
             events.iter().map(|r| r.name.clone()).collect(),
             &schedule,
             &pmcs,
-            slice,
+            turn_length(options),
         )
     }
 }

@@ -1,11 +1,13 @@
 //! [`HwpmcGroup`]: counting PMCs allocated, started, read, stopped and released through
 //! hwpmc, taking turns on the counters when an ungrouped set does not fit them.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use counterhal_hal::{Error, Group, Reading, Result};
-use counterhal_x86::{CounterRef, Rotation, Schedule, Tick, Timer, counter_delta};
+use counterhal_hal::{Group, Reading, Result};
+use counterhal_x86::{
+    CounterRef, Multiplexed, Multiplexer, Rotation, Schedule, Stopped, counter_delta,
+};
 
 use crate::abi::{AMD_SUB_CLASS_CORE, PmcId, PmcOpPmcAllocate, PmcOpPmcAttach, class, mode, op};
 use crate::device::{OpArg, read_write, simple};
@@ -30,7 +32,7 @@ pub(crate) struct Plan {
     pub(crate) fixed_width: u32,
 }
 
-/// One event: its PMC while allocated, and its count.
+/// One event: its PMC while allocated, and where its count was last folded.
 #[derive(Debug)]
 struct Slot {
     event: PmcEvent,
@@ -39,18 +41,19 @@ struct Slot {
     pmcid: Option<u32>,
     /// The PMC's count at the last fold.
     last: u64,
-    total: u64,
 }
 
-/// The state a rotation tick and the caller share.
-struct Core {
+/// hwpmc's side of a group's multiplexer ([`Multiplexed`]): each event's PMC while its turn
+/// is on, allocated and started, read with PMCRW, stopped and released; the clock is the
+/// library's (hwpmc keeps no times).
+struct Pmcs {
     shared: Arc<Mutex<Shared>>,
     plan: Plan,
     names: Vec<String>,
     slots: Vec<Slot>,
-    rotation: Rotation,
-    /// An error of a tick, given to the next call.
-    deferred: Option<Error>,
+    /// The rows the group holds in any turn, given back at the release.
+    general: u32,
+    fixed: u32,
 }
 
 fn control(op_number: u32) -> Operation<'static> {
@@ -62,7 +65,7 @@ fn control(op_number: u32) -> Operation<'static> {
     })
 }
 
-impl Core {
+impl Pmcs {
     fn now(&self) -> u64 {
         lock(&self.shared).device.now_ns()
     }
@@ -116,17 +119,17 @@ impl Core {
         Ok(())
     }
 
-    /// Reads slot `index`'s PMC and adds what it counted since the last fold.
-    fn fold(&mut self, index: usize) -> Result<()> {
+    /// Reads slot `index`'s PMC and adds what it counted since the last fold to `value`.
+    fn fold_one(&mut self, index: usize, value: &mut u64) -> Result<()> {
         let Some(pmcid) = self.slots[index].pmcid else {
             return Ok(());
         };
-        let value = read_write(lock(&self.shared).device.as_mut(), pmcid, None)
+        let count = read_write(lock(&self.shared).device.as_mut(), pmcid, None)
             .map_err(|e| map_errno(&control(op::PMCRW), e))?;
         let slot = &mut self.slots[index];
-        let delta = counter_delta(slot.last, value, slot.width, false);
-        slot.total = slot.total.wrapping_add(delta);
-        slot.last = value;
+        let delta = counter_delta(slot.last, count, slot.width, false);
+        *value = value.wrapping_add(delta);
+        slot.last = count;
         Ok(())
     }
 
@@ -135,18 +138,49 @@ impl Core {
             .map_err(|e| map_errno(&control(op_number), e))
     }
 
-    /// The slots of the turn on the counters (and those that never rotate).
-    fn active(&self) -> Vec<usize> {
-        (0..self.slots.len())
-            .filter(|&i| self.rotation.is_active(i))
-            .collect()
+    /// The ending turn's PMCs read, stopped and released; the next turn's allocated and
+    /// started.
+    fn switch_turn(&mut self, turns: &mut Rotation, values: &mut [u64]) -> Result<()> {
+        let ending = turns.current();
+        for (index, value) in values.iter_mut().enumerate() {
+            if turns.turn_of(index) != Some(ending) {
+                continue;
+            }
+            self.fold_one(index, value)?;
+            if let Some(pmcid) = self.slots[index].pmcid.take() {
+                self.call(op::PMCSTOP, pmcid)?;
+                self.call(op::PMCRELEASE, pmcid)?;
+            }
+        }
+        let now = self.now();
+        let next = turns.switch(now);
+        for index in 0..self.slots.len() {
+            if turns.turn_of(index) == Some(next) {
+                self.allocate(index)?;
+                let pmcid = self.slots[index].pmcid.unwrap_or_default();
+                self.call(op::PMCSTART, pmcid)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Multiplexed for Pmcs {
+    /// The first turn's PMCs allocated (and attached), so that refusals show at open.
+    fn open(&mut self, turns: &Rotation) -> Result<()> {
+        for index in 0..self.slots.len() {
+            if turns.is_active(index) {
+                self.allocate(index)?;
+            }
+        }
+        Ok(())
     }
 
-    fn enable(&mut self) -> Result<()> {
-        if self.rotation.is_enabled() {
-            return Ok(());
-        }
-        for index in self.active() {
+    fn start(&mut self, turns: &Rotation) -> Result<u64> {
+        for index in 0..self.slots.len() {
+            if !turns.is_active(index) {
+                continue;
+            }
             if self.slots[index].pmcid.is_none() {
                 self.allocate(index)?;
             }
@@ -160,32 +194,47 @@ impl Core {
                 .map_err(|e| map_errno(&control(op::PMCRW), e))?;
             self.slots[index].last = value;
         }
-        let now = self.now();
-        self.rotation.enable(now);
-        Ok(())
+        Ok(self.now())
     }
 
-    fn disable(&mut self) -> Result<()> {
-        if !self.rotation.is_enabled() {
-            return Ok(());
-        }
+    fn stop(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<Stopped> {
         // Read first: a process-mode PMC read after PMCSTOP returns its saved value, which
         // lags until the target is switched out.
-        for index in self.active() {
-            self.fold(index)?;
+        for (index, value) in values.iter_mut().enumerate() {
+            if !turns.is_active(index) {
+                continue;
+            }
+            self.fold_one(index, value)?;
             if let Some(pmcid) = self.slots[index].pmcid {
                 self.call(op::PMCSTOP, pmcid)?;
             }
         }
-        let now = self.now();
-        self.rotation.disable(now);
-        Ok(())
+        Ok(Stopped::at(self.now()))
     }
 
-    fn reset(&mut self) -> Result<()> {
-        let enabled = self.rotation.is_enabled();
-        for index in 0..self.slots.len() {
-            if let Some(pmcid) = self.slots[index].pmcid {
+    fn fold(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<u64> {
+        if turns.is_enabled() {
+            for (index, value) in values.iter_mut().enumerate() {
+                if turns.is_active(index) {
+                    self.fold_one(index, value)?;
+                }
+            }
+        }
+        Ok(self.now())
+    }
+
+    /// Only while enabled: a disabled set keeps its turn.
+    fn switch(&mut self, turns: &mut Rotation, values: &mut [u64]) -> Result<()> {
+        if !turns.is_enabled() || turns.turn_count() < 2 {
+            return Ok(());
+        }
+        self.switch_turn(turns, values)
+    }
+
+    fn reset(&mut self, turns: &Rotation) -> Result<()> {
+        let enabled = turns.is_enabled();
+        for slot in &mut self.slots {
+            if let Some(pmcid) = slot.pmcid {
                 let mut shared = lock(&self.shared);
                 let device = shared.device.as_mut();
                 // PMCRW writes only while the PMC is stopped (EBUSY while running).
@@ -195,73 +244,14 @@ impl Core {
                     read_write(device, pmcid, Some(0)).map(|_| 0)
                 }
                 .map_err(|e| map_errno(&control(op::PMCRW), e))?;
-                self.slots[index].last = value;
-            }
-            self.slots[index].total = 0;
-        }
-        Ok(())
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        if readings.len() < self.slots.len() {
-            return Err(Error::invalid_input(format!(
-                "{} readings for a group of {} events",
-                readings.len(),
-                self.slots.len()
-            )));
-        }
-        if let Some(error) = self.deferred.take() {
-            return Err(error);
-        }
-        if self.rotation.is_enabled() {
-            for index in self.active() {
-                self.fold(index)?;
-            }
-        }
-        let now = self.now();
-        for (index, (slot, reading)) in self.slots.iter().zip(readings.iter_mut()).enumerate() {
-            let (enabled, running) = self.rotation.times(index, now);
-            *reading = Reading::new(slot.total, enabled, running);
-        }
-        Ok(())
-    }
-
-    /// The rotation's timer: the ending turn's PMCs are read, stopped and released, the
-    /// next turn's allocated and started.
-    fn tick(&mut self) {
-        if !self.rotation.is_enabled() || self.rotation.turn_count() < 2 {
-            return;
-        }
-        if let Err(error) = self.switch_turn() {
-            self.deferred.get_or_insert(error);
-        }
-    }
-
-    fn switch_turn(&mut self) -> Result<()> {
-        let ending: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| self.rotation.turn_of(i) == Some(self.rotation.current()))
-            .collect();
-        for &index in &ending {
-            self.fold(index)?;
-            if let Some(pmcid) = self.slots[index].pmcid.take() {
-                self.call(op::PMCSTOP, pmcid)?;
-                self.call(op::PMCRELEASE, pmcid)?;
-            }
-        }
-        let now = self.now();
-        let next = self.rotation.switch(now);
-        for index in 0..self.slots.len() {
-            if self.rotation.turn_of(index) == Some(next) {
-                self.allocate(index)?;
-                let pmcid = self.slots[index].pmcid.unwrap_or_default();
-                self.call(op::PMCSTART, pmcid)?;
+                slot.last = value;
             }
         }
         Ok(())
     }
 
-    /// Stops and releases every PMC, and gives the counters back.
-    fn release(&mut self, general: u32, fixed: u32) {
+    /// Stops and releases every PMC, and gives the rows back.
+    fn release(&mut self, _turns: &Rotation) {
         let mut shared = lock(&self.shared);
         for slot in &mut self.slots {
             if let Some(pmcid) = slot.pmcid.take() {
@@ -270,37 +260,36 @@ impl Core {
                 let _ = simple(device, op::PMCRELEASE, pmcid);
             }
         }
-        shared.busy_general &= !general;
-        shared.busy_fixed &= !fixed;
+        shared.busy_general &= !self.general;
+        shared.busy_fixed &= !self.fixed;
     }
-}
 
-fn lock_core(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The library's clock counts nanoseconds.
+    fn nanos(&self, ticks: u64) -> u64 {
+        ticks
+    }
 }
 
 /// The PMCs of one [`HwpmcBackend::open`](crate::HwpmcBackend): allocated at open (the first
 /// turn's), started on enable, read with PMCRW, stopped on disable, released on drop.
 ///
 /// A set opened ungrouped with more events than counters takes turns on them, switched by a
-/// timer every [`OpenOptions::multiplex_interval`](counterhal_hal::OpenOptions::multiplex_interval):
+/// timer every [`OpenOptions::multiplex_interval`](counterhal_hal::OpenOptions::multiplex_interval)
+/// ([`counterhal_x86::multiplex`], the multiplexer every software-multiplexing backend shares):
 /// at each switch the ending turn's PMCs are read, stopped and released and the next turn's
 /// allocated and started. hwpmc keeps no times: time enabled is the library's clock while the
 /// set is enabled, time running the part of it each event held a PMC.
 pub struct HwpmcGroup {
-    core: Arc<Mutex<Core>>,
-    timer: Option<Timer>,
-    general: u32,
-    fixed: u32,
+    multiplexer: Multiplexer<Pmcs>,
 }
 
 impl std::fmt::Debug for HwpmcGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let core = lock_core(&self.core);
+        let names = self.multiplexer.with(|pmcs, _, _| pmcs.names.clone());
         f.debug_struct("HwpmcGroup")
-            .field("names", &core.names)
-            .field("enabled", &core.rotation.is_enabled())
-            .field("turns", &core.rotation.turn_count())
+            .field("names", &names)
+            .field("enabled", &self.multiplexer.is_enabled())
+            .field("turns", &self.multiplexer.turns())
             .finish_non_exhaustive()
     }
 }
@@ -332,109 +321,76 @@ impl HwpmcGroup {
                     width,
                     pmcid: None,
                     last: 0,
-                    total: 0,
                 }
             })
             .collect();
-        let core = Core {
+        let pmcs = Pmcs {
             shared: Arc::clone(&shared),
             plan,
             names,
             slots,
-            rotation: Rotation::new(schedule),
-            deferred: None,
-        };
-        let mut group = HwpmcGroup {
-            core: Arc::new(Mutex::new(core)),
-            timer: None,
             general: schedule.general_mask(),
             fixed: schedule.fixed_mask(),
         };
-        {
-            let mut core = lock_core(&group.core);
-            for index in core.active() {
-                // On failure the group is dropped, which releases what was allocated.
-                core.allocate(index)?;
-            }
-        }
-        if schedule.rotates() {
-            let weak: Weak<Mutex<Core>> = Arc::downgrade(&group.core);
-            let tick: Tick = Arc::new(move || {
-                if let Some(core) = weak.upgrade() {
-                    lock_core(&core).tick();
-                }
-            });
-            group.timer = Some(lock(&shared).device.start_timer(slice, tick)?);
-        }
-        Ok(group)
+        let multiplexer = Multiplexer::open(pmcs, schedule, |tick| {
+            lock(&shared).device.start_timer(slice, tick)
+        })?;
+        Ok(HwpmcGroup { multiplexer })
     }
 
     /// The PMC id of each event while it holds one, in request order.
     pub fn pmc_ids(&self) -> Vec<Option<u32>> {
-        lock_core(&self.core)
-            .slots
-            .iter()
-            .map(|s| s.pmcid)
-            .collect()
+        self.multiplexer
+            .with(|pmcs, _, _| pmcs.slots.iter().map(|s| s.pmcid).collect())
     }
 
     /// The fields of each event's PMC id while it holds one (decoded in the module's
     /// layout, V9 or V10), in request order.
     pub fn pmc_fields(&self) -> Vec<Option<PmcId>> {
-        let core = lock_core(&self.core);
-        let major = core.plan.major;
-        core.slots
-            .iter()
-            .map(|s| s.pmcid.map(|id| PmcId::parse(id, major)))
-            .collect()
+        self.multiplexer.with(|pmcs, _, _| {
+            let major = pmcs.plan.major;
+            pmcs.slots
+                .iter()
+                .map(|s| s.pmcid.map(|id| PmcId::parse(id, major)))
+                .collect()
+        })
     }
 
     /// The class of each event's PMC (`PMC_CLASS_IAP`, `IAF` or `K8`), in request order.
     pub fn classes(&self) -> Vec<u32> {
-        lock_core(&self.core)
-            .slots
-            .iter()
-            .map(|s| s.class)
-            .collect()
+        self.multiplexer
+            .with(|pmcs, _, _| pmcs.slots.iter().map(|s| s.class).collect())
     }
 
     /// How many turns the events take (1: they all count all the time).
     pub fn turns(&self) -> usize {
-        lock_core(&self.core).rotation.turn_count()
+        self.multiplexer.turns()
     }
 
     /// How many times the rotation has switched turns.
     pub fn switches(&self) -> u64 {
-        lock_core(&self.core).rotation.switches()
+        self.multiplexer.switches()
     }
 }
 
 impl Group for HwpmcGroup {
     fn len(&self) -> usize {
-        lock_core(&self.core).slots.len()
+        self.multiplexer.len()
     }
 
     fn enable(&mut self) -> Result<()> {
-        lock_core(&self.core).enable()
+        self.multiplexer.enable()
     }
 
     fn disable(&mut self) -> Result<()> {
-        lock_core(&self.core).disable()
+        self.multiplexer.disable()
     }
 
     fn reset(&mut self) -> Result<()> {
-        lock_core(&self.core).reset()
+        self.multiplexer.reset()
     }
 
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        lock_core(&self.core).read(readings)
-    }
-}
-
-impl Drop for HwpmcGroup {
-    fn drop(&mut self) {
-        // The timer first (a thread's joined), so that no switch runs while the PMCs go.
-        self.timer.take();
-        lock_core(&self.core).release(self.general, self.fixed);
+        self.multiplexer.read(readings)
     }
 }

@@ -12,13 +12,13 @@ use counterhal_hal::{
     ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
 };
 use counterhal_x86::signature::hybrid_core;
-use counterhal_x86::{CounterRef, Counters, Demand, Schedule, assign, rotation};
+use counterhal_x86::{CounterRef, Counters, Demand, rotation, schedule_for, turn_length};
 
 use crate::allow::AllowList;
 use crate::cores::{CoreView, for_core, hybrid_views, read_capabilities};
 use crate::cpuid::CpuidSource;
 use crate::device::{Access, MsrDevice, ThreadPin};
-use crate::group::{Core, MsrGroup, Slot};
+use crate::group::{MsrGroup, Registers, Slot};
 use crate::model::{ModelConfig, ModelDevice, ModelHandle, PmuModelKind};
 use crate::pmu::{PmuInfo, TscFrequency, TscSource};
 use crate::regs::{self, fixed_ctrl};
@@ -498,14 +498,8 @@ impl Backend for MsrBackend {
             })
             .collect();
         // A group must fit at once; independent events take turns when they do not.
-        let schedule = if options.grouped {
-            let placement = assign(&demands, &counters)
-                .map_err(|error| error.context(format_args!("CPU {cpu}")))?;
-            Schedule::at_once(placement)
-        } else {
-            rotation::schedule(&demands, &counters)
-                .map_err(|error| error.context(format_args!("CPU {cpu}")))?
-        };
+        let schedule = schedule_for(options, &demands, &counters)
+            .map_err(|error| error.context(format_args!("CPU {cpu}")))?;
         let assignment = &schedule.counters;
         let mut slots = Vec::with_capacity(events.len());
         let mut ours = 0u64;
@@ -534,7 +528,6 @@ impl Backend for MsrBackend {
                 width,
                 global_bit,
                 last_raw: 0,
-                total: 0,
             });
         }
         mine.extra = extra_claims(&events, &candidates, &claimed, cpu)?;
@@ -556,20 +549,8 @@ impl Backend for MsrBackend {
         }
         drop(claims);
         let pmu = Arc::clone(&view.pmu);
-        let core = Core::new(
-            Arc::clone(&self.shared),
-            pmu,
-            cpu,
-            slots,
-            ours,
-            mine,
-            &schedule,
-        );
-        let slice = options
-            .multiplex_interval
-            .unwrap_or(rotation::DEFAULT_SLICE)
-            .max(rotation::MIN_SLICE);
-        MsrGroup::start(core, pin, slice)
+        let registers = Registers::new(Arc::clone(&self.shared), pmu, cpu, slots, ours, mine);
+        MsrGroup::start(registers, &schedule, pin, turn_length(options))
     }
 }
 

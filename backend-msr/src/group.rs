@@ -2,16 +2,17 @@
 
 use counterhal_hal::Evtsel;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::Arc;
 
-use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
-use counterhal_x86::{CounterRef, Rotation, Schedule, counter_delta, width_mask};
+use counterhal_hal::{Error, Group, Reading, Result};
+use counterhal_x86::{
+    CounterRef, Multiplexed, Multiplexer, Rotation, Schedule, Stopped, counter_delta, width_mask,
+};
 
 use crate::device::ThreadPin;
 use crate::pmu::PmuInfo;
 use crate::regs::{self, fixed_ctrl};
 use crate::shared::{CpuClaims, Shared};
-use crate::timer::{Tick, Timer};
 
 /// One event of a group on its counter.
 #[derive(Clone, Debug)]
@@ -23,12 +24,12 @@ pub(crate) struct Slot {
     pub(crate) width: u32,
     pub(crate) global_bit: u64,
     pub(crate) last_raw: u64,
-    pub(crate) total: u64,
 }
 
-/// The registers' side of a group, shared with the rotation's timer when the events take
-/// turns: every operation of the group and every switch locks it.
-pub(crate) struct Core {
+/// The registers' side of a group's multiplexer ([`Multiplexed`]): its selects, counters and
+/// control bits on one CPU, with the TSC as the clock. Every operation holds the claims'
+/// lock, which serialises the read-modify-write of registers groups share.
+pub(crate) struct Registers {
     shared: Arc<Shared>,
     /// The PMU of the group's CPU (on a hybrid chip, of its core).
     pmu: Arc<PmuInfo>,
@@ -39,9 +40,6 @@ pub(crate) struct Core {
     fixed_fields: u64,
     fixed_mask: u64,
     claimed: CpuClaims,
-    rotation: Rotation,
-    /// The first error of a switch the timer made, given to the next operation.
-    timer_error: Option<Error>,
 }
 
 /// Events counting together on one CPU's PMU registers.
@@ -56,14 +54,13 @@ pub(crate) struct Core {
 /// `time_enabled` is TSC time while enabled. A group that fits its counters runs whole:
 /// `time_running == time_enabled`. An ungrouped set with more events than counters
 /// ([`OpenOptions::ungrouped`](counterhal_hal::OpenOptions::ungrouped)) is split into turns
-/// that take the counters in rotation, switched by a timer (see the crate's README): an event's
-/// value grows and its time running runs only during its turn, events on fixed counters count
-/// always. Dropping the group stops its timer and its counters, clears their selects and
-/// releases them, and restores the affinity of a pinned thread.
+/// that take the counters in rotation, switched by a timer (see the crate's README and
+/// [`counterhal_x86::multiplex`], the multiplexer every software-multiplexing backend shares):
+/// an event's value grows and its time running runs only during its turn, events on fixed
+/// counters count always. Dropping the group stops its timer and its counters, clears their
+/// selects and releases them, and restores the affinity of a pinned thread.
 pub struct MsrGroup {
-    core: Arc<Mutex<Core>>,
-    timer: Option<Timer>,
-    len: usize,
+    multiplexer: Multiplexer<Registers>,
     cpu: u32,
     _pin: Option<ThreadPin>,
 }
@@ -78,48 +75,28 @@ impl fmt::Debug for MsrGroup {
     }
 }
 
-fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl MsrGroup {
-    /// A group of `slots` on `cpu`, programmed for its first turn, with its rotation timer
-    /// started every `slice` when its events take turns.
+    /// A group of `registers` scheduled as `schedule` says, programmed for its first turn,
+    /// with its rotation timer started every `slice` when its events take turns.
     ///
     /// # Errors
-    /// Device errors while programming; [`Timer::thread`]'s.
+    /// Device errors while programming; [`Timer::thread`](counterhal_x86::Timer::thread)'s.
     pub(crate) fn start(
-        core: Core,
+        registers: Registers,
+        schedule: &Schedule,
         pin: Option<ThreadPin>,
         slice: std::time::Duration,
     ) -> Result<MsrGroup> {
-        let cpu = core.cpu;
-        let len = core.slots.len();
-        let rotates = core.rotation.turn_count() > 1;
-        let device = Arc::clone(&core.shared.device);
-        let core = Arc::new(Mutex::new(core));
-        let mut group = MsrGroup {
-            core,
-            timer: None,
-            len,
+        let cpu = registers.cpu;
+        let device = Arc::clone(&registers.shared.device);
+        // On failure the multiplexer releases the registers, and then the pin goes.
+        let multiplexer =
+            Multiplexer::open(registers, schedule, |tick| device.start_timer(slice, tick))?;
+        Ok(MsrGroup {
+            multiplexer,
             cpu,
             _pin: pin,
-        };
-        // On failure the group is dropped, which releases its counters.
-        lock(&group.core).program()?;
-        if rotates {
-            let weak: Weak<Mutex<Core>> = Arc::downgrade(&group.core);
-            let tick: Tick = Arc::new(move || {
-                if let Some(core) = weak.upgrade() {
-                    let mut core = lock(&core);
-                    if let Err(error) = core.switch() {
-                        core.timer_error.get_or_insert(error);
-                    }
-                }
-            });
-            group.timer = Some(device.start_timer(slice, tick)?);
-        }
-        Ok(group)
+        })
     }
 
     /// The logical CPU this group counts on.
@@ -136,21 +113,23 @@ impl MsrGroup {
     /// The counter each event was placed on, in request order (events of different turns may
     /// share one).
     pub fn counters(&self) -> Vec<(String, CounterRef)> {
-        lock(&self.core)
-            .slots
-            .iter()
-            .map(|s| (s.name.clone(), s.counter))
-            .collect()
+        self.multiplexer.with(|registers, _, _| {
+            registers
+                .slots
+                .iter()
+                .map(|s| (s.name.clone(), s.counter))
+                .collect()
+        })
     }
 
     /// How many turns the events take (1: they all count all the time).
     pub fn turns(&self) -> usize {
-        lock(&self.core).rotation.turn_count()
+        self.multiplexer.turns()
     }
 
     /// How many times the rotation has switched turns.
     pub fn switches(&self) -> u64 {
-        lock(&self.core).rotation.switches()
+        self.multiplexer.switches()
     }
 
     /// Loads the hardware counter of event `index` (request order) with `value`, keeping the
@@ -165,13 +144,14 @@ impl MsrGroup {
     /// counter's width; [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for a value the CPU cannot load or an
     /// event whose turn is not on; device errors.
     pub fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
-        lock(&self.core).set_counter(index, value)
+        self.multiplexer
+            .with(|registers, turns, values| registers.set_counter(turns, values, index, value))
     }
 }
 
-impl Core {
-    /// The state of a group of `slots` on `cpu` scheduled as `schedule`: `ours` are their
-    /// global-control bits, `claimed` the counters they hold.
+impl Registers {
+    /// The registers of a group of `slots` on `cpu`: `ours` are their global-control bits,
+    /// `claimed` the counters they hold.
     pub(crate) fn new(
         shared: Arc<Shared>,
         pmu: Arc<PmuInfo>,
@@ -179,9 +159,8 @@ impl Core {
         slots: Vec<Slot>,
         ours: u64,
         claimed: CpuClaims,
-        schedule: &Schedule,
-    ) -> Core {
-        Core {
+    ) -> Registers {
+        Registers {
             shared,
             pmu,
             cpu,
@@ -190,14 +169,7 @@ impl Core {
             fixed_fields: 0,
             fixed_mask: 0,
             claimed,
-            rotation: Rotation::new(schedule),
-            timer_error: None,
         }
-    }
-
-    /// Whether slot `index` is on its counter now.
-    fn active(&self, index: usize) -> bool {
-        self.rotation.is_active(index)
     }
 
     /// The field of IA32_FIXED_CTR_CTRL that counts `evtsel`'s privilege levels.
@@ -215,55 +187,11 @@ impl Core {
         field
     }
 
-    pub(crate) fn program(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let pmu = Arc::clone(&self.pmu);
-        let cpu = self.cpu;
-        let _guard = shared.lock_claims();
-        let global = pmu.global_msrs();
-        // 1. Freeze: clear our enable bits in the global control.
-        if let Some((ctrl, _, _)) = global {
-            let value = shared.read(cpu, ctrl)?;
-            shared.write(cpu, ctrl, value & !self.ours)?;
-        }
-        // 2. Program the selects of the first turn with EN clear, and clear our fixed-counter
-        //    fields: a counter is switched on only while the group is enabled, in its own
-        //    select as well as in the global control, so that another agent rewriting the
-        //    global control (perf after an NMI-watchdog interrupt does) cannot restart a
-        //    disabled group.
-        let mut fixed_fields = 0u64;
-        let mut fixed_mask = 0u64;
-        for (index, slot) in self.slots.iter().enumerate() {
-            match slot.counter {
-                CounterRef::Gp(i) if self.rotation.is_active(index) => {
-                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !Evtsel::EN)?;
-                }
-                CounterRef::Gp(_) => {}
-                CounterRef::Fixed(f) => {
-                    fixed_fields |= Self::fixed_field(slot.evtsel) << (4 * f);
-                    fixed_mask |= fixed_ctrl::field(f);
-                }
-            }
-        }
-        self.fixed_fields = fixed_fields;
-        self.fixed_mask = fixed_mask;
-        if fixed_mask != 0 {
-            let value = shared.read(cpu, regs::IA32_FIXED_CTR_CTRL)?;
-            shared.write(cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask)?;
-        }
-        // 3. Zero the counters, 4. clear their overflow status.
-        self.zero_counters()?;
-        if let Some((_, _, clear)) = global {
-            shared.write(cpu, clear, self.ours)?;
-        }
-        Ok(())
-    }
-
     /// Zeroes the counters of the events on them now.
-    fn zero_counters(&mut self) -> Result<()> {
+    fn zero_counters(&mut self, turns: &Rotation) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         for index in 0..self.slots.len() {
-            if !self.active(index) {
+            if !turns.is_active(index) {
                 continue;
             }
             let slot = &mut self.slots[index];
@@ -278,11 +206,11 @@ impl Core {
     }
 
     /// Runs `body` with the group's counters frozen (when a global control exists and the
-    /// group is enabled), unfreezing afterwards whatever `body` returned.
-    fn frozen<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+    /// group is `enabled`), unfreezing afterwards whatever `body` returned.
+    fn frozen<T>(&mut self, enabled: bool, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let shared = Arc::clone(&self.shared);
         let ctrl = match self.pmu.global_msrs() {
-            Some((ctrl, _, _)) if self.rotation.is_enabled() => ctrl,
+            Some((ctrl, _, _)) if enabled => ctrl,
             _ => return body(self),
         };
         let value = shared.read(self.cpu, ctrl)?;
@@ -294,7 +222,13 @@ impl Core {
         Ok(value)
     }
 
-    fn set_counter(&mut self, index: usize, value: u64) -> Result<()> {
+    fn set_counter(
+        &mut self,
+        turns: &Rotation,
+        values: &mut [u64],
+        index: usize,
+        value: u64,
+    ) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = Arc::clone(&self.pmu);
         let Some(slot) = self.slots.get(index) else {
@@ -303,7 +237,7 @@ impl Core {
                 self.slots.len()
             )));
         };
-        if !self.active(index) {
+        if !turns.is_active(index) {
             return Err(Error::unsupported(format!(
                 "{}: its turn is not on, so it has no counter to load now",
                 slot.name
@@ -335,31 +269,31 @@ impl Core {
         };
         let cpu = self.cpu;
         let _guard = shared.lock_claims();
-        self.frozen(|group| {
-            group.read_into_totals()?;
+        self.frozen(turns.is_enabled(), |registers| {
+            registers.read_into_totals(turns, values)?;
             shared.write(cpu, msr, written)?;
-            group.slots[index].last_raw = value;
+            registers.slots[index].last_raw = value;
             Ok(())
         })
     }
 
-    /// Folds the progress of the counters on now since the last read into the totals (call
+    /// Folds the progress of the counters on now since the last read into `values` (call
     /// frozen).
-    fn read_into_totals(&mut self) -> Result<()> {
+    fn read_into_totals(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let status = match self.pmu.global_msrs() {
             Some((_, status, _)) => shared.read(self.cpu, status)? & self.ours,
             None => 0,
         };
-        for index in 0..self.slots.len() {
-            if !self.active(index) {
+        for (index, total) in values.iter_mut().enumerate() {
+            if !turns.is_active(index) {
                 continue;
             }
             let slot = &mut self.slots[index];
             let raw = shared.read(self.cpu, slot.read_msr)? & width_mask(slot.width);
             let overflowed = status & slot.global_bit != 0;
             let delta = counter_delta(slot.last_raw, raw, slot.width, overflowed);
-            slot.total = slot.total.wrapping_add(delta);
+            *total = total.wrapping_add(delta);
             slot.last_raw = raw;
         }
         if let (Some((_, _, clear)), true) = (self.pmu.global_msrs(), status != 0) {
@@ -387,7 +321,7 @@ impl Core {
     /// On, the selects come first and the global control last (one write starts every
     /// counter at once); off, the global control comes first (one write stops them all) and
     /// the selects after.
-    fn set_enable_bits(&mut self, on: bool) -> Result<()> {
+    fn set_enable_bits(&mut self, turns: &Rotation, on: bool) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = Arc::clone(&self.pmu);
         let global = pmu.global_msrs().map(|(ctrl, _, _)| ctrl);
@@ -397,7 +331,7 @@ impl Core {
         }
         for (index, slot) in self.slots.iter().enumerate() {
             if let CounterRef::Gp(i) = slot.counter
-                && self.rotation.is_active(index)
+                && turns.is_active(index)
             {
                 shared.write(self.cpu, pmu.evtsel_msr(i), self.select(index, on))?;
             }
@@ -414,155 +348,151 @@ impl Core {
         Ok(())
     }
 
-    /// Ends the current turn and puts the next on the counters: with the group frozen, the
-    /// ending turn's counts are folded into their totals and its selects switched off, then
-    /// the next turn's counters are zeroed and their selects written (EN set while enabled).
-    /// Nothing is lost or counted twice: each counter is read once at the end of its turn and
-    /// starts the next from zero.
-    fn switch(&mut self) -> Result<()> {
+    /// The general-purpose counter of event `index` when the event rotates and its turn is
+    /// on.
+    fn rotates_now(&self, turns: &Rotation, index: usize) -> Option<u32> {
+        match self.slots[index].counter {
+            CounterRef::Gp(i) if turns.turn_of(index).is_some() && turns.is_active(index) => {
+                Some(i)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Multiplexed for Registers {
+    /// The first turn programmed, not counting: the counters frozen, the selects written
+    /// with EN clear, our fixed-counter fields cleared, the counters zeroed and their
+    /// overflow status cleared.
+    fn open(&mut self, turns: &Rotation) -> Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let pmu = Arc::clone(&self.pmu);
+        let cpu = self.cpu;
+        let _guard = shared.lock_claims();
+        let global = pmu.global_msrs();
+        // 1. Freeze: clear our enable bits in the global control.
+        if let Some((ctrl, _, _)) = global {
+            let value = shared.read(cpu, ctrl)?;
+            shared.write(cpu, ctrl, value & !self.ours)?;
+        }
+        // 2. Program the selects of the first turn with EN clear, and clear our fixed-counter
+        //    fields: a counter is switched on only while the group is enabled, in its own
+        //    select as well as in the global control, so that another agent rewriting the
+        //    global control (perf after an NMI-watchdog interrupt does) cannot restart a
+        //    disabled group.
+        let mut fixed_fields = 0u64;
+        let mut fixed_mask = 0u64;
+        for (index, slot) in self.slots.iter().enumerate() {
+            match slot.counter {
+                CounterRef::Gp(i) if turns.is_active(index) => {
+                    shared.write(cpu, pmu.evtsel_msr(i), slot.evtsel & !Evtsel::EN)?;
+                }
+                CounterRef::Gp(_) => {}
+                CounterRef::Fixed(f) => {
+                    fixed_fields |= Self::fixed_field(slot.evtsel) << (4 * f);
+                    fixed_mask |= fixed_ctrl::field(f);
+                }
+            }
+        }
+        self.fixed_fields = fixed_fields;
+        self.fixed_mask = fixed_mask;
+        if fixed_mask != 0 {
+            let value = shared.read(cpu, regs::IA32_FIXED_CTR_CTRL)?;
+            shared.write(cpu, regs::IA32_FIXED_CTR_CTRL, value & !fixed_mask)?;
+        }
+        // 3. Zero the counters, 4. clear their overflow status.
+        self.zero_counters(turns)?;
+        if let Some((_, _, clear)) = global {
+            shared.write(cpu, clear, self.ours)?;
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, turns: &Rotation) -> Result<u64> {
+        let shared = Arc::clone(&self.shared);
+        let _guard = shared.lock_claims();
+        let now = self.tsc_now()?;
+        self.set_enable_bits(turns, true)?;
+        Ok(now)
+    }
+
+    /// The enable bits cleared; the counts are folded at the next read.
+    fn stop(&mut self, turns: &Rotation, _values: &mut [u64]) -> Result<Stopped> {
+        let shared = Arc::clone(&self.shared);
+        let _guard = shared.lock_claims();
+        self.set_enable_bits(turns, false)?;
+        Ok(Stopped::at(self.tsc_now()?))
+    }
+
+    /// Enabled or not (a stop leaves its counts to this fold), with the counters frozen.
+    fn fold(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<u64> {
+        let shared = Arc::clone(&self.shared);
+        let _guard = shared.lock_claims();
+        self.frozen(turns.is_enabled(), |registers| {
+            registers.read_into_totals(turns, values)
+        })?;
+        if turns.is_enabled() {
+            self.tsc_now()
+        } else {
+            Ok(0)
+        }
+    }
+
+    /// With the group frozen, the ending turn's counts are folded into their values and its
+    /// selects switched off, then the next turn's counters are zeroed and their selects
+    /// written (EN set while enabled; a disabled group's turns move too). Nothing is lost or
+    /// counted twice: each counter is read once at the end of its turn and starts the next
+    /// from zero.
+    fn switch(&mut self, turns: &mut Rotation, values: &mut [u64]) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let pmu = Arc::clone(&self.pmu);
         let _guard = shared.lock_claims();
-        let enabled = self.rotation.is_enabled();
-        self.frozen(|core| {
-            core.read_into_totals()?;
-            let now = core.tsc_now()?;
-            for index in 0..core.slots.len() {
-                if let (CounterRef::Gp(i), Some(_)) =
-                    (core.slots[index].counter, core.rotation_turn(index))
-                    && core.active(index)
-                {
-                    shared.write(core.cpu, pmu.evtsel_msr(i), core.select(index, false))?;
+        let enabled = turns.is_enabled();
+        self.frozen(enabled, |registers| {
+            registers.read_into_totals(turns, values)?;
+            let now = registers.tsc_now()?;
+            for index in 0..registers.slots.len() {
+                if let Some(i) = registers.rotates_now(turns, index) {
+                    let select = registers.select(index, false);
+                    shared.write(registers.cpu, pmu.evtsel_msr(i), select)?;
                 }
             }
-            core.rotation.switch(now);
-            for index in 0..core.slots.len() {
-                if let (CounterRef::Gp(i), Some(_)) =
-                    (core.slots[index].counter, core.rotation_turn(index))
-                    && core.active(index)
-                {
-                    let slot = &core.slots[index];
+            turns.switch(now);
+            for index in 0..registers.slots.len() {
+                if let Some(i) = registers.rotates_now(turns, index) {
+                    let slot = &registers.slots[index];
                     let load = pmu.counter_full_write_msr(i).unwrap_or(slot.read_msr);
-                    shared.write(core.cpu, load, 0)?;
-                    core.slots[index].last_raw = 0;
-                    shared.write(core.cpu, pmu.evtsel_msr(i), core.select(index, enabled))?;
+                    shared.write(registers.cpu, load, 0)?;
+                    registers.slots[index].last_raw = 0;
+                    let select = registers.select(index, enabled);
+                    shared.write(registers.cpu, pmu.evtsel_msr(i), select)?;
                 }
             }
             Ok(())
         })
     }
 
-    /// The turn of event `index`, `None` when it never rotates.
-    fn rotation_turn(&self, index: usize) -> Option<usize> {
-        self.rotation.turn_of(index)
-    }
-
-    fn take_timer_error(&mut self) -> Result<()> {
-        match self.timer_error.take() {
-            Some(error) => Err(error.context(format_args!(
-                "switching the multiplexed turns on CPU {}",
-                self.cpu
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    fn enable(&mut self) -> Result<()> {
-        if self.rotation.is_enabled() {
-            return Ok(());
-        }
+    /// With the group frozen, the counters on now zeroed and their overflow status cleared.
+    fn reset(&mut self, turns: &Rotation) -> Result<()> {
         let shared = Arc::clone(&self.shared);
         let _guard = shared.lock_claims();
-        let now = self.tsc_now()?;
-        self.set_enable_bits(true)?;
-        self.rotation.enable(now);
-        Ok(())
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        if !self.rotation.is_enabled() {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.set_enable_bits(false)?;
-        let now = self.tsc_now()?;
-        self.rotation.disable(now);
-        Ok(())
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.frozen(|group| {
-            group.zero_counters()?;
-            if let Some((_, _, clear)) = group.pmu.global_msrs() {
-                shared.write(group.cpu, clear, group.ours)?;
-            }
-            for slot in &mut group.slots {
-                slot.total = 0;
+        self.frozen(turns.is_enabled(), |registers| {
+            registers.zero_counters(turns)?;
+            if let Some((_, _, clear)) = registers.pmu.global_msrs() {
+                shared.write(registers.cpu, clear, registers.ours)?;
             }
             Ok(())
         })
     }
 
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        check_buffer("readings", self.slots.len(), readings.len())?;
-        self.take_timer_error()?;
-        let shared = Arc::clone(&self.shared);
-        let _guard = shared.lock_claims();
-        self.frozen(|group| group.read_into_totals())?;
-        let now = if self.rotation.is_enabled() {
-            self.tsc_now()?
-        } else {
-            0
-        };
-        for (index, (reading, slot)) in readings.iter_mut().zip(&self.slots).enumerate() {
-            let (enabled, running) = self.rotation.times(index, now);
-            let enabled = shared.tsc.nanos(enabled);
-            let running = shared.tsc.nanos(running);
-            *reading = Reading::new(slot.total, enabled, running);
-        }
-        Ok(())
-    }
-}
-
-impl Group for MsrGroup {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn enable(&mut self) -> Result<()> {
-        lock(&self.core).enable()
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        lock(&self.core).disable()
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        lock(&self.core).reset()
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        lock(&self.core).read(readings)
-    }
-}
-
-impl Drop for MsrGroup {
-    fn drop(&mut self) {
-        // The timer first (its thread joined), so that no switch runs while the registers
-        // are released; the core's own drop releases them.
-        self.timer.take();
-    }
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
+    /// Our global-control bits and overflow status cleared, every select of the group's
+    /// counters (in any turn) zeroed, our fixed-counter fields cleared, and the claims given
+    /// back; the last group using an extra MSR clears it. Best effort: a failing device
+    /// cannot be helped while dropping.
+    fn release(&mut self, _turns: &Rotation) {
         let shared = Arc::clone(&self.shared);
         let pmu = Arc::clone(&self.pmu);
         let mut claims = shared.lock_claims();
-        // Best effort: a failing device cannot be helped while dropping.
         if let Some((ctrl, _, clear)) = pmu.global_msrs() {
             if let Ok(value) = shared.read(self.cpu, ctrl) {
                 let _ = shared.write(self.cpu, ctrl, value & !self.ours);
@@ -588,7 +518,6 @@ impl Drop for Core {
         if let Some(entry) = claims.get_mut(&self.cpu) {
             entry.gp &= !self.claimed.gp;
             entry.fixed &= !self.claimed.fixed;
-            // The last group using an extra MSR clears it.
             for (index, (msr, _, _)) in regs::EXTRA_MSRS.into_iter().enumerate() {
                 if self.claimed.extra[index].1 == 0 {
                     continue;
@@ -601,5 +530,38 @@ impl Drop for Core {
                 }
             }
         }
+    }
+
+    fn nanos(&self, ticks: u64) -> u64 {
+        self.shared.tsc.nanos(ticks)
+    }
+
+    fn switch_error(&self, error: Error) -> Error {
+        error.context(format_args!(
+            "switching the multiplexed turns on CPU {}",
+            self.cpu
+        ))
+    }
+}
+
+impl Group for MsrGroup {
+    fn len(&self) -> usize {
+        self.multiplexer.len()
+    }
+
+    fn enable(&mut self) -> Result<()> {
+        self.multiplexer.enable()
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        self.multiplexer.disable()
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        self.multiplexer.reset()
+    }
+
+    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
+        self.multiplexer.read(readings)
     }
 }

@@ -9,7 +9,7 @@ use counterhal_hal::{
     check_family,
 };
 use counterhal_x86::{
-    Counters, Demand, Schedule, TscFrequency, TscSource, assign, rotation, schedule,
+    Counters, Demand, TscFrequency, TscSource, rotation, schedule_for, turn_length,
 };
 
 use crate::abi::Abi;
@@ -444,19 +444,11 @@ impl Backend for PctrBackend {
             ..Counters::general(self.counters)
         };
         // A group must fit at once; independent events take turns when they do not.
-        let schedule = if options.grouped {
-            Schedule::at_once(assign(&demands, &counters)?)
-        } else {
-            schedule(&demands, &counters)?
-        };
+        let schedule = schedule_for(options, &demands, &counters)?;
         shared.in_use |= schedule.general_mask();
         drop(shared);
 
         let words: Vec<u32> = words.iter().map(|&(word, _)| word).collect();
-        let slice = options
-            .multiplex_interval
-            .unwrap_or(rotation::DEFAULT_SLICE)
-            .max(rotation::MIN_SLICE);
         PctrGroup::start(
             Arc::clone(&self.shared),
             Hardware {
@@ -468,7 +460,7 @@ impl Backend for PctrBackend {
             events.iter().map(|r| r.name.clone()).collect(),
             &schedule,
             &words,
-            slice,
+            turn_length(options),
         )
     }
 }

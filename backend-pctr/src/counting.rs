@@ -1,12 +1,13 @@
-//! The counting state of a [`PctrGroup`](crate::PctrGroup): which functions each turn
-//! programs, the values accumulated from `PCIOCRD` snapshots across wraparound, and the clock
-//! of the turns. The group and its rotation timer share it behind one lock.
+//! pctr's side of a [`PctrGroup`](crate::PctrGroup)'s multiplexer ([`Multiplexed`]): which
+//! functions each turn programs with `PCIOCSn`, and the counts folded from `PCIOCRD` snapshots
+//! across wraparound, with the snapshot's TSC as the clock.
 
 use std::sync::{Arc, Mutex};
 
-use counterhal_hal::{Error, ErrorKind, Reading, Result, check_buffer};
+use counterhal_hal::{Error, ErrorKind, Result};
 use counterhal_x86::{
-    CounterRef, Rotation, Schedule, TscFrequency, counter_delta, is_backward_step, width_mask,
+    CounterRef, Multiplexed, Rotation, Schedule, Stopped, TscFrequency, counter_delta,
+    is_backward_step, width_mask,
 };
 
 use crate::abi::Abi;
@@ -41,8 +42,8 @@ pub(crate) fn general(counter: &CounterRef) -> u32 {
     }
 }
 
-/// A group's counting state.
-pub(crate) struct Core {
+/// The functions of a group's events on the counters, and what the counters last read.
+pub(crate) struct Functions {
     shared: Arc<Mutex<Shared>>,
     hardware: Hardware,
     /// (counter, function) of each event, in request order (events of different turns may
@@ -51,24 +52,22 @@ pub(crate) struct Core {
     /// Per turn, (counter, function) in programming order, the P6 gate included, counter 0
     /// last (on the P6 its EN starts every counter at once).
     programs: Vec<Vec<(u32, u32)>>,
-    rotation: Rotation,
+    /// The counters the group holds in any turn, given back at the release.
+    owned: u32,
     last_raw: [u64; 4],
     last_tsc: u64,
-    values: Vec<u64>,
     backward_steps: u64,
-    /// The first error of a switch the timer made, given to the next read.
-    timer_error: Option<Error>,
 }
 
-impl Core {
-    /// The state of events scheduled as `schedule` says, with `words` their functions, over
-    /// the device in `shared`. Not yet programmed.
+impl Functions {
+    /// The functions of events scheduled as `schedule` says, with `words` their functions,
+    /// over the device in `shared`. Not yet programmed.
     pub(crate) fn new(
         shared: Arc<Mutex<Shared>>,
         hardware: Hardware,
         schedule: &Schedule,
         words: &[u32],
-    ) -> Core {
+    ) -> Functions {
         let slots: Vec<(u32, u32)> = schedule
             .counters
             .iter()
@@ -90,35 +89,24 @@ impl Core {
                 program
             })
             .collect();
-        Core {
+        Functions {
             shared,
             hardware,
-            values: vec![0; slots.len()],
             slots,
             programs,
-            rotation: Rotation::new(schedule),
+            owned: schedule.general_mask(),
             last_raw: [0; 4],
             last_tsc: 0,
             backward_steps: 0,
-            timer_error: None,
         }
     }
 
-    pub(crate) fn is_enabled(&self) -> bool {
-        self.rotation.is_enabled()
+    pub(crate) fn owned(&self) -> u32 {
+        self.owned
     }
 
     pub(crate) fn backward_steps(&self) -> u64 {
         self.backward_steps
-    }
-
-    pub(crate) fn rotation(&self) -> &Rotation {
-        &self.rotation
-    }
-
-    /// The program of the turn on the counters.
-    fn program(&self) -> &[(u32, u32)] {
-        &self.programs[self.rotation.current()]
     }
 
     fn read_device(&self, shared: &mut Shared) -> Result<Snapshot> {
@@ -138,11 +126,11 @@ impl Core {
         })
     }
 
-    /// Whether every counter the turn on programmed still holds its function, comparing only
+    /// Whether every counter turn `turn` programmed still holds its function, comparing only
     /// the bits that counter reads back as set ([`CpuKind::readback_mask`]: not the P6's
     /// reserved EN in PerfEvtSel1, not the CESR bits the P5 driver preserves).
-    fn check_functions(&self, snapshot: &Snapshot) -> Result<()> {
-        for &(counter, word) in self.program() {
+    fn check_functions(&self, turn: usize, snapshot: &Snapshot) -> Result<()> {
+        for &(counter, word) in &self.programs[turn] {
             let now = snapshot.functions[counter as usize];
             let defined = self.hardware.kind.readback_mask(counter);
             if now & defined != word & defined {
@@ -165,19 +153,19 @@ impl Core {
         Ok(())
     }
 
-    /// Adds the deltas of the events on the counters since the previous snapshot and moves
-    /// the baseline.
+    /// Adds the deltas of the events on the counters since the previous snapshot to `values`
+    /// and moves the baseline.
     ///
     /// A delta above half the counter's range is ambiguous: a long stretch of counting, or a
     /// read that ran on another CPU whose counter is behind. The TSC settles it: no event
     /// counts more than [`MAX_EVENTS_PER_CYCLE`] per cycle, so a forward step larger than that
     /// many times the cycles elapsed cannot have happened and is taken as a step backwards.
-    fn accumulate(&mut self, snapshot: &Snapshot) {
+    fn accumulate(&mut self, turns: &Rotation, values: &mut [u64], snapshot: &Snapshot) {
         let width = self.hardware.width;
         let cycles = snapshot.tsc.wrapping_sub(self.last_tsc);
         let possible = cycles.saturating_mul(MAX_EVENTS_PER_CYCLE);
         for (index, &(counter, _)) in self.slots.iter().enumerate() {
-            if !self.rotation.is_active(index) {
+            if !turns.is_active(index) {
                 continue;
             }
             let raw = snapshot.counters[counter as usize] & width_mask(width);
@@ -186,140 +174,111 @@ impl Core {
                 self.backward_steps += 1;
                 delta = 0;
             }
-            self.values[index] = self.values[index].saturating_add(delta);
+            values[index] = values[index].saturating_add(delta);
             self.last_raw[counter as usize] = raw;
         }
         self.last_tsc = snapshot.tsc;
     }
 
-    /// Takes `snapshot` as the baseline of the counters of the turn on.
-    fn baseline(&mut self, snapshot: &Snapshot) {
+    /// One `PCIOCRD` whose counts are folded into `values`, once the functions of the turn on
+    /// are checked.
+    fn read_into(
+        &mut self,
+        shared: &mut Shared,
+        turns: &Rotation,
+        values: &mut [u64],
+    ) -> Result<Snapshot> {
+        let snapshot = self.read_device(shared)?;
+        self.check_functions(turns.current(), &snapshot)?;
+        self.accumulate(turns, values, &snapshot);
+        Ok(snapshot)
+    }
+
+    /// Takes `snapshot` as the baseline of the counters of turn `turn`.
+    fn baseline(&mut self, turn: usize, snapshot: &Snapshot) {
         let mask = width_mask(self.hardware.width);
-        for &(counter, _) in &self.programs[self.rotation.current()] {
+        for &(counter, _) in &self.programs[turn] {
             self.last_raw[counter as usize] = snapshot.counters[counter as usize] & mask;
         }
         self.last_tsc = snapshot.tsc;
     }
 
-    /// Writes 0 to every counter the turn on holds, counter 0 first (on the P6 that stops
+    /// Writes 0 to every counter turn `turn` holds, counter 0 first (on the P6 that stops
     /// every counter at once). Returns the first error after trying them all.
-    fn clear(&self, shared: &mut Shared) -> Result<()> {
+    fn clear(&self, shared: &mut Shared, turn: usize) -> Result<()> {
         let mut first_error = None;
-        for &(counter, _) in self.program().iter().rev() {
+        for &(counter, _) in self.programs[turn].iter().rev() {
             if let Err(error) = Self::set(shared, counter, 0) {
                 first_error.get_or_insert(error);
             }
         }
         first_error.map_or(Ok(()), Err)
     }
+}
 
-    pub(crate) fn enable(&mut self) -> Result<()> {
-        if self.rotation.is_enabled() {
-            return Ok(());
-        }
+impl Multiplexed for Functions {
+    /// `PCIOCSn` of each function of the turn on, then a `PCIOCRD` that is the baseline and
+    /// whose TSC starts the time enabled; on an error every counter of the turn is cleared.
+    fn start(&mut self, turns: &Rotation) -> Result<u64> {
+        let turn = turns.current();
         let shared = Arc::clone(&self.shared);
         let mut shared = lock(&shared);
-        let programmed = self
-            .program()
+        let programmed = self.programs[turn]
             .iter()
             .try_for_each(|&(counter, word)| Self::set(&mut shared, counter, word))
             .and_then(|()| self.read_device(&mut shared));
         let snapshot = match programmed {
             Ok(snapshot) => snapshot,
             Err(error) => {
-                let _ = self.clear(&mut shared);
+                let _ = self.clear(&mut shared, turn);
                 return Err(error);
             }
         };
-        self.baseline(&snapshot);
-        self.rotation.enable(snapshot.tsc);
-        Ok(())
+        self.baseline(turn, &snapshot);
+        Ok(snapshot.tsc)
     }
 
-    pub(crate) fn disable(&mut self) -> Result<()> {
-        if !self.rotation.is_enabled() {
-            return Ok(());
-        }
+    /// A last `PCIOCRD` folded, then every counter of the turn cleared, whatever the read
+    /// did: the counters stop at the last TSC seen (the read's when it succeeded).
+    fn stop(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<Stopped> {
         let shared = Arc::clone(&self.shared);
         let mut shared = lock(&shared);
-        let read = self.read_device(&mut shared).and_then(|snapshot| {
-            self.check_functions(&snapshot)?;
-            self.accumulate(&snapshot);
-            Ok(())
-        });
-        let cleared = self.clear(&mut shared);
-        // The last TSC seen: the read's when it succeeded.
-        self.rotation.disable(self.last_tsc);
-        read.and(cleared)
+        let read = self.read_into(&mut shared, turns, values).map(|_| ());
+        let cleared = self.clear(&mut shared, turns.current());
+        Ok(Stopped {
+            at: self.last_tsc,
+            error: read.and(cleared).err(),
+        })
     }
 
-    pub(crate) fn reset(&mut self) -> Result<()> {
-        self.values.iter_mut().for_each(|value| *value = 0);
-        if !self.rotation.is_enabled() {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut shared = lock(&shared);
-        // Write 0, then the function: the counter is zeroed whichever driver revision runs
-        // (the current one zeroes only when the function changes).
-        for &(counter, word) in self.program() {
-            for value in [0, word] {
-                Self::set(&mut shared, counter, value)?;
-            }
-        }
-        let snapshot = self.read_device(&mut shared)?;
-        self.baseline(&snapshot);
-        Ok(())
-    }
-
-    pub(crate) fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        check_buffer("readings", self.slots.len(), readings.len())?;
-        if let Some(error) = self.timer_error.take() {
-            return Err(error.context("switching the multiplexed turns"));
-        }
-        if self.rotation.is_enabled() {
+    fn fold(&mut self, turns: &Rotation, values: &mut [u64]) -> Result<u64> {
+        if turns.is_enabled() {
             let shared = Arc::clone(&self.shared);
             let mut shared = lock(&shared);
-            let snapshot = self.read_device(&mut shared)?;
-            self.check_functions(&snapshot)?;
-            self.accumulate(&snapshot);
+            self.read_into(&mut shared, turns, values)?;
         }
-        let tsc = self.hardware.tsc;
-        for (index, (reading, &value)) in readings.iter_mut().zip(&self.values).enumerate() {
-            let (enabled, running) = self.rotation.times(index, self.last_tsc);
-            *reading = Reading::new(value, tsc.nanos(enabled), tsc.nanos(running));
-        }
-        Ok(())
+        Ok(self.last_tsc)
     }
 
-    /// The timer's call: switches turns, keeping the first error for the next read.
-    pub(crate) fn tick(&mut self) {
-        if let Err(error) = self.switch() {
-            self.timer_error.get_or_insert(error);
-        }
-    }
-
-    /// Ends the turn on the counters and puts the next one on. Enabled: one `PCIOCRD` folds
-    /// the ending turn's counts into its events' values (the end of its turn, at that read's
-    /// TSC); then `PCIOCSn` with 0 for each counter the next turn leaves unused, and with the
-    /// next turn's function for each counter whose function changes (counter 0 last); then a
-    /// second `PCIOCRD` is the next turn's baseline, whatever the driver did to the counters
-    /// it set. Nothing is counted twice; what counts between the two reads (the sets
-    /// themselves) is counted for no event. Disabled: the turn moves, with no ioctl.
-    pub(crate) fn switch(&mut self) -> Result<()> {
-        if !self.rotation.is_enabled() {
-            self.rotation.switch(self.last_tsc);
+    /// Enabled: one `PCIOCRD` folds the ending turn's counts into its events' values (the end
+    /// of its turn, at that read's TSC); then `PCIOCSn` with 0 for each counter the next turn
+    /// leaves unused, and with the next turn's function for each counter whose function
+    /// changes (counter 0 last); then a second `PCIOCRD` is the next turn's baseline, whatever
+    /// the driver did to the counters it set. Nothing is counted twice; what counts between
+    /// the two reads (the sets themselves) is counted for no event. Disabled: the turn moves,
+    /// with no ioctl.
+    fn switch(&mut self, turns: &mut Rotation, values: &mut [u64]) -> Result<()> {
+        if !turns.is_enabled() {
+            turns.switch(self.last_tsc);
             return Ok(());
         }
         let shared = Arc::clone(&self.shared);
         let mut shared = lock(&shared);
-        let snapshot = self.read_device(&mut shared)?;
-        self.check_functions(&snapshot)?;
-        self.accumulate(&snapshot);
-        let ending = self.rotation.current();
-        self.rotation.switch(snapshot.tsc);
+        let snapshot = self.read_into(&mut shared, turns, values)?;
+        let ending = turns.current();
+        let next = turns.switch(snapshot.tsc);
         let before = &self.programs[ending];
-        let after = &self.programs[self.rotation.current()];
+        let after = &self.programs[next];
         let held = |counter: u32, program: &[(u32, u32)]| {
             program
                 .iter()
@@ -338,18 +297,41 @@ impl Core {
             }
         }
         let snapshot = self.read_device(&mut shared)?;
-        self.baseline(&snapshot);
+        self.baseline(next, &snapshot);
         Ok(())
     }
 
-    /// Stops the counters (when enabled) and gives back the counters the group holds,
-    /// `owned`.
-    pub(crate) fn release(&mut self, owned: u32) {
+    /// Enabled: 0 and then the function again for each counter of the turn on (the counter is
+    /// zeroed whichever driver revision runs: the current one zeroes only when the function
+    /// changes), and a `PCIOCRD` as the new baseline.
+    fn reset(&mut self, turns: &Rotation) -> Result<()> {
+        if !turns.is_enabled() {
+            return Ok(());
+        }
+        let turn = turns.current();
         let shared = Arc::clone(&self.shared);
         let mut shared = lock(&shared);
-        if self.rotation.is_enabled() {
-            let _ = self.clear(&mut shared);
+        for &(counter, word) in &self.programs[turn] {
+            for value in [0, word] {
+                Self::set(&mut shared, counter, value)?;
+            }
         }
-        shared.in_use &= !owned;
+        let snapshot = self.read_device(&mut shared)?;
+        self.baseline(turn, &snapshot);
+        Ok(())
+    }
+
+    /// Clears the counters (when enabled) and gives back the counters the group holds.
+    fn release(&mut self, turns: &Rotation) {
+        let shared = Arc::clone(&self.shared);
+        let mut shared = lock(&shared);
+        if turns.is_enabled() {
+            let _ = self.clear(&mut shared, turns.current());
+        }
+        shared.in_use &= !self.owned;
+    }
+
+    fn nanos(&self, ticks: u64) -> u64 {
+        self.hardware.tsc.nanos(ticks)
     }
 }

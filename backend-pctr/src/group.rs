@@ -1,13 +1,13 @@
 //! [`PctrGroup`]: counters programmed through `PCIOCSn` and read with one `PCIOCRD`, taking
 //! turns on the counters when an ungrouped set does not fit them.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use counterhal_hal::{CounterSet, Group, Reading, Result};
-use counterhal_x86::{Schedule, Tick, Timer};
+use counterhal_x86::{Multiplexer, Schedule};
 
-use crate::counting::{Core, Hardware, general};
+use crate::counting::{Functions, Hardware, general};
 use crate::shared::{Shared, lock};
 
 /// Counters of one [`PctrBackend::open`](crate::PctrBackend): programmed on enable, cleared
@@ -17,15 +17,14 @@ use crate::shared::{Shared, lock};
 /// with more events than counters, or with events whose allowed counters collide, is split
 /// into turns that take the counters in rotation, switched by a timer every
 /// [`OpenOptions::multiplex_interval`](counterhal_hal::OpenOptions::multiplex_interval)
-/// (see the crate's README): an event's value grows and its time running runs only during
-/// its turn; the set's time enabled is the same for all.
+/// (see the crate's README and [`counterhal_x86::multiplex`], the multiplexer every
+/// software-multiplexing backend shares): an event's value grows and its time running runs
+/// only during its turn; the set's time enabled is the same for all.
 pub struct PctrGroup {
-    core: Arc<Mutex<Core>>,
-    timer: Option<Timer>,
+    multiplexer: Multiplexer<Functions>,
     names: Vec<String>,
     /// (counter, function) of each event, in request order.
     slots: Vec<(u32, u32)>,
-    owned: u32,
 }
 
 impl std::fmt::Debug for PctrGroup {
@@ -37,10 +36,6 @@ impl std::fmt::Debug for PctrGroup {
             .field("turns", &self.turns())
             .finish_non_exhaustive()
     }
-}
-
-fn lock_core(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl PctrGroup {
@@ -65,25 +60,15 @@ impl PctrGroup {
             .zip(words)
             .map(|(counter, &word)| (general(counter), word))
             .collect();
-        let core = Core::new(Arc::clone(&shared), hardware, schedule, words);
-        let mut group = PctrGroup {
-            core: Arc::new(Mutex::new(core)),
-            timer: None,
+        let functions = Functions::new(Arc::clone(&shared), hardware, schedule, words);
+        let multiplexer = Multiplexer::open(functions, schedule, |tick| {
+            lock(&shared).device.start_timer(slice, tick)
+        })?;
+        Ok(PctrGroup {
+            multiplexer,
             names,
             slots,
-            owned: schedule.general_mask(),
-        };
-        if schedule.rotates() {
-            let weak: Weak<Mutex<Core>> = Arc::downgrade(&group.core);
-            let tick: Tick = Arc::new(move || {
-                if let Some(core) = weak.upgrade() {
-                    lock_core(&core).tick();
-                }
-            });
-            // On failure the group is dropped, which gives its counters back.
-            group.timer = Some(lock(&shared).device.start_timer(slice, tick)?);
-        }
-        Ok(group)
+        })
     }
 
     /// Each event's counter and the function programmed for it, in request order (events of
@@ -97,27 +82,27 @@ impl PctrGroup {
 
     /// The counters the group holds, in any turn, the P6's counter-0 gate included.
     pub fn owned_counters(&self) -> CounterSet {
-        CounterSet::from_mask(self.owned)
+        CounterSet::from_mask(self.multiplexer.with(|functions, _, _| functions.owned()))
     }
 
     /// Whether it is counting.
     pub fn is_enabled(&self) -> bool {
-        lock_core(&self.core).is_enabled()
+        self.multiplexer.is_enabled()
     }
 
     /// How many turns the events take (1: they all count all the time).
     pub fn turns(&self) -> usize {
-        lock_core(&self.core).rotation().turn_count()
+        self.multiplexer.turns()
     }
 
     /// The turn of event `index` (request order), `None` when it never rotates.
     pub fn turn_of(&self, index: usize) -> Option<usize> {
-        lock_core(&self.core).rotation().turn_of(index)
+        self.multiplexer.turn_of(index)
     }
 
     /// How many times the rotation has switched turns.
     pub fn switches(&self) -> u64 {
-        lock_core(&self.core).rotation().switches()
+        self.multiplexer.switches()
     }
 
     /// How many reads found a counter lower than the previous read by more than half its
@@ -125,37 +110,29 @@ impl PctrGroup {
     /// backwards (the read ran on another CPU, whose counter is behind) and counted as zero,
     /// not as a wrap of nearly the whole range.
     pub fn backward_steps(&self) -> u64 {
-        lock_core(&self.core).backward_steps()
+        self.multiplexer
+            .with(|functions, _, _| functions.backward_steps())
     }
 }
 
 impl Group for PctrGroup {
     fn len(&self) -> usize {
-        self.slots.len()
+        self.multiplexer.len()
     }
 
     fn enable(&mut self) -> Result<()> {
-        lock_core(&self.core).enable()
+        self.multiplexer.enable()
     }
 
     fn disable(&mut self) -> Result<()> {
-        lock_core(&self.core).disable()
+        self.multiplexer.disable()
     }
 
     fn reset(&mut self) -> Result<()> {
-        lock_core(&self.core).reset()
+        self.multiplexer.reset()
     }
 
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        lock_core(&self.core).read(readings)
-    }
-}
-
-impl Drop for PctrGroup {
-    fn drop(&mut self) {
-        // The timer first (a thread's joined), so that no switch runs while the counters are
-        // given back.
-        self.timer.take();
-        lock_core(&self.core).release(self.owned);
+        self.multiplexer.read(readings)
     }
 }
