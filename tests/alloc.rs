@@ -9,7 +9,6 @@ use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::Backend;
 
 struct CountingAllocator;
 
@@ -76,9 +75,13 @@ fn the_linux_backend_reads_without_allocating() {
     ];
     for names in [&four[..1], &four[..]] {
         for options in [OpenOptions::grouped(), OpenOptions::ungrouped()] {
-            let mut group = linux
-                .open_named(names, &counterhal_hal::Target::ThisThread, &options)
-                .unwrap();
+            let mut group = counterhal_hal::Backend::open_named(
+                &linux,
+                names,
+                &counterhal_hal::Target::ThisThread,
+                &options,
+            )
+            .unwrap();
             group.enable().unwrap();
             let mut readings = [Reading::default(); 4];
             let n = names.len();

@@ -1,7 +1,7 @@
 //! The held child as a command sees it: its signal state at exec, its exit status and time,
 //! and the errors a command that cannot run gives. Each test that starts a command holds
 //! [`shared`], so that no test changing the signal dispositions or the environment the
-//! command inherits runs meanwhile; the one that counts its page faults runs [`alone`].
+//! command inherits runs meanwhile; the one that counts its page faults runs [`alone`](crate::process_state::alone).
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use counterhal_hal::ErrorKind;
 use counterhal_process::{WaitingChild, exit_code_for, is_child_of_this_process};
 
-use crate::process_state::{alone, shared};
+use crate::process_state::shared;
 
 fn argv(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
@@ -269,7 +269,7 @@ fn minor_faults() -> i64 {
 fn a_held_child_shares_this_processs_memory_instead_of_copying_it() {
     // Alone: a test beside it that forks (a held `Command` is started by `fork`) would make
     // this block copy-on-write, and the faults counted here would be that fork's copies.
-    let _alone = alone();
+    let _alone = crate::process_state::alone();
     const PAGE: usize = 4096;
     let mut block = vec![1u8; 64 << 20];
     let child = WaitingChild::spawn(&argv(&["true"])).unwrap();
