@@ -26,7 +26,7 @@ Examples:
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
   counterhal stat --backend pctr --model --cpu-model p6 -e instructions,branches,cycles -- sleep 1
 Events not supported here are printed as <not supported>, with the reason below the table.\n\
-How counterhal differs from perf stat, on purpose or not yet: see the README's stat section.";
+How counterhal differs from perf stat, on purpose or not yet: see docs/command.md (where stat differs from perf).";
 
 /// The usage line printed under an error in the arguments.
 pub const USAGE: &str = "counterhal stat [-e EV[,EV...]]... [--backend B [--model]] [--cpu-model MODEL] \

@@ -293,7 +293,7 @@ impl Switches {
         }
         if let Some((option, why)) = self.refused.reason() {
             return Err(Error::unsupported(format!("{option}: {why}"))
-                .with_hint("see the README's stat section for perf's options counterhal takes"));
+                .with_hint("see docs/command.md for perf's options counterhal takes"));
         }
         Ok(())
     }
