@@ -558,6 +558,11 @@ impl Setup {
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
 
+/// The library guide's examples (docs/library.md), compiled as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+pub struct LibraryGuideExamples;
+
 #[cfg(test)]
 mod tests {
     use super::*;
