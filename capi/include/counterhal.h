@@ -1,7 +1,9 @@
 /*
  * counterhal.h: the C API of counterhal, hardware performance counters behind one interface
- * (Linux perf_event_open, OpenBSD /dev/pctr, raw x86 MSRs). Link with -lcounterhal
- * (pkg-config --cflags --libs counterhal; counterhal-static for the archive). C99 and C++.
+ * (backends: "linux", Linux perf_event_open; "msr", raw x86 MSRs through /dev/cpu/N/msr on
+ * Linux; "pctr", OpenBSD /dev/pctr; "hwpmc", FreeBSD hwpmc through libpmc's system calls).
+ * Link with -lcounterhal (pkg-config --cflags --libs counterhal; counterhal-static for the
+ * archive). C99 and C++.
  *
  * Errors: every int-returning function returns COUNTERHAL_OK (0) or a value >= 0 on success
  * and a negative COUNTERHAL_E* code on failure; counterhal_last_error() then gives this
@@ -76,7 +78,7 @@ extern "C" {
 #define COUNTERHAL_TARGET_ALL_CPUS 3    /* every online CPU */
 #define COUNTERHAL_TARGET_CPUS 4        /* the CPUs of cpus, e.g. "0,2-3" */
 
-/* Options of a set (counterhal_set_option), each 0 or 1. */
+/* Options of a set (counterhal_set_option): each 0 or 1, DOMAIN a COUNTERHAL_DOMAIN_* mask. */
 #define COUNTERHAL_OPTION_GROUPED 0 /* 1 (default): one group, counted all together or not at
                                      * all; 0: each event on its own (time-shared where the
                                      * counters are too few, each with its own times) */
@@ -86,6 +88,22 @@ extern "C" {
                                      * and processes the thread creates once started (each
                                      * event then on its own: a group does not survive the
                                      * kernel's inheritance); default 0 */
+#define COUNTERHAL_OPTION_EXCLUSIVE 3 /* 1: the set has the counters to itself while it runs
+                                       * (perf's exclusive): no other group is scheduled
+                                       * beside it; default 0 */
+#define COUNTERHAL_OPTION_DOMAIN 4    /* what the events without a modifier of their own
+                                       * (a name without :u, :k, ...) count: 0 (default) the
+                                       * backend's default, user space only where the OS
+                                       * refuses the kernel to this caller (counterhal_set_note
+                                       * says so); else COUNTERHAL_DOMAIN_* or-ed together,
+                                       * counted as asked or refused (the kernel asked for as
+                                       * an unprivileged caller at perf_event_paranoid 2:
+                                       * COUNTERHAL_EPERM with the hint) */
+
+/* Privilege levels, the values of COUNTERHAL_OPTION_DOMAIN, or-ed together. */
+#define COUNTERHAL_DOMAIN_USER 1       /* user space */
+#define COUNTERHAL_DOMAIN_KERNEL 2     /* the kernel */
+#define COUNTERHAL_DOMAIN_HYPERVISOR 4 /* the hypervisor */
 
 /* How a counted command's counters follow it (counterhal_set_run). */
 #define COUNTERHAL_FOLLOW_CHILDREN 0     /* the command and every process and thread it
@@ -129,8 +147,31 @@ typedef struct {
     int usable;              /* 1 if this process can count it for itself here */
 } counterhal_event_info_t;
 
-/* Opens the backend named backend ("linux", "msr", "pctr"), or with NULL the first usable. */
+/* Opens the backend named backend ("linux", "msr", "pctr", "hwpmc"), or with NULL the first
+ * usable here (Linux: linux, then msr; OpenBSD: pctr; FreeBSD: hwpmc). An unknown name is
+ * COUNTERHAL_EINVAL naming the known ones. */
 int counterhal_open(counterhal_t **out, const char *backend);
+
+/* What counterhal_open_with chooses; a NULL field is chosen as counterhal_open(.., NULL)
+ * chooses it. Set size to sizeof(counterhal_options_t): later versions add fields at the
+ * end, and a library older than its caller's header accepts the larger size where every
+ * field it does not know is 0 (else COUNTERHAL_ENOSUPP). Zero the struct first:
+ *   counterhal_options_t o = {sizeof o, NULL, NULL, NULL};  (C99: {.size = sizeof o, ...}) */
+typedef struct {
+    size_t size;             /* sizeof(counterhal_options_t) */
+    const char *backend;     /* "linux", "msr", "pctr", "hwpmc"; NULL: the first usable */
+    const char *cpu_model;   /* the CPU model names resolve against, as counterhal's
+                              * --cpu-model: a database id ("skl", "amd64_fam19h_zen3") or
+                              * perf's signature ("GenuineIntel-6-8F-8"); NULL: this machine's */
+    const char *events_file; /* a TOML events file read beside the shipped database (adds
+                              * models, overrides events), as --events FILE; NULL: none */
+} counterhal_options_t;
+
+/* Opens a handle as options says (NULL: as counterhal_open(out, NULL)). An unknown backend or
+ * CPU model, or an events file that cannot be read or parsed, is COUNTERHAL_EINVAL, the last
+ * error naming the known backends or models, or the file's line and column; a size less
+ * than the first version's or past 4096 is COUNTERHAL_EINVAL. */
+int counterhal_open_with(counterhal_t **out, const counterhal_options_t *options);
 /* Closes a handle; NULL is a no-op. */
 void counterhal_close(counterhal_t *ch);
 /* The backend's label, and the CPU model names resolve against (NULL if none). */
@@ -147,18 +188,24 @@ int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const c
                               counterhal_set_t **out);
 /* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). One event per call:
  * perf's group syntax {a,b} is refused with COUNTERHAL_EEVENT saying so (a set is one group
- * already). Where the system forbids counting the kernel (Linux at perf_event_paranoid 2 for
- * an unprivileged caller), an event with no modifier counts user space only, as perf stat
- * counts it, and counterhal_set_event_name gives it as NAME:u. */
+ * already). An event with no modifier counts the set's COUNTERHAL_OPTION_DOMAIN; with the
+ * default domain, where the system forbids counting the kernel (Linux at perf_event_paranoid
+ * 2 for an unprivileged caller), it counts user space only, as perf stat counts it,
+ * counterhal_set_event_name gives it as NAME:u and counterhal_set_note, once started, says
+ * so. */
 int counterhal_set_add(counterhal_set_t *set, const char *event);
 /* Removes the event at index (the later ones move down one); not while running. */
 int counterhal_set_remove(counterhal_set_t *set, size_t index);
-/* Sets a COUNTERHAL_OPTION_* to value (0 or 1), not while running; with events in the set,
- * refused if they do not open together under the new options (the old ones stay). The
- * current value of an option (0 or 1), or < 0. */
+/* Sets a COUNTERHAL_OPTION_* to value (0 or 1; for DOMAIN 0 or a COUNTERHAL_DOMAIN_* mask,
+ * one the backend cannot filter being COUNTERHAL_ENOSUPP), not while running; with events in
+ * the set, refused if they do not open together under the new options (the old ones stay),
+ * else each event takes the name it now counts under (NAME:u or not). The current value of
+ * an option (0 or 1, or the domain mask), or < 0. */
 int counterhal_set_option(counterhal_set_t *set, int option, int value);
 int counterhal_set_get_option(counterhal_set_t *set, int option);
-/* How many events the set holds; the name of event index (NULL if out of range). */
+/* How many events the set holds; the name of event index as it counts (NAME:u where it
+ * counts user space only because the kernel is refused), or NULL if out of range: valid until
+ * the event is removed, an option of the set changes or the set is destroyed. */
 int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
 /* Starts counting from zero: the counts and the times enabled and running of every event
@@ -183,15 +230,24 @@ int counterhal_set_place(counterhal_set_t *set, size_t row, uint32_t *id);
 /* Runs the command argv (argv[0] searched in PATH as execvp does; NULL ends the list) with the
  * set's events counted from its exec to its end, as perf stat -- cmd counts it: following it
  * as follow (COUNTERHAL_FOLLOW_*) says, under the set's options (grouped or each event on its
- * own, pinned). The command inherits this process's environment, directory and standard
- * streams; the call waits for it to end. One reading per event goes into out[0..n), the
- * command's wait status (as waitpid(2) gives it: WIFEXITED, WEXITSTATUS) into *status
- * (status may be NULL). The set's own target is not used, and the set stays as it was (not
- * while running: COUNTERHAL_ESTATE). An event that could not be counted reads 0 and its code
+ * own, pinned, exclusive), each event counting what the set's events count (its domain;
+ * user space only where counterhal_set_event_name says NAME:u). The command inherits this
+ * process's environment, directory and standard streams; the call waits for it to end. One
+ * reading per event goes into out[0..n), the command's wait status (as waitpid(2) gives it:
+ * WIFEXITED, WEXITSTATUS) into *status (status may be NULL). The set's own target is not
+ * used, and the set stays as it was (not while running: COUNTERHAL_ESTATE). An event that could not be counted reads 0 and its code
  * is returned, after the command ran; a command that could not be started is an error
  * naming it, and nothing ran. */
 int counterhal_set_run(counterhal_set_t *set, const char *const *argv, int follow,
                        counterhal_reading_t *out, size_t n, int *status);
+/* What opening the set did that the caller should know, in one sentence, or NULL: where the
+ * system forbids counting the kernel and the set's domain is the default, which events count
+ * user space only, in the words of perf stat's note and counterhal's ("counting the kernel
+ * is not permitted here (kernel.perf_event_paranoid is 2), so task-clock, page-faults count
+ * user space only, as perf stat does"). The note of the set's last counterhal_set_start:
+ * NULL before it, and valid until the set is changed (an event added or removed, an option
+ * set) or destroyed. */
+const char *counterhal_set_note(counterhal_set_t *set);
 /* Destroys a set; NULL is a no-op. */
 void counterhal_set_destroy(counterhal_set_t *set);
 

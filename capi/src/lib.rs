@@ -21,7 +21,7 @@ mod set;
 mod sys;
 
 pub use sampler::{SampleC, SamplerC, field};
-pub use set::{Set, follow, option, place, target};
+pub use set::{Set, domain, follow, option, place, target};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
 pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
@@ -292,27 +292,38 @@ pub struct ListedC {
     usable: bool,
 }
 
+/// What `counterhal_open_with` chooses, as Rust values: each `None` chosen as
+/// `counterhal_open(.., NULL)` chooses it.
+#[derive(Clone, Debug, Default)]
+pub struct Choice<'a> {
+    /// The backend's name (`linux`, `msr`, `pctr`, `hwpmc`); `None`: the first usable.
+    pub backend: Option<&'a str>,
+    /// The CPU model names resolve against (a database id, or perf's signature
+    /// `Vendor-Family-Model[-Stepping]`); `None`: this machine's.
+    pub cpu_model: Option<&'a str>,
+    /// A TOML events file read beside the shipped database.
+    pub events_file: Option<&'a std::path::Path>,
+}
+
 impl Handle {
-    /// The backend named `backend` (its real device), or the first that works here, in the
-    /// process of fork count `generation`.
-    pub fn open(backend: Option<&str>, generation: u64) -> CResult<Handle> {
-        let chosen = match backend {
-            None => facade::open_default(None)?,
-            Some(name) => {
-                let registration = facade::registration(name)?;
-                let context = facade::Context::new(None, None)?;
-                let backend = facade::probe(registration, &context)?;
-                Chosen {
-                    backend,
-                    passed_over: Vec::new(),
-                    context,
-                }
-            }
-        };
-        let mut chosen = chosen;
+    /// The backend `choice` names (its real device), or the first that works here, with the
+    /// CPU model and events file it names ([`facade::Setup`]), in the process of fork count
+    /// `generation`.
+    pub fn open(choice: &Choice<'_>, generation: u64) -> CResult<Handle> {
+        let mut setup = facade::Setup::new();
+        if let Some(backend) = choice.backend {
+            setup = setup.backend(backend);
+        }
+        if let Some(model) = choice.cpu_model {
+            setup = setup.cpu_model(model);
+        }
+        if let Some(file) = choice.events_file {
+            setup = setup.events_file(file);
+        }
+        let mut chosen = setup.open()?;
         with_descriptions(&mut chosen.context)?;
         let label = c_string(&chosen.label());
-        let model = chosen.context.model.as_deref().map(c_string);
+        let model = chosen.cpu_model().map(c_string);
         Ok(Handle {
             inner: Arc::new(Inner {
                 chosen,
@@ -429,6 +440,7 @@ mod tests {
     fn exported() -> Vec<String> {
         let source = [
             include_str!("sys/mod.rs"),
+            include_str!("sys/open.rs"),
             include_str!("sys/sets.rs"),
             include_str!("sys/samplers.rs"),
         ]
@@ -464,6 +476,37 @@ mod tests {
             "counterhal_last_error",
         ] {
             assert!(declared.iter().any(|d| d == name), "{name} missing");
+        }
+    }
+
+    /// The README's table names every function the header declares, and every option and
+    /// domain constant (whole or as `_SUFFIX` after its family's first).
+    #[test]
+    fn the_readme_names_every_function_and_option() {
+        let readme = include_str!("../README.md");
+        for name in declared(&header()) {
+            assert!(
+                readme.contains(&format!("`{name}`")),
+                "README.md does not name {name}"
+            );
+        }
+        for line in header().lines() {
+            let Some(name) = line
+                .strip_prefix("#define ")
+                .and_then(|rest| rest.split_whitespace().next())
+            else {
+                continue;
+            };
+            let Some(suffix) = ["COUNTERHAL_OPTION", "COUNTERHAL_DOMAIN"]
+                .iter()
+                .find_map(|family| name.strip_prefix(family))
+            else {
+                continue;
+            };
+            assert!(
+                readme.contains(&format!("`{name}`")) || readme.contains(&format!("`{suffix}`")),
+                "README.md does not name {name}"
+            );
         }
     }
 
@@ -546,6 +589,42 @@ mod tests {
         codes.dedup();
         assert_eq!(codes.len(), kinds.len());
         assert!(codes.iter().all(|c| *c < 0));
+    }
+
+    #[test]
+    fn the_header_s_options_and_domains_are_the_library_s() {
+        let header = header();
+        for (name, value) in [
+            ("COUNTERHAL_OPTION_GROUPED", option::GROUPED),
+            ("COUNTERHAL_OPTION_PINNED", option::PINNED),
+            ("COUNTERHAL_OPTION_INHERIT", option::INHERIT),
+            ("COUNTERHAL_OPTION_EXCLUSIVE", option::EXCLUSIVE),
+            ("COUNTERHAL_OPTION_DOMAIN", option::DOMAIN),
+            ("COUNTERHAL_DOMAIN_USER", domain::USER),
+            ("COUNTERHAL_DOMAIN_KERNEL", domain::KERNEL),
+            ("COUNTERHAL_DOMAIN_HYPERVISOR", domain::HYPERVISOR),
+        ] {
+            assert!(
+                header.contains(&format!("#define {name} {value} ")),
+                "{name} is not {value} in the header"
+            );
+        }
+        let defined = |prefix: &str| {
+            header
+                .lines()
+                .filter(|l| l.starts_with(&format!("#define {prefix}")))
+                .count()
+        };
+        assert_eq!(
+            defined("COUNTERHAL_OPTION_"),
+            5,
+            "an option the library lacks"
+        );
+        assert_eq!(
+            defined("COUNTERHAL_DOMAIN_"),
+            3,
+            "a domain the library lacks"
+        );
     }
 
     #[test]

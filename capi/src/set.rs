@@ -1,14 +1,27 @@
 //! A C set (`counterhal_set_t`): events added one at a time on one target, started,
 //! read, stopped and reset as PAPI's event sets are.
+//!
+//! The set opens its events the one way the Rust face opens them
+//! ([`Chosen::open_named`](facade::Chosen::open_named)): its domain
+//! ([`COUNTERHAL_OPTION_DOMAIN`](option::DOMAIN)) is given to the events without one of their
+//! own, and where the OS refuses counting the kernel and no domain was asked for, those events
+//! count user space only (named `NAME:u`) with the face's note
+//! ([`counterhal_hal::user_space_note`]'s wording), which `counterhal_set_note` gives.
 
 use std::ffi::CString;
 use std::sync::Arc;
 
-use counterhal_hal::{CpuList, Group, Reading, ResolvedEvent, Target};
-use facade::advanced::{MultiSet, trial_for_add};
-use facade::{AnyGroup, CountedCommand, Follow, OpenOptions, Place, Target as Attach};
+use counterhal_hal::{CpuList, Reading, ResolvedEvent};
+use facade::advanced::trial_for_add;
+use facade::{AnyGroup, CountedCommand, EventSet, Follow, Group, OpenOptions, Target as Attach};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
+
+mod options;
+mod places;
+
+pub use options::{domain, option};
+pub use places::place;
 
 /// Where a set counts, as C names it.
 pub mod target {
@@ -22,29 +35,6 @@ pub mod target {
     pub const ALL_CPUS: i32 = 3;
     /// The CPUs of a list (`0,2-3`).
     pub const CPUS: i32 = 4;
-}
-
-/// The options of a set (`counterhal_set_option`).
-pub mod option {
-    /// 1 (the default): the events are one group, counted all together or not at all. 0:
-    /// each on its own (time-shared where the counters are too few).
-    pub const GROUPED: i32 = 0;
-    /// 1: ask the backend to keep the group on its counters always (perf's `pinned`).
-    pub const PINNED: i32 = 1;
-    /// 1: a thread target also counts the threads and processes it creates from the start.
-    pub const INHERIT: i32 = 2;
-}
-
-/// What a row of `counterhal_set_read_each` counts (`counterhal_set_place`).
-pub mod place {
-    /// The calling thread.
-    pub const THIS_THREAD: i32 = 0;
-    /// A thread, by id.
-    pub const THREAD: i32 = 1;
-    /// A CPU, by number.
-    pub const CPU: i32 = 2;
-    /// A place this version does not name.
-    pub const OTHER: i32 = 3;
 }
 
 /// How a counted command's counters follow it (`counterhal_set_run`).
@@ -67,9 +57,9 @@ enum State {
     /// Never started, or changed since: nothing open.
     Idle,
     /// Counting.
-    Running(MultiSet<AnyGroup>),
+    Running(EventSet<AnyGroup>),
     /// Stopped: the counters are open and hold their last values.
-    Stopped(MultiSet<AnyGroup>),
+    Stopped(EventSet<AnyGroup>),
 }
 
 /// What `counterhal_set_t` points at.
@@ -78,15 +68,20 @@ pub struct Set {
     /// The process it was made in, as its handle's count of forks.
     pub(crate) generation: u64,
     attach: Attach,
-    /// How the events are opened (grouped, pinned), as `counterhal_set_option` sets them.
+    /// How the events are opened (grouped, pinned, exclusive, their domain, inherit), as
+    /// `counterhal_set_option` sets them; a set that inherits is opened ungrouped (see
+    /// [`Set::open_options`]).
     options: OpenOptions,
-    /// Whether a thread target also counts the threads and processes it creates from the
-    /// start on (`COUNTERHAL_OPTION_INHERIT`).
-    inherit: bool,
-    pub(crate) events: Vec<ResolvedEvent>,
+    /// The names as the caller gave them, resolved again at each open.
+    requested: Vec<String>,
+    /// Each event as its last open counted it: its domain applied, and its user-space-only
+    /// form where the OS refused the kernel (`NAME:u`).
+    counted: Vec<ResolvedEvent>,
+    /// The counted names, for C (`counterhal_set_event_name`).
     pub(crate) names: Vec<CString>,
+    /// What the last start's open did that the caller should know (`counterhal_set_note`).
+    pub(crate) note: Option<CString>,
     state: State,
-    scratch: Vec<Reading>,
 }
 
 impl Set {
@@ -131,131 +126,58 @@ impl Set {
             generation: handle.generation,
             attach,
             options: OpenOptions::default(),
-            inherit: false,
-            events: Vec::new(),
+            requested: Vec::new(),
+            counted: Vec::new(),
             names: Vec::new(),
+            note: None,
             state: State::Idle,
-            scratch: Vec::new(),
         })
     }
 
-    /// Opens `events` on the set's target.
-    fn open(&self, events: &[ResolvedEvent]) -> CResult<MultiSet<AnyGroup>> {
-        self.open_with(events, &self.options, self.inherit)
+    /// How many events the set holds.
+    pub(crate) fn len(&self) -> usize {
+        self.requested.len()
     }
 
-    /// Opens `events` on the set's target with `options`, and with what its threads create
-    /// where `inherit`.
-    fn open_with(
-        &self,
-        events: &[ResolvedEvent],
-        options: &OpenOptions,
-        inherit: bool,
-    ) -> CResult<MultiSet<AnyGroup>> {
-        // The chosen backend's own groups (the Linux backend's read without dynamic dispatch).
-        let backend = &self.inner.chosen;
-        let targets = self.places(inherit)?;
-        // A thread's group that also counts what the thread creates does not stay whole on
-        // Linux (see MultiSet::open): with inherit each event is opened on its own.
+    /// `options` as the set opens with them: a set whose thread's counters follow what it
+    /// creates is opened ungrouped, each event on its own (a group does not survive the
+    /// kernel's inheritance: see `MultiSet::open`).
+    fn open_options(options: &OpenOptions) -> OpenOptions {
         let mut options = *options;
-        options.grouped &= !inherit;
-        Ok(MultiSet::from_targets(
-            backend,
-            events,
-            &self.attach,
-            &targets,
-            &options,
-        )?)
+        options.grouped &= !options.inherit;
+        options
     }
 
-    /// The places the set counts on when it opens now.
-    fn places(&self, inherit: bool) -> CResult<Vec<Target>> {
-        let targets = self.attach.targets();
-        if !inherit {
-            return Ok(targets);
-        }
-        targets
-            .into_iter()
-            .map(|target| match target {
-                Target::ThisThread => crate::sys::this_thread_id()
-                    .map(Target::process_and_children)
-                    .ok_or_else(|| {
-                        Failure::new(
-                            code::UNSUPPORTED,
-                            "COUNTERHAL_OPTION_INHERIT on the calling thread needs its thread id, \
-                             which only Linux gives here",
-                        )
-                    }),
-                Target::Process { pid, .. } => Ok(Target::process_and_children(pid)),
-                other => Ok(other),
-            })
-            .collect()
+    /// Opens the events `names` on the set's target with `options`, as the face opens them
+    /// (the domain applied, the user-space fallback made where the kernel is refused).
+    fn open(&self, names: &[&str], options: &OpenOptions) -> CResult<EventSet<AnyGroup>> {
+        let options = Self::open_options(options);
+        Ok(self
+            .inner
+            .chosen
+            .open_named(names, &self.attach, &options)?)
     }
 
-    /// Sets `option` (a [`option`] constant) to `value` (0 or 1). Refused while running; with
-    /// events in the set, refused when they do not open together under the new options (the
-    /// set keeps the old ones).
-    pub(crate) fn set_option(&mut self, which: i32, value: i32) -> CResult<()> {
-        if matches!(self.state, State::Running(_)) {
-            return Err(Failure::new(
-                code::STATE,
-                "the set is running: stop it before changing its options",
-            ));
-        }
-        let on = match value {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(Failure::new(
-                    code::INVALID_ARGUMENT,
-                    format!("option value {other}: use 0 (off) or 1 (on)"),
-                ));
-            }
-        };
-        let (mut options, mut inherit) = (self.options, self.inherit);
-        match which {
-            option::GROUPED => options.grouped = on,
-            option::PINNED => options.pinned = on,
-            option::INHERIT => {
-                if on && !matches!(self.attach, Attach::ThisThread | Attach::Thread(_)) {
-                    return Err(Failure::new(
-                        code::INVALID_ARGUMENT,
-                        "COUNTERHAL_OPTION_INHERIT applies to a thread target (THIS_THREAD, \
-                         THREAD): a PROCESS target counts what its threads create already, \
-                         and CPUs count everything on them",
-                    ));
-                }
-                inherit = on;
-            }
-            other => {
-                return Err(Failure::new(
-                    code::INVALID_ARGUMENT,
-                    format!(
-                        "unknown option {other}: use a COUNTERHAL_OPTION_* constant (GROUPED 0, \
-                         PINNED 1, INHERIT 2)"
-                    ),
-                ));
-            }
-        }
-        if !self.events.is_empty() {
-            drop(self.open_with(&self.events, &options, inherit)?);
-        }
-        self.options = options;
-        self.inherit = inherit;
-        self.state = State::Idle;
-        Ok(())
+    /// Opens every event of the set with `options`.
+    fn open_all(&self, options: &OpenOptions) -> CResult<EventSet<AnyGroup>> {
+        let names: Vec<&str> = self.requested.iter().map(String::as_str).collect();
+        self.open(&names, options)
     }
 
-    /// The value of `option` (a [`option`] constant): 0 or 1.
-    pub(crate) fn option(&self, which: i32) -> CResult<i32> {
-        match which {
-            option::GROUPED => Ok(i32::from(self.options.grouped)),
-            option::PINNED => Ok(i32::from(self.options.pinned)),
-            option::INHERIT => Ok(i32::from(self.inherit)),
-            other => Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!("unknown option {other}: use a COUNTERHAL_OPTION_* constant"),
-            )),
+    /// Takes each event's counted form from `opened` (every event of the set, in order): a
+    /// name that changed (an event that now counts user space only, or no longer) is given
+    /// to C anew.
+    fn counted_as(&mut self, opened: &EventSet<AnyGroup>) {
+        for ((counted, name), event) in self
+            .counted
+            .iter_mut()
+            .zip(self.names.iter_mut())
+            .zip(opened.events())
+        {
+            if counted.name != event.name {
+                *name = c_string(&event.name);
+            }
+            *counted = event.clone();
         }
     }
 
@@ -267,51 +189,40 @@ impl Set {
                 "the set is running: stop it before removing events",
             ));
         }
-        if index >= self.events.len() {
+        if index >= self.len() {
             return Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!(
                     "no event at index {index}: the set has {} (0 to {})",
-                    self.events.len(),
-                    self.events.len().saturating_sub(1)
+                    self.len(),
+                    self.len().saturating_sub(1)
                 ),
             ));
         }
-        self.events.remove(index);
+        self.requested.remove(index);
+        self.counted.remove(index);
         self.names.remove(index);
-        self.scratch = vec![Reading::default(); self.events.len()];
-        self.state = State::Idle;
+        self.changed();
         Ok(())
     }
 
-    /// Where row `row` of [`read_each`](Set::read_each) counts: a [`place`] constant and
-    /// the thread or CPU id (0 for the calling thread).
-    pub(crate) fn place(&self, row: usize) -> CResult<(i32, u32)> {
-        let targets: Vec<Place> = match &self.state {
-            State::Running(counters) | State::Stopped(counters) => counters.places().collect(),
-            State::Idle => self.places(self.inherit)?.iter().map(Place::from).collect(),
-        };
-        let Some(target) = targets.get(row) else {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "no row {row}: the set counts on {} places now",
-                    targets.len()
-                ),
-            ));
-        };
-        Ok(match *target {
-            Place::ThisThread => (place::THIS_THREAD, 0),
-            Place::Thread(tid) | Place::Command(tid) => (place::THREAD, tid),
-            Place::Cpu(cpu) => (place::CPU, cpu),
-            _ => (place::OTHER, 0),
-        })
+    /// The set was changed: nothing stays open, and the last start's note no longer holds.
+    fn changed(&mut self) {
+        self.state = State::Idle;
+        self.note = None;
+    }
+
+    /// Whether `name` is in the set, as given or as counted.
+    fn holds(&self, name: &str) -> bool {
+        self.requested.iter().any(|r| r == name)
+            || self.counted.iter().any(|counted| counted.name == name)
     }
 
     /// Adds `name` if it opens beside the events already in the set; its index. Only the new
     /// event is tried, with the events it competes with for counters where they must fit
-    /// together ([`facade::trial_for_add`]), so N adds open O(N) counters, not the whole set
-    /// at each add.
+    /// together ([`trial_for_add`]), so N adds open O(N) counters, not the whole set at each
+    /// add. The trial opens as the face opens: where the kernel is refused, an event without
+    /// a modifier is added as it counts there, `NAME:u`.
     pub(crate) fn add(&mut self, name: &str) -> CResult<i32> {
         if matches!(self.state, State::Running(_)) {
             return Err(Failure::new(
@@ -319,7 +230,7 @@ impl Set {
                 "the set is running: stop it before adding events",
             ));
         }
-        if self.events.iter().any(|e| e.name == name) {
+        if self.holds(name) {
             return Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!("`{name}` is in the set already"),
@@ -335,49 +246,45 @@ impl Set {
             ));
         }
         let event = self.inner.chosen.resolve(name)?;
-        let (event, user_space_only) = self.countable(event)?;
-        if user_space_only && self.events.iter().any(|e| e.name == event.name) {
+        let options = Self::open_options(&self.options);
+        let trial = trial_for_add(
+            self.inner.chosen.capabilities(),
+            &options,
+            &self.counted,
+            &event,
+        );
+        // The trial's events by the names they were added under; the new one is last.
+        let mut names: Vec<&str> = trial[..trial.len() - 1]
+            .iter()
+            .filter_map(|e| {
+                let at = self.counted.iter().position(|c| c == e)?;
+                Some(self.requested[at].as_str())
+            })
+            .collect();
+        names.push(name);
+        let opened = self.open(&names, &self.options)?;
+        let counted = opened
+            .events()
+            .last()
+            .cloned()
+            .ok_or_else(|| Failure::new(code::INTERNAL, "the trial opened no event"))?;
+        if counted.name != name && self.holds(&counted.name) {
             return Err(Failure::new(
                 code::INVALID_ARGUMENT,
-                format!("`{name}` is in the set already (as `{}`)", event.name),
+                format!("`{name}` is in the set already (as `{}`)", counted.name),
             ));
         }
-        // The name says when the kernel was left out, as perf's `task-clock:u` says it.
-        self.names
-            .push(c_string(if user_space_only { &event.name } else { name }));
-        self.events.push(event);
-        self.scratch = vec![Reading::default(); self.events.len()];
-        self.state = State::Idle;
-        i32::try_from(self.events.len() - 1)
+        self.requested.push(name.to_owned());
+        self.names.push(c_string(&counted.name));
+        self.counted.push(counted);
+        self.changed();
+        i32::try_from(self.len() - 1)
             .map_err(|_| Failure::new(code::LIMIT_REACHED, "too many events in one set"))
-    }
-
-    /// `event` if it opens beside the events in the set (only what competes with it for
-    /// counters is tried: [`facade::trial_for_add`]), else, where the system refuses counting
-    /// the kernel and the name has no modifier, its user-space-only form `NAME:u` if that
-    /// opens: the fallback perf stat and perf record make at `perf_event_paranoid` 2.
-    /// Returns the event and whether it is the user-space-only form.
-    fn countable(&self, event: ResolvedEvent) -> CResult<(ResolvedEvent, bool)> {
-        let capabilities = self.inner.chosen.capabilities();
-        let opens = |event: &ResolvedEvent| {
-            let trial = trial_for_add(capabilities, &self.options, &self.events, event);
-            self.open(&trial).map(drop)
-        };
-        let refused = match opens(&event) {
-            Ok(()) => return Ok((event, false)),
-            Err(refused) => refused,
-        };
-        match event.user_space_only() {
-            Some(user) if refused.code == code::PERMISSION_DENIED && opens(&user).is_ok() => {
-                Ok((user, true))
-            }
-            _ => Err(refused),
-        }
     }
 
     /// Starts counting from zero.
     pub(crate) fn start(&mut self) -> CResult<()> {
-        if self.events.is_empty() {
+        if self.requested.is_empty() {
             return Err(Failure::new(
                 code::STATE,
                 "the set is empty: add events before starting it",
@@ -392,27 +299,38 @@ impl Set {
                 counters.reset()?;
                 counters
             }
-            State::Idle => self.open(&self.events)?,
+            State::Idle => {
+                let opened = self.open_all(&self.options)?;
+                self.counted_as(&opened);
+                self.note = opened.note().map(c_string);
+                opened
+            }
         };
         counters.enable()?;
         self.state = State::Running(counters);
         Ok(())
     }
 
-    /// Reads into `out` (one reading per event): while running, the counts so far; once
-    /// stopped, the counts at the stop.
-    #[inline]
-    pub(crate) fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
-        let n = self.events.len();
-        if out.len() < n {
-            return Err(Failure::new(
+    /// Checks that `out` holds one reading per event.
+    fn room(&self, out: &[Reading]) -> CResult<usize> {
+        let n = self.len();
+        match out.len() >= n {
+            true => Ok(n),
+            false => Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!(
                     "the buffer holds {} readings, the set has {n} events",
                     out.len()
                 ),
-            ));
+            )),
         }
+    }
+
+    /// Reads into `out` (one reading per event): while running, the counts so far; once
+    /// stopped, the counts at the stop.
+    #[inline]
+    pub(crate) fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
+        let n = self.room(out)?;
         match &mut self.state {
             State::Running(counters) | State::Stopped(counters) => {
                 counters.read(&mut out[..n])?;
@@ -427,16 +345,7 @@ impl Set {
 
     /// Stops counting and reads the final counts into `out`.
     pub(crate) fn stop(&mut self, out: &mut [Reading]) -> CResult<()> {
-        let n = self.events.len();
-        if out.len() < n {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "the buffer holds {} readings, the set has {n} events",
-                    out.len()
-                ),
-            ));
-        }
+        let n = self.room(out)?;
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Running(mut counters) => {
                 let read = counters
@@ -452,7 +361,7 @@ impl Set {
         }
     }
 
-    /// Zeroes the counts (running or stopped).
+    /// Zeroes the counts and their times (running or stopped).
     pub(crate) fn reset(&mut self) -> CResult<()> {
         match &mut self.state {
             State::Running(counters) | State::Stopped(counters) => Ok(counters.reset()?),
@@ -463,17 +372,11 @@ impl Set {
         }
     }
 
-    /// How many places the set counts on (threads of a process, CPUs); 1 for a thread.
-    pub(crate) fn targets(&self) -> CResult<usize> {
-        match &self.state {
-            State::Running(counters) | State::Stopped(counters) => Ok(counters.places().count()),
-            State::Idle => Ok(self.attach.targets().len()),
-        }
-    }
-
     /// Runs `argv` with the set's events counted from its `exec` to its end, following it
-    /// as `follow` (a [`follow`] constant) says, with the set's options (grouped, pinned).
-    /// The set's own target is not used, and its state does not change.
+    /// as `follow` (a [`follow`] constant) says, with the set's options (grouped, pinned,
+    /// exclusive) and each event as the set counts it (its domain applied; `NAME:u` where
+    /// the kernel is refused). The set's own target is not used, and its state does not
+    /// change.
     pub(crate) fn run(&self, argv: &[String], follow: i32) -> CResult<Run> {
         if matches!(self.state, State::Running(_)) {
             return Err(Failure::new(
@@ -502,8 +405,8 @@ impl Set {
         };
         let mut command = std::process::Command::new(program);
         command.args(args);
-        let groups: Vec<Vec<usize>> = match self.options.grouped && !self.events.is_empty() {
-            true => vec![(0..self.events.len()).collect()],
+        let groups: Vec<Vec<usize>> = match self.options.grouped && !self.counted.is_empty() {
+            true => vec![(0..self.counted.len()).collect()],
             false => Vec::new(),
         };
         let backend = &self.inner.chosen.backend;
@@ -513,7 +416,7 @@ impl Set {
         };
         let mut counted = CountedCommand::following(
             backend,
-            &self.events,
+            &self.counted,
             command,
             &self.options,
             &groups,
@@ -530,32 +433,5 @@ impl Set {
                 .collect(),
             status: std::os::unix::process::ExitStatusExt::into_raw(count.exit.status),
         })
-    }
-
-    /// Each place's readings, row by row (targets x events) into `out`; the number of rows.
-    pub(crate) fn read_each(&mut self, out: &mut [Reading]) -> CResult<usize> {
-        let n = self.events.len();
-        let (State::Running(counters) | State::Stopped(counters)) = &mut self.state else {
-            return Err(Failure::new(
-                code::STATE,
-                "the set was not started: call counterhal_set_start first",
-            ));
-        };
-        let each = counters.read_each()?;
-        if out.len() < each.len() * n {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "the buffer holds {} readings, the set needs {} ({} places x {n} events)",
-                    out.len(),
-                    each.len() * n,
-                    each.len()
-                ),
-            ));
-        }
-        for (row, (_, readings)) in out.chunks_exact_mut(n.max(1)).zip(&each) {
-            row.copy_from_slice(&readings[..n]);
-        }
-        Ok(each.len())
     }
 }

@@ -229,8 +229,15 @@ fn the_header_compiles_as_cpp() {
     );
 }
 
-/// `examples/c/NAME.c` built against the library (C99, warnings as errors, `flags` added).
+/// `examples/c/NAME.c` built against the library (C99, warnings as errors, `flags` added;
+/// linked with the maths library, which the harness's standard deviation takes), once per
+/// run of this test binary: tests running at once share the program.
 fn example(name: &str, flags: &[&str]) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut programs = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = programs.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
     let lib = library_dir();
     let program = scratch(&format!("{name}-example"));
     let built = Command::new("cc")
@@ -244,6 +251,7 @@ fn example(name: &str, flags: &[&str]) -> PathBuf {
             &format!("-L{}", lib.display()),
             "-lcounterhal",
             &format!("-Wl,-rpath,{}", lib.display()),
+            "-lm",
         ])
         .output()
         .expect("a C compiler (cc) is installed");
@@ -252,7 +260,108 @@ fn example(name: &str, flags: &[&str]) -> PathBuf {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
+    programs.push((name.to_string(), program.clone()));
     program
+}
+
+/// One event's row of `examples/c/harness.c`: per run the mean, standard deviation, least
+/// and most, then the sum of the runs and one set's count of them all.
+#[derive(Debug)]
+struct HarnessRow {
+    mean: f64,
+    stddev: f64,
+    min: u64,
+    max: u64,
+    sum: u64,
+    one_set: u64,
+}
+
+/// Runs the harness with `args`; the row of each event whose name starts with one of
+/// `events` (the name as counted may end in `:u`).
+fn harness(args: &[&str], events: &[&str]) -> Vec<HarnessRow> {
+    let program = example("harness", &["-O1"]);
+    let out = Command::new(&program)
+        .args(args)
+        .args(events)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    eprintln!("{stdout}");
+    events
+        .iter()
+        .map(|event| {
+            let line = stdout
+                .lines()
+                .find(|l| {
+                    l.split_whitespace()
+                        .next()
+                        .is_some_and(|n| n.starts_with(event))
+                })
+                .unwrap_or_else(|| panic!("no row for {event}:\n{stdout}{stderr}"));
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let number = |at: usize| -> f64 {
+                words[at]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("`{}` in {line}", words[at]))
+            };
+            HarnessRow {
+                mean: number(1),
+                stddev: number(2),
+                min: number(3) as u64,
+                max: number(4) as u64,
+                sum: number(5) as u64,
+                one_set: number(6) as u64,
+            }
+        })
+        .collect()
+}
+
+/// `examples/c/harness.c` measures a function run by run, each run's counts its own (a start
+/// zeroes them): 10 runs touching 256 fresh pages each fault 256 times each run, and the runs
+/// sum to what one set counting all of them at once read. Oracles: the kernel faults a fresh
+/// anonymous page once, on its first write (mmap(2); `perf stat -e page-faults` of the same
+/// loop), and the second set over every run.
+#[test]
+fn the_c_harness_counts_each_run_alone_and_the_runs_sum_to_one_set() {
+    let rows = harness(&["-r", "10", "-p", "256", "-c", "0"], &["page-faults"]);
+    let faults = &rows[0];
+    assert!(faults.min >= 256 && faults.max <= 256 + 8, "{faults:?}");
+    assert!((faults.mean - 256.0).abs() <= 8.0, "{faults:?}");
+    // The runs are each their own: had a run's count carried over, the tenth would be ten
+    // times the first.
+    assert!(faults.sum >= 2560 && faults.sum <= 2560 + 80, "{faults:?}");
+    // One set over every run counts the runs and the harness's own calls between them.
+    assert!(
+        faults.one_set >= faults.sum && faults.one_set <= faults.sum + 32,
+        "{faults:?}"
+    );
+}
+
+/// The harness counts the `syscalls:sys_enter_getpid` tracepoint exactly: 1,000 `getpid()`
+/// calls a run, 1,000 each of 10 runs with no spread, 10,000 in all, and one set over the
+/// runs counts the same 10,000 (oracle: the tracepoint fires once per system call, and the
+/// harness makes no other `getpid`).
+#[test]
+fn the_c_harness_counts_getpid_calls_exactly_per_run() {
+    if !tracepoint_countable() {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::Privilege,
+            "the getpid tracepoint needs root and tracefs"
+        );
+    }
+    let rows = harness(
+        &["-r", "10", "-p", "16", "-c", "1000"],
+        &["syscalls:sys_enter_getpid", "page-faults"],
+    );
+    let getpid = &rows[0];
+    assert_eq!((getpid.min, getpid.max), (1000, 1000), "{getpid:?}");
+    assert!(getpid.mean == 1000.0 && getpid.stddev == 0.0, "{getpid:?}");
+    assert_eq!((getpid.sum, getpid.one_set), (10_000, 10_000), "{getpid:?}");
+    assert!(rows[1].min >= 16, "{:?}", rows[1]);
 }
 
 #[test]

@@ -193,3 +193,83 @@ fn an_unknown_report_format_is_an_error_and_the_table_is_still_written() {
     );
     assert_eq!(reports(&stderr), 1, "{stderr}");
 }
+
+/// `counterhal_open_with` chooses the backend, the CPU model (by id and by perf's signature)
+/// and an events file from C, and refuses unknown names naming the known ones and sizes no
+/// `counterhal_options_t` has. Oracles: the SDM's Skylake table (INST_RETIRED.ANY_P is event
+/// 0xc0); the events file the C program writes; perf's signature of Sapphire Rapids
+/// (GenuineIntel-6-8F-8, the kernel's `mapfile.csv`).
+#[test]
+fn a_backend_cpu_model_and_events_file_are_chosen_from_c() {
+    let stdout = run("open-with").unwrap();
+    eprintln!("{stdout}");
+}
+
+/// A set's domain goes to its events without a modifier, and exclusive is taken. Oracle:
+/// touching 256 fresh pages faults 256 times in user space (perf stat -e
+/// page-faults:u,page-faults:k counts them as :u).
+#[test]
+fn a_set_s_domain_and_exclusive_are_set_from_c() {
+    let stdout = run("domain").unwrap();
+    eprintln!("{stdout}");
+}
+
+/// As the unprivileged user nobody at `perf_event_paranoid` 2, a C program counts task-clock,
+/// page-faults and the getpid tracepoint (by the id the root parent reads from tracefs, which
+/// nobody cannot read) in user space, as `NAME:u`, with `counterhal_set_note` naming them in
+/// the face's words; `COUNTERHAL_OPTION_DOMAIN` = kernel is `COUNTERHAL_EPERM` with the hint.
+/// Oracles: perf_event_open(2)'s paranoid rules; 100 `getpid()` calls counted by
+/// `syscalls:sys_enter_getpid`.
+#[test]
+fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    if paranoid != Some(2) {
+        skip!(Need::System, "perf_event_paranoid is {paranoid:?}, not 2");
+    }
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root {
+        skip!(Need::Privilege, "becoming nobody needs root");
+    }
+    let Ok(id) = std::fs::read_to_string("/sys/kernel/tracing/events/syscalls/sys_enter_getpid/id")
+    else {
+        skip!(Need::System, "no syscalls tracepoints in tracefs here");
+    };
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program())
+        .args(["unprivileged", id.trim()])
+        .current_dir("/")
+        .output();
+    let Ok(out) = out else {
+        skip!(
+            Need::Tools,
+            "setpriv (util-linux) runs the program as nobody"
+        );
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("ok unprivileged"),
+        "{}\n{stdout}{stderr}",
+        out.status
+    );
+    eprintln!("{stdout}");
+    let note = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("note: "))
+        .unwrap_or_else(|| panic!("no note:\n{stdout}"));
+    // The one wording of the fallback, the face's (counterhal_hal::user_space_note).
+    let tracepoint = format!("tracepoint/config={}/", id.trim());
+    assert_eq!(
+        note,
+        format!(
+            "counting the kernel is not permitted here (kernel.perf_event_paranoid is 2), so \
+             task-clock, page-faults, {tracepoint} count user space only, as perf stat does"
+        )
+    );
+}

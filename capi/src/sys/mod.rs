@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use counterhal_hal::Reading;
 
-use crate::{CResult, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
+use crate::{CResult, Choice, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 
+mod open;
 mod samplers;
 mod sets;
 pub(crate) use sets::this_thread_id;
@@ -243,16 +244,40 @@ pub unsafe extern "C" fn counterhal_open(out: *mut *mut Handle, backend: *const 
         if out.is_null() {
             return Err(null("out"));
         }
-        let name = match backend.is_null() {
-            true => None,
-            // SAFETY: a NUL-terminated string valid for the call.
-            false => Some(unsafe { string(backend, "backend") }?),
+        let choice = Choice {
+            // SAFETY: NULL or a NUL-terminated string valid for the call.
+            backend: unsafe { optional(backend, "backend") }?,
+            ..Choice::default()
         };
-        let handle = Box::into_raw(Box::new(Handle::open(name, forks())?));
         // SAFETY: `out` is valid for one write.
-        unsafe { put(out, handle, "out") }?;
-        Ok(code::OK)
+        unsafe { open_into(out, &choice) }
     })
+}
+
+/// `text` as UTF-8 where it is not NULL; `None` for NULL.
+///
+/// # Safety
+/// `text` is NULL or a NUL-terminated string valid for the call (module note).
+unsafe fn optional<'a>(text: *const c_char, what: &str) -> CResult<Option<&'a str>> {
+    match text.is_null() {
+        true => Ok(None),
+        // SAFETY: non-NULL, NUL-terminated and valid for the call.
+        false => Ok(Some(unsafe { string(text, what) }?)),
+    }
+}
+
+/// Opens a handle as `choice` says and writes it through `out`.
+///
+/// # Safety
+/// `out` is NULL (refused) or valid for one write.
+unsafe fn open_into(out: *mut *mut Handle, choice: &Choice<'_>) -> CResult<c_int> {
+    if out.is_null() {
+        return Err(null("out"));
+    }
+    let handle = Box::into_raw(Box::new(Handle::open(choice, forks())?));
+    // SAFETY: `out` is non-NULL and valid for one write.
+    unsafe { out.write(handle) };
+    Ok(code::OK)
 }
 
 /// Frees what `value` points at, as one C call: a call from a signal handler while it frees
@@ -378,7 +403,7 @@ pub unsafe extern "C" fn counterhal_set_size(set: *mut Set) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
-        Ok(c_int::try_from(set.events.len()).unwrap_or(c_int::MAX))
+        Ok(c_int::try_from(set.len()).unwrap_or(c_int::MAX))
     })
 }
 
@@ -418,7 +443,7 @@ pub unsafe extern "C" fn counterhal_set_read(set: *mut Set, out: *mut Reading, n
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
         // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n, set.events.len()) }?;
+        let out = unsafe { readings(out, n, set.len()) }?;
         set.read(out)?;
         Ok(code::OK)
     })
@@ -434,7 +459,7 @@ pub unsafe extern "C" fn counterhal_set_stop(set: *mut Set, out: *mut Reading, n
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
         // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n, set.events.len()) }?;
+        let out = unsafe { readings(out, n, set.len()) }?;
         set.stop(out)?;
         Ok(code::OK)
     })

@@ -57,6 +57,21 @@ pub unsafe extern "C" fn counterhal_set_get_option(set: *mut Set, option: c_int)
     })
 }
 
+/// What opening the set did that the caller should know, in a sentence (where the kernel may
+/// not be counted, which events count user space only), or NULL: the note of the set's last
+/// start, until the set is changed (an event added or removed, an option set) or destroyed.
+///
+/// # Safety
+/// See the module note of [`super`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_note(set: *mut Set) -> *const c_char {
+    // SAFETY: NULL or a live set of this thread.
+    match unsafe { set.as_ref() }.and_then(|s| s.note.as_ref()) {
+        Some(note) => note.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
 /// Removes the event at `index` (those after it move down one).
 ///
 /// # Safety
@@ -109,7 +124,7 @@ pub unsafe extern "C" fn counterhal_set_run(
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
-        let events = set.events.len();
+        let events = set.len();
         // SAFETY: `out` is valid for `n` writes.
         let out = unsafe { readings(out, n, events) }?;
         if out.len() < events {

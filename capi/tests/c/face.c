@@ -3,7 +3,10 @@
  * check held, or the failed check and exits 1.
  *
  *   face version | remove | options | inherit | rows | restart | refusals | umasks | command
- *   face cpus    (rows of a COUNTERHAL_TARGET_ALL_CPUS set; needs the privilege to count CPUs) */
+ *   face open-with | domain
+ *   face cpus    (rows of a COUNTERHAL_TARGET_ALL_CPUS set; needs the privilege to count CPUs)
+ *   face unprivileged ID  (as an unprivileged user at perf_event_paranoid 2, with ID the id of
+ *                          the syscalls:sys_enter_getpid tracepoint) */
 #define _GNU_SOURCE
 #include <counterhal.h>
 
@@ -290,6 +293,229 @@ static void report(int more) {
     }
 }
 
+/* counterhal_open_with: the backend, the CPU model (by id or perf's signature) and an events
+ * file chosen from C; unknown names refused naming the known ones; the struct's size checked
+ * (too small, too large, a newer struct whose unknown fields are 0 or not). The oracle for
+ * Skylake's INST_RETIRED.ANY_P is the SDM's table (event 0xc0, as libpfm4's skl encodes it). */
+static void open_with(void) {
+    counterhal_t *ch = NULL;
+    counterhal_options_t o = {sizeof o, NULL, NULL, NULL};
+    /* The first version's layout, which the library pins too. */
+    CHECK(sizeof o == sizeof(size_t) + 3 * sizeof(const char *));
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_OK);
+    counterhal_close(ch);
+    ch = NULL;
+    CHECK(counterhal_open_with(&ch, NULL) == COUNTERHAL_OK);
+    counterhal_close(ch);
+    ch = NULL;
+    CHECK(counterhal_open_with(NULL, &o) == COUNTERHAL_EINVAL);
+
+    o.backend = "linux";
+    o.cpu_model = "skl";
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_OK);
+    if (ch != NULL) {
+        CHECK(strcmp(counterhal_backend(ch), "linux") == 0);
+        CHECK(counterhal_cpu_model(ch) != NULL && strcmp(counterhal_cpu_model(ch), "skl") == 0);
+        char encoding[128] = "";
+        counterhal_query(ch, "INST_RETIRED.ANY_P", encoding, sizeof encoding);
+        printf("skl INST_RETIRED.ANY_P: %s\n", encoding);
+        CHECK(strstr(encoding, "config=0xc0 ") != NULL);
+        counterhal_close(ch);
+        ch = NULL;
+    }
+    o.backend = NULL;
+    o.cpu_model = "GenuineIntel-6-8F-8";
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_OK);
+    if (ch != NULL) {
+        CHECK(counterhal_cpu_model(ch) != NULL && strcmp(counterhal_cpu_model(ch), "spr") == 0);
+        counterhal_close(ch);
+        ch = NULL;
+    }
+
+    o.cpu_model = "pentium9000";
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
+    CHECK(strstr(counterhal_last_error(), "pentium9000") != NULL);
+    CHECK(strstr(counterhal_last_error(), "skl") != NULL);
+    o.cpu_model = NULL;
+    o.backend = "windows";
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
+    CHECK(strstr(counterhal_last_error(), "linux, msr, pctr, hwpmc") != NULL);
+    printf("unknown backend: %s\n", counterhal_last_error());
+    o.backend = NULL;
+
+    /* An events file adding a model: chosen by its id, its event resolved. */
+    char path[] = "/tmp/counterhal-face-events-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        const char text[] = "[[cpu]]\nid = \"mine\"\nencoder = \"amd64\"\n"
+                            "pmu = { general_counters = 6, counter_width = 48 }\n"
+                            "[[cpu.event]]\nname = \"MY_EVENT\"\ncode = 0x76\n";
+        CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+        close(fd);
+        o.events_file = path;
+        o.cpu_model = "mine";
+        CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_OK);
+        if (ch != NULL) {
+            CHECK(counterhal_cpu_model(ch) != NULL &&
+                  strcmp(counterhal_cpu_model(ch), "mine") == 0);
+            char encoding[128] = "";
+            counterhal_query(ch, "MY_EVENT", encoding, sizeof encoding);
+            printf("mine MY_EVENT: %s\n", encoding);
+            CHECK(strstr(encoding, "config=0x76 ") != NULL);
+            counterhal_close(ch);
+            ch = NULL;
+        }
+        unlink(path);
+        CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
+        CHECK(strstr(counterhal_last_error(), path) != NULL);
+        o.events_file = NULL;
+        o.cpu_model = NULL;
+    }
+
+    /* The size: too small, absurd, a newer struct with its new fields 0 (taken) or not. */
+    o.size = sizeof(size_t);
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
+    CHECK(strstr(counterhal_last_error(), "sizeof(counterhal_options_t)") != NULL);
+    o.size = 1u << 20;
+    CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
+    struct {
+        counterhal_options_t options;
+        uint64_t newer[2];
+    } grown;
+    memset(&grown, 0, sizeof grown);
+    grown.options.size = sizeof grown;
+    CHECK(counterhal_open_with(&ch, &grown.options) == COUNTERHAL_OK);
+    counterhal_close(ch);
+    ch = NULL;
+    grown.newer[1] = 1;
+    CHECK(counterhal_open_with(&ch, &grown.options) == COUNTERHAL_ENOSUPP && ch == NULL);
+    CHECK(strstr(counterhal_last_error(), "newer counterhal.h") != NULL);
+}
+
+/* COUNTERHAL_OPTION_DOMAIN and _EXCLUSIVE: the domain goes to events without a modifier. The
+ * oracle: touching PAGES fresh pages faults PAGES times in user space (perf stat -e
+ * page-faults:u,page-faults:k counts them :u, and at most a few :k). The kernel asked for by
+ * a caller the OS refuses it to is COUNTERHAL_EPERM with the hint. */
+static void domain(counterhal_t *ch) {
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t out[1];
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_DOMAIN) == 0);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_EXCLUSIVE) == 0);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, 8) == COUNTERHAL_EINVAL);
+    CHECK(strstr(counterhal_last_error(), "COUNTERHAL_DOMAIN_USER") != NULL);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, -1) == COUNTERHAL_EINVAL);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_EXCLUSIVE, 2) == COUNTERHAL_EINVAL);
+    CHECK(counterhal_set_add(set, "page-faults") == 0);
+    const int domains[] = {COUNTERHAL_DOMAIN_USER, COUNTERHAL_DOMAIN_KERNEL,
+                           COUNTERHAL_DOMAIN_USER | COUNTERHAL_DOMAIN_KERNEL};
+    for (int i = 0; i < 3; i++) {
+        int rc = counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, domains[i]);
+        if (rc == COUNTERHAL_EPERM && (domains[i] & COUNTERHAL_DOMAIN_KERNEL)) {
+            CHECK(strstr(counterhal_last_error(), "perf_event_paranoid") != NULL);
+            printf("domain %d refused: %s\n", domains[i], counterhal_last_error());
+            continue;
+        }
+        CHECK(rc == COUNTERHAL_OK);
+        CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_DOMAIN) == domains[i]);
+        CHECK(strcmp(counterhal_set_event_name(set, 0), "page-faults") == 0);
+        CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+        touch_pages(NULL);
+        CHECK(counterhal_set_stop(set, out, 1) == COUNTERHAL_OK);
+        printf("domain %d: %llu page faults\n", domains[i], (unsigned long long)out[0].value);
+        if (domains[i] & COUNTERHAL_DOMAIN_USER)
+            CHECK(out[0].value >= PAGES);
+        else
+            CHECK(out[0].value < PAGES / 2);
+        CHECK(counterhal_set_note(set) == NULL);
+    }
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, 0) == COUNTERHAL_OK);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_DOMAIN) == 0);
+    /* Exclusive: the set alone on the counters while it runs; it still counts. */
+    CHECK(counterhal_set_add(set, "task-clock") == 1);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_EXCLUSIVE, 1) == COUNTERHAL_OK);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_EXCLUSIVE) == 1);
+    counterhal_reading_t both[2];
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    touch_pages(NULL);
+    CHECK(counterhal_set_stop(set, both, 2) == COUNTERHAL_OK);
+    CHECK(both[0].value >= PAGES && both[1].value > 0);
+    counterhal_set_destroy(set);
+}
+
+/* As an unprivileged user at perf_event_paranoid 2: task-clock, page-faults and a tracepoint
+ * by its id count user space only, named NAME:u, with the note naming them as the Rust face
+ * and the command word it; the kernel asked for is COUNTERHAL_EPERM with the hint. Oracles:
+ * the kernel's paranoid rules (perf_event_open(2)); 100 getpid() calls counted by
+ * syscalls:sys_enter_getpid; PAGES fresh pages touched. */
+static void unprivileged(counterhal_t *ch, const char *id) {
+    char tracepoint[64], counted[80], names[200];
+    snprintf(tracepoint, sizeof tracepoint, "tracepoint/config=%s/", id);
+    snprintf(counted, sizeof counted, "%su", tracepoint);
+    snprintf(names, sizeof names, "so task-clock, page-faults, %s count user space only",
+             tracepoint);
+    counterhal_set_t *set = new_set(ch);
+    counterhal_reading_t r[3];
+    CHECK(counterhal_set_add(set, "task-clock") == 0);
+    CHECK(counterhal_set_add(set, "page-faults") == 1);
+    CHECK(counterhal_set_add(set, tracepoint) == 2);
+    CHECK(strcmp(counterhal_set_event_name(set, 0), "task-clock:u") == 0);
+    CHECK(strcmp(counterhal_set_event_name(set, 1), "page-faults:u") == 0);
+    CHECK(strcmp(counterhal_set_event_name(set, 2), counted) == 0);
+    CHECK(counterhal_set_note(set) == NULL); /* nothing opened as a whole yet */
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    for (int i = 0; i < 100; i++)
+        (void)getpid();
+    touch_pages(NULL);
+    CHECK(counterhal_set_stop(set, r, 3) == COUNTERHAL_OK);
+    printf("counted task-clock:u %llu, page-faults:u %llu, %s %llu\n",
+           (unsigned long long)r[0].value, (unsigned long long)r[1].value, counted,
+           (unsigned long long)r[2].value);
+    CHECK(r[0].value > 0 && r[1].value >= PAGES && r[2].value == 100);
+    const char *note = counterhal_set_note(set);
+    CHECK(note != NULL);
+    if (note != NULL) {
+        printf("note: %s\n", note);
+        CHECK(strstr(note, "kernel.perf_event_paranoid is 2") != NULL);
+        CHECK(strstr(note, names) != NULL);
+    }
+    /* A command counted with the set's events counts them as the set does (NAME:u). */
+    const char *const command[] = {"/bin/true", NULL};
+    int status = -1;
+    CHECK(counterhal_set_run(set, command, COUNTERHAL_FOLLOW_CHILDREN, r, 3, &status) ==
+          COUNTERHAL_OK);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r[0].value > 0);
+    /* The kernel asked for: refused, the set unchanged. */
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, COUNTERHAL_DOMAIN_KERNEL) ==
+          COUNTERHAL_EPERM);
+    CHECK(strstr(counterhal_last_error(), "perf_event_paranoid") != NULL);
+    printf("kernel refused: %s\n", counterhal_last_error());
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_DOMAIN) == 0);
+    /* User space asked for: counted as asked, under the names given, without a note. */
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, COUNTERHAL_DOMAIN_USER) ==
+          COUNTERHAL_OK);
+    CHECK(strcmp(counterhal_set_event_name(set, 0), "task-clock") == 0);
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    for (int i = 0; i < 100; i++)
+        (void)getpid();
+    CHECK(counterhal_set_stop(set, r, 3) == COUNTERHAL_OK);
+    CHECK(r[2].value == 100);
+    CHECK(counterhal_set_note(set) == NULL);
+    /* Back to the default: the fallback again, and its names. */
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, 0) == COUNTERHAL_OK);
+    CHECK(strcmp(counterhal_set_event_name(set, 0), "task-clock:u") == 0);
+    counterhal_set_destroy(set);
+
+    /* An empty set asked for the kernel: the add is refused with the hint. */
+    set = new_set(ch);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_DOMAIN, COUNTERHAL_DOMAIN_KERNEL) ==
+          COUNTERHAL_OK);
+    CHECK(counterhal_set_add(set, "task-clock") == COUNTERHAL_EPERM);
+    CHECK(strstr(counterhal_last_error(), "perf_event_paranoid") != NULL);
+    CHECK(counterhal_set_size(set) == 0);
+    counterhal_set_destroy(set);
+}
+
 /* A command counted from its exec: execve calls of a shell running two programs, in the shell
  * and what it creates (2) and in the shell alone (0), printed for the test to compare with
  * perf; the exit status passed back; misuse refused. Exit 3 without the tracepoint. */
@@ -363,6 +589,12 @@ int main(int argc, char **argv) {
         umasks(ch);
     else if (strcmp(mode, "command") == 0)
         command(ch);
+    else if (strcmp(mode, "open-with") == 0)
+        open_with();
+    else if (strcmp(mode, "domain") == 0)
+        domain(ch);
+    else if (strcmp(mode, "unprivileged") == 0 && argc > 2)
+        unprivileged(ch, argv[2]);
     else if (strcmp(mode, "report") == 0 || strcmp(mode, "report-more") == 0)
         report(strcmp(mode, "report-more") == 0);
     else {

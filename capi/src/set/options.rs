@@ -1,0 +1,162 @@
+//! A set's options (`counterhal_set_option`): grouped, pinned, inherit, exclusive, and the
+//! domain its events without one of their own count.
+
+use facade::{Domain, OpenOptions, Target as Attach};
+
+use super::{Set, State};
+use crate::{CResult, Failure, code};
+
+/// The options of a set (`counterhal_set_option`).
+pub mod option {
+    /// 1 (the default): the events are one group, counted all together or not at all. 0:
+    /// each on its own (time-shared where the counters are too few).
+    pub const GROUPED: i32 = 0;
+    /// 1: ask the backend to keep the group on its counters always (perf's `pinned`).
+    pub const PINNED: i32 = 1;
+    /// 1: a thread target also counts the threads and processes it creates from the start.
+    pub const INHERIT: i32 = 2;
+    /// 1: ask for the counters to the set alone while it runs (perf's `exclusive`): no other
+    /// group shares the PMU meanwhile.
+    pub const EXCLUSIVE: i32 = 3;
+    /// What the events without a modifier of their own count: a [`domain`](super::domain)
+    /// mask, 0 for the default.
+    pub const DOMAIN: i32 = 4;
+}
+
+/// The values of [`option::DOMAIN`]: privilege levels, or-ed together (`Domain`'s bits).
+pub mod domain {
+    /// The default: what the backend counts by default (user space and the kernel on Linux),
+    /// user space only where the OS refuses the kernel to an unprivileged caller.
+    pub const DEFAULT: i32 = 0;
+    /// User space.
+    pub const USER: i32 = 1;
+    /// The kernel.
+    pub const KERNEL: i32 = 2;
+    /// The hypervisor.
+    pub const HYPERVISOR: i32 = 4;
+    /// Every bit this version knows.
+    pub const ALL: i32 = USER | KERNEL | HYPERVISOR;
+}
+
+// The C mask is the face's `Domain` bits for the privilege levels.
+const _: () = assert!(
+    domain::USER == Domain::USER.bits() as i32
+        && domain::KERNEL == Domain::KERNEL.bits() as i32
+        && domain::HYPERVISOR == Domain::HYPERVISOR.bits() as i32
+);
+
+/// The message of an unknown option.
+const OPTIONS: &str =
+    "use a COUNTERHAL_OPTION_* constant (GROUPED 0, PINNED 1, INHERIT 2, EXCLUSIVE 3, DOMAIN 4)";
+
+/// `value` of an on-off option: 0 or 1.
+fn on_off(value: i32) -> CResult<bool> {
+    match value {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(Failure::new(
+            code::INVALID_ARGUMENT,
+            format!("option value {other}: use 0 (off) or 1 (on)"),
+        )),
+    }
+}
+
+impl Set {
+    /// `value` as the domain of `options`: `None` for 0, else the mask's levels, refused
+    /// where they are not a mask of [`domain`] bits or not what the backend filters.
+    fn domain(&self, value: i32) -> CResult<Option<Domain>> {
+        if value == domain::DEFAULT {
+            return Ok(None);
+        }
+        let bits = u8::try_from(value)
+            .ok()
+            .filter(|bits| i32::from(*bits) & !domain::ALL == 0)
+            .ok_or_else(|| {
+                Failure::new(
+                    code::INVALID_ARGUMENT,
+                    format!(
+                        "domain {value}: use 0 (the default) or COUNTERHAL_DOMAIN_USER (1), \
+                         _KERNEL (2) and _HYPERVISOR (4) or-ed together"
+                    ),
+                )
+            })?;
+        let domain = Domain::from_bits_truncate(bits);
+        let filters = self.inner.chosen.capabilities().domains();
+        if !filters.contains(domain) {
+            let names: Vec<&str> = filters.intersection(Domain::LEVELS).names().collect();
+            return Err(Failure::new(
+                code::UNSUPPORTED,
+                format!(
+                    "the {} backend cannot count the domain {value} alone (it filters {})",
+                    self.inner.chosen.name(),
+                    names.join(", ")
+                ),
+            ));
+        }
+        Ok(Some(domain))
+    }
+
+    /// Sets `option` (an [`option`] constant) to `value` (0 or 1; a [`domain`] mask for
+    /// [`option::DOMAIN`]). Refused while running; with events in the set, refused when they
+    /// do not open together under the new options (the set keeps the old ones), and otherwise
+    /// each event takes the name it counts under them (`NAME:u` where the kernel is refused
+    /// and no domain asked for).
+    pub(crate) fn set_option(&mut self, which: i32, value: i32) -> CResult<()> {
+        if matches!(self.state, State::Running(_)) {
+            return Err(Failure::new(
+                code::STATE,
+                "the set is running: stop it before changing its options",
+            ));
+        }
+        let mut options: OpenOptions = self.options;
+        match which {
+            option::GROUPED => options.grouped = on_off(value)?,
+            option::PINNED => options.pinned = on_off(value)?,
+            option::EXCLUSIVE => options.exclusive = on_off(value)?,
+            option::DOMAIN => options.domain = self.domain(value)?,
+            option::INHERIT => {
+                let on = on_off(value)?;
+                if on && !matches!(self.attach, Attach::ThisThread | Attach::Thread(_)) {
+                    return Err(Failure::new(
+                        code::INVALID_ARGUMENT,
+                        "COUNTERHAL_OPTION_INHERIT applies to a thread target (THIS_THREAD, \
+                         THREAD): a PROCESS target counts what its threads create already, \
+                         and CPUs count everything on them",
+                    ));
+                }
+                options.inherit = on;
+            }
+            other => {
+                return Err(Failure::new(
+                    code::INVALID_ARGUMENT,
+                    format!("unknown option {other}: {OPTIONS}"),
+                ));
+            }
+        }
+        if !self.requested.is_empty() {
+            let opened = self.open_all(&options)?;
+            self.counted_as(&opened);
+        }
+        self.options = options;
+        self.changed();
+        Ok(())
+    }
+
+    /// The value of `option` (an [`option`] constant): 0 or 1, or the [`domain`] mask.
+    pub(crate) fn option(&self, which: i32) -> CResult<i32> {
+        let options = &self.options;
+        match which {
+            option::GROUPED => Ok(i32::from(options.grouped)),
+            option::PINNED => Ok(i32::from(options.pinned)),
+            option::INHERIT => Ok(i32::from(options.inherit)),
+            option::EXCLUSIVE => Ok(i32::from(options.exclusive)),
+            option::DOMAIN => Ok(options.domain.map_or(domain::DEFAULT, |d| {
+                i32::from(d.intersection(Domain::LEVELS).bits())
+            })),
+            other => Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!("unknown option {other}: {OPTIONS}"),
+            )),
+        }
+    }
+}
