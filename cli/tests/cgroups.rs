@@ -2,12 +2,11 @@
 //! and `-i` with a command, side by side with the installed perf: a cgroup made for the test
 //! holds one busy process, another none, and both tools count them.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

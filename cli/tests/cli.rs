@@ -1,10 +1,9 @@
 //! End-to-end tests of the `counterhal` command against the real backends of this machine.
 
-mod common;
 
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

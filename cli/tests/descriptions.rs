@@ -3,12 +3,11 @@
 //! does. Oracle: the JSON (Debian's linux-source-6.12, tools/perf/pmu-events/arch/x86/skylake),
 //! read with serde_json.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;

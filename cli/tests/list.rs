@@ -5,9 +5,8 @@
 //! `BR_INST_RETIRED` is event 0xc4, its `ALL_BRANCHES` unit mask 0x00 and `ALL_BRANCHES_PEBS`
 //! 0x04), and every listed unit mask of a model is checked against what `encode` programs.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// `list ARGS`, which must succeed, as text.

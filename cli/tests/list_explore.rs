@@ -4,12 +4,11 @@
 //! metrics short unless asked; `encode` going on past a bad name; `cpu/terms/` as the raw
 //! event; `:p` as perf's `precise_ip`; model names people type.
 
-mod common;
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;

@@ -2,9 +2,8 @@
 //! that multiplex in software: pctr, msr and hwpmc, counted on their device models (`--model`, fed
 //! a steady synthetic workload while the command runs) with more events than counters.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 /// More copies of the models' counter-limited event (branches, fed by the synthetic work and
 /// on no fixed counter) than any model has counters (at most 6).

@@ -5,11 +5,10 @@
 //! a list of processes; `-D -5` refused by its value; a tracepoint with a modifier shown by its
 //! name alone.
 
-mod common;
 
 use std::process::{Child, Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

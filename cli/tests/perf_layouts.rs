@@ -3,12 +3,11 @@
 //! themselves differ from run to run); and the options that shape them (`-r`, `-I`, `-A`,
 //! `--per-thread`, counting without a command until the timeout).
 
-mod common;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

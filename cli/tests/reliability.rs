@@ -1,14 +1,13 @@
 //! The command under bad input, signals and faults: one test per defect found by trying it as
 //! a user would (each named by what it keeps true), on every path where the defect could live.
 
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -1,11 +1,10 @@
 //! Every software event the installed perf lists (`perf list sw`, with its `OR` aliases) is
 //! known to counterhal by the same name, and `stat -x,` labels it as perf does.
 
-mod common;
 
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

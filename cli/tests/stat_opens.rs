@@ -1,12 +1,11 @@
 //! `stat` opens each event once, as perf does: with many tracepoints, the `perf_event_open`
 //! calls strace sees for counterhal are perf's, give or take the backend's own probe.
 
-mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -3,11 +3,10 @@
 //! options that shape what is printed and what runs around a run (what is counted:
 //! `stat_scope.rs`).
 
-mod common;
 
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -3,11 +3,10 @@
 //! threads, CPUs added up by core, socket, die and node, a delay, and no inheritance (with a
 //! command: cgroups.rs).
 
-mod common;
 
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
