@@ -22,6 +22,7 @@ pub mod rates;
 pub mod sde;
 pub mod sde_watch;
 pub mod set_options;
+pub mod set_overflow;
 pub mod sets;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -284,29 +284,58 @@ fn lock() -> MutexGuard<'static, Option<Library>> {
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
 pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
+    with_or(ENOINIT, f)
+}
+
+/// Runs `f` on the library for a call that names an event set, or returns `PAPI_ENOEVST`:
+/// PAPI 7.0's calls on a set look it up in the library's table of sets before anything else,
+/// and before initialisation (or after `PAPI_shutdown`) that table is empty, so `PAPI_start`,
+/// `PAPI_read`, `PAPI_stop`, `PAPI_destroy_eventset` and the rest answer `PAPI_ENOEVST`, not
+/// `PAPI_ENOINIT` (tests/c/side_by_side.c). (PAPI reads handle 0 from its table's first slot
+/// without checking that the table exists, and crashes; ours answers it as any other.)
+pub fn with_handle<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
+    with_or(ENOEVST, f)
+}
+
+/// Runs `f` on the library, or returns `uninitialised`; an error is kept for `PAPI_perror`.
+fn with_or<T>(
+    uninitialised: i32,
+    f: impl FnOnce(&mut Library) -> Result<T, i32>,
+) -> Result<T, i32> {
     // Dropped after the lock below: an overflow handler that calls the library runs once the
     // lock is free, not on top of the call that holds it.
     let _held = crate::sys::signals::hold();
     let result = match lock().as_mut() {
         Some(library) => f(library),
-        None => Err(ENOINIT),
+        None => Err(uninitialised),
     };
     if let Err(e) = result {
-        LAST_ERROR.store(e, Ordering::SeqCst);
+        fail(e);
     }
     result
+}
+
+/// Keeps `code`, when it is an error, as the one `PAPI_perror` prints, and returns it: what
+/// PAPI 7.0's `papi_return` does with `_papi_hwi_errno`. (Its few plain `return`s of an error
+/// leave the last one in place: `PAPI_query_event` of a preset that does not count.)
+pub fn fail(code: i32) -> i32 {
+    if code < OK {
+        LAST_ERROR.store(code, Ordering::SeqCst);
+    }
+    code
 }
 
 /// The last error a call on the library answered, which `PAPI_perror` prints (PAPI 7.0's
 /// `_papi_hwi_errno`, set as its functions return an error).
 pub static LAST_ERROR: AtomicI32 = AtomicI32::new(OK);
 
-/// Runs `f` on event set `handle`.
+/// Runs `f` on event set `handle` (`PAPI_ENOEVST` when there is none, before initialisation
+/// too: [`with_handle`]).
 pub fn with_set<T>(
     handle: i32,
     f: impl FnOnce(&Chosen, &mut PapiSet) -> Result<T, i32>,
 ) -> Result<T, i32> {
-    with(|library| {
+    with_handle(|library| {
         let set = usize::try_from(handle)
             .ok()
             .and_then(|i| library.sets.get_mut(i))

@@ -280,7 +280,12 @@ fn preset_usable(library: &mut Library, index: usize) -> bool {
     usable
 }
 
-/// `PAPI_query_event`: `PAPI_OK` when the event can be counted here.
+/// `PAPI_query_event`: `PAPI_OK` when the event can be counted here. As PAPI 7.0's (papi.c),
+/// a preset that does not count and an empty preset slot are `PAPI_ENOEVNT` by a plain
+/// `return`, which leaves the error `PAPI_perror` prints as it was; its other answers are
+/// kept for it (`papi_return`): a preset code past PAPI's room `PAPI_ENOTPRESET`, a native code
+/// past the table `PAPI_ENOCMP` (no component has it, as `PAPI_add_event` answers), any other
+/// code `PAPI_ENOEVNT` (tests/c/errors.c).
 pub fn query_event(code: i32) -> i32 {
     let result = with(|library| match names::decode(code) {
         Some(Code::Preset(i)) => Ok(if preset_usable(library, i) {
@@ -289,8 +294,12 @@ pub fn query_event(code: i32) -> i32 {
             ENOEVNT
         }),
         Some(Code::Native(i)) if i < library.natives.len() => Ok(OK),
-        None if is_preset_code(code) => Ok(empty_preset_slot(code)),
-        _ => Ok(ENOEVNT),
+        Some(Code::Native(_)) => Err(ENOCMP),
+        None if is_preset_code(code) => match empty_preset_slot(code) {
+            ENOEVNT => Ok(ENOEVNT),
+            past => Err(past),
+        },
+        _ => Err(ENOEVNT),
     });
     result.unwrap_or_else(|e| e)
 }
@@ -360,27 +369,31 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
     if cidx != 0 {
         return Err(ENOCMP);
     }
-    with(|library| match names::decode(code) {
+    // The end of a list is answered by a plain `return` in PAPI 7.0 (papi.c), which leaves the
+    // error PAPI_perror prints as it was: it is the inner result, not kept; a code that is
+    // neither a preset nor a native event is kept (`papi_return`).
+    let walked = with(|library| match names::decode(code) {
         Some(Code::Preset(i)) => {
             // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; PAPI_PRESET_ENUM_AVAIL
             // (2) those that count here; the category modifiers, none we classify: all.
             let first = modifier == 1;
             if first {
-                return Ok(names::preset_code(0));
+                return Ok(Ok(names::preset_code(0)));
             }
             for next in i + 1..PRESETS.len() {
                 if modifier != 2 || preset_usable(library, next) {
-                    return Ok(names::preset_code(next));
+                    return Ok(Ok(names::preset_code(next)));
                 }
             }
-            Err(ENOEVNT)
+            Ok(Err(ENOEVNT))
         }
         // PAPI 7.0's PAPI_enum_cmp_event answers PAPI_EINVAL for whatever a component's
         // native enumeration refuses, the end of the list included (papi.c), and for a code
         // that is neither a preset nor a native event.
-        Some(Code::Native(i)) => next_native(library, i, modifier).map_err(|_| EINVAL),
+        Some(Code::Native(i)) => Ok(next_native(library, i, modifier).map_err(|_| EINVAL)),
         None => Err(EINVAL),
-    })
+    });
+    walked.and_then(|next| next)
 }
 
 /// The native event after native `i` under `modifier`, as the perf_event component walks

@@ -2,6 +2,11 @@
 //! (`Chosen::open_sampler`, one sample every `threshold` events) whose overflow callback
 //! calls the set's C handler. The handlers live in a fixed table of slots the callback reads
 //! without locks (it runs in a signal handler).
+//!
+//! As PAPI 7.0's, the handler is the set's, not an event's: each `PAPI_overflow` call gives
+//! the set the handler it names, for every event that overflows in it ([`set_handler`] on
+//! each of the set's slots), NULL included once the set overflows. PAPI then calls the NULL
+//! pointer at the next overflow and the process dies of SIGSEGV; ours calls nothing.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering};
 
@@ -12,9 +17,10 @@ pub const SLOTS: usize = 64;
 
 /// One overflowing event: its set, its C handler, and its bit in the overflow vector.
 pub struct Slot {
-    /// The event set's handle.
+    /// The event set's handle; -1 when the slot is free.
     pub set: AtomicI32,
-    /// The C handler (`PAPI_overflow_handler_t`) as an address; 0 when the slot is free.
+    /// The set's C handler (`PAPI_overflow_handler_t`) as an address: 0 for none (NULL),
+    /// [`PROFILE_HANDLER`] for a profiled event's.
     pub handler: AtomicUsize,
     /// The overflow vector given to the handler: the event's bit (`1 << index in the set`).
     pub vector: AtomicI64,
@@ -47,16 +53,48 @@ pub struct Spec {
     pub callback: OverflowCallback,
 }
 
-/// Takes a free slot for `handler`, or `None` when all are taken.
+/// The handler `PAPI_sprofil` gives the overflow of a profiled event: the address of no C
+/// function (PAPI's `_papi_hwi_dummy_handler`). The dispatch adds a profiled event's samples
+/// to its buffers; an event of the set that is not profiled then calls nothing.
+pub const PROFILE_HANDLER: usize = usize::MAX;
+
+/// Takes a free slot for event set `set` (`set` >= 0) with `handler`, or `None` when all are
+/// taken.
 pub fn take_slot(set: i32, handler: usize, vector: i64) -> Option<usize> {
     let slot = TABLE.iter().position(|s| {
-        s.handler
-            .compare_exchange(0, handler, Ordering::AcqRel, Ordering::Relaxed)
+        s.set
+            .compare_exchange(-1, set, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     })?;
-    TABLE[slot].set.store(set, Ordering::Release);
     TABLE[slot].vector.store(vector, Ordering::Release);
+    TABLE[slot].handler.store(handler, Ordering::Release);
     Some(slot)
+}
+
+/// Gives `slot` the handler `handler` (the set's, as the last `PAPI_overflow` named it).
+pub fn set_handler(slot: usize, handler: usize) {
+    if let Some(s) = TABLE.get(slot) {
+        s.handler.store(handler, Ordering::Release);
+    }
+}
+
+/// The C handler to call at an overflow of `slot`, with the set and the overflow vector to
+/// give it; `None` for a free slot, a NULL handler and a profiled event's.
+pub fn handler_of(slot: usize) -> Option<(usize, i32, i64)> {
+    let s = TABLE.get(slot)?;
+    let handler = s.handler.load(Ordering::Acquire);
+    let set = s.set.load(Ordering::Acquire);
+    if handler == 0 || handler == PROFILE_HANDLER || set < 0 {
+        return None;
+    }
+    Some((handler, set, s.vector.load(Ordering::Acquire)))
+}
+
+/// Whether `slot` is a profiled event's (`PAPI_profil`, `PAPI_sprofil`).
+pub fn profiles(slot: usize) -> bool {
+    PROFILES
+        .get(slot)
+        .is_some_and(|p| p.load(Ordering::Acquire) != 0)
 }
 
 /// Frees `slot`.
@@ -66,5 +104,6 @@ pub fn free_slot(slot: usize) {
             p.store(0, Ordering::Release);
         }
         s.handler.store(0, Ordering::Release);
+        s.set.store(-1, Ordering::Release);
     }
 }

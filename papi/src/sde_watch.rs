@@ -5,7 +5,6 @@
 //! (src/components/sde/sde.c). The watches are kept apart from the library's lock: libsde
 //! calls in holding its own lock, which a library call may be waiting for.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
@@ -73,7 +72,5 @@ pub fn overflowed(counter: u32, latest: i64) -> Option<(usize, i32, i64)> {
     }
     // The next multiple of the threshold, so that no error adds up.
     w.deadline = w.threshold * (latest / w.threshold) + w.threshold;
-    let slot = crate::overflow::TABLE.get(w.slot)?;
-    let handler = slot.handler.load(Ordering::Acquire);
-    (handler != 0).then(|| (handler, w.set, slot.vector.load(Ordering::Acquire)))
+    crate::overflow::handler_of(w.slot)
 }

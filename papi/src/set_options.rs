@@ -84,7 +84,14 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         if set.state & CPU_ATTACHED != 0 || set.system_cpu.is_some() || set.event_cpu().is_some() {
             return Err(ECMP);
         }
-        let tid = u32::try_from(tid).map_err(|_| EINVAL)?;
+        // Thread 0 is perf_event_open's pid 0, the calling thread, which PAPI 7.0's perf_event
+        // component passes on as given (its check and its events open there, the thread
+        // that attaches): ours attaches to the caller. (Where the kernel has no core PMU,
+        // PAPI's check refuses it as every live target, PAPI_ENOEVNT: tests/c/attach_targets.c.)
+        let tid = match u32::try_from(tid).map_err(|_| EINVAL)? {
+            0 => u32::try_from(crate::library::thread_id()).map_err(|_| EINVAL)?,
+            tid => tid,
+        };
         probe(chosen, set, tid)?;
         set.attached = Some(tid);
         // PAPI's set belongs to the thread it attaches to from now on (its `master`).

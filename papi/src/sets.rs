@@ -7,8 +7,8 @@ use crate::codes::{
     EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    ATTACHED, CPU_ATTACHED, GRN_SYS, GRN_THR, Library, MULTIPLEXING, OVERFLOWING, PROFILING,
-    PapiSet, RUNNING, STOPPED, Sampled, with, with_set,
+    GRN_SYS, GRN_THR, Library, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED, Sampled, with,
+    with_handle, with_set,
 };
 use crate::names::{self, Code};
 
@@ -35,15 +35,26 @@ pub fn create_eventset() -> Result<i32, i32> {
             sde_counters: Vec::new(),
             sde_values: Vec::new(),
         };
-        library.sets.push(Some(set));
-        Ok((library.sets.len() - 1) as i32)
+        // The lowest handle free, one a destroyed set left included, as PAPI 7.0 numbers
+        // them (papi_internal.c `add_EventSet`: the first empty slot of its table).
+        let handle = match library.sets.iter().position(Option::is_none) {
+            Some(free) => {
+                library.sets[free] = Some(set);
+                free
+            }
+            None => {
+                library.sets.push(Some(set));
+                library.sets.len() - 1
+            }
+        };
+        Ok(handle as i32)
     })
 }
 
 /// `PAPI_add_event`: checks that the event opens beside the set's (a trial open, closed at
 /// once), so that the set holds only what counts together.
 pub fn add_event(handle: i32, code: i32) -> i32 {
-    let result = with(|library| {
+    let result = with_handle(|library| {
         // PAPI 7.0's order (papi.c `PAPI_add_event`, papi_internal.c `_papi_hwi_add_event`):
         // the set, the code's kind, whether the set runs, the code's component, then the
         // event itself.
@@ -230,7 +241,7 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
 
 /// `PAPI_destroy_eventset`: the set must be empty.
 pub fn destroy_eventset(handle: i32) -> i32 {
-    with(|library| {
+    with_handle(|library| {
         let slot = usize::try_from(handle)
             .ok()
             .and_then(|i| library.sets.get_mut(i))
@@ -274,7 +285,7 @@ fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
 
 /// `PAPI_assign_eventset_component` of component 0.
 pub fn assign_component(handle: i32) -> i32 {
-    with(|library| {
+    with_handle(|library| {
         let defaults = (library.default_domain, library.default_granularity);
         let set = usize::try_from(handle)
             .ok()
@@ -289,7 +300,7 @@ pub fn assign_component(handle: i32) -> i32 {
 
 /// `PAPI_start`: opens the set where needed, zeroes and enables it.
 pub fn start(handle: i32) -> i32 {
-    with(|library| {
+    with_handle(|library| {
         let index = set_index(library, handle)?;
         library.sets[index].as_ref().ok_or(EBUG)?.assigned()?;
         // One set runs per thread and component (PAPI 7.0 checks it before the set's events).
@@ -383,6 +394,17 @@ pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
             return Ok(OK);
         }
         each_value(set, &mut put).map(|()| OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// The answer of `PAPI_read`, `PAPI_read_ts` and `PAPI_accum` given no array for the values:
+/// as PAPI 7.0 checks, the set (`PAPI_ENOEVST`) and its component (`PAPI_ENOCMP`) first, then
+/// `PAPI_EINVAL`.
+pub fn refuse_null_values(handle: i32) -> i32 {
+    with_set(handle, |_, set| {
+        set.assigned()?;
+        Err::<i32, i32>(EINVAL)
     })
     .unwrap_or_else(|e| e)
 }
@@ -561,140 +583,4 @@ fn start_samplers(chosen: &facade::Chosen, set: &mut PapiSet) -> Result<(), i32>
         }
     }
     Ok(())
-}
-
-/// `PAPI_overflow`: a `threshold` of 0 turns the event's overflow off. `handler` is the C
-/// handler's address; `callback` the function the sampler calls with the slot.
-pub fn overflow(
-    handle: i32,
-    code: i32,
-    threshold: i32,
-    handler: usize,
-    callback: facade::OverflowCallback,
-) -> i32 {
-    with_set(handle, |chosen, set| {
-        // PAPI 7.0's order (papi.c `PAPI_overflow`): the set, its component, whether it runs,
-        // the event, the threshold; then a set with no overflow yet needs a handler and a
-        // threshold, and a threshold of 0 turns off an event that overflows.
-        set.assigned()?;
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        let index = set
-            .events
-            .iter()
-            .position(|(c, _, _)| *c == code)
-            .ok_or(ENOEVNT)?;
-        if threshold < 0 {
-            return Err(EINVAL);
-        }
-        if set.overflows.is_empty() && (handler == 0 || threshold == 0) {
-            return Err(EINVAL);
-        }
-        if threshold == 0 && !set.overflows.iter().any(|s| s.code == code) {
-            return Err(EINVAL);
-        }
-        let sde = crate::sde::owns(set);
-        if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
-            crate::sde_watch::forget(set.overflows[at].slot);
-            crate::overflow::free_slot(set.overflows[at].slot);
-            set.overflows.remove(at);
-            // Its sampler (kept after a stop for the counts) goes with it.
-            set.samplers.clear();
-        }
-        if threshold == 0 {
-            if sde {
-                crate::sde::overflow(handle, set, index, 0, None);
-            }
-            if set.overflows.is_empty() {
-                set.state &= !OVERFLOWING;
-            }
-            return Ok(OK);
-        }
-        if handler == 0 {
-            return Err(EINVAL);
-        }
-        if !sde && !chosen.backend.dyn_capabilities().sampling {
-            return Err(crate::codes::ENOSUPP);
-        }
-        let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
-            .ok_or(crate::codes::ECOUNT)?;
-        if sde {
-            let status = crate::sde::overflow(handle, set, index, threshold, Some(slot));
-            if status != OK {
-                crate::overflow::free_slot(slot);
-                return Err(status);
-            }
-        }
-        // Before any start: the first start's own call already holds the signal back.
-        crate::sys::signals::armed();
-        set.overflows.push(crate::overflow::Spec {
-            code,
-            threshold: threshold as u64,
-            slot,
-            callback,
-        });
-        set.state |= OVERFLOWING;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
-}
-
-/// `PAPI_sprofil`'s checks and its overflow, as PAPI 7.0's: `PAPI_ENOEVST`, `PAPI_EISRUN`,
-/// `PAPI_EINVAL` for an attached set, `PAPI_ENOCMP` for one not tied to the component,
-/// `PAPI_ENOEVNT` for an event not in it, `PAPI_EINVAL` for a negative threshold or for 0 when
-/// the event is not profiled. Then the event overflows every `threshold` events (0: no more);
-/// the overflow slot it took, to which the caller ties the buffers.
-pub fn profile(
-    handle: i32,
-    code: i32,
-    threshold: i32,
-    callback: facade::OverflowCallback,
-) -> Result<Option<usize>, i32> {
-    with_set(handle, |_, set| {
-        if set.state & RUNNING != 0 {
-            return Err(EISRUN);
-        }
-        if set.state & (ATTACHED | CPU_ATTACHED) != 0 {
-            return Err(EINVAL);
-        }
-        set.assigned()?;
-        if !set.events.iter().any(|(c, _, _)| *c == code) {
-            return Err(ENOEVNT);
-        }
-        let profiled = set.overflows.iter().any(|s| s.code == code);
-        if threshold < 0 || (threshold == 0 && !profiled) {
-            return Err(EINVAL);
-        }
-        Ok(())
-    })?;
-    // A handler address no C function has: the dispatch finds the slot's profile first.
-    let status = overflow(handle, code, threshold, usize::MAX, callback);
-    if status != OK {
-        return Err(status);
-    }
-    with_set(handle, |_, set| {
-        let slot = set
-            .overflows
-            .iter()
-            .find(|s| s.code == code)
-            .map(|s| s.slot);
-        if slot.is_some() {
-            set.state |= PROFILING;
-        } else if set.overflows.is_empty() {
-            set.state &= !PROFILING;
-        }
-        Ok(slot)
-    })
-}
-
-/// `PAPI_get_overflow_event_index`: the indices in the set of the events whose bits are in
-/// `vector`.
-pub fn overflow_indices(handle: i32, vector: i64) -> Result<Vec<i32>, i32> {
-    with_set(handle, |_, set| {
-        Ok((0..set.events.len().min(63))
-            .filter(|i| vector & (1i64 << i) != 0)
-            .map(|i| i as i32)
-            .collect())
-    })
 }

@@ -1,6 +1,6 @@
-//! `PAPI_overflow` on the sampling face: one program (tests/c/overflow.c) built against
-//! Debian's PAPI 7.0 and run on it (the oracle) and on ours: 1,000 fresh pages touched with
-//! a threshold of 10 page faults.
+//! `PAPI_overflow` on the sampling face: programs built against Debian's PAPI 7.0 and run on
+//! it (the oracle) and on ours: 1,000 fresh pages touched with a threshold of 10 page faults
+//! (tests/c/overflow.c), and whose handler is called (tests/c/overflow_handlers.c).
 
 mod common;
 
@@ -53,6 +53,47 @@ fn overflow_calls_the_handler_every_threshold_events() {
         assert!(text.contains("index 0 n 1 first 0"), "{who}: {text}");
         assert!(text.contains("off 0"), "{who}: {text}");
     }
+}
+
+/// PAPI 7.0 keeps one overflow handler per set, the one the last `PAPI_overflow` call named,
+/// for every event that overflows in it, a NULL one included once the set overflows
+/// (tests/c/overflow_handlers.c on both libraries, line by line: a handler replaced, two
+/// events with a handler each, an event turned off naming another handler, NULL handlers).
+/// With a NULL handler PAPI calls NULL at the next overflow and dies of SIGSEGV; ours calls
+/// nothing and counts on (its "null" part, run on ours alone).
+#[test]
+fn the_handler_is_the_sets_as_in_papi() {
+    system_papi_or_skip!();
+    let program = common::c_program(
+        "overflow_handlers",
+        "theirs",
+        Path::new("/usr/include"),
+        true,
+    );
+    let theirs = common::run(&program, &[], false);
+    let their_text = String::from_utf8_lossy(&theirs.stdout).into_owned();
+    if !theirs.status.success() || !their_text.contains("second 50") {
+        skip!(
+            Need::Hardware,
+            "PAPI 7.0 cannot overflow on page faults here: {their_text}"
+        );
+    }
+    let ours = common::run(&program, &[], true);
+    let our_text = String::from_utf8_lossy(&ours.stdout).into_owned();
+    assert!(ours.status.success(), "ours: {our_text}");
+    assert_eq!(our_text, their_text, "ours vs PAPI 7.0");
+    let ours = common::run(&program, &["null"], true);
+    let our_text = String::from_utf8_lossy(&ours.stdout).into_owned();
+    assert!(
+        ours.status.success(),
+        "ours with a NULL handler: {our_text}"
+    );
+    assert!(
+        our_text.contains(
+            "overflow with a NULL handler = 0\nstart = 0\nstop = 0\nfirst handler called 0"
+        ),
+        "{our_text}"
+    );
 }
 
 /// An overflow handler that reads its set (`PAPI_read`, as PAPI 7.0's `overflow_one_and_read`

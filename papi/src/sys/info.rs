@@ -314,8 +314,8 @@ pub unsafe extern "C" fn PAPI_overflow(
     _flags: c_int,
     handler: *const c_void,
 ) -> c_int {
-    // A missing handler is PAPI_EINVAL, once the set and the event are known (sets::overflow).
-    sets::overflow(
+    // A missing handler is PAPI_EINVAL, once the set and the event are known (set_overflow::overflow).
+    crate::set_overflow::overflow(
         event_set,
         event,
         threshold,
@@ -343,7 +343,7 @@ pub unsafe extern "C" fn PAPI_get_overflow_event_index(
     if room <= 0 {
         return EINVAL;
     }
-    match sets::overflow_indices(event_set, vector) {
+    match crate::set_overflow::overflow_indices(event_set, vector) {
         Ok(indices) => {
             let n = indices.len().min(room as usize);
             // SAFETY: room for `room` >= `n` ints (the caller's promise).

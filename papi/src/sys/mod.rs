@@ -89,7 +89,7 @@ unsafe fn put_name(out: *mut c_char, name: &str) {
 
 /// `PAPI_OK` when a result was written, else `PAPI_EINVAL` (a NULL pointer).
 fn wrote(wrote: bool) -> c_int {
-    if wrote { OK } else { EINVAL }
+    if wrote { OK } else { library::fail(EINVAL) }
 }
 
 fn code(result: Result<i32, i32>) -> c_int {
@@ -127,7 +127,7 @@ pub extern "C" fn PAPI_is_initialized() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
     if !(0..=2).contains(&level) {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     library::DEBUG_LEVEL.store(level, std::sync::atomic::Ordering::SeqCst);
     OK
@@ -140,11 +140,11 @@ pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
     if event_set.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: checked non-NULL; the caller's int.
     if unsafe { *event_set } != -1 {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     match sets::create_eventset() {
         // SAFETY: checked non-NULL.
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_destroy_eventset(event_set: *mut c_int) -> c_int {
     if event_set.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: checked non-NULL.
     let handle = unsafe { *event_set };
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn PAPI_add_events(
     number: c_int,
 ) -> c_int {
     if events.is_null() || number <= 0 {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: `events` holds `number` ints (the caller's promise).
     let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn PAPI_remove_events(
     number: c_int,
 ) -> c_int {
     if events.is_null() || number <= 0 {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: `events` holds `number` ints (the caller's promise).
     let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
@@ -303,7 +303,7 @@ pub unsafe extern "C" fn PAPI_stop(event_set: c_int, values: *mut c_longlong) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_read(event_set: c_int, values: *mut c_longlong) -> c_int {
     if values.is_null() {
-        return EINVAL;
+        return sets::refuse_null_values(event_set);
     }
     // Allocation-free: an overflow handler may call this.
     sets::read_each(event_set, |i, value| {
@@ -325,7 +325,7 @@ pub unsafe extern "C" fn PAPI_read_ts(
     cyc: *mut c_longlong,
 ) -> c_int {
     if values.is_null() || cyc.is_null() {
-        return EINVAL;
+        return sets::refuse_null_values(event_set);
     }
     // SAFETY: as this function's (PAPI_read's promise); allocation-free as it is.
     let result = unsafe { PAPI_read(event_set, values) };
@@ -341,7 +341,7 @@ pub unsafe extern "C" fn PAPI_read_ts(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -> c_int {
     if values.is_null() {
-        return EINVAL;
+        return sets::refuse_null_values(event_set);
     }
     // Allocation-free, as PAPI_read.
     sets::accum_each(event_set, |i, count| {
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn PAPI_write(event_set: c_int, values: *mut c_longlong) -
         Err(e) => return e,
     };
     if values.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: non-NULL, with a value per event of the set (the caller's promise).
     let values = unsafe { std::slice::from_raw_parts(values, count) };
@@ -394,12 +394,12 @@ pub unsafe extern "C" fn PAPI_list_events(
     number: *mut c_int,
 ) -> c_int {
     if number.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: checked non-NULL.
     let room = unsafe { *number };
     if room < 0 || (room > 0 && events.is_null()) {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     match sets::list_events(event_set) {
         Ok(codes) => {
@@ -421,7 +421,7 @@ pub unsafe extern "C" fn PAPI_list_events(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_int {
     if status.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     match sets::state(event_set) {
         // SAFETY: checked non-NULL.
@@ -437,7 +437,7 @@ pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut c_int) -> c_int {
     if out.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: the caller's C string or NULL.
     let name = match unsafe { event_name(name) } {
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char) -> c_int {
     if out.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     let name = match crate::natives::code_to_name(event) {
         Ok(name) => name,
@@ -520,7 +520,7 @@ pub unsafe extern "C" fn PAPI_enum_cmp_event(
     cidx: c_int,
 ) -> c_int {
     if event.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     // SAFETY: checked non-NULL.
     let current = unsafe { *event };
@@ -541,7 +541,7 @@ pub unsafe extern "C" fn PAPI_get_event_info(
     info: *mut crate::info::EventInfo,
 ) -> c_int {
     if info.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     match crate::natives::event_info(event) {
         // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
@@ -556,10 +556,12 @@ pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
     crate::set_options::set_multiplex(event_set, None)
 }
 
-/// `PAPI_get_multiplex`.
+/// `PAPI_get_multiplex`: 1 when the set multiplexes, else 0, a missing set included (as
+/// PAPI 7.0's, which answers 0 for any error of the `PAPI_get_opt` it asks; the error is kept
+/// for `PAPI_perror`).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_multiplex(event_set: c_int) -> c_int {
-    crate::set_options::get_multiplex(event_set)
+    crate::set_options::get_multiplex(event_set).max(0)
 }
 
 /// `PAPI_multiplex_init`: the backend's own multiplexing needs no set-up.

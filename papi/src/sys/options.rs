@@ -187,7 +187,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
         DOMAIN | GRANUL => {
             // SAFETY: NULL or the caller's union.
             let Some(mut setting) = (unsafe { member::<Setting>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             let value = library::with_set(setting.eventset, |_, set| {
                 Ok(if option == DOMAIN {
@@ -211,14 +211,14 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
         MULTIPLEX => {
             // SAFETY: NULL or the caller's union.
             let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             crate::set_options::get_multiplex(pair.first)
         }
         ATTACH => {
             // SAFETY: NULL or the caller's union.
             let Some(mut attach) = (unsafe { member::<AttachOption>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             match library::with_set(attach.eventset, |_, set| Ok(set.attached)) {
                 Ok(tid) => {
@@ -233,7 +233,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
         CPU_ATTACH | INHERIT => {
             // SAFETY: NULL or the caller's union.
             let Some(mut pair) = (unsafe { member::<Pair>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             let value = library::with_set(pair.first, |_, set| {
                 Ok(if option == INHERIT {
@@ -253,7 +253,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
             }
         }
         DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => OK,
-        _ => EINVAL,
+        _ => library::fail(EINVAL),
     }
 }
 
@@ -263,21 +263,26 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
+    // As PAPI 7.0: every option but PAPI_DEBUG needs the library (before the union is read,
+    // and before the event set an option names is looked up).
+    if option != DEBUG && library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        return library::fail(crate::codes::ENOINIT);
+    }
     if ptr.is_null() {
-        return EINVAL;
+        return library::fail(EINVAL);
     }
     match option {
         DEBUG => {
             // SAFETY: the caller's union.
             let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             return super::PAPI_set_debug(pair.first);
         }
         DEFDOM | DEFGRN | DOMAIN | GRANUL => {
             // SAFETY: the caller's union.
             let Some(setting) = (unsafe { member::<Setting>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             return match option {
                 DEFDOM => set_default(Some(setting.value), None),
@@ -298,7 +303,7 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
     }
     // SAFETY: the caller's union.
     let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
-        return EINVAL;
+        return library::fail(EINVAL);
     };
     match option {
         // `ns` is the option's second int.
@@ -307,7 +312,7 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         ATTACH => {
             // SAFETY: the caller's union.
             let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
-                return EINVAL;
+                return library::fail(EINVAL);
             };
             crate::set_options::attach(attach.eventset, Some(attach.tid))
         }
@@ -319,9 +324,9 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         ),
         INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
         // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
-        DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => EINVAL,
+        DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => library::fail(EINVAL),
         DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
-        _ => EINVAL,
+        _ => library::fail(EINVAL),
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use crate::codes::{EINVAL, OK};
 use crate::overflow::PROFILES;
 use crate::profile::{self, Buffer, Profile};
-use crate::sets;
+use crate::set_overflow;
 
 /// `PAPI_sprofil_t`.
 #[repr(C)]
@@ -82,18 +82,24 @@ fn profile_with(
     threshold: c_int,
     flags: c_int,
 ) -> c_int {
-    let settled = match profile::settle(buffers, flags) {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    match sets::profile(event_set, event, threshold, dispatch) {
-        Ok(Some(slot)) => {
+    // A buffer at NULL, which PAPI 7.0 takes and writes to at the first sample, is refused
+    // with its other checks of the buffers and flags (all PAPI_EINVAL, after the set's and the
+    // event's: set_overflow::profile).
+    let null = threshold > 0 && buffers.iter().any(|b| b.base == 0);
+    let settled =
+        profile::settle(buffers, flags).and_then(|p| if null { Err(EINVAL) } else { Ok(p) });
+    let checked = settled.as_ref().map(|_| ()).map_err(|&e| e);
+    match (
+        set_overflow::profile(event_set, event, threshold, checked, dispatch),
+        settled,
+    ) {
+        (Ok(Some(slot)), Ok(settled)) => {
             let leaked = Box::into_raw(Box::new(settled)) as usize;
             PROFILES[slot].store(leaked, Ordering::Release);
             OK
         }
-        Ok(None) => OK,
-        Err(e) => e,
+        (Ok(_), _) => OK,
+        (Err(e), _) => e,
     }
 }
 
@@ -131,9 +137,6 @@ pub unsafe extern "C" fn PAPI_sprofil(
             })
             .collect()
     };
-    if threshold > 0 && buffers.iter().any(|b| b.base == 0) {
-        return EINVAL;
-    }
     profile_with(buffers, event_set, event, threshold, flags)
 }
 
@@ -152,8 +155,15 @@ pub unsafe extern "C" fn PAPI_profil(
     threshold: c_int,
     flags: c_int,
 ) -> c_int {
-    if threshold > 0 && buf.is_null() {
-        return EINVAL;
+    // As PAPI 7.0's: a threshold of 0 or below turns off an event that is profiled (and is
+    // PAPI_EINVAL for one that is not, once the set is known), through PAPI_sprofil with no
+    // buffer.
+    if threshold <= 0 {
+        return match set_overflow::profiled(event_set, event) {
+            Ok(true) => profile_with(Vec::new(), event_set, event, 0, flags),
+            Ok(false) => crate::library::fail(EINVAL),
+            Err(e) => e,
+        };
     }
     let buffers = vec![Buffer {
         base: buf as usize,
@@ -171,21 +181,15 @@ type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void)
 /// else calls the slot's C handler. Async-signal-safe: it reads
 /// atomics and calls.
 pub fn dispatch(overflow: &facade::Overflow) {
-    let Some(slot) = crate::overflow::TABLE.get(overflow.token) else {
-        return;
-    };
     if record(overflow.token, overflow.address as usize) {
         return;
     }
-    let handler = slot.handler.load(Ordering::Acquire);
-    if handler == 0 {
+    let Some((handler, set, vector)) = crate::overflow::handler_of(overflow.token) else {
         return;
-    }
-    // SAFETY: a nonzero slot holds the address of the `PAPI_overflow_handler_t` given to
-    // PAPI_overflow (checked non-NULL there).
+    };
+    // SAFETY: `handler_of` gives only the address of a `PAPI_overflow_handler_t` given to
+    // PAPI_overflow (not NULL, not the profiles' placeholder).
     let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
-    let set = slot.set.load(Ordering::Acquire);
-    let vector = slot.vector.load(Ordering::Acquire);
     // SAFETY: the caller of PAPI_overflow promised a handler callable here.
     unsafe {
         handler(

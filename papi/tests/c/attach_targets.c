@@ -4,7 +4,10 @@
  * papi/tests/side_by_side.rs runs it against Debian's PAPI and ours and compares line by line.
  * Lines marked [pmu] are PAPI's answers where its check opens a hardware event (instructions)
  * on the target: on a machine whose kernel exposes no core PMU PAPI answers PAPI_ENOEVNT for
- * every live target there; the test says what it compares then. */
+ * every live target there (the calling thread, thread 0, included) and the set stays its
+ * thread's; the test says what it compares then. Thread 0 is perf_event_open's pid 0, the
+ * calling thread, which PAPI passes on as given: where its check opens, the set is attached
+ * and counts the thread that attached it. An attached set does not overflow (PAPI_EINVAL). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,10 +37,17 @@ static int wait_for_zombie(pid_t pid) {
     return 0;
 }
 
+static void handler(int event_set, void *address, long long vector, void *context) {
+    (void)event_set;
+    (void)address;
+    (void)vector;
+    (void)context;
+}
+
 int main(void) {
     int set = PAPI_NULL, fresh = PAPI_NULL, live = PAPI_NULL, zombie = PAPI_NULL;
-    int reaped = PAPI_NULL, status, initialised;
-    long long values[1];
+    int reaped = PAPI_NULL, own = PAPI_NULL, status, initialised, clock = 0;
+    long long values[1], start;
     pid_t child;
     PAPI_option_t option;
 
@@ -64,6 +74,20 @@ int main(void) {
     SHOW("PAPI_ATTACH of a missing set", PAPI_set_opt(PAPI_ATTACH, &option));
     option.attach.eventset = set;
     SHOW("PAPI_ATTACH to no process", PAPI_set_opt(PAPI_ATTACH, &option));
+
+    SHOW("create for thread 0", PAPI_create_eventset(&own));
+    SHOW("add", PAPI_add_named_event(own, "perf::TASK-CLOCK"));
+    SHOW("[pmu] attach to thread 0", PAPI_attach(own, 0));
+    SHOW("[pmu] attached", PAPI_state(own, &status) == PAPI_OK && (status & PAPI_ATTACHED));
+    PAPI_event_name_to_code("perf::TASK-CLOCK", &clock);
+    SHOW("[pmu] overflow on the attached set",
+         PAPI_overflow(own, clock, 1000000000, 0, handler));
+    SHOW("start", PAPI_start(own));
+    for (start = PAPI_get_virt_usec(); PAPI_get_virt_usec() - start < 10000;)
+        ;
+    SHOW("stop", PAPI_stop(own, values));
+    SHOW("it counted this thread's 10 ms (9 at least)", values[0] >= 9000000);
+    SHOW("[pmu] detach", PAPI_detach(own));
 
     child = fork();
     if (child == 0) {

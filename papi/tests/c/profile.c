@@ -17,6 +17,7 @@ __attribute__((noinline)) static void touch_pages(char *p) {
 
 int main(int argc, char **argv) {
     static unsigned short buckets[2048];
+    setvbuf(stdout, NULL, _IONBF, 0);
     if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
         return 1;
     int es = PAPI_NULL;
@@ -26,6 +27,32 @@ int main(int argc, char **argv) {
         printf("empty set %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, es, PAPI_TOT_CYC, 10, 0));
         PAPI_sprofil_t one = { buckets, sizeof buckets, 0, 65536 };
         printf("sprofil empty set %d\n", PAPI_sprofil(&one, 1, es, PAPI_TOT_CYC, 10, 0));
+        /* An event not in the set is PAPI_ENOEVNT before the buffers and flags are looked at
+           (papi.c PAPI_sprofil); PAPI_profil with a threshold of 0 or below turns off an event
+           that is profiled, and is PAPI_EINVAL for one that is not, first. */
+        int counted = PAPI_NULL, code = 0;
+        PAPI_create_eventset(&counted);
+        printf("add %d\n", PAPI_add_named_event(counted, "perf::PAGE-FAULTS"));
+        PAPI_event_name_to_code("perf::PAGE-FAULTS", &code);
+        printf("unknown event %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, counted, PAPI_TOT_CYC, 10, 0));
+        printf("unknown event, bad scale %d\n", PAPI_profil(buckets, sizeof buckets, 0, 1, counted, PAPI_TOT_CYC, 10, 0));
+        printf("code 0, bad scale %d\n", PAPI_profil(buckets, sizeof buckets, 0, 1, counted, 0, 10, 0));
+        printf("unknown event, unknown flag %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, counted, PAPI_TOT_CYC, 10, 0x10000));
+        printf("unknown event, two bucket sizes %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, counted, PAPI_TOT_CYC, 10,
+                                                                PAPI_PROFIL_BUCKET_16 | PAPI_PROFIL_BUCKET_32));
+        printf("unknown event, NULL buffer %d\n", PAPI_profil(NULL, sizeof buckets, 0, 65536, counted, PAPI_TOT_CYC, 10, 0));
+        printf("unknown event, negative threshold %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, counted, PAPI_TOT_CYC, -1, 0));
+        printf("unknown event, off %d\n", PAPI_profil(buckets, sizeof buckets, 0, 1, counted, PAPI_TOT_CYC, 0, 0));
+        one.pr_scale = 1;
+        printf("sprofil unknown event, bad scale %d\n", PAPI_sprofil(&one, 1, counted, PAPI_TOT_CYC, 10, 0));
+        one.pr_scale = 65536;
+        one.pr_base = NULL;
+        printf("sprofil unknown event, NULL buffer %d\n", PAPI_sprofil(&one, 1, counted, PAPI_TOT_CYC, 10, 0));
+        printf("bad scale %d\n", PAPI_profil(buckets, sizeof buckets, 0, 1, counted, code, 10, 0));
+        printf("off before on, bad scale %d\n", PAPI_profil(buckets, sizeof buckets, 0, 1, counted, code, 0, 0));
+        printf("negative threshold before on %d\n", PAPI_profil(buckets, sizeof buckets, 0, 65536, counted, code, -5, 0));
+        printf("sprofil off before on %d\n", PAPI_sprofil(NULL, 0, counted, code, 0, 0));
+        printf("sprofil negative threshold %d\n", PAPI_sprofil(NULL, 0, counted, code, -5, 0));
         return 0;
     }
     int r = PAPI_add_named_event(es, "perf::PAGE-FAULTS");
