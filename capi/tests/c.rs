@@ -3,13 +3,12 @@
 //! header names; built again under AddressSanitizer, and against the static library; and the
 //! header compiles as strict C99 and as C++.
 
-mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{library_dir, manifest};
+use crate::common::{library_dir, manifest};
 
 /// Whether the getpid tracepoint can be counted here (root with tracefs).
 fn tracepoint_countable() -> bool {

@@ -3,12 +3,11 @@
 //! Oracle: the JSON's BriefDescription (Debian's linux-source-6.12,
 //! tools/perf/pmu-events/arch/x86), read with serde_json.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::c_program;
+use crate::common::c_program;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

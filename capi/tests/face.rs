@@ -6,12 +6,11 @@
 //! (the header's version macros), perf's count of a command's `execve` calls (a counted
 //! command).
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{c_program, run_mode};
+use crate::common::{c_program, run_mode};
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

@@ -4,12 +4,11 @@
 //! static with `--static` and `-static`), and each program counts. Oracles: readelf (the
 //! SONAME, the NEEDED entries, a static program's missing interpreter), pkg-config itself.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{SONAME, library_dir, manifest};
+use crate::common::{SONAME, library_dir, manifest};
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

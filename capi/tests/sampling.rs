@@ -4,9 +4,8 @@
 //! refreshed sampler stopping itself), and a ring too small for the rate reporting its lost
 //! samples (the event's own count of them, PERF_FORMAT_LOST).
 
-mod common;
 
-use common::{c_program, run_mode};
+use crate::common::{c_program, run_mode};
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

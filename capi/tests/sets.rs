@@ -2,12 +2,11 @@
 //! counters (strace, counting the `perf_event_open` calls, is the witness), and a process
 //! whose threads come and go is counted round after round without an error.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::c_program;
+use crate::common::c_program;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
