@@ -74,6 +74,10 @@ pub struct CommandCount {
     pub readings: Vec<Result<Reading>>,
     /// How it ended, and its CPU time.
     pub exit: ChildExit,
+    /// What counting did on its own, as [`EventSet::note`](counterhal_hal::EventSet::note)
+    /// says it ([`Chosen::count_command`](crate::Chosen::count_command)'s user-space
+    /// fallback); `None` when the events count as asked.
+    pub note: Option<String>,
 }
 
 impl<G: Group> CountedCommand<G> {
@@ -315,6 +319,7 @@ impl<G: Group> CountedCommand<G> {
             pid,
             readings: read_all(&mut self.opened, &self.events),
             exit,
+            note: None,
         })
     }
 }

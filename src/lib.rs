@@ -331,7 +331,10 @@ impl Chosen {
     }
 
     /// Runs `command` with the events `names` counted from its `exec` to its end, with every
-    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name. The
+    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name, with the
+    /// options' domain given to the events without one and, where the OS refuses counting
+    /// the kernel and no domain was asked, those events counted in user space as
+    /// [`open_named`](Chosen::open_named) counts them ([`CommandCount::note`] says so). The
     /// command is a [`std::process::Command`] or its arguments
     /// ([`Launch::Argv`], the cheaper start).
     ///
@@ -350,7 +353,10 @@ impl Chosen {
             .iter()
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
-        count_command(self, &events, command, options)
+        let (events, note) = open::countable_here(self, events, options)?;
+        let mut counted = count_command(self, &events, command, options)?;
+        counted.note = note;
+        Ok(counted)
     }
 
     /// What `name` is here, as a backend resolves it: its native events and their encodings.

@@ -63,6 +63,51 @@ where
     }
 }
 
+/// `events` as a command's counters take them, decided before the command starts: with the
+/// options' domain where one is asked; else, where this thread may not count the kernel (a
+/// probe of each event, as `perf stat` falls back per event), each event refused for that
+/// reason in its user-space-only form, with the note that says so.
+///
+/// # Errors
+/// As [`in_domain`].
+pub(crate) fn countable_here<B: Backend + ?Sized>(
+    backend: &B,
+    events: Vec<ResolvedEvent>,
+    options: &OpenOptions,
+) -> Result<(Vec<ResolvedEvent>, Option<String>)> {
+    if let Some(domain) = options.domain {
+        return Ok((in_domain(backend.capabilities(), events, domain)?, None));
+    }
+    // Where a software clock counting the kernel opens, nothing is refused for that reason.
+    let permitted = backend.resolve("task-clock").is_ok_and(|clock| {
+        counterhal_hal::countable_form(backend, &clock, &BackendTarget::ThisThread)
+            .is_ok_and(|form| form.kernel_refused.is_none())
+    });
+    if permitted {
+        return Ok((events, None));
+    }
+    let mut fell_back = Vec::new();
+    let mut reason = None;
+    let events = events
+        .into_iter()
+        .map(|event| {
+            match counterhal_hal::countable_form(backend, &event, &BackendTarget::ThisThread) {
+                Ok(counterhal_hal::Countable {
+                    event: user,
+                    kernel_refused: Some(refused),
+                }) => {
+                    fell_back.push(event.name.clone());
+                    reason.get_or_insert(refused);
+                    user
+                }
+                _ => event,
+            }
+        })
+        .collect();
+    let note = reason.map(|refused| user_space_note(&fell_back, &refused));
+    Ok((events, note))
+}
+
 /// `events` with `domain` for each term whose encoding counts the backend's default (a name
 /// without a modifier): the privilege levels of `domain` replace the default's, its contexts
 /// (host, guest, idle) are kept unless `domain` names some.

@@ -667,6 +667,29 @@ fn as_nobody() {
         e.hint().unwrap_or("").contains("perf_event_paranoid"),
         "{e}"
     );
+    // A command counted by name falls back as a set does, and says so.
+    let counted = backend
+        .count_command(
+            &["task-clock", "page-faults"],
+            std::process::Command::new("true"),
+            &OpenOptions::default(),
+        )
+        .unwrap();
+    assert!(counted.readings.iter().all(|r| r.is_ok()), "{counted:?}");
+    let command_note = counted.note.as_deref().expect("a note for the command");
+    assert!(
+        command_note.contains("task-clock, page-faults count user space only"),
+        "{command_note}"
+    );
+    let refused = backend
+        .count_command(&["task-clock"], std::process::Command::new("true"), &kernel)
+        .unwrap();
+    assert!(
+        refused.readings[0]
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::PermissionDenied),
+        "{refused:?}"
+    );
     println!("as nobody: counted {readings:?}; {note}");
 }
 
