@@ -5,7 +5,6 @@
 //! a list of processes; `-D -5` refused by its value; a tracepoint with a modifier shown by its
 //! name alone.
 
-
 use std::process::{Child, Command, Output, Stdio};
 
 use crate::common::*;
@@ -291,4 +290,43 @@ fn a_tracepoint_with_a_modifier_is_shown_by_its_name() {
         stderr(&ours),
         stderr(&perf)
     );
+}
+
+/// A modifier letter given twice is refused as perf refuses it (perf's parse-events.c
+/// `check_modifier`: each letter but `p` once, `p` at most three times), and what perf takes
+/// is taken: the oracle is perf itself, `perf stat -e EVENT true` on this machine.
+#[test]
+fn repeated_modifiers_are_refused_as_perf_refuses_them() {
+    perf_or_skip!();
+    for (event, taken) in [
+        ("task-clock:uuuu", false),
+        ("task-clock:uu", false),
+        ("task-clock:ukuk", false),
+        ("task-clock:pppp", false),
+        ("task-clock:ppp", true),
+        ("task-clock:uk", true),
+    ] {
+        let by_perf = perf(&["-e", event, "true"]);
+        assert_eq!(
+            by_perf.status.success(),
+            taken,
+            "perf on {event}: {}",
+            stderr(&by_perf)
+        );
+        let ours = counterhal(&["stat", "-e", event, "--", "true"]);
+        assert_eq!(
+            ours.status.success(),
+            taken,
+            "ours on {event}: {}",
+            stderr(&ours)
+        );
+        if !taken {
+            let modifier = event.split_once(':').map_or(event, |(_, m)| m);
+            assert!(
+                stderr(&ours).contains(modifier),
+                "{event}: {}",
+                stderr(&ours)
+            );
+        }
+    }
 }

@@ -183,6 +183,17 @@ impl Modifiers {
         {
             return Ok(false);
         }
+        // perf's check_modifier: every letter but `p` at most once (`task-clock:uu` is a
+        // syntax error to perf).
+        if let Some((_, twice)) = group
+            .char_indices()
+            .find(|&(at, c)| c != 'p' && group[at + c.len_utf8()..].contains(c))
+        {
+            return Err(err(
+                EventErrorKind::ModifierConflict,
+                format!("modifier `{group}`: `{twice}` given twice (each letter but `p` once)"),
+            ));
+        }
         let mut precise = 0u8;
         let mut precise_max = false;
         for letter in group.chars() {
@@ -547,6 +558,18 @@ pub fn parse_pmu_terms(text: &str) -> Result<(String, PmuTerms), EventError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// perf's parse-events.c `check_modifier`: each letter but `p` once in a group.
+    #[test]
+    fn a_letter_given_twice_is_refused_as_perf_refuses_it() {
+        for group in ["uu", "uuuu", "ukuk", "kHk"] {
+            let mut m = Modifiers::default();
+            let e = m.apply_group(group).unwrap_err();
+            assert_eq!(e.kind(), EventErrorKind::ModifierConflict, "{group}");
+            assert!(e.message().contains(group), "{e:?}");
+        }
+        assert!(Modifiers::default().apply_group("ukppp").unwrap());
+    }
 
     fn named(text: &str) -> EventSpec {
         match parse_event(text).unwrap() {
