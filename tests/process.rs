@@ -79,7 +79,12 @@ struct Held {
 impl Held {
     fn start() -> Held {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "process::child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "process::child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

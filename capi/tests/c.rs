@@ -3,7 +3,6 @@
 //! header names; built again under AddressSanitizer, and against the static library; and the
 //! header compiles as strict C99 and as C++.
 
-
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,6 @@
 //! Oracle: the JSON's BriefDescription (Debian's linux-source-6.12,
 //! tools/perf/pmu-events/arch/x86), read with serde_json.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

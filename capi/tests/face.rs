@@ -6,7 +6,6 @@
 //! (the header's version macros), perf's count of a command's `execve` calls (a counted
 //! command).
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

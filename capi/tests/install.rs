@@ -4,7 +4,6 @@
 //! static with `--static` and `-static`), and each program counts. Oracles: readelf (the
 //! SONAME, the NEEDED entries, a static program's missing interpreter), pkg-config itself.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,7 +4,6 @@
 //! refreshed sampler stopping itself), and a ring too small for the rate reporting its lost
 //! samples (the event's own count of them, PERF_FORMAT_LOST).
 
-
 use crate::common::{c_program, run_mode};
 
 use counterhal_conformance::skip;

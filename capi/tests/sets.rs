@@ -2,7 +2,6 @@
 //! counters (strace, counting the `perf_event_open` calls, is the witness), and a process
 //! whose threads come and go is counted round after round without an error.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -2,7 +2,6 @@
 //! and `-i` with a command, side by side with the installed perf: a cgroup made for the test
 //! holds one busy process, another none, and both tools count them.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 

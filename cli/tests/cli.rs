@@ -1,6 +1,5 @@
 //! End-to-end tests of the `counterhal` command against the real backends of this machine.
 
-
 use std::process::{Command, Output};
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! does. Oracle: the JSON (Debian's linux-source-6.12, tools/perf/pmu-events/arch/x86/skylake),
 //! read with serde_json.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -5,7 +5,6 @@
 //! `BR_INST_RETIRED` is event 0xc4, its `ALL_BRANCHES` unit mask 0x00 and `ALL_BRANCHES_PEBS`
 //! 0x04), and every listed unit mask of a model is checked against what `encode` programs.
 
-
 use crate::common::*;
 use serde_json::Value;
 

@@ -4,7 +4,6 @@
 //! metrics short unless asked; `encode` going on past a bad name; `cpu/terms/` as the raw
 //! event; `:p` as perf's `precise_ip`; model names people type.
 
-
 use std::collections::BTreeSet;
 use std::process::Command;
 

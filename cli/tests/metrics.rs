@@ -2,7 +2,6 @@
 //! model's metric (its events open; without a PMU they are `<not supported>` and the metric has
 //! no value) beside a portable one that counts software events.
 
-
 use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

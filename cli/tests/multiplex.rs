@@ -2,7 +2,6 @@
 //! that multiplex in software: pctr, msr and hwpmc, counted on their device models (`--model`, fed
 //! a steady synthetic workload while the command runs) with more events than counters.
 
-
 use crate::common::*;
 
 /// More copies of the models' counter-limited event (branches, fed by the synthetic work and

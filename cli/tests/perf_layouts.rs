@@ -3,7 +3,6 @@
 //! themselves differ from run to run); and the options that shape them (`-r`, `-I`, `-A`,
 //! `--per-thread`, counting without a command until the timeout).
 
-
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,6 @@
 //! The command under bad input, signals and faults: one test per defect found by trying it as
 //! a user would (each named by what it keeps true), on every path where the defect could live.
 
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output, Stdio};

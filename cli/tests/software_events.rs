@@ -1,7 +1,6 @@
 //! Every software event the installed perf lists (`perf list sw`, with its `OR` aliases) is
 //! known to counterhal by the same name, and `stat -x,` labels it as perf does.
 
-
 use std::process::Command;
 
 use crate::common::*;

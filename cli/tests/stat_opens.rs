@@ -1,7 +1,6 @@
 //! `stat` opens each event once, as perf does: with many tracepoints, the `perf_event_open`
 //! calls strace sees for counterhal are perf's, give or take the backend's own probe.
 
-
 use std::path::Path;
 use std::process::Command;
 

@@ -3,7 +3,6 @@
 //! options that shape what is printed and what runs around a run (what is counted:
 //! `stat_scope.rs`).
 
-
 use std::process::{Command, Output};
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! threads, CPUs added up by core, socket, die and node, a delay, and no inheritance (with a
 //! command: cgroups.rs).
 
-
 use std::process::{Command, Output};
 
 use crate::common::*;
