@@ -225,8 +225,9 @@ pub fn add(set: &mut PapiSet, code: i32, id: u32) -> Result<i32, i32> {
 /// domain, thread granularity); as PAPI 7.0, a set tied already is `PAPI_EINVAL`.
 pub fn assign(handle: i32) -> i32 {
     crate::library::with_set(handle, |_, set| {
+        // PAPI's plain `return`: PAPI_perror's error stays as it was.
         if set.component >= 0 {
-            return Err(EINVAL);
+            return Ok(EINVAL);
         }
         set.component = CIDX;
         set.domain = DOM_USER;

@@ -283,7 +283,8 @@ fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
     }
 }
 
-/// `PAPI_assign_eventset_component` of component 0.
+/// `PAPI_assign_eventset_component` of component 0. As PAPI 7.0, a set tied to a component
+/// already is `PAPI_EINVAL`, by a plain `return` that leaves `PAPI_perror`'s error as it was.
 pub fn assign_component(handle: i32) -> i32 {
     with_handle(|library| {
         let defaults = (library.default_domain, library.default_granularity);
@@ -292,6 +293,9 @@ pub fn assign_component(handle: i32) -> i32 {
             .and_then(|i| library.sets.get_mut(i))
             .and_then(Option::as_mut)
             .ok_or(ENOEVST)?;
+        if set.component >= 0 {
+            return Ok(EINVAL);
+        }
         tie(defaults, set);
         Ok(OK)
     })

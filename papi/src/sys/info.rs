@@ -210,13 +210,17 @@ pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
     }))
 }
 
-/// `PAPI_assign_eventset_component`.
+/// `PAPI_assign_eventset_component`: as PAPI 7.0, the set first (`PAPI_ENOEVST`), then the
+/// component (`PAPI_ENOCMP` past ours).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
     match cidx {
         0 => sets::assign_component(event_set),
         crate::sde::CIDX => crate::sde::assign(event_set),
-        _ => ENOCMP,
+        _ => match sets::state(event_set) {
+            Ok(_) => library::fail(ENOCMP),
+            Err(e) => e,
+        },
     }
 }
 

@@ -1,6 +1,7 @@
 /* The error PAPI_perror prints after each call, as PAPI 7.0 keeps it (papi.c: `papi_return`
  * sets `_papi_hwi_errno` when a call answers an error; the few plain `return`s of an error,
- * PAPI_query_event of an empty preset slot and the end of an enumeration, leave it as it was;
+ * PAPI_query_event of an empty preset slot, the end of an enumeration and
+ * PAPI_assign_eventset_component of a set tied already, leave it as it was;
  * a call that succeeds leaves it too). papi/tests/side_by_side.rs runs it against Debian's
  * PAPI and ours and compares line by line. PAPI_perror writes to stderr, which is sent to
  * stdout here. (Before PAPI_library_init PAPI 7.0's PAPI_perror crashes, reading messages it
@@ -50,6 +51,8 @@ int main(void) {
     TRY("get_multiplex of a missing set", PAPI_get_multiplex(set + 100));
     TRY("read to NULL from a set with no component", PAPI_read(set, NULL));
     TRY("read to NULL from a missing set", PAPI_read(set + 100, NULL));
+    TRY("assign to component 0", PAPI_assign_eventset_component(set, 0));
+    TRY("assign again", PAPI_assign_eventset_component(set, 0));
     TRY("set_debug 99", PAPI_set_debug(99));
     TRY("state", PAPI_state(set, &status));
     TRY("get_opt of no option", PAPI_get_opt(12345, NULL));

@@ -257,6 +257,12 @@ int main(void) {
         SHOW("read to NULL from a missing set", PAPI_read(gone + 100, NULL));
         SHOW("read to NULL from a set with no component", PAPI_read(e, NULL));
         SHOW("accum to NULL from a set with no component", PAPI_accum(e, NULL));
+        /* PAPI_assign_eventset_component: the set before the component; a set tied to a
+         * component already is PAPI_EINVAL. */
+        SHOW("assign a missing set to component 99", PAPI_assign_eventset_component(gone, 99));
+        SHOW("assign to component 99", PAPI_assign_eventset_component(e, 99));
+        SHOW("assign to component 0", PAPI_assign_eventset_component(e, 0));
+        SHOW("assign again", PAPI_assign_eventset_component(e, 0));
         SHOW("destroy d", PAPI_destroy_eventset(&d));
         SHOW("destroy e", PAPI_destroy_eventset(&e));
     }
