@@ -441,6 +441,7 @@ mod tests {
         let source = [
             include_str!("sys/mod.rs"),
             include_str!("sys/open.rs"),
+            include_str!("sys/regions.rs"),
             include_str!("sys/sets.rs"),
             include_str!("sys/samplers.rs"),
         ]

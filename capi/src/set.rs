@@ -17,10 +17,11 @@ use facade::{AnyGroup, CountedCommand, EventSet, Follow, Group, OpenOptions, Tar
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
+mod constants;
 mod options;
 mod places;
 
-pub use options::{domain, option};
+pub use constants::{domain, option};
 pub use places::place;
 
 /// Where a set counts, as C names it.

@@ -29,6 +29,7 @@ use counterhal_hal::Reading;
 use crate::{CResult, Choice, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
 
 mod open;
+mod regions;
 mod samplers;
 mod sets;
 pub(crate) use sets::this_thread_id;
@@ -660,61 +661,5 @@ pub unsafe extern "C" fn counterhal_query(
             buffer[kept] = 0;
         }
         usable.map(|()| code::OK)
-    })
-}
-
-/// Wall-clock nanoseconds from a fixed point (PAPI's `PAPI_get_real_nsec`).
-#[unsafe(no_mangle)]
-pub extern "C" fn counterhal_real_nsec() -> u64 {
-    facade::time::real_ns()
-}
-
-/// The calling thread's CPU time in nanoseconds (PAPI's `PAPI_get_virt_nsec`).
-#[unsafe(no_mangle)]
-pub extern "C" fn counterhal_virt_nsec() -> u64 {
-    facade::time::thread_cpu_ns()
-}
-
-/// The time-stamp counter where it is a clock (invariant TSC), else 0 (PAPI's
-/// `PAPI_get_real_cyc`).
-#[unsafe(no_mangle)]
-pub extern "C" fn counterhal_real_cyc() -> u64 {
-    facade::time::cycles().unwrap_or(0)
-}
-
-/// Enters region `name` on the calling thread (events from `COUNTERHAL_REGION_EVENTS`; the
-/// report is written at exit).
-///
-/// # Safety
-/// See the module note.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_region_begin(name: *const c_char) -> c_int {
-    guard(|| {
-        // SAFETY: a NUL-terminated string valid for the call.
-        facade::region::begin(unsafe { string(name, "the region name") }?)?;
-        Ok(code::OK)
-    })
-}
-
-/// Leaves region `name` on the calling thread.
-///
-/// # Safety
-/// See the module note.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_region_end(name: *const c_char) -> c_int {
-    guard(|| {
-        // SAFETY: a NUL-terminated string valid for the call.
-        facade::region::end(unsafe { string(name, "the region name") }?)?;
-        Ok(code::OK)
-    })
-}
-
-/// Writes the regions' report now, as `COUNTERHAL_REGION_OUTPUT` and
-/// `COUNTERHAL_REGION_FORMAT` ask (it is also written at exit).
-#[unsafe(no_mangle)]
-pub extern "C" fn counterhal_region_report() -> c_int {
-    guard(|| {
-        facade::region::write_report()?;
-        Ok(code::OK)
     })
 }
