@@ -13,7 +13,6 @@
 //!   at least the presets PAPI's table maps there (PAPI's count, equal to what PAPI calls
 //!   available).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -32,14 +31,14 @@ fn facts(output: &std::process::Output) -> BTreeMap<String, String> {
 #[test]
 fn devices_read_as_on_papi() {
     system_papi_or_skip!();
-    let program = common::c_program(
+    let program = crate::common::c_program(
         "devices",
         "papi",
         std::path::Path::new("/usr/include"),
         true,
     );
-    let theirs = facts(&common::run(&program, &[], false));
-    let ours = facts(&common::run(&program, &[], true));
+    let theirs = facts(&crate::common::run(&program, &[], false));
+    let ours = facts(&crate::common::run(&program, &[], true));
     // Components and their indices, PAPI's L3 line count (attribute 12, its L2's) and
     // component 0's PMUs and presets differ by design (see the module's note).
     let skipped = |k: &str| {

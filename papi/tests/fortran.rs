@@ -5,9 +5,7 @@
 //! Fortran 90 program of the device interface (tests/f/devices.F90) run on both libraries.
 //! PAPI's own Fortran tests (ftests) run in suite.rs, against the installed tree too.
 
-mod common;
-#[path = "f/install.rs"]
-mod install;
+use crate::install;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -103,7 +101,7 @@ fn fortran_headers_define_what_papi_7_0s_do() {
             "PAPI 7.0's fpapi.h is not installed (apt-get install libpapi-dev)"
         );
     }
-    let include = common::manifest().join("include");
+    let include = crate::common::manifest().join("include");
     let mut problems = Vec::new();
     for header in HEADERS {
         let ours = constants(&include.join(header));
@@ -161,9 +159,9 @@ fn fortran_headers_define_what_papi_7_0s_do() {
 /// generator's contract; the oracle of their contents is the test above).
 #[test]
 fn f77papi_h_and_f90papi_h_are_generated_from_fpapi_h() {
-    let include = common::manifest().join("include");
+    let include = crate::common::manifest().join("include");
     for style in ["f77", "f90"] {
-        let out = Command::new(common::manifest().join("gen/fortran-headers"))
+        let out = Command::new(crate::common::manifest().join("gen/fortran-headers"))
             .arg(style)
             .arg(include.join("fpapi.h"))
             .output()
@@ -219,7 +217,7 @@ fn gfortran_reads_each_constant_as_from_papi_7_0s_headers() {
             String::from_utf8(out.stdout).unwrap()
         };
         let theirs = print(Path::new("/usr/include"));
-        let ours = print(&common::manifest().join("include"));
+        let ours = print(&crate::common::manifest().join("include"));
         assert_eq!(theirs.lines().count(), names.len(), "{theirs}");
         assert_eq!(theirs, ours, "{style}papi.h");
     }
@@ -234,7 +232,7 @@ fn the_installed_tree_has_the_fortran_headers() {
         assert!(
             install::same_file(
                 &include.join(header),
-                &common::manifest().join("include").join(header)
+                &crate::common::manifest().join("include").join(header)
             ),
             "{header} is not installed as papi/include has it"
         );
@@ -265,7 +263,7 @@ fn devices_read_the_same_from_fortran_90() {
             "PAPI 7.0 or gfortran is not installed (apt-get install libpapi-dev gfortran)"
         );
     }
-    let source = common::manifest().join("tests/f/devices.F90");
+    let source = crate::common::manifest().join("tests/f/devices.F90");
     let dir = scratch("devices");
     let with_theirs = dir.join("theirs");
     gfortran_build(
@@ -295,7 +293,7 @@ fn devices_read_the_same_from_fortran_90() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
     };
-    let theirs = lines(common::run(&with_theirs, &[], false));
+    let theirs = lines(crate::common::run(&with_theirs, &[], false));
     assert_eq!(
         theirs["type0.name"].split(' ').next(),
         Some("0"),
@@ -304,7 +302,7 @@ fn devices_read_the_same_from_fortran_90() {
     // The installed program finds the installed library by its run path.
     for ours in [
         lines(Command::new(&with_ours).output().unwrap()),
-        lines(common::run(&with_theirs, &[], true)),
+        lines(crate::common::run(&with_theirs, &[], true)),
     ] {
         assert_eq!(
             theirs.keys().collect::<Vec<_>>(),
@@ -331,7 +329,7 @@ fn every_fortran_name_of_papi_7_0_is_exported() {
         );
     };
     let theirs = fortran_symbols(&system);
-    let ours = fortran_symbols(&common::library_dir().join("libpapi.so.7.0"));
+    let ours = fortran_symbols(&crate::common::library_dir().join("libpapi.so.7.0"));
     assert_eq!(
         theirs.len(),
         292,
@@ -373,7 +371,7 @@ fn a_fortran_program_reads_the_same_on_both() {
             "gfortran is not installed (apt-get install gfortran)"
         );
     }
-    let source = common::manifest().join("tests/f/side_by_side.F");
+    let source = crate::common::manifest().join("tests/f/side_by_side.F");
     let build = |include: &Path, tag: &str| -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "counterhal-papi-fortran-{tag}-{}",
@@ -400,7 +398,7 @@ fn a_fortran_program_reads_the_same_on_both() {
     };
     let with_theirs = build(Path::new("/usr/include"), "theirs");
     let with_ours = build(&install::include(), "ours");
-    let theirs = common::run(&with_theirs, &[], false);
+    let theirs = crate::common::run(&with_theirs, &[], false);
     let their_errors = String::from_utf8_lossy(&theirs.stderr).into_owned();
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
     assert!(
@@ -408,7 +406,7 @@ fn a_fortran_program_reads_the_same_on_both() {
         "PAPI 7.0 ran through:\n{theirs}"
     );
     for program in [&with_theirs, &with_ours] {
-        let ours = common::run(program, &[], true);
+        let ours = crate::common::run(program, &[], true);
         // PAPIf_perror's line: the message and the last error's text.
         assert_eq!(
             their_errors,

@@ -7,7 +7,6 @@
 //! enumerators, function names) and the name of a function pointer type, parameter names and
 //! attributes left out (they are not part of the interface).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -128,7 +127,7 @@ fn declarations(include: &Path) -> BTreeSet<String> {
 fn papi_h_defines_papis_macros() {
     system_papi_or_skip!();
     let theirs = macros(Path::new("/usr/include"));
-    let ours = macros(&common::manifest().join("include"));
+    let ours = macros(&crate::common::manifest().join("include"));
     let missing: Vec<_> = theirs.difference(&ours).collect();
     let extra: Vec<_> = ours.difference(&theirs).collect();
     assert!(
@@ -143,7 +142,7 @@ fn papi_h_defines_papis_macros() {
 fn papi_h_declares_papis_names() {
     system_papi_or_skip!();
     let theirs = declarations(Path::new("/usr/include"));
-    let ours = declarations(&common::manifest().join("include"));
+    let ours = declarations(&crate::common::manifest().join("include"));
     assert!(theirs.len() > 500, "the scan found {} names", theirs.len());
     let missing: Vec<_> = theirs.difference(&ours).collect();
     assert!(missing.is_empty(), "ours lacks {missing:?}");
@@ -180,7 +179,7 @@ fn papis_utilities_build_against_ours() {
             "PAPI's source tree is not at hand: set PAPI_SOURCE_GIT to a git repository of PAPI holding tag papi-7-0-0-t"
         );
     };
-    let lib = common::library_dir();
+    let lib = crate::common::library_dir();
     let utils = src.join("utils");
     let helpers: [(&str, &[&str]); 14] = [
         ("papi_avail", &["print_header.c"]),
@@ -202,7 +201,7 @@ fn papis_utilities_build_against_ours() {
         let out = Command::new("cc")
             .current_dir(&utils)
             .args(["-std=gnu99", "-Werror=implicit-function-declaration", "-I"])
-            .arg(common::manifest().join("include"))
+            .arg(crate::common::manifest().join("include"))
             .args(["-I", "../testlib", "-I", ".."])
             .arg(format!("{utility}.c"))
             .args(extra)
@@ -219,10 +218,10 @@ fn papis_utilities_build_against_ours() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let version = common::run(&utils.join("papi_version"), &[], true);
+    let version = crate::common::run(&utils.join("papi_version"), &[], true);
     let text = String::from_utf8_lossy(&version.stdout);
     assert!(text.contains("PAPI Version: 7.0.0.0"), "{text}");
-    let hardware = common::run(&utils.join("papi_hardware_avail"), &[], true);
+    let hardware = crate::common::run(&utils.join("papi_hardware_avail"), &[], true);
     let text = String::from_utf8_lossy(&hardware.stdout);
     assert!(text.contains("Device Summary"), "{text}");
     let _ = std::fs::remove_dir_all(scratch);

@@ -4,7 +4,6 @@
 //! PAPI's own reader of its report format, Debian's `papi_hl_output_writer`, run on our
 //! report.
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -13,7 +12,7 @@ use std::process::Command;
 
 /// The program, built for one test (`tag`): the tests run at once.
 fn program(tag: &str) -> PathBuf {
-    common::c_program("high_level", tag, Path::new("/usr/include"), true)
+    crate::common::c_program("high_level", tag, Path::new("/usr/include"), true)
 }
 
 fn folder(tag: &str) -> PathBuf {
@@ -28,7 +27,7 @@ fn run_ours(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> 
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
-        .env("LD_LIBRARY_PATH", common::library_dir())
+        .env("LD_LIBRARY_PATH", crate::common::library_dir())
         .env_remove("PAPI_EVENTS")
         .env_remove("PAPI_OUTPUT_DIRECTORY")
         .env_remove("PAPI_REPORT")
@@ -49,8 +48,8 @@ fn run_ours(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> 
 fn calls_before_any_region_answer_as_papi_7_0() {
     system_papi_or_skip!();
     let program = program("misuse");
-    let theirs = common::run(&program, &["misuse"], false);
-    let ours = common::run(&program, &["misuse"], true);
+    let theirs = crate::common::run(&program, &["misuse"], false);
+    let ours = crate::common::run(&program, &["misuse"], true);
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
     assert!(theirs.contains("stop before begin -7"), "{theirs}");
     assert_eq!(theirs, String::from_utf8_lossy(&ours.stdout));

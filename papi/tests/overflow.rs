@@ -2,7 +2,6 @@
 //! it (the oracle) and on ours: 1,000 fresh pages touched with a threshold of 10 page faults
 //! (tests/c/overflow.c), and whose handler is called (tests/c/overflow_handlers.c).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -27,9 +26,9 @@ fn numbers(text: &str) -> (u64, u64, u64, u64) {
 #[test]
 fn overflow_calls_the_handler_every_threshold_events() {
     system_papi_or_skip!();
-    let program = common::c_program("overflow", "theirs", Path::new("/usr/include"), true);
+    let program = crate::common::c_program("overflow", "theirs", Path::new("/usr/include"), true);
     for (who, ours) in [("PAPI 7.0", false), ("ours", true)] {
-        let out = common::run(&program, &[], ours);
+        let out = crate::common::run(&program, &[], ours);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if !ours && !out.status.success() {
             // Real PAPI cannot sample here: nothing to compare ours with.
@@ -64,13 +63,13 @@ fn overflow_calls_the_handler_every_threshold_events() {
 #[test]
 fn the_handler_is_the_sets_as_in_papi() {
     system_papi_or_skip!();
-    let program = common::c_program(
+    let program = crate::common::c_program(
         "overflow_handlers",
         "theirs",
         Path::new("/usr/include"),
         true,
     );
-    let theirs = common::run(&program, &[], false);
+    let theirs = crate::common::run(&program, &[], false);
     let their_text = String::from_utf8_lossy(&theirs.stdout).into_owned();
     if !theirs.status.success() || !their_text.contains("second 50") {
         skip!(
@@ -78,11 +77,11 @@ fn the_handler_is_the_sets_as_in_papi() {
             "PAPI 7.0 cannot overflow on page faults here: {their_text}"
         );
     }
-    let ours = common::run(&program, &[], true);
+    let ours = crate::common::run(&program, &[], true);
     let our_text = String::from_utf8_lossy(&ours.stdout).into_owned();
     assert!(ours.status.success(), "ours: {our_text}");
     assert_eq!(our_text, their_text, "ours vs PAPI 7.0");
-    let ours = common::run(&program, &["null"], true);
+    let ours = crate::common::run(&program, &["null"], true);
     let our_text = String::from_utf8_lossy(&ours.stdout).into_owned();
     assert!(
         ours.status.success(),
@@ -106,9 +105,9 @@ fn the_handler_is_the_sets_as_in_papi() {
 #[test]
 fn a_handler_that_reads_its_set_does_not_deadlock() {
     system_papi_or_skip!();
-    let program = common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
+    let program = crate::common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
     let mut child = std::process::Command::new(&program)
-        .env("LD_LIBRARY_PATH", common::library_dir())
+        .env("LD_LIBRARY_PATH", crate::common::library_dir())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the program runs");
@@ -149,8 +148,8 @@ fn a_handler_that_reads_its_set_does_not_deadlock() {
 #[test]
 fn reads_allocate_nothing() {
     system_papi_or_skip!();
-    let program = common::c_program("read_alloc", "theirs", Path::new("/usr/include"), true);
-    let out = common::run(&program, &[], true);
+    let program = crate::common::c_program("read_alloc", "theirs", Path::new("/usr/include"), true);
+    let out = crate::common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{:?}: {text}", out.status);
     assert_eq!(

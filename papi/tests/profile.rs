@@ -3,7 +3,6 @@
 //! exact page-fault count: 1,000 fresh pages touched by one function, a sample every 10
 //! faults, so 100 samples, every one at an address inside that function, in the buckets.
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -22,9 +21,9 @@ fn value(text: &str, key: &str) -> i64 {
 #[test]
 fn misuse_answers_as_papi_7_0() {
     system_papi_or_skip!();
-    let program = common::c_program("profile", "theirs", Path::new("/usr/include"), true);
-    let theirs = common::run(&program, &["misuse"], false);
-    let ours = common::run(&program, &["misuse"], true);
+    let program = crate::common::c_program("profile", "theirs", Path::new("/usr/include"), true);
+    let theirs = crate::common::run(&program, &["misuse"], false);
+    let ours = crate::common::run(&program, &["misuse"], true);
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
     assert!(theirs.contains("empty set -17"), "{theirs}");
     assert!(theirs.contains("unknown event, bad scale -7"), "{theirs}");
@@ -34,8 +33,8 @@ fn misuse_answers_as_papi_7_0() {
 #[test]
 fn every_sample_lands_in_the_profiled_function() {
     system_papi_or_skip!();
-    let program = common::c_program("profile", "ours", &common::manifest().join("include"), true);
-    let out = common::run(&program, &[], true);
+    let program = crate::common::c_program("profile", "ours", &crate::common::manifest().join("include"), true);
+    let out = crate::common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if text.contains("add -") {
         skip!(

@@ -4,7 +4,6 @@
 //! both answer `PAPI_ENOEVNT` for the measuring calls; the rates themselves need
 //! `PAPI_TOT_INS`/`PAPI_TOT_CYC` or floating-point presets.)
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -13,9 +12,9 @@ use std::path::Path;
 #[test]
 fn rate_functions_answer_as_papi_7_0() {
     system_papi_or_skip!();
-    let program = common::c_program("rates", "theirs", Path::new("/usr/include"), true);
-    let theirs = common::run(&program, &[], false);
-    let ours = common::run(&program, &[], true);
+    let program = crate::common::c_program("rates", "theirs", Path::new("/usr/include"), true);
+    let theirs = crate::common::run(&program, &[], false);
+    let ours = crate::common::run(&program, &[], true);
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
     assert!(theirs.contains("initialized 5"), "{theirs}");
     assert_eq!(theirs, String::from_utf8_lossy(&ours.stdout));

@@ -13,7 +13,6 @@
 //!   components), built with a library part and without libsde at all: its output on ours is
 //!   the output on PAPI 7.0, line for line.
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -48,7 +47,7 @@ fn system_lib_dir() -> Option<PathBuf> {
 macro_rules! system_sde_or_skip {
     () => {
         match system_lib_dir() {
-            Some(dir) if common::system_papi() && Path::new("/usr/include/sde_lib.h").is_file() => {
+            Some(dir) if crate::common::system_papi() && Path::new("/usr/include/sde_lib.h").is_file() => {
                 dir
             }
             _ => skip!(
@@ -254,7 +253,7 @@ impl Sources {
 
 /// How a program ended: its PASSED/FAILED/SKIPPED lines (colours aside), or how it stopped.
 fn verdict(program: &Path, ours: bool) -> String {
-    let out = common::run(program, &[], ours);
+    let out = crate::common::run(program, &[], ours);
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let words: Vec<&str> = ["PASSED", "FAILED", "SKIPPED"]
@@ -321,7 +320,7 @@ fn build(
 
 /// Debian's flavour and ours, each with PAPI's testlib built against its papi.h.
 fn flavours(system: &Path, purpose: &str) -> [Flavour; 2] {
-    let ours_lib = std::fs::read_link(common::library_dir().join("libpapi.so.7.0")).unwrap();
+    let ours_lib = std::fs::read_link(crate::common::library_dir().join("libpapi.so.7.0")).unwrap();
     let real = Flavour::new(
         "real",
         purpose,
@@ -331,7 +330,7 @@ fn flavours(system: &Path, purpose: &str) -> [Flavour; 2] {
     let ours = Flavour::new(
         "ours",
         purpose,
-        common::manifest().join("include"),
+        crate::common::manifest().join("include"),
         vec![ours_lib.display().to_string()],
     );
     for flavour in [&real, &ours] {
@@ -561,7 +560,7 @@ fn build_fortran(flavour: &Flavour, sources: &Sources, system: &Path) -> Result<
 fn the_sde_component_answers_as_papi_does() {
     let system = system_sde_or_skip!();
     let [real, ours] = flavours(&system, "component");
-    let source = common::manifest().join("tests/c/sde_component.c");
+    let source = crate::common::manifest().join("tests/c/sde_component.c");
     let source = source.to_str().unwrap();
     for (with_sde, tag) in [(true, "with-libsde"), (false, "without-libsde")] {
         let mut outputs = Vec::new();
@@ -592,7 +591,7 @@ fn the_sde_component_answers_as_papi_does() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let run = common::run(Path::new(&program), &[], flavour.tag == "ours");
+            let run = crate::common::run(Path::new(&program), &[], flavour.tag == "ours");
             assert!(run.status.success(), "{tag} on {}: {run:?}", flavour.tag);
             outputs.push(String::from_utf8_lossy(&run.stdout).into_owned());
         }

@@ -6,7 +6,6 @@
 //! (attaching to missing and dead processes and to thread 0), names.c (how names are read)
 //! and errors.c (the error PAPI_perror prints after each call).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -15,9 +14,9 @@ use std::path::Path;
 #[test]
 fn a_papi_program_reads_the_same_on_both() {
     system_papi_or_skip!();
-    let program = common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
-    let theirs = common::run(&program, &[], false);
-    let ours = common::run(&program, &[], true);
+    let program = crate::common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
+    let theirs = crate::common::run(&program, &[], false);
+    let ours = crate::common::run(&program, &[], true);
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
     let ours = String::from_utf8_lossy(&ours.stdout).into_owned();
     let (their_common, their_sets) = theirs
@@ -47,9 +46,9 @@ fn a_papi_program_reads_the_same_on_both() {
 /// Debian's PAPI has its perf_event component disabled here (its answers are then about no
 /// component; the program's first line says).
 fn on_both(stem: &str, args: &[&str]) -> Option<(String, String)> {
-    let program = common::c_program(stem, "theirs", Path::new("/usr/include"), true);
-    let theirs = common::run(&program, args, false);
-    let ours = common::run(&program, args, true);
+    let program = crate::common::c_program(stem, "theirs", Path::new("/usr/include"), true);
+    let theirs = crate::common::run(&program, args, false);
+    let ours = crate::common::run(&program, args, true);
     assert!(theirs.status.success(), "{stem} on PAPI 7.0: {theirs:?}");
     assert!(ours.status.success(), "{stem} on ours: {ours:?}");
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
@@ -217,18 +216,18 @@ fn the_preset_table_is_papis() {
     std::fs::create_dir_all(&dir).unwrap();
     let generator = dir.join("presets");
     let built = std::process::Command::new("cc")
-        .arg(common::manifest().join("gen/presets.c"))
+        .arg(crate::common::manifest().join("gen/presets.c"))
         .arg("-o")
         .arg(&generator)
         .arg("-lpapi")
         .output()
         .unwrap();
     assert!(built.status.success(), "{built:?}");
-    let out = common::run(&generator, &[&version], false);
+    let out = crate::common::run(&generator, &[&version], false);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
-    let shipped = std::fs::read_to_string(common::manifest().join("src/preset_table.rs")).unwrap();
+    let shipped = std::fs::read_to_string(crate::common::manifest().join("src/preset_table.rs")).unwrap();
     assert!(
         generated == shipped,
         "papi/src/preset_table.rs differs from PAPI {version}'s presets: regenerate it \

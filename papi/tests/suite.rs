@@ -6,9 +6,7 @@
 //! README.md; on another architecture `ctests/expected-ARCH.txt`, when recorded). The Fortran
 //! tests build against the Fortran headers of the tree `scripts/install-papi` installs.
 
-mod common;
-#[path = "f/install.rs"]
-mod install;
+use crate::install;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -29,15 +27,15 @@ fn rank(verdict: &str) -> u8 {
 fn papi_tests_do_as_well_as_real_papi() {
     let examples = std::env::var("PAPI_EXAMPLES")
         .unwrap_or_else(|_| "/usr/share/doc/papi-examples/examples".to_string());
-    if !Path::new(&examples).join("ctests").is_dir() || !common::system_papi() {
+    if !Path::new(&examples).join("ctests").is_dir() || !crate::common::system_papi() {
         skip!(
             Need::Tools,
             "PAPI 7.0's tests are not installed (apt-get install papi-examples libpapi-dev)"
         );
     }
-    let lib = common::library_dir();
+    let lib = crate::common::library_dir();
     let ours = std::fs::read_link(lib.join("libpapi.so.7.0")).unwrap();
-    let out = Command::new(common::manifest().join("ctests/run"))
+    let out = Command::new(crate::common::manifest().join("ctests/run"))
         .arg(ours.parent().unwrap())
         .env("PAPI_EXAMPLES", &examples)
         .env("PAPI_OURS_FORTRAN_INCLUDE", install::include())
@@ -56,7 +54,7 @@ fn papi_tests_do_as_well_as_real_papi() {
         arch => format!("ctests/expected-{arch}.txt"),
     };
     let expected_text =
-        std::fs::read_to_string(common::manifest().join(expected_file)).unwrap_or_default();
+        std::fs::read_to_string(crate::common::manifest().join(expected_file)).unwrap_or_default();
     let expected: HashMap<&str, &str> = expected_text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -1,7 +1,6 @@
 //! PAPI 7.0's own utilities (Debian's papi-tools, linked with libpapi.so.7.0) run unchanged on
 //! our library through LD_LIBRARY_PATH; each test reads what they print.
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -32,7 +31,7 @@ fn papi_avail_lists_every_preset() {
             "papi_avail is not installed (apt-get install papi-tools)"
         );
     };
-    let out = common::run(papi_avail, &[], true);
+    let out = crate::common::run(papi_avail, &[], true);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -72,7 +71,7 @@ fn papi_native_avail_lists_the_software_events() {
             "papi_native_avail is not installed (apt-get install papi-tools)"
         );
     };
-    let out = common::run(tool, &[], true);
+    let out = crate::common::run(tool, &[], true);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -103,7 +102,7 @@ fn papi_command_line_counts_software_events() {
         );
     };
     let started = Instant::now();
-    let out = common::run(tool, &["perf::TASK-CLOCK", "perf::PAGE-FAULTS"], true);
+    let out = crate::common::run(tool, &["perf::TASK-CLOCK", "perf::PAGE-FAULTS"], true);
     let wall = started.elapsed().as_nanos() as u64;
     let text = text(&out);
     assert!(out.status.success(), "{text}");

@@ -11,7 +11,6 @@
 //! `:k=0`, `:c=0`...) after the unit masks, and in libpfm4's table order; ours gives the unit
 //! masks alone, in the event database's order (the sets are compared).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -40,7 +39,7 @@ fn ask_libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("pfm_umasks");
     let built = Command::new("cc")
-        .arg(common::manifest().join("tests/c/pfm_umasks.c"))
+        .arg(crate::common::manifest().join("tests/c/pfm_umasks.c"))
         .arg("-o")
         .arg(&program)
         .arg("-lpfm")
@@ -101,13 +100,13 @@ fn unit_masks_are_libpfm4s() {
             "libpfm4 knows none of {EVENTS:?} on this CPU"
         );
     }
-    let program = common::c_program(
+    let program = crate::common::c_program(
         "unit_masks",
         "ours",
-        &common::manifest().join("include"),
+        &crate::common::manifest().join("include"),
         true,
     );
-    let out = common::run(&program, &EVENTS, true);
+    let out = crate::common::run(&program, &EVENTS, true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut compared = 0;
     for (event, masks) in theirs {
@@ -146,7 +145,7 @@ fn unit_masks_are_libpfm4s() {
         skip!(Need::Hardware, "none of {EVENTS:?} resolves here:\n{text}");
     }
     // An event without unit masks: the walk ends at once.
-    let out = common::run(&program, &["perf::TASK-CLOCK"], true);
+    let out = crate::common::run(&program, &["perf::TASK-CLOCK"], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         text.contains("-> 0 ") && text.contains("  end -7"),
@@ -171,7 +170,7 @@ fn papi_native_avail_lists_the_qualifiers() {
     };
     let Ok(out) = Command::new("papi_native_avail")
         .args(["-e", event])
-        .env("LD_LIBRARY_PATH", common::library_dir())
+        .env("LD_LIBRARY_PATH", crate::common::library_dir())
         .output()
     else {
         skip!(
@@ -216,7 +215,7 @@ fn the_perf_table_is_libpfm4s() {
     std::fs::create_dir_all(&dir).unwrap();
     let generator = dir.join("perf_natives");
     let built = Command::new("cc")
-        .arg(common::manifest().join("gen/perf_natives.c"))
+        .arg(crate::common::manifest().join("gen/perf_natives.c"))
         .arg("-o")
         .arg(&generator)
         .arg("-lpfm")
@@ -230,7 +229,7 @@ fn the_perf_table_is_libpfm4s() {
     let out = Command::new(&generator).arg(&version).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
-    let shipped = std::fs::read_to_string(common::manifest().join("src/perf_table.rs")).unwrap();
+    let shipped = std::fs::read_to_string(crate::common::manifest().join("src/perf_table.rs")).unwrap();
     assert!(
         generated == shipped,
         "papi/src/perf_table.rs differs from libpfm4 {version}'s table: regenerate it \
@@ -280,7 +279,7 @@ const QUALIFIED: [&str; 28] = [
 #[test]
 fn perf_qualifiers_are_taken_as_papi_takes_them() {
     system_papi_or_skip!();
-    let program = common::c_program(
+    let program = crate::common::c_program(
         "perf_qualifiers",
         "theirs",
         std::path::Path::new("/usr/include"),
@@ -292,7 +291,7 @@ fn perf_qualifiers_are_taken_as_papi_takes_them() {
             continue;
         }
         let answer = |ours| {
-            let out = common::run(&program, &[name], ours);
+            let out = crate::common::run(&program, &[name], ours);
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
         let theirs = answer(false);
@@ -311,7 +310,7 @@ fn perf_events_are_listed_as_papi_lists_them() {
         let mut command = Command::new(tool);
         command.args(args);
         if ours {
-            command.env("LD_LIBRARY_PATH", common::library_dir());
+            command.env("LD_LIBRARY_PATH", crate::common::library_dir());
         }
         let out = command.output().ok()?;
         Some(

@@ -17,7 +17,6 @@
 //!   libpfm4 knows its natives, even where the kernel counts none of them (a VM without a
 //!   virtual PMU).
 
-mod common;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -82,7 +81,7 @@ fn run(utility: &Path, args: &[&str], limit: u64, ours: bool, folder: &Path) -> 
             std::fs::File::create(folder.join("err")).unwrap(),
         ));
     if ours {
-        command.env("LD_LIBRARY_PATH", common::library_dir());
+        command.env("LD_LIBRARY_PATH", crate::common::library_dir());
     }
     let mut child = command.spawn().expect("the utility starts");
     let deadline = Instant::now() + Duration::from_secs(limit);
