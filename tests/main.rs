@@ -2,6 +2,7 @@
 //! its module as the filter: `cargo test -p counterhal --test main face::`). `alloc.rs` is a
 //! binary of its own: its global allocator counts every allocation of its process.
 
+mod architecture;
 mod cgroups;
 mod examples;
 mod face;
