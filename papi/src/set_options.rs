@@ -88,8 +88,8 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         // component passes on as given (its check and its events open there, the thread
         // that attaches): ours attaches to the caller. (Where the kernel has no core PMU,
         // PAPI's check refuses it as every live target, PAPI_ENOEVNT: tests/c/attach_targets.c.)
-        let tid = match u32::try_from(tid).map_err(|_| EINVAL)? {
-            0 => u32::try_from(crate::library::thread_id()).map_err(|_| EINVAL)?,
+        let tid = match thread_number(tid)? {
+            0 => thread_number(crate::library::thread_id())?,
             tid => tid,
         };
         probe(chosen, set, tid)?;
@@ -101,6 +101,15 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
+}
+
+/// A C `unsigned long` thread id as the kernel's; `PAPI_EINVAL` past 32 bits.
+#[allow(
+    clippy::useless_conversion,
+    reason = "c_ulong is u64 on x86-64 Linux and u32 on i686 OpenBSD: a narrowing on one, the identity on the other"
+)]
+fn thread_number(id: std::ffi::c_ulong) -> Result<u32, i32> {
+    u32::try_from(id).map_err(|_| EINVAL)
 }
 
 /// Opens the set's events (perf's task-clock for a set with none yet) on thread or process
