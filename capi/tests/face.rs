@@ -50,6 +50,15 @@ fn events_are_removed_and_the_rest_still_count() {
     run("remove");
 }
 
+/// `perf::PAGE-FAULTS` and `perf::PERF_COUNT_SW_CONTEXT_SWITCHES`, libpfm4's spellings that
+/// PAPI users type, are added and count through the C API (256 fresh pages touched: at least
+/// 256 faults, the kernel's count of first writes).
+#[test]
+fn perf_names_are_taken_as_papi_users_type_them() {
+    let stdout = run("perf-names").unwrap();
+    assert!(stdout.contains("perf::PAGE-FAULTS "), "{stdout}");
+}
+
 #[test]
 fn options_are_set_refused_while_running_and_checked() {
     run("options");

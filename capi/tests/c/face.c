@@ -249,6 +249,23 @@ static void refusals(counterhal_t *ch) {
     counterhal_set_destroy(set);
 }
 
+/* libpfm4's perf:: names, as PAPI users type them, are taken and count (the encodings are
+ * checked against libpfm4's by the facade's tests). */
+static void perf_names(counterhal_t *ch) {
+    counterhal_set_t *set = new_set(ch);
+    CHECK(counterhal_set_add(set, "perf::PAGE-FAULTS") == 0);
+    CHECK(counterhal_set_add(set, "perf::PERF_COUNT_SW_CONTEXT_SWITCHES") == 1);
+    CHECK(counterhal_set_add(set, "perf::NO-SUCH-EVENT") == COUNTERHAL_EEVENT);
+    CHECK(strstr(counterhal_last_error(), "perf::PAGE-FAULTS") != NULL);
+    counterhal_reading_t r[2];
+    CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
+    touch_pages(NULL);
+    CHECK(counterhal_set_stop(set, r, 2) == COUNTERHAL_OK);
+    CHECK(r[0].value >= 256);
+    printf("perf::PAGE-FAULTS %llu\n", (unsigned long long)r[0].value);
+    counterhal_set_destroy(set);
+}
+
 /* A native event's unit masks follow it in the listing, named EVENT.UNIT_MASK. */
 static void umasks(counterhal_t *ch) {
     if (counterhal_cpu_model(ch) == NULL) {
@@ -585,6 +602,8 @@ int main(int argc, char **argv) {
         restart(ch);
     else if (strcmp(mode, "refusals") == 0)
         refusals(ch);
+    else if (strcmp(mode, "perf-names") == 0)
+        perf_names(ch);
     else if (strcmp(mode, "umasks") == 0)
         umasks(ch);
     else if (strcmp(mode, "command") == 0)
