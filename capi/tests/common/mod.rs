@@ -20,7 +20,9 @@ pub fn library_dir() -> PathBuf {
             let out = Command::new(cargo)
                 .args(["build", "-p", "counterhal-capi", "--target-dir"])
                 .arg(target)
-                .args(release.then_some("--release"))
+                // The tests' own profile (`test`, whose folder is `debug`): the libraries share
+                // what the tests built, and no second profile's artifacts fill the folder.
+                .args(["--profile", if release { "release" } else { "test" }])
                 .current_dir(manifest())
                 .output()
                 .expect("cargo runs");
