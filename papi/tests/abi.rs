@@ -1,7 +1,6 @@
 //! papi.h's ABI: every size, offset and constant of counterhal's papi.h against Debian's
 //! PAPI 7.0 papi.h (the oracle), by one C program built against each and run.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
@@ -12,7 +11,12 @@ use std::path::Path;
 fn sizes_offsets_and_constants_match_papi_7_0() {
     system_papi_or_skip!();
     let theirs = crate::common::c_program("abi", "theirs", Path::new("/usr/include"), false);
-    let ours = crate::common::c_program("abi", "ours", &crate::common::manifest().join("include"), false);
+    let ours = crate::common::c_program(
+        "abi",
+        "ours",
+        &crate::common::manifest().join("include"),
+        false,
+    );
     let theirs = crate::common::run(&theirs, &[], false);
     let ours = crate::common::run(&ours, &[], false);
     assert!(theirs.status.success() && ours.status.success());

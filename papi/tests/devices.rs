@@ -13,7 +13,6 @@
 //!   at least the presets PAPI's table maps there (PAPI's count, equal to what PAPI calls
 //!   available).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::collections::BTreeMap;

@@ -4,7 +4,6 @@
 //! `:k` modifiers on the same program (`perf stat -e page-faults:u,page-faults:k`), which
 //! attribute the touching program's faults to user mode the same way.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
@@ -13,7 +12,12 @@ use std::process::Command;
 #[test]
 fn the_domain_decides_what_a_software_event_counts() {
     system_papi_or_skip!();
-    let program = crate::common::c_program("domains", "ours", &crate::common::manifest().join("include"), true);
+    let program = crate::common::c_program(
+        "domains",
+        "ours",
+        &crate::common::manifest().join("include"),
+        true,
+    );
     let out = crate::common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let count = |domain: &str| -> i64 {
@@ -70,7 +74,8 @@ fn the_domain_decides_what_a_software_event_counts() {
 #[test]
 fn system_granularity_counts_the_callers_cpu() {
     system_papi_or_skip!();
-    let program = crate::common::c_program("granularity", "theirs", Path::new("/usr/include"), true);
+    let program =
+        crate::common::c_program("granularity", "theirs", Path::new("/usr/include"), true);
     let lines = |out: std::process::Output| -> Vec<String> {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout)
@@ -107,7 +112,11 @@ fn system_granularity_counts_the_callers_cpu() {
         "{theirs:#?}"
     );
     let privileged = theirs.contains(&"after a component: add 0".to_owned());
-    compare(theirs, lines(crate::common::run(&program, &[], true)), privileged);
+    compare(
+        theirs,
+        lines(crate::common::run(&program, &[], true)),
+        privileged,
+    );
 
     // As nobody, at this machine's perf_event_paranoid.
     if !is_root() {
@@ -117,7 +126,11 @@ fn system_granularity_counts_the_callers_cpu() {
         );
     }
     let library = program.with_file_name("libpapi.so.7.0");
-    std::fs::copy(crate::common::library_dir().join("libpapi.so.7.0"), &library).unwrap();
+    std::fs::copy(
+        crate::common::library_dir().join("libpapi.so.7.0"),
+        &library,
+    )
+    .unwrap();
     let as_nobody = |ours: bool| {
         use std::os::unix::process::CommandExt;
         let mut command = Command::new(&program);

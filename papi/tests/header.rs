@@ -7,7 +7,6 @@
 //! enumerators, function names) and the name of a function pointer type, parameter names and
 //! attributes left out (they are not part of the interface).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::collections::BTreeSet;

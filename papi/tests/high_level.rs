@@ -4,7 +4,6 @@
 //! PAPI's own reader of its report format, Debian's `papi_hl_output_writer`, run on our
 //! report.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,6 @@
 //! it (the oracle) and on ours: 1,000 fresh pages touched with a threshold of 10 page faults
 //! (tests/c/overflow.c), and whose handler is called (tests/c/overflow_handlers.c).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
@@ -105,7 +104,8 @@ fn the_handler_is_the_sets_as_in_papi() {
 #[test]
 fn a_handler_that_reads_its_set_does_not_deadlock() {
     system_papi_or_skip!();
-    let program = crate::common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
+    let program =
+        crate::common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
     let mut child = std::process::Command::new(&program)
         .env("LD_LIBRARY_PATH", crate::common::library_dir())
         .stdout(std::process::Stdio::piped())

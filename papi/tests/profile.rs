@@ -3,7 +3,6 @@
 //! exact page-fault count: 1,000 fresh pages touched by one function, a sample every 10
 //! faults, so 100 samples, every one at an address inside that function, in the buckets.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
@@ -33,7 +32,12 @@ fn misuse_answers_as_papi_7_0() {
 #[test]
 fn every_sample_lands_in_the_profiled_function() {
     system_papi_or_skip!();
-    let program = crate::common::c_program("profile", "ours", &crate::common::manifest().join("include"), true);
+    let program = crate::common::c_program(
+        "profile",
+        "ours",
+        &crate::common::manifest().join("include"),
+        true,
+    );
     let out = crate::common::run(&program, &[], true);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if text.contains("add -") {

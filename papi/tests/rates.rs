@@ -4,7 +4,6 @@
 //! both answer `PAPI_ENOEVNT` for the measuring calls; the rates themselves need
 //! `PAPI_TOT_INS`/`PAPI_TOT_CYC` or floating-point presets.)
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;

@@ -13,7 +13,6 @@
 //!   components), built with a library part and without libsde at all: its output on ours is
 //!   the output on PAPI 7.0, line for line.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::{Path, PathBuf};
@@ -47,7 +46,10 @@ fn system_lib_dir() -> Option<PathBuf> {
 macro_rules! system_sde_or_skip {
     () => {
         match system_lib_dir() {
-            Some(dir) if crate::common::system_papi() && Path::new("/usr/include/sde_lib.h").is_file() => {
+            Some(dir)
+                if crate::common::system_papi()
+                    && Path::new("/usr/include/sde_lib.h").is_file() =>
+            {
                 dir
             }
             _ => skip!(

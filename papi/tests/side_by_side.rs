@@ -6,7 +6,6 @@
 //! (attaching to missing and dead processes and to thread 0), names.c (how names are read)
 //! and errors.c (the error PAPI_perror prints after each call).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
@@ -14,7 +13,8 @@ use std::path::Path;
 #[test]
 fn a_papi_program_reads_the_same_on_both() {
     system_papi_or_skip!();
-    let program = crate::common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
+    let program =
+        crate::common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
     let theirs = crate::common::run(&program, &[], false);
     let ours = crate::common::run(&program, &[], true);
     let theirs = String::from_utf8_lossy(&theirs.stdout).into_owned();
@@ -227,7 +227,8 @@ fn the_preset_table_is_papis() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
-    let shipped = std::fs::read_to_string(crate::common::manifest().join("src/preset_table.rs")).unwrap();
+    let shipped =
+        std::fs::read_to_string(crate::common::manifest().join("src/preset_table.rs")).unwrap();
     assert!(
         generated == shipped,
         "papi/src/preset_table.rs differs from PAPI {version}'s presets: regenerate it \

@@ -1,7 +1,6 @@
 //! PAPI 7.0's own utilities (Debian's papi-tools, linked with libpapi.so.7.0) run unchanged on
 //! our library through LD_LIBRARY_PATH; each test reads what they print.
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;

@@ -11,7 +11,6 @@
 //! `:k=0`, `:c=0`...) after the unit masks, and in libpfm4's table order; ours gives the unit
 //! masks alone, in the event database's order (the sets are compared).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::collections::{BTreeMap, BTreeSet};
@@ -229,7 +228,8 @@ fn the_perf_table_is_libpfm4s() {
     let out = Command::new(&generator).arg(&version).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
-    let shipped = std::fs::read_to_string(crate::common::manifest().join("src/perf_table.rs")).unwrap();
+    let shipped =
+        std::fs::read_to_string(crate::common::manifest().join("src/perf_table.rs")).unwrap();
     assert!(
         generated == shipped,
         "papi/src/perf_table.rs differs from libpfm4 {version}'s table: regenerate it \

@@ -17,7 +17,6 @@
 //!   libpfm4 knows its natives, even where the kernel counts none of them (a VM without a
 //!   virtual PMU).
 
-
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::path::Path;
