@@ -19,7 +19,8 @@ fn install() -> PathBuf {
     let profile = if lib.ends_with("release") {
         "release"
     } else {
-        "dev"
+        // The tests' own profile, whose folder is `debug`: what the tests built is installed.
+        "test"
     };
     let prefix = std::env::temp_dir().join(format!("counterhal-install-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&prefix);

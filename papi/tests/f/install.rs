@@ -15,7 +15,8 @@ pub fn installed_tree() -> PathBuf {
         // .../target/PROFILE_DIR/papi-soname: the library is built there first.
         let profile_dir = crate::common::library_dir().parent().unwrap().to_path_buf();
         let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "dev".to_string(),
+            // The tests' own profile, whose folder is `debug`.
+            Some("debug") => "test".to_string(),
             Some(other) => other.to_string(),
             None => panic!("no profile folder in {}", profile_dir.display()),
         };
