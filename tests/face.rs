@@ -369,7 +369,11 @@ fn a_name_given_twice_is_refused_everywhere() {
 fn the_face_has_at_most_150_items() {
     if !std::path::Path::new(env!("CARGO")).exists() {
         // The aarch64 lab runs this binary in a guest that has no Rust toolchain.
-        skip!(Need::Tools, "cargo ({}) is not on this machine", env!("CARGO"));
+        skip!(
+            Need::Tools,
+            "cargo ({}) is not on this machine",
+            env!("CARGO")
+        );
     }
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("face-doc");
     let doc = std::process::Command::new(env!("CARGO"))
