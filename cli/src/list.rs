@@ -88,7 +88,7 @@ fn metrics(
                 json!({
                     "name": m.name,
                     "groups": m.groups,
-                    "expression": m.expression,
+                    "expression": m.expression(),
                     "scale": m.scale,
                     "unit": m.unit,
                     "model": m.model,
@@ -141,7 +141,7 @@ fn metrics(
             };
             _ = writeln!(out, "  {:<40} [{groups}] {unit}", m.name);
             if details {
-                _ = writeln!(out, "      {}", m.expression);
+                _ = writeln!(out, "      {}", m.expression());
             }
             if let Some(why) = why {
                 _ = writeln!(out, "      cannot run here: {why}");

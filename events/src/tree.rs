@@ -183,15 +183,6 @@ impl<'t> Value<'t> {
         }
     }
 
-    /// The number it is, as serde's `f64` takes one: a float, or an integer converted.
-    pub(crate) fn f64(&self) -> Result<f64, TreeError> {
-        match self.tag {
-            FLOAT => Ok(f64::from_le_bytes(read(self.tree.nodes, self.payload)?)),
-            INTEGER => Ok(i64::from_le_bytes(read(self.tree.nodes, self.payload)?) as f64),
-            _ => Err(self.not_a("a number")),
-        }
-    }
-
     /// The boolean it is.
     pub(crate) fn bool(&self) -> Result<bool, TreeError> {
         match self.tag {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use counterhal_conformance::skip::Need;
+use counterhal_events::expression::{self, Expr};
 use counterhal_events::{CpuIdentity, Database, EncoderKind, shipped_metrics};
 use counterhal_hal::{Accepts, Domain, Encoding, Family};
 
@@ -360,12 +361,17 @@ fn check_metrics(top: &Path, database: &Database) -> usize {
             let expression = expression.split_whitespace().collect::<Vec<_>>().join(" ");
             expected.insert(get("MetricName").unwrap().to_string(), expression);
         }
-        let ours: BTreeMap<String, String> = table
+        // The formulas compared parsed: ours are compiled in parsed.
+        let ours: BTreeMap<String, Expr> = table
             .metrics
             .iter()
-            .map(|m| (m.name.clone(), m.expression.clone()))
+            .map(|m| (m.name.to_string(), m.formula()))
             .collect();
-        assert_eq!(ours, expected, "{id}: metrics");
+        let kernels: BTreeMap<String, Expr> = expected
+            .iter()
+            .map(|(name, text)| (name.clone(), expression::parse(text).unwrap()))
+            .collect();
+        assert_eq!(ours, kernels, "{id}: metrics");
         for expression in expected.values() {
             // perf's `PMU@terms@` events (`armv8_pmuv3_0@event\=0x2013@`) name the PMU's own
             // encoding, not a table's event.

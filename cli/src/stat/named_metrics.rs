@@ -9,11 +9,12 @@
 //! without case among the portable ones, then the model's: the model's `Frontend_Bound` is
 //! `-M Frontend_Bound`, the portable `frontend_bound` is `-M frontend_bound`.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use counterhal::Error;
 use counterhal_events::expression::{self, Expr};
-use counterhal_events::{MetricTable, SHIPPED_METRIC_FILES, shipped_metrics};
+use counterhal_events::{Metric, MetricTable, SHIPPED_METRIC_MODELS, shipped_metrics};
 
 use super::machine;
 use super::summary::EventSummary;
@@ -25,24 +26,33 @@ pub struct MetricDef {
     pub name: &'static str,
     /// The groups `-M` also takes (all their metrics).
     pub groups: Vec<&'static str>,
-    /// The formula.
-    pub expression: &'static str,
+    /// The formula: a portable metric's text, or the model's metric (compiled in, parsed).
+    source: Source,
     /// What the value is multiplied by to print (100 for a share in percent).
     pub scale: f64,
     /// The unit printed after the value.
     pub unit: &'static str,
     /// The database model whose metric it is (`None`: a portable one).
     pub model: Option<&'static str>,
-    /// The parsed formula, parsed when the metric is first planned or evaluated (shipped
-    /// formulas parse: a test of the database says so).
+    /// The parsed formula, made when the metric is first planned or evaluated: a portable
+    /// formula parsed, a model's taken from its compiled-in form.
     formula: OnceLock<Result<Expr, String>>,
+}
+
+/// Where a metric's formula comes from.
+#[derive(Debug)]
+enum Source {
+    /// A portable metric's formula, as written here.
+    Text(&'static str),
+    /// A model's metric, its formula parsed when the database was built.
+    Shipped(&'static Metric),
 }
 
 impl MetricDef {
     fn new(
         name: &'static str,
         groups: Vec<&'static str>,
-        expression: &'static str,
+        source: Source,
         scale: f64,
         unit: &'static str,
         model: Option<&'static str>,
@@ -50,7 +60,7 @@ impl MetricDef {
         MetricDef {
             name,
             groups,
-            expression,
+            source,
             scale,
             unit,
             model,
@@ -58,10 +68,21 @@ impl MetricDef {
         }
     }
 
-    /// The parsed formula (parsed on the first call, then kept), or why it does not parse.
+    /// The formula in perf's syntax (a model's written from its parsed form).
+    pub fn expression(&self) -> Cow<'static, str> {
+        match self.source {
+            Source::Text(text) => Cow::Borrowed(text),
+            Source::Shipped(metric) => metric.expression(),
+        }
+    }
+
+    /// The parsed formula (made on the first call, then kept), or why it does not parse.
     fn formula(&self) -> Result<&Expr, &str> {
         self.formula
-            .get_or_init(|| expression::parse(self.expression).map_err(|e| e.to_string()))
+            .get_or_init(|| match self.source {
+                Source::Text(text) => expression::parse(text).map_err(|e| e.to_string()),
+                Source::Shipped(metric) => Ok(metric.formula()),
+            })
             .as_ref()
             .map_err(String::as_str)
     }
@@ -160,7 +181,14 @@ pub fn portable() -> &'static [MetricDef] {
         PORTABLE
             .iter()
             .map(|&(name, group, expression, scale, unit)| {
-                MetricDef::new(name, vec![group], expression, scale, unit, None)
+                MetricDef::new(
+                    name,
+                    vec![group],
+                    Source::Text(expression),
+                    scale,
+                    unit,
+                    None,
+                )
             })
             .collect()
     })
@@ -171,18 +199,15 @@ pub fn portable() -> &'static [MetricDef] {
 /// # Errors
 /// The model's shipped table is malformed (the database's tests rule that out).
 pub fn of_model(id: &str) -> Result<&'static [MetricDef], Error> {
-    static DEFS: [OnceLock<Vec<MetricDef>>; SHIPPED_METRIC_FILES.len()] =
-        [const { OnceLock::new() }; SHIPPED_METRIC_FILES.len()];
-    let Some(index) = SHIPPED_METRIC_FILES
-        .iter()
-        .position(|(_, model, _)| *model == id)
-    else {
+    static DEFS: [OnceLock<Vec<MetricDef>>; SHIPPED_METRIC_MODELS.len()] =
+        [const { OnceLock::new() }; SHIPPED_METRIC_MODELS.len()];
+    let Ok(index) = SHIPPED_METRIC_MODELS.binary_search(&id) else {
         return Ok(&[]);
     };
     let Some(table) = shipped_metrics(id)? else {
         return Ok(&[]);
     };
-    let model = SHIPPED_METRIC_FILES[index].1;
+    let model = SHIPPED_METRIC_MODELS[index];
     Ok(DEFS[index].get_or_init(|| definitions(table, model)))
 }
 
@@ -192,14 +217,17 @@ fn definitions(table: &'static MetricTable, model: &'static str) -> Vec<MetricDe
         .metrics
         .iter()
         .map(|m| {
-            let groups = m.groups.iter().map(String::as_str).collect();
+            let groups = m.groups.iter().map(|g| &**g).collect();
             // perfmon writes `percent`; the metric column prints `%` as perf does.
-            let unit = if m.unit == "percent" {
-                "%"
-            } else {
-                m.unit.as_str()
-            };
-            MetricDef::new(&m.name, groups, &m.expression, m.scale, unit, Some(model))
+            let unit = if m.unit == "percent" { "%" } else { &*m.unit };
+            MetricDef::new(
+                &m.name,
+                groups,
+                Source::Shipped(m),
+                m.scale,
+                unit,
+                Some(model),
+            )
         })
         .collect()
 }
@@ -366,7 +394,7 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
         .model
         .and_then(|id| shipped_metrics(id).ok().flatten());
     if let Some(raw) = table.and_then(|t| t.events.get(name)) {
-        raw.clone()
+        raw.to_string()
     } else if name.contains('@') {
         name.replace('@', "/")
     } else {
@@ -530,7 +558,7 @@ mod tests {
     #[test]
     fn every_formula_parses_and_reads_known_names() {
         for metric in portable() {
-            let expr = expression::parse(metric.expression)
+            let expr = expression::parse(&metric.expression())
                 .unwrap_or_else(|e| panic!("{}: {e}", metric.name));
             assert!(!expr.names().is_empty(), "{}", metric.name);
         }
@@ -551,14 +579,21 @@ mod tests {
                 0,
                 "a plain stat parsed a formula"
             );
-            // `-M` does read the table.
-            chosen(&["IPC".to_string()], Some("skl")).unwrap();
+            // `-M` does read the table; a model's metric, planned, parses no formula at run
+            // time (its formula was parsed when the database was built).
+            let planned = chosen(&["TopdownL1".to_string()], Some("skl")).unwrap();
             assert!(lookups() > 0);
+            assert!(events_needed(&planned).len() > 3, "{planned:?}");
+            assert_eq!(
+                expression::parses_on_this_thread(),
+                0,
+                "a model's metric parsed its formula at run time"
+            );
         })
         .join()
         .unwrap();
-        // Loading a model's metrics parses none of its formulas for the command: only the
-        // metrics planned or evaluated are parsed. (Fresh definitions: the cached ones are
+        // Loading a model's metrics makes none of its formulas for the command: only the
+        // metrics planned or evaluated are made. (Fresh definitions: the cached ones are
         // shared with the other tests of this process, which plan every metric.)
         let table = shipped_metrics("skl").unwrap().unwrap();
         let skl = definitions(table, "skl");
@@ -674,7 +709,7 @@ mod tests {
         let all = of_model("amd64_fam19h_zen4").unwrap();
         let with_term = all
             .iter()
-            .find(|m| m.expression.contains("cpu@"))
+            .find(|m| m.expression().contains("cpu@"))
             .expect("a zen4 metric with a cpu@...@ term");
         assert!(
             events_needed(&[with_term])
@@ -690,7 +725,7 @@ mod tests {
         let skl = of_model("skl").unwrap();
         let tsc = skl
             .iter()
-            .find(|m| m.expression.contains("#system_tsc_freq"))
+            .find(|m| m.expression().contains("#system_tsc_freq"))
             .unwrap();
         let result = readable(tsc);
         match machine::constant("#system_tsc_freq") {
@@ -704,7 +739,7 @@ mod tests {
         let chas = skl
             .iter()
             .chain(of_model("gnr").unwrap())
-            .find(|m| m.expression.contains("#chas_per_socket"));
+            .find(|m| m.expression().contains("#chas_per_socket"));
         // Never known here; the error names the first fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
         let e = readable(chas).unwrap_err();
@@ -771,7 +806,7 @@ mod tests {
         let gnr = of_model("gnr").unwrap();
         let with_latency = gnr
             .iter()
-            .find(|m| m.expression.contains(":retire_latency"))
+            .find(|m| m.expression().contains(":retire_latency"))
             .unwrap();
         let events = events_needed(&[with_latency]);
         assert!(
@@ -803,7 +838,7 @@ mod tests {
         let busy = MetricDef::new(
             "busy",
             vec!["test"],
-            "(user_time + system_time) / duration_time",
+            Source::Text("(user_time + system_time) / duration_time"),
             1.0,
             "CPUs",
             None,

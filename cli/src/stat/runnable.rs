@@ -219,7 +219,7 @@ mod tests {
             };
             let metrics = of_model(model).unwrap();
             for metric in metrics {
-                let formula = counterhal_events::expression::parse(metric.expression).unwrap();
+                let formula = counterhal_events::expression::parse(&metric.expression()).unwrap();
                 // The words of the formula that are events (not metrics, facts or terms).
                 for event in formula.names().into_iter().filter(|name| {
                     !name.starts_with('#')
@@ -251,7 +251,7 @@ mod tests {
         let group = chosen(&names, Some("icx")).unwrap();
         let uncore = group
             .iter()
-            .filter(|m| m.expression.contains("UNC_"))
+            .filter(|m| m.expression().contains("UNC_"))
             .count();
         assert!(
             uncore > 0 && uncore < group.len(),
@@ -260,7 +260,7 @@ mod tests {
         );
         let (kept, notes) = keep(&names, group.clone(), &unknown_uncore).unwrap();
         assert_eq!(kept.len() + notes.len(), group.len());
-        assert!(kept.iter().all(|m| !m.expression.contains("UNC_")));
+        assert!(kept.iter().all(|m| !m.expression().contains("UNC_")));
         assert!(
             notes
                 .iter()
@@ -269,7 +269,7 @@ mod tests {
         // By its own name, an uncore metric is refused with the reason.
         let one = group
             .iter()
-            .find(|m| m.expression.contains("UNC_"))
+            .find(|m| m.expression().contains("UNC_"))
             .unwrap();
         let by_name = vec![one.name.to_string()];
         let e = keep(&by_name, vec![*one], &unknown_uncore).unwrap_err();

@@ -1,0 +1,168 @@
+//! A metrics file as TOML gives it, and what makes it a valid table: the one reader of metrics
+//! files. The build reads the shipped tables through it into their compiled-in form
+//! (`build/metrics.rs`, which includes this file), [`parse_metrics`](super::parse_metrics) a
+//! user's file.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+
+use crate::expression::{self, Expr};
+
+/// A metrics file: the model it belongs to, the events its formulas read by other names, and
+/// its metrics in order.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricFile {
+    pub(crate) model: String,
+    #[serde(default)]
+    pub(crate) events: BTreeMap<String, String>,
+    #[serde(default, rename = "metric")]
+    pub(crate) metrics: Vec<MetricEntry>,
+}
+
+/// One `[[metric]]` of a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricEntry {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) groups: Vec<String>,
+    pub(crate) expression: String,
+    #[serde(default = "one")]
+    pub(crate) scale: f64,
+    #[serde(default)]
+    pub(crate) unit: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Why a file is not a valid table: what was wrong (naming the file and the metric), and what
+/// would be right where there is more to say.
+#[derive(Debug)]
+pub(crate) struct Invalid {
+    pub(crate) message: String,
+    pub(crate) hint: Option<&'static str>,
+}
+
+fn invalid(message: String) -> Invalid {
+    Invalid {
+        message,
+        hint: None,
+    }
+}
+
+/// Reads file `name` (its `text`) and checks it: every metric has a name, given once, a formula
+/// that parses (nested at most [`expression::MAX_DEPTH`] levels) and a finite scale other than
+/// 0, and no metric reads itself through the metrics its formula names. Gives the table with
+/// each metric's parsed formula.
+pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Expr>), Invalid> {
+    let file: MetricFile =
+        toml::from_str(text).map_err(|e| invalid(format!("{name}: {}", e.message())))?;
+    let formulas = check(name, &file)?;
+    Ok((file, formulas))
+}
+
+fn check(name: &str, file: &MetricFile) -> Result<Vec<Expr>, Invalid> {
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(file.metrics.len());
+    let mut formulas = Vec::with_capacity(file.metrics.len());
+    for (i, metric) in file.metrics.iter().enumerate() {
+        let at = || format!("{name}: metric `{}`", metric.name);
+        if metric.name.trim().is_empty() {
+            return Err(invalid(format!(
+                "{name}: metric {} has an empty name",
+                i + 1
+            )));
+        }
+        if index.insert(&metric.name, i).is_some() {
+            return Err(invalid(format!("{}: given twice", at())));
+        }
+        match expression::parse(&metric.expression) {
+            Ok(formula) => formulas.push(formula),
+            Err(e) => {
+                return Err(Invalid {
+                    message: format!("{}: {e}", at()),
+                    hint: Some("formulas are perf's metric syntax"),
+                });
+            }
+        }
+        if !metric.scale.is_finite() || metric.scale == 0.0 {
+            return Err(invalid(format!(
+                "{}: scale {} is not a finite number other than 0",
+                at(),
+                metric.scale
+            )));
+        }
+    }
+    // The metrics each formula reads (a name of another metric of the table).
+    let reads: Vec<Vec<usize>> = formulas
+        .iter()
+        .map(|formula| {
+            formula
+                .names()
+                .iter()
+                .filter_map(|read| index.get(read.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    if let Some(cycle) = find_loop(&reads) {
+        let path: Vec<String> = cycle
+            .iter()
+            .map(|&i| format!("`{}`", file.metrics[i].name))
+            .collect();
+        return Err(Invalid {
+            message: format!(
+                "{name}: metrics read each other in a loop: {}",
+                path.join(" -> ")
+            ),
+            hint: Some("a metric may read other metrics, never itself through them"),
+        });
+    }
+    Ok(formulas)
+}
+
+/// A loop in the graph whose node `i` leads to each of `edges[i]`, as its nodes from the first
+/// met back to it (`[a, b, a]`), found by a depth-first walk with its own stack (a chain of
+/// any length takes no call stack).
+fn find_loop(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut mark = vec![Mark::New; edges.len()];
+    for start in 0..edges.len() {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // The path walked: each node with the index of its next edge to follow.
+        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
+        mark[start] = Mark::OnPath;
+        while let Some((node, next)) = path.last_mut() {
+            let node = *node;
+            let Some(&to) = edges[node].get(*next) else {
+                mark[node] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            match mark[to] {
+                Mark::New => {
+                    mark[to] = Mark::OnPath;
+                    path.push((to, 0));
+                }
+                Mark::OnPath => {
+                    let from = path.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                    let mut cycle: Vec<usize> = path[from..].iter().map(|&(n, _)| n).collect();
+                    cycle.push(to);
+                    return Some(cycle);
+                }
+                Mark::Done => {}
+            }
+        }
+    }
+    None
+}

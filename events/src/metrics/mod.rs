@@ -1,0 +1,284 @@
+//! Metrics per CPU model: the generated tables `data/generated/metrics/ID.toml` (one model's
+//! metrics, each a name, its groups, a formula in perf's syntax, a scale and a unit), parsed on
+//! first use. The formulas are read by [`expression`].
+//!
+//! ```toml
+//! model = "skl"
+//!
+//! [[metric]]
+//! name = "Retiring"
+//! groups = ["TmaL1", "TopdownL1"]
+//! expression = "100 * ( UOPS_RETIRED.RETIRE_SLOTS / ( 4 * CPU_CLK_UNHALTED.THREAD ) )"
+//! unit = "percent"
+//! ```
+//!
+//! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
+//! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
+
+mod compiled;
+pub(crate) mod file;
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use counterhal_hal::{Error, Result};
+
+use crate::expression::Expr;
+pub use compiled::SHIPPED_METRIC_MODELS;
+
+/// One metric of a model.
+#[derive(Clone, Debug)]
+pub struct Metric {
+    /// The name `-M` takes.
+    pub name: Cow<'static, str>,
+    /// The groups `-M` also takes (each names all its metrics).
+    pub groups: Vec<Cow<'static, str>>,
+    /// What the value is multiplied by to print (100 for perf's `100%`).
+    pub scale: f64,
+    /// The unit printed after the value (may be empty).
+    pub unit: Cow<'static, str>,
+    formula: Formula,
+}
+
+/// A metric's formula: parsed from a user's file (with its text), or compiled in.
+#[derive(Clone, Debug)]
+enum Formula {
+    Written { text: String, parsed: Expr },
+    Shipped(u32),
+}
+
+impl Metric {
+    /// The formula, parsed ([`expression`](crate::expression)): a shipped one was parsed when
+    /// the crate was built, a user's when its file was read.
+    pub fn formula(&self) -> Expr {
+        match &self.formula {
+            Formula::Written { parsed, .. } => parsed.clone(),
+            Formula::Shipped(node) => compiled::formula(*node),
+        }
+    }
+
+    /// The formula in perf's metric syntax: a user's as written, a shipped one as its parsed
+    /// form writes it (the same formula: [`expression::parse`](crate::expression::parse) reads
+    /// it back to [`Metric::formula`]).
+    pub fn expression(&self) -> Cow<'_, str> {
+        match &self.formula {
+            Formula::Written { text, .. } => Cow::Borrowed(text),
+            Formula::Shipped(node) => Cow::Owned(compiled::formula(*node).to_string()),
+        }
+    }
+}
+
+/// Two metrics are equal when their names, groups, scales, units and parsed formulas are.
+impl PartialEq for Metric {
+    fn eq(&self, other: &Metric) -> bool {
+        self.name == other.name
+            && self.groups == other.groups
+            && self.scale == other.scale
+            && self.unit == other.unit
+            && self.formula() == other.formula()
+    }
+}
+
+/// One model's metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricTable {
+    /// The model id they belong to.
+    pub model: Cow<'static, str>,
+    /// Events the formulas read by a name the model's events may not have (perf's kernel
+    /// names), each with the event string to open instead (`r76`).
+    pub events: BTreeMap<Cow<'static, str>, Cow<'static, str>>,
+    /// The metrics, in the file's order.
+    pub metrics: Vec<Metric>,
+}
+
+impl MetricTable {
+    /// The metric called `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name).or_else(|| {
+            self.metrics
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// Every group its metrics name, sorted, each once.
+    pub fn groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> = self
+            .metrics
+            .iter()
+            .flat_map(|m| m.groups.iter().map(|g| &**g))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
+    }
+}
+
+/// Parses a metrics file called `name`: every metric has a name, given once, a formula that
+/// parses (nested at most [`MAX_DEPTH`](crate::expression::MAX_DEPTH) levels) and a finite
+/// scale, and no metric reads itself through the metrics its formula names. The shipped tables
+/// were read by this same reader when the crate was built.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput): malformed TOML, an
+/// unknown key, a metric named twice, a formula that does not parse or nests too deep, a scale
+/// that is not a finite number, or metrics that read each other in a loop (named in order,
+/// `` `a` -> `b` -> `a` ``); the error names the file and the metric.
+pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
+    let (table, formulas) = file::read(name, text).map_err(|invalid| {
+        let error = Error::invalid_input(invalid.message);
+        match invalid.hint {
+            Some(hint) => error.with_hint(hint),
+            None => error,
+        }
+    })?;
+    Ok(MetricTable {
+        model: Cow::Owned(table.model),
+        events: table
+            .events
+            .into_iter()
+            .map(|(alias, event)| (Cow::Owned(alias), Cow::Owned(event)))
+            .collect(),
+        metrics: table
+            .metrics
+            .into_iter()
+            .zip(formulas)
+            .map(|(entry, parsed)| Metric {
+                name: Cow::Owned(entry.name),
+                groups: entry.groups.into_iter().map(Cow::Owned).collect(),
+                scale: entry.scale,
+                unit: Cow::Owned(entry.unit),
+                formula: Formula::Written {
+                    text: entry.expression,
+                    parsed,
+                },
+            })
+            .collect(),
+    })
+}
+
+/// How many times [`shipped_metrics`] has been asked for a model's table on the calling thread
+/// (cached or not): a deterministic witness, for tests, that a path which needs no metric
+/// reads no metric table.
+#[doc(hidden)]
+pub fn shipped_metrics_lookups_on_this_thread() -> u64 {
+    LOOKUPS.with(Cell::get)
+}
+
+/// The shipped metrics of the model `id` (`None`: the model has none), compiled in: the build
+/// read and checked every table and parsed every formula, so this reads nothing but the
+/// compiled-in data, once per model.
+///
+/// # Errors
+/// None today; the signature keeps room for tables that are not compiled in.
+pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
+    LOOKUPS.with(|count| count.set(count.get() + 1));
+    static TABLES: [OnceLock<Option<MetricTable>>; SHIPPED_METRIC_MODELS.len()] =
+        [const { OnceLock::new() }; SHIPPED_METRIC_MODELS.len()];
+    let Ok(index) = SHIPPED_METRIC_MODELS.binary_search(&id) else {
+        return Ok(None);
+    };
+    let table = TABLES[index].get_or_init(|| {
+        let shipped = compiled::table(SHIPPED_METRIC_MODELS[index])?;
+        Some(MetricTable {
+            model: Cow::Borrowed(SHIPPED_METRIC_MODELS[index]),
+            events: shipped.events.into_iter().collect(),
+            metrics: shipped
+                .metrics
+                .into_iter()
+                .map(|m| Metric {
+                    name: Cow::Borrowed(m.name),
+                    groups: m.groups,
+                    scale: m.scale,
+                    unit: Cow::Borrowed(m.unit),
+                    formula: Formula::Shipped(m.formula),
+                })
+                .collect(),
+        })
+    });
+    Ok(table.as_ref())
+}
+
+thread_local! {
+    /// How many times [`shipped_metrics`] was asked for a table on this thread.
+    // Const already: clippy's missing_const_for_thread_local misreads thread_local!'s expansion
+    // on targets that keep thread locals in emulated TLS (OpenBSD), and the allow says so.
+    #[allow(clippy::missing_const_for_thread_local)]
+    static LOOKUPS: Cell<u64> = const { Cell::new(0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Oracle: the `toml` crate's parser, through the library's one reader, and the
+    /// expression parser. Every shipped table on disk reads and checks, and is what the
+    /// compiled-in form gives: the same metrics, the same parsed formulas; each formula as the
+    /// compiled-in form writes it parses back to itself.
+    #[test]
+    fn every_compiled_in_table_is_its_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/generated/metrics");
+        let mut on_disk = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let model = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.display().to_string();
+            let from_file = parse_metrics(&name, &text).unwrap_or_else(|e| panic!("{e}"));
+            let shipped = shipped_metrics(&model).unwrap().unwrap();
+            assert_eq!(shipped, &from_file, "{name}");
+            for metric in &shipped.metrics {
+                let written = metric.expression();
+                let again = crate::expression::parse(&written)
+                    .unwrap_or_else(|e| panic!("{name}: {}: `{written}`: {e}", metric.name));
+                assert_eq!(again, metric.formula(), "{name}: {}", metric.name);
+            }
+            on_disk += 1;
+        }
+        assert_eq!(on_disk, SHIPPED_METRIC_MODELS.len());
+        // Formulas share subexpressions: fewer nodes than the metrics' formulas have.
+        assert!(compiled::node_count() > 0);
+    }
+
+    #[test]
+    fn a_table_parses_and_bad_ones_say_what_is_wrong() {
+        let table = parse_metrics(
+            "t.toml",
+            "model = \"x\"\n[events]\n\"a.b\" = \"r76\"\n[[metric]]\nname = \"IPC\"\ngroups = [\"B\", \"A\"]\n\
+             expression = \"INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD\"\n\
+             [[metric]]\nname = \"r\"\ngroups = [\"A\"]\nexpression = \"d_ratio(a, b)\"\n\
+             scale = 100.0\nunit = \"%\"\n",
+        )
+        .unwrap();
+        assert_eq!(table.metrics.len(), 2);
+        assert_eq!(table.get("ipc").unwrap().scale, 1.0);
+        assert_eq!(table.get("r").unwrap().unit, "%");
+        assert_eq!(table.groups(), ["A", "B"]);
+        assert_eq!(table.events["a.b"], "r76");
+        for (text, needle) in [
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1 +\"\n",
+                "metric `a`",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1\"\n\
+                 [[metric]]\nname = \"a\"\nexpression = \"2\"\n",
+                "given twice",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nformula = \"1\"\n",
+                "formula",
+            ),
+            (
+                "model = \"x\"\n[[metric]]\nname = \"a\"\nexpression = \"1\"\nscale = 0.0\n",
+                "scale",
+            ),
+        ] {
+            let e = parse_metrics("t.toml", text).unwrap_err();
+            assert!(e.message().contains("t.toml"), "{e}");
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+    }
+}
