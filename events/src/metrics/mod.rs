@@ -1,6 +1,6 @@
 //! Metrics per CPU model: the generated tables `data/generated/metrics/ID.toml` (one model's
-//! metrics, each a name, its groups, a formula in perf's syntax, a scale and a unit), parsed on
-//! first use. The formulas are read by [`expression`].
+//! metrics, each a name, its groups, a formula in perf's syntax, a scale and a unit), compiled
+//! in when the crate is built, their formulas parsed by [`expression`](crate::expression) then.
 //!
 //! ```toml
 //! model = "skl"
