@@ -44,7 +44,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     for attr in desc.attrs.clone() {
         match attr.what {
             AttrRef::Umask(index) => {
-                let u = &event.umasks[index];
+                let u = &event.umasks()[index];
                 let g = (u.grpid as usize).min(MAX_GRP - 1);
                 grpcounts[g] += 1;
                 if u.has(flag::NCOMBO) {
@@ -55,7 +55,8 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         Pfm::FeatComb,
                         format!(
                             "unit mask `{}` of `{}` does not combine with another of its group",
-                            u.name, event.name
+                            u.name(),
+                            event.name()
                         ),
                     );
                 }
@@ -107,7 +108,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         while missing != 0 {
             if missing & 1 != 0 {
                 let (mut added, mut omit, mut in_group) = (0, 0, 0);
-                for (index, u) in event.umasks.iter().enumerate() {
+                for (index, u) in event.umasks().iter().enumerate() {
                     if u.grpid != group {
                         continue;
                     }
@@ -129,7 +130,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         Pfm::Umask,
                         format!(
                             "`{}` needs a unit mask of group {group}: it has no default",
-                            event.name
+                            event.name()
                         ),
                     );
                 }

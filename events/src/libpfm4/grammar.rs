@@ -87,9 +87,9 @@ fn strsep(text: &str) -> (&str, Option<&str>) {
 }
 
 fn find_event<'p>(pmu: &'p Pmu, name: &str) -> Option<&'p Event> {
-    pmu.events
+    pmu.events()
         .iter()
-        .find(|e| e.name.eq_ignore_ascii_case(name))
+        .find(|e| e.name().eq_ignore_ascii_case(name))
 }
 
 /// Parses `text` (after any `PMU::`) as an event of `pmu`.
@@ -104,7 +104,7 @@ pub(crate) fn parse<'p>(pmu: &'p Pmu, text: &str) -> Result<Desc<'p>, PfmError> 
     let Some(found) = find_event(pmu, name) else {
         return fail(
             Pfm::NotFound,
-            format!("libpfm4's PMU `{}` has no event `{name}`", pmu.name),
+            format!("libpfm4's PMU `{}` has no event `{name}`", pmu.name()),
         );
     };
     let mut desc = Desc {
@@ -112,11 +112,14 @@ pub(crate) fn parse<'p>(pmu: &'p Pmu, text: &str) -> Result<Desc<'p>, PfmError> 
         event: found,
         attrs: Vec::new(),
     };
-    if let Some(equiv) = &found.equiv {
+    if let Some(equiv) = found.equiv() {
         let (equiv_name, equiv_rest) = strsep(equiv);
         desc.event = find_event(pmu, equiv_name).ok_or_else(|| PfmError {
             code: Pfm::NotFound,
-            why: format!("`{name}` stands for `{equiv}`, which `{}` lacks", pmu.name),
+            why: format!(
+                "`{name}` stands for `{equiv}`, which `{}` lacks",
+                pmu.name()
+            ),
         })?;
         parse_attrs(&mut desc, equiv_rest)?;
         sanitize(&mut desc)?;
@@ -135,10 +138,10 @@ fn attributes<'p>(desc: &Desc<'p>) -> impl Iterator<Item = (AttrRef, &'p str)> +
     };
     let modmsk = desc.event.modmsk;
     desc.event
-        .umasks
+        .umasks()
         .iter()
         .enumerate()
-        .map(|(i, u)| (AttrRef::Umask(i), u.name.as_str()))
+        .map(|(i, u)| (AttrRef::Umask(i), u.name()))
         .chain(
             (0..names.len())
                 .filter(move |b| modmsk & (1 << b) != 0)
@@ -184,10 +187,10 @@ pub(crate) fn strtoull(text: &str) -> Option<u64> {
 /// The names of `event`'s unit masks that `keep` keeps, the first 24 of them.
 pub(crate) fn unit_mask_list(event: &Event, keep: impl Fn(&super::table::Umask) -> bool) -> String {
     let names: Vec<&str> = event
-        .umasks
+        .umasks()
         .iter()
         .filter(|u| keep(u))
-        .map(|u| u.name.as_str())
+        .map(|u| u.name())
         .collect();
     match names.len() {
         0 => "none".to_string(),
@@ -228,7 +231,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
             if !desc.pmu.raw_umask {
                 return fail(
                     Pfm::Attr,
-                    format!("PMU `{}` takes no raw unit mask", desc.pmu.name),
+                    format!("PMU `{}` takes no raw unit mask", desc.pmu.name()),
                 );
             }
             let hex = &key[2..];
@@ -256,7 +259,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                 let what = if code == Pfm::NoUnitMask {
                     format!(
                         "unit mask `{key}` is unknown (`{}`); valid unit masks: {}",
-                        desc.event.name,
+                        desc.event.name(),
                         unit_mask_list(desc.event, |_| true)
                     )
                 } else {
@@ -266,7 +269,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                         .collect();
                     format!(
                         "`{}` has no modifier `{key}`; its modifiers are {}",
-                        desc.event.name,
+                        desc.event.name(),
                         names.join(", ")
                     )
                 };
@@ -282,12 +285,11 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                     format!("unit mask `{key}` after a raw unit mask"),
                 );
             }
-            if let Some(equiv) = &desc.event.umasks[index].equiv {
+            if let Some(equiv) = desc.event.umasks()[index].equiv() {
                 if value.is_some() {
                     return fail(Pfm::AttrVal, format!("unit mask `{key}` takes no value"));
                 }
-                let equiv = equiv.clone();
-                parse_attrs(desc, Some(&equiv))?;
+                parse_attrs(desc, Some(equiv))?;
                 continue;
             }
         }

@@ -65,7 +65,7 @@ fn add_defaults(
             continue;
         }
         let (mut added, mut skip) = (0, false);
-        for (index, umask) in event.umasks.iter().enumerate() {
+        for (index, umask) in event.umasks().iter().enumerate() {
             if umask.grpid & 0xff != group {
                 continue;
             }
@@ -104,7 +104,7 @@ fn add_defaults(
                 Pfm::Umask,
                 format!(
                     "`{}` needs a unit mask of group {group}, which has no default: one of {}",
-                    event.name,
+                    event.name(),
                     super::grammar::unit_mask_list(event, |u| u.grpid & 0xff == group)
                 ),
             );
@@ -137,13 +137,14 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     for attr in desc.attrs.clone() {
         match attr.what {
             AttrRef::Umask(index) => {
-                let umask = &event.umasks[index];
+                let umask = &event.umasks()[index];
                 let grpid = umask.grpid & 0xff;
                 let req_grpid = (umask.grpid >> 8) & 0xff;
                 if last_grpid != MAX_GRPID && grpid != last_grpid && event.has(flag::GRP_EXCL) {
                     return combine(format!(
                         "`{}` takes unit masks of one group only (`{}` is of another)",
-                        event.name, umask.name
+                        event.name(),
+                        umask.name()
                     ));
                 }
                 if umask.has(flag::EXCL_GRP_GT) {
@@ -168,8 +169,8 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         .attrs
                         .iter()
                         .filter_map(|a| match a.what {
-                            AttrRef::Umask(i) if event.umasks[i].grpid & 0xff == grpid => {
-                                Some(event.umasks[i].name.as_str())
+                            AttrRef::Umask(i) if event.umasks()[i].grpid & 0xff == grpid => {
+                                Some(event.umasks()[i].name())
                             }
                             _ => None,
                         })
@@ -179,14 +180,14 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         .copied()
                         .find(|n| {
                             event
-                                .umasks
+                                .umasks()
                                 .iter()
-                                .any(|u| u.name == *n && u.has(flag::NCOMBO))
+                                .any(|u| u.name() == *n && u.has(flag::NCOMBO))
                         })
-                        .unwrap_or(umask.name.as_str());
+                        .unwrap_or(umask.name());
                     return combine(format!(
                         "unit mask `{alone}` of `{}` is not combined with another of its group ({}); name one of them",
-                        event.name,
+                        event.name(),
                         group.join(", ")
                     ));
                 }
@@ -202,7 +203,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                     if last_ucode.is_some_and(|last| last != code) {
                         return combine(format!(
                             "unit masks of `{}` that select two event codes",
-                            event.name
+                            event.name()
                         ));
                     }
                     last_ucode = Some(code);
@@ -211,7 +212,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             }
             AttrRef::Raw(value) => {
                 let bits = if event.has(flag::NHM_OFFCORE) {
-                    if pmu.name == "wsm" || pmu.name == "wsm_dp" {
+                    if pmu.name() == "wsm" || pmu.name() == "wsm_dp" {
                         16
                     } else {
                         38
@@ -279,7 +280,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     if let Some(max) = max_req_grpid {
         for (x, required) in req_grps.iter().enumerate().take(max as usize + 1) {
             if *required && ugrpmsk & (1 << x) == 0 {
-                return combine(format!("`{}` needs a unit mask of group {x}", event.name));
+                return combine(format!("`{}` needs a unit mask of group {x}", event.name()));
             }
         }
     }
@@ -319,7 +320,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             .attrs
             .iter()
             .filter_map(|a| match a.what {
-                AttrRef::Umask(i) if test(&event.umasks[i]) => Some(event.umasks[i].name.as_str()),
+                AttrRef::Umask(i) if test(&event.umasks()[i]) => Some(event.umasks()[i].name()),
                 _ => None,
             })
             .collect();
@@ -330,7 +331,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     {
         return combine(format!(
             "`{}`: `{}` takes the request unit masks (group 0) and those of its own group only, not `{}`",
-            event.name,
+            event.name(),
             names(&|u| u.has(flag::EXCL_GRP_BUT_0)),
             names(&|u| u.grpid & 0xff != own && u.grpid != 0)
         ));
@@ -340,7 +341,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         if !later.is_empty() {
             return combine(format!(
                 "`{}`: `{}` excludes the groups after its own, so not `{later}`; name one or the other",
-                event.name,
+                event.name(),
                 names(&|u| u.has(flag::EXCL_GRP_GT) && u.grpid <= max_grpid)
             ));
         }
@@ -348,7 +349,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     if modmsk_r != 0 && umodmsk ^ modmsk_r != 0 {
         return fail(
             Pfm::Attr,
-            format!("`{}` needs its required modifiers", event.name),
+            format!("`{}` needs its required modifiers", event.name()),
         );
     }
     if event.has(flag::FRONTEND) && fe_thr_um {
@@ -380,7 +381,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             Pfm::Attr,
             format!(
                 "ldlat= applies to `{}`'s load-latency unit masks only",
-                event.name
+                event.name()
             ),
         );
     }
@@ -392,14 +393,14 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     if pmu.ecmask && reg & EDGE != 0 && (reg >> CMASK_SHIFT) & 0xff == 0 {
         return fail(
             Pfm::Attr,
-            format!("edge (e) needs a counter mask c>=1 on PMU `{}`", pmu.name),
+            format!("edge (e) needs a counter mask c>=1 on PMU `{}`", pmu.name()),
         );
     }
     let cntmsk = desc
         .attrs
         .iter()
         .filter_map(|a| match a.what {
-            AttrRef::Umask(i) => Some(event.umasks[i].cntmsk).filter(|c| *c != 0),
+            AttrRef::Umask(i) => Some(event.umasks()[i].cntmsk).filter(|c| *c != 0),
             _ => None,
         })
         .fold(event.cntmsk, |mask, c| mask & c);

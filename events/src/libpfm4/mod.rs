@@ -1,7 +1,7 @@
 //! libpfm4's grammar, exactly: event strings in libpfm4's syntax resolved as libpfm4 4.13's
 //! `pfm_get_os_event_encoding(..., PFM_OS_NONE)` encodes them, from libpfm4's own tables
-//! (generated per PMU into `data/generated/libpfm4/`, parsed the first time a string needs
-//! one), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
+//! (generated per PMU into `data/generated/libpfm4/`, compiled in as static data by the
+//! build), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
 //! table is wrong, the generator corrects it by an erratum with its evidence
 //! (`gen/errata/libpfm4/`: Sapphire Rapids' `INST_RETIRED:ANY`, as libpfm4 itself later did).
 //!
@@ -23,6 +23,10 @@
 //! the result becomes a chosen native event of the model, encoded for the backend as any other.
 
 mod amd;
+// The one reader of the generated tables: the build's (`build/libpfm4.rs` includes it) and the
+// tests'; the library takes its flags and modifiers alone.
+#[cfg_attr(not(test), allow(dead_code))]
+mod file;
 mod grammar;
 mod intel;
 mod table;
@@ -37,7 +41,6 @@ use crate::parse::Modifiers;
 use crate::select::NativeChoice;
 
 pub(crate) use grammar::{Pfm, PfmError};
-pub(crate) use table::PMU_FILES;
 
 /// The second register libpfm4 gives (its `codes[1]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,7 +192,7 @@ pub(crate) fn route(
         let pmu = table::pmu(name)?;
         let model = database
             .model(name)
-            .or_else(|| database.model(&pmu.name))
+            .or_else(|| database.model(pmu.name()))
             .or(model);
         let Some(model) = model else {
             return Some(Err(err(
@@ -203,7 +206,7 @@ pub(crate) fn route(
     // A name in the model's own spelling with no modifier or only levels (`:u`, `:k`) means
     // what the model says whatever libpfm4's table holds: where libpfm4 encodes the name
     // alike, both readings give one encoding; where it differs, the model's spelling keeps
-    // the model's meaning. So the table (the start-up's largest parse) is not read for it.
+    // the model's meaning. So the table is not looked up for it.
     // (Asked first: the commonest case, and cheaper than the check below, which also ends
     // in None.)
     let head = text.split(':').next().unwrap_or_default();
@@ -217,14 +220,18 @@ pub(crate) fn route(
     }
     let name = text.split([':', '.']).next().unwrap_or_default();
     let name = name.trim_matches(grammar::EVENT_DELIMITERS);
-    // Decided before any table is parsed: libpfm4's x86 event names are letters, digits and
-    // `_`, none of them a generalized name or a raw code (a test checks every table), so
-    // `task-clock`, `cycles`, `PAPI_TOT_INS` or `r00c0` never load one.
+    // Decided before any table is looked up: libpfm4's x86 event names are letters, digits
+    // and `_`, none of them a generalized name or a raw code (a test checks every table), so
+    // `task-clock`, `cycles`, `PAPI_TOT_INS` or `r00c0` never search one.
     if !could_be_libpfm4(name) {
         return None;
     }
     let pmu = table_of(model)?;
-    if !pmu.events.iter().any(|e| e.name.eq_ignore_ascii_case(name)) {
+    if !pmu
+        .events()
+        .iter()
+        .any(|e| e.name().eq_ignore_ascii_case(name))
+    {
         return None;
     }
     let mut parts = text.split(':');
@@ -272,7 +279,10 @@ pub(crate) fn not_found(model: Option<&CpuModel>, text: &str) -> Option<EventErr
     }
     let pmu = table_of(model)?;
     let head = text.split(':').next().unwrap_or_default();
-    let known = pmu.events.iter().any(|e| e.name.eq_ignore_ascii_case(name))
+    let known = pmu
+        .events()
+        .iter()
+        .any(|e| e.name().eq_ignore_ascii_case(name))
         || model.event(name).is_some()
         || model.event(head).is_some()
         || model.event_aliases.contains_key(&alias_key(head))
@@ -308,13 +318,13 @@ fn resolve_on(
     let encoded = encode_on(pmu, rest).map_err(|e| {
         let error = err(
             error_kind(e.code),
-            format!("`{text}` (libpfm4's PMU `{}`): {}", pmu.name, e.why),
+            format!("`{text}` (libpfm4's PMU `{}`): {}", pmu.name(), e.why),
         );
         if e.code == Pfm::NotFound {
             let name = rest.split([':', '.']).next().unwrap_or_default();
             error.with_suggestions(crate::suggest::nearest(
                 name,
-                pmu.events.iter().map(|e| e.name.clone()),
+                pmu.events().iter().map(|e| e.name().to_string()),
                 3,
             ))
         } else {
@@ -481,23 +491,21 @@ impl Database {
         };
         Some(format!(
             "{note}; write `{}::{head}` for libpfm4's",
-            pmu.name
+            pmu.name()
         ))
     }
 
-    /// How many of libpfm4's tables this process has parsed (for the test that a program
-    /// naming no libpfm4 event parses none).
+    /// How many of libpfm4's tables this process has looked up (for the test that a program
+    /// naming no libpfm4 event looks none up). The tables are compiled in: a lookup parses
+    /// nothing, and this counts the tables a string made the router search.
     #[doc(hidden)]
     pub fn libpfm4_tables_parsed() -> usize {
-        table::PARSED
-            .iter()
-            .filter(|cell| cell.get().is_some())
-            .count()
+        table::used()
     }
 
-    /// The names of libpfm4's x86 core PMUs whose tables are shipped.
+    /// The names of libpfm4's x86 core PMUs whose tables are shipped, sorted.
     pub fn libpfm4_pmus() -> impl Iterator<Item = &'static str> {
-        PMU_FILES.iter().map(|(name, _)| *name)
+        table::PMU_NAMES.iter().copied()
     }
 }
 
@@ -512,36 +520,130 @@ pub(crate) const X86_DEFAULT: Accepts = Accepts::new(
 
 #[cfg(test)]
 mod tests {
-    /// Oracle: the `toml` crate's parser. Every libpfm4 table's pre-parsed form reads, and
-    /// gives the table its text gives.
-    #[test]
-    fn every_table_reads_from_its_tree_as_from_its_text() {
-        for &(name, text) in super::table::PMU_FILES {
-            assert!(
-                super::table::tree_reads(name),
-                "{name}: its tree does not read"
-            );
-            let tree = format!("{:?}", super::table::parse(name, text));
-            let toml = format!("{:?}", super::table::parse_text(text));
-            assert_eq!(tree, toml, "{name}");
+    use super::file::{self, EventEntry, UmaskEntry};
+    use super::table::{self, Event, PMU_NAMES, Umask};
+
+    fn same_event(pmu: &str, ours: &Event, theirs: &EventEntry) {
+        let at = format!("{pmu}: event {}", theirs.name);
+        assert_eq!(ours.name(), theirs.name, "{at}");
+        assert_eq!(ours.equiv(), theirs.equiv.as_deref(), "{at}");
+        assert_eq!(
+            (ours.code, ours.cntmsk, ours.ngrp),
+            (theirs.code, theirs.cntmsk, theirs.ngrp),
+            "{at}"
+        );
+        assert_eq!(
+            (ours.modmsk, ours.modmsk_req, ours.flags),
+            (theirs.modmsk, theirs.modmsk_req, theirs.flags),
+            "{at}"
+        );
+        assert_eq!(ours.umasks().len(), theirs.umasks.len(), "{at}");
+        for (ours, theirs) in ours.umasks().iter().zip(&theirs.umasks) {
+            same_umask(&at, ours, theirs);
         }
     }
 
-    /// Every shipped table parses, and its event names are what the router assumes before it
-    /// loads one: letters, digits and `_`, and no generalized event's name.
+    fn same_umask(at: &str, ours: &Umask, theirs: &UmaskEntry) {
+        let at = format!("{at}: unit mask {}", theirs.name);
+        assert_eq!(ours.name(), theirs.name, "{at}");
+        assert_eq!(ours.equiv(), theirs.equiv.as_deref(), "{at}");
+        assert_eq!(
+            (ours.code, ours.grpid, ours.flags, ours.cntmsk),
+            (theirs.code, theirs.grpid, theirs.flags, theirs.cntmsk),
+            "{at}"
+        );
+        assert_eq!(
+            (ours.modhw, ours.modmsk_req),
+            (theirs.modhw, theirs.modmsk_req),
+            "{at}"
+        );
+    }
+
+    /// Oracle: the generated files on disk, read by the `toml` crate through the one reader
+    /// of them (`file.rs`). Every compiled-in table is its file's: each event and unit mask,
+    /// field by field, in order; and there is one table per file.
     #[test]
-    fn every_shipped_table_parses() {
-        for (name, parsed) in super::table::all() {
-            let pmu = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(pmu.name, name);
-            assert!(!pmu.events.is_empty(), "{name}");
-            for event in &pmu.events {
+    fn every_compiled_table_is_its_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/generated/libpfm4");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| entry.expect("a directory entry reads").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), PMU_NAMES.len());
+        for (path, &name) in files.iter().zip(PMU_NAMES) {
+            let text = std::fs::read_to_string(path).expect("the generated file reads");
+            let theirs = file::read(&path.display().to_string(), &text)
+                .unwrap_or_else(|why| panic!("{why}"));
+            let ours = table::pmu(name).unwrap_or_else(|| panic!("{name}: no table"));
+            assert_eq!(ours.name(), theirs.name);
+            assert_eq!(
+                (ours.intel, ours.raw_umask, ours.ecmask),
+                (theirs.intel, theirs.raw_umask, theirs.ecmask),
+                "{name}"
+            );
+            assert_eq!(ours.events().len(), theirs.events.len(), "{name}");
+            for (ours, theirs) in ours.events().iter().zip(&theirs.events) {
+                same_event(name, ours, theirs);
+            }
+        }
+    }
+
+    /// Every shipped table has events, and its event names are what the router assumes before
+    /// it searches one: letters, digits and `_`, and no generalized event's name.
+    #[test]
+    fn every_shipped_table_has_router_names() {
+        for &name in PMU_NAMES {
+            let pmu = table::pmu(name).unwrap_or_else(|| panic!("{name}: no table"));
+            assert_eq!(pmu.name(), name);
+            assert!(!pmu.events().is_empty(), "{name}");
+            for event in pmu.events() {
                 assert!(
-                    super::could_be_libpfm4(&event.name),
+                    super::could_be_libpfm4(event.name()),
                     "{name}: {} is not what the router takes for a libpfm4 name",
-                    event.name
+                    event.name()
                 );
             }
         }
+    }
+
+    /// Tables are found as libpfm4 finds PMUs: without case, and by libpfm4's other names.
+    #[test]
+    fn tables_are_found_by_any_case_and_other_names() {
+        let name = |text: &str| table::pmu(text).map(|pmu| pmu.name());
+        assert_eq!(name("SKL"), Some("skl"));
+        assert_eq!(name("Amd64_Fam17h"), Some("amd64_fam17h_zen1"));
+        assert_eq!(name("amd64_fam17h_zen1"), Some("amd64_fam17h_zen1"));
+        assert_eq!(name("skl "), None);
+        assert_eq!(name("p6"), None);
+        assert_eq!(name(""), None);
+    }
+
+    /// A rejected file names itself, the event and unit mask, and what is wrong.
+    #[test]
+    fn the_reader_names_what_is_wrong() {
+        let table =
+            |event: &str| format!("pmu = \"x\"\nkind = \"intel\"\nflags = []\n[[event]]\n{event}");
+        let wrong = |text: &str| file::read("x.toml", text).expect_err("refused");
+        assert_eq!(
+            wrong(&table("name = \"E\"\ncode = 1\nmodmsk = [\"h\"]")),
+            "x.toml: event `E`: unknown modifier `h`"
+        );
+        assert_eq!(
+            wrong(&table(
+                "name = \"E\"\ncode = 1\nmodmsk = []\numasks = [{ name = \"U\", code = 1, flags = [\"NEW\"] }]"
+            )),
+            "x.toml: event `E`: unit mask `U`: unknown flag `NEW`"
+        );
+        assert_eq!(
+            wrong(&table("name = \"E\"\nequiv = \"\"\ncode = 1\nmodmsk = []")),
+            "x.toml: event `E`: an empty `equiv`"
+        );
+        assert_eq!(
+            wrong(&table("name = \"E\"\ncode = 1\nngrp = 32\nmodmsk = []")),
+            "x.toml: event `E`: 32 unit-mask groups, above 31"
+        );
+        assert!(wrong("pmu = \"x\"\nkind = \"arm\"\nflags = []").contains("unknown kind `arm`"));
     }
 }
