@@ -71,11 +71,16 @@ fn main() {
     let text_bytes = |id: &str| -> usize {
         SHIPPED_FILES
             .iter()
-            .filter(|(name, _)| {
+            .filter(|name| {
                 let file = name.rsplit('/').next().unwrap_or(name);
                 file.strip_suffix(".toml") == Some(id)
             })
-            .map(|(_, text)| text.len())
+            .map(|name| {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("..")
+                    .join(name);
+                std::fs::metadata(path).map_or(0, |m| m.len() as usize)
+            })
             .sum()
     };
     let (largest, bytes) = database

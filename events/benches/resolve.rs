@@ -30,7 +30,7 @@ fn per_iteration(iterations: u32, mut work: impl FnMut()) -> Duration {
 fn main() {
     let load = per_iteration(50, || {
         let database = Database::parse_shipped().expect("shipped database loads");
-        // Every model parsed in full, as before the models were parsed lazily.
+        // Every model made in full, as before the models were made on first use.
         black_box(database.models().count());
     });
     let headers = per_iteration(50, || {

@@ -1,4 +1,4 @@
-//! The database of CPU models: the shipped files (parsed lazily), users' files on top, and
+//! The database of CPU models: the shipped ones (compiled in, each made on first use), users' files on top, and
 //! lookup by id and by CPU. Resolution of event strings is in `resolve`.
 
 use std::path::Path;
@@ -12,17 +12,15 @@ use crate::{CpuIdentity, HybridCore, Vendor, suggest};
 
 include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
 
-/// A shipped model's header as the build script read it from its files (`events/build.rs`).
+/// A shipped model's header as the build loaded it from its files (`events/build.rs`).
 #[derive(Debug)]
 struct IndexedModel {
-    /// Its files: indices into [`SHIPPED_FILES`], in load order.
-    files: &'static [usize],
     id: &'static str,
     description: &'static str,
     aliases: &'static [&'static str],
-    encoder: &'static str,
+    encoder: EncoderKind,
     rules: &'static [IndexedRule],
-    pmu: Option<IndexedPmu>,
+    pmu: PmuDescription,
     /// A hybrid chip's core: core type and native model.
     hybrid: Option<(u8, Option<u32>)>,
 }
@@ -36,42 +34,9 @@ struct IndexedRule {
     stepping: &'static [(u32, u32)],
 }
 
-/// A PMU description's keys.
-#[derive(Debug)]
-struct IndexedPmu {
-    general_counters: u32,
-    counter_width: u32,
-    fixed_counters: u32,
-    fixed_width: u32,
-    tsx: Option<bool>,
-}
-
 impl IndexedModel {
-    /// Its encoder and PMU, or why its header cannot be one (the build script checks the
-    /// keys' types and that ids are unique, the library the values).
-    fn check(&self) -> Result<(EncoderKind, PmuDescription)> {
-        let name = self
-            .files
-            .first()
-            .map_or("events/data", |&i| SHIPPED_FILES[i].0);
-        let bad = |what: &str| {
-            Error::invalid_input(format!("{name}: model `{}`: {what}", self.id))
-                .with_hint("see events/README.md for the events.toml schema")
-        };
-        let encoder = EncoderKind::from_name(self.encoder).ok_or_else(|| bad("unknown encoder"))?;
-        let pmu = self.pmu.as_ref().ok_or_else(|| bad("no `pmu`"))?;
-        let pmu = PmuDescription {
-            general_counters: pmu.general_counters,
-            counter_width: pmu.counter_width,
-            fixed_counters: pmu.fixed_counters,
-            fixed_width: pmu.fixed_width,
-            tsx: pmu.tsx,
-        };
-        Ok((encoder, pmu))
-    }
-
-    /// The header it describes, with the encoder and PMU [`IndexedModel::check`] gave.
-    fn header(&self, encoder: EncoderKind, pmu: PmuDescription) -> CpuModel {
+    /// The header it describes.
+    fn header(&self) -> CpuModel {
         let set = |ranges: &[(u32, u32)]| NumberSet {
             ranges: ranges.to_vec(),
         };
@@ -79,8 +44,8 @@ impl IndexedModel {
             id: self.id.to_string(),
             description: self.description.to_string(),
             aliases: self.aliases.iter().map(|a| (*a).to_string()).collect(),
-            encoder,
-            pmu,
+            encoder: self.encoder,
+            pmu: self.pmu,
             hybrid: self.hybrid(),
             rules: self
                 .rules
@@ -124,11 +89,11 @@ pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 
 /// The event database: the shipped CPU models plus any user file.
 ///
-/// The shipped models are parsed lazily: their headers (id, description, encoder, match rules,
-/// PMU) come from an index the build script read ahead (no TOML is parsed for them), which is
-/// enough for [`Database::detect_core_id`], [`Database::model_id`] and listing ids; a model's
-/// events and mappings are parsed when it is first asked for, and checked then against its
-/// index entry. Users' files are parsed and validated in full when they are loaded.
+/// The shipped models are compiled in, loaded by the build: their headers (id, description,
+/// encoder, match rules, PMU) are an index, which is enough for [`Database::detect_core_id`],
+/// [`Database::model_id`] and listing ids; a model's events and mappings are made from its
+/// compiled-in body when it is first asked for (no file is read or parsed). Users' files are
+/// parsed and validated in full when they are loaded.
 #[derive(Clone, Debug, Default)]
 pub struct Database {
     models: Arc<Vec<Entry>>,
@@ -197,75 +162,27 @@ impl Entry {
     }
 }
 
-/// A shipped file's model: its index entry, its header (made on first use) and its full
-/// content (parsed once).
+/// A shipped model: its index entry, its header (made on first use) and its full content
+/// (made once from its compiled-in body).
 #[derive(Clone, Debug)]
 struct ShippedModel {
+    /// Its place in the shipped index (and among the compiled-in bodies).
+    index: usize,
     indexed: &'static IndexedModel,
-    /// Its checked encoder and PMU.
-    checked: (EncoderKind, PmuDescription),
     header: OnceLock<CpuModel>,
-    full: OnceLock<std::result::Result<CpuModel, Error>>,
+    full: OnceLock<CpuModel>,
 }
 
 impl ShippedModel {
     /// The header, made from the index on the first call.
     fn header(&self) -> &CpuModel {
-        self.header.get_or_init(|| {
-            let (encoder, pmu) = self.checked;
-            self.indexed.header(encoder, pmu)
-        })
+        self.header.get_or_init(|| self.indexed.header())
     }
 
-    /// The full model, parsed and validated on the first call.
-    fn full(&self) -> &std::result::Result<CpuModel, Error> {
-        self.full
-            .get_or_init(|| parse_full(self.indexed.files, self.header()))
-    }
-
-    /// The full model; the header alone if the full text is malformed (the crate's tests
-    /// rule that out: they parse every shipped model in full).
+    /// The full model, made from its compiled-in body on the first call.
     fn model(&self) -> &CpuModel {
-        self.full().as_ref().unwrap_or_else(|_| self.header())
-    }
-}
-
-/// Parses a shipped model's files in full, each over the one before; the one model they
-/// describe must have the header read before.
-fn parse_full(files: &[usize], header: &CpuModel) -> Result<CpuModel> {
-    let mut models = Vec::with_capacity(1);
-    for &i in files {
-        let (name, text) = SHIPPED_FILES[i];
-        let source = Source {
-            name,
-            text,
-            tree: Some(SHIPPED_TREES[i]),
-        };
-        load_file(&mut models, &mut Layer::default(), &source)?;
-    }
-    let name = || {
-        files
-            .iter()
-            .map(|&i| SHIPPED_FILES[i].0)
-            .collect::<Vec<_>>()
-            .join(" + ")
-    };
-    match <[CpuModel; 1]>::try_from(models) {
-        Ok([model])
-            if model.id == header.id
-                && model.description == header.description
-                && model.encoder == header.encoder
-                && model.pmu == header.pmu
-                && model.hybrid == header.hybrid
-                && model.rules == header.rules
-                && model.aliases == header.aliases =>
-        {
-            Ok(model)
-        }
-        _ => Err(Error::invalid_input(format!(
-            "{}: a shipped file describes one CPU model and gives id, description, encoder, match and pmu before its events and mappings",
-            name()
-        ))),
+        self.full
+            .get_or_init(|| crate::compiled::model(self.index, self.header()))
     }
 }
 
@@ -276,7 +193,7 @@ impl ModelSet for Vec<Entry> {
         };
         if let Entry::Shipped(shipped) = &self[index] {
             // A file changing a shipped model changes its full content.
-            self[index] = Entry::Loaded(Box::new(shipped.full().clone()?));
+            self[index] = Entry::Loaded(Box::new(shipped.model().clone()));
         }
         Ok(Some(index))
     }
@@ -317,16 +234,18 @@ impl Database {
     /// # Errors
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
-        let mut models: Vec<Entry> = Vec::with_capacity(SHIPPED_INDEX.len());
-        for indexed in SHIPPED_INDEX {
-            let checked = indexed.check()?;
-            models.push(Entry::Shipped(Arc::new(ShippedModel {
-                indexed,
-                checked,
-                header: OnceLock::new(),
-                full: OnceLock::new(),
-            })));
-        }
+        let models = SHIPPED_INDEX
+            .iter()
+            .enumerate()
+            .map(|(index, indexed)| {
+                Entry::Shipped(Arc::new(ShippedModel {
+                    index,
+                    indexed,
+                    header: OnceLock::new(),
+                    full: OnceLock::new(),
+                }))
+            })
+            .collect();
         Ok(Database {
             models: Arc::new(models),
         })
@@ -350,15 +269,7 @@ impl Database {
     /// twice.
     pub fn with_toml_str(self, name: &str, text: &str) -> Result<Database> {
         let mut models = Arc::unwrap_or_clone(self.models);
-        load_file(
-            &mut models,
-            &mut Layer::default(),
-            &Source {
-                name,
-                text,
-                tree: None,
-            },
-        )?;
+        load_file(&mut models, &mut Layer::default(), &Source { name, text })?;
         Ok(Database {
             models: Arc::new(models),
         })
@@ -610,11 +521,11 @@ mod tests {
     /// How many models the shipped files describe (an overlay adds none, nor does one that
     /// several models share, shipped after each).
     fn shipped_model_count() -> usize {
-        let shared = |name: &str| SHIPPED_FILES.iter().filter(|(n, _)| *n == name).count() > 1;
+        let shared = |name: &str| SHIPPED_FILES.iter().filter(|n| **n == name).count() > 1;
         let mut ids: Vec<String> = SHIPPED_FILES
             .iter()
-            .filter(|(name, _)| !shared(name))
-            .map(|(name, _)| {
+            .filter(|name| !shared(name))
+            .map(|name| {
                 name.rsplit('/')
                     .next()
                     .unwrap_or(name)
@@ -626,39 +537,32 @@ mod tests {
         ids.len()
     }
 
-    /// Oracle: the `toml` crate's parser. Every shipped file's pre-parsed form reads (the
-    /// loader never falls back to the text for one), and every shipped model, parsed in full
-    /// from those forms, equals what one eager parse of all the files' texts by the TOML
-    /// parser gives; the headers read ahead equal the full models' headers (so every file
-    /// keeps id, description, encoder, match and pmu before its events and mappings).
+    /// Oracle: the `toml` crate's parser, through the loader. Every shipped model, made from
+    /// its compiled-in body, equals what one eager load of all the shipped files (read from
+    /// the source tree) gives, header and all; the index gives each model's header.
     #[test]
-    fn every_shipped_model_parses_in_full_and_matches_its_header() {
-        assert_eq!(SHIPPED_TREES.len(), SHIPPED_FILES.len());
-        for (tree, (name, _)) in SHIPPED_TREES.iter().zip(SHIPPED_FILES) {
-            crate::loader::tree_reads_as_text(*tree).unwrap_or_else(|e| panic!("{name}: {e}"));
-        }
+    fn every_compiled_in_model_is_what_its_files_load() {
         let mut eager: Vec<CpuModel> = Vec::new();
-        for &(name, text) in SHIPPED_FILES {
+        for &name in SHIPPED_FILES {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
             // Each file a layer of its own: an overlay changes the model its generated table
             // made.
             load_file(
                 &mut eager,
                 &mut Layer::default(),
-                &Source {
-                    name,
-                    text,
-                    tree: None,
-                },
+                &Source { name, text: &text },
             )
             .unwrap();
         }
         let db = Database::parse_shipped().unwrap();
         assert_eq!(db.models.len(), eager.len());
+        assert_eq!(crate::compiled::count(), eager.len());
         for (entry, eager) in db.models.iter().zip(&eager) {
             let Entry::Shipped(shipped) = entry else {
                 panic!("{}: not a shipped entry", eager.id);
             };
-            let full = shipped.full().as_ref().unwrap_or_else(|e| panic!("{e}"));
+            let full = shipped.model();
             assert_eq!(full, eager);
             assert!(!full.events().is_empty() && !full.mappings().is_empty());
             assert!(shipped.header().events().is_empty(), "{}", eager.id);

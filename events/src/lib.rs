@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod arm;
+mod compiled;
 mod compose;
 mod cpu;
 mod database;
@@ -21,7 +22,6 @@ pub mod perf;
 mod resolve;
 mod select;
 mod suggest;
-mod tree;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};

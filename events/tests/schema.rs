@@ -181,8 +181,12 @@ PAPI_TOT_INS = "INST_RETIRED"
 fn every_id_a_shipped_overlay_lists_names_a_shipped_model() {
     let db = Database::shipped().unwrap();
     let mut lists = 0;
-    for (name, text) in counterhal_events::SHIPPED_FILES {
-        let doc: toml::Value = toml::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for name in counterhal_events::SHIPPED_FILES {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let doc: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         for cpu in doc
             .get("cpu")
             .and_then(|c| c.as_array())

@@ -7,7 +7,6 @@ mod mapping;
 mod papi;
 mod schema;
 mod source;
-mod tree_schema;
 
 use counterhal_hal::Error;
 
@@ -51,49 +50,18 @@ impl ModelSet for Vec<CpuModel> {
     }
 }
 
-/// Whether a pre-parsed form gives a file's document (else the loader reads the text), and
-/// the one the TOML parser gives of its text, spans included (as serde's generic path gives
-/// from the tree, too).
-#[cfg(test)]
-pub(crate) fn tree_reads_as_text(tree: crate::tree::Tree) -> Result<(), String> {
-    let by_hand = tree_schema::file_doc(tree).map_err(|e| e.to_string())?;
-    let by_serde: FileDoc = crate::tree::from_tree(tree).map_err(|e| e.to_string())?;
-    let from_text: FileDoc = toml::from_str(tree.text).map_err(|e| e.to_string())?;
-    // `Spanned` compares values alone; its `Debug` shows the spans.
-    let [by_hand, by_serde, from_text] = [by_hand, by_serde, from_text].map(|d| format!("{d:?}"));
-    if by_hand != from_text {
-        return Err(format!(
-            "read by hand: {by_hand}\nfrom the text: {from_text}"
-        ));
-    }
-    if by_serde != from_text {
-        return Err(format!(
-            "through serde: {by_serde}\nfrom the text: {from_text}"
-        ));
-    }
-    Ok(())
-}
-
 /// Loads one file into `models`.
 pub(crate) fn load_file(
     models: &mut impl ModelSet,
     layer: &mut Layer,
     source: &Source<'_>,
 ) -> Result<(), Error> {
-    // A shipped file's tree gives what the TOML parser would (a test checks every one);
-    // anything it cannot give is read from the text, whose parser then says what is wrong.
-    let pre_parsed = source
-        .tree
-        .and_then(|tree| tree_schema::file_doc(tree).ok());
-    let doc: FileDoc = match pre_parsed {
-        Some(doc) => doc,
-        None => toml::from_str(source.text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            let message = e.message().trim().to_string();
-            let key = key_at(source.text, span.start);
-            source.error(span, &key, message)
-        })?,
-    };
+    let doc: FileDoc = toml::from_str(source.text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let message = e.message().trim().to_string();
+        let key = key_at(source.text, span.start);
+        source.error(span, &key, message)
+    })?;
     for cpu in doc.cpu {
         let cpu = cpu.into_inner();
         match cpu.id.get_ref() {

@@ -1,6 +1,6 @@
-//! The `events.toml` schema as serde reads it, with the spans errors point at. A shipped
-//! file's tree gives the events and unit masks by hand (`tree_schema.rs`), their names
-//! borrowed from the compiled-in text; serde gives them owned.
+//! The `events.toml` schema as serde reads it, with the spans errors point at: the one reader
+//! of events files, the shipped ones (read when the crate is built, `build/models.rs`) and a
+//! user's.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -8,12 +8,10 @@ use toml::Spanned;
 
 use crate::model::NumberSet;
 
-/// One file being loaded: its name (for messages) and text (for line:column), and for a
-/// shipped file its pre-parsed form (`tree.rs`), read instead of the text where it can be.
+/// One file being loaded: its name (for messages) and text (for line:column).
 pub(crate) struct Source<'a> {
     pub name: &'a str,
     pub text: &'a str,
-    pub tree: Option<crate::tree::Tree>,
 }
 
 impl Source<'_> {
