@@ -5,7 +5,9 @@
 //! (`OUT_DIR/models.rs`, read by `src/compiled.rs`):
 //!
 //! - `POOL`: every string once, each a `Str(offset, length)` into it;
-//! - `EVENTS` and `MASKS`: every native event and unit mask, a model's by index ranges;
+//! - `EVENTS` and `MASKS`: every native event and unit mask once (the same event on two models
+//!   is one row), a model's events a range of `EVENT_LISTS` (indices of `EVENTS`), an event's
+//!   unit masks a range of `MASK_LISTS` (indices of `MASKS`);
 //! - `MAPPINGS`, `TERMS`, `REFUSED`, `ALIASES`, `STRINGS`: the mappings with their terms (each
 //!   term's event string as `spec_text` writes it, which the build checks reads back to the
 //!   same event), the presets refused and why, the event aliases, and the lists of strings;
@@ -39,6 +41,17 @@ struct Writer {
     extras: Vec<(u32, u64)>,
     /// Register-bit values, each once; a row names one by its index + 1 (0: none).
     words: Vec<u64>,
+    /// Each unit-mask row written, with its index in `masks`: an event's unit masks are a list
+    /// of indices (`mask_indices`), so a unit mask several events have alike is written once.
+    mask_rows: HashMap<String, usize>,
+    mask_indices: Vec<usize>,
+    /// Each list of unit masks written, by its indices, with where it starts in
+    /// `mask_indices`: an event whose unit masks are another's shares the list.
+    mask_lists: HashMap<Vec<usize>, usize>,
+    /// Each event row written, with its index in `events`: a model's events are a list of
+    /// indices (`event_lists`), so an event two models have alike is written once.
+    event_rows: HashMap<String, usize>,
+    event_lists: Vec<usize>,
 }
 
 fn index(n: usize) -> u32 {
@@ -140,9 +153,9 @@ impl Writer {
 
     /// Model `model`'s body, as one `Body` row.
     fn body(&mut self, model: &CpuModel) -> String {
-        let first_event = self.events.len();
+        let first_event = self.event_lists.len();
         for event in model.events() {
-            let first_mask = self.masks.len();
+            let mut masks = Vec::with_capacity(event.unit_masks().len());
             for mask in event.unit_masks() {
                 let class = match mask.class {
                     UnitMaskClass::Plain => "UnitMaskClass::Plain",
@@ -181,8 +194,28 @@ impl Writer {
                     self.word(mask.extra_bits),
                     self.list(&mask.same_as),
                 );
-                self.masks.push(row);
+                masks.push(row);
             }
+            let indices: Vec<usize> = masks
+                .into_iter()
+                .map(|row| match self.mask_rows.get(&row) {
+                    Some(&at) => at,
+                    None => {
+                        self.masks.push(row.clone());
+                        self.mask_rows.insert(row, self.masks.len() - 1);
+                        self.masks.len() - 1
+                    }
+                })
+                .collect();
+            let first_mask = match self.mask_lists.get(&indices) {
+                Some(&start) => start,
+                None => {
+                    let start = self.mask_indices.len();
+                    self.mask_indices.extend(&indices);
+                    self.mask_lists.insert(indices, start);
+                    start
+                }
+            };
             let f = &event.flags;
             let flags = [
                 f.umask_required,
@@ -208,7 +241,15 @@ impl Writer {
                 self.extra(event.extra),
                 event.unit_masks().len(),
             );
-            self.events.push(row);
+            let at = match self.event_rows.get(&row) {
+                Some(&at) => at,
+                None => {
+                    self.events.push(row.clone());
+                    self.event_rows.insert(row, self.events.len() - 1);
+                    self.events.len() - 1
+                }
+            };
+            self.event_lists.push(at);
         }
         let first_mapping = self.mappings.len();
         for mapping in model.mappings() {
@@ -333,6 +374,10 @@ pub(crate) fn write(models: &[CpuModel], out_dir: &Path) {
     };
     table(&mut out, "EVENTS", "Event", &w.events);
     table(&mut out, "MASKS", "Mask", &w.masks);
+    let indices: Vec<String> = w.mask_indices.iter().map(|i| i.to_string()).collect();
+    table(&mut out, "MASK_LISTS", "u32", &indices);
+    let lists: Vec<String> = w.event_lists.iter().map(|i| i.to_string()).collect();
+    table(&mut out, "EVENT_LISTS", "u32", &lists);
     table(&mut out, "MAPPINGS", "MappingRow", &w.mappings);
     table(&mut out, "TERMS", "Term", &w.terms);
     table(&mut out, "REFUSED", "(Str, Str)", &w.refused);

@@ -13,7 +13,8 @@ use crate::parse::{EventSpec, ParsedEvent, parse_event};
 #[derive(Clone, Copy)]
 struct Str(u32, u32);
 
-/// A native event; its unit masks are `MASKS[start..start + length]`.
+/// A native event; its unit masks are `MASK_LISTS[start..start + length]` (indices of
+/// `MASKS`).
 struct Event {
     name: Str,
     description: Str,
@@ -74,7 +75,7 @@ struct Term {
     event: Str,
 }
 
-/// One model's rows in each table.
+/// One model's rows in each table (its events: a range of `EVENT_LISTS`, indices of `EVENTS`).
 struct Body {
     events: (u32, u32),
     mappings: (u32, u32),
@@ -181,8 +182,9 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
     let Some(body) = BODIES.get(index) else {
         return model;
     };
-    model.events = rows(&EVENTS, body.events)
+    model.events = rows(&EVENT_LISTS, body.events)
         .iter()
+        .filter_map(|&i| EVENTS.get(i as usize))
         .map(|row| NativeEvent {
             name: text(row.name).to_string(),
             code: row.code,
@@ -192,7 +194,11 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
             fixed: fixed(row.fixed),
             flags: event_flags(row.flags),
             extra: extra(row.extra),
-            unit_masks: rows(&MASKS, row.masks).iter().map(mask).collect(),
+            unit_masks: rows(&MASK_LISTS, row.masks)
+                .iter()
+                .filter_map(|&i| MASKS.get(i as usize))
+                .map(mask)
+                .collect(),
         })
         .collect();
     model.rebuild_index();
