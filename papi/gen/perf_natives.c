@@ -6,7 +6,12 @@
    Build and run, naming the libpfm4 it reads (Debian's package version):
      cc papi/gen/perf_natives.c -o /tmp/perf_natives -lpfm &&
      /tmp/perf_natives "$(dpkg-query -W -f '${Version}' libpfm4)" > papi/src/perf_table.rs
-   papi/tests/unit_masks.rs runs it and fails when the file differs from its output. */
+   papi/tests/unit_masks.rs runs it and fails when the file differs from its output.
+
+   libpfm4 gives hardware and cache events the `h` qualifier only where the core PMU it
+   detects filters the hypervisor level (AMD from family 10h on, or no core PMU detected);
+   run it on such a machine, so that the table holds `h` (the library leaves it out where
+   libpfm4 would, and the test compares the two without it there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -224,7 +224,7 @@ fn describe_perf(event: &perf_natives::PerfNative, name: &str) -> String {
         event
             .unit_masks
             .iter()
-            .chain(event.modifiers)
+            .chain(perf_natives::qualifiers(event))
             .find(|(m, _)| *m == key)
     });
     match described {

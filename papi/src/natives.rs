@@ -139,7 +139,7 @@ fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, 
         .unit_masks
         .iter()
         .map(|(m, _)| (*m).to_string())
-        .chain(event.modifiers.iter().map(|(m, _)| format!("{m}=0")))
+        .chain(crate::perf_natives::qualifiers(event).map(|(m, _)| format!("{m}=0")))
         .collect();
     let next = match current {
         None => 0,

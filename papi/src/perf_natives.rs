@@ -9,6 +9,11 @@
 //! `excl` and `pinned` ask the kernel to give the set's group the PMU to itself or to keep it
 //! on the counters; `cpu` counts on that CPU; `period` and `freq` are sampling rates, which
 //! change nothing in a count and are taken and checked only.
+//!
+//! libpfm4 gives its perf PMU the privilege levels of the core PMU it detects
+//! (`pfm_perf_pmu_supported_plm`): where that PMU filters no hypervisor level (every Intel
+//! x86 PMU, AMD's K7 and K8), hardware and cache events take no `h`, and PAPI neither lists
+//! nor adds it. [`qualifiers`] is the table's list less `h` there.
 
 use crate::codes::{EINVAL, ENOEVNT};
 pub use crate::perf_table::{PERF_NATIVES, PerfNative, PerfType};
@@ -48,6 +53,16 @@ pub fn find(name: &str) -> Option<&'static PerfNative> {
     PERF_NATIVES
         .iter()
         .find(|e| e.name[6..].eq_ignore_ascii_case(name))
+}
+
+/// The qualifiers `event` takes on this machine, as libpfm4 gives them: the table's, less
+/// `h` where the core PMU libpfm4 detects here filters no hypervisor level
+/// ([`crate::components::hypervisor_level_filtered`]).
+pub fn qualifiers(
+    event: &PerfNative,
+) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    let h = crate::components::hypervisor_level_filtered();
+    event.modifiers.iter().filter(move |(m, _)| h || *m != "h")
 }
 
 /// How many qualifiers and unit masks a name takes (libpfm4's `PFMLIB_MAX_ATTRS`: PAPI 7.0
@@ -153,7 +168,7 @@ fn read_parts<'a>(
             }
             continue;
         }
-        if !event.modifiers.iter().any(|(m, _)| *m == key) {
+        if !qualifiers(event).any(|(m, _)| *m == key) {
             return Err(ENOEVNT);
         }
         let given = match key {
