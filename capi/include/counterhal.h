@@ -186,6 +186,13 @@ int counterhal_set_create(counterhal_t *ch, counterhal_set_t **out);
  * CPUs). */
 int counterhal_set_create_for(counterhal_t *ch, int target, uint32_t id, const char *cpus,
                               counterhal_set_t **out);
+/* An empty set counting what runs in a control group (cgroup v2, or v1's perf_event
+ * hierarchy), on the CPUs of cpus (NULL: every online CPU), as perf stat -G does: the group
+ * named by its path below the cgroup mount ("user.slice", "/" for the root). Its rows are
+ * the CPUs (COUNTERHAL_PLACE_CPU). A group that does not exist or cannot be read is
+ * COUNTERHAL_ENOENT naming its directory; a name climbing out with ".." COUNTERHAL_EINVAL. */
+int counterhal_set_create_cgroup(counterhal_t *ch, const char *cgroup, const char *cpus,
+                                 counterhal_set_t **out);
 /* Adds an event by name: its index >= 0, or < 0 (the set is unchanged). One event per call:
  * perf's group syntax {a,b} is refused with COUNTERHAL_EEVENT saying so (a set is one group
  * already). An event with no modifier counts the set's COUNTERHAL_OPTION_DOMAIN; with the

@@ -122,7 +122,24 @@ impl Set {
                 ));
             }
         };
-        Ok(Set {
+        Ok(Set::on(handle, attach))
+    }
+
+    /// An empty set counting what runs in control group `cgroup` (a path below the cgroup
+    /// mount, as `perf stat -G` takes it, found by [`facade::find_cgroup`]) on the CPUs of
+    /// `cpus` (every online CPU where `None`).
+    pub(crate) fn for_cgroup(handle: &Handle, cgroup: &str, cpus: Option<&str>) -> CResult<Set> {
+        let path = facade::find_cgroup(cgroup)?;
+        let cpus = match cpus {
+            Some(text) => Some(CpuList::parse_within(text, &facade::online_cpus())?),
+            None => None,
+        };
+        Ok(Set::on(handle, Attach::cgroup(path, cpus)))
+    }
+
+    /// An empty set counting on `attach`.
+    fn on(handle: &Handle, attach: Attach) -> Set {
+        Set {
             inner: handle.inner.clone(),
             generation: handle.generation,
             attach,
@@ -132,7 +149,7 @@ impl Set {
             names: Vec::new(),
             note: None,
             state: State::Idle,
-        })
+        }
     }
 
     /// How many events the set holds.

@@ -380,6 +380,38 @@ pub unsafe extern "C" fn counterhal_set_create_for(
     })
 }
 
+/// An empty set counting what runs in a control group, on the CPUs of `cpus` (every online
+/// CPU where NULL).
+///
+/// # Safety
+/// See the module note; `cpus` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_create_cgroup(
+    ch: *mut Handle,
+    cgroup: *const c_char,
+    cpus: *const c_char,
+    out: *mut *mut Set,
+) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live handle.
+        let handle = unsafe { handle(ch) }?;
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        // SAFETY: a NUL-terminated string valid for the call.
+        let cgroup = unsafe { string(cgroup, "the cgroup") }?;
+        let cpus = match cpus.is_null() {
+            true => None,
+            // SAFETY: a NUL-terminated string valid for the call.
+            false => Some(unsafe { string(cpus, "cpus") }?),
+        };
+        let set = Box::into_raw(Box::new(Set::for_cgroup(handle, cgroup, cpus)?));
+        // SAFETY: `out` is valid for one write.
+        unsafe { put(out, set, "out") }?;
+        Ok(code::OK)
+    })
+}
+
 /// Adds an event by name; its index, or a negative code (the set is unchanged).
 ///
 /// # Safety
