@@ -173,7 +173,9 @@ pub fn split_unit_mask(name: &str) -> (&str, Option<&str>) {
 }
 
 /// The CPU model's native event named in `name` (its PMU prefix and unit mask aside): its
-/// description and its unit masks (name, description) in the table's order.
+/// description and its unit masks (name, description) in the table's order. The shipped
+/// data holds no prose: where the database has none, the descriptions are libpfm4's, read
+/// from the libpfm4 installed here as PAPI 7.0 shows them ([`crate::sys::pfm`]).
 pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(String, String)>)> {
     let context = &chosen.context;
     let model = context
@@ -186,12 +188,24 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
         .events()
         .iter()
         .find(|e| e.name.eq_ignore_ascii_case(base))?;
-    let masks = found
+    let mut masks: Vec<(String, String)> = found
         .unit_masks()
         .iter()
         .map(|u| (u.name.clone(), u.description.clone()))
         .collect();
-    Some((found.description.clone(), masks))
+    let mut description = found.description.clone();
+    if description.is_empty()
+        && let Some((text, theirs)) = crate::components::libpfm4_core_pmu(model)
+            .and_then(|pmu| crate::sys::pfm::describe(pmu, &found.name))
+    {
+        description = text;
+        for (mask, text) in masks.iter_mut().filter(|(_, t)| t.is_empty()) {
+            if let Some((_, theirs)) = theirs.iter().find(|(m, _)| m.eq_ignore_ascii_case(mask)) {
+                text.clone_from(theirs);
+            }
+        }
+    }
+    Some((description, masks))
 }
 
 /// A native event's description as PAPI's perf_event component gives it: the event's, then

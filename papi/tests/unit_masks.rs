@@ -7,6 +7,9 @@
 //! Ours may hold unit masks libpfm4's table lacks where the model's own (Intel's) table is
 //! newer; each such mask must be the model's.
 //!
+//! The descriptions are libpfm4's: ours reads them from the libpfm4 installed here
+//! (`papi/src/sys/pfm.rs`), and the oracle prints them through libpfm4's own interface.
+//!
 //! Not as PAPI: PAPI's perf_event component also enumerates libpfm4's modifiers (`:u=0`,
 //! `:k=0`, `:c=0`...) after the unit masks, and in libpfm4's table order; ours gives the unit
 //! masks alone, in the event database's order (the sets are compared).
@@ -28,12 +31,23 @@ const EVENTS: [&str; 5] = [
 /// libpfm4's unit masks of each event it knows here, by event: asked once for the tests of
 /// this file (two tests building the helper at one path at once made one of them fail).
 fn libpfm4() -> Option<&'static BTreeMap<String, BTreeSet<String>>> {
-    static TABLE: std::sync::OnceLock<Option<BTreeMap<String, BTreeSet<String>>>> =
-        std::sync::OnceLock::new();
-    TABLE.get_or_init(ask_libpfm4).as_ref()
+    ask_libpfm4().map(|(masks, _)| masks)
 }
 
-fn ask_libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
+/// libpfm4's descriptions of the events it knows here: `EVENT` and `EVENT:MASK`, each as
+/// PAPI 7.0 describes a native (the event's text, then `, masks:` and the unit mask's).
+fn libpfm4_descriptions() -> Option<&'static BTreeMap<String, String>> {
+    ask_libpfm4().map(|(_, descriptions)| descriptions)
+}
+
+type Libpfm4 = (BTreeMap<String, BTreeSet<String>>, BTreeMap<String, String>);
+
+fn ask_libpfm4() -> Option<&'static Libpfm4> {
+    static TABLE: std::sync::OnceLock<Option<Libpfm4>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(read_libpfm4).as_ref()
+}
+
+fn read_libpfm4() -> Option<Libpfm4> {
     let dir = std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("pfm_umasks");
@@ -49,22 +63,29 @@ fn ask_libpfm4() -> Option<BTreeMap<String, BTreeSet<String>>> {
     }
     let out = Command::new(&program).args(EVENTS).output().ok()?;
     let mut table = BTreeMap::new();
-    let mut current = None;
+    let mut descriptions = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        if let Some(mask) = line.strip_prefix("  ") {
-            if let Some(event) = &current {
+        let (head, text) = line.split_once(" | ").unwrap_or((line, ""));
+        if let Some(mask) = head.strip_prefix("  ") {
+            if let Some((event, event_text)) = &current {
                 table
-                    .entry(String::clone(event))
+                    .entry(event.clone())
                     .or_insert_with(BTreeSet::new)
                     .insert(mask.to_string());
+                descriptions.insert(
+                    format!("{event}:{mask}"),
+                    format!("{event_text}, masks:{text}"),
+                );
             }
-        } else if let Some((_, event)) = line.split_once("::") {
-            current = Some(event.to_string());
+        } else if let Some((_, event)) = head.split_once("::") {
+            descriptions.insert(event.to_string(), text.to_string());
+            current = Some((event.to_string(), text.to_string()));
         } else {
             current = None;
         }
     }
-    Some(table)
+    Some((table, descriptions))
 }
 
 /// The unit masks of `event` in the model this machine detects, as the event database has
@@ -112,13 +133,25 @@ fn unit_masks_are_libpfm4s() {
         let Some(at) = text.find(&format!("{event} -> 0 ")) else {
             continue;
         };
-        let ours: BTreeSet<String> = text[at..]
+        let walked: Vec<(&str, &str)> = text[at..]
             .lines()
             .skip(1)
             .take_while(|l| !l.starts_with("  end"))
-            .filter_map(|l| l.trim().split(" | ").next()?.split_once(':'))
+            .filter_map(|l| l.trim().split_once(" | "))
+            .collect();
+        let ours: BTreeSet<String> = walked
+            .iter()
+            .filter_map(|(name, _)| name.split_once(':'))
             .map(|(_, m)| m.to_string())
             .collect();
+        // Each unit mask libpfm4 has is described as PAPI 7.0 describes it: libpfm4's text,
+        // read from the libpfm4 installed here (the shipped data holds no prose).
+        let described = libpfm4_descriptions().unwrap();
+        for (name, description) in &walked {
+            if let Some(theirs) = described.get(*name) {
+                assert_eq!(description, theirs, "{name}");
+            }
+        }
         // Every unit mask libpfm4 has, ours has; where ours has more, they are the model's
         // own (Intel's table is newer than libpfm4's: BR_MISP_RETIRED.RET on Ice Lake and
         // Rocket Lake), each a unit mask of the event in the model the library detects.

@@ -17,6 +17,7 @@ mod fortran;
 mod hl;
 mod info;
 mod options;
+pub(crate) mod pfm;
 mod profile;
 pub(crate) mod sde;
 pub(crate) mod signals;

@@ -1,5 +1,5 @@
 /* libpfm4's unit masks (PFM_ATTR_UMASK attributes) of each event named, under its PMU::EVENT
-   name: the oracle of papi/tests/unit_masks.rs. */
+   name, each line with its description after " | ": the oracle of papi/tests/unit_masks.rs. */
 #include <stdio.h>
 #include <string.h>
 #include <perfmon/pfmlib.h>
@@ -12,12 +12,12 @@ int main(int argc, char **argv) {
     pfm_get_event_info(idx, PFM_OS_NONE, &info);
     pfm_pmu_info_t pinfo; memset(&pinfo, 0, sizeof pinfo); pinfo.size = sizeof pinfo;
     pfm_get_pmu_info(info.pmu, &pinfo);
-    printf("%s::%s\n", pinfo.name, info.name);
+    printf("%s::%s | %s\n", pinfo.name, info.name, info.desc ? info.desc : "");
     pfm_event_attr_info_t at;
     for (int i = 0; i < info.nattrs; i++) {
       memset(&at, 0, sizeof at); at.size = sizeof at;
       pfm_get_event_attr_info(idx, i, PFM_OS_NONE, &at);
-      if (at.type == PFM_ATTR_UMASK) printf("  %s\n", at.name);
+      if (at.type == PFM_ATTR_UMASK) printf("  %s | %s\n", at.name, at.desc ? at.desc : "");
     }
   }
   return 0;
