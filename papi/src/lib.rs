@@ -6,6 +6,7 @@ pub mod components;
 pub mod devices;
 pub mod hl;
 pub mod info;
+pub mod libpfm4;
 pub mod library;
 pub mod memory;
 pub mod names;

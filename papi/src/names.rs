@@ -195,7 +195,7 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
         .collect();
     let mut description = found.description.clone();
     if description.is_empty()
-        && let Some((text, theirs)) = crate::components::libpfm4_core_pmu(model)
+        && let Some((text, theirs)) = crate::libpfm4::core_pmu(model)
             .and_then(|pmu| crate::sys::pfm::describe(pmu, &found.name))
     {
         description = text;

@@ -57,11 +57,11 @@ pub fn find(name: &str) -> Option<&'static PerfNative> {
 
 /// The qualifiers `event` takes on this machine, as libpfm4 gives them: the table's, less
 /// `h` where the core PMU libpfm4 detects here filters no hypervisor level
-/// ([`crate::components::hypervisor_level_filtered`]).
+/// ([`crate::libpfm4::hypervisor_level_filtered`]).
 pub fn qualifiers(
     event: &PerfNative,
 ) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    let h = crate::components::hypervisor_level_filtered();
+    let h = crate::libpfm4::hypervisor_level_filtered();
     event.modifiers.iter().filter(move |(m, _)| h || *m != "h")
 }
 

@@ -1,0 +1,50 @@
+//! What libpfm4 detects on this machine, which PAPI 7.0 shows through it: the core PMU it
+//! programs the CPU model through (component 0's "PMUs supported"), and whether its `perf::`
+//! events take the hypervisor level. Derived from the event database's model and facts of
+//! libpfm4's sources, each named; nothing here calls libpfm4.
+
+use std::sync::OnceLock;
+
+/// CPU models that libpfm4 programs through a core PMU of another name, each with the
+/// evidence: libpfm4's `icl_models` (lib/pfmlib_intel_icl.c) lists Tiger Lake (140, 141) and
+/// Rocket Lake (167).
+const LIBPFM4_PMU_OF: [(&str, &str); 2] = [("rkl", "icl"), ("tgl", "icl")];
+
+/// The core PMU libpfm4 detects on a CPU of model `model` (a database id), by libpfm4's
+/// name: the model's own where libpfm4 has a PMU of its id or of one of its aliases, else the
+/// PMU libpfm4 programs it through; `None` where libpfm4 knows no core PMU for it.
+pub fn core_pmu(model: &counterhal_events::CpuModel) -> Option<&'static str> {
+    let names =
+        || std::iter::once(model.id.as_str()).chain(model.aliases.iter().map(String::as_str));
+    counterhal_events::Database::libpfm4_pmus()
+        .find(|pmu| names().any(|n| n == *pmu))
+        .or_else(|| {
+            LIBPFM4_PMU_OF
+                .iter()
+                .find(|(id, _)| *id == model.id)
+                .map(|(_, pmu)| *pmu)
+        })
+}
+
+/// Whether libpfm4's perf PMU takes the hypervisor level here: it takes the levels of the
+/// core PMU libpfm4 detects (`pfm_perf_pmu_supported_plm`), and its own (user, kernel and
+/// hypervisor) where it detects none. AMD's PMUs from family 10h on filter the hypervisor
+/// (`AMD64_FAM10H_PLM`); K7 and K8 (`AMD64_K7_PLM`) and Intel's x86 PMUs (`INTEL_X86_PLM`)
+/// do not. Decided once, for the CPU this process runs on.
+pub fn hypervisor_level_filtered() -> bool {
+    static FILTERED: OnceLock<bool> = OnceLock::new();
+    *FILTERED.get_or_init(|| {
+        let Ok(context) = facade::Context::new(None, None) else {
+            return true;
+        };
+        let pmu = context
+            .model
+            .as_deref()
+            .and_then(|id| context.database.model(id))
+            .and_then(core_pmu);
+        match pmu {
+            None => true,
+            Some(name) => name.starts_with("amd64_fam"),
+        }
+    })
+}
