@@ -175,7 +175,7 @@ pub fn split_unit_mask(name: &str) -> (&str, Option<&str>) {
 /// The CPU model's native event named in `name` (its PMU prefix and unit mask aside): its
 /// description and its unit masks (name, description) in the table's order. The shipped
 /// data holds no prose: where the database has none, the descriptions are libpfm4's, read
-/// from the libpfm4 installed here as PAPI 7.0 shows them ([`crate::sys::pfm`]).
+/// from the libpfm4 installed here as PAPI 7.0 shows them (`papi/src/sys/pfm.rs`).
 pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(String, String)>)> {
     let context = &chosen.context;
     let model = context
