@@ -692,6 +692,7 @@ impl LinuxBackend {
         Some(SelfMonitor {
             pages,
             thread: crate::group::this_thread(),
+            stale: false,
         })
     }
 }

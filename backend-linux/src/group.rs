@@ -11,7 +11,7 @@ use counterhal_hal::ErrorKind;
 use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
 
 use crate::errno::{Operation, SystemFacts, map_errno};
-use crate::rdpmc::self_monitored_read;
+use crate::rdpmc::{PAGES_KEPT_ACROSS_RESETS, pages_agree, self_monitored_read};
 use crate::sys::{self, IOC_DISABLE, IOC_ENABLE, IOC_FLAG_GROUP, IOC_RESET, UserPageMap};
 use record::{
     decode_in_order, events_in, lists_in_order, parse_group_read, parse_group_read_cold,
@@ -98,6 +98,9 @@ impl Kernel {
 pub(crate) struct SelfMonitor {
     pub pages: Vec<UserPageMap>,
     pub thread: ThreadId,
+    /// The pages disagreed with the kernel at the last check (see
+    /// [`PAGES_KEPT_ACROSS_RESETS`]): the group reads through the kernel until they agree.
+    pub stale: bool,
 }
 
 /// Whether a read on thread `reader` may use `rdpmc` for counters opened on thread `opener`.
@@ -348,7 +351,7 @@ impl LinuxGroup {
         let Some(monitor) = &self.self_monitor else {
             return false;
         };
-        if !rdpmc_allowed(monitor.thread, this_thread()) {
+        if monitor.stale || !rdpmc_allowed(monitor.thread, this_thread()) {
             return false;
         }
         for (page, out) in monitor.pages.iter().zip(readings.iter_mut()) {
@@ -380,6 +383,36 @@ impl LinuxGroup {
             return parse_group_read(buffer, bytes, &group.ids, &group.slots, readings);
         }
         Self::read_each_kernel_group(groups, buffer, &self.facts, readings)
+    }
+
+    /// Where the kernel may leave a page wrong after a reset (aarch64, see
+    /// [`PAGES_KEPT_ACROSS_RESETS`]), checks the self-monitored pages against the kernel's
+    /// `read()` and marks them stale while they disagree; nothing elsewhere. Allocates the two
+    /// readings it compares (on the reset and enable paths, never on the read path).
+    #[inline]
+    fn check_pages(&mut self) -> Result<()> {
+        if PAGES_KEPT_ACROSS_RESETS || self.self_monitor.is_none() {
+            return Ok(());
+        }
+        self.recheck_pages()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn recheck_pages(&mut self) -> Result<()> {
+        let len = self.names.len();
+        let (mut kernel, mut user) = (vec![Reading::default(); len], vec![Reading::default(); len]);
+        if let Some(monitor) = &mut self.self_monitor {
+            monitor.stale = false;
+        }
+        self.read_kernel(&mut kernel)?;
+        // A group read on another thread, or not on its counters now, reads through the kernel
+        // anyway: nothing to judge.
+        let stale = self.read_self_monitored(&mut user) && !pages_agree(&kernel, &user);
+        if let Some(monitor) = &mut self.self_monitor {
+            monitor.stale = stale;
+        }
+        Ok(())
     }
 
     /// Reads each kernel group of `groups` (several PMUs, or events opened one by one)
@@ -416,7 +449,8 @@ impl Group for LinuxGroup {
     }
 
     fn enable(&mut self) -> Result<()> {
-        self.ioctl_leaders(IOC_ENABLE, 0, "ENABLE")
+        self.ioctl_leaders(IOC_ENABLE, 0, "ENABLE")?;
+        self.check_pages()
     }
 
     fn disable(&mut self) -> Result<()> {
@@ -424,7 +458,8 @@ impl Group for LinuxGroup {
     }
 
     fn reset(&mut self) -> Result<()> {
-        self.ioctl_leaders(IOC_RESET, IOC_FLAG_GROUP, "RESET")
+        self.ioctl_leaders(IOC_RESET, IOC_FLAG_GROUP, "RESET")?;
+        self.check_pages()
     }
 
     #[inline(always)]
@@ -475,6 +510,7 @@ mod tests {
         group.self_monitor = Some(SelfMonitor {
             pages: Vec::new(),
             thread: std::thread::current().id(),
+            stale: false,
         });
         // A self-monitored group is never read in order: as `new` would have opened it.
         if let Kernel::InOrder { group: one, .. } =
