@@ -1,11 +1,12 @@
 //! Counting by control group ([`Target::Cgroup`], `Target::Cgroup`) and a command without
 //! what it creates ([`Follow::CommandOnly`]), through the library.
 
-use std::process::{Child, Command};
+use std::process::Command;
 
 use counterhal::CountedCommand;
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
+use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use counterhal_hal::Target as BackendTarget;
@@ -25,58 +26,15 @@ macro_rules! linux_or_skip {
     };
 }
 
-/// A cgroup made for the test (removed when dropped, its processes killed first).
-struct TestCgroup {
-    path: std::path::PathBuf,
-    busy: Option<Child>,
-}
-
-impl TestCgroup {
-    fn new(what: &str) -> Option<TestCgroup> {
-        let root = counterhal::cgroup_root().ok()?;
-        let path = root.join(format!("counterhal-lib-{}-{what}", std::process::id()));
-        std::fs::create_dir(&path).ok()?;
-        Some(TestCgroup { path, busy: None })
-    }
-
-    /// A shell spinning in the cgroup.
-    fn spin(&mut self) {
-        let procs = self.path.join("cgroup.procs");
-        self.busy = Some(
-            Command::new("sh")
-                .arg("-c")
-                .arg(format!(
-                    "echo $$ > {} && exec sh -c 'while :; do :; done'",
-                    procs.display()
-                ))
-                .spawn()
-                .unwrap(),
-        );
-        while std::fs::read_to_string(&procs).unwrap().trim().is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.busy {
-            child.kill().ok();
-            child.wait().ok();
-        }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
+/// A cgroup for the test below the cgroup mount, if one can be made here.
+fn test_cgroup(what: &str) -> Option<TestCgroup> {
+    TestCgroup::new(&counterhal::cgroup_root().ok()?, &format!("lib-{what}"))
 }
 
 #[test]
 fn a_cgroup_counts_only_while_its_tasks_run() {
     let backend = linux_or_skip!();
-    let (Some(mut busy), Some(idle)) = (TestCgroup::new("busy"), TestCgroup::new("idle")) else {
+    let (Some(mut busy), Some(idle)) = (test_cgroup("busy"), test_cgroup("idle")) else {
         skip!(
             Need::Privilege,
             "cannot make a cgroup here (no cgroup mount, or not root)"

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use crate::common::{c_program, run_mode};
 
+use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -281,67 +282,15 @@ fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
     );
 }
 
-/// A cgroup made below the cgroup mount for a test (removed when dropped, its task killed
-/// first); `None` where none can be made (no cgroup mount, or not root).
-struct TestCgroup {
-    name: String,
-    path: PathBuf,
-    busy: Option<std::process::Child>,
-}
-
-impl TestCgroup {
-    fn new(what: &str) -> Option<TestCgroup> {
-        let name = format!("counterhal-capi-{}-{what}", std::process::id());
-        let path = facade::cgroup_root().ok()?.join(&name);
-        std::fs::create_dir(&path).ok()?;
-        Some(TestCgroup {
-            name,
-            path,
-            busy: None,
-        })
-    }
-
-    /// A shell spinning in the cgroup, once the kernel lists it there.
-    fn spin(&mut self) {
-        let procs = self.path.join("cgroup.procs");
-        self.busy = Some(
-            Command::new("sh")
-                .arg("-c")
-                .arg(format!(
-                    "echo $$ > {} && exec sh -c 'while :; do :; done'",
-                    procs.display()
-                ))
-                .spawn()
-                .unwrap(),
-        );
-        while std::fs::read_to_string(&procs).unwrap().trim().is_empty() {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.busy {
-            child.kill().ok();
-            child.wait().ok();
-        }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-}
-
 /// `counterhal_set_create_cgroup` counts what runs in a control group on every CPU (or a
 /// list), as `perf stat -G` does: a spinning shell's task-clock in its group, none in an idle
 /// one; refusals name the group. Oracles: the kernel's cgroup membership (`cgroup.procs`)
 /// and the wall clock (one spinning task runs at most the time counted).
 #[test]
 fn a_cgroup_set_counts_what_runs_in_the_group() {
-    let (Some(mut busy), Some(idle)) = (TestCgroup::new("busy"), TestCgroup::new("idle")) else {
+    let root = facade::cgroup_root().ok();
+    let cgroup = |what: &str| TestCgroup::new(root.as_ref()?, &format!("capi-{what}"));
+    let (Some(mut busy), Some(idle)) = (cgroup("busy"), cgroup("idle")) else {
         skip!(
             Need::Privilege,
             "cannot make a cgroup here (no cgroup mount, or not root)"

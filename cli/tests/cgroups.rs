@@ -2,10 +2,10 @@
 //! and `-i` with a command, side by side with the installed perf: a cgroup made for the test
 //! holds one busy process, another none, and both tools count them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::Output;
 
 use crate::common::*;
+use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -18,92 +18,20 @@ fn result_lines(out: &Output) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// A cgroup made for one test, below the mount perf looks names up in, removed when
-/// dropped, with the processes put in it killed first.
-struct TestCgroup {
-    name: String,
-    path: PathBuf,
-    busy: Vec<Child>,
-}
-
-impl TestCgroup {
-    fn new(root: &Path, what: &str) -> Option<TestCgroup> {
-        let name = format!("counterhal-test-{}-{what}", std::process::id());
-        let path = root.join(&name);
-        std::fs::create_dir(&path).ok()?;
-        Some(TestCgroup {
-            name,
-            path,
-            busy: Vec::new(),
+/// The CPU time (user and system, ms) `cgroup`'s busy shells have used so far, from
+/// `/proc/PID/stat` (fields 14 and 15, in clock ticks of 10 ms).
+fn cpu_ms(cgroup: &TestCgroup) -> f64 {
+    cgroup
+        .busy_pids()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = after_name.split_whitespace().collect();
+            let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+            // Field 14 (utime) is the 12th after the name and state.
+            (ticks(11).unwrap_or(0.0) + ticks(12).unwrap_or(0.0)) * 10.0
         })
-    }
-
-    /// Starts a process spinning on a CPU inside this cgroup.
-    fn spin(&mut self) {
-        let procs = self.path.join("cgroup.procs");
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "echo $$ > {} && exec sh -c 'while :; do :; done'",
-                procs.display()
-            ))
-            .spawn()
-            .expect("start a busy shell");
-        self.busy.push(child);
-        // Until the shell has moved itself in.
-        for _ in 0..100 {
-            let members = std::fs::read_to_string(&procs).unwrap_or_default();
-            if !members.trim().is_empty() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        panic!("the busy shell never joined {}", self.path.display());
-    }
-}
-
-impl TestCgroup {
-    /// The CPU time (user and system, ms) the busy processes have used so far, from
-    /// `/proc/PID/stat` (fields 14 and 15, in clock ticks of 10 ms).
-    fn cpu_ms(&self) -> f64 {
-        self.busy
-            .iter()
-            .map(|child| {
-                let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
-                    .unwrap_or_default();
-                let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-                let fields: Vec<&str> = after_name.split_whitespace().collect();
-                let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-                // Field 14 (utime) is the 12th after the name and state.
-                (ticks(11).unwrap_or(0.0) + ticks(12).unwrap_or(0.0)) * 10.0
-            })
-            .sum()
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        for child in &mut self.busy {
-            child.kill().ok();
-            child.wait().ok();
-        }
-        // A cgroup made below it first (its control files go with it).
-        for entry in std::fs::read_dir(&self.path)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                std::fs::remove_dir(entry.path()).ok();
-            }
-        }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
+        .sum()
 }
 
 /// The cgroup mount perf looks names up in, where this test may make cgroups and count
@@ -156,9 +84,9 @@ fn a_cgroup_is_counted_only_while_its_tasks_run_as_perf_counts_it() {
             "-a", "-x,", "-e", events, "-G", cgroup, "--", "sleep", "0.5",
         ])
     };
-    let before = busy.cpu_ms();
+    let before = cpu_ms(&busy);
     let out = run(ours, &busy.name);
-    let spent = busy.cpu_ms() - before;
+    let spent = cpu_ms(&busy) - before;
     kernel_counts_cgroups_or_skip!(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lines = result_lines(&out);
@@ -189,9 +117,9 @@ fn a_cgroup_is_counted_only_while_its_tasks_run_as_perf_counts_it() {
     if !perf_available() {
         skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
     }
-    let before = busy.cpu_ms();
+    let before = cpu_ms(&busy);
     let perfs = result_lines(&run(perf, &busy.name));
-    let perf_spent = busy.cpu_ms() - before;
+    let perf_spent = cpu_ms(&busy) - before;
     assert_eq!(perfs.len(), lines.len(), "{perfs:?}");
     for (p, o) in perfs.iter().zip(&lines) {
         assert_eq!(p.len(), o.len(), "fields: perf {p:?}, ours {o:?}");

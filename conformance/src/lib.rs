@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod cases;
+pub mod fixtures;
 pub mod prop;
 pub mod skip;
 mod subject;
