@@ -1,8 +1,10 @@
 //! The backends this build has, as data: their names, the systems where their real device
 //! exists (in probe order), and how to make each over its real device or over a model.
 //!
-//! Adding a backend is one entry here, its feature and dependency in `Cargo.toml`, and its
-//! crate in the workspace.
+//! This is the one list of backends: everything else that names them takes them from here
+//! (`tests/registry.rs` fails on a list of their names anywhere else). Adding a backend is
+//! one entry here, its feature and dependency in `Cargo.toml`, its crate in the workspace and
+//! its rows in ARCHITECTURE.md's map (whose "Adding a backend" has the details).
 
 use std::sync::Arc;
 
@@ -289,4 +291,43 @@ pub fn registration(name: &str) -> Result<&'static Registration> {
 /// The names of every backend of this build, in registry order.
 pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order each OS's backends are tried in: on Linux the kernel's interface before raw
+    /// MSRs.
+    #[test]
+    fn backends_per_os() {
+        let native: Vec<&str> = crate::native_backends().map(|r| r.name).collect();
+        if cfg!(target_os = "linux") {
+            assert_eq!(native, ["linux", "msr"]);
+        }
+        if cfg!(target_os = "openbsd") {
+            assert_eq!(native, ["pctr"]);
+        }
+        if cfg!(target_os = "freebsd") {
+            assert_eq!(native, ["hwpmc"]);
+        }
+        assert_eq!(names(), ["linux", "msr", "pctr", "hwpmc"]);
+    }
+
+    /// Names are lower-case words, each once: what the command line takes and what
+    /// `tests/registry.rs` looks for.
+    #[test]
+    fn names_are_distinct_lower_case_words() {
+        let names = names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+                "{name}"
+            );
+            assert!(!names[..i].contains(name), "{name} twice");
+        }
+    }
 }

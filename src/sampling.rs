@@ -1,6 +1,6 @@
 //! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`]. Linux's
-//! perf_event_open samples; pctr, msr and hwpmc cannot (their capabilities say so) and their samplers
-//! are [`ErrorKind::Unsupported`].
+//! perf_event_open samples; a backend that cannot says so in its capabilities, and its
+//! samplers are [`ErrorKind::Unsupported`].
 
 use counterhal_hal::{
     Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result, SampleOptions,

@@ -9,6 +9,7 @@ mod face;
 mod listing_marks;
 mod process;
 mod regions;
+mod registry;
 mod restart;
 mod sets;
 mod targets;

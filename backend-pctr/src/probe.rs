@@ -271,8 +271,8 @@ pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<PctrBackend> {
                 std::env::consts::OS
             ))
             .with_hint(
-                "on this OS use the linux or msr backend; PctrBackend::with_model runs the \
-                 driver model anywhere",
+                "`counterhal info` lists the backends this system has; \
+                 PctrBackend::with_model runs the driver model anywhere",
             ))
         }
     }

@@ -1,7 +1,8 @@
 /*
  * counterhal.h: the C API of counterhal, hardware performance counters behind one interface
- * (backends: "linux", Linux perf_event_open; "msr", raw x86 MSRs through /dev/cpu/N/msr on
- * Linux; "pctr", OpenBSD /dev/pctr; "hwpmc", FreeBSD hwpmc through libpmc's system calls).
+ * over each OS's own. A backend (one OS interface) is named by a string, its name in
+ * counterhal's registry of backends: `counterhal info` lists this build's, and an unknown
+ * name is COUNTERHAL_EINVAL naming them.
  * Link with -lcounterhal (pkg-config --cflags --libs counterhal; counterhal-static for the
  * archive). C99 and C++.
  *
@@ -147,9 +148,9 @@ typedef struct {
     int usable;              /* 1 if this process can count it for itself here */
 } counterhal_event_info_t;
 
-/* Opens the backend named backend ("linux", "msr", "pctr", "hwpmc"), or with NULL the first
- * usable here (Linux: linux, then msr; OpenBSD: pctr; FreeBSD: hwpmc). An unknown name is
- * COUNTERHAL_EINVAL naming the known ones. */
+/* Opens the backend named backend (a name `counterhal info` lists), or with NULL the first
+ * usable here, trying this OS's backends in the registry's order (on Linux, the one over
+ * perf_event_open first). An unknown name is COUNTERHAL_EINVAL naming the known ones. */
 int counterhal_open(counterhal_t **out, const char *backend);
 
 /* What counterhal_open_with chooses; a NULL field is chosen as counterhal_open(.., NULL)
@@ -159,7 +160,8 @@ int counterhal_open(counterhal_t **out, const char *backend);
  *   counterhal_options_t o = {sizeof o, NULL, NULL, NULL};  (C99: {.size = sizeof o, ...}) */
 typedef struct {
     size_t size;             /* sizeof(counterhal_options_t) */
-    const char *backend;     /* "linux", "msr", "pctr", "hwpmc"; NULL: the first usable */
+    const char *backend;     /* a backend's name, as counterhal_open's; NULL: the first
+                              * usable */
     const char *cpu_model;   /* the CPU model names resolve against, as counterhal's
                               * --cpu-model: a database id ("skl", "amd64_fam19h_zen3") or
                               * perf's signature ("GenuineIntel-6-8F-8"); NULL: this machine's */

@@ -296,7 +296,8 @@ pub struct ListedC {
 /// `counterhal_open(.., NULL)` chooses it.
 #[derive(Clone, Debug, Default)]
 pub struct Choice<'a> {
-    /// The backend's name (`linux`, `msr`, `pctr`, `hwpmc`); `None`: the first usable.
+    /// The backend's name, one the registry has (`counterhal info` lists them); `None`: the
+    /// first usable.
     pub backend: Option<&'a str>,
     /// The CPU model names resolve against (a database id, or perf's signature
     /// `Vendor-Family-Model[-Stepping]`); `None`: this machine's.

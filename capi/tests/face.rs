@@ -211,6 +211,15 @@ fn an_unknown_report_format_is_an_error_and_the_table_is_still_written() {
 fn a_backend_cpu_model_and_events_file_are_chosen_from_c() {
     let stdout = run("open-with").unwrap();
     eprintln!("{stdout}");
+    let unknown = stdout
+        .lines()
+        .find(|l| l.starts_with("unknown backend: "))
+        .unwrap_or_else(|| panic!("no unknown backend's error in:\n{stdout}"));
+    let known = facade::registry::names().join(", ");
+    assert!(
+        unknown.contains(&known),
+        "{unknown}: does not name the registry's backends ({known})"
+    );
 }
 
 /// A set's domain goes to its events without a modifier, and exclusive is taken. Oracle:

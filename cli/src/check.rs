@@ -14,10 +14,10 @@ use crate::output::{OutputFile, emit_to_stderr};
 /// Arguments of `counterhal check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// Only this backend (linux, msr, pctr, hwpmc).
+    /// Only this backend (a name `counterhal info` lists).
     #[arg(long, value_parser = parse_backend)]
     backend: Option<&'static Registration>,
-    /// Also run the suite on the device models (pctr and hwpmc drivers, MSR PMUs).
+    /// Also run the suite on the device models (of the drivers and PMUs the backends model).
     #[arg(long)]
     models: bool,
     /// Write the JSON report here.

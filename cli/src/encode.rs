@@ -19,9 +19,10 @@ const USAGE: &str = "counterhal encode [--backend B] [--cpu-model MODEL] [--json
 /// Arguments of `counterhal encode`.
 #[derive(Args, Debug)]
 pub struct EncodeArgs {
-    /// The backend to encode for (linux: perf attrs; pctr, msr and hwpmc: event selects, P5 CESR
-    /// fields), over its real device where it works here, else over a model of its device for
-    /// the CPU model.
+    /// The backend to encode for, in its own terms (a perf attr for Linux's; event selects or P5
+    /// CESR fields for one that programs x86 counters itself; `counterhal info` lists them),
+    /// over its real device where it works here, else over a model of its device for the CPU
+    /// model.
     #[arg(long, default_value = "linux", value_parser = parse_backend)]
     backend: &'static Registration,
     #[command(flatten)]

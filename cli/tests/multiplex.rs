@@ -1,6 +1,7 @@
 //! `stat` prints the share of time each multiplexed event ran, as perf does, on the backends
-//! that multiplex in software: pctr, msr and hwpmc, counted on their device models (`--model`, fed
-//! a steady synthetic workload while the command runs) with more events than counters.
+//! that multiplex in software: every backend the registry gives a fed model, counted on its
+//! device models (`--model`, fed a steady synthetic workload while the command runs) with more
+//! events than counters.
 
 use crate::common::*;
 
@@ -32,17 +33,22 @@ fn branches() -> String {
     ["branches"; COPIES].join(",")
 }
 
-/// (backend, CPU model): pctr on a P6 (2 counters) and on an AMD K8 (4); msr on Skylake
-/// (architectural v4: 4 general counters) and on Zen 4 (6); hwpmc's driver model on Skylake
-/// and on Zen 4 (every backend the registry gives a fed model).
-const SETUPS: [(&str, &str); 6] = [
-    ("pctr", "p6"),
-    ("pctr", "k8"),
-    ("msr", "skl"),
-    ("msr", "amd64_fam19h_zen4"),
-    ("hwpmc", "skl"),
-    ("hwpmc", "amd64_fam19h_zen4"),
-];
+/// The CPU models every backend with a fed model is counted on: Skylake (architectural v4: 4
+/// general counters) and Zen 4 (6).
+const CPUS: [&str; 2] = ["skl", "amd64_fam19h_zen4"];
+
+/// (backend, CPU model): every backend the registry gives a fed model on each of [`CPUS`],
+/// and the OpenBSD driver's model on its older CPUs too, a P6 (2 counters) and an AMD K8 (4).
+fn setups() -> Vec<(&'static str, &'static str)> {
+    let mut setups: Vec<(&str, &str)> = counterhal::REGISTRY
+        .iter()
+        .filter(|r| r.fed_model.is_some())
+        .flat_map(|r| CPUS.map(|cpu| (r.name, cpu)))
+        .collect();
+    assert!(!setups.is_empty(), "no backend has a fed model");
+    setups.extend(["p6", "k8"].map(|cpu| ("pctr", cpu)));
+    setups
+}
 
 fn assert_share(percent: f64, what: &str) {
     assert!(
@@ -53,7 +59,7 @@ fn assert_share(percent: f64, what: &str) {
 
 #[test]
 fn the_table_shows_each_multiplexed_event_s_share_and_says_it_is_a_model() {
-    for (backend, cpu) in SETUPS {
+    for (backend, cpu) in setups() {
         let what = format!("{backend} on {cpu}");
         let text = stat_on_model(backend, cpu, &branches(), &[]);
         let lines: Vec<&str> = text
@@ -84,7 +90,7 @@ fn the_table_shows_each_multiplexed_event_s_share_and_says_it_is_a_model() {
 
 #[test]
 fn csv_s_fifth_field_is_the_share() {
-    for (backend, cpu) in SETUPS {
+    for (backend, cpu) in setups() {
         let what = format!("{backend} on {cpu}");
         let text = stat_on_model(backend, cpu, &branches(), &["-x,"]);
         let lines: Vec<&str> = text.lines().filter(|l| l.contains(",branches,")).collect();
@@ -100,7 +106,7 @@ fn csv_s_fifth_field_is_the_share() {
 
 #[test]
 fn json_lines_say_the_share_as_pcnt_running() {
-    for (backend, cpu) in SETUPS {
+    for (backend, cpu) in setups() {
         let what = format!("{backend} on {cpu}");
         let text = stat_on_model(backend, cpu, &branches(), &["-j"]);
         let mut seen = 0;
@@ -134,11 +140,13 @@ fn events_that_fit_are_not_marked() {
 fn model_takes_only_a_backend_with_device_models() {
     let out = counterhal(&["stat", "--backend", "linux", "--model", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("--model takes --backend msr, pctr, hwpmc"),
-        "{}",
-        stderr(&out)
-    );
+    let with_models: Vec<&str> = counterhal::REGISTRY
+        .iter()
+        .filter(|r| r.fed_model.is_some())
+        .map(|r| r.name)
+        .collect();
+    let hint = format!("--model takes --backend {}", with_models.join(", "));
+    assert!(stderr(&out).contains(&hint), "{}", stderr(&out));
     // Without --backend it is refused by the parser: which model would it be?
     let out = counterhal(&["stat", "--model", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

@@ -75,7 +75,7 @@ pub struct CaseResult {
 /// The results of one run of the suite against one backend and device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Report {
-    /// The backend's name (`linux`, `pctr`, `msr`).
+    /// The backend's name, as [`Backend::name`] gives it.
     pub backend: String,
     /// `real` or `model`.
     pub device: String,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use counterhal_events::{Database, SHIPPED_FILES};
 use counterhal_hal::{Accepts, Domain, Family};
 
-/// A backend that programs x86 counters (as pctr and msr do).
+/// A backend that programs x86 counters itself.
 const X86: Accepts = Accepts::new(
     &[Family::Evtsel, Family::P5Cesr],
     Domain::from_bits_truncate(Domain::USER.bits() | Domain::KERNEL.bits()),

@@ -11,7 +11,7 @@ use counterhal_hal::{Accepts, Domain, Family};
 
 /// A backend that programs perf attrs first (as the Linux backend does).
 const PERF: Accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::ALL, Domain::ALL);
-/// A backend that programs x86 counters (as pctr and msr do).
+/// A backend that programs x86 counters itself.
 const X86: Accepts = Accepts::new(
     &[Family::Evtsel, Family::P5Cesr],
     Domain::from_bits_truncate(Domain::USER.bits() | Domain::KERNEL.bits()),

