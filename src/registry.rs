@@ -19,6 +19,10 @@ pub struct Registration {
     pub name: &'static str,
     /// What it counts through, in a few words.
     pub interface: &'static str,
+    /// What it reaches through that interface, in one line (README.md's table of systems).
+    pub reaches: &'static str,
+    /// Where it was verified on this project's machines, in one line (README.md's table).
+    pub verified: &'static str,
     /// The operating systems (as `std::env::consts::OS` names them) where its real device
     /// exists. [`crate::probe_all`] tries the backends of this OS in registry order.
     pub systems: &'static [&'static str],
@@ -227,6 +231,8 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         name: "linux",
         interface: "perf_event_open",
+        reaches: "`perf_event_open`: every PMU in sysfs, tracepoints, breakpoints, sampling",
+        verified: "the real kernel (software events, tracepoints, breakpoints, equal to perf's counts); hardware counters on a real PMU driver in the aarch64 lab (QEMU's PMUv3)",
         systems: &["linux"],
         probe: linux_probe,
         model: None,
@@ -239,6 +245,8 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         name: "msr",
         interface: "raw x86 MSRs (/dev/cpu/N/msr)",
+        reaches: "raw x86 MSRs (`/dev/cpu/N/msr`), behind an allow-list",
+        verified: "models of Intel's and AMD's PMUs",
         systems: &["linux"],
         probe: msr_probe,
         model: Some(msr_model),
@@ -251,6 +259,8 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         name: "pctr",
         interface: "/dev/pctr",
+        reaches: "`/dev/pctr`, every ABI it had, on P5, P6, Intel and AMD CPUs",
+        verified: "a model of the driver, written from OpenBSD's `pctr.c`",
         systems: &["openbsd"],
         probe: pctr_probe,
         model: Some(pctr_model),
@@ -263,6 +273,8 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         name: "hwpmc",
         interface: "hwpmc(4) system call",
+        reaches: "hwpmc(4)'s system call (V9, V10)",
+        verified: "a model of the driver from FreeBSD's source; compiled and linted for FreeBSD",
         systems: &["freebsd"],
         probe: hwpmc_probe,
         model: Some(hwpmc_model),

@@ -37,7 +37,7 @@ const NOT_READ: &[(&str, &str)] = &[
 fn kept_and_checked(path: &str, line: &str, names: &[&str]) -> bool {
     match path {
         "Cargo.toml" => line.starts_with("default = ["),
-        "README.md" => readme_row(line, names).is_some(),
+        "README.md" => readme_row(line, names).is_some() && readme_table().contains(line),
         _ => false,
     }
 }
@@ -334,9 +334,9 @@ fn the_registry_is_the_one_list_of_backends() {
     );
 }
 
-/// The two lists kept on purpose name the registry's backends, each once.
+/// Cargo's default features are the registry's backends, each once.
 #[test]
-fn the_lists_kept_on_purpose_name_the_registrys_backends() {
+fn the_default_features_are_the_registrys_backends() {
     let names = counterhal::registry::names();
     let registered: BTreeSet<&str> = names.iter().copied().collect();
     let manifest: toml::Table = std::fs::read_to_string(root().join("Cargo.toml"))
@@ -353,19 +353,72 @@ fn the_lists_kept_on_purpose_name_the_registrys_backends() {
         default, registered,
         "Cargo.toml's default features are the backends, one feature each"
     );
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let rows: Vec<&str> = readme
-        .lines()
-        .filter_map(|l| readme_row(l, &names))
-        .collect();
-    if !rows.is_empty() {
-        let mut sorted = rows.clone();
-        sorted.sort_unstable();
-        let mut expected = names.clone();
-        expected.sort_unstable();
-        assert_eq!(
-            sorted, expected,
-            "README.md's table of systems: a row a backend"
+}
+
+/// README.md's table of systems, rendered from the registry: one row a backend, in probe
+/// order (its name, the systems where its device exists, what it reaches, where it was
+/// verified).
+fn readme_table() -> String {
+    let mut table = String::from(
+        "| backend | OS | counts through | verified on this project's machines |\n|---|---|---|---|\n",
+    );
+    for backend in counterhal::REGISTRY {
+        let systems: Vec<String> = backend
+            .systems
+            .iter()
+            .map(|os| match *os {
+                "openbsd" => "OpenBSD".to_string(),
+                "freebsd" => "FreeBSD".to_string(),
+                "netbsd" => "NetBSD".to_string(),
+                other => {
+                    let mut name = other.to_string();
+                    name[..1].make_ascii_uppercase();
+                    name
+                }
+            })
+            .collect();
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            backend.name,
+            systems.join(", "),
+            backend.reaches,
+            backend.verified
+        ));
+    }
+    table
+}
+
+/// The markers around the rendered table in README.md.
+const TABLE_BEGIN: &str =
+    "<!-- the table of systems: rendered from src/registry.rs by tests/registry.rs -->\n";
+const TABLE_END: &str = "<!-- end of the table of systems -->\n";
+
+/// README.md's table of systems is the registry's, rendered (`COUNTERHAL_WRITE_REFERENCE=1
+/// cargo test --test main registry::` writes it again): adding a backend never edits it by
+/// hand.
+#[test]
+fn the_readme_table_of_systems_is_rendered_from_the_registry() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let begin = readme
+        .find(TABLE_BEGIN)
+        .expect("README.md has the table of systems' opening marker")
+        + TABLE_BEGIN.len();
+    let end = readme[begin..]
+        .find(TABLE_END)
+        .expect("README.md has the table of systems' closing marker")
+        + begin;
+    let expected = readme_table();
+    if readme[begin..end] == expected {
+        return;
+    }
+    if std::env::var_os("COUNTERHAL_WRITE_REFERENCE").is_some() {
+        let written = format!("{}{expected}{}", &readme[..begin], &readme[end..]);
+        std::fs::write(&path, written).unwrap();
+    } else {
+        panic!(
+            "README.md's table of systems is not the registry's: render it again with \
+             COUNTERHAL_WRITE_REFERENCE=1 cargo test --test main registry::\n{expected}"
         );
     }
 }
