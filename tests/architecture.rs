@@ -660,3 +660,51 @@ fn every_path_the_guides_name_exists() {
         ]
     );
 }
+
+/// scripts/check-targets lints the tests of the crates it names `os_free` on the host only,
+/// because their code names no OS or architecture: a cfg on one would make them compile
+/// differently for the other targets, which would then go unchecked.
+#[test]
+fn os_free_crates_have_no_target_cfg() {
+    let script = std::fs::read_to_string(root().join("scripts/check-targets")).unwrap();
+    let line = script
+        .lines()
+        .find(|l| l.starts_with("os_free=("))
+        .expect("scripts/check-targets lists its os_free crates");
+    let names: Vec<&str> = line["os_free=(".len()..line.len() - 1]
+        .split_whitespace()
+        .collect();
+    assert!(!names.is_empty(), "{line}");
+    let workspace = workspace_packages();
+    let mut found = Vec::new();
+    for name in names {
+        let package = workspace
+            .get(name)
+            .unwrap_or_else(|| panic!("scripts/check-targets names {name}, not a package"));
+        for file in rust_files(&root().join(&package.folder)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let cfg = [
+                    "target_os",
+                    "target_arch",
+                    "target_family",
+                    "target_pointer_width",
+                ]
+                .iter()
+                .any(|key| line.contains(key))
+                    || ["cfg(unix", "cfg(windows", "cfg(not(unix", "std::os::"]
+                        .iter()
+                        .any(|key| line.contains(key));
+                if cfg {
+                    found.push(format!("{}:{}: {}", relative(&file), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these crates are checked for other targets only as dependencies (scripts/check-targets' \
+         os_free), but their code names an OS or architecture; take the crate out of os_free:\n{}",
+        found.join("\n")
+    );
+}
