@@ -1,6 +1,7 @@
 //! Event strings as users write them (`INST_RETIRED.ANY:u`, `skl::L2_RQSTS:c=3`, `cpu/event=0x3c/`,
 //! PAPI preset names...) resolved against every shipped model: an answer or an error, never a
-//! panic. The first byte picks the model (or none: the generic names).
+//! panic; and the same text read as a PMU's terms (`event=0x3c,umask=1`). The first byte picks
+//! the model (or none: the generic names).
 #![no_main]
 
 use std::sync::OnceLock;
@@ -37,5 +38,8 @@ fuzz_target!(|data: &[u8]| {
     let (database, ids) = database();
     let pick = usize::from(first >> 1);
     let cpu = (pick < ids.len()).then(|| ids[pick].as_str());
-    let _ = database.resolve(cpu, text, &ACCEPTS[usize::from(first & 1)]);
+    if let Ok(event) = database.resolve(cpu, text, &ACCEPTS[usize::from(first & 1)]) {
+        assert!(!event.terms.is_empty(), "{text:?} resolved to no terms");
+    }
+    let _ = counterhal_events::parse_pmu_terms(text);
 });
