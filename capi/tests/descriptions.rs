@@ -3,15 +3,14 @@
 //! Oracle: the JSON's BriefDescription (Debian's linux-source-6.12,
 //! tools/perf/pmu-events/arch/x86), read with serde_json.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::c_program;
 
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// The program's rows (section, name, description) and the model it names, run with the
 /// description source `source` (none: the variable unset).
@@ -41,32 +40,6 @@ fn listing(source: Option<&Path>) -> (Vec<(String, String, String)>, String) {
     (rows, model)
 }
 
-/// The kernel's directory `dir` of the x86 tree, unpacked under a scratch directory.
-fn unpack(dir: &str) -> (PathBuf, PathBuf) {
-    let scratch = std::env::temp_dir().join(format!("counterhal-capi-desc-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let status = Command::new("tar")
-        .args(["-xJf", TARBALL, "-C"])
-        .arg(&scratch)
-        .args([
-            "--wildcards",
-            &format!("*/tools/perf/pmu-events/arch/x86/{dir}/*"),
-        ])
-        .status()
-        .expect("tar runs");
-    assert!(status.success());
-    let top = std::fs::read_dir(&scratch)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    (
-        top.join("tools/perf/pmu-events/arch/x86").join(dir),
-        scratch,
-    )
-}
-
 /// Every unit mask the C listing shows with a description has the JSON's BriefDescription
 /// for its name (or, listed under another spelling, one of the JSON's); without the variable none has one (the shipped data holds none).
 #[test]
@@ -91,13 +64,10 @@ fn unit_masks_carry_the_kernels_descriptions() {
             "the kernel's perf JSON has no directory for CPU model {model}"
         );
     };
-    if !Path::new(TARBALL).exists() {
-        skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let (source, scratch) = unpack(dir);
+    let source = match fixtures::kernel_source() {
+        Ok(tree) => tree.join("tools/perf/pmu-events/arch/x86").join(dir),
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
     let mut briefs = std::collections::HashMap::new();
     for entry in std::fs::read_dir(&source).unwrap() {
         let path = entry.unwrap().path();
@@ -136,7 +106,6 @@ fn unit_masks_carry_the_kernels_descriptions() {
         described > 20,
         "{described} unit masks described on {model}"
     );
-    std::fs::remove_dir_all(scratch).unwrap();
 }
 
 /// A variable naming no directory makes opening fail with a message naming it.

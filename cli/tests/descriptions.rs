@@ -3,39 +3,14 @@
 //! does. Oracle: the JSON (Debian's linux-source-6.12, tools/perf/pmu-events/arch/x86/skylake),
 //! read with serde_json.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;
-
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-
-/// The kernel's x86 tree with its mapfile and `skylake` unpacked: (x86, scratch to remove).
-fn unpack_skylake() -> (PathBuf, PathBuf) {
-    let scratch = std::env::temp_dir().join(format!("counterhal-cli-desc-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let status = Command::new("tar")
-        .args(["-xJf", TARBALL, "-C"])
-        .arg(&scratch)
-        .args([
-            "--wildcards",
-            "*/tools/perf/pmu-events/arch/x86/mapfile.csv",
-            "*/tools/perf/pmu-events/arch/x86/skylake/*",
-        ])
-        .status()
-        .expect("tar runs");
-    assert!(status.success());
-    let top = std::fs::read_dir(&scratch)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    (top.join("tools/perf/pmu-events/arch/x86"), scratch)
-}
 
 /// The BriefDescription of `name` in the skylake JSON, read with serde_json.
 fn brief(x86: &Path, name: &str) -> String {
@@ -56,13 +31,10 @@ fn brief(x86: &Path, name: &str) -> String {
 /// description holds; without, it does not. `encode` shows it under the encoding.
 #[test]
 fn list_shows_and_matches_the_kernels_descriptions() {
-    if !Path::new(TARBALL).exists() {
-        skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let (x86, scratch) = unpack_skylake();
+    let x86 = match fixtures::kernel_source() {
+        Ok(tree) => tree.join("tools/perf/pmu-events/arch/x86"),
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
     let dir = x86.to_str().unwrap();
     let name = "ARITH.DIVIDER_ACTIVE";
     let description = brief(&x86, name);
@@ -107,7 +79,6 @@ fn list_shows_and_matches_the_kernels_descriptions() {
     }
     let plain = stdout(&counterhal(&["encode", "--cpu-model", "skl", name]));
     assert!(!plain.contains("description"), "{plain}");
-    std::fs::remove_dir_all(scratch).unwrap();
 }
 
 /// A bad source is a usage error (status 2) naming the directory and what would do, never a

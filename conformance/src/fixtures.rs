@@ -1,7 +1,12 @@
-//! Fixtures the workspace's tests share: a control group made for one test.
+//! Fixtures the workspace's tests share: a control group made for one test, and the kernel's
+//! source extracted once per machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+
+mod kernel_tree;
+
+pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
 
 /// A cgroup made below a cgroup mount for one test, removed when dropped (the processes put
 /// in it killed first, a cgroup made below it removed with it).

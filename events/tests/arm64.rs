@@ -8,48 +8,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_events::expression::{self, Expr};
 use counterhal_events::{CpuIdentity, Database, EncoderKind, shipped_metrics};
 use counterhal_hal::{Accepts, Domain, Encoding, Family};
 
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-
 /// What the Linux backend takes on aarch64: perf attrs alone, every domain.
 const ARM: Accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
 
-/// The extracted arm64 directory, and the scratch directory to remove afterwards.
-fn extract() -> Result<(PathBuf, PathBuf), String> {
-    if !Path::new(TARBALL).exists() {
-        return Err(format!(
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        ));
-    }
-    let dir = std::env::temp_dir().join(format!("counterhal-arm64-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(TARBALL)
-        .arg("-C")
-        .arg(&dir)
-        .arg("--wildcards")
-        .arg("*/tools/perf/pmu-events/arch/arm64/*")
-        .arg("*/drivers/perf/arm_pmuv3.c")
-        .arg("*/include/linux/perf/arm_pmuv3.h")
-        .status()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
-    if !status.success() {
-        return Err(format!("tar -xJf {TARBALL} failed: {status}"));
-    }
-    let top = std::fs::read_dir(&dir)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("tools/perf/pmu-events/arch/arm64"))
-        .find(|p| p.is_dir())
-        .ok_or("no tools/perf/pmu-events/arch/arm64 in the tarball")?;
-    Ok((top, dir))
+/// The kernel's arm64 perf JSON (`tools/perf/pmu-events/arch/arm64`, with the PMUv3 driver
+/// five levels up), extracted once per machine.
+fn extract() -> Result<PathBuf, String> {
+    Ok(fixtures::kernel_source()?.join("tools/perf/pmu-events/arch/arm64"))
 }
 
 fn json(path: &Path) -> Vec<serde_json::Value> {
@@ -189,7 +161,7 @@ fn model_id(dir: &str) -> &str {
 /// `event` = `config:0-15`).
 #[test]
 fn every_arm_core_has_the_kernels_events() {
-    let (top, scratch) = match extract() {
+    let top = match extract() {
         Ok(found) => found,
         Err(why) => {
             counterhal_conformance::skip!(Need::Tools, "arm64 kernel JSON check not run: {why}")
@@ -282,7 +254,6 @@ fn every_arm_core_has_the_kernels_events() {
         lines.len()
     );
     assert!(compared > 2000, "{compared} events compared");
-    let _ = std::fs::remove_dir_all(scratch);
 }
 
 /// Oracle: PAPI 7.0's papi_events.csv (Debian libpapi7.0) maps `PAPI_TOT_INS` to libpfm4's

@@ -3,41 +3,16 @@
 //! saying why, where the tarball is absent.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
 use counterhal_hal::ErrorKind;
 
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-
-/// The kernel's x86 tree with `dirs` and the mapfile unpacked under a scratch directory:
-/// (the x86 directory, the scratch directory to remove).
-fn unpack(dirs: &[&str]) -> (PathBuf, PathBuf) {
-    let scratch = std::env::temp_dir().join(format!(
-        "counterhal-descriptions-{}-{}",
-        std::process::id(),
-        dirs.join("-").replace('*', "all")
-    ));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let mut command = Command::new("tar");
-    command.args(["-xJf", TARBALL, "-C"]).arg(&scratch).args([
-        "--wildcards",
-        "*/tools/perf/pmu-events/arch/x86/mapfile.csv",
-    ]);
-    for dir in dirs {
-        command.arg(format!("*/tools/perf/pmu-events/arch/x86/{dir}/*"));
-    }
-    let status = command.status().expect("tar runs");
-    assert!(status.success(), "tar failed");
-    let x86 = std::fs::read_dir(&scratch)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join("tools/perf/pmu-events/arch/x86");
-    (x86, scratch)
+/// The kernel's x86 perf JSON (`tools/perf/pmu-events/arch/x86`, every directory and the
+/// mapfile), extracted once per machine.
+fn x86_tree() -> Result<PathBuf, String> {
+    Ok(fixtures::kernel_source()?.join("tools/perf/pmu-events/arch/x86"))
 }
 
 /// The `(EventName, BriefDescription)` of every core event in `dir`'s JSON files, as
@@ -73,13 +48,10 @@ fn oracle(dir: &Path) -> Vec<(String, String)> {
 /// the shipped data has none.
 #[test]
 fn unit_masks_get_the_kernels_brief_descriptions() {
-    if !Path::new(TARBALL).exists() {
-        counterhal_conformance::skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let (x86, scratch) = unpack(&["skylake", "amdzen4"]);
+    let x86 = match x86_tree() {
+        Ok(x86) => x86,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
     let shipped = Database::shipped().unwrap();
     let skl = shipped.model("skl").unwrap();
     assert!(
@@ -163,7 +135,6 @@ fn unit_masks_get_the_kernels_brief_descriptions() {
             );
         }
     }
-    std::fs::remove_dir_all(scratch).unwrap();
 }
 
 /// Oracle: every directory of the kernel's x86 tree, read with serde_json. Each model perf
@@ -172,13 +143,10 @@ fn unit_masks_get_the_kernels_brief_descriptions() {
 /// BriefDescription.
 #[test]
 fn every_kernel_directory_reads_as_serde_json_reads_it() {
-    if !Path::new(TARBALL).exists() {
-        counterhal_conformance::skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let (x86, scratch) = unpack(&["*"]);
+    let x86 = match x86_tree() {
+        Ok(x86) => x86,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
     let shipped = Database::shipped().unwrap();
     let mut wrong = Vec::new();
     let mut checked = 0;
@@ -214,7 +182,6 @@ fn every_kernel_directory_reads_as_serde_json_reads_it() {
     }
     assert!(checked > 3000, "{checked} unit masks checked");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    std::fs::remove_dir_all(scratch).unwrap();
 }
 
 /// Oracle: the kernel's meteorlake JSON, whose events carry their core's `Unit`. Each core
@@ -223,13 +190,10 @@ fn every_kernel_directory_reads_as_serde_json_reads_it() {
 /// `cpu_atom`.
 #[test]
 fn a_hybrid_chips_tables_get_their_own_cores_descriptions() {
-    if !Path::new(TARBALL).exists() {
-        counterhal_conformance::skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let (x86, scratch) = unpack(&["meteorlake"]);
+    let x86 = match x86_tree() {
+        Ok(x86) => x86,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
     let shipped = Database::shipped().unwrap();
     for (id, unit) in [("mtl_rwc", "cpu_core"), ("mtl_cmt", "cpu_atom")] {
         let (db, _) = shipped.clone().with_descriptions(id, &x86).unwrap();
@@ -260,7 +224,6 @@ fn a_hybrid_chips_tables_get_their_own_cores_descriptions() {
         }
         assert!(checked > 50, "{id}: {checked} checked");
     }
-    std::fs::remove_dir_all(scratch).unwrap();
 }
 
 /// A bad source is a clear error naming it, never a panic: a missing directory, one with no

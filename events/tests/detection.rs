@@ -3,9 +3,7 @@
 //! model of that PMU. pctr(1)'s names of the P6 events mean on each P6 model what they mean on
 //! `p6`, the table of OpenBSD pctr(4)'s names.
 
-use std::path::Path;
-use std::process::Command;
-
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuIdentity, CpuModel, Database, MatchRule, Vendor};
 use counterhal_hal::Encoding;
@@ -192,20 +190,12 @@ fn expand(pattern: &str) -> Option<Vec<String>> {
 /// row's directory; rows naming steppings are checked at those steppings, others at 0 and 15.
 #[test]
 fn intel_signatures_detect_as_perfs_mapfile() {
-    const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
-    if !Path::new(TARBALL).exists() {
-        counterhal_conformance::skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let output = Command::new("tar")
-        .args(["-xJOf", TARBALL, "--wildcards"])
-        .arg("*/tools/perf/pmu-events/arch/x86/mapfile.csv")
-        .output()
-        .expect("tar runs");
-    assert!(output.status.success(), "tar failed: {output:?}");
-    let mapfile = String::from_utf8_lossy(&output.stdout);
+    let tree = match fixtures::kernel_source() {
+        Ok(tree) => tree,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
+    let mapfile =
+        std::fs::read_to_string(tree.join("tools/perf/pmu-events/arch/x86/mapfile.csv")).unwrap();
     let db = Database::shipped().unwrap();
     let mut checked = 0;
     let mut wrong = Vec::new();

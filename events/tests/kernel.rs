@@ -7,15 +7,13 @@
 //! saying why, where the tarball is absent (.ci/run installs the package).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
 use counterhal_hal::Encoding;
 
 use crate::common;
-
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// The kernel's directory, its hybrid PMU (`Unit`) if any, and our model id.
 const MODELS: &[(&str, Option<&str>, &str)] = &[
@@ -74,34 +72,9 @@ const KNOWN: &[(&str, &str, &str)] = &[(
     "Intel's current table lists it as a fixed-counter pseudo-event (0x00/0x05); the 6.12 kernel as 0x73 on general counters",
 )];
 
-/// The extracted x86 directory, and the scratch directory to remove afterwards.
-fn extract() -> Result<(PathBuf, PathBuf), String> {
-    if !Path::new(TARBALL).exists() {
-        return Err(format!(
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        ));
-    }
-    let dir = std::env::temp_dir().join(format!("counterhal-kernel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(TARBALL)
-        .arg("-C")
-        .arg(&dir)
-        .arg("--wildcards")
-        .arg("*/tools/perf/pmu-events/arch/x86/*")
-        .status()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
-    if !status.success() {
-        return Err(format!("tar -xJf {TARBALL} failed: {status}"));
-    }
-    let top = std::fs::read_dir(&dir)
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("tools/perf/pmu-events/arch/x86"))
-        .find(|p| p.is_dir())
-        .ok_or("no tools/perf/pmu-events/arch/x86 in the tarball")?;
-    Ok((top, dir))
+/// The kernel's x86 perf JSON (`tools/perf/pmu-events/arch/x86`), extracted once per machine.
+fn extract() -> Result<PathBuf, String> {
+    Ok(fixtures::kernel_source()?.join("tools/perf/pmu-events/arch/x86"))
 }
 
 /// Whether an erratum of `gen/errata/{model}.toml` corrects `name` from the values `code` and
@@ -140,7 +113,7 @@ fn hex(text: &str) -> Option<u64> {
 
 #[test]
 fn codes_match_the_kernels_json() {
-    let (top, scratch) = match extract() {
+    let top = match extract() {
         Ok(found) => found,
         Err(why) => {
             counterhal_conformance::skip!(Need::Tools, "kernel JSON cross-check not run: {why}")
@@ -209,7 +182,6 @@ fn codes_match_the_kernels_json() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     println!(
         "kernel JSON cross-check: {compared} events compared over {} models, {} differ, {absent} not here (AnyThread, a second unit-mask byte, or newer or older names)",
         MODELS.len(),

@@ -3,14 +3,10 @@
 //! linux-source-6.12), whose rows map CPUID patterns (POSIX extended regular expressions over
 //! `Vendor-Family-Model[-Stepping]`, tried in file order) to directories.
 
-use std::path::Path;
-use std::process::Command;
-
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_events::model_aliases::{PERF_DIRECTORIES, SHORT_NAMES};
 use counterhal_events::{CpuIdentity, Database};
-
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// Where our match rules and the mapfile's rows differ, and why: (signature prefix, why).
 const KNOWN: &[(&str, &str)] = &[(
@@ -99,19 +95,12 @@ fn matches_all(pieces: &[Piece], text: &str) -> bool {
 /// match rules differ from the mapfile); each row has such a signature.
 #[test]
 fn perf_directory_names_resolve_to_the_models_of_their_cpus() {
-    if !Path::new(TARBALL).exists() {
-        counterhal_conformance::skip!(
-            Need::Tools,
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        );
-    }
-    let output = Command::new("tar")
-        .args(["-xJOf", TARBALL, "--wildcards"])
-        .arg("*/tools/perf/pmu-events/arch/x86/mapfile.csv")
-        .output()
-        .expect("tar runs");
-    assert!(output.status.success(), "tar failed: {output:?}");
-    let mapfile = String::from_utf8_lossy(&output.stdout);
+    let tree = match fixtures::kernel_source() {
+        Ok(tree) => tree,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
+    let mapfile =
+        std::fs::read_to_string(tree.join("tools/perf/pmu-events/arch/x86/mapfile.csv")).unwrap();
     let rows: Vec<(Vec<Piece>, bool, String, String)> = mapfile
         .lines()
         .skip(1)

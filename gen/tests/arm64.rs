@@ -8,12 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use counterhal_conformance::fixtures;
 use counterhal_conformance::skip::Need;
 use counterhal_gen::arm64;
 
-const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
 const LIBPFM4_COMMIT: &str = "91970fe6eb4e80b63f77fb54a9592e28a207050c";
 const PACKAGE: &str = "Debian linux-source-6.12 6.12.117-1~deb12u1";
@@ -24,36 +23,6 @@ const KNOWN: &[(&str, &str, &str)] = &[(
     "OP_RETIRED",
     "ThunderX2's own kernel files do not list it, so it is the architecture's common event 0x3a (common-and-microarch.json); libpfm4's ThunderX2 table gives the name to its implementation-defined 0xe8",
 )];
-
-/// The kernel tree's top (with `Makefile` and the arm64 JSON), extracted into a scratch dir.
-fn extract(name: &str) -> Result<(PathBuf, PathBuf), String> {
-    if !Path::new(TARBALL).exists() {
-        return Err(format!(
-            "{TARBALL} is absent (Debian package linux-source-6.12)"
-        ));
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "counterhal-gen-arm64-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(TARBALL)
-        .arg("-C")
-        .arg(&dir)
-        .arg("--wildcards")
-        .arg("*/tools/perf/pmu-events/arch/arm64/*")
-        .arg("linux-source-6.12/Makefile")
-        .arg("linux-source-6.12/drivers/perf/arm_pmuv3.c")
-        .arg("linux-source-6.12/include/linux/perf/arm_pmuv3.h")
-        .status()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
-    if !status.success() {
-        return Err(format!("tar -xJf {TARBALL} failed: {status}"));
-    }
-    Ok((dir.join("linux-source-6.12"), dir))
-}
 
 fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
@@ -109,12 +78,12 @@ fn without_libpfm4(text: &str) -> String {
 /// bytes twice, and the shipped tables' events and match rules exactly.
 #[test]
 fn regenerating_from_the_kernel_gives_the_shipped_tables() {
-    let (top, scratch) = match extract("kernel") {
+    let top = match fixtures::kernel_source() {
         Ok(found) => found,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "arm64 regeneration not run: {why}"),
     };
-    let first = generate(&top, None);
-    assert_eq!(generate(&top, None), first, "deterministic");
+    let first = generate(top, None);
+    assert_eq!(generate(top, None), first, "deterministic");
     let shipped = shipped();
     assert_eq!(
         first.keys().collect::<Vec<_>>(),
@@ -130,7 +99,6 @@ fn regenerating_from_the_kernel_gives_the_shipped_tables() {
         // Facts only: no description of the kernel's JSON is copied.
         assert!(!text.contains("architecturally executed"), "{name}");
     }
-    let _ = std::fs::remove_dir_all(scratch);
 }
 
 /// Oracle: libpfm4's Arm tables (the snapshot's `lib/events/arm_*_events.h`) and the kernel's
@@ -145,15 +113,15 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
             "libpfm4 comparison not run: set {SNAPSHOT_ENV} to a libpfm4 snapshot at {LIBPFM4_COMMIT} (holding lib/events)"
         )
     };
-    let (top, scratch) = match extract("libpfm4") {
+    let top = match fixtures::kernel_source() {
         Ok(found) => found,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "libpfm4 comparison not run: {why}"),
     };
-    assert_eq!(generate(&top, Some(&root)), shipped(), "shipped bytes");
+    assert_eq!(generate(top, Some(&root)), shipped(), "shipped bytes");
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
-    let common = arm64::driver_events(&top).unwrap();
+    let common = arm64::driver_events(top).unwrap();
     let models = arm64::models(&arch, &common, &version).unwrap();
     let (mut same, mut aliased, mut only_libpfm4, mut known) = (0, 0, 0, 0);
     let mut differ = Vec::new();
@@ -190,5 +158,4 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
     assert_eq!(known, KNOWN.len(), "every known difference is still there");
     assert!(differ.is_empty(), "{differ:#?}");
     assert!(same > 500, "{same} compared");
-    let _ = std::fs::remove_dir_all(scratch);
 }

@@ -23,11 +23,8 @@ mod tests {
     use super::*;
     use counterhal_conformance::skip;
     use counterhal_conformance::skip::Need;
-    use std::path::Path;
-    use std::process::Command;
 
     const PAPI_EVENTS: &str = "/usr/share/papi/7.0/papi_events.csv";
-    const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
     /// The native event each `CPU,arm_*` section of PAPI's preset table maps `preset` to.
     fn arm_mappings(table: &str, preset: &str) -> Vec<(String, String)> {
@@ -103,23 +100,11 @@ mod tests {
     /// `INST_RETIRED` on every PMUv3 core.
     #[test]
     fn the_kernel_counts_the_twins_as_the_pmuv3_events() {
-        if !Path::new(TARBALL).exists() {
-            skip!(
-                Need::Tools,
-                "{TARBALL} is absent (apt-get install linux-source-6.12)"
-            );
-        }
-        let out = Command::new("tar")
-            .args([
-                "-xJOf",
-                TARBALL,
-                "--wildcards",
-                "*/drivers/perf/arm_pmuv3.c",
-            ])
-            .output()
-            .expect("tar runs");
-        assert!(out.status.success(), "tar -xJOf {TARBALL} failed");
-        let source = String::from_utf8_lossy(&out.stdout);
+        let tree = match counterhal_conformance::fixtures::kernel_source() {
+            Ok(tree) => tree,
+            Err(why) => skip!(Need::Tools, "{why}"),
+        };
+        let source = std::fs::read_to_string(tree.join("drivers/perf/arm_pmuv3.c")).unwrap();
         let compact: String = source.split_whitespace().collect();
         for (twin, kernel, native) in [
             ("cycles", "PERF_COUNT_HW_CPU_CYCLES", "CPU_CYCLES"),

@@ -163,37 +163,20 @@ mod tests {
             .then(|| Error::invalid_event(format!("unknown event `{event}`")))
     }
 
-    /// Oracle: the kernel's AMD JSON (tools/perf/pmu-events/arch/x86/amdzen*/ in
-    /// /usr/src/linux-source-6.12.tar.xz): every event the AMD metrics read that
-    /// [`kernel_uncore_event`] calls uncore has a `Unit` there (`DFPMC`, `L3PMC`, `UMCPMC`),
-    /// and every such event they read is called uncore.
+    /// Oracle: the kernel's AMD JSON (tools/perf/pmu-events/arch/x86/amdzen*/ of Debian's
+    /// linux-source-6.12): every event the AMD metrics read that [`kernel_uncore_event`] calls
+    /// uncore has a `Unit` there (`DFPMC`, `L3PMC`, `UMCPMC`), and every such event they read
+    /// is called uncore.
     #[test]
     #[cfg(target_os = "linux")]
     fn amd_uncore_events_are_those_with_a_unit_in_the_kernels_json() {
-        use std::process::Command;
-        let tarball = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
-        let dir = std::env::temp_dir().join(format!("counterhal-amdjson-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let extracted = tarball.is_file()
-            && Command::new("tar")
-                .arg("-xJf")
-                .arg(tarball)
-                .arg("-C")
-                .arg(&dir)
-                .args([
-                    "--wildcards",
-                    "linux-source-6.12/tools/perf/pmu-events/arch/x86/amdzen*/*.json",
-                ])
-                .status()
-                .is_ok_and(|s| s.success());
-        if !extracted {
-            let _ = std::fs::remove_dir_all(&dir);
-            counterhal_conformance::skip!(
-                counterhal_conformance::skip::Need::Tools,
-                "the kernel source (Debian's linux-source-6.12) and tar"
-            );
-        }
-        let arch = dir.join("linux-source-6.12/tools/perf/pmu-events/arch/x86");
+        let tree = match counterhal_conformance::fixtures::kernel_source() {
+            Ok(tree) => tree,
+            Err(why) => {
+                counterhal_conformance::skip!(counterhal_conformance::skip::Need::Tools, "{why}")
+            }
+        };
+        let arch = tree.join("tools/perf/pmu-events/arch/x86");
         let mut checked = 0;
         for (kernel_dir, model) in [
             ("amdzen1", "amd64_fam17h_zen1"),
@@ -239,7 +222,6 @@ mod tests {
                 }
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(checked > 100, "{checked} uncore reads");
     }
 
