@@ -1,8 +1,10 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
+pub(crate) mod assemble;
+
 use std::borrow::Cow;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
@@ -16,30 +18,13 @@ use crate::attr::{Placement, build_attr, group_key};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
+use crate::paths::SystemPaths;
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{
     self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
 };
 use crate::{breakpoint, sysfs, topdown, tracefs};
-
-/// Where the backend looks for PMUs and tracefs (changed only by tests with fixture trees).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SystemPaths {
-    /// The PMU directory (`/sys/bus/event_source/devices`).
-    pub pmu_devices: PathBuf,
-    /// tracefs mount points, tried in order.
-    pub tracefs: Vec<PathBuf>,
-}
-
-impl Default for SystemPaths {
-    fn default() -> Self {
-        SystemPaths {
-            pmu_devices: PathBuf::from(sysfs::DEFAULT_DEVICES),
-            tracefs: tracefs::DEFAULT_ROOTS.iter().map(PathBuf::from).collect(),
-        }
-    }
-}
 
 /// The Linux `perf_event_open` backend.
 ///
@@ -90,25 +75,7 @@ pub fn probe_with(
     cpu: Option<String>,
     paths: SystemPaths,
 ) -> Result<LinuxBackend> {
-    // One listing of the core PMUs serves every fact read from them.
-    let core_list = sysfs::core_pmus(&paths.pmu_devices);
-    let facts = Arc::new(SystemFacts::gather(!core_list.is_empty()));
-    let raw_format = RawFormat::of(&core_list).map(Arc::new);
-    let cores = CorePmus::of(core_list);
-    let backend = LinuxBackend {
-        capabilities: capabilities(facts.hardware_pmu),
-        db,
-        cpu,
-        paths,
-        facts,
-        inherit_group_read: Arc::default(),
-        self_monitoring: true,
-        hybrid: cores.hybrid,
-        raw_format,
-        user_access: cores.user_access,
-        core_types: cores.types,
-        generalized: Arc::default(),
-    };
+    let backend = assemble::assemble(db, cpu, paths, false);
     // A user-space-only software event opens at every paranoid level up to 2. Tried first as
     // an inherited group read: where that opens, one system call answers both questions;
     // where it does not, the plain open says why perf_event_open is not usable, if it is not.
@@ -701,6 +668,7 @@ impl LinuxBackend {
 mod tests {
     use super::*;
     use crate::rdpmc::{Fallback, UserPage, self_monitored_read};
+    use std::path::PathBuf;
 
     fn software(config: u64) -> PerfAttr {
         PerfAttr::new(TYPE_SOFTWARE, config)
@@ -799,24 +767,14 @@ mod tests {
 
     /// A backend on the PMU tree `devices` (no probe: nothing is opened), resolving for `cpu`.
     fn fixture_backend(devices: PathBuf, cpu: Option<&str>) -> LinuxBackend {
-        let cores = CorePmus::of(sysfs::core_pmus(&devices));
-        LinuxBackend {
-            capabilities: capabilities(false),
-            db: Arc::new(Database::shipped().unwrap()),
-            cpu: cpu.map(str::to_string),
-            hybrid: cores.hybrid,
-            raw_format: RawFormat::read(&devices).map(Arc::new),
-            user_access: cores.user_access,
-            core_types: cores.types,
-            paths: SystemPaths {
+        assemble::on_sysfs(
+            Arc::new(Database::shipped().unwrap()),
+            cpu.map(str::to_string),
+            SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),
             },
-            facts: Arc::new(SystemFacts::unknown()),
-            inherit_group_read: Arc::new(OnceLock::from(true)),
-            self_monitoring: false,
-            generalized: Arc::default(),
-        }
+        )
     }
 
     /// perf's kernel drops IN_TX and IN_TXCP without RTM and the second unit-mask byte without

@@ -4,6 +4,11 @@
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
+// Reading a sysfs tree is plain file reading: another machine's PMUs encode on any system.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod sysfs;
+pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events};
+
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
         mod arm;
@@ -14,24 +19,25 @@ cfg_if::cfg_if! {
         mod errno;
         mod exec;
         mod group;
+        mod paths;
         mod raw;
         pub mod rdpmc;
         mod polled;
         mod sampler;
-        mod sysfs;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
         mod tracefs;
         pub mod topdown;
 
-        pub use backend::{LinuxBackend, SystemPaths, probe, probe_with};
+        pub use backend::{LinuxBackend, probe, probe_with};
+        pub use backend::assemble::on_sysfs;
+        pub use paths::SystemPaths;
         pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
         pub use polled::{Deliver, PolledSampler};
         pub use sampler::LinuxSampler;
-        pub use sysfs::{FormatField, ConfigWord};
 
     } else {
         mod other;

@@ -1,256 +1,57 @@
-//! Dynamic PMUs from `/sys/bus/event_source/devices`: their `type`, their `format/` fields
-//! (`config:0-7,32-35`) and their `events/` aliases (`event=0x3c,umask=0x01`), and the
-//! `pmu/term=value,alias/` event syntax built on them.
+//! Dynamic PMUs from `/sys/bus/event_source/devices`, as perf discovers them: each PMU's
+//! `type`, `format/` fields (`config:0-7,32-35`, [`mod@format`]), `events/` aliases with their
+//! `.scale`, `.unit`, `.snapshot` and `.per-pkg` ([`alias`]), `cpumask` (or a hybrid core
+//! PMU's `cpus`), `alias` name and `caps/`; and the `pmu/term=value,alias/` event syntax built
+//! on them ([`event`]).
+//!
+//! The tree may be any machine's: a sysfs root's `bus/event_source/devices`
+//! (`SystemPaths::under`), so that its PMUs encode here.
+
+mod alias;
+mod event;
+mod format;
+mod pmu;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use counterhal_events::parse_term_list;
-use counterhal_hal::{CpuList, Domain, Error, PerfAttr, Result};
+use counterhal_hal::CpuList;
+
+pub use alias::Alias;
+pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};
+pub use format::{ConfigWord, FormatField};
+pub use pmu::{Pmu, list_pmus};
 
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
 
-/// Which attr word a format field lives in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigWord {
-    /// `config`.
-    Config,
-    /// `config1`.
-    Config1,
-    /// `config2`.
-    Config2,
-    /// `config3`.
-    Config3,
-}
-
-impl ConfigWord {
-    fn from_name(name: &str) -> Option<ConfigWord> {
-        match name {
-            "config" => Some(ConfigWord::Config),
-            "config1" => Some(ConfigWord::Config1),
-            "config2" => Some(ConfigWord::Config2),
-            "config3" => Some(ConfigWord::Config3),
-            _ => None,
-        }
-    }
-
-    fn slot(self, encoding: &mut PerfAttr) -> &mut u64 {
-        match self {
-            ConfigWord::Config => &mut encoding.config,
-            ConfigWord::Config1 => &mut encoding.config1,
-            ConfigWord::Config2 => &mut encoding.config2,
-            ConfigWord::Config3 => &mut encoding.config3,
-        }
-    }
-}
-
-/// One `format/<name>` file: which bits of which word a field occupies, lowest value bit first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FormatField {
-    /// The attr word.
-    pub word: ConfigWord,
-    /// Inclusive bit ranges, in the order the value's bits fill them.
-    pub ranges: Vec<(u32, u32)>,
-}
-
-impl FormatField {
-    /// Parses `config:0-7,32-35` or `config1:21`.
-    ///
-    /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming what is malformed.
-    pub fn parse(text: &str) -> Result<FormatField> {
-        let text = text.trim();
-        let bad = |why: &str| {
-            Error::invalid_input(format!("malformed PMU format `{text}`: {why}"))
-                .with_hint("expected e.g. `config:0-7,32-35`")
-        };
-        let (word, bits) = text.split_once(':').ok_or_else(|| bad("no `:`"))?;
-        let word = ConfigWord::from_name(word).ok_or_else(|| bad("unknown word"))?;
-        let mut ranges = Vec::new();
-        for part in bits.split(',') {
-            let (low, high) = match part.split_once('-') {
-                Some((l, h)) => (l, h),
-                None => (part, part),
-            };
-            let low: u32 = low.trim().parse().map_err(|_| bad("bad bit number"))?;
-            let high: u32 = high.trim().parse().map_err(|_| bad("bad bit number"))?;
-            if low > high || high > 63 {
-                return Err(bad("bit range out of 0..=63"));
-            }
-            ranges.push((low, high));
-        }
-        Ok(FormatField { word, ranges })
-    }
-
-    /// How many value bits the field holds.
-    pub fn width(&self) -> u32 {
-        self.ranges.iter().map(|(l, h)| h - l + 1).sum()
-    }
-
-    /// Places `value` into the field's bits of `encoding`.
-    ///
-    /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidEvent`] when `value` needs more bits than the field.
-    pub fn apply(&self, name: &str, value: u64, encoding: &mut PerfAttr) -> Result<()> {
-        let width = self.width();
-        if width < 64 && value >> width != 0 {
-            return Err(Error::invalid_event(format!(
-                "value {value:#x} does not fit field `{name}` ({width} bits)"
-            ))
-            .with_hint(format!(
-                "the largest value for `{name}` is {:#x}",
-                (1u64 << width) - 1
-            )));
-        }
-        let slot = self.word.slot(encoding);
-        let mut rest = value;
-        for (low, high) in &self.ranges {
-            let bits = high - low + 1;
-            let mask = if bits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
-            *slot = (*slot & !(mask << low)) | ((rest & mask) << low);
-            rest = if bits == 64 { 0 } else { rest >> bits };
-        }
-        Ok(())
-    }
-}
-
-/// A PMU's directory.
-#[derive(Clone, Debug)]
-pub struct Pmu {
-    /// Its name (`cpu`, `msr`, `cpu_core`).
-    pub name: String,
-    /// Its directory.
-    pub dir: PathBuf,
-    /// Its `type` number.
-    pub type_: u32,
-}
-
-impl Pmu {
-    /// Opens `devices/<name>` and reads its type.
-    ///
-    /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidEvent`] when there is no such PMU (the message lists
-    /// the PMUs present).
-    pub fn open(devices: &Path, name: &str) -> Result<Pmu> {
-        let dir = devices.join(name);
-        let type_ = fs::read_to_string(dir.join("type"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok());
-        match type_ {
-            Some(type_) if !name.contains(['.', '/']) => Ok(Pmu {
-                name: name.to_string(),
-                dir,
-                type_,
-            }),
-            _ => {
-                let present = list_pmus(devices).join(", ");
-                let message = format!(
-                    "no PMU `{name}` in {} (present: {present})",
-                    devices.display()
-                );
-                // The core PMU's names are real PMUs this machine lacks: the same cause as a
-                // raw code on a machine without hardware counters, so the same kind. Any other
-                // name is a misspelling until shown otherwise.
-                if name == "cpu" || name.starts_with("cpu_") {
-                    Err(Error::unsupported(message).with_hint(
-                        "this machine exposes no hardware counters (a VM or container without \
-                         a virtual PMU)",
-                    ))
-                } else {
-                    Err(Error::invalid_event(message)
-                        .with_hint("`ls /sys/bus/event_source/devices` lists the PMUs here"))
-                }
-            }
-        }
-    }
-
-    /// The `format/<field>` file parsed, if it exists.
-    ///
-    /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a malformed file.
-    pub fn format(&self, field: &str) -> Result<Option<FormatField>> {
-        if !is_plain_name(field) {
-            return Ok(None);
-        }
-        match fs::read_to_string(self.dir.join("format").join(field)) {
-            Ok(text) => FormatField::parse(&text).map(Some),
-            Err(_) => Ok(None),
-        }
-    }
-
-    /// The `events/<alias>` file's terms, if it exists.
-    pub fn alias(&self, alias: &str) -> Option<String> {
-        if !is_plain_name(alias) {
-            return None;
-        }
-        fs::read_to_string(self.dir.join("events").join(alias))
-            .ok()
-            .map(|t| t.trim().to_string())
-    }
-
-    fn names_in(&self, sub: &str) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.dir.join(sub))
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.contains('.'))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-
-    /// The format field names.
-    pub fn format_names(&self) -> Vec<String> {
-        self.names_in("format")
-    }
-
-    /// The alias names (without `.scale`/`.unit` companions).
-    pub fn alias_names(&self) -> Vec<String> {
-        self.names_in("events")
-    }
-}
-
-fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        && !name.starts_with('.')
-}
-
-/// The PMU names under `devices`, sorted.
-pub fn list_pmus(devices: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(devices)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU and its terms
-/// (`msr/tsc/`, "msr PMU: event=0x00"), PMU by PMU, sorted.
+/// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
+/// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:
+/// event=0x02, in Joules, scale 2.3283064365386963e-10"), PMU by PMU, sorted.
 pub fn aliases(devices: &Path) -> Vec<(String, String)> {
     let mut events = Vec::new();
     for name in list_pmus(devices) {
         let Ok(pmu) = Pmu::open(devices, &name) else {
             continue;
         };
-        for alias in pmu.alias_names() {
-            let terms = pmu.alias(&alias).unwrap_or_default();
-            events.push((format!("{name}/{alias}/"), format!("{name} PMU: {terms}")));
+        for name in pmu.alias_names() {
+            let Some(alias) = pmu.alias(&name) else {
+                continue;
+            };
+            let mut text = format!("{} PMU: {}", pmu.name, alias.terms);
+            if let Some(unit) = &alias.unit {
+                text.push_str(&format!(", in {unit}"));
+            }
+            if let Some(scale) = alias.scale {
+                text.push_str(&format!(", scale {scale:e}"));
+            }
+            if alias.snapshot {
+                text.push_str(", a reading (snapshot)");
+            }
+            if alias.per_pkg {
+                text.push_str(", one per package");
+            }
+            events.push((format!("{}/{name}/", pmu.name), text));
         }
     }
     events
@@ -276,122 +77,6 @@ pub fn hybrid_of(cores: Vec<Pmu>) -> Vec<Pmu> {
     if pmus.len() > 1 { pmus } else { Vec::new() }
 }
 
-/// Applies perf's event modifier letters after the closing `/` (`u`, `k`, `h`, `G`, `H`).
-///
-/// # Errors
-/// [`counterhal_hal::ErrorKind::InvalidEvent`] for an unknown letter.
-pub fn apply_modifiers(event: &str, modifiers: &str, encoding: &mut PerfAttr) -> Result<()> {
-    if modifiers.is_empty() {
-        return Ok(());
-    }
-    let mut levels = Domain::NONE;
-    let mut contexts = Domain::NONE;
-    for letter in modifiers.chars() {
-        match letter {
-            'u' => levels |= Domain::USER,
-            'k' => levels |= Domain::KERNEL,
-            'h' => levels |= Domain::HYPERVISOR,
-            'G' => contexts |= Domain::GUEST,
-            'H' => contexts |= Domain::HOST,
-            _ => {
-                return Err(Error::invalid_event(format!(
-                    "{event}: unknown modifier `{letter}`"
-                ))
-                .with_hint("modifiers are u (user), k (kernel), h (hypervisor), G (guest), H (host)"));
-            }
-        }
-    }
-    let mut domain = encoding.domain;
-    if !levels.is_empty() {
-        domain = domain.with_levels(levels);
-    }
-    if !contexts.is_empty() {
-        domain = domain
-            .difference(Domain::GUEST | Domain::HOST)
-            .intersection(Domain::ALL)
-            | contexts;
-    }
-    encoding.domain = domain;
-    Ok(())
-}
-
-/// Parses `pmu/term[=value],.../[modifiers]` against the PMU's sysfs files.
-///
-/// A bare term is an `events/` alias, or a format field set to 1. `config`, `config1`,
-/// `config2` and `config3` may be given directly.
-///
-/// # Errors
-/// [`counterhal_hal::ErrorKind::InvalidEvent`] for an unknown PMU, term or alias, a value too
-/// wide for its field, a term given twice, or a malformed string.
-pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfAttr> {
-    let malformed = || {
-        Error::invalid_event(format!("malformed PMU event `{event}`"))
-            .with_hint("write pmu/term=value,.../ e.g. cpu/event=0xc0,umask=0x0/ or msr/tsc/")
-    };
-    let (pmu_name, rest) = event.split_once('/').ok_or_else(malformed)?;
-    let (terms, modifiers) = rest.rsplit_once('/').ok_or_else(malformed)?;
-    if pmu_name.is_empty() || terms.contains('/') {
-        return Err(malformed());
-    }
-    let pmu = Pmu::open(devices, pmu_name)?;
-    let mut encoding = PerfAttr::new(pmu.type_, 0);
-    encoding.pmu = Some(pmu.name.clone());
-    let mut seen: Vec<String> = Vec::new();
-    apply_terms(&pmu, event, terms, &mut encoding, &mut seen, true)?;
-    apply_modifiers(event, modifiers, &mut encoding)?;
-    Ok(encoding)
-}
-
-fn apply_terms(
-    pmu: &Pmu,
-    event: &str,
-    terms: &str,
-    encoding: &mut PerfAttr,
-    seen: &mut Vec<String>,
-    allow_alias: bool,
-) -> Result<()> {
-    let parsed = parse_term_list(terms).map_err(|e| {
-        Error::from(e)
-            .context(event)
-            .with_hint("values are decimal or 0x-prefixed hexadecimal")
-    })?;
-    for (name, value) in parsed {
-        let name = name.as_str();
-        if seen.iter().any(|s| s == name) {
-            return Err(Error::invalid_event(format!(
-                "{event}: `{name}` given twice"
-            )));
-        }
-        if value.is_none()
-            && allow_alias
-            && let Some(alias) = pmu.alias(name)
-        {
-            seen.push(name.to_string());
-            apply_terms(pmu, event, &alias, encoding, seen, false)?;
-            continue;
-        }
-        seen.push(name.to_string());
-        let value = value.unwrap_or(1);
-        if let Some(word) = ConfigWord::from_name(name) {
-            *word.slot(encoding) = value;
-            continue;
-        }
-        match pmu.format(name)? {
-            Some(field) => field.apply(name, value, encoding)?,
-            None => {
-                let formats = pmu.format_names().join(", ");
-                let aliases = pmu.alias_names().join(", ");
-                return Err(Error::invalid_event(format!(
-                    "{event}: PMU `{}` has no term `{name}`",
-                    pmu.name
-                ))
-                .with_hint(format!("format fields: [{formats}]; events: [{aliases}]")));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Whether `cpu` is online, from `/sys/devices/system/cpu/online`; `None` when unreadable.
 pub fn cpu_online(cpu: u32) -> Option<bool> {
     let list = fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
@@ -401,43 +86,13 @@ pub fn cpu_online(cpu: u32) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use counterhal_hal::ErrorKind;
+    use counterhal_hal::{Domain, ErrorKind};
+    use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data")
             .join(name)
-    }
-
-    #[test]
-    fn format_fields() {
-        let f = FormatField::parse("config:0-7,32-35\n").unwrap();
-        assert_eq!(f.word, ConfigWord::Config);
-        assert_eq!(f.ranges, vec![(0, 7), (32, 35)]);
-        assert_eq!(f.width(), 12);
-        let mut e = PerfAttr::new(4, 0);
-        f.apply("event", 0x1c0, &mut e).unwrap();
-        assert_eq!(e.config, 0xc0 | (0x1 << 32));
-        let err = f.apply("event", 0x1000, &mut e).unwrap_err();
-        assert!(err.to_string().contains("12 bits"), "{err}");
-
-        let single = FormatField::parse("config1:21").unwrap();
-        let mut e = PerfAttr::new(4, 0);
-        single.apply("edge", 1, &mut e).unwrap();
-        assert_eq!(e.config1, 1 << 21);
-        // The kernel's umask where the PMU has UMASK2: perf's `umask=0x320` is unit mask
-        // 0x20 with second byte 0x03.
-        let umask2 = FormatField::parse("config:8-15,40-47").unwrap();
-        let mut e = PerfAttr::new(4, 0);
-        umask2.apply("umask", 0x320, &mut e).unwrap();
-        assert_eq!(e.config, 0x0300_0000_2000);
-        let full = FormatField::parse("config:0-63").unwrap();
-        full.apply("event", u64::MAX, &mut e).unwrap();
-        assert_eq!(e.config, u64::MAX);
-
-        for bad in ["config", "conf:1", "config:9-3", "config:0-64", "config:x"] {
-            assert!(FormatField::parse(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]
@@ -456,7 +111,10 @@ mod tests {
 
         let cases = [
             ("nosuch/event=1/", "no PMU `nosuch`"),
-            ("cpu_core/bogus=1/", "no term `bogus`"),
+            (
+                "cpu_core/bogus=1/",
+                "unknown term `bogus` for PMU `cpu_core`",
+            ),
             ("cpu_core/event=0x1ff/", "does not fit"),
             ("cpu_core/event=1,event=2/", "given twice"),
             ("cpu_core/event=zz/", "not a number"),
@@ -545,13 +203,54 @@ mod tests {
         assert_eq!(cpu_online(100_000), Some(false));
     }
 
+    /// A PMU is found by its directory or its `alias` file; its CPUs come from `cpumask`, else
+    /// `cpus`; its `caps/` are read. Oracle: the kernel's files, as the machine trees have
+    /// them (Sapphire Rapids' `uncore_imc_0` is also `uncore_type_6_0`).
     #[test]
-    fn modifiers() {
-        let mut e = PerfAttr::new(1, 0);
-        apply_modifiers("x", "k", &mut e).unwrap();
-        assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::KERNEL));
-        apply_modifiers("x", "uG", &mut e).unwrap();
-        assert!(e.domain.contains(Domain::USER | Domain::GUEST));
-        assert!(!e.domain.intersects(Domain::KERNEL | Domain::HOST));
+    fn discovery() {
+        let spr = fixture("machines/spr-2s/bus/event_source/devices");
+        let imc = Pmu::named(&spr, "uncore_type_6_0").unwrap();
+        assert_eq!((imc.name.as_str(), imc.type_), ("uncore_imc_0", 12));
+        assert_eq!(imc.alias_name().as_deref(), Some("uncore_type_6_0"));
+        assert_eq!(imc.cpus().unwrap().to_string(), "0,56");
+        assert!(Pmu::named(&spr, "uncore_type_6").is_none());
+        let msr = Pmu::named(&spr, "msr").unwrap();
+        assert_eq!(msr.cpus(), None);
+        assert_eq!(
+            msr.alias_names(),
+            ["aperf", "cpu_thermal_margin", "mperf", "smi", "tsc"]
+        );
+        let therm = msr.alias("CPU_Thermal_Margin").unwrap();
+        assert_eq!((therm.terms.as_str(), therm.snapshot), ("event=0x07", true));
+        assert_eq!(therm.unit.as_deref(), Some("C"));
+        let hybrid = fixture("sysfs-hybrid");
+        let core = Pmu::named(&hybrid, "cpu_core").unwrap();
+        assert_eq!(core.cpus().unwrap().to_string(), "0-7");
+        assert!(core.caps().is_empty());
+
+        let dir = std::env::temp_dir().join(format!("counterhal-caps-{}", std::process::id()));
+        fs::create_dir_all(dir.join("cpu/caps")).unwrap();
+        fs::write(dir.join("cpu/type"), "4\n").unwrap();
+        fs::write(dir.join("cpu/caps/max_precise"), "3\n").unwrap();
+        fs::write(dir.join("cpu/caps/pmu_name"), "sapphire_rapids\n").unwrap();
+        let cpu = Pmu::named(&dir, "cpu").unwrap();
+        assert_eq!(
+            cpu.caps(),
+            [
+                ("max_precise".to_string(), "3".to_string()),
+                ("pmu_name".to_string(), "sapphire_rapids".to_string())
+            ]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+
+        let listed = aliases(&spr);
+        let pkg = listed
+            .iter()
+            .find(|(n, _)| n == "power/energy-pkg/")
+            .unwrap();
+        assert_eq!(
+            pkg.1,
+            "power PMU: event=0x02, in Joules, scale 2.3283064365386963e-10"
+        );
     }
 }

@@ -7,9 +7,13 @@ mod conformance;
 mod extra_msr;
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+mod machines;
 // Intel's perf-metrics events are x86 encodings, which the backend programs on x86 alone.
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "x86")))]
 mod perf_metrics;
+#[cfg(target_os = "linux")]
+mod perf_pmus;
 #[cfg(target_os = "linux")]
 mod restart;
 #[cfg(target_os = "linux")]

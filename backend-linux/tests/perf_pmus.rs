@@ -1,0 +1,470 @@
+//! Every PMU event of other machines, encoded by counterhal and by perf 6.1 under their sysfs
+//! trees (tests/machines.rs): in a private mount namespace, each tree's
+//! `bus/event_source/devices` is bind-mounted over the real one and `perf stat -vv -a -e EVENT
+//! true` prints each `perf_event_attr` it opens and the CPU of each open; a preloaded
+//! `syscall` (tests/c/open_anything.c) lets each open succeed as a software event, so perf goes
+//! on to every CPU of the PMU's cpumask and every box of a wildcard, and counts, so its table
+//! shows each event's unit and scaled count. [`counterhal_linux::pmu_events`] (what `counterhal
+//! encode --sysfs DIR --json` prints) must give the same attrs on the same CPUs, refuse what
+//! perf refuses, and carry the unit and scale perf shows.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use counterhal_conformance::skip::Need;
+use counterhal_hal::CpuList;
+use counterhal_linux::pmu_events;
+
+use crate::machines;
+
+/// One open perf made: type, config, config1, config2, the CPU, and exclude_user,
+/// exclude_kernel and exclude_hv.
+type Open = (u32, u64, u64, u64, i32, [bool; 3]);
+
+/// What perf did with one event.
+#[derive(Debug, Default)]
+struct PerfSaw {
+    opens: Vec<Open>,
+    /// Its refusal (`event syntax error` and the message under it).
+    refused: Option<String>,
+    /// The count its table printed, and the unit after it.
+    printed: Option<(f64, Option<String>)>,
+    /// The sum of its totals (`-vv`'s `EVENT: value enabled running` lines).
+    total: u128,
+}
+
+/// Where ours and perf 6.1 part, on purpose: (event's terms and modifiers, why).
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "config3=1",
+        "perf 6.1 has no config3 term (perf 6.3 added it with the attr field); counterhal takes it",
+    ),
+    (
+        "event=1,event=2",
+        "perf ORs a term given twice (event 3); counterhal refuses it",
+    ),
+];
+
+/// The events tried on a tree: every alias of every PMU; each kind of box by its wildcard
+/// (`uncore_imc/cas_count_read/`, `imc/clockticks/`); each PMU's every format field at its
+/// largest value, one bare (1), its words set directly, a modifier; and perf's refusals.
+fn events(devices: &Path) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut kinds: BTreeMap<String, String> = BTreeMap::new();
+    for entry in read_dir(devices) {
+        let pmu = entry.file_name().unwrap().to_string_lossy().into_owned();
+        let aliases: Vec<String> = read_dir(&entry.join("events"))
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .filter(|n| !n.contains('.'))
+            .collect();
+        let formats: Vec<(String, u32)> = read_dir(&entry.join("format"))
+            .iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(p).unwrap();
+                (name, width(&text))
+            })
+            .collect();
+        for alias in &aliases {
+            events.push(format!("{pmu}/{alias}/"));
+        }
+        // The first box of a kind stands for the kind.
+        let kind = pmu
+            .rsplit_once('_')
+            .filter(|(_, n)| n.parse::<u32>().is_ok())
+            .map(|(kind, _)| kind);
+        if let Some(kind) = kind
+            && !kinds.contains_key(kind)
+        {
+            let term = aliases.first().cloned().unwrap_or("event=1".into());
+            kinds.insert(kind.to_string(), term.clone());
+            events.push(format!("{kind}/{term}/"));
+            if let Some(short) = kind.strip_prefix("uncore_") {
+                events.push(format!("{short}/{term}/"));
+            }
+        }
+        let largest: Vec<String> = formats
+            .iter()
+            .map(|(name, width)| format!("{name}={:#x}", max(*width)))
+            .collect();
+        events.push(format!("{pmu}/{}/", largest.join(",")));
+        if let Some((name, _)) = formats.iter().find(|(_, w)| *w == 1) {
+            events.push(format!("{pmu}/event=0x1,{name}/"));
+        }
+        events.push(format!(
+            "{pmu}/config=0x1200,config1=0x5,config2=0x7,event=0x3/"
+        ));
+        events.push(format!("{pmu}/event=0x2/u"));
+        events.push(format!("{pmu}/event=0x2/k"));
+        if let Some(alias) = aliases.first() {
+            events.push(format!("{pmu}/{},event=0x1/", alias.to_uppercase()));
+        }
+        events.push(format!("{pmu}/bogus=1/"));
+        events.push(format!("{pmu}/nosuch-alias/"));
+        if let Some((name, width)) = formats.iter().find(|(_, w)| *w < 64) {
+            events.push(format!("{pmu}/{name}={:#x}/", max(*width) + 1));
+        }
+        events.push(format!("{pmu}/config3=1/"));
+        events.push(format!("{pmu}/event=1,event=2/"));
+    }
+    events
+}
+
+fn read_dir(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|e| e.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.sort();
+    paths
+}
+
+/// The width of a `format/` file's field.
+fn width(text: &str) -> u32 {
+    let (_, bits) = text.trim().split_once(':').unwrap();
+    bits.split(',')
+        .map(|range| {
+            let (low, high) = range.split_once('-').unwrap_or((range, range));
+            high.parse::<u32>().unwrap() - low.parse::<u32>().unwrap() + 1
+        })
+        .sum()
+}
+
+fn max(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1 << width) - 1
+    }
+}
+
+fn number(text: &str) -> u64 {
+    let text = text.trim();
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+        None => text.parse().unwrap(),
+    }
+}
+
+/// perf's output for each event, by event.
+fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
+    let mut all = BTreeMap::new();
+    let mut event = String::new();
+    let mut saw = PerfSaw::default();
+    let mut attr: Open = (0, 0, 0, 0, 0, [false; 3]);
+    let mut lines = output.lines().peekable();
+    while let Some(line) = lines.next() {
+        if let Some(next) = line.strip_prefix("=== ") {
+            if !event.is_empty() {
+                all.insert(std::mem::take(&mut event), std::mem::take(&mut saw));
+            }
+            event = next.to_string();
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let value = words.last().copied().unwrap_or_default();
+        match words.as_slice() {
+            ["perf_event_attr:"] => attr = (0, 0, 0, 0, 0, [false; 3]),
+            ["type", _] => attr.0 = number(value) as u32,
+            ["config", _] => attr.1 = number(value),
+            ["{", "bp_addr,", "config1", "}", _] => attr.2 = number(value),
+            ["{", "bp_len,", "config2", "}", _] => attr.3 = number(value),
+            ["exclude_user", "1"] => attr.5[0] = true,
+            ["exclude_kernel", "1"] => attr.5[1] = true,
+            ["exclude_hv", "1"] => attr.5[2] = true,
+            ["sys_perf_event_open:", "pid", _, "cpu", cpu, ..] => {
+                attr.4 = cpu.parse().unwrap();
+                saw.opens.push(attr);
+            }
+            ["event", "syntax", "error:", ..] if saw.refused.is_none() => {
+                let message = lines.next().unwrap_or_default();
+                let message = message.split("\\___").nth(1).unwrap_or(message).trim();
+                saw.refused = Some(message.to_string());
+            }
+            _ => {}
+        }
+        // `EVENT: value enabled running`, the total over the CPUs (a line per CPU has the CPU
+        // before the value).
+        if let Some(rest) = line.strip_prefix(&format!("{event}: ")) {
+            let numbers: Vec<Option<u128>> =
+                rest.split_whitespace().map(|n| n.parse().ok()).collect();
+            if let [Some(value), Some(_), Some(_)] = numbers.as_slice() {
+                saw.total += value;
+            }
+        }
+        // The table: `   845.59 MiB  uncore_imc/cas_count_read/`, or the count and the name.
+        if words.last() == Some(&event.as_str())
+            && let Ok(count) = words[0].parse::<f64>()
+        {
+            let unit = (words.len() == 3).then(|| words[1].to_string());
+            saw.printed = Some((count, unit));
+        }
+    }
+    if !event.is_empty() {
+        all.insert(event, saw);
+    }
+    all
+}
+
+/// Runs perf on every event with `devices` mounted over the real PMU directory.
+fn run_perf(devices: &Path, shim: &Path, events: &[String]) -> Result<String, String> {
+    let script = r#"
+        mount --bind "$1" /sys/bus/event_source/devices || exit 97
+        shift
+        for event; do
+            echo "=== $event"
+            LD_PRELOAD="$COUNTERHAL_SHIM" perf stat -vv -a -e "$event" true 2>&1
+        done"#;
+    let output = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(devices)
+        .args(events)
+        .env("COUNTERHAL_SHIM", shim)
+        .env("LC_ALL", "C")
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "unshare -m and mount --bind failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Whether `program` runs here.
+fn runs(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The preloaded `syscall`, compiled into a scratch directory.
+fn build_shim() -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/open_anything.c");
+    let dir = std::env::temp_dir().join(format!("counterhal-perf-pmus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let shim = dir.join("open_anything.so");
+    let status = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .map_err(|e| format!("cannot run gcc: {e}"))?;
+    status
+        .success()
+        .then_some(shim)
+        .ok_or_else(|| format!("gcc failed on {}: {status}", source.display()))
+}
+
+/// The figures of one tree.
+#[derive(Default)]
+struct Figures {
+    events: usize,
+    equal: usize,
+    opens: usize,
+    refused_alike: usize,
+    known: usize,
+    units: usize,
+    scales: usize,
+}
+
+/// Oracle: perf 6.1 (Debian's linux-perf) under each machine's sysfs tree, the trees written
+/// from the kernel's own PMU definitions (tests/machines.rs). Every alias of every PMU of the
+/// Sapphire Rapids (two sockets), Skylake client and Zen 4 trees, every kind of box by its
+/// wildcard, every format field at its widest, raw words, modifiers and perf's refusals
+/// encode alike in counterhal (`pmu_events`, what `counterhal encode --sysfs --json` prints):
+/// the same attrs (type, config, config1, config2, exclude_user/kernel/hv) opened on the same
+/// CPUs, the same refusals, the unit perf prints and, where perf scales a count, the same
+/// scale; the two differences on purpose are [`KNOWN`].
+#[test]
+fn pmu_events_encode_as_perf_6_1_opens_them() {
+    if !counterhal_linux::SystemFacts::gather(false).root {
+        counterhal_conformance::skip!(
+            Need::Privilege,
+            "mounting a PMU tree over /sys/bus/event_source/devices in a private mount namespace needs root"
+        );
+    }
+    for (program, arg) in [
+        ("perf", "--version"),
+        ("unshare", "--version"),
+        ("gcc", "--version"),
+    ] {
+        if !runs(program, arg) {
+            counterhal_conformance::skip!(Need::Tools, "{program} is not installed");
+        }
+    }
+    let shim = build_shim().unwrap();
+    let online: CpuList = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut total = Figures::default();
+    let mut refusals: BTreeMap<String, String> = BTreeMap::new();
+    for name in machines::names() {
+        let devices = machines::devices(name);
+        let events = events(&devices);
+        let output = match run_perf(&devices, &shim, &events) {
+            Ok(output) => output,
+            Err(why) => counterhal_conformance::skip!(Need::Privilege, "{why}"),
+        };
+        let perf = parse_perf(&output);
+        let mut figures = Figures::default();
+        let mut wrong = Vec::new();
+        for event in &events {
+            let saw = perf
+                .get(event)
+                .unwrap_or_else(|| panic!("perf said nothing of {event}"));
+            figures.events += 1;
+            let known = KNOWN.iter().find(|(terms, _)| event.contains(terms));
+            let ours = pmu_events(&devices, event).expect("every event names a PMU of the tree");
+            let ours = match (ours, &saw.refused, known) {
+                (Err(error), Some(perf_says), None) => {
+                    // perf's words, once each (the PMU's name and the value made general).
+                    let general = perf_says
+                        .replace(&format!("'{}'", event.split('/').next().unwrap()), "'PMU'")
+                        .split(" maximum is ")
+                        .next()
+                        .unwrap()
+                        .to_string();
+                    refusals.entry(general).or_insert_with(|| {
+                        format!("{event}: perf \"{perf_says}\"; counterhal \"{error}\"")
+                    });
+                    figures.refused_alike += 1;
+                    figures.equal += 1;
+                    continue;
+                }
+                // perf 6.1 knows no config3; counterhal sets it.
+                (Ok(ours), Some(perf_says), Some(_))
+                    if perf_says.contains("unknown term 'config3'")
+                        && ours.iter().all(|e| e.attr.config3 == 1) =>
+                {
+                    figures.known += 1;
+                    continue;
+                }
+                // perf ORs the twice-given term's values (1 | 2); counterhal refuses.
+                (Err(error), None, Some(_))
+                    if error.to_string().contains("given twice")
+                        && !saw.opens.is_empty()
+                        && saw.opens.iter().all(|o| o.1 & 0x3 == 0x3) =>
+                {
+                    figures.known += 1;
+                    continue;
+                }
+                (Ok(ours), None, None) => ours,
+                (ours, refused, _) => {
+                    wrong.push(format!("{event}: ours {ours:?}, perf refused {refused:?}"));
+                    continue;
+                }
+            };
+            let mut expected: Vec<Open> = ours
+                .iter()
+                .flat_map(|e| {
+                    let bits = e.attr.exclude_bits();
+                    let attr = &e.attr;
+                    let cpus: Vec<i32> = match e.open_cpus().as_slice() {
+                        // Any CPU: perf -a opens it on every online CPU of this machine.
+                        [-1] => online.iter().map(|c| c as i32).collect(),
+                        cpus => cpus.to_vec(),
+                    };
+                    cpus.into_iter().map(move |cpu| {
+                        let levels = [bits.user, bits.kernel, bits.hv];
+                        (
+                            attr.type_,
+                            attr.config,
+                            attr.config1,
+                            attr.config2,
+                            cpu,
+                            levels,
+                        )
+                    })
+                })
+                .collect();
+            let mut opened = saw.opens.clone();
+            expected.sort_unstable();
+            opened.sort_unstable();
+            if expected != opened {
+                wrong.push(format!("{event}: ours {expected:x?}, perf {opened:x?}"));
+                continue;
+            }
+            figures.opens += opened.len();
+            let unit = ours.iter().find_map(|e| e.unit.clone());
+            let scale = ours.iter().find_map(|e| e.scale);
+            match &saw.printed {
+                Some((count, printed_unit)) => {
+                    if *printed_unit != unit {
+                        wrong.push(format!("{event}: unit {unit:?}, perf {printed_unit:?}"));
+                        continue;
+                    }
+                    figures.units += usize::from(unit.is_some());
+                    if let Some(scale) = scale {
+                        let scaled = saw.total as f64 * scale;
+                        if (count - scaled).abs() > 0.005 + scaled * 1e-9 {
+                            wrong.push(format!(
+                                "{event}: {} x {scale} = {scaled}, perf printed {count}",
+                                saw.total
+                            ));
+                            continue;
+                        }
+                        figures.scales += 1;
+                    }
+                }
+                None => {
+                    wrong.push(format!("{event}: perf printed no count"));
+                    continue;
+                }
+            }
+            figures.equal += 1;
+        }
+        println!(
+            "{name}: {} events compared, {} equal ({} opens alike, {} refused alike, {} units \
+             and {} scales as perf shows them), {} differing on purpose",
+            figures.events,
+            figures.equal,
+            figures.opens,
+            figures.refused_alike,
+            figures.units,
+            figures.scales,
+            figures.known
+        );
+        assert!(
+            wrong.is_empty(),
+            "{name}: {} differ:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+        total.events += figures.events;
+        total.equal += figures.equal;
+        total.opens += figures.opens;
+        total.refused_alike += figures.refused_alike;
+        total.known += figures.known;
+        total.units += figures.units;
+        total.scales += figures.scales;
+    }
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    for example in refusals.values() {
+        println!("refused alike: {example}");
+    }
+    println!(
+        "all trees: {} events compared, {} equal ({} opens alike, {} refused alike, {} units, \
+         {} scales), {} differing on purpose ({})",
+        total.events,
+        total.equal,
+        total.opens,
+        total.refused_alike,
+        total.units,
+        total.scales,
+        total.known,
+        KNOWN
+            .iter()
+            .map(|(t, why)| format!("{t}: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    assert_eq!(total.equal + total.known, total.events);
+}
