@@ -1,5 +1,7 @@
 //! `counterhal encode`: how each event is encoded for a backend.
 
+mod pmu;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -12,9 +14,10 @@ use counterhal_hal::{Accepts, Domain, Encoding, Family, ResolvedEvent, Sign};
 use serde_json::{Value, json};
 
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, parse_backend};
+use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 
-const USAGE: &str = "counterhal encode [--backend B] [--cpu-model MODEL] [--json] EVENT...";
+const USAGE: &str =
+    "counterhal encode [--backend B] [--cpu-model MODEL] [--sysfs DIR] [--json] EVENT...";
 
 /// Arguments of `counterhal encode`.
 #[derive(Args, Debug)]
@@ -27,17 +30,36 @@ pub struct EncodeArgs {
     backend: &'static Registration,
     #[command(flatten)]
     database: DatabaseArgs,
-    /// Print a JSON array instead of text.
+    #[command(flatten)]
+    sysfs: SysfsArgs,
+    /// Print a JSON array instead of text: an object per attr opened (a PMU event's per PMU
+    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`), or with `error`.
     #[arg(long)]
     json: bool,
-    /// The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0.
+    /// The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0 power/energy-pkg/
+    /// uncore_imc/cas_count_read/.
     #[arg(required = true, value_name = "EVENT")]
     events: Vec<String>,
 }
 
-/// The backend to encode with: the real one where it works here (it knows the OS's own names:
-/// tracepoints, breakpoints, dynamic PMUs), else one over a model of its device.
-fn backend(context: &Context, registration: &Registration) -> Result<AnyBackend, CliError> {
+/// The backend to encode with: the linux backend over the `--sysfs` tree where one is named;
+/// else the real one where it works here (it knows the OS's own names: tracepoints,
+/// breakpoints, dynamic PMUs), else one over a model of its device.
+fn backend(
+    context: &Context,
+    registration: &Registration,
+    sysfs: &SysfsArgs,
+) -> Result<AnyBackend, CliError> {
+    if let Some(over_tree) = sysfs.backend(context) {
+        if registration.name != "linux" {
+            let error = counterhal::Error::invalid_input(format!(
+                "--sysfs is a Linux tree: the {} backend reads no sysfs",
+                registration.name
+            ));
+            return Err(CliError::usage(error, USAGE));
+        }
+        return over_tree;
+    }
     let real = counterhal::probe(registration, context);
     match (real, registration.model) {
         (Ok(backend), _) => Ok(backend),
@@ -46,7 +68,9 @@ fn backend(context: &Context, registration: &Registration) -> Result<AnyBackend,
     }
 }
 
-/// One JSON object per native term of `event`, with every field of its family.
+/// One JSON object per native term of `event`, with every field of its family. `cpu` and
+/// `cpu_model` are the CPU model (a PMU event's objects, [`pmu::to_json`], have the CPU of
+/// each open in `cpu`).
 pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<Value> {
     event
         .terms
@@ -57,6 +81,7 @@ pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<V
                 "event": event.name,
                 "backend": backend,
                 "cpu": cpu,
+                "cpu_model": cpu,
                 "family": encoding.family().name(),
                 "text": encoding.to_string(),
             });
@@ -215,7 +240,12 @@ fn resolve(
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
-    let backend = backend(&context, args.backend)?;
+    let backend = backend(&context, args.backend, &args.sysfs)?;
+    // perf's PMU syntax on the linux backend: every PMU and CPU it opens on, from the tree.
+    let devices = match args.backend.name {
+        "linux" => Some(args.sysfs.devices()?),
+        _ => None,
+    };
     let label = backend.label();
     let cpu = context.model.as_deref();
     // A name in the model's own spelling that libpfm4 reads otherwise says so.
@@ -223,6 +253,45 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let mut failed = String::new();
     let mut array: Vec<Value> = Vec::new();
     for name in &args.events {
+        let pmu_events = devices
+            .as_deref()
+            .and_then(|devices| counterhal_linux::pmu_events(devices, name));
+        if let Some(result) = pmu_events {
+            match result {
+                Ok(events) if args.json => {
+                    let precise = precise_ip(name);
+                    for mut value in pmu::to_json(name, &events, args.backend.name, cpu) {
+                        if let Some(precise) = precise {
+                            value["precise_ip"] = json!(precise);
+                        }
+                        array.push(value);
+                    }
+                }
+                Ok(events) => {
+                    let text = pmu::to_text(name, &events, &label, cpu);
+                    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+                    match precise_ip(name) {
+                        Some(precise) => {
+                            _ = writeln!(
+                                out,
+                                "{first} precise_ip={precise} (sampling precision: counting ignores it)"
+                            )
+                        }
+                        None => _ = writeln!(out, "{first}"),
+                    }
+                    _ = write!(out, "{rest}");
+                }
+                Err(error) => {
+                    // The PMU's refusals name the event already.
+                    match error.message().starts_with(name.as_str()) {
+                        true => _ = writeln!(failed, "counterhal: {error}"),
+                        false => _ = writeln!(failed, "counterhal: {name}: {error}"),
+                    }
+                    array.push(json!({ "event": name, "error": error.to_string() }));
+                }
+            }
+            continue;
+        }
         let (event, fallback) = match resolve(&backend, &context, name) {
             Ok(resolved) => resolved,
             Err(error) => {

@@ -12,7 +12,7 @@ use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, parse_backend};
+use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 use crate::stat::named_metrics::MetricDef;
 use crate::stat::runnable::{is_uncore, offered};
 
@@ -24,6 +24,8 @@ pub struct ListArgs {
     backend: Option<&'static Registration>,
     #[command(flatten)]
     database: DatabaseArgs,
+    #[command(flatten)]
+    sysfs: SysfsArgs,
     /// Print a JSON array instead of text.
     #[arg(long)]
     json: bool,
@@ -405,13 +407,28 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
         return Ok(ExitCode::SUCCESS);
     }
+    // `--sysfs DIR`: the linux backend over that tree, which opens nothing.
+    let over_tree = match args.sysfs.backend(&context) {
+        Some(_) if args.backend.is_some_and(|r| r.name != "linux") => {
+            let error = counterhal::Error::invalid_input(
+                "--sysfs is a Linux tree: only the linux backend reads it",
+            );
+            return Err(CliError::usage(
+                error,
+                "counterhal list [--sysfs DIR] [PATTERN]",
+            ));
+        }
+        Some(backend) => Some(backend?),
+        None => None,
+    };
     if args.metrics {
         let model = context.model.as_deref();
         let pattern = args.pattern.as_deref().unwrap_or("");
         // Each metric's events are resolved on the backend `stat` would use.
-        let backend = match args.backend {
-            Some(registration) => counterhal::probe(registration, &context).ok(),
-            None => counterhal::probe_all(&context)
+        let backend = match (over_tree, args.backend) {
+            (Some(backend), _) => Some(backend),
+            (None, Some(registration)) => counterhal::probe(registration, &context).ok(),
+            (None, None) => counterhal::probe_all(&context)
                 .into_iter()
                 .find_map(|p| p.result.ok()),
         };
@@ -421,12 +438,13 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with
     // the reason in the header.
-    let (backend, unusable) = match args.backend {
-        Some(registration) => match counterhal::probe(registration, &context) {
+    let (backend, unusable) = match (over_tree, args.backend) {
+        (Some(backend), _) => (Some(backend), None),
+        (None, Some(registration)) => match counterhal::probe(registration, &context) {
             Ok(backend) => (Some(backend), None),
             Err(e) => (None, Some(format!("{}: {e}", registration.name))),
         },
-        None => {
+        (None, None) => {
             let first = counterhal::probe_all(&context)
                 .into_iter()
                 .find_map(|p| p.result.ok());

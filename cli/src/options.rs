@@ -1,6 +1,5 @@
 //! Options several subcommands share: the event database and CPU model (`--events`,
-//! `--cpu-model`),
-//! and the parser of `--backend`.
+//! `--cpu-model`), the sysfs root (`--sysfs`), and the parser of `--backend`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,6 +65,81 @@ impl DatabaseArgs {
             context.database = Arc::new(database);
         }
         Ok(context)
+    }
+}
+
+/// The environment variable naming a sysfs root, as `--sysfs` does.
+pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
+
+/// Where the PMUs are read from: `/sys`, or another machine's sysfs tree.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SysfsArgs {
+    /// Read the PMUs from this sysfs root instead of /sys: DIR/bus/event_source/devices (and
+    /// DIR/kernel/tracing), another machine's /sys copied or mounted here, so that its PMUs,
+    /// their aliases, cpumasks, scales and units encode on this one (also COUNTERHAL_SYSFS).
+    /// Nothing is opened: the linux backend resolves against the tree alone.
+    #[arg(long = "sysfs", value_name = "DIR")]
+    sysfs: Option<PathBuf>,
+}
+
+impl SysfsArgs {
+    /// The root named with `--sysfs` or `COUNTERHAL_SYSFS`, if any.
+    pub fn root(&self) -> Option<PathBuf> {
+        self.sysfs.clone().or_else(|| {
+            std::env::var_os(SYSFS_ENV)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
+    /// The PMU directory: the root's `bus/event_source/devices`, or the system's.
+    ///
+    /// # Errors
+    /// A root without that directory: bad input (exit 2).
+    pub fn devices(&self) -> Result<PathBuf, CliError> {
+        let Some(root) = self.root() else {
+            return Ok(PathBuf::from("/sys/bus/event_source/devices"));
+        };
+        let devices = root.join("bus/event_source/devices");
+        if devices.is_dir() {
+            return Ok(devices);
+        }
+        Err(CliError::usage(
+            counterhal::Error::invalid_input(format!(
+                "{} holds no bus/event_source/devices",
+                root.display()
+            )),
+            "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
+        ))
+    }
+
+    /// The linux backend over the root's PMUs and tracepoints, resolving for the context's
+    /// model without opening anything; `None` without a root.
+    ///
+    /// # Errors
+    /// As [`SysfsArgs::devices`]; on a system without Linux's backend, unsupported.
+    pub fn backend(
+        &self,
+        context: &Context,
+    ) -> Option<Result<counterhal::advanced::AnyBackend, CliError>> {
+        let root = self.root()?;
+        if let Err(error) = self.devices() {
+            return Some(Err(error));
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let paths = counterhal_linux::SystemPaths::under(&root);
+            let backend =
+                counterhal_linux::on_sysfs(context.database.clone(), context.model.clone(), paths);
+            Some(Ok(Box::new(backend)))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (root, context);
+            Some(Err(CliError::failed(counterhal::Error::unsupported(
+                "resolving names against a Linux sysfs tree needs Linux's backend",
+            ))))
+        }
     }
 }
 

@@ -19,3 +19,4 @@ mod software_events;
 mod stat_opens;
 mod stat_options;
 mod stat_scope;
+mod sysfs_root;

@@ -1,0 +1,254 @@
+//! `--sysfs DIR` (and `COUNTERHAL_SYSFS`): another machine's PMUs, from its sysfs tree, in
+//! `encode` and `list`. The trees are backend-linux's (tests/data/machines, written from the
+//! kernel's PMU definitions), where tests/perf_pmus.rs holds `counterhal_linux::pmu_events` to
+//! perf 6.1's opens under each tree; here the command prints what that call gives.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{counterhal, stderr, stdout};
+
+/// The machine trees.
+fn machines() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend-linux/tests/data/machines")
+}
+
+/// Every `pmu/alias/` of a tree's PMUs.
+fn aliases(root: &Path) -> Vec<String> {
+    let devices = root.join("bus/event_source/devices");
+    let mut events = Vec::new();
+    for pmu in std::fs::read_dir(&devices).unwrap().flatten() {
+        let name = pmu.file_name().to_string_lossy().into_owned();
+        for alias in std::fs::read_dir(pmu.path().join("events"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let alias = alias.file_name().to_string_lossy().into_owned();
+            if !alias.contains('.') {
+                events.push(format!("{name}/{alias}/"));
+            }
+        }
+    }
+    events.sort();
+    events
+}
+
+/// One open as the JSON says it: pmu, type, config, config1, config2, cpu, scale, unit.
+type Open = (
+    String,
+    u64,
+    u64,
+    u64,
+    u64,
+    i64,
+    Option<String>,
+    Option<String>,
+);
+
+fn open_of(object: &Value) -> Open {
+    let number = |key: &str| {
+        object[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key}: {object}"))
+    };
+    (
+        object["pmu"].as_str().unwrap().to_string(),
+        number("type"),
+        number("config"),
+        number("config1"),
+        number("config2"),
+        object["cpu"].as_i64().unwrap(),
+        object.get("scale").map(|s| s.to_string()),
+        object.get("unit").map(|u| u.as_str().unwrap().to_string()),
+    )
+}
+
+/// Oracle: perf 6.1, through `counterhal_linux::pmu_events`, which backend-linux's
+/// tests/perf_pmus.rs holds to perf's opens under these trees. `encode --sysfs ROOT --json`
+/// prints, for every alias of every PMU of the Sapphire Rapids, Skylake client and Zen 4
+/// trees, one object per PMU and CPU of its cpumask, with the attr, `scale` and `unit`, as that
+/// call gives them; `COUNTERHAL_SYSFS` does what `--sysfs` does.
+#[test]
+fn encode_prints_every_open_of_another_machines_pmus() {
+    let mut compared = 0;
+    for machine in ["spr-2s", "skl-client", "zen4"] {
+        let root = machines().join(machine);
+        let devices = root.join("bus/event_source/devices");
+        let events = aliases(&root);
+        let mut args = vec!["encode", "--json", "--sysfs", root.to_str().unwrap()];
+        args.extend(events.iter().map(String::as_str));
+        let out = counterhal(&args);
+        assert!(out.status.success(), "{machine}: {}", stderr(&out));
+        let array: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut printed: BTreeMap<String, Vec<Open>> = BTreeMap::new();
+        for object in &array {
+            let event = object["event"].as_str().unwrap().to_string();
+            printed.entry(event).or_default().push(open_of(object));
+        }
+        for event in &events {
+            let ours = counterhal_linux::pmu_events(&devices, event)
+                .unwrap()
+                .unwrap();
+            let expected: Vec<Open> = ours
+                .iter()
+                .flat_map(|e| {
+                    e.open_cpus().into_iter().map(|cpu| {
+                        (
+                            e.pmu.clone(),
+                            u64::from(e.attr.type_),
+                            e.attr.config,
+                            e.attr.config1,
+                            e.attr.config2,
+                            i64::from(cpu),
+                            e.scale.map(|s| serde_json::json!(s).to_string()),
+                            e.unit.clone(),
+                        )
+                    })
+                })
+                .collect();
+            assert_eq!(printed.get(event), Some(&expected), "{machine} {event}");
+            compared += 1;
+        }
+        // The environment names the root as the option does.
+        let out = Command::new(crate::common::bin())
+            .args(["encode", "--json", "power/energy-pkg/"])
+            .env("COUNTERHAL_SYSFS", &root)
+            .output()
+            .unwrap();
+        let by_env: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+        let by_option: Vec<&Value> = array
+            .iter()
+            .filter(|o| o["event"] == "power/energy-pkg/")
+            .collect();
+        assert_eq!(by_env.iter().collect::<Vec<_>>(), by_option, "{machine}");
+    }
+    println!("{compared} aliases of 3 machines printed as pmu_events gives them");
+    assert!(compared > 40);
+}
+
+/// Oracle: the kernel's definitions in the Sapphire Rapids tree (rapl.c, uncore_snbep.c) and
+/// perf 6.1's opens under it (by hand; tests/perf_pmus.rs in backend-linux): what each shape
+/// of PMU event prints, text and JSON, and a refusal.
+#[test]
+fn encode_shapes_on_a_two_socket_tree() {
+    let root = machines().join("spr-2s");
+    let root = root.to_str().unwrap();
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--sysfs",
+        root,
+        "power/energy-pkg/",
+        "imc/cas_count_read/",
+        "uncore_cha_0/event=0x1,umask=0x123456789,filter_tid=3/",
+        "uncore_imc_0/bogus=1/",
+        "msr/tsc/",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("uncore_imc_0/bogus=1/: unknown term `bogus` for PMU"),
+        "{}",
+        stderr(&out)
+    );
+    let array: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let of =
+        |event: &str| -> Vec<&Value> { array.iter().filter(|o| o["event"] == event).collect() };
+    let energy = of("power/energy-pkg/");
+    assert_eq!(energy.len(), 2);
+    assert_eq!(
+        (energy[0]["cpu"].as_i64(), energy[1]["cpu"].as_i64()),
+        (Some(0), Some(56))
+    );
+    assert_eq!(energy[0]["type"], 11);
+    assert_eq!(energy[0]["config"], 2);
+    assert_eq!(energy[0]["unit"], "Joules");
+    assert_eq!(energy[0]["scale"].as_f64(), Some(2f64.powi(-32)));
+    let imc = of("imc/cas_count_read/");
+    assert_eq!(imc.len(), 8, "4 boxes on 2 CPUs");
+    assert!(
+        imc.iter()
+            .all(|o| o["config"] == 0xcf05 && o["unit"] == "MiB")
+    );
+    let cha = of("uncore_cha_0/event=0x1,umask=0x123456789,filter_tid=3/");
+    assert_eq!(cha[0]["config"].as_u64(), Some(0x0123_4567_0000_8901));
+    assert_eq!(cha[0]["config1"], 3);
+    assert!(cha[0].get("scale").is_none() && cha[0].get("config3").is_none());
+    let refused = of("uncore_imc_0/bogus=1/");
+    assert!(
+        refused[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown term")
+    );
+    let tsc = of("msr/tsc/");
+    assert_eq!(tsc.len(), 1);
+    assert_eq!(tsc[0]["cpu"], -1, "no cpumask: any CPU");
+
+    let text = stdout(&counterhal(&[
+        "encode",
+        "--sysfs",
+        root,
+        "uncore_imc/cas_count_write/",
+        "power/energy-ram/",
+    ]));
+    assert!(
+        text.contains("on 4 PMUs (uncore_imc_0, uncore_imc_1, uncore_imc_2, uncore_imc_3)"),
+        "{text}"
+    );
+    assert!(text.contains("  CPUs: 0,56"), "{text}");
+    assert!(text.contains("  scale: 6.103515625e-5 MiB"), "{text}");
+    assert!(text.contains("power/energy-ram/ [linux, "), "{text}");
+
+    // A core event keeps its shape: `cpu` is the CPU model, as `cpu_model` is.
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--sysfs",
+        root,
+        "--cpu-model",
+        "spr",
+        "cycles",
+    ]);
+    let array: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(array[0]["cpu"], "spr");
+    assert_eq!(array[0]["cpu_model"], "spr");
+
+    let out = counterhal(&["encode", "--sysfs", "/nonexistent", "cycles"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("holds no bus/event_source/devices"));
+    let out = counterhal(&["encode", "--backend", "msr", "--sysfs", root, "cycles"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Oracle: the kernel's definitions in the Zen 4 tree (rapl.c, msr.c): `list --sysfs` shows
+/// the tree's PMU aliases with their units and scales, not this machine's.
+#[test]
+fn list_shows_another_machines_pmus() {
+    let root = machines().join("zen4");
+    let text = stdout(&counterhal(&[
+        "list",
+        "--sysfs",
+        root.to_str().unwrap(),
+        "energy",
+    ]));
+    assert!(
+        text.contains("power/energy-pkg/")
+            && text.contains("power PMU: event=0x02, in Joules, scale 2.3283064365386963e-10"),
+        "{text}"
+    );
+    let text = stdout(&counterhal(&[
+        "list",
+        "--sysfs",
+        root.to_str().unwrap(),
+        "msr/",
+    ]));
+    assert!(text.contains("msr/irperf/"), "{text}");
+    assert!(
+        !text.contains("msr/smi/"),
+        "Zen 4 has no SMI counter: {text}"
+    );
+}
