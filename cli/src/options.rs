@@ -75,9 +75,9 @@ pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
 #[derive(Args, Debug, Clone, Default)]
 pub struct SysfsArgs {
     /// Read the PMUs from this sysfs root instead of /sys: DIR/bus/event_source/devices (and
-    /// DIR/kernel/tracing), another machine's /sys copied or mounted here, so that its PMUs,
-    /// their aliases, cpumasks, scales and units encode on this one (also COUNTERHAL_SYSFS).
-    /// Nothing is opened: the linux backend resolves against the tree alone.
+    /// DIR/kernel/tracing), a /sys copied or mounted here (also COUNTERHAL_SYSFS). encode and
+    /// list open nothing, so another machine's PMUs, aliases, cpumasks, scales and units
+    /// encode on this one; stat opens on this kernel, so its tree must be this machine's.
     #[arg(long = "sysfs", value_name = "DIR")]
     sysfs: Option<PathBuf>,
 }

@@ -1,5 +1,5 @@
 //! `--sysfs DIR` (and `COUNTERHAL_SYSFS`): another machine's PMUs, from its sysfs tree, in
-//! `encode` and `list`. The trees are backend-linux's (tests/data/machines, written from the
+//! `encode` and `list`; in `stat`, this machine's tree read from elsewhere. The trees are backend-linux's (tests/data/machines, written from the
 //! kernel's PMU definitions), where tests/perf_pmus.rs holds `counterhal_linux::pmu_events` to
 //! perf 6.1's opens under each tree; here the command prints what that call gives.
 
@@ -9,7 +9,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{counterhal, stderr, stdout};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+use crate::common::{counterhal, linux_usable, stderr, stdout};
 
 /// The machine trees.
 fn machines() -> PathBuf {
@@ -250,5 +253,50 @@ fn list_shows_another_machines_pmus() {
     assert!(
         !text.contains("msr/smi/"),
         "Zen 4 has no SMI counter: {text}"
+    );
+}
+
+/// Oracle: the kernel, through this machine's own PMU directory: `stat --sysfs ROOT` resolves
+/// PMU events against ROOT's tree and opens them here. A root whose tree is this machine's
+/// (`/sys/bus/event_source/devices`, linked) counts `software/config=2/` (page faults) as
+/// `/sys` does; a tree without a `software` PMU (the Sapphire Rapids tree) has no such event.
+#[test]
+fn stat_reads_pmus_from_the_root_and_opens_them_here() {
+    linux_or_skip!();
+    let root = std::env::temp_dir().join(format!("counterhal-sysfs-root-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("bus/event_source")).unwrap();
+    std::os::unix::fs::symlink(
+        "/sys/bus/event_source/devices",
+        root.join("bus/event_source/devices"),
+    )
+    .unwrap();
+    let count = |args: &[&str]| -> Option<u64> {
+        let mut all = vec!["stat", "-x,"];
+        all.extend(args);
+        all.extend(["-e", "software/config=2/", "--", "true"]);
+        let out = counterhal(&all);
+        let text = stderr(&out);
+        let line = text.lines().find(|l| l.contains("software/config=2/"))?;
+        line.split(',').next()?.parse().ok()
+    };
+    let here = count(&[]);
+    let through_root = count(&["--sysfs", root.to_str().unwrap()]);
+    std::fs::remove_dir_all(&root).unwrap();
+    assert!(here.is_some_and(|n| n > 0), "{here:?}");
+    assert!(through_root.is_some_and(|n| n > 0), "{through_root:?}");
+    let spr = machines().join("spr-2s");
+    let out = counterhal(&[
+        "stat",
+        "--sysfs",
+        spr.to_str().unwrap(),
+        "-e",
+        "software/config=2/",
+        "true",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no PMU `software`"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -9,7 +9,7 @@ use counterhal::{Error, Registration};
 
 use super::switches::Switches;
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, parse_backend};
+use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 
 /// Extra help for `counterhal stat`.
 pub const HELP: &str = "\
@@ -70,6 +70,8 @@ pub struct StatArgs {
     pub(super) model: bool,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
+    #[command(flatten)]
+    pub(super) sysfs: SysfsArgs,
     /// Count existing processes (every thread, and what it creates from now on), one or a
     /// comma-separated list, while CMD runs, or without CMD until Ctrl-C or --timeout.
     #[arg(short = 'p', long = "pid", value_name = "PID[,PID]", conflicts_with_all = ["all_cpus", "cpu_list"])]

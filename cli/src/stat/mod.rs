@@ -87,6 +87,21 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     {
         return model::run(&args, registration, &context);
     }
+    // `--sysfs DIR`: the linux backend reads that tree's PMUs (this machine's, mounted
+    // elsewhere) and opens them here.
+    let sysfs = args.sysfs.root();
+    if sysfs.is_some() {
+        args.sysfs.devices()?;
+        if args
+            .backend
+            .is_some_and(|registration| registration.name != "linux")
+        {
+            let error = counterhal::Error::invalid_input(
+                "--sysfs is a Linux tree: only the linux backend reads it",
+            );
+            return Err(CliError::usage(error, USAGE));
+        }
+    }
     // The Linux backend is probed once and used as itself (no dynamic dispatch on the read
     // path); any other backend is used through the portable facade.
     #[cfg(target_os = "linux")]
@@ -94,7 +109,14 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .backend
         .is_none_or(|registration| registration.name == "linux")
     {
-        match counterhal_linux::probe(context.database.clone(), context.model.clone()) {
+        let (db, model) = (context.database.clone(), context.model.clone());
+        let probed = match &sysfs {
+            Some(root) => {
+                counterhal_linux::probe_with(db, model, counterhal_linux::SystemPaths::under(root))
+            }
+            None => counterhal_linux::probe(db, model),
+        };
+        match probed {
             Ok(linux) => {
                 return stat_with(&args, &targets, &linux, context.model.as_deref(), None);
             }
