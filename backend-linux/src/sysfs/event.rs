@@ -176,9 +176,11 @@ pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfAttr> {
 fn expand(pmu: &Pmu, event: &str, terms: &str) -> Result<(PmuTerms, Vec<Alias>)> {
     let parse = |terms: &str| {
         parse_term_list(terms).map_err(|e| {
-            Error::from(e)
-                .context(event)
-                .with_hint("values are decimal or 0x-prefixed hexadecimal")
+            let error = Error::from(e).context(event);
+            match error.message().contains("not a number") {
+                true => error.with_hint("values are decimal or 0x-prefixed hexadecimal"),
+                false => error,
+            }
         })
     };
     let mut expanded = Vec::new();
