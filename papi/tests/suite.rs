@@ -1,10 +1,11 @@
 //! PAPI 7.0's own tests (Debian's papi-examples: ctests, validation_tests and the Fortran
-//! ftests) built against Debian's PAPI and against ours by `ctests/run`, and run with
-//! TESTS_QUIET: the oracle is real PAPI on the same machine. It fails when a test that passes
-//! with real PAPI does not pass with ours, when one fails with ours that real PAPI skips, or
-//! when a test does worse with ours than `ctests/expected.txt` records (the table in
-//! README.md; on another architecture `ctests/expected-ARCH.txt`, when recorded). The Fortran
-//! tests build against the Fortran headers of the tree `scripts/install-papi` installs.
+//! ftests) built against Debian's PAPI by `ctests/run`, checked to compile against our
+//! headers, and each build run with TESTS_QUIET on Debian's libpapi and on ours: the oracle is
+//! real PAPI on the same machine. It fails when a test that passes with real PAPI does not
+//! pass with ours, when one fails with ours that real PAPI skips, or when a test does worse
+//! with ours than `ctests/expected.txt` records (the table in README.md; on another
+//! architecture `ctests/expected-ARCH.txt`, when recorded). The Fortran tests are checked
+//! against the Fortran headers of the tree `scripts/install-papi` installs.
 
 use crate::install;
 
