@@ -8,7 +8,8 @@
 //!
 //! It also writes the shipped metrics (`build/metrics.rs`) and libpfm4's x86 core tables
 //! (`build/libpfm4.rs`) as static data, each read through the library's own reader of its
-//! files, so that the library parses neither.
+//! files, so that the library parses neither. The three share one pool of strings
+//! (`build/pool.rs`) and the writers' rows (`build/rows.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -38,6 +39,10 @@ mod models;
 #[allow(dead_code)]
 #[path = "src/parse.rs"]
 mod parse;
+#[path = "build/pool.rs"]
+mod pool;
+#[path = "build/rows.rs"]
+mod rows;
 #[allow(dead_code)]
 #[path = "src/select.rs"]
 mod select;
@@ -66,6 +71,8 @@ fn main() {
     println!("cargo:rerun-if-changed={}", list_path.display());
     for source in [
         "build/models.rs",
+        "build/pool.rs",
+        "build/rows.rs",
         "src/loader",
         "src/model.rs",
         "src/parse.rs",
@@ -110,16 +117,26 @@ fn main() {
         writeln!(out, "    {},", models::header(model)).unwrap();
     }
     out.push_str("];\n");
-    models::write(&loaded, &out_dir);
+    let mut pool = pool::Pool::default();
+    let models = models::write(&loaded, &mut pool);
     println!("cargo:rerun-if-changed=build/metrics.rs");
     println!("cargo:rerun-if-changed=src/metrics/file.rs");
     println!("cargo:rerun-if-changed=src/expression.rs");
-    metrics::write(&data, &out_dir);
+    let metrics = metrics::write(&data, &mut pool);
     println!("cargo:rerun-if-changed=build/libpfm4.rs");
     println!("cargo:rerun-if-changed=src/libpfm4/file.rs");
-    libpfm4::write(&data, &out_dir);
-    let target = out_dir.join("shipped.rs");
-    std::fs::write(&target, out).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    let libpfm4 = libpfm4::write(&data, &mut pool);
+    let pool = pool.lay_out();
+    for (name, text) in [
+        ("shipped.rs", out),
+        ("models.rs", pool.resolve(&models)),
+        ("metrics.rs", pool.resolve(&metrics)),
+        ("libpfm4.rs", pool.resolve(&libpfm4)),
+        ("pool.rs", pool.source()),
+    ] {
+        let target = out_dir.join(name);
+        std::fs::write(&target, text).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    }
 }
 
 fn read(path: &Path) -> String {

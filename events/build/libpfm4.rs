@@ -1,58 +1,47 @@
 //! libpfm4's x86 core tables (`data/generated/libpfm4/PMU.toml`) in their compiled-in form:
 //! each file read and checked by the library's own reader (`src/libpfm4/file.rs`, included by
 //! build.rs) and written as static Rust data (`OUT_DIR/libpfm4.rs`, read by
-//! `src/libpfm4/table.rs`):
+//! `src/libpfm4/table.rs`), in records of a few bytes:
 //!
-//! - `POOL`: every string once (names and equivalences), each a `Str(offset, length)` into it;
-//!   a missing equivalence is `Str(0, 0)`, the empty string, which no file may give (the reader
-//!   refuses an empty `equiv`);
-//! - `UMASKS`: the unit masks, each event's together, in libpfm4's order;
+//! - strings as `Str`s of the one pool (`build/pool.rs`); a missing equivalence is `Str(0)`,
+//!   the empty string, which no file may give (the reader refuses an empty `equiv`);
+//! - `VALUES`: the codes and counter masks, each once, which the records name by index;
+//! - `UMASKS`: the unit masks, each event's together, in libpfm4's order; events with the
+//!   same unit masks (the same event on several PMUs) share one run of them;
 //! - `EVENTS`: the events, each PMU's together, in libpfm4's order, each with its unit masks
 //!   as `(start, length)` in `UMASKS`;
 //! - `PMUS`: one per file, in `PMU_NAMES`'s order (sorted), each with its events as
 //!   `(start, length)` in `EVENTS`.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::libpfm4_file::{self, EventEntry, UmaskEntry};
+use crate::pool::Pool;
+use crate::rows::{Lists, Values, short};
 
-/// The pool of strings, each written once.
+/// The tables as they are written: each value once, each run of unit masks once.
 #[derive(Default)]
-struct Pool {
-    text: String,
-    strings: HashMap<String, (u32, u32)>,
+struct Writer {
+    values: Values<u64>,
+    umasks: Lists<String>,
 }
 
-impl Pool {
-    /// `s` as a `Str(offset, length)` of the pool, added if it is not there yet.
-    fn string(&mut self, s: &str) -> String {
-        let (offset, length) = match self.strings.get(s) {
-            Some(&at) => at,
-            None => {
-                let at = (index(self.text.len()), index(s.len()));
-                self.text.push_str(s);
-                self.strings.insert(s.to_string(), at);
-                at
-            }
-        };
-        format!("Str({offset}, {length})")
-    }
-
-    /// `equiv` as a string of the pool, or `Str(0, 0)` where there is none.
-    fn equiv(&mut self, equiv: Option<&str>) -> String {
-        equiv.map_or_else(|| "Str(0, 0)".to_string(), |e| self.string(e))
+impl Writer {
+    /// `value`'s index in `VALUES`, added if new.
+    fn value(&mut self, value: u64) -> u16 {
+        short(self.values.add(value), "the values of libpfm4's tables")
     }
 }
 
-fn index(n: usize) -> u32 {
-    u32::try_from(n).expect("the compiled-in libpfm4 tables stay below 4 GiB")
+/// A file's bits as a record's `u16` (flags, modifiers, groups).
+fn bits(value: u32, what: &str) -> u16 {
+    u16::try_from(value).unwrap_or_else(|_| panic!("{what} {value:#x}: past 16 bits"))
 }
 
 /// Writes `OUT_DIR/libpfm4.rs` from the tables in `data/generated/libpfm4`; a table that does
 /// not read or check fails the build, naming the file and what is wrong.
-pub(crate) fn write(data: &Path, out_dir: &Path) {
+pub(crate) fn write(data: &Path, pool: &mut Pool) -> String {
     let dir = data.join("generated/libpfm4");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -61,8 +50,8 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
         .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
         .collect();
     names.sort();
-    let mut pool = Pool::default();
-    let (mut umasks, mut events, mut pmus) = (Vec::new(), Vec::new(), Vec::new());
+    let mut w = Writer::default();
+    let (mut events, mut pmus) = (Vec::new(), Vec::new());
     for name in &names {
         let path = dir.join(format!("{name}.toml"));
         println!("cargo:rerun-if-changed={}", path.display());
@@ -84,33 +73,30 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
         );
         let first_event = events.len();
         for event in &pmu.events {
-            let first_umask = umasks.len();
-            for umask in &event.umasks {
-                umasks.push(umask_record(&mut pool, umask));
-            }
-            events.push(event_record(
-                &mut pool,
-                event,
-                (first_umask, umasks.len() - first_umask),
-            ));
+            let run = event
+                .umasks
+                .iter()
+                .map(|umask| umask_record(pool, &mut w, umask))
+                .collect();
+            let umasks = w.umasks.add(run);
+            events.push(event_record(pool, &mut w, event, umasks));
         }
         let pmu_name = pool.string(&pmu.name);
         pmus.push(format!(
-            "Pmu {{ name: {pmu_name}, intel: {}, raw_umask: {}, ecmask: {}, events: ({first_event}, {}) }}",
+            "Pmu {{ name: {pmu_name}, intel: {}, raw_umask: {}, ecmask: {}, events: ({}, {}) }}",
             pmu.intel,
             pmu.raw_umask,
             pmu.ecmask,
-            events.len() - first_event
+            short(first_event, "the events of libpfm4's tables"),
+            short(events.len() - first_event, "a PMU's events"),
         ));
     }
     let mut out = format!(
         "// Generated by events/build.rs (build/libpfm4.rs) from events/data/generated/libpfm4:\n\
-         // {} tables, {} events, {} unit masks, {} strings in a pool of {} bytes.\n\n",
+         // {} tables, {} events, {} unit masks.\n\n",
         pmus.len(),
         events.len(),
-        umasks.len(),
-        pool.strings.len(),
-        pool.text.len()
+        w.umasks.items.len(),
     );
     writeln!(
         out,
@@ -118,7 +104,6 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
          pub(crate) const PMU_NAMES: &[&str] = &{names:?};\n"
     )
     .unwrap();
-    writeln!(out, "static POOL: &str = {:?};\n", pool.text).unwrap();
     let list = |out: &mut String, name: &str, kind: &str, items: &[String]| {
         writeln!(out, "static {name}: [{kind}; {}] = [", items.len()).unwrap();
         for item in items {
@@ -126,36 +111,45 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
         }
         out.push_str("];\n\n");
     };
-    list(&mut out, "UMASKS", "Umask", &umasks);
+    let values: Vec<String> = w.values.values.iter().map(|v| format!("{v:#x}")).collect();
+    list(&mut out, "VALUES", "u64", &values);
+    list(&mut out, "UMASKS", "Umask", &w.umasks.items);
     list(&mut out, "EVENTS", "Event", &events);
     list(&mut out, "PMUS", "Pmu", &pmus);
-    let target = out_dir.join("libpfm4.rs");
-    std::fs::write(&target, out).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    out
 }
 
 /// One event's record, its unit masks `UMASKS[start..start + length]`.
-fn event_record(pool: &mut Pool, event: &EventEntry, (start, length): (usize, usize)) -> String {
+fn event_record(
+    pool: &mut Pool,
+    w: &mut Writer,
+    event: &EventEntry,
+    (start, length): (u16, u16),
+) -> String {
     let name = pool.string(&event.name);
-    let equiv = pool.equiv(event.equiv.as_deref());
+    let equiv = pool.string(event.equiv.as_deref().unwrap_or_default());
+    let ngrp = u8::try_from(event.ngrp).expect("the reader allows at most 31 groups");
     format!(
-        "Event {{ name: {name}, equiv: {equiv}, code: {:#x}, cntmsk: {:#x}, ngrp: {}, modmsk: {:#x}, modmsk_req: {:#x}, flags: {:#x}, umasks: ({}, {}) }}",
-        event.code,
-        event.cntmsk,
-        event.ngrp,
-        event.modmsk,
-        event.modmsk_req,
-        event.flags,
-        index(start),
-        index(length)
+        "Event {{ name: {name}, equiv: {equiv}, code: {}, cntmsk: {}, modmsk: {:#x}, modmsk_req: {:#x}, flags: {:#x}, umasks: ({start}, {length}), ngrp: {ngrp} }}",
+        w.value(event.code),
+        w.value(event.cntmsk),
+        bits(event.modmsk, "modifiers"),
+        bits(event.modmsk_req, "modifiers"),
+        bits(event.flags, "flags"),
     )
 }
 
 /// One unit mask's record.
-fn umask_record(pool: &mut Pool, umask: &UmaskEntry) -> String {
+fn umask_record(pool: &mut Pool, w: &mut Writer, umask: &UmaskEntry) -> String {
     let name = pool.string(&umask.name);
-    let equiv = pool.equiv(umask.equiv.as_deref());
+    let equiv = pool.string(umask.equiv.as_deref().unwrap_or_default());
     format!(
-        "Umask {{ name: {name}, equiv: {equiv}, code: {:#x}, grpid: {:#x}, flags: {:#x}, modhw: {:#x}, modmsk_req: {:#x}, cntmsk: {:#x} }}",
-        umask.code, umask.grpid, umask.flags, umask.modhw, umask.modmsk_req, umask.cntmsk
+        "Umask {{ name: {name}, equiv: {equiv}, code: {}, cntmsk: {}, grpid: {:#x}, flags: {:#x}, modhw: {:#x}, modmsk_req: {:#x} }}",
+        w.value(umask.code),
+        w.value(umask.cntmsk),
+        bits(umask.grpid, "group"),
+        bits(umask.flags, "flags"),
+        bits(umask.modhw, "modifiers"),
+        bits(umask.modmsk_req, "modifiers"),
     )
 }

@@ -3,11 +3,13 @@
 //! formula parsed by the library's own parser (`src/expression.rs`), both included by build.rs,
 //! and written as static Rust data (`OUT_DIR/metrics.rs`, read by `src/metrics/compiled.rs`):
 //!
-//! - `POOL`: every string once (names, groups, units, the events' names), each a `Str(offset,
-//!   length)` into it;
+//! - strings (names, groups, units, the events' names) as `Str`s of the one pool
+//!   (`build/pool.rs`);
 //! - `NODES`: the formulas' nodes, each subexpression once however many formulas share it,
-//!   their operands by index (`LINKS` holds each chain's operators and later operands);
-//! - `METRICS`, `GROUPS`, `EVENTS`: each table's metrics, their groups, its events' names;
+//!   their operands by index (`LINKS` holds each chain's operators and later operands), their
+//!   numbers and the metrics' scales by index of `NUMBERS`;
+//! - `METRICS`, `GROUPS`, `EVENTS`: each table's metrics, their groups (each list of groups
+//!   once), its events' names;
 //! - `TABLES`: one per model, in `SHIPPED_METRIC_MODELS`'s order (sorted).
 
 use std::collections::HashMap;
@@ -16,45 +18,38 @@ use std::path::Path;
 
 use crate::expression::{Expr, Function, Op};
 use crate::metric_file;
+use crate::pool::Pool;
+use crate::rows::{Lists, Rows, Values, short};
 
-/// The pool of strings and the formulas' nodes, each written once.
+/// The formulas' nodes, each written once, and their numbers.
 #[derive(Default)]
 struct Writer {
-    pool: String,
-    strings: HashMap<String, (u32, u32)>,
-    nodes: Vec<String>,
-    node_ids: HashMap<String, u32>,
+    pool: Pool,
+    nodes: Rows,
+    chain_ids: HashMap<String, u16>,
     links: Vec<String>,
+    /// The numbers (formulas' and scales') by their bits, each once.
+    numbers: Values<u64>,
 }
 
 impl Writer {
     fn string(&mut self, s: &str) -> String {
-        let (offset, length) = match self.strings.get(s) {
-            Some(&at) => at,
-            None => {
-                let at = (offset(self.pool.len()), offset(s.len()));
-                self.pool.push_str(s);
-                self.strings.insert(s.to_string(), at);
-                at
-            }
-        };
-        format!("Str({offset}, {length})")
+        self.pool.string(s)
     }
 
     /// The index of `node` (its Rust form), added if no formula had it yet.
-    fn node(&mut self, node: String) -> u32 {
-        if let Some(&id) = self.node_ids.get(&node) {
-            return id;
-        }
-        let id = offset(self.nodes.len());
-        self.nodes.push(node.clone());
-        self.node_ids.insert(node, id);
-        id
+    fn node(&mut self, node: String) -> u16 {
+        short(self.nodes.add(node), "the formulas' nodes")
     }
 
-    fn expr(&mut self, expr: &Expr) -> u32 {
+    /// A number's index in `NUMBERS`.
+    fn number(&mut self, n: f64) -> u16 {
+        short(self.numbers.add(n.to_bits()), "the formulas' numbers")
+    }
+
+    fn expr(&mut self, expr: &Expr) -> u16 {
         let node = match expr {
-            Expr::Number(n) => format!("Number(f64::from_bits({:#x}))", n.to_bits()),
+            Expr::Number(n) => format!("Number({})", self.number(*n)),
             Expr::Name(name) => format!("Name({})", self.string(name)),
             Expr::Negate(inner) => format!("Negate({})", self.expr(inner)),
             Expr::Chain { first, rest } => {
@@ -65,13 +60,14 @@ impl Writer {
                     .collect();
                 // The same chain in another formula is the same node, its links written once.
                 let key = format!("Chain({first}, [{}])", operands.join(", "));
-                if let Some(&id) = self.node_ids.get(&key) {
+                if let Some(&id) = self.chain_ids.get(&key) {
                     return id;
                 }
-                let start = offset(self.links.len());
+                let start = short(self.links.len(), "the formulas' links");
                 self.links.extend(operands);
-                let id = self.node(format!("Chain({first}, {start}, {})", rest.len()));
-                self.node_ids.insert(key, id);
+                let length = short(rest.len(), "a chain's operands");
+                let id = self.node(format!("Chain({first}, {start}, {length})"));
+                self.chain_ids.insert(key, id);
                 return id;
             }
             Expr::If {
@@ -111,13 +107,9 @@ fn op_name(op: Op) -> &'static str {
     }
 }
 
-fn offset(n: usize) -> u32 {
-    u32::try_from(n).expect("the compiled-in metrics stay below 4 GiB")
-}
-
 /// Writes `OUT_DIR/metrics.rs` from the tables in `data/generated/metrics`; a table that does
 /// not read or check fails the build, naming the file and what is wrong.
-pub(crate) fn write(data: &Path, out_dir: &Path) {
+pub(crate) fn write(data: &Path, pool: &mut Pool) -> String {
     let dir = data.join("generated/metrics");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut models: Vec<String> = std::fs::read_dir(&dir)
@@ -126,9 +118,12 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
         .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
         .collect();
     models.sort();
-    let mut w = Writer::default();
-    let (mut metrics, mut groups, mut events, mut tables) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut w = Writer {
+        pool: std::mem::take(pool),
+        ..Writer::default()
+    };
+    let mut groups: Lists<String> = Lists::default();
+    let (mut metrics, mut events, mut tables) = (Vec::new(), Vec::new(), Vec::new());
     for model in &models {
         let path = dir.join(format!("{model}.toml"));
         println!("cargo:rerun-if-changed={}", path.display());
@@ -146,24 +141,23 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
             events.push(format!("({}, {})", w.string(alias), w.string(event)));
         }
         for (metric, formula) in file.metrics.iter().zip(&formulas) {
-            let first_group = groups.len();
-            for group in &metric.groups {
-                groups.push(w.string(group));
-            }
+            let group_names = metric.groups.iter().map(|g| w.string(g)).collect();
+            let (start, length) = groups.add(group_names);
             let name = w.string(&metric.name);
             let unit = w.string(&metric.unit);
             let formula = w.expr(formula);
             metrics.push(format!(
-                "Entry {{ name: {name}, groups: ({first_group}, {}), formula: {formula}, scale: f64::from_bits({:#x}), unit: {unit} }}",
-                metric.groups.len(),
-                metric.scale.to_bits()
+                "Entry {{ name: {name}, unit: {unit}, groups: ({start}, {length}), formula: {formula}, scale: {} }}",
+                w.number(metric.scale),
             ));
         }
         let model_name = w.string(model);
         tables.push(format!(
-            "Table {{ model: {model_name}, events: ({first_event}, {}), metrics: ({first_metric}, {}) }}",
-            events.len() - first_event,
-            metrics.len() - first_metric
+            "Table {{ model: {model_name}, events: ({}, {}), metrics: ({}, {}) }}",
+            short(first_event, "the metrics' events"),
+            short(events.len() - first_event, "a table's events"),
+            short(first_metric, "the metrics"),
+            short(metrics.len() - first_metric, "a table's metrics"),
         ));
     }
     let mut out = String::from(
@@ -175,7 +169,6 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
          pub const SHIPPED_METRIC_MODELS: &[&str] = &{models:?};\n"
     )
     .unwrap();
-    writeln!(out, "static POOL: &str = {:?};\n", w.pool).unwrap();
     let list = |out: &mut String, name: &str, kind: &str, items: &[String]| {
         writeln!(out, "static {name}: [{kind}; {}] = [", items.len()).unwrap();
         for item in items {
@@ -183,12 +176,16 @@ pub(crate) fn write(data: &Path, out_dir: &Path) {
         }
         out.push_str("];\n\n");
     };
-    list(&mut out, "NODES", "Node", &w.nodes);
-    list(&mut out, "LINKS", "(Op, u32)", &w.links);
-    list(&mut out, "GROUPS", "Str", &groups);
+    let numbers: Vec<String> = (w.numbers.values.iter())
+        .map(|bits| format!("f64::from_bits({bits:#x})"))
+        .collect();
+    list(&mut out, "NUMBERS", "f64", &numbers);
+    list(&mut out, "NODES", "Node", &w.nodes.rows);
+    list(&mut out, "LINKS", "(Op, u16)", &w.links);
+    list(&mut out, "GROUPS", "Str", &groups.items);
     list(&mut out, "EVENTS", "(Str, Str)", &events);
     list(&mut out, "METRICS", "Entry", &metrics);
     list(&mut out, "TABLES", "Table", &tables);
-    let target = out_dir.join("metrics.rs");
-    std::fs::write(&target, out).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    *pool = std::mem::take(&mut w.pool);
+    out
 }

@@ -2,60 +2,38 @@
 //! loaded by the library's own loader (`src/loader/`, with the modules it needs, included by
 //! build.rs), exactly as a user's file is loaded, and the models' events, unit masks,
 //! mappings, refused presets and event aliases written as static Rust data
-//! (`OUT_DIR/models.rs`, read by `src/compiled.rs`):
+//! (`OUT_DIR/models.rs`, read by `src/compiled.rs`), every row once however many models have
+//! it, in records of a few bytes:
 //!
-//! - `POOL`: every string once, each a `Str(offset, length)` into it;
+//! - strings as `Str`s of the one pool (`build/pool.rs`);
 //! - `EVENTS` and `MASKS`: every native event and unit mask once (the same event on two models
 //!   is one row), a model's events a range of `EVENT_LISTS` (indices of `EVENTS`), an event's
-//!   unit masks a range of `MASK_LISTS` (indices of `MASKS`);
-//! - `MAPPINGS`, `TERMS`, `REFUSED`, `ALIASES`, `STRINGS`: the mappings with their terms (each
+//!   unit masks a range of `MASK_LISTS` (indices of `MASKS`); what few unit masks have (a
+//!   fixed counter, an event code or counters of their own, other names, a description) is a
+//!   row of `MASK_RARE`, and the counter sets events name are `COUNTER_SETS`; the events'
+//!   descriptions are `EVENT_DESCRIPTIONS`, by event;
+//! - `MAPPINGS` (a model's: a range of `MAPPING_LISTS`), their `PAPI` forms and `TERMS` (each
 //!   term's event string as `spec_text` writes it, which the build checks reads back to the
-//!   same event), the presets refused and why, the event aliases, and the lists of strings;
+//!   same event), `REFUSED` (the presets refused and why), `ALIASES` (a model's: a range of
+//!   `ALIAS_LISTS`) and `STRINGS` (lists of strings), each list written once;
+//! - `EXTRA_MSRS` and `EXTRA_VALUES` (the extra MSRs, each once), `WORDS` (register bits);
 //! - `BODIES`: one per model, in `SHIPPED_INDEX`'s order.
 //!
 //! A file the loader refuses fails the build with the loader's own message.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use counterhal_hal::{GeneralizedEvent, Sign};
 
 use crate::loader::{Layer, Source, load_file};
-use crate::model::{CpuModel, UnitMaskClass, spec_text};
+use crate::model::{CpuModel, NativeEvent, UnitMask, UnitMaskClass, spec_text};
 use crate::parse::{EventSpec, ParsedEvent, parse_event};
+use crate::pool::Pool;
+use crate::rows::{Lists, Rows, Values, short};
 
-/// Every string once, and the rows of each table written so far.
-#[derive(Default)]
-struct Writer {
-    pool: String,
-    strings: HashMap<String, (u32, u32)>,
-    events: Vec<String>,
-    masks: Vec<String>,
-    mappings: Vec<String>,
-    terms: Vec<String>,
-    refused: Vec<String>,
-    aliases: Vec<String>,
-    lists: Vec<String>,
-    /// Extra MSRs (address and value), each once; a row names one by its index + 1 (0: none).
-    extras: Vec<(u32, u64)>,
-    /// Register-bit values, each once; a row names one by its index + 1 (0: none).
-    words: Vec<u64>,
-    /// Each unit-mask row written, with its index in `masks`: an event's unit masks are a list
-    /// of indices (`mask_indices`), so a unit mask several events have alike is written once.
-    mask_rows: HashMap<String, usize>,
-    mask_indices: Vec<usize>,
-    /// Each list of unit masks written, by its indices, with where it starts in
-    /// `mask_indices`: an event whose unit masks are another's shares the list.
-    mask_lists: HashMap<Vec<usize>, usize>,
-    /// Each event row written, with its index in `events`: a model's events are a list of
-    /// indices (`event_lists`), so an event two models have alike is written once.
-    event_rows: HashMap<String, usize>,
-    event_lists: Vec<usize>,
-}
-
-fn index(n: usize) -> u32 {
-    u32::try_from(n).expect("the compiled-in models stay below 4 GiB")
+/// A range of a table, as a record writes it.
+fn range((start, length): (u16, u16)) -> String {
+    format!("({start}, {length})")
 }
 
 /// A fixed counter's index as one byte, `u8::MAX` for none.
@@ -69,62 +47,59 @@ fn fixed(counter: Option<u32>) -> u8 {
     }
 }
 
+/// The rows of each table written so far.
+#[derive(Default)]
+struct Writer {
+    pool: Pool,
+    events: Rows,
+    event_lists: Lists<usize>,
+    event_descriptions: Vec<(usize, String)>,
+    counter_sets: Values<u32>,
+    masks: Rows,
+    mask_lists: Lists<usize>,
+    mask_rare: Rows,
+    mappings: Rows,
+    mapping_lists: Lists<usize>,
+    papi: Rows,
+    terms: Lists<String>,
+    refused: Vec<String>,
+    aliases: Rows,
+    alias_lists: Lists<usize>,
+    strings: Lists<String>,
+    /// Extra MSRs (address and value), each once; a row names one by its index + 1 (0: none).
+    extras: Values<(u16, u64)>,
+    /// Register-bit values, each once; a row names one by its index + 1 (0: none).
+    words: Values<u64>,
+}
+
 impl Writer {
     fn string(&mut self, s: &str) -> String {
-        let (offset, length) = match self.strings.get(s) {
-            Some(&at) => at,
-            None => {
-                let at = (index(self.pool.len()), index(s.len()));
-                self.pool.push_str(s);
-                self.strings.insert(s.to_string(), at);
-                at
-            }
-        };
-        format!("Str({offset}, {length})")
+        self.pool.string(s)
     }
 
-    /// An extra MSR as its index + 1 in `EXTRAS` (0: none).
-    fn extra(&mut self, extra: Option<counterhal_hal::ExtraMsr>) -> usize {
+    /// An extra MSR as its index + 1 in `EXTRA_MSRS` (0: none).
+    fn extra(&mut self, extra: Option<counterhal_hal::ExtraMsr>) -> u16 {
         let Some(e) = extra else { return 0 };
-        let pair = (e.msr, e.value);
-        let at = match self.extras.iter().position(|&x| x == pair) {
-            Some(at) => at,
-            None => {
-                self.extras.push(pair);
-                self.extras.len() - 1
-            }
-        };
-        assert!(at < usize::from(u16::MAX), "too many extra MSR values");
-        at + 1
+        let msr = u16::try_from(e.msr).expect("an extra MSR's address fits 16 bits");
+        short(self.extras.add((msr, e.value)) + 1, "the extra MSRs")
     }
 
     /// A register-bit value as its index + 1 in `WORDS` (0: none).
-    fn word(&mut self, word: Option<u64>) -> usize {
-        let Some(w) = word else { return 0 };
-        let at = match self.words.iter().position(|&x| x == w) {
-            Some(at) => at,
-            None => {
-                self.words.push(w);
-                self.words.len() - 1
-            }
-        };
-        assert!(at < usize::from(u16::MAX), "too many register-bit values");
-        at + 1
+    fn word(&mut self, word: Option<u64>) -> u16 {
+        word.map_or(0, |w| {
+            short(self.words.add(w) + 1, "the register-bit values")
+        })
     }
 
     /// A list of strings, as the range of `STRINGS` it takes.
     fn list(&mut self, items: &[String]) -> String {
-        let start = self.lists.len();
-        for item in items {
-            let s = self.string(item);
-            self.lists.push(s);
-        }
-        assert!(
-            items.len() <= usize::from(u16::MAX),
-            "a list of {} strings",
-            items.len()
-        );
-        format!("({start}, {})", items.len())
+        let items: Vec<String> = items.iter().map(|item| self.string(item)).collect();
+        range(self.strings.add(items))
+    }
+
+    /// A counter set as its index in `COUNTER_SETS`.
+    fn counter_set(&mut self, mask: u32) -> u8 {
+        u8::try_from(self.counter_sets.add(mask)).expect("at most 256 counter sets")
     }
 
     /// An event string as `spec_text` writes it, which must read back to the same event (the
@@ -151,156 +126,161 @@ impl Writer {
         self.string(&name)
     }
 
+    /// A unit mask's row, as its index in `MASKS`.
+    fn mask(&mut self, mask: &UnitMask) -> usize {
+        let class = match mask.class {
+            UnitMaskClass::Plain => 0,
+            UnitMaskClass::CacheState => 1,
+            UnitMaskClass::AnyInitiator => 2,
+        };
+        let flags = [
+            mask.default,
+            mask.edge,
+            mask.invert,
+            mask.precise,
+            mask.deprecated,
+            mask.any_thread,
+            mask.combine.alone_in_group,
+            mask.combine.excludes_later_groups,
+            mask.combine.excludes_other_groups,
+            mask.combine.group_may_be_empty,
+            mask.event_code.is_some(),
+            mask.counters.is_some(),
+        ]
+        .iter()
+        .enumerate()
+        .fold(class << 12, |bits, (i, &set)| bits | u16::from(set) << i);
+        let rare = fixed(mask.fixed) != u8::MAX
+            || mask.event_code.is_some()
+            || mask.counters.is_some()
+            || !mask.same_as.is_empty()
+            || !mask.description.is_empty();
+        let rare = if rare {
+            let row = format!(
+                "MaskRare {{ description: {}, counters: {}, event_code: {}, same_as: {}, fixed: {} }}",
+                self.string(&mask.description),
+                mask.counters.map_or(0, |c| c.mask()),
+                mask.event_code.unwrap_or(0),
+                self.list(&mask.same_as),
+                fixed(mask.fixed),
+            );
+            short(self.mask_rare.add(row) + 1, "the unit masks' rare rows")
+        } else {
+            0
+        };
+        let row = format!(
+            "Mask {{ name: {}, flags: {flags}, extra: {}, extra_bits: {}, rare: {rare}, code: {}, cmask: {}, group: {}, umask2: {} }}",
+            self.string(&mask.name),
+            self.extra(mask.extra),
+            self.word(mask.extra_bits),
+            mask.code,
+            mask.cmask,
+            mask.group,
+            mask.umask2,
+        );
+        self.masks.add(row)
+    }
+
+    /// A native event's row, as its index in `EVENTS`.
+    fn event(&mut self, event: &NativeEvent) -> usize {
+        let masks: Vec<usize> = event.unit_masks().iter().map(|m| self.mask(m)).collect();
+        let masks = range(self.mask_lists.add(masks));
+        let f = &event.flags;
+        let flags = [
+            f.umask_required,
+            f.mesi,
+            f.any_initiator,
+            f.exclusive,
+            f.precise,
+            f.deprecated,
+            f.any_thread,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0u8, |bits, (i, &set)| bits | u8::from(set) << i);
+        let row = format!(
+            "Event {{ name: {}, code: {}, extra: {}, masks: {masks}, base_umask: {}, fixed: {}, flags: {flags}, counters: {} }}",
+            self.string(&event.name),
+            event.code,
+            self.extra(event.extra),
+            event.base_umask,
+            fixed(event.fixed),
+            self.counter_set(event.counters.mask()),
+        );
+        if event.description.is_empty() {
+            return self.events.add(row);
+        }
+        // Two events alike but for their descriptions are two rows.
+        let description = self.string(&event.description);
+        let count = self.events.rows.len();
+        let index = self.events.add_keyed(format!("{row} {description}"), row);
+        if index == count {
+            self.event_descriptions.push((index, description));
+        }
+        index
+    }
+
     /// Model `model`'s body, as one `Body` row.
     fn body(&mut self, model: &CpuModel) -> String {
-        let first_event = self.event_lists.len();
-        for event in model.events() {
-            let mut masks = Vec::with_capacity(event.unit_masks().len());
-            for mask in event.unit_masks() {
-                let class = match mask.class {
-                    UnitMaskClass::Plain => "UnitMaskClass::Plain",
-                    UnitMaskClass::CacheState => "UnitMaskClass::CacheState",
-                    UnitMaskClass::AnyInitiator => "UnitMaskClass::AnyInitiator",
-                };
-                let flags = [
-                    mask.default,
-                    mask.edge,
-                    mask.invert,
-                    mask.precise,
-                    mask.deprecated,
-                    mask.any_thread,
-                    mask.combine.alone_in_group,
-                    mask.combine.excludes_later_groups,
-                    mask.combine.excludes_other_groups,
-                    mask.combine.group_may_be_empty,
-                    mask.event_code.is_some(),
-                    mask.counters.is_some(),
-                ]
-                .iter()
-                .enumerate()
-                .fold(0u16, |bits, (i, &set)| bits | u16::from(set) << i);
-                let row = format!(
-                    "Mask {{ name: {}, description: {}, code: {}, cmask: {}, group: {}, umask2: {}, flags: {flags}, class: {class}, fixed: {}, event_code: {}, counters: {}, extra: {}, extra_bits: {}, same_as: {} }}",
-                    self.string(&mask.name),
-                    self.string(&mask.description),
-                    mask.code,
-                    mask.cmask,
-                    mask.group,
-                    mask.umask2,
-                    fixed(mask.fixed),
-                    mask.event_code.unwrap_or(0),
-                    mask.counters.map_or(0, |c| c.mask()),
-                    self.extra(mask.extra),
-                    self.word(mask.extra_bits),
-                    self.list(&mask.same_as),
-                );
-                masks.push(row);
-            }
-            let indices: Vec<usize> = masks
-                .into_iter()
-                .map(|row| match self.mask_rows.get(&row) {
-                    Some(&at) => at,
-                    None => {
-                        self.masks.push(row.clone());
-                        self.mask_rows.insert(row, self.masks.len() - 1);
-                        self.masks.len() - 1
-                    }
-                })
-                .collect();
-            let first_mask = match self.mask_lists.get(&indices) {
-                Some(&start) => start,
-                None => {
-                    let start = self.mask_indices.len();
-                    self.mask_indices.extend(&indices);
-                    self.mask_lists.insert(indices, start);
-                    start
-                }
-            };
-            let f = &event.flags;
-            let flags = [
-                f.umask_required,
-                f.mesi,
-                f.any_initiator,
-                f.exclusive,
-                f.precise,
-                f.deprecated,
-                f.any_thread,
-            ]
-            .iter()
-            .enumerate()
-            .fold(0u8, |bits, (i, &set)| bits | u8::from(set) << i);
-            assert!(event.unit_masks().len() <= usize::from(u16::MAX));
-            let row = format!(
-                "Event {{ name: {}, description: {}, code: {}, base_umask: {}, counters: {}, fixed: {}, flags: {flags}, extra: {}, masks: ({first_mask}, {}) }}",
-                self.string(&event.name),
-                self.string(&event.description),
-                event.code,
-                event.base_umask,
-                event.counters.mask(),
-                fixed(event.fixed),
-                self.extra(event.extra),
-                event.unit_masks().len(),
-            );
-            let at = match self.event_rows.get(&row) {
-                Some(&at) => at,
-                None => {
-                    self.events.push(row.clone());
-                    self.event_rows.insert(row, self.events.len() - 1);
-                    self.events.len() - 1
-                }
-            };
-            self.event_lists.push(at);
-        }
-        let first_mapping = self.mappings.len();
+        let events: Vec<usize> = model.events().iter().map(|e| self.event(e)).collect();
+        let events = range(self.event_lists.add(events));
+        let mut mappings = Vec::new();
         for mapping in model.mappings() {
-            let first_term = self.terms.len();
+            let mut terms = Vec::new();
             for (sign, factor, spec) in &mapping.terms {
                 let spec = self.spec(&model.id, spec);
                 let minus = *sign == Sign::Minus;
-                self.terms.push(format!(
-                    "Term {{ minus: {minus}, factor: {factor}, event: {spec} }}"
+                terms.push(format!(
+                    "Term {{ event: {spec}, factor: {factor}, minus: {minus} }}"
                 ));
             }
+            let terms = range(self.terms.add(terms));
             let papi = match &mapping.papi {
                 Some(form) => {
                     let postfix = match &form.postfix {
                         Some(p) => format!("Some({})", self.string(p)),
                         None => "None".into(),
                     };
-                    format!(
-                        "Some(Papi {{ derived: {}, postfix: {postfix}, natives: {} }})",
+                    let row = format!(
+                        "Papi {{ derived: {}, postfix: {postfix}, natives: {} }}",
                         self.string(&form.derived),
                         self.list(&form.natives)
-                    )
+                    );
+                    self.papi.add(row) + 1
                 }
-                None => "None".into(),
+                None => 0,
             };
             let row = format!(
-                "MappingRow {{ event: {}, expression: {}, papi: {papi}, terms: ({first_term}, {}) }}",
+                "MappingRow {{ event: {}, expression: {}, papi: {}, terms: {terms} }}",
                 self.generalized(mapping.event),
                 self.string(&mapping.expression),
-                mapping.terms.len()
+                short(papi, "the PAPI forms"),
             );
-            self.mappings.push(row);
+            mappings.push(self.mappings.add(row));
         }
+        let mappings = range(self.mapping_lists.add(mappings));
         let first_refused = self.refused.len();
         for (event, why) in model.refused_presets() {
             let row = format!("({}, {})", self.generalized(*event), self.string(why));
             self.refused.push(row);
         }
-        let first_alias = self.aliases.len();
+        let refused = format!(
+            "({}, {})",
+            short(first_refused, "the refused presets"),
+            short(model.refused_presets().len(), "a model's refused presets")
+        );
         let mut aliases: Vec<(&String, &EventSpec)> = model.event_aliases.iter().collect();
         aliases.sort_by(|a, b| a.0.cmp(b.0));
-        for (key, target) in aliases {
-            let row = format!("({}, {})", self.string(key), self.spec(&model.id, target));
-            self.aliases.push(row);
-        }
+        let aliases: Vec<usize> = aliases
+            .into_iter()
+            .map(|(key, target)| {
+                let row = format!("({}, {})", self.string(key), self.spec(&model.id, target));
+                self.aliases.add(row)
+            })
+            .collect();
+        let aliases = range(self.alias_lists.add(aliases));
         format!(
-            "Body {{ events: ({first_event}, {}), mappings: ({first_mapping}, {}), refused: ({first_refused}, {}), aliases: ({first_alias}, {}) }}",
-            model.events().len(),
-            model.mappings().len(),
-            model.refused_presets().len(),
-            model.event_aliases.len()
+            "Body {{ events: {events}, mappings: {mappings}, refused: {refused}, aliases: {aliases} }}"
         )
     }
 }
@@ -357,14 +337,18 @@ pub(crate) fn header(model: &CpuModel) -> String {
     )
 }
 
-/// Writes every model's body (`models` in the shipped index's order) to `OUT_DIR/models.rs`.
-pub(crate) fn write(models: &[CpuModel], out_dir: &Path) {
-    let mut w = Writer::default();
+/// Every model's body (`models` in the shipped index's order) as `OUT_DIR/models.rs`'s text,
+/// its strings placeholders of `pool`.
+pub(crate) fn write(models: &[CpuModel], pool: &mut Pool) -> String {
+    let mut w = Writer {
+        pool: std::mem::take(pool),
+        ..Writer::default()
+    };
     let bodies: Vec<String> = models.iter().map(|model| w.body(model)).collect();
+    *pool = std::mem::take(&mut w.pool);
     let mut out = String::from(
         "// Generated by events/build.rs (build/models.rs) from the files events/data/shipped.list names.\n\n",
     );
-    writeln!(out, "static POOL: &str = {:?};\n", w.pool).unwrap();
     let table = |out: &mut String, name: &str, kind: &str, rows: &[String]| {
         writeln!(out, "static {name}: [{kind}; {}] = [", rows.len()).unwrap();
         for row in rows {
@@ -372,22 +356,72 @@ pub(crate) fn write(models: &[CpuModel], out_dir: &Path) {
         }
         out.push_str("];\n\n");
     };
-    table(&mut out, "EVENTS", "Event", &w.events);
-    table(&mut out, "MASKS", "Mask", &w.masks);
-    let indices: Vec<String> = w.mask_indices.iter().map(|i| i.to_string()).collect();
-    table(&mut out, "MASK_LISTS", "u32", &indices);
-    let lists: Vec<String> = w.event_lists.iter().map(|i| i.to_string()).collect();
-    table(&mut out, "EVENT_LISTS", "u32", &lists);
-    table(&mut out, "MAPPINGS", "MappingRow", &w.mappings);
-    table(&mut out, "TERMS", "Term", &w.terms);
+    let numbers = |items: &[usize], what: &str| -> Vec<String> {
+        items.iter().map(|&i| short(i, what).to_string()).collect()
+    };
+    table(&mut out, "EVENTS", "Event", &w.events.rows);
+    table(
+        &mut out,
+        "EVENT_LISTS",
+        "u16",
+        &numbers(&w.event_lists.items, "an event's index"),
+    );
+    let mut descriptions = w.event_descriptions.clone();
+    descriptions.sort();
+    let descriptions: Vec<String> = descriptions
+        .iter()
+        .map(|(i, d)| format!("({}, {d})", short(*i, "an event's index")))
+        .collect();
+    table(&mut out, "EVENT_DESCRIPTIONS", "(u16, Str)", &descriptions);
+    let sets: Vec<String> = w
+        .counter_sets
+        .values
+        .iter()
+        .map(|m| format!("{m:#x}"))
+        .collect();
+    table(&mut out, "COUNTER_SETS", "u32", &sets);
+    table(&mut out, "MASKS", "Mask", &w.masks.rows);
+    table(
+        &mut out,
+        "MASK_LISTS",
+        "u16",
+        &numbers(&w.mask_lists.items, "a unit mask's index"),
+    );
+    table(&mut out, "MASK_RARE", "MaskRare", &w.mask_rare.rows);
+    table(&mut out, "MAPPINGS", "MappingRow", &w.mappings.rows);
+    table(
+        &mut out,
+        "MAPPING_LISTS",
+        "u16",
+        &numbers(&w.mapping_lists.items, "a mapping's index"),
+    );
+    table(&mut out, "PAPI", "Papi", &w.papi.rows);
+    table(&mut out, "TERMS", "Term", &w.terms.items);
     table(&mut out, "REFUSED", "(Str, Str)", &w.refused);
-    table(&mut out, "ALIASES", "(Str, Str)", &w.aliases);
-    table(&mut out, "STRINGS", "Str", &w.lists);
-    let extras: Vec<String> = w.extras.iter().map(|e| format!("{e:?}")).collect();
-    table(&mut out, "EXTRAS", "(u32, u64)", &extras);
-    let words: Vec<String> = w.words.iter().map(|v| format!("{v:#x}")).collect();
+    table(&mut out, "ALIASES", "(Str, Str)", &w.aliases.rows);
+    table(
+        &mut out,
+        "ALIAS_LISTS",
+        "u16",
+        &numbers(&w.alias_lists.items, "an alias's index"),
+    );
+    table(&mut out, "STRINGS", "Str", &w.strings.items);
+    let msrs: Vec<String> = w
+        .extras
+        .values
+        .iter()
+        .map(|e| format!("{:#x}", e.0))
+        .collect();
+    table(&mut out, "EXTRA_MSRS", "u16", &msrs);
+    let values: Vec<String> = w
+        .extras
+        .values
+        .iter()
+        .map(|e| format!("{:#x}", e.1))
+        .collect();
+    table(&mut out, "EXTRA_VALUES", "u64", &values);
+    let words: Vec<String> = w.words.values.iter().map(|v| format!("{v:#x}")).collect();
     table(&mut out, "WORDS", "u64", &words);
     table(&mut out, "BODIES", "Body", &bodies);
-    let target = out_dir.join("models.rs");
-    std::fs::write(&target, out).unwrap_or_else(|e| panic!("{}: {e}", target.display()));
+    out
 }

@@ -1,113 +1,124 @@
 //! The shipped models' events, unit masks, mappings, refused presets and event aliases as the
 //! build compiled them in (`build/models.rs` loads each model's files with the library's own
-//! loader and writes the data this module includes): strings in one pool, tables by index
-//! ranges. A model is made from them when it is first used; nothing here parses a file.
+//! loader and writes the data this module includes): strings in the one pool (`crate::pool`),
+//! every row once however many models have it, tables by index ranges. A model is made from them when it is first used; nothing here parses a file.
 
 use counterhal_hal::{CounterSet, ExtraMsr, GeneralizedEvent, Sign};
 
 use crate::model::{CombineRules, CpuModel, EventFlags, Mapping, NativeEvent, PapiForm};
 use crate::model::{UnitMask, UnitMaskClass};
 use crate::parse::{EventSpec, ParsedEvent, parse_event};
-
-/// A string of the pool: its offset and length in bytes.
-#[derive(Clone, Copy)]
-struct Str(u32, u32);
+use crate::pool::Str;
 
 /// A native event; its unit masks are `MASK_LISTS[start..start + length]` (indices of
-/// `MASKS`).
+/// `MASKS`), its description, if any, in `EVENT_DESCRIPTIONS`.
 struct Event {
     name: Str,
-    description: Str,
     code: u16,
+    /// The extra MSR: its index + 1 in `EXTRA_MSRS`, 0 for none.
+    extra: u16,
+    masks: (u16, u16),
     base_umask: u8,
-    counters: u32,
     /// The fixed counter's index, `u8::MAX` for none.
     fixed: u8,
     /// [`EventFlags`], a bit each in the order of [`event_flags`].
     flags: u8,
-    /// The extra MSR: its index + 1 in `EXTRAS`, 0 for none.
-    extra: u16,
-    masks: (u32, u16),
+    /// Its general counters: an index of `COUNTER_SETS`.
+    counters: u8,
 }
 
-/// A unit mask; `same_as` is a range of `STRINGS`.
+/// A unit mask; what few have is its row of `MASK_RARE`.
 struct Mask {
     name: Str,
-    description: Str,
-    code: u8,
-    cmask: u8,
-    group: u8,
-    umask2: u8,
     /// Its booleans, a bit each in the order of [`mask`]; bits 10 and 11 say whether it has
-    /// an event code and counters of its own.
+    /// an event code and counters of its own, bits 12 and 13 its [`UnitMaskClass`].
     flags: u16,
-    class: UnitMaskClass,
-    /// As [`Event::fixed`].
-    fixed: u8,
-    event_code: u16,
-    counters: u32,
     /// As [`Event::extra`].
     extra: u16,
     /// The register bits: their index + 1 in `WORDS`, 0 for none.
     extra_bits: u16,
-    same_as: (u32, u16),
+    /// Its index + 1 in `MASK_RARE`, 0 for none.
+    rare: u16,
+    code: u8,
+    cmask: u8,
+    group: u8,
+    umask2: u8,
+}
+
+/// What few unit masks have; `same_as` is a range of `STRINGS`.
+struct MaskRare {
+    description: Str,
+    counters: u32,
+    event_code: u16,
+    same_as: (u16, u16),
+    /// As [`Event::fixed`].
+    fixed: u8,
 }
 
 /// A mapping of a generalized event or preset; its terms are `TERMS[..]`.
 struct MappingRow {
     event: Str,
     expression: Str,
-    papi: Option<Papi>,
-    terms: (u32, u32),
+    /// Its PAPI form: its index + 1 in `PAPI`, 0 for none.
+    papi: u16,
+    terms: (u16, u16),
 }
 
 /// A preset's form in PAPI's table; its natives are a range of `STRINGS`.
 struct Papi {
     derived: Str,
     postfix: Option<Str>,
-    natives: (u32, u16),
+    natives: (u16, u16),
 }
 
-/// One term of a mapping: its sign, factor and event string.
+/// One term of a mapping: its event string, factor and sign.
 struct Term {
-    minus: bool,
-    factor: u32,
     event: Str,
+    factor: u32,
+    minus: bool,
 }
 
-/// One model's rows in each table (its events: a range of `EVENT_LISTS`, indices of `EVENTS`).
+/// One model's rows in each table: its events (a range of `EVENT_LISTS`), mappings (of
+/// `MAPPING_LISTS`), refused presets (of `REFUSED`) and event aliases (of `ALIAS_LISTS`).
 struct Body {
-    events: (u32, u32),
-    mappings: (u32, u32),
-    refused: (u32, u32),
-    aliases: (u32, u32),
+    events: (u16, u16),
+    mappings: (u16, u16),
+    refused: (u16, u16),
+    aliases: (u16, u16),
 }
 
 include!(concat!(env!("OUT_DIR"), "/models.rs"));
 
-fn text(s: Str) -> &'static str {
-    POOL.get(s.0 as usize..s.0 as usize + s.1 as usize)
-        .unwrap_or_default()
-}
-
-fn rows<T>(table: &'static [T], (start, length): (u32, impl Into<u32>)) -> &'static [T] {
-    let start = start as usize;
+fn rows<T>(table: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
+    let start = usize::from(start);
     table
-        .get(start..start + length.into() as usize)
+        .get(start..start + usize::from(length))
         .unwrap_or_default()
 }
 
-fn strings(range: (u32, u16)) -> Vec<String> {
+/// The rows of `table` a list of indices names.
+fn listed<T>(
+    table: &'static [T],
+    list: &'static [u16],
+    range: (u16, u16),
+) -> impl Iterator<Item = &'static T> {
+    rows(list, range)
+        .iter()
+        .filter_map(|&i| table.get(usize::from(i)))
+}
+
+fn strings(range: (u16, u16)) -> Vec<String> {
     rows(&STRINGS, range)
         .iter()
-        .map(|&s| text(s).to_string())
+        .map(|s| s.text().to_string())
         .collect()
 }
 
-/// The extra MSR a row names by its index + 1 in `EXTRAS` (0: none).
+/// The extra MSR a row names by its index + 1 in `EXTRA_MSRS` (0: none).
 fn extra(index: u16) -> Option<ExtraMsr> {
-    let &(address, value) = EXTRAS.get(usize::from(index).checked_sub(1)?)?;
-    Some(ExtraMsr::new(address, value))
+    let index = usize::from(index).checked_sub(1)?;
+    let (&address, &value) = EXTRA_MSRS.get(index).zip(EXTRA_VALUES.get(index))?;
+    Some(ExtraMsr::new(u32::from(address), value))
 }
 
 /// A fixed counter's index as a row gives it (`u8::MAX`: none).
@@ -117,7 +128,7 @@ fn fixed(index: u8) -> Option<u32> {
 
 /// An event string the build wrote as `spec_text` gives it (it checked that it reads back).
 fn spec(s: Str) -> EventSpec {
-    match parse_event(text(s)) {
+    match parse_event(s.text()) {
         Ok(ParsedEvent::Named(spec)) => spec,
         _ => EventSpec::default(),
     }
@@ -136,21 +147,40 @@ fn event_flags(bits: u8) -> EventFlags {
     }
 }
 
+/// The description of event row `index`, if it has one.
+fn event_description(index: u16) -> String {
+    EVENT_DESCRIPTIONS
+        .binary_search_by_key(&index, |&(event, _)| event)
+        .ok()
+        .and_then(|at| EVENT_DESCRIPTIONS.get(at))
+        .map(|(_, description)| description.text().to_string())
+        .unwrap_or_default()
+}
+
 fn mask(row: &Mask) -> UnitMask {
     let bit = |i: u16| row.flags & 1 << i != 0;
+    let rare = usize::from(row.rare)
+        .checked_sub(1)
+        .and_then(|i| MASK_RARE.get(i));
     UnitMask {
-        name: text(row.name).to_string(),
+        name: row.name.text().to_string(),
         code: row.code,
-        description: text(row.description).to_string(),
+        description: rare
+            .map(|r| r.description.text().to_string())
+            .unwrap_or_default(),
         default: bit(0),
         cmask: row.cmask,
         edge: bit(1),
         invert: bit(2),
-        fixed: fixed(row.fixed),
-        event_code: bit(10).then_some(row.event_code),
-        counters: bit(11).then_some(CounterSet::from_mask(row.counters)),
+        fixed: rare.and_then(|r| fixed(r.fixed)),
+        event_code: bit(10).then(|| rare.map_or(0, |r| r.event_code)),
+        counters: bit(11).then(|| CounterSet::from_mask(rare.map_or(0, |r| r.counters))),
         group: row.group,
-        class: row.class,
+        class: match row.flags >> 12 & 3 {
+            1 => UnitMaskClass::CacheState,
+            2 => UnitMaskClass::AnyInitiator,
+            _ => UnitMaskClass::Plain,
+        },
         extra: extra(row.extra),
         precise: bit(3),
         deprecated: bit(4),
@@ -165,7 +195,7 @@ fn mask(row: &Mask) -> UnitMask {
             excludes_other_groups: bit(8),
             group_may_be_empty: bit(9),
         },
-        same_as: strings(row.same_as),
+        same_as: rare.map(|r| strings(r.same_as)).unwrap_or_default(),
     }
 }
 
@@ -184,35 +214,38 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
     };
     model.events = rows(&EVENT_LISTS, body.events)
         .iter()
-        .filter_map(|&i| EVENTS.get(i as usize))
-        .map(|row| NativeEvent {
-            name: text(row.name).to_string(),
+        .filter_map(|&i| Some((i, EVENTS.get(usize::from(i))?)))
+        .map(|(index, row)| NativeEvent {
+            name: row.name.text().to_string(),
             code: row.code,
             base_umask: row.base_umask,
-            description: text(row.description).to_string(),
-            counters: CounterSet::from_mask(row.counters),
+            description: event_description(index),
+            counters: CounterSet::from_mask(
+                COUNTER_SETS
+                    .get(usize::from(row.counters))
+                    .copied()
+                    .unwrap_or_default(),
+            ),
             fixed: fixed(row.fixed),
             flags: event_flags(row.flags),
             extra: extra(row.extra),
-            unit_masks: rows(&MASK_LISTS, row.masks)
-                .iter()
-                .filter_map(|&i| MASKS.get(i as usize))
-                .map(mask)
-                .collect(),
+            unit_masks: listed(&MASKS, &MASK_LISTS, row.masks).map(mask).collect(),
         })
         .collect();
     model.rebuild_index();
-    model.mappings = rows(&MAPPINGS, body.mappings)
-        .iter()
+    model.mappings = listed(&MAPPINGS, &MAPPING_LISTS, body.mappings)
         .filter_map(|row| {
             Some(Mapping {
-                event: GeneralizedEvent::from_name(text(row.event))?,
-                expression: text(row.expression).to_string(),
-                papi: row.papi.as_ref().map(|papi| PapiForm {
-                    derived: text(papi.derived).to_string(),
-                    postfix: papi.postfix.map(|p| text(p).to_string()),
-                    natives: strings(papi.natives),
-                }),
+                event: GeneralizedEvent::from_name(row.event.text())?,
+                expression: row.expression.text().to_string(),
+                papi: usize::from(row.papi)
+                    .checked_sub(1)
+                    .and_then(|i| PAPI.get(i))
+                    .map(|papi| PapiForm {
+                        derived: papi.derived.text().to_string(),
+                        postfix: papi.postfix.map(|p| p.text().to_string()),
+                        natives: strings(papi.natives),
+                    }),
                 terms: rows(&TERMS, row.terms)
                     .iter()
                     .map(|term| {
@@ -227,14 +260,13 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
         .iter()
         .filter_map(|&(event, why)| {
             Some((
-                GeneralizedEvent::from_name(text(event))?,
-                text(why).to_string(),
+                GeneralizedEvent::from_name(event.text())?,
+                why.text().to_string(),
             ))
         })
         .collect();
-    model.event_aliases = rows(&ALIASES, body.aliases)
-        .iter()
-        .map(|&(key, target)| (text(key).to_string(), spec(target)))
+    model.event_aliases = listed(&ALIASES, &ALIAS_LISTS, body.aliases)
+        .map(|&(key, target)| (key.text().to_string(), spec(target)))
         .collect();
     model
 }

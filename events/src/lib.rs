@@ -19,6 +19,7 @@ mod model;
 pub mod model_aliases;
 mod parse;
 pub mod perf;
+mod pool;
 mod resolve;
 mod select;
 mod suggest;

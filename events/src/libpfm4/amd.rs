@@ -30,13 +30,13 @@ fn set(reg: &mut u64, bit: u64, on: bool) {
 /// user and kernel.
 pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     let event = desc.event;
-    let grpmsk = (1u32 << event.ngrp) - 1;
+    let grpmsk = (1u32 << event.ngrp()) - 1;
     let mut reg = 0u64;
     if event.has(flag::IBSFE) || event.has(flag::IBSOP) {
         // IBS "events" enable IBS, not a counter: bit 48 of the IBS control.
         reg |= 1 << if event.has(flag::IBSFE) { 48 } else { 17 };
     } else {
-        reg |= event.code & 0xff | ((event.code >> 8) & 0xf) << 32;
+        reg |= event.code() & 0xff | ((event.code() >> 8) & 0xf) << 32;
         reg |= (1 << 22) | (1 << 20);
     }
     let (mut umask, mut ugrpmsk, mut plmmsk) = (0u64, 0u32, 0u32);
@@ -45,7 +45,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         match attr.what {
             AttrRef::Umask(index) => {
                 let u = &event.umasks()[index];
-                let g = (u.grpid as usize).min(MAX_GRP - 1);
+                let g = (u.grpid() as usize).min(MAX_GRP - 1);
                 grpcounts[g] += 1;
                 if u.has(flag::NCOMBO) {
                     ncombo[g] = true;
@@ -60,8 +60,8 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         ),
                     );
                 }
-                umask |= u.code;
-                ugrpmsk |= 1u32.wrapping_shl(u.grpid);
+                umask |= u.code();
+                ugrpmsk |= 1u32.wrapping_shl(u.grpid());
             }
             AttrRef::Raw(value) => {
                 if value & !0xff != 0 {
@@ -109,12 +109,12 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             if missing & 1 != 0 {
                 let (mut added, mut omit, mut in_group) = (0, 0, 0);
                 for (index, u) in event.umasks().iter().enumerate() {
-                    if u.grpid != group {
+                    if u.grpid() != group {
                         continue;
                     }
                     in_group += 1;
                     if u.has(flag::DFL) {
-                        umask |= u.code;
+                        umask |= u.code();
                         desc.attrs.push(Attr {
                             what: AttrRef::Umask(index),
                             value: 0,

@@ -40,7 +40,7 @@ pub(crate) mod flag {
     /// `IBSOP` (AMD): the event enables operation sampling, not a counter.
     pub const IBSOP: u32 = 1 << 14;
     /// Flags that change nothing the encoder does (PEBS, speculation, table checks).
-    pub const OTHER: u32 = 1 << 31;
+    pub const OTHER: u32 = 1 << 15;
 }
 
 /// Intel's modifiers in libpfm4's order (`intel_x86_mods`): the index is the attribute's.

@@ -136,7 +136,7 @@ fn attributes<'p>(desc: &Desc<'p>) -> impl Iterator<Item = (AttrRef, &'p str)> +
     } else {
         &super::table::AMD_MODIFIERS
     };
-    let modmsk = desc.event.modmsk;
+    let modmsk = desc.event.modmsk();
     desc.event
         .umasks()
         .iter()

@@ -66,7 +66,7 @@ fn add_defaults(
         }
         let (mut added, mut skip) = (0, false);
         for (index, umask) in event.umasks().iter().enumerate() {
-            if umask.grpid & 0xff != group {
+            if umask.grpid() & 0xff != group {
                 continue;
             }
             if max_grpid != MAX_GRPID && group > max_grpid {
@@ -77,12 +77,12 @@ fn add_defaults(
                 skip = true;
                 continue;
             }
-            if excl_grp_but_0.is_some_and(|g| umask.grpid != 0 && g != umask.grpid) {
+            if excl_grp_but_0.is_some_and(|g| umask.grpid() != 0 && g != umask.grpid()) {
                 skip = true;
                 continue;
             }
             if umask.has(flag::DFL) {
-                *umask2 |= umask.code >> 8;
+                *umask2 |= umask.code() >> 8;
                 desc.attrs.push(Attr {
                     what: AttrRef::Umask(index),
                     value: 0,
@@ -95,7 +95,7 @@ fn add_defaults(
                     if max_grpid != MAX_GRPID {
                         return fail(Pfm::Umask, "two defaults exclude later groups");
                     }
-                    max_grpid = umask.grpid;
+                    max_grpid = umask.grpid();
                 }
             }
         }
@@ -105,7 +105,7 @@ fn add_defaults(
                 format!(
                     "`{}` needs a unit mask of group {group}, which has no default: one of {}",
                     event.name(),
-                    super::grammar::unit_mask_list(event, |u| u.grpid & 0xff == group)
+                    super::grammar::unit_mask_list(event, |u| u.grpid() & 0xff == group)
                 ),
             );
         }
@@ -120,11 +120,11 @@ fn add_defaults(
 pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     let event = desc.event;
     let pmu = desc.pmu;
-    let mut reg = event.code;
-    let grpmsk = (1u32 << event.ngrp) - 1;
+    let mut reg = event.code();
+    let grpmsk = (1u32 << event.ngrp()) - 1;
     let umask1 = (reg >> 8) & 0xff;
     let mut umask2 = 0u64;
-    let mut modmsk_r = event.modmsk_req;
+    let mut modmsk_r = event.modmsk_req();
     let (mut modhw, mut plmmsk, mut umodmsk, mut ugrpmsk) = (0u32, 0u32, 0u32, 0u32);
     let mut last_ucode: Option<u64> = None;
     let (mut max_grpid, mut last_grpid) = (MAX_GRPID, MAX_GRPID);
@@ -138,8 +138,8 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         match attr.what {
             AttrRef::Umask(index) => {
                 let umask = &event.umasks()[index];
-                let grpid = umask.grpid & 0xff;
-                let req_grpid = (umask.grpid >> 8) & 0xff;
+                let grpid = umask.grpid() & 0xff;
+                let req_grpid = (umask.grpid() >> 8) & 0xff;
                 if last_grpid != MAX_GRPID && grpid != last_grpid && event.has(flag::GRP_EXCL) {
                     return combine(format!(
                         "`{}` takes unit masks of one group only (`{}` is of another)",
@@ -169,7 +169,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                         .attrs
                         .iter()
                         .filter_map(|a| match a.what {
-                            AttrRef::Umask(i) if event.umasks()[i].grpid & 0xff == grpid => {
+                            AttrRef::Umask(i) if event.umasks()[i].grpid() & 0xff == grpid => {
                                 Some(event.umasks()[i].name())
                             }
                             _ => None,
@@ -192,14 +192,14 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
                     ));
                 }
                 last_grpid = grpid;
-                modhw |= umask.modhw;
-                umask2 |= umask.code >> 8;
+                modhw |= umask.modhw();
+                umask2 |= umask.code() >> 8;
                 // libpfm4 shifts by the whole grpid, group-required bits too; x86 takes the count
                 // modulo 32.
-                ugrpmsk |= 1u32.wrapping_shl(umask.grpid);
-                modmsk_r |= umask.modmsk_req;
+                ugrpmsk |= 1u32.wrapping_shl(umask.grpid());
+                modmsk_r |= umask.modmsk_req();
                 if umask.has(flag::CODE_OVERRIDE) {
-                    let code = umask.code & 0xff;
+                    let code = umask.code() & 0xff;
                     if last_ucode.is_some_and(|last| last != code) {
                         return combine(format!(
                             "unit masks of `{}` that select two event codes",
@@ -333,16 +333,16 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
             "`{}`: `{}` takes the request unit masks (group 0) and those of its own group only, not `{}`",
             event.name(),
             names(&|u| u.has(flag::EXCL_GRP_BUT_0)),
-            names(&|u| u.grpid & 0xff != own && u.grpid != 0)
+            names(&|u| u.grpid() & 0xff != own && u.grpid() != 0)
         ));
     }
     if max_grpid != MAX_GRPID {
-        let later = names(&|u| u.grpid > max_grpid);
+        let later = names(&|u| u.grpid() > max_grpid);
         if !later.is_empty() {
             return combine(format!(
                 "`{}`: `{}` excludes the groups after its own, so not `{later}`; name one or the other",
                 event.name(),
-                names(&|u| u.has(flag::EXCL_GRP_GT) && u.grpid <= max_grpid)
+                names(&|u| u.has(flag::EXCL_GRP_GT) && u.grpid() <= max_grpid)
             ));
         }
     }
@@ -400,10 +400,10 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         .attrs
         .iter()
         .filter_map(|a| match a.what {
-            AttrRef::Umask(i) => Some(event.umasks()[i].cntmsk).filter(|c| *c != 0),
+            AttrRef::Umask(i) => Some(event.umasks()[i].cntmsk()).filter(|c| *c != 0),
             _ => None,
         })
-        .fold(event.cntmsk, |mask, c| mask & c);
+        .fold(event.cntmsk(), |mask, c| mask & c);
     Ok(Encoded {
         register: reg,
         second,

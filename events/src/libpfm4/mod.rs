@@ -528,12 +528,12 @@ mod tests {
         assert_eq!(ours.name(), theirs.name, "{at}");
         assert_eq!(ours.equiv(), theirs.equiv.as_deref(), "{at}");
         assert_eq!(
-            (ours.code, ours.cntmsk, ours.ngrp),
+            (ours.code(), ours.cntmsk(), ours.ngrp()),
             (theirs.code, theirs.cntmsk, theirs.ngrp),
             "{at}"
         );
         assert_eq!(
-            (ours.modmsk, ours.modmsk_req, ours.flags),
+            (ours.modmsk(), ours.modmsk_req(), ours.flags()),
             (theirs.modmsk, theirs.modmsk_req, theirs.flags),
             "{at}"
         );
@@ -548,12 +548,12 @@ mod tests {
         assert_eq!(ours.name(), theirs.name, "{at}");
         assert_eq!(ours.equiv(), theirs.equiv.as_deref(), "{at}");
         assert_eq!(
-            (ours.code, ours.grpid, ours.flags, ours.cntmsk),
+            (ours.code(), ours.grpid(), ours.flags(), ours.cntmsk()),
             (theirs.code, theirs.grpid, theirs.flags, theirs.cntmsk),
             "{at}"
         );
         assert_eq!(
-            (ours.modhw, ours.modmsk_req),
+            (ours.modhw(), ours.modmsk_req()),
             (theirs.modhw, theirs.modmsk_req),
             "{at}"
         );

@@ -8,14 +8,10 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 pub(crate) use super::file::{AMD_MODIFIERS, INTEL_MODIFIERS, flag};
+use crate::pool::Str;
 
 /// libpfm4's other names of a PMU's table: `amd64_fam17h` is its deprecated name of Zen 1.
 const OTHER_NAMES: [(&str, &str); 1] = [("amd64_fam17h", "amd64_fam17h_zen1")];
-
-/// A string of the pool: its offset and length in bytes. Length 0 is a missing equivalence
-/// (no file gives an empty one).
-#[derive(Clone, Copy, Debug)]
-struct Str(u32, u32);
 
 /// One libpfm4 PMU's table.
 #[derive(Debug)]
@@ -28,71 +24,60 @@ pub(crate) struct Pmu {
     /// Edge needs a counter mask (`INTEL_X86_PMU_FL_ECMASK`).
     pub ecmask: bool,
     /// Its events: `EVENTS[start..start + length]`.
-    events: (u32, u32),
+    events: (u16, u16),
 }
 
-/// One event.
+/// One event; its code and counters are indices of `VALUES`.
 #[derive(Debug)]
 pub(crate) struct Event {
     name: Str,
     equiv: Str,
-    /// The event code (Intel: with a unit mask in bits 8-15; AMD: bits 8-11 go to 32-35).
-    pub code: u64,
-    /// The counters it counts on (bits 0-31 general, 32 on fixed), 0 for any.
-    pub cntmsk: u64,
-    /// How many unit-mask groups it has (at most 31: the build checks).
-    pub ngrp: u32,
-    /// The modifiers it takes, as bits of their indices in [`INTEL_MODIFIERS`] or
-    /// [`AMD_MODIFIERS`].
-    pub modmsk: u32,
-    /// The modifiers it requires, as `modmsk`.
-    pub modmsk_req: u32,
-    /// Its [`flag`]s.
-    pub flags: u32,
+    code: u16,
+    cntmsk: u16,
+    modmsk: u16,
+    modmsk_req: u16,
+    flags: u16,
     /// Its unit masks: `UMASKS[start..start + length]`.
-    umasks: (u32, u32),
+    umasks: (u16, u16),
+    ngrp: u8,
 }
 
-/// One unit mask.
+/// One unit mask; its code and counters are indices of `VALUES`.
 #[derive(Debug)]
 pub(crate) struct Umask {
     name: Str,
     equiv: Str,
-    /// Its code (Intel: shifted left by 8, with the second register's bits above).
-    pub code: u64,
-    /// Its group (bits 0-7) and, with `GRP_REQ`, the group it requires (bits 8-15).
-    pub grpid: u32,
-    /// Its [`flag`]s.
-    pub flags: u32,
-    /// The modifiers it hard-wires, as [`Event::modmsk`].
-    pub modhw: u32,
-    /// The modifiers it requires, as [`Event::modmsk`].
-    pub modmsk_req: u32,
-    /// The counters it counts on, 0 for the event's.
-    pub cntmsk: u64,
+    code: u16,
+    cntmsk: u16,
+    grpid: u16,
+    flags: u16,
+    modhw: u16,
+    modmsk_req: u16,
 }
 
 include!(concat!(env!("OUT_DIR"), "/libpfm4.rs"));
 
-fn text(s: Str) -> &'static str {
-    POOL.get(s.0 as usize..s.0 as usize + s.1 as usize)
-        .unwrap_or_default()
-}
-
+/// `Str(0)`, the empty string, is a missing equivalence (no file gives an empty one).
 fn equiv(s: Str) -> Option<&'static str> {
-    Some(text(s)).filter(|e| !e.is_empty())
+    Some(s.text()).filter(|e| !e.is_empty())
 }
 
-fn range<T>(items: &'static [T], (start, length): (u32, u32)) -> &'static [T] {
+/// Value `index` of `VALUES` (the build wrote every index the records name).
+fn value(index: u16) -> u64 {
+    VALUES.get(usize::from(index)).copied().unwrap_or_default()
+}
+
+fn range<T>(items: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
+    let start = usize::from(start);
     items
-        .get(start as usize..start as usize + length as usize)
+        .get(start..start + usize::from(length))
         .unwrap_or_default()
 }
 
 impl Pmu {
     /// libpfm4's PMU name.
     pub fn name(&self) -> &'static str {
-        text(self.name)
+        self.name.text()
     }
 
     /// The events, in libpfm4's order.
@@ -104,7 +89,7 @@ impl Pmu {
 impl Event {
     /// The event's name.
     pub fn name(&self) -> &'static str {
-        text(self.name)
+        self.name.text()
     }
 
     /// The event and attributes it stands for (`.equiv`), if any.
@@ -117,16 +102,47 @@ impl Event {
         range(&UMASKS, self.umasks)
     }
 
+    /// The event code (Intel: with a unit mask in bits 8-15; AMD: bits 8-11 go to 32-35).
+    pub fn code(&self) -> u64 {
+        value(self.code)
+    }
+
+    /// The counters it counts on (bits 0-31 general, 32 on fixed), 0 for any.
+    pub fn cntmsk(&self) -> u64 {
+        value(self.cntmsk)
+    }
+
+    /// How many unit-mask groups it has (at most 31: the build checks).
+    pub fn ngrp(&self) -> u32 {
+        u32::from(self.ngrp)
+    }
+
+    /// The modifiers it takes, as bits of their indices in [`INTEL_MODIFIERS`] or
+    /// [`AMD_MODIFIERS`].
+    pub fn modmsk(&self) -> u32 {
+        u32::from(self.modmsk)
+    }
+
+    /// The modifiers it requires, as [`Event::modmsk`].
+    pub fn modmsk_req(&self) -> u32 {
+        u32::from(self.modmsk_req)
+    }
+
+    /// Its [`flag`]s.
+    pub fn flags(&self) -> u32 {
+        u32::from(self.flags)
+    }
+
     /// Whether it has [`flag`] `flag`.
     pub fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
     }
 }
 
 impl Umask {
     /// The unit mask's name.
     pub fn name(&self) -> &'static str {
-        text(self.name)
+        self.name.text()
     }
 
     /// The attributes it stands for (`.uequiv`), if any.
@@ -134,9 +150,39 @@ impl Umask {
         equiv(self.equiv)
     }
 
+    /// Its code (Intel: shifted left by 8, with the second register's bits above).
+    pub fn code(&self) -> u64 {
+        value(self.code)
+    }
+
+    /// The counters it counts on, 0 for the event's.
+    pub fn cntmsk(&self) -> u64 {
+        value(self.cntmsk)
+    }
+
+    /// Its group (bits 0-7) and, with `GRP_REQ`, the group it requires (bits 8-15).
+    pub fn grpid(&self) -> u32 {
+        u32::from(self.grpid)
+    }
+
+    /// The modifiers it hard-wires, as [`Event::modmsk`].
+    pub fn modhw(&self) -> u32 {
+        u32::from(self.modhw)
+    }
+
+    /// The modifiers it requires, as [`Event::modmsk`].
+    pub fn modmsk_req(&self) -> u32 {
+        u32::from(self.modmsk_req)
+    }
+
+    /// Its [`flag`]s.
+    pub fn flags(&self) -> u32 {
+        u32::from(self.flags)
+    }
+
     /// Whether it has [`flag`] `flag`.
     pub fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
     }
 }
 

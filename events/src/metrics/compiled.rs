@@ -1,5 +1,5 @@
 //! The shipped metrics as the build compiled them in (`build/metrics.rs` writes the data this
-//! module includes): strings in one pool, formulas as nodes shared between formulas, already
+//! module includes): strings in the one pool (`crate::pool`), formulas as nodes shared between formulas, already
 //! parsed and checked. Nothing here parses.
 
 use std::borrow::Cow;
@@ -9,59 +9,58 @@ use crate::expression::Function::{self, DRatio, Max, Min};
 use crate::expression::Op::{
     self, Add, Divide, Greater, GreaterEqual, Less, LessEqual, Multiply, Subtract,
 };
+use crate::pool::Str;
 
-/// A string of the pool: its offset and length in bytes.
-#[derive(Clone, Copy, Debug)]
-struct Str(u32, u32);
-
-/// A node of a formula, its operands by index into `NODES`.
+/// A node of a formula, its operands by index into `NODES`, its number by index into
+/// `NUMBERS`.
 #[derive(Clone, Copy, Debug)]
 // The shipped formulas have no negation, `has_event` or `source_count` today; the build
 // writes them when a table does.
 #[allow(dead_code)]
 enum Node {
-    Number(f64),
+    Number(u16),
     Name(Str),
-    Negate(u32),
+    Negate(u16),
     /// The first operand, then `LINKS[start..start + length]`: each operator with the operand
     /// after it.
-    Chain(u32, u32, u32),
-    If(u32, u32, u32),
-    Call(Function, u32, u32),
+    Chain(u16, u16, u16),
+    If(u16, u16, u16),
+    Call(Function, u16, u16),
     HasEvent(Str),
     SourceCount(Str),
 }
 use Node::{Call, Chain, HasEvent, If, Name, Negate, Number, SourceCount};
 
-/// One metric: its name, its groups (`GROUPS[start..start + length]`), its formula's root node,
-/// scale and unit.
+/// One metric: its name, unit, groups (`GROUPS[start..start + length]`), its formula's root
+/// node and its scale (an index of `NUMBERS`).
 struct Entry {
     name: Str,
-    groups: (u32, u32),
-    formula: u32,
-    scale: f64,
     unit: Str,
+    groups: (u16, u16),
+    formula: u16,
+    scale: u16,
 }
 
 /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
 /// (`METRICS[..]`).
 struct Table {
     model: Str,
-    events: (u32, u32),
-    metrics: (u32, u32),
+    events: (u16, u16),
+    metrics: (u16, u16),
 }
 
 include!(concat!(env!("OUT_DIR"), "/metrics.rs"));
 
-fn text(s: Str) -> &'static str {
-    POOL.get(s.0 as usize..(s.0 as usize + s.1 as usize))
+fn range<T>(items: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
+    let start = usize::from(start);
+    items
+        .get(start..start + usize::from(length))
         .unwrap_or_default()
 }
 
-fn range<T>(items: &'static [T], (start, length): (u32, u32)) -> &'static [T] {
-    items
-        .get(start as usize..start as usize + length as usize)
-        .unwrap_or_default()
+/// Number `index` of `NUMBERS` (the build wrote every index the rows name).
+fn number(index: u16) -> f64 {
+    NUMBERS.get(usize::from(index)).copied().unwrap_or(f64::NAN)
 }
 
 /// Model `model`'s table as its parts: the events' other names, and each metric's name,
@@ -84,23 +83,23 @@ pub(super) struct ShippedMetric {
 pub(super) fn table(model: &str) -> Option<Shipped> {
     let index = SHIPPED_METRIC_MODELS.binary_search(&model).ok()?;
     let table = TABLES.get(index)?;
-    debug_assert_eq!(text(table.model), model);
+    debug_assert_eq!(table.model.text(), model);
     Some(Shipped {
         events: range(&EVENTS, table.events)
             .iter()
-            .map(|&(alias, event)| (Cow::Borrowed(text(alias)), Cow::Borrowed(text(event))))
+            .map(|&(alias, event)| (Cow::Borrowed(alias.text()), Cow::Borrowed(event.text())))
             .collect(),
         metrics: range(&METRICS, table.metrics)
             .iter()
             .map(|entry| ShippedMetric {
-                name: text(entry.name),
+                name: entry.name.text(),
                 groups: range(&GROUPS, entry.groups)
                     .iter()
-                    .map(|&g| Cow::Borrowed(text(g)))
+                    .map(|g| Cow::Borrowed(g.text()))
                     .collect(),
-                formula: entry.formula,
-                scale: entry.scale,
-                unit: text(entry.unit),
+                formula: u32::from(entry.formula),
+                scale: number(entry.scale),
+                unit: entry.unit.text(),
             })
             .collect(),
     })
@@ -110,20 +109,20 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
 /// gave it at build time. The nodes' nesting is the parsed formulas', which the parser bounds
 /// ([`MAX_DEPTH`](crate::expression::MAX_DEPTH)), so this recursion is bounded too.
 pub(super) fn formula(id: u32) -> Expr {
-    let node = |id: u32| Box::new(formula(id));
+    let node = |id: u16| Box::new(formula(u32::from(id)));
     let Some(&n) = NODES.get(id as usize) else {
         // Node indices are the build's own; none is out of range (a test reads every formula).
         return Expr::Number(f64::NAN);
     };
     match n {
-        Number(value) => Expr::Number(value),
-        Name(name) => Expr::Name(text(name).to_string()),
+        Number(index) => Expr::Number(number(index)),
+        Name(name) => Expr::Name(name.text().to_string()),
         Negate(inner) => Expr::Negate(node(inner)),
         Chain(first, start, length) => Expr::Chain {
             first: node(first),
             rest: range(&LINKS, (start, length))
                 .iter()
-                .map(|&(op, operand)| (op, formula(operand)))
+                .map(|&(op, operand)| (op, formula(u32::from(operand))))
                 .collect(),
         },
         If(then, condition, otherwise) => Expr::If {
@@ -132,8 +131,8 @@ pub(super) fn formula(id: u32) -> Expr {
             otherwise: node(otherwise),
         },
         Call(function, a, b) => Expr::Call(function, node(a), node(b)),
-        HasEvent(name) => Expr::HasEvent(text(name).to_string()),
-        SourceCount(name) => Expr::SourceCount(text(name).to_string()),
+        HasEvent(name) => Expr::HasEvent(name.text().to_string()),
+        SourceCount(name) => Expr::SourceCount(name.text().to_string()),
     }
 }
 

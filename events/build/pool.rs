@@ -1,0 +1,155 @@
+//! The one pool of strings the compiled-in tables share (`OUT_DIR/pool.rs`, read by
+//! `src/pool.rs`): the models', the metrics' and libpfm4's tables name every string as a
+//! `Str`, its offset and length in the pool packed in 32 bits.
+//!
+//! The rows are written before the pool is laid out: [`Pool::string`] gives a placeholder,
+//! `Str(@ID)`, which [`Laid::resolve`] replaces once every string is known. The pool is laid
+//! out longest string first, and a string found anywhere in the text laid so far (`ANY` in
+//! `BUS_TRANS_IO:ANY`) takes no byte of its own.
+
+use std::collections::HashMap;
+
+/// How many low bits of a `Str` hold its length; the offset is above them.
+pub(crate) const LENGTH_BITS: u32 = 10;
+
+/// The strings the rows name, each once, in the order first named.
+#[derive(Default)]
+pub(crate) struct Pool {
+    ids: HashMap<String, usize>,
+    strings: Vec<String>,
+}
+
+impl Pool {
+    /// `s` as a placeholder `Str(@ID)`, resolved when the pool is laid out.
+    pub(crate) fn string(&mut self, s: &str) -> String {
+        let id = match self.ids.get(s) {
+            Some(&id) => id,
+            None => {
+                self.strings.push(s.to_string());
+                self.ids.insert(s.to_string(), self.strings.len() - 1);
+                self.strings.len() - 1
+            }
+        };
+        format!("Str(@{id})")
+    }
+
+    /// The pool laid out: its text, and each string's packed `Str`.
+    pub(crate) fn lay_out(self) -> Laid {
+        let mut order: Vec<usize> = (0..self.strings.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&self.strings[a], &self.strings[b]);
+            b.len().cmp(&a.len()).then_with(|| a.cmp(b))
+        });
+        let mut text = Text::default();
+        let mut packed = vec![0; self.strings.len()];
+        for id in order {
+            let s = &self.strings[id];
+            let offset = text.find(s.as_bytes()).unwrap_or_else(|| text.push(s));
+            let length = u32::try_from(s.len()).expect("a string below 4 GiB");
+            assert!(
+                length < 1 << LENGTH_BITS,
+                "a compiled-in string of {length} bytes: `Str` holds {LENGTH_BITS} bits of length \
+                 (widen LENGTH_BITS in events/build/pool.rs): {s:?}"
+            );
+            assert!(
+                offset < 1 << (32 - LENGTH_BITS),
+                "the pool of compiled-in strings passed {} bytes: `Str` holds {} bits of offset",
+                1u32 << (32 - LENGTH_BITS),
+                32 - LENGTH_BITS
+            );
+            packed[id] = offset << LENGTH_BITS | length;
+        }
+        Laid {
+            text: String::from_utf8(text.bytes).expect("whole strings laid end to end"),
+            packed,
+        }
+    }
+}
+
+/// The pool's text as it is laid, with where each window of up to four bytes first starts,
+/// and every start of each four-byte window: a string is looked up by its first four bytes.
+#[derive(Default)]
+struct Text {
+    bytes: Vec<u8>,
+    short: HashMap<Vec<u8>, u32>,
+    starts: HashMap<[u8; 4], Vec<u32>>,
+}
+
+impl Text {
+    /// Where `s` first lies in the text, if it does.
+    fn find(&self, s: &[u8]) -> Option<u32> {
+        if s.len() < 4 {
+            return if s.is_empty() {
+                Some(0)
+            } else {
+                self.short.get(s).copied()
+            };
+        }
+        let key = [s[0], s[1], s[2], s[3]];
+        self.starts.get(&key)?.iter().copied().find(|&at| {
+            self.bytes
+                .get(at as usize..at as usize + s.len())
+                .is_some_and(|window| window == s)
+        })
+    }
+
+    /// Appends `s`, returning its offset.
+    fn push(&mut self, s: &str) -> u32 {
+        let offset = u32::try_from(self.bytes.len()).expect("a pool below 4 GiB");
+        // The windows that end in the new bytes (a string may straddle two laid ones).
+        let first = self.bytes.len().saturating_sub(3);
+        self.bytes.extend_from_slice(s.as_bytes());
+        for start in first..self.bytes.len() {
+            for length in 1..=3 {
+                if let Some(window) = self.bytes.get(start..start + length) {
+                    let at = u32::try_from(start).expect("a pool below 4 GiB");
+                    self.short.entry(window.to_vec()).or_insert(at);
+                }
+            }
+            if let Some(window) = self.bytes.get(start..start + 4) {
+                let at = u32::try_from(start).expect("a pool below 4 GiB");
+                let key = [window[0], window[1], window[2], window[3]];
+                self.starts.entry(key).or_default().push(at);
+            }
+        }
+        offset
+    }
+}
+
+/// The laid-out pool.
+pub(crate) struct Laid {
+    text: String,
+    packed: Vec<u32>,
+}
+
+impl Laid {
+    /// `generated` with each placeholder `Str(@ID)` replaced by the string's packed `Str`.
+    pub(crate) fn resolve(&self, generated: &str) -> String {
+        const MARK: &str = "Str(@";
+        let mut out = String::with_capacity(generated.len());
+        let mut rest = generated;
+        while let Some(at) = rest.find(MARK) {
+            out.push_str(&rest[..at + MARK.len() - 1]);
+            rest = &rest[at + MARK.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let id: usize = rest[..digits].parse().expect("a placeholder's id");
+            out.push_str(&self.packed[id].to_string());
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// `OUT_DIR/pool.rs`: the text and the packing.
+    pub(crate) fn source(&self) -> String {
+        format!(
+            "// Generated by events/build.rs (build/pool.rs): every string of the compiled-in tables.\n\n\
+             /// How many low bits of a [`Str`] hold its length; the offset is above them.\n\
+             const LENGTH_BITS: u32 = {LENGTH_BITS};\n\n\
+             /// The strings, {} bytes.\n\
+             static POOL: &str = {:?};\n",
+            self.text.len(),
+            self.text
+        )
+    }
+}
