@@ -2,7 +2,7 @@
 //! here by the library's own loader (`src/loader/`, with the modules it needs), each over the
 //! ones before as a user's file is, and become static data: each model's header
 //! (`SHIPPED_INDEX`: id, description, aliases, encoder, match rules, PMU, hybrid core), enough
-//! to find and detect models, and its events, unit masks, mappings, refused presets and event
+//! to find and detect models (`build/models.rs`' `index`), and its events, unit masks, mappings, refused presets and event
 //! aliases (`build/models.rs`), made into the model when it is first used. `SHIPPED_FILES`
 //! names the files. A file the loader refuses fails the build with the loader's message.
 //!
@@ -112,12 +112,9 @@ fn main() {
     for (name, _) in &files {
         writeln!(out, "    {name:?},").unwrap();
     }
-    out.push_str("];\n\n/// Each shipped model's header, as the loader made it, in match order.\nstatic SHIPPED_INDEX: &[IndexedModel] = &[\n");
-    for model in &loaded {
-        writeln!(out, "    {},", models::header(model)).unwrap();
-    }
-    out.push_str("];\n");
+    out.push_str("];\n\n");
     let mut pool = pool::Pool::default();
+    out.push_str(&models::index(&loaded, &mut pool));
     let models = models::write(&loaded, &mut pool);
     println!("cargo:rerun-if-changed=build/metrics.rs");
     println!("cargo:rerun-if-changed=src/metrics/file.rs");
@@ -128,7 +125,7 @@ fn main() {
     let libpfm4 = libpfm4::write(&data, &mut pool);
     let pool = pool.lay_out();
     for (name, text) in [
-        ("shipped.rs", out),
+        ("shipped.rs", pool.resolve(&out)),
         ("models.rs", pool.resolve(&models)),
         ("metrics.rs", pool.resolve(&metrics)),
         ("libpfm4.rs", pool.resolve(&libpfm4)),

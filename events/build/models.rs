@@ -303,12 +303,17 @@ pub(crate) fn load(files: &[(String, String)]) -> Vec<CpuModel> {
     models
 }
 
-/// A model's header as an `IndexedModel` row of the shipped index.
-pub(crate) fn header(model: &CpuModel) -> String {
-    let rules: Vec<String> = model
-        .match_rules()
-        .iter()
-        .map(|rule| {
+/// The shipped index (`SHIPPED_INDEX`: each model's header as an `IndexedModel` row, in
+/// match order) with the tables its rows name: `INDEX_STRINGS` (the aliases), `RULES` (the
+/// match rules) and `RANGES` (their number sets, as inclusive ranges), each list once; its
+/// strings placeholders of `pool`.
+pub(crate) fn index(models: &[CpuModel], pool: &mut Pool) -> String {
+    let (mut strings, mut rules, mut ranges) =
+        (Lists::default(), Lists::default(), Lists::default());
+    let mut rows = Vec::new();
+    for model in models {
+        let mut model_rules = Vec::new();
+        for rule in model.match_rules() {
             let vendor = rule.vendor.name();
             assert_eq!(
                 crate::Vendor::from_cpuid(vendor),
@@ -316,25 +321,46 @@ pub(crate) fn header(model: &CpuModel) -> String {
                 "model `{}`: vendor `{vendor}` does not name itself back",
                 model.id
             );
-            format!(
-                "IndexedRule {{ vendor: {vendor:?}, family: &{:?}, model: &{:?}, stepping: &{:?} }}",
-                rule.family.ranges, rule.model.ranges, rule.stepping.ranges
-            )
-        })
-        .collect();
-    let hybrid = match model.hybrid {
-        Some(h) => format!("Some(({}, {:?}))", h.core_type, h.native_model),
-        None => "None".into(),
+            let mut set = |numbers: &crate::model::NumberSet| {
+                let items = numbers.ranges.iter().map(|r| format!("{r:?}")).collect();
+                range(ranges.add(items))
+            };
+            let (family, cpu_model, stepping) =
+                (set(&rule.family), set(&rule.model), set(&rule.stepping));
+            model_rules.push(format!(
+                "IndexedRule {{ vendor: {}, family: {family}, model: {cpu_model}, stepping: {stepping} }}",
+                pool.string(vendor),
+            ));
+        }
+        let aliases = model.aliases.iter().map(|a| pool.string(a)).collect();
+        let hybrid = match model.hybrid {
+            Some(h) => format!("Some(({}, {:?}))", h.core_type, h.native_model),
+            None => "None".into(),
+        };
+        rows.push(format!(
+            "IndexedModel {{ id: {:?}, description: {}, aliases: {}, encoder: EncoderKind::{:?}, rules: {}, pmu: {:?}, hybrid: {hybrid} }}",
+            model.id,
+            pool.string(&model.description),
+            range(strings.add(aliases)),
+            model.encoder,
+            range(rules.add(model_rules)),
+            model.pmu,
+        ));
+    }
+    let mut out = String::new();
+    let table = |out: &mut String, name: &str, kind: &str, rows: &[String]| {
+        writeln!(out, "static {name}: [{kind}; {}] = [", rows.len()).unwrap();
+        for row in rows {
+            writeln!(out, "    {row},").unwrap();
+        }
+        out.push_str("];\n\n");
     };
-    format!(
-        "IndexedModel {{ id: {:?}, description: {:?}, aliases: &{:?}, encoder: EncoderKind::{:?}, rules: &[{}], pmu: {:?}, hybrid: {hybrid} }}",
-        model.id,
-        model.description,
-        model.aliases,
-        model.encoder,
-        rules.join(", "),
-        model.pmu,
-    )
+    out.push_str("/// Each shipped model's header, as the loader made it, in match order.\n");
+    table(&mut out, "SHIPPED_INDEX", "IndexedModel", &rows);
+    table(&mut out, "INDEX_STRINGS", "Str", &strings.items);
+    table(&mut out, "RULES", "IndexedRule", &rules.items);
+    table(&mut out, "RANGES", "(u32, u32)", &ranges.items);
+    out
 }
 
 /// Every model's body (`models` in the shipped index's order) as `OUT_DIR/models.rs`'s text,

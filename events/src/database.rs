@@ -8,50 +8,69 @@ use counterhal_hal::{Error, GeneralizedEvent, Result};
 
 use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::{CpuModel, EncoderKind, MatchRule, NumberSet, PmuDescription};
+use crate::pool::Str;
 use crate::{CpuIdentity, HybridCore, Vendor, suggest};
 
 include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
 
-/// A shipped model's header as the build loaded it from its files (`events/build.rs`).
+/// A shipped model's header as the build loaded it from its files (`events/build.rs`): its
+/// aliases a range of `INDEX_STRINGS`, its match rules of `RULES`. The id, which every lookup
+/// by name compares, is a `&str`, read as it is.
 #[derive(Debug)]
 struct IndexedModel {
     id: &'static str,
-    description: &'static str,
-    aliases: &'static [&'static str],
+    description: Str,
+    aliases: (u16, u16),
     encoder: EncoderKind,
-    rules: &'static [IndexedRule],
+    rules: (u16, u16),
     pmu: PmuDescription,
     /// A hybrid chip's core: core type and native model.
     hybrid: Option<(u8, Option<u32>)>,
 }
 
-/// A match rule: vendor and number sets as inclusive ranges (empty: any).
+/// A match rule: vendor and number sets as inclusive ranges (a range of `RANGES`; none: any).
 #[derive(Debug)]
 struct IndexedRule {
-    vendor: &'static str,
-    family: &'static [(u32, u32)],
-    model: &'static [(u32, u32)],
-    stepping: &'static [(u32, u32)],
+    vendor: Str,
+    family: (u16, u16),
+    model: (u16, u16),
+    stepping: (u16, u16),
+}
+
+/// Rows `start..start + length` of `table`.
+fn rows<T>(table: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
+    let start = usize::from(start);
+    table
+        .get(start..start + usize::from(length))
+        .unwrap_or_default()
 }
 
 impl IndexedModel {
+    fn aliases(&self) -> impl Iterator<Item = &'static str> {
+        rows(&INDEX_STRINGS, self.aliases).iter().map(|a| a.text())
+    }
+
+    fn rules(&self) -> &'static [IndexedRule] {
+        rows(&RULES, self.rules)
+    }
+
     /// The header it describes.
     fn header(&self) -> CpuModel {
-        let set = |ranges: &[(u32, u32)]| NumberSet {
-            ranges: ranges.to_vec(),
+        let set = |ranges| NumberSet {
+            ranges: rows(&RANGES, ranges).to_vec(),
         };
         CpuModel {
             id: self.id.to_string(),
-            description: self.description.to_string(),
-            aliases: self.aliases.iter().map(|a| (*a).to_string()).collect(),
+            description: self.description.text().to_string(),
+            aliases: self.aliases().map(str::to_string).collect(),
             encoder: self.encoder,
             pmu: self.pmu,
             hybrid: self.hybrid(),
             rules: self
-                .rules
+                .rules()
                 .iter()
                 .map(|r| MatchRule {
-                    vendor: Vendor::from_cpuid(r.vendor),
+                    vendor: Vendor::from_cpuid(r.vendor.text()),
                     family: set(r.family),
                     model: set(r.model),
                     stepping: set(r.stepping),
@@ -67,9 +86,9 @@ impl IndexedModel {
 
     /// Whether its match rules accept `cpu` (as [`CpuModel::matches`] on its header).
     fn matches(&self, cpu: &CpuIdentity) -> bool {
-        let within = NumberSet::ranges_contain;
-        self.rules.iter().any(|r| {
-            Vendor::from_cpuid(r.vendor) == cpu.vendor
+        let within = |ranges, value| NumberSet::ranges_contain(rows(&RANGES, ranges), value);
+        self.rules().iter().any(|r| {
+            Vendor::from_cpuid(r.vendor.text()) == cpu.vendor
                 && within(r.family, cpu.family)
                 && within(r.model, cpu.model)
                 && within(r.stepping, cpu.stepping)
@@ -128,9 +147,7 @@ impl Entry {
     /// Whether `name` is one of its aliases (case-insensitive).
     fn has_alias(&self, name: &str) -> bool {
         match self {
-            Entry::Shipped(shipped) => shipped
-                .indexed
-                .aliases
+            Entry::Shipped(shipped) => rows(&INDEX_STRINGS, shipped.indexed.aliases)
                 .iter()
                 .any(|a| a.eq_ignore_ascii_case(name)),
             Entry::Loaded(model) => model.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)),

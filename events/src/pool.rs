@@ -13,7 +13,17 @@ impl Str {
     /// Its text.
     pub(crate) fn text(self) -> &'static str {
         let offset = (self.0 >> LENGTH_BITS) as usize;
-        let length = (self.0 & ((1 << LENGTH_BITS) - 1)) as usize;
-        POOL.get(offset..offset + length).unwrap_or_default()
+        POOL.get(offset..offset + self.len()).unwrap_or_default()
+    }
+
+    /// Its length in bytes, read from the `Str` alone.
+    pub(crate) fn len(self) -> usize {
+        (self.0 & ((1 << LENGTH_BITS) - 1)) as usize
+    }
+
+    /// Whether its text is `other` but for ASCII case: a string of another length is told
+    /// apart without reading the pool (lookups by name compare every row's name).
+    pub(crate) fn eq_ignore_ascii_case(self, other: &str) -> bool {
+        self.len() == other.len() && self.text().eq_ignore_ascii_case(other)
     }
 }

@@ -87,9 +87,7 @@ fn strsep(text: &str) -> (&str, Option<&str>) {
 }
 
 fn find_event<'p>(pmu: &'p Pmu, name: &str) -> Option<&'p Event> {
-    pmu.events()
-        .iter()
-        .find(|e| e.name().eq_ignore_ascii_case(name))
+    pmu.events().find(|e| e.is_named(name))
 }
 
 /// Parses `text` (after any `PMU::`) as an event of `pmu`.

@@ -23,43 +23,58 @@ pub(crate) struct Pmu {
     pub raw_umask: bool,
     /// Edge needs a counter mask (`INTEL_X86_PMU_FL_ECMASK`).
     pub ecmask: bool,
-    /// Its events: `EVENTS[start..start + length]`.
+    /// Its events: `EVENT_LISTS[start..start + length]`, indices of `EVENTS`.
     events: (u16, u16),
 }
 
-/// One event; its code and counters are indices of `VALUES`.
+/// One event; its code is an index of `VALUES`, its attributes of `EVENT_ATTRS`, its
+/// equivalence of `EQUIVS`.
 #[derive(Debug)]
 pub(crate) struct Event {
     name: Str,
-    equiv: Str,
     code: u16,
+    attrs: u16,
+    equiv: u16,
+    /// Its unit masks: `UMASKS[start..start + length]`.
+    umasks: (u16, u16),
+}
+
+/// What many events share: counters (an index of `VALUES`), modifiers, flags and groups.
+#[derive(Debug)]
+struct EventAttrs {
     cntmsk: u16,
     modmsk: u16,
     modmsk_req: u16,
     flags: u16,
-    /// Its unit masks: `UMASKS[start..start + length]`.
-    umasks: (u16, u16),
     ngrp: u8,
 }
 
-/// One unit mask; its code and counters are indices of `VALUES`.
+/// One unit mask; its code is an index of `VALUES`, its attributes of `UMASK_ATTRS`, its
+/// equivalence of `EQUIVS`.
 #[derive(Debug)]
 pub(crate) struct Umask {
     name: Str,
-    equiv: Str,
     code: u16,
+    attrs: u16,
+    flags: u16,
+    equiv: u16,
+}
+
+/// What many unit masks share: counters (an index of `VALUES`), group and modifiers.
+#[derive(Debug)]
+struct UmaskAttrs {
     cntmsk: u16,
     grpid: u16,
-    flags: u16,
     modhw: u16,
     modmsk_req: u16,
 }
 
 include!(concat!(env!("OUT_DIR"), "/libpfm4.rs"));
 
-/// `Str(0)`, the empty string, is a missing equivalence (no file gives an empty one).
-fn equiv(s: Str) -> Option<&'static str> {
-    Some(s.text()).filter(|e| !e.is_empty())
+/// Equivalence `index` of `EQUIVS`; 0, the empty string, is none (no file gives an empty one).
+fn equiv(index: u16) -> Option<&'static str> {
+    let text = EQUIVS.get(usize::from(index)).map(|s| s.text());
+    text.filter(|e| !e.is_empty())
 }
 
 /// Value `index` of `VALUES` (the build wrote every index the records name).
@@ -74,6 +89,29 @@ fn range<T>(items: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
         .unwrap_or_default()
 }
 
+// What stands in for a row an index misses (none does: the build writes every row the
+// records name).
+const NO_EVENT: Event = Event {
+    name: Str(0),
+    code: 0,
+    attrs: 0,
+    equiv: 0,
+    umasks: (0, 0),
+};
+const NO_EVENT_ATTRS: EventAttrs = EventAttrs {
+    cntmsk: 0,
+    modmsk: 0,
+    modmsk_req: 0,
+    flags: 0,
+    ngrp: 0,
+};
+const NO_UMASK_ATTRS: UmaskAttrs = UmaskAttrs {
+    cntmsk: 0,
+    grpid: 0,
+    modhw: 0,
+    modmsk_req: 0,
+};
+
 impl Pmu {
     /// libpfm4's PMU name.
     pub fn name(&self) -> &'static str {
@@ -81,8 +119,10 @@ impl Pmu {
     }
 
     /// The events, in libpfm4's order.
-    pub fn events(&self) -> &'static [Event] {
-        range(&EVENTS, self.events)
+    pub fn events(&self) -> impl ExactSizeIterator<Item = &'static Event> + Clone {
+        range(&EVENT_LISTS, self.events)
+            .iter()
+            .map(|&i| EVENTS.get(usize::from(i)).unwrap_or(&NO_EVENT))
     }
 }
 
@@ -90,6 +130,11 @@ impl Event {
     /// The event's name.
     pub fn name(&self) -> &'static str {
         self.name.text()
+    }
+
+    /// Whether its name is `name` but for ASCII case.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
     }
 
     /// The event and attributes it stands for (`.equiv`), if any.
@@ -107,30 +152,36 @@ impl Event {
         value(self.code)
     }
 
+    fn attrs(&self) -> &'static EventAttrs {
+        EVENT_ATTRS
+            .get(usize::from(self.attrs))
+            .unwrap_or(&NO_EVENT_ATTRS)
+    }
+
     /// The counters it counts on (bits 0-31 general, 32 on fixed), 0 for any.
     pub fn cntmsk(&self) -> u64 {
-        value(self.cntmsk)
+        value(self.attrs().cntmsk)
     }
 
     /// How many unit-mask groups it has (at most 31: the build checks).
     pub fn ngrp(&self) -> u32 {
-        u32::from(self.ngrp)
+        u32::from(self.attrs().ngrp)
     }
 
     /// The modifiers it takes, as bits of their indices in [`INTEL_MODIFIERS`] or
     /// [`AMD_MODIFIERS`].
     pub fn modmsk(&self) -> u32 {
-        u32::from(self.modmsk)
+        u32::from(self.attrs().modmsk)
     }
 
     /// The modifiers it requires, as [`Event::modmsk`].
     pub fn modmsk_req(&self) -> u32 {
-        u32::from(self.modmsk_req)
+        u32::from(self.attrs().modmsk_req)
     }
 
     /// Its [`flag`]s.
     pub fn flags(&self) -> u32 {
-        u32::from(self.flags)
+        u32::from(self.attrs().flags)
     }
 
     /// Whether it has [`flag`] `flag`.
@@ -155,24 +206,30 @@ impl Umask {
         value(self.code)
     }
 
+    fn attrs(&self) -> &'static UmaskAttrs {
+        UMASK_ATTRS
+            .get(usize::from(self.attrs))
+            .unwrap_or(&NO_UMASK_ATTRS)
+    }
+
     /// The counters it counts on, 0 for the event's.
     pub fn cntmsk(&self) -> u64 {
-        value(self.cntmsk)
+        value(self.attrs().cntmsk)
     }
 
     /// Its group (bits 0-7) and, with `GRP_REQ`, the group it requires (bits 8-15).
     pub fn grpid(&self) -> u32 {
-        u32::from(self.grpid)
+        u32::from(self.attrs().grpid)
     }
 
     /// The modifiers it hard-wires, as [`Event::modmsk`].
     pub fn modhw(&self) -> u32 {
-        u32::from(self.modhw)
+        u32::from(self.attrs().modhw)
     }
 
     /// The modifiers it requires, as [`Event::modmsk`].
     pub fn modmsk_req(&self) -> u32 {
-        u32::from(self.modmsk_req)
+        u32::from(self.attrs().modmsk_req)
     }
 
     /// Its [`flag`]s.
