@@ -152,12 +152,24 @@ impl std::fmt::Debug for Registration {
     }
 }
 
+#[allow(dead_code, reason = "every backend calls it; a build may have none")]
 fn database(context: &Context) -> Arc<counterhal_events::Database> {
     Arc::clone(&context.database)
 }
 
-/// The CPU model a model backend describes: the context's, or an error naming the fix.
+/// The CPU model a model backend describes: the context's, or an error naming the fix (a CPU
+/// model, or the `device-models` feature in a build without it).
+#[allow(
+    dead_code,
+    reason = "the backends with device models call it; a build may have none of them"
+)]
 fn model_id(context: &Context, backend: &str) -> Result<String> {
+    if !cfg!(feature = "device-models") {
+        return Err(Error::unsupported(format!(
+            "the {backend} backend's device model is left out of this build: it needs \
+             counterhal's `device-models` feature"
+        )));
+    }
     context.model.clone().ok_or_else(|| {
         Error::invalid_input(format!(
             "no CPU model to model the {backend} backend's device on: this CPU matches none in the event database"

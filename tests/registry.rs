@@ -32,11 +32,11 @@ const NOT_READ: &[(&str, &str)] = &[
 ];
 
 /// Whether `line` of `path` is a list kept on purpose, and checked against the registry by
-/// a test of this file: Cargo's default features (one per backend) and the README's table of
-/// systems.
+/// a test of this file: Cargo's default features (one per backend, the facade's and the C
+/// API's) and the README's table of systems.
 fn kept_and_checked(path: &str, line: &str, names: &[&str]) -> bool {
     match path {
-        "Cargo.toml" => line.starts_with("default = ["),
+        "Cargo.toml" | "capi/Cargo.toml" => line.starts_with("default = ["),
         "README.md" => readme_row(line, names).is_some() && readme_table().contains(line),
         _ => false,
     }
@@ -334,25 +334,62 @@ fn the_registry_is_the_one_list_of_backends() {
     );
 }
 
-/// Cargo's default features are the registry's backends, each once.
+/// Cargo's default features are the registry's backends, each once, beside the parts of the
+/// shipped data and the device models; the C API's are the facade's.
 #[test]
 fn the_default_features_are_the_registrys_backends() {
     let names = counterhal::registry::names();
     let registered: BTreeSet<&str> = names.iter().copied().collect();
-    let manifest: toml::Table = std::fs::read_to_string(root().join("Cargo.toml"))
-        .unwrap()
-        .parse()
-        .unwrap();
-    let default: BTreeSet<&str> = manifest["features"]["default"]
-        .as_array()
-        .unwrap()
+    let manifest = |path: &str| -> toml::Table {
+        std::fs::read_to_string(root().join(path))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let facade = manifest("Cargo.toml");
+    let features = facade["features"].as_table().unwrap();
+    let default = |table: &toml::Table| -> BTreeSet<String> {
+        table["features"]["default"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_string())
+            .collect()
+    };
+    // A backend's feature is its crate, nothing else.
+    let backends: BTreeSet<&str> = default(&facade)
         .iter()
-        .map(|f| f.as_str().unwrap())
+        .filter(|f| {
+            features[f.as_str()].as_array().unwrap()[..]
+                == [toml::Value::from(format!("dep:counterhal-{f}"))]
+        })
+        .map(|f| registered.get(f.as_str()).copied().unwrap_or("?"))
         .collect();
     assert_eq!(
-        default, registered,
+        backends, registered,
         "Cargo.toml's default features are the backends, one feature each"
     );
+    let parts: BTreeSet<String> = ["x86-models", "arm-models", "metrics", "descriptions"]
+        .into_iter()
+        .map(|part| {
+            let forwarded = format!("counterhal-events/{part}");
+            assert_eq!(features[part].as_array().unwrap()[..], [forwarded.into()]);
+            part.to_string()
+        })
+        .chain(["device-models".to_string()])
+        .chain(registered.iter().map(|b| b.to_string()))
+        .collect();
+    assert_eq!(default(&facade), parts, "the facade's default features");
+    let capi = manifest("capi/Cargo.toml");
+    assert_eq!(default(&capi), parts, "the C API's default features");
+    for feature in &parts {
+        let forwarded = format!("facade/{feature}");
+        assert_eq!(
+            capi["features"][feature.as_str()].as_array().unwrap()[..],
+            [forwarded.into()],
+            "the C API forwards `{feature}` to the facade"
+        );
+    }
 }
 
 /// README.md's table of systems, rendered from the registry: one row a backend, in probe

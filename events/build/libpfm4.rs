@@ -55,13 +55,14 @@ fn bits(value: u32, what: &str) -> u16 {
 
 /// Writes `OUT_DIR/libpfm4.rs` from the tables in `data/generated/libpfm4`; a table that does
 /// not read or check fails the build, naming the file and what is wrong.
-pub(crate) fn write(data: &Path, pool: &mut Pool) -> String {
+pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: bool) -> String {
     let dir = data.join("generated/libpfm4");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
+        .filter(|_| wanted)
         .collect();
     names.sort();
     let mut w = Writer::default();

@@ -109,13 +109,14 @@ fn op_name(op: Op) -> &'static str {
 
 /// Writes `OUT_DIR/metrics.rs` from the tables in `data/generated/metrics`; a table that does
 /// not read or check fails the build, naming the file and what is wrong.
-pub(crate) fn write(data: &Path, pool: &mut Pool) -> String {
+pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool) -> String {
     let dir = data.join("generated/metrics");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut models: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
+        .filter(|model| wanted(model))
         .collect();
     models.sort();
     let mut w = Writer {

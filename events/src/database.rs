@@ -103,6 +103,30 @@ impl IndexedModel {
     }
 }
 
+/// The Cargo feature of this crate that brings the shipped CPU model `id` (an id or an
+/// alias, case-insensitive) back, when this build leaves that model out (`x86-models`,
+/// `arm-models`); `None` for a model this build holds or no shipped model has.
+pub fn left_out_model(id: &str) -> Option<&'static str> {
+    LEFT_OUT
+        .iter()
+        .find(|(model, aliases, _)| {
+            model.eq_ignore_ascii_case(id) || aliases.iter().any(|a| a.eq_ignore_ascii_case(id))
+        })
+        .map(|&(_, _, feature)| feature)
+}
+
+/// What to say of a CPU model `id` the database lacks: "unknown CPU model `id`", or, for a
+/// shipped model this build leaves out, that it is left out and the feature that brings it.
+pub fn unknown_model_message(id: &str) -> String {
+    match left_out_model(id) {
+        Some(feature) => format!(
+            "CPU model `{id}` is left out of this build: it needs the `{feature}` feature \
+             (of counterhal, or of counterhal-events)"
+        ),
+        None => format!("unknown CPU model `{id}`"),
+    }
+}
+
 /// The environment variable naming an extra events file.
 pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 
@@ -525,6 +549,61 @@ fn read_events_file(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the data features keep and leave out (scripts/check-features runs this test in
+    /// a build of each feature alone and of none): a model of an architecture left out is an
+    /// unknown id whose message names the feature, and so are its metrics; metrics left out
+    /// name `metrics`; the descriptions' reader left out names `descriptions`. In the default
+    /// build all is there.
+    #[test]
+    fn parts_left_out_name_their_features() {
+        let db = Database::shipped().unwrap();
+        for (id, feature, built) in [
+            ("skl", "x86-models", cfg!(feature = "x86-models")),
+            ("neoverse-n1", "arm-models", cfg!(feature = "arm-models")),
+        ] {
+            if built {
+                assert_eq!(db.model_id(id), Some(id));
+                assert_eq!(left_out_model(id), None);
+                match (crate::shipped_metrics(id), cfg!(feature = "metrics")) {
+                    (Ok(table), true) => assert!(table.is_some(), "{id} has metrics"),
+                    (Err(e), false) => assert!(e.message().contains("`metrics` feature"), "{e}"),
+                    (result, _) => panic!("{id}'s metrics: {:?}", result.map(|_| ())),
+                }
+            } else {
+                assert_eq!(db.model_id(id), None);
+                assert_eq!(left_out_model(id), Some(feature));
+                let message = unknown_model_message(id);
+                assert!(
+                    message.contains(&format!("`{feature}` feature")),
+                    "{message}"
+                );
+                let error = crate::shipped_metrics(id).unwrap_err();
+                assert!(error.message().contains(feature), "{error}");
+            }
+        }
+        // The reader of descriptions: without it, an error naming it before any file is read.
+        let nowhere = Path::new("/no/such/directory");
+        let model = db.ids().next();
+        let said = match db
+            .clone()
+            .with_descriptions(model.as_deref().unwrap_or("none"), nowhere)
+        {
+            Err(e) => e.message().to_string(),
+            Ok(_) => panic!("{} read", nowhere.display()),
+        };
+        let expected = match model {
+            _ if !cfg!(feature = "descriptions") => "`descriptions` feature",
+            Some(_) => "not a directory",
+            None => "unknown CPU model",
+        };
+        assert!(said.contains(expected), "{said}");
+        assert_eq!(left_out_model("no-such-model"), None);
+        assert_eq!(
+            unknown_model_message("no-such-model"),
+            "unknown CPU model `no-such-model`"
+        );
+    }
 
     fn cpu(vendor: Vendor, family: u32, model: u32) -> CpuIdentity {
         CpuIdentity {

@@ -26,7 +26,10 @@ mod suggest;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};
-pub use database::{Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES};
+pub use database::{
+    Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES, left_out_model,
+    unknown_model_message,
+};
 pub use descriptions::{DESCRIPTIONS_ENV, DescriptionsRead};
 pub use error::{EventError, EventErrorKind};
 #[doc(hidden)]

@@ -50,12 +50,11 @@ impl Database {
         if let Some(id) = cpu
             && self.model_id(id).is_none()
         {
-            return Err(err(
-                EventErrorKind::UnknownCpu,
-                format!("unknown CPU model `{id}`"),
-            )
-            .with_suggestions(suggest::nearest(id, self.ids(), 3))
-            .with_hint("`counterhal list` shows the CPU models"));
+            return Err(
+                err(EventErrorKind::UnknownCpu, crate::unknown_model_message(id))
+                    .with_suggestions(suggest::nearest(id, self.ids(), 3))
+                    .with_hint("`counterhal list` shows the CPU models"),
+            );
         }
         // A name no native event or event alias can spell resolves alike with the model and
         // without it where perf's own encoding comes first and has one (`page-faults`,
@@ -90,7 +89,7 @@ impl Database {
         let model = self.model(cpu).ok_or_else(|| {
             err(
                 EventErrorKind::UnknownCpu,
-                format!("unknown CPU model `{cpu}`"),
+                crate::unknown_model_message(cpu),
             )
         })?;
         self.resolve_own(Some(model), event, accepts)

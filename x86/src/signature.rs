@@ -132,7 +132,8 @@ pub fn named_model<'db>(db: &'db Database, id: &str) -> Result<&'db CpuModel> {
     db.model(id).ok_or_else(|| {
         let known: Vec<&str> = db.models().map(|m| m.id.as_str()).collect();
         Error::invalid_input(format!(
-            "unknown CPU model `{id}` (known: {})",
+            "{} (known: {})",
+            counterhal_events::unknown_model_message(id),
             known.join(", ")
         ))
         .with_hint("see `counterhal list` for the CPU model ids")

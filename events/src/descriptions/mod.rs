@@ -35,6 +35,7 @@ use crate::parse::{ParsedEvent, parse_event};
 pub const DESCRIPTIONS_ENV: &str = "COUNTERHAL_DESCRIPTIONS";
 
 /// The largest description file read (the kernel's largest x86 file is under 1 MiB).
+#[cfg(feature = "descriptions")]
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What [`Database::with_descriptions`] read: the files and how many events and unit masks
@@ -63,6 +64,9 @@ impl Database {
         model: &str,
         dir: &Path,
     ) -> Result<(Database, DescriptionsRead)> {
+        if !cfg!(feature = "descriptions") {
+            return Err(left_out());
+        }
         let bad = |what: String| {
             Error::invalid_input(format!("descriptions {}: {what}", dir.display())).with_hint(
                 "give the kernel's tools/perf/pmu-events/arch/x86 directory (from the kernel's \
@@ -70,7 +74,7 @@ impl Database {
             )
         };
         let Some(found) = self.model(model) else {
-            return Err(Error::invalid_input(format!("unknown CPU model `{model}`")));
+            return Err(Error::invalid_input(crate::unknown_model_message(model)));
         };
         let id = found.id.clone();
         let unit = found.hybrid.map(|h| format!("cpu_{}", h.type_name()));
@@ -238,8 +242,24 @@ fn json_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// What a build without the `descriptions` feature (the reader of perf's JSON) says when
+/// asked to read descriptions.
+fn left_out() -> Error {
+    Error::unsupported(
+        "reading descriptions is left out of this build: it needs the `descriptions` feature \
+         (of counterhal, or of counterhal-events)",
+    )
+}
+
+/// A build without the `descriptions` feature reads no file.
+#[cfg(not(feature = "descriptions"))]
+fn read_file(_: &Path, _: Option<&str>, _: &mut Vec<(String, String)>) -> Result<()> {
+    Err(left_out())
+}
+
 /// The `(EventName, description)` pairs of one file, events of another `Unit` than `unit`
 /// (the model's core PMU on a hybrid chip; none otherwise) left out.
+#[cfg(feature = "descriptions")]
 fn read_file(path: &Path, unit: Option<&str>, out: &mut Vec<(String, String)>) -> Result<()> {
     let bad =
         |what: String| Error::invalid_input(format!("descriptions {}: {what}", path.display()));
@@ -337,7 +357,7 @@ fn place(model: &CpuModel, name: &str) -> Option<(usize, Option<usize>)> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "descriptions"))]
 mod tests {
     use super::*;
 

@@ -172,9 +172,21 @@ pub fn shipped_metrics_lookups_on_this_thread() -> u64 {
 /// compiled-in data, once per model.
 ///
 /// # Errors
-/// None today; the signature keeps room for tables that are not compiled in.
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) in a build without the
+/// `metrics` feature, or for a model this build leaves out, naming the feature.
 pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
     LOOKUPS.with(|count| count.set(count.get() + 1));
+    if crate::left_out_model(id).is_some() {
+        return Err(counterhal_hal::Error::unsupported(
+            crate::unknown_model_message(id),
+        ));
+    }
+    if !crate::database::METRICS_BUILT {
+        return Err(counterhal_hal::Error::unsupported(format!(
+            "model `{id}`'s metrics are left out of this build: they need the `metrics` \
+             feature (of counterhal, or of counterhal-events)"
+        )));
+    }
     static TABLES: [OnceLock<Option<MetricTable>>; SHIPPED_METRIC_MODELS.len()] =
         [const { OnceLock::new() }; SHIPPED_METRIC_MODELS.len()];
     let Ok(index) = SHIPPED_METRIC_MODELS.binary_search(&id) else {
