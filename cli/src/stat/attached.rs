@@ -10,14 +10,14 @@ use counterhal::Target as Attach;
 use counterhal::advanced::MultiSet;
 use counterhal::{Error, ErrorKind, EventSet};
 use counterhal_hal::Backend;
-use counterhal_hal::{Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot,
-    counts_since, nanos, not_run, start_from,
+    counts_since, nanos, not_opened_here, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -26,7 +26,9 @@ type Opened<G> = (Vec<usize>, MultiSet<G>);
 
 /// Counts the events on `attach` while `command` runs (every backend).
 /// Events with a cgroup (`cgroups`, one per event; empty: none has one) are counted on
-/// the same CPUs, only while that cgroup's tasks run. Each interval's snapshot goes to
+/// the same CPUs, only while that cgroup's tasks run. Counting every CPU (`-a`), an event
+/// with CPUs of its own (`pmu_cpus`, one per event: its PMU's cpumask) is counted on those,
+/// as perf counts an uncore event on one CPU per package. Each interval's snapshot goes to
 /// `on_interval` as it is read.
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_on_targets<B: Backend>(
@@ -34,6 +36,7 @@ pub fn run_on_targets<B: Backend>(
     events: &[Planned],
     attach: &Attach,
     cgroups: &[Option<Arc<Path>>],
+    pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
@@ -41,18 +44,23 @@ pub fn run_on_targets<B: Backend>(
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let cgroup_of = |i: usize| cgroups.get(i).cloned().flatten();
-    // Each cgroup's events (and those of none) apart, in the order first met.
-    let mut classes: Vec<Option<Arc<Path>>> = Vec::new();
+    let class_of = |i: usize| {
+        let cgroup = cgroups.get(i).cloned().flatten();
+        (cgroup, pmu_cpus.get(i).cloned().flatten())
+    };
+    // Each cgroup's events (and those of none) apart, and in each the events of each PMU's
+    // CPUs, in the order first met.
+    let mut classes: Vec<(Option<Arc<Path>>, Option<CpuList>)> = Vec::new();
     for i in 0..events.len() {
-        let cgroup = cgroup_of(i);
-        if !classes.contains(&cgroup) {
-            classes.push(cgroup);
+        let class = class_of(i);
+        if !classes.contains(&class) {
+            classes.push(class);
         }
     }
     let mut sets = Vec::new();
     for class in classes {
-        let in_class: Vec<bool> = (0..events.len()).map(|i| cgroup_of(i) == class).collect();
+        let in_class: Vec<bool> = (0..events.len()).map(|i| class_of(i) == class).collect();
+        let (class, cpus) = class;
         let class_groups: Vec<Vec<usize>> = groups
             .iter()
             .map(|group| group.iter().copied().filter(|&i| in_class[i]).collect())
@@ -70,7 +78,7 @@ pub fn run_on_targets<B: Backend>(
             backend,
             events,
             &in_class,
-            &class_attach,
+            &on_pmu_cpus(class_attach, cpus),
             &class_groups,
             &mut results,
         )?);
@@ -83,6 +91,20 @@ pub fn run_on_targets<B: Backend>(
         _ => Vec::new(),
     };
     run_and_read(sets, command, &watched, results, plan, on_interval)
+}
+
+/// `attach` narrowed to a PMU's CPUs (its cpumask) where it counts every online CPU, as perf
+/// opens an event of a PMU with a cpumask on those CPUs alone; CPUs named (`-C`) stay as named,
+/// as in perf.
+fn on_pmu_cpus(attach: Attach, cpus: Option<CpuList>) -> Attach {
+    match (attach, cpus) {
+        (Attach::AllCpus, Some(cpus)) => Attach::Cpus(cpus),
+        (Attach::Cgroup { path, cpus: None }, Some(cpus)) => Attach::Cgroup {
+            path,
+            cpus: Some(cpus),
+        },
+        (attach, _) => attach,
+    }
 }
 
 /// Whether process (or thread) `pid` has ended: no `/proc/PID`, or a zombie waiting for its
@@ -345,11 +367,8 @@ fn read_sets<G: Group>(
     n: usize,
     per_place: bool,
 ) -> Result<Vec<Counts>, Error> {
-    let unread = || -> Vec<Result<Reading, Error>> {
-        (0..n)
-            .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
-            .collect()
-    };
+    let unread =
+        || -> Vec<Result<Reading, Error>> { (0..n).map(|_| Err(not_opened_here())).collect() };
     if !per_place {
         let mut readings = unread();
         for (indices, set) in sets.iter_mut() {
