@@ -90,7 +90,30 @@ pub fn run_on_targets<B: Backend>(
         Attach::Processes(ids) | Attach::Threads(ids) if plan.timer => ids.clone(),
         _ => Vec::new(),
     };
-    run_and_read(sets, command, &watched, results, plan, on_interval)
+    // The events that opened nowhere, each with its reason, shown in each place it was meant
+    // for (counting every CPU, an event with CPUs of its own was meant for those alone).
+    let every_cpu = matches!(attach, Attach::AllCpus | Attach::Cgroup { cpus: None, .. });
+    let unopened: Vec<Unopened> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(index, result)| {
+            let reason = result.outcome.clone().err()?;
+            let only_on = every_cpu.then(|| pmu_cpus.get(index).cloned().flatten());
+            Some((index, reason, only_on.flatten()))
+        })
+        .collect();
+    let counters = Counters { sets, unopened };
+    run_and_read(counters, command, &watched, results, plan, on_interval)
+}
+
+/// An event that opened nowhere: its index, why, and the CPUs it was meant for (`None`:
+/// every place).
+type Unopened = (usize, Error, Option<CpuList>);
+
+/// What is read: the sets opened, and the events that opened nowhere.
+struct Counters<G> {
+    sets: Vec<Opened<G>>,
+    unopened: Vec<Unopened>,
 }
 
 /// `attach` narrowed to a PMU's CPUs (its cpumask) where it counts every online CPU, as perf
@@ -244,7 +267,7 @@ fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
 /// and stopping it when its time is up), and once it has ended disables and reads every set,
 /// putting each event's sum over the targets in its result (and, per place, each target's).
 fn run_and_read<G: Group>(
-    mut sets: Vec<Opened<G>>,
+    mut sets: Counters<G>,
     command: &[OsString],
     watched: &[u32],
     mut results: Vec<EventResult>,
@@ -252,7 +275,7 @@ fn run_and_read<G: Group>(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
-    for (_, set) in &mut sets {
+    for (_, set) in &mut sets.sets {
         set.enable().map_err(CliError::failed)?;
     }
     let forwarding = ForwardSignals::to(child.pid());
@@ -321,7 +344,7 @@ fn run_and_read<G: Group>(
     if let Some(e) = failed {
         return Err(CliError::failed(e));
     }
-    for (_, set) in &mut sets {
+    for (_, set) in &mut sets.sets {
         set.disable().map_err(CliError::failed)?;
     }
     let end = CommandEnd::of(&ran.map_err(not_run)?).stopped_if(stopped);
@@ -361,8 +384,33 @@ fn run_and_read<G: Group>(
 }
 
 /// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).
-/// Events no set holds read as not counted (their results keep the reason).
+/// Events no set holds read as not counted (their results keep the reason); per place, an
+/// event that opened nowhere reads as its reason in each place it was meant for, and as not
+/// opened in the others.
 fn read_sets<G: Group>(
+    counters: &mut Counters<G>,
+    n: usize,
+    per_place: bool,
+) -> Result<Vec<Counts>, Error> {
+    let mut counts = read_opened(&mut counters.sets, n, per_place)?;
+    if per_place {
+        for (index, reason, only_on) in &counters.unopened {
+            for place in &mut counts {
+                let meant = match (&place.place, only_on) {
+                    (Some(Place::Cpu(cpu)), Some(cpus)) => cpus.contains(*cpu),
+                    _ => true,
+                };
+                if meant {
+                    place.readings[*index] = Err(reason.clone());
+                }
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// Reads every opened set, as [`read_sets`] does.
+fn read_opened<G: Group>(
     sets: &mut [Opened<G>],
     n: usize,
     per_place: bool,

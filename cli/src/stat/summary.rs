@@ -7,7 +7,7 @@ use counterhal::Error;
 use counterhal_hal::Reading;
 
 use super::results::{
-    CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot,
+    CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, is_absent,
 };
 
 /// Every run's numbers, as the results print them.
@@ -163,6 +163,8 @@ fn named(events: &[EventSummary], counts: &[Counts]) -> Vec<PlaceSummary> {
                 .zip(&counts.readings)
                 .map(|(event, reading)| EventSummary {
                     reading: match (&event.reading, reading) {
+                        // Not opened in this place (an uncore event off its cpumask).
+                        (_, absent) if is_absent(absent) => Err(NOT_OPENED_HERE.to_string()),
                         (Ok(_), Ok(reading)) => Ok(*reading),
                         (Err(e), _) => Err(e.clone()),
                         (Ok(_), Err(e)) => Err(e.to_string()),
