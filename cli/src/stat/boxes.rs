@@ -122,7 +122,8 @@ impl Boxes {
 
     /// The boxes' results (as planned, or as a run ended) folded into one result per line:
     /// named as the command line names the event (or, one line per box, as perf names the
-    /// box), shown with the alias's scale and unit, its reading the sum of its boxes'.
+    /// box; an event that is its own box, as its result names it), shown with the alias's
+    /// scale and unit, its reading the sum of its boxes'.
     pub fn merge_results(&self, results: Vec<EventResult>) -> Vec<EventResult> {
         self.lines()
             .into_iter()
@@ -130,9 +131,14 @@ impl Boxes {
                 let first = &results[boxes[0]];
                 let outcomes: Vec<&Result<Reading, Error>> =
                     boxes.iter().map(|&b| &results[b].outcome).collect();
+                // A line of boxes is named as given; an event that is its own box keeps the
+                // name its result shows (a tracepoint without its modifiers, `:u` added
+                // where the kernel refused counting it).
+                let given = &self.given[self.origin[boxes[0]]];
+                let boxed = self.merge && self.names[boxes[0]] != *given;
                 EventResult {
-                    name: match self.merge {
-                        true => self.given[self.origin[boxes[0]]].clone(),
+                    name: match boxed {
+                        true => given.clone(),
                         false => first.name.clone(),
                     },
                     backend: first.backend.clone(),
