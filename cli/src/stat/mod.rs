@@ -5,7 +5,8 @@
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
 //! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
 //! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
-//! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
+//! a command), [`tool`] (perf's tool events), [`boxes`] (a PMU event on each PMU it names and its
+//! cpumask's CPUs, merged into one line), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
