@@ -20,3 +20,4 @@ mod stat_opens;
 mod stat_options;
 mod stat_scope;
 mod sysfs_root;
+mod uncore_stat;

@@ -10,14 +10,14 @@ use counterhal::Target as Attach;
 use counterhal::advanced::MultiSet;
 use counterhal::{Error, ErrorKind, EventSet};
 use counterhal_hal::Backend;
-use counterhal_hal::{Group, OpenOptions, Reading, ResolvedEvent};
+use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot,
-    counts_since, nanos, not_run, start_from,
+    counts_since, nanos, not_opened_here, not_run, start_from,
 };
 use crate::error::CliError;
 
@@ -26,7 +26,9 @@ type Opened<G> = (Vec<usize>, MultiSet<G>);
 
 /// Counts the events on `attach` while `command` runs (every backend).
 /// Events with a cgroup (`cgroups`, one per event; empty: none has one) are counted on
-/// the same CPUs, only while that cgroup's tasks run. Each interval's snapshot goes to
+/// the same CPUs, only while that cgroup's tasks run. Counting every CPU (`-a`), an event
+/// with CPUs of its own (`pmu_cpus`, one per event: its PMU's cpumask) is counted on those,
+/// as perf counts an uncore event on one CPU per package. Each interval's snapshot goes to
 /// `on_interval` as it is read.
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_on_targets<B: Backend>(
@@ -34,6 +36,7 @@ pub fn run_on_targets<B: Backend>(
     events: &[Planned],
     attach: &Attach,
     cgroups: &[Option<Arc<Path>>],
+    pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
@@ -41,18 +44,23 @@ pub fn run_on_targets<B: Backend>(
 ) -> Result<Run, CliError> {
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let cgroup_of = |i: usize| cgroups.get(i).cloned().flatten();
-    // Each cgroup's events (and those of none) apart, in the order first met.
-    let mut classes: Vec<Option<Arc<Path>>> = Vec::new();
+    let class_of = |i: usize| {
+        let cgroup = cgroups.get(i).cloned().flatten();
+        (cgroup, pmu_cpus.get(i).cloned().flatten())
+    };
+    // Each cgroup's events (and those of none) apart, and in each the events of each PMU's
+    // CPUs, in the order first met.
+    let mut classes: Vec<(Option<Arc<Path>>, Option<CpuList>)> = Vec::new();
     for i in 0..events.len() {
-        let cgroup = cgroup_of(i);
-        if !classes.contains(&cgroup) {
-            classes.push(cgroup);
+        let class = class_of(i);
+        if !classes.contains(&class) {
+            classes.push(class);
         }
     }
     let mut sets = Vec::new();
     for class in classes {
-        let in_class: Vec<bool> = (0..events.len()).map(|i| cgroup_of(i) == class).collect();
+        let in_class: Vec<bool> = (0..events.len()).map(|i| class_of(i) == class).collect();
+        let (class, cpus) = class;
         let class_groups: Vec<Vec<usize>> = groups
             .iter()
             .map(|group| group.iter().copied().filter(|&i| in_class[i]).collect())
@@ -70,7 +78,7 @@ pub fn run_on_targets<B: Backend>(
             backend,
             events,
             &in_class,
-            &class_attach,
+            &on_pmu_cpus(class_attach, cpus),
             &class_groups,
             &mut results,
         )?);
@@ -82,7 +90,44 @@ pub fn run_on_targets<B: Backend>(
         Attach::Processes(ids) | Attach::Threads(ids) if plan.timer => ids.clone(),
         _ => Vec::new(),
     };
-    run_and_read(sets, command, &watched, results, plan, on_interval)
+    // The events that opened nowhere, each with its reason, shown in each place it was meant
+    // for (counting every CPU, an event with CPUs of its own was meant for those alone).
+    let every_cpu = matches!(attach, Attach::AllCpus | Attach::Cgroup { cpus: None, .. });
+    let unopened: Vec<Unopened> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(index, result)| {
+            let reason = result.outcome.clone().err()?;
+            let only_on = every_cpu.then(|| pmu_cpus.get(index).cloned().flatten());
+            Some((index, reason, only_on.flatten()))
+        })
+        .collect();
+    let counters = Counters { sets, unopened };
+    run_and_read(counters, command, &watched, results, plan, on_interval)
+}
+
+/// An event that opened nowhere: its index, why, and the CPUs it was meant for (`None`:
+/// every place).
+type Unopened = (usize, Error, Option<CpuList>);
+
+/// What is read: the sets opened, and the events that opened nowhere.
+struct Counters<G> {
+    sets: Vec<Opened<G>>,
+    unopened: Vec<Unopened>,
+}
+
+/// `attach` narrowed to a PMU's CPUs (its cpumask) where it counts every online CPU, as perf
+/// opens an event of a PMU with a cpumask on those CPUs alone; CPUs named (`-C`) stay as named,
+/// as in perf.
+fn on_pmu_cpus(attach: Attach, cpus: Option<CpuList>) -> Attach {
+    match (attach, cpus) {
+        (Attach::AllCpus, Some(cpus)) => Attach::Cpus(cpus),
+        (Attach::Cgroup { path, cpus: None }, Some(cpus)) => Attach::Cgroup {
+            path,
+            cpus: Some(cpus),
+        },
+        (attach, _) => attach,
+    }
 }
 
 /// Whether process (or thread) `pid` has ended: no `/proc/PID`, or a zombie waiting for its
@@ -222,7 +267,7 @@ fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
 /// and stopping it when its time is up), and once it has ended disables and reads every set,
 /// putting each event's sum over the targets in its result (and, per place, each target's).
 fn run_and_read<G: Group>(
-    mut sets: Vec<Opened<G>>,
+    mut sets: Counters<G>,
     command: &[OsString],
     watched: &[u32],
     mut results: Vec<EventResult>,
@@ -230,7 +275,7 @@ fn run_and_read<G: Group>(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
-    for (_, set) in &mut sets {
+    for (_, set) in &mut sets.sets {
         set.enable().map_err(CliError::failed)?;
     }
     let forwarding = ForwardSignals::to(child.pid());
@@ -299,7 +344,7 @@ fn run_and_read<G: Group>(
     if let Some(e) = failed {
         return Err(CliError::failed(e));
     }
-    for (_, set) in &mut sets {
+    for (_, set) in &mut sets.sets {
         set.disable().map_err(CliError::failed)?;
     }
     let end = CommandEnd::of(&ran.map_err(not_run)?).stopped_if(stopped);
@@ -339,17 +384,39 @@ fn run_and_read<G: Group>(
 }
 
 /// Reads every set: one [`Counts`] summed over the targets, or one per target (`per_place`).
-/// Events no set holds read as not counted (their results keep the reason).
+/// Events no set holds read as not counted (their results keep the reason); per place, an
+/// event that opened nowhere reads as its reason in each place it was meant for, and as not
+/// opened in the others.
 fn read_sets<G: Group>(
+    counters: &mut Counters<G>,
+    n: usize,
+    per_place: bool,
+) -> Result<Vec<Counts>, Error> {
+    let mut counts = read_opened(&mut counters.sets, n, per_place)?;
+    if per_place {
+        for (index, reason, only_on) in &counters.unopened {
+            for place in &mut counts {
+                let meant = match (&place.place, only_on) {
+                    (Some(Place::Cpu(cpu)), Some(cpus)) => cpus.contains(*cpu),
+                    _ => true,
+                };
+                if meant {
+                    place.readings[*index] = Err(reason.clone());
+                }
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// Reads every opened set, as [`read_sets`] does.
+fn read_opened<G: Group>(
     sets: &mut [Opened<G>],
     n: usize,
     per_place: bool,
 ) -> Result<Vec<Counts>, Error> {
-    let unread = || -> Vec<Result<Reading, Error>> {
-        (0..n)
-            .map(|_| Err(Error::new(ErrorKind::Other, "not opened")))
-            .collect()
-    };
+    let unread =
+        || -> Vec<Result<Reading, Error>> { (0..n).map(|_| Err(not_opened_here())).collect() };
     if !per_place {
         let mut readings = unread();
         for (indices, set) in sets.iter_mut() {

@@ -1,7 +1,8 @@
 //! `--json`: one JSON document for the whole run, counterhal's own (perf's lines are `-j`):
 //! the command, its exit status, its elapsed, user and system times, the number of runs, the
 //! note, and per event its reading (value, times enabled and running, the estimate), its
-//! spread and metric, or the reason it is not supported; the `-M` metrics (null where an
+//! spread and metric (and, for a PMU event whose alias says so, its scale, unit and value
+//! shown), or the reason it is not supported; the `-M` metrics (null where an
 //! event they read did not count); with `-I` each interval's events (written as each interval
 //! ends, the rest of the document once the run has), with `-A` or `--per-thread` each place's.
 
@@ -129,11 +130,18 @@ fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) 
     })
 }
 
-/// One event: its reading with spread and metric, or why it is not supported.
+/// One event: its reading with spread and metric, or why it is not supported; where its PMU's
+/// alias says how to show it, its `scale`, `unit` and the `shown` value (the estimate times
+/// the scale: Joules, MiB).
 fn event(entry: &EventSummary, among: &Beside<'_>, index: usize, elapsed_ns: u64) -> Value {
     let mut value = reading(entry, among, index, elapsed_ns);
     if let Some(cgroup) = &entry.cgroup {
         value["cgroup"] = json!(cgroup);
+    }
+    if let Some(scale) = &entry.scale {
+        value["scale"] = json!(scale.factor);
+        value["unit"] = json!(scale.unit);
+        value["shown"] = json!(entry.shown_value().map(|(shown, _)| shown));
     }
     value
 }

@@ -20,7 +20,7 @@ use counterhal::Target as Attach;
 use counterhal::advanced::AnyBackend;
 use counterhal::{Context, Error, ErrorKind, Follow, Registration};
 use counterhal_hal::Backend;
-use counterhal_hal::{Countable, Reading, Scope, Target, countable_form, user_space_note};
+use counterhal_hal::{Countable, CpuList, Reading, Scope, Target, countable_form, user_space_note};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
@@ -54,6 +54,9 @@ pub fn choose_backend(
     ))))
 }
 
+/// What is said under an event refused as bad input.
+pub const EVENT_USAGE: &str = "-e EVENT: see `counterhal list` for the events available here";
+
 /// Resolves every name (perf's tool events, `duration_time`, `user_time` and `system_time`,
 /// are planned as such); unknown names are errors (exit 2), names that are valid but not
 /// countable here are planned as unsupported.
@@ -69,10 +72,9 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
             }
             match backend.resolve(name) {
                 Ok(event) => Ok(Planned::Ready(event)),
-                Err(e) if e.kind() == ErrorKind::InvalidEvent => Err(CliError::usage(
-                    e,
-                    "-e EVENT: see `counterhal list` for the events available here",
-                )),
+                Err(e) if e.kind() == ErrorKind::InvalidEvent => {
+                    Err(CliError::usage(e, EVENT_USAGE))
+                }
                 Err(error) => Ok(Planned::Unsupported {
                     name: name.clone(),
                     error,
@@ -138,8 +140,8 @@ fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
     })
 }
 
-/// Counts `events` (each in its cgroup of `cgroups`, if any) on `targets` while `command`
-/// runs, once; each interval's snapshot (`-I`) goes to `on_interval` as it is read, with its
+/// Counts `events` (each in its cgroup of `cgroups`, if any; system-wide, each on its PMU's
+/// CPUs of `pmu_cpus`, if any) on `targets` while `command` runs, once; each interval's snapshot (`-I`) goes to `on_interval` as it is read, with its
 /// tool events filled in.
 ///
 /// # Errors
@@ -151,6 +153,7 @@ pub fn measure_once<B: Backend>(
     events: &[Planned],
     targets: &Targets,
     cgroups: &[Option<Arc<Path>>],
+    pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
@@ -165,6 +168,7 @@ pub fn measure_once<B: Backend>(
         events,
         targets,
         cgroups,
+        pmu_cpus,
         groups,
         command,
         plan,
@@ -190,6 +194,7 @@ fn measure<B: Backend>(
     events: &[Planned],
     targets: &Targets,
     cgroups: &[Option<Arc<Path>>],
+    pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
     command: &[OsString],
     plan: Plan,
@@ -263,6 +268,7 @@ fn measure<B: Backend>(
         events,
         &attach,
         cgroups,
+        pmu_cpus,
         groups,
         command,
         plan,
@@ -343,6 +349,7 @@ mod tests {
             backend: "test".to_string(),
             outcome: Ok(Reading::default()),
             cgroup: None,
+            scale: None,
         };
         Run {
             events: vec![

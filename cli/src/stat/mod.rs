@@ -5,7 +5,8 @@
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
 //! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
 //! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
-//! a command), [`tool`] (perf's tool events), [`results`] (what a run yields), [`counted`] and
+//! a command), [`tool`] (perf's tool events), [`boxes`] (a PMU event on each PMU it names and its
+//! cpumask's CPUs, merged into one line), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
@@ -19,6 +20,7 @@
 
 mod arguments;
 mod attached;
+mod boxes;
 mod cgroup_pattern;
 mod cgroups;
 mod counted;
@@ -170,6 +172,16 @@ fn stat_with<B: Backend>(
     let filters: Vec<Option<String>> = (0..names.len())
         .map(|i| filters[i % filters.len().max(1)].clone())
         .collect();
+    // Each PMU event on the boxes it names, each box on its PMU's CPUs, merged into one line
+    // per event after counting (unless --no-merge).
+    let devices = match backend.name() {
+        "linux" => Some(args.sysfs.devices()?),
+        _ => None,
+    };
+    let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge)
+        .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
+    let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
+    let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
@@ -212,7 +224,7 @@ fn stat_with<B: Backend>(
     }
     // -I's intervals are printed as they end, each event as planned.
     let label = backend.label();
-    let planned: Vec<EventSummary> = events
+    let planned: Vec<_> = events
         .iter()
         .zip(0..)
         .map(|(event, i)| {
@@ -220,8 +232,13 @@ fn stat_with<B: Backend>(
             if cgroups::in_use(args) {
                 result.cgroup = Some(cgroup_names[i].clone().unwrap_or_default());
             }
-            EventSummary::planned(&result)
+            result
         })
+        .collect();
+    let planned: Vec<EventSummary> = boxes
+        .merge_results(planned)
+        .iter()
+        .map(EventSummary::planned)
         .collect();
     let mut intervals = Intervals::new(args, &chosen, planned, output, args.plot.is_some());
     // Until the results are out, a signal that ends a command (Ctrl-C, `kill`, `timeout`)
@@ -241,10 +258,14 @@ fn stat_with<B: Backend>(
             &events,
             targets,
             &cgroup_dirs,
+            boxes.cpus(),
             &groups,
             &command,
             plan,
-            &mut |snapshot| intervals.take(snapshot),
+            &mut |mut snapshot| {
+                boxes.merge_counts(&mut snapshot.counts);
+                intervals.take(snapshot);
+            },
         )?);
         if ForwardSignals::received().is_some() {
             // The run it ended is the last, and its command's status is passed on.
@@ -260,6 +281,17 @@ fn stat_with<B: Backend>(
     if runs.is_empty() {
         // Stopped before anything was counted.
         return Ok(signalled.map_or(ExitCode::SUCCESS, exit_for_signal));
+    }
+    if cgroups::in_use(args) {
+        // perf's cgroup column, empty for an event without one.
+        for run in &mut runs {
+            for (event, name) in run.events.iter_mut().zip(&cgroup_names) {
+                event.cgroup = Some(name.clone().unwrap_or_default());
+            }
+        }
+    }
+    for run in &mut runs {
+        boxes.merge_run(run);
     }
     if let Some(by) = args.more.aggregation() {
         let root = std::path::Path::new("/sys/devices/system");
@@ -277,14 +309,6 @@ fn stat_with<B: Backend>(
                 Some(note) => format!("{said}; {note}"),
                 None => said.clone(),
             });
-        }
-    }
-    if cgroups::in_use(args) {
-        // perf's cgroup column, empty for an event without one.
-        for run in &mut runs {
-            for (event, name) in run.events.iter_mut().zip(&cgroup_names) {
-                event.cgroup = Some(name.clone().unwrap_or_default());
-            }
         }
     }
     let summary = Summary::of(&runs);

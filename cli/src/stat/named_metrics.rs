@@ -547,6 +547,7 @@ mod tests {
                 reading: Ok(Reading::new(v, 1, 1)),
                 stddev_percent: None,
                 cgroup: None,
+                scale: None,
             })
             .collect()
     }

@@ -291,6 +291,12 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
         .iter()
         .map(|p| Beside::new(&p.events))
         .collect();
+    // perf's unit column is as wide as the widest unit, and at least 4 (`msec`).
+    let unit_width = section
+        .places
+        .iter()
+        .flat_map(|p| p.events.iter().map(|e| e.unit().len()))
+        .fold(4, usize::max);
     for (index, at) in line_order(section) {
         let place = &section.places[at];
         {
@@ -298,7 +304,7 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
             if let Some(at_ns) = section.at_ns {
                 _ = write!(line, "{} ", interval_time(at_ns));
             }
-            match place.place.as_ref().map(|p| (p, p.cpus_added())) {
+            match place.place.as_ref().map(|p| (p, p.cpus_added(index))) {
                 Some((place, Some(cpus))) => {
                     let width = label_width(place.json_field().0);
                     _ = write!(line, "{:<width$}{cpus:>4} ", place.label());
@@ -313,7 +319,8 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
                 None => {}
             }
             let metric = beside[at].metric(index, section.length_ns);
-            line.push_str(&table_line(&place.events[index], metric.as_ref(), big));
+            let entry = &place.events[index];
+            line.push_str(&table_line(entry, metric.as_ref(), big, unit_width));
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -341,32 +348,51 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
     }
 }
 
-/// One event's line of the table: the value (milliseconds for a clock; digits grouped when
-/// `big`), the unit, the name, the metric, the spread and, when the event was multiplexed, the
-/// share of time it ran.
-fn table_line(entry: &EventSummary, metric: Option<&Metric>, big: bool) -> String {
+/// One event's line of the table: the value (milliseconds for a clock, scaled by its alias;
+/// digits grouped when `big`), the unit (in a column `unit_width` wide), the name, the
+/// metric, the spread and, when the event was multiplexed, the share of time it ran.
+fn table_line(
+    entry: &EventSummary,
+    metric: Option<&Metric>,
+    big: bool,
+    unit_width: usize,
+) -> String {
     let unit = entry.unit();
     // perf pads the name to 25 columns before the cgroup of an event without a value.
     let unvalued = |what: &str| match &entry.cgroup {
-        Some(cgroup) => format!("{what:>18} {unit:<4} {:<25} {cgroup}", entry.name),
-        None => format!("{what:>18} {unit:<4} {}", entry.name),
+        Some(cgroup) => format!("{what:>18} {unit:<unit_width$} {:<25} {cgroup}", entry.name),
+        None => format!("{what:>18} {unit:<unit_width$} {}", entry.name),
     };
     let reading = match &entry.reading {
         Err(_) => return unvalued("<not supported>"),
         Ok(reading) => reading,
     };
-    let Some(value) = reading.scaled() else {
+    let (Some(value), Some((number, decimals))) = (reading.scaled(), entry.shown_value()) else {
         return unvalued("<not counted>");
     };
-    let shown = if entry.is_clock() {
-        format!("{:.2}", value as f64 / 1e6)
+    let shown = if decimals {
+        let digits = format!("{number:.2}");
+        match digits.split_once('.') {
+            // perf's `%'18.2f`: the whole part grouped.
+            Some((whole, fraction)) if big && entry.scale.is_some() => {
+                let whole = whole.parse().map_or_else(|_| whole.to_string(), thousands);
+                format!("{whole}.{fraction}")
+            }
+            _ => digits,
+        }
+    } else if entry.scale.is_some() {
+        let whole = format!("{number:.0}");
+        match whole.parse() {
+            Ok(whole) if big => thousands(whole),
+            _ => whole,
+        }
     } else if entry.unit() == "ns" || !big {
         // perf never groups a tool event's nanoseconds.
         value.to_string()
     } else {
         thousands(value)
     };
-    let mut line = format!("{shown:>18} {unit:<4} {:<32}", entry.name);
+    let mut line = format!("{shown:>18} {unit:<unit_width$} {:<32}", entry.name);
     if let Some(cgroup) = &entry.cgroup {
         _ = write!(line, " {cgroup}");
     }

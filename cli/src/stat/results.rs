@@ -47,6 +47,7 @@ impl Planned {
             backend: backend.to_string(),
             outcome,
             cgroup: None,
+            scale: None,
         }
     }
 }
@@ -76,6 +77,41 @@ pub struct EventResult {
     pub outcome: Result<Reading, Error>,
     /// With `-G` or `--for-each-cgroup`, the cgroup it counted in (empty: none).
     pub cgroup: Option<String>,
+    /// How its count is shown, where its PMU's alias says (`.scale`, `.unit`).
+    pub scale: Option<Scale>,
+}
+
+/// How a PMU event's count is shown, from its alias's `.scale` and `.unit` files: the count
+/// times `factor`, in `unit` (`power/energy-pkg/` in Joules, 2^-32 J per count).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scale {
+    /// What the count is multiplied by (1 where the alias gives a unit alone).
+    pub factor: f64,
+    /// What the product is in (empty where the alias gives a scale alone).
+    pub unit: String,
+}
+
+impl Scale {
+    /// Whether the product is printed with two decimals: a factor with a fraction (perf's
+    /// `floor(scale) != scale`).
+    pub fn has_fraction(&self) -> bool {
+        self.factor.floor() != self.factor
+    }
+}
+
+/// Why an event has no reading in one place: it was not opened there (an uncore event
+/// counts on the CPUs of its PMU's cpumask alone). Such a place prints no line for it, as in
+/// perf.
+pub const NOT_OPENED_HERE: &str = "not opened in this place";
+
+/// The reading of an event in a place where it was not opened ([`NOT_OPENED_HERE`]).
+pub fn not_opened_here() -> Error {
+    Error::new(counterhal::ErrorKind::Other, NOT_OPENED_HERE)
+}
+
+/// Whether `reading` is that of an event in a place where it was not opened.
+pub fn is_absent(reading: &Result<Reading, Error>) -> bool {
+    matches!(reading, Err(e) if e.message() == NOT_OPENED_HERE)
 }
 
 /// One run of the command.
@@ -111,8 +147,9 @@ pub enum Place {
         key: &'static str,
         /// perf's label: `S0`, `S0-D0`, `S0-D0-C1`, `N0`.
         label: String,
-        /// How many CPUs were added up.
-        cpus: u32,
+        /// How many CPUs were added up, event by event (an uncore event counts on fewer
+        /// CPUs than a core event: perf's count is the event's).
+        cpus: Vec<u32>,
     },
 }
 
@@ -135,13 +172,18 @@ impl Place {
         }
     }
 
-    /// How many CPUs were added up here (`--per-core`...; perf prints the number after the
-    /// label).
-    pub fn cpus_added(&self) -> Option<u32> {
+    /// How many CPUs were added up here for event `event` (`--per-core`...; perf prints the
+    /// number after the label); `None` where CPUs were not added up.
+    pub fn cpus_added(&self, event: usize) -> Option<u32> {
         match self {
-            Place::Aggregate { cpus, .. } => Some(*cpus),
+            Place::Aggregate { cpus, .. } => Some(cpus.get(event).copied().unwrap_or(0)),
             _ => None,
         }
+    }
+
+    /// Whether CPUs were added up here (`--per-core`...).
+    pub fn is_aggregate(&self) -> bool {
+        matches!(self, Place::Aggregate { .. })
     }
 
     /// The place one row of a set read per place counts.
@@ -346,6 +388,7 @@ mod tests {
             backend: "test".into(),
             outcome: Ok(Reading::new(v, v, v)),
             cgroup: None,
+            scale: None,
         };
         let run = |v| Run {
             events: vec![result(v)],

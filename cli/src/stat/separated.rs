@@ -37,11 +37,14 @@ struct Line<'a> {
     metric: Option<Metric>,
     /// With `-r`, the spread (0 where none could be computed: perf writes it for every event).
     spread: Option<f64>,
+    /// Where CPUs were added up, how many counted the event.
+    cpus: Option<u32>,
 }
 
 impl Line<'_> {
-    /// perf's unit: `msec` for a clock, `ns` for a tool event, nothing for a count.
-    fn unit(&self) -> &'static str {
+    /// perf's unit: the alias's, `msec` for a clock, `ns` for a tool event, nothing for a
+    /// count.
+    fn unit(&self) -> &str {
         self.entry.unit()
     }
 
@@ -75,12 +78,12 @@ impl Line<'_> {
         }
     }
 
-    /// The value in the line's unit (milliseconds for a clock) as `write` writes it (given
-    /// whether it is a clock), or what stands for a missing one.
+    /// The value in the line's unit (milliseconds for a clock, scaled by the alias) as
+    /// `write` writes it (given whether perf prints two decimals), or what stands for a
+    /// missing one.
     fn shown(&self, write: impl Fn(f64, bool) -> String) -> String {
-        match (self.missing(), self.entry.estimate()) {
-            (None, Some(value)) if self.entry.is_clock() => write(value as f64 / 1e6, true),
-            (None, Some(value)) => write(value as f64, false),
+        match (self.missing(), self.entry.shown_value()) {
+            (None, Some((value, decimals))) => write(value, decimals),
             (missing, _) => missing.unwrap_or("<not counted>").to_string(),
         }
     }
@@ -120,6 +123,7 @@ fn section_lines<'a>(section: &'a Section, repeated: bool, lines: &mut Vec<Row<'
             entry: &place.events[index],
             metric: beside[at].metric(index, section.length_ns),
             spread: repeated.then(|| place.events[index].stddev_percent.unwrap_or(0.0)),
+            cpus: place.place.as_ref().and_then(|p| p.cpus_added(index)),
         }));
     }
 }
@@ -136,7 +140,7 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
             Row::Event(line) => line,
             Row::Metric(m) => {
                 // Perf's seven fields, with the metric's name where the event's stands.
-                let mut fields = lead(m.at_ns, m.place);
+                let mut fields = lead(m.at_ns, m.place, most_cpus(m.place));
                 let (value, unit) = m
                     .value
                     .map_or((String::new(), ""), |v| (format!("{v:.3}"), m.def.unit));
@@ -146,9 +150,9 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
                 continue;
             }
         };
-        let mut fields = lead(line.at_ns, line.place);
-        fields.push(line.shown(|value, clock| {
-            if clock {
+        let mut fields = lead(line.at_ns, line.place, line.cpus);
+        fields.push(line.shown(|value, decimals| {
+            if decimals {
                 format!("{value:.2}")
             } else {
                 format!("{value:.0}")
@@ -181,7 +185,7 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
         let line = match row {
             Row::Event(line) => line,
             Row::Metric(m) => {
-                let mut fields = json_lead(m.at_ns, m.place);
+                let mut fields = json_lead(m.at_ns, m.place, most_cpus(m.place));
                 fields.push(format!("\"metric-value\" : {:.6}", m.value.unwrap_or(0.0)));
                 let unit = if m.value.is_some() { m.def.unit } else { "" };
                 fields.push(format!("\"metric-unit\" : {}", quote(unit)));
@@ -189,7 +193,7 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
                 continue;
             }
         };
-        let mut fields = json_lead(line.at_ns, line.place);
+        let mut fields = json_lead(line.at_ns, line.place, line.cpus);
         let value = line.shown(|value, _| format!("{value:.6}"));
         fields.push(format!("\"counter-value\" : {}", quote(&value)));
         fields.push(format!("\"unit\" : {}", quote(line.unit())));
@@ -212,19 +216,28 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
     }
 }
 
+/// How many CPUs a place added up for its most widely counted event (a metric line's count).
+fn most_cpus(place: Option<&Place>) -> Option<u32> {
+    match place? {
+        Place::Aggregate { cpus, .. } => cpus.iter().copied().max(),
+        _ => None,
+    }
+}
+
 /// The fields before the value in `-x`: the interval's time, the CPU or thread (or the
-/// socket, die, core or node and how many CPUs it added up).
-fn lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
+/// socket, die, core or node and `cpus`, how many CPUs it added up).
+fn lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Vec<String> {
     at_ns
         .map(interval_time)
         .into_iter()
         .chain(place.map(Place::label))
-        .chain(place.and_then(Place::cpus_added).map(|n| n.to_string()))
+        .chain(cpus.map(|n| n.to_string()))
         .collect()
 }
 
-/// The keys before the value in `-j`: `interval`, `cpu` or `thread`.
-fn json_lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
+/// The keys before the value in `-j`: `interval`, `cpu` or `thread` (or the socket, die,
+/// core or node and `cpus`, how many CPUs it added up).
+fn json_lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Vec<String> {
     let mut fields = Vec::new();
     if let Some(at_ns) = at_ns {
         let time = interval_time(at_ns);
@@ -233,7 +246,7 @@ fn json_lead(at_ns: Option<u64>, place: Option<&Place>) -> Vec<String> {
     if let Some(place) = place {
         let (key, value) = place.json_field();
         fields.push(format!("\"{key}\" : {}", quote(&value)));
-        if let Some(cpus) = place.cpus_added() {
+        if let Some(cpus) = cpus {
             fields.push(format!("\"aggregate-number\" : {cpus}"));
         }
     }

@@ -6,7 +6,9 @@
 use counterhal::Error;
 use counterhal_hal::Reading;
 
-use super::results::{CommandEnd, Counts, EventResult, Place, Run, Snapshot};
+use super::results::{
+    CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, is_absent,
+};
 
 /// Every run's numbers, as the results print them.
 pub struct Summary {
@@ -58,6 +60,8 @@ pub struct EventSummary {
     pub stddev_percent: Option<f64>,
     /// With `-G` or `--for-each-cgroup`, the cgroup it counted in (empty: none).
     pub cgroup: Option<String>,
+    /// How its count is shown, where its PMU's alias says (`.scale`, `.unit`).
+    pub scale: Option<Scale>,
 }
 
 impl Summary {
@@ -90,6 +94,7 @@ impl Summary {
                     reading: reading.map_err(Clone::clone),
                     stddev_percent,
                     cgroup: event.cgroup.clone(),
+                    scale: event.scale.clone(),
                 }
             })
             .collect();
@@ -158,6 +163,8 @@ fn named(events: &[EventSummary], counts: &[Counts]) -> Vec<PlaceSummary> {
                 .zip(&counts.readings)
                 .map(|(event, reading)| EventSummary {
                     reading: match (&event.reading, reading) {
+                        // Not opened in this place (an uncore event off its cpumask).
+                        (_, absent) if is_absent(absent) => Err(NOT_OPENED_HERE.to_string()),
                         (Ok(_), Ok(reading)) => Ok(*reading),
                         (Err(e), _) => Err(e.clone()),
                         (Ok(_), Err(e)) => Err(e.to_string()),
@@ -228,6 +235,7 @@ impl EventSummary {
             reading: result.outcome.clone().map_err(|e| e.to_string()),
             stddev_percent: None,
             cgroup: result.cgroup.clone(),
+            scale: result.scale.clone(),
         }
     }
 
@@ -236,16 +244,37 @@ impl EventSummary {
         self.reading.as_ref().ok()?.scaled()
     }
 
-    /// perf's unit for the event: `msec` for a clock, `ns` for a tool event (`duration_time`,
-    /// `user_time`, `system_time`), nothing for a count.
-    pub fn unit(&self) -> &'static str {
-        if self.is_clock() {
+    /// perf's unit for the event: its alias's `.unit` (`Joules`, `MiB`), `msec` for a clock,
+    /// `ns` for a tool event (`duration_time`, `user_time`, `system_time`), nothing for a
+    /// count.
+    pub fn unit(&self) -> &str {
+        if let Some(scale) = &self.scale {
+            &scale.unit
+        } else if self.is_clock() {
             "msec"
         } else if super::tool::is_tool(&self.name) {
             "ns"
         } else {
             ""
         }
+    }
+
+    /// The value perf prints, as a number: the estimate times its alias's scale (Joules,
+    /// MiB), or in milliseconds for a clock; and whether it is printed with two decimals (a
+    /// clock, a scale with a fraction). `None` where it was not counted.
+    pub fn shown_value(&self) -> Option<(f64, bool)> {
+        let estimate = self.estimate()? as f64;
+        Some(match &self.scale {
+            Some(scale) => (estimate * scale.factor, scale.has_fraction()),
+            None if self.is_clock() => (estimate / 1e6, true),
+            None => (estimate, false),
+        })
+    }
+
+    /// Whether the event was not opened in the place this summary is of (an uncore event off
+    /// its PMU's cpumask): no line prints for it there.
+    pub fn is_absent(&self) -> bool {
+        matches!(&self.reading, Err(reason) if reason == NOT_OPENED_HERE)
     }
 
     /// Whether the event is a clock (`task-clock`, `cpu-clock`), whose value is nanoseconds.
@@ -331,6 +360,7 @@ pub(super) mod tests {
                         .map(|v| Reading::new(v, 1000, 1000))
                         .ok_or_else(|| Error::unsupported(format!("{name}: no PMU here"))),
                     cgroup: None,
+                    scale: None,
                 })
                 .collect(),
             end: CommandEnd {

@@ -169,7 +169,8 @@ pub struct Switches {
     /// Accepted: every metric's events are counted once, shared between metrics, already.
     #[arg(long = "metric-no-merge")]
     pub(super) metric_no_merge: bool,
-    /// Accepted: no event is merged across PMUs here (each name is counted as one event).
+    /// One line per PMU a PMU event names (each `uncore_imc_N` of `uncore_imc/EV/`, named
+    /// `uncore_imc_N/EV/`), where by default one line adds them up.
     #[arg(long = "no-merge")]
     pub(super) no_merge: bool,
     /// perf options that cannot work on this machine or need BPF: refused, saying why.

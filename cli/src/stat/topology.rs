@@ -8,7 +8,7 @@ use std::path::Path;
 use counterhal::Error;
 use counterhal_hal::Reading;
 
-use super::results::{Counts, Place, Run, Snapshot};
+use super::results::{Counts, Place, Run, Snapshot, is_absent, not_opened_here};
 use super::summary::Section;
 
 /// What CPUs are added up by.
@@ -109,10 +109,18 @@ pub fn aggregate_interval(
     snapshot.counts = add_up(&snapshot.counts, by, place_of);
 }
 
-/// One group being added up: its order, label, how many CPUs, and the sums so far.
-type Group = ((u32, u32, u32), String, u32, Vec<Result<Reading, Error>>);
+/// One group being added up: its order, label, how many CPUs counted each event, and the
+/// sums so far.
+type Group = (
+    (u32, u32, u32),
+    String,
+    Vec<u32>,
+    Vec<Result<Reading, Error>>,
+);
 
-/// The counts of `places` added up group by group, in perf's order.
+/// The counts of `places` added up group by group, in perf's order. A CPU where an event was
+/// not opened (an uncore event off its PMU's cpumask) adds nothing to it, and is not counted
+/// among its CPUs.
 fn add_up(places: &[Counts], by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace) -> Vec<Counts> {
     let mut groups: Vec<Group> = Vec::new();
     for counts in places {
@@ -123,23 +131,28 @@ fn add_up(places: &[Counts], by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace
         let at = match groups.iter().position(|g| g.1 == label) {
             Some(at) => at,
             None => {
-                groups.push((order, label, 0, Vec::new()));
+                let n = counts.readings.len();
+                let unread = (0..n).map(|_| Err(not_opened_here())).collect();
+                groups.push((order, label, vec![0; n], unread));
                 groups.len() - 1
             }
         };
         let group = &mut groups[at];
-        group.2 += 1;
-        if group.3.is_empty() {
-            group.3 = counts.readings.clone();
-            continue;
-        }
-        for (sum, reading) in group.3.iter_mut().zip(&counts.readings) {
-            if let (Ok(total), Ok(more)) = (sum.as_ref(), reading) {
-                *sum = Ok(Reading::new(
-                    total.value.saturating_add(more.value),
-                    total.time_enabled.saturating_add(more.time_enabled),
-                    total.time_running.saturating_add(more.time_running),
-                ));
+        for ((sum, reading), added) in group.3.iter_mut().zip(&counts.readings).zip(&mut group.2) {
+            if is_absent(reading) {
+                continue;
+            }
+            *added += 1;
+            match (sum.as_ref(), reading) {
+                (Ok(total), Ok(more)) => {
+                    *sum = Ok(Reading::new(
+                        total.value.saturating_add(more.value),
+                        total.time_enabled.saturating_add(more.time_enabled),
+                        total.time_running.saturating_add(more.time_running),
+                    ));
+                }
+                _ if is_absent(sum) => *sum = reading.clone(),
+                _ => {}
             }
         }
     }
@@ -160,14 +173,16 @@ fn add_up(places: &[Counts], by: Aggregation, place_of: &dyn Fn(u32) -> CpuPlace
 /// The order of a section's lines, as `(event, place)` indices: event by event with every
 /// place of the event together (perf's `-A` and `--per-thread`), but place by place with every
 /// event of the place together when CPUs were added up (perf's `--per-core` and its kind).
+/// A place where an event was not opened (an uncore event off its PMU's cpumask) has no line
+/// for it, as in perf.
 pub fn line_order(section: &Section) -> Vec<(usize, usize)> {
     let events = section.places.first().map_or(0, |p| p.events.len());
     let places = section.places.len();
     let aggregated = section
         .places
         .iter()
-        .any(|p| p.place.as_ref().and_then(Place::cpus_added).is_some());
-    if aggregated {
+        .any(|p| p.place.as_ref().is_some_and(Place::is_aggregate));
+    let order: Vec<(usize, usize)> = if aggregated {
         (0..places)
             .flat_map(|place| (0..events).map(move |event| (event, place)))
             .collect()
@@ -175,7 +190,14 @@ pub fn line_order(section: &Section) -> Vec<(usize, usize)> {
         (0..events)
             .flat_map(|event| (0..places).map(move |place| (event, place)))
             .collect()
-    }
+    };
+    order
+        .into_iter()
+        .filter(|&(event, place)| {
+            let at = &section.places[place];
+            at.place.is_none() || !at.events[event].is_absent()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -221,7 +243,7 @@ mod tests {
             Some(Place::Aggregate {
                 key: "socket",
                 label: "S0".into(),
-                cpus: 4
+                cpus: vec![4]
             })
         );
         assert_eq!(socket[0].readings[0].as_ref().unwrap().time_running, 40);

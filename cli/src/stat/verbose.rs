@@ -82,6 +82,7 @@ mod tests {
                 backend: "test".into(),
                 outcome: Ok(Reading::new(100, 1_000, 250)),
                 cgroup: None,
+                scale: None,
             }],
             end: CommandEnd {
                 exit_code: 0,

@@ -1,0 +1,328 @@
+//! PMU events on every box and CPU they stand for, as perf 6.1 opens and prints them: a PMU
+//! event (`uncore_imc/cas_count_read/`, `power/energy-pkg/`) is counted once per PMU it names
+//! (each `uncore_imc_N` of a wildcard, perf's `parse_events_add_pmu` per box), system-wide on
+//! the CPUs of that PMU's `cpumask` (one per package for an uncore PMU), and printed as one
+//! line that adds up the boxes (perf's default merging, `evsel__merge_aggr_counters`), or one
+//! line per box with `--no-merge`, each named as perf's `uniquify_event_name` names it (the
+//! box, then the event from its first `/`: `uncore_imc_0/cas_count_read/`). The count is shown
+//! times the alias's `.scale`, in its `.unit` (`Joules`, `MiB`).
+//!
+//! [`Boxes`] holds the plan: which counted event (a box) comes from which event of the command
+//! line, on which CPUs, shown how. The measurement counts the boxes as events of their own;
+//! [`Boxes::merge_run`] and [`Boxes::merge_counts`] then fold each event's boxes into its line.
+
+use std::path::Path;
+
+use counterhal::Error;
+use counterhal_hal::{CpuList, Reading, sum_readings};
+
+use super::results::{Counts, EventResult, Run, Scale, is_absent, not_opened_here};
+
+/// The boxes of each event of the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Boxes {
+    /// One per box: the index of the event (of the command line) it is a box of.
+    origin: Vec<usize>,
+    /// One per box: its name, as perf names a box's line.
+    names: Vec<String>,
+    /// One per box: the CPUs it opens on system-wide (its PMU's cpumask), where it has some.
+    cpus: Vec<Option<CpuList>>,
+    /// One per box: how its count is shown (its alias's scale and unit).
+    scales: Vec<Option<Scale>>,
+    /// The events of the command line, whose lines the boxes merge into.
+    given: Vec<String>,
+    /// Whether each event's boxes print as one line (perf's default; not with `--no-merge`).
+    merge: bool,
+}
+
+impl Boxes {
+    /// The boxes of `names` (the events of the command line, after `-G` and
+    /// `--for-each-cgroup`), each PMU event read from the PMUs under `devices` (`None`: no
+    /// sysfs PMUs here, each name its own box); merged into one line per event when `merge`.
+    ///
+    /// # Errors
+    /// A PMU event that no PMU it names takes ([`counterhal::ErrorKind::InvalidEvent`]: a term
+    /// the PMU lacks, a value wider than its field), as perf refuses it.
+    pub fn of(names: &[String], devices: Option<&Path>, merge: bool) -> Result<Boxes, Error> {
+        let mut boxes = Boxes {
+            given: names.to_vec(),
+            merge,
+            ..Boxes::default()
+        };
+        for (index, name) in names.iter().enumerate() {
+            let events = match devices.and_then(|d| counterhal_linux::pmu_events(d, name)) {
+                Some(events) => events?,
+                None => Vec::new(),
+            };
+            if events.is_empty() {
+                boxes.push(index, name.clone(), None, None);
+                continue;
+            }
+            for event in events {
+                let scale = (event.scale.is_some() || event.unit.is_some()).then(|| Scale {
+                    factor: event.scale.unwrap_or(1.0),
+                    unit: event.unit.clone().unwrap_or_default(),
+                });
+                boxes.push(index, box_name(name, &event.pmu), event.cpus, scale);
+            }
+        }
+        Ok(boxes)
+    }
+
+    fn push(&mut self, origin: usize, name: String, cpus: Option<CpuList>, scale: Option<Scale>) {
+        self.origin.push(origin);
+        self.names.push(name);
+        self.cpus.push(cpus);
+        self.scales.push(scale);
+    }
+
+    /// The boxes' names, in order: what is planned and counted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The boxes' CPUs: each box's PMU's cpumask, where it has one.
+    pub fn cpus(&self) -> &[Option<CpuList>] {
+        &self.cpus
+    }
+
+    /// Something given per event of the command line (its cgroup, its filter), given to each
+    /// of its boxes.
+    pub fn spread<T: Clone>(&self, per_event: &[T]) -> Vec<T> {
+        self.origin.iter().map(|&i| per_event[i].clone()).collect()
+    }
+
+    /// The groups (`{a,b}`, indices of the command line's events) as groups of boxes: each
+    /// member's boxes join its group.
+    pub fn groups(&self, groups: &[Vec<usize>]) -> Vec<Vec<usize>> {
+        groups
+            .iter()
+            .map(|group| {
+                (0..self.origin.len())
+                    .filter(|&b| group.contains(&self.origin[b]))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The lines printed: one per event of the command line, or one per box (`--no-merge`);
+    /// the boxes each line adds up.
+    fn lines(&self) -> Vec<Vec<usize>> {
+        if !self.merge {
+            return (0..self.origin.len()).map(|b| vec![b]).collect();
+        }
+        (0..self.given.len())
+            .map(|event| {
+                (0..self.origin.len())
+                    .filter(|&b| self.origin[b] == event)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The boxes' results (as planned, or as a run ended) folded into one result per line:
+    /// named as the command line names the event (or, one line per box, as perf names the
+    /// box; an event that is its own box, as its result names it), shown with the alias's
+    /// scale and unit, its reading the sum of its boxes'.
+    pub fn merge_results(&self, results: Vec<EventResult>) -> Vec<EventResult> {
+        self.lines()
+            .into_iter()
+            .map(|boxes| {
+                let first = &results[boxes[0]];
+                let outcomes: Vec<&Result<Reading, Error>> =
+                    boxes.iter().map(|&b| &results[b].outcome).collect();
+                // A line of boxes is named as given; an event that is its own box keeps the
+                // name its result shows (a tracepoint without its modifiers, `:u` added
+                // where the kernel refused counting it).
+                let given = &self.given[self.origin[boxes[0]]];
+                let boxed = self.merge && self.names[boxes[0]] != *given;
+                EventResult {
+                    name: match boxed {
+                        true => given.clone(),
+                        false => first.name.clone(),
+                    },
+                    backend: first.backend.clone(),
+                    outcome: added_up(&outcomes),
+                    cgroup: first.cgroup.clone(),
+                    scale: self.scales[boxes[0]].clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// A run's boxes folded into its lines, the total and each place's.
+    pub fn merge_run(&self, run: &mut Run) {
+        run.events = self.merge_results(std::mem::take(&mut run.events));
+        self.merge_counts(&mut run.places);
+    }
+
+    /// Counts (an interval's, a place's) of the boxes folded into the lines' counts.
+    pub fn merge_counts(&self, counts: &mut [Counts]) {
+        let lines = self.lines();
+        for counts in counts {
+            counts.readings = lines
+                .iter()
+                .map(|boxes| {
+                    let readings: Vec<_> = boxes.iter().map(|&b| &counts.readings[b]).collect();
+                    added_up(&readings)
+                })
+                .collect();
+        }
+    }
+}
+
+/// perf's name of a box's line (`uniquify_event_name`): the box's PMU, then the event from its
+/// first `/` (`imc/cas_count_read/u` on `uncore_imc_0` is `uncore_imc_0/cas_count_read/u`).
+fn box_name(event: &str, pmu: &str) -> String {
+    match event.find('/') {
+        Some(at) => format!("{pmu}{}", &event[at..]),
+        None => event.to_string(),
+    }
+}
+
+/// The sum of the boxes' readings that were counted (each scaled for its own time running
+/// first; the times added up, as perf adds them); where none was, the first reason (a box not
+/// opened in this place counts as no reason while another box has one).
+fn added_up(readings: &[&Result<Reading, Error>]) -> Result<Reading, Error> {
+    let counted: Vec<Reading> = readings
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .copied()
+        .collect();
+    if !counted.is_empty() {
+        return Ok(sum_readings(&counted));
+    }
+    readings
+        .iter()
+        .find(|r| !is_absent(r))
+        .or(readings.first())
+        .map_or_else(|| Err(not_opened_here()), |r| (*r).clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::results::Place;
+
+    fn machine(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../backend-linux/tests/data/machines")
+            .join(name)
+            .join("bus/event_source/devices")
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Oracle: perf 6.1 under the Sapphire Rapids tree (backend-linux's tests/perf_pmus.rs
+    /// holds `pmu_events` to its opens): four IMC boxes on CPUs 0 and 56, the scale and unit of
+    /// the alias, each other event its own box.
+    #[test]
+    fn a_wildcard_stands_for_its_boxes_on_their_cpumask() {
+        let spr = machine("spr-2s");
+        let given = names(&["imc/cas_count_read/k", "task-clock", "power/energy-pkg/"]);
+        let boxes = Boxes::of(&given, Some(&spr), true).unwrap();
+        assert_eq!(
+            boxes.names(),
+            [
+                "uncore_imc_0/cas_count_read/k",
+                "uncore_imc_1/cas_count_read/k",
+                "uncore_imc_2/cas_count_read/k",
+                "uncore_imc_3/cas_count_read/k",
+                "task-clock",
+                "power/energy-pkg/"
+            ]
+        );
+        assert_eq!(boxes.cpus()[0].as_ref().unwrap().to_string(), "0,56");
+        assert_eq!(boxes.cpus()[4], None);
+        let scale = boxes.scales[5].as_ref().unwrap();
+        assert_eq!(
+            (scale.factor, scale.unit.as_str()),
+            (2f64.powi(-32), "Joules")
+        );
+        assert!(scale.has_fraction());
+        assert_eq!(boxes.spread(&[1, 2, 3]), [1, 1, 1, 1, 2, 3]);
+        assert_eq!(boxes.groups(&[vec![0, 1]]), [vec![0, 1, 2, 3, 4]]);
+        let refused = Boxes::of(&names(&["imc/event=0x1ff/"]), Some(&spr), true).unwrap_err();
+        assert!(refused.message().contains("maximum is 255"), "{refused}");
+        let alone = Boxes::of(&given, None, true).unwrap();
+        assert_eq!(alone.names(), given.as_slice());
+    }
+
+    /// The boxes' readings add up into their line (times added up, as perf's merged line's
+    /// run time is the boxes'), or stay apart with `--no-merge`; a place where a box was not
+    /// opened adds nothing.
+    #[test]
+    fn boxes_add_up_into_one_line_unless_not_merged() {
+        let spr = machine("spr-2s");
+        let given = names(&["uncore_imc/cas_count_write/", "page-faults"]);
+        let result = |name: &str, value| EventResult {
+            name: name.to_string(),
+            backend: "linux".to_string(),
+            outcome: Ok(Reading::new(value, 10, 10)),
+            cgroup: None,
+            scale: None,
+        };
+        let run = |boxes: &Boxes| Run {
+            events: boxes
+                .names()
+                .iter()
+                .zip(1..)
+                .map(|(name, value)| result(name, value))
+                .collect(),
+            end: crate::stat::results::CommandEnd {
+                exit_code: 0,
+                exit_description: String::new(),
+                elapsed_ns: 10,
+                user_ns: None,
+                sys_ns: None,
+                note: None,
+            },
+            places: vec![Counts {
+                place: Some(Place::Cpu(1)),
+                readings: vec![
+                    Err(not_opened_here()),
+                    Err(not_opened_here()),
+                    Err(not_opened_here()),
+                    Err(not_opened_here()),
+                    Ok(Reading::new(7, 10, 10)),
+                ],
+            }],
+        };
+        let merged = Boxes::of(&given, Some(&spr), true).unwrap();
+        let mut one = run(&merged);
+        merged.merge_run(&mut one);
+        let lines: Vec<(&str, u64, u64)> = one
+            .events
+            .iter()
+            .map(|e| {
+                let r = e.outcome.as_ref().unwrap();
+                (e.name.as_str(), r.value, r.time_running)
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("uncore_imc/cas_count_write/", 10, 40),
+                ("page-faults", 5, 10)
+            ]
+        );
+        assert_eq!(one.events[0].scale.as_ref().unwrap().unit, "MiB");
+        assert!(is_absent(&one.places[0].readings[0]));
+        assert_eq!(one.places[0].readings[1].as_ref().unwrap().value, 7);
+
+        let apart = Boxes::of(&given, Some(&spr), false).unwrap();
+        let mut each = run(&apart);
+        apart.merge_run(&mut each);
+        let names: Vec<&str> = each.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names[0], "uncore_imc_0/cas_count_write/");
+        assert_eq!((names.len(), names[4]), (5, "page-faults"));
+    }
+
+    #[test]
+    fn boxes_are_named_as_perf_names_them() {
+        assert_eq!(box_name("imc/x/u", "uncore_imc_2"), "uncore_imc_2/x/u");
+        assert_eq!(box_name("cycles", "cpu"), "cycles");
+    }
+}

@@ -1,0 +1,357 @@
+//! `stat` on uncore and energy PMUs, held to perf 6.1 counting the same PMUs. The PMUs are
+//! fakes that count for real: a sysfs tree (written here, in a scratch directory) whose
+//! `uncore_imc_0`, `uncore_imc_1` and `power` have this kernel's software PMU's `type`, so
+//! that their aliases (`event=0x0`, cpu-clock; `event=0x1`, task-clock) open and count on any
+//! machine, with a `cpumask` of CPU 0 and the `.scale` and `.unit` of the kernel's
+//! `uncore_imc/data_reads/` (MiB) and `power/energy-pkg/` (Joules); and `uncore_msr_0`, with
+//! the `msr` PMU's type, which refuses an exclusion as an uncore PMU does. perf reads the tree
+//! in a private mount namespace, bind-mounted over /sys/bus/event_source/devices; counterhal
+//! reads it with `--sysfs`. Both count system-wide, and print the same lines (event, box
+//! names, units, places and their CPU counts, `<not supported>`); counts differ run to run, so
+//! each value is checked against its own run time (a clock counts its nanoseconds) times the
+//! scale.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+use crate::common::{counterhal, linux_usable, perf_available, running_as_root, stderr};
+
+/// The kernel's scale of the IMC's data reads (64 bytes in MiB) and of RAPL's energy (2^-32 J).
+const MIB: f64 = 6.103515625e-5;
+const JOULES: f64 = 1.0 / 4_294_967_296.0;
+
+/// The events compared: a wildcard over two boxes, an energy alias, a core event and an
+/// uncore event with `:u` (refused by the kernel, printed `<not supported>`).
+const EVENTS: &str = "uncore_imc/data_reads/,power/energy-pkg/,cpu-clock,uncore_msr_0/tsc/u";
+
+/// A scratch sysfs root holding the fake PMUs, removed when dropped.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn devices(&self) -> PathBuf {
+        self.0.join("bus/event_source/devices")
+    }
+
+    /// Writes the tree for test `test` (each test its own: they run at once); `None` where
+    /// this kernel has no software PMU to lend its type.
+    fn write(test: &str) -> Option<Tree> {
+        let real = Path::new("/sys/bus/event_source/devices");
+        let type_of = |pmu: &str| std::fs::read_to_string(real.join(pmu).join("type")).ok();
+        let software = type_of("software")?;
+        let root =
+            std::env::temp_dir().join(format!("counterhal-uncore-{}-{test}", std::process::id()));
+        let tree = Tree(root);
+        let devices = tree.devices();
+        let pmu = |name: &str, type_: &str, aliases: &[(&str, &str, f64, &str)]| {
+            let dir = devices.join(name);
+            std::fs::create_dir_all(dir.join("format")).unwrap();
+            std::fs::create_dir_all(dir.join("events")).unwrap();
+            std::fs::write(dir.join("type"), type_).unwrap();
+            std::fs::write(dir.join("cpumask"), "0\n").unwrap();
+            std::fs::write(dir.join("format/event"), "config:0-63\n").unwrap();
+            for (alias, terms, scale, unit) in aliases {
+                let events = dir.join("events");
+                std::fs::write(events.join(alias), format!("{terms}\n")).unwrap();
+                if !unit.is_empty() {
+                    std::fs::write(
+                        events.join(format!("{alias}.scale")),
+                        format!("{scale:e}\n"),
+                    )
+                    .unwrap();
+                    std::fs::write(events.join(format!("{alias}.unit")), format!("{unit}\n"))
+                        .unwrap();
+                }
+            }
+        };
+        let data_reads = [("data_reads", "event=0x0", MIB, "MiB")];
+        pmu("uncore_imc_0", &software, &data_reads);
+        pmu("uncore_imc_1", &software, &data_reads);
+        pmu(
+            "power",
+            &software,
+            &[("energy-pkg", "event=0x1", JOULES, "Joules")],
+        );
+        let msr = type_of("msr").unwrap_or(software.clone());
+        pmu("uncore_msr_0", &msr, &[("tsc", "event=0x0", 1.0, "")]);
+        // This machine's other PMUs, as they are.
+        for other in ["software", "tracepoint", "breakpoint", "msr"] {
+            if let Some(type_) = type_of(other) {
+                std::fs::create_dir_all(devices.join(other)).unwrap();
+                std::fs::write(devices.join(other).join("type"), type_).unwrap();
+            }
+        }
+        Some(tree)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `perf stat -a -x, ARGS -e EVENTS -- sleep 0.2` with the tree over the PMU directory.
+fn perf(tree: &Tree, args: &[&str]) -> Output {
+    let script = r#"mount --bind "$1" /sys/bus/event_source/devices || exit 97
+        shift
+        exec perf stat "$@""#;
+    Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(tree.devices())
+        .args(["-a", "-e", EVENTS])
+        .args(args)
+        .args(["--", "sleep", "0.2"])
+        .env("LC_ALL", "C")
+        .output()
+        .expect("run unshare")
+}
+
+/// `counterhal stat -a --sysfs ROOT ARGS -e EVENTS -- sleep 0.2`.
+fn ours(tree: &Tree, args: &[&str]) -> Output {
+    let root = tree.0.to_str().unwrap();
+    let mut words = vec!["stat", "-a", "--sysfs", root, "-e", EVENTS];
+    words.extend(args);
+    words.extend(["--", "sleep", "0.2"]);
+    counterhal(&words)
+}
+
+/// One line of `-x,` (`lead` fields are the place and its CPU count, as the layout has them).
+#[derive(Debug)]
+struct Line {
+    /// The place (`CPU0`, `S0`, `S0-D0`) and the number of CPUs added up, where printed.
+    lead: Vec<String>,
+    value: String,
+    unit: String,
+    event: String,
+    runtime: u64,
+    percent: String,
+}
+
+impl Line {
+    /// What must be the same in perf's line and ours.
+    fn key(&self) -> (Vec<String>, String, String, String, Option<usize>) {
+        let decimals = self.value.split_once('.').map(|(_, d)| d.len());
+        let (unit, event) = (self.unit.clone(), self.event.clone());
+        (
+            self.lead.clone(),
+            event,
+            unit,
+            self.percent.clone(),
+            decimals,
+        )
+    }
+
+    /// The value against what a clock counting for its run time gives, times the scale:
+    /// about 1 where the scale was applied (`None` for `<not supported>`).
+    fn against_runtime(&self) -> Option<f64> {
+        let value: f64 = self.value.parse().ok()?;
+        let scale = match self.unit.as_str() {
+            "MiB" => MIB,
+            "Joules" => JOULES,
+            "msec" => 1e-6,
+            other => panic!("unit {other:?}"),
+        };
+        Some(value / (self.runtime as f64 * scale))
+    }
+}
+
+/// The `-x,` lines of `out`, `lead` fields before the value, sorted (perf lists a wildcard's
+/// boxes in its directory's order).
+fn lines(out: &Output, lead: usize) -> Vec<Line> {
+    let mut lines: Vec<Line> = stderr(out)
+        .lines()
+        .filter(|l| l.contains(',') && !l.starts_with('#'))
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            let at = |i: usize| fields[lead + i].to_string();
+            Line {
+                lead: fields[..lead].iter().map(|f| f.to_string()).collect(),
+                value: at(0),
+                unit: at(1),
+                event: at(2),
+                runtime: at(3).parse().unwrap_or_else(|_| panic!("{l}")),
+                percent: at(4),
+            }
+        })
+        .collect();
+    lines.sort_by(|a, b| (&a.lead, &a.event).cmp(&(&b.lead, &b.event)));
+    lines
+}
+
+/// Oracle: perf 6.1 counting the same fake PMUs (see the module's note). In each layout (`-x,`
+/// merged, `--no-merge`, `--per-socket`, `--per-die`, `-A`, and `-j`), perf's lines and ours
+/// are the same lines: events and box names, units, places and CPU counts, decimals,
+/// `<not supported>`; each value is its run time times the scale (within 10%, Joules within
+/// 20% at two decimals), the merged line's the sum of the boxes', in perf's output as in ours.
+#[test]
+fn uncore_and_energy_lines_are_perfs() {
+    if !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "bind-mounting a PMU tree for perf in a private mount namespace needs root"
+        );
+    }
+    perf_or_skip!();
+    linux_or_skip!();
+    let Some(tree) = Tree::write("lines") else {
+        skip!(
+            Need::System,
+            "this kernel lists no software PMU to lend its type"
+        );
+    };
+    let layouts: [(&str, &[&str], usize); 5] = [
+        ("merged", &[], 0),
+        ("--no-merge", &["--no-merge"], 0),
+        ("--per-socket", &["--per-socket"], 2),
+        ("--per-die --no-merge", &["--per-die", "--no-merge"], 2),
+        ("-A", &["-A"], 1),
+    ];
+    let mut figures: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, args, lead) in layouts {
+        let mut with = vec!["-x,"];
+        with.extend(args);
+        let theirs = perf(&tree, &with);
+        if theirs.status.code() == Some(97) {
+            skip!(Need::Privilege, "mount --bind refused: {}", stderr(&theirs));
+        }
+        assert!(theirs.status.success(), "perf {name}: {}", stderr(&theirs));
+        let mine = ours(&tree, &with);
+        assert!(mine.status.success(), "ours {name}: {}", stderr(&mine));
+        let (theirs, mine) = (lines(&theirs, lead), lines(&mine, lead));
+        let keys = |lines: &[Line]| lines.iter().map(Line::key).collect::<Vec<_>>();
+        assert_eq!(keys(&mine), keys(&theirs), "{name}: {mine:#?} {theirs:#?}");
+        for line in theirs.iter().chain(&mine) {
+            let Some(ratio) = line.against_runtime() else {
+                assert_eq!(line.value, "<not supported>", "{name}: {line:?}");
+                continue;
+            };
+            let tolerance = if line.unit == "Joules" { 0.2 } else { 0.1 };
+            assert!((ratio - 1.0).abs() < tolerance, "{name}: {line:?}: {ratio}");
+        }
+        *figures.entry(name).or_default() += mine.len();
+    }
+    // -j: the same objects, Joules with six decimals.
+    let json = |out: &Output| -> Vec<serde_json::Value> {
+        stderr(out)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (theirs, mine) = (json(&perf(&tree, &["-j"])), json(&ours(&tree, &["-j"])));
+    let shape = |objects: &[serde_json::Value]| -> Vec<(String, String)> {
+        objects
+            .iter()
+            .map(|o| (o["event"].to_string(), o["unit"].to_string()))
+            .collect()
+    };
+    assert_eq!(shape(&mine), shape(&theirs));
+    for object in theirs.iter().chain(&mine) {
+        if object["unit"] == "Joules" {
+            let joules: f64 = object["counter-value"].as_str().unwrap().parse().unwrap();
+            let runtime = object["event-runtime"].as_f64().unwrap();
+            let ratio = joules / (runtime * JOULES);
+            assert!((ratio - 1.0).abs() < 0.05, "{object}: {ratio}");
+        }
+    }
+    println!(
+        "perf's lines and ours alike: {figures:?}, -j {} objects",
+        mine.len()
+    );
+}
+
+/// Oracle: perf 6.1's table under the same tree: the unit column as wide as the widest unit
+/// (`Joules`), the names where perf puts them.
+#[test]
+fn the_table_puts_units_and_names_in_perfs_columns() {
+    if !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "bind-mounting a PMU tree for perf needs root"
+        );
+    }
+    perf_or_skip!();
+    linux_or_skip!();
+    let Some(tree) = Tree::write("table") else {
+        skip!(
+            Need::System,
+            "this kernel lists no software PMU to lend its type"
+        );
+    };
+    // Each event's line (between the heading and the elapsed time): where the value ends,
+    // and each word before the metric's `#` (unit, name) with where it starts.
+    let columns = |out: &Output| -> Vec<(usize, Vec<(usize, String)>)> {
+        let text = stderr(out).replace("<not supported>", "<not_supported>");
+        text.lines()
+            .skip_while(|l| !l.contains("Performance counter stats"))
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .map(|l| {
+                let before = l.split('#').next().unwrap();
+                let mut words = before
+                    .split(' ')
+                    .scan(0, |at, word| {
+                        let start = *at;
+                        *at += word.len() + 1;
+                        Some((start, word.to_string()))
+                    })
+                    .filter(|(_, w)| !w.is_empty());
+                let (start, value) = words.next().unwrap();
+                (start + value.len(), words.collect())
+            })
+            .collect()
+    };
+    let theirs = perf(&tree, &[]);
+    if theirs.status.code() == Some(97) {
+        skip!(Need::Privilege, "mount --bind refused: {}", stderr(&theirs));
+    }
+    let mine = ours(&tree, &[]);
+    assert_eq!(columns(&mine), columns(&theirs), "{}", stderr(&mine));
+    assert!(stderr(&mine).contains(" Joules power/energy-pkg/"));
+}
+
+/// Oracle: perf 6.1 refuses what the PMUs lack (`perf stat -a -e 'uncore_imc/bogus=1/'`
+/// under this tree: "unknown term 'bogus' for pmu 'uncore_imc_0'", and a parser error for an
+/// unknown modifier, exit 129 after its usage); counterhal refuses the same as bad input (exit
+/// 2) naming the term, never a panic. One refusal is counterhal's alone: `period=` (perf stat
+/// takes and ignores a sampling period; counterhal's PMU terms are the format's and the
+/// config words, as docs/command.md says).
+#[test]
+fn what_the_boxes_lack_is_refused_with_perfs_words() {
+    linux_or_skip!();
+    let Some(tree) = Tree::write("refusals") else {
+        skip!(
+            Need::System,
+            "this kernel lists no software PMU to lend its type"
+        );
+    };
+    let root = tree.0.to_str().unwrap();
+    for (event, says) in [
+        (
+            "uncore_imc/bogus=1/",
+            "unknown term `bogus` for PMU `uncore_imc_0`",
+        ),
+        (
+            "uncore_imc/data_reads,period=1000/",
+            "unknown term `period`",
+        ),
+        ("imc/nosuch/", "unknown term `nosuch`"),
+        ("power/energy-pkg/q", "unknown modifier `q`"),
+    ] {
+        let out = counterhal(&["stat", "-a", "--sysfs", root, "-e", event, "true"]);
+        assert_eq!(out.status.code(), Some(2), "{event}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{event}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{event}");
+    }
+    let out = counterhal(&["stat", "-a", "-e", "uncore_nosuch/event=1/", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no PMU `uncore_nosuch`"),
+        "{}",
+        stderr(&out)
+    );
+}
