@@ -25,8 +25,9 @@ use crate::topology::Topology;
 /// The component's name.
 pub const NAME: &str = "sysdetect";
 
-/// The component's index: the last, after the `sde` component, as PAPI 7.0 numbers it.
-pub const CIDX: i32 = crate::sde::COMPONENTS;
+/// The component's index: the last, after the `sde` and `powercap` components, as PAPI 7.0
+/// numbers it.
+pub const CIDX: i32 = crate::powercap::COMPONENTS;
 
 /// How many components the library has: `PAPI_num_components`.
 pub const COMPONENTS: i32 = CIDX + 1;

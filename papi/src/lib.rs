@@ -12,9 +12,11 @@ pub mod memory;
 pub mod names;
 pub mod natives;
 pub mod overflow;
+pub mod own;
 pub mod perf_natives;
 #[rustfmt::skip]
 pub mod perf_table;
+pub mod powercap;
 #[rustfmt::skip]
 pub mod preset_table;
 pub mod presets;

@@ -26,6 +26,9 @@ pub struct Native {
     /// libsde's id of the counter, for an event of the `sde` component
     /// (`sde:::LIBRARY::COUNTER`); `None` for the backend's events.
     pub sde: Option<u32>,
+    /// The event's index in the `powercap` component's (`powercap:::ENERGY_UJ:ZONE0`);
+    /// `None` for other events.
+    pub powercap: Option<u32>,
 }
 
 /// Whether a backend name gives its privilege levels itself (`u`, `k`, `h` in any form):
@@ -120,6 +123,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 description: event.description.to_string(),
                 placement: Placement::default(),
                 sde: None,
+                powercap: None,
             });
         }
     } else {
@@ -137,6 +141,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                     description: description.to_string(),
                     placement: Placement::default(),
                     sde: None,
+                    powercap: None,
                 });
             }
         }
@@ -157,6 +162,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 description: event.description.clone(),
                 placement: Placement::default(),
                 sde: None,
+                powercap: None,
             });
         }
     }

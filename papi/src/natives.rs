@@ -27,6 +27,9 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     if let Some(rest) = crate::sde::strip(name) {
         return crate::sde::code_of(library, rest);
     }
+    if let Some(rest) = crate::powercap::strip(name) {
+        return crate::powercap::code_of(library, rest);
+    }
     if library.component.disabled != 0 {
         return Err(ENOEVNT);
     }
@@ -87,6 +90,7 @@ fn register(
         description: names::describe(&library.chosen, name),
         placement,
         sde: None,
+        powercap: None,
     });
     names::native_code(library.natives.len() - 1)
 }
@@ -182,7 +186,10 @@ const NAME_ROOM: usize = 128;
 /// event's name alone written unless the event's name, 8 bytes and the qualifiers fit. Presets
 /// and the `sde` component's names are whole.
 pub fn fitted(code: i32, name: &str) -> Result<&str, (i32, Option<&str>)> {
-    if !matches!(names::decode(code), Some(Code::Native(_))) || crate::sde::strip(name).is_some() {
+    if !matches!(names::decode(code), Some(Code::Native(_)))
+        || crate::sde::strip(name).is_some()
+        || crate::powercap::strip(name).is_some()
+    {
         return Ok(name);
     }
     let (event, masks) = names::split_unit_mask(name);
@@ -349,6 +356,9 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 if native.sde.is_some() {
                     crate::sde::describe(native, &mut info);
                 }
+                if native.powercap.is_some() {
+                    crate::powercap::describe(&mut info);
+                }
             }
             None if is_preset_code(code) => return Err(empty_preset_slot(code)),
             // PAPI 7.0: a code of no kind (neither preset, native nor user-defined) is
@@ -365,6 +375,9 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
 pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
     if cidx == crate::sde::CIDX {
         return with(|library| crate::sde::enumerate(library, code, modifier));
+    }
+    if cidx == crate::powercap::CIDX {
+        return with(|library| crate::powercap::enumerate(library, code, modifier));
     }
     if cidx != 0 {
         return Err(ENOCMP);

@@ -127,6 +127,7 @@ fn register(library: &mut Library, api: &Api, id: u32) -> Result<i32, i32> {
         description: String::new(),
         placement: Default::default(),
         sde: Some(id),
+        powercap: None,
     });
     Ok(names::native_code(library.natives.len() - 1))
 }
@@ -216,8 +217,8 @@ pub fn add(set: &mut PapiSet, code: i32, id: u32) -> Result<i32, i32> {
         set.granularity = GRN_THR;
     }
     set.events.push((code, String::new(), Default::default()));
-    set.sde_counters.push(id);
-    set.sde_values.clear();
+    set.own_counters.push(id);
+    set.own_values.clear();
     Ok(OK)
 }
 
@@ -252,14 +253,14 @@ pub fn start(handle: i32, set: &mut PapiSet) -> Result<i32, i32> {
     }
     let api = interface(ECMP)?;
     reset_all(&api, set)?;
-    set.sde_values = vec![0; set.events.len()];
+    set.own_values = vec![0; set.events.len()];
     set.state = (set.state & !STOPPED) | RUNNING;
     crate::sde_watch::run(handle, true);
     Ok(OK)
 }
 
 fn reset_all(api: &Api, set: &PapiSet) -> Result<(), i32> {
-    for &id in &set.sde_counters {
+    for &id in &set.own_counters {
         let status = api.reset(id);
         if status != OK {
             return Err(status);
@@ -273,12 +274,12 @@ fn reset_all(api: &Api, set: &PapiSet) -> Result<(), i32> {
 pub fn read_each(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         for i in 0..set.events.len() {
-            put(i, set.sde_values.get(i).copied().unwrap_or(0));
+            put(i, set.own_values.get(i).copied().unwrap_or(0));
         }
         return Ok(OK);
     }
     let api = interface(ECMP)?;
-    for (i, &id) in set.sde_counters.iter().enumerate() {
+    for (i, &id) in set.own_counters.iter().enumerate() {
         put(i, api.read(id)?);
     }
     Ok(OK)
@@ -291,7 +292,7 @@ pub fn stop(handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
     }
     let mut values = vec![0; set.events.len()];
     read_each(set, |i, v| values[i] = v)?;
-    set.sde_values.clone_from(&values);
+    set.own_values.clone_from(&values);
     set.state = (set.state & !RUNNING) | STOPPED;
     crate::sde_watch::run(handle, false);
     Ok(values)
@@ -301,17 +302,11 @@ pub fn stop(handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
 /// set's kept counts become zeros.
 pub fn reset(set: &mut PapiSet) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
-        set.sde_values.iter_mut().for_each(|v| *v = 0);
+        set.own_values.iter_mut().for_each(|v| *v = 0);
         return Ok(OK);
     }
     reset_all(&interface(ECMP)?, set)?;
     Ok(OK)
-}
-
-/// `PAPI_accum`: the counts handed to `put`, then a reset.
-pub fn accum_each(set: &mut PapiSet, put: impl FnMut(usize, i64)) -> Result<i32, i32> {
-    read_each(set, put)?;
-    reset(set)
 }
 
 /// `PAPI_write` on a set of this component: while it runs, each counter a library
@@ -322,7 +317,7 @@ pub fn write(set: &PapiSet, values: &[i64]) -> Result<i32, i32> {
         return Ok(OK);
     }
     let api = interface(ECMP)?;
-    for (&id, &value) in set.sde_counters.iter().zip(values) {
+    for (&id, &value) in set.own_counters.iter().zip(values) {
         let status = api.write(id, value);
         if status != OK {
             return Err(status);
@@ -343,7 +338,7 @@ pub fn overflow(
     threshold: i32,
     slot: Option<usize>,
 ) -> i32 {
-    let (Some(&id), Ok(api)) = (set.sde_counters.get(index), interface(ECMP)) else {
+    let (Some(&id), Ok(api)) = (set.own_counters.get(index), interface(ECMP)) else {
         return ECMP;
     };
     let status = api.set_overflow(id, threshold);

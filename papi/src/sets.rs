@@ -11,6 +11,7 @@ use crate::library::{
     with_handle, with_set,
 };
 use crate::names::{self, Code};
+use crate::own::Own;
 
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
@@ -32,8 +33,9 @@ pub fn create_eventset() -> Result<i32, i32> {
             overflows: Vec::new(),
             samplers: Vec::new(),
             readings: Vec::new(),
-            sde_counters: Vec::new(),
-            sde_values: Vec::new(),
+            own_counters: Vec::new(),
+            own_values: Vec::new(),
+            own_starts: Vec::new(),
         };
         // The lowest handle free, one a destroyed set left included, as PAPI 7.0 numbers
         // them (papi_internal.c `add_EventSet`: the first empty slot of its table).
@@ -71,9 +73,9 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
             Some(_) => {}
             None => return refuse_unknown(library, index, code),
         }
-        if let Some(id) = crate::sde::counter_of(library, code) {
+        if let Some((own, id)) = Own::of_event(library, code) {
             let set = library.sets[index].as_mut().ok_or(EBUG)?;
-            return crate::sde::add(set, code, id);
+            return own.add(set, code, id);
         }
         let name = crate::natives::backend_name_of(library, code)?;
         let placement = crate::natives::placement_of(library, code);
@@ -82,7 +84,7 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         }
         let set = library.sets[index].as_mut().ok_or(EBUG)?;
         // A set holds one component's events (PAPI 7.0: PAPI_EINVAL).
-        if crate::sde::owns(set) {
+        if Own::of(set).is_some() {
             return Err(EINVAL);
         }
         if set.events.iter().any(|(c, _, _)| *c == code) {
@@ -132,7 +134,7 @@ fn set_index(library: &Library, handle: i32) -> Result<usize, i32> {
 fn refuse_unknown(library: &mut Library, index: usize, code: i32) -> Result<i32, i32> {
     let defaults = (library.default_domain, library.default_granularity);
     let set = library.sets[index].as_mut().ok_or(EBUG)?;
-    if crate::sde::owns(set) {
+    if Own::of(set).is_some() {
         return Err(EINVAL);
     }
     tie(defaults, set);
@@ -204,9 +206,9 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
             .position(|(c, _, _)| *c == code)
             .ok_or(EINVAL)?;
         set.events.remove(at);
-        if at < set.sde_counters.len() {
-            set.sde_counters.remove(at);
-            set.sde_values.clear();
+        if at < set.own_counters.len() {
+            set.own_counters.remove(at);
+            set.own_values.clear();
         }
         set.forget_counters();
         if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
@@ -226,8 +228,8 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
             return Err(EISRUN);
         }
         set.events.clear();
-        set.sde_counters.clear();
-        set.sde_values.clear();
+        set.own_counters.clear();
+        set.own_values.clear();
         set.forget_counters();
         set.state &= !(MULTIPLEXING | OVERFLOWING);
         for spec in set.overflows.drain(..) {
@@ -313,8 +315,8 @@ pub fn start(handle: i32) -> i32 {
         }
         let Library { chosen, sets, .. } = library;
         let set = sets[index].as_mut().ok_or(EBUG)?;
-        if crate::sde::owns(set) {
-            return crate::sde::start(handle, set);
+        if let Some(own) = Own::of(set) {
+            return own.start(handle, set);
         }
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
@@ -390,8 +392,8 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
-        if crate::sde::owns(set) {
-            return crate::sde::read_each(set, &mut put);
+        if let Some(own) = Own::of(set) {
+            return own.read_each(set, &mut put);
         }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
@@ -431,8 +433,8 @@ fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
 pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
         set.assigned()?;
-        if crate::sde::owns(set) {
-            return crate::sde::stop(handle, set);
+        if let Some(own) = Own::of(set) {
+            return own.stop(handle, set);
         }
         if set.state & RUNNING == 0 {
             return Err(ENOTRUN);
@@ -451,9 +453,9 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
 pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
     with_set(handle, |_, set| {
         set.assigned()?;
-        if crate::sde::owns(set) {
+        if let Some(own) = Own::of(set) {
             let mut values = vec![0; set.events.len()];
-            crate::sde::read_each(set, |i, v| values[i] = v)?;
+            own.read_each(set, |i, v| values[i] = v)?;
             return Ok(values);
         }
         if set.group.is_none() {
@@ -468,8 +470,8 @@ pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
 pub fn reset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
-        if crate::sde::owns(set) {
-            return crate::sde::reset(set);
+        if let Some(own) = Own::of(set) {
+            return own.reset(set);
         }
         reset_counters(set)?;
         Ok(OK)
@@ -482,8 +484,8 @@ pub fn reset(handle: i32) -> i32 {
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     with_set(handle, |_, set| {
         set.assigned()?;
-        if crate::sde::owns(set) {
-            return crate::sde::accum_each(set, &mut put);
+        if let Some(own) = Own::of(set) {
+            return own.accum_each(set, &mut put);
         }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));

@@ -14,6 +14,7 @@ mod fortran;
 mod header;
 mod high_level;
 mod overflow;
+mod powercap;
 mod profile;
 mod rates;
 mod sde;

@@ -156,6 +156,7 @@ pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
     match library::component(cidx) {
         // Before initialisation: the sde component as PAPI lists its compiled-in ones.
         info if info.is_null() && cidx == crate::sde::CIDX => crate::sde::before_init(),
+        info if info.is_null() && cidx == crate::powercap::CIDX => crate::powercap::before_init(),
         info => info,
     }
 }
@@ -193,7 +194,9 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_event_component(event: c_int) -> c_int {
     match crate::names::decode(event) {
-        Some(_) => crate::sde::event_component(event).unwrap_or(0),
+        Some(_) => crate::sde::event_component(event)
+            .or_else(|| crate::powercap::event_component(event))
+            .unwrap_or(0),
         None => ENOEVNT,
     }
 }
@@ -217,6 +220,7 @@ pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) 
     match cidx {
         0 => sets::assign_component(event_set),
         crate::sde::CIDX => crate::sde::assign(event_set),
+        crate::powercap::CIDX => crate::powercap::assign(event_set),
         _ => match sets::state(event_set) {
             Ok(_) => library::fail(ENOCMP),
             Err(e) => e,

@@ -1,0 +1,542 @@
+//! PAPI 7.0's `powercap` component: energy and power limits as Linux's powercap class shows
+//! them (`/sys/class/powercap`, the kernel's intel_rapl driver, on Intel and AMD), read as
+//! files, as PAPI reads them.
+//!
+//! The events are PAPI's (its `linux-powercap.c`): for each socket `S` whose zone
+//! `intel-rapl:S` exists, `ENERGY_UJ:ZONES`, `MAX_ENERGY_RANGE_UJ`, `MAX_POWER_A_UW`,
+//! `POWER_LIMIT_A_UW`, `TIME_WINDOW_A_US`, `MAX_POWER_B_UW`, `POWER_LIMIT_B_UW`,
+//! `TIME_WINDOW_B`, `ENABLED` and `NAME` (each where its file exists: `energy_uj`,
+//! `max_energy_range_uj`, `constraint_0_max_power_uw`, ...); for each of its subzones
+//! `intel-rapl:S:C` (cores, uncore, DRAM), the first five of those and `ENABLED`, `NAME` as
+//! `NAME:ZONES_SUBZONEC`. A `NAME` event's description is the zone's name (`package-0`,
+//! `dram`). Each is `powercap:::NAME` to a caller.
+//!
+//! A set of this component counts system wide (`PAPI_DOM_ALL`, `PAPI_GRN_SYS`). An energy
+//! event reads what the zone used since the start or the last reset, in microjoules, across
+//! one wrap of its counter at `max_energy_range_uj`; the other events read the file's value.
+//! Where PAPI 7.0 differs, this follows the kernel's numbers: an energy counter that has not
+//! moved reads 0 (PAPI's reads its absolute value then), a `NAME` event's description has
+//! no newline, and `PAPI_write` changes no power limit (`PAPI_ENOSUPP`, as for the backend's
+//! counters: nothing here changes the machine's state). With no zone at all the component is disabled, saying so.
+//!
+//! `COUNTERHAL_SYSFS=DIR` reads `DIR/class/powercap` instead (and the sockets of
+//! `DIR/devices/system` where it has them), as the command's `--sysfs` does.
+
+use std::path::{Path, PathBuf};
+
+use crate::codes::{ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
+use crate::info::{ComponentInfo, EventInfo, set_str};
+use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
+use crate::names::{self, Code, Native};
+
+/// The component's index: after the `sde` component, before `sysdetect`.
+pub const CIDX: i32 = crate::sde::COMPONENTS;
+
+/// How many components the library has with this one.
+pub const COMPONENTS: i32 = CIDX + 1;
+
+/// The component's name.
+pub const NAME: &str = "powercap";
+
+/// The prefix of its events' names.
+const PREFIX: &str = "powercap:::";
+
+/// `PAPI_INT_SIGNAL` (SIGPROF), the component's `hardware_intr_sig`.
+const INT_SIGNAL: i32 = 27;
+
+/// `PAPI_DATATYPE_UINT64`, its events' data type.
+const DATATYPE_UINT64: i32 = 1;
+
+/// Why the component is disabled when it finds no zone.
+const NO_ZONES: &str = "No powercap zones found (/sys/class/powercap/intel-rapl:N)";
+
+/// A package zone's events: PAPI's name and the file.
+const PACKAGE_EVENTS: [(&str, &str); 10] = [
+    ("ENERGY_UJ", "energy_uj"),
+    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
+    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
+    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
+    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
+    ("MAX_POWER_B_UW", "constraint_1_max_power_uw"),
+    ("POWER_LIMIT_B_UW", "constraint_1_power_limit_uw"),
+    ("TIME_WINDOW_B", "constraint_1_time_window_us"),
+    ("ENABLED", "enabled"),
+    ("NAME", "name"),
+];
+
+/// A subzone's events (the package's but the second constraint).
+const SUBZONE_EVENTS: [(&str, &str); 7] = [
+    ("ENERGY_UJ", "energy_uj"),
+    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
+    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
+    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
+    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
+    ("ENABLED", "enabled"),
+    ("NAME", "name"),
+];
+
+/// One event: its name after `powercap:::`, its file, its description, and for an energy
+/// event the value its counter wraps at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneEvent {
+    /// `ENERGY_UJ:ZONE0`, `NAME:ZONE0_SUBZONE1`.
+    pub name: String,
+    /// The file read.
+    pub path: PathBuf,
+    /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
+    pub description: String,
+    /// For an energy event, `max_energy_range_uj` of its zone (0 where unreadable).
+    pub wraps_at: Option<i64>,
+}
+
+/// The component as initialised: its description (its events are [`EVENTS`]).
+pub struct Powercap {
+    /// Its description (`PAPI_get_component_info`).
+    pub info: Box<ComponentInfo>,
+}
+
+impl Default for Powercap {
+    fn default() -> Self {
+        Powercap {
+            info: Box::new(description()),
+        }
+    }
+}
+
+/// The component's events since `PAPI_library_init`, in PAPI's order (a set's calls read
+/// them beside the set they borrow from the library).
+static EVENTS: std::sync::RwLock<Vec<ZoneEvent>> = std::sync::RwLock::new(Vec::new());
+
+/// The component's events.
+fn events() -> std::sync::RwLockReadGuard<'static, Vec<ZoneEvent>> {
+    EVENTS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The number a file holds, as PAPI reads it (`atoll`: leading digits, 0 for none).
+fn number(text: &str) -> i64 {
+    let text = text.trim_start();
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse::<i64>().map_or(0, |n| sign * n)
+}
+
+/// The value of `path` now (0 where it cannot be read, as PAPI's `atoll` of nothing).
+fn value(path: &Path) -> i64 {
+    std::fs::read_to_string(path).map_or(0, |text| number(&text))
+}
+
+/// The events of the zones under `root` (`/sys/class/powercap`) for sockets `0..sockets`, in
+/// PAPI's order.
+pub fn discover(root: &Path, sockets: i32) -> Vec<ZoneEvent> {
+    let mut events = Vec::new();
+    let mut zone = |dir: PathBuf, suffix: String, table: &[(&str, &str)]| {
+        let range = dir.join("max_energy_range_uj");
+        for (event, file) in table {
+            let path = dir.join(file);
+            if !path.exists() {
+                continue;
+            }
+            let description = match *event {
+                "NAME" => std::fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+                _ => String::new(),
+            };
+            events.push(ZoneEvent {
+                name: format!("{event}:{suffix}"),
+                wraps_at: (*event == "ENERGY_UJ").then(|| value(&range)),
+                path,
+                description,
+            });
+        }
+    };
+    for socket in 0..sockets.max(1) {
+        let package = root.join(format!("intel-rapl:{socket}"));
+        if !package.is_dir() {
+            continue;
+        }
+        zone(package, format!("ZONE{socket}"), &PACKAGE_EVENTS);
+        for sub in 0.. {
+            let dir = root.join(format!("intel-rapl:{socket}:{sub}"));
+            if !dir.is_dir() {
+                break;
+            }
+            zone(dir, format!("ZONE{socket}_SUBZONE{sub}"), &SUBZONE_EVENTS);
+        }
+    }
+    events
+}
+
+/// The powercap class and the sockets: this machine's, or those of the tree
+/// `COUNTERHAL_SYSFS` names.
+fn machine() -> (PathBuf, i32) {
+    let root = std::env::var_os("COUNTERHAL_SYSFS")
+        .filter(|r| !r.is_empty())
+        .map(PathBuf::from);
+    let system = root
+        .as_ref()
+        .map(|r| r.join("devices/system"))
+        .filter(|s| s.join("cpu").is_dir())
+        .unwrap_or_else(|| PathBuf::from("/sys/devices/system"));
+    let class = root.map_or_else(|| PathBuf::from("/sys/class"), |r| r.join("class"));
+    (
+        class.join("powercap"),
+        crate::topology::read(&system).sockets,
+    )
+}
+
+/// The component's description, neither initialised nor disabled (PAPI 7.0's words).
+fn description() -> ComponentInfo {
+    let mut info = crate::library::component_info();
+    set_str(&mut info.name, NAME);
+    set_str(&mut info.short_name, NAME);
+    set_str(&mut info.description, "Linux powercap energy measurements");
+    set_str(&mut info.version, "5.3.0");
+    info.cmp_idx = CIDX;
+    info.default_domain = DOM_ALL;
+    info.available_domains = DOM_ALL;
+    info.default_granularity = GRN_SYS;
+    info.available_granularities = GRN_SYS;
+    info.hardware_intr_sig = INT_SIGNAL;
+    info
+}
+
+/// The component's description before initialisation, as PAPI 7.0 lists its compiled-in
+/// components.
+pub fn before_init() -> *const ComponentInfo {
+    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
+    BEFORE.get_or_init(description)
+}
+
+/// Initialises the component (at `PAPI_library_init`): finds the zones' events, disabled
+/// where there is none (`PAPI_ECMP`, saying so) or `PAPI_disable_component` disabled it.
+pub fn init() {
+    let disabled = crate::library::disabled(CIDX);
+    let events = if disabled {
+        Vec::new()
+    } else {
+        let (root, sockets) = machine();
+        discover(&root, sockets)
+    };
+    let _ = with(|library| {
+        let mut info = description();
+        info.initialized = 1;
+        let count = events.len() as i32;
+        (info.num_native_events, info.num_cntrs, info.num_mpx_cntrs) = (count, count, count);
+        if disabled {
+            info.disabled = 1;
+            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+        } else if events.is_empty() {
+            info.disabled = ECMP;
+            set_str(&mut info.disabled_reason, NO_ZONES);
+        }
+        library.powercap = Powercap {
+            info: Box::new(info),
+        };
+        *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = events;
+        Ok(())
+    });
+}
+
+/// The name after `powercap:::`, for a name of this component.
+pub fn strip(name: &str) -> Option<&str> {
+    name.strip_prefix(PREFIX)
+}
+
+/// The native code of the component's event `index`, added to the table if new.
+fn register(library: &mut Library, index: u32) -> Result<i32, i32> {
+    if let Some(i) = library
+        .natives
+        .iter()
+        .position(|n| n.powercap == Some(index))
+    {
+        return Ok(names::native_code(i));
+    }
+    let event = events().get(index as usize).cloned().ok_or(ENOEVNT)?;
+    library.natives.push(Native {
+        name: format!("{PREFIX}{}", event.name),
+        backend_name: event.name.clone(),
+        description: event.description.clone(),
+        placement: Default::default(),
+        sde: None,
+        powercap: Some(index),
+    });
+    Ok(names::native_code(library.natives.len() - 1))
+}
+
+/// `PAPI_event_name_to_code` of `powercap:::NAME` (`rest` is what follows the prefix).
+pub fn code_of(library: &mut Library, rest: &str) -> Result<i32, i32> {
+    let index = events()
+        .iter()
+        .position(|e| e.name == rest)
+        .ok_or(ENOEVNT)?;
+    register(library, index as u32)
+}
+
+/// The component's index of event `code`, for an event of this component.
+pub fn event_of(library: &Library, code: i32) -> Option<u32> {
+    match names::decode(code) {
+        Some(Code::Native(i)) => library.natives.get(i).and_then(|n| n.powercap),
+        _ => None,
+    }
+}
+
+/// `PAPI_get_event_component`'s answer for `code` (`None`: not this component's).
+pub fn event_component(code: i32) -> Option<i32> {
+    with(|library| Ok(event_of(library, code).map(|_| CIDX)))
+        .ok()
+        .flatten()
+}
+
+/// Fills `info` for one of this component's events, as PAPI's `ntv_code_to_info`.
+pub fn describe(info: &mut EventInfo) {
+    info.component_index = CIDX;
+    info.data_type = DATATYPE_UINT64;
+}
+
+/// `PAPI_enum_cmp_event` on this component: `PAPI_ENUM_FIRST` the first event,
+/// `PAPI_ENUM_EVENTS` the next; past the last or with another modifier `PAPI_EINVAL` (PAPI's
+/// framework's answer whatever the component said); `PAPI_ENOCMP` where it is disabled.
+pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32, i32> {
+    if library.powercap.info.disabled != 0 {
+        return Err(crate::codes::ENOCMP);
+    }
+    let next = match modifier {
+        // PAPI_ENUM_FIRST
+        1 => 0,
+        // PAPI_ENUM_EVENTS
+        0 => event_of(library, code).ok_or(EINVAL)? + 1,
+        _ => return Err(EINVAL),
+    };
+    if next as usize >= events().len() {
+        return Err(EINVAL);
+    }
+    register(library, next)
+}
+
+/// Ties `set` to this component (all domains, system granularity) where it is tied to none.
+fn tie(set: &mut PapiSet) {
+    if set.component < 0 {
+        set.component = CIDX;
+        set.domain = DOM_ALL;
+        set.granularity = GRN_SYS;
+    }
+}
+
+/// `PAPI_add_event` of this component's event `code` (its event `index`): the set takes the
+/// component or must have it already (`PAPI_EINVAL` beside another component's events).
+pub fn add(set: &mut PapiSet, code: i32, index: u32) -> Result<i32, i32> {
+    if set.component >= 0 && set.component != CIDX {
+        return Err(EINVAL);
+    }
+    if set.state & RUNNING != 0 {
+        return Err(EISRUN);
+    }
+    if set.events.iter().any(|(c, _, _)| *c == code) {
+        return Err(ECNFLCT);
+    }
+    tie(set);
+    set.events.push((code, String::new(), Default::default()));
+    set.own_counters.push(index);
+    set.own_values.clear();
+    Ok(OK)
+}
+
+/// `PAPI_assign_eventset_component(set, CIDX)`: ties an empty set to this component; a set
+/// tied already is `PAPI_EINVAL`.
+pub fn assign(handle: i32) -> i32 {
+    crate::library::with_set(handle, |_, set| {
+        if set.component >= 0 {
+            return Ok(EINVAL);
+        }
+        tie(set);
+        Ok(OK)
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// Whether `set` counts this component's events.
+pub fn owns(set: &PapiSet) -> bool {
+    set.component == CIDX
+}
+
+/// The events of `set`, from the library's table.
+fn events_of<'a>(events: &'a [ZoneEvent], set: &PapiSet) -> Result<Vec<&'a ZoneEvent>, i32> {
+    set.own_counters
+        .iter()
+        .map(|&i| events.get(i as usize).ok_or(ECMP))
+        .collect()
+}
+
+/// Each event's value now.
+fn now(events: &[ZoneEvent], set: &PapiSet) -> Result<Vec<i64>, i32> {
+    Ok(events_of(events, set)?
+        .iter()
+        .map(|e| value(&e.path))
+        .collect())
+}
+
+/// What an event reads: an energy counter's microjoules since `start` (across one wrap at
+/// its range), any other event's value.
+fn count(event: &ZoneEvent, start: i64, current: i64) -> i64 {
+    match event.wraps_at {
+        Some(range) if current < start => current + (range - start),
+        Some(_) => current - start,
+        None => current,
+    }
+}
+
+/// `PAPI_start`: each counter's value now becomes its start.
+pub fn start(set: &mut PapiSet) -> Result<i32, i32> {
+    if set.state & RUNNING != 0 {
+        return Err(EISRUN);
+    }
+    if set.events.is_empty() {
+        return Err(EINVAL);
+    }
+    set.own_starts = now(&events(), set)?;
+    set.own_values = vec![0; set.events.len()];
+    set.state = (set.state & !STOPPED) | RUNNING;
+    Ok(OK)
+}
+
+/// Each count of `set` handed to `put` with its index: the counts now while it runs, else
+/// those of its last stop (zeros before its first start).
+pub fn read_each(set: &PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, i32> {
+    if set.state & RUNNING == 0 {
+        for i in 0..set.events.len() {
+            put(i, set.own_values.get(i).copied().unwrap_or(0));
+        }
+        return Ok(OK);
+    }
+    let events = events();
+    for (i, event) in events_of(&events, set)?.into_iter().enumerate() {
+        let start = set.own_starts.get(i).copied().unwrap_or(0);
+        put(i, count(event, start, value(&event.path)));
+    }
+    Ok(OK)
+}
+
+/// `PAPI_stop`: the counts, kept for later reads.
+pub fn stop(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+    if set.state & RUNNING == 0 {
+        return Err(ENOTRUN);
+    }
+    let mut values = vec![0; set.events.len()];
+    read_each(set, |i, v| values[i] = v)?;
+    set.own_values.clone_from(&values);
+    set.state = (set.state & !RUNNING) | STOPPED;
+    Ok(values)
+}
+
+/// `PAPI_reset`: a running set counts from now; a stopped set's kept counts become zeros.
+pub fn reset(set: &mut PapiSet) -> Result<i32, i32> {
+    if set.state & RUNNING == 0 {
+        set.own_values.iter_mut().for_each(|v| *v = 0);
+        return Ok(OK);
+    }
+    set.own_starts = now(&events(), set)?;
+    Ok(OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zone tree as the kernel's powercap class lays it out (Documentation/ABI/testing/
+    /// sysfs-class-powercap): a package zone with both constraints, two subzones.
+    fn tree(name: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("papi-powercap-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let zone = |dir: &str, files: &[(&str, &str)]| {
+            let dir = root.join(dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (file, text) in files {
+                std::fs::write(dir.join(file), text).unwrap();
+            }
+        };
+        zone(
+            "intel-rapl:0",
+            &[
+                ("name", "package-0\n"),
+                ("energy_uj", "1000\n"),
+                ("max_energy_range_uj", "262143328850\n"),
+                ("constraint_0_power_limit_uw", "65000000\n"),
+                ("constraint_1_power_limit_uw", "90000000\n"),
+                ("enabled", "1\n"),
+            ],
+        );
+        zone(
+            "intel-rapl:0:0",
+            &[("name", "core\n"), ("energy_uj", "7\n")],
+        );
+        zone(
+            "intel-rapl:0:1",
+            &[("name", "dram\n"), ("energy_uj", "9\n")],
+        );
+        root
+    }
+
+    /// Oracle: PAPI 7.0's linux-powercap.c, its event tables and its names: each package
+    /// event whose file exists as `EVENT:ZONE0` in its table's order, then each subzone's as
+    /// `EVENT:ZONE0_SUBZONEC`, a `NAME` event described by the zone's name.
+    #[test]
+    fn zones_give_papis_events_in_papis_order() {
+        let root = tree("order");
+        let events = discover(&root, 1);
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ENERGY_UJ:ZONE0",
+                "MAX_ENERGY_RANGE_UJ:ZONE0",
+                "POWER_LIMIT_A_UW:ZONE0",
+                "POWER_LIMIT_B_UW:ZONE0",
+                "ENABLED:ZONE0",
+                "NAME:ZONE0",
+                "ENERGY_UJ:ZONE0_SUBZONE0",
+                "NAME:ZONE0_SUBZONE0",
+                "ENERGY_UJ:ZONE0_SUBZONE1",
+                "NAME:ZONE0_SUBZONE1",
+            ]
+        );
+        assert_eq!(events[5].description, "package-0");
+        assert_eq!(events[9].description, "dram");
+        assert_eq!(events[0].wraps_at, Some(262_143_328_850));
+        assert_eq!(events[2].wraps_at, None);
+        // A socket past the machine's is not looked for, one without a zone is skipped.
+        assert_eq!(discover(&root, 0).len(), 10);
+        assert!(discover(&root.join("none"), 2).is_empty());
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    /// An energy counter counts from its start, across a wrap at its range; other files read
+    /// as they are; numbers as `atoll` reads them.
+    #[test]
+    fn energy_counts_from_the_start_across_a_wrap() {
+        let energy = ZoneEvent {
+            name: "ENERGY_UJ:ZONE0".into(),
+            path: PathBuf::new(),
+            description: String::new(),
+            wraps_at: Some(1_000),
+        };
+        assert_eq!(count(&energy, 100, 350), 250);
+        assert_eq!(count(&energy, 100, 100), 0);
+        assert_eq!(count(&energy, 900, 50), 150);
+        let limit = ZoneEvent {
+            wraps_at: None,
+            ..energy
+        };
+        assert_eq!(count(&limit, 100, 65), 65);
+        assert_eq!(number("65000000\n"), 65_000_000);
+        assert_eq!(number("package-0\n"), 0);
+        assert_eq!(number("  -12x"), -12);
+    }
+}
