@@ -298,8 +298,16 @@ pub struct MultiSet<G> {
     /// One event's readings over the rows, to be summed.
     column: Vec<Reading>,
     /// Whether a read is its one target's set's read and nothing more: one target, which
-    /// cannot end (no thread of a process counted). Then no row is kept for after its end.
+    /// cannot end (no thread of a process counted), with every event. Then no row is kept for
+    /// after its end.
     alone: bool,
+    /// Per set of `sets`, the events it holds where it holds only some (with
+    /// [`Target::AllCpus`], an uncore or energy event opens on its PMU's cpumask CPUs alone:
+    /// [`Backend::system_wide_cpus`]); `None`: every event. An event a set does not hold reads
+    /// as never counted on its target.
+    columns: Vec<Option<Vec<usize>>>,
+    /// Where a set of only some events reads before its readings go to their columns.
+    scratch: Vec<Reading>,
 }
 
 impl<G: Group> MultiSet<G> {
@@ -346,10 +354,23 @@ impl<G: Group> MultiSet<G> {
     {
         let mut options = *options;
         options.grouped &= !matches!(attach, Target::Process(_) | Target::Processes(_));
-        let mut sets = Vec::new();
+        let placed = placed_events(backend, events, attach);
+        let (mut sets, mut columns) = (Vec::new(), Vec::new());
         for target in targets.iter().cloned() {
-            match EventSet::open(backend, events.to_vec(), &target, &options) {
-                Ok(set) => sets.push((target, set)),
+            let held = held_here(&placed, &target);
+            let opened = match &held {
+                Some(held) if held.is_empty() => continue,
+                Some(held) => {
+                    let subset = held.iter().map(|&i| events[i].clone()).collect();
+                    EventSet::open(backend, subset, &target, &options)
+                }
+                None => EventSet::open(backend, events.to_vec(), &target, &options),
+            };
+            match opened {
+                Ok(set) => {
+                    sets.push((target, set));
+                    columns.push(held);
+                }
                 // A member that cannot join a leader whose thread ended meanwhile fails with
                 // some other error: the thread's end is the cause.
                 Err(e) if vanished(attach, &target, &e) => {}
@@ -363,7 +384,8 @@ impl<G: Group> MultiSet<G> {
             ));
         }
         let rows = events.len().max(1) * sets.len();
-        let alone = matches!(&sets[..], [(target, _)] if !attach.may_vanish(target));
+        let whole = columns.iter().all(Option::is_none);
+        let alone = whole && matches!(&sets[..], [(target, _)] if !attach.may_vanish(target));
         Ok(Self {
             attach: attach.clone(),
             column: vec![Reading::default(); sets.len()],
@@ -371,6 +393,8 @@ impl<G: Group> MultiSet<G> {
             sets,
             events: events.to_vec(),
             alone,
+            columns,
+            scratch: vec![Reading::default(); events.len()],
         })
     }
 
@@ -422,7 +446,19 @@ impl<G: Group> MultiSet<G> {
         let mut at = 0;
         while at < self.sets.len() {
             let row = &mut self.each[at * width..at * width + n];
-            match self.sets[at].1.read(row) {
+            let read = match &self.columns[at] {
+                None => self.sets[at].1.read(row),
+                Some(held) => {
+                    let scratch = &mut self.scratch[..held.len()];
+                    self.sets[at].1.read(scratch).map(|()| {
+                        row.fill(Reading::default());
+                        for (&i, reading) in held.iter().zip(scratch.iter()) {
+                            row[i] = *reading;
+                        }
+                    })
+                }
+            };
+            match read {
                 Ok(()) => at += 1,
                 Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
                 Err(e) => return Err(e),
@@ -438,7 +474,9 @@ impl<G: Group> MultiSet<G> {
         let n = self.events.len();
         // One target and no other ever that may end (a process's one thread): its set reads
         // straight into the caller's memory, its row kept for a sum after its end.
-        if let ([(target, set)], [_]) = (&mut self.sets[..], &self.column[..]) {
+        if let ([(target, set)], [_], [None]) =
+            (&mut self.sets[..], &self.column[..], &self.columns[..])
+        {
             match set.read(&mut readings[..n]) {
                 Ok(()) => {
                     self.each[..n].copy_from_slice(&readings[..n]);
@@ -466,8 +504,42 @@ impl<G: Group> MultiSet<G> {
         self.alone = false;
         let width = self.events.len().max(1);
         self.sets.remove(at);
+        self.columns.remove(at);
         self.each[at * width..].rotate_left(width);
     }
+}
+
+/// Each event's CPUs over every CPU ([`Target::AllCpus`]), where its backend names them for
+/// one of its terms ([`Backend::system_wide_cpus`]: an uncore or energy PMU's cpumask, so that
+/// it is counted once per package, as `perf stat -a` counts it); `None` for an event that
+/// opens on every CPU, and for every event of any other target (CPUs the caller named count
+/// what the caller asked, as `perf stat -C`).
+fn placed_events<B>(backend: &B, events: &[ResolvedEvent], attach: &Target) -> Vec<Option<Vec<u32>>>
+where
+    B: Backend + ?Sized,
+{
+    events
+        .iter()
+        .map(|event| match attach {
+            Target::AllCpus => event
+                .terms
+                .iter()
+                .find_map(|term| backend.system_wide_cpus(&term.request)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The events (by index) a set on `target` holds, where that is not every event: those placed
+/// on its CPU or not placed.
+fn held_here(placed: &[Option<Vec<u32>>], target: &BackendTarget) -> Option<Vec<usize>> {
+    let BackendTarget::Cpu(cpu) = target else {
+        return None;
+    };
+    let held: Vec<usize> = (0..placed.len())
+        .filter(|&i| placed[i].as_ref().is_none_or(|cpus| cpus.contains(cpu)))
+        .collect();
+    (held.len() < placed.len()).then_some(held)
 }
 
 /// Whether `error` on `target` means only that a thread of `attach`'s process has ended.

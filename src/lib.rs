@@ -436,6 +436,9 @@ impl Backend for Chosen {
             self.backend.dyn_open(events, target, options)?,
         ))
     }
+    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
+        self.backend.dyn_system_wide_cpus(request)
+    }
     fn generalized(&self) -> Vec<GeneralizedEvent> {
         self.backend.dyn_generalized()
     }

@@ -237,4 +237,7 @@ where
     fn own_events(&self) -> Vec<(String, String)> {
         self.0.own_events()
     }
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        self.0.system_wide_cpus(request)
+    }
 }

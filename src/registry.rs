@@ -90,6 +90,9 @@ impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
     fn own_events(&self) -> Vec<(String, String)> {
         self.0.backend().own_events()
     }
+    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
+        self.0.backend().system_wide_cpus(request)
+    }
 }
 
 /// `subject` as a [`FedModel`].

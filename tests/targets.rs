@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
-use counterhal::{Context, CountedCommand, count_command};
+use counterhal::{Context, CountedCommand, CpuList, Place, count_command};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -397,4 +397,91 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
         count.exit.user_time + count.exit.system_time > std::time::Duration::ZERO,
         "the rusage came with the end"
     );
+}
+
+/// Over every CPU, an event of a PMU with a `cpumask` (an uncore or energy PMU: the kernel
+/// counts its box once per package whichever CPU of it the event is opened on) opens on the
+/// cpumask's CPUs alone, as `perf stat -a` opens it (perf 6.1 under such a tree is the oracle
+/// of cli/tests/uncore_stat.rs and backend-linux/tests/perf_pmus.rs: its opens name the
+/// cpumask's CPUs only); the other events open on every CPU; CPUs the caller names take
+/// every event, as `perf stat -C` does. The tree's `power` PMU has this kernel's software
+/// type and a cpu-clock alias, so it opens and counts here; its cpumask is CPU 0. The msr PMU
+/// (no cpumask) opens on every CPU.
+#[test]
+fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
+    let real = std::path::Path::new("/sys/bus/event_source/devices");
+    let Ok(software) = std::fs::read_to_string(real.join("software/type")) else {
+        skip!(Need::System, "no software PMU in sysfs to lend its type");
+    };
+    if !real.join("msr/events/tsc").exists() {
+        skip!(Need::System, "no msr PMU with a tsc event here");
+    }
+    let cpus = counterhal::online_cpus();
+    if cpus.len() < 2 {
+        skip!(Need::System, "one CPU online: every CPU is the cpumask's");
+    }
+    let root = std::env::temp_dir().join(format!("counterhal-cpumask-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let devices = root.join("bus/event_source/devices");
+    std::fs::create_dir_all(&devices).unwrap();
+    for pmu in std::fs::read_dir(real).unwrap().flatten() {
+        // This machine's PMUs as they are, beside the fake one.
+        std::os::unix::fs::symlink(pmu.path(), devices.join(pmu.file_name())).unwrap();
+    }
+    let power = devices.join("power");
+    std::fs::create_dir_all(power.join("format")).unwrap();
+    std::fs::create_dir_all(power.join("events")).unwrap();
+    std::fs::write(power.join("type"), &software).unwrap();
+    std::fs::write(power.join("cpumask"), "0\n").unwrap();
+    std::fs::write(power.join("format/event"), "config:0-63\n").unwrap();
+    // PERF_COUNT_SW_CPU_CLOCK is 0.
+    std::fs::write(power.join("events/energy-pkg"), "event=0x0\n").unwrap();
+    let context = Context::new(None, None).unwrap();
+    let backend = match counterhal_linux::probe_with(
+        context.database.clone(),
+        context.model.clone(),
+        counterhal_linux::SystemPaths::under(&root),
+    ) {
+        Ok(backend) => backend,
+        Err(e) => skip!(Need::System, "the Linux backend does not open here: {e}"),
+    };
+    // The second event is of a PMU without a cpumask (the fake PMU shares the software PMU's
+    // type, so a software event would be taken for the fake PMU's).
+    let events = ["power/energy-pkg/", "msr/tsc/"]
+        .map(|e| counterhal_hal::Backend::resolve(&backend, e).unwrap());
+    let opened = |target: &Target| {
+        let mut set = match MultiSet::open(&backend, &events, target, &OpenOptions::ungrouped()) {
+            Ok(set) => set,
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => return None,
+            Err(e) => panic!("{target:?}: {e}"),
+        };
+        set.enable().unwrap();
+        spin_cpu(20);
+        set.disable().unwrap();
+        Some(set.read_each().unwrap())
+    };
+    let Some(every) = opened(&Target::AllCpus) else {
+        let _ = std::fs::remove_dir_all(&root);
+        skip!(
+            Need::Privilege,
+            "counting every CPU needs perf_event_paranoid 0 or CAP_PERFMON"
+        );
+    };
+    assert_eq!(every.len() as u64, cpus.len(), "{every:?}");
+    for (place, row) in &every {
+        let on_mask = matches!(place, Place::Cpu(0));
+        assert_eq!(
+            row[0].time_enabled > 0,
+            on_mask,
+            "power/energy-pkg/ on {place}: {row:?}"
+        );
+        assert!(row[1].time_enabled > 0, "msr/tsc/ on {place}: {row:?}");
+    }
+    let named = CpuList::from_cpus(cpus.iter().take(2));
+    let both = opened(&Target::Cpus(named)).unwrap();
+    assert!(
+        both.iter().all(|(_, row)| row[0].time_enabled > 0),
+        "{both:?}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

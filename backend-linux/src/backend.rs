@@ -433,6 +433,15 @@ impl Backend for LinuxBackend {
             .clone()
     }
 
+    /// The cpumask of the sysfs PMU an event's type names (an uncore or energy PMU's one CPU
+    /// per package, a hybrid core PMU's CPUs), as perf's `-a` opens it.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        match &request.encoding {
+            Encoding::Perf(attr) => sysfs::system_wide_cpus(&self.paths.pmu_devices, attr.type_),
+            _ => None,
+        }
+    }
+
     /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {

@@ -71,6 +71,19 @@ pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
         .collect()
 }
 
+/// The CPUs perf's `-a` opens an event of PMU type `type_` on ([`Pmu::cpus`]: an uncore or
+/// energy PMU's `cpumask`, a hybrid core PMU's `cpus`), for the PMU under `devices` with that
+/// type and such a list; `None` for any other type (the kernel's fixed ones, a PMU without a
+/// list: every CPU).
+pub fn system_wide_cpus(devices: &Path, type_: u32) -> Option<Vec<u32>> {
+    list_pmus(devices)
+        .into_iter()
+        .filter_map(|name| Pmu::named(devices, &name))
+        .find(|pmu| pmu.type_ == type_)?
+        .cpus()
+        .map(|cpus| cpus.iter().collect())
+}
+
 /// The core PMUs of a hybrid CPU among `cores` (as [`core_pmus`] lists them): more than one,
 /// Intel's `cpu_core` and `cpu_atom` or a big.LITTLE Arm system's one per core type; else
 /// empty.

@@ -468,6 +468,16 @@ pub trait Backend {
         Vec::new()
     }
 
+    /// The CPUs a count of `request` over every CPU opens it on, where its PMU names them:
+    /// an uncore or energy PMU's `cpumask` (one CPU per package), whose counter the kernel
+    /// counts once whichever of the package's CPUs the event is opened on, so that opening it
+    /// on every CPU would count it once per CPU (perf's `-a` opens it on the cpumask); a
+    /// hybrid core PMU's CPUs. `None` (the default): every CPU.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        let _ = request;
+        None
+    }
+
     /// Resolves every name and opens them as one set whose readings are combined per name
     /// (derived presets summed or subtracted).
     ///
@@ -561,6 +571,8 @@ pub trait DynBackend {
     fn dyn_generalized(&self) -> Vec<GeneralizedEvent>;
     /// See [`Backend::own_events`].
     fn dyn_own_events(&self) -> Vec<(String, String)>;
+    /// See [`Backend::system_wide_cpus`].
+    fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>>;
     /// The backend itself, for a caller that knows backend types to reach the concrete one
     /// (the facade opens its own OS's backend without dynamic dispatch this way).
     fn as_any(&self) -> &dyn std::any::Any;
@@ -600,6 +612,9 @@ where
     fn dyn_own_events(&self) -> Vec<(String, String)> {
         Backend::own_events(self)
     }
+    fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        Backend::system_wide_cpus(self, request)
+    }
 }
 
 /// Lets a `dyn DynBackend` (with any auto traits) be used wherever a [`Backend`] is
@@ -634,6 +649,9 @@ macro_rules! dyn_backend {
             }
             fn own_events(&self) -> Vec<(String, String)> {
                 self.dyn_own_events()
+            }
+            fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+                self.dyn_system_wide_cpus(request)
             }
         }
     )*};
@@ -676,6 +694,9 @@ impl<T: DynBackend + ?Sized> Backend for Box<T> {
     }
     fn own_events(&self) -> Vec<(String, String)> {
         (**self).dyn_own_events()
+    }
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        (**self).dyn_system_wide_cpus(request)
     }
 }
 
