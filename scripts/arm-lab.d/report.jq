@@ -5,7 +5,8 @@
 #      --arg papi_run "TEST..." -f report.jq
 # Per test binary: its libtest results (passed, failed with the failure's text, ignored), the
 # skips it logged through the skip door (need, test, reason) and its exit status; the guest's
-# `counterhal check --json`; the exact counts of counterhal and perf on loop.c; PAPI's own tests
+# `counterhal check --json`; the hardware lab's counts of counterhal and perf on loop.c
+# (scripts/hw-lab: every event equal, the exact instructions, the native names); PAPI's own tests
 # with Debian's PAPI and ours (papi/ctests/run's `TEST REAL OURS` lines), judged as
 # papi/tests/suite.rs judges them: a test that passes with real PAPI must pass with ours,
 # nothing may fail with ours that real PAPI skips, nothing may do worse than EXPECTED
@@ -46,11 +47,6 @@ def rank: if . == "PASSED" or . == "WARNED" then 2 elif . == "SKIPPED" then 1 el
 
 def status_of($section): $section.head | capture("^status (?<n>[0-9]+)").n | tonumber;
 
-# The value perf's `-x,` layout gives the event (its first field), or null.
-def csv_count($event):
-  [.[] | split(",") | select(length > 2 and (.[2] | startswith($event | split(":")[0])))
-   | .[0] | tonumber?] | first // null;
-
 ($console | sections) as $sections
 | [range(0; $sections | length) as $i | select($sections[$i].head | startswith("test "))
    | $sections[$i] as $test
@@ -81,35 +77,22 @@ def csv_count($event):
 | ([range(0; $sections | length) as $i | select($sections[$i].head == "check-json")
     | {json: ($sections[$i].body | join("\n") | try fromjson catch null),
        status: (try status_of($sections[$i + 1]) catch null)}] | first) as $check
-| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("exact "))
-   | ($sections[$i].head | split(" ")) as $words
-   | {tool: $words[1], event: $words[2], count: ($sections[$i].body | csv_count($words[2])),
-      output: ($sections[$i].body | map(select(length > 0)) | join("\n"))}]
-  as $runs
-| [$runs | group_by(.event)[]
-   | (map(select(.tool == "counterhal"))[0]) as $ours
-   | (map(select(.tool == "perf"))[0]) as $perf
-   | {
-       event: $ours.event,
-       counterhal: $ours.count,
-       perf: $perf.count,
-       # loop.c retires 2 + 4N + 3 user instructions; other events have no expectation here.
-       expected: (if ($ours.event | startswith("instructions")) then 4 * $iterations + 5
-                  else null end),
-       equal: ($ours.count != null and $ours.count == $perf.count),
-       counterhal_output: $ours.output,
-       perf_output: $perf.output
-     }] as $exact
-# Native names: each run's count beside counterhal's count of the generic event it stands for.
-| [range(0; $sections | length) as $i | select($sections[$i].head | startswith("native "))
-   | ($sections[$i].head | split(" ")) as $words
-   | ($sections[$i].body | csv_count($words[2])) as $count
-   | ([$exact[] | select(.event == $words[3]) | .counterhal] | first) as $generic
-   | {how: $words[1], event: $words[2], generic: $words[3], count: $count,
-      generic_count: $generic,
-      equal: ($count != null and $count == $generic),
-      output: ($sections[$i].body | map(select(length > 0)) | join("\n"))}]
-  as $native
+# The hardware lab (scripts/hw-lab): its verdict lines, its exit status, and from them the
+# exact counts (`hw-lab exact EVENT counterhal=N perf=N expected=N equal|DIFFERENT`) and the
+# native names (`hw-lab native HOW NAME GENERIC count=N generic=N equal|DIFFERENT`).
+| ([range(0; $sections | length) as $i | select($sections[$i].head == "hw-lab")
+    | {lines: [$sections[$i].body[] | select(startswith("hw-lab "))],
+       output: ($sections[$i].body | map(select(length > 0)) | join("\n")),
+       status: (try status_of($sections[$i + 1]) catch null)}] | first
+   // {lines: [], output: "", status: null}) as $hw_lab
+| [$hw_lab.lines[]
+   | capture("^hw-lab exact (?<event>\\S+) counterhal=(?<c>\\S+) perf=(?<p>\\S+) expected=(?<e>\\S+) (?<v>equal|DIFFERENT)$")?
+   | {event, counterhal: (.c | tonumber? // null), perf: (.p | tonumber? // null),
+      expected: (.e | tonumber? // null), equal: (.v == "equal")}] as $exact
+| [$hw_lab.lines[]
+   | capture("^hw-lab native (?<how>\\S+) (?<event>\\S+) (?<generic>\\S+) count=(?<count>\\S+) generic=(?<g>\\S+) (?<v>equal|DIFFERENT)$")?
+   | {how, event, generic, count: (.count | tonumber? // null),
+      generic_count: (.g | tonumber? // null), equal: (.v == "equal"), output: ""}] as $native
 # PAPI's tests: the verdicts, each judged.
 | ([$sections[] | select(.head == "papi")] | first) as $papi_section
 | ([range(0; $sections | length) as $i | select($sections[$i].head == "papi")
@@ -166,6 +149,7 @@ def csv_count($event):
       output: ($check_text.body // [] | join("\n")),
       report: $check.json
     },
+    hw_lab: $hw_lab,
     exact_counts: $exact,
     native_counts: $native,
     papi: {
@@ -178,6 +162,7 @@ def csv_count($event):
 | .ok = (.guest_status == 0 and .guest_finished
          and all(.tests[]; .status == 0 and (.failed | length) == 0)
          and .check.status == 0
+         and .hw_lab.status == 0
          and (.exact_counts | length) > 0 and all(.exact_counts[]; .equal)
          and (.native_counts | length) > 0 and all(.native_counts[]; .equal)
          and (.papi.tests | length) > 0 and (.papi.problems | length) == 0)

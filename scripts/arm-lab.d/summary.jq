@@ -25,7 +25,9 @@ def gist:
      | map("\(length) \(.[0])") | join(", "))),
 (.check.report.reports[]? | "\(.backend)/\(.device)" as $subject | .cases[]
  | select(.result == "fail") | "   FAIL \($subject) \(.case): \(.reason)"),
-"-- exact counts of loop.c, counted from exec (counterhal stat -x, vs perf stat -x,)",
+"-- the hardware lab on loop.c, counted from exec (scripts/hw-lab: counterhal stat -x, vs perf stat -x,; exit status \(.hw_lab.status))",
+(.hw_lab.lines[] | select(test("^hw-lab (equal|close|absent|FAIL|summary)")) | "   " + ltrimstr("hw-lab ")),
+"-- exact counts of loop.c",
 (.exact_counts[] | "   \(.event): counterhal \(.counterhal), perf \(.perf)"
    + (if .expected then ", expected \(.expected)" else "" end)
    + (if .equal then ": equal" else ": DIFFERENT" end)),
