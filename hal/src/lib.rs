@@ -34,6 +34,7 @@
 mod backend;
 mod cpus;
 mod domain;
+mod dynamic;
 mod encoding;
 mod error;
 mod generalized;
@@ -43,11 +44,12 @@ mod sampling;
 mod target;
 
 pub use backend::{
-    Backend, BoxedGroup, Capabilities, DeviceKind, DynBackend, Group, OpenOptions, Scope,
-    TargetSupport, check_buffer, check_family,
+    Backend, Capabilities, DeviceKind, Group, OpenOptions, Scope, TargetSupport, check_buffer,
+    check_family,
 };
 pub use cpus::CpuList;
 pub use domain::Domain;
+pub use dynamic::{BoxedGroup, DynBackend};
 pub use encoding::{
     Accepts, CounterSet, Encoding, EventRequest, Evtsel, ExcludeBits, ExtraMsr, Family, P5Cesr,
     PerfAttr,
