@@ -75,12 +75,18 @@ const SUBZONE_EVENTS: [(&str, &str); 7] = [
     ("NAME", "name"),
 ];
 
-/// One event: its name after `powercap:::`, its file, its description, and for an energy
-/// event the value its counter wraps at.
+/// One event: its name after `powercap:::` (or `rapl:::`), its file, its description, and
+/// for an energy event the value its counter wraps at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZoneEvent {
-    /// `ENERGY_UJ:ZONE0`, `NAME:ZONE0_SUBZONE1`.
+    /// `ENERGY_UJ:ZONE0`, `NAME:ZONE0_SUBZONE1`; for a name of PAPI's `rapl` component,
+    /// `PACKAGE_ENERGY:PACKAGE0`.
     pub name: String,
+    /// Whether it is a name of PAPI's `rapl` component (`rapl:::`), read from its zone's
+    /// energy in nanojoules, as that component gives it; such names are not listed.
+    pub rapl: bool,
+    /// The zone's name (`package-0`, `core`, `dram`).
+    pub zone: String,
     /// The file read.
     pub path: PathBuf,
     /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
@@ -136,6 +142,10 @@ pub fn discover(root: &Path, sockets: i32) -> Vec<ZoneEvent> {
     let mut events = Vec::new();
     let mut zone = |dir: PathBuf, suffix: String, table: &[(&str, &str)]| {
         let range = dir.join("max_energy_range_uj");
+        let zone_name = std::fs::read_to_string(dir.join("name"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         for (event, file) in table {
             let path = dir.join(file);
             if !path.exists() {
@@ -150,6 +160,8 @@ pub fn discover(root: &Path, sockets: i32) -> Vec<ZoneEvent> {
             };
             events.push(ZoneEvent {
                 name: format!("{event}:{suffix}"),
+                rapl: false,
+                zone: zone_name.clone(),
                 wraps_at: (*event == "ENERGY_UJ").then(|| value(&range)),
                 path,
                 description,
@@ -170,7 +182,37 @@ pub fn discover(root: &Path, sockets: i32) -> Vec<ZoneEvent> {
             zone(dir, format!("ZONE{socket}_SUBZONE{sub}"), &SUBZONE_EVENTS);
         }
     }
+    let rapl = rapl_names(&events);
+    events.extend(rapl);
     events
+}
+
+/// The names of PAPI's `rapl` component that the zones' energy counters give, in nanojoules:
+/// `PACKAGE_ENERGY:PACKAGES` (a `package-S` zone), `PP0_ENERGY` (its `core` subzone),
+/// `PP1_ENERGY` (`uncore`, the client chips' graphics), `DRAM_ENERGY` (`dram`).
+fn rapl_names(events: &[ZoneEvent]) -> Vec<ZoneEvent> {
+    let mut names = Vec::new();
+    for event in events.iter().filter(|e| e.wraps_at.is_some()) {
+        // ENERGY_UJ:ZONES or ENERGY_UJ:ZONES_SUBZONEC: the socket is S.
+        let socket: String = event.name["ENERGY_UJ:ZONE".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let rapl = match event.zone.as_str() {
+            zone if zone.starts_with("package-") => "PACKAGE_ENERGY",
+            "core" => "PP0_ENERGY",
+            "uncore" => "PP1_ENERGY",
+            "dram" => "DRAM_ENERGY",
+            _ => continue,
+        };
+        names.push(ZoneEvent {
+            name: format!("{rapl}:PACKAGE{socket}"),
+            rapl: true,
+            description: String::new(),
+            ..event.clone()
+        });
+    }
+    names
 }
 
 /// The powercap class and the sockets: this machine's, or those of the tree
@@ -227,12 +269,12 @@ pub fn init() {
     let _ = with(|library| {
         let mut info = description();
         info.initialized = 1;
-        let count = events.len() as i32;
+        let count = events.iter().filter(|e| !e.rapl).count() as i32;
         (info.num_native_events, info.num_cntrs, info.num_mpx_cntrs) = (count, count, count);
         if disabled {
             info.disabled = 1;
             set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if events.is_empty() {
+        } else if count == 0 {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_ZONES);
         }
@@ -244,9 +286,21 @@ pub fn init() {
     });
 }
 
-/// The name after `powercap:::`, for a name of this component.
+/// The prefix of PAPI's `rapl` component's names, which this component takes where its zones
+/// give them.
+const RAPL_PREFIX: &str = "rapl:::";
+
+/// The name after `powercap:::`, for a name of this component; a name of PAPI's `rapl`
+/// component (`rapl:::PACKAGE_ENERGY:PACKAGE0`, or without its prefix) as itself.
 pub fn strip(name: &str) -> Option<&str> {
     name.strip_prefix(PREFIX)
+        .or_else(|| name.strip_prefix(RAPL_PREFIX))
+        .or_else(|| {
+            let event = name.split(':').next()?;
+            ["PACKAGE_ENERGY", "PP0_ENERGY", "PP1_ENERGY", "DRAM_ENERGY"]
+                .contains(&event)
+                .then_some(name)
+        })
 }
 
 /// The native code of the component's event `index`, added to the table if new.
@@ -259,8 +313,9 @@ fn register(library: &mut Library, index: u32) -> Result<i32, i32> {
         return Ok(names::native_code(i));
     }
     let event = events().get(index as usize).cloned().ok_or(ENOEVNT)?;
+    let prefix = if event.rapl { RAPL_PREFIX } else { PREFIX };
     library.natives.push(Native {
-        name: format!("{PREFIX}{}", event.name),
+        name: format!("{prefix}{}", event.name),
         backend_name: event.name.clone(),
         description: event.description.clone(),
         placement: Default::default(),
@@ -314,7 +369,7 @@ pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32,
         0 => event_of(library, code).ok_or(EINVAL)? + 1,
         _ => return Err(EINVAL),
     };
-    if next as usize >= events().len() {
+    if events().get(next as usize).is_none_or(|e| e.rapl) {
         return Err(EINVAL);
     }
     register(library, next)
@@ -383,11 +438,12 @@ fn now(events: &[ZoneEvent], set: &PapiSet) -> Result<Vec<i64>, i32> {
 }
 
 /// What an event reads: an energy counter's microjoules since `start` (across one wrap at
-/// its range), any other event's value.
+/// its range; nanojoules for a `rapl` name), any other event's value.
 fn count(event: &ZoneEvent, start: i64, current: i64) -> i64 {
+    let factor = if event.rapl { 1000 } else { 1 };
     match event.wraps_at {
-        Some(range) if current < start => current + (range - start),
-        Some(_) => current - start,
+        Some(range) if current < start => (current + (range - start)) * factor,
+        Some(_) => (current - start) * factor,
         None => current,
     }
 }
@@ -491,7 +547,11 @@ mod tests {
     fn zones_give_papis_events_in_papis_order() {
         let root = tree("order");
         let events = discover(&root, 1);
-        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| !e.rapl)
+            .map(|e| e.name.as_str())
+            .collect();
         assert_eq!(
             names,
             [
@@ -511,8 +571,22 @@ mod tests {
         assert_eq!(events[9].description, "dram");
         assert_eq!(events[0].wraps_at, Some(262_143_328_850));
         assert_eq!(events[2].wraps_at, None);
+        // PAPI's rapl names the zones give: the package's, its cores', its DRAM's.
+        let rapl: Vec<&str> = events
+            .iter()
+            .filter(|e| e.rapl)
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(
+            rapl,
+            [
+                "PACKAGE_ENERGY:PACKAGE0",
+                "PP0_ENERGY:PACKAGE0",
+                "DRAM_ENERGY:PACKAGE0"
+            ]
+        );
         // A socket past the machine's is not looked for, one without a zone is skipped.
-        assert_eq!(discover(&root, 0).len(), 10);
+        assert_eq!(discover(&root, 0).len(), 13);
         assert!(discover(&root.join("none"), 2).is_empty());
         let _ = std::fs::remove_dir_all(root);
     }
@@ -523,6 +597,8 @@ mod tests {
     fn energy_counts_from_the_start_across_a_wrap() {
         let energy = ZoneEvent {
             name: "ENERGY_UJ:ZONE0".into(),
+            rapl: false,
+            zone: "package-0".into(),
             path: PathBuf::new(),
             description: String::new(),
             wraps_at: Some(1_000),
@@ -530,6 +606,11 @@ mod tests {
         assert_eq!(count(&energy, 100, 350), 250);
         assert_eq!(count(&energy, 100, 100), 0);
         assert_eq!(count(&energy, 900, 50), 150);
+        let nanojoules = ZoneEvent {
+            rapl: true,
+            ..energy.clone()
+        };
+        assert_eq!(count(&nanojoules, 900, 50), 150_000);
         let limit = ZoneEvent {
             wraps_at: None,
             ..energy

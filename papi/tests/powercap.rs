@@ -6,7 +6,9 @@
 //! its events' names and order (each file that exists, the package's then each subzone's),
 //! a `NAME` event described by the zone's name, energy counted from the start across one wrap
 //! at `max_energy_range_uj`, other files read as they are. Debian's PAPI 7.0 is built without
-//! the component, so the oracle is its source, not a run.
+//! the component, so the oracle is its source, not a run. PAPI's `rapl` names of the same
+//! counters (`rapl:::PACKAGE_ENERGY:PACKAGE0`, `PP0_ENERGY:PACKAGE0`) read nanojoules, as
+//! programs written for PAPI's rapl component divide them by 1e9 for joules.
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -97,6 +99,11 @@ fn energy_and_limits_read_as_papis_powercap_component() {
         "after reset 0 0 65000000".into(),
         "stop 0 500 65000000".into(),
         "stopped 0 500 65000000".into(),
+        // PAPI's rapl component gives nanojoules (what programs divide by 1e9 for joules).
+        "add package 0".into(),
+        "add cores 0".into(),
+        "start 0".into(),
+        "rapl 0 500000 0".into(),
     ]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines, expected);

@@ -1,7 +1,8 @@
 /* PAPI's powercap component seen by a tool: the component, its events enumerated with their
  * descriptions, and a set's counts while the test changes the zone's energy file (argv[1])
  * between the calls: a count since the start, across a wrap of the counter, after a reset,
- * at the stop; a power limit read as it is; another component's event refused beside them. */
+ * at the stop; a power limit read as it is; another component's event refused beside them;
+ * PAPI's rapl names of the same counters, in nanojoules. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "papi.h"
@@ -58,6 +59,15 @@ int main(int argc, char **argv) {
     values("stop", PAPI_stop(set, v), v);
     energy(argv[1], 9000);
     values("stopped", PAPI_read(set, v), v);
+
+    /* PAPI's rapl component's names, which the zones give in nanojoules. */
+    int rapl = PAPI_NULL;
+    PAPI_create_eventset(&rapl);
+    printf("add package %d\n", PAPI_add_named_event(rapl, "rapl:::PACKAGE_ENERGY:PACKAGE0"));
+    printf("add cores %d\n", PAPI_add_named_event(rapl, "PP0_ENERGY:PACKAGE0"));
+    printf("start %d\n", PAPI_start(rapl));
+    energy(argv[1], 9500);
+    values("rapl", PAPI_stop(rapl, v), v);
     PAPI_shutdown();
     return 0;
 }
