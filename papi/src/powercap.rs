@@ -24,7 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::codes::{ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
+use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
@@ -373,47 +373,6 @@ pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32,
         return Err(EINVAL);
     }
     register(library, next)
-}
-
-/// Ties `set` to this component (all domains, system granularity) where it is tied to none.
-fn tie(set: &mut PapiSet) {
-    if set.component < 0 {
-        set.component = CIDX;
-        set.domain = DOM_ALL;
-        set.granularity = GRN_SYS;
-    }
-}
-
-/// `PAPI_add_event` of this component's event `code` (its event `index`): the set takes the
-/// component or must have it already (`PAPI_EINVAL` beside another component's events).
-pub fn add(set: &mut PapiSet, code: i32, index: u32) -> Result<i32, i32> {
-    if set.component >= 0 && set.component != CIDX {
-        return Err(EINVAL);
-    }
-    if set.state & RUNNING != 0 {
-        return Err(EISRUN);
-    }
-    if set.events.iter().any(|(c, _, _)| *c == code) {
-        return Err(ECNFLCT);
-    }
-    tie(set);
-    set.events.push((code, String::new(), Default::default()));
-    set.own_counters.push(index);
-    set.own_values.clear();
-    Ok(OK)
-}
-
-/// `PAPI_assign_eventset_component(set, CIDX)`: ties an empty set to this component; a set
-/// tied already is `PAPI_EINVAL`.
-pub fn assign(handle: i32) -> i32 {
-    crate::library::with_set(handle, |_, set| {
-        if set.component >= 0 {
-            return Ok(EINVAL);
-        }
-        tie(set);
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
 }
 
 /// Whether `set` counts this component's events.

@@ -15,7 +15,7 @@
 //! values (`sde_watch`); a registered counter, which PAPI 7.0 polls with a timer, does not
 //! overflow here (`PAPI_ENOSUPP`).
 
-use crate::codes::{ECMP, ECNFLCT, EINVAL, EISRUN, ENOEVNT, ENOSUPP, ENOTRUN, OK};
+use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOSUPP, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_USER, GRN_THR, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
@@ -36,7 +36,7 @@ const PREFIX: &str = "sde:::";
 
 /// How many events a set of this component holds (PAPI 7.0's
 /// `SDE_MAX_SIMULTANEOUS_COUNTERS`).
-const MAX_COUNTERS: i32 = 40;
+pub const MAX_COUNTERS: usize = 40;
 
 /// `PAPI_INT_SIGNAL` (SIGPROF), the component's `hardware_intr_sig`.
 const INT_SIGNAL: i32 = 27;
@@ -91,8 +91,8 @@ fn component_description() -> ComponentInfo {
     set_str(&mut info.support_version, "n/a");
     set_str(&mut info.kernel_version, "n/a");
     info.cmp_idx = CIDX;
-    info.num_cntrs = MAX_COUNTERS;
-    info.num_mpx_cntrs = MAX_COUNTERS;
+    info.num_cntrs = MAX_COUNTERS as i32;
+    info.num_mpx_cntrs = MAX_COUNTERS as i32;
     info.default_domain = DOM_USER;
     info.available_domains = DOM_USER;
     info.default_granularity = GRN_THR;
@@ -193,49 +193,6 @@ fn next_event(library: &mut Library, api: &Api, code: i32, modifier: i32) -> Res
         Some(id) => register(library, api, id),
         None => Err(ENOEVNT),
     }
-}
-
-/// `PAPI_add_event` of this component's event `code` (libsde's counter `id`): the set takes
-/// the component (user domain, thread granularity) or must have it already (`PAPI_EINVAL`
-/// beside another component's events, as PAPI 7.0 answers).
-pub fn add(set: &mut PapiSet, code: i32, id: u32) -> Result<i32, i32> {
-    if set.component >= 0 && set.component != CIDX {
-        return Err(EINVAL);
-    }
-    if set.state & RUNNING != 0 {
-        return Err(EISRUN);
-    }
-    if set.events.iter().any(|(c, _, _)| *c == code) {
-        return Err(ECNFLCT);
-    }
-    if set.events.len() >= MAX_COUNTERS as usize {
-        return Err(ECNFLCT);
-    }
-    if set.component < 0 {
-        set.component = CIDX;
-        set.domain = DOM_USER;
-        set.granularity = GRN_THR;
-    }
-    set.events.push((code, String::new(), Default::default()));
-    set.own_counters.push(id);
-    set.own_values.clear();
-    Ok(OK)
-}
-
-/// `PAPI_assign_eventset_component(set, CIDX)`: ties an empty set to this component (user
-/// domain, thread granularity); as PAPI 7.0, a set tied already is `PAPI_EINVAL`.
-pub fn assign(handle: i32) -> i32 {
-    crate::library::with_set(handle, |_, set| {
-        // PAPI's plain `return`: PAPI_perror's error stays as it was.
-        if set.component >= 0 {
-            return Ok(EINVAL);
-        }
-        set.component = CIDX;
-        set.domain = DOM_USER;
-        set.granularity = GRN_THR;
-        Ok(OK)
-    })
-    .unwrap_or_else(|e| e)
 }
 
 /// Whether `set` counts this component's events.

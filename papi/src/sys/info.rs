@@ -217,14 +217,15 @@ pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
 /// component (`PAPI_ENOCMP` past ours).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
-    match cidx {
-        0 => sets::assign_component(event_set),
-        crate::sde::CIDX => crate::sde::assign(event_set),
-        crate::powercap::CIDX => crate::powercap::assign(event_set),
-        _ => match sets::state(event_set) {
-            Ok(_) => library::fail(ENOCMP),
-            Err(e) => e,
-        },
+    if cidx == 0 {
+        return sets::assign_component(event_set);
+    }
+    if let Some(own) = crate::own::Own::of_component(cidx) {
+        return own.assign(event_set);
+    }
+    match sets::state(event_set) {
+        Ok(_) => library::fail(ENOCMP),
+        Err(e) => e,
     }
 }
 
