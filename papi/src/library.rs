@@ -108,7 +108,7 @@ pub struct PapiSet {
     pub samplers: Vec<Sampled>,
     /// The buffer a read fills, sized at the start (reads allocate nothing).
     pub readings: Vec<counterhal_hal::Reading>,
-    /// In a set of a component whose counters the library reads itself ([`crate::own`]):
+    /// In a set of a component whose counters the library reads itself (sde, powercap):
     /// each event's counter, in order (libsde's id; the powercap event's index).
     pub own_counters: Vec<u32>,
     /// In such a set, the counts of its last stop (what reads of a stopped set give, as PAPI
@@ -253,8 +253,6 @@ pub struct Library {
     pub component: Box<ComponentInfo>,
     /// The `sde` component's description (component [`SDE_COMPONENT`]).
     pub sde_component: Box<ComponentInfo>,
-    /// The `powercap` component: its description and the events it found.
-    pub powercap: crate::powercap::Powercap,
 }
 
 impl Library {
@@ -418,7 +416,6 @@ pub fn library_init(version: i32) -> i32 {
         preset_names: HashMap::new(),
         component,
         sde_component: Box::new(component_info()),
-        powercap: crate::powercap::Powercap::default(),
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     VER_CURRENT
@@ -522,15 +519,11 @@ pub fn shutdown() {
 }
 
 /// Component 0's description (a pointer stable while the library is initialised; before
-/// initialisation, the description `PAPI_disable_component` callers read), the `sde` and
-/// `powercap` components' once initialised, or NULL for any other component.
+/// initialisation, the description `PAPI_disable_component` callers read), the `sde`
+/// component's once initialised, or NULL for any other component.
 pub fn component(cidx: i32) -> *const ComponentInfo {
     if cidx == SDE_COMPONENT {
         return with(|library| Ok(&*library.sde_component as *const ComponentInfo))
-            .unwrap_or(std::ptr::null());
-    }
-    if cidx == crate::powercap::CIDX {
-        return with(|library| Ok(&*library.powercap.info as *const ComponentInfo))
             .unwrap_or(std::ptr::null());
     }
     if cidx != 0 {

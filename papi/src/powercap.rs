@@ -95,23 +95,19 @@ pub struct ZoneEvent {
     pub wraps_at: Option<i64>,
 }
 
-/// The component as initialised: its description (its events are [`EVENTS`]).
-pub struct Powercap {
-    /// Its description (`PAPI_get_component_info`).
-    pub info: Box<ComponentInfo>,
-}
-
-impl Default for Powercap {
-    fn default() -> Self {
-        Powercap {
-            info: Box::new(description()),
-        }
-    }
-}
-
 /// The component's events since `PAPI_library_init`, in PAPI's order (a set's calls read
 /// them beside the set they borrow from the library).
 static EVENTS: std::sync::RwLock<Vec<ZoneEvent>> = std::sync::RwLock::new(Vec::new());
+
+/// The component's description since `PAPI_library_init` (`PAPI_get_component_info`; each
+/// initialisation's kept for the process, so that a pointer to it stays valid).
+static INFO: std::sync::Mutex<Option<&'static ComponentInfo>> = std::sync::Mutex::new(None);
+
+/// The component's description: as the last initialisation made it, else as before one.
+pub fn info() -> *const ComponentInfo {
+    let made = *INFO.lock().unwrap_or_else(|e| e.into_inner());
+    made.map_or_else(before_init, |info| info as *const ComponentInfo)
+}
 
 /// The component's events.
 fn events() -> std::sync::RwLockReadGuard<'static, Vec<ZoneEvent>> {
@@ -266,7 +262,7 @@ pub fn init() {
         let (root, sockets) = machine();
         discover(&root, sockets)
     };
-    let _ = with(|library| {
+    let _ = with(|_| {
         let mut info = description();
         info.initialized = 1;
         let count = events.iter().filter(|e| !e.rapl).count() as i32;
@@ -278,9 +274,9 @@ pub fn init() {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_ZONES);
         }
-        library.powercap = Powercap {
-            info: Box::new(info),
-        };
+        // Leaked once per initialisation (a process initialises a few times at most): a
+        // caller may hold the pointer PAPI_get_component_info gave.
+        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::leak(Box::new(info)));
         *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = events;
         Ok(())
     });
@@ -289,6 +285,12 @@ pub fn init() {
 /// The prefix of PAPI's `rapl` component's names, which this component takes where its zones
 /// give them.
 const RAPL_PREFIX: &str = "rapl:::";
+
+/// Ends the component (at `PAPI_shutdown`): its description is the one before
+/// initialisation again.
+pub fn shutdown() {
+    *INFO.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
 
 /// The name after `powercap:::`, for a name of this component; a name of PAPI's `rapl`
 /// component (`rapl:::PACKAGE_ENERGY:PACKAGE0`, or without its prefix) as itself.
@@ -359,7 +361,11 @@ pub fn describe(info: &mut EventInfo) {
 /// `PAPI_ENUM_EVENTS` the next; past the last or with another modifier `PAPI_EINVAL` (PAPI's
 /// framework's answer whatever the component said); `PAPI_ENOCMP` where it is disabled.
 pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32, i32> {
-    if library.powercap.info.disabled != 0 {
+    let disabled = INFO
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_none_or(|info| info.disabled != 0);
+    if disabled {
         return Err(crate::codes::ENOCMP);
     }
     let next = match modifier {

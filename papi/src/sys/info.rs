@@ -153,10 +153,17 @@ pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
         return crate::devices::component_info();
     }
     crate::components::fill_component_zero();
+    component(cidx)
+}
+
+/// Component `cidx`'s description, or NULL past the last.
+fn component(cidx: c_int) -> *const ComponentInfo {
+    if cidx == crate::powercap::CIDX {
+        return crate::powercap::info();
+    }
     match library::component(cidx) {
         // Before initialisation: the sde component as PAPI lists its compiled-in ones.
         info if info.is_null() && cidx == crate::sde::CIDX => crate::sde::before_init(),
-        info if info.is_null() && cidx == crate::powercap::CIDX => crate::powercap::before_init(),
         info => info,
     }
 }
@@ -175,7 +182,7 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
         return crate::devices::CIDX;
     }
     for cidx in 0..crate::devices::CIDX {
-        let component = library::component(cidx);
+        let component = component(cidx);
         if component.is_null() {
             continue;
         }

@@ -115,6 +115,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_shutdown() {
     crate::sde::shutdown();
+    crate::powercap::shutdown();
     library::shutdown();
     threads::forget_threads();
 }
