@@ -458,6 +458,10 @@ impl Backend for LinuxBackend {
             return parsed.map(single);
         }
         if event.contains('/') {
+            // A PMU's term that is an uncore event of the model (`uncore_imc/UNC_M_CAS_COUNT.RD/`).
+            if let Some(opens) = self.uncore(event) {
+                return opens;
+            }
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
         }
         if let Some(model) = self.cpu.as_deref()
@@ -481,14 +485,16 @@ impl Backend for LinuxBackend {
                 crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
                 Ok(self.expand_hybrid(resolved))
             }
+            // An uncore event of the model (`UNC_M_CAS_COUNT.RD`), on each PMU that has it;
             // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`
             // is an event (`cycles:zz`), the database's word on the modifier is the answer.
-            Err(e)
-                if e.kind() == EventErrorKind::NotFound
-                    && tracefs::looks_like_tracepoint(event) =>
-            {
-                Err(tracefs::not_found(&self.paths.tracefs, event))
-            }
+            Err(e) if e.kind() == EventErrorKind::NotFound => match self.uncore(event) {
+                Some(opens) => opens,
+                None if tracefs::looks_like_tracepoint(event) => {
+                    Err(tracefs::not_found(&self.paths.tracefs, event))
+                }
+                None => Err(e.into()),
+            },
             Err(e) => Err(e.into()),
         }
     }
@@ -504,6 +510,27 @@ impl Backend for LinuxBackend {
 }
 
 impl LinuxBackend {
+    /// `event` as an uncore event of the CPU model (`UNC_M_CAS_COUNT.RD`,
+    /// `uncore_imc/UNC_M_CAS_COUNT.RD/`): one term per PMU that has it, added up as perf
+    /// merges the boxes; `None` where the model's uncore table has no such name.
+    fn uncore(&self, event: &str) -> Option<Result<ResolvedEvent>> {
+        let devices = &self.paths.pmu_devices;
+        let opens = sysfs::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
+        Some(opens.map(|opens| {
+            ResolvedEvent {
+                name: event.to_string(),
+                terms: opens
+                    .into_iter()
+                    .map(|open| Term {
+                        sign: counterhal_hal::Sign::Plus,
+                        factor: 1,
+                        request: EventRequest::new(event, Encoding::Perf(open.attr)),
+                    })
+                    .collect(),
+            }
+        }))
+    }
+
     /// Opens `events` as [`Backend::open`] does, as sampling events: every event's
     /// `sample_period` is `period`, so the overflow ioctls ([`LinuxGroup::refresh`],
     /// [`LinuxGroup::set_period`]) apply. Nothing is recorded unless a ring buffer is mapped;
