@@ -1,6 +1,7 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 pub(crate) mod assemble;
+mod uncore;
 
 use std::borrow::Cow;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -510,27 +511,6 @@ impl Backend for LinuxBackend {
 }
 
 impl LinuxBackend {
-    /// `event` as an uncore event of the CPU model (`UNC_M_CAS_COUNT.RD`,
-    /// `uncore_imc/UNC_M_CAS_COUNT.RD/`): one term per PMU that has it, added up as perf
-    /// merges the boxes; `None` where the model's uncore table has no such name.
-    fn uncore(&self, event: &str) -> Option<Result<ResolvedEvent>> {
-        let devices = &self.paths.pmu_devices;
-        let opens = sysfs::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
-        Some(opens.map(|opens| {
-            ResolvedEvent {
-                name: event.to_string(),
-                terms: opens
-                    .into_iter()
-                    .map(|open| Term {
-                        sign: counterhal_hal::Sign::Plus,
-                        factor: 1,
-                        request: EventRequest::new(event, Encoding::Perf(open.attr)),
-                    })
-                    .collect(),
-            }
-        }))
-    }
-
     /// Opens `events` as [`Backend::open`] does, as sampling events: every event's
     /// `sample_period` is `period`, so the overflow ioctls ([`LinuxGroup::refresh`],
     /// [`LinuxGroup::set_period`]) apply. Nothing is recorded unless a ring buffer is mapped;

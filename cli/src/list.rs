@@ -176,7 +176,7 @@ fn metrics(
 /// when an uncore event or fact is the reason: the PMU absent here where its events resolve
 /// (the model's uncore table), else not programmed.
 fn cannot_run(error: &counterhal::Error) -> String {
-    if error.kind() == counterhal::ErrorKind::DeviceMissing && is_uncore_name(error) {
+    if is_uncore_name(error) {
         format!("uncore PMU not here: {error}")
     } else if is_uncore(error) {
         format!("uncore PMU (not programmed by counterhal): {error}")
@@ -539,7 +539,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 "umasks": [],
             })
         });
-        let uncore = uncore::json(&uncore_listed);
+        let label = backend.as_ref().map(|b| b.label());
+        let uncore = uncore::json(&uncore_listed, label.as_deref());
         let array: Vec<_> = array.into_iter().chain(extra).chain(uncore).collect();
         _ = writeln!(
             out,

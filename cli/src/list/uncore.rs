@@ -63,21 +63,32 @@ pub fn text(out: &mut String, listed: &[(&str, bool, Vec<UncoreEvent>)]) -> usiz
     count
 }
 
-/// The JSON objects: `section` "uncore", `name` (lower case, as perf lists it), `pmu`,
-/// `encoding` (perf's PMU syntax), `usable` (its PMU is here), `scale` and `unit`.
-pub fn json(listed: &[(&str, bool, Vec<UncoreEvent>)]) -> Vec<Value> {
+/// The JSON objects, in the shape of `list --json`'s other entries: `section` "uncore",
+/// `name` (lower case, as perf lists it), `description` (its PMU as perf's list says it, and
+/// its scale), `encoding` (perf's PMU syntax), `usable` (its PMU is here) and `reason`.
+pub fn json(listed: &[(&str, bool, Vec<UncoreEvent>)], backend: Option<&str>) -> Vec<Value> {
     listed
         .iter()
         .flat_map(|(pmu, here, events)| {
             events.iter().map(move |event| {
+                let description = match event.scale {
+                    Some((scale, unit)) => format!("Unit: {pmu} (counts scaled by {scale} {unit})"),
+                    None => format!("Unit: {pmu}"),
+                };
+                let reason = (!here).then(|| format!("its PMU {pmu} is not here"));
                 json!({
                     "section": "uncore",
                     "name": event.name.to_ascii_lowercase(),
-                    "pmu": pmu,
+                    "description": description,
                     "encoding": event.on_pmu(pmu, ""),
+                    "backend": backend,
                     "usable": here,
-                    "scale": event.scale.map(|(scale, _)| scale),
-                    "unit": event.scale.map(|(_, unit)| unit),
+                    "reason": reason,
+                    "precise": false,
+                    "aliases": [],
+                    "fields": null,
+                    "libpfm4_note": null,
+                    "umasks": [],
                 })
             })
         })

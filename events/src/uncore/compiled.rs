@@ -128,7 +128,7 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
 
 /// How many rows the compiled-in tables have (each event once however many models share it),
 /// and how many runs.
-#[cfg(test)]
+#[cfg(all(test, feature = "x86-models"))]
 pub(super) fn row_and_run_counts() -> (usize, usize) {
     (UNCORE_ROWS.len(), UNCORE_RUNS.len())
 }
