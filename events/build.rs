@@ -6,9 +6,10 @@
 //! aliases (`build/models.rs`), made into the model when it is first used. `SHIPPED_FILES`
 //! names the files. A file the loader refuses fails the build with the loader's message.
 //!
-//! It also writes the shipped metrics (`build/metrics.rs`) and libpfm4's x86 core tables
-//! (`build/libpfm4.rs`) as static data, each read through the library's own reader of its
-//! files, so that the library parses neither. The three share one pool of strings
+//! It also writes the shipped metrics (`build/metrics.rs`), libpfm4's x86 core tables
+//! (`build/libpfm4.rs`) and the x86 models' uncore events (`build/uncore.rs`) as static data,
+//! each read through the library's own reader of its files, so that the library parses none.
+//! The four share one pool of strings
 //! (`build/pool.rs`) and the writers' rows (`build/rows.rs`).
 
 use std::fmt::Write as _;
@@ -56,6 +57,16 @@ mod expression;
 mod metric_file;
 #[path = "build/metrics.rs"]
 mod metrics;
+
+// The uncore tables, compiled in: read and checked by the library's own reader, each
+// directory mapped to its model by the one list of perf's directories.
+#[allow(dead_code)]
+#[path = "src/model_aliases.rs"]
+mod model_aliases;
+#[path = "build/uncore.rs"]
+mod uncore;
+#[path = "src/uncore/file.rs"]
+mod uncore_file;
 
 // libpfm4's x86 core tables, compiled in: read and checked by the library's own reader.
 #[path = "build/libpfm4.rs"]
@@ -129,12 +140,20 @@ fn main() {
     println!("cargo:rerun-if-changed=src/libpfm4/file.rs");
     // libpfm4's tables are x86 core PMUs': they route event strings to x86 models only.
     let libpfm4 = libpfm4::write(&data, &mut pool, parts.x86_models);
+    println!("cargo:rerun-if-changed=build/uncore.rs");
+    println!("cargo:rerun-if-changed=src/uncore/file.rs");
+    println!("cargo:rerun-if-changed=src/model_aliases.rs");
+    // The uncore events are the x86 models': they come with them.
+    let uncore = uncore::write(&data, &mut pool, |model| {
+        parts.x86_models && kept.contains(&model)
+    });
     let pool = pool.lay_out();
     for (name, text) in [
         ("shipped.rs", pool.resolve(&out)),
         ("models.rs", pool.resolve(&models)),
         ("metrics.rs", pool.resolve(&metrics)),
         ("libpfm4.rs", pool.resolve(&libpfm4)),
+        ("uncore.rs", pool.resolve(&uncore)),
         ("pool.rs", pool.source()),
     ] {
         let target = out_dir.join(name);

@@ -1,6 +1,7 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 pub(crate) mod assemble;
+mod uncore;
 
 use std::borrow::Cow;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -467,6 +468,10 @@ impl Backend for LinuxBackend {
             return parsed.map(single);
         }
         if event.contains('/') {
+            // A PMU's term that is an uncore event of the model (`uncore_imc/UNC_M_CAS_COUNT.RD/`).
+            if let Some(opens) = self.uncore(event) {
+                return opens;
+            }
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
         }
         if let Some(model) = self.cpu.as_deref()
@@ -490,14 +495,16 @@ impl Backend for LinuxBackend {
                 crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
                 Ok(self.expand_hybrid(resolved))
             }
+            // An uncore event of the model (`UNC_M_CAS_COUNT.RD`), on each PMU that has it;
             // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`
             // is an event (`cycles:zz`), the database's word on the modifier is the answer.
-            Err(e)
-                if e.kind() == EventErrorKind::NotFound
-                    && tracefs::looks_like_tracepoint(event) =>
-            {
-                Err(tracefs::not_found(&self.paths.tracefs, event))
-            }
+            Err(e) if e.kind() == EventErrorKind::NotFound => match self.uncore(event) {
+                Some(opens) => opens,
+                None if tracefs::looks_like_tracepoint(event) => {
+                    Err(tracefs::not_found(&self.paths.tracefs, event))
+                }
+                None => Err(e.into()),
+            },
             Err(e) => Err(e.into()),
         }
     }

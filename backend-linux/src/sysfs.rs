@@ -11,6 +11,7 @@ mod alias;
 mod event;
 mod format;
 mod pmu;
+mod uncore;
 
 use std::fs;
 use std::path::Path;
@@ -23,6 +24,7 @@ pub use alias::Alias;
 pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};
 pub use format::{ConfigWord, FormatField};
 pub use pmu::{Pmu, list_pmus};
+pub use uncore::uncore_pmu_events;
 
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";

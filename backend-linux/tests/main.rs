@@ -15,6 +15,8 @@ mod perf_metrics;
 #[cfg(target_os = "linux")]
 mod perf_pmus;
 #[cfg(target_os = "linux")]
+mod perf_uncore;
+#[cfg(target_os = "linux")]
 mod restart;
 #[cfg(target_os = "linux")]
 mod sampling;

@@ -20,14 +20,16 @@ use crate::machines;
 
 /// One open perf made: type, config, config1, config2, the CPU, and exclude_user,
 /// exclude_kernel and exclude_hv.
-type Open = (u32, u64, u64, u64, i32, [bool; 3]);
+pub(crate) type Open = (u32, u64, u64, u64, i32, [bool; 3]);
 
 /// What perf did with one event.
 #[derive(Debug, Default)]
-struct PerfSaw {
-    opens: Vec<Open>,
+pub(crate) struct PerfSaw {
+    pub(crate) opens: Vec<Open>,
     /// Its refusal (`event syntax error` and the message under it).
-    refused: Option<String>,
+    pub(crate) refused: Option<String>,
+    /// What a JSON event's name stood for on each PMU (`-vv`'s `NAME -> PMU/terms/` lines).
+    pub(crate) aliases: Vec<String>,
     /// The count its table printed, and the unit after it.
     printed: Option<(f64, Option<String>)>,
     /// The sum of its totals (`-vv`'s `EVENT: value enabled running` lines).
@@ -150,7 +152,7 @@ fn number(text: &str) -> u64 {
 }
 
 /// perf's output for each event, by event.
-fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
+pub(crate) fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
     let mut all = BTreeMap::new();
     let mut event = String::new();
     let mut saw = PerfSaw::default();
@@ -186,6 +188,9 @@ fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
             }
             _ => {}
         }
+        if let Some(alias) = line.strip_prefix(&format!("{event} -> ")) {
+            saw.aliases.push(alias.to_string());
+        }
         // `EVENT: value enabled running`, the total over the CPUs (a line per CPU has the CPU
         // before the value).
         if let Some(rest) = line.strip_prefix(&format!("{event}: ")) {
@@ -209,8 +214,14 @@ fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
     all
 }
 
-/// Runs perf on every event with `devices` mounted over the real PMU directory.
-fn run_perf(devices: &Path, shim: &Path, events: &[String]) -> Result<String, String> {
+/// Runs perf on every event with `devices` mounted over the real PMU directory (and
+/// `PERF_CPUID` set to `cpuid`, where given: the CPU whose JSON events perf takes).
+pub(crate) fn run_perf(
+    devices: &Path,
+    shim: &Path,
+    events: &[String],
+    cpuid: Option<&str>,
+) -> Result<String, String> {
     let script = r#"
         mount --bind "$1" /sys/bus/event_source/devices || exit 97
         shift
@@ -219,12 +230,17 @@ fn run_perf(devices: &Path, shim: &Path, events: &[String]) -> Result<String, St
             LD_PRELOAD="$COUNTERHAL_SHIM" perf stat -vv -a -e "$event" true 2>&1
         done
         exit 0"#;
-    let output = Command::new("unshare")
+    let mut command = Command::new("unshare");
+    command
         .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
         .arg(devices)
         .args(events)
         .env("COUNTERHAL_SHIM", shim)
-        .env("LC_ALL", "C")
+        .env("LC_ALL", "C");
+    if let Some(cpuid) = cpuid {
+        command.env("PERF_CPUID", cpuid);
+    }
+    let output = command
         .output()
         .map_err(|e| format!("cannot run unshare: {e}"))?;
     if !output.status.success() {
@@ -238,17 +254,17 @@ fn run_perf(devices: &Path, shim: &Path, events: &[String]) -> Result<String, St
 }
 
 /// Whether `program` runs here.
-fn runs(program: &str, arg: &str) -> bool {
+pub(crate) fn runs(program: &str, arg: &str) -> bool {
     Command::new(program)
         .arg(arg)
         .output()
         .is_ok_and(|o| o.status.success())
 }
 
-/// The preloaded `syscall`, compiled into a scratch directory.
-fn build_shim() -> Result<PathBuf, String> {
+/// The preloaded `syscall`, compiled into a scratch directory of its own for test `test`.
+pub(crate) fn build_shim(test: &str) -> Result<PathBuf, String> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/open_anything.c");
-    let dir = std::env::temp_dir().join(format!("counterhal-perf-pmus-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("counterhal-perf-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let shim = dir.join("open_anything.so");
     let status = Command::new("gcc")
@@ -301,7 +317,7 @@ fn pmu_events_encode_as_perf_6_1_opens_them() {
             counterhal_conformance::skip!(Need::Tools, "{program} is not installed");
         }
     }
-    let shim = build_shim().unwrap();
+    let shim = build_shim("pmus").unwrap();
     let online: CpuList = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .unwrap()
         .trim()
@@ -318,7 +334,7 @@ fn pmu_events_encode_as_perf_6_1_opens_them() {
         .chain([("sysfs-hybrid", hybrid)]);
     for (name, devices) in trees {
         let events = events(&devices);
-        let output = match run_perf(&devices, &shim, &events) {
+        let output = match run_perf(&devices, &shim, &events, None) {
             Ok(output) => output,
             // Where the first tree cannot be mounted, none can (a container without
             // CAP_SYS_ADMIN); after it, a failure is the test's.

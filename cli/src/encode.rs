@@ -37,7 +37,7 @@ pub struct EncodeArgs {
     #[arg(long)]
     json: bool,
     /// The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0 power/energy-pkg/
-    /// uncore_imc/cas_count_read/.
+    /// uncore_imc/cas_count_read/ UNC_M_CAS_COUNT.RD.
     #[arg(required = true, value_name = "EVENT")]
     events: Vec<String>,
 }
@@ -253,9 +253,11 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let mut failed = String::new();
     let mut array: Vec<Value> = Vec::new();
     for name in &args.events {
-        let pmu_events = devices
-            .as_deref()
-            .and_then(|devices| counterhal_linux::pmu_events(devices, name));
+        // An uncore event of the model by name, or perf's PMU syntax.
+        let pmu_events = devices.as_deref().and_then(|devices| {
+            counterhal_linux::uncore_pmu_events(devices, &context.database, cpu, name)
+                .or_else(|| counterhal_linux::pmu_events(devices, name))
+        });
         if let Some(result) = pmu_events {
             match result {
                 Ok(events) if args.json => {

@@ -16,6 +16,8 @@ use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 use crate::stat::named_metrics::MetricDef;
 use crate::stat::runnable::{is_uncore, offered};
 
+mod uncore;
+
 /// Arguments of `counterhal list`.
 #[derive(Args, Debug)]
 pub struct ListArgs {
@@ -171,13 +173,21 @@ fn metrics(
 }
 
 /// Why a metric cannot run, as `list --metrics` marks it: the error, and `uncore PMU` first
-/// when an uncore event or fact is the reason.
+/// when an uncore event or fact is the reason: the PMU absent here where its events resolve
+/// (the model's uncore table), else not programmed.
 fn cannot_run(error: &counterhal::Error) -> String {
-    if is_uncore(error) {
+    if is_uncore_name(error) {
+        format!("uncore PMU not here: {error}")
+    } else if is_uncore(error) {
         format!("uncore PMU (not programmed by counterhal): {error}")
     } else {
         error.to_string()
     }
+}
+
+/// Whether `error` is an uncore event's whose PMU is absent (the Linux backend's words).
+fn is_uncore_name(error: &counterhal::Error) -> bool {
+    error.message().contains("is an uncore event of PMU")
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit
@@ -473,8 +483,18 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         ),
     };
     let entries = with_aliases(listed(pattern), pattern, &listed);
-    // Breakpoints (`mem:`) are the Linux backend's.
+    // Breakpoints (`mem:`) are the Linux backend's, and so are uncore PMUs.
     let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
+    let devices = match breakpoints {
+        true => Some(args.sysfs.devices()?),
+        false => None,
+    };
+    let uncore_listed = uncore::listed(
+        &context.database,
+        context.model.as_deref(),
+        devices.as_deref(),
+        pattern,
+    );
     if args.json {
         let array: Vec<_> = entries
             .iter()
@@ -519,7 +539,9 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 "umasks": [],
             })
         });
-        let array: Vec<_> = array.into_iter().chain(extra).collect();
+        let label = backend.as_ref().map(|b| b.label());
+        let uncore = uncore::json(&uncore_listed, label.as_deref());
+        let array: Vec<_> = array.into_iter().chain(extra).chain(uncore).collect();
         _ = writeln!(
             out,
             "{}",
@@ -583,7 +605,15 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     if !entries.iter().any(|e| e.section == Section::Software) {
         extra_sections(&mut out, pattern, breakpoints, &mut extra);
     }
-    let usable = entries.iter().filter(|e| e.usable).count() + extra;
+    // The uncore events, after the others; counted with the sections written beside them.
+    let uncore_count = uncore::text(&mut out, &uncore_listed);
+    let uncore_usable: usize = uncore_listed
+        .iter()
+        .filter(|(_, here, _)| *here)
+        .map(|(_, _, events)| events.len())
+        .sum();
+    let usable = entries.iter().filter(|e| e.usable).count() + extra + uncore_usable;
+    let extra = extra + uncore_count;
     let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,

@@ -23,6 +23,7 @@ mod pool;
 mod resolve;
 mod select;
 mod suggest;
+mod uncore;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};
@@ -43,3 +44,4 @@ pub use parse::{
     EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms, parse_term_list,
 };
 pub use select::MESI_ALL;
+pub use uncore::{SHIPPED_UNCORE_MODELS, UncoreEvent};

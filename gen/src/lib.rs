@@ -28,6 +28,7 @@ pub mod papi;
 pub mod perfmon;
 pub mod revisions;
 pub mod thresholds;
+pub mod uncore;
 pub mod write;
 
 use std::fmt;

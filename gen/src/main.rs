@@ -114,6 +114,20 @@ enum Source {
         #[arg(long)]
         metrics_out: Option<PathBuf>,
     },
+    /// The uncore events of the kernel's x86 perf JSON (`tools/perf/pmu-events/arch/x86/*/`,
+    /// the entries with a `Unit`): one table per directory, each event's PMU and terms as
+    /// perf's jevents.py writes them.
+    Uncore {
+        /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
+        #[arg(long)]
+        source: PathBuf,
+        /// The kernel's version or commit, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Where to write one TOML file per directory (events/data/generated/uncore).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
         /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
@@ -260,6 +274,12 @@ fn main() -> ExitCode {
             out,
         } => counterhal_gen::metrics::kernel(source, commit)
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
+        Source::Uncore {
+            source,
+            commit,
+            out,
+        } => counterhal_gen::uncore::tables(source, commit)
+            .and_then(|tables| counterhal_gen::uncore::write_tables(&tables, out)),
     };
     match result {
         Ok(paths) => {

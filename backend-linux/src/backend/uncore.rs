@@ -1,0 +1,43 @@
+//! Uncore events by name on the Linux backend: the model's uncore table
+//! (`UNC_M_CAS_COUNT.RD`, `uncore_imc/UNC_M_CAS_COUNT.RD/`) through the PMUs of the tree.
+
+use counterhal_hal::{Encoding, Error, ErrorKind, EventRequest, ResolvedEvent, Result, Term};
+
+use super::LinuxBackend;
+use crate::sysfs;
+
+impl LinuxBackend {
+    /// `event` as an uncore event of the CPU model (`UNC_M_CAS_COUNT.RD`,
+    /// `uncore_imc/UNC_M_CAS_COUNT.RD/`): one term per PMU that has it, added up as perf
+    /// merges the boxes; `None` where the model's uncore table has no such name, and
+    /// [`ErrorKind::InvalidEvent`] where this system lacks its PMU.
+    pub(super) fn uncore(&self, event: &str) -> Option<Result<ResolvedEvent>> {
+        let devices = &self.paths.pmu_devices;
+        let opens = sysfs::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
+        // A PMU this system lacks makes the name no event here, as perf refuses it (a metric
+        // reading it cannot run).
+        let opens = opens.map_err(|e| match e.kind() {
+            ErrorKind::DeviceMissing => {
+                let refused = Error::invalid_event(e.message());
+                match e.hint() {
+                    Some(hint) => refused.with_hint(hint),
+                    None => refused,
+                }
+            }
+            _ => e,
+        });
+        Some(opens.map(|opens| {
+            ResolvedEvent {
+                name: event.to_string(),
+                terms: opens
+                    .into_iter()
+                    .map(|open| Term {
+                        sign: counterhal_hal::Sign::Plus,
+                        factor: 1,
+                        request: EventRequest::new(event, Encoding::Perf(open.attr)),
+                    })
+                    .collect(),
+            }
+        }))
+    }
+}

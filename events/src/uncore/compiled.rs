@@ -1,0 +1,134 @@
+//! The shipped uncore events as the build compiled them in (`build/uncore.rs` writes the data
+//! this module includes): names, terms and PMUs in the one pool (`crate::pool`), each model's
+//! events runs of shared rows, sorted by name. Nothing here parses.
+
+use crate::pool::Str;
+
+/// One event: its name's parts before its first `.` and from it on (`UNCORE_BASES`,
+/// `UNCORE_SUFFIXES`), its event code ([`NO_CODE`]: none) and the rest of its terms
+/// (`UNCORE_TERMS`), its PMU (`UNCORE_PMUS`), its scale (`UNCORE_SCALES`, 0: none) with the
+/// [`DEPRECATED`] flag.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    base: u16,
+    suffix: u16,
+    code: u16,
+    rest: u16,
+    pmu: u8,
+    scale: u8,
+}
+
+/// The flag of a row's scale byte that marks it deprecated.
+const DEPRECATED: u8 = 0x80;
+
+/// The code of a row whose terms do not start with `event=`.
+const NO_CODE: u16 = u16::MAX;
+
+include!(concat!(env!("OUT_DIR"), "/uncore.rs"));
+
+/// The string at `index` of `table` (the build wrote every index the rows name).
+fn text(table: &'static [Str], index: u16) -> &'static str {
+    table.get(usize::from(index)).map_or("", |s| s.text())
+}
+
+/// One event of a table, as the rows give it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Event(Row);
+
+impl Event {
+    /// Its name's part before its first `.`, and the part from the `.` on (empty: no `.`).
+    pub(super) fn name_parts(self) -> (&'static str, &'static str) {
+        (
+            text(&UNCORE_BASES, self.0.base),
+            text(&UNCORE_SUFFIXES, self.0.suffix),
+        )
+    }
+
+    /// Its name.
+    pub(super) fn name(self) -> String {
+        let (base, suffix) = self.name_parts();
+        format!("{base}{suffix}")
+    }
+
+    /// Whether its name is `wanted`, ASCII case ignored.
+    pub(super) fn is_named(self, wanted: &str) -> bool {
+        let (base, suffix) = self.name_parts();
+        wanted.len() == base.len() + suffix.len()
+            && wanted
+                .get(..base.len())
+                .is_some_and(|b| b.eq_ignore_ascii_case(base))
+            && wanted
+                .get(base.len()..)
+                .is_some_and(|s| s.eq_ignore_ascii_case(suffix))
+    }
+
+    /// perf's PMU for it.
+    pub(super) fn pmu(self) -> &'static str {
+        UNCORE_PMUS
+            .get(usize::from(self.0.pmu))
+            .map_or("", |s| s.text())
+    }
+
+    /// Its terms, as perf's generator wrote them.
+    pub(super) fn terms(self) -> String {
+        let rest = text(&UNCORE_TERMS, self.0.rest);
+        match (self.0.code, rest) {
+            (NO_CODE, rest) => rest.to_string(),
+            (code, "") => format!("event={}", llx(code)),
+            (code, rest) => format!("event={},{rest}", llx(code)),
+        }
+    }
+
+    /// The scale and unit of its count, where perf scales it.
+    pub(super) fn scale(self) -> Option<(f64, &'static str)> {
+        match self.0.scale & !DEPRECATED {
+            0 => None,
+            index => UNCORE_SCALES
+                .get(usize::from(index))
+                .map(|&(scale, unit)| (scale, unit.text())),
+        }
+    }
+
+    /// Whether perf's table marks it deprecated.
+    pub(super) fn deprecated(self) -> bool {
+        self.0.scale & DEPRECATED != 0
+    }
+}
+
+/// `number` as `%#llx` prints it, below 10 in decimal.
+fn llx(number: u16) -> String {
+    if number < 10 {
+        number.to_string()
+    } else {
+        format!("{number:#x}")
+    }
+}
+
+/// The events of model `model` (an id), sorted by name, ASCII case ignored; none for a model
+/// without a table.
+pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
+    let runs = SHIPPED_UNCORE_MODELS
+        .binary_search(&model)
+        .ok()
+        .and_then(|index| UNCORE_TABLES.get(index))
+        .and_then(|&(_, start, length)| {
+            let start = usize::from(start);
+            UNCORE_RUNS.get(start..start + usize::from(length))
+        })
+        .unwrap_or_default();
+    runs.iter().flat_map(|&(start, length)| {
+        let start = usize::from(start);
+        UNCORE_ROWS
+            .get(start..start + usize::from(length))
+            .unwrap_or_default()
+            .iter()
+            .map(|&row| Event(row))
+    })
+}
+
+/// How many rows the compiled-in tables have (each event once however many models share it),
+/// and how many runs.
+#[cfg(all(test, feature = "x86-models"))]
+pub(super) fn row_and_run_counts() -> (usize, usize) {
+    (UNCORE_ROWS.len(), UNCORE_RUNS.len())
+}
