@@ -404,18 +404,14 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
 /// cpumask's CPUs alone, as `perf stat -a` opens it (perf 6.1 under such a tree is the oracle
 /// of cli/tests/uncore_stat.rs and backend-linux/tests/perf_pmus.rs: its opens name the
 /// cpumask's CPUs only); the other events open on every CPU; CPUs the caller names take
-/// every event, as `perf stat -C` does. The tree's `power` PMU has this kernel's software
-/// type and a cpu-clock alias, so it opens and counts here; its cpumask is CPU 0. The msr PMU
-/// (no cpumask) opens on every CPU.
+/// every event, as `perf stat -C` does. The tree's `power` PMU has this kernel's msr PMU's
+/// type and its `tsc` event, so it opens and counts here; its cpumask is CPU 0.
 #[test]
 fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     let real = std::path::Path::new("/sys/bus/event_source/devices");
-    let Ok(software) = std::fs::read_to_string(real.join("software/type")) else {
-        skip!(Need::System, "no software PMU in sysfs to lend its type");
+    let Ok(msr) = std::fs::read_to_string(real.join("msr/type")) else {
+        skip!(Need::System, "no msr PMU in sysfs to lend its type");
     };
-    if !real.join("msr/events/tsc").exists() {
-        skip!(Need::System, "no msr PMU with a tsc event here");
-    }
     let cpus = counterhal::online_cpus();
     if cpus.len() < 2 {
         skip!(Need::System, "one CPU online: every CPU is the cpumask's");
@@ -431,10 +427,10 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     let power = devices.join("power");
     std::fs::create_dir_all(power.join("format")).unwrap();
     std::fs::create_dir_all(power.join("events")).unwrap();
-    std::fs::write(power.join("type"), &software).unwrap();
+    std::fs::write(power.join("type"), &msr).unwrap();
     std::fs::write(power.join("cpumask"), "0\n").unwrap();
     std::fs::write(power.join("format/event"), "config:0-63\n").unwrap();
-    // PERF_COUNT_SW_CPU_CLOCK is 0.
+    // The msr PMU's tsc is its event 0.
     std::fs::write(power.join("events/energy-pkg"), "event=0x0\n").unwrap();
     let context = Context::new(None, None).unwrap();
     let backend = match counterhal_linux::probe_with(
@@ -445,9 +441,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
         Ok(backend) => backend,
         Err(e) => skip!(Need::System, "the Linux backend does not open here: {e}"),
     };
-    // The second event is of a PMU without a cpumask (the fake PMU shares the software PMU's
-    // type, so a software event would be taken for the fake PMU's).
-    let events = ["power/energy-pkg/", "msr/tsc/"]
+    let events = ["power/energy-pkg/", "task-clock"]
         .map(|e| counterhal_hal::Backend::resolve(&backend, e).unwrap());
     let opened = |target: &Target| {
         let mut set = match MultiSet::open(&backend, &events, target, &OpenOptions::ungrouped()) {
@@ -475,7 +469,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
             on_mask,
             "power/energy-pkg/ on {place}: {row:?}"
         );
-        assert!(row[1].time_enabled > 0, "msr/tsc/ on {place}: {row:?}");
+        assert!(row[1].time_enabled > 0, "task-clock on {place}: {row:?}");
     }
     let named = CpuList::from_cpus(cpus.iter().take(2));
     let both = opened(&Target::Cpus(named)).unwrap();

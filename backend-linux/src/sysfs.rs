@@ -74,15 +74,19 @@ pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
 }
 
 /// The CPUs perf's `-a` opens an event of PMU type `type_` on ([`Pmu::cpus`]: an uncore or
-/// energy PMU's `cpumask`, a hybrid core PMU's `cpus`), for the PMU under `devices` with that
-/// type and such a list; `None` for any other type (the kernel's fixed ones, a PMU without a
-/// list: every CPU).
+/// energy PMU's `cpumask`, a hybrid core PMU's `cpus`), for a PMU under `devices` with that
+/// type and such a list; `None` for the kernel's software, tracepoint and breakpoint types
+/// (they count on every CPU) and a type no PMU with a list has.
 pub fn system_wide_cpus(devices: &Path, type_: u32) -> Option<Vec<u32>> {
+    // PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT, PERF_TYPE_BREAKPOINT.
+    if [1, 2, 5].contains(&type_) {
+        return None;
+    }
     list_pmus(devices)
         .into_iter()
         .filter_map(|name| Pmu::named(devices, &name))
-        .find(|pmu| pmu.type_ == type_)?
-        .cpus()
+        .filter(|pmu| pmu.type_ == type_)
+        .find_map(|pmu| pmu.cpus())
         .map(|cpus| cpus.iter().collect())
 }
 

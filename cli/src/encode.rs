@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 
-const USAGE: &str =
-    "counterhal encode [--backend B] [--cpu-model MODEL] [--sysfs DIR] [--json] EVENT...";
+const USAGE: &str = "counterhal encode [--backend B] [--cpu-model MODEL] [--sysfs DIR] [--json] \
+     [-M METRIC[,METRIC]] EVENT...";
 
 /// Arguments of `counterhal encode`.
 #[derive(Args, Debug)]
@@ -36,10 +36,33 @@ pub struct EncodeArgs {
     /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`), or with `error`.
     #[arg(long)]
     json: bool,
+    /// Every event these metrics (or metric groups) read, as `stat -M` names them, encoded
+    /// as the events are; each JSON object also names its `metric`.
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRIC[,METRIC]",
+        value_delimiter = ','
+    )]
+    metrics: Vec<String>,
     /// The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0 power/energy-pkg/
     /// uncore_imc/cas_count_read/ UNC_M_CAS_COUNT.RD.
-    #[arg(required = true, value_name = "EVENT")]
+    #[arg(required_unless_present = "metrics", value_name = "EVENT")]
     events: Vec<String>,
+}
+
+/// What encodes each event, and what it has written so far: the text or JSON, the
+/// refusals.
+struct Encoder<'a> {
+    json: bool,
+    backend_name: &'static str,
+    context: &'a Context,
+    backend: AnyBackend,
+    devices: Option<std::path::PathBuf>,
+    label: String,
+    out: String,
+    failed: String,
+    array: Vec<Value>,
 }
 
 /// The backend to encode with: the linux backend over the `--sysfs` tree where one is named;
@@ -236,9 +259,8 @@ fn resolve(
 
 /// Runs `counterhal encode`: every event that encodes is printed, each that does not is
 /// reported on standard error (and, with `--json`, as an object with its `error`); the status
-/// is 2 when any failed.
+/// is 2 when any failed. With `-M`, every event the metrics read, each under its metric.
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
-    let mut out = String::new();
     let context = args.database.context()?;
     let backend = backend(&context, args.backend, &args.sysfs)?;
     // perf's PMU syntax on the linux backend: every PMU and CPU it opens on, from the tree.
@@ -246,68 +268,115 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         "linux" => Some(args.sysfs.devices()?),
         _ => None,
     };
-    let label = backend.label();
-    let cpu = context.model.as_deref();
-    // A name in the model's own spelling that libpfm4 reads otherwise says so.
-    let note = |name: &str| cpu.and_then(|c| context.database.libpfm4_difference(c, name));
-    let mut failed = String::new();
-    let mut array: Vec<Value> = Vec::new();
+    let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
+        .map_err(|e| CliError::usage(e, USAGE))?;
+    let mut encoder = Encoder {
+        json: args.json,
+        backend_name: args.backend.name,
+        label: backend.label(),
+        context: &context,
+        backend,
+        devices,
+        out: String::new(),
+        failed: String::new(),
+        array: Vec::new(),
+    };
     for name in &args.events {
+        encoder.one(name, None);
+    }
+    for metric in metrics {
+        if !encoder.json {
+            _ = writeln!(encoder.out, "{} = {}", metric.name, metric.expression());
+        }
+        for name in crate::stat::named_metrics::events_needed(&[metric]) {
+            encoder.one(&name, Some(metric.name));
+        }
+    }
+    let Encoder {
+        mut out,
+        failed,
+        array,
+        ..
+    } = encoder;
+    if args.json {
+        _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&array).expect("JSON of plain values")
+        );
+    }
+    crate::output::emit(&out)?;
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::output::emit_to_stderr(&failed);
+    Ok(ExitCode::from(2))
+}
+
+impl Encoder<'_> {
+    /// Encodes event `name` (read by `metric`, where one reads it) into the output.
+    fn one(&mut self, name: &str, metric: Option<&str>) {
+        let context = self.context;
+        let cpu = context.model.as_deref();
+        // A name in the model's own spelling that libpfm4 reads otherwise says so.
+        let note = |name: &str| cpu.and_then(|c| context.database.libpfm4_difference(c, name));
+        let for_metric = |mut value: Value| {
+            if let Some(metric) = metric {
+                value["metric"] = json!(metric);
+            }
+            value
+        };
+        let refused = |this: &mut Self, error: String| {
+            _ = writeln!(this.failed, "counterhal: {error}");
+            this.array
+                .push(for_metric(json!({ "event": name, "error": error })));
+        };
         // An uncore event of the model by name, or perf's PMU syntax.
-        let pmu_events = devices.as_deref().and_then(|devices| {
+        let pmu_events = self.devices.as_deref().and_then(|devices| {
             counterhal_linux::uncore_pmu_events(devices, &context.database, cpu, name)
                 .or_else(|| counterhal_linux::pmu_events(devices, name))
         });
         if let Some(result) = pmu_events {
             match result {
-                Ok(events) if args.json => {
+                Ok(events) if self.json => {
                     let precise = precise_ip(name);
-                    for mut value in pmu::to_json(name, &events, args.backend.name, cpu) {
+                    for mut value in pmu::to_json(name, &events, self.backend_name, cpu) {
                         if let Some(precise) = precise {
                             value["precise_ip"] = json!(precise);
                         }
-                        array.push(value);
+                        self.array.push(for_metric(value));
                     }
                 }
                 Ok(events) => {
-                    let text = pmu::to_text(name, &events, &label, cpu);
+                    let text = pmu::to_text(name, &events, &self.label, cpu);
                     let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
                     match precise_ip(name) {
                         Some(precise) => {
                             _ = writeln!(
-                                out,
+                                self.out,
                                 "{first} precise_ip={precise} (sampling precision: counting ignores it)"
                             )
                         }
-                        None => _ = writeln!(out, "{first}"),
+                        None => _ = writeln!(self.out, "{first}"),
                     }
-                    _ = write!(out, "{rest}");
+                    _ = write!(self.out, "{rest}");
                 }
-                Err(error) => {
-                    // The PMU's refusals name the event already.
-                    match error.message().starts_with(name.as_str()) {
-                        true => _ = writeln!(failed, "counterhal: {error}"),
-                        false => _ = writeln!(failed, "counterhal: {name}: {error}"),
-                    }
-                    array.push(json!({ "event": name, "error": error.to_string() }));
-                }
+                // The PMU's refusals name the event already.
+                Err(error) if error.message().starts_with(name) => refused(self, error.to_string()),
+                Err(error) => refused(self, format!("{name}: {error}")),
             }
-            continue;
+            return;
         }
-        let (event, fallback) = match resolve(&backend, &context, name) {
+        let (event, fallback) = match resolve(&self.backend, context, name) {
             Ok(resolved) => resolved,
-            Err(error) => {
-                _ = writeln!(failed, "counterhal: {name}: {error}");
-                array.push(json!({ "event": name, "error": error.to_string() }));
-                continue;
-            }
+            Err(error) => return refused(self, format!("{name}: {error}")),
         };
         let precise = precise_ip(name);
         // A native event's description, where a description source was named.
         let description = cpu.and_then(|c| context.database.description(c, name));
         let notes: Vec<String> = note(&event.name).into_iter().chain(fallback).collect();
-        if args.json {
-            for mut value in to_json(&event, args.backend.name, cpu) {
+        if self.json {
+            for mut value in to_json(&event, self.backend_name, cpu) {
                 if let Some(note) = note(&event.name) {
                     value["libpfm4_note"] = json!(note);
                 }
@@ -317,11 +386,12 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
                 if let Some(description) = description {
                     value["description"] = json!(description);
                 }
-                array.push(value);
+                self.array.push(for_metric(value));
             }
-            continue;
+            return;
         }
-        let text = to_text(&event, &label, cpu);
+        let text = to_text(&event, &self.label, cpu);
+        let out = &mut self.out;
         match precise {
             // One line: the sampling precision after the encoding.
             Some(precise) if text.lines().count() == 1 => {
@@ -347,17 +417,4 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
             _ = writeln!(out, "  note: {note}");
         }
     }
-    if args.json {
-        _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&array).expect("JSON of plain values")
-        );
-    }
-    crate::output::emit(&out)?;
-    if failed.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    crate::output::emit_to_stderr(&failed);
-    Ok(ExitCode::from(2))
 }

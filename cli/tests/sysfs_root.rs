@@ -300,3 +300,57 @@ fn stat_reads_pmus_from_the_root_and_opens_them_here() {
         stderr(&out)
     );
 }
+
+/// `encode -M`: every event a metric reads (through the metrics it names, constants such as
+/// `duration_time` aside), each encoded as `encode EVENT` encodes it, each JSON object naming
+/// its metric. Oracle: the per-event encoding, which backend-linux's tests/perf_uncore.rs
+/// holds to perf 6.1's opens of the same names under this tree; the events are those of the
+/// metric's formula in the kernel's perf JSON (`(64 * (UNC_M_CAS_COUNT.RD +
+/// UNC_M_CAS_COUNT.WR) / 1e9) / duration_time` on Sapphire Rapids). An unknown metric is bad
+/// input, named.
+#[test]
+fn encode_m_encodes_every_event_a_metric_reads() {
+    let root = machines().join("spr-2s");
+    let root = root.to_str().unwrap();
+    let encode = |args: &[&str]| {
+        let mut all = vec!["encode", "--json", "--sysfs", root, "--cpu-model", "spr"];
+        all.extend_from_slice(args);
+        let out = counterhal(&all);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("JSON")
+    };
+    let metric = "Info_System_DRAM_BW_Use";
+    let by_metric = encode(&["-M", metric]);
+    let events = ["UNC_M_CAS_COUNT.RD", "UNC_M_CAS_COUNT.WR"];
+    let mut expected = Vec::new();
+    for event in events {
+        for mut object in encode(&[event]) {
+            object["metric"] = Value::from(metric);
+            expected.push(object);
+        }
+    }
+    // Four memory controllers on each of two sockets' cpumask CPUs, per event.
+    assert_eq!(expected.len(), 16, "{expected:#?}");
+    assert_eq!(by_metric, expected);
+    let text = counterhal(&[
+        "encode",
+        "--sysfs",
+        root,
+        "--cpu-model",
+        "spr",
+        "-M",
+        metric,
+    ]);
+    assert!(
+        stdout(&text).starts_with(&format!("{metric} = ")),
+        "{}",
+        stdout(&text)
+    );
+    let unknown = counterhal(&["encode", "--cpu-model", "spr", "-M", "NoSuchMetric"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("unknown metric or group `NoSuchMetric`"),
+        "{}",
+        stderr(&unknown)
+    );
+}
