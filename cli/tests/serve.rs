@@ -263,6 +263,7 @@ fn slow_clients_neither_stall_scrapes_nor_grow_memory() {
     let body = scrape_within(&exporter, Duration::from_secs(1));
     assert!(!body.contains("{reason=\"evicted\"} 0"), "{body}");
     let after = exporter.resident_kib();
+    eprintln!("resident memory: {before} KiB before the clients, {after} KiB after");
     assert!(
         after < before + 8 * 1024,
         "resident memory {before} KiB -> {after} KiB"
@@ -300,6 +301,7 @@ fn many_connections_are_bounded_and_scrapes_still_answer() {
         }
     }
     let after = exporter.resident_kib();
+    eprintln!("resident memory: {before} KiB before the clients, {after} KiB after");
     assert!(
         after < before + 8 * 1024,
         "resident memory {before} KiB -> {after} KiB"
