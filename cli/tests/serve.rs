@@ -79,9 +79,11 @@ impl Drop for Exporter {
 }
 
 /// Sends `request` as it is and reads the answer until the exporter closes: its status and
-/// the whole text (`None` when the connection closed without one).
+/// the whole text (`None` when the connection closed without one, or none was made).
 pub fn exchange(address: SocketAddr, request: &[u8]) -> (Option<u16>, String) {
-    let mut stream = TcpStream::connect(address).expect("connect");
+    let Ok(mut stream) = TcpStream::connect(address) else {
+        return (None, String::new());
+    };
     stream.set_read_timeout(Some(Duration::from_secs(20))).ok();
     stream.write_all(request).ok();
     let mut answer = Vec::new();
@@ -94,7 +96,7 @@ pub fn exchange(address: SocketAddr, request: &[u8]) -> (Option<u16>, String) {
 /// `GET path` with `accept`: the status and the body.
 pub fn get(address: SocketAddr, path: &str, accept: Option<&str>) -> (Option<u16>, String) {
     let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\n{accept}\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n{accept}\r\n");
     let (status, text) = exchange(address, request.as_bytes());
     let body = text
         .split_once("\r\n\r\n")
