@@ -3,17 +3,15 @@
 //! opens events not in braces: each time-shared on its own, with its own times). A scrape
 //! reads every set into the readings it keeps (no allocation: the set reads into them) and
 //! the exposition writes them out; between scrapes the places follow the CPUs online and the
-//! cgroups matched ([`Watch`]).
+//! cgroups matched ([`Watch`]). The exposition writes the readings out.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use counterhal::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Reading};
 use counterhal_hal::Target as BackendTarget;
 
 use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
-use super::exposition::{self, Format};
 use super::health::Health;
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
@@ -140,10 +138,9 @@ impl Exporter {
         )
     }
 
-    /// Follows the CPUs and cgroups, reads every place, and writes the scrape in `format`
-    /// into `out`.
-    pub fn scrape(&mut self, format: Format, out: &mut Vec<u8>, health: &Health) {
-        let start = Instant::now();
+    /// Follows the CPUs and cgroups, then reads every place into its readings (a place
+    /// whose read fails is counted in `health` and left out of the scrape).
+    pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
         for place in &mut self.places {
             place.read = match place.set.read(&mut place.readings) {
@@ -154,6 +151,5 @@ impl Exporter {
                 }
             };
         }
-        exposition::write(out, format, self, health, start);
     }
 }

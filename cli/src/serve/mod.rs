@@ -6,8 +6,8 @@
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`http`] (connections and their bounds) and [`request`] (one
-//! request: its head, its route, its answer).
+//! exporter's own counters), [`http`] (connections and their bounds), [`table`] (what the
+//! connections share) and [`request`] (one request: its head, its route, its answer).
 
 mod counting;
 mod discovery;
@@ -16,6 +16,7 @@ mod exposition;
 mod health;
 mod http;
 mod request;
+mod table;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -194,7 +195,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         .local_addr()
         .map_err(|e| CliError::failed(Error::invalid_input(format!("no local address: {e}"))))?;
     crate::output::emit_to_stderr(&format!("counterhal: serving http://{bound}/metrics\n"));
-    let limits = http::Limits {
+    let limits = table::Limits {
         max_connections: args.max_connections as usize,
         header_timeout: args.header_timeout,
         write_timeout: args.write_timeout,

@@ -9,9 +9,9 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use super::exposition::Format;
+use super::exposition::{self, Format};
 use super::health::Closed;
-use super::http::Shared;
+use super::table::Shared;
 
 /// The largest request head taken (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
@@ -49,7 +49,9 @@ pub fn answer(mut stream: TcpStream, id: u64, shared: &Shared) {
                     .exporter
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                exporter.scrape(format, &mut body, &shared.health);
+                let start = Instant::now();
+                exporter.read_all(&shared.health);
+                exposition::write(&mut body, format, &exporter, &shared.health, start);
             }
             shared.last_size.store(body.len(), Relaxed);
             (200, format.content_type(), body)
