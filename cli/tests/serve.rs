@@ -116,6 +116,17 @@ fn scrape_within(exporter: &Exporter, within: Duration) -> String {
     body
 }
 
+/// The exporter's threads once at most `bound`, or after 3 s: an evicted connection's
+/// thread ends once it is scheduled after its socket is shut down (on a loaded machine,
+/// some hundreds of milliseconds), so the table's bound holds with a moment's lag.
+fn settled_threads(exporter: &Exporter, bound: usize) -> usize {
+    let waited = Instant::now();
+    while exporter.threads() > bound && waited.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    exporter.threads()
+}
+
 /// Skips the test unless this process may count whole CPUs (the exporter's job).
 macro_rules! serve_or_skip {
     () => {
@@ -243,11 +254,8 @@ fn slow_clients_neither_stall_scrapes_nor_grow_memory() {
         }
         // A scrape gets through while they trickle.
         scrape_within(&exporter, Duration::from_secs(1));
-        assert!(
-            exporter.threads() <= 1 + 8 + 2,
-            "round {round}: {} threads",
-            exporter.threads()
-        );
+        let threads = settled_threads(&exporter, 1 + 8);
+        assert!(threads <= 1 + 8, "round {round}: {threads} threads");
         std::thread::sleep(Duration::from_millis(150));
     }
     // Past the header timeout, every slow one has been closed.
@@ -285,11 +293,8 @@ fn many_connections_are_bounded_and_scrapes_still_answer() {
             .filter_map(|_| TcpStream::connect(exporter.address).ok())
             .collect();
         scrape_within(&exporter, Duration::from_secs(1));
-        assert!(
-            exporter.threads() <= 1 + 16 + 4,
-            "{} threads",
-            exporter.threads()
-        );
+        let threads = settled_threads(&exporter, 1 + 16);
+        assert!(threads <= 1 + 16, "{threads} threads");
         drop(idle);
         // Scrapes side by side.
         let scrapers: Vec<_> = (0..8)
