@@ -1,4 +1,4 @@
-//! The `counterhal` command: stat, list, encode, info, check.
+//! The `counterhal` command: stat, list, encode, info, check, serve.
 #![deny(unsafe_code)]
 
 mod check;
@@ -12,6 +12,7 @@ mod options;
 mod output;
 mod reference;
 mod report;
+mod serve;
 mod stat;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
@@ -30,7 +31,9 @@ Exit status:
   list, info, check
            0 on success (check: 1 when a case failed, or when no case could run
            at all); 2 for bad arguments
-  encode   0 when every event encoded; 2 on any error (message on stderr)";
+  encode   0 when every event encoded; 2 on any error (message on stderr)
+  serve    runs until killed; 1 when no event opens or the address cannot be
+           listened on; 2 for bad arguments";
 
 /// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), FreeBSD
 /// (hwpmc) and raw x86 MSRs, with one event database and one conformance suite.
@@ -48,6 +51,7 @@ enum Command {
     Encode(encode::EncodeArgs),
     Info(info::InfoArgs),
     Check(check::CheckArgs),
+    Serve(Box<serve::ServeArgs>),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -57,6 +61,7 @@ const ENCODE: &str =
 const INFO: &str =
     "Print this machine's OS, CPU and backends, with the reason each unusable one is so";
 const CHECK: &str = "Run the conformance suite on this machine's backends and write a report";
+const SERVE: &str = "Serve every CPU's and cgroup's counts to Prometheus (/metrics), with their times enabled and running";
 
 /// How a subcommand's arguments are added to its command.
 type AddArguments = fn(clap::Command) -> clap::Command;
@@ -65,7 +70,7 @@ type AddArguments = fn(clap::Command) -> clap::Command;
 /// set again after them, over the arguments struct's own). Each subcommand's arguments are
 /// built only when it is the one run (or its help is asked for): building every
 /// subcommand's arguments for each run cost `stat` a tenth of its start-up.
-const SUBCOMMANDS: [(&str, &str, AddArguments); 5] = [
+const SUBCOMMANDS: [(&str, &str, AddArguments); 6] = [
     ("stat", STAT, |c| {
         stat::StatArgs::augment_args(c)
             .about(STAT)
@@ -87,6 +92,12 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 5] = [
         check::CheckArgs::augment_args(c)
             .about(CHECK)
             .long_about(None)
+    }),
+    ("serve", SERVE, |c| {
+        serve::ServeArgs::augment_args(c)
+            .about(SERVE)
+            .long_about(None)
+            .after_help(serve::HELP)
     }),
 ];
 
@@ -127,6 +138,7 @@ impl FromArgMatches for Command {
             "encode" => Command::Encode(encode::EncodeArgs::from_arg_matches_mut(sub)?),
             "info" => Command::Info(info::InfoArgs::from_arg_matches_mut(sub)?),
             "check" => Command::Check(check::CheckArgs::from_arg_matches_mut(sub)?),
+            "serve" => Command::Serve(Box::new(serve::ServeArgs::from_arg_matches_mut(sub)?)),
             other => {
                 return Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -150,6 +162,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Encode(args) => encode::run(args),
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
+        Command::Serve(args) => serve::run(*args),
     }
 }
 

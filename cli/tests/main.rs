@@ -15,6 +15,8 @@ mod multiplex;
 mod perf_habits;
 mod perf_layouts;
 mod reliability;
+mod serve;
+mod serve_prometheus;
 mod software_events;
 mod stat_opens;
 mod stat_options;

@@ -18,10 +18,10 @@
 //! (`--plot`) and [`model`] (`--model`: a device model fed steady work). This module only
 //! joins them.
 
-mod arguments;
+pub(crate) mod arguments;
 mod attached;
 mod boxes;
-mod cgroup_pattern;
+pub(crate) mod cgroup_pattern;
 mod cgroups;
 mod counted;
 mod document;

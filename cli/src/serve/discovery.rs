@@ -1,0 +1,157 @@
+//! The cgroups `--cgroups` follows, found again at each scrape with stat's matcher
+//! ([`cgroup_pattern`]: perf's `--for-each-cgroup` list, names or basic regular expressions).
+//! A cgroup followed stays followed while it matches; one that appears takes a free place
+//! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
+//! beyond the bound is left out and counted once, when first left out.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use counterhal::Error;
+
+use super::health::Health;
+use crate::stat::cgroup_pattern;
+
+/// What `--cgroups` follows.
+#[derive(Debug, Default)]
+pub struct Watch {
+    /// The cgroup mount; `None` without `--cgroups`.
+    root: Option<PathBuf>,
+    /// The items given, joined with commas (perf's list).
+    list: String,
+    /// Whether the list holds patterns (else names).
+    patterns: bool,
+    /// The most cgroups followed.
+    max: usize,
+    /// The cgroups followed, by label (`/app/web`; the root `/`).
+    followed: Vec<Arc<str>>,
+    /// The cgroups matched but left out at the last discovery.
+    left_out: Vec<String>,
+}
+
+impl Watch {
+    /// Follows the cgroups `items` name or match (none without items), at most `max`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern
+    /// regcomp refuses (with its reason); as [`counterhal::cgroup_root`] where no cgroup
+    /// file system is mounted.
+    pub fn new(items: &[String], max: usize) -> Result<Watch, Error> {
+        if items.is_empty() {
+            return Ok(Watch::default());
+        }
+        let list = items.join(",");
+        let patterns = cgroup_pattern::has_pattern(&list);
+        if patterns {
+            for item in list.split(',').filter(|item| !item.is_empty()) {
+                cgroup_pattern::Pattern::parse(item).map_err(|e| {
+                    let message = e.message().replace("--for-each-cgroup", "--cgroups");
+                    Error::invalid_input(message).with_hint(
+                        "a POSIX basic regular expression, as regcomp(3) reads it (e.g. `^app/`)",
+                    )
+                })?;
+            }
+        }
+        Ok(Watch {
+            root: Some(counterhal::cgroup_root()?),
+            list,
+            patterns,
+            max,
+            followed: Vec::new(),
+            left_out: Vec::new(),
+        })
+    }
+
+    /// The cgroups to count now, by label, after looking again (none without `--cgroups`);
+    /// `health` learns how many matched, how many are followed and how many were left out.
+    pub fn discover(&mut self, health: &Health) -> Vec<Arc<str>> {
+        let Some(root) = &self.root else {
+            return Vec::new();
+        };
+        let names: Vec<String> = if self.patterns {
+            // Every pattern compiled once already: the one error left is "none matched".
+            cgroup_pattern::matching(root, &self.list).unwrap_or_default()
+        } else {
+            self.list
+                .split(',')
+                .filter(|name| root.join(name).is_dir())
+                .map(str::to_string)
+                .collect()
+        };
+        let labels: Vec<String> = names.iter().map(|name| format!("/{name}")).collect();
+        self.followed
+            .retain(|followed| labels.iter().any(|label| **label == **followed));
+        let mut left_out = Vec::new();
+        for label in labels.iter() {
+            if self.followed.iter().any(|f| **f == **label) {
+                continue;
+            }
+            if self.followed.len() < self.max {
+                self.followed.push(Arc::from(label.as_str()));
+            } else {
+                left_out.push(label.clone());
+            }
+        }
+        let newly = left_out
+            .iter()
+            .filter(|label| !self.left_out.contains(label))
+            .count();
+        self.left_out = left_out;
+        health.cgroups(labels.len(), self.followed.len(), newly);
+        self.followed.clone()
+    }
+
+    /// The directory of the cgroup labelled `label`.
+    pub fn directory(&self, label: &str) -> PathBuf {
+        let root = self.root.clone().unwrap_or_default();
+        root.join(label.trim_start_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(root: &std::path::Path, list: &str, max: usize) -> Watch {
+        Watch {
+            root: Some(root.to_path_buf()),
+            list: list.to_string(),
+            patterns: cgroup_pattern::has_pattern(list),
+            max,
+            ..Watch::default()
+        }
+    }
+
+    /// Cgroups that appear are followed up to the bound, those past it counted once, those
+    /// that go dropped; a cgroup followed keeps its place while it matches.
+    #[test]
+    fn cgroups_are_followed_as_they_come_and_go_within_the_bound() {
+        let root = std::env::temp_dir().join(format!("counterhal-watch-{}", std::process::id()));
+        let health = Health::new("linux");
+        std::fs::create_dir_all(root.join("app/b")).unwrap();
+        let mut w = watch(&root, "^app", 2);
+        let labels = |v: Vec<Arc<str>>| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(labels(w.discover(&health)), ["/app", "/app/b"]);
+        std::fs::create_dir_all(root.join("app/a")).unwrap();
+        assert_eq!(labels(w.discover(&health)), ["/app", "/app/b"]);
+        assert_eq!(health.cgroups_dropped(), 1);
+        // Left out again: not counted again.
+        w.discover(&health);
+        assert_eq!(health.cgroups_dropped(), 1);
+        std::fs::remove_dir(root.join("app/b")).unwrap();
+        assert_eq!(labels(w.discover(&health)), ["/app", "/app/a"]);
+        // Names (no pattern) are followed while their directory exists; an empty one is
+        // the root.
+        let mut names = watch(&root, "app/a,,nothing", 8);
+        assert_eq!(labels(names.discover(&health)), ["/app/a", "/"]);
+        assert_eq!(names.directory("/app/a"), root.join("app/a"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_regcomps_reason() {
+        let error = Watch::new(&["\\(a".to_string()], 4).unwrap_err();
+        assert!(error.message().contains("--cgroups pattern"), "{error}");
+        assert!(error.message().contains("Unmatched ( or \\("), "{error}");
+    }
+}

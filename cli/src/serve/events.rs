@@ -1,0 +1,261 @@
+//! What each event the exporter was asked for is: resolved once, tried once on one CPU (an
+//! event that does not open there is reported with its reason, never counted), with the
+//! labels and unit it is exported with: its PMU as sysfs names it, seconds for the software
+//! clocks (counted in nanoseconds), joules for an energy alias (its `.scale` and `.unit`),
+//! and, for a PMU with a `cpumask` (uncore boxes, energy), the CPUs it counts on.
+
+use std::path::Path;
+
+use counterhal::{Chosen, Encoding, Error, ErrorKind, EventSet, OpenOptions, ResolvedEvent};
+use counterhal_hal::{CpuList, Target as BackendTarget};
+
+/// Where Linux lists its PMUs.
+const DEVICES: &str = "/sys/bus/event_source/devices";
+/// `perf_event_attr.type` of the software events; their configs 0 and 1 are the clocks.
+const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `perf_event_attr.type` of raw core events: the core PMU's type in sysfs.
+const PERF_TYPE_RAW: u32 = 4;
+
+/// The base unit an event's value is exported in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A count: `counterhal_event_total`.
+    Count,
+    /// Seconds (the software clocks, counted in nanoseconds): `counterhal_event_seconds_total`.
+    Seconds,
+    /// Joules (an energy alias): `counterhal_event_joules_total`.
+    Joules,
+}
+
+/// An event that opens here, and how it is exported.
+#[derive(Debug)]
+pub struct Exported {
+    /// The name as given (the `event` label).
+    pub name: String,
+    /// The PMU it counts on, as sysfs names it (the `pmu` label).
+    pub pmu: String,
+    /// The unit of its metric.
+    pub unit: Unit,
+    /// What one count is in that unit (1e-9 for nanoseconds; an alias's `.scale`).
+    pub factor: f64,
+    /// The CPUs its PMU counts on (its `cpumask`); `None` for every CPU.
+    pub cpus: Option<CpuList>,
+    /// What the backend opens.
+    pub resolved: ResolvedEvent,
+}
+
+/// An event that was asked for but does not open here, and why.
+#[derive(Debug)]
+pub struct Refused {
+    /// The name as given.
+    pub name: String,
+    /// The error's kind, as a label value (`permission_denied`, `not_found`, ...).
+    pub kind: String,
+    /// The error's message.
+    pub message: String,
+}
+
+/// The events asked for: those exported, those refused.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// The events that opened, in the order given.
+    pub exported: Vec<Exported>,
+    /// The events that did not open, in the order given.
+    pub refused: Vec<Refused>,
+}
+
+/// Resolves every name and tries each alone on its first CPU.
+///
+/// # Errors
+/// [`ErrorKind::InvalidEvent`] (bad input) for a name no database or backend knows;
+/// [`ErrorKind::InvalidInput`] for a name given twice.
+pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    let online = counterhal::online_cpus();
+    for (at, name) in names.iter().enumerate() {
+        if names[..at].contains(name) {
+            return Err(Error::invalid_input(format!(
+                "event `{name}` is given twice"
+            )));
+        }
+        let resolved = match backend.resolve(name) {
+            Ok(resolved) => resolved,
+            Err(e) if e.kind() == ErrorKind::InvalidEvent => {
+                return Err(e.context(format_args!("-e {name}")));
+            }
+            Err(e) => {
+                plan.refused.push(refused(name, &e));
+                continue;
+            }
+        };
+        let (pmu, cpus) = pmu_of(&resolved, Path::new(DEVICES));
+        let (unit, factor) = unit_of(name, &resolved, Path::new(DEVICES));
+        let first = cpus.as_ref().unwrap_or(&online).first().unwrap_or(0);
+        let tried = EventSet::open(
+            backend,
+            vec![resolved.clone()],
+            &BackendTarget::Cpu(first),
+            &OpenOptions::default(),
+        );
+        match tried {
+            Ok(_) => plan.exported.push(Exported {
+                name: name.clone(),
+                pmu,
+                unit,
+                factor,
+                cpus,
+                resolved,
+            }),
+            Err(e) => plan.refused.push(refused(name, &e)),
+        }
+    }
+    Ok(plan)
+}
+
+fn refused(name: &str, error: &Error) -> Refused {
+    Refused {
+        name: name.to_string(),
+        kind: kind_label(error.kind()),
+        message: error.message().to_string(),
+    }
+}
+
+/// An error kind as a label value: its name in snake case (`PermissionDenied` is
+/// `permission_denied`).
+pub fn kind_label(kind: ErrorKind) -> String {
+    let mut label = String::new();
+    for (at, c) in format!("{kind:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if at > 0 {
+                label.push('_');
+            }
+            label.push(c.to_ascii_lowercase());
+        } else {
+            label.push(c);
+        }
+    }
+    label
+}
+
+/// The PMU an event counts on, named as sysfs names it (`software`, `cpu`, `power`), and the
+/// CPUs of its `cpumask` where it has one; the backend's name for an event that is no perf
+/// attr.
+fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
+    let Some(Encoding::Perf(attr)) = event.terms.first().map(|t| &t.request.encoding) else {
+        return ("cpu".to_string(), None);
+    };
+    let name = attr.pmu.clone().or_else(|| {
+        // Generic hardware and cache events count on the core PMU, whose type is raw's
+        // (a hybrid core's type is in the config's high half).
+        let type_ = match attr.type_ {
+            0 | 3 if attr.config >> 32 != 0 => (attr.config >> 32) as u32,
+            0 | 3 => PERF_TYPE_RAW,
+            other => other,
+        };
+        pmu_named_by_type(devices, type_)
+    });
+    let name = name.unwrap_or_else(|| {
+        match attr.type_ {
+            PERF_TYPE_SOFTWARE => "software",
+            2 => "tracepoint",
+            5 => "breakpoint",
+            _ => "cpu",
+        }
+        .to_string()
+    });
+    let cpus = std::fs::read_to_string(devices.join(&name).join("cpumask"))
+        .ok()
+        .and_then(|text| text.trim().parse::<CpuList>().ok())
+        .filter(|cpus| !cpus.is_empty());
+    (name, cpus)
+}
+
+/// The PMU under `devices` whose `type` file holds `type_`.
+fn pmu_named_by_type(devices: &Path, type_: u32) -> Option<String> {
+    std::fs::read_dir(devices)
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let text = std::fs::read_to_string(entry.path().join("type")).ok()?;
+            (text.trim().parse::<u32>().ok()? == type_)
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+}
+
+/// The unit an event is exported in and what one count is in it: seconds for the software
+/// clocks, joules for a `pmu/alias/` whose sysfs `.unit` is Joules (times its `.scale`).
+fn unit_of(name: &str, event: &ResolvedEvent, devices: &Path) -> (Unit, f64) {
+    if let [term] = event.terms.as_slice()
+        && let Encoding::Perf(attr) = &term.request.encoding
+        && attr.type_ == PERF_TYPE_SOFTWARE
+        && attr.config <= 1
+    {
+        return (Unit::Seconds, 1e-9);
+    }
+    let mut parts = name.split('/');
+    if let (Some(pmu), Some(alias)) = (parts.next(), parts.next())
+        && !alias.contains(['=', ','])
+        && !pmu.is_empty()
+    {
+        let file = |suffix: &str| {
+            std::fs::read_to_string(
+                devices
+                    .join(pmu)
+                    .join("events")
+                    .join(format!("{alias}{suffix}")),
+            )
+            .ok()
+        };
+        if file(".unit").is_some_and(|unit| unit.trim() == "Joules") {
+            let scale = file(".scale")
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .unwrap_or(1.0);
+            return (Unit::Joules, scale);
+        }
+    }
+    (Unit::Count, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_are_snake_case_labels() {
+        assert_eq!(kind_label(ErrorKind::PermissionDenied), "permission_denied");
+        assert_eq!(kind_label(ErrorKind::NotFound), "not_found");
+    }
+
+    /// Oracle: the Sapphire Rapids sysfs tree of backend-linux's tests (the power PMU's
+    /// energy-pkg alias: Joules, 2^-32 J per count, CPUs 0 and 56).
+    #[test]
+    fn energy_aliases_are_joules_on_their_pmus_cpus() {
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
+        let event = ResolvedEvent::single(counterhal_hal::EventRequest::new(
+            "power/energy-pkg/",
+            Encoding::Perf(counterhal_hal::PerfAttr::new(
+                std::fs::read_to_string(devices.join("power/type"))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap(),
+                2,
+            )),
+        ));
+        let (unit, factor) = unit_of("power/energy-pkg/", &event, &devices);
+        assert_eq!((unit, factor), (Unit::Joules, 2f64.powi(-32)));
+        let (pmu, cpus) = pmu_of(&event, &devices);
+        assert_eq!(pmu, "power");
+        assert_eq!(cpus.unwrap().to_string(), "0,56");
+        let clock = ResolvedEvent::single(counterhal_hal::EventRequest::new(
+            "task-clock",
+            Encoding::Perf(counterhal_hal::PerfAttr::new(PERF_TYPE_SOFTWARE, 1)),
+        ));
+        assert_eq!(
+            unit_of("task-clock", &clock, &devices),
+            (Unit::Seconds, 1e-9)
+        );
+        assert_eq!(pmu_of(&clock, &devices).0, "software");
+    }
+}

@@ -1,0 +1,477 @@
+//! The scrape as Prometheus reads it: the text format 0.0.4 or OpenMetrics 1.0, chosen by the
+//! scraper's `Accept` header, written straight from the readings into the caller's buffer
+//! (formatting numbers allocates nothing; the buffer is reused).
+//!
+//! The families follow Prometheus' naming conventions: base units (seconds, joules) as a
+//! suffix, `_total` on every counter, dimensions as labels. A count, its time enabled and its
+//! time running are three counters, so that PromQL scales a multiplexed count
+//! (`rate(value) * rate(enabled) / rate(running)`) and sees how long it ran; the scaled
+//! estimate itself is no counter (it can go down).
+
+use std::io::Write;
+use std::time::Instant;
+
+use counterhal::Reading;
+
+use super::counting::{Exporter, Place};
+use super::events::{Exported, Unit};
+use super::health::Health;
+
+/// The exposition format of a scrape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Prometheus' text format 0.0.4.
+    Text,
+    /// OpenMetrics 1.0's text format.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics 1.0 where it accepts it (without
+    /// a version, or 1.0.0) at least as much as the text format (`text/plain`, `text/*`,
+    /// `*/*`); else the text format, also without a header or for one accepting neither.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Text;
+        };
+        let (mut open_metrics, mut text) = (0.0f64, 0.0f64);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let (mut quality, mut version) = (1.0f64, None);
+            for parameter in parts {
+                let Some((key, value)) = parameter.split_once('=') else {
+                    continue;
+                };
+                match key.trim().to_ascii_lowercase().as_str() {
+                    "q" => quality = value.trim().parse().unwrap_or(0.0),
+                    "version" => version = Some(value.trim().trim_matches('"').to_string()),
+                    _ => {}
+                }
+            }
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if version.as_deref().is_none_or(|v| v == "1.0.0") =>
+                {
+                    open_metrics = open_metrics.max(quality);
+                }
+                "text/plain" if version.as_deref().is_none_or(|v| v == "0.0.4") => {
+                    text = text.max(quality);
+                }
+                "text/*" | "*/*" => text = text.max(quality),
+                _ => {}
+            }
+        }
+        if open_metrics > 0.0 && open_metrics >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+
+    /// The `Content-Type` of a scrape in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// A family's type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+    Info,
+}
+
+/// A metric family: its name (without `_total` or `_info`), type, unit and help.
+struct Family {
+    name: &'static str,
+    kind: Kind,
+    unit: Option<&'static str>,
+    help: &'static str,
+}
+
+/// A sample's value.
+#[derive(Clone, Copy)]
+enum Number {
+    Int(u64),
+    Float(f64),
+}
+
+impl Family {
+    const fn new(name: &'static str, kind: Kind, help: &'static str) -> Family {
+        Family {
+            name,
+            kind,
+            unit: None,
+            help,
+        }
+    }
+
+    const fn seconds(name: &'static str, kind: Kind, help: &'static str) -> Family {
+        Family {
+            name,
+            kind,
+            unit: Some("seconds"),
+            help,
+        }
+    }
+
+    /// The `# HELP`, `# TYPE` (and in OpenMetrics `# UNIT`) lines.
+    fn header(&self, out: &mut Vec<u8>, format: Format) {
+        let kind = match (self.kind, format) {
+            (Kind::Counter, _) => "counter",
+            (Kind::Gauge, _) | (Kind::Info, Format::Text) => "gauge",
+            (Kind::Info, Format::OpenMetrics) => "info",
+        };
+        let suffix = match (self.kind, format) {
+            (Kind::Counter, Format::Text) => "_total",
+            (Kind::Info, Format::Text) => "_info",
+            _ => "",
+        };
+        let name = self.name;
+        let _ = writeln!(out, "# HELP {name}{suffix} {}", self.help);
+        let _ = writeln!(out, "# TYPE {name}{suffix} {kind}");
+        if let (Some(unit), Format::OpenMetrics) = (self.unit, format) {
+            let _ = writeln!(out, "# UNIT {name} {unit}");
+        }
+    }
+
+    /// One sample: its name, labels and value.
+    fn sample(&self, out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], value: Number) {
+        out.extend_from_slice(self.name.as_bytes());
+        out.extend_from_slice(match self.kind {
+            Kind::Counter => b"_total",
+            Kind::Info => b"_info",
+            Kind::Gauge => b"",
+        });
+        if !labels.is_empty() {
+            out.push(b'{');
+            for (at, (name, value)) in labels.iter().enumerate() {
+                if at > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"=\"");
+                match value {
+                    Label::Text(text) => escaped(out, text),
+                    Label::Int(n) => {
+                        let _ = write!(out, "{n}");
+                    }
+                }
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
+        let _ = match value {
+            Number::Int(n) => writeln!(out, " {n}"),
+            Number::Float(x) => writeln!(out, " {x}"),
+        };
+    }
+}
+
+/// Nanoseconds as seconds.
+fn seconds(ns: u64) -> Number {
+    Number::Float(ns as f64 / 1e9)
+}
+
+/// A label's value.
+#[derive(Clone, Copy)]
+enum Label<'a> {
+    Text(&'a str),
+    Int(u64),
+}
+
+/// A label value escaped as both formats escape it: backslash, double quote, newline.
+fn escaped(out: &mut Vec<u8>, text: &str) {
+    for byte in text.bytes() {
+        match byte {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            other => out.push(other),
+        }
+    }
+}
+
+const EVENT: Family = Family::new(
+    "counterhal_event",
+    Kind::Counter,
+    "Events counted (the raw count: scale by enabled / running time).",
+);
+const EVENT_SECONDS: Family = Family::seconds(
+    "counterhal_event_seconds",
+    Kind::Counter,
+    "Clock events counted, in seconds (task-clock, cpu-clock).",
+);
+const EVENT_JOULES: Family = Family {
+    name: "counterhal_event_joules",
+    kind: Kind::Counter,
+    unit: Some("joules"),
+    help: "Energy events counted, in joules.",
+};
+const ENABLED: Family = Family::seconds(
+    "counterhal_event_enabled_seconds",
+    Kind::Counter,
+    "Time the event's counter was enabled.",
+);
+const RUNNING: Family = Family::seconds(
+    "counterhal_event_running_seconds",
+    Kind::Counter,
+    "Time the event's counter was on the PMU (below enabled: multiplexed).",
+);
+
+/// Writes the scrape: the counts of every place read, then the exporter's health (the
+/// scrape's duration measured from `start`), in `format`, into `out` (cleared first).
+pub fn write(
+    out: &mut Vec<u8>,
+    format: Format,
+    exporter: &Exporter,
+    health: &Health,
+    start: Instant,
+) {
+    out.clear();
+    let events = &exporter.events;
+    for (family, unit) in [
+        (&EVENT, Unit::Count),
+        (&EVENT_SECONDS, Unit::Seconds),
+        (&EVENT_JOULES, Unit::Joules),
+    ] {
+        series(out, format, exporter, family, |event, reading| {
+            (event.unit == unit).then(|| match unit {
+                Unit::Count => Number::Int(reading.value),
+                // Nanoseconds divided (exactly rounded), not multiplied by 1e-9.
+                Unit::Seconds => seconds(reading.value),
+                Unit::Joules => Number::Float(reading.value as f64 * event.factor),
+            })
+        });
+    }
+    series(out, format, exporter, &ENABLED, |_, r| {
+        Some(seconds(r.time_enabled))
+    });
+    series(out, format, exporter, &RUNNING, |_, r| {
+        Some(seconds(r.time_running))
+    });
+    if !events.is_empty() {
+        write_health(out, format, exporter, health);
+    }
+    let duration = Family::seconds(
+        "counterhal_scrape_duration_seconds",
+        Kind::Gauge,
+        "Time this scrape took to find, read and write the counters.",
+    );
+    duration.header(out, format);
+    duration.sample(out, &[], Number::Float(start.elapsed().as_secs_f64()));
+    if format == Format::OpenMetrics {
+        out.extend_from_slice(b"# EOF\n");
+    }
+}
+
+/// One family's samples over every place read: `value` says what an event's reading is in
+/// the family (`None`: the event is not in it). The header is written before the first.
+fn series(
+    out: &mut Vec<u8>,
+    format: Format,
+    exporter: &Exporter,
+    family: &Family,
+    value: impl Fn(&Exported, &Reading) -> Option<Number>,
+) {
+    let mut headed = false;
+    for place in exporter.places.iter().filter(|p| p.read) {
+        for (&column, reading) in place.columns.iter().zip(&place.readings) {
+            let event = &exporter.events[column];
+            let Some(number) = value(event, reading) else {
+                continue;
+            };
+            if !headed {
+                family.header(out, format);
+                headed = true;
+            }
+            let labels = labels(event, place);
+            let used = if place.at.cgroup.is_some() { 4 } else { 3 };
+            family.sample(out, &labels[..used], number);
+        }
+    }
+}
+
+/// An event's labels at a place: `event`, `pmu`, `cpu`, and `cgroup` where it is one's.
+fn labels<'a>(event: &'a Exported, place: &'a Place) -> [(&'static str, Label<'a>); 4] {
+    [
+        ("event", Label::Text(&event.name)),
+        ("pmu", Label::Text(&event.pmu)),
+        ("cpu", Label::Int(u64::from(place.at.cpu))),
+        (
+            "cgroup",
+            Label::Text(place.at.cgroup.as_deref().unwrap_or("")),
+        ),
+    ]
+}
+
+/// The exporter's health: failures, events that did not open and why, cgroups, requests,
+/// connections closed for the bounds, and the build.
+fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: &Health) {
+    let counter = |out: &mut Vec<u8>, family: Family, value: u64| {
+        family.header(out, format);
+        family.sample(out, &[], Number::Int(value));
+    };
+    counter(
+        out,
+        Family::new(
+            "counterhal_read_errors",
+            Kind::Counter,
+            "Reads of a CPU's or cgroup's counters that failed.",
+        ),
+        health.read_errors(),
+    );
+    counter(
+        out,
+        Family::new(
+            "counterhal_open_errors",
+            Kind::Counter,
+            "Openings of a CPU's or cgroup's counters that failed (tried again each scrape).",
+        ),
+        health.open_errors(),
+    );
+    if !exporter.refused.is_empty() {
+        let failed = Family::new(
+            "counterhal_event_open_failed",
+            Kind::Gauge,
+            "1 for each event asked for that does not open here, with the error's kind and message.",
+        );
+        failed.header(out, format);
+        for refused in &exporter.refused {
+            let labels = [
+                ("event", Label::Text(&refused.name)),
+                ("kind", Label::Text(&refused.kind)),
+                ("reason", Label::Text(&refused.message)),
+            ];
+            failed.sample(out, &labels, Number::Int(1));
+        }
+    }
+    let (matched, followed) = health.cgroups_now();
+    let gauge = |out: &mut Vec<u8>, family: Family, value: u64| {
+        family.header(out, format);
+        family.sample(out, &[], Number::Int(value));
+    };
+    gauge(
+        out,
+        Family::new(
+            "counterhal_cgroups_matched",
+            Kind::Gauge,
+            "Cgroups that --cgroups matched at the last scrape.",
+        ),
+        matched,
+    );
+    gauge(
+        out,
+        Family::new(
+            "counterhal_cgroups_followed",
+            Kind::Gauge,
+            "Cgroups counted (at most --max-cgroups).",
+        ),
+        followed,
+    );
+    counter(
+        out,
+        Family::new(
+            "counterhal_cgroups_dropped",
+            Kind::Counter,
+            "Cgroups matched but left out for --max-cgroups (each counted once while left out).",
+        ),
+        health.cgroups_dropped(),
+    );
+    let requests = Family::new(
+        "counterhal_http_requests",
+        Kind::Counter,
+        "HTTP requests answered, by status code.",
+    );
+    requests.header(out, format);
+    for (status, count) in health.requests() {
+        requests.sample(
+            out,
+            &[("code", Label::Int(u64::from(status)))],
+            Number::Int(count),
+        );
+    }
+    let closed = Family::new(
+        "counterhal_http_connections_closed",
+        Kind::Counter,
+        "Connections closed unanswered to keep the bounds, by reason.",
+    );
+    closed.header(out, format);
+    for (why, count) in health.closed_counts() {
+        closed.sample(
+            out,
+            &[("reason", Label::Text(why.label()))],
+            Number::Int(count),
+        );
+    }
+    let build = Family::new(
+        "counterhal_build",
+        Kind::Info,
+        "The exporter's version and the backend counting.",
+    );
+    build.header(out, format);
+    let labels = [
+        ("version", Label::Text(env!("CARGO_PKG_VERSION"))),
+        ("backend", Label::Text(health.backend)),
+    ];
+    build.sample(out, &labels, Number::Int(1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_accept_header_gets_openmetrics_and_others_the_text_format() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                          version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(Format::negotiate(None), Format::Text);
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
+        assert_eq!(Format::negotiate(Some("text/plain")), Format::Text);
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text")),
+            Format::OpenMetrics
+        );
+        // A version not served, or OpenMetrics preferred less than text.
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text; version=2.0.0")),
+            Format::Text
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text;q=0.2,text/plain;q=0.9")),
+            Format::Text
+        );
+        assert_eq!(Format::negotiate(Some(";;,,q=x,=")), Format::Text);
+    }
+
+    #[test]
+    fn families_are_written_as_each_format_names_them() {
+        let mut text = Vec::new();
+        EVENT_SECONDS.header(&mut text, Format::Text);
+        let labels = [("event", Label::Text("a\\\"b\n")), ("cpu", Label::Int(3))];
+        EVENT_SECONDS.sample(&mut text, &labels, Number::Float(0.5));
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "# HELP counterhal_event_seconds_total Clock events counted, in seconds (task-clock, \
+             cpu-clock).\n# TYPE counterhal_event_seconds_total counter\n\
+             counterhal_event_seconds_total{event=\"a\\\\\\\"b\\n\",cpu=\"3\"} 0.5\n"
+        );
+        let mut open = Vec::new();
+        EVENT_SECONDS.header(&mut open, Format::OpenMetrics);
+        let open = String::from_utf8(open).unwrap();
+        assert!(
+            open.contains("# TYPE counterhal_event_seconds counter\n"),
+            "{open}"
+        );
+        assert!(
+            open.contains("# UNIT counterhal_event_seconds seconds\n"),
+            "{open}"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The exporter's own health, counted where it happens (scrapes, connections) and exported
+//! beside the counts: read and open failures, cgroups followed and left out, requests by
+//! status, connections closed for the bounds.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The HTTP statuses the exporter answers with, in the order they are exported.
+pub const STATUSES: [u16; 8] = [200, 400, 404, 405, 408, 413, 431, 503];
+
+/// Why a connection was closed before it was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// It had waited longest for its request when a new one came and the bound was reached.
+    Evicted,
+    /// Every connection was being answered when it came (the bound reached).
+    Refused,
+    /// Its request head did not arrive within the header timeout.
+    HeaderTimeout,
+    /// Its answer was not taken within the write timeout.
+    WriteTimeout,
+}
+
+impl Closed {
+    /// Every reason, in the order they are exported.
+    pub const ALL: [Closed; 4] = [
+        Closed::Evicted,
+        Closed::Refused,
+        Closed::HeaderTimeout,
+        Closed::WriteTimeout,
+    ];
+
+    /// The `reason` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Closed::Evicted => "evicted",
+            Closed::Refused => "refused",
+            Closed::HeaderTimeout => "header_timeout",
+            Closed::WriteTimeout => "write_timeout",
+        }
+    }
+}
+
+/// The exporter's counters, shared by the connections (atomics: no lock to count).
+#[derive(Debug)]
+pub struct Health {
+    /// The backend counting (the build info's `backend` label).
+    pub backend: &'static str,
+    read_errors: AtomicU64,
+    open_errors: AtomicU64,
+    cgroups_matched: AtomicU64,
+    cgroups_followed: AtomicU64,
+    cgroups_dropped: AtomicU64,
+    requests: [AtomicU64; STATUSES.len()],
+    closed: [AtomicU64; Closed::ALL.len()],
+}
+
+impl Health {
+    /// Every count zero.
+    pub fn new(backend: &'static str) -> Health {
+        Health {
+            backend,
+            read_errors: AtomicU64::new(0),
+            open_errors: AtomicU64::new(0),
+            cgroups_matched: AtomicU64::new(0),
+            cgroups_followed: AtomicU64::new(0),
+            cgroups_dropped: AtomicU64::new(0),
+            requests: std::array::from_fn(|_| AtomicU64::new(0)),
+            closed: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// A place's read failed.
+    pub fn read_failed(&self) {
+        self.read_errors.fetch_add(1, Relaxed);
+    }
+
+    /// A place's set did not open.
+    pub fn open_failed(&self) {
+        self.open_errors.fetch_add(1, Relaxed);
+    }
+
+    /// A discovery found `matched` cgroups, follows `followed`, and left out `newly` it had
+    /// not left out before.
+    pub fn cgroups(&self, matched: usize, followed: usize, newly: usize) {
+        self.cgroups_matched.store(matched as u64, Relaxed);
+        self.cgroups_followed.store(followed as u64, Relaxed);
+        self.cgroups_dropped.fetch_add(newly as u64, Relaxed);
+    }
+
+    /// A request was answered with `status`.
+    pub fn answered(&self, status: u16) {
+        if let Some(at) = STATUSES.iter().position(|&s| s == status) {
+            self.requests[at].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A connection was closed unanswered, for `why`.
+    pub fn closed(&self, why: Closed) {
+        if let Some(at) = Closed::ALL.iter().position(|&c| c == why) {
+            self.closed[at].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Reads that failed so far.
+    pub fn read_errors(&self) -> u64 {
+        self.read_errors.load(Relaxed)
+    }
+
+    /// Sets that did not open so far.
+    pub fn open_errors(&self) -> u64 {
+        self.open_errors.load(Relaxed)
+    }
+
+    /// Cgroups matched and followed at the last discovery.
+    pub fn cgroups_now(&self) -> (u64, u64) {
+        (
+            self.cgroups_matched.load(Relaxed),
+            self.cgroups_followed.load(Relaxed),
+        )
+    }
+
+    /// Cgroups left out for `--max-cgroups` so far.
+    pub fn cgroups_dropped(&self) -> u64 {
+        self.cgroups_dropped.load(Relaxed)
+    }
+
+    /// Requests answered with each of [`STATUSES`].
+    pub fn requests(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        STATUSES
+            .iter()
+            .zip(&self.requests)
+            .map(|(&status, count)| (status, count.load(Relaxed)))
+    }
+
+    /// Connections closed unanswered, by reason.
+    pub fn closed_counts(&self) -> impl Iterator<Item = (Closed, u64)> + '_ {
+        Closed::ALL
+            .iter()
+            .zip(&self.closed)
+            .map(|(&why, count)| (why, count.load(Relaxed)))
+    }
+}

@@ -1,0 +1,89 @@
+//! The connections: accepted on one thread, each answered on a thread of its own (a small
+//! stack), at most `--max-connections` at once. A slow client costs a place in the table,
+//! never the scrapes: when the table is full, the connection that has waited longest for its
+//! request is closed (its read ends at once) for the new one, so a scraper whose request
+//! arrives with its connection, as Prometheus' does, always gets through; when every place
+//! is answering, the new connection is closed. Each connection has the header timeout to
+//! send its request head and the write timeout to take the answer; memory is bounded by the
+//! table: a head buffer and a stack per connection, and the answer being written.
+
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::counting::Exporter;
+use super::health::{Closed, Health};
+use super::request;
+use super::table::{Limits, Shared, Slot, Table};
+
+/// The stack of a connection's thread: the head buffer, the parser's headers, and reading
+/// and writing the counters (found enough by the bad-client tests with room to spare).
+const STACK: usize = 256 * 1024;
+
+/// Accepts connections on `listener` for ever, answering each within `limits`.
+pub fn serve(listener: TcpListener, limits: Limits, exporter: Exporter, health: Arc<Health>) {
+    let shared = Arc::new(Shared {
+        exporter: Mutex::new(exporter),
+        health,
+        table: Table::new(),
+        limits,
+        last_size: std::sync::atomic::AtomicUsize::new(4096),
+    });
+    for stream in listener.incoming() {
+        match stream {
+            Ok(stream) => admit(stream, &shared),
+            // Out of descriptors (or an aborted handshake): wait a moment and go on.
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// Gives `stream` a place in the table (evicting the connection waiting longest for its
+/// request when it is full) and a thread; closes it when every place is answering.
+fn admit(stream: TcpStream, shared: &Arc<Shared>) {
+    let Ok(handle) = stream.try_clone() else {
+        return;
+    };
+    let id = shared.table.next_id();
+    {
+        let mut slots = shared.table.lock();
+        if slots.len() >= shared.limits.max_connections {
+            let oldest = slots
+                .iter()
+                .enumerate()
+                .filter(|(_, slot)| !slot.answering)
+                .min_by_key(|(_, slot)| slot.since)
+                .map(|(at, _)| at);
+            match oldest {
+                Some(at) => {
+                    let evicted = slots.swap_remove(at);
+                    evicted.stream.shutdown(Shutdown::Both).ok();
+                    shared.health.closed(Closed::Evicted);
+                }
+                None => {
+                    drop(slots);
+                    shared.health.closed(Closed::Refused);
+                    request::refuse(stream);
+                    return;
+                }
+            }
+        }
+        slots.push(Slot {
+            id,
+            stream: handle,
+            since: Instant::now(),
+            answering: false,
+        });
+    }
+    let for_thread = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name("counterhal-http".to_string())
+        .stack_size(STACK)
+        .spawn(move || {
+            request::answer(stream, id, &for_thread);
+            for_thread.table.remove(id);
+        });
+    if spawned.is_err() {
+        shared.table.remove(id);
+    }
+}

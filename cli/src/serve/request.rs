@@ -1,0 +1,250 @@
+//! One request: its head read into a fixed buffer within the header timeout and parsed by
+//! `httparse` (no allocation), routed (`GET`/`HEAD` of `/metrics` and `/`; nothing changes
+//! state), answered within the write timeout, and the connection closed. A head larger than
+//! the buffer is refused (431), a malformed one too (400), a body never read (413 where one
+//! is announced), a head that does not arrive in time closed (408).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use super::exposition::{self, Format};
+use super::health::Closed;
+use super::table::Shared;
+
+/// The largest request head taken (request line and headers).
+pub const MAX_HEAD: usize = 8 * 1024;
+/// The most header lines taken.
+pub const MAX_HEADERS: usize = 32;
+/// The largest piece written before the deadline is looked at again.
+const CHUNK: usize = 16 * 1024;
+
+/// What a request asks for.
+enum Route {
+    Metrics(Format),
+    Index,
+    Refused(u16, &'static str),
+}
+
+/// Reads one request from `stream` (connection `id`), answers it and closes the connection.
+pub fn answer(mut stream: TcpStream, id: u64, shared: &Shared) {
+    let limits = shared.limits;
+    let mut head = [0u8; MAX_HEAD];
+    let (route, head_only) = match read_head(&mut stream, &mut head, limits.header_timeout) {
+        Ok(parsed) => parsed,
+        Err(Unanswered::Gone) => return,
+        Err(Unanswered::Late) => {
+            shared.health.closed(Closed::HeaderTimeout);
+            (Route::Refused(408, "the request head took too long"), false)
+        }
+    };
+    shared.table.answering(id);
+    let deadline = Instant::now() + limits.write_timeout;
+    let (status, content_type, body) = match route {
+        Route::Metrics(format) => {
+            let mut body = Vec::with_capacity(shared.last_size.load(Relaxed));
+            {
+                let mut exporter = shared
+                    .exporter
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let start = Instant::now();
+                exporter.read_all(&shared.health);
+                exposition::write(&mut body, format, &exporter, &shared.health, start);
+            }
+            shared.last_size.store(body.len(), Relaxed);
+            (200, format.content_type(), body)
+        }
+        Route::Index => {
+            let exporter = shared
+                .exporter
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            (200, "text/html; charset=utf-8", index(&exporter))
+        }
+        Route::Refused(status, why) => (
+            status,
+            "text/plain; charset=utf-8",
+            format!("{why}\n").into_bytes(),
+        ),
+    };
+    shared.health.answered(status);
+    let mut response = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\nCache-Control: no-store\r\n",
+        reason(status),
+        body.len()
+    );
+    if status == 405 {
+        response.push_str("Allow: GET, HEAD\r\n");
+    }
+    response.push_str("\r\n");
+    let written = write_before(&mut stream, response.as_bytes(), deadline).and_then(|()| {
+        if head_only {
+            Ok(())
+        } else {
+            write_before(&mut stream, &body, deadline)
+        }
+    });
+    if written.is_err() {
+        shared.health.closed(Closed::WriteTimeout);
+    }
+    stream.shutdown(Shutdown::Both).ok();
+}
+
+/// Answers 503 to a connection that found no place, without waiting on it.
+pub fn refuse(stream: TcpStream) {
+    stream.set_nonblocking(true).ok();
+    let text = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    // A nonblocking socket's first write: the 503 fits its buffer, or the client hears none.
+    let _sent: Option<usize> = (&stream).write(text.as_bytes()).ok();
+    stream.shutdown(Shutdown::Both).ok();
+}
+
+/// Why no request was read.
+enum Unanswered {
+    /// The client closed, or the connection was evicted or failed.
+    Gone,
+    /// The head did not arrive in time.
+    Late,
+}
+
+/// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
+/// a `HEAD`).
+fn read_head(
+    stream: &mut TcpStream,
+    buffer: &mut [u8; MAX_HEAD],
+    timeout: Duration,
+) -> Result<(Route, bool), Unanswered> {
+    let deadline = Instant::now() + timeout;
+    let mut filled = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Unanswered::Late);
+        }
+        stream.set_read_timeout(Some(left)).ok();
+        match stream.read(&mut buffer[filled..]) {
+            Ok(0) => return Err(Unanswered::Gone),
+            Ok(n) => filled += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(Unanswered::Late);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return Err(Unanswered::Gone),
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&buffer[..filled]) {
+            Ok(httparse::Status::Complete(_)) => return Ok(route(&request)),
+            Ok(httparse::Status::Partial) if filled == buffer.len() => {
+                return Ok((Route::Refused(431, "the request head is too large"), false));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(httparse::Error::TooManyHeaders) => {
+                return Ok((Route::Refused(431, "too many header lines"), false));
+            }
+            Err(_) => return Ok((Route::Refused(400, "malformed request"), false)),
+        }
+    }
+}
+
+/// What a complete request asks for, and whether it is a `HEAD`.
+fn route(request: &httparse::Request<'_, '_>) -> (Route, bool) {
+    let head_only = request.method == Some("HEAD");
+    if !matches!(request.method, Some("GET" | "HEAD")) {
+        return (
+            Route::Refused(405, "only GET and HEAD: no endpoint changes anything"),
+            false,
+        );
+    }
+    let announces_body = request.headers.iter().any(|h| {
+        (h.name.eq_ignore_ascii_case("content-length")
+            && std::str::from_utf8(h.value).map_or(true, |v| v.trim() != "0"))
+            || h.name.eq_ignore_ascii_case("transfer-encoding")
+    });
+    if announces_body {
+        return (
+            Route::Refused(413, "a request body is never read"),
+            head_only,
+        );
+    }
+    let path = request.path.unwrap_or("");
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    match path {
+        "/metrics" => {
+            let accept = request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                .and_then(|h| std::str::from_utf8(h.value).ok());
+            (Route::Metrics(Format::negotiate(accept)), head_only)
+        }
+        "/" => (Route::Index, head_only),
+        _ => (Route::Refused(404, "not found: try /metrics"), head_only),
+    }
+}
+
+/// Writes `bytes` in pieces, each within what is left before `deadline`.
+fn write_before(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    for chunk in bytes.chunks(CHUNK) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        stream.set_write_timeout(Some(left))?;
+        stream.write_all(chunk)?;
+    }
+    Ok(())
+}
+
+/// A status's reason phrase.
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        _ => "Service Unavailable",
+    }
+}
+
+/// The `/` page: what is counted, what did not open.
+fn index(exporter: &super::counting::Exporter) -> Vec<u8> {
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut page = String::from(
+        "<!DOCTYPE html>\n<html><head><title>counterhal</title></head><body>\n\
+         <h1>counterhal serve</h1>\n<p><a href=\"/metrics\">Metrics</a></p>\n",
+    );
+    page.push_str(&format!(
+        "<p>Version {}, backend {}; {} places counted.</p>\n<h2>Events</h2>\n<ul>\n",
+        env!("CARGO_PKG_VERSION"),
+        exporter.backend_name(),
+        exporter.places.len()
+    ));
+    for event in &exporter.events {
+        page.push_str(&format!(
+            "<li>{} ({})</li>\n",
+            escape(&event.name),
+            escape(&event.pmu)
+        ));
+    }
+    page.push_str("</ul>\n");
+    if !exporter.refused.is_empty() {
+        page.push_str("<h2>Not opened here</h2>\n<ul>\n");
+        for refused in &exporter.refused {
+            page.push_str(&format!("<li>{}</li>\n", escape(&refused.message)));
+        }
+        page.push_str("</ul>\n");
+    }
+    page.push_str("</body></html>\n");
+    page.into_bytes()
+}

@@ -1,0 +1,87 @@
+//! What the connections share: the bounds, the table of open connections (to evict the one
+//! waiting longest), the counters behind their lock, and the exporter's health.
+
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::counting::Exporter;
+use super::health::Health;
+
+/// The bounds on clients.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// How long a client has to send its request head.
+    pub header_timeout: Duration,
+    /// How long a client has to take its answer.
+    pub write_timeout: Duration,
+}
+
+/// A connection in the table.
+pub struct Slot {
+    /// Its id, given in order of arrival.
+    pub id: u64,
+    /// The same socket, to close it from the accepting thread.
+    pub stream: TcpStream,
+    /// When it was accepted.
+    pub since: Instant,
+    /// Whether its request has arrived (it is being answered: never evicted).
+    pub answering: bool,
+}
+
+/// The open connections.
+pub struct Table {
+    slots: Mutex<Vec<Slot>>,
+    next: AtomicU64,
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new() -> Table {
+        Table {
+            slots: Mutex::new(Vec::new()),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// A new connection's id.
+    pub fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Relaxed)
+    }
+
+    /// The slots, locked.
+    pub fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Marks connection `id` as being answered.
+    pub fn answering(&self, id: u64) {
+        if let Some(slot) = self.lock().iter_mut().find(|slot| slot.id == id) {
+            slot.answering = true;
+        }
+    }
+
+    /// Takes connection `id` out of the table.
+    pub fn remove(&self, id: u64) {
+        self.lock().retain(|slot| slot.id != id);
+    }
+}
+
+/// What a connection's thread shares.
+pub struct Shared {
+    /// The counters.
+    pub exporter: Mutex<Exporter>,
+    /// The exporter's health.
+    pub health: Arc<Health>,
+    /// The open connections.
+    pub table: Table,
+    /// The bounds.
+    pub limits: Limits,
+    /// The size of the last scrape (the next one's buffer starts at it).
+    pub last_size: std::sync::atomic::AtomicUsize,
+}

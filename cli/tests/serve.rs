@@ -1,0 +1,333 @@
+//! `counterhal serve` against the clients an exporter on every host meets: malformed,
+//! oversized, slow (slowloris) and too many at once. Each time the exporter must answer a
+//! scrape at once afterwards (and during, for the slow ones), and its memory stay bounded.
+//! Also what it serves: both formats, the routes, and that nothing changes state.
+//!
+//! Oracle: RFC 9110/9112 for the statuses; `/proc/PID/status` (VmRSS) for the memory.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// A running `counterhal serve`, killed when dropped.
+pub struct Exporter {
+    child: Child,
+    /// Where it serves.
+    pub address: SocketAddr,
+}
+
+impl Exporter {
+    /// Starts `counterhal serve --listen 127.0.0.1:0 ARGS` and waits for the address it
+    /// prints.
+    pub fn start(args: &[&str]) -> Exporter {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start counterhal serve");
+        let mut stderr = child.stderr.take().expect("its standard error");
+        let mut said = Vec::new();
+        let mut byte = [0u8; 1];
+        while !said.ends_with(b"\n") && stderr.read(&mut byte).is_ok_and(|n| n == 1) {
+            said.push(byte[0]);
+        }
+        let line = String::from_utf8_lossy(&said).to_string();
+        let address = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| {
+                child.kill().ok();
+                panic!("counterhal serve did not say where it serves: {line:?}")
+            });
+        // The rest of standard error drains on a thread, so the exporter never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Exporter { child, address }
+    }
+
+    /// Its resident memory, in KiB.
+    pub fn resident_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("VmRSS")
+    }
+
+    /// Its threads now.
+    pub fn threads(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/task", self.child.id()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// Sends `request` as it is and reads the answer until the exporter closes: its status and
+/// the whole text (`None` when the connection closed without one, or none was made).
+pub fn exchange(address: SocketAddr, request: &[u8]) -> (Option<u16>, String) {
+    let Ok(mut stream) = TcpStream::connect(address) else {
+        return (None, String::new());
+    };
+    stream.set_read_timeout(Some(Duration::from_secs(20))).ok();
+    stream.write_all(request).ok();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok();
+    let text = String::from_utf8_lossy(&answer).to_string();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (status, text)
+}
+
+/// `GET path` with `accept`: the status and the body.
+pub fn get(address: SocketAddr, path: &str, accept: Option<&str>) -> (Option<u16>, String) {
+    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n{accept}\r\n");
+    let (status, text) = exchange(address, request.as_bytes());
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// A scrape, which must succeed within `within`.
+fn scrape_within(exporter: &Exporter, within: Duration) -> String {
+    let start = Instant::now();
+    let (status, body) = get(exporter.address, "/metrics", None);
+    let took = start.elapsed();
+    assert_eq!(status, Some(200), "{body}");
+    assert!(took < within, "a scrape took {took:?}");
+    assert!(body.contains("counterhal_event_seconds_total{event=\"task-clock\""));
+    body
+}
+
+/// The exporter's threads once at most `bound`, or after 3 s: an evicted connection's
+/// thread ends once it is scheduled after its socket is shut down (on a loaded machine,
+/// some hundreds of milliseconds), so the table's bound holds with a moment's lag.
+fn settled_threads(exporter: &Exporter, bound: usize) -> usize {
+    let waited = Instant::now();
+    while exporter.threads() > bound && waited.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    exporter.threads()
+}
+
+/// Skips the test unless this process may count whole CPUs (the exporter's job).
+macro_rules! serve_or_skip {
+    () => {
+        linux_or_skip!();
+        if !may_count_cpus() {
+            skip!(
+                Need::Privilege,
+                "counting every CPU takes root or perf_event_paranoid <= 0"
+            );
+        }
+    };
+}
+
+#[test]
+fn both_formats_are_served_by_the_accept_header_and_nothing_changes_state() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock,page-faults"]);
+    let (status, text) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(200));
+    assert!(
+        text.contains("# TYPE counterhal_event_seconds_total counter"),
+        "{text}"
+    );
+    assert!(!text.contains("# EOF"));
+    let (_, open) = get(
+        exporter.address,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert!(
+        open.contains("# TYPE counterhal_event_seconds counter"),
+        "{open}"
+    );
+    assert!(
+        open.contains("# UNIT counterhal_event_seconds seconds"),
+        "{open}"
+    );
+    assert!(open.ends_with("# EOF\n"), "{open}");
+    let (status, page) = get(exporter.address, "/", None);
+    assert_eq!(status, Some(200));
+    assert!(page.contains("task-clock"), "{page}");
+    assert_eq!(get(exporter.address, "/nothing", None).0, Some(404));
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let request = format!("{method} /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+        let (status, text) = exchange(exporter.address, request.as_bytes());
+        assert_eq!(status, Some(405), "{method}: {text}");
+        assert!(text.contains("Allow: GET, HEAD"), "{text}");
+    }
+    let (status, head) = exchange(exporter.address, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!(status, Some(200));
+    assert!(
+        head.ends_with("\r\n\r\n"),
+        "a HEAD answer has no body: {head}"
+    );
+}
+
+#[test]
+fn malformed_and_oversized_requests_are_refused_and_scrapes_go_on() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock"]);
+    for (request, expected) in [
+        (b"GARBAGE\r\n\r\n".to_vec(), 400),
+        (b"GET /metrics HTTP/9.9\r\n\r\n".to_vec(), 400),
+        (b"GET /metrics HTTP/1.1\r\nBad Header\r\n\r\n".to_vec(), 400),
+        (b"\x00\xff\xfe\r\n\r\n".to_vec(), 400),
+        (
+            b"GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+            413,
+        ),
+        (
+            b"GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec(),
+            413,
+        ),
+    ] {
+        let (status, text) = exchange(exporter.address, &request);
+        assert_eq!(status, Some(expected), "{request:?}: {text}");
+    }
+    // A head larger than 8 KiB, and more header lines than taken.
+    let long = format!(
+        "GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n",
+        "a".repeat(100_000)
+    );
+    assert_eq!(exchange(exporter.address, long.as_bytes()).0, Some(431));
+    let many: String = (0..40).map(|i| format!("X-{i}: y\r\n")).collect();
+    let many = format!("GET /metrics HTTP/1.1\r\n{many}\r\n");
+    assert_eq!(exchange(exporter.address, many.as_bytes()).0, Some(431));
+    let huge_path = format!("GET /{} HTTP/1.1\r\n\r\n", "p".repeat(1 << 20));
+    assert_eq!(
+        exchange(exporter.address, huge_path.as_bytes()).0,
+        Some(431)
+    );
+    let body = scrape_within(&exporter, Duration::from_secs(2));
+    assert!(
+        body.contains("counterhal_http_requests_total{code=\"400\"} 4"),
+        "{body}"
+    );
+    assert!(
+        body.contains("counterhal_http_requests_total{code=\"431\"} 3"),
+        "{body}"
+    );
+}
+
+/// Slowloris: connections that send their head a byte at a time, more than the bound, hold
+/// no scrape up (each new connection evicts the one waiting longest), and are closed at the
+/// header timeout; the exporter's threads and memory stay bounded.
+#[test]
+fn slow_clients_neither_stall_scrapes_nor_grow_memory() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&[
+        "-e",
+        "task-clock",
+        "--max-connections",
+        "8",
+        "--header-timeout",
+        "1",
+    ]);
+    scrape_within(&exporter, Duration::from_secs(2));
+    let before = exporter.resident_kib();
+    let mut slow: Vec<TcpStream> = (0..40)
+        .filter_map(|_| TcpStream::connect(exporter.address).ok())
+        .collect();
+    for round in 0..5 {
+        for stream in &mut slow {
+            stream.write_all(b"G").ok();
+        }
+        // A scrape gets through while they trickle.
+        scrape_within(&exporter, Duration::from_secs(1));
+        let threads = settled_threads(&exporter, 1 + 8);
+        assert!(threads <= 1 + 8, "round {round}: {threads} threads");
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    // Past the header timeout, every slow one has been closed.
+    std::thread::sleep(Duration::from_millis(1200));
+    for stream in &mut slow {
+        stream.set_read_timeout(Some(Duration::from_secs(2))).ok();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).ok();
+        let text = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.is_empty() || text.starts_with("HTTP/1.1 408"),
+            "a slow client got {text}"
+        );
+    }
+    let body = scrape_within(&exporter, Duration::from_secs(1));
+    assert!(!body.contains("{reason=\"evicted\"} 0"), "{body}");
+    let after = exporter.resident_kib();
+    eprintln!("resident memory: {before} KiB before the clients, {after} KiB after");
+    assert!(
+        after < before + 8 * 1024,
+        "resident memory {before} KiB -> {after} KiB"
+    );
+}
+
+/// Many connections at once, idle or answered: beyond the bound they are evicted or
+/// refused, a scrape still answers, memory stays bounded.
+#[test]
+fn many_connections_are_bounded_and_scrapes_still_answer() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock", "--max-connections", "16"]);
+    scrape_within(&exporter, Duration::from_secs(2));
+    let before = exporter.resident_kib();
+    for _ in 0..3 {
+        let idle: Vec<TcpStream> = (0..300)
+            .filter_map(|_| TcpStream::connect(exporter.address).ok())
+            .collect();
+        scrape_within(&exporter, Duration::from_secs(1));
+        let threads = settled_threads(&exporter, 1 + 16);
+        assert!(threads <= 1 + 16, "{threads} threads");
+        drop(idle);
+        // Scrapes side by side.
+        let scrapers: Vec<_> = (0..8)
+            .map(|_| {
+                let address = exporter.address;
+                std::thread::spawn(move || get(address, "/metrics", None).0)
+            })
+            .collect();
+        for scraper in scrapers {
+            assert_eq!(scraper.join().unwrap(), Some(200));
+        }
+    }
+    let after = exporter.resident_kib();
+    eprintln!("resident memory: {before} KiB before the clients, {after} KiB after");
+    assert!(
+        after < before + 8 * 1024,
+        "resident memory {before} KiB -> {after} KiB"
+    );
+}
+
+#[test]
+fn bad_options_are_refused_with_the_usage_line() {
+    for (args, says) in [
+        (vec!["--listen", "nowhere"], "invalid socket address"),
+        (vec!["--max-connections", "0"], "0 is not in 1..=1024"),
+        (vec!["--header-timeout", "0"], "outside 0.01 to 300 seconds"),
+        (vec!["--cgroups", "\\(a"], "--cgroups pattern"),
+        (vec!["-e", "no-such-event-here"], "no-such-event-here"),
+    ] {
+        let mut all = vec!["serve"];
+        all.extend(&args);
+        let out = counterhal(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -1,0 +1,267 @@
+//! `counterhal serve` scraped by Debian's Prometheus every second, with a known workload: a
+//! busy loop pinned to one CPU in a cgroup of its own, whose task-clock must rise at one
+//! CPU-second per second on that CPU and cgroup (as much as the loop ran: where the machine
+//! gives it less of its CPU, the kernel's own account of the loop says how much), as PromQL's
+//! `rate()` finds it through the HTTP API; and every series the exporter writes is well
+//! formed for `promtool check metrics`.
+//!
+//! Oracle: Prometheus 2.42 (its scraper parses the OpenMetrics it negotiates, its PromQL
+//! computes the rate), promtool (the text format and the naming conventions), and the
+//! scheduler's time on CPU of the loop (`/proc/PID/schedstat`) over the same seconds.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::{Exporter, get};
+use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// A running Prometheus with its storage in a directory of its own, both gone when dropped.
+struct Prometheus {
+    child: Child,
+    dir: std::path::PathBuf,
+    address: std::net::SocketAddr,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        std::fs::remove_dir_all(&self.dir).ok();
+    }
+}
+
+impl Prometheus {
+    /// Starts Prometheus on a free loopback port, scraping `target` every second.
+    fn start(target: std::net::SocketAddr) -> Prometheus {
+        let dir =
+            std::env::temp_dir().join(format!("counterhal-prometheus-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: counterhal\n    static_configs:\n      \
+             - targets: ['{target}']\n"
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let address = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={address}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).map_or(Stdio::null(), Stdio::from))
+            .spawn()
+            .expect("start prometheus");
+        Prometheus {
+            child,
+            dir,
+            address,
+        }
+    }
+
+    /// The result of the instant query `promql`: each series' labels as text and its value.
+    fn query(&self, promql: &str) -> Vec<(String, f64)> {
+        self.query_at(promql, None)
+    }
+
+    /// [`query`](Prometheus::query) evaluated at `time` (Unix seconds; `None`: now).
+    fn query_at(&self, promql: &str, time: Option<f64>) -> Vec<(String, f64)> {
+        let time = time.map_or(String::new(), |t| format!("&time={t:.3}"));
+        let path = format!("/api/v1/query?query={}{time}", encoded(promql));
+        let (status, body) = get(self.address, &path, None);
+        if status != Some(200) {
+            return Vec::new();
+        }
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&body) else {
+            return Vec::new();
+        };
+        json["data"]["result"]
+            .as_array()
+            .map(|results| {
+                results
+                    .iter()
+                    .filter_map(|r| {
+                        let value = r["value"][1].as_str()?.parse().ok()?;
+                        Some((r["metric"].to_string(), value))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Nanoseconds process `pid` has run on a CPU (`/proc/PID/schedstat`'s first field).
+fn on_cpu_ns(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A loopback address with a port free now.
+fn free_port() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// `text` percent-encoded for a query string.
+fn encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `promtool check metrics` on `text`: its status and what it said.
+fn promtool_check(text: &str) -> (bool, String) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start promtool");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+fn prometheus_installed() -> bool {
+    ["prometheus", "promtool"].iter().all(|tool| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgroup() {
+    linux_or_skip!();
+    if !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "making cgroups and counting every CPU takes root"
+        );
+    }
+    if !prometheus_installed() {
+        skip!(
+            Need::Tools,
+            "Debian's prometheus (with promtool) is not installed"
+        );
+    }
+    let root = match counterhal::cgroup_root() {
+        Ok(root) => root,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let mut busy = TestCgroup::new(&root, "serve").expect("make a cgroup");
+    busy.spin();
+    let cpu = counterhal::online_cpus().last().unwrap_or(0);
+    for pid in busy.busy_pids() {
+        let pinned = Command::new("taskset")
+            .args(["-p", "-c", &cpu.to_string(), &pid.to_string()])
+            .output()
+            .expect("run taskset");
+        assert!(pinned.status.success(), "{}", stderr(&pinned));
+        // Ahead of whatever else this machine runs, so that it has its CPU to itself.
+        Command::new("renice")
+            .args(["-n", "-20", "-p", &pid.to_string()])
+            .output()
+            .ok();
+    }
+    let pattern = format!("^{}$", busy.name);
+    let exporter = Exporter::start(&["-e", "task-clock,page-faults", "--cgroups", &pattern]);
+    let (status, scrape) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(200));
+    let cgroup = format!("/{}", busy.name);
+    assert!(scrape.contains(&format!("cgroup=\"{cgroup}\"")), "{scrape}");
+    let (well_formed, said) = promtool_check(&scrape);
+    assert!(
+        well_formed && said.trim().is_empty(),
+        "promtool check metrics: {said}"
+    );
+
+    let prometheus = Prometheus::start(exporter.address);
+    let promql = format!(
+        "rate(counterhal_event_seconds_total{{event=\"task-clock\",cpu=\"{cpu}\",cgroup=\"{cgroup}\"}}[5s])"
+    );
+    let loop_pid = busy.busy_pids().next().expect("the busy loop");
+    let start = Instant::now();
+    // The loop's time on CPU each second: (Unix time, nanoseconds on CPU).
+    let mut ran: Vec<(f64, u64)> = Vec::new();
+    let mut found = None;
+    // Five seconds of scrapes in the window, once Prometheus has started (a second or two
+    // on an idle machine; twenty on two busy cores).
+    while start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_secs(1));
+        ran.push((unix_now(), on_cpu_ns(loop_pid)));
+        let scraped_for = prometheus.query("count_over_time(up{job=\"counterhal\"}[10s])");
+        let up = prometheus.query("up{job=\"counterhal\"}");
+        if up.first().map(|(_, v)| *v) != Some(1.0)
+            || scraped_for.first().is_none_or(|(_, n)| *n < 7.0)
+            || ran.len() < 6
+        {
+            continue;
+        }
+        let (now, ran_now) = ran[ran.len() - 1];
+        let (then, ran_then) = ran[ran.len() - 6];
+        let own = (ran_now - ran_then) as f64 / 1e9 / (now - then);
+        if let Some((_, rate)) = prometheus.query_at(&promql, Some(now)).first() {
+            found = Some((*rate, own));
+            break;
+        }
+    }
+    let log = std::fs::read_to_string(prometheus.dir.join("log")).unwrap_or_default();
+    let (rate, own) = found.unwrap_or_else(|| {
+        panic!("Prometheus did not scrape the exporter in 60 s; it said: {log}")
+    });
+    eprintln!(
+        "rate() of the busy cgroup's task-clock on CPU {cpu}: {rate:.4} CPU-s/s; the loop \
+         ran {own:.4} CPU-s/s by its schedstat"
+    );
+    assert!(
+        (rate - own).abs() <= 0.1 * own.max(0.1),
+        "{promql} = {rate}, where the loop ran {own} CPU-seconds per second"
+    );
+    // Where the loop had its CPU to itself, that is one CPU-second per second.
+    if own >= 0.95 {
+        assert!((0.9..=1.1).contains(&rate), "{promql} = {rate}");
+    }
+    // The other CPU, in the same cgroup, ran none of it.
+    let elsewhere = prometheus.query(&format!(
+        "sum(rate(counterhal_event_seconds_total{{event=\"task-clock\",cgroup=\"{cgroup}\",cpu!=\"{cpu}\"}}[5s]))"
+    ));
+    assert!(
+        elsewhere.first().is_none_or(|(_, v)| *v < 0.05),
+        "{elsewhere:?}"
+    );
+}
