@@ -6,8 +6,10 @@
 //! formed for `promtool check metrics`.
 //!
 //! Oracle: Prometheus 2.42 (its scraper parses the OpenMetrics it negotiates, its PromQL
-//! computes the rate), promtool (the text format and the naming conventions), and the
-//! scheduler's time on CPU of the loop (`/proc/PID/schedstat`) over the same seconds.
+//! computes the rate and evaluates the recording rules `serve --rules` writes), promtool
+//! (the text format and the naming conventions; the rules file), and the scheduler's time on
+//! CPU of the loop (`/proc/PID/schedstat`) over the same seconds. The rule's CPUs_utilized of
+//! the cgroup agrees with `stat -a -G`'s.
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -35,15 +37,19 @@ impl Drop for Prometheus {
 }
 
 impl Prometheus {
-    /// Starts Prometheus on a free loopback port, scraping `target` every second.
-    fn start(target: std::net::SocketAddr) -> Prometheus {
+    /// Starts Prometheus on a free loopback port, scraping `target` every second and
+    /// evaluating the recording rules `rules` (a rules file's text) every second.
+    fn start(target: std::net::SocketAddr, rules: &str) -> Prometheus {
         let dir =
             std::env::temp_dir().join(format!("counterhal-prometheus-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("data")).unwrap();
+        std::fs::write(dir.join("rules.yml"), rules).unwrap();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             rule_files:\n  - {}\n\
              scrape_configs:\n  - job_name: counterhal\n    static_configs:\n      \
-             - targets: ['{target}']\n"
+             - targets: ['{target}']\n",
+            dir.join("rules.yml").display()
         );
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
         let address = free_port();
@@ -210,7 +216,23 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
         "promtool check metrics: {said}"
     );
 
-    let prometheus = Prometheus::start(exporter.address);
+    // The portable metric CPUs_utilized as `serve --rules` writes it, checked by promtool.
+    let rules = counterhal(&[
+        "serve",
+        "--rules",
+        "-M",
+        "CPUs_utilized",
+        "--rules-window",
+        "5s",
+    ]);
+    assert!(rules.status.success(), "{}", stderr(&rules));
+    let rules = stdout(&rules);
+    let (rules_well_formed, rules_said) = promtool_check_rules(&rules);
+    assert!(
+        rules_well_formed,
+        "promtool check rules: {rules_said}\n{rules}"
+    );
+    let prometheus = Prometheus::start(exporter.address, &rules);
     let promql = format!(
         "rate(counterhal_event_seconds_total{{event=\"task-clock\",cpu=\"{cpu}\",cgroup=\"{cgroup}\"}}[5s])"
     );
@@ -263,5 +285,103 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
     assert!(
         elsewhere.first().is_none_or(|(_, v)| *v < 0.05),
         "{elsewhere:?}"
+    );
+    // The recording rule's CPUs_utilized of the cgroup (over every CPU) beside stat's, which
+    // counts the cgroup's task-clock over every CPU for two seconds just after.
+    let recorded = format!("counterhal:CPUs_utilized:rate5s{{cgroup=\"{cgroup}\"}}");
+    let start = Instant::now();
+    let rule = loop {
+        if let Some((_, value)) = prometheus.query(&recorded).first() {
+            break *value;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{recorded}: no value in 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let stat = counterhal(&[
+        "stat",
+        "-a",
+        "-e",
+        "task-clock",
+        "-G",
+        &busy.name,
+        "-x,",
+        "--",
+        "sleep",
+        "2",
+    ]);
+    let line = stderr(&stat);
+    let utilized: f64 = line
+        .split(',')
+        .nth(6)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("stat's CPUs utilized: {line}"));
+    eprintln!("CPUs_utilized of the busy cgroup: {rule:.4} by the rule, {utilized:.4} by stat");
+    assert!(
+        (rule - utilized).abs() <= 0.15 * rule.max(utilized),
+        "{recorded} = {rule}, stat -a -G says {utilized} CPUs utilized"
+    );
+}
+
+/// promtool's verdict on a rules file's text, and what it said.
+fn promtool_check_rules(text: &str) -> (bool, String) {
+    // A file of its own for each call: the tests of this module run side by side.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "counterhal-rules-{}-{call}.yml",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&path)
+        .output()
+        .expect("run promtool");
+    std::fs::remove_file(&path).ok();
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+/// `serve --rules`: a model's metrics as recording rules promtool accepts (Sapphire Rapids'
+/// DRAM bandwidth from its memory controllers' uncore events, its TopdownL1 metrics); those
+/// whose formulas need what PromQL lacks are left out in a comment saying why; a window that
+/// is no PromQL duration is bad input. Oracle: promtool check rules.
+#[test]
+fn rules_of_a_models_metrics_pass_promtool() {
+    if !prometheus_installed() {
+        skip!(
+            Need::Tools,
+            "Debian's prometheus (with promtool) is not installed"
+        );
+    }
+    let out = counterhal(&[
+        "serve",
+        "--rules",
+        "--cpu-model",
+        "spr",
+        "-M",
+        "Info_System_DRAM_BW_Use,TopdownL1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rules = stdout(&out);
+    let (well_formed, said) = promtool_check_rules(&rules);
+    assert!(well_formed, "promtool check rules: {said}\n{rules}");
+    assert!(
+        rules.contains("record: counterhal:Info_System_DRAM_BW_Use:rate1m"),
+        "{rules}"
+    );
+    assert!(rules.contains("UNC_M_CAS_COUNT.RD"), "{rules}");
+    assert!(rules.contains("# left out: "), "{rules}");
+    let bad = counterhal(&["serve", "--rules", "-M", "IPC", "--rules-window", "5x"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("not a PromQL duration"),
+        "{}",
+        stderr(&bad)
     );
 }

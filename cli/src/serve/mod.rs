@@ -16,6 +16,7 @@ mod exposition;
 mod health;
 mod http;
 mod request;
+mod rules;
 mod table;
 
 use std::net::SocketAddr;
@@ -48,8 +49,9 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 ];
 
 /// The usage line of `serve`'s errors.
-const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [--cgroups PATTERN...] \
-[--max-cgroups N] [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS]";
+const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
+[--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--max-cgroups N] \
+[--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS]";
 
 /// Text after `serve --help`.
 pub const HELP: &str = "\
@@ -75,6 +77,22 @@ pub struct ServeArgs {
     /// reported, not counted).
     #[arg(short = 'e', long = "event", value_name = "EV[,EV...]")]
     pub events: Vec<String>,
+    /// Count the events these metrics (or metric groups) read, as stat -M names them (with
+    /// --rules: print the metrics as Prometheus recording rules instead of serving).
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRIC[,METRIC]",
+        value_delimiter = ','
+    )]
+    pub metrics: Vec<String>,
+    /// Print the -M metrics as Prometheus recording rules over the exported counters (YAML
+    /// for a rules file; `promtool check rules` reads it) and exit.
+    #[arg(long = "rules", requires = "metrics")]
+    pub rules: bool,
+    /// The window of the rules' rate(), a PromQL duration.
+    #[arg(long = "rules-window", value_name = "DURATION", default_value = "1m", value_parser = promql_duration)]
+    pub rules_window: String,
     /// Count the events in each cgroup (v2) whose path below the cgroup mount matches: perf's
     /// --for-each-cgroup list (names, or POSIX basic regular expressions matched anywhere in
     /// the path; an empty item is the root). Cgroups are found again at each scrape.
@@ -98,6 +116,29 @@ pub struct ServeArgs {
     pub database: DatabaseArgs,
 }
 
+/// A PromQL duration: digits and a unit (`30s`, `1m`, `1h`), one or more.
+fn promql_duration(text: &str) -> Result<String, String> {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let unit = ["ms", "s", "m", "h", "d", "w", "y"]
+            .into_iter()
+            .find(|u| rest[digits..].starts_with(u));
+        match unit {
+            Some(unit) if digits > 0 => rest = &rest[digits + unit.len()..],
+            _ => {
+                return Err(format!(
+                    "`{text}` is not a PromQL duration (e.g. 30s, 1m, 1h30m)"
+                ));
+            }
+        }
+    }
+    if text.is_empty() {
+        return Err("an empty duration (e.g. 1m)".to_string());
+    }
+    Ok(text.to_string())
+}
+
 /// A duration in seconds between 0.01 and 300.
 fn seconds(text: &str) -> Result<Duration, String> {
     let value: f64 = text
@@ -110,9 +151,10 @@ fn seconds(text: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
-    /// The event names: `-e`'s lists split as stat splits them, or the default set.
+    /// The event names: `-e`'s lists split as stat splits them, or the default set where
+    /// neither `-e` nor `-M` names any.
     fn event_names(&self) -> Vec<String> {
-        if self.events.is_empty() {
+        if self.events.is_empty() && self.metrics.is_empty() {
             return DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
         }
         self.events
@@ -159,8 +201,20 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, CliError> 
 /// opens here, or an address that cannot be listened on (exit 1).
 pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
+    let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
+        .map_err(|e| CliError::usage(e, USAGE))?;
+    if args.rules {
+        let model = context.model.as_deref();
+        crate::output::emit(&rules::rules(&metrics, &args.rules_window, model))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let backend = choose(context)?;
-    let names = args.event_names();
+    let mut names = args.event_names();
+    for event in crate::stat::named_metrics::events_needed(&metrics) {
+        if !names.contains(&event) {
+            names.push(event);
+        }
+    }
     if names.is_empty() {
         let error = Error::invalid_input("-e names no event");
         return Err(CliError::usage(error, USAGE));

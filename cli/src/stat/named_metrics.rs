@@ -77,7 +77,7 @@ impl MetricDef {
     }
 
     /// The parsed formula (made on the first call, then kept), or why it does not parse.
-    fn formula(&self) -> Result<&Expr, &str> {
+    pub(crate) fn formula(&self) -> Result<&Expr, &str> {
         self.formula
             .get_or_init(|| match self.source {
                 Source::Text(text) => expression::parse(text).map_err(|e| e.to_string()),
@@ -331,10 +331,10 @@ fn unknown(name: &str, model: Option<&str>, own: &[MetricDef]) -> Error {
 }
 
 /// How deep metrics may refer to metrics (a loop in a table stops here).
-const DEPTH: usize = 8;
+pub(crate) const DEPTH: usize = 8;
 
 /// The metric called `name` that a formula of `scope` reads: the same model's first.
-fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
+pub(crate) fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
     let own = scope.model.and_then(|id| of_model(id).ok()).unwrap_or(&[]);
     own.iter().chain(portable()).find(|m| m.name == name)
 }
