@@ -111,13 +111,19 @@ impl Boxes {
         if !self.merge {
             return (0..self.origin.len()).map(|b| vec![b]).collect();
         }
-        (0..self.given.len())
-            .map(|event| {
-                (0..self.origin.len())
-                    .filter(|&b| self.origin[b] == event)
-                    .collect()
-            })
-            .collect()
+        let mut lines = vec![Vec::new(); self.given.len()];
+        for (b, &event) in self.origin.iter().enumerate() {
+            lines[event].push(b);
+        }
+        lines
+    }
+
+    /// Whether every event is its own box, named as given and shown as counted: then merging
+    /// changes nothing (the common case, no PMU event), and is not done.
+    fn each_its_own(&self) -> bool {
+        self.origin.len() == self.given.len()
+            && self.names == self.given
+            && self.scales.iter().all(Option::is_none)
     }
 
     /// The boxes' results (as planned, or as a run ended) folded into one result per line:
@@ -125,6 +131,9 @@ impl Boxes {
     /// box; an event that is its own box, as its result names it), shown with the alias's
     /// scale and unit, its reading the sum of its boxes'.
     pub fn merge_results(&self, results: Vec<EventResult>) -> Vec<EventResult> {
+        if self.each_its_own() {
+            return results;
+        }
         self.lines()
             .into_iter()
             .map(|boxes| {
@@ -158,6 +167,9 @@ impl Boxes {
 
     /// Counts (an interval's, a place's) of the boxes folded into the lines' counts.
     pub fn merge_counts(&self, counts: &mut [Counts]) {
+        if self.each_its_own() {
+            return;
+        }
         let lines = self.lines();
         for counts in counts {
             counts.readings = lines
