@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
-use counterhal::{Context, CountedCommand, CpuList, Place, count_command};
+use counterhal::{Context, CountedCommand, count_command};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -406,6 +406,7 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
 /// cpumask's CPUs only); the other events open on every CPU; CPUs the caller names take
 /// every event, as `perf stat -C` does. The tree's `power` PMU has this kernel's msr PMU's
 /// type and its `tsc` event, so it opens and counts here; its cpumask is CPU 0.
+#[cfg(target_os = "linux")]
 #[test]
 fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     let real = std::path::Path::new("/sys/bus/event_source/devices");
@@ -463,7 +464,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     };
     assert_eq!(every.len() as u64, cpus.len(), "{every:?}");
     for (place, row) in &every {
-        let on_mask = matches!(place, Place::Cpu(0));
+        let on_mask = matches!(place, counterhal::Place::Cpu(0));
         assert_eq!(
             row[0].time_enabled > 0,
             on_mask,
@@ -471,7 +472,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
         );
         assert!(row[1].time_enabled > 0, "task-clock on {place}: {row:?}");
     }
-    let named = CpuList::from_cpus(cpus.iter().take(2));
+    let named = counterhal::CpuList::from_cpus(cpus.iter().take(2));
     let both = opened(&Target::Cpus(named)).unwrap();
     assert!(
         both.iter().all(|(_, row)| row[0].time_enabled > 0),
