@@ -184,26 +184,8 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
                     continue;
                 }
             };
-            let mut expected: Vec<Open> = ours
-                .iter()
-                .flat_map(|e| {
-                    let bits = e.attr.exclude_bits();
-                    let attr = &e.attr;
-                    e.open_cpus().into_iter().map(move |cpu| {
-                        let levels = [bits.user, bits.kernel, bits.hv];
-                        (
-                            attr.type_,
-                            attr.config,
-                            attr.config1,
-                            attr.config2,
-                            cpu,
-                            levels,
-                        )
-                    })
-                })
-                .collect();
+            let expected = opens(&ours);
             let mut opened = saw.opens.clone();
-            expected.sort_unstable();
             opened.sort_unstable();
             if expected == opened {
                 figures.equal += 1;
