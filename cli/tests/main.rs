@@ -15,8 +15,10 @@ mod multiplex;
 mod perf_habits;
 mod perf_layouts;
 mod reliability;
+#[macro_use]
 mod serve;
 mod serve_prometheus;
+mod serve_web;
 mod software_events;
 mod stat_opens;
 mod stat_options;

@@ -40,7 +40,7 @@ impl Exporter {
         }
         let line = String::from_utf8_lossy(&said).to_string();
         let address = line
-            .split("http://")
+            .split("://")
             .nth(1)
             .and_then(|rest| rest.split('/').next())
             .and_then(|a| a.parse().ok())

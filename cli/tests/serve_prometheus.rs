@@ -22,9 +22,10 @@ use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 /// A running Prometheus with its storage in a directory of its own, both gone when dropped.
-struct Prometheus {
+pub struct Prometheus {
     child: Child,
-    dir: std::path::PathBuf,
+    /// Its directory: configuration, storage, log.
+    pub dir: std::path::PathBuf,
     address: std::net::SocketAddr,
 }
 
@@ -40,15 +41,26 @@ impl Prometheus {
     /// Starts Prometheus on a free loopback port, scraping `target` every second and
     /// evaluating the recording rules `rules` (a rules file's text) every second.
     fn start(target: std::net::SocketAddr, rules: &str) -> Prometheus {
-        let dir =
-            std::env::temp_dir().join(format!("counterhal-prometheus-{}", std::process::id()));
+        let jobs = format!(
+            "  - job_name: counterhal\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        Prometheus::start_with("counterhal", &jobs, rules)
+    }
+
+    /// Starts Prometheus on a free loopback port (its files in a directory named after
+    /// `name`), with `jobs` (scrape_configs' items, as YAML) scraped every second and the
+    /// recording rules `rules` evaluated every second.
+    pub fn start_with(name: &str, jobs: &str, rules: &str) -> Prometheus {
+        let dir = std::env::temp_dir().join(format!(
+            "counterhal-prometheus-{name}-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(dir.join("data")).unwrap();
         std::fs::write(dir.join("rules.yml"), rules).unwrap();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
              rule_files:\n  - {}\n\
-             scrape_configs:\n  - job_name: counterhal\n    static_configs:\n      \
-             - targets: ['{target}']\n",
+             scrape_configs:\n{jobs}",
             dir.join("rules.yml").display()
         );
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
@@ -76,7 +88,7 @@ impl Prometheus {
     }
 
     /// The result of the instant query `promql`: each series' labels as text and its value.
-    fn query(&self, promql: &str) -> Vec<(String, f64)> {
+    pub fn query(&self, promql: &str) -> Vec<(String, f64)> {
         self.query_at(promql, None)
     }
 
@@ -161,7 +173,8 @@ fn promtool_check(text: &str) -> (bool, String) {
     )
 }
 
-fn prometheus_installed() -> bool {
+/// Whether Debian's prometheus and promtool are here.
+pub fn prometheus_installed() -> bool {
     ["prometheus", "promtool"].iter().all(|tool| {
         Command::new(tool)
             .arg("--version")

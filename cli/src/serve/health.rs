@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The HTTP statuses the exporter answers with, in the order they are exported.
-pub const STATUSES: [u16; 8] = [200, 400, 404, 405, 408, 413, 431, 503];
+pub const STATUSES: [u16; 10] = [200, 400, 401, 404, 405, 408, 413, 429, 431, 503];
 
 /// Why a connection was closed before it was answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,15 +18,19 @@ pub enum Closed {
     HeaderTimeout,
     /// Its answer was not taken within the write timeout.
     WriteTimeout,
+    /// Its TLS handshake failed (`--web.config.file`'s TLS): no common version or suite,
+    /// no or a bad client certificate, not TLS at all.
+    Tls,
 }
 
 impl Closed {
     /// Every reason, in the order they are exported.
-    pub const ALL: [Closed; 4] = [
+    pub const ALL: [Closed; 5] = [
         Closed::Evicted,
         Closed::Refused,
         Closed::HeaderTimeout,
         Closed::WriteTimeout,
+        Closed::Tls,
     ];
 
     /// The `reason` label.
@@ -36,6 +40,7 @@ impl Closed {
             Closed::Refused => "refused",
             Closed::HeaderTimeout => "header_timeout",
             Closed::WriteTimeout => "write_timeout",
+            Closed::Tls => "tls_handshake",
         }
     }
 }

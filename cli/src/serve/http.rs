@@ -5,7 +5,9 @@
 //! arrives with its connection, as Prometheus' does, always gets through; when every place
 //! is answering, the new connection is closed. Each connection has the header timeout to
 //! send its request head and the write timeout to take the answer; memory is bounded by the
-//! table: a head buffer and a stack per connection, and the answer being written.
+//! table: a head buffer and a stack per connection, and the answer being written. With
+//! `--web.config.file`, each connection takes the file's configuration as it is when the
+//! connection comes (TLS, users, headers, rate limit).
 
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -15,19 +17,28 @@ use super::counting::Exporter;
 use super::health::{Closed, Health};
 use super::request;
 use super::table::{Limits, Shared, Slot, Table};
+use super::web::WebConfigFile;
 
 /// The stack of a connection's thread: the head buffer, the parser's headers, and reading
 /// and writing the counters (found enough by the bad-client tests with room to spare).
 const STACK: usize = 256 * 1024;
 
-/// Accepts connections on `listener` for ever, answering each within `limits`.
-pub fn serve(listener: TcpListener, limits: Limits, exporter: Exporter, health: Arc<Health>) {
+/// Accepts connections on `listener` for ever, answering each within `limits` (over TLS,
+/// with the users and headers of `web` where given).
+pub fn serve(
+    listener: TcpListener,
+    limits: Limits,
+    exporter: Exporter,
+    health: Arc<Health>,
+    web: Option<WebConfigFile>,
+) {
     let shared = Arc::new(Shared {
         exporter: Mutex::new(exporter),
         health,
         table: Table::new(),
         limits,
         last_size: std::sync::atomic::AtomicUsize::new(4096),
+        web,
     });
     for stream in listener.incoming() {
         match stream {
@@ -80,7 +91,12 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
         .name("counterhal-http".to_string())
         .stack_size(STACK)
         .spawn(move || {
-            request::answer(stream, id, &for_thread);
+            // The configuration as the file says now (read again where it changed).
+            let web = for_thread.web.as_ref().map(WebConfigFile::current);
+            match web.as_ref().and_then(|web| web.tls.clone()) {
+                Some(tls) => request::answer_tls(stream, tls, id, &for_thread, web.as_deref()),
+                None => request::answer(stream, id, &for_thread, web.as_deref()),
+            }
             for_thread.table.remove(id);
         });
     if spawned.is_err() {

@@ -7,7 +7,9 @@
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
 //! exporter's own counters), [`http`] (connections and their bounds), [`table`] (what the
-//! connections share) and [`request`] (one request: its head, its route, its answer).
+//! connections share), [`request`] (one request: its head, its route, its answer) and
+//! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
+//! exporter-toolkit's format).
 
 mod counting;
 mod discovery;
@@ -18,6 +20,7 @@ mod http;
 mod request;
 mod rules;
 mod table;
+mod web;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -51,7 +54,8 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--max-cgroups N] \
-[--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS]";
+[--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
+[--web.config.file FILE]";
 
 /// Text after `serve --help`.
 pub const HELP: &str = "\
@@ -112,31 +116,18 @@ pub struct ServeArgs {
     /// Seconds a client has to take the whole answer (then the connection is closed).
     #[arg(long = "write-timeout", value_name = "SECONDS", default_value = "10", value_parser = seconds)]
     pub write_timeout: Duration,
+    /// TLS, basic authentication, response headers and a rate limit from a YAML file in the
+    /// format of Prometheus' exporter-toolkit (the file node_exporter's --web.config.file
+    /// reads); read again when it changes. docs/serve.md says what it takes.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub database: DatabaseArgs,
 }
 
 /// A PromQL duration: digits and a unit (`30s`, `1m`, `1h`), one or more.
 fn promql_duration(text: &str) -> Result<String, String> {
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        let unit = ["ms", "s", "m", "h", "d", "w", "y"]
-            .into_iter()
-            .find(|u| rest[digits..].starts_with(u));
-        match unit {
-            Some(unit) if digits > 0 => rest = &rest[digits + unit.len()..],
-            _ => {
-                return Err(format!(
-                    "`{text}` is not a PromQL duration (e.g. 30s, 1m, 1h30m)"
-                ));
-            }
-        }
-    }
-    if text.is_empty() {
-        return Err("an empty duration (e.g. 1m)".to_string());
-    }
-    Ok(text.to_string())
+    web::duration(text).map(|_| text.to_string())
 }
 
 /// A duration in seconds between 0.01 and 300.
@@ -208,6 +199,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         crate::output::emit(&rules::rules(&metrics, &args.rules_window, model))?;
         return Ok(ExitCode::SUCCESS);
     }
+    let web = args
+        .web_config
+        .as_deref()
+        .map(web::WebConfigFile::open)
+        .transpose()
+        .map_err(|e| CliError::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
     let mut names = args.event_names();
     for event in crate::stat::named_metrics::events_needed(&metrics) {
@@ -248,12 +245,16 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::failed(Error::invalid_input(format!("no local address: {e}"))))?;
-    crate::output::emit_to_stderr(&format!("counterhal: serving http://{bound}/metrics\n"));
+    let scheme = match web.as_ref().map(web::WebConfigFile::current) {
+        Some(config) if config.tls.is_some() => "https",
+        _ => "http",
+    };
+    crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
     let limits = table::Limits {
         max_connections: args.max_connections as usize,
         header_timeout: args.header_timeout,
         write_timeout: args.write_timeout,
     };
-    http::serve(listener, limits, exporter, health);
+    http::serve(listener, limits, exporter, health, web);
     Ok(ExitCode::SUCCESS)
 }

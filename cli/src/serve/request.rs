@@ -2,16 +2,89 @@
 //! `httparse` (no allocation), routed (`GET`/`HEAD` of `/metrics` and `/`; nothing changes
 //! state), answered within the write timeout, and the connection closed. A head larger than
 //! the buffer is refused (431), a malformed one too (400), a body never read (413 where one
-//! is announced), a head that does not arrive in time closed (408).
+//! is announced), a head that does not arrive in time closed (408). With
+//! `--web.config.file`: over TLS (a plain request to it answered 400 as Go's servers answer
+//! it), over the rate limit 429, without the users' credentials 401, and the configured
+//! headers on every answer.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
+
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::exposition::{self, Format};
 use super::health::Closed;
 use super::table::Shared;
+use super::web::{Verdict, WebConfig};
+
+/// A connection: a TCP stream, or TLS over one.
+pub trait Conn: Read + Write {
+    /// The TCP stream under it (its timeouts, its shutdown).
+    fn tcp(&self) -> &TcpStream;
+    /// Ends the conversation before the stream is shut down (TLS: its close_notify).
+    fn finish(&mut self) {}
+}
+
+impl Conn for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Conn for StreamOwned<ServerConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    fn finish(&mut self) {
+        self.conn.send_close_notify();
+        // Within the write timeout set for the answer; a client gone takes none.
+        let _written = self.conn.complete_io(&mut self.sock);
+    }
+}
+
+/// Answers a connection to a TLS server: a plain HTTP request (its first byte not a TLS
+/// handshake record's, 22) gets 400 in plain text, as Go's servers answer it; the rest is
+/// TLS, handshake included within the header timeout.
+pub fn answer_tls(
+    stream: TcpStream,
+    tls: Arc<ServerConfig>,
+    id: u64,
+    shared: &Shared,
+    web: Option<&WebConfig>,
+) {
+    stream
+        .set_read_timeout(Some(shared.limits.header_timeout))
+        .ok();
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first) {
+        Ok(1) if first[0] == 22 => {}
+        Ok(1) => {
+            shared.health.answered(400);
+            let text = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                        Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+            stream
+                .set_write_timeout(Some(shared.limits.write_timeout))
+                .ok();
+            let _sent = (&stream).write_all(text.as_bytes());
+            stream.shutdown(Shutdown::Both).ok();
+            return;
+        }
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            shared.health.closed(Closed::HeaderTimeout);
+            stream.shutdown(Shutdown::Both).ok();
+            return;
+        }
+        _ => return,
+    }
+    let Ok(connection) = ServerConnection::new(tls) else {
+        return;
+    };
+    answer(StreamOwned::new(connection, stream), id, shared, web);
+}
 
 /// The largest request head taken (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
@@ -28,12 +101,29 @@ enum Route {
 }
 
 /// Reads one request from `stream` (connection `id`), answers it and closes the connection.
-pub fn answer(mut stream: TcpStream, id: u64, shared: &Shared) {
+pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebConfig>) {
     let limits = shared.limits;
     let mut head = [0u8; MAX_HEAD];
-    let (route, head_only) = match read_head(&mut stream, &mut head, limits.header_timeout) {
+    let admit = |request: &httparse::Request<'_, '_>| match (&shared.web, web) {
+        (Some(file), Some(config)) => {
+            let authorization = request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("authorization"))
+                .map(|h| h.value);
+            file.admit(config, authorization)
+        }
+        _ => Verdict::Allowed,
+    };
+    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit);
+    let (route, head_only) = match read {
         Ok(parsed) => parsed,
         Err(Unanswered::Gone) => return,
+        Err(Unanswered::Tls) => {
+            shared.health.closed(Closed::Tls);
+            stream.tcp().shutdown(Shutdown::Both).ok();
+            return;
+        }
         Err(Unanswered::Late) => {
             shared.health.closed(Closed::HeaderTimeout);
             (Route::Refused(408, "the request head took too long"), false)
@@ -79,6 +169,12 @@ pub fn answer(mut stream: TcpStream, id: u64, shared: &Shared) {
     if status == 405 {
         response.push_str("Allow: GET, HEAD\r\n");
     }
+    if status == 401 {
+        response.push_str("WWW-Authenticate: Basic\r\n");
+    }
+    for (name, value) in web.map_or(&[][..], |web| &web.headers) {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
     response.push_str("\r\n");
     let written = write_before(&mut stream, response.as_bytes(), deadline).and_then(|()| {
         if head_only {
@@ -89,8 +185,10 @@ pub fn answer(mut stream: TcpStream, id: u64, shared: &Shared) {
     });
     if written.is_err() {
         shared.health.closed(Closed::WriteTimeout);
+    } else {
+        stream.finish();
     }
-    stream.shutdown(Shutdown::Both).ok();
+    stream.tcp().shutdown(Shutdown::Both).ok();
 }
 
 /// Answers 503 to a connection that found no place, without waiting on it.
@@ -108,14 +206,17 @@ enum Unanswered {
     Gone,
     /// The head did not arrive in time.
     Late,
+    /// The TLS handshake failed (rustls' errors are `InvalidData`).
+    Tls,
 }
 
 /// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
-/// a `HEAD`).
+/// a `HEAD`), if `admit` lets it through.
 fn read_head(
-    stream: &mut TcpStream,
+    stream: &mut impl Conn,
     buffer: &mut [u8; MAX_HEAD],
     timeout: Duration,
+    admit: impl Fn(&httparse::Request<'_, '_>) -> Verdict,
 ) -> Result<(Route, bool), Unanswered> {
     let deadline = Instant::now() + timeout;
     let mut filled = 0;
@@ -124,7 +225,7 @@ fn read_head(
         if left.is_zero() {
             return Err(Unanswered::Late);
         }
-        stream.set_read_timeout(Some(left)).ok();
+        stream.tcp().set_read_timeout(Some(left)).ok();
         match stream.read(&mut buffer[filled..]) {
             Ok(0) => return Err(Unanswered::Gone),
             Ok(n) => filled += n,
@@ -132,12 +233,19 @@ fn read_head(
                 return Err(Unanswered::Late);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == ErrorKind::InvalidData => return Err(Unanswered::Tls),
             Err(_) => return Err(Unanswered::Gone),
         }
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&buffer[..filled]) {
-            Ok(httparse::Status::Complete(_)) => return Ok(route(&request)),
+            Ok(httparse::Status::Complete(_)) => {
+                return Ok(match admit(&request) {
+                    Verdict::Allowed => route(&request),
+                    Verdict::TooMany => (Route::Refused(429, "over the rate limit"), false),
+                    Verdict::Unauthorized => (Route::Refused(401, "unauthorized"), false),
+                });
+            }
             Ok(httparse::Status::Partial) if filled == buffer.len() => {
                 return Ok((Route::Refused(431, "the request head is too large"), false));
             }
@@ -187,16 +295,16 @@ fn route(request: &httparse::Request<'_, '_>) -> (Route, bool) {
 }
 
 /// Writes `bytes` in pieces, each within what is left before `deadline`.
-fn write_before(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+fn write_before(stream: &mut impl Conn, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
     for chunk in bytes.chunks(CHUNK) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(ErrorKind::TimedOut.into());
         }
-        stream.set_write_timeout(Some(left))?;
+        stream.tcp().set_write_timeout(Some(left))?;
         stream.write_all(chunk)?;
     }
-    Ok(())
+    stream.flush()
 }
 
 /// A status's reason phrase.
@@ -204,10 +312,12 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         _ => "Service Unavailable",
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::counting::Exporter;
 use super::health::Health;
+use super::web::WebConfigFile;
 
 /// The bounds on clients.
 #[derive(Clone, Copy, Debug)]
@@ -84,4 +85,6 @@ pub struct Shared {
     pub limits: Limits,
     /// The size of the last scrape (the next one's buffer starts at it).
     pub last_size: std::sync::atomic::AtomicUsize,
+    /// `--web.config.file`: TLS, users, headers and rate limit, when given.
+    pub web: Option<WebConfigFile>,
 }

@@ -1,0 +1,745 @@
+//! `--web.config.file`: TLS, basic authentication, response headers and a rate limit, from a
+//! file in the format of Prometheus' exporter-toolkit (docs/web-configuration.md there), so
+//! that one file serves node_exporter and counterhal alike. The file is looked at again for
+//! each connection and read again when it changed (certificates are picked up at once, as
+//! the toolkit does); a change that does not read is reported on standard error and the
+//! configuration read before stays. TLS is turned on or off only by a restart.
+//!
+//! What the toolkit's format has and this server does not do is refused by name when the
+//! file is read: client certificates that are requested but not verified
+//! (`RequestClientCert`, `RequireAnyClientCert`, insecure by the toolkit's own note),
+//! `client_allowed_sans`, TLS 1.0 and 1.1, and the cipher suites and curves rustls lacks.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// The largest web configuration file read (with its certificates inline).
+const MAX_FILE: u64 = 1 << 20;
+
+/// A bcrypt hash of no user's password, checked when the user named is not configured so
+/// that a wrong name costs as long as a wrong password (made by glibc's crypt(3)).
+const DUMMY_HASH: &str = "$2y$10$Kq3vT9xW2mL8pR4sN6bYcO/NQj/Wy9DKet9a6TAd2D8a5WII1gm9C";
+
+/// The response headers the toolkit lets a configuration set.
+const HEADERS: [&str; 5] = [
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "X-Content-Type-Options",
+    "X-XSS-Protection",
+    "Strict-Transport-Security",
+];
+
+/// One reading of the web configuration file.
+pub struct WebConfig {
+    /// The TLS server configuration, when `tls_server_config` is given.
+    pub tls: Option<Arc<ServerConfig>>,
+    /// Users and their bcrypt hashes; none: no authentication.
+    users: HashMap<String, String>,
+    /// Headers added to every answer.
+    pub headers: Vec<(String, String)>,
+    /// The rate limit: at most `burst` requests at once, one more per `interval`.
+    rate: Option<(Duration, u32)>,
+}
+
+/// Whether a request may be answered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Yes.
+    Allowed,
+    /// No credentials, or wrong ones (401).
+    Unauthorized,
+    /// Over the rate limit (429).
+    TooMany,
+}
+
+/// The configuration file, read again when it changes, and what the requests share: the
+/// credentials that were verified (bcrypt is slow by design: each user's last good password
+/// is remembered, as the toolkit caches it) and the rate limit's bucket.
+pub struct WebConfigFile {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+/// What the file gave when it was last read.
+struct State {
+    stamp: Stamp,
+    config: Arc<WebConfig>,
+    verified: HashMap<String, String>,
+    bucket: (f64, Instant),
+}
+
+/// What tells that the file changed: its modification time, size and inode.
+type Stamp = Option<(SystemTime, u64, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len(), meta.ino()))
+}
+
+impl WebConfigFile {
+    /// Reads `path`.
+    ///
+    /// # Errors
+    /// The file does not read or does not say a configuration this server can serve, with
+    /// what was wrong and what would be right.
+    pub fn open(path: &Path) -> Result<WebConfigFile, String> {
+        let stamp = stamp(path);
+        let config = read(path)?;
+        let burst = config.rate.map_or(0, |(_, burst)| burst);
+        Ok(WebConfigFile {
+            path: path.to_path_buf(),
+            state: Mutex::new(State {
+                stamp,
+                config: Arc::new(config),
+                verified: HashMap::new(),
+                bucket: (f64::from(burst), Instant::now()),
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The configuration now: read again when the file changed since it was last read; a
+    /// change that does not read (or turns TLS on or off) is reported and the one before
+    /// kept.
+    pub fn current(&self) -> Arc<WebConfig> {
+        let now = stamp(&self.path);
+        let mut state = self.lock();
+        if now != state.stamp {
+            state.stamp = now;
+            match read(&self.path) {
+                Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
+                    let _shown = crate::output::emit_to_stderr(&format!(
+                        "counterhal: {}: TLS is turned on or off by a restart; the \
+                         configuration read before stays\n",
+                        self.path.display()
+                    ));
+                }
+                Ok(config) => {
+                    let burst = config.rate.map_or(0, |(_, burst)| burst);
+                    state.config = Arc::new(config);
+                    state.verified.clear();
+                    state.bucket = (f64::from(burst), Instant::now());
+                }
+                Err(e) => {
+                    let _shown = crate::output::emit_to_stderr(&format!(
+                        "counterhal: {e}; the configuration read before stays\n"
+                    ));
+                }
+            }
+        }
+        Arc::clone(&state.config)
+    }
+
+    /// Whether a request with `authorization` (its `Authorization` header) may be answered
+    /// under `config`: the rate limit first (before any bcrypt), then the credentials.
+    pub fn admit(&self, config: &WebConfig, authorization: Option<&[u8]>) -> Verdict {
+        if let Some((interval, burst)) = config.rate {
+            let mut state = self.lock();
+            let (tokens, last) = state.bucket;
+            let now = Instant::now();
+            let refill = now.duration_since(last).as_secs_f64() / interval.as_secs_f64();
+            let tokens = (tokens + refill).min(f64::from(burst));
+            if tokens < 1.0 {
+                state.bucket = (tokens, now);
+                return Verdict::TooMany;
+            }
+            state.bucket = (tokens - 1.0, now);
+        }
+        if config.users.is_empty() {
+            return Verdict::Allowed;
+        }
+        let Some((user, password)) = authorization.and_then(basic_credentials) else {
+            return Verdict::Unauthorized;
+        };
+        if self.lock().verified.get(&user) == Some(&password) && config.users.contains_key(&user) {
+            return Verdict::Allowed;
+        }
+        let hash = config.users.get(&user).map_or(DUMMY_HASH, String::as_str);
+        let good = bcrypt::verify(&password, hash).unwrap_or(false);
+        if good && config.users.contains_key(&user) {
+            self.lock().verified.insert(user, password);
+            Verdict::Allowed
+        } else {
+            Verdict::Unauthorized
+        }
+    }
+}
+
+/// The user and password of a `Basic` authorization header.
+fn basic_credentials(header: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(header).ok()?.trim();
+    let (scheme, encoded) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
+}
+
+/// A Prometheus duration (`100ms`, `30s`, `1m`, `1h30m`; units ms, s, m, h, d, w, y).
+///
+/// # Errors
+/// The text is no such duration, with an example of one.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("`{text}` is not a Prometheus duration (e.g. 30s, 1m, 1h30m)");
+    if text.is_empty() {
+        return Err("an empty duration (e.g. 1m)".to_string());
+    }
+    let mut rest = text;
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let (unit, seconds) = [
+            ("ms", 0.001),
+            ("s", 1.0),
+            ("m", 60.0),
+            ("h", 3600.0),
+            ("d", 86_400.0),
+            ("w", 604_800.0),
+            ("y", 31_536_000.0),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest[digits..].starts_with(u))
+        .ok_or_else(bad)?;
+        let count: u32 = rest[..digits].parse().map_err(|_| bad())?;
+        total += Duration::from_secs_f64(f64::from(count) * seconds);
+        rest = &rest[digits + unit.len()..];
+    }
+    Ok(total)
+}
+
+/// Reads and checks the configuration file at `path`.
+fn read(path: &Path) -> Result<WebConfig, String> {
+    let name = path.display();
+    let fail = |what: String| format!("--web.config.file {name}: {what}");
+    let size = std::fs::metadata(path)
+        .map_err(|e| fail(format!("cannot read it: {e}")))?
+        .len();
+    if size > MAX_FILE {
+        return Err(fail(format!(
+            "it is {size} bytes, more than a web configuration's {MAX_FILE}"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    parse(&text, base).map_err(fail)
+}
+
+/// The configuration `text` says, its file names relative to `base` (the file's folder, as
+/// the toolkit takes them).
+///
+/// # Errors
+/// What was wrong, by its key, and what would be right.
+pub fn parse(text: &str, base: &Path) -> Result<WebConfig, String> {
+    let documents = YamlLoader::load_from_str(text).map_err(|e| format!("not YAML: {e}"))?;
+    let mut config = WebConfig {
+        tls: None,
+        users: HashMap::new(),
+        headers: Vec::new(),
+        rate: None,
+    };
+    let top = match documents.first() {
+        None | Some(Yaml::Null) => return Ok(config),
+        Some(top) => mapping(top, "the file")?,
+    };
+    for (key, value) in top {
+        match key.as_str() {
+            "tls_server_config" => config.tls = Some(tls(value, base)?),
+            "http_server_config" => config.headers = http(value)?,
+            "basic_auth_users" => {
+                for (user, hash) in mapping(value, "basic_auth_users")? {
+                    let hash = string(hash, &format!("basic_auth_users.{user}"))?;
+                    if bcrypt::verify("", &hash).is_err() {
+                        return Err(format!(
+                            "basic_auth_users.{user} is not a bcrypt hash (e.g. what \
+                             `htpasswd -nBC 10 \"\" | tr -d ':\\n'` prints)"
+                        ));
+                    }
+                    config.users.insert(user, hash);
+                }
+            }
+            "rate_limit" => config.rate = rate(value)?,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a key of a web configuration (tls_server_config, \
+                     http_server_config, basic_auth_users, rate_limit)"
+                ));
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// The keys and values of a YAML mapping (`what` names it in errors); null is empty.
+fn mapping<'a>(value: &'a Yaml, what: &str) -> Result<Vec<(String, &'a Yaml)>, String> {
+    match value {
+        Yaml::Null => Ok(Vec::new()),
+        Yaml::Hash(hash) => hash
+            .iter()
+            .map(|(key, value)| match key {
+                Yaml::String(key) => Ok((key.clone(), value)),
+                _ => Err(format!("{what} has a key that is not a string: {key:?}")),
+            })
+            .collect(),
+        _ => Err(format!("{what} is not a mapping of keys to values")),
+    }
+}
+
+fn string(value: &Yaml, what: &str) -> Result<String, String> {
+    match value {
+        Yaml::String(text) => Ok(text.clone()),
+        Yaml::Integer(number) => Ok(number.to_string()),
+        _ => Err(format!("{what} is not a string")),
+    }
+}
+
+fn boolean(value: &Yaml, what: &str) -> Result<bool, String> {
+    match value {
+        Yaml::Boolean(b) => Ok(*b),
+        _ => Err(format!("{what} is not true or false")),
+    }
+}
+
+fn strings(value: &Yaml, what: &str) -> Result<Vec<String>, String> {
+    match value {
+        Yaml::Null => Ok(Vec::new()),
+        Yaml::Array(items) => items.iter().map(|item| string(item, what)).collect(),
+        _ => Err(format!("{what} is not a list")),
+    }
+}
+
+/// `http_server_config`: `http2` (taken; this server answers HTTP/1.1, which HTTP/2 clients
+/// fall back to by ALPN) and the headers the toolkit allows, with its checks of their values.
+fn http(value: &Yaml) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for (key, value) in mapping(value, "http_server_config")? {
+        match key.as_str() {
+            "http2" => {
+                boolean(value, "http_server_config.http2")?;
+            }
+            "headers" => {
+                for (name, value) in mapping(value, "http_server_config.headers")? {
+                    let what = format!("http_server_config.headers.{name}");
+                    let Some(known) = HEADERS.iter().find(|h| h.eq_ignore_ascii_case(&name)) else {
+                        return Err(format!(
+                            "{what}: a header the configuration cannot set ({})",
+                            HEADERS.join(", ")
+                        ));
+                    };
+                    let value = string(value, &what)?;
+                    let allowed: &[&str] = match *known {
+                        "X-Frame-Options" => &["deny", "sameorigin"],
+                        "X-Content-Type-Options" => &["nosniff"],
+                        _ => &[],
+                    };
+                    if !value.is_empty()
+                        && !allowed.is_empty()
+                        && !allowed.iter().any(|a| a.eq_ignore_ascii_case(&value))
+                    {
+                        return Err(format!("{what} is `{value}`: {}", allowed.join(" or ")));
+                    }
+                    if value.chars().any(char::is_control) {
+                        return Err(format!("{what} has a control character"));
+                    }
+                    if !value.is_empty() {
+                        headers.push(((*known).to_string(), value));
+                    }
+                }
+            }
+            other => {
+                return Err(format!(
+                    "`http_server_config.{other}` is not a key (http2, headers)"
+                ));
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// `rate_limit`: `interval` (a duration; 0 turns it off) and `burst`.
+fn rate(value: &Yaml) -> Result<Option<(Duration, u32)>, String> {
+    let mut interval = Duration::ZERO;
+    let mut burst = 0u32;
+    for (key, value) in mapping(value, "rate_limit")? {
+        match key.as_str() {
+            "interval" => {
+                interval = duration(&string(value, "rate_limit.interval")?)
+                    .map_err(|e| format!("rate_limit.interval: {e}"))?
+            }
+            "burst" => {
+                burst = match value {
+                    Yaml::Integer(n) => u32::try_from(*n).ok(),
+                    _ => None,
+                }
+                .ok_or("rate_limit.burst is not a count of requests (0 or more)")?;
+            }
+            other => {
+                return Err(format!(
+                    "`rate_limit.{other}` is not a key (interval, burst)"
+                ));
+            }
+        }
+    }
+    if interval.is_zero() {
+        return Ok(None);
+    }
+    if burst == 0 {
+        return Err(
+            "rate_limit.burst is 0 with an interval: no request would be answered \
+                    (1 or more)"
+                .to_string(),
+        );
+    }
+    Ok(Some((interval, burst)))
+}
+
+/// PEM text given inline or by a file (relative to `base`), never both.
+fn pem(
+    inline: Option<String>,
+    file: Option<String>,
+    names: (&str, &str),
+    base: &Path,
+) -> Result<Option<Vec<u8>>, String> {
+    match (inline, file) {
+        (Some(_), Some(_)) => Err(format!(
+            "tls_server_config has both {} and {}: one of them",
+            names.0, names.1
+        )),
+        (Some(text), None) => Ok(Some(text.into_bytes())),
+        (None, Some(file)) => {
+            let path = base.join(&file);
+            std::fs::read(&path)
+                .map(Some)
+                .map_err(|e| format!("tls_server_config.{}: cannot read {file}: {e}", names.1))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// `tls_server_config`: the server's certificate and key, the client certificates' policy
+/// and CA, the versions, cipher suites and curves.
+fn tls(value: &Yaml, base: &Path) -> Result<Arc<ServerConfig>, String> {
+    let mut fields: HashMap<String, &Yaml> = HashMap::new();
+    const KEYS: [&str; 13] = [
+        "cert",
+        "key",
+        "client_ca",
+        "cert_file",
+        "key_file",
+        "client_auth_type",
+        "client_ca_file",
+        "client_allowed_sans",
+        "min_version",
+        "max_version",
+        "cipher_suites",
+        "prefer_server_cipher_suites",
+        "curve_preferences",
+    ];
+    for (key, value) in mapping(value, "tls_server_config")? {
+        if !KEYS.contains(&key.as_str()) {
+            return Err(format!(
+                "`tls_server_config.{key}` is not a key ({})",
+                KEYS.join(", ")
+            ));
+        }
+        fields.insert(key, value);
+    }
+    let text = |key: &str| -> Result<Option<String>, String> {
+        fields
+            .get(key)
+            .filter(|v| !matches!(v, Yaml::Null))
+            .map(|v| string(v, &format!("tls_server_config.{key}")))
+            .transpose()
+            .map(|t| t.filter(|t| !t.is_empty()))
+    };
+    let cert = pem(
+        text("cert")?,
+        text("cert_file")?,
+        ("cert", "cert_file"),
+        base,
+    )?
+    .ok_or("tls_server_config needs the server's certificate (cert_file or cert)")?;
+    let key = pem(text("key")?, text("key_file")?, ("key", "key_file"), base)?
+        .ok_or("tls_server_config needs the server's private key (key_file or key)")?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("tls_server_config: the certificate is not PEM: {e}"))?;
+    if certs.is_empty() {
+        return Err("tls_server_config: the certificate file holds no CERTIFICATE".to_string());
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key)
+        .map_err(|e| format!("tls_server_config: the private key is not PEM: {e}"))?;
+
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(names) = fields.get("cipher_suites") {
+        let names = strings(names, "tls_server_config.cipher_suites")?;
+        if !names.is_empty() {
+            let known: Vec<String> = provider
+                .cipher_suites
+                .iter()
+                .filter(|s| s.tls13().is_none())
+                .map(|s| format!("{:?}", s.suite()))
+                .collect();
+            for name in &names {
+                if !known.contains(name) {
+                    return Err(format!(
+                        "tls_server_config.cipher_suites: `{name}` is not one this server \
+                         has ({})",
+                        known.join(", ")
+                    ));
+                }
+            }
+            // Like Go, the list chooses among TLS 1.2's suites; TLS 1.3's are all kept.
+            let mut chosen: Vec<_> = provider
+                .cipher_suites
+                .iter()
+                .filter(|s| s.tls13().is_some())
+                .copied()
+                .collect();
+            for name in &names {
+                chosen.extend(
+                    provider
+                        .cipher_suites
+                        .iter()
+                        .filter(|s| format!("{:?}", s.suite()) == *name),
+                );
+            }
+            provider.cipher_suites = chosen;
+        }
+    }
+    if let Some(names) = fields.get("curve_preferences") {
+        let names = strings(names, "tls_server_config.curve_preferences")?;
+        if !names.is_empty() {
+            let mut chosen = Vec::new();
+            for name in &names {
+                let group = match name.as_str() {
+                    "X25519" => "X25519",
+                    "CurveP256" => "secp256r1",
+                    "CurveP384" => "secp384r1",
+                    _ => {
+                        return Err(format!(
+                            "tls_server_config.curve_preferences: `{name}` is not one this \
+                             server has (X25519, CurveP256, CurveP384)"
+                        ));
+                    }
+                };
+                chosen.extend(
+                    provider
+                        .kx_groups
+                        .iter()
+                        .filter(|g| format!("{:?}", g.name()) == group),
+                );
+            }
+            provider.kx_groups = chosen;
+        }
+    }
+    let provider = Arc::new(provider);
+
+    // The versions as 12 and 13, TLS 1.2 and 1.3 (rustls speaks no other).
+    let version = |key: &str, default: u8| match text(key)?.as_deref() {
+        None => Ok(default),
+        Some("TLS12") => Ok(12),
+        Some("TLS13") => Ok(13),
+        Some(other @ ("TLS10" | "TLS11")) => Err(format!(
+            "tls_server_config.{key} is {other}: this server speaks TLS 1.2 and 1.3 \
+             (TLS12, TLS13)"
+        )),
+        Some(other) => Err(format!(
+            "tls_server_config.{key} is `{other}`: TLS12 or TLS13"
+        )),
+    };
+    let (min, max) = (version("min_version", 12)?, version("max_version", 13)?);
+    let versions: Vec<&'static SupportedProtocolVersion> =
+        [(12, &rustls::version::TLS12), (13, &rustls::version::TLS13)]
+            .into_iter()
+            .filter(|(number, _)| (min..=max).contains(number))
+            .map(|(_, version)| version)
+            .collect();
+    if versions.is_empty() {
+        return Err("tls_server_config.min_version is above max_version".to_string());
+    }
+
+    if let Some(sans) = fields.get("client_allowed_sans")
+        && !strings(sans, "tls_server_config.client_allowed_sans")?.is_empty()
+    {
+        return Err(
+            "tls_server_config.client_allowed_sans is not supported by this server: \
+                    leave it out and give the allowed clients' CA in client_ca_file"
+                .to_string(),
+        );
+    }
+    let client_ca = pem(
+        text("client_ca")?,
+        text("client_ca_file")?,
+        ("client_ca", "client_ca_file"),
+        base,
+    )?;
+    let auth = text("client_auth_type")?.unwrap_or_else(|| "NoClientCert".to_string());
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("tls_server_config: {e}"))?;
+    let roots = |pem: Option<Vec<u8>>| -> Result<Arc<RootCertStore>, String> {
+        let pem = pem.ok_or_else(|| {
+            format!("tls_server_config.client_auth_type {auth} needs client_ca_file (or client_ca)")
+        })?;
+        let mut store = RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert =
+                cert.map_err(|e| format!("tls_server_config: the client CA is not PEM: {e}"))?;
+            store
+                .add(cert)
+                .map_err(|e| format!("tls_server_config: the client CA: {e}"))?;
+        }
+        Ok(Arc::new(store))
+    };
+    let builder = match auth.as_str() {
+        "NoClientCert" => builder.with_no_client_auth(),
+        "RequireAndVerifyClientCert" | "VerifyClientCertIfGiven" => {
+            let verifier = WebPkiClientVerifier::builder_with_provider(
+                roots(client_ca)?,
+                Arc::clone(&provider),
+            );
+            let verifier = if auth == "VerifyClientCertIfGiven" {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| format!("tls_server_config: the client CA: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        "RequestClientCert" | "RequireAnyClientCert" => {
+            return Err(format!(
+                "tls_server_config.client_auth_type {auth} takes certificates it does not \
+                 verify, which this server does not do: RequireAndVerifyClientCert (or \
+                 VerifyClientCertIfGiven) with client_ca_file"
+            ));
+        }
+        other => {
+            return Err(format!(
+                "tls_server_config.client_auth_type is `{other}`: NoClientCert, \
+                 VerifyClientCertIfGiven or RequireAndVerifyClientCert"
+            ));
+        }
+    };
+    let mut config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("tls_server_config: the certificate and key: {e}"))?;
+    config.ignore_client_order = match fields.get("prefer_server_cipher_suites") {
+        Some(value) => boolean(value, "tls_server_config.prefer_server_cipher_suites")?,
+        None => true,
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The provider the TLS configurations are built with (for the tests).
+#[cfg(test)]
+fn provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_prometheus_durations() {
+        assert_eq!(duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(duration("1.5s").unwrap_err().contains("e.g. 30s"));
+        assert!(duration("s").is_err());
+        assert!(duration("").is_err());
+    }
+
+    #[test]
+    fn an_empty_file_is_no_configuration() {
+        let config = parse("", Path::new(".")).unwrap();
+        assert!(config.tls.is_none() && config.users.is_empty() && config.rate.is_none());
+    }
+
+    #[test]
+    fn bad_keys_and_values_are_named() {
+        let cases = [
+            ("tls_server_confg: {}", "`tls_server_confg` is not a key"),
+            (
+                "basic_auth_users: {alice: plain}",
+                "basic_auth_users.alice is not a bcrypt hash",
+            ),
+            (
+                "http_server_config: {headers: {X-Frame-Options: allow}}",
+                "deny or sameorigin",
+            ),
+            ("http_server_config: {headers: {Server: me}}", "cannot set"),
+            (
+                "http_server_config: {http3: true}",
+                "http_server_config.http3",
+            ),
+            ("rate_limit: {interval: 1s, burst: 0}", "burst is 0"),
+            (
+                "rate_limit: {interval: fast, burst: 1}",
+                "rate_limit.interval",
+            ),
+            (
+                "tls_server_config: {key_file: k}",
+                "needs the server's certificate",
+            ),
+            ("[1, 2]", "not a mapping"),
+            ("a: [", "not YAML"),
+        ];
+        for (text, expected) in cases {
+            let error = parse(text, Path::new(".")).err().unwrap_or_default();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn basic_credentials_are_decoded() {
+        // "alice:s3cret:with colon" in base64 (RFC 7617: the password may hold colons).
+        let header = b"Basic YWxpY2U6czNjcmV0OndpdGggY29sb24=";
+        assert_eq!(
+            basic_credentials(header),
+            Some(("alice".to_string(), "s3cret:with colon".to_string()))
+        );
+        assert_eq!(basic_credentials(b"Bearer abc"), None);
+        assert_eq!(basic_credentials(b"Basic !!!"), None);
+    }
+
+    #[test]
+    fn the_go_names_of_suites_are_rustls_names() {
+        // The names Go's crypto/tls gives TLS 1.2's AEAD suites, as rustls prints them.
+        let names: Vec<String> = provider()
+            .cipher_suites
+            .iter()
+            .filter(|s| s.tls13().is_none())
+            .map(|s| format!("{:?}", s.suite()))
+            .collect();
+        for go in [
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        ] {
+            assert!(names.iter().any(|n| n == go), "{go} not in {names:?}");
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! `counterhal serve --web.config.file`: TLS, basic authentication, response headers and a
+//! rate limit from a file in Prometheus' exporter-toolkit format, with clients that are not
+//! ours: curl (OpenSSL's TLS) and Prometheus 2.42 (Go's crypto/tls and its basic_auth), which
+//! scrapes with the right password and fails with a wrong one. The certificates are
+//! OpenSSL's and the users' hashes glibc's bcrypt (cli/tests/fixtures/tls/make).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::{Exporter, get};
+use crate::serve_prometheus::{Prometheus, prometheus_installed};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The fixtures' folder.
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+}
+
+/// The test user's bcrypt hash (users.txt: `prometheus HASH`).
+fn hash() -> String {
+    let users = std::fs::read_to_string(fixtures().join("users.txt")).unwrap();
+    users.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// A web configuration file with `text` in a folder of its own (`name`), removed when
+/// dropped.
+struct WebFile {
+    path: PathBuf,
+}
+
+impl WebFile {
+    fn new(name: &str, text: &str) -> WebFile {
+        let dir =
+            std::env::temp_dir().join(format!("counterhal-web-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("web.yml");
+        std::fs::write(&path, text).unwrap();
+        WebFile { path }
+    }
+
+    /// Writes `text` in its place (a new file renamed over it, as configuration tools do).
+    fn replace(&self, text: &str) {
+        let next = self.path.with_extension("next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &self.path).unwrap();
+    }
+
+    fn arg(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+impl Drop for WebFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.path.parent() {
+            std::fs::remove_dir_all(dir).ok();
+        }
+    }
+}
+
+/// The server's TLS keys in a web configuration, and `more` after them.
+fn tls_config(more: &str) -> String {
+    let dir = fixtures();
+    format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: {}\n{more}",
+        dir.join("server.crt").display(),
+        dir.join("server.key").display()
+    )
+}
+
+/// curl with `args` on `url`: its exit status, and the head and body it got (`-i`).
+fn curl(args: &[&str], url: &str) -> (Option<i32>, String) {
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--max-time", "20"])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("run curl");
+    (
+        out.status.code(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+fn curl_installed() -> bool {
+    Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The value of the exporter's own series `series` (name and labels as written) in `text`.
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn tls_and_basic_auth_serve_curl_and_prometheus_and_refuse_the_rest() {
+    serve_or_skip!();
+    if !curl_installed() || !prometheus_installed() {
+        skip!(
+            Need::Tools,
+            "curl and Debian's prometheus are not installed"
+        );
+    }
+    let web = WebFile::new(
+        "tls",
+        &tls_config(&format!(
+            "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n\
+             basic_auth_users:\n  prometheus: {}\n",
+            hash()
+        )),
+    );
+    let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
+    let url = format!("https://{}/metrics", exporter.address);
+    let ca = fixtures().join("ca.crt");
+    let ca = ca.to_str().unwrap();
+
+    // The right user and password over TLS 1.3 and 1.2: the counts, with the header set.
+    for version in ["--tlsv1.3", "--tls-max"] {
+        let mut args = vec!["--cacert", ca, "-u", "prometheus:scrape-me", version];
+        if version == "--tls-max" {
+            args.push("1.2");
+        }
+        let (code, text) = curl(&args, &url);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(text.contains("X-Content-Type-Options: nosniff"), "{text}");
+        assert!(
+            text.contains("counterhal_event_seconds_total{event=\"task-clock\""),
+            "{text}"
+        );
+    }
+    // No credentials, a wrong password, an unknown user: 401 asking for Basic.
+    for user in [None, Some("prometheus:wrong"), Some("nobody:scrape-me")] {
+        let mut args = vec!["--cacert", ca];
+        if let Some(user) = user {
+            args.extend(["-u", user]);
+        }
+        let (code, text) = curl(&args, &url);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.starts_with("HTTP/1.1 401"), "{user:?}: {text}");
+        assert!(text.contains("WWW-Authenticate: Basic"), "{text}");
+    }
+    // A certificate curl does not trust: the handshake fails on curl's side.
+    let (code, text) = curl(&["-u", "prometheus:scrape-me"], &url);
+    assert_ne!(code, Some(0), "{text}");
+    // Plain HTTP to the TLS port: 400, said as Go's servers say it.
+    let (status, body) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(400), "{body}");
+    assert!(body.contains("HTTP request to an HTTPS server"), "{body}");
+
+    // Prometheus scraping with the right password finds the exporter up, with a wrong one
+    // down.
+    let job = |name: &str, password: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {ca}\n    \
+             basic_auth:\n      username: prometheus\n      password: {password}\n    \
+             static_configs:\n      - targets: ['{}']\n",
+            exporter.address
+        )
+    };
+    let jobs = job("right", "scrape-me") + &job("wrong", "not-it");
+    let prometheus = Prometheus::start_with("web", &jobs, "");
+    let start = Instant::now();
+    let (right, wrong) = loop {
+        let up = |job: &str| {
+            prometheus
+                .query(&format!("up{{job=\"{job}\"}}"))
+                .first()
+                .map(|(_, v)| *v)
+        };
+        if let (Some(right), Some(wrong)) = (up("right"), up("wrong")) {
+            break (right, wrong);
+        }
+        let log = std::fs::read_to_string(prometheus.dir.join("log")).unwrap_or_default();
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "Prometheus did not scrape in 60 s: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(
+        (right, wrong),
+        (1.0, 0.0),
+        "up of the right and wrong passwords"
+    );
+    let counted = prometheus.query("counterhal_event_seconds_total{job=\"right\"}");
+    assert!(!counted.is_empty(), "no counts scraped over TLS");
+
+    // The exporter counted what it refused.
+    let (code, text) = curl(&["--cacert", ca, "-u", "prometheus:scrape-me"], &url);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        value(&text, "counterhal_http_requests_total{code=\"401\"}") >= 3.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "counterhal_http_requests_total{code=\"400\"}") >= 1.0,
+        "{text}"
+    );
+    assert!(
+        value(
+            &text,
+            "counterhal_http_connections_closed_total{reason=\"tls_handshake\"}"
+        ) >= 1.0,
+        "{text}"
+    );
+}
+
+#[test]
+fn client_certificates_are_required_and_verified() {
+    serve_or_skip!();
+    if !curl_installed() {
+        skip!(Need::Tools, "curl is not installed");
+    }
+    let dir = fixtures();
+    let web = WebFile::new(
+        "mtls",
+        &tls_config(&format!(
+            "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {}\n  \
+             min_version: TLS13\n",
+            dir.join("ca.crt").display()
+        )),
+    );
+    let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
+    let url = format!("https://{}/metrics", exporter.address);
+    let ca = dir.join("ca.crt");
+    let (cert, key) = (dir.join("client.crt"), dir.join("client.key"));
+    let ca = ca.to_str().unwrap();
+    // Without a certificate: the handshake fails.
+    let (code, text) = curl(&["--cacert", ca], &url);
+    assert!(!text.contains("HTTP/1.1 200"), "{code:?}: {text}");
+    // The server's own certificate is signed by the CA but is no client's (serverAuth
+    // only): refused.
+    let (_, text) = curl(
+        &[
+            "--cacert",
+            ca,
+            "--cert",
+            dir.join("server.crt").to_str().unwrap(),
+            "--key",
+            dir.join("server.key").to_str().unwrap(),
+        ],
+        &url,
+    );
+    assert!(!text.contains("HTTP/1.1 200"), "{text}");
+    // TLS 1.2 is below min_version.
+    let (_, text) = curl(
+        &[
+            "--cacert",
+            ca,
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "--tls-max",
+            "1.2",
+        ],
+        &url,
+    );
+    assert!(!text.contains("HTTP/1.1 200"), "{text}");
+    // The client's certificate: served.
+    let (code, text) = curl(
+        &[
+            "--cacert",
+            ca,
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+        &url,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        value(
+            &text,
+            "counterhal_http_connections_closed_total{reason=\"tls_handshake\"}"
+        ) >= 3.0,
+        "{text}"
+    );
+}
+
+#[test]
+fn the_file_is_read_again_when_it_changes() {
+    serve_or_skip!();
+    if !curl_installed() {
+        skip!(Need::Tools, "curl is not installed");
+    }
+    let web = WebFile::new(
+        "reload",
+        &format!("basic_auth_users:\n  prometheus: {}\n", hash()),
+    );
+    let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
+    let url = format!("http://{}/metrics", exporter.address);
+    let status = |user: Option<&str>| {
+        let args: Vec<&str> = user.map_or(Vec::new(), |u| vec!["-u", u]);
+        let (_, text) = curl(&args, &url);
+        text.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok())
+    };
+    assert_eq!(status(Some("prometheus:scrape-me")), Some(200));
+    assert_eq!(status(None), Some(401));
+    // No users now, and at most two requests a minute.
+    web.replace("rate_limit:\n  interval: 1m\n  burst: 2\n");
+    assert_eq!(status(None), Some(200));
+    assert_eq!(status(None), Some(200));
+    assert_eq!(status(None), Some(429));
+    // A change that does not read keeps what was read before.
+    web.replace("rate_limit:\n  interval: often\n");
+    assert_eq!(status(None), Some(429));
+    // Turning TLS on takes a restart: refused, and the server still speaks HTTP.
+    web.replace(&tls_config(""));
+    assert_eq!(status(None), Some(429));
+}
+
+#[test]
+fn bad_web_configurations_are_named_before_serving() {
+    let dir = fixtures();
+    let cases = [
+        ("tls_server_confg: {}\n", "`tls_server_confg` is not a key"),
+        (
+            &tls_config("  min_version: TLS10\n") as &str,
+            "speaks TLS 1.2 and 1.3",
+        ),
+        (
+            &tls_config("  client_auth_type: RequireAnyClientCert\n"),
+            "does not verify",
+        ),
+        (
+            &tls_config("  client_auth_type: RequireAndVerifyClientCert\n"),
+            "needs client_ca_file",
+        ),
+        (
+            &tls_config("  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n"),
+            "TLS_RSA_WITH_RC4_128_SHA` is not one this server has",
+        ),
+        (
+            "tls_server_config:\n  cert_file: nowhere.crt\n  key_file: nowhere.key\n",
+            "cannot read nowhere.crt",
+        ),
+        (
+            &format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+                dir.join("server.crt").display(),
+                dir.join("client.key").display()
+            ),
+            "the certificate and key",
+        ),
+        ("basic_auth_users:\n  alice: secret\n", "not a bcrypt hash"),
+    ];
+    for (text, expected) in cases {
+        let web = WebFile::new("bad", text);
+        let out = counterhal(&["serve", "-e", "task-clock", "--web.config.file", web.arg()]);
+        assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected) && stderr(&out).contains("--web.config.file"),
+            "{text}: {}",
+            stderr(&out)
+        );
+    }
+    let out = counterhal(&["serve", "--web.config.file", "/nonexistent/web.yml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot read it"), "{}", stderr(&out));
+}
