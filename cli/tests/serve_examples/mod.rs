@@ -1,6 +1,6 @@
 //! The files for running `counterhal serve` on a fleet, held to what the command does:
 //! examples/prometheus (the scrape config, the recording rules, the Kubernetes DaemonSet;
-//! the Grafana dashboard in [`dashboard`]).
+//! the Grafana dashboard in [`dashboard`]) and dist/counterhal-serve.service ([`systemd`]).
 //!
 //! Oracles: the built command (the rules file is its output, and the DaemonSet's and the
 //! unit's arguments are arguments it takes, counting what the rules read); promtool of
@@ -8,6 +8,7 @@
 //! cgroup patterns, POSIX basic regular expressions as `regcomp` reads them).
 
 mod dashboard;
+mod systemd;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
