@@ -17,6 +17,7 @@ mod perf_layouts;
 mod reliability;
 #[macro_use]
 mod serve;
+mod serve_examples;
 mod serve_prometheus;
 mod serve_web;
 mod software_events;

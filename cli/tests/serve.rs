@@ -32,24 +32,10 @@ impl Exporter {
             .stdout(Stdio::null())
             .spawn()
             .expect("start counterhal serve");
-        let mut stderr = child.stderr.take().expect("its standard error");
-        let mut said = Vec::new();
-        let mut byte = [0u8; 1];
-        while !said.ends_with(b"\n") && stderr.read(&mut byte).is_ok_and(|n| n == 1) {
-            said.push(byte[0]);
-        }
-        let line = String::from_utf8_lossy(&said).to_string();
-        let address = line
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| {
-                child.kill().ok();
-                panic!("counterhal serve did not say where it serves: {line:?}")
-            });
-        // The rest of standard error drains on a thread, so the exporter never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let address = served_at(&mut child).unwrap_or_else(|said| {
+            child.kill().ok();
+            panic!("counterhal serve did not say where it serves: {said:?}")
+        });
         Exporter { child, address }
     }
 
@@ -69,6 +55,25 @@ impl Exporter {
             .map(|d| d.count())
             .unwrap_or(0)
     }
+}
+
+/// Where `child` (serve, started with its standard error piped, perhaps under another
+/// program) serves, read from the first line of its standard error; or that line. The rest of
+/// standard error drains on a thread, so the exporter never blocks on it.
+pub fn served_at(child: &mut Child) -> Result<SocketAddr, String> {
+    let mut stderr = child.stderr.take().expect("its standard error");
+    let mut said = Vec::new();
+    let mut byte = [0u8; 1];
+    while !said.ends_with(b"\n") && stderr.read(&mut byte).is_ok_and(|n| n == 1) {
+        said.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&said).to_string();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    line.split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .ok_or(line)
 }
 
 impl Drop for Exporter {

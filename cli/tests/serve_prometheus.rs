@@ -393,7 +393,7 @@ fn rules_of_a_models_metrics_pass_promtool() {
     let bad = counterhal(&["serve", "--rules", "-M", "IPC", "--rules-window", "5x"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(
-        stderr(&bad).contains("not a PromQL duration"),
+        stderr(&bad).contains("not a Prometheus duration"),
         "{}",
         stderr(&bad)
     );

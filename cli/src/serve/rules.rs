@@ -11,17 +11,22 @@ use std::fmt::Write as _;
 
 use counterhal_events::expression::{Expr, Function, Op};
 
-use crate::stat::named_metrics::{DEPTH, MetricDef, event_name, referenced};
+use crate::stat::named_metrics::{DEPTH, MetricDef, event_name, portable, referenced};
 
 /// The rules file for `metrics` (YAML, as `promtool check rules` reads it), with rates over
-/// `window` (a PromQL duration: `1m`).
+/// `window` (a PromQL duration: `1m`). The header names the CPU model `model` only where a
+/// metric is the model's: rules of portable metrics alone are the same on every host.
 pub fn rules(metrics: &[&'static MetricDef], window: &str, model: Option<&str>) -> String {
+    let source = if metrics.iter().all(|m| is_portable(m)) {
+        "portable metrics".to_string()
+    } else {
+        format!("CPU model {}", model.unwrap_or("none"))
+    };
     let mut out = format!(
-        "# Recording rules for counterhal serve (counterhal {}, CPU model {}): each metric\n\
+        "# Recording rules for counterhal serve (counterhal {}, {source}): each metric\n\
          # from rate() over {window} of the exported counters, per host and cgroup.\n\
          groups:\n  - name: counterhal\n    rules:\n",
         env!("CARGO_PKG_VERSION"),
-        model.unwrap_or("none")
     );
     let mut left_out = String::new();
     for metric in metrics {
@@ -42,6 +47,11 @@ pub fn rules(metrics: &[&'static MetricDef], window: &str, model: Option<&str>) 
         }
     }
     out + &left_out
+}
+
+/// Whether `metric` is one of the portable metrics (not a CPU model's).
+fn is_portable(metric: &MetricDef) -> bool {
+    portable().iter().any(|p| std::ptr::eq(p, metric))
 }
 
 /// The series a metric's rule records: `counterhal:NAME:rateWINDOW`, characters Prometheus'
@@ -144,6 +154,15 @@ mod tests {
         let metrics = chosen(&["IPC".into(), "CPUs_utilized".into()], None).unwrap();
         let text = rules(&metrics, "1m", None);
         assert!(text.contains("record: counterhal:IPC:rate1m"), "{text}");
+        // The same text whichever model the host is: the portable metrics read no model's.
+        assert_eq!(text, rules(&metrics, "1m", Some("skl")));
+        assert!(text.contains(", portable metrics): each metric"), "{text}");
+        let dram = chosen(&["Info_System_DRAM_BW_Use".into()], Some("spr")).unwrap();
+        let of_model = rules(&dram, "1m", Some("spr"));
+        assert!(
+            of_model.contains(", CPU model spr): each metric"),
+            "{of_model}"
+        );
         assert!(
             text.contains("record: counterhal:CPUs_utilized:rate1m"),
             "{text}"

@@ -1,0 +1,263 @@
+//! The Grafana dashboard, examples/prometheus/grafana-dashboard.json: its queries are PromQL
+//! over what the exporter exports and the rules record, per host and per cgroup.
+//!
+//! Oracles: promtool of Prometheus 2.42 (every query, Grafana's variables given values, as
+//! PromQL); docs/serve.md's table of metrics (the names and labels the exporter exports); the
+//! rules file (the series it records).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use super::{Scratch, read, recorded, repository, runs, verdict};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The metric names and label names of docs/serve.md's table of metrics (the first and third
+/// columns' words in backquotes).
+fn documented() -> (BTreeSet<String>, BTreeSet<String>) {
+    let docs = read(&repository("docs/serve.md"));
+    let quoted = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let mut metrics = BTreeSet::new();
+    let mut labels = BTreeSet::new();
+    for line in docs.lines().filter(|l| l.starts_with("| `counterhal_")) {
+        let cells: Vec<&str> = line.split('|').collect();
+        metrics.extend(quoted(cells[1]));
+        labels.extend(quoted(cells[3]));
+    }
+    assert!(
+        metrics.contains("counterhal_event_total") && labels.contains("cgroup"),
+        "docs/serve.md's table of metrics: {metrics:?} {labels:?}"
+    );
+    (metrics, labels)
+}
+
+/// The metric names and label names a PromQL expression refers to: an identifier before `{`
+/// or `[`, or one with a `:` or counterhal's prefix, is a metric; one before `=`, `!=`, `=~`
+/// or `!~` in braces, or in the list of `by`, `without`, `on` or `ignoring`, is a label.
+fn references(expr: &str) -> (Vec<String>, Vec<String>) {
+    let chars: Vec<char> = expr.chars().collect();
+    let (mut metrics, mut labels) = (Vec::new(), Vec::new());
+    let mut in_braces = false;
+    let mut at = 0;
+    let next_non_space = |from: usize| chars[from..].iter().copied().find(|c| *c != ' ');
+    while at < chars.len() {
+        let c = chars[at];
+        if c == '"' {
+            at += 1;
+            while at < chars.len() && chars[at] != '"' {
+                at += if chars[at] == '\\' { 2 } else { 1 };
+            }
+            at += 1;
+        } else if c == '[' {
+            at += chars[at..].iter().position(|c| *c == ']').unwrap_or(0) + 1;
+        } else if c == '{' || c == '}' {
+            in_braces = c == '{';
+            at += 1;
+        } else if c.is_ascii_digit() {
+            while at < chars.len() && (chars[at].is_ascii_alphanumeric() || chars[at] == '.') {
+                at += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = at;
+            while at < chars.len()
+                && (chars[at].is_ascii_alphanumeric() || chars[at] == '_' || chars[at] == ':')
+            {
+                at += 1;
+            }
+            let word: String = chars[start..at].iter().collect();
+            let next = next_non_space(at);
+            if in_braces {
+                if matches!(next, Some('=' | '!')) {
+                    labels.push(word);
+                }
+            } else if ["by", "without", "on", "ignoring"].contains(&word.as_str())
+                && next == Some('(')
+            {
+                let open = at + chars[at..].iter().position(|c| *c == '(').unwrap();
+                let close = open + chars[open..].iter().position(|c| *c == ')').unwrap();
+                let list: String = chars[open + 1..close].iter().collect();
+                labels.extend(list.split(',').map(|l| l.trim().to_string()));
+                at = close + 1;
+            } else if matches!(next, Some('{' | '['))
+                || word.contains(':')
+                || word.starts_with("counterhal")
+            {
+                metrics.push(word);
+            }
+        } else {
+            at += 1;
+        }
+    }
+    (metrics, labels)
+}
+
+/// `promtool check rules` on a rules file holding each of `exprs` as a recording rule: its
+/// verdict and what it said.
+fn promtool_checks_promql(dir: &Path, exprs: &[String]) -> (bool, String) {
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (n, expr) in exprs.iter().enumerate() {
+        rules +=
+            &format!("      - record: dashboard:query_{n}\n        expr: |\n          {expr}\n");
+    }
+    let path = dir.join("dashboard-rules.yml");
+    std::fs::write(&path, rules).unwrap();
+    verdict(Command::new("promtool").args(["check", "rules"]).arg(&path))
+}
+
+/// The panels of `list` in order, with those of its rows, the rows left out.
+fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a serde_json::Value>) {
+    for panel in list.as_array().into_iter().flatten() {
+        if panel["type"] != "row" {
+            panels.push(panel);
+        }
+        panels_in(&panel["panels"], panels);
+    }
+}
+
+/// The dashboard is JSON with the datasource, host and cgroup variables; every query of its
+/// panels and variables, with Grafana's variables given plausible values, is PromQL promtool
+/// accepts, and names only metrics and labels the exporter exports (docs/serve.md) or the
+/// rules file records; and its panels show IPC, CPUs utilized, cache misses, memory
+/// bandwidth, power and multiplexing, per host and per cgroup.
+#[test]
+fn queries_are_promql_over_what_serve_exports() {
+    let text = read(&repository("examples/prometheus/grafana-dashboard.json"));
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let schema = dashboard["schemaVersion"].as_u64().unwrap_or(0);
+    assert!((36..=41).contains(&schema), "schemaVersion {schema}");
+    let variables = dashboard["templating"]["list"]
+        .as_array()
+        .expect("variables");
+    let variable = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))
+    };
+    let source = variable("DS_PROMETHEUS");
+    assert_eq!(source["type"], "datasource");
+    assert_eq!(source["query"], "prometheus");
+    let datasource = serde_json::json!({"type": "prometheus", "uid": "${DS_PROMETHEUS}"});
+
+    // Each query, and where it is.
+    let mut queries: Vec<(String, String)> = Vec::new();
+    for name in ["host", "cgroup"] {
+        let v = variable(name);
+        assert_eq!(v["datasource"], datasource, "variable {name}");
+        let definition = v["definition"].as_str().unwrap_or_default();
+        let selector = definition
+            .strip_prefix("label_values(")
+            .and_then(|rest| rest.rsplit_once(','))
+            .map(|(selector, _)| selector.to_string())
+            .unwrap_or_else(|| panic!("variable {name}: {definition}"));
+        queries.push((format!("variable {name}"), selector));
+    }
+    let mut panels: Vec<&serde_json::Value> = Vec::new();
+    panels_in(&dashboard["panels"], &mut panels);
+    assert!(panels.len() >= 10, "{} panels", panels.len());
+    for panel in &panels {
+        let title = panel["title"].as_str().unwrap_or_default().to_string();
+        assert_eq!(panel["datasource"], datasource, "panel {title}");
+        let targets = panel["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "panel {title}");
+        for target in targets {
+            assert_eq!(target["datasource"], datasource, "panel {title}");
+            let expr = target["expr"].as_str().unwrap_or_default();
+            assert!(!expr.is_empty(), "panel {title}");
+            queries.push((format!("panel {title}"), expr.to_string()));
+        }
+    }
+
+    // Names: the exporter's or the rules'.
+    let (mut metrics, mut labels) = documented();
+    metrics.extend(recorded());
+    labels.extend(["instance", "job"].map(str::to_string));
+    let mut named = BTreeSet::new();
+    for (place, expr) in &queries {
+        let (metrics_read, labels_read) = references(expr);
+        assert!(!metrics_read.is_empty(), "{place}: no metric in {expr}");
+        for metric in metrics_read {
+            assert!(
+                metrics.contains(&metric),
+                "{place}: {metric} is neither exported (docs/serve.md) nor recorded \
+                 (counterhal-rules.yml): {expr}"
+            );
+            named.insert(metric);
+        }
+        for label in labels_read {
+            assert!(labels.contains(&label), "{place}: no label {label}: {expr}");
+        }
+    }
+    for metric in [
+        "counterhal:IPC:rate1m",
+        "counterhal:CPUs_utilized:rate1m",
+        "counterhal:cache_miss_rate:rate1m",
+        "counterhal_event_joules_total",
+        "counterhal_event_running_seconds_total",
+        "counterhal_event_enabled_seconds_total",
+    ] {
+        assert!(named.contains(metric), "no panel reads {metric}");
+    }
+    let all = |text: &str| queries.iter().filter(|(_, e)| e.contains(text)).count();
+    assert!(
+        all("event=\"cache-misses\"") >= 2,
+        "cache misses per host and cgroup"
+    );
+    assert!(all("uncore_imc") >= 1, "memory bandwidth");
+    assert!(all("cgroup=\"\"") >= 4, "panels per host (system-wide)");
+    assert!(all("cgroup=~\"$cgroup\"") >= 4, "panels per cgroup");
+    assert!(
+        all("instance=~\"$host\"") >= queries.len() - 1,
+        "panels per host"
+    );
+
+    // PromQL, as Grafana sends it: its variables given values of the kind they take (a
+    // multi-value variable in a regular expression is an alternation of escaped values).
+    let values = [
+        ("$__rate_interval", "1m"),
+        ("$__interval", "15s"),
+        ("$host", r"(host-a\\.example\\.com|host-b\\.example\\.com)"),
+        (
+            "$cgroup",
+            r"(/system\\.slice/nginx\\.service|/kubepods\\.slice/kubepods-pod1\\.slice)",
+        ),
+    ];
+    let exprs: Vec<String> = queries
+        .iter()
+        .map(|(place, expr)| {
+            let expr = values.iter().fold(expr.clone(), |e, (variable, value)| {
+                e.replace(variable, value)
+            });
+            assert!(
+                !expr.contains('$'),
+                "{place}: a variable without a value: {expr}"
+            );
+            expr
+        })
+        .collect();
+    if !runs("promtool", &["--version"]) {
+        skip!(
+            Need::Tools,
+            "Debian's promtool (prometheus) is not installed"
+        );
+    }
+    let scratch = Scratch::new("dashboard");
+    let (ok, said) = promtool_checks_promql(&scratch.0, &exprs);
+    let places: Vec<String> = queries
+        .iter()
+        .enumerate()
+        .map(|(n, (place, _))| format!("dashboard:query_{n}: {place}"))
+        .collect();
+    assert!(ok, "{said}\n{}", places.join("\n"));
+    assert!(
+        said.contains(&format!("SUCCESS: {} rules found", exprs.len())),
+        "{said}"
+    );
+}

@@ -1,0 +1,338 @@
+//! The files for running `counterhal serve` on a fleet, held to what the command does:
+//! examples/prometheus (the scrape config, the recording rules, the Kubernetes DaemonSet;
+//! the Grafana dashboard in [`dashboard`]) and dist/counterhal-serve.service ([`systemd`]).
+//!
+//! Oracles: the built command (the rules file is its output, and the DaemonSet's and the
+//! unit's arguments are arguments it takes, counting what the rules read); promtool of
+//! Prometheus 2.42 (the config, the rules); PyYAML (the DaemonSet is YAML); GNU grep (the
+//! cgroup patterns, POSIX basic regular expressions as `regcomp` reads them).
+
+mod dashboard;
+mod systemd;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// A directory of the repository.
+pub fn repository(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+/// A file's text.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A directory of its own for one test, empty, removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("counterhal-examples-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// Whether `tool ARGS` runs and succeeds here.
+pub fn runs(tool: &str, args: &[&str]) -> bool {
+    Command::new(tool)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A tool's verdict and what it said (standard output and error).
+pub fn verdict(command: &mut Command) -> (bool, String) {
+    let out = command.output().expect("run the tool");
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+/// The rules file: the arguments its header says made it, and the text they made (all that
+/// follows the header).
+pub fn rules_file() -> (Vec<String>, String) {
+    let text = read(&repository("examples/prometheus/counterhal-rules.yml"));
+    let first = text.lines().next().unwrap_or_default();
+    let command = first
+        .strip_prefix("# Made by: counterhal ")
+        .unwrap_or_else(|| panic!("the rules file's first line names no command: {first}"));
+    let made = text
+        .find("# Recording rules for counterhal serve")
+        .expect("the output of serve --rules after the header");
+    let args = command.split_whitespace().map(str::to_string).collect();
+    (args, text[made..].to_string())
+}
+
+/// The rules `counterhal ARGS --rules` prints, where ARGS are a `serve` command's arguments
+/// after the program.
+pub fn rules_of(args: &[String]) -> String {
+    let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
+    words.push("--rules");
+    let out = counterhal(&words);
+    assert!(
+        out.status.success(),
+        "counterhal {}: {}",
+        words.join(" "),
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+/// The series the rules file records.
+pub fn recorded() -> BTreeSet<String> {
+    rules_file()
+        .1
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether GNU grep (a POSIX basic regular expression, matched anywhere, as `regexec` matches
+/// serve's --cgroups patterns) finds `pattern` in `path`.
+pub fn pattern_matches(pattern: &str, path: &str) -> bool {
+    let mut child = Command::new("grep")
+        .args(["-q", "-G", "-e", pattern])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("run grep");
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        format!("{path}\n").as_bytes(),
+    )
+    .unwrap();
+    child.wait().unwrap().success()
+}
+
+/// The value after `option` in `args`.
+pub fn after<'a>(args: &'a [String], option: &str) -> Option<&'a str> {
+    let at = args.iter().position(|a| a == option)?;
+    args.get(at + 1).map(String::as_str)
+}
+
+/// The rules file is the output of the command its header names, made again by the built
+/// command (the portable metrics: the same text on every host), and it records the metrics
+/// the dashboard reads.
+#[test]
+fn rules_file_is_what_its_command_makes() {
+    let (args, checked_in) = rules_file();
+    assert_eq!(args[..2], ["serve", "--rules"], "{args:?}");
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = counterhal(&words);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        checked_in,
+        "examples/prometheus/counterhal-rules.yml is not what `counterhal {}` makes now: \
+         make it again",
+        words.join(" ")
+    );
+    assert!(checked_in.contains("portable metrics"), "{checked_in}");
+    let records = recorded();
+    for name in ["IPC", "CPUs_utilized", "cache_miss_rate"] {
+        assert!(
+            records.contains(&format!("counterhal:{name}:rate1m")),
+            "{records:?}"
+        );
+    }
+}
+
+/// prometheus.yml passes `promtool check config`, which finds and checks the rules file it
+/// names; so does its commented file_sd example once uncommented, with a targets file made
+/// from the example the comment gives.
+#[test]
+fn prometheus_config_and_its_rules_pass_promtool() {
+    if !runs("promtool", &["--version"]) {
+        skip!(
+            Need::Tools,
+            "Debian's promtool (prometheus) is not installed"
+        );
+    }
+    let config = repository("examples/prometheus/prometheus.yml");
+    let (ok, said) = verdict(
+        Command::new("promtool")
+            .args(["check", "config"])
+            .arg(&config),
+    );
+    eprintln!("promtool check config prometheus.yml:\n{said}");
+    let rules = recorded().len();
+    assert!(ok, "{said}");
+    assert!(said.contains("SUCCESS: 1 rule files found"), "{said}");
+    assert!(
+        said.contains(&format!("SUCCESS: {rules} rules found")),
+        "{said}"
+    );
+    assert!(!said.contains("WARNING"), "{said}");
+
+    // The file_sd example, uncommented: `    # file_sd_configs:` and the lines below it that
+    // go on deeper in the comment.
+    let text = read(&config);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "    # file_sd_configs:")
+        .expect("a commented file_sd_configs example");
+    let mut end = start + 1;
+    while lines.get(end).is_some_and(|l| l.starts_with("    #  ")) {
+        end += 1;
+    }
+    assert!(end - start >= 3, "{:?}", &lines[start..end]);
+    let mut uncommented: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    for line in &mut uncommented[start..end] {
+        *line = format!("    {}", &line["    # ".len()..]);
+    }
+    let targets = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("    #   - targets: "))
+        .expect("an example of a targets file in the comment");
+    let pattern = uncommented[start..end]
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("- ").filter(|f| f.ends_with(".yml")))
+        .expect("the file_sd files")
+        .to_string();
+    let scratch = Scratch::new("config");
+    let dir = &scratch.0;
+    std::fs::write(dir.join("prometheus.yml"), uncommented.join("\n") + "\n").unwrap();
+    std::fs::copy(
+        repository("examples/prometheus/counterhal-rules.yml"),
+        dir.join("counterhal-rules.yml"),
+    )
+    .unwrap();
+    let file = dir.join(pattern.replace('*', "hosts"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("- targets: {targets}\n")).unwrap();
+    let (ok, said) = verdict(
+        Command::new("promtool")
+            .args(["check", "config"])
+            .arg(dir.join("prometheus.yml")),
+    );
+    assert!(ok, "{said}\n{}", uncommented.join("\n"));
+    assert!(
+        !said.contains("WARNING"),
+        "the targets file was not found: {said}"
+    );
+}
+
+/// The DaemonSet is YAML (PyYAML reads it) whose pod counts with CAP_PERFMON alone (every
+/// other capability dropped, no privilege escalation, a read-only root), outside the host's
+/// PID namespace, with the host's cgroup file system mounted read-only where serve finds it,
+/// on the node's port 19110, scraped by annotation, within limits; and its command is one the
+/// built command takes, counting the events the rules file reads, following each pod's cgroup
+/// and no container's.
+#[test]
+fn daemonset_counts_what_the_rules_read_with_perfmon_alone() {
+    let path = repository("examples/prometheus/daemonset.yaml");
+    if !runs("python3", &["-c", "import yaml"]) {
+        skip!(
+            Need::Tools,
+            "PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
+        );
+    }
+    let (ok, json) = verdict(Command::new("python3").arg("-c").arg(
+        "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
+    ).arg(&path));
+    assert!(ok, "PyYAML: {json}");
+    let documents: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let documents = documents.as_array().unwrap();
+    assert_eq!(documents.len(), 1, "{json}");
+    let set = &documents[0];
+    assert_eq!(set["apiVersion"], "apps/v1");
+    assert_eq!(set["kind"], "DaemonSet");
+    let template = &set["spec"]["template"];
+    assert_eq!(
+        set["spec"]["selector"]["matchLabels"], template["metadata"]["labels"],
+        "the selector picks the pods"
+    );
+    let annotations = &template["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], "19110");
+    let pod = &template["spec"];
+    assert_ne!(pod["hostPID"], true, "serve needs no host PID namespace");
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+
+    let security = &container["securityContext"];
+    assert_eq!(
+        security["capabilities"]["add"],
+        serde_json::json!(["PERFMON"])
+    );
+    assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_ne!(security["privileged"], true);
+    let limits = &container["resources"]["limits"];
+    assert!(
+        limits["cpu"].is_string() && limits["memory"].is_string(),
+        "{limits}"
+    );
+
+    let mounts = container["volumeMounts"].as_array().unwrap();
+    let cgroup = mounts
+        .iter()
+        .find(|m| m["mountPath"] == "/sys/fs/cgroup")
+        .expect("the cgroup file system mounted at /sys/fs/cgroup");
+    assert_eq!(cgroup["readOnly"], true);
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == cgroup["name"])
+        .expect("the cgroup mount's volume");
+    assert_eq!(volume["hostPath"]["path"], "/sys/fs/cgroup");
+
+    let port = &container["ports"][0];
+    assert_eq!(port["containerPort"], 19110);
+    assert!(
+        port["hostPort"] == 19110 || pod["hostNetwork"] == true,
+        "reachable on the node's port: {port}"
+    );
+
+    let command: Vec<String> = container["command"]
+        .as_array()
+        .expect("a command")
+        .iter()
+        .map(|w| w.as_str().expect("every word a string").to_string())
+        .collect();
+    assert_eq!(
+        command[..2],
+        ["/usr/bin/counterhal", "serve"],
+        "{command:?}"
+    );
+    assert_eq!(after(&command, "--listen"), Some("0.0.0.0:19110"));
+    assert_eq!(rules_of(&command[1..]), rules_file().1, "{command:?}");
+    let pattern = after(&command, "--cgroups").expect("--cgroups");
+    let pod_cgroup = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e.slice";
+    assert!(pattern_matches(pattern, pod_cgroup), "{pattern}");
+    assert!(pattern_matches(
+        pattern,
+        "kubepods.slice/kubepods-pod9a8b.slice"
+    ));
+    assert!(!pattern_matches(
+        pattern,
+        &format!("{pod_cgroup}/cri-containerd-1234.scope")
+    ));
+    assert!(!pattern_matches(
+        pattern,
+        "kubepods.slice/kubepods-burstable.slice"
+    ));
+    assert!(!pattern_matches(pattern, "system.slice/kubelet.service"));
+}
