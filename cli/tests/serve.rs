@@ -336,3 +336,31 @@ fn bad_options_are_refused_with_the_usage_line() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// One list of events for a fleet: an event whose PMU this host lacks (no `nosuchpmu` on any
+/// machine; `power` without RAPL) is reported by `counterhal_event_open_failed`, and the
+/// rest are served; a misspelt name is still bad input (exit 2).
+#[test]
+fn events_of_pmus_a_host_lacks_are_reported_not_fatal() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock,nosuchpmu/event=1/"]);
+    let (status, text) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(200), "{text}");
+    assert!(
+        text.contains(
+            "counterhal_event_open_failed{event=\"nosuchpmu/event=1/\",kind=\"not_found\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("counterhal_event_seconds_total{event=\"task-clock\""),
+        "{text}"
+    );
+    let out = counterhal(&["serve", "-e", "task-clok", "--listen", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean: task-clock"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -64,7 +64,9 @@ pub struct Plan {
     pub refused: Vec<Refused>,
 }
 
-/// Resolves every name and tries each alone on its first CPU.
+/// Resolves every name and tries each alone on its first CPU. A name in PMU syntax
+/// (`power/energy-pkg/`, `uncore_imc/cas_count_read/`) whose PMU this host lacks is refused
+/// (not found here), not bad input: one list of events serves a fleet whose hosts differ.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidEvent`] (bad input) for a name no database or backend knows;
@@ -77,6 +79,14 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
             return Err(Error::invalid_input(format!(
                 "event `{name}` is given twice"
             )));
+        }
+        if let Some(pmu) = absent_pmu(name, Path::new(DEVICES)) {
+            plan.refused.push(Refused {
+                name: name.clone(),
+                kind: kind_label(ErrorKind::NotFound),
+                message: format!("no PMU `{pmu}` on this host (in {DEVICES})"),
+            });
+            continue;
         }
         let resolved = match backend.resolve(name) {
             Ok(resolved) => resolved,
@@ -110,6 +120,28 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
         }
     }
     Ok(plan)
+}
+
+/// The PMU of `name` in PMU syntax (`pmu/terms/`), where `devices` has neither it nor any of
+/// its numbered boxes (`uncore_imc` matches `uncore_imc_0`, as perf matches it).
+fn absent_pmu<'a>(name: &'a str, devices: &Path) -> Option<&'a str> {
+    let (pmu, rest) = name.split_once('/')?;
+    let named = !pmu.is_empty()
+        && rest.contains('/')
+        && pmu
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !named || devices.join(pmu).exists() {
+        return None;
+    }
+    let boxes = std::fs::read_dir(devices).ok()?.flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|dir| dir.strip_prefix(pmu)?.strip_prefix('_'))
+            .is_some_and(|n| !n.is_empty())
+    });
+    (!boxes).then_some(pmu)
 }
 
 fn refused(name: &str, error: &Error) -> Refused {
@@ -224,6 +256,25 @@ mod tests {
     fn error_kinds_are_snake_case_labels() {
         assert_eq!(kind_label(ErrorKind::PermissionDenied), "permission_denied");
         assert_eq!(kind_label(ErrorKind::NotFound), "not_found");
+    }
+
+    /// A PMU is present by its name or its numbered boxes (the Sapphire Rapids tree has
+    /// `uncore_imc_0`... and `power`, no `amd_df`); a name not in PMU syntax is left to the
+    /// resolver.
+    #[test]
+    fn absent_pmus_are_found_by_name_and_boxes() {
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
+        assert_eq!(absent_pmu("power/energy-pkg/", &devices), None);
+        assert_eq!(absent_pmu("uncore_imc/cas_count_read/", &devices), None);
+        assert_eq!(absent_pmu("amd_df/event=0x7/", &devices), Some("amd_df"));
+        assert_eq!(
+            absent_pmu("uncore_im/event=1/", &devices),
+            Some("uncore_im")
+        );
+        assert_eq!(absent_pmu("task-clock", &devices), None);
+        assert_eq!(absent_pmu("UNC_M_CAS_COUNT.RD", &devices), None);
+        assert_eq!(absent_pmu("a/b", &devices), None);
     }
 
     /// Oracle: the Sapphire Rapids sysfs tree of backend-linux's tests (the power PMU's

@@ -250,6 +250,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         _ => "http",
     };
     crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
+    for refused in &exporter.refused {
+        crate::output::emit_to_stderr(&format!(
+            "counterhal: not counted here: {}: {}\n",
+            refused.name, refused.message
+        ));
+    }
     let limits = table::Limits {
         max_connections: args.max_connections as usize,
         header_timeout: args.header_timeout,
