@@ -16,6 +16,7 @@ mod perf_habits;
 mod perf_layouts;
 mod reliability;
 mod serve;
+mod serve_costs;
 mod serve_prometheus;
 mod software_events;
 mod stat_opens;
