@@ -15,8 +15,8 @@ mod multiplex;
 mod perf_habits;
 mod perf_layouts;
 mod reliability;
-#[macro_use]
 mod serve;
+mod serve_costs;
 mod serve_examples;
 mod serve_prometheus;
 mod serve_web;

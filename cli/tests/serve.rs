@@ -25,9 +25,17 @@ impl Exporter {
     /// Starts `counterhal serve --listen 127.0.0.1:0 ARGS` and waits for the address it
     /// prints.
     pub fn start(args: &[&str]) -> Exporter {
-        let mut child = Command::new(bin())
+        let mut command = Command::new(bin());
+        command
             .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
+            .args(args);
+        Exporter::spawn(command)
+    }
+
+    /// Starts `command` (`counterhal serve --listen 127.0.0.1:0 ...`, perhaps under a tool
+    /// that runs it) and waits for the address it prints.
+    pub fn spawn(mut command: Command) -> Exporter {
+        let mut child = command
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -37,6 +45,29 @@ impl Exporter {
             panic!("counterhal serve did not say where it serves: {said:?}")
         });
         Exporter { child, address }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends it `signal` (as `kill` names it: `-TERM`) and waits at most `within` for it to
+    /// end; whether it ended.
+    pub fn end(&mut self, signal: &str, within: Duration) -> bool {
+        let sent = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal}");
+        let waited = Instant::now();
+        while waited.elapsed() < within {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// Its resident memory, in KiB.
@@ -130,19 +161,6 @@ fn settled_threads(exporter: &Exporter, bound: usize) -> usize {
         std::thread::sleep(Duration::from_millis(50));
     }
     exporter.threads()
-}
-
-/// Skips the test unless this process may count whole CPUs (the exporter's job).
-macro_rules! serve_or_skip {
-    () => {
-        linux_or_skip!();
-        if !may_count_cpus() {
-            skip!(
-                Need::Privilege,
-                "counting every CPU takes root or perf_event_paranoid <= 0"
-            );
-        }
-    };
 }
 
 #[test]

@@ -19,6 +19,12 @@ pub fn bin() -> PathBuf {
 /// job with INT and QUIT ignored). counterhal leaves an ignored signal ignored, as it says, so
 /// a test that signals it would otherwise wait for nothing.
 pub fn signalled_counterhal() -> Command {
+    signalled(bin())
+}
+
+/// `program`, to be signalled, started as [`signalled_counterhal`] starts counterhal (a tool
+/// that runs counterhal, such as valgrind, passes the signals on).
+pub fn signalled(program: impl AsRef<std::ffi::OsStr>) -> Command {
     use std::os::unix::process::CommandExt;
     let defaults = || {
         for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
@@ -27,7 +33,7 @@ pub fn signalled_counterhal() -> Command {
         }
         Ok(())
     };
-    let mut command = Command::new(bin());
+    let mut command = Command::new(program);
     // SAFETY: the hook runs in the forked child before exec and only calls signal(2).
     unsafe { command.pre_exec(defaults) };
     command
@@ -220,6 +226,20 @@ macro_rules! linux_or_skip {
     () => {
         if !linux_usable() {
             skip!(Need::System, "the linux backend is not usable here");
+        }
+    };
+}
+
+/// Skips the running test unless this process may count whole CPUs (`counterhal serve`'s job).
+#[macro_export]
+macro_rules! serve_or_skip {
+    () => {
+        linux_or_skip!();
+        if !may_count_cpus() {
+            skip!(
+                Need::Privilege,
+                "counting every CPU takes root or perf_event_paranoid <= 0"
+            );
         }
     };
 }

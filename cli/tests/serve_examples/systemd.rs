@@ -60,27 +60,35 @@ fn syscall_group(group: &str) -> BTreeSet<String> {
     calls
 }
 
-/// The system calls the unit's SystemCallFilter= lines allow: the allow lists' less the deny
-/// lists' (`~`).
+/// The system calls the unit's SystemCallFilter= lines allow, in order as systemd.exec(5)
+/// takes them when the first is an allow list: each allow line adds its calls, each deny line
+/// (`~`) takes its calls away from what the lines before allowed.
 fn allowed_syscalls(unit: &str) -> BTreeSet<String> {
-    let (mut allowed, mut denied) = (BTreeSet::new(), BTreeSet::new());
+    let mut allowed = BTreeSet::new();
     for (_, value) in directives(unit)
         .into_iter()
         .filter(|(k, _)| k == "SystemCallFilter")
     {
-        let (set, list) = match value.strip_prefix('~') {
-            Some(list) => (&mut denied, list.to_string()),
-            None => (&mut allowed, value),
+        let (deny, list) = match value.strip_prefix('~') {
+            Some(list) => (true, list.to_string()),
+            None => (false, value),
         };
         for word in list.split_whitespace() {
-            if word.starts_with('@') {
-                set.extend(syscall_group(word));
+            let calls = if word.starts_with('@') {
+                syscall_group(word)
             } else {
-                set.insert(word.to_string());
+                [word.to_string()].into_iter().collect()
+            };
+            for call in calls {
+                if deny {
+                    allowed.remove(&call);
+                } else {
+                    allowed.insert(call);
+                }
             }
         }
     }
-    allowed.difference(&denied).cloned().collect()
+    allowed
 }
 
 fn systemd_analyze_installed() -> bool {

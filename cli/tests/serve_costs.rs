@@ -1,0 +1,295 @@
+//! What a scrape costs `counterhal serve`, held where a test can hold it: one `read()` per
+//! group of counters (oracle: strace, which sees the system calls), no allocation per counter
+//! (oracle: valgrind's memcheck, which counts every allocation), and resident memory flat
+//! over thousands of scrapes (oracle: `/proc/PID/status`). The figures beside node_exporter's
+//! are measured by `benches/serve_cost.rs` (docs/performance.md).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::{Exporter, get};
+use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Two software events, and eight (node_exporter's software profilers but emulation-faults).
+const TWO: &str = "task-clock,page-faults";
+const EIGHT: &str = "cpu-clock,task-clock,page-faults,context-switches,cpu-migrations,\
+minor-faults,major-faults,alignment-faults";
+
+/// Whether `tool --version` runs.
+fn installed(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A scrape, which must be answered.
+fn scrape(exporter: &Exporter) -> String {
+    let (status, body) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(200), "{body}");
+    body
+}
+
+/// The counters a scrape shows: one `enabled` series each.
+fn counters_in(body: &str) -> usize {
+    body.lines()
+        .filter(|l| l.starts_with("counterhal_event_enabled_seconds_total{"))
+        .count()
+}
+
+/// The exporter's perf event descriptors.
+fn perf_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("its descriptors")
+        .flatten()
+        .filter(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|target| target.to_string_lossy() == "anon_inode:[perf_event]")
+        })
+        .count()
+}
+
+/// The reads of perf event descriptors in an `strace -f -y` log, by call and descriptor: a
+/// line `TID read(7<anon_inode:[perf_event]>, ...` counts once for (`read`, 7).
+fn perf_reads(log: &str) -> BTreeMap<(String, u32), usize> {
+    let mut reads = BTreeMap::new();
+    for line in log.lines() {
+        let Some(call) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let Some((name, rest)) = call.split_once('(') else {
+            continue;
+        };
+        let Some((fd, path)) = rest.split_once('<') else {
+            continue;
+        };
+        if path.starts_with("anon_inode:[perf_event]>") {
+            let fd = fd.parse().expect("a descriptor number");
+            *reads.entry((name.to_string(), fd)).or_insert(0) += 1;
+        }
+    }
+    reads
+}
+
+/// The reads of perf event descriptors the exporter makes over `scrapes` scrapes, as strace
+/// sees them (by call and descriptor).
+fn traced_reads(exporter: &Exporter, scrapes: usize) -> BTreeMap<(String, u32), usize> {
+    let log = std::env::temp_dir().join(format!(
+        "counterhal-serve-reads-{}-{}",
+        std::process::id(),
+        exporter.pid()
+    ));
+    let mut strace = Command::new("strace")
+        .args([
+            "-f",
+            "-y",
+            "-e",
+            "trace=read,readv,pread64,preadv,preadv2",
+            "-o",
+        ])
+        .arg(&log)
+        .args(["-p", &exporter.pid().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start strace");
+    // strace says `Process N attached` once it traces the exporter's threads.
+    let mut said = BufReader::new(strace.stderr.take().expect("strace's standard error"));
+    let mut line = String::new();
+    while said.read_line(&mut line).is_ok_and(|n| n > 0) && !line.contains("attached") {}
+    assert!(line.contains("attached"), "strace did not attach: {line}");
+    for _ in 0..scrapes {
+        scrape(exporter);
+    }
+    Command::new("kill")
+        .args(["-INT", &strace.id().to_string()])
+        .status()
+        .expect("kill");
+    strace.wait().expect("strace ends");
+    let text = std::fs::read_to_string(&log).expect("strace's log");
+    std::fs::remove_file(&log).ok();
+    perf_reads(&text)
+}
+
+/// Skips the running test where strace is missing or may not trace (ptrace refused).
+macro_rules! strace_or_skip {
+    () => {
+        if !installed("strace") {
+            skip!(Need::Tools, "strace is not installed");
+        }
+        let traced = Command::new("strace")
+            .args(["-e", "trace=none", "-o", "/dev/null", "true"])
+            .status();
+        if !traced.is_ok_and(|s| s.success()) {
+            skip!(Need::Privilege, "strace may not trace here");
+        }
+    };
+}
+
+/// Asserts that `reads` read each of `groups` descriptors `scrapes` times, with `read()`.
+fn assert_one_read_per_group(
+    reads: &BTreeMap<(String, u32), usize>,
+    groups: usize,
+    scrapes: usize,
+) {
+    assert_eq!(
+        reads.len(),
+        groups,
+        "every group read, with read() only: {reads:?}"
+    );
+    for ((call, fd), times) in reads {
+        assert_eq!(call, "read", "descriptor {fd}");
+        assert_eq!(*times, scrapes, "descriptor {fd}: once per scrape");
+    }
+}
+
+/// The target's "one read system call per group": serve opens each counter as a group of its
+/// own (as `perf stat` opens events not in braces), so a scrape reads each perf descriptor
+/// once, with `read()`, and nothing else.
+#[test]
+fn a_scrape_reads_each_group_of_counters_once() {
+    serve_or_skip!();
+    strace_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock,page-faults,context-switches"]);
+    let counters = counters_in(&scrape(&exporter));
+    let groups = perf_descriptors(exporter.pid());
+    assert!(counters >= 3, "{counters} counters");
+    assert_eq!(
+        groups, counters,
+        "one descriptor, a group of its own, per counter"
+    );
+    assert_one_read_per_group(&traced_reads(&exporter, 5), groups, 5);
+}
+
+/// The same where a cgroup appears after the exporter started (its counters opened at a
+/// scrape, and read from then on with the others, once each per scrape).
+#[test]
+fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
+    serve_or_skip!();
+    strace_or_skip!();
+    let root = match counterhal::cgroup_root() {
+        Ok(root) => root,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let Some(parent) = TestCgroup::new(&root, "serve-reads") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup below {}",
+            root.display()
+        );
+    };
+    let pattern = format!("^{}/", parent.name);
+    let exporter = Exporter::start(&["-e", "task-clock,page-faults", "--cgroups", &pattern]);
+    let before = counters_in(&scrape(&exporter));
+    std::fs::create_dir(parent.path.join("new")).expect("make a cgroup");
+    let body = scrape(&exporter);
+    if !body.contains("counterhal_open_errors_total 0\n") {
+        skip!(
+            Need::System,
+            "this kernel does not count by cgroup here: {body}"
+        );
+    }
+    let counters = counters_in(&body);
+    assert_eq!(
+        counters,
+        2 * before,
+        "the new cgroup counted on every CPU: {body}"
+    );
+    let groups = perf_descriptors(exporter.pid());
+    assert_eq!(
+        groups, counters,
+        "one descriptor, a group of its own, per counter"
+    );
+    assert_one_read_per_group(&traced_reads(&exporter, 5), groups, 5);
+    drop(exporter);
+    drop(parent);
+}
+
+/// The target's "nothing allocated per counter per scrape": memcheck's count of every
+/// allocation at exit, for 10 and 60 scrapes, gives the allocations a scrape makes; with 8
+/// events they are as many as with 2 (the scrape reads into readings kept between scrapes
+/// and writes into one buffer). An allocation per counter would add one for each of the 6
+/// more events on every CPU.
+#[test]
+fn a_scrape_allocates_as_much_for_eight_events_as_for_two() {
+    serve_or_skip!();
+    if !installed("valgrind") {
+        skip!(Need::Tools, "valgrind is not installed");
+    }
+    let (few, many) = (10, 60);
+    let per_scrape = |events: &str| {
+        let (short, long) = (allocations(events, few), allocations(events, many));
+        (long - short) as f64 / (many - few) as f64
+    };
+    let (two, eight) = (per_scrape(TWO), per_scrape(EIGHT));
+    eprintln!("allocations per scrape: {two:.2} with 2 events, {eight:.2} with 8");
+    assert!(
+        two > 0.0,
+        "a scrape's connection and thread allocate: {two}"
+    );
+    assert!(
+        (eight - two).abs() < 1.0,
+        "{two:.2} allocations per scrape with 2 events, {eight:.2} with 8"
+    );
+}
+
+/// The allocations of `counterhal serve -e EVENTS` over `scrapes` scrapes and its start, as
+/// memcheck counts them (`total heap usage: N allocs`) when SIGTERM ends it.
+fn allocations(events: &str, scrapes: usize) -> u64 {
+    let log = std::env::temp_dir().join(format!(
+        "counterhal-serve-memcheck-{}-{scrapes}",
+        std::process::id()
+    ));
+    let mut command = signalled("valgrind");
+    command
+        .arg("--tool=memcheck")
+        .arg(format!("--log-file={}", log.display()))
+        .arg(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "-e", events]);
+    let mut exporter = Exporter::spawn(command);
+    for _ in 0..scrapes {
+        scrape(&exporter);
+    }
+    assert!(
+        exporter.end("-TERM", Duration::from_secs(60)),
+        "valgrind still ran a minute after SIGTERM"
+    );
+    let text = std::fs::read_to_string(&log).expect("memcheck's log");
+    std::fs::remove_file(&log).ok();
+    text.lines()
+        .find_map(|l| l.split("total heap usage: ").nth(1))
+        .and_then(|rest| rest.split(" allocs").next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no heap summary in memcheck's log: {text}"))
+}
+
+/// Memory stays flat: 3,000 scrapes after 300 leave the resident set within 256 KiB of
+/// where it was (`benches/serve_cost.rs -- flat` prints it over 100,000).
+#[test]
+fn resident_memory_stays_flat_over_thousands_of_scrapes() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", EIGHT]);
+    for _ in 0..300 {
+        scrape(&exporter);
+    }
+    let warm = exporter.resident_kib();
+    let started = Instant::now();
+    for _ in 0..3_000 {
+        scrape(&exporter);
+    }
+    let after = exporter.resident_kib();
+    eprintln!(
+        "resident memory: {warm} KiB after 300 scrapes, {after} KiB after 3,000 more ({:?})",
+        started.elapsed()
+    );
+    assert!(
+        after <= warm + 256,
+        "resident memory grew from {warm} KiB to {after} KiB"
+    );
+}
