@@ -3,9 +3,10 @@
 //! the window, scaled for multiplexing by its times enabled and running
 //! (`rate(value) * rate(enabled) / rate(running)`), summed over CPUs and PMUs per host and
 //! cgroup; `duration_time` is 1 (the rates are per second), a clock counted in seconds is
-//! read back in nanoseconds as perf's formulas read it. A metric whose formula needs what
-//! PromQL lacks (a machine fact such as `#slots`, `if`, `min`, `max`) is left out, saying
-//! why, in a comment of the output.
+//! read back in nanoseconds as perf's formulas read it; `min`, `max`, `d_ratio` and
+//! `if`-`else` become PromQL's set operators and clamps, series by series. A metric whose
+//! formula needs what the exported series lack (a machine fact such as `#slots`,
+//! `has_event`) is left out, saying why, in a comment of the output.
 
 use std::fmt::Write as _;
 
@@ -74,8 +75,28 @@ fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
+/// A formula in PromQL: its text, and whether it is an instant vector (it reads an event) or
+/// a scalar (numbers alone), which PromQL's operators and functions tell apart.
+struct Promql {
+    text: String,
+    vector: bool,
+}
+
+impl Promql {
+    fn scalar(text: String) -> Promql {
+        Promql {
+            text,
+            vector: false,
+        }
+    }
+}
+
 /// The formula of `metric` in PromQL, or why it cannot be.
 fn promql(metric: &MetricDef, window: &str, depth: usize) -> Result<String, String> {
+    Ok(formula(metric, window, depth)?.text)
+}
+
+fn formula(metric: &MetricDef, window: &str, depth: usize) -> Result<Promql, String> {
     let formula = metric.formula().map_err(str::to_string)?;
     expression(metric, formula, window, depth)
 }
@@ -94,29 +115,113 @@ fn event_rate(event: &str, window: &str) -> String {
     )
 }
 
+/// `min` or `max` of two (`smaller`: min). Two vectors: the one that compares so, series by
+/// series (`(a <= b) or b`); a vector and a scalar: `clamp_max`/`clamp_min`; two scalars: the
+/// same through a one-sample vector, read back by `scalar()`.
+fn extreme(a: Promql, b: Promql, smaller: bool) -> Promql {
+    let (compare, clamp) = if smaller {
+        ("<=", "clamp_max")
+    } else {
+        (">=", "clamp_min")
+    };
+    let text = match (a.vector, b.vector) {
+        (true, true) => format!("(({}) {compare} ({}) or ({}))", a.text, b.text, b.text),
+        (true, false) => format!("{clamp}({}, {})", a.text, b.text),
+        (false, true) => format!("{clamp}({}, {})", b.text, a.text),
+        (false, false) => format!("scalar({clamp}(vector({}), {}))", a.text, b.text),
+    };
+    Promql {
+        text,
+        vector: a.vector || b.vector,
+    }
+}
+
+/// `then if condition else otherwise` (the condition holds when not 0). With a vector
+/// condition, series by series: `then` where it holds, `otherwise` where it does not, a
+/// scalar branch given the condition's labels (`condition * 0 + x`); with a scalar one,
+/// `then * c + otherwise * (1 - c)` over its 0 or 1.
+fn choice(then: Promql, condition: Promql, otherwise: Promql) -> Promql {
+    if !condition.vector {
+        let vector = then.vector || otherwise.vector;
+        return Promql {
+            text: format!(
+                "(({}) * (({}) != bool 0) + ({}) * (({}) == bool 0))",
+                then.text, condition.text, otherwise.text, condition.text
+            ),
+            vector,
+        };
+    }
+    let holds = format!("(({}) != 0)", condition.text);
+    let labelled = |branch: Promql| match branch.vector {
+        true => branch.text,
+        false => format!("(({}) * 0 + ({}))", condition.text, branch.text),
+    };
+    Promql {
+        text: format!(
+            "(({}) and {holds} or ({}) unless {holds})",
+            labelled(then),
+            labelled(otherwise)
+        ),
+        vector: true,
+    }
+}
+
+/// perf's `d_ratio(a, b)`: `a / b`, or 0 where `b` is 0 (PromQL's division would give Inf or
+/// NaN there).
+fn d_ratio(a: Promql, b: Promql) -> Promql {
+    let text = match b.vector {
+        true => format!(
+            "(({}) / (({}) != 0) or ({}) * ({}) * 0)",
+            a.text, b.text, a.text, b.text
+        ),
+        false => format!("(({}) / ({}))", a.text, b.text),
+    };
+    Promql {
+        text,
+        vector: a.vector || b.vector,
+    }
+}
+
 fn expression(
     scope: &MetricDef,
     expr: &Expr,
     window: &str,
     depth: usize,
-) -> Result<String, String> {
+) -> Result<Promql, String> {
     let inner = |e: &Expr| expression(scope, e, window, depth);
     Ok(match expr {
-        Expr::Number(n) => format!("{n}"),
-        Expr::Name(name) if name == "duration_time" => "1".to_string(),
+        Expr::Number(n) => Promql::scalar(format!("{n}")),
+        Expr::Name(name) if name == "duration_time" => Promql::scalar("1".to_string()),
         Expr::Name(name) if name.starts_with('#') => {
             return Err(format!(
-                "reads {name}, a fact of the machine PromQL does not have"
+                "reads {name}, a fact of the machine the exported series do not carry"
             ));
         }
         Expr::Name(name) => match referenced(scope, name) {
             Some(_) if depth >= DEPTH => return Err("metrics nest too deep".to_string()),
-            Some(other) => format!("({})", promql(other, window, depth + 1)?),
-            None => event_rate(&event_name(scope, name), window),
+            Some(other) => {
+                let nested = formula(other, window, depth + 1)?;
+                Promql {
+                    text: format!("({})", nested.text),
+                    vector: nested.vector,
+                }
+            }
+            None => Promql {
+                text: event_rate(&event_name(scope, name), window),
+                vector: true,
+            },
         },
-        Expr::Negate(x) => format!("-({})", inner(x)?),
+        Expr::Negate(x) => {
+            let x = inner(x)?;
+            Promql {
+                text: format!("-({})", x.text),
+                vector: x.vector,
+            }
+        }
         Expr::Chain { first, rest } => {
-            let mut text = format!("({}", inner(first)?);
+            let first = inner(first)?;
+            let mut vector = first.vector;
+            let mut text = format!("({}", first.text);
             for (op, operand) in rest {
                 let op = match op {
                     Op::Add => "+",
@@ -128,13 +233,23 @@ fn expression(
                     Op::LessEqual => "<= bool",
                     Op::GreaterEqual => ">= bool",
                 };
-                _ = write!(text, " {op} {}", inner(operand)?);
+                let operand = inner(operand)?;
+                vector |= operand.vector;
+                _ = write!(text, " {op} {}", operand.text);
             }
-            text + ")"
+            Promql {
+                text: text + ")",
+                vector,
+            }
         }
-        Expr::Call(Function::DRatio, a, b) => format!("({} / {})", inner(a)?, inner(b)?),
-        Expr::Call(function, _, _) => return Err(format!("uses {function:?}, which PromQL lacks")),
-        Expr::If { .. } => return Err("uses if-else, which PromQL lacks".to_string()),
+        Expr::Call(Function::DRatio, a, b) => d_ratio(inner(a)?, inner(b)?),
+        Expr::Call(Function::Min, a, b) => extreme(inner(a)?, inner(b)?, true),
+        Expr::Call(Function::Max, a, b) => extreme(inner(a)?, inner(b)?, false),
+        Expr::If {
+            then,
+            condition,
+            otherwise,
+        } => choice(inner(then)?, inner(condition)?, inner(otherwise)?),
         Expr::HasEvent(_) | Expr::SourceCount(_) => {
             return Err("uses has_event or source_count".to_string());
         }
@@ -145,6 +260,125 @@ fn expression(
 mod tests {
     use super::*;
     use crate::stat::named_metrics::chosen;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    /// `min`, `max`, `d_ratio` and `if`-`else` as PromQL, evaluated by Prometheus' own engine
+    /// (`promtool test rules`) on two hosts' series, against perf's meaning of each
+    /// (tools/perf/util/expr.y: min, max, d_ratio's 0 for a 0 divisor, `a if c else b`).
+    #[test]
+    fn min_max_d_ratio_and_if_mean_what_perf_means() {
+        let promtool_runs = std::process::Command::new("promtool")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !promtool_runs {
+            skip!(
+                Need::Tools,
+                "Debian's prometheus (promtool) is not installed"
+            );
+        }
+        // Each series as the rules read an event: an expression's result, with no metric name.
+        let vector = |name: &str| Promql {
+            text: format!("({name} + 0)"),
+            vector: true,
+        };
+        let scalar = |n: f64| Promql::scalar(format!("{n}"));
+        // Host h1: a 3, b 5, c 0; host h2: a 7, b 2, c 2.
+        let hosts = [("h1", 3.0, 5.0, 0.0), ("h2", 7.0, 2.0, 2.0)];
+        let perf_if = |t: f64, c: f64, o: f64| if c != 0.0 { t } else { o };
+        type Case = (Promql, fn(f64, f64, f64) -> Option<f64>);
+        let cases: Vec<Case> = vec![
+            (extreme(vector("a"), vector("b"), false), |a, b, _| {
+                Some(a.max(b))
+            }),
+            (extreme(vector("a"), vector("b"), true), |a, b, _| {
+                Some(a.min(b))
+            }),
+            (extreme(vector("a"), scalar(4.0), true), |a, _, _| {
+                Some(a.min(4.0))
+            }),
+            (extreme(scalar(4.0), vector("a"), false), |a, _, _| {
+                Some(a.max(4.0))
+            }),
+            (d_ratio(vector("a"), vector("c")), |a, _, c| {
+                Some(if c == 0.0 { 0.0 } else { a / c })
+            }),
+            (
+                choice(vector("a"), vector("(a > bool b)"), vector("b")),
+                |a, b, _| Some(if a > b { a } else { b }),
+            ),
+            (
+                choice(scalar(1.0), vector("(a > bool b)"), vector("b")),
+                |a, b, _| Some(if a > b { 1.0 } else { b }),
+            ),
+            (choice(vector("a"), vector("c"), scalar(-1.0)), |a, _, c| {
+                Some(if c != 0.0 { a } else { -1.0 })
+            }),
+        ];
+        let mut tests = String::from(
+            "rule_files: []\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    \
+             input_series:\n",
+        );
+        for (host, a, b, c) in hosts {
+            for (name, value) in [("a", a), ("b", b), ("c", c)] {
+                _ = write!(
+                    tests,
+                    "      - series: '{name}{{instance=\"{host}\"}}'\n        values: '{value} {value}'\n"
+                );
+            }
+        }
+        tests.push_str("    promql_expr_test:\n");
+        for (promql, perf) in &cases {
+            assert!(promql.vector, "{}", promql.text);
+            _ = write!(
+                tests,
+                "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n",
+                yaml_string(&promql.text)
+            );
+            for (host, a, b, c) in hosts {
+                if let Some(value) = perf(a, b, c) {
+                    _ = write!(
+                        tests,
+                        "          - labels: '{{instance=\"{host}\"}}'\n            value: {value}\n"
+                    );
+                }
+            }
+        }
+        // Two scalars stay a scalar: max(2, 9) and 5 if 0 else 6.
+        for (promql, value) in [
+            (extreme(scalar(2.0), scalar(9.0), false), 9.0),
+            (
+                choice(scalar(5.0), scalar(0.0), scalar(6.0)),
+                perf_if(5.0, 0.0, 6.0),
+            ),
+        ] {
+            assert!(!promql.vector, "{}", promql.text);
+            _ = write!(
+                tests,
+                "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n          \
+                 - labels: '{{}}'\n            value: {value}\n",
+                yaml_string(&format!("vector({})", promql.text))
+            );
+        }
+        let path = std::env::temp_dir().join(format!(
+            "counterhal-rules-semantics-{}.yml",
+            std::process::id()
+        ));
+        std::fs::write(&path, &tests).unwrap();
+        let out = std::process::Command::new("promtool")
+            .args(["test", "rules"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        std::fs::remove_file(&path).ok();
+        assert!(
+            out.status.success(),
+            "promtool test rules:\n{}{}\n{tests}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 
     /// The portable metrics' rules: IPC is instructions' rate over cycles', each scaled for
     /// multiplexing and summed over CPUs; CPUs_utilized reads task-clock's seconds back in
