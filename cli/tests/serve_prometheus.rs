@@ -300,6 +300,13 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
     if own >= 0.95 {
         assert!((0.9..=1.1).contains(&rate), "{promql} = {rate}");
     }
+    // The host's facts the rules read (`#num_cpus_online`...) are scraped with the counts.
+    let online = prometheus.query("counterhal_machine_fact{fact=\"num_cpus_online\"}");
+    assert_eq!(
+        online.first().map(|(_, v)| *v),
+        Some(counterhal::online_cpus().len() as f64),
+        "{online:?}"
+    );
     // The other CPU, in the same cgroup, ran none of it.
     let elsewhere = prometheus.query(&format!(
         "sum(rate(counterhal_event_seconds_total{{event=\"task-clock\",cgroup=\"{cgroup}\",cpu!=\"{cpu}\"}}[5s]))"
@@ -434,15 +441,19 @@ fn rules_of_a_models_metrics_pass_promtool() {
     );
     assert!(rules.contains("UNC_M_CAS_COUNT.RD"), "{rules}");
     assert!(!rules.contains("# left out: "), "{rules}");
-    // Skylake's TopdownL1 reads #SMT_on, a fact of the machine: left out, saying so.
+    // Skylake's TopdownL1 reads #SMT_on, a fact of the machine: each host's, as the
+    // exporter serves it.
     let skl = counterhal(&["serve", "--rules", "--cpu-model", "skl", "-M", "TopdownL1"]);
+    let skl = stdout(&skl);
     assert!(
-        stdout(&skl).contains("# left out: ") && stdout(&skl).contains("#smt_on"),
-        "{}",
-        stdout(&skl)
+        !skl.contains("# left out: ")
+            && skl.contains("counterhal_machine_fact{fact=\\\"smt_on\\\"}"),
+        "{skl}"
     );
-    // Every metric of the model: min, max, d_ratio and if-else are PromQL now; what is left
-    // out reads a fact of the machine the exported series do not carry.
+    let (well_formed, said) = promtool_check_rules(&skl);
+    assert!(well_formed, "promtool check rules: {said}\n{skl}");
+    // Every metric of the model: min, max, d_ratio, if-else and the facts the exporter serves
+    // are PromQL; what is left out reads a fact it does not serve.
     let listed = counterhal(&["list", "--metrics", "--cpu-model", "spr"]);
     // The names of the "model metrics:" section: its lines indented by two, to its end.
     let names: Vec<String> = stdout(&listed)
@@ -473,9 +484,10 @@ fn rules_of_a_models_metrics_pass_promtool() {
         .filter(|l| l.starts_with("# left out"))
         .collect();
     eprintln!("Sapphire Rapids: {recorded} rules, {} left out", left.len());
-    assert!(recorded >= 250, "{recorded} rules");
+    assert!(recorded >= 300, "{recorded} rules");
     assert!(
-        left.iter().all(|l| l.contains("a fact of the machine")),
+        left.iter()
+            .all(|l| l.contains("a fact of the machine the exporter does not serve")),
         "{left:#?}"
     );
     let bad = counterhal(&["serve", "--rules", "-M", "IPC", "--rules-window", "5x"]);

@@ -409,6 +409,20 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
             Number::Int(count),
         );
     }
+    // The host's facts that metric formulas read as `#` constants (`#smt_on`: fact
+    // "smt_on"), those known here: the recording rules read them (cli/src/serve/rules.rs).
+    let facts = Family::new(
+        "counterhal_machine_fact",
+        Kind::Gauge,
+        "A fact of this host that metric formulas read as a # constant (perf's names).",
+    );
+    facts.header(out, format);
+    for (name, _) in crate::stat::machine::KNOWN {
+        if let Some(value) = crate::stat::machine::constant(name) {
+            let fact = name.trim_start_matches('#');
+            facts.sample(out, &[("fact", Label::Text(fact))], Number::Float(value));
+        }
+    }
     let build = Family::new(
         "counterhal_build",
         Kind::Info,

@@ -4,8 +4,9 @@
 //! (`rate(value) * rate(enabled) / rate(running)`), summed over CPUs and PMUs per host and
 //! cgroup; `duration_time` is 1 (the rates are per second), a clock counted in seconds is
 //! read back in nanoseconds as perf's formulas read it; `min`, `max`, `d_ratio` and
-//! `if`-`else` become PromQL's set operators and clamps, series by series. A metric whose
-//! formula needs what the exported series lack (a machine fact such as `#slots`,
+//! `if`-`else` become PromQL's set operators and clamps, series by series; a machine fact
+//! (`#smt_on`) is the host's `counterhal_machine_fact`, matched to each of its places. A
+//! metric whose formula needs what the exporter does not serve (a fact it does not know,
 //! `has_event`) is left out, saying why, in a comment of the output.
 
 use std::fmt::Write as _;
@@ -75,19 +76,81 @@ fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// A formula in PromQL: its text, and whether it is an instant vector (it reads an event) or
-/// a scalar (numbers alone), which PromQL's operators and functions tell apart.
+/// What a formula's PromQL stands for, which PromQL's operators and functions tell apart: a
+/// scalar (numbers alone), a vector per host (a machine fact: `instance` and `job` labels),
+/// or a vector per place (an event's rate: per host and, counted per cgroup, `cgroup` too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Scalar,
+    Host,
+    Place,
+}
+
+/// A formula in PromQL: its text and its [`Level`].
 struct Promql {
     text: String,
-    vector: bool,
+    level: Level,
 }
 
 impl Promql {
     fn scalar(text: String) -> Promql {
         Promql {
             text,
-            vector: false,
+            level: Level::Scalar,
         }
+    }
+
+    fn vector(&self) -> bool {
+        self.level != Level::Scalar
+    }
+
+    /// This formula's text as a vector of `like`'s level and labels (`like` a vector at
+    /// least as fine): a scalar as `like * 0 + x`, a host's fact matched to each of its
+    /// places.
+    fn lifted(&self, like: &Promql) -> String {
+        match (self.level, like.level) {
+            (Level::Scalar, _) => format!("(({}) * 0 + ({}))", like.text, self.text),
+            (Level::Host, Level::Place) => format!(
+                "(({}) * 0 + on (instance, job) group_left () ({}))",
+                like.text, self.text
+            ),
+            _ => self.text.clone(),
+        }
+    }
+}
+
+/// The vector-matching modifier of a binary operator between `left` and `right`: a place's
+/// series against its host's fact, many to one.
+fn matching(left: Level, right: Level) -> &'static str {
+    match (left, right) {
+        (Level::Place, Level::Host) => " on (instance, job) group_left ()",
+        (Level::Host, Level::Place) => " on (instance, job) group_right ()",
+        _ => "",
+    }
+}
+
+/// `left op right`, a place's series matched to its host's fact where one side is each.
+fn join(left: Promql, op: &str, right: Promql) -> Promql {
+    Promql {
+        text: format!(
+            "({} {op}{} {})",
+            left.text,
+            matching(left.level, right.level),
+            right.text
+        ),
+        level: left.level.max(right.level),
+    }
+}
+
+/// A machine fact (`#smt_on`) as the exporter serves it: `counterhal_machine_fact{fact=...}`
+/// of each host.
+fn fact(name: &str) -> Promql {
+    Promql {
+        text: format!(
+            "max without (fact) (counterhal_machine_fact{{fact=\"{}\"}})",
+            label_value(name.trim_start_matches('#'))
+        ),
+        level: Level::Host,
     }
 }
 
@@ -124,16 +187,18 @@ fn extreme(a: Promql, b: Promql, smaller: bool) -> Promql {
     } else {
         (">=", "clamp_min")
     };
-    let text = match (a.vector, b.vector) {
-        (true, true) => format!("(({}) {compare} ({}) or ({}))", a.text, b.text, b.text),
+    let level = a.level.max(b.level);
+    let text = match (a.vector(), b.vector()) {
+        (true, true) => {
+            let like = if a.level >= b.level { &a } else { &b };
+            let (a, b) = (a.lifted(like), b.lifted(like));
+            format!("(({a}) {compare} ({b}) or ({b}))")
+        }
         (true, false) => format!("{clamp}({}, {})", a.text, b.text),
         (false, true) => format!("{clamp}({}, {})", b.text, a.text),
         (false, false) => format!("scalar({clamp}(vector({}), {}))", a.text, b.text),
     };
-    Promql {
-        text,
-        vector: a.vector || b.vector,
-    }
+    Promql { text, level }
 }
 
 /// `then if condition else otherwise` (the condition holds when not 0). With a vector
@@ -141,45 +206,55 @@ fn extreme(a: Promql, b: Promql, smaller: bool) -> Promql {
 /// scalar branch given the condition's labels (`condition * 0 + x`); with a scalar one,
 /// `then * c + otherwise * (1 - c)` over its 0 or 1.
 fn choice(then: Promql, condition: Promql, otherwise: Promql) -> Promql {
-    if !condition.vector {
-        let vector = then.vector || otherwise.vector;
-        return Promql {
-            text: format!(
-                "(({}) * (({}) != bool 0) + ({}) * (({}) == bool 0))",
-                then.text, condition.text, otherwise.text, condition.text
-            ),
-            vector,
+    let level = then.level.max(condition.level).max(otherwise.level);
+    if !condition.vector() {
+        let (t, o) = (&then.text, &otherwise.text);
+        let c = &condition.text;
+        let text = match (then.level, otherwise.level) {
+            (a, b) if a == b || a == Level::Scalar || b == Level::Scalar => {
+                format!("(({t}) * (({c}) != bool 0) + ({o}) * (({c}) == bool 0))")
+            }
+            _ => {
+                let like = if then.level >= otherwise.level {
+                    &then
+                } else {
+                    &otherwise
+                };
+                let (t, o) = (then.lifted(like), otherwise.lifted(like));
+                format!("(({t}) * (({c}) != bool 0) + ({o}) * (({c}) == bool 0))")
+            }
         };
+        return Promql { text, level };
     }
-    let holds = format!("(({}) != 0)", condition.text);
-    let labelled = |branch: Promql| match branch.vector {
-        true => branch.text,
-        false => format!("(({}) * 0 + ({}))", condition.text, branch.text),
-    };
+    // Every part as a vector of the finest level among them, the condition a filter.
+    let like = [&then, &condition, &otherwise]
+        .into_iter()
+        .max_by_key(|p| p.level)
+        .unwrap_or(&condition);
+    let holds = format!("(({}) != 0)", condition.lifted(like));
     Promql {
         text: format!(
             "(({}) and {holds} or ({}) unless {holds})",
-            labelled(then),
-            labelled(otherwise)
+            then.lifted(like),
+            otherwise.lifted(like)
         ),
-        vector: true,
+        level,
     }
 }
 
 /// perf's `d_ratio(a, b)`: `a / b`, or 0 where `b` is 0 (PromQL's division would give Inf or
 /// NaN there).
 fn d_ratio(a: Promql, b: Promql) -> Promql {
-    let text = match b.vector {
-        true => format!(
-            "(({}) / (({}) != 0) or ({}) * ({}) * 0)",
-            a.text, b.text, a.text, b.text
-        ),
+    let level = a.level.max(b.level);
+    let text = match b.vector() {
+        true => {
+            let like = if a.level >= b.level { &a } else { &b };
+            let (a, b) = (a.lifted(like), b.lifted(like));
+            format!("(({a}) / (({b}) != 0) or ({a}) * ({b}) * 0)")
+        }
         false => format!("(({}) / ({}))", a.text, b.text),
     };
-    Promql {
-        text,
-        vector: a.vector || b.vector,
-    }
+    Promql { text, level }
 }
 
 fn expression(
@@ -193,9 +268,12 @@ fn expression(
         Expr::Number(n) => Promql::scalar(format!("{n}")),
         Expr::Name(name) if name == "duration_time" => Promql::scalar("1".to_string()),
         Expr::Name(name) if name.starts_with('#') => {
-            return Err(format!(
-                "reads {name}, a fact of the machine the exported series do not carry"
-            ));
+            if crate::stat::machine::meaning(name).is_none() {
+                return Err(format!(
+                    "reads {name}, a fact of the machine the exporter does not serve"
+                ));
+            }
+            fact(name)
         }
         Expr::Name(name) => match referenced(scope, name) {
             Some(_) if depth >= DEPTH => return Err("metrics nest too deep".to_string()),
@@ -203,25 +281,24 @@ fn expression(
                 let nested = formula(other, window, depth + 1)?;
                 Promql {
                     text: format!("({})", nested.text),
-                    vector: nested.vector,
+                    level: nested.level,
                 }
             }
             None => Promql {
                 text: event_rate(&event_name(scope, name), window),
-                vector: true,
+                level: Level::Place,
             },
         },
         Expr::Negate(x) => {
             let x = inner(x)?;
             Promql {
                 text: format!("-({})", x.text),
-                vector: x.vector,
+                level: x.level,
             }
         }
         Expr::Chain { first, rest } => {
-            let first = inner(first)?;
-            let mut vector = first.vector;
-            let mut text = format!("({}", first.text);
+            // The operators of one chain have one precedence: left to right.
+            let mut joined = inner(first)?;
             for (op, operand) in rest {
                 let op = match op {
                     Op::Add => "+",
@@ -233,14 +310,9 @@ fn expression(
                     Op::LessEqual => "<= bool",
                     Op::GreaterEqual => ">= bool",
                 };
-                let operand = inner(operand)?;
-                vector |= operand.vector;
-                _ = write!(text, " {op} {}", operand.text);
+                joined = join(joined, op, inner(operand)?);
             }
-            Promql {
-                text: text + ")",
-                vector,
-            }
+            joined
         }
         Expr::Call(Function::DRatio, a, b) => d_ratio(inner(a)?, inner(b)?),
         Expr::Call(Function::Min, a, b) => extreme(inner(a)?, inner(b)?, true),
@@ -281,7 +353,7 @@ mod tests {
         // Each series as the rules read an event: an expression's result, with no metric name.
         let vector = |name: &str| Promql {
             text: format!("({name} + 0)"),
-            vector: true,
+            level: Level::Place,
         };
         let scalar = |n: f64| Promql::scalar(format!("{n}"));
         // Host h1: a 3, b 5, c 0; host h2: a 7, b 2, c 2.
@@ -328,9 +400,25 @@ mod tests {
                 );
             }
         }
+        // Places below the hosts (two cgroups each, p the place's own value) and a fact of
+        // each host, as the exporter serves it (f: 2 on h1, 0 on h2).
+        for (host, fact, places) in [("h1", 2.0, [1.0, 10.0]), ("h2", 0.0, [4.0, 8.0])] {
+            _ = write!(
+                tests,
+                "      - series: 'counterhal_machine_fact{{fact=\"f\",instance=\"{host}\"}}'\n        \
+                 values: '{fact} {fact}'\n"
+            );
+            for (cgroup, value) in ["/x", "/y"].into_iter().zip(places) {
+                _ = write!(
+                    tests,
+                    "      - series: 'p{{instance=\"{host}\",cgroup=\"{cgroup}\"}}'\n        \
+                     values: '{value} {value}'\n"
+                );
+            }
+        }
         tests.push_str("    promql_expr_test:\n");
         for (promql, perf) in &cases {
-            assert!(promql.vector, "{}", promql.text);
+            assert!(promql.vector(), "{}", promql.text);
             _ = write!(
                 tests,
                 "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n",
@@ -345,6 +433,56 @@ mod tests {
                 }
             }
         }
+        // A place against its host's fact: p * #f, max(p, #f * 3), p if #f else -p, and
+        // #f + 1 (a host's own series).
+        let place = || Promql {
+            text: "(p + 0)".to_string(),
+            level: Level::Place,
+        };
+        let places = [
+            ("h1", "/x", 2.0, 1.0),
+            ("h1", "/y", 2.0, 10.0),
+            ("h2", "/x", 0.0, 4.0),
+            ("h2", "/y", 0.0, 8.0),
+        ];
+        type PlaceCase = (Promql, fn(f64, f64) -> f64);
+        let place_cases: Vec<PlaceCase> = vec![
+            (join(place(), "*", fact("#f")), |f, p| p * f),
+            (join(fact("#f"), "*", place()), |f, p| f * p),
+            (
+                extreme(place(), join(fact("#f"), "*", scalar(3.0)), false),
+                |f, p| p.max(f * 3.0),
+            ),
+            (
+                choice(place(), fact("#f"), join(scalar(0.0), "-", place())),
+                |f, p| if f != 0.0 { p } else { -p },
+            ),
+        ];
+        for (promql, perf) in &place_cases {
+            assert_eq!(promql.level, Level::Place, "{}", promql.text);
+            _ = write!(
+                tests,
+                "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n",
+                yaml_string(&promql.text)
+            );
+            for (host, cgroup, f, p) in places {
+                _ = write!(
+                    tests,
+                    "          - labels: '{{instance=\"{host}\",cgroup=\"{cgroup}\"}}'\n            \
+                     value: {}\n",
+                    perf(f, p)
+                );
+            }
+        }
+        let host_level = join(fact("#f"), "+", scalar(1.0));
+        assert_eq!(host_level.level, Level::Host);
+        _ = write!(
+            tests,
+            "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n          \
+             - labels: '{{instance=\"h1\"}}'\n            value: 3\n          \
+             - labels: '{{instance=\"h2\"}}'\n            value: 1\n",
+            yaml_string(&host_level.text)
+        );
         // Two scalars stay a scalar: max(2, 9) and 5 if 0 else 6.
         for (promql, value) in [
             (extreme(scalar(2.0), scalar(9.0), false), 9.0),
@@ -353,7 +491,7 @@ mod tests {
                 perf_if(5.0, 0.0, 6.0),
             ),
         ] {
-            assert!(!promql.vector, "{}", promql.text);
+            assert!(!promql.vector(), "{}", promql.text);
             _ = write!(
                 tests,
                 "      - expr: {}\n        eval_time: 1m\n        exp_samples:\n          \

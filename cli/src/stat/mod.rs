@@ -28,7 +28,7 @@ mod document;
 mod filters;
 mod intervals;
 pub(crate) mod lean;
-mod machine;
+pub mod machine;
 mod measurement;
 mod metric_only;
 #[cfg(all(test, target_os = "linux"))]
