@@ -452,8 +452,15 @@ fn is_perf_metrics_event(event: &str) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case("PERF_METRICS."))
 }
 
-/// The events `metrics` read (through the metrics they name, too), in order, each once.
+/// The events `metrics` read (through the metrics they name, too), in order, each once: of
+/// a conditional whose condition is a machine fact known here (`X if #smt_on else Y`), the
+/// events of the branch taken alone, as perf's parser keeps them
+/// ([`Expr::names_read`](counterhal_events::expression::Expr::names_read)).
 pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
+    let fact = |name: &str| match name.starts_with('#') {
+        true => machine::constant(name),
+        false => None,
+    };
     let mut events = Vec::new();
     let mut todo: Vec<(&MetricDef, usize)> = metrics.iter().map(|m| (*m, 0)).collect();
     let mut next = 0;
@@ -462,7 +469,7 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
         let Ok(formula) = metric.formula() else {
             continue;
         };
-        for name in formula.names() {
+        for name in formula.names_read(&fact) {
             match referenced(metric, &name) {
                 Some(inner) if depth < DEPTH => todo.push((inner, depth + 1)),
                 Some(_) => {}
@@ -674,13 +681,15 @@ mod tests {
         };
         assert_eq!(value("Retiring"), Some(50.0));
         assert_eq!(value("Frontend_Bound"), Some(25.0));
+        // Of `THREAD_ANY / 2 if #smt_on else THREAD`, the clocks this machine's SMT takes, as
+        // perf's parser keeps them.
+        let clocks = match machine::constant("#smt_on") {
+            Some(on) if on != 0.0 => "CPU_CLK_UNHALTED.THREAD_ANY",
+            _ => "CPU_CLK_UNHALTED.THREAD",
+        };
         assert_eq!(
             events_needed(&[retiring]),
-            [
-                "UOPS_RETIRED.RETIRE_SLOTS",
-                "CPU_CLK_UNHALTED.THREAD_ANY",
-                "CPU_CLK_UNHALTED.THREAD"
-            ]
+            ["UOPS_RETIRED.RETIRE_SLOTS", clocks]
         );
         let spr = of_model("spr").unwrap();
         let ipc = spr.iter().find(|m| m.name == "Info_Thread_IPC").unwrap();
