@@ -750,8 +750,12 @@ mod tests {
             .iter()
             .chain(of_model("gnr").unwrap())
             .find(|m| m.expression().contains("#chas_per_socket"));
-        // Never known here; the error names the first fact of the formula not known.
+        // Not known where no CHA PMU is (this project's machines); the error names the first
+        // fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
+        if machine::constant("#chas_per_socket").is_some() {
+            return;
+        }
         let e = readable(chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
