@@ -393,13 +393,34 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
     let table = metric
         .model
         .and_then(|id| shipped_metrics(id).ok().flatten());
-    if let Some(raw) = table.and_then(|t| t.events.get(name)) {
+    if let Some((_, event, _)) = energy_status(name) {
+        event.to_string()
+    } else if let Some(raw) = table.and_then(|t| t.events.get(name)) {
         raw.to_string()
     } else if name.contains('@') {
         name.replace('@', "/")
     } else {
         perfmon_spelling(name)
     }
+}
+
+/// perfmon's energy counters (the RAPL MSRs' energy status, which its `Info_System_Power`
+/// formulas read), the kernel's RAPL event that counts each (perfmon's converter's
+/// replacements, `scripts/config/replacements_config.json`: `power@energy\-pkg@`,
+/// `power@energy\-ram@`), and the energy in microjoules its formulas take one count for
+/// (`FREERUN_PKG_ENERGY_STATUS * ( 61 ) + 15.6 * FREERUN_DRAM_ENERGY_STATUS`).
+const ENERGY_STATUS: [(&str, &str, f64); 4] = [
+    ("FREERUN_PKG_ENERGY_STATUS", "power/energy-pkg/", 61.0),
+    ("FREERUN_DRAM_ENERGY_STATUS", "power/energy-ram/", 15.6),
+    ("UNC_PKG_ENERGY_STATUS", "power/energy-pkg/", 61.0),
+    ("UNC_DRAM_ENERGY_STATUS", "power/energy-ram/", 15.6),
+];
+
+/// `name`'s entry of [`ENERGY_STATUS`], if it is one (any case).
+fn energy_status(name: &str) -> Option<(&'static str, &'static str, f64)> {
+    ENERGY_STATUS
+        .into_iter()
+        .find(|(status, _, _)| status.eq_ignore_ascii_case(name))
 }
 
 /// What perf counts for an event as Intel perfmon's formulas spell it, as perfmon's own
@@ -523,6 +544,14 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         if is_retire_latency(name) {
             return Some(0.0);
         }
+        // An energy status counter: the RAPL event's energy (its count times its scale, in
+        // Joules) in the units the formula multiplies back, so that the formula gives Joules
+        // whatever units the MSR counts in.
+        if let Some((_, event, micro_joules)) = energy_status(name) {
+            let counted = events.iter().find(|e| e.name == event)?;
+            let scale = counted.scale.as_ref().filter(|s| s.unit == "Joules")?;
+            return Some(counted.estimate()? as f64 * scale.factor * 1e6 / micro_joules);
+        }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
             Some(inner) => value(inner, events, length_ns, depth + 1),
@@ -631,6 +660,39 @@ mod tests {
 
     fn reading(values: &[(&str, u64)]) -> Vec<EventSummary> {
         events(values)
+    }
+
+    /// Oracle: perfmon's converter (its replacements: `FREERUN_PKG_ENERGY_STATUS` is
+    /// `power@energy\-pkg@`) and the kernel's RAPL scale (2^-32 J a count): Sapphire Rapids'
+    /// `Info_System_Power` opens the package and DRAM energy events and reads Watts.
+    #[test]
+    fn the_power_metrics_read_the_kernels_energy_events_in_watts() {
+        let spr = of_model("spr").unwrap();
+        let power = spr.iter().find(|m| m.name == "Info_System_Power").unwrap();
+        assert_eq!(
+            events_needed(&[power]),
+            ["power/energy-pkg/", "power/energy-ram/"]
+        );
+        let joules = |name: &str, count: u64| EventSummary {
+            scale: Some(crate::stat::results::Scale {
+                factor: 2f64.powi(-32),
+                unit: "Joules".to_string(),
+            }),
+            ..events(&[(name, count)]).remove(0)
+        };
+        // 3 J of the package and 1 J of DRAM over 2 s: 2 W.
+        let counted = [
+            joules("power/energy-pkg/", 3 << 32),
+            joules("power/energy-ram/", 1 << 32),
+        ];
+        let watts = evaluate(power, &counted, 2_000_000_000).unwrap();
+        assert!((watts - 2.0).abs() < 1e-9, "{watts}");
+        // Without the kernel's scale there is no value.
+        let unscaled = events(&[("power/energy-pkg/", 3), ("power/energy-ram/", 1)]);
+        assert_eq!(evaluate(power, &unscaled, 2_000_000_000), None);
+        let skl = of_model("skl").unwrap();
+        let power = skl.iter().find(|m| m.name == "Info_System_Power").unwrap();
+        assert_eq!(events_needed(&[power]), ["power/energy-pkg/"]);
     }
 
     #[test]
