@@ -1,40 +1,24 @@
 //! Every PMU event of other machines, encoded by counterhal and by perf 6.1 under their sysfs
-//! trees (tests/machines.rs): in a private mount namespace, each tree's
-//! `bus/event_source/devices` is bind-mounted over the real one and `perf stat -vv -a -e EVENT
-//! true` prints each `perf_event_attr` it opens and the CPU of each open; a preloaded
-//! `syscall` (tests/c/open_anything.c) lets each open succeed as a software event, so perf goes
-//! on to every CPU of the PMU's cpumask and every box of a wildcard, and counts, so its table
-//! shows each event's unit and scaled count. [`counterhal_linux::pmu_events`] (what `counterhal
-//! encode --sysfs DIR --json` prints) must give the same attrs on the same CPUs, refuse what
-//! perf refuses, and carry the unit and scale perf shows.
+//! trees (tests/machines.rs), as counterhal-conformance's `fixtures::perf_tree` runs perf: in
+//! a private mount namespace, each tree's `bus/event_source/devices` is bind-mounted over the
+//! real one and `perf stat -vv -a -e EVENT true` prints each `perf_event_attr` it opens and
+//! the CPU of each open; a preloaded `syscall` lets each open succeed as a software event, so
+//! perf goes on to every CPU of the PMU's cpumask and every box of a wildcard, and counts, so
+//! its table shows each event's unit and scaled count. [`counterhal_linux::pmu_events`] (what
+//! `counterhal encode --sysfs DIR --json` prints) must give the same attrs on the same CPUs,
+//! refuse what perf refuses, and carry the unit and scale perf shows.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use counterhal_conformance::fixtures::perf_tree::{
+    Asked, Open, build_shim, parse_perf, run_perf, runs,
+};
 use counterhal_conformance::skip::Need;
 use counterhal_hal::CpuList;
 use counterhal_linux::pmu_events;
 
 use crate::machines;
-
-/// One open perf made: type, config, config1, config2, the CPU, and exclude_user,
-/// exclude_kernel and exclude_hv.
-pub(crate) type Open = (u32, u64, u64, u64, i32, [bool; 3]);
-
-/// What perf did with one event.
-#[derive(Debug, Default)]
-pub(crate) struct PerfSaw {
-    pub(crate) opens: Vec<Open>,
-    /// Its refusal (`event syntax error` and the message under it).
-    pub(crate) refused: Option<String>,
-    /// What a JSON event's name stood for on each PMU (`-vv`'s `NAME -> PMU/terms/` lines).
-    pub(crate) aliases: Vec<String>,
-    /// The count its table printed, and the unit after it.
-    printed: Option<(f64, Option<String>)>,
-    /// The sum of its totals (`-vv`'s `EVENT: value enabled running` lines).
-    total: u128,
-}
 
 /// Where ours and perf 6.1 part, on purpose: (event's terms and modifiers, why).
 const KNOWN: &[(&str, &str)] = &[
@@ -143,143 +127,6 @@ fn max(width: u32) -> u64 {
     }
 }
 
-fn number(text: &str) -> u64 {
-    let text = text.trim();
-    match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
-        None => text.parse().unwrap(),
-    }
-}
-
-/// perf's output for each event, by event.
-pub(crate) fn parse_perf(output: &str) -> BTreeMap<String, PerfSaw> {
-    let mut all = BTreeMap::new();
-    let mut event = String::new();
-    let mut saw = PerfSaw::default();
-    let mut attr: Open = (0, 0, 0, 0, 0, [false; 3]);
-    let mut lines = output.lines().peekable();
-    while let Some(line) = lines.next() {
-        if let Some(next) = line.strip_prefix("=== ") {
-            if !event.is_empty() {
-                all.insert(std::mem::take(&mut event), std::mem::take(&mut saw));
-            }
-            event = next.to_string();
-            continue;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let value = words.last().copied().unwrap_or_default();
-        match words.as_slice() {
-            ["perf_event_attr:"] => attr = (0, 0, 0, 0, 0, [false; 3]),
-            ["type", _] => attr.0 = number(value) as u32,
-            ["config", _] => attr.1 = number(value),
-            ["{", "bp_addr,", "config1", "}", _] => attr.2 = number(value),
-            ["{", "bp_len,", "config2", "}", _] => attr.3 = number(value),
-            ["exclude_user", "1"] => attr.5[0] = true,
-            ["exclude_kernel", "1"] => attr.5[1] = true,
-            ["exclude_hv", "1"] => attr.5[2] = true,
-            ["sys_perf_event_open:", "pid", _, "cpu", cpu, ..] => {
-                attr.4 = cpu.parse().unwrap();
-                saw.opens.push(attr);
-            }
-            ["event", "syntax", "error:", ..] if saw.refused.is_none() => {
-                let message = lines.next().unwrap_or_default();
-                let message = message.split("\\___").nth(1).unwrap_or(message).trim();
-                saw.refused = Some(message.to_string());
-            }
-            _ => {}
-        }
-        if let Some(alias) = line.strip_prefix(&format!("{event} -> ")) {
-            saw.aliases.push(alias.to_string());
-        }
-        // `EVENT: value enabled running`, the total over the CPUs (a line per CPU has the CPU
-        // before the value).
-        if let Some(rest) = line.strip_prefix(&format!("{event}: ")) {
-            let numbers: Vec<Option<u128>> =
-                rest.split_whitespace().map(|n| n.parse().ok()).collect();
-            if let [Some(value), Some(_), Some(_)] = numbers.as_slice() {
-                saw.total += value;
-            }
-        }
-        // The table: `   845.59 MiB  uncore_imc/cas_count_read/`, or the count and the name.
-        if words.last() == Some(&event.as_str())
-            && let Ok(count) = words[0].parse::<f64>()
-        {
-            let unit = (words.len() == 3).then(|| words[1].to_string());
-            saw.printed = Some((count, unit));
-        }
-    }
-    if !event.is_empty() {
-        all.insert(event, saw);
-    }
-    all
-}
-
-/// Runs perf on every event with `devices` mounted over the real PMU directory (and
-/// `PERF_CPUID` set to `cpuid`, where given: the CPU whose JSON events perf takes).
-pub(crate) fn run_perf(
-    devices: &Path,
-    shim: &Path,
-    events: &[String],
-    cpuid: Option<&str>,
-) -> Result<String, String> {
-    let script = r#"
-        mount --bind "$1" /sys/bus/event_source/devices || exit 97
-        shift
-        for event; do
-            echo "=== $event"
-            LD_PRELOAD="$COUNTERHAL_SHIM" perf stat -vv -a -e "$event" true 2>&1
-        done
-        exit 0"#;
-    let mut command = Command::new("unshare");
-    command
-        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
-        .arg(devices)
-        .args(events)
-        .env("COUNTERHAL_SHIM", shim)
-        .env("LC_ALL", "C");
-    if let Some(cpuid) = cpuid {
-        command.env("PERF_CPUID", cpuid);
-    }
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot run unshare: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "unshare -m and mount --bind failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// Whether `program` runs here.
-pub(crate) fn runs(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The preloaded `syscall`, compiled into a scratch directory of its own for test `test`.
-pub(crate) fn build_shim(test: &str) -> Result<PathBuf, String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/open_anything.c");
-    let dir = std::env::temp_dir().join(format!("counterhal-perf-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let shim = dir.join("open_anything.so");
-    let status = Command::new("gcc")
-        .args(["-shared", "-fPIC", "-O2", "-o"])
-        .arg(&shim)
-        .arg(&source)
-        .arg("-ldl")
-        .status()
-        .map_err(|e| format!("cannot run gcc: {e}"))?;
-    status
-        .success()
-        .then_some(shim)
-        .ok_or_else(|| format!("gcc failed on {}: {status}", source.display()))
-}
-
 /// The figures of one tree.
 #[derive(Default)]
 struct Figures {
@@ -334,7 +181,7 @@ fn pmu_events_encode_as_perf_6_1_opens_them() {
         .chain([("sysfs-hybrid", hybrid)]);
     for (name, devices) in trees {
         let events = events(&devices);
-        let output = match run_perf(&devices, &shim, &events, None) {
+        let output = match run_perf(&devices, &shim, Asked::Events, &events, None) {
             Ok(output) => output,
             // Where the first tree cannot be mounted, none can (a container without
             // CAP_SYS_ADMIN); after it, a failure is the test's.

@@ -13,8 +13,11 @@ use counterhal_events::Database;
 use counterhal_hal::ErrorKind;
 use counterhal_linux::uncore_pmu_events;
 
+use counterhal_conformance::fixtures::perf_tree::{
+    Asked, Open, build_shim, parse_perf, run_perf, runs,
+};
+
 use crate::machines;
-use crate::perf_pmus::{Open, build_shim, parse_perf, run_perf, runs};
 
 /// The machines' trees, the model of each and the `PERF_CPUID` perf is given for it.
 const MACHINES: &[(&str, &str, &str)] = &[
@@ -139,7 +142,7 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
                     Some(Err(e)) if e.kind() == ErrorKind::DeviceMissing)
             })
             .collect();
-        let output = match run_perf(&devices, &shim, &events, Some(cpuid)) {
+        let output = match run_perf(&devices, &shim, Asked::Events, &events, Some(cpuid)) {
             Ok(output) => output,
             Err(why) if all.compared == 0 => {
                 counterhal_conformance::skip!(Need::Privilege, "{why}")
@@ -207,7 +210,7 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
             })
             .collect();
         let written: Vec<String> = by_terms.iter().map(|(_, w)| w.clone()).collect();
-        let output = run_perf(&devices, &shim, &written, None).unwrap();
+        let output = run_perf(&devices, &shim, Asked::Events, &written, None).unwrap();
         let perf = parse_perf(&output);
         for (name, written) in &by_terms {
             let saw = &perf[written];

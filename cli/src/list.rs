@@ -185,9 +185,11 @@ fn cannot_run(error: &counterhal::Error) -> String {
     }
 }
 
-/// Whether `error` is an uncore event's whose PMU is absent (the Linux backend's words).
+/// Whether `error` is an uncore event's whose PMU is absent, or the absent `power` PMU's
+/// (the Linux backend's words).
 fn is_uncore_name(error: &counterhal::Error) -> bool {
-    error.message().contains("is an uncore event of PMU")
+    let message = error.message();
+    message.contains("is an uncore event of PMU") || message.contains("no PMU `power`")
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit

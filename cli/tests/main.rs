@@ -11,6 +11,7 @@ mod descriptions;
 mod list;
 mod list_explore;
 mod metrics;
+mod metrics_perf;
 mod multiplex;
 mod perf_habits;
 mod perf_layouts;

@@ -15,7 +15,7 @@ use counterhal_conformance::skip::Need;
 use crate::common::{counterhal, linux_usable, stderr, stdout};
 
 /// The machine trees.
-fn machines() -> PathBuf {
+pub(crate) fn machines() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend-linux/tests/data/machines")
 }
 

@@ -1,10 +1,11 @@
-//! Fixtures the workspace's tests share: a control group made for one test, and the kernel's
-//! source extracted once per machine.
+//! Fixtures the workspace's tests share: a control group made for one test, the kernel's
+//! source extracted once per machine, and perf run under another machine's PMU tree.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 mod kernel_tree;
+pub mod perf_tree;
 
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
 

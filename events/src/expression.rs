@@ -595,6 +595,54 @@ impl Expr {
         names
     }
 
+    /// Every name it reads, in order, each once, as perf's parser finds the events of a
+    /// formula (`if_expr` of tools/perf/util/expr.y, computing ids): a conditional whose
+    /// condition `constant` gives a value without any event (`#smt_on`, numbers) reads the
+    /// branch taken alone (the `else` branch where the condition is 0), and one whose
+    /// condition reads an event or a name `constant` does not know reads all three.
+    pub fn names_read(&self, constant: &dyn Fn(&str) -> Option<f64>) -> Vec<String> {
+        let mut names = Vec::new();
+        self.collect_names_read(&mut names, &mut HashSet::new(), constant);
+        names
+    }
+
+    fn collect_names_read<'e>(
+        &'e self,
+        names: &mut Vec<String>,
+        seen: &mut HashSet<&'e str>,
+        constant: &dyn Fn(&str) -> Option<f64>,
+    ) {
+        match self {
+            Expr::If {
+                then,
+                condition,
+                otherwise,
+            } => match condition.evaluate(constant) {
+                Some(0.0) => otherwise.collect_names_read(names, seen, constant),
+                Some(_) => then.collect_names_read(names, seen, constant),
+                None => {
+                    then.collect_names_read(names, seen, constant);
+                    condition.collect_names_read(names, seen, constant);
+                    otherwise.collect_names_read(names, seen, constant);
+                }
+            },
+            Expr::Negate(inner) => inner.collect_names_read(names, seen, constant),
+            Expr::Chain { first, rest } => {
+                first.collect_names_read(names, seen, constant);
+                for (_, operand) in rest {
+                    operand.collect_names_read(names, seen, constant);
+                }
+            }
+            Expr::Call(_, a, b) => {
+                a.collect_names_read(names, seen, constant);
+                b.collect_names_read(names, seen, constant);
+            }
+            Expr::Number(_) | Expr::Name(_) | Expr::HasEvent(_) | Expr::SourceCount(_) => {
+                self.collect_names(names, seen)
+            }
+        }
+    }
+
     fn collect_names<'e>(&'e self, names: &mut Vec<String>, seen: &mut HashSet<&'e str>) {
         match self {
             Expr::Number(_) => {}
@@ -683,6 +731,24 @@ mod tests {
             ["a-b", "c"],
             "each name once"
         );
+    }
+
+    /// Oracle: perf's `if_expr` (tools/perf/util/expr.y, Linux 6.12) computing a formula's
+    /// ids: a constant condition keeps the branch taken alone, an event in it keeps all.
+    #[test]
+    fn a_constant_condition_reads_the_branch_taken_alone() {
+        let formula = parse("a / (b if #smt_on else c) + d").unwrap();
+        let smt = |on: f64| move |name: &str| (name == "#smt_on").then_some(on);
+        assert_eq!(formula.names_read(&smt(0.0)), ["a", "c", "d"]);
+        assert_eq!(formula.names_read(&smt(1.0)), ["a", "b", "d"]);
+        assert_eq!(
+            formula.names_read(&|_| None),
+            ["a", "b", "#smt_on", "c", "d"],
+            "unknown: all"
+        );
+        let by_event = parse("b if e > 2 else c").unwrap();
+        assert_eq!(by_event.names_read(&smt(1.0)), ["b", "e", "c"]);
+        assert_eq!(parse("b if 1 else c").unwrap().names_read(&|_| None), ["b"]);
     }
 
     #[test]

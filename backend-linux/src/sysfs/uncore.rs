@@ -5,6 +5,15 @@
 //! whose name holds the event's PMU followed by nothing or by `_` and a digit,
 //! `pmu_uncore_alias_match`; or the PMU of exactly that name), each as
 //! `PMU/terms/modifiers` ([`pmu_events`]): `uncore_imc_0/event=4,umask=3/`, ...
+//!
+//! The modifiers Intel perfmon's metric formulas give uncore events, which perf's tables
+//! carry as PMU terms (perfmon's converter, `scripts/create_perf_json.py`, whose fixups
+//! perf's JSON holds), are taken too: `:c=N` (perfmon's `:cN`) is the PMU's counter mask,
+//! `thresh` where its format has that field (the server boxes:
+//! `UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD@thresh\=1@`), else `cmask` (the client ones:
+//! `UNC_ARB_TRK_OCCUPANCY.DATA_READ@cmask\=1@`); `:e=1` is `edge` and `:i=1` `inv`; and
+//! `:one_unit` opens the event on the first box alone (`UNC_CHA_CLOCKTICKS:one_unit` is
+//! `uncore_cha_0@event\=0x1@`).
 
 use std::path::Path;
 
@@ -42,6 +51,73 @@ fn name_and_modifiers(event: &str) -> (&str, &str) {
     event.split_once(':').unwrap_or((event, ""))
 }
 
+/// perfmon's modifiers of an uncore event (see the module's documentation), and the others.
+#[derive(Debug, Default, PartialEq)]
+struct PerfmonModifiers {
+    /// The counter mask (`c=N`), `edge` (`e=N`) and `inv` (`i=N`) values, as given.
+    cmask: Option<String>,
+    edge: Option<String>,
+    inv: Option<String>,
+    /// `one_unit`: the first box alone.
+    one_unit: bool,
+    /// The rest, perf's own (`u`, `k`), joined as given.
+    rest: String,
+}
+
+impl PerfmonModifiers {
+    /// `modifiers` (what follows the event's first `:`) read.
+    fn read(modifiers: &str) -> PerfmonModifiers {
+        let mut read = PerfmonModifiers::default();
+        let mut rest = Vec::new();
+        for modifier in modifiers.split(':').filter(|m| !m.is_empty()) {
+            let value = |letter: &str| {
+                modifier
+                    .strip_prefix(letter)
+                    .and_then(|m| m.strip_prefix('='))
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+            };
+            if modifier.eq_ignore_ascii_case("one_unit") {
+                read.one_unit = true;
+            } else if let Some(value) = value("c") {
+                read.cmask = Some(value);
+            } else if let Some(value) = value("e") {
+                read.edge = Some(value);
+            } else if let Some(value) = value("i") {
+                read.inv = Some(value);
+            } else {
+                rest.push(modifier);
+            }
+        }
+        read.rest = rest.join(":");
+        read
+    }
+
+    /// The terms they add on PMU `pmu` of `devices` (`,thresh=1`): the counter mask as the
+    /// PMU's `thresh` where it has that format field, else as `cmask`.
+    fn terms(&self, devices: &Path, pmu: &str) -> String {
+        let counter_mask = match devices.join(pmu).join("format/thresh").is_file() {
+            true => "thresh",
+            false => "cmask",
+        };
+        [
+            (counter_mask, &self.cmask),
+            ("edge", &self.edge),
+            ("inv", &self.inv),
+        ]
+        .iter()
+        .filter_map(|(field, value)| value.as_ref().map(|v| format!(",{field}={v}")))
+        .collect()
+    }
+}
+
+/// A box's number (`uncore_cha_12` is 12; a PMU without one is 0), to find the first box.
+fn box_number(pmu: &str) -> u64 {
+    pmu.rsplit_once('_')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Every PMU under `devices` an uncore event `name` (`UNC_M_CAS_COUNT.RD`, or one of its
 /// PMU's terms `uncore_imc/UNC_M_CAS_COUNT.RD,.../`) of CPU model `model` opens on, with its
 /// attr, CPUs, scale and unit, as perf 6.1 opens it; `None` where `event` names no uncore
@@ -69,12 +145,23 @@ pub fn uncore_pmu_events(
     if found.is_empty() {
         return None;
     }
+    let perfmon = PerfmonModifiers::read(modifiers);
     let mut opens = Vec::new();
     let mut first_error = None;
     let pmus = list_pmus(devices);
     for uncore in &found {
-        for pmu in pmus.iter().filter(|p| carries(devices, p, uncore.pmu)) {
-            match pmu_events(devices, &uncore.on_pmu(pmu, modifiers)) {
+        let mut carrying: Vec<&String> = pmus
+            .iter()
+            .filter(|p| carries(devices, p, uncore.pmu))
+            .collect();
+        if perfmon.one_unit {
+            carrying.sort_by_key(|p| box_number(p));
+            carrying.truncate(1);
+        }
+        for pmu in carrying {
+            let terms = format!("{}{}", uncore.terms, perfmon.terms(devices, pmu));
+            let on_pmu = format!("{pmu}/{terms}/{}", perfmon.rest);
+            match pmu_events(devices, &on_pmu) {
                 Some(Ok(events)) => opens.extend(scaled(events, uncore)),
                 Some(Err(error)) => _ = first_error.get_or_insert(error),
                 None => {}
@@ -180,6 +267,23 @@ mod tests {
     }
 
     #[test]
+    fn perfmon_modifiers_are_read_apart_from_perfs() {
+        let read = PerfmonModifiers::read("c=1:e=1:u:one_unit");
+        assert_eq!(read.cmask.as_deref(), Some("1"));
+        assert_eq!(read.edge.as_deref(), Some("1"));
+        assert!(read.one_unit && read.inv.is_none());
+        assert_eq!(read.rest, "u");
+        assert_eq!(read.terms(&spr(), "uncore_cha_0"), ",thresh=1,edge=1");
+        assert_eq!(read.terms(&spr(), "uncore_imc_0"), ",thresh=1,edge=1");
+        let skl = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/machines/skl-client/bus/event_source/devices");
+        assert_eq!(read.terms(&skl, "uncore_arb"), ",cmask=1,edge=1");
+        assert_eq!(PerfmonModifiers::read("k").rest, "k");
+        assert_eq!(box_number("uncore_cha_12"), 12);
+        assert_eq!(box_number("uncore_arb"), 0);
+    }
+
+    #[test]
     fn perfs_alias_match_takes_boxes_not_other_kinds() {
         assert!(alias_matches("uncore_imc", "uncore_imc_0"));
         assert!(alias_matches("uncore_imc", "uncore_imc"));
@@ -224,6 +328,32 @@ mod tests {
         assert!(
             uncore_pmu_events(&spr(), &db, Some("spr"), "uncore_imc/cas_count_read/").is_none()
         );
+        // perfmon's modifiers, as perf's tables write them (create_perf_json.py's fixups):
+        // `UNC_CHA_CLOCKTICKS:one_unit` is `uncore_cha_0@event\=0x1@`, a counter mask the
+        // CHA's `thresh`.
+        let one = uncore_pmu_events(&spr(), &db, Some("spr"), "UNC_CHA_CLOCKTICKS:one_unit")
+            .unwrap()
+            .unwrap();
+        let first = pmu_events(&spr(), "uncore_cha_0/event=0x1/")
+            .unwrap()
+            .unwrap();
+        assert_eq!(one, first);
+        let masked = uncore_pmu_events(
+            &spr(),
+            &db,
+            Some("spr"),
+            "UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD:c=1",
+        )
+        .unwrap()
+        .unwrap();
+        let terms = "uncore_cha/UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD,thresh=1/";
+        assert_eq!(
+            masked,
+            uncore_pmu_events(&spr(), &db, Some("spr"), terms)
+                .unwrap()
+                .unwrap()
+        );
+        assert_eq!(masked[0].attr.config >> 24 & 0xff, 1);
         // A PMU the tree lacks.
         let upi = uncore_pmu_events(&spr(), &db, Some("spr"), "UNC_UPI_CLOCKTICKS").unwrap();
         assert_eq!(

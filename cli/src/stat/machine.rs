@@ -1,14 +1,15 @@
 //! The machine's facts metric formulas read as `#` constants (perf's names): SMT, threads per
-//! core, packages, cores per package, the TSC's frequency, the CPUs online. Each is read once
-//! from sysfs, CPUID or `/proc/cpuinfo`; a fact not found here has no value, and `-M` refuses the
-//! metrics that need it with the reason.
+//! core, packages, cores per package, the TSC's frequency, the CPUs online, and what the PMUs
+//! tell (the CHA boxes of a socket, from the PMU directory the command reads: the `--sysfs`
+//! tree's where one is named). Each is read from sysfs, CPUID or `/proc/cpuinfo`; a fact not
+//! found here has no value, and `-M` refuses the metrics that need it with the reason.
 
 use std::sync::OnceLock;
 
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
-pub const KNOWN: [(&str, &str); 7] = [
+pub const KNOWN: [(&str, &str); 8] = [
     ("#num_cpus_online", "the CPUs online"),
     ("#smt_on", "1 when SMT is active"),
     ("#threads_per_core", "hardware threads per core"),
@@ -18,6 +19,10 @@ pub const KNOWN: [(&str, &str); 7] = [
     (
         "#slots",
         "the core PMU's slots per cycle (Arm: its caps/slots, PMMIR_EL1.SLOTS)",
+    ),
+    (
+        "#chas_per_socket",
+        "the CHA boxes of a socket (the uncore_cha PMUs)",
     ),
 ];
 
@@ -33,14 +38,35 @@ pub fn constant(name: &str) -> Option<f64> {
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
         "#slots" => core_pmu_slots(),
+        "#chas_per_socket" => chas_per_socket(&crate::options::pmu_devices()),
         _ => None,
     }
+}
+
+/// perfmon's `CHAS_PER_SOCKET`, which perf's tables read as `source_count(UNC_CHA_...)`
+/// (perfmon's converter, its `metric_source_events`): how many CHA boxes an event of the
+/// socket's caching agents adds up, one PMU each (`uncore_cha_0`, `uncore_cha_1`, ...: every
+/// box perf opens such an event on). None where there is no CHA PMU (where perf cannot open
+/// the event either).
+fn chas_per_socket(devices: &std::path::Path) -> Option<f64> {
+    let boxes = std::fs::read_dir(devices)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.strip_prefix("uncore_cha_"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .count();
+    (boxes > 0).then_some(boxes as f64)
 }
 
 /// perf's `#slots` on Arm (tools/perf/arch/arm64/util/pmu.c): the first core PMU's
 /// `caps/slots` (the arm_pmuv3 driver's PMMIR_EL1.SLOTS, in hex); none where it is 0 or absent.
 fn core_pmu_slots() -> Option<f64> {
-    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir("/sys/bus/event_source/devices")
+    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir(crate::options::pmu_devices())
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -195,7 +221,15 @@ mod tests {
         if let Some(packages) = constant("#num_packages") {
             assert!((1.0..=cpus).contains(&packages), "{packages} of {cpus}");
         }
-        assert_eq!(constant("#chas_per_socket"), None);
+        // No CHA PMU on the machines of this project; two on the Sapphire Rapids tree.
+        if !std::path::Path::new("/sys/bus/event_source/devices/uncore_cha_0").exists() {
+            assert_eq!(constant("#chas_per_socket"), None);
+        }
+        let spr = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices"
+        );
+        assert_eq!(chas_per_socket(std::path::Path::new(spr)), Some(2.0));
         assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
     }
 }

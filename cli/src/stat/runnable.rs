@@ -60,9 +60,10 @@ fn kernel_uncore_event(model: &str, event: &str) -> bool {
 }
 
 /// Whether an event or fact a metric cannot read belongs to an uncore PMU (a socket's caching,
-/// memory, power or interconnect agents), which counterhal does not program: Intel's `UNC_*`
-/// and `FREERUN_*` events, the facts that count their units (`#chas_per_socket`), and the
-/// AMD data-fabric, L3 and memory-controller events of the kernel's tables.
+/// memory, power or interconnect agents) that this system lacks or counterhal does not
+/// program: Intel's `UNC_*` and `FREERUN_*` events, the facts that count their units
+/// (`#chas_per_socket`), the AMD data-fabric, L3 and memory-controller events of the kernel's
+/// tables, and the RAPL `power` PMU's energy events the power metrics read.
 pub fn is_uncore(error: &Error) -> bool {
     let message = error.message();
     [
@@ -71,6 +72,7 @@ pub fn is_uncore(error: &Error) -> bool {
         "`#chas_per_socket`",
         "`uncore_",
         "an event of an uncore PMU",
+        "no PMU `power`",
     ]
     .iter()
     .any(|needle| message.contains(needle))

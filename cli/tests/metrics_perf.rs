@@ -1,0 +1,435 @@
+//! Every metric of the machines' CPU models, encoded by counterhal and by perf 6.1 under the
+//! machines' sysfs trees (backend-linux's tests/data/machines), as counterhal-conformance's
+//! `fixtures::perf_tree` runs perf: `PERF_CPUID` names the model whose metric table perf takes,
+//! and `perf stat -vv -a -M METRIC true` prints the formulas it reads (`metric expr ... for
+//! NAME`), the events it found in them, each attr it opens and the CPU of each open, or its
+//! refusal. `counterhal encode --sysfs ROOT --cpu-model M -M METRIC,... --json` prints every
+//! attr the metrics' events open, each object naming its metric, and `counterhal list
+//! --metrics --json` which metrics cannot run on the tree. For each metric, the attrs (type,
+//! config, config1, config2) and CPUs must be the same set in both, and a metric counterhal
+//! cannot run must be one perf cannot open either.
+//!
+//! perf 6.1's tables are older versions of the same metrics, some renamed: a metric of ours is
+//! perf's of the same name (any case), `tma_` and its name (the top-down nodes), or its name
+//! without perfmon's `Info_<Area>_` prefix (`Info_System_DRAM_BW_Use` is perf 6.1's
+//! `DRAM_BW_Use`); one perf 6.1 does not have is counted, not compared. Where the two tables
+//! give a metric other formulas (other events by name), the metric is counted and shown, not
+//! failed. The trees have no core PMU (`cpu`): perf refuses every metric that reads a core
+//! event (`Cannot find PMU`, or its default events instead), where counterhal encodes the raw
+//! core events; those are counted apart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Instant;
+
+use counterhal_conformance::fixtures::perf_tree::{
+    Asked, PerfSaw, build_shim, parse_perf, perf_metric_names, run_perf, runs,
+};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+use counterhal_events::expression;
+use serde_json::Value;
+
+use crate::common::{counterhal, running_as_root, stderr};
+use crate::sysfs_root::machines;
+
+/// The machines' trees, the model of each and the `PERF_CPUID` perf is given for it.
+const MACHINES: &[(&str, &str, &str)] = &[
+    ("spr-2s", "spr", "GenuineIntel-6-8F-8"),
+    ("skl-client", "skl", "GenuineIntel-6-5E-3"),
+    // perf 6.1 takes Zen 4 for Zen 3 (its mapfile predates Zen 4's JSON): its metrics are
+    // Zen 3's for both, compared with ours of each on the Zen 4 tree.
+    ("zen4", "amd64_fam19h_zen4", "AuthenticAMD-25-11-1"),
+    ("zen4", "amd64_fam19h_zen3", "AuthenticAMD-25-1-1"),
+];
+
+/// One open: type, config, config1, config2, CPU.
+type Open = (u64, u64, u64, u64, i64);
+
+/// How ours and perf's compared, by kind, with the metrics of each.
+#[derive(Default)]
+struct Figures {
+    compared: usize,
+    /// The same attrs on the same CPUs.
+    equal: Vec<String>,
+    /// perf refuses it; counterhal cannot run it.
+    cannot_run_alike: Vec<String>,
+    /// perf 6.1's table has no such metric.
+    not_in_perf: Vec<String>,
+    /// perf 6.1's table reads other events for it.
+    other_definition: Vec<String>,
+    /// perf refuses it for a core event, the trees having no core PMU; counterhal encodes it.
+    core_pmu_missing: Vec<String>,
+    /// counterhal cannot run it; perf opens it.
+    ours_cannot_perf_opens: Vec<String>,
+    /// Anything else: a fault of ours.
+    wrong: Vec<String>,
+    /// Every metric counterhal cannot run on the tree, with why.
+    cannot_run: Vec<String>,
+}
+
+impl Figures {
+    fn add(&mut self, other: Figures) {
+        self.compared += other.compared;
+        self.equal.extend(other.equal);
+        self.cannot_run_alike.extend(other.cannot_run_alike);
+        self.not_in_perf.extend(other.not_in_perf);
+        self.other_definition.extend(other.other_definition);
+        self.core_pmu_missing.extend(other.core_pmu_missing);
+        self.ours_cannot_perf_opens
+            .extend(other.ours_cannot_perf_opens);
+        self.wrong.extend(other.wrong);
+        self.cannot_run.extend(other.cannot_run);
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} metrics compared: {} equal, {} cannot run alike, {} not in perf 6.1, {} with \
+             another definition in perf 6.1, {} perf cannot open for want of a core PMU, {} \
+             ours cannot run but perf opens, {} wrong; {} ours cannot run",
+            self.compared,
+            self.equal.len(),
+            self.cannot_run_alike.len(),
+            self.not_in_perf.len(),
+            self.other_definition.len(),
+            self.core_pmu_missing.len(),
+            self.ours_cannot_perf_opens.len(),
+            self.wrong.len(),
+            self.cannot_run.len()
+        )
+    }
+}
+
+/// The areas of perfmon's `Info_` metrics (`Info_System_DRAM_BW_Use`), which perf 6.1's tables
+/// left out of the names, the longer first.
+const INFO_AREAS: &[&str] = &[
+    "Memory_Core",
+    "Memory_Latency",
+    "Memory_Mix",
+    "Memory_Prefetches",
+    "Memory_SoC",
+    "Memory_TLB",
+    "Inst_Mix",
+    "Bad_Spec",
+    "Botlnk_L0",
+    "Botlnk_L2",
+    "Branches",
+    "Core",
+    "Frontend",
+    "Memory",
+    "Pipeline",
+    "System",
+    "Thread",
+];
+
+/// perf 6.1's name for our metric `name`, among `perf_names`: the same (any case), `tma_` and
+/// it, or it without `Info_` and its area.
+fn perf_name(name: &str, perf_names: &[String]) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    let mut candidates = vec![lower.clone(), format!("tma_{lower}")];
+    if let Some(area) = INFO_AREAS
+        .iter()
+        .find(|area| name.starts_with(&format!("Info_{area}_")))
+    {
+        candidates.push(lower["info_".len() + area.len() + 1..].to_string());
+    }
+    candidates.into_iter().find_map(|candidate| {
+        perf_names
+            .iter()
+            .find(|p| p.to_ascii_lowercase() == candidate)
+            .cloned()
+    })
+}
+
+/// The online CPUs of this machine: where perf -a opens an event of a PMU without a cpumask.
+fn online() -> Vec<i64> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    list.trim()
+        .split(',')
+        .flat_map(|range| {
+            let (low, high) = range.split_once('-').unwrap_or((range, range));
+            low.parse::<i64>().unwrap()..=high.parse::<i64>().unwrap()
+        })
+        .collect()
+}
+
+/// What encode printed for one metric: its opens, its events by name, and the events that
+/// did not encode (with why).
+#[derive(Default)]
+struct Ours {
+    opens: BTreeSet<Open>,
+    events: BTreeSet<String>,
+    refused: Vec<String>,
+    /// Whether an event is a core event (no PMU of the tree: a raw or hardware event).
+    reads_core: bool,
+}
+
+/// `encode --json -M` of every metric of `model` on `root`, by metric.
+fn ours(root: &Path, model: &str, metrics: &[String]) -> BTreeMap<String, Ours> {
+    let list = metrics.join(",");
+    let root = root.to_str().unwrap();
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--sysfs",
+        root,
+        "--cpu-model",
+        model,
+        "-M",
+        &list,
+    ]);
+    let array: Vec<Value> = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{model}: {e}: {}", stderr(&out)));
+    let online = online();
+    let mut by_metric: BTreeMap<String, Ours> = BTreeMap::new();
+    for object in &array {
+        let metric = object["metric"].as_str().unwrap().to_string();
+        let ours = by_metric.entry(metric).or_default();
+        let event = object["event"].as_str().unwrap().to_string();
+        if let Some(error) = object.get("error") {
+            ours.refused
+                .push(format!("{event}: {}", error.as_str().unwrap()));
+            ours.events.insert(event);
+            continue;
+        }
+        let number = |key: &str| object[key].as_u64().unwrap_or_else(|| panic!("{object}"));
+        let attr = (
+            number("type"),
+            number("config"),
+            number("config1"),
+            number("config2"),
+        );
+        // A PMU event names its CPU (-1: a PMU without a cpumask); a core event names the
+        // model: perf -a opens both on every online CPU.
+        let cpus = match object["cpu"].as_i64() {
+            Some(cpu) if cpu >= 0 => vec![cpu],
+            Some(_) => online.clone(),
+            None => {
+                ours.reads_core = true;
+                online.clone()
+            }
+        };
+        for cpu in cpus {
+            ours.opens.insert((attr.0, attr.1, attr.2, attr.3, cpu));
+        }
+        ours.events.insert(event);
+    }
+    by_metric
+}
+
+/// `list --metrics --json` on `root` for `model`: each metric of the model that cannot run,
+/// with why.
+fn cannot_run(root: &Path, model: &str) -> BTreeMap<String, Option<String>> {
+    let out = counterhal(&[
+        "list",
+        "--metrics",
+        "--json",
+        "--sysfs",
+        root.to_str().unwrap(),
+        "--cpu-model",
+        model,
+    ]);
+    let document: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{model}: {e}: {}", stderr(&out)));
+    document["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["model"].as_str() == Some(model))
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m["cannot_run"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// An event name as both tables may spell it: ASCII upper case, perf's `@` as `/`, without
+/// `:modifiers` of a name.
+fn spelled(name: &str) -> String {
+    let name = name.replace('@', "/").to_ascii_uppercase();
+    match name.split_once(':') {
+        Some((event, _)) if !event.contains('/') => event.to_string(),
+        _ => name,
+    }
+}
+
+/// The events perf's formulas for a metric read (every `metric expr FORMULA for NAME` line:
+/// the metric's and those it reads), by name: the names of the formulas that are not metrics,
+/// `#` facts or perf's tool events.
+fn perf_events(output: &str) -> BTreeSet<String> {
+    let formulas: Vec<(&str, &str)> = output
+        .lines()
+        .filter_map(|l| l.strip_prefix("metric expr "))
+        .filter_map(|l| l.rsplit_once(" for "))
+        .collect();
+    let metrics: BTreeSet<&str> = formulas.iter().map(|(_, name)| *name).collect();
+    formulas
+        .iter()
+        .filter_map(|(formula, _)| expression::parse(formula).ok())
+        .flat_map(|parsed| parsed.names())
+        .filter(|n| !n.starts_with('#') && !metrics.contains(n.as_str()) && !is_tool(n))
+        .map(|n| spelled(&n))
+        .collect()
+}
+
+/// perf's tool events, which open no counter of a PMU.
+fn is_tool(name: &str) -> bool {
+    matches!(name, "duration_time" | "user_time" | "system_time")
+}
+
+/// perf's opens, without those of its tool events (duration_time opens the software event
+/// `dummy`, 9, once).
+fn perf_opens(saw: &PerfSaw) -> BTreeSet<Open> {
+    saw.opens
+        .iter()
+        .filter(|o| (o.0, o.1) != (1, 9))
+        .map(|o| (u64::from(o.0), o.1, o.2, o.3, i64::from(o.4)))
+        .collect()
+}
+
+/// Oracle: perf 6.1 (Debian's linux-perf) with `PERF_CPUID` of Sapphire Rapids, Skylake client,
+/// Zen 4 and Zen 3 under those machines' sysfs trees. Every metric of the model's table is
+/// encoded by counterhal (`encode -M --json`) and, where perf 6.1's table has it, opened by
+/// perf (`stat -vv -a -M`): the attrs (type, config, config1, config2) and CPUs must be the
+/// same set (perf's tool events aside), a metric counterhal cannot run (`list --metrics`)
+/// must be one perf refuses, and one perf refuses must be one counterhal cannot run or one
+/// that reads a core event (the trees have no core PMU); metrics perf 6.1 lacks or defines
+/// with other events are counted and shown.
+#[test]
+fn every_metric_encodes_as_perf_6_1_opens_it() {
+    if !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "mounting a PMU tree over /sys/bus/event_source/devices in a private mount namespace needs root"
+        );
+    }
+    for (program, arg) in [
+        ("perf", "--version"),
+        ("unshare", "--version"),
+        ("gcc", "--version"),
+    ] {
+        if !runs(program, arg) {
+            skip!(Need::Tools, "{program} is not installed");
+        }
+    }
+    let started = Instant::now();
+    let shim = build_shim("metrics").unwrap();
+    let mut all = Figures::default();
+    for &(machine, model, cpuid) in MACHINES {
+        let root = machines().join(machine);
+        let devices = root.join("bus/event_source/devices");
+        let cannot = cannot_run(&root, model);
+        let metrics: Vec<String> = cannot.keys().cloned().collect();
+        let encoded = ours(&root, model, &metrics);
+        let perf_names = perf_metric_names(cpuid).unwrap();
+        let mapped: BTreeMap<&String, String> = metrics
+            .iter()
+            .filter_map(|m| perf_name(m, &perf_names).map(|p| (m, p)))
+            .collect();
+        let mut asked: Vec<String> = mapped.values().cloned().collect();
+        asked.sort();
+        asked.dedup();
+        let output = match run_perf(&devices, &shim, Asked::Metrics, &asked, Some(cpuid)) {
+            Ok(output) => output,
+            Err(why) if all.compared == 0 => skip!(Need::Privilege, "{why}"),
+            Err(why) => panic!("{machine}: {why}"),
+        };
+        let saw = parse_perf(&output);
+        let texts: BTreeMap<&str, &str> = output
+            .split("=== ")
+            .skip(1)
+            .filter_map(|chunk| chunk.split_once('\n'))
+            .collect();
+        let mut figures = Figures::default();
+        for metric in &metrics {
+            figures.compared += 1;
+            let label = format!("{model} {metric}");
+            if let Some(why) = &cannot[metric] {
+                figures.cannot_run.push(format!("{label}: {why}"));
+            }
+            let Some(perf) = mapped.get(metric) else {
+                figures.not_in_perf.push(label);
+                continue;
+            };
+            let label = format!("{label} (perf 6.1's {perf})");
+            let seen = &saw[perf];
+            let empty = Ours::default();
+            let ours = encoded.get(metric).unwrap_or(&empty);
+            let why_not = &cannot[metric];
+            let perf_refused = seen.refused.is_some() || seen.fell_back_to_defaults();
+            let their_events = perf_events(texts[perf.as_str()]);
+            let our_events: BTreeSet<String> = ours.events.iter().map(|e| spelled(e)).collect();
+            let theirs = perf_opens(seen);
+            match (why_not, perf_refused) {
+                (Some(_), true) => figures.cannot_run_alike.push(label),
+                (None, true) if ours.reads_core => figures.core_pmu_missing.push(label),
+                (Some(why), false) => figures
+                    .ours_cannot_perf_opens
+                    .push(format!("{label}: {why}; perf opens {theirs:x?}")),
+                _ if ours.opens == theirs && ours.refused.is_empty() => figures
+                    .equal
+                    .push(format!("{label}: {} opens", theirs.len())),
+                _ if our_events != their_events => figures.other_definition.push(format!(
+                    "{label}: ours reads {our_events:?}, perf 6.1 {their_events:?}"
+                )),
+                (None, true) => figures.wrong.push(format!(
+                    "{label}: perf refuses ({:?}); ours {:x?}",
+                    seen.refused, ours.opens
+                )),
+                (None, false) => figures.wrong.push(format!(
+                    "{label}: ours {:x?} {:?}, perf {theirs:x?}",
+                    ours.opens, ours.refused
+                )),
+            }
+        }
+        println!(
+            "{machine} ({model}, PERF_CPUID={cpuid}): {}",
+            figures.line()
+        );
+        for (kind, list) in [
+            ("equal", &figures.equal),
+            ("other definition", &figures.other_definition),
+            ("cannot run alike", &figures.cannot_run_alike),
+            ("ours cannot run", &figures.cannot_run),
+            (
+                "ours cannot run, perf opens",
+                &figures.ours_cannot_perf_opens,
+            ),
+            ("wrong", &figures.wrong),
+        ] {
+            for example in list {
+                println!("  {kind}: {example}");
+            }
+        }
+        all.add(figures);
+    }
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    println!("all: {}", all.line());
+    println!("in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(
+        all.ours_cannot_perf_opens.is_empty(),
+        "{} metrics counterhal cannot run open in perf:\n{}",
+        all.ours_cannot_perf_opens.len(),
+        all.ours_cannot_perf_opens.join("\n")
+    );
+    // What counterhal cannot run on the trees reads a PMU the tree lacks, whose events perf
+    // cannot open either (backend-linux's tests/perf_uncore.rs refuses them alike).
+    let other_reasons: Vec<&String> = all
+        .cannot_run
+        .iter()
+        .filter(|why| !why.contains(": uncore PMU not here: "))
+        .collect();
+    assert!(
+        other_reasons.is_empty(),
+        "metrics that cannot run for a reason other than a PMU the tree lacks: {other_reasons:#?}"
+    );
+    assert!(
+        all.wrong.is_empty(),
+        "{} metrics differ:\n{}",
+        all.wrong.len(),
+        all.wrong.join("\n")
+    );
+    assert!(!all.equal.is_empty(), "no metric compared equal");
+}
