@@ -133,6 +133,10 @@ mod tests {
         let e = parse_pmu_event(&devices, "cpu_atom/branches/k").unwrap();
         assert_eq!((e.type_, e.config), (0, (10 << 32) | 4));
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::KERNEL));
+        // And a cache event: perf 6.1 under the Alder Lake tree opens cpu_atom/LLC-load-misses/
+        // as type 3, config 0xa00010002 (after a probe open of the same attr).
+        let e = parse_pmu_event(&devices, "cpu_atom/LLC-load-misses/").unwrap();
+        assert_eq!((e.type_, e.config), (3, 0xa_0001_0002));
 
         let cases = [
             ("nosuch/event=1/", "no PMU `nosuch`"),
