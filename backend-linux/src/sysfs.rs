@@ -129,6 +129,14 @@ mod tests {
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
         let e = parse_pmu_event(&devices, "cpu_atom/config=0x1234,config1=5/").unwrap();
         assert_eq!((e.type_, e.config, e.config1), (10, 0x1234, 5));
+        // A generic hardware event on a hybrid core PMU: the extended type, perf 6.1's way.
+        let e = parse_pmu_event(&devices, "cpu_atom/branches/k").unwrap();
+        assert_eq!((e.type_, e.config), (0, (10 << 32) | 4));
+        assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::KERNEL));
+        // And a cache event: perf 6.1 under the Alder Lake tree opens cpu_atom/LLC-load-misses/
+        // as type 3, config 0xa00010002 (after a probe open of the same attr).
+        let e = parse_pmu_event(&devices, "cpu_atom/LLC-load-misses/").unwrap();
+        assert_eq!((e.type_, e.config), (3, 0xa_0001_0002));
 
         let cases = [
             ("nosuch/event=1/", "no PMU `nosuch`"),
@@ -141,6 +149,7 @@ mod tests {
             ("cpu_core/event=zz/", "not a number"),
             ("cpu_core/event=1/q", "unknown modifier"),
             ("cpu_core/event=1", "malformed"),
+            ("cpu_core/cycles,edge/", "unknown term `cycles`"),
             ("cpu/cycles/", "no PMU `cpu`"),
         ];
         for (event, expected) in cases {

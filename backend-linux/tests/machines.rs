@@ -27,7 +27,7 @@ pub fn folder() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/machines")
 }
 
-/// The sysfs root of machine `name` (`spr-2s`, `skl-client`, `zen4`).
+/// The sysfs root of machine `name` (`spr-2s`, `skl-client`, `zen4`, `adl`).
 pub fn root(name: &str) -> PathBuf {
     folder().join(name)
 }
@@ -44,6 +44,37 @@ enum Formats {
     /// These format variables (`DEFINE_UNCORE_FORMAT_ATTR(var, ...)`, `PMU_FORMAT_ATTR(var,
     /// ...)`), where the driver assembles the list in code.
     Vars(&'static [&'static str]),
+    /// A hybrid core PMU's: every `&format_attr_X.attr` of array `base`, and every
+    /// `FORMAT_HYBRID_PTR(X)` of macro `extra` whose `FORMAT_ATTR_HYBRID(X, mask)` takes in
+    /// this PMU's kind `hybrid` (`hybrid_big`, `hybrid_small`).
+    Hybrid {
+        base: &'static str,
+        extra: &'static str,
+        hybrid: Kind,
+    },
+}
+
+/// The kind of a hybrid core PMU: its `enum hybrid_pmu_type` bit (arch/x86/events/perf_event.h:
+/// `hybrid_small` is bit 0, `hybrid_big` bit 1; X86_HYBRID_PMU_ATOM_IDX is 0 and
+/// X86_HYBRID_PMU_CORE_IDX 1, the order of a `;`-separated event string).
+#[derive(Clone, Copy)]
+enum Kind {
+    Small,
+    Big,
+}
+
+impl Kind {
+    /// Whether an attribute of hybrid mask `mask` shows on this kind, and which of its
+    /// `;`-separated strings it shows (events_hybrid_sysfs_show: the strings follow the set
+    /// bits of the mask).
+    fn part(self, mask: &str) -> Option<usize> {
+        match (mask, self) {
+            ("hybrid_small", Kind::Small) | ("hybrid_big", Kind::Big) => Some(0),
+            ("hybrid_big_small", Kind::Small) => Some(0),
+            ("hybrid_big_small", Kind::Big) => Some(1),
+            _ => None,
+        }
+    }
 }
 
 /// Where a PMU's events come from.
@@ -56,6 +87,19 @@ enum Events {
     /// The calls of macro `.0` (`RAPL_EVENT_ATTR_STR`, `PMU_EVENT_ATTR_STRING`) naming these
     /// events or their `.scale`, `.unit` and `.snapshot` files (the ones the model shows).
     Named(&'static str, &'static [&'static str]),
+    /// The calls of macro `.0` (`PMU_EVENT_ATTR_STRING(name, var, value)`) of these variables,
+    /// where one source gives two PMUs events of the same name (cstate.c).
+    Vars(&'static str, &'static [&'static str]),
+    /// A hybrid core PMU's: each `EVENT_ATTR_STR_HYBRID(name, var, value, mask)` of the
+    /// `EVENT_PTR(var)`s of arrays `lists` that shows on kind `hybrid` (its part of the value),
+    /// and the generic events of `generic` (arch/x86/events/core.c's `EVENT_ATTR(name, ID)`),
+    /// each as `intel_perfmon_event_map` encodes `PERF_COUNT_HW_ID` and x86_event_sysfs_show
+    /// writes it, hidden where the map has none.
+    Hybrid {
+        lists: &'static [&'static str],
+        hybrid: Kind,
+        generic: &'static str,
+    },
 }
 
 /// One PMU of a machine, or one kind of box (`uncore_imc_0`..`uncore_imc_3`).
@@ -70,6 +114,10 @@ struct PmuSpec {
     cpumask: Option<&'static str>,
     /// The `alias` file, with `{}` for the box number.
     alias: Option<&'static str>,
+    /// Files the source does not give as text (a hybrid PMU's `cpus`, its `caps/pmu_name`),
+    /// relative to the PMU's directory: a `cpus` is chosen, any other file's value is checked
+    /// to be a string of the source.
+    files: &'static [(&'static str, &'static str)],
     /// The kernel file that defines it.
     source: &'static str,
     formats: Formats,
@@ -94,6 +142,7 @@ const fn msr(events: &'static [&'static str], why: &'static str) -> PmuSpec {
         first_type: 10,
         cpumask: None,
         alias: None,
+        files: &[],
         source: "arch/x86/events/msr.c",
         formats: Formats::Vars(&["event"]),
         events: Events::Named("PMU_EVENT_ATTR_STRING", events),
@@ -119,6 +168,7 @@ const SPR_2S: Machine = Machine {
             first_type: 11,
             cpumask: Some("0,56"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/rapl.c",
             formats: Formats::Vars(&["event"]),
             events: Events::Named(
@@ -133,6 +183,7 @@ const SPR_2S: Machine = Machine {
             first_type: 12,
             cpumask: Some("0,56"),
             alias: Some("uncore_type_6_{}"),
+            files: &[],
             source: "arch/x86/events/intel/uncore_snbep.c",
             formats: Formats::List("spr_uncore_raw_formats_attr"),
             events: Events::Descs("spr_uncore_imc_events"),
@@ -145,6 +196,7 @@ const SPR_2S: Machine = Machine {
             first_type: 16,
             cpumask: Some("0,56"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/intel/uncore_snbep.c",
             formats: Formats::List("skx_uncore_iio_freerunning_formats_attr"),
             events: Events::Descs("spr_uncore_imc_freerunning_events"),
@@ -157,6 +209,7 @@ const SPR_2S: Machine = Machine {
             first_type: 18,
             cpumask: Some("0,56"),
             alias: Some("uncore_type_0_{}"),
+            files: &[],
             source: "arch/x86/events/intel/uncore_snbep.c",
             formats: Formats::List("spr_uncore_cha_formats_attr"),
             events: Events::None,
@@ -190,6 +243,7 @@ const SKL_CLIENT: Machine = Machine {
             first_type: 11,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/rapl.c",
             formats: Formats::Vars(&["event"]),
             events: Events::Named(
@@ -210,6 +264,7 @@ const SKL_CLIENT: Machine = Machine {
             first_type: 12,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/intel/uncore_snb.c",
             formats: Formats::List("snb_uncore_imc_formats_attr"),
             events: Events::Descs("snb_uncore_imc_events"),
@@ -222,6 +277,7 @@ const SKL_CLIENT: Machine = Machine {
             first_type: 13,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/intel/uncore_snb.c",
             formats: Formats::List("snb_uncore_formats_attr"),
             events: Events::Descs("snb_uncore_events"),
@@ -233,6 +289,7 @@ const SKL_CLIENT: Machine = Machine {
             first_type: 17,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/intel/uncore_snb.c",
             formats: Formats::List("snb_uncore_formats_attr"),
             events: Events::None,
@@ -258,6 +315,7 @@ const ZEN4: Machine = Machine {
             first_type: 11,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/rapl.c",
             formats: Formats::Vars(&["event"]),
             events: Events::Named("RAPL_EVENT_ATTR_STR", &["energy-pkg"]),
@@ -270,6 +328,7 @@ const ZEN4: Machine = Machine {
             first_type: 12,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/amd/uncore.c",
             formats: Formats::Vars(&["event14v2", "umask12"]),
             events: Events::None,
@@ -282,6 +341,7 @@ const ZEN4: Machine = Machine {
             first_type: 13,
             cpumask: Some("0,8"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/amd/uncore.c",
             formats: Formats::Vars(&[
                 "event8",
@@ -302,6 +362,7 @@ const ZEN4: Machine = Machine {
             first_type: 14,
             cpumask: Some("0"),
             alias: None,
+            files: &[],
             source: "arch/x86/events/amd/uncore.c",
             formats: Formats::List("amd_uncore_umc_format_attr"),
             events: Events::None,
@@ -311,8 +372,211 @@ const ZEN4: Machine = Machine {
     ],
 };
 
+/// The core PMU of one kind of an Alder Lake's cores (cpu_core: Golden Cove, cpu_atom:
+/// Gracemont), as intel_pmu_init gives an INTEL_ALDERLAKE its hybrid PMUs.
+const fn adl_core(
+    name: &'static str,
+    first_type: u32,
+    hybrid: Kind,
+    files: &'static [(&'static str, &'static str)],
+    why: &'static str,
+) -> PmuSpec {
+    PmuSpec {
+        name,
+        boxes: 0,
+        first_type,
+        cpumask: None,
+        alias: None,
+        files,
+        source: "arch/x86/events/intel/core.c",
+        formats: Formats::Hybrid {
+            base: "intel_arch_formats_attr",
+            extra: "ADL_HYBRID_FORMAT_ATTR",
+            hybrid,
+        },
+        events: Events::Hybrid {
+            lists: &["adl_hybrid_events_attrs", "adl_hybrid_mem_attrs"],
+            hybrid,
+            generic: "arch/x86/events/core.c",
+        },
+        why,
+    }
+}
+
+/// An Alder Lake desktop (i9-12900K): 8 Golden Cove cores with two threads each (CPUs 0-15,
+/// siblings 0-1, 2-3, ...) and 8 Gracemont cores (CPUs 16-23), one socket.
+const ADL: Machine = Machine {
+    name: "adl",
+    describes: "Intel Alder Lake (GenuineIntel-6-97), hybrid: 8 P-cores with two threads \
+                (CPUs 0-15) and 8 E-cores (CPUs 16-23), one socket, 24 CPUs",
+    online: "0-23",
+    pmus: &[
+        adl_core(
+            "cpu_core",
+            4,
+            Kind::Big,
+            &[("cpus", "0-15"), ("caps/pmu_name", "alderlake_hybrid")],
+            "hybrid_big; init_hw_perf_events registers it as PERF_TYPE_RAW (4); \
+             intel_arch_formats_attr, as arch perfmon v5 with AnyThread deprecated gives it \
+             (no `any`), and hybrid_group_format_extra's adl_hybrid_extra_attr (no RTM: \
+             Alder Lake's TSX is off, so no in_tx, in_tx_cp nor tsx events); \
+             adl_hybrid_events_attrs (with perf metrics) and adl_hybrid_mem_attrs; \
+             the generic events of intel_perfmon_event_map; pmu_name alderlake_hybrid",
+        ),
+        adl_core(
+            "cpu_atom",
+            10,
+            Kind::Small,
+            &[("cpus", "16-23"), ("caps/pmu_name", "alderlake_hybrid")],
+            "hybrid_small; a dynamic type after software's cpu_clock, task_clock, kprobe \
+             and uprobe (perf on an Alder Lake shows cpu_atom's events with extended type \
+             0xa); the attributes of hybrid_small and hybrid_big_small",
+        ),
+        PmuSpec {
+            first_type: 11,
+            ..msr(
+                &[
+                    "tsc",
+                    "aperf",
+                    "mperf",
+                    "pperf",
+                    "smi",
+                    "cpu_thermal_margin",
+                ],
+                "tsc always; aperf and mperf with APERFMPERF; smi and pperf where \
+                 test_intel() lists ALDERLAKE; cpu_thermal_margin (with .snapshot and .unit) \
+                 with DTHERM",
+            )
+        },
+        PmuSpec {
+            name: "power",
+            boxes: 0,
+            first_type: 12,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/rapl.c",
+            formats: Formats::Vars(&["event"]),
+            events: Events::Named(
+                "RAPL_EVENT_ATTR_STR",
+                &[
+                    "energy-cores",
+                    "energy-pkg",
+                    "energy-ram",
+                    "energy-gpu",
+                    "energy-psys",
+                ],
+            ),
+            why: "rapl_model_match gives INTEL_ALDERLAKE model_skl: PP0, PKG, RAM, PP1 and PSYS",
+        },
+        PmuSpec {
+            name: "cstate_core",
+            boxes: 0,
+            first_type: 13,
+            cpumask: Some("0,2,4,6,8,10,12,14,16-23"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/cstate.c",
+            formats: Formats::List("cstate_format_attrs"),
+            events: Events::Vars(
+                "PMU_EVENT_ATTR_STRING",
+                &[
+                    "attr_cstate_core_c1",
+                    "attr_cstate_core_c6",
+                    "attr_cstate_core_c7",
+                ],
+            ),
+            why: "adl_cstates' core_events: C1, C6 and C7 residency; one CPU per core",
+        },
+        PmuSpec {
+            name: "cstate_pkg",
+            boxes: 0,
+            first_type: 14,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/cstate.c",
+            formats: Formats::List("cstate_format_attrs"),
+            events: Events::Vars(
+                "PMU_EVENT_ATTR_STRING",
+                &[
+                    "attr_cstate_pkg_c2",
+                    "attr_cstate_pkg_c3",
+                    "attr_cstate_pkg_c6",
+                    "attr_cstate_pkg_c8",
+                    "attr_cstate_pkg_c10",
+                ],
+            ),
+            why: "adl_cstates' pkg_events: C2, C3, C6, C8 and C10 residency",
+        },
+        PmuSpec {
+            name: "uncore_imc_free_running_{}",
+            boxes: 2,
+            first_type: 15,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/uncore_snb.c",
+            formats: Formats::List("tgl_uncore_imc_formats_attr"),
+            events: Events::Descs("tgl_uncore_imc_events"),
+            why: "adl_uncore_imc_free_running (tgl_uncore_imc_format_group, \
+                  tgl_uncore_imc_events), two boxes",
+        },
+        PmuSpec {
+            name: "uncore_imc_{}",
+            boxes: 2,
+            first_type: 17,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/uncore_snb.c",
+            formats: Formats::List("adl_uncore_imc_formats_attr"),
+            events: Events::None,
+            why: "adl_uncore_imc, two boxes",
+        },
+        PmuSpec {
+            name: "uncore_cbox_{}",
+            boxes: 10,
+            first_type: 19,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/uncore_snb.c",
+            formats: Formats::List("adl_uncore_formats_attr"),
+            events: Events::None,
+            why: "adl_uncore_cbox; icl_get_cbox_num reads the count from ICL_UNC_CBO_CONFIG: \
+                  10, the i9-12900K's 10 L3 slices (8 P-cores, 2 E-core modules)",
+        },
+        PmuSpec {
+            name: "uncore_arb_{}",
+            boxes: 2,
+            first_type: 29,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/uncore_snb.c",
+            formats: Formats::List("snb_uncore_formats_attr"),
+            events: Events::None,
+            why: "adl_uncore_arb, two boxes (snb_uncore_format_group)",
+        },
+        PmuSpec {
+            name: "uncore_clock",
+            boxes: 0,
+            first_type: 31,
+            cpumask: Some("0"),
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/intel/uncore_snb.c",
+            formats: Formats::List("icl_uncore_clock_formats_attr"),
+            events: Events::Descs("icl_uncore_events"),
+            why: "adl_uncore_clockbox, one box (icl_uncore_clock_format_group, \
+                  icl_uncore_events)",
+        },
+    ],
+};
+
 /// Every machine with a tree.
-const MACHINES: &[&Machine] = &[&SPR_2S, &SKL_CLIENT, &ZEN4];
+const MACHINES: &[&Machine] = &[&SPR_2S, &SKL_CLIENT, &ZEN4, &ADL];
 
 /// The names of the machines with trees.
 pub fn names() -> Vec<&'static str> {
@@ -377,6 +641,11 @@ fn format_vars(source: &str) -> BTreeMap<String, (String, String)> {
             vars.insert(var.clone(), (name.clone(), bits.clone()));
         }
     }
+    for args in macro_calls(source, "DEFINE_CSTATE_FORMAT_ATTR") {
+        if let [var, name, bits] = args.as_slice() {
+            vars.insert(var.clone(), (name.clone(), bits.clone()));
+        }
+    }
     for args in macro_calls(source, "PMU_FORMAT_ATTR") {
         if let [name, bits] = args.as_slice() {
             vars.insert(name.clone(), (name.clone(), bits.clone()));
@@ -385,16 +654,119 @@ fn format_vars(source: &str) -> BTreeMap<String, (String, String)> {
     vars
 }
 
-/// One PMU's files, relative to its directory, with their contents.
-fn pmu_files(spec: &PmuSpec, source: &str) -> Result<BTreeMap<String, String>, String> {
+/// The body of `#define name` in `source`, its continued lines joined.
+fn define<'a>(source: &'a str, name: &str) -> Result<&'a str, String> {
+    let start = source
+        .find(&format!("#define {name}"))
+        .ok_or_else(|| format!("no #define {name}"))?;
+    let body = &source[start..];
+    let mut end = 0;
+    for line in body.split_inclusive('\n') {
+        end += line.len();
+        if !line.trim_end().ends_with('\\') {
+            break;
+        }
+    }
+    Ok(&body[..end])
+}
+
+/// The `&format_attr_X.attr` names of array `list`.
+fn format_list(source: &str, list: &str) -> Result<Vec<String>, String> {
+    Ok(array(source, list)?
+        .split("&format_attr_")
+        .skip(1)
+        .map(|s| s.split('.').next().unwrap_or_default().to_string())
+        .collect())
+}
+
+/// The generic events of arch/x86/events/core.c (`generic`), each as intel/core.c's
+/// `intel_perfmon_event_map` (in `source`) encodes it and x86_event_sysfs_show writes it; an
+/// event the map gives no code is not shown (`is_visible`).
+fn generic_events(source: &str, generic: &str) -> Result<Vec<(String, String)>, String> {
+    let start = source
+        .find("intel_perfmon_event_map[")
+        .ok_or("no intel_perfmon_event_map")?;
+    let body = &source[start..];
+    let body = &body[body.find('{').ok_or("no map body")?..body.find("};").ok_or("no end")?];
+    let mut map = BTreeMap::new();
+    for line in body.lines() {
+        let line = line.split("/*").next().unwrap_or_default();
+        let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        if let Some((id, code)) = line
+            .strip_prefix('[')
+            .and_then(|l| l.split_once("]="))
+            .map(|(id, code)| (id.to_string(), code.trim_end_matches(',').to_string()))
+        {
+            let code = u64::from_str_radix(code.trim_start_matches("0x"), 16)
+                .map_err(|e| format!("{id}: {code}: {e}"))?;
+            map.insert(id, code);
+        }
+    }
+    let mut events = Vec::new();
+    for args in macro_calls(generic, "EVENT_ATTR") {
+        let [name, id] = args.as_slice() else {
+            continue;
+        };
+        let Some(&config) = map.get(&format!("PERF_COUNT_HW_{id}")).filter(|c| **c != 0) else {
+            continue;
+        };
+        let mut text = format!("event=0x{:02x}", config & 0xff);
+        let umask = (config >> 8) & 0xff;
+        if umask != 0 {
+            let _ = write!(text, ",umask=0x{umask:02x}");
+        }
+        for (bit, word) in [(18, "edge"), (19, "pc"), (21, "any"), (23, "inv")] {
+            if config & (1 << bit) != 0 {
+                let _ = write!(text, ",{word}");
+            }
+        }
+        let cmask = (config >> 24) & 0xff;
+        if cmask != 0 {
+            let _ = write!(text, ",cmask=0x{cmask:02x}");
+        }
+        events.push((name.clone(), text));
+    }
+    if events.is_empty() {
+        return Err("no generic events".into());
+    }
+    Ok(events)
+}
+
+/// One PMU's files, relative to its directory, with their contents (`kernel`: the sources'
+/// root, for a second file).
+fn pmu_files(
+    spec: &PmuSpec,
+    source: &str,
+    kernel: &Path,
+) -> Result<BTreeMap<String, String>, String> {
     let vars = format_vars(source);
     let names: Vec<String> = match spec.formats {
-        Formats::List(list) => array(source, list)?
-            .split("&format_attr_")
-            .skip(1)
-            .map(|s| s.split('.').next().unwrap_or_default().to_string())
-            .collect(),
+        Formats::List(list) => format_list(source, list)?,
         Formats::Vars(list) => list.iter().map(|s| s.to_string()).collect(),
+        Formats::Hybrid {
+            base,
+            extra,
+            hybrid,
+        } => {
+            let masks: BTreeMap<String, String> = macro_calls(source, "FORMAT_ATTR_HYBRID")
+                .into_iter()
+                .filter_map(|args| match args.as_slice() {
+                    [var, mask] => Some((var.clone(), mask.clone())),
+                    _ => None,
+                })
+                .collect();
+            let mut names = format_list(source, base)?;
+            for args in macro_calls(define(source, extra)?, "FORMAT_HYBRID_PTR") {
+                let var = &args[0];
+                let mask = masks
+                    .get(var)
+                    .ok_or_else(|| format!("no FORMAT_ATTR_HYBRID({var}, ...)"))?;
+                if hybrid.part(mask).is_some() {
+                    names.push(var.clone());
+                }
+            }
+            names
+        }
     };
     let mut files = BTreeMap::new();
     for var in names {
@@ -428,6 +800,56 @@ fn pmu_files(spec: &PmuSpec, source: &str) -> Result<BTreeMap<String, String>, S
             }
             found
         }
+        Events::Vars(macro_name, wanted) => {
+            let found: Vec<(String, String)> = macro_calls(source, macro_name)
+                .into_iter()
+                .filter_map(|args| match args.as_slice() {
+                    [name, var, value] if wanted.contains(&var.as_str()) => {
+                        Some((name.clone(), value.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if found.len() != wanted.len() {
+                return Err(format!("{}: not every one of {wanted:?}", spec.source));
+            }
+            found
+        }
+        Events::Hybrid {
+            lists,
+            hybrid,
+            generic,
+        } => {
+            let attrs: BTreeMap<String, (String, String, String)> =
+                macro_calls(source, "EVENT_ATTR_STR_HYBRID")
+                    .into_iter()
+                    .filter_map(|args| match args.as_slice() {
+                        [name, var, value, mask] => {
+                            Some((var.clone(), (name.clone(), value.clone(), mask.clone())))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+            let mut found = Vec::new();
+            for list in lists {
+                for args in macro_calls(array(source, list)?, "EVENT_PTR") {
+                    let (name, value, mask) = attrs
+                        .get(&args[0])
+                        .ok_or_else(|| format!("no EVENT_ATTR_STR_HYBRID of {}", args[0]))?;
+                    if let Some(part) = hybrid.part(mask) {
+                        let value = value
+                            .split(';')
+                            .nth(part)
+                            .ok_or_else(|| format!("{name}: no part {part} in {value}"))?;
+                        found.push((name.clone(), value.to_string()));
+                    }
+                }
+            }
+            let text = std::fs::read_to_string(kernel.join(generic))
+                .map_err(|e| format!("{generic}: {e}"))?;
+            found.extend(generic_events(source, &text)?);
+            found
+        }
     };
     for (name, value) in events {
         files.insert(format!("events/{name}"), value);
@@ -452,7 +874,12 @@ fn tree(machine: &Machine, kernel: &Path) -> Result<BTreeMap<String, String>, St
     for spec in machine.pmus {
         let text = std::fs::read_to_string(kernel.join(spec.source))
             .map_err(|e| format!("{}: {e}", spec.source))?;
-        let own = pmu_files(spec, &text)?;
+        let own = pmu_files(spec, &text, kernel)?;
+        for (path, value) in spec.files {
+            if *path != "cpus" && !text.contains(&format!("\"{value}\"")) {
+                return Err(format!("{}: no string \"{value}\" for {path}", spec.source));
+            }
+        }
         let boxes: Vec<Option<u32>> = match spec.boxes {
             0 => vec![None],
             n => (0..n).map(Some).collect(),
@@ -488,6 +915,9 @@ fn tree(machine: &Machine, kernel: &Path) -> Result<BTreeMap<String, String>, St
             for (path, value) in &own {
                 files.insert(format!("{dir}/{path}"), value.clone());
             }
+            for (path, value) in spec.files {
+                files.insert(format!("{dir}/{path}"), value.to_string());
+            }
         }
     }
     files.insert("SOURCE".to_string(), source_note.trim_end().to_string());
@@ -500,7 +930,11 @@ fn extract() -> Result<(PathBuf, PathBuf), String> {
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let mut sources: Vec<&str> = MACHINES
         .iter()
-        .flat_map(|m| m.pmus.iter().map(|p| p.source))
+        .flat_map(|m| m.pmus.iter())
+        .flat_map(|p| match p.events {
+            Events::Hybrid { generic, .. } => vec![p.source, generic],
+            _ => vec![p.source],
+        })
         .collect();
     sources.sort_unstable();
     sources.dedup();

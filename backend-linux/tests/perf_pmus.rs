@@ -56,6 +56,10 @@ fn events(devices: &Path) -> Vec<String> {
         for alias in &aliases {
             events.push(format!("{pmu}/{alias}/"));
         }
+        // A hybrid core PMU's generic hardware events, which are no alias of it.
+        if entry.join("cpus").exists() {
+            events.extend(["cycles/", "branches/"].map(|e| format!("{pmu}/{e}")));
+        }
         // The first box of a kind stands for the kind.
         let kind = pmu
             .rsplit_once('_')
@@ -141,7 +145,7 @@ struct Figures {
 
 /// Oracle: perf 6.1 (Debian's linux-perf) under each machine's sysfs tree, the trees written
 /// from the kernel's own PMU definitions (tests/machines.rs). Every alias of every PMU of the
-/// Sapphire Rapids (two sockets), Skylake client and Zen 4 trees (and of the hand-written
+/// Sapphire Rapids (two sockets), Skylake client, Zen 4 and Alder Lake trees (and of the hand-written
 /// hybrid tree, whose core PMUs have `cpus`), every kind of box by its wildcard, every format field at its widest, raw words, modifiers and perf's refusals
 /// encode alike in counterhal (`pmu_events`, what `counterhal encode --sysfs --json` prints):
 /// the same attrs (type, config, config1, config2, exclude_user/kernel/hv) opened on the same

@@ -23,6 +23,7 @@ use crate::machines;
 const MACHINES: &[(&str, &str, &str)] = &[
     ("spr-2s", "spr", "GenuineIntel-6-8F-8"),
     ("skl-client", "skl", "GenuineIntel-6-5E-3"),
+    ("adl", "adl_glc", "GenuineIntel-6-97-2"),
     ("zen4", "amd64_fam19h_zen4", "AuthenticAMD-25-11-1"),
     // perf 6.1 takes Zen 4 for Zen 3 (its mapfile predates Zen 4's JSON), so its names are
     // Zen 3's: the same PMUs (amd_l3, amd_df) compared by Zen 3's names on the Zen 4 tree.
@@ -103,8 +104,8 @@ fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
     out
 }
 
-/// Oracle: perf 6.1 (Debian's linux-perf) with `PERF_CPUID` of Sapphire Rapids, Skylake client
-/// and Zen 4 under those machines' sysfs trees. Every uncore event of the model's table whose
+/// Oracle: perf 6.1 (Debian's linux-perf) with `PERF_CPUID` of Sapphire Rapids, Skylake client,
+/// Alder Lake and Zen 4 under those machines' sysfs trees. Every uncore event of the model's table whose
 /// PMU the tree has is opened by name by both: where perf's table gives it the terms ours
 /// does, the attrs (type, config, config1, config2) and CPUs must be the same, and a refusal
 /// must be perf's too; an event perf 6.1 does not know by name (its JSON is older) is opened

@@ -72,13 +72,14 @@ fn open_of(object: &Value) -> Open {
 
 /// Oracle: perf 6.1, through `counterhal_linux::pmu_events`, which backend-linux's
 /// tests/perf_pmus.rs holds to perf's opens under these trees. `encode --sysfs ROOT --json`
-/// prints, for every alias of every PMU of the Sapphire Rapids, Skylake client and Zen 4
-/// trees, one object per PMU and CPU of its cpumask, with the attr, `scale` and `unit`, as that
-/// call gives them; `COUNTERHAL_SYSFS` does what `--sysfs` does.
+/// prints, for every alias of every PMU of the Sapphire Rapids, Skylake client, Zen 4 and
+/// Alder Lake trees, one object per PMU and CPU of its cpumask (a hybrid core PMU's `cpus`),
+/// with the attr, `scale` and `unit`, as that call gives them; `COUNTERHAL_SYSFS` does what
+/// `--sysfs` does.
 #[test]
 fn encode_prints_every_open_of_another_machines_pmus() {
     let mut compared = 0;
-    for machine in ["spr-2s", "skl-client", "zen4"] {
+    for machine in ["spr-2s", "skl-client", "zen4", "adl"] {
         let root = machines().join(machine);
         let devices = root.join("bus/event_source/devices");
         let events = aliases(&root);

@@ -14,14 +14,21 @@
 //!   clearing the others (so `cas_count_read,umask=0x1` keeps the alias's umask, as in perf);
 //!   a bare format term is 1; a value wider than its field and a term the PMU lacks are
 //!   refused with perf's words.
+//! - on a hybrid core PMU (`cpu_core`, `cpu_atom`: a `cpu_` name with a `cpus` file), one
+//!   term that is neither a format field nor an alias, but a generic hardware or cache event's
+//!   name, is that event on that PMU, as perf 6.1's `parse_events__inside_hybrid_pmu` reads
+//!   it: `cpu_core/cycles/` is `PERF_TYPE_HARDWARE` (`cpu_atom/LLC-load-misses/`
+//!   `PERF_TYPE_HW_CACHE`) with the PMU's type in config's upper 32 bits (the extended type),
+//!   on the PMU's CPUs (`cpu_core/cpu-cycles/`, an alias, is the alias).
 //!
 //! counterhal refuses one thing perf takes: the same term given twice with different values
 //! (perf ORs `event=1,event=2` into 3).
 
 use std::path::Path;
 
+use counterhal_events::perf::{TYPE_HARDWARE, TYPE_HW_CACHE, cache_config, hardware_config};
 use counterhal_events::{PmuTerms, parse_term_list};
-use counterhal_hal::{CpuList, Domain, Error, PerfAttr, Result};
+use counterhal_hal::{CacheEvent, CpuList, Domain, Error, HardwareEvent, PerfAttr, Result};
 
 use super::alias::Alias;
 use super::format::ConfigWord;
@@ -215,6 +222,20 @@ fn expand(pmu: &Pmu, event: &str, terms: &str) -> Result<(PmuTerms, Vec<Alias>)>
 
 /// The event on `pmu`.
 fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<PmuEvent> {
+    if let Some((type_, config)) = hybrid_generic(pmu, terms)? {
+        let mut attr = PerfAttr::new(type_, config | u64::from(pmu.type_) << 32);
+        attr.pmu = Some(pmu.name.clone());
+        apply_modifiers(event, modifiers, &mut attr)?;
+        return Ok(PmuEvent {
+            pmu: pmu.name.clone(),
+            cpus: pmu.cpus(),
+            scale: None,
+            unit: None,
+            snapshot: false,
+            per_pkg: false,
+            attr,
+        });
+    }
     let (terms, shown) = expand(pmu, event, terms)?;
     let mut attr = PerfAttr::new(pmu.type_, 0);
     attr.pmu = Some(pmu.name.clone());
@@ -246,6 +267,28 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
         per_pkg: shown.iter().any(|a| a.per_pkg),
         attr,
     })
+}
+
+/// The type and config of the generic hardware or cache event `terms` names on a hybrid core
+/// PMU, where it is one term that is neither a format field nor an alias of the PMU (perf
+/// 6.1's `parse_events__inside_hybrid_pmu` and `perf_pmu__hybrid_mounted`).
+fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
+    let hybrid = pmu.name.starts_with("cpu_") && pmu.dir.join("cpus").is_file();
+    if !hybrid || terms.contains([',', '=']) {
+        return Ok(None);
+    }
+    let generic = match (
+        HardwareEvent::from_name(terms),
+        CacheEvent::from_name(terms),
+    ) {
+        (Some(hardware), _) => (TYPE_HARDWARE, hardware_config(hardware)),
+        (None, Some(cache)) => (TYPE_HW_CACHE, cache_config(cache)),
+        (None, None) => return Ok(None),
+    };
+    if pmu.format(terms)?.is_some() || pmu.alias(terms).is_some() {
+        return Ok(None);
+    }
+    Ok(Some(generic))
 }
 
 fn unknown_term(pmu: &Pmu, event: &str, name: &str) -> Error {
