@@ -11,9 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use counterhal_conformance::fixtures::perf_tree::{
-    Asked, Open, build_shim, parse_perf, run_perf, runs,
-};
+use counterhal_conformance::fixtures::perf_tree::{Asked, Open, build_shim, parse_perf, run_perf};
 use counterhal_conformance::skip::Need;
 use counterhal_hal::CpuList;
 use counterhal_linux::pmu_events;
@@ -153,20 +151,8 @@ struct Figures {
 /// scale; the two differences on purpose are [`KNOWN`].
 #[test]
 fn pmu_events_encode_as_perf_6_1_opens_them() {
-    if !counterhal_linux::SystemFacts::gather(false).root {
-        counterhal_conformance::skip!(
-            Need::Privilege,
-            "mounting a PMU tree over /sys/bus/event_source/devices in a private mount namespace needs root"
-        );
-    }
-    for (program, arg) in [
-        ("perf", "--version"),
-        ("unshare", "--version"),
-        ("gcc", "--version"),
-    ] {
-        if !runs(program, arg) {
-            counterhal_conformance::skip!(Need::Tools, "{program} is not installed");
-        }
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        counterhal_conformance::skip!(need, "{why}");
     }
     let shim = build_shim("pmus").unwrap();
     let online: CpuList = std::fs::read_to_string("/sys/devices/system/cpu/online")

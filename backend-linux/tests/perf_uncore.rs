@@ -13,9 +13,7 @@ use counterhal_events::Database;
 use counterhal_hal::ErrorKind;
 use counterhal_linux::uncore_pmu_events;
 
-use counterhal_conformance::fixtures::perf_tree::{
-    Asked, Open, build_shim, parse_perf, run_perf, runs,
-};
+use counterhal_conformance::fixtures::perf_tree::{Asked, Open, build_shim, parse_perf, run_perf};
 
 use crate::machines;
 
@@ -113,20 +111,8 @@ fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
 /// alike there; events perf knows with other terms are counted and shown, not failed.
 #[test]
 fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
-    if !counterhal_linux::SystemFacts::gather(false).root {
-        counterhal_conformance::skip!(
-            Need::Privilege,
-            "mounting a PMU tree over /sys/bus/event_source/devices in a private mount namespace needs root"
-        );
-    }
-    for (program, arg) in [
-        ("perf", "--version"),
-        ("unshare", "--version"),
-        ("gcc", "--version"),
-    ] {
-        if !runs(program, arg) {
-            counterhal_conformance::skip!(Need::Tools, "{program} is not installed");
-        }
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        counterhal_conformance::skip!(need, "{why}");
     }
     let db = Database::shipped().unwrap();
     let shim = build_shim("uncore").unwrap();

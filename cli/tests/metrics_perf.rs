@@ -23,14 +23,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use counterhal_conformance::fixtures::perf_tree::{
-    Asked, PerfSaw, build_shim, parse_perf, perf_metric_names, run_perf, runs,
+    Asked, PerfSaw, build_shim, parse_perf, perf_metric_names, run_perf,
 };
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use counterhal_events::expression;
 use serde_json::Value;
 
-use crate::common::{counterhal, running_as_root, stderr};
+use crate::common::{counterhal, stderr};
 use crate::sysfs_root::machines;
 
 /// The machines' trees, the model of each and the `PERF_CPUID` perf is given for it.
@@ -299,20 +299,8 @@ fn perf_opens(saw: &PerfSaw) -> BTreeSet<Open> {
 /// with other events are counted and shown.
 #[test]
 fn every_metric_encodes_as_perf_6_1_opens_it() {
-    if !running_as_root() {
-        skip!(
-            Need::Privilege,
-            "mounting a PMU tree over /sys/bus/event_source/devices in a private mount namespace needs root"
-        );
-    }
-    for (program, arg) in [
-        ("perf", "--version"),
-        ("unshare", "--version"),
-        ("gcc", "--version"),
-    ] {
-        if !runs(program, arg) {
-            skip!(Need::Tools, "{program} is not installed");
-        }
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        counterhal_conformance::skip!(need, "{why}");
     }
     let started = Instant::now();
     let shim = build_shim("metrics").unwrap();

@@ -231,52 +231,29 @@ fn client_certificates_are_required_and_verified() {
     let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
     let url = format!("https://{}/metrics", exporter.address);
     let ca = dir.join("ca.crt");
-    let (cert, key) = (dir.join("client.crt"), dir.join("client.key"));
     let ca = ca.to_str().unwrap();
     // Without a certificate: the handshake fails.
     let (code, text) = curl(&["--cacert", ca], &url);
     assert!(!text.contains("HTTP/1.1 200"), "{code:?}: {text}");
     // The server's own certificate is signed by the CA but is no client's (serverAuth
     // only): refused.
-    let (_, text) = curl(
-        &[
-            "--cacert",
-            ca,
-            "--cert",
-            dir.join("server.crt").to_str().unwrap(),
-            "--key",
-            dir.join("server.key").to_str().unwrap(),
-        ],
-        &url,
-    );
+    let with_identity = |who: &str, more: &[&str]| {
+        let (cert, key) = (
+            dir.join(format!("{who}.crt")),
+            dir.join(format!("{who}.key")),
+        );
+        let mut args = vec!["--cacert", ca, "--cert", cert.to_str().unwrap()];
+        args.extend(["--key", key.to_str().unwrap()]);
+        args.extend(more);
+        curl(&args, &url)
+    };
+    let (_, text) = with_identity("server", &[]);
     assert!(!text.contains("HTTP/1.1 200"), "{text}");
     // TLS 1.2 is below min_version.
-    let (_, text) = curl(
-        &[
-            "--cacert",
-            ca,
-            "--cert",
-            cert.to_str().unwrap(),
-            "--key",
-            key.to_str().unwrap(),
-            "--tls-max",
-            "1.2",
-        ],
-        &url,
-    );
+    let (_, text) = with_identity("client", &["--tls-max", "1.2"]);
     assert!(!text.contains("HTTP/1.1 200"), "{text}");
     // The client's certificate: served.
-    let (code, text) = curl(
-        &[
-            "--cacert",
-            ca,
-            "--cert",
-            cert.to_str().unwrap(),
-            "--key",
-            key.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let (code, text) = with_identity("client", &[]);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(
