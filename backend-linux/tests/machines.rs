@@ -150,6 +150,32 @@ const fn msr(events: &'static [&'static str], why: &'static str) -> PmuSpec {
     }
 }
 
+/// The `power` PMU of rapl.c's `model_skl` (Skylake's and Alder Lake's): PP0, PKG, RAM, PP1
+/// and PSYS, on CPU 0, with the dynamic type `first_type`.
+const fn rapl_skl(first_type: u32, why: &'static str) -> PmuSpec {
+    PmuSpec {
+        name: "power",
+        boxes: 0,
+        first_type,
+        cpumask: Some("0"),
+        alias: None,
+        files: &[],
+        source: "arch/x86/events/rapl.c",
+        formats: Formats::Vars(&["event"]),
+        events: Events::Named(
+            "RAPL_EVENT_ATTR_STR",
+            &[
+                "energy-cores",
+                "energy-pkg",
+                "energy-ram",
+                "energy-gpu",
+                "energy-psys",
+            ],
+        ),
+        why,
+    }
+}
+
 /// Sapphire Rapids, two sockets of 56 cores with two threads each: CPUs 0-55 and 112-167 on
 /// socket 0, 56-111 and 168-223 on socket 1, so a package PMU's cpumask is `0,56`.
 const SPR_2S: Machine = Machine {
@@ -237,27 +263,7 @@ const SKL_CLIENT: Machine = Machine {
             "tsc always; aperf and mperf with APERFMPERF; smi and pperf where test_intel() \
              lists SKYLAKE; cpu_thermal_margin (with .snapshot and .unit) with DTHERM",
         ),
-        PmuSpec {
-            name: "power",
-            boxes: 0,
-            first_type: 11,
-            cpumask: Some("0"),
-            alias: None,
-            files: &[],
-            source: "arch/x86/events/rapl.c",
-            formats: Formats::Vars(&["event"]),
-            events: Events::Named(
-                "RAPL_EVENT_ATTR_STR",
-                &[
-                    "energy-cores",
-                    "energy-pkg",
-                    "energy-ram",
-                    "energy-gpu",
-                    "energy-psys",
-                ],
-            ),
-            why: "model_skl: PP0, PKG, RAM, PP1 and PSYS",
-        },
+        rapl_skl(11, "model_skl: PP0, PKG, RAM, PP1 and PSYS"),
         PmuSpec {
             name: "uncore_imc",
             boxes: 0,
@@ -448,27 +454,10 @@ const ADL: Machine = Machine {
                  with DTHERM",
             )
         },
-        PmuSpec {
-            name: "power",
-            boxes: 0,
-            first_type: 12,
-            cpumask: Some("0"),
-            alias: None,
-            files: &[],
-            source: "arch/x86/events/rapl.c",
-            formats: Formats::Vars(&["event"]),
-            events: Events::Named(
-                "RAPL_EVENT_ATTR_STR",
-                &[
-                    "energy-cores",
-                    "energy-pkg",
-                    "energy-ram",
-                    "energy-gpu",
-                    "energy-psys",
-                ],
-            ),
-            why: "rapl_model_match gives INTEL_ALDERLAKE model_skl: PP0, PKG, RAM, PP1 and PSYS",
-        },
+        rapl_skl(
+            12,
+            "rapl_model_match gives INTEL_ALDERLAKE model_skl: PP0, PKG, RAM, PP1 and PSYS",
+        ),
         PmuSpec {
             name: "cstate_core",
             boxes: 0,
