@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use counterhal_conformance::fixtures::perf_tree::{Asked, Open, build_shim, parse_perf, run_perf};
+use counterhal_conformance::fixtures::perf_tree::{
+    Asked, Open, build_shim, open_of, parse_perf, run_perf,
+};
 use counterhal_conformance::skip::Need;
 use counterhal_hal::CpuList;
 use counterhal_linux::pmu_events;
@@ -232,24 +234,13 @@ fn pmu_events_encode_as_perf_6_1_opens_them() {
             let mut expected: Vec<Open> = ours
                 .iter()
                 .flat_map(|e| {
-                    let bits = e.attr.exclude_bits();
                     let attr = &e.attr;
                     let cpus: Vec<i32> = match e.open_cpus().as_slice() {
                         // Any CPU: perf -a opens it on every online CPU of this machine.
                         [-1] => online.iter().map(|c| c as i32).collect(),
                         cpus => cpus.to_vec(),
                     };
-                    cpus.into_iter().map(move |cpu| {
-                        let levels = [bits.user, bits.kernel, bits.hv];
-                        (
-                            attr.type_,
-                            attr.config,
-                            attr.config1,
-                            attr.config2,
-                            cpu,
-                            levels,
-                        )
-                    })
+                    cpus.into_iter().map(move |cpu| open_of(attr, cpu))
                 })
                 .collect();
             let mut opened = saw.opens.clone();

@@ -13,7 +13,9 @@ use counterhal_events::Database;
 use counterhal_hal::ErrorKind;
 use counterhal_linux::uncore_pmu_events;
 
-use counterhal_conformance::fixtures::perf_tree::{Asked, Open, build_shim, parse_perf, run_perf};
+use counterhal_conformance::fixtures::perf_tree::{
+    Asked, Open, build_shim, open_of, parse_perf, run_perf,
+};
 
 use crate::machines;
 
@@ -83,19 +85,8 @@ fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
     let mut out: Vec<Open> = events
         .iter()
         .flat_map(|e| {
-            let bits = e.attr.exclude_bits();
             let attr = &e.attr;
-            e.open_cpus().into_iter().map(move |cpu| {
-                let levels = [bits.user, bits.kernel, bits.hv];
-                (
-                    attr.type_,
-                    attr.config,
-                    attr.config1,
-                    attr.config2,
-                    cpu,
-                    levels,
-                )
-            })
+            e.open_cpus().into_iter().map(move |cpu| open_of(attr, cpu))
         })
         .collect();
     out.sort_unstable();
