@@ -102,7 +102,7 @@ use std::sync::Arc;
 pub use counterhal_hal::{
     Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
-    ResolvedEvent, Result, Sample, SampleFields, SampleOptions, Sampler, Wakeup, Walked,
+    ResolvedEvent, Result, Sample, SampleFields, SampleOptions, Sampler, Unit, Wakeup, Walked,
 };
 /// Launching the measured command on Unix (what [`Chosen::count_command`] takes).
 #[cfg(unix)]

@@ -169,6 +169,7 @@ fn in_domain(
                     }
                 })
                 .collect(),
+            unit: event.unit,
         })
         .collect())
 }

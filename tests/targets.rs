@@ -405,7 +405,8 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
 /// of cli/tests/uncore_stat.rs and backend-linux/tests/perf_pmus.rs: its opens name the
 /// cpumask's CPUs only); the other events open on every CPU; CPUs the caller names take
 /// every event, as `perf stat -C` does. The tree's `power` PMU has this kernel's msr PMU's
-/// type and its `tsc` event, so it opens and counts here; its cpumask is CPU 0.
+/// type and its `tsc` event, so it opens and counts here; its cpumask is CPU 0. The alias's
+/// `.unit` and `.scale` reach the caller as the event's [`counterhal::Unit`].
 #[cfg(target_os = "linux")]
 #[test]
 fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
@@ -433,6 +434,14 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     std::fs::write(power.join("format/event"), "config:0-63\n").unwrap();
     // The msr PMU's tsc is its event 0.
     std::fs::write(power.join("events/energy-pkg"), "event=0x0\n").unwrap();
+    // RAPL's unit and scale (arch/x86/events/rapl.c: 2^-32 J), as the kernel gives them
+    // beside the alias (Documentation/ABI/testing/sysfs-bus-event_source-devices-events).
+    std::fs::write(power.join("events/energy-pkg.unit"), "Joules\n").unwrap();
+    std::fs::write(
+        power.join("events/energy-pkg.scale"),
+        "2.3283064365386962890625e-10\n",
+    )
+    .unwrap();
     let context = Context::new(None, None).unwrap();
     let backend = match counterhal_linux::probe_with(
         context.database.clone(),
@@ -444,6 +453,18 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     };
     let events = ["power/energy-pkg/", "task-clock"]
         .map(|e| counterhal_hal::Backend::resolve(&backend, e).unwrap());
+    // What each count is in, as the face gives it to a tool: joules for the alias.
+    let joules = counterhal::Unit {
+        name: "Joules".to_string(),
+        scale: 2f64.powi(-32),
+    };
+    assert_eq!(events[0].unit.as_ref(), Some(&joules));
+    assert_eq!(events[1].unit, None);
+    let mut builder =
+        counterhal::EventSetBuilder::new(&backend, Target::AllCpus, OpenOptions::ungrouped());
+    builder.add("power/energy-pkg/").unwrap();
+    assert_eq!(builder.events()[0].unit.as_ref(), Some(&joules));
+    assert_eq!(joules.apply(1 << 32), 1.0);
     let opened = |target: &Target| {
         let mut set = match MultiSet::open(&backend, &events, target, &OpenOptions::ungrouped()) {
             Ok(set) => set,

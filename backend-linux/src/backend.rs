@@ -407,6 +407,7 @@ impl LinuxBackend {
         ResolvedEvent {
             name: resolved.name,
             terms,
+            unit: resolved.unit,
         }
     }
 }
@@ -472,7 +473,13 @@ impl Backend for LinuxBackend {
             if let Some(opens) = self.uncore(event) {
                 return opens;
             }
-            return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(single);
+            return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(|opened| {
+                let unit = opened.unit();
+                ResolvedEvent {
+                    unit,
+                    ..single(opened.attr)
+                }
+            });
         }
         if let Some(model) = self.cpu.as_deref()
             && let Some(attr) = topdown::resolve_here(&self.paths.pmu_devices, model, event)

@@ -119,23 +119,35 @@ mod tests {
     #[test]
     fn pmu_events_from_a_fixture_tree() {
         let devices = fixture("sysfs-hybrid");
-        let e = parse_pmu_event(&devices, "cpu_core/event=0xc0,umask=0x1/").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_core/event=0xc0,umask=0x1/")
+            .unwrap()
+            .attr;
         assert_eq!((e.type_, e.config), (4, 0x1c0));
         assert_eq!(e.pmu.as_deref(), Some("cpu_core"));
-        let e = parse_pmu_event(&devices, "cpu_core/topdown-retiring/").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_core/topdown-retiring/")
+            .unwrap()
+            .attr;
         assert_eq!(e.config, 0x8000);
-        let e = parse_pmu_event(&devices, "cpu_core/inst-retired,cmask=2,edge/u").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_core/inst-retired,cmask=2,edge/u")
+            .unwrap()
+            .attr;
         assert_eq!(e.config, 0xc0 | (2 << 24) | (1 << 18));
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
-        let e = parse_pmu_event(&devices, "cpu_atom/config=0x1234,config1=5/").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_atom/config=0x1234,config1=5/")
+            .unwrap()
+            .attr;
         assert_eq!((e.type_, e.config, e.config1), (10, 0x1234, 5));
         // A generic hardware event on a hybrid core PMU: the extended type, perf 6.1's way.
-        let e = parse_pmu_event(&devices, "cpu_atom/branches/k").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_atom/branches/k")
+            .unwrap()
+            .attr;
         assert_eq!((e.type_, e.config), (0, (10 << 32) | 4));
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::KERNEL));
         // And a cache event: perf 6.1 under the Alder Lake tree opens cpu_atom/LLC-load-misses/
         // as type 3, config 0xa00010002 (after a probe open of the same attr).
-        let e = parse_pmu_event(&devices, "cpu_atom/LLC-load-misses/").unwrap();
+        let e = parse_pmu_event(&devices, "cpu_atom/LLC-load-misses/")
+            .unwrap()
+            .attr;
         assert_eq!((e.type_, e.config), (3, 0xa_0001_0002));
 
         let cases = [

@@ -217,6 +217,12 @@ int counterhal_set_get_option(counterhal_set_t *set, int option);
  * the event is removed, an option of the set changes or the set is destroyed. */
 int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
+/* What the count of event index is in, where its PMU says so (a Linux PMU alias's .scale and
+ * .unit, as perf prints them: power/energy-pkg/ counts in units of 2^-32 Joules): returns the
+ * unit ("Joules", "MiB"; "" for a plain count) and stores what one count is in it in *scale
+ * (1.0 for a plain count) where scale is not NULL; NULL if index is out of range. The count
+ * times *scale is in the unit. Valid as long as the event's name. */
+const char *counterhal_set_event_unit(counterhal_set_t *set, size_t index, double *scale);
 /* Starts counting from zero: the counts and the times enabled and running of every event
  * start at 0 (after a stop too), so counterhal_scaled estimates this run alone. */
 int counterhal_set_start(counterhal_set_t *set);

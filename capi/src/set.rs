@@ -80,6 +80,8 @@ pub struct Set {
     counted: Vec<ResolvedEvent>,
     /// The counted names, for C (`counterhal_set_event_name`).
     pub(crate) names: Vec<CString>,
+    /// The units of the counts, for C (`counterhal_set_event_unit`): empty for a plain count.
+    units: Vec<CString>,
     /// What the last start's open did that the caller should know (`counterhal_set_note`).
     pub(crate) note: Option<CString>,
     state: State,
@@ -147,6 +149,7 @@ impl Set {
             requested: Vec::new(),
             counted: Vec::new(),
             names: Vec::new(),
+            units: Vec::new(),
             note: None,
             state: State::Idle,
         }
@@ -186,17 +189,29 @@ impl Set {
     /// name that changed (an event that now counts user space only, or no longer) is given
     /// to C anew.
     fn counted_as(&mut self, opened: &EventSet<AnyGroup>) {
-        for ((counted, name), event) in self
+        for (((counted, name), unit), event) in self
             .counted
             .iter_mut()
             .zip(self.names.iter_mut())
+            .zip(self.units.iter_mut())
             .zip(opened.events())
         {
             if counted.name != event.name {
                 *name = c_string(&event.name);
             }
+            if counted.unit != event.unit {
+                *unit = unit_string(event);
+            }
             *counted = event.clone();
         }
+    }
+
+    /// The unit of event `index`'s count and what one count is in it (`("", 1.0)` for a plain
+    /// count); `None` for an index out of range.
+    pub(crate) fn unit(&self, index: usize) -> Option<(&CString, f64)> {
+        let unit = self.units.get(index)?;
+        let scale = self.counted.get(index)?.unit.as_ref().map_or(1.0, |u| u.scale);
+        Some((unit, scale))
     }
 
     /// Removes the event at `index`; refused while running. The indices after it move down.
@@ -220,6 +235,7 @@ impl Set {
         self.requested.remove(index);
         self.counted.remove(index);
         self.names.remove(index);
+        self.units.remove(index);
         self.changed();
         Ok(())
     }
@@ -294,6 +310,7 @@ impl Set {
         }
         self.requested.push(name.to_owned());
         self.names.push(c_string(&counted.name));
+        self.units.push(unit_string(&counted));
         self.counted.push(counted);
         self.changed();
         i32::try_from(self.len() - 1)
@@ -452,4 +469,9 @@ impl Set {
             status: std::os::unix::process::ExitStatusExt::into_raw(count.exit.status),
         })
     }
+}
+
+/// The unit of `event`'s count as a C string: empty for a plain count.
+fn unit_string(event: &ResolvedEvent) -> CString {
+    c_string(event.unit.as_ref().map_or("", |unit| unit.name.as_str()))
 }

@@ -702,7 +702,7 @@ fn sample_rates_the_kernel_refuses_are_named() {
 }
 
 /// Whether this process runs as root (user id 0).
-fn running_as_root() -> bool {
+pub fn running_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
             .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))

@@ -11,3 +11,4 @@ mod face;
 mod install;
 mod sampling;
 mod sets;
+mod units;

@@ -552,6 +552,7 @@ impl<'a> Resolver<'a> {
         Ok(ResolvedEvent {
             name: self.text.to_string(),
             terms,
+            unit: None,
         })
     }
 }

@@ -61,7 +61,8 @@ pub use generalized::{
 };
 pub use reading::Reading;
 pub use resolved::{
-    Countable, EventSet, ResolvedEvent, Sign, Term, countable_form, sum_readings, user_space_note,
+    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, sum_readings,
+    user_space_note,
 };
 pub use sampling::{
     Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,

@@ -35,6 +35,46 @@ pub struct ResolvedEvent {
     pub name: String,
     /// The native events, in order; the first is always added.
     pub terms: Vec<Term>,
+    /// What its count is in, where its PMU says so (a Linux PMU alias's `.scale` and
+    /// `.unit`: joules for `power/energy-pkg/`); `None`: a plain count.
+    pub unit: Option<Unit>,
+}
+
+/// What a count is in, as the PMU that counts it gives it: the count times `scale` is so many
+/// `name`. The kernel gives it in sysfs beside an event alias (`events/NAME.scale` and
+/// `events/NAME.unit`, Documentation/ABI/testing/sysfs-bus-event_source-devices-events), and
+/// perf prints the scaled count with the unit: `power/energy-pkg/` counts in units of
+/// 2.3283064365386962890625e-10 joules, `uncore_imc/cas_count_read/` in 6.103515625e-5 MiB.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    /// The unit of the scaled count (`Joules`, `MiB`), as the PMU spells it; empty where only
+    /// a scale is given.
+    pub name: String,
+    /// What one count is in that unit.
+    pub scale: f64,
+}
+
+impl Unit {
+    /// `count` in the unit: `count × scale`.
+    pub fn apply(&self, count: u64) -> f64 {
+        count as f64 * self.scale
+    }
+}
+
+/// Two units are equal where their names and the scales' bits are.
+impl PartialEq for Unit {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.scale.to_bits() == other.scale.to_bits()
+    }
+}
+
+impl Eq for Unit {}
+
+impl std::hash::Hash for Unit {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.scale.to_bits().hash(state);
+    }
 }
 
 impl ResolvedEvent {
@@ -47,6 +87,7 @@ impl ResolvedEvent {
                 factor: 1,
                 request,
             }],
+            unit: None,
         }
     }
 
@@ -74,6 +115,7 @@ impl ResolvedEvent {
         Some(ResolvedEvent {
             name: format!("{}{separator}u", self.name),
             terms,
+            unit: self.unit.clone(),
         })
     }
 
@@ -477,6 +519,7 @@ mod tests {
         let plain = ResolvedEvent {
             name: "cycles".into(),
             terms: vec![term(Sign::Plus, "cycles"), term(Sign::Minus, "x")],
+            unit: None,
         };
         let user = plain.user_space_only().unwrap();
         assert_eq!(user.name, "cycles:u");
@@ -531,6 +574,7 @@ mod tests {
                 term(Sign::Plus, "b"),
                 term(Sign::Minus, "c"),
             ],
+            unit: None,
         };
         let readings = [
             Reading::new(100, 10, 10),
@@ -560,6 +604,7 @@ mod tests {
                 weighted(4, "256b"),
                 weighted(8, "512b"),
             ],
+            unit: None,
         };
         let readings = [
             Reading::new(10, 4, 4),
@@ -573,6 +618,7 @@ mod tests {
         let one = ResolvedEvent {
             name: "x".into(),
             terms: vec![weighted(3, "a")],
+            unit: None,
         };
         assert_eq!(one.combine(&[Reading::new(7, 1, 1)]).value, 21);
         // A weighted difference: 3 x 10 - 2 x 20, clamped at zero.
@@ -585,6 +631,7 @@ mod tests {
                     ..term(Sign::Minus, "b")
                 },
             ],
+            unit: None,
         };
         let pair = [Reading::new(10, 1, 1), Reading::new(20, 1, 1)];
         assert_eq!(minus.combine(&pair).value, 0);
@@ -595,6 +642,7 @@ mod tests {
         let event = ResolvedEvent {
             name: "a-b".into(),
             terms: vec![term(Sign::Plus, "a"), term(Sign::Minus, "b")],
+            unit: None,
         };
         // a ran all the time, b half: 100 - 2 x 50 = 0, not 100 - 50 scaled by 2 = 100.
         let readings = [Reading::new(100, 10, 10), Reading::new(50, 10, 5)];
@@ -606,6 +654,7 @@ mod tests {
         let event = ResolvedEvent {
             name: "cycles".into(),
             terms: vec![term(Sign::Plus, "cpu_core"), term(Sign::Plus, "cpu_atom")],
+            unit: None,
         };
         let readings = [
             Reading::new(1_000_000, 1_000, 1_000),
@@ -624,6 +673,7 @@ mod tests {
         let event = ResolvedEvent {
             name: "x".into(),
             terms: vec![term(Sign::Plus, "a"), term(Sign::Minus, "b")],
+            unit: None,
         };
         let readings = [Reading::new(5, 1, 1), Reading::new(9, 1, 1)];
         assert_eq!(event.combine(&readings).value, 0);
@@ -672,6 +722,7 @@ mod tests {
         let derived = ResolvedEvent {
             name: "a-b".into(),
             terms: vec![term(Sign::Plus, "a"), term(Sign::Minus, "b")],
+            unit: None,
         };
         let plain = ResolvedEvent::single(term(Sign::Plus, "c").request);
         let group = Fixed(vec![

@@ -63,6 +63,7 @@ fn a_single_term_comes_back_as_it_was_counted() {
             let event = ResolvedEvent {
                 name: "one".into(),
                 terms: vec![term(Sign::Plus)],
+                unit: None,
             };
             let combined = event.combine(std::slice::from_ref(r));
             match (r.time_running, combined.scaled() == r.scaled()) {
@@ -97,6 +98,7 @@ fn combined_readings_are_the_sum_of_the_scaled_terms_clamped() {
             let event = ResolvedEvent {
                 name: "derived".into(),
                 terms: terms.iter().map(|(sign, _)| term(*sign)).collect(),
+                unit: None,
             };
             let readings: Vec<Reading> = terms.iter().map(|(_, r)| *r).collect();
             let combined = event.combine(&readings);

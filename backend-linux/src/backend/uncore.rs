@@ -27,6 +27,8 @@ impl LinuxBackend {
             _ => e,
         });
         Some(opens.map(|opens| {
+            // The boxes of one event share its alias, and so its scale and unit.
+            let unit = opens.first().and_then(sysfs::PmuEvent::unit);
             ResolvedEvent {
                 name: event.to_string(),
                 terms: opens
@@ -37,6 +39,7 @@ impl LinuxBackend {
                         request: EventRequest::new(event, Encoding::Perf(open.attr)),
                     })
                     .collect(),
+                unit,
             }
         }))
     }

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use counterhal_events::perf::{TYPE_HARDWARE, TYPE_HW_CACHE, cache_config, hardware_config};
 use counterhal_events::{PmuTerms, parse_term_list};
-use counterhal_hal::{CacheEvent, CpuList, Domain, Error, HardwareEvent, PerfAttr, Result};
+use counterhal_hal::{CacheEvent, CpuList, Domain, Error, HardwareEvent, PerfAttr, Result, Unit};
 
 use super::alias::Alias;
 use super::format::ConfigWord;
@@ -56,6 +56,15 @@ pub struct PmuEvent {
 }
 
 impl PmuEvent {
+    /// What its count is in, where its alias gives a scale or a unit (perf multiplies by the
+    /// scale, 1 where only a unit is given, and prints the unit, empty where only a scale is).
+    pub fn unit(&self) -> Option<Unit> {
+        (self.scale.is_some() || self.unit.is_some()).then(|| Unit {
+            name: self.unit.clone().unwrap_or_default(),
+            scale: self.scale.unwrap_or(1.0),
+        })
+    }
+
     /// The CPU of each open perf makes system-wide (`perf stat -a`): each CPU of
     /// [`PmuEvent::cpus`] as perf 6.1 takes the mask (not narrowed to the online CPUs), or -1,
     /// any CPU, where the PMU has no mask (perf then opens it on every online CPU).
@@ -151,12 +160,12 @@ pub fn pmu_events(devices: &Path, event: &str) -> Option<Result<Vec<PmuEvent>>> 
 }
 
 /// Parses `pmu/term[=value],.../[modifiers]` on the one PMU so named (or aliased) under
-/// `devices`.
+/// `devices`: its attr, CPUs, scale and unit.
 ///
 /// # Errors
 /// As [`pmu_events`], and for a PMU `devices` lacks (the message lists those present; the
 /// hint names the boxes a wildcard would take).
-pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfAttr> {
+pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PmuEvent> {
     let (name, terms, modifiers) = split(event).ok_or_else(|| malformed(event))?;
     let pmu = match Pmu::open(devices, name) {
         Ok(pmu) => pmu,
@@ -175,7 +184,7 @@ pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PerfAttr> {
             });
         }
     };
-    encode_on(&pmu, event, terms, modifiers).map(|opened| opened.attr)
+    encode_on(&pmu, event, terms, modifiers)
 }
 
 /// The terms as perf expands them: each bare term that is no format field but an alias

@@ -454,6 +454,29 @@ pub unsafe extern "C" fn counterhal_set_event_name(set: *mut Set, index: usize) 
     }
 }
 
+/// What the count of event `index` is in: its unit ("" for a plain count), with what one
+/// count is in it stored in `*scale` (1.0 for a plain count) where `scale` is not NULL; NULL
+/// for a NULL set or an index out of range.
+///
+/// # Safety
+/// See the module note; `scale` is NULL or points at a writable double.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_event_unit(
+    set: *mut Set,
+    index: usize,
+    scale: *mut f64,
+) -> *const c_char {
+    // SAFETY: NULL or a live set of this thread.
+    let Some((unit, factor)) = unsafe { set.as_ref() }.and_then(|s| s.unit(index)) else {
+        return std::ptr::null();
+    };
+    // SAFETY: NULL or a writable double, as the caller promises.
+    if let Some(scale) = unsafe { scale.as_mut() } {
+        *scale = factor;
+    }
+    unit.as_ptr()
+}
+
 /// Starts counting from zero.
 ///
 /// # Safety

@@ -99,7 +99,7 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
             }
         };
         let (pmu, cpus) = pmu_of(&resolved, Path::new(DEVICES));
-        let (unit, factor) = unit_of(name, &resolved, Path::new(DEVICES));
+        let (unit, factor) = unit_of(&resolved);
         let first = cpus.as_ref().unwrap_or(&online).first().unwrap_or(0);
         let tried = EventSet::open(
             backend,
@@ -215,8 +215,9 @@ fn pmu_named_by_type(devices: &Path, type_: u32) -> Option<String> {
 }
 
 /// The unit an event is exported in and what one count is in it: seconds for the software
-/// clocks, joules for a `pmu/alias/` whose sysfs `.unit` is Joules (times its `.scale`).
-fn unit_of(name: &str, event: &ResolvedEvent, devices: &Path) -> (Unit, f64) {
+/// clocks, joules for an event whose PMU gives its count in Joules (a `pmu/alias/` with a
+/// sysfs `.unit`: [`ResolvedEvent::unit`], times its `.scale`).
+fn unit_of(event: &ResolvedEvent) -> (Unit, f64) {
     if let [term] = event.terms.as_slice()
         && let Encoding::Perf(attr) = &term.request.encoding
         && attr.type_ == PERF_TYPE_SOFTWARE
@@ -224,28 +225,10 @@ fn unit_of(name: &str, event: &ResolvedEvent, devices: &Path) -> (Unit, f64) {
     {
         return (Unit::Seconds, 1e-9);
     }
-    let mut parts = name.split('/');
-    if let (Some(pmu), Some(alias)) = (parts.next(), parts.next())
-        && !alias.contains(['=', ','])
-        && !pmu.is_empty()
-    {
-        let file = |suffix: &str| {
-            std::fs::read_to_string(
-                devices
-                    .join(pmu)
-                    .join("events")
-                    .join(format!("{alias}{suffix}")),
-            )
-            .ok()
-        };
-        if file(".unit").is_some_and(|unit| unit.trim() == "Joules") {
-            let scale = file(".scale")
-                .and_then(|s| s.trim().parse::<f64>().ok())
-                .unwrap_or(1.0);
-            return (Unit::Joules, scale);
-        }
+    match &event.unit {
+        Some(unit) if unit.name == "Joules" => (Unit::Joules, unit.scale),
+        _ => (Unit::Count, 1.0),
     }
-    (Unit::Count, 1.0)
 }
 
 #[cfg(test)]
@@ -281,20 +264,17 @@ mod tests {
     /// energy-pkg alias: Joules, 2^-32 J per count, CPUs 0 and 56).
     #[test]
     fn energy_aliases_are_joules_on_their_pmus_cpus() {
+        use counterhal_hal::Backend;
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
-        let event = ResolvedEvent::single(counterhal_hal::EventRequest::new(
-            "power/energy-pkg/",
-            Encoding::Perf(counterhal_hal::PerfAttr::new(
-                std::fs::read_to_string(devices.join("power/type"))
-                    .unwrap()
-                    .trim()
-                    .parse()
-                    .unwrap(),
-                2,
-            )),
-        ));
-        let (unit, factor) = unit_of("power/energy-pkg/", &event, &devices);
+        let root = devices.ancestors().nth(3).unwrap();
+        let backend = counterhal_linux::on_sysfs(
+            std::sync::Arc::new(counterhal_events::Database::shipped().unwrap()),
+            Some("spr".to_string()),
+            counterhal_linux::SystemPaths::under(root),
+        );
+        let event = backend.resolve("power/energy-pkg/").unwrap();
+        let (unit, factor) = unit_of(&event);
         assert_eq!((unit, factor), (Unit::Joules, 2f64.powi(-32)));
         let (pmu, cpus) = pmu_of(&event, &devices);
         assert_eq!(pmu, "power");
@@ -303,10 +283,7 @@ mod tests {
             "task-clock",
             Encoding::Perf(counterhal_hal::PerfAttr::new(PERF_TYPE_SOFTWARE, 1)),
         ));
-        assert_eq!(
-            unit_of("task-clock", &clock, &devices),
-            (Unit::Seconds, 1e-9)
-        );
+        assert_eq!(unit_of(&clock), (Unit::Seconds, 1e-9));
         assert_eq!(pmu_of(&clock, &devices).0, "software");
     }
 }

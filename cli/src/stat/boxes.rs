@@ -59,10 +59,7 @@ impl Boxes {
                 continue;
             }
             for event in events {
-                let scale = (event.scale.is_some() || event.unit.is_some()).then(|| Scale {
-                    factor: event.scale.unwrap_or(1.0),
-                    unit: event.unit.clone().unwrap_or_default(),
-                });
+                let scale = event.unit();
                 boxes.push(index, box_name(name, &event.pmu), event.cpus, scale);
             }
         }
@@ -250,10 +247,10 @@ mod tests {
         assert_eq!(boxes.cpus()[4], None);
         let scale = boxes.scales[5].as_ref().unwrap();
         assert_eq!(
-            (scale.factor, scale.unit.as_str()),
+            (scale.scale, scale.name.as_str()),
             (2f64.powi(-32), "Joules")
         );
-        assert!(scale.has_fraction());
+        assert!(super::super::results::has_fraction(scale));
         assert_eq!(boxes.spread(&[1, 2, 3]), [1, 1, 1, 1, 2, 3]);
         assert_eq!(boxes.groups(&[vec![0, 1]]), [vec![0, 1, 2, 3, 4]]);
         let refused = Boxes::of(&names(&["imc/event=0x1ff/"]), Some(&spr), true).unwrap_err();
@@ -320,7 +317,7 @@ mod tests {
                 ("page-faults", 5, 10)
             ]
         );
-        assert_eq!(one.events[0].scale.as_ref().unwrap().unit, "MiB");
+        assert_eq!(one.events[0].scale.as_ref().unwrap().name, "MiB");
         assert!(is_absent(&one.places[0].readings[0]));
         assert_eq!(one.places[0].readings[1].as_ref().unwrap().value, 7);
 

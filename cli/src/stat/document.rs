@@ -139,8 +139,8 @@ fn event(entry: &EventSummary, among: &Beside<'_>, index: usize, elapsed_ns: u64
         value["cgroup"] = json!(cgroup);
     }
     if let Some(scale) = &entry.scale {
-        value["scale"] = json!(scale.factor);
-        value["unit"] = json!(scale.unit);
+        value["scale"] = json!(scale.scale);
+        value["unit"] = json!(scale.name);
         value["shown"] = json!(entry.shown_value().map(|(shown, _)| shown));
     }
     value

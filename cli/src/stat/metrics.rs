@@ -229,7 +229,7 @@ pub fn metric(events: &[EventSummary], index: usize, elapsed_ns: u64) -> Option<
 fn metric_of(beside: &Beside<'_>, index: usize, elapsed_ns: u64) -> Option<Metric> {
     let entry = beside.events.get(index)?;
     // perf's shadow metrics read the count as shown: times its alias's scale (MiB, Joules).
-    let factor = entry.scale.as_ref().map_or(1.0, |scale| scale.factor);
+    let factor = entry.scale.as_ref().map_or(1.0, |scale| scale.scale);
     let value = entry.estimate()? as f64 * factor;
     // Only events of the same cgroup (`-G`) stand beside each other, as perf pairs them.
     let among = Among {

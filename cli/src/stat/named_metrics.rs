@@ -549,8 +549,8 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         // whatever units the MSR counts in.
         if let Some((_, event, micro_joules)) = energy_status(name) {
             let counted = events.iter().find(|e| e.name == event)?;
-            let scale = counted.scale.as_ref().filter(|s| s.unit == "Joules")?;
-            return Some(counted.estimate()? as f64 * scale.factor * 1e6 / micro_joules);
+            let scale = counted.scale.as_ref().filter(|s| s.name == "Joules")?;
+            return Some(counted.estimate()? as f64 * scale.scale * 1e6 / micro_joules);
         }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
@@ -675,8 +675,8 @@ mod tests {
         );
         let joules = |name: &str, count: u64| EventSummary {
             scale: Some(crate::stat::results::Scale {
-                factor: 2f64.powi(-32),
-                unit: "Joules".to_string(),
+                scale: 2f64.powi(-32),
+                name: "Joules".to_string(),
             }),
             ..events(&[(name, count)]).remove(0)
         };

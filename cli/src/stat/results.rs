@@ -82,21 +82,13 @@ pub struct EventResult {
 }
 
 /// How a PMU event's count is shown, from its alias's `.scale` and `.unit` files: the count
-/// times `factor`, in `unit` (`power/energy-pkg/` in Joules, 2^-32 J per count).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Scale {
-    /// What the count is multiplied by (1 where the alias gives a unit alone).
-    pub factor: f64,
-    /// What the product is in (empty where the alias gives a scale alone).
-    pub unit: String,
-}
+/// times the scale, in the unit (`power/energy-pkg/` in Joules, 2^-32 J per count).
+pub use counterhal::Unit as Scale;
 
-impl Scale {
-    /// Whether the product is printed with two decimals: a factor with a fraction (perf's
-    /// `floor(scale) != scale`).
-    pub fn has_fraction(&self) -> bool {
-        self.factor.floor() != self.factor
-    }
+/// Whether a scaled count is printed with two decimals: a scale with a fraction (perf's
+/// `floor(scale) != scale`).
+pub fn has_fraction(scale: &Scale) -> bool {
+    scale.scale.floor() != scale.scale
 }
 
 /// Why an event has no reading in one place: it was not opened there (an uncore event

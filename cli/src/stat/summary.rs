@@ -7,7 +7,8 @@ use counterhal::Error;
 use counterhal_hal::Reading;
 
 use super::results::{
-    CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, is_absent,
+    CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, has_fraction,
+    is_absent,
 };
 
 /// Every run's numbers, as the results print them.
@@ -249,7 +250,7 @@ impl EventSummary {
     /// count.
     pub fn unit(&self) -> &str {
         if let Some(scale) = &self.scale {
-            &scale.unit
+            &scale.name
         } else if self.is_clock() {
             "msec"
         } else if super::tool::is_tool(&self.name) {
@@ -265,7 +266,7 @@ impl EventSummary {
     pub fn shown_value(&self) -> Option<(f64, bool)> {
         let estimate = self.estimate()? as f64;
         Some(match &self.scale {
-            Some(scale) => (estimate * scale.factor, scale.has_fraction()),
+            Some(scale) => (estimate * scale.scale, has_fraction(scale)),
             None if self.is_clock() => (estimate / 1e6, true),
             None => (estimate, false),
         })
