@@ -7,7 +7,9 @@ pub mod conformance;
 // Reading a sysfs tree is plain file reading: another machine's PMUs encode on any system.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod sysfs;
-pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu_events};
+pub use sysfs::{
+    Alias, ConfigWord, FormatField, PmuEvent, core_pmu_events, pmu_events, uncore_pmu_events,
+};
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {

@@ -245,14 +245,65 @@ fn cannot_run(root: &Path, model: &str) -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-/// An event name as both tables may spell it: ASCII upper case, perf's `@` as `/`, without
-/// `:modifiers` of a name.
+/// An event name as both tables may spell it, so that two spellings of one event are one
+/// name: ASCII upper case, perf's `@` as `/` and its escapes dropped; a core event in the
+/// core PMU's terms (`cpu@OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD\,cmask\=4@`) and one
+/// with perfmon's modifiers (`OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD:c=12`) as the name and
+/// its terms (`...ALL_DATA_RD,CMASK=4`: `c` is `cmask`, `e` `edge`, `i` `inv`, numbers
+/// in decimal), without the privilege modifiers (`:u`, `:k`) and perfmon's others.
 fn spelled(name: &str) -> String {
-    let name = name.replace('@', "/").to_ascii_uppercase();
-    match name.split_once(':') {
-        Some((event, _)) if !event.contains('/') => event.to_string(),
-        _ => name,
-    }
+    let name = name
+        .replace('@', "/")
+        .replace('\\', "")
+        .to_ascii_uppercase();
+    // A term as `FIELD=N` in decimal, a flag set to 1 as `FIELD`.
+    let term = |field: &str, value: &str| {
+        let field = match field {
+            "C" => "CMASK",
+            "E" => "EDGE",
+            "I" => "INV",
+            other => other,
+        };
+        let number = match value.strip_prefix("0X") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => value.parse().ok(),
+        };
+        match number {
+            Some(1) if matches!(field, "EDGE" | "INV" | "ANY") => field.to_string(),
+            Some(n) => format!("{field}={n}"),
+            None => format!("{field}={value}"),
+        }
+    };
+    let (event, mut terms): (&str, Vec<String>) =
+        match name.strip_prefix("CPU/").and_then(|r| r.strip_suffix('/')) {
+            Some(inner) => {
+                let mut parts = inner.split(',');
+                let event = parts.next().unwrap_or_default();
+                let terms = parts
+                    .map(|t| {
+                        let (field, value) = t.split_once('=').unwrap_or((t, "1"));
+                        term(field, value)
+                    })
+                    .collect();
+                (event, terms)
+            }
+            None if !name.contains('/') => {
+                let mut parts = name.split(':');
+                let event = parts.next().unwrap_or_default();
+                let terms = parts
+                    .filter_map(|m| m.split_once('='))
+                    .filter(|(field, _)| matches!(*field, "C" | "E" | "I"))
+                    .map(|(field, value)| term(field, value))
+                    .collect();
+                (event, terms)
+            }
+            None => return name,
+        };
+    terms.sort();
+    std::iter::once(event.to_string())
+        .chain(terms)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The events perf's formulas for a metric read (every `metric expr FORMULA for NAME` line:
