@@ -6,8 +6,8 @@ use std::path::Path;
 
 use counterhal_hal::{Error, Evtsel, ExtraMsr, PerfAttr, Result};
 
-use crate::sys::TYPE_RAW;
 use crate::sysfs;
+use counterhal_events::perf::TYPE_RAW;
 
 /// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
 /// with the extra MSR's value in the config word perf's x86 PMU reads it from: `config1` for

@@ -8,7 +8,6 @@
 //! (`SystemPaths::under`), so that its PMUs encode here.
 
 mod alias;
-mod core_events;
 mod event;
 mod format;
 mod pmu;
@@ -20,7 +19,7 @@ use std::path::Path;
 use counterhal_hal::CpuList;
 
 pub use alias::Alias;
-pub use core_events::core_pmu_events;
+pub(crate) use event::find_pmus;
 // The two parsers serve the Linux backend's opens (and this module's tests) alone.
 #[cfg_attr(not(target_os = "linux"), allow(unused_imports))]
 pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};

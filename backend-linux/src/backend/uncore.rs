@@ -32,11 +32,12 @@ impl LinuxBackend {
     }
 
     /// `event` in the core PMU's terms where a term names a core event of the CPU model
-    /// (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`, [`sysfs::core_pmu_events`]);
+    /// (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`, [`crate::core_pmu_events`]);
     /// `None` where no term does.
     pub(super) fn core_named(&self, event: &str) -> Option<Result<ResolvedEvent>> {
         let devices = &self.paths.pmu_devices;
-        let opens = sysfs::core_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
+        let opens =
+            crate::core_events::core_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
         Some(opens.map(|opens| summed(event, opens)))
     }
 }

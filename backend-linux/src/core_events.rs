@@ -17,9 +17,10 @@ use std::path::Path;
 use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Family, Result};
 
-use super::event::{PmuEvent, find_pmus, pmu_events};
+use counterhal_events::perf::TYPE_RAW;
+
 use crate::raw::raw_attr;
-use crate::sys::TYPE_RAW;
+use crate::sysfs::{PmuEvent, find_pmus, pmu_events};
 
 /// Every open of `event` (`pmu/TERMS/modifiers`) where a bare term of TERMS names a core
 /// event of CPU model `model` on a core PMU of `devices` (see the module's documentation): the
