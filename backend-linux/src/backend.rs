@@ -473,6 +473,10 @@ impl Backend for LinuxBackend {
             if let Some(opens) = self.uncore(event) {
                 return opens;
             }
+            // A core PMU's term that is a core event of the model (`cpu/INST_RETIRED.ANY/`).
+            if let Some(opens) = self.core_named(event) {
+                return opens;
+            }
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(|opened| {
                 let unit = opened.unit();
                 ResolvedEvent {

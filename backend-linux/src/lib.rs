@@ -8,6 +8,12 @@ pub mod conformance;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod sysfs;
 pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu_events};
+// An event select as a raw perf event is arithmetic, and so are the core PMU's aliases of the
+// model's events built on it: both serve any system's encodings of another machine's tree.
+mod core_events;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod raw;
+pub use core_events::core_pmu_events;
 
 cfg_if::cfg_if! {
     if #[cfg(target_os = "linux")] {
@@ -20,7 +26,6 @@ cfg_if::cfg_if! {
         mod exec;
         mod group;
         mod paths;
-        mod raw;
         pub mod rdpmc;
         mod polled;
         mod sampler;

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use counterhal_hal::{Error, Evtsel, ExtraMsr, PerfAttr, Result};
 
-use crate::sys::TYPE_RAW;
 use crate::sysfs;
+use counterhal_events::perf::TYPE_RAW;
 
 /// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
 /// with the extra MSR's value in the config word perf's x86 PMU reads it from: `config1` for
@@ -17,7 +17,7 @@ use crate::sysfs;
 /// # Errors
 /// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) for an extra MSR perf has no config word for.
 pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
-    let mut attr = PerfAttr::new(TYPE_RAW, evtsel.event_select()).with_domain(evtsel.domain);
+    let mut attr = PerfAttr::new(TYPE_RAW, kernel_select(evtsel)).with_domain(evtsel.domain);
     if let Some(extra) = evtsel.extra {
         match extra.msr {
             ExtraMsr::OFFCORE_RSP_0 | ExtraMsr::OFFCORE_RSP_1 => attr.config1 = extra.value,
@@ -44,6 +44,30 @@ pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
         }
     }
     Ok(attr)
+}
+
+/// The config the Linux kernel knows `evtsel` by: its event select, but for an event that
+/// counts on a fixed counter only, whose perfmon pseudo-code (event 0x00, unit mask N + 1 for
+/// fixed counter N) the kernel does not take for fixed counters 0 and 1. Its constraint
+/// tables (arch/x86/events/intel/core.c's `FIXED_EVENT_CONSTRAINT`s) know fixed counter 0 as
+/// 0x00c0 (INST_RETIRED.ANY) and fixed counter 1 as 0x003c (CPU_CLK_UNHALTED.CORE) on every
+/// Intel core, and the others by the pseudo-code (0x0300, 0x0400, ...); 0x0100 only from Ice
+/// Lake on (as INST_RETIRED.PREC_DIST, fixed counter 0 too), 0x0200 never: elsewhere the
+/// pseudo-code lands on a general-purpose counter as event 0x00, which counts nothing. perf's
+/// jevents.py makes the same change, by name (INST_RETIRED.ANY to `event=0xc0`,
+/// CPU_CLK_UNHALTED.THREAD, .CORE and .THREAD_ANY to `event=0x3c`). The other fields (the
+/// AnyThread bit of .THREAD_ANY) stay.
+fn kernel_select(evtsel: &Evtsel) -> u64 {
+    let select = evtsel.event_select();
+    if evtsel.code != 0 || !evtsel.counters.is_empty() {
+        return select;
+    }
+    let code = match (evtsel.fixed, evtsel.umask) {
+        (Some(0), 0x01) => 0xc0,
+        (Some(1), 0x02) => 0x3c,
+        _ => return select,
+    };
+    (select & !0xffff) | code
 }
 
 /// What the core PMU that takes raw events (`type` 4: `cpu`, or `cpu_core` on a hybrid chip)
@@ -144,5 +168,42 @@ impl RawFormat {
             .with_hint("the event comes from a newer core than this CPU; check --cpu-model"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use counterhal_hal::CounterSet;
+
+    use super::*;
+
+    fn fixed_only(umask: u8, fixed: u32) -> Evtsel {
+        let mut evtsel = Evtsel::new(0, umask);
+        evtsel.counters = CounterSet::NONE;
+        evtsel.fixed = Some(fixed);
+        evtsel
+    }
+
+    /// Oracle: perf 6.1 under the Sapphire Rapids and Skylake client trees (cli's
+    /// tests/metrics_perf.rs), which opens INST_RETIRED.ANY as config 0xc0,
+    /// CPU_CLK_UNHALTED.THREAD as 0x3c, .THREAD_ANY as 0x20003c, and REF_TSC and TOPDOWN.SLOTS
+    /// by their pseudo-codes 0x300 and 0x400; Linux 6.12's FIXED_EVENT_CONSTRAINT tables.
+    #[test]
+    fn fixed_counter_pseudo_codes_become_the_kernels() {
+        let config = |evtsel: &Evtsel| raw_attr("e", evtsel).unwrap().config;
+        assert_eq!(config(&fixed_only(0x01, 0)), 0xc0);
+        assert_eq!(config(&fixed_only(0x02, 1)), 0x3c);
+        let mut thread_any = fixed_only(0x02, 1);
+        thread_any.any_thread = true;
+        assert_eq!(config(&thread_any), 0x20003c);
+        assert_eq!(config(&fixed_only(0x03, 2)), 0x300);
+        assert_eq!(config(&fixed_only(0x04, 3)), 0x400);
+        // An event a general-purpose counter takes keeps its code, fixed counter or not.
+        let mut any_p = Evtsel::new(0xc0, 0);
+        any_p.fixed = Some(0);
+        assert_eq!(config(&any_p), 0xc0);
+        let mut programmable = Evtsel::new(0, 0x01);
+        programmable.fixed = Some(0);
+        assert_eq!(config(&programmable), 0x100);
     }
 }

@@ -19,6 +19,7 @@ use std::path::Path;
 use counterhal_hal::CpuList;
 
 pub use alias::Alias;
+pub(crate) use event::find_pmus;
 // The two parsers serve the Linux backend's opens (and this module's tests) alone.
 #[cfg_attr(not(target_os = "linux"), allow(unused_imports))]
 pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};

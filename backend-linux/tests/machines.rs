@@ -52,6 +52,11 @@ enum Formats {
         extra: &'static str,
         hybrid: Kind,
     },
+    /// A core PMU's that is not hybrid: every `&format_attr_X.attr` of these arrays (the
+    /// `format_attrs` of its `x86_pmu`, and the `format` groups its model's case of
+    /// intel_pmu_init fills: group_format_extra's `extra_attr`, group_format_extra_skl's
+    /// `extra_skl_attr`).
+    Lists(&'static [&'static str]),
 }
 
 /// The kind of a hybrid core PMU: its `enum hybrid_pmu_type` bit (arch/x86/events/perf_event.h:
@@ -99,6 +104,19 @@ enum Events {
         lists: &'static [&'static str],
         hybrid: Kind,
         generic: &'static str,
+    },
+    /// A core PMU's that is not hybrid: each `EVENT_ATTR_STR(name, var, value)` and
+    /// `EVENT_ATTR_STR_HT(name, var, noht, ht)` of the `EVENT_PTR(var)`s of arrays `lists`
+    /// (the `td_attr`, `mem_attr` and `tsx_attr` its model's case of intel_pmu_init chooses),
+    /// an `_HT` one with its `ht` string (events_ht_sysfs_show: the machines have two threads a
+    /// core) or, for a variable of `quirks`, the string the model's case assigns to
+    /// `event_attr_VAR.event_str_ht`; and the generic events of `generic` as the source's map
+    /// `map` encodes them.
+    Core {
+        lists: &'static [&'static str],
+        quirks: &'static [&'static str],
+        generic: &'static str,
+        map: &'static str,
     },
 }
 
@@ -183,6 +201,36 @@ const SPR_2S: Machine = Machine {
     describes: "Intel Sapphire Rapids (GenuineIntel-6-8F), two sockets of 56 cores, 224 CPUs",
     online: "0-223",
     pmus: &[
+        PmuSpec {
+            name: "cpu",
+            boxes: 0,
+            first_type: 4,
+            cpumask: None,
+            alias: None,
+            files: &[("caps/pmu_name", "sapphire_rapids")],
+            source: "arch/x86/events/intel/core.c",
+            formats: Formats::Lists(&[
+                "intel_arch_formats_attr",
+                "nhm_format_attr",
+                "skl_format_attr",
+            ]),
+            events: Events::Core {
+                lists: &["glc_td_events_attrs", "glc_events_attrs"],
+                quirks: &[],
+                generic: "arch/x86/events/core.c",
+                map: "intel_perfmon_event_map",
+            },
+            why: "intel_pmu_init's INTEL_SAPPHIRERAPIDS_X case (glc_common); \
+                  init_hw_perf_events registers it as PERF_TYPE_RAW (4), with no cpumask nor \
+                  cpus (one PMU for every CPU); intel_arch_formats_attr, as arch perfmon v5 \
+                  with AnyThread deprecated gives it (no `any`); extra_attr nhm_format_attr \
+                  (no RTM: arch/x86/Kconfig's default X86_INTEL_TSX_MODE_OFF turns it \
+                  off, so no in_tx, in_tx_cp nor glc_tsx_events_attrs) and extra_skl_attr skl_format_attr; \
+                  group_format_evtsel_ext's umask shows config:8-15 (no umask2) and no eq \
+                  (perfmon v6); td_attr glc_td_events_attrs (perf metrics) and mem_attr \
+                  glc_events_attrs (PEBS, PMU_FL_MEM_LOADS_AUX); the generic events of \
+                  intel_perfmon_event_map; pmu_name sapphire_rapids",
+        },
         msr(
             &["tsc", "aperf", "mperf", "smi", "cpu_thermal_margin"],
             "tsc always; aperf and mperf with APERFMPERF; smi where test_intel() lists \
@@ -251,6 +299,35 @@ const SKL_CLIENT: Machine = Machine {
     describes: "Intel Skylake client (GenuineIntel-6-5E), one socket of 4 cores, 8 CPUs",
     online: "0-7",
     pmus: &[
+        PmuSpec {
+            name: "cpu",
+            boxes: 0,
+            first_type: 4,
+            cpumask: None,
+            alias: None,
+            files: &[("caps/pmu_name", "skylake")],
+            source: "arch/x86/events/intel/core.c",
+            formats: Formats::Lists(&[
+                "intel_arch3_formats_attr",
+                "nhm_format_attr",
+                "skl_format_attr",
+            ]),
+            events: Events::Core {
+                lists: &["hsw_events_attrs", "hsw_mem_events_attrs"],
+                quirks: &["td_recovery_bubbles"],
+                generic: "arch/x86/events/core.c",
+                map: "intel_perfmon_event_map",
+            },
+            why: "intel_pmu_init's INTEL_SKYLAKE case; init_hw_perf_events registers it as \
+                  PERF_TYPE_RAW (4), with no cpumask nor cpus; intel_pmu's \
+                  intel_arch3_formats_attr (perfmon v4: `any` kept); extra_attr \
+                  nhm_format_attr (no RTM: microcode makes TSX always abort on Skylake \
+                  clients, so no in_tx, in_tx_cp nor hsw_tsx_events_attrs) and extra_skl_attr \
+                  skl_format_attr; td_attr hsw_events_attrs with two threads a core (the \
+                  _HT strings, and the case's INT_MISC.RECOVERY_CYCLES umask 1) and mem_attr \
+                  hsw_mem_events_attrs; the generic events of intel_perfmon_event_map; \
+                  pmu_name skylake",
+        },
         msr(
             &[
                 "tsc",
@@ -311,6 +388,27 @@ const ZEN4: Machine = Machine {
     describes: "AMD Zen 4 (AuthenticAMD-25-61), one socket of 16 cores in 2 CCDs, 32 CPUs",
     online: "0-31",
     pmus: &[
+        PmuSpec {
+            name: "cpu",
+            boxes: 0,
+            first_type: 4,
+            cpumask: None,
+            alias: None,
+            files: &[],
+            source: "arch/x86/events/amd/core.c",
+            formats: Formats::List("amd_format_attr"),
+            events: Events::Core {
+                lists: &[],
+                quirks: &[],
+                generic: "arch/x86/events/core.c",
+                map: "amd_zen4_perfmon_event_map",
+            },
+            why: "amd_pmu; init_hw_perf_events registers it as PERF_TYPE_RAW (4), with no \
+                  cpumask nor cpus; amd_format_attr; the generic events as \
+                  amd_pmu_event_map gives a Zen 4 (amd_zen4_perfmon_event_map) and \
+                  amd_event_sysfs_show writes them; no caps/pmu_name (amd_attr_update has \
+                  caps/branches alone, a number) and no branch-brs (BRS is Zen 3's)",
+        },
         msr(
             &["tsc", "aperf", "mperf", "irperf"],
             "tsc always; aperf and mperf with APERFMPERF; irperf with IRPERF (family 17h on)",
@@ -586,7 +684,18 @@ fn macro_calls(source: &str, name: &str) -> Vec<Vec<String>> {
         let mut args = vec![String::new()];
         let mut quoted = false;
         let mut depth = 0;
-        for c in rest.chars() {
+        let mut comment = false;
+        let mut chars = rest.chars().peekable();
+        while let Some(c) = chars.next() {
+            // A C comment between the arguments (`/* cpu_clk_unhalted.thread */`) is none.
+            if comment {
+                comment = !(c == '*' && chars.next_if_eq(&'/').is_some());
+                continue;
+            }
+            if !quoted && c == '/' && chars.next_if_eq(&'*').is_some() {
+                comment = true;
+                continue;
+            }
             match c {
                 '"' => quoted = !quoted,
                 ',' if !quoted && depth == 0 => args.push(String::new()),
@@ -643,6 +752,23 @@ fn format_vars(source: &str) -> BTreeMap<String, (String, String)> {
     vars
 }
 
+/// The string literal assigned to `lvalue` in `source` (`lvalue =` and `"..."`, the literal
+/// on the next line or the same).
+fn assigned(source: &str, lvalue: &str) -> Result<String, String> {
+    let at = source
+        .find(&format!("{lvalue} ="))
+        .ok_or_else(|| format!("no assignment to {lvalue}"))?;
+    let rest = &source[at + lvalue.len()..];
+    let statement = &rest[..rest.find(';').ok_or_else(|| format!("{lvalue}: no `;`"))?];
+    let (_, literal) = statement
+        .split_once('"')
+        .ok_or_else(|| format!("{lvalue}: not a string"))?;
+    let (literal, _) = literal
+        .split_once('"')
+        .ok_or_else(|| format!("{lvalue}: no closing quote"))?;
+    Ok(literal.to_string())
+}
+
 /// The body of `#define name` in `source`, its continued lines joined.
 fn define<'a>(source: &'a str, name: &str) -> Result<&'a str, String> {
     let start = source
@@ -668,16 +794,19 @@ fn format_list(source: &str, list: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// The generic events of arch/x86/events/core.c (`generic`), each as intel/core.c's
-/// `intel_perfmon_event_map` (in `source`) encodes it and x86_event_sysfs_show writes it; an
-/// event the map gives no code is not shown (`is_visible`).
-fn generic_events(source: &str, generic: &str) -> Result<Vec<(String, String)>, String> {
+/// The generic events of arch/x86/events/core.c (`generic`), each as the map `map` of
+/// `source` (intel/core.c's `intel_perfmon_event_map`, amd/core.c's
+/// `amd_zen4_perfmon_event_map`) encodes it and x86_event_sysfs_show writes it (the event
+/// select's bits 32-35 above its low byte where the map is AMD's, as amd_event_sysfs_show
+/// passes it); an event the map gives no code is not shown (`is_visible`).
+fn generic_events(source: &str, map: &str, generic: &str) -> Result<Vec<(String, String)>, String> {
     let start = source
-        .find("intel_perfmon_event_map[")
-        .ok_or("no intel_perfmon_event_map")?;
+        .find(&format!("{map}["))
+        .ok_or_else(|| format!("no {map}"))?;
     let body = &source[start..];
     let body = &body[body.find('{').ok_or("no map body")?..body.find("};").ok_or("no end")?];
-    let mut map = BTreeMap::new();
+    let amd = map.starts_with("amd_");
+    let mut codes = BTreeMap::new();
     for line in body.lines() {
         let line = line.split("/*").next().unwrap_or_default();
         let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
@@ -688,7 +817,7 @@ fn generic_events(source: &str, generic: &str) -> Result<Vec<(String, String)>, 
         {
             let code = u64::from_str_radix(code.trim_start_matches("0x"), 16)
                 .map_err(|e| format!("{id}: {code}: {e}"))?;
-            map.insert(id, code);
+            codes.insert(id, code);
         }
     }
     let mut events = Vec::new();
@@ -696,10 +825,17 @@ fn generic_events(source: &str, generic: &str) -> Result<Vec<(String, String)>, 
         let [name, id] = args.as_slice() else {
             continue;
         };
-        let Some(&config) = map.get(&format!("PERF_COUNT_HW_{id}")).filter(|c| **c != 0) else {
+        let Some(&config) = codes
+            .get(&format!("PERF_COUNT_HW_{id}"))
+            .filter(|c| **c != 0)
+        else {
             continue;
         };
-        let mut text = format!("event=0x{:02x}", config & 0xff);
+        let event = match amd {
+            true => (config & 0xff) | ((config >> 24) & 0xf00),
+            false => config & 0xff,
+        };
+        let mut text = format!("event=0x{event:02x}");
         let umask = (config >> 8) & 0xff;
         if umask != 0 {
             let _ = write!(text, ",umask=0x{umask:02x}");
@@ -753,6 +889,13 @@ fn pmu_files(
                 if hybrid.part(mask).is_some() {
                     names.push(var.clone());
                 }
+            }
+            names
+        }
+        Formats::Lists(lists) => {
+            let mut names = Vec::new();
+            for list in lists {
+                names.extend(format_list(source, list)?);
             }
             names
         }
@@ -836,7 +979,45 @@ fn pmu_files(
             }
             let text = std::fs::read_to_string(kernel.join(generic))
                 .map_err(|e| format!("{generic}: {e}"))?;
-            found.extend(generic_events(source, &text)?);
+            found.extend(generic_events(source, "intel_perfmon_event_map", &text)?);
+            found
+        }
+        Events::Core {
+            lists,
+            quirks,
+            generic,
+            map,
+        } => {
+            let mut attrs: BTreeMap<String, (String, String)> = BTreeMap::new();
+            for args in macro_calls(source, "EVENT_ATTR_STR") {
+                if let [name, var, value] = args.as_slice() {
+                    attrs.insert(var.clone(), (name.clone(), value.clone()));
+                }
+            }
+            for args in macro_calls(source, "EVENT_ATTR_STR_HT") {
+                if let [name, var, _noht, ht] = args.as_slice() {
+                    attrs.insert(var.clone(), (name.clone(), ht.clone()));
+                }
+            }
+            for var in quirks {
+                let ht = assigned(source, &format!("event_attr_{var}.event_str_ht"))?;
+                attrs
+                    .get_mut(*var)
+                    .ok_or_else(|| format!("no EVENT_ATTR_STR_HT of {var}"))?
+                    .1 = ht;
+            }
+            let mut found = Vec::new();
+            for list in lists {
+                for args in macro_calls(array(source, list)?, "EVENT_PTR") {
+                    let (name, value) = attrs
+                        .get(&args[0])
+                        .ok_or_else(|| format!("no EVENT_ATTR_STR of {}", args[0]))?;
+                    found.push((name.clone(), value.clone()));
+                }
+            }
+            let text = std::fs::read_to_string(kernel.join(generic))
+                .map_err(|e| format!("{generic}: {e}"))?;
+            found.extend(generic_events(source, map, &text)?);
             found
         }
     };
@@ -921,7 +1102,9 @@ fn extract() -> Result<(PathBuf, PathBuf), String> {
         .iter()
         .flat_map(|m| m.pmus.iter())
         .flat_map(|p| match p.events {
-            Events::Hybrid { generic, .. } => vec![p.source, generic],
+            Events::Hybrid { generic, .. } | Events::Core { generic, .. } => {
+                vec![p.source, generic]
+            }
             _ => vec![p.source],
         })
         .collect();

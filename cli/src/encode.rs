@@ -331,9 +331,13 @@ impl Encoder<'_> {
             this.array
                 .push(for_metric(json!({ "event": name, "error": error })));
         };
-        // An uncore event of the model by name, or perf's PMU syntax.
+        // An uncore event of the model by name, a core one in the core PMU's terms, or
+        // perf's PMU syntax.
         let pmu_events = self.devices.as_deref().and_then(|devices| {
             counterhal_linux::uncore_pmu_events(devices, &context.database, cpu, name)
+                .or_else(|| {
+                    counterhal_linux::core_pmu_events(devices, &context.database, cpu, name)
+                })
                 .or_else(|| counterhal_linux::pmu_events(devices, name))
         });
         if let Some(result) = pmu_events {

@@ -6,18 +6,25 @@
 //! refusal. `counterhal encode --sysfs ROOT --cpu-model M -M METRIC,... --json` prints every
 //! attr the metrics' events open, each object naming its metric, and `counterhal list
 //! --metrics --json` which metrics cannot run on the tree. For each metric, the attrs (type,
-//! config, config1, config2) and CPUs must be the same set in both, and a metric counterhal
-//! cannot run must be one perf cannot open either.
+//! config, config1, config2, exclude_user, exclude_kernel, exclude_hv) and CPUs must be the
+//! same set in both, and a metric counterhal cannot run must be one perf cannot open either.
 //!
 //! perf 6.1's tables are older versions of the same metrics, some renamed: a metric of ours is
 //! perf's of the same name (any case), `tma_` and its name (the top-down nodes), or its name
 //! without perfmon's `Info_<Area>_` prefix (`Info_System_DRAM_BW_Use` is perf 6.1's
 //! `DRAM_BW_Use`); one perf 6.1 does not have is counted, not compared. Where the two tables
-//! give a metric other formulas (other events by name), the metric is counted and shown, not
-//! failed. The trees have no core PMU (`cpu`): perf refuses every metric that reads a core
-//! event (`Cannot find PMU`, or its default events instead), where counterhal encodes the raw
-//! core events; those are counted apart.
-
+//! give a metric other formulas (other events by name, an event's terms counted as part of
+//! its name: `OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD:c=12` is not perf 6.1's
+//! `cpu@OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD\,cmask\=4@`), the metric is counted and
+//! shown, not failed.
+//!
+//! The trees have the core PMU `cpu` the kernel registers (type 4, no cpumask), so perf opens
+//! the metrics' core events, as raw events of type 4 (the tables name no generic event), on
+//! every online CPU of this machine: perf reads `/sys/devices/system/cpu/online`, which the
+//! tree does not replace, and counterhal's core events name no CPU. What perf adds and this
+//! comparison leaves aside: it opens a metric's events in weak groups (`read_format` with
+//! `GROUP` and `ID`, a leader's `group_fd`), sets `exclude_guest`, and opens `duration_time`
+//! as the software event `dummy` (type 1, config 9) once.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
@@ -43,8 +50,9 @@ const MACHINES: &[(&str, &str, &str)] = &[
     ("zen4", "amd64_fam19h_zen3", "AuthenticAMD-25-1-1"),
 ];
 
-/// One open: type, config, config1, config2, CPU.
-type Open = (u64, u64, u64, u64, i64);
+/// One open: type, config, config1, config2, CPU, and exclude_user, exclude_kernel and
+/// exclude_hv.
+type Open = (u64, u64, u64, u64, i64, [bool; 3]);
 
 /// How ours and perf's compared, by kind, with the metrics of each.
 #[derive(Default)]
@@ -52,14 +60,14 @@ struct Figures {
     compared: usize,
     /// The same attrs on the same CPUs.
     equal: Vec<String>,
+    /// How many of those read a core event.
+    equal_reading_core: usize,
     /// perf refuses it; counterhal cannot run it.
     cannot_run_alike: Vec<String>,
     /// perf 6.1's table has no such metric.
     not_in_perf: Vec<String>,
     /// perf 6.1's table reads other events for it.
     other_definition: Vec<String>,
-    /// perf refuses it for a core event, the trees having no core PMU; counterhal encodes it.
-    core_pmu_missing: Vec<String>,
     /// counterhal cannot run it; perf opens it.
     ours_cannot_perf_opens: Vec<String>,
     /// Anything else: a fault of ours.
@@ -72,10 +80,10 @@ impl Figures {
     fn add(&mut self, other: Figures) {
         self.compared += other.compared;
         self.equal.extend(other.equal);
+        self.equal_reading_core += other.equal_reading_core;
         self.cannot_run_alike.extend(other.cannot_run_alike);
         self.not_in_perf.extend(other.not_in_perf);
         self.other_definition.extend(other.other_definition);
-        self.core_pmu_missing.extend(other.core_pmu_missing);
         self.ours_cannot_perf_opens
             .extend(other.ours_cannot_perf_opens);
         self.wrong.extend(other.wrong);
@@ -84,15 +92,15 @@ impl Figures {
 
     fn line(&self) -> String {
         format!(
-            "{} metrics compared: {} equal, {} cannot run alike, {} not in perf 6.1, {} with \
-             another definition in perf 6.1, {} perf cannot open for want of a core PMU, {} \
-             ours cannot run but perf opens, {} wrong; {} ours cannot run",
+            "{} metrics compared: {} equal ({} reading core events), {} cannot run alike, {} not in perf 6.1, {} with \
+             another definition in perf 6.1, {} ours cannot run but perf opens, {} wrong; {} \
+             ours cannot run",
             self.compared,
             self.equal.len(),
+            self.equal_reading_core,
             self.cannot_run_alike.len(),
             self.not_in_perf.len(),
             self.other_definition.len(),
-            self.core_pmu_missing.len(),
             self.ours_cannot_perf_opens.len(),
             self.wrong.len(),
             self.cannot_run.len()
@@ -160,7 +168,8 @@ struct Ours {
     opens: BTreeSet<Open>,
     events: BTreeSet<String>,
     refused: Vec<String>,
-    /// Whether an event is a core event (no PMU of the tree: a raw or hardware event).
+    /// Whether an event is a core event: a raw one of the core PMU (type 4), or a generic
+    /// hardware or cache event (types 0 and 3).
     reads_core: bool,
 }
 
@@ -199,18 +208,18 @@ fn ours(root: &Path, model: &str, metrics: &[String]) -> BTreeMap<String, Ours> 
             number("config1"),
             number("config2"),
         );
-        // A PMU event names its CPU (-1: a PMU without a cpumask); a core event names the
-        // model: perf -a opens both on every online CPU.
+        let excluded = ["exclude_user", "exclude_kernel", "exclude_hv"]
+            .map(|key| object[key].as_bool().unwrap_or_else(|| panic!("{object}")));
+        ours.reads_core |= matches!(attr.0, 0 | 3 | 4);
+        // A PMU event names its CPU (-1: a PMU without a cpumask, as the core PMU `cpu`); a
+        // core event by name names the model: perf -a opens both on every online CPU.
         let cpus = match object["cpu"].as_i64() {
             Some(cpu) if cpu >= 0 => vec![cpu],
-            Some(_) => online.clone(),
-            None => {
-                ours.reads_core = true;
-                online.clone()
-            }
+            _ => online.clone(),
         };
         for cpu in cpus {
-            ours.opens.insert((attr.0, attr.1, attr.2, attr.3, cpu));
+            ours.opens
+                .insert((attr.0, attr.1, attr.2, attr.3, cpu, excluded));
         }
         ours.events.insert(event);
     }
@@ -245,14 +254,65 @@ fn cannot_run(root: &Path, model: &str) -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-/// An event name as both tables may spell it: ASCII upper case, perf's `@` as `/`, without
-/// `:modifiers` of a name.
+/// An event name as both tables may spell it, so that two spellings of one event are one
+/// name: ASCII upper case, perf's `@` as `/` and its escapes dropped; a core event in the
+/// core PMU's terms (`cpu@OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD\,cmask\=4@`) and one
+/// with perfmon's modifiers (`OFFCORE_REQUESTS_OUTSTANDING.ALL_DATA_RD:c=12`) as the name and
+/// its terms (`...ALL_DATA_RD,CMASK=4`: `c` is `cmask`, `e` `edge`, `i` `inv`, numbers
+/// in decimal), without the privilege modifiers (`:u`, `:k`) and perfmon's others.
 fn spelled(name: &str) -> String {
-    let name = name.replace('@', "/").to_ascii_uppercase();
-    match name.split_once(':') {
-        Some((event, _)) if !event.contains('/') => event.to_string(),
-        _ => name,
-    }
+    let name = name
+        .replace('@', "/")
+        .replace('\\', "")
+        .to_ascii_uppercase();
+    // A term as `FIELD=N` in decimal, a flag set to 1 as `FIELD`.
+    let term = |field: &str, value: &str| {
+        let field = match field {
+            "C" => "CMASK",
+            "E" => "EDGE",
+            "I" => "INV",
+            other => other,
+        };
+        let number = match value.strip_prefix("0X") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => value.parse().ok(),
+        };
+        match number {
+            Some(1) if matches!(field, "EDGE" | "INV" | "ANY") => field.to_string(),
+            Some(n) => format!("{field}={n}"),
+            None => format!("{field}={value}"),
+        }
+    };
+    let (event, mut terms): (&str, Vec<String>) =
+        match name.strip_prefix("CPU/").and_then(|r| r.strip_suffix('/')) {
+            Some(inner) => {
+                let mut parts = inner.split(',');
+                let event = parts.next().unwrap_or_default();
+                let terms = parts
+                    .map(|t| {
+                        let (field, value) = t.split_once('=').unwrap_or((t, "1"));
+                        term(field, value)
+                    })
+                    .collect();
+                (event, terms)
+            }
+            None if !name.contains('/') => {
+                let mut parts = name.split(':');
+                let event = parts.next().unwrap_or_default();
+                let terms = parts
+                    .filter_map(|m| m.split_once('='))
+                    .filter(|(field, _)| matches!(*field, "C" | "E" | "I"))
+                    .map(|(field, value)| term(field, value))
+                    .collect();
+                (event, terms)
+            }
+            None => return name,
+        };
+    terms.sort();
+    std::iter::once(event.to_string())
+        .chain(terms)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The events perf's formulas for a metric read (every `metric expr FORMULA for NAME` line:
@@ -285,18 +345,19 @@ fn perf_opens(saw: &PerfSaw) -> BTreeSet<Open> {
     saw.opens
         .iter()
         .filter(|o| (o.0, o.1) != (1, 9))
-        .map(|o| (u64::from(o.0), o.1, o.2, o.3, i64::from(o.4)))
+        .map(|o| (u64::from(o.0), o.1, o.2, o.3, i64::from(o.4), o.5))
         .collect()
 }
 
 /// Oracle: perf 6.1 (Debian's linux-perf) with `PERF_CPUID` of Sapphire Rapids, Skylake client,
 /// Zen 4 and Zen 3 under those machines' sysfs trees. Every metric of the model's table is
 /// encoded by counterhal (`encode -M --json`) and, where perf 6.1's table has it, opened by
-/// perf (`stat -vv -a -M`): the attrs (type, config, config1, config2) and CPUs must be the
-/// same set (perf's tool events aside), a metric counterhal cannot run (`list --metrics`)
-/// must be one perf refuses, and one perf refuses must be one counterhal cannot run or one
-/// that reads a core event (the trees have no core PMU); metrics perf 6.1 lacks or defines
-/// with other events are counted and shown.
+/// perf (`stat -vv -a -M`): the attrs (type, config, config1, config2, exclude_user,
+/// exclude_kernel, exclude_hv) and CPUs must be the same set (perf's tool events aside), a
+/// metric counterhal cannot run (`list --metrics`) must be one perf refuses, and one perf
+/// refuses must be one counterhal cannot run; metrics perf 6.1 lacks or defines with other
+/// events are counted and shown. The trees' core PMU lets perf open the core events: metrics
+/// that read them must compare equal too.
 #[test]
 fn every_metric_encodes_as_perf_6_1_opens_it() {
     if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
@@ -352,13 +413,15 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
             let theirs = perf_opens(seen);
             match (why_not, perf_refused) {
                 (Some(_), true) => figures.cannot_run_alike.push(label),
-                (None, true) if ours.reads_core => figures.core_pmu_missing.push(label),
                 (Some(why), false) => figures
                     .ours_cannot_perf_opens
                     .push(format!("{label}: {why}; perf opens {theirs:x?}")),
-                _ if ours.opens == theirs && ours.refused.is_empty() => figures
-                    .equal
-                    .push(format!("{label}: {} opens", theirs.len())),
+                _ if ours.opens == theirs && ours.refused.is_empty() => {
+                    figures.equal_reading_core += usize::from(ours.reads_core);
+                    figures
+                        .equal
+                        .push(format!("{label}: {} opens", theirs.len()));
+                }
                 _ if our_events != their_events => figures.other_definition.push(format!(
                     "{label}: ours reads {our_events:?}, perf 6.1 {their_events:?}"
                 )),
@@ -420,4 +483,8 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
         all.wrong.join("\n")
     );
     assert!(!all.equal.is_empty(), "no metric compared equal");
+    assert!(
+        all.equal_reading_core > 0,
+        "no metric reading a core event compared equal (does each tree still have its `cpu` PMU?)"
+    );
 }

@@ -1,5 +1,7 @@
 //! Uncore events by name on the Linux backend: the model's uncore table
-//! (`UNC_M_CAS_COUNT.RD`, `uncore_imc/UNC_M_CAS_COUNT.RD/`) through the PMUs of the tree.
+//! (`UNC_M_CAS_COUNT.RD`, `uncore_imc/UNC_M_CAS_COUNT.RD/`) through the PMUs of the tree; and
+//! the model's core events named in the core PMU's terms
+//! (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`), which perf reads alike.
 
 use counterhal_hal::{Encoding, Error, ErrorKind, EventRequest, ResolvedEvent, Result, Term};
 
@@ -26,21 +28,34 @@ impl LinuxBackend {
             }
             _ => e,
         });
-        Some(opens.map(|opens| {
-            // The boxes of one event share its alias, and so its scale and unit.
-            let unit = opens.first().and_then(sysfs::PmuEvent::unit);
-            ResolvedEvent {
-                name: event.to_string(),
-                terms: opens
-                    .into_iter()
-                    .map(|open| Term {
-                        sign: counterhal_hal::Sign::Plus,
-                        factor: 1,
-                        request: EventRequest::new(event, Encoding::Perf(open.attr)),
-                    })
-                    .collect(),
-                unit,
-            }
-        }))
+        Some(opens.map(|opens| summed(event, opens)))
+    }
+
+    /// `event` in the core PMU's terms where a term names a core event of the CPU model
+    /// (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`, [`crate::core_pmu_events`]);
+    /// `None` where no term does.
+    pub(super) fn core_named(&self, event: &str) -> Option<Result<ResolvedEvent>> {
+        let devices = &self.paths.pmu_devices;
+        let opens =
+            crate::core_events::core_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
+        Some(opens.map(|opens| summed(event, opens)))
+    }
+}
+
+/// One term per open of `event`, added up.
+fn summed(event: &str, opens: Vec<sysfs::PmuEvent>) -> ResolvedEvent {
+    // The boxes of one event share its alias, and so its scale and unit.
+    let unit = opens.first().and_then(sysfs::PmuEvent::unit);
+    ResolvedEvent {
+        name: event.to_string(),
+        terms: opens
+            .into_iter()
+            .map(|open| Term {
+                sign: counterhal_hal::Sign::Plus,
+                factor: 1,
+                request: EventRequest::new(event, Encoding::Perf(open.attr)),
+            })
+            .collect(),
+        unit,
     }
 }

@@ -93,7 +93,7 @@ fn malformed(event: &str) -> Error {
 
 /// The PMUs `name` stands for under `devices`: the one so named (or whose `alias` file says
 /// so), else every PMU perf's wildcard matches; empty when none.
-pub(super) fn find_pmus(devices: &Path, name: &str) -> Vec<Pmu> {
+pub(crate) fn find_pmus(devices: &Path, name: &str) -> Vec<Pmu> {
     if let Some(pmu) = Pmu::named(devices, name) {
         return vec![pmu];
     }
