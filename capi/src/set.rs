@@ -210,7 +210,12 @@ impl Set {
     /// count); `None` for an index out of range.
     pub(crate) fn unit(&self, index: usize) -> Option<(&CString, f64)> {
         let unit = self.units.get(index)?;
-        let scale = self.counted.get(index)?.unit.as_ref().map_or(1.0, |u| u.scale);
+        let scale = self
+            .counted
+            .get(index)?
+            .unit
+            .as_ref()
+            .map_or(1.0, |u| u.scale);
         Some((unit, scale))
     }
 

@@ -68,13 +68,19 @@ fn mounted(devices: &Path, command: &[&str]) -> std::process::Output {
 #[test]
 fn an_aliass_unit_and_scale_are_perfs() {
     let Ok(msr) = std::fs::read_to_string("/sys/bus/event_source/devices/msr/type") else {
-        skip!(Need::System, "no msr PMU here to lend the made PMU its type");
+        skip!(
+            Need::System,
+            "no msr PMU here to lend the made PMU its type"
+        );
     };
     if !crate::c::running_as_root() {
         skip!(Need::Privilege, "mounting a PMU tree needs root");
     }
     if Command::new("perf").arg("version").output().is_err() {
-        skip!(Need::Tools, "perf is not installed (apt-get install linux-perf)");
+        skip!(
+            Need::Tools,
+            "perf is not installed (apt-get install linux-perf)"
+        );
     }
     let devices = tree(&msr);
     let program = c_program("units");
@@ -86,10 +92,7 @@ fn an_aliass_unit_and_scale_are_perfs() {
         String::from_utf8_lossy(&ours.stderr)
     );
     // NAME UNIT SCALE COUNT SCALED
-    let rows: Vec<Vec<&str>> = ours_text
-        .lines()
-        .map(|l| l.split(' ').collect())
-        .collect();
+    let rows: Vec<Vec<&str>> = ours_text.lines().map(|l| l.split(' ').collect()).collect();
     assert_eq!(rows.len(), 3, "{ours_text}");
     let expected = [
         ("power/energy-pkg/", "Joules", JOULES_SCALE),
