@@ -428,55 +428,6 @@ pub unsafe extern "C" fn counterhal_set_add(set: *mut Set, event: *const c_char)
     })
 }
 
-/// How many events the set holds.
-///
-/// # Safety
-/// See the module note.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_size(set: *mut Set) -> c_int {
-    guard(|| {
-        // SAFETY: NULL or a live set of this thread.
-        let set = unsafe { set_mut(set) }?;
-        Ok(c_int::try_from(set.len()).unwrap_or(c_int::MAX))
-    })
-}
-
-/// The name of event `index`, or NULL (a NULL set or an index out of range).
-///
-/// # Safety
-/// See the module note.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_event_name(set: *mut Set, index: usize) -> *const c_char {
-    // SAFETY: NULL or a live set of this thread.
-    match unsafe { set.as_ref() }.and_then(|s| s.names.get(index)) {
-        Some(name) => name.as_ptr(),
-        None => std::ptr::null(),
-    }
-}
-
-/// What the count of event `index` is in: its unit ("" for a plain count), with what one
-/// count is in it stored in `*scale` (1.0 for a plain count) where `scale` is not NULL; NULL
-/// for a NULL set or an index out of range.
-///
-/// # Safety
-/// See the module note; `scale` is NULL or points at a writable double.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_event_unit(
-    set: *mut Set,
-    index: usize,
-    scale: *mut f64,
-) -> *const c_char {
-    // SAFETY: NULL or a live set of this thread.
-    let Some((unit, factor)) = unsafe { set.as_ref() }.and_then(|s| s.unit(index)) else {
-        return std::ptr::null();
-    };
-    // SAFETY: NULL or a writable double, as the caller promises.
-    if let Some(scale) = unsafe { scale.as_mut() } {
-        *scale = factor;
-    }
-    unit.as_ptr()
-}
-
 /// Starts counting from zero.
 ///
 /// # Safety
