@@ -19,14 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__,    \
-                    #cond, counterhal_last_error());                                     \
-            return 1;                                                                    \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 enum { PAGES = 512 };
 

@@ -10,14 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__,    \
-                    #cond, counterhal_last_error());                                     \
-            return 1;                                                                    \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     static const char *const events[] = {"power/energy-pkg/", "power/cas-read/", "task-clock"};
