@@ -262,6 +262,7 @@ mod tests {
 
     /// Oracle: the Sapphire Rapids sysfs tree of backend-linux's tests (the power PMU's
     /// energy-pkg alias: Joules, 2^-32 J per count, CPUs 0 and 56).
+    #[cfg(target_os = "linux")]
     #[test]
     fn energy_aliases_are_joules_on_their_pmus_cpus() {
         use counterhal_hal::Backend;
