@@ -456,7 +456,9 @@ impl Backend for LinuxBackend {
 
     /// Resolves, in order: tracepoints (`subsystem:event`), breakpoints (`mem:ADDR[:rwx][/len]`),
     /// PMU syntax (`pmu/terms/` and `pmu/alias/`), then the event database (generalized, preset,
-    /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On hybrid CPUs
+    /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On an Intel
+    /// hybrid CPU a native or raw event opens on each core PMU whose core's table has it
+    /// ([`crate::intel_hybrid`]). On hybrid CPUs
     /// a generic hardware or cache event becomes one term per core PMU, each named `pmu/event/`.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let single = |encoding: PerfAttr| {
@@ -502,6 +504,17 @@ impl Backend for LinuxBackend {
                     }
                 }
                 let (pmus, model) = (&self.hybrid, self.cpu.as_deref());
+                let mut resolved = crate::intel_hybrid::place_on_core_pmus(
+                    event,
+                    resolved,
+                    pmus,
+                    &self.db,
+                    model,
+                    &self.capabilities.accepts,
+                    |request| {
+                        perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned)
+                    },
+                )?;
                 let cpu_root = Path::new(crate::arm::CPU_ROOT);
                 crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
                 Ok(self.expand_hybrid(resolved))
