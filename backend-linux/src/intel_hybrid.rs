@@ -86,36 +86,95 @@ pub(crate) fn place_on_core_pmus(
         else {
             continue;
         };
-        let mut own = if pmu_model == model {
+        let own = if pmu_model == model {
             resolved.terms.clone()
         } else {
             // An event the other core's table lacks is not opened there, as perf does not.
-            let Ok(other) = database.resolve_exact(Some(pmu_model), event, accepts) else {
-                continue;
-            };
-            let mut other_terms = other.terms;
-            for term in &mut other_terms {
-                let attr = encode(&term.request)?;
-                term.request.encoding = Encoding::Perf(attr);
+            match encoded_on(pmu_model, event, database, accepts, &encode) {
+                Some(other) => other?,
+                None => continue,
             }
-            if !other_terms.iter().all(raw) {
-                continue;
-            }
-            other_terms
         };
-        for term in &mut own {
-            if let Encoding::Perf(attr) = &mut term.request.encoding {
-                attr.type_ = pmu.type_;
-                attr.pmu = Some(pmu.name.clone());
-            }
-            term.request.name = format!("{}/{}/", pmu.name, term.request.name);
-        }
-        terms.extend(own);
+        terms.extend(on_pmu(pmu, own));
     }
     if terms.is_empty() {
         return Ok(resolved);
     }
     Ok(ResolvedEvent { terms, ..resolved })
+}
+
+/// `event`, which model `model` does not read, on each Intel hybrid core PMU of `pmus` whose
+/// core's table does (`CPU_CLK_UNHALTED.CORE`, an Atom core's name, on cpu_atom alone where
+/// `model` is `adl_glc`, as perf 6.1 opens it: see the module's documentation), encoded as
+/// [`place_on_core_pmus`] encodes it; `None` where no other core's table reads it.
+///
+/// # Errors
+/// As `encode` refuses another core's encoding of the event.
+pub(crate) fn on_other_cores(
+    event: &str,
+    pmus: &[Pmu],
+    database: &Database,
+    model: Option<&str>,
+    accepts: &Accepts,
+    encode: impl Fn(&EventRequest) -> Result<PerfAttr>,
+) -> Option<Result<ResolvedEvent>> {
+    let model = model.and_then(|m| database.model_id(m))?;
+    let mut terms = Vec::new();
+    for pmu in pmus {
+        let Some(pmu_model) = core_type_of(&pmu.name).and(model_of_pmu(database, model, pmu))
+        else {
+            continue;
+        };
+        if pmu_model == model {
+            continue;
+        }
+        match encoded_on(pmu_model, event, database, accepts, &encode)? {
+            Ok(other) => terms.extend(on_pmu(pmu, other)),
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    (!terms.is_empty()).then(|| {
+        Ok(ResolvedEvent {
+            name: event.to_string(),
+            terms,
+            unit: None,
+        })
+    })
+}
+
+/// The terms of `event` on model `pmu_model`, each a raw perf attr made by `encode`; `None`
+/// where the model does not read `event` or a term is no raw attr.
+fn encoded_on(
+    pmu_model: &str,
+    event: &str,
+    database: &Database,
+    accepts: &Accepts,
+    encode: &impl Fn(&EventRequest) -> Result<PerfAttr>,
+) -> Option<Result<Vec<Term>>> {
+    let resolved = database
+        .resolve_exact(Some(pmu_model), event, accepts)
+        .ok()?;
+    let mut terms = resolved.terms;
+    for term in &mut terms {
+        match encode(&term.request) {
+            Ok(attr) => term.request.encoding = Encoding::Perf(attr),
+            Err(error) => return Some(Err(error)),
+        }
+    }
+    let raw = |term: &Term| matches!(&term.request.encoding, Encoding::Perf(attr) if attr.type_ == TYPE_RAW);
+    terms.iter().all(raw).then_some(Ok(terms))
+}
+
+/// `terms` given `pmu`'s type and name, each named `pmu/NAME/`.
+fn on_pmu(pmu: &Pmu, mut terms: Vec<Term>) -> Vec<Term> {
+    for term in &mut terms {
+        if let Encoding::Perf(attr) = &mut term.request.encoding {
+            attr.type_ = pmu.type_;
+            attr.pmu = Some(pmu.name.clone());
+        }
+        term.request.name = format!("{}/{}/", pmu.name, term.request.name);
+    }
+    terms
 }
 
 #[cfg(test)]
@@ -190,9 +249,21 @@ mod tests {
             placed("adl_grt", "CPU_CLK_UNHALTED.CORE"),
             [("cpu_atom".to_string(), 10, 0x3c)]
         );
-        // A machine with one kind of core keeps the raw type.
+        // An event only the Atom cores' table reads, named for the Core cores' model, opens
+        // on cpu_atom alone; one neither reads, nowhere.
         let database = Database::shipped().unwrap();
         let accepts = Accepts::new(&[Family::Perf, Family::Evtsel], Domain::ALL, Domain::ALL);
+        let other = |event: &str| {
+            on_other_cores(event, &adl(), &database, Some("adl_glc"), &accepts, encode)
+                .map(|r| r.unwrap())
+        };
+        let atom = other("CPU_CLK_UNHALTED.CORE").unwrap();
+        let Encoding::Perf(attr) = &atom.terms[0].request.encoding else {
+            panic!("not a perf attr");
+        };
+        assert_eq!((atom.terms.len(), attr.type_, attr.config), (1, 10, 0x3c));
+        assert!(other("NO_SUCH.EVENT").is_none());
+        // A machine with one kind of core keeps the raw type.
         let resolved = database
             .resolve_exact(Some("adl_glc"), "r00c0", &accepts)
             .unwrap();
