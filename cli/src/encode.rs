@@ -33,7 +33,8 @@ pub struct EncodeArgs {
     #[command(flatten)]
     sysfs: SysfsArgs,
     /// Print a JSON array instead of text: an object per attr opened (a PMU event's per PMU
-    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`), or with `error`.
+    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`; an event on a hybrid
+    /// chip's core PMU per CPU of that PMU's `cpus`), or with `error`.
     #[arg(long)]
     json: bool,
     /// Every event these metrics (or metric groups) read, as `stat -M` names them, encoded
