@@ -1,6 +1,7 @@
 //! [`LinuxBackend`]: resolves names and opens [`LinuxGroup`]s with `perf_event_open`.
 
 pub(crate) mod assemble;
+mod core_pmus;
 mod uncore;
 
 use std::borrow::Cow;
@@ -12,7 +13,7 @@ use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
     Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
     Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target,
-    TargetSupport, Term, check_family, countable_form,
+    TargetSupport, check_family, countable_form,
 };
 
 use crate::attr::{Placement, build_attr, group_key};
@@ -22,9 +23,7 @@ use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::paths::SystemPaths;
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
-use crate::sys::{
-    self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
-};
+use crate::sys::{self, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit};
 use crate::{breakpoint, sysfs, topdown, tracefs};
 
 /// The Linux `perf_event_open` backend.
@@ -372,44 +371,6 @@ impl LinuxBackend {
         })?;
         Ok((fd, id))
     }
-
-    fn expand_hybrid(&self, resolved: ResolvedEvent) -> ResolvedEvent {
-        let pmus = &self.hybrid;
-        if pmus.is_empty() {
-            return resolved;
-        }
-        let mut terms = Vec::new();
-        for term in resolved.terms {
-            let generic = match &term.request.encoding {
-                Encoding::Perf(e) => {
-                    matches!(e.type_, TYPE_HARDWARE | TYPE_HW_CACHE) && e.config >> 32 == 0
-                }
-                _ => false,
-            };
-            if !generic {
-                terms.push(term);
-                continue;
-            }
-            for pmu in pmus.iter() {
-                let mut request = term.request.clone();
-                if let Encoding::Perf(e) = &mut request.encoding {
-                    e.config |= u64::from(pmu.type_) << 32;
-                    e.pmu = Some(pmu.name.clone());
-                }
-                request.name = format!("{}/{}/", pmu.name, term.request.name);
-                terms.push(Term {
-                    sign: term.sign,
-                    factor: term.factor,
-                    request,
-                });
-            }
-        }
-        ResolvedEvent {
-            name: resolved.name,
-            terms,
-            unit: resolved.unit,
-        }
-    }
 }
 
 impl Backend for LinuxBackend {
@@ -456,7 +417,9 @@ impl Backend for LinuxBackend {
 
     /// Resolves, in order: tracepoints (`subsystem:event`), breakpoints (`mem:ADDR[:rwx][/len]`),
     /// PMU syntax (`pmu/terms/` and `pmu/alias/`), then the event database (generalized, preset,
-    /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On hybrid CPUs
+    /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On an Intel
+    /// hybrid CPU a native or raw event opens on each core PMU whose core's table has it
+    /// ([`crate::intel_hybrid`]). On hybrid CPUs
     /// a generic hardware or cache event becomes one term per core PMU, each named `pmu/event/`.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let single = |encoding: PerfAttr| {
@@ -490,10 +453,17 @@ impl Backend for LinuxBackend {
         {
             return attr.map(single);
         }
-        match self
-            .db
-            .resolve_exact(self.cpu.as_deref(), event, &self.capabilities.accepts)
+        let resolved =
+            self.db
+                .resolve_exact(self.cpu.as_deref(), event, &self.capabilities.accepts);
+        // An event of the other core's table of an Intel hybrid chip
+        // (`CPU_CLK_UNHALTED.CORE` for `adl_glc`), on that core's PMU.
+        if resolved.is_err()
+            && let Some(placed) = self.on_other_cores(event)
         {
+            return placed;
+        }
+        match resolved {
             Ok(mut resolved) => {
                 for term in &mut resolved.terms {
                     if let Encoding::Evtsel(_) = &term.request.encoding {
@@ -501,10 +471,7 @@ impl Backend for LinuxBackend {
                         term.request.encoding = Encoding::Perf(attr.into_owned());
                     }
                 }
-                let (pmus, model) = (&self.hybrid, self.cpu.as_deref());
-                let cpu_root = Path::new(crate::arm::CPU_ROOT);
-                crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
-                Ok(self.expand_hybrid(resolved))
+                self.on_core_pmus(event, resolved)
             }
             // An uncore event of the model (`UNC_M_CAS_COUNT.RD`), on each PMU that has it;
             // `a:b` where `a` is no event at all reads best as a missing tracepoint; where `a`
@@ -695,6 +662,7 @@ impl LinuxBackend {
 mod tests {
     use super::*;
     use crate::rdpmc::{Fallback, UserPage, self_monitored_read};
+    use crate::sys::TYPE_HARDWARE;
     use std::path::PathBuf;
 
     fn software(config: u64) -> PerfAttr {

@@ -7,7 +7,10 @@
 //! without clearing them, as [`pmu_events`] reads an alias and the terms after it.
 //!
 //! The core PMU is the one that takes raw events (`type` 4: `cpu`, or `cpu_core` on a hybrid
-//! chip); a term is taken for an event of the model only where it is neither a format field
+//! chip), or `cpu_atom` on an Intel hybrid chip, whose terms name the events of the Atom
+//! cores' table (perf 6.1 under the adl tree, `PERF_CPUID=GenuineIntel-6-97-2`:
+//! `cpu_atom/CPU_CLK_UNHALTED.CORE/` is `cpu_atom/event=0x3c/`; see
+//! [`crate::intel_hybrid`]); a term is taken for an event of the model only where it is neither a format field
 //! nor an `events/` alias of that PMU, and the event is one event select: its config and
 //! config1 as [`raw_attr`] programs them (the kernel's codes of the fixed counters, the extra
 //! MSR's value in config1).
@@ -17,8 +20,7 @@ use std::path::Path;
 use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Family, Result};
 
-use counterhal_events::perf::TYPE_RAW;
-
+use crate::intel_hybrid::model_of_pmu;
 use crate::raw::raw_attr;
 use crate::sysfs::{PmuEvent, find_pmus, pmu_events};
 
@@ -43,9 +45,10 @@ pub fn core_pmu_events(
     let mut opens = Vec::new();
     let mut first_error = None;
     for pmu in find_pmus(devices, pmu_part) {
-        if pmu.type_ != TYPE_RAW {
+        // The raw PMU reads the model's events; an Intel hybrid core PMU, its core's.
+        let Some(pmu_model) = model_of_pmu(database, model, &pmu) else {
             continue;
-        }
+        };
         let mut named = false;
         let written: Vec<String> = terms
             .split(',')
@@ -57,7 +60,7 @@ pub fn core_pmu_events(
                 if plain {
                     return term.to_string();
                 }
-                let Ok(resolved) = database.resolve_exact(Some(model), term, &accepts) else {
+                let Ok(resolved) = database.resolve_exact(Some(pmu_model), term, &accepts) else {
                     return term.to_string();
                 };
                 let [only] = resolved.terms.as_slice() else {
@@ -150,6 +153,17 @@ mod tests {
         assert!(configs("spr-2s", "spr", "msr/tsc/").is_none());
         assert!(configs("spr-2s", "spr", "cpu/NO_SUCH_EVENT/").is_none());
         assert!(configs("spr-2s", "spr", "INST_RETIRED.ANY").is_none());
+        // Alder Lake's Atom cores' PMU reads the Atom cores' table (perf 6.1 under the adl
+        // tree with PERF_CPUID=GenuineIntel-6-97-2), whichever core's model is named.
+        for model in ["adl_glc", "adl_grt"] {
+            assert_eq!(
+                configs("adl", model, "cpu_atom/CPU_CLK_UNHALTED.CORE/")
+                    .unwrap()
+                    .unwrap(),
+                [(0x3c, 0)],
+                "{model}"
+            );
+        }
         // A term the event's field cannot hold is refused as perf refuses it.
         assert!(
             configs("spr-2s", "spr", "cpu/INST_RETIRED.ANY,cmask=0x100/")

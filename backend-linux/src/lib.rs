@@ -11,6 +11,7 @@ pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu
 // An event select as a raw perf event is arithmetic, and so are the core PMU's aliases of the
 // model's events built on it: both serve any system's encodings of another machine's tree.
 mod core_events;
+mod intel_hybrid;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod raw;
 pub use core_events::core_pmu_events;

@@ -33,7 +33,8 @@ pub struct EncodeArgs {
     #[command(flatten)]
     sysfs: SysfsArgs,
     /// Print a JSON array instead of text: an object per attr opened (a PMU event's per PMU
-    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`), or with `error`.
+    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`; an event on a hybrid
+    /// chip's core PMU per CPU of that PMU's `cpus`), or with `error`.
     #[arg(long)]
     json: bool,
     /// Every event these metrics (or metric groups) read, as `stat -M` names them, encoded
@@ -92,8 +93,8 @@ fn backend(
 }
 
 /// One JSON object per native term of `event`, with every field of its family. `cpu` and
-/// `cpu_model` are the CPU model (a PMU event's objects, [`pmu::to_json`], have the CPU of
-/// each open in `cpu`).
+/// `cpu_model` are the CPU model (a PMU event's objects, [`pmu::to_json`], and a term's on a
+/// PMU with its own CPUs, have the CPU of each open in `cpu`).
 pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<Value> {
     event
         .terms
@@ -379,8 +380,29 @@ impl Encoder<'_> {
         // A native event's description, where a description source was named.
         let description = cpu.and_then(|c| context.database.description(c, name));
         let notes: Vec<String> = note(&event.name).into_iter().chain(fallback).collect();
+        // A term of a PMU with its own CPUs (an Intel hybrid core PMU's `cpus`) opens on each
+        // of them, system-wide, as perf -a opens it.
+        let cpus: Vec<Option<Vec<u32>>> = event
+            .terms
+            .iter()
+            .map(|term| self.backend.system_wide_cpus(&term.request))
+            .collect();
         if self.json {
-            for mut value in to_json(&event, self.backend_name, cpu) {
+            let objects = to_json(&event, self.backend_name, cpu)
+                .into_iter()
+                .zip(&cpus);
+            let per_cpu = objects.flat_map(|(value, cpus)| match cpus {
+                Some(cpus) => cpus
+                    .iter()
+                    .map(|&n| {
+                        let mut value = value.clone();
+                        value["cpu"] = json!(n);
+                        value
+                    })
+                    .collect(),
+                None => vec![value],
+            });
+            for mut value in per_cpu.collect::<Vec<_>>() {
                 if let Some(note) = note(&event.name) {
                     value["libpfm4_note"] = json!(note);
                 }
@@ -413,6 +435,16 @@ impl Encoder<'_> {
                 );
             }
             None => _ = write!(out, "{text}"),
+        }
+        for (term, cpus) in event.terms.iter().zip(&cpus) {
+            if let Some(cpus) = cpus {
+                _ = writeln!(
+                    out,
+                    "  CPUs of {}: {} (its PMU's cpus: one open on each, system-wide)",
+                    term.request.name,
+                    counterhal_hal::CpuList::from_cpus(cpus.iter().copied())
+                );
+            }
         }
         if let Some(description) = description {
             _ = writeln!(out, "  description: {description}");

@@ -25,6 +25,23 @@
 //! comparison leaves aside: it opens a metric's events in weak groups (`read_format` with
 //! `GROUP` and `ID`, a leader's `group_fd`), sets `exclude_guest`, and opens `duration_time`
 //! as the software event `dummy` (type 1, config 9) once.
+//!
+//! The adl tree is a hybrid Alder Lake: `cpu_core` (type 4, `cpus` 0-15) and `cpu_atom`
+//! (type 10, `cpus` 16-23). perf 6.1 opens an event of a formula on each of them whose table
+//! (the Core cores' JSON, the Atom cores') has it, on that PMU's `cpus` (`-M IPC`:
+//! `INST_RETIRED.ANY` as event 0xc0 on both, `CPU_CLK_UNHALTED.CORE`, an Atom name, as 0x3c on
+//! cpu_atom alone), and counterhal (backend-linux's `intel_hybrid`) the same from `adl_glc`
+//! and `adl_grt`. perf 6.1 also takes every table's metric of a name: where the two give it
+//! other formulas (`IpFarBranch`: the Core cores' `BR_INST_RETIRED.FAR_BRANCH:u`, the Atom
+//! cores' `BR_INST_RETIRED.FAR_BRANCH / 2`) perf opens both, and where its older Atom table
+//! lacks an event ours has (`BR_INST_RETIRED.NEAR_TAKEN`, `UOPS_ISSUED.ANY`) it opens it on
+//! cpu_core alone (its `-vv` `NAME -> PMU/terms/` lines say where): both are counted as
+//! another definition. `adl_grt`, the Atom cores' table, has no metrics of its own.
+//!
+//! Figures (perf 6.1, Debian's linux-perf): spr 308 compared, 157 equal, 47 another
+//! definition, 2 cannot run alike, 102 not in perf 6.1; skl 207, 127, 20, 0, 60; zen4 73, 8,
+//! 3, 0, 62; zen3 13, 13, 0, 0, 0; adl (adl_glc) 231, 42, 113, 0, 76; 0 wrong on every
+//! tree.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
@@ -48,6 +65,8 @@ const MACHINES: &[(&str, &str, &str)] = &[
     // Zen 3's for both, compared with ours of each on the Zen 4 tree.
     ("zen4", "amd64_fam19h_zen4", "AuthenticAMD-25-11-1"),
     ("zen4", "amd64_fam19h_zen3", "AuthenticAMD-25-1-1"),
+    // Alder Lake, hybrid: the Core cores' table (the Atom cores' has no metrics).
+    ("adl", "adl_glc", "GenuineIntel-6-97-2"),
 ];
 
 /// One open: type, config, config1, config2, CPU, and exclude_user, exclude_kernel and
@@ -62,6 +81,8 @@ struct Figures {
     equal: Vec<String>,
     /// How many of those read a core event.
     equal_reading_core: usize,
+    /// How many of those open events on both core PMUs of a hybrid chip.
+    equal_on_both_core_pmus: usize,
     /// perf refuses it; counterhal cannot run it.
     cannot_run_alike: Vec<String>,
     /// perf 6.1's table has no such metric.
@@ -81,6 +102,7 @@ impl Figures {
         self.compared += other.compared;
         self.equal.extend(other.equal);
         self.equal_reading_core += other.equal_reading_core;
+        self.equal_on_both_core_pmus += other.equal_on_both_core_pmus;
         self.cannot_run_alike.extend(other.cannot_run_alike);
         self.not_in_perf.extend(other.not_in_perf);
         self.other_definition.extend(other.other_definition);
@@ -92,12 +114,14 @@ impl Figures {
 
     fn line(&self) -> String {
         format!(
-            "{} metrics compared: {} equal ({} reading core events), {} cannot run alike, {} not in perf 6.1, {} with \
+            "{} metrics compared: {} equal ({} reading core events, {} on both hybrid core PMUs), \
+             {} cannot run alike, {} not in perf 6.1, {} with \
              another definition in perf 6.1, {} ours cannot run but perf opens, {} wrong; {} \
              ours cannot run",
             self.compared,
             self.equal.len(),
             self.equal_reading_core,
+            self.equal_on_both_core_pmus,
             self.cannot_run_alike.len(),
             self.not_in_perf.len(),
             self.other_definition.len(),
@@ -171,6 +195,8 @@ struct Ours {
     /// Whether an event is a core event: a raw one of the core PMU (type 4), or a generic
     /// hardware or cache event (types 0 and 3).
     reads_core: bool,
+    /// Each event (as [`spelled`]) and the hybrid core PMU it opens on.
+    placed: BTreeSet<(String, String)>,
 }
 
 /// `encode --json -M` of every metric of `model` on `root`, by metric.
@@ -211,6 +237,9 @@ fn ours(root: &Path, model: &str, metrics: &[String]) -> BTreeMap<String, Ours> 
         let excluded = ["exclude_user", "exclude_kernel", "exclude_hv"]
             .map(|key| object[key].as_bool().unwrap_or_else(|| panic!("{object}")));
         ours.reads_core |= matches!(attr.0, 0 | 3 | 4);
+        if let Some(pmu) = object["pmu"].as_str().filter(|pmu| is_hybrid_core(pmu)) {
+            ours.placed.insert((spelled(&event), pmu.to_string()));
+        }
         // A PMU event names its CPU (-1: a PMU without a cpumask, as the core PMU `cpu`); a
         // core event by name names the model: perf -a opens both on every online CPU.
         let cpus = match object["cpu"].as_i64() {
@@ -334,6 +363,42 @@ fn perf_events(output: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Whether `pmu` is a core PMU of an Intel hybrid chip (the adl tree's).
+fn is_hybrid_core(pmu: &str) -> bool {
+    matches!(pmu, "cpu_core" | "cpu_atom")
+}
+
+/// Each event of perf's formulas (as [`spelled`]) and the hybrid core PMU its table's alias
+/// puts it on: perf 6.1's `-vv` prints `NAME -> PMU/terms/` for each PMU whose table has
+/// NAME.
+fn perf_placed(output: &str) -> BTreeSet<(String, String)> {
+    output
+        .lines()
+        .filter_map(|l| l.split_once(" -> "))
+        .filter_map(|(name, alias)| Some((name, alias.split_once('/')?.0)))
+        .filter(|(name, pmu)| !name.contains(' ') && is_hybrid_core(pmu))
+        .map(|(name, pmu)| (spelled(name), pmu.to_string()))
+        .collect()
+}
+
+/// The metrics perf 6.1 read two formulas for: on a hybrid chip it takes every table's
+/// metric of the name (the Core cores' and the Atom cores'), and opens the events of both.
+fn perf_formulas_differ(output: &str) -> Vec<String> {
+    let mut formulas: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (formula, name) in output
+        .lines()
+        .filter_map(|l| l.strip_prefix("metric expr "))
+        .filter_map(|l| l.rsplit_once(" for "))
+    {
+        formulas.entry(name).or_default().insert(formula);
+    }
+    formulas
+        .into_iter()
+        .filter(|(_, formulas)| formulas.len() > 1)
+        .map(|(name, formulas)| format!("{name} = {formulas:?}"))
+        .collect()
+}
+
 /// perf's tool events, which open no counter of a PMU.
 fn is_tool(name: &str) -> bool {
     matches!(name, "duration_time" | "user_time" | "system_time")
@@ -350,7 +415,7 @@ fn perf_opens(saw: &PerfSaw) -> BTreeSet<Open> {
 }
 
 /// Oracle: perf 6.1 (Debian's linux-perf) with `PERF_CPUID` of Sapphire Rapids, Skylake client,
-/// Zen 4 and Zen 3 under those machines' sysfs trees. Every metric of the model's table is
+/// Zen 4, Zen 3 and Alder Lake under those machines' sysfs trees. Every metric of the model's table is
 /// encoded by counterhal (`encode -M --json`) and, where perf 6.1's table has it, opened by
 /// perf (`stat -vv -a -M`): the attrs (type, config, config1, config2, exclude_user,
 /// exclude_kernel, exclude_hv) and CPUs must be the same set (perf's tool events aside), a
@@ -418,6 +483,9 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
                     .push(format!("{label}: {why}; perf opens {theirs:x?}")),
                 _ if ours.opens == theirs && ours.refused.is_empty() => {
                     figures.equal_reading_core += usize::from(ours.reads_core);
+                    let pmus: BTreeSet<&str> =
+                        ours.placed.iter().map(|(_, p)| p.as_str()).collect();
+                    figures.equal_on_both_core_pmus += usize::from(pmus.len() > 1);
                     figures
                         .equal
                         .push(format!("{label}: {} opens", theirs.len()));
@@ -425,6 +493,20 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
                 _ if our_events != their_events => figures.other_definition.push(format!(
                     "{label}: ours reads {our_events:?}, perf 6.1 {their_events:?}"
                 )),
+                _ if !perf_formulas_differ(texts[perf.as_str()]).is_empty() => {
+                    figures.other_definition.push(format!(
+                        "{label}: perf 6.1 reads both hybrid tables' formulas: {:?}",
+                        perf_formulas_differ(texts[perf.as_str()])
+                    ))
+                }
+                _ if ours.placed != perf_placed(texts[perf.as_str()]) => {
+                    let theirs = perf_placed(texts[perf.as_str()]);
+                    figures.other_definition.push(format!(
+                        "{label}: the event tables differ: ours places {:?}, perf 6.1's {:?}",
+                        ours.placed.difference(&theirs).collect::<Vec<_>>(),
+                        theirs.difference(&ours.placed).collect::<Vec<_>>()
+                    ))
+                }
                 (None, true) => figures.wrong.push(format!(
                     "{label}: perf refuses ({:?}); ours {:x?}",
                     seen.refused, ours.opens
@@ -486,5 +568,9 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
     assert!(
         all.equal_reading_core > 0,
         "no metric reading a core event compared equal (does each tree still have its `cpu` PMU?)"
+    );
+    assert!(
+        all.equal_on_both_core_pmus > 0,
+        "no metric opening events on both of the adl tree's core PMUs compared equal"
     );
 }

@@ -412,6 +412,30 @@ impl Database {
         .or(first)
     }
 
+    /// The id of the model that serves the other core of model `id`'s hybrid chip: the first
+    /// model for core type `core_type` ([`HybridCore::ATOM`], [`HybridCore::CORE`]) whose match
+    /// rules accept a CPU that `id`'s accept (`adl_grt` for `adl_glc` and the Atom cores);
+    /// `id`'s own id where it serves `core_type`; `None` where `id` names no model of a hybrid
+    /// core or no model serves that core of its chip. Reads the headers alone.
+    pub fn hybrid_sibling_id(&self, id: &str, core_type: u8) -> Option<&str> {
+        let entry = self.entry(id)?;
+        let own = entry.hybrid()?;
+        if own.core_type == core_type {
+            return Some(entry.id());
+        }
+        let rules = &entry.header().rules;
+        self.models
+            .iter()
+            .filter(|e| e.hybrid().is_some_and(|h| h.core_type == core_type))
+            .find(|e| {
+                e.header()
+                    .rules
+                    .iter()
+                    .any(|rule| rules.iter().any(|r| r.overlaps(rule)))
+            })
+            .map(Entry::id)
+    }
+
     /// The models whose match rules accept `cpu`, in match order: more than one with a
     /// [`CpuModel::hybrid`] core each on a hybrid chip (one per kind of core).
     pub fn candidates(&self, cpu: &CpuIdentity) -> impl Iterator<Item = &CpuModel> {
@@ -943,6 +967,31 @@ mod tests {
         }
         // Without a stepping, stepping 0: Skylake-X.
         assert_eq!(id("GenuineIntel-6-55").as_deref(), Some("skx"));
+    }
+
+    /// Oracle: Intel perfmon's mapfile, which gives Alder Lake (GenuineIntel-6-97) a table for
+    /// its Core cores (`alderlake_goldencove_core`, core type 0x40) and one for its Atom cores
+    /// (`alderlake_gracemont_core`, 0x20); Sapphire Rapids has one kind of core.
+    #[test]
+    fn a_hybrid_cores_sibling_is_the_other_table_of_its_chip() {
+        let db = Database::shipped().unwrap();
+        assert_eq!(
+            db.hybrid_sibling_id("adl_glc", HybridCore::ATOM),
+            Some("adl_grt")
+        );
+        assert_eq!(
+            db.hybrid_sibling_id("adl_grt", HybridCore::CORE),
+            Some("adl_glc")
+        );
+        assert_eq!(
+            db.hybrid_sibling_id("GenuineIntel-6-97-2", HybridCore::CORE),
+            Some("adl_glc")
+        );
+        assert_eq!(db.hybrid_sibling_id("spr", HybridCore::ATOM), None);
+        assert_eq!(
+            db.hybrid_sibling_id("no-such-model", HybridCore::ATOM),
+            None
+        );
     }
 
     /// A hybrid chip's core (CPUID leaf 0x1A: core type, native model id) picks its table;

@@ -103,6 +103,18 @@ impl NumberSet {
         NumberSet::ranges_contain(&self.ranges, value)
     }
 
+    /// Whether some number is in both sets (an empty set holds any).
+    pub fn overlaps(&self, other: &NumberSet) -> bool {
+        self.ranges.is_empty()
+            || other.ranges.is_empty()
+            || self.ranges.iter().any(|(lo, hi)| {
+                other
+                    .ranges
+                    .iter()
+                    .any(|(other_lo, other_hi)| lo <= other_hi && other_lo <= hi)
+            })
+    }
+
     /// Whether inclusive `ranges` hold `value` (no ranges: any value), as
     /// [`NumberSet::contains`] reads them.
     pub(crate) fn ranges_contain(ranges: &[(u32, u32)], value: u32) -> bool {
@@ -130,6 +142,14 @@ impl MatchRule {
             && self.family.contains(cpu.family)
             && self.model.contains(cpu.model)
             && self.stepping.contains(cpu.stepping)
+    }
+
+    /// Whether some CPU matches both this rule and `other`.
+    pub fn overlaps(&self, other: &MatchRule) -> bool {
+        self.vendor == other.vendor
+            && self.family.overlaps(&other.family)
+            && self.model.overlaps(&other.model)
+            && self.stepping.overlaps(&other.stepping)
     }
 }
 
