@@ -355,3 +355,70 @@ fn encode_m_encodes_every_event_a_metric_reads() {
         stderr(&unknown)
     );
 }
+
+/// A generic hardware or cache event on a hybrid machine opens on each core PMU's own CPUs,
+/// the PMU's type in its config's upper half. Oracle: perf 6.1 under the Alder Lake tree
+/// (`perf stat -vv -a -e EVENT true`, `fixtures::perf_tree`): `cycles` is type 0, config
+/// 0x400000000 on cpu_core's CPUs 0-15 and 0xa00000000 on cpu_atom's 16-23. (Before this, its
+/// CPUs were every CPU of the host.)
+#[test]
+fn generic_events_open_on_each_hybrid_core_pmus_cpus_as_perf_opens_them() {
+    use counterhal_conformance::fixtures::perf_tree::{
+        Asked, build_shim, parse_perf, run_perf, unready,
+    };
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let root = machines().join("adl");
+    let events = ["cycles", "instructions", "LLC-load-misses"].map(String::from);
+    let shim = build_shim("generic-hybrid").unwrap();
+    let output = run_perf(
+        &root.join("bus/event_source/devices"),
+        &shim,
+        Asked::Events,
+        &events,
+        None,
+    )
+    .unwrap();
+    let perf = parse_perf(&output);
+    for event in &events {
+        let out = counterhal(&[
+            "encode",
+            "--json",
+            "--sysfs",
+            root.to_str().unwrap(),
+            "--cpu-model",
+            "adl_glc",
+            event,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let array: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut ours: Vec<(u64, u64, i64)> = array
+            .iter()
+            .map(|o| {
+                let cpu = o["cpu"].as_i64().unwrap_or_else(|| panic!("no CPU in {o}"));
+                (
+                    o["type"].as_u64().unwrap(),
+                    o["config"].as_u64().unwrap(),
+                    cpu,
+                )
+            })
+            .collect();
+        let mut theirs: Vec<(u64, u64, i64)> = perf[event.as_str()]
+            .opens
+            .iter()
+            .map(|o| (u64::from(o.0), o.1, i64::from(o.4)))
+            .collect();
+        // perf probes a hybrid cache event once with CPU -1 (`is_event_supported`) before it
+        // opens it on each CPU: the probe counts nothing.
+        let probed: Vec<(u64, u64)> = theirs.iter().map(|o| (o.0, o.1)).collect();
+        theirs.retain(|o| o.2 >= 0 || probed.iter().filter(|p| **p == (o.0, o.1)).count() == 1);
+        ours.sort_unstable();
+        theirs.sort_unstable();
+        assert!(
+            ours.len() == 24,
+            "{event}: one open per CPU of the tree: {ours:?}"
+        );
+        assert_eq!(ours, theirs, "{event}: ours, then perf 6.1's");
+    }
+}
