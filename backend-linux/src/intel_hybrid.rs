@@ -71,15 +71,16 @@ pub(crate) fn place_on_core_pmus(
     encode: impl Fn(&EventRequest) -> Result<PerfAttr>,
 ) -> Result<ResolvedEvent> {
     let raw = |term: &Term| matches!(&term.request.encoding, Encoding::Perf(attr) if attr.type_ == TYPE_RAW);
-    let Some(model) = model.and_then(|m| database.model_id(m)) else {
-        return Ok(resolved);
-    };
-    if resolved.terms.is_empty()
+    // The cheap answers first: most machines have no Intel hybrid core PMU.
+    if !pmus.iter().any(|pmu| core_type_of(&pmu.name).is_some())
+        || resolved.terms.is_empty()
         || !resolved.terms.iter().all(raw)
-        || !pmus.iter().any(|pmu| core_type_of(&pmu.name).is_some())
     {
         return Ok(resolved);
     }
+    let Some(model) = model.and_then(|m| database.model_id(m)) else {
+        return Ok(resolved);
+    };
     let mut terms = Vec::new();
     for pmu in pmus {
         let Some(pmu_model) = core_type_of(&pmu.name).and(model_of_pmu(database, model, pmu))
@@ -118,6 +119,9 @@ pub(crate) fn on_other_cores(
     accepts: &Accepts,
     encode: impl Fn(&EventRequest) -> Result<PerfAttr>,
 ) -> Option<Result<ResolvedEvent>> {
+    if !pmus.iter().any(|pmu| core_type_of(&pmu.name).is_some()) {
+        return None;
+    }
     let model = model.and_then(|m| database.model_id(m))?;
     let mut terms = Vec::new();
     for pmu in pmus {
