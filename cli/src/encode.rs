@@ -34,7 +34,8 @@ pub struct EncodeArgs {
     sysfs: SysfsArgs,
     /// Print a JSON array instead of text: an object per attr opened (a PMU event's per PMU
     /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`; an event on a hybrid
-    /// chip's core PMU per CPU of that PMU's `cpus`), or with `error`.
+    /// chip's core PMU per CPU of that PMU's `cpus`; `cpu` -1 where it opens on any CPU), or
+    /// with `error`.
     #[arg(long)]
     json: bool,
     /// Every event these metrics (or metric groups) read, as `stat -M` names them, encoded
@@ -92,9 +93,10 @@ fn backend(
     }
 }
 
-/// One JSON object per native term of `event`, with every field of its family. `cpu` and
-/// `cpu_model` are the CPU model (a PMU event's objects, [`pmu::to_json`], and a term's on a
-/// PMU with its own CPUs, have the CPU of each open in `cpu`).
+/// One JSON object per native term of `event`, with every field of its family: `cpu_model`
+/// is the CPU model, `cpu` -1 (any CPU: the encoding opens wherever it counts; a PMU event's
+/// objects, [`pmu::to_json`], and a term's on a PMU with its own CPUs, have the CPU of each
+/// open in `cpu`).
 pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<Value> {
     event
         .terms
@@ -104,7 +106,7 @@ pub fn to_json(event: &ResolvedEvent, backend: &str, cpu: Option<&str>) -> Vec<V
             let mut object = json!({
                 "event": event.name,
                 "backend": backend,
-                "cpu": cpu,
+                "cpu": -1,
                 "cpu_model": cpu,
                 "family": encoding.family().name(),
                 "text": encoding.to_string(),

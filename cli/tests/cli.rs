@@ -92,7 +92,8 @@ fn encode_for_pctr_and_msr() {
     // event 0xc0 | USR 0x10000 | EN 0x400000: pctr's function word, on its two counters
     assert_eq!(value[0]["evtsel"], 0x4100c0);
     assert_eq!(value[0]["counters"], serde_json::json!([0, 1]));
-    assert_eq!(value[0]["cpu"], "p6");
+    assert_eq!(value[0]["cpu_model"], "p6");
+    assert_eq!(value[0]["cpu"], -1, "any CPU");
     assert_eq!(value[0]["family"], "x86 EVTSEL");
 
     let out = counterhal(&[

@@ -240,8 +240,8 @@ fn ours(root: &Path, model: &str, metrics: &[String]) -> BTreeMap<String, Ours> 
         if let Some(pmu) = object["pmu"].as_str().filter(|pmu| is_hybrid_core(pmu)) {
             ours.placed.insert((spelled(&event), pmu.to_string()));
         }
-        // A PMU event names its CPU (-1: a PMU without a cpumask, as the core PMU `cpu`); a
-        // core event by name names the model: perf -a opens both on every online CPU.
+        // Each object names its CPU, -1 for any (a core event by name, a PMU without a
+        // cpumask such as the core PMU `cpu`): perf -a opens those on every online CPU.
         let cpus = match object["cpu"].as_i64() {
             Some(cpu) if cpu >= 0 => vec![cpu],
             _ => online.clone(),
