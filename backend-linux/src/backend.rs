@@ -432,7 +432,7 @@ impl Backend for LinuxBackend {
     /// PMU syntax (`pmu/terms/` and `pmu/alias/`), then the event database (generalized, preset,
     /// native, raw), whose event selects become raw perf events ([`raw_attr`]). On an Intel
     /// hybrid CPU a native or raw event opens on each core PMU whose core's table has it
-    /// ([`crate::intel_hybrid`]). On hybrid CPUs
+    /// (`intel_hybrid`). On hybrid CPUs
     /// a generic hardware or cache event becomes one term per core PMU, each named `pmu/event/`.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let single = |encoding: PerfAttr| {
