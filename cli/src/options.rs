@@ -95,7 +95,9 @@ pub struct SysfsArgs {
     /// Read the PMUs from this sysfs root instead of /sys: DIR/bus/event_source/devices (and
     /// DIR/kernel/tracing), a /sys copied or mounted here (also COUNTERHAL_SYSFS). encode and
     /// list open nothing, so another machine's PMUs, aliases, cpumasks, scales and units
-    /// encode on this one; stat opens on this kernel, so its tree must be this machine's.
+    /// encode on this one; stat opens on this kernel, so its tree must be this machine's. The
+    /// CPUs of each open come from the tree's `cpumask` and `cpus` files; DIR/devices/system/cpu
+    /// is not read: encode and list need no other CPU list, and stat counts this machine's.
     #[arg(long = "sysfs", value_name = "DIR")]
     sysfs: Option<PathBuf>,
 }
