@@ -277,6 +277,15 @@ pub fn init() {
         info.initialized = 1;
         let events = if by_call { Vec::new() } else { listed(library) };
         info.num_native_events = events.len() as i32;
+        // "PMUs supported": libpfm4's names of the boxes here, as PAPI lists the PMUs its
+        // libpfm4 detects (leaked once per initialisation: the description points at them).
+        if !by_call {
+            let present = present_boxes(library);
+            for (slot, name) in info.pmu_names.iter_mut().zip(present) {
+                let name = std::ffi::CString::new(name.libpfm4_name()).unwrap_or_default();
+                *slot = Box::leak(name.into_boxed_c_str()).as_ptr() as usize;
+            }
+        }
         if by_call {
             info.disabled = 1;
             set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
@@ -310,6 +319,16 @@ fn enabled() -> bool {
         .is_some_and(|info| info.disabled == 0)
 }
 
+/// The CPU model's boxes this machine has.
+fn present_boxes(library: &Library) -> Vec<UncoreBox> {
+    let Some(model) = library.chosen.context.model.as_deref() else {
+        return Vec::new();
+    };
+    uncore_pmus::boxes(uncore_pmus::families(model))
+        .filter(|b| first_cpu(&b.kernel_name()).is_some())
+        .collect()
+}
+
 /// The model's events on the boxes this machine has, by name before the unit mask, in the
 /// table's order (each once per box).
 fn listed(library: &Library) -> Vec<String> {
@@ -318,10 +337,7 @@ fn listed(library: &Library) -> Vec<String> {
     };
     let table = library.chosen.context.database.uncore_table(model);
     let mut events = Vec::new();
-    for the_box in uncore_pmus::boxes(uncore_pmus::families(model)) {
-        if first_cpu(&the_box.kernel_name()).is_none() {
-            continue;
-        }
+    for the_box in present_boxes(library) {
         let pmu = the_box.libpfm4_name();
         let mut last = "";
         for event in table.iter().filter(|e| e.pmu == the_box.family.database) {

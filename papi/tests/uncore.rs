@@ -375,7 +375,8 @@ shift 2; exec "$@""#;
 /// the name, as ours for a box, event or model that is not here; a CPU past the machine's is
 /// `PAPI_EINVAL` at the add for its `perf::TASK-CLOCK:cpu=4096`, as ours for the uncore
 /// event); PAPI 7.0's papi_internal.c (`_papi_hwi_add_event`: an event of another component
-/// than the set's is `PAPI_EINVAL`) for a set mixing components.
+/// than the set's is `PAPI_EINVAL`) for a set mixing components; PAPI's own utilities
+/// (`papi_component_avail` lists the box, `papi_command_line` counts the event) on ours.
 #[test]
 fn an_uncore_event_counts_on_a_made_imc_box() {
     system_papi_or_skip!();
@@ -476,6 +477,34 @@ fn an_uncore_event_counts_on_a_made_imc_box() {
     assert!(listed["umask"].starts_with("skx_unc_imc0::"), "{listed:?}");
     let events: usize = listed["events"].split(' ').next().unwrap().parse().unwrap();
     assert!(events > 10, "{listed:?}");
+
+    // PAPI's own utilities on ours (papi-tools): the component's PMU, and the event counted.
+    if Command::new("papi_command_line")
+        .arg("-h")
+        .output()
+        .is_err()
+    {
+        skip!(
+            Need::Tools,
+            "PAPI's utilities are not installed (apt-get install papi-tools)"
+        );
+    }
+    let out = mounted(&devices, None, "skx", true, &["papi_component_avail"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("PMUs supported: skx_unc_imc0"), "{text}");
+    let named = format!("{good}:cpu=0");
+    let out = mounted(&devices, None, "skx", true, &["papi_command_line", &named]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("papi_command_line on ours:\n{text}");
+    assert!(
+        text.contains(&format!("Successfully added: {named}")),
+        "{text}"
+    );
+    let count = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{named} :")))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(count.is_some_and(|c| c > 0), "{text}");
 }
 
 /// Where the machine has none of the model's uncore boxes (this one, or any without an Intel
