@@ -37,6 +37,10 @@ pub const NAME: &str = "perf_event_uncore";
 /// `PAPI_DOM_SUPERVISOR`.
 const DOM_SUPERVISOR: i32 = 8;
 
+/// The domains a set of the component takes (PAPI 7.0's `available_domains`: user, kernel
+/// and supervisor). Each counts every level here: the boxes filter none.
+pub const AVAILABLE_DOMAINS: i32 = DOM_USER | DOM_KERNEL | DOM_SUPERVISOR;
+
 /// Why the component is disabled where none of the model's uncore boxes is here (PAPI 7.0's
 /// words, as Debian's papi_component_avail prints them).
 const NO_UNCORE: &str = "No uncore PMUs or events found";
@@ -226,7 +230,7 @@ fn description() -> ComponentInfo {
     set_str(&mut info.version, "5.0");
     info.cmp_idx = CIDX;
     info.default_domain = DOM_ALL;
-    info.available_domains = DOM_USER | DOM_KERNEL | DOM_SUPERVISOR;
+    info.available_domains = AVAILABLE_DOMAINS;
     info.default_granularity = GRN_SYS;
     info.available_granularities = GRN_SYS;
     info.num_mpx_cntrs = 384;
@@ -522,4 +526,76 @@ fn next_unit_mask(library: &Library, name: &str) -> Option<String> {
         Some(c) => masks.iter().position(|m| m == c)? + 1,
     };
     masks.get(next).map(|m| format!("{pmu}::{event}:{m}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_skx(name: &str) -> Result<UncoreName, i32> {
+        let database = Database::shipped().unwrap();
+        read(&database, Some("skx"), name).expect("an uncore name")
+    }
+
+    /// libpfm4's PMUs open the kernel boxes their `perf_name`s give
+    /// (lib/pfmlib_intel_skx_unc_{imc,cha,pcu,ubo}.c), with the event the kernel's perf JSON
+    /// gives the name (skylakex/uncore-memory.json: UNC_M_CAS_COUNT.RD, event 4, umask 3).
+    #[test]
+    fn names_open_libpfm4s_box_with_the_jsons_event() {
+        let cas = read_skx("skx_unc_imc0::UNC_M_CAS_COUNT:RD:cpu=2").unwrap();
+        assert_eq!(cas.backend_name(), "uncore_imc_0/event=4,umask=3/");
+        assert_eq!(
+            (cas.event.as_str(), cas.cpu),
+            ("UNC_M_CAS_COUNT.RD", Some(2))
+        );
+        let boxes = [
+            ("skx_unc_cha5::UNC_CHA_CLOCKTICKS", "uncore_cha_5"),
+            ("skx_unc_pcu::UNC_P_CLOCKTICKS", "uncore_pcu"),
+            ("skx_unc_ubo::UNC_U_EVENT_MSG:VLW_RCVD", "uncore_ubox"),
+            ("skx_unc_imc5::UNC_M_CLOCKTICKS", "uncore_imc_5"),
+        ];
+        for (name, pmu) in boxes {
+            assert_eq!(read_skx(name).unwrap().pmu.kernel_name(), pmu, "{name}");
+        }
+        let qualified = read_skx("skx_unc_imc0::UNC_M_CAS_COUNT:RD:e:i=1:t=0x10").unwrap();
+        assert_eq!(
+            qualified.terms,
+            "event=4,umask=3,edge=0x1,inv=0x1,thresh=0x10"
+        );
+        // Two unit masks of one event, ORed (RD is 3, WR 0xc).
+        let both = read_skx("skx_unc_imc0::UNC_M_CAS_COUNT:RD:WR").unwrap();
+        assert_eq!(both.terms, "event=4,umask=0xf");
+    }
+
+    /// Bad names are `PAPI_ENOEVNT`, never a panic; another component's name is not read.
+    #[test]
+    fn bad_names_are_no_event() {
+        for name in [
+            "skx_unc_imc0::",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:u",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:cpu=-1",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:cpu=99999999999",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:t",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:t=256",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:e=2",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:e:e",
+            "skx_unc_imc0::UNC_M_CLOCKTICKS:zz=1",
+            "skx_unc_imc0::UNC_M_CAS_COUNT:RD:UNC_P_CLOCKTICKS",
+            "bdx_unc_imc0::UNC_M_CLOCKTICKS",
+        ] {
+            assert_eq!(read_skx(name), Err(ENOEVNT), "{name}");
+        }
+        let database = Database::shipped().unwrap();
+        assert_eq!(
+            read(&database, None, "skx_unc_imc0::UNC_M_CLOCKTICKS"),
+            Some(Err(ENOEVNT))
+        );
+        assert_eq!(read(&database, Some("skx"), "perf::CYCLES"), None);
+        // No box 6 in libpfm4's SKX IMC: no uncore PMU of libpfm4's (the backend's to refuse).
+        assert_eq!(
+            read(&database, Some("skx"), "skx_unc_imc6::UNC_M_CLOCKTICKS"),
+            None
+        );
+        assert_eq!(read(&database, Some("skx"), "msr/tsc/"), None);
+    }
 }

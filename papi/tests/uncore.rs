@@ -394,6 +394,7 @@ fn an_uncore_event_counts_on_a_made_imc_box() {
     let good = "skx_unc_imc0::UNC_M_CLOCKTICKS";
     let bad = [
         "skx_unc_imc1::UNC_M_CLOCKTICKS",
+        "skx_unc_imc6::UNC_M_CLOCKTICKS",
         "skx_unc_imc0::NO_SUCH_EVENT",
         "skx_unc_imc0::UNC_M_CAS_COUNT:NO_SUCH_MASK",
         "skx_unc_imc0::UNC_M_CLOCKTICKS:u",
@@ -459,6 +460,18 @@ fn an_uncore_event_counts_on_a_made_imc_box() {
     let counted: i64 = text.trim().rsplit(' ').next().unwrap().parse().unwrap();
     assert!(
         text.starts_with("attach opt 0 add 0 start 0 stop 0 count") && counted > 0,
+        "{text}"
+    );
+
+    // PAPI 7.0's component takes the whole CPU alone (`available_granularities`
+    // PAPI_GRN_SYS: the thread's is PAPI_EINVAL) and the user, kernel and supervisor
+    // domains; each counts every level on the box (perf_event_uncore.c).
+    let out = mounted(&devices, None, "skx", true, &[program, "options", good]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let counted: i64 = text.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(
+        text.starts_with("options add 0 thr -1 sys 0 supervisor 0 user 0 start 0 stop 0 count")
+            && counted > 0,
         "{text}"
     );
 

@@ -3,6 +3,7 @@
  *   uncore add NAME...          each name alone in a new set: code, add, start, stop, count
  *   uncore pair FIRST SECOND    both in one set: the second add's answer
  *   uncore attach CPU NAME      NAME in a set attached to CPU (PAPI_CPU_ATTACH), counted
+ *   uncore options NAME         NAME's set given each granularity and some domains, counted
  * One line of `key value...` each. */
 #include <papi.h>
 #include <stdio.h>
@@ -97,6 +98,32 @@ static void attach(int cpu, const char *name)
     printf("attach opt %d add %d start %d stop %d count %lld\n", o, a, s, t, v);
 }
 
+static void options(const char *name)
+{
+    int set = PAPI_NULL;
+    PAPI_create_eventset(&set);
+    int a = PAPI_add_named_event(set, name);
+    PAPI_option_t opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.granularity.eventset = set;
+    opt.granularity.granularity = PAPI_GRN_THR;
+    int thr = PAPI_set_opt(PAPI_GRANUL, &opt);
+    opt.granularity.granularity = PAPI_GRN_SYS;
+    int sys = PAPI_set_opt(PAPI_GRANUL, &opt);
+    memset(&opt, 0, sizeof(opt));
+    opt.domain.eventset = set;
+    opt.domain.domain = PAPI_DOM_SUPERVISOR;
+    int supervisor = PAPI_set_opt(PAPI_DOMAIN, &opt);
+    opt.domain.domain = PAPI_DOM_USER;
+    int user = PAPI_set_opt(PAPI_DOMAIN, &opt);
+    long long v = 0;
+    int s = PAPI_start(set);
+    spin();
+    int t = PAPI_stop(set, &v);
+    printf("options add %d thr %d sys %d supervisor %d user %d start %d stop %d count %lld\n", a,
+           thr, sys, supervisor, user, s, t, v);
+}
+
 int main(int argc, char **argv)
 {
     int r = PAPI_library_init(PAPI_VER_CURRENT);
@@ -111,6 +138,8 @@ int main(int argc, char **argv)
             add(argv[i]);
     else if (argc > 3 && !strcmp(argv[1], "pair"))
         pair(argv[2], argv[3]);
+    else if (argc > 2 && !strcmp(argv[1], "options"))
+        options(argv[2]);
     else if (argc > 3 && !strcmp(argv[1], "attach"))
         attach(atoi(argv[2]), argv[3]);
     else
