@@ -74,8 +74,9 @@ fn a_pmu_that_filters_no_level_counts_in_the_default_domain() {
     assert_eq!(field(&found["msr/tsc/u"], "add"), -7);
 }
 
-/// What libpfm4 encodes: `NAME -> (config, codes)`, or the error it gives.
-fn libpfm4_encodings(args: &[String]) -> BTreeMap<String, Result<(u64, u32), String>> {
+/// Builds `tests/c/pfm_uncore.c` against libpfm4 and runs it with `args`, libpfm4 encoding
+/// the PMUs this machine lacks; its output.
+fn pfm_uncore(args: &[String]) -> String {
     let dir = std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("pfm_uncore");
@@ -98,7 +99,12 @@ fn libpfm4_encodings(args: &[String]) -> BTreeMap<String, Result<(u64, u32), Str
         .output()
         .unwrap();
     assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What libpfm4 encodes: `NAME -> (config, codes)`, or the error it gives.
+fn libpfm4_encodings(args: &[String]) -> BTreeMap<String, Result<(u64, u32), String>> {
+    pfm_uncore(args)
         .lines()
         .filter_map(|line| {
             let mut words = line.splitn(3, ' ');
@@ -151,6 +157,51 @@ fn config_of(terms: &str) -> Option<u64> {
         config |= value << shift;
     }
     Some(config)
+}
+
+/// The table of libpfm4's uncore PMUs (`src/uncore_pmus.rs`, written from libpfm4's sources)
+/// names exactly the PMUs libpfm4 has of each family: every box, and no other. Oracle:
+/// libpfm4 4.13's own list (`pfm_get_pmu_info`, its uncore PMUs).
+#[test]
+fn the_uncore_table_names_libpfm4s_pmus() {
+    if !Path::new("/usr/include/perfmon/pfmlib.h").is_file() {
+        skip!(
+            Need::Tools,
+            "libpfm4's header is not installed (apt-get install libpfm4-dev)"
+        );
+    }
+    let listed = pfm_uncore(&["-l".to_string()]);
+    let theirs: std::collections::BTreeSet<&str> = listed.lines().collect();
+    let mut ours = std::collections::BTreeSet::new();
+    let mut families = Vec::new();
+    for (_, model_families) in papi::uncore_pmus::MODELS {
+        for b in papi::uncore_pmus::boxes(model_families) {
+            ours.insert(b.libpfm4_name());
+        }
+        families.extend(model_families.iter().map(|f| f.libpfm4));
+    }
+    // (Cascade Lake-X shares Skylake-X's families.)
+    families.sort_unstable();
+    families.dedup();
+    // libpfm4's PMUs of the families listed: a family's name and a box number, or the name.
+    let of_families: std::collections::BTreeSet<String> = theirs
+        .iter()
+        .filter(|name| {
+            families.iter().any(|f| {
+                name.strip_prefix(f)
+                    .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+            })
+        })
+        .map(|n| n.to_string())
+        .collect();
+    println!(
+        "libpfm4 has {} uncore PMUs; {} of the {} families mapped, ours {}",
+        theirs.len(),
+        of_families.len(),
+        families.len(),
+        ours.len()
+    );
+    assert_eq!(ours, of_families);
 }
 
 /// Every libpfm4 uncore event of the models mapped that our table also has, on one box of

@@ -1,7 +1,8 @@
 /* libpfm4's encodings of its uncore PMUs' events, the oracle of tests/uncore.rs: for each
  * PMU named on the command line (`skx_unc_imc0`), every event and every unit mask of it (an
  * argument with `::` is one event, encoded as given), encoded by libpfm4 itself
- * (pfm_get_os_event_encoding, PFM_OS_NONE: the raw config).
+ * (pfm_get_os_event_encoding, PFM_OS_NONE: the raw config); with `-l`, the names of all its
+ * uncore PMUs.
  * Run with LIBPFM_ENCODE_INACTIVE=1, which makes libpfm4 encode events of PMUs this machine
  * lacks. One line each: `NAME CONFIG COUNT` (the encoding's first code in hex and how many
  * codes it has; a second or third code is a filter register), or `NAME error TEXT`. */
@@ -30,6 +31,17 @@ int main(int argc, char **argv)
     if (pfm_initialize() != PFM_SUCCESS) {
         fprintf(stderr, "pfm_initialize failed\n");
         return 1;
+    }
+    /* `-l`: the name of every uncore PMU libpfm4 has, one a line. */
+    if (argc == 2 && !strcmp(argv[1], "-l")) {
+        for (int p = 0; p < PFM_PMU_MAX; p++) {
+            pfm_pmu_info_t pinfo;
+            memset(&pinfo, 0, sizeof(pinfo));
+            pinfo.size = sizeof(pinfo);
+            if (pfm_get_pmu_info(p, &pinfo) == PFM_SUCCESS && pinfo.type == PFM_PMU_TYPE_UNCORE)
+                printf("%s\n", pinfo.name);
+        }
+        return 0;
     }
     for (int a = 1; a < argc; a++) {
         /* A whole event name (`PMU::EVENT:UMASK:QUALIFIER`): encoded as given. */
