@@ -339,9 +339,13 @@ fn listed(library: &Library) -> Vec<String> {
     let Some(model) = library.chosen.context.model.as_deref() else {
         return Vec::new();
     };
+    let present = present_boxes(library);
+    if present.is_empty() {
+        return Vec::new();
+    }
     let table = library.chosen.context.database.uncore_table(model);
     let mut events = Vec::new();
-    for the_box in present_boxes(library) {
+    for the_box in present {
         let pmu = the_box.libpfm4_name();
         let mut last = "";
         for event in table.iter().filter(|e| e.pmu == the_box.family.database) {

@@ -188,7 +188,17 @@ pub fn boxes(families: &'static [UncoreFamily]) -> impl Iterator<Item = UncoreBo
 /// The box libpfm4 names `pmu` (`skx_unc_imc0`, in any case, as libpfm4 matches PMU names)
 /// among `families`.
 pub fn find_box(families: &'static [UncoreFamily], pmu: &str) -> Option<UncoreBox> {
-    boxes(families).find(|b| b.libpfm4_name().eq_ignore_ascii_case(pmu))
+    let of_family = |f: &UncoreFamily| {
+        pmu.get(..f.libpfm4.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(f.libpfm4))
+    };
+    // Only the families whose name starts `pmu` are spelled out, box by box.
+    families
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| of_family(f))
+        .flat_map(|(i, _)| boxes(&families[i..=i]))
+        .find(|b| b.libpfm4_name().eq_ignore_ascii_case(pmu))
 }
 
 /// Whether `pmu` is one of libpfm4's uncore PMUs listed here, on any model.
