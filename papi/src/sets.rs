@@ -543,8 +543,12 @@ pub fn state(handle: i32) -> Result<i32, i32> {
 }
 
 /// `PAPI_num_cmp_hwctrs`: as PAPI 7.0's, `PAPI_ECMP` for an index past the components and
-/// 0 before initialisation (PAPI reads its components' still empty descriptions).
+/// 0 before initialisation (PAPI reads its components' still empty descriptions); the uncore
+/// component's its description's.
 pub fn num_counters(cidx: i32) -> i32 {
+    if cidx == crate::uncore::CIDX {
+        return crate::uncore::counters();
+    }
     if cidx != 0 {
         return crate::codes::ECMP;
     }

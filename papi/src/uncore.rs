@@ -310,6 +310,14 @@ pub fn init() {
     });
 }
 
+/// `PAPI_num_cmp_hwctrs` of the component: its description's counters (none are counted
+/// here, as Debian's PAPI 7.0 answers for its disabled component: 0).
+pub fn counters() -> i32 {
+    INFO.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .map_or(0, |info| info.num_cntrs)
+}
+
 /// Ends the component (at `PAPI_shutdown`).
 pub fn shutdown() {
     *INFO.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -35,6 +35,7 @@ static void component(void)
     printf("default_granularity %d\n", c->default_granularity);
     printf("available_granularities %d\n", c->available_granularities);
     printf("cpu %d\n", c->cpu);
+    printf("hwctrs %d\n", PAPI_num_cmp_hwctrs(cidx));
     int code = PAPI_NATIVE_MASK, n = 0;
     int r = PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, cidx);
     while (r == PAPI_OK) {
