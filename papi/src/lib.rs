@@ -30,3 +30,5 @@ pub mod sets;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod topology;
+pub mod uncore;
+pub mod uncore_pmus;

@@ -152,6 +152,16 @@ impl PapiSet {
 
     /// Whom the set counts.
     pub fn target(&self) -> Target {
+        // An uncore set counts one CPU, every process there: its events' `cpu` qualifier's,
+        // else `PAPI_CPU_ATTACH`'s, else the first of its box's cpumask (as perf opens it).
+        if self.component == UNCORE_COMPONENT {
+            let cpu = self
+                .event_cpu()
+                .or(self.cpu)
+                .or_else(|| self.events.iter().find_map(|(_, _, p)| p.system_cpu))
+                .unwrap_or(0);
+            return Target::Cpu(cpu);
+        }
         // An event's `cpu` qualifier is where the set counts: every process there for a set
         // of the CPU, the thread alone while it runs there otherwise (as PAPI 7.0 opens it).
         // (Attached and inherited sets take no `cpu` qualifier: sets::add_event.)
@@ -192,7 +202,9 @@ impl PapiSet {
     /// The backend names of `names` in the set's domain: `:u` appended for user mode alone,
     /// `:k` for kernel mode alone (perf's and libpfm4's modifiers), as given otherwise (the
     /// backend's default counts both). A name that gives its own levels (`perf::CS:u=0`)
-    /// keeps them, as an event's qualifiers win over the set's domain in PAPI 7.0.
+    /// keeps them, as an event's qualifiers win over the set's domain in PAPI 7.0; one of a
+    /// PMU that filters no level (`msr/tsc/`, an uncore box: [`names::counts_every_level`])
+    /// is as given, since the kernel refuses such a PMU any level.
     pub fn in_domain<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let suffix = match self.domain & (DOM_USER | DOM_KERNEL) {
             DOM_USER => ":u",
@@ -202,7 +214,7 @@ impl PapiSet {
         names
             .into_iter()
             .map(|n| {
-                if suffix.is_empty() || names::gives_levels(n) {
+                if suffix.is_empty() || names::gives_levels(n) || names::counts_every_level(n) {
                     n.to_string()
                 } else {
                     format!("{n}{suffix}")
@@ -278,7 +290,11 @@ impl Library {
 }
 
 /// The index of the `sde` component (software-defined events), after the backend's.
-pub const SDE_COMPONENT: i32 = 1;
+pub const SDE_COMPONENT: i32 = UNCORE_COMPONENT + 1;
+
+/// The index of the `perf_event_uncore` component, after the backend's, as PAPI 7.0 numbers
+/// it.
+pub const UNCORE_COMPONENT: i32 = 1;
 
 static LIBRARY: Mutex<Option<Library>> = Mutex::new(None);
 
@@ -358,6 +374,11 @@ fn component_name(backend: &str) -> &str {
     }
 }
 
+/// The environment variable naming the CPU model whose events libpapi's names resolve
+/// against, instead of this machine's (a database id, `skx`, or perf's signature,
+/// `GenuineIntel-6-55-4`), as the command's `--cpu-model`: read at `PAPI_library_init`.
+pub const CPU_MODEL_VAR: &str = "COUNTERHAL_CPU_MODEL";
+
 /// `PAPI_library_init`.
 pub fn library_init(version: i32) -> i32 {
     if version != VER_CURRENT {
@@ -367,7 +388,11 @@ pub fn library_init(version: i32) -> i32 {
     if guard.is_some() {
         return VER_CURRENT;
     }
-    let chosen = match facade::open_default(None) {
+    let setup = match std::env::var(CPU_MODEL_VAR) {
+        Ok(model) if !model.is_empty() => facade::Setup::new().cpu_model(&model),
+        _ => facade::Setup::new(),
+    };
+    let chosen = match setup.open() {
         Ok(chosen) => chosen,
         Err(_) => return ESYS,
     };

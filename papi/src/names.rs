@@ -29,6 +29,9 @@ pub struct Native {
     /// The event's index in the `powercap` component's (`powercap:::ENERGY_UJ:ZONE0`);
     /// `None` for other events.
     pub powercap: Option<u32>,
+    /// Whether it is an event of the `perf_event_uncore` component
+    /// (`skx_unc_imc0::UNC_M_CAS_COUNT:RD`).
+    pub uncore: bool,
 }
 
 /// Whether a backend name gives its privilege levels itself (`u`, `k`, `h` in any form):
@@ -42,6 +45,37 @@ pub fn gives_levels(backend_name: &str) -> bool {
         ) => modifiers.has_levels(),
         Err(_) => false,
     }
+}
+
+/// The kernel's PMU directory, where the PMUs' `type`, `cpumask` and `format/` are.
+pub const PMU_DEVICES: &str = "/sys/bus/event_source/devices";
+
+/// The software PMUs the kernel lists beside the hardware ones; they filter privilege levels
+/// as the core PMU does.
+const SOFTWARE_PMUS: [&str; 5] = ["software", "tracepoint", "breakpoint", "kprobe", "uprobe"];
+
+/// Whether a backend name in perf's PMU syntax (`msr/tsc/`, `uncore_imc_0/event=0x4/`) names a
+/// PMU that filters no privilege level: one in the kernel's PMU directory that is neither a
+/// core PMU (`cpu`, or one with a `cpus` file, as perf's `is_pmu_core` finds them) nor a
+/// software one. The kernel's msr, power (RAPL) and uncore drivers declare
+/// `PERF_PMU_CAP_NO_EXCLUDE` (arch/x86/events/msr.c, rapl.c, intel/uncore.c) and refuse any
+/// `exclude_*` bit, so the set's domain does not apply to such a name, as PAPI 7.0's
+/// perf_event_uncore component opens every event at all levels.
+pub fn counts_every_level(backend_name: &str) -> bool {
+    match counterhal_events::parse_event(backend_name) {
+        Ok(counterhal_events::ParsedEvent::PmuTerms { pmu, .. }) => pmu_filters_no_level(&pmu),
+        _ => false,
+    }
+}
+
+/// Whether PMU `pmu` of the kernel's PMU directory filters no privilege level (see
+/// [`counts_every_level`]).
+pub fn pmu_filters_no_level(pmu: &str) -> bool {
+    let dir = std::path::Path::new(PMU_DEVICES).join(pmu);
+    pmu != "cpu"
+        && !SOFTWARE_PMUS.contains(&pmu)
+        && dir.join("type").is_file()
+        && !dir.join("cpus").exists()
 }
 
 /// The preset index of `name`, if it is one of PAPI 7.0's 108: `PAPI_` as written, the rest
@@ -124,6 +158,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 placement: Placement::default(),
                 sde: None,
                 powercap: None,
+                uncore: false,
             });
         }
     } else {
@@ -142,6 +177,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                     placement: Placement::default(),
                     sde: None,
                     powercap: None,
+                    uncore: false,
                 });
             }
         }
@@ -163,6 +199,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 placement: Placement::default(),
                 sde: None,
                 powercap: None,
+                uncore: false,
             });
         }
     }

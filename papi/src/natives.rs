@@ -30,6 +30,9 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     if let Some(rest) = crate::powercap::strip(name) {
         return crate::powercap::code_of(library, rest);
     }
+    if let Some(code) = crate::uncore::code_of(library, name) {
+        return code;
+    }
     if library.component.disabled != 0 {
         return Err(ENOEVNT);
     }
@@ -91,6 +94,7 @@ fn register(
         placement,
         sde: None,
         powercap: None,
+        uncore: false,
     });
     names::native_code(library.natives.len() - 1)
 }
@@ -359,6 +363,9 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 if native.powercap.is_some() {
                     crate::powercap::describe(&mut info);
                 }
+                if native.uncore {
+                    crate::uncore::describe(&mut info);
+                }
             }
             None if is_preset_code(code) => return Err(empty_preset_slot(code)),
             // PAPI 7.0: a code of no kind (neither preset, native nor user-defined) is
@@ -378,6 +385,9 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
     }
     if cidx == crate::powercap::CIDX {
         return with(|library| crate::powercap::enumerate(library, code, modifier));
+    }
+    if cidx == crate::uncore::CIDX {
+        return with(|library| crate::uncore::enumerate(library, code, modifier));
     }
     if cidx != 0 {
         return Err(ENOCMP);

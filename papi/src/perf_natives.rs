@@ -33,6 +33,10 @@ pub struct Placement {
     pub exclusive: bool,
     /// `cpu=N`: counted on CPU N.
     pub cpu: Option<u32>,
+    /// For an event of a PMU that counts a whole CPU (an uncore box), the CPU it counts on
+    /// where neither its `cpu` qualifier nor the set names one: the first of the PMU's
+    /// `cpumask`, as perf opens it.
+    pub system_cpu: Option<u32>,
 }
 
 /// A `perf::` name read.
@@ -326,7 +330,8 @@ mod tests {
             Placement {
                 pinned: true,
                 exclusive: true,
-                cpu: Some(1)
+                cpu: Some(1),
+                system_cpu: None,
             }
         );
         // Software events take no `h` and no `precise`; values out of range.

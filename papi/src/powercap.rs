@@ -323,6 +323,7 @@ fn register(library: &mut Library, index: u32) -> Result<i32, i32> {
         placement: Default::default(),
         sde: None,
         powercap: Some(index),
+        uncore: false,
     });
     Ok(names::native_code(library.natives.len() - 1))
 }

@@ -128,6 +128,7 @@ fn register(library: &mut Library, api: &Api, id: u32) -> Result<i32, i32> {
         placement: Default::default(),
         sde: Some(id),
         powercap: None,
+        uncore: false,
     });
     Ok(names::native_code(library.natives.len() - 1))
 }

@@ -194,12 +194,18 @@ pub fn set_domain_or_granularity(
         if granularity.is_some_and(|g| !(GRN_THR..=GRN_SYS_CPU).contains(&g)) {
             return Err(EINVAL);
         }
-        let available = library.component.available_domains;
         let set = usize::try_from(handle)
             .ok()
             .and_then(|i| library.sets.get_mut(i))
             .and_then(Option::as_mut)
             .ok_or(ENOEVST)?;
+        // The set's component's domains and granularities: the uncore component's own.
+        let uncore = set.component == crate::uncore::CIDX;
+        let available = if uncore {
+            crate::uncore::AVAILABLE_DOMAINS
+        } else {
+            library.component.available_domains
+        };
         if let Some(d) = domain {
             // Then the set, its component, the component's domains (PAPI_DOM_ALL meaning all
             // of them), then whether it runs.
@@ -223,7 +229,8 @@ pub fn set_domain_or_granularity(
             // PAPI_GRN_PROC, PAPI_GRN_PROCG and PAPI_GRN_SYS_CPU are outside them:
             // PAPI_EINVAL, as PAPI's.
             set.assigned()?;
-            if g != GRN_THR && g != GRN_SYS {
+            // (The uncore component takes the whole CPU alone.)
+            if g != GRN_SYS && (uncore || g != GRN_THR) {
                 return Err(EINVAL);
             }
             if set.state & RUNNING != 0 {

@@ -79,13 +79,21 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         }
         let name = crate::natives::backend_name_of(library, code)?;
         let placement = crate::natives::placement_of(library, code);
-        if library.component.disabled != 0 {
+        let uncore = crate::uncore::owns_event(library, code);
+        // (An uncore name listed without an event of its own: no unit mask given.)
+        if library.component.disabled != 0 && !uncore || name.is_empty() {
             return Err(ENOEVNT);
         }
         let set = library.sets[index].as_mut().ok_or(EBUG)?;
         // A set holds one component's events (PAPI 7.0: PAPI_EINVAL).
-        if Own::of(set).is_some() {
+        // (An uncore event beside another component's, or another's beside uncore events.)
+        if set.component >= 0
+            && (Own::of(set).is_some() || (set.component == crate::uncore::CIDX) != uncore)
+        {
             return Err(EINVAL);
+        }
+        if uncore {
+            crate::uncore::tie(set)?;
         }
         if set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ECNFLCT);
@@ -535,8 +543,12 @@ pub fn state(handle: i32) -> Result<i32, i32> {
 }
 
 /// `PAPI_num_cmp_hwctrs`: as PAPI 7.0's, `PAPI_ECMP` for an index past the components and
-/// 0 before initialisation (PAPI reads its components' still empty descriptions).
+/// 0 before initialisation (PAPI reads its components' still empty descriptions); the uncore
+/// component's its description's.
 pub fn num_counters(cidx: i32) -> i32 {
+    if cidx == crate::uncore::CIDX {
+        return crate::uncore::counters();
+    }
     if cidx != 0 {
         return crate::codes::ECMP;
     }

@@ -21,5 +21,6 @@ mod sde;
 mod side_by_side;
 mod suite;
 mod tools;
+mod uncore;
 mod unit_masks;
 mod utilities;

@@ -62,7 +62,8 @@ fn energy_and_limits_read_as_papis_powercap_component() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let cidx = 2;
+    // After the core, uncore and sde components.
+    let cidx = papi::powercap::CIDX;
     let mut expected = vec![format!(
         "component powercap: Linux powercap energy measurements, disabled 0, native 8, \
          domain 0xf, granularity 0x8"

@@ -139,7 +139,8 @@ pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_in
     OK
 }
 
-/// `PAPI_num_components`: the backend's, `sde` and `sysdetect`.
+/// `PAPI_num_components`: the backend's, `perf_event_uncore`, `sde`, `powercap` and
+/// `sysdetect`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_components() -> c_int {
     crate::devices::COMPONENTS
@@ -160,6 +161,9 @@ pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
 fn component(cidx: c_int) -> *const ComponentInfo {
     if cidx == crate::powercap::CIDX {
         return crate::powercap::info();
+    }
+    if cidx == crate::uncore::CIDX {
+        return crate::uncore::info();
     }
     match library::component(cidx) {
         // Before initialisation: the sde component as PAPI lists its compiled-in ones.
@@ -197,12 +201,14 @@ pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int 
     ENOCMP
 }
 
-/// `PAPI_get_event_component`: 0 for every event.
+/// `PAPI_get_event_component`: the component of an event of `sde`, `powercap` or
+/// `perf_event_uncore`, 0 for every other event.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_event_component(event: c_int) -> c_int {
     match crate::names::decode(event) {
         Some(_) => crate::sde::event_component(event)
             .or_else(|| crate::powercap::event_component(event))
+            .or_else(|| crate::uncore::event_component(event))
             .unwrap_or(0),
         None => ENOEVNT,
     }
@@ -226,6 +232,9 @@ pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
 pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
     if cidx == 0 {
         return sets::assign_component(event_set);
+    }
+    if cidx == crate::uncore::CIDX {
+        return crate::uncore::assign(event_set);
     }
     if let Some(own) = crate::own::Own::of_component(cidx) {
         return own.assign(event_set);

@@ -105,6 +105,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
         let _ = library::THREAD_ID.set(|| threads::own_id());
         threads::know_this_thread();
         crate::sde::init();
+        crate::uncore::init();
         crate::powercap::init();
         crate::components::fill_component_zero();
     }
@@ -116,6 +117,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
 pub extern "C" fn PAPI_shutdown() {
     crate::sde::shutdown();
     crate::powercap::shutdown();
+    crate::uncore::shutdown();
     library::shutdown();
     threads::forget_threads();
 }
