@@ -119,7 +119,7 @@ fn system_granularity_counts_the_callers_cpu() {
     );
 
     // As nobody, at this machine's perf_event_paranoid.
-    if !is_root() {
+    if !crate::common::is_root() {
         skip!(
             Need::Privilege,
             "running the PAPI program as nobody needs root to drop to that user"
@@ -143,13 +143,4 @@ fn system_granularity_counts_the_callers_cpu() {
     let theirs = lines(as_nobody(false));
     let privileged = theirs.contains(&"after a component: add 0".to_owned());
     compare(theirs, lines(as_nobody(true)), privileged);
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            == Some("0")
-    })
 }

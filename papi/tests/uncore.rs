@@ -41,16 +41,6 @@ fn uncore_program() -> PathBuf {
     c_program("uncore", "real", Path::new("/usr/include"), true)
 }
 
-/// Whether this process is root (mounting a tree needs it).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            == Some("0")
-    })
-}
-
 /// A PMU that filters no privilege level (the kernel's msr PMU: arch/x86/events/msr.c declares
 /// `PERF_PMU_CAP_NO_EXCLUDE`) counts in a set of the default domain (`PAPI_DOM_USER`): the
 /// set's domain is not turned into an exclude bit the kernel would refuse. Oracle: the kernel,
@@ -431,7 +421,7 @@ shift 2; exec "$@""#;
 #[test]
 fn an_uncore_event_counts_on_a_made_imc_box() {
     system_papi_or_skip!();
-    if !is_root() {
+    if !crate::common::is_root() {
         skip!(Need::Privilege, "mounting a PMU tree needs root");
     }
     let Some(devices) = made_tree() else {
@@ -612,7 +602,7 @@ fn papis_own_uncore_tests_pass_on_a_made_box() {
             "PAPI 7.0's tests are not installed (apt-get install papi-examples)"
         );
     }
-    if !is_root() {
+    if !crate::common::is_root() {
         skip!(Need::Privilege, "mounting a PMU tree needs root");
     }
     let Some(devices) = made_tree() else {

@@ -112,3 +112,14 @@ pub fn run(program: &Path, args: &[&str], ours: bool) -> Output {
     }
     command.output().expect("the program runs")
 }
+
+/// Whether this process runs as root (its real user id in /proc/self/status): mounting a PMU
+/// tree and dropping to another user need it.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            == Some("0")
+    })
+}
