@@ -348,6 +348,23 @@ const EXTENDED_SELECT: u64 = 1 << 21;
 /// put some bank groups' unit masks (`UNC_M_RD_CAS_RANK0:BANKG1` is 0x120b0 there).
 const UNIT_MASK_BITS: u64 = 0xf_ff00;
 
+/// The made tree's PMU directory ([`made_tree`]), or the test skipped with why: mounting it
+/// needs root, and the made box borrows the msr PMU's type.
+macro_rules! made_tree_or_skip {
+    () => {{
+        if !crate::common::is_root() {
+            skip!(Need::Privilege, "mounting a PMU tree needs root");
+        }
+        match made_tree() {
+            Some(devices) => devices,
+            None => skip!(
+                Need::System,
+                "no msr PMU here to lend the made box its type"
+            ),
+        }
+    }};
+}
+
 /// A devices folder holding this machine's PMUs and a made `uncore_imc_0`: the type of the
 /// msr PMU (whose event 0 is the TSC), a cpumask of CPU 0 and the format of the Intel IMC
 /// boxes (arch/x86/events/intel/uncore_snbep.c, Linux 6.12: `snbep_uncore_formats_attr` and
@@ -421,15 +438,7 @@ shift 2; exec "$@""#;
 #[test]
 fn an_uncore_event_counts_on_a_made_imc_box() {
     system_papi_or_skip!();
-    if !crate::common::is_root() {
-        skip!(Need::Privilege, "mounting a PMU tree needs root");
-    }
-    let Some(devices) = made_tree() else {
-        skip!(
-            Need::System,
-            "no msr PMU here to lend the made box its type"
-        );
-    };
+    let devices = made_tree_or_skip!();
     let program = uncore_program();
     let program = program.to_str().unwrap();
     let good = "skx_unc_imc0::UNC_M_CLOCKTICKS";
@@ -602,15 +611,7 @@ fn papis_own_uncore_tests_pass_on_a_made_box() {
             "PAPI 7.0's tests are not installed (apt-get install papi-examples)"
         );
     }
-    if !crate::common::is_root() {
-        skip!(Need::Privilege, "mounting a PMU tree needs root");
-    }
-    let Some(devices) = made_tree() else {
-        skip!(
-            Need::System,
-            "no msr PMU here to lend the made box its type"
-        );
-    };
+    let devices = made_tree_or_skip!();
     let dir = devices.with_extension("programs");
     std::fs::create_dir_all(&dir).unwrap();
     let processor = |n: usize| {
