@@ -9,7 +9,8 @@
 //! exporter's own counters), [`http`] (connections and their bounds), [`table`] (what the
 //! connections share), [`request`] (one request: its head, its route, its answer) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
-//! exporter-toolkit's format).
+//! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
+//! verified).
 
 mod counting;
 mod discovery;
@@ -20,6 +21,7 @@ mod http;
 mod request;
 mod rules;
 mod table;
+mod users;
 mod web;
 
 use std::net::SocketAddr;

@@ -1,0 +1,131 @@
+//! `basic_auth_users` of `--web.config.file`: the users and their bcrypt hashes, and the
+//! passwords verified so far.
+//!
+//! A password that checked is remembered with the hash it was checked
+//! against, as the toolkit keys its cache by user, hash and password: a check that was
+//! running while the file changed can never vouch for the password under a new hash.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use base64::Engine as _;
+
+/// A bcrypt hash of no user's password, checked when the user named is not configured so
+/// that a wrong name costs as long as a wrong password (made by glibc's crypt(3)).
+const DUMMY_HASH: &str = "$2y$10$Kq3vT9xW2mL8pR4sN6bYcO/NQj/Wy9DKet9a6TAd2D8a5WII1gm9C";
+
+/// The users of one reading of the file and their bcrypt hashes; none: no authentication.
+#[derive(Default)]
+pub struct Users(HashMap<String, String>);
+
+impl Users {
+    /// Whether no user is configured (no authentication).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds `user` with `hash`, once it is checked to be a bcrypt hash.
+    ///
+    /// # Errors
+    /// `hash` is no bcrypt hash, said with what would be right (the error starts with the
+    /// key, `basic_auth_users.USER`).
+    pub fn add(&mut self, user: String, hash: String) -> Result<(), String> {
+        if bcrypt::verify("", &hash).is_err() {
+            return Err(format!(
+                "basic_auth_users.{user} is not a bcrypt hash (e.g. what \
+                 `htpasswd -nBC 10 \"\" | tr -d ':\\n'` prints)"
+            ));
+        }
+        self.0.insert(user, hash);
+        Ok(())
+    }
+}
+
+/// The passwords verified so far: each user's last good password, with the hash it was
+/// verified against (bcrypt is slow by design). One entry a user, forgotten when the file is
+/// read again, so it holds no more than the users configured.
+#[derive(Default)]
+pub struct Verified(Mutex<HashMap<String, (String, String)>>);
+
+impl Verified {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, String)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Forgets every password verified.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Whether `authorization` (a request's `Authorization` header) names one of `users`
+    /// with the password of its hash. bcrypt runs outside every lock.
+    pub fn admits(&self, users: &Users, authorization: Option<&[u8]>) -> bool {
+        self.admits_with(users, authorization, || ())
+    }
+
+    /// [`admits`](Verified::admits), running `between` after the bcrypt check and before
+    /// its result is remembered (where the file may change; the tests' seam).
+    pub(super) fn admits_with(
+        &self,
+        users: &Users,
+        authorization: Option<&[u8]>,
+        between: impl FnOnce(),
+    ) -> bool {
+        let Some((user, password)) = authorization.and_then(basic_credentials) else {
+            return false;
+        };
+        let hash = users.0.get(&user);
+        if let Some(hash) = hash
+            && self
+                .lock()
+                .get(&user)
+                .is_some_and(|(h, p)| h == hash && *p == password)
+        {
+            return true;
+        }
+        let good =
+            bcrypt::verify(&password, hash.map_or(DUMMY_HASH, String::as_str)).unwrap_or(false);
+        between();
+        match hash {
+            Some(hash) if good => {
+                self.lock().insert(user, (hash.clone(), password));
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The user and password of a `Basic` authorization header.
+fn basic_credentials(header: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(header).ok()?.trim();
+    let (scheme, encoded) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_credentials_are_decoded() {
+        // "alice:s3cret:with colon" in base64 (RFC 7617: the password may hold colons).
+        let header = b"Basic YWxpY2U6czNjcmV0OndpdGggY29sb24=";
+        assert_eq!(
+            basic_credentials(header),
+            Some(("alice".to_string(), "s3cret:with colon".to_string()))
+        );
+        assert_eq!(basic_credentials(b"Bearer abc"), None);
+        assert_eq!(basic_credentials(b"Basic !!!"), None);
+    }
+}
