@@ -4,8 +4,10 @@
 //! scrapes with the right password and fails with a wrong one. The certificates are
 //! OpenSSL's and the users' hashes glibc's bcrypt (cli/tests/fixtures/tls/make).
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -23,6 +25,13 @@ fn fixtures() -> PathBuf {
 fn hash() -> String {
     let users = std::fs::read_to_string(fixtures().join("users.txt")).unwrap();
     users.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// The test user's hash with its cost (two digits) made `cost`: as well formed, and never
+/// computed by these tests past the fixture's own cost.
+fn hash_of_cost(cost: &str) -> String {
+    let hash = hash();
+    format!("{}{cost}{}", &hash[..4], &hash[6..])
 }
 
 /// A web configuration file with `text` in a folder of its own (`name`), removed when
@@ -97,6 +106,127 @@ fn value(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or(0.0)
+}
+
+/// What a server said of its web configuration.
+enum Said {
+    /// It serves (the line that says so).
+    Serves(String),
+    /// It ended without serving (all it said).
+    Refused(String),
+    /// It did neither in 20 s (what it said meanwhile).
+    Silent(String),
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Said::Serves(line) => write!(f, "serves ({line})"),
+            Said::Refused(said) => write!(f, "refused: {said}"),
+            Said::Silent(said) => write!(f, "said nothing in 20 s but: {said}"),
+        }
+    }
+}
+
+/// Starts `command` (a server, its standard error read line by line), waits for a line
+/// holding `serving` or for its end, then ends it.
+fn started(mut command: Command, serving: &str) -> Said {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("its standard error"));
+    let (lines, heard) = channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut said = Vec::new();
+    let verdict = loop {
+        match heard.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.contains(serving) => break Said::Serves(line),
+            Ok(line) => said.push(line),
+            Err(RecvTimeoutError::Disconnected) => break Said::Refused(said.join("\n")),
+            Err(RecvTimeoutError::Timeout) => break Said::Silent(said.join("\n")),
+        }
+    };
+    child.kill().ok();
+    child.wait().ok();
+    verdict
+}
+
+/// Each user's hash is judged when the file is read as exporter-toolkit judges it, by its
+/// form and cost and never computed (a cost-31 hash is no hang), but for what this server
+/// refuses on purpose: costs past htpasswd's 17, whose check no scrape would wait for, and
+/// `$2x$`, the mark of hashes made by crypt_blowfish's old bug, which bcrypt libraries check
+/// as `$2a$` and so get wrong.
+///
+/// Oracle: node_exporter 1.5 (exporter-toolkit's validateUsers, at start-up), the same file
+/// through both; the hashes are glibc's crypt(3) (the fixture's) and edits of it.
+#[test]
+fn bcrypt_hashes_are_judged_when_read_as_node_exporter_judges_them() {
+    serve_or_skip!();
+    let node_exporter = "prometheus-node-exporter";
+    if Command::new(node_exporter)
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip!(
+            Need::Tools,
+            "Debian's prometheus-node-exporter is not installed"
+        );
+    }
+    let hash = hash();
+    let cases: [(String, Option<&str>); 10] = [
+        (hash.clone(), None),
+        (hash_of_cost("17"), None),
+        (
+            hash_of_cost("18"),
+            Some("has bcrypt cost 18: this server takes 4 to 17"),
+        ),
+        (
+            hash_of_cost("31"),
+            Some("has bcrypt cost 31: this server takes 4 to 17"),
+        ),
+        (hash_of_cost("03"), None),
+        (hash_of_cost("1x"), None),
+        (hash.replacen("$2y$", "$3a$", 1), None),
+        (
+            hash.replacen("$2y$", "$2x$", 1),
+            Some("is not a bcrypt hash: $2a$, $2b$ or $2y$"),
+        ),
+        (hash[..40].to_string(), None),
+        ("plain".to_string(), None),
+    ];
+    for (hash, on_purpose) in cases {
+        let web = WebFile::new("hashes", &format!("basic_auth_users:\n  alice: '{hash}'\n"));
+        let mut theirs = Command::new(node_exporter);
+        theirs.args([
+            "--collector.disable-defaults",
+            "--web.listen-address=127.0.0.1:0",
+        ]);
+        theirs.arg(format!("--web.config.file={}", web.arg()));
+        // Its "Listening on" comes before the users are judged; "TLS is disabled." after.
+        let theirs = started(theirs, "TLS is disabled.");
+        let mut ours = Command::new(bin());
+        ours.args(["serve", "--listen", "127.0.0.1:0", "-e", "task-clock"]);
+        ours.args(["--web.config.file", web.arg()]);
+        let ours = started(ours, "://");
+        match (&theirs, &ours, on_purpose) {
+            (Said::Serves(_), Said::Serves(_), None) => {}
+            (Said::Refused(_), Said::Refused(why), None)
+            | (Said::Serves(_), Said::Refused(why), Some(_))
+                if why.contains("basic_auth_users.alice")
+                    && on_purpose.is_none_or(|expected| why.contains(expected)) => {}
+            _ => panic!("{hash}: node_exporter {theirs}; counterhal {ours}"),
+        }
+    }
 }
 
 #[test]
@@ -295,6 +425,46 @@ fn the_file_is_read_again_when_it_changes() {
     // Turning TLS on takes a restart: refused, and the server still speaks HTTP.
     web.replace(&tls_config(""));
     assert_eq!(status(None), Some(429));
+}
+
+/// A user whose hash is past the cost bound, added to the file while it serves, is refused
+/// and the file read before keeps serving; one at the bound is taken without its hash being
+/// computed. Either way the connections that look at the file go on at once: none waits on
+/// bcrypt, which runs only for the requests of its own user.
+///
+/// Oracle: curl, the client; the hashes are glibc's crypt(3) (the fixture's, its cost
+/// edited); the bound is htpasswd's (`-C`, 4 to 17).
+#[test]
+fn a_costly_hash_added_to_the_file_stalls_no_connection() {
+    serve_or_skip!();
+    if !curl_installed() {
+        skip!(Need::Tools, "curl is not installed");
+    }
+    let users = |more: &str| format!("basic_auth_users:\n  prometheus: {}\n{more}", hash());
+    let web = WebFile::new("costly", &users(""));
+    let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
+    let url = format!("http://{}/metrics", exporter.address);
+    let answer = |user: Option<&str>| {
+        let args: Vec<&str> = user.map_or(Vec::new(), |u| vec!["-u", u]);
+        curl(&args, &url).1
+    };
+    let status = |text: &str| text.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok());
+    let text = answer(Some("prometheus:scrape-me"));
+    assert_eq!(status(&text), Some(200), "{text}");
+    // Cost 31: refused when read (computing it would take days); the users before stay.
+    web.replace(&users(&format!("  slow: {}\n", hash_of_cost("31"))));
+    let text = answer(Some("prometheus:scrape-me"));
+    assert_eq!(status(&text), Some(200), "after a cost-31 user: {text}");
+    let text = answer(Some("slow:scrape-me"));
+    assert_eq!(status(&text), Some(401), "the cost-31 user: {text}");
+    // Cost 17, the bound: taken (the header says the file was read) and not computed.
+    web.replace(&users(&format!(
+        "  patient: {}\nhttp_server_config:\n  headers:\n    X-Frame-Options: deny\n",
+        hash_of_cost("17")
+    )));
+    let text = answer(Some("prometheus:scrape-me"));
+    assert_eq!(status(&text), Some(200), "after a cost-17 user: {text}");
+    assert!(text.contains("X-Frame-Options: deny"), "{text}");
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! `basic_auth_users` of `--web.config.file`: the users and their bcrypt hashes, and the
 //! passwords verified so far.
 //!
-//! A password that checked is remembered with the hash it was checked
+//! A hash is checked for its form and cost when the file is read, and computed only when a
+//! request brings a password (as exporter-toolkit's `validateUsers` takes each hash's cost
+//! and no more): reading the file never runs bcrypt, so a slow hash slows only the requests
+//! of its own user. A password that checked is remembered with the hash it was checked
 //! against, as the toolkit keys its cache by user, hash and password: a check that was
 //! running while the file changed can never vouch for the password under a new hash.
 
@@ -9,6 +12,16 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use base64::Engine as _;
+
+/// The highest bcrypt cost taken: that of Apache's htpasswd, the tool the toolkit's
+/// documentation makes hashes with (`-C`: "valid: 4 to 17"; apr-util enforces 17 since
+/// 1.6.0). Each step doubles a check's time: 17 takes about 7 s on a 2-core machine
+/// (glibc's crypt takes 0.9 s at 14), longer than Prometheus' default scrape timeout, and
+/// 31 some days. The toolkit takes up to bcrypt's own 31, which no scrape could wait for.
+pub const MAX_COST: u32 = 17;
+
+/// bcrypt's lowest cost (the toolkit refuses a lower one too).
+const MIN_COST: u32 = 4;
 
 /// A bcrypt hash of no user's password, checked when the user named is not configured so
 /// that a wrong name costs as long as a wrong password (made by glibc's crypt(3)).
@@ -24,21 +37,43 @@ impl Users {
         self.0.is_empty()
     }
 
-    /// Adds `user` with `hash`, once it is checked to be a bcrypt hash.
+    /// Adds `user` with `hash`, once its form and cost are checked (bcrypt is not run).
     ///
     /// # Errors
-    /// `hash` is no bcrypt hash, said with what would be right (the error starts with the
-    /// key, `basic_auth_users.USER`).
+    /// `hash` is no bcrypt hash, or its cost is past [`MAX_COST`], said with what would be
+    /// right (the error starts with the key, `basic_auth_users.USER`).
     pub fn add(&mut self, user: String, hash: String) -> Result<(), String> {
-        if bcrypt::verify("", &hash).is_err() {
-            return Err(format!(
-                "basic_auth_users.{user} is not a bcrypt hash (e.g. what \
-                 `htpasswd -nBC 10 \"\" | tr -d ':\\n'` prints)"
-            ));
-        }
+        check_hash(&hash).map_err(|e| format!("basic_auth_users.{user} {e}"))?;
         self.0.insert(user, hash);
         Ok(())
     }
+}
+
+/// Checks that `hash` is a bcrypt hash this server verifies, without computing it:
+/// `$2a$`, `$2b$` or `$2y$`, a two-digit cost from 4 to [`MAX_COST`], and 53 characters of
+/// salt and hash in bcrypt's base64.
+fn check_hash(hash: &str) -> Result<(), String> {
+    let example = "e.g. what `htpasswd -nBC 10 \"\" | tr -d ':\\n'` prints";
+    let bytes = hash.as_bytes();
+    let formed = ["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p))
+        && bytes
+            .get(4..6)
+            .is_some_and(|c| c.iter().all(u8::is_ascii_digit))
+        && hash.parse::<bcrypt::HashParts>().is_ok();
+    if !formed {
+        return Err(format!(
+            "is not a bcrypt hash: $2a$, $2b$ or $2y$, a two-digit cost and 53 characters \
+             of salt and hash ({example})"
+        ));
+    }
+    let cost: u32 = hash[4..6].parse().unwrap_or(0);
+    if !(MIN_COST..=MAX_COST).contains(&cost) {
+        return Err(format!(
+            "has bcrypt cost {cost}: this server takes {MIN_COST} to {MAX_COST} (htpasswd's \
+             range; each step doubles the time a request's check takes) ({example})"
+        ));
+    }
+    Ok(())
 }
 
 /// The passwords verified so far: each user's last good password, with the hash it was

@@ -71,6 +71,10 @@ struct State {
     stamp: Stamp,
     config: Arc<WebConfig>,
     bucket: (f64, Instant),
+    /// The readings begun (each change seen starts one) and the latest of them installed:
+    /// a reading finished after a later one was installed is dropped.
+    begun: u64,
+    installed: u64,
 }
 
 /// What tells that the file changed: its modification time, size and inode.
@@ -98,6 +102,8 @@ impl WebConfigFile {
                 stamp,
                 config: Arc::new(config),
                 bucket: (f64::from(burst), Instant::now()),
+                begun: 0,
+                installed: 0,
             }),
             verified: Verified::default(),
         })
@@ -109,33 +115,43 @@ impl WebConfigFile {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The configuration now: read again when the file changed since it was last read; a
-    /// change that does not read (or turns TLS on or off) is reported and the one before
-    /// kept.
+    /// The configuration now: read again when the file changed since it was last looked at
+    /// (outside the lock, so that other connections go on with the configuration before
+    /// until it is read); a change that does not read (or turns TLS on or off) is reported
+    /// and the one before kept.
     pub fn current(&self) -> Arc<WebConfig> {
         let now = stamp(&self.path);
-        let mut state = self.lock();
-        if now != state.stamp {
+        let reading = {
+            let mut state = self.lock();
+            if now == state.stamp {
+                return Arc::clone(&state.config);
+            }
             state.stamp = now;
-            match read(&self.path) {
-                Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
-                    let _shown = crate::output::emit_to_stderr(&format!(
-                        "counterhal: {}: TLS is turned on or off by a restart; the \
-                         configuration read before stays\n",
-                        self.path.display()
-                    ));
-                }
-                Ok(config) => {
-                    let burst = config.rate.map_or(0, |(_, burst)| burst);
-                    state.config = Arc::new(config);
-                    self.verified.clear();
-                    state.bucket = (f64::from(burst), Instant::now());
-                }
-                Err(e) => {
-                    let _shown = crate::output::emit_to_stderr(&format!(
-                        "counterhal: {e}; the configuration read before stays\n"
-                    ));
-                }
+            state.begun += 1;
+            state.begun
+        };
+        let read = read(&self.path);
+        let mut state = self.lock();
+        match read {
+            _ if reading < state.installed => {}
+            Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
+                let _shown = crate::output::emit_to_stderr(&format!(
+                    "counterhal: {}: TLS is turned on or off by a restart; the \
+                     configuration read before stays\n",
+                    self.path.display()
+                ));
+            }
+            Ok(config) => {
+                let burst = config.rate.map_or(0, |(_, burst)| burst);
+                state.config = Arc::new(config);
+                state.installed = reading;
+                self.verified.clear();
+                state.bucket = (f64::from(burst), Instant::now());
+            }
+            Err(e) => {
+                let _shown = crate::output::emit_to_stderr(&format!(
+                    "counterhal: {e}; the configuration read before stays\n"
+                ));
             }
         }
         Arc::clone(&state.config)
