@@ -365,12 +365,29 @@ pub fn with_set<T>(
     })
 }
 
-/// The name of component 0: `perf_event` for the Linux backend (PAPI's name for its
-/// perf_event_open component), else the backend's own.
-fn component_name(backend: &str) -> &str {
+/// Fills component 0's names, description and versions for backend `backend`: for the Linux
+/// backend, PAPI 7.0's perf_event component's (`perf_event`, short `perf`, "Linux perf_event
+/// CPU counters", version 5.0, support version 4.0, as Debian's PAPI 7.0 answers
+/// `PAPI_get_component_info(0)`), which tools print and parse; for another backend, its name
+/// and counterhal's version.
+fn describe_component(info: &mut ComponentInfo, backend: &str) {
     match backend {
-        "linux" => "perf_event",
-        other => other,
+        "linux" => {
+            set_str(&mut info.name, "perf_event");
+            set_str(&mut info.short_name, "perf");
+            set_str(&mut info.description, "Linux perf_event CPU counters");
+            set_str(&mut info.version, "5.0");
+            set_str(&mut info.support_version, "4.0");
+        }
+        other => {
+            set_str(&mut info.name, other);
+            set_str(&mut info.short_name, other);
+            set_str(
+                &mut info.description,
+                &format!("counterhal's {other} backend"),
+            );
+            set_str(&mut info.version, env!("CARGO_PKG_VERSION"));
+        }
     }
 }
 
@@ -405,14 +422,7 @@ pub fn library_init(version: i32) -> i32 {
     let capabilities = chosen.backend.dyn_capabilities();
     let counters = hardware_counters(&chosen);
     let mut component = Box::new(component_info());
-    let name = component_name(chosen.backend.dyn_name());
-    set_str(&mut component.name, name);
-    set_str(&mut component.short_name, name);
-    set_str(
-        &mut component.description,
-        &format!("counterhal's {} backend", chosen.backend.dyn_name()),
-    );
-    set_str(&mut component.version, env!("CARGO_PKG_VERSION"));
+    describe_component(&mut component, chosen.backend.dyn_name());
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
@@ -476,12 +486,7 @@ pub fn component_before_init() -> &'static ComponentInfo {
     BEFORE.get_or_init(|| {
         let mut info = component_info();
         let backend = facade::native_backends().next().map_or("none", |r| r.name);
-        set_str(&mut info.name, component_name(backend));
-        set_str(&mut info.short_name, component_name(backend));
-        set_str(
-            &mut info.description,
-            &format!("counterhal's {backend} backend"),
-        );
+        describe_component(&mut info, backend);
         info
     })
 }
