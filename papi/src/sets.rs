@@ -7,36 +7,42 @@ use crate::codes::{
     EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    GRN_SYS, GRN_THR, Library, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED, Sampled, with,
-    with_handle, with_set,
+    GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING, STOPPED, Sampled, with, with_handle,
+    with_set,
 };
 use crate::names::{self, Code};
 use crate::own::Own;
 
+/// An empty set of thread `master` (PAPI's `master`), tied to no component, with no options:
+/// a new set, and what `PAPI_cleanup_eventset` leaves.
+fn empty_set(master: std::ffi::c_ulong) -> PapiSet {
+    PapiSet {
+        events: Vec::new(),
+        state: STOPPED,
+        group: None,
+        // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
+        domain: 0,
+        granularity: 0,
+        system_cpu: None,
+        attached: None,
+        master,
+        cpu: None,
+        inherit: false,
+        component: -1,
+        overflows: Vec::new(),
+        samplers: Vec::new(),
+        readings: Vec::new(),
+        own_counters: Vec::new(),
+        own_values: Vec::new(),
+        own_starts: Vec::new(),
+    }
+}
+
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
     with(|library| {
-        let set = PapiSet {
-            events: Vec::new(),
-            state: STOPPED,
-            group: None,
-            // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
-            domain: 0,
-            granularity: 0,
-            system_cpu: None,
-            attached: None,
-            // PAPI's `master`: the creating thread.
-            master: crate::library::thread_id(),
-            cpu: None,
-            inherit: false,
-            component: -1,
-            overflows: Vec::new(),
-            samplers: Vec::new(),
-            readings: Vec::new(),
-            own_counters: Vec::new(),
-            own_values: Vec::new(),
-            own_starts: Vec::new(),
-        };
+        // PAPI's `master`: the creating thread.
+        let set = empty_set(crate::library::thread_id());
         // The lowest handle free, one a destroyed set left included, as PAPI 7.0 numbers
         // them (papi_internal.c `add_EventSet`: the first empty slot of its table).
         let handle = match library.sets.iter().position(Option::is_none) {
@@ -229,21 +235,20 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_cleanup_eventset`.
+/// `PAPI_cleanup_eventset`: the set emptied and untied, as new but for its thread. As PAPI
+/// 7.0's (papi_internal.c `_papi_hwi_cleanup_eventset`), it leaves its component
+/// (`PAPI_assign_eventset_component` takes one again), multiplexing, overflows, domain,
+/// granularity, attached thread, CPU and inheritance; its counters are closed.
 pub fn cleanup_eventset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        set.events.clear();
-        set.own_counters.clear();
-        set.own_values.clear();
-        set.forget_counters();
-        set.state &= !(MULTIPLEXING | OVERFLOWING);
         for spec in set.overflows.drain(..) {
             crate::sde_watch::forget(spec.slot);
             crate::overflow::free_slot(spec.slot);
         }
+        *set = empty_set(set.master);
         Ok(OK)
     })
     .unwrap_or_else(|e| e)

@@ -3,8 +3,9 @@
 //! (event names and codes of all 108 presets, their short and long descriptions and
 //! categories, the errors of misuse, calls on sets before initialisation, handle numbers, the
 //! messages and the timers), running_sets.c (one running set per thread), attach_targets.c
-//! (attaching to missing and dead processes and to thread 0), names.c (how names are read)
-//! and errors.c (the error PAPI_perror prints after each call).
+//! (attaching to missing and dead processes and to thread 0), names.c (how names are read),
+//! errors.c (the error PAPI_perror prints after each call) and set_rules.c (what
+//! PAPI_cleanup_eventset leaves).
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -134,6 +135,48 @@ fn without_pmu(theirs: &str) -> Option<String> {
         ("[pmu] attached", "0") => "1",
         ("[pmu] overflow on the attached set", "0") => "-1",
         ("[pmu] detach", "-1") => "0",
+        _ => return None,
+    };
+    Some(format!("{label} = {ours}"))
+}
+
+/// `PAPI_cleanup_eventset` leaves a set as new, as PAPI 7.0's (tests/c/set_rules.c
+/// `cleanup` on both libraries): no component (`PAPI_start` is `PAPI_ENOCMP`), domain,
+/// granularity or multiplexing, so that `PAPI_assign_eventset_component` and
+/// `PAPI_set_multiplex` take it again, as papi_multiplex_cost does between its rounds. Where
+/// PAPI 7.0 has no core PMU to check multiplexing with (its `[pmu]` lines `PAPI_ENOEVNT`),
+/// ours must multiplex there ([`multiplexed_without_pmu`]).
+/// Oracle: Debian's PAPI 7.0.
+#[test]
+fn cleanup_leaves_a_set_as_new() {
+    system_papi_or_skip!();
+    let Some((theirs, ours)) = on_both("set_rules", &["cleanup"]) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    assert!(theirs.contains("start after cleanup = -17"), "{theirs}");
+    let pmu = !theirs.contains("[pmu] multiplex = -7");
+    compare(&theirs, &ours, |t, o| {
+        if pmu || !t.starts_with("[pmu]") {
+            return t == o;
+        }
+        multiplexed_without_pmu(t).is_some_and(|expected| o == expected)
+    });
+}
+
+/// Our line for PAPI 7.0's `[pmu]` line `theirs` of tests/c/set_rules.c `cleanup` on a
+/// machine without a core PMU, where PAPI's `PAPI_set_multiplex` fails its check
+/// (`PAPI_ENOEVNT`) and the set stays unmultiplexed: ours multiplexes (and adds to the
+/// multiplexed set) as PAPI does where the check opens. `None` for a line PAPI should not
+/// print there.
+fn multiplexed_without_pmu(theirs: &str) -> Option<String> {
+    let (label, answer) = theirs.rsplit_once(" = ")?;
+    let ours = match (label, answer) {
+        ("[pmu] multiplex" | "[pmu] multiplex again", "-7") => "0",
+        ("[pmu] multiplexed" | "[pmu] multiplexed again", "0") => "1",
+        ("[pmu] add multiplexed", "0") => "0",
         _ => return None,
     };
     Some(format!("{label} = {ours}"))

@@ -1,0 +1,75 @@
+/* Rules of event sets, as PAPI 7.0 has them; papi/tests/side_by_side.rs runs each mode against
+ * Debian's PAPI and ours and compares line by line.
+ * - "cleanup": PAPI_cleanup_eventset leaves a set as new (papi_internal.c
+ *   _papi_hwi_cleanup_eventset): no component (PAPI_start is PAPI_ENOCMP, and
+ *   PAPI_assign_eventset_component takes one again), no domain or granularity until then, no
+ *   multiplexing. Lines marked [pmu] are answers PAPI 7.0's perf_event component gives where
+ *   the kernel has a core PMU (its PAPI_set_multiplex opens a hardware event to check);
+ *   without one it answers PAPI_ENOEVNT there, and the test says what it compares then. */
+#include <stdio.h>
+#include <string.h>
+#include <papi.h>
+
+#define SHOW(what, value) printf("%s = %d\n", what, (int)(value))
+
+/* The set's domain (PAPI_DOMAIN) or granularity (PAPI_GRANUL), or PAPI's error. */
+static int option(int which, int set) {
+    PAPI_option_t o;
+    memset(&o, 0, sizeof o);
+    o.domain.eventset = set;
+    int r = PAPI_get_opt(which, &o);
+    if (r < 0)
+        return r;
+    return which == PAPI_DOMAIN ? o.domain.domain : o.granularity.granularity;
+}
+
+static int state(int set) {
+    int s = -1;
+    int r = PAPI_state(set, &s);
+    return r < 0 ? r : s;
+}
+
+static void cleanup(void) {
+    int set = PAPI_NULL;
+    long long value = 0;
+    SHOW("create", PAPI_create_eventset(&set));
+    SHOW("add", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("start", PAPI_start(set));
+    SHOW("stop", PAPI_stop(set, &value));
+    SHOW("cleanup", PAPI_cleanup_eventset(set));
+    SHOW("state after cleanup", state(set));
+    SHOW("events after cleanup", PAPI_num_events(set));
+    SHOW("domain after cleanup", option(PAPI_DOMAIN, set));
+    SHOW("granularity after cleanup", option(PAPI_GRANUL, set));
+    SHOW("start after cleanup", PAPI_start(set));
+    SHOW("assign after cleanup", PAPI_assign_eventset_component(set, 0));
+    SHOW("domain after assign", option(PAPI_DOMAIN, set));
+    SHOW("granularity after assign", option(PAPI_GRANUL, set));
+    SHOW("add after assign", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("start again", PAPI_start(set));
+    SHOW("stop again", PAPI_stop(set, &value));
+    SHOW("counted", value > 0);
+    SHOW("cleanup again", PAPI_cleanup_eventset(set));
+    /* papi_multiplex_cost's round: a multiplexed set cleaned up, assigned and multiplexed
+       again. */
+    SHOW("assign", PAPI_assign_eventset_component(set, 0));
+    SHOW("[pmu] multiplex", PAPI_set_multiplex(set));
+    SHOW("[pmu] multiplexed", PAPI_get_multiplex(set));
+    SHOW("[pmu] add multiplexed", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("cleanup multiplexed", PAPI_cleanup_eventset(set));
+    SHOW("multiplexed after cleanup", PAPI_get_multiplex(set));
+    SHOW("state of the multiplexed after cleanup", state(set));
+    SHOW("assign the multiplexed again", PAPI_assign_eventset_component(set, 0));
+    SHOW("[pmu] multiplex again", PAPI_set_multiplex(set));
+    SHOW("[pmu] multiplexed again", PAPI_get_multiplex(set));
+    SHOW("cleanup at the end", PAPI_cleanup_eventset(set));
+    SHOW("destroy", PAPI_destroy_eventset(&set));
+}
+
+int main(int argc, char **argv) {
+    if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
+        return 1;
+    if (argc > 1 && strcmp(argv[1], "cleanup") == 0)
+        cleanup();
+    return 0;
+}
