@@ -223,6 +223,17 @@ impl PapiSet {
             .collect()
     }
 
+    /// Whether an event placed at `placement` counts where the set's events count: a set has
+    /// one CPU binding, as a perf group has (perf_event_open(2) refuses, `EINVAL`, an event
+    /// on a CPU other than its group leader's, and PAPI 7.0's add answers `PAPI_EINVAL`): an
+    /// event's `cpu` qualifier, else the set's CPU (`PAPI_CPU_ATTACH`, `PAPI_GRN_SYS`), else
+    /// none (the thread wherever it runs), the same for every event.
+    pub fn binds_alike(&self, placement: &Placement) -> bool {
+        let bound = self.cpu.or(self.system_cpu);
+        let cpu = |p: &Placement| p.cpu.or(bound);
+        self.events.iter().all(|(_, _, p)| cpu(p) == cpu(placement))
+    }
+
     /// The CPU the set's events name (`perf::` qualifier `cpu`), if any.
     pub fn event_cpu(&self) -> Option<u32> {
         self.events.iter().find_map(|(_, _, p)| p.cpu)

@@ -104,16 +104,19 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ECNFLCT);
         }
-        // One CPU for the set: its events' `cpu` qualifiers agree (a group counts on one).
-        // PAPI 7.0 would count an attached thread or a process's children on that CPU alone,
-        // which no target here expresses: refused rather than counted otherwise.
-        if let Some(cpu) = placement.cpu {
-            if set.event_cpu().is_some_and(|c| c != cpu) {
+        if uncore {
+            // An uncore set counts on one CPU: its events' `cpu` qualifiers agree.
+            if placement.cpu.is_some() && set.event_cpu().is_some_and(|c| Some(c) != placement.cpu)
+            {
                 return Err(ECNFLCT);
             }
-            if set.attached.is_some() || set.inherit {
-                return Err(ECMP);
-            }
+        } else if !set.binds_alike(&placement) {
+            return Err(EINVAL);
+        }
+        // PAPI 7.0 would count an attached thread or a process's children on that CPU alone,
+        // which no target here expresses: refused rather than counted otherwise.
+        if placement.cpu.is_some() && (set.attached.is_some() || set.inherit) {
+            return Err(ECMP);
         }
         tie((library.default_domain, library.default_granularity), set);
         // Tried with the event in place (its target and options may be its qualifiers'),

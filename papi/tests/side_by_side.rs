@@ -5,7 +5,7 @@
 //! messages and the timers), running_sets.c (one running set per thread), attach_targets.c
 //! (attaching to missing and dead processes and to thread 0), names.c (how names are read),
 //! errors.c (the error PAPI_perror prints after each call) and set_rules.c (what
-//! PAPI_cleanup_eventset leaves).
+//! PAPI_cleanup_eventset leaves, one CPU per set).
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -164,6 +164,25 @@ fn cleanup_leaves_a_set_as_new() {
         }
         multiplexed_without_pmu(t).is_some_and(|expected| o == expected)
     });
+}
+
+/// A set has one CPU binding, as PAPI 7.0's (tests/c/set_rules.c `cpu` on both libraries):
+/// an event whose `cpu` qualifier differs from the set's events' (another CPU, or a
+/// qualifier beside events of the thread wherever it runs, or none beside a CPU's) is
+/// `PAPI_EINVAL`, as the kernel refuses a group member on another CPU than its leader's, and
+/// the set counts its thread as before.
+/// Oracle: Debian's PAPI 7.0.
+#[test]
+fn a_set_counts_on_one_cpu() {
+    system_papi_or_skip!();
+    let Some((theirs, ours)) = on_both("set_rules", &["cpu"]) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    assert!(theirs.contains("add the thread's after = -1"), "{theirs}");
+    compare(&theirs, &ours, |t, o| t == o);
 }
 
 /// Our line for PAPI 7.0's `[pmu]` line `theirs` of tests/c/set_rules.c `cleanup` on a

@@ -5,7 +5,13 @@
  *   PAPI_assign_eventset_component takes one again), no domain or granularity until then, no
  *   multiplexing. Lines marked [pmu] are answers PAPI 7.0's perf_event component gives where
  *   the kernel has a core PMU (its PAPI_set_multiplex opens a hardware event to check);
- *   without one it answers PAPI_ENOEVNT there, and the test says what it compares then. */
+ *   without one it answers PAPI_ENOEVNT there, and the test says what it compares then.
+ * - "cpu": a set has one CPU binding, as a perf group has: an event whose `cpu` qualifier
+ *   differs from the set's events' (a qualifier, or none for the thread wherever it runs) is
+ *   PAPI_EINVAL, the kernel's refusal; the set counts what it held. The thread is pinned to
+ *   one CPU, the qualifiers name another where there is one. */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <papi.h>
@@ -66,10 +72,58 @@ static void cleanup(void) {
     SHOW("destroy", PAPI_destroy_eventset(&set));
 }
 
+static volatile double sink;
+
+static void work(void) {
+    for (int i = 0; i < 3000000; i++)
+        sink += i * 0.5;
+}
+
+/* Adds perf::EVENT:cpu=CPU to `set`. */
+static int add_on(int set, const char *event, int cpu) {
+    char name[64];
+    snprintf(name, sizeof name, "perf::%s:cpu=%d", event, cpu);
+    return PAPI_add_named_event(set, name);
+}
+
+static void cpu_binding(void) {
+    cpu_set_t mask;
+    int here = sched_getcpu(), there = here;
+    if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (c != here && CPU_ISSET(c, &mask)) {
+                there = c;
+                break;
+            }
+    CPU_ZERO(&mask);
+    CPU_SET(here, &mask);
+    sched_setaffinity(0, sizeof mask, &mask);
+    int set = PAPI_NULL;
+    long long values[3] = {0, 0, 0};
+    SHOW("create", PAPI_create_eventset(&set));
+    SHOW("add the thread's", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("add one of another cpu", add_on(set, "CS", there));
+    SHOW("add one of this cpu", add_on(set, "PAGE-FAULTS", here));
+    SHOW("events", PAPI_num_events(set));
+    SHOW("start", PAPI_start(set));
+    work();
+    SHOW("stop", PAPI_stop(set, values));
+    SHOW("counted the thread", values[0] > 0);
+    SHOW("cleanup", PAPI_cleanup_eventset(set));
+    SHOW("add one of a cpu first", add_on(set, "TASK-CLOCK", there));
+    SHOW("add the thread's after", PAPI_add_named_event(set, "perf::CS"));
+    SHOW("add one of the same cpu", add_on(set, "MINOR-FAULTS", there));
+    SHOW("events of the cpu", PAPI_num_events(set));
+    SHOW("cleanup at the end", PAPI_cleanup_eventset(set));
+    SHOW("destroy", PAPI_destroy_eventset(&set));
+}
+
 int main(int argc, char **argv) {
     if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
         return 1;
     if (argc > 1 && strcmp(argv[1], "cleanup") == 0)
         cleanup();
+    if (argc > 1 && strcmp(argv[1], "cpu") == 0)
+        cpu_binding();
     return 0;
 }
