@@ -3,7 +3,7 @@
 //! PAPI code; `sys` turns C arguments into these calls.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use counterhal_hal::Target;
@@ -73,6 +73,12 @@ pub fn thread_id() -> std::ffi::c_ulong {
     THREAD_ID.get().map_or(0, |id| id())
 }
 
+/// How many times this process's line of ancestors forked since libpapi was initialised in
+/// it: the C interface's `pthread_atfork` handler adds one in each child (`sys::threads`).
+/// A set is known by the count it was made under ([`PapiSet::generation`]), so that a child
+/// knows its parent's sets.
+pub static FORKS: AtomicU64 = AtomicU64::new(0);
+
 /// One PAPI event set.
 pub struct PapiSet {
     /// The events' codes, the names the backend opens and where each must run, in order.
@@ -117,6 +123,9 @@ pub struct PapiSet {
     /// In a set of the `powercap` component, each counter's value at the start or the last
     /// reset, which a read counts from.
     pub own_starts: Vec<i64>,
+    /// The process the set was made in, as [`FORKS`] was then: a set a parent made before
+    /// forking is its parent's ([`PapiSet::made_here`]).
+    pub generation: u64,
 }
 
 /// The sampler of one of a set's overflowing events. The event's count is the sampler's own
@@ -137,6 +146,19 @@ impl PapiSet {
     pub fn forget_counters(&mut self) {
         self.group = None;
         self.samplers.clear();
+    }
+
+    /// `PAPI_EMISC` for a set made in a parent process before it forked this one: its
+    /// counters are the parent's (the kernel shares a perf event between the processes that
+    /// hold its file), so stopping, resetting or closing them here would change what the
+    /// parent counts, and a child counts nothing with them. The child makes sets of its own
+    /// (after `PAPI_library_init`, as PAPI's own fork tests do).
+    pub fn made_here(&self) -> Result<(), i32> {
+        if self.generation == FORKS.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(crate::codes::EMISC)
+        }
     }
 
     /// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
@@ -367,13 +389,21 @@ pub fn with_set<T>(
     f: impl FnOnce(&Chosen, &mut PapiSet) -> Result<T, i32>,
 ) -> Result<T, i32> {
     with_handle(|library| {
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = find_set(&mut library.sets, handle)?;
         f(&library.chosen, set)
     })
+}
+
+/// Event set `handle` of `sets`: `PAPI_ENOEVST` where there is none, `PAPI_EMISC` for a set a
+/// parent process made before it forked this one ([`PapiSet::made_here`]).
+pub fn find_set(sets: &mut [Option<PapiSet>], handle: i32) -> Result<&mut PapiSet, i32> {
+    let set = usize::try_from(handle)
+        .ok()
+        .and_then(|i| sets.get_mut(i))
+        .and_then(Option::as_mut)
+        .ok_or(ENOEVST)?;
+    set.made_here()?;
+    Ok(set)
 }
 
 /// Fills component 0's names, description and versions for backend `backend`: for the Linux
@@ -553,9 +583,20 @@ pub fn component_info() -> ComponentInfo {
     }
 }
 
-/// `PAPI_shutdown`: drops every event set and the backend.
+/// `PAPI_shutdown`: drops every event set and the backend. The samplers of a parent's sets
+/// (in a forked child) are left as they are, not stopped: their polling threads are the
+/// parent's, and the signal that would stop one would stop the parent's.
 pub fn shutdown() {
-    *lock() = None;
+    let mut guard = lock();
+    if let Some(library) = guard.as_mut() {
+        for set in library.sets.iter_mut().flatten() {
+            if set.made_here().is_err() {
+                std::mem::forget(std::mem::take(&mut set.samplers));
+            }
+        }
+    }
+    *guard = None;
+    drop(guard);
     INIT_STATE.store(0, Ordering::SeqCst);
 }
 

@@ -35,6 +35,7 @@ fn empty_set(master: std::ffi::c_ulong) -> PapiSet {
         own_counters: Vec::new(),
         own_values: Vec::new(),
         own_starts: Vec::new(),
+        generation: crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst),
     }
 }
 
@@ -135,10 +136,12 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
 
 /// The index of event set `handle`, or `PAPI_ENOEVST`.
 fn set_index(library: &Library, handle: i32) -> Result<usize, i32> {
-    usize::try_from(handle)
+    let index = usize::try_from(handle)
         .ok()
         .filter(|&i| matches!(library.sets.get(i), Some(Some(_))))
-        .ok_or(ENOEVST)
+        .ok_or(ENOEVST)?;
+    library.sets[index].as_ref().ok_or(EBUG)?.made_here()?;
+    Ok(index)
 }
 
 /// `PAPI_add_event`'s answer for a code of neither kind alone: a preset code past the table or
@@ -260,18 +263,15 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
 /// `PAPI_destroy_eventset`: the set must be empty.
 pub fn destroy_eventset(handle: i32) -> i32 {
     with_handle(|library| {
-        let slot = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .ok_or(ENOEVST)?;
-        let set = slot.as_ref().ok_or(ENOEVST)?;
+        let index = set_index(library, handle)?;
+        let set = library.sets[index].as_ref().ok_or(EBUG)?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
         if !set.events.is_empty() {
             return Err(EINVAL);
         }
-        *slot = None;
+        library.sets[index] = None;
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -306,11 +306,7 @@ fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
 pub fn assign_component(handle: i32) -> i32 {
     with_handle(|library| {
         let defaults = (library.default_domain, library.default_granularity);
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = crate::library::find_set(&mut library.sets, handle)?;
         if set.component >= 0 {
             return Ok(EINVAL);
         }

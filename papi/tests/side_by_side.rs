@@ -5,7 +5,7 @@
 //! messages and the timers), running_sets.c (one running set per thread), attach_targets.c
 //! (attaching to missing and dead processes and to thread 0), names.c (how names are read),
 //! errors.c (the error PAPI_perror prints after each call) and set_rules.c (what
-//! PAPI_cleanup_eventset leaves, one CPU per set).
+//! PAPI_cleanup_eventset leaves, one CPU per set, a forked child and its parent's sets).
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -183,6 +183,36 @@ fn a_set_counts_on_one_cpu() {
     };
     assert!(theirs.contains("add the thread's after = -1"), "{theirs}");
     compare(&theirs, &ours, |t, o| t == o);
+}
+
+/// A forked child's calls on a set its parent made answer `PAPI_EMISC` and change nothing,
+/// and the child counts with a set of its own as PAPI 7.0's child does (tests/c/set_rules.c
+/// `fork` on both libraries; the child calls `PAPI_library_init` as PAPI's own fork tests
+/// do). PAPI 7.0 lets the child stop the parent's set, which stops the parent's counting
+/// (the kernel shares the counter between the processes holding its file): there the
+/// parent's count of its own work is about nothing. Ours must count it.
+/// Oracles: Debian's PAPI 7.0 for the child's own set, the kernel's CPU clock of the parent
+/// thread (`CLOCK_THREAD_CPUTIME_ID`) for the parent's count.
+#[test]
+fn a_forked_child_leaves_its_parents_sets_alone() {
+    system_papi_or_skip!();
+    let Some((theirs, ours)) = on_both("set_rules", &["fork"]) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    assert!(theirs.contains("the child counted = 1"), "{theirs}");
+    compare(&theirs, &ours, |t, o| {
+        let label = t.rsplit_once(" = ").map_or(t, |(l, _)| l);
+        if t.starts_with("[parent's set]") {
+            o == format!("{label} = -14")
+        } else if label == "the parent counted its work" {
+            o == format!("{label} = 1")
+        } else {
+            t == o
+        }
+    });
 }
 
 /// Our line for PAPI 7.0's `[pmu]` line `theirs` of tests/c/set_rules.c `cleanup` on a

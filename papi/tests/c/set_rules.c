@@ -9,11 +9,17 @@
  * - "cpu": a set has one CPU binding, as a perf group has: an event whose `cpu` qualifier
  *   differs from the set's events' (a qualifier, or none for the thread wherever it runs) is
  *   PAPI_EINVAL, the kernel's refusal; the set counts what it held. The thread is pinned to
- *   one CPU, the qualifiers name another where there is one. */
+ *   one CPU, the qualifiers name another where there is one.
+ * - "fork": a child of a process whose set counts calls on that set ("[parent's set]"
+ *   lines), then makes and counts a set of its own; the parent then counts its own work, its
+ *   count held against the kernel's CPU clock of its thread over the same work. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <papi.h>
 
 #define SHOW(what, value) printf("%s = %d\n", what, (int)(value))
@@ -118,6 +124,53 @@ static void cpu_binding(void) {
     SHOW("destroy", PAPI_destroy_eventset(&set));
 }
 
+/* The calling thread's CPU time, in nanoseconds (the kernel's clock, the oracle). */
+static long long thread_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void forked(void) {
+    int set = PAPI_NULL;
+    long long before = 0, after = 0;
+    SHOW("create", PAPI_create_eventset(&set));
+    SHOW("add", PAPI_add_named_event(set, "perf::TASK-CLOCK"));
+    SHOW("start", PAPI_start(set));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        long long value = 0;
+        int status = 0, own = PAPI_NULL;
+        SHOW("[parent's set] read in the child", PAPI_read(set, &value));
+        SHOW("[parent's set] state in the child", PAPI_state(set, &status));
+        SHOW("[parent's set] stop in the child", PAPI_stop(set, &value));
+        SHOW("[parent's set] reset in the child", PAPI_reset(set));
+        SHOW("[parent's set] cleanup in the child", PAPI_cleanup_eventset(set));
+        SHOW("init in the child", PAPI_library_init(PAPI_VER_CURRENT) == PAPI_VER_CURRENT);
+        SHOW("create in the child", PAPI_create_eventset(&own));
+        SHOW("add in the child", PAPI_add_named_event(own, "perf::TASK-CLOCK"));
+        SHOW("start in the child", PAPI_start(own));
+        work();
+        SHOW("stop in the child", PAPI_stop(own, &value));
+        SHOW("the child counted", value > 0);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    SHOW("the child ended", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    SHOW("read in the parent", PAPI_read(set, &before));
+    long long clock = thread_ns();
+    work();
+    clock = thread_ns() - clock;
+    SHOW("stop in the parent", PAPI_stop(set, &after));
+    /* task-clock counts the thread's time on a CPU, as the kernel's clock does. */
+    SHOW("the parent counted its work", after - before >= clock / 2);
+    SHOW("cleanup in the parent", PAPI_cleanup_eventset(set));
+    SHOW("destroy in the parent", PAPI_destroy_eventset(&set));
+}
+
 int main(int argc, char **argv) {
     if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
         return 1;
@@ -125,5 +178,7 @@ int main(int argc, char **argv) {
         cleanup();
     if (argc > 1 && strcmp(argv[1], "cpu") == 0)
         cpu_binding();
+    if (argc > 1 && strcmp(argv[1], "fork") == 0)
+        forked();
     return 0;
 }
