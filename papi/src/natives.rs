@@ -149,12 +149,8 @@ fn register_as_named(library: &mut Library, name: &str) -> i32 {
 /// qualifiers as `name=0`, as PAPI 7.0's perf_event component enumerates them (papi_native_avail
 /// prints them under the event). `None` for a name outside the table.
 fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
-    let bare = crate::perf_natives::strip_perf(name)?;
-    let (event_name, current) = match bare.split_once(':') {
-        Some((e, rest)) => (e, Some(rest.rsplit(':').next().unwrap_or(rest))),
-        None => (bare, None),
-    };
-    let event = crate::perf_natives::find(event_name)?;
+    let (event, after) = crate::perf_natives::event_of(name)?;
+    let current = after.map(|rest| rest.rsplit(':').next().unwrap_or(rest));
     let parts: Vec<String> = event
         .unit_masks
         .iter()

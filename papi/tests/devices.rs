@@ -8,8 +8,8 @@
 //! - the L3 cache's line count (PAPI 7.0's AMD decoder copies the L2's);
 //! - `PAPI_DEV_ATTR__CPU_UINT_NUMA_MEM_SIZE` (PAPI 7.0 answers `PAPI_ENOSUPP`; ours the
 //!   node's memory, as PAPI 7.1) is not asked;
-//! - component 0's PMUs: ours lists `perf` and the core PMU, each of which PAPI lists too
-//!   (PAPI adds `perf_raw`); its preset count is what our event database maps for the model,
+//! - component 0's PMUs: ours lists `perf`, `perf_raw` and the core PMU, each of which PAPI
+//!   lists too (ours names the core PMU where the kernel has it); its preset count is what our event database maps for the model,
 //!   at least the presets PAPI's table maps there (PAPI's count, equal to what PAPI calls
 //!   available).
 
@@ -59,6 +59,12 @@ fn devices_read_as_on_papi() {
     assert_eq!(ours["index.sysdetect"], ours["component.sysdetect"]);
     for pmu in ours.keys().filter(|k| k.starts_with("zero.pmu.")) {
         assert!(theirs.contains_key(pmu), "PAPI does not list {pmu}");
+    }
+    // libpfm4's perf PMUs, which PAPI lists wherever it runs.
+    for pmu in ["zero.pmu.perf", "zero.pmu.perf_raw"] {
+        if theirs.contains_key(pmu) {
+            assert!(ours.contains_key(pmu), "ours does not list {pmu}: {ours:?}");
+        }
     }
     let number = |m: &BTreeMap<String, String>, k: &str| m[k].parse::<i32>().unwrap();
     assert_eq!(

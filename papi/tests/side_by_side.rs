@@ -4,7 +4,8 @@
 //! categories, the errors of misuse, calls on sets before initialisation, handle numbers, the
 //! messages and the timers), running_sets.c (one running set per thread), attach_targets.c
 //! (attaching to missing and dead processes and to thread 0), names.c (how names are read),
-//! errors.c (the error PAPI_perror prints after each call) and set_rules.c (what
+//! errors.c (the error PAPI_perror prints after each call), lookup.c (libpfm4's perf_raw
+//! names) and set_rules.c (what
 //! PAPI_cleanup_eventset leaves, one CPU per set, a forked child and its parent's sets).
 
 use counterhal_conformance::skip;
@@ -213,6 +214,69 @@ fn a_forked_child_leaves_its_parents_sets_alone() {
             t == o
         }
     });
+}
+
+/// libpfm4's `perf_raw` PMU as PAPI 7.0 takes it (tests/c/lookup.c on both libraries): perf's
+/// raw syntax (`perf_raw::r00c0`, `rc0`, `r0x10`) looked up, named back as written, described
+/// with its qualifiers' descriptions, and added (`PAPI_ENOEVNT` where the kernel has no core
+/// PMU to count a raw config); the names libpfm4 4.13 does not match refused. And
+/// `papi_native_avail` lists its pseudo-event `perf_raw::r0000` with PAPI's qualifiers.
+/// Oracle: Debian's PAPI 7.0 (with the libpfm4 4.13 it is built on).
+#[test]
+fn perf_raw_names_answer_as_papi() {
+    system_papi_or_skip!();
+    // The names PAPI takes before those it refuses: once a look-up has failed, PAPI 7.0
+    // refuses some names it took before (see names_answer_as_papi).
+    let names = [
+        "perf_raw::r00c0",
+        "perf_raw::r0000",
+        "perf_raw::rA",
+        "perf_raw::r0X10",
+        "perf_raw::rfffffffffffffff",
+        "perf_raw::r01234567890123456",
+        "perf_raw::r00c0:u=0",
+        "perf_raw::r00c0:k=0:period=10",
+        "perf_raw::r00c0:u=1:period=10:cpu=0",
+        "perf_raw::r00c0:hw_smpl=1:u",
+        "perf_raw::r00c0:h=1",
+        "perf_raw::r00c0:k=1:k=1",
+        "perf::TASK-CLOCK:u=1:period=10",
+        "perf_raw::R00c0",
+        "perf_raw::r",
+        "perf_raw::r00c0zz",
+        "perf_raw::r0x",
+        "perf_raw::r00c0:bogus",
+        "PERF_RAW::r00c0",
+        "perf_raw::r123456789012345678",
+        "perf_raw::rffffffffffffffff",
+        "perf_raw::r1:u=1:u=0",
+        "perf_raw::r-1",
+        "perf_raw::r00c0:U=1",
+    ];
+    let Some((theirs, ours)) = on_both("lookup", &names) else {
+        skip!(
+            Need::Tools,
+            "Debian's PAPI disabled its perf_event component here"
+        );
+    };
+    assert!(
+        theirs.contains("'perf_raw::r00c0' code 0 back 'perf_raw::r00c0'"),
+        "{theirs}"
+    );
+    compare(&theirs, &ours, |t, o| t == o);
+    let listed = |ours: bool| {
+        let out = crate::common::run(
+            Path::new("/usr/bin/papi_native_avail"),
+            &["-e", "perf_raw::r0000"],
+            ours,
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let start = text.find("Event name:").unwrap_or(text.len());
+        text[start..].to_string()
+    };
+    let (theirs, ours) = (listed(false), listed(true));
+    assert!(theirs.contains(":hw_smpl=0"), "{theirs}");
+    assert_eq!(theirs, ours, "papi_native_avail -e perf_raw::r0000");
 }
 
 /// Our line for PAPI 7.0's `[pmu]` line `theirs` of tests/c/set_rules.c `cleanup` on a

@@ -76,7 +76,7 @@ fn tracepoints_answer_as_perf_says() {
             let perf = perfs_answer(name, nobody);
             let line = text
                 .lines()
-                .find(|l| l.starts_with(&format!("{name} ")))
+                .find(|l| l.starts_with(&format!("'{name}' ")))
                 .unwrap_or_else(|| panic!("no line for {name}:\n{text}"));
             let add: i32 = line.rsplit(' ').next().unwrap().parse().unwrap();
             assert_eq!(
