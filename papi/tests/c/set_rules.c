@@ -6,6 +6,7 @@
  *   multiplexing. Lines marked [pmu] are answers PAPI 7.0's perf_event component gives where
  *   the kernel has a core PMU (its PAPI_set_multiplex opens a hardware event to check);
  *   without one it answers PAPI_ENOEVNT there, and the test says what it compares then.
+ *   The multiplexing timer's interval is read as papi_multiplex_cost reads it.
  * - "cpu": a set has one CPU binding, as a perf group has: an event whose `cpu` qualifier
  *   differs from the set's events' (a qualifier, or none for the thread wherever it runs) is
  *   PAPI_EINVAL, the kernel's refusal; the set counts what it held. The thread is pinned to
@@ -63,7 +64,17 @@ static void cleanup(void) {
     SHOW("counted", value > 0);
     SHOW("cleanup again", PAPI_cleanup_eventset(set));
     /* papi_multiplex_cost's round: a multiplexed set cleaned up, assigned and multiplexed
-       again. */
+       again, with the interval PAPI_DEF_ITIMER gives. */
+    PAPI_option_t timer;
+    memset(&timer, 0x5a, sizeof timer);
+    SHOW("itimer", PAPI_get_opt(PAPI_DEF_ITIMER, &timer));
+    SHOW("itimer num", timer.itimer.itimer_num);
+    SHOW("itimer sig", timer.itimer.itimer_sig);
+    SHOW("itimer ns", timer.itimer.ns);
+    SHOW("itimer flags", timer.itimer.flags);
+    memset(&timer, 0x5a, sizeof timer);
+    SHOW("mpx ns", PAPI_get_opt(PAPI_DEF_MPX_NS, &timer));
+    SHOW("mpx ns value", timer.multiplex.ns);
     SHOW("assign", PAPI_assign_eventset_component(set, 0));
     SHOW("[pmu] multiplex", PAPI_set_multiplex(set));
     SHOW("[pmu] multiplexed", PAPI_get_multiplex(set));
