@@ -1,7 +1,8 @@
 /* The generator of papi/src/perf_table.rs: libpfm4's perf_event PMU (`perf::` events, which
    PAPI 7.0's perf_event component lists and adds) read from the installed libpfm4 through its
    interface, and written as a Rust table: each event's name, description, perf type and
-   config, unit masks and modifiers (PFM_OS_PERF_EVENT's, as PAPI enumerates them).
+   config, unit masks and modifiers (PFM_OS_PERF_EVENT's, as PAPI enumerates them); then its
+   perf_raw PMU's one pseudo-event (`perf_raw::r0000`) and that event's modifiers.
 
    Build and run, naming the libpfm4 it reads (Debian's package version):
      cc papi/gen/perf_natives.c -o /tmp/perf_natives -lpfm &&
@@ -63,6 +64,34 @@ static void modifiers(int idx, int nattrs, char *out, size_t size, int print) {
   }
 }
 
+/* libpfm4's perf_raw PMU, which PAPI 7.0 lists after the perf_event PMU: its one
+   pseudo-event (whose name stands for perf's raw syntax, `r` and the config in hexadecimal)
+   and the qualifiers it takes; 0 on success. */
+static int raw_pmu(void) {
+  pfm_pmu_info_t pmu;
+  memset(&pmu, 0, sizeof pmu);
+  pmu.size = sizeof pmu;
+  if (pfm_get_pmu_info(PFM_PMU_PERF_EVENT_RAW, &pmu) != PFM_SUCCESS || !pmu.is_present) return 6;
+  pfm_event_info_t info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  if (pfm_get_event_info(pmu.first_event, PFM_OS_PERF_EVENT_EXT, &info) != PFM_SUCCESS) return 7;
+  printf("\n/// The modifiers of libpfm4's `%s` event, with their descriptions.\n", pmu.name);
+  printf("pub const RAW_MODIFIERS: &[(&str, &str)] = &[\n");
+  modifiers(pmu.first_event, info.nattrs, 0, 0, 1);
+  printf("];\n\n");
+  printf("/// libpfm4's `%s` PMU (\"%s\"): one pseudo-event, named for perf's raw syntax\n"
+         "/// (`%s::rc0` is config 0xc0 of `PERF_TYPE_RAW`).\n", pmu.name, pmu.desc, pmu.name);
+  char name[256];
+  snprintf(name, sizeof name, "%s::%s", pmu.name, info.name);
+  printf("pub const PERF_RAW: PerfNative = PerfNative { name: ");
+  rust_str(name);
+  printf(", description: ");
+  rust_str(info.desc ? info.desc : "");
+  printf(", kind: PerfType::Raw, config: 0, unit_masks: &[], modifiers: RAW_MODIFIERS };\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: perf_natives LIBPFM4-VERSION\n");
@@ -87,6 +116,8 @@ int main(int argc, char **argv) {
          "    Software,\n"
          "    /// `PERF_TYPE_HW_CACHE`: the config is the cache; unit masks give the operation and result.\n"
          "    Cache,\n"
+         "    /// `PERF_TYPE_RAW`: the config is the core PMU's own encoding (`perf_raw::`).\n"
+         "    Raw,\n"
          "}\n\n"
          "/// One event of libpfm4's perf_event PMU.\n"
          "#[derive(Debug, PartialEq, Eq)]\n"
@@ -201,5 +232,5 @@ int main(int argc, char **argv) {
     printf("], modifiers: %s },\n", hardware ? "HARDWARE_MODIFIERS" : "SOFTWARE_MODIFIERS");
   }
   printf("];\n");
-  return 0;
+  return raw_pmu();
 }

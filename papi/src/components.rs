@@ -4,8 +4,8 @@
 //! model), and the PMUs it programs (`pmu_names`): `perf` (the kernel's generalized and
 //! software events) and the core PMU libpfm4 detects for the CPU model, under libpfm4's name
 //! (`amd64_fam17h_zen2`; `icl` on a Rocket Lake, whose events counterhal's `rkl` model
-//! holds). PAPI also lists libpfm4's `perf_raw` PMU; `perf_raw::` names are not taken here,
-//! so it is not listed.
+//! holds), with libpfm4's `perf_raw` PMU (perf's raw syntax, `perf_raw::rc0`) between them,
+//! as PAPI lists it.
 
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -45,7 +45,9 @@ fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
 fn pmu_names(model: Option<String>) -> &'static [CString] {
     static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
     NAMES.get_or_init(|| {
-        std::iter::once("perf".to_string())
+        ["perf", "perf_raw"]
+            .into_iter()
+            .map(str::to_string)
             .chain(model)
             .filter_map(|n| CString::new(n).ok())
             .collect()

@@ -153,13 +153,23 @@ fn requested() -> Vec<(String, bool)> {
 
 /// A `PAPI_EVENTS` text as PAPI reads it: names between commas, blanks removed, each with
 /// `=instant` (instantaneous) or `=delta`/nothing (a difference since the region began).
+/// Only a trailing `=instant` or `=delta` is taken off, as papi_hl.c removes no other text
+/// after a `=`: a qualified name (`perf::TASK-CLOCK:u=0`) is the event named and the report's
+/// key as the user spelled it, and a name with another ending (`perf::CS=total`) is no
+/// event. (papi_hl.c looks from the first `=` only, so it takes no kind after a qualifier's
+/// value, `perf::CS:u=0=instant`, and drops that event; ours takes it.)
 fn parse_events(text: &str) -> Vec<(String, bool)> {
     text.split(',')
         .map(|e| e.chars().filter(|c| *c != ' ').collect::<String>())
         .filter(|e| !e.is_empty())
-        .map(|e| match e.split_once('=') {
-            Some((name, kind)) => (name.to_string(), kind == "instant"),
-            None => (e, false),
+        .map(|e| {
+            if let Some(name) = e.strip_suffix("=instant") {
+                (name.to_string(), true)
+            } else if let Some(name) = e.strip_suffix("=delta") {
+                (name.to_string(), false)
+            } else {
+                (e, false)
+            }
         })
         .collect()
 }
@@ -574,6 +584,15 @@ mod tests {
                 ("PAPI_TOT_INS".to_string(), false),
                 ("perf::TASK-CLOCK".to_string(), true),
                 ("x".to_string(), false),
+            ]
+        );
+        // Qualifiers kept; only a trailing kind taken off.
+        assert_eq!(
+            parse_events("perf::CS:u=0,perf::CS:u=1=instant,perf::CS=total"),
+            vec![
+                ("perf::CS:u=0".to_string(), false),
+                ("perf::CS:u=1".to_string(), true),
+                ("perf::CS=total".to_string(), false),
             ]
         );
     }

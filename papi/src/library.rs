@@ -3,7 +3,7 @@
 //! PAPI code; `sys` turns C arguments into these calls.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use counterhal_hal::Target;
@@ -73,6 +73,12 @@ pub fn thread_id() -> std::ffi::c_ulong {
     THREAD_ID.get().map_or(0, |id| id())
 }
 
+/// How many times this process's line of ancestors forked since libpapi was initialised in
+/// it: the C interface's `pthread_atfork` handler adds one in each child (`sys::threads`).
+/// A set is known by the count it was made under ([`PapiSet::generation`]), so that a child
+/// knows its parent's sets.
+pub static FORKS: AtomicU64 = AtomicU64::new(0);
+
 /// One PAPI event set.
 pub struct PapiSet {
     /// The events' codes, the names the backend opens and where each must run, in order.
@@ -117,6 +123,9 @@ pub struct PapiSet {
     /// In a set of the `powercap` component, each counter's value at the start or the last
     /// reset, which a read counts from.
     pub own_starts: Vec<i64>,
+    /// The process the set was made in, as [`FORKS`] was then: a set a parent made before
+    /// forking is its parent's ([`PapiSet::made_here`]).
+    pub generation: u64,
 }
 
 /// The sampler of one of a set's overflowing events. The event's count is the sampler's own
@@ -137,6 +146,19 @@ impl PapiSet {
     pub fn forget_counters(&mut self) {
         self.group = None;
         self.samplers.clear();
+    }
+
+    /// `PAPI_EMISC` for a set made in a parent process before it forked this one: its
+    /// counters are the parent's (the kernel shares a perf event between the processes that
+    /// hold its file), so stopping, resetting or closing them here would change what the
+    /// parent counts, and a child counts nothing with them. The child makes sets of its own
+    /// (after `PAPI_library_init`, as PAPI's own fork tests do).
+    pub fn made_here(&self) -> Result<(), i32> {
+        if self.generation == FORKS.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(crate::codes::EMISC)
+        }
     }
 
     /// PAPI's answer for a set no event or `PAPI_assign_eventset_component` has tied to a
@@ -221,6 +243,17 @@ impl PapiSet {
                 }
             })
             .collect()
+    }
+
+    /// Whether an event placed at `placement` counts where the set's events count: a set has
+    /// one CPU binding, as a perf group has (perf_event_open(2) refuses, `EINVAL`, an event
+    /// on a CPU other than its group leader's, and PAPI 7.0's add answers `PAPI_EINVAL`): an
+    /// event's `cpu` qualifier, else the set's CPU (`PAPI_CPU_ATTACH`, `PAPI_GRN_SYS`), else
+    /// none (the thread wherever it runs), the same for every event.
+    pub fn binds_alike(&self, placement: &Placement) -> bool {
+        let bound = self.cpu.or(self.system_cpu);
+        let cpu = |p: &Placement| p.cpu.or(bound);
+        self.events.iter().all(|(_, _, p)| cpu(p) == cpu(placement))
     }
 
     /// The CPU the set's events name (`perf::` qualifier `cpu`), if any.
@@ -356,21 +389,46 @@ pub fn with_set<T>(
     f: impl FnOnce(&Chosen, &mut PapiSet) -> Result<T, i32>,
 ) -> Result<T, i32> {
     with_handle(|library| {
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = find_set(&mut library.sets, handle)?;
         f(&library.chosen, set)
     })
 }
 
-/// The name of component 0: `perf_event` for the Linux backend (PAPI's name for its
-/// perf_event_open component), else the backend's own.
-fn component_name(backend: &str) -> &str {
+/// Event set `handle` of `sets`: `PAPI_ENOEVST` where there is none, `PAPI_EMISC` for a set a
+/// parent process made before it forked this one ([`PapiSet::made_here`]).
+pub fn find_set(sets: &mut [Option<PapiSet>], handle: i32) -> Result<&mut PapiSet, i32> {
+    let set = usize::try_from(handle)
+        .ok()
+        .and_then(|i| sets.get_mut(i))
+        .and_then(Option::as_mut)
+        .ok_or(ENOEVST)?;
+    set.made_here()?;
+    Ok(set)
+}
+
+/// Fills component 0's names, description and versions for backend `backend`: for the Linux
+/// backend, PAPI 7.0's perf_event component's (`perf_event`, short `perf`, "Linux perf_event
+/// CPU counters", version 5.0, support version 4.0, as Debian's PAPI 7.0 answers
+/// `PAPI_get_component_info(0)`), which tools print and parse; for another backend, its name
+/// and counterhal's version.
+fn describe_component(info: &mut ComponentInfo, backend: &str) {
     match backend {
-        "linux" => "perf_event",
-        other => other,
+        "linux" => {
+            set_str(&mut info.name, "perf_event");
+            set_str(&mut info.short_name, "perf");
+            set_str(&mut info.description, "Linux perf_event CPU counters");
+            set_str(&mut info.version, "5.0");
+            set_str(&mut info.support_version, "4.0");
+        }
+        other => {
+            set_str(&mut info.name, other);
+            set_str(&mut info.short_name, other);
+            set_str(
+                &mut info.description,
+                &format!("counterhal's {other} backend"),
+            );
+            set_str(&mut info.version, env!("CARGO_PKG_VERSION"));
+        }
     }
 }
 
@@ -405,14 +463,7 @@ pub fn library_init(version: i32) -> i32 {
     let capabilities = chosen.backend.dyn_capabilities();
     let counters = hardware_counters(&chosen);
     let mut component = Box::new(component_info());
-    let name = component_name(chosen.backend.dyn_name());
-    set_str(&mut component.name, name);
-    set_str(&mut component.short_name, name);
-    set_str(
-        &mut component.description,
-        &format!("counterhal's {} backend", chosen.backend.dyn_name()),
-    );
-    set_str(&mut component.version, env!("CARGO_PKG_VERSION"));
+    describe_component(&mut component, chosen.backend.dyn_name());
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
@@ -476,12 +527,7 @@ pub fn component_before_init() -> &'static ComponentInfo {
     BEFORE.get_or_init(|| {
         let mut info = component_info();
         let backend = facade::native_backends().next().map_or("none", |r| r.name);
-        set_str(&mut info.name, component_name(backend));
-        set_str(&mut info.short_name, component_name(backend));
-        set_str(
-            &mut info.description,
-            &format!("counterhal's {backend} backend"),
-        );
+        describe_component(&mut info, backend);
         info
     })
 }
@@ -537,9 +583,20 @@ pub fn component_info() -> ComponentInfo {
     }
 }
 
-/// `PAPI_shutdown`: drops every event set and the backend.
+/// `PAPI_shutdown`: drops every event set and the backend. The samplers of a parent's sets
+/// (in a forked child) are left as they are, not stopped: their polling threads are the
+/// parent's, and the signal that would stop one would stop the parent's.
 pub fn shutdown() {
-    *lock() = None;
+    let mut guard = lock();
+    if let Some(library) = guard.as_mut() {
+        for set in library.sets.iter_mut().flatten() {
+            if set.made_here().is_err() {
+                std::mem::forget(std::mem::take(&mut set.samplers));
+            }
+        }
+    }
+    *guard = None;
+    drop(guard);
     INIT_STATE.store(0, Ordering::SeqCst);
 }
 

@@ -146,9 +146,11 @@ pub fn backend_name(name: &str) -> String {
 pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
     let mut natives = Vec::new();
     if chosen.backend.dyn_name() == "linux" {
-        // libpfm4's perf_event PMU, whole, as PAPI 7.0 lists it whether or not the kernel has
-        // a PMU for its hardware events (their adds then fail).
-        for event in crate::perf_table::PERF_NATIVES {
+        // libpfm4's perf_event PMU, whole, then its perf_raw PMU's one pseudo-event, as PAPI
+        // 7.0 lists them whether or not the kernel has a PMU for their hardware events (their
+        // adds then fail).
+        let raw = std::iter::once(&crate::perf_table::PERF_RAW);
+        for event in crate::perf_table::PERF_NATIVES.iter().chain(raw) {
             natives.push(Native {
                 name: event.name.to_string(),
                 backend_name: perf_natives::read(event.name)
@@ -255,10 +257,8 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
 /// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
 /// `masks:` as the unit mask's description).
 pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
-    if let Some(event) =
-        strip_perf(name).and_then(|rest| perf_natives::find(rest.split(':').next().unwrap_or(rest)))
-    {
-        return describe_perf(event, name);
+    if let Some((event, after)) = perf_natives::event_of(name) {
+        return describe_perf(event, after);
     }
     let Some((description, masks)) = model_event(chosen, name) else {
         return String::new();
@@ -272,21 +272,28 @@ pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
     }
 }
 
-/// A `perf::` event's description: libpfm4's, then `, masks:` and the description of the
-/// last unit mask or qualifier named (as PAPI 7.0 describes `perf::TASK-CLOCK:u=0`).
-fn describe_perf(event: &perf_natives::PerfNative, name: &str) -> String {
-    let last = strip_perf(name).and_then(|rest| rest.split(':').skip(1).last());
-    let described = last.and_then(|part| {
-        let key = part.split('=').next().unwrap_or(part);
-        event
-            .unit_masks
-            .iter()
-            .chain(perf_natives::qualifiers(event))
-            .find(|(m, _)| *m == key)
-    });
-    match described {
-        Some((_, mask)) => format!("{}, masks:{mask}", event.description),
-        None => event.description.to_string(),
+/// A `perf::` or `perf_raw::` event's description: libpfm4's, then `, masks:` and the
+/// descriptions of the unit masks and qualifiers named after the event (`after`), joined by
+/// `:`, as PAPI 7.0 describes `perf::TASK-CLOCK:u=1:period=10` ("PERF_COUNT_SW_TASK_CLOCK,
+/// masks:monitor at user level:sampling period").
+fn describe_perf(event: &perf_natives::PerfNative, after: Option<&str>) -> String {
+    let described: Vec<&str> = after
+        .into_iter()
+        .flat_map(|after| after.split(':'))
+        .filter_map(|part| {
+            let key = part.split('=').next().unwrap_or(part);
+            event
+                .unit_masks
+                .iter()
+                .chain(perf_natives::qualifiers(event))
+                .find(|(m, _)| *m == key)
+                .map(|(_, description)| *description)
+        })
+        .collect();
+    if described.is_empty() {
+        event.description.to_string()
+    } else {
+        format!("{}, masks:{}", event.description, described.join(":"))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::codes::{EBUF, EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, OK};
+use crate::codes::{EBUF, EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, EPERM, OK};
 use crate::info::{self, EventInfo, set_str};
 use crate::library::{INIT_STATE, Library, with};
 use crate::names::{self, Code, Native};
@@ -54,7 +54,19 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     };
     match library.chosen.backend.dyn_resolve(&backend_name) {
         Ok(_) => Ok(register(library, name, backend_name, placement)),
-        Err(_) => Err(ENOEVNT),
+        Err(e) => Err(unresolved(&e)),
+    }
+}
+
+/// PAPI's answer for a name the backend could not resolve: `PAPI_EPERM` where reading what
+/// the event is was denied (a tracepoint's id in a tracefs only root may read, which perf
+/// reports as "No permissions to read /sys/kernel/tracing/events/..."), so that the caller
+/// learns to ask for the privilege rather than that the event does not exist; else
+/// `PAPI_ENOEVNT`.
+fn unresolved(error: &facade::Error) -> i32 {
+    match error.kind() {
+        facade::ErrorKind::PermissionDenied => EPERM,
+        _ => ENOEVNT,
     }
 }
 
@@ -137,12 +149,8 @@ fn register_as_named(library: &mut Library, name: &str) -> i32 {
 /// qualifiers as `name=0`, as PAPI 7.0's perf_event component enumerates them (papi_native_avail
 /// prints them under the event). `None` for a name outside the table.
 fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
-    let bare = crate::perf_natives::strip_perf(name)?;
-    let (event_name, current) = match bare.split_once(':') {
-        Some((e, rest)) => (e, Some(rest.rsplit(':').next().unwrap_or(rest))),
-        None => (bare, None),
-    };
-    let event = crate::perf_natives::find(event_name)?;
+    let (event, after) = crate::perf_natives::event_of(name)?;
+    let current = after.map(|rest| rest.rsplit(':').next().unwrap_or(rest));
     let parts: Vec<String> = event
         .unit_masks
         .iter()

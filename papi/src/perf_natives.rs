@@ -16,12 +16,61 @@
 //! nor adds it. [`qualifiers`] is the table's list less `h` there.
 
 use crate::codes::{EINVAL, ENOEVNT};
-pub use crate::perf_table::{PERF_NATIVES, PerfNative, PerfType};
+pub use crate::perf_table::{PERF_NATIVES, PERF_RAW, PerfNative, PerfType};
 
 /// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
 /// there); the rest of `name`, if it has it.
 pub fn strip_perf(name: &str) -> Option<&str> {
     name.strip_prefix("perf::")
+}
+
+/// `perf_raw::` as PAPI 7.0 matches libpfm4's raw PMU (as written); the rest of `name`, if
+/// it has it.
+pub fn strip_raw(name: &str) -> Option<&str> {
+    name.strip_prefix("perf_raw::")
+}
+
+/// The config a `perf_raw::` event name gives (`rc0`, `r00c0`, `r0x10`: 0xc0, 0xc0, 0x10), as
+/// libpfm4 4.13 reads it (`pfm_perf_raw_match_event`, and Debian's PAPI 7.0 adding the same
+/// names): `r`, a hexadecimal digit, then hexadecimal to the end (a `0x` prefix taken, either
+/// case), short of 2^64 - 1; `None` for anything else (`R00c0`, `r00c0zz`, `r-1`).
+pub fn raw_config(event: &str) -> Option<u64> {
+    let hex = event.strip_prefix('r')?;
+    if !hex.starts_with(|c: char| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let digits = hex
+        .strip_prefix("0x")
+        .or_else(|| hex.strip_prefix("0X"))
+        .unwrap_or(hex);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16)
+        .ok()
+        .filter(|&config| config != u64::MAX)
+}
+
+/// The event of libpfm4's perf PMUs that `name` names (a `perf::` event of the table, in any
+/// case; `perf_raw::`'s pseudo-event for a name in perf's raw syntax) and what follows the
+/// event (its unit masks and qualifiers, `READ:MISS:u=0`), if anything. `None` for any other
+/// name.
+pub fn event_of(name: &str) -> Option<(&'static PerfNative, Option<&str>)> {
+    if let Some(rest) = strip_raw(name) {
+        let (event, after) = split_event(rest);
+        raw_config(event)?;
+        return Some((&PERF_RAW, after));
+    }
+    let (event, after) = split_event(strip_perf(name)?);
+    Some((find(event)?, after))
+}
+
+/// An event name without its PMU split at its first `:`.
+fn split_event(rest: &str) -> (&str, Option<&str>) {
+    match rest.split_once(':') {
+        Some((event, after)) => (event, Some(after)),
+        None => (rest, None),
+    }
 }
 
 /// Where a set must run for an event's qualifiers (`pinned`, `excl`, `cpu`).
@@ -65,7 +114,8 @@ pub fn find(name: &str) -> Option<&'static PerfNative> {
 pub fn qualifiers(
     event: &PerfNative,
 ) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    let h = crate::libpfm4::hypervisor_level_filtered();
+    // libpfm4's perf_raw PMU takes every level (`PERF_PLM_ALL`), whatever the core PMU.
+    let h = event.kind == PerfType::Raw || crate::libpfm4::hypervisor_level_filtered();
     event.modifiers.iter().filter(move |(m, _)| h || *m != "h")
 }
 
@@ -134,18 +184,35 @@ fn number(value: Option<&str>) -> Result<u64, i32> {
 /// `strcasecmp`), each unit mask and qualifier as libpfm4 spells it (PAPI's perf_event
 /// component looks each up with `strncmp`: `READ`, `u`, `period`; `:U` and `:read` are no
 /// qualifiers there), at most `MAX_ATTRIBUTES` (64) of them.
+///
+/// A `perf_raw::` name (`perf_raw::rc0:u=1`) is always read: its event is perf's raw
+/// encoding (`rc0`, [`raw_config`]) with the qualifiers of libpfm4's raw PMU, and a name
+/// libpfm4 does not match is `PAPI_ENOEVNT`.
 pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
-    let rest = strip_perf(name)?;
-    let mut parts = rest.split(':');
-    let event = find(parts.next()?)?;
+    let (event, config, rest) = match strip_raw(name) {
+        Some(rest) => {
+            let mut parts = rest.split(':');
+            match parts.next().and_then(raw_config) {
+                Some(config) => (&PERF_RAW, config, rest),
+                None => return Some(Err(ENOEVNT)),
+            }
+        }
+        None => {
+            let rest = strip_perf(name)?;
+            let event = find(rest.split(':').next()?)?;
+            (event, event.config, rest)
+        }
+    };
+    let parts = rest.split(':').skip(1);
     if parts.clone().count() > MAX_ATTRIBUTES {
         return Some(Err(ENOEVNT));
     }
-    Some(read_parts(event, parts))
+    Some(read_parts(event, config, parts))
 }
 
 fn read_parts<'a>(
     event: &'static PerfNative,
+    config: u64,
     parts: impl Iterator<Item = &'a str>,
 ) -> Result<PerfName, i32> {
     let mut operation = None;
@@ -176,7 +243,9 @@ fn read_parts<'a>(
             return Err(ENOEVNT);
         }
         let given = match key {
-            "u" | "k" | "h" | "mg" | "mh" | "excl" | "pinned" => u64::from(flag(value)?),
+            "u" | "k" | "h" | "mg" | "mh" | "excl" | "pinned" | "hw_smpl" => {
+                u64::from(flag(value)?)
+            }
             _ => number(value)?,
         };
         // Given twice, a qualifier must say the same (PAPI 7.0 adds `:u:u=1` and refuses
@@ -197,6 +266,8 @@ fn read_parts<'a>(
             "excl" => placement.exclusive = on,
             "pinned" => placement.pinned = on,
             "precise" => precise = given.min(4),
+            // Hardware sampling asks for a precise event (libpfm4 sets `precise=1`).
+            "hw_smpl" => precise = precise.max(u64::from(on)),
             // A CPU number past 32 bits is none (PAPI 7.0: PAPI_ENOEVNT for `cpu=-1`); one
             // past the machine's is refused when the set opens (PAPI_EINVAL).
             "cpu" => placement.cpu = Some(u32::try_from(given).map_err(|_| ENOEVNT)?),
@@ -217,12 +288,14 @@ fn read_parts<'a>(
     }
     let base = match event.kind {
         PerfType::Cache => {
-            let config = event.config
+            let config = config
                 | (operation.ok_or(ENOEVNT)? as u64) << 8
                 | (result.ok_or(ENOEVNT)? as u64) << 16;
             perf_name(PerfType::Cache, config)
         }
-        kind => perf_name(kind, event.config),
+        // perf's raw syntax, which the backend reads as `PERF_TYPE_RAW`.
+        PerfType::Raw => Some(format!("r{config:x}")),
+        kind => perf_name(kind, config),
     }
     .ok_or(ENOEVNT)?;
     let mut backend_name = base + &levels;
@@ -307,6 +380,38 @@ mod tests {
         assert_eq!(backend("perf::PERF_COUNT_HW_CACHE_L1D:READ"), Err(ENOEVNT));
         assert!(read("INST_RETIRED:ANY_P").is_none());
         assert!(read("perf::NOT_AN_EVENT").is_none());
+    }
+
+    /// libpfm4's perf_raw names (Debian's PAPI 7.0 takes and refuses the same:
+    /// papi/tests/side_by_side.rs `perf_raw_names_answer_as_papi`): perf's raw syntax, the
+    /// raw PMU's qualifiers, `h` included.
+    #[test]
+    fn raw_names_as_libpfm4_reads_them() {
+        assert_eq!(raw_config("r00c0"), Some(0xc0));
+        assert_eq!(raw_config("rC0"), Some(0xc0));
+        assert_eq!(raw_config("r0x10"), Some(0x10));
+        assert_eq!(raw_config("r01234567890123456"), Some(0x1234567890123456));
+        for refused in [
+            "R00c0",
+            "r",
+            "rzz",
+            "r00c0zz",
+            "r0x",
+            "r-1",
+            "rffffffffffffffff",
+        ] {
+            assert_eq!(raw_config(refused), None, "{refused}");
+        }
+        assert_eq!(raw_config("r123456789012345678"), None);
+        assert_eq!(backend("perf_raw::r00c0").unwrap(), "rc0");
+        assert_eq!(backend("perf_raw::r00c0:u=1:h=0").unwrap(), "rc0:u=1:h=0");
+        assert_eq!(backend("perf_raw::r00c0:hw_smpl").unwrap(), "rc0:p");
+        assert_eq!(backend("perf_raw::r00c0zz"), Err(ENOEVNT));
+        assert_eq!(backend("perf_raw::r1:u=1:u=0"), Err(ENOEVNT));
+        assert!(read("PERF_RAW::r00c0").is_none());
+        let (event, after) = event_of("perf_raw::rc0:u=0").unwrap();
+        assert_eq!((event.name, after), ("perf_raw::r0000", Some("u=0")));
+        assert!(event_of("perf_raw::rzz").is_none());
     }
 
     /// Each qualifier PAPI 7.0 takes through libpfm4 (Debian's PAPI adds each on

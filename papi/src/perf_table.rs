@@ -12,6 +12,8 @@ pub enum PerfType {
     Software,
     /// `PERF_TYPE_HW_CACHE`: the config is the cache; unit masks give the operation and result.
     Cache,
+    /// `PERF_TYPE_RAW`: the config is the core PMU's own encoding (`perf_raw::`).
+    Raw,
 }
 
 /// One event of libpfm4's perf_event PMU.
@@ -144,3 +146,23 @@ pub const PERF_NATIVES: &[PerfNative] = &[
     PerfNative { name: "perf::NODE-PREFETCHES", description: "Node  prefetch accesses", kind: PerfType::Cache, config: 0x206, unit_masks: &[], modifiers: HARDWARE_MODIFIERS },
     PerfNative { name: "perf::NODE-PREFETCH-MISSES", description: "Node  prefetch misses", kind: PerfType::Cache, config: 0x10206, unit_masks: &[], modifiers: HARDWARE_MODIFIERS },
 ];
+
+/// The modifiers of libpfm4's `perf_raw` event, with their descriptions.
+pub const RAW_MODIFIERS: &[(&str, &str)] = &[
+    ("u", "monitor at user level"),
+    ("k", "monitor at kernel level"),
+    ("h", "monitor at hypervisor level"),
+    ("period", "sampling period"),
+    ("freq", "sampling frequency (Hz)"),
+    ("precise", "precise event sampling"),
+    ("excl", "exclusive access"),
+    ("mg", "monitor guest execution"),
+    ("mh", "monitor host execution"),
+    ("cpu", "CPU to program"),
+    ("pinned", "pin event to counters"),
+    ("hw_smpl", "enable hardware sampling"),
+];
+
+/// libpfm4's `perf_raw` PMU ("perf_events raw PMU"): one pseudo-event, named for perf's raw syntax
+/// (`perf_raw::rc0` is config 0xc0 of `PERF_TYPE_RAW`).
+pub const PERF_RAW: PerfNative = PerfNative { name: "perf_raw::r0000", description: "perf_events raw event syntax: r[0-9a-fA-F]+", kind: PerfType::Raw, config: 0, unit_masks: &[], modifiers: RAW_MODIFIERS };

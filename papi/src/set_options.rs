@@ -4,7 +4,7 @@
 use counterhal_hal::Target;
 use facade::Chosen;
 
-use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, ENOEVST, EPERM, ESYS, OK, from_error};
+use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, EPERM, ESYS, OK, from_error};
 use crate::library::{
     ATTACHED, CPU_ATTACHED, DOM_ALL, GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING,
     with, with_set,
@@ -49,11 +49,7 @@ pub fn get_multiplex(handle: i32) -> i32 {
 pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
     with(|library| {
         let Library { chosen, sets, .. } = library;
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = crate::library::find_set(sets, handle)?;
         set.assigned()?;
         if !chosen.backend.dyn_capabilities().targets.attach {
             return Err(ECMP);
@@ -194,11 +190,7 @@ pub fn set_domain_or_granularity(
         if granularity.is_some_and(|g| !(GRN_THR..=GRN_SYS_CPU).contains(&g)) {
             return Err(EINVAL);
         }
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = crate::library::find_set(&mut library.sets, handle)?;
         // The set's component's domains and granularities: the uncore component's own.
         let uncore = set.component == crate::uncore::CIDX;
         let available = if uncore {

@@ -7,36 +7,43 @@ use crate::codes::{
     EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    GRN_SYS, GRN_THR, Library, MULTIPLEXING, OVERFLOWING, PapiSet, RUNNING, STOPPED, Sampled, with,
-    with_handle, with_set,
+    GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING, STOPPED, Sampled, with, with_handle,
+    with_set,
 };
 use crate::names::{self, Code};
 use crate::own::Own;
 
+/// An empty set of thread `master` (PAPI's `master`), tied to no component, with no options:
+/// a new set, and what `PAPI_cleanup_eventset` leaves.
+fn empty_set(master: std::ffi::c_ulong) -> PapiSet {
+    PapiSet {
+        events: Vec::new(),
+        state: STOPPED,
+        group: None,
+        // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
+        domain: 0,
+        granularity: 0,
+        system_cpu: None,
+        attached: None,
+        master,
+        cpu: None,
+        inherit: false,
+        component: -1,
+        overflows: Vec::new(),
+        samplers: Vec::new(),
+        readings: Vec::new(),
+        own_counters: Vec::new(),
+        own_values: Vec::new(),
+        own_starts: Vec::new(),
+        generation: crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst),
+    }
+}
+
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
     with(|library| {
-        let set = PapiSet {
-            events: Vec::new(),
-            state: STOPPED,
-            group: None,
-            // Set when the set is tied to a component, as PAPI 7.0's (0 until then).
-            domain: 0,
-            granularity: 0,
-            system_cpu: None,
-            attached: None,
-            // PAPI's `master`: the creating thread.
-            master: crate::library::thread_id(),
-            cpu: None,
-            inherit: false,
-            component: -1,
-            overflows: Vec::new(),
-            samplers: Vec::new(),
-            readings: Vec::new(),
-            own_counters: Vec::new(),
-            own_values: Vec::new(),
-            own_starts: Vec::new(),
-        };
+        // PAPI's `master`: the creating thread.
+        let set = empty_set(crate::library::thread_id());
         // The lowest handle free, one a destroyed set left included, as PAPI 7.0 numbers
         // them (papi_internal.c `add_EventSet`: the first empty slot of its table).
         let handle = match library.sets.iter().position(Option::is_none) {
@@ -98,16 +105,19 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if set.events.iter().any(|(c, _, _)| *c == code) {
             return Err(ECNFLCT);
         }
-        // One CPU for the set: its events' `cpu` qualifiers agree (a group counts on one).
-        // PAPI 7.0 would count an attached thread or a process's children on that CPU alone,
-        // which no target here expresses: refused rather than counted otherwise.
-        if let Some(cpu) = placement.cpu {
-            if set.event_cpu().is_some_and(|c| c != cpu) {
+        if uncore {
+            // An uncore set counts on one CPU: its events' `cpu` qualifiers agree.
+            if placement.cpu.is_some() && set.event_cpu().is_some_and(|c| Some(c) != placement.cpu)
+            {
                 return Err(ECNFLCT);
             }
-            if set.attached.is_some() || set.inherit {
-                return Err(ECMP);
-            }
+        } else if !set.binds_alike(&placement) {
+            return Err(EINVAL);
+        }
+        // PAPI 7.0 would count an attached thread or a process's children on that CPU alone,
+        // which no target here expresses: refused rather than counted otherwise.
+        if placement.cpu.is_some() && (set.attached.is_some() || set.inherit) {
+            return Err(ECMP);
         }
         tie((library.default_domain, library.default_granularity), set);
         // Tried with the event in place (its target and options may be its qualifiers'),
@@ -126,10 +136,12 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
 
 /// The index of event set `handle`, or `PAPI_ENOEVST`.
 fn set_index(library: &Library, handle: i32) -> Result<usize, i32> {
-    usize::try_from(handle)
+    let index = usize::try_from(handle)
         .ok()
         .filter(|&i| matches!(library.sets.get(i), Some(Some(_))))
-        .ok_or(ENOEVST)
+        .ok_or(ENOEVST)?;
+    library.sets[index].as_ref().ok_or(EBUG)?.made_here()?;
+    Ok(index)
 }
 
 /// `PAPI_add_event`'s answer for a code of neither kind alone: a preset code past the table or
@@ -229,21 +241,20 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
     .unwrap_or_else(|e| e)
 }
 
-/// `PAPI_cleanup_eventset`.
+/// `PAPI_cleanup_eventset`: the set emptied and untied, as new but for its thread. As PAPI
+/// 7.0's (papi_internal.c `_papi_hwi_cleanup_eventset`), it leaves its component
+/// (`PAPI_assign_eventset_component` takes one again), multiplexing, overflows, domain,
+/// granularity, attached thread, CPU and inheritance; its counters are closed.
 pub fn cleanup_eventset(handle: i32) -> i32 {
     with_set(handle, |_, set| {
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
-        set.events.clear();
-        set.own_counters.clear();
-        set.own_values.clear();
-        set.forget_counters();
-        set.state &= !(MULTIPLEXING | OVERFLOWING);
         for spec in set.overflows.drain(..) {
             crate::sde_watch::forget(spec.slot);
             crate::overflow::free_slot(spec.slot);
         }
+        *set = empty_set(set.master);
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -252,18 +263,15 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
 /// `PAPI_destroy_eventset`: the set must be empty.
 pub fn destroy_eventset(handle: i32) -> i32 {
     with_handle(|library| {
-        let slot = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .ok_or(ENOEVST)?;
-        let set = slot.as_ref().ok_or(ENOEVST)?;
+        let index = set_index(library, handle)?;
+        let set = library.sets[index].as_ref().ok_or(EBUG)?;
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
         }
         if !set.events.is_empty() {
             return Err(EINVAL);
         }
-        *slot = None;
+        library.sets[index] = None;
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -298,11 +306,7 @@ fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
 pub fn assign_component(handle: i32) -> i32 {
     with_handle(|library| {
         let defaults = (library.default_domain, library.default_granularity);
-        let set = usize::try_from(handle)
-            .ok()
-            .and_then(|i| library.sets.get_mut(i))
-            .and_then(Option::as_mut)
-            .ok_or(ENOEVST)?;
+        let set = crate::library::find_set(&mut library.sets, handle)?;
         if set.component >= 0 {
             return Ok(EINVAL);
         }

@@ -23,10 +23,19 @@ fn folder(tag: &str) -> PathBuf {
 
 /// Runs the program on our library in `dir` with `env`; its standard output.
 fn run_ours(program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> String {
-    let out = Command::new(program)
+    run_on(true, program, args, dir, env)
+}
+
+/// Runs the program on our library (`ours`) or on Debian's PAPI 7.0 in `dir` with `env`; its
+/// standard output.
+fn run_on(ours: bool, program: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> String {
+    let mut command = Command::new(program);
+    if ours {
+        command.env("LD_LIBRARY_PATH", crate::common::library_dir());
+    }
+    let out = command
         .args(args)
         .current_dir(dir)
-        .env("LD_LIBRARY_PATH", crate::common::library_dir())
         .env_remove("PAPI_EVENTS")
         .env_remove("PAPI_OUTPUT_DIRECTORY")
         .env_remove("PAPI_REPORT")
@@ -179,4 +188,59 @@ fn papis_reader_reads_our_report() {
             "{expected} in PAPI's reading:\n{text}"
         );
     }
+}
+
+/// The report's `event_definitions` block (each event's key, component and kind), from the
+/// rank-0 report `PAPI_EVENTS=events` leaves in `dir` on our library (`ours`) or on Debian's
+/// PAPI 7.0; `None` where the library wrote no report (its events counted nothing here).
+fn definitions(ours: bool, program: &Path, dir: &Path, events: &str) -> Option<String> {
+    let output = dir.join(if ours { "ours" } else { "theirs" });
+    run_on(
+        ours,
+        program,
+        &[],
+        dir,
+        &[
+            ("PAPI_EVENTS", events),
+            ("PAPI_OUTPUT_DIRECTORY", output.to_str().unwrap()),
+            ("SLURM_PROCID", "0"),
+        ],
+    );
+    let json = std::fs::read_to_string(output.join("papi_hl_output/rank_000000.json")).ok()?;
+    let start = json.find("\"event_definitions\"")?;
+    let end = start + json[start..].find("\"threads\"")?;
+    Some(json[start..end].to_string())
+}
+
+/// Oracle: Debian's PAPI 7.0 running the same program with the same `PAPI_EVENTS`: a
+/// qualified event keeps its qualifiers (`perf::TASK-CLOCK:u=1` is the event counted and the
+/// report's key, not `perf::TASK-CLOCK:u`), a trailing `=instant` or `=delta` is the kind
+/// and is taken off, and a name with any other `=` ending is no event (dropped).
+#[test]
+fn qualified_events_keep_their_names() {
+    system_papi_or_skip!();
+    let program = program("qualified");
+    let dir = folder("qualified");
+    // (PAPI 7.0 carries an event's kind over to the next event that names none: each event
+    // here names its kind or follows one of the same kind.)
+    let events = "perf::TASK-CLOCK:u=1,perf::CS:k=0,perf::MINOR-FAULTS=total,\
+                  perf::CPU-CLOCK:u=0=delta,perf::PAGE-FAULTS=instant";
+    let Some(theirs) = definitions(false, &program, &dir, events) else {
+        skip!(
+            Need::System,
+            "Debian's PAPI wrote no report: perf's software events do not count there"
+        );
+    };
+    let ours = definitions(true, &program, &dir, events).expect("our report");
+    assert!(theirs.contains("\"perf::TASK-CLOCK:u=1\":{"), "{theirs}");
+    // PAPI 7.0 reads a kind only where the first `=` starts it, so it drops
+    // perf::CPU-CLOCK:u=0=delta, which ours counts; the other definitions are the same.
+    let cpu_clock = "    \"perf::CPU-CLOCK:u=0\":{\n      \"component\":\"perf_event\",\n      \
+                     \"type\":\"delta\"\n    },\n";
+    assert!(ours.contains(cpu_clock), "ours:\n{ours}");
+    assert_eq!(
+        ours.replacen(cpu_clock, "", 1),
+        theirs,
+        "PAPI 7.0:\n{theirs}\nours:\n{ours}"
+    );
 }

@@ -21,6 +21,7 @@ mod sde;
 mod side_by_side;
 mod suite;
 mod tools;
+mod tracepoints;
 mod uncore;
 mod unit_masks;
 mod utilities;

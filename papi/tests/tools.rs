@@ -127,3 +127,39 @@ fn papi_command_line_counts_software_events() {
     );
     assert!(value("perf::PAGE-FAULTS") > 0, "{text}");
 }
+
+/// `papi_multiplex_cost` runs its rounds on ours (oracle: PAPI 7.0's utility itself, which
+/// exits at the first call that fails): between rounds it cleans its two sets up, assigns
+/// them to component 0 again and multiplexes them again, one with the interval
+/// `PAPI_DEF_ITIMER` gives; each of its five benchmarks writes a row for 1 and 2 events.
+#[test]
+fn papi_multiplex_cost_runs_its_rounds() {
+    let Some(tool) = tool("papi_multiplex_cost") else {
+        skip!(
+            Need::Tools,
+            "papi_multiplex_cost is not installed (apt-get install papi-tools)"
+        );
+    };
+    let dir = std::env::temp_dir().join(format!("counterhal-papi-mpx-cost-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = std::process::Command::new(tool)
+        .args(["-m", "1", "-x", "3", "-t", "100"])
+        .current_dir(&dir)
+        .env("LD_LIBRARY_PATH", crate::common::library_dir())
+        .output()
+        .expect("papi_multiplex_cost runs");
+    let text = text(&out);
+    assert!(out.status.success(), "{text}");
+    for file in ["startstop", "read", "read_ts", "accum", "reset"] {
+        let path = dir.join(format!("papi_{file}.dat"));
+        let data = std::fs::read_to_string(&path).unwrap_or_default();
+        let rows: Vec<&str> = data
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().next().unwrap_or(""))
+            .collect();
+        assert_eq!(rows, ["1", "2"], "{}:\n{data}\n{text}", path.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

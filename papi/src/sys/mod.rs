@@ -103,6 +103,7 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     let result = library::library_init(version);
     if result == library::VER_CURRENT {
         let _ = library::THREAD_ID.set(|| threads::own_id());
+        threads::watch_forks();
         threads::know_this_thread();
         crate::sde::init();
         crate::uncore::init();

@@ -37,6 +37,27 @@ struct Pair {
     second: c_int,
 }
 
+/// `PAPI_itimer_option_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Itimer {
+    itimer_num: c_int,
+    itimer_sig: c_int,
+    ns: c_int,
+    flags: c_int,
+}
+
+const _: () = assert!(std::mem::size_of::<Itimer>() == 16);
+
+/// The interval of PAPI's multiplexing timer, in nanoseconds, as PAPI 7.0's one `itimer_ns`
+/// (`PAPI_DEF_MPX_NS`, `PAPI_DEF_ITIMER_NS` and `PAPI_DEF_ITIMER` read it, `PAPI_DEF_MPX_NS`
+/// sets it); 10 ms, as Debian's PAPI 7.0 answers. The backend multiplexes in the kernel, which does not use it; programs
+/// read it to pass it back (papi_multiplex_cost's `PAPI_MULTIPLEX` with its `ns`).
+static ITIMER_NS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(10_000_000);
+
+/// `ITIMER_PROF` and `SIGPROF`: PAPI 7.0's multiplexing timer and its signal on Linux.
+const ITIMER_PROF: c_int = 2;
+
 /// The options of `PAPI_option_t` read and written here.
 const DETACH: c_int = 1;
 const DEBUG: c_int = 2;
@@ -252,9 +273,42 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
                 Err(e) => e,
             }
         }
-        DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => OK,
+        // SAFETY: the caller's union.
+        DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => unsafe { get_interval(option, ptr) },
         _ => library::fail(EINVAL),
     }
+}
+
+/// `PAPI_get_opt` of the multiplexing timer, as PAPI 7.0 fills it: `PAPI_DEF_MPX_NS` the
+/// interval in `PAPI_multiplex_option_t`'s `ns` (its second int), `PAPI_DEF_ITIMER_NS` in
+/// `PAPI_itimer_option_t`'s `ns`, `PAPI_DEF_ITIMER` the whole timer (`ITIMER_PROF`,
+/// `SIGPROF`, the interval, no flags).
+///
+/// # Safety
+/// `ptr` is NULL or points at a `PAPI_option_t`.
+unsafe fn get_interval(option: c_int, ptr: *mut u8) -> c_int {
+    let ns = ITIMER_NS.load(Ordering::SeqCst);
+    let written = if option == DEF_MPX_NS {
+        // SAFETY: the caller's union.
+        unsafe { member::<Pair>(ptr) }.is_some_and(|mut pair| {
+            pair.second = ns;
+            // SAFETY: as above.
+            unsafe { put(ptr.cast::<Pair>(), pair) }
+        })
+    } else {
+        // SAFETY: the caller's union.
+        unsafe { member::<Itimer>(ptr) }.is_some_and(|mut timer| {
+            timer.ns = ns;
+            if option == DEF_ITIMER {
+                timer.itimer_num = ITIMER_PROF;
+                timer.itimer_sig = libc::SIGPROF;
+                timer.flags = 0;
+            }
+            // SAFETY: as above.
+            unsafe { put(ptr.cast::<Itimer>(), timer) }
+        })
+    };
+    if written { OK } else { library::fail(EINVAL) }
 }
 
 /// `PAPI_set_opt`.
@@ -325,7 +379,11 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
         INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
         // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
         DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => library::fail(EINVAL),
-        DEF_MPX_NS | DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
+        DEF_MPX_NS => super::code(library::with(|_| {
+            ITIMER_NS.store(pair.second, Ordering::SeqCst);
+            Ok(OK)
+        })),
+        DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
         _ => library::fail(EINVAL),
     }
 }

@@ -31,6 +31,23 @@ pub fn know_this_thread() {
     }
 }
 
+/// Runs in the child of every `fork()`: one more fork ([`library::FORKS`]), so that the
+/// child knows the sets its parent made. Async-signal-safe (one atomic add), as a handler
+/// run in the child of a threaded process must be.
+extern "C" fn after_fork_in_child() {
+    library::FORKS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Counts this process's forks from now on (once; at `PAPI_library_init`, before any set).
+pub fn watch_forks() {
+    static WATCH: std::sync::Once = std::sync::Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: registers a plain function with the C ABI that lives as long as the process
+        // and only adds to an atomic; no prepare or parent handler.
+        let _ = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    });
+}
+
 /// Forgets every thread (`PAPI_shutdown`).
 pub fn forget_threads() {
     threads().clear();

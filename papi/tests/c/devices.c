@@ -17,6 +17,9 @@ int main(void) {
     }
     printf("index.sysdetect %d\n", PAPI_get_component_index("sysdetect"));
     const PAPI_component_info_t *zero = PAPI_get_component_info(0);
+    printf("zero.name %s\nzero.short_name %s\nzero.description %s\n", zero->name,
+           zero->short_name, zero->description);
+    printf("zero.version %s\nzero.support_version %s\n", zero->version, zero->support_version);
     printf("zero.presets %d\n", zero->num_preset_events);
     for (int i = 0; i < PAPI_PMU_MAX && zero->pmu_names[i]; i++)
         printf("zero.pmu.%s 1\n", zero->pmu_names[i]);
