@@ -203,7 +203,7 @@ fn expand(pmu: &Pmu, event: &str, terms: &str) -> Result<(PmuTerms, Vec<Alias>)>
     let mut shown: Vec<Alias> = Vec::new();
     for (name, value) in parse(terms)? {
         let alias = match value {
-            None if pmu.format(&name)?.is_none() => pmu.alias(&name),
+            None if pmu.format(&name)?.is_none() => pmu.alias(&name)?,
             _ => None,
         };
         let Some(alias) = alias else {
@@ -237,7 +237,7 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
         apply_modifiers(event, modifiers, &mut attr)?;
         return Ok(PmuEvent {
             pmu: pmu.name.clone(),
-            cpus: pmu.cpus(),
+            cpus: pmu.cpus()?,
             scale: None,
             unit: None,
             snapshot: false,
@@ -269,7 +269,7 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
     let first = |get: fn(&Alias) -> Option<String>| shown.iter().find_map(get);
     Ok(PmuEvent {
         pmu: pmu.name.clone(),
-        cpus: pmu.cpus(),
+        cpus: pmu.cpus()?,
         scale: shown.iter().find_map(|a| a.scale),
         unit: first(|a| a.unit.clone()),
         snapshot: shown.iter().any(|a| a.snapshot),
@@ -282,7 +282,7 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
 /// PMU, where it is one term that is neither a format field nor an alias of the PMU (perf
 /// 6.1's `parse_events__inside_hybrid_pmu` and `perf_pmu__hybrid_mounted`).
 fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
-    let hybrid = pmu.name.starts_with("cpu_") && pmu.dir.join("cpus").is_file();
+    let hybrid = pmu.name.starts_with("cpu_") && pmu.has_file("cpus");
     if !hybrid || terms.contains([',', '=']) {
         return Ok(None);
     }
@@ -294,7 +294,7 @@ fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
         (None, Some(cache)) => (TYPE_HW_CACHE, cache_config(cache)),
         (None, None) => return Ok(None),
     };
-    if pmu.format(terms)?.is_some() || pmu.alias(terms).is_some() {
+    if pmu.format(terms)?.is_some() || pmu.alias(terms)?.is_some() {
         return Ok(None);
     }
     Ok(Some(generic))
