@@ -15,9 +15,9 @@ mod tree;
 mod uncore;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use counterhal_hal::CpuList;
+use counterhal_hal::{CpuList, Error, Result};
 
 pub use alias::Alias;
 pub(crate) use event::find_pmus;
@@ -30,6 +30,27 @@ pub use uncore::uncore_pmu_events;
 
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
+
+/// The PMU directory of the sysfs root `root` (`--sysfs DIR`): `root/bus/event_source/devices`,
+/// where it is a directory inside `root` (every file of the tree is read only there: links out
+/// of it are refused).
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidInput`] where `root` holds no such directory, or it
+/// leads out of `root` (a link to another tree: that tree is the root to name).
+pub fn pmu_devices_under(root: &Path) -> Result<PathBuf> {
+    let devices = root.join(tree::DEVICES_UNDER_ROOT);
+    match tree::Tree::of(&devices).is_dir(&devices) {
+        Ok(true) => Ok(devices),
+        Ok(false) => Err(Error::invalid_input(format!(
+            "{} holds no bus/event_source/devices",
+            root.display()
+        ))),
+        Err(error) => Err(error.with_hint(
+            "name the tree it links to as the root (a link to /sys: --sysfs /sys), or copy it",
+        )),
+    }
+}
 
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:

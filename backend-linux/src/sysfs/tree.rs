@@ -23,7 +23,7 @@ use counterhal_hal::{Error, Result};
 pub(crate) const MOST_BYTES: usize = 4096;
 
 /// Where a PMU directory sits under a sysfs root.
-const DEVICES_UNDER_ROOT: &str = "bus/event_source/devices";
+pub(crate) const DEVICES_UNDER_ROOT: &str = "bus/event_source/devices";
 
 /// A sysfs tree: the directory every file read must resolve into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,6 +135,16 @@ impl Tree {
             .unwrap_or_default();
         names.sort();
         names
+    }
+
+    /// Whether `path` is a directory inside the tree.
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] where it leads out of the tree.
+    pub(crate) fn is_dir(&self, path: &Path) -> Result<bool> {
+        Ok(self
+            .resolve(path)?
+            .is_some_and(|resolved| resolved.is_dir()))
     }
 
     /// Whether `path` is a regular file inside the tree.
