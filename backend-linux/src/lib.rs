@@ -8,7 +8,8 @@ pub mod conformance;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod sysfs;
 pub use sysfs::{
-    Alias, ConfigWord, FormatField, PmuEvent, pmu_devices_under, pmu_events, uncore_pmu_events,
+    Alias, ConfigWord, FormatField, PmuEvent, pmu_devices_under, pmu_events, read_tree_file,
+    uncore_pmu_events,
 };
 // An event select as a raw perf event is arithmetic, and so are the core PMU's aliases of the
 // model's events built on it: both serve any system's encodings of another machine's tree.

@@ -52,6 +52,17 @@ pub fn pmu_devices_under(root: &Path) -> Result<PathBuf> {
     }
 }
 
+/// The text of the file at `path` in the tree of the PMU directory `devices` (a PMU's
+/// `caps/slots`), read by the tree's rules (`src/sysfs/tree.rs`: inside the tree, a regular
+/// file, at most 4096 bytes); `None` where there is no such file.
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks those rules (named by
+/// its path, never by what it holds).
+pub fn read_tree_file(devices: &Path, path: &Path) -> Result<Option<String>> {
+    tree::Tree::of(devices).read(path)
+}
+
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:
 /// event=0x02, in Joules, scale 2.3283064365386963e-10"), PMU by PMU, sorted.
