@@ -12,7 +12,9 @@ use serde_json::Value;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-use crate::common::{counterhal, linux_usable, stderr, stdout};
+use crate::common::{
+    counterhal, linux_usable, ours, perf, perf_available, result_lines, stderr, stdout,
+};
 
 /// The machine trees.
 pub(crate) fn machines() -> PathBuf {
@@ -524,4 +526,76 @@ fn a_hostile_tree_is_refused_by_path_and_never_shown() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// perf's own terms in PMU syntax that set no config bits, side by side with perf 6.1 (`perf
+/// stat -x,`, its parse-events.l terms) on this machine's /sys (through `--sysfs /sys`, whose
+/// PMU links stay inside it): `name=` names the event's line as perf names it (`foo`,
+/// `a.b-c:d`); `freq=` is refused by both (perf: "'freq' is not usable in 'perf stat'");
+/// `period=`, which perf stat takes and counts as without it, counterhal refuses naming it
+/// perf's sampling period; a name perf's lexer refuses (`1x`) both refuse.
+#[test]
+fn perfs_name_period_and_freq_terms() {
+    perf_or_skip!();
+    linux_or_skip!();
+    if !Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+        skip!(Need::System, "no msr PMU with its tsc event here");
+    }
+    let names = |out: &std::process::Output| -> Vec<String> {
+        result_lines(out)
+            .iter()
+            .filter_map(|line| line.split(',').nth(2).map(str::to_string))
+            .collect()
+    };
+    let events = ["-e", "msr/tsc,name=foo/", "-e", "msr/tsc,name=a.b-c:d/"];
+    let mut args = vec!["-x,"];
+    args.extend(events);
+    args.push("true");
+    let theirs = perf(&args);
+    assert!(theirs.status.success(), "perf: {}", stderr(&theirs));
+    let mut with_root = vec!["--sysfs", "/sys"];
+    with_root.extend(&args);
+    let mine = ours(&with_root);
+    assert!(mine.status.success(), "{}", stderr(&mine));
+    assert_eq!(names(&mine), names(&theirs), "ours: {}", stderr(&mine));
+    assert_eq!(names(&mine), ["foo", "a.b-c:d"]);
+
+    for (event, perf_takes, ours_says) in [
+        (
+            "msr/tsc,freq=1000/",
+            false,
+            "`freq` is perf's sampling frequency",
+        ),
+        (
+            "msr/tsc,period=1000/",
+            true,
+            "`period` is perf's sampling period",
+        ),
+        (
+            "msr/tsc,name=1x/",
+            false,
+            "`name` takes perf's name of the event",
+        ),
+    ] {
+        let theirs = perf(&["-x,", "-e", event, "true"]);
+        assert_eq!(
+            theirs.status.success(),
+            perf_takes,
+            "perf {event}: {}",
+            stderr(&theirs)
+        );
+        let mine = ours(&["-x,", "-e", event, "true"]);
+        assert_eq!(mine.status.code(), Some(2), "{event}: {}", stderr(&mine));
+        assert!(
+            stderr(&mine).contains(ours_says),
+            "{event}: {}",
+            stderr(&mine)
+        );
+    }
+    let freq = perf(&["-x,", "-e", "msr/tsc,freq=1000/", "true"]);
+    assert!(
+        stderr(&freq).contains("'freq' is not usable in 'perf stat'"),
+        "{}",
+        stderr(&freq)
+    );
 }
