@@ -177,6 +177,9 @@ fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
 mod tests {
     use super::*;
 
+    /// The tree of `DIR/bus/event_source/devices` is DIR (of /sys's, /sys, where its PMU
+    /// links lead); a bare PMU directory is its own tree. Oracle: the kernel's sysfs layout
+    /// (Documentation/ABI/testing/sysfs-bus-event_source-devices-*).
     #[test]
     fn the_root_is_the_sysfs_directory_above_the_pmus() {
         let here = Path::new(env!("CARGO_MANIFEST_DIR"));
