@@ -32,7 +32,7 @@ fn first_cpu(list: &str) -> Option<u32> {
 /// The database model id of the CPUs `pmu` counts on, by the MIDR of its first CPU (from the
 /// database's index: no model is parsed).
 fn model_of<'d>(pmu: &Pmu, cpu_root: &Path, database: &'d Database) -> Option<&'d str> {
-    let cpu = first_cpu(&std::fs::read_to_string(pmu.dir.join("cpus")).ok()?)?;
+    let cpu = first_cpu(&pmu.read("cpus").ok()??)?;
     let midr =
         std::fs::read_to_string(cpu_root.join(format!("cpu{cpu}/regs/identification/midr_el1")))
             .ok()?;

@@ -454,10 +454,11 @@ impl Backend for LinuxBackend {
                 return opens;
             }
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(|opened| {
-                let unit = opened.unit();
+                // `name=foo` names it as perf does.
+                let name = opened.name.as_deref().unwrap_or(event);
                 ResolvedEvent {
-                    unit,
-                    ..single(opened.attr)
+                    unit: opened.unit(),
+                    ..ResolvedEvent::single(EventRequest::new(name, Encoding::Perf(opened.attr)))
                 }
             });
         }

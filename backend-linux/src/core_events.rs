@@ -56,7 +56,7 @@ pub fn core_pmu_events(
                 let plain = term.contains('=')
                     || term.is_empty()
                     || matches!(pmu.format(term), Ok(Some(_)))
-                    || pmu.alias(term).is_some();
+                    || !matches!(pmu.alias(term), Ok(None));
                 if plain {
                     return term.to_string();
                 }

@@ -11,12 +11,13 @@ mod alias;
 mod event;
 mod format;
 mod pmu;
+mod tree;
 mod uncore;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use counterhal_hal::CpuList;
+use counterhal_hal::{CpuList, Error, Result};
 
 pub use alias::Alias;
 pub(crate) use event::find_pmus;
@@ -30,6 +31,38 @@ pub use uncore::uncore_pmu_events;
 /// Where the kernel lists its PMUs.
 pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
 
+/// The PMU directory of the sysfs root `root` (`--sysfs DIR`): `root/bus/event_source/devices`,
+/// where it is a directory inside `root` (every file of the tree is read only there: links out
+/// of it are refused).
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidInput`] where `root` holds no such directory, or it
+/// leads out of `root` (a link to another tree: that tree is the root to name).
+pub fn pmu_devices_under(root: &Path) -> Result<PathBuf> {
+    let devices = root.join(tree::DEVICES_UNDER_ROOT);
+    match tree::Tree::of(&devices).is_dir(&devices) {
+        Ok(true) => Ok(devices),
+        Ok(false) => Err(Error::invalid_input(format!(
+            "{} holds no bus/event_source/devices",
+            root.display()
+        ))),
+        Err(error) => Err(error.with_hint(
+            "name the tree it links to as the root (a link to /sys: --sysfs /sys), or copy it",
+        )),
+    }
+}
+
+/// The text of the file at `path` in the tree of the PMU directory `devices` (a PMU's
+/// `caps/slots`), read by the tree's rules (`src/sysfs/tree.rs`: inside the tree, a regular
+/// file, at most 4096 bytes); `None` where there is no such file.
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks those rules (named by
+/// its path, never by what it holds).
+pub fn read_tree_file(devices: &Path, path: &Path) -> Result<Option<String>> {
+    tree::Tree::of(devices).read(path)
+}
+
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:
 /// event=0x02, in Joules, scale 2.3283064365386963e-10"), PMU by PMU, sorted.
@@ -40,7 +73,8 @@ pub fn aliases(devices: &Path) -> Vec<(String, String)> {
             continue;
         };
         for name in pmu.alias_names() {
-            let Some(alias) = pmu.alias(&name) else {
+            // An alias whose files break the tree's rules is left out (`encode` names why).
+            let Ok(Some(alias)) = pmu.alias(&name) else {
                 continue;
             };
             let mut text = format!("{} PMU: {}", pmu.name, alias.terms);
@@ -67,9 +101,10 @@ pub fn aliases(devices: &Path) -> Vec<(String, String)> {
 /// `cpu_core` and `cpu_atom` on hybrid Intel chips, `armv8_pmuv3` or one PMU per core type
 /// (`armv8_cortex_a53`, `armv8_cortex_a72`) on Arm; uncore PMUs have a `cpumask` instead.
 pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
+    let tree = tree::Tree::of(devices);
     list_pmus(devices)
         .into_iter()
-        .filter(|name| name == "cpu" || devices.join(name).join("cpus").is_file())
+        .filter(|name| name == "cpu" || tree.is_file(&devices.join(name).join("cpus")))
         .filter_map(|name| Pmu::open(devices, &name).ok())
         .collect()
 }
@@ -87,7 +122,7 @@ pub fn system_wide_cpus(devices: &Path, type_: u32) -> Option<Vec<u32>> {
         .into_iter()
         .filter_map(|name| Pmu::named(devices, &name))
         .filter(|pmu| pmu.type_ == type_)
-        .find_map(|pmu| pmu.cpus())
+        .find_map(|pmu| pmu.cpus().ok().flatten())
         .map(|cpus| cpus.iter().collect())
 }
 
@@ -255,20 +290,20 @@ mod tests {
         let imc = Pmu::named(&spr, "uncore_type_6_0").unwrap();
         assert_eq!((imc.name.as_str(), imc.type_), ("uncore_imc_0", 12));
         assert_eq!(imc.alias_name().as_deref(), Some("uncore_type_6_0"));
-        assert_eq!(imc.cpus().unwrap().to_string(), "0,56");
+        assert_eq!(imc.cpus().unwrap().unwrap().to_string(), "0,56");
         assert!(Pmu::named(&spr, "uncore_type_6").is_none());
         let msr = Pmu::named(&spr, "msr").unwrap();
-        assert_eq!(msr.cpus(), None);
+        assert_eq!(msr.cpus().unwrap(), None);
         assert_eq!(
             msr.alias_names(),
             ["aperf", "cpu_thermal_margin", "mperf", "smi", "tsc"]
         );
-        let therm = msr.alias("CPU_Thermal_Margin").unwrap();
+        let therm = msr.alias("CPU_Thermal_Margin").unwrap().unwrap();
         assert_eq!((therm.terms.as_str(), therm.snapshot), ("event=0x07", true));
         assert_eq!(therm.unit.as_deref(), Some("C"));
         let hybrid = fixture("sysfs-hybrid");
         let core = Pmu::named(&hybrid, "cpu_core").unwrap();
-        assert_eq!(core.cpus().unwrap().to_string(), "0-7");
+        assert_eq!(core.cpus().unwrap().unwrap().to_string(), "0-7");
         assert!(core.caps().is_empty());
 
         let dir = std::env::temp_dir().join(format!("counterhal-caps-{}", std::process::id()));

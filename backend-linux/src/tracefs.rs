@@ -195,10 +195,21 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
 /// A short file's first bytes (a tracepoint's id: a decimal number and a newline) read with
 /// one `open` and a `read` or two, into `buffer`: `fs::read_to_string` would also ask the
 /// file's size first, a system call each of a `list`'s thousands of tracepoints pays for
-/// nothing. Returns how many bytes were read.
+/// nothing. Returns how many bytes were read. The file must be a regular file, and is opened
+/// without waiting, so a FIFO or a device in a `--sysfs` tree is no tracepoint, not a hang.
 fn read_short(path: &Path, buffer: &mut [u8]) -> io::Result<usize> {
     use std::io::Read;
-    let mut file = fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !fs::metadata(path)?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     let mut len = 0;
     while len < buffer.len() {
         match file.read(&mut buffer[len..])? {

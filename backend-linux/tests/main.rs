@@ -6,6 +6,8 @@ mod conformance;
 #[cfg(target_os = "linux")]
 mod extra_msr;
 #[cfg(target_os = "linux")]
+mod hostile_sysfs;
+#[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
 mod machines;

@@ -98,6 +98,9 @@ pub struct SysfsArgs {
     /// encode on this one; stat opens on this kernel, so its tree must be this machine's. The
     /// CPUs of each open come from the tree's `cpumask` and `cpus` files; DIR/devices/system/cpu
     /// is not read: encode and list need no other CPU list, and stat counts this machine's.
+    /// The tree is read as sysfs is: links are followed only where they stay inside DIR, only
+    /// regular files of at most 4096 bytes are read, and a scale must be finite and positive;
+    /// a file that breaks these rules is refused by its path, never shown.
     #[arg(long = "sysfs", value_name = "DIR")]
     sysfs: Option<PathBuf>,
 }
@@ -121,18 +124,14 @@ impl SysfsArgs {
         let Some(root) = self.root() else {
             return Ok(PathBuf::from("/sys/bus/event_source/devices"));
         };
-        let devices = root.join("bus/event_source/devices");
-        if devices.is_dir() {
-            NAMED_DEVICES.get_or_init(|| devices.clone());
-            return Ok(devices);
-        }
-        Err(CliError::usage(
-            counterhal::Error::invalid_input(format!(
-                "{} holds no bus/event_source/devices",
-                root.display()
-            )),
-            "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
-        ))
+        let devices = counterhal_linux::pmu_devices_under(&root).map_err(|error| {
+            CliError::usage(
+                error,
+                "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
+            )
+        })?;
+        NAMED_DEVICES.get_or_init(|| devices.clone());
+        Ok(devices)
     }
 
     /// The linux backend over the root's PMUs and tracepoints, resolving for the context's

@@ -12,7 +12,9 @@ use serde_json::Value;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-use crate::common::{counterhal, linux_usable, stderr, stdout};
+use crate::common::{
+    counterhal, linux_usable, ours, perf, perf_available, result_lines, stderr, stdout,
+};
 
 /// The machine trees.
 pub(crate) fn machines() -> PathBuf {
@@ -260,18 +262,29 @@ fn list_shows_another_machines_pmus() {
 
 /// Oracle: the kernel, through this machine's own PMU directory: `stat --sysfs ROOT` resolves
 /// PMU events against ROOT's tree and opens them here. A root whose tree is this machine's
-/// (`/sys/bus/event_source/devices`, linked) counts `software/config=2/` (page faults) as
-/// `/sys` does; a tree without a `software` PMU (the Sapphire Rapids tree) has no such event.
+/// (a link to `/sys`) counts `software/config=2/` (page faults) as `/sys` does; a root whose
+/// `bus/event_source/devices` links out of it is refused, naming the link; a tree without a
+/// `software` PMU (the Sapphire Rapids tree) has no such event.
 #[test]
 fn stat_reads_pmus_from_the_root_and_opens_them_here() {
     linux_or_skip!();
-    let root = std::env::temp_dir().join(format!("counterhal-sysfs-root-{}", std::process::id()));
-    std::fs::create_dir_all(root.join("bus/event_source")).unwrap();
+    let dir = std::env::temp_dir().join(format!("counterhal-sysfs-root-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("out/bus/event_source")).unwrap();
+    let root = dir.join("sys");
+    std::os::unix::fs::symlink("/sys", &root).unwrap();
+    let out = dir.join("out");
     std::os::unix::fs::symlink(
         "/sys/bus/event_source/devices",
-        root.join("bus/event_source/devices"),
+        out.join("bus/event_source/devices"),
     )
     .unwrap();
+    let linked_out = counterhal(&["list", "--sysfs", out.to_str().unwrap(), "software"]);
+    assert_eq!(linked_out.status.code(), Some(2), "{}", stderr(&linked_out));
+    assert!(
+        stderr(&linked_out).contains("bus/event_source/devices leads out of the sysfs tree"),
+        "{}",
+        stderr(&linked_out)
+    );
     let count = |args: &[&str]| -> Option<u64> {
         let mut all = vec!["stat", "-x,"];
         all.extend(args);
@@ -283,7 +296,7 @@ fn stat_reads_pmus_from_the_root_and_opens_them_here() {
     };
     let here = count(&[]);
     let through_root = count(&["--sysfs", root.to_str().unwrap()]);
-    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
     assert!(here.is_some_and(|n| n > 0), "{here:?}");
     assert!(through_root.is_some_and(|n| n > 0), "{through_root:?}");
     let spr = machines().join("spr-2s");
@@ -422,4 +435,167 @@ fn generic_events_open_on_each_hybrid_core_pmus_cpus_as_perf_opens_them() {
         );
         assert_eq!(ours, theirs, "{event}: ours, then perf 6.1's");
     }
+}
+
+/// A hostile tree: `--sysfs DIR` (and `COUNTERHAL_SYSFS`) reads DIR as sysfs is, so a link out
+/// of it (`events/leak -> SECRET`, which `list` showed and `encode` echoed, lowercased, in its
+/// error), a file longer than a page and a scale that is not finite and positive are refused
+/// by their path, never shown, while the links inside the tree that the real /sys has
+/// (`bus/event_source/devices/msr -> ../../../devices/msr`) are followed. Oracle: the kernel's
+/// sysfs (fs/sysfs/file.c: an attribute is a regular file of at most a page; the PMU links
+/// stay inside /sys) and its drivers' aliases (msr.c's `tsc` is `event=0x00`; rapl.c's scales
+/// are finite and positive).
+#[test]
+fn a_hostile_tree_is_refused_by_path_and_never_shown() {
+    let dir = std::env::temp_dir().join(format!("counterhal-hostile-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let secret = dir.join("secret");
+    let root = dir.join("sys");
+    let msr = root.join("devices/msr");
+    let events = msr.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    std::fs::create_dir_all(root.join("bus/event_source/devices")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/msr",
+        root.join("bus/event_source/devices/msr"),
+    )
+    .unwrap();
+    std::fs::write(&secret, "Root:Secret-Shadow-Line:19000:0:99999:7:::\n").unwrap();
+    for (file, text) in [
+        ("type", "10\n".to_string()),
+        ("format/event", "config:0-63\n".to_string()),
+        ("events/tsc", "event=0x00\n".to_string()),
+        ("events/huge", "event=0x1,".repeat(1000)),
+        ("events/nan", "event=0x1\n".to_string()),
+        ("events/nan.scale", "nan\n".to_string()),
+        ("events/negative", "event=0x1\n".to_string()),
+        ("events/negative.scale", "-1\n".to_string()),
+        ("events/vast", "event=0x1\n".to_string()),
+        ("events/vast.scale", "1e308\n".to_string()),
+    ] {
+        std::fs::create_dir_all(msr.join(file).parent().unwrap()).unwrap();
+        std::fs::write(msr.join(file), text).unwrap();
+    }
+    std::os::unix::fs::symlink(&secret, events.join("leak")).unwrap();
+    let root_text = root.to_str().unwrap();
+    let never_shown = |out: &std::process::Output| {
+        let all = format!("{}{}", stdout(out), stderr(out)).to_lowercase();
+        assert!(!all.contains("secret-shadow"), "the secret shown: {all}");
+    };
+
+    let list = counterhal(&["list", "--sysfs", root_text, "msr/"]);
+    never_shown(&list);
+    let listed = stdout(&list);
+    assert!(
+        listed.contains("msr/tsc/") && listed.contains("event=0x00"),
+        "{listed}"
+    );
+    for refused in ["leak", "huge", "nan", "negative", "vast"] {
+        assert!(!listed.contains(&format!("msr/{refused}/")), "{listed}");
+    }
+
+    let encode = |event: &str| {
+        let out = Command::new(crate::common::bin())
+            .args(["encode", event])
+            .env("COUNTERHAL_SYSFS", &root)
+            .output()
+            .unwrap();
+        never_shown(&out);
+        out
+    };
+    assert!(encode("msr/tsc/").status.success());
+    let events_dir = root.join("bus/event_source/devices/msr/events");
+    for (event, file, why) in [
+        ("msr/leak/", "leak", "leads out of the sysfs tree"),
+        ("msr/huge/", "huge", "holds more than 4096 bytes"),
+        ("msr/nan/", "nan.scale", "is not finite"),
+        ("msr/negative/", "negative.scale", "is not positive"),
+        (
+            "msr/vast/",
+            "vast.scale",
+            "is so large that a count times it overflows",
+        ),
+    ] {
+        let out = encode(event);
+        assert_eq!(out.status.code(), Some(2), "{event}: {}", stderr(&out));
+        let expected = format!("{} {why}", events_dir.join(file).display());
+        assert!(
+            stderr(&out).contains(&expected),
+            "{event}: {}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// perf's own terms in PMU syntax that set no config bits, side by side with perf 6.1 (`perf
+/// stat -x,`, its parse-events.l terms) on this machine's /sys (through `--sysfs /sys`, whose
+/// PMU links stay inside it): `name=` names the event's line as perf names it (`foo`,
+/// `a.b-c:d`); `freq=` is refused by both (perf: "'freq' is not usable in 'perf stat'");
+/// `period=`, which perf stat takes and counts as without it, counterhal refuses naming it
+/// perf's sampling period; a name perf's lexer refuses (`1x`) both refuse.
+#[test]
+fn perfs_name_period_and_freq_terms() {
+    perf_or_skip!();
+    linux_or_skip!();
+    if !Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+        skip!(Need::System, "no msr PMU with its tsc event here");
+    }
+    let names = |out: &std::process::Output| -> Vec<String> {
+        result_lines(out)
+            .iter()
+            .filter_map(|line| line.split(',').nth(2).map(str::to_string))
+            .collect()
+    };
+    let events = ["-e", "msr/tsc,name=foo/", "-e", "msr/tsc,name=a.b-c:d/"];
+    let mut args = vec!["-x,"];
+    args.extend(events);
+    args.push("true");
+    let theirs = perf(&args);
+    assert!(theirs.status.success(), "perf: {}", stderr(&theirs));
+    let mut with_root = vec!["--sysfs", "/sys"];
+    with_root.extend(&args);
+    let mine = ours(&with_root);
+    assert!(mine.status.success(), "{}", stderr(&mine));
+    assert_eq!(names(&mine), names(&theirs), "ours: {}", stderr(&mine));
+    assert_eq!(names(&mine), ["foo", "a.b-c:d"]);
+
+    for (event, perf_takes, ours_says) in [
+        (
+            "msr/tsc,freq=1000/",
+            false,
+            "`freq` is perf's sampling frequency",
+        ),
+        (
+            "msr/tsc,period=1000/",
+            true,
+            "`period` is perf's sampling period",
+        ),
+        (
+            "msr/tsc,name=1x/",
+            false,
+            "`name` takes perf's name of the event",
+        ),
+    ] {
+        let theirs = perf(&["-x,", "-e", event, "true"]);
+        assert_eq!(
+            theirs.status.success(),
+            perf_takes,
+            "perf {event}: {}",
+            stderr(&theirs)
+        );
+        let mine = ours(&["-x,", "-e", event, "true"]);
+        assert_eq!(mine.status.code(), Some(2), "{event}: {}", stderr(&mine));
+        assert!(
+            stderr(&mine).contains(ours_says),
+            "{event}: {}",
+            stderr(&mine)
+        );
+    }
+    let freq = perf(&["-x,", "-e", "msr/tsc,freq=1000/", "true"]);
+    assert!(
+        stderr(&freq).contains("'freq' is not usable in 'perf stat'"),
+        "{}",
+        stderr(&freq)
+    );
 }

@@ -318,8 +318,8 @@ fn the_table_puts_units_and_names_in_perfs_columns() {
 /// under this tree: "unknown term 'bogus' for pmu 'uncore_imc_0'", and a parser error for an
 /// unknown modifier, exit 129 after its usage); counterhal refuses the same as bad input (exit
 /// 2) naming the term, never a panic. One refusal is counterhal's alone: `period=` (perf stat
-/// takes and ignores a sampling period; counterhal's PMU terms are the format's and the
-/// config words, as docs/command.md says).
+/// takes and ignores a sampling period; counterhal refuses it by name as perf's sampling
+/// period, as docs/command.md says).
 #[test]
 fn what_the_boxes_lack_is_refused_with_perfs_words() {
     linux_or_skip!();
@@ -337,7 +337,7 @@ fn what_the_boxes_lack_is_refused_with_perfs_words() {
         ),
         (
             "uncore_imc/data_reads,period=1000/",
-            "unknown term `period`",
+            "`period` is perf's sampling period",
         ),
         ("imc/nosuch/", "unknown term `nosuch`"),
         ("power/energy-pkg/q", "unknown modifier `q`"),

@@ -42,10 +42,12 @@ impl LinuxBackend {
     }
 }
 
-/// One term per open of `event`, added up.
+/// One term per open of `event`, added up, named as its terms name it (`name=foo`) or as given.
 fn summed(event: &str, opens: Vec<sysfs::PmuEvent>) -> ResolvedEvent {
-    // The boxes of one event share its alias, and so its scale and unit.
+    // The boxes of one event share its alias, and so its scale and unit; and its name.
     let unit = opens.first().and_then(sysfs::PmuEvent::unit);
+    let named = opens.first().and_then(|open| open.name.clone());
+    let event = named.as_deref().unwrap_or(event);
     ResolvedEvent {
         name: event.to_string(),
         terms: opens

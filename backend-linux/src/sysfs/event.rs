@@ -21,8 +21,15 @@
 //!   `PERF_TYPE_HW_CACHE`) with the PMU's type in config's upper 32 bits (the extended type),
 //!   on the PMU's CPUs (`cpu_core/cpu-cycles/`, an alias, is the alias).
 //!
-//! counterhal refuses one thing perf takes: the same term given twice with different values
-//! (perf ORs `event=1,event=2` into 3).
+//! - perf's own terms that set no config bits (its parse-events.l): `name=NAME` names the
+//!   event in what is shown (`msr/tsc,name=foo/` counts as `foo`, in counting and sampling
+//!   alike); `period=N` and `freq=N`, perf's per-event sampling period and frequency, are
+//!   refused by name with that meaning: a counterhal sampler takes its rate in its options,
+//!   and counting has none.
+//!
+//! counterhal refuses two things perf takes: the same term given twice with different values
+//! (perf ORs `event=1,event=2` into 3), and `period=N`, which perf stat takes and ignores (it
+//! refuses `freq=N`: "'freq' is not usable in 'perf stat'").
 
 use std::path::Path;
 
@@ -39,6 +46,8 @@ use super::pmu::{Pmu, list_pmus};
 pub struct PmuEvent {
     /// The PMU's directory name (`uncore_imc_0`).
     pub pmu: String,
+    /// The name it is shown by, where its terms give one (`name=foo`, as perf shows it).
+    pub name: Option<String>,
     /// The attr (type, config words, the modifiers' domain).
     pub attr: PerfAttr,
     /// The CPUs it opens on system-wide: the PMU's `cpumask` (an uncore PMU's one CPU per
@@ -203,7 +212,7 @@ fn expand(pmu: &Pmu, event: &str, terms: &str) -> Result<(PmuTerms, Vec<Alias>)>
     let mut shown: Vec<Alias> = Vec::new();
     for (name, value) in parse(terms)? {
         let alias = match value {
-            None if pmu.format(&name)?.is_none() => pmu.alias(&name),
+            None if pmu.format(&name)?.is_none() => pmu.alias(&name)?,
             _ => None,
         };
         let Some(alias) = alias else {
@@ -229,15 +238,96 @@ fn expand(pmu: &Pmu, event: &str, terms: &str) -> Result<(PmuTerms, Vec<Alias>)>
     Ok((expanded, shown))
 }
 
+/// perf's own terms among `terms` that set no config bits (parse-events.l's `name`, `period`,
+/// `freq`): the others, as written, and the event's name where `name=` gives one.
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::InvalidEvent`] for `period=` and `freq=` (perf's sampling
+/// terms, named with their meaning), a name that is not perf's (letters, digits, `_`, `-`,
+/// `.`, `:`, `*`, `?`; first a letter, `_`, `*` or `?`) and two different names.
+fn perf_terms(event: &str, terms: &str) -> Result<(String, Option<String>)> {
+    let mut kept = Vec::new();
+    let mut name: Option<&str> = None;
+    for term in terms.split(',') {
+        let (key, value) = term.split_once('=').unwrap_or((term, ""));
+        match key.trim().to_ascii_lowercase().as_str() {
+            "name" => {
+                let value = value.trim();
+                if !is_perf_name(value) {
+                    return Err(Error::invalid_event(format!(
+                        "{event}: `name` takes perf's name of the event, not `{value}`"
+                    ))
+                    .with_hint(
+                        "a name is letters, digits, _, -, ., :, * and ?, starting with a letter, \
+                         _, * or ? (name=foo)",
+                    ));
+                }
+                if name.is_some_and(|given| given != value) {
+                    return Err(Error::invalid_event(format!(
+                        "{event}: `name` given twice with different names"
+                    )));
+                }
+                name = Some(value);
+            }
+            key @ ("period" | "freq") => return Err(sampling_term(event, key)),
+            _ => kept.push(term),
+        }
+    }
+    Ok((kept.join(","), name.map(str::to_string)))
+}
+
+/// Whether `name` is a name perf 6.1 takes after `name=` (its lexer's `name_minus`).
+fn is_perf_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '*' | '?'))
+        && chars
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '*' | '?' | '.' | ':'))
+}
+
+/// The refusal of perf's sampling term `term` (`period` or `freq`), with what perf does with it.
+fn sampling_term(event: &str, term: &str) -> Error {
+    let (what, in_stat, option) = match term {
+        "freq" => (
+            "frequency",
+            "perf stat refuses it",
+            "SampleOptions::frequency",
+        ),
+        _ => (
+            "period",
+            "perf stat counts as without it",
+            "SampleOptions::period",
+        ),
+    };
+    Error::invalid_event(format!(
+        "{event}: `{term}` is perf's sampling {what} of this one event (perf record samples it \
+         so; {in_stat}), which counterhal does not take in an event's terms"
+    ))
+    .with_hint(format!(
+        "drop `{term}=`: counting has no sampling {what}, and a sampler takes its {what} in its \
+         options ({option}; PAPI_overflow's threshold)"
+    ))
+}
+
 /// The event on `pmu`.
 fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<PmuEvent> {
+    let (terms, name) = perf_terms(event, terms)?;
+    let mut opened = encode_terms_on(pmu, event, &terms, modifiers)?;
+    opened.name = name;
+    Ok(opened)
+}
+
+/// The event of PMU terms `terms` (perf's own taken out) on `pmu`.
+fn encode_terms_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<PmuEvent> {
     if let Some((type_, config)) = hybrid_generic(pmu, terms)? {
         let mut attr = PerfAttr::new(type_, config | u64::from(pmu.type_) << 32);
         attr.pmu = Some(pmu.name.clone());
         apply_modifiers(event, modifiers, &mut attr)?;
         return Ok(PmuEvent {
             pmu: pmu.name.clone(),
-            cpus: pmu.cpus(),
+            name: None,
+            cpus: pmu.cpus()?,
             scale: None,
             unit: None,
             snapshot: false,
@@ -269,7 +359,8 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
     let first = |get: fn(&Alias) -> Option<String>| shown.iter().find_map(get);
     Ok(PmuEvent {
         pmu: pmu.name.clone(),
-        cpus: pmu.cpus(),
+        name: None,
+        cpus: pmu.cpus()?,
         scale: shown.iter().find_map(|a| a.scale),
         unit: first(|a| a.unit.clone()),
         snapshot: shown.iter().any(|a| a.snapshot),
@@ -282,7 +373,7 @@ fn encode_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Result<Pmu
 /// PMU, where it is one term that is neither a format field nor an alias of the PMU (perf
 /// 6.1's `parse_events__inside_hybrid_pmu` and `perf_pmu__hybrid_mounted`).
 fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
-    let hybrid = pmu.name.starts_with("cpu_") && pmu.dir.join("cpus").is_file();
+    let hybrid = pmu.name.starts_with("cpu_") && pmu.has_file("cpus");
     if !hybrid || terms.contains([',', '=']) {
         return Ok(None);
     }
@@ -294,7 +385,7 @@ fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
         (None, Some(cache)) => (TYPE_HW_CACHE, cache_config(cache)),
         (None, None) => return Ok(None),
     };
-    if pmu.format(terms)?.is_some() || pmu.alias(terms).is_some() {
+    if pmu.format(terms)?.is_some() || pmu.alias(terms)?.is_some() {
         return Ok(None);
     }
     Ok(Some(generic))
@@ -519,6 +610,47 @@ mod tests {
         assert_eq!(opens(&zen4, "amd_l3/event=1/")[0].4, [0, 8]);
         assert_eq!(opens(&zen4, "amd_umc/event=1,rdwrmask=2/").len(), 2);
         assert!(refusal(&zen4, "amd_df/event=0x4000/").contains("maximum is 16383"));
+    }
+
+    /// perf's terms that set no config bits: `name=` names every open (a wildcard's boxes, a
+    /// hybrid core PMU's generic event) and changes no bit; `period=` and `freq=` are refused
+    /// by name. Oracle: perf 6.1's parse-events.l (`name`, `period`, `freq` in its `<config>`
+    /// terms; a name is its `name_minus`).
+    #[test]
+    fn perfs_own_terms() {
+        let spr = machine("spr-2s");
+        let named = pmu_events(&spr, "uncore_imc/cas_count_read,name=bw/")
+            .unwrap()
+            .unwrap();
+        let plain = pmu_events(&spr, "uncore_imc/cas_count_read/")
+            .unwrap()
+            .unwrap();
+        assert_eq!(named.len(), 4);
+        for (named, plain) in named.iter().zip(&plain) {
+            assert_eq!(named.name.as_deref(), Some("bw"));
+            assert_eq!((&named.attr, named.scale), (&plain.attr, plain.scale));
+        }
+        let hybrid = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
+        let cycles = parse_pmu_event(&hybrid, "cpu_atom/name=small-cycles,cycles/k").unwrap();
+        assert_eq!(cycles.name.as_deref(), Some("small-cycles"));
+        assert_eq!((cycles.attr.type_, cycles.attr.config), (0, 10 << 32));
+        for (event, expected) in [
+            ("msr/tsc,period=1000/", "`period` is perf's sampling period"),
+            ("msr/tsc,freq=99/", "`freq` is perf's sampling frequency"),
+            (
+                "msr/tsc,name=1x/",
+                "`name` takes perf's name of the event, not `1x`",
+            ),
+            ("msr/tsc,name=/", "not ``"),
+            ("msr/tsc,name=a,name=b/", "`name` given twice"),
+        ] {
+            let message = refusal(&spr, event);
+            assert!(message.contains(expected), "{event}: {message}");
+        }
+        assert_eq!(
+            opens(&spr, "msr/tsc,name=a,name=a/"),
+            opens(&spr, "msr/tsc/")
+        );
     }
 
     #[test]

@@ -51,11 +51,12 @@ impl FormatField {
     /// Parses `config:0-7,32-35` or `config1:21`.
     ///
     /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming what is malformed.
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] naming what is malformed (not the text,
+    /// which may be any file's: the caller names the file).
     pub fn parse(text: &str) -> Result<FormatField> {
         let text = text.trim();
         let bad = |why: &str| {
-            Error::invalid_input(format!("malformed PMU format `{text}`: {why}"))
+            Error::invalid_input(format!("malformed PMU format: {why}"))
                 .with_hint("expected e.g. `config:0-7,32-35`")
         };
         let (word, bits) = text.split_once(':').ok_or_else(|| bad("no `:`"))?;

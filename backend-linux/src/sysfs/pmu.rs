@@ -2,13 +2,13 @@
 //! the CPUs it counts on (`cpumask`, `cpus`), its `caps/`, `format/` fields and `events/`
 //! aliases.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{CpuList, Error, Result};
 
 use super::alias::{self, Alias};
 use super::format::FormatField;
+use super::tree::Tree;
 
 /// A PMU's directory.
 #[derive(Clone, Debug)]
@@ -19,6 +19,8 @@ pub struct Pmu {
     pub dir: PathBuf,
     /// Its `type` number.
     pub type_: u32,
+    /// The sysfs tree it is read from (every file of it through [`Tree`]'s rules).
+    tree: Tree,
 }
 
 impl Pmu {
@@ -27,8 +29,10 @@ impl Pmu {
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidEvent`] when there is no such PMU (the message lists
     /// the PMUs present).
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] when its `type` file breaks the tree's rules
+    /// (it leads out of the tree, is no regular file, or is too long).
     pub fn open(devices: &Path, name: &str) -> Result<Pmu> {
-        match Pmu::named(devices, name) {
+        match Pmu::find(devices, name)? {
             Some(pmu) => Ok(pmu),
             None => {
                 let present = list_pmus(devices).join(", ");
@@ -56,100 +60,137 @@ impl Pmu {
     /// other name, `uncore_type_0_2` for `uncore_cha_2`, which perf takes alike); `None` when
     /// there is neither.
     pub fn named(devices: &Path, name: &str) -> Option<Pmu> {
+        Pmu::find(devices, name).ok().flatten()
+    }
+
+    /// As [`Pmu::named`], with the refusal of a `type` file that breaks the tree's rules.
+    fn find(devices: &Path, name: &str) -> Result<Option<Pmu>> {
         if name.is_empty() || name.contains(['.', '/']) {
-            return None;
+            return Ok(None);
         }
-        let at = |dir: &str| {
-            let path = devices.join(dir);
-            let type_ = fs::read_to_string(path.join("type")).ok()?;
-            Some(Pmu {
-                name: dir.to_string(),
-                type_: type_.trim().parse().ok()?,
-                dir: path,
-            })
+        let tree = Tree::of(devices);
+        if let Some(pmu) = Pmu::at(&tree, devices, name)? {
+            return Ok(Some(pmu));
+        }
+        Ok(list_pmus(devices)
+            .iter()
+            .filter_map(|dir| Pmu::at(&tree, devices, dir).ok().flatten())
+            .find(|pmu| pmu.alias_name().as_deref() == Some(name)))
+    }
+
+    /// The PMU of directory `devices/<dir>`, where it has a `type` that reads as a number.
+    fn at(tree: &Tree, devices: &Path, dir: &str) -> Result<Option<Pmu>> {
+        let path = devices.join(dir);
+        let Some(type_) = tree.read(&path.join("type"))? else {
+            return Ok(None);
         };
-        at(name).or_else(|| {
-            list_pmus(devices)
-                .iter()
-                .filter_map(|dir| at(dir))
-                .find(|pmu| pmu.alias_name().as_deref() == Some(name))
-        })
+        Ok(type_.trim().parse().ok().map(|type_| Pmu {
+            name: dir.to_string(),
+            type_,
+            dir: path,
+            tree: tree.clone(),
+        }))
+    }
+
+    /// The text of its file `file` (`cpus`, `caps/slots`), trimmed, through the tree's rules;
+    /// `None` where it has none.
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that leads out of the tree, is
+    /// no regular file or is too long.
+    pub(crate) fn read(&self, file: &str) -> Result<Option<String>> {
+        Ok(self
+            .tree
+            .read(&self.dir.join(file))?
+            .map(|text| text.trim().to_string()))
+    }
+
+    /// Whether it has a regular file `file` (`cpus`, `format/thresh`) inside the tree.
+    pub(crate) fn has_file(&self, file: &str) -> bool {
+        self.tree.is_file(&self.dir.join(file))
     }
 
     /// Its other name, from its `alias` file (`uncore_type_0_2`), if it has one.
     pub fn alias_name(&self) -> Option<String> {
-        fs::read_to_string(self.dir.join("alias"))
-            .ok()
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
+        self.read("alias").ok().flatten().filter(|t| !t.is_empty())
     }
 
     /// The CPUs perf opens it on system-wide: its `cpumask` (an uncore PMU's one CPU per
     /// package, die or cache), else its `cpus` (a hybrid core PMU's), as perf's
-    /// `pmu_cpumask` reads them; `None` for a PMU with neither (or an unreadable list).
-    pub fn cpus(&self) -> Option<CpuList> {
-        ["cpumask", "cpus"].iter().find_map(|file| {
-            let text = fs::read_to_string(self.dir.join(file)).ok()?;
-            text.trim().parse().ok()
-        })
+    /// `pmu_cpumask` reads them; `None` for a PMU with neither (or a list that does not
+    /// parse).
+    ///
+    /// # Errors
+    /// As [`Pmu::read`].
+    pub fn cpus(&self) -> Result<Option<CpuList>> {
+        for file in ["cpumask", "cpus"] {
+            if let Some(list) = self.read(file)?.and_then(|text| text.parse().ok()) {
+                return Ok(Some(list));
+            }
+        }
+        Ok(None)
     }
 
-    /// Its `caps/` files (`max_precise`, `pmu_name`, `branches`), name and contents, sorted.
+    /// Its `caps/` files (`max_precise`, `pmu_name`, `branches`), name and contents, sorted
+    /// (a file that breaks the tree's rules left out).
     pub fn caps(&self) -> Vec<(String, String)> {
-        let mut caps: Vec<(String, String)> = self
-            .names_in("caps")
+        self.names_in("caps")
             .into_iter()
             .filter_map(|name| {
-                let text = fs::read_to_string(self.dir.join("caps").join(&name)).ok()?;
-                Some((name, text.trim().to_string()))
+                let text = self.read(&format!("caps/{name}")).ok()??;
+                Some((name, text))
             })
-            .collect();
-        caps.sort();
-        caps
+            .collect()
     }
 
     /// The `format/<field>` file parsed, if it exists.
     ///
     /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a malformed file.
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a malformed file, or one that breaks
+    /// the tree's rules.
     pub fn format(&self, field: &str) -> Result<Option<FormatField>> {
         if !is_plain_name(field) {
             return Ok(None);
         }
-        match fs::read_to_string(self.dir.join("format").join(field)) {
-            Ok(text) => FormatField::parse(&text).map(Some),
-            Err(_) => Ok(None),
+        let file = format!("format/{field}");
+        match self.read(&file)? {
+            Some(text) => FormatField::parse(&text)
+                .map(Some)
+                .map_err(|e| e.context(self.dir.join(file).display())),
+            None => Ok(None),
         }
     }
 
     /// The `events/<alias>` file and its companions, if it exists; the name is matched in any
     /// case, as perf matches it (`CAS_COUNT_READ`).
-    pub fn alias(&self, alias: &str) -> Option<Alias> {
+    ///
+    /// # Errors
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for an alias whose files break the tree's
+    /// rules or hold what no kernel writes there ([`Alias`]).
+    pub fn alias(&self, alias: &str) -> Result<Option<Alias>> {
         if !is_plain_name(alias) {
-            return None;
+            return Ok(None);
         }
         let events = self.dir.join("events");
-        Alias::read(&events, alias).or_else(|| {
-            let name = self
-                .alias_names()
-                .into_iter()
-                .find(|name| name.eq_ignore_ascii_case(alias))?;
-            Alias::read(&events, &name)
-        })
+        if let Some(found) = Alias::read(&self.tree, &events, alias)? {
+            return Ok(Some(found));
+        }
+        match self
+            .alias_names()
+            .into_iter()
+            .find(|name| name.eq_ignore_ascii_case(alias))
+        {
+            Some(name) => Alias::read(&self.tree, &events, &name),
+            None => Ok(None),
+        }
     }
 
     fn names_in(&self, sub: &str) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.dir.join(sub))
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| alias::is_alias_file(n))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
+        self.tree
+            .names(&self.dir.join(sub))
+            .into_iter()
+            .filter(|n| alias::is_alias_file(n))
+            .collect()
     }
 
     /// The format field names.
@@ -171,16 +212,7 @@ fn is_plain_name(name: &str) -> bool {
         && !name.starts_with('.')
 }
 
-/// The PMU names under `devices`, sorted.
+/// The PMU names under `devices`, sorted (none where `devices` leads out of its tree).
 pub fn list_pmus(devices: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(devices)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+    Tree::of(devices).names(devices)
 }

@@ -58,6 +58,10 @@ impl Boxes {
                 boxes.push(index, name.clone(), None, None);
                 continue;
             }
+            // perf's `name=` term names the line (`uncore_imc/cas_count_read,name=reads/`).
+            if let Some(named) = events.first().and_then(|e| e.name.clone()) {
+                boxes.given[index] = named;
+            }
             for event in events {
                 let scale = event.unit();
                 boxes.push(index, box_name(name, &event.pmu), event.cpus, scale);
@@ -327,6 +331,18 @@ mod tests {
         let names: Vec<&str> = each.events.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names[0], "uncore_imc_0/cas_count_write/");
         assert_eq!((names.len(), names[4]), (5, "page-faults"));
+
+        // perf's `name=` term names the merged line (perf 6.1's parse-events.l `name`).
+        let named = Boxes::of(
+            &["uncore_imc/cas_count_write,name=writes/", "page-faults"].map(String::from),
+            Some(&spr),
+            true,
+        )
+        .unwrap();
+        let mut one = run(&named);
+        named.merge_run(&mut one);
+        assert_eq!(one.events[0].name, "writes");
+        assert_eq!(one.events[0].outcome.as_ref().unwrap().value, 10);
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub fn constant(name: &str) -> Option<f64> {
         "#num_packages" => facts.packages.map(f64::from),
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
-        "#slots" => core_pmu_slots(),
+        "#slots" => core_pmu_slots(&crate::options::pmu_devices()),
         "#chas_per_socket" => chas_per_socket(&crate::options::pmu_devices()),
         _ => None,
     }
@@ -65,15 +65,17 @@ fn chas_per_socket(devices: &std::path::Path) -> Option<f64> {
 
 /// perf's `#slots` on Arm (tools/perf/arch/arm64/util/pmu.c): the first core PMU's
 /// `caps/slots` (the arm_pmuv3 driver's PMMIR_EL1.SLOTS, in hex); none where it is 0 or absent.
-fn core_pmu_slots() -> Option<f64> {
-    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir(crate::options::pmu_devices())
+/// The file is read by the `--sysfs` tree's rules (inside it, a regular file, a page at most).
+fn core_pmu_slots(devices: &std::path::Path) -> Option<f64> {
+    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir(devices)
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.join("cpus").exists())
         .collect();
     pmus.sort();
-    slots_value(&std::fs::read_to_string(pmus.first()?.join("caps/slots")).ok()?)
+    let slots = counterhal_linux::read_tree_file(devices, &pmus.first()?.join("caps/slots"));
+    slots_value(&slots.ok()??)
 }
 
 /// A `caps/slots` file's value (`0x00000005`); `None` for 0, which perf takes as no value.
@@ -180,6 +182,61 @@ mod tests {
         assert_eq!(slots_value("0x00000000\n"), None);
         assert_eq!(slots_value("8"), Some(8.0));
         assert_eq!(slots_value("junk"), None);
+    }
+
+    /// A `--sysfs` tree's `caps/slots` is read by the tree's rules: a FIFO there is not
+    /// opened (it blocked `stat -M` for ever; here a writer waiting on it would feed it 7), a
+    /// link out of the tree is not followed. Oracle: the kernel's sysfs (fs/sysfs/file.c: an
+    /// attribute is a regular file) and the arm_pmuv3 driver's `0x%08x`.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn slots_are_read_by_the_trees_rules() {
+        use std::fs;
+        let root = std::env::temp_dir().join(format!("counterhal-slots-{}", std::process::id()));
+        let outside =
+            std::env::temp_dir().join(format!("counterhal-slots-out-{}", std::process::id()));
+        let devices = root.join("bus/event_source/devices");
+        let caps = devices.join("armv8_pmuv3/caps");
+        fs::create_dir_all(&caps).unwrap();
+        fs::write(devices.join("armv8_pmuv3/cpus"), "0-3\n").unwrap();
+        fs::write(caps.join("slots"), "0x00000005\n").unwrap();
+        assert_eq!(core_pmu_slots(&devices), Some(5.0));
+        fs::write(&outside, "0x00000006\n").unwrap();
+        fs::remove_file(caps.join("slots")).unwrap();
+        std::os::unix::fs::symlink(&outside, caps.join("slots")).unwrap();
+        assert_eq!(core_pmu_slots(&devices), None, "a link out of the tree");
+        fs::remove_file(caps.join("slots")).unwrap();
+        let fifo = caps.join("slots");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                // Waits until a reader opens the FIFO, then feeds it.
+                let mut file = fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                let _ = file.write_all(b"0x00000007\n");
+            })
+        };
+        let read = core_pmu_slots(&devices);
+        // Lets the writer go, whoever opened the FIFO.
+        let release = {
+            use std::os::unix::fs::OpenOptionsExt;
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo)
+        };
+        writer.join().unwrap();
+        drop(release);
+        fs::remove_dir_all(&root).unwrap();
+        fs::remove_file(&outside).unwrap();
+        assert_eq!(read, None, "a FIFO");
     }
 
     #[test]
