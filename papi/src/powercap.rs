@@ -20,7 +20,10 @@
 //! counters: nothing here changes the machine's state). With no zone at all the component is disabled, saying so.
 //!
 //! `COUNTERHAL_SYSFS=DIR` reads `DIR/class/powercap` instead (and the sockets of
-//! `DIR/devices/system` where it has them), as the command's `--sysfs` does.
+//! `DIR/devices/system` where it has them), as the command's `--sysfs` does, and by its rules
+//! for a tree that may be hostile: a link is followed only where it stays inside the tree,
+//! only regular files of at most a page are read (never a FIFO or a device), and a file
+//! refused so is no event.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +31,7 @@ use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
+use crate::topology::sysfs_text;
 
 /// The component's index: after the `sde` component, before `sysdetect`.
 pub const CIDX: i32 = crate::sde::COMPONENTS;
@@ -89,6 +93,8 @@ pub struct ZoneEvent {
     pub zone: String,
     /// The file read.
     pub path: PathBuf,
+    /// The sysfs tree it is read in (`/sys`, or `COUNTERHAL_SYSFS`): see the module's rules.
+    pub tree: PathBuf,
     /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
     pub description: String,
     /// For an energy event, `max_energy_range_uj` of its zone (0 where unreadable).
@@ -127,39 +133,43 @@ fn number(text: &str) -> i64 {
     digits[..end].parse::<i64>().map_or(0, |n| sign * n)
 }
 
-/// The value of `path` now (0 where it cannot be read, as PAPI's `atoll` of nothing).
-fn value(path: &Path) -> i64 {
-    std::fs::read_to_string(path).map_or(0, |text| number(&text))
+/// The value of `path` in `tree` now (0 where it cannot be read, as PAPI's `atoll` of
+/// nothing).
+fn value(tree: &Path, path: &Path) -> i64 {
+    sysfs_text(tree, path).map_or(0, |text| number(&text))
 }
 
-/// The events of the zones under `root` (`/sys/class/powercap`) for sockets `0..sockets`, in
-/// PAPI's order.
-pub fn discover(root: &Path, sockets: i32) -> Vec<ZoneEvent> {
+/// The events of the zones under `tree`'s `class/powercap` (`tree` is `/sys`, or
+/// `COUNTERHAL_SYSFS`) for sockets `0..sockets`, in PAPI's order.
+pub fn discover(tree: &Path, sockets: i32) -> Vec<ZoneEvent> {
+    let root = tree.join("class/powercap");
     let mut events = Vec::new();
     let mut zone = |dir: PathBuf, suffix: String, table: &[(&str, &str)]| {
         let range = dir.join("max_energy_range_uj");
-        let zone_name = std::fs::read_to_string(dir.join("name"))
+        let zone_name = sysfs_text(tree, &dir.join("name"))
             .unwrap_or_default()
             .trim()
             .to_string();
         for (event, file) in table {
             let path = dir.join(file);
-            if !path.exists() {
-                continue;
-            }
+            // A file the tree's rules refuse (a link out, a FIFO, a device, too long) is no
+            // event; one that exists but cannot be read (root's only) is, reading 0.
+            let text = match counterhal_linux::read_tree_file(tree, &path) {
+                Err(_) => continue,
+                Ok(None) if !path.exists() => continue,
+                Ok(text) => text.unwrap_or_default(),
+            };
             let description = match *event {
-                "NAME" => std::fs::read_to_string(&path)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string(),
+                "NAME" => text.trim().to_string(),
                 _ => String::new(),
             };
             events.push(ZoneEvent {
                 name: format!("{event}:{suffix}"),
                 rapl: false,
                 zone: zone_name.clone(),
-                wraps_at: (*event == "ENERGY_UJ").then(|| value(&range)),
+                wraps_at: (*event == "ENERGY_UJ").then(|| value(tree, &range)),
                 path,
+                tree: tree.to_path_buf(),
                 description,
             });
         }
@@ -211,8 +221,8 @@ fn rapl_names(events: &[ZoneEvent]) -> Vec<ZoneEvent> {
     names
 }
 
-/// The powercap class and the sockets: this machine's, or those of the tree
-/// `COUNTERHAL_SYSFS` names.
+/// The sysfs tree and the sockets: this machine's, or those of the tree `COUNTERHAL_SYSFS`
+/// names.
 fn machine() -> (PathBuf, i32) {
     let root = std::env::var_os("COUNTERHAL_SYSFS")
         .filter(|r| !r.is_empty())
@@ -222,9 +232,8 @@ fn machine() -> (PathBuf, i32) {
         .map(|r| r.join("devices/system"))
         .filter(|s| s.join("cpu").is_dir())
         .unwrap_or_else(|| PathBuf::from("/sys/devices/system"));
-    let class = root.map_or_else(|| PathBuf::from("/sys/class"), |r| r.join("class"));
     (
-        class.join("powercap"),
+        root.unwrap_or_else(|| PathBuf::from("/sys")),
         crate::topology::read(&system).sockets,
     )
 }
@@ -399,7 +408,7 @@ fn events_of<'a>(events: &'a [ZoneEvent], set: &PapiSet) -> Result<Vec<&'a ZoneE
 fn now(events: &[ZoneEvent], set: &PapiSet) -> Result<Vec<i64>, i32> {
     Ok(events_of(events, set)?
         .iter()
-        .map(|e| value(&e.path))
+        .map(|e| value(&e.tree, &e.path))
         .collect())
 }
 
@@ -440,7 +449,7 @@ pub fn read_each(set: &PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, 
     let events = events();
     for (i, event) in events_of(&events, set)?.into_iter().enumerate() {
         let start = set.own_starts.get(i).copied().unwrap_or(0);
-        put(i, count(event, start, value(&event.path)));
+        put(i, count(event, start, value(&event.tree, &event.path)));
     }
     Ok(OK)
 }
@@ -478,7 +487,7 @@ mod tests {
             std::env::temp_dir().join(format!("papi-powercap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let zone = |dir: &str, files: &[(&str, &str)]| {
-            let dir = root.join(dir);
+            let dir = root.join("class/powercap").join(dir);
             std::fs::create_dir_all(&dir).unwrap();
             for (file, text) in files {
                 std::fs::write(dir.join(file), text).unwrap();
@@ -557,6 +566,66 @@ mod tests {
         let _ = std::fs::remove_dir_all(root);
     }
 
+    /// A tree `COUNTERHAL_SYSFS` names is read by sysfs's own rules, as the backend reads a
+    /// PMU tree: a link out of it, a FIFO and a device give no event (and no wait, no endless
+    /// read), a link inside it is followed as the real class's are.
+    ///
+    /// Oracle: the kernel's sysfs (fs/sysfs/file.c: an attribute is a regular file of at most
+    /// a page) and its powercap class, whose zones are links into `/sys/devices/virtual`
+    /// (Documentation/ABI/testing/sysfs-class-powercap).
+    #[test]
+    fn a_hostile_tree_neither_blocks_nor_leaks() {
+        use std::os::unix::fs::symlink;
+        let root = tree("hostile");
+        let class = root.join("class/powercap");
+        let zone = class.join("intel-rapl:0");
+        let secret = root.with_extension("secret");
+        std::fs::write(&secret, "123456789\n").unwrap();
+        symlink(&secret, zone.join("constraint_0_max_power_uw")).unwrap();
+        symlink("/dev/zero", zone.join("constraint_1_max_power_uw")).unwrap();
+        let fifo = zone.join("constraint_0_time_window_us");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+        // The DRAM subzone where the kernel keeps it, linked from the class.
+        let devices = root.join("devices/virtual/powercap/intel-rapl");
+        std::fs::create_dir_all(&devices).unwrap();
+        std::fs::rename(class.join("intel-rapl:0:1"), devices.join("intel-rapl:0:1")).unwrap();
+        symlink(
+            "../../devices/virtual/powercap/intel-rapl/intel-rapl:0:1",
+            class.join("intel-rapl:0:1"),
+        )
+        .unwrap();
+        let (sent, events) = std::sync::mpsc::channel();
+        let tree = root.clone();
+        std::thread::spawn(move || sent.send(discover(&tree, 1)));
+        let events = events
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("discover blocked for 30 s on the tree's FIFO");
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        for refused in [
+            "MAX_POWER_A_UW:ZONE0",
+            "MAX_POWER_B_UW:ZONE0",
+            "TIME_WINDOW_A_US:ZONE0",
+        ] {
+            assert!(!names.contains(&refused), "{refused} in {names:?}");
+        }
+        for kept in [
+            "ENERGY_UJ:ZONE0",
+            "NAME:ZONE0_SUBZONE1",
+            "DRAM_ENERGY:PACKAGE0",
+        ] {
+            assert!(names.contains(&kept), "{kept} not in {names:?}");
+        }
+        assert!(
+            events
+                .iter()
+                .all(|e| value(&e.tree, &e.path) != 123_456_789),
+            "the secret outside the tree was read"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_file(secret);
+    }
+
     /// An energy counter counts from its start, across a wrap at its range; other files read
     /// as they are; numbers as `atoll` reads them.
     #[test]
@@ -566,6 +635,7 @@ mod tests {
             rapl: false,
             zone: "package-0".into(),
             path: PathBuf::new(),
+            tree: PathBuf::new(),
             description: String::new(),
             wraps_at: Some(1_000),
         };

@@ -31,8 +31,18 @@ fn mask_bits(text: &str) -> i32 {
         .sum()
 }
 
-/// Reads the topology under `system` (`/sys/devices/system`).
+/// The text of the file `path` of the sysfs tree `tree` (`/sys`, or `COUNTERHAL_SYSFS`), read
+/// as the backend reads a PMU tree, which may be hostile: links followed only inside the
+/// tree, regular files only (never a FIFO or a device), at most a page; `None` where it does
+/// not exist, cannot be read, or is refused so.
+pub fn sysfs_text(tree: &Path, path: &Path) -> Option<String> {
+    counterhal_linux::read_tree_file(tree, path).ok().flatten()
+}
+
+/// Reads the topology under `system` (`/sys/devices/system`, or `DIR/devices/system`, read in
+/// the tree `DIR` as [`sysfs_text`] reads).
 pub fn read(system: &Path) -> Topology {
+    let tree = system.ancestors().nth(2).unwrap_or(system);
     let count = |kind: &str| {
         (0..)
             .take_while(|n| system.join(format!("{kind}/{kind}{n}")).exists())
@@ -41,9 +51,7 @@ pub fn read(system: &Path) -> Topology {
     let cpus = count("cpu");
     let nodes = count("node");
     let siblings = |name: &str| {
-        std::fs::read_to_string(system.join("cpu/cpu0/topology").join(name))
-            .map(|t| mask_bits(&t))
-            .ok()
+        sysfs_text(tree, &system.join("cpu/cpu0/topology").join(name)).map(|t| mask_bits(&t))
     };
     let threads = siblings("thread_siblings").unwrap_or(0);
     let cores = match siblings("core_siblings") {
@@ -58,7 +66,7 @@ pub fn read(system: &Path) -> Topology {
     let node_memory_kib = (0..nodes)
         .map(|n| {
             let path = system.join(format!("node/node{n}/meminfo"));
-            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let text = sysfs_text(tree, &path).unwrap_or_default();
             text.lines()
                 .find_map(|l| l.split_once("MemTotal:").map(|(_, v)| v.to_string()))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
