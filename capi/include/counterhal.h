@@ -6,9 +6,10 @@
  * Link with -lcounterhal (pkg-config --cflags --libs counterhal; counterhal-static for the
  * archive). C99 and C++.
  *
- * Errors: every int-returning function returns COUNTERHAL_OK (0) or a value >= 0 on success
- * and a negative COUNTERHAL_E* code on failure; counterhal_last_error() then gives this
- * thread's message with its hint. A NULL pointer argument or a buffer shorter than the set is
+ * Errors: every int-returning function returns a value >= 0 on success (COUNTERHAL_OK, 0, or
+ * a count or index: counterhal_set_add returns the event's index) and a negative
+ * COUNTERHAL_E* code on failure, so test a result with < 0, never != COUNTERHAL_OK;
+ * counterhal_last_error() then gives this thread's message with its hint. A NULL pointer argument or a buffer shorter than the set is
  * an error (COUNTERHAL_EINVAL), never a crash, and no failure inside counterhal crosses this
  * boundary as anything but a code (COUNTERHAL_EINTERNAL).
  *
@@ -288,7 +289,9 @@ size_t counterhal_last_error_copy(char *buf, size_t len);
 int counterhal_list(counterhal_t *ch, const char *pattern, counterhal_event_info_t *out,
                     size_t n);
 /* COUNTERHAL_OK if event counts here, else why not; writes its encoding into
- * encoding[0..len) (NUL-terminated) when the name exists. encoding may be NULL if len is 0. */
+ * encoding[0..len) (NUL-terminated) when the name exists. encoding may be NULL if len is 0.
+ * An encoding longer than len - 1 is written cut and refused with COUNTERHAL_EINVAL, the last
+ * error naming the length it needs. */
 int counterhal_query(counterhal_t *ch, const char *event, char *encoding, size_t len);
 
 /* Timers: wall-clock ns, this thread's CPU ns, the TSC where it is a clock (else 0). */

@@ -210,6 +210,19 @@ fn record(message: &str) {
     });
 }
 
+/// The refusal of a buffer of `len` bytes too short for `event`'s encoding `text`
+/// (`counterhal_query`): the length it needs, its NUL included.
+fn encoding_cut(event: &str, text: &str, len: usize) -> Failure {
+    Failure::new(
+        code::INVALID_ARGUMENT,
+        format!(
+            "the encoding buffer holds {len} bytes; `{event}`'s encoding `{text}` needs {} with \
+             its NUL (it was written cut): pass a buffer of at least that many",
+            text.len() + 1
+        ),
+    )
+}
+
 /// Records `failure` as this thread's last error and returns its code.
 fn fail(failure: Failure) -> i32 {
     record(&failure.message);

@@ -635,8 +635,10 @@ pub unsafe extern "C" fn counterhal_list(
 }
 
 /// Whether `event` counts here: `COUNTERHAL_OK`, or the code of why not (the last error
-/// says why). Its encoding is written to `encoding[0..len)` (NUL-terminated, cut to fit)
-/// when the name exists; `encoding` may be NULL when `len` is 0.
+/// says why). Its encoding is written to `encoding[0..len)` (NUL-terminated) when the name
+/// exists; `encoding` may be NULL when `len` is 0. An encoding that does not fit is written
+/// cut and refused with `COUNTERHAL_EINVAL`, the last error naming the length it needs (as
+/// `counterhal_last_error_copy` returns the whole length), never answered `COUNTERHAL_OK`.
 ///
 /// # Safety
 /// See the module note.
@@ -657,15 +659,22 @@ pub unsafe extern "C" fn counterhal_query(
         }
         let len = room::<u8>(len, "the encoding buffer")?;
         let (text, usable) = handle.query(name);
+        let bytes = text.as_deref().unwrap_or("").as_bytes();
         if len > 0 {
-            let bytes = text.as_deref().unwrap_or("").as_bytes();
-            let len = len.min(bytes.len() + 1);
-            // SAFETY: `encoding` is non-NULL (checked above) and valid for `len` writes (no
-            // more than the caller's).
-            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), len) };
-            let kept = bytes.len().min(len - 1);
+            let written = len.min(bytes.len() + 1);
+            // SAFETY: `encoding` is non-NULL (checked above) and valid for `written` writes
+            // (no more than the caller's).
+            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), written) };
+            let kept = bytes.len().min(written - 1);
             buffer[..kept].copy_from_slice(&bytes[..kept]);
             buffer[kept] = 0;
+            if kept < bytes.len() {
+                return Err(crate::encoding_cut(
+                    name,
+                    text.as_deref().unwrap_or(""),
+                    len,
+                ));
+            }
         }
         usable.map(|()| code::OK)
     })
