@@ -404,7 +404,7 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 /// ([`crate::shared_reads`]); any other under it.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     if let Some(code) = crate::shared_reads::read(handle, &mut put) {
-        return code;
+        return crate::library::fail(code);
     }
     with_set(handle, |_, set| {
         set.assigned()?;
@@ -507,7 +507,7 @@ pub fn reset(handle: i32) -> i32 {
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     match crate::shared_reads::read(handle, &mut put) {
         Some(OK) => return reset(handle),
-        Some(error) => return error,
+        Some(error) => return crate::library::fail(error),
         None => {}
     }
     with_set(handle, |_, set| {

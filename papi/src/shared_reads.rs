@@ -77,9 +77,9 @@ pub fn value(reading: &Reading, multiplexed: bool) -> i64 {
 }
 
 /// Reads set `handle` where it is published, handing each count to `put` with its index:
-/// `Some(PAPI_OK)`, or `Some(PAPI_ESYS)` (kept for `PAPI_perror`) where the system's read
-/// failed; `None` where the set is not published or is being changed, for the caller to read
-/// it under the lock. No lock taken, nothing allocated.
+/// `Some(PAPI_OK)`, or `Some(PAPI_ESYS)` where the system's read failed; `None` where the
+/// set is not published or is being changed, for the caller to read it under the lock. No
+/// lock taken, nothing allocated.
 pub fn read(handle: i32, put: &mut impl FnMut(usize, i64)) -> Option<i32> {
     let (segment, index) = place(usize::try_from(handle).ok()?)?;
     let slot = TABLE[segment].get()?.get(index)?;
@@ -91,7 +91,7 @@ pub fn read(handle: i32, put: &mut impl FnMut(usize, i64)) -> Option<i32> {
     });
     match read {
         Ok(()) => Some(OK),
-        Err(SharedReadError::Read(_)) => Some(crate::library::fail(ESYS)),
+        Err(SharedReadError::Read(_)) => Some(ESYS),
         Err(_) => None,
     }
 }
