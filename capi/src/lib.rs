@@ -21,7 +21,8 @@ mod set;
 mod sys;
 
 pub use sampler::{SampleC, SamplerC, field};
-pub use set::{Set, domain, follow, option, place, target};
+pub use set::{Set, SetCell, domain, follow, option, place, target};
+pub(crate) use set::{read_failure, read_published};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
 pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
@@ -141,6 +142,13 @@ impl From<Error> for Failure {
             code: code_of(error.kind()),
             message: error.to_string(),
         }
+    }
+}
+
+impl From<(i32, &'static str)> for Failure {
+    /// A failure of a code and a static message.
+    fn from((code, message): (i32, &'static str)) -> Failure {
+        Failure::new(code, message)
     }
 }
 
