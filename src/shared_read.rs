@@ -172,6 +172,38 @@ impl SharedReads {
     /// [`SharedReadError::NotPublished`], [`SharedReadError::Busy`], or the group's
     /// [`SharedReadError::Read`].
     pub fn read<R>(&self, with: impl FnOnce(&[Reading]) -> R) -> Result<R, SharedReadError> {
+        self.with_scratch(|set, scratch| {
+            let Scratch {
+                words,
+                native,
+                readings,
+            } = scratch;
+            read_set(set, readings, native, words)?;
+            Ok(with(readings))
+        })
+    }
+
+    /// Reads the published set into `out`, one reading per event, as [`SharedReads::read`]
+    /// reads (without the copy).
+    ///
+    /// # Errors
+    /// As [`SharedReads::read`]; `out` shorter than the set's events is
+    /// [`SharedReadError::Read`] of [`std::io::ErrorKind::InvalidInput`].
+    #[inline]
+    pub fn read_into(&self, out: &mut [Reading]) -> Result<(), SharedReadError> {
+        self.with_scratch(|set, scratch| {
+            read_set(set, out, &mut scratch.native, &mut scratch.words)
+        })
+    }
+
+    /// Runs `f` on the published set with a scratch of this read's own: a reader's place
+    /// claimed first (the thread it runs on), then the published state shared and the
+    /// place's scratch taken, each only tried.
+    #[inline(always)]
+    fn with_scratch<R>(
+        &self,
+        f: impl FnOnce(&EventSet<AnyGroup>, &mut Scratch) -> Result<R, SharedReadError>,
+    ) -> Result<R, SharedReadError> {
         let here = this_thread();
         let reader = self
             .readers
@@ -182,16 +214,17 @@ impl SharedReads {
                 claimed.is_ok()
             })
             .ok_or(SharedReadError::Busy)?;
-        let result = self.read_as(reader, with);
+        let result = self.with_scratch_of(reader, f);
         self.readers[reader].store(0, Ordering::Release);
         result
     }
 
-    /// [`SharedReads::read`] as reader `reader`, with its scratch.
-    fn read_as<R>(
+    /// [`SharedReads::with_scratch`] as reader `reader`, with its scratch.
+    #[inline(always)]
+    fn with_scratch_of<R>(
         &self,
         reader: usize,
-        with: impl FnOnce(&[Reading]) -> R,
+        f: impl FnOnce(&EventSet<AnyGroup>, &mut Scratch) -> Result<R, SharedReadError>,
     ) -> Result<R, SharedReadError> {
         let published = match self.state.try_read() {
             Ok(published) => published,
@@ -209,18 +242,24 @@ impl SharedReads {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return Err(SharedReadError::Busy),
         };
-        let Scratch {
-            words,
-            native,
-            readings,
-        } = &mut *scratch;
-        let short = std::io::ErrorKind::InvalidInput.into();
-        set.read_shared(readings, native, short, |group, out| {
-            read_group(group, out, words)
-        })
-        .map_err(SharedReadError::Read)?;
-        Ok(with(readings))
+        f(set, &mut scratch)
     }
+}
+
+/// Reads `set` into `readings` through its group's shared read, with `native` and `words`
+/// as scratch.
+#[inline(always)]
+fn read_set(
+    set: &EventSet<AnyGroup>,
+    readings: &mut [Reading],
+    native: &mut [Reading],
+    words: &mut [u64],
+) -> Result<(), SharedReadError> {
+    let short = || std::io::ErrorKind::InvalidInput.into();
+    set.read_shared(readings, native, short, |group, out| {
+        read_group(group, out, words)
+    })
+    .map_err(SharedReadError::Read)
 }
 
 /// The scratch words a shared read of `group` needs, or `None` where it cannot be read so.

@@ -170,6 +170,31 @@ fn read_in_order(
     parse_group_read_cold(record, bytes, &group.ids, &group.slots, readings)
 }
 
+/// [`read_in_order`] through a shared reference into the caller's scratch `record` (`None`
+/// where the scratch is shorter than the group's record), its errors told without
+/// allocating ([`LinuxGroup::read_shared`]).
+#[inline(always)]
+fn read_in_order_shared(
+    group: &KernelGroup,
+    record: Option<&mut [u64]>,
+    readings: &mut [Reading],
+) -> std::io::Result<()> {
+    use std::io::{Error as IoError, ErrorKind as IoKind};
+    let Some(record) = record else {
+        return Err(IoKind::InvalidInput.into());
+    };
+    let Some(mine) = events_in(record).and_then(|events| readings.get_mut(..events)) else {
+        return Err(IoKind::InvalidInput.into());
+    };
+    let bytes =
+        sys::read_words(group.leader.as_fd(), record).map_err(IoError::from_raw_os_error)?;
+    match (decode_in_order(record, bytes, mine), bytes) {
+        (true, _) => Ok(()),
+        (false, 0) => Err(IoKind::UnexpectedEof.into()),
+        (false, _) => Err(IoKind::InvalidData.into()),
+    }
+}
+
 impl LinuxGroup {
     pub(crate) fn new(
         groups: Vec<KernelGroup>,
@@ -361,32 +386,28 @@ impl LinuxGroup {
     /// [`Group::read`] gives is built on that path only).
     pub fn read_shared(&self, readings: &mut [Reading], words: &mut [u64]) -> std::io::Result<()> {
         use std::io::{Error as IoError, ErrorKind as IoKind};
+        // The common group first, as `read` reads it (never self-monitored).
+        let groups = match &self.kernel {
+            Kernel::InOrder { group, record } => {
+                return read_in_order_shared(group, words.get_mut(..record.len()), readings);
+            }
+            Kernel::Groups { groups, buffer } => (groups, buffer.len()),
+        };
         if readings.len() < self.names.len() {
             return Err(IoKind::InvalidInput.into());
         }
         if self.self_monitor.is_some() && self.read_self_monitored(readings) {
             return Ok(());
         }
-        let record = words.get_mut(..self.shared_read_words());
+        let (groups, words_needed) = groups;
+        let record = words.get_mut(..words_needed);
         let record = record.ok_or(IoError::from(IoKind::InvalidInput))?;
-        let group = match &self.kernel {
-            Kernel::InOrder { group, .. } => group,
-            Kernel::Groups { groups, .. } => {
-                let malformed = |e: Error| match e.kind() {
-                    ErrorKind::NotCounted => IoError::from(IoKind::UnexpectedEof),
-                    _ => IoKind::InvalidData.into(),
-                };
-                let errno = IoError::from_raw_os_error;
-                return Self::read_each_kernel_group(groups, record, readings, errno, malformed);
-            }
+        let malformed = |e: Error| match e.kind() {
+            ErrorKind::NotCounted => IoError::from(IoKind::UnexpectedEof),
+            _ => IoKind::InvalidData.into(),
         };
-        let bytes = sys::read_words(group.leader.as_fd(), record);
-        let bytes = bytes.map_err(IoError::from_raw_os_error)?;
-        match (decode_in_order(record, bytes, readings), bytes) {
-            (true, _) => Ok(()),
-            (false, 0) => Err(IoKind::UnexpectedEof.into()),
-            (false, _) => Err(IoKind::InvalidData.into()),
-        }
+        let errno = IoError::from_raw_os_error;
+        Self::read_each_kernel_group(groups, record, readings, errno, malformed)
     }
 
     /// Reads every event with `read()` on its kernel group, never in user space.

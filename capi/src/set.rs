@@ -371,21 +371,26 @@ impl Set {
                 "the set is empty: add events before starting it",
             ));
         }
-        let mut counters = match std::mem::replace(&mut self.state, State::Idle) {
+        let (mut counters, stopped) = match std::mem::replace(&mut self.state, State::Idle) {
             State::Running(counters) => {
                 self.state = State::Running(counters);
                 return Err(Failure::new(code::STATE, "the set is running already"));
             }
-            State::Stopped(counters) => counters,
+            State::Stopped(counters) => (counters, true),
             State::Idle => {
                 let opened = self.open_all(&self.options)?;
                 self.counted_as(&opened);
                 self.note = opened.note().map(c_string);
-                Arc::new(opened)
+                (Arc::new(opened), false)
             }
         };
-        counters_mut(&self.reads, &mut counters)
-            .and_then(|c| Ok(c.reset().and_then(|()| c.enable())?))?;
+        // A stopped set counts from zero again; one just opened does already.
+        counters_mut(&self.reads, &mut counters).and_then(|c| {
+            if stopped {
+                c.reset()?;
+            }
+            Ok(c.enable()?)
+        })?;
         // Read from now on without a lock (a signal handler's counterhal_set_read too).
         self.reads.publish(&counters);
         self.state = State::Running(counters);
@@ -592,14 +597,12 @@ pub(crate) fn read_published(
     reads: &SharedReads,
     out: &mut [Reading],
 ) -> Result<(), SharedReadError> {
-    let copied = reads.read(|readings| match out.get_mut(..readings.len()) {
-        Some(out) => {
-            out.copy_from_slice(readings);
-            true
+    match reads.read_into(out) {
+        Err(SharedReadError::Read(e)) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            Err(SharedReadError::NotPublished)
         }
-        None => false,
-    })?;
-    copied.then_some(()).ok_or(SharedReadError::NotPublished)
+        other => other,
+    }
 }
 
 /// The code and message of a shared read that failed, both static (recorded without
