@@ -631,9 +631,11 @@ pub fn component_info() -> ComponentInfo {
 
 /// `PAPI_shutdown`: drops every event set and the backend.
 pub fn shutdown() {
-    if let Some(mut locked) = lock() {
-        *locked = None;
-    }
+    // (From a signal handler that interrupted a call holding the lock: nothing is done.)
+    let Some(mut locked) = lock() else {
+        return;
+    };
+    *locked = None;
     INIT_STATE.store(0, Ordering::SeqCst);
 }
 
