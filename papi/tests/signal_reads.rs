@@ -1,11 +1,23 @@
 //! `PAPI_read` from a signal handler (a profiler's `SIGPROF`) while the thread it interrupted
 //! reads the same set: the read path takes no lock and allocates nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+
+/// `tests/c/signal_read.c` built against Debian's papi.h, once for both tests (one building
+/// it while the other runs it is refused: "text file busy").
+fn program() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            crate::common::c_program("signal_read", "theirs", Path::new("/usr/include"), true)
+        })
+        .clone()
+}
 
 /// What `tests/c/signal_read.c` printed: its fields by name.
 fn field(text: &str, name: &str) -> i64 {
@@ -17,11 +29,11 @@ fn field(text: &str, name: &str) -> i64 {
         .unwrap_or_else(|| panic!("no `{name} N` in: {text}"))
 }
 
-/// Runs the program on Debian's PAPI (`ours` false) or ours for `seconds`: what it printed,
-/// `None` where task-clock cannot be counted (exit 3).
-fn run(program: &Path, ours: bool, seconds: &str) -> Option<String> {
+/// Runs the program on Debian's PAPI (`ours` false) or ours with `args` (its seconds, and
+/// `unstarted`): what it printed, `None` where task-clock cannot be counted (exit 3).
+fn run(program: &Path, ours: bool, args: &[&str]) -> Option<String> {
     let mut command = std::process::Command::new(program);
-    command.arg(seconds);
+    command.args(args);
     if ours {
         command.env("LD_LIBRARY_PATH", crate::common::library_dir());
     }
@@ -51,12 +63,11 @@ fn run(program: &Path, ours: bool, seconds: &str) -> Option<String> {
 #[test]
 fn papi_read_in_a_signal_handler_over_papi_read_neither_deadlocks_nor_disagrees() {
     system_papi_or_skip!();
-    let program =
-        crate::common::c_program("signal_read", "theirs", Path::new("/usr/include"), true);
+    let program = program();
     // Both at once: 2 s, not 4.
     let (theirs, ours) = std::thread::scope(|scope| {
-        let theirs = scope.spawn(|| run(&program, false, "2"));
-        let ours = run(&program, true, "2");
+        let theirs = scope.spawn(|| run(&program, false, &["2"]));
+        let ours = run(&program, true, &["2"]);
         (theirs.join().expect("Debian's run"), ours)
     });
     let Some(theirs) = theirs else {
@@ -68,11 +79,40 @@ fn papi_read_in_a_signal_handler_over_papi_read_neither_deadlocks_nor_disagrees(
     let ours = ours.expect("ours counts task-clock where PAPI does");
     for (which, text) in [("Debian's PAPI", &theirs), ("ours", &ours)] {
         assert_eq!(field(text, "failed"), 0, "{which}: {text}");
+        assert_eq!(field(text, "refused"), 0, "{which}: {text}");
         assert_eq!(field(text, "backwards"), 0, "{which}: {text}");
         assert!(
             field(text, "handler") > 0,
             "{which}: no handler read: {text}"
         );
         assert!(field(text, "main") > 0, "{which}: no main read: {text}");
+    }
+}
+
+/// A set never started is read under the library's lock (PAPI reads it as zeros): a 1 kHz
+/// `SIGPROF` handler's `PAPI_read` that interrupted the main thread's `PAPI_read` of it,
+/// which holds the lock, is refused at once (`PAPI_EMISC`) instead of waiting for the lock
+/// forever, and every other read answers `PAPI_OK`; the run ends by itself in its half
+/// second. Oracle: Debian's PAPI 7.0, whose reads of the same set all answer `PAPI_OK` (it
+/// takes no lock), and the program's watchdog.
+#[test]
+fn a_handler_that_interrupts_a_call_holding_the_lock_is_refused_never_left_waiting() {
+    system_papi_or_skip!();
+    let program = program();
+    let args = ["0.5", "unstarted"];
+    let Some(theirs) = run(&program, false, &args) else {
+        skip!(
+            Need::System,
+            "Debian's PAPI cannot count perf::TASK-CLOCK here"
+        );
+    };
+    let ours = run(&program, true, &args).expect("ours counts task-clock where PAPI does");
+    assert_eq!(field(&theirs, "refused"), 0, "Debian's PAPI: {theirs}");
+    for (which, text) in [("Debian's PAPI", &theirs), ("ours", &ours)] {
+        assert_eq!(field(text, "failed"), 0, "{which}: {text}");
+        assert!(
+            field(text, "handler") > 0,
+            "{which}: no handler read: {text}"
+        );
     }
 }
