@@ -8,11 +8,14 @@
 //! [`read_each`](MultiSet::read_each), as `counterhal stat -A` and `--per-thread` print, each
 //! row labelled with its [`Place`](crate::Place)), or to hold a backend picked at run time
 //! ([`AnyBackend`], e.g. one of [`registry::REGISTRY`](crate::registry::REGISTRY)'s device
-//! models). Programming one backend target yourself is the `counterhal-hal` crate's
+//! models), or to read a set from a signal handler ([`SharedReads`]: reads that take no lock
+//! and allocate nothing, which libpapi's `PAPI_read` and the C API's `counterhal_set_read`
+//! read through). Programming one backend target yourself is the `counterhal-hal` crate's
 //! (`Backend::open` on its own `Target`).
 
 pub use crate::attach::MultiSet;
 pub use crate::set::trial_for_add;
+pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 
 /// A backend chosen at run time, boxed (its methods are `counterhal-hal`'s `DynBackend`).
 pub type AnyBackend = Box<dyn counterhal_hal::DynBackend + Send + Sync>;

@@ -128,6 +128,7 @@ pub mod region;
 pub mod registry;
 mod sampling;
 mod set;
+mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
 pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};

@@ -101,7 +101,7 @@ fn fed<S>(subject: S) -> FedModel
 where
     S: counterhal_conformance::Subject + Send + 'static,
     S::Backend: Send,
-    <S::Backend as counterhal_hal::Backend>::Group: Send + 'static,
+    <S::Backend as counterhal_hal::Backend>::Group: Send + Sync + 'static,
 {
     let subject = Arc::new(subject);
     let feeding = Arc::clone(&subject);

@@ -6,9 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-#[cfg(any(doc, test))]
-use counterhal_hal::ErrorKind;
-use counterhal_hal::{Error, Group, Reading, Result, check_buffer};
+use counterhal_hal::{Error, ErrorKind, Group, Reading, Result, check_buffer};
 
 use crate::errno::{Operation, SystemFacts, map_errno};
 use crate::rdpmc::{PAGES_KEPT_ACROSS_RESETS, pages_agree, self_monitored_read};
@@ -170,6 +168,31 @@ fn read_in_order(
         return Ok(());
     }
     parse_group_read_cold(record, bytes, &group.ids, &group.slots, readings)
+}
+
+/// [`read_in_order`] through a shared reference into the caller's scratch `record` (`None`
+/// where the scratch is shorter than the group's record), its errors told without
+/// allocating ([`LinuxGroup::read_shared`]).
+#[inline(always)]
+fn read_in_order_shared(
+    group: &KernelGroup,
+    record: Option<&mut [u64]>,
+    readings: &mut [Reading],
+) -> std::io::Result<()> {
+    use std::io::{Error as IoError, ErrorKind as IoKind};
+    let Some(record) = record else {
+        return Err(IoKind::InvalidInput.into());
+    };
+    let Some(mine) = events_in(record).and_then(|events| readings.get_mut(..events)) else {
+        return Err(IoKind::InvalidInput.into());
+    };
+    let bytes =
+        sys::read_words(group.leader.as_fd(), record).map_err(IoError::from_raw_os_error)?;
+    match (decode_in_order(record, bytes, mine), bytes) {
+        (true, _) => Ok(()),
+        (false, 0) => Err(IoKind::UnexpectedEof.into()),
+        (false, _) => Err(IoKind::InvalidData.into()),
+    }
 }
 
 impl LinuxGroup {
@@ -338,6 +361,55 @@ impl LinuxGroup {
         readings.len() == self.names.len() && self.read_self_monitored(readings)
     }
 
+    /// The words of scratch [`LinuxGroup::read_shared`] needs: its largest kernel group's
+    /// record.
+    pub fn shared_read_words(&self) -> usize {
+        match &self.kernel {
+            Kernel::InOrder { record, .. } => record.len(),
+            Kernel::Groups { buffer, .. } => buffer.len(),
+        }
+    }
+
+    /// Reads every event as [`Group::read`] does, through a shared reference and into the
+    /// caller's scratch `words` ([`LinuxGroup::shared_read_words`] long), so that several
+    /// reads may run at once: on other threads, and in a signal handler that interrupted a
+    /// read. It takes no lock and allocates nothing, on its errors too (told as an
+    /// [`std::io::Error`] of the OS's errno or of a kind), and its system call, `read(2)` of
+    /// a perf fd, is async-signal-safe: a handler may call it.
+    ///
+    /// # Errors
+    /// The errno of a `read(2)` that failed; [`std::io::ErrorKind::InvalidInput`] for
+    /// `readings` shorter than the group or `words` shorter than its record;
+    /// [`std::io::ErrorKind::UnexpectedEof`] for a group that read nothing (a pinned group in
+    /// error state: [`ErrorKind::NotCounted`] in [`Group::read`]);
+    /// [`std::io::ErrorKind::InvalidData`] for a record that does not decode (the message
+    /// [`Group::read`] gives is built on that path only).
+    pub fn read_shared(&self, readings: &mut [Reading], words: &mut [u64]) -> std::io::Result<()> {
+        use std::io::{Error as IoError, ErrorKind as IoKind};
+        // The common group first, as `read` reads it (never self-monitored).
+        let groups = match &self.kernel {
+            Kernel::InOrder { group, record } => {
+                return read_in_order_shared(group, words.get_mut(..record.len()), readings);
+            }
+            Kernel::Groups { groups, buffer } => (groups, buffer.len()),
+        };
+        if readings.len() < self.names.len() {
+            return Err(IoKind::InvalidInput.into());
+        }
+        if self.self_monitor.is_some() && self.read_self_monitored(readings) {
+            return Ok(());
+        }
+        let (groups, words_needed) = groups;
+        let record = words.get_mut(..words_needed);
+        let record = record.ok_or(IoError::from(IoKind::InvalidInput))?;
+        let malformed = |e: Error| match e.kind() {
+            ErrorKind::NotCounted => IoError::from(IoKind::UnexpectedEof),
+            _ => IoKind::InvalidData.into(),
+        };
+        let errno = IoError::from_raw_os_error;
+        Self::read_each_kernel_group(groups, record, readings, errno, malformed)
+    }
+
     /// Reads every event with `read()` on its kernel group, never in user space.
     ///
     /// # Errors
@@ -382,7 +454,9 @@ impl LinuxGroup {
             };
             return parse_group_read(buffer, bytes, &group.ids, &group.slots, readings);
         }
-        Self::read_each_kernel_group(groups, buffer, &self.facts, readings)
+        let facts = &self.facts;
+        let errno = |errno| map_errno(errno, Operation::Read, facts);
+        Self::read_each_kernel_group(groups, buffer, readings, errno, |e| e)
     }
 
     /// Where the kernel may leave a page wrong after a reset (aarch64, see
@@ -416,25 +490,28 @@ impl LinuxGroup {
     }
 
     /// Reads each kernel group of `groups` (several PMUs, or events opened one by one)
-    /// through `buffer`.
-    fn read_each_kernel_group(
+    /// through `buffer`; a failed `read(2)`'s errno is told by `errno`, a record that does
+    /// not decode by `malformed` (the shared read tells both without allocating).
+    fn read_each_kernel_group<E>(
         groups: &[KernelGroup],
         buffer: &mut [u64],
-        facts: &SystemFacts,
         readings: &mut [Reading],
-    ) -> Result<()> {
+        errno: impl Fn(i32) -> E,
+        malformed: impl Fn(Error) -> E,
+    ) -> std::result::Result<(), E> {
         for group in groups {
             match group.format {
                 ReadFormat::Group => {
-                    let bytes = sys::read_words(group.leader.as_fd(), buffer)
-                        .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
-                    parse_group_read(buffer, bytes, &group.ids, &group.slots, readings)?;
+                    let bytes = sys::read_words(group.leader.as_fd(), buffer).map_err(&errno)?;
+                    parse_group_read(buffer, bytes, &group.ids, &group.slots, readings)
+                        .map_err(&malformed)?;
                 }
                 ReadFormat::Single => {
                     for ((fd, id), slot) in group.fds().zip(&group.ids).zip(&group.slots) {
-                        let bytes = sys::read_words(fd.as_fd(), &mut buffer[..4])
-                            .map_err(|errno| map_errno(errno, Operation::Read, facts))?;
-                        readings[*slot] = parse_single_read(buffer, bytes, *id)?;
+                        let bytes =
+                            sys::read_words(fd.as_fd(), &mut buffer[..4]).map_err(&errno)?;
+                        readings[*slot] =
+                            parse_single_read(buffer, bytes, *id).map_err(&malformed)?;
                     }
                 }
             }

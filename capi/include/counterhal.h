@@ -6,9 +6,10 @@
  * Link with -lcounterhal (pkg-config --cflags --libs counterhal; counterhal-static for the
  * archive). C99 and C++.
  *
- * Errors: every int-returning function returns COUNTERHAL_OK (0) or a value >= 0 on success
- * and a negative COUNTERHAL_E* code on failure; counterhal_last_error() then gives this
- * thread's message with its hint. A NULL pointer argument or a buffer shorter than the set is
+ * Errors: every int-returning function returns a value >= 0 on success (COUNTERHAL_OK, 0, or
+ * a count or index: counterhal_set_add returns the event's index) and a negative
+ * COUNTERHAL_E* code on failure, so test a result with < 0, never != COUNTERHAL_OK;
+ * counterhal_last_error() then gives this thread's message with its hint. A NULL pointer argument or a buffer shorter than the set is
  * an error (COUNTERHAL_EINVAL), never a crash, and no failure inside counterhal crosses this
  * boundary as anything but a code (COUNTERHAL_EINTERNAL).
  *
@@ -19,12 +20,18 @@
  * with sets still alive is allowed: each set keeps what it needs until destroyed.
  * counterhal_last_error() is per thread.
  *
- * Signals: no counterhal function is async-signal-safe. A call made from a signal handler
- * that interrupted a counterhal call on the same thread is refused at once with
+ * Signals: counterhal_set_read of a started set is async-signal-safe: no lock, no
+ * allocation, one read(2) of the set's perf group, and it runs beside any other call on the
+ * set, so a profiler's SIGPROF handler may read a set on top of whatever its thread was
+ * doing (a counterhal_set_read of the same set too). A set over several places (a process,
+ * a CPU list), one not started, or one being started, stopped or reset is read as the other
+ * calls. No other counterhal function is async-signal-safe: a call made from a signal
+ * handler that interrupted a counterhal call on the same thread is refused at once with
  * COUNTERHAL_EBUSY (it never deadlocks and touches nothing; counterhal_close and
- * counterhal_set_destroy then leave the handle or set alive); any other call from a handler
- * may deadlock inside the C library's allocator. counterhal_strerror, counterhal_scaled,
- * counterhal_real_nsec and counterhal_virt_nsec are the exceptions: safe anywhere.
+ * counterhal_set_destroy then leave the handle or set alive), and so is a call that would
+ * change a set whose read the handler interrupted; any other call from a handler may
+ * deadlock inside the C library's allocator. counterhal_strerror, counterhal_scaled,
+ * counterhal_real_nsec and counterhal_virt_nsec are safe anywhere.
  *
  * Cancellation: no counterhal function is a cancellation point. Each holds the calling
  * thread's cancellation off while it runs (the system calls it makes are cancellation
@@ -226,7 +233,8 @@ const char *counterhal_set_event_unit(counterhal_set_t *set, size_t index, doubl
 /* Starts counting from zero: the counts and the times enabled and running of every event
  * start at 0 (after a stop too), so counterhal_scaled estimates this run alone. */
 int counterhal_set_start(counterhal_set_t *set);
-/* Reads one reading per event into out (n >= the set's size), summed over its places. Here
+/* Reads one reading per event into out (n >= the set's size), summed over its places;
+ * async-signal-safe on a started set (see Signals above). Here
  * and below, n (or len) is the number of elements the buffer has: a number no buffer can
  * hold (more than PTRDIFF_MAX bytes, e.g. SIZE_MAX) is refused with COUNTERHAL_EINVAL. */
 int counterhal_set_read(counterhal_set_t *set, counterhal_reading_t *out, size_t n);
@@ -288,7 +296,9 @@ size_t counterhal_last_error_copy(char *buf, size_t len);
 int counterhal_list(counterhal_t *ch, const char *pattern, counterhal_event_info_t *out,
                     size_t n);
 /* COUNTERHAL_OK if event counts here, else why not; writes its encoding into
- * encoding[0..len) (NUL-terminated) when the name exists. encoding may be NULL if len is 0. */
+ * encoding[0..len) (NUL-terminated) when the name exists. encoding may be NULL if len is 0.
+ * An encoding longer than len - 1 is written cut and refused with COUNTERHAL_EINVAL, the last
+ * error naming the length it needs. */
 int counterhal_query(counterhal_t *ch, const char *event, char *encoding, size_t len);
 
 /* Timers: wall-clock ns, this thread's CPU ns, the TSC where it is a clock (else 0). */

@@ -21,7 +21,8 @@ mod set;
 mod sys;
 
 pub use sampler::{SampleC, SamplerC, field};
-pub use set::{Set, domain, follow, option, place, target};
+pub use set::{Set, SetCell, domain, follow, option, place, target};
+pub(crate) use set::{read_failure, read_published};
 
 /// The library's version, `MAJOR * 10000 + MINOR * 100 + PATCH`, from the package's.
 pub const VERSION_NUMBER: i32 = version_number(env!("CARGO_PKG_VERSION"));
@@ -144,6 +145,13 @@ impl From<Error> for Failure {
     }
 }
 
+impl From<(i32, &'static str)> for Failure {
+    /// A failure of a code and a static message.
+    fn from((code, message): (i32, &'static str)) -> Failure {
+        Failure::new(code, message)
+    }
+}
+
 impl Failure {
     /// A failure of `code` with `message`.
     pub fn new(code: i32, message: impl Into<String>) -> Failure {
@@ -208,6 +216,19 @@ fn record(message: &str) {
         };
         buffer[end] = 0;
     });
+}
+
+/// The refusal of a buffer of `len` bytes too short for `event`'s encoding `text`
+/// (`counterhal_query`): the length it needs, its NUL included.
+fn encoding_cut(event: &str, text: &str, len: usize) -> Failure {
+    Failure::new(
+        code::INVALID_ARGUMENT,
+        format!(
+            "the encoding buffer holds {len} bytes; `{event}`'s encoding `{text}` needs {} with \
+             its NUL (it was written cut): pass a buffer of at least that many",
+            text.len() + 1
+        ),
+    )
 }
 
 /// Records `failure` as this thread's last error and returns its code.

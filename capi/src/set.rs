@@ -8,11 +8,12 @@
 //! count user space only (named `NAME:u`) with the face's note
 //! ([`counterhal_hal::user_space_note`]'s wording), which `counterhal_set_note` gives.
 
+use std::cell::UnsafeCell;
 use std::ffi::CString;
 use std::sync::Arc;
 
 use counterhal_hal::{CpuList, Reading, ResolvedEvent};
-use facade::advanced::trial_for_add;
+use facade::advanced::{SharedReadError, SharedReads, trial_for_add};
 use facade::{AnyGroup, CountedCommand, EventSet, Follow, Group, OpenOptions, Target as Attach};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
@@ -53,18 +54,46 @@ pub(crate) struct Run {
     pub(crate) status: i32,
 }
 
-/// A set's state.
+/// A set's state. The open counters are shared with the set's published reads
+/// ([`Set::reads`]), withdrawn before they change ([`counters_mut`]).
 enum State {
     /// Never started, or changed since: nothing open.
     Idle,
     /// Counting.
-    Running(EventSet<AnyGroup>),
+    Running(Arc<EventSet<AnyGroup>>),
     /// Stopped: the counters are open and hold their last values.
-    Stopped(EventSet<AnyGroup>),
+    Stopped(Arc<EventSet<AnyGroup>>),
 }
 
-/// What `counterhal_set_t` points at.
+/// What `counterhal_set_t` points at: the set, which the calls change one at a time through
+/// its cell, and beside it what `counterhal_set_read` reads through a shared reference, from
+/// a signal handler that interrupted another call on the set too: the published counters
+/// and the fork count the set was made under.
+pub struct SetCell {
+    /// The set's published reads (the same as its [`Set::reads`]).
+    pub(crate) reads: Arc<SharedReads>,
+    /// The set's [`Set::generation`].
+    pub(crate) generation: u64,
+    /// The set.
+    pub(crate) set: UnsafeCell<Set>,
+}
+
+impl SetCell {
+    /// `set` in its cell.
+    pub(crate) fn new(set: Set) -> SetCell {
+        SetCell {
+            reads: Arc::clone(&set.reads),
+            generation: set.generation,
+            set: UnsafeCell::new(set),
+        }
+    }
+}
+
+/// What a set and the C calls that change it share with its reads through a shared reference.
 pub struct Set {
+    /// The counters, published once started, for reads that take no lock and allocate
+    /// nothing (a signal handler's `counterhal_set_read`).
+    pub(crate) reads: Arc<SharedReads>,
     pub(crate) inner: Arc<Inner>,
     /// The process it was made in, as its handle's count of forks.
     pub(crate) generation: u64,
@@ -142,6 +171,7 @@ impl Set {
     /// An empty set counting on `attach`.
     fn on(handle: &Handle, attach: Attach) -> Set {
         Set {
+            reads: Arc::new(SharedReads::new()),
             inner: handle.inner.clone(),
             generation: handle.generation,
             attach,
@@ -246,7 +276,10 @@ impl Set {
     }
 
     /// The set was changed: nothing stays open, and the last start's note no longer holds.
+    /// (Where a read of the set that a signal handler making this call interrupted holds its
+    /// counters, they stay published until the set is started again.)
     fn changed(&mut self) {
+        self.reads.withdraw();
         self.state = State::Idle;
         self.note = None;
     }
@@ -292,6 +325,14 @@ impl Set {
             &self.counted,
             &event,
         );
+        if let Some(limit) = past_group_limit(&self.inner.chosen, &options, trial.len()) {
+            return Err(refused_past_limit(
+                &self.inner.chosen,
+                trial,
+                &options,
+                limit,
+            ));
+        }
         // The trial's events by the names they were added under; the new one is last.
         let mut names: Vec<&str> = trial[..trial.len() - 1]
             .iter()
@@ -330,23 +371,28 @@ impl Set {
                 "the set is empty: add events before starting it",
             ));
         }
-        let mut counters = match std::mem::replace(&mut self.state, State::Idle) {
+        let (mut counters, stopped) = match std::mem::replace(&mut self.state, State::Idle) {
             State::Running(counters) => {
                 self.state = State::Running(counters);
                 return Err(Failure::new(code::STATE, "the set is running already"));
             }
-            State::Stopped(mut counters) => {
-                counters.reset()?;
-                counters
-            }
+            State::Stopped(counters) => (counters, true),
             State::Idle => {
                 let opened = self.open_all(&self.options)?;
                 self.counted_as(&opened);
                 self.note = opened.note().map(c_string);
-                opened
+                (Arc::new(opened), false)
             }
         };
-        counters.enable()?;
+        // A stopped set counts from zero again; one just opened does already.
+        counters_mut(&self.reads, &mut counters).and_then(|c| {
+            if stopped {
+                c.reset()?;
+            }
+            Ok(c.enable()?)
+        })?;
+        // Read from now on without a lock (a signal handler's counterhal_set_read too).
+        self.reads.publish(&counters);
         self.state = State::Running(counters);
         Ok(())
     }
@@ -367,14 +413,22 @@ impl Set {
     }
 
     /// Reads into `out` (one reading per event): while running, the counts so far; once
-    /// stopped, the counts at the stop.
+    /// stopped, the counts at the stop. A published set is read as a signal handler reads it
+    /// ([`read_published`]); any other (counters over several places) through its counters.
     #[inline]
     pub(crate) fn read(&mut self, out: &mut [Reading]) -> CResult<()> {
         let n = self.room(out)?;
+        match read_published(&self.reads, &mut out[..n]) {
+            Ok(()) => return Ok(()),
+            Err(SharedReadError::NotPublished | SharedReadError::Busy) => {}
+            Err(error) => return Err(read_failure(&error).into()),
+        }
         match &mut self.state {
             State::Running(counters) | State::Stopped(counters) => {
-                counters.read(&mut out[..n])?;
-                Ok(())
+                let read =
+                    counters_mut(&self.reads, counters).and_then(|c| Ok(c.read(&mut out[..n])?));
+                self.reads.publish(counters);
+                read
             }
             State::Idle => Err(Failure::new(
                 code::STATE,
@@ -385,14 +439,15 @@ impl Set {
 
     /// Stops counting and reads the final counts into `out`.
     pub(crate) fn stop(&mut self, out: &mut [Reading]) -> CResult<()> {
-        let n = self.room(out)?;
+        self.room(out)?;
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Running(mut counters) => {
-                let read = counters
-                    .disable()
-                    .and_then(|()| counters.read(&mut out[..n]));
+                let disabled =
+                    counters_mut(&self.reads, &mut counters).and_then(|c| Ok(c.disable()?));
+                self.reads.publish(&counters);
                 self.state = State::Stopped(counters);
-                Ok(read?)
+                disabled?;
+                self.read(out)
             }
             other => {
                 self.state = other;
@@ -404,7 +459,11 @@ impl Set {
     /// Zeroes the counts and their times (running or stopped).
     pub(crate) fn reset(&mut self) -> CResult<()> {
         match &mut self.state {
-            State::Running(counters) | State::Stopped(counters) => Ok(counters.reset()?),
+            State::Running(counters) | State::Stopped(counters) => {
+                let reset = counters_mut(&self.reads, counters).and_then(|c| Ok(c.reset()?));
+                self.reads.publish(counters);
+                reset
+            }
             State::Idle => Err(Failure::new(
                 code::STATE,
                 "the set was not started: nothing to reset",
@@ -473,6 +532,99 @@ impl Set {
                 .collect(),
             status: std::os::unix::process::ExitStatusExt::into_raw(count.exit.status),
         })
+    }
+}
+
+/// The backend's group limit
+/// ([`Capabilities::max_group_events`](counterhal_hal::Capabilities::max_group_events)) where
+/// a trial of `events` events opened with `options` is past it: then [`trial_for_add`] gives
+/// the whole set, which the backend refuses whole.
+fn past_group_limit(chosen: &facade::Chosen, options: &OpenOptions, events: usize) -> Option<u32> {
+    let limit = chosen.capabilities().max_group_events?;
+    (options.grouped && events > limit as usize).then_some(limit)
+}
+
+/// The backend's refusal of `trial`, a group past its limit, asked with the events as they
+/// are resolved already: the backend refuses such a group before it opens anything, and
+/// asking by name resolved every name of the set again (0.1 s an add past a limit of 1,022).
+/// A backend that opens the group after all is closed at once and refused as its `limit`
+/// says.
+fn refused_past_limit(
+    chosen: &facade::Chosen,
+    trial: Vec<ResolvedEvent>,
+    options: &OpenOptions,
+    limit: u32,
+) -> Failure {
+    let events = trial.len();
+    match EventSet::open(chosen, trial, &counterhal_hal::Target::ThisThread, options) {
+        Err(error) => Failure::from(error),
+        Ok(_) => Failure::new(
+            code::NO_COUNTER,
+            format!("a group of {events} events: the backend takes at most {limit} in one group"),
+        ),
+    }
+}
+
+/// `counters` to change, withdrawn from the set's published `reads` first.
+///
+/// # Errors
+/// `COUNTERHAL_EBUSY` where a read of the set on this thread holds them (a signal handler
+/// that interrupted it changing the set, which must not wait for it).
+pub(crate) fn counters_mut<'c>(
+    reads: &SharedReads,
+    counters: &'c mut Arc<EventSet<AnyGroup>>,
+) -> CResult<&'c mut EventSet<AnyGroup>> {
+    if !reads.withdraw() {
+        return Err(Failure::new(
+            code::BUSY,
+            "a signal handler that interrupted a read of this set changes it: call \
+             counterhal_set_read alone in handlers",
+        ));
+    }
+    Arc::get_mut(counters).ok_or_else(|| {
+        Failure::new(
+            code::INTERNAL,
+            "the set's counters are still shared after their reads",
+        )
+    })
+}
+
+/// Reads the set published in `reads` into `out` (no lock, no allocation: a signal handler
+/// may call it). A buffer shorter than the set is refused as one not published, for the
+/// caller's checks to say so.
+#[inline]
+pub(crate) fn read_published(
+    reads: &SharedReads,
+    out: &mut [Reading],
+) -> Result<(), SharedReadError> {
+    match reads.read_into(out) {
+        Err(SharedReadError::Read(e)) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            Err(SharedReadError::NotPublished)
+        }
+        other => other,
+    }
+}
+
+/// The code and message of a shared read that failed, both static (recorded without
+/// allocating, from a signal handler too).
+pub(crate) fn read_failure(error: &SharedReadError) -> (i32, &'static str) {
+    match error {
+        SharedReadError::Read(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => (
+            code::NOT_COUNTED,
+            "the set's counters read nothing (a pinned group that could not be scheduled)",
+        ),
+        SharedReadError::Busy => (
+            code::BUSY,
+            "the set is being started, stopped or reset, or too many reads of it run at once",
+        ),
+        SharedReadError::NotPublished => (
+            code::STATE,
+            "the set was not started: call counterhal_set_start first",
+        ),
+        _ => (
+            code::OTHER,
+            "the system's read of the set's counters failed",
+        ),
     }
 }
 

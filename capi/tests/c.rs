@@ -198,6 +198,44 @@ fn the_static_library_links_on_its_own() {
     run(&program, &[]);
 }
 
+/// The docs and the examples test every call's result as the header's one convention says
+/// (`< 0` is a failure; a success may be an index or a count), never against
+/// `COUNTERHAL_OK`: `counterhal_set_add` returns 1 for a set's second event, which such a
+/// test read as a failure with no last error. Oracle: the header's own statement of the
+/// convention, and face.c, where the second add returns 1.
+#[test]
+fn the_docs_and_examples_test_results_with_less_than_zero() {
+    let root = manifest().parent().unwrap();
+    let header = std::fs::read_to_string(manifest().join("include/counterhal.h")).unwrap();
+    assert!(
+        header.contains("test a result with < 0, never != COUNTERHAL_OK"),
+        "the header states the convention"
+    );
+    let mut files: Vec<PathBuf> = ["README.md", "capi/README.md", "docs/papi.md"]
+        .iter()
+        .map(|f| root.join(f))
+        .filter(|f| f.is_file())
+        .collect();
+    for entry in std::fs::read_dir(root.join("examples/c")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let squeezed: String = line.split_whitespace().collect();
+            if squeezed.contains("!=COUNTERHAL_OK") || squeezed.contains("==COUNTERHAL_OK") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "results compared with COUNTERHAL_OK (test `< 0`):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_header_compiles_as_cpp() {
     let source = scratch("header.cpp");

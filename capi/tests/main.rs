@@ -11,4 +11,5 @@ mod face;
 mod install;
 mod sampling;
 mod sets;
+mod signal_reads;
 mod units;

@@ -11,12 +11,12 @@
 
 int main(int argc, char **argv) {
     counterhal_t *ch;
-    if (counterhal_open(&ch, NULL) != COUNTERHAL_OK) {
+    if (counterhal_open(&ch, NULL) < 0) {
         fprintf(stderr, "no counter backend: %s\n", counterhal_last_error());
         return 1;
     }
     counterhal_set_t *set;
-    if (counterhal_set_create(ch, &set) != COUNTERHAL_OK) return 1;
+    if (counterhal_set_create(ch, &set) < 0) return 1;
     for (int i = 1; i < argc; i++)
         if (counterhal_set_add(set, argv[i]) < 0)
             fprintf(stderr, "%s left out: %s\n", argv[i], counterhal_last_error());
@@ -26,14 +26,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     counterhal_reading_t *readings = calloc((size_t)n, sizeof *readings);
-    if (readings == NULL || counterhal_set_start(set) != COUNTERHAL_OK) return 1;
+    if (readings == NULL || counterhal_set_start(set) < 0) return 1;
     uint64_t start = counterhal_real_nsec();
     double sum = 0;
     char *memory = malloc(16 << 20);
     if (memory == NULL) return 1;
     for (int i = 0; i < (16 << 20); i += 4096) memory[i] = (char)i;
     for (int i = 0; i < 10000000; i++) sum += i * 0.5;
-    if (counterhal_set_stop(set, readings, (size_t)n) != COUNTERHAL_OK) {
+    if (counterhal_set_stop(set, readings, (size_t)n) < 0) {
         fprintf(stderr, "%s\n", counterhal_last_error());
         return 1;
     }

@@ -59,16 +59,16 @@ static int measure(counterhal_set_t *set, int n, void (*fn)(void *), void *arg, 
     if (r == NULL)
         return COUNTERHAL_EOTHER;
     int rc = COUNTERHAL_OK;
-    for (int run = 0; run < runs && rc == COUNTERHAL_OK; run++) {
+    for (int run = 0; run < runs && rc >= 0; run++) {
         rc = counterhal_set_start(set);
-        if (rc != COUNTERHAL_OK)
+        if (rc < 0)
             break;
         uint64_t t0 = counterhal_real_nsec();
         fn(arg);
         uint64_t t1 = counterhal_real_nsec();
         rc = counterhal_set_stop(set, r, (size_t)n);
         ns[run] = (double)(t1 - t0);
-        for (int e = 0; e < n && rc == COUNTERHAL_OK; e++) {
+        for (int e = 0; e < n && rc >= 0; e++) {
             value[run * n + e] = (double)counterhal_scaled(&r[e]);
             ran[run * n + e] =
                 r[e].time_enabled ? (double)r[e].time_running / (double)r[e].time_enabled : 0;
@@ -125,14 +125,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     counterhal_t *ch;
-    if (counterhal_open(&ch, NULL) != COUNTERHAL_OK) {
+    if (counterhal_open(&ch, NULL) < 0) {
         fprintf(stderr, "no counter backend: %s\n", counterhal_last_error());
         return 1;
     }
     /* Two sets of the same events: one counts each run, the other all of them at once. */
     counterhal_set_t *each, *all;
-    if (counterhal_set_create(ch, &each) != COUNTERHAL_OK ||
-        counterhal_set_create(ch, &all) != COUNTERHAL_OK) {
+    if (counterhal_set_create(ch, &each) < 0 ||
+        counterhal_set_create(ch, &all) < 0) {
         fprintf(stderr, "%s\n", counterhal_last_error());
         return 1;
     }
@@ -158,11 +158,11 @@ int main(int argc, char **argv) {
     for (long i = 0; i < warm; i++)
         work(&w);
     int rc = counterhal_set_start(all);
-    if (rc == COUNTERHAL_OK)
+    if (rc >= 0)
         rc = measure(each, n, work, &w, (int)runs, value, ran, ns);
-    if (rc == COUNTERHAL_OK)
+    if (rc >= 0)
         rc = counterhal_set_stop(all, total, (size_t)n);
-    if (rc != COUNTERHAL_OK) {
+    if (rc < 0) {
         fprintf(stderr, "%s: %s\n", counterhal_strerror(rc), counterhal_last_error());
         return 1;
     }

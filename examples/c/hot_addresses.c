@@ -68,9 +68,9 @@ int main(int argc, char **argv) {
     double seconds = (argc > 1 ? atof(argv[1]) : 400) / 1000;
     counterhal_t *ch;
     counterhal_sampler_t *s;
-    if (counterhal_open(&ch, NULL) != COUNTERHAL_OK ||
-        counterhal_sampler_open_frequency(ch, "cpu-clock:u", 1000, COUNTERHAL_SAMPLE_IP, 0, &s) !=
-            COUNTERHAL_OK) {
+    if (counterhal_open(&ch, NULL) < 0 ||
+        counterhal_sampler_open_frequency(ch, "cpu-clock:u", 1000, COUNTERHAL_SAMPLE_IP, 0, &s) <
+            0) {
         fprintf(stderr, "cannot sample: %s\n", counterhal_last_error());
         return 1;
     }

@@ -31,12 +31,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "note: header %s, library %s\n", COUNTERHAL_VERSION_STRING,
                 counterhal_version_string());
     counterhal_t *ch;
-    if (counterhal_open(&ch, NULL) != COUNTERHAL_OK) {
+    if (counterhal_open(&ch, NULL) < 0) {
         fprintf(stderr, "no counter backend: %s\n", counterhal_last_error());
         return 1;
     }
     counterhal_set_t *set;
-    if (counterhal_set_create(ch, &set) != COUNTERHAL_OK ||
+    if (counterhal_set_create(ch, &set) < 0 ||
         counterhal_set_option(set, COUNTERHAL_OPTION_GROUPED, 0) < 0) {
         fprintf(stderr, "%s\n", counterhal_last_error());
         return 1;
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
     int status = -1; /* written once the command ran */
     int rc = counterhal_set_run(set, (const char *const *)&argv[arg + 2], follow, readings,
                                 (size_t)n, &status);
-    if (rc != COUNTERHAL_OK && status == -1) {
+    if (rc < 0 && status == -1) {
         fprintf(stderr, "%s: %s\n", argv[arg + 2], counterhal_last_error());
         return 127;
     }

@@ -7,8 +7,9 @@ use crate::{
 };
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
-/// another thread (every backend's group can), e.g. to be read by a sampling thread.
-pub type BoxedGroup = Box<dyn Group + Send>;
+/// another thread (every backend's group can), e.g. to be read by a sampling thread, and be
+/// shared between threads (a set published for reads from any thread holds its group so).
+pub type BoxedGroup = Box<dyn Group + Send + Sync>;
 
 /// The object-safe face of [`Backend`], implemented for every backend, so that a program can
 /// hold `Box<dyn DynBackend>` and choose at run time.
@@ -52,7 +53,7 @@ pub trait DynBackend {
 impl<B> DynBackend for B
 where
     B: Backend + 'static,
-    B::Group: Send + 'static,
+    B::Group: Send + Sync + 'static,
 {
     fn as_any(&self) -> &dyn std::any::Any {
         self

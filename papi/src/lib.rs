@@ -27,6 +27,7 @@ pub mod sde_watch;
 pub mod set_options;
 pub mod set_overflow;
 pub mod sets;
+pub mod shared_reads;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod topology;

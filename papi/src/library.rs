@@ -87,8 +87,11 @@ pub struct PapiSet {
     /// `PAPI_CPU_ATTACHED`.
     pub state: i32,
     /// The open counters, once started (kept open after a stop, so reads give the last
-    /// counts, until the events or target change).
-    pub group: Option<EventSet<AnyGroup>>,
+    /// counts, until the events or target change), shared with the set's published reads
+    /// ([`PapiSet::reads`]); [`PapiSet::group_mut`] changes them.
+    pub group: Option<std::sync::Arc<EventSet<AnyGroup>>>,
+    /// Where the set is published for reads without the lock (its handle's slot).
+    pub reads: &'static crate::shared_reads::Slot,
     /// `PAPI_DOM_*`.
     pub domain: i32,
     /// `PAPI_GRN_*`.
@@ -128,6 +131,13 @@ pub struct PapiSet {
     pub generation: u64,
 }
 
+impl Drop for PapiSet {
+    /// Withdraws the set's published counters (`PAPI_destroy_eventset`, `PAPI_shutdown`).
+    fn drop(&mut self) {
+        self.reads.withdraw();
+    }
+}
+
 /// The sampler of one of a set's overflowing events. The event's count is the sampler's own
 /// (as PAPI 7.0's perf_event component samples on the counter it reads), so that the count and
 /// the overflows the handler saw come from one counter over one window.
@@ -144,6 +154,9 @@ impl PapiSet {
     /// Drops the set's counters and samplers, to be opened again at the next start (after a
     /// change of its events, domain or target).
     pub fn forget_counters(&mut self) {
+        // (Where a read of the set that this call's signal handler interrupted holds it, the
+        // published counters stay readable until the set is published again.)
+        self.reads.withdraw();
         self.group = None;
         self.samplers.clear();
     }
@@ -158,6 +171,29 @@ impl PapiSet {
             Ok(())
         } else {
             Err(crate::codes::EMISC)
+        }
+    }
+
+    /// The set's counters to change, withdrawn from the reads without the lock first:
+    /// `PAPI_ENOTRUN` where none are open; `PAPI_EMISC` where a read of the set holds them on
+    /// this thread (a signal handler that interrupted it changing the set, which must not
+    /// wait for it).
+    pub fn group_mut(&mut self) -> Result<&mut EventSet<AnyGroup>, i32> {
+        let group = self.group.as_mut().ok_or(crate::codes::ENOTRUN)?;
+        if !self.reads.withdraw() {
+            return Err(crate::codes::EMISC);
+        }
+        std::sync::Arc::get_mut(group).ok_or(crate::codes::EBUG)
+    }
+
+    /// Publishes the set's counters for reads without the lock, where it has them and no
+    /// overflowing event (whose count is its sampler's, read under the lock).
+    pub fn publish(&self) {
+        if let Some(group) = &self.group
+            && self.samplers.is_empty()
+        {
+            self.reads
+                .publish(group, self.state & MULTIPLEXING != 0, self.generation);
         }
     }
 
@@ -331,8 +367,57 @@ pub const UNCORE_COMPONENT: i32 = 1;
 
 static LIBRARY: Mutex<Option<Library>> = Mutex::new(None);
 
-fn lock() -> MutexGuard<'static, Option<Library>> {
-    LIBRARY.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// Whether this thread holds the library's lock: a signal handler that interrupted it
+    /// and calls the library is refused rather than wait for the lock forever.
+    #[allow(clippy::missing_const_for_thread_local)]
+    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The library's lock, held while the value lives: the guard is dropped first, then the
+/// flag (a handler that comes between finds the flag still set and is refused, never left
+/// waiting for the lock).
+struct Locked {
+    guard: MutexGuard<'static, Option<Library>>,
+    _holding: Holding,
+}
+
+/// [`HOLDING`] set while the value lives.
+struct Holding;
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        HOLDING.with(|holding| holding.set(false));
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = Option<Library>;
+    fn deref(&self) -> &Option<Library> {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut Option<Library> {
+        &mut self.guard
+    }
+}
+
+/// The library's lock; `None` when this thread holds it already, or is taking it (only a
+/// signal handler that interrupted a call on the library gets here so). The flag is set
+/// before the lock is taken, so no handler finds the lock held and the flag clear.
+fn lock() -> Option<Locked> {
+    if HOLDING.with(std::cell::Cell::get) {
+        return None;
+    }
+    HOLDING.with(|holding| holding.set(true));
+    let holding = Holding;
+    let guard = LIBRARY.lock().unwrap_or_else(|e| e.into_inner());
+    Some(Locked {
+        guard,
+        _holding: holding,
+    })
 }
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
@@ -358,10 +443,16 @@ fn with_or<T>(
     // Dropped after the lock below: an overflow handler that calls the library runs once the
     // lock is free, not on top of the call that holds it.
     let _held = crate::sys::signals::hold();
-    let result = match lock().as_mut() {
+    // A signal handler that interrupted a call holding the lock on this thread: refused
+    // (PAPI_EMISC), never a deadlock. (PAPI_read of a started set takes no lock.)
+    let Some(mut locked) = lock() else {
+        return Err(fail(crate::codes::EMISC));
+    };
+    let result = match locked.as_mut() {
         Some(library) => f(library),
         None => Err(uninitialised),
     };
+    drop(locked);
     if let Err(e) = result {
         fail(e);
     }
@@ -442,7 +533,9 @@ pub fn library_init(version: i32) -> i32 {
     if version != VER_CURRENT {
         return EINVAL;
     }
-    let mut guard = lock();
+    let Some(mut guard) = lock() else {
+        return fail(crate::codes::EMISC);
+    };
     if guard.is_some() {
         return VER_CURRENT;
     }
@@ -587,16 +680,19 @@ pub fn component_info() -> ComponentInfo {
 /// (in a forked child) are left as they are, not stopped: their polling threads are the
 /// parent's, and the signal that would stop one would stop the parent's.
 pub fn shutdown() {
-    let mut guard = lock();
-    if let Some(library) = guard.as_mut() {
+    // (From a signal handler that interrupted a call holding the lock: nothing is done.)
+    let Some(mut locked) = lock() else {
+        return;
+    };
+    if let Some(library) = locked.as_mut() {
         for set in library.sets.iter_mut().flatten() {
             if set.made_here().is_err() {
                 std::mem::forget(std::mem::take(&mut set.samplers));
             }
         }
     }
-    *guard = None;
-    drop(guard);
+    *locked = None;
+    drop(locked);
     INIT_STATE.store(0, Ordering::SeqCst);
 }
 

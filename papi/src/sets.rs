@@ -13,9 +13,9 @@ use crate::library::{
 use crate::names::{self, Code};
 use crate::own::Own;
 
-/// An empty set of thread `master` (PAPI's `master`), tied to no component, with no options:
-/// a new set, and what `PAPI_cleanup_eventset` leaves.
-fn empty_set(master: std::ffi::c_ulong) -> PapiSet {
+/// An empty set of thread `master` (PAPI's `master`) at `handle`, tied to no component, with
+/// no options: a new set, and what `PAPI_cleanup_eventset` leaves.
+fn empty_set(master: std::ffi::c_ulong, handle: usize) -> PapiSet {
     PapiSet {
         events: Vec::new(),
         state: STOPPED,
@@ -36,26 +36,26 @@ fn empty_set(master: std::ffi::c_ulong) -> PapiSet {
         own_values: Vec::new(),
         own_starts: Vec::new(),
         generation: crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst),
+        reads: crate::shared_reads::slot_of(handle),
     }
 }
 
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
     with(|library| {
-        // PAPI's `master`: the creating thread.
-        let set = empty_set(crate::library::thread_id());
         // The lowest handle free, one a destroyed set left included, as PAPI 7.0 numbers
         // them (papi_internal.c `add_EventSet`: the first empty slot of its table).
-        let handle = match library.sets.iter().position(Option::is_none) {
-            Some(free) => {
-                library.sets[free] = Some(set);
-                free
-            }
-            None => {
-                library.sets.push(Some(set));
-                library.sets.len() - 1
-            }
-        };
+        let handle = library
+            .sets
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(library.sets.len());
+        // PAPI's `master`: the creating thread.
+        let set = empty_set(crate::library::thread_id(), handle);
+        match library.sets.get_mut(handle) {
+            Some(free) => *free = Some(set),
+            None => library.sets.push(Some(set)),
+        }
         Ok(handle as i32)
     })
 }
@@ -254,7 +254,7 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
             crate::sde_watch::forget(spec.slot);
             crate::overflow::free_slot(spec.slot);
         }
-        *set = empty_set(set.master);
+        *set = empty_set(set.master, handle as usize);
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -342,20 +342,22 @@ pub fn start(handle: i32) -> i32 {
             let group =
                 counterhal_hal::Backend::open_named(chosen, &names, &set.target(), &set.options())
                     .map_err(|e| from_error(&e))?;
-            set.group = Some(group);
+            set.group = Some(std::sync::Arc::new(group));
         }
         start_samplers(chosen, set)?;
         // The read buffer, sized here so that a read (from an overflow handler too) does not
         // allocate.
         set.readings
             .resize(set.events.len(), counterhal_hal::Reading::default());
-        let group = set.group.as_mut().ok_or(EBUG)?;
+        let group = set.group_mut()?;
         group.reset().map_err(|e| from_error(&e))?;
         if let Err(e) = group.enable() {
             set.samplers.clear();
             return Err(from_error(&e));
         }
         set.state = (set.state & !STOPPED) | RUNNING;
+        // Read from now on without the lock (a signal handler's PAPI_read too).
+        set.publish();
         Ok(OK)
     })
     .unwrap_or_else(|e| e)
@@ -370,22 +372,24 @@ fn values_of(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
 /// Reads the set's counters into its own buffer (sized when the set started) and hands each
 /// event's count to `put` with its index, allocating nothing: PAPI lets an overflow handler
 /// call `PAPI_read`, and a handler must not allocate (the thread it interrupted may be inside
-/// `malloc`).
+/// `malloc`). Under the lock: the read of a set that is not published for reads without it
+/// (an overflowing set), and of one being stopped; a published set is published again after.
 fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), i32> {
     let multiplexed = set.state & MULTIPLEXING != 0;
-    let group = set.group.as_mut().ok_or(ENOTRUN)?;
     if set.readings.len() != set.events.len() {
         set.readings
             .resize(set.events.len(), counterhal_hal::Reading::default());
     }
-    group.read(&mut set.readings).map_err(|e| from_error(&e))?;
+    // (Moved out and back, allocating nothing, beside the group borrowed from the set.)
+    let mut readings = std::mem::take(&mut set.readings);
+    let read = set
+        .group_mut()
+        .and_then(|group| group.read(&mut readings).map_err(|e| from_error(&e)));
+    set.readings = readings;
+    set.publish();
+    read?;
     for (i, r) in set.readings.iter().enumerate() {
-        let value = if multiplexed {
-            r.scaled().unwrap_or(r.value)
-        } else {
-            r.value
-        };
-        put(i, value as i64);
+        put(i, crate::shared_reads::value(r, multiplexed));
     }
     // An overflowing event counts on its sampler's counter (see `Sampled`), where the
     // backend can read a sampler's count; else the group's count stands.
@@ -400,8 +404,12 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 }
 
 /// `PAPI_read` without allocating (a handler may call it): each count handed to `put` with its
-/// index; a set never started reads zeros.
+/// index; a set never started reads zeros. A started set is read without the lock
+/// ([`crate::shared_reads`]); any other under it.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
+    if let Some(code) = crate::shared_reads::read(handle, &mut put) {
+        return crate::library::fail(code);
+    }
     with_set(handle, |_, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
@@ -430,8 +438,10 @@ pub fn refuse_null_values(handle: i32) -> i32 {
 /// Resets the set's counters: the group's, and the samplers' by taking their counts now as
 /// their zero.
 fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
-    if let Some(group) = set.group.as_mut() {
-        group.reset().map_err(|e| from_error(&e))?;
+    if set.group.is_some() {
+        let reset = set.group_mut()?.reset().map_err(|e| from_error(&e));
+        set.publish();
+        reset?;
     }
     for sampled in &mut set.samplers {
         if let Ok(count) = facade::Sampler::count(&mut sampled.sampler) {
@@ -451,8 +461,12 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
         if set.state & RUNNING == 0 {
             return Err(ENOTRUN);
         }
-        let group = set.group.as_mut().ok_or(EBUG)?;
-        group.disable().map_err(|e| from_error(&e))?;
+        let group = set.group_mut()?;
+        let disabled = group.disable().map_err(|e| from_error(&e));
+        if let Err(e) = disabled {
+            set.publish();
+            return Err(e);
+        }
         for sampled in &mut set.samplers {
             let _ = facade::Sampler::disable(&mut sampled.sampler);
         }
@@ -492,8 +506,14 @@ pub fn reset(handle: i32) -> i32 {
 }
 
 /// `PAPI_accum` without allocating (a handler may call it, as `PAPI_read`): each count since
-/// the last reset handed to `put` with its event's index, then a reset.
+/// the last reset handed to `put` with its event's index, then a reset. A started set is read
+/// without the lock, then reset under it.
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
+    match crate::shared_reads::read(handle, &mut put) {
+        Some(OK) => return reset(handle),
+        Some(error) => return crate::library::fail(error),
+        None => {}
+    }
     with_set(handle, |_, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {

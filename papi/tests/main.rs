@@ -19,6 +19,7 @@ mod profile;
 mod rates;
 mod sde;
 mod side_by_side;
+mod signal_reads;
 mod suite;
 mod tools;
 mod tracepoints;

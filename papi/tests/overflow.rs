@@ -106,21 +106,10 @@ fn a_handler_that_reads_its_set_does_not_deadlock() {
     system_papi_or_skip!();
     let program =
         crate::common::c_program("overflow_read", "theirs", Path::new("/usr/include"), true);
-    let mut child = std::process::Command::new(&program)
-        .env("LD_LIBRARY_PATH", crate::common::library_dir())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the program runs");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while child.try_wait().expect("waits").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the program still runs after 20 s: the handler's PAPI_read waits for a lock");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("its output");
+    let mut command = std::process::Command::new(&program);
+    command.env("LD_LIBRARY_PATH", crate::common::library_dir());
+    let out = crate::common::run_within(&mut command, std::time::Duration::from_secs(20))
+        .unwrap_or_else(|seen| panic!("the handler's PAPI_read waits for a lock: {seen}"));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{:?}: {text}", out.status);
     let field = |name: &str| -> u64 {

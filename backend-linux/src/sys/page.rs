@@ -234,6 +234,11 @@ pub struct UserPageMap {
 // the only writer. Moving it to another thread does not invalidate the mapping.
 unsafe impl Send for UserPageMap {}
 
+// SAFETY: every access through a shared reference is a volatile read of the mapped page, which
+// the kernel alone writes (the self-monitoring protocol retries a read its `lock` saw
+// change); reads on several threads at once read the same page and change nothing.
+unsafe impl Sync for UserPageMap {}
+
 impl UserPageMap {
     /// Maps the first page of `fd` read-only and prefaults it.
     ///

@@ -2,9 +2,9 @@
 //! `counterhal_set_place`): the places of its target, each read on its own.
 
 use counterhal_hal::{Reading, ResolvedEvent, Target};
-use facade::{AnyGroup, Group, Place};
+use facade::{AnyGroup, Place};
 
-use super::{Set, State};
+use super::{Set, State, counters_mut};
 use crate::{CResult, Failure, code};
 
 /// What a row of `counterhal_set_read_each` counts (`counterhal_set_place`).
@@ -105,26 +105,25 @@ impl Set {
     /// Each place's readings, row by row (targets x events) into `out`; the number of rows.
     pub(crate) fn read_each(&mut self, out: &mut [Reading]) -> CResult<usize> {
         let n = self.len();
-        let (State::Running(counters) | State::Stopped(counters)) = &mut self.state else {
-            return Err(Failure::new(
-                code::STATE,
-                "the set was not started: call counterhal_set_start first",
-            ));
-        };
         // A set over several places holds each event's terms per place: combined here per
-        // row, as the set combines their sums.
-        let each = match counters.group_mut() {
-            AnyGroup::Targets(each) => Some(each.read_each()?),
-            _ => None,
-        };
-        let rows: Vec<Vec<Reading>> = match each {
-            Some(each) => each
-                .iter()
-                .map(|(_, terms)| combined(counters.events(), terms))
-                .collect(),
-            None => {
+        // row, as the set combines their sums. (Such a set is never published: its counters
+        // are its own.)
+        let rows: Vec<Vec<Reading>> = match &mut self.state {
+            State::Running(counters) | State::Stopped(counters)
+                if matches!(counters.group(), AnyGroup::Targets(_)) =>
+            {
+                let counters = counters_mut(&self.reads, counters)?;
+                let each = match counters.group_mut() {
+                    AnyGroup::Targets(each) => each.read_each()?,
+                    _ => Vec::new(),
+                };
+                each.iter()
+                    .map(|(_, terms)| combined(counters.events(), terms))
+                    .collect()
+            }
+            _ => {
                 let mut row = vec![Reading::default(); n];
-                counters.read(&mut row)?;
+                self.read(&mut row)?;
                 vec![row]
             }
         };

@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use counterhal_hal::Reading;
 
-use crate::{CResult, Choice, Failure, Handle, ListedC, Set, code, fail, one_call_at_a_time};
+use crate::{CResult, Choice, Failure, Handle, Set, SetCell, code, fail, one_call_at_a_time};
 
+mod events;
 mod open;
 mod regions;
 mod samplers;
@@ -149,15 +150,31 @@ unsafe fn string<'a>(text: *const c_char, what: &str) -> CResult<&'a str> {
 /// The set behind `set`, or the refusal of NULL.
 ///
 /// # Safety
-/// `set` is NULL or a live set used by this thread alone (module note).
+/// `set` is NULL or a live set used by this thread alone (module note), and no other
+/// reference to its set lives (the calls that take it run one at a time on a thread:
+/// [`guard`]).
 #[inline]
-unsafe fn set_mut<'a>(set: *mut Set) -> CResult<&'a mut Set> {
-    // SAFETY: a live set this library returned, used by one thread at a time.
-    let set = unsafe { set.as_mut() }.ok_or_else(|| null("the set"))?;
-    match set.generation == forks() {
-        true => Ok(set),
+unsafe fn set_mut<'a>(set: *mut SetCell) -> CResult<&'a mut Set> {
+    // SAFETY: a live set this library returned; its cell is shared (a signal handler's
+    // counterhal_set_read reads beside it, never into the cell).
+    let cell = unsafe { set.as_ref() }.ok_or_else(|| null("the set"))?;
+    match cell.generation == forks() {
+        // SAFETY: one call at a time changes the set in its cell (see above).
+        true => Ok(unsafe { &mut *cell.set.get() }),
         false => Err(forked("this set")),
     }
+}
+
+/// The set behind `set` to read its names, or `None` for NULL.
+///
+/// # Safety
+/// `set` is NULL or a live set used by this thread alone, not changed during the call.
+#[inline]
+unsafe fn set_ref<'a>(set: *mut SetCell) -> Option<&'a Set> {
+    // SAFETY: a live set this library returned, or NULL.
+    let cell = unsafe { set.as_ref() }?;
+    // SAFETY: no call changes the set while this one reads it (the caller's promise).
+    Some(unsafe { &*cell.set.get() })
 }
 
 /// The handle behind `ch`, or the refusal of NULL.
@@ -345,7 +362,7 @@ pub unsafe extern "C" fn counterhal_cpu_model(ch: *const Handle) -> *const c_cha
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_create(ch: *mut Handle, out: *mut *mut Set) -> c_int {
+pub unsafe extern "C" fn counterhal_set_create(ch: *mut Handle, out: *mut *mut SetCell) -> c_int {
     // SAFETY: forwarded under the same contract.
     unsafe { counterhal_set_create_for(ch, crate::target::THIS_THREAD, 0, std::ptr::null(), out) }
 }
@@ -361,7 +378,7 @@ pub unsafe extern "C" fn counterhal_set_create_for(
     kind: c_int,
     id: u32,
     cpus: *const c_char,
-    out: *mut *mut Set,
+    out: *mut *mut SetCell,
 ) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live handle.
@@ -374,7 +391,7 @@ pub unsafe extern "C" fn counterhal_set_create_for(
             // SAFETY: a NUL-terminated string valid for the call.
             false => Some(unsafe { string(cpus, "cpus") }?),
         };
-        let set = Box::into_raw(Box::new(Set::new(handle, kind, id, cpus)?));
+        let set = Box::into_raw(Box::new(SetCell::new(Set::new(handle, kind, id, cpus)?)));
         // SAFETY: `out` is valid for one write.
         unsafe { put(out, set, "out") }?;
         Ok(code::OK)
@@ -391,7 +408,7 @@ pub unsafe extern "C" fn counterhal_set_create_cgroup(
     ch: *mut Handle,
     cgroup: *const c_char,
     cpus: *const c_char,
-    out: *mut *mut Set,
+    out: *mut *mut SetCell,
 ) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live handle.
@@ -406,7 +423,9 @@ pub unsafe extern "C" fn counterhal_set_create_cgroup(
             // SAFETY: a NUL-terminated string valid for the call.
             false => Some(unsafe { string(cpus, "cpus") }?),
         };
-        let set = Box::into_raw(Box::new(Set::for_cgroup(handle, cgroup, cpus)?));
+        let set = Box::into_raw(Box::new(SetCell::new(Set::for_cgroup(
+            handle, cgroup, cpus,
+        )?)));
         // SAFETY: `out` is valid for one write.
         unsafe { put(out, set, "out") }?;
         Ok(code::OK)
@@ -418,7 +437,7 @@ pub unsafe extern "C" fn counterhal_set_create_cgroup(
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_add(set: *mut Set, event: *const c_char) -> c_int {
+pub unsafe extern "C" fn counterhal_set_add(set: *mut SetCell, event: *const c_char) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
@@ -428,12 +447,43 @@ pub unsafe extern "C" fn counterhal_set_add(set: *mut Set, event: *const c_char)
     })
 }
 
+/// `counterhal_set_read` of a published set (started, on one thread or CPU): through a
+/// shared reference to the set's cell, never into the set, so it takes no lock, allocates
+/// nothing and runs beside any other call on the set (the one its signal handler
+/// interrupted); its message on failure is static. `None` where the set is NULL, of a parent
+/// before `fork()`, not published or being changed, or `out` is too short: the guarded call
+/// then answers.
+///
+/// # Safety
+/// `set` is NULL or a live set; `out` is NULL or valid for `n` writes.
+#[inline]
+unsafe fn read_in_handler(set: *mut SetCell, out: *mut Reading, n: usize) -> Option<c_int> {
+    // SAFETY: NULL or a live set; its cell's shared part only is read.
+    let cell = unsafe { set.as_ref() }?;
+    if out.is_null() || n > most::<Reading>() || cell.generation != forks() {
+        return None;
+    }
+    // SAFETY: `out` is non-NULL and valid for `n` writes (the caller's contract), within
+    // `isize::MAX` bytes.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
+    match crate::read_published(&cell.reads, out) {
+        Ok(()) => Some(code::OK),
+        Err(facade::advanced::SharedReadError::NotPublished) => None,
+        Err(facade::advanced::SharedReadError::Busy) => None,
+        Err(error) => {
+            let (code, message) = crate::read_failure(&error);
+            crate::record(message);
+            Some(code)
+        }
+    }
+}
+
 /// Starts counting from zero.
 ///
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_start(set: *mut Set) -> c_int {
+pub unsafe extern "C" fn counterhal_set_start(set: *mut SetCell) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         unsafe { set_mut(set) }?.start()?;
@@ -442,11 +492,22 @@ pub unsafe extern "C" fn counterhal_set_start(set: *mut Set) -> c_int {
 }
 
 /// Reads every event into `out[0..size)`; `n` must be at least the set's size.
+/// Async-signal-safe on a started set (see [`read_in_handler`]): a signal handler may call
+/// it, on top of any other call on the set too.
 ///
 /// # Safety
-/// See the module note.
+/// See the module note; a signal handler may call it while its thread is inside another
+/// call on the set.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_read(set: *mut Set, out: *mut Reading, n: usize) -> c_int {
+pub unsafe extern "C" fn counterhal_set_read(
+    set: *mut SetCell,
+    out: *mut Reading,
+    n: usize,
+) -> c_int {
+    // SAFETY: as this function's.
+    if let Some(code) = without_cancellation(|| unsafe { read_in_handler(set, out, n) }) {
+        return code;
+    }
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
@@ -462,7 +523,11 @@ pub unsafe extern "C" fn counterhal_set_read(set: *mut Set, out: *mut Reading, n
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_stop(set: *mut Set, out: *mut Reading, n: usize) -> c_int {
+pub unsafe extern "C" fn counterhal_set_stop(
+    set: *mut SetCell,
+    out: *mut Reading,
+    n: usize,
+) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
@@ -478,7 +543,7 @@ pub unsafe extern "C" fn counterhal_set_stop(set: *mut Set, out: *mut Reading, n
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_reset(set: *mut Set) -> c_int {
+pub unsafe extern "C" fn counterhal_set_reset(set: *mut SetCell) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         unsafe { set_mut(set) }?.reset()?;
@@ -491,7 +556,7 @@ pub unsafe extern "C" fn counterhal_set_reset(set: *mut Set) -> c_int {
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_targets(set: *mut Set) -> c_int {
+pub unsafe extern "C" fn counterhal_set_targets(set: *mut SetCell) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let places = unsafe { set_mut(set) }?.targets()?;
@@ -506,7 +571,7 @@ pub unsafe extern "C" fn counterhal_set_targets(set: *mut Set) -> c_int {
 /// See the module note.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_read_each(
-    set: *mut Set,
+    set: *mut SetCell,
     out: *mut Reading,
     n: usize,
 ) -> c_int {
@@ -525,7 +590,7 @@ pub unsafe extern "C" fn counterhal_set_read_each(
 /// # Safety
 /// See the module note; `set` is not used again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_destroy(set: *mut Set) {
+pub unsafe extern "C" fn counterhal_set_destroy(set: *mut SetCell) {
     // SAFETY: NULL or a live set this library returned, given back once.
     unsafe { free(set) }
 }
@@ -577,96 +642,4 @@ pub unsafe extern "C" fn counterhal_last_error_copy(buf: *mut c_char, len: usize
         len => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
     };
     crate::copy_last_error(out)
-}
-
-/// Lists the events whose name or description holds `pattern` (NULL or "": all) into
-/// `out[0..n)`; returns how many there are (which may exceed `n`: call again with room).
-///
-/// # Safety
-/// See the module note; `out` may be NULL when `n` is 0.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_list(
-    ch: *mut Handle,
-    pattern: *const c_char,
-    out: *mut EventInfo,
-    n: usize,
-) -> c_int {
-    guard(|| {
-        // SAFETY: NULL or a live handle.
-        let handle = unsafe { handle(ch) }?;
-        if out.is_null() && n > 0 {
-            return Err(null("out"));
-        }
-        let pattern = match pattern.is_null() {
-            true => "",
-            // SAFETY: a NUL-terminated string valid for the call.
-            false => unsafe { string(pattern, "pattern") }?,
-        };
-        let n = room::<EventInfo>(n, "the event list")?;
-        let listed = handle.list(pattern);
-        let slots: &mut [EventInfo] = match n.min(listed.len()) {
-            0 => &mut [],
-            // SAFETY: `out` is non-NULL (checked above) and valid for `n` writes, of which
-            // this takes at most `n`.
-            n => unsafe { std::slice::from_raw_parts_mut(out, n) },
-        };
-        let ptr =
-            |s: &Option<std::ffi::CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
-        for (slot, entry) in slots.iter_mut().zip(listed.iter()) {
-            let ListedC {
-                section,
-                name,
-                description,
-                encoding,
-                reason,
-                usable,
-            } = entry;
-            *slot = EventInfo {
-                section: section.as_ptr(),
-                name: name.as_ptr(),
-                description: description.as_ptr(),
-                encoding: ptr(encoding),
-                reason: ptr(reason),
-                usable: c_int::from(*usable),
-            };
-        }
-        Ok(c_int::try_from(listed.len()).unwrap_or(c_int::MAX))
-    })
-}
-
-/// Whether `event` counts here: `COUNTERHAL_OK`, or the code of why not (the last error
-/// says why). Its encoding is written to `encoding[0..len)` (NUL-terminated, cut to fit)
-/// when the name exists; `encoding` may be NULL when `len` is 0.
-///
-/// # Safety
-/// See the module note.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_query(
-    ch: *mut Handle,
-    event: *const c_char,
-    encoding: *mut c_char,
-    len: usize,
-) -> c_int {
-    guard(|| {
-        // SAFETY: NULL or a live handle.
-        let handle = unsafe { handle(ch) }?;
-        // SAFETY: a NUL-terminated string valid for the call.
-        let name = unsafe { string(event, "the event name") }?;
-        if encoding.is_null() && len > 0 {
-            return Err(null("encoding"));
-        }
-        let len = room::<u8>(len, "the encoding buffer")?;
-        let (text, usable) = handle.query(name);
-        if len > 0 {
-            let bytes = text.as_deref().unwrap_or("").as_bytes();
-            let len = len.min(bytes.len() + 1);
-            // SAFETY: `encoding` is non-NULL (checked above) and valid for `len` writes (no
-            // more than the caller's).
-            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), len) };
-            let kept = bytes.len().min(len - 1);
-            buffer[..kept].copy_from_slice(&bytes[..kept]);
-            buffer[kept] = 0;
-        }
-        usable.map(|()| code::OK)
-    })
 }

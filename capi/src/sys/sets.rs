@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_int};
 
 use counterhal_hal::Reading;
 
-use crate::{Failure, Set, code};
+use crate::{Failure, SetCell, code};
 
-use super::{guard, put, readings, set_mut, string};
+use super::{guard, put, readings, set_mut, set_ref, string};
 
 /// The most entries an `argv` may have before its NULL (Linux's own bound on a command's
 /// arguments is smaller): an array without its NULL is refused, not read without end.
@@ -34,7 +34,7 @@ pub(crate) fn this_thread_id() -> Option<u32> {
 /// See the module note of [`super`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_option(
-    set: *mut Set,
+    set: *mut SetCell,
     option: c_int,
     value: c_int,
 ) -> c_int {
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn counterhal_set_option(
 /// # Safety
 /// See the module note of [`super`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_get_option(set: *mut Set, option: c_int) -> c_int {
+pub unsafe extern "C" fn counterhal_set_get_option(set: *mut SetCell, option: c_int) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         unsafe { set_mut(set) }?.option(option)
@@ -64,9 +64,9 @@ pub unsafe extern "C" fn counterhal_set_get_option(set: *mut Set, option: c_int)
 /// # Safety
 /// See the module note of [`super`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_note(set: *mut Set) -> *const c_char {
+pub unsafe extern "C" fn counterhal_set_note(set: *mut SetCell) -> *const c_char {
     // SAFETY: NULL or a live set of this thread.
-    match unsafe { set.as_ref() }.and_then(|s| s.note.as_ref()) {
+    match unsafe { set_ref(set) }.and_then(|s| s.note.as_ref()) {
         Some(note) => note.as_ptr(),
         None => std::ptr::null(),
     }
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn counterhal_set_note(set: *mut Set) -> *const c_char {
 /// # Safety
 /// See the module note of [`super`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_remove(set: *mut Set, index: usize) -> c_int {
+pub unsafe extern "C" fn counterhal_set_remove(set: *mut SetCell, index: usize) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         unsafe { set_mut(set) }?.remove(index)?;
@@ -91,7 +91,11 @@ pub unsafe extern "C" fn counterhal_set_remove(set: *mut Set, index: usize) -> c
 /// # Safety
 /// See the module note of [`super`]; `id` is NULL or valid for one write.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_place(set: *mut Set, row: usize, id: *mut u32) -> c_int {
+pub unsafe extern "C" fn counterhal_set_place(
+    set: *mut SetCell,
+    row: usize,
+    id: *mut u32,
+) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let (kind, number) = unsafe { set_mut(set) }?.place(row)?;
@@ -114,7 +118,7 @@ pub unsafe extern "C" fn counterhal_set_place(set: *mut Set, row: usize, id: *mu
 /// strings; `out` is valid for `n` writes; `status` is NULL or valid for one write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_run(
-    set: *mut Set,
+    set: *mut SetCell,
     argv: *const *const c_char,
     follow: c_int,
     out: *mut Reading,
@@ -201,7 +205,7 @@ pub extern "C" fn counterhal_version_string() -> *const c_char {
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_size(set: *mut Set) -> c_int {
+pub unsafe extern "C" fn counterhal_set_size(set: *mut SetCell) -> c_int {
     guard(|| {
         // SAFETY: NULL or a live set of this thread.
         let set = unsafe { set_mut(set) }?;
@@ -214,9 +218,12 @@ pub unsafe extern "C" fn counterhal_set_size(set: *mut Set) -> c_int {
 /// # Safety
 /// See the module note.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn counterhal_set_event_name(set: *mut Set, index: usize) -> *const c_char {
+pub unsafe extern "C" fn counterhal_set_event_name(
+    set: *mut SetCell,
+    index: usize,
+) -> *const c_char {
     // SAFETY: NULL or a live set of this thread.
-    match unsafe { set.as_ref() }.and_then(|s| s.names.get(index)) {
+    match unsafe { set_ref(set) }.and_then(|s| s.names.get(index)) {
         Some(name) => name.as_ptr(),
         None => std::ptr::null(),
     }
@@ -230,12 +237,12 @@ pub unsafe extern "C" fn counterhal_set_event_name(set: *mut Set, index: usize) 
 /// See the module note; `scale` is NULL or points at a writable double.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_event_unit(
-    set: *mut Set,
+    set: *mut SetCell,
     index: usize,
     scale: *mut f64,
 ) -> *const c_char {
     // SAFETY: NULL or a live set of this thread.
-    let Some((unit, factor)) = unsafe { set.as_ref() }.and_then(|s| s.unit(index)) else {
+    let Some((unit, factor)) = unsafe { set_ref(set) }.and_then(|s| s.unit(index)) else {
         return std::ptr::null();
     };
     // SAFETY: NULL or a writable double, as the caller promises.

@@ -132,9 +132,15 @@ static int misuse(counterhal_t *ch) {
     char encoding[128];
     CHECK(counterhal_query(ch, "page-faults", encoding, sizeof encoding) == COUNTERHAL_OK);
     CHECK(encoding[0] != '\0');
-    char tiny[4];
-    CHECK(counterhal_query(ch, "page-faults", tiny, sizeof tiny) == COUNTERHAL_OK);
-    CHECK(strlen(tiny) == 3); /* cut to fit, NUL-terminated */
+    /* A buffer too short is refused, never answered COUNTERHAL_OK with the encoding cut: the
+     * last error names the length needed (snprintf's convention: the whole length, and the
+     * text cut to fit, NUL-terminated). */
+    char tiny[4], needs[64];
+    CHECK(counterhal_query(ch, "page-faults", tiny, sizeof tiny) == COUNTERHAL_EINVAL);
+    CHECK(strlen(tiny) == 3 && strncmp(tiny, encoding, 3) == 0);
+    snprintf(needs, sizeof needs, "needs %zu with its NUL", strlen(encoding) + 1);
+    CHECK(strstr(counterhal_last_error(), needs) != NULL);
+    CHECK(counterhal_query(ch, "page-faults", encoding, strlen(encoding) + 1) == COUNTERHAL_OK);
     CHECK(counterhal_query(ch, "page-faultz", encoding, sizeof encoding) == COUNTERHAL_EEVENT);
     CHECK(counterhal_query(ch, "page-faults", NULL, 0) == COUNTERHAL_OK);
     CHECK(counterhal_query(ch, "page-faults", NULL, 8) == COUNTERHAL_EINVAL);

@@ -5,7 +5,11 @@
  *   sets churn ROUNDS    forks a process that spawns and joins short-lived threads without
  *                        end, then counts it ROUNDS times (create_for PROCESS, add, start,
  *                        read three times, stop) and prints "errors E of R rounds"; a total
- *                        that goes down while the set counts is an error too. */
+ *                        that goes down while the set counts is an error too.
+ *   sets limit TRIES     adds software events to one set until an add is refused, then TRIES
+ *                        more, and prints "limit L refused R of TRIES reads N": the events the
+ *                        set took, the further adds refused with COUNTERHAL_ECNTR, and the
+ *                        read(2) calls those adds made (the kernel's count, /proc/self/io). */
 #define _GNU_SOURCE
 #include <counterhal.h>
 
@@ -36,6 +40,45 @@ static int adds(counterhal_t *ch, int count, char **names) {
     counterhal_set_destroy(set);
     printf("added %d\n", added);
     return ok ? 0 : 1;
+}
+
+/* The read(2) calls this process made so far (`syscr` of /proc/self/io), or -1. */
+static long long reads_so_far(void) {
+    FILE *io = fopen("/proc/self/io", "r");
+    long long count = -1;
+    char line[128];
+    while (io != NULL && fgets(line, sizeof line, io) != NULL)
+        if (sscanf(line, "syscr: %lld", &count) == 1)
+            break;
+    if (io != NULL)
+        fclose(io);
+    return count;
+}
+
+/* Distinct software events: task-clock with config1 values the event ignores. */
+static int add_software(counterhal_set_t *set, int i) {
+    char name[64];
+    snprintf(name, sizeof name, "software/config=1,config1=%d/", i);
+    return counterhal_set_add(set, name);
+}
+
+static int past_limit(counterhal_t *ch, int tries) {
+    counterhal_set_t *set = NULL;
+    if (counterhal_set_create(ch, &set) != COUNTERHAL_OK)
+        return 1;
+    int taken = 0;
+    while (taken < 100000 && add_software(set, taken) >= 0)
+        taken++;
+    fprintf(stderr, "add %d: %s\n", taken, counterhal_last_error());
+    /* The same reading of /proc/self/io on both sides: its own reads cancel out. */
+    long long before = reads_so_far();
+    int refused = 0;
+    for (int i = 1; i <= tries; i++)
+        refused += add_software(set, taken + i) == COUNTERHAL_ECNTR;
+    long long after = reads_so_far();
+    printf("limit %d refused %d of %d reads %lld\n", taken, refused, tries, after - before);
+    counterhal_set_destroy(set);
+    return before < 0 ? 1 : 0;
 }
 
 static void *short_lived(void *arg) {
@@ -108,12 +151,13 @@ static int churn(counterhal_t *ch, int rounds) {
 int main(int argc, char **argv) {
     counterhal_t *ch = NULL;
     if (argc < 3 || counterhal_open(&ch, NULL) != COUNTERHAL_OK) {
-        fprintf(stderr, "usage: sets adds EVENT... | sets churn ROUNDS (%s)\n",
+        fprintf(stderr, "usage: sets adds EVENT... | churn ROUNDS | limit TRIES (%s)\n",
                 counterhal_last_error());
         return 2;
     }
-    int rc = strcmp(argv[1], "adds") == 0 ? adds(ch, argc - 2, argv + 2)
-                                          : churn(ch, atoi(argv[2]));
+    int rc = strcmp(argv[1], "adds") == 0    ? adds(ch, argc - 2, argv + 2)
+             : strcmp(argv[1], "limit") == 0 ? past_limit(ch, atoi(argv[2]))
+                                             : churn(ch, atoi(argv[2]));
     counterhal_close(ch);
     return rc;
 }

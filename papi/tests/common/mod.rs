@@ -123,3 +123,28 @@ pub fn is_root() -> bool {
             == Some("0")
     })
 }
+
+/// Runs `command` to its end with its standard output captured, killing it once `limit` has
+/// passed: its output, or `Err` with what it printed when it had to be killed (a program that
+/// deadlocked ends the test with what it saw instead of hanging it).
+pub fn run_within(command: &mut Command, limit: std::time::Duration) -> Result<Output, String> {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the program runs");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("waits").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("its output");
+            return Err(format!(
+                "still running after {limit:?}, killed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(child.wait_with_output().expect("its output"))
+}
