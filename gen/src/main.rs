@@ -128,6 +128,25 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The names perf's releases give our metrics (perf's own tables, read by running it, and
+    /// the kernel's perf JSON), matched by formula and description: one alias table per model.
+    MetricNames {
+        /// The perf whose own tables are read (`perf list --details metrics`).
+        #[arg(long, default_value = "perf")]
+        perf: PathBuf,
+        /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
+        #[arg(long)]
+        source: PathBuf,
+        /// The kernel's version, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Our metric tables (events/data/generated/metrics).
+        #[arg(long)]
+        metrics: PathBuf,
+        /// Where to write one TOML file per model (events/data/generated/metric_aliases).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
         /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
@@ -274,6 +293,19 @@ fn main() -> ExitCode {
             out,
         } => counterhal_gen::metrics::kernel(source, commit)
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
+        Source::MetricNames {
+            perf,
+            source,
+            commit,
+            metrics,
+            out,
+        } => counterhal_gen::metric_names::tables(&counterhal_gen::metric_names::Sources {
+            perf,
+            kernel: source,
+            kernel_version: commit,
+            metrics,
+        })
+        .and_then(|tables| counterhal_gen::metric_names::write_tables(&tables, out)),
         Source::Uncore {
             source,
             commit,

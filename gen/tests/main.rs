@@ -6,5 +6,6 @@ mod arm64;
 mod determinism;
 mod dropped;
 mod k8;
+mod metric_names;
 mod metrics;
 mod papi;
