@@ -31,6 +31,7 @@ pub mod perfmon;
 pub mod revisions;
 pub mod thresholds;
 pub mod uncore;
+pub mod uncore_perf;
 pub mod write;
 
 use std::fmt;

@@ -127,6 +127,10 @@ enum Source {
         /// Where to write one TOML file per directory (events/data/generated/uncore).
         #[arg(long)]
         out: PathBuf,
+        /// perf 6.1, whose own tables give back what Linux 6.12's JSON lost (extended event
+        /// selects, removed events): run as root, under a tree of each table's PMUs.
+        #[arg(long)]
+        perf: Option<PathBuf>,
     },
     /// The names perf's releases give our metrics (perf's own tables, read by running it, and
     /// the kernel's perf JSON), matched by formula and description: one alias table per model.
@@ -310,7 +314,18 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            perf,
         } => counterhal_gen::uncore::tables(source, commit)
+            .and_then(|mut tables| {
+                if let Some(perf) = perf {
+                    counterhal_gen::uncore_perf::amend_tables(
+                        &mut tables,
+                        perf,
+                        &source.join("mapfile.csv"),
+                    )?;
+                }
+                Ok(tables)
+            })
             .and_then(|tables| counterhal_gen::uncore::write_tables(&tables, out)),
     };
     match result {

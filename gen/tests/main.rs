@@ -9,3 +9,4 @@ mod k8;
 mod metric_names;
 mod metrics;
 mod papi;
+mod uncore_perf;
