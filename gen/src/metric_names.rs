@@ -11,8 +11,10 @@
 //! 3. (perf 6.1) Linux 6.12 has exactly one metric of the same description (case and spaces
 //!    aside), matched to ours by 4: the same metric in both releases, whatever its formula
 //!    became (perf 6.1's `IO_Read_BW` read the events Intel's later tables give its writes);
-//! 4. its formula computes what exactly one of ours computes ([`crate::formula`]: the metrics it
-//!    reads put in place, evaluated where each event has a value of its own), or, among
+//! 4. its formula computes what exactly one of ours computes, as printed (times its scale:
+//!    Linux 6.12's top-down nodes are fractions printed as `100%`, ours percentages;
+//!    [`crate::formula`]: the metrics it reads put in place, evaluated where each event has a
+//!    value of its own), or, among
 //!    several of ours that do, the one whose name ends with its name or whose name its name
 //!    ends with, if exactly one.
 //!
@@ -59,13 +61,17 @@ pub const MODELS: &[(&str, &str, &str)] = &[
     ("tgl", "tigerlake", "GenuineIntel-6-8C-1"),
 ];
 
-/// One metric of a release: its name, formula and description.
+/// One metric of a release (or of ours): its name, formula, the scale its value is printed
+/// with, and description.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReleaseMetric {
     /// Its name.
     pub name: String,
     /// Its formula, in perf's syntax.
     pub formula: String,
+    /// What its value is multiplied by to print (perf's `ScaleUnit`: 100 for `100%`; 1 where
+    /// the source gives none, as `perf list --details` does).
+    pub scale: f64,
     /// Its description (compared, never written).
     pub description: String,
 }
@@ -101,6 +107,7 @@ pub fn parse_perf_list(text: &str) -> Vec<ReleaseMetric> {
             out.push(ReleaseMetric {
                 name: name.to_string(),
                 formula: formula.to_string(),
+                scale: 1.0,
                 description: if lines.len() > 1 { lines[0] } else { "" }.to_string(),
             });
         }
@@ -178,6 +185,14 @@ pub fn kernel_metrics(root: &Path, dir: &str) -> Result<Vec<ReleaseMetric>, GenE
             out.push(ReleaseMetric {
                 name: text("MetricName").to_string(),
                 formula: text("MetricExpr").to_string(),
+                scale: match entry.get("ScaleUnit").and_then(Value::as_str) {
+                    Some(unit) => {
+                        crate::metrics::scale_unit(unit)
+                            .map_err(|why| GenError::Data(format!("{}: {why}", file.display())))?
+                            .0
+                    }
+                    None => 1.0,
+                },
                 description: text("BriefDescription").to_string(),
             });
         }
@@ -186,11 +201,11 @@ pub fn kernel_metrics(root: &Path, dir: &str) -> Result<Vec<ReleaseMetric>, GenE
     Ok(out)
 }
 
-/// Our metrics (name, formula) of a generated table (`metrics/ID.toml`).
+/// Our metrics (name, formula, scale) of a generated table (`metrics/ID.toml`).
 ///
 /// # Errors
 /// The file cannot be read or is not a metrics table.
-pub fn our_metrics(path: &Path) -> Result<Vec<(String, String)>, GenError> {
+pub fn our_metrics(path: &Path) -> Result<Vec<ReleaseMetric>, GenError> {
     let text = std::fs::read_to_string(path).map_err(|e| GenError::io(path, &e))?;
     let table: toml::Table =
         toml::from_str(&text).map_err(|e| GenError::Data(format!("{}: {e}", path.display())))?;
@@ -200,7 +215,12 @@ pub fn our_metrics(path: &Path) -> Result<Vec<(String, String)>, GenError> {
         .flatten()
         .filter_map(|m| {
             let field = |key: &str| m.get(key).and_then(|v| v.as_str()).map(str::to_string);
-            Some((field("name")?, field("expression")?))
+            Some(ReleaseMetric {
+                name: field("name")?,
+                formula: field("expression")?,
+                scale: m.get("scale").and_then(|v| v.as_float()).unwrap_or(1.0),
+                description: String::new(),
+            })
         })
         .collect())
 }
@@ -223,6 +243,13 @@ pub struct Matched {
     pub aliases: Vec<(String, String, String, How)>,
     /// (release, name) of the names not matched.
     pub unmatched: Vec<(String, String)>,
+}
+
+/// A metric's printed values: its values times its scale.
+fn printed(formulas: &Formulas, metric: &ReleaseMetric) -> Option<[f64; crate::formula::POINTS]> {
+    formulas
+        .values(&metric.name)
+        .map(|values| values.map(|v| v * metric.scale))
 }
 
 /// Our metric whose values are `values`, as rule 4 of the module's documentation picks it.
@@ -257,16 +284,19 @@ fn by_formula(
 /// Matches the metrics of an older release (`older`, perf 6.1's) and a newer one (`newer`,
 /// Linux 6.12's) to `ours`, as the module's documentation says.
 pub fn matched(
-    ours: &[(String, String)],
+    ours: &[ReleaseMetric],
     (older_release, older): (&str, &[ReleaseMetric]),
     (newer_release, newer): (&str, &[ReleaseMetric]),
 ) -> Matched {
-    let our_formulas = Formulas::new(ours.iter().map(|(n, f)| (n.as_str(), f.as_str())), false);
+    let our_formulas = Formulas::new(
+        ours.iter().map(|m| (m.name.as_str(), m.formula.as_str())),
+        false,
+    );
     let our_values: Vec<(String, Option<_>)> = ours
         .iter()
-        .map(|(n, _)| (n.clone(), our_formulas.values(n)))
+        .map(|m| (m.name.clone(), printed(&our_formulas, m)))
         .collect();
-    let is_ours = |name: &str| ours.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let is_ours = |name: &str| ours.iter().any(|m| m.name.eq_ignore_ascii_case(name));
     let newer_formulas = Formulas::new(
         newer.iter().map(|m| (m.name.as_str(), m.formula.as_str())),
         true,
@@ -274,11 +304,7 @@ pub fn matched(
     let mut newer_match: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Matched::default();
     for metric in newer.iter().filter(|m| !is_ours(&m.name)) {
-        match by_formula(
-            &metric.name,
-            newer_formulas.values(&metric.name),
-            &our_values,
-        ) {
+        match by_formula(&metric.name, printed(&newer_formulas, metric), &our_values) {
             Some(our) => {
                 newer_match.insert(metric.name.to_ascii_lowercase(), our.clone());
                 out.aliases.push((
@@ -324,12 +350,8 @@ pub fn matched(
         let found = match (same_name, same_description) {
             (Some(our), _) => Some((our.clone(), How::NewerName)),
             (None, Some(our)) => Some((our.clone(), How::Description)),
-            (None, None) => by_formula(
-                &metric.name,
-                older_formulas.values(&metric.name),
-                &our_values,
-            )
-            .map(|our| (our, How::Formula)),
+            (None, None) => by_formula(&metric.name, printed(&older_formulas, metric), &our_values)
+                .map(|our| (our, How::Formula)),
         };
         match found {
             Some((our, how)) => {
@@ -494,6 +516,7 @@ mod tests {
         ReleaseMetric {
             name: name.into(),
             formula: formula.into(),
+            scale: 1.0,
             description: description.into(),
         }
     }
@@ -511,17 +534,12 @@ mod tests {
 
     #[test]
     fn names_match_by_formula_then_description() {
-        let ours = vec![
-            (
-                "Info_System_Read_BW".to_string(),
-                "A * 64 / ( 1000000000 )".to_string(),
-            ),
-            (
-                "Info_System_Write_BW".to_string(),
-                "B * 64 / ( 1000000000 )".to_string(),
-            ),
-            ("Info_Thread_IPC".to_string(), "I / C".to_string()),
-            ("Other".to_string(), "I / C".to_string()),
+        let ours = [
+            metric("Info_System_Read_BW", "A * 64 / ( 1000000000 )", ""),
+            metric("Info_System_Write_BW", "B * 64 / ( 1000000000 )", ""),
+            metric("Info_Thread_IPC", "I / C", ""),
+            metric("Other", "I / C", ""),
+            metric("Retiring", "100 * ( R / S )", ""),
         ];
         let newer = [
             metric(
@@ -536,6 +554,11 @@ mod tests {
             ),
             metric("tma_info_thread_ipc", "i / c", ""),
             metric("unknown", "z", ""),
+            // Printed as a percentage (`ScaleUnit` `100%`), as ours computes it.
+            ReleaseMetric {
+                scale: 100.0,
+                ..metric("tma_retiring", "r / s", "")
+            },
         ];
         let older = [
             // The older release gave the reads' name the writes' formula.
@@ -556,6 +579,7 @@ mod tests {
             Some(("Info_System_Read_BW", How::Description))
         );
         assert_eq!(alias("IPC"), Some(("Info_Thread_IPC", How::Formula)));
+        assert_eq!(alias("tma_retiring"), Some(("Retiring", How::Formula)));
         assert_eq!(
             alias("tma_info_system_write_bw"),
             Some(("Info_System_Write_BW", How::Formula))
