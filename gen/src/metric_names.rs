@@ -14,9 +14,8 @@
 //! 4. its formula computes what exactly one of ours computes, as printed (times its scale:
 //!    Linux 6.12's top-down nodes are fractions printed as `100%`, ours percentages;
 //!    [`crate::formula`]: the metrics it reads put in place, evaluated where each event has a
-//!    value of its own), or, among
-//!    several of ours that do, the one whose name ends with its name or whose name its name
-//!    ends with, if exactly one.
+//!    value of its own), or, among several of ours that do, the one whose name and its name
+//!    share the longest ending where one name ends with the other, if exactly one.
 //!
 //! Anything else is not matched, and the table's header lists it. Descriptions are only
 //! compared, never written.
@@ -267,14 +266,15 @@ fn by_formula(
     if let [one] = same.as_slice() {
         return Some((*one).clone());
     }
+    // Among several, the one whose name and `name` share the longest ending, where one
+    // name ends with the other (`tma_info_thread_cpi` is `Info_Thread_CPI`, not `cpi`).
     let lower = name.to_ascii_lowercase();
-    let ending: Vec<&&String> = same
-        .iter()
-        .filter(|n| {
-            let n = n.to_ascii_lowercase();
-            n.ends_with(&lower) || lower.ends_with(&n)
-        })
-        .collect();
+    let shared = |n: &String| {
+        let n = n.to_ascii_lowercase();
+        (n.ends_with(&lower) || lower.ends_with(&n)).then(|| n.len().min(lower.len()))
+    };
+    let longest = same.iter().filter_map(|n| shared(n)).max()?;
+    let ending: Vec<&&String> = same.iter().filter(|n| shared(n) == Some(longest)).collect();
     match ending.as_slice() {
         [one] => Some((**one).clone()),
         _ => None,
