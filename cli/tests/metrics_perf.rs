@@ -574,3 +574,95 @@ fn every_metric_encodes_as_perf_6_1_opens_it() {
         "no metric opening events on both of the adl tree's core PMUs compared equal"
     );
 }
+
+/// Oracle: perf 6.1's own metric tables (`perf list --raw-dump metrics` with `PERF_CPUID` of
+/// Ice Lake-SP, Skylake-SP, Broadwell-EP and Tiger Lake): the names a user of perf 6.1 types.
+/// Each that the event database's aliases take (`counterhal_events::metric_alias`, matched
+/// from perf 6.1's and Linux 6.12's tables by counterhal-gen) is a name `-M` takes: `encode
+/// -M` of perf 6.1's names prints what it prints for the metrics they stand for, each object
+/// naming our metric. Before, `-M DRAM_BW_Use` was an unknown metric.
+#[test]
+fn perf_6_1s_metric_names_are_taken() {
+    const MODELS: &[(&str, &str)] = &[
+        ("icx", "GenuineIntel-6-6A-6"),
+        ("skx", "GenuineIntel-6-55-4"),
+        ("bdw_ep", "GenuineIntel-6-4F-1"),
+        ("tgl", "GenuineIntel-6-8C-1"),
+    ];
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        skip!(need, "{why}");
+    }
+    // Each object as text, sorted: `-M` prints metrics in the table's order.
+    let encode = |model: &str, names: &[&str]| {
+        let out = counterhal(&[
+            "encode",
+            "--json",
+            "--cpu-model",
+            model,
+            "-M",
+            &names.join(","),
+        ]);
+        let objects = serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{model}: {e}: {}", stderr(&out)));
+        let mut texts: Vec<String> = objects.iter().map(Value::to_string).collect();
+        texts.sort();
+        texts
+    };
+    for &(model, cpuid) in MODELS {
+        let perf_names = perf_metric_names(cpuid).unwrap();
+        let table = counterhal_events::shipped_metrics(model).unwrap().unwrap();
+        let listed = counterhal(&["list", "--metrics", "--json", "--cpu-model", model]);
+        let listed: Value = serde_json::from_slice(&listed.stdout).expect("list's JSON");
+        let portable_names: Vec<&str> = listed["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["model"].as_str() != Some(model))
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        let aliased: Vec<(&str, &str)> = perf_names
+            .iter()
+            .filter(|name| table.get(name).is_none())
+            .filter_map(|name| counterhal_events::metric_alias(model, name))
+            .map(|alias| (alias.alias, alias.metric))
+            .collect();
+        let unknown = perf_names.len() - aliased.len();
+        println!(
+            "{model}: perf 6.1 names {} metrics, {} of them by a name of ours' aliases, {unknown} \
+             others (ours by name, or not matched)",
+            perf_names.len(),
+            aliased.len()
+        );
+        assert!(
+            aliased
+                .iter()
+                .any(|(alias, _)| *alias == "Kernel_Utilization"),
+            "{model}: {aliased:?}"
+        );
+        // A name counterhal's portable metrics answer first (`IPC`, `CPI`) is theirs, and one
+        // that is a group of the model's metrics names the group (`-M` takes groups too).
+        let groups = table.groups();
+        type Pairs<'a> = Vec<(&'a str, &'a str)>;
+        let (aliased, answered): (Pairs<'_>, Pairs<'_>) =
+            aliased.into_iter().partition(|(alias, _)| {
+                !portable_names.iter().any(|p| p.eq_ignore_ascii_case(alias))
+                    && !groups.iter().any(|g| g.eq_ignore_ascii_case(alias))
+            });
+        println!("  answered by a portable metric or a group: {answered:?}");
+        let (perfs, ours): (Vec<&str>, Vec<&str>) = aliased.iter().copied().unzip();
+        let (by_perfs, by_ours) = (encode(model, &perfs), encode(model, &ours));
+        let only = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter()
+                .filter(|x| !b.contains(x))
+                .take(3)
+                .cloned()
+                .collect()
+        };
+        assert!(
+            by_perfs == by_ours,
+            "{model}: perf 6.1's names alone print {:?}; ours alone {:?}",
+            only(&by_perfs, &by_ours),
+            only(&by_ours, &by_perfs)
+        );
+    }
+}

@@ -11,7 +11,7 @@
 //! each value is checked against its own run time (a clock counts its nanoseconds) times the
 //! scale.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -353,5 +353,220 @@ fn what_the_boxes_lack_is_refused_with_perfs_words() {
         stderr(&out).contains("no PMU `uncore_nosuch`"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// A Broadwell-EP tree (in a scratch directory, removed when dropped): two C-boxes, two QPI
+/// ports and two home agents, each with the kernel's format of its box (Linux 6.12's
+/// arch/x86/events/intel/uncore_snbep.c: `hswep_uncore_cbox_formats_attr`, where `filter_opc` is
+/// `config1:52-60` and `filter_tid` `config1:0-5`; `snbep_uncore_qpi_formats_attr`, where
+/// `event` is `config:0-7,21`; `snbep_uncore_formats_attr` for the home agent) and a cpumask
+/// of one CPU per socket.
+fn broadwell_ep_tree(test: &str) -> Tree {
+    const COMMON: &[(&str, &str)] = &[
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+    ];
+    const CBOX: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("tid_en", "config:19"),
+        ("filter_tid", "config1:0-5"),
+        ("filter_link", "config1:6-8"),
+        ("filter_state", "config1:17-22"),
+        ("filter_nid", "config1:32-47"),
+        ("filter_opc", "config1:52-60"),
+        ("filter_c6", "config1:61"),
+        ("filter_nc", "config1:62"),
+        ("filter_isoc", "config1:63"),
+    ];
+    const QPI: &[(&str, &str)] = &[("event", "config:0-7,21")];
+    const HA: &[(&str, &str)] = &[("event", "config:0-7")];
+    let root =
+        std::env::temp_dir().join(format!("counterhal-uncore-{}-{test}", std::process::id()));
+    let tree = Tree(root);
+    for (kind, first_type, formats) in [("cbox", 20, CBOX), ("qpi", 30, QPI), ("ha", 40, HA)] {
+        for number in 0..2 {
+            let dir = tree.devices().join(format!("uncore_{kind}_{number}"));
+            std::fs::create_dir_all(dir.join("format")).unwrap();
+            std::fs::write(dir.join("type"), format!("{}", first_type + number)).unwrap();
+            std::fs::write(dir.join("cpumask"), "0,18\n").unwrap();
+            for (field, bits) in COMMON.iter().chain(formats) {
+                std::fs::write(dir.join("format").join(field), format!("{bits}\n")).unwrap();
+            }
+        }
+    }
+    tree
+}
+
+/// The attrs (type, config, config1) and CPUs of `encode --json -M METRIC` on `tree`.
+fn encoded_opens(tree: &Tree, model: &str, metric: &str) -> BTreeSet<(u64, u64, u64, i64)> {
+    let root = tree.0.to_str().unwrap();
+    let out = counterhal(&[
+        "encode",
+        "--json",
+        "--sysfs",
+        root,
+        "--cpu-model",
+        model,
+        "-M",
+        metric,
+    ]);
+    let array: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{metric}: {e}: {}", stderr(&out)));
+    array
+        .iter()
+        .map(|o| {
+            let number = |key: &str| o[key].as_u64().unwrap_or_else(|| panic!("{metric}: {o}"));
+            let cpu = o["cpu"].as_i64().unwrap_or_else(|| panic!("{metric}: {o}"));
+            (number("type"), number("config"), number("config1"), cpu)
+        })
+        .collect()
+}
+
+/// Oracle: perf 6.1 (Debian's linux-perf) with Broadwell-EP's metric table (`PERF_CPUID`
+/// GenuineIntel-6-4F-1) under the same tree, `perf stat -vv -a -M` (`fixtures::perf_tree`).
+/// perfmon's formulas give the C-box's filters as modifiers (`:opc=0x182`, `:tid=0x3e`), which
+/// perf's table writes as the box's terms (`cbox@UNC_C_TOR_INSERTS.MISS_LOCAL_OPCODE\,
+/// filter_opc\=0x182@`): each metric below opens the same attrs, config1 holding the filters,
+/// on the same CPUs in both (perf 6.1 names the two IO metrics otherwise). Before, each
+/// failed ("unknown modifier `o`").
+#[test]
+fn box_filters_of_metric_events_open_as_perf_6_1_opens_them() {
+    use counterhal_conformance::fixtures::perf_tree::{
+        Asked, build_shim, parse_perf, run_perf, unready,
+    };
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    const METRICS: &[(&str, &str)] = &[
+        (
+            "numa_reads_addressed_to_local_dram",
+            "numa_reads_addressed_to_local_dram",
+        ),
+        (
+            "numa_reads_addressed_to_remote_dram",
+            "numa_reads_addressed_to_remote_dram",
+        ),
+        // perf 6.1's table gives these two each other's formula (and description): the
+        // reads' opcode 0x19e (PCIRdCur) is its `..._writes`.
+        ("io_bandwidth_read", "io_bandwidth_disk_or_network_writes"),
+        ("io_bandwidth_write", "io_bandwidth_disk_or_network_reads"),
+    ];
+    let tree = broadwell_ep_tree("box-filters");
+    let shim = build_shim("box-filters").unwrap();
+    let asked: Vec<String> = METRICS.iter().map(|(_, p)| p.to_string()).collect();
+    let output = run_perf(
+        &tree.devices(),
+        &shim,
+        Asked::Metrics,
+        &asked,
+        Some("GenuineIntel-6-4F-1"),
+    );
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    let output = match output {
+        Ok(output) => output,
+        Err(why) => skip!(Need::Privilege, "{why}"),
+    };
+    let perf = parse_perf(&output);
+    for (ours, theirs) in METRICS {
+        let perf_opens: BTreeSet<(u64, u64, u64, i64)> = perf[*theirs]
+            .opens
+            .iter()
+            // duration_time: the software event `dummy`, once.
+            .filter(|o| (o.0, o.1) != (1, 9))
+            .map(|o| (u64::from(o.0), o.1, o.2, i64::from(o.4)))
+            .collect();
+        let our_opens = encoded_opens(&tree, "bdw_ep", ours);
+        assert!(
+            perf_opens.iter().any(|o| o.2 != 0),
+            "{theirs}: perf 6.1 set no filter: {perf_opens:x?}"
+        );
+        assert_eq!(
+            our_opens, perf_opens,
+            "{ours} (perf 6.1's {theirs}): ours, then perf's"
+        );
+    }
+}
+
+/// Oracle: perf 6.1 (Debian's linux-perf) with Broadwell-EP's tables (`PERF_CPUID`
+/// GenuineIntel-6-4F-1) under the same tree, `perf stat -vv -a -e NAME` (`fixtures::perf_tree`).
+/// Every event of the model's uncore table with an extended event select (perf's `event`
+/// above 0xff, which the QPI format puts at config bit 21: `UNC_Q_RxL_OCCUPANCY_SNP.VN1` opens
+/// 0x200219), and the home agent's `UNC_H_ADDR_OPC_MATCH.*` events Linux 6.12's JSON removed,
+/// open the same attrs on the same CPUs in both. Before, Linux 6.12's JSON had no `ExtSel`
+/// (0x219 opened) and no `UNC_H_ADDR_OPC_MATCH.FILT`.
+#[test]
+fn extended_selects_and_removed_events_open_as_perf_6_1_opens_them() {
+    use counterhal_conformance::fixtures::perf_tree::{
+        Asked, build_shim, parse_perf, run_perf, unready,
+    };
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let db = counterhal_events::Database::shipped().unwrap();
+    let events: Vec<String> = db
+        .uncore_table("bdw_ep")
+        .into_iter()
+        .filter(|e| {
+            let event = e.terms.split(',').find_map(|t| t.strip_prefix("event=0x"));
+            event.is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok_and(|v| v > 0xff))
+                || e.name.starts_with("UNC_H_ADDR_OPC_MATCH.")
+        })
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        events.iter().any(|e| e == "UNC_Q_RxL_OCCUPANCY_SNP.VN1")
+            && events.iter().any(|e| e == "UNC_H_ADDR_OPC_MATCH.FILT"),
+        "{events:?}"
+    );
+    let tree = broadwell_ep_tree("extended-selects");
+    let shim = build_shim("extended-selects").unwrap();
+    let output = run_perf(
+        &tree.devices(),
+        &shim,
+        Asked::Events,
+        &events,
+        Some("GenuineIntel-6-4F-1"),
+    );
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    let output = match output {
+        Ok(output) => output,
+        Err(why) => skip!(Need::Privilege, "{why}"),
+    };
+    let perf = parse_perf(&output);
+    let root = tree.0.to_str().unwrap();
+    let mut words = vec!["encode", "--json", "--sysfs", root, "--cpu-model", "bdw_ep"];
+    words.extend(events.iter().map(String::as_str));
+    let out = counterhal(&words);
+    let array: Vec<serde_json::Value> =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let mut differ = Vec::new();
+    for event in &events {
+        let ours: BTreeSet<(u64, u64, u64, i64)> = array
+            .iter()
+            .filter(|o| o["event"].as_str() == Some(event))
+            .map(|o| {
+                let number = |key: &str| o[key].as_u64().unwrap_or_else(|| panic!("{o}"));
+                let cpu = o["cpu"].as_i64().unwrap_or_else(|| panic!("{o}"));
+                (number("type"), number("config"), number("config1"), cpu)
+            })
+            .collect();
+        let theirs: BTreeSet<(u64, u64, u64, i64)> = perf[event.as_str()]
+            .opens
+            .iter()
+            .map(|o| (u64::from(o.0), o.1, o.2, i64::from(o.4)))
+            .collect();
+        if ours != theirs || ours.is_empty() {
+            differ.push(format!("{event}: ours {ours:x?}, perf 6.1's {theirs:x?}"));
+        }
+    }
+    println!("{} events compared", events.len());
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
     );
 }

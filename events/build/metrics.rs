@@ -10,9 +10,12 @@
 //!   numbers and the metrics' scales by index of `NUMBERS`;
 //! - `METRICS`, `GROUPS`, `EVENTS`: each table's metrics, their groups (each list of groups
 //!   once), its events' names;
+//! - `ALIASES`: the names perf's releases give a table's metrics
+//!   (`data/generated/metric_aliases/ID.toml`, counterhal-gen's `metric-names`): each alias,
+//!   the metric it names and the release, a table's sorted by alias;
 //! - `TABLES`: one per model, in `SHIPPED_METRIC_MODELS`'s order (sorted).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -107,11 +110,67 @@ fn op_name(op: Op) -> &'static str {
     }
 }
 
+/// A model's aliases file (`data/generated/metric_aliases/ID.toml`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AliasFile {
+    model: String,
+    /// The release's names no metric of ours was matched to (read, not compiled in).
+    #[serde(default)]
+    #[allow(dead_code)]
+    not_matched: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    aliases: BTreeMap<String, AliasEntry>,
+}
+
+/// One alias: the metric it names, the release that named it so, and how it was matched.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AliasEntry {
+    metric: String,
+    release: String,
+    #[allow(dead_code)]
+    by: String,
+}
+
+/// The aliases of model `model`'s table (none without a file), each naming a metric of
+/// `metrics` and none a metric's own name (any case); a file that breaks either fails the
+/// build.
+fn aliases(data: &Path, model: &str, metrics: &[String]) -> Vec<(String, String, String)> {
+    let path = data.join(format!("generated/metric_aliases/{model}.toml"));
+    println!("cargo:rerun-if-changed={}", path.display());
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let name = format!("events/data/generated/metric_aliases/{model}.toml");
+    let file: AliasFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(file.model == model, "{name}: says model `{}`", file.model);
+    file.aliases
+        .into_iter()
+        .map(|(alias, entry)| {
+            assert!(
+                metrics.contains(&entry.metric),
+                "{name}: `{alias}` names `{}`, no metric of the table",
+                entry.metric
+            );
+            assert!(
+                !metrics.iter().any(|m| m.eq_ignore_ascii_case(&alias)),
+                "{name}: `{alias}` is a metric's own name"
+            );
+            (alias, entry.metric, entry.release)
+        })
+        .collect()
+}
+
 /// Writes `OUT_DIR/metrics.rs` from the tables in `data/generated/metrics`; a table that does
 /// not read or check fails the build, naming the file and what is wrong.
 pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool) -> String {
     let dir = data.join("generated/metrics");
     println!("cargo:rerun-if-changed={}", dir.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        data.join("generated/metric_aliases").display()
+    );
     let mut models: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
@@ -125,6 +184,7 @@ pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool)
     };
     let mut groups: Lists<String> = Lists::default();
     let (mut metrics, mut events, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+    let mut alias_rows = Vec::new();
     for model in &models {
         let path = dir.join(format!("{model}.toml"));
         println!("cargo:rerun-if-changed={}", path.display());
@@ -152,13 +212,26 @@ pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool)
                 w.number(metric.scale),
             ));
         }
+        let names: Vec<String> = file.metrics.iter().map(|m| m.name.clone()).collect();
+        let first_alias = alias_rows.len();
+        for (alias, metric, release) in aliases(data, model, &names) {
+            let row = format!(
+                "({}, {}, {})",
+                w.string(&alias),
+                w.string(&metric),
+                w.string(&release)
+            );
+            alias_rows.push(row);
+        }
         let model_name = w.string(model);
         tables.push(format!(
-            "Table {{ model: {model_name}, events: ({}, {}), metrics: ({}, {}) }}",
+            "Table {{ model: {model_name}, events: ({}, {}), metrics: ({}, {}), aliases: ({}, {}) }}",
             short(first_event, "the metrics' events"),
             short(events.len() - first_event, "a table's events"),
             short(first_metric, "the metrics"),
             short(metrics.len() - first_metric, "a table's metrics"),
+            short(first_alias, "the metrics' aliases"),
+            short(alias_rows.len() - first_alias, "a table's aliases"),
         ));
     }
     let mut out = String::from(
@@ -186,6 +259,7 @@ pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool)
     list(&mut out, "GROUPS", "Str", &groups.items);
     list(&mut out, "EVENTS", "(Str, Str)", &events);
     list(&mut out, "METRICS", "Entry", &metrics);
+    list(&mut out, "ALIASES", "(Str, Str, Str)", &alias_rows);
     list(&mut out, "TABLES", "Table", &tables);
     *pool = std::mem::take(&mut w.pool);
     out

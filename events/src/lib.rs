@@ -35,7 +35,10 @@ pub use descriptions::{DESCRIPTIONS_ENV, DescriptionsRead};
 pub use error::{EventError, EventErrorKind};
 #[doc(hidden)]
 pub use metrics::shipped_metrics_lookups_on_this_thread;
-pub use metrics::{Metric, MetricTable, SHIPPED_METRIC_MODELS, parse_metrics, shipped_metrics};
+pub use metrics::{
+    Metric, MetricAlias, MetricTable, SHIPPED_METRIC_MODELS, metric_alias, metric_aliases,
+    parse_metrics, shipped_metrics,
+};
 pub use model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet,
     PapiForm, PmuDescription, UnitMask, UnitMaskClass,

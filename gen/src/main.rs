@@ -127,6 +127,29 @@ enum Source {
         /// Where to write one TOML file per directory (events/data/generated/uncore).
         #[arg(long)]
         out: PathBuf,
+        /// perf 6.1, whose own tables give back what Linux 6.12's JSON lost (extended event
+        /// selects, removed events): run as root, under a tree of each table's PMUs.
+        #[arg(long)]
+        perf: Option<PathBuf>,
+    },
+    /// The names perf's releases give our metrics (perf's own tables, read by running it, and
+    /// the kernel's perf JSON), matched by formula and description: one alias table per model.
+    MetricNames {
+        /// The perf whose own tables are read (`perf list --details metrics`).
+        #[arg(long, default_value = "perf")]
+        perf: PathBuf,
+        /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
+        #[arg(long)]
+        source: PathBuf,
+        /// The kernel's version, written into every file's header.
+        #[arg(long)]
+        commit: String,
+        /// Our metric tables (events/data/generated/metrics).
+        #[arg(long)]
+        metrics: PathBuf,
+        /// Where to write one TOML file per model (events/data/generated/metric_aliases).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
     KernelMetrics {
@@ -274,11 +297,35 @@ fn main() -> ExitCode {
             out,
         } => counterhal_gen::metrics::kernel(source, commit)
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
+        Source::MetricNames {
+            perf,
+            source,
+            commit,
+            metrics,
+            out,
+        } => counterhal_gen::metric_names::tables(&counterhal_gen::metric_names::Sources {
+            perf,
+            kernel: source,
+            kernel_version: commit,
+            metrics,
+        })
+        .and_then(|tables| counterhal_gen::metric_names::write_tables(&tables, out)),
         Source::Uncore {
             source,
             commit,
             out,
+            perf,
         } => counterhal_gen::uncore::tables(source, commit)
+            .and_then(|mut tables| {
+                if let Some(perf) = perf {
+                    counterhal_gen::uncore_perf::amend_tables(
+                        &mut tables,
+                        perf,
+                        &source.join("mapfile.csv"),
+                    )?;
+                }
+                Ok(tables)
+            })
             .and_then(|tables| counterhal_gen::uncore::write_tables(&tables, out)),
     };
     match result {

@@ -53,6 +53,8 @@ pub struct UncoreTable {
     pub commit: String,
     /// Its PMUs, sorted by name.
     pub pmus: Vec<UncorePmu>,
+    /// Header lines on what another source changed (`uncore_perf.rs`).
+    pub notes: Vec<String>,
 }
 
 /// perf's PMU name for a JSON `Unit` (jevents.py's `unit_to_pmu`, Linux 6.12): its table,
@@ -296,6 +298,7 @@ pub fn table(root: &Path, directory: &str, commit: &str) -> Result<UncoreTable, 
         directory: directory.to_string(),
         commit: commit.to_string(),
         pmus,
+        notes: Vec::new(),
     })
 }
 
@@ -346,11 +349,17 @@ pub fn table_toml(table: &UncoreTable) -> String {
          # commit: {}\n\
          # file: tools/perf/pmu-events/arch/x86/{}/*.json (the entries with a `Unit`)\n\
          # {events} events on {} PMUs: each PMU's name and each event's terms as perf's \
-         tools/perf/pmu-events/jevents.py writes them\n\n\
+         tools/perf/pmu-events/jevents.py writes them\n\
+         {}\n\
          directory = {}\n",
         table.commit,
         table.directory,
         table.pmus.len(),
+        table
+            .notes
+            .iter()
+            .map(|n| format!("# {n}\n"))
+            .collect::<String>(),
         quoted(&table.directory),
     );
     for pmu in &table.pmus {

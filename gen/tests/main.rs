@@ -6,5 +6,7 @@ mod arm64;
 mod determinism;
 mod dropped;
 mod k8;
+mod metric_names;
 mod metrics;
 mod papi;
+mod uncore_perf;

@@ -13,7 +13,12 @@
 //! `UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD@thresh\=1@`), else `cmask` (the client ones:
 //! `UNC_ARB_TRK_OCCUPANCY.DATA_READ@cmask\=1@`); `:e=1` is `edge` and `:i=1` `inv`; and
 //! `:one_unit` opens the event on the first box alone (`UNC_CHA_CLOCKTICKS:one_unit` is
-//! `uncore_cha_0@event\=0x1@`).
+//! `uncore_cha_0@event\=0x1@`); and the box filters, [`PERFMON_FILTERS`]: `:opc=V` is the
+//! kernel's `filter_opc`, `:tid=V` `filter_tid` and `:filter1=V` `config1`
+//! (`UNC_C_TOR_INSERTS.MISS_LOCAL_OPCODE:opc=0x182` is
+//! `cbox@UNC_C_TOR_INSERTS.MISS_LOCAL_OPCODE\,filter_opc\=0x182@`,
+//! `UNC_CHA_TOR_INSERTS.IA_MISS:filter1=0x40431` is
+//! `cha@UNC_CHA_TOR_INSERTS.IA_MISS\,config1\=0x40431@`).
 
 use std::path::Path;
 
@@ -54,6 +59,15 @@ fn name_and_modifiers(event: &str) -> (&str, &str) {
     event.split_once(':').unwrap_or((event, ""))
 }
 
+/// perfmon's box filters of an uncore event and the kernel's format fields perf's tables
+/// write them as (the Linux kernel's perf JSON: `cbox@...\,filter_opc\=0x182\,filter_tid\=0x3e@`
+/// on Broadwell-EP, `cha@...\,config1\=0x40431@` on Skylake-SP).
+const PERFMON_FILTERS: &[(&str, &str)] = &[
+    ("opc", "filter_opc"),
+    ("tid", "filter_tid"),
+    ("filter1", "config1"),
+];
+
 /// perfmon's modifiers of an uncore event (see the module's documentation), and the others.
 #[derive(Debug, Default, PartialEq)]
 struct PerfmonModifiers {
@@ -61,6 +75,8 @@ struct PerfmonModifiers {
     cmask: Option<String>,
     edge: Option<String>,
     inv: Option<String>,
+    /// The box filters ([`PERFMON_FILTERS`]) as the kernel's fields and their values, in order.
+    filters: Vec<(&'static str, String)>,
     /// `one_unit`: the first box alone.
     one_unit: bool,
     /// The rest, perf's own (`u`, `k`), joined as given.
@@ -80,8 +96,13 @@ impl PerfmonModifiers {
                     .filter(|v| !v.is_empty())
                     .map(str::to_string)
             };
+            let filter = PERFMON_FILTERS
+                .iter()
+                .find_map(|(perfmon, field)| value(perfmon).map(|v| (*field, v)));
             if modifier.eq_ignore_ascii_case("one_unit") {
                 read.one_unit = true;
+            } else if let Some(filter) = filter {
+                read.filters.push(filter);
             } else if let Some(value) = value("c") {
                 read.cmask = Some(value);
             } else if let Some(value) = value("e") {
@@ -96,22 +117,25 @@ impl PerfmonModifiers {
         read
     }
 
-    /// The terms they add on PMU `pmu` of `devices` (`,thresh=1`): the counter mask as the
-    /// PMU's `thresh` where it has that format field, else as `cmask`.
+    /// The terms they add on PMU `pmu` of `devices` (`,filter_opc=0x182,thresh=1`): the box
+    /// filters, then the counter mask as the PMU's `thresh` where it has that format field,
+    /// else as `cmask`.
     fn terms(&self, devices: &Path, pmu: &str) -> String {
         let counter_mask = match Tree::of(devices).is_file(&devices.join(pmu).join("format/thresh"))
         {
             true => "thresh",
             false => "cmask",
         };
-        [
-            (counter_mask, &self.cmask),
-            ("edge", &self.edge),
-            ("inv", &self.inv),
-        ]
-        .iter()
-        .filter_map(|(field, value)| value.as_ref().map(|v| format!(",{field}={v}")))
-        .collect()
+        let filters = self.filters.iter().map(|(field, v)| (*field, Some(v)));
+        let masks = [
+            (counter_mask, self.cmask.as_ref()),
+            ("edge", self.edge.as_ref()),
+            ("inv", self.inv.as_ref()),
+        ];
+        filters
+            .chain(masks)
+            .filter_map(|(field, value)| value.map(|v| format!(",{field}={v}")))
+            .collect()
     }
 }
 
@@ -283,6 +307,14 @@ mod tests {
             .join("tests/data/machines/skl-client/bus/event_source/devices");
         assert_eq!(read.terms(&skl, "uncore_arb"), ",cmask=1,edge=1");
         assert_eq!(PerfmonModifiers::read("k").rest, "k");
+        let filtered = PerfmonModifiers::read("opc=0x1c8:tid=0x3e:c=1");
+        assert_eq!(
+            filtered.terms(&spr(), "uncore_cha_0"),
+            ",filter_opc=0x1c8,filter_tid=0x3e,thresh=1"
+        );
+        let config1 = PerfmonModifiers::read("filter1=0x40431");
+        assert_eq!(config1.terms(&skl, "uncore_arb"), ",config1=0x40431");
+        assert_eq!(config1.rest, "");
         assert_eq!(box_number("uncore_cha_12"), 12);
         assert_eq!(box_number("uncore_arb"), 0);
     }

@@ -285,6 +285,16 @@ pub fn chosen(names: &[String], model: Option<&str>) -> Result<Vec<&'static Metr
                 break;
             }
         }
+        // A name a release of perf gave one of the model's metrics (perf 6.1's
+        // `DRAM_BW_Use`): that metric.
+        if matching.is_empty()
+            && let Some(alias) = model.and_then(|id| counterhal_events::metric_alias(id, name))
+        {
+            matching = own
+                .iter()
+                .filter(|m| m.answers_exactly_to(alias.metric))
+                .collect();
+        }
         if matching.is_empty() {
             return Err(unknown(name, model, own));
         }

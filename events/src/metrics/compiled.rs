@@ -42,11 +42,13 @@ struct Entry {
 }
 
 /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
-/// (`METRICS[..]`).
+/// (`METRICS[..]`), the names perf's releases give them (`ALIASES[..]`: alias, metric,
+/// release, sorted by alias).
 struct Table {
     model: Str,
     events: (u16, u16),
     metrics: (u16, u16),
+    aliases: (u16, u16),
 }
 
 include!(concat!(env!("OUT_DIR"), "/metrics.rs"));
@@ -103,6 +105,22 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
             })
             .collect(),
     })
+}
+
+/// The names perf's releases give model `model`'s metrics: (alias, metric, release), sorted
+/// by alias; none for a model without a table.
+pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static str)> {
+    let Some(table) = SHIPPED_METRIC_MODELS
+        .binary_search(&model)
+        .ok()
+        .and_then(|index| TABLES.get(index))
+    else {
+        return Vec::new();
+    };
+    range(&ALIASES, table.aliases)
+        .iter()
+        .map(|(alias, metric, release)| (alias.text(), metric.text(), release.text()))
+        .collect()
 }
 
 /// The formula whose root is node `id`, as [`expression::parse`](crate::expression::parse)

@@ -159,6 +159,60 @@ pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
     })
 }
 
+/// Another name of a shipped metric: what a release of perf called it (perf 6.1's
+/// `DRAM_BW_Use`, Linux 6.12's `tma_info_system_dram_bw_use`, for Intel's
+/// `Info_System_DRAM_BW_Use`), matched from the releases' own tables by counterhal-gen's
+/// `metric-names` (the same formula, or the same description as a later release's metric of
+/// that formula; `data/generated/metric_aliases/ID.toml` lists what it could not match).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricAlias {
+    /// The other name, as the release spells it.
+    pub alias: &'static str,
+    /// The name of the model's metric it stands for.
+    pub metric: &'static str,
+    /// The release that gave the name (`perf 6.1`).
+    pub release: &'static str,
+}
+
+/// The metric of model `id` that a release of perf called `name` (the same spelling first,
+/// then any case), where `name` is not a metric's own name; `None` for a model without
+/// shipped metrics, in a build without them, or a name no release gave.
+pub fn metric_alias(id: &str, name: &str) -> Option<MetricAlias> {
+    if !crate::database::METRICS_BUILT {
+        return None;
+    }
+    let aliases = compiled::aliases(id);
+    let found = aliases
+        .iter()
+        .find(|(alias, _, _)| *alias == name)
+        .or_else(|| {
+            aliases
+                .iter()
+                .find(|(alias, _, _)| alias.eq_ignore_ascii_case(name))
+        })?;
+    let &(alias, metric, release) = found;
+    Some(MetricAlias {
+        alias,
+        metric,
+        release,
+    })
+}
+
+/// Every alias of model `id`'s metrics ([`metric_alias`]), sorted by alias.
+pub fn metric_aliases(id: &str) -> Vec<MetricAlias> {
+    if !crate::database::METRICS_BUILT {
+        return Vec::new();
+    }
+    compiled::aliases(id)
+        .into_iter()
+        .map(|(alias, metric, release)| MetricAlias {
+            alias,
+            metric,
+            release,
+        })
+        .collect()
+}
+
 /// How many times [`shipped_metrics`] has been asked for a model's table on the calling thread
 /// (cached or not): a deterministic witness, for tests, that a path which needs no metric
 /// reads no metric table.
