@@ -16,6 +16,7 @@ use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 use crate::stat::named_metrics::MetricDef;
 use crate::stat::runnable::{is_uncore, offered};
 
+mod pager;
 mod uncore;
 
 /// Arguments of `counterhal list`.
@@ -445,7 +446,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .find_map(|p| p.result.ok()),
         };
         let resolve = |event: &str| backend.as_ref().and_then(|b| b.resolve(event).err());
-        crate::output::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
+        pager::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with
@@ -619,9 +620,13 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,
-        "\n{} events listed ({masks} unit masks), {usable} usable here",
-        entries.len() + extra
+        "\n{} events listed ({masks} unit masks), {usable} usable here{}",
+        entries.len() + extra,
+        match pattern {
+            "" => "; `counterhal list PATTERN` lists those whose name or description holds it",
+            _ => "",
+        }
     );
-    crate::output::emit(&out)?;
+    pager::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }
