@@ -661,6 +661,62 @@ fn every_path_the_guides_name_exists() {
     );
 }
 
+/// The rustdoc links of a Markdown text that Markdown renders as text: `` [`Name`] `` with
+/// no `(target)`, `[label]` or `: definition` after it and no `` [`Name`]: `` definition in
+/// the text (rustdoc resolves them as paths; GitHub and every other CommonMark reader print
+/// the brackets).
+fn rustdoc_only_links(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut found = Vec::new();
+    let mut rest = prose.as_str();
+    while let Some(start) = rest.find("[`") {
+        rest = &rest[start + 1..];
+        let Some(end) = rest.find("`]") else { break };
+        let label = &rest[..end + 1];
+        let after = &rest[end + 2..];
+        let defined = prose.contains(&format!("\n[{label}]:"));
+        if !label.contains('\n')
+            && !after.starts_with(['(', '[', ':'])
+            && !defined
+            && !found.contains(&label.to_string())
+        {
+            found.push(label.to_string());
+        }
+    }
+    found
+}
+
+/// Every README and guide reads as Markdown, where GitHub shows it: a crate README included as
+/// its crate's docs (`#![doc = include_str!("../README.md")]`) links no item the rustdoc way
+/// alone (`` [`Database::load`] ``), which Markdown prints with its brackets.
+/// Oracle: CommonMark 0.31's shortcut reference links (section 6.3): `[label]` is a link only
+/// where a link reference definition matches it.
+#[test]
+fn every_link_of_the_guides_and_readmes_is_a_markdown_link() {
+    let mut files = guides();
+    for entry in std::fs::read_dir(root()).unwrap().flatten() {
+        let readme = entry.path().join("README.md");
+        if readme.is_file() {
+            files.push(readme);
+        }
+    }
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for label in rustdoc_only_links(&text) {
+            broken.push(format!("{}: [{label}]", relative(file)));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links only rustdoc resolves (write `Name` or [`Name`](path)): {broken:#?}"
+    );
+    assert!(files.len() > 20, "only {} files read", files.len());
+    // The scan finds what it must, and nothing it must not.
+    let sample = "[`a`] [`b`](x.rs) [`c`][d] [`e`]\n\n[`e`]: https://example.org\n";
+    assert_eq!(rustdoc_only_links(sample), ["`a`"]);
+}
+
 /// scripts/check-targets lints the tests of the crates it names `os_free` on the host only,
 /// because their code names no OS or architecture: a cfg on one would make them compile
 /// differently for the other targets, which would then go unchecked.

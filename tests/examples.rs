@@ -293,3 +293,67 @@ fn the_criterion_example_reports_each_event_by_name() {
         "{text}"
     );
 }
+
+/// The Rust blocks of the README, each as it is printed (the info string's first word `rust`).
+fn readme_rust_blocks() -> Vec<String> {
+    let readme = include_str!("../README.md");
+    let mut blocks = Vec::new();
+    let mut block: Option<String> = None;
+    for line in readme.lines() {
+        match (&mut block, line.trim_start().strip_prefix("```")) {
+            (None, Some(info)) if info.split(',').next() == Some("rust") => {
+                block = Some(String::new());
+            }
+            (Some(text), Some(_)) => {
+                blocks.push(std::mem::take(text));
+                block = None;
+            }
+            (Some(text), None) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// Issue 55, item 18: the README's Rust example compiles as printed when pasted into a
+/// program: no line rustdoc hides (its doctest, `ReadmeExamples` in src/lib.rs, then compiles
+/// what the reader sees) and its own `fn main`; and the install steps are whole: `cargo
+/// install` takes the tested versions of Cargo.lock, and the C API's install says `ldconfig`.
+/// Oracle: rustdoc's documentation tests (a line starting `# ` is compiled but not shown;
+/// without `fn main` the code is wrapped in one), `cargo install --help` (without `--locked`
+/// it ignores the lock file) and ld.so(8) (a library in a new directory is found once
+/// `ldconfig` has cached it, or through `LD_LIBRARY_PATH`).
+#[test]
+fn the_readme_example_compiles_as_printed_and_the_installs_are_whole() {
+    let blocks = readme_rust_blocks();
+    assert!(!blocks.is_empty(), "no Rust block in README.md");
+    for block in &blocks {
+        let hidden: Vec<&str> = block
+            .lines()
+            .filter(|l| l.trim_start() == "#" || l.trim_start().starts_with("# "))
+            .collect();
+        assert!(
+            hidden.is_empty(),
+            "lines rustdoc hides: {hidden:?}\n{block}"
+        );
+        assert!(block.contains("fn main()"), "no fn main:\n{block}");
+    }
+    let readme = include_str!("../README.md");
+    let installs: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.contains("cargo install"))
+        .collect();
+    assert!(!installs.is_empty());
+    for line in installs {
+        assert!(line.contains("cargo install --locked"), "{line}");
+    }
+    let capi = include_str!("../capi/README.md");
+    let install = capi
+        .split("\n\n")
+        .find(|p| p.contains("scripts/install-capi"))
+        .expect("capi/README.md's install paragraph");
+    assert!(install.contains("`ldconfig`"), "{install}");
+}

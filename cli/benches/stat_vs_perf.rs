@@ -5,8 +5,8 @@
 //! - `stat -e page-faults,context-switches -- true` against the same `perf stat` (target: at
 //!   most 0.3x perf's wall time and peak memory);
 //! - `stat -M Frontend_Bound --cpu-model spr -- true` (one of the model's metrics, its
-//!   events resolved on Sapphire Rapids, then opened: on a machine without that PMU the open
-//!   fails after the start-up measured) against `perf stat -e page-faults,context-switches --
+//!   events resolved on Sapphire Rapids, then opened: on a machine without that PMU the metric
+//!   is refused at its first open, after the start-up measured) against `perf stat -e page-faults,context-switches --
 //!   true`, since perf takes no CPU model and can open no metric without a PMU (target: 0.5x);
 //! - `list --cpu-model spr` against `perf list` (target: at most perf list's time).
 //!

@@ -16,6 +16,7 @@ use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
 use crate::stat::named_metrics::MetricDef;
 use crate::stat::runnable::{is_uncore, offered};
 
+mod pager;
 mod uncore;
 
 /// Arguments of `counterhal list`.
@@ -174,22 +175,30 @@ fn metrics(
 
 /// Why a metric cannot run, as `list --metrics` marks it: the error, and `uncore PMU` first
 /// when an uncore event or fact is the reason: the PMU absent here where its events resolve
-/// (the model's uncore table), else not programmed.
+/// (the model's uncore table), else not in the event database (AMD's uncore events of the
+/// kernel's tables, which count only by their PMU's terms).
 fn cannot_run(error: &counterhal::Error) -> String {
     if is_uncore_name(error) {
         format!("uncore PMU not here: {error}")
     } else if is_uncore(error) {
-        format!("uncore PMU (not programmed by counterhal): {error}")
+        format!("uncore PMU (its events are not in the event database): {error}")
     } else {
         error.to_string()
     }
 }
 
-/// Whether `error` is an uncore event's whose PMU is absent, or the absent `power` PMU's
-/// (the Linux backend's words).
+/// Whether `error` is an uncore event's whose PMU is absent (the model's uncore table has
+/// it), an absent PMU's (`power`, `uncore_cha_0`), or a fact that counts the PMUs of a kind
+/// absent here (the Linux backend's and the metrics' words).
 fn is_uncore_name(error: &counterhal::Error) -> bool {
     let message = error.message();
-    message.contains("is an uncore event of PMU") || message.contains("no PMU `power`")
+    [
+        "is an uncore event of PMU",
+        "no PMU `",
+        "`#chas_per_socket`",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit
@@ -444,8 +453,12 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .into_iter()
                 .find_map(|p| p.result.ok()),
         };
-        let resolve = |event: &str| backend.as_ref().and_then(|b| b.resolve(event).err());
-        crate::output::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
+        let resolve = |event: &str| {
+            backend
+                .as_ref()
+                .and_then(|b| crate::stat::runnable::unknown_here(b, event))
+        };
+        pager::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // A backend that cannot be used here still has events to list: all marked unusable, with
@@ -619,9 +632,13 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
     _ = writeln!(
         out,
-        "\n{} events listed ({masks} unit masks), {usable} usable here",
-        entries.len() + extra
+        "\n{} events listed ({masks} unit masks), {usable} usable here{}",
+        entries.len() + extra,
+        match pattern {
+            "" => "; `counterhal list PATTERN` lists those whose name or description holds it",
+            _ => "",
+        }
     );
-    crate::output::emit(&out)?;
+    pager::emit(&out)?;
     Ok(ExitCode::SUCCESS)
 }

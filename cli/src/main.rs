@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 mod check;
+mod completions;
 mod encode;
 mod error;
 mod format;
@@ -33,12 +34,14 @@ Exit status:
            at all); 2 for bad arguments
   encode   0 when every event encoded; 2 on any error (message on stderr)
   serve    runs until killed; 1 when no event opens or the address cannot be
-           listened on; 2 for bad arguments";
+           listened on; 2 for bad arguments
+  completions
+           0; 2 for a shell it does not know";
 
 /// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), FreeBSD
 /// (hwpmc) and raw x86 MSRs, with one event database and one conformance suite.
 #[derive(Parser, Debug)]
-#[command(name = "counterhal", version, after_help = EXIT_CODES)]
+#[command(name = "counterhal", version, after_help = EXIT_CODES, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,6 +55,7 @@ enum Command {
     Info(info::InfoArgs),
     Check(check::CheckArgs),
     Serve(Box<serve::ServeArgs>),
+    Completions(completions::CompletionsArgs),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -62,6 +66,8 @@ const INFO: &str =
     "Print this machine's OS, CPU and backends, with the reason each unusable one is so";
 const CHECK: &str = "Run the conformance suite on this machine's backends and write a report";
 const SERVE: &str = "Serve every CPU's and cgroup's counts to Prometheus (/metrics), with their times enabled and running";
+const COMPLETIONS: &str =
+    "Print the completion script of a shell (bash, zsh, fish, elvish, powershell)";
 
 /// How a subcommand's arguments are added to its command.
 type AddArguments = fn(clap::Command) -> clap::Command;
@@ -70,7 +76,7 @@ type AddArguments = fn(clap::Command) -> clap::Command;
 /// set again after them, over the arguments struct's own). Each subcommand's arguments are
 /// built only when it is the one run (or its help is asked for): building every
 /// subcommand's arguments for each run cost `stat` a tenth of its start-up.
-const SUBCOMMANDS: [(&str, &str, AddArguments); 6] = [
+const SUBCOMMANDS: [(&str, &str, AddArguments); 7] = [
     ("stat", STAT, |c| {
         stat::StatArgs::augment_args(c)
             .about(STAT)
@@ -98,6 +104,11 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 6] = [
             .about(SERVE)
             .long_about(None)
             .after_help(serve::HELP)
+    }),
+    ("completions", COMPLETIONS, |c| {
+        completions::CompletionsArgs::augment_args(c)
+            .about(COMPLETIONS)
+            .long_about(None)
     }),
 ];
 
@@ -139,6 +150,9 @@ impl FromArgMatches for Command {
             "info" => Command::Info(info::InfoArgs::from_arg_matches_mut(sub)?),
             "check" => Command::Check(check::CheckArgs::from_arg_matches_mut(sub)?),
             "serve" => Command::Serve(Box::new(serve::ServeArgs::from_arg_matches_mut(sub)?)),
+            "completions" => {
+                Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
+            }
             other => {
                 return Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -163,6 +177,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
         Command::Serve(args) => serve::run(*args),
+        Command::Completions(args) => completions::run(args),
     }
 }
 

@@ -21,6 +21,7 @@ mod serve_costs;
 mod serve_examples;
 mod serve_prometheus;
 mod serve_web;
+mod shell;
 mod software_events;
 mod stat_opens;
 mod stat_options;

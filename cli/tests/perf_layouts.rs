@@ -378,11 +378,17 @@ fn groups_are_read_as_perf_reads_them() {
 #[test]
 fn metrics_by_name_count_their_events_and_print_their_values() {
     linux_or_skip!();
-    let o = ours(&["-x,", "-M", "CPUs_utilized,IPC", "--", "true"]);
+    let o = ours(&[
+        "-x,",
+        "-M",
+        "CPUs_utilized,page_faults_per_second",
+        "--",
+        "true",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let lines = result_lines(&o);
-    // -M alone counts the metrics' events: task-clock, instructions, cycles, then the
-    // metrics, perf's seven fields each.
+    // -M alone counts the metrics' events: task-clock, page-faults, then the metrics, perf's
+    // seven fields each.
     let clock: Vec<&str> = lines[0].split(',').collect();
     assert_eq!(base(clock[2]), "task-clock", "{lines:?}");
     let metric = lines

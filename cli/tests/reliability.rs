@@ -14,6 +14,15 @@ use counterhal_conformance::skip::Need;
 /// CPU, a CPU list, and an existing process (`{pid}` is replaced by a sleeping process's id).
 const PATHS: [&[&str]; 4] = [&[], &["-a"], &["-C", "0"], &["-p", "{pid}"]];
 
+/// The paths of [`PATHS`] this user may count on: whole CPUs only with the privilege for them
+/// (else `stat` stops before the command runs, as
+/// `counting_what_this_user_may_not_count_stops_as_perf_does` holds).
+fn paths() -> impl Iterator<Item = &'static [&'static str]> {
+    PATHS
+        .into_iter()
+        .filter(|path| may_count_cpus() || !path.iter().any(|o| ["-a", "-C"].contains(o)))
+}
+
 /// A process to attach `-p` to, killed when dropped.
 struct Sleeper(Child);
 
@@ -102,7 +111,7 @@ fn task_clock_line(out: &Output) -> String {
 fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
     linux_or_skip!();
     let sleeper = Sleeper::start();
-    for path in PATHS {
+    for path in paths() {
         let options = sleeper.options(path);
         let mut args = vec!["stat", "-e", "task-clock"];
         args.extend(options.iter().map(String::as_str));
@@ -147,7 +156,7 @@ fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
 fn interrupted_or_terminated_the_counts_are_still_printed_on_every_path() {
     linux_or_skip!();
     let sleeper = Sleeper::start();
-    for path in PATHS {
+    for path in paths() {
         let options = sleeper.options(path);
         for (signal, to_group, status) in [("-INT", true, 130), ("-TERM", false, 143)] {
             let child = start_measured_sleeper(&options);
@@ -163,13 +172,9 @@ fn interrupted_or_terminated_the_counts_are_still_printed_on_every_path() {
             assert_eq!(out.status.code(), Some(status), "{what}: {}", stderr(&out));
             let line = task_clock_line(&out);
             let value = line.split(',').next().unwrap();
-            // Whole CPUs are counted only with the privilege for it; either way the table is
-            // printed and says what happened.
-            let cpu_wide = path.contains(&"-a") || path.contains(&"-C");
-            let refused = cpu_wide && !may_count_cpus() && value == "<not supported>";
             assert!(
                 // perf's CSV: the clock in milliseconds.
-                value.parse::<f64>().is_ok() || value == "<not counted>" || refused,
+                value.parse::<f64>().is_ok() || value == "<not counted>",
                 "{what}: {line}"
             );
         }
@@ -199,7 +204,7 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
     let plain = std::env::temp_dir().join(format!("counterhal-plain-{}", std::process::id()));
     std::fs::write(&plain, "true\n").unwrap();
     let plain = plain.to_str().unwrap().to_string();
-    for path in PATHS {
+    for path in paths() {
         let options = sleeper.options(path);
         for (command, status) in [
             ("/nonexistent/program", 127),
@@ -219,6 +224,34 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
             );
             assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
         }
+    }
+    std::fs::remove_file(&plain).ok();
+}
+
+/// Issue 55, item 13: a program given by a path that cannot be executed is named, with the
+/// reason, where the error said only "exec of the command" (a name looked up in `$PATH` was
+/// already named: "command not found").
+/// Oracle: perf 6.1's `Workload failed: REASON` for the same command: our message holds its
+/// reason, and the path.
+#[test]
+fn a_command_that_cannot_run_is_named_with_perfs_reason() {
+    linux_or_skip!();
+    perf_or_skip!();
+    let plain = std::env::temp_dir().join(format!("counterhal-unrunnable-{}", std::process::id()));
+    std::fs::write(&plain, "true\n").unwrap();
+    for command in ["/nonexistent/program", plain.to_str().unwrap(), "/"] {
+        let perf = perf(&["--", command]);
+        let perf_text = stderr(&perf);
+        let reason = perf_text
+            .lines()
+            .find_map(|l| l.strip_prefix("Workload failed: "))
+            .unwrap_or_else(|| panic!("perf -- {command} gave no reason: {perf_text}"));
+        let out = counterhal(&["stat", "--", command]);
+        let text = stderr(&out);
+        assert!(
+            text.contains(&format!("exec of {command}: {reason}")),
+            "stat -- {command}: ours: {text}perf: {perf_text}"
+        );
     }
     std::fs::remove_file(&plain).ok();
 }
@@ -324,6 +357,47 @@ fn unprivileged_users_count_user_space_as_perf_does() {
     }
     let notes = text.matches("user space only").count();
     assert_eq!(notes, usize::from(level >= 2), "{text}");
+}
+
+/// Issue 55, item 8: what this user may not count (whole CPUs above perf_event_paranoid 0,
+/// the kernel above 1) stops `stat` before the command runs: exit 1, naming the permission,
+/// the setting and CAP_PERFMON, where it printed `<not supported>` for every event and
+/// exited 0.
+/// Oracle: perf 6.1 run the same way, as the same user: where it stops, so do we; where it
+/// counts, so do we.
+#[test]
+fn counting_what_this_user_may_not_count_stops_as_perf_does() {
+    linux_or_skip!();
+    perf_or_skip!();
+    unprivileged_or_skip!();
+    let cases: [&[&str]; 3] = [
+        &["-a"],
+        &["-C", "0", "-e", "page-faults"],
+        &["-e", "task-clock,page-faults:k"],
+    ];
+    for case in cases {
+        let mut args = vec!["stat"];
+        args.extend(case);
+        args.extend(["--", "sh", "-c", "echo ran"]);
+        let perf = unprivileged_program("perf")
+            .unwrap()
+            .args(&args)
+            .output()
+            .expect("perf");
+        let ours = run_as(unprivileged().unwrap(), &args);
+        let (text, perf_text) = (stderr(&ours), stderr(&perf));
+        let seen = format!("{case:?}: ours:\n{text}\nperf:\n{perf_text}");
+        if perf.status.success() {
+            assert!(ours.status.success(), "{seen}");
+            continue;
+        }
+        assert_eq!(ours.status.code(), Some(1), "{seen}");
+        for needed in ["permission denied", "perf_event_paranoid", "CAP_PERFMON"] {
+            assert!(text.contains(needed), "no `{needed}`: {seen}");
+        }
+        assert!(!text.contains("<not supported>"), "{seen}");
+        assert_eq!(stdout(&ours), stdout(&perf), "the command ran: {seen}");
+    }
 }
 
 /// Defect 7: a user without permission to count the kernel is told what is countable for it:

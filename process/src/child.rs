@@ -29,6 +29,8 @@ pub struct WaitingChild {
     child: Option<std::process::Child>,
     started: Option<Instant>,
     reaped: bool,
+    /// The program as the user named it, for the errors of its exec.
+    program: OsString,
     /// How it ended, once [`try_wait`](WaitingChild::try_wait) or
     /// [`terminate`](WaitingChild::terminate) reaped it.
     exit: Option<ChildExit>,
@@ -140,13 +142,14 @@ fn is_executable(path: &Path) -> bool {
 
 /// What went wrong starting, releasing or waiting for the command.
 #[derive(Clone, Copy)]
-enum Step {
+enum Step<'a> {
     Start,
-    Exec,
+    /// The exec of the program named so (as given: a path, or a name found in `$PATH`).
+    Exec(&'a OsStr),
 }
 
 /// An errno of `step` as an error: the kind says whose fault it is, the hint what to do.
-fn spawn_error(errno: sys::Errno, step: Step) -> Error {
+fn spawn_error(errno: sys::Errno, step: Step<'_>) -> Error {
     let (kind, hint) = match errno {
         libc::ENOENT => (
             ErrorKind::NotFound,
@@ -171,8 +174,8 @@ fn spawn_error(errno: sys::Errno, step: Step) -> Error {
         _ => (ErrorKind::Other, "see the errno"),
     };
     let what = match step {
-        Step::Start => "starting the command",
-        Step::Exec => "exec of the command",
+        Step::Start => "starting the command".to_string(),
+        Step::Exec(program) => format!("exec of {}", program.to_string_lossy()),
     };
     let text = std::io::Error::from_raw_os_error(errno);
     Error::new(kind, format!("{what}: {text}"))
@@ -219,7 +222,7 @@ impl WaitingChild {
     /// # Errors
     /// As [`command_for`] and [`WaitingChild::from_command`].
     pub fn spawn(argv: &[OsString]) -> Result<WaitingChild> {
-        let (_, path) = program_of(argv)?;
+        let (first, path) = program_of(argv)?;
         let program = sys::Prepared::new(path.as_os_str(), argv)
             .ok_or_else(|| Error::invalid_input("a command argument contains a NUL byte"))?;
         let forked = sys::fork_held(program).map_err(|errno| spawn_error(errno, Step::Start))?;
@@ -230,6 +233,7 @@ impl WaitingChild {
             child: None,
             started: None,
             reaped: false,
+            program: first.clone(),
             exit: None,
         })
     }
@@ -295,6 +299,7 @@ impl WaitingChild {
             child: None,
             started: None,
             reaped: false,
+            program,
             exit: None,
         })
     }
@@ -335,7 +340,7 @@ impl WaitingChild {
                     Err(e) => {
                         // The standard library reaped the child that failed to exec.
                         self.reaped = true;
-                        Err(io_error(&e, Step::Exec))
+                        Err(io_error(&e, Step::Exec(&self.program)))
                     }
                 }
             }
@@ -348,7 +353,7 @@ impl WaitingChild {
                     Some(errno) => {
                         // The child exits at once: reaped by the outcome.
                         self.reaped = true;
-                        Err(spawn_error(errno, Step::Exec))
+                        Err(spawn_error(errno, Step::Exec(&self.program)))
                     }
                 }
             }
@@ -489,7 +494,7 @@ fn spawner_panicked() -> Error {
 }
 
 /// A spawn's I/O error as an error of `step`, by its errno where it has one.
-fn io_error(error: &std::io::Error, step: Step) -> Error {
+fn io_error(error: &std::io::Error, step: Step<'_>) -> Error {
     match (error.raw_os_error(), error.kind()) {
         (Some(errno), _) => spawn_error(errno, step),
         // The standard library refuses a program or argument with a NUL byte this way.
@@ -572,16 +577,18 @@ mod tests {
         assert_eq!(exit(9).exit_code(), 137);
         assert_eq!(exit(9).describe(), "was killed by signal 9");
         assert_eq!(exit(15).exit_code(), 143);
-        let missing = spawn_error(libc::ENOENT, Step::Exec);
+        let program = OsStr::new("/opt/tool");
+        let missing = spawn_error(libc::ENOENT, Step::Exec(program));
         assert_eq!(exit_code_for(&missing), 127);
-        let denied = spawn_error(libc::EACCES, Step::Exec);
+        let denied = spawn_error(libc::EACCES, Step::Exec(program));
         assert_eq!(denied.kind(), ErrorKind::PermissionDenied);
         assert_eq!(exit_code_for(&denied), 126);
         assert!(
-            denied.message().starts_with("exec of the command"),
+            denied.message().starts_with("exec of /opt/tool: "),
             "{denied}"
         );
-        assert_eq!(exit_code_for(&spawn_error(libc::ENOEXEC, Step::Exec)), 126);
+        let not_a_program = spawn_error(libc::ENOEXEC, Step::Exec(program));
+        assert_eq!(exit_code_for(&not_a_program), 126);
     }
 
     #[test]

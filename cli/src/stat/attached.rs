@@ -213,7 +213,7 @@ fn open_sets<B: Backend>(
         match open_on_every_target(&members, &OpenOptions::grouped()) {
             Ok(opened) => sets.push((members, opened)),
             Err(e) => {
-                stop_for(&e, attach)?;
+                stop_for(&e, &results[members[0]].name, attach)?;
                 for &index in &members {
                     results[index].outcome = Err(e.clone());
                 }
@@ -231,7 +231,7 @@ fn open_sets<B: Backend>(
                 match open_on_every_target(&[index], &OpenOptions::ungrouped()) {
                     Ok(opened) => sets.push((vec![index], opened)),
                     Err(e) => {
-                        stop_for(&e, attach)?;
+                        stop_for(&e, &results[index].name, attach)?;
                         results[index].outcome = Err(e);
                     }
                 }
@@ -241,8 +241,9 @@ fn open_sets<B: Backend>(
     Ok(sets)
 }
 
-/// The errors that stop the measurement rather than mark one event as not counted.
-fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
+/// The errors that stop the measurement rather than mark one event as not counted; `name` is
+/// the event (or group) whose open on `attach` failed, named where the error does not name it.
+fn stop_for(e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
     match e.kind() {
         // A target that does not exist is the user's to fix, not an event the machine lacks.
         ErrorKind::NotFound | ErrorKind::InvalidInput => Err(CliError::usage(e.clone(), USAGE)),
@@ -259,6 +260,11 @@ fn stop_for(e: &Error, attach: &Attach) -> Result<(), CliError> {
         {
             Err(CliError::failed(e.clone()))
         }
+        // Refused for lack of privilege (whole CPUs above perf_event_paranoid 0, the kernel
+        // above 1): the cause is the user's to fix, and printing `<not supported>` with exit 0
+        // would count nothing without failing. perf stops too (stat_handle_error skips only
+        // an event the machine lacks).
+        ErrorKind::PermissionDenied => Err(CliError::failed(super::counted::named(e, name))),
         _ => Ok(()),
     }
 }

@@ -56,6 +56,7 @@ pub fn run_counted_command<B: Backend>(
                 ErrorKind::LimitReached => CliError::failed(e),
                 _ => not_run(e),
             })?;
+    refuse_if_denied(&counted.read(), &ready)?;
     // From here until the child is reaped, the signals that end a command are the command's,
     // not ours (passed on when sent to us alone), so the counts survive them: perf stat does
     // the same for Ctrl-C.
@@ -148,4 +149,33 @@ pub fn run_counted_command<B: Backend>(
         start_from(&mut run, baseline.as_deref());
     }
     Ok(run)
+}
+
+/// Stops before the command runs (exit 1, naming the event and the cause) where an event of
+/// `ready` was refused for lack of privilege (`readings`, read before the start, hold each
+/// open's error), as perf stops (stat_handle_error skips only an event the machine lacks):
+/// counting the rest and exiting 0 would hide that the user asked for what they may not count.
+fn refuse_if_denied(
+    readings: &[Result<Reading, Error>],
+    ready: &[ResolvedEvent],
+) -> Result<(), CliError> {
+    let denied = readings
+        .iter()
+        .zip(ready)
+        .find_map(|(reading, event)| match reading {
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => Some(named(e, &event.name)),
+            _ => None,
+        });
+    denied.map_or(Ok(()), |e| Err(CliError::failed(e)))
+}
+
+/// `e` with the event `name` before its message, unless the message names it already (with
+/// or without the modifiers: `task-clock:u`'s error may start `task-clock:`).
+pub(super) fn named(e: &Error, name: &str) -> Error {
+    let bare = name.split(':').next().unwrap_or(name);
+    if e.message().starts_with(&format!("{bare}:")) {
+        e.clone()
+    } else {
+        e.clone().context(name)
+    }
 }

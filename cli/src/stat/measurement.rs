@@ -84,6 +84,21 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
         .collect()
 }
 
+/// Gives each planned event named as the first of a pair of `shown_as` the second name (a
+/// metric table's raw event, `r100001ea0`, its name there), as perf prints a table's events.
+pub fn rename(events: &mut [Planned], shown_as: &[(String, String)]) {
+    for planned in events.iter_mut() {
+        let name = match planned {
+            Planned::Ready(event) => &mut event.name,
+            Planned::Unsupported { name, .. } => name,
+            Planned::Tool(_) => continue,
+        };
+        if let Some((_, shown)) = shown_as.iter().find(|(raw, _)| raw == name) {
+            *name = shown.clone();
+        }
+    }
+}
+
 /// perf's fallback where the OS refuses counting the kernel (Linux at `perf_event_paranoid`
 /// 2 for an unprivileged user): each ready event with no modifier that is refused for that
 /// reason but can count user space only is replaced by its `:u` form. Returns the note that

@@ -16,7 +16,7 @@ use super::runnable::{self, is_uncore};
 /// chooses, and each of their events resolved (an event that resolves opens, or opens to
 /// `<not supported>` where the machine lacks it; one that does not is refused).
 fn plan_as_stat<B: Backend>(backend: &B, model: &str, name: &str) -> Result<usize, Error> {
-    let resolve = |event: &str| backend.resolve(event).err();
+    let resolve = |event: &str| runnable::unknown_here(backend, event);
     let (chosen, _left_out) = runnable::plan(&[name.to_string()], Some(model), &resolve)?;
     for event in named_metrics::events_needed(&chosen) {
         if super::tool::Tool::named(&event).is_some() {

@@ -140,10 +140,15 @@ fn stat_with<B: Backend>(
     model: Option<&str>,
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
-    // The metrics whose events and facts are known here; a group's others are named.
-    let resolve = |event: &str| backend.resolve(event).err();
+    // The metrics whose events and facts are known and countable here; a group's others are
+    // named. A metric that cannot count here is refused (exit 1), one that is not known
+    // (an event or fact unknown here) is bad input (exit 2).
+    let resolve = |event: &str| runnable::uncountable_here(backend, event);
     let (chosen, left_out) =
-        runnable::plan(&args.metrics, model, &resolve).map_err(|e| CliError::usage(e, USAGE))?;
+        runnable::plan(&args.metrics, model, &resolve).map_err(|e| match e.kind() {
+            counterhal::ErrorKind::Unsupported => CliError::failed(e),
+            _ => CliError::usage(e, USAGE),
+        })?;
     for note in left_out {
         emit_to_stderr(&format!("counterhal: {note}\n"));
     }
@@ -152,12 +157,18 @@ fn stat_with<B: Backend>(
         // -M alone counts the metrics' events, not the default set (as perf does).
         names.clear();
     }
-    // The events the metrics read, unless given already (with or without a modifier).
+    // The events the metrics read, unless given already (with or without a modifier); each
+    // raw event of a metric table is printed by the table's name for it.
+    let table_names = named_metrics::table_names(&chosen);
+    let mut shown_as = Vec::new();
     for needed in named_metrics::events_needed(&chosen) {
         if !names
             .iter()
             .any(|n| n == &needed || n.split(':').next() == Some(&needed))
         {
+            if let Some(name) = table_names.get(&needed) {
+                shown_as.push((needed.clone(), name.clone()));
+            }
             names.push(needed);
         }
     }
@@ -184,6 +195,7 @@ fn stat_with<B: Backend>(
     let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
+    measurement::rename(&mut events, &shown_as);
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     // Checked before the command runs, but emptied only once the results are ready: a bad

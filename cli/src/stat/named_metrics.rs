@@ -10,6 +10,7 @@
 //! `-M Frontend_Bound`, the portable `frontend_bound` is `-M frontend_bound`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use counterhal::Error;
@@ -414,6 +415,23 @@ pub fn event_name(metric: &MetricDef, name: &str) -> String {
     }
 }
 
+/// The raw events the tables of `metrics`' models open for the names their formulas read,
+/// each with that name (`r100001ea0` for `de_no_dispatch_per_slot.backend_stalls`): what
+/// `stat` prints for an event a metric brought in, as perf names the events of its tables.
+pub fn table_names(metrics: &[&MetricDef]) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for model in metrics.iter().filter_map(|m| m.model) {
+        if let Ok(Some(table)) = shipped_metrics(model) {
+            for (name, raw) in &table.events {
+                names
+                    .entry(raw.to_string())
+                    .or_insert_with(|| name.to_string());
+            }
+        }
+    }
+    names
+}
+
 /// perfmon's energy counters (the RAPL MSRs' energy status, which its `Info_System_Power`
 /// formulas read), the kernel's RAPL event that counts each (perfmon's converter's
 /// replacements, `scripts/config/replacements_config.json`: `power@energy\-pkg@`,
@@ -566,10 +584,12 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
             // A referenced metric's own scale is for printing it, not for formulas reading it.
             Some(inner) => value(inner, events, length_ns, depth + 1),
             None => {
+                // Counted as the raw event its table opens, printed by its own name.
                 let event = event_name(metric, name);
+                let is = |counted: &str| counted == event || counted == name;
                 events
                     .iter()
-                    .find(|e| e.name == event || e.name.split(':').next() == Some(event.as_str()))
+                    .find(|e| is(&e.name) || e.name.split(':').next().is_some_and(is))
                     .and_then(EventSummary::estimate)
                     .map(|v| v as f64)
             }
@@ -600,6 +620,37 @@ mod tests {
 
     fn by_name(name: &str) -> &'static MetricDef {
         portable().iter().find(|m| m.name == name).unwrap()
+    }
+
+    /// Oracle: the kernel's Zen 4 JSON (tools/perf/pmu-events/arch/x86/amdzen4/, of which
+    /// events/data/generated/metrics/amd64_fam19h_zen4.toml is generated): its event
+    /// `de_no_dispatch_per_slot.backend_stalls` is event 0x1a0, unit mask 0x1e, the raw event
+    /// `r100001ea0` the table opens. Counted under either name (stat prints the table's), the
+    /// metric has the same value.
+    #[test]
+    fn a_tables_raw_events_are_named_and_read_by_their_names() {
+        let zen4 = of_model("amd64_fam19h_zen4").unwrap();
+        let backend_bound = zen4.iter().find(|m| m.name == "backend_bound").unwrap();
+        let names = table_names(&[backend_bound]);
+        assert_eq!(
+            names.get("r100001ea0").map(String::as_str),
+            Some("de_no_dispatch_per_slot.backend_stalls")
+        );
+        assert_eq!(
+            names.get("r76").map(String::as_str),
+            Some("ls_not_halted_cyc")
+        );
+        let by_raw = evaluate(
+            backend_bound,
+            &events(&[("r100001ea0", 30), ("r76", 20)]),
+            1,
+        );
+        let by_name = events(&[
+            ("de_no_dispatch_per_slot.backend_stalls", 30),
+            ("ls_not_halted_cyc:u", 20),
+        ]);
+        assert!(by_raw.is_some());
+        assert_eq!(evaluate(backend_bound, &by_name, 1), by_raw);
     }
 
     #[test]

@@ -10,35 +10,71 @@
 //! shared by every machine, cannot.)
 
 use counterhal::{Error, ErrorKind};
+use counterhal_hal::{Backend, Target, countable_form};
 
 use super::named_metrics::{self, MetricDef};
 
-/// Why `metric` cannot run, given `resolve` (an event's resolution error, if any): the error
-/// naming the metric, the event or fact and the reason; `None` when it can run. Only unknown
-/// events and modifiers count (`InvalidEvent`); an event that resolves runs or opens to
-/// `<not supported>`.
+/// Why `metric` cannot run, given `resolve` (why an event cannot be counted, if it cannot:
+/// [`unknown_here`] where the metric is listed, [`uncountable_here`] where it is counted): the
+/// error naming the metric, the event (by the name its formula reads, with the raw event its
+/// table opens for it) or fact and the reason; `None` when it can run.
 pub fn why_not(metric: &MetricDef, resolve: &dyn Fn(&str) -> Option<Error>) -> Option<Error> {
     if let Err(e) = named_metrics::readable(metric) {
         return Some(e);
     }
+    let shown = named_metrics::table_names(&[metric]);
     for event in named_metrics::events_needed(&[metric]) {
         if super::tool::Tool::named(&event).is_some() {
             continue;
         }
-        if let Some(e) = resolve(&event).filter(|e| e.kind() == ErrorKind::InvalidEvent) {
+        if let Some(e) = resolve(&event) {
             if let Some(model) = metric.model
+                && e.kind() == ErrorKind::InvalidEvent
                 && kernel_uncore_event(model, &event)
             {
                 return Some(Error::unsupported(format!(
                     "metric `{}` reads `{event}`, an event of an uncore PMU (not among the core \
-                     events of the kernel's table for `{model}`), which counterhal does not program",
+                     events of the kernel's table for `{model}`), which the event database does \
+                     not hold: count it by its PMU's terms (`PMU/event=...,umask=.../`)",
                     metric.name
                 )));
             }
-            return Some(e.context(format_args!("metric `{}` reads `{event}`", metric.name)));
+            let read = match shown.get(&event) {
+                Some(name) => format!("`{name}` ({event})"),
+                None => format!("`{event}`"),
+            };
+            return Some(e.context(format_args!("metric `{}` reads {read}", metric.name)));
         }
     }
     None
+}
+
+/// Why `event` makes a metric unrunnable where the metric is only listed: it is unknown to
+/// `backend` (`InvalidEvent`); an event that resolves runs, or opens to `<not supported>`.
+pub fn unknown_here<B: Backend + ?Sized>(backend: &B, event: &str) -> Option<Error> {
+    backend
+        .resolve(event)
+        .err()
+        .filter(|e| e.kind() == ErrorKind::InvalidEvent)
+}
+
+/// Why `event` makes a metric unrunnable where it is about to be counted: unknown (as
+/// [`unknown_here`]), or known but not countable by this process here: the backend cannot
+/// program it, or this machine has no counter for it (opened once on this thread, in the form
+/// this process may count, and closed: `event not supported by this PMU` where there is no
+/// core PMU). An event refused for another reason (a permission, an uncore PMU's event, which
+/// opens on CPUs only) is left to the measurement, which names it.
+pub fn uncountable_here<B: Backend + ?Sized>(backend: &B, event: &str) -> Option<Error> {
+    let resolved = match backend.resolve(event) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            return matches!(e.kind(), ErrorKind::InvalidEvent | ErrorKind::Unsupported)
+                .then_some(e);
+        }
+    };
+    countable_form(backend, &resolved, &Target::ThisThread)
+        .err()
+        .filter(|e| e.kind() == ErrorKind::Unsupported)
 }
 
 /// Whether `event`, which a metric of `model` reads and no backend resolves, is one of the

@@ -100,6 +100,21 @@ pub fn unprivileged() -> Option<Command> {
     }
     static COPY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     let copy = COPY.get_or_init(readable_copy).clone()?;
+    as_nobody(copy)
+}
+
+/// `program` run as counterhal is run by [`unprivileged`] (an oracle such as perf, the same
+/// way): directly when this process is not root, else through `setpriv` as `nobody`, from `/`.
+/// `None` when neither is possible (no setpriv).
+pub fn unprivileged_program(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
+    if !running_as_root() {
+        return Some(Command::new(program));
+    }
+    as_nobody(program)
+}
+
+/// `program` through `setpriv` as `nobody`, from `/`; `None` without a working setpriv.
+fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
     let works = Command::new("setpriv")
         .arg("--version")
         .output()
@@ -112,7 +127,7 @@ pub fn unprivileged() -> Option<Command> {
         .arg(format!("--reuid={NOBODY}"))
         .arg(format!("--regid={NOBODY}"))
         .arg("--clear-groups")
-        .arg(copy)
+        .arg(program)
         .current_dir("/");
     Some(command)
 }
