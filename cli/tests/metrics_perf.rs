@@ -665,6 +665,7 @@ fn perf_6_1s_metric_names_are_taken() {
             only(&by_ours, &by_perfs)
         );
     }
+}
 
 /// `[PERF_COUNT_HW_NAME] = 0xCODE,` lines of the C array `array` in `source`: each generic
 /// event's name and the raw code the kernel programs for it.
