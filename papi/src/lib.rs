@@ -3,6 +3,7 @@
 
 pub mod codes;
 pub mod components;
+pub mod description;
 pub mod devices;
 pub mod hl;
 pub mod info;

@@ -10,6 +10,7 @@ use counterhal_hal::Target;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
+use crate::description;
 use crate::info::{self, ComponentInfo, set_str};
 use crate::names::{self, Native};
 use crate::perf_natives::Placement;
@@ -497,32 +498,6 @@ pub fn find_set(sets: &mut [Option<PapiSet>], handle: i32) -> Result<&mut PapiSe
     Ok(set)
 }
 
-/// Fills component 0's names, description and versions for backend `backend`: for the Linux
-/// backend, PAPI 7.0's perf_event component's (`perf_event`, short `perf`, "Linux perf_event
-/// CPU counters", version 5.0, support version 4.0, as Debian's PAPI 7.0 answers
-/// `PAPI_get_component_info(0)`), which tools print and parse; for another backend, its name
-/// and counterhal's version.
-fn describe_component(info: &mut ComponentInfo, backend: &str) {
-    match backend {
-        "linux" => {
-            set_str(&mut info.name, "perf_event");
-            set_str(&mut info.short_name, "perf");
-            set_str(&mut info.description, "Linux perf_event CPU counters");
-            set_str(&mut info.version, "5.0");
-            set_str(&mut info.support_version, "4.0");
-        }
-        other => {
-            set_str(&mut info.name, other);
-            set_str(&mut info.short_name, other);
-            set_str(
-                &mut info.description,
-                &format!("counterhal's {other} backend"),
-            );
-            set_str(&mut info.version, env!("CARGO_PKG_VERSION"));
-        }
-    }
-}
-
 /// The environment variable naming the CPU model whose events libpapi's names resolve
 /// against, instead of this machine's (a database id, `skx`, or perf's signature,
 /// `GenuineIntel-6-55-4`), as the command's `--cpu-model`: read at `PAPI_library_init`.
@@ -554,9 +529,9 @@ pub fn library_init(version: i32) -> i32 {
         names::listed(&chosen)
     };
     let capabilities = chosen.backend.dyn_capabilities();
-    let counters = hardware_counters(&chosen);
+    let counters = description::hardware_counters(&chosen);
     let mut component = Box::new(component_info());
-    describe_component(&mut component, chosen.backend.dyn_name());
+    description::describe_component(&mut component, chosen.backend.dyn_name());
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
@@ -572,7 +547,7 @@ pub fn library_init(version: i32) -> i32 {
         component.disabled = 1;
         set_str(&mut component.disabled_reason, DISABLED_BY_CALL);
     }
-    component.flags = component_flags(capabilities);
+    component.flags = description::component_flags(capabilities);
     let listed = natives.len();
     *guard = Some(Library {
         chosen,
@@ -590,29 +565,6 @@ pub fn library_init(version: i32) -> i32 {
     VER_CURRENT
 }
 
-/// Component 0's capability bits (`PAPI_component_info_t`'s bit fields, `hardware_intr` bit 0
-/// to `inherit` bit 12) from what the backend can do, set as PAPI 7.0's perf_event component
-/// sets them on Linux (the side-by-side test compares them): overflow interrupts and kernel
-/// profiling where the backend samples, attach where it counts another thread, and then
-/// `attach_must_ptrace` (PAPI's tests stop and continue an attached child with ptrace only
-/// when it is set, and wait for it forever otherwise), unit masks always (the enumeration
-/// lists them).
-fn component_flags(capabilities: &counterhal_hal::Capabilities) -> u32 {
-    let targets = &capabilities.targets;
-    let bits = [
-        (0, capabilities.sampling),     // hardware_intr
-        (3, capabilities.sampling),     // kernel_profile
-        (4, capabilities.multiplexing), // kernel_multiplex
-        (8, targets.attach),            // attach
-        (9, targets.attach),            // attach_must_ptrace
-        (10, true),                     // cntr_umasks
-        (11, targets.cpu),              // cpu
-        (12, targets.inherit),          // inherit
-    ];
-    bits.iter()
-        .fold(0, |flags, &(bit, on)| flags | (u32::from(on) << bit))
-}
-
 /// Component 0's description before initialisation: its name, which tools read to choose
 /// components to disable.
 pub fn component_before_init() -> &'static ComponentInfo {
@@ -620,30 +572,9 @@ pub fn component_before_init() -> &'static ComponentInfo {
     BEFORE.get_or_init(|| {
         let mut info = component_info();
         let backend = facade::native_backends().next().map_or("none", |r| r.name);
-        describe_component(&mut info, backend);
+        description::describe_component(&mut info, backend);
         info
     })
-}
-
-/// The hardware counters component 0 has: the backend's count where it knows it, else (perf
-/// schedules its counters itself) the CPU model's from the event database when the core PMU
-/// counts here (its cycles open), else none.
-fn hardware_counters(chosen: &Chosen) -> u32 {
-    let capabilities = chosen.backend.dyn_capabilities();
-    if let Some(general) = capabilities.general_counters {
-        return general + capabilities.fixed_counters;
-    }
-    let model = chosen
-        .context
-        .model
-        .as_deref()
-        .and_then(|id| chosen.context.database.model(id));
-    match model {
-        Some(model) if facade::query(&chosen.backend, "cpu-cycles").usable() => {
-            model.pmu.general_counters + model.pmu.fixed_counters
-        }
-        _ => 0,
-    }
 }
 
 /// A component's description with every field empty but the defaults of component 0
@@ -722,37 +653,4 @@ pub fn current_cpu() -> Option<u32> {
     // the third, `state`; `processor` is the 39th.
     let (_, rest) = stat.rsplit_once(')')?;
     rest.split_whitespace().nth(39 - 3)?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::component_flags;
-    use counterhal_hal::{Accepts, Capabilities, Domain, Family, Scope};
-
-    /// The bits land where `PAPI_component_info_t`'s bit fields are (papi.h: `hardware_intr`
-    /// bit 0, `kernel_profile` 3, `kernel_multiplex` 4, `attach` 8, `attach_must_ptrace` 9,
-    /// `cntr_umasks` 10, `cpu` 11, `inherit` 12), each from its capability.
-    #[test]
-    fn component_flags_follow_the_backend() {
-        let accepts = Accepts::new(&[Family::Evtsel], Domain::USER, Domain::USER);
-        let bare = Capabilities::new(accepts.clone(), Scope::SystemWidePerCpu);
-        assert_eq!(component_flags(&bare), 1 << 10);
-        let mut linux = Capabilities::new(accepts, Scope::PerProcess);
-        linux.sampling = true;
-        linux.multiplexing = true;
-        linux.targets.attach = true;
-        linux.targets.cpu = true;
-        linux.targets.inherit = true;
-        assert_eq!(
-            component_flags(&linux),
-            (1 << 0)
-                | (1 << 3)
-                | (1 << 4)
-                | (1 << 8)
-                | (1 << 9)
-                | (1 << 10)
-                | (1 << 11)
-                | (1 << 12)
-        );
-    }
 }

@@ -40,6 +40,11 @@ fn empty_set(master: std::ffi::c_ulong, handle: usize) -> PapiSet {
     }
 }
 
+/// The library's count of forks now: a set published in another count is a parent's.
+fn forks() -> u64 {
+    crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// `PAPI_create_eventset`.
 pub fn create_eventset() -> Result<i32, i32> {
     with(|library| {
@@ -407,7 +412,7 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
 /// index; a set never started reads zeros. A started set is read without the lock
 /// ([`crate::shared_reads`]); any other under it.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
-    if let Some(code) = crate::shared_reads::read(handle, &mut put) {
+    if let Some(code) = crate::shared_reads::read(handle, forks(), &mut put) {
         return crate::library::fail(code);
     }
     with_set(handle, |_, set| {
@@ -509,7 +514,7 @@ pub fn reset(handle: i32) -> i32 {
 /// the last reset handed to `put` with its event's index, then a reset. A started set is read
 /// without the lock, then reset under it.
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
-    match crate::shared_reads::read(handle, &mut put) {
+    match crate::shared_reads::read(handle, forks(), &mut put) {
         Some(OK) => return reset(handle),
         Some(error) => return crate::library::fail(error),
         None => {}

@@ -26,8 +26,8 @@ const FIRST: usize = 64;
 const SEGMENTS: usize = 26;
 
 /// One handle's published set, whether its counts are scaled (a multiplexed set's), and the
-/// process it was published in (as [`crate::library::FORKS`] was then: a forked child's read
-/// of its parent's set goes to the lock, which answers `PAPI_EMISC`).
+/// process it was published in (the library's count of forks then: a forked child's read of
+/// its parent's set goes to the lock, which answers `PAPI_EMISC`).
 #[derive(Debug, Default)]
 pub struct Slot {
     reads: SharedReads,
@@ -86,14 +86,15 @@ pub fn value(reading: &Reading, multiplexed: bool) -> i64 {
     }
 }
 
-/// Reads set `handle` where it is published, handing each count to `put` with its index:
-/// `Some(PAPI_OK)`, or `Some(PAPI_ESYS)` where the system's read failed; `None` where the
-/// set is not published or is being changed, for the caller to read it under the lock. No
-/// lock taken, nothing allocated.
-pub fn read(handle: i32, put: &mut impl FnMut(usize, i64)) -> Option<i32> {
+/// Reads set `handle` where it is published in this process (`generation`, the library's
+/// count of forks now), handing each count to `put` with its index: `Some(PAPI_OK)`, or
+/// `Some(PAPI_ESYS)` where the system's read failed; `None` where the set is not published,
+/// is being changed or is a parent's, for the caller to read it under the lock. No lock
+/// taken, nothing allocated.
+pub fn read(handle: i32, generation: u64, put: &mut impl FnMut(usize, i64)) -> Option<i32> {
     let (segment, index) = place(usize::try_from(handle).ok()?)?;
     let slot = TABLE[segment].get()?.get(index)?;
-    if slot.generation.load(Ordering::Acquire) != crate::library::FORKS.load(Ordering::Relaxed) {
+    if slot.generation.load(Ordering::Acquire) != generation {
         return None;
     }
     let read = slot.reads.read(|readings| {
