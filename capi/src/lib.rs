@@ -462,6 +462,7 @@ mod tests {
     fn exported() -> Vec<String> {
         let source = [
             include_str!("sys/mod.rs"),
+            include_str!("sys/events.rs"),
             include_str!("sys/open.rs"),
             include_str!("sys/regions.rs"),
             include_str!("sys/sets.rs"),
