@@ -55,6 +55,7 @@ pub struct Health {
     cgroups_matched: AtomicU64,
     cgroups_followed: AtomicU64,
     cgroups_dropped: AtomicU64,
+    unopened: AtomicU64,
     requests: [AtomicU64; STATUSES.len()],
     closed: [AtomicU64; Closed::ALL.len()],
 }
@@ -69,6 +70,7 @@ impl Health {
             cgroups_matched: AtomicU64::new(0),
             cgroups_followed: AtomicU64::new(0),
             cgroups_dropped: AtomicU64::new(0),
+            unopened: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
             closed: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -90,6 +92,16 @@ impl Health {
         self.cgroups_matched.store(matched as u64, Relaxed);
         self.cgroups_followed.store(followed as u64, Relaxed);
         self.cgroups_dropped.fetch_add(newly as u64, Relaxed);
+    }
+
+    /// `places` were left out for lack of descriptors at the last look.
+    pub fn unopened(&self, places: usize) {
+        self.unopened.store(places as u64, Relaxed);
+    }
+
+    /// Places left out for lack of descriptors at the last look.
+    pub fn places_unopened(&self) -> u64 {
+        self.unopened.load(Relaxed)
     }
 
     /// A request was answered with `status`.

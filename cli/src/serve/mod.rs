@@ -12,6 +12,7 @@
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
 //! verified).
 
+mod budget;
 mod counting;
 mod discovery;
 mod events;
@@ -20,6 +21,8 @@ mod health;
 mod http;
 mod request;
 mod rules;
+#[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
+mod sys;
 mod table;
 mod users;
 mod web;
@@ -236,8 +239,9 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let health = Arc::new(health::Health::new(backend.name()));
-    let mut exporter = counting::Exporter::new(backend, plan, watch);
-    exporter.follow(&health);
+    let limit = sys::raise_open_files().unwrap_or(1024);
+    let budget = budget::Budget::new(limit, args.max_connections as usize);
+    let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
     let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
         CliError::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",
@@ -252,6 +256,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         _ => "http",
     };
     crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
+    // After the address (the first line said), what does not open.
+    exporter.follow(&health);
     for refused in &exporter.refused {
         crate::output::emit_to_stderr(&format!(
             "counterhal: not counted here: {}: {}\n",

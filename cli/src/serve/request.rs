@@ -355,6 +355,13 @@ fn index(exporter: &super::counting::Exporter) -> Vec<u8> {
         }
         page.push_str("</ul>\n");
     }
+    if exporter.unopened > 0 {
+        let reason = exporter.budget.reason(exporter.unopened);
+        page.push_str(&format!(
+            "<h2>Not counted</h2>\n<p>{}</p>\n",
+            escape(&reason)
+        ));
+    }
     page.push_str("</body></html>\n");
     page.into_bytes()
 }

@@ -1,0 +1,190 @@
+//! `counterhal serve` as an operator runs it: under a descriptor limit smaller than its
+//! counters need, under a burst of clients, signalled by its service manager, and listening
+//! on the addresses node_exporter's `--web.listen-address` takes. Each exporter here writes
+//! its standard error to a file, read back to see what it said.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::get;
+use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// A `counterhal serve` whose standard error goes to a file, killed when dropped.
+struct Served {
+    child: Child,
+    /// Where it serves.
+    address: SocketAddr,
+    log: PathBuf,
+}
+
+impl Served {
+    /// Starts `program ARGS` (`counterhal serve ...`, perhaps under `prlimit`) and waits at
+    /// most 10 s for the address it says it serves.
+    fn start(program: &str, args: &[&str]) -> Served {
+        let log = std::env::temp_dir().join(format!(
+            "counterhal-serve-ops-{}-{:?}.log",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let file = std::fs::File::create(&log).expect("the log file");
+        let child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(file))
+            .spawn()
+            .expect("start counterhal serve");
+        let mut served = Served {
+            child,
+            address: SocketAddr::from(([0, 0, 0, 0], 0)),
+            log,
+        };
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(10) {
+            let said = served.said();
+            let address = said
+                .lines()
+                .find_map(|l| l.split("://").nth(1))
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|a| a.parse().ok());
+            if let Some(address) = address {
+                served.address = address;
+                return served;
+            }
+            if served.child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "{program} {args:?} did not say where it serves: {}",
+            served.said()
+        );
+    }
+
+    /// What it has written on standard error so far.
+    fn said(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The limit on open files as the kernel holds it for this process (`/proc/PID/limits`):
+    /// soft and hard.
+    fn open_files_limit(&self) -> (String, String) {
+        let limits = std::fs::read_to_string(format!("/proc/{}/limits", self.child.id()))
+            .unwrap_or_default();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap_or_default();
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let at = |i: usize| fields.get(i).unwrap_or(&"").to_string();
+        (at(3), at(4))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        std::fs::remove_file(&self.log).ok();
+    }
+}
+
+/// The value of the sample `line` starts (`name{labels}` or `name`), in `text`.
+fn sample(text: &str, line: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Where `prlimit` (util-linux) runs, and this test may make cgroups and count whole CPUs;
+/// else the test is skipped.
+macro_rules! cgroups_and_prlimit_or_skip {
+    () => {{
+        serve_or_skip!();
+        if !running_as_root() {
+            skip!(Need::Privilege, "making cgroups takes root");
+        }
+        if !Command::new("prlimit")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            skip!(Need::Tools, "prlimit (util-linux) is not installed");
+        }
+        match counterhal::cgroup_root() {
+            Ok(root) => root,
+            Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+        }
+    }};
+}
+
+/// Under `prlimit --nofile=100:100`, 60 cgroups counted on every CPU need more descriptors
+/// than the limit: every scrape is still answered, the places that do not fit are left out
+/// and said on standard error, on `/` and in `counterhal_places_unopened`. With a hard limit
+/// above the soft one, the soft one is raised to it at start.
+///
+/// Oracle: the kernel's getrlimit/setrlimit semantics, through util-linux's `prlimit` (which
+/// sets the limits the exporter starts under) and `/proc/PID/limits` (which shows them).
+#[test]
+fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
+    let root = cgroups_and_prlimit_or_skip!();
+    let Some(parent) = TestCgroup::new(&root, "fds") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup below {}",
+            root.display()
+        );
+    };
+    for i in 0..60 {
+        std::fs::create_dir(parent.path.join(format!("big{i}"))).expect("a cgroup");
+    }
+    let pattern = format!("^{}/big", parent.name);
+    let bin = bin();
+    let bin = bin.to_str().unwrap();
+    let args = [
+        "--nofile=100:100",
+        bin,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "-e",
+        "task-clock",
+        "--cgroups",
+        &pattern,
+        "--max-cgroups",
+        "60",
+    ];
+    let served = Served::start("prlimit", &args);
+    for round in 0..5 {
+        let (status, body) = get(served.address, "/metrics", None);
+        assert_eq!(status, Some(200), "scrape {round}: {body}");
+        let unopened = sample(&body, "counterhal_places_unopened");
+        assert!(unopened.is_some_and(|n| n > 0.0), "scrape {round}: {body}");
+        assert!(
+            body.contains("counterhal_event_seconds_total{event=\"task-clock\""),
+            "scrape {round}: {body}"
+        );
+    }
+    let (status, page) = get(served.address, "/", None);
+    assert_eq!(status, Some(200), "{page}");
+    assert!(page.contains("lack of file descriptors"), "{page}");
+    let said = served.said();
+    assert!(
+        said.contains("lack of file descriptors: the limit is 100"),
+        "{said}"
+    );
+    drop(served);
+    for cgroup in 0..60 {
+        std::fs::remove_dir(parent.path.join(format!("big{cgroup}"))).ok();
+    }
+    // The soft limit raised to the hard one.
+    let args = ["--nofile=100:300", bin, "serve", "--listen", "127.0.0.1:0"];
+    let served = Served::start("prlimit", &args[..]);
+    let limits = served.open_files_limit();
+    assert_eq!(limits, ("300".to_string(), "300".to_string()), "{limits:?}");
+}
