@@ -188,3 +188,96 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
     let limits = served.open_files_limit();
     assert_eq!(limits, ("300".to_string(), "300".to_string()), "{limits:?}");
 }
+
+/// node_exporter 1.5 (Debian's `prometheus-node-exporter`), started with no collectors on
+/// `listen` (its `--web.listen-address`): where it serves, or why not.
+struct NodeExporter {
+    child: Child,
+}
+
+impl NodeExporter {
+    /// Starts it on `listen`; `None` where it is not installed.
+    fn start(listen: &str) -> Option<NodeExporter> {
+        let child = Command::new("prometheus-node-exporter")
+            .args([
+                "--collector.disable-defaults",
+                "--web.listen-address",
+                listen,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        Some(NodeExporter { child })
+    }
+
+    /// Whether it is running after `within` (it exits at once on an address it refuses).
+    fn running_after(&mut self, within: Duration) -> bool {
+        std::thread::sleep(within);
+        self.child.try_wait().ok().flatten().is_none()
+    }
+}
+
+impl Drop for NodeExporter {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// `clients` scrapes of `/metrics` at `address`, all started at once: each one's status
+/// (`None`: the connection closed with no answer).
+fn burst(address: SocketAddr, clients: usize) -> Vec<Option<u16>> {
+    let start = std::sync::Arc::new(std::sync::Barrier::new(clients));
+    let scrapers: Vec<_> = (0..clients)
+        .map(|_| {
+            let start = std::sync::Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                get(address, "/metrics", None).0
+            })
+        })
+        .collect();
+    scrapers.into_iter().map(|s| s.join().unwrap()).collect()
+}
+
+/// A burst of 40 scrapes at once (node_exporter's `--web.max-requests`) is answered 40
+/// times, as node_exporter answers it, beyond `--max-connections`: a connection whose
+/// request has come is never evicted as idle, and one that finds every place answering
+/// waits for one. The exporter's counters agree with what the clients got.
+///
+/// Oracle: node_exporter 1.5 (Debian's prometheus-node-exporter), given the same burst.
+#[test]
+fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
+    serve_or_skip!();
+    let Some(mut node) = NodeExporter::start("127.0.0.1:19198") else {
+        skip!(
+            Need::Tools,
+            "node_exporter (prometheus-node-exporter) is not installed"
+        );
+    };
+    assert!(
+        node.running_after(Duration::from_millis(300)),
+        "node_exporter did not start"
+    );
+    let theirs = burst("127.0.0.1:19198".parse().unwrap(), 40);
+    let answered = |statuses: &[Option<u16>]| statuses.iter().filter(|s| **s == Some(200)).count();
+    assert_eq!(answered(&theirs), 40, "node_exporter: {theirs:?}");
+    let served = Served::start(
+        bin().to_str().unwrap(),
+        &["serve", "--listen", "127.0.0.1:0", "-e", "task-clock"],
+    );
+    for round in 0..2 {
+        let ours = burst(served.address, 40);
+        assert_eq!(answered(&ours), 40, "round {round}: {ours:?}");
+        let (_, body) = get(served.address, "/metrics", None);
+        let counted = sample(&body, "counterhal_http_requests_total{code=\"200\"}");
+        // Each round's 40, and the scrape that read them after the first round.
+        let expected = (40 * (round + 1) + round) as f64;
+        assert_eq!(counted, Some(expected), "round {round}: {body}");
+        for reason in ["evicted", "refused", "write_timeout", "client_gone"] {
+            let line = format!("counterhal_http_connections_closed_total{{reason=\"{reason}\"}}");
+            assert_eq!(sample(&body, &line), Some(0.0), "{line}: {body}");
+        }
+    }
+}

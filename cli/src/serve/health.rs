@@ -18,6 +18,8 @@ pub enum Closed {
     HeaderTimeout,
     /// Its answer was not taken within the write timeout.
     WriteTimeout,
+    /// Its client closed or reset it before taking the answer.
+    ClientGone,
     /// Its TLS handshake failed (`--web.config.file`'s TLS): no common version or suite,
     /// no or a bad client certificate, not TLS at all.
     Tls,
@@ -25,11 +27,12 @@ pub enum Closed {
 
 impl Closed {
     /// Every reason, in the order they are exported.
-    pub const ALL: [Closed; 5] = [
+    pub const ALL: [Closed; 6] = [
         Closed::Evicted,
         Closed::Refused,
         Closed::HeaderTimeout,
         Closed::WriteTimeout,
+        Closed::ClientGone,
         Closed::Tls,
     ];
 
@@ -40,6 +43,7 @@ impl Closed {
             Closed::Refused => "refused",
             Closed::HeaderTimeout => "header_timeout",
             Closed::WriteTimeout => "write_timeout",
+            Closed::ClientGone => "client_gone",
             Closed::Tls => "tls_handshake",
         }
     }

@@ -2,8 +2,10 @@
 //! stack), at most `--max-connections` at once. A slow client costs a place in the table,
 //! never the scrapes: when the table is full, the connection that has waited longest for its
 //! request is closed (its read ends at once) for the new one, so a scraper whose request
-//! arrives with its connection, as Prometheus' does, always gets through; when every place
-//! is answering, the new connection is closed. Each connection has the header timeout to
+//! arrives with its connection, as Prometheus' does, always gets through (a connection
+//! whose request has come, read or not, is never evicted); when every place has its request,
+//! the new connection waits for a place to free, and is closed (503) when none frees within
+//! the header timeout. Each connection has the header timeout to
 //! send its request head and the write timeout to take the answer; memory is bounded by the
 //! table: a head buffer and a stack per connection, and the answer being written. With
 //! `--web.config.file`, each connection takes the file's configuration as it is when the
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::counting::Exporter;
 use super::health::{Closed, Health};
 use super::request;
+use super::sys;
 use super::table::{Limits, Shared, Slot, Table};
 use super::web::WebConfigFile;
 
@@ -50,7 +53,8 @@ pub fn serve(
 }
 
 /// Gives `stream` a place in the table (evicting the connection waiting longest for its
-/// request when it is full) and a thread; closes it when every place is answering.
+/// request when it is full, or waiting for one to leave where every one has its request);
+/// closes it (503) when none leaves within the header timeout.
 fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let Ok(handle) = stream.try_clone() else {
         return;
@@ -58,25 +62,19 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let id = shared.table.next_id();
     {
         let mut slots = shared.table.lock();
-        if slots.len() >= shared.limits.max_connections {
-            let oldest = slots
-                .iter()
-                .enumerate()
-                .filter(|(_, slot)| !slot.answering)
-                .min_by_key(|(_, slot)| slot.since)
-                .map(|(at, _)| at);
-            match oldest {
-                Some(at) => {
-                    let evicted = slots.swap_remove(at);
-                    evicted.stream.shutdown(Shutdown::Both).ok();
-                    shared.health.closed(Closed::Evicted);
-                }
-                None => {
-                    drop(slots);
-                    shared.health.closed(Closed::Refused);
-                    request::refuse(stream);
-                    return;
-                }
+        let until = Instant::now() + shared.limits.header_timeout;
+        while slots.len() >= shared.limits.max_connections {
+            if let Some(at) = idle_longest(&slots) {
+                let evicted = slots.swap_remove(at);
+                evicted.stream.shutdown(Shutdown::Both).ok();
+                shared.health.closed(Closed::Evicted);
+            } else if Instant::now() < until {
+                slots = shared.table.wait_freed(slots, until);
+            } else {
+                drop(slots);
+                shared.health.closed(Closed::Refused);
+                request::refuse(stream);
+                return;
             }
         }
         slots.push(Slot {
@@ -102,4 +100,16 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     if spawned.is_err() {
         shared.table.remove(id);
     }
+}
+
+/// The place of the connection that has waited longest for its request, among those whose
+/// request has not come (not being answered, and no byte from the client waiting unread:
+/// a request that came before its thread read it is not idle).
+fn idle_longest(slots: &[Slot]) -> Option<usize> {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| !slot.answering && !sys::bytes_waiting(&slot.stream))
+        .min_by_key(|(_, slot)| slot.since)
+        .map(|(at, _)| at)
 }

@@ -63,13 +63,14 @@ pub fn answer_tls(
     match stream.peek(&mut first) {
         Ok(1) if first[0] == 22 => {}
         Ok(1) => {
-            shared.health.answered(400);
             let text = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
                         Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
             stream
                 .set_write_timeout(Some(shared.limits.write_timeout))
                 .ok();
-            let _sent = (&stream).write_all(text.as_bytes());
+            if (&stream).write_all(text.as_bytes()).is_ok() {
+                shared.health.answered(400);
+            }
             stream.shutdown(Shutdown::Both).ok();
             return;
         }
@@ -159,7 +160,6 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             format!("{why}\n").into_bytes(),
         ),
     };
-    shared.health.answered(status);
     let mut response = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
          Connection: close\r\nCache-Control: no-store\r\n",
@@ -183,10 +183,16 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             write_before(&mut stream, &body, deadline)
         }
     });
-    if written.is_err() {
-        shared.health.closed(Closed::WriteTimeout);
-    } else {
-        stream.finish();
+    // Counted as answered once the client has taken the answer, else by why it did not.
+    match written {
+        Ok(()) => {
+            stream.finish();
+            shared.health.answered(status);
+        }
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            shared.health.closed(Closed::WriteTimeout);
+        }
+        Err(_) => shared.health.closed(Closed::ClientGone),
     }
     stream.tcp().shutdown(Shutdown::Both).ok();
 }

@@ -3,7 +3,7 @@
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::counting::Exporter;
@@ -36,6 +36,8 @@ pub struct Slot {
 /// The open connections.
 pub struct Table {
     slots: Mutex<Vec<Slot>>,
+    /// Told each time a connection leaves the table.
+    freed: Condvar,
     next: AtomicU64,
 }
 
@@ -44,6 +46,7 @@ impl Table {
     pub fn new() -> Table {
         Table {
             slots: Mutex::new(Vec::new()),
+            freed: Condvar::new(),
             next: AtomicU64::new(0),
         }
     }
@@ -70,6 +73,21 @@ impl Table {
     /// Takes connection `id` out of the table.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|slot| slot.id != id);
+        self.freed.notify_all();
+    }
+
+    /// Waits at most `until` for a connection to leave the table (`slots`, locked), and gives
+    /// the lock back.
+    pub fn wait_freed<'a>(
+        &self,
+        slots: MutexGuard<'a, Vec<Slot>>,
+        until: Instant,
+    ) -> MutexGuard<'a, Vec<Slot>> {
+        let left = until.saturating_duration_since(Instant::now());
+        match self.freed.wait_timeout(slots, left) {
+            Ok((slots, _)) => slots,
+            Err(poisoned) => poisoned.into_inner().0,
+        }
     }
 }
 
