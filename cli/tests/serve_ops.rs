@@ -3,13 +3,14 @@
 //! on the addresses node_exporter's `--web.listen-address` takes. Each exporter here writes
 //! its standard error to a file, read back to see what it said.
 
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::serve::get;
+use crate::serve::{exchange, get};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -189,6 +190,12 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
     assert_eq!(limits, ("300".to_string(), "300".to_string()), "{limits:?}");
 }
 
+/// A port free on the loopback now (the kernel's choice for port 0).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
 /// node_exporter 1.5 (Debian's `prometheus-node-exporter`), started with no collectors on
 /// `listen` (its `--web.listen-address`): where it serves, or why not.
 struct NodeExporter {
@@ -250,7 +257,8 @@ fn burst(address: SocketAddr, clients: usize) -> Vec<Option<u16>> {
 #[test]
 fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
     serve_or_skip!();
-    let Some(mut node) = NodeExporter::start("127.0.0.1:19198") else {
+    let theirs_at = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let Some(mut node) = NodeExporter::start(&theirs_at.to_string()) else {
         skip!(
             Need::Tools,
             "node_exporter (prometheus-node-exporter) is not installed"
@@ -260,7 +268,7 @@ fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
         node.running_after(Duration::from_millis(300)),
         "node_exporter did not start"
     );
-    let theirs = burst("127.0.0.1:19198".parse().unwrap(), 40);
+    let theirs = burst(theirs_at, 40);
     let answered = |statuses: &[Option<u16>]| statuses.iter().filter(|s| **s == Some(200)).count();
     assert_eq!(answered(&theirs), 40, "node_exporter: {theirs:?}");
     let served = Served::start(
@@ -280,4 +288,152 @@ fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
             assert_eq!(sample(&body, &line), Some(0.0), "{line}: {body}");
         }
     }
+}
+
+/// Sends `signal` (as `kill` names it: `-HUP`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
+/// `child`'s exit status within `within`, if it exits (`None`: still running).
+fn exit_within(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let waited = Instant::now();
+    while waited.elapsed() < within {
+        if let Some(status) = child.try_wait().ok().flatten() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Prometheus 2.42 signalled as a service manager signals it: whether it still served after
+/// `SIGHUP`, and its exit status after `SIGTERM`; `None` where it is not installed.
+fn prometheus_under_signals() -> Option<(bool, Option<std::process::ExitStatus>)> {
+    let folder = std::env::temp_dir().join(format!("counterhal-ops-prom-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).ok()?;
+    let config = folder.join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 1m\n").ok()?;
+    let address = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            folder.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={address}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let ready = || get(address, "/-/ready", None).0 == Some(200);
+    let waited = Instant::now();
+    while !ready() && waited.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(child.id(), "-HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    let served = ready();
+    signal(child.id(), "-TERM");
+    let status = exit_within(&mut child, Duration::from_secs(10));
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_dir_all(&folder).ok();
+    Some((served, status))
+}
+
+/// `SIGHUP` reads the web configuration again (even a change its modification time, size
+/// and inode do not show) and serving goes on; `SIGTERM` finishes the request in flight
+/// (one whose head is half sent) and exits 0, as Prometheus does, so systemd's
+/// `ExecReload=kill -HUP` and `Restart=on-failure` keep it up.
+///
+/// Oracle: Prometheus 2.42, signalled the same way beside it (it reloads on SIGHUP and
+/// serves on, and exits 0 on SIGTERM).
+#[test]
+fn sighup_reloads_and_sigterm_drains_then_exits_0() {
+    serve_or_skip!();
+    let Some((served, status)) = prometheus_under_signals() else {
+        skip!(Need::Tools, "prometheus is not installed");
+    };
+    assert!(served, "Prometheus stopped serving after SIGHUP");
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "Prometheus after SIGTERM: {status:?}"
+    );
+    let web = std::env::temp_dir().join(format!("counterhal-ops-web-{}.yml", std::process::id()));
+    let config = |age: u32| {
+        format!("http_server_config:\n  headers:\n    Strict-Transport-Security: max-age={age}\n")
+    };
+    std::fs::write(&web, config(1)).unwrap();
+    let args = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "-e",
+        "task-clock",
+        "--web.config.file",
+    ];
+    let mut args = args.to_vec();
+    args.push(web.to_str().unwrap());
+    let mut ours = Served::start(bin().to_str().unwrap(), &args);
+    let header = |address| {
+        let (_, text) = exchange(address, b"GET /metrics HTTP/1.1\r\n\r\n");
+        text.lines()
+            .find(|l| l.starts_with("Strict-Transport-Security"))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        header(ours.address).as_deref(),
+        Some("Strict-Transport-Security: max-age=1")
+    );
+    // The same size, inode and modification time: only SIGHUP tells it changed.
+    let modified = std::fs::metadata(&web).unwrap().modified().unwrap();
+    std::fs::write(&web, config(2)).unwrap();
+    let file = std::fs::File::options().write(true).open(&web).unwrap();
+    file.set_modified(modified).unwrap();
+    signal(ours.child.id(), "-HUP");
+    let waited = Instant::now();
+    while !ours.said().contains("SIGHUP") && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = ours.child.try_wait().ok().flatten();
+    assert_eq!(status, None, "it ended on SIGHUP: {}", ours.said());
+    assert_eq!(
+        header(ours.address).as_deref(),
+        Some("Strict-Transport-Security: max-age=2")
+    );
+    // A request in flight when SIGTERM comes: half its head sent, the rest after.
+    let mut slow = std::net::TcpStream::connect(ours.address).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    signal(ours.child.id(), "-TERM");
+    std::thread::sleep(Duration::from_millis(200));
+    let status = ours.child.try_wait().ok().flatten();
+    assert_eq!(
+        status,
+        None,
+        "it ended with a request in flight: {}",
+        ours.said()
+    );
+    slow.write_all(b"\r\n").unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut answer = String::new();
+    slow.read_to_string(&mut answer).ok();
+    assert!(
+        answer.starts_with("HTTP/1.1 200 OK"),
+        "the request in flight got: {answer:?}"
+    );
+    let status = exit_within(&mut ours.child, Duration::from_secs(5));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "after SIGTERM: {status:?}: {}",
+        ours.said()
+    );
+    std::fs::remove_file(&web).ok();
 }

@@ -3,9 +3,10 @@
 //! never the scrapes: when the table is full, the connection that has waited longest for its
 //! request is closed (its read ends at once) for the new one, so a scraper whose request
 //! arrives with its connection, as Prometheus' does, always gets through (a connection
-//! whose request has come, read or not, is never evicted); when every place has its request,
-//! the new connection waits for a place to free, and is closed (503) when none frees within
-//! the header timeout. Each connection has the header timeout to
+//! whose request has come, read or not, is never evicted, and one idle while others are
+//! answered has a grace of a second to send it: a burst's clients connect and send a moment
+//! apart); when no place frees, the new connection waits for one, and is closed (503) when
+//! none frees within the header timeout. Each connection has the header timeout to
 //! send its request head and the write timeout to take the answer; memory is bounded by the
 //! table: a head buffer and a stack per connection, and the answer being written. With
 //! `--web.config.file`, each connection takes the file's configuration as it is when the
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 use super::counting::Exporter;
 use super::health::{Closed, Health};
 use super::request;
+use super::signals;
 use super::sys;
 use super::table::{Limits, Shared, Slot, Table};
 use super::web::WebConfigFile;
@@ -42,9 +44,13 @@ pub fn serve(
         limits,
         last_size: std::sync::atomic::AtomicUsize::new(4096),
         web,
+        draining: std::sync::atomic::AtomicBool::new(false),
     });
+    signals::take(Arc::clone(&shared));
     for stream in listener.incoming() {
         match stream {
+            // Draining (SIGTERM): closed at once, for the exit.
+            Ok(_) if shared.draining.load(std::sync::atomic::Ordering::Relaxed) => {}
             Ok(stream) => admit(stream, &shared),
             // Out of descriptors (or an aborted handshake): wait a moment and go on.
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
@@ -52,9 +58,8 @@ pub fn serve(
     }
 }
 
-/// Gives `stream` a place in the table (evicting the connection waiting longest for its
-/// request when it is full, or waiting for one to leave where every one has its request);
-/// closes it (503) when none leaves within the header timeout.
+/// Gives `stream` a place in the table ([`place`] says how, when it is full); closes it
+/// (503) when none comes within the header timeout.
 fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let Ok(handle) = stream.try_clone() else {
         return;
@@ -64,17 +69,21 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
         let mut slots = shared.table.lock();
         let until = Instant::now() + shared.limits.header_timeout;
         while slots.len() >= shared.limits.max_connections {
-            if let Some(at) = idle_longest(&slots) {
-                let evicted = slots.swap_remove(at);
-                evicted.stream.shutdown(Shutdown::Both).ok();
-                shared.health.closed(Closed::Evicted);
-            } else if Instant::now() < until {
-                slots = shared.table.wait_freed(slots, until);
-            } else {
-                drop(slots);
-                shared.health.closed(Closed::Refused);
-                request::refuse(stream);
-                return;
+            match place(&slots, shared.limits.header_timeout.min(GRACE)) {
+                Place::Evict(at) => {
+                    let evicted = slots.swap_remove(at);
+                    evicted.stream.shutdown(Shutdown::Both).ok();
+                    shared.health.closed(Closed::Evicted);
+                }
+                Place::Wait(then) if Instant::now() < until => {
+                    slots = shared.table.wait_freed(slots, then.min(until));
+                }
+                Place::Wait(_) => {
+                    drop(slots);
+                    shared.health.closed(Closed::Refused);
+                    request::refuse(stream);
+                    return;
+                }
             }
         }
         slots.push(Slot {
@@ -82,6 +91,7 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
             stream: handle,
             since: Instant::now(),
             answering: false,
+            begun: false,
         });
     }
     let for_thread = Arc::clone(shared);
@@ -102,14 +112,41 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     }
 }
 
-/// The place of the connection that has waited longest for its request, among those whose
-/// request has not come (not being answered, and no byte from the client waiting unread:
-/// a request that came before its thread read it is not idle).
-fn idle_longest(slots: &[Slot]) -> Option<usize> {
-    slots
+/// How long a connection may be idle (connected, no request yet) while others are being
+/// answered before it is evicted for a new one: a client of a burst connects and sends its
+/// request a moment apart.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// How often a full table is looked at again while no connection leaves it.
+const TICK: Duration = Duration::from_millis(10);
+
+/// How a full table makes room.
+enum Place {
+    /// Evict the connection at this place.
+    Evict(usize),
+    /// Wait for a connection to leave, until then at most.
+    Wait(Instant),
+}
+
+/// How a full table makes room: among the idle connections (not being answered, and no
+/// byte from the client waiting unread: a request that came before its thread read it is
+/// not idle), the one idle longest is evicted when every connection is idle (a flood of
+/// idle or slow clients) or it has been idle past `grace`; else the new connection waits
+/// for one to leave (those being answered leave within moments) or a tick, at most until
+/// the idle one's grace is over.
+fn place(slots: &[Slot], grace: Duration) -> Place {
+    let idle = |slot: &Slot| !slot.answering && !sys::bytes_waiting(&slot.stream);
+    let longest = slots
         .iter()
         .enumerate()
-        .filter(|(_, slot)| !slot.answering && !sys::bytes_waiting(&slot.stream))
-        .min_by_key(|(_, slot)| slot.since)
-        .map(|(at, _)| at)
+        .filter(|(_, slot)| idle(slot))
+        .min_by_key(|(_, slot)| slot.since);
+    let now = Instant::now();
+    match longest {
+        Some((at, slot)) if slot.since + grace <= now => Place::Evict(at),
+        Some((at, _)) if slots.iter().all(idle) => Place::Evict(at),
+        // Looked at again after a tick: a request read makes its connection idle again.
+        Some((_, slot)) => Place::Wait((slot.since + grace).min(now + TICK)),
+        None => Place::Wait(now + TICK),
+    }
 }

@@ -10,7 +10,8 @@
 //! connections share), [`request`] (one request: its head, its route, its answer) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
-//! verified).
+//! verified); [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
+//! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 
 mod budget;
 mod counting;
@@ -21,6 +22,7 @@ mod health;
 mod http;
 mod request;
 mod rules;
+mod signals;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
 mod table;
@@ -190,12 +192,15 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, CliError> 
     ))))
 }
 
-/// Runs `counterhal serve` until it is killed.
+/// Runs `counterhal serve` until `SIGTERM` or `SIGINT` (then drains and exits 0; `SIGHUP`
+/// reads the web configuration again).
 ///
 /// # Errors
 /// Bad arguments or events that do not resolve (exit 2, with the usage line); no event that
 /// opens here, or an address that cannot be listened on (exit 1).
 pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
+    // Before any thread starts: the signals are taken by the one thread that waits for them.
+    signals::block();
     let context = args.database.context()?;
     let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;

@@ -116,7 +116,8 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         }
         _ => Verdict::Allowed,
     };
-    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit);
+    let begun = || shared.table.begun(id);
+    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit, begun);
     let (route, head_only) = match read {
         Ok(parsed) => parsed,
         Err(Unanswered::Gone) => return,
@@ -217,12 +218,13 @@ enum Unanswered {
 }
 
 /// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
-/// a `HEAD`), if `admit` lets it through.
+/// a `HEAD`), if `admit` lets it through; `begun` is called when its first bytes are read.
 fn read_head(
     stream: &mut impl Conn,
     buffer: &mut [u8; MAX_HEAD],
     timeout: Duration,
     admit: impl Fn(&httparse::Request<'_, '_>) -> Verdict,
+    begun: impl Fn(),
 ) -> Result<(Route, bool), Unanswered> {
     let deadline = Instant::now() + timeout;
     let mut filled = 0;
@@ -234,7 +236,12 @@ fn read_head(
         stream.tcp().set_read_timeout(Some(left)).ok();
         match stream.read(&mut buffer[filled..]) {
             Ok(0) => return Err(Unanswered::Gone),
-            Ok(n) => filled += n,
+            Ok(n) => {
+                if filled == 0 {
+                    begun();
+                }
+                filled += n;
+            }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(Unanswered::Late);
             }

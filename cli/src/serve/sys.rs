@@ -1,13 +1,16 @@
 //! The exporter's system calls: its descriptor limit (`getrlimit`, `setrlimit` of
 //! `RLIMIT_NOFILE`), raised to the hard limit at start as Go's runtime raises it for every Go
 //! exporter; and whether a connection's client has sent bytes not yet read (`recv` with
-//! `MSG_PEEK`), so that a connection whose request has come is never evicted as idle.
+//! `MSG_PEEK`), so that a connection whose request has come is never evicted as idle; and
+//! its signals (`pthread_sigmask`, `sigwait`): `SIGHUP`, `SIGTERM` and `SIGINT` blocked in
+//! every thread and taken, one at a time, by the one thread that waits for them.
 //!
 //! # Safety
 //!
-//! Each call is given structures owned by this module (an `rlimit`, a byte buffer), by
-//! pointers valid for the call alone, and descriptors borrowed from an open socket for the
-//! call alone; none keeps a pointer or a descriptor after it returns.
+//! Each call is given structures owned by this module (an `rlimit`, a byte buffer, a
+//! `sigset_t` filled by `sigemptyset` and `sigaddset` before use), by pointers valid for the
+//! call alone, and descriptors borrowed from an open socket for the call alone; none keeps a
+//! pointer or a descriptor after it returns.
 
 /// The soft limit on open descriptors (`RLIMIT_NOFILE`), after raising it to the hard one
 /// where it was lower (where the kernel refuses, past `fs.nr_open`, it is left as it was).
@@ -51,4 +54,42 @@ pub fn bytes_waiting(stream: &std::net::TcpStream) -> bool {
         )
     };
     got > 0
+}
+
+/// The signals the exporter takes: `SIGHUP` (reload), `SIGTERM` and `SIGINT` (drain, then
+/// exit).
+const TAKEN: [i32; 3] = [libc::SIGHUP, libc::SIGTERM, libc::SIGINT];
+
+/// The set of [`TAKEN`].
+fn taken() -> libc::sigset_t {
+    // SAFETY: all-zero bytes are a valid `sigset_t`; `sigemptyset` then makes it empty.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a `sigset_t` owned here.
+    unsafe { libc::sigemptyset(&mut set) };
+    for signal in TAKEN {
+        // SAFETY: `set` was emptied above; `signal` is a valid signal number.
+        unsafe { libc::sigaddset(&mut set, signal) };
+    }
+    set
+}
+
+/// Blocks `SIGHUP`, `SIGTERM` and `SIGINT` in the calling thread and every thread it starts
+/// after, so that only [`wait_signal`] takes them (call it before starting any thread).
+pub fn block_signals() {
+    let set = taken();
+    // SAFETY: `set` is an initialised `sigset_t`; the old mask is not asked for.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Waits for one of the blocked signals; whether it is `SIGHUP` (else `SIGTERM` or
+/// `SIGINT`).
+pub fn wait_signal() -> bool {
+    let set = taken();
+    loop {
+        let mut signal = 0;
+        // SAFETY: `set` is an initialised `sigset_t` and `signal` an `i32` owned here.
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+            return signal == libc::SIGHUP;
+        }
+    }
 }

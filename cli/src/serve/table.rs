@@ -31,6 +31,8 @@ pub struct Slot {
     pub since: Instant,
     /// Whether its request has arrived (it is being answered: never evicted).
     pub answering: bool,
+    /// Whether a byte of its request has been read (a drain finishes it).
+    pub begun: bool,
 }
 
 /// The open connections.
@@ -70,6 +72,13 @@ impl Table {
         }
     }
 
+    /// Marks connection `id` as begun: a byte of its request has been read.
+    pub fn begun(&self, id: u64) {
+        if let Some(slot) = self.lock().iter_mut().find(|slot| slot.id == id) {
+            slot.begun = true;
+        }
+    }
+
     /// Takes connection `id` out of the table.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|slot| slot.id != id);
@@ -105,4 +114,6 @@ pub struct Shared {
     pub last_size: std::sync::atomic::AtomicUsize,
     /// `--web.config.file`: TLS, users, headers and rate limit, when given.
     pub web: Option<WebConfigFile>,
+    /// Whether `SIGTERM` came: no connection is taken any more.
+    pub draining: std::sync::atomic::AtomicBool,
 }
