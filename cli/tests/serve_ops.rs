@@ -437,3 +437,57 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
     );
     std::fs::remove_file(&web).ok();
 }
+
+/// Whether something answers a TCP connection at `address` (within a second).
+fn reachable(address: SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok()
+}
+
+/// Which loopbacks reach a server listening on `port`: IPv4's and IPv6's.
+fn loopbacks(port: u16) -> (bool, bool) {
+    let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port));
+    (reachable(v4), reachable(v6))
+}
+
+/// `--listen` takes the strings node_exporter's `--web.listen-address` takes, to the same
+/// effect: `:PORT` listens on every address (both loopbacks reach it), `localhost:PORT`
+/// on the host name's address, `[::1]:PORT` on IPv6's loopback; and refuses what it refuses
+/// (no port, an IPv6 address without brackets).
+///
+/// Oracle: node_exporter 1.5 (Debian's prometheus-node-exporter), given each string.
+#[test]
+fn listen_takes_node_exporters_listen_addresses() {
+    serve_or_skip!();
+    if NodeExporter::start("127.0.0.1:0").is_none() {
+        skip!(
+            Need::Tools,
+            "node_exporter (prometheus-node-exporter) is not installed"
+        );
+    }
+    for form in [":{}", "localhost:{}", "[::1]:{}", "nowhere", "::1:{}"] {
+        let (theirs_port, ours_port) = (free_port(), free_port());
+        let theirs_text = form.replace("{}", &theirs_port.to_string());
+        let ours_text = form.replace("{}", &ours_port.to_string());
+        let mut node = NodeExporter::start(&theirs_text).expect("node_exporter");
+        let theirs = node
+            .running_after(Duration::from_millis(400))
+            .then(|| loopbacks(theirs_port));
+        drop(node);
+        // Whether it refuses the string: with a bad option after it, it always exits, and
+        // names --listen only where --listen is what it refuses.
+        let out = counterhal(&["serve", "--listen", &ours_text, "--max-cgroups", "x"]);
+        let refused = stderr(&out).contains("--listen");
+        let ours = (!refused).then(|| {
+            let args = ["serve", "--listen", &ours_text, "-e", "task-clock"];
+            let served = Served::start(bin().to_str().unwrap(), &args);
+            loopbacks(served.address.port())
+        });
+        assert_eq!(
+            ours,
+            theirs,
+            "{form}: ours {ours_text}, theirs {theirs_text}: {}",
+            stderr(&out)
+        );
+    }
+}

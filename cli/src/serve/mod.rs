@@ -10,7 +10,7 @@
 //! connections share), [`request`] (one request: its head, its route, its answer) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
-//! verified); [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
+//! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 
 mod budget;
@@ -20,6 +20,7 @@ mod events;
 mod exposition;
 mod health;
 mod http;
+mod listen;
 mod request;
 mod rules;
 mod signals;
@@ -79,10 +80,12 @@ docs/serve.md has them all, and the bounds on clients.";
 /// `counterhal serve`'s options.
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// The address and port to serve on (loopback by default; port 0 takes a free one, and
-    /// the address served is printed on standard error).
-    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)))]
-    pub listen: SocketAddr,
+    /// The address and port to serve on, in node_exporter's --web.listen-address forms:
+    /// ADDR:PORT, [IPv6]:PORT, HOST:PORT (resolved at start) or :PORT (every address);
+    /// loopback by default; port 0 takes a free one, and the address served is printed on
+    /// standard error.
+    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = listen::parse)]
+    pub listen: listen::Listen,
     /// Events to count, as stat takes them (default: task-clock, context-switches,
     /// cpu-migrations, page-faults, cycles, instructions; those that do not open here are
     /// reported, not counted).
@@ -247,7 +250,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     let limit = sys::raise_open_files().unwrap_or(1024);
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
-    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
+    let listener = args.listen.bind().map_err(|e| {
         CliError::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",
             args.listen
