@@ -102,14 +102,24 @@ fn sample(text: &str, line: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Where `prlimit` (util-linux) runs, and this test may make cgroups and count whole CPUs;
-/// else the test is skipped.
-macro_rules! cgroups_and_prlimit_or_skip {
+/// The cgroup mount, where this test may make cgroups and count whole CPUs; else the test
+/// is skipped.
+macro_rules! cgroups_or_skip {
     () => {{
         serve_or_skip!();
         if !running_as_root() {
             skip!(Need::Privilege, "making cgroups takes root");
         }
+        match counterhal::cgroup_root() {
+            Ok(root) => root,
+            Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+        }
+    }};
+}
+
+/// Skips the test where `prlimit` (util-linux) does not run.
+macro_rules! prlimit_or_skip {
+    () => {
         if !Command::new("prlimit")
             .arg("--version")
             .output()
@@ -117,11 +127,7 @@ macro_rules! cgroups_and_prlimit_or_skip {
         {
             skip!(Need::Tools, "prlimit (util-linux) is not installed");
         }
-        match counterhal::cgroup_root() {
-            Ok(root) => root,
-            Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
-        }
-    }};
+    };
 }
 
 /// Under `prlimit --nofile=100:100`, 60 cgroups counted on every CPU need more descriptors
@@ -133,7 +139,8 @@ macro_rules! cgroups_and_prlimit_or_skip {
 /// sets the limits the exporter starts under) and `/proc/PID/limits` (which shows them).
 #[test]
 fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
-    let root = cgroups_and_prlimit_or_skip!();
+    let root = cgroups_or_skip!();
+    prlimit_or_skip!();
     let Some(parent) = TestCgroup::new(&root, "fds") else {
         skip!(
             Need::Privilege,
@@ -489,5 +496,90 @@ fn listen_takes_node_exporters_listen_addresses() {
             "{form}: ours {ours_text}, theirs {theirs_text}: {}",
             stderr(&out)
         );
+    }
+}
+
+/// The cgroups below `root` (`find`'s walk, names as paths below the mount) that `grep -E`
+/// matches with `pattern`.
+fn grep_extended(root: &std::path::Path, below: &str, pattern: &str) -> Vec<String> {
+    let found = Command::new("find")
+        .args([below, "-type", "d"])
+        .current_dir(root)
+        .output()
+        .expect("find");
+    let mut grep = Command::new("grep")
+        .args(["-E", pattern])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("grep");
+    grep.stdin.take().unwrap().write_all(&found.stdout).unwrap();
+    let out = grep.wait_with_output().unwrap();
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|name| format!("/{name}"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `--cgroups` takes the extended regular expressions Prometheus users write (`^a/(b|c)$`,
+/// `b+`), follows the cgroups `grep -E` matches with them, and says at start, and exports,
+/// how many it matched.
+///
+/// Oracle: GNU grep's `-E` (POSIX extended regular expressions), given the same patterns
+/// and the cgroups' paths as `find` walks them.
+#[test]
+fn cgroups_takes_extended_expressions_as_grep_e_matches_them() {
+    let root = cgroups_or_skip!();
+    let Some(parent) = TestCgroup::new(&root, "ere") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup below {}",
+            root.display()
+        );
+    };
+    for below in ["a/b", "a/c", "a/bb", "a/d", "x/b"] {
+        std::fs::create_dir_all(parent.path.join(below)).expect("a cgroup");
+    }
+    let name = &parent.name;
+    for pattern in [
+        format!("^{name}/a/(b|c)$"),
+        format!("^{name}/a/b+$"),
+        format!("^{name}/(x|a)/b"),
+    ] {
+        let theirs = grep_extended(&root, name, &pattern);
+        let args = [
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "-e",
+            "task-clock",
+            "--cgroups",
+        ];
+        let mut args = args.to_vec();
+        args.push(&pattern);
+        let served = Served::start(bin().to_str().unwrap(), &args);
+        let (_, body) = get(served.address, "/metrics", None);
+        let mut ours: Vec<String> = body
+            .lines()
+            .filter_map(|l| l.split("cgroup=\"").nth(1)?.split('"').next())
+            .filter(|cgroup| !cgroup.is_empty())
+            .map(str::to_string)
+            .collect();
+        ours.sort();
+        ours.dedup();
+        assert_eq!(ours, theirs, "{pattern}: {body}");
+        let matched = sample(&body, "counterhal_cgroups_matched");
+        assert_eq!(matched, Some(theirs.len() as f64), "{pattern}: {body}");
+        let said = format!("matches {} cgroups now", theirs.len());
+        assert!(
+            served.said().contains(&said),
+            "{pattern}: {}",
+            served.said()
+        );
+    }
+    for below in ["a/b", "a/c", "a/bb", "a/d", "x/b", "a", "x"] {
+        std::fs::remove_dir(parent.path.join(below)).ok();
     }
 }

@@ -108,8 +108,10 @@ pub struct ServeArgs {
     #[arg(long = "rules-window", value_name = "DURATION", default_value = "1m", value_parser = promql_duration)]
     pub rules_window: String,
     /// Count the events in each cgroup (v2) whose path below the cgroup mount matches: perf's
-    /// --for-each-cgroup list (names, or POSIX basic regular expressions matched anywhere in
-    /// the path; an empty item is the root). Cgroups are found again at each scrape.
+    /// --for-each-cgroup list (names, or, where it holds one of {}[]()|*+?^$, regular
+    /// expressions as Prometheus writes them, extended (RE2's syntax: `^a/(b|c)$`), matched
+    /// anywhere in the path; an empty item is the root). Cgroups are found again at each
+    /// scrape; how many match is said at start and exported.
     #[arg(long = "cgroups", value_name = "PATTERN", num_args = 1..)]
     pub cgroups: Vec<String>,
     /// The most cgroups followed at once; matching cgroups past it are left out and counted
@@ -266,6 +268,9 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
     // After the address (the first line said), what does not open.
     exporter.follow(&health);
+    if let Some(said) = exporter.watch.said(&health) {
+        crate::output::emit_to_stderr(&said);
+    }
     for refused in &exporter.refused {
         crate::output::emit_to_stderr(&format!(
             "counterhal: not counted here: {}: {}\n",
