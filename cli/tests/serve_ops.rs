@@ -191,9 +191,6 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
         "{said}"
     );
     drop(served);
-    for cgroup in 0..60 {
-        std::fs::remove_dir(parent.path.join(format!("big{cgroup}"))).ok();
-    }
     // The soft limit raised to the hard one.
     let args = ["--nofile=100:300", bin, "serve", "--listen", "127.0.0.1:0"];
     let served = Served::start("prlimit", &args[..]);
@@ -536,14 +533,15 @@ fn cgroups_takes_extended_expressions_as_grep_e_matches_them() {
             root.display()
         );
     };
-    for below in ["a/b", "a/c", "a/bb", "a/d", "x/b"] {
-        std::fs::create_dir_all(parent.path.join(below)).expect("a cgroup");
+    // One level below it, which it removes even when the test fails.
+    for below in ["b", "c", "bb", "d", "xb"] {
+        std::fs::create_dir(parent.path.join(below)).expect("a cgroup");
     }
     let name = &parent.name;
     for pattern in [
-        format!("^{name}/a/(b|c)$"),
-        format!("^{name}/a/b+$"),
-        format!("^{name}/(x|a)/b"),
+        format!("^{name}/(b|c)$"),
+        format!("^{name}/b+$"),
+        format!("^{name}/(x|a)?b"),
     ] {
         let theirs = grep_extended(&root, name, &pattern);
         let args = [
@@ -575,8 +573,5 @@ fn cgroups_takes_extended_expressions_as_grep_e_matches_them() {
             "{pattern}: {}",
             served.said()
         );
-    }
-    for below in ["a/b", "a/c", "a/bb", "a/d", "x/b", "a", "x"] {
-        std::fs::remove_dir(parent.path.join(below)).ok();
     }
 }
