@@ -10,6 +10,7 @@ use std::sync::Arc;
 use counterhal::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Reading};
 use counterhal_hal::Target as BackendTarget;
 
+use super::budget::{self, Budget};
 use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
@@ -50,12 +51,16 @@ pub struct Exporter {
     /// The places' indices by CPU (in place order within a CPU), made again when the places
     /// change: a scrape reads each CPU's places on that CPU.
     by_cpu: Vec<usize>,
+    /// The descriptors the counters may hold.
+    pub budget: Budget,
+    /// The places left out for lack of descriptors at the last [`follow`](Exporter::follow).
+    pub unopened: usize,
 }
 
 impl Exporter {
-    /// An exporter of `plan`'s events, following `watch`'s cgroups; nothing is open until
-    /// [`follow`](Exporter::follow).
-    pub fn new(backend: Chosen, plan: Plan, watch: Watch) -> Exporter {
+    /// An exporter of `plan`'s events, following `watch`'s cgroups, its counters within
+    /// `budget`; nothing is open until [`follow`](Exporter::follow).
+    pub fn new(backend: Chosen, plan: Plan, watch: Watch, budget: Budget) -> Exporter {
         Exporter {
             backend,
             events: plan.exported,
@@ -63,6 +68,8 @@ impl Exporter {
             places: Vec::new(),
             watch,
             by_cpu: Vec::new(),
+            budget,
+            unopened: 0,
         }
     }
 
@@ -74,7 +81,8 @@ impl Exporter {
     /// Opens the places that should be counted now and are not (a CPU come online, a cgroup
     /// that appeared), and closes those that should not (a CPU gone offline, a cgroup gone or
     /// no longer matched); a place that cannot open is counted in `health` and tried again
-    /// at the next scrape.
+    /// at the next scrape, as is one left out for descriptors (beyond the budget, or refused
+    /// for them by the kernel: said on standard error when their number changes).
     pub fn follow(&mut self, health: &Health) {
         let online = counterhal::online_cpus();
         let cgroups = self.watch.discover(health);
@@ -91,19 +99,40 @@ impl Exporter {
         let before = self.places.len();
         self.places.retain(|place| wanted.contains(&place.at));
         let mut changed = self.places.len() != before;
+        let mut held: usize = self.places.iter().map(|place| place.columns.len()).sum();
+        let mut unopened = 0;
         for at in wanted {
             if self.places.iter().any(|place| place.at == at) {
                 continue;
             }
-            match self.open(&at) {
-                Some(Ok(place)) => {
+            let columns = self.columns(&at);
+            // The counters' descriptors, and the cgroup's directory while they open.
+            let needs = columns.len() + usize::from(at.cgroup.is_some());
+            if columns.is_empty() {
+                continue;
+            } else if !self.budget.fits(held, needs) {
+                unopened += 1;
+                continue;
+            }
+            match self.open(&at, columns) {
+                Ok(place) => {
+                    held += place.columns.len();
                     self.places.push(place);
                     changed = true;
                 }
-                Some(Err(_)) => health.open_failed(),
-                None => {}
+                Err(e) if budget::out_of_descriptors(&e) => unopened += 1,
+                Err(_) => health.open_failed(),
             }
         }
+        if unopened != self.unopened {
+            let said = match unopened {
+                0 => "counterhal: every place is counted again\n".to_string(),
+                _ => format!("counterhal: {}\n", self.budget.reason(unopened)),
+            };
+            crate::output::emit_to_stderr(&said);
+            self.unopened = unopened;
+        }
+        health.unopened(unopened);
         if changed {
             self.places.sort_by(|a, b| a.at.cmp(&b.at));
             self.by_cpu = (0..self.places.len()).collect();
@@ -112,19 +141,20 @@ impl Exporter {
         }
     }
 
-    /// The set of the events that count at `at` (`None` when none does: a CPU outside every
-    /// PMU's cpumask, or a cgroup, which PMUs with a cpumask do not count by).
-    fn open(&self, at: &Where) -> Option<Result<Place, counterhal::Error>> {
-        let columns: Vec<usize> = (0..self.events.len())
+    /// The events that count at `at` (none: a CPU outside every PMU's cpumask, or a
+    /// cgroup, which PMUs with a cpumask do not count by).
+    fn columns(&self, at: &Where) -> Vec<usize> {
+        (0..self.events.len())
             .filter(|&i| match (&self.events[i].cpus, &at.cgroup) {
                 (Some(_), Some(_)) => false,
                 (Some(cpus), None) => cpus.contains(at.cpu),
                 (None, _) => true,
             })
-            .collect();
-        if columns.is_empty() {
-            return None;
-        }
+            .collect()
+    }
+
+    /// The set of the events `columns` at `at`.
+    fn open(&self, at: &Where, columns: Vec<usize>) -> Result<Place, counterhal::Error> {
         let target = match &at.cgroup {
             None => BackendTarget::Cpu(at.cpu),
             Some(cgroup) => BackendTarget::Cgroup {
@@ -138,18 +168,16 @@ impl Exporter {
             .collect();
         let mut options = OpenOptions::default();
         options.grouped = false;
-        Some(
-            EventSet::open(&self.backend, events, &target, &options).and_then(|mut set| {
-                set.enable()?;
-                Ok(Place {
-                    at: at.clone(),
-                    readings: vec![Reading::default(); columns.len()],
-                    columns,
-                    read: false,
-                    set,
-                })
-            }),
-        )
+        EventSet::open(&self.backend, events, &target, &options).and_then(|mut set| {
+            set.enable()?;
+            Ok(Place {
+                at: at.clone(),
+                readings: vec![Reading::default(); columns.len()],
+                columns,
+                read: false,
+                set,
+            })
+        })
     }
 
     /// Follows the CPUs and cgroups, then reads every place into its readings (a place

@@ -1,5 +1,8 @@
-//! The cgroups `--cgroups` follows, found again at each scrape with stat's matcher
-//! ([`cgroup_pattern`]: perf's `--for-each-cgroup` list, names or basic regular expressions).
+//! The cgroups `--cgroups` follows, found again at each scrape: perf's `--for-each-cgroup`
+//! list (names; a list holding one of `{}[]()|*+?^$` is patterns, an empty item the root),
+//! but its patterns are the regular expressions Prometheus users write (Go's RE2 syntax, in
+//! which POSIX extended expressions such as `^a/(b|c)$` mean what they mean to `grep -E`),
+//! not perf's basic ones, each matched anywhere in the path below the mount.
 //! A cgroup followed stays followed while it matches; one that appears takes a free place
 //! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
 //! beyond the bound is left out and counted once, when first left out.
@@ -21,6 +24,8 @@ pub struct Watch {
     list: String,
     /// Whether the list holds patterns (else names).
     patterns: bool,
+    /// The list's patterns, compiled (its empty items, the root, left out).
+    expressions: Vec<regex::Regex>,
     /// The most cgroups followed.
     max: usize,
     /// The cgroups followed, by label (`/app/web`; the root `/`).
@@ -33,29 +38,24 @@ impl Watch {
     /// Follows the cgroups `items` name or match (none without items), at most `max`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern
-    /// regcomp refuses (with its reason); as [`counterhal::cgroup_root`] where no cgroup
-    /// file system is mounted.
+    /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern that
+    /// is not a regular expression (with the reason and where); as
+    /// [`counterhal::cgroup_root`] where no cgroup file system is mounted.
     pub fn new(items: &[String], max: usize) -> Result<Watch, Error> {
         if items.is_empty() {
             return Ok(Watch::default());
         }
         let list = items.join(",");
         let patterns = cgroup_pattern::has_pattern(&list);
-        if patterns {
-            for item in list.split(',').filter(|item| !item.is_empty()) {
-                cgroup_pattern::Pattern::parse(item).map_err(|e| {
-                    let message = e.message().replace("--for-each-cgroup", "--cgroups");
-                    Error::invalid_input(message).with_hint(
-                        "a POSIX basic regular expression, as regcomp(3) reads it (e.g. `^app/`)",
-                    )
-                })?;
-            }
-        }
+        let expressions = match patterns {
+            true => compile(&list)?,
+            false => Vec::new(),
+        };
         Ok(Watch {
             root: Some(counterhal::cgroup_root()?),
             list,
             patterns,
+            expressions,
             max,
             followed: Vec::new(),
             left_out: Vec::new(),
@@ -69,8 +69,13 @@ impl Watch {
             return Vec::new();
         };
         let names: Vec<String> = if self.patterns {
-            // Every pattern compiled once already: the one error left is "none matched".
-            cgroup_pattern::matching(root, &self.list).unwrap_or_default()
+            let mut names = vec![String::new()];
+            cgroup_pattern::walk(root, "", &mut names);
+            let root_too = self.list.split(',').any(str::is_empty);
+            names.retain(|name| {
+                (name.is_empty() && root_too) || self.expressions.iter().any(|e| e.is_match(name))
+            });
+            names
         } else {
             self.list
                 .split(',')
@@ -101,6 +106,21 @@ impl Watch {
         self.followed.clone()
     }
 
+    /// What `--cgroups` said it follows, for standard error at start: how many cgroups it
+    /// matched, and in which dialect where it took patterns.
+    pub fn said(&self, health: &Health) -> Option<String> {
+        self.root.as_ref()?;
+        let (matched, followed) = health.cgroups_now();
+        let dialect = match self.patterns {
+            true => " (extended regular expressions, RE2's syntax, matched anywhere in the path)",
+            false => "",
+        };
+        Some(format!(
+            "counterhal: --cgroups {}{dialect} matches {matched} cgroups now; {followed} followed\n",
+            self.list
+        ))
+    }
+
     /// The directory of the cgroup labelled `label`.
     pub fn directory(&self, label: &str) -> PathBuf {
         let root = self.root.clone().unwrap_or_default();
@@ -108,15 +128,47 @@ impl Watch {
     }
 }
 
+/// The largest a compiled pattern may grow (its automaton), far past any cgroup pattern.
+const SIZE_LIMIT: usize = 1 << 20;
+
+/// The patterns of `list` (its empty items, the root, left out), compiled.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a pattern that does not
+/// compile (or would grow past [`SIZE_LIMIT`]), with the reason.
+fn compile(list: &str) -> Result<Vec<regex::Regex>, Error> {
+    let compile = |item: &str| {
+        regex::RegexBuilder::new(item)
+            .size_limit(SIZE_LIMIT)
+            .build()
+            .map_err(|e| {
+                Error::invalid_input(format!("--cgroups pattern `{item}`: {e}")).with_hint(
+                    "an extended regular expression, as Prometheus and grep -E write them \
+                     (e.g. `^system.slice/(a|b)[.]service$`)",
+                )
+            })
+    };
+    list.split(',')
+        .filter(|item| !item.is_empty())
+        .map(compile)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn watch(root: &std::path::Path, list: &str, max: usize) -> Watch {
+        let patterns = cgroup_pattern::has_pattern(list);
         Watch {
             root: Some(root.to_path_buf()),
             list: list.to_string(),
-            patterns: cgroup_pattern::has_pattern(list),
+            patterns,
+            expressions: if patterns {
+                compile(list).unwrap()
+            } else {
+                Vec::new()
+            },
             max,
             ..Watch::default()
         }
@@ -149,9 +201,12 @@ mod tests {
     }
 
     #[test]
-    fn bad_patterns_are_refused_with_regcomps_reason() {
-        let error = Watch::new(&["\\(a".to_string()], 4).unwrap_err();
-        assert!(error.message().contains("--cgroups pattern"), "{error}");
-        assert!(error.message().contains("Unmatched ( or \\("), "{error}");
+    fn bad_patterns_are_refused_with_the_reason() {
+        let error = Watch::new(&["(a".to_string()], 4).unwrap_err();
+        assert!(
+            error.message().contains("--cgroups pattern `(a`"),
+            "{error}"
+        );
+        assert!(error.message().contains("unclosed group"), "{error}");
     }
 }

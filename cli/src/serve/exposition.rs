@@ -374,6 +374,16 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         ),
         followed,
     );
+    gauge(
+        out,
+        Family::new(
+            "counterhal_places_unopened",
+            Kind::Gauge,
+            "Places (a CPU, or a cgroup on a CPU) not counted for lack of file descriptors \
+             (RLIMIT_NOFILE; tried again each scrape).",
+        ),
+        health.places_unopened(),
+    );
     counter(
         out,
         Family::new(

@@ -18,6 +18,8 @@ pub enum Closed {
     HeaderTimeout,
     /// Its answer was not taken within the write timeout.
     WriteTimeout,
+    /// Its client closed or reset it before taking the answer.
+    ClientGone,
     /// Its TLS handshake failed (`--web.config.file`'s TLS): no common version or suite,
     /// no or a bad client certificate, not TLS at all.
     Tls,
@@ -25,11 +27,12 @@ pub enum Closed {
 
 impl Closed {
     /// Every reason, in the order they are exported.
-    pub const ALL: [Closed; 5] = [
+    pub const ALL: [Closed; 6] = [
         Closed::Evicted,
         Closed::Refused,
         Closed::HeaderTimeout,
         Closed::WriteTimeout,
+        Closed::ClientGone,
         Closed::Tls,
     ];
 
@@ -40,6 +43,7 @@ impl Closed {
             Closed::Refused => "refused",
             Closed::HeaderTimeout => "header_timeout",
             Closed::WriteTimeout => "write_timeout",
+            Closed::ClientGone => "client_gone",
             Closed::Tls => "tls_handshake",
         }
     }
@@ -55,6 +59,7 @@ pub struct Health {
     cgroups_matched: AtomicU64,
     cgroups_followed: AtomicU64,
     cgroups_dropped: AtomicU64,
+    unopened: AtomicU64,
     requests: [AtomicU64; STATUSES.len()],
     closed: [AtomicU64; Closed::ALL.len()],
 }
@@ -69,6 +74,7 @@ impl Health {
             cgroups_matched: AtomicU64::new(0),
             cgroups_followed: AtomicU64::new(0),
             cgroups_dropped: AtomicU64::new(0),
+            unopened: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
             closed: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -90,6 +96,16 @@ impl Health {
         self.cgroups_matched.store(matched as u64, Relaxed);
         self.cgroups_followed.store(followed as u64, Relaxed);
         self.cgroups_dropped.fetch_add(newly as u64, Relaxed);
+    }
+
+    /// `places` were left out for lack of descriptors at the last look.
+    pub fn unopened(&self, places: usize) {
+        self.unopened.store(places as u64, Relaxed);
+    }
+
+    /// Places left out for lack of descriptors at the last look.
+    pub fn places_unopened(&self) -> u64 {
+        self.unopened.load(Relaxed)
     }
 
     /// A request was answered with `status`.

@@ -2,8 +2,11 @@
 //! stack), at most `--max-connections` at once. A slow client costs a place in the table,
 //! never the scrapes: when the table is full, the connection that has waited longest for its
 //! request is closed (its read ends at once) for the new one, so a scraper whose request
-//! arrives with its connection, as Prometheus' does, always gets through; when every place
-//! is answering, the new connection is closed. Each connection has the header timeout to
+//! arrives with its connection, as Prometheus' does, always gets through (a connection
+//! whose request has come, read or not, is never evicted, and one idle while others are
+//! answered has a grace of a second to send it: a burst's clients connect and send a moment
+//! apart); when no place frees, the new connection waits for one, and is closed (503) when
+//! none frees within the header timeout. Each connection has the header timeout to
 //! send its request head and the write timeout to take the answer; memory is bounded by the
 //! table: a head buffer and a stack per connection, and the answer being written. With
 //! `--web.config.file`, each connection takes the file's configuration as it is when the
@@ -16,6 +19,8 @@ use std::time::{Duration, Instant};
 use super::counting::Exporter;
 use super::health::{Closed, Health};
 use super::request;
+use super::signals;
+use super::sys;
 use super::table::{Limits, Shared, Slot, Table};
 use super::web::WebConfigFile;
 
@@ -39,9 +44,13 @@ pub fn serve(
         limits,
         last_size: std::sync::atomic::AtomicUsize::new(4096),
         web,
+        draining: std::sync::atomic::AtomicBool::new(false),
     });
+    signals::take(Arc::clone(&shared));
     for stream in listener.incoming() {
         match stream {
+            // Draining (SIGTERM): closed at once, for the exit.
+            Ok(_) if shared.draining.load(std::sync::atomic::Ordering::Relaxed) => {}
             Ok(stream) => admit(stream, &shared),
             // Out of descriptors (or an aborted handshake): wait a moment and go on.
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
@@ -49,8 +58,8 @@ pub fn serve(
     }
 }
 
-/// Gives `stream` a place in the table (evicting the connection waiting longest for its
-/// request when it is full) and a thread; closes it when every place is answering.
+/// Gives `stream` a place in the table ([`place`] says how, when it is full); closes it
+/// (503) when none comes within the header timeout.
 fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let Ok(handle) = stream.try_clone() else {
         return;
@@ -58,20 +67,18 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let id = shared.table.next_id();
     {
         let mut slots = shared.table.lock();
-        if slots.len() >= shared.limits.max_connections {
-            let oldest = slots
-                .iter()
-                .enumerate()
-                .filter(|(_, slot)| !slot.answering)
-                .min_by_key(|(_, slot)| slot.since)
-                .map(|(at, _)| at);
-            match oldest {
-                Some(at) => {
+        let until = Instant::now() + shared.limits.header_timeout;
+        while slots.len() >= shared.limits.max_connections {
+            match place(&slots, shared.limits.header_timeout.min(GRACE)) {
+                Place::Evict(at) => {
                     let evicted = slots.swap_remove(at);
                     evicted.stream.shutdown(Shutdown::Both).ok();
                     shared.health.closed(Closed::Evicted);
                 }
-                None => {
+                Place::Wait(then) if Instant::now() < until => {
+                    slots = shared.table.wait_freed(slots, then.min(until));
+                }
+                Place::Wait(_) => {
                     drop(slots);
                     shared.health.closed(Closed::Refused);
                     request::refuse(stream);
@@ -84,6 +91,7 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
             stream: handle,
             since: Instant::now(),
             answering: false,
+            begun: false,
         });
     }
     let for_thread = Arc::clone(shared);
@@ -101,5 +109,44 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
         });
     if spawned.is_err() {
         shared.table.remove(id);
+    }
+}
+
+/// How long a connection may be idle (connected, no request yet) while others are being
+/// answered before it is evicted for a new one: a client of a burst connects and sends its
+/// request a moment apart.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// How often a full table is looked at again while no connection leaves it.
+const TICK: Duration = Duration::from_millis(10);
+
+/// How a full table makes room.
+enum Place {
+    /// Evict the connection at this place.
+    Evict(usize),
+    /// Wait for a connection to leave, until then at most.
+    Wait(Instant),
+}
+
+/// How a full table makes room: among the idle connections (not being answered, and no
+/// byte from the client waiting unread: a request that came before its thread read it is
+/// not idle), the one idle longest is evicted when every connection is idle (a flood of
+/// idle or slow clients) or it has been idle past `grace`; else the new connection waits
+/// for one to leave (those being answered leave within moments) or a tick, at most until
+/// the idle one's grace is over.
+fn place(slots: &[Slot], grace: Duration) -> Place {
+    let idle = |slot: &Slot| !slot.answering && !sys::bytes_waiting(&slot.stream);
+    let longest = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| idle(slot))
+        .min_by_key(|(_, slot)| slot.since);
+    let now = Instant::now();
+    match longest {
+        Some((at, slot)) if slot.since + grace <= now => Place::Evict(at),
+        Some((at, _)) if slots.iter().all(idle) => Place::Evict(at),
+        // Looked at again after a tick: a request read makes its connection idle again.
+        Some((_, slot)) => Place::Wait((slot.since + grace).min(now + TICK)),
+        None => Place::Wait(now + TICK),
     }
 }

@@ -10,16 +10,22 @@
 //! connections share), [`request`] (one request: its head, its route, its answer) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
-//! verified).
+//! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
+//! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 
+mod budget;
 mod counting;
 mod discovery;
 mod events;
 mod exposition;
 mod health;
 mod http;
+mod listen;
 mod request;
 mod rules;
+mod signals;
+#[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
+mod sys;
 mod table;
 mod users;
 mod web;
@@ -74,10 +80,12 @@ docs/serve.md has them all, and the bounds on clients.";
 /// `counterhal serve`'s options.
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// The address and port to serve on (loopback by default; port 0 takes a free one, and
-    /// the address served is printed on standard error).
-    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)))]
-    pub listen: SocketAddr,
+    /// The address and port to serve on, in node_exporter's --web.listen-address forms:
+    /// ADDR:PORT, [IPv6]:PORT, HOST:PORT (resolved at start) or :PORT (every address);
+    /// loopback by default; port 0 takes a free one, and the address served is printed on
+    /// standard error.
+    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = listen::parse)]
+    pub listen: listen::Listen,
     /// Events to count, as stat takes them (default: task-clock, context-switches,
     /// cpu-migrations, page-faults, cycles, instructions; those that do not open here are
     /// reported, not counted).
@@ -100,8 +108,10 @@ pub struct ServeArgs {
     #[arg(long = "rules-window", value_name = "DURATION", default_value = "1m", value_parser = promql_duration)]
     pub rules_window: String,
     /// Count the events in each cgroup (v2) whose path below the cgroup mount matches: perf's
-    /// --for-each-cgroup list (names, or POSIX basic regular expressions matched anywhere in
-    /// the path; an empty item is the root). Cgroups are found again at each scrape.
+    /// --for-each-cgroup list (names, or, where it holds one of {}[]()|*+?^$, regular
+    /// expressions as Prometheus writes them, extended (RE2's syntax: `^a/(b|c)$`), matched
+    /// anywhere in the path; an empty item is the root). Cgroups are found again at each
+    /// scrape; how many match is said at start and exported.
     #[arg(long = "cgroups", value_name = "PATTERN", num_args = 1..)]
     pub cgroups: Vec<String>,
     /// The most cgroups followed at once; matching cgroups past it are left out and counted
@@ -187,12 +197,15 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, CliError> 
     ))))
 }
 
-/// Runs `counterhal serve` until it is killed.
+/// Runs `counterhal serve` until `SIGTERM` or `SIGINT` (then drains and exits 0; `SIGHUP`
+/// reads the web configuration again).
 ///
 /// # Errors
 /// Bad arguments or events that do not resolve (exit 2, with the usage line); no event that
 /// opens here, or an address that cannot be listened on (exit 1).
 pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
+    // Before any thread starts: the signals are taken by the one thread that waits for them.
+    signals::block();
     let context = args.database.context()?;
     let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
@@ -236,9 +249,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let health = Arc::new(health::Health::new(backend.name()));
-    let mut exporter = counting::Exporter::new(backend, plan, watch);
-    exporter.follow(&health);
-    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
+    let limit = sys::raise_open_files().unwrap_or(1024);
+    let budget = budget::Budget::new(limit, args.max_connections as usize);
+    let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
+    let listener = args.listen.bind().map_err(|e| {
         CliError::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",
             args.listen
@@ -252,6 +266,11 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         _ => "http",
     };
     crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
+    // After the address (the first line said), what does not open.
+    exporter.follow(&health);
+    if let Some(said) = exporter.watch.said(&health) {
+        crate::output::emit_to_stderr(&said);
+    }
     for refused in &exporter.refused {
         crate::output::emit_to_stderr(&format!(
             "counterhal: not counted here: {}: {}\n",

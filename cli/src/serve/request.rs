@@ -63,13 +63,14 @@ pub fn answer_tls(
     match stream.peek(&mut first) {
         Ok(1) if first[0] == 22 => {}
         Ok(1) => {
-            shared.health.answered(400);
             let text = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
                         Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
             stream
                 .set_write_timeout(Some(shared.limits.write_timeout))
                 .ok();
-            let _sent = (&stream).write_all(text.as_bytes());
+            if (&stream).write_all(text.as_bytes()).is_ok() {
+                shared.health.answered(400);
+            }
             stream.shutdown(Shutdown::Both).ok();
             return;
         }
@@ -115,7 +116,8 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         }
         _ => Verdict::Allowed,
     };
-    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit);
+    let begun = || shared.table.begun(id);
+    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit, begun);
     let (route, head_only) = match read {
         Ok(parsed) => parsed,
         Err(Unanswered::Gone) => return,
@@ -159,7 +161,6 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             format!("{why}\n").into_bytes(),
         ),
     };
-    shared.health.answered(status);
     let mut response = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
          Connection: close\r\nCache-Control: no-store\r\n",
@@ -183,10 +184,16 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             write_before(&mut stream, &body, deadline)
         }
     });
-    if written.is_err() {
-        shared.health.closed(Closed::WriteTimeout);
-    } else {
-        stream.finish();
+    // Counted as answered once the client has taken the answer, else by why it did not.
+    match written {
+        Ok(()) => {
+            stream.finish();
+            shared.health.answered(status);
+        }
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            shared.health.closed(Closed::WriteTimeout);
+        }
+        Err(_) => shared.health.closed(Closed::ClientGone),
     }
     stream.tcp().shutdown(Shutdown::Both).ok();
 }
@@ -211,12 +218,13 @@ enum Unanswered {
 }
 
 /// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
-/// a `HEAD`), if `admit` lets it through.
+/// a `HEAD`), if `admit` lets it through; `begun` is called when its first bytes are read.
 fn read_head(
     stream: &mut impl Conn,
     buffer: &mut [u8; MAX_HEAD],
     timeout: Duration,
     admit: impl Fn(&httparse::Request<'_, '_>) -> Verdict,
+    begun: impl Fn(),
 ) -> Result<(Route, bool), Unanswered> {
     let deadline = Instant::now() + timeout;
     let mut filled = 0;
@@ -228,7 +236,12 @@ fn read_head(
         stream.tcp().set_read_timeout(Some(left)).ok();
         match stream.read(&mut buffer[filled..]) {
             Ok(0) => return Err(Unanswered::Gone),
-            Ok(n) => filled += n,
+            Ok(n) => {
+                if filled == 0 {
+                    begun();
+                }
+                filled += n;
+            }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(Unanswered::Late);
             }
@@ -354,6 +367,13 @@ fn index(exporter: &super::counting::Exporter) -> Vec<u8> {
             page.push_str(&format!("<li>{}</li>\n", escape(&refused.message)));
         }
         page.push_str("</ul>\n");
+    }
+    if exporter.unopened > 0 {
+        let reason = exporter.budget.reason(exporter.unopened);
+        page.push_str(&format!(
+            "<h2>Not counted</h2>\n<p>{}</p>\n",
+            escape(&reason)
+        ));
     }
     page.push_str("</body></html>\n");
     page.into_bytes()

@@ -3,7 +3,7 @@
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::counting::Exporter;
@@ -31,11 +31,15 @@ pub struct Slot {
     pub since: Instant,
     /// Whether its request has arrived (it is being answered: never evicted).
     pub answering: bool,
+    /// Whether a byte of its request has been read (a drain finishes it).
+    pub begun: bool,
 }
 
 /// The open connections.
 pub struct Table {
     slots: Mutex<Vec<Slot>>,
+    /// Told each time a connection leaves the table.
+    freed: Condvar,
     next: AtomicU64,
 }
 
@@ -44,6 +48,7 @@ impl Table {
     pub fn new() -> Table {
         Table {
             slots: Mutex::new(Vec::new()),
+            freed: Condvar::new(),
             next: AtomicU64::new(0),
         }
     }
@@ -67,9 +72,31 @@ impl Table {
         }
     }
 
+    /// Marks connection `id` as begun: a byte of its request has been read.
+    pub fn begun(&self, id: u64) {
+        if let Some(slot) = self.lock().iter_mut().find(|slot| slot.id == id) {
+            slot.begun = true;
+        }
+    }
+
     /// Takes connection `id` out of the table.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|slot| slot.id != id);
+        self.freed.notify_all();
+    }
+
+    /// Waits at most `until` for a connection to leave the table (`slots`, locked), and gives
+    /// the lock back.
+    pub fn wait_freed<'a>(
+        &self,
+        slots: MutexGuard<'a, Vec<Slot>>,
+        until: Instant,
+    ) -> MutexGuard<'a, Vec<Slot>> {
+        let left = until.saturating_duration_since(Instant::now());
+        match self.freed.wait_timeout(slots, left) {
+            Ok((slots, _)) => slots,
+            Err(poisoned) => poisoned.into_inner().0,
+        }
     }
 }
 
@@ -87,4 +114,6 @@ pub struct Shared {
     pub last_size: std::sync::atomic::AtomicUsize,
     /// `--web.config.file`: TLS, users, headers and rate limit, when given.
     pub web: Option<WebConfigFile>,
+    /// Whether `SIGTERM` came: no connection is taken any more.
+    pub draining: std::sync::atomic::AtomicBool,
 }

@@ -157,6 +157,14 @@ impl WebConfigFile {
         Arc::clone(&state.config)
     }
 
+    /// Reads the file again now, changed or not (`SIGHUP`), as [`current`](Self::current)
+    /// reads it when it changed.
+    pub fn reload(&self) {
+        // A stamp no file has: the next look reads the file.
+        self.lock().stamp = Some((SystemTime::UNIX_EPOCH, u64::MAX, u64::MAX));
+        self.current();
+    }
+
     /// Whether a request with `authorization` (its `Authorization` header) may be answered
     /// under `config`: the rate limit first (before any bcrypt), then the credentials.
     pub fn admit(&self, config: &WebConfig, authorization: Option<&[u8]>) -> Verdict {

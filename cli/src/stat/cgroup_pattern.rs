@@ -70,7 +70,7 @@ pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
 }
 
 /// Every directory below `dir` (named `prefix`), depth first, each before what it holds.
-fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
+pub fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
