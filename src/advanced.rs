@@ -16,6 +16,11 @@
 pub use crate::attach::MultiSet;
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
+/// A sysfs tree read as untrusted input (`--sysfs DIR`, `COUNTERHAL_SYSFS`): links only
+/// inside the tree, regular files of at most a page, refusals that name the file and never
+/// show what it holds; the faces read their trees through these, as the backend does.
+#[cfg(feature = "linux")]
+pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
 /// A backend chosen at run time, boxed (its methods are `counterhal-hal`'s `DynBackend`).
 pub type AnyBackend = Box<dyn counterhal_hal::DynBackend + Send + Sync>;

@@ -124,7 +124,7 @@ impl SysfsArgs {
         let Some(root) = self.root() else {
             return Ok(PathBuf::from("/sys/bus/event_source/devices"));
         };
-        let devices = counterhal_linux::pmu_devices_under(&root).map_err(|error| {
+        let devices = counterhal::advanced::pmu_devices_under(&root).map_err(|error| {
             CliError::usage(
                 error,
                 "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",

@@ -154,7 +154,7 @@ pub fn discover(tree: &Path, sockets: i32) -> Vec<ZoneEvent> {
             let path = dir.join(file);
             // A file the tree's rules refuse (a link out, a FIFO, a device, too long) is no
             // event; one that exists but cannot be read (root's only) is, reading 0.
-            let text = match counterhal_linux::read_tree_file(tree, &path) {
+            let text = match facade::advanced::read_tree_file(tree, &path) {
                 Err(_) => continue,
                 Ok(None) if !path.exists() => continue,
                 Ok(text) => text.unwrap_or_default(),

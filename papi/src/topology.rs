@@ -36,7 +36,7 @@ fn mask_bits(text: &str) -> i32 {
 /// tree, regular files only (never a FIFO or a device), at most a page; `None` where it does
 /// not exist, cannot be read, or is refused so.
 pub fn sysfs_text(tree: &Path, path: &Path) -> Option<String> {
-    counterhal_linux::read_tree_file(tree, path).ok().flatten()
+    facade::advanced::read_tree_file(tree, path).ok().flatten()
 }
 
 /// Reads the topology under `system` (`/sys/devices/system`, or `DIR/devices/system`, read in

@@ -74,7 +74,7 @@ fn core_pmu_slots(devices: &std::path::Path) -> Option<f64> {
         .filter(|p| p.join("cpus").exists())
         .collect();
     pmus.sort();
-    let slots = counterhal_linux::read_tree_file(devices, &pmus.first()?.join("caps/slots"));
+    let slots = counterhal::advanced::read_tree_file(devices, &pmus.first()?.join("caps/slots"));
     slots_value(&slots.ok()??)
 }
 
