@@ -400,6 +400,27 @@ fn broadwell_ep_tree(test: &str) -> Tree {
     tree
 }
 
+/// A Broadwell-EP tree named for `test`, and perf 6.1's output on it for `items` (perf's own
+/// words where it could not run, for the caller's skip).
+fn perf_on_broadwell_ep(
+    test: &str,
+    asked: counterhal_conformance::fixtures::perf_tree::Asked,
+    items: &[String],
+) -> (Tree, Result<String, String>) {
+    use counterhal_conformance::fixtures::perf_tree::{build_shim, run_perf};
+    let tree = broadwell_ep_tree(test);
+    let shim = build_shim(test).unwrap();
+    let output = run_perf(
+        &tree.devices(),
+        &shim,
+        asked,
+        items,
+        Some("GenuineIntel-6-4F-1"),
+    );
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    (tree, output)
+}
+
 /// The attrs (type, config, config1) and CPUs of `encode --json -M METRIC` on `tree`.
 fn encoded_opens(tree: &Tree, model: &str, metric: &str) -> BTreeSet<(u64, u64, u64, i64)> {
     let root = tree.0.to_str().unwrap();
@@ -434,9 +455,7 @@ fn encoded_opens(tree: &Tree, model: &str, metric: &str) -> BTreeSet<(u64, u64, 
 /// failed ("unknown modifier `o`").
 #[test]
 fn box_filters_of_metric_events_open_as_perf_6_1_opens_them() {
-    use counterhal_conformance::fixtures::perf_tree::{
-        Asked, build_shim, parse_perf, run_perf, unready,
-    };
+    use counterhal_conformance::fixtures::perf_tree::{Asked, parse_perf, unready};
     if let Some((need, why)) = unready() {
         skip!(need, "{why}");
     }
@@ -454,17 +473,8 @@ fn box_filters_of_metric_events_open_as_perf_6_1_opens_them() {
         ("io_bandwidth_read", "io_bandwidth_disk_or_network_writes"),
         ("io_bandwidth_write", "io_bandwidth_disk_or_network_reads"),
     ];
-    let tree = broadwell_ep_tree("box-filters");
-    let shim = build_shim("box-filters").unwrap();
     let asked: Vec<String> = METRICS.iter().map(|(_, p)| p.to_string()).collect();
-    let output = run_perf(
-        &tree.devices(),
-        &shim,
-        Asked::Metrics,
-        &asked,
-        Some("GenuineIntel-6-4F-1"),
-    );
-    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    let (tree, output) = perf_on_broadwell_ep("box-filters", Asked::Metrics, &asked);
     let output = match output {
         Ok(output) => output,
         Err(why) => skip!(Need::Privilege, "{why}"),
@@ -499,9 +509,7 @@ fn box_filters_of_metric_events_open_as_perf_6_1_opens_them() {
 /// (0x219 opened) and no `UNC_H_ADDR_OPC_MATCH.FILT`.
 #[test]
 fn extended_selects_and_removed_events_open_as_perf_6_1_opens_them() {
-    use counterhal_conformance::fixtures::perf_tree::{
-        Asked, build_shim, parse_perf, run_perf, unready,
-    };
+    use counterhal_conformance::fixtures::perf_tree::{Asked, parse_perf, unready};
     if let Some((need, why)) = unready() {
         skip!(need, "{why}");
     }
@@ -521,16 +529,7 @@ fn extended_selects_and_removed_events_open_as_perf_6_1_opens_them() {
             && events.iter().any(|e| e == "UNC_H_ADDR_OPC_MATCH.FILT"),
         "{events:?}"
     );
-    let tree = broadwell_ep_tree("extended-selects");
-    let shim = build_shim("extended-selects").unwrap();
-    let output = run_perf(
-        &tree.devices(),
-        &shim,
-        Asked::Events,
-        &events,
-        Some("GenuineIntel-6-4F-1"),
-    );
-    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+    let (tree, output) = perf_on_broadwell_ep("extended-selects", Asked::Events, &events);
     let output = match output {
         Ok(output) => output,
         Err(why) => skip!(Need::Privilege, "{why}"),
