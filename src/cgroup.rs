@@ -125,6 +125,42 @@ pub fn find_cgroup_in(root: &Path, name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// Whether perf reads the `--for-each-cgroup` list `list` as patterns rather than names (it
+/// holds one of `{}[]()|*+?^$`, as perf 6.1's `evlist__expand_cgroup` decides).
+pub fn is_cgroup_pattern(list: &str) -> bool {
+    list.contains(['{', '}', '[', ']', '(', ')', '|', '*', '+', '?', '^', '$'])
+}
+
+/// Every cgroup below the mount `root` by name, as perf's `--for-each-cgroup` patterns match
+/// them: the root first (its name is empty), then each directory below it by its path below
+/// `root` (`app/web`), depth first, each before what it holds (the order `find` meets them).
+/// A directory that cannot be read is passed over with what it holds.
+pub fn cgroup_names(root: &Path) -> Vec<String> {
+    let mut names = vec![String::new()];
+    walk(root, "", &mut names);
+    names
+}
+
+/// Every directory below `dir` (named `prefix`), depth first, each before what it holds.
+fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let name = if prefix.is_empty() {
+            file_name
+        } else {
+            format!("{prefix}/{file_name}")
+        };
+        names.push(name.clone());
+        walk(&entry.path(), &name, names);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +209,38 @@ mod tests {
             let e = find_cgroup_in(&root, bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
         }
+    }
+
+    /// Oracle: perf 6.1's `evlist__expand_cgroup` (tools/perf/util/cgroup.c), which reads a
+    /// list as patterns when it holds one of `{}[]()|*+?^$`; and find(1), whose
+    /// `find ROOT -mindepth 1 -type d -printf '%P\n'` meets the directories in the same
+    /// order (depth first, each before what it holds, in the order the directory lists them).
+    #[test]
+    fn cgroup_names_are_the_directories_find_meets_in_its_order() {
+        assert!(is_cgroup_pattern("ch.*") && is_cgroup_pattern("a,^b"));
+        assert!(!is_cgroup_pattern("a.b,c/d") && !is_cgroup_pattern(""));
+        let root = std::env::temp_dir().join(format!("counterhal-names-{}", std::process::id()));
+        for dir in ["cha", "chb/sub/deeper", "other", "chb/two"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("chb/cgroup.procs"), "").unwrap();
+        let names = cgroup_names(&root);
+        let find = std::process::Command::new("find")
+            .arg(&root)
+            .args(["-mindepth", "1", "-type", "d", "-printf", "%P\\n"])
+            .output();
+        std::fs::remove_dir_all(&root).unwrap();
+        let Some(find) = find.ok().filter(|out| out.status.success()) else {
+            counterhal_conformance::skip!(
+                counterhal_conformance::skip::Need::Platform,
+                "find(1) did not run here"
+            );
+        };
+        let found: Vec<String> = String::from_utf8_lossy(&find.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(names[0], "", "the root first: {names:?}");
+        assert_eq!(names[1..], found, "ours (left) and find's");
     }
 }

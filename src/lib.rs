@@ -122,6 +122,8 @@ mod command;
 pub mod criterion;
 mod group;
 pub mod listing;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod open;
 pub mod prelude;
 pub mod region;
@@ -131,11 +133,12 @@ mod set;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use cgroup::{cgroup_root, find_cgroup, find_cgroup_in};
+pub use cgroup::{cgroup_names, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
 pub use listing::{ListOptions, Listed, ListedUnitMask, Section, list_events, list_events_with};
+pub use open::split_event_list;
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use sampling::AnySampler;

@@ -13,6 +13,29 @@ use counterhal_hal::{
 use crate::attach::MultiSet;
 use crate::{AnyGroup, Target};
 
+/// The events of one list as `perf stat -e` takes them: split at commas, but not inside a PMU event's `/.../` (whose
+/// terms are comma-separated: `cpu/event=0x3c,umask=0x1/`) or a group's `{...}`.
+pub fn split_event_list(list: &str) -> Vec<&str> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    let mut in_pmu_terms = false;
+    let mut group_depth = 0u32;
+    for (at, c) in list.char_indices() {
+        match c {
+            '/' => in_pmu_terms = !in_pmu_terms,
+            '{' if !in_pmu_terms => group_depth += 1,
+            '}' if !in_pmu_terms => group_depth = group_depth.saturating_sub(1),
+            ',' if !in_pmu_terms && group_depth == 0 => {
+                events.push(&list[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    events.push(&list[start..]);
+    events
+}
+
 /// Opens `events` on `target` as one set read through [`AnyGroup`], the set's domain
 /// ([`OpenOptions::domain`]) given to each event without one of its own. Where the OS refuses
 /// counting the kernel and no domain was asked for, the events without a modifier count user

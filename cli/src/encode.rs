@@ -271,7 +271,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         "linux" => Some(args.sysfs.devices()?),
         _ => None,
     };
-    let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
+    let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let mut encoder = Encoder {
         json: args.json,
@@ -291,7 +291,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         if !encoder.json {
             _ = writeln!(encoder.out, "{} = {}", metric.name, metric.expression());
         }
-        for name in crate::stat::named_metrics::events_needed(&[metric]) {
+        for name in counterhal::metrics::events_needed(&[metric]) {
             encoder.one(&name, Some(metric.name));
         }
     }

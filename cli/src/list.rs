@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
-use crate::stat::named_metrics::MetricDef;
 use crate::stat::runnable::{is_uncore, offered};
+use counterhal::metrics::MetricDef;
 
 mod pager;
 mod uncore;

@@ -2,7 +2,7 @@
 //! `--cpu-model`), the sysfs root (`--sysfs`), and the parser of `--backend`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use clap::Args;
 use counterhal::{Context, Registration};
@@ -69,25 +69,7 @@ impl DatabaseArgs {
 }
 
 /// The environment variable naming a sysfs root, as `--sysfs` does.
-pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
-
-/// The PMU directory of the sysfs tree this command named, once [`SysfsArgs::devices`] has
-/// found it (the first, where a command named several).
-static NAMED_DEVICES: OnceLock<PathBuf> = OnceLock::new();
-
-/// The PMU directory this command reads PMUs from: the `--sysfs` tree's (or
-/// `COUNTERHAL_SYSFS`'s) `bus/event_source/devices`, else the system's. The machine facts that
-/// PMUs tell (`#chas_per_socket`) are read there, where the backend reads the PMUs.
-pub fn pmu_devices() -> PathBuf {
-    NAMED_DEVICES
-        .get()
-        .cloned()
-        .or_else(|| {
-            let root = std::env::var_os(SYSFS_ENV).filter(|d| !d.is_empty())?;
-            Some(PathBuf::from(root).join("bus/event_source/devices"))
-        })
-        .unwrap_or_else(|| PathBuf::from("/sys/bus/event_source/devices"))
-}
+pub use counterhal::metrics::machine::SYSFS_ENV;
 
 /// Where the PMUs are read from: `/sys`, or another machine's sysfs tree.
 #[derive(Args, Debug, Clone, Default)]
@@ -116,7 +98,7 @@ impl SysfsArgs {
     }
 
     /// The PMU directory: the root's `bus/event_source/devices`, or the system's (and, for
-    /// the rest of the command, [`pmu_devices`]).
+    /// the rest of the command, the machine facts' [`pmu_devices`](counterhal::metrics::machine::pmu_devices)).
     ///
     /// # Errors
     /// A root without that directory: bad input (exit 2).
@@ -130,7 +112,7 @@ impl SysfsArgs {
                 "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
             )
         })?;
-        NAMED_DEVICES.get_or_init(|| devices.clone());
+        counterhal::metrics::machine::read_pmus_from(&devices);
         Ok(devices)
     }
 

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use counterhal::Error;
 
 use super::health::Health;
-use crate::stat::cgroup_pattern;
 
 /// What `--cgroups` follows.
 #[derive(Debug, Default)]
@@ -46,7 +45,7 @@ impl Watch {
             return Ok(Watch::default());
         }
         let list = items.join(",");
-        let patterns = cgroup_pattern::has_pattern(&list);
+        let patterns = counterhal::is_cgroup_pattern(&list);
         let expressions = match patterns {
             true => compile(&list)?,
             false => Vec::new(),
@@ -69,8 +68,7 @@ impl Watch {
             return Vec::new();
         };
         let names: Vec<String> = if self.patterns {
-            let mut names = vec![String::new()];
-            cgroup_pattern::walk(root, "", &mut names);
+            let mut names = counterhal::cgroup_names(root);
             let root_too = self.list.split(',').any(str::is_empty);
             names.retain(|name| {
                 (name.is_empty() && root_too) || self.expressions.iter().any(|e| e.is_match(name))
@@ -159,7 +157,7 @@ mod tests {
     use super::*;
 
     fn watch(root: &std::path::Path, list: &str, max: usize) -> Watch {
-        let patterns = cgroup_pattern::has_pattern(list);
+        let patterns = counterhal::is_cgroup_pattern(list);
         Watch {
             root: Some(root.to_path_buf()),
             list: list.to_string(),

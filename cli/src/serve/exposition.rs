@@ -427,8 +427,8 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         "A fact of this host that metric formulas read as a # constant (perf's names).",
     );
     facts.header(out, format);
-    for (name, _) in crate::stat::machine::KNOWN {
-        if let Some(value) = crate::stat::machine::constant(name) {
+    for (name, _) in counterhal::metrics::machine::KNOWN {
+        if let Some(value) = counterhal::metrics::machine::constant(name) {
             let fact = name.trim_start_matches('#');
             facts.sample(out, &[("fact", Label::Text(fact))], Number::Float(value));
         }

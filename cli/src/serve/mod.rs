@@ -162,7 +162,7 @@ impl ServeArgs {
         }
         self.events
             .iter()
-            .flat_map(|list| crate::stat::arguments::split_event_list(list))
+            .flat_map(|list| counterhal::split_event_list(list))
             .map(|name| name.trim().to_string())
             .filter(|name| !name.is_empty())
             .collect()
@@ -207,7 +207,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     // Before any thread starts: the signals are taken by the one thread that waits for them.
     signals::block();
     let context = args.database.context()?;
-    let metrics = crate::stat::named_metrics::chosen(&args.metrics, context.model.as_deref())
+    let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
     if args.rules {
         let model = context.model.as_deref();
@@ -222,7 +222,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
     let mut names = args.event_names();
-    for event in crate::stat::named_metrics::events_needed(&metrics) {
+    for event in counterhal::metrics::events_needed(&metrics) {
         if !names.contains(&event) {
             names.push(event);
         }

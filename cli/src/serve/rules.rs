@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use counterhal_events::expression::{Expr, Function, Op};
 
-use crate::stat::named_metrics::{DEPTH, MetricDef, event_name, portable, referenced};
+use counterhal::metrics::{DEPTH, MetricDef, event_name, portable, referenced};
 
 /// The rules file for `metrics` (YAML, as `promtool check rules` reads it), with rates over
 /// `window` (a PromQL duration: `1m`). The header names the CPU model `model` only where a
@@ -268,7 +268,7 @@ fn expression(
         Expr::Number(n) => Promql::scalar(format!("{n}")),
         Expr::Name(name) if name == "duration_time" => Promql::scalar("1".to_string()),
         Expr::Name(name) if name.starts_with('#') => {
-            if crate::stat::machine::meaning(name).is_none() {
+            if counterhal::metrics::machine::meaning(name).is_none() {
                 return Err(format!(
                     "reads {name}, a fact of the machine the exporter does not serve"
                 ));
@@ -331,7 +331,7 @@ fn expression(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stat::named_metrics::chosen;
+    use counterhal::metrics::chosen;
     use counterhal_conformance::skip;
     use counterhal_conformance::skip::Need;
 

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
-use counterhal::{Error, Registration};
+use counterhal::{Error, Registration, split_event_list};
 
 use super::switches::Switches;
 use crate::error::CliError;
@@ -406,29 +406,6 @@ pub fn group_members(item: &str) -> Option<Vec<String>> {
         })
         .collect();
     Some(members)
-}
-
-/// The events of one `-e` list: split at commas, but not inside a PMU event's `/.../` (whose
-/// terms are comma-separated: `cpu/event=0x3c,umask=0x1/`) or a group's `{...}`.
-pub fn split_event_list(list: &str) -> Vec<&str> {
-    let mut events = Vec::new();
-    let mut start = 0;
-    let mut in_pmu_terms = false;
-    let mut group_depth = 0u32;
-    for (at, c) in list.char_indices() {
-        match c {
-            '/' => in_pmu_terms = !in_pmu_terms,
-            '{' if !in_pmu_terms => group_depth += 1,
-            '}' if !in_pmu_terms => group_depth = group_depth.saturating_sub(1),
-            ',' if !in_pmu_terms && group_depth == 0 => {
-                events.push(&list[start..at]);
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    events.push(&list[start..]);
-    events
 }
 
 /// Parses `counterhal stat` arguments (without the subcommand's name), for the stat rooms'

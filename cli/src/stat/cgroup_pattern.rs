@@ -28,11 +28,6 @@ pub const MAX_STEPS: u64 = 10_000;
 /// took 850 MB).
 pub const MAX_OPTIONAL: u64 = 255;
 
-/// Whether perf reads `list` as patterns (it holds one of `{}[]()|*+?^$`).
-pub fn has_pattern(list: &str) -> bool {
-    list.contains(['{', '}', '[', ']', '(', ')', '|', '*', '+', '?', '^', '$'])
-}
-
 /// The cgroups below `root` whose names match an item of `list` (comma-separated basic
 /// regular expressions; an empty item: the root), in the order a walk of `root` meets them.
 ///
@@ -40,8 +35,7 @@ pub fn has_pattern(list: &str) -> bool {
 /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a pattern this reader
 /// does not take, or none matched (perf's `no cgroup matched`).
 pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
-    let mut names = vec![String::new()];
-    walk(root, "", &mut names);
+    let names = counterhal::cgroup_names(root);
     let mut used = vec![false; names.len()];
     for item in list.split(',') {
         if item.is_empty() {
@@ -67,26 +61,6 @@ pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
         );
     }
     Ok(matched)
-}
-
-/// Every directory below `dir` (named `prefix`), depth first, each before what it holds.
-pub fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let name = if prefix.is_empty() {
-            file_name
-        } else {
-            format!("{prefix}/{file_name}")
-        };
-        names.push(name.clone());
-        walk(&entry.path(), &name, names);
-    }
 }
 
 /// A compiled basic regular expression.
@@ -296,7 +270,6 @@ mod tests {
         assert!(found("[[:digit:]]", "app2") && !found("[[:digit:]]", "app"));
         assert!(found("\\(ab\\)\\1", "xabab") && !found("\\(ab\\)\\1", "xab"));
         assert!(found("\\<ch", "a/ch") && !found("\\<ch", "ach"));
-        assert!(has_pattern("ch.*") && has_pattern("a,^b") && !has_pattern("a.b,c/d"));
     }
 
     /// Runs `work` on a thread of a 2 MiB stack (a spawned thread's default; the C library
@@ -406,8 +379,7 @@ mod tests {
         for dir in ["cha", "chb/sub", "other"] {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
-        let mut walked = vec![String::new()];
-        walk(&root, "", &mut walked);
+        let walked = counterhal::cgroup_names(&root);
         let position = |name: &str| walked.iter().position(|n| n == name).unwrap();
         assert!(position("chb") < position("chb/sub"), "{walked:?}");
         let matched = matching(&root, "ch[ab]").unwrap();

@@ -38,7 +38,7 @@ pub fn of_events(
     let more = &args.more;
     if !more.for_each_cgroup.is_empty() {
         let list = more.for_each_cgroup.join(",");
-        let cgroups = if cgroup_pattern::has_pattern(&list) {
+        let cgroups = if counterhal::is_cgroup_pattern(&list) {
             cgroup_pattern::matching(&counterhal::cgroup_root()?, &list)?
         } else {
             // An empty name is the root, as perf takes it.

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::arguments::StatArgs;
 use super::metrics::Beside;
-use super::named_metrics::{MetricDef, evaluate};
 use super::summary::{EventSummary, Summary};
+use counterhal::metrics::{MetricDef, evaluate};
 
 /// The document, on one line.
 pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) {

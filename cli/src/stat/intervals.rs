@@ -6,7 +6,6 @@
 //! with the run.
 
 use super::arguments::StatArgs;
-use super::named_metrics::MetricDef;
 use super::plot::Plot;
 use super::printing::render_interval;
 use super::results::Snapshot;
@@ -15,6 +14,7 @@ use super::topology;
 use super::verbose::unscaled_counts;
 use crate::error::CliError;
 use crate::output::{OutputFile, emit_to_stderr};
+use counterhal::metrics::MetricDef;
 
 /// perf prints the heading again every so many intervals (`print_interval`'s 25).
 const HEADING_EVERY: usize = 25;

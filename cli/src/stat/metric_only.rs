@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 
 use super::metrics::{Beside, Style};
-use super::named_metrics::{MetricDef, evaluate};
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
+use counterhal::metrics::{MetricDef, evaluate};
 
 /// The width of a column of the table (perf's).
 const COLUMN: usize = 20;

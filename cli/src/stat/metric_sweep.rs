@@ -9,8 +9,8 @@ use counterhal::{Error, ErrorKind};
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::Backend;
 
-use super::named_metrics::{self, MetricDef};
 use super::runnable::{self, is_uncore};
+use counterhal::metrics::{self as named_metrics, MetricDef};
 
 /// What `stat -M name` does before it counts, on `backend` for `model`: the metrics it
 /// chooses, and each of their events resolved (an event that resolves opens, or opens to

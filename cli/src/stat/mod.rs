@@ -10,8 +10,8 @@
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
-//! [`machine`] (the machine's facts for metrics), [`named_metrics`] (`-M`, over the event
-//! database's metrics and [`counterhal_events::expression`]), [`separated`] (perf's `-x` and `-j` lines),
+//! [`named_metrics`] (`-M`: the library's [`counterhal::metrics`], over the event
+//! database's metrics and their machine facts), [`separated`] (perf's `-x` and `-j` lines),
 //! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
 //! (the table, and where the results go), [`intervals`] (`-I`'s intervals, printed as they
 //! end), [`verbose`] (`-v`, `--no-scale`), [`plot`]
@@ -28,14 +28,12 @@ mod document;
 mod filters;
 mod intervals;
 pub(crate) mod lean;
-pub mod machine;
 mod measurement;
 mod metric_only;
 #[cfg(all(test, target_os = "linux"))]
 mod metric_sweep;
 mod metrics;
 mod model;
-pub(crate) mod named_metrics;
 mod pacing;
 mod plot;
 mod printing;
@@ -52,6 +50,7 @@ mod verbose;
 
 use std::process::ExitCode;
 
+use counterhal::metrics as named_metrics;
 use counterhal_hal::Backend;
 use counterhal_process::ForwardSignals;
 

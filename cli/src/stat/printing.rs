@@ -11,7 +11,6 @@ use super::arguments::{Format, StatArgs};
 use super::document;
 use super::metric_only;
 use super::metrics::{Beside, Metric, Style};
-use super::named_metrics::{MetricDef, evaluate};
 use super::results::Place;
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
@@ -19,6 +18,7 @@ use super::topology::line_order;
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
+use counterhal::metrics::{MetricDef, evaluate};
 
 /// The results as `args` ask for them: table, CSV or JSON.
 pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {

@@ -12,7 +12,7 @@
 use counterhal::{Error, ErrorKind};
 use counterhal_hal::{Backend, Target, countable_form};
 
-use super::named_metrics::{self, MetricDef};
+use counterhal::metrics::{self as named_metrics, MetricDef};
 
 /// Why `metric` cannot run, given `resolve` (why an event cannot be counted, if it cannot:
 /// [`unknown_here`] where the metric is listed, [`uncountable_here`] where it is counted): the
@@ -193,7 +193,7 @@ pub fn offered(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stat::named_metrics::{chosen, of_model};
+    use counterhal::metrics::{chosen, of_model};
 
     fn unknown_uncore(event: &str) -> Option<Error> {
         event

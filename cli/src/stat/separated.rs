@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use counterhal_hal::Reading;
 
 use super::metrics::{Beside, Metric};
-use super::named_metrics::{MetricDef, evaluate};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
 use super::topology::line_order;
+use counterhal::metrics::{MetricDef, evaluate};
 
 /// A line of `-M` metric: its value over one place and stretch (`None`: not counted).
 struct MetricLine<'a> {
@@ -348,7 +348,7 @@ mod tests {
 
     #[test]
     fn metrics_of_dash_m_print_in_the_metric_fields() {
-        use crate::stat::named_metrics::portable;
+        use counterhal::metrics::portable;
         let summary = one_run();
         let metrics: Vec<&MetricDef> = portable()
             .iter()

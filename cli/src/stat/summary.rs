@@ -226,6 +226,22 @@ impl Summary {
     }
 }
 
+/// What a metric's formula reads of an event: its name, estimate and energy scale.
+impl counterhal::metrics::Counted for EventSummary {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn estimate(&self) -> Option<u64> {
+        EventSummary::estimate(self)
+    }
+
+    fn joules_per_count(&self) -> Option<f64> {
+        let scale = self.scale.as_ref().filter(|s| s.name == "Joules")?;
+        Some(scale.scale)
+    }
+}
+
 impl EventSummary {
     /// An event as planned, before anything is counted: its name, backend and cgroup, and
     /// why it is not supported where it is not.

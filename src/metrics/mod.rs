@@ -1,8 +1,8 @@
-//! `-M NAME[,NAME]`: metrics by name or group, each an
+//! Metrics by name or group (`counterhal stat -M NAME[,NAME]`), each an
 //! [`expression`](counterhal_events::expression) over events, the duration
 //! (`duration_time`, seconds), the command's CPU times (`user_time`, `system_time`: tool
 //! events counted with the others, seconds here), the machine's facts (`#num_cpus_online`, `#smt_on`, ...: see
-//! [`machine`](super::machine)) and other metrics by name. The metrics are the CPU model's,
+//! [`machine`]) and other metrics by name. The metrics are the CPU model's,
 //! from the event database (Intel perfmon's and the kernel's AMD tables), and the portable
 //! ones below (every CPU with perf's generalized events has them). A name is looked up
 //! exactly (case and all) among the model's metrics and groups, then the portable ones, then
@@ -13,12 +13,64 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use counterhal::Error;
 use counterhal_events::expression::{self, Expr};
 use counterhal_events::{Metric, MetricTable, SHIPPED_METRIC_MODELS, shipped_metrics};
 
-use super::machine;
-use super::summary::EventSummary;
+use crate::{Error, Reading};
+
+pub mod machine;
+
+/// An event's count as a metric's formula reads it: the name it was counted under, its
+/// scaled estimate, and the energy one count stands for where it counts Joules.
+pub trait Counted {
+    /// The name it was counted under (`instructions`, `cpu/event=0x3c/`, `r100001ea0`,
+    /// `power/energy-pkg/`).
+    fn name(&self) -> &str;
+    /// Its count scaled to the time it was enabled (`None`: it never ran, or was not counted).
+    fn estimate(&self) -> Option<u64>;
+    /// The Joules one count stands for, where its PMU's alias says it counts Joules (`.scale`
+    /// and `.unit` `Joules`); `None` for any other event.
+    fn joules_per_count(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// An event's reading under the name it was opened by: the [`Counted`] of a program that
+/// reads an [`EventSet`](crate::EventSet) and evaluates metrics over it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedReading {
+    /// The name it was opened by.
+    pub name: String,
+    /// Its reading (`None`: not counted).
+    pub reading: Option<Reading>,
+    /// The Joules one count stands for, for an energy event (its alias's `.scale`).
+    pub joules_per_count: Option<f64>,
+}
+
+impl NamedReading {
+    /// `reading` of the event opened as `name`, not an energy event.
+    pub fn new(name: impl Into<String>, reading: Option<Reading>) -> NamedReading {
+        NamedReading {
+            name: name.into(),
+            reading,
+            joules_per_count: None,
+        }
+    }
+}
+
+impl Counted for NamedReading {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn estimate(&self) -> Option<u64> {
+        self.reading.as_ref()?.scaled()
+    }
+
+    fn joules_per_count(&self) -> Option<f64> {
+        self.joules_per_count
+    }
+}
 
 /// A metric: its name, groups, formula, and how its value prints.
 #[derive(Debug)]
@@ -78,7 +130,7 @@ impl MetricDef {
     }
 
     /// The parsed formula (made on the first call, then kept), or why it does not parse.
-    pub(crate) fn formula(&self) -> Result<&Expr, &str> {
+    pub fn formula(&self) -> Result<&Expr, &str> {
         self.formula
             .get_or_init(|| match self.source {
                 Source::Text(text) => expression::parse(text).map_err(|e| e.to_string()),
@@ -342,10 +394,10 @@ fn unknown(name: &str, model: Option<&str>, own: &[MetricDef]) -> Error {
 }
 
 /// How deep metrics may refer to metrics (a loop in a table stops here).
-pub(crate) const DEPTH: usize = 8;
+pub const DEPTH: usize = 8;
 
 /// The metric called `name` that a formula of `scope` reads: the same model's first.
-pub(crate) fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
+pub fn referenced(scope: &MetricDef, name: &str) -> Option<&'static MetricDef> {
     let own = scope.model.and_then(|id| of_model(id).ok()).unwrap_or(&[]);
     own.iter().chain(portable()).find(|m| m.name == name)
 }
@@ -546,11 +598,16 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
 const SLOTS: &str = "TOPDOWN.SLOTS";
 
 /// One metric's value over one place and stretch (`None`: an event it reads did not count).
-pub fn evaluate(metric: &MetricDef, events: &[EventSummary], length_ns: u64) -> Option<f64> {
+pub fn evaluate<C: Counted>(metric: &MetricDef, events: &[C], length_ns: u64) -> Option<f64> {
     value(metric, events, length_ns, 0).map(|v| v * metric.scale)
 }
 
-fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usize) -> Option<f64> {
+fn value<C: Counted>(
+    metric: &MetricDef,
+    events: &[C],
+    length_ns: u64,
+    depth: usize,
+) -> Option<f64> {
     if depth > DEPTH {
         return None;
     }
@@ -562,8 +619,8 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
             // perf's tool events read as seconds in a formula, as `duration_time` does.
             return events
                 .iter()
-                .find(|e| e.name == name)
-                .and_then(EventSummary::estimate)
+                .find(|e| e.name() == name)
+                .and_then(Counted::estimate)
                 .map(|ns| ns as f64 / 1e9);
         }
         if name.starts_with('#') {
@@ -576,9 +633,9 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
         // Joules) in the units the formula multiplies back, so that the formula gives Joules
         // whatever units the MSR counts in.
         if let Some((_, event, micro_joules)) = energy_status(name) {
-            let counted = events.iter().find(|e| e.name == event)?;
-            let scale = counted.scale.as_ref().filter(|s| s.name == "Joules")?;
-            return Some(counted.estimate()? as f64 * scale.scale * 1e6 / micro_joules);
+            let counted = events.iter().find(|e| e.name() == event)?;
+            let joules = counted.joules_per_count()?;
+            return Some(counted.estimate()? as f64 * joules * 1e6 / micro_joules);
         }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
@@ -589,8 +646,8 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
                 let is = |counted: &str| counted == event || counted == name;
                 events
                     .iter()
-                    .find(|e| is(&e.name) || e.name.split(':').next().is_some_and(is))
-                    .and_then(EventSummary::estimate)
+                    .find(|e| is(e.name()) || e.name().split(':').next().is_some_and(is))
+                    .and_then(Counted::estimate)
                     .map(|v| v as f64)
             }
         }
@@ -600,21 +657,12 @@ fn value(metric: &MetricDef, events: &[EventSummary], length_ns: u64, depth: usi
 
 #[cfg(test)]
 mod tests {
-    use counterhal_hal::Reading;
-
     use super::*;
 
-    fn events(values: &[(&str, u64)]) -> Vec<EventSummary> {
+    fn events(values: &[(&str, u64)]) -> Vec<NamedReading> {
         values
             .iter()
-            .map(|&(name, v)| EventSummary {
-                name: name.to_string(),
-                backend: "test".to_string(),
-                reading: Ok(Reading::new(v, 1, 1)),
-                stddev_percent: None,
-                cgroup: None,
-                scale: None,
-            })
+            .map(|&(name, v)| NamedReading::new(name, Some(Reading::new(v, 1, 1))))
             .collect()
     }
 
@@ -719,7 +767,7 @@ mod tests {
         assert!(hint.contains("list --metrics"), "{e}");
     }
 
-    fn reading(values: &[(&str, u64)]) -> Vec<EventSummary> {
+    fn reading(values: &[(&str, u64)]) -> Vec<NamedReading> {
         events(values)
     }
 
@@ -734,11 +782,8 @@ mod tests {
             events_needed(&[power]),
             ["power/energy-pkg/", "power/energy-ram/"]
         );
-        let joules = |name: &str, count: u64| EventSummary {
-            scale: Some(crate::stat::results::Scale {
-                scale: 2f64.powi(-32),
-                name: "Joules".to_string(),
-            }),
+        let joules = |name: &str, count: u64| NamedReading {
+            joules_per_count: Some(2f64.powi(-32)),
             ..events(&[(name, count)]).remove(0)
         };
         // 3 J of the package and 1 J of DRAM over 2 s: 2 W.
@@ -983,7 +1028,11 @@ mod tests {
         assert_eq!(events_needed(&[&busy]), ["user_time", "system_time"]);
         let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);
         assert_eq!(evaluate(&busy, &counted, 1_000_000_000), Some(0.5));
-        assert_eq!(evaluate(&busy, &[], 1_000_000_000), None, "not counted");
+        assert_eq!(
+            evaluate::<NamedReading>(&busy, &[], 1_000_000_000),
+            None,
+            "not counted"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! tree's where one is named). Each is read from sysfs, CPUID or `/proc/cpuinfo`; a fact not
 //! found here has no value, and `-M` refuses the metrics that need it with the reason.
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
@@ -26,19 +27,55 @@ pub const KNOWN: [(&str, &str); 8] = [
     ),
 ];
 
+/// The environment variable naming a sysfs root, as the command's `--sysfs` does.
+pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
+
+/// The PMU directory named by [`read_pmus_from`] (the first, where several were named).
+static NAMED_DEVICES: OnceLock<PathBuf> = OnceLock::new();
+
+/// Reads the machine facts that PMUs tell (`#chas_per_socket`, `#slots`) in `devices` (a
+/// sysfs tree's `bus/event_source/devices`, where a backend reads the PMUs) for the rest of
+/// the process; the first call wins.
+pub fn read_pmus_from(devices: &Path) {
+    NAMED_DEVICES.get_or_init(|| devices.to_path_buf());
+}
+
+/// The PMU directory the PMUs' facts are read from: the one named by [`read_pmus_from`], else
+/// `COUNTERHAL_SYSFS`'s `bus/event_source/devices`, else the system's.
+pub fn pmu_devices() -> PathBuf {
+    NAMED_DEVICES
+        .get()
+        .cloned()
+        .or_else(|| {
+            let root = std::env::var_os(SYSFS_ENV).filter(|d| !d.is_empty())?;
+            Some(PathBuf::from(root).join("bus/event_source/devices"))
+        })
+        .unwrap_or_else(|| PathBuf::from("/sys/bus/event_source/devices"))
+}
+
+/// A file of a sysfs tree, read by the tree's rules (Linux); elsewhere no tree is read.
+#[cfg(feature = "linux")]
+use counterhal_linux::read_tree_file;
+
+/// Without the Linux backend, no sysfs tree is read: no fact comes from one.
+#[cfg(not(feature = "linux"))]
+fn read_tree_file(_tree: &Path, _file: &Path) -> crate::Result<Option<String>> {
+    Ok(None)
+}
+
 /// The value of the constant `name` (`None`: not a constant we know, or not known here).
 pub fn constant(name: &str) -> Option<f64> {
     static FACTS: OnceLock<Facts> = OnceLock::new();
     let facts = FACTS.get_or_init(Facts::read);
     match name {
-        "#num_cpus_online" => Some(counterhal::online_cpus().len() as f64),
+        "#num_cpus_online" => Some(crate::online_cpus().len() as f64),
         "#smt_on" => Some(f64::from(u8::from(facts.smt_on))),
         "#threads_per_core" => facts.threads_per_core.map(f64::from),
         "#num_packages" => facts.packages.map(f64::from),
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
-        "#slots" => core_pmu_slots(&crate::options::pmu_devices()),
-        "#chas_per_socket" => chas_per_socket(&crate::options::pmu_devices()),
+        "#slots" => core_pmu_slots(&pmu_devices()),
+        "#chas_per_socket" => chas_per_socket(&pmu_devices()),
         _ => None,
     }
 }
@@ -48,7 +85,7 @@ pub fn constant(name: &str) -> Option<f64> {
 /// socket's caching agents adds up, one PMU each (`uncore_cha_0`, `uncore_cha_1`, ...: every
 /// box perf opens such an event on). None where there is no CHA PMU (where perf cannot open
 /// the event either).
-fn chas_per_socket(devices: &std::path::Path) -> Option<f64> {
+fn chas_per_socket(devices: &Path) -> Option<f64> {
     let boxes = std::fs::read_dir(devices)
         .ok()?
         .filter_map(Result::ok)
@@ -66,15 +103,15 @@ fn chas_per_socket(devices: &std::path::Path) -> Option<f64> {
 /// perf's `#slots` on Arm (tools/perf/arch/arm64/util/pmu.c): the first core PMU's
 /// `caps/slots` (the arm_pmuv3 driver's PMMIR_EL1.SLOTS, in hex); none where it is 0 or absent.
 /// The file is read by the `--sysfs` tree's rules (inside it, a regular file, a page at most).
-fn core_pmu_slots(devices: &std::path::Path) -> Option<f64> {
-    let mut pmus: Vec<std::path::PathBuf> = std::fs::read_dir(devices)
+fn core_pmu_slots(devices: &Path) -> Option<f64> {
+    let mut pmus: Vec<PathBuf> = std::fs::read_dir(devices)
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.join("cpus").exists())
         .collect();
     pmus.sort();
-    let slots = counterhal::advanced::read_tree_file(devices, &pmus.first()?.join("caps/slots"));
+    let slots = read_tree_file(devices, &pmus.first()?.join("caps/slots"));
     slots_value(&slots.ok()??)
 }
 
@@ -121,7 +158,7 @@ fn list_len(list: &str) -> Option<u32> {
 
 impl Facts {
     fn read() -> Facts {
-        let cpus = counterhal::online_cpus();
+        let cpus = crate::online_cpus();
         let topology = |cpu: u32, file: &str| {
             read(&format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
         };
@@ -284,7 +321,7 @@ mod tests {
         }
         let spr = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices"
+            "/backend-linux/tests/data/machines/spr-2s/bus/event_source/devices"
         );
         assert_eq!(chas_per_socket(std::path::Path::new(spr)), Some(2.0));
         assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
