@@ -54,7 +54,7 @@ enum Command {
     Encode(encode::EncodeArgs),
     Info(info::InfoArgs),
     Check(check::CheckArgs),
-    Serve(Box<serve::ServeArgs>),
+    Serve(Box<serve::ServeCommand>),
     Completions(completions::CompletionsArgs),
 }
 
@@ -100,7 +100,7 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 7] = [
             .long_about(None)
     }),
     ("serve", SERVE, |c| {
-        serve::ServeArgs::augment_args(c)
+        serve::ServeCommand::augment_args(c)
             .about(SERVE)
             .long_about(None)
             .after_help(serve::HELP)
@@ -149,7 +149,7 @@ impl FromArgMatches for Command {
             "encode" => Command::Encode(encode::EncodeArgs::from_arg_matches_mut(sub)?),
             "info" => Command::Info(info::InfoArgs::from_arg_matches_mut(sub)?),
             "check" => Command::Check(check::CheckArgs::from_arg_matches_mut(sub)?),
-            "serve" => Command::Serve(Box::new(serve::ServeArgs::from_arg_matches_mut(sub)?)),
+            "serve" => Command::Serve(Box::new(serve::ServeCommand::from_arg_matches_mut(sub)?)),
             "completions" => {
                 Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
             }

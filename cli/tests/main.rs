@@ -1,6 +1,7 @@
 //! The command's integration tests, one binary: each file a module (run one file's tests with
 //! its module as the filter: `cargo test -p counterhal-cli --test main stat_options::`), the
-//! helpers they share in `common`.
+//! helpers they share in `common`. The exporter's (`serve*`) run with the command's `serve`
+//! feature (a default one).
 
 #[macro_use]
 mod common;
@@ -16,11 +17,17 @@ mod multiplex;
 mod perf_habits;
 mod perf_layouts;
 mod reliability;
+#[cfg(feature = "serve")]
 mod serve;
+#[cfg(feature = "serve")]
 mod serve_costs;
+#[cfg(feature = "serve")]
 mod serve_examples;
+#[cfg(feature = "serve")]
 mod serve_ops;
+#[cfg(feature = "serve")]
 mod serve_prometheus;
+#[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
 mod software_events;

@@ -135,7 +135,7 @@ impl WebConfigFile {
         match read {
             _ if reading < state.installed => {}
             Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
-                let _shown = crate::output::emit_to_stderr(&format!(
+                let _shown = crate::log(&format!(
                     "counterhal: {}: TLS is turned on or off by a restart; the \
                      configuration read before stays\n",
                     self.path.display()
@@ -149,7 +149,7 @@ impl WebConfigFile {
                 state.bucket = (f64::from(burst), Instant::now());
             }
             Err(e) => {
-                let _shown = crate::output::emit_to_stderr(&format!(
+                let _shown = crate::log(&format!(
                     "counterhal: {e}; the configuration read before stays\n"
                 ));
             }

@@ -129,7 +129,7 @@ impl Exporter {
                 0 => "counterhal: every place is counted again\n".to_string(),
                 _ => format!("counterhal: {}\n", self.budget.reason(unopened)),
             };
-            crate::output::emit_to_stderr(&said);
+            crate::log(&said);
             self.unopened = unopened;
         }
         health.unopened(unopened);

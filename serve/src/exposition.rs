@@ -420,7 +420,7 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         );
     }
     // The host's facts that metric formulas read as `#` constants (`#smt_on`: fact
-    // "smt_on"), those known here: the recording rules read them (cli/src/serve/rules.rs).
+    // "smt_on"), those known here: the recording rules read them (serve/src/rules.rs).
     let facts = Family::new(
         "counterhal_machine_fact",
         Kind::Gauge,

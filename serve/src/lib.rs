@@ -12,6 +12,11 @@
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
 //! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
+//!
+//! The crate's face is the command's entry alone: [`ServeArgs`], [`run`], [`rules`] and
+//! [`Failure`]; `counterhal serve` flattens its database options beside [`ServeArgs`] and
+//! hands [`run`] the [`Context`] they make.
+#![deny(unsafe_code)]
 
 mod budget;
 mod counting;
@@ -36,10 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use counterhal::Error;
-
-use crate::error::CliError;
-use crate::options::DatabaseArgs;
+use counterhal::{Context, Error};
 
 /// The port `--listen` takes by default: outside Prometheus' exporter range 9100-9999 (every
 /// port of it allocated to an exporter since 2023, per Prometheus' "Default port
@@ -133,8 +135,43 @@ pub struct ServeArgs {
     /// reads); read again when it changes. docs/serve.md says what it takes.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<std::path::PathBuf>,
-    #[command(flatten)]
-    pub database: DatabaseArgs,
+}
+
+/// Why `serve` stopped before serving: the error, and for bad arguments the usage line that
+/// fixes them.
+#[derive(Debug)]
+pub struct Failure {
+    /// What went wrong.
+    pub error: Error,
+    /// The usage line, for bad arguments (exit 2); `None` for a failure of the exporter
+    /// itself (exit 1).
+    pub usage: Option<&'static str>,
+}
+
+impl Failure {
+    /// A failure of the exporter itself (exit 1).
+    fn failed(error: Error) -> Failure {
+        Failure { error, usage: None }
+    }
+
+    /// Bad arguments (exit 2), with `serve`'s usage line.
+    fn usage(error: Error, usage: &'static str) -> Failure {
+        Failure {
+            error,
+            usage: Some(usage),
+        }
+    }
+
+    /// The exit status the command ends with: 2 for bad arguments, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        if self.usage.is_some() { 2 } else { 1 }
+    }
+}
+
+/// Writes `text` to standard error, the exporter's log (unbuffered); `false` when that
+/// failed (a full disk, a closed pipe), which nothing can be told.
+pub(crate) fn log(text: &str) -> bool {
+    std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes()).is_ok()
 }
 
 /// A PromQL duration: digits and a unit (`30s`, `1m`, `1h`), one or more.
@@ -173,7 +210,7 @@ impl ServeArgs {
 ///
 /// # Errors
 /// None works here (exit 1), with each one's reason.
-fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, CliError> {
+fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
     let mut passed_over = Vec::new();
     for probe in counterhal::probe_all(&context) {
         match probe.result {
@@ -191,35 +228,42 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, CliError> 
         .iter()
         .map(|(name, e)| format!("{name}: {e}"))
         .collect();
-    Err(CliError::failed(Error::unsupported(format!(
+    Err(Failure::failed(Error::unsupported(format!(
         "no usable counter backend here: {}",
         reasons.join("; ")
     ))))
 }
 
-/// Runs `counterhal serve` until `SIGTERM` or `SIGINT` (then drains and exits 0; `SIGHUP`
-/// reads the web configuration again).
+/// `--rules`: the `-M` metrics of `context`'s model as Prometheus recording rules over the
+/// exported counters (a YAML rules file), for the command to print.
+///
+/// # Errors
+/// A metric or group unknown on the model (exit 2, with the usage line).
+pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
+    let model = context.model.as_deref();
+    let metrics =
+        counterhal::metrics::chosen(&args.metrics, model).map_err(|e| Failure::usage(e, USAGE))?;
+    Ok(rules::rules(&metrics, &args.rules_window, model))
+}
+
+/// Serves `args`'s events and metrics, resolved in `context` (the event database and CPU
+/// model), until `SIGTERM` or `SIGINT` (then drains and exits 0; `SIGHUP` reads the web
+/// configuration again). `--rules` is [`rules`]'s: this serves whatever it says.
 ///
 /// # Errors
 /// Bad arguments or events that do not resolve (exit 2, with the usage line); no event that
 /// opens here, or an address that cannot be listened on (exit 1).
-pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
+pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     // Before any thread starts: the signals are taken by the one thread that waits for them.
     signals::block();
-    let context = args.database.context()?;
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
-        .map_err(|e| CliError::usage(e, USAGE))?;
-    if args.rules {
-        let model = context.model.as_deref();
-        crate::output::emit(&rules::rules(&metrics, &args.rules_window, model))?;
-        return Ok(ExitCode::SUCCESS);
-    }
+        .map_err(|e| Failure::usage(e, USAGE))?;
     let web = args
         .web_config
         .as_deref()
         .map(web::WebConfigFile::open)
         .transpose()
-        .map_err(|e| CliError::usage(Error::invalid_input(e), USAGE))?;
+        .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
     let mut names = args.event_names();
     for event in counterhal::metrics::events_needed(&metrics) {
@@ -229,18 +273,18 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     }
     if names.is_empty() {
         let error = Error::invalid_input("-e names no event");
-        return Err(CliError::usage(error, USAGE));
+        return Err(Failure::usage(error, USAGE));
     }
     let watch = discovery::Watch::new(&args.cgroups, args.max_cgroups as usize)
-        .map_err(|e| CliError::usage(e, USAGE))?;
-    let plan = events::plan(&backend, &names).map_err(|e| CliError::usage(e, USAGE))?;
+        .map_err(|e| Failure::usage(e, USAGE))?;
+    let plan = events::plan(&backend, &names).map_err(|e| Failure::usage(e, USAGE))?;
     if plan.exported.is_empty() {
         let reasons: Vec<String> = plan
             .refused
             .iter()
             .map(|r| format!("{}: {}", r.name, r.message))
             .collect();
-        return Err(CliError::failed(
+        return Err(Failure::failed(
             Error::new(
                 counterhal::ErrorKind::NotFound,
                 format!("no event opens here ({})", reasons.join("; ")),
@@ -253,26 +297,26 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
     let listener = args.listen.bind().map_err(|e| {
-        CliError::failed(Error::invalid_input(format!(
+        Failure::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",
             args.listen
         )))
     })?;
     let bound = listener
         .local_addr()
-        .map_err(|e| CliError::failed(Error::invalid_input(format!("no local address: {e}"))))?;
+        .map_err(|e| Failure::failed(Error::invalid_input(format!("no local address: {e}"))))?;
     let scheme = match web.as_ref().map(web::WebConfigFile::current) {
         Some(config) if config.tls.is_some() => "https",
         _ => "http",
     };
-    crate::output::emit_to_stderr(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
+    crate::log(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
     // After the address (the first line said), what does not open.
     exporter.follow(&health);
     if let Some(said) = exporter.watch.said(&health) {
-        crate::output::emit_to_stderr(&said);
+        crate::log(&said);
     }
     for refused in &exporter.refused {
-        crate::output::emit_to_stderr(&format!(
+        crate::log(&format!(
             "counterhal: not counted here: {}: {}\n",
             refused.name, refused.message
         ));

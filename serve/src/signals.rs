@@ -31,7 +31,7 @@ pub fn take(shared: Arc<Shared>) {
             drain(&shared);
         });
     if let Err(e) = started {
-        crate::output::emit_to_stderr(&format!(
+        crate::log(&format!(
             "counterhal: no thread for signals ({e}): SIGHUP and SIGTERM act as by default\n"
         ));
     }
@@ -47,7 +47,7 @@ fn reload(shared: &Shared) {
         }
         None => "counterhal: SIGHUP: no --web.config.file to read again; serving on\n",
     };
-    crate::output::emit_to_stderr(said);
+    crate::log(said);
 }
 
 /// `SIGTERM`: takes no connection more, closes those idle, waits for the rest to be
@@ -71,7 +71,7 @@ fn drain(shared: &Shared) -> ! {
     }
     let left = slots.len();
     drop(slots);
-    crate::output::emit_to_stderr(&format!(
+    crate::log(&format!(
         "counterhal: SIGTERM: {finishing} requests in flight, {left} unfinished at the \
          deadline; exiting\n"
     ));
