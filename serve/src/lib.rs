@@ -13,10 +13,13 @@
 //! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 //!
-//! The crate's face is the command's entry alone: [`ServeArgs`], [`run`], [`rules`] and
+//! The crate's face is the command's entry alone: [`ServeArgs`], [`run`], [`rules()`] and
 //! [`Failure`]; `counterhal serve` flattens its database options beside [`ServeArgs`] and
 //! hands [`run`] the [`Context`] they make.
 #![deny(unsafe_code)]
+// The rooms above are private modules, named for the crate's readers (its documentation is
+// built with `--document-private-items`).
+#![allow(rustdoc::private_intra_doc_links)]
 
 mod budget;
 mod counting;
@@ -86,6 +89,7 @@ pub struct ServeArgs {
     /// ADDR:PORT, [IPv6]:PORT, HOST:PORT (resolved at start) or :PORT (every address);
     /// loopback by default; port 0 takes a free one, and the address served is printed on
     /// standard error.
+    #[allow(rustdoc::broken_intra_doc_links)] // `[IPv6]:PORT` is the help's text, not a link
     #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = listen::parse)]
     pub listen: listen::Listen,
     /// Events to count, as stat takes them (default: task-clock, context-switches,
@@ -248,7 +252,7 @@ pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
 
 /// Serves `args`'s events and metrics, resolved in `context` (the event database and CPU
 /// model), until `SIGTERM` or `SIGINT` (then drains and exits 0; `SIGHUP` reads the web
-/// configuration again). `--rules` is [`rules`]'s: this serves whatever it says.
+/// configuration again). `--rules` is [`rules()`]'s: this serves whatever it says.
 ///
 /// # Errors
 /// Bad arguments or events that do not resolve (exit 2, with the usage line); no event that
