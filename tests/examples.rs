@@ -357,3 +357,57 @@ fn the_readme_example_compiles_as_printed_and_the_installs_are_whole() {
         .expect("capi/README.md's install paragraph");
     assert!(install.contains("`ldconfig`"), "{install}");
 }
+
+/// Oracle: the kernel's top-down events on Sapphire Rapids (arch/x86/events/intel/core.c:
+/// `slots` is `event=0x00,umask=0x4`, `topdown-retiring` `umask=0x80`, `topdown-bad-spec`
+/// `0x81`, `topdown-fe-bound` `0x82`, `topdown-be-bound` `0x83`, raw perf events), perf's
+/// generalized `instructions` and `cycles` (hardware events 1 and 0) and the kernel's
+/// page-fault accounting (at least one fault per fresh page touched). `examples/metrics.rs`
+/// prints each metric's events encoded on the model it is given, without a PMU, and a page
+/// fault rate counted here.
+#[test]
+fn the_metrics_example_encodes_topdown_on_a_model_and_counts_a_rate() {
+    let out = Command::new(example("metrics"))
+        .args(["--cpu-model", "spr"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let said = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    for (event, config) in [
+        ("instructions", "perf type=0 config=0x1 "),
+        ("cycles", "perf type=0 config=0x0 "),
+        ("TOPDOWN.SLOTS", "perf type=4 config=0x400 "),
+        ("PERF_METRICS.RETIRING", "perf type=4 config=0x8000 "),
+        ("PERF_METRICS.BAD_SPECULATION", "perf type=4 config=0x8100 "),
+        ("PERF_METRICS.FRONTEND_BOUND", "perf type=4 config=0x8200 "),
+        ("PERF_METRICS.BACKEND_BOUND", "perf type=4 config=0x8300 "),
+    ] {
+        let line = format!("    {event}: {config}");
+        assert!(text.contains(&line), "no `{line}`:\n{said}");
+    }
+    for metric in [
+        "Frontend_Bound",
+        "Bad_Speculation",
+        "Retiring",
+        "Backend_Bound",
+    ] {
+        assert!(
+            text.contains(&format!("  {metric} = ")),
+            "{metric}:\n{said}"
+        );
+    }
+    if !software_events_count_here() {
+        skip!(Need::System, "no backend here counts software events");
+    }
+    let counted = text
+        .lines()
+        .find_map(|l| l.strip_prefix("counted: page_faults_per_second = "))
+        .unwrap_or_else(|| panic!("no rate:\n{said}"));
+    let faults: u64 = counted
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no count in `{counted}`"));
+    // The example touches 4096 fresh pages.
+    assert!(faults >= 4096, "{counted}");
+}

@@ -1,5 +1,5 @@
 //! Metrics by name or group (`counterhal stat -M NAME[,NAME]`), each an
-//! [`expression`](counterhal_events::expression) over events, the duration
+//! [`expression`] over events, the duration
 //! (`duration_time`, seconds), the command's CPU times (`user_time`, `system_time`: tool
 //! events counted with the others, seconds here), the machine's facts (`#num_cpus_online`, `#smt_on`, ...: see
 //! [`machine`]) and other metrics by name. The metrics are the CPU model's,
@@ -18,7 +18,10 @@ use counterhal_events::{Metric, MetricTable, SHIPPED_METRIC_MODELS, shipped_metr
 
 use crate::{Error, Reading};
 
+mod counter;
 pub mod machine;
+
+pub use counter::{MetricSet, MetricValue};
 
 /// An event's count as a metric's formula reads it: the name it was counted under, its
 /// scaled estimate, and the energy one count stands for where it counts Joules.

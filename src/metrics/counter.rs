@@ -1,0 +1,263 @@
+//! Metrics counted by name on a [`Target`]: the events they read, resolved by the backend
+//! and opened as one set, and each metric's value from the set's scaled readings and the time
+//! it was enabled (`duration_time`).
+
+use counterhal_hal::{Group, OpenOptions, Reading};
+
+use super::{MetricDef, NamedReading, chosen, evaluate, events_needed, readable};
+use crate::{AnyGroup, Chosen, Error, EventSet, Result, Target};
+
+/// Metrics opened on a target by [`Chosen::open_metrics`]: the events they read, counted as
+/// one set, disabled until [`enable`](MetricSet::enable).
+pub struct MetricSet {
+    /// The metrics, in the order named (a group's in its order).
+    metrics: Vec<&'static MetricDef>,
+    /// The events they read, each once, in the set's order.
+    events: Vec<String>,
+    /// The events' set.
+    set: EventSet<AnyGroup>,
+    /// The readings of the last read, one per event.
+    readings: Vec<Reading>,
+    /// When the set was last enabled (real time, ns), while it is.
+    enabled_at: Option<u64>,
+    /// The time it was enabled before that, in nanoseconds.
+    enabled_ns: u64,
+}
+
+/// One metric's value over the time its set was enabled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricValue {
+    /// The metric's name.
+    pub name: &'static str,
+    /// Its value, scaled as the metric prints (a share in percent); `None` where an event it
+    /// reads never ran.
+    pub value: Option<f64>,
+    /// What the value is in (`insn per cycle`, `faults/sec`, `%`).
+    pub unit: &'static str,
+}
+
+impl Chosen {
+    /// Opens the metrics or metric groups `names` (as `counterhal stat -M` takes them: the CPU
+    /// model's, then the portable ones such as `IPC` and `page_faults_per_second`) on
+    /// `target`: the events they read, resolved here and opened as one set, disabled.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name that is no
+    /// metric or group of the model (with the nearest names);
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for a metric that reads a
+    /// machine fact not known here; as [`Chosen::open_named`] for the events, the error
+    /// naming the metrics that read the event that failed.
+    pub fn open_metrics(
+        &self,
+        names: &[&str],
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<MetricSet> {
+        let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let metrics = chosen(&owned, self.context.model.as_deref())?;
+        for metric in &metrics {
+            readable(metric)?;
+        }
+        let events = events_needed(&metrics);
+        for event in &events {
+            if let Err(e) = self.resolve(event) {
+                return Err(cannot_count(&metrics, event, e));
+            }
+        }
+        let names: Vec<&str> = events.iter().map(String::as_str).collect();
+        // The event that did not open, where the error names it.
+        let set = self.open_named(&names, target, options).map_err(|e| {
+            let failed = events
+                .iter()
+                .find(|ev| e.message().starts_with(&format!("{ev}: ")));
+            match failed {
+                Some(event) => cannot_count(&metrics, event, e),
+                None => e,
+            }
+        })?;
+        Ok(MetricSet {
+            readings: vec![Reading::default(); events.len()],
+            metrics,
+            events,
+            set,
+            enabled_at: None,
+            enabled_ns: 0,
+        })
+    }
+}
+
+/// `error` for `event`, said with the metrics that read it (the event named once).
+fn cannot_count(metrics: &[&MetricDef], event: &str, error: Error) -> Error {
+    let why = error.message();
+    let why = why.strip_prefix(&format!("{event}: ")).unwrap_or(why);
+    let readers: Vec<&str> = metrics
+        .iter()
+        .filter(|m| events_needed(&[**m]).iter().any(|e| e == event))
+        .map(|m| m.name)
+        .collect();
+    let message = format!(
+        "metric {} reads `{event}`, which does not count here: {why}",
+        readers.join(", ")
+    );
+    let mut said = Error::new(error.kind(), message);
+    if let Some(errno) = error.errno() {
+        said = said.with_errno(errno);
+    }
+    match error.hint() {
+        Some(hint) => said.with_hint(hint.to_string()),
+        None => said,
+    }
+}
+
+impl MetricSet {
+    /// The metrics, in the order named.
+    pub fn metrics(&self) -> &[&'static MetricDef] {
+        &self.metrics
+    }
+
+    /// The events counted for them, each once, in the set's order.
+    pub fn events(&self) -> &[String] {
+        &self.events
+    }
+
+    /// Starts counting (and the clock of `duration_time`).
+    ///
+    /// # Errors
+    /// As [`Group::enable`].
+    pub fn enable(&mut self) -> Result<()> {
+        self.set.enable()?;
+        self.enabled_at.get_or_insert_with(crate::time::real_ns);
+        Ok(())
+    }
+
+    /// Stops counting (and the clock).
+    ///
+    /// # Errors
+    /// As [`Group::disable`].
+    pub fn disable(&mut self) -> Result<()> {
+        self.set.disable()?;
+        if let Some(at) = self.enabled_at.take() {
+            self.enabled_ns += crate::time::real_ns().saturating_sub(at);
+        }
+        Ok(())
+    }
+
+    /// Reads the events and evaluates every metric over the time the set was enabled.
+    ///
+    /// # Errors
+    /// As [`Group::read`].
+    pub fn read(&mut self) -> Result<Vec<MetricValue>> {
+        self.set.read(&mut self.readings)?;
+        let running = self
+            .enabled_at
+            .map_or(0, |at| crate::time::real_ns().saturating_sub(at));
+        let length_ns = self.enabled_ns + running;
+        let counted = self.readings();
+        Ok(self
+            .metrics
+            .iter()
+            .map(|metric| MetricValue {
+                name: metric.name,
+                value: evaluate(metric, &counted, length_ns),
+                unit: metric.unit,
+            })
+            .collect())
+    }
+
+    /// The events' readings of the last [`read`](MetricSet::read), by name, with the energy of
+    /// a count where the PMU says the event counts Joules.
+    pub fn readings(&self) -> Vec<NamedReading> {
+        self.events
+            .iter()
+            .zip(&self.readings)
+            .zip(self.set.events())
+            .map(|((name, reading), resolved)| NamedReading {
+                name: name.clone(),
+                reading: Some(*reading),
+                joules_per_count: resolved
+                    .unit
+                    .as_ref()
+                    .filter(|unit| unit.name == "Joules")
+                    .map(|unit| unit.scale),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    use super::*;
+    use crate::metrics::Counted;
+
+    /// Oracle: the kernel's page-fault accounting (the software event `page-faults`, counted
+    /// in its fault handler: at least one fault per fresh 4 KiB page touched, as `perf stat
+    /// -e page-faults` reads it) and perf 6.1's `page_faults_per_second` (its count over
+    /// `duration_time`, the seconds counted).
+    #[test]
+    fn a_page_fault_rate_is_the_pages_touched_over_the_time_counted() {
+        let Ok(backend) = crate::open_default(None) else {
+            skip!(Need::System, "no counter backend here");
+        };
+        if !crate::query(&backend, "page-faults").usable() {
+            skip!(Need::System, "no backend here counts page-faults");
+        }
+        let this_thread = Target::this_thread();
+        let options = OpenOptions::default();
+        let mut set = backend
+            .open_metrics(&["page_faults_per_second"], &this_thread, &options)
+            .unwrap();
+        assert_eq!(set.events(), ["page-faults"]);
+        let pages = 1024;
+        let outer = crate::time::real_ns();
+        set.enable().unwrap();
+        let mut memory = vec![0u8; pages * 4096];
+        for page in memory.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&memory);
+        set.disable().unwrap();
+        let outer_ns = crate::time::real_ns() - outer;
+        let values = set.read().unwrap();
+        let faults = set.readings()[0].estimate().unwrap();
+        assert!(faults >= pages as u64, "{faults} faults for {pages} pages");
+        let rate = values[0].value.unwrap();
+        assert_eq!(
+            (values[0].name, values[0].unit),
+            ("page_faults_per_second", "faults/sec")
+        );
+        // The seconds the rate divides by lie within the time around enable and disable.
+        let seconds = faults as f64 / rate;
+        assert!(
+            seconds > 0.0 && seconds <= outer_ns as f64 / 1e9,
+            "{faults} faults at {rate}/s: {seconds} s, within {outer_ns} ns"
+        );
+    }
+
+    /// Oracle: perf 6.1's `perf stat -M IPC` where the CPU has no PMU (`cycles` and
+    /// `instructions` do not open: perf says the metric cannot be computed). A metric whose
+    /// event does not count here is refused by the metric's name and the event's; a name that
+    /// is no metric is bad input.
+    #[test]
+    fn a_metric_that_cannot_count_here_is_refused_by_name() {
+        let Ok(backend) = crate::open_default(None) else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let this_thread = Target::this_thread();
+        let options = OpenOptions::default();
+        let unknown = backend.open_metrics(&["No_Such_Metric"], &this_thread, &options);
+        let e = unknown.err().expect("not a metric");
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+        assert!(e.message().contains("No_Such_Metric"), "{e}");
+        if crate::query(&backend, "cycles").usable() {
+            return; // a PMU here: IPC counts
+        }
+        let e = backend
+            .open_metrics(&["IPC"], &this_thread, &options)
+            .err()
+            .expect("no cycles here");
+        assert!(e.message().contains("metric IPC reads `"), "{e}");
+    }
+}
