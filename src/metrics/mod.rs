@@ -8,6 +8,11 @@
 //! exactly (case and all) among the model's metrics and groups, then the portable ones, then
 //! without case among the portable ones, then the model's: the model's `Frontend_Bound` is
 //! `-M Frontend_Bound`, the portable `frontend_bound` is `-M frontend_bound`.
+//!
+//! [`Chosen::open_metrics`](crate::Chosen::open_metrics) counts metrics on a target and
+//! reads their values ([`MetricSet`]); [`chosen`], [`events_needed`] and [`evaluate`] plan
+//! and compute them over any readings ([`Counted`]), as `stat -M`, `list --metrics`,
+//! `encode -M` and `serve --rules` do.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
