@@ -71,6 +71,14 @@ pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
 
 /// Every directory below `dir` (named `prefix`), depth first, each before what it holds.
 pub fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
+    walk_within(dir, prefix, names, usize::MAX);
+}
+
+/// As [`walk`], `levels` levels down at most (0: none).
+pub fn walk_within(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
+    if levels == 0 {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -85,7 +93,7 @@ pub fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
             format!("{prefix}/{file_name}")
         };
         names.push(name.clone());
-        walk(&entry.path(), &name, names);
+        walk_within(&entry.path(), &name, names, levels - 1);
     }
 }
 
