@@ -19,6 +19,7 @@ mod reliability;
 mod serve;
 mod serve_costs;
 mod serve_examples;
+mod serve_kubernetes;
 mod serve_ops;
 mod serve_prometheus;
 mod serve_web;
