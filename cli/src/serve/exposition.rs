@@ -310,7 +310,8 @@ fn series(
         for (index, &column) in place.columns.iter().enumerate() {
             let event = &exporter.events[column];
             let reading = run.iter().fold(Reading::default(), |sum, p| {
-                let one = p.readings[index];
+                // A cgroup counts the same events on every CPU: the same columns.
+                let one = p.readings.get(index).copied().unwrap_or_default();
                 Reading::new(
                     sum.value.saturating_add(one.value),
                     sum.time_enabled.saturating_add(one.time_enabled),
