@@ -136,13 +136,23 @@ pub fn is_cgroup_pattern(list: &str) -> bool {
 /// `root` (`app/web`), depth first, each before what it holds (the order `find` meets them).
 /// A directory that cannot be read is passed over with what it holds.
 pub fn cgroup_names(root: &Path) -> Vec<String> {
+    cgroup_names_within(root, usize::MAX)
+}
+
+/// As [`cgroup_names`], `levels` levels below `root` at most (0: the root alone); the walk
+/// goes no deeper (serve's `--cgroup-depth`).
+pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
     let mut names = vec![String::new()];
-    walk(root, "", &mut names);
+    walk(root, "", &mut names, levels);
     names
 }
 
-/// Every directory below `dir` (named `prefix`), depth first, each before what it holds.
-fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
+/// Every directory below `dir` (named `prefix`), depth first, each before what it holds,
+/// `levels` levels down at most.
+fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
+    if levels == 0 {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -157,7 +167,7 @@ fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>) {
             format!("{prefix}/{file_name}")
         };
         names.push(name.clone());
-        walk(&entry.path(), &name, names);
+        walk(&entry.path(), &name, names, levels - 1);
     }
 }
 

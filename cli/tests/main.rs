@@ -24,6 +24,8 @@ mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;
 #[cfg(feature = "serve")]
+mod serve_kubernetes;
+#[cfg(feature = "serve")]
 mod serve_ops;
 #[cfg(feature = "serve")]
 mod serve_prometheus;

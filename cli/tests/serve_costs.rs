@@ -185,7 +185,14 @@ fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
         );
     };
     let pattern = format!("^{}/", parent.name);
-    let exporter = Exporter::start(&["-e", "task-clock,page-faults", "--cgroups", &pattern]);
+    // Per CPU: a series per counter.
+    let exporter = Exporter::start(&[
+        "-e",
+        "task-clock,page-faults",
+        "--cgroups",
+        &pattern,
+        "--per-cpu",
+    ]);
     let before = counters_in(&scrape(&exporter));
     std::fs::create_dir(parent.path.join("new")).expect("make a cgroup");
     let body = scrape(&exporter);

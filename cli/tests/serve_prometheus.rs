@@ -264,7 +264,13 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
             .ok();
     }
     let pattern = format!("^{}$", busy.name);
-    let exporter = Exporter::start(&["-e", "task-clock,page-faults", "--cgroups", &pattern]);
+    let exporter = Exporter::start(&[
+        "-e",
+        "task-clock,page-faults",
+        "--cgroups",
+        &pattern,
+        "--per-cpu",
+    ]);
     let (status, scrape) = get(exporter.address, "/metrics", None);
     assert_eq!(status, Some(200));
     let cgroup = format!("/{}", busy.name);

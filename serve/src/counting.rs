@@ -14,6 +14,7 @@ use super::budget::{self, Budget};
 use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
+use super::kubernetes::{self, Pod};
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -34,6 +35,8 @@ pub struct Place {
     pub readings: Vec<Reading>,
     /// Whether the last read succeeded (a place whose read failed is left out of the scrape).
     pub read: bool,
+    /// The pod (and container) whose cgroup this is, if any: its labels.
+    pub pod: Option<Pod>,
     set: EventSet<AnyGroup>,
 }
 
@@ -55,6 +58,8 @@ pub struct Exporter {
     pub budget: Budget,
     /// The places left out for lack of descriptors at the last [`follow`](Exporter::follow).
     pub unopened: usize,
+    /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
+    pub per_cpu: bool,
 }
 
 impl Exporter {
@@ -70,6 +75,7 @@ impl Exporter {
             by_cpu: Vec::new(),
             budget,
             unopened: 0,
+            per_cpu: false,
         }
     }
 
@@ -175,6 +181,7 @@ impl Exporter {
                 readings: vec![Reading::default(); columns.len()],
                 columns,
                 read: false,
+                pod: at.cgroup.as_deref().and_then(kubernetes::pod),
                 set,
             })
         })

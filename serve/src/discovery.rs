@@ -3,6 +3,8 @@
 //! but its patterns are the regular expressions Prometheus users write (Go's RE2 syntax, in
 //! which POSIX extended expressions such as `^a/(b|c)$` mean what they mean to `grep -E`),
 //! not perf's basic ones, each matched anywhere in the path below the mount.
+//! `--cgroup-depth N` keeps to the cgroups at most N levels below the mount (the walk goes no
+//! deeper); alone, it follows every cgroup 1 to N levels down.
 //! A cgroup followed stays followed while it matches; one that appears takes a free place
 //! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
 //! beyond the bound is left out and counted once, when first left out.
@@ -25,6 +27,11 @@ pub struct Watch {
     patterns: bool,
     /// The list's patterns, compiled (its empty items, the root, left out).
     expressions: Vec<regex::Regex>,
+    /// `--cgroup-depth`: the most levels below the mount a cgroup followed may be.
+    depth: Option<usize>,
+    /// Whether every cgroup within `depth` is followed (`--cgroup-depth` without
+    /// `--cgroups`).
+    every: bool,
     /// The most cgroups followed.
     max: usize,
     /// The cgroups followed, by label (`/app/web`; the root `/`).
@@ -34,14 +41,16 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Follows the cgroups `items` name or match (none without items), at most `max`.
+    /// Follows the cgroups `items` name or match, no deeper than `depth` levels below the
+    /// mount; without items, every cgroup 1 to `depth` levels down (none without `depth`
+    /// either); at most `max`.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern that
     /// is not a regular expression (with the reason and where); as
     /// [`counterhal::cgroup_root`] where no cgroup file system is mounted.
-    pub fn new(items: &[String], max: usize) -> Result<Watch, Error> {
-        if items.is_empty() {
+    pub fn new(items: &[String], depth: Option<usize>, max: usize) -> Result<Watch, Error> {
+        if items.is_empty() && depth.is_none() {
             return Ok(Watch::default());
         }
         let list = items.join(",");
@@ -55,6 +64,8 @@ impl Watch {
             list,
             patterns,
             expressions,
+            depth,
+            every: items.is_empty(),
             max,
             followed: Vec::new(),
             left_out: Vec::new(),
@@ -67,16 +78,20 @@ impl Watch {
         let Some(root) = &self.root else {
             return Vec::new();
         };
-        let names: Vec<String> = if self.patterns {
-            let mut names = counterhal::cgroup_names(root);
-            let root_too = self.list.split(',').any(str::is_empty);
-            names.retain(|name| {
-                (name.is_empty() && root_too) || self.expressions.iter().any(|e| e.is_match(name))
+        let levels = self.depth.unwrap_or(usize::MAX);
+        let names: Vec<String> = if self.patterns || self.every {
+            let mut names = counterhal::cgroup_names_within(root, levels);
+            let root_too = !self.every && self.list.split(',').any(str::is_empty);
+            names.retain(|name| match name.is_empty() {
+                true => root_too,
+                false => self.every || self.expressions.iter().any(|e| e.is_match(name)),
             });
             names
         } else {
+            let within = |name: &&str| name.split('/').filter(|p| !p.is_empty()).count() <= levels;
             self.list
                 .split(',')
+                .filter(within)
                 .filter(|name| root.join(name).is_dir())
                 .map(str::to_string)
                 .collect()
@@ -113,9 +128,15 @@ impl Watch {
             true => " (extended regular expressions, RE2's syntax, matched anywhere in the path)",
             false => "",
         };
+        let depth = self.depth.map_or(String::new(), |n| {
+            format!(" within {n} levels of the mount")
+        });
+        let what = match self.every {
+            true => "--cgroup-depth: every cgroup".to_string(),
+            false => format!("--cgroups {}{dialect}", self.list),
+        };
         Some(format!(
-            "counterhal: --cgroups {}{dialect} matches {matched} cgroups now; {followed} followed\n",
-            self.list
+            "counterhal: {what}{depth} matches {matched} cgroups now; {followed} followed\n"
         ))
     }
 
@@ -198,9 +219,45 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// `--cgroup-depth` keeps the patterns, the names and (alone) every cgroup to its levels,
+    /// the root left out where no empty item names it.
+    #[test]
+    fn cgroup_depth_keeps_to_its_levels() {
+        let root = std::env::temp_dir().join(format!("counterhal-depth-{}", std::process::id()));
+        let health = Health::new("linux");
+        std::fs::create_dir_all(root.join("k/pod-a/container")).unwrap();
+        std::fs::create_dir_all(root.join("k/pod-b")).unwrap();
+        std::fs::create_dir_all(root.join("system")).unwrap();
+        let labels = |mut w: Watch| {
+            let mut v: Vec<String> = w.discover(&health).iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        let depth = |mut w: Watch, n| {
+            w.depth = Some(n);
+            w
+        };
+        assert_eq!(
+            labels(depth(watch(&root, "^k/", 8), 2)),
+            ["/k/pod-a", "/k/pod-b"]
+        );
+        assert_eq!(
+            labels(watch(&root, "^k/", 8)),
+            ["/k/pod-a", "/k/pod-a/container", "/k/pod-b"]
+        );
+        assert_eq!(
+            labels(depth(watch(&root, "k/pod-a/container,k/pod-b", 8), 2)),
+            ["/k/pod-b"]
+        );
+        let mut every = depth(Watch::default(), 1);
+        (every.root, every.every, every.max) = (Some(root.clone()), true, 8);
+        assert_eq!(labels(every), ["/k", "/system"]);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn bad_patterns_are_refused_with_the_reason() {
-        let error = Watch::new(&["(a".to_string()], 4).unwrap_err();
+        let error = Watch::new(&["(a".to_string()], None, 4).unwrap_err();
         assert!(
             error.message().contains("--cgroups pattern `(a`"),
             "{error}"

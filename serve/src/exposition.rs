@@ -140,7 +140,8 @@ impl Family {
         }
     }
 
-    /// One sample: its name, labels and value.
+    /// One sample: its name, labels and value. A label whose value is empty is left out, as
+    /// Prometheus takes an empty label for an absent one.
     fn sample(&self, out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], value: Number) {
         out.extend_from_slice(self.name.as_bytes());
         out.extend_from_slice(match self.kind {
@@ -148,9 +149,13 @@ impl Family {
             Kind::Info => b"_info",
             Kind::Gauge => b"",
         });
-        if !labels.is_empty() {
+        let mut labels = labels
+            .iter()
+            .filter(|(_, value)| !matches!(value, Label::Text("")))
+            .peekable();
+        if labels.peek().is_some() {
             out.push(b'{');
-            for (at, (name, value)) in labels.iter().enumerate() {
+            for (at, (name, value)) in labels.enumerate() {
                 if at > 0 {
                     out.push(b',');
                 }
@@ -272,6 +277,11 @@ pub fn write(
 
 /// One family's samples over every place read: `value` says what an event's reading is in
 /// the family (`None`: the event is not in it). The header is written before the first.
+///
+/// A cgroup's places are one series per event, its readings (value, enabled, running) summed
+/// over the CPUs, as `perf stat -a -G` aggregates them; with `--per-cpu`, and system-wide,
+/// each CPU's is a series of its own. A cgroup is left out of a scrape where one of its
+/// CPUs' reads failed (a sum without that CPU would go down: a counter reset to PromQL).
 fn series(
     out: &mut Vec<u8>,
     format: Format,
@@ -280,33 +290,73 @@ fn series(
     value: impl Fn(&Exported, &Reading) -> Option<Number>,
 ) {
     let mut headed = false;
-    for place in exporter.places.iter().filter(|p| p.read) {
-        for (&column, reading) in place.columns.iter().zip(&place.readings) {
+    let places = &exporter.places;
+    let mut at = 0;
+    while at < places.len() {
+        let place = &places[at];
+        let summed = place.at.cgroup.is_some() && !exporter.per_cpu;
+        let run = match summed {
+            true => places[at..]
+                .iter()
+                .take_while(|p| p.at.cgroup == place.at.cgroup)
+                .count(),
+            false => 1,
+        };
+        let run = &places[at..at + run];
+        at += run.len();
+        if run.iter().any(|p| !p.read) {
+            continue;
+        }
+        for (index, &column) in place.columns.iter().enumerate() {
             let event = &exporter.events[column];
-            let Some(number) = value(event, reading) else {
+            let reading = run.iter().fold(Reading::default(), |sum, p| {
+                // A cgroup counts the same events on every CPU: the same columns.
+                let one = p.readings.get(index).copied().unwrap_or_default();
+                Reading::new(
+                    sum.value.saturating_add(one.value),
+                    sum.time_enabled.saturating_add(one.time_enabled),
+                    sum.time_running.saturating_add(one.time_running),
+                )
+            });
+            let Some(number) = value(event, &reading) else {
                 continue;
             };
             if !headed {
                 family.header(out, format);
                 headed = true;
             }
-            let labels = labels(event, place);
-            let used = if place.at.cgroup.is_some() { 4 } else { 3 };
-            family.sample(out, &labels[..used], number);
+            let cpu = (!summed).then_some(place.at.cpu);
+            family.sample(out, &labels(event, place, cpu), number);
         }
     }
 }
 
-/// An event's labels at a place: `event`, `pmu`, `cpu`, and `cgroup` where it is one's.
-fn labels<'a>(event: &'a Exported, place: &'a Place) -> [(&'static str, Label<'a>); 4] {
+/// An event's labels at a place: `event`, `pmu`, `cpu` (none where summed), and where it is
+/// a cgroup's, `cgroup` and its pod's `pod_uid`, `container_id` and `qos_class`; an empty one
+/// is left out when written.
+fn labels<'a>(
+    event: &'a Exported,
+    place: &'a Place,
+    cpu: Option<u32>,
+) -> [(&'static str, Label<'a>); 7] {
+    let pod = place.pod.as_ref();
     [
         ("event", Label::Text(&event.name)),
         ("pmu", Label::Text(&event.pmu)),
-        ("cpu", Label::Int(u64::from(place.at.cpu))),
+        (
+            "cpu",
+            cpu.map_or(Label::Text(""), |cpu| Label::Int(u64::from(cpu))),
+        ),
         (
             "cgroup",
             Label::Text(place.at.cgroup.as_deref().unwrap_or("")),
         ),
+        ("pod_uid", Label::Text(pod.map_or("", |p| &p.uid))),
+        (
+            "container_id",
+            Label::Text(pod.map_or("", |p| &p.container_id)),
+        ),
+        ("qos_class", Label::Text(pod.map_or("", |p| p.qos_class))),
     ]
 }
 

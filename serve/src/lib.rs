@@ -28,6 +28,7 @@ mod events;
 mod exposition;
 mod health;
 mod http;
+mod kubernetes;
 mod listen;
 mod request;
 mod rules;
@@ -66,7 +67,8 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
-[--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--max-cgroups N] \
+[--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
+[--per-cpu] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -77,9 +79,11 @@ Endpoints (GET and HEAD only; none changes anything):
   /         a page naming the events counted and those that did not open
 
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
-counterhal_event_joules_total (energy), each with event, pmu, cpu and (per cgroup) cgroup
-labels; counterhal_event_enabled_seconds_total and counterhal_event_running_seconds_total
-beside them (rate(value) * rate(enabled) / rate(running) scales a multiplexed count).
+counterhal_event_joules_total (energy), each with event, pmu and cpu labels, and per cgroup
+a cgroup label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes
+pod's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
+counterhal_event_running_seconds_total beside them (rate(value) * rate(enabled) /
+rate(running) scales a multiplexed count).
 docs/serve.md has them all, and the bounds on clients.";
 
 /// `counterhal serve`'s options.
@@ -120,10 +124,19 @@ pub struct ServeArgs {
     /// scrape; how many match is said at start and exported.
     #[arg(long = "cgroups", value_name = "PATTERN", num_args = 1..)]
     pub cgroups: Vec<String>,
+    /// Follow cgroups at most N levels below the mount (a cgroup counts its descendants'
+    /// tasks too, so a pod's cgroup counts its containers): with --cgroups, those it matches
+    /// no deeper than N; alone, every cgroup 1 to N levels down. --max-cgroups bounds both.
+    #[arg(long = "cgroup-depth", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub cgroup_depth: Option<u32>,
     /// The most cgroups followed at once; matching cgroups past it are left out and counted
     /// by counterhal_cgroups_dropped_total.
     #[arg(long = "max-cgroups", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub max_cgroups: u32,
+    /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
+    /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
+    #[arg(long = "per-cpu")]
+    pub per_cpu: bool,
     /// The most client connections open at once; past it, the one that has waited longest
     /// for its request is closed for the new one.
     #[arg(long = "max-connections", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -279,7 +292,8 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         let error = Error::invalid_input("-e names no event");
         return Err(Failure::usage(error, USAGE));
     }
-    let watch = discovery::Watch::new(&args.cgroups, args.max_cgroups as usize)
+    let depth = args.cgroup_depth.map(|n| n as usize);
+    let watch = discovery::Watch::new(&args.cgroups, depth, args.max_cgroups as usize)
         .map_err(|e| Failure::usage(e, USAGE))?;
     let plan = events::plan(&backend, &names).map_err(|e| Failure::usage(e, USAGE))?;
     if plan.exported.is_empty() {
@@ -300,6 +314,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let limit = sys::raise_open_files().unwrap_or(1024);
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
+    exporter.per_cpu = args.per_cpu;
     let listener = args.listen.bind().map_err(|e| {
         Failure::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",

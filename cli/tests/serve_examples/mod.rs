@@ -122,6 +122,41 @@ pub fn pattern_matches(pattern: &str, path: &str) -> bool {
     child.wait().unwrap().success()
 }
 
+/// The documents of the YAML file `path` as PyYAML reads them, as JSON; `None` where PyYAML
+/// (Debian's python3-yaml) is not installed.
+pub fn yaml_documents(path: &Path) -> Option<Vec<serde_json::Value>> {
+    let (ok, json) = verdict(Command::new("python3").arg("-c").arg(
+        "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
+    ).arg(path));
+    if !ok && json.contains("No module named 'yaml'") {
+        return None;
+    }
+    assert!(ok, "PyYAML on {}: {json}", path.display());
+    let documents: serde_json::Value = serde_json::from_str(&json).unwrap();
+    Some(documents.as_array().unwrap().clone())
+}
+
+/// The DaemonSet's container (daemonset.yaml's one document, checked to be one), with its
+/// pod's spec; `None` without PyYAML.
+pub fn daemonset() -> Option<(serde_json::Value, serde_json::Value)> {
+    let documents = yaml_documents(&repository("examples/prometheus/daemonset.yaml"))?;
+    assert_eq!(documents.len(), 1, "{documents:?}");
+    let pod = documents[0]["spec"]["template"]["spec"].clone();
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    Some((containers[0].clone(), pod))
+}
+
+/// The words of the DaemonSet container's command.
+pub fn command_of(container: &serde_json::Value) -> Vec<String> {
+    container["command"]
+        .as_array()
+        .expect("a command")
+        .iter()
+        .map(|w| w.as_str().expect("every word a string").to_string())
+        .collect()
+}
+
 /// The value after `option` in `args`.
 pub fn after<'a>(args: &'a [String], option: &str) -> Option<&'a str> {
     let at = args.iter().position(|a| a == option)?;
@@ -231,28 +266,22 @@ fn prometheus_config_and_its_rules_pass_promtool() {
     );
 }
 
-/// The DaemonSet is YAML (PyYAML reads it) whose pod counts with CAP_PERFMON alone (every
-/// other capability dropped, no privilege escalation, a read-only root), outside the host's
-/// PID namespace, with the host's cgroup file system mounted read-only where serve finds it,
-/// on the node's port 19110, scraped by annotation, within limits; and its command is one the
+/// The DaemonSet is YAML (PyYAML reads it) whose pod counts with CAP_PERFMON and CAP_BPF
+/// alone (every other capability dropped, no privilege escalation, a read-only root),
+/// outside the host's PID namespace, as system-node-critical, with the host's cgroup file
+/// system mounted read-only where serve finds it and its web configuration from a Secret, on
+/// the node's port 19110, ready once listening, within limits; and its command is one the
 /// built command takes, counting the events the rules file reads, following each pod's cgroup
 /// and no container's.
 #[test]
-fn daemonset_counts_what_the_rules_read_with_perfmon_alone() {
-    let path = repository("examples/prometheus/daemonset.yaml");
-    if !runs("python3", &["-c", "import yaml"]) {
+fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
+    let Some((container, pod)) = daemonset() else {
         skip!(
             Need::Tools,
             "PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
         );
-    }
-    let (ok, json) = verdict(Command::new("python3").arg("-c").arg(
-        "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
-    ).arg(&path));
-    assert!(ok, "PyYAML: {json}");
-    let documents: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let documents = documents.as_array().unwrap();
-    assert_eq!(documents.len(), 1, "{json}");
+    };
+    let documents = yaml_documents(&repository("examples/prometheus/daemonset.yaml")).unwrap();
     let set = &documents[0];
     assert_eq!(set["apiVersion"], "apps/v1");
     assert_eq!(set["kind"], "DaemonSet");
@@ -261,19 +290,16 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_alone() {
         set["spec"]["selector"]["matchLabels"], template["metadata"]["labels"],
         "the selector picks the pods"
     );
-    let annotations = &template["metadata"]["annotations"];
-    assert_eq!(annotations["prometheus.io/scrape"], "true");
-    assert_eq!(annotations["prometheus.io/port"], "19110");
-    let pod = &template["spec"];
+    assert_eq!(pod["priorityClassName"], "system-node-critical");
     assert_ne!(pod["hostPID"], true, "serve needs no host PID namespace");
-    let containers = pod["containers"].as_array().unwrap();
-    assert_eq!(containers.len(), 1);
-    let container = &containers[0];
+    let container = &container;
+    let readiness = &container["readinessProbe"]["tcpSocket"]["port"];
+    assert_eq!(readiness, "metrics", "{}", container["readinessProbe"]);
 
     let security = &container["securityContext"];
     assert_eq!(
         security["capabilities"]["add"],
-        serde_json::json!(["PERFMON"])
+        serde_json::json!(["PERFMON", "BPF"])
     );
     assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
     assert_eq!(security["allowPrivilegeEscalation"], false);
@@ -299,6 +325,18 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_alone() {
         .expect("the cgroup mount's volume");
     assert_eq!(volume["hostPath"]["path"], "/sys/fs/cgroup");
 
+    let web = mounts
+        .iter()
+        .find(|m| m["mountPath"] == "/etc/counterhal/web")
+        .expect("the web configuration's Secret mounted at /etc/counterhal/web");
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == web["name"])
+        .expect("the web configuration's volume");
+    assert_eq!(volume["secret"]["secretName"], "counterhal-web");
+
     let port = &container["ports"][0];
     assert_eq!(port["containerPort"], 19110);
     assert!(
@@ -306,18 +344,18 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_alone() {
         "reachable on the node's port: {port}"
     );
 
-    let command: Vec<String> = container["command"]
-        .as_array()
-        .expect("a command")
-        .iter()
-        .map(|w| w.as_str().expect("every word a string").to_string())
-        .collect();
+    let command = command_of(container);
     assert_eq!(
         command[..2],
         ["/usr/bin/counterhal", "serve"],
         "{command:?}"
     );
     assert_eq!(after(&command, "--listen"), Some("0.0.0.0:19110"));
+    assert_eq!(
+        after(&command, "--web.config.file"),
+        Some("/etc/counterhal/web/web-config.yml")
+    );
+    assert_eq!(after(&command, "--cgroup-depth"), Some("3"));
     assert_eq!(rules_of(&command[1..]), rules_file().1, "{command:?}");
     let pattern = after(&command, "--cgroups").expect("--cgroups");
     let pod_cgroup = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e.slice";
