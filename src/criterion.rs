@@ -143,7 +143,8 @@ impl Measurement for EventMeasurement {
         0
     }
 
-    /// The count, nudged by [`SUB_COUNT`] of it, up and down in turn.
+    /// The count, nudged by 2^-40 of it (of one event for 0), up and down in turn: see the
+    /// module's documentation.
     fn to_f64(&self, value: &u64) -> f64 {
         let count = *value as f64;
         let up = self.nudge_up.replace(!self.nudge_up.get());
