@@ -17,6 +17,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
+use counterhal::Result;
 use counterhal::prelude::*;
 
 /// The events measured, the first three software events every Linux kernel has.

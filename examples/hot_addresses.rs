@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use counterhal::prelude::*;
-use counterhal::{Record, SampleFields, SampleOptions, Sampler};
+use counterhal::{Record, Result, SampleFields, SampleOptions, Sampler};
 
 // The loops use plain operators only, so that even a debug build keeps their work inside
 // them (no call to an iterator or a helper).

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use counterhal::Result;
 use counterhal::prelude::*;
 use counterhal::region::{self, DEFAULT_EVENTS, Regions};
 

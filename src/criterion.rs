@@ -23,9 +23,15 @@
 //!
 //! `examples/criterion_events.rs` runs one (`cargo run --release --features criterion
 //! --example criterion_events -- --bench`); `cargo test` builds it and tests/examples.rs
-//! runs it briefly.
+//! runs it briefly, an exact tracepoint twice with criterion's plots on.
+//!
+//! It is written for criterion 0.8. An exact event gives every sample the same count per
+//! iteration, where criterion's statistics expect a spread: the measurement hands criterion
+//! each sample nudged by 2^-40 of its count, up and down in turn (far below one event and
+//! every digit criterion prints), so that a run compared with the one before is reported
+//! (no change for an equal count) and plotted rather than panicking.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use ::criterion::Throughput;
 use ::criterion::measurement::{Measurement, ValueFormatter};
@@ -39,11 +45,27 @@ use crate::{AnyGroup, Chosen, Target, open_default};
 pub struct EventMeasurement {
     set: RefCell<EventSet<AnyGroup>>,
     labels: Labels,
+    /// Whether the next sample handed to criterion's statistics is nudged up (else down):
+    /// see [`SUB_COUNT`].
+    nudge_up: Cell<bool>,
 }
+
+/// The part of a count, 2^-40, by which each sample criterion's statistics receive is nudged,
+/// up and down in turn (at least 2^-40 of one event, for a count of 0).
+///
+/// An exact event (a tracepoint, the page faults of a fixed workload) gives each sample the
+/// same count per iteration: criterion's Welch t-test of two such runs is 0/0, its bootstrap
+/// keeps no finite value, and criterion 0.8.2's t-test plot indexes that empty distribution
+/// and panics (`kde::sweep`, on a run that has a previous one to compare with). Nudged, the
+/// samples have a spread far below one event and below every digit criterion prints: the
+/// t-test is defined, an unchanged count is reported as no change and a changed one as a
+/// change, and the plots draw. The readings themselves are never nudged.
+const SUB_COUNT: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// The units criterion prints: the event's name, and per unit of throughput.
 struct Labels {
     name: &'static str,
+    per_bit: &'static str,
     per_byte: &'static str,
     per_element: &'static str,
 }
@@ -67,16 +89,18 @@ impl EventMeasurement {
         let mut set =
             chosen.open_named(&[name], &Target::this_thread(), &OpenOptions::grouped())?;
         set.enable()?;
-        // criterion takes its units as `&'static str`: each measurement's three labels live
+        // criterion takes its units as `&'static str`: each measurement's four labels live
         // as long as the process (a benchmark makes a handful).
         let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
         Ok(Self {
             set: RefCell::new(set),
             labels: Labels {
                 name: leak(name.to_string()),
+                per_bit: leak(format!("{name}/bit")),
                 per_byte: leak(format!("{name}/byte")),
                 per_element: leak(format!("{name}/element")),
             },
+            nudge_up: Cell::new(true),
         })
     }
 
@@ -119,8 +143,13 @@ impl Measurement for EventMeasurement {
         0
     }
 
+    /// The count, nudged by 2^-40 of it (of one event for 0), up and down in turn: see the
+    /// module's documentation.
     fn to_f64(&self, value: &u64) -> f64 {
-        *value as f64
+        let count = *value as f64;
+        let up = self.nudge_up.replace(!self.nudge_up.get());
+        let nudge = count.max(1.0) * SUB_COUNT;
+        if up { count + nudge } else { count - nudge }
     }
 
     fn formatter(&self) -> &dyn ValueFormatter {
@@ -140,8 +169,12 @@ impl ValueFormatter for Labels {
         values: &mut [f64],
     ) -> &'static str {
         let (per, label) = match *throughput {
+            Throughput::Bits(n) => (n, self.per_bit),
             Throughput::Bytes(n) | Throughput::BytesDecimal(n) => (n, self.per_byte),
-            Throughput::Elements(n) => (n, self.per_element),
+            // Elements first, as criterion's own wall-time formatter reports the pair.
+            Throughput::Elements(n) | Throughput::ElementsAndBytes { elements: n, .. } => {
+                (n, self.per_element)
+            }
         };
         let per = per.max(1) as f64;
         for value in values {
@@ -207,6 +240,23 @@ mod tests {
         criterion.bench_function("fresh pages", |b| {
             b.iter(|| std::hint::black_box(vec![1u8; 64 << 10]))
         });
+    }
+
+    /// The values criterion's statistics receive are the count nudged by 2^-40 of it (of one
+    /// event for 0), up and down in turn: a pair of samples averages to the count exactly,
+    /// and two samples of one count differ.
+    /// Oracle: the count itself (an exact count's samples), to the precision of an f64.
+    #[test]
+    fn samples_are_nudged_below_one_event_up_and_down_in_turn() {
+        let Ok(measurement) = EventMeasurement::new("page-faults") else {
+            skip!(Need::System, "no backend here counts page-faults");
+        };
+        for count in [0u64, 1, 8449, 1 << 40] {
+            let (up, down) = (measurement.to_f64(&count), measurement.to_f64(&count));
+            let nudge = (count as f64).max(1.0) / (1u64 << 40) as f64;
+            assert_eq!((up, down), (count as f64 + nudge, count as f64 - nudge));
+            assert_eq!((up + down) / 2.0, count as f64, "{count}");
+        }
     }
 
     /// A name that is no event fails with the name in the error, before criterion runs.

@@ -6,6 +6,12 @@
 //! options, and the traits whose methods these need ([`Group`](crate::Group), [`Sampler`](crate::Sampler)), imported
 //! without their names so that a glob import of another crate's `Group` does not clash.
 //!
+//! It holds no name the standard library's `std::io` or `std::fmt` exports: the error types
+//! are [`counterhal::Error`](crate::Error), [`counterhal::ErrorKind`](crate::ErrorKind) and
+//! [`counterhal::Result`](crate::Result), named by their path or imported by name, so that
+//! `use std::io::*;` (or `std::fmt::*`) beside the prelude leaves `Result`, `Error` and
+//! `ErrorKind` the standard library's, not ambiguous.
+//!
 //! ```no_run
 //! use counterhal::prelude::*;
 //!
@@ -20,9 +26,8 @@
 //! ```
 
 pub use crate::{
-    AnyGroup, AnySampler, Chosen, Domain, Error, ErrorKind, EventSet, EventSetBuilder, OpenOptions,
-    Place, Reading, Record, Result, SampleFields, SampleOptions, Setup, Target, online_cpus,
-    open_default, query,
+    AnyGroup, AnySampler, Chosen, Domain, EventSet, EventSetBuilder, OpenOptions, Place, Reading,
+    Record, SampleFields, SampleOptions, Setup, Target, online_cpus, open_default, query,
 };
 #[cfg(unix)]
 pub use crate::{CommandCount, Follow};

@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use counterhal::CountedCommand;
+use counterhal::ErrorKind;
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;

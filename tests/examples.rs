@@ -294,6 +294,67 @@ fn the_criterion_example_reports_each_event_by_name() {
     );
 }
 
+/// `examples/criterion_events.rs`'s benchmark of an exact tracepoint, run twice with
+/// criterion's plots on: each `getppid` call enters `syscalls:sys_enter_getppid` once, so every
+/// sample is 1 per iteration, and the second run compares with the first (criterion's Welch
+/// t-test and its plot, which panicked on such a count in criterion 0.8.2 before the
+/// measurement nudged its samples). Few samples and resamples keep it under a second a run.
+/// Oracle: the kernel's tracepoint, entered once per `getppid` system call (as `perf stat -e
+/// syscalls:sys_enter_getppid` counts it), and criterion 0.8's own report: "No change" and its
+/// t-test plot written.
+#[test]
+fn an_exact_tracepoint_is_benchmarked_twice_with_plots_on() {
+    let home =
+        std::env::temp_dir().join(format!("counterhal-criterion-plots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let run = || {
+        let out = Command::new(example("criterion_events"))
+            .args([
+                "--bench",
+                "--warm-up-time",
+                "0.05",
+                "--measurement-time",
+                "0.1",
+            ])
+            .args(["--sample-size", "10", "--nresamples", "100", "getppid"])
+            .env("CRITERION_HOME", &home)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let errors = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{text}{errors}");
+        (text, errors)
+    };
+    let (first, errors) = run();
+    if errors.contains("syscalls:sys_enter_getppid: not measured") {
+        skip!(
+            Need::Privilege,
+            "the getppid tracepoint does not count here: {errors}"
+        );
+    }
+    let (second, errors) = run();
+    let per_call = |text: &str| -> Vec<f64> {
+        let line = text
+            .lines()
+            .find(|l| l.contains("time:"))
+            .unwrap_or_else(|| panic!("no time line: {text}"));
+        line.split(['[', ']', ' '])
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    };
+    for text in [&first, &second] {
+        assert_eq!(per_call(text), [1.0, 1.0, 1.0], "{text}");
+    }
+    assert!(
+        second.contains("No change in performance detected."),
+        "{second}{errors}"
+    );
+    let t_test = home.join("getppid (syscalls_sys_enter_getppid)/report/change/t-test.svg");
+    let plotted = std::fs::metadata(&t_test).is_ok_and(|m| m.len() > 0);
+    let _ = std::fs::remove_dir_all(&home);
+    assert!(plotted, "{} not drawn: {second}{errors}", t_test.display());
+}
+
 /// The Rust blocks of the README, each as it is printed (the info string's first word `rust`).
 fn readme_rust_blocks() -> Vec<String> {
     let readme = include_str!("../README.md");

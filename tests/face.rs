@@ -1,6 +1,7 @@
 //! The library's face as a tool author meets it: a glob import that just works, groups that
 //! move between threads, event sets built one event at a time, and questions about one name.
 
+use counterhal::ErrorKind;
 use counterhal::advanced::AnyBackend;
 use counterhal::prelude::*;
 use counterhal::{Encoding, Place, Section, list_events};
@@ -786,4 +787,91 @@ fn libpfm4_s_perf_names_resolve_as_libpfm4_encodes_them() {
 /// anew rather than taken from memory another test freed.
 fn touch_fresh_pages() {
     std::hint::black_box(vec![1u8; 33 << 20]);
+}
+
+/// The prelude beside `std::io::*`: `Result`, `Error` and `ErrorKind` are io's, not
+/// ambiguous, and the prelude's names are the library's. The module is compiled with warnings
+/// denied, so a name the prelude shared with `std::io` fails the build of this test binary.
+#[deny(warnings)]
+mod beside_std_io {
+    use counterhal::prelude::*;
+    use std::io::*;
+
+    /// Writes a target and its options, with io's `Result`, `Error` and `ErrorKind`.
+    pub fn describe(out: &mut impl Write) -> Result<()> {
+        let target = Target::this_thread();
+        let options = OpenOptions::default().in_domain(Domain::USER);
+        writeln!(out, "{target:?} {options:?}")?;
+        out.flush().map_err(|e| match e.kind() {
+            ErrorKind::Interrupted => Error::other("flushing was interrupted"),
+            _ => e,
+        })
+    }
+}
+
+/// The prelude beside `std::fmt::*`: `Result` and `Error` are fmt's.
+#[deny(warnings)]
+mod beside_std_fmt {
+    use counterhal::prelude::*;
+    use std::fmt::*;
+
+    /// A target shown through fmt's `Display`, `Formatter`, `Result` and `Error`.
+    pub struct Shown(pub Target);
+
+    impl Display for Shown {
+        fn fmt(&self, f: &mut Formatter<'_>) -> Result {
+            write!(f, "{:?}", self.0).map_err(|_: Error| Error)
+        }
+    }
+}
+
+/// The prelude beside both: every name it gives is usable.
+#[deny(warnings)]
+mod beside_both {
+    use counterhal::prelude::*;
+    #[allow(unused_imports)] // Glob imports whose names the prelude's must not clash with.
+    use std::fmt::*;
+    #[allow(unused_imports)]
+    use std::io::*;
+
+    /// Every type of the prelude, named.
+    pub type Face = (
+        Option<(AnyGroup, AnySampler, Chosen, Domain, EventSet<AnyGroup>)>,
+        Option<(
+            OpenOptions,
+            Place,
+            Reading,
+            SampleFields,
+            SampleOptions,
+            Setup,
+            Target,
+        )>,
+        Option<(CommandCount, Follow)>,
+    );
+
+    /// Every function of the prelude, named, with the CPUs online.
+    pub fn functions() -> u64 {
+        let _ = (open_default, query::<Chosen>);
+        let _ = std::mem::size_of::<Option<EventSetBuilder<'static, Chosen>>>();
+        let _ = std::mem::size_of::<Option<Record<'static>>>();
+        online_cpus().len()
+    }
+}
+
+/// `use counterhal::prelude::*;` beside `use std::io::*;` or `use std::fmt::*;` (or both),
+/// with warnings denied: the prelude names nothing the standard library's io and fmt modules
+/// export (`Result`, `Error`, `ErrorKind`), so their names stay the standard library's.
+/// Oracle: rustc's name resolution, which refuses a name two glob imports give (E0659, the
+/// `ambiguous_glob_imports` lint of rust-lang/rust#114095): the modules above are the
+/// compile test, and this test runs what they compiled.
+#[test]
+fn the_prelude_beside_std_io_and_fmt_globs_is_unambiguous() {
+    let mut out = Vec::new();
+    beside_std_io::describe(&mut out).unwrap();
+    let written = String::from_utf8(out).unwrap();
+    assert!(written.contains("ThisThread"), "{written}");
+    let shown = beside_std_fmt::Shown(Target::this_thread()).to_string();
+    assert!(shown.contains("ThisThread"), "{shown}");
+    let _: beside_both::Face = (None, None, None);
+    assert!(beside_both::functions() > 0);
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use counterhal::ErrorKind;
 use counterhal::prelude::*;
 use counterhal::region::{self, Regions};
 use counterhal_conformance::skip;

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use counterhal::ErrorKind;
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;

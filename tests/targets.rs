@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
-use counterhal::{Context, CountedCommand, count_command};
+use counterhal::{Context, CountedCommand, ErrorKind, count_command};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use counterhal_hal::{Group, Reading, Result};
+use counterhal_hal::{CountsThrough, Result};
 use counterhal_x86::{
     CounterRef, Multiplexed, Multiplexer, Rotation, Schedule, Stopped, counter_delta,
 };
@@ -46,7 +46,7 @@ struct Slot {
 /// hwpmc's side of a group's multiplexer ([`Multiplexed`]): each event's PMC while its turn
 /// is on, allocated and started, read with PMCRW, stopped and released; the clock is the
 /// library's (hwpmc keeps no times).
-struct Pmcs {
+pub struct Pmcs {
     shared: Arc<Mutex<Shared>>,
     plan: Plan,
     names: Vec<String>,
@@ -373,24 +373,12 @@ impl HwpmcGroup {
     }
 }
 
-impl Group for HwpmcGroup {
-    fn len(&self) -> usize {
-        self.multiplexer.len()
+impl CountsThrough for HwpmcGroup {
+    type Through = Multiplexer<Pmcs>;
+    fn through(&self) -> &Multiplexer<Pmcs> {
+        &self.multiplexer
     }
-
-    fn enable(&mut self) -> Result<()> {
-        self.multiplexer.enable()
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        self.multiplexer.disable()
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        self.multiplexer.reset()
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        self.multiplexer.read(readings)
+    fn through_mut(&mut self) -> &mut Multiplexer<Pmcs> {
+        &mut self.multiplexer
     }
 }

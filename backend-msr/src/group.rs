@@ -4,7 +4,7 @@ use counterhal_hal::Evtsel;
 use std::fmt;
 use std::sync::Arc;
 
-use counterhal_hal::{Error, Group, Reading, Result};
+use counterhal_hal::{CountsThrough, Error, Result};
 use counterhal_x86::{
     CounterRef, Multiplexed, Multiplexer, Rotation, Schedule, Stopped, counter_delta, width_mask,
 };
@@ -29,7 +29,7 @@ pub(crate) struct Slot {
 /// The registers' side of a group's multiplexer ([`Multiplexed`]): its selects, counters and
 /// control bits on one CPU, with the TSC as the clock. Every operation holds the claims'
 /// lock, which serialises the read-modify-write of registers groups share.
-pub(crate) struct Registers {
+pub struct Registers {
     shared: Arc<Shared>,
     /// The PMU of the group's CPU (on a hybrid chip, of its core).
     pmu: Arc<PmuInfo>,
@@ -544,24 +544,12 @@ impl Multiplexed for Registers {
     }
 }
 
-impl Group for MsrGroup {
-    fn len(&self) -> usize {
-        self.multiplexer.len()
+impl CountsThrough for MsrGroup {
+    type Through = Multiplexer<Registers>;
+    fn through(&self) -> &Multiplexer<Registers> {
+        &self.multiplexer
     }
-
-    fn enable(&mut self) -> Result<()> {
-        self.multiplexer.enable()
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        self.multiplexer.disable()
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        self.multiplexer.reset()
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        self.multiplexer.read(readings)
+    fn through_mut(&mut self) -> &mut Multiplexer<Registers> {
+        &mut self.multiplexer
     }
 }

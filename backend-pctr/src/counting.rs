@@ -43,7 +43,7 @@ pub(crate) fn general(counter: &CounterRef) -> u32 {
 }
 
 /// The functions of a group's events on the counters, and what the counters last read.
-pub(crate) struct Functions {
+pub struct Functions {
     shared: Arc<Mutex<Shared>>,
     hardware: Hardware,
     /// (counter, function) of each event, in request order (events of different turns may

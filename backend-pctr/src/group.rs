@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use counterhal_hal::{CounterSet, Group, Reading, Result};
+use counterhal_hal::{CounterSet, CountsThrough, Result};
 use counterhal_x86::{Multiplexer, Schedule};
 
 use crate::counting::{Functions, Hardware, general};
@@ -41,7 +41,7 @@ impl std::fmt::Debug for PctrGroup {
 impl PctrGroup {
     /// A group of events scheduled as `schedule` says, with `words` their function words, over
     /// the device in `shared` driving `hardware`, its rotation timer started every `slice`
-    /// when its events take turns. Not yet programmed: [`Group::enable`] programs it.
+    /// when its events take turns. Not yet programmed: [`Group::enable`](counterhal_hal::Group::enable) programs it.
     ///
     /// # Errors
     /// The device's [`start_timer`](crate::PctrDevice::start_timer) errors (no thread for
@@ -115,24 +115,12 @@ impl PctrGroup {
     }
 }
 
-impl Group for PctrGroup {
-    fn len(&self) -> usize {
-        self.multiplexer.len()
+impl CountsThrough for PctrGroup {
+    type Through = Multiplexer<Functions>;
+    fn through(&self) -> &Multiplexer<Functions> {
+        &self.multiplexer
     }
-
-    fn enable(&mut self) -> Result<()> {
-        self.multiplexer.enable()
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        self.multiplexer.disable()
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        self.multiplexer.reset()
-    }
-
-    fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        self.multiplexer.read(readings)
+    fn through_mut(&mut self) -> &mut Multiplexer<Functions> {
+        &mut self.multiplexer
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::advanced::AnyBackend;
 use counterhal::{ListOptions, Listed, ListedUnitMask, Registration, Section, list_events_with};
+use counterhal_events::UncoreEvent;
 use counterhal_hal::Backend;
 use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
@@ -418,7 +419,6 @@ impl std::fmt::Display for Unmapped<'_> {
 
 /// Runs `counterhal list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
-    let mut out = String::new();
     let context = args.database.context()?;
     if args.models && args.markdown {
         crate::output::emit(&crate::models::markdown(context.database.models()))?;
@@ -442,17 +442,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         Some(backend) => Some(backend?),
         None => None,
     };
+    let (backend, unusable) = listing_backend(&context, over_tree, args.backend);
+    let pattern = args.pattern.as_deref().unwrap_or("");
     if args.metrics {
         let model = context.model.as_deref();
-        let pattern = args.pattern.as_deref().unwrap_or("");
         // Each metric's events are resolved on the backend `stat` would use.
-        let backend = match (over_tree, args.backend) {
-            (Some(backend), _) => Some(backend),
-            (None, Some(registration)) => counterhal::probe(registration, &context).ok(),
-            (None, None) => counterhal::probe_all(&context)
-                .into_iter()
-                .find_map(|p| p.result.ok()),
-        };
         let resolve = |event: &str| {
             backend
                 .as_ref()
@@ -461,30 +455,6 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         pager::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    // A backend that cannot be used here still has events to list: all marked unusable, with
-    // the reason in the header.
-    let (backend, unusable) = match (over_tree, args.backend) {
-        (Some(backend), _) => (Some(backend), None),
-        (None, Some(registration)) => match counterhal::probe(registration, &context) {
-            Ok(backend) => (Some(backend), None),
-            Err(e) => (None, Some(format!("{}: {e}", registration.name))),
-        },
-        (None, None) => {
-            let first = counterhal::probe_all(&context)
-                .into_iter()
-                .find_map(|p| p.result.ok());
-            let reason = first
-                .is_none()
-                .then(|| "no usable backend here".to_string());
-            (first, reason)
-        }
-    };
-    let pattern = args.pattern.as_deref().unwrap_or("");
-    // Names in the model's own spelling that libpfm4 reads otherwise.
-    let note = |name: &str| -> Option<String> {
-        let model = context.model.as_deref()?;
-        context.database.libpfm4_difference(model, name)
-    };
     // The text shows no encoding (but an event's in place of a description it lacks): only
     // --json has them written.
     let options = ListOptions::new().with_encodings(args.json);
@@ -497,54 +467,117 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             options,
         ),
     };
-    let entries = with_aliases(listed(pattern), pattern, &listed);
     // Breakpoints (`mem:`) are the Linux backend's, and so are uncore PMUs.
     let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
     let devices = match breakpoints {
         true => Some(args.sysfs.devices()?),
         false => None,
     };
-    let uncore_listed = uncore::listed(
-        &context.database,
-        context.model.as_deref(),
-        devices.as_deref(),
+    let listing = Listing {
+        entries: with_aliases(listed(pattern), pattern, &listed),
+        uncore: uncore::listed(
+            &context.database,
+            context.model.as_deref(),
+            devices.as_deref(),
+            pattern,
+        ),
         pattern,
-    );
+        breakpoints,
+        model: context.model.as_deref(),
+    };
+    // Names in the model's own spelling that libpfm4 reads otherwise.
+    let note = |name: &str| -> Option<String> {
+        let model = context.model.as_deref()?;
+        context.database.libpfm4_difference(model, name)
+    };
     if args.json {
-        let array: Vec<_> = entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "section": e.section.name(),
-                    "name": e.name,
-                    "description": e.description,
-                    "encoding": e.encoding,
-                    "backend": backend.as_ref().map(|b| b.label()),
-                    "usable": e.usable,
-                    "reason": e.reason,
-                    "precise": e.precise,
-                    "aliases": e.aliases,
-                    "fields": e.fields,
-                    "libpfm4_note": e
-                        .fields
-                        .as_ref()
-                        .filter(|_| e.unit_masks.is_empty())
-                        .and_then(|_| note(&e.name)),
-                    "umasks": e
-                        .unit_masks
-                        .iter()
-                        .map(|m| unit_mask_json(m, note(&m.name)))
-                        .collect::<Vec<_>>(),
-                })
+        let label = backend.as_ref().map(|b| b.label());
+        crate::output::emit(&listing.json(label.as_deref(), &note))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let label = match (&backend, &unusable) {
+        (Some(backend), _) => backend.label(),
+        (None, Some(reason)) => format!("no usable backend ({reason})"),
+        (None, None) => "no backend".to_string(),
+    };
+    pager::emit(&listing.text(&label, &note))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The backend whose events are listed: the one over `--sysfs`'s tree, the one `--backend`
+/// names or the first that works here. A backend that cannot be used here still has events
+/// to list, all marked unusable, with the reason (the second value) in the header.
+fn listing_backend(
+    context: &counterhal::Context,
+    over_tree: Option<AnyBackend>,
+    named: Option<&'static Registration>,
+) -> (Option<AnyBackend>, Option<String>) {
+    match (over_tree, named) {
+        (Some(backend), _) => (Some(backend), None),
+        (None, Some(registration)) => match counterhal::probe(registration, context) {
+            Ok(backend) => (Some(backend), None),
+            Err(e) => (None, Some(format!("{}: {e}", registration.name))),
+        },
+        (None, None) => {
+            let first = counterhal::probe_all(context)
+                .into_iter()
+                .find_map(|p| p.result.ok());
+            let reason = first
+                .is_none()
+                .then(|| "no usable backend here".to_string());
+            (first, reason)
+        }
+    }
+}
+
+/// The events `list` shows, found.
+struct Listing<'a> {
+    /// The backend's and the database's, sorted by section.
+    entries: Vec<Listed>,
+    /// The model's uncore events, by PMU, each PMU with whether this machine has it.
+    uncore: Vec<(&'static str, bool, Vec<UncoreEvent>)>,
+    pattern: &'a str,
+    /// Whether breakpoints (`mem:`) are listed: the Linux backend's.
+    breakpoints: bool,
+    /// The CPU model of the database.
+    model: Option<&'a str>,
+}
+
+impl Listing<'_> {
+    /// `--json`'s array; `backend` the label of the backend listed, `note` what libpfm4 reads
+    /// otherwise in a name.
+    fn json(&self, backend: Option<&str>, note: &dyn Fn(&str) -> Option<String>) -> String {
+        let entries = self.entries.iter().map(|e| {
+            json!({
+                "section": e.section.name(),
+                "name": e.name,
+                "description": e.description,
+                "encoding": e.encoding,
+                "backend": backend,
+                "usable": e.usable,
+                "reason": e.reason,
+                "precise": e.precise,
+                "aliases": e.aliases,
+                "fields": e.fields,
+                "libpfm4_note": e
+                    .fields
+                    .as_ref()
+                    .filter(|_| e.unit_masks.is_empty())
+                    .and_then(|_| note(&e.name)),
+                "umasks": e
+                    .unit_masks
+                    .iter()
+                    .map(|m| unit_mask_json(m, note(&m.name)))
+                    .collect::<Vec<_>>(),
             })
-            .collect();
-        let extra = extra_entries(pattern, breakpoints).map(|(section, name, about)| {
+        });
+        let extra = extra_entries(self.pattern, self.breakpoints).map(|(section, name, about)| {
             json!({
                 "section": section,
                 "name": name,
                 "description": about,
                 "encoding": null,
-                "backend": backend.as_ref().map(|b| b.label()),
+                "backend": backend,
                 "usable": true,
                 "reason": null,
                 "precise": false,
@@ -554,91 +587,93 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 "umasks": [],
             })
         });
-        let label = backend.as_ref().map(|b| b.label());
-        let uncore = uncore::json(&uncore_listed, label.as_deref());
-        let array: Vec<_> = array.into_iter().chain(extra).chain(uncore).collect();
+        let uncore = uncore::json(&self.uncore, backend);
+        let array: Vec<_> = entries.chain(extra).chain(uncore).collect();
+        let mut out = serde_json::to_string_pretty(&array).expect("JSON of plain values");
+        out.push('\n');
+        out
+    }
+
+    /// The text: a header naming the backend (`label`) and model, a section after another,
+    /// the uncore PMUs' events, and a line of counts.
+    fn text(&self, label: &str, note: &dyn Fn(&str) -> Option<String>) -> String {
+        let (entries, pattern, breakpoints) = (&self.entries, self.pattern, self.breakpoints);
+        let mut out = String::new();
+        let model = self.model.unwrap_or("no database model");
         _ = writeln!(
             out,
-            "{}",
-            serde_json::to_string_pretty(&array).expect("JSON of plain values")
+            "events for {label}, CPU model {model} (* = usable here)"
         );
-        crate::output::emit(&out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let label = match (&backend, &unusable) {
-        (Some(backend), _) => backend.label(),
-        (None, Some(reason)) => format!("no usable backend ({reason})"),
-        (None, None) => "no backend".to_string(),
-    };
-    let model = context.model.as_deref().unwrap_or("no database model");
-    _ = writeln!(
-        out,
-        "events for {label}, CPU model {model} (* = usable here)"
-    );
-    let mut section = None;
-    let mut extra = 0;
-    for (index, entry) in entries.iter().enumerate() {
-        if section != Some(entry.section) {
-            section = Some(entry.section);
-            _ = writeln!(out, "\n{}:", entry.section.name());
+        let mut section = None;
+        let mut extra = 0;
+        for (index, entry) in entries.iter().enumerate() {
+            if section != Some(entry.section) {
+                section = Some(entry.section);
+                _ = writeln!(out, "\n{}:", entry.section.name());
+            }
+            let mark = if entry.usable { "*" } else { " " };
+            match &entry.fields {
+                Some(fields) => native_lines(&mut out, mark, entry, fields, note),
+                None => entry_line(&mut out, mark, entry, model),
+            }
+            if entry.section == Section::Software
+                && entries
+                    .get(index + 1)
+                    .is_none_or(|e| e.section != Section::Software)
+            {
+                extra_sections(&mut out, pattern, breakpoints, &mut extra);
+            }
         }
-        let mark = if entry.usable { "*" } else { " " };
-        if let Some(fields) = &entry.fields {
-            native_lines(&mut out, mark, entry, fields, &note);
-            continue;
-        }
-        // The other sections' events say what they are in words, or by their encoding.
-        let about = match (entry.description.is_empty(), &entry.encoding) {
-            (true, Some(encoding)) => encoding.as_str(),
-            _ => entry.description.as_str(),
-        };
-        let precise = if entry.precise { " (precise)" } else { "" };
-        // A preset or generalized event the model does not map says so, as --json's reason.
-        let unmapped = matches!(
-            (entry.resolves, entry.section),
-            (false, Section::Hardware | Section::Cache | Section::Preset)
-        );
-        let unmapped = Unmapped(unmapped.then_some(model));
-        out.push_str("  ");
-        out.push_str(mark);
-        out.push(' ');
-        if entry.aliases.is_empty() {
-            padded(&mut out, &entry.name, 40);
-        } else {
-            let name = format!("{} OR {}", entry.name, entry.aliases.join(" OR "));
-            padded(&mut out, &name, 40);
-        }
-        _ = writeln!(out, " {about}{precise}{unmapped}");
-        if entry.section == Section::Software
-            && entries
-                .get(index + 1)
-                .is_none_or(|e| e.section != Section::Software)
-        {
+        if !entries.iter().any(|e| e.section == Section::Software) {
             extra_sections(&mut out, pattern, breakpoints, &mut extra);
         }
+        // The uncore events, after the others; counted with the sections written beside them.
+        let uncore_count = uncore::text(&mut out, &self.uncore);
+        let uncore_usable: usize = self
+            .uncore
+            .iter()
+            .filter(|(_, here, _)| *here)
+            .map(|(_, _, events)| events.len())
+            .sum();
+        let usable = entries.iter().filter(|e| e.usable).count() + extra + uncore_usable;
+        let extra = extra + uncore_count;
+        let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
+        _ = writeln!(
+            out,
+            "\n{} events listed ({masks} unit masks), {usable} usable here{}",
+            entries.len() + extra,
+            match pattern {
+                "" => "; `counterhal list PATTERN` lists those whose name or description holds it",
+                _ => "",
+            }
+        );
+        out
     }
-    if !entries.iter().any(|e| e.section == Section::Software) {
-        extra_sections(&mut out, pattern, breakpoints, &mut extra);
-    }
-    // The uncore events, after the others; counted with the sections written beside them.
-    let uncore_count = uncore::text(&mut out, &uncore_listed);
-    let uncore_usable: usize = uncore_listed
-        .iter()
-        .filter(|(_, here, _)| *here)
-        .map(|(_, _, events)| events.len())
-        .sum();
-    let usable = entries.iter().filter(|e| e.usable).count() + extra + uncore_usable;
-    let extra = extra + uncore_count;
-    let masks: usize = entries.iter().map(|e| e.unit_masks.len()).sum();
-    _ = writeln!(
-        out,
-        "\n{} events listed ({masks} unit masks), {usable} usable here{}",
-        entries.len() + extra,
-        match pattern {
-            "" => "; `counterhal list PATTERN` lists those whose name or description holds it",
-            _ => "",
-        }
+}
+
+/// The line of an event that is not a native one (generalized, software, preset, ...): its
+/// name and aliases, and what it is in words or by its encoding; `model` names the CPU model
+/// where a preset or generalized event has no mapping.
+fn entry_line(out: &mut String, mark: &str, entry: &Listed, model: &str) {
+    let about = match (entry.description.is_empty(), &entry.encoding) {
+        (true, Some(encoding)) => encoding.as_str(),
+        _ => entry.description.as_str(),
+    };
+    let precise = if entry.precise { " (precise)" } else { "" };
+    // A preset or generalized event the model does not map says so, as --json's reason.
+    let unmapped = matches!(
+        (entry.resolves, entry.section),
+        (false, Section::Hardware | Section::Cache | Section::Preset)
     );
-    pager::emit(&out)?;
-    Ok(ExitCode::SUCCESS)
+    let unmapped = Unmapped(unmapped.then_some(model));
+    out.push_str("  ");
+    out.push_str(mark);
+    out.push(' ');
+    if entry.aliases.is_empty() {
+        padded(out, &entry.name, 40);
+    } else {
+        let name = format!("{} OR {}", entry.name, entry.aliases.join(" OR "));
+        padded(out, &name, 40);
+    }
+    _ = writeln!(out, " {about}{precise}{unmapped}");
 }

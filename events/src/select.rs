@@ -59,6 +59,18 @@ fn register_bits(event: &NativeEvent) -> bool {
     event.unit_masks.iter().any(|u| u.extra_bits.is_some())
 }
 
+/// The unit masks an event string names, sorted by kind, before defaults are added.
+struct NamedMasks<'e> {
+    /// Plain unit masks, each once, those standing for others (libpfm4's `uequiv`) replaced.
+    plain: Vec<&'e UnitMask>,
+    /// P6 cache-state bits named (`MODIFIED`, ...).
+    state_bits: u8,
+    /// Any-initiator bits named.
+    any_bits: u8,
+    /// Bits named as a number (`:0x6`).
+    raw_bits: Option<u8>,
+}
+
 /// Chooses unit masks and filters for `event` as `spec` asks.
 pub(crate) fn select(
     model: &CpuModel,
@@ -70,87 +82,11 @@ pub(crate) fn select(
     // libpfm4's AMD natives take `h` as host (HostOnly, bit 41) and `g` as guest (GuestOnly,
     // bit 40), where perf writes `H` and `G`; AMD counters have no hypervisor level.
     let amd = model.encoder == EncoderKind::Amd64;
-    let mut plain = Vec::new();
-    let mut state_bits = 0u8;
-    let mut any_bits = 0u8;
-    let mut raw_bits = None::<u8>;
-    for name in extra_masks
+    let names = extra_masks
         .iter()
         .copied()
-        .chain(spec.unit_masks.iter().map(String::as_str))
-    {
-        match event.unit_mask(name) {
-            Some(mask) => match mask.class {
-                UnitMaskClass::Plain => {
-                    // A mask that stands for others (libpfm4's `uequiv`) is replaced by them.
-                    let masks: Vec<&UnitMask> = if mask.same_as.is_empty() {
-                        vec![mask]
-                    } else {
-                        mask.same_as
-                            .iter()
-                            .filter_map(|n| event.unit_mask(n))
-                            .collect()
-                    };
-                    for mask in masks {
-                        if !plain.iter().any(|m: &&UnitMask| m.name == mask.name) {
-                            plain.push(mask);
-                        }
-                    }
-                }
-                UnitMaskClass::CacheState => state_bits |= mask.code,
-                UnitMaskClass::AnyInitiator => any_bits |= mask.code,
-            },
-            None => {
-                if amd && name == "g" {
-                    modifiers.merge(&Modifiers {
-                        guest_only: Some(true),
-                        ..Modifiers::default()
-                    })?;
-                    continue;
-                }
-                if register_bits(event) && name.to_ascii_lowercase().starts_with("0x") {
-                    return Err(err(
-                        EventErrorKind::UnitMaskInvalid,
-                        format!(
-                            "`{}` takes its extra register's bits as named unit masks, not a number (`{name}`); {}",
-                            event.name,
-                            valid_masks(event)
-                        ),
-                    ));
-                }
-                if let Some(bits) = raw_unit_mask(name, event)? {
-                    raw_bits = Some(raw_bits.unwrap_or(0) | bits);
-                    continue;
-                }
-                if modifiers.apply_group(name)? {
-                    continue;
-                }
-                let elsewhere = model.events.iter().any(|e| e.unit_mask(name).is_some())
-                    || [
-                        "MODIFIED",
-                        "EXCLUSIVE",
-                        "SHARED",
-                        "INVALID",
-                        "ANY_INITIATOR",
-                    ]
-                    .iter()
-                    .any(|n| n.eq_ignore_ascii_case(name));
-                let what = if elsewhere {
-                    "is not valid for this event"
-                } else {
-                    "is unknown"
-                };
-                return Err(err(
-                    EventErrorKind::UnitMaskInvalid,
-                    format!(
-                        "unit mask `{name}` {what} (`{}`); {}",
-                        event.name,
-                        valid_masks(event)
-                    ),
-                ));
-            }
-        }
-    }
+        .chain(spec.unit_masks.iter().map(String::as_str));
+    let mut named = name_masks(model, event, names, &mut modifiers)?;
     // (`h=0` is dropped: it asks for nothing on AMD.)
     if amd
         && let Some(host) = modifiers.hypervisor.take()
@@ -161,75 +97,230 @@ pub(crate) fn select(
             ..Modifiers::default()
         })?;
     }
-    // libpfm4's register-bit masks (offcore response): named ones, or the defaults alone.
-    let composed = if plain.iter().any(|m| m.extra_bits.is_some())
+    let composed = compose_register_bits(event, &mut named)?;
+    if named.plain.len() > 1 && composed.is_none() {
+        check_combination(event, &named.plain)?;
+    }
+    add_defaults(event, &mut named, composed.is_some())?;
+    let mut programmed = program(event, &named);
+    modifiers.merge(&programmed.implied)?;
+    if model.encoder == EncoderKind::P5 {
+        check_p5(event, &modifiers)?;
+    }
+    drop_fixed_for_filters(event, &modifiers, &mut programmed)?;
+    check_intel_bits(model, &event.name, &modifiers)?;
+    place_tsx_filters(event, &modifiers, &mut programmed)?;
+    if let (Some(bits), Some(e)) = (composed, programmed.extra.as_mut()) {
+        e.value |= bits;
+    }
+    let extra = extra_with_modifiers(event, programmed.extra, &modifiers)?;
+    Ok(NativeChoice {
+        extra,
+        any_thread: modifiers.any_thread == Some(true),
+        umask2: programmed.umask2,
+        in_tx: modifiers.in_tx == Some(true),
+        in_tx_cp: modifiers.in_tx_cp == Some(true),
+        code: programmed.code,
+        umask: programmed.umask,
+        edge: modifiers.edge == Some(true),
+        invert: modifiers.invert == Some(true),
+        cmask: modifiers.cmask.unwrap_or(0),
+        counters: programmed.counters,
+        fixed: programmed.fixed,
+        modifiers,
+    })
+}
+
+/// Sorts the unit masks `names` gives into `NamedMasks`; a name that is no unit mask of
+/// `event` may be a modifier group (applied to `modifiers`), a raw unit mask or, on AMD, `g`.
+fn name_masks<'e, 'n>(
+    model: &CpuModel,
+    event: &'e NativeEvent,
+    names: impl Iterator<Item = &'n str>,
+    modifiers: &mut Modifiers,
+) -> Result<NamedMasks<'e>, EventError> {
+    let mut named = NamedMasks {
+        plain: Vec::new(),
+        state_bits: 0,
+        any_bits: 0,
+        raw_bits: None,
+    };
+    for name in names {
+        let Some(mask) = event.unit_mask(name) else {
+            if let Some(bits) = not_a_unit_mask(model, event, name, modifiers)? {
+                named.raw_bits = Some(named.raw_bits.unwrap_or(0) | bits);
+            }
+            continue;
+        };
+        match mask.class {
+            UnitMaskClass::Plain => {
+                // A mask that stands for others (libpfm4's `uequiv`) is replaced by them.
+                let masks: Vec<&UnitMask> = if mask.same_as.is_empty() {
+                    vec![mask]
+                } else {
+                    mask.same_as
+                        .iter()
+                        .filter_map(|n| event.unit_mask(n))
+                        .collect()
+                };
+                for mask in masks {
+                    if !named.plain.iter().any(|m| m.name == mask.name) {
+                        named.plain.push(mask);
+                    }
+                }
+            }
+            UnitMaskClass::CacheState => named.state_bits |= mask.code,
+            UnitMaskClass::AnyInitiator => named.any_bits |= mask.code,
+        }
+    }
+    Ok(named)
+}
+
+/// What `name`, which is no unit mask of `event`, is: AMD's guest `g` or a modifier group
+/// (applied to `modifiers`, `None`), a raw unit mask (its bits), or an error naming the valid
+/// unit masks.
+fn not_a_unit_mask(
+    model: &CpuModel,
+    event: &NativeEvent,
+    name: &str,
+    modifiers: &mut Modifiers,
+) -> Result<Option<u8>, EventError> {
+    if model.encoder == EncoderKind::Amd64 && name == "g" {
+        modifiers.merge(&Modifiers {
+            guest_only: Some(true),
+            ..Modifiers::default()
+        })?;
+        return Ok(None);
+    }
+    if register_bits(event) && name.to_ascii_lowercase().starts_with("0x") {
+        return Err(err(
+            EventErrorKind::UnitMaskInvalid,
+            format!(
+                "`{}` takes its extra register's bits as named unit masks, not a number (`{name}`); {}",
+                event.name,
+                valid_masks(event)
+            ),
+        ));
+    }
+    if let Some(bits) = raw_unit_mask(name, event)? {
+        return Ok(Some(bits));
+    }
+    if modifiers.apply_group(name)? {
+        return Ok(None);
+    }
+    let elsewhere = model.events.iter().any(|e| e.unit_mask(name).is_some())
+        || [
+            "MODIFIED",
+            "EXCLUSIVE",
+            "SHARED",
+            "INVALID",
+            "ANY_INITIATOR",
+        ]
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(name));
+    let what = if elsewhere {
+        "is not valid for this event"
+    } else {
+        "is unknown"
+    };
+    Err(err(
+        EventErrorKind::UnitMaskInvalid,
+        format!(
+            "unit mask `{name}` {what} (`{}`); {}",
+            event.name,
+            valid_masks(event)
+        ),
+    ))
+}
+
+/// libpfm4's register-bit masks (offcore response): the named ones, or the defaults alone,
+/// composed into the extra register's bits (`named.plain` becomes the masks composed); `None`
+/// when the event string names none and no default has any.
+fn compose_register_bits<'e>(
+    event: &'e NativeEvent,
+    named: &mut NamedMasks<'e>,
+) -> Result<Option<u64>, EventError> {
+    let plain = &named.plain;
+    let wanted = plain.iter().any(|m| m.extra_bits.is_some())
         || (plain.is_empty()
-            && raw_bits.is_none()
+            && named.raw_bits.is_none()
             && event
                 .unit_masks
                 .iter()
-                .any(|u| u.extra_bits.is_some() && u.default))
-    {
-        if let Some(other) = plain.iter().find(|m| m.extra_bits.is_none()) {
-            let bits = plain
-                .iter()
-                .find(|m| m.extra_bits.is_some())
-                .map_or("", |m| &m.name);
-            return Err(err(
-                EventErrorKind::CombinationNotAllowed,
-                format!(
-                    "unit mask `{}` of `{}` is a whole encoding of its own and cannot be combined with `{bits}`, which sets bits of the extra register; name either",
-                    other.name, event.name
-                ),
-            ));
-        }
-        let composed = compose::compose(event, &plain)?;
-        plain = composed.masks;
-        Some(composed.bits)
-    } else {
-        None
-    };
-    if plain.len() > 1 && composed.is_none() {
-        if event.flags.exclusive {
-            return Err(err(
-                EventErrorKind::CombinationNotAllowed,
-                format!(
-                    "`{}` takes one unit mask at a time, got {}",
-                    event.name,
-                    plain
-                        .iter()
-                        .map(|m| m.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                ),
-            ));
-        }
-        if let Some(m) = plain.iter().find(|m| m.overrides_event()) {
-            return Err(err(
-                EventErrorKind::CombinationNotAllowed,
-                format!(
-                    "unit mask `{}` of `{}` selects its own event code or counters and cannot be combined",
-                    m.name, event.name
-                ),
-            ));
-        }
-        if let Some(m) = plain.iter().find(|m| m.has_filters()) {
-            return Err(err(
-                EventErrorKind::CombinationNotAllowed,
-                format!(
-                    "unit mask `{}` of `{}` sets its own filters and cannot be combined",
-                    m.name, event.name
-                ),
-            ));
-        }
+                .any(|u| u.extra_bits.is_some() && u.default));
+    if !wanted {
+        return Ok(None);
     }
+    if let Some(other) = plain.iter().find(|m| m.extra_bits.is_none()) {
+        let bits = plain
+            .iter()
+            .find(|m| m.extra_bits.is_some())
+            .map_or("", |m| &m.name);
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "unit mask `{}` of `{}` is a whole encoding of its own and cannot be combined with `{bits}`, which sets bits of the extra register; name either",
+                other.name, event.name
+            ),
+        ));
+    }
+    let composed = compose::compose(event, plain)?;
+    named.plain = composed.masks;
+    Ok(Some(composed.bits))
+}
+
+/// Refuses several plain unit masks together where the event or one of them forbids it.
+fn check_combination(event: &NativeEvent, plain: &[&UnitMask]) -> Result<(), EventError> {
+    if event.flags.exclusive {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{}` takes one unit mask at a time, got {}",
+                event.name,
+                plain
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        ));
+    }
+    if let Some(m) = plain.iter().find(|m| m.overrides_event()) {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "unit mask `{}` of `{}` selects its own event code or counters and cannot be combined",
+                m.name, event.name
+            ),
+        ));
+    }
+    if let Some(m) = plain.iter().find(|m| m.has_filters()) {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "unit mask `{}` of `{}` sets its own filters and cannot be combined",
+                m.name, event.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Adds the event's default unit masks where the string leaves them to it: all of them when
+/// it names none (an error when the event needs one), a group's when it names none of that
+/// group. `composed`: the register-bit masks are composed, their defaults in already.
+fn add_defaults<'e>(
+    event: &'e NativeEvent,
+    named: &mut NamedMasks<'e>,
+    composed: bool,
+) -> Result<(), EventError> {
     let has_plain = event
         .unit_masks
         .iter()
         .any(|u| u.class == UnitMaskClass::Plain);
-    if composed.is_some() {
+    if composed {
         // The groups' defaults are in already.
-    } else if plain.is_empty() && has_plain && raw_bits.is_none() {
+    } else if named.plain.is_empty() && has_plain && named.raw_bits.is_none() {
         if event.needs_unit_mask() {
             let names: Vec<&str> = event
                 .unit_masks
@@ -246,46 +337,74 @@ pub(crate) fn select(
                 ),
             ));
         }
-        plain.extend(event.unit_masks.iter().filter(|u| u.default));
-    } else if !plain.is_empty() {
+        named
+            .plain
+            .extend(event.unit_masks.iter().filter(|u| u.default));
+    } else if !named.plain.is_empty() {
         // A group none of the named unit masks belongs to keeps its defaults (libpfm4's
         // grouped unit masks: naming a request type keeps the default core selection).
-        let named: Vec<u8> = plain.iter().map(|m| m.group).collect();
-        plain.extend(event.unit_masks.iter().filter(|u| {
+        let groups: Vec<u8> = named.plain.iter().map(|m| m.group).collect();
+        named.plain.extend(event.unit_masks.iter().filter(|u| {
             u.default
                 && u.class == UnitMaskClass::Plain
                 && u.extra_bits.is_none()
-                && !named.contains(&u.group)
+                && !groups.contains(&u.group)
         }));
     }
-    let mut umask = event.base_umask | any_bits | raw_bits.unwrap_or(0);
-    let mut implied = Modifiers {
-        any_thread: event.flags.any_thread.then_some(true),
-        ..Modifiers::default()
+    Ok(())
+}
+
+/// What the chosen unit masks program, before the user's modifiers are applied.
+struct Programmed {
+    code: u16,
+    umask: u8,
+    umask2: u8,
+    counters: CounterSet,
+    fixed: Option<u32>,
+    extra: Option<ExtraMsr>,
+    /// The filters the unit masks imply (`cmask`, edge, ...), merged with the user's.
+    implied: Modifiers,
+}
+
+/// The event code, unit mask bytes, counters, extra register and implied filters that
+/// `named`'s unit masks program on `event`.
+fn program(event: &NativeEvent, named: &NamedMasks<'_>) -> Programmed {
+    let has_plain = event
+        .unit_masks
+        .iter()
+        .any(|u| u.class == UnitMaskClass::Plain);
+    let raw_bits = named.raw_bits;
+    let mut programmed = Programmed {
+        code: event.code,
+        umask: event.base_umask | named.any_bits | raw_bits.unwrap_or(0),
+        umask2: 0,
+        counters: event.counters,
+        // The event's fixed counter counts its own unit mask only: not with plain or raw
+        // bits added (`EVENT:0x01`).
+        fixed: if has_plain || raw_bits.is_some() {
+            None
+        } else {
+            event.fixed
+        },
+        extra: event.extra,
+        implied: Modifiers {
+            any_thread: event.flags.any_thread.then_some(true),
+            ..Modifiers::default()
+        },
     };
-    // The event's fixed counter counts its own unit mask only: not with plain or raw bits
-    // added (`EVENT:0x01`).
-    let mut fixed = if has_plain || raw_bits.is_some() {
-        None
-    } else {
-        event.fixed
-    };
-    let mut code = event.code;
-    let mut counters = event.counters;
-    let mut extra = event.extra;
-    let mut umask2 = 0;
-    for mask in &plain {
-        umask2 |= mask.umask2;
+    let implied = &mut programmed.implied;
+    for mask in &named.plain {
+        programmed.umask2 |= mask.umask2;
         if mask.extra.is_some() {
-            extra = mask.extra;
+            programmed.extra = mask.extra;
         }
         if let Some(c) = mask.event_code {
-            code = c;
+            programmed.code = c;
         }
         if let Some(c) = mask.counters {
-            counters = c;
+            programmed.counters = c;
         }
-        umask |= mask.code;
+        programmed.umask |= mask.code;
         if mask.cmask != 0 {
             implied.cmask = Some(mask.cmask);
         }
@@ -301,52 +420,74 @@ pub(crate) fn select(
         if let Some(threshold) = stated_threshold(mask) {
             implied.fe_thres = Some(threshold);
         }
-        if plain.len() == 1 && raw_bits.is_none() {
-            fixed = mask.fixed;
+        if named.plain.len() == 1 && raw_bits.is_none() {
+            programmed.fixed = mask.fixed;
         }
     }
     if event.flags.mesi {
-        umask |= if state_bits == 0 {
+        programmed.umask |= if named.state_bits == 0 {
             MESI_ALL
         } else {
-            state_bits
+            named.state_bits
         };
     }
-    modifiers.merge(&implied)?;
-    if model.encoder == EncoderKind::P5 {
-        if modifiers.edge == Some(true) || modifiers.invert == Some(true) {
-            return Err(err(
-                EventErrorKind::CombinationNotAllowed,
-                format!(
-                    "`{}`: P5 counters have no edge or invert bit (use c=1 to count cycles)",
-                    event.name
-                ),
-            ));
-        }
-        if modifiers.cmask.is_some_and(|c| c > 1) {
-            return Err(err(
-                EventErrorKind::ValueOutOfRange,
-                format!(
-                    "`{}`: on P5, c is 0 (count occurrences) or 1 (count cycles)",
-                    event.name
-                ),
-            ));
-        }
+    programmed
+}
+
+/// Refuses the filters a P5 counter lacks: edge and invert, and a count mask above 1.
+fn check_p5(event: &NativeEvent, modifiers: &Modifiers) -> Result<(), EventError> {
+    if modifiers.edge == Some(true) || modifiers.invert == Some(true) {
+        return Err(err(
+            EventErrorKind::CombinationNotAllowed,
+            format!(
+                "`{}`: P5 counters have no edge or invert bit (use c=1 to count cycles)",
+                event.name
+            ),
+        ));
     }
+    if modifiers.cmask.is_some_and(|c| c > 1) {
+        return Err(err(
+            EventErrorKind::ValueOutOfRange,
+            format!(
+                "`{}`: on P5, c is 0 (count occurrences) or 1 (count cycles)",
+                event.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Leaves the fixed counter out when `modifiers` asks for e/i/c filters, which it lacks; an
+/// error when the event has no general counter.
+fn drop_fixed_for_filters(
+    event: &NativeEvent,
+    modifiers: &Modifiers,
+    programmed: &mut Programmed,
+) -> Result<(), EventError> {
     if modifiers.has_filters() {
-        if counters.is_empty() {
+        if programmed.counters.is_empty() {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
                 format!(
                     "`{}` counts only on fixed counter {}, which has no e/i/c filters",
                     event.name,
-                    fixed.or(event.fixed).unwrap_or(0)
+                    programmed.fixed.or(event.fixed).unwrap_or(0)
                 ),
             ));
         }
-        fixed = None;
+        programmed.fixed = None;
     }
-    check_intel_bits(model, &event.name, &modifiers)?;
+    Ok(())
+}
+
+/// Narrows the counters `programmed` may use to those with the TSX filters `modifiers` asks
+/// for: a fixed counter has none, and Haswell's IN_TXCP counts on general counter 2 only; an
+/// error when no counter is left or AnyThread is asked for too.
+fn place_tsx_filters(
+    event: &NativeEvent,
+    modifiers: &Modifiers,
+    programmed: &mut Programmed,
+) -> Result<(), EventError> {
     let in_tx = modifiers.in_tx == Some(true);
     let in_tx_cp = modifiers.in_tx_cp == Some(true);
     if (in_tx || in_tx_cp) && modifiers.any_thread == Some(true) {
@@ -363,9 +504,9 @@ pub(crate) fn select(
         // The fixed counters have no TSX filters, and Haswell's IN_TXCP works on general
         // counter 2 only (as the kernel constrains it).
         if in_tx_cp {
-            counters = counters.intersection(CounterSet::only(2));
+            programmed.counters = programmed.counters.intersection(CounterSet::only(2));
         }
-        if counters.is_empty() {
+        if programmed.counters.is_empty() {
             return Err(err(
                 EventErrorKind::CombinationNotAllowed,
                 format!(
@@ -374,27 +515,9 @@ pub(crate) fn select(
                 ),
             ));
         }
-        fixed = None;
+        programmed.fixed = None;
     }
-    if let (Some(bits), Some(e)) = (composed, extra.as_mut()) {
-        e.value |= bits;
-    }
-    let extra = extra_with_modifiers(event, extra, &modifiers)?;
-    Ok(NativeChoice {
-        extra,
-        any_thread: modifiers.any_thread == Some(true),
-        umask2,
-        in_tx,
-        in_tx_cp,
-        code,
-        umask,
-        edge: modifiers.edge == Some(true),
-        invert: modifiers.invert == Some(true),
-        cmask: modifiers.cmask.unwrap_or(0),
-        counters,
-        fixed,
-        modifiers,
-    })
+    Ok(())
 }
 
 /// The frontend latency threshold a unit mask both names and programs: Intel's

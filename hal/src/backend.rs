@@ -361,22 +361,47 @@ pub trait Group {
     }
 }
 
-impl<G: Group + ?Sized> Group for Box<G> {
+/// A group that counts through another group it holds: its [`Group`] is that group's, written
+/// once here. The backends that multiplex in software (each a set of the one multiplexer,
+/// `counterhal_x86::Multiplexer`, which is a [`Group`]) and a boxed group are such groups;
+/// what they add beside it (names, CPUs, their own reports) is theirs.
+pub trait CountsThrough {
+    /// The group that counts.
+    type Through: Group + ?Sized;
+
+    /// The group that counts.
+    fn through(&self) -> &Self::Through;
+
+    /// The group that counts, to enable, disable, reset and read.
+    fn through_mut(&mut self) -> &mut Self::Through;
+}
+
+impl<T: CountsThrough + ?Sized> Group for T {
     fn len(&self) -> usize {
-        (**self).len()
+        self.through().len()
     }
     fn enable(&mut self) -> Result<()> {
-        (**self).enable()
+        self.through_mut().enable()
     }
     fn disable(&mut self) -> Result<()> {
-        (**self).disable()
+        self.through_mut().disable()
     }
     fn reset(&mut self) -> Result<()> {
-        (**self).reset()
+        self.through_mut().reset()
     }
     #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        (**self).read(readings)
+        self.through_mut().read(readings)
+    }
+}
+
+impl<G: Group + ?Sized> CountsThrough for Box<G> {
+    type Through = G;
+    fn through(&self) -> &G {
+        self
+    }
+    fn through_mut(&mut self) -> &mut G {
+        self
     }
 }
 

@@ -44,8 +44,8 @@ mod sampling;
 mod target;
 
 pub use backend::{
-    Backend, Capabilities, DeviceKind, Group, OpenOptions, Scope, TargetSupport, check_buffer,
-    check_family,
+    Backend, Capabilities, CountsThrough, DeviceKind, Group, OpenOptions, Scope, TargetSupport,
+    check_buffer, check_family,
 };
 pub use cpus::CpuList;
 pub use domain::Domain;

@@ -48,7 +48,9 @@ mod topdown_group;
 mod topology;
 mod verbose;
 
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use counterhal::metrics as named_metrics;
 use counterhal_hal::Backend;
@@ -57,6 +59,7 @@ use counterhal_process::ForwardSignals;
 use self::arguments::USAGE;
 pub use self::arguments::{HELP, Positions, StatArgs};
 use self::intervals::Intervals;
+use self::named_metrics::MetricDef;
 use self::summary::{EventSummary, Summary};
 use self::targets::Targets;
 use crate::error::CliError;
@@ -129,6 +132,21 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     stat_with(&args, &targets, &backend, context.model.as_deref(), None)
 }
 
+/// What `stat` counts, planned on a backend before anything runs.
+struct Counting {
+    /// The metrics asked for (`-M`) that count here.
+    chosen: Vec<&'static MetricDef>,
+    /// The events, each box of a PMU event its own.
+    events: Vec<results::Planned>,
+    /// The groups, as indices into `events`.
+    groups: Vec<Vec<usize>>,
+    /// The PMU events' boxes, merged into one line per event after counting.
+    boxes: boxes::Boxes,
+    /// Each event's cgroup (`-G`, `--for-each-cgroup`), by name and by directory.
+    cgroup_names: Vec<Option<String>>,
+    cgroup_dirs: Vec<Option<Arc<Path>>>,
+}
+
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
 /// counted, when it is not what the command line says) under it; `-M` looks up the metrics
 /// of the database model `model` and the portable ones.
@@ -139,6 +157,78 @@ fn stat_with<B: Backend>(
     model: Option<&str>,
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
+    let mut counting = plan_counting(args, backend, model)?;
+    // Checked before the command runs, but emptied only once the results are ready: a bad
+    // event or a command that cannot run leaves an earlier file as it was.
+    let output = match (&args.output, args.more.log_fd()) {
+        (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
+        (Some(path), _) => Some(OutputFile::open(path)),
+        (None, Some(fd)) => Some(OutputFile::descriptor(fd, &format!("--log-fd {fd}"))),
+        (None, None) => None,
+    }
+    .transpose()
+    .map_err(|e| CliError::usage(e.error, USAGE))?;
+    let plot_file = args
+        .plot
+        .as_deref()
+        .map(OutputFile::open)
+        .transpose()
+        .map_err(|e| CliError::usage(e.error, USAGE))?;
+    let fallback = measurement::fall_back_to_user_space(backend, &mut counting.events);
+    if args.more.verbose {
+        emit_to_stderr(&verbose::planned(&counting.events, &backend.label()));
+    }
+    // -I's intervals are printed as they end, each event as planned.
+    let planned = planned_summaries(args, &counting, &backend.label());
+    let mut intervals =
+        Intervals::new(args, &counting.chosen, planned, output, args.plot.is_some());
+    // Until the results are out, a signal that ends a command (Ctrl-C, `kill`, `timeout`)
+    // ends the whole measurement, whatever runs: the measured command or a hook is passed it,
+    // and what was counted is printed.
+    let _watching = ForwardSignals::to(0);
+    let (mut runs, signalled) = measure_runs(args, targets, backend, &counting, &mut intervals)?;
+    let taken = intervals.end();
+    let exit_for_signal = |signal: i32| ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
+    if runs.is_empty() {
+        // Stopped before anything was counted.
+        return Ok(signalled.map_or(ExitCode::SUCCESS, exit_for_signal));
+    }
+    gather_runs(args, &counting, &mut runs, [fallback, note]);
+    let summary = Summary::of(&runs);
+    let chosen = &counting.chosen;
+    let mut text = if args.interval().is_some() {
+        printing::render_after_intervals(args, &summary, chosen, taken.objects)
+    } else {
+        printing::render(args, &summary, chosen)
+    };
+    if args.more.summary {
+        // The whole run, as without -I.
+        text.push_str(&printing::render_summary(args, &summary, chosen));
+    }
+    let written = match taken.failed {
+        // The intervals' output failed: the rest goes where they went, to standard error.
+        Some(failed) => {
+            emit_to_stderr(&text);
+            Err(failed)
+        }
+        None if args.more.quiet => Ok(()),
+        None => printing::write(taken.output, &text),
+    };
+    if let (Some(plot), Some(file)) = (&taken.plot, plot_file) {
+        plot::draw(plot, &summary.events, file)?;
+    }
+    written?;
+    Ok(signalled.map_or(ExitCode::from(summary.end.exit_code), exit_for_signal))
+}
+
+/// The metrics and events `args` asks for, planned on `backend`: the metrics' events added,
+/// perf-metrics events grouped, filters and cgroups given to each event, PMU events spread
+/// on their boxes. `model` is the database model whose metrics `-M` looks up.
+fn plan_counting<B: Backend>(
+    args: &StatArgs,
+    backend: &B,
+    model: Option<&str>,
+) -> Result<Counting, CliError> {
     // The metrics whose events and facts are known and countable here; a group's others are
     // named. A metric that cannot count here is refused (exit 1), one that is not known
     // (an event or fact unknown here) is bad input (exit 2).
@@ -197,23 +287,48 @@ fn stat_with<B: Backend>(
     measurement::rename(&mut events, &shown_as);
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
-    // Checked before the command runs, but emptied only once the results are ready: a bad
-    // event or a command that cannot run leaves an earlier file as it was.
-    let output = match (&args.output, args.more.log_fd()) {
-        (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
-        (Some(path), _) => Some(OutputFile::open(path)),
-        (None, Some(fd)) => Some(OutputFile::descriptor(fd, &format!("--log-fd {fd}"))),
-        (None, None) => None,
-    }
-    .transpose()
-    .map_err(|e| CliError::usage(e.error, USAGE))?;
-    let plot_file = args
-        .plot
-        .as_deref()
-        .map(OutputFile::open)
-        .transpose()
-        .map_err(|e| CliError::usage(e.error, USAGE))?;
-    let fallback = measurement::fall_back_to_user_space(backend, &mut events);
+    Ok(Counting {
+        chosen,
+        events,
+        groups,
+        boxes,
+        cgroup_names,
+        cgroup_dirs,
+    })
+}
+
+/// Each event's line as planned (`label` the backend's), its boxes merged, for `-I`'s
+/// intervals.
+fn planned_summaries(args: &StatArgs, counting: &Counting, label: &str) -> Vec<EventSummary> {
+    let planned: Vec<_> = counting
+        .events
+        .iter()
+        .zip(0..)
+        .map(|(event, i)| {
+            let mut result = event.result(label);
+            if cgroups::in_use(args) {
+                result.cgroup = Some(counting.cgroup_names[i].clone().unwrap_or_default());
+            }
+            result
+        })
+        .collect();
+    counting
+        .boxes
+        .merge_results(planned)
+        .iter()
+        .map(EventSummary::planned)
+        .collect()
+}
+
+/// Counts `-r`'s runs, each between its `--pre` and `--post` commands, the intervals taken
+/// by `intervals`; the runs counted and the signal that ended the measurement, if one did.
+fn measure_runs<B: Backend>(
+    args: &StatArgs,
+    targets: &Targets,
+    backend: &B,
+    counting: &Counting,
+    intervals: &mut Intervals<'_>,
+) -> Result<(Vec<results::Run>, Option<i32>), CliError> {
     let timer = args.command.is_empty();
     let command = if timer {
         pacing::timer(args.timeout())
@@ -230,51 +345,23 @@ fn stat_with<B: Backend>(
         },
         timer,
     };
-    if args.more.verbose {
-        emit_to_stderr(&verbose::planned(&events, &backend.label()));
-    }
-    // -I's intervals are printed as they end, each event as planned.
-    let label = backend.label();
-    let planned: Vec<_> = events
-        .iter()
-        .zip(0..)
-        .map(|(event, i)| {
-            let mut result = event.result(&label);
-            if cgroups::in_use(args) {
-                result.cgroup = Some(cgroup_names[i].clone().unwrap_or_default());
-            }
-            result
-        })
-        .collect();
-    let planned: Vec<EventSummary> = boxes
-        .merge_results(planned)
-        .iter()
-        .map(EventSummary::planned)
-        .collect();
-    let mut intervals = Intervals::new(args, &chosen, planned, output, args.plot.is_some());
-    // Until the results are out, a signal that ends a command (Ctrl-C, `kill`, `timeout`)
-    // ends the whole measurement, whatever runs: the measured command or a hook is passed it,
-    // and what was counted is printed.
-    let _watching = ForwardSignals::to(0);
-    let mut signalled = None;
     // Each run between its --pre and --post commands (and after -S's sync).
     let mut runs = Vec::new();
     for _ in 0..args.repeat {
         if let Some(signal) = hook(args, true)? {
-            signalled = Some(signal);
-            break;
+            return Ok((runs, Some(signal)));
         }
         runs.push(measurement::measure_once(
             backend,
-            &events,
+            &counting.events,
             targets,
-            &cgroup_dirs,
-            boxes.cpus(),
-            &groups,
+            &counting.cgroup_dirs,
+            counting.boxes.cpus(),
+            &counting.groups,
             &command,
             plan,
             &mut |mut snapshot| {
-                boxes.merge_counts(&mut snapshot.counts);
+                counting.boxes.merge_counts(&mut snapshot.counts);
                 intervals.take(snapshot);
             },
         )?);
@@ -283,69 +370,49 @@ fn stat_with<B: Backend>(
             break;
         }
         if let Some(signal) = hook(args, false)? {
-            signalled = Some(signal);
-            break;
+            return Ok((runs, Some(signal)));
         }
     }
-    let taken = intervals.end();
-    let exit_for_signal = |signal: i32| ExitCode::from(u8::try_from(128 + signal).unwrap_or(1));
-    if runs.is_empty() {
-        // Stopped before anything was counted.
-        return Ok(signalled.map_or(ExitCode::SUCCESS, exit_for_signal));
-    }
+    Ok((runs, None))
+}
+
+/// Makes the runs' lines what the summary prints: the cgroup column, the boxes merged,
+/// aggregated by `--per-*`, unscaled with `--no-scale`, and `notes` under them.
+fn gather_runs(
+    args: &StatArgs,
+    counting: &Counting,
+    runs: &mut [results::Run],
+    notes: [Option<String>; 2],
+) {
     if cgroups::in_use(args) {
         // perf's cgroup column, empty for an event without one.
-        for run in &mut runs {
-            for (event, name) in run.events.iter_mut().zip(&cgroup_names) {
+        for run in runs.iter_mut() {
+            for (event, name) in run.events.iter_mut().zip(&counting.cgroup_names) {
                 event.cgroup = Some(name.clone().unwrap_or_default());
             }
         }
     }
-    for run in &mut runs {
-        boxes.merge_run(run);
+    for run in runs.iter_mut() {
+        counting.boxes.merge_run(run);
     }
     if let Some(by) = args.more.aggregation() {
         let root = std::path::Path::new("/sys/devices/system");
         let place_of = |cpu| topology::cpu_place(root, cpu);
-        for run in &mut runs {
+        for run in runs.iter_mut() {
             topology::aggregate(run, by, &place_of);
         }
     }
     if args.more.no_scale {
-        verbose::unscaled(&mut runs);
+        verbose::unscaled(runs);
     }
-    for said in [fallback, note].into_iter().flatten() {
-        for run in &mut runs {
+    for said in notes.into_iter().flatten() {
+        for run in runs.iter_mut() {
             run.end.note = Some(match run.end.note.take() {
                 Some(note) => format!("{said}; {note}"),
                 None => said.clone(),
             });
         }
     }
-    let summary = Summary::of(&runs);
-    let mut text = if args.interval().is_some() {
-        printing::render_after_intervals(args, &summary, &chosen, taken.objects)
-    } else {
-        printing::render(args, &summary, &chosen)
-    };
-    if args.more.summary {
-        // The whole run, as without -I.
-        text.push_str(&printing::render_summary(args, &summary, &chosen));
-    }
-    let written = match taken.failed {
-        // The intervals' output failed: the rest goes where they went, to standard error.
-        Some(failed) => {
-            emit_to_stderr(&text);
-            Err(failed)
-        }
-        None if args.more.quiet => Ok(()),
-        None => printing::write(taken.output, &text),
-    };
-    if let (Some(plot), Some(file)) = (&taken.plot, plot_file) {
-        plot::draw(plot, &summary.events, file)?;
-    }
-    written?;
-    Ok(signalled.map_or(ExitCode::from(summary.end.exit_code), exit_for_signal))
 }
 
 /// Runs the `--pre` (`before`) or `--post` command of a run, unless a signal has ended the

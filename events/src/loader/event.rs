@@ -6,7 +6,7 @@ use counterhal_hal::{CounterSet, Error, ExtraMsr};
 use toml::Spanned;
 
 use super::header::{counter_set, fixed_counter};
-use super::schema::EventDoc;
+use super::schema::{EventDoc, UmaskDoc};
 use super::source::{Source, number};
 use crate::model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, NativeEvent, PmuDescription, UnitMask,
@@ -40,6 +40,63 @@ pub(super) fn native_event(
         ));
     }
     let code = u16::try_from(code).unwrap_or(0);
+    let flags = event_flags(source, encoder, doc, &name)?;
+    let base_umask = match &doc.umask {
+        Some(v) => number(source, v, "umask", 0xff)?,
+        None => 0,
+    };
+    let counters = match &doc.counters {
+        Some(v) => counter_set(source, pmu, v)?,
+        None => CounterSet::first(pmu.general_counters),
+    };
+    let fixed = match &doc.fixed {
+        Some(v) => Some(fixed_counter(source, pmu, v)?),
+        None => None,
+    };
+    if counters.is_empty() && fixed.is_none() {
+        return Err(source.error(
+            doc.name.span(),
+            "counters",
+            format!("`{name}` has no counter: give `counters` or `fixed`"),
+        ));
+    }
+    let extra = extra_register(
+        source,
+        encoder,
+        format_args!("{name}"),
+        doc.extra_reg.as_ref(),
+        doc.extra_value.as_ref(),
+    )?;
+    let event = EventAt {
+        source,
+        encoder,
+        pmu,
+        name: &name,
+        extra,
+    };
+    let mut unit_masks = event.unit_masks(doc)?;
+    state_masks(flags, &mut unit_masks);
+    Ok(NativeEvent {
+        name,
+        code,
+        base_umask,
+        description: doc.desc.clone(),
+        counters,
+        fixed,
+        flags,
+        extra,
+        unit_masks,
+    })
+}
+
+/// The event's `flags`, checked against its encoder: AnyThread only with intel-arch, and
+/// no unit masks on P5.
+fn event_flags(
+    source: &Source<'_>,
+    encoder: EncoderKind,
+    doc: &EventDoc,
+    name: &str,
+) -> Result<EventFlags, Error> {
     let mut flags = EventFlags::default();
     for flag in &doc.flags {
         match flag.get_ref().as_ref() {
@@ -79,38 +136,45 @@ pub(super) fn native_event(
             format!("`{name}`: P5 events take no unit masks"),
         ));
     }
-    let base_umask = match &doc.umask {
-        Some(v) => number(source, v, "umask", 0xff)?,
-        None => 0,
-    };
-    let counters = match &doc.counters {
-        Some(v) => counter_set(source, pmu, v)?,
-        None => CounterSet::first(pmu.general_counters),
-    };
-    let fixed = match &doc.fixed {
-        Some(v) => Some(fixed_counter(source, pmu, v)?),
-        None => None,
-    };
-    if counters.is_empty() && fixed.is_none() {
-        return Err(source.error(
-            doc.name.span(),
-            "counters",
-            format!("`{name}` has no counter: give `counters` or `fixed`"),
-        ));
+    Ok(flags)
+}
+
+/// An event being read, with what its unit masks are checked against.
+struct EventAt<'a> {
+    source: &'a Source<'a>,
+    encoder: EncoderKind,
+    pmu: &'a PmuDescription,
+    /// The event's name, for messages.
+    name: &'a str,
+    /// The extra register the event itself programs.
+    extra: Option<ExtraMsr>,
+}
+
+impl EventAt<'_> {
+    /// The event's unit masks from its `umasks`, each checked, and the `same_as` between them.
+    fn unit_masks(&self, doc: &EventDoc) -> Result<Vec<UnitMask>, Error> {
+        let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
+        // Whether two unit masks may share a name, which each is then checked for (an event may
+        // have hundreds: a check of each against those before is quadratic).
+        let may_repeat = names_may_repeat(doc);
+        for umask in &doc.umasks {
+            let u = umask.get_ref();
+            let uname = self.unit_mask_name(u, &unit_masks, may_repeat)?;
+            unit_masks.push(self.unit_mask(u, uname)?);
+        }
+        self.check_same_as(doc, &unit_masks)?;
+        Ok(unit_masks)
     }
-    let extra = extra_register(
-        source,
-        encoder,
-        format_args!("{name}"),
-        doc.extra_reg.as_ref(),
-        doc.extra_value.as_ref(),
-    )?;
-    let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
-    // Whether two unit masks may share a name, which each is then checked for (an event may
-    // have hundreds: a check of each against those before is quadratic).
-    let may_repeat = names_may_repeat(doc);
-    for umask in &doc.umasks {
-        let u = umask.get_ref();
+
+    /// The unit mask's name, trimmed: refused when it is not a name, would shadow a modifier,
+    /// or repeats one of `before` (looked for only when `may_repeat`).
+    fn unit_mask_name(
+        &self,
+        u: &UmaskDoc,
+        before: &[UnitMask],
+        may_repeat: bool,
+    ) -> Result<String, Error> {
+        let (source, name) = (self.source, self.name);
         let uname = u.name.get_ref().trim().to_string();
         if uname.is_empty()
             || uname.starts_with('.')
@@ -133,17 +197,21 @@ pub(super) fn native_event(
                 format!("unit mask `{uname}` would shadow a modifier; use a longer name"),
             ));
         }
-        if may_repeat
-            && unit_masks
-                .iter()
-                .any(|m| m.name.eq_ignore_ascii_case(&uname))
-        {
+        if may_repeat && before.iter().any(|m| m.name.eq_ignore_ascii_case(&uname)) {
             return Err(source.error(
                 u.name.span(),
                 "name",
                 format!("duplicate unit mask `{uname}` in event `{name}`"),
             ));
         }
+        Ok(uname)
+    }
+
+    /// The unit mask `u`, named `uname`, checked against the event's encoder, PMU and extra
+    /// register.
+    fn unit_mask(&self, u: &UmaskDoc, uname: String) -> Result<UnitMask, Error> {
+        let (source, encoder, pmu, name) = (self.source, self.encoder, self.pmu, self.name);
+        let max = i64::from(encoder.max_event_code());
         let ucode = number(source, &u.code, "code", 0xff)?;
         let umask2 = match &u.umask_ext {
             Some(v) if encoder == EncoderKind::IntelArch => number(source, v, "umask_ext", 0xff)?,
@@ -213,7 +281,7 @@ pub(super) fn native_event(
             Some(bits) => Some(register_bits(
                 source,
                 format_args!("{name}:{uname}"),
-                extra.is_some() && uextra.is_none(),
+                self.extra.is_some() && uextra.is_none(),
                 bits,
             )?),
         };
@@ -230,7 +298,7 @@ pub(super) fn native_event(
                 format!("unit mask `{uname}` of `{name}` gives combination rules (alone_in_group, excludes_later_groups, excludes_other_groups, group_may_be_empty, same_as), which apply to register-bit masks only; give `extra_bits`"),
             ));
         }
-        unit_masks.push(UnitMask {
+        Ok(UnitMask {
             same_as: u
                 .same_as
                 .iter()
@@ -255,25 +323,36 @@ pub(super) fn native_event(
             counters: ucounters,
             group,
             class: UnitMaskClass::Plain,
-        });
+        })
     }
-    for (umask, mask) in doc.umasks.iter().zip(&unit_masks) {
-        for (name_doc, target) in umask.get_ref().same_as.iter().zip(&mask.same_as) {
-            let found = unit_masks
-                .iter()
-                .find(|m| m.name.eq_ignore_ascii_case(target));
-            if !found.is_some_and(|m| m.extra_bits.is_some() && m.same_as.is_empty()) {
-                return Err(source.error(
-                    name_doc.span(),
-                    "same_as",
-                    format!(
-                        "unit mask `{}` of `{name}` stands for `{target}`, which is no register-bit unit mask of the event without a `same_as` of its own",
-                        mask.name
-                    ),
-                ));
+
+    /// Refuses a `same_as` that names no register-bit unit mask of the event (or one with a
+    /// `same_as` of its own).
+    fn check_same_as(&self, doc: &EventDoc, unit_masks: &[UnitMask]) -> Result<(), Error> {
+        let (source, name) = (self.source, self.name);
+        for (umask, mask) in doc.umasks.iter().zip(unit_masks) {
+            for (name_doc, target) in umask.get_ref().same_as.iter().zip(&mask.same_as) {
+                let found = unit_masks
+                    .iter()
+                    .find(|m| m.name.eq_ignore_ascii_case(target));
+                if !found.is_some_and(|m| m.extra_bits.is_some() && m.same_as.is_empty()) {
+                    return Err(source.error(
+                        name_doc.span(),
+                        "same_as",
+                        format!(
+                            "unit mask `{}` of `{name}` stands for `{target}`, which is no register-bit unit mask of the event without a `same_as` of its own",
+                            mask.name
+                        ),
+                    ));
+                }
             }
         }
+        Ok(())
     }
+}
+
+/// Adds the unit masks the `mesi` and `any_initiator` flags stand for.
+fn state_masks(flags: EventFlags, unit_masks: &mut Vec<UnitMask>) {
     if flags.mesi {
         for (mname, bit, what) in [
             ("MODIFIED", 0x08, "modified"),
@@ -297,17 +376,6 @@ pub(super) fn native_event(
             UnitMaskClass::AnyInitiator,
         ));
     }
-    Ok(NativeEvent {
-        name,
-        code,
-        base_umask,
-        description: doc.desc.clone(),
-        counters,
-        fixed,
-        flags,
-        extra,
-        unit_masks,
-    })
 }
 
 /// Whether two of an event's unit masks may have names equal but for case (false: none

@@ -10,7 +10,8 @@ mod source;
 
 use counterhal_hal::Error;
 
-use crate::model::{CpuModel, EncoderKind};
+use crate::HybridCore;
+use crate::model::{CpuModel, EncoderKind, PmuDescription};
 use event::{check_event_fits, native_event};
 use header::{hybrid_core, match_rule, pmu_description};
 use mapping::{Entry, check_term, mapping};
@@ -206,24 +207,7 @@ fn load_cpu(
     doc: &CpuDoc,
 ) -> Result<(), Error> {
     let id = id.trim().to_string();
-    if id.is_empty()
-        || !id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-    {
-        return Err(source.error(
-            doc.id.span(),
-            "id",
-            format!("`{id}` is not a valid model id (letters, digits, _ - .)"),
-        ));
-    }
-    if layer.ids.iter().any(|i| i.eq_ignore_ascii_case(&id)) {
-        return Err(source.error(
-            doc.id.span(),
-            "id",
-            format!("model id `{id}` is used twice"),
-        ));
-    }
+    check_model_id(source, layer, &id, doc)?;
     layer.ids.push(id.clone());
     let existing = models.position(&id)?;
     let encoder = match &doc.encoder {
@@ -257,25 +241,89 @@ fn load_cpu(
                     format!("new model `{id}` needs `encoder` and `pmu`"),
                 ));
             };
-            models.push(CpuModel {
-                id: id.clone(),
-                description: String::new(),
-                aliases: Vec::new(),
-                encoder,
-                pmu,
-                hybrid: None,
-                rules: Vec::new(),
-                events: Vec::new(),
-                index: Default::default(),
-                mappings: Vec::new(),
-                refused_presets: Vec::new(),
-                event_aliases: Default::default(),
-            })
+            models.push(new_model(id.clone(), encoder, pmu))
         }
     };
     let model = models.get_mut(index);
     let reencoded = existing.is_some()
         && (encoder.is_some_and(|e| e != model.encoder) || pmu.is_some_and(|p| p != model.pmu));
+    let header = Header {
+        encoder,
+        pmu,
+        hybrid,
+        reencoded,
+    };
+    apply_header(model, source, doc, header)?;
+    load_events(model, source, &id, doc)?;
+    load_mappings(model, source, doc, existing.is_some())
+}
+
+/// Refuses a model id that is not one (letters, digits, `_ - .`) or that this layer used
+/// already.
+fn check_model_id(source: &Source<'_>, layer: &Layer, id: &str, doc: &CpuDoc) -> Result<(), Error> {
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!("`{id}` is not a valid model id (letters, digits, _ - .)"),
+        ));
+    }
+    if layer.ids.iter().any(|i| i.eq_ignore_ascii_case(id)) {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!("model id `{id}` is used twice"),
+        ));
+    }
+    Ok(())
+}
+
+/// A model with no events yet, which the first file that names it creates.
+fn new_model(id: String, encoder: EncoderKind, pmu: PmuDescription) -> CpuModel {
+    CpuModel {
+        id,
+        description: String::new(),
+        aliases: Vec::new(),
+        encoder,
+        pmu,
+        hybrid: None,
+        rules: Vec::new(),
+        events: Vec::new(),
+        index: Default::default(),
+        mappings: Vec::new(),
+        refused_presets: Vec::new(),
+        event_aliases: Default::default(),
+    }
+}
+
+/// What a `[[cpu]]` table's header gives, read and checked.
+struct Header {
+    encoder: Option<EncoderKind>,
+    pmu: Option<PmuDescription>,
+    hybrid: Option<HybridCore>,
+    /// Whether an existing model's encoder or PMU changes, so its events are checked again.
+    reencoded: bool,
+}
+
+/// Applies a `[[cpu]]` table's header to `model`: aliases, description, encoder, PMU, hybrid
+/// core and match rules; when the encoder or PMU changed, the events defined earlier must
+/// still fit.
+fn apply_header(
+    model: &mut CpuModel,
+    source: &Source<'_>,
+    doc: &CpuDoc,
+    header: Header,
+) -> Result<(), Error> {
+    let Header {
+        encoder,
+        pmu,
+        hybrid,
+        reencoded,
+    } = header;
     if let Some(aliases) = &doc.aliases {
         model.aliases = aliases
             .iter()
@@ -332,6 +380,17 @@ fn load_cpu(
             })?;
         }
     }
+    Ok(())
+}
+
+/// Loads the `[[cpu.event]]` tables of `doc` into `model` (one replaces an event of that
+/// name), drops the event aliases that now stand for nothing, and adds `doc`'s aliases.
+fn load_events(
+    model: &mut CpuModel,
+    source: &Source<'_>,
+    id: &str,
+    doc: &CpuDoc,
+) -> Result<(), Error> {
     // Names are found through sets and the model's index, so a file of many events loads in
     // time linear in its size. Each file's events keep the index whole (it is rebuilt here
     // only as a guard, where they change it).
@@ -382,6 +441,17 @@ fn load_cpu(
             model.event_aliases.insert(alias, target);
         }
     }
+    Ok(())
+}
+
+/// Loads the generalized events and PAPI presets of `doc` into `model`; over an `existing`
+/// model, the mappings of earlier layers must still resolve.
+fn load_mappings(
+    model: &mut CpuModel,
+    source: &Source<'_>,
+    doc: &CpuDoc,
+    existing: bool,
+) -> Result<(), Error> {
     let mut touched = Vec::new();
     for (table, presets) in [(&doc.generalized, false), (&doc.presets, true)] {
         let Some(table) = table else { continue };
@@ -404,7 +474,7 @@ fn load_cpu(
             }
         }
     }
-    if existing.is_some() {
+    if existing {
         // Mappings from an earlier layer must still name valid natives.
         for m in &model.mappings {
             if touched.contains(&m.event) {
