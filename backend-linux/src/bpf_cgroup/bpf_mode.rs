@@ -93,7 +93,13 @@ fn possible_cpus() -> Result<Vec<u32>> {
     Ok(list.iter().collect())
 }
 
-fn create(map_type: u32, key: u32, value: u32, entries: u32, name: &str) -> Result<OwnedFd> {
+pub(super) fn create(
+    map_type: u32,
+    key: u32,
+    value: u32,
+    entries: u32,
+    name: &str,
+) -> Result<OwnedFd> {
     let attr = MapCreateAttr {
         map_type,
         key_size: key,
@@ -106,7 +112,7 @@ fn create(map_type: u32, key: u32, value: u32, entries: u32, name: &str) -> Resu
 }
 
 /// Loads `insns` as a program of `prog_type`; a refusal carries the verifier's log.
-fn load(prog_type: u32, insns: &[u64], name: &str) -> Result<OwnedFd> {
+pub(super) fn load(prog_type: u32, insns: &[u64], name: &str) -> Result<OwnedFd> {
     let mut log = vec![0u8; LOG_BYTES];
     sys_bpf::prog_load(prog_type, insns, LICENSE, name, &mut log).map_err(|errno| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());

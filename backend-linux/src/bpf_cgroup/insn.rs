@@ -220,8 +220,8 @@ mod tests {
     #[test]
     fn instructions_are_laid_out_as_struct_bpf_insn() {
         // Oracle: the kernel's struct bpf_insn (code, dst_reg:4 src_reg:4, off, imm) on a
-        // little-endian ABI, and the opcodes of linux/bpf.h (also compiled against the
-        // system header by `opcodes_match_the_system_header` in tests/main.rs's bpf module).
+        // little-endian ABI, and the opcodes of linux/bpf.h (compiled against the system
+        // header by `bpf_cgroup::tests::numbers_match_the_system_header`).
         if cfg!(target_endian = "little") {
             // r1 = *(u64 *)(r10 - 24): 0x79, dst 1, src 10.
             assert_eq!(

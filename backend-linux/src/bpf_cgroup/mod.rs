@@ -398,3 +398,248 @@ fn tree_ids(root: &Path) -> Vec<u64> {
     ids.sort_unstable();
     ids
 }
+
+#[cfg(test)]
+mod tests {
+    use super::insn::{Asm, R1, R10, op};
+    use super::program;
+    use crate::sys::bpf as sys_bpf;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    /// Compiles a C program against the system's `linux/bpf.h` and compares the numbers the
+    /// encoder, the program and the system calls use with the header's.
+    ///
+    /// Oracle: the kernel's UAPI header, `linux/bpf.h` (and `linux/bpf_common.h`).
+    #[test]
+    fn numbers_match_the_system_header() {
+        if !std::path::Path::new("/usr/include/linux/bpf.h").exists() {
+            skip!(
+                Need::Tools,
+                "/usr/include/linux/bpf.h is not installed (linux-libc-dev)"
+            );
+        }
+        let ours: Vec<(&str, i64)> = vec![
+            ("BPF_MAP_CREATE", sys_bpf::BPF_MAP_CREATE.into()),
+            ("BPF_MAP_LOOKUP_ELEM", sys_bpf::BPF_MAP_LOOKUP_ELEM.into()),
+            ("BPF_MAP_UPDATE_ELEM", sys_bpf::BPF_MAP_UPDATE_ELEM.into()),
+            ("BPF_MAP_DELETE_ELEM", sys_bpf::BPF_MAP_DELETE_ELEM.into()),
+            ("BPF_MAP_GET_NEXT_KEY", sys_bpf::BPF_MAP_GET_NEXT_KEY.into()),
+            ("BPF_PROG_LOAD", sys_bpf::BPF_PROG_LOAD.into()),
+            ("BPF_PROG_TEST_RUN", sys_bpf::BPF_PROG_TEST_RUN.into()),
+            (
+                "BPF_MAP_TYPE_PERF_EVENT_ARRAY",
+                sys_bpf::MAP_PERF_EVENT_ARRAY.into(),
+            ),
+            ("BPF_MAP_TYPE_PERCPU_HASH", sys_bpf::MAP_PERCPU_HASH.into()),
+            (
+                "BPF_MAP_TYPE_PERCPU_ARRAY",
+                sys_bpf::MAP_PERCPU_ARRAY.into(),
+            ),
+            ("BPF_PROG_TYPE_PERF_EVENT", sys_bpf::PROG_PERF_EVENT.into()),
+            (
+                "BPF_PROG_TYPE_RAW_TRACEPOINT",
+                sys_bpf::PROG_RAW_TRACEPOINT.into(),
+            ),
+            ("BPF_NOEXIST", sys_bpf::BPF_NOEXIST as i64),
+            (
+                "BPF_F_TEST_RUN_ON_CPU",
+                sys_bpf::BPF_F_TEST_RUN_ON_CPU.into(),
+            ),
+            ("BPF_PSEUDO_MAP_FD", op::PSEUDO_MAP_FD.into()),
+            (
+                "sizeof(struct bpf_perf_event_value)",
+                program::READING_BYTES as i64,
+            ),
+            ("offsetof(union bpf_attr, map_name)", 28),
+            ("offsetof(union bpf_attr, flags)", 24),
+            ("offsetof(union bpf_attr, prog_name)", 48),
+            ("offsetof(union bpf_attr, expected_attach_type)", 68),
+            ("offsetof(union bpf_attr, test.flags)", 64),
+            ("offsetof(union bpf_attr, test.cpu)", 68),
+            (
+                "BPF_LD | BPF_DW | BPF_IMM",
+                (op::LD | op::DW | op::IMM).into(),
+            ),
+            (
+                "BPF_LDX | BPF_MEM | BPF_DW",
+                (op::LDX | op::MEM | op::DW).into(),
+            ),
+            (
+                "BPF_STX | BPF_MEM | BPF_DW",
+                (op::STX | op::MEM | op::DW).into(),
+            ),
+            (
+                "BPF_STX | BPF_MEM | BPF_W",
+                (op::STX | op::MEM | op::W).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_MOV | BPF_K",
+                (op::ALU64 | op::MOV | op::K).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_MOV | BPF_X",
+                (op::ALU64 | op::MOV | op::X).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_ADD | BPF_K",
+                (op::ALU64 | op::ADD | op::K).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_ADD | BPF_X",
+                (op::ALU64 | op::ADD | op::X).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_SUB | BPF_X",
+                (op::ALU64 | op::SUB | op::X).into(),
+            ),
+            ("BPF_JMP | BPF_JA", (op::JMP | op::JA).into()),
+            (
+                "BPF_JMP | BPF_JEQ | BPF_K",
+                (op::JMP | op::JEQ | op::K).into(),
+            ),
+            (
+                "BPF_JMP | BPF_JNE | BPF_K",
+                (op::JMP | op::JNE | op::K).into(),
+            ),
+            ("BPF_JMP | BPF_CALL", (op::JMP | op::CALL).into()),
+            ("BPF_JMP | BPF_EXIT", (op::JMP | op::EXIT).into()),
+        ];
+        let helpers = program::HELPERS;
+        let mut c = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <linux/bpf.h>\n\
+             int main(void) {\n",
+        );
+        for (name, _) in &ours {
+            c += &format!("printf(\"%lld\\n\", (long long)({name}));\n");
+        }
+        for (name, _) in helpers {
+            c += &format!("printf(\"%lld\\n\", (long long)(BPF_FUNC_{name}));\n");
+        }
+        c += "return 0; }\n";
+        let dir = std::env::temp_dir().join(format!("counterhal-bpf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (source, binary) = (dir.join("bpf.c"), dir.join("bpf"));
+        std::fs::write(&source, c).unwrap();
+        let compiled = match std::process::Command::new("cc")
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .output()
+        {
+            Ok(out) => out,
+            Err(e) => skip!(Need::Tools, "no C compiler (`cc`): {e}"),
+        };
+        assert!(
+            compiled.status.success(),
+            "{}",
+            String::from_utf8_lossy(&compiled.stderr)
+        );
+        let output = std::process::Command::new(&binary).output().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        let seen: Vec<i64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let expected = ours
+            .iter()
+            .map(|(name, value)| (name.to_string(), *value))
+            .chain(
+                helpers
+                    .iter()
+                    .map(|(name, value)| (format!("BPF_FUNC_{name}"), i64::from(*value))),
+            );
+        for ((name, value), header) in expected.zip(&seen) {
+            assert_eq!(value, *header, "{name}: ours {value}, linux/bpf.h {header}");
+        }
+        assert_eq!(seen.len(), ours.len() + helpers.len());
+    }
+
+    /// A program the verifier refuses (it returns `r0` without setting it, then reads the
+    /// frame before writing it) comes back as an error carrying the verifier's log.
+    ///
+    /// Oracle: the kernel's verifier (kernel/bpf/verifier.c: "R0 !read_ok" where `exit`
+    /// finds `r0` unset).
+    #[test]
+    fn a_refused_program_is_an_error_with_the_verifiers_log() {
+        let mut asm = Asm::default();
+        asm.load64(R1, R10, -8);
+        asm.exit();
+        match super::bpf_mode::load(sys_bpf::PROG_RAW_TRACEPOINT, &asm.finish(), "ch_refused") {
+            Ok(_) => panic!("the verifier took a program that reads an unwritten stack slot"),
+            Err(e) if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "loading BPF programs takes CAP_BPF: {e}")
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.contains("the verifier said:"), "{text}");
+                assert!(text.contains("invalid read from stack"), "{text}");
+            }
+        }
+    }
+
+    /// The largest program, [`MAX_EVENTS`](super::MAX_EVENTS) events at
+    /// [`MAX_LEVELS`](super::MAX_LEVELS) levels, passes the verifier as both program types.
+    ///
+    /// Oracle: the kernel's verifier, which checks every helper's availability for the
+    /// program type, every memory access and every path.
+    #[test]
+    fn the_largest_program_passes_the_verifier() {
+        use super::bpf_mode::{create, load};
+        use std::os::fd::AsFd;
+        let events = super::MAX_EVENTS as u32;
+        let reading = program::READING_BYTES as u32;
+        let maps = [
+            create(
+                sys_bpf::MAP_PERF_EVENT_ARRAY,
+                4,
+                4,
+                events * 4,
+                "ch_t_events",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_ARRAY,
+                4,
+                reading,
+                events,
+                "ch_t_previous",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_HASH,
+                8,
+                reading * events,
+                16,
+                "ch_t_cgroups",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_ARRAY,
+                4,
+                8,
+                program::stat::SLOTS,
+                "ch_t_stats",
+            ),
+        ];
+        let maps = match maps {
+            [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
+            [Err(e), ..] if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "BPF maps take CAP_BPF: {e}")
+            }
+            other => panic!("{:?}", other.map(|m| m.err())),
+        };
+        let insns = program::counting(
+            program::Maps {
+                events: maps[0].as_fd(),
+                previous: maps[1].as_fd(),
+                cgroups: maps[2].as_fd(),
+                stats: maps[3].as_fd(),
+            },
+            super::MAX_EVENTS,
+            4,
+        );
+        for prog_type in [sys_bpf::PROG_PERF_EVENT, sys_bpf::PROG_RAW_TRACEPOINT] {
+            if let Err(e) = load(prog_type, &insns, "ch_t_largest") {
+                panic!("{} instructions, type {prog_type}: {e}", insns.len());
+            }
+        }
+    }
+}

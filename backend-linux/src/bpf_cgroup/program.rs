@@ -28,6 +28,20 @@ const PERF_EVENT_READ_VALUE: i32 = 55;
 /// `BPF_FUNC_get_current_ancestor_cgroup_id`.
 const GET_CURRENT_ANCESTOR_CGROUP_ID: i32 = 123;
 
+/// The helpers the program calls, by their `BPF_FUNC_` names (pinned against the system
+/// header by a test).
+#[cfg_attr(not(test), allow(dead_code))]
+pub const HELPERS: [(&str, i32); 5] = [
+    ("map_lookup_elem", MAP_LOOKUP_ELEM),
+    ("map_update_elem", MAP_UPDATE_ELEM),
+    ("get_smp_processor_id", GET_SMP_PROCESSOR_ID),
+    ("perf_event_read_value", PERF_EVENT_READ_VALUE),
+    (
+        "get_current_ancestor_cgroup_id",
+        GET_CURRENT_ANCESTOR_CGROUP_ID,
+    ),
+];
+
 /// The most events one program counts: their differences live on its 512-byte stack.
 pub const MAX_EVENTS: usize = 16;
 /// The deepest level of the hierarchy counted (the root is level 0): a cgroup deeper than
