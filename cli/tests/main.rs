@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+mod bpf_cgroups;
 mod cgroups;
 mod cli;
 mod descriptions;

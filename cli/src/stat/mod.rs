@@ -21,6 +21,7 @@
 pub(crate) mod arguments;
 mod attached;
 mod boxes;
+mod bpf_cgroups;
 pub(crate) mod cgroup_pattern;
 mod cgroups;
 mod counted;
@@ -133,7 +134,7 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
 /// counted, when it is not what the command line says) under it; `-M` looks up the metrics
 /// of the database model `model` and the portable ones.
-fn stat_with<B: Backend>(
+fn stat_with<B: Backend + 'static>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
@@ -230,6 +231,7 @@ fn stat_with<B: Backend>(
             delay: args.more.delay(),
         },
         timer,
+        bpf_cgroups: args.more.bpf_counters(),
     };
     if args.more.verbose {
         emit_to_stderr(&verbose::planned(&events, &backend.label()));
