@@ -322,7 +322,8 @@ impl LinuxBackend {
     }
 
     /// `request` opened alone on `cpu`, counting every task there (as on `Target::Cpu`),
-    /// not inherited, disabled: a counter a BPF program reads (`crate::bpf_cgroup`).
+    /// not inherited, disabled: a counter a BPF program reads (per-cgroup counting's BPF
+    /// mode).
     ///
     /// # Errors
     /// As [`Backend::open`].

@@ -11,6 +11,7 @@
 //! that the part of the cgroup running there now is included.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, Reading, Result};
@@ -325,7 +326,7 @@ impl BpfCounting {
             && entries * 2 > u64::from(self.capacity)
             && entries > self.after_sweep
         {
-            let live = super::tree_ids(root);
+            let live = tree_ids(root);
             self.forget_where(|id| live.binary_search(&id).is_err());
             self.after_sweep = self.stat(stat::ADDED).saturating_sub(self.deleted);
         }
@@ -379,7 +380,7 @@ impl BpfCounting {
                     word(values, base + 16),
                 );
             }
-            super::add(total, row);
+            add(total, row);
         }
         Ok(())
     }
@@ -403,4 +404,37 @@ fn open_switches(cpu: u32, program: std::os::fd::BorrowedFd<'_>) -> Result<Owned
     sys::ioctl_int(fd.as_fd(), sys::IOC_ENABLE, 0)
         .map_err(|errno| bpf_error(&format!("enabling {what}"), errno))?;
     Ok(fd)
+}
+
+/// `sum += row`, reading by reading.
+pub(super) fn add(sum: &mut [Reading], row: &[Reading]) {
+    for (sum, reading) in sum.iter_mut().zip(row) {
+        sum.value = sum.value.wrapping_add(reading.value);
+        sum.time_enabled = sum.time_enabled.wrapping_add(reading.time_enabled);
+        sum.time_running = sum.time_running.wrapping_add(reading.time_running);
+    }
+}
+
+/// The ids (inode numbers) of `root` and every directory below it, sorted.
+fn tree_ids(root: &Path) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !meta.is_dir() {
+            continue;
+        }
+        ids.push(meta.ino());
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    pending.push(entry.path());
+                }
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use counterhal_hal::{Backend, Error, EventRequest, Group, OpenOptions, Reading, Result, Target};
 
 use crate::{LinuxBackend, LinuxGroup};
-use bpf_mode::BpfCounting;
+use bpf_mode::{BpfCounting, add};
 pub use program::{MAX_EVENTS, MAX_LEVELS};
 
 /// Which mode to count in.
@@ -364,39 +364,6 @@ impl CgroupCounter {
             Counting::PerfEvents => 0,
         }
     }
-}
-
-/// `sum += row`, reading by reading.
-fn add(sum: &mut [Reading], row: &[Reading]) {
-    for (sum, reading) in sum.iter_mut().zip(row) {
-        sum.value = sum.value.wrapping_add(reading.value);
-        sum.time_enabled = sum.time_enabled.wrapping_add(reading.time_enabled);
-        sum.time_running = sum.time_running.wrapping_add(reading.time_running);
-    }
-}
-
-/// The ids (inode numbers) of `root` and every directory below it, sorted.
-fn tree_ids(root: &Path) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-            continue;
-        };
-        if !meta.is_dir() {
-            continue;
-        }
-        ids.push(meta.ino());
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    pending.push(entry.path());
-                }
-            }
-        }
-    }
-    ids.sort_unstable();
-    ids
 }
 
 #[cfg(test)]

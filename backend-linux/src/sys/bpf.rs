@@ -1,4 +1,4 @@
-//! `bpf(2)`: the maps and programs of the per-cgroup counting mode (`crate::bpf_cgroup`).
+//! `bpf(2)`: the maps and programs of the per-cgroup counting mode.
 //! The `union bpf_attr` members it passes are `#[repr(C)]` copies of the kernel's, pinned by
 //! `const` assertions below and by a test against the system's `linux/bpf.h`; each command
 //! passes the size of its own member, and the kernel takes a shorter `bpf_attr` as zeroes.

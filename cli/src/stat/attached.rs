@@ -31,7 +31,7 @@ type Opened<G> = (Vec<usize>, MultiSet<G>);
 /// as perf counts an uncore event on one CPU per package. Each interval's snapshot goes to
 /// `on_interval` as it is read.
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
-pub fn run_on_targets<B: Backend + 'static>(
+pub fn run_on_targets<B: Backend>(
     backend: &B,
     events: &[Planned],
     attach: &Attach,
@@ -42,17 +42,6 @@ pub fn run_on_targets<B: Backend + 'static>(
     plan: Plan,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
-    if plan.bpf_cgroups {
-        return super::bpf_cgroups::run(
-            backend,
-            events,
-            attach,
-            cgroups,
-            command,
-            plan,
-            on_interval,
-        );
-    }
     let label = backend.label();
     let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
     let class_of = |i: usize| {

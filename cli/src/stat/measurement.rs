@@ -278,17 +278,29 @@ fn measure<B: Backend + 'static>(
         ),
         Targets::Command => (Attach::ThisThread, None),
     };
-    let mut run = run_on_targets(
-        backend,
-        events,
-        &attach,
-        cgroups,
-        pmu_cpus,
-        groups,
-        command,
-        plan,
-        on_interval,
-    )?;
+    let mut run = if plan.bpf_cgroups {
+        super::bpf_cgroups::run(
+            backend,
+            events,
+            &attach,
+            cgroups,
+            command,
+            plan,
+            on_interval,
+        )?
+    } else {
+        run_on_targets(
+            backend,
+            events,
+            &attach,
+            cgroups,
+            pmu_cpus,
+            groups,
+            command,
+            plan,
+            on_interval,
+        )?
+    };
     run.end.note = note;
     Ok(run)
 }
