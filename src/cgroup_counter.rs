@@ -28,6 +28,21 @@ impl Chosen {
         cpus: &[u32],
         mode: CgroupModeChoice,
     ) -> Result<CgroupCounter> {
+        let options = CgroupCounterOptions::new(mode, crate::unified_cgroup_root().ok());
+        self.cgroup_counter_with(names, cpus, options)
+    }
+
+    /// [`cgroup_counter`](Chosen::cgroup_counter) with every option given: the mode, the
+    /// cgroup2 mount, the BPF mode's capacity.
+    ///
+    /// # Errors
+    /// As [`cgroup_counter`](Chosen::cgroup_counter).
+    pub fn cgroup_counter_with(
+        &self,
+        names: &[&str],
+        cpus: &[u32],
+        options: CgroupCounterOptions,
+    ) -> Result<CgroupCounter> {
         let Some(linux) = self.linux() else {
             return Err(Error::unsupported(format!(
                 "counting per cgroup takes the linux backend, not {}",
@@ -51,7 +66,6 @@ impl Chosen {
             }
             requests.push(resolved.terms.remove(0).request);
         }
-        let options = CgroupCounterOptions::new(mode, crate::unified_cgroup_root().ok());
         CgroupCounter::open(linux, &requests, cpus, options)
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use counterhal::advanced::{CgroupCounter, CgroupMode, CgroupModeChoice};
+use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
@@ -369,4 +369,55 @@ fn counter_error(chosen: &Chosen) -> Error {
         Ok(_) => panic!("the BPF mode opened without CAP_BPF"),
         Err(e) => e,
     }
+}
+
+/// A cgroup that finds the BPF mode's map full is counted as lost, not dropped silently: with
+/// room for one cgroup (the root, first seen at every switch), a task in a cgroup below it
+/// cannot be added.
+///
+/// Oracle: the kernel's hash map, which refuses an element past `max_entries` (E2BIG,
+/// kernel/bpf/hashtab.c), and the program's count of each refusal.
+#[test]
+fn a_full_map_is_counted_as_lost() {
+    let Ok(chosen) = open_default(None) else {
+        skip!(Need::System, "no backend is usable here");
+    };
+    if chosen.name() != "linux" || !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "BPF and whole-CPU counting take root on Linux"
+        );
+    }
+    let Ok(unified) = counterhal::unified_cgroup_root() else {
+        skip!(Need::System, "no cgroup2 file system is mounted");
+    };
+    let Some(top) = TestCgroup::new(&unified, "bpf-full") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup under {}",
+            unified.display()
+        );
+    };
+    let mut options = CgroupCounterOptions::new(CgroupModeChoice::Bpf, Some(unified));
+    options.capacity = 1;
+    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let mut counter = match chosen.cgroup_counter_with(&EVENTS, &cpus, options) {
+        Ok(counter) => counter,
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            skip!(Need::System, "this kernel has no BPF mode: {e}")
+        }
+        Err(e) => panic!("{e}"),
+    };
+    counter.follow(&top.path).expect("follow");
+    run_in(&top.path);
+    counter.read().expect("read");
+    assert!(
+        counter.lost() > 0,
+        "nothing counted as lost with room for one cgroup"
+    );
+    assert_eq!(
+        of(&counter, &top.path),
+        (0, 0),
+        "a cgroup the map had no room for"
+    );
 }
