@@ -95,8 +95,11 @@ pub struct CgroupCounterOptions {
     /// only, and deletes the cgroups removed from it from its map); `None`: no BPF mode.
     pub unified_root: Option<PathBuf>,
     /// The most cgroups the BPF mode's map holds at once (every cgroup that runs a task,
-    /// followed or not, until it is removed): each takes 24 bytes per event per possible
-    /// CPU. A cgroup that finds it full is counted in [`CgroupCounter::lost`].
+    /// followed or not, until it is removed; 1024 unless set): each takes 24 bytes per event
+    /// per possible CPU, allocated when the counter opens, since an element allocated at a
+    /// cgroup's first run can fail where the program runs (with interrupts off, in the
+    /// scheduler) and that run would be lost. A cgroup that finds the map full is counted in
+    /// [`CgroupCounter::lost`].
     pub capacity: u32,
 }
 
@@ -105,7 +108,7 @@ impl Default for CgroupCounterOptions {
         CgroupCounterOptions {
             mode: CgroupModeChoice::Auto,
             unified_root: None,
-            capacity: 4096,
+            capacity: 1024,
         }
     }
 }
