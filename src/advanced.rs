@@ -14,6 +14,15 @@
 //! (`Backend::open` on its own `Target`).
 
 pub use crate::attach::MultiSet;
+/// Counting per cgroup at a cost that does not grow with the cgroups (a BPF program summing
+/// per cgroup at every cgroup switch, perf's `--bpf-counters --for-each-cgroup`), or with
+/// one perf event per event, CPU and cgroup where BPF is not allowed:
+/// [`Chosen::cgroup_counter`](crate::Chosen::cgroup_counter) opens one by name.
+#[cfg(all(feature = "linux", target_os = "linux"))]
+pub use crate::cgroup_counter::{
+    CGROUP_MAX_EVENTS, CGROUP_MAX_LEVELS, CgroupCounter, CgroupCounterOptions, CgroupCounts,
+    CgroupMode, CgroupModeChoice,
+};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 /// A sysfs tree read as untrusted input (`--sysfs DIR`, `COUNTERHAL_SYSFS`): links only

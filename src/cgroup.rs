@@ -31,9 +31,33 @@ pub fn cgroup_root() -> Result<PathBuf> {
     })
 }
 
+/// The mount point of the (last) cgroup2 file system, the hierarchy the BPF mode of
+/// per-cgroup counting counts in ([`advanced::CgroupCounter`](crate::advanced::CgroupCounter)),
+/// whether or not a v1 hierarchy has the `perf_event` controller.
+///
+/// # Errors
+/// As [`cgroup_root`], where no cgroup2 file system is mounted.
+pub fn unified_cgroup_root() -> Result<PathBuf> {
+    let text = std::fs::read_to_string(MOUNTINFO).map_err(|e| {
+        Error::unsupported(format!(
+            "cannot read {MOUNTINFO} to find the cgroup2 mount: {e}"
+        ))
+    })?;
+    root_in_of(&text, false).ok_or_else(|| {
+        Error::unsupported("no cgroup2 file system is mounted")
+            .with_hint("mount one, e.g. `mount -t cgroup2 none /sys/fs/cgroup`")
+    })
+}
+
 /// The cgroup root in a `mountinfo` text: a v1 mount with `perf_event` among its super
 /// options wins; else the last cgroup2 mount.
 fn root_in(mountinfo: &str) -> Option<PathBuf> {
+    root_in_of(mountinfo, true)
+}
+
+/// The last cgroup2 mount in a `mountinfo` text, or, where `perf_event_v1` and one is
+/// mounted, the first v1 mount with the `perf_event` controller.
+fn root_in_of(mountinfo: &str, perf_event_v1: bool) -> Option<PathBuf> {
     let mut unified = None;
     for line in mountinfo.lines() {
         // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
@@ -47,7 +71,9 @@ fn root_in(mountinfo: &str) -> Option<PathBuf> {
         let (fs_type, super_options) = (after.next(), after.nth(1).unwrap_or(""));
         match fs_type {
             Some("cgroup2") => unified = Some(unescape(mount_point)),
-            Some("cgroup") if super_options.split(',').any(|o| o == "perf_event") => {
+            Some("cgroup")
+                if perf_event_v1 && super_options.split(',').any(|o| o == "perf_event") =>
+            {
                 return Some(unescape(mount_point));
             }
             _ => {}
@@ -195,6 +221,11 @@ mod tests {
         assert_eq!(
             root_in(&with_v1),
             Some(PathBuf::from("/sys/fs/cgroup/perf event"))
+        );
+        // The BPF mode's hierarchy is cgroup2's, whatever v1 has.
+        assert_eq!(
+            root_in_of(&with_v1, false),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
         );
         // A controller whose name only contains perf_event's is not it.
         let lookalike = "41 25 0:41 / /x rw - cgroup cgroup rw,perf_event_x\n";

@@ -116,6 +116,8 @@ pub mod time {
 pub mod advanced;
 mod attach;
 mod cgroup;
+#[cfg(all(feature = "linux", target_os = "linux"))]
+mod cgroup_counter;
 #[cfg(unix)]
 mod command;
 #[cfg(feature = "criterion")]
@@ -133,7 +135,10 @@ mod set;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use cgroup::{cgroup_names, cgroup_names_within, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern};
+pub use cgroup::{
+    cgroup_names, cgroup_names_within, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern,
+    unified_cgroup_root,
+};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
@@ -404,7 +409,7 @@ impl Chosen {
 
     /// The backend as the Linux backend, where it is one.
     #[cfg(all(feature = "linux", target_os = "linux"))]
-    fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
+    pub(crate) fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
         (*self.backend).as_any().downcast_ref()
     }
 }

@@ -3,6 +3,8 @@
 //! binary of its own: its global allocator counts every allocation of its process.
 
 mod architecture;
+#[cfg(target_os = "linux")]
+mod cgroup_counter;
 mod cgroups;
 mod examples;
 mod face;

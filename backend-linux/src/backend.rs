@@ -321,6 +321,26 @@ impl LinuxBackend {
         })
     }
 
+    /// `request` opened alone on `cpu`, counting every task there (as on `Target::Cpu`),
+    /// not inherited, disabled: a counter a BPF program reads (per-cgroup counting's BPF
+    /// mode).
+    ///
+    /// # Errors
+    /// As [`Backend::open`].
+    pub(crate) fn open_on_cpu(
+        &self,
+        request: &EventRequest,
+        cpu: u32,
+    ) -> Result<std::os::fd::OwnedFd> {
+        let encoding = perf_encoding(request, self.raw_format.as_deref())?;
+        let place = Placement {
+            format: ReadFormat::Single,
+            ..self.placement(&Target::Cpu(cpu), &OpenOptions::default())?
+        };
+        self.open_one(request, &encoding, None, &place, None)
+            .map(|(fd, _)| fd)
+    }
+
     fn open_one(
         &self,
         request: &EventRequest,

@@ -27,6 +27,7 @@ cfg_if::cfg_if! {
         mod arm;
         mod attr;
         mod backend;
+        mod bpf_cgroup;
         mod breakpoint;
         mod cgroup;
         mod errno;
@@ -42,6 +43,10 @@ cfg_if::cfg_if! {
         pub mod topdown;
 
         pub use backend::{LinuxBackend, probe, probe_with};
+        pub use bpf_cgroup::{
+            CgroupCounter, CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice,
+            MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
+        };
         pub use backend::assemble::on_sysfs;
         pub use paths::SystemPaths;
         pub use raw::{RawFormat, raw_attr};

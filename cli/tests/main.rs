@@ -6,6 +6,7 @@
 #[macro_use]
 mod common;
 
+mod bpf_cgroups;
 mod cgroups;
 mod cli;
 mod descriptions;

@@ -1,7 +1,8 @@
 //! The kernel interface, by subsystem: the perf ABI ([`perf`]: `perf_event_attr`, ioctls,
 //! reads; [`open`]: `perf_event_open` and its size protocol), the self-monitoring page ([`page`]: its mapping, `rdpmc`), and
-//! process facts ([`process`]: limits, the user id, the CPU count). Everything `unsafe` in this crate
-//! is in these modules.
+//! process facts ([`process`]: limits, the user id, the CPU count), and `bpf(2)` ([`bpf`]: the
+//! maps and programs of per-cgroup counting). Everything `unsafe` in this crate is in these
+//! modules.
 //!
 //! # Safety
 //!
@@ -11,9 +12,13 @@
 //!   system header by a test; the kernel only reads `attr.size` bytes and writes back `size`.
 //! - File descriptors are passed in as [`BorrowedFd`](std::os::fd::BorrowedFd) (open for the duration of the call) and
 //!   returned as [`OwnedFd`](std::os::fd::OwnedFd) (owned by exactly one value, closed on drop); no raw fd escapes.
+//! - The `bpf(2)` attributes are `#[repr(C)]` copies of the kernel's `union bpf_attr` members,
+//!   pinned by `const` assertions and a test against the system header; every buffer whose
+//!   address they carry is a live slice of the length the kernel is told, for the call.
 //! - A [`UserPageMap`] owns its mapping from `mmap` to `munmap` and is only read through
 //!   volatile loads, because the kernel updates the page concurrently.
 
+pub mod bpf;
 mod open;
 mod os_error;
 mod overflow;

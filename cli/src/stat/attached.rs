@@ -106,6 +106,29 @@ pub fn run_on_targets<B: Backend>(
     run_and_read(counters, command, &watched, results, plan, on_interval)
 }
 
+/// What [`run_and_read`] counts with: started before the command runs, stopped after, read
+/// summed (one [`Counts`]) or per place, each of `n` planned events.
+pub(super) trait Counting {
+    /// Starts counting.
+    fn enable(&mut self) -> Result<(), Error>;
+    /// Stops counting: reads after it give the same counts.
+    fn disable(&mut self) -> Result<(), Error>;
+    /// The counts so far, summed or per place.
+    fn read(&mut self, n: usize, per_place: bool) -> Result<Vec<Counts>, Error>;
+}
+
+impl<G: Group> Counting for Counters<G> {
+    fn enable(&mut self) -> Result<(), Error> {
+        self.sets.iter_mut().try_for_each(|(_, set)| set.enable())
+    }
+    fn disable(&mut self) -> Result<(), Error> {
+        self.sets.iter_mut().try_for_each(|(_, set)| set.disable())
+    }
+    fn read(&mut self, n: usize, per_place: bool) -> Result<Vec<Counts>, Error> {
+        read_sets(self, n, per_place)
+    }
+}
+
 /// An event that opened nowhere: its index, why, and the CPUs it was meant for (`None`:
 /// every place).
 type Unopened = (usize, Error, Option<CpuList>);
@@ -272,8 +295,8 @@ fn stop_for(e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
 /// Holds the command before `exec`, enables every set, lets it run (reading at each interval
 /// and stopping it when its time is up), and once it has ended disables and reads every set,
 /// putting each event's sum over the targets in its result (and, per place, each target's).
-fn run_and_read<G: Group>(
-    mut sets: Counters<G>,
+pub(super) fn run_and_read(
+    mut sets: impl Counting,
     command: &[OsString],
     watched: &[u32],
     mut results: Vec<EventResult>,
@@ -281,9 +304,7 @@ fn run_and_read<G: Group>(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
-    for (_, set) in &mut sets.sets {
-        set.enable().map_err(CliError::failed)?;
-    }
+    sets.enable().map_err(CliError::failed)?;
     let forwarding = ForwardSignals::to(child.pid());
     let started = std::time::Instant::now();
     let released = child.release();
@@ -309,7 +330,7 @@ fn run_and_read<G: Group>(
             match step {
                 // An error here is seen again by the wait below.
                 Step::Look => return look(&mut child, &mut stopped),
-                Step::Read(at) => match read_sets(&mut sets, results.len(), plan.per_place) {
+                Step::Read(at) => match sets.read(results.len(), plan.per_place) {
                     Ok(mut counts) => {
                         if plan.pace.delay.is_some() {
                             counts_since(&mut counts, baseline.as_deref());
@@ -323,8 +344,8 @@ fn run_and_read<G: Group>(
                     Err(e) => _ = failed.get_or_insert(e),
                 },
                 Step::Baseline => {
-                    let whole = read_sets(&mut sets, results.len(), false);
-                    let apart = read_sets(&mut sets, results.len(), plan.per_place);
+                    let whole = sets.read(results.len(), false);
+                    let apart = sets.read(results.len(), plan.per_place);
                     match whole.and_then(|mut whole| {
                         if plan.per_place {
                             whole.extend(apart?);
@@ -350,12 +371,12 @@ fn run_and_read<G: Group>(
     if let Some(e) = failed {
         return Err(CliError::failed(e));
     }
-    for (_, set) in &mut sets.sets {
-        set.disable().map_err(CliError::failed)?;
-    }
+    sets.disable().map_err(CliError::failed)?;
     let end = CommandEnd::of(&ran.map_err(not_run)?).stopped_if(stopped);
-    let mut last = read_sets(&mut sets, results.len(), plan.per_place).map_err(CliError::failed)?;
-    let totals = read_sets(&mut sets, results.len(), false).map_err(CliError::failed)?;
+    let mut last = sets
+        .read(results.len(), plan.per_place)
+        .map_err(CliError::failed)?;
+    let totals = sets.read(results.len(), false).map_err(CliError::failed)?;
     for (result, total) in results.iter_mut().zip(&totals[0].readings) {
         if result.outcome.is_ok() {
             result.outcome = total.clone();

@@ -163,7 +163,7 @@ fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
 /// A target that does not exist (exit 2), a command that is not found (127) or cannot be
 /// executed (126), a counter that cannot be enabled, disabled or read (1).
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
-pub fn measure_once<B: Backend>(
+pub fn measure_once<B: Backend + 'static>(
     backend: &B,
     events: &[Planned],
     targets: &Targets,
@@ -204,7 +204,7 @@ pub fn measure_once<B: Backend>(
 /// One run: the command counted from its exec where the backend can follow one process,
 /// else counters on the places asked for (or, for the command, the CPUs it may run on).
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
-fn measure<B: Backend>(
+fn measure<B: Backend + 'static>(
     backend: &B,
     events: &[Planned],
     targets: &Targets,
@@ -278,17 +278,29 @@ fn measure<B: Backend>(
         ),
         Targets::Command => (Attach::ThisThread, None),
     };
-    let mut run = run_on_targets(
-        backend,
-        events,
-        &attach,
-        cgroups,
-        pmu_cpus,
-        groups,
-        command,
-        plan,
-        on_interval,
-    )?;
+    let mut run = if plan.bpf_cgroups {
+        super::bpf_cgroups::run(
+            backend,
+            events,
+            &attach,
+            cgroups,
+            command,
+            plan,
+            on_interval,
+        )?
+    } else {
+        run_on_targets(
+            backend,
+            events,
+            &attach,
+            cgroups,
+            pmu_cpus,
+            groups,
+            command,
+            plan,
+            on_interval,
+        )?
+    };
     run.end.note = note;
     Ok(run)
 }

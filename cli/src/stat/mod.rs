@@ -21,6 +21,7 @@
 pub(crate) mod arguments;
 mod attached;
 mod boxes;
+mod bpf_cgroups;
 pub(crate) mod cgroup_pattern;
 mod cgroups;
 mod counted;
@@ -150,7 +151,7 @@ struct Counting {
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
 /// counted, when it is not what the command line says) under it; `-M` looks up the metrics
 /// of the database model `model` and the portable ones.
-fn stat_with<B: Backend>(
+fn stat_with<B: Backend + 'static>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
@@ -322,7 +323,7 @@ fn planned_summaries(args: &StatArgs, counting: &Counting, label: &str) -> Vec<E
 
 /// Counts `-r`'s runs, each between its `--pre` and `--post` commands, the intervals taken
 /// by `intervals`; the runs counted and the signal that ended the measurement, if one did.
-fn measure_runs<B: Backend>(
+fn measure_runs<B: Backend + 'static>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
@@ -344,6 +345,7 @@ fn measure_runs<B: Backend>(
             delay: args.more.delay(),
         },
         timer,
+        bpf_cgroups: args.more.bpf_counters(),
     };
     // Each run between its --pre and --post commands (and after -S's sync).
     let mut runs = Vec::new();

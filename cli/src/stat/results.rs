@@ -229,6 +229,8 @@ pub struct Plan {
     /// Whether the command is the timer that stands for none (`-a` alone): how it ends is no
     /// exit status to pass on.
     pub timer: bool,
+    /// Whether each cgroup's events are counted by a BPF program (`--bpf-counters`).
+    pub bpf_cgroups: bool,
 }
 
 /// Nanoseconds in a duration, saturating.

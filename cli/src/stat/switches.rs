@@ -182,8 +182,10 @@ pub struct Switches {
 /// would need, on every machine (none depends on this machine lacking something).
 #[derive(Args, Debug, Default)]
 pub struct Refused {
-    /// Not implemented: BPF counters.
-    #[arg(short = 'b', long = "bpf-counters", hide = true)]
+    /// With --for-each-cgroup: each cgroup's events summed by a BPF program at every
+    /// cgroup switch (each event opened once per CPU, whatever the number of cgroups; needs
+    /// CAP_BPF and CAP_PERFMON, or root, and Linux 5.13).
+    #[arg(short = 'b', long = "bpf-counters")]
     bpf_counters: bool,
     /// Not implemented: Intel's uncore I/O stack PMUs.
     #[arg(long = "iostat", hide = true, num_args = 0..=1, value_name = "ARG")]
@@ -212,14 +214,16 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The first refused option given, and why it cannot work here.
-    fn reason(&self) -> Option<(&'static str, &'static str)> {
+    /// The first refused option given, and why it cannot work here (`-b` is taken with
+    /// `--for-each-cgroup`, `for_each_cgroup`).
+    fn reason(&self, for_each_cgroup: bool) -> Option<(&'static str, &'static str)> {
         let checks: [(bool, &'static str, &'static str); 9] = [
             (
-                self.bpf_counters,
+                self.bpf_counters && !for_each_cgroup,
                 "-b/--bpf-counters",
-                "counterhal does not implement it: perf shares counters between sessions \
-                 through BPF programs, which counterhal does not load",
+                "counterhal does not implement it alone (perf shares counters between \
+                 sessions through BPF programs); with --for-each-cgroup it counts each \
+                 cgroup's events with a BPF program",
             ),
             (
                 self.iostat.is_some(),
@@ -280,6 +284,11 @@ impl Refused {
 }
 
 impl Switches {
+    /// Whether `--for-each-cgroup`'s cgroups are counted by a BPF program (`-b`).
+    pub fn bpf_counters(&self) -> bool {
+        self.refused.bpf_counters && !self.for_each_cgroup.is_empty()
+    }
+
     /// Refuses the options that cannot work here, naming the reason, and `-D -1`.
     ///
     /// # Errors
@@ -292,7 +301,7 @@ impl Switches {
             ))
             .with_hint("give the delay in milliseconds, 0 or more, e.g. -D 100"));
         }
-        if let Some((option, why)) = self.refused.reason() {
+        if let Some((option, why)) = self.refused.reason(!self.for_each_cgroup.is_empty()) {
             return Err(Error::unsupported(format!("{option}: {why}"))
                 .with_hint("see docs/command.md for perf's options counterhal takes"));
         }

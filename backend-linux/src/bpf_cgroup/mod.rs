@@ -1,0 +1,615 @@
+//! Counting per cgroup at a cost that does not grow with the cgroups: [`CgroupCounter`].
+//!
+//! Two modes count the same thing, each event while the tasks of a cgroup (or of any cgroup
+//! below it) run, on each CPU, with its time enabled and running:
+//!
+//! - **BPF** ([`CgroupMode::Bpf`], perf's `perf stat --bpf-counters --for-each-cgroup`): each
+//!   event opened once per CPU, whatever the number of cgroups; a BPF program run at every
+//!   cgroup switch adds each CPU's counts since the previous switch to the cgroup switched
+//!   out, at every level of its hierarchy ([`program`]). A cgroup is counted from its first
+//!   run, one created and removed between two reads included (in its parents, and in its
+//!   own sums while it is followed). Needs Linux 5.13, cgroup v2, and CAP_BPF with
+//!   CAP_PERFMON (or root).
+//! - **perf events** ([`CgroupMode::PerfEvents`], `perf stat -G`): one perf event per event,
+//!   CPU and followed cgroup (`PERF_FLAG_PID_CGROUP`), opened when the cgroup is followed.
+//!
+//! [`CgroupModeChoice::Auto`] takes BPF where the kernel and this process's privileges allow
+//! it, and perf events elsewhere, saying why ([`CgroupMode::PerfEvents::why_not_bpf`]).
+
+mod bpf_mode;
+mod insn;
+mod program;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use counterhal_hal::{Backend, Error, EventRequest, Group, OpenOptions, Reading, Result, Target};
+
+use crate::{LinuxBackend, LinuxGroup};
+use bpf_mode::{BpfCounting, add};
+pub use program::{MAX_EVENTS, MAX_LEVELS};
+
+/// Which mode to count in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CgroupModeChoice {
+    /// BPF where it works here, else perf events (saying why).
+    #[default]
+    Auto,
+    /// BPF, or an error saying why it cannot.
+    Bpf,
+    /// Perf events per cgroup.
+    PerfEvents,
+}
+
+/// The mode a [`CgroupCounter`] counts in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CgroupMode {
+    /// Events x CPUs perf events, sums per cgroup kept by a BPF program.
+    Bpf,
+    /// One perf event per event, CPU and cgroup.
+    PerfEvents {
+        /// Why BPF was not taken (`None`: perf events were asked for).
+        why_not_bpf: Option<String>,
+    },
+}
+
+impl CgroupMode {
+    /// The mode's short name: `bpf` or `perf-events` (a metric's label, a line at start).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CgroupMode::Bpf => "bpf",
+            CgroupMode::PerfEvents { .. } => "perf-events",
+        }
+    }
+}
+
+impl std::fmt::Display for CgroupMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CgroupMode::Bpf => f.write_str(
+                "bpf (each event once per CPU, summed per cgroup by a BPF program at every \
+                 cgroup switch)",
+            ),
+            CgroupMode::PerfEvents { why_not_bpf: None } => {
+                f.write_str("perf-events (one perf event per event, CPU and cgroup)")
+            }
+            CgroupMode::PerfEvents {
+                why_not_bpf: Some(why),
+            } => write!(
+                f,
+                "perf-events (one perf event per event, CPU and cgroup; not bpf: {why})"
+            ),
+        }
+    }
+}
+
+/// How a [`CgroupCounter`] is opened.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CgroupCounterOptions {
+    /// The mode asked for.
+    pub mode: CgroupModeChoice,
+    /// The cgroup v2 mount the followed cgroups lie under (the BPF mode counts cgroup v2
+    /// only, and deletes the cgroups removed from it from its map); `None`: no BPF mode.
+    pub unified_root: Option<PathBuf>,
+    /// The most cgroups the BPF mode's map holds at once (every cgroup that runs a task,
+    /// followed or not, until it is removed; 1024 unless set): each takes 24 bytes per event
+    /// per possible CPU, allocated when the counter opens, since an element allocated at a
+    /// cgroup's first run can fail where the program runs (with interrupts off, in the
+    /// scheduler) and that run would be lost. A cgroup that finds the map full is counted in
+    /// [`CgroupCounter::lost`].
+    pub capacity: u32,
+}
+
+impl Default for CgroupCounterOptions {
+    fn default() -> Self {
+        CgroupCounterOptions {
+            mode: CgroupModeChoice::Auto,
+            unified_root: None,
+            capacity: 1024,
+        }
+    }
+}
+
+impl CgroupCounterOptions {
+    /// Options for `mode`, the cgroup v2 mount at `unified_root`.
+    pub fn new(mode: CgroupModeChoice, unified_root: Option<PathBuf>) -> Self {
+        CgroupCounterOptions {
+            mode,
+            unified_root,
+            ..Default::default()
+        }
+    }
+}
+
+/// The counts of one followed cgroup at the last [`CgroupCounter::read`].
+pub struct CgroupCounts {
+    /// The cgroup's directory.
+    pub path: PathBuf,
+    /// Each event's counts summed over the CPUs (each CPU's value, time enabled and time
+    /// running added: scale the sum as one reading).
+    pub total: Vec<Reading>,
+    /// Each CPU's (in the order of [`CgroupCounter::cpus`]) counts of each event.
+    pub per_cpu: Vec<Vec<Reading>>,
+    id: u64,
+    /// The perf-event mode's sets, one per CPU.
+    groups: Vec<LinuxGroup>,
+}
+
+enum Counting {
+    Bpf(BpfCounting),
+    PerfEvents,
+}
+
+/// Events counted per cgroup, on a list of CPUs, in the [`CgroupMode`] chosen at open:
+/// [`follow`](CgroupCounter::follow) the cgroups to read, [`read`](CgroupCounter::read)
+/// them all, then take each one's [`counts`](CgroupCounter::counts).
+pub struct CgroupCounter {
+    backend: LinuxBackend,
+    events: Vec<EventRequest>,
+    cpus: Vec<u32>,
+    options: CgroupCounterOptions,
+    mode: CgroupMode,
+    counting: Counting,
+    followed: Vec<CgroupCounts>,
+}
+
+impl CgroupCounter {
+    /// Counts `events` on `cpus` per cgroup, in the mode `options` ask for.
+    ///
+    /// # Errors
+    /// As [`Backend::open`] for the events (the BPF mode opens them on each CPU at once;
+    /// the perf-event mode when a cgroup is followed); under
+    /// [`CgroupModeChoice::Bpf`], why the BPF mode cannot count here:
+    /// [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied) without
+    /// CAP_BPF and CAP_PERFMON, [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported)
+    /// for a kernel without it (with the verifier's log where it refused the program).
+    pub fn open(
+        backend: &LinuxBackend,
+        events: &[EventRequest],
+        cpus: &[u32],
+        options: CgroupCounterOptions,
+    ) -> Result<CgroupCounter> {
+        if events.is_empty() {
+            return Err(Error::invalid_input("no events to count per cgroup")
+                .with_hint("pass at least one event"));
+        }
+        let bpf = |root: &Option<PathBuf>| match root {
+            Some(_) => BpfCounting::open(backend, events, cpus, options.capacity),
+            None => Err(Error::unsupported("no cgroup v2 mount was given")
+                .with_hint("the BPF mode counts the cgroups of a cgroup2 file system")),
+        };
+        let (counting, mode) = match options.mode {
+            CgroupModeChoice::PerfEvents => (
+                Counting::PerfEvents,
+                CgroupMode::PerfEvents { why_not_bpf: None },
+            ),
+            CgroupModeChoice::Bpf => (Counting::Bpf(bpf(&options.unified_root)?), CgroupMode::Bpf),
+            CgroupModeChoice::Auto => match bpf(&options.unified_root) {
+                Ok(counting) => (Counting::Bpf(counting), CgroupMode::Bpf),
+                Err(why) => (
+                    Counting::PerfEvents,
+                    CgroupMode::PerfEvents {
+                        why_not_bpf: Some(why.to_string()),
+                    },
+                ),
+            },
+        };
+        Ok(CgroupCounter {
+            backend: backend.clone(),
+            events: events.to_vec(),
+            cpus: cpus.to_vec(),
+            options,
+            mode,
+            counting,
+            followed: Vec::new(),
+        })
+    }
+
+    /// The mode counting, and where it is perf events, why not BPF.
+    pub fn mode(&self) -> &CgroupMode {
+        &self.mode
+    }
+
+    /// The CPUs counted, the order of [`CgroupCounts::per_cpu`].
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    /// The events' names, the order of every reading.
+    pub fn event_names(&self) -> impl Iterator<Item = &str> {
+        self.events.iter().map(|e| e.name.as_str())
+    }
+
+    /// Starts reading `cgroup` (its directory). In the BPF mode its counts go back to its
+    /// first run since the counter opened; in the perf-event mode they start now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) for a directory that does
+    /// not exist; [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) in
+    /// the BPF mode for one outside the cgroup v2 mount or deeper than [`MAX_LEVELS`]; in
+    /// the perf-event mode, as [`Backend::open`] on a [`Target::Cgroup`].
+    pub fn follow(&mut self, cgroup: &Path) -> Result<()> {
+        if self.followed.iter().any(|c| c.path == cgroup) {
+            return Ok(());
+        }
+        let id = std::fs::metadata(cgroup)
+            .map_err(|e| {
+                Error::new(
+                    counterhal_hal::ErrorKind::NotFound,
+                    format!("no cgroup {}: {e}", cgroup.display()),
+                )
+                .with_hint("name the directory of a cgroup that exists")
+            })?
+            .ino();
+        let mut groups = Vec::new();
+        match &self.counting {
+            Counting::Bpf(_) => self.check_level(cgroup)?,
+            Counting::PerfEvents => {
+                let mut options = OpenOptions::default();
+                options.grouped = false;
+                for &cpu in &self.cpus {
+                    let target = Target::Cgroup {
+                        path: cgroup.into(),
+                        cpu,
+                    };
+                    let mut group = self.backend.open(&self.events, &target, &options)?;
+                    group.enable()?;
+                    groups.push(group);
+                }
+            }
+        }
+        let zeroes = vec![Reading::default(); self.events.len()];
+        self.followed.push(CgroupCounts {
+            path: cgroup.to_path_buf(),
+            total: zeroes.clone(),
+            per_cpu: vec![zeroes; self.cpus.len()],
+            id,
+            groups,
+        });
+        Ok(())
+    }
+
+    /// Refuses a cgroup the BPF mode would not see: outside the cgroup v2 mount, or deeper
+    /// than it counts.
+    fn check_level(&self, cgroup: &Path) -> Result<()> {
+        let root = self
+            .options
+            .unified_root
+            .as_deref()
+            .unwrap_or(Path::new("/"));
+        let Ok(below) = cgroup.strip_prefix(root) else {
+            return Err(Error::invalid_input(format!(
+                "{} is not under the cgroup v2 mount {}",
+                cgroup.display(),
+                root.display()
+            ))
+            .with_hint("the BPF mode counts cgroup v2 cgroups: name one under that mount"));
+        };
+        let level = below.components().count();
+        if level >= MAX_LEVELS {
+            return Err(Error::invalid_input(format!(
+                "{} is {level} levels deep; the BPF mode counts {} levels below the root",
+                cgroup.display(),
+                MAX_LEVELS - 1
+            ))
+            .with_hint("follow one of its ancestors, or count in the perf-event mode"));
+        }
+        Ok(())
+    }
+
+    /// Stops reading `cgroup` and lets its counters go (the BPF mode forgets its sums).
+    pub fn unfollow(&mut self, cgroup: &Path) {
+        let Some(at) = self.followed.iter().position(|c| c.path == cgroup) else {
+            return;
+        };
+        let gone = self.followed.remove(at);
+        if let Counting::Bpf(bpf) = &mut self.counting {
+            bpf.forget(gone.id);
+        }
+    }
+
+    /// The cgroups followed.
+    pub fn followed(&self) -> impl Iterator<Item = &Path> {
+        self.followed.iter().map(|c| c.path.as_path())
+    }
+
+    /// Reads every followed cgroup (the BPF mode first brings each CPU's sums up to now).
+    ///
+    /// # Errors
+    /// The first counter that cannot be read, naming its cgroup; the followed cgroups read
+    /// before it hold their new counts.
+    pub fn read(&mut self) -> Result<()> {
+        if let Counting::Bpf(bpf) = &mut self.counting {
+            bpf.refresh(self.options.unified_root.as_deref())?;
+        }
+        for counts in &mut self.followed {
+            let shown = counts.path.display();
+            match &mut self.counting {
+                Counting::Bpf(bpf) => bpf
+                    .read(counts.id, &mut counts.per_cpu, &mut counts.total)
+                    .map_err(|e| e.context(format!("cgroup {shown}")))?,
+                Counting::PerfEvents => {
+                    counts
+                        .total
+                        .iter_mut()
+                        .for_each(|r| *r = Reading::default());
+                    for (group, row) in counts.groups.iter_mut().zip(&mut counts.per_cpu) {
+                        group
+                            .read(row)
+                            .map_err(|e| e.context(format!("cgroup {shown}")))?;
+                        add(&mut counts.total, row);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `cgroup`'s counts at the last [`read`](CgroupCounter::read); `None` for a cgroup not
+    /// followed.
+    pub fn counts(&self, cgroup: &Path) -> Option<&CgroupCounts> {
+        self.followed.iter().find(|c| c.path == cgroup)
+    }
+
+    /// Every followed cgroup's counts at the last [`read`](CgroupCounter::read).
+    pub fn all_counts(&self) -> &[CgroupCounts] {
+        &self.followed
+    }
+
+    /// Levels of the hierarchy the BPF mode could not count since it opened, because its
+    /// map of cgroups was full ([`CgroupCounterOptions::capacity`]); 0 in the perf-event mode.
+    pub fn lost(&self) -> u64 {
+        match &self.counting {
+            Counting::Bpf(bpf) => bpf.lost(),
+            Counting::PerfEvents => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::insn::{Asm, R1, R10, op};
+    use super::program;
+    use crate::sys::bpf as sys_bpf;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    /// Compiles a C program against the system's `linux/bpf.h` and compares the numbers the
+    /// encoder, the program and the system calls use with the header's.
+    ///
+    /// Oracle: the kernel's UAPI header, `linux/bpf.h` (and `linux/bpf_common.h`).
+    #[test]
+    fn numbers_match_the_system_header() {
+        if !std::path::Path::new("/usr/include/linux/bpf.h").exists() {
+            skip!(
+                Need::Tools,
+                "/usr/include/linux/bpf.h is not installed (linux-libc-dev)"
+            );
+        }
+        let ours: Vec<(&str, i64)> = vec![
+            ("BPF_MAP_CREATE", sys_bpf::BPF_MAP_CREATE.into()),
+            ("BPF_MAP_LOOKUP_ELEM", sys_bpf::BPF_MAP_LOOKUP_ELEM.into()),
+            ("BPF_MAP_UPDATE_ELEM", sys_bpf::BPF_MAP_UPDATE_ELEM.into()),
+            ("BPF_MAP_DELETE_ELEM", sys_bpf::BPF_MAP_DELETE_ELEM.into()),
+            ("BPF_MAP_GET_NEXT_KEY", sys_bpf::BPF_MAP_GET_NEXT_KEY.into()),
+            ("BPF_PROG_LOAD", sys_bpf::BPF_PROG_LOAD.into()),
+            ("BPF_PROG_TEST_RUN", sys_bpf::BPF_PROG_TEST_RUN.into()),
+            (
+                "BPF_MAP_TYPE_PERF_EVENT_ARRAY",
+                sys_bpf::MAP_PERF_EVENT_ARRAY.into(),
+            ),
+            ("BPF_MAP_TYPE_PERCPU_HASH", sys_bpf::MAP_PERCPU_HASH.into()),
+            (
+                "BPF_MAP_TYPE_PERCPU_ARRAY",
+                sys_bpf::MAP_PERCPU_ARRAY.into(),
+            ),
+            ("BPF_PROG_TYPE_PERF_EVENT", sys_bpf::PROG_PERF_EVENT.into()),
+            (
+                "BPF_PROG_TYPE_RAW_TRACEPOINT",
+                sys_bpf::PROG_RAW_TRACEPOINT.into(),
+            ),
+            ("BPF_NOEXIST", sys_bpf::BPF_NOEXIST as i64),
+            (
+                "BPF_F_TEST_RUN_ON_CPU",
+                sys_bpf::BPF_F_TEST_RUN_ON_CPU.into(),
+            ),
+            ("BPF_PSEUDO_MAP_FD", op::PSEUDO_MAP_FD.into()),
+            (
+                "sizeof(struct bpf_perf_event_value)",
+                program::READING_BYTES as i64,
+            ),
+            ("offsetof(union bpf_attr, map_name)", 28),
+            ("offsetof(union bpf_attr, flags)", 24),
+            ("offsetof(union bpf_attr, prog_name)", 48),
+            ("offsetof(union bpf_attr, expected_attach_type)", 68),
+            ("offsetof(union bpf_attr, test.flags)", 64),
+            ("offsetof(union bpf_attr, test.cpu)", 68),
+            (
+                "BPF_LD | BPF_DW | BPF_IMM",
+                (op::LD | op::DW | op::IMM).into(),
+            ),
+            (
+                "BPF_LDX | BPF_MEM | BPF_DW",
+                (op::LDX | op::MEM | op::DW).into(),
+            ),
+            (
+                "BPF_STX | BPF_MEM | BPF_DW",
+                (op::STX | op::MEM | op::DW).into(),
+            ),
+            (
+                "BPF_STX | BPF_MEM | BPF_W",
+                (op::STX | op::MEM | op::W).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_MOV | BPF_K",
+                (op::ALU64 | op::MOV | op::K).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_MOV | BPF_X",
+                (op::ALU64 | op::MOV | op::X).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_ADD | BPF_K",
+                (op::ALU64 | op::ADD | op::K).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_ADD | BPF_X",
+                (op::ALU64 | op::ADD | op::X).into(),
+            ),
+            (
+                "BPF_ALU64 | BPF_SUB | BPF_X",
+                (op::ALU64 | op::SUB | op::X).into(),
+            ),
+            ("BPF_JMP | BPF_JA", (op::JMP | op::JA).into()),
+            (
+                "BPF_JMP | BPF_JEQ | BPF_K",
+                (op::JMP | op::JEQ | op::K).into(),
+            ),
+            (
+                "BPF_JMP | BPF_JNE | BPF_K",
+                (op::JMP | op::JNE | op::K).into(),
+            ),
+            ("BPF_JMP | BPF_CALL", (op::JMP | op::CALL).into()),
+            ("BPF_JMP | BPF_EXIT", (op::JMP | op::EXIT).into()),
+        ];
+        let helpers = program::HELPERS;
+        let mut c = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <linux/bpf.h>\n\
+             int main(void) {\n",
+        );
+        for (name, _) in &ours {
+            c += &format!("printf(\"%lld\\n\", (long long)({name}));\n");
+        }
+        for (name, _) in helpers {
+            c += &format!("printf(\"%lld\\n\", (long long)(BPF_FUNC_{name}));\n");
+        }
+        c += "return 0; }\n";
+        let dir = std::env::temp_dir().join(format!("counterhal-bpf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (source, binary) = (dir.join("bpf.c"), dir.join("bpf"));
+        std::fs::write(&source, c).unwrap();
+        let compiled = match std::process::Command::new("cc")
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .output()
+        {
+            Ok(out) => out,
+            Err(e) => skip!(Need::Tools, "no C compiler (`cc`): {e}"),
+        };
+        assert!(
+            compiled.status.success(),
+            "{}",
+            String::from_utf8_lossy(&compiled.stderr)
+        );
+        let output = std::process::Command::new(&binary).output().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        let seen: Vec<i64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let expected = ours
+            .iter()
+            .map(|(name, value)| (name.to_string(), *value))
+            .chain(
+                helpers
+                    .iter()
+                    .map(|(name, value)| (format!("BPF_FUNC_{name}"), i64::from(*value))),
+            );
+        for ((name, value), header) in expected.zip(&seen) {
+            assert_eq!(value, *header, "{name}: ours {value}, linux/bpf.h {header}");
+        }
+        assert_eq!(seen.len(), ours.len() + helpers.len());
+    }
+
+    /// A program the verifier refuses (it returns `r0` without setting it, then reads the
+    /// frame before writing it) comes back as an error carrying the verifier's log.
+    ///
+    /// Oracle: the kernel's verifier (kernel/bpf/verifier.c: "R0 !read_ok" where `exit`
+    /// finds `r0` unset).
+    #[test]
+    fn a_refused_program_is_an_error_with_the_verifiers_log() {
+        let mut asm = Asm::default();
+        asm.load64(R1, R10, -8);
+        asm.exit();
+        match super::bpf_mode::load(sys_bpf::PROG_RAW_TRACEPOINT, &asm.finish(), "ch_refused") {
+            Ok(_) => panic!("the verifier took a program that reads an unwritten stack slot"),
+            Err(e) if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "loading BPF programs takes CAP_BPF: {e}")
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.contains("the verifier said:"), "{text}");
+                assert!(text.contains("invalid read from stack"), "{text}");
+            }
+        }
+    }
+
+    /// The largest program, [`MAX_EVENTS`](super::MAX_EVENTS) events at
+    /// [`MAX_LEVELS`](super::MAX_LEVELS) levels, passes the verifier as both program types.
+    ///
+    /// Oracle: the kernel's verifier, which checks every helper's availability for the
+    /// program type, every memory access and every path.
+    #[test]
+    fn the_largest_program_passes_the_verifier() {
+        use super::bpf_mode::{create, load};
+        use std::os::fd::AsFd;
+        let events = super::MAX_EVENTS as u32;
+        let reading = program::READING_BYTES as u32;
+        let maps = [
+            create(
+                sys_bpf::MAP_PERF_EVENT_ARRAY,
+                4,
+                4,
+                events * 4,
+                "ch_t_events",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_ARRAY,
+                4,
+                reading,
+                events,
+                "ch_t_previous",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_HASH,
+                8,
+                reading * events,
+                16,
+                "ch_t_cgroups",
+            ),
+            create(
+                sys_bpf::MAP_PERCPU_ARRAY,
+                4,
+                8,
+                program::stat::SLOTS,
+                "ch_t_stats",
+            ),
+        ];
+        let maps = match maps {
+            [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
+            [Err(e), ..] if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "BPF maps take CAP_BPF: {e}")
+            }
+            other => panic!("{:?}", other.map(|m| m.err())),
+        };
+        let insns = program::counting(
+            program::Maps {
+                events: maps[0].as_fd(),
+                previous: maps[1].as_fd(),
+                cgroups: maps[2].as_fd(),
+                stats: maps[3].as_fd(),
+            },
+            super::MAX_EVENTS,
+            4,
+        );
+        for prog_type in [sys_bpf::PROG_PERF_EVENT, sys_bpf::PROG_RAW_TRACEPOINT] {
+            if let Err(e) = load(prog_type, &insns, "ch_t_largest") {
+                panic!("{} instructions, type {prog_type}: {e}", insns.len());
+            }
+        }
+    }
+}

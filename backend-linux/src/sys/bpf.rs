@@ -1,0 +1,308 @@
+//! `bpf(2)`: the maps and programs of the per-cgroup counting mode.
+//! The `union bpf_attr` members it passes are `#[repr(C)]` copies of the kernel's, pinned by
+//! `const` assertions below and by a test against the system's `linux/bpf.h`; each command
+//! passes the size of its own member, and the kernel takes a shorter `bpf_attr` as zeroes.
+//! See the parent module's `# Safety` note.
+
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use super::os_error::{Errno, last_errno};
+
+/// `BPF_MAP_CREATE`.
+pub const BPF_MAP_CREATE: u32 = 0;
+/// `BPF_MAP_LOOKUP_ELEM`.
+pub const BPF_MAP_LOOKUP_ELEM: u32 = 1;
+/// `BPF_MAP_UPDATE_ELEM`.
+pub const BPF_MAP_UPDATE_ELEM: u32 = 2;
+/// `BPF_MAP_DELETE_ELEM`.
+pub const BPF_MAP_DELETE_ELEM: u32 = 3;
+/// `BPF_MAP_GET_NEXT_KEY`.
+pub const BPF_MAP_GET_NEXT_KEY: u32 = 4;
+/// `BPF_PROG_LOAD`.
+pub const BPF_PROG_LOAD: u32 = 5;
+/// `BPF_PROG_TEST_RUN`.
+pub const BPF_PROG_TEST_RUN: u32 = 10;
+
+/// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: perf event descriptors a program reads by index.
+pub const MAP_PERF_EVENT_ARRAY: u32 = 4;
+/// `BPF_MAP_TYPE_PERCPU_HASH`: a hash whose every value is kept once per CPU.
+pub const MAP_PERCPU_HASH: u32 = 5;
+/// `BPF_MAP_TYPE_PERCPU_ARRAY`: an array whose every value is kept once per CPU.
+pub const MAP_PERCPU_ARRAY: u32 = 6;
+/// `BPF_PROG_TYPE_PERF_EVENT`: a program run at a perf event's overflow.
+pub const PROG_PERF_EVENT: u32 = 7;
+/// `BPF_PROG_TYPE_RAW_TRACEPOINT`: here never attached, only run by `BPF_PROG_TEST_RUN`.
+pub const PROG_RAW_TRACEPOINT: u32 = 17;
+/// `BPF_NOEXIST`: an update that only creates.
+pub const BPF_NOEXIST: u64 = 1;
+/// `BPF_F_TEST_RUN_ON_CPU`: `BPF_PROG_TEST_RUN` runs the program on the CPU named.
+pub const BPF_F_TEST_RUN_ON_CPU: u32 = 1;
+
+/// The `BPF_MAP_CREATE` member of `union bpf_attr`, up to `map_name`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MapCreateAttr {
+    /// `map_type`.
+    pub map_type: u32,
+    /// `key_size`.
+    pub key_size: u32,
+    /// `value_size`.
+    pub value_size: u32,
+    /// `max_entries`.
+    pub max_entries: u32,
+    /// `map_flags`.
+    pub map_flags: u32,
+    /// `inner_map_fd`.
+    pub inner_map_fd: u32,
+    /// `numa_node`.
+    pub numa_node: u32,
+    /// `map_name`: up to 15 bytes, NUL-terminated.
+    pub map_name: [u8; 16],
+}
+
+/// The `BPF_MAP_*_ELEM` and `BPF_MAP_GET_NEXT_KEY` member of `union bpf_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct MapElemAttr {
+    map_fd: u32,
+    pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// The `BPF_PROG_LOAD` member of `union bpf_attr`, up to `expected_attach_type`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct ProgLoadAttr {
+    prog_type: u32,
+    insn_cnt: u32,
+    insns: u64,
+    license: u64,
+    log_level: u32,
+    log_size: u32,
+    log_buf: u64,
+    kern_version: u32,
+    prog_flags: u32,
+    prog_name: [u8; 16],
+    prog_ifindex: u32,
+    expected_attach_type: u32,
+}
+
+/// The `BPF_PROG_TEST_RUN` member of `union bpf_attr`, up to `cpu`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct TestRunAttr {
+    prog_fd: u32,
+    retval: u32,
+    data_size_in: u32,
+    data_size_out: u32,
+    data_in: u64,
+    data_out: u64,
+    repeat: u32,
+    duration: u32,
+    ctx_size_in: u32,
+    ctx_size_out: u32,
+    ctx_in: u64,
+    ctx_out: u64,
+    flags: u32,
+    cpu: u32,
+}
+
+const _: () = {
+    assert!(size_of::<MapCreateAttr>() == 44);
+    assert!(std::mem::offset_of!(MapCreateAttr, numa_node) == 24);
+    assert!(std::mem::offset_of!(MapCreateAttr, map_name) == 28);
+    assert!(size_of::<MapElemAttr>() == 32);
+    assert!(std::mem::offset_of!(MapElemAttr, flags) == 24);
+    assert!(size_of::<ProgLoadAttr>() == 72);
+    assert!(std::mem::offset_of!(ProgLoadAttr, prog_name) == 48);
+    assert!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type) == 68);
+    assert!(size_of::<TestRunAttr>() == 72);
+    assert!(std::mem::offset_of!(TestRunAttr, flags) == 64);
+    assert!(std::mem::offset_of!(TestRunAttr, cpu) == 68);
+};
+
+/// One `bpf(cmd, attr, size_of::<A>())` call, EINTR retried; the call's return value.
+///
+/// # Safety
+/// Every address `attr` holds must point to memory valid for what `cmd` reads or writes
+/// there, for the sizes the other fields give, for the duration of the call.
+unsafe fn bpf<A>(cmd: u32, attr: &mut A) -> Result<i64, Errno> {
+    let size = size_of::<A>() as libc::c_uint;
+    let pointer: *mut A = attr;
+    loop {
+        // SAFETY: `pointer` is a live `A` of `size` bytes (a `#[repr(C)]` member of the
+        // kernel's `union bpf_attr`); the addresses it holds are valid, as the caller promises.
+        let ret = unsafe { libc::syscall(libc::SYS_bpf, cmd, pointer, size) };
+        if ret >= 0 {
+            return Ok(ret);
+        }
+        match last_errno() {
+            libc::EINTR => continue,
+            errno => return Err(errno),
+        }
+    }
+}
+
+/// A name the kernel shows for a map or program (bpftool's, `/proc/PID/fdinfo`): at most 15
+/// bytes of `name`, NUL-terminated.
+fn object_name(name: &str) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (slot, byte) in out.iter_mut().zip(name.bytes().take(15)) {
+        *slot = byte;
+    }
+    out
+}
+
+/// `BPF_MAP_CREATE`: a new map, its descriptor (`map_name` is set from `name`).
+///
+/// # Errors
+/// The kernel's errno: EPERM without CAP_BPF, EINVAL for a type or size it refuses, ENOMEM.
+pub fn map_create(attr: &MapCreateAttr, name: &str) -> Result<OwnedFd, Errno> {
+    let mut attr = MapCreateAttr {
+        map_name: object_name(name),
+        ..*attr
+    };
+    // SAFETY: this member holds no address.
+    let fd = unsafe { bpf(BPF_MAP_CREATE, &mut attr) }?;
+    // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `BPF_MAP_*_ELEM` or `BPF_MAP_GET_NEXT_KEY` on `map` with `key` and `value` (the value, or
+/// the next key), each as long as the map's key and value (which the caller checks).
+fn map_elem(
+    cmd: u32,
+    map: BorrowedFd<'_>,
+    key: Option<&[u8]>,
+    value: *mut u8,
+    flags: u64,
+) -> Result<(), Errno> {
+    let mut attr = MapElemAttr {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.map_or(0, |key| key.as_ptr() as u64),
+        value: value as u64,
+        flags,
+        ..Default::default()
+    };
+    // SAFETY: `key` and `value` point to live buffers as long as the map's key and value (the
+    // callers take them as slices of those lengths); the kernel writes only into `value`.
+    unsafe { bpf(cmd, &mut attr) }.map(drop)
+}
+
+/// `BPF_MAP_LOOKUP_ELEM`: `key`'s value into `value` (of a per-CPU map: one value, each
+/// rounded up to 8 bytes, per possible CPU).
+///
+/// # Errors
+/// ENOENT for a key not in the map; EINVAL, EFAULT for wrong sizes.
+pub fn map_lookup(map: BorrowedFd<'_>, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
+    map_elem(BPF_MAP_LOOKUP_ELEM, map, Some(key), value.as_mut_ptr(), 0)
+}
+
+/// `BPF_MAP_UPDATE_ELEM`: `key` set to `value` (`flags`: 0 any, [`BPF_NOEXIST`]).
+///
+/// # Errors
+/// EEXIST under [`BPF_NOEXIST`] for a key present, E2BIG for a full map, EBADF for a perf
+/// event array given no perf event.
+pub fn map_update(map: BorrowedFd<'_>, key: &[u8], value: &[u8], flags: u64) -> Result<(), Errno> {
+    // The kernel only reads `value` here.
+    map_elem(
+        BPF_MAP_UPDATE_ELEM,
+        map,
+        Some(key),
+        value.as_ptr().cast_mut(),
+        flags,
+    )
+}
+
+/// `BPF_MAP_DELETE_ELEM`.
+///
+/// # Errors
+/// ENOENT for a key not in the map.
+pub fn map_delete(map: BorrowedFd<'_>, key: &[u8]) -> Result<(), Errno> {
+    map_elem(BPF_MAP_DELETE_ELEM, map, Some(key), std::ptr::null_mut(), 0)
+}
+
+/// `BPF_MAP_GET_NEXT_KEY`: the key after `key` (the first key for `None`) into `next`.
+///
+/// # Errors
+/// ENOENT after the last key.
+pub fn map_next_key(map: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> Result<(), Errno> {
+    map_elem(BPF_MAP_GET_NEXT_KEY, map, key, next.as_mut_ptr(), 0)
+}
+
+/// `BPF_PROG_LOAD` of `insns` (each instruction its 8 bytes, as the kernel's `struct
+/// bpf_insn`), the verifier writing its log into `log` (NUL-terminated; an empty `log` asks
+/// for none).
+///
+/// # Errors
+/// The kernel's errno, `log` holding what the verifier said (EACCES, EINVAL: refused;
+/// ENOSPC: the log was too small; EPERM: no CAP_BPF or CAP_PERFMON).
+pub fn prog_load(
+    prog_type: u32,
+    insns: &[u64],
+    license: &std::ffi::CStr,
+    name: &str,
+    log: &mut [u8],
+) -> Result<OwnedFd, Errno> {
+    let mut attr = ProgLoadAttr {
+        prog_type,
+        insn_cnt: insns.len() as u32,
+        insns: insns.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: u32::from(!log.is_empty()),
+        log_size: log.len() as u32,
+        log_buf: log.as_mut_ptr() as u64,
+        prog_name: object_name(name),
+        ..Default::default()
+    };
+    // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated, and
+    // `log` has `log_size` writable bytes; all live for the call.
+    let fd = unsafe { bpf(BPF_PROG_LOAD, &mut attr) }?;
+    // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `BPF_PROG_TEST_RUN` of `prog` once on `cpu` (`BPF_F_TEST_RUN_ON_CPU`, a raw tracepoint
+/// program: run there by an interrupt, in the context of the task running there); the
+/// program's return value.
+///
+/// # Errors
+/// ENXIO for a CPU offline, EINVAL for a program type that cannot be run so.
+pub fn prog_run_on_cpu(prog: BorrowedFd<'_>, cpu: u32) -> Result<u32, Errno> {
+    let mut attr = TestRunAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        flags: BPF_F_TEST_RUN_ON_CPU,
+        cpu,
+        ..Default::default()
+    };
+    // SAFETY: this member holds no address (no data, no context).
+    unsafe { bpf(BPF_PROG_TEST_RUN, &mut attr) }?;
+    Ok(attr.retval)
+}
+
+/// `PERF_EVENT_IOC_SET_BPF`: `prog` (a [`PROG_PERF_EVENT`] program) runs at each overflow of
+/// the perf event `event`.
+///
+/// # Errors
+/// EINVAL for a program of another type, EEXIST where the event has one already.
+pub fn attach_to_perf_event(event: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> Result<(), Errno> {
+    super::perf::ioctl_int(event, super::perf::IOC_SET_BPF, prog.as_raw_fd() as u64)
+}
+
+/// `BPF_MAP_UPDATE_ELEM` of a `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: slot `index` holds the perf
+/// event `event` (the map takes its own reference).
+///
+/// # Errors
+/// EBADF, EINVAL for an event the array refuses (inherited, of another kind), E2BIG for an
+/// index past the array.
+pub fn map_update_perf_event(
+    map: BorrowedFd<'_>,
+    index: u32,
+    event: BorrowedFd<'_>,
+) -> Result<(), Errno> {
+    let value = event.as_raw_fd() as u32;
+    map_update(map, &index.to_ne_bytes(), &value.to_ne_bytes(), 0)
+}

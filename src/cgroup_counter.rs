@@ -1,0 +1,71 @@
+//! Events counted per cgroup by name, on the backend chosen: [`Chosen::cgroup_counter`], in
+//! the mode the kernel and this process's privileges allow (the Linux backend's
+//! [`CgroupCounter`]: a BPF program summing per cgroup at every cgroup switch, or one perf
+//! event per event, CPU and cgroup).
+
+use counterhal_hal::{Error, ErrorKind, Result};
+pub use counterhal_linux::{
+    CGROUP_MAX_EVENTS, CGROUP_MAX_LEVELS, CgroupCounter, CgroupCounterOptions, CgroupCounts,
+    CgroupMode, CgroupModeChoice,
+};
+
+use crate::Chosen;
+
+impl Chosen {
+    /// Counts the events `names` on `cpus`, per cgroup, in the mode `mode` asks for
+    /// ([`CgroupModeChoice::Auto`]: BPF where it works here, else perf events, the reason in
+    /// [`CgroupCounter::mode`]); the cgroups are those of the cgroup2 mount
+    /// ([`unified_cgroup_root`](crate::unified_cgroup_root)), followed with
+    /// [`CgroupCounter::follow`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] where the backend chosen is not the Linux one;
+    /// [`ErrorKind::InvalidEvent`] for a name this backend does not know, or one that counts
+    /// as several events (a derived preset); otherwise as [`CgroupCounter::open`].
+    pub fn cgroup_counter(
+        &self,
+        names: &[&str],
+        cpus: &[u32],
+        mode: CgroupModeChoice,
+    ) -> Result<CgroupCounter> {
+        let options = CgroupCounterOptions::new(mode, crate::unified_cgroup_root().ok());
+        self.cgroup_counter_with(names, cpus, options)
+    }
+
+    /// [`cgroup_counter`](Chosen::cgroup_counter) with every option given: the mode, the
+    /// cgroup2 mount, the BPF mode's capacity.
+    ///
+    /// # Errors
+    /// As [`cgroup_counter`](Chosen::cgroup_counter).
+    pub fn cgroup_counter_with(
+        &self,
+        names: &[&str],
+        cpus: &[u32],
+        options: CgroupCounterOptions,
+    ) -> Result<CgroupCounter> {
+        let Some(linux) = self.linux() else {
+            return Err(Error::unsupported(format!(
+                "counting per cgroup takes the linux backend, not {}",
+                self.label()
+            )));
+        };
+        crate::set::refuse_duplicates(names)?;
+        let mut requests = Vec::with_capacity(names.len());
+        for name in names {
+            let mut resolved = self.resolve(name)?;
+            if resolved.terms.len() != 1 {
+                return Err(Error::new(
+                    ErrorKind::InvalidEvent,
+                    format!(
+                        "`{name}` counts as {} events combined; per-cgroup counting takes \
+                         events that count alone",
+                        resolved.terms.len()
+                    ),
+                )
+                .with_hint("name the events it combines one by one"));
+            }
+            requests.push(resolved.terms.remove(0).request);
+        }
+        CgroupCounter::open(linux, &requests, cpus, options)
+    }
+}
