@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 use counterhal::prelude::*;
+use counterhal::{Error, ErrorKind, Result};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

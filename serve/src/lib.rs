@@ -36,8 +36,10 @@ mod signals;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
 mod table;
+mod tls;
 mod users;
 mod web;
+mod yaml;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
