@@ -570,88 +570,34 @@ mod tests {
             "rule_files: [rules.yml]\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    \
              input_series:\n",
         );
-        // (family, event, place's labels, value, enabled, running): each as promtool's
-        // `start+step x4`, five samples over the minute.
-        let counted = [
-            (
-                "seconds",
-                "task-clock",
-                "",
-                "100+30x4",
-                "100+30x4",
-                "100+30x4",
-            ),
-            (
-                "seconds",
-                "task-clock",
-                "/busy,0",
-                "100+15x4",
-                "100+15x4",
-                "100+15x4",
-            ),
-            (
-                "seconds",
-                "task-clock",
-                "/busy,1",
-                "100+0x4",
-                "100+0x4",
-                "100+0x4",
-            ),
-            (
-                "",
-                "page-faults",
-                "/busy,0",
-                "1000+600x4",
-                "100+15x4",
-                "100+7.5x4",
-            ),
-            (
-                "",
-                "page-faults",
-                "/busy,1",
-                "100+0x4",
-                "100+15x4",
-                "100+0x4",
-            ),
-            (
-                "",
-                "instructions",
-                "/busy,0",
-                "1000+30000x4",
-                "100+15x4",
-                "100+15x4",
-            ),
-            (
-                "",
-                "cycles",
-                "/busy,0",
-                "1000+15000x4",
-                "100+15x4",
-                "100+15x4",
-            ),
-            (
-                "",
-                "page-faults",
-                "/starved,0",
-                "0+0x4",
-                "100+15x4",
-                "100+0x4",
-            ),
-        ];
-        let idle = ["task-clock", "page-faults", "instructions", "cycles"]
-            .into_iter()
-            .flat_map(|event| {
-                let family = if event == "task-clock" { "seconds" } else { "" };
-                ["/idle,0", "/idle,1"]
-                    .map(|place| (family, event, place, "0+0x4", "0+0x4", "0+0x4"))
-            });
-        for (family, event, place, value, enabled, running) in counted.into_iter().chain(idle) {
+        // Family (`-`: a count), event, place (cgroup,cpu; `-`: the host, summed over its
+        // CPUs), value, enabled, running: each as promtool's `start+step x4`, five samples
+        // over the minute.
+        let places = "\
+            seconds task-clock - 100+30x4 100+30x4 100+30x4
+            seconds task-clock /busy,0 100+15x4 100+15x4 100+15x4
+            seconds task-clock /busy,1 100+0x4 100+0x4 100+0x4
+            - page-faults /busy,0 1000+600x4 100+15x4 100+7.5x4
+            - page-faults /busy,1 100+0x4 100+15x4 100+0x4
+            - instructions /busy,0 1000+30000x4 100+15x4 100+15x4
+            - cycles /busy,0 1000+15000x4 100+15x4 100+15x4
+            - page-faults /starved,0 0+0x4 100+15x4 100+0x4
+            seconds task-clock /idle,0 0+0x4 0+0x4 0+0x4
+            seconds task-clock /idle,1 0+0x4 0+0x4 0+0x4
+            - page-faults /idle,0 0+0x4 0+0x4 0+0x4
+            - instructions /idle,0 0+0x4 0+0x4 0+0x4
+            - cycles /idle,0 0+0x4 0+0x4 0+0x4";
+        for line in places.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let [family, event, place, value, enabled, running] = words[..] else {
+                panic!("{line}");
+            };
             let labels = match place.split_once(',') {
                 Some((cgroup, cpu)) => format!(",cpu=\"{cpu}\",cgroup=\"{cgroup}\""),
                 None => String::new(),
             };
             let family = match family {
-                "" => String::new(),
+                "-" => String::new(),
                 unit => format!("_{unit}"),
             };
             for (metric, values) in [

@@ -183,6 +183,61 @@ fn check_panels(
     failures
 }
 
+/// Each panel's title and query, as Grafana sends it for the exporter at `instance` with the
+/// rules of the window `window`.
+fn dashboard_panels(instance: &str, window: &str) -> Vec<(String, String)> {
+    let dashboard: serde_json::Value = serde_json::from_str(&read(&repository(
+        "examples/prometheus/grafana-dashboard.json",
+    )))
+    .expect("the dashboard is JSON");
+    let mut found = Vec::new();
+    panels_in(&dashboard["panels"], &mut found);
+    found
+        .iter()
+        .flat_map(|panel| {
+            let title = panel["title"].as_str().unwrap_or_default().to_string();
+            panel["targets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |t| {
+                    let expr = t["expr"].as_str().unwrap_or_default();
+                    (title.clone(), as_grafana_sends(expr, instance, window))
+                })
+        })
+        .collect()
+}
+
+/// The events that opened (those with counters) and those reported as not opening, as
+/// Prometheus has them; together they are at least every event the rules `rules_text` read.
+fn events_accounted(
+    prometheus: &Prometheus,
+    rules_text: &str,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let events = |query: &str| -> BTreeSet<String> {
+        prometheus
+            .query(query)
+            .iter()
+            .map(|(l, _)| key(l))
+            .collect()
+    };
+    let opened = events("count by (event) (counterhal_event_enabled_seconds_total)");
+    let failed = events("count by (event) (counterhal_event_open_failed)");
+    let read_by_rules: BTreeSet<String> = rules_text
+        .split("event=\\\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('\\').next())
+        .map(str::to_string)
+        .collect();
+    assert!(opened.is_disjoint(&failed), "{opened:?} {failed:?}");
+    let accounted: BTreeSet<String> = opened.union(&failed).cloned().collect();
+    assert!(
+        accounted.is_superset(&read_by_rules) && opened.contains("task-clock"),
+        "the rules read {read_by_rules:?}; counted {opened:?}, reported {failed:?}"
+    );
+    (opened, failed)
+}
+
 /// Every panel of examples/prometheus/grafana-dashboard.json, its query given Grafana's
 /// variables, on Prometheus 2.42 scraping `serve -M` (the rules file's metrics) every second,
 /// with the rules made for a 5 s window: a busy loop in one top-level cgroup and an idle
@@ -241,28 +296,7 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     );
     let prometheus = Prometheus::start_with("panels", &jobs, &rules);
 
-    let dashboard: serde_json::Value = serde_json::from_str(&read(&repository(
-        "examples/prometheus/grafana-dashboard.json",
-    )))
-    .expect("the dashboard is JSON");
-    let mut found = Vec::new();
-    panels_in(&dashboard["panels"], &mut found);
-    let instance = exporter.address.to_string();
-    let instance = instance.as_str();
-    let panels: Vec<(String, String)> = found
-        .iter()
-        .flat_map(|panel| {
-            let title = panel["title"].as_str().unwrap_or_default().to_string();
-            panel["targets"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |t| {
-                    let expr = t["expr"].as_str().unwrap_or_default();
-                    (title.clone(), as_grafana_sends(expr, instance, window))
-                })
-        })
-        .collect();
+    let panels = dashboard_panels(&exporter.address.to_string(), window);
 
     // Ready: five seconds of scrapes, and the rule's value of the busy cgroup.
     let cgroup = |t: &TestCgroup| format!("/{}", t.name);
@@ -282,28 +316,7 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     }
     let ready_after = began.elapsed();
 
-    // What opened: the events with counters; what must open or be reported: the rules'.
-    let events = |query: &str| -> BTreeSet<String> {
-        prometheus
-            .query(query)
-            .iter()
-            .map(|(l, _)| key(l))
-            .collect()
-    };
-    let opened = events("count by (event) (counterhal_event_enabled_seconds_total)");
-    let failed = events("count by (event) (counterhal_event_open_failed)");
-    let read_by_rules: BTreeSet<String> = rules_text
-        .split("event=\\\"")
-        .skip(1)
-        .filter_map(|rest| rest.split('\\').next())
-        .map(str::to_string)
-        .collect();
-    assert!(opened.is_disjoint(&failed), "{opened:?} {failed:?}");
-    let accounted: BTreeSet<String> = opened.union(&failed).cloned().collect();
-    assert!(
-        accounted.is_superset(&read_by_rules) && opened.contains("task-clock"),
-        "the rules read {read_by_rules:?}; counted {opened:?}, reported {failed:?}"
-    );
+    let (opened, failed) = events_accounted(&prometheus, &rules_text);
     let workload = Workload {
         busy: cgroup(&busy),
         idle: cgroup(&idle),
