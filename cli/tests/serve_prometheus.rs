@@ -96,7 +96,7 @@ impl Prometheus {
 
     /// [`query`](Prometheus::query) evaluated at `time` (Unix seconds; `None`: now), or
     /// what went wrong.
-    fn query_at(&self, promql: &str, time: Option<f64>) -> Result<Vec<(String, f64)>, String> {
+    pub fn query_at(&self, promql: &str, time: Option<f64>) -> Result<Vec<(String, f64)>, String> {
         let data = self.api(&query_path(promql, time))?;
         Ok(data["result"]
             .as_array()
@@ -173,7 +173,7 @@ fn query_path(promql: &str, time: Option<f64>) -> String {
 }
 
 /// Seconds since the Unix epoch.
-fn unix_now() -> f64 {
+pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -502,7 +502,7 @@ fn rule_beside_stat(
 
 /// The busy loop's time on CPU by the kernel's account (`/proc/PID/schedstat`'s first
 /// field), sampled every 250 ms on a thread of its own until dropped.
-struct LoopClock {
+pub struct LoopClock {
     samples: std::sync::Arc<std::sync::Mutex<Vec<(f64, u64)>>>,
     sampling: std::sync::Arc<std::sync::atomic::AtomicBool>,
     sampler: Option<std::thread::JoinHandle<()>>,
@@ -510,7 +510,7 @@ struct LoopClock {
 
 impl LoopClock {
     /// Starts sampling process `pid`.
-    fn start(pid: u32) -> LoopClock {
+    pub fn start(pid: u32) -> LoopClock {
         let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
         let sampler = {
@@ -538,7 +538,7 @@ impl LoopClock {
 
     /// The loop's CPU-seconds per second from `from` to `to` (Unix seconds), its time on CPU
     /// at each interpolated between the samples around it (the nearest past the ends).
-    fn share(&self, from: f64, to: f64) -> f64 {
+    pub fn share(&self, from: f64, to: f64) -> f64 {
         let samples = self
             .samples
             .lock()

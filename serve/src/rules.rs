@@ -165,16 +165,29 @@ fn formula(metric: &MetricDef, window: &str, depth: usize) -> Result<Promql, Str
 }
 
 /// The per-second rate of event `event` over `window`, scaled for multiplexing, summed over
-/// CPUs and PMUs (a clock in nanoseconds, as perf's formulas read it); a place where the
-/// counter did not run (a cgroup's counter on a CPU its tasks did not use) is left out of
-/// the sum, where its scaling would divide by 0.
+/// CPUs and PMUs (a clock in nanoseconds, as perf's formulas read it), per host and cgroup.
+///
+/// Each place (a CPU, of the host or of a cgroup) adds its count's rate times its enabled
+/// over its running time, where its counter ran (`rate(running) > 0`); a place where it did
+/// not run adds nothing, where the scaling would divide by 0. A host or cgroup whose counter
+/// was enabled nowhere in the window (an idle cgroup: the kernel enables a cgroup's counters
+/// only while its tasks are on a CPU) is 0 (`sum(rate(enabled)) == 0`, a 0 with its labels):
+/// nothing happened there to count. Without it, an idle cgroup would be no series at all, and
+/// a dashboard would lose it instead of showing 0. One enabled but never on the PMU
+/// (multiplexed out the whole window) stays missing: its count is unknown, perf's "not
+/// counted". A ratio of two rates of an idle cgroup (IPC) is 0 / 0, NaN: the series is there
+/// with no number, as `stat` (and perf) print no metric for a division by 0.
 fn event_rate(event: &str, window: &str) -> String {
     let e = label_value(event);
+    let places = "sum without (cpu, pmu, event)";
+    let enabled =
+        format!("rate(counterhal_event_enabled_seconds_total{{event=\"{e}\"}}[{window}])");
     format!(
-        "sum without (cpu, pmu, event) ((rate(counterhal_event_total{{event=\"{e}\"}}[{window}]) \
+        "({places} ((rate(counterhal_event_total{{event=\"{e}\"}}[{window}]) \
          or rate(counterhal_event_seconds_total{{event=\"{e}\"}}[{window}]) * 1e9) \
-         * rate(counterhal_event_enabled_seconds_total{{event=\"{e}\"}}[{window}]) \
-         / (rate(counterhal_event_running_seconds_total{{event=\"{e}\"}}[{window}]) > 0))"
+         * {enabled} \
+         / (rate(counterhal_event_running_seconds_total{{event=\"{e}\"}}[{window}]) > 0)) \
+         or {places} ({enabled}) == 0)"
     )
 }
 
@@ -340,11 +353,7 @@ mod tests {
     /// (tools/perf/util/expr.y: min, max, d_ratio's 0 for a 0 divisor, `a if c else b`).
     #[test]
     fn min_max_d_ratio_and_if_mean_what_perf_means() {
-        let promtool_runs = std::process::Command::new("promtool")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !promtool_runs {
+        if !promtool_runs() {
             skip!(
                 Need::Tools,
                 "Debian's prometheus (promtool) is not installed"
@@ -499,23 +508,162 @@ mod tests {
                 yaml_string(&format!("vector({})", promql.text))
             );
         }
-        let path = std::env::temp_dir().join(format!(
-            "counterhal-rules-semantics-{}.yml",
-            std::process::id()
-        ));
-        std::fs::write(&path, &tests).unwrap();
+        promtool_test_rules("semantics", &tests, None);
+    }
+
+    /// Whether Debian's promtool runs here.
+    fn promtool_runs() -> bool {
+        std::process::Command::new("promtool")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// `promtool test rules` on the unit tests `tests` (YAML), with the rules file `rules`
+    /// beside them as `rules.yml` where given; fails the test with what promtool said.
+    fn promtool_test_rules(name: &str, tests: &str, rules: Option<&str>) {
+        let dir =
+            std::env::temp_dir().join(format!("counterhal-rules-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        if let Some(rules) = rules {
+            std::fs::write(dir.join("rules.yml"), rules).unwrap();
+        }
+        std::fs::write(dir.join("tests.yml"), tests).unwrap();
         let out = std::process::Command::new("promtool")
-            .args(["test", "rules"])
-            .arg(&path)
+            .args(["test", "rules", "tests.yml"])
+            .current_dir(&dir)
             .output()
             .unwrap();
-        std::fs::remove_file(&path).ok();
+        std::fs::remove_dir_all(&dir).ok();
         assert!(
             out.status.success(),
-            "promtool test rules:\n{}{}\n{tests}",
+            "promtool test rules:\n{}{}\n{tests}\n{}",
             String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.stderr),
+            rules.unwrap_or_default()
         );
+    }
+
+    /// The rules of CPUs_utilized, page_faults_per_second and IPC over the series of a host
+    /// (counted system-wide, summed over its CPUs: no `cpu` label) and three cgroups on two
+    /// CPUs each: `/busy` (one CPU busy, its page faults counted half the time on CPU 0 and
+    /// never on CPU 1), `/idle` (no task ran: every counter and time stays 0) and `/starved`
+    /// (page faults enabled, never on the PMU). The idle cgroup's rates are 0 and its IPC 0 /
+    /// 0, a series with no number; the busy one's are its counts scaled by enabled over
+    /// running, CPU 1 left out; the starved cgroup's count is unknown, so it has no series.
+    ///
+    /// Oracle: Prometheus 2.42's engine (`promtool test rules`) evaluating the rules `rules`
+    /// writes; the expected values are worked from the inputs (each rises linearly over the
+    /// minute): task-clock 15 s per 15 s is 1 CPU, 600 page faults per 15 s counted half the
+    /// time are 80 per second, 30,000 instructions over 15,000 cycles an IPC of 2.
+    #[test]
+    fn an_idle_cgroup_rates_0_and_a_busy_one_its_scaled_counts() {
+        if !promtool_runs() {
+            skip!(
+                Need::Tools,
+                "Debian's prometheus (promtool) is not installed"
+            );
+        }
+        let names = ["CPUs_utilized", "page_faults_per_second", "IPC"].map(String::from);
+        let rules = rules(&chosen(&names, None).unwrap(), "1m", None);
+        let mut tests = String::from(
+            "rule_files: [rules.yml]\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    \
+             input_series:\n",
+        );
+        // Family (`-`: a count), event, place (cgroup,cpu; `-`: the host, summed over its
+        // CPUs), value, enabled, running: each as promtool's `start+step x4`, five samples
+        // over the minute.
+        let places = "\
+            seconds task-clock - 100+30x4 100+30x4 100+30x4
+            seconds task-clock /busy,0 100+15x4 100+15x4 100+15x4
+            seconds task-clock /busy,1 100+0x4 100+0x4 100+0x4
+            - page-faults /busy,0 1000+600x4 100+15x4 100+7.5x4
+            - page-faults /busy,1 100+0x4 100+15x4 100+0x4
+            - instructions /busy,0 1000+30000x4 100+15x4 100+15x4
+            - cycles /busy,0 1000+15000x4 100+15x4 100+15x4
+            - page-faults /starved,0 0+0x4 100+15x4 100+0x4
+            seconds task-clock /idle,0 0+0x4 0+0x4 0+0x4
+            seconds task-clock /idle,1 0+0x4 0+0x4 0+0x4
+            - page-faults /idle,0 0+0x4 0+0x4 0+0x4
+            - instructions /idle,0 0+0x4 0+0x4 0+0x4
+            - cycles /idle,0 0+0x4 0+0x4 0+0x4";
+        for line in places.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let [family, event, place, value, enabled, running] = words[..] else {
+                panic!("{line}");
+            };
+            let labels = match place.split_once(',') {
+                Some((cgroup, cpu)) => format!(",cpu=\"{cpu}\",cgroup=\"{cgroup}\""),
+                None => String::new(),
+            };
+            let family = match family {
+                "-" => String::new(),
+                unit => format!("_{unit}"),
+            };
+            for (metric, values) in [
+                (format!("counterhal_event{family}_total"), value),
+                (
+                    "counterhal_event_enabled_seconds_total".to_string(),
+                    enabled,
+                ),
+                (
+                    "counterhal_event_running_seconds_total".to_string(),
+                    running,
+                ),
+            ] {
+                _ = write!(
+                    tests,
+                    "      - series: '{metric}{{event=\"{event}\",pmu=\"software\",\
+                     instance=\"h\",job=\"counterhal\"{labels}}}'\n        values: '{values}'\n"
+                );
+            }
+        }
+        tests.push_str("    alert_rule_test: []\n    promql_expr_test:\n");
+        // Each query, and the value of each series it gives, by cgroup ("": the host). NaN is
+        // equal to nothing, itself included: the idle cgroup's IPC is the series where
+        // `x != bool x` is 1.
+        let (cpus, faults, ipc) = (
+            record_name("CPUs_utilized", "1m"),
+            record_name("page_faults_per_second", "1m"),
+            record_name("IPC", "1m"),
+        );
+        type Query<'a> = (String, &'a str, &'a [(&'a str, &'a str)]);
+        let expected: [Query<'_>; 4] = [
+            (
+                cpus.clone(),
+                &cpus,
+                &[("", "2"), ("/busy", "1"), ("/idle", "0")],
+            ),
+            (faults.clone(), &faults, &[("/busy", "80"), ("/idle", "0")]),
+            (
+                format!("{ipc}{{cgroup=\"/busy\"}}"),
+                &ipc,
+                &[("/busy", "2")],
+            ),
+            (
+                format!("{ipc} != bool {ipc}"),
+                "",
+                &[("/busy", "0"), ("/idle", "1")],
+            ),
+        ];
+        for (expr, name, samples) in expected {
+            _ = write!(
+                tests,
+                "      - expr: '{expr}'\n        eval_time: 1m\n        exp_samples:\n"
+            );
+            for (cgroup, value) in samples {
+                let cgroup = match *cgroup {
+                    "" => String::new(),
+                    cgroup => format!(",cgroup=\"{cgroup}\""),
+                };
+                _ = write!(
+                    tests,
+                    "          - labels: '{name}{{instance=\"h\",job=\"counterhal\"{cgroup}}}'\n            \
+                     value: {value}\n"
+                );
+            }
+        }
+        promtool_test_rules("idle", &tests, Some(&rules));
     }
 
     /// The portable metrics' rules: IPC is instructions' rate over cycles', each scaled for
@@ -540,8 +688,8 @@ mod tests {
             "{text}"
         );
         let ipc = promql(metrics[0], "1m", 0).unwrap();
-        assert!(ipc.starts_with("(sum without (cpu, pmu, event) ((rate(counterhal_event_total{event=\"instructions\"}[1m])"), "{ipc}");
-        assert!(ipc.contains(") / sum without"), "{ipc}");
+        assert!(ipc.starts_with("((sum without (cpu, pmu, event) ((rate(counterhal_event_total{event=\"instructions\"}[1m])"), "{ipc}");
+        assert!(ipc.contains(") / (sum without"), "{ipc}");
         let cpus = promql(metrics[1], "1m", 0).unwrap();
         assert!(
             cpus.contains("counterhal_event_seconds_total{event=\"task-clock\"}[1m]) * 1e9"),

@@ -112,7 +112,7 @@ fn promtool_checks_promql(dir: &Path, exprs: &[String]) -> (bool, String) {
 }
 
 /// The panels of `list` in order, with those of its rows, the rows left out.
-fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a serde_json::Value>) {
+pub(super) fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a serde_json::Value>) {
     for panel in list.as_array().into_iter().flatten() {
         if panel["type"] != "row" {
             panels.push(panel);

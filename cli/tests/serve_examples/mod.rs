@@ -8,6 +8,7 @@
 //! cgroup patterns, POSIX basic regular expressions as `regcomp` reads them).
 
 mod dashboard;
+mod panels;
 mod systemd;
 
 use std::collections::BTreeSet;
