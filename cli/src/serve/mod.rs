@@ -240,12 +240,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
             .iter()
             .map(|r| format!("{}: {}", r.name, r.message))
             .collect();
+        let error = Error::new(
+            counterhal::ErrorKind::NotFound,
+            format!("no event opens here ({})", reasons.join("; ")),
+        );
         return Err(CliError::failed(
-            Error::new(
-                counterhal::ErrorKind::NotFound,
-                format!("no event opens here ({})", reasons.join("; ")),
-            )
-            .with_hint("counting every CPU takes root, CAP_PERFMON or perf_event_paranoid <= 0"),
+            match events::privilege_hint(&plan.refused) {
+                Some(hint) => error.with_hint(hint),
+                None => error,
+            },
         ));
     }
     let health = Arc::new(health::Health::new(backend.name()));
