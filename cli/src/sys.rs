@@ -2,9 +2,7 @@
 //! to as it is (perf's rule) rather than reopened through `/dev/fd/N`; and the locale's
 //! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
 //! `%'` formats); and the C library's POSIX basic regular expressions (`regcomp`, `regexec`),
-//! which perf matches `--for-each-cgroup` patterns with; and the calling thread's CPU
-//! affinity (`sched_getaffinity`, `sched_setaffinity`), which `serve` moves a scrape's thread
-//! with to read each CPU's counters on that CPU.
+//! which perf matches `--for-each-cgroup` patterns with.
 //!
 //! # Safety
 //!
@@ -13,9 +11,7 @@
 //! other thread of this process opens or closes descriptors; it is duplicated at once, and only
 //! the duplicate (owned) leaves this module. A compiled regular expression is owned by one
 //! [`BasicRegex`], boxed so that it never moves after `regcomp` filled it, and freed once, on
-//! drop; patterns and names reach the C library as NUL-terminated copies. A CPU set is a
-//! `cpu_set_t` owned by this module (all-zero bytes are an empty set), whose bits are set and
-//! tested only below `CPU_SETSIZE`, and passed to the kernel with its own size.
+//! drop; patterns and names reach the C library as NUL-terminated copies.
 
 use std::fs::File;
 use std::os::fd::BorrowedFd;
@@ -178,96 +174,6 @@ impl std::fmt::Debug for BasicRegex {
     }
 }
 
-/// The calling thread's CPU affinity, saved to be restored when this is dropped (on the same
-/// thread: it is not `Send`), and the moves of that thread onto one CPU of it at a time.
-/// Linux only: elsewhere nothing is saved.
-pub struct ThreadAffinity {
-    #[cfg(target_os = "linux")]
-    saved: libc::cpu_set_t,
-    /// Not `Send`: the affinity restored is the thread's that saved it.
-    _thread: std::marker::PhantomData<*const ()>,
-}
-
-impl ThreadAffinity {
-    /// The calling thread's affinity now; `None` where it cannot be read (or off Linux).
-    #[cfg(target_os = "linux")]
-    pub fn save() -> Option<ThreadAffinity> {
-        // SAFETY: all-zero bytes are an empty cpu_set_t (module note).
-        let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `saved` is a live cpu_set_t of `size` bytes that the call fills; thread 0
-        // is the calling thread.
-        if unsafe { libc::sched_getaffinity(0, size, &mut saved) } != 0 {
-            return None;
-        }
-        Some(ThreadAffinity {
-            saved,
-            _thread: std::marker::PhantomData,
-        })
-    }
-
-    /// The calling thread's affinity now; `None` where it cannot be read (or off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn save() -> Option<ThreadAffinity> {
-        None
-    }
-
-    /// Moves the calling thread onto `cpu` alone, where the saved affinity allows that CPU;
-    /// whether it moved (a CPU outside the affinity, or gone offline, is not moved to).
-    #[cfg(target_os = "linux")]
-    pub fn move_to(&self, cpu: u32) -> bool {
-        let Ok(bit) = usize::try_from(cpu) else {
-            return false;
-        };
-        if bit >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
-        // SAFETY: `bit` is below CPU_SETSIZE, so the test reads inside `saved`.
-        if !unsafe { libc::CPU_ISSET(bit, &self.saved) } {
-            return false;
-        }
-        // SAFETY: all-zero bytes are an empty cpu_set_t (module note).
-        let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `bit` is below CPU_SETSIZE, so the write stays inside `only`.
-        unsafe { libc::CPU_SET(bit, &mut only) };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `only` is a live cpu_set_t of `size` bytes that the call reads; thread 0 is
-        // the calling thread.
-        unsafe { libc::sched_setaffinity(0, size, &only) == 0 }
-    }
-
-    /// The CPU the calling thread runs on now (`sched_getcpu`; `None` off Linux).
-    #[cfg(target_os = "linux")]
-    pub fn current_cpu() -> Option<u32> {
-        // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
-        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
-    }
-
-    /// The CPU the calling thread runs on now (`sched_getcpu`; `None` off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn current_cpu() -> Option<u32> {
-        None
-    }
-
-    /// Moves the calling thread onto `cpu` alone (never, off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn move_to(&self, _cpu: u32) -> bool {
-        false
-    }
-}
-
-impl Drop for ThreadAffinity {
-    fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
-        {
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: `saved` is a live cpu_set_t of `size` bytes that the call reads; thread
-            // 0 is the calling thread, the one that saved it (the type is not Send).
-            unsafe { libc::sched_setaffinity(0, size, &self.saved) };
-        }
-    }
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -292,37 +198,6 @@ mod tests {
         // SAFETY: `locale` came from newlocale and is freed once.
         unsafe { libc::freelocale(locale) };
         Some(separator)
-    }
-
-    /// Oracle: the kernel (`sched_getcpu`, `sched_getaffinity`). The thread moves onto each
-    /// CPU it may run on, and gets its affinity back when the saved one is dropped.
-    #[test]
-    fn a_thread_moves_onto_each_cpu_it_may_run_on_and_gets_its_affinity_back() {
-        let affinity = |set: &libc::cpu_set_t| -> Vec<usize> {
-            (0..libc::CPU_SETSIZE as usize)
-                // SAFETY: every bit tested is below CPU_SETSIZE.
-                .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, set) })
-                .collect()
-        };
-        let allowed = {
-            let saved = ThreadAffinity::save().expect("this thread's affinity");
-            let allowed = affinity(&saved.saved);
-            let mut moved = 0;
-            for &cpu in &allowed {
-                let cpu = u32::try_from(cpu).unwrap();
-                if saved.move_to(cpu) {
-                    assert_eq!(ThreadAffinity::current_cpu(), Some(cpu));
-                    moved += 1;
-                }
-            }
-            // The CPU it was on, at least, is one it may run on.
-            assert!(moved >= 1, "moved onto none of {allowed:?}");
-            // A CPU outside the affinity is never moved to.
-            assert!(!saved.move_to(libc::CPU_SETSIZE as u32));
-            allowed
-        };
-        let now = ThreadAffinity::save().expect("this thread's affinity");
-        assert_eq!(affinity(&now.saved), allowed);
     }
 
     /// Oracle: the C library's locales. Every name taken for the C locale's grouping groups
