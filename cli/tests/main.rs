@@ -21,6 +21,7 @@ mod serve_costs;
 mod serve_examples;
 mod serve_ops;
 mod serve_prometheus;
+mod serve_promhttp;
 mod serve_web;
 mod shell;
 mod software_events;

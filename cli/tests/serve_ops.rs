@@ -199,20 +199,20 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
 }
 
 /// A port free on the loopback now (the kernel's choice for port 0).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("its address").port()
 }
 
 /// node_exporter 1.5 (Debian's `prometheus-node-exporter`), started with no collectors on
 /// `listen` (its `--web.listen-address`): where it serves, or why not.
-struct NodeExporter {
+pub struct NodeExporter {
     child: Child,
 }
 
 impl NodeExporter {
     /// Starts it on `listen`; `None` where it is not installed.
-    fn start(listen: &str) -> Option<NodeExporter> {
+    pub fn start(listen: &str) -> Option<NodeExporter> {
         let child = Command::new("prometheus-node-exporter")
             .args([
                 "--collector.disable-defaults",
@@ -227,7 +227,7 @@ impl NodeExporter {
     }
 
     /// Whether it is running after `within` (it exits at once on an address it refuses).
-    fn running_after(&mut self, within: Duration) -> bool {
+    pub fn running_after(&mut self, within: Duration) -> bool {
         std::thread::sleep(within);
         self.child.try_wait().ok().flatten().is_none()
     }

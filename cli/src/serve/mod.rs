@@ -6,8 +6,9 @@
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`http`] (connections and their bounds), [`table`] (what the
-//! connections share), [`request`] (one request: its head, its route, its answer) and
+//! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
+//! [`http`] (connections and their bounds), [`table`] (what the connections share),
+//! [`request`] (one request: its head, its route, its answer) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
 //! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
@@ -21,6 +22,7 @@ mod exposition;
 mod health;
 mod http;
 mod listen;
+mod process;
 mod request;
 mod rules;
 mod signals;

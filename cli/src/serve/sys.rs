@@ -3,13 +3,16 @@
 //! exporter; and whether a connection's client has sent bytes not yet read (`recv` with
 //! `MSG_PEEK`), so that a connection whose request has come is never evicted as idle; and
 //! its signals (`pthread_sigmask`, `sigwait`): `SIGHUP`, `SIGTERM` and `SIGINT` blocked in
-//! every thread and taken, one at a time, by the one thread that waits for them.
+//! every thread and taken, one at a time, by the one thread that waits for them; and what
+//! its `process_*` metrics read: its limits (`getrlimit`), the clock tick and page size
+//! (`sysconf`), and the entries of `/proc/self/fd` (`getdents64` into a buffer on the stack).
 //!
 //! # Safety
 //!
 //! Each call is given structures owned by this module (an `rlimit`, a byte buffer, a
 //! `sigset_t` filled by `sigemptyset` and `sigaddset` before use), by pointers valid for the
-//! call alone, and descriptors borrowed from an open socket for the call alone; none keeps a
+//! call alone and with their lengths, and descriptors borrowed from an open socket or
+//! directory for the call alone; none keeps a
 //! pointer or a descriptor after it returns.
 
 /// The soft limit on open descriptors (`RLIMIT_NOFILE`), after raising it to the hard one
@@ -90,6 +93,86 @@ pub fn wait_signal() -> bool {
         // SAFETY: `set` is an initialised `sigset_t` and `signal` an `i32` owned here.
         if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
             return signal == libc::SIGHUP;
+        }
+    }
+}
+
+/// A limit `getrlimit` reads, as `/proc/PID/limits` prints it.
+#[derive(Clone, Copy, Debug)]
+pub enum Limit {
+    /// `RLIMIT_NOFILE` ("Max open files").
+    OpenFiles,
+    /// `RLIMIT_AS` ("Max address space"), in bytes.
+    AddressSpace,
+}
+
+/// The soft value of `limit` (`RLIM_INFINITY`, unlimited, is 2^64 - 1); `None` where it
+/// cannot be read.
+pub fn soft_limit(limit: Limit) -> Option<u64> {
+    let resource = match limit {
+        Limit::OpenFiles => libc::RLIMIT_NOFILE,
+        Limit::AddressSpace => libc::RLIMIT_AS,
+    };
+    let mut value = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `value` is an `rlimit` owned here, written by the call.
+    if unsafe { libc::getrlimit(resource, &mut value) } != 0 {
+        return None;
+    }
+    Some(value.rlim_cur)
+}
+
+/// The clock tick (`sysconf(_SC_CLK_TCK)`, 100 where it cannot be read) and the page size
+/// (`sysconf(_SC_PAGESIZE)`, 4096 where it cannot be read).
+pub fn clock_ticks_and_page_size() -> (u64, u64) {
+    // SAFETY: sysconf has no preconditions; it returns -1 for a name it does not know.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (
+        u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100),
+        u64::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096),
+    )
+}
+
+/// The entries of the open directory `dir` but `.` and `..` (`getdents64` into a buffer on
+/// the stack: nothing allocated, where `read_dir` allocates each name); `None` where it
+/// cannot be read.
+pub fn directory_entries(dir: &std::fs::File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut buffer = [0u8; 4096];
+    let mut entries = 0;
+    loop {
+        // SAFETY: the descriptor is `dir`'s, open while it is borrowed; `buffer` is owned
+        // here and the kernel writes at most its length into it.
+        let got = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir.as_raw_fd(),
+                buffer.as_mut_ptr(),
+                buffer.len(),
+            )
+        };
+        let filled = usize::try_from(got).ok()?;
+        if filled == 0 {
+            return Some(entries);
+        }
+        // Each record: inode (8 bytes), offset (8), its length (2), type (1), the name
+        // (NUL-terminated).
+        let mut at = 0;
+        while at + 19 < filled {
+            let length = usize::from(u16::from_ne_bytes([buffer[at + 16], buffer[at + 17]]));
+            if length == 0 {
+                return None;
+            }
+            let name = &buffer[at + 19..(at + length).min(filled)];
+            let name = name.split(|&b| b == 0).next().unwrap_or_default();
+            if name != b"." && name != b".." {
+                entries += 1;
+            }
+            at += length;
         }
     }
 }
