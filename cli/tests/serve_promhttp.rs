@@ -1,10 +1,12 @@
-//! `counterhal serve` beside client_golang, which node_exporter 1.5 (Debian's
-//! `prometheus-node-exporter`) serves its `/metrics` through: the `process_*` families of its
-//! process collector, with the figures `/proc` gives.
+//! `counterhal serve` beside client_golang's promhttp handler, which node_exporter 1.5 (Debian's
+//! `prometheus-node-exporter`) serves its `/metrics` through: gzip negotiated as it
+//! negotiates it, and the `process_*` families of its process collector, with the figures
+//! `/proc` gives. Prometheus 2.42 asks every target for gzip, so `serve_prometheus.rs`'s
+//! scrapes read gzipped answers too.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -52,6 +54,87 @@ macro_rules! node_exporter_or_skip {
         }
         (node, address)
     }};
+}
+
+/// `bytes` decoded by GNU gzip (`gzip -dc`, which checks the member's CRC-32 and length).
+fn gunzip(bytes: &[u8]) -> String {
+    let mut gzip = Command::new("gzip")
+        .arg("-dc")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run gzip");
+    gzip.stdin
+        .take()
+        .unwrap()
+        .write_all(bytes)
+        .expect("feed gzip");
+    let out = gzip.wait_with_output().expect("gzip ends");
+    assert!(out.status.success(), "gzip -d: {}", stderr(&out));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// A scrape's series without their values (the counts move between two scrapes).
+fn series(body: &str) -> Vec<&str> {
+    body.lines()
+        .map(|line| match line.starts_with('#') {
+            true => line,
+            false => line.rsplit_once(' ').map_or(line, |(series, _)| series),
+        })
+        .collect()
+}
+
+/// `Accept-Encoding` gets `Content-Encoding: gzip` where node_exporter's promhttp gives it,
+/// for the headers on which client_golang's versions agree (absent, gzip named, identity or
+/// `*` alone); `gzip;q=0` is refused, as RFC 9110 and client_golang after 1.14 refuse it.
+/// What is gzipped decodes to the plain scrape's series.
+///
+/// Oracle: node_exporter 1.5 (client_golang's promhttp), given each header; GNU gzip, which
+/// decodes the answer.
+#[test]
+fn gzip_is_negotiated_as_promhttp_negotiates_it_and_decodes_to_the_plain_scrape() {
+    serve_or_skip!();
+    let (_node, theirs) = node_exporter_or_skip!();
+    let ours = Exporter::start(&["-e", "task-clock,page-faults"]);
+    let gzipped = |head: &str| head.contains("\r\ncontent-encoding: gzip");
+    for header in [
+        None,
+        Some("gzip"),
+        Some("deflate, gzip"),
+        Some("gzip, deflate, br, zstd"),
+        Some("gzip;q=0.5"),
+        Some("identity"),
+        Some("*"),
+        Some("deflate"),
+    ] {
+        let line = header.map_or(String::new(), |h| format!("Accept-Encoding: {h}\r\n"));
+        let (their_head, _) = scrape(theirs, &line);
+        let (our_head, body) = scrape(ours.address, &line);
+        assert_eq!(
+            gzipped(&our_head),
+            gzipped(&their_head),
+            "{header:?}: ours {our_head:?}, node_exporter's {their_head:?}"
+        );
+        assert!(
+            !our_head.contains("\r\nvary:"),
+            "promhttp sends no Vary: {our_head}"
+        );
+        if gzipped(&our_head) {
+            let length = our_head
+                .split("\r\ncontent-length: ")
+                .nth(1)
+                .and_then(|rest| rest.split("\r\n").next()?.parse::<usize>().ok());
+            assert_eq!(length, Some(body.len()), "{our_head}");
+            let decoded = gunzip(&body);
+            let (_, plain) = scrape(ours.address, "");
+            let plain = String::from_utf8(plain).expect("UTF-8");
+            assert_eq!(series(&decoded), series(&plain), "{header:?}");
+        }
+    }
+    let (head, body) = scrape(ours.address, "Accept-Encoding: gzip;q=0\r\n");
+    assert!(!gzipped(&head), "{head}");
+    assert!(String::from_utf8(body).is_ok_and(|b| b.contains("# HELP")));
 }
 
 /// Each `process_*` family: its `# HELP` text and `# TYPE`, by name, in a text-format scrape.

@@ -43,6 +43,7 @@ pub fn serve(
         table: Table::new(),
         limits,
         last_size: std::sync::atomic::AtomicUsize::new(4096),
+        gzip: Mutex::new(super::gzip::Gzip::new()),
         web,
         draining: std::sync::atomic::AtomicBool::new(false),
     });

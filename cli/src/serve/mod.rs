@@ -8,7 +8,8 @@
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
 //! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
 //! [`http`] (connections and their bounds), [`table`] (what the connections share),
-//! [`request`] (one request: its head, its route, its answer) and
+//! [`request`] (one request: its head, its route, its answer), [`gzip`] (answers compressed
+//! for the scrapers that ask) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
 //! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
@@ -19,6 +20,7 @@ mod counting;
 mod discovery;
 mod events;
 mod exposition;
+mod gzip;
 mod health;
 mod http;
 mod listen;

@@ -2,7 +2,8 @@
 //! `httparse` (no allocation), routed (`GET`/`HEAD` of `/metrics` and `/`; nothing changes
 //! state), answered within the write timeout, and the connection closed. A head larger than
 //! the buffer is refused (431), a malformed one too (400), a body never read (413 where one
-//! is announced), a head that does not arrive in time closed (408). With
+//! is announced), a head that does not arrive in time closed (408). A scrape is gzipped for
+//! a client that asks (`Accept-Encoding`, negotiated as promhttp negotiates it). With
 //! `--web.config.file`: over TLS (a plain request to it answered 400 as Go's servers answer
 //! it), over the rate limit 429, without the users' credentials 401, and the configured
 //! headers on every answer.
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::exposition::{self, Format};
+use super::gzip;
 use super::health::Closed;
 use super::table::Shared;
 use super::web::{Verdict, WebConfig};
@@ -96,7 +98,8 @@ const CHUNK: usize = 16 * 1024;
 
 /// What a request asks for.
 enum Route {
-    Metrics(Format),
+    /// The scrape, in a format, gzipped or not.
+    Metrics(Format, bool),
     Index,
     Refused(u16, &'static str),
 }
@@ -133,8 +136,9 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
     };
     shared.table.answering(id);
     let deadline = Instant::now() + limits.write_timeout;
+    let mut gzipped = false;
     let (status, content_type, body) = match route {
-        Route::Metrics(format) => {
+        Route::Metrics(format, gzip) => {
             let mut body = Vec::with_capacity(shared.last_size.load(Relaxed));
             {
                 let mut exporter = shared
@@ -146,6 +150,13 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
                 exposition::write(&mut body, format, &exporter, &shared.health, start);
             }
             shared.last_size.store(body.len(), Relaxed);
+            if gzip {
+                let mut compressed = Vec::new();
+                let mut gzip = shared.gzip.lock().unwrap_or_else(|p| p.into_inner());
+                gzip.compress(&body, &mut compressed);
+                body = compressed;
+                gzipped = true;
+            }
             (200, format.content_type(), body)
         }
         Route::Index => {
@@ -167,6 +178,9 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         reason(status),
         body.len()
     );
+    if gzipped {
+        response.push_str("Content-Encoding: gzip\r\n");
+    }
     if status == 405 {
         response.push_str("Allow: GET, HEAD\r\n");
     }
@@ -295,12 +309,16 @@ fn route(request: &httparse::Request<'_, '_>) -> (Route, bool) {
     let path = path.split(['?', '#']).next().unwrap_or("");
     match path {
         "/metrics" => {
-            let accept = request
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("accept"))
-                .and_then(|h| std::str::from_utf8(h.value).ok());
-            (Route::Metrics(Format::negotiate(accept)), head_only)
+            let header = |name: &str| {
+                request
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .and_then(|h| std::str::from_utf8(h.value).ok())
+            };
+            let format = Format::negotiate(header("accept"));
+            let gzip = gzip::wanted(header("accept-encoding"));
+            (Route::Metrics(format, gzip), head_only)
         }
         "/" => (Route::Index, head_only),
         _ => (Route::Refused(404, "not found: try /metrics"), head_only),

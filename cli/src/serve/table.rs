@@ -112,6 +112,8 @@ pub struct Shared {
     pub limits: Limits,
     /// The size of the last scrape (the next one's buffer starts at it).
     pub last_size: std::sync::atomic::AtomicUsize,
+    /// The compressor of the scrapes gzipped.
+    pub gzip: Mutex<super::gzip::Gzip>,
     /// `--web.config.file`: TLS, users, headers and rate limit, when given.
     pub web: Option<WebConfigFile>,
     /// Whether `SIGTERM` came: no connection is taken any more.
