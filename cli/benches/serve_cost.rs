@@ -26,9 +26,9 @@
 //!
 //! Both exporters are scraped over loopback HTTP/1.1 by this program, one scrape at a time,
 //! `Accept: text/plain` (the text format 0.0.4 from both), without compression (node_exporter
-//! would gzip for Prometheus, which costs it more). node_exporter keeps the connection open
-//! between scrapes, as it does for Prometheus; counterhal closes every connection after one
-//! answer, so each of its scrapes pays a connection and a thread. node_exporter runs with its
+//! would gzip for Prometheus, which costs it more). Both keep the connection open between
+//! scrapes, as they do for Prometheus (a counterhal before keep-alive closed every
+//! connection after one answer, so each of its scrapes paid a connection and a thread). node_exporter runs with its
 //! other collectors and its own go_/process_ metrics off (`--collector.disable-defaults
 //! --web.disable-exporter-metrics`).
 //!

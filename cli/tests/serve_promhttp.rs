@@ -293,3 +293,84 @@ fn process_figures_are_those_proc_gives() {
         assert!((said - proc).abs() <= within, "{name} {said}, {key} {proc}");
     }
 }
+
+/// On one connection, `GET /metrics` twice, the first request's `Connection` header being
+/// `connection` (none where empty) in `version` (`1.1`, `1.0`): whether each was answered
+/// 200 (a body of a length given, chunked, or until the server closes, as Go's servers
+/// send one).
+fn twice_on_one_connection(address: SocketAddr, version: &str, connection: &str) -> [bool; 2] {
+    use std::io::BufRead;
+    let stream = TcpStream::connect(address).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    let mut reader = std::io::BufReader::new(stream);
+    let mut answered = [false; 2];
+    for (at, answer) in answered.iter_mut().enumerate() {
+        let header = match at {
+            0 if !connection.is_empty() => format!("Connection: {connection}\r\n"),
+            _ => String::new(),
+        };
+        let request = format!("GET /metrics HTTP/{version}\r\nHost: test\r\n{header}\r\n");
+        if reader.get_mut().write_all(request.as_bytes()).is_err() {
+            break;
+        }
+        let mut line = String::new();
+        let mut line_of = |reader: &mut std::io::BufReader<TcpStream>| {
+            line.clear();
+            reader.read_line(&mut line).ok().filter(|&n| n > 0)?;
+            Some(line.trim_end().to_ascii_lowercase())
+        };
+        let Some(status) = line_of(&mut reader) else {
+            break;
+        };
+        let (mut length, mut chunked) = (None, false);
+        while let Some(header) = line_of(&mut reader).filter(|h| !h.is_empty()) {
+            if let Some(value) = header.strip_prefix("content-length: ") {
+                length = value.parse::<usize>().ok();
+            }
+            chunked |= header == "transfer-encoding: chunked";
+        }
+        let take = |reader: &mut std::io::BufReader<TcpStream>, n: usize| {
+            let mut bytes = vec![0u8; n];
+            reader.read_exact(&mut bytes).is_ok()
+        };
+        let read = match (length, chunked) {
+            (Some(n), _) => take(&mut reader, n),
+            (None, true) => loop {
+                let size = line_of(&mut reader).and_then(|s| usize::from_str_radix(&s, 16).ok());
+                match size {
+                    Some(0) => break take(&mut reader, 2),
+                    Some(n) => {
+                        if !take(&mut reader, n + 2) {
+                            break false;
+                        }
+                    }
+                    None => break false,
+                }
+            },
+            // Until the server closes (HTTP/1.0).
+            (None, false) => reader.read_to_end(&mut Vec::new()).is_ok(),
+        };
+        *answer = status.split(' ').nth(1) == Some("200") && read;
+    }
+    answered
+}
+
+/// A client that keeps its connection (HTTP/1.1, as Prometheus keeps one to each target) is
+/// answered again on it; one that says `Connection: close`, or speaks HTTP/1.0, is not.
+///
+/// Oracle: node_exporter 1.5 (Go's net/http server), given the same requests.
+#[test]
+fn a_kept_connection_is_answered_again_as_node_exporter_answers_it() {
+    serve_or_skip!();
+    let (_node, theirs) = node_exporter_or_skip!();
+    let ours = Exporter::start(&["-e", "task-clock"]);
+    for (version, connection) in [("1.1", ""), ("1.1", "close"), ("1.0", "")] {
+        let expected = twice_on_one_connection(theirs, version, connection);
+        assert!(expected[0], "node_exporter: {version} {connection:?}");
+        assert_eq!(
+            twice_on_one_connection(ours.address, version, connection),
+            expected,
+            "HTTP/{version}, Connection: {connection:?}"
+        );
+    }
+}

@@ -104,8 +104,39 @@ enum Route {
     Refused(u16, &'static str),
 }
 
-/// Reads one request from `stream` (connection `id`), answers it and closes the connection.
+/// How long a kept connection may wait for its next request: Prometheus' own idle timeout
+/// for the connections it keeps (its HTTP client's `IdleConnTimeout`). Meanwhile it is idle
+/// in the table, and evicted for a new connection as any idle one is.
+const KEPT_IDLE: Duration = Duration::from_secs(300);
+
+/// Reads requests from `stream` (connection `id`) and answers them, one after the other
+/// while the client keeps the connection (HTTP/1.1 without `Connection: close`, as
+/// Prometheus keeps its connection to each target), then closes it.
 pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebConfig>) {
+    let mut kept = false;
+    loop {
+        let (answered, keep) = answer_one(&mut stream, id, shared, web, kept);
+        if !keep || shared.draining.load(Relaxed) {
+            if answered {
+                stream.finish();
+            }
+            break;
+        }
+        shared.table.idle_again(id);
+        kept = true;
+    }
+    stream.tcp().shutdown(Shutdown::Both).ok();
+}
+
+/// Reads one request (the next on a `kept` connection) and answers it: whether it was
+/// answered, and whether the connection is kept for another.
+fn answer_one(
+    stream: &mut impl Conn,
+    id: u64,
+    shared: &Shared,
+    web: Option<&WebConfig>,
+    kept: bool,
+) -> (bool, bool) {
     let limits = shared.limits;
     let mut head = [0u8; MAX_HEAD];
     let admit = |request: &httparse::Request<'_, '_>| match (&shared.web, web) {
@@ -120,18 +151,19 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         _ => Verdict::Allowed,
     };
     let begun = || shared.table.begun(id);
-    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit, begun);
-    let (route, head_only) = match read {
+    let timeouts = (limits.header_timeout, kept.then_some(KEPT_IDLE));
+    let read = read_head(stream, &mut head, timeouts, admit, begun);
+    let (route, head_only, keep) = match read {
         Ok(parsed) => parsed,
-        Err(Unanswered::Gone) => return,
+        Err(Unanswered::Gone) => return (false, false),
         Err(Unanswered::Tls) => {
             shared.health.closed(Closed::Tls);
-            stream.tcp().shutdown(Shutdown::Both).ok();
-            return;
+            return (false, false);
         }
         Err(Unanswered::Late) => {
             shared.health.closed(Closed::HeaderTimeout);
-            (Route::Refused(408, "the request head took too long"), false)
+            let late = Route::Refused(408, "the request head took too long");
+            (late, false, false)
         }
     };
     shared.table.answering(id);
@@ -172,12 +204,16 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             format!("{why}\n").into_bytes(),
         ),
     };
+    let keep = keep && matches!(status, 200 | 404) && !shared.draining.load(Relaxed);
     let mut response = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: close\r\nCache-Control: no-store\r\n",
+         Cache-Control: no-store\r\n",
         reason(status),
         body.len()
     );
+    if !keep {
+        response.push_str("Connection: close\r\n");
+    }
     if gzipped {
         response.push_str("Content-Encoding: gzip\r\n");
     }
@@ -191,25 +227,28 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         response.push_str(&format!("{name}: {value}\r\n"));
     }
     response.push_str("\r\n");
-    let written = write_before(&mut stream, response.as_bytes(), deadline).and_then(|()| {
+    let written = write_before(stream, response.as_bytes(), deadline).and_then(|()| {
         if head_only {
             Ok(())
         } else {
-            write_before(&mut stream, &body, deadline)
+            write_before(stream, &body, deadline)
         }
     });
     // Counted as answered once the client has taken the answer, else by why it did not.
     match written {
         Ok(()) => {
-            stream.finish();
             shared.health.answered(status);
+            (true, keep)
         }
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
             shared.health.closed(Closed::WriteTimeout);
+            (false, false)
         }
-        Err(_) => shared.health.closed(Closed::ClientGone),
+        Err(_) => {
+            shared.health.closed(Closed::ClientGone);
+            (false, false)
+        }
     }
-    stream.tcp().shutdown(Shutdown::Both).ok();
 }
 
 /// Answers 503 to a connection that found no place, without waiting on it.
@@ -231,21 +270,30 @@ enum Unanswered {
     Tls,
 }
 
-/// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
-/// a `HEAD`), if `admit` lets it through; `begun` is called when its first bytes are read.
+/// Reads the request head into `buffer` within `timeouts` and routes it (with whether it is
+/// a `HEAD`, and whether the client keeps the connection), if `admit` lets it through;
+/// `begun` is called when its first bytes are read. `timeouts`: the header timeout, and on a
+/// kept connection how long it may wait for the next request's first byte (then the header
+/// timeout runs from it; a kept connection that waits longer is closed, as it is idle).
 fn read_head(
     stream: &mut impl Conn,
     buffer: &mut [u8; MAX_HEAD],
-    timeout: Duration,
+    timeouts: (Duration, Option<Duration>),
     admit: impl Fn(&httparse::Request<'_, '_>) -> Verdict,
     begun: impl Fn(),
-) -> Result<(Route, bool), Unanswered> {
-    let deadline = Instant::now() + timeout;
+) -> Result<(Route, bool, bool), Unanswered> {
+    let (timeout, idle) = timeouts;
+    let mut deadline = Instant::now() + idle.unwrap_or(timeout);
     let mut filled = 0;
+    // Too late: before the first byte on a kept connection, it is only idle.
+    let late = |filled: usize| match (filled, idle) {
+        (0, Some(_)) => Unanswered::Gone,
+        _ => Unanswered::Late,
+    };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Unanswered::Late);
+            return Err(late(filled));
         }
         stream.tcp().set_read_timeout(Some(left)).ok();
         match stream.read(&mut buffer[filled..]) {
@@ -253,11 +301,14 @@ fn read_head(
             Ok(n) => {
                 if filled == 0 {
                     begun();
+                    if idle.is_some() {
+                        deadline = Instant::now() + timeout;
+                    }
                 }
                 filled += n;
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(Unanswered::Late);
+                return Err(late(filled));
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == ErrorKind::InvalidData => return Err(Unanswered::Tls),
@@ -266,21 +317,31 @@ fn read_head(
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&buffer[..filled]) {
-            Ok(httparse::Status::Complete(_)) => {
-                return Ok(match admit(&request) {
+            Ok(httparse::Status::Complete(length)) => {
+                // Kept: HTTP/1.1, no `Connection: close`, and nothing sent after the head.
+                let keep = request.version == Some(1)
+                    && length == filled
+                    && !request.headers.iter().any(|h| {
+                        h.name.eq_ignore_ascii_case("connection")
+                            && h.value.eq_ignore_ascii_case(b"close")
+                    });
+                let (route, head_only) = match admit(&request) {
                     Verdict::Allowed => route(&request),
                     Verdict::TooMany => (Route::Refused(429, "over the rate limit"), false),
                     Verdict::Unauthorized => (Route::Refused(401, "unauthorized"), false),
-                });
+                };
+                return Ok((route, head_only, keep));
             }
             Ok(httparse::Status::Partial) if filled == buffer.len() => {
-                return Ok((Route::Refused(431, "the request head is too large"), false));
+                let large = Route::Refused(431, "the request head is too large");
+                return Ok((large, false, false));
             }
             Ok(httparse::Status::Partial) => {}
             Err(httparse::Error::TooManyHeaders) => {
-                return Ok((Route::Refused(431, "too many header lines"), false));
+                let many = Route::Refused(431, "too many header lines");
+                return Ok((many, false, false));
             }
-            Err(_) => return Ok((Route::Refused(400, "malformed request"), false)),
+            Err(_) => return Ok((Route::Refused(400, "malformed request"), false, false)),
         }
     }
 }

@@ -79,6 +79,16 @@ impl Table {
         }
     }
 
+    /// Marks connection `id`, answered and kept by its client, as waiting for its next
+    /// request: idle again from now (evicted as any idle one is, closed by a drain).
+    pub fn idle_again(&self, id: u64) {
+        if let Some(slot) = self.lock().iter_mut().find(|slot| slot.id == id) {
+            slot.answering = false;
+            slot.begun = false;
+            slot.since = Instant::now();
+        }
+    }
+
     /// Takes connection `id` out of the table.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|slot| slot.id != id);
