@@ -15,14 +15,20 @@
 //!   same 8 events in each of 100 empty cgroups made for the run (`--cgroups`), against the
 //!   same node_exporter: it has no per-cgroup mode, so that ratio is against its per-CPU
 //!   scrape, which counts a hundredth of the places.
+//! - `busy`: the per-CPU comparison of `costs` with every online CPU kept busy by a `yes`
+//!   writing to /dev/null (as a host's workload keeps them), in 10 rounds of 100 scrapes.
 //! - `flat`: 100,000 scrapes of counterhal (8 events per CPU), its resident memory printed
 //!   every 10,000.
 //!
+//! Beside the CPU time, each scrape's latency as the scraper sees it (from the request sent
+//! to the whole answer read, a connection's set-up included for counterhal): the 99th
+//! percentile and the worst of every scrape measured, with their ratios to node_exporter's.
+//!
 //! Both exporters are scraped over loopback HTTP/1.1 by this program, one scrape at a time,
 //! `Accept: text/plain` (the text format 0.0.4 from both), without compression (node_exporter
-//! would gzip for Prometheus, which costs it more). node_exporter keeps the connection open
-//! between scrapes, as it does for Prometheus; counterhal closes every connection after one
-//! answer, so each of its scrapes pays a connection and a thread. node_exporter runs with its
+//! would gzip for Prometheus, which costs it more). Both keep the connection open between
+//! scrapes, as they do for Prometheus (a counterhal before keep-alive closed every
+//! connection after one answer, so each of its scrapes paid a connection and a thread). node_exporter runs with its
 //! other collectors and its own go_/process_ metrics off (`--collector.disable-defaults
 //! --web.disable-exporter-metrics`).
 //!
@@ -33,10 +39,10 @@
 //! (`/proc/PID/schedstat` is one thread's, so it would miss the connection threads.)
 //! Resident memory is `VmRSS` and `VmHWM` (the peak) from `/proc/PID/status`.
 //!
-//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|flat]` as root (counting
+//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat]` as root (counting
 //! whole CPUs with perf_event_paranoid 2, and making cgroups), with Debian's
-//! `prometheus-node-exporter` (or `COUNTERHAL_NODE_EXPORTER=PATH`) for `costs`. Every cgroup
-//! it makes is removed at the end, after a failure too; one left by a run that was killed is
+//! `prometheus-node-exporter` (or `COUNTERHAL_NODE_EXPORTER=PATH`) for `costs` and `busy`.
+//! Every cgroup it makes is removed at the end, after a failure too; one left by a run that was killed is
 //! removed by the next run.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -58,9 +64,11 @@ cpu-migrations,minor-faults,major-faults,alignment-faults,emulation-faults";
 const BEFORE_ENV: &str = "COUNTERHAL_SERVE_BEFORE";
 /// Scrapes of each exporter before anything is measured.
 const WARM_UP: usize = 300;
-/// Interleaved rounds, and scrapes of each exporter in a round.
+/// Interleaved rounds, and scrapes of each exporter in a round (fewer with every CPU busy,
+/// where a scrape takes longer).
 const ROUNDS: usize = 10;
 const PER_ROUND: usize = 1_000;
+const PER_ROUND_BUSY: usize = 100;
 /// The cgroups of the second comparison.
 const CGROUPS: usize = 100;
 /// The scrapes of `flat`, and how often its memory is printed.
@@ -89,15 +97,50 @@ fn main() {
     }
     let accounting = Accounting::new();
     if wants("costs") {
-        costs(&accounting);
+        costs(&accounting, PER_ROUND);
+    }
+    if wants("busy") {
+        let busy = Busy::start();
+        println!(
+            "busy: every CPU kept busy by {} `yes >/dev/null`",
+            busy.0.len()
+        );
+        costs(&accounting, PER_ROUND_BUSY);
     }
     if wants("flat") {
         flat(&accounting);
     }
 }
 
-/// The comparisons with node_exporter: per CPU, then in 100 cgroups.
-fn costs(accounting: &Accounting) {
+/// Processes that keep every online CPU busy (`yes` into /dev/null), ended when dropped.
+struct Busy(Vec<Child>);
+
+impl Busy {
+    fn start() -> Busy {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spinners = (0..cpus).filter_map(|_| {
+            Command::new("yes")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()
+        });
+        Busy(spinners.collect())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            child.kill().ok();
+            child.wait().ok();
+        }
+    }
+}
+
+/// The comparisons with node_exporter, `per_round` scrapes a round: per CPU, then (at the
+/// full count) in 100 cgroups.
+fn costs(accounting: &Accounting, per_round: usize) {
     let Some(node_exporter) = node_exporter_program() else {
         println!(
             "serve_cost costs: SKIPPED: no node_exporter (install Debian's \
@@ -139,7 +182,7 @@ fn costs(accounting: &Accounting) {
         .unwrap_or_else(|e| panic!("{BEFORE_ENV}: {e}"))
     });
     println!(
-        "serve_cost: CPUs {cpus}, CPU time from {}; {ROUNDS} interleaved rounds of {PER_ROUND} \
+        "serve_cost: CPUs {cpus}, CPU time from {}; {ROUNDS} interleaved rounds of {per_round} \
          scrapes each, after {WARM_UP}",
         accounting.describe()
     );
@@ -148,10 +191,18 @@ fn costs(accounting: &Accounting) {
          emulation-faults)"
     );
     match &before {
-        Some(before) => compare(&[&ours, before, &ours_nine, &theirs], 3, Some(1.0)),
-        None => compare(&[&ours, &ours_nine, &theirs], 2, Some(1.0)),
+        Some(before) => compare(
+            &[&ours, before, &ours_nine, &theirs],
+            3,
+            Some(1.0),
+            per_round,
+        ),
+        None => compare(&[&ours, &ours_nine, &theirs], 2, Some(1.0), per_round),
     }
     drop(before);
+    if per_round != PER_ROUND {
+        return;
+    }
 
     let Ok(root) = counterhal::cgroup_root() else {
         println!("in {CGROUPS} cgroups: SKIPPED: no cgroup mount");
@@ -192,15 +243,15 @@ fn costs(accounting: &Accounting) {
          {EVENTS} --cgroups '{pattern}'; node_exporter has no per-cgroup mode: its per-CPU \
          scrape above is the reference"
     );
-    compare(&[&cgroups, &theirs], 1, None);
+    compare(&[&cgroups, &theirs], 1, None, PER_ROUND);
     drop(cgroups);
     drop(parent);
 }
 
-/// Scrapes `exporters` in interleaved rounds and prints each one's CPU time per scrape and
-/// memory, with its ratio to the last one's (the baseline) and the ratio's target, where the
-/// baseline does the same work; the first `ours` are counterhal's.
-fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>) {
+/// Scrapes `exporters` in interleaved rounds of `per_round` and prints each one's CPU time
+/// per scrape, latency and memory, with its ratio to the last one's (the baseline) and the
+/// ratio's target, where the baseline does the same work; the first `ours` are counterhal's.
+fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>, per_round: usize) {
     let mut scrapers: Vec<Scraper> = exporters.iter().map(|e| Scraper::new(e.address)).collect();
     for scraper in &mut scrapers {
         for _ in 0..WARM_UP {
@@ -209,15 +260,18 @@ fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>) {
     }
     let warm: Vec<Memory> = exporters.iter().map(|e| e.memory()).collect();
     let mut per_scrape = vec![Vec::new(); exporters.len()];
+    let mut latencies = vec![Vec::new(); exporters.len()];
     let mut sizes = vec![0; exporters.len()];
     for _ in 0..ROUNDS {
         for (at, exporter) in exporters.iter().enumerate() {
             let before = exporter.cpu();
-            for _ in 0..PER_ROUND {
+            for _ in 0..per_round {
+                let sent = Instant::now();
                 sizes[at] = scrapers[at].scrape().len();
+                latencies[at].push(sent.elapsed().as_secs_f64());
             }
             let used = exporter.cpu().saturating_sub(before);
-            per_scrape[at].push(used.as_secs_f64() / PER_ROUND as f64);
+            per_scrape[at].push(used.as_secs_f64() / per_round as f64);
         }
     }
     let end: Vec<Memory> = exporters.iter().map(|e| e.memory()).collect();
@@ -252,6 +306,7 @@ fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>) {
             println!();
         }
     }
+    latency(exporters, ours, &mut latencies);
     for (at, exporter) in exporters.iter().enumerate() {
         let r = |mine: u64, base: u64| {
             if at < ours {
@@ -270,6 +325,39 @@ fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>) {
             end[at].hwm_kib,
             r(end[at].hwm_kib, end[baseline].hwm_kib),
         );
+    }
+}
+
+/// Prints each exporter's 99th percentile and worst of the scrape latencies measured, with
+/// the ratios of the first `ours` to the last exporter's (the baseline).
+fn latency(exporters: &[&Exporter], ours: usize, latencies: &mut [Vec<f64>]) {
+    let figures: Vec<(f64, f64)> = latencies
+        .iter_mut()
+        .map(|seen| {
+            seen.sort_by(f64::total_cmp);
+            let p99 = seen[(seen.len() * 99).div_ceil(100).saturating_sub(1)];
+            (p99, seen.last().copied().unwrap_or(0.0))
+        })
+        .collect();
+    let (base_p99, base_worst) = figures[figures.len() - 1];
+    for (at, exporter) in exporters.iter().enumerate() {
+        let (p99, worst) = figures[at];
+        print!(
+            "  {:<30} latency of {} scrapes: p99 {:.3} ms, worst {:.3} ms",
+            exporter.name,
+            latencies[at].len(),
+            p99 * 1e3,
+            worst * 1e3
+        );
+        if at < ours {
+            println!(
+                ": ratios {:.3} and {:.3} (target < 1)",
+                p99 / base_p99,
+                worst / base_worst
+            );
+        } else {
+            println!();
+        }
     }
 }
 

@@ -31,6 +31,8 @@ mod serve_ops;
 #[cfg(feature = "serve")]
 mod serve_prometheus;
 #[cfg(feature = "serve")]
+mod serve_promhttp;
+#[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
 mod software_events;

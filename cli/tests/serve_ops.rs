@@ -199,20 +199,20 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
 }
 
 /// A port free on the loopback now (the kernel's choice for port 0).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("its address").port()
 }
 
 /// node_exporter 1.5 (Debian's `prometheus-node-exporter`), started with no collectors on
 /// `listen` (its `--web.listen-address`): where it serves, or why not.
-struct NodeExporter {
+pub struct NodeExporter {
     child: Child,
 }
 
 impl NodeExporter {
     /// Starts it on `listen`; `None` where it is not installed.
-    fn start(listen: &str) -> Option<NodeExporter> {
+    pub fn start(listen: &str) -> Option<NodeExporter> {
         let child = Command::new("prometheus-node-exporter")
             .args([
                 "--collector.disable-defaults",
@@ -227,7 +227,7 @@ impl NodeExporter {
     }
 
     /// Whether it is running after `within` (it exits at once on an address it refuses).
-    fn running_after(&mut self, within: Duration) -> bool {
+    pub fn running_after(&mut self, within: Duration) -> bool {
         std::thread::sleep(within);
         self.child.try_wait().ok().flatten().is_none()
     }
@@ -573,5 +573,65 @@ fn cgroups_takes_extended_expressions_as_grep_e_matches_them() {
             "{pattern}: {}",
             served.said()
         );
+    }
+}
+
+/// `counterhal serve -e EVENTS` run by `command` (as this user, or as `nobody`), where no
+/// event opens: its standard error (it exits at once).
+fn refused_at_start(mut command: Command, events: &str) -> String {
+    let out = command
+        .args(["serve", "--listen", "127.0.0.1:0", "-e", events])
+        .output()
+        .expect("run counterhal serve");
+    assert!(!out.status.success(), "{events} opened: {}", stderr(&out));
+    stderr(&out)
+}
+
+/// Whether perf 6.1, run by `command`, counts task-clock on every CPU (the privilege serve
+/// needs).
+fn perf_counts_every_cpu(mut command: Command) -> bool {
+    command
+        .args(["stat", "-a", "-e", "task-clock", "true"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// An event that does not open is named once in what the exporter says (not
+/// `instructions: instructions: ...`), and the hint about perf_event_paranoid and
+/// capabilities is given to a user who lacks them, never to one who holds them.
+///
+/// Oracle: perf 6.1, run as the same user: `perf stat -a` counts (the user holds the
+/// privilege: no hint) or is refused (the user lacks it: the hint).
+#[test]
+fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it() {
+    linux_or_skip!();
+    perf_or_skip!();
+    if has_core_pmu() {
+        skip!(
+            Need::System,
+            "instructions opens here (a core PMU): no event is refused"
+        );
+    }
+    if perf_counts_every_cpu(Command::new("perf")) {
+        let said = refused_at_start(Command::new(bin()), "instructions");
+        assert_eq!(said.matches("instructions:").count(), 1, "{said}");
+        assert!(said.contains("instructions: perf_event_open"), "{said}");
+        assert!(
+            !said.contains("hint"),
+            "a privileged user was given: {said}"
+        );
+    }
+    let nobody = unprivileged_or_skip!();
+    let Some(perf_as_nobody) = unprivileged_program("perf") else {
+        skip!(Need::Tools, "cannot run perf as an unprivileged user");
+    };
+    if !perf_counts_every_cpu(perf_as_nobody) {
+        let said = refused_at_start(nobody, "instructions,task-clock");
+        assert_eq!(said.matches("task-clock:").count(), 1, "{said}");
+        assert!(
+            said.contains("hint: kernel.perf_event_paranoid is"),
+            "{said}"
+        );
+        assert!(said.contains("CAP_PERFMON"), "{said}");
     }
 }

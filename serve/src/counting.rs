@@ -51,9 +51,6 @@ pub struct Exporter {
     pub places: Vec<Place>,
     /// The cgroups followed.
     pub watch: Watch,
-    /// The places' indices by CPU (in place order within a CPU), made again when the places
-    /// change: a scrape reads each CPU's places on that CPU.
-    by_cpu: Vec<usize>,
     /// The descriptors the counters may hold.
     pub budget: Budget,
     /// The places left out for lack of descriptors at the last [`follow`](Exporter::follow).
@@ -72,7 +69,6 @@ impl Exporter {
             refused: plan.refused,
             places: Vec::new(),
             watch,
-            by_cpu: Vec::new(),
             budget,
             unopened: 0,
             per_cpu: false,
@@ -141,9 +137,6 @@ impl Exporter {
         health.unopened(unopened);
         if changed {
             self.places.sort_by(|a, b| a.at.cmp(&b.at));
-            self.by_cpu = (0..self.places.len()).collect();
-            // A stable sort: within a CPU, the places stay in place order.
-            self.by_cpu.sort_by_key(|&at| self.places[at].at.cpu);
         }
     }
 
@@ -190,33 +183,16 @@ impl Exporter {
     /// Follows the CPUs and cgroups, then reads every place into its readings (a place
     /// whose read fails is counted in `health` and left out of the scrape).
     ///
-    /// Each CPU's places are read on that CPU: the thread moves onto each in turn (where its
-    /// affinity allows; elsewhere it reads from where it is) and gets its affinity back at
-    /// the end. Linux reads a counter that is counting on another CPU by interrupting that
-    /// CPU (`perf_event_read`: an IPI through `smp_call_function_single`), once per counter,
-    /// and the CPU counted pays for the interrupt too; read on its own CPU, the count is read
-    /// in place. With 8 software events on 2 CPUs (a virtual machine's, where an interrupt
-    /// costs the most), the interrupts were 45% of a scrape's CPU time, and reading on each
-    /// CPU (one move a scrape: it starts on the CPU it is on) cut a scrape's CPU time from 288
-    /// to 208 µs, measured by `benches/serve_cost.rs` with `COUNTERHAL_SERVE_BEFORE`.
+    /// Every place is read from the CPU the scrape's thread is on. Linux reads a counter that
+    /// is counting on another CPU by interrupting that CPU (`perf_event_read`: an IPI through
+    /// `smp_call_function_single`), which answers at once however busy it is. Moving the
+    /// thread onto each CPU instead saved the interrupts' CPU time (288 to 208 µs a scrape
+    /// of 8 software events on 2 CPUs) but made a scrape wait, on each CPU, for the
+    /// scheduler to give it that CPU: with both CPUs busy, the worst of 1,000 scrapes waited
+    /// tens of milliseconds (docs/performance.md has the figures).
     pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
-        let affinity = crate::sys::ThreadAffinity::save();
-        // From the CPU the thread is on, then on up, then round to the ones below it.
-        let mut on = crate::sys::ThreadAffinity::current_cpu();
-        let places = &self.places;
-        let first = on.map_or(0, |here| {
-            self.by_cpu.partition_point(|&at| places[at].at.cpu < here)
-        });
-        let (below, from_here) = self.by_cpu.split_at(first);
-        for &at in from_here.iter().chain(below) {
-            let place = &mut self.places[at];
-            if on != Some(place.at.cpu) {
-                on = Some(place.at.cpu);
-                if let Some(affinity) = &affinity {
-                    affinity.move_to(place.at.cpu);
-                }
-            }
+        for place in &mut self.places {
             place.read = match place.set.read(&mut place.readings) {
                 Ok(()) => true,
                 Err(_) => {

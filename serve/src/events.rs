@@ -51,8 +51,11 @@ pub struct Refused {
     pub name: String,
     /// The error's kind, as a label value (`permission_denied`, `not_found`, ...).
     pub kind: String,
-    /// The error's message.
+    /// The error's message, without the event's name (the `event` label and the lines that
+    /// say it carry the name once).
     pub message: String,
+    /// The backend's hint, for an event refused for lack of privilege.
+    pub hint: Option<String>,
 }
 
 /// The events asked for: those exported, those refused.
@@ -85,6 +88,7 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
                 name: name.clone(),
                 kind: kind_label(ErrorKind::NotFound),
                 message: format!("no PMU `{pmu}` on this host (in {DEVICES})"),
+                hint: None,
             });
             continue;
         }
@@ -144,12 +148,53 @@ fn absent_pmu<'a>(name: &'a str, devices: &Path) -> Option<&'a str> {
     (!boxes).then_some(pmu)
 }
 
+/// `name`'s refusal for `error`. The backend's message begins with the name where it opened
+/// it by name (`instructions: perf_event_open: ...`); that prefix is left out.
 fn refused(name: &str, error: &Error) -> Refused {
+    let message = error.message();
+    let message = message
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message);
+    let for_privilege = error.kind() == ErrorKind::PermissionDenied;
     Refused {
         name: name.to_string(),
         kind: kind_label(error.kind()),
-        message: error.message().to_string(),
+        message: message.to_string(),
+        hint: for_privilege.then(|| error.hint().unwrap_or(PRIVILEGE).to_string()),
     }
+}
+
+/// What counting every CPU takes, where the backend gave no hint of its own.
+const PRIVILEGE: &str = "counting every CPU takes CAP_PERFMON (or root) or \
+kernel.perf_event_paranoid 0 or lower";
+
+/// The hint for an exporter none of whose events opened: the first refusal's for lack of
+/// privilege, where this process lacks what counting every CPU takes; none where no event
+/// was refused for privilege, or where this process holds it (root refused by a security
+/// module, say, is given no remedy it already has).
+pub fn privilege_hint(refused: &[Refused]) -> Option<&str> {
+    let hint = refused.iter().find_map(|r| r.hint.as_deref())?;
+    (!may_count_every_cpu()).then_some(hint)
+}
+
+/// Whether this process may count every CPU: CAP_PERFMON or CAP_SYS_ADMIN in its effective
+/// set (`CapEff` in `/proc/self/status`; root holds both), or `kernel.perf_event_paranoid`
+/// 0 or lower (the kernel's `perf_allow_cpu`).
+fn may_count_every_cpu() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    let effective = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(line.trim(), 16).ok()
+        })
+        .unwrap_or(0);
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|level| level.trim().parse::<i32>().ok());
+    effective & (1 << CAP_SYS_ADMIN | 1 << CAP_PERFMON) != 0 || paranoid.is_some_and(|p| p <= 0)
 }
 
 /// An error kind as a label value: its name in snake case (`PermissionDenied` is

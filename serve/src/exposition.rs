@@ -16,6 +16,7 @@ use counterhal::Reading;
 use super::counting::{Exporter, Place};
 use super::events::{Exported, Unit};
 use super::health::Health;
+use super::process::Process;
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,6 +264,7 @@ pub fn write(
     if !events.is_empty() {
         write_health(out, format, exporter, health);
     }
+    write_process(out, format, &Process::now(&health.process));
     let duration = Family::seconds(
         "counterhal_scrape_duration_seconds",
         Kind::Gauge,
@@ -494,6 +496,77 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         ("backend", Label::Text(health.backend)),
     ];
     build.sample(out, &labels, Number::Int(1));
+}
+
+/// The exporter's process, as client_golang's process collector writes it (node_exporter's
+/// `/metrics` carries it): its names, help and types, no `# UNIT` in OpenMetrics (its
+/// families have none), in the order of its gathering (by name); a figure that could not be
+/// read is left out.
+fn write_process(out: &mut Vec<u8>, format: Format, process: &Process) {
+    let families = [
+        (
+            Family::new(
+                "process_cpu_seconds",
+                Kind::Counter,
+                "Total user and system CPU time spent in seconds.",
+            ),
+            process.cpu_seconds.map(Number::Float),
+        ),
+        (
+            Family::new(
+                "process_max_fds",
+                Kind::Gauge,
+                "Maximum number of open file descriptors.",
+            ),
+            process.max_fds.map(Number::Int),
+        ),
+        (
+            Family::new(
+                "process_open_fds",
+                Kind::Gauge,
+                "Number of open file descriptors.",
+            ),
+            process.open_fds.map(Number::Int),
+        ),
+        (
+            Family::new(
+                "process_resident_memory_bytes",
+                Kind::Gauge,
+                "Resident memory size in bytes.",
+            ),
+            process.resident_memory_bytes.map(Number::Int),
+        ),
+        (
+            Family::new(
+                "process_start_time_seconds",
+                Kind::Gauge,
+                "Start time of the process since unix epoch in seconds.",
+            ),
+            process.start_time_seconds.map(Number::Float),
+        ),
+        (
+            Family::new(
+                "process_virtual_memory_bytes",
+                Kind::Gauge,
+                "Virtual memory size in bytes.",
+            ),
+            process.virtual_memory_bytes.map(Number::Int),
+        ),
+        (
+            Family::new(
+                "process_virtual_memory_max_bytes",
+                Kind::Gauge,
+                "Maximum amount of virtual memory available in bytes.",
+            ),
+            process.virtual_memory_max_bytes.map(Number::Int),
+        ),
+    ];
+    for (family, value) in families {
+        if let Some(value) = value {
+            family.header(out, format);
+            family.sample(out, &[], value);
+        }
+    }
 }
 
 #[cfg(test)]

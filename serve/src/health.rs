@@ -1,6 +1,6 @@
 //! The exporter's own health, counted where it happens (scrapes, connections) and exported
 //! beside the counts: read and open failures, cgroups followed and left out, requests by
-//! status, connections closed for the bounds.
+//! status, connections closed for the bounds; and what its process's figures are read with.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -54,6 +54,8 @@ impl Closed {
 pub struct Health {
     /// The backend counting (the build info's `backend` label).
     pub backend: &'static str,
+    /// What the `process_*` figures are read with.
+    pub process: super::process::Constants,
     read_errors: AtomicU64,
     open_errors: AtomicU64,
     cgroups_matched: AtomicU64,
@@ -65,10 +67,11 @@ pub struct Health {
 }
 
 impl Health {
-    /// Every count zero.
+    /// Every count zero, and this process's constants read.
     pub fn new(backend: &'static str) -> Health {
         Health {
             backend,
+            process: super::process::Constants::read(),
             read_errors: AtomicU64::new(0),
             open_errors: AtomicU64::new(0),
             cgroups_matched: AtomicU64::new(0),

@@ -6,8 +6,10 @@
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`http`] (connections and their bounds), [`table`] (what the
-//! connections share), [`request`] (one request: its head, its route, its answer) and
+//! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
+//! [`http`] (connections and their bounds), [`table`] (what the connections share),
+//! [`request`] (one request: its head, its route, its answer), [`gzip`] (answers compressed
+//! for the scrapers that ask) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
 //! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
@@ -26,10 +28,12 @@ mod counting;
 mod discovery;
 mod events;
 mod exposition;
+mod gzip;
 mod health;
 mod http;
 mod kubernetes;
 mod listen;
+mod process;
 mod request;
 mod rules;
 mod signals;
@@ -304,12 +308,15 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
             .iter()
             .map(|r| format!("{}: {}", r.name, r.message))
             .collect();
+        let error = Error::new(
+            counterhal::ErrorKind::NotFound,
+            format!("no event opens here ({})", reasons.join("; ")),
+        );
         return Err(Failure::failed(
-            Error::new(
-                counterhal::ErrorKind::NotFound,
-                format!("no event opens here ({})", reasons.join("; ")),
-            )
-            .with_hint("counting every CPU takes root, CAP_PERFMON or perf_event_paranoid <= 0"),
+            match events::privilege_hint(&plan.refused) {
+                Some(hint) => error.with_hint(hint),
+                None => error,
+            },
         ));
     }
     let health = Arc::new(health::Health::new(backend.name()));

@@ -2,7 +2,8 @@
 //! `httparse` (no allocation), routed (`GET`/`HEAD` of `/metrics` and `/`; nothing changes
 //! state), answered within the write timeout, and the connection closed. A head larger than
 //! the buffer is refused (431), a malformed one too (400), a body never read (413 where one
-//! is announced), a head that does not arrive in time closed (408). With
+//! is announced), a head that does not arrive in time closed (408). A scrape is gzipped for
+//! a client that asks (`Accept-Encoding`, negotiated as promhttp negotiates it). With
 //! `--web.config.file`: over TLS (a plain request to it answered 400 as Go's servers answer
 //! it), over the rate limit 429, without the users' credentials 401, and the configured
 //! headers on every answer.
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::exposition::{self, Format};
+use super::gzip;
 use super::health::Closed;
 use super::table::Shared;
 use super::web::{Verdict, WebConfig};
@@ -96,13 +98,45 @@ const CHUNK: usize = 16 * 1024;
 
 /// What a request asks for.
 enum Route {
-    Metrics(Format),
+    /// The scrape, in a format, gzipped or not.
+    Metrics(Format, bool),
     Index,
     Refused(u16, &'static str),
 }
 
-/// Reads one request from `stream` (connection `id`), answers it and closes the connection.
+/// How long a kept connection may wait for its next request: Prometheus' own idle timeout
+/// for the connections it keeps (its HTTP client's `IdleConnTimeout`). Meanwhile it is idle
+/// in the table, and evicted for a new connection as any idle one is.
+const KEPT_IDLE: Duration = Duration::from_secs(300);
+
+/// Reads requests from `stream` (connection `id`) and answers them, one after the other
+/// while the client keeps the connection (HTTP/1.1 without `Connection: close`, as
+/// Prometheus keeps its connection to each target), then closes it.
 pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebConfig>) {
+    let mut kept = false;
+    loop {
+        let (answered, keep) = answer_one(&mut stream, id, shared, web, kept);
+        if !keep || shared.draining.load(Relaxed) {
+            if answered {
+                stream.finish();
+            }
+            break;
+        }
+        shared.table.idle_again(id);
+        kept = true;
+    }
+    stream.tcp().shutdown(Shutdown::Both).ok();
+}
+
+/// Reads one request (the next on a `kept` connection) and answers it: whether it was
+/// answered, and whether the connection is kept for another.
+fn answer_one(
+    stream: &mut impl Conn,
+    id: u64,
+    shared: &Shared,
+    web: Option<&WebConfig>,
+    kept: bool,
+) -> (bool, bool) {
     let limits = shared.limits;
     let mut head = [0u8; MAX_HEAD];
     let admit = |request: &httparse::Request<'_, '_>| match (&shared.web, web) {
@@ -117,24 +151,26 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         _ => Verdict::Allowed,
     };
     let begun = || shared.table.begun(id);
-    let read = read_head(&mut stream, &mut head, limits.header_timeout, admit, begun);
-    let (route, head_only) = match read {
+    let timeouts = (limits.header_timeout, kept.then_some(KEPT_IDLE));
+    let read = read_head(stream, &mut head, timeouts, admit, begun);
+    let (route, head_only, keep) = match read {
         Ok(parsed) => parsed,
-        Err(Unanswered::Gone) => return,
+        Err(Unanswered::Gone) => return (false, false),
         Err(Unanswered::Tls) => {
             shared.health.closed(Closed::Tls);
-            stream.tcp().shutdown(Shutdown::Both).ok();
-            return;
+            return (false, false);
         }
         Err(Unanswered::Late) => {
             shared.health.closed(Closed::HeaderTimeout);
-            (Route::Refused(408, "the request head took too long"), false)
+            let late = Route::Refused(408, "the request head took too long");
+            (late, false, false)
         }
     };
     shared.table.answering(id);
     let deadline = Instant::now() + limits.write_timeout;
+    let mut gzipped = false;
     let (status, content_type, body) = match route {
-        Route::Metrics(format) => {
+        Route::Metrics(format, gzip) => {
             let mut body = Vec::with_capacity(shared.last_size.load(Relaxed));
             {
                 let mut exporter = shared
@@ -146,6 +182,13 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
                 exposition::write(&mut body, format, &exporter, &shared.health, start);
             }
             shared.last_size.store(body.len(), Relaxed);
+            if gzip {
+                let mut compressed = Vec::new();
+                let mut gzip = shared.gzip.lock().unwrap_or_else(|p| p.into_inner());
+                gzip.compress(&body, &mut compressed);
+                body = compressed;
+                gzipped = true;
+            }
             (200, format.content_type(), body)
         }
         Route::Index => {
@@ -161,12 +204,19 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
             format!("{why}\n").into_bytes(),
         ),
     };
+    let keep = keep && matches!(status, 200 | 404) && !shared.draining.load(Relaxed);
     let mut response = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: close\r\nCache-Control: no-store\r\n",
+         Cache-Control: no-store\r\n",
         reason(status),
         body.len()
     );
+    if !keep {
+        response.push_str("Connection: close\r\n");
+    }
+    if gzipped {
+        response.push_str("Content-Encoding: gzip\r\n");
+    }
     if status == 405 {
         response.push_str("Allow: GET, HEAD\r\n");
     }
@@ -177,25 +227,28 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
         response.push_str(&format!("{name}: {value}\r\n"));
     }
     response.push_str("\r\n");
-    let written = write_before(&mut stream, response.as_bytes(), deadline).and_then(|()| {
+    let written = write_before(stream, response.as_bytes(), deadline).and_then(|()| {
         if head_only {
             Ok(())
         } else {
-            write_before(&mut stream, &body, deadline)
+            write_before(stream, &body, deadline)
         }
     });
     // Counted as answered once the client has taken the answer, else by why it did not.
     match written {
         Ok(()) => {
-            stream.finish();
             shared.health.answered(status);
+            (true, keep)
         }
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
             shared.health.closed(Closed::WriteTimeout);
+            (false, false)
         }
-        Err(_) => shared.health.closed(Closed::ClientGone),
+        Err(_) => {
+            shared.health.closed(Closed::ClientGone);
+            (false, false)
+        }
     }
-    stream.tcp().shutdown(Shutdown::Both).ok();
 }
 
 /// Answers 503 to a connection that found no place, without waiting on it.
@@ -217,21 +270,30 @@ enum Unanswered {
     Tls,
 }
 
-/// Reads the request head into `buffer` within `timeout` and routes it (with whether it is
-/// a `HEAD`), if `admit` lets it through; `begun` is called when its first bytes are read.
+/// Reads the request head into `buffer` within `timeouts` and routes it (with whether it is
+/// a `HEAD`, and whether the client keeps the connection), if `admit` lets it through;
+/// `begun` is called when its first bytes are read. `timeouts`: the header timeout, and on a
+/// kept connection how long it may wait for the next request's first byte (then the header
+/// timeout runs from it; a kept connection that waits longer is closed, as it is idle).
 fn read_head(
     stream: &mut impl Conn,
     buffer: &mut [u8; MAX_HEAD],
-    timeout: Duration,
+    timeouts: (Duration, Option<Duration>),
     admit: impl Fn(&httparse::Request<'_, '_>) -> Verdict,
     begun: impl Fn(),
-) -> Result<(Route, bool), Unanswered> {
-    let deadline = Instant::now() + timeout;
+) -> Result<(Route, bool, bool), Unanswered> {
+    let (timeout, idle) = timeouts;
+    let mut deadline = Instant::now() + idle.unwrap_or(timeout);
     let mut filled = 0;
+    // Too late: before the first byte on a kept connection, it is only idle.
+    let late = |filled: usize| match (filled, idle) {
+        (0, Some(_)) => Unanswered::Gone,
+        _ => Unanswered::Late,
+    };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Unanswered::Late);
+            return Err(late(filled));
         }
         stream.tcp().set_read_timeout(Some(left)).ok();
         match stream.read(&mut buffer[filled..]) {
@@ -239,11 +301,14 @@ fn read_head(
             Ok(n) => {
                 if filled == 0 {
                     begun();
+                    if idle.is_some() {
+                        deadline = Instant::now() + timeout;
+                    }
                 }
                 filled += n;
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(Unanswered::Late);
+                return Err(late(filled));
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == ErrorKind::InvalidData => return Err(Unanswered::Tls),
@@ -252,21 +317,31 @@ fn read_head(
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&buffer[..filled]) {
-            Ok(httparse::Status::Complete(_)) => {
-                return Ok(match admit(&request) {
+            Ok(httparse::Status::Complete(length)) => {
+                // Kept: HTTP/1.1, no `Connection: close`, and nothing sent after the head.
+                let keep = request.version == Some(1)
+                    && length == filled
+                    && !request.headers.iter().any(|h| {
+                        h.name.eq_ignore_ascii_case("connection")
+                            && h.value.eq_ignore_ascii_case(b"close")
+                    });
+                let (route, head_only) = match admit(&request) {
                     Verdict::Allowed => route(&request),
                     Verdict::TooMany => (Route::Refused(429, "over the rate limit"), false),
                     Verdict::Unauthorized => (Route::Refused(401, "unauthorized"), false),
-                });
+                };
+                return Ok((route, head_only, keep));
             }
             Ok(httparse::Status::Partial) if filled == buffer.len() => {
-                return Ok((Route::Refused(431, "the request head is too large"), false));
+                let large = Route::Refused(431, "the request head is too large");
+                return Ok((large, false, false));
             }
             Ok(httparse::Status::Partial) => {}
             Err(httparse::Error::TooManyHeaders) => {
-                return Ok((Route::Refused(431, "too many header lines"), false));
+                let many = Route::Refused(431, "too many header lines");
+                return Ok((many, false, false));
             }
-            Err(_) => return Ok((Route::Refused(400, "malformed request"), false)),
+            Err(_) => return Ok((Route::Refused(400, "malformed request"), false, false)),
         }
     }
 }
@@ -295,12 +370,16 @@ fn route(request: &httparse::Request<'_, '_>) -> (Route, bool) {
     let path = path.split(['?', '#']).next().unwrap_or("");
     match path {
         "/metrics" => {
-            let accept = request
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("accept"))
-                .and_then(|h| std::str::from_utf8(h.value).ok());
-            (Route::Metrics(Format::negotiate(accept)), head_only)
+            let header = |name: &str| {
+                request
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .and_then(|h| std::str::from_utf8(h.value).ok())
+            };
+            let format = Format::negotiate(header("accept"));
+            let gzip = gzip::wanted(header("accept-encoding"));
+            (Route::Metrics(format, gzip), head_only)
         }
         "/" => (Route::Index, head_only),
         _ => (Route::Refused(404, "not found: try /metrics"), head_only),

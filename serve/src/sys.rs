@@ -3,18 +3,17 @@
 //! exporter; and whether a connection's client has sent bytes not yet read (`recv` with
 //! `MSG_PEEK`), so that a connection whose request has come is never evicted as idle; and
 //! its signals (`pthread_sigmask`, `sigwait`): `SIGHUP`, `SIGTERM` and `SIGINT` blocked in
-//! every thread and taken, one at a time, by the one thread that waits for them; and the
-//! calling thread's CPU affinity (`sched_getaffinity`, `sched_setaffinity`), which a scrape's
-//! thread is moved with to read each CPU's counters on that CPU.
+//! every thread and taken, one at a time, by the one thread that waits for them; and what
+//! its `process_*` metrics read: its limits (`getrlimit`), the clock tick and page size
+//! (`sysconf`), and the entries of `/proc/self/fd` (`getdents64` into a buffer on the stack).
 //!
 //! # Safety
 //!
 //! Each call is given structures owned by this module (an `rlimit`, a byte buffer, a
 //! `sigset_t` filled by `sigemptyset` and `sigaddset` before use), by pointers valid for the
-//! call alone, and descriptors borrowed from an open socket for the call alone; none keeps a
-//! pointer or a descriptor after it returns. A CPU set is a `cpu_set_t` owned by this module
-//! (all-zero bytes are an empty set), whose bits are set and tested only below `CPU_SETSIZE`,
-//! and passed to the kernel with its own size.
+//! call alone and with their lengths, and descriptors borrowed from an open socket or
+//! directory for the call alone; none keeps a
+//! pointer or a descriptor after it returns.
 
 /// The soft limit on open descriptors (`RLIMIT_NOFILE`), after raising it to the hard one
 /// where it was lower (where the kernel refuses, past `fs.nr_open`, it is left as it was).
@@ -98,128 +97,82 @@ pub fn wait_signal() -> bool {
     }
 }
 
-/// The calling thread's CPU affinity, saved to be restored when this is dropped (on the same
-/// thread: it is not `Send`), and the moves of that thread onto one CPU of it at a time.
-/// Linux only: elsewhere nothing is saved.
-pub struct ThreadAffinity {
-    #[cfg(target_os = "linux")]
-    saved: libc::cpu_set_t,
-    /// Not `Send`: the affinity restored is the thread's that saved it.
-    _thread: std::marker::PhantomData<*const ()>,
+/// A limit `getrlimit` reads, as `/proc/PID/limits` prints it.
+#[derive(Clone, Copy, Debug)]
+pub enum Limit {
+    /// `RLIMIT_NOFILE` ("Max open files").
+    OpenFiles,
+    /// `RLIMIT_AS` ("Max address space"), in bytes.
+    AddressSpace,
 }
 
-impl ThreadAffinity {
-    /// The calling thread's affinity now; `None` where it cannot be read (or off Linux).
-    #[cfg(target_os = "linux")]
-    pub fn save() -> Option<ThreadAffinity> {
-        // SAFETY: all-zero bytes are an empty cpu_set_t (module note).
-        let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `saved` is a live cpu_set_t of `size` bytes that the call fills; thread 0
-        // is the calling thread.
-        if unsafe { libc::sched_getaffinity(0, size, &mut saved) } != 0 {
-            return None;
-        }
-        Some(ThreadAffinity {
-            saved,
-            _thread: std::marker::PhantomData,
-        })
+/// The soft value of `limit` (`RLIM_INFINITY`, unlimited, is 2^64 - 1); `None` where it
+/// cannot be read.
+pub fn soft_limit(limit: Limit) -> Option<u64> {
+    let resource = match limit {
+        Limit::OpenFiles => libc::RLIMIT_NOFILE,
+        Limit::AddressSpace => libc::RLIMIT_AS,
+    };
+    let mut value = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `value` is an `rlimit` owned here, written by the call.
+    if unsafe { libc::getrlimit(resource, &mut value) } != 0 {
+        return None;
     }
+    Some(value.rlim_cur)
+}
 
-    /// The calling thread's affinity now; `None` where it cannot be read (or off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn save() -> Option<ThreadAffinity> {
-        None
-    }
+/// The clock tick (`sysconf(_SC_CLK_TCK)`, 100 where it cannot be read) and the page size
+/// (`sysconf(_SC_PAGESIZE)`, 4096 where it cannot be read).
+pub fn clock_ticks_and_page_size() -> (u64, u64) {
+    // SAFETY: sysconf has no preconditions; it returns -1 for a name it does not know.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (
+        u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100),
+        u64::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096),
+    )
+}
 
-    /// Moves the calling thread onto `cpu` alone, where the saved affinity allows that CPU;
-    /// whether it moved (a CPU outside the affinity, or gone offline, is not moved to).
-    #[cfg(target_os = "linux")]
-    pub fn move_to(&self, cpu: u32) -> bool {
-        let Ok(bit) = usize::try_from(cpu) else {
-            return false;
+/// The entries of the open directory `dir` but `.` and `..` (`getdents64` into a buffer on
+/// the stack: nothing allocated, where `read_dir` allocates each name); `None` where it
+/// cannot be read.
+pub fn directory_entries(dir: &std::fs::File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut buffer = [0u8; 4096];
+    let mut entries = 0;
+    loop {
+        // SAFETY: the descriptor is `dir`'s, open while it is borrowed; `buffer` is owned
+        // here and the kernel writes at most its length into it.
+        let got = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir.as_raw_fd(),
+                buffer.as_mut_ptr(),
+                buffer.len(),
+            )
         };
-        if bit >= libc::CPU_SETSIZE as usize {
-            return false;
+        let filled = usize::try_from(got).ok()?;
+        if filled == 0 {
+            return Some(entries);
         }
-        // SAFETY: `bit` is below CPU_SETSIZE, so the test reads inside `saved`.
-        if !unsafe { libc::CPU_ISSET(bit, &self.saved) } {
-            return false;
-        }
-        // SAFETY: all-zero bytes are an empty cpu_set_t (module note).
-        let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `bit` is below CPU_SETSIZE, so the write stays inside `only`.
-        unsafe { libc::CPU_SET(bit, &mut only) };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `only` is a live cpu_set_t of `size` bytes that the call reads; thread 0 is
-        // the calling thread.
-        unsafe { libc::sched_setaffinity(0, size, &only) == 0 }
-    }
-
-    /// The CPU the calling thread runs on now (`sched_getcpu`; `None` off Linux).
-    #[cfg(target_os = "linux")]
-    pub fn current_cpu() -> Option<u32> {
-        // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
-        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
-    }
-
-    /// The CPU the calling thread runs on now (`sched_getcpu`; `None` off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn current_cpu() -> Option<u32> {
-        None
-    }
-
-    /// Moves the calling thread onto `cpu` alone (never, off Linux).
-    #[cfg(not(target_os = "linux"))]
-    pub fn move_to(&self, _cpu: u32) -> bool {
-        false
-    }
-}
-
-impl Drop for ThreadAffinity {
-    fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
-        {
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: `saved` is a live cpu_set_t of `size` bytes that the call reads; thread
-            // 0 is the calling thread, the one that saved it (the type is not Send).
-            unsafe { libc::sched_setaffinity(0, size, &self.saved) };
-        }
-    }
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::*;
-
-    /// Oracle: the kernel (`sched_getcpu`, `sched_getaffinity`). The thread moves onto each
-    /// CPU it may run on, and gets its affinity back when the saved one is dropped.
-    #[test]
-    fn a_thread_moves_onto_each_cpu_it_may_run_on_and_gets_its_affinity_back() {
-        let affinity = |set: &libc::cpu_set_t| -> Vec<usize> {
-            (0..libc::CPU_SETSIZE as usize)
-                // SAFETY: every bit tested is below CPU_SETSIZE.
-                .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, set) })
-                .collect()
-        };
-        let allowed = {
-            let saved = ThreadAffinity::save().expect("this thread's affinity");
-            let allowed = affinity(&saved.saved);
-            let mut moved = 0;
-            for &cpu in &allowed {
-                let cpu = u32::try_from(cpu).unwrap();
-                if saved.move_to(cpu) {
-                    assert_eq!(ThreadAffinity::current_cpu(), Some(cpu));
-                    moved += 1;
-                }
+        // Each record: inode (8 bytes), offset (8), its length (2), type (1), the name
+        // (NUL-terminated).
+        let mut at = 0;
+        while at + 19 < filled {
+            let length = usize::from(u16::from_ne_bytes([buffer[at + 16], buffer[at + 17]]));
+            if length == 0 {
+                return None;
             }
-            // The CPU it was on, at least, is one it may run on.
-            assert!(moved >= 1, "moved onto none of {allowed:?}");
-            // A CPU outside the affinity is never moved to.
-            assert!(!saved.move_to(libc::CPU_SETSIZE as u32));
-            allowed
-        };
-        let now = ThreadAffinity::save().expect("this thread's affinity");
-        assert_eq!(affinity(&now.saved), allowed);
+            let name = &buffer[at + 19..(at + length).min(filled)];
+            let name = name.split(|&b| b == 0).next().unwrap_or_default();
+            if name != b"." && name != b".." {
+                entries += 1;
+            }
+            at += length;
+        }
     }
 }

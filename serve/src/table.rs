@@ -79,6 +79,16 @@ impl Table {
         }
     }
 
+    /// Marks connection `id`, answered and kept by its client, as waiting for its next
+    /// request: idle again from now (evicted as any idle one is, closed by a drain).
+    pub fn idle_again(&self, id: u64) {
+        if let Some(slot) = self.lock().iter_mut().find(|slot| slot.id == id) {
+            slot.answering = false;
+            slot.begun = false;
+            slot.since = Instant::now();
+        }
+    }
+
     /// Takes connection `id` out of the table.
     pub fn remove(&self, id: u64) {
         self.lock().retain(|slot| slot.id != id);
@@ -112,6 +122,8 @@ pub struct Shared {
     pub limits: Limits,
     /// The size of the last scrape (the next one's buffer starts at it).
     pub last_size: std::sync::atomic::AtomicUsize,
+    /// The compressor of the scrapes gzipped.
+    pub gzip: Mutex<super::gzip::Gzip>,
     /// `--web.config.file`: TLS, users, headers and rate limit, when given.
     pub web: Option<WebConfigFile>,
     /// Whether `SIGTERM` came: no connection is taken any more.

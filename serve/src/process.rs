@@ -1,0 +1,180 @@
+//! The exporter's own process, as every Prometheus client library exports it: the
+//! `process_*` families of client_golang's process collector on Linux (which node_exporter's
+//! `/metrics` carries), from the same sources. CPU time (user and system) and memory from
+//! `/proc/self/stat`, the descriptors open counted in `/proc/self/fd`, the limits on
+//! descriptors and address space as `/proc/self/limits` shows them (`getrlimit`, which that
+//! file prints), and the start time from the boot time in `/proc/stat`. Read at each scrape
+//! into buffers on the stack: nothing is allocated.
+
+use std::fs::File;
+use std::io::Read;
+
+use super::sys;
+
+/// What stays the same while the exporter runs: the clock tick and page sizes, and the start.
+#[derive(Debug)]
+pub struct Constants {
+    /// `sysconf(_SC_CLK_TCK)`: the unit of the CPU times and start time in `/proc/PID/stat`.
+    ticks_per_second: f64,
+    /// `sysconf(_SC_PAGESIZE)`: the unit of the resident set in `/proc/PID/stat`.
+    page_size: u64,
+    /// The start time, in seconds since the epoch: the boot time (`btime` in `/proc/stat`)
+    /// and the process's start after boot (`starttime`, in clock ticks); `None` where either
+    /// cannot be read.
+    start_time_seconds: Option<f64>,
+}
+
+impl Constants {
+    /// This process's constants, read once at start.
+    pub fn read() -> Constants {
+        let (ticks_per_second, page_size) = sys::clock_ticks_and_page_size();
+        let ticks_per_second = ticks_per_second as f64;
+        let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|stat| {
+            let line = stat.lines().find_map(|l| l.strip_prefix("btime "))?;
+            line.trim().parse::<u64>().ok()
+        });
+        let mut buffer = [0u8; STAT_BUFFER];
+        let started = Stat::read(&mut buffer).and_then(|stat| stat.field(STARTTIME));
+        let start_time_seconds = match (boot, started) {
+            (Some(boot), Some(ticks)) => Some(boot as f64 + ticks as f64 / ticks_per_second),
+            _ => None,
+        };
+        Constants {
+            ticks_per_second,
+            page_size,
+            start_time_seconds,
+        }
+    }
+}
+
+/// The process's figures at one scrape, each `None` where its source could not be read (left
+/// out of the scrape, as client_golang leaves it out).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Process {
+    /// User and system CPU time, in seconds (`utime + stime` of `/proc/self/stat`).
+    pub cpu_seconds: Option<f64>,
+    /// Descriptors open, the one listing them included (entries of `/proc/self/fd`).
+    pub open_fds: Option<u64>,
+    /// The soft limit on open descriptors (`RLIMIT_NOFILE`).
+    pub max_fds: Option<u64>,
+    /// The size of the address space, in bytes (`vsize`).
+    pub virtual_memory_bytes: Option<u64>,
+    /// The soft limit on the address space, in bytes (`RLIMIT_AS`; unlimited is 2^64 - 1).
+    pub virtual_memory_max_bytes: Option<u64>,
+    /// The resident set, in bytes (`rss`, in pages, times the page size).
+    pub resident_memory_bytes: Option<u64>,
+    /// The start time, in seconds since the epoch.
+    pub start_time_seconds: Option<f64>,
+}
+
+/// The room for `/proc/self/stat` (52 fields of at most 20 digits, and a name of at most 64
+/// bytes, escaped or not: under 1,200 bytes).
+const STAT_BUFFER: usize = 2048;
+/// Fields of `/proc/PID/stat` (proc(5), counted from 1), by their number.
+const UTIME: usize = 14;
+const STIME: usize = 15;
+const STARTTIME: usize = 22;
+const VSIZE: usize = 23;
+const RSS: usize = 24;
+
+impl Process {
+    /// The figures now.
+    pub fn now(constants: &Constants) -> Process {
+        let mut buffer = [0u8; STAT_BUFFER];
+        let stat = Stat::read(&mut buffer);
+        let field = |number| stat.as_ref().and_then(|s| s.field(number));
+        let cpu_ticks = field(UTIME).zip(field(STIME)).map(|(u, s)| u + s);
+        Process {
+            cpu_seconds: cpu_ticks.map(|ticks| ticks as f64 / constants.ticks_per_second),
+            open_fds: File::open("/proc/self/fd")
+                .ok()
+                .and_then(|dir| sys::directory_entries(&dir)),
+            max_fds: sys::soft_limit(sys::Limit::OpenFiles),
+            virtual_memory_bytes: field(VSIZE),
+            virtual_memory_max_bytes: sys::soft_limit(sys::Limit::AddressSpace),
+            resident_memory_bytes: field(RSS).map(|pages| pages * constants.page_size),
+            start_time_seconds: constants.start_time_seconds,
+        }
+    }
+}
+
+/// `/proc/self/stat`'s fields after the name, read into a caller's buffer.
+struct Stat<'a> {
+    /// The fields from the third (`state`) on, separated by spaces.
+    after_name: &'a [u8],
+}
+
+impl<'a> Stat<'a> {
+    /// Reads the file into `buffer`; `None` where it cannot be read or does not fit.
+    fn read(buffer: &'a mut [u8; STAT_BUFFER]) -> Option<Stat<'a>> {
+        let mut file = File::open("/proc/self/stat").ok()?;
+        let mut filled = 0;
+        loop {
+            match file.read(&mut buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+            if filled == buffer.len() {
+                return None;
+            }
+        }
+        let text = &buffer[..filled];
+        // The name is in parentheses and may hold any byte, `)` included: the fields start
+        // after the last `)`.
+        let close = text.iter().rposition(|&b| b == b')')?;
+        Some(Stat {
+            after_name: &text[close + 1..],
+        })
+    }
+
+    /// Field `number` (counted from 1, as proc(5) counts them) as an unsigned number.
+    fn field(&self, number: usize) -> Option<u64> {
+        let word = self
+            .after_name
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .nth(number.checked_sub(3)?)?;
+        std::str::from_utf8(word).ok()?.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Oracle: proc(5)'s layout of `/proc/PID/stat`, and this process's own `/proc/self/status`
+    /// (`VmSize` is `vsize` in KiB).
+    #[test]
+    fn the_fields_are_read_after_the_last_parenthesis() {
+        let mut buffer = [0u8; STAT_BUFFER];
+        let line = b"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 \
+                     555 8192 3 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        buffer[..line.len()].copy_from_slice(line);
+        let close = line.iter().rposition(|&b| b == b')').unwrap();
+        let stat = Stat {
+            after_name: &buffer[close + 1..line.len()],
+        };
+        assert_eq!(stat.field(3), None, "`S` is no number");
+        assert_eq!(stat.field(4), Some(1));
+        assert_eq!(stat.field(UTIME), Some(7));
+        assert_eq!(stat.field(STIME), Some(3));
+        assert_eq!(stat.field(STARTTIME), Some(555));
+        assert_eq!(stat.field(VSIZE), Some(8192));
+        assert_eq!(stat.field(RSS), Some(3));
+        let process = Process::now(&Constants::read());
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_size_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmSize:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap();
+        let ours = process.virtual_memory_bytes.unwrap() / 1024;
+        // Other tests' threads map and unmap stacks meanwhile.
+        assert!(
+            ours.abs_diff(vm_size_kib) < 64 * 1024,
+            "{ours} KiB, VmSize {vm_size_kib} KiB"
+        );
+    }
+}
