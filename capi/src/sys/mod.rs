@@ -29,6 +29,7 @@ use counterhal_hal::Reading;
 use crate::{CResult, Choice, Failure, Handle, Set, SetCell, code, fail, one_call_at_a_time};
 
 mod events;
+mod metrics;
 mod open;
 mod regions;
 mod samplers;
