@@ -133,7 +133,9 @@ mod set;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use cgroup::{cgroup_names, cgroup_names_within, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern};
+pub use cgroup::{
+    cgroup_names, cgroup_names_within, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern,
+};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
