@@ -225,7 +225,7 @@ mod tests {
     /// `stat -M`'s JSON for the readings: each metric's value by name.
     fn stat_values(metrics: &[&'static MetricDef]) -> Vec<(String, f64)> {
         let names: Vec<&str> = metrics.iter().map(|m| m.name).collect();
-        let args = super::super::arguments::parse(&[
+        let args = crate::stat::arguments::parse(&[
             "--json",
             "--cpu-model",
             "spr",
