@@ -9,7 +9,9 @@ use counterhal_hal::Reading;
 
 use crate::{CResult, Failure, Handle, MetricValueC, MetricsC, code};
 
-use super::{forked, forks, guard, handle, null, put, readings, room, string};
+use super::{
+    forked, forks, guard, handle, null, optional, put, readings, room, string, write_text,
+};
 
 /// `counterhal_metric_value_t` is a `double` then an `int`, padded to 16 bytes.
 const _: () = assert!(
@@ -69,11 +71,8 @@ pub unsafe extern "C" fn counterhal_metrics_open(
         if out.is_null() {
             return Err(null("out"));
         }
-        let cpus = match cpus.is_null() {
-            true => None,
-            // SAFETY: a NUL-terminated string valid for the call.
-            false => Some(unsafe { string(cpus, "cpus") }?),
-        };
+        // SAFETY: NULL or a NUL-terminated string valid for the call.
+        let cpus = unsafe { optional(cpus, "cpus") }?;
         let set = Box::into_raw(Box::new(MetricsC::open(handle, names, kind, id, cpus)?));
         // SAFETY: `out` is valid for one write.
         unsafe { put(out, set, "out") }?;
@@ -101,19 +100,12 @@ pub unsafe extern "C" fn counterhal_metrics_events_needed(
         if buf.is_null() && len > 0 {
             return Err(null("the buffer"));
         }
+        let len = room::<u8>(len, "the buffer")?;
         let events = crate::metrics::events_needed(handle, names)?;
         let text = events.join("\n");
-        let out: &mut [u8] = match room::<u8>(len, "the buffer")? {
-            0 => &mut [],
-            // SAFETY: non-NULL and valid for `len` writes (the caller's contract).
-            len => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
-        };
-        if let Some(room) = out.len().checked_sub(1) {
-            let kept = text.len().min(room);
-            out[..kept].copy_from_slice(&text.as_bytes()[..kept]);
-            out[kept] = 0;
-        }
-        if text.len() >= len {
+        // SAFETY: `buf` is non-NULL where `len` > 0 (checked above) and valid for `len`
+        // writes, within `isize::MAX` bytes.
+        if !unsafe { write_text(buf, len, &text) } {
             return Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!(
