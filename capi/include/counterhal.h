@@ -361,6 +361,57 @@ int counterhal_sampler_refresh(counterhal_sampler_t *s, int overflows);
 /* Destroys a sampler (its overflow signals stop first); NULL is a no-op. */
 void counterhal_sampler_destroy(counterhal_sampler_t *s);
 
+/* Metrics: formulas over events by name, as counterhal stat -M, list --metrics and serve --rules
+ * know them (one evaluator for all): the CPU model's (Intel perfmon's, the kernel's AMD
+ * tables: the handle's model, counterhal_open_with's cpu_model) and the portable ones (IPC,
+ * CPI, CPUs_utilized, page_faults_per_second, branch_miss_rate, ...); names and groups
+ * comma-separated ("IPC,TopdownL1"), `counterhal list --metrics` lists them. A set opens the
+ * events they read as one group on a COUNTERHAL_TARGET_* (as counterhal_set_create_for),
+ * disabled; each read gives every metric's value from the events' scaled readings
+ * (value x enabled / running) over the seconds the set was enabled (duration_time). An
+ * unknown name is COUNTERHAL_EINVAL naming the nearest; a metric whose event does not count
+ * here is refused by the metric's name and the event's. Used by one thread at a time. A
+ * library built without its metrics feature refuses every metric call with
+ * COUNTERHAL_ENOSUPP. */
+typedef struct counterhal_metrics counterhal_metrics_t; /* opaque */
+
+/* One metric's value: status COUNTERHAL_OK, or COUNTERHAL_ENOCOUNT where it cannot be
+ * computed (an event it reads never ran, or a divisor counted 0; value is then 0). */
+typedef struct {
+    double value; /* scaled as the metric prints it (a share in percent) */
+    int status;
+} counterhal_metric_value_t;
+
+int counterhal_metrics_open(counterhal_t *ch, const char *names, int target, uint32_t id,
+                            const char *cpus, counterhal_metrics_t **out);
+/* The events the metrics names read on the handle's CPU model, planned without opening
+ * anything (so on any model, PMU or not), written one a line into buf[0..len),
+ * NUL-terminated: their number, or < 0. A list longer than len - 1 is written cut and
+ * refused with COUNTERHAL_EINVAL, the last error naming the length it needs. */
+int counterhal_metrics_events_needed(counterhal_t *ch, const char *names, char *buf,
+                                     size_t len);
+/* How many metrics the set holds (a group's each), and the name and unit of metric index
+ * (NULL if out of range), valid until the set is destroyed. */
+int counterhal_metrics_size(counterhal_metrics_t *m);
+const char *counterhal_metrics_name(counterhal_metrics_t *m, size_t index);
+const char *counterhal_metrics_unit(counterhal_metrics_t *m, size_t index);
+/* How many events the set counts, each once, and the name of event index (NULL if out of
+ * range), valid until the set is destroyed. */
+int counterhal_metrics_event_count(counterhal_metrics_t *m);
+const char *counterhal_metrics_event_name(counterhal_metrics_t *m, size_t index);
+/* Starts and stops counting (and the clock of duration_time); counts go on from where they
+ * stopped. */
+int counterhal_metrics_enable(counterhal_metrics_t *m);
+int counterhal_metrics_disable(counterhal_metrics_t *m);
+/* Reads the events and writes each metric's value into out[0..n); n must be at least
+ * counterhal_metrics_size. */
+int counterhal_metrics_read(counterhal_metrics_t *m, counterhal_metric_value_t *out, size_t n);
+/* The events' readings of the last counterhal_metrics_read into out[0..n) (zero before one);
+ * n must be at least counterhal_metrics_event_count. */
+int counterhal_metrics_readings(counterhal_metrics_t *m, counterhal_reading_t *out, size_t n);
+/* Destroys a metric set; NULL is a no-op. */
+void counterhal_metrics_destroy(counterhal_metrics_t *m);
+
 /* Regions: the events of COUNTERHAL_REGION_EVENTS counted per thread between begin and end,
  * accumulated by name; the report (COUNTERHAL_REGION_OUTPUT, COUNTERHAL_REGION_FORMAT=table
  * or json) is written at exit, or now by counterhal_region_report (then not again at exit

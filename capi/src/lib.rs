@@ -15,11 +15,13 @@ use std::sync::{Arc, Mutex};
 use counterhal_hal::Reading;
 use facade::{Chosen, Error, ErrorKind, Section};
 
+mod metrics;
 mod sampler;
 mod set;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
 
+pub use metrics::{MetricValueC, MetricsC};
 pub use sampler::{SampleC, SamplerC, field};
 pub use set::{Set, SetCell, domain, follow, option, place, target};
 pub(crate) use set::{read_failure, read_published};
@@ -463,6 +465,7 @@ mod tests {
         let source = [
             include_str!("sys/mod.rs"),
             include_str!("sys/events.rs"),
+            include_str!("sys/metrics.rs"),
             include_str!("sys/open.rs"),
             include_str!("sys/regions.rs"),
             include_str!("sys/sets.rs"),

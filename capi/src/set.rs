@@ -119,41 +119,7 @@ pub struct Set {
 impl Set {
     /// An empty set counting on `kind` (a [`target`] constant) with `id` or `cpus`.
     pub(crate) fn new(handle: &Handle, kind: i32, id: u32, cpus: Option<&str>) -> CResult<Set> {
-        let needs_id = |what: &str| {
-            Failure::new(
-                code::INVALID_ARGUMENT,
-                format!(
-                    "{what} needs an id (0 names none; COUNTERHAL_TARGET_THIS_THREAD counts the caller)"
-                ),
-            )
-        };
-        let attach = match kind {
-            target::THIS_THREAD => Attach::ThisThread,
-            target::THREAD if id == 0 => return Err(needs_id("COUNTERHAL_TARGET_THREAD")),
-            target::PROCESS if id == 0 => return Err(needs_id("COUNTERHAL_TARGET_PROCESS")),
-            target::THREAD => Attach::Thread(id),
-            target::PROCESS => Attach::Process(id),
-            target::ALL_CPUS => Attach::AllCpus,
-            target::CPUS => {
-                let text = cpus.ok_or_else(|| {
-                    Failure::new(
-                        code::INVALID_ARGUMENT,
-                        "COUNTERHAL_TARGET_CPUS needs a CPU list",
-                    )
-                })?;
-                let list = CpuList::parse_within(text, &facade::online_cpus())?;
-                Attach::Cpus(list)
-            }
-            other => {
-                return Err(Failure::new(
-                    code::INVALID_ARGUMENT,
-                    format!(
-                        "unknown target kind {other}: use a COUNTERHAL_TARGET_* constant (0-4)"
-                    ),
-                ));
-            }
-        };
-        Ok(Set::on(handle, attach))
+        Ok(Set::on(handle, attach(kind, id, cpus)?))
     }
 
     /// An empty set counting what runs in control group `cgroup` (a path below the cgroup
@@ -533,6 +499,44 @@ impl Set {
             status: std::os::unix::process::ExitStatusExt::into_raw(count.exit.status),
         })
     }
+}
+
+/// Where `kind` (a [`target`] constant) with `id` or `cpus` counts, as `counterhal_set_create_for`
+/// and `counterhal_metrics_open` take it.
+pub(crate) fn attach(kind: i32, id: u32, cpus: Option<&str>) -> CResult<Attach> {
+    let needs_id = |what: &str| {
+        Failure::new(
+            code::INVALID_ARGUMENT,
+            format!(
+                "{what} needs an id (0 names none; COUNTERHAL_TARGET_THIS_THREAD counts the caller)"
+            ),
+        )
+    };
+    let attach = match kind {
+        target::THIS_THREAD => Attach::ThisThread,
+        target::THREAD if id == 0 => return Err(needs_id("COUNTERHAL_TARGET_THREAD")),
+        target::PROCESS if id == 0 => return Err(needs_id("COUNTERHAL_TARGET_PROCESS")),
+        target::THREAD => Attach::Thread(id),
+        target::PROCESS => Attach::Process(id),
+        target::ALL_CPUS => Attach::AllCpus,
+        target::CPUS => {
+            let text = cpus.ok_or_else(|| {
+                Failure::new(
+                    code::INVALID_ARGUMENT,
+                    "COUNTERHAL_TARGET_CPUS needs a CPU list",
+                )
+            })?;
+            let list = CpuList::parse_within(text, &facade::online_cpus())?;
+            Attach::Cpus(list)
+        }
+        other => {
+            return Err(Failure::new(
+                code::INVALID_ARGUMENT,
+                format!("unknown target kind {other}: use a COUNTERHAL_TARGET_* constant (0-4)"),
+            ));
+        }
+    };
+    Ok(attach)
 }
 
 /// The backend's group limit

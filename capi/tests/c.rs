@@ -421,6 +421,62 @@ fn the_c_example_builds_and_counts() {
     assert!(faults >= 4096, "{faults}\n{stdout}");
 }
 
+/// `examples/c/metrics.c` plans a model's IPC on any machine and counts a page-fault rate here:
+/// on Sapphire Rapids the model's `Info_Thread_IPC` reads `INST_RETIRED.ANY` and
+/// `CPU_CLK_UNHALTED.THREAD`, each with an encoding there; the portable IPC reads
+/// `instructions` and `cycles`; the rate's faults cover the pages touched and its seconds lie
+/// within the program's run. Oracle: Intel perfmon's SPR/metrics/sapphirerapids_metrics.json
+/// (`Info_Thread_IPC`: `INST_RETIRED.ANY / ( CPU_CLK_UNHALTED.THREAD )`), perf's IPC
+/// (`instructions / cycles`, tools/perf/util/stat-shadow.c) and the kernel's page-fault
+/// accounting (a fault at least per fresh page touched).
+#[test]
+fn the_c_metrics_example_plans_a_models_ipc_and_counts_a_page_fault_rate() {
+    let program = example("metrics", &[]);
+    let run = |args: &[&str]| {
+        let started = std::time::Instant::now();
+        let out = Command::new(&program).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "metrics {args:?}: {text}");
+        (text, started.elapsed().as_secs_f64())
+    };
+    let events = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("  ")?.split(": ").next())
+            .map(str::to_string)
+            .collect()
+    };
+    let (text, _) = run(&["--cpu-model", "spr", "Info_Thread_IPC"]);
+    assert!(text.starts_with("model: spr"), "{text}");
+    assert_eq!(
+        events(&text),
+        ["INST_RETIRED.ANY", "CPU_CLK_UNHALTED.THREAD"],
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("  "))
+            .all(|l| l.contains(": perf type=")),
+        "each event has its encoding on the model:\n{text}"
+    );
+    let (text, seconds) = run(&[]);
+    assert_eq!(events(&text), ["instructions", "cycles"], "{text}");
+    let counted = text
+        .lines()
+        .find_map(|l| l.strip_prefix("counted: page_faults_per_second = "))
+        .unwrap_or_else(|| panic!("no rate printed:\n{text}"));
+    let words: Vec<&str> = counted.split_whitespace().collect();
+    let rate: f64 = words[0].parse().unwrap();
+    let faults: f64 = words[2].trim_start_matches('(').parse().unwrap();
+    assert_eq!(words[1], "faults/sec", "{text}");
+    assert!(faults >= 4096.0, "{faults} faults for 4096 pages: {text}");
+    let counted_seconds = faults / rate;
+    assert!(
+        counted_seconds > 0.0 && counted_seconds <= seconds,
+        "{faults} faults at {rate}/s is {counted_seconds} s, within a run of {seconds} s"
+    );
+}
+
 /// `examples/c/run.c` counts a command from its exec: a shell running `true` twice makes 2
 /// `execve` calls with its children counted and 0 alone (oracle: perf's counts of the same
 /// command, `capi/tests/face.rs`); a name the machine lacks is named and left out; the

@@ -9,6 +9,7 @@ mod c;
 mod descriptions;
 mod face;
 mod install;
+mod metrics;
 mod sampling;
 mod sets;
 mod signal_reads;

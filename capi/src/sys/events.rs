@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 
 use crate::{Handle, ListedC, code};
 
-use super::{EventInfo, guard, handle, null, room, string};
+use super::{EventInfo, guard, handle, null, room, string, write_text};
 
 /// Lists the events whose name or description holds `pattern` (NULL or "": all) into
 /// `out[0..n)`; returns how many there are (which may exceed `n`: call again with room).
@@ -87,22 +87,11 @@ pub unsafe extern "C" fn counterhal_query(
         }
         let len = room::<u8>(len, "the encoding buffer")?;
         let (text, usable) = handle.query(name);
-        let bytes = text.as_deref().unwrap_or("").as_bytes();
-        if len > 0 {
-            let written = len.min(bytes.len() + 1);
-            // SAFETY: `encoding` is non-NULL (checked above) and valid for `written` writes
-            // (no more than the caller's).
-            let buffer = unsafe { std::slice::from_raw_parts_mut(encoding.cast::<u8>(), written) };
-            let kept = bytes.len().min(written - 1);
-            buffer[..kept].copy_from_slice(&bytes[..kept]);
-            buffer[kept] = 0;
-            if kept < bytes.len() {
-                return Err(crate::encoding_cut(
-                    name,
-                    text.as_deref().unwrap_or(""),
-                    len,
-                ));
-            }
+        let shown = text.as_deref().unwrap_or("");
+        // SAFETY: `encoding` is non-NULL where `len` > 0 (checked above) and valid for `len`
+        // writes, within `isize::MAX` bytes.
+        if len > 0 && !unsafe { write_text(encoding, len, shown) } {
+            return Err(crate::encoding_cut(name, shown, len));
         }
         usable.map(|()| code::OK)
     })

@@ -29,6 +29,7 @@ use counterhal_hal::Reading;
 use crate::{CResult, Choice, Failure, Handle, Set, SetCell, code, fail, one_call_at_a_time};
 
 mod events;
+mod metrics;
 mod open;
 mod regions;
 mod samplers;
@@ -237,6 +238,25 @@ unsafe fn readings<'a>(out: *mut Reading, n: usize, needed: usize) -> CResult<&'
     // SAFETY: non-NULL and valid for writes of `n` readings for the call (no more than the
     // caller's `n`, which is within `isize::MAX` bytes).
     Ok(unsafe { std::slice::from_raw_parts_mut(out, n) })
+}
+
+/// Writes `text` into `buf[0..len)`, cut to fit and NUL-terminated when `len` > 0, as
+/// `snprintf` does; whether it fit whole, its NUL included.
+///
+/// # Safety
+/// `buf` is valid for `len` writes when `len` > 0 (the caller refused NULL), and `len` is
+/// within `isize::MAX` ([`room`]).
+unsafe fn write_text(buf: *mut c_char, len: usize, text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if len > 0 {
+        let written = len.min(bytes.len() + 1);
+        // SAFETY: non-NULL and valid for `written` writes (no more than the caller's `len`).
+        let buffer = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), written) };
+        let kept = bytes.len().min(written - 1);
+        buffer[..kept].copy_from_slice(&bytes[..kept]);
+        buffer[kept] = 0;
+    }
+    bytes.len() < len
 }
 
 /// Writes `value` through `out`, or refuses NULL.

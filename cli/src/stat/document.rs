@@ -177,3 +177,204 @@ fn reading(entry: &EventSummary, among: &Beside<'_>, index: usize, elapsed_ns: u
         }),
     }
 }
+
+#[cfg(all(test, feature = "serve"))]
+mod tests {
+    use std::fmt::Write as _;
+
+    use counterhal::metrics::{NamedReading, chosen};
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+    use counterhal_hal::Reading;
+
+    use super::*;
+    use crate::stat::summary::{PlaceSummary, Section};
+
+    /// One minute, in nanoseconds: the readings' stretch, `stat`'s elapsed time and the rules'
+    /// rate window.
+    const MINUTE_NS: u64 = 60_000_000_000;
+    /// The same minute in seconds (`duration_time`).
+    const MINUTE_S: f64 = 60.0;
+
+    /// Three events over one minute, two of them multiplexed (running a third and a half of
+    /// the time they were enabled): name, value, seconds enabled, seconds running.
+    const READINGS: [(&str, u64, u64, u64); 3] = [
+        ("INST_RETIRED.ANY", 3_000_000, 60, 20),
+        ("CPU_CLK_UNHALTED.THREAD", 6_000_000, 60, 60),
+        ("LONGEST_LAT_CACHE.MISS", 468_750_000, 60, 30),
+    ];
+
+    /// The metrics, with their values by the formulas as Intel perfmon writes them
+    /// (SPR/metrics/sapphirerapids_metrics.json: `Info_Thread_IPC` is `INST_RETIRED.ANY / (
+    /// CPU_CLK_UNHALTED.THREAD )`, `Info_Memory_L3_Cache_Fill_BW` is `64 *
+    /// LONGEST_LAT_CACHE.MISS / ( 1000000000 ) / ( ( (duration_time * 1000) / 1000 ) )`), on
+    /// the counts perf scales (value x enabled / running: 9e6 instructions, 6e6 cycles,
+    /// 937.5e6 misses over 60 s).
+    const EXPECTED: [(&str, f64); 2] = [
+        ("Info_Thread_IPC", 9e6 / 6e6),
+        (
+            "Info_Memory_L3_Cache_Fill_BW",
+            64.0 * 937.5e6 / 1e9 / MINUTE_S,
+        ),
+    ];
+
+    fn reading(value: u64, enabled_s: u64, running_s: u64) -> Reading {
+        Reading::new(value, enabled_s * 1_000_000_000, running_s * 1_000_000_000)
+    }
+
+    /// `stat -M`'s JSON for the readings: each metric's value by name.
+    fn stat_values(metrics: &[&'static MetricDef]) -> Vec<(String, f64)> {
+        let names: Vec<&str> = metrics.iter().map(|m| m.name).collect();
+        let args = crate::stat::arguments::parse(&[
+            "--json",
+            "--cpu-model",
+            "spr",
+            "-M",
+            &names.join(","),
+            "--",
+            "true",
+        ])
+        .unwrap();
+        let events: Vec<EventSummary> = READINGS
+            .iter()
+            .map(|&(name, value, enabled, running)| EventSummary {
+                name: name.to_string(),
+                backend: "linux".to_string(),
+                reading: Ok(reading(value, enabled, running)),
+                stddev_percent: None,
+                cgroup: None,
+                scale: None,
+            })
+            .collect();
+        let section = Section {
+            at_ns: None,
+            length_ns: MINUTE_NS,
+            places: vec![PlaceSummary {
+                place: None,
+                events: events.clone(),
+            }],
+        };
+        let mut out = String::new();
+        json(
+            &mut out,
+            &args,
+            &Summary::of_interval(&events, section),
+            metrics,
+        );
+        let document: Value = serde_json::from_str(&out).unwrap();
+        document["metrics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no metrics in {out}"))
+            .iter()
+            .map(|m| {
+                let value = m["value"].as_f64();
+                let name = m["name"].as_str().unwrap_or_default().to_string();
+                (name, value.unwrap_or_else(|| panic!("no value: {out}")))
+            })
+            .collect()
+    }
+
+    /// One set of readings, with multiplexing scale, gives each metric the same value through
+    /// the library's evaluator (the path of `examples/metrics.rs`, `Chosen::open_metrics` and
+    /// the C API's `counterhal_metrics_read`), `counterhal stat -M`'s JSON, and the recording
+    /// rules of `counterhal serve --rules` evaluated by Prometheus on the exporter's counters
+    /// for the same minute (value, seconds enabled and running per event).
+    ///
+    /// Oracle: the formulas as Intel perfmon writes them (SPR/metrics/
+    /// sapphirerapids_metrics.json, [`EXPECTED`]) on perf's scaling of a multiplexed count
+    /// (value x enabled / running, tools/perf/util/stat.c), and promtool 2.42's `test rules`
+    /// (Prometheus' engine) for the rules.
+    #[test]
+    fn stat_serve_rules_and_the_library_give_one_value_for_one_set_of_readings() {
+        let context = counterhal::Context::new(None, Some("spr")).unwrap();
+        let names: Vec<String> = EXPECTED.iter().map(|(n, _)| n.to_string()).collect();
+        let metrics = chosen(&names, context.model.as_deref()).unwrap();
+        let library: Vec<NamedReading> = READINGS
+            .iter()
+            .map(|&(name, v, e, r)| NamedReading::new(name, Some(reading(v, e, r))))
+            .collect();
+        let stat = stat_values(&metrics);
+        for ((metric, (name, expected)), (stat_name, from_stat)) in
+            metrics.iter().zip(EXPECTED).zip(&stat)
+        {
+            assert_eq!((metric.name, stat_name.as_str()), (name, name));
+            let value = counterhal::metrics::evaluate(metric, &library, MINUTE_NS).unwrap();
+            assert!(
+                (value - expected).abs() < 1e-12 * expected,
+                "{name}: the library gives {value}, perfmon's formula {expected}"
+            );
+            assert_eq!(*from_stat, value, "{name}: stat -M against the library");
+        }
+        let promtool_runs = std::process::Command::new("promtool")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !promtool_runs {
+            skip!(
+                Need::Tools,
+                "Debian's prometheus (promtool) is not installed"
+            );
+        }
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: counterhal_serve::ServeArgs,
+        }
+        let serve = <Serve as clap::Parser>::try_parse_from([
+            "serve",
+            "--rules",
+            "--rules-window",
+            "1m",
+            "-M",
+            &names.join(","),
+        ])
+        .unwrap();
+        let rules = counterhal_serve::rules(&serve.args, &context).unwrap();
+        // The exporter's counters over the minute: from 0 to each reading.
+        let mut test = String::from(
+            "rule_files: [rules.yml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    \
+             input_series:\n",
+        );
+        for (name, value, enabled, running) in READINGS {
+            for (series, end) in [
+                ("counterhal_event_total", value),
+                ("counterhal_event_enabled_seconds_total", enabled),
+                ("counterhal_event_running_seconds_total", running),
+            ] {
+                _ = write!(
+                    test,
+                    "      - series: '{series}{{event=\"{name}\",cpu=\"0\",pmu=\"cpu\",\
+                     instance=\"h\",job=\"counterhal\"}}'\n        values: '0 {end}'\n"
+                );
+            }
+        }
+        test.push_str("    promql_expr_test:\n");
+        for (metric, (_, value)) in metrics.iter().zip(&stat) {
+            let record = format!("counterhal:{}:rate1m", metric.name);
+            _ = write!(
+                test,
+                "      - expr: 'abs({record} - {value:e}) < bool {:e}'\n        eval_time: 1m\n        \
+                 exp_samples:\n          - labels: '{{instance=\"h\",job=\"counterhal\"}}'\n            \
+                 value: 1\n",
+                value * 1e-9
+            );
+        }
+        let dir =
+            std::env::temp_dir().join(format!("counterhal-same-value-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rules.yml"), &rules).unwrap();
+        std::fs::write(dir.join("test.yml"), &test).unwrap();
+        let out = std::process::Command::new("promtool")
+            .args(["test", "rules", "test.yml"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            out.status.success(),
+            "promtool test rules: the rules' values differ from the library's ({stat:?}):\n{}{}\n{rules}\n{test}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
