@@ -138,10 +138,13 @@ struct AliasEntry {
 /// build.
 fn aliases(data: &Path, model: &str, metrics: &[String]) -> Vec<(String, String, String)> {
     let path = data.join(format!("generated/metric_aliases/{model}.toml"));
-    println!("cargo:rerun-if-changed={}", path.display());
+    // A file that is missing is never named to cargo, which would take it as changed on every
+    // build and rebuild this crate and all that depend on it each time: the folder, watched in
+    // `write`, says when one appears.
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Vec::new();
     };
+    println!("cargo:rerun-if-changed={}", path.display());
     let name = format!("events/data/generated/metric_aliases/{model}.toml");
     let file: AliasFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(file.model == model, "{name}: says model `{}`", file.model);
