@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use counterhal::metrics;
+use counterhal::{Result, metrics};
 use counterhal::prelude::*;
 
 /// Touches `pages` fresh 4 KiB pages: one page fault each, at least.
