@@ -445,6 +445,30 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         ),
         health.cgroups_dropped(),
     );
+    if let Some(cgroups) = &exporter.cgroups {
+        let mode = Family::new(
+            "counterhal_cgroup_mode",
+            Kind::Gauge,
+            "1 for the mode the cgroups are counted in (bpf, or perf-events with the reason \
+             where bpf was not taken).",
+        );
+        mode.header(out, format);
+        let labels = [
+            ("mode", Label::Text(cgroups.mode_name())),
+            ("reason", Label::Text(cgroups.why_not_bpf().unwrap_or(""))),
+        ];
+        mode.sample(out, &labels, Number::Int(1));
+        counter(
+            out,
+            Family::new(
+                "counterhal_cgroup_levels_lost",
+                Kind::Counter,
+                "Levels of a cgroup's hierarchy the BPF mode did not count, its map of cgroups \
+                 full (0 in the perf-event mode).",
+            ),
+            cgroups.lost(),
+        );
+    }
     let requests = Family::new(
         "counterhal_http_requests",
         Kind::Counter,
