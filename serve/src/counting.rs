@@ -117,10 +117,8 @@ impl Exporter {
             Some(cgroup) => wanted.contains(&**cgroup),
         });
         let mut changed = self.places.len() != before;
-        let directories: HashSet<PathBuf> = cgroups
-            .iter()
-            .map(|c| self.watch.directory(c))
-            .collect();
+        let directories: HashSet<PathBuf> =
+            cgroups.iter().map(|c| self.watch.directory(c)).collect();
         if let Some(counter) = &mut self.cgroups {
             let gone: Vec<PathBuf> = counter
                 .followed()

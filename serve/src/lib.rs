@@ -284,8 +284,9 @@ fn cgroup_counter(
         return Ok((None, watch));
     }
     let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
-    let now = counterhal::unified_cgroup_root()
-        .map_or(0, |root| counterhal::cgroup_names_within(&root, usize::MAX).len());
+    let now = counterhal::unified_cgroup_root().map_or(0, |root| {
+        counterhal::cgroup_names_within(&root, usize::MAX).len()
+    });
     let capacity = (now + 2 * args.max_cgroups as usize).max(1024);
     let capacity = u32::try_from(capacity).unwrap_or(u32::MAX);
     let cgroups =

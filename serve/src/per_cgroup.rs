@@ -37,9 +37,7 @@ pub use elsewhere::Cgroups;
 mod linux {
     use std::path::{Path, PathBuf};
 
-    use counterhal::advanced::{
-        CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice,
-    };
+    use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
     use counterhal::{Chosen, Error, Reading};
 
     use super::CgroupModeArg;
