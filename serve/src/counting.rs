@@ -47,8 +47,8 @@ pub struct Place {
 
 /// Where a place's readings come from.
 enum Source {
-    /// Its own set (a CPU, system-wide).
-    Set(EventSet<AnyGroup>),
+    /// Its own set (a CPU, system-wide; boxed: the cgroups' places, most of them, are small).
+    Set(Box<EventSet<AnyGroup>>),
     /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
     Counter { followed: usize, cpu: usize },
 }
@@ -288,7 +288,7 @@ impl Exporter {
                 columns,
                 read: false,
                 pod: None,
-                source: Source::Set(set),
+                source: Source::Set(Box::new(set)),
             })
         })
     }
