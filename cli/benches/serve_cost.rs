@@ -19,6 +19,9 @@
 //!   writing to /dev/null (as a host's workload keeps them), in 10 rounds of 100 scrapes.
 //! - `flat`: 100,000 scrapes of counterhal (8 events per CPU), its resident memory printed
 //!   every 10,000.
+//! - `cgroups` (run only when named): 1,000 cgroups in the BPF and the perf-event modes
+//!   beside the BPF mode in 10, node_exporter and `perf stat --for-each-cgroup`, with what
+//!   each adds to a context switch ([`cgroups`]).
 //!
 //! Beside the CPU time, each scrape's latency as the scraper sees it (from the request sent
 //! to the whole answer read, a connection's set-up included for counterhal): the 99th
@@ -39,7 +42,7 @@
 //! (`/proc/PID/schedstat` is one thread's, so it would miss the connection threads.)
 //! Resident memory is `VmRSS` and `VmHWM` (the peak) from `/proc/PID/status`.
 //!
-//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat]` as root (counting
+//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat|cgroups]` as root (counting
 //! whole CPUs with perf_event_paranoid 2, and making cgroups), with Debian's
 //! `prometheus-node-exporter` (or `COUNTERHAL_NODE_EXPORTER=PATH`) for `costs` and `busy`.
 //! Every cgroup it makes is removed at the end, after a failure too; one left by a run that was killed is
@@ -52,6 +55,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use counterhal_conformance::fixtures::TestCgroup;
+
+#[path = "serve_cost/cgroups.rs"]
+mod cgroups;
 
 /// The 8 events: node_exporter 1.5's software profilers (hodgesds/perf-utils'
 /// `NewSoftwareProfiler`, which its perf collector opens on each CPU) but emulation-faults.
@@ -109,6 +115,9 @@ fn main() {
     }
     if wants("flat") {
         flat(&accounting);
+    }
+    if sections.iter().any(|s| s == "cgroups") {
+        cgroups::cgroups(&accounting);
     }
 }
 

@@ -21,6 +21,8 @@ mod reliability;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "serve")]
+mod serve_bpf;
+#[cfg(feature = "serve")]
 mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;

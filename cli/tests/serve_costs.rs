@@ -167,8 +167,9 @@ fn a_scrape_reads_each_group_of_counters_once() {
     assert_one_read_per_group(&traced_reads(&exporter, 5), groups, 5);
 }
 
-/// The same where a cgroup appears after the exporter started (its counters opened at a
-/// scrape, and read from then on with the others, once each per scrape).
+/// The same where a cgroup appears after the exporter started, counted in the perf-event
+/// mode (its counters opened at a scrape, and read from then on with the others, once each
+/// per scrape).
 #[test]
 fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
     serve_or_skip!();
@@ -192,6 +193,8 @@ fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
         "--cgroups",
         &pattern,
         "--per-cpu",
+        "--cgroup-mode",
+        "perf-events",
     ]);
     let before = counters_in(&scrape(&exporter));
     std::fs::create_dir(parent.path.join("new")).expect("make a cgroup");

@@ -134,7 +134,8 @@ macro_rules! prlimit_or_skip {
     };
 }
 
-/// Under `prlimit --nofile=100:100`, 60 cgroups counted on every CPU need more descriptors
+/// Under `prlimit --nofile=100:100`, 60 cgroups counted on every CPU in the perf-event mode
+/// (`--cgroup-mode perf-events`: one descriptor per event, CPU and cgroup) need more descriptors
 /// than the limit: every scrape is still answered, the places that do not fit are left out
 /// and said on standard error, on `/` and in `counterhal_places_unopened`. With a hard limit
 /// above the soft one, the soft one is raised to it at start.
@@ -170,6 +171,9 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
         &pattern,
         "--max-cgroups",
         "60",
+        // The perf-event mode's counters are per cgroup (the BPF mode's are not).
+        "--cgroup-mode",
+        "perf-events",
     ];
     let served = Served::start("prlimit", &args);
     for round in 0..5 {

@@ -1,5 +1,6 @@
 //! Descriptors are a budget, not a cliff: every counter is a descriptor (perf_event_open's
-//! fd), and so is every connection (twice: its socket and the table's handle on it). At
+//! fd; a cgroup followed in the BPF mode holds none, [`per_cgroup`]), and so is every
+//! connection (twice: its socket and the table's handle on it). At
 //! start the soft `RLIMIT_NOFILE` is raised to the hard one (as Go's runtime does for every
 //! Go exporter); descriptors for the connections (two per place in the table, one more for
 //! the connection being admitted, and a margin for the listener, the cgroup walk and the web
@@ -66,6 +67,17 @@ impl Budget {
             self.connections,
             self.counters()
         )
+    }
+}
+
+/// The descriptors a followed cgroup's counters hold: one per event and CPU in the
+/// perf-event mode (`perf_events`); none in the BPF mode, whose counters (one per event and
+/// CPU whatever the number of cgroups, its maps and programs) are opened at start, before
+/// the budget's baseline is taken, so that a cgroup costs no descriptor at all.
+pub fn per_cgroup(perf_events: bool, events: usize, cpus: usize) -> usize {
+    match perf_events {
+        true => events * cpus,
+        false => 0,
     }
 }
 

@@ -1,10 +1,14 @@
-//! The counters: one set per place (a CPU, system-wide, or a cgroup on a CPU), each holding
-//! the exported events that count there, opened as independent counters (as `perf stat`
-//! opens events not in braces: each time-shared on its own, with its own times). A scrape
-//! reads every set into the readings it keeps (no allocation: the set reads into them) and
-//! the exposition writes them out; between scrapes the places follow the CPUs online and the
-//! cgroups matched ([`Watch`]). The exposition writes the readings out.
+//! The counters: one set per CPU, system-wide, holding the exported events that count
+//! there, opened as independent counters (as `perf stat` opens events not in braces: each
+//! time-shared on its own, with its own times); and every followed cgroup counted by one
+//! counter of cgroups ([`Cgroups`]: BPF or perf events, `--cgroup-mode`), each cgroup a place
+//! per CPU whose readings are the counter's. A scrape reads every set and the cgroups'
+//! counter into the readings it keeps (no allocation: they read into them); between scrapes
+//! the places follow the CPUs online and the cgroups matched ([`Watch`]). The exposition
+//! writes the readings out.
 
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use counterhal::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Reading};
@@ -15,6 +19,7 @@ use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
 use super::kubernetes::{self, Pod};
+use super::per_cgroup::Cgroups;
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,7 +42,15 @@ pub struct Place {
     pub read: bool,
     /// The pod (and container) whose cgroup this is, if any: its labels.
     pub pod: Option<Pod>,
-    set: EventSet<AnyGroup>,
+    source: Source,
+}
+
+/// Where a place's readings come from.
+enum Source {
+    /// Its own set (a CPU, system-wide; boxed: the cgroups' places, most of them, are small).
+    Set(Box<EventSet<AnyGroup>>),
+    /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
+    Counter { followed: usize, cpu: usize },
 }
 
 /// The exporter's state: the backend, the events, the places, and what it follows.
@@ -57,12 +70,20 @@ pub struct Exporter {
     pub unopened: usize,
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
+    /// The counter of the cgroups followed (`None`: no cgroup is counted).
+    pub cgroups: Option<Cgroups>,
 }
 
 impl Exporter {
-    /// An exporter of `plan`'s events, following `watch`'s cgroups, its counters within
-    /// `budget`; nothing is open until [`follow`](Exporter::follow).
-    pub fn new(backend: Chosen, plan: Plan, watch: Watch, budget: Budget) -> Exporter {
+    /// An exporter of `plan`'s events, following `watch`'s cgroups with `cgroups`, its
+    /// counters within `budget`; no place is open until [`follow`](Exporter::follow).
+    pub fn new(
+        backend: Chosen,
+        plan: Plan,
+        watch: Watch,
+        budget: Budget,
+        cgroups: Option<Cgroups>,
+    ) -> Exporter {
         Exporter {
             backend,
             events: plan.exported,
@@ -72,6 +93,7 @@ impl Exporter {
             budget,
             unopened: 0,
             per_cpu: false,
+            cgroups,
         }
     }
 
@@ -88,31 +110,35 @@ impl Exporter {
     pub fn follow(&mut self, health: &Health) {
         let online = counterhal::online_cpus();
         let cgroups = self.watch.discover(health);
-        let mut wanted: Vec<Where> = Vec::new();
-        let cgroup_names = std::iter::once(None).chain(cgroups.iter().map(|c| Some(c.clone())));
-        for cgroup in cgroup_names {
-            for cpu in online.iter() {
-                wanted.push(Where {
-                    cgroup: cgroup.clone(),
-                    cpu,
-                });
-            }
-        }
+        let wanted: HashSet<&str> = cgroups.iter().map(|c| &**c).collect();
         let before = self.places.len();
-        self.places.retain(|place| wanted.contains(&place.at));
+        self.places.retain(|place| match &place.at.cgroup {
+            None => online.contains(place.at.cpu),
+            Some(cgroup) => wanted.contains(&**cgroup),
+        });
         let mut changed = self.places.len() != before;
-        let mut held: usize = self.places.iter().map(|place| place.columns.len()).sum();
+        let directories: HashSet<PathBuf> =
+            cgroups.iter().map(|c| self.watch.directory(c)).collect();
+        if let Some(counter) = &mut self.cgroups {
+            let gone: Vec<PathBuf> = counter
+                .followed()
+                .filter(|d| !directories.contains(*d))
+                .map(PathBuf::from)
+                .collect();
+            changed |= !gone.is_empty();
+            gone.iter().for_each(|d| counter.unfollow(d));
+        }
+        let mut held: usize = self.places.iter().map(|p| self.descriptors(p)).sum();
         let mut unopened = 0;
-        for at in wanted {
+        for cpu in online.iter() {
+            let at = Where { cgroup: None, cpu };
             if self.places.iter().any(|place| place.at == at) {
                 continue;
             }
             let columns = self.columns(&at);
-            // The counters' descriptors, and the cgroup's directory while they open.
-            let needs = columns.len() + usize::from(at.cgroup.is_some());
             if columns.is_empty() {
                 continue;
-            } else if !self.budget.fits(held, needs) {
+            } else if !self.budget.fits(held, columns.len()) {
                 unopened += 1;
                 continue;
             }
@@ -126,6 +152,18 @@ impl Exporter {
                 Err(_) => health.open_failed(),
             }
         }
+        let present: HashSet<Arc<str>> = self
+            .places
+            .iter()
+            .filter_map(|p| p.at.cgroup.clone())
+            .collect();
+        for cgroup in cgroups.iter().filter(|c| !present.contains(*c)) {
+            match self.follow_cgroup(cgroup, &mut held, health) {
+                Ok(true) => changed = true,
+                Ok(false) => {}
+                Err(places) => unopened += places,
+            }
+        }
         if unopened != self.unopened {
             let said = match unopened {
                 0 => "counterhal: every place is counted again\n".to_string(),
@@ -137,30 +175,105 @@ impl Exporter {
         health.unopened(unopened);
         if changed {
             self.places.sort_by(|a, b| a.at.cmp(&b.at));
+            self.index_cgroups();
         }
     }
 
-    /// The events that count at `at` (none: a CPU outside every PMU's cpumask, or a
-    /// cgroup, which PMUs with a cpumask do not count by).
+    /// The descriptors `place` holds: its set's, or in the perf-event mode of the cgroups'
+    /// counter, the counters it opened for the cgroup on that CPU (none in the BPF mode).
+    fn descriptors(&self, place: &Place) -> usize {
+        match (&place.source, &self.cgroups) {
+            (Source::Set(_), _) => place.columns.len(),
+            (Source::Counter { .. }, Some(c)) => {
+                budget::per_cgroup(c.costs_descriptors(), place.columns.len(), 1)
+            }
+            (Source::Counter { .. }, None) => 0,
+        }
+    }
+
+    /// Follows `cgroup` on the cgroups' counter and adds its places, one per CPU counted:
+    /// `Ok(true)` where it did, `Ok(false)` where it could not (counted in `health`, tried
+    /// again at the next scrape), `Err(places)` for the places left out for descriptors.
+    fn follow_cgroup(
+        &mut self,
+        cgroup: &Arc<str>,
+        held: &mut usize,
+        health: &Health,
+    ) -> Result<bool, usize> {
+        let directory = self.watch.directory(cgroup);
+        let Some(counter) = &mut self.cgroups else {
+            return Ok(false);
+        };
+        let (columns, cpus) = (counter.columns().to_vec(), counter.cpus().to_vec());
+        let costs = counter.costs_descriptors();
+        // The counters' descriptors, and the cgroup's directory while they open.
+        let holds = budget::per_cgroup(costs, columns.len(), cpus.len());
+        if !self.budget.fits(*held, holds + usize::from(costs)) {
+            return Err(cpus.len());
+        }
+        match counter.follow(&directory) {
+            Ok(()) => {}
+            Err(e) if budget::out_of_descriptors(&e) => return Err(cpus.len()),
+            Err(_) => {
+                health.open_failed();
+                return Ok(false);
+            }
+        }
+        *held += holds;
+        let pod = kubernetes::pod(cgroup);
+        for (index, &cpu) in cpus.iter().enumerate() {
+            self.places.push(Place {
+                at: Where {
+                    cgroup: Some(cgroup.clone()),
+                    cpu,
+                },
+                readings: vec![Reading::default(); columns.len()],
+                columns: columns.clone(),
+                read: false,
+                pod: pod.clone(),
+                source: Source::Counter {
+                    followed: usize::MAX,
+                    cpu: index,
+                },
+            });
+        }
+        Ok(true)
+    }
+
+    /// Points each cgroup's places at its place among the counter's followed cgroups
+    /// (after a cgroup was followed or let go, which moves the others).
+    fn index_cgroups(&mut self) {
+        let Some(counter) = &self.cgroups else {
+            return;
+        };
+        let at: HashMap<&std::path::Path, usize> = counter
+            .followed()
+            .enumerate()
+            .map(|(index, directory)| (directory, index))
+            .collect();
+        for place in &mut self.places {
+            if let (Source::Counter { followed, .. }, Some(cgroup)) =
+                (&mut place.source, &place.at.cgroup)
+            {
+                let directory = self.watch.directory(cgroup);
+                *followed = at.get(directory.as_path()).copied().unwrap_or(usize::MAX);
+            }
+        }
+    }
+
+    /// The events a CPU's set counts system-wide (none: a CPU outside every PMU's cpumask).
     fn columns(&self, at: &Where) -> Vec<usize> {
         (0..self.events.len())
-            .filter(|&i| match (&self.events[i].cpus, &at.cgroup) {
-                (Some(_), Some(_)) => false,
-                (Some(cpus), None) => cpus.contains(at.cpu),
-                (None, _) => true,
+            .filter(|&i| match &self.events[i].cpus {
+                Some(cpus) => cpus.contains(at.cpu),
+                None => true,
             })
             .collect()
     }
 
-    /// The set of the events `columns` at `at`.
+    /// The system-wide set of the events `columns` on `at`'s CPU.
     fn open(&self, at: &Where, columns: Vec<usize>) -> Result<Place, counterhal::Error> {
-        let target = match &at.cgroup {
-            None => BackendTarget::Cpu(at.cpu),
-            Some(cgroup) => BackendTarget::Cgroup {
-                path: Arc::from(self.watch.directory(cgroup).as_path()),
-                cpu: at.cpu,
-            },
-        };
+        let target = BackendTarget::Cpu(at.cpu);
         let events = columns
             .iter()
             .map(|&i| self.events[i].resolved.clone())
@@ -174,8 +287,8 @@ impl Exporter {
                 readings: vec![Reading::default(); columns.len()],
                 columns,
                 read: false,
-                pod: at.cgroup.as_deref().and_then(kubernetes::pod),
-                set,
+                pod: None,
+                source: Source::Set(Box::new(set)),
             })
         })
     }
@@ -190,16 +303,40 @@ impl Exporter {
     /// of 8 software events on 2 CPUs) but made a scrape wait, on each CPU, for the
     /// scheduler to give it that CPU: with both CPUs busy, the worst of 1,000 scrapes waited
     /// tens of milliseconds (docs/performance.md has the figures).
+    ///
+    /// The cgroups' counter is read once for every cgroup (in the BPF mode, a run of its
+    /// program on each CPU and a lookup per cgroup); each cgroup's places take its readings.
     pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
         for place in &mut self.places {
-            place.read = match place.set.read(&mut place.readings) {
-                Ok(()) => true,
-                Err(_) => {
-                    health.read_failed();
-                    false
+            if let Source::Set(set) = &mut place.source {
+                place.read = match set.read(&mut place.readings) {
+                    Ok(()) => true,
+                    Err(_) => {
+                        health.read_failed();
+                        false
+                    }
+                };
+            }
+        }
+        let Some(counter) = &mut self.cgroups else {
+            return;
+        };
+        if counter.followed().next().is_none() {
+            return;
+        }
+        let read = counter.read().is_ok();
+        if !read {
+            health.read_failed();
+        }
+        for place in &mut self.places {
+            if let Source::Counter { followed, cpu } = place.source {
+                let readings = counter.per_cpu(followed, cpu);
+                place.read = read && readings.len() == place.readings.len();
+                if place.read {
+                    place.readings.copy_from_slice(readings);
                 }
-            };
+            }
         }
     }
 }

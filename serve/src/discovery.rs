@@ -72,6 +72,19 @@ impl Watch {
         })
     }
 
+    /// Whether any cgroup is followed (`--cgroups` or `--cgroup-depth` given).
+    pub fn follows(&self) -> bool {
+        self.root.is_some()
+    }
+
+    /// Looks for the cgroups below `root` (the cgroup v2 mount the BPF mode counts in,
+    /// where a v1 hierarchy has the perf_event controller), not the mount found at start.
+    pub fn root_at(&mut self, root: PathBuf) {
+        if self.root.is_some() {
+            self.root = Some(root);
+        }
+    }
+
     /// The cgroups to count now, by label, after looking again (none without `--cgroups`);
     /// `health` learns how many matched, how many are followed and how many were left out.
     pub fn discover(&mut self, health: &Health) -> Vec<Arc<str>> {

@@ -16,6 +16,7 @@ use counterhal::Reading;
 use super::counting::{Exporter, Place};
 use super::events::{Exported, Unit};
 use super::health::Health;
+use super::per_cgroup::Cgroups;
 use super::process::Process;
 
 /// The exposition format of a scrape.
@@ -445,6 +446,9 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         ),
         health.cgroups_dropped(),
     );
+    if let Some(cgroups) = &exporter.cgroups {
+        write_cgroup_mode(out, format, cgroups);
+    }
     let requests = Family::new(
         "counterhal_http_requests",
         Kind::Counter,
@@ -496,6 +500,31 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         ("backend", Label::Text(health.backend)),
     ];
     build.sample(out, &labels, Number::Int(1));
+}
+
+/// The mode the cgroups are counted in (`counterhal_cgroup_mode`) and the levels the BPF
+/// mode lost (`counterhal_cgroup_levels_lost_total`).
+fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups) {
+    let mode = Family::new(
+        "counterhal_cgroup_mode",
+        Kind::Gauge,
+        "1 for the mode the cgroups are counted in (bpf, or perf-events with the reason \
+         where bpf was not taken).",
+    );
+    mode.header(out, format);
+    let labels = [
+        ("mode", Label::Text(cgroups.mode_name())),
+        ("reason", Label::Text(cgroups.why_not_bpf().unwrap_or(""))),
+    ];
+    mode.sample(out, &labels, Number::Int(1));
+    let lost = Family::new(
+        "counterhal_cgroup_levels_lost",
+        Kind::Counter,
+        "Levels of a cgroup's hierarchy the BPF mode did not count, its map of cgroups \
+         full (0 in the perf-event mode).",
+    );
+    lost.header(out, format);
+    lost.sample(out, &[], Number::Int(cgroups.lost()));
 }
 
 /// The exporter's process, as client_golang's process collector writes it (node_exporter's

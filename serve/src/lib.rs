@@ -12,11 +12,11 @@
 //! for the scrapers that ask) and
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
-//! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`signals`] (`SIGHUP`
+//! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`signals`] (`SIGHUP`
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 //!
 //! The crate's face is the command's entry alone: [`ServeArgs`], [`run`], [`rules()`] and
-//! [`Failure`]; `counterhal serve` flattens its database options beside [`ServeArgs`] and
+//! [`Failure`] (and [`CgroupModeArg`], `--cgroup-mode`'s values); `counterhal serve` flattens its database options beside [`ServeArgs`] and
 //! hands [`run`] the [`Context`] they make.
 #![deny(unsafe_code)]
 // The rooms above are private modules, named for the crate's readers (its documentation is
@@ -33,6 +33,7 @@ mod health;
 mod http;
 mod kubernetes;
 mod listen;
+mod per_cgroup;
 mod process;
 mod request;
 mod rules;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use clap::Args;
 use counterhal::{Context, Error};
+pub use per_cgroup::CgroupModeArg;
 
 /// The port `--listen` takes by default: outside Prometheus' exporter range 9100-9999 (every
 /// port of it allocated to an exporter since 2023, per Prometheus' "Default port
@@ -74,7 +76,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--per-cpu] \
+[--cgroup-mode auto|bpf|perf-events] [--per-cpu] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -139,6 +141,12 @@ pub struct ServeArgs {
     /// by counterhal_cgroups_dropped_total.
     #[arg(long = "max-cgroups", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub max_cgroups: u32,
+    /// How the cgroups are counted: bpf (each event once per CPU, summed per cgroup by a BPF
+    /// program at every cgroup switch: no descriptor per cgroup; needs Linux 5.13, cgroup
+    /// v2, CAP_BPF and CAP_PERFMON or root), perf-events (one perf event per event, CPU and
+    /// cgroup), or auto (bpf where it works, else perf-events, saying why at start).
+    #[arg(long = "cgroup-mode", value_name = "MODE", value_enum, default_value_t = CgroupModeArg::Auto)]
+    pub cgroup_mode: CgroupModeArg,
     /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
@@ -257,6 +265,39 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
     ))))
 }
 
+/// The counter of the cgroups `watch` follows (none where it follows none, or no event
+/// counts per cgroup), in `--cgroup-mode`'s mode, on the CPUs online, and `watch` on the
+/// mount that mode counts in (the cgroup v2 mount in the BPF mode). The BPF mode's map holds
+/// the cgroups there are now and twice `--max-cgroups` more (1,024 at least): every cgroup
+/// that runs a task takes an entry until it is removed, followed or not.
+///
+/// # Errors
+/// `--cgroup-mode bpf` where BPF cannot count here, with why and what would allow it; an
+/// event the counter does not take (exit 1).
+fn cgroup_counter(
+    args: &ServeArgs,
+    backend: &counterhal::Chosen,
+    plan: &events::Plan,
+    mut watch: discovery::Watch,
+) -> Result<(Option<per_cgroup::Cgroups>, discovery::Watch), Failure> {
+    if !watch.follows() {
+        return Ok((None, watch));
+    }
+    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let now = counterhal::unified_cgroup_root().map_or(0, |root| {
+        counterhal::cgroup_names_within(&root, usize::MAX).len()
+    });
+    let capacity = (now + 2 * args.max_cgroups as usize).max(1024);
+    let capacity = u32::try_from(capacity).unwrap_or(u32::MAX);
+    let cgroups =
+        per_cgroup::Cgroups::open(backend, &plan.exported, &cpus, args.cgroup_mode, capacity)
+            .map_err(Failure::failed)?;
+    if let Some(root) = cgroups.as_ref().and_then(per_cgroup::Cgroups::root) {
+        watch.root_at(root.to_path_buf());
+    }
+    Ok((cgroups, watch))
+}
+
 /// `--rules`: the `-M` metrics of `context`'s model as Prometheus recording rules over the
 /// exported counters (a YAML rules file), for the command to print.
 ///
@@ -321,8 +362,10 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     }
     let health = Arc::new(health::Health::new(backend.name()));
     let limit = sys::raise_open_files().unwrap_or(1024);
+    // Before the budget's baseline: the BPF mode's counters are held whatever the cgroups.
+    let (cgroups, watch) = cgroup_counter(&args, &backend, &plan, watch)?;
     let budget = budget::Budget::new(limit, args.max_connections as usize);
-    let mut exporter = counting::Exporter::new(backend, plan, watch, budget);
+    let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
     let listener = args.listen.bind().map_err(|e| {
         Failure::failed(Error::invalid_input(format!(
@@ -338,7 +381,14 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         _ => "http",
     };
     crate::log(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
-    // After the address (the first line said), what does not open.
+    // After the address (the first line said), how the cgroups are counted, what does not
+    // open.
+    if let Some(cgroups) = &exporter.cgroups {
+        crate::log(&format!(
+            "counterhal: cgroups counted in the mode {}\n",
+            cgroups.mode_said()
+        ));
+    }
     exporter.follow(&health);
     if let Some(said) = exporter.watch.said(&health) {
         crate::log(&said);

@@ -440,6 +440,12 @@ fn index(exporter: &super::counting::Exporter) -> Vec<u8> {
         ));
     }
     page.push_str("</ul>\n");
+    if let Some(cgroups) = &exporter.cgroups {
+        page.push_str(&format!(
+            "<h2>Cgroups</h2>\n<p>Counted in the mode {}.</p>\n",
+            escape(&cgroups.mode_said())
+        ));
+    }
     if !exporter.refused.is_empty() {
         page.push_str("<h2>Not opened here</h2>\n<ul>\n");
         for refused in &exporter.refused {

@@ -1,0 +1,274 @@
+//! The cgroups' counts: every followed cgroup counted by one [`CgroupCounter`] (the
+//! library's per-cgroup counter), in the mode `--cgroup-mode` asks for. In the BPF mode the
+//! events are opened once per CPU, whatever the number of cgroups, and a BPF program run at
+//! every cgroup switch sums them per cgroup at every level of the hierarchy (perf's
+//! `--bpf-counters --for-each-cgroup`); in the perf-event mode each followed cgroup has one
+//! perf event per event and CPU (perf's `-G`), opened when it is followed. Auto takes BPF
+//! where the kernel and this process's privileges allow it, and says why not elsewhere.
+//!
+//! The events counted per cgroup are those exported that count alone on every CPU: an event
+//! of a PMU with a `cpumask` (uncore boxes, energy) counts no cgroup, and stays system-wide.
+//!
+//! [`CgroupCounter`]: counterhal::advanced::CgroupCounter
+
+use clap::ValueEnum;
+
+/// `--cgroup-mode`: how the cgroups are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum CgroupModeArg {
+    /// BPF where it works here (Linux 5.13, cgroup v2, CAP_BPF and CAP_PERFMON or root),
+    /// else perf events, the reason said at start.
+    #[default]
+    Auto,
+    /// Each event once per CPU, summed per cgroup by a BPF program at every cgroup switch
+    /// (no descriptor per cgroup); the exporter does not start where BPF cannot count.
+    Bpf,
+    /// One perf event per event, CPU and cgroup (descriptors grow with the cgroups).
+    PerfEvents,
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::Cgroups;
+
+#[cfg(not(target_os = "linux"))]
+pub use elsewhere::Cgroups;
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::path::{Path, PathBuf};
+
+    use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
+    use counterhal::{Chosen, Error, Reading};
+
+    use super::CgroupModeArg;
+    use crate::events::Exported;
+
+    /// The cgroups' counter and the exported events it counts.
+    pub struct Cgroups {
+        counter: CgroupCounter,
+        /// The exported events counted per cgroup (indices into the exporter's events), in
+        /// the counter's order.
+        columns: Vec<usize>,
+        /// The cgroup v2 mount the BPF mode counts in.
+        unified_root: Option<PathBuf>,
+    }
+
+    impl Cgroups {
+        /// Opens the counter of `events` (those that count per cgroup) on `cpus`, in the
+        /// mode `choice` asks for; `None` where no event counts per cgroup. The BPF mode's
+        /// map holds room for `capacity` cgroups (every cgroup that runs a task).
+        ///
+        /// # Errors
+        /// Under [`CgroupModeArg::Bpf`], why BPF cannot count here (privileges, kernel,
+        /// no cgroup v2 mount), with what would allow it; as
+        /// [`Chosen::cgroup_counter_with`] otherwise.
+        pub fn open(
+            backend: &Chosen,
+            events: &[Exported],
+            cpus: &[u32],
+            choice: CgroupModeArg,
+            capacity: u32,
+        ) -> Result<Option<Cgroups>, Error> {
+            let columns: Vec<usize> = (0..events.len())
+                .filter(|&i| events[i].cpus.is_none() && events[i].resolved.terms.len() == 1)
+                .collect();
+            if columns.is_empty() {
+                return Ok(None);
+            }
+            let names: Vec<&str> = columns.iter().map(|&i| events[i].name.as_str()).collect();
+            let mode = match choice {
+                CgroupModeArg::Auto => CgroupModeChoice::Auto,
+                CgroupModeArg::Bpf => CgroupModeChoice::Bpf,
+                CgroupModeArg::PerfEvents => CgroupModeChoice::PerfEvents,
+            };
+            let unified_root = counterhal::unified_cgroup_root().ok();
+            let mut options = CgroupCounterOptions::new(mode, unified_root.clone());
+            options.capacity = capacity;
+            let counter = backend
+                .cgroup_counter_with(&names, cpus, options)
+                .map_err(|e| match choice {
+                    CgroupModeArg::Bpf => e.context("--cgroup-mode bpf"),
+                    _ => e,
+                })?;
+            Ok(Some(Cgroups {
+                counter,
+                columns,
+                unified_root,
+            }))
+        }
+
+        /// The exported events counted per cgroup (indices into the exporter's events), in
+        /// the order of each reading.
+        pub fn columns(&self) -> &[usize] {
+            &self.columns
+        }
+
+        /// The mode's short name: `bpf` or `perf-events`.
+        pub fn mode_name(&self) -> &'static str {
+            self.counter.mode().name()
+        }
+
+        /// The mode, what it opens, and where BPF was not taken, why.
+        pub fn mode_said(&self) -> String {
+            self.counter.mode().to_string()
+        }
+
+        /// Why BPF was not taken, where Auto fell back to perf events.
+        pub fn why_not_bpf(&self) -> Option<&str> {
+            match self.counter.mode() {
+                CgroupMode::PerfEvents {
+                    why_not_bpf: Some(why),
+                } => Some(why),
+                _ => None,
+            }
+        }
+
+        /// The cgroup mount the followed cgroups must lie under: the cgroup v2 mount in
+        /// the BPF mode; `None` where any will do (the perf-event mode).
+        pub fn root(&self) -> Option<&Path> {
+            match self.counter.mode() {
+                CgroupMode::Bpf => self.unified_root.as_deref(),
+                _ => None,
+            }
+        }
+
+        /// Whether a followed cgroup holds descriptors (the perf-event mode's counters).
+        pub fn costs_descriptors(&self) -> bool {
+            !matches!(self.counter.mode(), CgroupMode::Bpf)
+        }
+
+        /// The CPUs counted, the order of each cgroup's per-CPU readings.
+        pub fn cpus(&self) -> &[u32] {
+            self.counter.cpus()
+        }
+
+        /// Starts counting the cgroup at `directory`.
+        ///
+        /// # Errors
+        /// As [`CgroupCounter::follow`]: in the perf-event mode, `EMFILE` or `ENFILE` where
+        /// its counters find no descriptor.
+        pub fn follow(&mut self, directory: &Path) -> Result<(), Error> {
+            self.counter.follow(directory)
+        }
+
+        /// Stops counting the cgroup at `directory`.
+        pub fn unfollow(&mut self, directory: &Path) {
+            self.counter.unfollow(directory);
+        }
+
+        /// The directories followed, in the order of [`Cgroups::per_cpu`]'s index.
+        pub fn followed(&self) -> impl Iterator<Item = &Path> {
+            self.counter.followed()
+        }
+
+        /// Reads every followed cgroup.
+        ///
+        /// # Errors
+        /// As [`CgroupCounter::read`].
+        pub fn read(&mut self) -> Result<(), Error> {
+            self.counter.read()
+        }
+
+        /// The readings of the `index`th followed cgroup on the `cpu`th CPU counted, at the
+        /// last read (empty for an index out of range).
+        pub fn per_cpu(&self, index: usize, cpu: usize) -> &[Reading] {
+            self.counter
+                .all_counts()
+                .get(index)
+                .and_then(|counts| counts.per_cpu.get(cpu))
+                .map_or(&[], Vec::as_slice)
+        }
+
+        /// Levels of the hierarchy the BPF mode could not count for a full map.
+        pub fn lost(&self) -> u64 {
+            self.counter.lost()
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod elsewhere {
+    use std::path::Path;
+
+    use counterhal::{Chosen, Error, Reading};
+
+    use super::CgroupModeArg;
+    use crate::events::Exported;
+
+    /// No cgroups outside Linux: a type with no value.
+    pub enum Cgroups {}
+
+    impl Cgroups {
+        /// Nothing to count: there are no cgroups here.
+        ///
+        /// # Errors
+        /// None.
+        pub fn open(
+            _: &Chosen,
+            _: &[Exported],
+            _: &[u32],
+            _: CgroupModeArg,
+            _: u32,
+        ) -> Result<Option<Cgroups>, Error> {
+            Ok(None)
+        }
+        /// Never called.
+        pub fn mode_name(&self) -> &'static str {
+            match *self {}
+        }
+        /// Never called.
+        pub fn mode_said(&self) -> String {
+            match *self {}
+        }
+        /// Never called.
+        pub fn why_not_bpf(&self) -> Option<&str> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn root(&self) -> Option<&Path> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn costs_descriptors(&self) -> bool {
+            match *self {}
+        }
+        /// Never called.
+        pub fn cpus(&self) -> &[u32] {
+            match *self {}
+        }
+        /// Never called.
+        ///
+        /// # Errors
+        /// None.
+        pub fn follow(&mut self, _: &Path) -> Result<(), Error> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn unfollow(&mut self, _: &Path) {
+            match *self {}
+        }
+        /// Never called.
+        pub fn followed(&self) -> std::iter::Empty<&Path> {
+            match *self {}
+        }
+        /// Never called.
+        ///
+        /// # Errors
+        /// None.
+        pub fn read(&mut self) -> Result<(), Error> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn per_cpu(&self, _: usize, _: usize) -> &[Reading] {
+            match *self {}
+        }
+        /// Never called.
+        pub fn lost(&self) -> u64 {
+            match *self {}
+        }
+        /// Never called.
+        pub fn columns(&self) -> &[usize] {
+            match *self {}
+        }
+    }
+}
