@@ -99,7 +99,8 @@ fn kernel_uncore_event(model: &str, event: &str) -> bool {
 /// memory, power or interconnect agents) that this system lacks or counterhal does not
 /// program: Intel's `UNC_*` and `FREERUN_*` events, the facts that count their units
 /// (`#chas_per_socket`), the AMD data-fabric, L3 and memory-controller events of the kernel's
-/// tables, and the RAPL `power` PMU's energy events the power metrics read.
+/// tables, and the RAPL `power` PMU's energy events the power metrics read (absent, or a
+/// domain its `power` PMU does not have: a VM's may list `energy-psys` alone).
 pub fn is_uncore(error: &Error) -> bool {
     let message = error.message();
     [
@@ -109,6 +110,7 @@ pub fn is_uncore(error: &Error) -> bool {
         "`uncore_",
         "an event of an uncore PMU",
         "no PMU `power`",
+        "for PMU `power`",
     ]
     .iter()
     .any(|needle| message.contains(needle))
