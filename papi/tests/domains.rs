@@ -74,6 +74,7 @@ fn the_domain_decides_what_a_software_event_counts() {
 #[test]
 fn system_granularity_counts_the_callers_cpu() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let program =
         crate::common::c_program("granularity", "theirs", Path::new("/usr/include"), true);
     let lines = |out: std::process::Output| -> Vec<String> {

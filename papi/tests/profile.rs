@@ -20,6 +20,7 @@ fn value(text: &str, key: &str) -> i64 {
 #[test]
 fn misuse_answers_as_papi_7_0() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let program = crate::common::c_program("profile", "theirs", Path::new("/usr/include"), true);
     let theirs = crate::common::run(&program, &["misuse"], false);
     let ours = crate::common::run(&program, &["misuse"], true);

@@ -11,6 +11,7 @@ use std::path::Path;
 #[test]
 fn rate_functions_answer_as_papi_7_0() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let program = crate::common::c_program("rates", "theirs", Path::new("/usr/include"), true);
     let theirs = crate::common::run(&program, &[], false);
     let ours = crate::common::run(&program, &[], true);

@@ -579,6 +579,7 @@ fn build_fortran(flavour: &Flavour, sources: &Sources, system: &Path) -> Result<
 /// "libsde API not found").
 #[test]
 fn the_sde_component_answers_as_papi_does() {
+    papi_perf_event_or_skip!();
     let system = system_sde_or_skip!();
     let [real, ours] = flavours(&system, "component");
     let source = crate::common::manifest().join("tests/c/sde_component.c");

@@ -15,6 +15,7 @@ use std::path::Path;
 #[test]
 fn a_papi_program_reads_the_same_on_both() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let program =
         crate::common::c_program("side_by_side", "theirs", Path::new("/usr/include"), true);
     let theirs = crate::common::run(&program, &[], false);
@@ -151,6 +152,7 @@ fn without_pmu(theirs: &str) -> Option<String> {
 #[test]
 fn cleanup_leaves_a_set_as_new() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["cleanup"]) else {
         skip!(
             Need::Tools,
@@ -176,6 +178,7 @@ fn cleanup_leaves_a_set_as_new() {
 #[test]
 fn a_set_counts_on_one_cpu() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["cpu"]) else {
         skip!(
             Need::Tools,
@@ -197,6 +200,7 @@ fn a_set_counts_on_one_cpu() {
 #[test]
 fn a_forked_child_leaves_its_parents_sets_alone() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["fork"]) else {
         skip!(
             Need::Tools,
@@ -225,6 +229,7 @@ fn a_forked_child_leaves_its_parents_sets_alone() {
 #[test]
 fn perf_raw_names_answer_as_papi() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     // The names PAPI takes before those it refuses: once a look-up has failed, PAPI 7.0
     // refuses some names it took before (see names_answer_as_papi).
     let names = [

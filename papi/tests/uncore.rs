@@ -438,6 +438,7 @@ shift 2; exec "$@""#;
 #[test]
 fn an_uncore_event_counts_on_a_made_imc_box() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let devices = made_tree_or_skip!();
     let program = uncore_program();
     let program = program.to_str().unwrap();

@@ -357,6 +357,7 @@ const QUALIFIED: [&str; 28] = [
 #[test]
 fn perf_qualifiers_are_taken_as_papi_takes_them() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let program = crate::common::c_program(
         "perf_qualifiers",
         "theirs",
@@ -397,6 +398,7 @@ fn perf_qualifiers_are_taken_as_papi_takes_them() {
 #[test]
 fn perf_events_are_listed_as_papi_lists_them() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     let listing = |tool: &str, args: &[&str], ours: bool| -> Option<Vec<String>> {
         let mut command = Command::new(tool);
         command.args(args);

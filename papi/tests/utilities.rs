@@ -184,6 +184,7 @@ fn differences(utility: &str, theirs: &Run, ours: &Run) -> Vec<String> {
 #[test]
 fn utilities_end_and_print_as_on_papi() {
     system_papi_or_skip!();
+    papi_perf_event_or_skip!();
     if !Path::new("/usr/bin/papi_avail").is_file() {
         skip!(
             Need::Tools,

@@ -60,6 +60,45 @@ pub fn system_papi() -> bool {
         .any(|d| Path::new(d).join("libpapi.so.7.0").exists())
 }
 
+/// Why Debian's PAPI 7.0 runs without its `perf_event` component on this machine, as its own
+/// `papi_component_avail` says (`Error libpfm4 no default PMU found` on a CPU whose model
+/// libpfm4 does not know, as a VM may show one); `None` where the component is active.
+pub fn papi_perf_event_disabled() -> Option<String> {
+    static WHY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    WHY.get_or_init(|| {
+        let output = Command::new("papi_component_avail").output().ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let mut words = line.split_whitespace();
+            if words.next() == Some("Name:") && words.next() == Some("perf_event") {
+                return lines
+                    .next()
+                    .and_then(|next| next.trim().strip_prefix("\\-> Disabled:"))
+                    .map(|why| why.trim().to_string());
+            }
+        }
+        None
+    })
+    .clone()
+}
+
+/// Skips the running test (through the suite's skip door, with the reason) where Debian's
+/// PAPI 7.0 runs without its `perf_event` component here: it then answers every event with
+/// `PAPI_ECMP_DISABLED` or `PAPI_ENOEVNT`, and leaves nothing to compare ours with.
+#[macro_export]
+macro_rules! papi_perf_event_or_skip {
+    () => {
+        if let Some(why) = $crate::common::papi_perf_event_disabled() {
+            skip!(
+                Need::System,
+                "Debian's PAPI 7.0 has its perf_event component disabled here ({why}): the \
+                 oracle answers no event to compare with"
+            );
+        }
+    };
+}
+
 /// Skips the running test (through the suite's skip door, with the reason) unless Debian's
 /// PAPI 7.0 is installed: its papi.h and libpapi.so.7.0 are the tests' oracle and what their
 /// C programs are built against.
