@@ -12,8 +12,8 @@
 
 use std::process::ExitCode;
 
-use counterhal::{Result, metrics};
 use counterhal::prelude::*;
+use counterhal::{Result, metrics};
 
 /// Touches `pages` fresh 4 KiB pages: one page fault each, at least.
 fn touch_fresh_pages(pages: usize) -> u64 {

@@ -123,6 +123,8 @@ mod command;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod group;
+#[cfg(feature = "linux")]
+pub mod linux;
 pub mod listing;
 #[cfg(feature = "metrics")]
 pub mod metrics;

@@ -6,6 +6,7 @@
 //! one entry here, its feature and dependency in `Cargo.toml`, its crate in the workspace and
 //! its rows in ARCHITECTURE.md's map (whose "Adding a backend" has the details).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use counterhal_hal::{Error, Result};
@@ -31,6 +32,11 @@ pub struct Registration {
     /// Makes the backend over a model of its device, for the context's CPU model, where the
     /// backend has models: what it would program, shown where the device is absent.
     pub model: Option<fn(&Context) -> Result<AnyBackend>>,
+    /// Makes the backend over the PMUs and tracepoints of a sysfs tree (its root, as `/sys`
+    /// is: another machine's, or this one's mounted elsewhere), resolving names for the
+    /// context's CPU model without opening anything, where the backend reads such a tree:
+    /// what `--sysfs DIR` encodes and lists with. `None` for a backend that reads none.
+    pub sysfs: Option<fn(&Context, &Path) -> AnyBackend>,
     /// The conformance suite on the real device (`Err` when the backend cannot be used here)
     /// and on every model of the device.
     #[cfg(feature = "conformance")]
@@ -187,6 +193,17 @@ fn linux_probe(context: &Context) -> Result<AnyBackend> {
     Ok(Box::new(backend))
 }
 
+/// The Linux backend over the tree under `root`.
+#[cfg(all(feature = "linux", target_os = "linux"))]
+fn linux_over_sysfs(context: &Context, root: &Path) -> AnyBackend {
+    let paths = counterhal_linux::SystemPaths::under(root);
+    Box::new(counterhal_linux::on_sysfs(
+        database(context),
+        context.model.clone(),
+        paths,
+    ))
+}
+
 #[cfg(feature = "pctr")]
 fn pctr_probe(context: &Context) -> Result<AnyBackend> {
     let backend = counterhal_pctr::probe(database(context), context.model.clone())?;
@@ -251,6 +268,10 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["linux"],
         probe: linux_probe,
         model: None,
+        #[cfg(target_os = "linux")]
+        sysfs: Some(linux_over_sysfs),
+        #[cfg(not(target_os = "linux"))]
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_linux),
         #[cfg(feature = "conformance")]
@@ -265,6 +286,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["linux"],
         probe: msr_probe,
         model: Some(msr_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_msr),
         #[cfg(feature = "conformance")]
@@ -279,6 +301,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["openbsd"],
         probe: pctr_probe,
         model: Some(pctr_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_pctr),
         #[cfg(feature = "conformance")]
@@ -293,6 +316,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["freebsd"],
         probe: hwpmc_probe,
         model: Some(hwpmc_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_hwpmc),
         #[cfg(feature = "conformance")]

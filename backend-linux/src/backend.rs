@@ -148,6 +148,7 @@ fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
     capabilities.sampling = true;
+    capabilities.sysfs_pmus = true;
     capabilities.multiplexing = true;
     capabilities.targets = TargetSupport::ALL;
     capabilities.self_monitoring_reads = self_monitoring;

@@ -26,7 +26,7 @@ pub struct EncodeArgs {
     /// CESR fields for one that programs x86 counters itself; `counterhal info` lists them),
     /// over its real device where it works here, else over a model of its device for the CPU
     /// model.
-    #[arg(long, default_value = "linux", value_parser = parse_backend)]
+    #[arg(long, default_value = counterhal::REGISTRY[0].name, value_parser = parse_backend)]
     backend: &'static Registration,
     #[command(flatten)]
     database: DatabaseArgs,
@@ -75,14 +75,7 @@ fn backend(
     registration: &Registration,
     sysfs: &SysfsArgs,
 ) -> Result<AnyBackend, CliError> {
-    if let Some(over_tree) = sysfs.backend(context) {
-        if registration.name != "linux" {
-            let error = counterhal::Error::invalid_input(format!(
-                "--sysfs is a Linux tree: the {} backend reads no sysfs",
-                registration.name
-            ));
-            return Err(CliError::usage(error, USAGE));
-        }
+    if let Some(over_tree) = sysfs.backend(context, Some(registration), USAGE) {
         return over_tree;
     }
     let real = counterhal::probe(registration, context);
@@ -266,10 +259,11 @@ fn resolve(
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     let backend = backend(&context, args.backend, &args.sysfs)?;
-    // perf's PMU syntax on the linux backend: every PMU and CPU it opens on, from the tree.
-    let devices = match args.backend.name {
-        "linux" => Some(args.sysfs.devices()?),
-        _ => None,
+    // perf's PMU syntax on a backend that programs perf's attrs: every PMU and CPU it opens
+    // on, from the tree.
+    let devices = match backend.dyn_capabilities().sysfs_pmus() {
+        true => Some(args.sysfs.devices()?),
+        false => None,
     };
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
         .map_err(|e| CliError::usage(e, USAGE))?;
@@ -337,11 +331,11 @@ impl Encoder<'_> {
         // An uncore event of the model by name, a core one in the core PMU's terms, or
         // perf's PMU syntax.
         let pmu_events = self.devices.as_deref().and_then(|devices| {
-            counterhal_linux::uncore_pmu_events(devices, &context.database, cpu, name)
+            counterhal::linux::uncore_pmu_events(devices, &context.database, cpu, name)
                 .or_else(|| {
-                    counterhal_linux::core_pmu_events(devices, &context.database, cpu, name)
+                    counterhal::linux::core_pmu_events(devices, &context.database, cpu, name)
                 })
-                .or_else(|| counterhal_linux::pmu_events(devices, name))
+                .or_else(|| counterhal::linux::pmu_events(devices, name))
         });
         if let Some(result) = pmu_events {
             match result {

@@ -429,16 +429,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     // `--sysfs DIR`: the linux backend over that tree, which opens nothing.
-    let over_tree = match args.sysfs.backend(&context) {
-        Some(_) if args.backend.is_some_and(|r| r.name != "linux") => {
-            let error = counterhal::Error::invalid_input(
-                "--sysfs is a Linux tree: only the linux backend reads it",
-            );
-            return Err(CliError::usage(
-                error,
-                "counterhal list [--sysfs DIR] [PATTERN]",
-            ));
-        }
+    let usage = "counterhal list [--sysfs DIR] [PATTERN]";
+    let over_tree = match args.sysfs.backend(&context, args.backend, usage) {
         Some(backend) => Some(backend?),
         None => None,
     };
@@ -467,8 +459,10 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             options,
         ),
     };
-    // Breakpoints (`mem:`) are the Linux backend's, and so are uncore PMUs.
-    let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
+    // Breakpoints (`mem:`) and uncore PMUs are those of a backend that reads sysfs PMUs.
+    let breakpoints = backend
+        .as_ref()
+        .is_some_and(|b| b.dyn_capabilities().sysfs_pmus());
     let devices = match breakpoints {
         true => Some(args.sysfs.devices()?),
         false => None,

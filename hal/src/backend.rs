@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::{
-    Accepts, Domain, Encoding, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading,
+    Accepts, Domain, Encoding, Error, ErrorKind, EventRequest, Family, GeneralizedEvent, Reading,
     ResolvedEvent, Result, Target,
 };
 
@@ -122,6 +122,10 @@ pub struct Capabilities {
     /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
     /// ring. `false`: its samplers are [`ErrorKind::Unsupported`].
     pub sampling: bool,
+    /// Whether it opens the PMUs the OS lists in sysfs by perf's syntax (`pmu/terms/`, an
+    /// uncore PMU's boxes, breakpoints `mem:ADDR`), so that a face reads their tree
+    /// (`/sys/bus/event_source/devices`, or another machine's) for it.
+    pub sysfs_pmus: bool,
 }
 
 impl Capabilities {
@@ -141,7 +145,20 @@ impl Capabilities {
             self_monitoring_reads: false,
             max_group_events: None,
             sampling: false,
+            sysfs_pmus: false,
         }
+    }
+
+    /// Whether it programs encodings of `family` (shorthand for `accepts.takes(family)`):
+    /// [`Family::Perf`], a backend over Linux's `perf_event_open`.
+    pub fn programs(&self, family: Family) -> bool {
+        self.accepts.takes(family)
+    }
+
+    /// Whether it opens the PMUs the OS lists in sysfs by perf's syntax (`pmu/terms/`, an
+    /// uncore PMU's boxes, breakpoints `mem:ADDR`).
+    pub fn sysfs_pmus(&self) -> bool {
+        self.sysfs_pmus
     }
 
     /// Whether `target` is one this backend can measure.

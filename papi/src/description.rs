@@ -5,14 +5,14 @@ use facade::Chosen;
 
 use crate::info::{ComponentInfo, set_str};
 
-/// Fills component 0's names, description and versions for backend `backend`: for the Linux
-/// backend, PAPI 7.0's perf_event component's (`perf_event`, short `perf`, "Linux perf_event
+/// Fills component 0's names, description and versions for backend `backend`: for a backend
+/// over Linux's `perf_event_open` (`perf_event`), PAPI 7.0's perf_event component's (`perf_event`, short `perf`, "Linux perf_event
 /// CPU counters", version 5.0, support version 4.0, as Debian's PAPI 7.0 answers
 /// `PAPI_get_component_info(0)`), which tools print and parse; for another backend, its name
 /// and counterhal's version.
-pub fn describe_component(info: &mut ComponentInfo, backend: &str) {
+pub fn describe_component(info: &mut ComponentInfo, backend: &str, perf_event: bool) {
     match backend {
-        "linux" => {
+        _ if perf_event => {
             set_str(&mut info.name, "perf_event");
             set_str(&mut info.short_name, "perf");
             set_str(&mut info.description, "Linux perf_event CPU counters");

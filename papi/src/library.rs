@@ -531,7 +531,8 @@ pub fn library_init(version: i32) -> i32 {
     let capabilities = chosen.backend.dyn_capabilities();
     let counters = description::hardware_counters(&chosen);
     let mut component = Box::new(component_info());
-    description::describe_component(&mut component, chosen.backend.dyn_name());
+    let perf_event = capabilities.programs(counterhal_hal::Family::Perf);
+    description::describe_component(&mut component, chosen.backend.dyn_name(), perf_event);
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
@@ -571,8 +572,11 @@ pub fn component_before_init() -> &'static ComponentInfo {
     static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
     BEFORE.get_or_init(|| {
         let mut info = component_info();
-        let backend = facade::native_backends().next().map_or("none", |r| r.name);
-        description::describe_component(&mut info, backend);
+        // The backend that would be chosen: PAPI's perf_event component where it counts
+        // through the kernel's `perf_event_open`, as its registration says.
+        let first = facade::native_backends().next();
+        let perf_event = first.is_some_and(|r| r.interface == "perf_event_open");
+        description::describe_component(&mut info, first.map_or("none", |r| r.name), perf_event);
         info
     })
 }

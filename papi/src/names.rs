@@ -145,7 +145,7 @@ pub fn backend_name(name: &str) -> String {
 /// machine whose PMU the kernel does not expose lists its software events alone.
 pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
     let mut natives = Vec::new();
-    if chosen.backend.dyn_name() == "linux" {
+    if chosen.capabilities().programs(counterhal_hal::Family::Perf) {
         // libpfm4's perf_event PMU, whole, then its perf_raw PMU's one pseudo-event, as PAPI
         // 7.0 lists them whether or not the kernel has a PMU for their hardware events (their
         // adds then fail).
