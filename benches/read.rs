@@ -285,7 +285,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let mut group: LinuxGroup = linux
             .open(
                 &requests,
-                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::BackendTarget::ThisThread,
                 &OpenOptions::default(),
             )
             .unwrap();

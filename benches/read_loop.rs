@@ -52,7 +52,7 @@ fn main() {
             let mut group: LinuxGroup = linux
                 .open(
                     &requests,
-                    &counterhal_hal::Target::ThisThread,
+                    &counterhal_hal::BackendTarget::ThisThread,
                     &OpenOptions::default(),
                 )
                 .expect("the four software events open");

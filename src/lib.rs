@@ -92,7 +92,8 @@
 //! names its feature (docs/library.md has the table).
 //!
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
-//! `Group` traits, encodings, the backend's own `Target`), the database `counterhal-events`;
+//! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process
+//! or CPU, which [`advanced`] names), the database `counterhal-events`;
 //! a backend is a crate implementing them, added to [`registry::REGISTRY`] with a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
@@ -373,6 +374,33 @@ impl Chosen {
         Ok(counted)
     }
 
+    /// Opens events already resolved ([`resolve`](Chosen::resolve)) as one set on `target`,
+    /// disabled, as [`open_named`](Chosen::open_named) opens names (the options' domain given
+    /// to the events without one, user space only with a note where the OS refuses the
+    /// kernel, a target of several threads or CPUs summed).
+    ///
+    /// # Errors
+    /// As [`open_named`](Chosen::open_named), but for resolving.
+    pub fn open_events(
+        &self,
+        events: Vec<ResolvedEvent>,
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<EventSet<AnyGroup>> {
+        open::open_on(self, events, target, options)
+    }
+
+    /// Whether the backend can count on `target` (a whole process, CPUs, a control group):
+    /// each backend target it stands for is one the backend's
+    /// [`capabilities`](Chosen::capabilities) take.
+    pub fn supports(&self, target: &Target) -> bool {
+        let capabilities = self.capabilities();
+        target
+            .targets()
+            .iter()
+            .all(|one| capabilities.supports(one))
+    }
+
     /// What `name` is here, as a backend resolves it: its native events and their encodings.
     ///
     /// # Errors
@@ -436,7 +464,7 @@ impl Backend for Chosen {
     fn open(
         &self,
         events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::Target,
+        target: &counterhal_hal::BackendTarget,
         options: &OpenOptions,
     ) -> Result<AnyGroup> {
         #[cfg(all(feature = "linux", target_os = "linux"))]

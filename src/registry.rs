@@ -59,7 +59,7 @@ pub struct FedModel {
     /// Runs that many units of work on the model.
     pub work: Box<dyn Fn(u64) + Send + Sync>,
     /// Where the work lands: what to count it on.
-    pub target: counterhal_hal::Target,
+    pub target: counterhal_hal::BackendTarget,
 }
 
 /// A subject's backend, shared with the work that feeds its model.
@@ -85,7 +85,7 @@ impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
     fn open(
         &self,
         events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::Target,
+        target: &counterhal_hal::BackendTarget,
         options: &counterhal_hal::OpenOptions,
     ) -> Result<Self::Group> {
         self.0.backend().open(events, target, options)

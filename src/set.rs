@@ -3,8 +3,8 @@
 //! is here, asked without keeping anything open.
 
 use counterhal_hal::{
-    Backend, Capabilities, Countable, Encoding, Error, EventRequest, EventSet, OpenOptions,
-    ResolvedEvent, Result, Target as BackendTarget, countable_form,
+    Backend, BackendTarget, Capabilities, Countable, Encoding, Error, EventRequest, EventSet,
+    OpenOptions, ResolvedEvent, Result, countable_form,
 };
 
 use crate::{AnyGroup, Target};

@@ -79,7 +79,7 @@ fn the_linux_backend_reads_without_allocating() {
             let mut group = counterhal_hal::Backend::open_named(
                 &linux,
                 names,
-                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::BackendTarget::ThisThread,
                 &options,
             )
             .unwrap();

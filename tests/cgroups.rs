@@ -10,7 +10,7 @@ use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 fn backend() -> Option<Chosen> {
     open_default(None)
@@ -84,7 +84,7 @@ fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
     let backend = linux_or_skip!();
     let task_clock = backend.resolve("task-clock").unwrap();
     let open = |path: &std::path::Path| {
-        EventSet::open(
+        counterhal_hal::open_set(
             &backend.backend,
             vec![task_clock.clone()],
             &BackendTarget::cgroup(path, 0),

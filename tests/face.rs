@@ -7,7 +7,7 @@ use counterhal::prelude::*;
 use counterhal::{Encoding, Place, Section, list_events};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 /// The first backend that works here, counting this thread's software events.
 fn backend() -> Option<Chosen> {

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
-    Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target,
+    Accepts, Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
     TargetSupport, check_family, countable_form,
 };
 
@@ -31,7 +31,7 @@ use crate::{breakpoint, sysfs, topdown, tracefs};
 /// The Linux `perf_event_open` backend.
 ///
 /// Create it with [`probe`]; it implements [`Backend`]. A command counted from its `exec`
-/// (`perf stat -- cmd`) is [`Target::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
+/// (`perf stat -- cmd`) is [`BackendTarget::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
 /// (the facade's `CountedCommand` does the whole run).
 #[derive(Clone, Debug)]
 pub struct LinuxBackend {
@@ -93,7 +93,7 @@ pub fn probe_with(
     backend
         .open(
             std::slice::from_ref(&request),
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .map_err(|e| e.context("perf_event_open is not usable"))?;
@@ -242,13 +242,17 @@ impl LinuxBackend {
         GeneralizedEvent::all()
             .filter(|event| {
                 self.resolve(&event.name()).is_ok_and(|resolved| {
-                    countable_form(self, &resolved, &Target::ThisThread).is_ok()
+                    countable_form(self, &resolved, &BackendTarget::ThisThread).is_ok()
                 })
             })
             .collect()
     }
 
-    pub(crate) fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+    pub(crate) fn placement(
+        &self,
+        target: &BackendTarget,
+        options: &OpenOptions,
+    ) -> Result<Placement> {
         let existing_cpu = |cpu: u32| {
             let cpus = sys::configured_cpus();
             if cpu >= cpus {
@@ -286,30 +290,30 @@ impl LinuxBackend {
             sample_period: 0,
         };
         Ok(match *target {
-            Target::ThisThread => base,
-            Target::ThisThreadOnCpu(cpu) => Placement {
+            BackendTarget::ThisThread => base,
+            BackendTarget::ThisThreadOnCpu(cpu) => Placement {
                 cpu: existing_cpu(cpu)?,
                 ..base
             },
-            Target::Process { pid, inherit } => Placement {
+            BackendTarget::Process { pid, inherit } => Placement {
                 pid: to_pid(pid)?,
                 inherit,
                 format: if inherit { inherited_format() } else { group },
                 ..base
             },
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Placement {
+            BackendTarget::Cpu(cpu) | BackendTarget::Cgroup { cpu, .. } => Placement {
                 pid: -1,
                 cpu: existing_cpu(cpu)?,
                 ..base
             },
-            Target::Exec { pid } => Placement {
+            BackendTarget::Exec { pid } => Placement {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 inherit: true,
                 enable_on_exec: true,
                 format: inherited_format(),
                 ..base
             },
-            Target::ExecAlone { pid } => Placement {
+            BackendTarget::ExecAlone { pid } => Placement {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 enable_on_exec: true,
                 ..base
@@ -322,7 +326,7 @@ impl LinuxBackend {
         })
     }
 
-    /// `request` opened alone on `cpu`, counting every task there (as on `Target::Cpu`),
+    /// `request` opened alone on `cpu`, counting every task there (as on `BackendTarget::Cpu`),
     /// not inherited, disabled: a counter a BPF program reads (per-cgroup counting's BPF
     /// mode).
     ///
@@ -336,7 +340,7 @@ impl LinuxBackend {
         let encoding = perf_encoding(request, self.raw_format.as_deref())?;
         let place = Placement {
             format: ReadFormat::Single,
-            ..self.placement(&Target::Cpu(cpu), &OpenOptions::default())?
+            ..self.placement(&BackendTarget::Cpu(cpu), &OpenOptions::default())?
         };
         self.open_one(request, &encoding, None, &place, None)
             .map(|(fd, _)| fd)
@@ -525,7 +529,7 @@ impl Backend for LinuxBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<LinuxGroup> {
         self.open_placed(events, target, options, 0)
@@ -544,7 +548,7 @@ impl LinuxBackend {
     pub fn open_sampling(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
         period: u64,
     ) -> Result<LinuxGroup> {
@@ -555,7 +559,7 @@ impl LinuxBackend {
     fn open_placed(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
         sample_period: u64,
     ) -> Result<LinuxGroup> {
@@ -568,7 +572,7 @@ impl LinuxBackend {
             ..self.placement(target, options)?
         };
         let cgroup = match target {
-            Target::Cgroup { path, .. } => Some(open_cgroup(path)?),
+            BackendTarget::Cgroup { path, .. } => Some(open_cgroup(path)?),
             _ => None,
         };
         let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
@@ -667,8 +671,10 @@ impl LinuxBackend {
     /// Whether a group on `target` may be read in user space: self-monitoring on, a hardware
     /// PMU, and the calling thread's own counters. `open_placed` adds: counting events (a
     /// sampling event's mapping is its caller's ring buffer), each on a core PMU.
-    fn reads_itself(&self, target: &Target) -> bool {
-        self.self_monitoring && self.facts.hardware_pmu && matches!(target, Target::ThisThread)
+    fn reads_itself(&self, target: &BackendTarget) -> bool {
+        self.self_monitoring
+            && self.facts.hardware_pmu
+            && matches!(target, BackendTarget::ThisThread)
     }
 
     /// Maps every event's page; keeps them only when all allow `rdpmc`.
@@ -917,7 +923,11 @@ mod tests {
         let backend = probe(db, None).unwrap();
         let request = EventRequest::new("task-clock", Encoding::Perf(software(1)));
         let group = backend
-            .open(&[request], &Target::ThisThread, &OpenOptions::default())
+            .open(
+                &[request],
+                &BackendTarget::ThisThread,
+                &OpenOptions::default(),
+            )
             .unwrap();
         assert!(!group.self_monitoring() || backend.facts().hardware_pmu);
         let leader = group.leader_fds().next().unwrap();

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, TargetSupport,
     check_family,
 };
 use counterhal_x86::{
@@ -61,7 +61,7 @@ impl PctrBackend {
     /// ```
     /// use std::sync::Arc;
     /// use counterhal_hal::{Backend, CounterSet, Domain, Encoding, EventRequest, Evtsel, Group,
-    ///                      OpenOptions, Target};
+    ///                      OpenOptions, BackendTarget};
     /// use counterhal_pctr::{ModelCpu, PctrBackend};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
@@ -71,7 +71,7 @@ impl PctrBackend {
     /// encoding.domain = Domain::DEFAULT.with_levels(Domain::USER);
     /// encoding.counters = CounterSet::first(2);
     /// let request = EventRequest::new("INST_RETIRED:u", Encoding::Evtsel(encoding));
-    /// let mut group = backend.open(&[request], &Target::ThisThread, &OpenOptions::default())?;
+    /// let mut group = backend.open(&[request], &BackendTarget::ThisThread, &OpenOptions::default())?;
     /// group.enable()?;
     /// model.retire_instructions(1_000, 500); // the kernel-mode 500 are filtered out
     /// let readings = group.read_to_vec()?;
@@ -404,14 +404,14 @@ impl Backend for PctrBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<PctrGroup> {
         if !target.is_this_thread() {
             return Err(Error::unsupported(format!(
                 "pctr cannot measure {target}: it counts whatever runs on the CPU that reads it"
             ))
-            .with_hint("use Target::ThisThread (counts are system wide on that CPU)"));
+            .with_hint("use BackendTarget::ThisThread (counts are system wide on that CPU)"));
         }
         if self.counters == 0 {
             return Err(Error::unsupported(format!(

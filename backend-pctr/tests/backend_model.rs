@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group,
-    OpenOptions, P5Cesr, PerfAttr, Reading, Scope, Target,
+    Backend, BackendTarget, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest,
+    Evtsel, Group, OpenOptions, P5Cesr, PerfAttr, Reading, Scope,
 };
 use counterhal_pctr::abi::{PCIOCS0, PCIOCS1};
 use counterhal_pctr::{
@@ -85,7 +85,11 @@ fn instructions(cpu: ModelCpu, user: bool, kernel: bool) -> EventRequest {
 }
 
 fn open(backend: &PctrBackend, requests: &[EventRequest]) -> counterhal_hal::Result<PctrGroup> {
-    backend.open(requests, &Target::ThisThread, &OpenOptions::default())
+    backend.open(
+        requests,
+        &BackendTarget::ThisThread,
+        &OpenOptions::default(),
+    )
 }
 
 fn values(group: &mut PctrGroup) -> Vec<u64> {
@@ -512,16 +516,16 @@ fn only_this_thread_is_a_target() {
     let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::Amd);
     let events = [instructions(ModelCpu::Amd, true, true)];
     for target in [
-        Target::Cpu(0),
-        Target::Process {
+        BackendTarget::Cpu(0),
+        BackendTarget::Process {
             pid: 1,
             inherit: false,
         },
-        Target::Process {
+        BackendTarget::Process {
             pid: 1,
             inherit: true,
         },
-        Target::Exec { pid: 1 },
+        BackendTarget::Exec { pid: 1 },
     ] {
         let error = backend
             .open(&events, &target, &OpenOptions::default())
@@ -618,9 +622,9 @@ fn capabilities_say_what_pctr_is() {
             Some(std::time::Duration::from_millis(4))
         );
         assert_eq!(caps.domains(), Domain::USER | Domain::KERNEL);
-        assert!(caps.supports(&Target::ThisThread));
-        assert!(!caps.supports(&Target::Cpu(0)));
-        assert!(!caps.supports(&Target::Process {
+        assert!(caps.supports(&BackendTarget::ThisThread));
+        assert!(!caps.supports(&BackendTarget::Cpu(0)));
+        assert!(!caps.supports(&BackendTarget::Process {
             pid: 1,
             inherit: false
         }));

@@ -560,7 +560,12 @@ fn refused_past_limit(
     limit: u32,
 ) -> Failure {
     let events = trial.len();
-    match EventSet::open(chosen, trial, &counterhal_hal::Target::ThisThread, options) {
+    match counterhal_hal::open_set(
+        chosen,
+        trial,
+        &counterhal_hal::BackendTarget::ThisThread,
+        options,
+    ) {
         Err(error) => Failure::from(error),
         Ok(_) => Failure::new(
             code::NO_COUNTER,

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_conformance::{ExactEvent, Outcome, Report, Subject};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result, Scope,
-    Target, TargetSupport, check_buffer,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result,
+    Scope, TargetSupport, check_buffer,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,7 +204,7 @@ impl Backend for FakeBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         _options: &OpenOptions,
     ) -> Result<FakeGroup> {
         if !self.capabilities.supports(target) && self.fault != Fault::AnyTarget {

@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    Accepts, Domain, Encoding, Error, ErrorKind, EventRequest, Family, GeneralizedEvent, Reading,
-    ResolvedEvent, Result, Target,
+    Accepts, BackendTarget, Domain, Encoding, Error, ErrorKind, EventRequest, Family,
+    GeneralizedEvent, Reading, ResolvedEvent, Result,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -43,23 +43,23 @@ pub enum Scope {
     SystemWidePerCpu,
 }
 
-/// Which [`Target`]s a backend can measure.
+/// Which [`BackendTarget`]s a backend can measure.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct TargetSupport {
-    /// [`Target::ThisThread`].
+    /// [`BackendTarget::ThisThread`].
     pub this_thread: bool,
-    /// [`Target::Process`] without inherit (attach to another process).
+    /// [`BackendTarget::Process`] without inherit (attach to another process).
     pub attach: bool,
-    /// [`Target::Process`] with inherit.
+    /// [`BackendTarget::Process`] with inherit.
     pub inherit: bool,
-    /// [`Target::Cpu`].
+    /// [`BackendTarget::Cpu`].
     pub cpu: bool,
-    /// [`Target::Exec`].
+    /// [`BackendTarget::Exec`].
     pub exec: bool,
-    /// [`Target::ExecAlone`].
+    /// [`BackendTarget::ExecAlone`].
     pub exec_alone: bool,
-    /// [`Target::Cgroup`].
+    /// [`BackendTarget::Cgroup`].
     pub cgroup: bool,
 }
 
@@ -162,16 +162,16 @@ impl Capabilities {
     }
 
     /// Whether `target` is one this backend can measure.
-    pub fn supports(&self, target: &Target) -> bool {
+    pub fn supports(&self, target: &BackendTarget) -> bool {
         match target {
-            Target::ThisThread => self.targets.this_thread,
-            Target::ThisThreadOnCpu(_) => self.targets.this_thread && self.targets.cpu,
-            Target::Process { inherit: false, .. } => self.targets.attach,
-            Target::Process { inherit: true, .. } => self.targets.inherit,
-            Target::Cpu(_) => self.targets.cpu,
-            Target::Exec { .. } => self.targets.exec,
-            Target::ExecAlone { .. } => self.targets.exec_alone,
-            Target::Cgroup { .. } => self.targets.cgroup,
+            BackendTarget::ThisThread => self.targets.this_thread,
+            BackendTarget::ThisThreadOnCpu(_) => self.targets.this_thread && self.targets.cpu,
+            BackendTarget::Process { inherit: false, .. } => self.targets.attach,
+            BackendTarget::Process { inherit: true, .. } => self.targets.inherit,
+            BackendTarget::Cpu(_) => self.targets.cpu,
+            BackendTarget::Exec { .. } => self.targets.exec,
+            BackendTarget::ExecAlone { .. } => self.targets.exec_alone,
+            BackendTarget::Cgroup { .. } => self.targets.cgroup,
         }
     }
 
@@ -209,7 +209,7 @@ pub struct OpenOptions {
     pub domain: Option<Domain>,
     /// Whether a thread's counters also count the threads and processes it creates from
     /// now on (perf's `inherit`): for a target of one thread, which the face then opens as
-    /// [`Target::Process`] with `inherit`.
+    /// [`BackendTarget::Process`] with `inherit`.
     pub inherit: bool,
 }
 
@@ -294,7 +294,7 @@ impl Default for OpenOptions {
 ///
 /// The required core is five methods; the rest are defaults written once here. Readings come
 /// back in the order the events were requested. A group starts disabled (except for
-/// [`Target::Exec`], which starts at the exec) and stops counting when dropped.
+/// [`BackendTarget::Exec`], which starts at the exec) and stops counting when dropped.
 pub trait Group {
     /// How many readings [`read`](Group::read) fills.
     fn len(&self) -> usize;
@@ -484,7 +484,7 @@ pub trait Backend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<Self::Group>;
 
@@ -528,14 +528,14 @@ pub trait Backend {
     fn open_named(
         &self,
         names: &[&str],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<crate::EventSet<Self::Group>> {
         let resolved = names
             .iter()
             .map(|name| self.resolve(name))
             .collect::<Result<Vec<_>>>()?;
-        crate::EventSet::open(self, resolved, target, options)
+        crate::open_set(self, resolved, target, options)
     }
 }
 

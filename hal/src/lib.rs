@@ -3,7 +3,7 @@
 //! Traits and types only: no OS code, no `unsafe`.
 //!
 //! **For users**: a [`Backend`] resolves event names ([`Backend::resolve`]) and opens a
-//! [`Group`] of them on a [`Target`]; the group is enabled, disabled, reset and read into
+//! [`Group`] of them on a [`BackendTarget`]; the group is enabled, disabled, reset and read into
 //! caller memory as [`Reading`]s (value, time enabled, time running, and the
 //! [`scaled`](Reading::scaled) estimate they imply). Names are generalized events
 //! ([`GeneralizedEvent`]: perf's hardware, software and cache events and PAPI-style
@@ -61,11 +61,11 @@ pub use generalized::{
 };
 pub use reading::Reading;
 pub use resolved::{
-    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, sum_readings,
+    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, open_set, sum_readings,
     user_space_note,
 };
 pub use sampling::{
     Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
     Walked,
 };
-pub use target::Target;
+pub use target::BackendTarget;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
@@ -210,7 +210,7 @@ impl PapiSet {
     }
 
     /// Whom the set counts.
-    pub fn target(&self) -> Target {
+    pub fn target(&self) -> BackendTarget {
         // An uncore set counts one CPU, every process there: its events' `cpu` qualifier's,
         // else `PAPI_CPU_ATTACH`'s, else the first of its box's cpumask (as perf opens it).
         if self.component == UNCORE_COMPONENT {
@@ -219,31 +219,31 @@ impl PapiSet {
                 .or(self.cpu)
                 .or_else(|| self.events.iter().find_map(|(_, _, p)| p.system_cpu))
                 .unwrap_or(0);
-            return Target::Cpu(cpu);
+            return BackendTarget::Cpu(cpu);
         }
         // An event's `cpu` qualifier is where the set counts: every process there for a set
         // of the CPU, the thread alone while it runs there otherwise (as PAPI 7.0 opens it).
         // (Attached and inherited sets take no `cpu` qualifier: sets::add_event.)
         if let Some(cpu) = self.event_cpu() {
             return if self.cpu.or(self.system_cpu).is_some() {
-                Target::Cpu(cpu)
+                BackendTarget::Cpu(cpu)
             } else {
-                Target::ThisThreadOnCpu(cpu)
+                BackendTarget::ThisThreadOnCpu(cpu)
             };
         }
         if let Some(cpu) = self.cpu.or(self.system_cpu) {
-            return Target::Cpu(cpu);
+            return BackendTarget::Cpu(cpu);
         }
         match self.attached {
-            Some(pid) => Target::Process {
+            Some(pid) => BackendTarget::Process {
                 pid,
                 inherit: self.inherit,
             },
-            None if self.inherit => Target::Process {
+            None if self.inherit => BackendTarget::Process {
                 pid: std::process::id(),
                 inherit: true,
             },
-            None => Target::ThisThread,
+            None => BackendTarget::ThisThread,
         }
     }
 
@@ -251,9 +251,9 @@ impl PapiSet {
     /// follows no thread it creates).
     pub fn sampled_target(&self) -> facade::Target {
         match self.target() {
-            Target::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
-            Target::Process { pid, .. } => facade::Target::thread(pid),
-            Target::Cpu(cpu) => facade::Target::cpu(cpu),
+            BackendTarget::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
+            BackendTarget::Process { pid, .. } => facade::Target::thread(pid),
+            BackendTarget::Cpu(cpu) => facade::Target::cpu(cpu),
             _ => facade::Target::this_thread(),
         }
     }

@@ -1,7 +1,7 @@
 //! An event set's options: multiplexing, the thread or CPU it is attached to, inheritance,
 //! its domain and its granularity (`PAPI_set_multiplex`, `PAPI_attach`, `PAPI_set_opt`).
 
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 use facade::Chosen;
 
 use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, EPERM, ESYS, OK, from_error};
@@ -119,7 +119,7 @@ fn probe(chosen: &Chosen, set: &PapiSet, tid: u32) -> Result<(), i32> {
     let empty = own.is_empty();
     let names = set.in_domain(if empty { vec!["task-clock"] } else { own });
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let target = Target::Process {
+    let target = BackendTarget::Process {
         pid: tid,
         inherit: set.inherit,
     };

@@ -7,7 +7,7 @@ pub mod fields;
 
 use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
 use counterhal_hal::{
-    Backend, Countable, GeneralizedEvent, ResolvedEvent, Sign, Target, countable_form,
+    Backend, BackendTarget, Countable, GeneralizedEvent, ResolvedEvent, Sign, countable_form,
 };
 
 use crate::Context;
@@ -377,7 +377,7 @@ fn entry<B: Backend + ?Sized>(
         listed.usable = true;
         return listed;
     }
-    match countable_form(backend, &event, &Target::ThisThread) {
+    match countable_form(backend, &event, &BackendTarget::ThisThread) {
         Ok(Countable {
             kernel_refused: None,
             ..

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use counterhal::Target as Attach;
 use counterhal::registry::FedModel;
 use counterhal::{Context, Error, REGISTRY, Registration};
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 use super::arguments::{StatArgs, USAGE};
 use super::targets::Targets;
