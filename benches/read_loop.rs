@@ -43,7 +43,7 @@ fn main() {
             }
         }
         "linux" => {
-            let db = chosen.context.database.clone();
+            let db = chosen.context().database().clone();
             let linux: LinuxBackend = counterhal_linux::probe(db, None).expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()

@@ -34,6 +34,10 @@ pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
 /// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+/// The event database a [`Context`](crate::Context) resolves in, a CPU as detected
+/// ([`detect_cpu`](crate::detect_cpu)), and the kind of core of a hybrid chip
+/// ([`detect_hybrid_core`](crate::detect_hybrid_core)).
+pub use counterhal_events::{CpuIdentity, Database, HybridCore};
 /// What a backend opens its groups on: one thread, one process (with or without what it
 /// creates), one CPU, a control group on one CPU, a command held before its `exec`. The
 /// backend authors' target: a program counts on a [`Target`](crate::Target), which stands for
@@ -41,3 +45,8 @@ pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
 pub use counterhal_hal::BackendTarget;
 /// A backend's methods as a trait object (what [`AnyBackend`] holds).
 pub use counterhal_hal::DynBackend;
+/// What a backend's [`Capabilities`](crate::Capabilities) say, in their own types: the
+/// encoding families it programs and the domains it filters ([`Accepts`], by [`Family`]),
+/// whose activity its counts cover ([`Scope`]) and the backend targets it takes
+/// ([`TargetSupport`]).
+pub use counterhal_hal::{Accepts, Family, Scope, TargetSupport};

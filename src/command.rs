@@ -204,7 +204,7 @@ impl<G: Group> CountedCommand<G> {
     {
         let capabilities = backend.capabilities();
         if follow == Follow::CommandOnly
-            && capabilities.targets.exec
+            && capabilities.targets().exec
             && !capabilities.supports(&follow.target(0))
         {
             return Err(Error::unsupported(format!(
@@ -214,7 +214,7 @@ impl<G: Group> CountedCommand<G> {
             .with_hint("count it with Follow::Children"));
         }
         if !capabilities.supports(&follow.target(0)) {
-            let instead = if capabilities.targets.cpu {
+            let instead = if capabilities.targets().cpu {
                 "it counts per CPU: open the events on Target::AllCpus and run the command while \
                  they count (counterhal stat does so); other programs are counted too"
             } else {

@@ -157,7 +157,7 @@ fn in_domain(
         ))
         .with_hint("ask for the domains it filters"));
     }
-    let default = capabilities.accepts.default_domain;
+    let default = capabilities.accepts().default_domain;
     let chosen = if domain.intersects(Domain::CONTEXTS) {
         domain
     } else {

@@ -409,7 +409,7 @@ impl Global {
         let regions = crate::open_default(None).map(|chosen| {
             let names = std::env::var(EVENTS_VAR).unwrap_or_else(|_| DEFAULT_EVENTS.into());
             let names: Vec<&str> = names.split(',').collect();
-            Regions::new(chosen.backend, &names)
+            Regions::new(chosen.into_backend(), &names)
         });
         static AT_EXIT: Once = Once::new();
         #[cfg(unix)]
@@ -611,7 +611,7 @@ mod tests {
         let Ok(chosen) = crate::open_default(None) else {
             skip!(Need::System, "no backend works here");
         };
-        let regions = Regions::new(chosen.backend, &[]);
+        let regions = Regions::new(chosen.into_backend(), &[]);
         let start = names::names_compared();
         const NAMES: u64 = 80_000;
         for i in 0..NAMES {

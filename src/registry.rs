@@ -163,7 +163,7 @@ impl std::fmt::Debug for Registration {
 
 #[allow(dead_code, reason = "every backend calls it; a build may have none")]
 fn database(context: &Context) -> Arc<counterhal_events::Database> {
-    Arc::clone(&context.database)
+    Arc::clone(&context.database())
 }
 
 /// The CPU model a model backend describes: the context's, or an error naming the fix (a CPU
@@ -179,7 +179,7 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
              counterhal's `device-models` feature"
         )));
     }
-    context.model.clone().ok_or_else(|| {
+    context.model().map(str::to_owned).ok_or_else(|| {
         Error::invalid_input(format!(
             "no CPU model to model the {backend} backend's device on: this CPU matches none in the event database"
         ))
@@ -189,7 +189,7 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
 
 #[cfg(feature = "linux")]
 fn linux_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_linux::probe(database(context), context.model.clone())?;
+    let backend = counterhal_linux::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -199,14 +199,14 @@ fn linux_over_sysfs(context: &Context, root: &Path) -> AnyBackend {
     let paths = counterhal_linux::SystemPaths::under(root);
     Box::new(counterhal_linux::on_sysfs(
         database(context),
-        context.model.clone(),
+        context.model().map(str::to_owned),
         paths,
     ))
 }
 
 #[cfg(feature = "pctr")]
 fn pctr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_pctr::probe(database(context), context.model.clone())?;
+    let backend = counterhal_pctr::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -221,7 +221,7 @@ fn pctr_model(context: &Context) -> Result<AnyBackend> {
 
 #[cfg(feature = "hwpmc")]
 fn hwpmc_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_hwpmc::probe(database(context), context.model.clone())?;
+    let backend = counterhal_hwpmc::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -236,7 +236,7 @@ fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
 
 #[cfg(feature = "msr")]
 fn msr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_msr::probe(database(context), context.model.clone())?;
+    let backend = counterhal_msr::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -251,7 +251,9 @@ fn msr_model(context: &Context) -> Result<AnyBackend> {
 macro_rules! conformance {
     ($krate:ident) => {
         Conformance {
-            real: |context| $krate::conformance::check(database(context), context.model.clone()),
+            real: |context| {
+                $krate::conformance::check(database(context), context.model().map(str::to_owned))
+            },
             models: |context| $krate::conformance::check_models(database(context)),
         }
     };

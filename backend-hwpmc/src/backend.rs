@@ -212,7 +212,7 @@ impl HwpmcBackend {
     /// it may use no counter this backend programs.
     pub fn pmc_event(&self, request: &EventRequest) -> Result<PmcEvent> {
         let name = &request.name;
-        check_family("hwpmc", &self.capabilities.accepts, request)?;
+        check_family("hwpmc", &self.capabilities.accepts(), request)?;
         let Encoding::Evtsel(evtsel) = &request.encoding else {
             return Err(Error::unsupported(format!(
                 "`{name}`: {} encodings are not programmed here",
@@ -320,17 +320,17 @@ fn capabilities(pmu: Pmu, general: u32, width: u32, fixed: u32, fixed_width: u32
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::PerProcess);
-    capabilities.general_counters = Some(general);
-    capabilities.counter_width = Some(width);
-    capabilities.fixed_counters = if pmu == Pmu::Intel { fixed } else { 0 };
-    capabilities.fixed_width = (capabilities.fixed_counters > 0).then_some(fixed_width);
+    capabilities.set_general_counters(Some(general));
+    capabilities.set_counter_width(Some(width));
+    capabilities.set_fixed_counters(if pmu == Pmu::Intel { fixed } else { 0 });
+    capabilities.set_fixed_width((capabilities.fixed_counters() > 0).then_some(fixed_width));
     let mut targets = TargetSupport::NONE;
     targets.attach = true;
     targets.inherit = true;
     targets.cpu = true;
-    capabilities.targets = targets;
-    capabilities.multiplexing = true;
-    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
+    capabilities.set_targets(targets);
+    capabilities.set_multiplexing(true);
+    capabilities.set_multiplex_slice(Some(rotation::DEFAULT_SLICE));
     capabilities
 }
 
@@ -355,7 +355,7 @@ impl Backend for HwpmcBackend {
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let mut resolved =
             self.db
-                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts)?;
+                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts())?;
         for term in &mut resolved.terms {
             let pmc = self
                 .pmc_event(&term.request)

@@ -142,16 +142,14 @@ impl CorePmus {
     }
 }
 
-/// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
-/// process, every target; self-monitoring reads where there is a hardware PMU.
+/// perf_event_open's: per process, multiplexed, every target, sysfs PMUs, rdpmc with a PMU.
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
-    capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
-    capabilities.sampling = true;
-    capabilities.sysfs_pmus = true;
-    capabilities.multiplexing = true;
-    capabilities.targets = TargetSupport::ALL;
-    capabilities.self_monitoring_reads = self_monitoring;
+    capabilities.set_max_group_events(Some(MAX_GROUP_EVENTS as u32));
+    capabilities.set_sampling(true).set_sysfs_pmus(true);
+    capabilities.set_multiplexing(true);
+    capabilities.set_targets(TargetSupport::ALL);
+    capabilities.set_self_monitoring_reads(self_monitoring);
     capabilities
 }
 
@@ -211,7 +209,8 @@ impl LinuxBackend {
     /// Turns automatic `rdpmc` reads on or off (on by default; used only where valid).
     pub fn set_self_monitoring(&mut self, enabled: bool) {
         self.self_monitoring = enabled;
-        self.capabilities.self_monitoring_reads = enabled && self.facts.hardware_pmu;
+        let reads = enabled && self.facts.hardware_pmu;
+        self.capabilities.set_self_monitoring_reads(reads);
     }
 
     fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
@@ -494,7 +493,7 @@ impl Backend for LinuxBackend {
         }
         let resolved =
             self.db
-                .resolve_exact(self.cpu.as_deref(), event, &self.capabilities.accepts);
+                .resolve_exact(self.cpu.as_deref(), event, self.capabilities.accepts());
         // An event of the other core's table of an Intel hybrid chip
         // (`CPU_CLK_UNHALTED.CORE` for `adl_glc`), on that core's PMU.
         if resolved.is_err()

@@ -236,7 +236,7 @@ impl MsrBackend {
     fn validate(&self, request: &EventRequest, view: &CoreView) -> Result<Candidate> {
         let (pmu, allow) = (view.pmu.as_ref(), &view.allow);
         let name = &request.name;
-        check_family("msr", &self.shared.capabilities.accepts, request)?;
+        check_family("msr", &self.shared.capabilities.accepts(), request)?;
         let Encoding::Evtsel(encoding) = request.encoding else {
             // `check_family` let only event selects through.
             return Err(Error::unsupported(format!("{name}: not an event select")));
@@ -356,16 +356,16 @@ fn capabilities(pmu: &PmuInfo) -> Capabilities {
     }
     let accepts = Accepts::new(&[Family::Evtsel], domains, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(pmu.gp_counters);
-    capabilities.counter_width = Some(pmu.gp_width);
-    capabilities.fixed_counters = pmu.fixed_counters();
-    capabilities.fixed_width = (pmu.fixed_counters() > 0).then_some(pmu.fixed_width);
+    capabilities.set_general_counters(Some(pmu.gp_counters));
+    capabilities.set_counter_width(Some(pmu.gp_width));
+    capabilities.set_fixed_counters(pmu.fixed_counters());
+    capabilities.set_fixed_width((pmu.fixed_counters() > 0).then_some(pmu.fixed_width));
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
     targets.cpu = true;
-    capabilities.targets = targets;
-    capabilities.multiplexing = true;
-    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
+    capabilities.set_targets(targets);
+    capabilities.set_multiplexing(true);
+    capabilities.set_multiplex_slice(Some(rotation::DEFAULT_SLICE));
     capabilities
 }
 
@@ -388,7 +388,7 @@ impl Backend for MsrBackend {
     /// encoding (`Unsupported`), falls back to [`MsrBackend::architectural_encoding`].
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let cpu = self.shared.cpu_model.as_deref();
-        let accepts = &self.shared.capabilities.accepts;
+        let accepts = &self.shared.capabilities.accepts();
         match self.shared.db.resolve(cpu, event, accepts) {
             Ok(resolved) => Ok(resolved),
             Err(error) if error.kind() == ErrorKind::Unsupported => {
@@ -429,7 +429,7 @@ impl Backend for MsrBackend {
                     cpu,
                     |name| self.resolve(name).ok(),
                     |name| {
-                        let accepts = &shared.capabilities.accepts;
+                        let accepts = &shared.capabilities.accepts();
                         match shared.db.resolve(view.cpu_model.as_deref(), name, accepts) {
                             // As `resolve` falls back: the architectural encoding, on this
                             // CPU's PMU.

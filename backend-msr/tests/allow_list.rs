@@ -381,7 +381,7 @@ fn host_and_guest_filters_only_where_amd_has_the_bits() {
         config.family = family;
         let (backend, model) =
             MsrBackend::with_model_config(std::sync::Arc::clone(&db), config).unwrap();
-        let domains = backend.capabilities().accepts.domains;
+        let domains = backend.capabilities().accepts().domains;
         assert_eq!(
             domains.contains(Domain::HOST),
             filters,

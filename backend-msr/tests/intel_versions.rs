@@ -125,7 +125,7 @@ fn v5_decodes_a_fixed_counter_bitmap_with_a_gap() {
     assert!(!allow.permits(regs::IA32_FIXED_CTR0 + 1, counterhal_msr::Access::Read));
     assert!(allow.permits(regs::IA32_FIXED_CTR0 + 2, counterhal_msr::Access::Write));
     assert_eq!(
-        backend.capabilities().fixed_counters,
+        backend.capabilities().fixed_counters(),
         2,
         "two fixed counters exist"
     );

@@ -270,18 +270,18 @@ fn targets() {
     each_model(|kind| {
         let (backend, model) = model(kind);
         let caps = backend.capabilities();
-        assert_eq!(caps.scope, Scope::SystemWidePerCpu);
+        assert_eq!(caps.scope(), Scope::SystemWidePerCpu);
         assert!(caps.supports(&BackendTarget::ThisThread) && caps.supports(&BackendTarget::Cpu(0)));
         assert!(!caps.supports(&BackendTarget::Process {
             pid: 1,
             inherit: false
         }));
-        assert!(caps.multiplexing);
+        assert!(caps.multiplexing());
         assert_eq!(
-            caps.multiplex_slice,
+            caps.multiplex_slice(),
             Some(std::time::Duration::from_millis(4))
         );
-        assert_eq!(caps.general_counters, Some(backend.pmu().gp_counters));
+        assert_eq!(caps.general_counters(), Some(backend.pmu().gp_counters));
         let events = [cycles_gp(&model)];
         let options = OpenOptions::default();
         let group = backend

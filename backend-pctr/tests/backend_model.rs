@@ -557,7 +557,7 @@ fn cpu_without_counters_is_unsupported() {
     let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::TscOnly);
     let error = open(&backend, &[request("x", 0xc0, 0b1)]).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
-    assert_eq!(backend.capabilities().general_counters, Some(0));
+    assert_eq!(backend.capabilities().general_counters(), Some(0));
 }
 
 #[test]
@@ -610,15 +610,15 @@ fn capabilities_say_what_pctr_is() {
         let (backend, _model) = PctrBackend::with_model(db(), cpu);
         let caps = backend.capabilities();
         assert_eq!(backend.name(), "pctr");
-        assert_eq!(caps.general_counters, Some(cpu.counters()));
+        assert_eq!(caps.general_counters(), Some(cpu.counters()));
         let width = if cpu.abi() == Abi::Legacy { 40 } else { 48 };
-        assert_eq!(caps.counter_width, Some(width), "{cpu}");
-        assert_eq!(caps.fixed_counters, 0);
-        assert_eq!(caps.scope, Scope::SystemWidePerCpu);
+        assert_eq!(caps.counter_width(), Some(width), "{cpu}");
+        assert_eq!(caps.fixed_counters(), 0);
+        assert_eq!(caps.scope(), Scope::SystemWidePerCpu);
         // Multiplexed in software, in perf's 4 ms turns.
-        assert!(caps.multiplexing);
+        assert!(caps.multiplexing());
         assert_eq!(
-            caps.multiplex_slice,
+            caps.multiplex_slice(),
             Some(std::time::Duration::from_millis(4))
         );
         assert_eq!(caps.domains(), Domain::USER | Domain::KERNEL);
@@ -628,7 +628,7 @@ fn capabilities_say_what_pctr_is() {
             pid: 1,
             inherit: false
         }));
-        assert_eq!(caps.self_monitoring_reads, cpu != ModelCpu::P5, "{cpu}");
+        assert_eq!(caps.self_monitoring_reads(), cpu != ModelCpu::P5, "{cpu}");
     }
 }
 
@@ -657,8 +657,8 @@ fn p5_counts_under_the_current_abi() {
     assert_eq!(backend.cpu_kind(), cpu);
     assert_eq!(backend.counter_width(), 40);
     let caps = backend.capabilities();
-    assert_eq!(caps.general_counters, Some(2));
-    assert!(!caps.self_monitoring_reads);
+    assert_eq!(caps.general_counters(), Some(2));
+    assert!(!caps.self_monitoring_reads());
     let mut group = open(
         &backend,
         &[
@@ -746,7 +746,7 @@ fn i386_kernel_mask_sets_the_wrap_width() {
     let (backend, model) = PctrBackend::with_model_config(db(), config);
     assert_eq!(config.hardware_width(), 48);
     assert_eq!(backend.counter_width(), 40);
-    assert_eq!(backend.capabilities().counter_width, Some(40));
+    assert_eq!(backend.capabilities().counter_width(), Some(40));
     let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
     group.enable().unwrap();
     model.retire_instructions(100, 0);
@@ -804,7 +804,7 @@ fn legacy_tsc_only_cpu_is_unsupported() {
         .unwrap();
     let (backend, model) = PctrBackend::with_model_config(db(), config);
     assert_eq!(backend.abi(), Abi::Legacy);
-    assert_eq!(backend.capabilities().general_counters, Some(0));
+    assert_eq!(backend.capabilities().general_counters(), Some(0));
     let error = open(&backend, &[request("x", 0x16, 0b11)]).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
     assert!(model.recent_sets().is_empty());

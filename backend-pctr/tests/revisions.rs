@@ -271,7 +271,7 @@ fn the_2007_i386_driver_takes_two_counters_on_amd() {
     let amd = facts(Vendor::Amd, 0x0f, 0x04, 0);
     let backend = probed(config, &amd).unwrap();
     assert_eq!(backend.counters(), 2);
-    assert_eq!(backend.capabilities().general_counters, Some(2));
+    assert_eq!(backend.capabilities().general_counters(), Some(2));
     let three: Vec<EventRequest> = (0..3)
         .map(|i| evtsel(&format!("e{i}"), 0xc0 | U, 0b1111))
         .collect();

@@ -421,11 +421,14 @@ impl std::fmt::Display for Unmapped<'_> {
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     if args.models && args.markdown {
-        crate::output::emit(&crate::models::markdown(context.database.models()))?;
+        crate::output::emit(&crate::models::markdown(context.database().models()))?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.models {
-        crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
+        crate::output::emit(&crate::models::render(
+            context.database().models(),
+            args.json,
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     // `--sysfs DIR`: the linux backend over that tree, which opens nothing.
@@ -437,7 +440,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let (backend, unusable) = listing_backend(&context, over_tree, args.backend);
     let pattern = args.pattern.as_deref().unwrap_or("");
     if args.metrics {
-        let model = context.model.as_deref();
+        let model = context.model();
         // Each metric's events are resolved on the backend `stat` would use.
         let resolve = |event: &str| {
             backend
@@ -470,19 +473,19 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let listing = Listing {
         entries: with_aliases(listed(pattern), pattern, &listed),
         uncore: uncore::listed(
-            &context.database,
-            context.model.as_deref(),
+            &context.database(),
+            context.model(),
             devices.as_deref(),
             pattern,
         ),
         pattern,
         breakpoints,
-        model: context.model.as_deref(),
+        model: context.model(),
     };
     // Names in the model's own spelling that libpfm4 reads otherwise.
     let note = |name: &str| -> Option<String> {
-        let model = context.model.as_deref()?;
-        context.database.libpfm4_difference(model, name)
+        let model = context.model()?;
+        context.database().libpfm4_difference(model, name)
     };
     if args.json {
         let label = backend.as_ref().map(|b| b.label());

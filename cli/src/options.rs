@@ -47,7 +47,7 @@ impl DatabaseArgs {
         if let Some(note) = self
             .cpu
             .as_deref()
-            .and_then(|id| context.database.hybrid_note(id))
+            .and_then(|id| context.database().hybrid_note(id))
         {
             crate::output::emit_to_stderr(&format!("counterhal: note: {note}\n"));
         }
@@ -57,12 +57,12 @@ impl DatabaseArgs {
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from)
         });
-        if let (Some(dir), Some(model)) = (descriptions, context.model.as_deref()) {
-            let (database, _) = (*context.database)
+        if let (Some(dir), Some(model)) = (descriptions, context.model()) {
+            let (database, _) = (**context.database())
                 .clone()
                 .with_descriptions(model, &dir)
                 .map_err(|e| CliError::usage(e, "--descriptions DIR (perf's JSON event files)"))?;
-            context.database = Arc::new(database);
+            context.set_database(Arc::new(database));
         }
         Ok(context)
     }

@@ -303,11 +303,11 @@ fn run(fault: Fault) -> Report {
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(COUNTERS as u32);
-    capabilities.counter_width = Some(48);
+    capabilities.set_general_counters(Some(COUNTERS as u32));
+    capabilities.set_counter_width(Some(48));
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
-    capabilities.targets = targets;
+    capabilities.set_targets(targets);
     let backend = FakeBackend {
         capabilities,
         fault,

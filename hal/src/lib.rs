@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod capabilities;
 mod cpus;
 mod domain;
 mod dynamic;
@@ -44,9 +45,9 @@ mod sampling;
 mod target;
 
 pub use backend::{
-    Backend, Capabilities, CountsThrough, DeviceKind, Group, OpenOptions, Scope, TargetSupport,
-    check_buffer, check_family,
+    Backend, CountsThrough, DeviceKind, Group, OpenOptions, check_buffer, check_family,
 };
+pub use capabilities::{Capabilities, Scope, TargetSupport};
 pub use cpus::CpuList;
 pub use domain::Domain;
 pub use dynamic::{BoxedGroup, DynBackend};

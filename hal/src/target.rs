@@ -160,7 +160,7 @@ mod tests {
         );
         assert!(!capabilities.supports(&cgroup));
         assert!(!capabilities.supports(&BackendTarget::exec_alone(7)));
-        capabilities.targets = TargetSupport::ALL;
+        capabilities.set_targets(TargetSupport::ALL);
         assert!(capabilities.supports(&cgroup));
         assert!(capabilities.supports(&BackendTarget::exec_alone(7)));
     }

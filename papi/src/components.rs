@@ -20,10 +20,10 @@ use crate::presets::PRESETS;
 /// model's core PMU.
 fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
     let Some(model) = chosen
-        .context
-        .model
+        .context()
+        .model()
         .as_deref()
-        .and_then(|id| chosen.context.database.model(id))
+        .and_then(|id| chosen.context().database().model(id))
     else {
         return (0, None);
     };

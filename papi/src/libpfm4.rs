@@ -38,9 +38,9 @@ pub fn hypervisor_level_filtered() -> bool {
             return true;
         };
         let pmu = context
-            .model
+            .model()
             .as_deref()
-            .and_then(|id| context.database.model(id))
+            .and_then(|id| context.database().model(id))
             .and_then(core_pmu);
         match pmu {
             None => true,

@@ -528,15 +528,15 @@ pub fn library_init(version: i32) -> i32 {
     } else {
         names::listed(&chosen)
     };
-    let capabilities = chosen.backend.dyn_capabilities();
+    let capabilities = chosen.backend().dyn_capabilities();
     let counters = description::hardware_counters(&chosen);
     let mut component = Box::new(component_info());
     let perf_event = capabilities.programs(counterhal_hal::Family::Perf);
-    description::describe_component(&mut component, chosen.backend.dyn_name(), perf_event);
+    description::describe_component(&mut component, chosen.backend().dyn_name(), perf_event);
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
-    component.num_mpx_cntrs = if capabilities.multiplexing {
+    component.num_mpx_cntrs = if capabilities.multiplexing() {
         384
     } else {
         counters as i32

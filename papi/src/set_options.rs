@@ -24,7 +24,7 @@ pub fn set_multiplex(handle: i32, ns: Option<i32>) -> i32 {
         if set.state & MULTIPLEXING != 0 || ns.is_some_and(|ns| ns < 0) {
             return Err(EINVAL);
         }
-        if !chosen.backend.dyn_capabilities().multiplexing {
+        if !chosen.backend().dyn_capabilities().multiplexing() {
             return Err(crate::codes::ENOSUPP);
         }
         set.state |= MULTIPLEXING;
@@ -51,7 +51,7 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         let Library { chosen, sets, .. } = library;
         let set = crate::library::find_set(sets, handle)?;
         set.assigned()?;
-        if !chosen.backend.dyn_capabilities().targets.attach {
+        if !chosen.backend().dyn_capabilities().targets().attach {
             return Err(ECMP);
         }
         let Some(tid) = tid else {

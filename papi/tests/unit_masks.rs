@@ -93,9 +93,9 @@ fn read_libpfm4() -> Option<Libpfm4> {
 fn model_unit_masks(event: &str) -> BTreeSet<String> {
     let context = facade::Context::new(None, None).expect("the shipped database loads");
     let Some(model) = context
-        .model
+        .model()
         .as_deref()
-        .and_then(|id| context.database.model(id))
+        .and_then(|id| context.database().model(id))
     else {
         return BTreeSet::new();
     };

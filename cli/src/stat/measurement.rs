@@ -258,7 +258,7 @@ fn measure<B: Backend + 'static>(
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
         Targets::Command
-            if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu =>
+            if capabilities.scope() == Scope::SystemWidePerCpu && capabilities.targets().cpu =>
         {
             (
                 Attach::AllCpus,
@@ -269,7 +269,7 @@ fn measure<B: Backend + 'static>(
                 )),
             )
         }
-        Targets::Command if capabilities.scope == Scope::SystemWidePerCpu => (
+        Targets::Command if capabilities.scope() == Scope::SystemWidePerCpu => (
             Attach::ThisThread,
             Some(format!(
                 "{} counts per CPU, not per process: these are the counts of the CPU this \

@@ -114,7 +114,10 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         .backend
         .is_none_or(|registration| registration.sysfs.is_some())
     {
-        let (db, model) = (context.database.clone(), context.model.clone());
+        let (db, model) = (
+            context.database().clone(),
+            context.model().map(str::to_owned),
+        );
         let probed = match &sysfs {
             Some(root) => counterhal::linux::probe_with(
                 db,
@@ -125,14 +128,14 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         };
         match probed {
             Ok(linux) => {
-                return stat_with(&args, &targets, &linux, context.model.as_deref(), None);
+                return stat_with(&args, &targets, &linux, context.model(), None);
             }
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend, context.model.as_deref(), None)
+    stat_with(&args, &targets, &backend, context.model(), None)
 }
 
 /// What `stat` counts, planned on a backend before anything runs.

@@ -661,7 +661,7 @@ COUNT      page-faults                      #  823.045 M/sec
                 let Some(Ok(fed)) = registration.fed_model.map(|fed| fed(&context)) else {
                     continue;
                 };
-                let Some(slots) = fed.backend.capabilities().general_counters else {
+                let Some(slots) = fed.backend.capabilities().general_counters() else {
                     continue;
                 };
                 let names = vec!["branches"; slots as usize + 1];

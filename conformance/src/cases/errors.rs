@@ -40,7 +40,7 @@ pub fn too_many_events<S: Subject>(subject: &S) -> Outcome {
     match opened {
         Ok(_) => return Outcome::Fail(format!("a group of {} x {event} opened", slots + 1)),
         Err(e) if e.kind() == ErrorKind::NoCounterAvailable => return Outcome::Pass,
-        Err(e) if !subject.backend().capabilities().multiplexing => {
+        Err(e) if !subject.backend().capabilities().multiplexing() => {
             return Outcome::Fail(format!(
                 "kind {} (want no counter available): {e}",
                 e.kind()
@@ -89,7 +89,7 @@ pub fn dropping_a_group_frees_its_counters<S: Subject>(subject: &S) -> Outcome {
     check(|| {
         for round in 1..=3 {
             let held = open(subject, &names).map_err(|e| e.context(&format!("round {round}")))?;
-            if !subject.backend().capabilities().multiplexing {
+            if !subject.backend().capabilities().multiplexing() {
                 let one_more = subject.backend().open_named(
                     &[event.as_str()],
                     &subject.target(),
