@@ -163,7 +163,7 @@ impl std::fmt::Debug for Registration {
 
 #[allow(dead_code, reason = "every backend calls it; a build may have none")]
 fn database(context: &Context) -> Arc<counterhal_events::Database> {
-    Arc::clone(&context.database())
+    Arc::clone(context.database())
 }
 
 /// The CPU model a model backend describes: the context's, or an error naming the fix (a CPU

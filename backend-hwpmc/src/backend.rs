@@ -212,7 +212,7 @@ impl HwpmcBackend {
     /// it may use no counter this backend programs.
     pub fn pmc_event(&self, request: &EventRequest) -> Result<PmcEvent> {
         let name = &request.name;
-        check_family("hwpmc", &self.capabilities.accepts(), request)?;
+        check_family("hwpmc", self.capabilities.accepts(), request)?;
         let Encoding::Evtsel(evtsel) = &request.encoding else {
             return Err(Error::unsupported(format!(
                 "`{name}`: {} encodings are not programmed here",
@@ -355,7 +355,7 @@ impl Backend for HwpmcBackend {
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let mut resolved =
             self.db
-                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts())?;
+                .resolve(Some(&self.cpu_id), event, self.capabilities.accepts())?;
         for term in &mut resolved.terms {
             let pmc = self
                 .pmc_event(&term.request)

@@ -236,7 +236,7 @@ impl MsrBackend {
     fn validate(&self, request: &EventRequest, view: &CoreView) -> Result<Candidate> {
         let (pmu, allow) = (view.pmu.as_ref(), &view.allow);
         let name = &request.name;
-        check_family("msr", &self.shared.capabilities.accepts(), request)?;
+        check_family("msr", self.shared.capabilities.accepts(), request)?;
         let Encoding::Evtsel(encoding) = request.encoding else {
             // `check_family` let only event selects through.
             return Err(Error::unsupported(format!("{name}: not an event select")));
@@ -388,7 +388,7 @@ impl Backend for MsrBackend {
     /// encoding (`Unsupported`), falls back to [`MsrBackend::architectural_encoding`].
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let cpu = self.shared.cpu_model.as_deref();
-        let accepts = &self.shared.capabilities.accepts();
+        let accepts = self.shared.capabilities.accepts();
         match self.shared.db.resolve(cpu, event, accepts) {
             Ok(resolved) => Ok(resolved),
             Err(error) if error.kind() == ErrorKind::Unsupported => {
@@ -429,7 +429,7 @@ impl Backend for MsrBackend {
                     cpu,
                     |name| self.resolve(name).ok(),
                     |name| {
-                        let accepts = &shared.capabilities.accepts();
+                        let accepts = shared.capabilities.accepts();
                         match shared.db.resolve(view.cpu_model.as_deref(), name, accepts) {
                             // As `resolve` falls back: the architectural encoding, on this
                             // CPU's PMU.

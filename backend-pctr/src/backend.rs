@@ -259,7 +259,7 @@ impl PctrBackend {
     /// programs on this CPU.
     pub fn program_word(&self, request: &EventRequest) -> Result<(u32, CounterSet)> {
         let name = &request.name;
-        check_family("pctr", &self.capabilities.accepts(), request)?;
+        check_family("pctr", self.capabilities.accepts(), request)?;
         let (word, counters, fixed) = match &request.encoding {
             Encoding::P5Cesr(cesr) => (cesr.field(), cesr.counters, None),
             Encoding::Evtsel(evtsel) => {
@@ -369,7 +369,7 @@ impl Backend for PctrBackend {
     /// On a P6 table, pctr(1)'s names that the table spells otherwise (`DATA_MEM_REF` for
     /// `DATA_MEM_REFS`, and `DATA_MEM_CACHE_REF`, 0x44, which it lacks) are accepted too.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let accepts = &self.capabilities.accepts();
+        let accepts = self.capabilities.accepts();
         let mut resolved = match self.db.resolve(Some(&self.cpu_id), event, accepts) {
             Ok(resolved) => resolved,
             Err(error) if error.kind() == ErrorKind::InvalidEvent && self.p6_table() => {

@@ -331,9 +331,9 @@ impl Encoder<'_> {
         // An uncore event of the model by name, a core one in the core PMU's terms, or
         // perf's PMU syntax.
         let pmu_events = self.devices.as_deref().and_then(|devices| {
-            counterhal::linux::uncore_pmu_events(devices, &context.database(), cpu, name)
+            counterhal::linux::uncore_pmu_events(devices, context.database(), cpu, name)
                 .or_else(|| {
-                    counterhal::linux::core_pmu_events(devices, &context.database(), cpu, name)
+                    counterhal::linux::core_pmu_events(devices, context.database(), cpu, name)
                 })
                 .or_else(|| counterhal::linux::pmu_events(devices, name))
         });

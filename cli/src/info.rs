@@ -123,11 +123,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         Some(cpu) => _ = writeln!(out, "CPU:     {cpu}"),
         None => _ = writeln!(out, "CPU:     not detected"),
     }
-    match context
-        .model()
-        .as_deref()
-        .and_then(|id| context.database().model(id))
-    {
+    match context.model().and_then(|id| context.database().model(id)) {
         Some(model) => {
             let pmu = &model.pmu;
             _ = writeln!(out, "model:   {} ({})", model.id, model.description);

@@ -473,7 +473,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let listing = Listing {
         entries: with_aliases(listed(pattern), pattern, &listed),
         uncore: uncore::listed(
-            &context.database(),
+            context.database(),
             context.model(),
             devices.as_deref(),
             pattern,

@@ -22,7 +22,6 @@ fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
     let Some(model) = chosen
         .context()
         .model()
-        .as_deref()
         .and_then(|id| chosen.context().database().model(id))
     else {
         return (0, None);

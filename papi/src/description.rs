@@ -65,7 +65,6 @@ pub fn hardware_counters(chosen: &Chosen) -> u32 {
     let model = chosen
         .context()
         .model()
-        .as_deref()
         .and_then(|id| chosen.context().database().model(id));
     match model {
         Some(model) if facade::query(chosen.backend(), "cpu-cycles").usable() => {

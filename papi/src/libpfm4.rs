@@ -39,7 +39,6 @@ pub fn hypervisor_level_filtered() -> bool {
         };
         let pmu = context
             .model()
-            .as_deref()
             .and_then(|id| context.database().model(id))
             .and_then(core_pmu);
         match pmu {

@@ -185,11 +185,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
         }
     }
     let context = chosen.context();
-    if let Some(model) = context
-        .model()
-        .as_deref()
-        .and_then(|id| context.database().model(id))
-    {
+    if let Some(model) = context.model().and_then(|id| context.database().model(id)) {
         for event in model.events() {
             if event.flags.deprecated || !facade::query(chosen.backend(), &event.name).usable() {
                 continue;
@@ -225,7 +221,6 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
     let context = chosen.context();
     let model = context
         .model()
-        .as_deref()
         .and_then(|id| context.database().model(id))?;
     let (event, _) = split_unit_mask(name);
     let base = event.rsplit("::").next().unwrap_or(event);

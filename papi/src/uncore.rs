@@ -371,7 +371,7 @@ fn listed(library: &Library) -> Vec<String> {
 /// another component.
 pub fn code_of(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
     let context = library.chosen.context();
-    let read = read(&context.database(), context.model(), name)?;
+    let read = read(context.database(), context.model(), name)?;
     if !enabled() {
         return Some(Err(ENOEVNT));
     }
