@@ -276,7 +276,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         // perf descriptor (the facade hides descriptors; the bench finds them in /proc).
         let facade_leader = duplicate(perf_fds()[0]);
 
-        let db = chosen.context.database.clone();
+        let db = chosen.context().database().clone();
         let linux: LinuxBackend = counterhal_linux::probe(db, None).unwrap();
         let requests: Vec<_> = EVENTS
             .iter()
@@ -285,7 +285,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let mut group: LinuxGroup = linux
             .open(
                 &requests,
-                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::BackendTarget::ThisThread,
                 &OpenOptions::default(),
             )
             .unwrap();

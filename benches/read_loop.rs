@@ -43,7 +43,7 @@ fn main() {
             }
         }
         "linux" => {
-            let db = chosen.context.database.clone();
+            let db = chosen.context().database().clone();
             let linux: LinuxBackend = counterhal_linux::probe(db, None).expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()
@@ -52,7 +52,7 @@ fn main() {
             let mut group: LinuxGroup = linux
                 .open(
                     &requests,
-                    &counterhal_hal::Target::ThisThread,
+                    &counterhal_hal::BackendTarget::ThisThread,
                     &OpenOptions::default(),
                 )
                 .expect("the four software events open");

@@ -39,7 +39,7 @@ fn main() -> Result<()> {
     };
     let backend = open_default(None)?;
     println!("counting on {}", backend.label());
-    let regions = Arc::new(Regions::new(backend.backend, &names));
+    let regions = Arc::new(Regions::new(backend.into_backend(), &names));
     let workers: Vec<_> = (0..2)
         .map(|_| {
             let regions = regions.clone();

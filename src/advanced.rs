@@ -11,7 +11,8 @@
 //! models), or to read a set from a signal handler ([`SharedReads`]: reads that take no lock
 //! and allocate nothing, which libpapi's `PAPI_read` and the C API's `counterhal_set_read`
 //! read through). Programming one backend target yourself is the `counterhal-hal` crate's
-//! (`Backend::open` on its own `Target`).
+//! (`Backend::open` on a [`BackendTarget`]: one thread, process or CPU, where a
+//! [`Target`](crate::Target) may stand for several, [`Target::targets`](crate::Target::targets)).
 
 pub use crate::attach::MultiSet;
 /// Counting per cgroup at a cost that does not grow with the cgroups (a BPF program summing
@@ -31,5 +32,21 @@ pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 #[cfg(feature = "linux")]
 pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
-/// A backend chosen at run time, boxed (its methods are `counterhal-hal`'s `DynBackend`).
-pub type AnyBackend = Box<dyn counterhal_hal::DynBackend + Send + Sync>;
+/// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
+pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+/// The event database a [`Context`](crate::Context) resolves in, a CPU as detected
+/// ([`detect_cpu`](crate::detect_cpu)), and the kind of core of a hybrid chip
+/// ([`detect_hybrid_core`](crate::detect_hybrid_core)).
+pub use counterhal_events::{CpuIdentity, Database, HybridCore};
+/// What a backend opens its groups on: one thread, one process (with or without what it
+/// creates), one CPU, a control group on one CPU, a command held before its `exec`. The
+/// backend authors' target: a program counts on a [`Target`](crate::Target), which stands for
+/// one or several of these ([`Target::targets`](crate::Target::targets)).
+pub use counterhal_hal::BackendTarget;
+/// A backend's methods as a trait object (what [`AnyBackend`] holds).
+pub use counterhal_hal::DynBackend;
+/// What a backend's [`Capabilities`](crate::Capabilities) say, in their own types: the
+/// encoding families it programs and the domains it filters ([`Accepts`], by [`Family`]),
+/// whose activity its counts cover ([`Scope`]) and the backend targets it takes
+/// ([`TargetSupport`]).
+pub use counterhal_hal::{Accepts, Family, Scope, TargetSupport};

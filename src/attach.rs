@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use counterhal_hal::{
-    Backend, CpuList, Error, ErrorKind, EventSet, Group, OpenOptions, Reading, ResolvedEvent,
-    Result, Target as BackendTarget, check_buffer, sum_readings,
+    Backend, BackendTarget, CpuList, Error, ErrorKind, EventSet, Group, OpenOptions, Reading,
+    ResolvedEvent, Result, check_buffer, sum_readings,
 };
 
 /// Where the CPUs this machine has online are listed (Linux).
@@ -362,9 +362,9 @@ impl<G: Group> MultiSet<G> {
                 Some(held) if held.is_empty() => continue,
                 Some(held) => {
                     let subset = held.iter().map(|&i| events[i].clone()).collect();
-                    EventSet::open(backend, subset, &target, &options)
+                    counterhal_hal::open_set(backend, subset, &target, &options)
                 }
-                None => EventSet::open(backend, events.to_vec(), &target, &options),
+                None => counterhal_hal::open_set(backend, events.to_vec(), &target, &options),
             };
             match opened {
                 Ok(set) => {

@@ -44,21 +44,21 @@ pub struct CountedCommand<G> {
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Follow {
-    /// The command and every process and thread it creates ([`Target::Exec`](counterhal_hal::Target::Exec)):
+    /// The command and every process and thread it creates ([`Target::Exec`](counterhal_hal::BackendTarget::Exec)):
     /// `perf stat -- cmd`.
     #[default]
     Children,
     /// The command's own process alone, none of the processes or threads it creates
-    /// ([`Target::ExecAlone`](counterhal_hal::Target::ExecAlone)): `perf stat -i -- cmd`.
+    /// ([`Target::ExecAlone`](counterhal_hal::BackendTarget::ExecAlone)): `perf stat -i -- cmd`.
     CommandOnly,
 }
 
 impl Follow {
     /// The target for the command whose held child is `pid`.
-    fn target(self, pid: u32) -> counterhal_hal::Target {
+    fn target(self, pid: u32) -> counterhal_hal::BackendTarget {
         match self {
-            Follow::Children => counterhal_hal::Target::Exec { pid },
-            Follow::CommandOnly => counterhal_hal::Target::ExecAlone { pid },
+            Follow::Children => counterhal_hal::BackendTarget::Exec { pid },
+            Follow::CommandOnly => counterhal_hal::BackendTarget::ExecAlone { pid },
         }
     }
 }
@@ -204,7 +204,7 @@ impl<G: Group> CountedCommand<G> {
     {
         let capabilities = backend.capabilities();
         if follow == Follow::CommandOnly
-            && capabilities.targets.exec
+            && capabilities.targets().exec
             && !capabilities.supports(&follow.target(0))
         {
             return Err(Error::unsupported(format!(
@@ -214,7 +214,7 @@ impl<G: Group> CountedCommand<G> {
             .with_hint("count it with Follow::Children"));
         }
         if !capabilities.supports(&follow.target(0)) {
-            let instead = if capabilities.targets.cpu {
+            let instead = if capabilities.targets().cpu {
                 "it counts per CPU: open the events on Target::AllCpus and run the command while \
                  they count (counterhal stat does so); other programs are counted too"
             } else {
@@ -235,7 +235,7 @@ impl<G: Group> CountedCommand<G> {
             let chosen = indices.iter().map(|&i| events[i].clone()).collect();
             let mut options = *options;
             options.grouped |= indices.len() > 1;
-            let set = EventSet::open(backend, chosen, &target, &options);
+            let set = counterhal_hal::open_set(backend, chosen, &target, &options);
             (indices, set)
         };
         let opened: Vec<Opened<G>> = partition.into_iter().map(open).collect();

@@ -92,12 +92,12 @@
 //! names its feature (docs/library.md has the table).
 //!
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
-//! `Group` traits, encodings, the backend's own `Target`), the database `counterhal-events`;
+//! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process
+//! or CPU, which [`advanced`] names), the database `counterhal-events`;
 //! a backend is a crate implementing them, added to [`registry::REGISTRY`] with a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub use counterhal_hal::{
     Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
@@ -118,11 +118,14 @@ mod attach;
 mod cgroup;
 #[cfg(all(feature = "linux", target_os = "linux"))]
 mod cgroup_counter;
+mod chosen;
 #[cfg(unix)]
 mod command;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod group;
+#[cfg(feature = "linux")]
+pub mod linux;
 pub mod listing;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -139,6 +142,7 @@ pub use cgroup::{
     cgroup_names, cgroup_names_within, cgroup_root, find_cgroup, find_cgroup_in, is_cgroup_pattern,
     unified_cgroup_root,
 };
+pub use chosen::{Chosen, Context};
 #[cfg(unix)]
 pub use command::{CommandCount, CountedCommand, Follow, count_command};
 pub use group::AnyGroup;
@@ -150,8 +154,7 @@ pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query};
 
 use advanced::AnyBackend;
-use counterhal_events::{CpuIdentity, Database};
-use counterhal_hal::Backend;
+use counterhal_events::CpuIdentity;
 
 /// The operating system this build targets, as printed by `counterhal info`.
 pub const OS: &str = std::env::consts::OS;
@@ -211,53 +214,6 @@ pub fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
         .flatten()
 }
 
-/// The event database and the CPU model to resolve names against.
-#[derive(Clone, Debug)]
-pub struct Context {
-    /// The database: shipped, plus `COUNTERHAL_EVENTS` and any user file.
-    pub database: Arc<Database>,
-    /// This machine's CPU, when detected.
-    pub cpu: Option<CpuIdentity>,
-    /// The database model in use: named with `--cpu-model`, else the one that matched the CPU.
-    pub model: Option<String>,
-}
-
-impl Context {
-    /// Loads the database (with `user_file` if given) and picks the CPU model: `cpu_model` if
-    /// given, else the one matching this machine's CPU.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a malformed events file (file:line:column and the key);
-    /// [`ErrorKind::InvalidInput`] for a `cpu_model` the database lacks (the message lists the
-    /// known ids).
-    pub fn new(user_file: Option<&Path>, cpu_model: Option<&str>) -> Result<Context> {
-        let database = Database::load(user_file)?;
-        let cpu = detect_cpu();
-        let model = match cpu_model {
-            Some(id) => match database.model_id(id) {
-                Some(model) => Some(model.to_owned()),
-                None => {
-                    let known: Vec<String> = database.ids().collect();
-                    return Err(
-                        Error::invalid_input(counterhal_events::unknown_model_message(id))
-                            .with_hint(format!("use one of: {}", known.join(", "))),
-                    );
-                }
-            },
-            // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
-            None => cpu
-                .as_ref()
-                .and_then(|c| database.detect_core_id(c, detect_hybrid_core().as_ref()))
-                .map(str::to_owned),
-        };
-        Ok(Context {
-            database: Arc::new(database),
-            cpu,
-            model,
-        })
-    }
-}
-
 /// One backend's probe: the backend, or why it cannot be used here.
 pub struct Probe {
     /// Which backend.
@@ -296,164 +252,6 @@ pub fn probe_all(context: &Context) -> Vec<Probe> {
             result: probe(registration, context),
         })
         .collect()
-}
-
-/// The backend [`open_default`] chose, and why each backend tried before it was passed over:
-/// what a program counts with.
-///
-/// [`open_named`](Chosen::open_named) opens events by name on any [`Target`];
-/// [`builder`](Chosen::builder) gathers them one at a time. It is a [`Backend`] itself, whose
-/// groups are [`AnyGroup`]s, and it dereferences to the boxed backend
-/// ([`advanced::AnyBackend`]).
-pub struct Chosen {
-    /// The backend in use.
-    pub backend: AnyBackend,
-    /// The backends tried first and the reason each could not be used, in order.
-    pub passed_over: Vec<(&'static str, Error)>,
-    /// The event database and the CPU model the backend resolves names against.
-    pub context: Context,
-}
-
-impl Chosen {
-    /// Resolves every name and opens them as one set on `target`, disabled: the calling
-    /// thread, one thread, a whole process (every thread it has and every thread and process
-    /// it creates from now on, summed), CPUs (system-wide), a control group. Each reading is
-    /// one name's: a derived preset is combined from its events, and a target of several
-    /// threads or CPUs is summed over them (each scaled on its own first). A command is
-    /// counted from its `exec` with [`count_command`](Chosen::count_command) (Unix).
-    ///
-    /// The Linux backend's group is read without dynamic dispatch.
-    ///
-    /// # Errors
-    /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
-    /// [`ErrorKind::NotFound`] for a process or thread that does not exist;
-    /// [`ErrorKind::InvalidInput`] for a name given twice (as [`EventSetBuilder::add`]).
-    pub fn open_named(
-        &self,
-        names: &[&str],
-        target: &Target,
-        options: &OpenOptions,
-    ) -> Result<EventSet<AnyGroup>> {
-        set::refuse_duplicates(names)?;
-        let events = names
-            .iter()
-            .map(|name| Backend::resolve(self, name))
-            .collect::<Result<Vec<_>>>()?;
-        open::open_on(self, events, target, options)
-    }
-
-    /// Runs `command` with the events `names` counted from its `exec` to its end, with every
-    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name, with the
-    /// options' domain given to the events without one and, where the OS refuses counting
-    /// the kernel and no domain was asked, those events counted in user space as
-    /// [`open_named`](Chosen::open_named) counts them ([`CommandCount::note`] says so). The
-    /// command is a [`std::process::Command`] or its arguments
-    /// ([`Launch::Argv`], the cheaper start).
-    ///
-    /// # Errors
-    /// As [`Backend::resolve`] for the names, and as [`count_command`];
-    /// [`ErrorKind::InvalidInput`] for a name given twice.
-    #[cfg(unix)]
-    pub fn count_command(
-        &self,
-        names: &[&str],
-        command: impl Into<counterhal_process::Launch>,
-        options: &OpenOptions,
-    ) -> Result<CommandCount> {
-        set::refuse_duplicates(names)?;
-        let events = names
-            .iter()
-            .map(|name| Backend::resolve(self, name))
-            .collect::<Result<Vec<_>>>()?;
-        let (events, note) = open::countable_here(self, events, options)?;
-        let mut counted = count_command(self, &events, command, options)?;
-        counted.note = note;
-        Ok(counted)
-    }
-
-    /// What `name` is here, as a backend resolves it: its native events and their encodings.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidEvent`] for a name that means nothing here (with the nearest
-    /// names); [`ErrorKind::Unsupported`] for an event this backend cannot program.
-    pub fn resolve(&self, name: &str) -> Result<ResolvedEvent> {
-        self.backend.dyn_resolve(name)
-    }
-
-    /// The backend's name, its [`Registration::name`].
-    pub fn name(&self) -> &'static str {
-        self.backend.dyn_name()
-    }
-
-    /// The backend's name, with `(model)` after it where it drives a model of its device.
-    pub fn label(&self) -> String {
-        Backend::label(self)
-    }
-
-    /// What the backend can do: targets, domains, multiplexing, sampling.
-    pub fn capabilities(&self) -> &Capabilities {
-        self.backend.dyn_capabilities()
-    }
-
-    /// The CPU model names resolve against: the one [`Setup::cpu_model`] named, else the one
-    /// that matched this machine; `None` when none did.
-    pub fn cpu_model(&self) -> Option<&str> {
-        self.context.model.as_deref()
-    }
-
-    /// An empty set for `target`, to be filled one event at a time
-    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens.
-    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_, Chosen> {
-        EventSetBuilder::new(self, target, options)
-    }
-
-    /// The backend as the Linux backend, where it is one.
-    #[cfg(all(feature = "linux", target_os = "linux"))]
-    pub(crate) fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
-        (*self.backend).as_any().downcast_ref()
-    }
-}
-
-/// The chosen backend, opening groups of [`AnyGroup`]: the Linux backend's own group where it
-/// is the one chosen, any other boxed.
-impl Backend for Chosen {
-    type Group = AnyGroup;
-
-    fn name(&self) -> &'static str {
-        self.backend.dyn_name()
-    }
-    fn device(&self) -> DeviceKind {
-        self.backend.dyn_device()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.backend.dyn_capabilities()
-    }
-    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
-        self.backend.dyn_resolve(event)
-    }
-    fn open(
-        &self,
-        events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::Target,
-        options: &OpenOptions,
-    ) -> Result<AnyGroup> {
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        if let Some(linux) = self.linux() {
-            return Ok(AnyGroup::Linux(linux.open(events, target, options)?));
-        }
-        Ok(AnyGroup::Boxed(
-            self.backend.dyn_open(events, target, options)?,
-        ))
-    }
-    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
-        self.backend.dyn_system_wide_cpus(request)
-    }
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        self.backend.dyn_generalized()
-    }
-    fn own_events(&self) -> Vec<(String, String)> {
-        self.backend.dyn_own_events()
-    }
 }
 
 /// Opens the first backend that works here, with the shipped database (plus
@@ -534,21 +332,17 @@ impl Setup {
         let context = Context::new(self.events_file.as_deref(), self.cpu_model.as_deref())?;
         if let Some(name) = &self.backend {
             let registration = registration(name)?;
-            return Ok(Chosen {
-                backend: probe(registration, &context)?,
-                passed_over: Vec::new(),
+            return Ok(Chosen::from_parts(
+                probe(registration, &context)?,
+                Vec::new(),
                 context,
-            });
+            ));
         }
         let mut passed_over = Vec::new();
         for probe in probe_all(&context) {
             match probe.result {
                 Ok(backend) => {
-                    return Ok(Chosen {
-                        backend,
-                        passed_over,
-                        context,
-                    });
+                    return Ok(Chosen::from_parts(backend, passed_over, context));
                 }
                 Err(e) => passed_over.push((probe.registration.name, e)),
             }
@@ -588,6 +382,7 @@ pub struct LibraryGuideExamples;
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
+    use counterhal_hal::Backend;
 
     /// Oracle: proc(5)'s `/proc/PID/stat` layout (field 39, `processor`, the CPU last run
     /// on), a command name with spaces and parentheses included; and this machine's own line,

@@ -5,8 +5,8 @@
 //! kernel those events count user space only, as `perf stat` falls back, with a note.
 
 use counterhal_hal::{
-    Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest, EventSet,
-    GeneralizedEvent, OpenOptions, ResolvedEvent, Result, Target as BackendTarget, Term,
+    Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, EventSet, GeneralizedEvent, OpenOptions, ResolvedEvent, Result, Term,
     user_space_note,
 };
 
@@ -157,7 +157,7 @@ fn in_domain(
         ))
         .with_hint("ask for the domains it filters"));
     }
-    let default = capabilities.accepts.default_domain;
+    let default = capabilities.accepts().default_domain;
     let chosen = if domain.intersects(Domain::CONTEXTS) {
         domain
     } else {
@@ -214,7 +214,7 @@ where
     let targets = target.targets_inheriting(options.inherit)?;
     let process = matches!(target, Target::Process(_) | Target::Processes(_));
     if let ([one], false) = (targets.as_slice(), process) {
-        return Ok(EventSet::open(backend, events, one, options)?.map_group(Into::into));
+        return Ok(counterhal_hal::open_set(backend, events, one, options)?.map_group(Into::into));
     }
     let terms: Vec<ResolvedEvent> = events
         .iter()

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
 
 use counterhal_hal::{Backend, BoxedGroup, Error, EventSet, Group, OpenOptions, Reading, Result};
-use counterhal_hal::{ResolvedEvent, Target};
+use counterhal_hal::{BackendTarget, ResolvedEvent};
 
 use crate::AnyBackend;
 use crate::set::trial_for_add;
@@ -153,7 +153,8 @@ impl Regions {
             // (`trial_for_add`): N events cost O(N) opens, not the whole set at each.
             let fits = backend.resolve(name).and_then(|event| {
                 let trial = trial_for_add(backend.capabilities(), &options, &events, &event);
-                EventSet::open(&backend, trial, &Target::ThisThread, &options).map(|_| event)
+                counterhal_hal::open_set(&backend, trial, &BackendTarget::ThisThread, &options)
+                    .map(|_| event)
             });
             match fits {
                 Ok(event) => events.push(event),
@@ -342,10 +343,10 @@ impl Regions {
                         None
                     } else {
                         let options = OpenOptions::ungrouped();
-                        let mut set = EventSet::open(
+                        let mut set = counterhal_hal::open_set(
                             &self.backend,
                             self.events.clone(),
-                            &Target::ThisThread,
+                            &BackendTarget::ThisThread,
                             &options,
                         )?;
                         set.enable()?;
@@ -408,7 +409,7 @@ impl Global {
         let regions = crate::open_default(None).map(|chosen| {
             let names = std::env::var(EVENTS_VAR).unwrap_or_else(|_| DEFAULT_EVENTS.into());
             let names: Vec<&str> = names.split(',').collect();
-            Regions::new(chosen.backend, &names)
+            Regions::new(chosen.into_backend(), &names)
         });
         static AT_EXIT: Once = Once::new();
         #[cfg(unix)]
@@ -610,7 +611,7 @@ mod tests {
         let Ok(chosen) = crate::open_default(None) else {
             skip!(Need::System, "no backend works here");
         };
-        let regions = Regions::new(chosen.backend, &[]);
+        let regions = Regions::new(chosen.into_backend(), &[]);
         let start = names::names_compared();
         const NAMES: u64 = 80_000;
         for i in 0..NAMES {

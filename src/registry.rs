@@ -6,6 +6,7 @@
 //! one entry here, its feature and dependency in `Cargo.toml`, its crate in the workspace and
 //! its rows in ARCHITECTURE.md's map (whose "Adding a backend" has the details).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use counterhal_hal::{Error, Result};
@@ -31,6 +32,11 @@ pub struct Registration {
     /// Makes the backend over a model of its device, for the context's CPU model, where the
     /// backend has models: what it would program, shown where the device is absent.
     pub model: Option<fn(&Context) -> Result<AnyBackend>>,
+    /// Makes the backend over the PMUs and tracepoints of a sysfs tree (its root, as `/sys`
+    /// is: another machine's, or this one's mounted elsewhere), resolving names for the
+    /// context's CPU model without opening anything, where the backend reads such a tree:
+    /// what `--sysfs DIR` encodes and lists with. `None` for a backend that reads none.
+    pub sysfs: Option<fn(&Context, &Path) -> AnyBackend>,
     /// The conformance suite on the real device (`Err` when the backend cannot be used here)
     /// and on every model of the device.
     #[cfg(feature = "conformance")]
@@ -53,7 +59,7 @@ pub struct FedModel {
     /// Runs that many units of work on the model.
     pub work: Box<dyn Fn(u64) + Send + Sync>,
     /// Where the work lands: what to count it on.
-    pub target: counterhal_hal::Target,
+    pub target: counterhal_hal::BackendTarget,
 }
 
 /// A subject's backend, shared with the work that feeds its model.
@@ -79,7 +85,7 @@ impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
     fn open(
         &self,
         events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::Target,
+        target: &counterhal_hal::BackendTarget,
         options: &counterhal_hal::OpenOptions,
     ) -> Result<Self::Group> {
         self.0.backend().open(events, target, options)
@@ -157,7 +163,7 @@ impl std::fmt::Debug for Registration {
 
 #[allow(dead_code, reason = "every backend calls it; a build may have none")]
 fn database(context: &Context) -> Arc<counterhal_events::Database> {
-    Arc::clone(&context.database)
+    Arc::clone(context.database())
 }
 
 /// The CPU model a model backend describes: the context's, or an error naming the fix (a CPU
@@ -173,7 +179,7 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
              counterhal's `device-models` feature"
         )));
     }
-    context.model.clone().ok_or_else(|| {
+    context.model().map(str::to_owned).ok_or_else(|| {
         Error::invalid_input(format!(
             "no CPU model to model the {backend} backend's device on: this CPU matches none in the event database"
         ))
@@ -183,13 +189,24 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
 
 #[cfg(feature = "linux")]
 fn linux_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_linux::probe(database(context), context.model.clone())?;
+    let backend = counterhal_linux::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
+}
+
+/// The Linux backend over the tree under `root`.
+#[cfg(all(feature = "linux", target_os = "linux"))]
+fn linux_over_sysfs(context: &Context, root: &Path) -> AnyBackend {
+    let paths = counterhal_linux::SystemPaths::under(root);
+    Box::new(counterhal_linux::on_sysfs(
+        database(context),
+        context.model().map(str::to_owned),
+        paths,
+    ))
 }
 
 #[cfg(feature = "pctr")]
 fn pctr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_pctr::probe(database(context), context.model.clone())?;
+    let backend = counterhal_pctr::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -204,7 +221,7 @@ fn pctr_model(context: &Context) -> Result<AnyBackend> {
 
 #[cfg(feature = "hwpmc")]
 fn hwpmc_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_hwpmc::probe(database(context), context.model.clone())?;
+    let backend = counterhal_hwpmc::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -219,7 +236,7 @@ fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
 
 #[cfg(feature = "msr")]
 fn msr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_msr::probe(database(context), context.model.clone())?;
+    let backend = counterhal_msr::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
@@ -234,7 +251,9 @@ fn msr_model(context: &Context) -> Result<AnyBackend> {
 macro_rules! conformance {
     ($krate:ident) => {
         Conformance {
-            real: |context| $krate::conformance::check(database(context), context.model.clone()),
+            real: |context| {
+                $krate::conformance::check(database(context), context.model().map(str::to_owned))
+            },
             models: |context| $krate::conformance::check_models(database(context)),
         }
     };
@@ -251,6 +270,10 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["linux"],
         probe: linux_probe,
         model: None,
+        #[cfg(target_os = "linux")]
+        sysfs: Some(linux_over_sysfs),
+        #[cfg(not(target_os = "linux"))]
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_linux),
         #[cfg(feature = "conformance")]
@@ -265,6 +288,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["linux"],
         probe: msr_probe,
         model: Some(msr_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_msr),
         #[cfg(feature = "conformance")]
@@ -279,6 +303,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["openbsd"],
         probe: pctr_probe,
         model: Some(pctr_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_pctr),
         #[cfg(feature = "conformance")]
@@ -293,6 +318,7 @@ pub static REGISTRY: &[Registration] = &[
         systems: &["freebsd"],
         probe: hwpmc_probe,
         model: Some(hwpmc_model),
+        sysfs: None,
         #[cfg(feature = "conformance")]
         conformance: conformance!(counterhal_hwpmc),
         #[cfg(feature = "conformance")]

@@ -45,7 +45,7 @@ impl Chosen {
         target: &Target,
         options: &SampleOptions,
     ) -> Result<AnySampler> {
-        let backend = &self.backend;
+        let backend = self.backend();
         let target = match target.targets().as_slice() {
             [one] if !matches!(target, Target::Process(_) | Target::Processes(_)) => one.clone(),
             _ => {
@@ -56,7 +56,7 @@ impl Chosen {
             }
         };
         let target = &target;
-        if !backend.dyn_capabilities().sampling {
+        if !backend.dyn_capabilities().sampling() {
             return Err(Error::unsupported(format!(
                 "the {} backend cannot sample",
                 backend.dyn_name()

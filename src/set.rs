@@ -3,8 +3,8 @@
 //! is here, asked without keeping anything open.
 
 use counterhal_hal::{
-    Backend, Capabilities, Countable, Encoding, Error, EventRequest, EventSet, OpenOptions,
-    ResolvedEvent, Result, Target as BackendTarget, countable_form,
+    Backend, BackendTarget, Capabilities, Countable, Encoding, Error, EventRequest, EventSet,
+    OpenOptions, ResolvedEvent, Result, countable_form,
 };
 
 use crate::{AnyGroup, Target};
@@ -42,14 +42,14 @@ pub fn trial_for_add(
     // (the backend refuses such a group before opening anything).
     let past_limit = options.grouped
         && capabilities
-            .max_group_events
+            .max_group_events()
             .is_some_and(|max| added.len() + 1 > max as usize);
     if past_limit {
         let mut whole = added.to_vec();
         whole.push(event.clone());
         return whole;
     }
-    let must_fit = options.grouped || !capabilities.multiplexing;
+    let must_fit = options.grouped || !capabilities.multiplexing();
     let mut trial: Vec<ResolvedEvent> = if must_fit && takes_a_counter(event) {
         added
             .iter()
@@ -286,7 +286,7 @@ mod tests {
     fn an_add_opens_only_what_competes_for_counters() {
         let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
         let mut multiplexing = Capabilities::new(accepts.clone(), Scope::PerProcess);
-        multiplexing.multiplexing = true;
+        multiplexing.set_multiplexing(true);
         let fixed = Capabilities::new(accepts, Scope::PerProcess);
         let added = [
             perf("page-faults", 1),

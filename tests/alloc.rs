@@ -79,7 +79,7 @@ fn the_linux_backend_reads_without_allocating() {
             let mut group = counterhal_hal::Backend::open_named(
                 &linux,
                 names,
-                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::BackendTarget::ThisThread,
                 &options,
             )
             .unwrap();
@@ -124,7 +124,7 @@ fn the_facade_reads_without_allocating() {
         .collect();
     let attach = Target::Process(std::process::id());
     let mut threads =
-        match MultiSet::open(&backend.backend, &events, &attach, &OpenOptions::default()) {
+        match MultiSet::open(backend.backend(), &events, &attach, &OpenOptions::default()) {
             Ok(set) => set,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "attaching to this process's threads: {e}")
@@ -154,7 +154,7 @@ fn a_region_begun_and_ended_again_allocates_nothing() {
     else {
         skip!(Need::System, "no backend here counts software events");
     };
-    let regions = counterhal::Regions::new(backend.backend, &["task-clock", "page-faults"]);
+    let regions = counterhal::Regions::new(backend.into_backend(), &["task-clock", "page-faults"]);
     // The first calls open this thread's counters and name the regions.
     regions.begin("outer").unwrap();
     regions.begin("inner").unwrap();

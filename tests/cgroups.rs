@@ -10,12 +10,12 @@ use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 fn backend() -> Option<Chosen> {
     open_default(None)
         .ok()
-        .filter(|chosen| chosen.backend.dyn_name() == "linux")
+        .filter(|chosen| chosen.backend().dyn_name() == "linux")
 }
 
 macro_rules! linux_or_skip {
@@ -45,7 +45,7 @@ fn a_cgroup_counts_only_while_its_tasks_run() {
     let task_clock = backend.resolve("task-clock").unwrap();
     let open = |path: &std::path::Path| {
         MultiSet::open(
-            &backend.backend,
+            backend.backend(),
             std::slice::from_ref(&task_clock),
             &Target::cgroup(path, None),
             &OpenOptions::ungrouped(),
@@ -84,8 +84,8 @@ fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
     let backend = linux_or_skip!();
     let task_clock = backend.resolve("task-clock").unwrap();
     let open = |path: &std::path::Path| {
-        EventSet::open(
-            &backend.backend,
+        counterhal_hal::open_set(
+            backend.backend(),
             vec![task_clock.clone()],
             &BackendTarget::cgroup(path, 0),
             &OpenOptions::ungrouped(),
@@ -118,7 +118,7 @@ fn a_command_alone_leaves_out_the_processes_it_starts() {
         let mut command = Command::new("/bin/sh");
         command.args(["-c", "ls / >/dev/null; ls / >/dev/null; ls / >/dev/null"]);
         let mut counted = CountedCommand::following(
-            &backend.backend,
+            backend.backend(),
             std::slice::from_ref(&faults),
             command,
             &OpenOptions::ungrouped(),

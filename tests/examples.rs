@@ -136,7 +136,7 @@ fn hot_addresses_finds_the_heavier_loop() {
     let Ok(chosen) = counterhal::open_default(None) else {
         skip!(Need::System, "no backend works here");
     };
-    if !chosen.backend.dyn_capabilities().sampling {
+    if !chosen.backend().dyn_capabilities().sampling() {
         skip!(Need::System, "the backend here cannot sample");
     }
     let out = Command::new(example("hot_addresses"))

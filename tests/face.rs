@@ -7,7 +7,7 @@ use counterhal::prelude::*;
 use counterhal::{Encoding, Place, Section, list_events};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 /// The first backend that works here, counting this thread's software events.
 fn backend() -> Option<Chosen> {
@@ -35,7 +35,7 @@ fn a_glob_import_gives_every_method_without_ambiguity() {
     assert!(!backend.name().is_empty());
     assert!(backend.capabilities().supports(&BackendTarget::ThisThread));
     // The database and CPU model it resolves against are reachable.
-    assert!(backend.context.database.models().count() > 0);
+    assert!(backend.context().database().models().count() > 0);
     let touched: Vec<u8> = vec![1; 1 << 20];
     let mut set = backend
         .open_named(
@@ -155,12 +155,12 @@ fn every_handle_on_the_backend_builds_a_set() {
             b.open().unwrap()
         }),
         faults({
-            let mut b = EventSetBuilder::new(&backend.backend, this.clone(), options);
+            let mut b = EventSetBuilder::new(backend.backend(), this.clone(), options);
             b.add("page-faults").unwrap();
             b.open().unwrap()
         }),
         faults({
-            let mut b = EventSetBuilder::new(&backend.backend, this.clone(), options);
+            let mut b = EventSetBuilder::new(backend.backend(), this.clone(), options);
             b.add("page-faults").unwrap();
             b.open().unwrap()
         }),
@@ -220,7 +220,7 @@ fn a_query_says_whether_a_name_exists_and_counts_here() {
 #[test]
 fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
     let backend = backend_or_skip!();
-    let listed = list_events(&backend.context, Ok(&backend.backend), "");
+    let listed = list_events(backend.context(), Ok(backend.backend()), "");
     let faults = listed.iter().find(|l| l.name == "page-faults").unwrap();
     assert_eq!(faults.section, Section::Software);
     assert!(faults.usable, "{faults:?}");
@@ -239,7 +239,7 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
     }) {
         assert!(backend.resolve(&derived.name).unwrap().is_derived());
     }
-    let filtered = list_events(&backend.context, Ok(&backend.backend), "PAGE-FAULT");
+    let filtered = list_events(backend.context(), Ok(backend.backend()), "PAGE-FAULT");
     assert!(!filtered.is_empty());
     assert!(
         filtered
@@ -247,7 +247,7 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
             .all(|l| l.name.to_ascii_lowercase().contains("page-fault")
                 || l.description.to_ascii_lowercase().contains("page-fault"))
     );
-    let none = list_events::<AnyBackend>(&backend.context, Err("no backend works here"), "");
+    let none = list_events::<AnyBackend>(backend.context(), Err("no backend works here"), "");
     assert!(
         none.iter()
             .all(|l| !l.usable && l.reason.as_deref() == Some("no backend works here"))

@@ -31,11 +31,11 @@ code = 0xc0
 
 #[test]
 fn deprecated_events_are_listed_apart_and_precise_ones_marked() {
-    let context = Context {
-        database: Arc::new(Database::from_toml_str("marks.toml", FILE).unwrap()),
-        cpu: None,
-        model: Some("markcore".to_string()),
-    };
+    let context = Context::from_parts(
+        Arc::new(Database::from_toml_str("marks.toml", FILE).unwrap()),
+        None,
+        Some("markcore".to_string()),
+    );
     let listed = list_events::<AnyBackend>(&context, Err("no backend in this test"), "");
     let native: Vec<(&str, Section, bool)> = listed
         .iter()
@@ -68,11 +68,11 @@ umasks = [
   { name = "EDGES", code = 0x01, cmask = 1, edge = true, deprecated = true },
 ]
 "#;
-    let context = Context {
-        database: Arc::new(Database::from_toml_str("marks.toml", &file).unwrap()),
-        cpu: None,
-        model: Some("markcore".to_string()),
-    };
+    let context = Context::from_parts(
+        Arc::new(Database::from_toml_str("marks.toml", &file).unwrap()),
+        None,
+        Some("markcore".to_string()),
+    );
     let listed = list_events::<AnyBackend>(&context, Err("no backend in this test"), "");
     let find = |name: &str| listed.iter().find(|l| l.name == name).unwrap();
     let plain = find("PLAIN");

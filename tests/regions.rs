@@ -31,7 +31,7 @@ fn regions_accumulate_calls_counts_and_time_over_threads() {
         skip!(Need::System, "no backend here counts software events");
     };
     let regions = Arc::new(Regions::new(
-        chosen.backend,
+        chosen.into_backend(),
         &["page-faults", "task-clock", "no-such-event"],
     ));
     assert_eq!(regions.events().len(), 2);
@@ -92,7 +92,7 @@ fn misuse_is_refused_with_the_reason() {
     let Some(chosen) = backend() else {
         skip!(Need::System, "no backend here counts software events");
     };
-    let regions = Regions::new(chosen.backend, &["page-faults"]);
+    let regions = Regions::new(chosen.into_backend(), &["page-faults"]);
     let never = regions.end("never").unwrap_err();
     assert_eq!(never.kind(), ErrorKind::InvalidInput);
     assert!(never.message().contains("`never` was not begun"), "{never}");

@@ -66,7 +66,7 @@ fn a_multi_set_restarted_counts_every_window() {
     };
     let events: Vec<_> = EVENTS.iter().map(|e| chosen.resolve(e).unwrap()).collect();
     let mut set = MultiSet::open(
-        &chosen.backend,
+        chosen.backend(),
         &events,
         &Target::ThisThread,
         &OpenOptions::default(),
@@ -96,7 +96,7 @@ fn regions_entered_again_count_every_call() {
     let Some(chosen) = backend() else {
         skip!(Need::System, "no backend here counts the getpid tracepoint");
     };
-    let regions = Regions::new(chosen.backend, &EVENTS);
+    let regions = Regions::new(chosen.into_backend(), &EVENTS);
     assert_eq!(regions.events().len(), 3, "every event counted");
     for n in WINDOWS {
         regions.begin("calls").unwrap();

@@ -80,7 +80,7 @@ fn add_each_then_count(names: &[String]) {
 fn regions_count(names: &[String]) {
     let backend = backend().expect("the parent checked the backend");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let regions = counterhal::region::Regions::new(backend.backend, &names);
+    let regions = counterhal::region::Regions::new(backend.into_backend(), &names);
     regions.begin("r").unwrap();
     regions.end("r").unwrap();
     println!("added {}", regions.events().len());
@@ -275,7 +275,7 @@ fn an_add_past_the_kernel_s_group_limit_is_refused_and_the_set_still_opens() {
     let Some(backend) = backend() else {
         skip!(Need::System, "no backend here counts software events");
     };
-    let Some(limit) = backend.capabilities().max_group_events else {
+    let Some(limit) = backend.capabilities().max_group_events() else {
         skip!(Need::Platform, "this backend has no group limit");
     };
     let mut builder = EventSetBuilder::new(&backend, Target::ThisThread, OpenOptions::default());

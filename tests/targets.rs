@@ -51,7 +51,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
     };
     let attach = Target::Process(std::process::id());
     let mut set = match MultiSet::open(
-        &backend.backend,
+        backend.backend(),
         &[task_clock],
         &attach,
         &OpenOptions::ungrouped(),
@@ -91,7 +91,7 @@ fn a_process_that_does_not_exist_is_not_found() {
     let task_clock = counterhal_hal::DynBackend::dyn_resolve(&backend, "task-clock").unwrap();
     // No process has id u32::MAX (pid_max is at most 2^22).
     let Err(error) = MultiSet::open(
-        &backend.backend,
+        backend.backend(),
         &[task_clock],
         &Target::Process(u32::MAX),
         &OpenOptions::ungrouped(),
@@ -109,7 +109,7 @@ fn all_cpus_read_per_cpu_and_summed() {
     let backend = backend_or_skip!();
     let cpu_clock = counterhal_hal::DynBackend::dyn_resolve(&backend, "cpu-clock").unwrap();
     let mut set = match MultiSet::open(
-        &backend.backend,
+        backend.backend(),
         &[cpu_clock],
         &Target::AllCpus,
         &OpenOptions::ungrouped(),
@@ -151,7 +151,7 @@ fn a_command_is_counted_from_its_exec_with_the_callers_environment_and_streams()
         .current_dir("/")
         .stdout(Stdio::piped());
     let mut counted = CountedCommand::new(
-        &backend.backend,
+        backend.backend(),
         &events,
         command,
         &OpenOptions::ungrouped(),
@@ -180,7 +180,7 @@ fn a_command_reports_per_event_and_how_it_ended() {
     }
     let mut kill = Command::new("/bin/sh");
     kill.args(["-c", "kill -9 $$"]);
-    let count = count_command(&backend.backend, &events, kill, &OpenOptions::ungrouped()).unwrap();
+    let count = count_command(backend.backend(), &events, kill, &OpenOptions::ungrouped()).unwrap();
     assert_eq!(count.exit.status.signal(), Some(9));
     assert!(count.readings[0].is_ok());
     // On a machine without a PMU cycles is that event's error alone.
@@ -191,7 +191,7 @@ fn a_command_reports_per_event_and_how_it_ended() {
     }
     let missing = Command::new("/nonexistent/program");
     let error = count_command(
-        &backend.backend,
+        backend.backend(),
         &events,
         missing,
         &OpenOptions::ungrouped(),
@@ -302,7 +302,7 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
     command.args(["-c", "exit 0"]);
     let options = OpenOptions::ungrouped();
     let counted =
-        CountedCommand::with_groups(&backend.backend, &events, command, &options, &[vec![0, 2]]);
+        CountedCommand::with_groups(backend.backend(), &events, command, &options, &[vec![0, 2]]);
     let mut counted = counted.unwrap();
     counted.start().unwrap();
     let count = counted.wait().unwrap();
@@ -325,7 +325,7 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
             command.args(["-c", "exit 0"]);
             let both = [events[0].clone(), cycles];
             let mut counted = CountedCommand::with_groups(
-                &backend.backend,
+                backend.backend(),
                 &both,
                 command,
                 &options,
@@ -356,7 +356,7 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
         let mut command = Command::new("/bin/sh");
         command.args(["-c", "exit 0"]);
         let error =
-            CountedCommand::with_groups(&backend.backend, &events, command, &options, &groups)
+            CountedCommand::with_groups(backend.backend(), &events, command, &options, &groups)
                 .err()
                 .unwrap();
         assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
@@ -372,7 +372,7 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
     // The command spins until SIGTERM, then exits with a status of its own choosing.
     command.args(["-c", "trap 'exit 4' TERM; while :; do :; done"]);
     let mut counted = CountedCommand::new(
-        &backend.backend,
+        backend.backend(),
         &events,
         command,
         &OpenOptions::ungrouped(),
@@ -447,8 +447,8 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     .unwrap();
     let context = Context::new(None, None).unwrap();
     let backend = match counterhal_linux::probe_with(
-        context.database.clone(),
-        context.model.clone(),
+        context.database().clone(),
+        context.model().map(str::to_owned),
         counterhal_linux::SystemPaths::under(&root),
     ) {
         Ok(backend) => backend,

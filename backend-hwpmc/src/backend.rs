@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, TargetSupport,
     check_family,
 };
 use counterhal_x86::{Counters, Demand, rotation, schedule_for, turn_length};
@@ -60,12 +60,12 @@ impl HwpmcBackend {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use counterhal_hal::{Backend, Group, OpenOptions, Target};
+    /// use counterhal_hal::{Backend, Group, OpenOptions, BackendTarget};
     /// use counterhal_hwpmc::{HwpmcBackend, ModelConfig, ModelEvent};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
     /// let (backend, model) = HwpmcBackend::with_model(db, ModelConfig::intel())?;
-    /// let me = Target::process(model.caller());
+    /// let me = BackendTarget::process(model.caller());
     /// let mut group = backend.open_named(&["instructions:u"], &me, &OpenOptions::default())?;
     /// group.enable()?;
     /// model.run(ModelEvent::Instructions, 1_000, 500); // the kernel-mode 500 are left out
@@ -212,7 +212,7 @@ impl HwpmcBackend {
     /// it may use no counter this backend programs.
     pub fn pmc_event(&self, request: &EventRequest) -> Result<PmcEvent> {
         let name = &request.name;
-        check_family("hwpmc", &self.capabilities.accepts, request)?;
+        check_family("hwpmc", self.capabilities.accepts(), request)?;
         let Encoding::Evtsel(evtsel) = &request.encoding else {
             return Err(Error::unsupported(format!(
                 "`{name}`: {} encodings are not programmed here",
@@ -261,7 +261,7 @@ impl HwpmcBackend {
     }
 
     /// The plan of PMCs for `target`: mode, CPU, the process to attach to, the flags.
-    fn plan(&self, target: &Target) -> Result<Plan> {
+    fn plan(&self, target: &BackendTarget) -> Result<Plan> {
         let flags = if self.version.major() >= 10 {
             crate::abi::flag::EV_PMU
         } else {
@@ -278,7 +278,7 @@ impl HwpmcBackend {
             fixed_width: self.fixed_width,
         };
         match *target {
-            Target::Process { pid, inherit } => Ok(Plan {
+            BackendTarget::Process { pid, inherit } => Ok(Plan {
                 attach: (pid != self.pid).then_some(pid),
                 flags: flags
                     | if inherit {
@@ -288,23 +288,23 @@ impl HwpmcBackend {
                     },
                 ..base
             }),
-            Target::Cpu(cpu) if cpu < self.info.ncpu => Ok(Plan {
+            BackendTarget::Cpu(cpu) if cpu < self.info.ncpu => Ok(Plan {
                 mode: crate::abi::mode::SC,
                 cpu,
                 ..base
             }),
-            Target::Cpu(cpu) => Err(Error::invalid_input(format!(
+            BackendTarget::Cpu(cpu) => Err(Error::invalid_input(format!(
                 "CPU {cpu} does not exist: hwpmc reports CPUs 0-{}",
                 self.info.ncpu.saturating_sub(1)
             ))),
-            Target::ThisThread => Err(Error::unsupported(
+            BackendTarget::ThisThread => Err(Error::unsupported(
                 "hwpmc cannot count one thread: a process-mode PMC counts every thread of its process",
             )
-            .with_hint("use Target::process(std::process::id()) for this process")),
+            .with_hint("use BackendTarget::process(std::process::id()) for this process")),
             _ => Err(Error::unsupported(format!(
                 "hwpmc cannot measure {target} here"
             ))
-            .with_hint("use a process (Target::process) or a CPU (Target::cpu)")),
+            .with_hint("use a process (BackendTarget::process) or a CPU (BackendTarget::cpu)")),
         }
     }
 }
@@ -320,17 +320,17 @@ fn capabilities(pmu: Pmu, general: u32, width: u32, fixed: u32, fixed_width: u32
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::PerProcess);
-    capabilities.general_counters = Some(general);
-    capabilities.counter_width = Some(width);
-    capabilities.fixed_counters = if pmu == Pmu::Intel { fixed } else { 0 };
-    capabilities.fixed_width = (capabilities.fixed_counters > 0).then_some(fixed_width);
+    capabilities.set_general_counters(Some(general));
+    capabilities.set_counter_width(Some(width));
+    capabilities.set_fixed_counters(if pmu == Pmu::Intel { fixed } else { 0 });
+    capabilities.set_fixed_width((capabilities.fixed_counters() > 0).then_some(fixed_width));
     let mut targets = TargetSupport::NONE;
     targets.attach = true;
     targets.inherit = true;
     targets.cpu = true;
-    capabilities.targets = targets;
-    capabilities.multiplexing = true;
-    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
+    capabilities.set_targets(targets);
+    capabilities.set_multiplexing(true);
+    capabilities.set_multiplex_slice(Some(rotation::DEFAULT_SLICE));
     capabilities
 }
 
@@ -355,7 +355,7 @@ impl Backend for HwpmcBackend {
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let mut resolved =
             self.db
-                .resolve(Some(&self.cpu_id), event, &self.capabilities.accepts)?;
+                .resolve(Some(&self.cpu_id), event, self.capabilities.accepts())?;
         for term in &mut resolved.terms {
             let pmc = self
                 .pmc_event(&term.request)
@@ -371,7 +371,7 @@ impl Backend for HwpmcBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<HwpmcGroup> {
         let plan = self.plan(target)?;

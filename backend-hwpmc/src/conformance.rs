@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use counterhal_conformance::{ExactEvent, Subject};
 use counterhal_events::Database;
-use counterhal_hal::{Error, Result, Target};
+use counterhal_hal::{BackendTarget, Error, Result};
 
 use crate::abi::Version;
 use crate::{HwpmcBackend, ModelConfig, ModelEvent, ModelHandle};
@@ -76,8 +76,8 @@ impl Subject for ModelSubject {
         self.model.advance_ns(10 * units);
     }
 
-    fn target(&self) -> Target {
-        Target::process(self.model.caller())
+    fn target(&self) -> BackendTarget {
+        BackendTarget::process(self.model.caller())
     }
 
     /// Branches: a programmable counter only (instructions and cycles also have a fixed one
@@ -134,8 +134,8 @@ impl Subject for RealSubject {
 
     fn work(&self, _units: u64) {}
 
-    fn target(&self) -> Target {
-        Target::process(std::process::id())
+    fn target(&self) -> BackendTarget {
+        BackendTarget::process(std::process::id())
     }
 
     fn missing_device_error(&self) -> Option<Error> {

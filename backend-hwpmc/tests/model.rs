@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, Group, OpenOptions};
 use counterhal_hwpmc::abi::{
     CPU_ANY, PmcId, PmcOpPmcAllocate, PmcOpPmcAttach, PmcOpPmcRw, PmcOpSimple, Version, caps,
     class, flag, mode, op,
@@ -318,7 +318,7 @@ fn privileges_are_checked_as_the_kernel_does() {
 #[test]
 fn counts_wrap_at_the_width_and_the_backend_carries_them() {
     let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::intel()).unwrap();
-    let me = Target::process(model.caller());
+    let me = BackendTarget::process(model.caller());
     let mut group = backend
         .open_named(&["branches:u"], &me, &OpenOptions::default())
         .unwrap();
@@ -341,7 +341,7 @@ fn counts_wrap_at_the_width_and_the_backend_carries_them() {
 #[test]
 fn a_stop_lets_the_count_move_until_a_switch_out_and_the_backend_keeps_its_fold() {
     let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::amd()).unwrap();
-    let me = Target::process(model.caller());
+    let me = BackendTarget::process(model.caller());
     let mut group = backend
         .open_named(&["branches"], &me, &OpenOptions::default())
         .unwrap();
@@ -374,14 +374,14 @@ fn descendants_are_counted_only_when_asked() {
     let mut inherit = backend
         .open_named(
             &["branches"],
-            &Target::process_and_children(parent),
+            &BackendTarget::process_and_children(parent),
             &OpenOptions::default(),
         )
         .unwrap();
     let mut alone = backend
         .open_named(
             &["branches"],
-            &Target::process(parent),
+            &BackendTarget::process(parent),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -398,7 +398,7 @@ fn descendants_are_counted_only_when_asked() {
     let mut late = backend
         .open_named(
             &["branches"],
-            &Target::process_and_children(parent),
+            &BackendTarget::process_and_children(parent),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -407,7 +407,11 @@ fn descendants_are_counted_only_when_asked() {
     model.switch_out(child);
     assert_eq!(late.read_to_vec().unwrap()[0].value, 6);
     let thread = backend
-        .open_named(&["cycles"], &Target::ThisThread, &OpenOptions::default())
+        .open_named(
+            &["cycles"],
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(thread.kind(), ErrorKind::Unsupported);
 }
@@ -418,7 +422,11 @@ fn descendants_are_counted_only_when_asked() {
 fn a_cpu_target_counts_everything_on_that_cpu() {
     let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::intel().as_root()).unwrap();
     let mut group = backend
-        .open_named(&["branches"], &Target::cpu(3), &OpenOptions::default())
+        .open_named(
+            &["branches"],
+            &BackendTarget::cpu(3),
+            &OpenOptions::default(),
+        )
         .unwrap();
     group.enable().unwrap();
     let other = model.spawn(77);
@@ -432,7 +440,11 @@ fn a_cpu_target_counts_everything_on_that_cpu() {
         .unwrap()
         .0;
     let denied = user
-        .open_named(&["branches"], &Target::cpu(0), &OpenOptions::default())
+        .open_named(
+            &["branches"],
+            &BackendTarget::cpu(0),
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(denied.kind(), ErrorKind::PermissionDenied);
     assert!(
@@ -440,7 +452,11 @@ fn a_cpu_target_counts_everything_on_that_cpu() {
         "{denied}"
     );
     let nowhere = backend
-        .open_named(&["branches"], &Target::cpu(64), &OpenOptions::default())
+        .open_named(
+            &["branches"],
+            &BackendTarget::cpu(64),
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(nowhere.kind(), ErrorKind::InvalidInput);
 }
@@ -452,7 +468,7 @@ fn v9_ids_decode_in_v9_layout() {
     let (backend, model) =
         HwpmcBackend::with_model(db(), ModelConfig::intel().with_version(Version::V9)).unwrap();
     assert_eq!(backend.version(), Version::V9);
-    let me = Target::process(model.caller());
+    let me = BackendTarget::process(model.caller());
     let group = backend
         .open_named(&["instructions", "branches"], &me, &OpenOptions::default())
         .unwrap();
@@ -470,7 +486,7 @@ fn v9_ids_decode_in_v9_layout() {
 #[test]
 fn ungrouped_sets_take_turns_within_the_rows() {
     let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::amd()).unwrap();
-    let me = Target::process(model.caller());
+    let me = BackendTarget::process(model.caller());
     let names = ["branches"; 8];
     let grouped = backend
         .open_named(&names, &me, &OpenOptions::default())
@@ -528,7 +544,7 @@ fn configurations_follow_hwpmcs_evtsel_macros() {
     assert_eq!(pmc.fixed, Some(0));
     // The kernel counts what the configuration selects: user and kernel both by default.
     let (backend, model) = HwpmcBackend::with_model(db(), ModelConfig::intel()).unwrap();
-    let me = Target::process(model.caller());
+    let me = BackendTarget::process(model.caller());
     let mut group = backend
         .open_named(
             &["instructions", "branches:k"],
@@ -572,7 +588,7 @@ fn the_own_process_is_counted_without_a_debug_right() {
     let mut group = backend
         .open_named(
             &["branches"],
-            &Target::process(model.caller()),
+            &BackendTarget::process(model.caller()),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -583,7 +599,7 @@ fn the_own_process_is_counted_without_a_debug_right() {
     let refused = backend
         .open_named(
             &["branches"],
-            &Target::process(other),
+            &BackendTarget::process(other),
             &OpenOptions::default(),
         )
         .unwrap_err();

@@ -37,7 +37,7 @@ mod linux {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use counterhal_hal::{Backend, Group, OpenOptions, Target};
+    use counterhal_hal::{Backend, BackendTarget, Group, OpenOptions};
     use counterhal_linux::{LinuxBackend, LinuxGroup};
 
     use super::raw::{IOC_DISABLE, IOC_ENABLE, LEADER_ALONE, raw_ioctl};
@@ -71,7 +71,11 @@ mod linux {
             .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)
             .collect();
         let mut group = linux
-            .open(&requests, &Target::ThisThread, &OpenOptions::default())
+            .open(
+                &requests,
+                &BackendTarget::ThisThread,
+                &OpenOptions::default(),
+            )
             .unwrap();
         group.enable().unwrap();
         group

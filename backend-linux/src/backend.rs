@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind, EventRequest,
-    Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, Target,
+    Accepts, Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    EventRequest, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
     TargetSupport, check_family, countable_form,
 };
 
@@ -31,7 +31,7 @@ use crate::{breakpoint, sysfs, topdown, tracefs};
 /// The Linux `perf_event_open` backend.
 ///
 /// Create it with [`probe`]; it implements [`Backend`]. A command counted from its `exec`
-/// (`perf stat -- cmd`) is [`Target::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
+/// (`perf stat -- cmd`) is [`BackendTarget::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
 /// (the facade's `CountedCommand` does the whole run).
 #[derive(Clone, Debug)]
 pub struct LinuxBackend {
@@ -93,7 +93,7 @@ pub fn probe_with(
     backend
         .open(
             std::slice::from_ref(&request),
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .map_err(|e| e.context("perf_event_open is not usable"))?;
@@ -142,15 +142,14 @@ impl CorePmus {
     }
 }
 
-/// The capabilities of perf_event_open: counters the kernel schedules and multiplexes, per
-/// process, every target; self-monitoring reads where there is a hardware PMU.
+/// perf_event_open's: per process, multiplexed, every target, sysfs PMUs, rdpmc with a PMU.
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
-    capabilities.max_group_events = Some(MAX_GROUP_EVENTS as u32);
-    capabilities.sampling = true;
-    capabilities.multiplexing = true;
-    capabilities.targets = TargetSupport::ALL;
-    capabilities.self_monitoring_reads = self_monitoring;
+    capabilities.set_max_group_events(Some(MAX_GROUP_EVENTS as u32));
+    capabilities.set_sampling(true).set_sysfs_pmus(true);
+    capabilities.set_multiplexing(true);
+    capabilities.set_targets(TargetSupport::ALL);
+    capabilities.set_self_monitoring_reads(self_monitoring);
     capabilities
 }
 
@@ -210,7 +209,8 @@ impl LinuxBackend {
     /// Turns automatic `rdpmc` reads on or off (on by default; used only where valid).
     pub fn set_self_monitoring(&mut self, enabled: bool) {
         self.self_monitoring = enabled;
-        self.capabilities.self_monitoring_reads = enabled && self.facts.hardware_pmu;
+        let reads = enabled && self.facts.hardware_pmu;
+        self.capabilities.set_self_monitoring_reads(reads);
     }
 
     fn try_inherit_group_read(&self, request: &EventRequest) -> bool {
@@ -241,13 +241,17 @@ impl LinuxBackend {
         GeneralizedEvent::all()
             .filter(|event| {
                 self.resolve(&event.name()).is_ok_and(|resolved| {
-                    countable_form(self, &resolved, &Target::ThisThread).is_ok()
+                    countable_form(self, &resolved, &BackendTarget::ThisThread).is_ok()
                 })
             })
             .collect()
     }
 
-    pub(crate) fn placement(&self, target: &Target, options: &OpenOptions) -> Result<Placement> {
+    pub(crate) fn placement(
+        &self,
+        target: &BackendTarget,
+        options: &OpenOptions,
+    ) -> Result<Placement> {
         let existing_cpu = |cpu: u32| {
             let cpus = sys::configured_cpus();
             if cpu >= cpus {
@@ -285,30 +289,30 @@ impl LinuxBackend {
             sample_period: 0,
         };
         Ok(match *target {
-            Target::ThisThread => base,
-            Target::ThisThreadOnCpu(cpu) => Placement {
+            BackendTarget::ThisThread => base,
+            BackendTarget::ThisThreadOnCpu(cpu) => Placement {
                 cpu: existing_cpu(cpu)?,
                 ..base
             },
-            Target::Process { pid, inherit } => Placement {
+            BackendTarget::Process { pid, inherit } => Placement {
                 pid: to_pid(pid)?,
                 inherit,
                 format: if inherit { inherited_format() } else { group },
                 ..base
             },
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Placement {
+            BackendTarget::Cpu(cpu) | BackendTarget::Cgroup { cpu, .. } => Placement {
                 pid: -1,
                 cpu: existing_cpu(cpu)?,
                 ..base
             },
-            Target::Exec { pid } => Placement {
+            BackendTarget::Exec { pid } => Placement {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 inherit: true,
                 enable_on_exec: true,
                 format: inherited_format(),
                 ..base
             },
-            Target::ExecAlone { pid } => Placement {
+            BackendTarget::ExecAlone { pid } => Placement {
                 pid: to_pid(crate::exec::exec_child(pid)?)?,
                 enable_on_exec: true,
                 ..base
@@ -321,7 +325,7 @@ impl LinuxBackend {
         })
     }
 
-    /// `request` opened alone on `cpu`, counting every task there (as on `Target::Cpu`),
+    /// `request` opened alone on `cpu`, counting every task there (as on `BackendTarget::Cpu`),
     /// not inherited, disabled: a counter a BPF program reads (per-cgroup counting's BPF
     /// mode).
     ///
@@ -335,7 +339,7 @@ impl LinuxBackend {
         let encoding = perf_encoding(request, self.raw_format.as_deref())?;
         let place = Placement {
             format: ReadFormat::Single,
-            ..self.placement(&Target::Cpu(cpu), &OpenOptions::default())?
+            ..self.placement(&BackendTarget::Cpu(cpu), &OpenOptions::default())?
         };
         self.open_one(request, &encoding, None, &place, None)
             .map(|(fd, _)| fd)
@@ -489,7 +493,7 @@ impl Backend for LinuxBackend {
         }
         let resolved =
             self.db
-                .resolve_exact(self.cpu.as_deref(), event, &self.capabilities.accepts);
+                .resolve_exact(self.cpu.as_deref(), event, self.capabilities.accepts());
         // An event of the other core's table of an Intel hybrid chip
         // (`CPU_CLK_UNHALTED.CORE` for `adl_glc`), on that core's PMU.
         if resolved.is_err()
@@ -524,7 +528,7 @@ impl Backend for LinuxBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<LinuxGroup> {
         self.open_placed(events, target, options, 0)
@@ -543,7 +547,7 @@ impl LinuxBackend {
     pub fn open_sampling(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
         period: u64,
     ) -> Result<LinuxGroup> {
@@ -554,7 +558,7 @@ impl LinuxBackend {
     fn open_placed(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
         sample_period: u64,
     ) -> Result<LinuxGroup> {
@@ -567,7 +571,7 @@ impl LinuxBackend {
             ..self.placement(target, options)?
         };
         let cgroup = match target {
-            Target::Cgroup { path, .. } => Some(open_cgroup(path)?),
+            BackendTarget::Cgroup { path, .. } => Some(open_cgroup(path)?),
             _ => None,
         };
         let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
@@ -666,8 +670,10 @@ impl LinuxBackend {
     /// Whether a group on `target` may be read in user space: self-monitoring on, a hardware
     /// PMU, and the calling thread's own counters. `open_placed` adds: counting events (a
     /// sampling event's mapping is its caller's ring buffer), each on a core PMU.
-    fn reads_itself(&self, target: &Target) -> bool {
-        self.self_monitoring && self.facts.hardware_pmu && matches!(target, Target::ThisThread)
+    fn reads_itself(&self, target: &BackendTarget) -> bool {
+        self.self_monitoring
+            && self.facts.hardware_pmu
+            && matches!(target, BackendTarget::ThisThread)
     }
 
     /// Maps every event's page; keeps them only when all allow `rdpmc`.
@@ -916,7 +922,11 @@ mod tests {
         let backend = probe(db, None).unwrap();
         let request = EventRequest::new("task-clock", Encoding::Perf(software(1)));
         let group = backend
-            .open(&[request], &Target::ThisThread, &OpenOptions::default())
+            .open(
+                &[request],
+                &BackendTarget::ThisThread,
+                &OpenOptions::default(),
+            )
             .unwrap();
         assert!(!group.self_monitoring() || backend.facts().hardware_pmu);
         let leader = group.leader_fds().next().unwrap();

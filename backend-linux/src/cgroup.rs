@@ -1,13 +1,13 @@
-//! Counting by cgroup (`Target::Cgroup`): the cgroup's directory, opened to be passed as
+//! Counting by cgroup (`BackendTarget::Cgroup`): the cgroup's directory, opened to be passed as
 //! `perf_event_open`'s `pid` under `PERF_FLAG_PID_CGROUP`, and what the kernel's refusals
 //! mean there.
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use counterhal_hal::{Error, Result, Target};
+use counterhal_hal::{BackendTarget, Error, Result};
 
-/// The directory of a [`Target::Cgroup`], opened for `perf_event_open` (`pid` is its
+/// The directory of a [`BackendTarget::Cgroup`], opened for `perf_event_open` (`pid` is its
 /// descriptor under `PERF_FLAG_PID_CGROUP`).
 ///
 /// # Errors
@@ -35,10 +35,10 @@ pub(crate) fn open_cgroup(path: &Path) -> Result<OwnedFd> {
     }
 }
 
-/// The path of a [`Target::Cgroup`] (an empty path for any other target).
-pub(crate) fn path_of(target: &Target) -> &Path {
+/// The path of a [`BackendTarget::Cgroup`] (an empty path for any other target).
+pub(crate) fn path_of(target: &BackendTarget) -> &Path {
     match target {
-        Target::Cgroup { path, .. } => path,
+        BackendTarget::Cgroup { path, .. } => path,
         _ => Path::new(""),
     }
 }

@@ -2,7 +2,7 @@
 //! function and from the `getpid` system-call tracepoint.
 
 use counterhal_conformance::{CompanionEvent, ExactEvent, Subject};
-use counterhal_hal::{Backend, ErrorKind, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, OpenOptions};
 
 use crate::LinuxBackend;
 
@@ -37,9 +37,9 @@ impl LinuxSubject {
     /// Whether `name` opens on this thread, or fails for another reason than a permission
     /// this process lacks (such failures are the suite's to report).
     fn permitted(&self, name: &str) -> bool {
-        let opened = self
-            .backend
-            .open_named(&[name], &Target::ThisThread, &OpenOptions::default());
+        let opened =
+            self.backend
+                .open_named(&[name], &BackendTarget::ThisThread, &OpenOptions::default());
         !matches!(opened, Err(e) if e.kind() == ErrorKind::PermissionDenied)
     }
 
@@ -58,7 +58,7 @@ impl LinuxSubject {
             let name = format!("mem:{address:#x}:x{suffix}");
             match self.backend.open_named(
                 &[name.as_str()],
-                &Target::ThisThread,
+                &BackendTarget::ThisThread,
                 &OpenOptions::default(),
             ) {
                 Ok(set) => held.push(set),
@@ -72,7 +72,7 @@ impl LinuxSubject {
     /// Whether `name` opens on this thread.
     fn opens(&self, name: &str) -> bool {
         self.backend
-            .open_named(&[name], &Target::ThisThread, &OpenOptions::default())
+            .open_named(&[name], &BackendTarget::ThisThread, &OpenOptions::default())
             .is_ok()
     }
 }
@@ -116,8 +116,8 @@ impl Subject for LinuxSubject {
         std::hint::black_box(sum);
     }
 
-    fn target(&self) -> Target {
-        Target::ThisThread
+    fn target(&self) -> BackendTarget {
+        BackendTarget::ThisThread
     }
 
     fn companion_events(&self) -> Vec<CompanionEvent> {

@@ -580,7 +580,7 @@ mod tests {
         let mut group = counterhal_hal::Backend::open(
             &backend,
             &[request],
-            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::BackendTarget::ThisThread,
             &counterhal_hal::OpenOptions::default(),
         )
         .unwrap();
@@ -635,7 +635,7 @@ mod tests {
         counterhal_hal::Backend::open(
             &backend,
             &requests,
-            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::BackendTarget::ThisThread,
             &counterhal_hal::OpenOptions::grouped(),
         )
         .unwrap()
@@ -677,7 +677,7 @@ mod tests {
             )
             .unwrap(),
             &[request.clone(), request],
-            &counterhal_hal::Target::ThisThread,
+            &counterhal_hal::BackendTarget::ThisThread,
             &counterhal_hal::OpenOptions::ungrouped(),
         )
         .unwrap();
@@ -709,7 +709,7 @@ mod tests {
         backend
             .open_sampling(
                 &requests,
-                &counterhal_hal::Target::ThisThread,
+                &counterhal_hal::BackendTarget::ThisThread,
                 &counterhal_hal::OpenOptions::default(),
                 1_000_000,
             )

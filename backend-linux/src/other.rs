@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, Capabilities, DeviceKind, Error, EventRequest, Group, OpenOptions, Reading,
-    ResolvedEvent, Result, Target,
+    Backend, BackendTarget, Capabilities, DeviceKind, Error, EventRequest, Group, OpenOptions,
+    Reading, ResolvedEvent, Result,
 };
 
 /// The Linux backend; it cannot exist on this OS ([`probe`] always fails).
@@ -63,7 +63,7 @@ impl Backend for LinuxBackend {
     fn resolve(&self, _event: &str) -> Result<ResolvedEvent> {
         match self.never {}
     }
-    fn open(&self, _: &[EventRequest], _: &Target, _: &OpenOptions) -> Result<LinuxGroup> {
+    fn open(&self, _: &[EventRequest], _: &BackendTarget, _: &OpenOptions) -> Result<LinuxGroup> {
         match self.never {}
     }
 }

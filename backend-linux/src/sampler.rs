@@ -8,8 +8,8 @@
 use std::os::fd::{AsFd, OwnedFd};
 
 use counterhal_hal::{
-    Error, ErrorKind, EventRequest, OpenOptions, Rate, Record, Result, Sample, SampleOptions,
-    Sampler, Target, Wakeup, Walked,
+    BackendTarget, Error, ErrorKind, EventRequest, OpenOptions, Rate, Record, Result, Sample,
+    SampleOptions, Sampler, Wakeup, Walked,
 };
 
 use crate::attr::{build_attr, check_period};
@@ -114,7 +114,7 @@ impl LinuxBackend {
     pub fn open_sampler(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &SampleOptions,
     ) -> Result<LinuxSampler> {
         options.check()?;

@@ -8,7 +8,9 @@ use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use counterhal_hal::{Backend, ErrorKind, EventRequest, Group, OpenOptions, Reading, Target};
+use counterhal_hal::{
+    Backend, BackendTarget, ErrorKind, EventRequest, Group, OpenOptions, Reading,
+};
 use counterhal_linux::{LinuxBackend, LinuxGroup, WaitingChild, probe};
 
 fn backend() -> LinuxBackend {
@@ -29,7 +31,7 @@ fn requests(linux: &LinuxBackend, names: &[&str]) -> Vec<EventRequest> {
         .collect()
 }
 
-fn open(linux: &LinuxBackend, names: &[&str], target: Target, grouped: bool) -> LinuxGroup {
+fn open(linux: &LinuxBackend, names: &[&str], target: BackendTarget, grouped: bool) -> LinuxGroup {
     let options = if grouped {
         OpenOptions::grouped()
     } else {
@@ -66,7 +68,7 @@ fn execute_breakpoint_counts_exactly() {
     let linux = backend();
     let name = exec_breakpoint(counted_function);
     for n in [1u64, 10, 1_000, 12_345] {
-        let mut group = open(&linux, &[&name], Target::ThisThread, true);
+        let mut group = open(&linux, &[&name], BackendTarget::ThisThread, true);
         group.enable().unwrap();
         call(counted_function, n);
         group.disable().unwrap();
@@ -81,7 +83,12 @@ fn breakpoints_in_a_group_across_enable_disable_reset() {
     let linux = backend();
     let a = exec_breakpoint(counted_function);
     let b = exec_breakpoint(other_function);
-    let mut group = open(&linux, &[&a, "task-clock", &b], Target::ThisThread, true);
+    let mut group = open(
+        &linux,
+        &[&a, "task-clock", &b],
+        BackendTarget::ThisThread,
+        true,
+    );
     assert_eq!(group.kernel_groups(), 1);
     let mut readings = [Reading::default(); 3];
 
@@ -125,7 +132,12 @@ fn breakpoints_in_a_group_across_enable_disable_reset() {
 fn ungrouped_events_have_their_own_times() {
     let linux = backend();
     let a = exec_breakpoint(counted_function);
-    let mut group = open(&linux, &[&a, "page-faults"], Target::ThisThread, false);
+    let mut group = open(
+        &linux,
+        &[&a, "page-faults"],
+        BackendTarget::ThisThread,
+        false,
+    );
     assert_eq!(group.kernel_groups(), 2);
     group.enable().unwrap();
     call(counted_function, 33);
@@ -156,12 +168,21 @@ fn breakpoint_past_the_debug_registers_is_enospc() {
         })
         .collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let all = open(&linux, &refs[..slots as usize], Target::ThisThread, false);
+    let all = open(
+        &linux,
+        &refs[..slots as usize],
+        BackendTarget::ThisThread,
+        false,
+    );
     assert_eq!(all.len(), slots as usize);
     drop(all);
     let options = OpenOptions::ungrouped();
     let error = linux
-        .open(&requests(&linux, &refs), &Target::ThisThread, &options)
+        .open(
+            &requests(&linux, &refs),
+            &BackendTarget::ThisThread,
+            &options,
+        )
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
     assert_eq!(error.errno(), Some(libc_enospc()));
@@ -202,7 +223,7 @@ fn getpid_tracepoint_counts_exactly() {
         let mut group = open(
             &linux,
             &["syscalls:sys_enter_getpid"],
-            Target::ThisThread,
+            BackendTarget::ThisThread,
             true,
         );
         group.enable().unwrap();
@@ -233,7 +254,7 @@ fn set_filter_on_the_getpid_tracepoint() {
         let mut group = open(
             &linux,
             &["syscalls:sys_enter_getpid"],
-            Target::ThisThread,
+            BackendTarget::ThisThread,
             true,
         );
         group.set_filter(0, filter).unwrap();
@@ -248,7 +269,7 @@ fn set_filter_on_the_getpid_tracepoint() {
     let mut group = open(
         &linux,
         &["syscalls:sys_enter_getpid"],
-        Target::ThisThread,
+        BackendTarget::ThisThread,
         true,
     );
     let error = group.set_filter(0, "no_such_field ==== 1").unwrap_err();
@@ -266,7 +287,7 @@ fn set_filter_on_the_getpid_tracepoint() {
         }
         let options = counterhal_hal::OpenOptions::default();
         let mut group = linux
-            .open(&[request], &Target::ThisThread, &options)
+            .open(&[request], &BackendTarget::ThisThread, &options)
             .unwrap();
         group.enable().unwrap();
         for _ in 0..300 {
@@ -281,7 +302,7 @@ fn set_filter_on_the_getpid_tracepoint() {
         attr.filter = Some("fd == 1".to_string());
     }
     let error = linux
-        .open(&[clock], &Target::ThisThread, &Default::default())
+        .open(&[clock], &BackendTarget::ThisThread, &Default::default())
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
     assert!(error.message().contains("not a tracepoint"), "{error}");
@@ -329,7 +350,7 @@ fn period_ioctl() {
     let mut sampling = linux
         .open_sampling(
             &task_clock(&linux),
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &options,
             1_000_000,
         )
@@ -341,13 +362,13 @@ fn period_ioctl() {
     assert!(error.hint().unwrap().contains("nonzero period"), "{error}");
 
     let mut counting = linux
-        .open(&task_clock(&linux), &Target::ThisThread, &options)
+        .open(&task_clock(&linux), &BackendTarget::ThisThread, &options)
         .unwrap();
     let error = counting.set_period(1_000).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
     assert!(error.hint().unwrap().contains("sampling event"), "{error}");
     let error = linux
-        .open_sampling(&task_clock(&linux), &Target::ThisThread, &options, 0)
+        .open_sampling(&task_clock(&linux), &BackendTarget::ThisThread, &options, 0)
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
 }
@@ -360,7 +381,12 @@ fn refresh_ioctl_counts_until_the_overflow_limit() {
     let options = OpenOptions::default();
     let period = 2_000_000; // 2 ms of task clock
     let mut group = linux
-        .open_sampling(&task_clock(&linux), &Target::ThisThread, &options, period)
+        .open_sampling(
+            &task_clock(&linux),
+            &BackendTarget::ThisThread,
+            &options,
+            period,
+        )
         .unwrap();
     group.refresh(1).unwrap();
     busy_cpu_ms(60);
@@ -371,7 +397,7 @@ fn refresh_ioctl_counts_until_the_overflow_limit() {
     );
     // A counting event has no overflows to limit.
     let mut counting = linux
-        .open(&task_clock(&linux), &Target::ThisThread, &options)
+        .open(&task_clock(&linux), &BackendTarget::ThisThread, &options)
         .unwrap();
     let error = counting.refresh(1).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
@@ -395,7 +421,7 @@ fn msr_with_modifiers_on_a_cpu_blames_the_exclude_bits() {
     let error = linux
         .open(
             &requests(&linux, &["msr/tsc/u"]),
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap_err();
@@ -413,7 +439,7 @@ fn page_faults_at_least_pages_touched() {
     let mut group = open(
         &linux,
         &["page-faults", "minor-faults"],
-        Target::ThisThread,
+        BackendTarget::ThisThread,
         true,
     );
     let pages = 2_048;
@@ -462,7 +488,7 @@ fn thread_cpu_ns() -> u64 {
 #[test]
 fn task_clock_matches_thread_cpu_time() {
     let linux = backend();
-    let mut group = open(&linux, &["task-clock"], Target::ThisThread, true);
+    let mut group = open(&linux, &["task-clock"], BackendTarget::ThisThread, true);
     group.enable().unwrap();
     let before = thread_cpu_ns();
     let mut x = 0u64;
@@ -480,11 +506,11 @@ fn task_clock_matches_thread_cpu_time() {
 
 const THREE_EXECS: &str = "/bin/true; /bin/true; exit 0";
 
-fn execve_count(linux: &LinuxBackend, target_of: impl Fn(&WaitingChild) -> Target) -> u64 {
+fn execve_count(linux: &LinuxBackend, target_of: impl Fn(&WaitingChild) -> BackendTarget) -> u64 {
     let mut child = WaitingChild::spawn(&["sh".into(), "-c".into(), THREE_EXECS.into()]).unwrap();
     let target = target_of(&child);
     let mut group = open(linux, &["syscalls:sys_enter_execve"], target.clone(), true);
-    if !matches!(target, Target::Exec { .. }) {
+    if !matches!(target, BackendTarget::Exec { .. }) {
         group.enable().unwrap();
     }
     child.release().unwrap();
@@ -507,12 +533,12 @@ fn inherit_counts_children_and_attach_without_inherit_does_not() {
         linux.inherit_group_read()
     );
     // The shell's own exec (counted from before it) plus its two children's.
-    let inherited = execve_count(&linux, |c| Target::Process {
+    let inherited = execve_count(&linux, |c| BackendTarget::Process {
         pid: c.pid(),
         inherit: true,
     });
     assert_eq!(inherited, 3);
-    let alone = execve_count(&linux, |c| Target::Process {
+    let alone = execve_count(&linux, |c| BackendTarget::Process {
         pid: c.pid(),
         inherit: false,
     });
@@ -529,7 +555,7 @@ fn attach_counts_another_process() {
         .args(["-c", "while :; do :; done"])
         .spawn()
         .unwrap();
-    let target = Target::Process {
+    let target = BackendTarget::Process {
         pid: busy.id(),
         inherit: false,
     };
@@ -550,7 +576,7 @@ fn attach_counts_another_process() {
     let error = linux
         .open(
             &requests(&linux, &["task-clock"]),
-            &Target::Process {
+            &BackendTarget::Process {
                 pid: 0x3fff_fff0,
                 inherit: false,
             },
@@ -572,7 +598,7 @@ fn per_cpu_counting_as_root() {
     let mut group = open(
         &linux,
         &["cpu-clock", "context-switches"],
-        Target::Cpu(0),
+        BackendTarget::Cpu(0),
         true,
     );
     group.enable().unwrap();
@@ -586,7 +612,7 @@ fn per_cpu_counting_as_root() {
     let error = linux
         .open(
             &requests(&linux, &["cpu-clock"]),
-            &Target::Cpu(100_000),
+            &BackendTarget::Cpu(100_000),
             &OpenOptions::default(),
         )
         .unwrap_err();
@@ -606,7 +632,7 @@ fn hardware_events_are_enoent_without_a_cpu_pmu() {
         let error = linux
             .open(
                 &requests(&linux, &[name]),
-                &Target::ThisThread,
+                &BackendTarget::ThisThread,
                 &OpenOptions::default(),
             )
             .unwrap_err();
@@ -631,7 +657,7 @@ fn msr_tsc_through_sysfs_alias() {
     let mut group = open(
         &linux,
         &["msr/tsc/", "task-clock"],
-        Target::ThisThread,
+        BackendTarget::ThisThread,
         true,
     );
     group.enable().unwrap();
@@ -660,13 +686,13 @@ fn no_fd_leak_over_10000_cycles() {
     for _ in 0..4 {
         for _ in 0..2_500 {
             let mut group = linux
-                .open(&reqs, &Target::ThisThread, &OpenOptions::default())
+                .open(&reqs, &BackendTarget::ThisThread, &OpenOptions::default())
                 .unwrap();
             group.enable().unwrap();
             drop(group);
         }
         for _ in 0..250 {
-            let _ = linux.open(&bad, &Target::ThisThread, &OpenOptions::default());
+            let _ = linux.open(&bad, &BackendTarget::ThisThread, &OpenOptions::default());
         }
         counts.push(count_fds());
     }
@@ -700,7 +726,7 @@ fn unprivileged_child_probe() {
     let error = linux
         .open(
             &requests(&linux, &["task-clock"]),
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap_err();
@@ -713,7 +739,7 @@ fn unprivileged_child_probe() {
     if let counterhal_hal::Encoding::Perf(e) = &mut user[0].encoding {
         e.domain = counterhal_hal::Domain::USER;
     }
-    let user_only = linux.open(&user, &Target::ThisThread, &OpenOptions::default());
+    let user_only = linux.open(&user, &BackendTarget::ThisThread, &OpenOptions::default());
     println!(
         "USER-ONLY {}",
         if user_only.is_ok() { "ok" } else { "refused" }
@@ -786,7 +812,7 @@ fn kernel_counting_is_eacces_for_unprivileged_users() {
     }
 }
 
-/// `Target::Exec` is a command held before exec by this process: never this process, init,
+/// `BackendTarget::Exec` is a command held before exec by this process: never this process, init,
 /// or another process's child, whose counters would start at some later exec it does not
 /// control.
 #[test]
@@ -798,9 +824,9 @@ fn an_exec_target_must_be_a_held_child_of_this_process() {
     let options = OpenOptions::default();
     for pid in [1, std::process::id(), std::os::unix::process::parent_id()] {
         let error = linux
-            .open(&events, &Target::Exec { pid }, &options)
+            .open(&events, &BackendTarget::Exec { pid }, &options)
             .err()
-            .unwrap_or_else(|| panic!("Target::Exec {{ pid: {pid} }} was accepted"));
+            .unwrap_or_else(|| panic!("BackendTarget::Exec {{ pid: {pid} }} was accepted"));
         assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
         assert!(
             error.hint().is_some_and(|h| h.contains("WaitingChild")),
@@ -820,7 +846,7 @@ fn ungrouped_events_are_enabled_for_nearly_the_same_time() {
     let mut set = open(
         &linux,
         &["task-clock", "page-faults", "context-switches", "cpu-clock"],
-        Target::ThisThread,
+        BackendTarget::ThisThread,
         false,
     );
     set.enable().unwrap();
@@ -854,7 +880,11 @@ fn the_open_file_hint_names_the_limit_of_the_failed_open() {
         let requests = requests(&linux, &["page-faults"]);
         let mut held = Vec::new();
         let error = loop {
-            match linux.open(&requests, &Target::this_thread(), &OpenOptions::grouped()) {
+            match linux.open(
+                &requests,
+                &BackendTarget::this_thread(),
+                &OpenOptions::grouped(),
+            ) {
                 Ok(group) => held.push(group),
                 Err(e) => break e,
             }

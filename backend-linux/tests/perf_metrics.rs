@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, Encoding, ErrorKind, OpenOptions, PerfAttr, Target};
+use counterhal_hal::{Backend, BackendTarget, Encoding, ErrorKind, OpenOptions, PerfAttr};
 use counterhal_linux::{SystemPaths, probe_with};
 
 /// A PMU tree under a fresh temporary directory: `cpu` (type 4) with the `events/` files
@@ -156,7 +156,7 @@ fn without_a_core_pmu_the_group_is_not_supported() {
         .map(|name| spr.resolve(name).unwrap().terms[0].request.clone())
         .collect();
     let options = OpenOptions::grouped();
-    let Err(e) = spr.open(&requests, &Target::ThisThread, &options) else {
+    let Err(e) = spr.open(&requests, &BackendTarget::ThisThread, &options) else {
         panic!("the group opened without a core PMU");
     };
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");

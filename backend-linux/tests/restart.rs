@@ -12,7 +12,7 @@ use counterhal_conformance::workload::{INSTRUCTIONS_PER_ITERATION, retire_instru
 use std::hint::black_box;
 use std::sync::Arc;
 
-use counterhal_hal::{Backend, EventRequest, Group, OpenOptions, Reading, Target};
+use counterhal_hal::{Backend, BackendTarget, EventRequest, Group, OpenOptions, Reading};
 use counterhal_linux::{LinuxBackend, LinuxGroup, probe};
 
 const GETPID: &str = "syscalls:sys_enter_getpid";
@@ -34,7 +34,11 @@ fn open(linux: &LinuxBackend, names: &[&str]) -> LinuxGroup {
         .map(|term| term.request)
         .collect();
     let group = linux
-        .open(&requests, &Target::ThisThread, &OpenOptions::grouped())
+        .open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::grouped(),
+        )
         .unwrap_or_else(|e| panic!("{names:?}: {e}"));
     assert_eq!(group.kernel_groups(), 1, "{names:?} form one kernel group");
     group

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-use counterhal_hal::{Backend, EventRequest, Record, SampleFields, SampleOptions, Sampler, Target};
+use counterhal_hal::{
+    Backend, BackendTarget, EventRequest, Record, SampleFields, SampleOptions, Sampler,
+};
 use counterhal_linux::{LinuxBackend, LinuxSampler, probe};
 
 /// The tracepoint whose hits the exact tests count, and why it may not be there.
@@ -32,7 +34,7 @@ fn request(linux: &LinuxBackend, name: &str) -> EventRequest {
 
 fn sampler(linux: &LinuxBackend, name: &str, options: &SampleOptions) -> LinuxSampler {
     linux
-        .open_sampler(&[request(linux, name)], &Target::ThisThread, options)
+        .open_sampler(&[request(linux, name)], &BackendTarget::ThisThread, options)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
@@ -278,7 +280,7 @@ fn options_no_ring_could_honour_are_refused() {
     let error = linux
         .open_sampler(
             &[request(&linux, "page-faults")],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &options,
         )
         .unwrap_err();
@@ -350,7 +352,7 @@ fn cycles_sampled_give_one_sample_per_period_of_the_count() {
     let options = SampleOptions::period(PERIOD, SampleFields::profile()).ring_pages(256);
     let mut s = match linux.open_sampler(
         &[request(&linux, "cycles:u")],
-        &Target::ThisThread,
+        &BackendTarget::ThisThread,
         &options,
     ) {
         Ok(s) => s,
@@ -424,7 +426,7 @@ fn each_sample_carries_the_group_s_values() {
     let options = SampleOptions::period(100, fields);
     let requests = [request(&linux, name), request(&linux, "page-faults")];
     let mut s = linux
-        .open_sampler(&requests, &Target::ThisThread, &options)
+        .open_sampler(&requests, &BackendTarget::ThisThread, &options)
         .unwrap();
     s.enable().unwrap();
     for _ in 0..1_000 {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use counterhal_conformance::workload::retire_instructions;
-use counterhal_hal::{Backend, EventRequest, Group, OpenOptions, Reading, Target};
+use counterhal_hal::{Backend, BackendTarget, EventRequest, Group, OpenOptions, Reading};
 use counterhal_linux::probe;
 
 /// Why this machine withholds user-space counter reads, if it says so.
@@ -59,7 +59,11 @@ fn user_space_reads_bracket_the_kernel_s_count() {
         .map(|term| term.request)
         .collect();
     let mut group = linux
-        .open(&requests, &Target::ThisThread, &OpenOptions::default())
+        .open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap();
     assert!(
         group.self_monitoring(),
@@ -120,7 +124,11 @@ fn a_reset_while_counting_reads_what_the_kernel_reads() {
         .map(|term| term.request)
         .collect();
     let mut group = linux
-        .open(&requests, &Target::ThisThread, &OpenOptions::default())
+        .open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap();
     group.enable().unwrap();
     for round in 0..5 {

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Evtsel, ExtraMsr, Family, GeneralizedEvent, HardwareEvent, OpenOptions, Preset,
-    ResolvedEvent, Result, Scope, Target, TargetSupport, check_family,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Evtsel, ExtraMsr, Family, GeneralizedEvent, HardwareEvent,
+    OpenOptions, Preset, ResolvedEvent, Result, Scope, TargetSupport, check_family,
 };
 use counterhal_x86::signature::hybrid_core;
 use counterhal_x86::{CounterRef, Counters, Demand, rotation, schedule_for, turn_length};
@@ -28,7 +28,7 @@ use crate::shared::{Claims, CpuClaims, Shared, real_claims};
 /// [`MsrDevice`], never touching a register outside the [`AllowList`].
 ///
 /// Counting is per logical CPU and system wide: a group counts everything that runs on its
-/// CPU. [`Target::Cpu`] measures that CPU; [`Target::ThisThread`] pins the calling thread to
+/// CPU. [`BackendTarget::Cpu`] measures that CPU; [`BackendTarget::ThisThread`] pins the calling thread to
 /// the CPU it runs on (`sched_setaffinity`) until the group is dropped and measures that CPU.
 /// Other targets are [`ErrorKind::Unsupported`]. A group that fits its counters runs whole
 /// (`time_running == time_enabled`, both from the TSC); independent events
@@ -114,7 +114,7 @@ impl MsrBackend {
     /// ```
     /// use std::sync::Arc;
     /// use counterhal_hal::{Backend, CounterSet, Domain, Encoding, EventRequest, Evtsel, Group,
-    ///                      OpenOptions, Target};
+    ///                      OpenOptions, BackendTarget};
     /// use counterhal_msr::{MsrBackend, PmuModelKind};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
@@ -125,7 +125,7 @@ impl MsrBackend {
     /// encoding.counters = CounterSet::first(4);
     /// encoding.fixed = Some(0);
     /// let request = EventRequest::new("instructions:u", Encoding::Evtsel(encoding));
-    /// let mut group = backend.open(&[request], &Target::Cpu(0), &OpenOptions::default()).unwrap();
+    /// let mut group = backend.open(&[request], &BackendTarget::Cpu(0), &OpenOptions::default()).unwrap();
     /// group.enable().unwrap();
     /// model.feed_instructions(1_000, 500); // 1000 in user mode, 500 in kernel mode
     /// model.advance_nanos(10_000);
@@ -210,25 +210,25 @@ impl MsrBackend {
         architectural(&self.shared.pmu, name)
     }
 
-    fn target_cpu(&self, target: &Target) -> Result<(u32, Option<ThreadPin>)> {
+    fn target_cpu(&self, target: &BackendTarget) -> Result<(u32, Option<ThreadPin>)> {
         let cpus = self.shared.device.cpu_count();
         match *target {
-            Target::Cpu(cpu) if cpu < cpus => Ok((cpu, None)),
-            Target::Cpu(cpu) => Err(Error::new(
+            BackendTarget::Cpu(cpu) if cpu < cpus => Ok((cpu, None)),
+            BackendTarget::Cpu(cpu) => Err(Error::new(
                 ErrorKind::NotFound,
                 format!(
                     "CPU {cpu} does not exist (the MSR device has CPUs 0-{})",
                     cpus.saturating_sub(1)
                 ),
             )),
-            Target::ThisThread => {
+            BackendTarget::ThisThread => {
                 let pin = self.shared.device.pin_this_thread()?;
                 Ok((pin.cpu, Some(pin)))
             }
             ref other => Err(Error::unsupported(format!(
                 "the msr backend cannot measure {other}: MSR counters count per CPU, system wide"
             ))
-            .with_hint("measure a CPU (Target::Cpu) or this thread (pinned to its CPU)")),
+            .with_hint("measure a CPU (BackendTarget::Cpu) or this thread (pinned to its CPU)")),
         }
     }
 
@@ -236,7 +236,7 @@ impl MsrBackend {
     fn validate(&self, request: &EventRequest, view: &CoreView) -> Result<Candidate> {
         let (pmu, allow) = (view.pmu.as_ref(), &view.allow);
         let name = &request.name;
-        check_family("msr", &self.shared.capabilities.accepts, request)?;
+        check_family("msr", self.shared.capabilities.accepts(), request)?;
         let Encoding::Evtsel(encoding) = request.encoding else {
             // `check_family` let only event selects through.
             return Err(Error::unsupported(format!("{name}: not an event select")));
@@ -356,16 +356,16 @@ fn capabilities(pmu: &PmuInfo) -> Capabilities {
     }
     let accepts = Accepts::new(&[Family::Evtsel], domains, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(pmu.gp_counters);
-    capabilities.counter_width = Some(pmu.gp_width);
-    capabilities.fixed_counters = pmu.fixed_counters();
-    capabilities.fixed_width = (pmu.fixed_counters() > 0).then_some(pmu.fixed_width);
+    capabilities.set_general_counters(Some(pmu.gp_counters));
+    capabilities.set_counter_width(Some(pmu.gp_width));
+    capabilities.set_fixed_counters(pmu.fixed_counters());
+    capabilities.set_fixed_width((pmu.fixed_counters() > 0).then_some(pmu.fixed_width));
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
     targets.cpu = true;
-    capabilities.targets = targets;
-    capabilities.multiplexing = true;
-    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
+    capabilities.set_targets(targets);
+    capabilities.set_multiplexing(true);
+    capabilities.set_multiplex_slice(Some(rotation::DEFAULT_SLICE));
     capabilities
 }
 
@@ -388,7 +388,7 @@ impl Backend for MsrBackend {
     /// encoding (`Unsupported`), falls back to [`MsrBackend::architectural_encoding`].
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
         let cpu = self.shared.cpu_model.as_deref();
-        let accepts = &self.shared.capabilities.accepts;
+        let accepts = self.shared.capabilities.accepts();
         match self.shared.db.resolve(cpu, event, accepts) {
             Ok(resolved) => Ok(resolved),
             Err(error) if error.kind() == ErrorKind::Unsupported => {
@@ -407,7 +407,7 @@ impl Backend for MsrBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<MsrGroup> {
         if events.is_empty() {
@@ -429,7 +429,7 @@ impl Backend for MsrBackend {
                     cpu,
                     |name| self.resolve(name).ok(),
                     |name| {
-                        let accepts = &shared.capabilities.accepts;
+                        let accepts = shared.capabilities.accepts();
                         match shared.db.resolve(view.cpu_model.as_deref(), name, accepts) {
                             // As `resolve` falls back: the architectural encoding, on this
                             // CPU's PMU.

@@ -80,7 +80,7 @@ impl Subject for ModelSubject {
 
     fn counter_event(&self) -> Option<(String, u32)> {
         // Branches have no fixed counter: they compete for the general-purpose ones only.
-        let counters = self.backend.capabilities().general_counters?;
+        let counters = self.backend.capabilities().general_counters()?;
         Some(("branches".to_string(), counters))
     }
 
@@ -130,7 +130,7 @@ impl Subject for RealSubject {
     fn work(&self, _units: u64) {}
 
     fn counter_event(&self) -> Option<(String, u32)> {
-        let counters = self.backend.capabilities().general_counters?;
+        let counters = self.backend.capabilities().general_counters()?;
         Some(("branches".to_string(), counters))
     }
 

@@ -113,7 +113,7 @@ impl ThreadPin {
         {
             Err(
                 Error::unsupported("pinning a thread to a CPU is implemented on Linux only")
-                    .with_hint("measure a CPU (Target::Cpu) instead"),
+                    .with_hint("measure a CPU (BackendTarget::Cpu) instead"),
             )
         }
     }

@@ -104,7 +104,7 @@ impl MsrGroup {
         self.cpu
     }
 
-    /// Whether the calling thread was pinned for this group (a [`Target::ThisThread`](counterhal_hal::Target::ThisThread) group on
+    /// Whether the calling thread was pinned for this group (a [`BackendTarget::ThisThread`](counterhal_hal::BackendTarget::ThisThread) group on
     /// the real device).
     pub fn pinned_thread(&self) -> bool {
         self._pin.as_ref().is_some_and(ThreadPin::is_pinned)

@@ -6,8 +6,8 @@
 //!
 //! **For users.** [`probe`] opens the real device (Linux `/dev/cpu/N/msr_safe` or
 //! `/dev/cpu/N/msr`) and decodes the PMU with the CPUID instruction. Counting is per logical
-//! CPU and system wide: [`Target::Cpu`](counterhal_hal::Target::Cpu) measures one CPU,
-//! [`Target::ThisThread`](counterhal_hal::Target::ThisThread) pins the calling thread to the
+//! CPU and system wide: [`BackendTarget::Cpu`](counterhal_hal::BackendTarget::Cpu) measures one CPU,
+//! [`BackendTarget::ThisThread`](counterhal_hal::BackendTarget::ThisThread) pins the calling thread to the
 //! CPU it runs on (`sched_setaffinity`) for the life of the group and measures that CPU, so
 //! its counts include whatever else runs there. Times come from the TSC. An allow-list
 //! ([`AllowList`]) built from the decoded PMU refuses every MSR that is not one of its PMU

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use counterhal_hal::{
-    Backend, CounterSet, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions,
-    Target,
+    Backend, BackendTarget, CounterSet, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group,
+    OpenOptions,
 };
 use counterhal_msr::regs::*;
 use counterhal_msr::{Access, MsrBackend, PmuArch, PmuInfo, PmuModelKind};
@@ -281,7 +281,7 @@ fn hostile_encodings_are_refused_before_any_access() {
         // Alone, and behind a valid event: neither touches a register.
         for events in [vec![hostile.clone()], vec![cycles_gp(&model), hostile]] {
             let error = backend
-                .open(&events, &Target::Cpu(0), &OpenOptions::default())
+                .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
                 .unwrap_err();
             assert_eq!(error.kind(), error_kind, "{kind} {what}: {error}");
             assert!(error.message().starts_with(what), "{kind}: {error}");
@@ -312,7 +312,7 @@ fn a_whole_session_stays_on_the_list() {
         let pmu = backend.pmu();
         events.truncate((pmu.gp_counters + pmu.fixed_counters()) as usize);
         let mut group = backend
-            .open(&events, &Target::Cpu(1), &OpenOptions::default())
+            .open(&events, &BackendTarget::Cpu(1), &OpenOptions::default())
             .unwrap();
         group.enable().unwrap();
         group.set_counter(0, 1).unwrap();
@@ -381,7 +381,7 @@ fn host_and_guest_filters_only_where_amd_has_the_bits() {
         config.family = family;
         let (backend, model) =
             MsrBackend::with_model_config(std::sync::Arc::clone(&db), config).unwrap();
-        let domains = backend.capabilities().accepts.domains;
+        let domains = backend.capabilities().accepts().domains;
         assert_eq!(
             domains.contains(Domain::HOST),
             filters,
@@ -391,7 +391,7 @@ fn host_and_guest_filters_only_where_amd_has_the_bits() {
         host_only.counters = CounterSet::first(4);
         host_only.domain = Domain::DEFAULT.difference(Domain::GUEST);
         let request = EventRequest::new("cycles:H", Encoding::Evtsel(host_only));
-        let opened = backend.open(&[request], &Target::Cpu(0), &OpenOptions::default());
+        let opened = backend.open(&[request], &BackendTarget::Cpu(0), &OpenOptions::default());
         assert_eq!(opened.is_ok(), filters, "family {family:#x}");
         if !filters {
             assert_eq!(opened.unwrap_err().kind(), ErrorKind::Unsupported);

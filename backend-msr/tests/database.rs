@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, Encoding, ErrorKind, EventRequest, Group, OpenOptions, Target};
+use counterhal_hal::{
+    Backend, BackendTarget, Encoding, ErrorKind, EventRequest, Group, OpenOptions,
+};
 use counterhal_msr::{CounterRef, ModelDevice, MsrBackend, PmuModelKind};
 
 fn shipped() -> Arc<Database> {
@@ -22,7 +24,7 @@ fn open_named(backend: &MsrBackend, names: &[&str]) -> counterhal_msr::MsrGroup 
         .map(|term| term.request)
         .collect();
     backend
-        .open(&requests, &Target::Cpu(0), &OpenOptions::default())
+        .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap()
 }
 
@@ -157,7 +159,7 @@ fn hostile_events_files() {
             .unwrap_or_else(|e| panic!("{name}: the database refused to encode it: {e}"));
         let requests: Vec<EventRequest> = resolved.terms.into_iter().map(|t| t.request).collect();
         let error = backend
-            .open(&requests, &Target::Cpu(0), &OpenOptions::default())
+            .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{name}: {error}");
         assert!(error.message().contains(needle), "{name}: {error}");

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, Encoding, ErrorKind, EventRequest, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, Encoding, ErrorKind, EventRequest, OpenOptions};
 use counterhal_msr::{ModelHandle, MsrBackend, MsrGroup, PmuModelKind};
 
 /// An Ice Lake SP (family 6 model 0x6a) modelled as a perfmon v4 PMU.
@@ -31,7 +31,7 @@ fn requests(backend: &MsrBackend, names: &[&str]) -> Vec<EventRequest> {
 fn open(backend: &MsrBackend, names: &[&str]) -> counterhal_hal::Result<MsrGroup> {
     backend.open(
         &requests(backend, names),
-        &Target::Cpu(0),
+        &BackendTarget::Cpu(0),
         &OpenOptions::default(),
     )
 }

@@ -8,8 +8,8 @@ use counterhal_events::Database;
 use std::time::Duration;
 
 use counterhal_hal::{
-    Backend, DeviceKind, Encoding, Error, ErrorKind, EventRequest, Evtsel, Group, OpenOptions,
-    Result, Target,
+    Backend, BackendTarget, DeviceKind, Encoding, Error, ErrorKind, EventRequest, Evtsel, Group,
+    OpenOptions, Result,
 };
 use counterhal_msr::regs::IA32_PERFEVTSEL0;
 use counterhal_msr::{
@@ -35,7 +35,7 @@ fn on_device(device: impl MsrDevice + 'static, named: Option<&str>) -> MsrBacken
 /// The event select programmed on `cpu` when `events` open there (event and unit mask).
 fn programmed(backend: &MsrBackend, events: &[EventRequest], cpu: u32) -> u64 {
     let mut group = backend
-        .open(events, &Target::Cpu(cpu), &OpenOptions::default())
+        .open(events, &BackendTarget::Cpu(cpu), &OpenOptions::default())
         .unwrap_or_else(|e| panic!("CPU {cpu}: {e}"));
     group.enable().unwrap();
     let select = backend.read_msr(cpu, IA32_PERFEVTSEL0).unwrap();
@@ -72,7 +72,7 @@ fn each_cpu_counts_with_its_cores_table() {
     let divider = single(&backend, "ARITH.DIVIDER_ACTIVE");
     programmed(&backend, std::slice::from_ref(&divider), 0);
     let error = backend
-        .open(&[divider], &Target::Cpu(2), &OpenOptions::default())
+        .open(&[divider], &BackendTarget::Cpu(2), &OpenOptions::default())
         .unwrap_err();
     let text = error.to_string();
     assert!(
@@ -89,7 +89,7 @@ fn each_cpu_counts_with_its_cores_table() {
     let mut group = backend
         .open(
             std::slice::from_ref(&user),
-            &Target::Cpu(3),
+            &BackendTarget::Cpu(3),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -154,7 +154,7 @@ fn a_cpu_whose_cpuid_cannot_be_read_is_refused_with_the_reason() {
     let cond = single(&backend, "BR_INST_RETIRED.COND");
     assert_eq!(programmed(&backend, std::slice::from_ref(&cond), 2), 0x7ec4);
     let error = backend
-        .open(&[cond], &Target::Cpu(3), &OpenOptions::default())
+        .open(&[cond], &BackendTarget::Cpu(3), &OpenOptions::default())
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::DeviceMissing, "{error}");
     let text = error.to_string();
@@ -182,14 +182,16 @@ fn each_core_counts_on_its_own_counters() {
         })
         .collect();
     let grouped = OpenOptions::default();
-    let core = backend.open(&events, &Target::Cpu(0), &grouped).unwrap();
+    let core = backend
+        .open(&events, &BackendTarget::Cpu(0), &grouped)
+        .unwrap();
     drop(core);
     let error = backend
-        .open(&events, &Target::Cpu(3), &grouped)
+        .open(&events, &BackendTarget::Cpu(3), &grouped)
         .unwrap_err();
     assert!(error.to_string().contains("counter"), "{error}");
     let mut atom = backend
-        .open(&events, &Target::Cpu(3), &OpenOptions::ungrouped())
+        .open(&events, &BackendTarget::Cpu(3), &OpenOptions::ungrouped())
         .unwrap();
     atom.enable().unwrap();
     atom.disable().unwrap();

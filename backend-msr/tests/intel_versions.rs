@@ -3,7 +3,7 @@
 //! AnyThread), and AnyThread on v3 and v4.
 
 use counterhal_hal::Evtsel;
-use counterhal_hal::{Backend, CounterSet, ErrorKind, Group, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, CounterSet, ErrorKind, Group, OpenOptions};
 use counterhal_msr::regs::{self, fixed_ctrl};
 use counterhal_msr::{CounterRef, MsrBackend, PmuModelKind};
 
@@ -49,7 +49,7 @@ fn v1_starts_and_stops_by_the_en_bits_alone() {
         ),
     ];
     let mut group = backend
-        .open(&events, &Target::Cpu(0), &OpenOptions::default())
+        .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     assert_eq!(counters(&group), [CounterRef::Gp(0), CounterRef::Gp(1)]);
     // Programmed with EN clear: nothing counts before enable.
@@ -99,7 +99,7 @@ fn v1_wraps_at_40_bits_without_overflow_status() {
         None,
     );
     let mut group = backend
-        .open(&[event], &Target::Cpu(0), &OpenOptions::default())
+        .open(&[event], &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     group.enable().unwrap();
     // Within 2^31 of 2^40, so IA32_PMC0's sign-extending 32-bit write can load it.
@@ -125,7 +125,7 @@ fn v5_decodes_a_fixed_counter_bitmap_with_a_gap() {
     assert!(!allow.permits(regs::IA32_FIXED_CTR0 + 1, counterhal_msr::Access::Read));
     assert!(allow.permits(regs::IA32_FIXED_CTR0 + 2, counterhal_msr::Access::Write));
     assert_eq!(
-        backend.capabilities().fixed_counters,
+        backend.capabilities().fixed_counters(),
         2,
         "two fixed counters exist"
     );
@@ -141,7 +141,7 @@ fn v5_event_for_a_missing_fixed_counter_falls_back_to_a_gp_counter() {
         request("ref-cycles", select(0x3C, 1, true, true), any_gp, Some(2)),
     ];
     let mut group = backend
-        .open(&events, &Target::Cpu(0), &OpenOptions::default())
+        .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     assert_eq!(
         counters(&group),
@@ -192,7 +192,11 @@ fn v5_event_only_for_the_missing_fixed_counter_is_refused_clearly() {
         Some(1),
     );
     let error = backend
-        .open(&[only_fixed_1], &Target::Cpu(0), &OpenOptions::default())
+        .open(
+            &[only_fixed_1],
+            &BackendTarget::Cpu(0),
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{error}");
     assert!(
@@ -228,7 +232,7 @@ fn any_thread_on_v3_and_v4_reaches_both_kinds_of_counter() {
             ),
         ];
         let mut group = backend
-            .open(&events, &Target::Cpu(0), &OpenOptions::default())
+            .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap();
         assert_eq!(counters(&group), [CounterRef::Fixed(0), CounterRef::Gp(0)]);
         group.enable().unwrap();
@@ -260,7 +264,7 @@ fn any_thread_is_refused_on_v2_and_v5() {
                 fixed,
             );
             let error = backend
-                .open(&[event], &Target::Cpu(0), &OpenOptions::default())
+                .open(&[event], &BackendTarget::Cpu(0), &OpenOptions::default())
                 .unwrap_err();
             assert_eq!(error.kind(), ErrorKind::InvalidEvent, "{kind}: {error}");
             assert!(error.message().contains("0x200000"), "{kind}: {error}");

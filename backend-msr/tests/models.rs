@@ -1,8 +1,8 @@
 //! Conformance-style behaviour of the backend on every PMU model, one body for all.
 
 use counterhal_hal::{
-    Backend, CounterSet, DeviceKind, Encoding, ErrorKind, EventRequest, Group, OpenOptions,
-    PerfAttr, Reading, Scope, Target,
+    Backend, BackendTarget, CounterSet, DeviceKind, Encoding, ErrorKind, EventRequest, Group,
+    OpenOptions, PerfAttr, Reading, Scope,
 };
 use counterhal_msr::{CounterRef, PmuModelKind, regs};
 
@@ -20,7 +20,7 @@ fn counts_fed_events_exactly_with_tsc_times() {
         let (backend, model) = model(kind);
         let events = [instructions(&backend, &model), cycles_gp(&model)];
         let mut group = backend
-            .open(&events, &Target::Cpu(0), &OpenOptions::default())
+            .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap();
         assert_eq!(group.len(), 2);
         model.feed_instructions(1_000, 1_000);
@@ -48,7 +48,7 @@ fn reads_are_monotonic_and_stable_after_disable() {
         let mut group = backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(1),
+                &BackendTarget::Cpu(1),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -97,7 +97,7 @@ fn reset_zeroes_values_and_keeps_times() {
         let mut group = backend
             .open(
                 &[instructions(&backend, &model)],
-                &Target::Cpu(0),
+                &BackendTarget::Cpu(0),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -133,7 +133,7 @@ fn privilege_levels_filter() {
         let expected = [30, 12, 42];
         for (events, expected) in events.chunks(room).zip(expected.chunks(room)) {
             let mut group = backend
-                .open(events, &Target::Cpu(0), &OpenOptions::default())
+                .open(events, &BackendTarget::Cpu(0), &OpenOptions::default())
                 .unwrap();
             group.enable().unwrap();
             model.feed_cycles(30, 12);
@@ -157,7 +157,7 @@ fn fixed_counters_are_used_where_they_exist() {
                 instructions(&backend, &model),
                 instructions(&backend, &model),
             ],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -170,7 +170,7 @@ fn fixed_counters_are_used_where_they_exist() {
     let group = backend
         .open(
             &[request("inst:c=1", cmask, CounterSet::first(4), Some(0))],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -184,7 +184,7 @@ fn exhausted_counters_are_no_counter_available() {
         let gp = backend.pmu().gp_counters as usize;
         let too_many: Vec<EventRequest> = (0..=gp).map(|_| cycles_gp(&model)).collect();
         let error = backend
-            .open(&too_many, &Target::Cpu(0), &OpenOptions::default())
+            .open(&too_many, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap_err();
         assert_eq!(
             error.kind(),
@@ -196,12 +196,12 @@ fn exhausted_counters_are_no_counter_available() {
         // Counters are claimed per CPU across groups, and released on drop.
         let all: Vec<EventRequest> = (0..gp).map(|_| cycles_gp(&model)).collect();
         let first = backend
-            .open(&all, &Target::Cpu(0), &OpenOptions::default())
+            .open(&all, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap();
         let error = backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(0),
+                &BackendTarget::Cpu(0),
                 &OpenOptions::default(),
             )
             .unwrap_err();
@@ -209,7 +209,7 @@ fn exhausted_counters_are_no_counter_available() {
         backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(1),
+                &BackendTarget::Cpu(1),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -222,7 +222,7 @@ fn exhausted_counters_are_no_counter_available() {
             );
         }
         backend
-            .open(&all, &Target::Cpu(0), &OpenOptions::default())
+            .open(&all, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap();
     });
 }
@@ -239,7 +239,7 @@ fn counters_enabled_by_someone_else_are_left_alone() {
         let group = backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(0),
+                &BackendTarget::Cpu(0),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -252,7 +252,7 @@ fn counters_enabled_by_someone_else_are_left_alone() {
             None,
         );
         let error = backend
-            .open(&[only0], &Target::Cpu(0), &OpenOptions::default())
+            .open(&[only0], &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
         assert!(error.message().contains("another user"), "{kind}: {error}");
@@ -270,36 +270,36 @@ fn targets() {
     each_model(|kind| {
         let (backend, model) = model(kind);
         let caps = backend.capabilities();
-        assert_eq!(caps.scope, Scope::SystemWidePerCpu);
-        assert!(caps.supports(&Target::ThisThread) && caps.supports(&Target::Cpu(0)));
-        assert!(!caps.supports(&Target::Process {
+        assert_eq!(caps.scope(), Scope::SystemWidePerCpu);
+        assert!(caps.supports(&BackendTarget::ThisThread) && caps.supports(&BackendTarget::Cpu(0)));
+        assert!(!caps.supports(&BackendTarget::Process {
             pid: 1,
             inherit: false
         }));
-        assert!(caps.multiplexing);
+        assert!(caps.multiplexing());
         assert_eq!(
-            caps.multiplex_slice,
+            caps.multiplex_slice(),
             Some(std::time::Duration::from_millis(4))
         );
-        assert_eq!(caps.general_counters, Some(backend.pmu().gp_counters));
+        assert_eq!(caps.general_counters(), Some(backend.pmu().gp_counters));
         let events = [cycles_gp(&model)];
         let options = OpenOptions::default();
         let group = backend
-            .open(&events, &Target::ThisThread, &options)
+            .open(&events, &BackendTarget::ThisThread, &options)
             .unwrap();
         assert_eq!(group.cpu(), 0, "{kind}: a model runs the thread on CPU 0");
         assert!(!group.pinned_thread());
         drop(group);
         let error = backend
-            .open(&events, &Target::Cpu(2), &options)
+            .open(&events, &BackendTarget::Cpu(2), &options)
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NotFound, "{kind}");
         for target in [
-            Target::Process {
+            BackendTarget::Process {
                 pid: 1,
                 inherit: true,
             },
-            Target::Exec { pid: 1 },
+            BackendTarget::Exec { pid: 1 },
         ] {
             let error = backend.open(&events, &target, &options).unwrap_err();
             assert_eq!(error.kind(), ErrorKind::Unsupported, "{kind}");
@@ -315,16 +315,22 @@ fn bad_requests() {
     each_model(|kind| {
         let (backend, model) = model(kind);
         let options = OpenOptions::default();
-        let error = backend.open(&[], &Target::Cpu(0), &options).unwrap_err();
+        let error = backend
+            .open(&[], &BackendTarget::Cpu(0), &options)
+            .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidInput);
         let perf = EventRequest::new("cycles", Encoding::Perf(PerfAttr::new(0, 0)));
         let error = backend
-            .open(&[perf], &Target::Cpu(0), &options)
+            .open(&[perf], &BackendTarget::Cpu(0), &options)
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unsupported);
         assert!(error.message().contains("perf attr"), "{error}");
         let mut group = backend
-            .open(&vec![cycles_gp(&model); 2], &Target::Cpu(0), &options)
+            .open(
+                &vec![cycles_gp(&model); 2],
+                &BackendTarget::Cpu(0),
+                &options,
+            )
             .unwrap();
         let mut short = [Reading::default(); 1];
         assert_eq!(
@@ -344,7 +350,7 @@ fn architectural_fallback_resolves_generic_events() {
         let requests: Vec<EventRequest> =
             resolved.terms.iter().map(|t| t.request.clone()).collect();
         let mut group = backend
-            .open(&requests, &Target::Cpu(0), &OpenOptions::default())
+            .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::default())
             .unwrap();
         group.enable().unwrap();
         model.feed_instructions(40, 2);
@@ -380,7 +386,7 @@ fn register_writes_land_where_the_pmu_says() {
     let _group = backend
         .open(
             &[cycles_gp(&model)],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -390,7 +396,7 @@ fn register_writes_land_where_the_pmu_says() {
     let _group = backend
         .open(
             &[cycles_gp(&model)],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use counterhal_hal::{Backend, CounterSet, ErrorKind, Group, OpenOptions, Reading, Target};
+use counterhal_hal::{Backend, BackendTarget, CounterSet, ErrorKind, Group, OpenOptions, Reading};
 use counterhal_msr::{CounterRef, MsrGroup, PmuModelKind};
 
 use crate::common::{self, instructions, model, request, select};
@@ -49,7 +49,7 @@ fn run(kind: PmuModelKind, steps: u64, noisy: bool) -> Run {
         requests.push(instructions(&backend, &model));
     }
     let mut group = backend
-        .open(&requests, &Target::Cpu(0), &OpenOptions::ungrouped())
+        .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::ungrouped())
         .unwrap();
     assert!(group.turns() > 1, "{kind}: {group:?}");
     if fixed {
@@ -211,7 +211,9 @@ fn disable_stops_the_times_and_reset_zeroes_the_values() {
         })
         .collect();
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
-    let mut group = backend.open(&requests, &Target::Cpu(0), &options).unwrap();
+    let mut group = backend
+        .open(&requests, &BackendTarget::Cpu(0), &options)
+        .unwrap();
     group.enable().unwrap();
     for _ in 0..500 {
         model.feed(0x10, 0x01, 1, 0);
@@ -256,7 +258,7 @@ fn a_grouped_set_that_does_not_fit_still_fails() {
             })
             .collect();
         let error = backend
-            .open(&requests, &Target::Cpu(0), &OpenOptions::grouped())
+            .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::grouped())
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{kind}");
         assert!(
@@ -285,7 +287,7 @@ fn dropping_a_rotating_set_frees_every_counter() {
             })
             .collect();
         let mut group = backend
-            .open(&requests, &Target::Cpu(0), &OpenOptions::ungrouped())
+            .open(&requests, &BackendTarget::Cpu(0), &OpenOptions::ungrouped())
             .unwrap();
         group.enable().unwrap();
         model.advance_nanos(9_000_000);
@@ -294,7 +296,7 @@ fn dropping_a_rotating_set_frees_every_counter() {
         model.advance_nanos(9_000_000);
         let full: Vec<_> = requests.iter().take(gp as usize).cloned().collect();
         backend
-            .open(&full, &Target::Cpu(0), &OpenOptions::grouped())
+            .open(&full, &BackendTarget::Cpu(0), &OpenOptions::grouped())
             .unwrap();
     }
 }
@@ -351,7 +353,9 @@ fn the_real_device_s_timer_switches_without_the_counted_thread() {
         })
         .collect();
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
-    let mut group = backend.open(&requests, &Target::Cpu(0), &options).unwrap();
+    let mut group = backend
+        .open(&requests, &BackendTarget::Cpu(0), &options)
+        .unwrap();
     group.enable().unwrap();
     // The counted "thread" does nothing but let the model's clock run; the timer thread
     // switches the turns on its own.
@@ -393,7 +397,9 @@ fn extreme_intervals_are_taken_without_panic() {
             })
             .collect();
         let options = OpenOptions::ungrouped().multiplex_interval(interval);
-        let mut group = backend.open(&requests, &Target::Cpu(0), &options).unwrap();
+        let mut group = backend
+            .open(&requests, &BackendTarget::Cpu(0), &options)
+            .unwrap();
         group.enable().unwrap();
         // A zero interval is the shortest turn, 100 µs: ten in 1 ms.
         model.advance_nanos(1_000_000);

@@ -2,7 +2,7 @@
 //! EN-bit equivalents on PMUs without a global control.
 
 use counterhal_hal::Evtsel;
-use counterhal_hal::{Backend, Group, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, Group, OpenOptions};
 use counterhal_msr::regs::*;
 use counterhal_msr::{MsrWrite, PmuModelKind};
 
@@ -17,7 +17,7 @@ fn intel_v4_freeze_unfreeze_and_overflow_clear() {
     let (backend, model) = model(PmuModelKind::IntelV4);
     let events = [instructions(&backend, &model), cycles_gp(&model)];
     let mut group = backend
-        .open(&events, &Target::Cpu(0), &OpenOptions::default())
+        .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     // Global control after reset: 4 GP + 3 fixed enables. Ours: GP 0 (bit 0), fixed 0 (bit 32).
     let all = 0x7_0000_000F;
@@ -117,7 +117,7 @@ fn amd_perfmon_v2_uses_its_global_registers() {
     let mut group = backend
         .open(
             &[cycles_gp(&model)],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -160,7 +160,7 @@ fn without_global_control_en_bits_start_and_stop() {
     let (backend, model) = model(kind);
     let events = [cycles_gp(&model), cycles_gp(&model)];
     let mut group = backend
-        .open(&events, &Target::Cpu(0), &OpenOptions::default())
+        .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     let select = 0x76 | Evtsel::USR | Evtsel::OS;
     assert_eq!(

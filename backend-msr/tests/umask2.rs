@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, ErrorKind, EventRequest, Evtsel, Group, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, EventRequest, Evtsel, Group, OpenOptions};
 use counterhal_msr::regs::IA32_PERFEVTSEL0;
 use counterhal_msr::{ModelDevice, ModelHandle, MsrBackend, PmuInfo, PmuModelKind};
 
@@ -52,7 +52,7 @@ fn the_second_byte_is_written_to_bits_47_40() {
     let mut group = backend
         .open(
             &requests(&backend, STLB_HIT),
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -77,7 +77,7 @@ fn a_pmu_without_umask2_refuses_it_saying_why() {
     let error = backend
         .open(
             &requests(&backend, STLB_HIT),
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap_err();
@@ -87,7 +87,7 @@ fn a_pmu_without_umask2_refuses_it_saying_why() {
     // Events without the second byte still open on that PMU.
     let plain = backend.open(
         &requests(&backend, "DTLB_LOAD_MISSES.WALK_COMPLETED"),
-        &Target::Cpu(0),
+        &BackendTarget::Cpu(0),
         &OpenOptions::default(),
     );
     assert!(plain.is_ok(), "{:?}", plain.err());

@@ -1,6 +1,6 @@
 //! Wraparound accounting across 2^48 and 2^40.
 
-use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Target};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, Group, OpenOptions};
 use counterhal_msr::{CounterRef, PmuModelKind, regs};
 
 use crate::common::{self, cycles_gp, instructions, model};
@@ -19,7 +19,7 @@ fn across_2_pow_48_on_every_48_bit_model() {
         let mut group = backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(0),
+                &BackendTarget::Cpu(0),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -49,7 +49,7 @@ fn a_whole_period_between_reads_needs_the_status_bit() {
         let mut group = backend
             .open(
                 &[cycles_gp(&model)],
-                &Target::Cpu(0),
+                &BackendTarget::Cpu(0),
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -79,7 +79,7 @@ fn intel_fixed_counter_across_2_pow_48() {
     let mut group = backend
         .open(
             &[instructions(&backend, &model)],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();
@@ -101,7 +101,7 @@ fn across_2_pow_40_with_sign_extended_loads() {
     assert!(!backend.pmu().full_width_writes);
     let events = [cycles_gp(&model), instructions(&backend, &model)];
     let mut group = backend
-        .open(&events, &Target::Cpu(0), &OpenOptions::default())
+        .open(&events, &BackendTarget::Cpu(0), &OpenOptions::default())
         .unwrap();
     group.enable().unwrap();
     // 2^40 - 100 loads through IA32_PMC0 as 0xFFFFFF9C, sign-extended.
@@ -145,7 +145,7 @@ fn the_width_comes_from_cpuid() {
     let mut group = backend
         .open(
             &[cycles_gp(&model)],
-            &Target::Cpu(0),
+            &BackendTarget::Cpu(0),
             &OpenOptions::default(),
         )
         .unwrap();

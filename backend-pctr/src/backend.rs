@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, Target, TargetSupport,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Family, OpenOptions, ResolvedEvent, Result, Scope, TargetSupport,
     check_family,
 };
 use counterhal_x86::{
@@ -61,7 +61,7 @@ impl PctrBackend {
     /// ```
     /// use std::sync::Arc;
     /// use counterhal_hal::{Backend, CounterSet, Domain, Encoding, EventRequest, Evtsel, Group,
-    ///                      OpenOptions, Target};
+    ///                      OpenOptions, BackendTarget};
     /// use counterhal_pctr::{ModelCpu, PctrBackend};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
@@ -71,7 +71,7 @@ impl PctrBackend {
     /// encoding.domain = Domain::DEFAULT.with_levels(Domain::USER);
     /// encoding.counters = CounterSet::first(2);
     /// let request = EventRequest::new("INST_RETIRED:u", Encoding::Evtsel(encoding));
-    /// let mut group = backend.open(&[request], &Target::ThisThread, &OpenOptions::default())?;
+    /// let mut group = backend.open(&[request], &BackendTarget::ThisThread, &OpenOptions::default())?;
     /// group.enable()?;
     /// model.retire_instructions(1_000, 500); // the kernel-mode 500 are filtered out
     /// let readings = group.read_to_vec()?;
@@ -259,7 +259,7 @@ impl PctrBackend {
     /// programs on this CPU.
     pub fn program_word(&self, request: &EventRequest) -> Result<(u32, CounterSet)> {
         let name = &request.name;
-        check_family("pctr", &self.capabilities.accepts, request)?;
+        check_family("pctr", self.capabilities.accepts(), request)?;
         let (word, counters, fixed) = match &request.encoding {
             Encoding::P5Cesr(cesr) => (cesr.field(), cesr.counters, None),
             Encoding::Evtsel(evtsel) => {
@@ -337,14 +337,14 @@ fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     };
     let accepts = Accepts::new(families, Domain::USER | Domain::KERNEL, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(counters);
-    capabilities.counter_width = Some(width);
+    capabilities.set_general_counters(Some(counters));
+    capabilities.set_counter_width(Some(width));
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
-    capabilities.targets = targets;
-    capabilities.self_monitoring_reads = kind.user_rdpmc();
-    capabilities.multiplexing = true;
-    capabilities.multiplex_slice = Some(rotation::DEFAULT_SLICE);
+    capabilities.set_targets(targets);
+    capabilities.set_self_monitoring_reads(kind.user_rdpmc());
+    capabilities.set_multiplexing(true);
+    capabilities.set_multiplex_slice(Some(rotation::DEFAULT_SLICE));
     capabilities
 }
 
@@ -369,7 +369,7 @@ impl Backend for PctrBackend {
     /// On a P6 table, pctr(1)'s names that the table spells otherwise (`DATA_MEM_REF` for
     /// `DATA_MEM_REFS`, and `DATA_MEM_CACHE_REF`, 0x44, which it lacks) are accepted too.
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        let accepts = &self.capabilities.accepts;
+        let accepts = self.capabilities.accepts();
         let mut resolved = match self.db.resolve(Some(&self.cpu_id), event, accepts) {
             Ok(resolved) => resolved,
             Err(error) if error.kind() == ErrorKind::InvalidEvent && self.p6_table() => {
@@ -404,14 +404,14 @@ impl Backend for PctrBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<PctrGroup> {
         if !target.is_this_thread() {
             return Err(Error::unsupported(format!(
                 "pctr cannot measure {target}: it counts whatever runs on the CPU that reads it"
             ))
-            .with_hint("use Target::ThisThread (counts are system wide on that CPU)"));
+            .with_hint("use BackendTarget::ThisThread (counts are system wide on that CPU)"));
         }
         if self.counters == 0 {
             return Err(Error::unsupported(format!(

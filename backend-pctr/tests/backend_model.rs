@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group,
-    OpenOptions, P5Cesr, PerfAttr, Reading, Scope, Target,
+    Backend, BackendTarget, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest,
+    Evtsel, Group, OpenOptions, P5Cesr, PerfAttr, Reading, Scope,
 };
 use counterhal_pctr::abi::{PCIOCS0, PCIOCS1};
 use counterhal_pctr::{
@@ -85,7 +85,11 @@ fn instructions(cpu: ModelCpu, user: bool, kernel: bool) -> EventRequest {
 }
 
 fn open(backend: &PctrBackend, requests: &[EventRequest]) -> counterhal_hal::Result<PctrGroup> {
-    backend.open(requests, &Target::ThisThread, &OpenOptions::default())
+    backend.open(
+        requests,
+        &BackendTarget::ThisThread,
+        &OpenOptions::default(),
+    )
 }
 
 fn values(group: &mut PctrGroup) -> Vec<u64> {
@@ -512,16 +516,16 @@ fn only_this_thread_is_a_target() {
     let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::Amd);
     let events = [instructions(ModelCpu::Amd, true, true)];
     for target in [
-        Target::Cpu(0),
-        Target::Process {
+        BackendTarget::Cpu(0),
+        BackendTarget::Process {
             pid: 1,
             inherit: false,
         },
-        Target::Process {
+        BackendTarget::Process {
             pid: 1,
             inherit: true,
         },
-        Target::Exec { pid: 1 },
+        BackendTarget::Exec { pid: 1 },
     ] {
         let error = backend
             .open(&events, &target, &OpenOptions::default())
@@ -553,7 +557,7 @@ fn cpu_without_counters_is_unsupported() {
     let (backend, _model) = PctrBackend::with_model(db(), ModelCpu::TscOnly);
     let error = open(&backend, &[request("x", 0xc0, 0b1)]).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
-    assert_eq!(backend.capabilities().general_counters, Some(0));
+    assert_eq!(backend.capabilities().general_counters(), Some(0));
 }
 
 #[test]
@@ -606,25 +610,25 @@ fn capabilities_say_what_pctr_is() {
         let (backend, _model) = PctrBackend::with_model(db(), cpu);
         let caps = backend.capabilities();
         assert_eq!(backend.name(), "pctr");
-        assert_eq!(caps.general_counters, Some(cpu.counters()));
+        assert_eq!(caps.general_counters(), Some(cpu.counters()));
         let width = if cpu.abi() == Abi::Legacy { 40 } else { 48 };
-        assert_eq!(caps.counter_width, Some(width), "{cpu}");
-        assert_eq!(caps.fixed_counters, 0);
-        assert_eq!(caps.scope, Scope::SystemWidePerCpu);
+        assert_eq!(caps.counter_width(), Some(width), "{cpu}");
+        assert_eq!(caps.fixed_counters(), 0);
+        assert_eq!(caps.scope(), Scope::SystemWidePerCpu);
         // Multiplexed in software, in perf's 4 ms turns.
-        assert!(caps.multiplexing);
+        assert!(caps.multiplexing());
         assert_eq!(
-            caps.multiplex_slice,
+            caps.multiplex_slice(),
             Some(std::time::Duration::from_millis(4))
         );
         assert_eq!(caps.domains(), Domain::USER | Domain::KERNEL);
-        assert!(caps.supports(&Target::ThisThread));
-        assert!(!caps.supports(&Target::Cpu(0)));
-        assert!(!caps.supports(&Target::Process {
+        assert!(caps.supports(&BackendTarget::ThisThread));
+        assert!(!caps.supports(&BackendTarget::Cpu(0)));
+        assert!(!caps.supports(&BackendTarget::Process {
             pid: 1,
             inherit: false
         }));
-        assert_eq!(caps.self_monitoring_reads, cpu != ModelCpu::P5, "{cpu}");
+        assert_eq!(caps.self_monitoring_reads(), cpu != ModelCpu::P5, "{cpu}");
     }
 }
 
@@ -653,8 +657,8 @@ fn p5_counts_under_the_current_abi() {
     assert_eq!(backend.cpu_kind(), cpu);
     assert_eq!(backend.counter_width(), 40);
     let caps = backend.capabilities();
-    assert_eq!(caps.general_counters, Some(2));
-    assert!(!caps.self_monitoring_reads);
+    assert_eq!(caps.general_counters(), Some(2));
+    assert!(!caps.self_monitoring_reads());
     let mut group = open(
         &backend,
         &[
@@ -742,7 +746,7 @@ fn i386_kernel_mask_sets_the_wrap_width() {
     let (backend, model) = PctrBackend::with_model_config(db(), config);
     assert_eq!(config.hardware_width(), 48);
     assert_eq!(backend.counter_width(), 40);
-    assert_eq!(backend.capabilities().counter_width, Some(40));
+    assert_eq!(backend.capabilities().counter_width(), Some(40));
     let mut group = open(&backend, &[instructions(cpu, true, false)]).unwrap();
     group.enable().unwrap();
     model.retire_instructions(100, 0);
@@ -800,7 +804,7 @@ fn legacy_tsc_only_cpu_is_unsupported() {
         .unwrap();
     let (backend, model) = PctrBackend::with_model_config(db(), config);
     assert_eq!(backend.abi(), Abi::Legacy);
-    assert_eq!(backend.capabilities().general_counters, Some(0));
+    assert_eq!(backend.capabilities().general_counters(), Some(0));
     let error = open(&backend, &[request("x", 0x16, 0b11)]).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);
     assert!(model.recent_sets().is_empty());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use counterhal_events::{Database, EncoderKind};
 use counterhal_hal::{
-    Backend, ErrorKind, GeneralizedEvent, Group, HardwareEvent, OpenOptions, Target,
+    Backend, BackendTarget, ErrorKind, GeneralizedEvent, Group, HardwareEvent, OpenOptions,
 };
 use counterhal_pctr::{ModelCpu, PctrBackend, function};
 
@@ -114,7 +114,7 @@ fn instructions_resolve_and_count_on_every_cpu() {
         let mut group = backend
             .open_named(
                 &["instructions"],
-                &Target::ThisThread,
+                &BackendTarget::ThisThread,
                 &OpenOptions::default(),
             )
             .unwrap();
@@ -137,7 +137,7 @@ fn user_modifier_filters_kernel_mode() {
     let mut group = backend
         .open_named(
             &["INST_RETIRED:u"],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap();
@@ -153,7 +153,7 @@ fn p6_counter_constraints_come_from_the_database() {
     assert_eq!(pctr_function(&backend, "MUL").1, 0b10);
     let options = OpenOptions::default();
     let mut group = backend
-        .open_named(&["MUL", "FLOPS"], &Target::ThisThread, &options)
+        .open_named(&["MUL", "FLOPS"], &BackendTarget::ThisThread, &options)
         .unwrap();
     group.enable().unwrap();
     model.feed(0x12, None, 3, 0);
@@ -169,7 +169,7 @@ fn p6_counter_constraints_come_from_the_database() {
     let error = backend
         .open_named(
             &["FP_COMP_OPS_EXE", "CYCLES_DIV_BUSY"],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &options,
         )
         .unwrap_err();
@@ -255,7 +255,11 @@ fn pctr1_names_resolve_and_our_unit_mask_defaults_hold() {
         .request
         .clone();
     let mut group = backend
-        .open(&[request], &Target::ThisThread, &OpenOptions::default())
+        .open(
+            &[request],
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap();
     group.enable().unwrap();
     model.feed(0x43, None, 11, 4);

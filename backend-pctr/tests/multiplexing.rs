@@ -9,8 +9,8 @@ use std::time::Duration;
 use counterhal_conformance::Subject;
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest, Evtsel, Group,
-    OpenOptions, P5Cesr, Reading, Target,
+    Backend, BackendTarget, CounterSet, DeviceKind, Domain, Encoding, ErrorKind, EventRequest,
+    Evtsel, Group, OpenOptions, P5Cesr, Reading,
 };
 use counterhal_pctr::conformance::{ModelSubject, model_subjects};
 use counterhal_pctr::{
@@ -93,7 +93,7 @@ fn open_rotating(backend: &PctrBackend) -> (PctrGroup, Vec<(u16, u32, u64)>) {
     let group = backend
         .open(
             &requests(cpu, &events),
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::ungrouped(),
         )
         .unwrap();
@@ -275,7 +275,11 @@ fn six_events_open_on_the_p6_in_three_turns_of_colliding_constraints() {
     }
     // Grouped, they do not fit: no counter available, naming the events.
     let error = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::default())
+        .open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
     assert!(error.to_string().contains("e0x"), "{error}");
@@ -296,7 +300,7 @@ fn the_six_p6_events_open_by_name_and_estimate_within_two_percent() {
     ];
     let list: Vec<&str> = names.iter().map(|&(name, _, _)| name).collect();
     let mut set = backend
-        .open_named(&list, &Target::ThisThread, &OpenOptions::ungrouped())
+        .open_named(&list, &BackendTarget::ThisThread, &OpenOptions::ungrouped())
         .unwrap();
     let events: Vec<(u16, u32, u64)> = names.iter().map(|&(_, c, r)| (c, 0, r)).collect();
     set.enable().unwrap();
@@ -312,7 +316,7 @@ fn the_six_p6_events_open_by_name_and_estimate_within_two_percent() {
     );
     // Grouped, they do not fit.
     let error = backend
-        .open_named(&list, &Target::ThisThread, &OpenOptions::default())
+        .open_named(&list, &BackendTarget::ThisThread, &OpenOptions::default())
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NoCounterAvailable, "{error}");
 }
@@ -326,7 +330,11 @@ fn a_counter_wraps_across_switches_without_loss() {
     model.set_ioctl_cycles(0);
     let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
     let mut group = backend
-        .open(&requests, &Target::ThisThread, &OpenOptions::ungrouped())
+        .open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::ungrouped(),
+        )
         .unwrap();
     assert_eq!(group.turns(), 2);
     preload_first_turn(&model, &group, (1u64 << 40) - 7_000);
@@ -476,7 +484,7 @@ fn three_copies_every_millisecond(backend: &PctrBackend) -> PctrGroup {
     let requests = vec![event(ModelCpu::P5, 0x16, 0b11); 3];
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::from_millis(1));
     let mut group = backend
-        .open(&requests, &Target::ThisThread, &options)
+        .open(&requests, &BackendTarget::ThisThread, &options)
         .unwrap();
     group.enable().unwrap();
     group
@@ -494,7 +502,7 @@ fn the_interval_comes_from_the_open_options() {
     let options = OpenOptions::ungrouped().multiplex_interval(Duration::ZERO);
     drop(group);
     let _group = backend
-        .open(&requests, &Target::ThisThread, &options)
+        .open(&requests, &BackendTarget::ThisThread, &options)
         .unwrap();
     assert_eq!(model.timers(), 1);
 }
@@ -509,7 +517,11 @@ fn dropping_a_rotating_set_frees_every_counter_and_its_timer() {
     assert_eq!(model.timers(), 1);
     // Another set finds no counter while the rotating one holds both.
     let error = backend
-        .open(&requests[..1], &Target::ThisThread, &OpenOptions::default())
+        .open(
+            &requests[..1],
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NoCounterAvailable);
     drop(group);
@@ -518,7 +530,7 @@ fn dropping_a_rotating_set_frees_every_counter_and_its_timer() {
     // Both counters are free again: 0x10 (counter 0) and 0x11 (counter 1) open as a group.
     let pair = [requests[0].clone(), requests[3].clone()];
     backend
-        .open(&pair, &Target::ThisThread, &OpenOptions::default())
+        .open(&pair, &BackendTarget::ThisThread, &OpenOptions::default())
         .unwrap();
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use counterhal_events::{CpuIdentity, Database, Vendor};
 use counterhal_hal::{
-    Backend, CounterSet, Encoding, ErrorKind, EventRequest, Evtsel, Group, OpenOptions, P5Cesr,
-    Target,
+    Backend, BackendTarget, CounterSet, Encoding, ErrorKind, EventRequest, Evtsel, Group,
+    OpenOptions, P5Cesr,
 };
 use counterhal_pctr::abi::{PCIOCRD_CURRENT, PctrStCurrent, PctrStTransitionalI386};
 use counterhal_pctr::{
@@ -57,7 +57,11 @@ fn evtsel(name: &str, word: u32, counters: u32) -> EventRequest {
 }
 
 fn open(backend: &PctrBackend, requests: &[EventRequest]) -> counterhal_hal::Result<PctrGroup> {
-    backend.open(requests, &Target::ThisThread, &OpenOptions::default())
+    backend.open(
+        requests,
+        &BackendTarget::ThisThread,
+        &OpenOptions::default(),
+    )
 }
 
 fn values(group: &mut PctrGroup) -> Vec<u64> {
@@ -267,7 +271,7 @@ fn the_2007_i386_driver_takes_two_counters_on_amd() {
     let amd = facts(Vendor::Amd, 0x0f, 0x04, 0);
     let backend = probed(config, &amd).unwrap();
     assert_eq!(backend.counters(), 2);
-    assert_eq!(backend.capabilities().general_counters, Some(2));
+    assert_eq!(backend.capabilities().general_counters(), Some(2));
     let three: Vec<EventRequest> = (0..3)
         .map(|i| evtsel(&format!("e{i}"), 0xc0 | U, 0b1111))
         .collect();
@@ -492,7 +496,7 @@ fn a_core2_table_is_chosen_when_the_database_has_one() {
     let mut group = backend
         .open(
             &[cycles.terms[0].request.clone()],
-            &Target::ThisThread,
+            &BackendTarget::ThisThread,
             &OpenOptions::default(),
         )
         .unwrap();

@@ -345,7 +345,7 @@ impl Handle {
             setup = setup.events_file(file);
         }
         let mut chosen = setup.open()?;
-        with_descriptions(&mut chosen.context)?;
+        with_descriptions(chosen.context_mut())?;
         let label = c_string(&chosen.label());
         let model = chosen.cpu_model().map(c_string);
         Ok(Handle {
@@ -362,7 +362,7 @@ impl Handle {
     /// Lists the events whose name or description holds `pattern`; keeps them for C.
     fn list(&self, pattern: &str) -> std::sync::MutexGuard<'_, Vec<ListedC>> {
         let chosen = &self.inner.chosen;
-        let listed = facade::list_events(&chosen.context, Ok(&chosen.backend), pattern);
+        let listed = facade::list_events(chosen.context(), Ok(chosen.backend()), pattern);
         let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
         // Each native event's unit masks follow it, as section "umask" (`EVENT.UNIT_MASK`).
         *kept = listed
@@ -394,7 +394,7 @@ impl Handle {
     /// Whether `event` counts here: `Ok(encoding)` when it does, else why not (with the
     /// encoding when the name exists).
     fn query(&self, event: &str) -> (Option<String>, CResult<()>) {
-        let query = facade::query(&self.inner.chosen.backend, event);
+        let query = facade::query(self.inner.chosen.backend(), event);
         let encoding = query
             .event
             .as_ref()
@@ -413,11 +413,11 @@ fn with_descriptions(context: &mut facade::Context) -> CResult<()> {
     else {
         return Ok(());
     };
-    if let Some(model) = context.model.as_deref() {
-        let (database, _) = (*context.database)
+    if let Some(model) = context.model() {
+        let (database, _) = (**context.database())
             .clone()
             .with_descriptions(model, std::path::Path::new(&dir))?;
-        context.database = std::sync::Arc::new(database);
+        context.set_database(std::sync::Arc::new(database));
     }
     Ok(())
 }

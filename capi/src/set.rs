@@ -474,7 +474,7 @@ impl Set {
             true => vec![(0..self.counted.len()).collect()],
             false => Vec::new(),
         };
-        let backend = &self.inner.chosen.backend;
+        let backend = self.inner.chosen.backend();
         let named = |error: counterhal_hal::Error| {
             let failure = Failure::from(error);
             Failure::new(failure.code, format!("`{program}`: {}", failure.message))
@@ -544,7 +544,7 @@ pub(crate) fn attach(kind: i32, id: u32, cpus: Option<&str>) -> CResult<Attach> 
 /// a trial of `events` events opened with `options` is past it: then [`trial_for_add`] gives
 /// the whole set, which the backend refuses whole.
 fn past_group_limit(chosen: &facade::Chosen, options: &OpenOptions, events: usize) -> Option<u32> {
-    let limit = chosen.capabilities().max_group_events?;
+    let limit = chosen.capabilities().max_group_events()?;
     (options.grouped && events > limit as usize).then_some(limit)
 }
 
@@ -560,7 +560,12 @@ fn refused_past_limit(
     limit: u32,
 ) -> Failure {
     let events = trial.len();
-    match EventSet::open(chosen, trial, &counterhal_hal::Target::ThisThread, options) {
+    match counterhal_hal::open_set(
+        chosen,
+        trial,
+        &counterhal_hal::BackendTarget::ThisThread,
+        options,
+    ) {
         Err(error) => Failure::from(error),
         Ok(_) => Failure::new(
             code::NO_COUNTER,

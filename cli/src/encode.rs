@@ -26,7 +26,7 @@ pub struct EncodeArgs {
     /// CESR fields for one that programs x86 counters itself; `counterhal info` lists them),
     /// over its real device where it works here, else over a model of its device for the CPU
     /// model.
-    #[arg(long, default_value = "linux", value_parser = parse_backend)]
+    #[arg(long, default_value = counterhal::REGISTRY[0].name, value_parser = parse_backend)]
     backend: &'static Registration,
     #[command(flatten)]
     database: DatabaseArgs,
@@ -75,14 +75,7 @@ fn backend(
     registration: &Registration,
     sysfs: &SysfsArgs,
 ) -> Result<AnyBackend, CliError> {
-    if let Some(over_tree) = sysfs.backend(context) {
-        if registration.name != "linux" {
-            let error = counterhal::Error::invalid_input(format!(
-                "--sysfs is a Linux tree: the {} backend reads no sysfs",
-                registration.name
-            ));
-            return Err(CliError::usage(error, USAGE));
-        }
+    if let Some(over_tree) = sysfs.backend(context, Some(registration), USAGE) {
         return over_tree;
     }
     let real = counterhal::probe(registration, context);
@@ -222,8 +215,8 @@ fn as_raw(context: &Context, name: &str) -> Option<String> {
     }
     let accepts = Accepts::new(&[Family::Evtsel], Domain::ALL, Domain::ALL);
     let resolved = context
-        .database
-        .resolve(context.model.as_deref(), name, &accepts)
+        .database()
+        .resolve(context.model(), name, &accepts)
         .ok()?;
     match resolved.terms.as_slice() {
         [term] => match &term.request.encoding {
@@ -266,12 +259,13 @@ fn resolve(
 pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     let backend = backend(&context, args.backend, &args.sysfs)?;
-    // perf's PMU syntax on the linux backend: every PMU and CPU it opens on, from the tree.
-    let devices = match args.backend.name {
-        "linux" => Some(args.sysfs.devices()?),
-        _ => None,
+    // perf's PMU syntax on a backend that programs perf's attrs: every PMU and CPU it opens
+    // on, from the tree.
+    let devices = match backend.dyn_capabilities().sysfs_pmus() {
+        true => Some(args.sysfs.devices()?),
+        false => None,
     };
-    let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
+    let metrics = counterhal::metrics::chosen(&args.metrics, context.model())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let mut encoder = Encoder {
         json: args.json,
@@ -320,9 +314,9 @@ impl Encoder<'_> {
     /// Encodes event `name` (read by `metric`, where one reads it) into the output.
     fn one(&mut self, name: &str, metric: Option<&str>) {
         let context = self.context;
-        let cpu = context.model.as_deref();
+        let cpu = context.model();
         // A name in the model's own spelling that libpfm4 reads otherwise says so.
-        let note = |name: &str| cpu.and_then(|c| context.database.libpfm4_difference(c, name));
+        let note = |name: &str| cpu.and_then(|c| context.database().libpfm4_difference(c, name));
         let for_metric = |mut value: Value| {
             if let Some(metric) = metric {
                 value["metric"] = json!(metric);
@@ -337,11 +331,11 @@ impl Encoder<'_> {
         // An uncore event of the model by name, a core one in the core PMU's terms, or
         // perf's PMU syntax.
         let pmu_events = self.devices.as_deref().and_then(|devices| {
-            counterhal_linux::uncore_pmu_events(devices, &context.database, cpu, name)
+            counterhal::linux::uncore_pmu_events(devices, context.database(), cpu, name)
                 .or_else(|| {
-                    counterhal_linux::core_pmu_events(devices, &context.database, cpu, name)
+                    counterhal::linux::core_pmu_events(devices, context.database(), cpu, name)
                 })
-                .or_else(|| counterhal_linux::pmu_events(devices, name))
+                .or_else(|| counterhal::linux::pmu_events(devices, name))
         });
         if let Some(result) = pmu_events {
             match result {
@@ -380,7 +374,7 @@ impl Encoder<'_> {
         };
         let precise = precise_ip(name);
         // A native event's description, where a description source was named.
-        let description = cpu.and_then(|c| context.database.description(c, name));
+        let description = cpu.and_then(|c| context.database().description(c, name));
         let notes: Vec<String> = note(&event.name).into_iter().chain(fallback).collect();
         // A term of a PMU with its own CPUs (an Intel hybrid core PMU's `cpus`) opens on each
         // of them, system-wide, as perf -a opens it.

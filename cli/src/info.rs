@@ -24,22 +24,24 @@ fn read_trimmed(path: &str) -> Option<String> {
 }
 
 fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {
-    let counters = match (caps.general_counters, caps.counter_width) {
+    let counters = match (caps.general_counters(), caps.counter_width()) {
         (Some(n), Some(w)) => format!("{n} general counters x {w} bits"),
         (Some(n), None) => format!("{n} general counters"),
         _ => "counters scheduled by the OS".to_string(),
     };
-    let fixed = match caps.fixed_width {
-        Some(w) if caps.fixed_counters > 0 => format!(", {} fixed x {w} bits", caps.fixed_counters),
+    let fixed = match caps.fixed_width() {
+        Some(w) if caps.fixed_counters() > 0 => {
+            format!(", {} fixed x {w} bits", caps.fixed_counters())
+        }
         _ => String::new(),
     };
-    let scope = match caps.scope {
+    let scope = match caps.scope() {
         counterhal_hal::Scope::SystemWidePerCpu => "system wide per CPU",
         _ => "per process",
     };
     format!(
         "takes {}; {counters}{fixed}; {scope}; domains {}; multiplexing {}; {generalized} generalized events",
-        caps.accepts.families_text(),
+        caps.accepts().families_text(),
         caps.domains(),
         multiplexing(caps),
     )
@@ -60,7 +62,7 @@ fn model_multiplexing(
 
 /// How a backend multiplexes: "kernel", "software, N ms slices" or "none".
 fn multiplexing(caps: &Capabilities) -> String {
-    match (caps.multiplexing, caps.multiplex_slice) {
+    match (caps.multiplexing(), caps.multiplex_slice()) {
         (false, _) => "none".to_string(),
         (true, None) => "kernel".to_string(),
         (true, Some(slice)) if slice.subsec_micros() % 1_000 == 0 => {
@@ -117,15 +119,11 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         Some(release) => _ = writeln!(out, "OS:      {OS} {release}"),
         None => _ = writeln!(out, "OS:      {OS}"),
     }
-    match &context.cpu {
+    match &context.cpu() {
         Some(cpu) => _ = writeln!(out, "CPU:     {cpu}"),
         None => _ = writeln!(out, "CPU:     not detected"),
     }
-    match context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))
-    {
+    match context.model().and_then(|id| context.database().model(id)) {
         Some(model) => {
             let pmu = &model.pmu;
             _ = writeln!(out, "model:   {} ({})", model.id, model.description);

@@ -421,31 +421,26 @@ impl std::fmt::Display for Unmapped<'_> {
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     if args.models && args.markdown {
-        crate::output::emit(&crate::models::markdown(context.database.models()))?;
+        crate::output::emit(&crate::models::markdown(context.database().models()))?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.models {
-        crate::output::emit(&crate::models::render(context.database.models(), args.json))?;
+        crate::output::emit(&crate::models::render(
+            context.database().models(),
+            args.json,
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     // `--sysfs DIR`: the linux backend over that tree, which opens nothing.
-    let over_tree = match args.sysfs.backend(&context) {
-        Some(_) if args.backend.is_some_and(|r| r.name != "linux") => {
-            let error = counterhal::Error::invalid_input(
-                "--sysfs is a Linux tree: only the linux backend reads it",
-            );
-            return Err(CliError::usage(
-                error,
-                "counterhal list [--sysfs DIR] [PATTERN]",
-            ));
-        }
+    let usage = "counterhal list [--sysfs DIR] [PATTERN]";
+    let over_tree = match args.sysfs.backend(&context, args.backend, usage) {
         Some(backend) => Some(backend?),
         None => None,
     };
     let (backend, unusable) = listing_backend(&context, over_tree, args.backend);
     let pattern = args.pattern.as_deref().unwrap_or("");
     if args.metrics {
-        let model = context.model.as_deref();
+        let model = context.model();
         // Each metric's events are resolved on the backend `stat` would use.
         let resolve = |event: &str| {
             backend
@@ -467,8 +462,10 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
             options,
         ),
     };
-    // Breakpoints (`mem:`) are the Linux backend's, and so are uncore PMUs.
-    let breakpoints = backend.as_ref().is_some_and(|b| b.name() == "linux");
+    // Breakpoints (`mem:`) and uncore PMUs are those of a backend that reads sysfs PMUs.
+    let breakpoints = backend
+        .as_ref()
+        .is_some_and(|b| b.dyn_capabilities().sysfs_pmus());
     let devices = match breakpoints {
         true => Some(args.sysfs.devices()?),
         false => None,
@@ -476,19 +473,19 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let listing = Listing {
         entries: with_aliases(listed(pattern), pattern, &listed),
         uncore: uncore::listed(
-            &context.database,
-            context.model.as_deref(),
+            context.database(),
+            context.model(),
             devices.as_deref(),
             pattern,
         ),
         pattern,
         breakpoints,
-        model: context.model.as_deref(),
+        model: context.model(),
     };
     // Names in the model's own spelling that libpfm4 reads otherwise.
     let note = |name: &str| -> Option<String> {
-        let model = context.model.as_deref()?;
-        context.database.libpfm4_difference(model, name)
+        let model = context.model()?;
+        context.database().libpfm4_difference(model, name)
     };
     if args.json {
         let label = backend.as_ref().map(|b| b.label());

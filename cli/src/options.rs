@@ -47,7 +47,7 @@ impl DatabaseArgs {
         if let Some(note) = self
             .cpu
             .as_deref()
-            .and_then(|id| context.database.hybrid_note(id))
+            .and_then(|id| context.database().hybrid_note(id))
         {
             crate::output::emit_to_stderr(&format!("counterhal: note: {note}\n"));
         }
@@ -57,12 +57,12 @@ impl DatabaseArgs {
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from)
         });
-        if let (Some(dir), Some(model)) = (descriptions, context.model.as_deref()) {
-            let (database, _) = (*context.database)
+        if let (Some(dir), Some(model)) = (descriptions, context.model()) {
+            let (database, _) = (**context.database())
                 .clone()
                 .with_descriptions(model, &dir)
                 .map_err(|e| CliError::usage(e, "--descriptions DIR (perf's JSON event files)"))?;
-            context.database = Arc::new(database);
+            context.set_database(Arc::new(database));
         }
         Ok(context)
     }
@@ -116,33 +116,47 @@ impl SysfsArgs {
         Ok(devices)
     }
 
-    /// The linux backend over the root's PMUs and tracepoints, resolving for the context's
-    /// model without opening anything; `None` without a root.
+    /// The backend over the root's PMUs and tracepoints, resolving for the context's model
+    /// without opening anything: `backend`'s, or (none named) the first of this build that
+    /// reads a sysfs tree ([`Registration::sysfs`]); `None` without a root.
     ///
     /// # Errors
-    /// As [`SysfsArgs::devices`]; on a system without Linux's backend, unsupported.
+    /// As [`SysfsArgs::devices`]; a named backend that reads no sysfs tree, or none in this
+    /// build, is bad input (exit 2) that names the backends that read one.
     pub fn backend(
         &self,
         context: &Context,
+        backend: Option<&Registration>,
+        usage: &'static str,
     ) -> Option<Result<counterhal::advanced::AnyBackend, CliError>> {
         let root = self.root()?;
         if let Err(error) = self.devices() {
             return Some(Err(error));
         }
-        #[cfg(target_os = "linux")]
-        {
-            let paths = counterhal_linux::SystemPaths::under(&root);
-            let backend =
-                counterhal_linux::on_sysfs(context.database.clone(), context.model.clone(), paths);
-            Some(Ok(Box::new(backend)))
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = (root, context);
-            Some(Err(CliError::failed(counterhal::Error::unsupported(
-                "resolving names against a Linux sysfs tree needs Linux's backend",
-            ))))
-        }
+        let reader = match backend {
+            Some(registration) => registration.sysfs,
+            None => counterhal::REGISTRY.iter().find_map(|r| r.sysfs),
+        };
+        let Some(over_tree) = reader else {
+            let readers: Vec<&str> = counterhal::REGISTRY
+                .iter()
+                .filter(|r| r.sysfs.is_some())
+                .map(|r| r.name)
+                .collect();
+            let error = counterhal::Error::invalid_input(format!(
+                "--sysfs names a sysfs tree, which {} reads no PMUs from",
+                backend.map_or("this build".to_string(), |r| format!(
+                    "the {} backend",
+                    r.name
+                ))
+            ))
+            .with_hint(match readers.is_empty() {
+                true => "this build has no backend that reads a sysfs tree".to_string(),
+                false => format!("--backend {}", readers.join(" or --backend ")),
+            });
+            return Some(Err(CliError::usage(error, usage)));
+        };
+        Some(Ok(over_tree(context, &root)))
     }
 }
 

@@ -71,13 +71,13 @@ pub fn json_report(context: &Context, reports: &[Report]) -> Value {
         "os": OS,
         "os_release": read_trimmed("/proc/sys/kernel/osrelease"),
         "arch": std::env::consts::ARCH,
-        "cpu": context.cpu.as_ref().map(|c| json!({
+        "cpu": context.cpu().map(|c| json!({
             "vendor": c.vendor.name(),
             "family": c.family,
             "model": c.model,
             "stepping": c.stepping,
         })),
-        "cpu_model": context.model,
+        "cpu_model": context.model(),
         "reports": reports,
     })
 }

@@ -1,6 +1,6 @@
 //! What a backend under test offers the suite beyond the hal traits.
 
-use counterhal_hal::{Backend, Error, Target};
+use counterhal_hal::{Backend, BackendTarget, Error};
 
 /// An event a subject can make count exactly: `per_unit` events per unit of
 /// [`Subject::work`].
@@ -91,8 +91,8 @@ pub trait Subject: Sync {
     fn work(&self, units: u64);
 
     /// The target the suite opens its groups on.
-    fn target(&self) -> Target {
-        Target::ThisThread
+    fn target(&self) -> BackendTarget {
+        BackendTarget::ThisThread
     }
 
     /// An event that occupies one counter, and how many counters it can use at once: the

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use counterhal_conformance::{ExactEvent, Outcome, Report, Subject};
 use counterhal_hal::{
-    Accepts, Backend, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result, Scope,
-    Target, TargetSupport, check_buffer,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
+    ErrorKind, EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result,
+    Scope, TargetSupport, check_buffer,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,7 +204,7 @@ impl Backend for FakeBackend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         _options: &OpenOptions,
     ) -> Result<FakeGroup> {
         if !self.capabilities.supports(target) && self.fault != Fault::AnyTarget {
@@ -303,11 +303,11 @@ fn run(fault: Fault) -> Report {
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
-    capabilities.general_counters = Some(COUNTERS as u32);
-    capabilities.counter_width = Some(48);
+    capabilities.set_general_counters(Some(COUNTERS as u32));
+    capabilities.set_counter_width(Some(48));
     let mut targets = TargetSupport::NONE;
     targets.this_thread = true;
-    capabilities.targets = targets;
+    capabilities.set_targets(targets);
     let backend = FakeBackend {
         capabilities,
         fault,

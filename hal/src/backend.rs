@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    Accepts, Domain, Encoding, Error, ErrorKind, EventRequest, GeneralizedEvent, Reading,
-    ResolvedEvent, Result, Target,
+    Accepts, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
+    GeneralizedEvent, Reading, ResolvedEvent, Result,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -30,137 +30,6 @@ impl DeviceKind {
 impl fmt::Display for DeviceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Whose activity a backend's counts cover.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scope {
-    /// Counts are virtualised per thread or process by the OS (Linux perf).
-    PerProcess,
-    /// Counts cover everything on a CPU, whatever runs there (pctr, raw MSRs).
-    SystemWidePerCpu,
-}
-
-/// Which [`Target`]s a backend can measure.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct TargetSupport {
-    /// [`Target::ThisThread`].
-    pub this_thread: bool,
-    /// [`Target::Process`] without inherit (attach to another process).
-    pub attach: bool,
-    /// [`Target::Process`] with inherit.
-    pub inherit: bool,
-    /// [`Target::Cpu`].
-    pub cpu: bool,
-    /// [`Target::Exec`].
-    pub exec: bool,
-    /// [`Target::ExecAlone`].
-    pub exec_alone: bool,
-    /// [`Target::Cgroup`].
-    pub cgroup: bool,
-}
-
-impl TargetSupport {
-    /// No target at all; set the fields of those the backend measures.
-    pub const NONE: TargetSupport = TargetSupport {
-        this_thread: false,
-        attach: false,
-        inherit: false,
-        cpu: false,
-        exec: false,
-        exec_alone: false,
-        cgroup: false,
-    };
-
-    /// Every target.
-    pub const ALL: TargetSupport = TargetSupport {
-        this_thread: true,
-        attach: true,
-        inherit: true,
-        cpu: true,
-        exec: true,
-        exec_alone: true,
-        cgroup: true,
-    };
-}
-
-/// What a backend is and can do on this machine, as data: computed once when the backend is
-/// made, and read by the event database (through [`Capabilities::accepts`]), the command and
-/// the conformance suite.
-#[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Capabilities {
-    /// The encoding families it programs, the domains it can filter and what it counts by
-    /// default.
-    pub accepts: Accepts,
-    /// General-purpose counters per CPU, when the backend knows (perf schedules them itself).
-    pub general_counters: Option<u32>,
-    /// Width of the general-purpose counters in bits, when known.
-    pub counter_width: Option<u32>,
-    /// Fixed-function counters per CPU.
-    pub fixed_counters: u32,
-    /// Width of the fixed counters in bits, when there are any.
-    pub fixed_width: Option<u32>,
-    /// Whether it time-shares counters among more events than fit (so readings may be scaled).
-    pub multiplexing: bool,
-    /// When it multiplexes in software (no kernel to do it), the default length of one turn
-    /// of a schedule on the counters; `None` for the kernel's multiplexing or none.
-    pub multiplex_slice: Option<std::time::Duration>,
-    /// Whose activity the counts cover.
-    pub scope: Scope,
-    /// Which targets it can measure.
-    pub targets: TargetSupport,
-    /// Whether reads of the calling thread's counters can bypass the kernel (rdpmc).
-    pub self_monitoring_reads: bool,
-    /// The most events one group may hold whatever they count, when the backend has such a
-    /// limit (Linux: 1,022, as the kernel reads a group in at most 16 KiB); `None` when only
-    /// the counters limit it.
-    pub max_group_events: Option<u32>,
-    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
-    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`].
-    pub sampling: bool,
-}
-
-impl Capabilities {
-    /// A backend that takes `accepts` and counts with `scope`, with no counters described, no
-    /// target, no multiplexing and no self-monitoring reads: set the fields that apply.
-    pub const fn new(accepts: Accepts, scope: Scope) -> Self {
-        Self {
-            accepts,
-            general_counters: None,
-            counter_width: None,
-            fixed_counters: 0,
-            fixed_width: None,
-            multiplexing: false,
-            multiplex_slice: None,
-            scope,
-            targets: TargetSupport::NONE,
-            self_monitoring_reads: false,
-            max_group_events: None,
-            sampling: false,
-        }
-    }
-
-    /// Whether `target` is one this backend can measure.
-    pub fn supports(&self, target: &Target) -> bool {
-        match target {
-            Target::ThisThread => self.targets.this_thread,
-            Target::ThisThreadOnCpu(_) => self.targets.this_thread && self.targets.cpu,
-            Target::Process { inherit: false, .. } => self.targets.attach,
-            Target::Process { inherit: true, .. } => self.targets.inherit,
-            Target::Cpu(_) => self.targets.cpu,
-            Target::Exec { .. } => self.targets.exec,
-            Target::ExecAlone { .. } => self.targets.exec_alone,
-            Target::Cgroup { .. } => self.targets.cgroup,
-        }
-    }
-
-    /// The domains it can filter (shorthand for `accepts.domains`).
-    pub fn domains(&self) -> Domain {
-        self.accepts.domains
     }
 }
 
@@ -192,7 +61,7 @@ pub struct OpenOptions {
     pub domain: Option<Domain>,
     /// Whether a thread's counters also count the threads and processes it creates from
     /// now on (perf's `inherit`): for a target of one thread, which the face then opens as
-    /// [`Target::Process`] with `inherit`.
+    /// [`BackendTarget::Process`] with `inherit`.
     pub inherit: bool,
 }
 
@@ -277,7 +146,7 @@ impl Default for OpenOptions {
 ///
 /// The required core is five methods; the rest are defaults written once here. Readings come
 /// back in the order the events were requested. A group starts disabled (except for
-/// [`Target::Exec`], which starts at the exec) and stops counting when dropped.
+/// [`BackendTarget::Exec`], which starts at the exec) and stops counting when dropped.
 pub trait Group {
     /// How many readings [`read`](Group::read) fills.
     fn len(&self) -> usize;
@@ -467,7 +336,7 @@ pub trait Backend {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<Self::Group>;
 
@@ -511,14 +380,14 @@ pub trait Backend {
     fn open_named(
         &self,
         names: &[&str],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<crate::EventSet<Self::Group>> {
         let resolved = names
             .iter()
             .map(|name| self.resolve(name))
             .collect::<Result<Vec<_>>>()?;
-        crate::EventSet::open(self, resolved, target, options)
+        crate::open_set(self, resolved, target, options)
     }
 }
 

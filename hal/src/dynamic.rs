@@ -2,8 +2,8 @@
 //! [`Backend`] for boxed and `dyn` backends, whose groups come as [`BoxedGroup`]s.
 
 use crate::{
-    Backend, Capabilities, DeviceKind, EventRequest, GeneralizedEvent, Group, OpenOptions,
-    ResolvedEvent, Result, Target,
+    Backend, BackendTarget, Capabilities, DeviceKind, EventRequest, GeneralizedEvent, Group,
+    OpenOptions, ResolvedEvent, Result,
 };
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
@@ -36,7 +36,7 @@ pub trait DynBackend {
     fn dyn_open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<BoxedGroup>;
     /// See [`Backend::generalized`].
@@ -73,7 +73,7 @@ where
     fn dyn_open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<BoxedGroup> {
         Ok(Box::new(Backend::open(self, events, target, options)?))
@@ -111,7 +111,7 @@ macro_rules! dyn_backend {
             fn open(
                 &self,
                 events: &[EventRequest],
-                target: &Target,
+                target: &BackendTarget,
                 options: &OpenOptions,
             ) -> Result<BoxedGroup> {
                 self.dyn_open(events, target, options)
@@ -156,7 +156,7 @@ impl<T: DynBackend + ?Sized> Backend for Box<T> {
     fn open(
         &self,
         events: &[EventRequest],
-        target: &Target,
+        target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<BoxedGroup> {
         (**self).dyn_open(events, target, options)

@@ -3,7 +3,7 @@
 //! Traits and types only: no OS code, no `unsafe`.
 //!
 //! **For users**: a [`Backend`] resolves event names ([`Backend::resolve`]) and opens a
-//! [`Group`] of them on a [`Target`]; the group is enabled, disabled, reset and read into
+//! [`Group`] of them on a [`BackendTarget`]; the group is enabled, disabled, reset and read into
 //! caller memory as [`Reading`]s (value, time enabled, time running, and the
 //! [`scaled`](Reading::scaled) estimate they imply). Names are generalized events
 //! ([`GeneralizedEvent`]: perf's hardware, software and cache events and PAPI-style
@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+mod capabilities;
 mod cpus;
 mod domain;
 mod dynamic;
@@ -44,9 +45,9 @@ mod sampling;
 mod target;
 
 pub use backend::{
-    Backend, Capabilities, CountsThrough, DeviceKind, Group, OpenOptions, Scope, TargetSupport,
-    check_buffer, check_family,
+    Backend, CountsThrough, DeviceKind, Group, OpenOptions, check_buffer, check_family,
 };
+pub use capabilities::{Capabilities, Scope, TargetSupport};
 pub use cpus::CpuList;
 pub use domain::Domain;
 pub use dynamic::{BoxedGroup, DynBackend};
@@ -61,11 +62,11 @@ pub use generalized::{
 };
 pub use reading::Reading;
 pub use resolved::{
-    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, sum_readings,
+    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, open_set, sum_readings,
     user_space_note,
 };
 pub use sampling::{
     Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
     Walked,
 };
-pub use target::Target;
+pub use target::BackendTarget;

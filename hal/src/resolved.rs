@@ -1,8 +1,8 @@
 //! Named events that may stand for several native events, and the set that reads them.
 
 use crate::{
-    Backend, Encoding, Error, ErrorKind, EventRequest, Group, OpenOptions, Reading, Result, Target,
-    check_buffer,
+    Backend, BackendTarget, Encoding, Error, ErrorKind, EventRequest, Group, OpenOptions, Reading,
+    Result, check_buffer,
 };
 
 /// Whether a term is added or subtracted.
@@ -265,7 +265,7 @@ pub struct Countable {
 pub fn countable_form<B: Backend + ?Sized>(
     backend: &B,
     event: &ResolvedEvent,
-    target: &Target,
+    target: &BackendTarget,
 ) -> Result<Countable> {
     let opens = |event: &ResolvedEvent| {
         let requests: Vec<EventRequest> = event.terms.iter().map(|t| t.request.clone()).collect();
@@ -312,6 +312,28 @@ pub fn user_space_note(names: &[String], refused: &Error) -> String {
     )
 }
 
+/// Opens every term of every event in one call to `backend` on one backend target, as one
+/// [`EventSet`]: what a face builds its sets from (the facade's sets open on its own `Target`,
+/// which may stand for several backend targets).
+///
+/// # Errors
+/// As [`Backend::open`].
+pub fn open_set<B>(
+    backend: &B,
+    events: Vec<ResolvedEvent>,
+    target: &BackendTarget,
+    options: &OpenOptions,
+) -> Result<EventSet<B::Group>>
+where
+    B: Backend + ?Sized,
+{
+    let requests: Vec<EventRequest> = events
+        .iter()
+        .flat_map(|event| event.terms.iter().map(|term| term.request.clone()))
+        .collect();
+    EventSet::over(backend.open(&requests, target, options)?, events)
+}
+
 /// A group of named events, each possibly derived from several native ones: PAPI's event set.
 ///
 /// It is itself a [`Group`] whose readings are one per name. Its [`reset`](Group::reset)
@@ -333,38 +355,6 @@ pub struct EventSet<G> {
 }
 
 impl<G: Group> EventSet<G> {
-    /// Opens every term of every event in one call to `backend`.
-    ///
-    /// # Errors
-    /// As [`Backend::open`].
-    pub fn open<B>(
-        backend: &B,
-        events: Vec<ResolvedEvent>,
-        target: &Target,
-        options: &OpenOptions,
-    ) -> Result<Self>
-    where
-        B: Backend<Group = G> + ?Sized,
-    {
-        let requests: Vec<EventRequest> = events
-            .iter()
-            .flat_map(|event| event.terms.iter().map(|term| term.request.clone()))
-            .collect();
-        let group = backend.open(&requests, target, options)?;
-        let native = vec![Reading::default(); requests.len()];
-        let all_native = events.iter().all(
-            |e| matches!(e.terms.as_slice(), [term] if term.sign == Sign::Plus && term.factor == 1),
-        );
-        Ok(Self {
-            group,
-            events,
-            native,
-            all_native,
-            base: Vec::new(),
-            note: None,
-        })
-    }
-
     /// The set of `events` over `group`, a group already opened with every term of every
     /// event in order (one reading per term), such as a group that sums each term over
     /// several threads or CPUs.

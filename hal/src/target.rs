@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 /// What a group of counters measures.
 ///
-/// Build one with a variant or a constructor ([`Target::process`], [`Target::cpu`], ...);
+/// Build one with a variant or a constructor ([`BackendTarget::process`], [`BackendTarget::cpu`], ...);
 /// match it with a wildcard arm: targets will be added.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
+pub enum BackendTarget {
     /// The calling thread, on whichever CPU it runs.
     ThisThread,
     /// The calling thread, counted only while it runs on one CPU (Linux: `perf_event_open`'s
@@ -32,7 +32,7 @@ pub enum Target {
         /// The waiting child's process id.
         pid: u32,
     },
-    /// As [`Target::Exec`], but the command's own process alone: counting starts when it
+    /// As [`BackendTarget::Exec`], but the command's own process alone: counting starts when it
     /// calls `exec` and leaves out the processes and threads it creates (`perf stat -i -- cmd`).
     ExecAlone {
         /// The waiting child's process id.
@@ -50,82 +50,84 @@ pub enum Target {
     },
 }
 
-impl Target {
+impl BackendTarget {
     /// The calling thread.
-    pub const fn this_thread() -> Target {
-        Target::ThisThread
+    pub const fn this_thread() -> BackendTarget {
+        BackendTarget::ThisThread
     }
 
     /// An existing process, attached to, without the children it creates.
-    pub const fn process(pid: u32) -> Target {
-        Target::Process {
+    pub const fn process(pid: u32) -> BackendTarget {
+        BackendTarget::Process {
             pid,
             inherit: false,
         }
     }
 
     /// An existing process and the children it creates from now on.
-    pub const fn process_and_children(pid: u32) -> Target {
-        Target::Process { pid, inherit: true }
+    pub const fn process_and_children(pid: u32) -> BackendTarget {
+        BackendTarget::Process { pid, inherit: true }
     }
 
     /// Everything that runs on CPU `cpu`.
-    pub const fn cpu(cpu: u32) -> Target {
-        Target::Cpu(cpu)
+    pub const fn cpu(cpu: u32) -> BackendTarget {
+        BackendTarget::Cpu(cpu)
     }
 
     /// A created child that has not yet executed its program, counted from its `exec`.
-    pub const fn exec(pid: u32) -> Target {
-        Target::Exec { pid }
+    pub const fn exec(pid: u32) -> BackendTarget {
+        BackendTarget::Exec { pid }
     }
 
     /// A created child that has not yet executed its program, counted from its `exec`
     /// without what it creates.
-    pub const fn exec_alone(pid: u32) -> Target {
-        Target::ExecAlone { pid }
+    pub const fn exec_alone(pid: u32) -> BackendTarget {
+        BackendTarget::ExecAlone { pid }
     }
 
     /// What runs on CPU `cpu` while a task of the control group whose directory is `path`
     /// runs there.
-    pub fn cgroup(path: impl AsRef<Path>, cpu: u32) -> Target {
-        Target::Cgroup {
+    pub fn cgroup(path: impl AsRef<Path>, cpu: u32) -> BackendTarget {
+        BackendTarget::Cgroup {
             path: Arc::from(path.as_ref()),
             cpu,
         }
     }
 
-    /// The CPU a CPU-wide target counts on ([`Target::Cpu`], [`Target::Cgroup`]); `None` for
+    /// The CPU a CPU-wide target counts on ([`BackendTarget::Cpu`], [`BackendTarget::Cgroup`]); `None` for
     /// the others, which follow their threads.
     pub fn cpu_counted(&self) -> Option<u32> {
         match self {
-            Target::Cpu(cpu) | Target::Cgroup { cpu, .. } => Some(*cpu),
+            BackendTarget::Cpu(cpu) | BackendTarget::Cgroup { cpu, .. } => Some(*cpu),
             _ => None,
         }
     }
 
     /// Whether the counts cover only the calling thread (so self-monitoring reads are valid).
     pub fn is_this_thread(&self) -> bool {
-        matches!(self, Target::ThisThread)
+        matches!(self, BackendTarget::ThisThread)
     }
 }
 
-impl fmt::Display for Target {
+impl fmt::Display for BackendTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::ThisThread => f.write_str("this thread"),
-            Target::ThisThreadOnCpu(cpu) => write!(f, "this thread on CPU {cpu}"),
-            Target::Process {
+            BackendTarget::ThisThread => f.write_str("this thread"),
+            BackendTarget::ThisThreadOnCpu(cpu) => write!(f, "this thread on CPU {cpu}"),
+            BackendTarget::Process {
                 pid,
                 inherit: false,
             } => write!(f, "process {pid}"),
-            Target::Process { pid, inherit: true } => write!(f, "process {pid} and its children"),
-            Target::Cpu(cpu) => write!(f, "CPU {cpu}"),
-            Target::Exec { pid } => write!(f, "command (process {pid}) from its exec"),
-            Target::ExecAlone { pid } => write!(
+            BackendTarget::Process { pid, inherit: true } => {
+                write!(f, "process {pid} and its children")
+            }
+            BackendTarget::Cpu(cpu) => write!(f, "CPU {cpu}"),
+            BackendTarget::Exec { pid } => write!(f, "command (process {pid}) from its exec"),
+            BackendTarget::ExecAlone { pid } => write!(
                 f,
                 "command (process {pid}) from its exec, without its children"
             ),
-            Target::Cgroup { path, cpu } => {
+            BackendTarget::Cgroup { path, cpu } => {
                 write!(f, "control group {} on CPU {cpu}", path.display())
             }
         }
@@ -139,16 +141,16 @@ mod tests {
 
     #[test]
     fn cgroup_and_alone_targets_say_what_they_count() {
-        let cgroup = Target::cgroup("/sys/fs/cgroup/web", 3);
+        let cgroup = BackendTarget::cgroup("/sys/fs/cgroup/web", 3);
         assert_eq!(
             cgroup.to_string(),
             "control group /sys/fs/cgroup/web on CPU 3"
         );
         assert_eq!(cgroup.cpu_counted(), Some(3));
-        assert_eq!(Target::cpu(1).cpu_counted(), Some(1));
-        assert_eq!(Target::exec(7).cpu_counted(), None);
+        assert_eq!(BackendTarget::cpu(1).cpu_counted(), Some(1));
+        assert_eq!(BackendTarget::exec(7).cpu_counted(), None);
         assert_eq!(
-            Target::exec_alone(7).to_string(),
+            BackendTarget::exec_alone(7).to_string(),
             "command (process 7) from its exec, without its children"
         );
         // A backend says which it takes; none is taken unless said.
@@ -157,9 +159,9 @@ mod tests {
             Scope::PerProcess,
         );
         assert!(!capabilities.supports(&cgroup));
-        assert!(!capabilities.supports(&Target::exec_alone(7)));
-        capabilities.targets = TargetSupport::ALL;
+        assert!(!capabilities.supports(&BackendTarget::exec_alone(7)));
+        capabilities.set_targets(TargetSupport::ALL);
         assert!(capabilities.supports(&cgroup));
-        assert!(capabilities.supports(&Target::exec_alone(7)));
+        assert!(capabilities.supports(&BackendTarget::exec_alone(7)));
     }
 }

@@ -20,10 +20,9 @@ use crate::presets::PRESETS;
 /// model's core PMU.
 fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
     let Some(model) = chosen
-        .context
-        .model
-        .as_deref()
-        .and_then(|id| chosen.context.database.model(id))
+        .context()
+        .model()
+        .and_then(|id| chosen.context().database().model(id))
     else {
         return (0, None);
     };

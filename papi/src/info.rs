@@ -256,7 +256,9 @@ pub fn hardware() -> HwInfo {
     // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
     // model as libpfm4 names its PMU; ours names the CPU model counterhal detects.
     if info.model_string[0] == 0
-        && let Some(model) = facade::Context::new(None, None).ok().and_then(|c| c.model)
+        && let Some(model) = facade::Context::new(None, None)
+            .ok()
+            .and_then(|c| c.model().map(str::to_owned))
     {
         set_str(&mut info.model_string, &model);
     }

@@ -38,9 +38,8 @@ pub fn hypervisor_level_filtered() -> bool {
             return true;
         };
         let pmu = context
-            .model
-            .as_deref()
-            .and_then(|id| context.database.model(id))
+            .model()
+            .and_then(|id| context.database().model(id))
             .and_then(core_pmu);
         match pmu {
             None => true,

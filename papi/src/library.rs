@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
@@ -210,7 +210,7 @@ impl PapiSet {
     }
 
     /// Whom the set counts.
-    pub fn target(&self) -> Target {
+    pub fn target(&self) -> BackendTarget {
         // An uncore set counts one CPU, every process there: its events' `cpu` qualifier's,
         // else `PAPI_CPU_ATTACH`'s, else the first of its box's cpumask (as perf opens it).
         if self.component == UNCORE_COMPONENT {
@@ -219,31 +219,31 @@ impl PapiSet {
                 .or(self.cpu)
                 .or_else(|| self.events.iter().find_map(|(_, _, p)| p.system_cpu))
                 .unwrap_or(0);
-            return Target::Cpu(cpu);
+            return BackendTarget::Cpu(cpu);
         }
         // An event's `cpu` qualifier is where the set counts: every process there for a set
         // of the CPU, the thread alone while it runs there otherwise (as PAPI 7.0 opens it).
         // (Attached and inherited sets take no `cpu` qualifier: sets::add_event.)
         if let Some(cpu) = self.event_cpu() {
             return if self.cpu.or(self.system_cpu).is_some() {
-                Target::Cpu(cpu)
+                BackendTarget::Cpu(cpu)
             } else {
-                Target::ThisThreadOnCpu(cpu)
+                BackendTarget::ThisThreadOnCpu(cpu)
             };
         }
         if let Some(cpu) = self.cpu.or(self.system_cpu) {
-            return Target::Cpu(cpu);
+            return BackendTarget::Cpu(cpu);
         }
         match self.attached {
-            Some(pid) => Target::Process {
+            Some(pid) => BackendTarget::Process {
                 pid,
                 inherit: self.inherit,
             },
-            None if self.inherit => Target::Process {
+            None if self.inherit => BackendTarget::Process {
                 pid: std::process::id(),
                 inherit: true,
             },
-            None => Target::ThisThread,
+            None => BackendTarget::ThisThread,
         }
     }
 
@@ -251,9 +251,9 @@ impl PapiSet {
     /// follows no thread it creates).
     pub fn sampled_target(&self) -> facade::Target {
         match self.target() {
-            Target::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
-            Target::Process { pid, .. } => facade::Target::thread(pid),
-            Target::Cpu(cpu) => facade::Target::cpu(cpu),
+            BackendTarget::ThisThreadOnCpu(cpu) => facade::Target::ThisThreadOnCpu(cpu),
+            BackendTarget::Process { pid, .. } => facade::Target::thread(pid),
+            BackendTarget::Cpu(cpu) => facade::Target::cpu(cpu),
             _ => facade::Target::this_thread(),
         }
     }
@@ -528,14 +528,15 @@ pub fn library_init(version: i32) -> i32 {
     } else {
         names::listed(&chosen)
     };
-    let capabilities = chosen.backend.dyn_capabilities();
+    let capabilities = chosen.backend().dyn_capabilities();
     let counters = description::hardware_counters(&chosen);
     let mut component = Box::new(component_info());
-    description::describe_component(&mut component, chosen.backend.dyn_name());
+    let perf_event = capabilities.programs(counterhal_hal::Family::Perf);
+    description::describe_component(&mut component, chosen.backend().dyn_name(), perf_event);
     component.num_cntrs = counters as i32;
     // A multiplexing backend takes as many events as PAPI 7.0's perf_event component does
     // (`papi_avail` there: "Max Multiplex Counters : 384").
-    component.num_mpx_cntrs = if capabilities.multiplexing {
+    component.num_mpx_cntrs = if capabilities.multiplexing() {
         384
     } else {
         counters as i32
@@ -571,8 +572,11 @@ pub fn component_before_init() -> &'static ComponentInfo {
     static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
     BEFORE.get_or_init(|| {
         let mut info = component_info();
-        let backend = facade::native_backends().next().map_or("none", |r| r.name);
-        description::describe_component(&mut info, backend);
+        // The backend that would be chosen: PAPI's perf_event component where it counts
+        // through the kernel's `perf_event_open`, as its registration says.
+        let first = facade::native_backends().next();
+        let perf_event = first.is_some_and(|r| r.interface == "perf_event_open");
+        description::describe_component(&mut info, first.map_or("none", |r| r.name), perf_event);
         info
     })
 }

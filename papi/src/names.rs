@@ -145,7 +145,7 @@ pub fn backend_name(name: &str) -> String {
 /// machine whose PMU the kernel does not expose lists its software events alone.
 pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
     let mut natives = Vec::new();
-    if chosen.backend.dyn_name() == "linux" {
+    if chosen.capabilities().programs(counterhal_hal::Family::Perf) {
         // libpfm4's perf_event PMU, whole, then its perf_raw PMU's one pseudo-event, as PAPI
         // 7.0 lists them whether or not the kernel has a PMU for their hardware events (their
         // adds then fail).
@@ -171,7 +171,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
                 _ => continue,
             };
             let perf = event.name().into_owned();
-            if facade::query(&chosen.backend, &perf).usable() {
+            if facade::query(chosen.backend(), &perf).usable() {
                 natives.push(Native {
                     name: format!("perf::{}", perf.to_ascii_uppercase()),
                     backend_name: perf,
@@ -184,14 +184,10 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
             }
         }
     }
-    let context = &chosen.context;
-    if let Some(model) = context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))
-    {
+    let context = chosen.context();
+    if let Some(model) = context.model().and_then(|id| context.database().model(id)) {
         for event in model.events() {
-            if event.flags.deprecated || !facade::query(&chosen.backend, &event.name).usable() {
+            if event.flags.deprecated || !facade::query(chosen.backend(), &event.name).usable() {
                 continue;
             }
             natives.push(Native {
@@ -222,11 +218,10 @@ pub fn split_unit_mask(name: &str) -> (&str, Option<&str>) {
 /// data holds no prose: where the database has none, the descriptions are libpfm4's, read
 /// from the libpfm4 installed here as PAPI 7.0 shows them (`papi/src/sys/pfm.rs`).
 pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(String, String)>)> {
-    let context = &chosen.context;
+    let context = chosen.context();
     let model = context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))?;
+        .model()
+        .and_then(|id| context.database().model(id))?;
     let (event, _) = split_unit_mask(name);
     let base = event.rsplit("::").next().unwrap_or(event);
     let found = model

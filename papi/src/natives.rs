@@ -52,7 +52,7 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
         }
         None => (names::backend_name(name), Default::default()),
     };
-    match library.chosen.backend.dyn_resolve(&backend_name) {
+    match library.chosen.backend().dyn_resolve(&backend_name) {
         Ok(_) => Ok(register(library, name, backend_name, placement)),
         Err(e) => Err(unresolved(&e)),
     }
@@ -273,7 +273,7 @@ pub(crate) fn preset_backend_name(library: &mut Library, index: usize) -> String
         return name.clone();
     }
     let preset = PRESETS[index];
-    let backend = &library.chosen.backend;
+    let backend = library.chosen.backend();
     let name = match crate::presets::perf_twin(preset) {
         Some(twin)
             if backend.dyn_resolve(preset).is_err() && facade::query(backend, twin).usable() =>
@@ -294,7 +294,7 @@ fn preset_usable(library: &mut Library, index: usize) -> bool {
         return usable;
     }
     let name = preset_backend_name(library, index);
-    let usable = facade::query(&library.chosen.backend, &name).usable();
+    let usable = facade::query(library.chosen.backend(), &name).usable();
     library.preset_usable.insert(index, usable);
     usable
 }
@@ -339,7 +339,7 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 info.event_type = crate::presets::CATEGORIES[i];
                 let name = preset_backend_name(library, i);
                 if preset_usable(library, i)
-                    && let Ok(resolved) = library.chosen.backend.dyn_resolve(&name)
+                    && let Ok(resolved) = library.chosen.backend().dyn_resolve(&name)
                 {
                     let terms = &resolved.terms;
                     info.count = terms.len().min(info::INFO_TERMS) as u32;

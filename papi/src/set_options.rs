@@ -1,7 +1,7 @@
 //! An event set's options: multiplexing, the thread or CPU it is attached to, inheritance,
 //! its domain and its granularity (`PAPI_set_multiplex`, `PAPI_attach`, `PAPI_set_opt`).
 
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 use facade::Chosen;
 
 use crate::codes::{ECMP, EINVAL, EINVAL_DOM, EISRUN, EPERM, ESYS, OK, from_error};
@@ -24,7 +24,7 @@ pub fn set_multiplex(handle: i32, ns: Option<i32>) -> i32 {
         if set.state & MULTIPLEXING != 0 || ns.is_some_and(|ns| ns < 0) {
             return Err(EINVAL);
         }
-        if !chosen.backend.dyn_capabilities().multiplexing {
+        if !chosen.backend().dyn_capabilities().multiplexing() {
             return Err(crate::codes::ENOSUPP);
         }
         set.state |= MULTIPLEXING;
@@ -51,7 +51,7 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         let Library { chosen, sets, .. } = library;
         let set = crate::library::find_set(sets, handle)?;
         set.assigned()?;
-        if !chosen.backend.dyn_capabilities().targets.attach {
+        if !chosen.backend().dyn_capabilities().targets().attach {
             return Err(ECMP);
         }
         let Some(tid) = tid else {
@@ -119,7 +119,7 @@ fn probe(chosen: &Chosen, set: &PapiSet, tid: u32) -> Result<(), i32> {
     let empty = own.is_empty();
     let names = set.in_domain(if empty { vec!["task-clock"] } else { own });
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let target = Target::Process {
+    let target = BackendTarget::Process {
         pid: tid,
         inherit: set.inherit,
     };

@@ -59,7 +59,7 @@ pub fn overflow(
             give_handler(set, handler);
             return Ok(OK);
         }
-        if !sde && !chosen.backend.dyn_capabilities().sampling {
+        if !sde && !chosen.backend().dyn_capabilities().sampling() {
             return Err(crate::codes::ENOSUPP);
         }
         let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))

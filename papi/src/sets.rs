@@ -1,6 +1,6 @@
 //! Event sets: PAPI's calls that build, start, read and stop them, and their options.
 
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 use facade::Group;
 
 use crate::codes::{
@@ -184,7 +184,8 @@ fn try_open(chosen: &facade::Chosen, set: &PapiSet) -> Result<(), i32> {
     let trial = counterhal_hal::Backend::open_named(chosen, &names, &target, &set.options());
     let mut trial = trial.map_err(|e| from_error(&e))?;
     // A thread counted on one CPU may be elsewhere during the trial: nothing to conclude.
-    let checked = set.state & MULTIPLEXING == 0 && !matches!(target, Target::ThisThreadOnCpu(_));
+    let checked =
+        set.state & MULTIPLEXING == 0 && !matches!(target, BackendTarget::ThisThreadOnCpu(_));
     if checked && never_scheduled(&mut trial) {
         return Err(ECNFLCT);
     }

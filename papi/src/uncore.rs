@@ -333,7 +333,7 @@ fn enabled() -> bool {
 
 /// The CPU model's boxes this machine has.
 fn present_boxes(library: &Library) -> Vec<UncoreBox> {
-    let Some(model) = library.chosen.context.model.as_deref() else {
+    let Some(model) = library.chosen.context().model() else {
         return Vec::new();
     };
     uncore_pmus::boxes(uncore_pmus::families(model))
@@ -344,14 +344,14 @@ fn present_boxes(library: &Library) -> Vec<UncoreBox> {
 /// The model's events on the boxes this machine has, by name before the unit mask, in the
 /// table's order (each once per box).
 fn listed(library: &Library) -> Vec<String> {
-    let Some(model) = library.chosen.context.model.as_deref() else {
+    let Some(model) = library.chosen.context().model() else {
         return Vec::new();
     };
     let present = present_boxes(library);
     if present.is_empty() {
         return Vec::new();
     }
-    let table = library.chosen.context.database.uncore_table(model);
+    let table = library.chosen.context().database().uncore_table(model);
     let mut events = Vec::new();
     for the_box in present {
         let pmu = the_box.libpfm4_name();
@@ -370,8 +370,8 @@ fn listed(library: &Library) -> Vec<String> {
 /// The code of uncore name `name`, added to the native table if new; `None` for a name of
 /// another component.
 pub fn code_of(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
-    let context = &library.chosen.context;
-    let read = read(&context.database, context.model.as_deref(), name)?;
+    let context = library.chosen.context();
+    let read = read(context.database(), context.model(), name)?;
     if !enabled() {
         return Some(Err(ENOEVNT));
     }
@@ -515,7 +515,7 @@ fn register_listed(library: &mut Library, name: &str) -> i32 {
 /// The unit mask after `name`'s (`PMU::EVENT` or `PMU::EVENT:UMASK`), as a full name.
 fn next_unit_mask(library: &Library, name: &str) -> Option<String> {
     let (pmu, rest) = name.split_once("::")?;
-    let model = library.chosen.context.model.as_deref()?;
+    let model = library.chosen.context().model()?;
     let the_box = uncore_pmus::find_box(uncore_pmus::families(model), pmu)?;
     let (event, current) = match rest.split_once(':') {
         Some((e, m)) => (e, Some(m)),
@@ -523,8 +523,8 @@ fn next_unit_mask(library: &Library, name: &str) -> Option<String> {
     };
     let masks: Vec<String> = library
         .chosen
-        .context
-        .database
+        .context()
+        .database()
         .uncore_table(model)
         .into_iter()
         .filter(|e| e.pmu == the_box.family.database)

@@ -92,11 +92,7 @@ fn read_libpfm4() -> Option<Libpfm4> {
 /// them.
 fn model_unit_masks(event: &str) -> BTreeSet<String> {
     let context = facade::Context::new(None, None).expect("the shipped database loads");
-    let Some(model) = context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))
-    else {
+    let Some(model) = context.model().and_then(|id| context.database().model(id)) else {
         return BTreeSet::new();
     };
     model

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use counterhal_hal::{Error, ErrorKind, Result, Target};
+use counterhal_hal::{BackendTarget, Error, ErrorKind, Result};
 
 use crate::sys;
 
 /// A command started and held before `exec` until [`release`](WaitingChild::release)d, so
-/// counters can be opened on it ([`Target::Exec`]) or enabled just before it starts.
+/// counters can be opened on it ([`BackendTarget::Exec`]) or enabled just before it starts.
 ///
 /// Started from its arguments ([`WaitingChild::spawn`]) it is made here (Linux: sharing this
 /// process's memory until its exec, so at a cost that does not grow with it), with this
@@ -309,9 +309,9 @@ impl WaitingChild {
         self.pid as u32
     }
 
-    /// The target to open counters on: [`Target::Exec`] for this child.
-    pub fn target(&self) -> Target {
-        Target::Exec { pid: self.pid() }
+    /// The target to open counters on: [`BackendTarget::Exec`] for this child.
+    pub fn target(&self) -> BackendTarget {
+        BackendTarget::Exec { pid: self.pid() }
     }
 
     /// Lets the child exec; returns once the exec has succeeded.
@@ -506,7 +506,7 @@ fn io_error(error: &std::io::Error, step: Step<'_>) -> Error {
 }
 
 /// Whether process `pid` is a child of this process (Linux: `waitid` with `WNOWAIT` answers
-/// without reaping it, one system call). A [`Target::Exec`] must be one: a process held before
+/// without reaping it, one system call). A [`BackendTarget::Exec`] must be one: a process held before
 /// `exec` by [`WaitingChild`].
 ///
 /// # Errors

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use counterhal::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Reading};
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 use super::budget::{self, Budget};
 use super::discovery::Watch;
@@ -280,7 +280,7 @@ impl Exporter {
             .collect();
         let mut options = OpenOptions::default();
         options.grouped = false;
-        EventSet::open(&self.backend, events, &target, &options).and_then(|mut set| {
+        counterhal_hal::open_set(&self.backend, events, &target, &options).and_then(|mut set| {
             set.enable()?;
             Ok(Place {
                 at: at.clone(),

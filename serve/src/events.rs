@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use counterhal::{Chosen, Encoding, Error, ErrorKind, EventSet, OpenOptions, ResolvedEvent};
-use counterhal_hal::{CpuList, Target as BackendTarget};
+use counterhal::{Chosen, Encoding, Error, ErrorKind, OpenOptions, ResolvedEvent};
+use counterhal_hal::{BackendTarget, CpuList};
 
 /// Where Linux lists its PMUs.
 const DEVICES: &str = "/sys/bus/event_source/devices";
@@ -105,7 +105,7 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
         let (pmu, cpus) = pmu_of(&resolved, Path::new(DEVICES));
         let (unit, factor) = unit_of(&resolved);
         let first = cpus.as_ref().unwrap_or(&online).first().unwrap_or(0);
-        let tried = EventSet::open(
+        let tried = counterhal_hal::open_set(
             backend,
             vec![resolved.clone()],
             &BackendTarget::Cpu(first),

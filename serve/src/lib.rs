@@ -246,11 +246,11 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
     for probe in counterhal::probe_all(&context) {
         match probe.result {
             Ok(backend) => {
-                return Ok(counterhal::Chosen {
+                return Ok(counterhal::Chosen::from_parts(
                     backend,
                     passed_over,
                     context,
-                });
+                ));
             }
             Err(e) => passed_over.push((probe.registration.name, e)),
         }
@@ -304,7 +304,7 @@ fn cgroup_counter(
 /// # Errors
 /// A metric or group unknown on the model (exit 2, with the usage line).
 pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
-    let model = context.model.as_deref();
+    let model = context.model();
     let metrics =
         counterhal::metrics::chosen(&args.metrics, model).map_err(|e| Failure::usage(e, USAGE))?;
     Ok(rules::rules(&metrics, &args.rules_window, model))
@@ -320,7 +320,7 @@ pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
 pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     // Before any thread starts: the signals are taken by the one thread that waits for them.
     signals::block();
-    let metrics = counterhal::metrics::chosen(&args.metrics, context.model.as_deref())
+    let metrics = counterhal::metrics::chosen(&args.metrics, context.model())
         .map_err(|e| Failure::usage(e, USAGE))?;
     let web = args
         .web_config

@@ -7,7 +7,7 @@ pub mod fields;
 
 use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
 use counterhal_hal::{
-    Backend, Countable, GeneralizedEvent, ResolvedEvent, Sign, Target, countable_form,
+    Backend, BackendTarget, Countable, GeneralizedEvent, ResolvedEvent, Sign, countable_form,
 };
 
 use crate::Context;
@@ -223,11 +223,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
             ));
         }
     }
-    if let Some(model) = context
-        .model
-        .as_deref()
-        .and_then(|id| context.database.model(id))
-    {
+    if let Some(model) = context.model().and_then(|id| context.database().model(id)) {
         let mut deprecated = Vec::new();
         for event in model.events() {
             let aliases = model.aliases_of(event);
@@ -257,14 +253,14 @@ pub fn list_events_with<B: Backend + ?Sized>(
             item.aliases = aliases.into_iter().map(str::to_string).collect();
             item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
             item.fields = Some(
-                resolved_fields(&context.database, model, &event.name)
+                resolved_fields(context.database(), model, &event.name)
                     .unwrap_or_else(|| data_fields(event, None)),
             );
             item.unit_masks = masks
                 .into_iter()
                 .map(|mask| {
                     let backend = backend.map(|b| Some(b).filter(|_| options.encodings));
-                    unit_mask_entry(&context.database, model, backend, event, mask)
+                    unit_mask_entry(context.database(), model, backend, event, mask)
                 })
                 .collect();
             match section {
@@ -377,7 +373,7 @@ fn entry<B: Backend + ?Sized>(
         listed.usable = true;
         return listed;
     }
-    match countable_form(backend, &event, &Target::ThisThread) {
+    match countable_form(backend, &event, &BackendTarget::ThisThread) {
         Ok(Countable {
             kernel_refused: None,
             ..

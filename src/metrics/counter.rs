@@ -54,7 +54,7 @@ impl Chosen {
         options: &OpenOptions,
     ) -> Result<MetricSet> {
         let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let metrics = chosen(&owned, self.context.model.as_deref())?;
+        let metrics = chosen(&owned, self.context().model())?;
         for metric in &metrics {
             readable(metric)?;
         }

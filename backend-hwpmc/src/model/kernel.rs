@@ -42,7 +42,7 @@ pub(crate) struct Pmc {
     pub(crate) flags: u32,
     /// IAF's `pm_iaf_ctrl` domain: (user, kernel).
     pub(crate) iaf_domain: (bool, bool),
-    /// Target processes (`pm_targets`).
+    /// BackendTarget processes (`pm_targets`).
     pub(crate) targets: Vec<u32>,
     /// `PMC_F_ATTACH_DONE`.
     pub(crate) attach_done: bool,

@@ -32,7 +32,7 @@ impl LinuxBackend {
             pmus,
             &self.db,
             model,
-            &self.capabilities.accepts,
+            self.capabilities.accepts(),
             |request| perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned),
         )?;
         let cpu_root = Path::new(crate::arm::CPU_ROOT);
@@ -49,7 +49,7 @@ impl LinuxBackend {
             &self.hybrid,
             &self.db,
             self.cpu.as_deref(),
-            &self.capabilities.accepts,
+            self.capabilities.accepts(),
             |request| perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned),
         )
     }

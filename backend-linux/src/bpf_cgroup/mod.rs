@@ -23,7 +23,9 @@ mod program;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Backend, Error, EventRequest, Group, OpenOptions, Reading, Result, Target};
+use counterhal_hal::{
+    Backend, BackendTarget, Error, EventRequest, Group, OpenOptions, Reading, Result,
+};
 
 use crate::{LinuxBackend, LinuxGroup};
 use bpf_mode::{BpfCounting, add};
@@ -230,7 +232,7 @@ impl CgroupCounter {
     /// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) for a directory that does
     /// not exist; [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) in
     /// the BPF mode for one outside the cgroup v2 mount or deeper than [`MAX_LEVELS`]; in
-    /// the perf-event mode, as [`Backend::open`] on a [`Target::Cgroup`].
+    /// the perf-event mode, as [`Backend::open`] on a [`BackendTarget::Cgroup`].
     pub fn follow(&mut self, cgroup: &Path) -> Result<()> {
         if self.followed.iter().any(|c| c.path == cgroup) {
             return Ok(());
@@ -251,7 +253,7 @@ impl CgroupCounter {
                 let mut options = OpenOptions::default();
                 options.grouped = false;
                 for &cpu in &self.cpus {
-                    let target = Target::Cgroup {
+                    let target = BackendTarget::Cgroup {
                         path: cgroup.into(),
                         cpu,
                     };

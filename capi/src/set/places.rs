@@ -1,7 +1,7 @@
 //! Where a set counts, row by row (`counterhal_set_targets`, `counterhal_set_read_each`,
 //! `counterhal_set_place`): the places of its target, each read on its own.
 
-use counterhal_hal::{Reading, ResolvedEvent, Target};
+use counterhal_hal::{BackendTarget, Reading, ResolvedEvent};
 use facade::{AnyGroup, Place};
 
 use super::{Set, State, counters_mut};
@@ -36,7 +36,7 @@ fn combined(events: &[ResolvedEvent], terms: &[Reading]) -> Vec<Reading> {
 impl Set {
     /// The places the set counts on when it opens now: its target's, a thread's with what
     /// it creates where the set inherits.
-    fn places_now(&self) -> CResult<Vec<Target>> {
+    fn places_now(&self) -> CResult<Vec<BackendTarget>> {
         let targets = self.attach.targets();
         if !self.options.inherit {
             return Ok(targets);
@@ -44,8 +44,8 @@ impl Set {
         targets
             .into_iter()
             .map(|target| match target {
-                Target::ThisThread => crate::sys::this_thread_id()
-                    .map(Target::process_and_children)
+                BackendTarget::ThisThread => crate::sys::this_thread_id()
+                    .map(BackendTarget::process_and_children)
                     .ok_or_else(|| {
                         Failure::new(
                             code::UNSUPPORTED,
@@ -53,7 +53,7 @@ impl Set {
                              which only Linux gives here",
                         )
                     }),
-                Target::Process { pid, .. } => Ok(Target::process_and_children(pid)),
+                BackendTarget::Process { pid, .. } => Ok(BackendTarget::process_and_children(pid)),
                 other => Ok(other),
             })
             .collect()

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
+use counterhal::linux::PmuEvent;
 use counterhal_hal::Encoding;
-use counterhal_linux::PmuEvent;
 use serde_json::{Value, json};
 
 /// One JSON object per attr and CPU perf opens: `pmu`, `type`, `config`, `config1`, `config2`

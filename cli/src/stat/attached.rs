@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use counterhal::Target as Attach;
 use counterhal::advanced::MultiSet;
-use counterhal::{Error, ErrorKind, EventSet};
+use counterhal::{Error, ErrorKind};
 use counterhal_hal::Backend;
 use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
@@ -180,7 +180,7 @@ fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError
     let Ok(clock) = backend.resolve("task-clock") else {
         return Ok(());
     };
-    EventSet::open(backend, vec![clock], &target, &OpenOptions::ungrouped())
+    counterhal_hal::open_set(backend, vec![clock], &target, &OpenOptions::ungrouped())
         .map(drop)
         .map_err(CliError::failed)
 }

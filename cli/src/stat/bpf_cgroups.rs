@@ -87,7 +87,7 @@ pub fn run<B: Backend + 'static>(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let Some(linux) =
-        (backend as &dyn std::any::Any).downcast_ref::<counterhal_linux::LinuxBackend>()
+        (backend as &dyn std::any::Any).downcast_ref::<counterhal::linux::LinuxBackend>()
     else {
         return Err(CliError::failed(Error::unsupported(format!(
             "--bpf-counters: counting per cgroup with BPF takes the linux backend, not {}",

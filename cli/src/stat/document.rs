@@ -288,7 +288,7 @@ mod tests {
     fn stat_serve_rules_and_the_library_give_one_value_for_one_set_of_readings() {
         let context = counterhal::Context::new(None, Some("spr")).unwrap();
         let names: Vec<String> = EXPECTED.iter().map(|(n, _)| n.to_string()).collect();
-        let metrics = chosen(&names, context.model.as_deref()).unwrap();
+        let metrics = chosen(&names, context.model()).unwrap();
         let library: Vec<NamedReading> = READINGS
             .iter()
             .map(|&(name, v, e, r)| NamedReading::new(name, Some(reading(v, e, r))))

@@ -5,7 +5,7 @@
 use counterhal::{Encoding, Error, ErrorKind, OpenOptions};
 use counterhal_events::perf::TYPE_TRACEPOINT;
 use counterhal_hal::Backend;
-use counterhal_hal::Target;
+use counterhal_hal::BackendTarget;
 
 use super::arguments::StatArgs;
 use super::results::Planned;
@@ -95,7 +95,11 @@ pub fn check<B: Backend>(
             continue;
         };
         let requests: Vec<_> = event.terms.iter().map(|t| t.request.clone()).collect();
-        match backend.open(&requests, &Target::ThisThread, &OpenOptions::default()) {
+        match backend.open(
+            &requests,
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        ) {
             Err(error) if error.kind() == ErrorKind::InvalidInput => return Err(error),
             _ => {}
         }

@@ -20,7 +20,9 @@ use counterhal::Target as Attach;
 use counterhal::advanced::AnyBackend;
 use counterhal::{Context, Error, ErrorKind, Follow, Registration};
 use counterhal_hal::Backend;
-use counterhal_hal::{Countable, CpuList, Reading, Scope, Target, countable_form, user_space_note};
+use counterhal_hal::{
+    BackendTarget, Countable, CpuList, Reading, Scope, countable_form, user_space_note,
+};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
@@ -117,7 +119,7 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
         let Planned::Ready(event) = planned else {
             continue;
         };
-        match countable_form(backend, event, &Target::ThisThread) {
+        match countable_form(backend, event, &BackendTarget::ThisThread) {
             Ok(Countable {
                 event: user,
                 kernel_refused: Some(refused),
@@ -146,7 +148,7 @@ pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) 
 fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
     backend.resolve("task-clock").is_ok_and(|clock| {
         matches!(
-            countable_form(backend, &clock, &Target::ThisThread),
+            countable_form(backend, &clock, &BackendTarget::ThisThread),
             Ok(Countable {
                 kernel_refused: None,
                 ..
@@ -218,7 +220,7 @@ fn measure<B: Backend + 'static>(
     let capabilities = backend.capabilities();
     let (attach, note) = match targets {
         Targets::Attach(attach) => (attach.clone(), None),
-        Targets::Command if capabilities.supports(&Target::Exec { pid: 0 }) => {
+        Targets::Command if capabilities.supports(&BackendTarget::Exec { pid: 0 }) => {
             // The command's `{a,b}` groups are counted as groups, the other events each alone.
             return run_counted_command(
                 backend,
@@ -231,7 +233,7 @@ fn measure<B: Backend + 'static>(
             );
         }
         // -i: the command's own process, without what it creates (perf stat -i -- cmd).
-        Targets::CommandAlone if capabilities.supports(&Target::ExecAlone { pid: 0 }) => {
+        Targets::CommandAlone if capabilities.supports(&BackendTarget::ExecAlone { pid: 0 }) => {
             return run_counted_command(
                 backend,
                 events,
@@ -256,7 +258,7 @@ fn measure<B: Backend + 'static>(
         // A backend that counts per CPU, not per process, cannot follow CMD: count every CPU
         // where it can, and say whose activity the numbers are.
         Targets::Command
-            if capabilities.scope == Scope::SystemWidePerCpu && capabilities.targets.cpu =>
+            if capabilities.scope() == Scope::SystemWidePerCpu && capabilities.targets().cpu =>
         {
             (
                 Attach::AllCpus,
@@ -267,7 +269,7 @@ fn measure<B: Backend + 'static>(
                 )),
             )
         }
-        Targets::Command if capabilities.scope == Scope::SystemWidePerCpu => (
+        Targets::Command if capabilities.scope() == Scope::SystemWidePerCpu => (
             Attach::ThisThread,
             Some(format!(
                 "{} counts per CPU, not per process: these are the counts of the CPU this \

@@ -92,45 +92,50 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     {
         return model::run(&args, registration, &context);
     }
-    // `--sysfs DIR`: the linux backend reads that tree's PMUs (this machine's, mounted
-    // elsewhere) and opens them here.
+    // `--sysfs DIR`: the backend that reads sysfs PMUs reads that tree's (this machine's,
+    // mounted elsewhere) and opens them here.
     let sysfs = args.sysfs.root();
     if sysfs.is_some() {
         args.sysfs.devices()?;
-        if args
-            .backend
-            .is_some_and(|registration| registration.name != "linux")
-        {
-            let error = counterhal::Error::invalid_input(
-                "--sysfs is a Linux tree: only the linux backend reads it",
-            );
+        if let Some(registration) = args.backend.filter(|r| r.sysfs.is_none()) {
+            let error = counterhal::Error::invalid_input(format!(
+                "--sysfs names a sysfs tree, which the {} backend reads no PMUs from",
+                registration.name
+            ))
+            .with_hint("leave out --backend: the first backend that reads one is used");
             return Err(CliError::usage(error, USAGE));
         }
     }
-    // The Linux backend is probed once and used as itself (no dynamic dispatch on the read
-    // path); any other backend is used through the portable facade.
+    // The backend that reads sysfs PMUs (perf_event_open's) is probed once, over the tree
+    // where one is named, and used as itself (no dynamic dispatch on the read path); any
+    // other backend is used through the portable facade.
     #[cfg(target_os = "linux")]
     if args
         .backend
-        .is_none_or(|registration| registration.name == "linux")
+        .is_none_or(|registration| registration.sysfs.is_some())
     {
-        let (db, model) = (context.database.clone(), context.model.clone());
+        let (db, model) = (
+            context.database().clone(),
+            context.model().map(str::to_owned),
+        );
         let probed = match &sysfs {
-            Some(root) => {
-                counterhal_linux::probe_with(db, model, counterhal_linux::SystemPaths::under(root))
-            }
-            None => counterhal_linux::probe(db, model),
+            Some(root) => counterhal::linux::probe_with(
+                db,
+                model,
+                counterhal::linux::SystemPaths::under(root),
+            ),
+            None => counterhal::linux::probe(db, model),
         };
         match probed {
             Ok(linux) => {
-                return stat_with(&args, &targets, &linux, context.model.as_deref(), None);
+                return stat_with(&args, &targets, &linux, context.model(), None);
             }
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
             Err(_) => {}
         }
     }
     let backend = measurement::choose_backend(args.backend, &context)?;
-    stat_with(&args, &targets, &backend, context.model.as_deref(), None)
+    stat_with(&args, &targets, &backend, context.model(), None)
 }
 
 /// What `stat` counts, planned on a backend before anything runs.
@@ -275,9 +280,9 @@ fn plan_counting<B: Backend>(
         .collect();
     // Each PMU event on the boxes it names, each box on its PMU's CPUs, merged into one line
     // per event after counting (unless --no-merge).
-    let devices = match backend.name() {
-        "linux" => Some(args.sysfs.devices()?),
-        _ => None,
+    let devices = match backend.capabilities().sysfs_pmus() {
+        true => Some(args.sysfs.devices()?),
+        false => None,
     };
     let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge)
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;

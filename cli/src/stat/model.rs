@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use counterhal::Target as Attach;
 use counterhal::registry::FedModel;
 use counterhal::{Context, Error, REGISTRY, Registration};
-use counterhal_hal::Target as BackendTarget;
+use counterhal_hal::BackendTarget;
 
 use super::arguments::{StatArgs, USAGE};
 use super::targets::Targets;
@@ -49,7 +49,7 @@ pub fn run(
             USAGE,
         ));
     };
-    let id = context.model.clone().ok_or_else(|| {
+    let id = context.model().map(str::to_owned).ok_or_else(|| {
         CliError::usage(
             Error::invalid_input("--model: no CPU model to model the device on: this CPU matches none in the event database")
                 .with_hint("name one with --cpu-model (see `counterhal list --models`)"),

@@ -10,7 +10,7 @@
 //! shared by every machine, cannot.)
 
 use counterhal::{Error, ErrorKind};
-use counterhal_hal::{Backend, Target, countable_form};
+use counterhal_hal::{Backend, BackendTarget, countable_form};
 
 use counterhal::metrics::{self as named_metrics, MetricDef};
 
@@ -72,7 +72,7 @@ pub fn uncountable_here<B: Backend + ?Sized>(backend: &B, event: &str) -> Option
                 .then_some(e);
         }
     };
-    countable_form(backend, &resolved, &Target::ThisThread)
+    countable_form(backend, &resolved, &BackendTarget::ThisThread)
         .err()
         .filter(|e| e.kind() == ErrorKind::Unsupported)
 }
@@ -237,7 +237,7 @@ mod tests {
             }
             // What the classification is asked about: names no backend here resolves.
             let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
-            let Ok(linux) = counterhal_linux::probe(db, Some(model.to_string())) else {
+            let Ok(linux) = counterhal::linux::probe(db, Some(model.to_string())) else {
                 continue;
             };
             let metrics = of_model(model).unwrap();

@@ -207,9 +207,9 @@ mod tests {
         assert_eq!(
             Attach::Cpus(parse_cpu_list("0,2-3").unwrap()).targets(),
             [
-                counterhal_hal::Target::Cpu(0),
-                counterhal_hal::Target::Cpu(2),
-                counterhal_hal::Target::Cpu(3)
+                counterhal_hal::BackendTarget::Cpu(0),
+                counterhal_hal::BackendTarget::Cpu(2),
+                counterhal_hal::BackendTarget::Cpu(3)
             ]
         );
         // A CPU named twice is counted once; the order given does not matter.
@@ -319,7 +319,7 @@ mod tests {
             .targets()
             .into_iter()
             .map(|t| match t {
-                counterhal_hal::Target::Process { pid, inherit } => {
+                counterhal_hal::BackendTarget::Process { pid, inherit } => {
                     assert!(!inherit, "{t:?}");
                     pid
                 }

@@ -18,8 +18,8 @@ pub fn generalized_events_open<S: Subject>(subject: &S) -> Outcome {
     // PMU has counters it cannot open, as PAPI refuses it (PAPI_ECNFLCT): not a failure.
     let capabilities = subject.backend().capabilities();
     let counters = capabilities
-        .general_counters
-        .map(|general| general as usize + capabilities.fixed_counters as usize);
+        .general_counters()
+        .map(|general| general as usize + capabilities.fixed_counters() as usize);
     for event in &claimed {
         let name = event.name();
         if let (Some(counters), Ok(resolved)) = (counters, subject.backend().resolve(&name))

@@ -1,6 +1,6 @@
 //! Errors and limits: names that are not events, more events than counters, counters given back, short buffers, targets the backend does not claim, a missing device.
 
-use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Reading, Target};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, Group, OpenOptions, Reading};
 
 use super::measure::*;
 use crate::{Outcome, Subject};
@@ -40,7 +40,7 @@ pub fn too_many_events<S: Subject>(subject: &S) -> Outcome {
     match opened {
         Ok(_) => return Outcome::Fail(format!("a group of {} x {event} opened", slots + 1)),
         Err(e) if e.kind() == ErrorKind::NoCounterAvailable => return Outcome::Pass,
-        Err(e) if !subject.backend().capabilities().multiplexing => {
+        Err(e) if !subject.backend().capabilities().multiplexing() => {
             return Outcome::Fail(format!(
                 "kind {} (want no counter available): {e}",
                 e.kind()
@@ -89,7 +89,7 @@ pub fn dropping_a_group_frees_its_counters<S: Subject>(subject: &S) -> Outcome {
     check(|| {
         for round in 1..=3 {
             let held = open(subject, &names).map_err(|e| e.context(&format!("round {round}")))?;
-            if !subject.backend().capabilities().multiplexing {
+            if !subject.backend().capabilities().multiplexing() {
                 let one_more = subject.backend().open_named(
                     &[event.as_str()],
                     &subject.target(),
@@ -146,12 +146,12 @@ pub fn unclaimed_target_is_unsupported<S: Subject>(subject: &S) -> Outcome {
     let events = exact_or_skip!(subject);
     let backend = subject.backend();
     let pid = std::process::id();
-    let unclaimed: Vec<Target> = [
-        Target::this_thread(),
-        Target::process(pid),
-        Target::process_and_children(pid),
-        Target::cpu(0),
-        Target::exec(pid),
+    let unclaimed: Vec<BackendTarget> = [
+        BackendTarget::this_thread(),
+        BackendTarget::process(pid),
+        BackendTarget::process_and_children(pid),
+        BackendTarget::cpu(0),
+        BackendTarget::exec(pid),
     ]
     .into_iter()
     .filter(|target| !backend.capabilities().supports(target))

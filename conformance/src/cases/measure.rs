@@ -2,7 +2,7 @@
 //! units of its work, reading, and turning early errors into failures.
 
 use counterhal_hal::{
-    Backend, DeviceKind, ErrorKind, EventSet, Group, OpenOptions, Reading, Target,
+    Backend, BackendTarget, DeviceKind, ErrorKind, EventSet, Group, OpenOptions, Reading,
 };
 
 use crate::{ExactEvent, Outcome, Subject};
@@ -137,14 +137,14 @@ pub(super) fn hardware_set<S: Subject>(subject: &S, names: &[&str]) -> Result<Se
             "a model counts fed events, it does not execute code".into(),
         ));
     }
-    if !matches!(subject.target(), Target::ThisThread) {
+    if !matches!(subject.target(), BackendTarget::ThisThread) {
         return Err(Outcome::Skip(
             "the subject does not count the calling thread".into(),
         ));
     }
     subject
         .backend()
-        .open_named(names, &Target::ThisThread, &OpenOptions::default())
+        .open_named(names, &BackendTarget::ThisThread, &OpenOptions::default())
         .map_err(|e| match e.kind() {
             // The machine has no such counter, or withholds it: nothing to check here.
             ErrorKind::Unsupported

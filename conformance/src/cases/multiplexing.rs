@@ -25,7 +25,7 @@ const ENABLED_SPREAD: f64 = 0.01;
 /// the same for all (within 1%, as the kernel enables an ungrouped set one event at a time), and the estimates of the copies (one event at one steady rate) agree
 /// within 10%.
 pub fn multiplexing_time_shares_events<S: Subject>(subject: &S) -> Outcome {
-    if !subject.backend().capabilities().multiplexing {
+    if !subject.backend().capabilities().multiplexing() {
         return Outcome::Skip(format!(
             "the {} backend does not multiplex",
             subject.backend().name()

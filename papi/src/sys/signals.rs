@@ -28,7 +28,7 @@ pub fn hold() -> Option<Held> {
 
 #[cfg(target_os = "linux")]
 fn signal() -> Option<i32> {
-    Some(counterhal_linux::LinuxSampler::overflow_signal())
+    Some(facade::linux::overflow_signal())
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -1,0 +1,319 @@
+//! What a program counts with: the [`Context`] names resolve in (the event database and
+//! the CPU model) and the [`Chosen`] backend, each read through its accessors.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use counterhal_events::{CpuIdentity, Database};
+use counterhal_hal::Backend;
+
+use crate::advanced::AnyBackend;
+use crate::{
+    AnyGroup, Capabilities, DeviceKind, Error, EventSet, EventSetBuilder, GeneralizedEvent,
+    OpenOptions, ResolvedEvent, Result, Target, detect_cpu, detect_hybrid_core, open, set,
+};
+#[cfg(unix)]
+use crate::{CommandCount, count_command};
+
+/// The event database and the CPU model to resolve names against.
+#[derive(Clone, Debug)]
+pub struct Context {
+    database: Arc<Database>,
+    cpu: Option<CpuIdentity>,
+    model: Option<String>,
+}
+
+impl Context {
+    /// A context of its parts: a database already loaded, the CPU (`None`: not detected) and
+    /// the database's model names resolve against (`None`: none matched).
+    pub fn from_parts(
+        database: Arc<Database>,
+        cpu: Option<CpuIdentity>,
+        model: Option<String>,
+    ) -> Context {
+        Context {
+            database,
+            cpu,
+            model,
+        }
+    }
+
+    /// The database: shipped, plus `COUNTERHAL_EVENTS` and any user file.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.database
+    }
+
+    /// This machine's CPU, when detected.
+    pub fn cpu(&self) -> Option<&CpuIdentity> {
+        self.cpu.as_ref()
+    }
+
+    /// The database model in use: named with `--cpu-model`, else the one that matched the CPU.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// Resolves in `database` from now on (the same database with more in it: a user's
+    /// descriptions, say).
+    pub fn set_database(&mut self, database: Arc<Database>) {
+        self.database = database;
+    }
+
+    /// Loads the database (with `user_file` if given) and picks the CPU model: `cpu_model` if
+    /// given, else the one matching this machine's CPU.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a malformed events file (file:line:column and the key);
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a `cpu_model` the database lacks (the message lists the
+    /// known ids).
+    pub fn new(user_file: Option<&Path>, cpu_model: Option<&str>) -> Result<Context> {
+        let database = Database::load(user_file)?;
+        let cpu = detect_cpu();
+        let model = match cpu_model {
+            Some(id) => match database.model_id(id) {
+                Some(model) => Some(model.to_owned()),
+                None => {
+                    let known: Vec<String> = database.ids().collect();
+                    return Err(
+                        Error::invalid_input(counterhal_events::unknown_model_message(id))
+                            .with_hint(format!("use one of: {}", known.join(", "))),
+                    );
+                }
+            },
+            // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
+            None => cpu
+                .as_ref()
+                .and_then(|c| database.detect_core_id(c, detect_hybrid_core().as_ref()))
+                .map(str::to_owned),
+        };
+        Ok(Context {
+            database: Arc::new(database),
+            cpu,
+            model,
+        })
+    }
+}
+
+/// The backend [`open_default`](crate::open_default) chose, and why each backend tried before it was passed over:
+/// what a program counts with.
+///
+/// [`open_named`](Chosen::open_named) opens events by name on any [`Target`];
+/// [`builder`](Chosen::builder) gathers them one at a time. It is a [`Backend`] itself, whose
+/// groups are [`AnyGroup`]s, and it dereferences to the boxed backend
+/// ([`advanced::AnyBackend`](crate::advanced::AnyBackend)).
+pub struct Chosen {
+    backend: AnyBackend,
+    passed_over: Vec<(&'static str, Error)>,
+    context: Context,
+}
+
+impl Chosen {
+    /// `backend`, chosen after the backends `passed_over` (each with why it could not be
+    /// used, in order), resolving names in `context`: what a face that probes the
+    /// [`REGISTRY`](crate::REGISTRY) itself (as [`probe_all`](crate::probe_all)) counts with.
+    pub fn from_parts(
+        backend: AnyBackend,
+        passed_over: Vec<(&'static str, Error)>,
+        context: Context,
+    ) -> Chosen {
+        Chosen {
+            backend,
+            passed_over,
+            context,
+        }
+    }
+
+    /// The backend in use, boxed.
+    pub fn backend(&self) -> &AnyBackend {
+        &self.backend
+    }
+
+    /// The backend in use, no longer held by a `Chosen` (its context and the reasons the
+    /// others were passed over dropped).
+    pub fn into_backend(self) -> AnyBackend {
+        self.backend
+    }
+
+    /// The backends tried first and the reason each could not be used, in order.
+    pub fn passed_over(&self) -> &[(&'static str, Error)] {
+        &self.passed_over
+    }
+
+    /// The event database and the CPU model the backend resolves names against.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The context, to change: a listing's database with descriptions added
+    /// ([`Context::set_database`]; the backend resolves in the database it was opened with).
+    pub fn context_mut(&mut self) -> &mut Context {
+        &mut self.context
+    }
+
+    /// Resolves every name and opens them as one set on `target`, disabled: the calling
+    /// thread, one thread, a whole process (every thread it has and every thread and process
+    /// it creates from now on, summed), CPUs (system-wide), a control group. Each reading is
+    /// one name's: a derived preset is combined from its events, and a target of several
+    /// threads or CPUs is summed over them (each scaled on its own first). A command is
+    /// counted from its `exec` with [`count_command`](Chosen::count_command) (Unix).
+    ///
+    /// The Linux backend's group is read without dynamic dispatch.
+    ///
+    /// # Errors
+    /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
+    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a process or thread that does not exist;
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given twice (as [`EventSetBuilder::add`]).
+    pub fn open_named(
+        &self,
+        names: &[&str],
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<EventSet<AnyGroup>> {
+        set::refuse_duplicates(names)?;
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        open::open_on(self, events, target, options)
+    }
+
+    /// Runs `command` with the events `names` counted from its `exec` to its end, with every
+    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name, with the
+    /// options' domain given to the events without one and, where the OS refuses counting
+    /// the kernel and no domain was asked, those events counted in user space as
+    /// [`open_named`](Chosen::open_named) counts them ([`CommandCount::note`] says so). The
+    /// command is a [`std::process::Command`] or its arguments
+    /// ([`Launch::Argv`](crate::Launch::Argv), the cheaper start).
+    ///
+    /// # Errors
+    /// As [`Backend::resolve`] for the names, and as [`count_command`];
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given twice.
+    #[cfg(unix)]
+    pub fn count_command(
+        &self,
+        names: &[&str],
+        command: impl Into<counterhal_process::Launch>,
+        options: &OpenOptions,
+    ) -> Result<CommandCount> {
+        set::refuse_duplicates(names)?;
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        let (events, note) = open::countable_here(self, events, options)?;
+        let mut counted = count_command(self, &events, command, options)?;
+        counted.note = note;
+        Ok(counted)
+    }
+
+    /// Opens events already resolved ([`resolve`](Chosen::resolve)) as one set on `target`,
+    /// disabled, as [`open_named`](Chosen::open_named) opens names (the options' domain given
+    /// to the events without one, user space only with a note where the OS refuses the
+    /// kernel, a target of several threads or CPUs summed).
+    ///
+    /// # Errors
+    /// As [`open_named`](Chosen::open_named), but for resolving.
+    pub fn open_events(
+        &self,
+        events: Vec<ResolvedEvent>,
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<EventSet<AnyGroup>> {
+        open::open_on(self, events, target, options)
+    }
+
+    /// Whether the backend can count on `target` (a whole process, CPUs, a control group):
+    /// each backend target it stands for is one the backend's
+    /// [`capabilities`](Chosen::capabilities) take.
+    pub fn supports(&self, target: &Target) -> bool {
+        let capabilities = self.capabilities();
+        target
+            .targets()
+            .iter()
+            .all(|one| capabilities.supports(one))
+    }
+
+    /// What `name` is here, as a backend resolves it: its native events and their encodings.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent) for a name that means nothing here (with the nearest
+    /// names); [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for an event this backend cannot program.
+    pub fn resolve(&self, name: &str) -> Result<ResolvedEvent> {
+        self.backend.dyn_resolve(name)
+    }
+
+    /// The backend's name, its [`Registration::name`](crate::Registration::name).
+    pub fn name(&self) -> &'static str {
+        self.backend.dyn_name()
+    }
+
+    /// The backend's name, with `(model)` after it where it drives a model of its device.
+    pub fn label(&self) -> String {
+        Backend::label(self)
+    }
+
+    /// What the backend can do: targets, domains, multiplexing, sampling.
+    pub fn capabilities(&self) -> &Capabilities {
+        self.backend.dyn_capabilities()
+    }
+
+    /// The CPU model names resolve against: the one [`Setup::cpu_model`](crate::Setup::cpu_model) named, else the one
+    /// that matched this machine; `None` when none did.
+    pub fn cpu_model(&self) -> Option<&str> {
+        self.context.model.as_deref()
+    }
+
+    /// An empty set for `target`, to be filled one event at a time
+    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens.
+    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_, Chosen> {
+        EventSetBuilder::new(self, target, options)
+    }
+
+    /// The backend as the Linux backend, where it is one.
+    #[cfg(all(feature = "linux", target_os = "linux"))]
+    pub(crate) fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
+        (*self.backend).as_any().downcast_ref()
+    }
+}
+
+/// The chosen backend, opening groups of [`AnyGroup`]: the Linux backend's own group where it
+/// is the one chosen, any other boxed.
+impl Backend for Chosen {
+    type Group = AnyGroup;
+
+    fn name(&self) -> &'static str {
+        self.backend.dyn_name()
+    }
+    fn device(&self) -> DeviceKind {
+        self.backend.dyn_device()
+    }
+    fn capabilities(&self) -> &Capabilities {
+        self.backend.dyn_capabilities()
+    }
+    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
+        self.backend.dyn_resolve(event)
+    }
+    fn open(
+        &self,
+        events: &[counterhal_hal::EventRequest],
+        target: &counterhal_hal::BackendTarget,
+        options: &OpenOptions,
+    ) -> Result<AnyGroup> {
+        #[cfg(all(feature = "linux", target_os = "linux"))]
+        if let Some(linux) = self.linux() {
+            return Ok(AnyGroup::Linux(linux.open(events, target, options)?));
+        }
+        Ok(AnyGroup::Boxed(
+            self.backend.dyn_open(events, target, options)?,
+        ))
+    }
+    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
+        self.backend.dyn_system_wide_cpus(request)
+    }
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        self.backend.dyn_generalized()
+    }
+    fn own_events(&self) -> Vec<(String, String)> {
+        self.backend.dyn_own_events()
+    }
+}
