@@ -536,8 +536,9 @@ fn the_map_keeps_the_arrows_pointing_one_way() {
 }
 
 /// Oracle: Cargo's metadata (the backend packages, by their `backend-*` folders) and the
-/// faces' own sources and manifests. The command and libpapi reach a backend only through the
-/// facade (its `linux` module where they need the Linux backend's own terms): no path of a
+/// faces' own sources and manifests. The command, libpapi, the exporter and the C API reach a
+/// backend only through the facade (its `linux` module where they need the Linux backend's
+/// own terms): no path of a
 /// backend crate in their sources, tests included, and no backend crate among their
 /// `[dependencies]`.
 #[test]
@@ -550,7 +551,7 @@ fn the_faces_reach_a_backend_only_through_the_facade() {
         .map(|name| format!("{}::", name.replace('-', "_")))
         .collect();
     let mut found = Vec::new();
-    for face in ["cli", "papi"] {
+    for face in ["cli", "papi", "serve", "capi"] {
         for file in rust_files(&root().join(face).join("src")) {
             let text = std::fs::read_to_string(&file).unwrap();
             for (number, line) in text.lines().enumerate() {

@@ -314,10 +314,10 @@ mod tests {
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
         let root = devices.ancestors().nth(3).unwrap();
-        let backend = counterhal_linux::on_sysfs(
+        let backend = counterhal::linux::on_sysfs(
             std::sync::Arc::new(counterhal_events::Database::shipped().unwrap()),
             Some("spr".to_string()),
-            counterhal_linux::SystemPaths::under(root),
+            counterhal::linux::SystemPaths::under(root),
         );
         let event = backend.resolve("power/energy-pkg/").unwrap();
         let (unit, factor) = unit_of(&event);
