@@ -91,7 +91,7 @@ pub struct Capabilities {
     /// the counters limit it.
     max_group_events: Option<u32>,
     /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
-    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`].
+    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
     sampling: bool,
     /// Whether it opens the PMUs the OS lists in sysfs by perf's syntax (`pmu/terms/`, an
     /// uncore PMU's boxes, breakpoints `mem:ADDR`), so that a face reads their tree
@@ -249,7 +249,7 @@ impl Capabilities {
     }
 
     /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
-    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`].
+    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
     pub fn sampling(&self) -> bool {
         self.sampling
     }
