@@ -34,19 +34,43 @@ pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
 /// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+/// What the [`Database`] holds and answers: a CPU's vendor, a CPU model with its events, an
+/// uncore event, the error of a lookup, and what reading the kernel's descriptions found.
+pub use counterhal_events::{
+    CombineRules, CpuModel, DescriptionsRead, EncoderKind, EventError, EventErrorKind, EventFlags,
+    Mapping, MatchRule, NativeEvent, NumberSet, PapiForm, PmuDescription, UncoreEvent, UnitMask,
+    UnitMaskClass, Vendor,
+};
 /// The event database a [`Context`](crate::Context) resolves in, a CPU as detected
 /// ([`detect_cpu`](crate::detect_cpu)), and the kind of core of a hybrid chip
 /// ([`detect_hybrid_core`](crate::detect_hybrid_core)).
 pub use counterhal_events::{CpuIdentity, Database, HybridCore};
+/// The trait every backend implements (what [`list_events`](crate::list_events) lists from).
+pub use counterhal_hal::Backend;
 /// What a backend opens its groups on: one thread, one process (with or without what it
 /// creates), one CPU, a control group on one CPU, a command held before its `exec`. The
 /// backend authors' target: a program counts on a [`Target`](crate::Target), which stands for
 /// one or several of these ([`Target::targets`](crate::Target::targets)).
 pub use counterhal_hal::BackendTarget;
+/// A backend's group boxed (what [`DynBackend`] opens).
+pub use counterhal_hal::BoxedGroup;
 /// A backend's methods as a trait object (what [`AnyBackend`] holds).
 pub use counterhal_hal::DynBackend;
+/// One event as a backend is asked to open it.
+pub use counterhal_hal::EventRequest;
 /// What a backend's [`Capabilities`](crate::Capabilities) say, in their own types: the
 /// encoding families it programs and the domains it filters ([`Accepts`], by [`Family`]),
 /// whose activity its counts cover ([`Scope`]) and the backend targets it takes
 /// ([`TargetSupport`]).
 pub use counterhal_hal::{Accepts, Family, Scope, TargetSupport};
+/// What a [`GeneralizedEvent`](crate::GeneralizedEvent) names: a hardware, software or cache
+/// event of the kernel's generalized list, or a PAPI preset.
+pub use counterhal_hal::{
+    CacheEvent, CacheLevel, CacheOp, CacheResult, HardwareEvent, Preset, SoftwareEvent,
+};
+/// What a [`ResolvedEvent`](crate::ResolvedEvent) is made of: each counter it takes
+/// ([`Term`]) and what [`Query`](crate::Query) says it counts ([`Countable`]).
+pub use counterhal_hal::{Countable, Sign, Term};
+/// The encodings an [`Encoding`](crate::Encoding) holds: x86's `IA32_PERFEVTSELx`, the
+/// Pentium's CESR, and perf's attr.
+pub use counterhal_hal::{CounterSet, Evtsel, ExcludeBits, ExtraMsr, P5Cesr, PerfAttr};

@@ -104,9 +104,10 @@ pub use counterhal_hal::{
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
     ResolvedEvent, Result, Sample, SampleFields, SampleOptions, Sampler, Unit, Wakeup, Walked,
 };
-/// Launching the measured command on Unix (what [`Chosen::count_command`] takes).
+/// Launching the measured command on Unix (what [`Chosen::count_command`] takes), and how it
+/// ended (what a [`CommandCount`] holds).
 #[cfg(unix)]
-pub use counterhal_process::Launch;
+pub use counterhal_process::{ChildExit, Launch};
 
 /// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
 pub mod time {

@@ -40,6 +40,10 @@ pub use counterhal_linux::probe_with;
 /// it.
 #[cfg(target_os = "linux")]
 pub use counterhal_linux::topdown;
+/// The Linux backend's group (what its sets and samplers open), its sampler, and what it
+/// knows of this system when an open fails.
+#[cfg(target_os = "linux")]
+pub use counterhal_linux::{Deliver, LinuxGroup, LinuxSampler, PolledSampler, SystemFacts};
 
 /// The signal the Linux sampler's overflow callbacks come with (a real-time signal: a
 /// program that blocks signals should leave it unblocked on the sampler's thread).

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use counterhal_events::expression::{self, Expr};
+use counterhal_events::expression;
 use counterhal_events::{Metric, MetricTable, SHIPPED_METRIC_MODELS, shipped_metrics};
 
 use crate::{Error, Reading};
@@ -27,6 +27,8 @@ mod counter;
 pub mod machine;
 
 pub use counter::{MetricSet, MetricValue};
+/// A metric's formula, parsed ([`MetricDef::formula`]), its operators and functions.
+pub use counterhal_events::expression::{Expr, Function, Op};
 
 /// An event's count as a metric's formula reads it: the name it was counted under, its
 /// scaled estimate, and the energy one count stands for where it counts Joules.
