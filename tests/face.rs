@@ -363,11 +363,15 @@ fn a_name_given_twice_is_refused_everywhere() {
     );
 }
 
-/// The face is small: at most 150 items reachable through `counterhal` in its rustdoc (its
+/// The face is small: at most 200 items reachable through `counterhal` in its rustdoc (its
 /// own and those it re-exports, each once), and no crate re-exported whole (that would bring
-/// every item of it). The oracle is rustdoc's own list of the crate's items (`all.html`).
+/// every item of it: 638 when the vocabulary crates were). The bound was 150 until every
+/// type a public signature names had to be nameable (`scripts/public-api --check`): the
+/// vocabulary's types the signatures reach (a generalized event's payloads, the encodings,
+/// the database's models and events, a resolved event's terms) took the face from 145 items
+/// to 190. The oracle is rustdoc's own list of the crate's items (`all.html`).
 #[test]
-fn the_face_has_at_most_150_items() {
+fn the_face_has_at_most_200_items() {
     if !std::path::Path::new(env!("CARGO")).exists() {
         // The aarch64 lab runs this binary in a guest that has no Rust toolchain.
         skip!(
@@ -404,7 +408,7 @@ fn the_face_has_at_most_150_items() {
     items.dedup();
     println!("{} items through counterhal", items.len());
     assert!(items.len() > 30, "the list was not read: {items:?}");
-    assert!(items.len() <= 150, "{} items: {items:?}", items.len());
+    assert!(items.len() <= 200, "{} items: {items:?}", items.len());
     let index = std::fs::read_to_string(out.join("doc/counterhal/index.html")).unwrap();
     let crates = ["hal", "events", "process", "x86", "time"];
     for krate in crates.into_iter().chain(counterhal::registry::names()) {
