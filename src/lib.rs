@@ -10,8 +10,8 @@
 //! left to the library). The [`Chosen`] backend opens names as an [`EventSet`] on any
 //! [`Target`] with [`open_named`](Chosen::open_named) (or one at a time with its
 //! [`builder`](Chosen::builder), which says why each name that cannot join is left out),
-//! and counts a command with [`count_command`](Chosen::count_command); [`OpenOptions`] say how (the domain, inherit,
-//! grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
+//! and counts a command with [`count_command`](Chosen::count_command); [`OpenOptions`] say
+//! how (the domain, inherit, grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
 //! kernel to an unprivileged caller, events given no domain count user space only and the
 //! set's [`note`](EventSet::note) says so. A [`reset`](Group::reset) zeroes the counts and
 //! their times. [`prelude`] has what the examples use.
