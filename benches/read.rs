@@ -267,7 +267,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
 
     pub fn run() {
         let cpu = pin();
-        let chosen = open_default(None).expect("a backend works here");
+        let chosen = open_default().expect("a backend works here");
         let mut facade = chosen
             .open_named(&EVENTS, &Target::ThisThread, &OpenOptions::default())
             .expect("the four software events open");

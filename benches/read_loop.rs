@@ -30,7 +30,7 @@ fn main() {
         println!("usage: read_loop facade|linux N (the instruction-count guard runs it)");
         return;
     };
-    let chosen = open_default(None).expect("a backend works here");
+    let chosen = open_default().expect("a backend works here");
     let mut readings = [Reading::default(); 4];
     match path.as_str() {
         "facade" => {

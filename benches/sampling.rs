@@ -62,7 +62,7 @@ mod bench {
     }
 
     pub fn run() {
-        let chosen = open_default(None).expect("a backend works here");
+        let chosen = open_default().expect("a backend works here");
         let fields = SampleFields::profile().with_addr();
         let options = SampleOptions::period(1, fields).ring_pages(512);
         let mut ours = chosen

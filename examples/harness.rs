@@ -110,7 +110,7 @@ fn main() -> ExitCode {
             _ => return usage(),
         }
     }
-    let backend = match open_default(None) {
+    let backend = match open_default() {
         Ok(backend) => backend,
         Err(e) => {
             eprintln!("no counter backend here: {e}");

@@ -38,7 +38,7 @@ fn main() -> Result<()> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(400);
-    let backend = open_default(None)?;
+    let backend = open_default()?;
     let options = SampleOptions::frequency(1000, SampleFields::profile());
     let mut sampler = backend.open_sampler(&["cpu-clock:u"], &Target::this_thread(), &options)?;
     sampler.enable()?;

@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
         eprintln!("usage: papi_command_line EVENT...   (see `counterhal list`)");
         return std::process::ExitCode::from(2);
     }
-    let backend = match open_default(None) {
+    let backend = match open_default() {
         Ok(backend) => backend,
         Err(e) => {
             eprintln!("no counter backend here: {e}");

@@ -37,7 +37,7 @@ fn main() -> Result<()> {
         true => DEFAULT_EVENTS.split(',').collect(),
         false => args.iter().map(String::as_str).collect(),
     };
-    let backend = open_default(None)?;
+    let backend = open_default()?;
     println!("counting on {}", backend.label());
     let regions = Arc::new(Regions::new(backend.into_backend(), &names));
     let workers: Vec<_> = (0..2)

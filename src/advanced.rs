@@ -24,6 +24,8 @@ pub use crate::cgroup_counter::{
     CGROUP_MAX_EVENTS, CGROUP_MAX_LEVELS, CgroupCounter, CgroupCounterOptions, CgroupCounts,
     CgroupMode, CgroupModeChoice,
 };
+#[cfg(unix)]
+pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 /// A sysfs tree read as untrusted input (`--sysfs DIR`, `COUNTERHAL_SYSFS`): links only

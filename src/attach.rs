@@ -40,7 +40,7 @@ pub fn online_cpus() -> CpuList {
 /// ```no_run
 /// use counterhal::prelude::*;
 ///
-/// let backend = open_default(None)?;
+/// let backend = open_default()?;
 /// let pid = std::process::id();
 /// let mut set = backend.open_named(&["task-clock"], &Target::process(pid),
 ///                                  &OpenOptions::default())?;

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::Backend;
 
+#[cfg(unix)]
+use crate::CommandCount;
 use crate::advanced::AnyBackend;
+#[cfg(unix)]
+use crate::command::{CountedCommand, Follow};
 use crate::{
     AnyGroup, Capabilities, DeviceKind, Error, EventSet, EventSetBuilder, GeneralizedEvent,
     OpenOptions, ResolvedEvent, Result, Target, detect_cpu, detect_hybrid_core, open, set,
 };
-#[cfg(unix)]
-use crate::{CommandCount, count_command};
 
 /// The event database and the CPU model to resolve names against.
 #[derive(Clone, Debug)]
@@ -94,8 +96,8 @@ impl Context {
     }
 }
 
-/// The backend [`open_default`](crate::open_default) chose, and why each backend tried before it was passed over:
-/// what a program counts with.
+/// The backend a [`Setup`](crate::Setup) opened, and why each backend tried before it was
+/// passed over: what a program counts with.
 ///
 /// [`open_named`](Chosen::open_named) opens events by name on any [`Target`];
 /// [`builder`](Chosen::builder) gathers them one at a time. It is a [`Backend`] itself, whose
@@ -109,9 +111,9 @@ pub struct Chosen {
 
 impl Chosen {
     /// `backend`, chosen after the backends `passed_over` (each with why it could not be
-    /// used, in order), resolving names in `context`: what a face that probes the
-    /// [`REGISTRY`](crate::REGISTRY) itself (as [`probe_all`](crate::probe_all)) counts with.
-    pub fn from_parts(
+    /// used, in order), resolving names in `context`: what [`Setup::open`](crate::Setup::open)
+    /// makes.
+    pub(crate) fn from_parts(
         backend: AnyBackend,
         passed_over: Vec<(&'static str, Error)>,
         context: Context,
@@ -178,16 +180,24 @@ impl Chosen {
     }
 
     /// Runs `command` with the events `names` counted from its `exec` to its end, with every
-    /// process and thread it creates (`perf stat -- cmd`): [`count_command`] by name, with the
-    /// options' domain given to the events without one and, where the OS refuses counting
-    /// the kernel and no domain was asked, those events counted in user space as
-    /// [`open_named`](Chosen::open_named) counts them ([`CommandCount::note`] says so). The
-    /// command is a [`std::process::Command`] or its arguments
+    /// process and thread it creates (`perf stat -- cmd`), with the options' domain given to
+    /// the events without one and, where the OS refuses counting the kernel and no domain was
+    /// asked, those events counted in user space as [`open_named`](Chosen::open_named) counts
+    /// them ([`CommandCount::note`] says so). With `options.grouped` the events are one set
+    /// (all counted or none); without, each is opened on its own, so one this machine lacks
+    /// is an error for that event alone. The command is a [`std::process::Command`] (the
+    /// caller's environment, directory and standard streams) or its arguments
     /// ([`Launch::Argv`](crate::Launch::Argv), the cheaper start).
     ///
+    /// The one way to count a command: to read it while it runs, stop it, count perf's
+    /// `{a,b}` groups or the command alone, hold it as
+    /// [`advanced::CountedCommand`](crate::advanced::CountedCommand).
+    ///
     /// # Errors
-    /// As [`Backend::resolve`] for the names, and as [`count_command`];
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given twice.
+    /// As [`Backend::resolve`] for the names, and as
+    /// [`CountedCommand::launch`](crate::advanced::CountedCommand::launch) and its `start` and
+    /// `wait`; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given
+    /// twice.
     #[cfg(unix)]
     pub fn count_command(
         &self,
@@ -201,13 +211,20 @@ impl Chosen {
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
         let (events, note) = open::countable_here(self, events, options)?;
-        let mut counted = count_command(self, &events, command, options)?;
-        counted.note = note;
-        Ok(counted)
+        let groups = match options.grouped && !events.is_empty() {
+            true => vec![(0..events.len()).collect()],
+            false => Vec::new(),
+        };
+        let mut counted =
+            CountedCommand::launch(self, &events, command, options, &groups, Follow::Children)?;
+        counted.start()?;
+        let mut count = counted.wait()?;
+        count.note = note;
+        Ok(count)
     }
 
-    /// Opens events already resolved ([`resolve`](Chosen::resolve)) as one set on `target`,
-    /// disabled, as [`open_named`](Chosen::open_named) opens names (the options' domain given
+    /// Opens events already resolved ([`resolve`](Chosen::resolve)), or encoded by the caller,
+    /// as one set on `target`, disabled, as [`open_named`](Chosen::open_named) opens names (the options' domain given
     /// to the events without one, user space only with a note where the OS refuses the
     /// kernel, a target of several threads or CPUs summed).
     ///
@@ -257,15 +274,17 @@ impl Chosen {
         self.backend.dyn_capabilities()
     }
 
-    /// The CPU model names resolve against: the one [`Setup::cpu_model`](crate::Setup::cpu_model) named, else the one
-    /// that matched this machine; `None` when none did.
+    /// The CPU model names resolve against: the one [`Setup::cpu_model`](crate::Setup::cpu_model)
+    /// named, else the one that matched this machine; `None` when none did.
     pub fn cpu_model(&self) -> Option<&str> {
         self.context.model.as_deref()
     }
 
     /// An empty set for `target`, to be filled one event at a time
-    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens.
-    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_, Chosen> {
+    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens:
+    /// what `open_named` cannot do, each name tried as it is added, with its own result, so
+    /// that a name that cannot join is left out and the rest still open (PAPI's event sets).
+    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_> {
         EventSetBuilder::new(self, target, options)
     }
 

@@ -19,15 +19,29 @@ type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
 /// then running until [`wait`](CountedCommand::wait) (or, without blocking,
 /// [`try_wait`](CountedCommand::try_wait); [`stop`](CountedCommand::stop) ends it early).
 ///
+/// [`Chosen::count_command`](crate::Chosen::count_command) is the way to count a command to
+/// its end. This handle, which [`launch`](CountedCommand::launch) makes, does what that
+/// cannot, as `counterhal stat` and the C API need: the command's pid before it runs (to pass
+/// signals on), reads while it runs, a stop when its time is up, perf's `{a,b}` groups, and
+/// counting the command alone ([`Follow::CommandOnly`]).
+///
 /// ```no_run
 /// use counterhal::prelude::*;
+/// use counterhal::advanced::{CountedCommand, Follow};
 /// use std::process::Command;
+/// use std::time::Duration;
 ///
-/// let backend = open_default(None)?;
+/// let backend = open_default()?;
 /// let events = [backend.resolve("task-clock")?, backend.resolve("page-faults")?];
-/// let mut ls = Command::new("ls");
-/// ls.arg("/");
-/// let count = counterhal::count_command(&backend, &events, ls, &OpenOptions::ungrouped())?;
+/// let mut sleep = Command::new("sleep");
+/// sleep.arg("10");
+/// let mut counted = CountedCommand::launch(&backend, &events, sleep, &OpenOptions::default(),
+///                                          &[], Follow::Children)?;
+/// counted.start()?;
+/// std::thread::sleep(Duration::from_millis(100));
+/// println!("so far: {:?}", counted.read());
+/// counted.stop(Duration::from_secs(1))?;
+/// let count = counted.wait()?;
 /// for (event, reading) in events.iter().zip(&count.readings) {
 ///     println!("{}: {:?}", event.name, reading);
 /// }
@@ -81,71 +95,25 @@ pub struct CommandCount {
 }
 
 impl<G: Group> CountedCommand<G> {
-    /// Starts `command` held before `exec` and opens `events` on it. With `options.grouped`
-    /// the events are one set (all counted or none); without, each event is opened on its
-    /// own, so one this machine lacks is an error for that event alone.
+    /// Starts `command` held before `exec` and opens `events` on it, the counters following
+    /// whom `follow` says ([`Follow::CommandOnly`] counts the command's own process without
+    /// what it creates, as `perf stat -i -- cmd` does). Each of `groups` (indices into
+    /// `events`) is one set, counted all together or not at all, as perf's `{a,b}` counts it,
+    /// and every event in no group is opened on its own, so one this machine lacks is an
+    /// error for that event alone; `options.grouped` is not consulted (one group of every
+    /// index groups them all).
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] when `backend` cannot count one process from its `exec`
     /// (a backend counting per CPU: the hint says to count
     /// [`Target::AllCpus`](crate::Target::AllCpus), or [`Target::ThisThread`](crate::Target::ThisThread)
-    /// where the backend counts only the CPU that reads it, while the command runs); as
-    /// [`WaitingChild::launch`];
-    /// [`ErrorKind::LimitReached`] when the events need more file descriptors than this
-    /// process may open. Other errors are per event, in [`CommandCount::readings`].
-    pub fn new<B>(
-        backend: &B,
-        events: &[ResolvedEvent],
-        command: impl Into<Launch>,
-        options: &OpenOptions,
-    ) -> Result<Self>
-    where
-        B: Backend<Group = G> + ?Sized,
-    {
-        let partition: Vec<Vec<usize>> = if options.grouped {
-            vec![(0..events.len()).collect()]
-        } else {
-            (0..events.len()).map(|i| vec![i]).collect()
-        };
-        Self::open_partition(
-            backend,
-            events,
-            command.into(),
-            options,
-            partition,
-            Follow::Children,
-        )
-    }
-
-    /// As [`new`](CountedCommand::new), with the events opened in `groups`, as perf's
-    /// `{a,b}` counts them: each group (indices into `events`) is one set, counted all
-    /// together or not at all, and every event in no group is opened on its own.
-    /// `options.grouped` is not consulted.
-    ///
-    /// # Errors
-    /// As [`new`](CountedCommand::new); [`ErrorKind::InvalidInput`] when a group is empty,
-    /// names an index past the events, or an event is in two groups.
-    pub fn with_groups<B>(
-        backend: &B,
-        events: &[ResolvedEvent],
-        command: impl Into<Launch>,
-        options: &OpenOptions,
-        groups: &[Vec<usize>],
-    ) -> Result<Self>
-    where
-        B: Backend<Group = G> + ?Sized,
-    {
-        Self::following(backend, events, command, options, groups, Follow::Children)
-    }
-
-    /// As [`with_groups`](CountedCommand::with_groups), the counters following whom `follow`
-    /// says: [`Follow::CommandOnly`] counts the command's own process without what it
-    /// creates, as `perf stat -i -- cmd` does.
-    ///
-    /// # Errors
-    /// As [`with_groups`](CountedCommand::with_groups); [`ErrorKind::Unsupported`] when
-    /// the backend cannot count a command that way.
-    pub fn following<B>(
+    /// where the backend counts only the CPU that reads it, while the command runs), or cannot
+    /// count it the way `follow` says; [`ErrorKind::InvalidInput`] when a group is empty,
+    /// names an index past the events, or an event is in two groups; as
+    /// [`WaitingChild::launch`]; [`ErrorKind::LimitReached`] when the events need more file
+    /// descriptors than this process may open. Other errors are per event, in
+    /// [`CommandCount::readings`].
+    pub fn launch<B>(
         backend: &B,
         events: &[ResolvedEvent],
         command: impl Into<Launch>,
@@ -379,23 +347,4 @@ fn read_all<G: Group>(opened: &mut [Opened<G>], events: &[ResolvedEvent]) -> Vec
         }
     }
     readings
-}
-
-/// Runs `command` with `events` counted from its `exec` to its end: [`CountedCommand::new`],
-/// [`start`](CountedCommand::start), [`wait`](CountedCommand::wait).
-///
-/// # Errors
-/// As those three.
-pub fn count_command<B>(
-    backend: &B,
-    events: &[ResolvedEvent],
-    command: impl Into<Launch>,
-    options: &OpenOptions,
-) -> Result<CommandCount>
-where
-    B: Backend + ?Sized,
-{
-    let mut counted = CountedCommand::new(backend, events, command, options)?;
-    counted.start()?;
-    counted.wait()
 }

@@ -78,7 +78,7 @@ impl EventMeasurement {
     /// As [`open_default`] and [`Chosen::open_named`]: a name no backend knows, an event this
     /// machine cannot count.
     pub fn new(name: &str) -> Result<Self> {
-        Self::with(&open_default(None)?, name)
+        Self::with(&open_default()?, name)
     }
 
     /// Counts `name` on this thread with `chosen`'s backend.
@@ -262,7 +262,7 @@ mod tests {
     /// A name that is no event fails with the name in the error, before criterion runs.
     #[test]
     fn an_unknown_name_is_an_error_naming_it() {
-        let Ok(chosen) = open_default(None) else {
+        let Ok(chosen) = open_default() else {
             skip!(Need::System, "no backend works here");
         };
         let e = EventMeasurement::with(&chosen, "page-faultz")

@@ -5,11 +5,13 @@
 //! each count's times enabled and running, on Linux (`perf_event_open`), OpenBSD
 //! (`/dev/pctr`), FreeBSD (hwpmc) and raw x86 MSRs.
 //!
-//! [`open_default`] opens the first backend that works here (a [`Setup`] chooses the CPU
-//! model, an events file or the backend); the [`Chosen`] backend opens names as an
-//! [`EventSet`] on any [`Target`] with [`open_named`](Chosen::open_named), or one at a time
-//! with its [`builder`](Chosen::builder); [`OpenOptions`] say how (the domain, inherit,
-//! grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
+//! A [`Setup`] starts: it names the CPU model, an events file, the backend or a sysfs tree,
+//! and opens the [`Chosen`] backend ([`open_default`] is `Setup::new().open()`, every choice
+//! left to the library). The [`Chosen`] backend opens names as an [`EventSet`] on any
+//! [`Target`] with [`open_named`](Chosen::open_named) (or one at a time with its
+//! [`builder`](Chosen::builder), which says why each name that cannot join is left out),
+//! and counts a command with [`count_command`](Chosen::count_command); [`OpenOptions`] say
+//! how (the domain, inherit, grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
 //! kernel to an unprivileged caller, events given no domain count user space only and the
 //! set's [`note`](EventSet::note) says so. A [`reset`](Group::reset) zeroes the counts and
 //! their times. [`prelude`] has what the examples use.
@@ -18,7 +20,7 @@
 //! ```no_run
 //! use counterhal::prelude::*;
 //!
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
@@ -33,7 +35,7 @@
 //! Count a command from its `exec`, with every process it creates (`perf stat -- ls`):
 //! ```no_run
 //! # use counterhal::prelude::*;
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let counted = backend.count_command(&["task-clock", "context-switches"],
 //!                                     std::process::Command::new("ls"), &OpenOptions::default())?;
 //! println!("{:?}, {:?}", counted.readings, counted.exit);
@@ -43,7 +45,7 @@
 //! ```no_run
 //! # use counterhal::prelude::*;
 //! # let pid = std::process::id();
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let mut set = backend.open_named(&["task-clock"], &Target::process(pid),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
@@ -55,7 +57,7 @@
 //! ```no_run
 //! # use counterhal::prelude::*;
 //! use counterhal::advanced::MultiSet;
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let mut cpus = MultiSet::open(&backend, &[backend.resolve("cpu-clock")?],
 //!                               &Target::all_cpus(), &OpenOptions::default())?;
 //! cpus.enable()?;
@@ -68,7 +70,7 @@
 //! Sample the instruction pointer every 100,000 ns of `task-clock` (`perf record`):
 //! ```no_run
 //! # use counterhal::prelude::*;
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let mut sampler = backend.open_sampler(&["task-clock"], &Target::this_thread(),
 //!                                        &SampleOptions::period(100_000, SampleFields::profile()))?;
 //! sampler.enable()?;
@@ -96,8 +98,6 @@
 //! or CPU, which [`advanced`] names), the database `counterhal-events`;
 //! a backend is a crate implementing them, added to [`registry::REGISTRY`] with a Cargo feature
 //! here. ARCHITECTURE.md has the map.
-
-use std::path::{Path, PathBuf};
 
 pub use counterhal_hal::{
     Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
@@ -136,6 +136,7 @@ pub mod region;
 pub mod registry;
 mod sampling;
 mod set;
+mod setup;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
@@ -145,7 +146,7 @@ pub use cgroup::{
 };
 pub use chosen::{Chosen, Context};
 #[cfg(unix)]
-pub use command::{CommandCount, CountedCommand, Follow, count_command};
+pub use command::CommandCount;
 pub use group::AnyGroup;
 pub use listing::{ListOptions, Listed, ListedUnitMask, Section, list_events, list_events_with};
 pub use open::split_event_list;
@@ -153,6 +154,7 @@ pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};
 pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query};
+pub use setup::{Setup, open_default};
 
 use advanced::AnyBackend;
 use counterhal_events::CpuIdentity;
@@ -253,120 +255,6 @@ pub fn probe_all(context: &Context) -> Vec<Probe> {
             result: probe(registration, context),
         })
         .collect()
-}
-
-/// Opens the first backend that works here, with the shipped database (plus
-/// `COUNTERHAL_EVENTS` and `user_file`) and the detected CPU model, and says why each backend
-/// before it did not.
-///
-/// # Errors
-/// [`ErrorKind::Unsupported`] when this build has no backend for this OS; when none works, the
-/// first backend's kind with every backend's reason in the message;
-/// [`ErrorKind::InvalidInput`] for a malformed events file.
-pub fn open_default(user_file: Option<&Path>) -> Result<Chosen> {
-    let setup = Setup::new();
-    match user_file {
-        Some(file) => setup.events_file(file),
-        None => setup,
-    }
-    .open()
-}
-
-/// What [`Setup::open`] opens counters with: the event database (with a user's events file),
-/// the CPU model names resolve against, and the backend; each left unset is chosen as
-/// [`open_default`] chooses it.
-///
-/// ```no_run
-/// use counterhal::prelude::*;
-///
-/// // Names resolve against Skylake's tables, whatever this machine is (as `--cpu-model skl`).
-/// let skylake = Setup::new().cpu_model("skl").backend("linux").open()?;
-/// assert_eq!(skylake.cpu_model(), Some("skl"));
-/// // perf's signature of a CPU works too: detected as that CPU would be.
-/// let spr = Setup::new().cpu_model("GenuineIntel-6-8F-8").open()?;
-/// # Ok::<(), counterhal::Error>(())
-/// ```
-#[derive(Clone, Debug, Default)]
-#[must_use]
-pub struct Setup {
-    events_file: Option<PathBuf>,
-    cpu_model: Option<String>,
-    backend: Option<String>,
-}
-
-impl Setup {
-    /// Everything chosen as [`open_default`] chooses it.
-    pub fn new() -> Setup {
-        Setup::default()
-    }
-
-    /// Reads `path`, a TOML events file that adds CPU models or overrides events, beside the
-    /// shipped database (and `COUNTERHAL_EVENTS`), as `--events FILE`.
-    pub fn events_file(mut self, path: impl AsRef<Path>) -> Setup {
-        self.events_file = Some(path.as_ref().to_path_buf());
-        self
-    }
-
-    /// Resolves names against the CPU model `model` instead of this machine's, as
-    /// `--cpu-model`: a database id (`skl`, `amd64_fam19h_zen3`, `p6`) or perf's signature
-    /// `Vendor-Family-Model[-Stepping]` (`GenuineIntel-6-8F-8`), detected as that CPU would be
-    /// (`-atom` or `-core` after a hybrid chip's names its core).
-    pub fn cpu_model(mut self, model: &str) -> Setup {
-        self.cpu_model = Some(model.to_owned());
-        self
-    }
-
-    /// Uses the backend `name` (a [`Registration::name`] of the [`REGISTRY`]) and no other,
-    /// instead of the first that works here.
-    pub fn backend(mut self, name: &str) -> Setup {
-        self.backend = Some(name.to_owned());
-        self
-    }
-
-    /// Loads the database, picks the CPU model and opens the backend.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`] for a malformed events file, an unknown CPU model (the
-    /// message lists the known ids) or an unknown backend name (the hint lists them); as
-    /// [`open_default`] when no backend works, or as the named backend's probe.
-    pub fn open(self) -> Result<Chosen> {
-        let context = Context::new(self.events_file.as_deref(), self.cpu_model.as_deref())?;
-        if let Some(name) = &self.backend {
-            let registration = registration(name)?;
-            return Ok(Chosen::from_parts(
-                probe(registration, &context)?,
-                Vec::new(),
-                context,
-            ));
-        }
-        let mut passed_over = Vec::new();
-        for probe in probe_all(&context) {
-            match probe.result {
-                Ok(backend) => {
-                    return Ok(Chosen::from_parts(backend, passed_over, context));
-                }
-                Err(e) => passed_over.push((probe.registration.name, e)),
-            }
-        }
-        match passed_over.first() {
-            None => Err(Error::unsupported(format!(
-                "this build of counterhal has no backend for {OS}"
-            ))
-            .with_hint(
-                "supported: Linux (perf_event_open, MSRs), OpenBSD (/dev/pctr), FreeBSD (hwpmc)",
-            )),
-            Some((_, first)) => {
-                let reasons: Vec<String> = passed_over
-                    .iter()
-                    .map(|(name, e)| format!("{name}: {e}"))
-                    .collect();
-                Err(Error::new(
-                    first.kind(),
-                    format!("no usable counter backend: {}", reasons.join("; ")),
-                ))
-            }
-        }
-    }
 }
 
 /// The README's examples, compiled as doc tests so they stay true.

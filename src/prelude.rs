@@ -1,7 +1,7 @@
 //! What most programs need, for a glob import: `use counterhal::prelude::*;`.
 //!
-//! It holds the face: [`open_default`] and [`Setup`], the [`Chosen`] backend they return, a
-//! [`Target`], [`OpenOptions`] and [`Domain`], the [`EventSet`] that [`Chosen::open_named`]
+//! It holds the face: [`Setup`] and its shorthand [`open_default`], the [`Chosen`] backend
+//! they return, a [`Target`], [`OpenOptions`] and [`Domain`], the [`EventSet`] that [`Chosen::open_named`]
 //! opens (and the [`EventSetBuilder`] that gathers one), its [`Reading`]s, the sampler's
 //! options, and the traits whose methods these need ([`Group`](crate::Group), [`Sampler`](crate::Sampler)), imported
 //! without their names so that a glob import of another crate's `Group` does not clash.
@@ -15,7 +15,7 @@
 //! ```no_run
 //! use counterhal::prelude::*;
 //!
-//! let backend = open_default(None)?;
+//! let backend = open_default()?;
 //! let mut set = backend.open_named(&["page-faults"], &Target::this_thread(),
 //!                                  &OpenOptions::default())?;
 //! set.enable()?;
@@ -25,10 +25,10 @@
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
+#[cfg(unix)]
+pub use crate::CommandCount;
 pub use crate::{
     AnyGroup, AnySampler, Chosen, Domain, EventSet, EventSetBuilder, OpenOptions, Place, Reading,
     Record, SampleFields, SampleOptions, Setup, Target, online_cpus, open_default, query,
 };
-#[cfg(unix)]
-pub use crate::{CommandCount, Follow};
 pub use crate::{Group as _, Sampler as _};

@@ -406,7 +406,7 @@ impl Global {
     /// [`EVENTS_VAR`]; the report is written at exit (the hook is registered once: a child
     /// inherits it).
     fn new(pid: u32, forked: bool) -> Global {
-        let regions = crate::open_default(None).map(|chosen| {
+        let regions = crate::open_default().map(|chosen| {
             let names = std::env::var(EVENTS_VAR).unwrap_or_else(|_| DEFAULT_EVENTS.into());
             let names: Vec<&str> = names.split(',').collect();
             Regions::new(chosen.into_backend(), &names)
@@ -608,7 +608,7 @@ mod tests {
     /// work grows with the names, not with their square.
     #[test]
     fn region_names_are_found_without_comparing_every_name_known() {
-        let Ok(chosen) = crate::open_default(None) else {
+        let Ok(chosen) = crate::open_default() else {
             skip!(Need::System, "no backend works here");
         };
         let regions = Regions::new(chosen.into_backend(), &[]);

@@ -7,7 +7,7 @@ use counterhal_hal::{
     OpenOptions, ResolvedEvent, Result, countable_form,
 };
 
-use crate::{AnyGroup, Target};
+use crate::{AnyGroup, Chosen, Target};
 
 /// perf's `attr.type` of software events, which take no counter and join any group.
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -79,7 +79,7 @@ pub fn trial_for_add(
 /// ```no_run
 /// use counterhal::prelude::*;
 ///
-/// let backend = open_default(None)?;
+/// let backend = open_default()?;
 /// let mut builder = backend.builder(Target::this_thread(), OpenOptions::default());
 /// for name in ["page-faults", "no-such-event", "task-clock"] {
 ///     if let Err(e) = builder.add(name) {
@@ -90,23 +90,16 @@ pub fn trial_for_add(
 /// set.enable()?;
 /// # Ok::<(), counterhal::Error>(())
 /// ```
-///
-/// Any backend whose groups an [`AnyGroup`] holds builds sets too (a boxed backend, the
-/// Linux backend): `EventSetBuilder::new(&backend, target, options)`.
-pub struct EventSetBuilder<'b, B: Backend + ?Sized> {
-    backend: &'b B,
+pub struct EventSetBuilder<'b> {
+    backend: &'b Chosen,
     target: Target,
     options: OpenOptions,
     events: Vec<ResolvedEvent>,
 }
 
-impl<'b, B> EventSetBuilder<'b, B>
-where
-    B: Backend + ?Sized,
-    B::Group: Into<AnyGroup>,
-{
+impl<'b> EventSetBuilder<'b> {
     /// An empty set of `backend`'s events for `target`, to be opened with `options`.
-    pub fn new(backend: &'b B, target: Target, options: OpenOptions) -> Self {
+    pub(crate) fn new(backend: &'b Chosen, target: Target, options: OpenOptions) -> Self {
         Self {
             backend,
             target,

@@ -98,7 +98,7 @@ fn the_linux_backend_reads_without_allocating() {
 
 #[test]
 fn the_facade_reads_without_allocating() {
-    let Some(backend) = open_default(None)
+    let Some(backend) = open_default()
         .ok()
         .filter(|b| b.resolve("task-clock").is_ok())
     else {
@@ -148,7 +148,7 @@ fn the_facade_reads_without_allocating() {
 
 #[test]
 fn a_region_begun_and_ended_again_allocates_nothing() {
-    let Some(backend) = open_default(None)
+    let Some(backend) = open_default()
         .ok()
         .filter(|b| b.resolve("task-clock").is_ok())
     else {

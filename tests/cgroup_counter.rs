@@ -189,7 +189,7 @@ fn within_2_percent(a: f64, b: f64) -> bool {
 /// `perf stat -a --for-each-cgroup` counting the same workload at the same time.
 #[test]
 fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
-    let Ok(chosen) = open_default(None) else {
+    let Ok(chosen) = open_default() else {
         skip!(Need::System, "no backend is usable here");
     };
     if chosen.name() != "linux" || !running_as_root() {
@@ -312,7 +312,7 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
 #[test]
 fn without_cap_bpf_auto_counts_with_perf_events_and_says_why() {
     if std::env::var_os("COUNTERHAL_CGROUP_CHILD").is_some() {
-        let chosen = open_default(None).expect("a backend");
+        let chosen = open_default().expect("a backend");
         let counter = counter(&chosen, CgroupModeChoice::Auto).expect("Auto opens");
         println!("mode: {}", counter.mode());
         let refused = counter_error(&chosen);
@@ -380,7 +380,7 @@ fn counter_error(chosen: &Chosen) -> Error {
 /// kernel/bpf/hashtab.c), and the program's count of each refusal.
 #[test]
 fn a_full_map_is_counted_as_lost() {
-    let Ok(chosen) = open_default(None) else {
+    let Ok(chosen) = open_default() else {
         skip!(Need::System, "no backend is usable here");
     };
     if chosen.name() != "linux" || !running_as_root() {

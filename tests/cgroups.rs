@@ -3,9 +3,8 @@
 
 use std::process::Command;
 
-use counterhal::CountedCommand;
 use counterhal::ErrorKind;
-use counterhal::advanced::MultiSet;
+use counterhal::advanced::{CountedCommand, Follow, MultiSet};
 use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
@@ -13,7 +12,7 @@ use counterhal_conformance::skip::Need;
 use counterhal_hal::BackendTarget;
 
 fn backend() -> Option<Chosen> {
-    open_default(None)
+    open_default()
         .ok()
         .filter(|chosen| chosen.backend().dyn_name() == "linux")
 }
@@ -117,7 +116,7 @@ fn a_command_alone_leaves_out_the_processes_it_starts() {
     let count = |follow: Follow| {
         let mut command = Command::new("/bin/sh");
         command.args(["-c", "ls / >/dev/null; ls / >/dev/null; ls / >/dev/null"]);
-        let mut counted = CountedCommand::following(
+        let mut counted = CountedCommand::launch(
             backend.backend(),
             std::slice::from_ref(&faults),
             command,

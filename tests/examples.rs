@@ -25,7 +25,7 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn software_events_count_here() -> bool {
-    counterhal::open_default(None).is_ok_and(|b| counterhal::query(&b, "page-faults").usable())
+    counterhal::open_default().is_ok_and(|b| counterhal::query(&b, "page-faults").usable())
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn loop_samples(text: &str) -> (u64, u64, u64) {
 /// each loop does, and their addresses).
 #[test]
 fn hot_addresses_finds_the_heavier_loop() {
-    let Ok(chosen) = counterhal::open_default(None) else {
+    let Ok(chosen) = counterhal::open_default() else {
         skip!(Need::System, "no backend works here");
     };
     if !chosen.backend().dyn_capabilities().sampling() {

@@ -14,4 +14,5 @@ mod regions;
 mod registry;
 mod restart;
 mod sets;
+mod setup;
 mod targets;

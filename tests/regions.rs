@@ -10,7 +10,7 @@ use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 fn backend() -> Option<Chosen> {
-    open_default(None)
+    open_default()
         .ok()
         .filter(|chosen| chosen.resolve("page-faults").is_ok())
 }

@@ -20,7 +20,7 @@ const EVENTS: [&str; 3] = ["page-faults", GETPID, "task-clock"];
 
 /// A backend that counts the getpid tracepoint here, or `None`.
 fn backend() -> Option<Chosen> {
-    open_default(None)
+    open_default()
         .ok()
         .filter(|chosen| chosen.resolve(GETPID).is_ok())
 }

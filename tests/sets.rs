@@ -19,7 +19,7 @@ const CHILD_REGIONS: &str = "COUNTERHAL_TEST_SET_REGIONS";
 const CHILD_THREADS: &str = "COUNTERHAL_TEST_SET_THREADS";
 
 fn backend() -> Option<Chosen> {
-    open_default(None)
+    open_default()
         .ok()
         .filter(|chosen| chosen.resolve("task-clock").is_ok())
 }
@@ -66,7 +66,7 @@ fn opens_in(log: &Path) -> usize {
 /// opens it and counts once; prints how many adds were taken.
 fn add_each_then_count(names: &[String]) {
     let backend = backend().expect("the parent checked the backend");
-    let mut builder = EventSetBuilder::new(&backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = backend.builder(Target::ThisThread, OpenOptions::default());
     let added = names.iter().filter(|n| builder.add(n).is_ok()).count();
     let mut set = builder.open().expect("the added events open together");
     set.enable().unwrap();
@@ -278,7 +278,7 @@ fn an_add_past_the_kernel_s_group_limit_is_refused_and_the_set_still_opens() {
     let Some(limit) = backend.capabilities().max_group_events() else {
         skip!(Need::Platform, "this backend has no group limit");
     };
-    let mut builder = EventSetBuilder::new(&backend, Target::ThisThread, OpenOptions::default());
+    let mut builder = backend.builder(Target::ThisThread, OpenOptions::default());
     // Distinct software events: task-clock with config1 values the event ignores.
     for i in 0..limit {
         builder

@@ -6,14 +6,15 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
 use counterhal::advanced::MultiSet;
+use counterhal::advanced::{CountedCommand, Follow};
 use counterhal::prelude::*;
 use counterhal::time::thread_cpu_ns;
-use counterhal::{Context, CountedCommand, ErrorKind, count_command};
+use counterhal::{Context, ErrorKind};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 fn backend() -> Option<Chosen> {
-    open_default(None)
+    open_default()
         .ok()
         .filter(|chosen| chosen.resolve("task-clock").is_ok())
 }
@@ -150,11 +151,13 @@ fn a_command_is_counted_from_its_exec_with_the_callers_environment_and_streams()
         .env("GREETING", "hello")
         .current_dir("/")
         .stdout(Stdio::piped());
-    let mut counted = CountedCommand::new(
+    let mut counted = CountedCommand::launch(
         backend.backend(),
         &events,
         command,
         &OpenOptions::ungrouped(),
+        &[],
+        Follow::Children,
     )
     .unwrap();
     assert!(counted.child().is_none(), "no handle before the start");
@@ -180,7 +183,10 @@ fn a_command_reports_per_event_and_how_it_ended() {
     }
     let mut kill = Command::new("/bin/sh");
     kill.args(["-c", "kill -9 $$"]);
-    let count = count_command(backend.backend(), &events, kill, &OpenOptions::ungrouped()).unwrap();
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let count = backend
+        .count_command(&names, kill, &OpenOptions::ungrouped())
+        .unwrap();
     assert_eq!(count.exit.status.signal(), Some(9));
     assert!(count.readings[0].is_ok());
     // On a machine without a PMU cycles is that event's error alone.
@@ -190,13 +196,9 @@ fn a_command_reports_per_event_and_how_it_ended() {
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     }
     let missing = Command::new("/nonexistent/program");
-    let error = count_command(
-        backend.backend(),
-        &events,
-        missing,
-        &OpenOptions::ungrouped(),
-    )
-    .unwrap_err();
+    let error = backend
+        .count_command(&names, missing, &OpenOptions::ungrouped())
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NotFound, "{error}");
 }
 
@@ -212,18 +214,21 @@ fn a_per_cpu_backend_says_it_cannot_follow_a_command_and_what_to_count_instead()
         };
         let backend = model(&context).unwrap();
         let event = counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles").unwrap();
-        let error = count_command(
+        let error = CountedCommand::launch(
             &backend,
             &[event],
             Command::new("/bin/true"),
             &OpenOptions::default(),
+            &[],
+            Follow::Children,
         )
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert_eq!(error.kind(), ErrorKind::Unsupported, "{name}: {error}");
         assert!(error.hint().unwrap().contains(instead), "{name}: {error}");
         // Nor the command alone.
         let event = counterhal_hal::DynBackend::dyn_resolve(&backend, "cycles").unwrap();
-        let alone = CountedCommand::following(
+        let alone = CountedCommand::launch(
             &backend,
             &[event],
             Command::new("/bin/true"),
@@ -301,8 +306,14 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
     let mut command = Command::new("/bin/sh");
     command.args(["-c", "exit 0"]);
     let options = OpenOptions::ungrouped();
-    let counted =
-        CountedCommand::with_groups(backend.backend(), &events, command, &options, &[vec![0, 2]]);
+    let counted = CountedCommand::launch(
+        backend.backend(),
+        &events,
+        command,
+        &options,
+        &[vec![0, 2]],
+        Follow::Children,
+    );
     let mut counted = counted.unwrap();
     counted.start().unwrap();
     let count = counted.wait().unwrap();
@@ -324,12 +335,13 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
             let mut command = Command::new("/bin/sh");
             command.args(["-c", "exit 0"]);
             let both = [events[0].clone(), cycles];
-            let mut counted = CountedCommand::with_groups(
+            let mut counted = CountedCommand::launch(
                 backend.backend(),
                 &both,
                 command,
                 &options,
                 &[vec![0, 1]],
+                Follow::Children,
             )?;
             counted.start()?;
             let count = counted.wait()?;
@@ -355,10 +367,16 @@ fn a_command_counts_groups_and_lone_events_as_asked() {
     ] {
         let mut command = Command::new("/bin/sh");
         command.args(["-c", "exit 0"]);
-        let error =
-            CountedCommand::with_groups(backend.backend(), &events, command, &options, &groups)
-                .err()
-                .unwrap();
+        let error = CountedCommand::launch(
+            backend.backend(),
+            &events,
+            command,
+            &options,
+            &groups,
+            Follow::Children,
+        )
+        .err()
+        .unwrap();
         assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
         assert!(error.to_string().contains(says), "{error}");
     }
@@ -371,11 +389,13 @@ fn a_counted_command_can_be_polled_and_stopped_with_sigterm() {
     let mut command = Command::new("/bin/sh");
     // The command spins until SIGTERM, then exits with a status of its own choosing.
     command.args(["-c", "trap 'exit 4' TERM; while :; do :; done"]);
-    let mut counted = CountedCommand::new(
+    let mut counted = CountedCommand::launch(
         backend.backend(),
         &events,
         command,
         &OpenOptions::ungrouped(),
+        &[],
+        Follow::Children,
     )
     .unwrap();
     assert_eq!(
@@ -463,10 +483,6 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     };
     assert_eq!(events[0].unit.as_ref(), Some(&joules));
     assert_eq!(events[1].unit, None);
-    let mut builder =
-        counterhal::EventSetBuilder::new(&backend, Target::AllCpus, OpenOptions::ungrouped());
-    builder.add("power/energy-pkg/").unwrap();
-    assert_eq!(builder.events()[0].unit.as_ref(), Some(&joules));
     assert_eq!(joules.apply(1 << 32), 1.0);
     let opened = |target: &Target| {
         let mut set = match MultiSet::open(&backend, &events, target, &OpenOptions::ungrouped()) {

@@ -13,8 +13,8 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use counterhal_hal::{CpuList, Reading, ResolvedEvent};
-use facade::advanced::{SharedReadError, SharedReads, trial_for_add};
-use facade::{AnyGroup, CountedCommand, EventSet, Follow, Group, OpenOptions, Target as Attach};
+use facade::advanced::{CountedCommand, Follow, SharedReadError, SharedReads, trial_for_add};
+use facade::{AnyGroup, EventSet, Group, OpenOptions, Target as Attach};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
@@ -479,7 +479,7 @@ impl Set {
             let failure = Failure::from(error);
             Failure::new(failure.code, format!("`{program}`: {}", failure.message))
         };
-        let mut counted = CountedCommand::following(
+        let mut counted = CountedCommand::launch(
             backend,
             &self.counted,
             command,

@@ -242,27 +242,10 @@ impl ServeArgs {
 /// # Errors
 /// None works here (exit 1), with each one's reason.
 fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
-    let mut passed_over = Vec::new();
-    for probe in counterhal::probe_all(&context) {
-        match probe.result {
-            Ok(backend) => {
-                return Ok(counterhal::Chosen::from_parts(
-                    backend,
-                    passed_over,
-                    context,
-                ));
-            }
-            Err(e) => passed_over.push((probe.registration.name, e)),
-        }
-    }
-    let reasons: Vec<String> = passed_over
-        .iter()
-        .map(|(name, e)| format!("{name}: {e}"))
-        .collect();
-    Err(Failure::failed(Error::unsupported(format!(
-        "no usable counter backend here: {}",
-        reasons.join("; ")
-    ))))
+    counterhal::Setup::new()
+        .context(context)
+        .open()
+        .map_err(Failure::failed)
 }
 
 /// The counter of the cgroups `watch` follows (none where it follows none, or no event

@@ -198,7 +198,7 @@ mod tests {
     /// `duration_time`, the seconds counted).
     #[test]
     fn a_page_fault_rate_is_the_pages_touched_over_the_time_counted() {
-        let Ok(backend) = crate::open_default(None) else {
+        let Ok(backend) = crate::open_default() else {
             skip!(Need::System, "no counter backend here");
         };
         if !crate::query(&backend, "page-faults").usable() {
@@ -242,7 +242,7 @@ mod tests {
     /// is no metric is bad input.
     #[test]
     fn a_metric_that_cannot_count_here_is_refused_by_name() {
-        let Ok(backend) = crate::open_default(None) else {
+        let Ok(backend) = crate::open_default() else {
             skip!(Need::System, "no counter backend here");
         };
         let this_thread = Target::this_thread();

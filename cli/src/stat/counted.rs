@@ -3,7 +3,8 @@
 
 use std::ffi::OsString;
 
-use counterhal::{CountedCommand, Error, ErrorKind, Follow};
+use counterhal::advanced::{CountedCommand, Follow};
+use counterhal::{Error, ErrorKind};
 use counterhal_hal::Backend;
 use counterhal_hal::{OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::ForwardSignals;
@@ -51,7 +52,7 @@ pub fn run_counted_command<B: Backend>(
         .collect();
     let options = OpenOptions::ungrouped();
     let mut counted =
-        CountedCommand::following(backend, &ready, command, &options, &opened_groups, follow)
+        CountedCommand::launch(backend, &ready, command, &options, &opened_groups, follow)
             .map_err(|e| match e.kind() {
                 ErrorKind::LimitReached => CliError::failed(e),
                 _ => not_run(e),

@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use counterhal::Target as Attach;
 use counterhal::advanced::AnyBackend;
-use counterhal::{Context, Error, ErrorKind, Follow, Registration};
+use counterhal::advanced::Follow;
+use counterhal::{Context, Error, ErrorKind, Registration};
 use counterhal_hal::Backend;
 use counterhal_hal::{
     BackendTarget, Countable, CpuList, Reading, Scope, countable_form, user_space_note,
