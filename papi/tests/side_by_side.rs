@@ -86,7 +86,7 @@ fn one_set_runs_per_thread_as_in_papi() {
     for args in [&[][..], &["init"][..]] {
         let Some((theirs, ours)) = on_both("running_sets", args) else {
             skip!(
-                Need::Tools,
+                Need::System,
                 "Debian's PAPI disabled its perf_event component here"
             );
         };
@@ -109,7 +109,7 @@ fn attach_answers_as_papi() {
     system_papi_or_skip!();
     let Some((theirs, ours)) = on_both("attach_targets", &[]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -155,7 +155,7 @@ fn cleanup_leaves_a_set_as_new() {
     papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["cleanup"]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -181,7 +181,7 @@ fn a_set_counts_on_one_cpu() {
     papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["cpu"]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -203,7 +203,7 @@ fn a_forked_child_leaves_its_parents_sets_alone() {
     papi_perf_event_or_skip!();
     let Some((theirs, ours)) = on_both("set_rules", &["fork"]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -260,7 +260,7 @@ fn perf_raw_names_answer_as_papi() {
     ];
     let Some((theirs, ours)) = on_both("lookup", &names) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -310,7 +310,7 @@ fn perror_prints_the_error_papi_kept() {
     system_papi_or_skip!();
     let Some((theirs, ours)) = on_both("errors", &[]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
@@ -333,7 +333,7 @@ fn names_answer_as_papi() {
     system_papi_or_skip!();
     let Some((theirs, ours)) = on_both("names", &[]) else {
         skip!(
-            Need::Tools,
+            Need::System,
             "Debian's PAPI disabled its perf_event component here"
         );
     };
