@@ -111,7 +111,11 @@ pub enum Limit {
 pub fn soft_limit(limit: Limit) -> Option<u64> {
     let resource = match limit {
         Limit::OpenFiles => libc::RLIMIT_NOFILE,
+        #[cfg(target_os = "linux")]
         Limit::AddressSpace => libc::RLIMIT_AS,
+        // OpenBSD has no RLIMIT_AS, and the `process_*` families are Linux's (/proc/self).
+        #[cfg(not(target_os = "linux"))]
+        Limit::AddressSpace => return None,
     };
     let mut value = libc::rlimit {
         rlim_cur: 0,
@@ -121,7 +125,11 @@ pub fn soft_limit(limit: Limit) -> Option<u64> {
     if unsafe { libc::getrlimit(resource, &mut value) } != 0 {
         return None;
     }
-    Some(value.rlim_cur)
+    // `rlim_t` is unsigned on Linux and signed on the BSDs.
+    fn unsigned<T: TryInto<u64>>(value: T) -> Option<u64> {
+        value.try_into().ok()
+    }
+    unsigned(value.rlim_cur)
 }
 
 /// The clock tick (`sysconf(_SC_CLK_TCK)`, 100 where it cannot be read) and the page size
@@ -137,9 +145,17 @@ pub fn clock_ticks_and_page_size() -> (u64, u64) {
     )
 }
 
+/// The entries of the open directory `dir` but `.` and `..`: `None` outside Linux, whose
+/// `/proc/self/fd` this counts.
+#[cfg(not(target_os = "linux"))]
+pub fn directory_entries(_dir: &std::fs::File) -> Option<u64> {
+    None
+}
+
 /// The entries of the open directory `dir` but `.` and `..` (`getdents64` into a buffer on
 /// the stack: nothing allocated, where `read_dir` allocates each name); `None` where it
 /// cannot be read.
+#[cfg(target_os = "linux")]
 pub fn directory_entries(dir: &std::fs::File) -> Option<u64> {
     use std::os::fd::AsRawFd;
     let mut buffer = [0u8; 4096];

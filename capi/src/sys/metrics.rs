@@ -13,9 +13,10 @@ use super::{
     forked, forks, guard, handle, null, optional, put, readings, room, string, write_text,
 };
 
-/// `counterhal_metric_value_t` is a `double` then an `int`, padded to 16 bytes.
+/// `counterhal_metric_value_t` is a `double` then an `int`, padded to the `double`'s
+/// alignment (16 bytes on x86_64 and aarch64; 12 on i686, whose `double` aligns to 4).
 const _: () = assert!(
-    size_of::<MetricValueC>() == 16
+    size_of::<MetricValueC>() == (8 + size_of::<c_int>()).next_multiple_of(align_of::<f64>())
         && align_of::<MetricValueC>() == align_of::<f64>()
         && std::mem::offset_of!(MetricValueC, status) == 8
 );

@@ -21,7 +21,39 @@
 pub(crate) mod arguments;
 mod attached;
 mod boxes;
+#[cfg(target_os = "linux")]
 mod bpf_cgroups;
+#[cfg(not(target_os = "linux"))]
+mod bpf_cgroups {
+    //! `--bpf-counters` outside Linux: refused (BPF and cgroups are Linux's).
+
+    use std::ffi::OsString;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use counterhal::Error;
+    use counterhal::Target as Attach;
+    use counterhal_hal::Backend;
+
+    use super::results::{OnInterval, Plan, Planned, Run};
+    use crate::error::CliError;
+
+    /// Refuses: counting per cgroup with BPF is Linux's.
+    pub fn run<B: Backend + 'static>(
+        backend: &B,
+        _: &[Planned],
+        _: &Attach,
+        _: &[Option<Arc<Path>>],
+        _: &[OsString],
+        _: Plan,
+        _: OnInterval<'_>,
+    ) -> Result<Run, CliError> {
+        Err(CliError::failed(Error::unsupported(format!(
+            "--bpf-counters: counting per cgroup with BPF takes Linux, not {}",
+            backend.label()
+        ))))
+    }
+}
 pub(crate) mod cgroup_pattern;
 mod cgroups;
 mod counted;
