@@ -34,41 +34,7 @@ const NO_CODE: u16 = u16::MAX;
 /// keeps; a table that does not read or check, or whose directory is no model's, fails the
 /// build naming the file.
 pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool) -> String {
-    let dir = data.join("generated/uncore");
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|file| file.ends_with(".toml"))
-        .collect();
-    files.sort();
-    // Each kept model's table, by model id (sorted).
-    let mut tables: BTreeMap<&'static str, uncore_file::UncoreFile> = BTreeMap::new();
-    for file in &files {
-        let path = dir.join(file);
-        println!("cargo:rerun-if-changed={}", path.display());
-        let name = format!("events/data/generated/uncore/{file}");
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let table = uncore_file::read(&name, &text).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            file.strip_suffix(".toml") == Some(table.directory.as_str()),
-            "{name}: says directory `{}`",
-            table.directory
-        );
-        let model = crate::model_aliases::PERF_DIRECTORIES
-            .iter()
-            .find(|(d, _)| *d == table.directory)
-            .map(|&(_, id)| id)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{name}: directory `{}` is no model's (model_aliases.rs)",
-                    table.directory
-                )
-            });
-        if wanted(model) {
-            tables.insert(model, table);
-        }
-    }
+    let tables = read_tables(data, wanted);
     let mut bases: Values<u32> = Values::default();
     let mut suffixes: Values<u32> = Values::default();
     let mut terms: Values<u32> = Values::default();
@@ -190,4 +156,49 @@ pub(crate) fn write(data: &Path, pool: &mut Pool, wanted: impl Fn(&str) -> bool)
     list(&mut out, "UNCORE_RUNS", "(u16, u16)", &runs);
     list(&mut out, "UNCORE_TABLES", "(Str, u16, u16)", &table_rows);
     out
+}
+
+/// The tables of `data/generated/uncore` whose model `wanted` keeps, by model id (sorted);
+/// a table that does not read or check, or whose directory is no model's, fails the build
+/// naming the file.
+fn read_tables(
+    data: &Path,
+    wanted: impl Fn(&str) -> bool,
+) -> BTreeMap<&'static str, uncore_file::UncoreFile> {
+    let dir = data.join("generated/uncore");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|file| file.ends_with(".toml"))
+        .collect();
+    files.sort();
+    // Each kept model's table, by model id (sorted).
+    let mut tables: BTreeMap<&'static str, uncore_file::UncoreFile> = BTreeMap::new();
+    for file in &files {
+        let path = dir.join(file);
+        println!("cargo:rerun-if-changed={}", path.display());
+        let name = format!("events/data/generated/uncore/{file}");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let table = uncore_file::read(&name, &text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            file.strip_suffix(".toml") == Some(table.directory.as_str()),
+            "{name}: says directory `{}`",
+            table.directory
+        );
+        let model = crate::model_aliases::PERF_DIRECTORIES
+            .iter()
+            .find(|(d, _)| *d == table.directory)
+            .map(|&(_, id)| id)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name}: directory `{}` is no model's (model_aliases.rs)",
+                    table.directory
+                )
+            });
+        if wanted(model) {
+            tables.insert(model, table);
+        }
+    }
+    tables
 }
