@@ -45,7 +45,7 @@ fn a_glob_import_gives_every_method_without_ambiguity() {
         )
         .unwrap();
     set.enable().unwrap();
-    touch_fresh_pages();
+    touch_fresh_pages(1024);
     set.disable().unwrap();
     assert!(set.read_to_vec().unwrap()[0].value > 0);
     drop(touched);
@@ -101,7 +101,7 @@ fn event_sets_take_events_one_at_a_time_with_a_result_each() {
     assert_eq!(names, ["page-faults", "context-switches", "cpu-migrations"]);
     let mut set = builder.open().unwrap();
     set.enable().unwrap();
-    touch_fresh_pages();
+    touch_fresh_pages(1024);
     set.disable().unwrap();
     let readings = set.read_to_vec().unwrap();
     assert_eq!(readings.len(), 3);
@@ -113,35 +113,41 @@ fn event_sets_take_events_one_at_a_time_with_a_result_each() {
     );
 }
 
+/// Writes one byte to each of `pages` fresh 4 KiB pages: the kernel's page-fault handler
+/// counts at least one fault for each (`perf stat -e page-faults` reads the same count).
+/// Fresh because glibc maps an allocation over 32 MiB anew; one fault a page because the pages
+/// are advised away from transparent huge pages (one 2 MiB fault for 512 pages where the
+/// kernel's policy is `always`, as Debian's arm64 kernel in the lab has it).
+fn touch_fresh_pages(pages: usize) {
+    let mut fresh = vec![0u8; (33 << 20).max(pages * 4096 + 4096)];
+    #[cfg(target_os = "linux")]
+    {
+        let start = (fresh.as_ptr() as usize).next_multiple_of(4096);
+        let end = (fresh.as_ptr() as usize + fresh.len()) & !4095;
+        // SAFETY: advice on whole pages inside the vector, which keeps them mapped.
+        let advised = unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                end - start,
+                libc::MADV_NOHUGEPAGE,
+            )
+        };
+        assert_eq!(advised, 0, "madvise: {}", std::io::Error::last_os_error());
+    }
+    for page in 0..pages {
+        fresh[page * 4096] = 1;
+    }
+    std::hint::black_box(&fresh);
+}
+
 /// Every way a program opens a set on the chosen backend counts what it should: the builder,
-/// names, and events already resolved (the oracle: the kernel faults once on each of 1,024
-/// fresh 4 KiB pages first written, fresh because glibc maps an allocation over 32 MiB anew).
+/// names, and events already resolved (the oracle: [`touch_fresh_pages`]).
 #[test]
 fn every_way_to_open_a_set_counts() {
     let backend = backend_or_skip!();
     let faults = |mut set: EventSet<AnyGroup>| {
         set.enable().unwrap();
-        let mut fresh = vec![0u8; 33 << 20];
-        // One fault a page: no transparent huge page (a 2 MiB fault for 512 pages where the
-        // kernel's policy is `always`, as Debian's arm64 kernel in the lab has it).
-        #[cfg(target_os = "linux")]
-        {
-            let start = (fresh.as_ptr() as usize).next_multiple_of(4096);
-            let end = (fresh.as_ptr() as usize + fresh.len()) & !4095;
-            // SAFETY: advice on whole pages inside the vector, which keeps them mapped.
-            let advised = unsafe {
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::MADV_NOHUGEPAGE,
-                )
-            };
-            assert_eq!(advised, 0, "madvise: {}", std::io::Error::last_os_error());
-        }
-        for page in 0..1024 {
-            fresh[page * 4096] = 1;
-        }
-        std::hint::black_box(&fresh);
+        touch_fresh_pages(1024);
         set.disable().unwrap();
         set.read_to_vec().unwrap()[0].value
     };
@@ -670,7 +676,7 @@ fn as_nobody() {
         // SAFETY: getpid has no preconditions (and glibc does not cache it).
         std::hint::black_box(unsafe { libc::getpid() });
     }
-    touch_fresh_pages();
+    touch_fresh_pages(1024);
     set.disable().unwrap();
     let readings = set.read_to_vec().unwrap();
     assert!(
@@ -776,19 +782,12 @@ fn libpfm4_s_perf_names_resolve_as_libpfm4_encodes_them() {
         )
         .unwrap();
     set.enable().unwrap();
-    touch_fresh_pages();
+    touch_fresh_pages(1024);
     set.disable().unwrap();
     assert!(set.read_to_vec().unwrap()[0].value > 0);
     let e = backend.resolve("perf::NO-SUCH-EVENT").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidEvent, "{e}");
     assert!(e.to_string().contains("perf::PAGE-FAULTS"), "{e}");
-}
-
-/// Writes 33 MiB fresh from the kernel, so that page faults are sure whatever ran before in
-/// this process: above glibc's largest mmap threshold (32 MiB), the allocation is mapped
-/// anew rather than taken from memory another test freed.
-fn touch_fresh_pages() {
-    std::hint::black_box(vec![1u8; 33 << 20]);
 }
 
 /// The prelude beside `std::io::*`: `Result`, `Error` and `ErrorKind` are io's, not
@@ -876,4 +875,39 @@ fn the_prelude_beside_std_io_and_fmt_globs_is_unambiguous() {
     assert!(shown.contains("ThisThread"), "{shown}");
     let _: beside_both::Face = (None, None, None);
     assert!(beside_both::functions() > 0);
+}
+
+/// A metric counted through the library: page faults per second over the seconds counted.
+/// Oracle: the kernel's page-fault accounting ([`touch_fresh_pages`]) and perf 6.1's
+/// `page_faults_per_second` (its count over `duration_time`, the seconds counted).
+#[test]
+fn a_page_fault_rate_is_the_pages_touched_over_the_time_counted() {
+    use counterhal::metrics::Counted;
+    let backend = backend_or_skip!();
+    let this_thread = Target::this_thread();
+    let options = OpenOptions::default();
+    let mut set = backend
+        .open_metrics(&["page_faults_per_second"], &this_thread, &options)
+        .unwrap();
+    assert_eq!(set.events(), ["page-faults"]);
+    let pages = 1024;
+    let before = std::time::Instant::now();
+    set.enable().unwrap();
+    touch_fresh_pages(pages);
+    set.disable().unwrap();
+    let outer = before.elapsed();
+    let values = set.read().unwrap();
+    let faults = set.readings()[0].estimate().unwrap();
+    assert!(faults >= pages as u64, "{faults} faults for {pages} pages");
+    let rate = values[0].value.unwrap();
+    assert_eq!(
+        (values[0].name, values[0].unit),
+        ("page_faults_per_second", "faults/sec")
+    );
+    // The seconds the rate divides by lie within the time around enable and disable.
+    let seconds = faults as f64 / rate;
+    assert!(
+        seconds > 0.0 && seconds <= outer.as_secs_f64(),
+        "{faults} faults at {rate}/s: {seconds} s, within {outer:?}"
+    );
 }

@@ -190,51 +190,6 @@ mod tests {
     use counterhal_conformance::skip::Need;
 
     use super::*;
-    use crate::metrics::Counted;
-
-    /// Oracle: the kernel's page-fault accounting (the software event `page-faults`, counted
-    /// in its fault handler: at least one fault per fresh 4 KiB page touched, as `perf stat
-    /// -e page-faults` reads it) and perf 6.1's `page_faults_per_second` (its count over
-    /// `duration_time`, the seconds counted).
-    #[test]
-    fn a_page_fault_rate_is_the_pages_touched_over_the_time_counted() {
-        let Ok(backend) = crate::open_default() else {
-            skip!(Need::System, "no counter backend here");
-        };
-        if !crate::query(&backend, "page-faults").usable() {
-            skip!(Need::System, "no backend here counts page-faults");
-        }
-        let this_thread = Target::this_thread();
-        let options = OpenOptions::default();
-        let mut set = backend
-            .open_metrics(&["page_faults_per_second"], &this_thread, &options)
-            .unwrap();
-        assert_eq!(set.events(), ["page-faults"]);
-        let pages = 1024;
-        let outer = crate::time::real_ns();
-        set.enable().unwrap();
-        let mut memory = vec![0u8; pages * 4096];
-        for page in memory.chunks_mut(4096) {
-            page[0] = 1;
-        }
-        std::hint::black_box(&memory);
-        set.disable().unwrap();
-        let outer_ns = crate::time::real_ns() - outer;
-        let values = set.read().unwrap();
-        let faults = set.readings()[0].estimate().unwrap();
-        assert!(faults >= pages as u64, "{faults} faults for {pages} pages");
-        let rate = values[0].value.unwrap();
-        assert_eq!(
-            (values[0].name, values[0].unit),
-            ("page_faults_per_second", "faults/sec")
-        );
-        // The seconds the rate divides by lie within the time around enable and disable.
-        let seconds = faults as f64 / rate;
-        assert!(
-            seconds > 0.0 && seconds <= outer_ns as f64 / 1e9,
-            "{faults} faults at {rate}/s: {seconds} s, within {outer_ns} ns"
-        );
-    }
 
     /// Oracle: perf 6.1's `perf stat -M IPC` where the CPU has no PMU (`cycles` and
     /// `instructions` do not open: perf says the metric cannot be computed). A metric whose
