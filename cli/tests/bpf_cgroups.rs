@@ -120,7 +120,9 @@ fn bpf_counters_count_each_cgroup_as_perf_does() {
             "-o",
         ])
         .arg(&perf_out)
-        .args(["--", "sh", "-c"])
+        .arg("--")
+        .args(ON_CPU_0)
+        .args(["sh", "-c"])
         .arg("read _; exec dd if=/dev/zero of=/dev/null bs=4M count=100 status=none")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

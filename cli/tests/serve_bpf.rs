@@ -213,8 +213,9 @@ fn sleeping_child(parent: u32, itself: bool) -> Option<u32> {
     None
 }
 
-/// The known work: a shell that waits in `read` (outside the cgroups), is moved into
-/// `cgroup` while it sleeps, then touches a fresh 4 MiB buffer a hundred times (`dd`).
+/// The known work, run on CPU 0 ([`ON_CPU_0`]): a shell that waits in `read` (outside the
+/// cgroups), is moved into `cgroup` while it sleeps, then touches a fresh 4 MiB buffer a
+/// hundred times (`dd`).
 const WORK: &str = "read _; exec dd if=/dev/zero of=/dev/null bs=4M count=100 status=none";
 
 /// Releases the shell `pid` (reading `input`) into `cgroup`: moved while it sleeps, so that
@@ -264,7 +265,9 @@ fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
         .arg(names.join(","))
         .arg("-o")
         .arg(&perf_out)
-        .args(["--", "sh", "-c", WORK])
+        .arg("--")
+        .args(ON_CPU_0)
+        .args(["sh", "-c", WORK])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

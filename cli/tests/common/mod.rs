@@ -303,3 +303,18 @@ pub fn has_core_pmu() -> bool {
             .any(|e| e.file_name() == "cpu" || e.path().join("cpus").is_file())
     })
 }
+
+/// The prefix that runs a workload on CPU 0 alone (`taskset -c 0`, util-linux), for the tests
+/// that compare the BPF mode's per-cgroup counts exactly with perf's.
+///
+/// Why: the BPF mode (as perf's `--bpf-counters`) counts from one cgroup switch to the next
+/// on each CPU, and needs every switch. On this project's VMs (Firecracker, Linux
+/// 6.18.44-fc) a switch away from a secondary CPU's idle task reaches neither perf events
+/// nor tracepoints: with ftrace's `sched_switch` on, CPU 1 shows 25 switches to `swapper/1`
+/// a second and none from it, where CPU 0 shows both. There, the time and events before a
+/// cgroup's task runs on CPU 1 (idle time, other cgroups' work) go to that cgroup: a task
+/// sleeping three times on CPU 1 was given 0.6 s and 43 context switches where perf counted
+/// 3 ms and 10, and the same task on CPU 0 was counted as perf counts it. The per-cgroup
+/// perf events (perf's `-G`) are switched at the same place and were exact there
+/// (docs/serve.md, "The BPF mode needs every cgroup switch").
+pub const ON_CPU_0: [&str; 3] = ["taskset", "-c", "0"];
