@@ -204,13 +204,17 @@ fn costs(accounting: &Accounting, per_round: usize) {
          emulation-faults)"
     );
     match &before {
-        Some(before) => compare(
-            &[&ours, before, &ours_nine, &theirs],
-            3,
-            Some(1.0),
-            per_round,
-        ),
-        None => compare(&[&ours, &ours_nine, &theirs], 2, Some(1.0), per_round),
+        Some(before) => {
+            compare(
+                &[&ours, before, &ours_nine, &theirs],
+                3,
+                Some(1.0),
+                per_round,
+            );
+        }
+        None => {
+            compare(&[&ours, &ours_nine, &theirs], 2, Some(1.0), per_round);
+        }
     }
     drop(before);
     if per_round != PER_ROUND {
@@ -264,7 +268,15 @@ fn costs(accounting: &Accounting, per_round: usize) {
 /// Scrapes `exporters` in interleaved rounds of `per_round` and prints each one's CPU time
 /// per scrape, latency and memory, with its ratio to the last one's (the baseline) and the
 /// ratio's target, where the baseline does the same work; the first `ours` are counterhal's.
-fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>, per_round: usize) {
+/// Scrapes `exporters` in rounds and prints what each cost, with the ratios of the first `ours`
+/// to the last; returns each one's mean CPU time per scrape (seconds) and resident memory at
+/// the end (KiB).
+fn compare(
+    exporters: &[&Exporter],
+    ours: usize,
+    target: Option<f64>,
+    per_round: usize,
+) -> Vec<(f64, u64)> {
     let mut scrapers: Vec<Scraper> = exporters.iter().map(|e| Scraper::new(e.address)).collect();
     for scraper in &mut scrapers {
         for _ in 0..WARM_UP {
@@ -339,6 +351,9 @@ fn compare(exporters: &[&Exporter], ours: usize, target: Option<f64>, per_round:
             r(end[at].hwm_kib, end[baseline].hwm_kib),
         );
     }
+    (0..exporters.len())
+        .map(|at| (total(at), end[at].rss_kib))
+        .collect()
 }
 
 /// Prints each exporter's 99th percentile and worst of the scrape latencies measured, with

@@ -1,6 +1,8 @@
 //! `cgroups`: 1,000 cgroups made for the run below the cgroup2 mount, 100 of them with
 //! known work (a shell each, waking every second), 4 software events on every online CPU:
 //!
+//! - first, a host with 10 cgroups (10 made, 1 with work, before the 1,000): the BPF mode
+//!   following them, scraped alone (the other baseline of the target);
 //! - scrapes: `counterhal serve` following the 1,000 in the BPF mode and in the perf-event
 //!   mode, the BPF mode following 10 of them (the baseline of the target: CPU per
 //!   scrape and resident memory with 1,000 cgroups within 2x of 10), and node_exporter's
@@ -45,13 +47,14 @@ pub fn cgroups(accounting: &Accounting) {
         );
         return;
     };
+    let host = host_with_10(&root, accounting);
     for i in 0..CGROUPS {
         if let Err(e) = std::fs::create_dir(parent.path.join(format!("g{i:04}"))) {
             println!("cgroups: SKIPPED: cannot make cgroup {i}: {e}");
             return;
         }
     }
-    let work = Work::start(&parent.path);
+    let work = Work::start(&parent.path, WITH_WORK);
     let pattern = format!("^{}/", parent.name);
     let cpus = counterhal::online_cpus();
     println!(
@@ -96,7 +99,18 @@ pub fn cgroups(accounting: &Accounting) {
     exporters.extend(node.as_ref());
     exporters.push(&few);
     println!("scrapes (ratios to the BPF mode following 10 of the cgroups):");
-    compare(&exporters, 2, Some(2.0), PER_ROUND);
+    let figures = compare(&exporters, 2, Some(2.0), PER_ROUND);
+    if let Some((cpu, rss)) = host {
+        println!("against the host with 10 cgroups (measured first, alone):");
+        for (exporter, (their_cpu, their_rss)) in exporters.iter().zip(&figures) {
+            println!(
+                "  {:<30} CPU per scrape {:.3}x, VmRSS at the end {:.3}x",
+                exporter.name,
+                their_cpu / cpu,
+                *their_rss as f64 / rss.max(1) as f64
+            );
+        }
+    }
     for exporter in &exporters {
         println!(
             "  {:<30} {} descriptors",
@@ -109,13 +123,45 @@ pub fn cgroups(accounting: &Accounting) {
     drop(parent);
 }
 
+/// A host with 10 cgroups: 10 made below a cgroup of their own (the first with a shell
+/// waking every second, as one in ten of the 1,000 has), the BPF mode following them, scraped
+/// as `compare` scrapes; its mean CPU per scrape (seconds) and resident memory (KiB), or none
+/// where they could not be made.
+fn host_with_10(root: &Path, accounting: &Accounting) -> Option<(f64, u64)> {
+    let parent = TestCgroup::new(root, "serve-host-10")?;
+    for i in 0..10 {
+        std::fs::create_dir(parent.path.join(format!("g{i:04}"))).ok()?;
+    }
+    let work = Work::start(&parent.path, 1);
+    let pattern = format!("^{}/", parent.name);
+    let args = [
+        "-e",
+        EVENTS,
+        "--cgroups",
+        &pattern,
+        "--max-cgroups",
+        "10",
+        "--cgroup-mode",
+        "bpf",
+    ];
+    let exporter = Exporter::counterhal("bpf, a host with 10 cgroups", &args, accounting)
+        .unwrap_or_else(|e| panic!("serve did not start: {e}"));
+    println!(
+        "a host with 10 cgroups below {} (1 with work):",
+        parent.path.display()
+    );
+    let figures = compare(&[&exporter], 0, None, PER_ROUND);
+    drop((exporter, work));
+    figures.first().copied()
+}
+
 /// The shells with known work, ended when dropped.
 struct Work(Vec<Child>);
 
 impl Work {
-    /// A shell waking every second in each of the first [`WITH_WORK`] cgroups below `parent`.
-    fn start(parent: &Path) -> Work {
-        let shells = (0..WITH_WORK).filter_map(|i| {
+    /// A shell waking every second in each of the first `count` cgroups below `parent`.
+    fn start(parent: &Path, count: usize) -> Work {
+        let shells = (0..count).filter_map(|i| {
             let child = Command::new("sh")
                 .args(["-c", "while :; do sleep 1; done"])
                 .stdout(Stdio::null())

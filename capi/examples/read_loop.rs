@@ -4,16 +4,17 @@
 //! `read_loop PATH N` with PATH one of `facade` (`open_default` + `open_named`, then
 //! `Group::read`) or `linux` (`LinuxGroup::read`). The guard runs it under valgrind's callgrind
 //! with N = 0 and N = 10,000; the difference is the instructions of 10,000 reads, free of the
-//! start-up's. It is a `harness = false` bench so that it builds with the bench profile (the
-//! release build) and never runs in `cargo test`.
+//! start-up's. It is an example of the C API's crate, so that the guard builds it in the same
+//! release build as the command and libcounterhal (one `cargo build`, whose dependencies are
+//! compiled once; a bench of the facade would build criterion and the facade once more).
 
 #[cfg(target_os = "linux")]
 fn main() {
     use std::hint::black_box;
 
-    use counterhal::prelude::*;
     use counterhal_hal::Backend;
-    use counterhal_linux::{LinuxBackend, LinuxGroup};
+    use facade::linux::{LinuxBackend, LinuxGroup};
+    use facade::prelude::*;
 
     const EVENTS: [&str; 4] = [
         "task-clock",
@@ -44,7 +45,7 @@ fn main() {
         }
         "linux" => {
             let db = chosen.context().database().clone();
-            let linux: LinuxBackend = counterhal_linux::probe(db, None).expect("the backend");
+            let linux: LinuxBackend = facade::linux::probe(db, None).expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()
                 .map(|n| linux.resolve(n).expect("resolves").terms.remove(0).request)
