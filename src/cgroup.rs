@@ -175,6 +175,12 @@ pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
 
 /// Every directory below `dir` (named `prefix`), depth first, each before what it holds,
 /// `levels` levels down at most.
+///
+/// A directory whose link count is 2 holds no directory (its `.` and its entry in its parent:
+/// each subdirectory's `..` adds one, as the cgroup file system counts them, kernfs's
+/// `kernfs_refresh_inode`, and ext4 and tmpfs do) and is not listed: a cgroup's listing is its
+/// 30 to 50 interface files, and most cgroups are leaves. A file system that counts otherwise
+/// (btrfs gives a directory one link) is listed throughout.
 fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
     if levels == 0 {
         return;
@@ -192,8 +198,26 @@ fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
         } else {
             format!("{prefix}/{file_name}")
         };
+        let path = entry.path();
         names.push(name.clone());
-        walk(&entry.path(), &name, names, levels - 1);
+        if holds_directories(&path) {
+            walk(&path, &name, names, levels - 1);
+        }
+    }
+}
+
+/// Whether directory `path` may hold directories: not where its link count says it holds
+/// none (see [`walk`]).
+pub(crate) fn holds_directories(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path).map_or(true, |meta| meta.nlink() != 2)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        true
     }
 }
 
@@ -231,6 +255,34 @@ mod tests {
         let lookalike = "41 25 0:41 / /x rw - cgroup cgroup rw,perf_event_x\n";
         assert_eq!(root_in(lookalike), None);
         assert_eq!(root_in(""), None);
+    }
+
+    /// Oracle: the cgroup file system's link counts (kernfs, `kernfs_refresh_inode`: a
+    /// directory has 2 links and one more for each directory it holds). A leaf is not listed;
+    /// its parent is, and the walk finds every level.
+    #[test]
+    fn a_leaf_cgroup_is_not_listed_and_every_level_is_found() {
+        use counterhal_conformance::fixtures::TestCgroup;
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        let Ok(root) = unified_cgroup_root() else {
+            skip!(Need::System, "no cgroup2 mount");
+        };
+        let Some(top) = TestCgroup::new(&root, "walk-links") else {
+            skip!(
+                Need::System,
+                "cannot make a cgroup below {}",
+                root.display()
+            );
+        };
+        let leaf = top.path.join("a/b");
+        std::fs::create_dir_all(&leaf).expect("a nested cgroup");
+        assert!(holds_directories(&top.path));
+        assert!(holds_directories(&top.path.join("a")));
+        assert!(!holds_directories(&leaf));
+        let names = cgroup_names_within(&top.path, usize::MAX);
+        assert_eq!(names, ["", "a", "a/b"]);
+        std::fs::remove_dir(&leaf).ok();
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
 //! beyond the bound is left out and counted once, when first left out.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -110,15 +111,19 @@ impl Watch {
                 .collect()
         };
         let labels: Vec<String> = names.iter().map(|name| format!("/{name}")).collect();
+        let present: HashSet<&str> = labels.iter().map(String::as_str).collect();
         self.followed
-            .retain(|followed| labels.iter().any(|label| **label == **followed));
+            .retain(|followed| present.contains(&**followed));
+        let mut following: HashSet<Arc<str>> = self.followed.iter().cloned().collect();
         let mut left_out = Vec::new();
         for label in labels.iter() {
-            if self.followed.iter().any(|f| **f == **label) {
+            if following.contains(label.as_str()) {
                 continue;
             }
             if self.followed.len() < self.max {
-                self.followed.push(Arc::from(label.as_str()));
+                let label: Arc<str> = Arc::from(label.as_str());
+                following.insert(label.clone());
+                self.followed.push(label);
             } else {
                 left_out.push(label.clone());
             }

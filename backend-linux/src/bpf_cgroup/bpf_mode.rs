@@ -427,6 +427,10 @@ fn tree_ids(root: &Path) -> Vec<u64> {
             continue;
         }
         ids.push(meta.ino());
+        // Two links: no directory below (the cgroup file system counts each one's `..`).
+        if meta.nlink() == 2 {
+            continue;
+        }
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {

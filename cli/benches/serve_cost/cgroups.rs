@@ -155,8 +155,8 @@ fn host_with_10(root: &Path, accounting: &Accounting) -> Option<(f64, u64)> {
     figures.first().copied()
 }
 
-/// The shells with known work, ended when dropped.
-struct Work(Vec<Child>);
+/// The shells with known work and their cgroups, ended when dropped.
+struct Work(Vec<(Child, std::path::PathBuf)>);
 
 impl Work {
     /// A shell waking every second in each of the first `count` cgroups below `parent`.
@@ -167,17 +167,20 @@ impl Work {
                 .stdout(Stdio::null())
                 .spawn()
                 .ok()?;
-            let procs = parent.join(format!("g{i:04}/cgroup.procs"));
-            std::fs::write(procs, child.id().to_string()).ok();
-            Some(child)
+            let cgroup = parent.join(format!("g{i:04}"));
+            std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string()).ok();
+            Some((child, cgroup))
         });
         Work(shells.collect())
     }
 }
 
 impl Drop for Work {
+    /// Ends every process of each cgroup (`cgroup.kill`, Linux 5.14: the shell's `sleep`
+    /// too, which would otherwise keep the cgroup from being removed for up to a second).
     fn drop(&mut self) {
-        for child in &mut self.0 {
+        for (child, cgroup) in &mut self.0 {
+            std::fs::write(cgroup.join("cgroup.kill"), "1").ok();
             child.kill().ok();
             child.wait().ok();
         }
