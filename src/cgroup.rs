@@ -168,8 +168,20 @@ pub fn cgroup_names(root: &Path) -> Vec<String> {
 /// As [`cgroup_names`], `levels` levels below `root` at most (0: the root alone); the walk
 /// goes no deeper (serve's `--cgroup-depth`).
 pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
+    cgroup_names_visiting(root, levels, &mut |_| {})
+}
+
+/// As [`cgroup_names_within`], calling `visit` with each directory (the root first) before
+/// the walk looks in it: a watch set there (inotify's) misses nothing made in it meanwhile,
+/// for what was made before is in the listing that follows.
+pub fn cgroup_names_visiting(
+    root: &Path,
+    levels: usize,
+    visit: &mut dyn FnMut(&Path),
+) -> Vec<String> {
     let mut names = vec![String::new()];
-    walk(root, "", &mut names, levels);
+    visit(root);
+    walk(root, "", &mut names, levels, visit);
     names
 }
 
@@ -181,7 +193,13 @@ pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
 /// `kernfs_refresh_inode`, and ext4 and tmpfs do) and is not listed: a cgroup's listing is its
 /// 30 to 50 interface files, and most cgroups are leaves. A file system that counts otherwise
 /// (btrfs gives a directory one link) is listed throughout.
-fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    names: &mut Vec<String>,
+    levels: usize,
+    visit: &mut dyn FnMut(&Path),
+) {
     if levels == 0 {
         return;
     }
@@ -200,8 +218,11 @@ fn walk(dir: &Path, prefix: &str, names: &mut Vec<String>, levels: usize) {
         };
         let path = entry.path();
         names.push(name.clone());
+        if levels > 1 {
+            visit(&path);
+        }
         if holds_directories(&path) {
-            walk(&path, &name, names, levels - 1);
+            walk(&path, &name, names, levels - 1, visit);
         }
     }
 }

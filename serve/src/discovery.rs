@@ -1,4 +1,5 @@
-//! The cgroups `--cgroups` follows, found again at each scrape: perf's `--for-each-cgroup`
+//! The cgroups `--cgroups` follows, found again at each scrape (the mount walked again where
+//! inotify saw a directory made, removed or renamed, see [`Tree`]): perf's `--for-each-cgroup`
 //! list (names; a list holding one of `{}[]()|*+?^$` is patterns, an empty item the root),
 //! but its patterns are the regular expressions Prometheus users write (Go's RE2 syntax, in
 //! which POSIX extended expressions such as `^a/(b|c)$` mean what they mean to `grep -E`),
@@ -10,7 +11,7 @@
 //! beyond the bound is left out and counted once, when first left out.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use counterhal::Error;
@@ -39,6 +40,54 @@ pub struct Watch {
     followed: Vec<Arc<str>>,
     /// The cgroups matched but left out at the last discovery.
     left_out: Vec<String>,
+    /// The cgroups below the mount as the last walk found them.
+    tree: Tree,
+}
+
+/// The cgroups below the mount that matched at the last walk, walked again only when a
+/// directory was made, removed or renamed in one of the directories walked (inotify, on
+/// Linux: a walk reads every cgroup's directory, 4.9 ms a scrape with 1,000 cgroups, and
+/// Prometheus asks every 15 s or so for what changes far more rarely), and at every scrape
+/// where the directories cannot all be watched (`fs.inotify.max_user_watches`).
+#[derive(Debug, Default)]
+struct Tree {
+    /// The last walk's root and depth, and the names that matched.
+    last: Option<(PathBuf, usize, Vec<String>)>,
+    /// The directories of the last walk, watched; `None` where one could not be.
+    #[cfg(target_os = "linux")]
+    watch: Option<crate::sys::DirectoryWatch>,
+    /// The walks made.
+    walks: u64,
+}
+
+impl Tree {
+    /// The names below `root`, `levels` levels down at most, that `matches` takes: those of
+    /// the last walk where nothing changed since (and `root` and `levels` are the same).
+    fn matched(&mut self, root: &Path, levels: usize, matches: impl Fn(&str) -> bool) -> &[String] {
+        #[cfg(target_os = "linux")]
+        let unchanged = self.watch.as_ref().is_some_and(|w| !w.changed());
+        #[cfg(not(target_os = "linux"))]
+        let unchanged = false;
+        let same = matches!(&self.last, Some((r, l, _)) if r == root && *l == levels);
+        if !(unchanged && same) {
+            #[cfg(target_os = "linux")]
+            let names = {
+                let watch = crate::sys::DirectoryWatch::new();
+                let mut watching = watch.is_some();
+                let names = counterhal::cgroup_names_visiting(root, levels, &mut |dir| {
+                    watching = watching && watch.as_ref().is_some_and(|w| w.watch(dir));
+                });
+                self.watch = watch.filter(|_| watching);
+                names
+            };
+            #[cfg(not(target_os = "linux"))]
+            let names = counterhal::cgroup_names_within(root, levels);
+            let names = names.into_iter().filter(|name| matches(name)).collect();
+            self.last = Some((root.to_path_buf(), levels, names));
+            self.walks += 1;
+        }
+        self.last.as_ref().map_or(&[], |(_, _, names)| names)
+    }
 }
 
 impl Watch {
@@ -70,6 +119,7 @@ impl Watch {
             max,
             followed: Vec::new(),
             left_out: Vec::new(),
+            tree: Tree::default(),
         })
     }
 
@@ -94,13 +144,14 @@ impl Watch {
         };
         let levels = self.depth.unwrap_or(usize::MAX);
         let names: Vec<String> = if self.patterns || self.every {
-            let mut names = counterhal::cgroup_names_within(root, levels);
             let root_too = !self.every && self.list.split(',').any(str::is_empty);
-            names.retain(|name| match name.is_empty() {
-                true => root_too,
-                false => self.every || self.expressions.iter().any(|e| e.is_match(name)),
-            });
-            names
+            let (every, expressions) = (self.every, &self.expressions);
+            self.tree
+                .matched(root, levels, |name| match name.is_empty() {
+                    true => root_too,
+                    false => every || expressions.iter().any(|e| e.is_match(name)),
+                })
+                .to_vec()
         } else {
             let within = |name: &&str| name.split('/').filter(|p| !p.is_empty()).count() <= levels;
             self.list
@@ -235,6 +286,46 @@ mod tests {
         assert_eq!(labels(names.discover(&health)), ["/app/a", "/"]);
         assert_eq!(names.directory("/app/a"), root.join("app/a"));
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// On the cgroup file system, the mount is walked again only when a cgroup was made or
+    /// removed below it: cgroups made and removed between scrapes are found, and a scrape
+    /// with nothing changed reads no directory.
+    ///
+    /// Oracle: inotify(7) on the cgroup file system (the VFS notifies a cgroup's `mkdir` and
+    /// `rmdir` to the watches of its parent).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_mount_is_walked_again_when_a_cgroup_comes_or_goes() {
+        use counterhal_conformance::fixtures::TestCgroup;
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        let Ok(root) = counterhal::unified_cgroup_root() else {
+            skip!(Need::System, "no cgroup2 mount");
+        };
+        let Some(top) = TestCgroup::new(&root, "discovery-inotify") else {
+            skip!(
+                Need::System,
+                "cannot make a cgroup below {}",
+                root.display()
+            );
+        };
+        std::fs::create_dir(top.path.join("a")).expect("a cgroup");
+        let health = Health::new("linux");
+        let mut w = watch(&root, &format!("^{}/", top.name), 8);
+        let labels = |v: Vec<Arc<str>>| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = format!("/{}/a", top.name);
+        let b = format!("/{}/a/b", top.name);
+        assert_eq!(labels(w.discover(&health)), [a.as_str()]);
+        assert_eq!(w.tree.walks, 1);
+        assert_eq!(labels(w.discover(&health)), [a.as_str()]);
+        assert_eq!(w.tree.walks, 1, "nothing changed: no walk");
+        std::fs::create_dir(top.path.join("a/b")).expect("a nested cgroup");
+        assert_eq!(labels(w.discover(&health)), [a.as_str(), b.as_str()]);
+        assert_eq!(w.tree.walks, 2);
+        std::fs::remove_dir(top.path.join("a/b")).expect("rmdir");
+        assert_eq!(labels(w.discover(&health)), [a.as_str()]);
+        assert_eq!(w.tree.walks, 3);
     }
 
     /// `--cgroup-depth` keeps the patterns, the names and (alone) every cgroup to its levels,

@@ -5,7 +5,9 @@
 //! its signals (`pthread_sigmask`, `sigwait`): `SIGHUP`, `SIGTERM` and `SIGINT` blocked in
 //! every thread and taken, one at a time, by the one thread that waits for them; and what
 //! its `process_*` metrics read: its limits (`getrlimit`), the clock tick and page size
-//! (`sysconf`), and the entries of `/proc/self/fd` (`getdents64` into a buffer on the stack).
+//! (`sysconf`), and the entries of `/proc/self/fd` (`getdents64` into a buffer on the stack);
+//! and the directories of the cgroups walked, watched with inotify (`inotify_init1`,
+//! `inotify_add_watch`, and `read` into a buffer on the stack).
 //!
 //! # Safety
 //!
@@ -189,6 +191,63 @@ pub fn directory_entries(dir: &std::fs::File) -> Option<u64> {
                 entries += 1;
             }
             at += length;
+        }
+    }
+}
+
+/// An inotify instance watching directories for directories made, removed or renamed in
+/// them (`inotify(7)`; the cgroup file system reports a cgroup's `mkdir`, `rmdir` and
+/// `rename`, which the VFS notifies).
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct DirectoryWatch(std::os::fd::OwnedFd);
+
+#[cfg(target_os = "linux")]
+impl DirectoryWatch {
+    /// A new instance, or `None` where the kernel gives none (`inotify_init1` failed: the
+    /// per-user limit of instances, say).
+    pub fn new() -> Option<DirectoryWatch> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 takes flags only; the descriptor it returns is owned here.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        // SAFETY: `fd` is a fresh descriptor no one else owns.
+        (fd >= 0).then(|| DirectoryWatch(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Watches directory `path`; false where it cannot (the per-user limit of watches,
+    /// `fs.inotify.max_user_watches`, or a directory gone).
+    pub fn watch(&self, path: &std::path::Path) -> bool {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        let mask = libc::IN_CREATE
+            | libc::IN_DELETE
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_DELETE_SELF
+            | libc::IN_ONLYDIR;
+        // SAFETY: the descriptor is this instance's; `path` is a NUL-terminated string that
+        // outlives the call.
+        unsafe { libc::inotify_add_watch(self.0.as_raw_fd(), path.as_ptr(), mask) >= 0 }
+    }
+
+    /// Whether anything was reported since the last call (the events read and dropped; a
+    /// queue that overflowed reports too).
+    pub fn changed(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut buffer = [0u8; 4096];
+        let mut changed = false;
+        loop {
+            // SAFETY: the descriptor is this instance's; the kernel writes at most the
+            // buffer's length into the buffer, owned here.
+            let got =
+                unsafe { libc::read(self.0.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
+            if got <= 0 {
+                return changed;
+            }
+            changed = true;
         }
     }
 }
