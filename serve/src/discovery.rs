@@ -39,7 +39,7 @@ pub struct Watch {
     /// The cgroups followed, by label (`/app/web`; the root `/`).
     followed: Vec<Arc<str>>,
     /// The cgroups matched but left out at the last discovery.
-    left_out: Vec<String>,
+    left_out: HashSet<String>,
     /// The cgroups below the mount as the last walk found them.
     tree: Tree,
 }
@@ -118,7 +118,7 @@ impl Watch {
             every: items.is_empty(),
             max,
             followed: Vec::new(),
-            left_out: Vec::new(),
+            left_out: HashSet::new(),
             tree: Tree::default(),
         })
     }
@@ -166,7 +166,7 @@ impl Watch {
         self.followed
             .retain(|followed| present.contains(&**followed));
         let mut following: HashSet<Arc<str>> = self.followed.iter().cloned().collect();
-        let mut left_out = Vec::new();
+        let mut left_out = HashSet::new();
         for label in labels.iter() {
             if following.contains(label.as_str()) {
                 continue;
@@ -176,12 +176,12 @@ impl Watch {
                 following.insert(label.clone());
                 self.followed.push(label);
             } else {
-                left_out.push(label.clone());
+                left_out.insert(label.clone());
             }
         }
         let newly = left_out
             .iter()
-            .filter(|label| !self.left_out.contains(label))
+            .filter(|label| !self.left_out.contains(*label))
             .count();
         self.left_out = left_out;
         health.cgroups(labels.len(), self.followed.len(), newly);
