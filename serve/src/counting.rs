@@ -108,7 +108,31 @@ impl Exporter {
     /// at the next scrape, as is one left out for descriptors (beyond the budget, or refused
     /// for them by the kernel: said on standard error when their number changes).
     pub fn follow(&mut self, health: &Health) {
-        let online = counterhal::online_cpus();
+        self.follow_on(&counterhal::online_cpus(), health);
+    }
+
+    /// [`follow`](Exporter::follow) with the CPUs online `online`. Where they are not those
+    /// the cgroups' counter counts on (a CPU came online or went offline), the counter is
+    /// opened again on them and every cgroup followed again, counting from zero (the
+    /// cgroups' series start again, as at a restart; said on standard error).
+    pub fn follow_on(&mut self, online: &counterhal::CpuList, health: &Health) {
+        let online_now: Vec<u32> = online.iter().collect();
+        if let Some(counter) = &self.cgroups
+            && counter.cpus() != online_now.as_slice()
+        {
+            match counter.reopen(&self.backend, &self.events, &online_now) {
+                Ok(reopened) => {
+                    self.places.retain(|place| place.at.cgroup.is_none());
+                    self.cgroups = reopened;
+                    self.index_cgroups();
+                    crate::log(&format!(
+                        "counterhal: the CPUs online are now {online}: the cgroups are counted \
+                         on them from now on, from zero\n"
+                    ));
+                }
+                Err(_) => health.open_failed(),
+            }
+        }
         let cgroups = self.watch.discover(health);
         let wanted: HashSet<&str> = cgroups.iter().map(|c| &**c).collect();
         let before = self.places.len();
@@ -338,5 +362,98 @@ impl Exporter {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use counterhal::CpuList;
+    use counterhal_conformance::fixtures::TestCgroup;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+
+    use super::*;
+    use crate::per_cgroup::CgroupModeArg;
+
+    /// A cgroups' counter opened while CPU 0 alone was online is opened again on every CPU
+    /// once more are: the cgroup is then counted on CPU 1 too (a shell moved into it while
+    /// it sleeps, then `dd` touching a fresh 4 MiB buffer, pinned to CPU 1: its page faults
+    /// are in the cgroup's place on CPU 1).
+    ///
+    /// Oracle: the kernel's page-fault accounting (`dd`'s start and its buffer's fresh pages
+    /// fault more than 100 times, as the other cgroup tests find with the same work), as the
+    /// counter reads it in either mode.
+    #[test]
+    fn a_cpu_that_comes_online_is_counted_per_cgroup() {
+        let online = counterhal::online_cpus();
+        if !online.contains(0) || !online.contains(1) {
+            skip!(Need::System, "CPUs 0 and 1 are not both online");
+        }
+        let Ok(root) = counterhal::unified_cgroup_root() else {
+            skip!(Need::System, "no cgroup2 mount");
+        };
+        let Some(cgroup) = TestCgroup::new(&root, "serve-hotplug") else {
+            skip!(
+                Need::System,
+                "cannot make a cgroup below {}",
+                root.display()
+            );
+        };
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let plan = crate::events::plan(&backend, &["page-faults".to_string()]).unwrap();
+        let cgroups = match Cgroups::open(&backend, &plan.exported, &[0], CgroupModeArg::Auto, 1024)
+        {
+            Ok(Some(cgroups)) => cgroups,
+            Ok(None) => panic!("page-faults counts per cgroup"),
+            Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
+        };
+        let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
+        let budget = Budget::new(65_536, 4);
+        let mut exporter = Exporter::new(backend, plan, watch, budget, Some(cgroups));
+        let health = Health::new("linux");
+        let cpus_of = |exporter: &Exporter| {
+            let mut cpus: Vec<u32> = exporter
+                .places
+                .iter()
+                .filter(|p| p.at.cgroup.is_some())
+                .map(|p| p.at.cpu)
+                .collect();
+            cpus.sort_unstable();
+            cpus
+        };
+        exporter.follow_on(&"0".parse::<CpuList>().unwrap(), &health);
+        assert_eq!(cpus_of(&exporter), [0]);
+        // Every CPU online now: the counter is opened again on them.
+        exporter.read_all(&health);
+        assert!(cpus_of(&exporter).contains(&1), "{:?}", cpus_of(&exporter));
+        assert!(exporter.cgroups.as_ref().unwrap().cpus().contains(&1));
+        let mut work = Command::new("taskset")
+            .args(["-c", "1", "sh", "-c"])
+            .arg("read _; exec dd if=/dev/zero of=/dev/null bs=4M count=20 status=none")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("taskset and sh");
+        // Moved while it waits in `read`, so that its first run there is a cgroup switch.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::fs::write(cgroup.path.join("cgroup.procs"), work.id().to_string()).unwrap();
+        work.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(work.wait().unwrap().success());
+        exporter.read_all(&health);
+        let on_1 = exporter
+            .places
+            .iter()
+            .find(|p| p.at.cgroup.is_some() && p.at.cpu == 1)
+            .expect("the cgroup's place on CPU 1");
+        assert!(on_1.read);
+        assert!(
+            on_1.readings[0].value > 100,
+            "page faults on CPU 1: {:?}",
+            on_1.readings[0]
+        );
     }
 }

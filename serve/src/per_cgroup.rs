@@ -51,6 +51,9 @@ mod linux {
         columns: Vec<usize>,
         /// The cgroup v2 mount the BPF mode counts in.
         unified_root: Option<PathBuf>,
+        /// The mode asked for and the BPF map's room, to open it again on other CPUs.
+        choice: CgroupModeArg,
+        capacity: u32,
     }
 
     impl Cgroups {
@@ -94,7 +97,23 @@ mod linux {
                 counter,
                 columns,
                 unified_root,
+                choice,
+                capacity,
             }))
+        }
+
+        /// The same counter opened again on `cpus` (the CPUs online changed), counting from
+        /// zero.
+        ///
+        /// # Errors
+        /// As [`Cgroups::open`].
+        pub fn reopen(
+            &self,
+            backend: &Chosen,
+            events: &[Exported],
+            cpus: &[u32],
+        ) -> Result<Option<Cgroups>, Error> {
+            Cgroups::open(backend, events, cpus, self.choice, self.capacity)
         }
 
         /// The exported events counted per cgroup (indices into the exporter's events), in
@@ -211,6 +230,18 @@ mod elsewhere {
             _: u32,
         ) -> Result<Option<Cgroups>, Error> {
             Ok(None)
+        }
+        /// Never called.
+        ///
+        /// # Errors
+        /// None.
+        pub fn reopen(
+            &self,
+            _: &Chosen,
+            _: &[Exported],
+            _: &[u32],
+        ) -> Result<Option<Cgroups>, Error> {
+            match *self {}
         }
         /// Never called.
         pub fn mode_name(&self) -> &'static str {

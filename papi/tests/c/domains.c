@@ -33,6 +33,9 @@ static long long count(int domain) {
 int main(int argc, char **argv){
   if (argc > 1 && strcmp(argv[1], "touch") == 0) { touch(); return 0; }
   PAPI_library_init(PAPI_VER_CURRENT);
+  /* Once uncounted: the first PAPI_stop runs code of the library not yet mapped, whose page
+     fault (in user mode, while the event still counts) would be counted with the 1,000. */
+  count(PAPI_DOM_ALL);
   printf("user %lld\n", count(PAPI_DOM_USER));
   printf("kernel %lld\n", count(PAPI_DOM_KERNEL));
   printf("all %lld\n", count(PAPI_DOM_ALL));
