@@ -42,6 +42,8 @@ pub struct Watch {
     left_out: HashSet<String>,
     /// The cgroups below the mount as the last walk found them.
     tree: Tree,
+    /// How many cgroups matched at the last discovery.
+    matched: Option<usize>,
 }
 
 /// The cgroups below the mount that matched at the last walk, walked again only when a
@@ -61,9 +63,9 @@ struct Tree {
 }
 
 impl Tree {
-    /// The names below `root`, `levels` levels down at most, that `matches` takes: those of
-    /// the last walk where nothing changed since (and `root` and `levels` are the same).
-    fn matched(&mut self, root: &Path, levels: usize, matches: impl Fn(&str) -> bool) -> &[String] {
+    /// Walks the mount again where a directory came or went since the last walk (or `root`
+    /// or `levels` changed), keeping the names `matches` takes; whether it walked.
+    fn refresh(&mut self, root: &Path, levels: usize, matches: impl Fn(&str) -> bool) -> bool {
         #[cfg(target_os = "linux")]
         let unchanged = self.watch.as_ref().is_some_and(|w| !w.changed());
         #[cfg(not(target_os = "linux"))]
@@ -85,7 +87,13 @@ impl Tree {
             let names = names.into_iter().filter(|name| matches(name)).collect();
             self.last = Some((root.to_path_buf(), levels, names));
             self.walks += 1;
+            return true;
         }
+        false
+    }
+
+    /// The names that matched at the last walk.
+    fn matched(&self) -> &[String] {
         self.last.as_ref().map_or(&[], |(_, _, names)| names)
     }
 }
@@ -120,6 +128,7 @@ impl Watch {
             followed: Vec::new(),
             left_out: HashSet::new(),
             tree: Tree::default(),
+            matched: None,
         })
     }
 
@@ -146,12 +155,18 @@ impl Watch {
         let names: Vec<String> = if self.patterns || self.every {
             let root_too = !self.every && self.list.split(',').any(str::is_empty);
             let (every, expressions) = (self.every, &self.expressions);
-            self.tree
-                .matched(root, levels, |name| match name.is_empty() {
+            let walked = self
+                .tree
+                .refresh(root, levels, |name| match name.is_empty() {
                     true => root_too,
                     false => every || expressions.iter().any(|e| e.is_match(name)),
-                })
-                .to_vec()
+                });
+            // Nothing came or went: what is followed and left out is what it was.
+            if !walked && let Some(matched) = self.matched {
+                health.cgroups(matched, self.followed.len(), 0);
+                return self.followed.clone();
+            }
+            self.tree.matched().to_vec()
         } else {
             let within = |name: &&str| name.split('/').filter(|p| !p.is_empty()).count() <= levels;
             self.list
@@ -184,6 +199,7 @@ impl Watch {
             .filter(|label| !self.left_out.contains(*label))
             .count();
         self.left_out = left_out;
+        self.matched = Some(labels.len());
         health.cgroups(labels.len(), self.followed.len(), newly);
         self.followed.clone()
     }
