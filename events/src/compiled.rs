@@ -1,114 +1,122 @@
-//! The shipped models' events, unit masks, mappings, refused presets and event aliases as the
-//! build compiled them in (`build/models.rs` loads each model's files with the library's own
-//! loader and writes the data this module includes): strings in the one pool (`crate::pool`),
-//! every row once however many models have it, tables by index ranges. A model is made from them when it is first used; nothing here parses a file.
+//! The shipped models' events, unit masks, mappings, refused presets and event aliases as
+//! `counterhal-gen tables` wrote them (`table/write/models.rs` loads each model's files with
+//! the library's own loader): rows of the shipped tables ([`crate::table`]), every row once
+//! however many models have it, tables by index ranges. A model is made from them when it is
+//! first used; nothing here parses a file.
 
 use counterhal_hal::{CounterSet, ExtraMsr, GeneralizedEvent, Sign};
 
 use crate::model::{CombineRules, CpuModel, EventFlags, Mapping, NativeEvent, PapiForm};
 use crate::model::{UnitMask, UnitMaskClass};
 use crate::parse::{EventSpec, ParsedEvent, parse_event};
-use crate::pool::Str;
+use crate::table::{Field, Models, Table};
 
-/// A native event; its unit masks are `MASK_LISTS[start..start + length]` (indices of
-/// `MASKS`), its description, if any, in `EVENT_DESCRIPTIONS`.
-struct Event {
-    name: Str,
-    code: u16,
-    /// The extra MSR: its index + 1 in `EXTRA_MSRS`, 0 for none.
-    extra: u16,
-    masks: (u16, u16),
-    base_umask: u8,
-    /// The fixed counter's index, `u8::MAX` for none.
-    fixed: u8,
-    /// [`EventFlags`], a bit each in the order of [`event_flags`].
-    flags: u8,
-    /// Its general counters: an index of `COUNTER_SETS`.
-    counters: u8,
+/// A string of this module's part of the shipped tables.
+type Str = crate::table::Str<Models>;
+
+crate::row! {
+    /// A native event; its unit masks are `MASK_LISTS[start..start + length]` (indices of
+    /// `MASKS`), its description, if any, in `EVENT_DESCRIPTIONS`.
+    struct Event {
+        name: Str,
+        code: u16,
+        /// The extra MSR: its index + 1 in `EXTRA_MSRS`, 0 for none.
+        extra: u16,
+        masks: (u16, u16),
+        base_umask: u8,
+        /// The fixed counter's index, `u8::MAX` for none.
+        fixed: u8,
+        /// [`EventFlags`], a bit each in the order of [`event_flags`].
+        flags: u8,
+        /// Its general counters: an index of `COUNTER_SETS`.
+        counters: u8,
+    }
 }
 
-/// A unit mask; what few have is its row of `MASK_RARE`.
-struct Mask {
-    name: Str,
-    /// Its booleans, a bit each in the order of [`mask`]; bits 10 and 11 say whether it has
-    /// an event code and counters of its own, bits 12 and 13 its [`UnitMaskClass`].
-    flags: u16,
-    /// As [`Event::extra`].
-    extra: u16,
-    /// The register bits: their index + 1 in `WORDS`, 0 for none.
-    extra_bits: u16,
-    /// Its index + 1 in `MASK_RARE`, 0 for none.
-    rare: u16,
-    code: u8,
-    cmask: u8,
-    group: u8,
-    umask2: u8,
+crate::row! {
+    /// A unit mask; what few have is its row of `MASK_RARE`.
+    struct Mask {
+        name: Str,
+        /// Its booleans, a bit each in the order of [`mask`]; bits 10 and 11 say whether it
+        /// has an event code and counters of its own, bits 12 and 13 its [`UnitMaskClass`].
+        flags: u16,
+        /// As [`Event::extra`].
+        extra: u16,
+        /// The register bits: their index + 1 in `WORDS`, 0 for none.
+        extra_bits: u16,
+        /// Its index + 1 in `MASK_RARE`, 0 for none.
+        rare: u16,
+        code: u8,
+        cmask: u8,
+        group: u8,
+        umask2: u8,
+    }
 }
 
-/// What few unit masks have; `same_as` is a range of `STRINGS`.
-struct MaskRare {
-    description: Str,
-    counters: u32,
-    event_code: u16,
-    same_as: (u16, u16),
-    /// As [`Event::fixed`].
-    fixed: u8,
+crate::row! {
+    /// What few unit masks have; `same_as` is a range of `STRINGS`.
+    struct MaskRare {
+        description: Str,
+        counters: u32,
+        event_code: u16,
+        same_as: (u16, u16),
+        /// As [`Event::fixed`].
+        fixed: u8,
+    }
 }
 
-/// A mapping of a generalized event or preset; its terms are `TERMS[..]`.
-struct MappingRow {
-    event: Str,
-    expression: Str,
-    /// Its PAPI form: its index + 1 in `PAPI`, 0 for none.
-    papi: u16,
-    terms: (u16, u16),
+crate::row! {
+    /// A mapping of a generalized event or preset; its terms are `TERMS[..]`.
+    struct MappingRow {
+        event: Str,
+        expression: Str,
+        /// Its PAPI form: its index + 1 in `PAPI`, 0 for none.
+        papi: u16,
+        terms: (u16, u16),
+    }
 }
 
-/// A preset's form in PAPI's table; its natives are a range of `STRINGS`.
-struct Papi {
-    derived: Str,
-    postfix: Option<Str>,
-    natives: (u16, u16),
+crate::row! {
+    /// A preset's form in PAPI's table; its natives are a range of `STRINGS`.
+    struct Papi {
+        derived: Str,
+        postfix: Option<Str>,
+        natives: (u16, u16),
+    }
 }
 
-/// One term of a mapping: its event string, factor and sign.
-struct Term {
-    event: Str,
-    factor: u32,
-    minus: bool,
+crate::row! {
+    /// One term of a mapping: its event string, factor and sign.
+    struct Term {
+        event: Str,
+        factor: u32,
+        minus: bool,
+    }
 }
 
-/// One model's rows in each table: its events (a range of `EVENT_LISTS`), mappings (of
-/// `MAPPING_LISTS`), refused presets (of `REFUSED`) and event aliases (of `ALIAS_LISTS`).
-struct Body {
-    events: (u16, u16),
-    mappings: (u16, u16),
-    refused: (u16, u16),
-    aliases: (u16, u16),
-}
-
-include!(concat!(env!("OUT_DIR"), "/models.rs"));
-
-fn rows<T>(table: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
-    let start = usize::from(start);
-    table
-        .get(start..start + usize::from(length))
-        .unwrap_or_default()
+crate::row! {
+    /// One model's rows in each table: its events (a range of `EVENT_LISTS`), mappings (of
+    /// `MAPPING_LISTS`), refused presets (of `REFUSED`) and event aliases (of `ALIAS_LISTS`).
+    struct Body {
+        events: (u16, u16),
+        mappings: (u16, u16),
+        refused: (u16, u16),
+        aliases: (u16, u16),
+    }
 }
 
 /// The rows of `table` a list of indices names.
-fn listed<T>(
-    table: &'static [T],
-    list: &'static [u16],
-    range: (u16, u16),
-) -> impl Iterator<Item = &'static T> {
-    rows(list, range)
+fn listed<T: Field>(table: &str, list: &str, range: (u16, u16)) -> impl Iterator<Item = T> {
+    let table = Table::<T>::of::<Models>(table);
+    Table::<u16>::of::<Models>(list)
+        .range(range)
         .iter()
-        .filter_map(|&i| table.get(usize::from(i)))
+        .filter_map(move |i| table.get(usize::from(i)))
 }
 
 fn strings(range: (u16, u16)) -> Vec<String> {
-    rows(&STRINGS, range)
+    Table::<Str>::of::<Models>("STRINGS")
+        .range(range)
         .iter()
         .map(|s| s.text().to_string())
         .collect()
@@ -117,7 +125,8 @@ fn strings(range: (u16, u16)) -> Vec<String> {
 /// The extra MSR a row names by its index + 1 in `EXTRA_MSRS` (0: none).
 fn extra(index: u16) -> Option<ExtraMsr> {
     let index = usize::from(index).checked_sub(1)?;
-    let (&address, &value) = EXTRA_MSRS.get(index).zip(EXTRA_VALUES.get(index))?;
+    let address = Table::<u16>::of::<Models>("EXTRA_MSRS").get(index)?;
+    let value = Table::<u64>::of::<Models>("EXTRA_VALUES").get(index)?;
     Some(ExtraMsr::new(u32::from(address), value))
 }
 
@@ -149,19 +158,20 @@ fn event_flags(bits: u8) -> EventFlags {
 
 /// The description of event row `index`, if it has one.
 fn event_description(index: u16) -> String {
-    EVENT_DESCRIPTIONS
+    let descriptions = Table::<(u16, Str)>::of::<Models>("EVENT_DESCRIPTIONS");
+    descriptions
         .binary_search_by_key(&index, |&(event, _)| event)
         .ok()
-        .and_then(|at| EVENT_DESCRIPTIONS.get(at))
+        .and_then(|at| descriptions.get(at))
         .map(|(_, description)| description.text().to_string())
         .unwrap_or_default()
 }
 
-fn mask(row: &Mask) -> UnitMask {
+fn mask(row: Mask) -> UnitMask {
     let bit = |i: u16| row.flags & 1 << i != 0;
     let rare = usize::from(row.rare)
         .checked_sub(1)
-        .and_then(|i| MASK_RARE.get(i));
+        .and_then(|i| Table::<MaskRare>::of::<Models>("MASK_RARE").get(i));
     UnitMask {
         name: row.name.text().to_string(),
         code: row.code,
@@ -188,7 +198,7 @@ fn mask(row: &Mask) -> UnitMask {
         umask2: row.umask2,
         extra_bits: usize::from(row.extra_bits)
             .checked_sub(1)
-            .and_then(|i| WORDS.get(i).copied()),
+            .and_then(|i| Table::<u64>::of::<Models>("WORDS").get(i)),
         combine: CombineRules {
             alone_in_group: bit(6),
             excludes_later_groups: bit(7),
@@ -199,54 +209,63 @@ fn mask(row: &Mask) -> UnitMask {
     }
 }
 
-/// How many shipped models have a compiled-in body (one per entry of the shipped index).
-#[cfg(test)]
+/// How many shipped models have a body (one per entry of the shipped index).
+#[cfg(all(test, feature = "events-file"))]
 pub(crate) fn count() -> usize {
-    BODIES.len()
+    Table::<Body>::of::<Models>("BODIES").len()
 }
 
 /// Shipped model `index`'s full content: its header (from the shipped index) with the events,
 /// mappings, refused presets and event aliases the build loaded from its files.
 pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
     let mut model = header.clone();
-    let Some(body) = BODIES.get(index) else {
+    let Some(body) = Table::<Body>::of::<Models>("BODIES").get(index) else {
         return model;
     };
-    model.events = rows(&EVENT_LISTS, body.events)
+    let (events, counter_sets) = (
+        Table::<Event>::of::<Models>("EVENTS"),
+        Table::<u32>::of::<Models>("COUNTER_SETS"),
+    );
+    model.events = Table::<u16>::of::<Models>("EVENT_LISTS")
+        .range(body.events)
         .iter()
-        .filter_map(|&i| Some((i, EVENTS.get(usize::from(i))?)))
+        .filter_map(|i| Some((i, events.get(usize::from(i))?)))
         .map(|(index, row)| NativeEvent {
             name: row.name.text().to_string(),
             code: row.code,
             base_umask: row.base_umask,
             description: event_description(index),
             counters: CounterSet::from_mask(
-                COUNTER_SETS
+                counter_sets
                     .get(usize::from(row.counters))
-                    .copied()
                     .unwrap_or_default(),
             ),
             fixed: fixed(row.fixed),
             flags: event_flags(row.flags),
             extra: extra(row.extra),
-            unit_masks: listed(&MASKS, &MASK_LISTS, row.masks).map(mask).collect(),
+            unit_masks: listed("MASKS", "MASK_LISTS", row.masks).map(mask).collect(),
         })
         .collect();
     model.rebuild_index();
-    model.mappings = listed(&MAPPINGS, &MAPPING_LISTS, body.mappings)
+    let (papi, terms) = (
+        Table::<Papi>::of::<Models>("PAPI"),
+        Table::<Term>::of::<Models>("TERMS"),
+    );
+    model.mappings = listed::<MappingRow>("MAPPINGS", "MAPPING_LISTS", body.mappings)
         .filter_map(|row| {
             Some(Mapping {
                 event: GeneralizedEvent::from_name(row.event.text())?,
                 expression: row.expression.text().to_string(),
                 papi: usize::from(row.papi)
                     .checked_sub(1)
-                    .and_then(|i| PAPI.get(i))
+                    .and_then(|i| papi.get(i))
                     .map(|papi| PapiForm {
                         derived: papi.derived.text().to_string(),
                         postfix: papi.postfix.map(|p| p.text().to_string()),
                         natives: strings(papi.natives),
                     }),
-                terms: rows(&TERMS, row.terms)
+                terms: terms
+                    .range(row.terms)
                     .iter()
                     .map(|term| {
                         let sign = if term.minus { Sign::Minus } else { Sign::Plus };
@@ -256,17 +275,18 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
             })
         })
         .collect();
-    model.refused_presets = rows(&REFUSED, body.refused)
+    model.refused_presets = Table::<(Str, Str)>::of::<Models>("REFUSED")
+        .range(body.refused)
         .iter()
-        .filter_map(|&(event, why)| {
+        .filter_map(|(event, why)| {
             Some((
                 GeneralizedEvent::from_name(event.text())?,
                 why.text().to_string(),
             ))
         })
         .collect();
-    model.event_aliases = listed(&ALIASES, &ALIAS_LISTS, body.aliases)
-        .map(|&(key, target)| (key.text().to_string(), spec(target)))
+    model.event_aliases = listed::<(Str, Str)>("ALIASES", "ALIAS_LISTS", body.aliases)
+        .map(|(key, target)| (key.text().to_string(), spec(target)))
         .collect();
     model
 }

@@ -53,7 +53,7 @@ pub enum Expr {
 }
 
 /// A binary operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// `+`.
     Add,
@@ -74,7 +74,7 @@ pub enum Op {
 }
 
 /// A function of two arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Function {
     /// The smaller of two.
     Min,

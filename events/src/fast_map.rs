@@ -12,6 +12,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// A [`HashSet`] with [`FastHasher`].
+// The loader's alone (the `events-file` feature).
+#[cfg_attr(not(feature = "events-file"), allow(dead_code))]
 pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// The Fx hash: `hash = (hash.rotl(5) ^ word) * K` for the input's length, then each 8-byte

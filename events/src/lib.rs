@@ -13,22 +13,23 @@ mod error;
 pub mod expression;
 mod fast_map;
 mod libpfm4;
+#[cfg(feature = "events-file")]
 mod loader;
 mod metrics;
 mod model;
 pub mod model_aliases;
 mod parse;
 pub mod perf;
-mod pool;
 mod resolve;
 mod select;
 mod suggest;
+mod table;
 mod uncore;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
 pub use cpu::{CpuIdentity, HybridCore, Vendor};
 pub use database::{
-    Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, SHIPPED_FILES, left_out_model,
+    Database, EVENTS_ENV, MAX_EVENTS_FILE_BYTES, left_out_model, shipped_files,
     unknown_model_message,
 };
 pub use descriptions::{DESCRIPTIONS_ENV, DescriptionsRead};
@@ -36,8 +37,8 @@ pub use error::{EventError, EventErrorKind};
 #[doc(hidden)]
 pub use metrics::shipped_metrics_lookups_on_this_thread;
 pub use metrics::{
-    Metric, MetricAlias, MetricTable, SHIPPED_METRIC_MODELS, metric_alias, metric_aliases,
-    parse_metrics, shipped_metrics,
+    Metric, MetricAlias, MetricTable, metric_alias, metric_aliases, parse_metrics,
+    shipped_metric_models, shipped_metrics,
 };
 pub use model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, Mapping, MatchRule, NativeEvent, NumberSet,
@@ -47,4 +48,9 @@ pub use parse::{
     EventSpec, Modifiers, ParsedEvent, PmuTerms, parse_event, parse_pmu_terms, parse_term_list,
 };
 pub use select::MESI_ALL;
-pub use uncore::{SHIPPED_UNCORE_MODELS, UncoreEvent};
+#[doc(hidden)]
+pub use table::shipped_tables;
+#[cfg(feature = "table-writer")]
+#[doc(hidden)]
+pub use table::write::write_shipped_tables;
+pub use uncore::{UncoreEvent, shipped_uncore_models};

@@ -332,7 +332,7 @@ fn check_metrics(top: &Path, database: &Database) -> usize {
             let expression = expression.split_whitespace().collect::<Vec<_>>().join(" ");
             expected.insert(get("MetricName").unwrap().to_string(), expression);
         }
-        // The formulas compared parsed: ours are compiled in parsed.
+        // The formulas compared parsed: ours are shipped parsed.
         let ours: BTreeMap<String, Expr> = table
             .metrics
             .iter()

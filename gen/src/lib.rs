@@ -29,6 +29,7 @@ pub mod offcore;
 pub mod papi;
 pub mod perfmon;
 pub mod revisions;
+pub mod tables;
 pub mod thresholds;
 pub mod uncore;
 pub mod uncore_perf;

@@ -15,6 +15,18 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Source {
+    /// The shipped tables (`events/data/tables/`), from what the other subcommands wrote
+    /// under `events/data` and the hand-written files beside it: every file read and checked
+    /// by the library's own readers, written in the one table format the library reads in
+    /// place (`events/src/table.rs`).
+    Tables {
+        /// The events crate's data directory (holding shipped.list).
+        #[arg(long, default_value = "events/data")]
+        data: PathBuf,
+        /// The directory to write the tables into, one file per part.
+        #[arg(long, default_value = "events/data/tables")]
+        out: PathBuf,
+    },
     /// Intel perfmon (github.com/intel/perfmon): mapfile.csv and the *_core.json files.
     Perfmon {
         /// The snapshot's top directory (holding mapfile.csv).
@@ -210,6 +222,7 @@ fn arm64_metrics(
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match &args.source {
+        Source::Tables { data, out } => counterhal_gen::tables::write(data, out),
         Source::Perfmon {
             source,
             commit,

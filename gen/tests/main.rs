@@ -9,4 +9,5 @@ mod k8;
 mod metric_names;
 mod metrics;
 mod papi;
+mod tables;
 mod uncore_perf;

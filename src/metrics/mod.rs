@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use counterhal_events::expression;
-use counterhal_events::{Metric, MetricTable, SHIPPED_METRIC_MODELS, shipped_metrics};
+use counterhal_events::{Metric, MetricTable, shipped_metric_models, shipped_metrics};
 
 use crate::{Error, Reading};
 
@@ -262,16 +262,24 @@ pub fn portable() -> &'static [MetricDef] {
 /// # Errors
 /// The model's shipped table is malformed (the database's tests rule that out).
 pub fn of_model(id: &str) -> Result<&'static [MetricDef], Error> {
-    static DEFS: [OnceLock<Vec<MetricDef>>; SHIPPED_METRIC_MODELS.len()] =
-        [const { OnceLock::new() }; SHIPPED_METRIC_MODELS.len()];
-    let Ok(index) = SHIPPED_METRIC_MODELS.binary_search(&id) else {
+    type Defs = (Vec<&'static str>, Vec<OnceLock<Vec<MetricDef>>>);
+    static DEFS: OnceLock<Defs> = OnceLock::new();
+    let (models, defs) = DEFS.get_or_init(|| {
+        let models = shipped_metric_models();
+        let defs = models.iter().map(|_| OnceLock::new()).collect();
+        (models, defs)
+    });
+    let Some((model, defs)) = models
+        .binary_search(&id)
+        .ok()
+        .and_then(|index| Some((models[index], defs.get(index)?)))
+    else {
         return Ok(&[]);
     };
     let Some(table) = shipped_metrics(id)? else {
         return Ok(&[]);
     };
-    let model = SHIPPED_METRIC_MODELS[index];
-    Ok(DEFS[index].get_or_init(|| definitions(table, model)))
+    Ok(defs.get_or_init(|| definitions(table, model)))
 }
 
 /// The metrics of `table` (the model `model`'s), their formulas not parsed yet.

@@ -120,46 +120,126 @@ impl RegionReport {
 
     /// The report as one JSON document: `events`, `left_out` (`event`, `reason`) and
     /// `regions`, each with `name`, `calls`, `threads`, `real_ns`, `cpu_ns` and per event
-    /// `value`, `time_enabled`, `time_running` and `estimate`.
+    /// `value`, `time_enabled`, `time_running` and `estimate`. Every number is an integer;
+    /// strings are escaped as RFC 8259 says (`"`, `\\` and the control characters).
     pub fn json(&self) -> String {
-        let left_out: Vec<serde_json::Value> = self
-            .left_out
-            .iter()
-            .map(|(event, why)| serde_json::json!({"event": event, "reason": why}))
-            .collect();
-        let regions: Vec<serde_json::Value> = self
-            .regions
-            .iter()
-            .map(|(name, t)| {
-                let counts: Vec<serde_json::Value> = self
-                    .events
-                    .iter()
-                    .zip(t.readings.iter().zip(&t.estimates))
-                    .map(|(event, (r, estimate))| {
-                        serde_json::json!({
-                            "event": event,
-                            "value": r.value,
-                            "time_enabled": r.time_enabled,
-                            "time_running": r.time_running,
-                            "estimate": estimate,
-                        })
-                    })
-                    .collect();
-                serde_json::json!({
-                    "name": name,
-                    "calls": t.calls,
-                    "threads": t.threads,
-                    "real_ns": t.real_ns,
-                    "cpu_ns": t.cpu_ns,
-                    "counts": counts,
-                })
-            })
-            .collect();
-        let report = serde_json::json!({
-            "events": self.events,
-            "left_out": left_out,
-            "regions": regions,
-        });
-        format!("{report}\n")
+        let mut out = String::from("{\"events\":[");
+        for (i, event) in self.events.iter().enumerate() {
+            comma(&mut out, i);
+            json_string(&mut out, event);
+        }
+        out.push_str("],\"left_out\":[");
+        for (i, (event, why)) in self.left_out.iter().enumerate() {
+            comma(&mut out, i);
+            out.push_str("{\"event\":");
+            json_string(&mut out, event);
+            out.push_str(",\"reason\":");
+            json_string(&mut out, why);
+            out.push('}');
+        }
+        out.push_str("],\"regions\":[");
+        for (i, (name, t)) in self.regions.iter().enumerate() {
+            comma(&mut out, i);
+            out.push_str("{\"name\":");
+            json_string(&mut out, name);
+            let _ = write!(
+                out,
+                ",\"calls\":{},\"threads\":{},\"real_ns\":{},\"cpu_ns\":{},\"counts\":[",
+                t.calls, t.threads, t.real_ns, t.cpu_ns
+            );
+            let counts = self.events.iter().zip(t.readings.iter().zip(&t.estimates));
+            for (j, (event, (r, estimate))) in counts.enumerate() {
+                comma(&mut out, j);
+                out.push_str("{\"event\":");
+                json_string(&mut out, event);
+                let _ = write!(
+                    out,
+                    ",\"value\":{},\"time_enabled\":{},\"time_running\":{},\"estimate\":{estimate}}}",
+                    r.value, r.time_enabled, r.time_running
+                );
+            }
+            out.push_str("]}");
+        }
+        out.push_str("]}\n");
+        out
+    }
+}
+
+/// A `,` before every item of a JSON list but the first.
+fn comma(out: &mut String, index: usize) {
+    if index > 0 {
+        out.push(',');
+    }
+}
+
+/// `text` as a JSON string: `"` and `\\` escaped, control characters as `\\u00XX`.
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Oracle: serde_json's reader. Names with quotes, backslashes, control characters and
+    /// non-ASCII letters come back as they were, and every number is what was written.
+    #[test]
+    fn the_json_report_reads_back_with_every_string_and_number() {
+        let odd = "a \"quoted\" \\ name\n\t\u{1} é ✓";
+        let reading = Reading::new(u64::MAX, 7, 5);
+        let mut regions = BTreeMap::new();
+        regions.insert(
+            odd.to_string(),
+            RegionTotals {
+                calls: 3,
+                real_ns: 11,
+                cpu_ns: 13,
+                readings: vec![reading],
+                estimates: vec![42],
+                threads: 2,
+            },
+        );
+        let report = RegionReport {
+            events: vec![odd.to_string()],
+            left_out: vec![("cycles".to_string(), odd.to_string())],
+            regions,
+        };
+        let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+        assert_eq!(json["events"][0], odd);
+        assert_eq!(json["left_out"][0]["event"], "cycles");
+        assert_eq!(json["left_out"][0]["reason"], odd);
+        let region = &json["regions"][0];
+        assert_eq!(region["name"], odd);
+        assert_eq!(
+            (region["calls"].as_u64(), region["threads"].as_u64()),
+            (Some(3), Some(2))
+        );
+        assert_eq!(
+            (region["real_ns"].as_u64(), region["cpu_ns"].as_u64()),
+            (Some(11), Some(13))
+        );
+        let count = &region["counts"][0];
+        assert_eq!(count["event"], odd);
+        assert_eq!(count["value"].as_u64(), Some(u64::MAX));
+        assert_eq!(
+            (
+                count["time_enabled"].as_u64(),
+                count["time_running"].as_u64()
+            ),
+            (Some(7), Some(5))
+        );
+        assert_eq!(count["estimate"].as_u64(), Some(42));
+        assert!(report.json().ends_with("}\n"));
     }
 }

@@ -44,7 +44,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
     for attr in desc.attrs.clone() {
         match attr.what {
             AttrRef::Umask(index) => {
-                let u = &event.umasks()[index];
+                let u = event.umask(index);
                 let g = (u.grpid() as usize).min(MAX_GRP - 1);
                 grpcounts[g] += 1;
                 if u.has(flag::NCOMBO) {

@@ -1,54 +1,11 @@
 //! A libpfm4 table file (`data/generated/libpfm4/PMU.toml`) as TOML gives it, and what makes
-//! it a valid table: the one reader of those files. The build reads the shipped tables through
-//! it into their compiled-in form (`build/libpfm4.rs`, which includes this file); the library
-//! takes its flags and modifiers from here, and its tests read the files through it to check
-//! the compiled-in tables. It depends on std, serde and toml alone.
+//! it a valid table: the one reader of those files. `counterhal-gen tables` reads the shipped
+//! tables through it (`table/write/libpfm4.rs`), and the library's tests read the files
+//! through it to check the shipped rows.
 
 use serde::Deserialize;
 
-/// Unit-mask and event flags (libpfm4's `INTEL_X86_*` and `AMD64_FL_*`, by name), as bits of
-/// [`EventEntry::flags`] and [`UmaskEntry::flags`].
-pub(crate) mod flag {
-    /// `NCOMBO`: the unit mask combines with no other of its group.
-    pub const NCOMBO: u32 = 1 << 0;
-    /// `DFL`: the unit mask is its group's default.
-    pub const DFL: u32 = 1 << 1;
-    /// `GRP_EXCL`: the event takes unit masks of one group only.
-    pub const GRP_EXCL: u32 = 1 << 2;
-    /// `NHM_OFFCORE`: an offcore-response event (its unit masks go to the second register).
-    pub const NHM_OFFCORE: u32 = 1 << 3;
-    /// `EXCL_GRP_GT`: the unit mask excludes the groups after its own.
-    pub const EXCL_GRP_GT: u32 = 1 << 4;
-    /// `CODE_OVERRIDE`: the unit mask's low byte replaces the event code.
-    pub const CODE_OVERRIDE: u32 = 1 << 5;
-    /// `LDLAT`: a load-latency unit mask (the threshold goes to the second register).
-    pub const LDLAT: u32 = 1 << 6;
-    /// `GRP_DFL_NONE`: the unit mask's group may stay empty (no default is added).
-    pub const GRP_DFL_NONE: u32 = 1 << 7;
-    /// `FRONTEND`: a precise frontend event (its unit masks go to the second register).
-    pub const FRONTEND: u32 = 1 << 8;
-    /// `FETHR`: the unit mask takes the frontend threshold (`fe_thres`).
-    pub const FETHR: u32 = 1 << 9;
-    /// `EXCL_GRP_BUT_0`: the unit mask excludes every group but group 0 and its own.
-    pub const EXCL_GRP_BUT_0: u32 = 1 << 10;
-    /// `GRP_REQ`: the unit mask needs one of the group its grpid's second byte names.
-    pub const GRP_REQ: u32 = 1 << 11;
-    /// `OMIT` (AMD): the unit mask may be left out of its group's defaults.
-    pub const OMIT: u32 = 1 << 12;
-    /// `IBSFE` (AMD): the event enables instruction-fetch sampling, not a counter.
-    pub const IBSFE: u32 = 1 << 13;
-    /// `IBSOP` (AMD): the event enables operation sampling, not a counter.
-    pub const IBSOP: u32 = 1 << 14;
-    /// Flags that change nothing the encoder does (PEBS, speculation, table checks).
-    pub const OTHER: u32 = 1 << 15;
-}
-
-/// Intel's modifiers in libpfm4's order (`intel_x86_mods`): the index is the attribute's.
-pub(crate) const INTEL_MODIFIERS: [&str; 10] = [
-    "k", "u", "e", "i", "c", "t", "ldlat", "intx", "intxcp", "fe_thres",
-];
-/// AMD's modifiers in libpfm4's order (`amd64_mods`).
-pub(crate) const AMD_MODIFIERS: [&str; 7] = ["k", "u", "e", "i", "c", "h", "g"];
+use super::table::{AMD_MODIFIERS, INTEL_MODIFIERS, flag};
 
 /// The most unit-mask groups an event may have: the encoders build the mask of its groups as
 /// `(1 << ngrp) - 1` in 32 bits.

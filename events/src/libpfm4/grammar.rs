@@ -68,7 +68,7 @@ pub(crate) struct Attr {
 /// A parsed event: the PMU, its event (after an equivalence) and the attributes.
 pub(crate) struct Desc<'p> {
     pub pmu: &'p Pmu,
-    pub event: &'p Event,
+    pub event: Event,
     pub attrs: Vec<Attr>,
 }
 
@@ -86,7 +86,7 @@ fn strsep(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn find_event<'p>(pmu: &'p Pmu, name: &str) -> Option<&'p Event> {
+fn find_event(pmu: &Pmu, name: &str) -> Option<Event> {
     pmu.events().find(|e| e.is_named(name))
 }
 
@@ -258,7 +258,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                     format!(
                         "unit mask `{key}` is unknown (`{}`); valid unit masks: {}",
                         desc.event.name(),
-                        unit_mask_list(desc.event, |_| true)
+                        unit_mask_list(&desc.event, |_| true)
                     )
                 } else {
                     let names: Vec<&str> = attributes(desc)
@@ -283,7 +283,7 @@ fn parse_attrs(desc: &mut Desc<'_>, text: Option<&str>) -> Result<(), PfmError> 
                     format!("unit mask `{key}` after a raw unit mask"),
                 );
             }
-            if let Some(equiv) = desc.event.umasks()[index].equiv() {
+            if let Some(equiv) = desc.event.umask(index).equiv() {
                 if value.is_some() {
                     return fail(Pfm::AttrVal, format!("unit mask `{key}` takes no value"));
                 }

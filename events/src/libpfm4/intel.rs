@@ -105,7 +105,7 @@ fn add_defaults(
                 format!(
                     "`{}` needs a unit mask of group {group}, which has no default: one of {}",
                     event.name(),
-                    super::grammar::unit_mask_list(event, |u| u.grpid() & 0xff == group)
+                    super::grammar::unit_mask_list(&event, |u| u.grpid() & 0xff == group)
                 ),
             );
         }
@@ -220,7 +220,7 @@ pub(crate) fn encode(mut desc: Desc<'_>) -> Result<Encoded, PfmError> {
         .attrs
         .iter()
         .filter_map(|a| match a.what {
-            AttrRef::Umask(i) => Some(event.umasks()[i].cntmsk()).filter(|c| *c != 0),
+            AttrRef::Umask(i) => Some(event.umask(i).cntmsk()).filter(|c| *c != 0),
             _ => None,
         })
         .fold(event.cntmsk(), |mask, c| mask & c);
@@ -238,7 +238,7 @@ impl Gathered {
     /// modifiers, its bits and a `CODE_OVERRIDE`'s event code.
     fn umask(&mut self, desc: &Desc<'_>, index: usize) -> Result<(), PfmError> {
         let event = desc.event;
-        let umask = &event.umasks()[index];
+        let umask = event.umask(index);
         let grpid = umask.grpid() & 0xff;
         let req_grpid = (umask.grpid() >> 8) & 0xff;
         if self.last_grpid != MAX_GRPID && grpid != self.last_grpid && event.has(flag::GRP_EXCL) {
@@ -401,7 +401,7 @@ impl Gathered {
                 .attrs
                 .iter()
                 .filter_map(|a| match a.what {
-                    AttrRef::Umask(i) if test(&event.umasks()[i]) => Some(event.umasks()[i].name()),
+                    AttrRef::Umask(i) if test(&event.umask(i)) => Some(event.umask(i).name()),
                     _ => None,
                 })
                 .collect();
@@ -486,8 +486,8 @@ fn not_combined(desc: &Desc<'_>, grpid: u32, this: &str) -> Result<(), PfmError>
         .attrs
         .iter()
         .filter_map(|a| match a.what {
-            AttrRef::Umask(i) if event.umasks()[i].grpid() & 0xff == grpid => {
-                Some(event.umasks()[i].name())
+            AttrRef::Umask(i) if event.umask(i).grpid() & 0xff == grpid => {
+                Some(event.umask(i).name())
             }
             _ => None,
         })

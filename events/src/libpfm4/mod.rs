@@ -1,7 +1,7 @@
 //! libpfm4's grammar, exactly: event strings in libpfm4's syntax resolved as libpfm4 4.13's
 //! `pfm_get_os_event_encoding(..., PFM_OS_NONE)` encodes them, from libpfm4's own tables
-//! (generated per PMU into `data/generated/libpfm4/`, compiled in as static data by the
-//! build), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
+//! (generated per PMU into `data/generated/libpfm4/`, written into the shipped tables by
+//! `counterhal-gen tables`), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
 //! table is wrong, the generator corrects it by an erratum with its evidence
 //! (`gen/errata/libpfm4/`: Sapphire Rapids' `INST_RETIRED:ANY`, as libpfm4 itself later did).
 //!
@@ -23,13 +23,13 @@
 //! the result becomes a chosen native event of the model, encoded for the backend as any other.
 
 mod amd;
-// The one reader of the generated tables: the build's (`build/libpfm4.rs` includes it) and the
-// tests'; the library takes its flags and modifiers alone.
-#[cfg_attr(not(test), allow(dead_code))]
-mod file;
+// The one reader of the generated tables: `counterhal-gen tables`' (`table/write/libpfm4.rs`)
+// and the tests'; the library takes its flags and modifiers alone.
+#[cfg(any(test, feature = "table-writer"))]
+pub(crate) mod file;
 mod grammar;
 mod intel;
-mod table;
+pub(crate) mod table;
 
 use counterhal_hal::{Accepts, CounterSet, Encoding, EventRequest, ExtraMsr, ResolvedEvent};
 
@@ -100,7 +100,7 @@ pub(crate) fn error_kind(code: Pfm) -> EventErrorKind {
 }
 
 /// The libpfm4 table of `model`: its id's or one of its aliases'.
-fn table_of(model: &CpuModel) -> Option<&'static table::Pmu> {
+fn table_of(model: &CpuModel) -> Option<table::Pmu> {
     std::iter::once(model.id.as_str())
         .chain(model.aliases.iter().map(String::as_str))
         .find_map(table::pmu)
@@ -200,7 +200,7 @@ pub(crate) fn route(
                 format!("`{text}`: no CPU model describes libpfm4's PMU `{name}`"),
             )));
         };
-        return Some(resolve_on(database, pmu, model, rest, text, accepts));
+        return Some(resolve_on(database, &pmu, model, rest, text, accepts));
     }
     let model = model?;
     // A name in the model's own spelling with no modifier or only levels (`:u`, `:k`) means
@@ -234,11 +234,11 @@ pub(crate) fn route(
     parts.next();
     if source_spelling(model, head)
         && (parts.any(|p| perf_only(p, pmu.intel))
-            || meaning(database, model, pmu, head).0 != Meaning::Same)
+            || meaning(database, model, &pmu, head).0 != Meaning::Same)
     {
         return None;
     }
-    Some(resolve_on(database, pmu, model, text, text, accepts))
+    Some(resolve_on(database, &pmu, model, text, text, accepts))
 }
 
 /// `PMU::REST` split at its first `::`; None for a string without one (most: a `:` is looked
@@ -465,7 +465,7 @@ impl Database {
         if !source_spelling(model, head) {
             return None;
         }
-        let (meaning, values) = meaning(self, model, pmu, head);
+        let (meaning, values) = meaning(self, model, &pmu, head);
         if meaning != Meaning::Differs {
             return None;
         }
@@ -489,8 +489,8 @@ impl Database {
     }
 
     /// How many of libpfm4's tables this process has looked up (for the test that a program
-    /// naming no libpfm4 event looks none up). The tables are compiled in: a lookup parses
-    /// nothing, and this counts the tables a string made the router search.
+    /// naming no libpfm4 event looks none up). The tables are rows read in place: a lookup
+    /// parses nothing, and this counts the tables a string made the router search.
     #[doc(hidden)]
     pub fn libpfm4_tables_parsed() -> usize {
         table::used()
@@ -498,7 +498,7 @@ impl Database {
 
     /// The names of libpfm4's x86 core PMUs whose tables are shipped, sorted.
     pub fn libpfm4_pmus() -> impl Iterator<Item = &'static str> {
-        table::PMU_NAMES.iter().copied()
+        table::pmu_names()
     }
 }
 
@@ -514,7 +514,7 @@ pub(crate) const X86_DEFAULT: Accepts = Accepts::new(
 #[cfg(test)]
 mod tests {
     use super::file::{self, EventEntry, UmaskEntry};
-    use super::table::{self, Event, PMU_NAMES, Umask};
+    use super::table::{self, Event, Umask};
 
     fn same_event(pmu: &str, ours: &Event, theirs: &EventEntry) {
         let at = format!("{pmu}: event {}", theirs.name);
@@ -532,7 +532,7 @@ mod tests {
         );
         assert_eq!(ours.umasks().len(), theirs.umasks.len(), "{at}");
         for (ours, theirs) in ours.umasks().iter().zip(&theirs.umasks) {
-            same_umask(&at, ours, theirs);
+            same_umask(&at, &ours, theirs);
         }
     }
 
@@ -553,7 +553,7 @@ mod tests {
     }
 
     /// Oracle: the generated files on disk, read by the `toml` crate through the one reader
-    /// of them (`file.rs`). Every compiled-in table is its file's: each event and unit mask,
+    /// of them (`file.rs`). Every shipped table is its file's: each event and unit mask,
     /// field by field, in order; and there is one table per file.
     #[test]
     fn every_compiled_table_is_its_file() {
@@ -564,8 +564,9 @@ mod tests {
             .filter(|path| path.extension().is_some_and(|e| e == "toml"))
             .collect();
         files.sort();
-        assert_eq!(files.len(), PMU_NAMES.len());
-        for (path, &name) in files.iter().zip(PMU_NAMES) {
+        let names: Vec<&str> = table::pmu_names().collect();
+        assert_eq!(files.len(), names.len());
+        for (path, &name) in files.iter().zip(&names) {
             let text = std::fs::read_to_string(path).expect("the generated file reads");
             let theirs = file::read(&path.display().to_string(), &text)
                 .unwrap_or_else(|why| panic!("{why}"));
@@ -578,7 +579,7 @@ mod tests {
             );
             assert_eq!(ours.events().len(), theirs.events.len(), "{name}");
             for (ours, theirs) in ours.events().zip(&theirs.events) {
-                same_event(name, ours, theirs);
+                same_event(name, &ours, theirs);
             }
         }
     }
@@ -587,7 +588,7 @@ mod tests {
     /// it searches one: letters, digits and `_`, and no generalized event's name.
     #[test]
     fn every_shipped_table_has_router_names() {
-        for &name in PMU_NAMES {
+        for name in table::pmu_names() {
             let pmu = table::pmu(name).unwrap_or_else(|| panic!("{name}: no table"));
             assert_eq!(pmu.name(), name);
             assert!(pmu.events().next().is_some(), "{name}");

@@ -1,6 +1,6 @@
-//! The shipped metrics as the build compiled them in (`build/metrics.rs` writes the data this
-//! module includes): strings in the one pool (`crate::pool`), formulas as nodes shared between formulas, already
-//! parsed and checked. Nothing here parses.
+//! The shipped metrics as `counterhal-gen tables` wrote them (`table/write/metrics.rs`): rows
+//! of the shipped tables ([`crate::table`]), formulas as nodes shared between formulas,
+//! already parsed and checked. Nothing here parses.
 
 use std::borrow::Cow;
 
@@ -9,15 +9,18 @@ use crate::expression::Function::{self, DRatio, Max, Min};
 use crate::expression::Op::{
     self, Add, Divide, Greater, GreaterEqual, Less, LessEqual, Multiply, Subtract,
 };
-use crate::pool::Str;
+use crate::table::{Field, Metrics, Reader, Table};
+
+/// A string of this module's part of the shipped tables.
+type Str = crate::table::Str<Metrics>;
 
 /// A node of a formula, its operands by index into `NODES`, its number by index into
 /// `NUMBERS`.
-#[derive(Clone, Copy, Debug)]
-// The shipped formulas have no negation, `has_event` or `source_count` today; the build
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+// The shipped formulas have no negation, `has_event` or `source_count` today; the writer
 // writes them when a table does.
 #[allow(dead_code)]
-enum Node {
+pub(crate) enum Node {
     Number(u16),
     Name(Str),
     Negate(u16),
@@ -31,38 +34,136 @@ enum Node {
 }
 use Node::{Call, Chain, HasEvent, If, Name, Negate, Number, SourceCount};
 
-/// One metric: its name, unit, groups (`GROUPS[start..start + length]`), its formula's root
-/// node and its scale (an index of `NUMBERS`).
-struct Entry {
-    name: Str,
-    unit: Str,
-    groups: (u16, u16),
-    formula: u16,
-    scale: u16,
+/// The operators, by their index in a row.
+const OPS: [Op; 8] = [
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Less,
+    Greater,
+    LessEqual,
+    GreaterEqual,
+];
+/// The functions, by their index in a row.
+const FUNCTIONS: [Function; 3] = [Min, Max, DRatio];
+
+/// A node's row: its kind (its variant's index in [`Node`]), and three `u16`s: its operands,
+/// or its number's index, or its string (the first two, as a `u32`), or its function's index
+/// and operands.
+impl Field for Node {
+    const SIZE: usize = 7;
+    fn read(reader: &mut Reader<'_>) -> Self {
+        let kind = u8::read(reader);
+        let (a, b, c) = <(u16, u16, u16)>::read(reader);
+        let string = Str::new(u32::from(a) | u32::from(b) << 16);
+        match kind {
+            0 => Number(a),
+            1 => Name(string),
+            2 => Negate(a),
+            3 => Chain(a, b, c),
+            4 => If(a, b, c),
+            5 => Call(*FUNCTIONS.get(usize::from(a)).unwrap_or(&Min), b, c),
+            6 => HasEvent(string),
+            _ => SourceCount(string),
+        }
+    }
+    #[cfg(feature = "table-writer")]
+    fn write(&self, out: &mut crate::table::write::Out) {
+        let (kind, operands) = match *self {
+            Number(a) => (0u8, [a, 0, 0]),
+            Negate(a) => (2, [a, 0, 0]),
+            Chain(a, b, c) => (3, [a, b, c]),
+            If(a, b, c) => (4, [a, b, c]),
+            Call(f, b, c) => {
+                let f = FUNCTIONS.iter().position(|&g| g == f).unwrap_or_default();
+                (5, [f as u16, b, c])
+            }
+            Name(s) | HasEvent(s) | SourceCount(s) => {
+                let kind: u8 = match self {
+                    Name(_) => 1,
+                    HasEvent(_) => 6,
+                    _ => 7,
+                };
+                kind.write(out);
+                s.write(out);
+                0u16.write(out);
+                return;
+            }
+        };
+        kind.write(out);
+        for operand in operands {
+            operand.write(out);
+        }
+    }
 }
 
-/// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
-/// (`METRICS[..]`), the names perf's releases give them (`ALIASES[..]`: alias, metric,
-/// release, sorted by alias).
-struct Table {
-    model: Str,
-    events: (u16, u16),
-    metrics: (u16, u16),
-    aliases: (u16, u16),
+/// An operator: its index in [`OPS`].
+impl Field for Op {
+    const SIZE: usize = 1;
+    fn read(reader: &mut Reader<'_>) -> Self {
+        *OPS.get(usize::from(u8::read(reader))).unwrap_or(&Add)
+    }
+    #[cfg(feature = "table-writer")]
+    fn write(&self, out: &mut crate::table::write::Out) {
+        let index = OPS.iter().position(|op| op == self).unwrap_or_default();
+        (index as u8).write(out);
+    }
 }
 
-include!(concat!(env!("OUT_DIR"), "/metrics.rs"));
+crate::row! {
+    /// One metric: its name, unit, groups (`GROUPS[start..start + length]`), its formula's
+    /// root node and its scale (an index of `NUMBERS`).
+    struct Entry {
+        name: Str,
+        unit: Str,
+        groups: (u16, u16),
+        formula: u16,
+        scale: u16,
+    }
+}
 
-fn range<T>(items: &'static [T], (start, length): (u16, u16)) -> &'static [T] {
-    let start = usize::from(start);
-    items
-        .get(start..start + usize::from(length))
-        .unwrap_or_default()
+crate::row! {
+    /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
+    /// (`METRICS[..]`), the names perf's releases give them (`ALIASES[..]`: alias, metric,
+    /// release, sorted by alias).
+    struct MetricsTable {
+        model: Str,
+        events: (u16, u16),
+        metrics: (u16, u16),
+        aliases: (u16, u16),
+    }
+}
+
+/// The models with shipped metrics, sorted (those of every shipped model, held by this build
+/// or not).
+pub(crate) fn models() -> impl ExactSizeIterator<Item = &'static str> + Clone {
+    tables().iter().map(|t| t.model.text())
+}
+
+fn tables() -> Table<MetricsTable> {
+    Table::of::<Metrics>("METRICS_TABLES")
+}
+
+/// Model `model`'s index in [`models`], and its id as the table holds it.
+pub(crate) fn position(model: &str) -> Option<(usize, &'static str)> {
+    let tables = tables();
+    let index = tables
+        .binary_search_by_key(&model, |t| t.model.text())
+        .ok()?;
+    Some((index, tables.get(index)?.model.text()))
+}
+
+/// The table of model `model`.
+fn find(model: &str) -> Option<MetricsTable> {
+    tables().get(position(model)?.0)
 }
 
 /// Number `index` of `NUMBERS` (the build wrote every index the rows name).
 fn number(index: u16) -> f64 {
-    NUMBERS.get(usize::from(index)).copied().unwrap_or(f64::NAN)
+    Table::<f64>::of::<Metrics>("NUMBERS")
+        .get(usize::from(index))
+        .unwrap_or(f64::NAN)
 }
 
 /// Model `model`'s table as its parts: the events' other names, and each metric's name,
@@ -81,21 +182,23 @@ pub(super) struct ShippedMetric {
     pub(super) unit: &'static str,
 }
 
-/// The compiled-in table of model `model`, if it has one.
+/// The shipped table of model `model`, if it has one.
 pub(super) fn table(model: &str) -> Option<Shipped> {
-    let index = SHIPPED_METRIC_MODELS.binary_search(&model).ok()?;
-    let table = TABLES.get(index)?;
-    debug_assert_eq!(table.model.text(), model);
+    let table = find(model)?;
+    let groups = Table::<Str>::of::<Metrics>("GROUPS");
     Some(Shipped {
-        events: range(&EVENTS, table.events)
+        events: Table::<(Str, Str)>::of::<Metrics>("METRIC_EVENTS")
+            .range(table.events)
             .iter()
-            .map(|&(alias, event)| (Cow::Borrowed(alias.text()), Cow::Borrowed(event.text())))
+            .map(|(alias, event)| (Cow::Borrowed(alias.text()), Cow::Borrowed(event.text())))
             .collect(),
-        metrics: range(&METRICS, table.metrics)
+        metrics: Table::<Entry>::of::<Metrics>("METRICS")
+            .range(table.metrics)
             .iter()
             .map(|entry| ShippedMetric {
                 name: entry.name.text(),
-                groups: range(&GROUPS, entry.groups)
+                groups: groups
+                    .range(entry.groups)
                     .iter()
                     .map(|g| Cow::Borrowed(g.text()))
                     .collect(),
@@ -110,14 +213,11 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
 /// The names perf's releases give model `model`'s metrics: (alias, metric, release), sorted
 /// by alias; none for a model without a table.
 pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static str)> {
-    let Some(table) = SHIPPED_METRIC_MODELS
-        .binary_search(&model)
-        .ok()
-        .and_then(|index| TABLES.get(index))
-    else {
+    let Some(table) = find(model) else {
         return Vec::new();
     };
-    range(&ALIASES, table.aliases)
+    Table::<(Str, Str, Str)>::of::<Metrics>("METRIC_ALIASES")
+        .range(table.aliases)
         .iter()
         .map(|(alias, metric, release)| (alias.text(), metric.text(), release.text()))
         .collect()
@@ -128,7 +228,7 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
 /// ([`MAX_DEPTH`](crate::expression::MAX_DEPTH)), so this recursion is bounded too.
 pub(super) fn formula(id: u32) -> Expr {
     let node = |id: u16| Box::new(formula(u32::from(id)));
-    let Some(&n) = NODES.get(id as usize) else {
+    let Some(n) = Table::<Node>::of::<Metrics>("NODES").get(id as usize) else {
         // Node indices are the build's own; none is out of range (a test reads every formula).
         return Expr::Number(f64::NAN);
     };
@@ -138,9 +238,10 @@ pub(super) fn formula(id: u32) -> Expr {
         Negate(inner) => Expr::Negate(node(inner)),
         Chain(first, start, length) => Expr::Chain {
             first: node(first),
-            rest: range(&LINKS, (start, length))
+            rest: Table::<(Op, u16)>::of::<Metrics>("LINKS")
+                .range((start, length))
                 .iter()
-                .map(|&(op, operand)| (op, formula(u32::from(operand))))
+                .map(|(op, operand)| (op, formula(u32::from(operand))))
                 .collect(),
         },
         If(then, condition, otherwise) => Expr::If {
@@ -154,21 +255,8 @@ pub(super) fn formula(id: u32) -> Expr {
     }
 }
 
-/// How many nodes the compiled-in formulas have (each shared subexpression once).
+/// How many nodes the shipped formulas have (each shared subexpression once).
 #[cfg(test)]
 pub(super) fn node_count() -> usize {
-    NODES.len()
+    Table::<Node>::of::<Metrics>("NODES").len()
 }
-
-// The generated data names every operator and function by its variant.
-const _: [Op; 8] = [
-    Add,
-    Subtract,
-    Multiply,
-    Divide,
-    Less,
-    Greater,
-    LessEqual,
-    GreaterEqual,
-];
-const _: [Function; 3] = [Min, Max, DRatio];

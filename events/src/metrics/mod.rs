@@ -15,7 +15,8 @@
 //! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
 //! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
 
-mod compiled;
+pub(crate) mod compiled;
+#[cfg(feature = "events-file")]
 pub(crate) mod file;
 
 use std::borrow::Cow;
@@ -26,7 +27,17 @@ use std::sync::OnceLock;
 use counterhal_hal::{Error, Result};
 
 use crate::expression::Expr;
-pub use compiled::SHIPPED_METRIC_MODELS;
+
+/// The models with shipped metrics that this build holds, sorted: the ids [`shipped_metrics`]
+/// knows (none in a build without the `metrics` feature).
+pub fn shipped_metric_models() -> Vec<&'static str> {
+    if !crate::database::METRICS_BUILT {
+        return Vec::new();
+    }
+    compiled::models()
+        .filter(|model| crate::left_out_model(model).is_none())
+        .collect()
+}
 
 /// One metric of a model.
 #[derive(Clone, Debug)]
@@ -42,10 +53,15 @@ pub struct Metric {
     formula: Formula,
 }
 
-/// A metric's formula: parsed from a user's file (with its text), or compiled in.
+/// A metric's formula: parsed from a user's file (with its text), or a shipped one's node.
 #[derive(Clone, Debug)]
 enum Formula {
-    Written { text: String, parsed: Expr },
+    // Made by the metrics file's reader alone (the `events-file` feature).
+    #[cfg_attr(not(feature = "events-file"), allow(dead_code))]
+    Written {
+        text: String,
+        parsed: Expr,
+    },
     Shipped(u32),
 }
 
@@ -119,14 +135,31 @@ impl MetricTable {
 /// Parses a metrics file called `name`: every metric has a name, given once, a formula that
 /// parses (nested at most [`MAX_DEPTH`](crate::expression::MAX_DEPTH) levels) and a finite
 /// scale, and no metric reads itself through the metrics its formula names. The shipped tables
-/// were read by this same reader when the crate was built.
+/// were read by this same reader when `counterhal-gen tables` wrote them.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput): malformed TOML, an
 /// unknown key, a metric named twice, a formula that does not parse or nests too deep, a scale
 /// that is not a finite number, or metrics that read each other in a loop (named in order,
 /// `` `a` -> `b` -> `a` ``); the error names the file and the metric.
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) in a build without the
+/// `events-file` feature, which holds no TOML reader, naming the feature.
 pub fn parse_metrics(name: &str, text: &str) -> Result<MetricTable> {
+    #[cfg(not(feature = "events-file"))]
+    {
+        let _ = text;
+        Err(Error::unsupported(format!(
+            "{name}: reading a metrics file needs the `events-file` feature (of counterhal, or \
+             of counterhal-events), which this build leaves out"
+        )))
+    }
+    #[cfg(feature = "events-file")]
+    read_metrics(name, text)
+}
+
+/// [`parse_metrics`], with the TOML reader.
+#[cfg(feature = "events-file")]
+fn read_metrics(name: &str, text: &str) -> Result<MetricTable> {
     let (table, formulas) = file::read(name, text).map_err(|invalid| {
         let error = Error::invalid_input(invalid.message);
         match invalid.hint {
@@ -221,9 +254,9 @@ pub fn shipped_metrics_lookups_on_this_thread() -> u64 {
     LOOKUPS.with(Cell::get)
 }
 
-/// The shipped metrics of the model `id` (`None`: the model has none), compiled in: the build
-/// read and checked every table and parsed every formula, so this reads nothing but the
-/// compiled-in data, once per model.
+/// The shipped metrics of the model `id` (`None`: the model has none), from the shipped
+/// tables: `counterhal-gen tables` read and checked every table and parsed every formula, so
+/// this reads nothing but the tables' rows, once per model.
 ///
 /// # Errors
 /// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) in a build without the
@@ -241,15 +274,22 @@ pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
              feature (of counterhal, or of counterhal-events)"
         )));
     }
-    static TABLES: [OnceLock<Option<MetricTable>>; SHIPPED_METRIC_MODELS.len()] =
-        [const { OnceLock::new() }; SHIPPED_METRIC_MODELS.len()];
-    let Ok(index) = SHIPPED_METRIC_MODELS.binary_search(&id) else {
+    static TABLES: OnceLock<Vec<OnceLock<Option<MetricTable>>>> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        (0..compiled::models().len())
+            .map(|_| OnceLock::new())
+            .collect()
+    });
+    let Some((index, model)) = compiled::position(id) else {
         return Ok(None);
     };
-    let table = TABLES[index].get_or_init(|| {
-        let shipped = compiled::table(SHIPPED_METRIC_MODELS[index])?;
+    let Some(cell) = tables.get(index) else {
+        return Ok(None);
+    };
+    let table = cell.get_or_init(|| {
+        let shipped = compiled::table(model)?;
         Some(MetricTable {
-            model: Cow::Borrowed(SHIPPED_METRIC_MODELS[index]),
+            model: Cow::Borrowed(model),
             events: shipped.events.into_iter().collect(),
             metrics: shipped
                 .metrics
@@ -281,8 +321,8 @@ mod tests {
 
     /// Oracle: the `toml` crate's parser, through the library's one reader, and the
     /// expression parser. Every shipped table on disk reads and checks, and is what the
-    /// compiled-in form gives: the same metrics, the same parsed formulas; each formula as the
-    /// compiled-in form writes it parses back to itself.
+    /// shipped rows give: the same metrics, the same parsed formulas; each formula as the
+    /// rows write it parses back to itself.
     #[test]
     fn every_compiled_in_table_is_its_file() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/generated/metrics");
@@ -303,7 +343,7 @@ mod tests {
             }
             on_disk += 1;
         }
-        assert_eq!(on_disk, SHIPPED_METRIC_MODELS.len());
+        assert_eq!(on_disk, shipped_metric_models().len());
         // Formulas share subexpressions: fewer nodes than the metrics' formulas have.
         assert!(compiled::node_count() > 0);
     }

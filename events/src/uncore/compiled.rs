@@ -1,34 +1,57 @@
-//! The shipped uncore events as the build compiled them in (`build/uncore.rs` writes the data
-//! this module includes): names, terms and PMUs in the one pool (`crate::pool`), each model's
-//! events runs of shared rows, sorted by name. Nothing here parses.
+//! The shipped uncore events as `counterhal-gen tables` wrote them (`table/write/uncore.rs`):
+//! rows of the shipped tables ([`crate::table`]), each model's events runs of shared rows,
+//! sorted by name. Nothing here parses.
 
-use crate::pool::Str;
+use crate::table::{Table, Uncore};
 
-/// One event: its name's parts before its first `.` and from it on (`UNCORE_BASES`,
-/// `UNCORE_SUFFIXES`), its event code ([`NO_CODE`]: none) and the rest of its terms
-/// (`UNCORE_TERMS`), its PMU (`UNCORE_PMUS`), its scale (`UNCORE_SCALES`, 0: none) with the
-/// [`DEPRECATED`] flag.
-#[derive(Clone, Copy, Debug)]
-struct Row {
-    base: u16,
-    suffix: u16,
-    code: u16,
-    rest: u16,
-    pmu: u8,
-    scale: u8,
+/// A string of this module's part of the shipped tables.
+type Str = crate::table::Str<Uncore>;
+
+crate::row! {
+    /// One event: its name's parts before its first `.` and from it on (`UNCORE_BASES`,
+    /// `UNCORE_SUFFIXES`), its event code ([`NO_CODE`]: none) and the rest of its terms
+    /// (`UNCORE_TERMS`), its PMU (`UNCORE_PMUS`), its scale (`UNCORE_SCALES`, 0: none) with
+    /// the [`DEPRECATED`] flag.
+    struct Row {
+        base: u16,
+        suffix: u16,
+        code: u16,
+        rest: u16,
+        pmu: u8,
+        scale: u8,
+    }
+}
+
+crate::row! {
+    /// One model's table: its id and its events, a range of `UNCORE_RUNS` (each a range of
+    /// `UNCORE_ROWS`).
+    struct UncoreTable {
+        model: Str,
+        runs: (u16, u16),
+    }
 }
 
 /// The flag of a row's scale byte that marks it deprecated.
-const DEPRECATED: u8 = 0x80;
+pub(crate) const DEPRECATED: u8 = 0x80;
 
 /// The code of a row whose terms do not start with `event=`.
-const NO_CODE: u16 = u16::MAX;
+pub(crate) const NO_CODE: u16 = u16::MAX;
 
-include!(concat!(env!("OUT_DIR"), "/uncore.rs"));
+/// The string at `index` of section `table` (the writer wrote every index the rows name).
+fn text(table: &str, index: u16) -> &'static str {
+    Table::<Str>::of::<Uncore>(table)
+        .get(usize::from(index))
+        .map_or("", Str::text)
+}
 
-/// The string at `index` of `table` (the build wrote every index the rows name).
-fn text(table: &'static [Str], index: u16) -> &'static str {
-    table.get(usize::from(index)).map_or("", |s| s.text())
+/// The models with shipped uncore events this build holds, sorted (none without the
+/// `x86-models` feature: the uncore events are the x86 models').
+pub fn shipped_uncore_models() -> Vec<&'static str> {
+    tables().iter().map(|t| t.model.text()).collect()
+}
+
+fn tables() -> Table<UncoreTable> {
+    Table::of::<Uncore>("UNCORE_TABLES")
 }
 
 /// One event of a table, as the rows give it.
@@ -39,8 +62,8 @@ impl Event {
     /// Its name's part before its first `.`, and the part from the `.` on (empty: no `.`).
     pub(super) fn name_parts(self) -> (&'static str, &'static str) {
         (
-            text(&UNCORE_BASES, self.0.base),
-            text(&UNCORE_SUFFIXES, self.0.suffix),
+            text("UNCORE_BASES", self.0.base),
+            text("UNCORE_SUFFIXES", self.0.suffix),
         )
     }
 
@@ -64,14 +87,12 @@ impl Event {
 
     /// perf's PMU for it.
     pub(super) fn pmu(self) -> &'static str {
-        UNCORE_PMUS
-            .get(usize::from(self.0.pmu))
-            .map_or("", |s| s.text())
+        text("UNCORE_PMUS", u16::from(self.0.pmu))
     }
 
     /// Its terms, as perf's generator wrote them.
     pub(super) fn terms(self) -> String {
-        let rest = text(&UNCORE_TERMS, self.0.rest);
+        let rest = text("UNCORE_TERMS", self.0.rest);
         match (self.0.code, rest) {
             (NO_CODE, rest) => rest.to_string(),
             (code, "") => format!("event={}", llx(code)),
@@ -83,9 +104,9 @@ impl Event {
     pub(super) fn scale(self) -> Option<(f64, &'static str)> {
         match self.0.scale & !DEPRECATED {
             0 => None,
-            index => UNCORE_SCALES
+            index => Table::<(f64, Str)>::of::<Uncore>("UNCORE_SCALES")
                 .get(usize::from(index))
-                .map(|&(scale, unit)| (scale, unit.text())),
+                .map(|(scale, unit)| (scale, unit.text())),
         }
     }
 
@@ -107,28 +128,25 @@ fn llx(number: u16) -> String {
 /// The events of model `model` (an id), sorted by name, ASCII case ignored; none for a model
 /// without a table.
 pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
-    let runs = SHIPPED_UNCORE_MODELS
-        .binary_search(&model)
+    let tables = tables();
+    let runs = tables
+        .binary_search_by_key(&model, |t| t.model.text())
         .ok()
-        .and_then(|index| UNCORE_TABLES.get(index))
-        .and_then(|&(_, start, length)| {
-            let start = usize::from(start);
-            UNCORE_RUNS.get(start..start + usize::from(length))
-        })
-        .unwrap_or_default();
-    runs.iter().flat_map(|&(start, length)| {
-        let start = usize::from(start);
-        UNCORE_ROWS
-            .get(start..start + usize::from(length))
-            .unwrap_or_default()
-            .iter()
-            .map(|&row| Event(row))
-    })
+        .and_then(|index| tables.get(index))
+        .map_or(Table::empty(), |table| {
+            Table::<(u16, u16)>::of::<Uncore>("UNCORE_RUNS").range(table.runs)
+        });
+    let rows = Table::<Row>::of::<Uncore>("UNCORE_ROWS");
+    runs.iter()
+        .flat_map(move |run| rows.range(run).iter().map(Event))
 }
 
-/// How many rows the compiled-in tables have (each event once however many models share it),
+/// How many rows the uncore tables have (each event once however many models share it),
 /// and how many runs.
 #[cfg(all(test, feature = "x86-models"))]
 pub(super) fn row_and_run_counts() -> (usize, usize) {
-    (UNCORE_ROWS.len(), UNCORE_RUNS.len())
+    (
+        Table::<Row>::of::<Uncore>("UNCORE_ROWS").len(),
+        Table::<(u16, u16)>::of::<Uncore>("UNCORE_RUNS").len(),
+    )
 }

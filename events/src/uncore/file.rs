@@ -1,7 +1,7 @@
 //! An uncore table as TOML gives it (`data/generated/uncore/DIR.toml`, written by
 //! `counterhal-gen uncore`), and what makes it valid: the one reader of uncore tables. The
-//! build reads the shipped tables through it into their compiled-in form (`build/uncore.rs`,
-//! which includes this file).
+//! `counterhal-gen tables` reads the shipped tables through it into their rows
+//! (`table/write/uncore.rs`).
 
 use serde::Deserialize;
 
@@ -19,7 +19,7 @@ pub(crate) struct UncoreFile {
 #[serde(deny_unknown_fields)]
 pub(crate) struct PmuEntry {
     pub(crate) name: String,
-    /// Read and checked, not compiled in: the name is what perf and counterhal use.
+    /// Read and checked, not written into the rows: the name is what perf and counterhal use.
     #[allow(dead_code)]
     pub(crate) unit: String,
     #[serde(default)]

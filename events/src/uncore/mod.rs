@@ -1,16 +1,16 @@
 //! The x86 models' uncore events by name (`UNC_M_CAS_COUNT.RD`, `l3_lookup_state.all_coherent_accesses_to_l3`):
 //! each one's PMU and terms as perf's own generator writes them from the kernel's perf JSON
-//! (`counterhal-gen uncore`), compiled in with the `x86-models` feature. A name resolves to a
+//! (`counterhal-gen uncore`), shipped with the `x86-models` feature. A name resolves to a
 //! PMU event string (`uncore_imc/event=4,umask=3/`) that the PMU's sysfs description encodes,
 //! on each of its boxes and CPUs.
 
-mod compiled;
-// The reader of the tables runs in the build; the library's tests read them again to check
-// the compiled-in rows.
-#[cfg(all(test, feature = "x86-models"))]
-mod file;
+pub(crate) mod compiled;
+// The reader of the tables runs in `counterhal-gen tables`; the library's tests read them
+// again to check the shipped rows.
+#[cfg(any(feature = "table-writer", all(test, feature = "x86-models")))]
+pub(crate) mod file;
 
-pub use compiled::SHIPPED_UNCORE_MODELS;
+pub use compiled::shipped_uncore_models;
 
 use crate::Database;
 
@@ -103,7 +103,7 @@ mod tests {
         assert!(names.windows(2).all(|w| w[0] <= w[1]));
     }
 
-    /// Every shipped table read again by the one reader gives exactly the compiled-in events
+    /// Every shipped table read again by the one reader gives exactly the shipped rows' events
     /// of its model, in order.
     #[test]
     fn the_compiled_rows_are_the_tables() {
@@ -154,13 +154,13 @@ mod tests {
             );
             tables += 1;
         }
-        assert_eq!(tables, SHIPPED_UNCORE_MODELS.len());
+        assert_eq!(tables, shipped_uncore_models().len());
     }
 
     #[test]
     fn the_rows_are_shared_between_models() {
         let (rows, runs) = compiled::row_and_run_counts();
-        let events: usize = SHIPPED_UNCORE_MODELS
+        let events: usize = shipped_uncore_models()
             .iter()
             .map(|m| compiled::events(m).count())
             .sum();
