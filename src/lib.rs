@@ -89,9 +89,10 @@
 //! its own OS; a backend with a device model runs it everywhere, for tests and
 //! `counterhal check --models`),
 //! `conformance` for the suite, `criterion` for `counterhal::criterion::EventMeasurement` (a criterion `Measurement` of any event);
-//! and what of the shipped event data is compiled in (`x86-models`, `arm-models`, `metrics`,
-//! `descriptions`) and `device-models`, all on by default: a part left out is an error that
-//! names its feature (docs/library.md has the table).
+//! what of the shipped event data this build holds (`x86-models`, `arm-models`, `metrics`, on
+//! by default), the readers of the user's files (`events-file`, `descriptions`) and
+//! `device-models` (off by default): a part left out is an error that names its feature
+//! (docs/library.md has the table).
 //!
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
 //! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process

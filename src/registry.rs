@@ -204,13 +204,19 @@ fn linux_over_sysfs(context: &Context, root: &Path) -> AnyBackend {
     ))
 }
 
-#[cfg(feature = "pctr")]
+#[cfg(all(
+    feature = "pctr",
+    any(target_os = "openbsd", feature = "device-models")
+))]
 fn pctr_probe(context: &Context) -> Result<AnyBackend> {
     let backend = counterhal_pctr::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
-#[cfg(feature = "pctr")]
+#[cfg(all(
+    feature = "pctr",
+    any(target_os = "openbsd", feature = "device-models")
+))]
 fn pctr_model(context: &Context) -> Result<AnyBackend> {
     let id = model_id(context, "pctr")?;
     Ok(Box::new(counterhal_pctr::model_for(
@@ -219,19 +225,78 @@ fn pctr_model(context: &Context) -> Result<AnyBackend> {
     )?))
 }
 
-#[cfg(feature = "hwpmc")]
+#[cfg(all(
+    feature = "hwpmc",
+    any(target_os = "freebsd", feature = "device-models")
+))]
 fn hwpmc_probe(context: &Context) -> Result<AnyBackend> {
     let backend = counterhal_hwpmc::probe(database(context), context.model().map(str::to_owned))?;
     Ok(Box::new(backend))
 }
 
-#[cfg(feature = "hwpmc")]
+#[cfg(all(
+    feature = "hwpmc",
+    any(target_os = "freebsd", feature = "device-models")
+))]
 fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
     let id = model_id(context, "hwpmc")?;
     Ok(Box::new(counterhal_hwpmc::model_for(
         database(context),
         &id,
     )?))
+}
+
+/// A backend whose crate this build leaves empty (off its OS, without `device-models`): its
+/// real device is another OS's, and its model is left out.
+#[cfg(any(
+    all(
+        feature = "pctr",
+        not(any(target_os = "openbsd", feature = "device-models"))
+    ),
+    all(
+        feature = "hwpmc",
+        not(any(target_os = "freebsd", feature = "device-models"))
+    )
+))]
+fn elsewhere(backend: &'static str, system: &'static str) -> Result<AnyBackend> {
+    Err(Error::unsupported(format!(
+        "the {backend} backend's device is {system}'s; its device model is left out of this \
+         build: it needs counterhal's `device-models` feature"
+    )))
+}
+
+#[cfg(all(
+    feature = "pctr",
+    not(any(target_os = "openbsd", feature = "device-models"))
+))]
+fn pctr_probe(_: &Context) -> Result<AnyBackend> {
+    elsewhere("pctr", "OpenBSD")
+}
+
+#[cfg(all(
+    feature = "pctr",
+    not(any(target_os = "openbsd", feature = "device-models"))
+))]
+fn pctr_model(context: &Context) -> Result<AnyBackend> {
+    model_id(context, "pctr")?;
+    elsewhere("pctr", "OpenBSD")
+}
+
+#[cfg(all(
+    feature = "hwpmc",
+    not(any(target_os = "freebsd", feature = "device-models"))
+))]
+fn hwpmc_probe(_: &Context) -> Result<AnyBackend> {
+    elsewhere("hwpmc", "FreeBSD")
+}
+
+#[cfg(all(
+    feature = "hwpmc",
+    not(any(target_os = "freebsd", feature = "device-models"))
+))]
+fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
+    model_id(context, "hwpmc")?;
+    elsewhere("hwpmc", "FreeBSD")
 }
 
 #[cfg(feature = "msr")]

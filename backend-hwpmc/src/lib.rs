@@ -1,4 +1,7 @@
 #![doc = include_str!("../README.md")]
+// Off freebsd, the backend is its device's model alone: without the `model` feature (the
+// facade's `device-models`) the crate is empty there.
+#![cfg(any(target_os = "freebsd", feature = "model"))]
 #![deny(unsafe_code)]
 
 pub mod abi;

@@ -69,24 +69,20 @@ parts! {
     /// this build leaves out, and the feature that brings it back (`src/database.rs`).
     Catalog "catalog" CATALOG if all();
     /// The CPU models: their index (what finds and detects a model) and bodies, and the files
-    /// they were loaded from (`src/compiled.rs`, `src/database.rs`).
+    /// they were loaded from (`src/compiled.rs`, `src/database.rs`), with libpfm4's x86 core
+    /// tables (`src/libpfm4/table.rs`) and the x86 models' uncore events
+    /// (`src/uncore/compiled.rs`), which share most of their strings.
     Models "models" MODELS if any(feature = "x86-models", feature = "arm-models");
     /// The models' metrics (`src/metrics/compiled.rs`).
     Metrics "metrics" METRICS if feature = "metrics";
-    /// libpfm4's x86 core tables (`src/libpfm4/table.rs`).
-    Libpfm4 "libpfm4" LIBPFM4 if feature = "x86-models";
-    /// The x86 models' uncore events (`src/uncore/compiled.rs`).
-    Uncore "uncore" UNCORE if feature = "x86-models";
 }
 
 /// Every part, by name and bytes (for the tests and `counterhal-gen tables`).
-pub(crate) fn parts() -> [(&'static str, &'static [u8]); 5] {
+pub(crate) fn parts() -> [(&'static str, &'static [u8]); 3] {
     [
         (Catalog::NAME, Catalog::bytes()),
         (Models::NAME, Models::bytes()),
         (Metrics::NAME, Metrics::bytes()),
-        (Libpfm4::NAME, Libpfm4::bytes()),
-        (Uncore::NAME, Uncore::bytes()),
     ]
 }
 
@@ -101,6 +97,31 @@ const NAME: usize = 20;
 /// How many low bits of a [`Str`] hold its length; the offset is above them.
 pub(crate) const LENGTH_BITS: u32 = 10;
 
+/// Rows as they are written: their bytes, and where in them a [`Str`] lies (written as its
+/// string's id in the [`Pool`], replaced by the packed `Str` once the pool is laid out).
+#[cfg(feature = "table-writer")]
+#[derive(Default)]
+pub(crate) struct Out {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) strings: Vec<usize>,
+}
+
+#[cfg(feature = "table-writer")]
+impl Out {
+    /// Writes string `s` (an id of the pool, until it is laid out).
+    pub(crate) fn string<P: Part>(&mut self, s: Str<P>) {
+        self.strings.push(self.bytes.len());
+        self.bytes.extend_from_slice(&s.0.to_le_bytes());
+    }
+
+    pub(crate) fn append(&mut self, other: &Out) {
+        let base = self.bytes.len();
+        self.strings
+            .extend(other.strings.iter().map(|at| at + base));
+        self.bytes.extend_from_slice(&other.bytes);
+    }
+}
+
 /// A field of a row: a fixed number of bytes, read and written little-endian.
 pub(crate) trait Field: Sized {
     /// Its size in bytes.
@@ -109,7 +130,7 @@ pub(crate) trait Field: Sized {
     fn read(reader: &mut Reader<'_>) -> Self;
     /// Writes it (the writer's side: `counterhal-gen tables`).
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut write::Out);
+    fn write(&self, out: &mut Out);
 }
 
 /// The bytes of one row, read field after field.
@@ -137,7 +158,7 @@ macro_rules! integer_fields {
                 <$t>::from_le_bytes(reader.take())
             }
             #[cfg(feature = "table-writer")]
-            fn write(&self, out: &mut write::Out) {
+            fn write(&self, out: &mut Out) {
                 out.bytes.extend_from_slice(&self.to_le_bytes());
             }
         }
@@ -151,7 +172,7 @@ impl Field for bool {
         u8::read(reader) != 0
     }
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut write::Out) {
+    fn write(&self, out: &mut Out) {
         u8::from(*self).write(out);
     }
 }
@@ -164,7 +185,7 @@ macro_rules! tuple_fields {
                 ($($t::read(reader),)*)
             }
             #[cfg(feature = "table-writer")]
-            fn write(&self, out: &mut write::Out) {
+            fn write(&self, out: &mut Out) {
                 $(self.$i.write(out);)*
             }
         }
@@ -191,7 +212,7 @@ macro_rules! row {
                 $name { $($field: $crate::table::Field::read(reader),)* }
             }
             #[cfg(feature = "table-writer")]
-            fn write(&self, out: &mut $crate::table::write::Out) {
+            fn write(&self, out: &mut $crate::table::Out) {
                 $($crate::table::Field::write(&self.$field, out);)*
             }
         }
@@ -209,7 +230,7 @@ impl<P: Part> Field for Str<P> {
         Str::new(u32::read(reader))
     }
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut write::Out) {
+    fn write(&self, out: &mut Out) {
         out.string(*self);
     }
 }
@@ -222,7 +243,7 @@ impl<P: Part> Field for Option<Str<P>> {
         (packed != u32::MAX).then_some(Str::new(packed))
     }
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut write::Out) {
+    fn write(&self, out: &mut Out) {
         match self {
             Some(s) => out.string(*s),
             None => u32::MAX.write(out),
@@ -266,6 +287,7 @@ fn word(bytes: &[u8], at: usize) -> usize {
 }
 
 /// Directory entry `index` of `file`: its name, offset, length and row size.
+#[inline(never)]
 fn entry(file: &'static [u8], index: usize) -> Option<(&'static [u8], &'static [u8], usize)> {
     let count = word(file, 8);
     if index >= count || file.get(..8) != Some(&MAGIC[..]) {
@@ -280,6 +302,7 @@ fn entry(file: &'static [u8], index: usize) -> Option<(&'static [u8], &'static [
 }
 
 /// The rows of section `name` of `file`, if its rows are `size` bytes each (none otherwise).
+#[inline(never)]
 fn section(file: &'static [u8], name: &str, size: usize) -> &'static [u8] {
     (0..word(file, 8))
         .filter_map(|i| entry(file, i))

@@ -7,10 +7,10 @@
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use crate::table::{Libpfm4, Table};
+use crate::table::{Models, Table};
 
 /// A string of this module's part of the shipped tables.
-type Str = crate::table::Str<Libpfm4>;
+type Str = crate::table::Str<Models>;
 
 /// Unit-mask and event flags (libpfm4's `INTEL_X86_*` and `AMD64_FL_*`, by name), as bits of
 /// an event's and a unit mask's `flags`.
@@ -123,15 +123,18 @@ crate::row! {
 }
 
 /// libpfm4's x86 core PMUs whose tables are shipped, sorted (none in a build without the
-/// `x86-models` feature, which holds no part `libpfm4`: they route event strings to x86 models
-/// only).
+/// `x86-models` feature: they route event strings to x86 models only).
 fn pmus() -> Table<Pmu> {
-    Table::of::<Libpfm4>("LIBPFM4_PMUS")
+    if cfg!(feature = "x86-models") {
+        Table::of::<Models>("LIBPFM4_PMUS")
+    } else {
+        Table::empty()
+    }
 }
 
 /// Equivalence `index` of `EQUIVS`; 0, the empty string, is none (no file gives an empty one).
 fn equiv(index: u16) -> Option<&'static str> {
-    let text = Table::<Str>::of::<Libpfm4>("LIBPFM4_EQUIVS")
+    let text = Table::<Str>::of::<Models>("LIBPFM4_EQUIVS")
         .get(usize::from(index))
         .map(|s| s.text());
     text.filter(|e| !e.is_empty())
@@ -139,7 +142,7 @@ fn equiv(index: u16) -> Option<&'static str> {
 
 /// Value `index` of `VALUES` (the build wrote every index the records name).
 fn value(index: u16) -> u64 {
-    Table::<u64>::of::<Libpfm4>("LIBPFM4_VALUES")
+    Table::<u64>::of::<Models>("LIBPFM4_VALUES")
         .get(usize::from(index))
         .unwrap_or_default()
 }
@@ -182,8 +185,8 @@ impl Pmu {
 
     /// The events, in libpfm4's order.
     pub fn events(&self) -> impl ExactSizeIterator<Item = Event> + Clone {
-        let events = Table::<Event>::of::<Libpfm4>("LIBPFM4_EVENTS");
-        Table::<u16>::of::<Libpfm4>("LIBPFM4_EVENT_LISTS")
+        let events = Table::<Event>::of::<Models>("LIBPFM4_EVENTS");
+        Table::<u16>::of::<Models>("LIBPFM4_EVENT_LISTS")
             .range(self.events)
             .iter()
             .map(move |i| events.get(usize::from(i)).unwrap_or(NO_EVENT))
@@ -208,7 +211,7 @@ impl Event {
 
     /// Its unit masks, in libpfm4's order.
     pub fn umasks(&self) -> Table<Umask> {
-        Table::<Umask>::of::<Libpfm4>("LIBPFM4_UMASKS").range(self.umasks)
+        Table::<Umask>::of::<Models>("LIBPFM4_UMASKS").range(self.umasks)
     }
 
     /// Unit mask `index` of [`Event::umasks`] (every index the resolver gives is one).
@@ -222,7 +225,7 @@ impl Event {
     }
 
     fn attrs(&self) -> EventAttrs {
-        Table::of::<Libpfm4>("LIBPFM4_EVENT_ATTRS")
+        Table::of::<Models>("LIBPFM4_EVENT_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_EVENT_ATTRS)
     }
@@ -276,7 +279,7 @@ impl Umask {
     }
 
     fn attrs(&self) -> UmaskAttrs {
-        Table::of::<Libpfm4>("LIBPFM4_UMASK_ATTRS")
+        Table::of::<Models>("LIBPFM4_UMASK_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_UMASK_ATTRS)
     }

@@ -69,7 +69,7 @@ impl Field for Node {
         }
     }
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut crate::table::write::Out) {
+    fn write(&self, out: &mut crate::table::Out) {
         let (kind, operands) = match *self {
             Number(a) => (0u8, [a, 0, 0]),
             Negate(a) => (2, [a, 0, 0]),
@@ -105,18 +105,19 @@ impl Field for Op {
         *OPS.get(usize::from(u8::read(reader))).unwrap_or(&Add)
     }
     #[cfg(feature = "table-writer")]
-    fn write(&self, out: &mut crate::table::write::Out) {
+    fn write(&self, out: &mut crate::table::Out) {
         let index = OPS.iter().position(|op| op == self).unwrap_or_default();
         (index as u8).write(out);
     }
 }
 
 crate::row! {
-    /// One metric: its name, unit, groups (`GROUPS[start..start + length]`), its formula's
-    /// root node and its scale (an index of `NUMBERS`).
+    /// One metric: its name, unit (an index of `UNITS`), groups
+    /// (`GROUPS[start..start + length]`), its formula's root node and its scale (an index of
+    /// `NUMBERS`).
     struct Entry {
         name: Str,
-        unit: Str,
+        unit: u8,
         groups: (u16, u16),
         formula: u16,
         scale: u16,
@@ -125,8 +126,9 @@ crate::row! {
 
 crate::row! {
     /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
-    /// (`METRICS[..]`), the names perf's releases give them (`ALIASES[..]`: alias, metric,
-    /// release, sorted by alias).
+    /// (`METRICS[..]`), the names perf's releases give them (`METRIC_ALIASES[..]`: alias,
+    /// metric as its index among the table's, release as an index of `RELEASES`, sorted by
+    /// alias).
     struct MetricsTable {
         model: Str,
         events: (u16, u16),
@@ -186,6 +188,7 @@ pub(super) struct ShippedMetric {
 pub(super) fn table(model: &str) -> Option<Shipped> {
     let table = find(model)?;
     let groups = Table::<Str>::of::<Metrics>("GROUPS");
+    let units = Table::<Str>::of::<Metrics>("UNITS");
     Some(Shipped {
         events: Table::<(Str, Str)>::of::<Metrics>("METRIC_EVENTS")
             .range(table.events)
@@ -204,7 +207,7 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
                     .collect(),
                 formula: u32::from(entry.formula),
                 scale: number(entry.scale),
-                unit: entry.unit.text(),
+                unit: units.get(usize::from(entry.unit)).map_or("", Str::text),
             })
             .collect(),
     })
@@ -216,10 +219,20 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
     let Some(table) = find(model) else {
         return Vec::new();
     };
-    Table::<(Str, Str, Str)>::of::<Metrics>("METRIC_ALIASES")
+    let metrics = Table::<Entry>::of::<Metrics>("METRICS").range(table.metrics);
+    let releases = Table::<Str>::of::<Metrics>("RELEASES");
+    let text = |s: Option<Str>| s.map_or("", Str::text);
+    Table::<(Str, u16, u8)>::of::<Metrics>("METRIC_ALIASES")
         .range(table.aliases)
         .iter()
-        .map(|(alias, metric, release)| (alias.text(), metric.text(), release.text()))
+        .map(|(alias, metric, release)| {
+            let metric = metrics.get(usize::from(metric)).map(|m| m.name);
+            (
+                alias.text(),
+                text(metric),
+                text(releases.get(usize::from(release))),
+            )
+        })
         .collect()
 }
 

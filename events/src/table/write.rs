@@ -15,9 +15,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::Path;
 
-use super::{
-    Catalog, ENTRY, Field, HEADER, Libpfm4, MAGIC, Metrics, Models, NAME, Part, Str, Uncore,
-};
+use super::{Catalog, ENTRY, Field, HEADER, MAGIC, Metrics, Models, NAME, Out, Part, Str};
 
 mod libpfm4;
 mod metrics;
@@ -26,29 +24,6 @@ mod pool;
 mod uncore;
 
 pub(crate) use pool::Pool;
-
-/// Rows as they are written: their bytes, and where in them a [`Str`] lies (written as its
-/// string's id in the [`Pool`], replaced by the packed `Str` once the pool is laid out).
-#[derive(Default)]
-pub(crate) struct Out {
-    pub(crate) bytes: Vec<u8>,
-    strings: Vec<usize>,
-}
-
-impl Out {
-    /// Writes string `s` (an id of the pool, until it is laid out).
-    pub(crate) fn string<P: Part>(&mut self, s: Str<P>) {
-        self.strings.push(self.bytes.len());
-        self.bytes.extend_from_slice(&s.0.to_le_bytes());
-    }
-
-    fn append(&mut self, other: &Out) {
-        let base = self.bytes.len();
-        self.strings
-            .extend(other.strings.iter().map(|at| at + base));
-        self.bytes.extend_from_slice(&other.bytes);
-    }
-}
 
 /// `row` written alone.
 fn encode<T: Field>(row: &T) -> Out {
@@ -265,15 +240,7 @@ pub fn write_shipped_tables(data: &Path) -> Vec<(&'static str, Vec<u8>)> {
     models::catalog(&loaded, &mut catalog);
     let mut metrics = Tables::<Metrics>::default();
     metrics::write(data, &mut metrics);
-    let mut libpfm4 = Tables::<Libpfm4>::default();
-    libpfm4::write(data, &mut libpfm4);
-    let mut uncore = Tables::<Uncore>::default();
-    uncore::write(data, &mut uncore);
-    vec![
-        catalog.finish(),
-        tables.finish(),
-        metrics.finish(),
-        libpfm4.finish(),
-        uncore.finish(),
-    ]
+    libpfm4::write(data, &mut tables);
+    uncore::write(data, &mut tables);
+    vec![catalog.finish(), tables.finish(), metrics.finish()]
 }

@@ -2,10 +2,10 @@
 //! rows of the shipped tables ([`crate::table`]), each model's events runs of shared rows,
 //! sorted by name. Nothing here parses.
 
-use crate::table::{Table, Uncore};
+use crate::table::{Models, Table};
 
 /// A string of this module's part of the shipped tables.
-type Str = crate::table::Str<Uncore>;
+type Str = crate::table::Str<Models>;
 
 crate::row! {
     /// One event: its name's parts before its first `.` and from it on (`UNCORE_BASES`,
@@ -39,7 +39,7 @@ pub(crate) const NO_CODE: u16 = u16::MAX;
 
 /// The string at `index` of section `table` (the writer wrote every index the rows name).
 fn text(table: &str, index: u16) -> &'static str {
-    Table::<Str>::of::<Uncore>(table)
+    Table::<Str>::of::<Models>(table)
         .get(usize::from(index))
         .map_or("", Str::text)
 }
@@ -51,7 +51,11 @@ pub fn shipped_uncore_models() -> Vec<&'static str> {
 }
 
 fn tables() -> Table<UncoreTable> {
-    Table::of::<Uncore>("UNCORE_TABLES")
+    if cfg!(feature = "x86-models") {
+        Table::of::<Models>("UNCORE_TABLES")
+    } else {
+        Table::empty()
+    }
 }
 
 /// One event of a table, as the rows give it.
@@ -104,7 +108,7 @@ impl Event {
     pub(super) fn scale(self) -> Option<(f64, &'static str)> {
         match self.0.scale & !DEPRECATED {
             0 => None,
-            index => Table::<(f64, Str)>::of::<Uncore>("UNCORE_SCALES")
+            index => Table::<(f64, Str)>::of::<Models>("UNCORE_SCALES")
                 .get(usize::from(index))
                 .map(|(scale, unit)| (scale, unit.text())),
         }
@@ -134,9 +138,9 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
         .ok()
         .and_then(|index| tables.get(index))
         .map_or(Table::empty(), |table| {
-            Table::<(u16, u16)>::of::<Uncore>("UNCORE_RUNS").range(table.runs)
+            Table::<(u16, u16)>::of::<Models>("UNCORE_RUNS").range(table.runs)
         });
-    let rows = Table::<Row>::of::<Uncore>("UNCORE_ROWS");
+    let rows = Table::<Row>::of::<Models>("UNCORE_ROWS");
     runs.iter()
         .flat_map(move |run| rows.range(run).iter().map(Event))
 }
@@ -146,7 +150,7 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
 #[cfg(all(test, feature = "x86-models"))]
 pub(super) fn row_and_run_counts() -> (usize, usize) {
     (
-        Table::<Row>::of::<Uncore>("UNCORE_ROWS").len(),
-        Table::<(u16, u16)>::of::<Uncore>("UNCORE_RUNS").len(),
+        Table::<Row>::of::<Models>("UNCORE_ROWS").len(),
+        Table::<(u16, u16)>::of::<Models>("UNCORE_RUNS").len(),
     )
 }

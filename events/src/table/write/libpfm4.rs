@@ -18,10 +18,10 @@ use std::path::Path;
 use super::{Lists, Rows, Tables, Values, short};
 use crate::libpfm4::file::{self as libpfm4_file, EventEntry, UmaskEntry};
 use crate::libpfm4::table::{Event, EventAttrs, Pmu, Umask, UmaskAttrs};
-use crate::table::Libpfm4;
+use crate::table::Models;
 
-/// A string of part `libpfm4`.
-type Str = crate::table::Str<Libpfm4>;
+/// A string of part `models`.
+type Str = crate::table::Str<Models>;
 
 /// The tables as they are written.
 #[derive(Default)]
@@ -46,7 +46,7 @@ impl Writer {
     }
 
     /// An equivalence's index in `EQUIVS` (0: none).
-    fn equiv(&mut self, tables: &mut Tables<Libpfm4>, equiv: Option<&str>) -> u16 {
+    fn equiv(&mut self, tables: &mut Tables<Models>, equiv: Option<&str>) -> u16 {
         if self.equivs.len() == 0 {
             self.equivs.add(&tables.string(""));
         }
@@ -65,7 +65,7 @@ fn bits(value: u32, what: &str) -> u16 {
 
 /// Writes the tables of `data/generated/libpfm4`; a table that does not read or check stops
 /// the writer, naming the file and what is wrong.
-pub(crate) fn write(data: &Path, tables: &mut Tables<Libpfm4>) {
+pub(crate) fn write(data: &Path, tables: &mut Tables<Models>) {
     let dir = data.join("generated/libpfm4");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -133,7 +133,7 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Libpfm4>) {
 
 /// One event's record, its unit masks `UMASKS[start..start + length]`.
 fn event_record(
-    tables: &mut Tables<Libpfm4>,
+    tables: &mut Tables<Models>,
     w: &mut Writer,
     event: &EventEntry,
     umasks: (u16, u16),
@@ -155,7 +155,7 @@ fn event_record(
 }
 
 /// One unit mask's record.
-fn umask_record(tables: &mut Tables<Libpfm4>, w: &mut Writer, umask: &UmaskEntry) -> UmaskKey {
+fn umask_record(tables: &mut Tables<Models>, w: &mut Writer, umask: &UmaskEntry) -> UmaskKey {
     let attrs = UmaskAttrs {
         cntmsk: w.value(umask.cntmsk),
         grpid: bits(umask.grpid, "group"),

@@ -11,7 +11,8 @@
 //!   once), its events' names;
 //! - `METRIC_ALIASES`: the names perf's releases give a table's metrics
 //!   (`data/generated/metric_aliases/ID.toml`, counterhal-gen's `metric-names`): each alias,
-//!   the metric it names and the release, a table's sorted by alias;
+//!   the metric it names (its index among the table's) and the release (of `RELEASES`), a
+//!   table's sorted by alias; `UNITS`: the metrics' units, each once;
 //! - `METRICS_TABLES`: one per model, sorted by model id.
 
 use std::collections::{BTreeMap, HashMap};
@@ -162,6 +163,7 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
     let mut groups: Lists<Str> = Lists::default();
     let (mut metrics, mut events, mut table_rows) = (Vec::new(), Vec::new(), Vec::new());
     let mut alias_rows = Vec::new();
+    let (mut units, mut releases): (Values<Str>, Values<Str>) = Default::default();
     for model in &models {
         let path = dir.join(format!("{model}.toml"));
         let name = format!("events/data/generated/metrics/{model}.toml");
@@ -182,7 +184,7 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
             let groups = groups.add(group_names);
             metrics.push(Entry {
                 name: w.string(&metric.name),
-                unit: w.string(&metric.unit),
+                unit: u8::try_from(units.add(w.string(&metric.unit))).expect("at most 256 units"),
                 groups,
                 formula: w.expr(formula),
                 scale: w.number(metric.scale),
@@ -191,7 +193,13 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
         let names: Vec<String> = file.metrics.iter().map(|m| m.name.clone()).collect();
         let first_alias = alias_rows.len();
         for (alias, metric, release) in aliases(data, model, &names) {
-            alias_rows.push((w.string(&alias), w.string(&metric), w.string(&release)));
+            let index = names
+                .iter()
+                .position(|n| *n == metric)
+                .expect("a metric of the table");
+            let release =
+                u8::try_from(releases.add(w.string(&release))).expect("at most 256 releases");
+            alias_rows.push((w.string(&alias), short(index, "a table's metrics"), release));
         }
         table_rows.push(MetricsTable {
             model: w.string(model),
@@ -227,6 +235,8 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
     tables.section("GROUPS", &groups.items);
     tables.section("METRIC_EVENTS", &events);
     tables.section("METRICS", &metrics);
+    tables.section("UNITS", &units.values);
     tables.section("METRIC_ALIASES", &alias_rows);
+    tables.section("RELEASES", &releases.values);
     tables.section("METRICS_TABLES", &table_rows);
 }

@@ -84,8 +84,8 @@ impl Writer<'_> {
     /// An extra MSR as its index + 1 in `EXTRA_MSRS` (0: none).
     fn extra(&mut self, extra: Option<counterhal_hal::ExtraMsr>) -> u16 {
         let Some(e) = extra else { return 0 };
-        let msr = u16::try_from(e.msr).expect("an extra MSR's address fits 16 bits");
-        short(self.extras.add((msr, e.value)) + 1, "the extra MSRs")
+        let address = u16::try_from(e.address()).expect("an extra register's address fits 16 bits");
+        short(self.extras.add((address, e.value)) + 1, "the extra MSRs")
     }
 
     /// A register-bit value as its index + 1 in `WORDS` (0: none).

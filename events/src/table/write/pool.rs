@@ -3,7 +3,7 @@
 //!
 //! Each part of the tables has a pool of its own. The rows are written before the pool is laid
 //! out: [`Pool::string`] gives the string's id,
-//! which [`Tables::finish`](super::Tables::finish) replaces with its packed `Str` once every
+//! which `Tables::finish` (in `write.rs`) replaces with its packed `Str` once every
 //! string is known. The pool is laid out longest string first, and a string found anywhere in
 //! the text laid so far (`ANY` in `BUS_TRANS_IO:ANY`) takes no byte of its own.
 

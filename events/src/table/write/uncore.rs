@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Rows, Tables, Values, short};
-use crate::table::Uncore;
+use crate::table::Models;
 
-/// A string of part `uncore`.
-type Str = crate::table::Str<Uncore>;
+/// A string of part `models`.
+type Str = crate::table::Str<Models>;
 use crate::uncore::compiled::{DEPRECATED, NO_CODE, Row, UncoreTable};
 use crate::uncore::file::{self as uncore_file, split_code, split_name};
 
@@ -30,7 +30,7 @@ type RowFields = (u16, u16, u16, u16, u8, u8);
 
 /// Writes the tables of `data/generated/uncore`; a table that does not read or check, or
 /// whose directory is no model's, stops the writer, naming the file.
-pub(crate) fn write(data: &Path, tables: &mut Tables<Uncore>) {
+pub(crate) fn write(data: &Path, tables: &mut Tables<Models>) {
     let files = read_tables(data);
     let mut bases: Values<Str> = Values::default();
     let mut suffixes: Values<Str> = Values::default();
