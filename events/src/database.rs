@@ -58,9 +58,9 @@ crate::row! {
 }
 
 /// The shipped data files, in load order, as `events/data/shipped.list` lists them (their
-/// content is in the shipped tables, loaded). Each describes one CPU model and gives its header keys
-/// (`id`, `description`, `aliases`, `encoder`, `match`, `pmu`, `hybrid`) before its events
-/// and mappings. A generated table (`generated/ID.toml`) is followed by its generated presets
+/// content is in the shipped tables, loaded; none in a build without a model feature). Each
+/// describes one CPU model and gives its header keys (`id`, `description`, `aliases`,
+/// `encoder`, `match`, `pmu`, `hybrid`) before its events and mappings. A generated table (`generated/ID.toml`) is followed by its generated presets
 /// and its hand-written overlay (`ID.toml`, the same id), or by an overlay several models
 /// share, which lists their ids (`k8.toml`).
 pub fn shipped_files() -> Vec<&'static str> {

@@ -98,7 +98,8 @@ const NAME: usize = 20;
 pub(crate) const LENGTH_BITS: u32 = 10;
 
 /// Rows as they are written: their bytes, and where in them a [`Str`] lies (written as its
-/// string's id in the [`Pool`], replaced by the packed `Str` once the pool is laid out).
+/// string's id in the pool, `write::Pool`, replaced by the packed `Str` once the pool is laid
+/// out).
 #[cfg(feature = "table-writer")]
 #[derive(Default)]
 pub(crate) struct Out {

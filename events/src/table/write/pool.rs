@@ -1,5 +1,5 @@
 //! The one pool of strings the shipped tables share (section `pool`): the tables name every
-//! string as a [`Str`], its offset and length in the pool packed in 32 bits.
+//! string as a [`Str`](crate::table::Str), its offset and length in the pool packed in 32 bits.
 //!
 //! Each part of the tables has a pool of its own. The rows are written before the pool is laid
 //! out: [`Pool::string`] gives the string's id,
