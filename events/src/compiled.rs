@@ -105,17 +105,19 @@ crate::row! {
     }
 }
 
-/// The rows of `table` a list of indices names.
-fn listed<T: Field>(table: &str, list: &str, range: (u16, u16)) -> impl Iterator<Item = T> {
-    let table = Table::<T>::of::<Models>(table);
-    Table::<u16>::of::<Models>(list)
-        .range(range)
+/// The rows of `table` a list of indices (a range of `list`) names.
+fn listed<T: Field>(
+    table: Table<T>,
+    list: Table<u16>,
+    range: (u16, u16),
+) -> impl Iterator<Item = T> {
+    list.range(range)
         .iter()
         .filter_map(move |i| table.get(usize::from(i)))
 }
 
 fn strings(range: (u16, u16)) -> Vec<String> {
-    Table::<Str>::of::<Models>("STRINGS")
+    crate::table!(Models, Str, "STRINGS")
         .range(range)
         .iter()
         .map(|s| s.text().to_string())
@@ -125,8 +127,8 @@ fn strings(range: (u16, u16)) -> Vec<String> {
 /// The extra MSR a row names by its index + 1 in `EXTRA_MSRS` (0: none).
 fn extra(index: u16) -> Option<ExtraMsr> {
     let index = usize::from(index).checked_sub(1)?;
-    let address = Table::<u16>::of::<Models>("EXTRA_MSRS").get(index)?;
-    let value = Table::<u64>::of::<Models>("EXTRA_VALUES").get(index)?;
+    let address = crate::table!(Models, u16, "EXTRA_MSRS").get(index)?;
+    let value = crate::table!(Models, u64, "EXTRA_VALUES").get(index)?;
     Some(ExtraMsr::new(u32::from(address), value))
 }
 
@@ -158,7 +160,7 @@ fn event_flags(bits: u8) -> EventFlags {
 
 /// The description of event row `index`, if it has one.
 fn event_description(index: u16) -> String {
-    let descriptions = Table::<(u16, Str)>::of::<Models>("EVENT_DESCRIPTIONS");
+    let descriptions = crate::table!(Models, (u16, Str), "EVENT_DESCRIPTIONS");
     descriptions
         .binary_search_by_key(&index, |&(event, _)| event)
         .ok()
@@ -171,7 +173,7 @@ fn mask(row: Mask) -> UnitMask {
     let bit = |i: u16| row.flags & 1 << i != 0;
     let rare = usize::from(row.rare)
         .checked_sub(1)
-        .and_then(|i| Table::<MaskRare>::of::<Models>("MASK_RARE").get(i));
+        .and_then(|i| crate::table!(Models, MaskRare, "MASK_RARE").get(i));
     UnitMask {
         name: row.name.text().to_string(),
         code: row.code,
@@ -198,7 +200,7 @@ fn mask(row: Mask) -> UnitMask {
         umask2: row.umask2,
         extra_bits: usize::from(row.extra_bits)
             .checked_sub(1)
-            .and_then(|i| Table::<u64>::of::<Models>("WORDS").get(i)),
+            .and_then(|i| crate::table!(Models, u64, "WORDS").get(i)),
         combine: CombineRules {
             alone_in_group: bit(6),
             excludes_later_groups: bit(7),
@@ -212,21 +214,25 @@ fn mask(row: Mask) -> UnitMask {
 /// How many shipped models have a body (one per entry of the shipped index).
 #[cfg(all(test, feature = "events-file"))]
 pub(crate) fn count() -> usize {
-    Table::<Body>::of::<Models>("BODIES").len()
+    crate::table!(Models, Body, "BODIES").len()
 }
 
 /// Shipped model `index`'s full content: its header (from the shipped index) with the events,
 /// mappings, refused presets and event aliases the build loaded from its files.
 pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
     let mut model = header.clone();
-    let Some(body) = Table::<Body>::of::<Models>("BODIES").get(index) else {
+    let Some(body) = crate::table!(Models, Body, "BODIES").get(index) else {
         return model;
     };
-    let (events, counter_sets) = (
-        Table::<Event>::of::<Models>("EVENTS"),
-        Table::<u32>::of::<Models>("COUNTER_SETS"),
+    let (masks, mask_lists) = (
+        crate::table!(Models, Mask, "MASKS"),
+        crate::table!(Models, u16, "MASK_LISTS"),
     );
-    model.events = Table::<u16>::of::<Models>("EVENT_LISTS")
+    let (events, counter_sets) = (
+        crate::table!(Models, Event, "EVENTS"),
+        crate::table!(Models, u32, "COUNTER_SETS"),
+    );
+    model.events = crate::table!(Models, u16, "EVENT_LISTS")
         .range(body.events)
         .iter()
         .filter_map(|i| Some((i, events.get(usize::from(i))?)))
@@ -243,39 +249,43 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
             fixed: fixed(row.fixed),
             flags: event_flags(row.flags),
             extra: extra(row.extra),
-            unit_masks: listed("MASKS", "MASK_LISTS", row.masks).map(mask).collect(),
+            unit_masks: listed(masks, mask_lists, row.masks).map(mask).collect(),
         })
         .collect();
     model.rebuild_index();
     let (papi, terms) = (
-        Table::<Papi>::of::<Models>("PAPI"),
-        Table::<Term>::of::<Models>("TERMS"),
+        crate::table!(Models, Papi, "PAPI"),
+        crate::table!(Models, Term, "TERMS"),
     );
-    model.mappings = listed::<MappingRow>("MAPPINGS", "MAPPING_LISTS", body.mappings)
-        .filter_map(|row| {
-            Some(Mapping {
-                event: GeneralizedEvent::from_name(row.event.text())?,
-                expression: row.expression.text().to_string(),
-                papi: usize::from(row.papi)
-                    .checked_sub(1)
-                    .and_then(|i| papi.get(i))
-                    .map(|papi| PapiForm {
-                        derived: papi.derived.text().to_string(),
-                        postfix: papi.postfix.map(|p| p.text().to_string()),
-                        natives: strings(papi.natives),
-                    }),
-                terms: terms
-                    .range(row.terms)
-                    .iter()
-                    .map(|term| {
-                        let sign = if term.minus { Sign::Minus } else { Sign::Plus };
-                        (sign, term.factor, spec(term.event))
-                    })
-                    .collect(),
-            })
+    model.mappings = listed::<MappingRow>(
+        crate::table!(Models, "MAPPINGS"),
+        crate::table!(Models, "MAPPING_LISTS"),
+        body.mappings,
+    )
+    .filter_map(|row| {
+        Some(Mapping {
+            event: GeneralizedEvent::from_name(row.event.text())?,
+            expression: row.expression.text().to_string(),
+            papi: usize::from(row.papi)
+                .checked_sub(1)
+                .and_then(|i| papi.get(i))
+                .map(|papi| PapiForm {
+                    derived: papi.derived.text().to_string(),
+                    postfix: papi.postfix.map(|p| p.text().to_string()),
+                    natives: strings(papi.natives),
+                }),
+            terms: terms
+                .range(row.terms)
+                .iter()
+                .map(|term| {
+                    let sign = if term.minus { Sign::Minus } else { Sign::Plus };
+                    (sign, term.factor, spec(term.event))
+                })
+                .collect(),
         })
-        .collect();
-    model.refused_presets = Table::<(Str, Str)>::of::<Models>("REFUSED")
+    })
+    .collect();
+    model.refused_presets = crate::table!(Models, (Str, Str), "REFUSED")
         .range(body.refused)
         .iter()
         .filter_map(|(event, why)| {
@@ -285,8 +295,12 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
             ))
         })
         .collect();
-    model.event_aliases = listed::<(Str, Str)>("ALIASES", "ALIAS_LISTS", body.aliases)
-        .map(|(key, target)| (key.text().to_string(), spec(target)))
-        .collect();
+    model.event_aliases = listed::<(Str, Str)>(
+        crate::table!(Models, "ALIASES"),
+        crate::table!(Models, "ALIAS_LISTS"),
+        body.aliases,
+    )
+    .map(|(key, target)| (key.text().to_string(), spec(target)))
+    .collect();
     model
 }

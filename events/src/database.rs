@@ -15,22 +15,24 @@ use crate::table::{Catalog, Models, Table};
 type Str = crate::table::Str<Models>;
 use crate::{CpuIdentity, HybridCore, Vendor, suggest};
 
+/// A string of the index (part `catalog`, in every build).
+type Index = crate::table::Str<Catalog>;
+
 crate::row! {
     /// A shipped model's header as `counterhal-gen tables` loaded it from its files: its
-    /// aliases a range of `INDEX_STRINGS`, its match rules of `RULES`.
+    /// aliases a range of `INDEX_STRINGS`, its match rules of `RULES`; the index is part
+    /// `catalog`, in every build, so that a model a build leaves out is named.
     struct IndexedModel {
-        id: Str,
-        description: Str,
+        id: Index,
+        description: Index,
         aliases: (u16, u16),
-        /// Its index in [`EncoderKind::ALL`].
-        encoder: u8,
         rules: (u16, u16),
-        /// [`PmuDescription`]'s counts and widths.
-        pmu: (u8, u8, u8, u8),
-        /// [`PmuDescription::tsx`]: 0 for none, 1 for false, 2 for true.
-        tsx: u8,
-        /// A hybrid chip's core: 1 and its core type, or 0 for none.
-        hybrid: (u8, u8),
+        /// [`PmuDescription`]'s counts and widths, in its fields' order.
+        pmu: [u8; 4],
+        /// Its encoder (its index in [`EncoderKind::ALL`]), [`PmuDescription::tsx`] (0 for
+        /// none, 1 for false, 2 for true), and a hybrid chip's core: 1 and its core type, or
+        /// 0 for none.
+        kind: [u8; 4],
         /// The hybrid core's native model, `u32::MAX` for none.
         native_model: u32,
     }
@@ -40,20 +42,10 @@ crate::row! {
     /// A match rule: vendor and number sets as inclusive ranges (a range of `RANGES`; none:
     /// any).
     struct IndexedRule {
-        vendor: Str,
+        vendor: Index,
         family: (u16, u16),
         model: (u16, u16),
         stepping: (u16, u16),
-    }
-}
-
-crate::row! {
-    /// A shipped model as the catalog names it, in every build: its id, its aliases (a range of
-    /// `CATALOG_STRINGS`) and whether it is an Arm model.
-    struct CatalogModel {
-        id: crate::table::Str<Catalog>,
-        aliases: (u16, u16),
-        arm: bool,
     }
 }
 
@@ -64,7 +56,7 @@ crate::row! {
 /// and its hand-written overlay (`ID.toml`, the same id), or by an overlay several models
 /// share, which lists their ids (`k8.toml`).
 pub fn shipped_files() -> Vec<&'static str> {
-    Table::<Str>::of::<Models>("FILES")
+    crate::table!(Models, Str, "FILES")
         .iter()
         .map(Str::text)
         .collect()
@@ -72,7 +64,7 @@ pub fn shipped_files() -> Vec<&'static str> {
 
 /// The shipped models' headers, in match order.
 fn index() -> Table<IndexedModel> {
-    Table::of::<Models>("INDEX")
+    crate::table!(Catalog, "INDEX")
 }
 
 /// The Cargo feature of this crate a shipped model needs: its architecture's.
@@ -97,34 +89,42 @@ fn feature_built(feature: &str) -> bool {
 pub(crate) const METRICS_BUILT: bool = cfg!(feature = "metrics");
 
 impl IndexedModel {
-    fn aliases(&self) -> impl Iterator<Item = &'static str> {
-        Table::<Str>::of::<Models>("INDEX_STRINGS")
+    /// Whether `name` is one of its aliases (case-insensitive).
+    fn has_alias(&self, name: &str) -> bool {
+        crate::table!(Catalog, Index, "INDEX_STRINGS")
             .range(self.aliases)
             .iter()
-            .map(Str::text)
+            .any(|a| a.eq_ignore_ascii_case(name))
+    }
+
+    fn aliases(&self) -> impl Iterator<Item = &'static str> {
+        crate::table!(Catalog, Index, "INDEX_STRINGS")
+            .range(self.aliases)
+            .iter()
+            .map(Index::text)
     }
 
     fn rules(&self) -> impl Iterator<Item = IndexedRule> {
-        Table::<IndexedRule>::of::<Models>("RULES")
+        crate::table!(Catalog, IndexedRule, "RULES")
             .range(self.rules)
             .iter()
     }
 
     fn encoder(&self) -> EncoderKind {
         EncoderKind::ALL
-            .get(usize::from(self.encoder))
+            .get(usize::from(self.kind[0]))
             .copied()
             .unwrap_or(EncoderKind::IntelArch)
     }
 
     fn pmu(&self) -> PmuDescription {
-        let (general_counters, counter_width, fixed_counters, fixed_width) = self.pmu;
+        let [general_counters, counter_width, fixed_counters, fixed_width] = self.pmu;
         PmuDescription {
             general_counters: u32::from(general_counters),
             counter_width: u32::from(counter_width),
             fixed_counters: u32::from(fixed_counters),
             fixed_width: u32::from(fixed_width),
-            tsx: match self.tsx {
+            tsx: match self.kind[1] {
                 0 => None,
                 tsx => Some(tsx == 2),
             },
@@ -133,7 +133,7 @@ impl IndexedModel {
 
     /// The header it describes.
     fn header(&self) -> CpuModel {
-        let ranges = Table::<(u32, u32)>::of::<Models>("RANGES");
+        let ranges = crate::table!(Catalog, (u32, u32), "RANGES");
         let set = |range| NumberSet {
             ranges: ranges.range(range).iter().collect(),
         };
@@ -163,7 +163,7 @@ impl IndexedModel {
 
     /// Whether its match rules accept `cpu` (as [`CpuModel::matches`] on its header).
     fn matches(&self, cpu: &CpuIdentity) -> bool {
-        let ranges = Table::<(u32, u32)>::of::<Models>("RANGES");
+        let ranges = crate::table!(Catalog, (u32, u32), "RANGES");
         let within = |range, value| {
             let mut rows = ranges.range(range).iter().peekable();
             rows.peek().is_none() || rows.any(|(low, high)| (low..=high).contains(&value))
@@ -178,8 +178,8 @@ impl IndexedModel {
 
     fn hybrid(&self) -> Option<HybridCore> {
         let native_model = (self.native_model != u32::MAX).then_some(self.native_model);
-        (self.hybrid.0 == 1).then_some(HybridCore {
-            core_type: self.hybrid.1,
+        (self.kind[2] == 1).then_some(HybridCore {
+            core_type: self.kind[3],
             native_model,
         })
     }
@@ -189,23 +189,10 @@ impl IndexedModel {
 /// alias, case-insensitive) back, when this build leaves that model out (`x86-models`,
 /// `arm-models`); `None` for a model this build holds or no shipped model has.
 pub fn left_out_model(id: &str) -> Option<&'static str> {
-    let strings = Table::<crate::table::Str<Catalog>>::of::<Catalog>("CATALOG_STRINGS");
-    Table::<CatalogModel>::of::<Catalog>("CATALOG")
+    index()
         .iter()
-        .find(|model| {
-            model.id.eq_ignore_ascii_case(id)
-                || strings
-                    .range(model.aliases)
-                    .iter()
-                    .any(|a| a.eq_ignore_ascii_case(id))
-        })
-        .map(|model| {
-            if model.arm {
-                "arm-models"
-            } else {
-                "x86-models"
-            }
-        })
+        .find(|model| model.id.eq_ignore_ascii_case(id) || model.has_alias(id))
+        .map(|model| feature_of(model.encoder()))
         .filter(|feature| !feature_built(feature))
 }
 
@@ -263,13 +250,19 @@ impl Entry {
         }
     }
 
+    /// Whether its id is `name` (case-insensitive; a shipped id of another length is told
+    /// apart without reading its text).
+    fn is_named(&self, name: &str) -> bool {
+        match self {
+            Entry::Shipped(shipped) => shipped.indexed.id.eq_ignore_ascii_case(name),
+            Entry::Loaded(model) => model.id.eq_ignore_ascii_case(name),
+        }
+    }
+
     /// Whether `name` is one of its aliases (case-insensitive).
     fn has_alias(&self, name: &str) -> bool {
         match self {
-            Entry::Shipped(shipped) => shipped
-                .indexed
-                .aliases()
-                .any(|a| a.eq_ignore_ascii_case(name)),
+            Entry::Shipped(shipped) => shipped.indexed.has_alias(name),
             Entry::Loaded(model) => model.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)),
         }
     }
@@ -326,9 +319,7 @@ impl ShippedModel {
 /// The entry of model `id` made a loaded one (a shipped model's full content copied: a file
 /// or a description changing it changes this database's copy alone), by index.
 fn loaded_position(models: &mut [Entry], id: &str) -> Option<usize> {
-    let index = models
-        .iter()
-        .position(|e| e.id().eq_ignore_ascii_case(id))?;
+    let index = models.iter().position(|e| e.is_named(id))?;
     if let Entry::Shipped(shipped) = &models[index] {
         models[index] = Entry::Loaded(Box::new(shipped.model().clone()));
     }
@@ -491,7 +482,7 @@ impl Database {
     fn entry(&self, id: &str) -> Option<&Entry> {
         self.models
             .iter()
-            .find(|e| e.id().eq_ignore_ascii_case(id))
+            .find(|e| e.is_named(id))
             .or_else(|| self.models.iter().find(|e| e.has_alias(id)))
             .or_else(|| {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;

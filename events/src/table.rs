@@ -14,9 +14,12 @@
 //! - one directory entry of 32 bytes per section: its name (20 bytes, NUL-padded), the offset
 //!   of its rows from the start of the file, their length in bytes and the size of one row
 //!   (`u32` each);
-//! - the sections' rows. Section 0 is `pool`: every string of the tables once, a string found
-//!   inside a longer one taking no byte of its own. A row names a string as a [`Str`]: its
-//!   offset and length in the pool, packed in 32 bits.
+//! - the sections' rows.
+//!
+//! Beside each part's `NAME.tables`, its `NAME.strings` is its pool: every string of its rows
+//! once, a string found inside a longer one taking no byte of its own, as UTF-8 text (the
+//! library includes it as a `&str`, which the compiler checks). A row names a string as a
+//! [`Str`]: its offset and length in the pool, packed in 32 bits.
 //!
 //! A row is a fixed number of bytes, its fields end to end with no padding, in the order its
 //! type declares them ([`row!`](crate::row)): a table is read by index, a range of it by
@@ -42,6 +45,24 @@ pub(crate) trait Part:
     const NAME: &'static str;
     /// Its file's bytes.
     fn bytes() -> &'static [u8];
+    /// Its pool of strings (`NAME.strings`).
+    fn pool() -> &'static str;
+}
+
+/// Section `$name` of part `$part` as a [`Table`], found in the part's directory at its first
+/// use and then kept (a lookup by name compares every section's name: the tables' readers ask
+/// for a section per row they read).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! table {
+    ($part:ty, $row:ty, $name:literal) => {{
+        static ROWS: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
+        $crate::table::Table::<$row>::kept::<$part>(&ROWS, $name)
+    }};
+    ($part:ty, $name:literal) => {{
+        static ROWS: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
+        $crate::table::Table::kept::<$part>(&ROWS, $name)
+    }};
 }
 
 macro_rules! parts {
@@ -60,13 +81,21 @@ macro_rules! parts {
             fn bytes() -> &'static [u8] {
                 $static
             }
+            fn pool() -> &'static str {
+                #[cfg($cfg)]
+                const POOL: &str = include_str!(concat!("../data/tables/", $name, ".strings"));
+                #[cfg(not($cfg))]
+                const POOL: &str = "";
+                POOL
+            }
         }
     )*};
 }
 
 parts! {
-    /// Every shipped model's id, aliases and architecture, in every build: what names a model
-    /// this build leaves out, and the feature that brings it back (`src/database.rs`).
+    /// The models' index, in every build: each model's header (id, aliases, encoder, match
+    /// rules: what finds and detects a model, and names one this build leaves out with the
+    /// feature that brings it back; `src/database.rs`).
     Catalog "catalog" CATALOG if all();
     /// The CPU models: their index (what finds and detects a model) and bodies, and the files
     /// they were loaded from (`src/compiled.rs`, `src/database.rs`), with libpfm4's x86 core
@@ -77,12 +106,12 @@ parts! {
     Metrics "metrics" METRICS if feature = "metrics";
 }
 
-/// Every part, by name and bytes (for the tests and `counterhal-gen tables`).
-pub(crate) fn parts() -> [(&'static str, &'static [u8]); 3] {
+/// Every part: its name, tables and strings (for the tests and `counterhal-gen tables`).
+pub(crate) fn parts() -> [(&'static str, &'static [u8], &'static str); 3] {
     [
-        (Catalog::NAME, Catalog::bytes()),
-        (Models::NAME, Models::bytes()),
-        (Metrics::NAME, Metrics::bytes()),
+        (Catalog::NAME, Catalog::bytes(), Catalog::pool()),
+        (Models::NAME, Models::bytes(), Models::pool()),
+        (Metrics::NAME, Metrics::bytes(), Metrics::pool()),
     ]
 }
 
@@ -143,11 +172,19 @@ impl Reader<'_> {
     /// The next `N` bytes (zeros where the row ends before them, which a row of the right
     /// size never does).
     pub(crate) fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0; N];
-        let (head, rest) = self.bytes.split_at_checked(N).unwrap_or((self.bytes, &[]));
-        out[..head.len()].copy_from_slice(head);
-        self.bytes = rest;
-        out
+        match self.bytes.split_first_chunk::<N>() {
+            Some((head, rest)) => {
+                self.bytes = rest;
+                *head
+            }
+            None => {
+                let mut out = [0; N];
+                let have = self.bytes.len().min(N);
+                out[..have].copy_from_slice(&self.bytes[..have]);
+                self.bytes = &[];
+                out
+            }
+        }
     }
 }
 
@@ -166,6 +203,18 @@ macro_rules! integer_fields {
     )*};
 }
 integer_fields!(u8, u16, u32, u64, f64);
+
+/// Bytes as they are: one read of a row's small fields together.
+impl<const N: usize> Field for [u8; N] {
+    const SIZE: usize = N;
+    fn read(reader: &mut Reader<'_>) -> Self {
+        reader.take()
+    }
+    #[cfg(feature = "table-writer")]
+    fn write(&self, out: &mut Out) {
+        out.bytes.extend_from_slice(self);
+    }
+}
 
 impl Field for bool {
     const SIZE: usize = 1;
@@ -261,10 +310,9 @@ impl<P: Part> Str<P> {
     /// Its text.
     pub(crate) fn text(self) -> &'static str {
         let offset = (self.0 >> LENGTH_BITS) as usize;
-        let bytes = pool(P::bytes())
+        P::pool()
             .get(offset..offset + self.len())
-            .unwrap_or_default();
-        std::str::from_utf8(bytes).unwrap_or_default()
+            .unwrap_or_default()
     }
 
     /// Its length in bytes, read from the `Str` alone.
@@ -305,19 +353,17 @@ fn entry(file: &'static [u8], index: usize) -> Option<(&'static [u8], &'static [
 /// The rows of section `name` of `file`, if its rows are `size` bytes each (none otherwise).
 #[inline(never)]
 fn section(file: &'static [u8], name: &str, size: usize) -> &'static [u8] {
+    let named = |index: usize| {
+        let at = HEADER + index * ENTRY;
+        file.get(at..at + NAME).is_some_and(|entry| {
+            entry.starts_with(name.as_bytes()) && entry.get(name.len()).is_none_or(|&b| b == 0)
+        })
+    };
     (0..word(file, 8))
-        .filter_map(|i| entry(file, i))
-        .find(|(n, _, _)| *n == name.as_bytes())
+        .find(|&index| named(index))
+        .and_then(|index| entry(file, index))
         .filter(|&(_, rows, row)| row == size && rows.len() % size == 0)
         .map_or(&[], |(_, rows, _)| rows)
-}
-
-/// The pool's bytes: section 0 of `file`.
-fn pool(file: &'static [u8]) -> &'static [u8] {
-    match entry(file, 0) {
-        Some((b"pool", rows, 1)) => rows,
-        _ => &[],
-    }
 }
 
 /// A table of rows of type `T`, read in place.
@@ -336,10 +382,13 @@ impl<T> Copy for Table<T> {}
 
 impl<T: Field> Table<T> {
     /// Section `name` of part `P` (empty where it is missing or its rows are not `T`'s
-    /// size).
-    pub(crate) fn of<P: Part>(name: &str) -> Table<T> {
+    /// size), found at the first call and kept in `rows` ([`table!`](crate::table!)).
+    pub(crate) fn kept<P: Part>(
+        rows: &'static std::sync::OnceLock<&'static [u8]>,
+        name: &str,
+    ) -> Table<T> {
         Table {
-            rows: section(P::bytes(), name, T::SIZE),
+            rows: rows.get_or_init(|| section(P::bytes(), name, T::SIZE)),
             row: PhantomData,
         }
     }
@@ -420,11 +469,19 @@ fn sections(file: &'static [u8]) -> Vec<(String, usize, usize)> {
         .collect()
 }
 
-/// The shipped tables' files as this build holds them: each part's name and bytes (what
-/// `counterhal-gen tables` compares a new writing with).
+/// The shipped tables' files as this build holds them, by name (`models.tables`,
+/// `models.strings`, ...): what `counterhal-gen tables` compares a new writing with.
 #[doc(hidden)]
-pub fn shipped_tables() -> Vec<(&'static str, &'static [u8])> {
-    parts().to_vec()
+pub fn shipped_tables() -> Vec<(String, &'static [u8])> {
+    parts()
+        .into_iter()
+        .flat_map(|(name, tables, strings)| {
+            [
+                (format!("{name}.tables"), tables),
+                (format!("{name}.strings"), strings.as_bytes()),
+            ]
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -432,18 +489,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_shipped_file_has_its_pool_first_and_every_section_whole() {
-        for (part, file) in parts() {
+    fn every_shipped_file_has_its_strings_and_every_section_whole() {
+        for (part, file, strings) in parts() {
             let sections = sections(file);
-            assert_eq!(
-                sections.first().map(|s| (s.0.as_str(), s.1)),
-                Some(("pool", 1)),
-                "{part}"
-            );
+            assert!(!sections.is_empty(), "{part}");
             for (name, size, _) in &sections {
                 assert!(*size > 0, "{part}: section `{name}` has rows of no bytes");
             }
-            assert!(!pool(file).is_empty(), "{part}");
+            assert!(!strings.is_empty(), "{part}");
         }
     }
 

@@ -7,12 +7,12 @@ use std::path::Path;
 
 use crate::GenError;
 
-/// The tables written afresh from the data directory `data` (each part's name and file), or
+/// The tables written afresh from the data directory `data` (each part's files by name), or
 /// the first file that does not read or check, with the reader's message.
 ///
 /// # Errors
 /// [`GenError::Data`] naming the file and what is wrong with it.
-pub fn written(data: &Path) -> Result<Vec<(&'static str, Vec<u8>)>, GenError> {
+pub fn written(data: &Path) -> Result<Vec<(String, Vec<u8>)>, GenError> {
     if !data.join("shipped.list").is_file() {
         return Err(GenError::Data(format!(
             "{}: no shipped.list here; --data names the events crate's data directory \
@@ -36,8 +36,8 @@ pub fn written(data: &Path) -> Result<Vec<(&'static str, Vec<u8>)>, GenError> {
     })
 }
 
-/// Writes the tables of the data directory `data` into the directory `out`, one file per part
-/// (`PART.tables`), and says where.
+/// Writes the tables of the data directory `data` into the directory `out`, two files per part
+/// (`PART.tables`, `PART.strings`), and says where.
 ///
 /// # Errors
 /// As [`written`], or [`GenError::Io`] where a file cannot be written.
@@ -46,7 +46,7 @@ pub fn write(data: &Path, out: &Path) -> Result<Vec<String>, GenError> {
     std::fs::create_dir_all(out).map_err(|e| GenError::io(out, &e))?;
     let mut paths = Vec::new();
     for (name, bytes) in parts {
-        let path = out.join(format!("{name}.tables"));
+        let path = out.join(name);
         std::fs::write(&path, &bytes).map_err(|e| GenError::io(&path, &e))?;
         paths.push(path.display().to_string());
     }

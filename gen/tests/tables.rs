@@ -13,13 +13,13 @@ fn the_shipped_tables_are_what_the_data_files_write() {
     let written = counterhal_gen::tables::written(&data()).unwrap_or_else(|e| panic!("{e}"));
     let shipped = counterhal_events::shipped_tables();
     assert_eq!(
-        written.iter().map(|w| w.0).collect::<Vec<_>>(),
-        shipped.iter().map(|s| s.0).collect::<Vec<_>>()
+        written.iter().map(|w| w.0.as_str()).collect::<Vec<_>>(),
+        shipped.iter().map(|s| s.0.as_str()).collect::<Vec<_>>()
     );
     for ((name, written), (_, shipped)) in written.iter().zip(&shipped) {
         assert!(
             written == shipped,
-            "events/data/tables/{name}.tables ({} bytes) is not what the data files write ({} \
+            "events/data/tables/{name} ({} bytes) is not what the data files write ({} \
              bytes): run `cargo run -p counterhal-gen -- tables` and commit the files",
             shipped.len(),
             written.len()

@@ -126,7 +126,7 @@ crate::row! {
 /// `x86-models` feature: they route event strings to x86 models only).
 fn pmus() -> Table<Pmu> {
     if cfg!(feature = "x86-models") {
-        Table::of::<Models>("LIBPFM4_PMUS")
+        crate::table!(Models, "LIBPFM4_PMUS")
     } else {
         Table::empty()
     }
@@ -134,7 +134,7 @@ fn pmus() -> Table<Pmu> {
 
 /// Equivalence `index` of `EQUIVS`; 0, the empty string, is none (no file gives an empty one).
 fn equiv(index: u16) -> Option<&'static str> {
-    let text = Table::<Str>::of::<Models>("LIBPFM4_EQUIVS")
+    let text = crate::table!(Models, Str, "LIBPFM4_EQUIVS")
         .get(usize::from(index))
         .map(|s| s.text());
     text.filter(|e| !e.is_empty())
@@ -142,7 +142,7 @@ fn equiv(index: u16) -> Option<&'static str> {
 
 /// Value `index` of `VALUES` (the build wrote every index the records name).
 fn value(index: u16) -> u64 {
-    Table::<u64>::of::<Models>("LIBPFM4_VALUES")
+    crate::table!(Models, u64, "LIBPFM4_VALUES")
         .get(usize::from(index))
         .unwrap_or_default()
 }
@@ -185,8 +185,8 @@ impl Pmu {
 
     /// The events, in libpfm4's order.
     pub fn events(&self) -> impl ExactSizeIterator<Item = Event> + Clone {
-        let events = Table::<Event>::of::<Models>("LIBPFM4_EVENTS");
-        Table::<u16>::of::<Models>("LIBPFM4_EVENT_LISTS")
+        let events = crate::table!(Models, Event, "LIBPFM4_EVENTS");
+        crate::table!(Models, u16, "LIBPFM4_EVENT_LISTS")
             .range(self.events)
             .iter()
             .map(move |i| events.get(usize::from(i)).unwrap_or(NO_EVENT))
@@ -211,7 +211,7 @@ impl Event {
 
     /// Its unit masks, in libpfm4's order.
     pub fn umasks(&self) -> Table<Umask> {
-        Table::<Umask>::of::<Models>("LIBPFM4_UMASKS").range(self.umasks)
+        crate::table!(Models, Umask, "LIBPFM4_UMASKS").range(self.umasks)
     }
 
     /// Unit mask `index` of [`Event::umasks`] (every index the resolver gives is one).
@@ -225,7 +225,7 @@ impl Event {
     }
 
     fn attrs(&self) -> EventAttrs {
-        Table::of::<Models>("LIBPFM4_EVENT_ATTRS")
+        crate::table!(Models, "LIBPFM4_EVENT_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_EVENT_ATTRS)
     }
@@ -279,7 +279,7 @@ impl Umask {
     }
 
     fn attrs(&self) -> UmaskAttrs {
-        Table::of::<Models>("LIBPFM4_UMASK_ATTRS")
+        crate::table!(Models, "LIBPFM4_UMASK_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_UMASK_ATTRS)
     }

@@ -144,7 +144,7 @@ pub(crate) fn models() -> impl ExactSizeIterator<Item = &'static str> + Clone {
 }
 
 fn tables() -> Table<MetricsTable> {
-    Table::of::<Metrics>("METRICS_TABLES")
+    crate::table!(Metrics, "METRICS_TABLES")
 }
 
 /// Model `model`'s index in [`models`], and its id as the table holds it.
@@ -163,7 +163,7 @@ fn find(model: &str) -> Option<MetricsTable> {
 
 /// Number `index` of `NUMBERS` (the build wrote every index the rows name).
 fn number(index: u16) -> f64 {
-    Table::<f64>::of::<Metrics>("NUMBERS")
+    crate::table!(Metrics, f64, "NUMBERS")
         .get(usize::from(index))
         .unwrap_or(f64::NAN)
 }
@@ -187,15 +187,15 @@ pub(super) struct ShippedMetric {
 /// The shipped table of model `model`, if it has one.
 pub(super) fn table(model: &str) -> Option<Shipped> {
     let table = find(model)?;
-    let groups = Table::<Str>::of::<Metrics>("GROUPS");
-    let units = Table::<Str>::of::<Metrics>("UNITS");
+    let groups = crate::table!(Metrics, Str, "GROUPS");
+    let units = crate::table!(Metrics, Str, "UNITS");
     Some(Shipped {
-        events: Table::<(Str, Str)>::of::<Metrics>("METRIC_EVENTS")
+        events: crate::table!(Metrics, (Str, Str), "METRIC_EVENTS")
             .range(table.events)
             .iter()
             .map(|(alias, event)| (Cow::Borrowed(alias.text()), Cow::Borrowed(event.text())))
             .collect(),
-        metrics: Table::<Entry>::of::<Metrics>("METRICS")
+        metrics: crate::table!(Metrics, Entry, "METRICS")
             .range(table.metrics)
             .iter()
             .map(|entry| ShippedMetric {
@@ -219,10 +219,10 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
     let Some(table) = find(model) else {
         return Vec::new();
     };
-    let metrics = Table::<Entry>::of::<Metrics>("METRICS").range(table.metrics);
-    let releases = Table::<Str>::of::<Metrics>("RELEASES");
+    let metrics = crate::table!(Metrics, Entry, "METRICS").range(table.metrics);
+    let releases = crate::table!(Metrics, Str, "RELEASES");
     let text = |s: Option<Str>| s.map_or("", Str::text);
-    Table::<(Str, u16, u8)>::of::<Metrics>("METRIC_ALIASES")
+    crate::table!(Metrics, (Str, u16, u8), "METRIC_ALIASES")
         .range(table.aliases)
         .iter()
         .map(|(alias, metric, release)| {
@@ -241,7 +241,7 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
 /// ([`MAX_DEPTH`](crate::expression::MAX_DEPTH)), so this recursion is bounded too.
 pub(super) fn formula(id: u32) -> Expr {
     let node = |id: u16| Box::new(formula(u32::from(id)));
-    let Some(n) = Table::<Node>::of::<Metrics>("NODES").get(id as usize) else {
+    let Some(n) = crate::table!(Metrics, Node, "NODES").get(id as usize) else {
         // Node indices are the build's own; none is out of range (a test reads every formula).
         return Expr::Number(f64::NAN);
     };
@@ -251,7 +251,7 @@ pub(super) fn formula(id: u32) -> Expr {
         Negate(inner) => Expr::Negate(node(inner)),
         Chain(first, start, length) => Expr::Chain {
             first: node(first),
-            rest: Table::<(Op, u16)>::of::<Metrics>("LINKS")
+            rest: crate::table!(Metrics, (Op, u16), "LINKS")
                 .range((start, length))
                 .iter()
                 .map(|(op, operand)| (op, formula(u32::from(operand))))
@@ -271,5 +271,5 @@ pub(super) fn formula(id: u32) -> Expr {
 /// How many nodes the shipped formulas have (each shared subexpression once).
 #[cfg(test)]
 pub(super) fn node_count() -> usize {
-    Table::<Node>::of::<Metrics>("NODES").len()
+    crate::table!(Metrics, Node, "NODES").len()
 }

@@ -188,10 +188,11 @@ impl<P: Part> Tables<P> {
         self.sections.push((name, size, out));
     }
 
-    /// The part's file: header, directory, the pool and every section, strings resolved.
-    pub(crate) fn finish(self) -> (&'static str, Vec<u8>) {
+    /// The part's two files: `NAME.tables` (header, directory and every section, strings
+    /// resolved) and `NAME.strings` (the pool).
+    pub(crate) fn finish(self) -> [(String, Vec<u8>); 2] {
         let laid = self.pool.lay_out();
-        let mut sections = vec![("pool", 1, laid.text.clone().into_bytes())];
+        let mut sections = Vec::new();
         for (name, size, mut out) in self.sections {
             for &at in &out.strings {
                 let id = u32::from_le_bytes(out.bytes[at..at + 4].try_into().expect("4 bytes"));
@@ -218,29 +219,34 @@ impl<P: Part> Tables<P> {
         for (_, _, bytes) in sections {
             file.extend_from_slice(&bytes);
         }
-        (P::NAME, file)
+        [
+            (format!("{}.tables", P::NAME), file),
+            (format!("{}.strings", P::NAME), laid.text.into_bytes()),
+        ]
     }
 }
 
 /// The shipped tables written afresh from the files under `data` (this crate's `data/`): each
-/// part's name and file, what `counterhal-gen tables` writes to `data/tables/NAME.tables`.
+/// part's two files by name, what `counterhal-gen tables` writes to `data/tables/`.
 ///
 /// # Panics
 /// Where a file does not read or check, naming the file and what is wrong (the readers'
 /// messages), as the library would refuse it.
-pub fn write_shipped_tables(data: &Path) -> Vec<(&'static str, Vec<u8>)> {
+pub fn write_shipped_tables(data: &Path) -> Vec<(String, Vec<u8>)> {
     let mut tables = Tables::<Models>::default();
     let files = models::files(data);
     let loaded = models::load(&files);
     let names: Vec<Str<Models>> = files.iter().map(|(name, _)| tables.string(name)).collect();
     tables.section("FILES", &names);
-    models::index(&loaded, &mut tables);
-    models::write(&loaded, &mut tables);
     let mut catalog = Tables::<Catalog>::default();
-    models::catalog(&loaded, &mut catalog);
+    models::index(&loaded, &mut catalog);
+    models::write(&loaded, &mut tables);
     let mut metrics = Tables::<Metrics>::default();
     metrics::write(data, &mut metrics);
     libpfm4::write(data, &mut tables);
     uncore::write(data, &mut tables);
-    vec![catalog.finish(), tables.finish(), metrics.finish()]
+    [catalog.finish(), tables.finish(), metrics.finish()]
+        .into_iter()
+        .flatten()
+        .collect()
 }

@@ -37,11 +37,9 @@ pub(crate) const DEPRECATED: u8 = 0x80;
 /// The code of a row whose terms do not start with `event=`.
 pub(crate) const NO_CODE: u16 = u16::MAX;
 
-/// The string at `index` of section `table` (the writer wrote every index the rows name).
-fn text(table: &str, index: u16) -> &'static str {
-    Table::<Str>::of::<Models>(table)
-        .get(usize::from(index))
-        .map_or("", Str::text)
+/// The string at `index` of `table` (the writer wrote every index the rows name).
+fn text(table: Table<Str>, index: u16) -> &'static str {
+    table.get(usize::from(index)).map_or("", Str::text)
 }
 
 /// The models with shipped uncore events this build holds, sorted (none without the
@@ -52,7 +50,7 @@ pub fn shipped_uncore_models() -> Vec<&'static str> {
 
 fn tables() -> Table<UncoreTable> {
     if cfg!(feature = "x86-models") {
-        Table::of::<Models>("UNCORE_TABLES")
+        crate::table!(Models, "UNCORE_TABLES")
     } else {
         Table::empty()
     }
@@ -66,8 +64,8 @@ impl Event {
     /// Its name's part before its first `.`, and the part from the `.` on (empty: no `.`).
     pub(super) fn name_parts(self) -> (&'static str, &'static str) {
         (
-            text("UNCORE_BASES", self.0.base),
-            text("UNCORE_SUFFIXES", self.0.suffix),
+            text(crate::table!(Models, "UNCORE_BASES"), self.0.base),
+            text(crate::table!(Models, "UNCORE_SUFFIXES"), self.0.suffix),
         )
     }
 
@@ -91,12 +89,12 @@ impl Event {
 
     /// perf's PMU for it.
     pub(super) fn pmu(self) -> &'static str {
-        text("UNCORE_PMUS", u16::from(self.0.pmu))
+        text(crate::table!(Models, "UNCORE_PMUS"), u16::from(self.0.pmu))
     }
 
     /// Its terms, as perf's generator wrote them.
     pub(super) fn terms(self) -> String {
-        let rest = text("UNCORE_TERMS", self.0.rest);
+        let rest = text(crate::table!(Models, "UNCORE_TERMS"), self.0.rest);
         match (self.0.code, rest) {
             (NO_CODE, rest) => rest.to_string(),
             (code, "") => format!("event={}", llx(code)),
@@ -108,7 +106,7 @@ impl Event {
     pub(super) fn scale(self) -> Option<(f64, &'static str)> {
         match self.0.scale & !DEPRECATED {
             0 => None,
-            index => Table::<(f64, Str)>::of::<Models>("UNCORE_SCALES")
+            index => crate::table!(Models, (f64, Str), "UNCORE_SCALES")
                 .get(usize::from(index))
                 .map(|(scale, unit)| (scale, unit.text())),
         }
@@ -138,9 +136,9 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
         .ok()
         .and_then(|index| tables.get(index))
         .map_or(Table::empty(), |table| {
-            Table::<(u16, u16)>::of::<Models>("UNCORE_RUNS").range(table.runs)
+            crate::table!(Models, (u16, u16), "UNCORE_RUNS").range(table.runs)
         });
-    let rows = Table::<Row>::of::<Models>("UNCORE_ROWS");
+    let rows = crate::table!(Models, Row, "UNCORE_ROWS");
     runs.iter()
         .flat_map(move |run| rows.range(run).iter().map(Event))
 }
@@ -150,7 +148,7 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
 #[cfg(all(test, feature = "x86-models"))]
 pub(super) fn row_and_run_counts() -> (usize, usize) {
     (
-        Table::<Row>::of::<Models>("UNCORE_ROWS").len(),
-        Table::<(u16, u16)>::of::<Models>("UNCORE_RUNS").len(),
+        crate::table!(Models, Row, "UNCORE_ROWS").len(),
+        crate::table!(Models, (u16, u16), "UNCORE_RUNS").len(),
     )
 }

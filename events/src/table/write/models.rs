@@ -28,7 +28,7 @@ use counterhal_hal::{GeneralizedEvent, Sign};
 
 use super::{Lists, Rows, Tables, Values, short};
 use crate::compiled::{Body, Event, MappingRow, Mask, MaskRare, Papi, Term};
-use crate::database::{CatalogModel, IndexedModel, IndexedRule};
+use crate::database::{IndexedModel, IndexedRule};
 use crate::loader::{Layer, Source, load_file};
 use crate::model::{CpuModel, EncoderKind, NativeEvent, UnitMask, UnitMaskClass, spec_text};
 use crate::parse::{EventSpec, ParsedEvent, parse_event};
@@ -319,10 +319,10 @@ pub(crate) fn load(files: &[(String, String)]) -> Vec<CpuModel> {
     models
 }
 
-/// The shipped index (`INDEX`: each model's header as an [`IndexedModel`] row, in match
-/// order) with the tables its rows name: `INDEX_STRINGS` (the aliases), `RULES` (the match
+/// The shipped index (part `catalog`, `INDEX`: each model's header as an [`IndexedModel`]
+/// row, in match order) with the tables its rows name: `INDEX_STRINGS` (the aliases), `RULES` (the match
 /// rules) and `RANGES` (their number sets, as inclusive ranges), each list once.
-pub(crate) fn index(models: &[CpuModel], tables: &mut Tables<Models>) {
+pub(crate) fn index(models: &[CpuModel], tables: &mut Tables<Catalog>) {
     let (mut strings, mut rules, mut ranges) =
         (Lists::default(), Lists::default(), Lists::default());
     let mut rows = Vec::new();
@@ -357,16 +357,19 @@ pub(crate) fn index(models: &[CpuModel], tables: &mut Tables<Models>) {
             id: tables.string(&model.id),
             description: tables.string(&model.description),
             aliases: strings.add(aliases),
-            encoder: u8::try_from(encoder).expect("a handful of encoders"),
             rules: rules.add(model_rules),
-            pmu: (
+            pmu: [
                 byte(pmu.general_counters, "general counters"),
                 byte(pmu.counter_width, "counter width"),
                 byte(pmu.fixed_counters, "fixed counters"),
                 byte(pmu.fixed_width, "fixed counters' width"),
-            ),
-            tsx: pmu.tsx.map_or(0, |tsx| 1 + u8::from(tsx)),
-            hybrid: model.hybrid.map_or((0, 0), |h| (1, h.core_type)),
+            ],
+            kind: [
+                u8::try_from(encoder).expect("a handful of encoders"),
+                pmu.tsx.map_or(0, |tsx| 1 + u8::from(tsx)),
+                u8::from(model.hybrid.is_some()),
+                model.hybrid.map_or(0, |h| h.core_type),
+            ],
             native_model: model
                 .hybrid
                 .and_then(|h| h.native_model)
@@ -391,28 +394,14 @@ pub(crate) fn index(models: &[CpuModel], tables: &mut Tables<Models>) {
     tables.section("RANGES", &ranges.items);
 }
 
-/// The catalog: every model's id, aliases and whether it is an Arm model (`CATALOG`, its
-/// aliases in `CATALOG_STRINGS`).
-pub(crate) fn catalog(models: &[CpuModel], tables: &mut Tables<Catalog>) {
-    let mut strings = Lists::default();
-    let rows: Vec<CatalogModel> = models
-        .iter()
-        .map(|model| {
-            let aliases = model.aliases.iter().map(|a| tables.string(a)).collect();
-            CatalogModel {
-                id: tables.string(&model.id),
-                aliases: strings.add(aliases),
-                arm: model.encoder == EncoderKind::Armv8,
-            }
-        })
-        .collect();
-    tables.section("CATALOG", &rows);
-    tables.section("CATALOG_STRINGS", &strings.items);
-}
-
 /// A match rule as a list of them holds it: [`IndexedRule`] with its fields comparable.
 #[derive(Clone, PartialEq, Eq, Hash)]
-struct IndexedRuleKey(Str, (u16, u16), (u16, u16), (u16, u16));
+struct IndexedRuleKey(
+    crate::table::Str<Catalog>,
+    (u16, u16),
+    (u16, u16),
+    (u16, u16),
+);
 
 /// Every model's body (`models` in the shipped index's order) and the tables they name.
 pub(crate) fn write(models: &[CpuModel], tables: &mut Tables<Models>) {
