@@ -213,7 +213,7 @@ pub const EVENTS_ENV: &str = "COUNTERHAL_EVENTS";
 
 /// The event database: the shipped CPU models plus any user file.
 ///
-/// The shipped models are rows of the shipped tables (`events/data/shipped.tables`, which
+/// The shipped models are rows of the shipped tables (`events/data/tables/`, which
 /// `counterhal-gen tables` loads from the models' files): their headers (id, description,
 /// encoder, match rules, PMU) are an index, which is enough for [`Database::detect_core_id`],
 /// [`Database::model_id`] and listing ids; a model's events and mappings are made from its

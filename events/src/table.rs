@@ -4,8 +4,8 @@
 //! in place. Nothing is parsed at start-up and nothing of it is Rust source: the library
 //! includes the bytes, and a row is read from them when it is asked for.
 //!
-//! Each [`Part`] is a file of its own, with its own strings, included by the code that reads
-//! it alone: a build without a part's feature holds none of its bytes, and a program that never
+//! Each [`Part`] is two files of its own, its rows and its strings, included by the code that
+//! reads it alone: a build without a part's feature holds none of its bytes, and a program that never
 //! reads a part (libpapi reads no metric) leaves it to the linker to drop.
 //!
 //! The layout of a file, every number little-endian:
@@ -438,13 +438,22 @@ impl<T: Field> Table<T> {
         key: &K,
         f: impl Fn(&T) -> K,
     ) -> Result<usize, usize> {
+        self.binary_search_by(|row| f(row).cmp(key))
+    }
+
+    /// Binary search of a table sorted as `compare` orders its rows against the one sought,
+    /// as [`slice::binary_search_by`].
+    pub(crate) fn binary_search_by(
+        self,
+        compare: impl Fn(&T) -> std::cmp::Ordering,
+    ) -> Result<usize, usize> {
         let (mut low, mut high) = (0, self.len());
         while low < high {
             let middle = low + (high - low) / 2;
             let Some(row) = self.get(middle) else {
                 return Err(low);
             };
-            match f(&row).cmp(key) {
+            match compare(&row) {
                 std::cmp::Ordering::Less => low = middle + 1,
                 std::cmp::Ordering::Greater => high = middle,
                 std::cmp::Ordering::Equal => return Ok(middle),

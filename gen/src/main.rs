@@ -23,7 +23,7 @@ enum Source {
         /// The events crate's data directory (holding shipped.list).
         #[arg(long, default_value = "events/data")]
         data: PathBuf,
-        /// The directory to write the tables into, one file per part.
+        /// The directory to write the tables into, two files per part (rows and strings).
         #[arg(long, default_value = "events/data/tables")]
         out: PathBuf,
     },

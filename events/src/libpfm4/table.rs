@@ -348,18 +348,9 @@ pub(crate) fn pmu(name: &str) -> Option<Pmu> {
         .find(|(other, _)| compare_lowered(other, name).is_eq())
         .map_or(name, |(_, table)| table);
     let pmus = pmus();
-    let (mut low, mut high) = (0, pmus.len());
-    let index = loop {
-        if low >= high {
-            return None;
-        }
-        let middle = low + (high - low) / 2;
-        match compare_lowered(pmus.get(middle)?.name(), name) {
-            Ordering::Less => low = middle + 1,
-            Ordering::Greater => high = middle,
-            Ordering::Equal => break middle,
-        }
-    };
+    let index = pmus
+        .binary_search_by(|pmu| compare_lowered(pmu.name(), name))
+        .ok()?;
     if let Some(used) = USED.get(index)
         && !used.load(Relaxed)
     {

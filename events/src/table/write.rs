@@ -136,6 +136,17 @@ impl<T: Copy + Eq + Hash> Values<T> {
     }
 }
 
+/// The names of the `.toml` files in directory `dir`, sorted, without the extension.
+pub(crate) fn toml_stems(dir: &Path) -> Vec<String> {
+    let mut stems: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
+        .collect();
+    stems.sort();
+    stems
+}
+
 /// `n` as the `u16` of a row, which the shipped data keeps below 65,536 (the writer stops,
 /// naming `what`, past it: widen the row's field).
 pub(crate) fn short(n: usize, what: &str) -> u16 {

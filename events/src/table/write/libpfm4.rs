@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::{Lists, Rows, Tables, Values, short};
+use super::{Lists, Rows, Tables, Values, short, toml_stems};
 use crate::libpfm4::file::{self as libpfm4_file, EventEntry, UmaskEntry};
 use crate::libpfm4::table::{Event, EventAttrs, Pmu, Umask, UmaskAttrs};
 use crate::table::Models;
@@ -67,12 +67,7 @@ fn bits(value: u32, what: &str) -> u16 {
 /// the writer, naming the file and what is wrong.
 pub(crate) fn write(data: &Path, tables: &mut Tables<Models>) {
     let dir = data.join("generated/libpfm4");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
-        .collect();
-    names.sort();
+    let names = toml_stems(&dir);
     let mut w = Writer::default();
     let mut pmus = Vec::new();
     for name in &names {

@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::{Lists, Rows, Tables, Values, short};
+use super::{Lists, Rows, Tables, Values, short, toml_stems};
 use crate::expression::{Expr, Op};
 use crate::metrics::compiled::{Entry, MetricsTable, Node};
 use crate::metrics::file as metric_file;
@@ -147,12 +147,7 @@ fn aliases(data: &Path, model: &str, metrics: &[String]) -> Vec<(String, String,
 /// the writer, naming the file and what is wrong.
 pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
     let dir = data.join("generated/metrics");
-    let mut models: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter_map(|file| file.strip_suffix(".toml").map(str::to_string))
-        .collect();
-    models.sort();
+    let models = toml_stems(&dir);
     let mut w = Writer {
         tables,
         nodes: Rows::default(),

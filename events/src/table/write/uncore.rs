@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Rows, Tables, Values, short};
+use super::{Rows, Tables, Values, short, toml_stems};
 use crate::table::Models;
 
 /// A string of part `models`.
@@ -130,12 +130,9 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Models>) {
 /// check, or whose directory is no model's, stops the writer naming the file.
 fn read_tables(data: &Path) -> BTreeMap<&'static str, uncore_file::UncoreFile> {
     let dir = data.join("generated/uncore");
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|file| file.ends_with(".toml"))
+    let files: Vec<String> = (toml_stems(&dir).into_iter())
+        .map(|stem| format!("{stem}.toml"))
         .collect();
-    files.sort();
     // Each kept model's table, by model id (sorted).
     let mut tables: BTreeMap<&'static str, uncore_file::UncoreFile> = BTreeMap::new();
     for file in &files {
