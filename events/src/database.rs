@@ -854,6 +854,37 @@ mod tests {
         assert_eq!(parsed(&clone).len(), shipped_model_count());
     }
 
+    /// What `encode` and `list` of one model read (issue 58): resolving that model's native
+    /// events, in its own spelling and in libpfm4's, and its uncore events, makes that model
+    /// alone of the 98 shipped, and listing it makes no other.
+    #[test]
+    fn one_models_events_make_that_model_alone() {
+        use crate::domain::tests::PERF;
+        let made = |db: &Database| -> Vec<String> {
+            db.models
+                .iter()
+                .filter(|e| matches!(e, Entry::Shipped(s) if s.full.get().is_some()))
+                .map(|e| e.id().to_string())
+                .collect()
+        };
+        let db = Database::parse_shipped().unwrap();
+        assert!(db.models.len() > 90, "{} models", db.models.len());
+        for event in [
+            "INST_RETIRED.ANY",
+            "cpu/event=0xc0,umask=0x0/",
+            "spr::INST_RETIRED:ANY_P:u",
+        ] {
+            db.resolve_exact(Some("spr"), event, &PERF)
+                .unwrap_or_else(|e| panic!("{event}: {e}"));
+            assert_eq!(made(&db), ["spr"], "after {event}");
+        }
+        assert!(!db.uncore_events("spr", "UNC_CHA_CLOCKTICKS").is_empty());
+        assert_eq!(made(&db), ["spr"]);
+        let listed = db.model("spr").unwrap().events.len();
+        assert!(listed > 50, "spr lists {listed} events");
+        assert_eq!(made(&db), ["spr"]);
+    }
+
     /// A name no native event can spell (`page-faults`) resolves on a perf-first backend
     /// without parsing the model's events, to what the full model gives; a name a native can
     /// spell (`branches`, which is p5's native `BRANCHES`) still reads the model; so does a

@@ -366,6 +366,18 @@ fn section(file: &'static [u8], name: &str, size: usize) -> &'static [u8] {
         .map_or(&[], |(_, rows, _)| rows)
 }
 
+/// The rows of section `name` of `file` ([`section`]), kept in `rows`: one function for every
+/// table's first read, where one for each row type and part would be compiled.
+#[inline(never)]
+fn keep(
+    rows: &'static std::sync::OnceLock<&'static [u8]>,
+    file: &'static [u8],
+    name: &str,
+    size: usize,
+) -> &'static [u8] {
+    rows.get_or_init(|| section(file, name, size))
+}
+
 /// A table of rows of type `T`, read in place.
 pub(crate) struct Table<T> {
     rows: &'static [u8],
@@ -388,7 +400,10 @@ impl<T: Field> Table<T> {
         name: &str,
     ) -> Table<T> {
         Table {
-            rows: rows.get_or_init(|| section(P::bytes(), name, T::SIZE)),
+            rows: match rows.get() {
+                Some(kept) => kept,
+                None => keep(rows, P::bytes(), name, T::SIZE),
+            },
             row: PhantomData,
         }
     }
