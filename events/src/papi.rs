@@ -51,8 +51,14 @@ crate::row! {
 }
 
 /// One of PAPI 7.0's presets.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Preset(PresetRow);
+
+impl std::fmt::Debug for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Preset").field(&self.name()).finish()
+    }
+}
 
 impl Preset {
     /// Its name (`PAPI_TOT_INS`).
@@ -211,8 +217,16 @@ pub fn perf_raw() -> Option<PerfNative> {
 }
 
 /// One of libpfm4's uncore PMU families on a CPU model.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct UncoreFamily(FamilyRow);
+
+impl std::fmt::Debug for UncoreFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("UncoreFamily")
+            .field(&self.libpfm4())
+            .finish()
+    }
+}
 
 impl UncoreFamily {
     /// libpfm4's PMU name without the box number (`skx_unc_imc`; `skx_unc_pcu`, one PMU).
