@@ -18,6 +18,8 @@ mod loader;
 mod metrics;
 mod model;
 pub mod model_aliases;
+#[doc(hidden)]
+pub mod papi;
 mod parse;
 pub mod perf;
 mod resolve;

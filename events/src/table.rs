@@ -1,8 +1,9 @@
 //! The one format of the shipped tables: the files of `data/tables/`, written by
 //! `counterhal-gen tables` from the files under `data/` (the models' TOML files
-//! `data/shipped.list` names, the metrics, libpfm4's tables, the uncore events), and read here
-//! in place. Nothing is parsed at start-up and nothing of it is Rust source: the library
-//! includes the bytes, and a row is read from them when it is asked for.
+//! `data/shipped.list` names, the metrics, libpfm4's tables, the uncore events, libpapi's
+//! tables under `data/papi/`), and read here in place. Nothing is parsed at start-up and
+//! nothing of it is Rust source: the library includes the bytes, and a row is read from them
+//! when it is asked for.
 //!
 //! Each [`Part`] is two files of its own, its rows and its strings, included by the code that
 //! reads it alone: a build without a part's feature holds none of its bytes, and a program that never
@@ -104,14 +105,19 @@ parts! {
     Models "models" MODELS if any(feature = "x86-models", feature = "arm-models");
     /// The models' metrics (`src/metrics/compiled.rs`).
     Metrics "metrics" METRICS if feature = "metrics";
+    /// libpapi's tables, in every build (a program that reads none leaves them to the linker
+    /// to drop): PAPI 7.0's presets, libpfm4's `perf::` events and its uncore PMU families
+    /// (`src/papi.rs`).
+    Papi "papi" PAPI if all();
 }
 
 /// Every part: its name, tables and strings (for the tests and `counterhal-gen tables`).
-pub(crate) fn parts() -> [(&'static str, &'static [u8], &'static str); 3] {
+pub(crate) fn parts() -> [(&'static str, &'static [u8], &'static str); 4] {
     [
         (Catalog::NAME, Catalog::bytes(), Catalog::pool()),
         (Models::NAME, Models::bytes(), Models::pool()),
         (Metrics::NAME, Metrics::bytes(), Metrics::pool()),
+        (Papi::NAME, Papi::bytes(), Papi::pool()),
     ]
 }
 

@@ -50,3 +50,58 @@ fn a_file_the_reader_refuses_is_an_error_naming_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `from`'s files and folders, copied into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let into = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &into);
+        } else {
+            std::fs::copy(&path, &into).unwrap();
+        }
+    }
+}
+
+/// libpapi's files (`events/data/papi/`) are read as the others are: one that does not read,
+/// or names what the library could not read back, is an error naming the file (in a copy of
+/// the data directory).
+#[test]
+fn a_papi_file_the_writer_refuses_is_an_error_naming_it() {
+    let dir = std::env::temp_dir().join(format!("counterhal-gen-papi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_tree(&data(), &dir);
+    let refused = |file: &str, text: &str| {
+        let path = dir.join("papi").join(file);
+        let good = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let error = counterhal_gen::tables::written(&dir)
+            .unwrap_err()
+            .to_string();
+        std::fs::write(&path, good).unwrap();
+        error
+    };
+    let error = refused("presets.toml", "presets = [ { name = \"PAPI_X\" } ]");
+    assert!(error.contains("events/data/papi/presets.toml"), "{error}");
+    let perf = std::fs::read_to_string(data().join("papi/perf_natives.toml")).unwrap();
+    let error = refused(
+        "perf_natives.toml",
+        &perf.replace("modifiers = \"software\"", "modifiers = \"nowhere\""),
+    );
+    assert!(
+        error.contains("events/data/papi/perf_natives.toml") && error.contains("nowhere"),
+        "{error}"
+    );
+    let uncore = std::fs::read_to_string(data().join("papi/uncore_families.toml")).unwrap();
+    let error = refused(
+        "uncore_families.toml",
+        &format!("{uncore}\n[[models]]\nids = [\"skx\"]\nfamilies = []\n"),
+    );
+    assert!(
+        error.contains("events/data/papi/uncore_families.toml") && error.contains("`skx` twice"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,12 +1,13 @@
-/* The generator of papi/src/perf_table.rs: libpfm4's perf_event PMU (`perf::` events, which
-   PAPI 7.0's perf_event component lists and adds) read from the installed libpfm4 through its
-   interface, and written as a Rust table: each event's name, description, perf type and
-   config, unit masks and modifiers (PFM_OS_PERF_EVENT's, as PAPI enumerates them); then its
-   perf_raw PMU's one pseudo-event (`perf_raw::r0000`) and that event's modifiers.
+/* The generator of events/data/papi/perf_natives.toml: libpfm4's perf_event PMU (`perf::`
+   events, which PAPI 7.0's perf_event component lists and adds) read from the installed
+   libpfm4 through its interface, and written as TOML, which `counterhal-gen tables` writes into
+   the shipped tables' `papi` part: the modifier lists (PFM_OS_PERF_EVENT's, as PAPI enumerates
+   them), then each event's name, description, perf type and config, unit masks and modifier
+   list; then its perf_raw PMU's one pseudo-event (`perf_raw::r0000`).
 
    Build and run, naming the libpfm4 it reads (Debian's package version):
      cc papi/gen/perf_natives.c -o /tmp/perf_natives -lpfm &&
-     /tmp/perf_natives "$(dpkg-query -W -f '${Version}' libpfm4)" > papi/src/perf_table.rs
+     /tmp/perf_natives "$(dpkg-query -W -f '${Version}' libpfm4)" > events/data/papi/perf_natives.toml
    papi/tests/unit_masks.rs runs it and fails when the file differs from its output.
 
    libpfm4 gives hardware and cache events the `h` qualifier only where the core PMU it
@@ -19,7 +20,8 @@
 #include <perfmon/pfmlib.h>
 #include <perfmon/pfmlib_perf_event.h>
 
-static void rust_str(const char *s) {
+/* `s` as a TOML basic string. */
+static void toml_str(const char *s) {
   putchar('"');
   for (; *s; s++) {
     if (*s == '"' || *s == '\\') putchar('\\');
@@ -42,7 +44,8 @@ static int encode(const char *name, unsigned *type, unsigned long long *config) 
   return 0;
 }
 
-/* The modifiers of event `idx` as one string ("u k period ..."), for comparing lists. */
+/* The modifiers of event `idx`: as one string ("u k period ..."), for comparing lists, or
+   printed as TOML pairs (`print`). */
 static void modifiers(int idx, int nattrs, char *out, size_t size, int print) {
   if (out) out[0] = 0;
   for (int i = 0; i < nattrs; i++) {
@@ -52,11 +55,11 @@ static void modifiers(int idx, int nattrs, char *out, size_t size, int print) {
     pfm_get_event_attr_info(idx, i, PFM_OS_PERF_EVENT_EXT, &at);
     if (at.type == PFM_ATTR_UMASK) continue;
     if (print) {
-      printf("    (");
-      rust_str(at.name);
+      printf("  [");
+      toml_str(at.name);
       printf(", ");
-      rust_str(at.desc);
-      printf("),\n");
+      toml_str(at.desc);
+      printf("],\n");
     } else {
       strncat(out, at.name, size - strlen(out) - 2);
       strncat(out, " ", size - strlen(out) - 1);
@@ -65,31 +68,45 @@ static void modifiers(int idx, int nattrs, char *out, size_t size, int print) {
 }
 
 /* libpfm4's perf_raw PMU, which PAPI 7.0 lists after the perf_event PMU: its one
-   pseudo-event (whose name stands for perf's raw syntax, `r` and the config in hexadecimal)
-   and the qualifiers it takes; 0 on success. */
-static int raw_pmu(void) {
-  pfm_pmu_info_t pmu;
-  memset(&pmu, 0, sizeof pmu);
-  pmu.size = sizeof pmu;
-  if (pfm_get_pmu_info(PFM_PMU_PERF_EVENT_RAW, &pmu) != PFM_SUCCESS || !pmu.is_present) return 6;
-  pfm_event_info_t info;
-  memset(&info, 0, sizeof info);
-  info.size = sizeof info;
-  if (pfm_get_event_info(pmu.first_event, PFM_OS_PERF_EVENT_EXT, &info) != PFM_SUCCESS) return 7;
-  printf("\n/// The modifiers of libpfm4's `%s` event, with their descriptions.\n", pmu.name);
-  printf("pub const RAW_MODIFIERS: &[(&str, &str)] = &[\n");
-  modifiers(pmu.first_event, info.nattrs, 0, 0, 1);
-  printf("];\n\n");
-  printf("/// libpfm4's `%s` PMU (\"%s\"): one pseudo-event, named for perf's raw syntax\n"
-         "/// (`%s::rc0` is config 0xc0 of `PERF_TYPE_RAW`).\n", pmu.name, pmu.desc, pmu.name);
-  char name[256];
-  snprintf(name, sizeof name, "%s::%s", pmu.name, info.name);
-  printf("pub const PERF_RAW: PerfNative = PerfNative { name: ");
-  rust_str(name);
-  printf(", description: ");
-  rust_str(info.desc ? info.desc : "");
-  printf(", kind: PerfType::Raw, config: 0, unit_masks: &[], modifiers: RAW_MODIFIERS };\n");
+   pseudo-event (whose name stands for perf's raw syntax, `r` and the config in hexadecimal). */
+static pfm_pmu_info_t raw_pmu;
+static pfm_event_info_t raw_event;
+
+/* Reads libpfm4's perf_raw PMU and its event; 0 on success. */
+static int read_raw(void) {
+  memset(&raw_pmu, 0, sizeof raw_pmu);
+  raw_pmu.size = sizeof raw_pmu;
+  if (pfm_get_pmu_info(PFM_PMU_PERF_EVENT_RAW, &raw_pmu) != PFM_SUCCESS || !raw_pmu.is_present)
+    return 6;
+  memset(&raw_event, 0, sizeof raw_event);
+  raw_event.size = sizeof raw_event;
+  if (pfm_get_event_info(raw_pmu.first_event, PFM_OS_PERF_EVENT_EXT, &raw_event) != PFM_SUCCESS)
+    return 7;
   return 0;
+}
+
+/* One event as an inline table: its name, description, kind, config, unit masks (`umasks` of
+   them) and modifier list. */
+static void event_line(const char *name, const char *desc, const char *kind,
+                       unsigned long long config, const char **umask_names,
+                       const char **umask_descs, int umasks, const char *modifier_list) {
+  printf("{ name = ");
+  toml_str(name);
+  printf(", description = ");
+  toml_str(desc ? desc : "");
+  printf(", kind = \"%s\", config = 0x%llx", kind, config);
+  if (umasks > 0) {
+    printf(", unit_masks = [");
+    for (int u = 0; u < umasks; u++) {
+      printf("%s[", u ? ", " : "");
+      toml_str(umask_names[u]);
+      printf(", ");
+      toml_str(umask_descs[u]);
+      printf("]");
+    }
+    printf("]");
+  }
+  printf(", modifiers = \"%s\" }", modifier_list);
 }
 
 int main(int argc, char **argv) {
@@ -102,39 +119,23 @@ int main(int argc, char **argv) {
   memset(&pmu, 0, sizeof pmu);
   pmu.size = sizeof pmu;
   if (pfm_get_pmu_info(PFM_PMU_PERF_EVENT, &pmu) != PFM_SUCCESS) return 3;
-  printf("//! libpfm4's `perf::` events, as PAPI 7.0's perf_event component lists them.\n");
-  printf("//!\n");
-  printf("//! Generated by papi/gen/perf_natives.c from libpfm4 %s's perf_event PMU\n"
-         "//! (PFM_OS_PERF_EVENT_EXT, the attributes PAPI 7.0 lists); do not edit.\n\n",
+  int raw = read_raw();
+  if (raw) return raw;
+  printf("# libpfm4's `perf::` events, as PAPI 7.0's perf_event component lists them: the\n"
+         "# modifiers of each kind of event (hardware and cache, software, raw) with their\n"
+         "# descriptions; each event's name (PAPI's), libpfm4's description, its perf type\n"
+         "# (`perf_event_attr.type`: hardware, software, cache, raw) and config (a cache event's:\n"
+         "# the cache's id), its unit masks (a cache event's operations and results) and the\n"
+         "# modifier list it takes; then libpfm4's `%s` PMU (\"%s\"): one\n"
+         "# pseudo-event, named for perf's raw syntax (`%s::rc0` is config 0xc0 of\n"
+         "# `PERF_TYPE_RAW`).\n",
+         raw_pmu.name, raw_pmu.desc, raw_pmu.name);
+  printf("#\n# Generated by papi/gen/perf_natives.c from libpfm4 %s's perf_event PMU\n"
+         "# (PFM_OS_PERF_EVENT_EXT, the attributes PAPI 7.0 lists); do not edit. Regenerate:\n"
+         "#   cc papi/gen/perf_natives.c -o /tmp/perf_natives -lpfm &&\n"
+         "#   /tmp/perf_natives \"$(dpkg-query -W -f '${Version}' libpfm4)\" > "
+         "events/data/papi/perf_natives.toml\n\n",
          argv[1]);
-  printf("/// The kind of a `perf::` event: its `perf_event_attr.type`.\n"
-         "#[derive(Clone, Copy, Debug, PartialEq, Eq)]\n"
-         "pub enum PerfType {\n"
-         "    /// `PERF_TYPE_HARDWARE`.\n"
-         "    Hardware,\n"
-         "    /// `PERF_TYPE_SOFTWARE`.\n"
-         "    Software,\n"
-         "    /// `PERF_TYPE_HW_CACHE`: the config is the cache; unit masks give the operation and result.\n"
-         "    Cache,\n"
-         "    /// `PERF_TYPE_RAW`: the config is the core PMU's own encoding (`perf_raw::`).\n"
-         "    Raw,\n"
-         "}\n\n"
-         "/// One event of libpfm4's perf_event PMU.\n"
-         "#[derive(Debug, PartialEq, Eq)]\n"
-         "pub struct PerfNative {\n"
-         "    /// Its PAPI name (`perf::CS`).\n"
-         "    pub name: &'static str,\n"
-         "    /// libpfm4's description.\n"
-         "    pub description: &'static str,\n"
-         "    /// Its perf type.\n"
-         "    pub kind: PerfType,\n"
-         "    /// Its perf config (a cache event's: the cache's id).\n"
-         "    pub config: u64,\n"
-         "    /// Its unit masks and their descriptions (a cache event's operations and results).\n"
-         "    pub unit_masks: &'static [(&'static str, &'static str)],\n"
-         "    /// The qualifiers it takes and their descriptions.\n"
-         "    pub modifiers: &'static [(&'static str, &'static str)],\n"
-         "}\n\n");
 
   /* The two modifier lists (software events', hardware events'), from the first of each. */
   char lists[2][512] = {"", ""};
@@ -161,16 +162,20 @@ int main(int argc, char **argv) {
     if (!seen[hardware]) {
       modifiers(idx, info.nattrs, lists[hardware], sizeof lists[hardware], 0);
       seen[hardware] = 1;
-      printf("/// The modifiers of libpfm4's %s events, with their descriptions.\n",
+      printf("# The modifiers of libpfm4's %s events, with their descriptions.\n",
              hardware ? "hardware and cache" : "software");
-      printf("pub const %s: &[(&str, &str)] = &[\n", hardware ? "HARDWARE_MODIFIERS" : "SOFTWARE_MODIFIERS");
+      printf("modifiers.%s = [\n", hardware ? "hardware" : "software");
       modifiers(idx, info.nattrs, 0, 0, 1);
-      printf("];\n\n");
+      printf("]\n");
     }
   }
+  printf("# The modifiers of libpfm4's `%s` event, with their descriptions.\n", raw_pmu.name);
+  printf("modifiers.raw = [\n");
+  modifiers(raw_pmu.first_event, raw_event.nattrs, 0, 0, 1);
+  printf("]\n\n");
 
-  printf("/// The events, in libpfm4's order.\n");
-  printf("pub const PERF_NATIVES: &[PerfNative] = &[\n");
+  printf("# The events, in libpfm4's order.\n");
+  printf("events = [\n");
   for (int idx = pmu.first_event; idx != -1; idx = pfm_get_event_next(idx)) {
     pfm_event_info_t info;
     memset(&info, 0, sizeof info);
@@ -216,21 +221,18 @@ int main(int argc, char **argv) {
       return 5;
     }
     /* One line an event. */
-    printf("    PerfNative { name: ");
-    rust_str(name);
-    printf(", description: ");
-    rust_str(info.desc ? info.desc : "");
-    printf(", kind: PerfType::%s, ", type == 0 ? "Hardware" : type == 1 ? "Software" : "Cache");
-    printf("config: %#llx, unit_masks: &[", config);
-    for (int u = 0; u < umasks; u++) {
-      printf("%s(", u ? ", " : "");
-      rust_str(umask_names[u]);
-      printf(", ");
-      rust_str(umask_descs[u]);
-      printf(")");
-    }
-    printf("], modifiers: %s },\n", hardware ? "HARDWARE_MODIFIERS" : "SOFTWARE_MODIFIERS");
+    printf("  ");
+    event_line(name, info.desc, type == 0 ? "hardware" : type == 1 ? "software" : "cache",
+               config, umask_names, umask_descs, umasks, hardware ? "hardware" : "software");
+    printf(",\n");
   }
-  printf("];\n");
-  return raw_pmu();
+  printf("]\n\n");
+
+  printf("# libpfm4's `%s` PMU's pseudo-event.\n", raw_pmu.name);
+  char name[256];
+  snprintf(name, sizeof name, "%s::%s", raw_pmu.name, raw_event.name);
+  printf("raw = ");
+  event_line(name, raw_event.desc, "raw", 0, 0, 0, 0, "raw");
+  printf("\n");
+  return 0;
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use counterhal_hal::GeneralizedEvent;
 
 use crate::library;
-use crate::presets::PRESETS;
+use crate::presets::presets;
 
 /// The presets the event database maps for the chosen CPU model, and libpfm4's name for the
 /// model's core PMU.
@@ -30,7 +30,10 @@ fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
         .mappings()
         .iter()
         .filter(|m| match &m.event {
-            GeneralizedEvent::Preset(_) => PRESETS.contains(&m.event.name().as_ref()),
+            GeneralizedEvent::Preset(_) => {
+                let name = m.event.name();
+                presets().any(|p| p.name() == name)
+            }
             _ => false,
         })
         .count();

@@ -15,11 +15,7 @@ pub mod natives;
 pub mod overflow;
 pub mod own;
 pub mod perf_natives;
-#[rustfmt::skip]
-pub mod perf_table;
 pub mod powercap;
-#[rustfmt::skip]
-pub mod preset_table;
 pub mod presets;
 pub mod profile;
 pub mod rates;
@@ -33,4 +29,3 @@ pub mod shared_reads;
 pub mod sys;
 pub mod topology;
 pub mod uncore;
-pub mod uncore_pmus;

@@ -14,7 +14,7 @@ use crate::description;
 use crate::info::{self, ComponentInfo, set_str};
 use crate::names::{self, Native};
 use crate::perf_natives::Placement;
-use crate::presets::PRESETS;
+use crate::presets::presets;
 
 /// `PAPI_VER_CURRENT` of 7.0.
 pub const VER_CURRENT: i32 = 0x0700_0000;
@@ -541,7 +541,7 @@ pub fn library_init(version: i32) -> i32 {
     } else {
         counters as i32
     };
-    component.num_preset_events = PRESETS.len() as i32;
+    component.num_preset_events = presets().len() as i32;
     component.num_native_events = natives.len() as i32;
     component.initialized = 1;
     if disabled {

@@ -5,7 +5,7 @@
 use facade::GeneralizedEvent;
 
 use crate::perf_natives::{self, Placement, strip_perf};
-use crate::presets::PRESETS;
+use crate::presets::presets;
 
 /// The preset bit of an event code.
 pub const PRESET_MASK: u32 = 0x8000_0000;
@@ -85,7 +85,7 @@ pub fn preset_index(name: &str) -> Option<usize> {
     if !name.starts_with("PAPI_") {
         return None;
     }
-    PRESETS.iter().position(|p| p.eq_ignore_ascii_case(name))
+    presets().position(|p| p.name().eq_ignore_ascii_case(name))
 }
 
 /// What PAPI's event code means.
@@ -102,7 +102,7 @@ pub fn decode(code: i32) -> Option<Code> {
     let code = code as u32;
     if code & PRESET_MASK != 0 && code & NATIVE_MASK == 0 {
         let index = (code & !PRESET_MASK) as usize;
-        return (index < PRESETS.len()).then_some(Code::Preset(index));
+        return (index < presets().len()).then_some(Code::Preset(index));
     }
     if code & NATIVE_MASK != 0 && code & PRESET_MASK == 0 {
         return Some(Code::Native((code & !NATIVE_MASK) as usize));
@@ -149,14 +149,13 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
         // libpfm4's perf_event PMU, whole, then its perf_raw PMU's one pseudo-event, as PAPI
         // 7.0 lists them whether or not the kernel has a PMU for their hardware events (their
         // adds then fail).
-        let raw = std::iter::once(&crate::perf_table::PERF_RAW);
-        for event in crate::perf_table::PERF_NATIVES.iter().chain(raw) {
+        for event in perf_natives::perf_natives().chain(perf_natives::perf_raw()) {
             natives.push(Native {
-                name: event.name.to_string(),
-                backend_name: perf_natives::read(event.name)
+                name: event.name().to_string(),
+                backend_name: perf_natives::read(event.name())
                     .and_then(Result::ok)
-                    .map_or_else(|| event.name.to_string(), |n| n.backend_name),
-                description: event.description.to_string(),
+                    .map_or_else(|| event.name().to_string(), |n| n.backend_name),
+                description: event.description().to_string(),
                 placement: Placement::default(),
                 sde: None,
                 powercap: None,
@@ -253,7 +252,7 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
 /// `masks:` as the unit mask's description).
 pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
     if let Some((event, after)) = perf_natives::event_of(name) {
-        return describe_perf(event, after);
+        return describe_perf(&event, after);
     }
     let Some((description, masks)) = model_event(chosen, name) else {
         return String::new();
@@ -278,17 +277,16 @@ fn describe_perf(event: &perf_natives::PerfNative, after: Option<&str>) -> Strin
         .filter_map(|part| {
             let key = part.split('=').next().unwrap_or(part);
             event
-                .unit_masks
-                .iter()
+                .unit_masks()
                 .chain(perf_natives::qualifiers(event))
                 .find(|(m, _)| *m == key)
-                .map(|(_, description)| *description)
+                .map(|(_, description)| description)
         })
         .collect();
     if described.is_empty() {
-        event.description.to_string()
+        event.description().to_string()
     } else {
-        format!("{}, masks:{}", event.description, described.join(":"))
+        format!("{}, masks:{}", event.description(), described.join(":"))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::info::{self, EventInfo, set_str};
 use crate::library::{INIT_STATE, Library, with};
 use crate::names::{self, Code, Native};
 use crate::perf_natives::Placement;
-use crate::presets::PRESETS;
+use crate::presets::{preset, presets};
 
 /// `PAPI_event_name_to_code`.
 pub fn name_to_code(name: &str) -> Result<i32, i32> {
@@ -152,10 +152,9 @@ fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, 
     let (event, after) = crate::perf_natives::event_of(name)?;
     let current = after.map(|rest| rest.rsplit(':').next().unwrap_or(rest));
     let parts: Vec<String> = event
-        .unit_masks
-        .iter()
-        .map(|(m, _)| (*m).to_string())
-        .chain(crate::perf_natives::qualifiers(event).map(|(m, _)| format!("{m}=0")))
+        .unit_masks()
+        .map(|(m, _)| m.to_string())
+        .chain(crate::perf_natives::qualifiers(&event).map(|(m, _)| format!("{m}=0")))
         .collect();
     let next = match current {
         None => 0,
@@ -167,14 +166,14 @@ fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, 
     let Some(part) = parts.get(next) else {
         return Some(Err(ENOEVNT));
     };
-    let full = format!("{}:{part}", event.name);
+    let full = format!("{}:{part}", event.name());
     Some(Ok(register_as_named(library, &full)))
 }
 
 /// `PAPI_event_code_to_name`.
 pub fn code_to_name(code: i32) -> Result<String, i32> {
     match names::decode(code) {
-        Some(Code::Preset(i)) => Ok(PRESETS[i].to_string()),
+        Some(Code::Preset(i)) => preset(i).map(|p| p.name().to_string()).ok_or(ENOEVNT),
         Some(Code::Native(i)) => with(|library| {
             library
                 .natives
@@ -272,7 +271,8 @@ pub(crate) fn preset_backend_name(library: &mut Library, index: usize) -> String
     if let Some(name) = library.preset_names.get(&index) {
         return name.clone();
     }
-    let preset = PRESETS[index];
+    // Every index a code decodes to is a preset's.
+    let preset = preset(index).map_or("", |p| p.name());
     let backend = library.chosen.backend();
     let name = match crate::presets::perf_twin(preset) {
         Some(twin)
@@ -332,11 +332,12 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
         let mut info = Box::new(info::empty_event(code as u32));
         match names::decode(code) {
             Some(Code::Preset(i)) => {
-                set_str(&mut info.symbol, PRESETS[i]);
-                set_str(&mut info.long_descr, crate::presets::LONG_DESCRIPTIONS[i]);
-                set_str(&mut info.short_descr, crate::presets::SHORT_DESCRIPTIONS[i]);
+                let preset = preset(i).ok_or(ENOEVNT)?;
+                set_str(&mut info.symbol, preset.name());
+                set_str(&mut info.long_descr, preset.long_description());
+                set_str(&mut info.short_descr, preset.short_description());
                 set_str(&mut info.derived, "NOT_DERIVED");
-                info.event_type = crate::presets::CATEGORIES[i];
+                info.event_type = preset.categories();
                 let name = preset_backend_name(library, i);
                 if preset_usable(library, i)
                     && let Ok(resolved) = library.chosen.backend().dyn_resolve(&name)
@@ -411,7 +412,7 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
             if first {
                 return Ok(Ok(names::preset_code(0)));
             }
-            for next in i + 1..PRESETS.len() {
+            for next in i + 1..presets().len() {
                 if modifier != 2 || preset_usable(library, next) {
                     return Ok(Ok(names::preset_code(next)));
                 }

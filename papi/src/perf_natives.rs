@@ -1,10 +1,11 @@
 //! libpfm4's `perf::` events (its perf_event PMU), which PAPI 7.0's perf_event component lists
-//! and adds: the table ([`crate::perf_table`], generated from libpfm4) and the reading of a
+//! and adds: the table (the shipped tables', `events/data/papi/perf_natives.toml`, generated
+//! from libpfm4 by `papi/gen/perf_natives.c`) and the reading of a
 //! `perf::EVENT[:UNIT_MASK]...[:qualifier=value]...` name into the backend's perf name and
 //! the set's placement.
 //!
-//! The qualifiers are libpfm4's for the event's kind (`SOFTWARE_MODIFIERS`,
-//! `HARDWARE_MODIFIERS`): `u`, `k`, `h` choose the privilege levels (given, they replace the
+//! The qualifiers are libpfm4's for the event's kind (the table's `software` and `hardware`
+//! modifier lists): `u`, `k`, `h` choose the privilege levels (given, they replace the
 //! set's domain); `mg=0` leaves out guests and `mh=0` the host; `precise` is perf's `:p`;
 //! `excl` and `pinned` ask the kernel to give the set's group the PMU to itself or to keep it
 //! on the counters; `cpu` counts on that CPU; `period` and `freq` are sampling rates, which
@@ -16,7 +17,7 @@
 //! nor adds it. [`qualifiers`] is the table's list less `h` there.
 
 use crate::codes::{EINVAL, ENOEVNT};
-pub use crate::perf_table::{PERF_NATIVES, PERF_RAW, PerfNative, PerfType};
+pub use counterhal_events::papi::{PerfNative, PerfType, perf_natives, perf_raw};
 
 /// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
 /// there); the rest of `name`, if it has it.
@@ -55,11 +56,11 @@ pub fn raw_config(event: &str) -> Option<u64> {
 /// case; `perf_raw::`'s pseudo-event for a name in perf's raw syntax) and what follows the
 /// event (its unit masks and qualifiers, `READ:MISS:u=0`), if anything. `None` for any other
 /// name.
-pub fn event_of(name: &str) -> Option<(&'static PerfNative, Option<&str>)> {
+pub fn event_of(name: &str) -> Option<(PerfNative, Option<&str>)> {
     if let Some(rest) = strip_raw(name) {
         let (event, after) = split_event(rest);
         raw_config(event)?;
-        return Some((&PERF_RAW, after));
+        return Some((perf_raw()?, after));
     }
     let (event, after) = split_event(strip_perf(name)?);
     Some((find(event)?, after))
@@ -92,7 +93,7 @@ pub struct Placement {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfName {
     /// The event in libpfm4's table.
-    pub event: &'static PerfNative,
+    pub event: PerfNative,
     /// perf's name for it, with the privilege and host/guest modifiers given (`cs:u=1`).
     pub backend_name: String,
     /// Whether `u`, `k` or `h` was given (then the set's domain does not apply).
@@ -102,21 +103,17 @@ pub struct PerfName {
 }
 
 /// The table's event named `name` (`perf::` and case aside, as libpfm4 matches).
-pub fn find(name: &str) -> Option<&'static PerfNative> {
-    PERF_NATIVES
-        .iter()
-        .find(|e| e.name[6..].eq_ignore_ascii_case(name))
+pub fn find(name: &str) -> Option<PerfNative> {
+    perf_natives().find(|e| strip_perf(e.name()).is_some_and(|e| e.eq_ignore_ascii_case(name)))
 }
 
 /// The qualifiers `event` takes on this machine, as libpfm4 gives them: the table's, less
 /// `h` where the core PMU libpfm4 detects here filters no hypervisor level
 /// ([`crate::libpfm4::hypervisor_level_filtered`]).
-pub fn qualifiers(
-    event: &PerfNative,
-) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+pub fn qualifiers(event: &PerfNative) -> impl Iterator<Item = (&'static str, &'static str)> {
     // libpfm4's perf_raw PMU takes every level (`PERF_PLM_ALL`), whatever the core PMU.
-    let h = event.kind == PerfType::Raw || crate::libpfm4::hypervisor_level_filtered();
-    event.modifiers.iter().filter(move |(m, _)| h || *m != "h")
+    let h = event.kind() == PerfType::Raw || crate::libpfm4::hypervisor_level_filtered();
+    event.modifiers().filter(move |(m, _)| h || *m != "h")
 }
 
 /// How many qualifiers and unit masks a name takes (libpfm4's `PFMLIB_MAX_ATTRS`: PAPI 7.0
@@ -126,15 +123,15 @@ const MAX_ATTRIBUTES: usize = 64;
 /// perf's name for an event of the table: the lower-case alias of the same type and config
 /// (`PERF_COUNT_SW_CONTEXT_SWITCHES` is `context-switches`).
 fn perf_name(kind: PerfType, config: u64) -> Option<String> {
-    PERF_NATIVES
-        .iter()
+    perf_natives()
         .find(|e| {
-            e.kind == kind
-                && e.config == config
-                && e.unit_masks.is_empty()
-                && !e.name.starts_with("perf::PERF_COUNT_")
+            e.kind() == kind
+                && e.config() == config
+                && e.unit_masks().len() == 0
+                && !e.name().starts_with("perf::PERF_COUNT_")
         })
-        .map(|e| e.name[6..].to_ascii_lowercase())
+        .and_then(|e| strip_perf(e.name()))
+        .map(str::to_ascii_lowercase)
 }
 
 /// A boolean qualifier's value as libpfm4 reads it: `1`, `y` or `t` (any case) for true, `0`,
@@ -192,15 +189,15 @@ pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
     let (event, config, rest) = match strip_raw(name) {
         Some(rest) => {
             let mut parts = rest.split(':');
-            match parts.next().and_then(raw_config) {
-                Some(config) => (&PERF_RAW, config, rest),
-                None => return Some(Err(ENOEVNT)),
+            match (parts.next().and_then(raw_config), perf_raw()) {
+                (Some(config), Some(raw)) => (raw, config, rest),
+                _ => return Some(Err(ENOEVNT)),
             }
         }
         None => {
             let rest = strip_perf(name)?;
             let event = find(rest.split(':').next()?)?;
-            (event, event.config, rest)
+            (event, event.config(), rest)
         }
     };
     let parts = rest.split(':').skip(1);
@@ -211,7 +208,7 @@ pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
 }
 
 fn read_parts<'a>(
-    event: &'static PerfNative,
+    event: PerfNative,
     config: u64,
     parts: impl Iterator<Item = &'a str>,
 ) -> Result<PerfName, i32> {
@@ -230,7 +227,7 @@ fn read_parts<'a>(
             None => (part, None),
         };
         if value.is_none()
-            && let Some(at) = event.unit_masks.iter().position(|(m, _)| *m == key)
+            && let Some(at) = event.unit_masks().position(|(m, _)| m == key)
         {
             // READ, WRITE, PREFETCH are operations (0, 1, 2); ACCESS and MISS results.
             let slot = if at < 3 { &mut operation } else { &mut result };
@@ -239,7 +236,7 @@ fn read_parts<'a>(
             }
             continue;
         }
-        if !qualifiers(event).any(|(m, _)| *m == key) {
+        if !qualifiers(&event).any(|(m, _)| m == key) {
             return Err(ENOEVNT);
         }
         let given = match key {
@@ -286,7 +283,7 @@ fn read_parts<'a>(
     if precise > 3 {
         return Err(EINVAL);
     }
-    let base = match event.kind {
+    let base = match event.kind() {
         PerfType::Cache => {
             let config = config
                 | (operation.ok_or(ENOEVNT)? as u64) << 8
@@ -305,7 +302,7 @@ fn read_parts<'a>(
         (false, true) => backend_name.push_str(":G"),
         // Neither host nor guest: software events ignore both (the kernel checks the privilege
         // levels alone for them), hardware events would count nothing.
-        (false, false) if event.kind == PerfType::Software => {}
+        (false, false) if event.kind() == PerfType::Software => {}
         (false, false) => return Err(EINVAL),
     }
     if precise > 0 {
@@ -410,7 +407,7 @@ mod tests {
         assert_eq!(backend("perf_raw::r1:u=1:u=0"), Err(ENOEVNT));
         assert!(read("PERF_RAW::r00c0").is_none());
         let (event, after) = event_of("perf_raw::rc0:u=0").unwrap();
-        assert_eq!((event.name, after), ("perf_raw::r0000", Some("u=0")));
+        assert_eq!((event.name(), after), ("perf_raw::r0000", Some("u=0")));
         assert!(event_of("perf_raw::rzz").is_none());
     }
 

@@ -1,7 +1,8 @@
 //! PAPI 7.0's 108 presets in the order of their codes (`0x80000000 | index`), as the
-//! interface defines them; `include/papiStdEventDefs.h` holds the same list.
+//! interface defines them: the shipped tables' (`events/data/papi/presets.toml`, generated from
+//! PAPI by `papi/gen/presets.c`); `include/papiStdEventDefs.h` holds the same list.
 
-pub use crate::preset_table::{CATEGORIES, LONG_DESCRIPTIONS, PRESETS, SHORT_DESCRIPTIONS};
+pub use counterhal_events::papi::{Preset, preset, presets};
 
 /// The perf generalized event that counts the same as a preset on every core PAPI maps it
 /// on: asked for where the backend maps the preset to nothing (an Arm core whose event table
@@ -64,10 +65,11 @@ mod tests {
     /// (papi/tests/side_by_side.rs checks it against the library).
     #[test]
     fn the_hal_describes_each_preset_as_papi() {
-        assert_eq!(counterhal_hal::Preset::ALL.len(), PRESETS.len());
-        for (name, long) in PRESETS.iter().zip(LONG_DESCRIPTIONS) {
-            let preset = counterhal_hal::Preset::from_name(name).expect(name);
-            assert_eq!(preset.description(), long, "{name}");
+        assert_eq!(counterhal_hal::Preset::ALL.len(), presets().len());
+        for preset in presets() {
+            let name = preset.name();
+            let hal = counterhal_hal::Preset::from_name(name).expect(name);
+            assert_eq!(hal.description(), preset.long_description(), "{name}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! PAPI 7.0's `perf_event_uncore` component: the CPU's uncore PMUs under libpfm4's names
 //! (`skx_unc_imc0::UNC_M_CAS_COUNT:RD:cpu=0`), each counting the event database's uncore
 //! event (`UNC_M_CAS_COUNT.RD`, the kernel's perf JSON) on the one kernel PMU box libpfm4's PMU
-//! stands for (`uncore_imc_0`, [`crate::uncore_pmus`]). As PAPI's component: every privilege
+//! stands for (`uncore_imc_0`, [`UncoreBox`]). As PAPI's component: every privilege
 //! level (`PAPI_DOM_ALL`), system wide (`PAPI_GRN_SYS`: pid -1 on one CPU, the `cpu`
 //! qualifier's, else `PAPI_CPU_ATTACH`'s, else the first of the box's `cpumask`), and a set
 //! holds this component's events alone. Disabled, as PAPI's, where this machine has none of
@@ -13,6 +13,10 @@
 //! which become the kernel format's `edge`, `inv` and `thresh` terms. (libpfm4 refuses `e`,
 //! `i` and `t` on the few events whose tables forbid them, `UNC_C_CLOCKTICKS`; ours passes
 //! them to the kernel.)
+//!
+//! libpfm4's uncore PMU families of each CPU model (their names, boxes, the kernel PMUs they
+//! open and the database's PMUs that have their events) are the shipped tables'
+//! (`events/data/papi/uncore_families.toml`, written from libpfm4 4.13's sources).
 
 use std::sync::{Mutex, RwLock};
 
@@ -23,7 +27,7 @@ use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, DOM_KERNEL, DOM_USER, GRN_SYS, Library, PapiSet, with};
 use crate::names::{self, Code, Native, PMU_DEVICES};
 use crate::perf_natives::Placement;
-use crate::uncore_pmus::{self, UncoreBox};
+pub use counterhal_events::papi::{UncoreFamily, uncore_families, uncore_models};
 
 /// The component's index: after the core component, as PAPI 7.0 numbers it.
 pub const CIDX: i32 = crate::library::UNCORE_COMPONENT;
@@ -47,6 +51,60 @@ const NO_UNCORE: &str = "No uncore PMUs or events found";
 
 /// Why it is disabled where the system forbids a user CPU-wide counting (PAPI 7.0's words).
 const NO_PERMISSION: &str = "Insufficient permissions for uncore access.  Set /proc/sys/kernel/perf_event_paranoid to 0 or run as root.";
+
+/// One of libpfm4's uncore PMUs: a box of a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UncoreBox {
+    /// Its family.
+    pub family: UncoreFamily,
+    /// Its box number (`None` for a family of one PMU).
+    pub number: Option<u8>,
+}
+
+impl UncoreBox {
+    /// libpfm4's name of the PMU (`skx_unc_imc0`, `skx_unc_pcu`).
+    pub fn libpfm4_name(&self) -> String {
+        match self.number {
+            Some(n) => format!("{}{n}", self.family.libpfm4()),
+            None => self.family.libpfm4().to_string(),
+        }
+    }
+
+    /// The kernel PMU it opens (`uncore_imc_0`, `uncore_pcu`).
+    pub fn kernel_name(&self) -> String {
+        match self.number {
+            Some(n) => format!("{}_{n}", self.family.kernel()),
+            None => self.family.kernel().to_string(),
+        }
+    }
+}
+
+/// Every box of `families`, in order.
+pub fn boxes(families: impl Iterator<Item = UncoreFamily>) -> impl Iterator<Item = UncoreBox> {
+    families.flat_map(|family| {
+        let numbered = family.boxes() > 0;
+        (0..family.boxes().max(1)).map(move |n| UncoreBox {
+            family,
+            number: numbered.then_some(n),
+        })
+    })
+}
+
+/// The box libpfm4 names `pmu` (`skx_unc_imc0`, in any case, as libpfm4 matches PMU names)
+/// among `families`.
+pub fn find_box(families: impl Iterator<Item = UncoreFamily>, pmu: &str) -> Option<UncoreBox> {
+    // Only the families whose name starts `pmu` are spelled out, box by box.
+    let of_family = |f: &UncoreFamily| {
+        pmu.get(..f.libpfm4().len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(f.libpfm4()))
+    };
+    boxes(families.filter(of_family)).find(|b| b.libpfm4_name().eq_ignore_ascii_case(pmu))
+}
+
+/// Whether `pmu` is one of libpfm4's uncore PMUs of the table, on any model.
+pub fn is_libpfm4_uncore(pmu: &str) -> bool {
+    uncore_models().any(|model| find_box(uncore_families(model), pmu).is_some())
+}
 
 /// An uncore name read: the box it opens, the backend's name for it and where it counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +135,7 @@ pub fn read(
     name: &str,
 ) -> Option<Result<UncoreName, i32>> {
     let (pmu, rest) = name.split_once("::")?;
-    if !uncore_pmus::is_libpfm4_uncore(pmu) {
+    if !is_libpfm4_uncore(pmu) {
         return None;
     }
     Some(read_on(database, model, pmu, rest))
@@ -90,7 +148,7 @@ fn read_on(
     rest: &str,
 ) -> Result<UncoreName, i32> {
     let model = model.ok_or(ENOEVNT)?;
-    let the_box = uncore_pmus::find_box(uncore_pmus::families(model), pmu).ok_or(ENOEVNT)?;
+    let the_box = find_box(uncore_families(model), pmu).ok_or(ENOEVNT)?;
     let mut parts = rest.split(':');
     let event = parts.next().filter(|e| !e.is_empty()).ok_or(ENOEVNT)?;
     let (mut unit_masks, mut cpu) = (Vec::new(), None);
@@ -155,7 +213,7 @@ fn event_terms(
         database
             .uncore_events(model, &wanted)
             .into_iter()
-            .find(|e| e.pmu == the_box.family.database)
+            .find(|e| e.pmu == the_box.family.database())
             .ok_or(ENOEVNT)
     };
     let Some((first, others)) = unit_masks.split_first() else {
@@ -336,7 +394,7 @@ fn present_boxes(library: &Library) -> Vec<UncoreBox> {
     let Some(model) = library.chosen.context().model() else {
         return Vec::new();
     };
-    uncore_pmus::boxes(uncore_pmus::families(model))
+    boxes(uncore_families(model))
         .filter(|b| first_cpu(&b.kernel_name()).is_some())
         .collect()
 }
@@ -356,7 +414,7 @@ fn listed(library: &Library) -> Vec<String> {
     for the_box in present {
         let pmu = the_box.libpfm4_name();
         let mut last = "";
-        for event in table.iter().filter(|e| e.pmu == the_box.family.database) {
+        for event in table.iter().filter(|e| e.pmu == the_box.family.database()) {
             let base = event.name.split('.').next().unwrap_or(&event.name);
             if base != last {
                 events.push(format!("{pmu}::{base}"));
@@ -516,7 +574,7 @@ fn register_listed(library: &mut Library, name: &str) -> i32 {
 fn next_unit_mask(library: &Library, name: &str) -> Option<String> {
     let (pmu, rest) = name.split_once("::")?;
     let model = library.chosen.context().model()?;
-    let the_box = uncore_pmus::find_box(uncore_pmus::families(model), pmu)?;
+    let the_box = find_box(uncore_families(model), pmu)?;
     let (event, current) = match rest.split_once(':') {
         Some((e, m)) => (e, Some(m)),
         None => (rest, None),
@@ -527,7 +585,7 @@ fn next_unit_mask(library: &Library, name: &str) -> Option<String> {
         .database()
         .uncore_table(model)
         .into_iter()
-        .filter(|e| e.pmu == the_box.family.database)
+        .filter(|e| e.pmu == the_box.family.database())
         .filter_map(|e| {
             let (base, mask) = e.name.split_once('.')?;
             (base.eq_ignore_ascii_case(event)).then(|| mask.to_string())

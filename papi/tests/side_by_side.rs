@@ -358,9 +358,10 @@ fn names_answer_as_papi() {
     });
 }
 
-/// papi/src/preset_table.rs is papi/gen/presets.c's output on the PAPI installed here: PAPI
-/// 7.0's presets (the oracle: Debian's libpapi.so.7.0) read through its own interface. Fails
-/// when the table is stale or was edited by hand (regenerate as the generator's header says).
+/// events/data/papi/presets.toml is papi/gen/presets.c's output on the PAPI installed here:
+/// PAPI 7.0's presets (the oracle: Debian's libpapi.so.7.0) read through its own interface.
+/// Fails when the table is stale or was edited by hand (regenerate as the generator's header
+/// says).
 #[test]
 fn the_preset_table_is_papis() {
     system_papi_or_skip!();
@@ -389,11 +390,12 @@ fn the_preset_table_is_papis() {
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
     let shipped =
-        std::fs::read_to_string(crate::common::manifest().join("src/preset_table.rs")).unwrap();
+        std::fs::read_to_string(crate::common::manifest().join("../events/data/papi/presets.toml"))
+            .unwrap();
     assert!(
         generated == shipped,
-        "papi/src/preset_table.rs differs from PAPI {version}'s presets: regenerate it \
+        "events/data/papi/presets.toml differs from PAPI {version}'s presets: regenerate it \
          (papi/gen/presets.c)"
     );
-    assert_eq!(shipped.matches("\"PAPI_").count(), 108);
+    assert_eq!(shipped.matches("{ name = \"PAPI_").count(), 108);
 }

@@ -149,7 +149,8 @@ fn config_of(terms: &str) -> Option<u64> {
     Some(config)
 }
 
-/// The table of libpfm4's uncore PMUs (`src/uncore_pmus.rs`, written from libpfm4's sources)
+/// The table of libpfm4's uncore PMUs (`events/data/papi/uncore_families.toml`, written from
+/// libpfm4's sources)
 /// names exactly the PMUs libpfm4 has of each family: every box, and no other. Oracle:
 /// libpfm4 4.13's own list (`pfm_get_pmu_info`, its uncore PMUs).
 #[test]
@@ -164,11 +165,11 @@ fn the_uncore_table_names_libpfm4s_pmus() {
     let theirs: std::collections::BTreeSet<&str> = listed.lines().collect();
     let mut ours = std::collections::BTreeSet::new();
     let mut families = Vec::new();
-    for (_, model_families) in papi::uncore_pmus::MODELS {
-        for b in papi::uncore_pmus::boxes(model_families) {
+    for model in papi::uncore::uncore_models() {
+        for b in papi::uncore::boxes(papi::uncore::uncore_families(model)) {
             ours.insert(b.libpfm4_name());
         }
-        families.extend(model_families.iter().map(|f| f.libpfm4));
+        families.extend(papi::uncore::uncore_families(model).map(|f| f.libpfm4()));
     }
     // (Cascade Lake-X shares Skylake-X's families.)
     families.sort_unstable();
@@ -209,15 +210,13 @@ fn every_uncore_event_encodes_as_libpfm4_encodes_it() {
     let database = Database::shipped().unwrap();
     // One box of each family, and the model it is read on (Cascade Lake shares Skylake-X's).
     let mut pmus: Vec<(String, &str)> = Vec::new();
-    for (model, families) in papi::uncore_pmus::MODELS {
-        if *model == "clx" {
+    for model in papi::uncore::uncore_models() {
+        if model == "clx" {
             continue;
         }
-        for family in *families {
+        for family in papi::uncore::uncore_families(model) {
             // The boxes of a family share their table: the first stands for them.
-            let first = papi::uncore_pmus::boxes(std::slice::from_ref(family))
-                .next()
-                .unwrap();
+            let first = papi::uncore::boxes(std::iter::once(family)).next().unwrap();
             pmus.push((first.libpfm4_name(), model));
         }
     }

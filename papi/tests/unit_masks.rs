@@ -257,9 +257,10 @@ fn papi_native_avail_lists_the_qualifiers() {
     assert_eq!(&listed, masks, "{text}");
 }
 
-/// papi/src/perf_table.rs is papi/gen/perf_natives.c's output on the libpfm4 installed here:
-/// libpfm4's perf_event PMU (the oracle) read through its own interface. Fails when the
-/// table is stale or was edited by hand (regenerate as the generator's header says).
+/// events/data/papi/perf_natives.toml is papi/gen/perf_natives.c's output on the libpfm4
+/// installed here: libpfm4's perf_event PMU (the oracle) read through its own interface.
+/// Fails when the table is stale or was edited by hand (regenerate as the generator's header
+/// says).
 #[test]
 fn the_perf_table_is_libpfm4s() {
     let Ok(version) = Command::new("dpkg-query")
@@ -290,13 +291,15 @@ fn the_perf_table_is_libpfm4s() {
     let out = Command::new(&generator).arg(&version).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let generated = String::from_utf8(out.stdout).unwrap();
-    let shipped =
-        std::fs::read_to_string(crate::common::manifest().join("src/perf_table.rs")).unwrap();
+    let shipped = std::fs::read_to_string(
+        crate::common::manifest().join("../events/data/papi/perf_natives.toml"),
+    )
+    .unwrap();
     // libpfm4 gives its hardware events the `h` qualifier only where the core PMU it detects
     // filters the hypervisor level (AMD from family 10h on, or no core PMU); the table keeps
     // it and the library leaves it out where libpfm4 would (`perf_natives::qualifiers`). Its
     // perf_raw event takes `h` everywhere (the second).
-    let h = "    (\"h\", \"monitor at hypervisor level\"),\n";
+    let h = "  [\"h\", \"monitor at hypervisor level\"],\n";
     assert_eq!(shipped.matches(h).count(), 2, "the table lists `h` twice");
     let shipped = if generated.matches(h).count() == 2 {
         shipped
@@ -305,11 +308,11 @@ fn the_perf_table_is_libpfm4s() {
     };
     assert!(
         generated == shipped,
-        "papi/src/perf_table.rs differs from libpfm4 {version}'s table: regenerate it \
+        "events/data/papi/perf_natives.toml differs from libpfm4 {version}'s table: regenerate it \
          (papi/gen/perf_natives.c)"
     );
     // libpfm4's 82 `perf::` names and its one `perf_raw::` pseudo-event.
-    assert_eq!(shipped.matches("PerfNative { name:").count(), 83);
+    assert_eq!(shipped.matches("{ name = ").count(), 83);
 }
 
 /// The names PAPI 7.0's perf_event component adds through libpfm4, with each qualifier it

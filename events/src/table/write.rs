@@ -9,17 +9,20 @@
 //! - `metrics.rs`: the metrics, their formulas as shared nodes;
 //! - `libpfm4.rs`: libpfm4's x86 core tables;
 //! - `uncore.rs`: the x86 models' uncore events;
+//! - `papi.rs`: libpapi's tables (PAPI's presets, libpfm4's `perf::` events and uncore PMU
+//!   families), in a part of their own;
 //! - `pool.rs`: the one pool of strings all of them name.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::Path;
 
-use super::{Catalog, ENTRY, Field, HEADER, MAGIC, Metrics, Models, NAME, Out, Part, Str};
+use super::{Catalog, ENTRY, Field, HEADER, MAGIC, Metrics, Models, NAME, Out, Papi, Part, Str};
 
 mod libpfm4;
 mod metrics;
 mod models;
+mod papi;
 mod pool;
 mod uncore;
 
@@ -256,8 +259,15 @@ pub fn write_shipped_tables(data: &Path) -> Vec<(String, Vec<u8>)> {
     metrics::write(data, &mut metrics);
     libpfm4::write(data, &mut tables);
     uncore::write(data, &mut tables);
-    [catalog.finish(), tables.finish(), metrics.finish()]
-        .into_iter()
-        .flatten()
-        .collect()
+    let mut papi = Tables::<Papi>::default();
+    papi::write(data, &mut papi);
+    [
+        catalog.finish(),
+        tables.finish(),
+        metrics.finish(),
+        papi.finish(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
