@@ -226,12 +226,21 @@ fn read_parts<'a>(
             Some((k, v)) => (k, Some(v)),
             None => (part, None),
         };
-        if value.is_none()
-            && let Some(at) = event.unit_masks().position(|(m, _)| m == key)
-        {
-            // READ, WRITE, PREFETCH are operations (0, 1, 2); ACCESS and MISS results.
-            let slot = if at < 3 { &mut operation } else { &mut result };
-            if slot.replace(if at < 3 { at } else { at - 3 }).is_some() {
+        if value.is_none() && event.unit_masks().any(|(m, _)| m == key) {
+            // A unit mask is the cache's operation or result, by its name: the kernel's
+            // PERF_COUNT_HW_CACHE_OP_{READ,WRITE,PREFETCH} (0, 1, 2) and
+            // PERF_COUNT_HW_CACHE_RESULT_{ACCESS,MISS} (0, 1). An event lists the ones its
+            // cache has (L1I: READ, PREFETCH, ACCESS, MISS), so a mask's place is not its
+            // number.
+            let (slot, number) = match key {
+                "READ" => (&mut operation, 0),
+                "WRITE" => (&mut operation, 1),
+                "PREFETCH" => (&mut operation, 2),
+                "ACCESS" => (&mut result, 0),
+                "MISS" => (&mut result, 1),
+                _ => return Err(ENOEVNT),
+            };
+            if slot.replace(number).is_some() {
                 return Err(ENOEVNT);
             }
             continue;
@@ -284,6 +293,11 @@ fn read_parts<'a>(
         return Err(EINVAL);
     }
     let base = match event.kind() {
+        // An alias (`perf::L1-ICACHE-LOADS`) is libpfm4's whole encoding, its operation and
+        // result in its config; a cache's own event takes them from its unit masks.
+        PerfType::Cache if event.unit_masks().next().is_none() => {
+            perf_name(PerfType::Cache, config)
+        }
         PerfType::Cache => {
             let config = config
                 | (operation.ok_or(ENOEVNT)? as u64) << 8
@@ -377,6 +391,53 @@ mod tests {
         assert_eq!(backend("perf::PERF_COUNT_HW_CACHE_L1D:READ"), Err(ENOEVNT));
         assert!(read("INST_RETIRED:ANY_P").is_none());
         assert!(read("perf::NOT_AN_EVENT").is_none());
+    }
+
+    /// Oracle: libpfm4's own encodings, which its perf_event PMU lists as the cache events'
+    /// aliases (`perf::L1-ICACHE-PREFETCH-MISSES` is config 0x10201; the table is libpfm4's,
+    /// papi/tests/unit_masks.rs `the_perf_table_is_libpfm4s`). Every operation and result a
+    /// cache event lists, each pair, reaches the perf event of one of its aliases, and every
+    /// alias is reached: L1I, whose masks are READ, PREFETCH, ACCESS and MISS, counts its
+    /// prefetches with PREFETCH (not its stores, as when a mask's place was its number).
+    #[test]
+    fn every_cache_operation_and_result_is_one_of_libpfm4s_aliases() {
+        let cache = |e: &PerfNative| e.kind() == PerfType::Cache;
+        let masked: Vec<PerfNative> = perf_natives()
+            .filter(|e| cache(e) && e.unit_masks().next().is_some())
+            .collect();
+        assert_eq!(masked.len(), 7, "libpfm4's seven caches");
+        for event in masked {
+            let id = event.config();
+            let (operations, results): (Vec<&str>, Vec<&str>) = event
+                .unit_masks()
+                .map(|(m, _)| m)
+                .partition(|m| !["ACCESS", "MISS"].contains(m));
+            let mut reached = std::collections::BTreeSet::new();
+            for operation in &operations {
+                for result in &results {
+                    let name = format!("{}:{operation}:{result}", event.name());
+                    assert!(reached.insert(backend(&name).unwrap()), "{name}");
+                }
+            }
+            let aliases: std::collections::BTreeSet<String> = perf_natives()
+                .filter(|e| cache(e) && e.unit_masks().next().is_none())
+                .filter(|e| e.config() & 0xff == id)
+                .map(|e| backend(e.name()).unwrap())
+                .collect();
+            assert_eq!(reached, aliases, "{}", event.name());
+        }
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_L1I:PREFETCH:MISS").unwrap(),
+            "l1-icache-prefetch-misses"
+        );
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_ITLB:READ:ACCESS").unwrap(),
+            "itlb-loads"
+        );
+        assert_eq!(
+            backend("perf::PERF_COUNT_HW_CACHE_ITLB:WRITE:ACCESS"),
+            Err(ENOEVNT)
+        );
     }
 
     /// libpfm4's perf_raw names (Debian's PAPI 7.0 takes and refuses the same:

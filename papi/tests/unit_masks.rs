@@ -318,7 +318,9 @@ fn the_perf_table_is_libpfm4s() {
 /// The names PAPI 7.0's perf_event component adds through libpfm4, with each qualifier it
 /// takes (u, k, h, period, freq, precise, excl, mg, mh, cpu, pinned) and the ones it refuses.
 /// `freq=N` is left out: Debian's PAPI takes it and is then killed by the sampling signal.
-const QUALIFIED: [&str; 28] = [
+/// The cache events' unit masks are named operations and results (L1I has no WRITE), and an
+/// alias is a whole encoding.
+const QUALIFIED: [&str; 32] = [
     "perf::TASK-CLOCK",
     "perf::TASK-CLOCK:u=0",
     "perf::TASK-CLOCK:u=1",
@@ -347,6 +349,10 @@ const QUALIFIED: [&str; 28] = [
     "perf::FAULTS",
     "perf::PERF_COUNT_SW_PAGE_FAULTS_MIN",
     "perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS",
+    "perf::PERF_COUNT_HW_CACHE_L1I:PREFETCH:MISS",
+    "perf::PERF_COUNT_HW_CACHE_L1I:READ:ACCESS",
+    "perf::PERF_COUNT_HW_CACHE_ITLB:WRITE:ACCESS",
+    "perf::L1-DCACHE-LOADS",
 ];
 
 /// Each of `QUALIFIED` in a set of its own (tests/c/perf_qualifiers.c, built against
