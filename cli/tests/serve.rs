@@ -198,7 +198,12 @@ fn both_formats_are_served_by_the_accept_header_and_nothing_changes_state() {
         assert_eq!(status, Some(405), "{method}: {text}");
         assert!(text.contains("Allow: GET, HEAD"), "{text}");
     }
-    let (status, head) = exchange(exporter.address, b"HEAD /metrics HTTP/1.1\r\n\r\n");
+    // Closed after the answer: a kept connection would be read until the server's idle
+    // timeout.
+    let (status, head) = exchange(
+        exporter.address,
+        b"HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status, Some(200));
     assert!(
         head.ends_with("\r\n\r\n"),

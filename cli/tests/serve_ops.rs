@@ -394,7 +394,10 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
     args.push(web.to_str().unwrap());
     let mut ours = Served::start(bin().to_str().unwrap(), &args);
     let header = |address| {
-        let (_, text) = exchange(address, b"GET /metrics HTTP/1.1\r\n\r\n");
+        let (_, text) = exchange(
+            address,
+            b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+        );
         text.lines()
             .find(|l| l.starts_with("Strict-Transport-Security"))
             .map(str::to_string)
@@ -432,7 +435,7 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
         "it ended with a request in flight: {}",
         ours.said()
     );
-    slow.write_all(b"\r\n").unwrap();
+    slow.write_all(b"Connection: close\r\n\r\n").unwrap();
     slow.set_read_timeout(Some(Duration::from_secs(10))).ok();
     let mut answer = String::new();
     slow.read_to_string(&mut answer).ok();
