@@ -400,11 +400,30 @@ pub fn registration(name: &str) -> Result<&'static Registration> {
     REGISTRY
         .iter()
         .find(|r| r.name.eq_ignore_ascii_case(name))
-        .ok_or_else(|| {
-            Error::invalid_input(format!("unknown backend `{name}`"))
-                .with_hint(format!("use one of: {}", names().join(", ")))
-        })
+        .ok_or_else(
+            || match LEFT_OUT.iter().find(|b| b.eq_ignore_ascii_case(name)) {
+                Some(backend) => Error::unsupported(format!(
+                    "the {backend} backend is left out of this build: it needs counterhal's \
+                 `{backend}` feature"
+                )),
+                None => Error::invalid_input(format!("unknown backend `{name}`"))
+                    .with_hint(format!("use one of: {}", names().join(", "))),
+            },
+        )
 }
+
+/// The backends this build's features leave out (a backend's feature is its name), so that
+/// asking for one names its feature.
+const LEFT_OUT: &[&str] = &[
+    #[cfg(not(feature = "linux"))]
+    "linux",
+    #[cfg(not(feature = "msr"))]
+    "msr",
+    #[cfg(not(feature = "pctr"))]
+    "pctr",
+    #[cfg(not(feature = "hwpmc"))]
+    "hwpmc",
+];
 
 /// The names of every backend of this build, in registry order.
 pub fn names() -> Vec<&'static str> {
@@ -430,6 +449,33 @@ mod tests {
             assert_eq!(native, ["hwpmc"]);
         }
         assert_eq!(names(), ["linux", "msr", "pctr", "hwpmc"]);
+    }
+
+    /// A backend this build's features leave out is named with its feature when asked for;
+    /// a name no build has is unknown, with this build's names.
+    #[test]
+    fn a_backend_left_out_names_its_feature() {
+        let mut every: Vec<&str> = names()
+            .into_iter()
+            .chain(LEFT_OUT.iter().copied())
+            .collect();
+        every.sort_unstable();
+        assert_eq!(every, ["hwpmc", "linux", "msr", "pctr"]);
+        for backend in LEFT_OUT {
+            let error = registration(backend).err().unwrap();
+            assert_eq!(error.kind(), counterhal_hal::ErrorKind::Unsupported);
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!("`{backend}` feature")),
+                "{message}"
+            );
+        }
+        let error = registration("tprof").err().unwrap();
+        assert_eq!(error.kind(), counterhal_hal::ErrorKind::InvalidInput);
+        assert!(
+            error.to_string().contains("unknown backend `tprof`"),
+            "{error}"
+        );
     }
 
     /// Names are lower-case words, each once: what the command line takes and what
