@@ -183,8 +183,9 @@ pub fn uncore_pmu_events(
             .filter(|p| carries(devices, p, uncore.pmu))
             .collect();
         if perfmon.one_unit {
-            carrying.sort_by_key(|p| box_number(p));
-            carrying.truncate(1);
+            // The box with the lowest number, the first of equals.
+            let lowest = carrying.iter().copied().min_by_key(|p| box_number(p));
+            carrying = lowest.into_iter().collect();
         }
         for pmu in carrying {
             let terms = format!("{}{}", uncore.terms, perfmon.terms(devices, pmu));
