@@ -14,7 +14,6 @@ crate::row! {
     struct PresetRow {
         name: Str,
         short: Str,
-        long: Str,
         categories: u32,
     }
 }
@@ -71,9 +70,11 @@ impl Preset {
         self.0.short.text()
     }
 
-    /// Its long description (`PAPI_event_info_t.long_descr`).
+    /// Its long description (`PAPI_event_info_t.long_descr`): the HAL's description of the
+    /// preset, [`counterhal_hal::Preset::description`], the one copy (the table writer stops
+    /// where PAPI's differs from it).
     pub fn long_description(&self) -> &'static str {
-        self.0.long.text()
+        counterhal_hal::Preset::from_name(self.name()).map_or("", |p| p.description())
     }
 
     /// Its categories, `PAPI_PRESET_BIT_*` (`PAPI_event_info_t.event_type`).

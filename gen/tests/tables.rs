@@ -85,6 +85,21 @@ fn a_papi_file_the_writer_refuses_is_an_error_naming_it() {
     };
     let error = refused("presets.toml", "presets = [ { name = \"PAPI_X\" } ]");
     assert!(error.contains("events/data/papi/presets.toml"), "{error}");
+    // PAPI's long description of a preset is the HAL's, the one copy libpapi reads.
+    let presets = std::fs::read_to_string(data().join("papi/presets.toml")).unwrap();
+    let error = refused(
+        "presets.toml",
+        &presets.replace(
+            "long = \"Level 1 data cache misses\"",
+            "long = \"L1 misses\"",
+        ),
+    );
+    assert!(
+        error.contains("events/data/papi/presets.toml")
+            && error.contains("`PAPI_L1_DCM`")
+            && error.contains("\"Level 1 data cache misses\""),
+        "{error}"
+    );
     let perf = std::fs::read_to_string(data().join("papi/perf_natives.toml")).unwrap();
     let error = refused(
         "perf_natives.toml",

@@ -60,16 +60,19 @@ mod tests {
     /// PMUv3 event numbering (Cortex-A53, A57, X-Gene, ThunderX2; not the Armv7 A8 and A9, whose
     /// names differ) maps `PAPI_TOT_INS` to `INST_RETIRED` and `PAPI_TOT_CYC` to
     /// `CPU_CYCLES`, the native events [`perf_twin`]'s `instructions` and `cycles` count there.
-    /// The HAL's presets (what `counterhal list` and the facade describe) are PAPI 7.0's, with
-    /// PAPI's long description each: oracle, the table generated from Debian's PAPI 7.0
-    /// (papi/tests/side_by_side.rs checks it against the library).
+    /// The HAL's presets (what `counterhal list` and the facade describe, and whose
+    /// descriptions libpapi gives as the long ones) are PAPI 7.0's, one to one: oracle, the
+    /// table generated from Debian's PAPI 7.0 (papi/tests/side_by_side.rs checks it against
+    /// the library; the table writer stops where PAPI's long description of a preset is not
+    /// the HAL's, gen/tests/tables.rs).
     #[test]
-    fn the_hal_describes_each_preset_as_papi() {
+    fn the_hal_has_each_preset_of_papi_and_no_other() {
         assert_eq!(counterhal_hal::Preset::ALL.len(), presets().len());
         for preset in presets() {
             let name = preset.name();
             let hal = counterhal_hal::Preset::from_name(name).expect(name);
-            assert_eq!(hal.description(), preset.long_description(), "{name}");
+            assert_eq!(hal.name(), name);
+            assert!(!preset.long_description().is_empty(), "{name}");
         }
     }
 
