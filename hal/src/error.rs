@@ -61,7 +61,10 @@ impl fmt::Display for ErrorKind {
 
 /// An error: its kind, what happened, the OS error number when there was one, and a hint that
 /// tells the user what to do about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its `Debug` form is the message and the kind (`{:#?}` shows the fields), so that a `main`
+/// returning `Result<(), Error>` prints what went wrong rather than a struct.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -154,6 +157,21 @@ impl fmt::Display for Error {
     }
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return f
+                .debug_struct("Error")
+                .field("kind", &self.kind)
+                .field("message", &self.message)
+                .field("errno", &self.errno)
+                .field("hint", &self.hint)
+                .finish();
+        }
+        write!(f, "{self} ({})", self.kind)
+    }
+}
+
 impl std::error::Error for Error {}
 
 /// The result type of every fallible counterhal function.
@@ -174,6 +192,25 @@ mod tests {
             error.to_string(),
             "cannot open cycles (os error 13); hint: set /proc/sys/kernel/perf_event_paranoid \
              to 1 or run with CAP_PERFMON"
+        );
+    }
+
+    /// Oracle: Rust's `impl Termination for Result<(), E: Debug>` (library/std/src/process.rs,
+    /// Rust 1.95), which prints `Error: {err:?}` when `main` returns an error: the user reads
+    /// the message, not the struct's fields.
+    #[test]
+    fn debug_is_the_message_and_the_kind() {
+        let error = Error::new(ErrorKind::NotFound, "no cgroup /x")
+            .with_errno(2)
+            .with_hint("name a cgroup that exists");
+        assert_eq!(
+            format!("{error:?}"),
+            "no cgroup /x (os error 2); hint: name a cgroup that exists (not found)"
+        );
+        let fields = format!("{error:#?}");
+        assert!(
+            fields.starts_with("Error {") && fields.contains("errno: Some("),
+            "{fields}"
         );
     }
 
