@@ -2,7 +2,9 @@
 //! function and from the `getpid` system-call tracepoint.
 
 use counterhal_conformance::{CompanionEvent, ExactEvent, Subject};
-use counterhal_hal::{Backend, BackendTarget, ErrorKind, OpenOptions};
+use counterhal_hal::{
+    Backend, BackendTarget, Error, ErrorKind, EventRequest, OpenOptions, SampleOptions, Sampler,
+};
 
 use crate::LinuxBackend;
 
@@ -151,6 +153,27 @@ impl Subject for LinuxSubject {
 
     fn counts_per_thread(&self) -> bool {
         true
+    }
+
+    fn open_sampler(
+        &self,
+        names: &[&str],
+        options: &SampleOptions,
+    ) -> Option<Result<Box<dyn Sampler>, Error>> {
+        let opened = names
+            .iter()
+            .map(|name| self.backend.resolve(name))
+            .collect::<Result<Vec<_>, Error>>()
+            .and_then(|events| {
+                let requests: Vec<EventRequest> = events
+                    .into_iter()
+                    .flat_map(|event| event.terms)
+                    .map(|term| term.request)
+                    .collect();
+                self.backend
+                    .open_sampler(&requests, &self.target(), options)
+            });
+        Some(opened.map(|sampler| Box::new(sampler) as Box<dyn Sampler>))
     }
 }
 

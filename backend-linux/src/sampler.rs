@@ -240,8 +240,12 @@ impl Drop for LinuxSampler {
 }
 
 impl LinuxSampler {
+    /// Sends `request` to the leader alone, as a counting group's enable and disable go
+    /// ([`LinuxGroup`](crate::LinuxGroup)'s): its members were opened enabled and count while
+    /// it does. `PERF_IOC_FLAG_GROUP` would switch each member too, and on Linux 6.18 a member
+    /// of another PMU than the leader's switched off that way never counts again.
     fn ioctl(&self, request: u64, name: &'static str) -> Result<()> {
-        sys::ioctl_int(self.fds[0].as_fd(), request, sys::IOC_FLAG_GROUP).map_err(|errno| {
+        sys::ioctl_int(self.fds[0].as_fd(), request, 0).map_err(|errno| {
             Error::new(ErrorKind::Other, format!("ioctl PERF_EVENT_IOC_{name}")).with_errno(errno)
         })
     }

@@ -1,6 +1,6 @@
 //! What a backend under test offers the suite beyond the hal traits.
 
-use counterhal_hal::{Backend, BackendTarget, Error};
+use counterhal_hal::{Backend, BackendTarget, Error, SampleOptions, Sampler};
 
 /// An event a subject can make count exactly: `per_unit` events per unit of
 /// [`Subject::work`].
@@ -127,5 +127,17 @@ pub trait Subject: Sync {
     /// Whether the subject's target counts per thread, so two threads count independently.
     fn counts_per_thread(&self) -> bool {
         false
+    }
+
+    /// Opens `names` as one sampler on [`target`](Subject::target), disabled: the first
+    /// samples as `options` say, the others are read with each sample. `None` where the
+    /// backend cannot sample (the sampling case then skips); none by default.
+    fn open_sampler(
+        &self,
+        names: &[&str],
+        options: &SampleOptions,
+    ) -> Option<Result<Box<dyn Sampler>, Error>> {
+        let _ = (names, options);
+        None
     }
 }

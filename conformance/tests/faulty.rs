@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use counterhal_conformance::{ExactEvent, Outcome, Report, Subject};
 use counterhal_hal::{
     Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, Domain, Encoding, Error,
-    ErrorKind, EventRequest, Evtsel, Family, Group, OpenOptions, Reading, ResolvedEvent, Result,
-    Scope, TargetSupport, check_buffer,
+    ErrorKind, EventRequest, Evtsel, Family, Group, OpenOptions, Reading, Record, ResolvedEvent,
+    Result, Sample, SampleOptions, Sampler, Scope, TargetSupport, Walked, check_buffer,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +261,78 @@ impl Backend for FakeBackend {
     }
 }
 
+/// A sampler of the fake backend, sampling each event of its leader with the group's values:
+/// in each unit of work the members' events come first, then the leader's.
+struct FakeSampler {
+    fault: Fault,
+    machine: Arc<Mutex<Machine>>,
+    per_unit: Vec<u64>,
+    /// The units done when it was enabled, while it is.
+    enabled_at: Option<u64>,
+    /// The units each event counted so far (the members' stop after the first window under
+    /// `MembersStopAfterRestart`).
+    units: Vec<u64>,
+    windows: u64,
+    /// The group's values of each sample not yet walked.
+    samples: Vec<Vec<u64>>,
+}
+
+impl Sampler for FakeSampler {
+    fn enable(&mut self) -> Result<()> {
+        if self.enabled_at.is_none() {
+            self.enabled_at = Some(self.machine.lock().unwrap().units);
+        }
+        Ok(())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        let Some(start) = self.enabled_at.take() else {
+            return Ok(());
+        };
+        let now = self.machine.lock().unwrap().units;
+        let members_count = self.fault != Fault::MembersStopAfterRestart || self.windows == 0;
+        for _ in start..now {
+            for (i, units) in self.units.iter_mut().enumerate() {
+                if i == 0 || members_count {
+                    *units += 1;
+                }
+            }
+            let leader = self.units[0] * self.per_unit[0];
+            for event in (leader - self.per_unit[0] + 1)..=leader {
+                let mut values: Vec<u64> = self
+                    .units
+                    .iter()
+                    .zip(&self.per_unit)
+                    .map(|(u, p)| u * p)
+                    .collect();
+                values[0] = event;
+                self.samples.push(values);
+            }
+        }
+        self.windows += 1;
+        Ok(())
+    }
+
+    fn walk(&mut self, each: &mut dyn FnMut(&Record<'_>)) -> Result<Walked> {
+        let mut walked = Walked::default();
+        for values in std::mem::take(&mut self.samples) {
+            let mut sample = Sample::default();
+            sample.group_values = &values;
+            each(&Record::Sample(sample));
+            walked.samples += 1;
+        }
+        Ok(walked)
+    }
+
+    fn count(&mut self) -> Result<u64> {
+        Ok(self.units[0] * self.per_unit[0])
+    }
+
+    fn lost(&mut self) -> Result<Option<u64>> {
+        Ok(Some(0))
+    }
+}
+
 struct FakeSubject(FakeBackend);
 
 impl Subject for FakeSubject {
@@ -293,6 +365,32 @@ impl Subject for FakeSubject {
 
     fn missing_device_error(&self) -> Option<Error> {
         Some(Error::new(ErrorKind::DeviceMissing, "no /dev/fake"))
+    }
+
+    fn open_sampler(
+        &self,
+        names: &[&str],
+        _options: &SampleOptions,
+    ) -> Option<Result<Box<dyn Sampler>>> {
+        let per_unit = names
+            .iter()
+            .map(|name| match *name {
+                "ev1" => Ok(1),
+                "ev3" => Ok(3),
+                other => Err(Error::invalid_event(format!("unknown event `{other}`"))),
+            })
+            .collect::<Result<Vec<u64>>>();
+        Some(per_unit.map(|per_unit| {
+            Box::new(FakeSampler {
+                fault: self.0.fault,
+                machine: Arc::clone(&self.0.machine),
+                units: vec![0; per_unit.len()],
+                per_unit,
+                enabled_at: None,
+                windows: 0,
+                samples: Vec::new(),
+            }) as Box<dyn Sampler>
+        }))
     }
 }
 
@@ -426,7 +524,8 @@ fn a_restarted_group_that_counts_only_its_leader_is_caught() {
         failures,
         [
             "restarted_group_counts_every_window",
-            "reset_between_windows_counts_each_window"
+            "reset_between_windows_counts_each_window",
+            "restarted_sampler_reads_every_member"
         ]
     );
 }
@@ -461,6 +560,7 @@ fn every_case_passes_somewhere_and_fails_under_some_fault() {
         "user_and_kernel_modifiers_split_the_count",
         "restarted_group_counts_every_window",
         "reset_between_windows_counts_each_window",
+        "restarted_sampler_reads_every_member",
     ] {
         let outcome = report
             .cases

@@ -28,7 +28,10 @@ pub use groups::{
 pub use hardware::{branch_loop, instructions_loop};
 pub use hygiene::{open_close_hygiene, threads_count_independently};
 pub use multiplexing::multiplexing_time_shares_events;
-pub use restart::{reset_between_windows_counts_each_window, restarted_group_counts_every_window};
+pub use restart::{
+    reset_between_windows_counts_each_window, restarted_group_counts_every_window,
+    restarted_sampler_reads_every_member,
+};
 
 use crate::{Outcome, Subject};
 
@@ -73,6 +76,7 @@ pub fn all<S: Subject>() -> Vec<Case<S>> {
         case!(group_members_consistent),
         case!(restarted_group_counts_every_window),
         case!(reset_between_windows_counts_each_window),
+        case!(restarted_sampler_reads_every_member),
         case!(scaling_of_recorded_readings),
         case!(scaling_of_live_readings),
         case!(unknown_event_is_invalid),
