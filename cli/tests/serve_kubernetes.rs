@@ -177,30 +177,37 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
 const BURSTABLE: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 const GUARANTEED: &str = "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4";
 
-/// A tree of cgroups made as the kubelet's systemd driver makes them (with a container of
-/// each pod) below `top`, and a busy loop in the burstable pod's container; the loop ended and
-/// the tree removed when dropped (deepest first, before the test's own cgroup).
+/// A tree of cgroups made as the kubelet's systemd driver makes them below its
+/// `--cgroup-root` `/<root>` (a top-level slice, as kind's `/kubelet` is
+/// `/kubelet.slice/kubelet-kubepods.slice/...`), with a container of each pod, below the
+/// cgroup mount `mount`; and a busy loop in the burstable pod's container; the loop ended and
+/// the tree removed when dropped (deepest first).
 struct Kubepods {
     dirs: Vec<std::path::PathBuf>,
     busy: Ended,
 }
 
 impl Kubepods {
-    fn make(top: &Path) -> Kubepods {
+    /// The tree below `mount` for the kubelet root `/<root>` (`root` without `-`, which the
+    /// systemd driver would escape).
+    fn make(mount: &Path, root: &str) -> Kubepods {
+        assert!(!root.contains('-'), "{root}");
         let id = |n: u8| format!("{n:x}").repeat(64);
+        let kubepods = format!("{root}.slice/{root}-kubepods.slice");
         let burstable = format!(
-            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice",
+            "{kubepods}/{root}-kubepods-burstable.slice/{root}-kubepods-burstable-pod{}.slice",
             BURSTABLE.replace('-', "_")
         );
         let guaranteed = format!(
-            "kubepods.slice/kubepods-pod{}.slice",
+            "{kubepods}/{root}-kubepods-pod{}.slice",
             GUARANTEED.replace('-', "_")
         );
         let container = format!("{burstable}/cri-containerd-{}.scope", id(10));
         let paths = [
-            "kubepods.slice".to_string(),
-            "kubepods.slice/kubepods-burstable.slice".to_string(),
-            "kubepods.slice/kubepods-besteffort.slice".to_string(),
+            format!("{root}.slice"),
+            kubepods.clone(),
+            format!("{kubepods}/{root}-kubepods-burstable.slice"),
+            format!("{kubepods}/{root}-kubepods-besteffort.slice"),
             burstable,
             container.clone(),
             guaranteed.clone(),
@@ -208,7 +215,7 @@ impl Kubepods {
         ];
         let mut dirs = Vec::new();
         for path in paths {
-            let dir = top.join(path);
+            let dir = mount.join(path);
             std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             dirs.push(dir);
         }
@@ -219,7 +226,7 @@ impl Kubepods {
                 .expect("start a busy loop"),
         );
         std::fs::write(
-            top.join(container).join("cgroup.procs"),
+            mount.join(container).join("cgroup.procs"),
             busy.0.id().to_string(),
         )
         .unwrap();
@@ -243,11 +250,131 @@ impl Drop for Kubepods {
     }
 }
 
+/// The cgroups below `dir` and `dir` itself, removed deepest first (after the test).
+struct Tree(std::path::PathBuf);
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        fn below(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+            found.push(dir.to_path_buf());
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    below(&entry.path(), found);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        below(&self.0, &mut found);
+        for dir in found.iter().rev() {
+            std::fs::remove_dir(dir).ok();
+        }
+    }
+}
+
+/// A user's delegated cgroup subtree that copies the kubelet's layouts with another pod's UID
+/// and a container ID (`.../app/kubepods/burstable/pod<UID>/<ID>`, `.../app/kubepods.slice/
+/// kubepods-pod<UID>.slice/cri-containerd-<ID>.scope`), made by `nobody`, gets no pod
+/// labels: the kubelet makes its `kubepods` at its `--cgroup-root` only (`/` by default),
+/// so a sum by `pod_uid` holds only the kubelet's pods. Told that the kubelet's root is that
+/// user's `app` (`--kubelet-cgroup-root`), the cgroupfs driver's layout there is a pod's.
+///
+/// Oracle: the kubelet's cgroup naming (kubernetes' `pkg/kubelet/cm/container_manager_linux.go`:
+/// the pods' root is its `--cgroup-root` and `kubepods`; `cgroup_manager_linux.go`'s
+/// `ToCgroupfs` and `ToSystemd`), and the kernel's cgroup delegation (a directory `nobody`
+/// owns is one it may make cgroups in, cgroup-v2.rst "Delegation").
+#[test]
+fn a_users_copy_of_the_kubepods_layout_gets_no_pod_labels() {
+    serve_or_skip!();
+    if !running_as_root() {
+        skip!(Need::Privilege, "making and delegating cgroups takes root");
+    }
+    let Some(mut mkdir) = unprivileged_program("mkdir") else {
+        skip!(
+            Need::Tools,
+            "cannot run mkdir as nobody: no setpriv (util-linux)"
+        );
+    };
+    let mount = match counterhal::cgroup_root() {
+        Ok(mount) => mount,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let top = TestCgroup::new(&mount, "delegated").expect("make a cgroup");
+    let _tree = Tree(top.path.join("app"));
+    std::os::unix::fs::chown(&top.path, Some(NOBODY), Some(NOBODY)).unwrap();
+    let id = "c".repeat(64);
+    let escaped = BURSTABLE.replace('-', "_");
+    let copies = [
+        format!("app/kubepods/burstable/pod{BURSTABLE}/{id}"),
+        format!("app/kubepods.slice/kubepods-pod{escaped}.slice/cri-containerd-{id}.scope"),
+    ];
+    let made = mkdir
+        .arg("-p")
+        .args(copies.iter().map(|c| top.path.join(c)))
+        .output()
+        .expect("run mkdir as nobody");
+    assert!(made.status.success(), "mkdir as nobody: {}", stderr(&made));
+
+    let scrape = |more: &[&str]| {
+        let pattern = format!("^{}/app/", top.name);
+        let mut args = vec![
+            "-e",
+            "task-clock",
+            "--cgroups",
+            &pattern,
+            "--cgroup-depth",
+            "8",
+        ];
+        args.extend(more);
+        let exporter = Exporter::start(&args);
+        let (status, text) = get(exporter.address, "/metrics", None);
+        assert_eq!(status, Some(200));
+        samples(&text, "counterhal_event_seconds_total", "cgroup=\"/")
+    };
+    let series = scrape(&[]);
+    for copy in &copies {
+        let label = format!("cgroup=\"/{}/{copy}\"", top.name);
+        assert!(
+            series.iter().any(|(labels, _)| labels.contains(&label)),
+            "{copy} is followed: {series:?}"
+        );
+    }
+    assert!(
+        series.iter().all(|(labels, _)| !labels.contains("pod_uid")
+            && !labels.contains("container_id")
+            && !labels.contains("qos_class")),
+        "a user's copy of the layout was labelled as a pod's: {series:?}"
+    );
+
+    // The kubelet's root declared there: its cgroupfs layout is a pod's and its container's.
+    let root = format!("/{}/app", top.name);
+    let series = scrape(&["--kubelet-cgroup-root", &root]);
+    let pod_label = format!("cgroup=\"/{}/{}\"", top.name, copies[0]);
+    let (labels, _) = series
+        .iter()
+        .find(|(labels, _)| labels.contains(&pod_label))
+        .unwrap_or_else(|| panic!("{pod_label}: {series:?}"));
+    for label in [
+        format!("pod_uid=\"{BURSTABLE}\""),
+        format!("container_id=\"{id}\""),
+        "qos_class=\"burstable\"".to_string(),
+    ] {
+        assert!(labels.contains(&label), "{label} not in {labels}");
+    }
+    let systemd_copy = format!("cgroup=\"/{}/{}\"", top.name, copies[1]);
+    assert!(
+        series
+            .iter()
+            .filter(|(labels, _)| labels.contains(&systemd_copy))
+            .all(|(labels, _)| !labels.contains("pod_uid")),
+        "the systemd driver's layout of that root is app.slice/app-kubepods.slice: {series:?}"
+    );
+}
+
 /// The DaemonSet's command line (daemonset.yaml, read here so the two cannot drift), with its
 /// paths made the test's: loopback, the web configuration of web-config.yml with the test's
-/// certificate and user, and its cgroup pattern and depth one level down, below the test's
-/// cgroup `top` (the tree is made there, not at the mount's top).
-fn daemonset_args(container: &serde_json::Value, top: &str, web: &Path) -> Vec<String> {
+/// certificate and user, and the kubelet's `--cgroup-root` `/<root>` (the tree is made there,
+/// not at the mount's top): its cgroup pattern below the root's slice, one level down.
+fn daemonset_args(container: &serde_json::Value, root: &str, web: &Path) -> Vec<String> {
     let command = command_of(container);
     let mut args: Vec<String> = command[1..].to_vec();
     let pattern = after(&args, "--cgroups").expect("--cgroups").to_string();
@@ -256,17 +383,21 @@ fn daemonset_args(container: &serde_json::Value, top: &str, web: &Path) -> Vec<S
         .parse()
         .unwrap();
     let anchored = pattern
-        .strip_prefix('^')
-        .expect("a pattern anchored at the mount");
+        .strip_prefix("^kubepods.slice/")
+        .expect("a pattern anchored at the systemd driver's kubepods.slice");
     for (option, value) in [
         ("--listen", "127.0.0.1:0".to_string()),
         ("--web.config.file", web.display().to_string()),
-        ("--cgroups", format!("^{top}/{anchored}")),
+        (
+            "--cgroups",
+            format!("^{root}[.]slice/{root}-kubepods[.]slice/{anchored}"),
+        ),
         ("--cgroup-depth", (depth + 1).to_string()),
     ] {
         let at = args.iter().position(|a| a == option).unwrap();
         args[at + 1] = value;
     }
+    args.extend(["--kubelet-cgroup-root".to_string(), format!("/{root}")]);
     args
 }
 
@@ -333,7 +464,9 @@ fn scrape_job(target: std::net::SocketAddr, dir: &Path) -> String {
 }
 
 /// Done when: the DaemonSet's command line (its arguments read from daemonset.yaml), run
-/// against a tree of pod cgroups made as the kubelet's systemd driver makes them, scraped by
+/// against a tree of pod cgroups made as the kubelet's systemd driver makes them below a
+/// `--cgroup-root` of the test's (as kind's `/kubelet`), told with `--kubelet-cgroup-root`
+/// and its pattern written below that root's slices, scraped by
 /// Prometheus over TLS with basic authentication as prometheus-kubernetes.yml's job scrapes
 /// it, gives each pod's series its `pod_uid` and `qos_class` (the containers below the
 /// `--cgroup-depth` not followed, their counts in their pod's), and the series carry the
@@ -359,11 +492,11 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
-    let top = TestCgroup::new(&root, "kubepods").expect("make a cgroup");
-    let _tree = Kubepods::make(&top.path);
+    let kubelet_root = format!("counterhal_test_{}_kubelet", std::process::id());
+    let _tree = Kubepods::make(&root, &kubelet_root);
     let scratch = Scratch::new("daemonset");
     let web = web_config(&scratch.0);
-    let args = daemonset_args(&container, &top.name, &web);
+    let args = daemonset_args(&container, &kubelet_root, &web);
     let mut command = Command::new(bin());
     command.args(&args);
     let exporter = Exporter::spawn(command);

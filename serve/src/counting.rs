@@ -18,7 +18,7 @@ use super::budget::{self, Budget};
 use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
-use super::kubernetes::{self, Pod};
+use super::kubernetes::{Kubelet, Pod};
 use super::per_cgroup::Cgroups;
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
@@ -70,6 +70,8 @@ pub struct Exporter {
     pub unopened: usize,
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
+    /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
+    pub kubelet: Kubelet,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
 }
@@ -93,6 +95,7 @@ impl Exporter {
             budget,
             unopened: 0,
             per_cpu: false,
+            kubelet: Kubelet::default(),
             cgroups,
         }
     }
@@ -244,7 +247,7 @@ impl Exporter {
             }
         }
         *held += holds;
-        let pod = kubernetes::pod(cgroup);
+        let pod = self.kubelet.pod(cgroup);
         for (index, &cpu) in cpus.iter().enumerate() {
             self.places.push(Place {
                 at: Where {

@@ -3,16 +3,21 @@
 //! `qos_class` labels of its series.
 //!
 //! The kubelet names a pod's cgroup `{kubepods, QOS, pod<UID>}` (QOS left out for a
-//! guaranteed pod), below its `--cgroup-root` (`pkg/kubelet/cm/cgroup_manager_linux.go`,
-//! `qos_container_manager_linux.go`, `pod_container_manager_linux.go`):
+//! guaranteed pod), below its `--cgroup-root` (`/` by default;
+//! `pkg/kubelet/cm/container_manager_linux.go` appends `kubepods` to it,
+//! `cgroup_manager_linux.go`, `qos_container_manager_linux.go`,
+//! `pod_container_manager_linux.go`):
 //!
-//! - the cgroupfs driver joins the parts as they are: `/kubepods/burstable/pod<UID>`,
-//!   `/kubepods/pod<UID>`;
+//! - the cgroupfs driver joins the parts as they are (`ToCgroupfs`): `/kubepods/burstable/
+//!   pod<UID>`, `/kubepods/pod<UID>`; below the root `/kubelet`, `/kubelet/kubepods/...`;
 //! - the systemd driver escapes each part's `-` as `_` (`escapeSystemdCgroupName`) and makes
 //!   each level a slice whose name repeats its parents' (`ToSystemd`):
 //!   `/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<UID with _>.slice`,
-//!   `/kubepods.slice/kubepods-pod<UID with _>.slice`; under a cgroup root (`/kubelet`, as
-//!   kind's nodes have) the first level is `kubelet.slice/kubelet-kubepods.slice`.
+//!   `/kubepods.slice/kubepods-pod<UID with _>.slice`; below the root `/kubelet` (kind's
+//!   nodes), `/kubelet.slice/kubelet-kubepods.slice/...`.
+//!
+//! Pods are recognized there only ([`Kubelet`]): a `kubepods` anywhere else is a cgroup that
+//! whoever may make cgroups there named so (a user's delegated subtree), not the kubelet's.
 //!
 //! A container's cgroup is the pod's child: with the systemd driver a scope named after the
 //! runtime (`cri-containerd-<ID>.scope`, `crio-<ID>.scope`, `docker-<ID>.scope`), with the
@@ -39,27 +44,96 @@ const QOS_LEVELS: [&str; 2] = ["burstable", "besteffort"];
 /// The runtimes' prefixes of a container's cgroup (containerd's CRI plugin, CRI-O, Docker).
 const RUNTIME_PREFIXES: [&str; 3] = ["cri-containerd-", "crio-", "docker-"];
 
-/// The pod whose cgroup (or whose container's cgroup) `path` is, a path below the cgroup
-/// mount as `/proc/PID/cgroup` shows it; `None` for a cgroup that is no pod's (the
-/// `kubepods` and QoS levels included).
-pub fn pod(path: &str) -> Option<Pod> {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let top = parts.iter().position(|p| {
-        *p == "kubepods" || *p == "kubepods.slice" || p.ends_with("-kubepods.slice")
-    })?;
-    let (qos_class, pod_at, uid) = match parts[top].strip_suffix(".slice") {
-        Some(prefix) => systemd_pod(prefix, &parts[top + 1..])?,
-        None => cgroupfs_pod(&parts[top + 1..])?,
-    };
-    let container_id = parts
-        .get(top + 1 + pod_at + 1)
-        .and_then(|part| container(part))
-        .unwrap_or_default();
-    Some(Pod {
-        uid,
-        container_id,
-        qos_class,
-    })
+/// The longest `--kubelet-cgroup-root` taken (a cgroup path; Linux's `PATH_MAX`).
+const MAX_ROOT: usize = 4096;
+
+/// Where the kubelet makes the pods' cgroups: the node's `kubepods` cgroup below its
+/// `--cgroup-root`, as each cgroup driver names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kubelet {
+    /// The cgroupfs driver's `kubepods`, by its path's parts (`["kubepods"]`).
+    cgroupfs: Vec<String>,
+    /// The systemd driver's, by its slices (`["kubepods.slice"]`).
+    systemd: Vec<String>,
+}
+
+impl Default for Kubelet {
+    /// The kubelet's default `--cgroup-root`, `/`: `kubepods` at the top of the mount.
+    fn default() -> Kubelet {
+        Kubelet::new("/").expect("`/` is a cgroup root")
+    }
+}
+
+impl Kubelet {
+    /// The kubelet whose `--cgroup-root` is `root`, written as the kubelet takes it: a path
+    /// below the cgroup mount (`/`, `/kubelet`), whichever its cgroup driver.
+    ///
+    /// # Errors
+    /// `root` is no such path (relative, with an empty, `.` or `..` part, or longer than
+    /// 4096 bytes), with what would be one.
+    pub fn new(root: &str) -> Result<Kubelet, String> {
+        let bad = |why: &str| {
+            format!(
+                "`{root}` is not a kubelet --cgroup-root ({why}): a path below the cgroup mount \
+                 as the kubelet takes it, `/` (its default) or `/NAME[/NAME...]` (kind's nodes: \
+                 `/kubelet`)"
+            )
+        };
+        let below = root
+            .strip_prefix('/')
+            .ok_or_else(|| bad("it does not start with /"))?;
+        if root.len() > MAX_ROOT {
+            return Err(bad("longer than 4096 bytes"));
+        }
+        let below = below.strip_suffix('/').unwrap_or(below);
+        let mut names: Vec<&str> = match below {
+            "" => Vec::new(),
+            below => below.split('/').collect(),
+        };
+        if names
+            .iter()
+            .any(|n| n.is_empty() || *n == "." || *n == "..")
+        {
+            return Err(bad("an empty, `.` or `..` part"));
+        }
+        names.push("kubepods");
+        // ToSystemd: the parts escaped and joined by `-`, each level a slice of its prefix.
+        let escaped: Vec<String> = names.iter().map(|n| n.replace('-', "_")).collect();
+        let systemd = (1..=escaped.len())
+            .map(|level| format!("{}.slice", escaped[..level].join("-")))
+            .collect();
+        Ok(Kubelet {
+            cgroupfs: names.iter().map(|n| n.to_string()).collect(),
+            systemd,
+        })
+    }
+
+    /// The pod whose cgroup (or whose container's cgroup) `path` is, a path below the cgroup
+    /// mount as `/proc/PID/cgroup` shows it; `None` for a cgroup that is no pod's (the
+    /// `kubepods` and QoS levels included, and any cgroup outside this kubelet's `kubepods`).
+    pub fn pod(&self, path: &str) -> Option<Pod> {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let below = |top: &[String]| {
+            let starts = parts.len() > top.len() && parts.iter().zip(top).all(|(p, t)| p == t);
+            starts.then(|| &parts[top.len()..])
+        };
+        let (below, (qos_class, pod_at, uid)) = if let Some(below) = below(&self.cgroupfs) {
+            (below, cgroupfs_pod(below)?)
+        } else {
+            let below = below(&self.systemd)?;
+            let prefix = self.systemd.last()?.strip_suffix(".slice")?;
+            (below, systemd_pod(prefix, below)?)
+        };
+        let container_id = below
+            .get(pod_at + 1)
+            .and_then(|part| container(part))
+            .unwrap_or_default();
+        Some(Pod {
+            uid,
+            container_id,
+            qos_class,
+        })
+    }
 }
 
 /// The QoS class, the pod level's index in `below` and the UID, where `below` (the parts
@@ -122,8 +196,17 @@ mod tests {
     const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
     const ID: &str = "4f5c0c0e3fd7e2a0a0b2f0d3c4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f607";
 
+    /// The labels of `path`'s cgroup, by a kubelet of `root`.
+    fn labels_below(root: &str, path: &str) -> Option<(String, String, &'static str)> {
+        let kubelet = Kubelet::new(root).unwrap();
+        kubelet
+            .pod(path)
+            .map(|p| (p.uid, p.container_id, p.qos_class))
+    }
+
+    /// The labels of `path`'s cgroup, by a kubelet of the default root.
     fn labels(path: &str) -> Option<(String, String, &'static str)> {
-        pod(path).map(|p| (p.uid, p.container_id, p.qos_class))
+        labels_below("/", path)
     }
 
     /// Every layout of the kubelet's two drivers and the three runtimes' scopes.
@@ -161,7 +244,10 @@ mod tests {
             "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/\
              kubelet-kubepods-besteffort-pod{escaped}.slice/cri-containerd-{ID}.scope/init"
         );
-        assert_eq!(labels(&rooted), in_container("besteffort"));
+        assert_eq!(
+            labels_below("/kubelet", &rooted),
+            in_container("besteffort")
+        );
 
         // The cgroupfs driver: the UID as the API writes it, the container's bare ID.
         assert_eq!(
@@ -225,5 +311,107 @@ mod tests {
             labels(&short),
             Some((UID.to_string(), String::new(), "guaranteed"))
         );
+    }
+
+    /// A `kubepods` the kubelet did not make gets no labels: below the default root, pods are
+    /// recognized at the top of the mount only, so a user's delegated subtree that copies the
+    /// layout (`.../app/kubepods/pod<a victim's UID>/<ID>`) is not labelled as the victim's
+    /// pod; below another root, at that root only.
+    ///
+    /// Oracle: kubernetes' `pkg/kubelet/cm/container_manager_linux.go` (the pods' root is
+    /// `NewCgroupName(ParseCgroupfsToCgroupName(--cgroup-root), "kubepods")`; `NodeAllocatableRoot`
+    /// in `helpers_linux.go`), with the kubelet's `--cgroup-root` `/` where none is given
+    /// (`cmd/kubelet/app/server.go`, "defaulting to /").
+    #[test]
+    fn a_kubepods_the_kubelet_did_not_make_gets_no_labels() {
+        let escaped = UID.replace('-', "_");
+        for path in [
+            format!("/user.slice/user-1000.slice/user@1000.service/app/kubepods/pod{UID}/{ID}"),
+            format!("/app/kubepods/burstable/pod{UID}"),
+            format!("/app/kubepods.slice/kubepods-pod{escaped}.slice/crio-{ID}.scope"),
+            format!("/user.slice/kubepods.slice/kubepods-pod{escaped}.slice"),
+            format!("/app/x-kubepods.slice/x-kubepods-pod{escaped}.slice"),
+            // The layout of the root /kubelet, under the default root.
+            format!("/kubelet/kubepods/pod{UID}/{ID}"),
+            format!("/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-pod{escaped}.slice"),
+        ] {
+            assert_eq!(labels(&path), None, "{path}");
+        }
+        // Under the root /kubelet, the top-level layouts are no pod's either.
+        for path in [
+            format!("/kubepods/pod{UID}/{ID}"),
+            format!("/kubepods.slice/kubepods-pod{escaped}.slice"),
+            format!("/app/kubelet/kubepods/pod{UID}"),
+        ] {
+            assert_eq!(labels_below("/kubelet", &path), None, "{path}");
+        }
+    }
+
+    /// Below a `--cgroup-root` other than `/`, each driver's layout is the kubelet's: the
+    /// cgroupfs driver's `<root>/kubepods/...`, the systemd driver's slices named by every
+    /// level before them, a `-` in the root escaped as `_`.
+    ///
+    /// Oracle: kubernetes' `pkg/kubelet/cm/cgroup_manager_linux.go` (`ToCgroupfs`;
+    /// `ToSystemd` with runc's `ExpandSlice`: `{kubelet, kubepods, burstable, pod1234-abcd}` is
+    /// `/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/
+    /// kubelet-kubepods-burstable-pod1234_abcd.slice`), kind's node image's
+    /// `cgroupRoot: /kubelet`.
+    #[test]
+    fn pods_below_a_cgroup_root_are_named_as_the_kubelet_names_them() {
+        let escaped = UID.replace('-', "_");
+        let in_container = |qos| Some((UID.to_string(), ID.to_string(), qos));
+        let pod_only = |qos| Some((UID.to_string(), String::new(), qos));
+        for (root, path, expected) in [
+            (
+                "/kubelet",
+                format!("/kubelet/kubepods/pod{UID}/{ID}"),
+                in_container("guaranteed"),
+            ),
+            (
+                "/kubelet/",
+                format!("/kubelet/kubepods/burstable/pod{UID}"),
+                pod_only("burstable"),
+            ),
+            (
+                "/kubelet",
+                format!(
+                    "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-pod{escaped}.slice"
+                ),
+                pod_only("guaranteed"),
+            ),
+            (
+                "/nested/node-1",
+                format!("/nested/node-1/kubepods/besteffort/pod{UID}/{ID}"),
+                in_container("besteffort"),
+            ),
+            (
+                "/nested/node-1",
+                format!(
+                    "/nested.slice/nested-node_1.slice/nested-node_1-kubepods.slice/\
+                     nested-node_1-kubepods-burstable.slice/\
+                     nested-node_1-kubepods-burstable-pod{escaped}.slice/docker-{ID}.scope"
+                ),
+                in_container("burstable"),
+            ),
+        ] {
+            assert_eq!(labels_below(root, &path), expected, "{root}: {path}");
+        }
+    }
+
+    /// A root that is no cgroup path is refused, naming what would be one.
+    #[test]
+    fn a_bad_cgroup_root_is_refused_with_what_would_be_one() {
+        for root in [
+            "",
+            "kubelet",
+            "/a//b",
+            "/a/../b",
+            "/./a",
+            &format!("/{}", "a".repeat(5000)),
+        ] {
+            let error = Kubelet::new(root).unwrap_err();
+            assert!(error.contains("`/NAME[/NAME...]`"), "{root}: {error}");
+        }
+        assert_eq!(Kubelet::new("/").unwrap(), Kubelet::default());
     }
 }

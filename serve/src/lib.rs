@@ -76,7 +76,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--cgroup-mode auto|bpf|perf-events] [--per-cpu] \
+[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--per-cpu] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -147,6 +147,13 @@ pub struct ServeArgs {
     /// cgroup), or auto (bpf where it works, else perf-events, saying why at start).
     #[arg(long = "cgroup-mode", value_name = "MODE", value_enum, default_value_t = CgroupModeArg::Auto)]
     pub cgroup_mode: CgroupModeArg,
+    /// The kubelet's --cgroup-root (cgroupRoot in its configuration file), as it takes it:
+    /// pods' cgroups get their pod_uid, container_id and qos_class labels only below its
+    /// kubepods (/kubepods/... or /kubepods.slice/... at the top of the mount by default;
+    /// /kubelet/kubepods/... or /kubelet.slice/kubelet-kubepods.slice/... for kind's
+    /// /kubelet).
+    #[arg(long = "kubelet-cgroup-root", value_name = "PATH", default_value = "/", value_parser = kubelet_root)]
+    pub kubelet_cgroup_root: String,
     /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
@@ -208,6 +215,11 @@ pub(crate) fn log(text: &str) -> bool {
 /// A PromQL duration: digits and a unit (`30s`, `1m`, `1h`), one or more.
 fn promql_duration(text: &str) -> Result<String, String> {
     web::duration(text).map(|_| text.to_string())
+}
+
+/// A kubelet `--cgroup-root` (`/`, `/kubelet`).
+fn kubelet_root(text: &str) -> Result<String, String> {
+    kubernetes::Kubelet::new(text).map(|_| text.to_string())
 }
 
 /// A duration in seconds between 0.01 and 300.
@@ -350,6 +362,8 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
+    exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
+        .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let listener = args.listen.bind().map_err(|e| {
         Failure::failed(Error::invalid_input(format!(
             "cannot listen on {}: {e}",
