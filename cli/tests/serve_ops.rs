@@ -453,6 +453,151 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
     std::fs::remove_file(&web).ok();
 }
 
+/// What Prometheus 2.42 logs for a `SIGHUP` with a configuration that does not read, then
+/// for one with a configuration that reads (its standard error after each); `None` where it
+/// is not installed.
+fn prometheus_reloads_refused_then_taken() -> Option<(String, String)> {
+    let folder = std::env::temp_dir().join(format!("counterhal-ops-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).ok()?;
+    let config = folder.join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 1m\n").ok()?;
+    let log = folder.join("log");
+    let address = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            folder.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={address}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).ok()?))
+        .spawn()
+        .ok()?;
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    // Standard error once Prometheus has given `verdicts` verdicts on its file.
+    let settled = |verdicts: usize| {
+        let waited = Instant::now();
+        let given = |text: String| {
+            text.matches("Completed loading").count() + text.matches("Error reloading").count()
+        };
+        while given(said()) < verdicts && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        said()
+    };
+    let started = settled(1);
+    std::fs::write(&config, "global: [\n").ok()?;
+    signal(child.id(), "-HUP");
+    let refused = settled(2);
+    std::fs::write(&config, "global:\n  scrape_interval: 2m\n").ok()?;
+    signal(child.id(), "-HUP");
+    let taken = settled(3);
+    child.kill().ok();
+    child.wait().ok();
+    std::fs::remove_dir_all(&folder).ok();
+    Some((
+        refused[started.len()..].to_string(),
+        taken[refused.len()..].to_string(),
+    ))
+}
+
+/// A `SIGHUP` whose web configuration does not read says so and only so: the configuration
+/// read before stays, never "read again" beside it; the next one that reads says it was read
+/// again and is served.
+///
+/// Oracle: Prometheus 2.42, signalled the same way with its configuration file refused and
+/// then taken: one verdict for each SIGHUP ("Error reloading config", or "Completed loading
+/// of configuration file"), never both.
+#[test]
+fn a_refused_web_configuration_on_sighup_is_said_as_refused_only() {
+    serve_or_skip!();
+    let Some((refused, taken)) = prometheus_reloads_refused_then_taken() else {
+        skip!(Need::Tools, "prometheus is not installed");
+    };
+    assert!(refused.contains("Error reloading config"), "{refused}");
+    assert!(!refused.contains("Completed loading"), "{refused}");
+    assert!(taken.contains("Completed loading"), "{taken}");
+    assert!(!taken.contains("Error reloading"), "{taken}");
+
+    let web =
+        std::env::temp_dir().join(format!("counterhal-ops-refused-{}.yml", std::process::id()));
+    let config = |age: u32| {
+        format!("http_server_config:\n  headers:\n    Strict-Transport-Security: max-age={age}\n")
+    };
+    std::fs::write(&web, config(1)).unwrap();
+    let mut args = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "-e",
+        "task-clock",
+        "--web.config.file",
+    ]
+    .to_vec();
+    args.push(web.to_str().unwrap());
+    let ours = Served::start(bin().to_str().unwrap(), &args);
+    let header = |address| {
+        let (_, text) = exchange(
+            address,
+            b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+        );
+        text.lines()
+            .find(|l| l.starts_with("Strict-Transport-Security"))
+            .map(str::to_string)
+    };
+    let hup = |times: usize| {
+        signal(ours.child.id(), "-HUP");
+        let waited = Instant::now();
+        while ours.said().matches("SIGHUP").count() < times
+            && waited.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ours.said()
+    };
+    let before = ours.said();
+    std::fs::write(&web, "tls_server_confg: {}\n").unwrap();
+    let after_refused = hup(1);
+    let refused = &after_refused[before.len()..];
+    assert!(
+        refused.contains("`tls_server_confg` is not a key"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("the configuration read before stays"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("SIGHUP: the web configuration file was refused"),
+        "{refused}"
+    );
+    assert!(
+        !refused.contains("read again"),
+        "a refused file said read again: {refused}"
+    );
+    assert_eq!(
+        header(ours.address).as_deref(),
+        Some("Strict-Transport-Security: max-age=1")
+    );
+    std::fs::write(&web, config(3)).unwrap();
+    let after_taken = hup(2);
+    let taken = &after_taken[after_refused.len()..];
+    assert!(
+        taken.contains("SIGHUP: the web configuration read again"),
+        "{taken}"
+    );
+    assert!(
+        !taken.contains("stays") && !taken.contains("refused"),
+        "{taken}"
+    );
+    assert_eq!(
+        header(ours.address).as_deref(),
+        Some("Strict-Transport-Security: max-age=3")
+    );
+    std::fs::remove_file(&web).ok();
+}
+
 /// Whether something answers a TCP connection at `address` (within a second).
 fn reachable(address: SocketAddr) -> bool {
     std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_ok()
@@ -640,5 +785,146 @@ fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it
             "{said}"
         );
         assert!(said.contains("CAP_PERFMON"), "{said}");
+    }
+}
+
+/// promtool's verdict on the rules `rules` (a file's text), and what it said.
+fn promtool_check_rules(scratch: &crate::serve_examples::Scratch, rules: &str) -> (bool, String) {
+    let path = scratch.0.join("rules.yml");
+    std::fs::write(&path, rules).unwrap();
+    crate::serve_examples::verdict(Command::new("promtool").args(["check", "rules"]).arg(&path))
+}
+
+/// `--rules-window` takes exactly the windows PromQL takes in a range: every window serve
+/// accepts makes rules promtool accepts as they are written, and every window it refuses
+/// (with the range it takes named) is one promtool refuses in those rules: `0s`, `0h0m` and
+/// `0` (no time), `293y` and one millisecond past 292y171d23h47m16s854ms (past Go's
+/// `time.Duration`), units out of order or repeated (`20s4h`, `1m1m`), fractions. Windows
+/// made from every unit in a shuffled order and with counts near the bound are held to the
+/// same verdict.
+///
+/// Oracle: promtool of Prometheus 2.42 (`promtool check rules`: PromQL's parser, with
+/// prometheus/common's `model.ParseDuration`).
+#[test]
+fn the_rules_window_takes_what_promtool_takes() {
+    use crate::serve_examples::{Scratch, runs};
+    if !runs("promtool", &["--version"]) {
+        skip!(
+            Need::Tools,
+            "Debian's promtool (prometheus) is not installed"
+        );
+    }
+    let mut windows: Vec<String> = [
+        "1m",
+        "1ms",
+        "5m",
+        "1h30m",
+        "1m30ms",
+        "01m",
+        "2y3w",
+        "1w",
+        "292y",
+        "292y171d23h47m16s854ms",
+        "9223372036854ms",
+        "0s",
+        "0h0m",
+        "0",
+        "293y",
+        "292y171d23h47m16s855ms",
+        "9223372036855ms",
+        "99999999999999999999s",
+        "20s4h",
+        "1m1m",
+        "1d1d",
+        "1.5s",
+        "1Y",
+        "s",
+        "-1m",
+    ]
+    .map(String::from)
+    .to_vec();
+    // Units in a shuffled order, each with a count from 0 to past the bound (xorshift).
+    let units = ["y", "w", "d", "h", "m", "s", "ms"];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    for _ in 0..40 {
+        let mut window = String::new();
+        for _ in 0..=next(3) {
+            let count = [0u64, 1, 7, 59, 293, 106_752, 9_223_372_037][next(7) as usize];
+            window.push_str(&format!("{count}{}", units[next(7) as usize]));
+        }
+        windows.push(window);
+    }
+    let scratch = Scratch::new("rules-window");
+    // The rules of the default window, whose `[1m]` each refused window replaces.
+    let made = counterhal(&["serve", "--rules", "-M", "IPC"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let (mut accepted, mut refused) = (0, 0);
+    for window in &windows {
+        let option = format!("--rules-window={window}");
+        let out = counterhal(&["serve", "--rules", "-M", "IPC", &option]);
+        if out.status.success() {
+            accepted += 1;
+            let (ok, said) = promtool_check_rules(&scratch, &stdout(&out));
+            assert!(
+                ok,
+                "serve took `{window}`, promtool refused its rules: {said}"
+            );
+        } else {
+            refused += 1;
+            assert_eq!(out.status.code(), Some(2), "`{window}`: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains("from 1ms to 292y171d23h47m16s854ms"),
+                "`{window}` refused without the range: {}",
+                stderr(&out)
+            );
+            let rules = stdout(&made).replace("[1m]", &format!("[{window}]"));
+            let (ok, said) = promtool_check_rules(&scratch, &rules);
+            assert!(!ok, "serve refused `{window}`, promtool takes it: {said}");
+        }
+    }
+    eprintln!("{accepted} windows taken, {refused} refused, as promtool does");
+    assert!(
+        accepted >= 11 && refused >= 15,
+        "{accepted} taken, {refused} refused"
+    );
+}
+
+/// The `/` page names each event that did not open beside why, as standard error says it:
+/// an event of a PMU this host lacks, and the hardware events where no core PMU takes them.
+///
+/// Oracle: the host's PMUs in sysfs (`/sys/bus/event_source/devices` has no `nosuchpmu`),
+/// and the exporter's standard error, which names the event of each refusal.
+#[test]
+fn the_index_page_names_the_events_that_did_not_open() {
+    serve_or_skip!();
+    assert!(!std::path::Path::new("/sys/bus/event_source/devices/nosuchpmu").exists());
+    let events = "task-clock,nosuchpmu/event=0x1/,instructions";
+    let served = Served::start(
+        bin().to_str().unwrap(),
+        &["serve", "--listen", "127.0.0.1:0", "-e", events],
+    );
+    let (status, page) = get(served.address, "/", None);
+    assert_eq!(status, Some(200));
+    let said = served.said();
+    let refusals: Vec<(&str, &str)> = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("counterhal: not counted here: "))
+        .filter_map(|l| l.split_once(": "))
+        .collect();
+    assert!(
+        refusals
+            .iter()
+            .any(|(name, _)| *name == "nosuchpmu/event=0x1/"),
+        "{said}"
+    );
+    for (name, why) in refusals {
+        let listed = format!("<li><code>{name}</code>: {why}</li>");
+        assert!(page.contains(&listed), "{listed} not in: {page}");
     }
 }

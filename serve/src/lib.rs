@@ -122,7 +122,8 @@ pub struct ServeArgs {
     /// for a rules file; `promtool check rules` reads it) and exit.
     #[arg(long = "rules", requires = "metrics")]
     pub rules: bool,
-    /// The window of the rules' rate(), a PromQL duration.
+    /// The window of the rules' rate(), a PromQL duration from 1ms to
+    /// 292y171d23h47m16s854ms (units y w d h m s ms, largest first: 5m, 1h30m).
     #[arg(long = "rules-window", value_name = "DURATION", default_value = "1m", value_parser = promql_duration)]
     pub rules_window: String,
     /// Count the events in each cgroup (v2) whose path below the cgroup mount matches: perf's
@@ -212,9 +213,15 @@ pub(crate) fn log(text: &str) -> bool {
     std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes()).is_ok()
 }
 
-/// A PromQL duration: digits and a unit (`30s`, `1m`, `1h`), one or more.
+/// A PromQL range duration (`30s`, `1m`, `1h30m`): a Prometheus duration from 1ms to
+/// [`web::LONGEST`], as PromQL's parser takes a range (`0`, `0s` and longer ones refused).
 fn promql_duration(text: &str) -> Result<String, String> {
-    web::duration(text).map(|_| text.to_string())
+    let range = format!("a rate() window is from 1ms to {}", web::LONGEST);
+    match web::duration(text) {
+        Ok(window) if text != "0" && !window.is_zero() => Ok(text.to_string()),
+        Ok(_) => Err(format!("`{text}` is no time: {range}")),
+        Err(e) => Err(format!("{e}; {range}")),
+    }
 }
 
 /// A kubelet `--cgroup-root` (`/`, `/kubelet`).

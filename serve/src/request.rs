@@ -449,7 +449,11 @@ fn index(exporter: &super::counting::Exporter) -> Vec<u8> {
     if !exporter.refused.is_empty() {
         page.push_str("<h2>Not opened here</h2>\n<ul>\n");
         for refused in &exporter.refused {
-            page.push_str(&format!("<li>{}</li>\n", escape(&refused.message)));
+            page.push_str(&format!(
+                "<li><code>{}</code>: {}</li>\n",
+                escape(&refused.name),
+                escape(&refused.message)
+            ));
         }
         page.push_str("</ul>\n");
     }

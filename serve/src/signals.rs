@@ -41,10 +41,11 @@ pub fn take(shared: Arc<Shared>) {
 /// configuration before kept, as when the file changes).
 fn reload(shared: &Shared) {
     let said = match &shared.web {
-        Some(web) => {
-            web.reload();
-            "counterhal: SIGHUP: the web configuration read again\n"
-        }
+        Some(web) if web.reload() => "counterhal: SIGHUP: the web configuration read again\n",
+        Some(_) => concat!(
+            "counterhal: SIGHUP: the web configuration file was refused (said above); ",
+            "serving on with the one read before\n"
+        ),
         None => "counterhal: SIGHUP: no --web.config.file to read again; serving on\n",
     };
     crate::log(said);

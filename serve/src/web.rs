@@ -118,11 +118,17 @@ impl WebConfigFile {
     /// until it is read); a change that does not read (or turns TLS on or off) is reported
     /// and the one before kept.
     pub fn current(&self) -> Arc<WebConfig> {
+        self.look().0
+    }
+
+    /// As [`current`](Self::current), and whether the configuration is the file's as it is
+    /// now (`false`: the file was refused, said on standard error, and the one before kept).
+    fn look(&self) -> (Arc<WebConfig>, bool) {
         let now = stamp(&self.path);
         let reading = {
             let mut state = self.lock();
             if now == state.stamp {
-                return Arc::clone(&state.config);
+                return (Arc::clone(&state.config), true);
             }
             state.stamp = now;
             state.begun += 1;
@@ -130,14 +136,16 @@ impl WebConfigFile {
         };
         let read = read(&self.path);
         let mut state = self.lock();
-        match read {
-            _ if reading < state.installed => {}
+        let taken = match read {
+            // A later reading was installed: the file as it was then.
+            _ if reading < state.installed => true,
             Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
                 let _shown = crate::log(&format!(
                     "counterhal: {}: TLS is turned on or off by a restart; the \
                      configuration read before stays\n",
                     self.path.display()
                 ));
+                false
             }
             Ok(config) => {
                 let burst = config.rate.map_or(0, |(_, burst)| burst);
@@ -145,22 +153,25 @@ impl WebConfigFile {
                 state.installed = reading;
                 self.verified.clear();
                 state.bucket = (f64::from(burst), Instant::now());
+                true
             }
             Err(e) => {
                 let _shown = crate::log(&format!(
                     "counterhal: {e}; the configuration read before stays\n"
                 ));
+                false
             }
-        }
-        Arc::clone(&state.config)
+        };
+        (Arc::clone(&state.config), taken)
     }
 
     /// Reads the file again now, changed or not (`SIGHUP`), as [`current`](Self::current)
-    /// reads it when it changed.
-    pub fn reload(&self) {
+    /// reads it when it changed: whether it was taken (`false`: refused, said on standard
+    /// error, the configuration before kept).
+    pub fn reload(&self) -> bool {
         // A stamp no file has: the next look reads the file.
         self.lock().stamp = Some((SystemTime::UNIX_EPOCH, u64::MAX, u64::MAX));
-        self.current();
+        self.look().1
     }
 
     /// Whether a request with `authorization` (its `Authorization` header) may be answered
@@ -186,37 +197,72 @@ impl WebConfigFile {
     }
 }
 
-/// A Prometheus duration (`100ms`, `30s`, `1m`, `1h30m`; units ms, s, m, h, d, w, y).
+/// The longest duration Prometheus takes, in milliseconds: its `model.Duration` is a Go
+/// `time.Duration`, nanoseconds in an `int64` (292y171d23h47m16s854ms).
+pub const MAX_DURATION_MS: u64 = (i64::MAX as u64) / 1_000_000;
+
+/// A Prometheus duration as `model.ParseDuration` reads it (`100ms`, `30s`, `1h30m`): digits
+/// and a unit, the units y, w, d, h, m, s, ms each at most once and largest first, or `0`,
+/// at most [`MAX_DURATION_MS`].
 ///
 /// # Errors
-/// The text is no such duration, with an example of one.
+/// The text is no such duration, or a longer one, with an example of one.
 pub fn duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("`{text}` is not a Prometheus duration (e.g. 30s, 1m, 1h30m)");
+    const UNITS: [(&str, u64); 7] = [
+        ("y", 31_536_000_000),
+        ("w", 604_800_000),
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ];
+    let bad = || {
+        format!(
+            "`{text}` is not a Prometheus duration (digits and a unit, the units y, w, d, h, m, \
+             s, ms each at most once and largest first: e.g. 30s, 1m, 1h30m)"
+        )
+    };
     if text.is_empty() {
         return Err("an empty duration (e.g. 1m)".to_string());
     }
-    let mut rest = text;
-    let mut total = Duration::ZERO;
-    while !rest.is_empty() {
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        let (unit, seconds) = [
-            ("ms", 0.001),
-            ("s", 1.0),
-            ("m", 60.0),
-            ("h", 3600.0),
-            ("d", 86_400.0),
-            ("w", 604_800.0),
-            ("y", 31_536_000.0),
-        ]
-        .into_iter()
-        .find(|(u, _)| rest[digits..].starts_with(u))
-        .ok_or_else(bad)?;
-        let count: u32 = rest[..digits].parse().map_err(|_| bad())?;
-        total += Duration::from_secs_f64(f64::from(count) * seconds);
-        rest = &rest[digits + unit.len()..];
+    if text == "0" {
+        return Ok(Duration::ZERO);
     }
-    Ok(total)
+    let (mut rest, mut next_unit, mut total) = (text, 0, 0u64);
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        // "ms" before "m": the longest unit that follows the digits, no earlier than allowed.
+        let (at, (unit, ms)) = UNITS
+            .iter()
+            .enumerate()
+            .skip(next_unit)
+            .filter(|(_, (u, _))| rest[digits..].starts_with(u))
+            .max_by_key(|(_, (u, _))| u.len())
+            .ok_or_else(bad)?;
+        if digits == 0
+            || !matches!(
+                rest[digits + unit.len()..].bytes().next(),
+                None | Some(b'0'..=b'9')
+            )
+        {
+            return Err(bad());
+        }
+        let too_long =
+            || format!("`{text}` is longer than Prometheus' longest duration, {LONGEST}");
+        let count: u64 = rest[..digits].parse().map_err(|_| too_long())?;
+        total = count
+            .checked_mul(*ms)
+            .and_then(|part| total.checked_add(part))
+            .filter(|&total| total <= MAX_DURATION_MS)
+            .ok_or_else(too_long)?;
+        (rest, next_unit) = (&rest[digits + unit.len()..], at + 1);
+    }
+    Ok(Duration::from_millis(total))
 }
+
+/// [`MAX_DURATION_MS`] as Prometheus writes it.
+pub const LONGEST: &str = "292y171d23h47m16s854ms";
 
 /// Reads and checks the configuration file at `path`.
 fn read(path: &Path) -> Result<WebConfig, String> {
@@ -373,9 +419,19 @@ mod tests {
     fn durations_are_prometheus_durations() {
         assert_eq!(duration("100ms"), Ok(Duration::from_millis(100)));
         assert_eq!(duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("1m30ms"), Ok(Duration::from_millis(60_030)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert_eq!(
+            duration(LONGEST),
+            Ok(Duration::from_millis(MAX_DURATION_MS))
+        );
         assert!(duration("1.5s").unwrap_err().contains("e.g. 30s"));
-        assert!(duration("s").is_err());
-        assert!(duration("").is_err());
+        for bad in ["s", "", "20s4h", "1m1m", "1hx", "1m5", "1mm", "-1s", "1 s"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        for long in ["293y", "292y171d23h47m16s855ms", "99999999999999999999s"] {
+            assert!(duration(long).unwrap_err().contains(LONGEST), "{long}");
+        }
     }
 
     #[test]

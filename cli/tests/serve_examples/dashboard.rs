@@ -261,3 +261,113 @@ fn queries_are_promql_over_what_serve_exports() {
         "{said}"
     );
 }
+
+/// The series of a promtool test: one host's system-wide counters (no cgroup label) and two
+/// cgroups' (`/busy`, whose counters were on the PMU half their enabled time, and `/idle`,
+/// whose tasks never ran: every counter and time flat at 0), for task-clock and cache-misses,
+/// sampled every 15 s for 5 minutes.
+fn idle_and_busy_series() -> String {
+    let mut series = String::new();
+    for (cgroup, value, enabled, running) in [
+        ("", "0+1000x20", "0+15x20", "0+15x20"),
+        ("/busy", "0+500x20", "0+15x20", "0+7.5x20"),
+        ("/idle", "0+0x20", "0+0x20", "0+0x20"),
+    ] {
+        let place = match cgroup {
+            "" => "cpu=\"0\"".to_string(),
+            cgroup => format!("cgroup=\"{cgroup}\""),
+        };
+        for (event, pmu, family) in [
+            ("task-clock", "software", "counterhal_event_seconds_total"),
+            ("cache-misses", "cpu", "counterhal_event_total"),
+        ] {
+            let labels = format!("event=\"{event}\",pmu=\"{pmu}\",{place},instance=\"node-a\"");
+            for (name, values) in [
+                (family, value),
+                ("counterhal_event_enabled_seconds_total", enabled),
+                ("counterhal_event_running_seconds_total", running),
+            ] {
+                series +=
+                    &format!("      - series: '{name}{{{labels}}}'\n        values: '{values}'\n");
+            }
+        }
+    }
+    series
+}
+
+/// No panel that reads the exported counters shows NaN, for the host or for a cgroup whose
+/// tasks did not run (its counters enabled for no time, so every rate 0): a share of 0 s in
+/// 0 s is no value, not NaN (Grafana draws NaN as a value); the busy cgroup's share is its
+/// running / enabled time. The panels read only through the recorded rules (IPC) are held to
+/// what the rules say (docs/serve.md).
+///
+/// Oracle: promtool 2.42's `test rules`, evaluating each panel's query (Grafana's variables
+/// given values) over the series of a host, a busy and an idle cgroup: a query `q` has a NaN
+/// where `q != q` has a sample.
+#[test]
+fn no_panel_of_the_counters_shows_nan_for_an_idle_cgroup() {
+    if !runs("promtool", &["--version"]) {
+        skip!(
+            Need::Tools,
+            "Debian's promtool (prometheus) is not installed"
+        );
+    }
+    let text = read(&repository("examples/prometheus/grafana-dashboard.json"));
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut panels: Vec<&serde_json::Value> = Vec::new();
+    panels_in(&dashboard["panels"], &mut panels);
+    let mut tests = String::new();
+    let mut read_counters = 0;
+    for panel in &panels {
+        let title = panel["title"].as_str().unwrap_or_default();
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap_or_default();
+            if !expr.contains("counterhal_event_") || expr.contains("open_failed") {
+                continue;
+            }
+            read_counters += 1;
+            let expr = [
+                ("$__rate_interval", "1m"),
+                ("$host", "node-a"),
+                ("$cgroup", ".+"),
+            ]
+            .iter()
+            .fold(expr.to_string(), |e, (variable, value)| {
+                e.replace(variable, value)
+            });
+            tests += &format!(
+                "      # {title}\n      - expr: '({expr}) != ({expr})'\n        eval_time: 5m\n        \
+                 exp_samples: []\n"
+            );
+        }
+    }
+    assert!(
+        read_counters >= 5,
+        "{read_counters} panels read the counters"
+    );
+    // The busy cgroup's share: half its enabled time on the PMU.
+    let multiplexing = panels
+        .iter()
+        .find(|p| p["title"] == "Counters on the PMU by cgroup (running / enabled)")
+        .and_then(|p| p["targets"][0]["expr"].as_str())
+        .expect("the panel of counters on the PMU by cgroup");
+    let multiplexing = multiplexing
+        .replace("$__rate_interval", "1m")
+        .replace("$host", "node-a")
+        .replace("$cgroup", ".+");
+    tests += &format!(
+        "      - expr: '{multiplexing}'\n        eval_time: 5m\n        exp_samples:\n          \
+         - labels: '{{cgroup=\"/busy\",instance=\"node-a\"}}'\n            value: 0.5\n"
+    );
+    let file = format!(
+        "rule_files: []\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    input_series:\n\
+         {}    promql_expr_test:\n{tests}",
+        idle_and_busy_series()
+    );
+    let scratch = Scratch::new("dashboard-nan");
+    let path = scratch.0.join("nan.test.yml");
+    std::fs::write(&path, &file).unwrap();
+    let (ok, said) = verdict(Command::new("promtool").args(["test", "rules"]).arg(&path));
+    assert!(ok, "promtool test rules: {said}\n{file}");
+    assert!(said.contains("SUCCESS"), "{said}");
+}
