@@ -788,13 +788,6 @@ fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it
     }
 }
 
-/// promtool's verdict on the rules `rules` (a file's text), and what it said.
-fn promtool_check_rules(scratch: &crate::serve_examples::Scratch, rules: &str) -> (bool, String) {
-    let path = scratch.0.join("rules.yml");
-    std::fs::write(&path, rules).unwrap();
-    crate::serve_examples::verdict(Command::new("promtool").args(["check", "rules"]).arg(&path))
-}
-
 /// `--rules-window` takes exactly the windows PromQL takes in a range: every window serve
 /// accepts makes rules promtool accepts as they are written, and every window it refuses
 /// (with the range it takes named) is one promtool refuses in those rules: `0s`, `0h0m` and
@@ -807,7 +800,8 @@ fn promtool_check_rules(scratch: &crate::serve_examples::Scratch, rules: &str) -
 /// prometheus/common's `model.ParseDuration`).
 #[test]
 fn the_rules_window_takes_what_promtool_takes() {
-    use crate::serve_examples::{Scratch, runs};
+    use crate::serve_examples::runs;
+    use crate::serve_prometheus::promtool_check_rules;
     if !runs("promtool", &["--version"]) {
         skip!(
             Need::Tools,
@@ -860,7 +854,6 @@ fn the_rules_window_takes_what_promtool_takes() {
         }
         windows.push(window);
     }
-    let scratch = Scratch::new("rules-window");
     // The rules of the default window, whose `[1m]` each refused window replaces.
     let made = counterhal(&["serve", "--rules", "-M", "IPC"]);
     assert!(made.status.success(), "{}", stderr(&made));
@@ -870,7 +863,7 @@ fn the_rules_window_takes_what_promtool_takes() {
         let out = counterhal(&["serve", "--rules", "-M", "IPC", &option]);
         if out.status.success() {
             accepted += 1;
-            let (ok, said) = promtool_check_rules(&scratch, &stdout(&out));
+            let (ok, said) = promtool_check_rules(&stdout(&out));
             assert!(
                 ok,
                 "serve took `{window}`, promtool refused its rules: {said}"
@@ -884,7 +877,7 @@ fn the_rules_window_takes_what_promtool_takes() {
                 stderr(&out)
             );
             let rules = stdout(&made).replace("[1m]", &format!("[{window}]"));
-            let (ok, said) = promtool_check_rules(&scratch, &rules);
+            let (ok, said) = promtool_check_rules(&rules);
             assert!(!ok, "serve refused `{window}`, promtool takes it: {said}");
         }
     }

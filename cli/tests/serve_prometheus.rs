@@ -569,7 +569,7 @@ impl Drop for LoopClock {
 }
 
 /// promtool's verdict on a rules file's text, and what it said.
-fn promtool_check_rules(text: &str) -> (bool, String) {
+pub fn promtool_check_rules(text: &str) -> (bool, String) {
     // A file of its own for each call: the tests of this module run side by side.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
