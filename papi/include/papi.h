@@ -1,8 +1,10 @@
 /* counterhal's papi.h: PAPI 7.0's C interface (constants, codes, structure layouts and
- * functions) over counterhal. Written from the interface's ABI facts, not from PAPI's files;
+ * functions) over counterhal, or PAPI 7.2's where papi-7.2/papi.h includes it (defining
+ * COUNTERHAL_PAPI_7_2). Written from the interface's ABI facts, not from PAPI's files;
  * papi/tests/abi.rs compiles a program that checks every value, size and offset here against
- * an installed PAPI 7.0 papi.h. README.md says which functions count and which return
- * PAPI_ENOSUPP. */
+ * an installed PAPI 7.0 papi.h, and papi-7.2/papi.h's against PAPI 7.2's. The library answers
+ * a program in the release whose PAPI_VER_CURRENT it passed to PAPI_library_init. README.md
+ * says which functions count and which return PAPI_ENOSUPP. */
 /* The guard is the one PAPI's header has, so code that tests for it finds it. */
 #ifndef _PAPI
 #define _PAPI
@@ -23,7 +25,11 @@ extern "C" {
 #define PAPI_VERSION_MINOR(x) (((x) >> 16) & 0xff)
 #define PAPI_VERSION_REVISION(x) (((x) >> 8) & 0xff)
 #define PAPI_VERSION_INCREMENT(x) ((x) & 0xff)
+#ifdef COUNTERHAL_PAPI_7_2
+#define PAPI_VERSION PAPI_VERSION_NUMBER(7, 2, 0, 0)
+#else
 #define PAPI_VERSION PAPI_VERSION_NUMBER(7, 0, 0, 0)
+#endif
 #define PAPI_VER_CURRENT (PAPI_VERSION & 0xffff0000)
 
 /* Return codes. */
@@ -56,7 +62,12 @@ extern "C" {
 #define PAPI_ECMP_DISABLED -25
 #define PAPI_EDELAY_INIT -26
 #define PAPI_EMULPASS -27
+#ifdef COUNTERHAL_PAPI_7_2
+#define PAPI_PARTIAL -28
+#define PAPI_NUM_ERRORS 29
+#else
 #define PAPI_NUM_ERRORS 28
+#endif
 
 /* Initialisation states. */
 #define PAPI_NOT_INITED 0
@@ -191,10 +202,14 @@ extern "C" {
 #define PAPI_PMU_MAX 80
 #define PAPI_DERIVED 0x1
 
-/* Modifiers of PAPI_enum_event and PAPI_enum_cmp_event (7.0's numbering). */
+/* Modifiers of PAPI_enum_event and PAPI_enum_cmp_event (7.2 inserted three, which moved
+ * those after them). */
 enum {
     PAPI_ENUM_EVENTS = 0,
     PAPI_ENUM_FIRST,
+#ifdef COUNTERHAL_PAPI_7_2
+    PAPI_PRESET_ENUM_FIRST_COMP,
+#endif
     PAPI_PRESET_ENUM_AVAIL,
     PAPI_PRESET_ENUM_MSC,
     PAPI_PRESET_ENUM_INS,
@@ -208,6 +223,10 @@ enum {
     PAPI_PRESET_ENUM_L3,
     PAPI_PRESET_ENUM_TLB,
     PAPI_PRESET_ENUM_FP,
+#ifdef COUNTERHAL_PAPI_7_2
+    PAPI_PRESET_ENUM_CPU,
+    PAPI_PRESET_ENUM_CPU_AVAIL,
+#endif
     PAPI_NTV_ENUM_UMASKS,
     PAPI_NTV_ENUM_UMASK_COMBOS,
     PAPI_NTV_ENUM_IARR,
@@ -295,6 +314,10 @@ typedef struct _papi_component_option {
     char kernel_version[PAPI_MIN_STR_LEN];
     char disabled_reason[PAPI_HUGE_STR_LEN];
     int disabled;
+#ifdef COUNTERHAL_PAPI_7_2
+    char partially_disabled_reason[PAPI_HUGE_STR_LEN];
+    int partially_disabled;
+#endif
     int initialized;
     int CmpIdx;
     int num_cntrs;
@@ -510,6 +533,9 @@ typedef struct _dmem_t {
 #define PAPIF_DMEM_MAXVAL 12
 
 #define PAPI_MAX_INFO_TERMS 12
+#ifdef COUNTERHAL_PAPI_7_2
+#define PAPI_MAX_COMP_QUALS 8
+#endif
 
 enum {
     PAPI_LOCATION_CORE = 0,
@@ -560,6 +586,11 @@ typedef struct event_info {
     unsigned int code[PAPI_MAX_INFO_TERMS];
     char name[PAPI_MAX_INFO_TERMS][PAPI_2MAX_STR_LEN];
     char note[PAPI_HUGE_STR_LEN];
+#ifdef COUNTERHAL_PAPI_7_2
+    int num_quals;
+    char quals[PAPI_MAX_COMP_QUALS][PAPI_HUGE_STR_LEN];
+    char quals_descrs[PAPI_MAX_COMP_QUALS][PAPI_HUGE_STR_LEN];
+#endif
 } PAPI_event_info_t;
 
 /* The low-level interface. */

@@ -401,8 +401,9 @@ fn json(g: &Global, hardware: &crate::info::HwInfo) -> String {
     let events = g.events.clone().unwrap_or_default();
     let mut o = String::from("{");
     line(&mut o, 1);
-    // PAPI_VERSION 7.0.0.0.
-    o.push_str("\"papi_version\":\"7.0.0.0\",");
+    // PAPI_VERSION of the release the program speaks (7.0.0.0 before it chose one).
+    let release = crate::release::chosen().unwrap_or(crate::release::Release::V7_0);
+    let _ = write!(o, "\"papi_version\":\"{}\",", release.name());
     let end = hardware
         .model_string
         .iter()

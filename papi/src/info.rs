@@ -1,5 +1,6 @@
 //! PAPI 7.0's information structures as `#[repr(C)]` types, with their sizes pinned (x86-64
-//! and other LP64 targets), and the facts this machine fills them with.
+//! and other LP64 targets), and the facts this machine fills them with (7.2's, where they
+//! differ, are in [`crate::release`]).
 //!
 //! papi/tests/abi.rs compares every size and offset with an installed PAPI 7.0 papi.h.
 
@@ -58,10 +59,11 @@ pub struct EventInfo {
 }
 const _: () = assert!(std::mem::size_of::<EventInfo>() == 6680);
 
-/// `PAPI_component_info_t`.
+/// `PAPI_component_info_t` as a release lays it out: `P`, after `disabled`, is what PAPI 7.2
+/// inserted there (`crate::release::PartialDisable`), nothing (`()`, no bytes) in 7.0's.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct ComponentInfo {
+pub struct ComponentInfoOf<P> {
     /// The component's name.
     pub name: [u8; MAX_STR],
     /// Its short name.
@@ -78,6 +80,8 @@ pub struct ComponentInfo {
     pub disabled_reason: [u8; HUGE_STR],
     /// 0 when enabled, else a PAPI code.
     pub disabled: i32,
+    /// What the release has here (7.2: the partial-disable reason and flag).
+    pub partial: P,
     /// Ready to use.
     pub initialized: i32,
     /// Its index.
@@ -109,8 +113,42 @@ pub struct ComponentInfo {
     /// The bit fields (`hardware_intr` is bit 0 ... `inherit` bit 12).
     pub flags: u32,
 }
+/// `PAPI_component_info_t` of PAPI 7.0 and 7.1, the one the library keeps.
+pub type ComponentInfo = ComponentInfoOf<()>;
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<ComponentInfo>() == 2272);
+
+impl ComponentInfo {
+    /// The same description with `partial` where a release has more after `disabled`.
+    pub fn with_partial<P>(&self, partial: P) -> ComponentInfoOf<P> {
+        ComponentInfoOf {
+            name: self.name,
+            short_name: self.short_name,
+            description: self.description,
+            version: self.version,
+            support_version: self.support_version,
+            kernel_version: self.kernel_version,
+            disabled_reason: self.disabled_reason,
+            disabled: self.disabled,
+            partial,
+            initialized: self.initialized,
+            cmp_idx: self.cmp_idx,
+            num_cntrs: self.num_cntrs,
+            num_mpx_cntrs: self.num_mpx_cntrs,
+            num_preset_events: self.num_preset_events,
+            num_native_events: self.num_native_events,
+            default_domain: self.default_domain,
+            available_domains: self.available_domains,
+            default_granularity: self.default_granularity,
+            available_granularities: self.available_granularities,
+            hardware_intr_sig: self.hardware_intr_sig,
+            component_type: self.component_type,
+            pmu_names: self.pmu_names,
+            reserved: self.reserved,
+            flags: self.flags,
+        }
+    }
+}
 
 pub use crate::memory::MemoryHierarchy;
 

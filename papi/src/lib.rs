@@ -19,6 +19,7 @@ pub mod powercap;
 pub mod presets;
 pub mod profile;
 pub mod rates;
+pub mod release;
 pub mod sde;
 pub mod sde_watch;
 pub mod set_options;

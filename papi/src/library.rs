@@ -16,10 +16,6 @@ use crate::names::{self, Native};
 use crate::perf_natives::Placement;
 use crate::presets::presets;
 
-/// `PAPI_VER_CURRENT` of 7.0.
-pub const VER_CURRENT: i32 = 0x0700_0000;
-/// `PAPI_VERSION` of 7.0.0.0.
-pub const VERSION: i32 = 0x0700_0000;
 /// `PAPI_STOPPED`.
 pub const STOPPED: i32 = 0x01;
 /// `PAPI_RUNNING`.
@@ -503,16 +499,19 @@ pub fn find_set(sets: &mut [Option<PapiSet>], handle: i32) -> Result<&mut PapiSe
 /// `GenuineIntel-6-55-4`), as the command's `--cpu-model`: read at `PAPI_library_init`.
 pub const CPU_MODEL_VAR: &str = "COUNTERHAL_CPU_MODEL";
 
-/// `PAPI_library_init`.
+/// `PAPI_library_init`: `version` is the `PAPI_VER_CURRENT` of the release the program was
+/// written against (7.0, 7.1 or 7.2), which chooses the layouts and numbers it is answered
+/// with from now on ([`crate::release`]); that version on success.
 pub fn library_init(version: i32) -> i32 {
-    if version != VER_CURRENT {
+    let Some(release) = crate::release::Release::of_version(version) else {
         return EINVAL;
-    }
+    };
     let Some(mut guard) = lock() else {
         return fail(crate::codes::EMISC);
     };
+    crate::release::choose(release);
     if guard.is_some() {
-        return VER_CURRENT;
+        return version;
     }
     let setup = match std::env::var(CPU_MODEL_VAR) {
         Ok(model) if !model.is_empty() => facade::Setup::new().cpu_model(&model),
@@ -563,7 +562,7 @@ pub fn library_init(version: i32) -> i32 {
         sde_component: Box::new(component_info()),
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
-    VER_CURRENT
+    version
 }
 
 /// Component 0's description before initialisation: its name, which tools read to choose
@@ -593,6 +592,7 @@ pub fn component_info() -> ComponentInfo {
         kernel_version: [0; info::MIN_STR],
         disabled_reason: [0; info::HUGE_STR],
         disabled: 0,
+        partial: (),
         initialized: 0,
         cmp_idx: 0,
         num_cntrs: 0,

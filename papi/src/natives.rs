@@ -10,6 +10,7 @@ use crate::library::{INIT_STATE, Library, with};
 use crate::names::{self, Code, Native};
 use crate::perf_natives::Placement;
 use crate::presets::{preset, presets};
+use crate::release::{Modifier, Release};
 
 /// `PAPI_event_name_to_code`.
 pub fn name_to_code(name: &str) -> Result<i32, i32> {
@@ -406,14 +407,15 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
     // neither a preset nor a native event is kept (`papi_return`).
     let walked = with(|library| match names::decode(code) {
         Some(Code::Preset(i)) => {
-            // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; PAPI_PRESET_ENUM_AVAIL
-            // (2) those that count here; the category modifiers, none we classify: all.
+            // PAPI_ENUM_FIRST and PAPI_ENUM_EVENTS walk every preset; a modifier with the bit
+            // of PAPI_PRESET_ENUM_AVAIL (2) those that count here, as PAPI 7.0 tests it
+            // (`modifier & PAPI_PRESET_ENUM_AVAIL`); the categories, none we classify: all.
             let first = modifier == 1;
             if first {
                 return Ok(Ok(names::preset_code(0)));
             }
             for next in i + 1..presets().len() {
-                if modifier != 2 || preset_usable(library, next) {
+                if modifier & 2 == 0 || preset_usable(library, next) {
                     return Ok(Ok(names::preset_code(next)));
                 }
             }
@@ -427,6 +429,85 @@ pub fn enumerate(code: i32, modifier: i32, cidx: i32) -> Result<i32, i32> {
     });
     walked.and_then(|next| next)
 }
+
+/// How `PAPI_enum_event` or `PAPI_enum_cmp_event` was called.
+#[derive(Clone, Copy, Debug)]
+pub struct Walk {
+    /// The release the program speaks.
+    pub release: Release,
+    /// The component (0 for `PAPI_enum_event`).
+    pub cidx: i32,
+    /// Whether it is `PAPI_enum_event`.
+    pub enum_event: bool,
+    /// Whether the component is disabled.
+    pub disabled: bool,
+}
+
+/// `PAPI_enum_event` and `PAPI_enum_cmp_event` as `walk` says: 7.0's and 7.1's as
+/// [`enumerate`]; 7.2's with its modifiers' numbers, which [`Release::modifier`] reads, as
+/// PAPI 7.2's papi.c answers: `PAPI_enum_event` takes the walks of events, presets and unit
+/// masks alone (`PAPI_EINVAL` for another modifier), and the walk of every preset or those
+/// that count ends with `PAPI_EINVAL`.
+pub fn enumerate_in(walk: Walk, code: i32, modifier: i32) -> Result<i32, i32> {
+    let Walk {
+        release,
+        cidx,
+        enum_event,
+        disabled,
+    } = walk;
+    if !release.is_7_2() {
+        return enumerate(code, modifier, cidx);
+    }
+    let modifier = release.modifier(modifier);
+    // EVENTS, FIRST, PRESET_ENUM_AVAIL, NTV_ENUM_UMASKS, NTV_ENUM_UMASK_COMBOS and 7.2's three.
+    let taken = !matches!(modifier, Modifier::Classic(m) if ![0, 1, 2, 15, 16].contains(&m));
+    if enum_event && !taken {
+        return Err(EINVAL);
+    }
+    match (names::decode(code), modifier) {
+        (Some(Code::Preset(_)), _) if disabled => Err(ENOCMP),
+        (Some(Code::Preset(i)), _) => presets_7_2(i, modifier, cidx, enum_event),
+        (_, Modifier::Classic(m)) => enumerate(code, m, cidx),
+        // A native code with a walk of presets: the component knows no such walk.
+        _ => Err(EINVAL),
+    }
+}
+
+/// The preset after preset `i` under 7.2's `modifier`, on component `cidx`: the CPU's presets
+/// are the library's; PAPI 7.2 numbers the presets of its other components after the CPU's
+/// 128 slots, and ours have none (the first is past the CPU's, the next none). The ends of
+/// the walks are plain `return`s in PAPI 7.2
+/// (not kept for `PAPI_perror`); a modifier that walks no presets is kept (`papi_return`).
+fn presets_7_2(i: usize, modifier: Modifier, cidx: i32, enum_event: bool) -> Result<i32, i32> {
+    if cidx != 0 {
+        if !(0..crate::devices::COMPONENTS).contains(&cidx) {
+            return Err(ENOCMP);
+        }
+        return match modifier {
+            Modifier::Classic(1) => Ok(names::preset_code(PRESET_SLOTS)),
+            Modifier::Classic(0 | 2) => Err(EINVAL),
+            _ => Err(crate::library::fail(EINVAL)),
+        };
+    }
+    let walked = with(|library| {
+        let mut next = |available: bool| {
+            (i + 1..presets().len()).find(|&n| !available || preset_usable(library, n))
+        };
+        Ok(match modifier {
+            Modifier::Classic(1) => Ok(names::preset_code(0)),
+            Modifier::Classic(m @ (0 | 2)) => next(m == 2).map(names::preset_code).ok_or(EINVAL),
+            Modifier::CpuPresets { available } if enum_event => {
+                next(available).map(names::preset_code).ok_or(ENOEVNT)
+            }
+            Modifier::FirstComponentPreset if enum_event => Err(ENOEVNT),
+            _ => return Err(EINVAL),
+        })
+    });
+    walked.and_then(|next| next)
+}
+
+/// PAPI's room for the CPU's presets (`PAPI_MAX_PRESET_EVENTS`).
+const PRESET_SLOTS: usize = 128;
 
 /// The native event after native `i` under `modifier`, as the perf_event component walks
 /// them: `PAPI_NTV_ENUM_UMASKS` (15) the unit masks of the CPU model's events; the other

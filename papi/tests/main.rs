@@ -8,6 +8,7 @@ mod common;
 mod install;
 
 mod abi;
+mod current;
 mod devices;
 mod domains;
 mod fortran;

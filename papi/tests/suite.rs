@@ -56,6 +56,16 @@ fn papi_tests_do_as_well_as_real_papi() {
     };
     let expected_text =
         std::fs::read_to_string(crate::common::manifest().join(expected_file)).unwrap_or_default();
+    let (ran, problems) = judge(&report, &expected_text);
+    println!("{report}");
+    assert!(ran > 100, "only {ran} tests ran:\n{report}");
+    assert!(problems.is_empty(), "{}\n\n{report}", problems.join("\n"));
+}
+
+/// Judges `report`, `ctests/run`'s lines (`TEST REAL OURS`), against real PAPI's verdicts and
+/// `expected_text` (an expected file's `TEST REAL OURS` lines): how many tests ran, and each
+/// that does worse with ours than real PAPI, or than the file records.
+pub fn judge(report: &str, expected_text: &str) -> (usize, Vec<String>) {
     let expected: HashMap<&str, &str> = expected_text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -84,7 +94,5 @@ fn papi_tests_do_as_well_as_real_papi() {
             problems.push(format!("{test}: {ours}, expected {was}"));
         }
     }
-    println!("{report}");
-    assert!(ran > 100, "only {ran} tests ran:\n{report}");
-    assert!(problems.is_empty(), "{}\n\n{report}", problems.join("\n"));
+    (ran, problems)
 }

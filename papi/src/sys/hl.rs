@@ -39,8 +39,9 @@ extern "C" fn write_at_exit() {
 
 /// The library initialised (as PAPI's high-level calls do) and the one-time set-up done.
 fn initiate() -> c_int {
+    let version = super::release().ver_current();
     if library::INIT_STATE.load(Ordering::SeqCst) == 0
-        && super::PAPI_library_init(library::VER_CURRENT) != library::VER_CURRENT
+        && super::PAPI_library_init(version) != version
     {
         return codes::ENOINIT;
     }

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use super::{put, text};
 use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
+use crate::release::{self, ComponentInfo72};
 use crate::{library, rates, sets};
 
 // The device interface's functions, where the Fortran wrappers call them.
@@ -147,14 +148,50 @@ pub extern "C" fn PAPI_num_components() -> c_int {
 }
 
 /// `PAPI_get_component_info`: NULL for a component past the last, or before initialisation
-/// (component 0's description answers before it).
+/// (component 0's description answers before it); in the layout of the release the program
+/// speaks.
 #[unsafe(no_mangle)]
-pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const ComponentInfo {
+pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const c_void {
+    let info = component_info(cidx);
+    if info.is_null() || !super::release().is_7_2() {
+        return info.cast();
+    }
+    // SAFETY: non-NULL: a description that lives while the library is initialised (or for
+    // the process), read while no call changes it.
+    view_7_2(cidx, unsafe { &*info }).cast()
+}
+
+/// Component `cidx`'s description as the library keeps it (PAPI 7.0's layout), or NULL.
+pub(crate) fn component_info(cidx: c_int) -> *const ComponentInfo {
     if cidx == crate::devices::CIDX {
         return crate::devices::component_info();
     }
     crate::components::fill_component_zero();
     component(cidx)
+}
+
+/// A description in PAPI 7.2's layout, where a program keeps the pointer.
+struct View(*mut ComponentInfo72);
+// SAFETY: the pointer is to leaked memory written under the lock of `VIEWS` alone.
+unsafe impl Send for View {}
+
+/// Component `cidx`'s description `info` in PAPI 7.2's layout: one per component, made at the
+/// first call and written again at each (as PAPI's pointer is to the component's own, a
+/// program sees the description as it stands when it asks again).
+fn view_7_2(cidx: c_int, info: &ComponentInfo) -> *const ComponentInfo72 {
+    static VIEWS: std::sync::Mutex<Vec<(c_int, View)>> = std::sync::Mutex::new(Vec::new());
+    let fresh = release::component_info_7_2(info);
+    let mut views = VIEWS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, view)) = views.iter().find(|(c, _)| *c == cidx) {
+        // SAFETY: a leaked, live allocation of the type, written only here, under the lock.
+        unsafe { view.0.write(fresh) };
+        return view.0;
+    }
+    let view = Box::into_raw(Box::new(fresh));
+    views.push((cidx, View(view)));
+    view
 }
 
 /// Component `cidx`'s description, or NULL past the last.
@@ -297,11 +334,16 @@ fn messages() -> &'static [CString] {
     })
 }
 
-/// `PAPI_strerror`: NULL for a code PAPI does not define.
+/// `PAPI_strerror`: NULL for a code the release the program speaks does not define (7.2
+/// added `PAPI_PARTIAL`, -28).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
+    static PARTIAL: OnceLock<CString> = OnceLock::new();
     match code.checked_neg().and_then(|i| usize::try_from(i).ok()) {
         Some(i) if i < messages().len() => messages()[i].as_ptr(),
+        Some(i) if i == messages().len() && super::release().is_7_2() => PARTIAL
+            .get_or_init(|| CString::new(release::PARTIAL_MESSAGE).unwrap_or_default())
+            .as_ptr(),
         _ => std::ptr::null(),
     }
 }
@@ -387,8 +429,9 @@ fn rate_init() -> c_int {
     if library::INIT_STATE.load(Ordering::SeqCst) & 5 == 5 {
         return OK;
     }
+    let version = super::release().ver_current();
     if library::INIT_STATE.load(Ordering::SeqCst) == 0
-        && super::PAPI_library_init(library::VER_CURRENT) != library::VER_CURRENT
+        && super::PAPI_library_init(version) != version
     {
         return EINVAL;
     }

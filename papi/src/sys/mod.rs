@@ -9,6 +9,7 @@
 use std::ffi::{CStr, c_char, c_int, c_longlong};
 
 use crate::codes::{EINVAL, OK};
+use crate::release::Release;
 use crate::{library, sets};
 
 pub(crate) mod cpuid;
@@ -97,11 +98,37 @@ fn code(result: Result<i32, i32>) -> c_int {
     result.unwrap_or_else(|e| e)
 }
 
-/// `PAPI_library_init`: `PAPI_VER_CURRENT` on success.
+/// The release the program speaks ([`crate::release`]): the one its last
+/// `PAPI_library_init` chose; before any, the one whose SONAME this library was loaded by
+/// (`libpapi.so.7.2`: a program linked against PAPI 7.2), else 7.0.
+pub(crate) fn release() -> Release {
+    crate::release::chosen().unwrap_or_else(loaded_as)
+}
+
+/// The release named by the file this library was loaded from, as the dynamic loader
+/// opened it (the SONAME a program asked for, through its link), else 7.0.
+fn loaded_as() -> Release {
+    static LOADED: std::sync::OnceLock<Release> = std::sync::OnceLock::new();
+    *LOADED.get_or_init(|| {
+        // SAFETY: an all-zero Dl_info is valid (NULL pointers).
+        let mut found: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: the address of a function of this library; dladdr writes `found`.
+        let known = unsafe { libc::dladdr(PAPI_library_init as *const libc::c_void, &mut found) };
+        if known == 0 || found.dli_fname.is_null() {
+            return Release::V7_0;
+        }
+        // SAFETY: dladdr's file name is a C string that lives as long as the mapping.
+        let file = unsafe { CStr::from_ptr(found.dli_fname) }.to_string_lossy();
+        Release::of_file_name(&file).unwrap_or(Release::V7_0)
+    })
+}
+
+/// `PAPI_library_init`: `version` on success, one of the `PAPI_VER_CURRENT` of PAPI 7.0, 7.1
+/// and 7.2, which chooses the release the program is answered in.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     let result = library::library_init(version);
-    if result == library::VER_CURRENT {
+    if result == version {
         let _ = library::THREAD_ID.set(|| threads::own_id());
         threads::watch_forks();
         threads::know_this_thread();
@@ -512,7 +539,7 @@ pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_enum_event(event: *mut c_int, modifier: c_int) -> c_int {
     // SAFETY: as this function's.
-    unsafe { PAPI_enum_cmp_event(event, modifier, 0) }
+    unsafe { enum_event(event, modifier, 0, true) }
 }
 
 /// `PAPI_enum_cmp_event`.
@@ -525,12 +552,36 @@ pub unsafe extern "C" fn PAPI_enum_cmp_event(
     modifier: c_int,
     cidx: c_int,
 ) -> c_int {
+    // SAFETY: as this function's.
+    unsafe { enum_event(event, modifier, cidx, false) }
+}
+
+/// `PAPI_enum_event` (`any`) and `PAPI_enum_cmp_event`, in the release the program speaks.
+///
+/// # Safety
+/// `event` points at an int.
+unsafe fn enum_event(event: *mut c_int, modifier: c_int, cidx: c_int, any: bool) -> c_int {
     if event.is_null() {
         return library::fail(EINVAL);
     }
     // SAFETY: checked non-NULL.
     let current = unsafe { *event };
-    match crate::natives::enumerate(current, modifier, cidx) {
+    let release = release();
+    // Whether the component is disabled, which 7.2's walks of presets ask (a preset's code is
+    // negative: PAPI_PRESET_MASK is its high bit).
+    let info = if release.is_7_2() && current < 0 {
+        info::component_info(cidx)
+    } else {
+        std::ptr::null()
+    };
+    let walk = crate::natives::Walk {
+        release,
+        cidx,
+        enum_event: any,
+        // SAFETY: NULL, or a description that lives while the library is initialised.
+        disabled: !info.is_null() && unsafe { (*info).disabled } != 0,
+    };
+    match crate::natives::enumerate_in(walk, current, modifier) {
         // SAFETY: checked non-NULL.
         Ok(next) => wrote(unsafe { put(event, next) }),
         Err(e) => e,
@@ -550,6 +601,12 @@ pub unsafe extern "C" fn PAPI_get_event_info(
         return library::fail(EINVAL);
     }
     match crate::natives::event_info(event) {
+        Ok(filled) if release().is_7_2() => {
+            let filled = crate::release::event_info_7_2(*filled);
+            // SAFETY: checked non-NULL; the caller's PAPI_event_info_t, 7.2's (its papi.h's
+            // PAPI_VER_CURRENT chose the release).
+            wrote(unsafe { put(info.cast::<crate::release::EventInfo72>(), *filled) })
+        }
         // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
         Ok(filled) => wrote(unsafe { put(info, *filled) }),
         Err(e) => e,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::put;
 use crate::codes::{ECMP, EINVAL, ENOCMP, OK};
-use crate::library::{self, DOM_ALL, VERSION};
+use crate::library::{self, DOM_ALL};
 use crate::sets;
 
 /// `PAPI_domain_option_t` and `PAPI_granularity_option_t`.
@@ -128,11 +128,11 @@ pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_i
             unsafe { get_opt(option, std::ptr::null_mut(), 0) }
         }
         MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN => {
-            let info = super::info::PAPI_get_component_info(cidx);
+            let info = super::info::component_info(cidx);
             if info.is_null() {
                 return 0;
             }
-            // SAFETY: a non-NULL description from PAPI_get_component_info, valid while the
+            // SAFETY: a non-NULL description from component_info, valid while the
             // library stays initialised (or static before).
             let info = unsafe { &*info };
             match option {
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_i
 unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
     let hardware = super::info::hardware();
     match option {
-        LIB_VERSION => return VERSION,
+        LIB_VERSION => return super::release().version(),
         MAX_CPUS => return hardware.totalcpus,
         CLOCKRATE => return hardware.cpu_max_mhz,
         DEBUG => {
