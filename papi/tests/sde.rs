@@ -322,7 +322,7 @@ fn build(
     Ok(program)
 }
 
-/// Debian's flavour and ours, each with PAPI's testlib built against its papi.h.
+/// Debian's flavour and ours, each in a fresh build folder.
 fn flavours(system: &Path, purpose: &str) -> [Flavour; 2] {
     let ours_lib = std::fs::read_link(crate::common::library_dir().join("libpapi.so.7.0")).unwrap();
     let real = Flavour::new(
@@ -337,7 +337,14 @@ fn flavours(system: &Path, purpose: &str) -> [Flavour; 2] {
         crate::common::manifest().join("include"),
         vec![ours_lib.display().to_string()],
     );
-    for flavour in [&real, &ours] {
+    [real, ours]
+}
+
+/// Debian's flavour and ours, each with PAPI's testlib (papi-examples' `test_utils.c`, which
+/// PAPI's own tests link) built against its papi.h.
+fn flavours_with_testlib(system: &Path, purpose: &str) -> [Flavour; 2] {
+    let flavours = flavours(system, purpose);
+    for flavour in &flavours {
         let utils = examples().join("testlib/test_utils.c");
         let object = flavour.dir.join("test_utils.o");
         let args = [
@@ -358,7 +365,7 @@ fn flavours(system: &Path, purpose: &str) -> [Flavour; 2] {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    [real, ours]
+    flavours
 }
 
 /// The verdicts of `real_program` on PAPI 7.0 and of `our_program` on ours, run at the same
@@ -375,7 +382,7 @@ fn verdicts_side_by_side(real_program: &Path, our_program: &Path) -> (String, St
 /// Runs `cases` on both libraries: each must pass on PAPI 7.0 and end the same on ours. Each
 /// case runs as soon as it is built, beside the builds and runs of the next.
 fn compare(cases: &[Case], sources: &Sources, system: &Path, purpose: &str) -> Vec<String> {
-    let [real, ours] = flavours(system, purpose);
+    let [real, ours] = flavours_with_testlib(system, purpose);
     let mut report = Vec::new();
     std::thread::scope(|scope| {
         let mut runs = Vec::new();
@@ -455,7 +462,7 @@ fn fortran(sources: &Sources, system: &Path) -> Vec<String> {
         println!("sde_test_f08: gfortran is not installed: not built");
         return Vec::new();
     }
-    let [real, ours] = flavours(system, "fortran");
+    let [real, ours] = flavours_with_testlib(system, "fortran");
     let mut programs = Vec::new();
     let mut problems = Vec::new();
     for flavour in [&real, &ours] {

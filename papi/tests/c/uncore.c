@@ -1,5 +1,6 @@
 /* The perf_event_uncore component and PMU-syntax events through libpapi (tests/uncore.rs).
  *   uncore component            the component's description and its events' names
+ *   uncore listed               the component's PMUs, and each event it lists as `add` says
  *   uncore add NAME...          each name alone in a new set: code, add, start, stop, count
  *   uncore pair FIRST SECOND    both in one set: the second add's answer
  *   uncore attach CPU NAME      NAME in a set attached to CPU (PAPI_CPU_ATTACH), counted
@@ -52,6 +53,26 @@ static void component(void)
     printf("events %d end %d\n", n, r);
     int first = PAPI_NATIVE_MASK;
     printf("enum_first %d\n", PAPI_enum_cmp_event(&first, PAPI_ENUM_FIRST, cidx));
+}
+
+static void add(const char *name);
+
+static void listed(void)
+{
+    int cidx = PAPI_get_component_index("perf_event_uncore");
+    const PAPI_component_info_t *c = PAPI_get_component_info(cidx);
+    printf("pmus");
+    for (int i = 0; c != NULL && i < PAPI_PMU_MAX && c->pmu_names[i] != NULL; i++)
+        printf("%s%s", i ? "," : " ", c->pmu_names[i]);
+    printf("\n");
+    int code = PAPI_NATIVE_MASK;
+    int r = PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, cidx);
+    while (r == PAPI_OK) {
+        char name[PAPI_MAX_STR_LEN];
+        if (PAPI_event_code_to_name(code, name) == PAPI_OK)
+            add(name);
+        r = PAPI_enum_cmp_event(&code, PAPI_ENUM_EVENTS, cidx);
+    }
 }
 
 static void add(const char *name)
@@ -134,6 +155,8 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "component"))
         component();
+    else if (argc > 1 && !strcmp(argv[1], "listed"))
+        listed();
     else if (argc > 1 && !strcmp(argv[1], "add"))
         for (int i = 2; i < argc; i++)
             add(argv[i]);
