@@ -1,12 +1,12 @@
 //! Where a program spends its time: samples this program's own two busy loops (one doing
-//! three times the work of the other) with `cpu-clock:u` at 1 kHz and prints the hottest
-//! addresses, each with the loop it lies in.
+//! three times the work of the other) with `cpu-clock:u` at 1 kHz for MILLISECONDS of its own
+//! CPU time (so that a busy machine gives it as many samples as an idle one), and prints the
+//! hottest addresses, each with the loop it lies in.
 //!
 //! `cargo run --release --example hot_addresses [MILLISECONDS]` (default 400).
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use counterhal::prelude::*;
 use counterhal::{Record, Result, SampleFields, SampleOptions, Sampler};
@@ -42,11 +42,11 @@ fn main() -> Result<()> {
     let options = SampleOptions::frequency(1000, SampleFields::profile());
     let mut sampler = backend.open_sampler(&["cpu-clock:u"], &Target::this_thread(), &options)?;
     sampler.enable()?;
-    let start = Instant::now();
+    let end = counterhal::time::process_cpu_ns() + millis * 1_000_000;
     // Each turn's length varies (a step of a linear congruential sequence), so that the
     // turns cannot keep step with the sampling timer and land its ticks in one loop.
     let mut n: u64 = 200_000;
-    while start.elapsed() < Duration::from_millis(millis) {
+    while counterhal::time::process_cpu_ns() < end {
         black_box(light(black_box(n)));
         black_box(heavy(black_box(n)));
         n = 150_000 + (n.wrapping_mul(1_103_515_245).wrapping_add(12_345) >> 16) % 100_000;
@@ -77,7 +77,7 @@ fn main() -> Result<()> {
     let mut hottest: Vec<(u64, u64)> = by_address.into_iter().collect();
     hottest.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
     println!(
-        "{} samples ({} lost) over {millis} ms",
+        "{} samples ({} lost) over {millis} ms of CPU time",
         walked.samples, walked.lost
     );
     for (ip, count) in hottest.iter().take(8) {

@@ -728,6 +728,27 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Whether `cc` finds the C header `header` (`#include <header>` preprocesses): false where
+/// there is no C compiler or the header is not installed.
+fn c_header_found(header: &str) -> bool {
+    use std::io::Write as _;
+    let Ok(mut cc) = std::process::Command::new("cc")
+        .args(["-E", "-x", "c", "-o", "/dev/null", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let include = format!("#include <{header}>\n");
+    let written = cc
+        .stdin
+        .take()
+        .is_some_and(|mut input| input.write_all(include.as_bytes()).is_ok());
+    cc.wait().is_ok_and(|status| status.success()) && written
+}
+
 /// libpfm4's `perf::` names, as PAPI users type them (`perf::PAGE-FAULTS`,
 /// `perf::PERF_COUNT_SW_CONTEXT_SWITCHES`, `perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS`), resolve
 /// through the face to the perf type and config libpfm4 encodes for each (the oracle:
@@ -740,16 +761,26 @@ fn libpfm4_s_perf_names_resolve_as_libpfm4_encodes_them() {
     let Ok(backend) = Setup::new().backend("linux").open() else {
         skip!(Need::System, "the Linux backend does not open here");
     };
+    if !c_header_found("perfmon/pfmlib.h") {
+        skip!(
+            Need::Tools,
+            "a C compiler with libpfm4's header perfmon/pfmlib.h builds tests/c/perf_pmu.c \
+             (apt-get install gcc libpfm4-dev)"
+        );
+    }
     let program = tempdir("perf-pmu").join("perf_pmu");
     let built = std::process::Command::new("cc")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/perf_pmu.c"))
         .arg("-o")
         .arg(&program)
         .arg("-lpfm")
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        skip!(Need::Tools, "cc and libpfm4-dev build tests/c/perf_pmu.c");
-    }
+        .output()
+        .expect("cc runs");
+    assert!(
+        built.status.success(),
+        "building tests/c/perf_pmu.c: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let out = std::process::Command::new(&program).output().unwrap();
     assert!(out.status.success());
     let listed = String::from_utf8(out.stdout).unwrap();

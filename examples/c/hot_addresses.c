@@ -1,6 +1,7 @@
 /* Where this program spends its time, from C: samples its own two busy loops (one doing three
- * times the work of the other) with cpu-clock:u at 1 kHz and prints the hottest addresses,
- * each with the loop it lies in.
+ * times the work of the other) with cpu-clock:u at 1 kHz for MILLISECONDS of its own CPU time
+ * (so that a busy machine gives it as many samples as an idle one), and prints the hottest
+ * addresses, each with the loop it lies in.
  *
  *   cc hot_addresses.c $(pkg-config --cflags --libs counterhal) && ./a.out [MILLISECONDS] */
 #define _GNU_SOURCE
@@ -46,9 +47,10 @@ static void add(const counterhal_sample_t *s, void *arg) {
     }
 }
 
-static double now(void) {
+/* The CPU time this process has used, in seconds. */
+static double cpu_time(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
@@ -75,7 +77,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     counterhal_sampler_start(s);
-    for (double end = now() + seconds; now() < end;) {
+    for (double end = cpu_time() + seconds; cpu_time() < end;) {
         light(200000);
         heavy(200000);
     }
