@@ -406,7 +406,8 @@ impl Database {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] naming `name:line:column` and the key:
     /// malformed TOML, unknown keys, duplicate names, codes out of range for the encoder,
     /// unknown counters, a mapping naming a missing native, an unknown encoder, a model id used
-    /// twice.
+    /// twice, a text past one of the [`limits`](crate::limits) (its tokens counted before it
+    /// is parsed, what it loads before it is loaded), naming the limit.
     ///
     /// [`counterhal_hal::ErrorKind::Unsupported`] in a build without the `events-file`
     /// feature, which holds no TOML reader, naming the feature.
@@ -630,9 +631,9 @@ impl Database {
     }
 }
 
-/// The largest events file read: far above any CPU's table (the largest libpfm4 model is
-/// under 2 MiB as TOML), far below what would exhaust memory.
-pub const MAX_EVENTS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest events file read: 48 times the shipped data's largest file (336 KB), a few
+/// times what its strings then cost in memory (the other bounds are in [`crate::limits`]).
+pub const MAX_EVENTS_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The text of the events file at `path`: a regular file (not a FIFO, which would wait for a
 /// writer forever, nor a device such as `/dev/zero`, which never ends) of at most

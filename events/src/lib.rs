@@ -13,6 +13,7 @@ mod error;
 pub mod expression;
 mod fast_map;
 mod libpfm4;
+pub mod limits;
 #[cfg(feature = "events-file")]
 mod loader;
 mod metrics;

@@ -50,7 +50,8 @@ fn only_regular_files_of_sane_size_are_read() {
         .unwrap()
         .set_len(MAX_EVENTS_FILE_BYTES + 1)
         .unwrap();
-    refused.push((huge.clone(), "larger than 64 MiB"));
+    let too_big = format!("larger than {} MiB", MAX_EVENTS_FILE_BYTES >> 20);
+    refused.push((huge.clone(), &too_big));
     for (path, why) in &refused {
         let error = load_within_limit(path)
             .err()

@@ -26,6 +26,7 @@ mod libpfm_lazy;
 mod libpfm_names;
 mod libpfm_sweep;
 mod libpfm_validate;
+mod load_cost;
 mod metrics;
 mod model_aliases;
 mod names;

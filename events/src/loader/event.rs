@@ -8,6 +8,7 @@ use toml::Spanned;
 use super::header::{counter_set, fixed_counter};
 use super::schema::{EventDoc, UmaskDoc};
 use super::source::{Source, number};
+use crate::limits::MAX_UNIT_MASKS;
 use crate::model::{
     CombineRules, CpuModel, EncoderKind, EventFlags, NativeEvent, PmuDescription, UnitMask,
     UnitMaskClass,
@@ -153,6 +154,18 @@ struct EventAt<'a> {
 impl EventAt<'_> {
     /// The event's unit masks from its `umasks`, each checked, and the `same_as` between them.
     fn unit_masks(&self, doc: &EventDoc) -> Result<Vec<UnitMask>, Error> {
+        if doc.umasks.len() > MAX_UNIT_MASKS {
+            return Err(self.source.error(
+                doc.name.span(),
+                "umasks",
+                format!(
+                    "`{}` has {} unit masks, above the limit of {MAX_UNIT_MASKS} an event (the \
+                     shipped data's most is 1,008)",
+                    self.name,
+                    doc.umasks.len()
+                ),
+            ));
+        }
         let mut unit_masks: Vec<UnitMask> = Vec::with_capacity(doc.umasks.len());
         // Whether two unit masks may share a name, which each is then checked for (an event may
         // have hundreds: a check of each against those before is quadratic).
@@ -330,11 +343,18 @@ impl EventAt<'_> {
     /// `same_as` of its own).
     fn check_same_as(&self, doc: &EventDoc, unit_masks: &[UnitMask]) -> Result<(), Error> {
         let (source, name) = (self.source, self.name);
+        if unit_masks.iter().all(|m| m.same_as.is_empty()) {
+            return Ok(());
+        }
+        // The first unit mask of each name, blind to case: looked up once per `same_as` (a
+        // search of all of them each time is quadratic in an event of thousands).
+        let mut by_name = crate::fast_map::FastMap::default();
+        for mask in unit_masks.iter().rev() {
+            by_name.insert(mask.name.to_ascii_uppercase(), mask);
+        }
         for (umask, mask) in doc.umasks.iter().zip(unit_masks) {
             for (name_doc, target) in umask.get_ref().same_as.iter().zip(&mask.same_as) {
-                let found = unit_masks
-                    .iter()
-                    .find(|m| m.name.eq_ignore_ascii_case(target));
+                let found = by_name.get(&target.to_ascii_uppercase());
                 if !found.is_some_and(|m| m.extra_bits.is_some() && m.same_as.is_empty()) {
                     return Err(source.error(
                         name_doc.span(),

@@ -7,6 +7,7 @@ use toml::Spanned;
 
 use super::papi::linear_form;
 use super::source::Source;
+use crate::limits::MAX_MAPPING_TERMS;
 use crate::model::{CpuModel, Mapping, PapiForm};
 use crate::parse::{EventSpec, ParsedEvent, parse_event};
 
@@ -64,6 +65,13 @@ pub(crate) fn parse_expression(text: &str) -> Result<Vec<MappingTerm>, String> {
         };
         if matches!(event, "+" | "-" | "*") {
             return Err(format!("`{event}` where an event was expected; {SHAPE}"));
+        }
+        if terms.len() == MAX_MAPPING_TERMS {
+            return Err(format!(
+                "more than {MAX_MAPPING_TERMS} terms, the limit of an expression (PAPI sums at \
+                 most {})",
+                super::papi::MAX_NATIVES
+            ));
         }
         terms.push((sign, factor, native_term(event)?));
         match tokens.next() {

@@ -11,6 +11,7 @@ mod source;
 use counterhal_hal::Error;
 
 use crate::HybridCore;
+use crate::limits::{MAX_EVENT_ALIASES, MAX_FILE_ENTRIES, MAX_FILE_MODELS, check_tokens};
 use crate::model::{CpuModel, EncoderKind, PmuDescription};
 use event::{check_event_fits, native_event};
 use header::{hybrid_core, match_rule, pmu_description};
@@ -23,6 +24,9 @@ pub(crate) use source::Source;
 #[derive(Default)]
 pub(crate) struct Layer {
     ids: Vec<String>,
+    /// The events and unit masks loaded so far (a table for several models counted once per
+    /// model), held to [`MAX_FILE_ENTRIES`].
+    entries: usize,
 }
 
 /// Where [`load_file`] puts the models it reads: a plain vector, or the database's list, whose
@@ -57,6 +61,10 @@ pub(crate) fn load_file(
     layer: &mut Layer,
     source: &Source<'_>,
 ) -> Result<(), Error> {
+    check_tokens(source.text).map_err(|too| {
+        let key = key_at(source.text, too.offset);
+        source.error(too.offset..too.offset, &key, too.message)
+    })?;
     let doc: FileDoc = toml::from_str(source.text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let message = e.message().trim().to_string();
@@ -66,21 +74,38 @@ pub(crate) fn load_file(
     for cpu in doc.cpu {
         let cpu = cpu.into_inner();
         match cpu.id.get_ref() {
-            toml::Value::String(id) => load_cpu(models, layer, source, id, &cpu)?,
+            toml::Value::String(id) => {
+                count_entries(source, layer, &cpu, 1)?;
+                load_cpu(models, layer, source, id, &cpu)?;
+            }
             toml::Value::Array(ids) => {
                 // One table for several models: it changes those loaded before (a shared
                 // overlay), passing over the ids of models not loaded.
-                let mut changed = 0;
+                if ids.len() > MAX_FILE_MODELS {
+                    return Err(source.error(
+                        cpu.id.span(),
+                        "id",
+                        format!(
+                            "a list of {} ids, above the limit of {MAX_FILE_MODELS} models a file changes",
+                            ids.len()
+                        ),
+                    ));
+                }
+                let mut loaded = Vec::new();
                 for id in ids {
                     let toml::Value::String(id) = id else {
                         return Err(source.error(cpu.id.span(), "id", "a model id is a string"));
                     };
                     if models.position(id.trim())?.is_some() {
-                        load_cpu(models, layer, source, id, &cpu)?;
-                        changed += 1;
+                        loaded.push(id);
                     }
                 }
-                if changed == 0 {
+                // Each listed model loads the table's events: counted before any is read.
+                count_entries(source, layer, &cpu, loaded.len())?;
+                for id in &loaded {
+                    load_cpu(models, layer, source, id, &cpu)?;
+                }
+                if loaded.is_empty() {
                     return Err(source.error(
                         cpu.id.span(),
                         "id",
@@ -258,8 +283,8 @@ fn load_cpu(
     load_mappings(model, source, doc, existing.is_some())
 }
 
-/// Refuses a model id that is not one (letters, digits, `_ - .`) or that this layer used
-/// already.
+/// Refuses a model id that is not one (letters, digits, `_ - .`), that this layer used
+/// already, or past the [`MAX_FILE_MODELS`] a file may add or change.
 fn check_model_id(source: &Source<'_>, layer: &Layer, id: &str, doc: &CpuDoc) -> Result<(), Error> {
     if id.is_empty()
         || !id
@@ -272,11 +297,46 @@ fn check_model_id(source: &Source<'_>, layer: &Layer, id: &str, doc: &CpuDoc) ->
             format!("`{id}` is not a valid model id (letters, digits, _ - .)"),
         ));
     }
+    if layer.ids.len() >= MAX_FILE_MODELS {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!(
+                "model `{id}` is past the limit of {MAX_FILE_MODELS} models a file adds or \
+                 changes (the library ships 98): split the file"
+            ),
+        ));
+    }
     if layer.ids.iter().any(|i| i.eq_ignore_ascii_case(id)) {
         return Err(source.error(
             doc.id.span(),
             "id",
             format!("model id `{id}` is used twice"),
+        ));
+    }
+    Ok(())
+}
+
+/// Counts the events and unit masks `doc` loads into `copies` models against
+/// [`MAX_FILE_ENTRIES`], before they are read.
+fn count_entries(
+    source: &Source<'_>,
+    layer: &mut Layer,
+    doc: &CpuDoc,
+    copies: usize,
+) -> Result<(), Error> {
+    let unit_masks: usize = doc.event.iter().map(|e| e.get_ref().umasks.len()).sum();
+    let entries = (doc.event.len() + unit_masks).saturating_mul(copies);
+    layer.entries = layer.entries.saturating_add(entries);
+    if layer.entries > MAX_FILE_ENTRIES {
+        return Err(source.error(
+            doc.id.span(),
+            "id",
+            format!(
+                "this table brings the file past the limit of {MAX_FILE_ENTRIES} events and unit \
+                 masks loaded ({entries} here: a table for several models loads its own into \
+                 each; the shipped data's largest model has 1,446): split the file"
+            ),
         ));
     }
     Ok(())
@@ -436,6 +496,17 @@ fn load_events(
         }
     }
     if let Some(table) = &doc.event_aliases {
+        if table.len() > MAX_EVENT_ALIASES {
+            return Err(source.error(
+                doc.id.span(),
+                "event_aliases",
+                format!(
+                    "{} event aliases for model `{id}`, above the limit of {MAX_EVENT_ALIASES} a \
+                     table (the shipped data's most is 337)",
+                    table.len()
+                ),
+            ));
+        }
         for (key, value) in table {
             let (alias, target) = event_alias(source, model, key, value)?;
             model.event_aliases.insert(alias, target);

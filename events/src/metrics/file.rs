@@ -53,11 +53,19 @@ fn invalid(message: String) -> Invalid {
     }
 }
 
-/// Reads file `name` (its `text`) and checks it: every metric has a name, given once, a formula
+/// Reads file `name` (its `text`, at most [`MAX_TOML_TOKENS`](crate::limits::MAX_TOML_TOKENS)
+/// tokens, counted before it is parsed) and checks it: every metric has a name, given once, a formula
 /// that parses (nested at most [`expression::MAX_DEPTH`] levels) and a finite scale other than
 /// 0, and no metric reads itself through the metrics its formula names. Gives the table with
 /// each metric's parsed formula.
 pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Expr>), Invalid> {
+    crate::limits::check_tokens(text).map_err(|too| {
+        let line = text
+            .get(..too.offset)
+            .map_or(0, |t| t.matches('\n').count())
+            + 1;
+        invalid(format!("{name}:{line}: {}", too.message))
+    })?;
     let file: MetricFile =
         toml::from_str(text).map_err(|e| invalid(format!("{name}: {}", e.message())))?;
     let formulas = check(name, &file)?;

@@ -138,8 +138,10 @@ impl MetricTable {
 /// were read by this same reader when `counterhal-gen tables` wrote them.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput): malformed TOML, an
-/// unknown key, a metric named twice, a formula that does not parse or nests too deep, a scale
+/// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput): a text past
+/// [`MAX_TOML_TOKENS`](crate::limits::MAX_TOML_TOKENS) tokens or with a value longer than
+/// [`MAX_TOML_STRING_BYTES`](crate::limits::MAX_TOML_STRING_BYTES) (refused before it is
+/// parsed, naming the line), malformed TOML, an unknown key, a metric named twice, a formula that does not parse or nests too deep, a scale
 /// that is not a finite number, or metrics that read each other in a loop (named in order,
 /// `` `a` -> `b` -> `a` ``); the error names the file and the metric.
 /// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) in a build without the
