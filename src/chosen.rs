@@ -17,12 +17,14 @@ use crate::{
     OpenOptions, ResolvedEvent, Result, Target, detect_cpu, detect_hybrid_core, open, set,
 };
 
-/// The event database and the CPU model to resolve names against.
+/// The event database and the CPU model to resolve names against, and whether resolving
+/// may change the system to find a name (mount tracefs: off unless asked for).
 #[derive(Clone, Debug)]
 pub struct Context {
     database: Arc<Database>,
     cpu: Option<CpuIdentity>,
     model: Option<String>,
+    mount_tracefs: bool,
 }
 
 impl Context {
@@ -37,6 +39,7 @@ impl Context {
             database,
             cpu,
             model,
+            mount_tracefs: false,
         }
     }
 
@@ -59,6 +62,18 @@ impl Context {
     /// descriptions, say).
     pub fn set_database(&mut self, database: Arc<Database>) {
         self.database = database;
+    }
+
+    /// Lets the backends probed in this context mount tracefs to resolve a tracepoint, or not
+    /// (the default). See [`Setup::mount_tracefs`](crate::Setup::mount_tracefs).
+    pub fn set_mount_tracefs(&mut self, mount: bool) {
+        self.mount_tracefs = mount;
+    }
+
+    /// Whether the backends probed in this context may mount tracefs
+    /// ([`Context::set_mount_tracefs`]).
+    pub fn mounts_tracefs(&self) -> bool {
+        self.mount_tracefs
     }
 
     /// Loads the database (with `user_file` if given) and picks the CPU model: `cpu_model` if
@@ -92,6 +107,7 @@ impl Context {
             database: Arc::new(database),
             cpu,
             model,
+            mount_tracefs: false,
         })
     }
 }

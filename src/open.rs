@@ -40,8 +40,9 @@ pub fn split_event_list(list: &str) -> Vec<&str> {
 /// ([`OpenOptions::domain`]) given to each event without one of its own. Where the OS refuses
 /// counting the kernel and no domain was asked for, the events without a modifier count user
 /// space only (named `NAME:u`), as `perf stat` falls back, and the set's
-/// [`note`](EventSet::note) says so; a refusal that falling back does not cure is returned as
-/// it came.
+/// [`note`](EventSet::note) and [`counted_domain`](EventSet::counted_domain) say so; with
+/// [`OpenOptions::strict_domain`], and for a refusal that falling back does not cure, the
+/// refusal is returned as it came.
 pub(crate) fn open_on<B>(
     backend: &B,
     events: Vec<ResolvedEvent>,
@@ -58,7 +59,9 @@ where
     };
     let refused = match open_exactly(backend, events.clone(), target, options) {
         Err(refused)
-            if refused.kind() == ErrorKind::PermissionDenied && options.domain.is_none() =>
+            if refused.kind() == ErrorKind::PermissionDenied
+                && options.domain.is_none()
+                && !options.strict_domain =>
         {
             refused
         }
@@ -87,9 +90,10 @@ where
 }
 
 /// `events` as a command's counters take them, decided before the command starts: with the
-/// options' domain where one is asked; else, where this thread may not count the kernel (a
-/// probe of each event, as `perf stat` falls back per event), each event refused for that
-/// reason in its user-space-only form, with the note that says so.
+/// options' domain where one is asked; as they are with [`OpenOptions::strict_domain`] (a
+/// refusal is then the open's); else, where this thread may not count the kernel (a probe of
+/// each event, as `perf stat` falls back per event), each event refused for that reason in its
+/// user-space-only form, with the note that says so.
 ///
 /// # Errors
 /// As [`in_domain`].
@@ -100,6 +104,9 @@ pub(crate) fn countable_here<B: Backend + ?Sized>(
 ) -> Result<(Vec<ResolvedEvent>, Option<String>)> {
     if let Some(domain) = options.domain {
         return Ok((in_domain(backend.capabilities(), events, domain)?, None));
+    }
+    if options.strict_domain {
+        return Ok((events, None));
     }
     // Where a software clock counting the kernel opens, nothing is refused for that reason.
     let permitted = backend.resolve("task-clock").is_ok_and(|clock| {

@@ -189,7 +189,9 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
 
 #[cfg(feature = "linux")]
 fn linux_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_linux::probe(database(context), context.model().map(str::to_owned))?;
+    let mut backend =
+        counterhal_linux::probe(database(context), context.model().map(str::to_owned))?;
+    backend.set_mount_tracefs(context.mounts_tracefs());
     Ok(Box::new(backend))
 }
 

@@ -3,8 +3,8 @@
 //! samplers are [`ErrorKind::Unsupported`].
 
 use counterhal_hal::{
-    Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result, SampleOptions,
-    Sampler, Walked,
+    Domain, Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result,
+    SampleOptions, Sampler, Walked,
 };
 
 use crate::{Chosen, Target};
@@ -14,6 +14,8 @@ use crate::{Chosen, Target};
 #[derive(Debug)]
 pub struct AnySampler {
     inner: Inner,
+    /// What each event samples or is read in ([`AnySampler::counted_domain`]).
+    domains: Vec<Domain>,
 }
 
 #[derive(Debug)]
@@ -38,7 +40,9 @@ impl Chosen {
     /// as [`Backend::resolve`](counterhal_hal::Backend::resolve) for the names; as the
     /// backend's sampler. Where the system refuses counting the kernel (Linux at
     /// `perf_event_paranoid` 2 for an unprivileged user), events with no modifier sample user
-    /// space only, as `perf record` falls back; the refusal is returned where that fails too.
+    /// space only, as `perf record` falls back ([`AnySampler::counted_domain`] says so); the
+    /// refusal is returned where that fails too, and with
+    /// [`SampleOptions::strict_domain`].
     pub fn open_sampler(
         &self,
         names: &[&str],
@@ -85,19 +89,23 @@ impl Chosen {
         {
             // Where the system refuses counting the kernel, events with no modifier sample
             // user space only, as perf record falls back at perf_event_paranoid 2.
-            let sampler = match linux.open_sampler(&requests(&events), target, options) {
-                Err(refused) if refused.kind() == ErrorKind::PermissionDenied => {
+            let (sampler, events) = match linux.open_sampler(&requests(&events), target, options) {
+                Err(refused)
+                    if refused.kind() == ErrorKind::PermissionDenied && !options.strict_domain =>
+                {
                     let user: Option<Vec<ResolvedEvent>> =
                         events.iter().map(ResolvedEvent::user_space_only).collect();
                     let user = user.ok_or_else(|| refused.clone())?;
-                    linux
+                    let sampler = linux
                         .open_sampler(&requests(&user), target, options)
-                        .map_err(|_| refused)?
+                        .map_err(|_| refused)?;
+                    (sampler, user)
                 }
-                opened => opened?,
+                opened => (opened?, events),
             };
             return Ok(AnySampler {
                 inner: Inner::Linux(sampler),
+                domains: events.iter().map(ResolvedEvent::domain).collect(),
             });
         }
         let _ = (requests, events, target, options);
@@ -144,6 +152,14 @@ impl AnySampler {
             Inner::Linux(sampler) => sampler.refresh(overflows),
             Inner::None(never) => match *never {},
         }
+    }
+
+    /// The domain event `index` (in the order opened) samples or is read in, as
+    /// [`EventSet::counted_domain`](counterhal_hal::EventSet::counted_domain) says it of a
+    /// set's: user space alone (no [`Domain::KERNEL`]) for one that fell back because the OS
+    /// refused the kernel. `None` past the last event.
+    pub fn counted_domain(&self, index: usize) -> Option<Domain> {
+        self.domains.get(index).copied()
     }
 
     fn sampler(&mut self) -> &mut dyn Sampler {

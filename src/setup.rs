@@ -43,6 +43,7 @@ pub struct Setup {
     backend: Option<String>,
     sysfs: Option<PathBuf>,
     context: Option<Context>,
+    mount_tracefs: bool,
 }
 
 impl Setup {
@@ -84,6 +85,17 @@ impl Setup {
         self
     }
 
+    /// Lets the backend mount tracefs to resolve a tracepoint (`syscalls:sys_enter_getpid`):
+    /// on Linux, where tracefs is mounted nowhere (neither `/sys/kernel/tracing` nor
+    /// `/sys/kernel/debug/tracing`) and this process is root, it is mounted at
+    /// `/sys/kernel/tracing` and left mounted, as perf and the `counterhal` command do. Off
+    /// by default: a library changes no system unasked, and a tracepoint is then an unknown
+    /// event (the error says tracefs is not mounted) until someone mounts it.
+    pub fn mount_tracefs(mut self, mount: bool) -> Setup {
+        self.mount_tracefs = mount;
+        self
+    }
+
     /// Resolves in `context`, a database and CPU model already loaded ([`Context::new`], with
     /// a listing's descriptions added, say), instead of loading them: what a face that made
     /// its context for other work opens its backend with. It stands for
@@ -105,7 +117,7 @@ impl Setup {
     /// build has no backend for this OS; when none works, the first backend's kind with every
     /// backend's reason in the message; as the named backend's probe.
     pub fn open(self) -> Result<Chosen> {
-        let context = match self.context {
+        let mut context = match self.context {
             Some(_) if self.events_file.is_some() || self.cpu_model.is_some() => {
                 return Err(Error::invalid_input(
                     "a Setup was given a context and also an events file or a CPU model",
@@ -117,6 +129,9 @@ impl Setup {
             Some(context) => context,
             None => Context::new(self.events_file.as_deref(), self.cpu_model.as_deref())?,
         };
+        if self.mount_tracefs {
+            context.set_mount_tracefs(true);
+        }
         let named = self.backend.as_deref().map(registration).transpose()?;
         if let Some(root) = &self.sysfs {
             let reader = match named {

@@ -304,6 +304,8 @@ fn the_criterion_example_reports_each_event_by_name() {
 /// t-test plot written.
 #[test]
 fn an_exact_tracepoint_is_benchmarked_twice_with_plots_on() {
+    // The example counts a tracepoint, which needs tracefs: the library mounts nothing unasked.
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let home =
         std::env::temp_dir().join(format!("counterhal-criterion-plots-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);

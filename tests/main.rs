@@ -6,6 +6,8 @@ mod architecture;
 #[cfg(target_os = "linux")]
 mod cgroup_counter;
 mod cgroups;
+#[cfg(target_os = "linux")]
+mod domains;
 mod examples;
 mod face;
 mod listing_marks;
@@ -16,3 +18,5 @@ mod restart;
 mod sets;
 mod setup;
 mod targets;
+#[cfg(target_os = "linux")]
+mod tracefs_mount;

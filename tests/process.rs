@@ -139,6 +139,7 @@ impl Drop for Held {
 /// (perf 6.1) counts the same process alongside and must agree.
 #[test]
 fn a_process_is_all_its_threads_and_a_thread_is_one() {
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let Some(backend) = open_default().ok().filter(|b| b.resolve(GETPID).is_ok()) else {
         skip!(
             Need::System,

@@ -20,6 +20,8 @@ const EVENTS: [&str; 3] = ["page-faults", GETPID, "task-clock"];
 
 /// A backend that counts the getpid tracepoint here, or `None`.
 fn backend() -> Option<Chosen> {
+    // The tracepoint needs tracefs, which the library does not mount unasked.
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     open_default()
         .ok()
         .filter(|chosen| chosen.resolve(GETPID).is_ok())

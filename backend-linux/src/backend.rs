@@ -55,6 +55,7 @@ pub struct LinuxBackend {
     /// The generalized events that open here, found on the first `generalized()` call (it
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
+    mount_tracefs: bool, // whether resolving may mount tracefs (set_mount_tracefs)
 }
 
 /// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
@@ -447,8 +448,7 @@ impl Backend for LinuxBackend {
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = sysfs::aliases(&self.paths.pmu_devices);
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
-        tracefs::mount_if_absent(&self.paths.tracefs);
-        events.extend(tracefs::list(&self.paths.tracefs));
+        events.extend(tracefs::list(&self.paths.tracefs, self.mount_tracefs));
         events
     }
 
@@ -462,7 +462,7 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
-        if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event)? {
+        if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event, self.mount_tracefs)? {
             return Ok(single(encoding));
         }
         if let Some(parsed) = breakpoint::parse(event) {

@@ -23,8 +23,10 @@ pub struct LinuxSubject {
 impl LinuxSubject {
     /// A subject over `backend`, counting this thread. Where counting the kernel is not
     /// permitted (`perf_event_paranoid` 2 for an unprivileged user) the breakpoint counts user
-    /// space only (`:u`), which for a user function is the same count.
-    pub fn new(backend: LinuxBackend) -> Self {
+    /// space only (`:u`), which for a user function is the same count. The backend may mount
+    /// tracefs for the getpid tracepoint (as root, where it is absent, as perf does).
+    pub fn new(mut backend: LinuxBackend) -> Self {
+        backend.set_mount_tracefs(true);
         let address = marker as fn(u64) -> u64 as usize;
         let mut subject = Self {
             backend,

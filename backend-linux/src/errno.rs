@@ -156,6 +156,17 @@ fn paranoid_text(facts: &SystemFacts) -> String {
     }
 }
 
+/// What counting a tracepoint needs of `perf_event_paranoid`, as the kernel checks it
+/// (`perf_event_open` in kernel/events/core.c, `perf_trace_event_perm` in
+/// kernel/trace/trace_event_perf.c): what any event counting the kernel needs, since
+/// tracepoints fire there; -1 (`perf_allow_tracepoint`) only for raw samples and ftrace's
+/// function tracepoint.
+pub(crate) const TRACEPOINT_RIGHTS: &str = "a tracepoint fires in the kernel: counting it \
+     needs 1 or lower (echo 1 > /proc/sys/kernel/perf_event_paranoid), as counting any kernel \
+     event does (:u counts only the hits with user registers, the syscalls tracepoints'); -1 \
+     is needed only for raw samples (PERF_SAMPLE_RAW) and ftrace's function tracepoint, which \
+     counterhal does not take";
+
 fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     let paranoid = paranoid_text(facts);
     let needs = match (attempt, facts.paranoid) {
@@ -180,13 +191,11 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
             "counting a whole CPU needs 0 or lower (echo 0 > /proc/sys/kernel/perf_event_paranoid)"
                 .to_string()
         }
+        (Some(a), _) if a.class == EventClass::Tracepoint => TRACEPOINT_RIGHTS.to_string(),
         (Some(a), Some(p)) if a.counts_kernel && p >= 2 => {
             "at 2 an unprivileged user may count only user space: use the :u modifier, or set it \
              to 1 (echo 1 > /proc/sys/kernel/perf_event_paranoid)"
                 .to_string()
-        }
-        (Some(a), _) if a.class == EventClass::Tracepoint => {
-            "tracepoints need -1 for unprivileged users".to_string()
         }
         _ => "lower it (echo 1 > /proc/sys/kernel/perf_event_paranoid)".to_string(),
     };
@@ -505,6 +514,96 @@ mod tests {
             cpu: -1,
             cpu_online: None,
             member: false,
+        }
+    }
+
+    /// The body of the C function whose definition starts with `signature` in `source`:
+    /// from its opening brace to the first closing brace at the start of a line.
+    fn c_body<'s>(source: &'s str, signature: &str) -> &'s str {
+        let start = source
+            .find(signature)
+            .unwrap_or_else(|| panic!("no `{signature}` in the kernel's source"));
+        let body = &source[start..];
+        &body[..body.find("\n}").expect("the function's end")]
+    }
+
+    /// The level a permission check of the kernel refuses above: the number after
+    /// `sysctl_perf_event_paranoid > ` in its body.
+    fn refused_above(body: &str) -> i32 {
+        let at = body
+            .find("sysctl_perf_event_paranoid > ")
+            .expect("a check of perf_event_paranoid")
+            + "sysctl_perf_event_paranoid > ".len();
+        let number: String = body[at..]
+            .chars()
+            .take_while(|c| *c == '-' || c.is_ascii_digit())
+            .collect();
+        number.parse().expect("a level")
+    }
+
+    /// What counting a tracepoint needs, as the hints say it, is what the kernel checks.
+    /// Oracle: Debian's linux-source-6.12. `perf_event_open` (kernel/events/core.c) calls
+    /// `perf_allow_kernel`, refusing above 1, for any event that counts the kernel; a
+    /// tracepoint's own check, `perf_trace_event_perm` (kernel/trace/trace_event_perf.c),
+    /// calls `perf_allow_tracepoint` (include/linux/perf_event.h), refusing above -1, only for
+    /// ftrace's function tracepoint and for `PERF_SAMPLE_RAW`: a counted tracepoint needs 1.
+    #[test]
+    fn the_tracepoint_hints_ask_for_what_the_kernel_checks() {
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        let tree = match counterhal_conformance::fixtures::kernel_source() {
+            Ok(tree) => tree,
+            Err(why) => skip!(Need::Tools, "{why}"),
+        };
+        let read = |path: &str| std::fs::read_to_string(tree.join(path)).unwrap();
+        let (core, header) = (
+            read("kernel/events/core.c"),
+            read("include/linux/perf_event.h"),
+        );
+        let trace = read("kernel/trace/trace_event_perf.c");
+        let kernel = refused_above(c_body(&core, "int perf_allow_kernel(void)\n{"));
+        let tracepoint = refused_above(c_body(
+            &header,
+            "static inline int perf_allow_tracepoint(void)",
+        ));
+        assert_eq!((kernel, tracepoint), (1, -1));
+        let syscall = c_body(&core, "SYSCALL_DEFINE5(perf_event_open,");
+        let kernel_check = syscall
+            .find("if (!attr.exclude_kernel")
+            .expect("perf_event_open checks an event counting the kernel");
+        let checked = &syscall[kernel_check..];
+        assert!(
+            checked[..checked.find("\n\t}").unwrap()].contains("perf_allow_kernel()"),
+            "{checked}"
+        );
+        let perm = c_body(&trace, "static int perf_trace_event_perm(");
+        let function = perm
+            .find("if (ftrace_event_is_function(tp_event))")
+            .unwrap();
+        let function_end = function + perm[function..].find("\n\t}").unwrap();
+        let raw = perm
+            .find("if (!(p_event->attr.sample_type & PERF_SAMPLE_RAW))\n\t\treturn 0;")
+            .expect("a counted tracepoint passes before the tracepoint check");
+        for (at, _) in perm.match_indices("perf_allow_tracepoint()") {
+            assert!(
+                (function..function_end).contains(&at) || at > raw,
+                "a tracepoint check outside the function tracepoint and raw samples: {perm}"
+            );
+        }
+        // The hints: the open refused for a tracepoint counting the kernel, and tracefs
+        // withheld.
+        let refused = map_errno(
+            libc::EACCES,
+            Operation::Open(open(EventClass::Tracepoint)),
+            &facts(2, false, false),
+        );
+        let withheld = crate::tracefs::denied("sched:sched_switch", std::path::Path::new("/t"));
+        for error in [refused, withheld] {
+            let hint = error.hint().unwrap();
+            assert!(hint.contains(&format!("needs {kernel} or lower")), "{hint}");
+            let raw_only = format!("{tracepoint} is needed only for raw samples (PERF_SAMPLE_RAW)");
+            assert!(hint.contains(&raw_only), "{hint}");
+            assert_eq!(hint.matches(&format!(" {tracepoint}")).count(), 1, "{hint}");
         }
     }
 

@@ -49,6 +49,13 @@ impl Group for LinuxGroup {
     }
 }
 
+impl LinuxBackend {
+    /// Whether resolving a tracepoint may mount tracefs; nothing to mount on this OS.
+    pub fn set_mount_tracefs(&mut self, _mount: bool) {
+        match self.never {}
+    }
+}
+
 impl Backend for LinuxBackend {
     type Group = LinuxGroup;
     fn name(&self) -> &'static str {

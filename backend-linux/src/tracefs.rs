@@ -175,8 +175,11 @@ pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option
 const MOUNT_POINT: &str = "/sys/kernel/tracing";
 
 /// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
-/// and this process is root, mounts tracefs there (once per process; a failure leaves it
-/// absent, which resolving a tracepoint then reports).
+/// and this process is root, mounts tracefs there and leaves it mounted (once per process; a
+/// failure leaves it absent, which resolving a tracepoint then reports). Called only for a
+/// backend allowed to change the system so ([`LinuxBackend::set_mount_tracefs`]).
+///
+/// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
 pub fn mount_if_absent(roots: &[PathBuf]) {
     static TRIED: std::sync::Once = std::sync::Once::new();
     let standard = roots
@@ -265,8 +268,12 @@ pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
 }
 
 /// Every tracepoint of the first mounted root, as `subsystem:event`, sorted; empty when none
-/// is mounted (or readable).
-pub fn list(roots: &[PathBuf]) -> Vec<(String, String)> {
+/// is mounted (or readable). With `mount`, tracefs is mounted first where perf would
+/// ([`mount_if_absent`]).
+pub fn list(roots: &[PathBuf], mount: bool) -> Vec<(String, String)> {
+    if mount {
+        mount_if_absent(roots);
+    }
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Vec::new();
     };
@@ -312,17 +319,20 @@ fn subdirectories(dir: &Path) -> Vec<String> {
 }
 
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
-/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it. A name
-/// of a tracepoint's shape mounts tracefs first where perf would ([`mount_if_absent`]).
+/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it. With
+/// `mount`, a name of a tracepoint's shape mounts tracefs first where perf would
+/// ([`mount_if_absent`]).
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
 /// [`ErrorKind::InvalidEvent`] when it is malformed.
-pub fn resolve(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
+pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
         return bad_modifiers(roots, name);
     };
-    mount_if_absent(roots);
+    if mount {
+        mount_if_absent(roots);
+    }
     let Tracefs::Mounted(root) = mounted_root(roots) else {
         return Ok(None);
     };
@@ -416,25 +426,35 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
             }
             Error::invalid_event(message).with_hint(hint)
         }
-        Tracefs::Denied(root) => Error::new(
-            ErrorKind::PermissionDenied,
-            format!(
-                "`{name}` looks like a tracepoint, but {} is not readable by this user",
-                root.display()
-            ),
-        )
-        .with_errno(libc::EACCES)
-        .with_hint(format!(
-            "tracefs is mounted for root only (mode 0700): run as root, or let this user in \
-             (e.g. `chmod o+rx {root}` and `chmod -R o+r {root}/events`, or mount it with a \
-             `gid=` option), and lower kernel.perf_event_paranoid to -1 for tracepoints",
-            root = root.display()
-        )),
+        Tracefs::Denied(root) => denied(name, root),
         Tracefs::Absent => Error::invalid_event(format!(
             "unknown event `{name}`; tracefs is not mounted, so tracepoints cannot be resolved"
         ))
-        .with_hint("mount it: mount -t tracefs nodev /sys/kernel/tracing"),
+        .with_hint(
+            "mount it as root (mount -t tracefs nodev /sys/kernel/tracing), or let counterhal \
+             mount it as root (the counterhal command does; a library asks with \
+             Setup::mount_tracefs)",
+        ),
     }
+}
+
+/// The error for a tracepoint-shaped name where tracefs at `root` is this user's to see not.
+pub(crate) fn denied(name: &str, root: &Path) -> Error {
+    Error::new(
+        ErrorKind::PermissionDenied,
+        format!(
+            "`{name}` looks like a tracepoint, but {} is not readable by this user",
+            root.display()
+        ),
+    )
+    .with_errno(libc::EACCES)
+    .with_hint(format!(
+        "tracefs is mounted for root only (mode 0700): run as root, or let this user in \
+         (e.g. `chmod o+rx {root}` and `chmod -R o+r {root}/events`, or mount it with a \
+         `gid=` option); then {}",
+        crate::errno::TRACEPOINT_RIGHTS,
+        root = root.display()
+    ))
 }
 
 #[cfg(test)]
@@ -541,21 +561,21 @@ mod tests {
         // Names no file has are no tracepoints, however they fail: overlong (ENAMETOOLONG),
         // or through a file (ENOTDIR).
         let overlong = format!("x:{}", "a".repeat(4100));
-        assert_eq!(resolve(&roots, &overlong).unwrap(), None);
-        assert_eq!(resolve(&roots, "demo:hello/id").ok().flatten(), None);
-        let e = resolve(&roots, "demo:hello").unwrap().unwrap();
+        assert_eq!(resolve(&roots, &overlong, false).unwrap(), None);
+        assert_eq!(resolve(&roots, "demo:hello/id", false).ok().flatten(), None);
+        let e = resolve(&roots, "demo:hello", false).unwrap().unwrap();
         assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::ALL));
-        let e = resolve(&roots, "xhci-hcd:xhci_dbg_address")
+        let e = resolve(&roots, "xhci-hcd:xhci_dbg_address", false)
             .unwrap()
             .unwrap();
         assert_eq!(e.config, 77);
         // perf's modifiers after the name: `:u` counts user mode only.
-        let e = resolve(&roots, "demo:hello:u").unwrap().unwrap();
+        let e = resolve(&roots, "demo:hello:u", false).unwrap().unwrap();
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
         assert!(e.exclude_bits().kernel && !e.exclude_bits().user);
-        let e = resolve(&roots, "demo:hello:k").unwrap().unwrap();
+        let e = resolve(&roots, "demo:hello:k", false).unwrap().unwrap();
         assert!(e.exclude_bits().user && !e.exclude_bits().kernel);
-        assert_eq!(resolve(&roots, "demo:absent").unwrap(), None);
+        assert_eq!(resolve(&roots, "demo:absent", false).unwrap(), None);
         // A misspelling lists the nearest tracepoints of that subsystem.
         let error = not_found(&roots, "demo:helo");
         let text = error.to_string();
@@ -574,7 +594,7 @@ mod tests {
                 .contains("mount -t tracefs")
         );
         fs::write(event.join("id"), "x\n").unwrap();
-        assert!(resolve(&roots, "demo:hello").is_err());
+        assert!(resolve(&roots, "demo:hello", false).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 }

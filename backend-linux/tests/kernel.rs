@@ -198,16 +198,7 @@ fn libc_enospc() -> i32 {
 }
 
 fn tracefs_ready() -> bool {
-    if std::path::Path::new("/sys/kernel/tracing/events").is_dir()
-        || std::path::Path::new("/sys/kernel/debug/tracing/events").is_dir()
-    {
-        return true;
-    }
-    // As perf does, mount tracefs when we may.
-    let _ = std::process::Command::new("mount")
-        .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-        .status();
-    std::path::Path::new("/sys/kernel/tracing/events").is_dir()
+    counterhal_conformance::fixtures::tracefs_mounted().is_ok()
 }
 
 #[test]

@@ -24,3 +24,5 @@ mod restart;
 mod sampling;
 #[cfg(target_os = "linux")]
 mod self_monitor;
+#[cfg(target_os = "linux")]
+mod tracefs_mount;

@@ -63,15 +63,7 @@ fn work(n: u64) {
 }
 
 fn tracefs_ready() -> bool {
-    let events = |root: &str| std::path::Path::new(root).join("events").is_dir();
-    if events("/sys/kernel/tracing") || events("/sys/kernel/debug/tracing") {
-        return true;
-    }
-    // As perf does, mount tracefs when this process may.
-    let _ = std::process::Command::new("mount")
-        .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-        .status();
-    events("/sys/kernel/tracing")
+    counterhal_conformance::fixtures::tracefs_mounted().is_ok()
 }
 
 /// What a window of work must do to an event's count.

@@ -107,6 +107,11 @@ extern "C" {
                                        * counted as asked or refused (the kernel asked for as
                                        * an unprivileged caller at perf_event_paranoid 2:
                                        * COUNTERHAL_EPERM with the hint) */
+#define COUNTERHAL_OPTION_STRICT_DOMAIN 5 /* 1: with the default domain, an event with no
+                                           * modifier that the system forbids to count the
+                                           * kernel to this caller is refused (COUNTERHAL_EPERM
+                                           * with the hint) instead of counting user space
+                                           * only; default 0 */
 
 /* Privilege levels, the values of COUNTERHAL_OPTION_DOMAIN, or-ed together. */
 #define COUNTERHAL_DOMAIN_USER 1       /* user space */
@@ -224,6 +229,11 @@ int counterhal_set_get_option(counterhal_set_t *set, int option);
  * the event is removed, an option of the set changes or the set is destroyed. */
 int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
+/* The privilege levels event index counts, COUNTERHAL_DOMAIN_* or-ed together: every level
+ * its PMU counts (USER | KERNEL | HYPERVISOR) for an event with no modifier, USER alone where
+ * it counts user space only because the system forbids the kernel (its name is then NAME:u),
+ * those asked for otherwise; COUNTERHAL_EINVAL if index is out of range. */
+int counterhal_set_event_domain(counterhal_set_t *set, size_t index);
 /* What the count of event index is in, where its PMU says so (a Linux PMU alias's .scale and
  * .unit, as perf prints them: power/energy-pkg/ counts in units of 2^-32 Joules): returns the
  * unit ("Joules", "MiB"; "" for a plain count) and stores what one count is in it in *scale

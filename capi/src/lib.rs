@@ -627,6 +627,7 @@ mod tests {
             ("COUNTERHAL_OPTION_INHERIT", option::INHERIT),
             ("COUNTERHAL_OPTION_EXCLUSIVE", option::EXCLUSIVE),
             ("COUNTERHAL_OPTION_DOMAIN", option::DOMAIN),
+            ("COUNTERHAL_OPTION_STRICT_DOMAIN", option::STRICT_DOMAIN),
             ("COUNTERHAL_DOMAIN_USER", domain::USER),
             ("COUNTERHAL_DOMAIN_KERNEL", domain::KERNEL),
             ("COUNTERHAL_DOMAIN_HYPERVISOR", domain::HYPERVISOR),
@@ -644,7 +645,7 @@ mod tests {
         };
         assert_eq!(
             defined("COUNTERHAL_OPTION_"),
-            5,
+            6,
             "an option the library lacks"
         );
         assert_eq!(

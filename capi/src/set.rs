@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use counterhal_hal::{CpuList, Reading, ResolvedEvent};
 use facade::advanced::{CountedCommand, Follow, SharedReadError, SharedReads, trial_for_add};
-use facade::{AnyGroup, EventSet, Group, OpenOptions, Target as Attach};
+use facade::{AnyGroup, Domain, EventSet, Group, OpenOptions, Target as Attach};
 
 use crate::{CResult, Failure, Handle, Inner, c_string, code};
 
@@ -200,6 +200,18 @@ impl Set {
             }
             *counted = event.clone();
         }
+    }
+
+    /// The privilege levels event `index` counts as its last open counted it (a
+    /// [`domain`] mask: every level its PMU counts for an event without a modifier, user
+    /// space alone where the OS refused the kernel); `None` for an index out of range.
+    pub(crate) fn counted_domain(&self, index: usize) -> Option<i32> {
+        let levels = self
+            .counted
+            .get(index)?
+            .domain()
+            .intersection(Domain::LEVELS);
+        Some(i32::from(levels.bits()))
     }
 
     /// The unit of event `index`'s count and what one count is in it (`("", 1.0)` for a plain

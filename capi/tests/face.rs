@@ -234,9 +234,10 @@ fn a_set_s_domain_and_exclusive_are_set_from_c() {
 /// As the unprivileged user nobody at `perf_event_paranoid` 2, a C program counts task-clock,
 /// page-faults and the getpid tracepoint (by the id the root parent reads from tracefs, which
 /// nobody cannot read) in user space, as `NAME:u`, with `counterhal_set_note` naming them in
-/// the face's words; `COUNTERHAL_OPTION_DOMAIN` = kernel is `COUNTERHAL_EPERM` with the hint.
-/// Oracles: perf_event_open(2)'s paranoid rules; 100 `getpid()` calls counted by
-/// `syscalls:sys_enter_getpid`.
+/// the face's words and `counterhal_set_event_domain` saying user space alone;
+/// `COUNTERHAL_OPTION_DOMAIN` = kernel and `COUNTERHAL_OPTION_STRICT_DOMAIN` = 1 are
+/// `COUNTERHAL_EPERM` with the hint. Oracles: perf_event_open(2)'s paranoid rules on Linux
+/// 6.18; 100 `getpid()` calls counted by `syscalls:sys_enter_getpid`.
 #[test]
 fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -252,7 +253,11 @@ fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
     if !root {
         skip!(Need::Privilege, "becoming nobody needs root");
     }
-    let Ok(id) = std::fs::read_to_string("/sys/kernel/tracing/events/syscalls/sys_enter_getpid/id")
+    let root = match counterhal_conformance::fixtures::tracefs_mounted() {
+        Ok(root) => root,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let Ok(id) = std::fs::read_to_string(format!("{root}/events/syscalls/sys_enter_getpid/id"))
     else {
         skip!(Need::System, "no syscalls tracepoints in tracefs here");
     };
@@ -276,6 +281,7 @@ fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
         out.status
     );
     eprintln!("{stdout}");
+    assert!(stdout.contains("strict refused: "), "{stdout}");
     let note = stdout
         .lines()
         .find_map(|l| l.strip_prefix("note: "))

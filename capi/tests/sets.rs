@@ -18,6 +18,7 @@ fn program() -> PathBuf {
 
 /// Up to `n` tracepoints that open cheaply (not `syscalls`), as `subsystem:event`.
 fn cheap_tracepoints(n: usize) -> Vec<String> {
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let events = Path::new("/sys/kernel/tracing/events");
     let mut found = Vec::new();
     for system in [

@@ -43,6 +43,8 @@ impl DatabaseArgs {
                     "--cpu-model MODEL (see `counterhal list --models`) --events FILE",
                 )
             })?;
+        // The command mounts tracefs where it is absent, as root, as perf does.
+        context.set_mount_tracefs(true);
         // A hybrid chip's signature without its core: say which core's table was taken.
         if let Some(note) = self
             .cpu

@@ -42,4 +42,6 @@ mod stat_opens;
 mod stat_options;
 mod stat_scope;
 mod sysfs_root;
+#[cfg(target_os = "linux")]
+mod tracefs_mount;
 mod uncore_stat;

@@ -1,13 +1,16 @@
 //! Fixtures the workspace's tests share: a control group made for one test, the kernel's
-//! source extracted once per machine, and perf run under another machine's PMU tree.
+//! source extracted once per machine, perf run under another machine's PMU tree, and tracefs
+//! mounted (or taken away in a mount namespace of a test's own).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 mod kernel_tree;
 pub mod perf_tree;
+mod tracefs;
 
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
+pub use tracefs::{TRACEFS_ROOTS, tracefs_mounted, tracefs_mounted_anywhere, without_tracefs};
 
 /// A cgroup made below a cgroup mount for one test, removed when dropped (the processes put
 /// in it killed first, a cgroup made below it removed with it).

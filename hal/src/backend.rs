@@ -55,10 +55,16 @@ pub struct OpenOptions {
     /// What the events without a domain of their own count (a name without a modifier such
     /// as `:u`): `None` for the backend's default, where an unprivileged caller then counts
     /// user space only when the OS refuses the kernel (as `perf stat` falls back, and says so
-    /// in [`EventSet::note`](crate::EventSet::note)); a domain given here is counted as
+    /// in [`EventSet::note`](crate::EventSet::note) and
+    /// [`EventSet::counted_domain`](crate::EventSet::counted_domain)), unless
+    /// [`strict_domain`](OpenOptions::strict_domain); a domain given here is counted as
     /// given, or refused. Backends take the domain from each request's encoding: the face
     /// that opens the set applies this one to the requests first.
     pub domain: Option<Domain>,
+    /// Whether the events without a domain of their own are refused where the OS refuses
+    /// the backend's default domain to this caller (the permission error, its hint naming the
+    /// setting), instead of counting user space only. Off by default, as in `perf stat`.
+    pub strict_domain: bool,
     /// Whether a thread's counters also count the threads and processes it creates from
     /// now on (perf's `inherit`): for a target of one thread, which the face then opens as
     /// [`BackendTarget::Process`] with `inherit`.
@@ -74,6 +80,7 @@ impl OpenOptions {
             exclusive: false,
             multiplex_interval: None,
             domain: None,
+            strict_domain: false,
             inherit: false,
         }
     }
@@ -87,6 +94,7 @@ impl OpenOptions {
             exclusive: false,
             multiplex_interval: None,
             domain: None,
+            strict_domain: false,
             inherit: false,
         }
     }
@@ -117,6 +125,14 @@ impl OpenOptions {
     #[must_use]
     pub const fn in_domain(mut self, domain: Domain) -> Self {
         self.domain = Some(domain);
+        self
+    }
+
+    /// The same options refusing, or not, to count user space only where the OS refuses the
+    /// default domain (see [`OpenOptions::strict_domain`]).
+    #[must_use]
+    pub const fn strict_domain(mut self, strict: bool) -> Self {
+        self.strict_domain = strict;
         self
     }
 

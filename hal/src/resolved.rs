@@ -1,8 +1,8 @@
 //! Named events that may stand for several native events, and the set that reads them.
 
 use crate::{
-    Backend, BackendTarget, Encoding, Error, ErrorKind, EventRequest, Group, OpenOptions, Reading,
-    Result, check_buffer,
+    Backend, BackendTarget, Domain, Encoding, Error, ErrorKind, EventRequest, Group, OpenOptions,
+    Reading, Result, check_buffer,
 };
 
 /// Whether a term is added or subtracted.
@@ -117,6 +117,15 @@ impl ResolvedEvent {
             terms,
             unit: self.unit.clone(),
         })
+    }
+
+    /// The domain the event counts, as its (first) term's encoding says: [`Domain::ALL`] for
+    /// a name without a modifier, counting what its PMU counts; the levels a modifier, a
+    /// set's domain or a fallback to user space chose otherwise.
+    pub fn domain(&self) -> Domain {
+        self.terms
+            .first()
+            .map_or(Domain::ALL, |term| term.request.encoding.domain())
     }
 
     /// Whether more than one native event stands behind the name.
@@ -422,6 +431,15 @@ impl<G: Group> EventSet<G> {
     /// `None` when the events count as asked.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+
+    /// The domain event `index` counts, from its encoding: [`Domain::ALL`] for an event
+    /// without a modifier counting what its PMU counts, the levels its modifier or the set's
+    /// domain chose otherwise, and user space alone (no [`Domain::KERNEL`]) for one that fell
+    /// back because the OS refused the kernel ([`EventSet::note`] says why). `None` past the
+    /// last event.
+    pub fn counted_domain(&self, index: usize) -> Option<Domain> {
+        self.events.get(index).map(ResolvedEvent::domain)
     }
 
     /// The same set with `note` (see [`EventSet::note`]).

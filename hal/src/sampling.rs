@@ -111,6 +111,11 @@ pub struct SampleOptions {
     pub ring_pages: usize,
     /// When the owner is woken.
     pub wakeup: Wakeup,
+    /// Whether the events without a domain of their own are refused where the OS refuses
+    /// the backend's default domain to this caller, instead of sampling user space only (as
+    /// [`OpenOptions::strict_domain`](crate::OpenOptions::strict_domain)). Off by default, as
+    /// in `perf record`.
+    pub strict_domain: bool,
 }
 
 impl SampleOptions {
@@ -122,6 +127,7 @@ impl SampleOptions {
             fields,
             ring_pages: 64,
             wakeup: Wakeup::Samples(1),
+            strict_domain: false,
         }
     }
 
@@ -133,6 +139,7 @@ impl SampleOptions {
             fields,
             ring_pages: 64,
             wakeup: Wakeup::Samples(1),
+            strict_domain: false,
         }
     }
 
@@ -140,6 +147,14 @@ impl SampleOptions {
     #[must_use]
     pub const fn ring_pages(mut self, pages: usize) -> Self {
         self.ring_pages = pages;
+        self
+    }
+
+    /// The same options refusing, or not, to sample user space only where the OS refuses the
+    /// default domain (see [`SampleOptions::strict_domain`]).
+    #[must_use]
+    pub const fn strict_domain(mut self, strict: bool) -> Self {
+        self.strict_domain = strict;
         self
     }
 

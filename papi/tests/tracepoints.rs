@@ -64,6 +64,9 @@ fn tracepoints_answer_as_perf_says() {
     if !crate::common::is_root() {
         skip!(Need::Privilege, "running as nobody (setpriv) needs root");
     }
+    // perf mounts tracefs where it is absent; libpapi, as PAPI, mounts nothing: mounted first,
+    // both see the same tracepoints.
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let program = crate::common::c_program("lookup", "theirs", Path::new("/usr/include"), true);
     for nobody in [false, true] {
         let out = command(&program, &NAMES, nobody)

@@ -60,5 +60,16 @@ pub(super) fn assemble(
         user_access: cores.user_access,
         core_types: cores.types,
         generalized: Arc::default(),
+        mount_tracefs: false,
+    }
+}
+
+impl LinuxBackend {
+    /// Lets resolving a tracepoint (or listing events) mount tracefs at `/sys/kernel/tracing`
+    /// where it is mounted nowhere and this process is root, as perf does, or not (the
+    /// default: a library changes no system unasked, and a tracepoint is then unknown until
+    /// tracefs is mounted). The mount is left in place; the `counterhal` command asks for it.
+    pub fn set_mount_tracefs(&mut self, mount: bool) {
+        self.mount_tracefs = mount;
     }
 }

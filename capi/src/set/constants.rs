@@ -18,6 +18,9 @@ pub mod option {
     /// What the events without a modifier of their own count: a `domain` (below)
     /// mask, 0 for the default.
     pub const DOMAIN: i32 = 4;
+    /// 1: the events without a modifier of their own are refused where the OS refuses the
+    /// default domain to this caller, instead of counting user space only; default 0.
+    pub const STRICT_DOMAIN: i32 = 5;
 }
 
 /// The values of [`option::DOMAIN`]: privilege levels, or-ed together (`Domain`'s bits).

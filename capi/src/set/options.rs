@@ -1,5 +1,5 @@
-//! A set's options (`counterhal_set_option`): grouped, pinned, inherit, exclusive, and the
-//! domain its events without one of their own count.
+//! A set's options (`counterhal_set_option`): grouped, pinned, inherit, exclusive, the
+//! domain its events without one of their own count, and whether that domain is strict.
 
 use facade::{Domain, OpenOptions, Target as Attach};
 
@@ -7,8 +7,8 @@ use super::{Set, State, domain, option};
 use crate::{CResult, Failure, code};
 
 /// The message of an unknown option.
-const OPTIONS: &str =
-    "use a COUNTERHAL_OPTION_* constant (GROUPED 0, PINNED 1, INHERIT 2, EXCLUSIVE 3, DOMAIN 4)";
+const OPTIONS: &str = "use a COUNTERHAL_OPTION_* constant (GROUPED 0, PINNED 1, INHERIT 2, EXCLUSIVE 3, DOMAIN 4, \
+     STRICT_DOMAIN 5)";
 
 /// `value` of an on-off option: 0 or 1.
 fn on_off(value: i32) -> CResult<bool> {
@@ -75,6 +75,7 @@ impl Set {
             option::PINNED => options.pinned = on_off(value)?,
             option::EXCLUSIVE => options.exclusive = on_off(value)?,
             option::DOMAIN => options.domain = self.domain(value)?,
+            option::STRICT_DOMAIN => options.strict_domain = on_off(value)?,
             option::INHERIT => {
                 let on = on_off(value)?;
                 if on && !matches!(self.attach, Attach::ThisThread | Attach::Thread(_)) {
@@ -114,6 +115,7 @@ impl Set {
             option::DOMAIN => Ok(options.domain.map_or(domain::DEFAULT, |d| {
                 i32::from(d.intersection(Domain::LEVELS).bits())
             })),
+            option::STRICT_DOMAIN => Ok(i32::from(options.strict_domain)),
             other => Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!("unknown option {other}: {OPTIONS}"),

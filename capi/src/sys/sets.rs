@@ -229,6 +229,26 @@ pub unsafe extern "C" fn counterhal_set_event_name(
     }
 }
 
+/// The privilege levels event `index` counts (`COUNTERHAL_DOMAIN_*` or-ed: every level its
+/// PMU counts for an event without a modifier, `COUNTERHAL_DOMAIN_USER` alone where the OS
+/// refused the kernel), or `COUNTERHAL_EINVAL` for an index out of range.
+///
+/// # Safety
+/// See the module note.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn counterhal_set_event_domain(set: *mut SetCell, index: usize) -> c_int {
+    guard(|| {
+        // SAFETY: NULL or a live set of this thread.
+        let set = unsafe { set_mut(set) }?;
+        set.counted_domain(index).ok_or_else(|| {
+            Failure::new(
+                code::INVALID_ARGUMENT,
+                format!("no event {index}: the set holds {}", set.len()),
+            )
+        })
+    })
+}
+
 /// What the count of event `index` is in: its unit ("" for a plain count), with what one
 /// count is in it stored in `*scale` (1.0 for a plain count) where `scale` is not NULL; NULL
 /// for a NULL set or an index out of range.

@@ -547,6 +547,15 @@ static void unprivileged(counterhal_t *ch, const char *id) {
     CHECK(strcmp(counterhal_set_event_name(set, 1), "page-faults:u") == 0);
     CHECK(strcmp(counterhal_set_event_name(set, 2), counted) == 0);
     CHECK(counterhal_set_note(set) == NULL); /* nothing opened as a whole yet */
+    CHECK(counterhal_set_event_domain(set, 0) == COUNTERHAL_DOMAIN_USER);
+    CHECK(counterhal_set_event_domain(set, 2) == COUNTERHAL_DOMAIN_USER);
+    CHECK(counterhal_set_event_domain(set, 3) == COUNTERHAL_EINVAL);
+    /* A strict domain: the fallback refused, the set unchanged. */
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_STRICT_DOMAIN, 1) == COUNTERHAL_EPERM);
+    CHECK(strstr(counterhal_last_error(), "perf_event_paranoid") != NULL);
+    printf("strict refused: %s\n", counterhal_last_error());
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_STRICT_DOMAIN) == 0);
+    CHECK(strcmp(counterhal_set_event_name(set, 0), "task-clock:u") == 0);
     CHECK(counterhal_set_start(set) == COUNTERHAL_OK);
     for (int i = 0; i < 100; i++)
         (void)getpid();
@@ -597,6 +606,16 @@ static void unprivileged(counterhal_t *ch, const char *id) {
     CHECK(counterhal_set_add(set, "task-clock") == COUNTERHAL_EPERM);
     CHECK(strstr(counterhal_last_error(), "perf_event_paranoid") != NULL);
     CHECK(counterhal_set_size(set) == 0);
+    counterhal_set_destroy(set);
+
+    /* An empty strict set: an event the kernel is refused for is refused, not NAME:u. */
+    set = new_set(ch);
+    CHECK(counterhal_set_option(set, COUNTERHAL_OPTION_STRICT_DOMAIN, 1) == COUNTERHAL_OK);
+    CHECK(counterhal_set_get_option(set, COUNTERHAL_OPTION_STRICT_DOMAIN) == 1);
+    CHECK(counterhal_set_add(set, "context-switches") == COUNTERHAL_EPERM);
+    CHECK(counterhal_set_size(set) == 0);
+    CHECK(counterhal_set_add(set, "context-switches:u") == 0);
+    CHECK(counterhal_set_event_domain(set, 0) == COUNTERHAL_DOMAIN_USER);
     counterhal_set_destroy(set);
 }
 

@@ -98,6 +98,8 @@ pub fn c_program(stem: &str) -> PathBuf {
 /// Runs `program MODE`: its standard output when every check held (it printed `ok MODE`),
 /// `None` when it said why the mode cannot run here (exit 3, the reason printed).
 pub fn run_mode(program: &Path, mode: &str) -> Option<String> {
+    // Modes count tracepoints, which need tracefs: the library mounts nothing unasked.
+    let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let out = Command::new(program).arg(mode).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);

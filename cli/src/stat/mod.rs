@@ -159,7 +159,8 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
             None => counterhal::linux::probe(db, model),
         };
         match probed {
-            Ok(linux) => {
+            Ok(mut linux) => {
+                linux.set_mount_tracefs(context.mounts_tracefs());
                 return stat_with(&args, &targets, &linux, context.model(), None);
             }
             Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
