@@ -246,7 +246,8 @@ fn the_harness_prints_mean_and_spread_and_counts_the_pages_touched() {
 /// `examples/criterion_events.rs` (feature `criterion`) runs criterion briefly on counterhal's
 /// measurement and reports each benchmark under its event's name; a 33 MiB vector, fresh
 /// pages each time, faults once per 4 KiB page (8,448: the kernel's count, as `perf stat -e
-/// page-faults` reads it), plus a few.
+/// page-faults` reads it), plus a few, and two made on two threads the benchmark spawns,
+/// counted with `inheriting`, twice that (perf's `inherit`).
 #[test]
 fn the_criterion_example_reports_each_event_by_name() {
     if !software_events_count_here() {
@@ -292,6 +293,18 @@ fn the_criterion_example_reports_each_event_by_name() {
             .any(|l| l.contains("time:") && l.contains("task-clock")),
         "{text}"
     );
+    // The vectors made on two threads the benchmark spawns, counted with them (`inheriting`).
+    let threads = text
+        .lines()
+        .skip_while(|l| !l.contains("on 2 threads, inherited"))
+        .find(|l| l.contains("time:"))
+        .unwrap_or_else(|| panic!("no line of the threads' benchmark: {text}"));
+    for value in threads
+        .split(['[', ']', ' '])
+        .filter_map(|w| w.parse::<f64>().ok())
+    {
+        assert!((16896.0..16896.0 + 256.0).contains(&value), "{threads}");
+    }
 }
 
 /// `examples/criterion_events.rs`'s benchmark of an exact tracepoint, run twice with
