@@ -2,7 +2,8 @@
 //! CPU with `--per-cpu`), pods' cgroups labelled with their UID and QoS class, the DaemonSet's
 //! command line scraped by Prometheus over TLS with a password as
 //! examples/prometheus/prometheus-kubernetes.yml scrapes it, and the kube-state-metrics join
-//! of examples/prometheus/kubernetes-rules.yml evaluated by promtool.
+//! of examples/prometheus/kubernetes-rules.yml evaluated by promtool; Prometheus and promtool
+//! of 2.42 and of 3.5, each test body run against each.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -14,7 +15,7 @@ use crate::serve::{Exporter, get};
 use crate::serve_examples::{
     Scratch, after, command_of, daemonset, read, repository, runs, verdict, yaml_documents,
 };
-use crate::serve_prometheus::{Prometheus, prometheus_installed};
+use crate::serve_prometheus::{Prometheus, Release, tool_or_skip};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -402,11 +403,14 @@ fn daemonset_args(container: &serde_json::Value, root: &str, web: &Path) -> Vec<
 }
 
 /// web-config.yml in `dir` with the test's certificate and key as the names it gives, and the
-/// test user's hash (cli/tests/fixtures/tls) for the placeholder, which serve refuses.
+/// test user's hash (cli/tests/fixtures/tls) for the example's, which serve refuses.
 fn web_config(dir: &Path) -> std::path::PathBuf {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
     let text = read(&repository("examples/prometheus/web-config.yml"));
-    let placeholder = "REPLACE-WITH-THE-BCRYPT-HASH";
+    let placeholder = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("prometheus: "))
+        .expect("the user prometheus");
     let path = dir.join("web-config.yml");
     std::fs::write(&path, &text).unwrap();
     std::fs::copy(fixtures.join("server.crt"), dir.join("tls.crt")).unwrap();
@@ -421,7 +425,7 @@ fn web_config(dir: &Path) -> std::path::PathBuf {
     assert_eq!(
         refused.status.code(),
         Some(2),
-        "the placeholder is refused: {}",
+        "the example's hash is refused: {}",
         stderr(&refused)
     );
     assert!(
@@ -472,7 +476,8 @@ fn scrape_job(target: std::net::SocketAddr, dir: &Path) -> String {
 /// `--cgroup-depth` not followed, their counts in their pod's), and the series carry the
 /// labels kubernetes-rules.test.yml gives counterhal's series.
 ///
-/// Oracle: Prometheus 2.42 (its scraper over Go's TLS with basic_auth, its PromQL); the
+/// Oracle: Prometheus 2.42 and 3.5 (each one's scraper over Go's TLS with basic_auth, its
+/// PromQL); the
 /// kubelet's systemd names (kubernetes' pkg/kubelet/cm/cgroup_manager_linux.go `ToSystemd`);
 /// the kernel's cgroup events, which count a cgroup's descendants (kernel/events/core.c,
 /// `perf_cgroup_match`: `cgroup_is_descendant`), so the busy container's pod counts it.
@@ -482,11 +487,8 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
     if !running_as_root() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
-    let Some((container, _)) = daemonset().filter(|_| prometheus_installed()) else {
-        skip!(
-            Need::Tools,
-            "Debian's prometheus and PyYAML (python3-yaml) are not installed"
-        );
+    let Some((container, _)) = daemonset() else {
+        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
     };
     let root = match counterhal::cgroup_root() {
         Ok(root) => root,
@@ -500,9 +502,18 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
     let mut command = Command::new(bin());
     command.args(&args);
     let exporter = Exporter::spawn(command);
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        pod_labels_over_tls_on(release, &exporter, &scratch.0);
+    }
+}
 
-    let job = scrape_job(exporter.address, &scratch.0);
-    let prometheus = Prometheus::start_with("daemonset", &job, "");
+/// The body of the test above for `release`: its Prometheus scraping `exporter` as
+/// prometheus-kubernetes.yml's job does, with the files of `dir`.
+fn pod_labels_over_tls_on(release: Release, exporter: &Exporter, dir: &Path) {
+    tool_or_skip!(release, "prometheus");
+    let job = scrape_job(exporter.address, dir);
+    let prometheus = Prometheus::start_with(release, "daemonset", &job, "");
     let query = "counterhal_event_seconds_total{event=\"task-clock\",pod_uid!=\"\"}";
     let start = Instant::now();
     let pods = loop {
@@ -577,47 +588,62 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
 /// a pod kube_pod_info names (from two replicas) gets its namespace and name, one it does not
 /// name gets no joined series.
 ///
-/// Oracle: promtool 2.42's `test rules` (PromQL's `group_left` and `label_replace`) on
-/// kube_pod_info as kube-state-metrics 2 writes it; and `promtool check config` on
-/// prometheus-kubernetes.yml (its Kubernetes discovery replaced by a target, which Debian's
-/// build cannot read), which finds and checks both rules files.
+/// Oracle: the `test rules` of promtool 2.42 and 3.5 (PromQL's `group_left` and
+/// `label_replace`) on kube_pod_info as kube-state-metrics 2 writes it; and their `check
+/// config` on prometheus-kubernetes.yml, which finds and checks both rules files: as shipped
+/// where the build reads Kubernetes discovery (Debian sid's), else with the discovery
+/// replaced by a target (Debian 12's build cannot read it).
 #[test]
 fn the_kube_state_metrics_join_evaluates_with_promtool() {
-    if !runs("promtool", &["--version"]) {
-        skip!(
-            Need::Tools,
-            "Debian's promtool (prometheus) is not installed"
-        );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        the_join_evaluates_with_promtool_of(release);
     }
+}
+
+/// The body of the test above for `release`.
+fn the_join_evaluates_with_promtool_of(release: Release) {
+    tool_or_skip!(release, "promtool");
     let dir = repository("examples/prometheus");
     let (ok, said) = verdict(
-        Command::new("promtool")
+        release
+            .command("promtool")
             .args(["test", "rules", "kubernetes-rules.test.yml"])
             .current_dir(&dir),
     );
-    assert!(ok, "promtool test rules kubernetes-rules.test.yml: {said}");
+    assert!(
+        ok,
+        "{}'s promtool test rules kubernetes-rules.test.yml: {said}",
+        release.name()
+    );
     assert!(said.contains("SUCCESS"), "{said}");
 
     let text = read(&dir.join("prometheus-kubernetes.yml"));
-    let start = text
-        .find("    kubernetes_sd_configs:")
-        .expect("the discovery");
-    let end = text.find("    relabel_configs:").expect("the relabelling");
-    let scratch = Scratch::new("kubernetes-config");
-    let config = format!(
-        "{}    static_configs:\n      - targets: ['node-a:19110']\n{}",
-        &text[..start],
-        &text[end..]
-    );
-    std::fs::write(scratch.0.join("prometheus.yml"), config).unwrap();
+    let scratch = Scratch::new(&format!("kubernetes-config-{release:?}"));
     for rules in ["counterhal-rules.yml", "kubernetes-rules.yml"] {
         std::fs::copy(dir.join(rules), scratch.0.join(rules)).unwrap();
     }
-    let (ok, said) = verdict(
-        Command::new("promtool")
-            .args(["check", "config"])
-            .arg(scratch.0.join("prometheus.yml")),
-    );
-    assert!(ok, "promtool check config: {said}");
+    let check = |config: &str| {
+        std::fs::write(scratch.0.join("prometheus.yml"), config).unwrap();
+        verdict(
+            release
+                .command("promtool")
+                .args(["check", "config"])
+                .arg(scratch.0.join("prometheus.yml")),
+        )
+    };
+    let (mut ok, mut said) = check(&text);
+    if !ok && said.contains("field kubernetes_sd_configs not found") {
+        let start = text
+            .find("    kubernetes_sd_configs:")
+            .expect("the discovery");
+        let end = text.find("    relabel_configs:").expect("the relabelling");
+        (ok, said) = check(&format!(
+            "{}    static_configs:\n      - targets: ['node-a:19110']\n{}",
+            &text[..start],
+            &text[end..]
+        ));
+    }
+    assert!(ok, "{}'s promtool check config: {said}", release.name());
     assert!(said.contains("SUCCESS: 2 rule files found"), "{said}");
 }

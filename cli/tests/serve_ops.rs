@@ -208,8 +208,8 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("its address").port()
 }
 
-/// node_exporter 1.5 (Debian's `prometheus-node-exporter`), started with no collectors on
-/// `listen` (its `--web.listen-address`): where it serves, or why not.
+/// node_exporter (Debian 12's `prometheus-node-exporter` 1.5, or another release's), started
+/// with no collectors on `listen` (its `--web.listen-address`): where it serves, or why not.
 pub struct NodeExporter {
     child: Child,
 }
@@ -217,7 +217,13 @@ pub struct NodeExporter {
 impl NodeExporter {
     /// Starts it on `listen`; `None` where it is not installed.
     pub fn start(listen: &str) -> Option<NodeExporter> {
-        let child = Command::new("prometheus-node-exporter")
+        NodeExporter::spawn(Command::new("prometheus-node-exporter"), listen)
+    }
+
+    /// Starts `command` (a node_exporter, of any release) on `listen`; `None` where it does
+    /// not start.
+    pub fn spawn(mut command: Command, listen: &str) -> Option<NodeExporter> {
+        let child = command
             .args([
                 "--collector.disable-defaults",
                 "--web.listen-address",
@@ -796,18 +802,11 @@ fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it
 /// made from every unit in a shuffled order and with counts near the bound are held to the
 /// same verdict.
 ///
-/// Oracle: promtool of Prometheus 2.42 (`promtool check rules`: PromQL's parser, with
-/// prometheus/common's `model.ParseDuration`).
+/// Oracle: promtool of Prometheus 2.42 and of 3.5 (`promtool check rules`: PromQL's parser,
+/// with prometheus/common's `model.ParseDuration`).
 #[test]
 fn the_rules_window_takes_what_promtool_takes() {
-    use crate::serve_examples::runs;
-    use crate::serve_prometheus::promtool_check_rules;
-    if !runs("promtool", &["--version"]) {
-        skip!(
-            Need::Tools,
-            "Debian's promtool (prometheus) is not installed"
-        );
-    }
+    use crate::serve_prometheus::Release;
     let mut windows: Vec<String> = [
         "1m",
         "1ms",
@@ -857,19 +856,15 @@ fn the_rules_window_takes_what_promtool_takes() {
     // The rules of the default window, whose `[1m]` each refused window replaces.
     let made = counterhal(&["serve", "--rules", "-M", "IPC"]);
     assert!(made.status.success(), "{}", stderr(&made));
-    let (mut accepted, mut refused) = (0, 0);
+    // Each window, whether serve took it, and the rules: those it made, or the default
+    // window's with the window refused written in.
+    let mut verdicts = Vec::new();
     for window in &windows {
         let option = format!("--rules-window={window}");
         let out = counterhal(&["serve", "--rules", "-M", "IPC", &option]);
         if out.status.success() {
-            accepted += 1;
-            let (ok, said) = promtool_check_rules(&stdout(&out));
-            assert!(
-                ok,
-                "serve took `{window}`, promtool refused its rules: {said}"
-            );
+            verdicts.push((window.as_str(), true, stdout(&out)));
         } else {
-            refused += 1;
             assert_eq!(out.status.code(), Some(2), "`{window}`: {}", stderr(&out));
             assert!(
                 stderr(&out).contains("from 1ms to 292y171d23h47m16s854ms"),
@@ -877,14 +872,42 @@ fn the_rules_window_takes_what_promtool_takes() {
                 stderr(&out)
             );
             let rules = stdout(&made).replace("[1m]", &format!("[{window}]"));
-            let (ok, said) = promtool_check_rules(&rules);
-            assert!(!ok, "serve refused `{window}`, promtool takes it: {said}");
+            verdicts.push((window.as_str(), false, rules));
         }
     }
-    eprintln!("{accepted} windows taken, {refused} refused, as promtool does");
+    let accepted = verdicts.iter().filter(|(_, took, _)| *took).count();
+    let refused = verdicts.len() - accepted;
     assert!(
         accepted >= 11 && refused >= 15,
         "{accepted} taken, {refused} refused"
+    );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        promtool_takes_what_serve_took(release, &verdicts);
+    }
+}
+
+/// The end of the test above for `release`: its promtool takes each window's rules where
+/// serve took the window, and refuses them where serve refused it.
+fn promtool_takes_what_serve_took(
+    release: crate::serve_prometheus::Release,
+    verdicts: &[(&str, bool, String)],
+) {
+    use crate::serve_prometheus::{promtool_check_rules, tool_or_skip};
+    tool_or_skip!(release, "promtool");
+    for (window, took, rules) in verdicts {
+        let (ok, said) = promtool_check_rules(release, rules);
+        assert_eq!(
+            ok,
+            *took,
+            "serve took `{window}`: {took}; {}'s promtool: {said}",
+            release.name()
+        );
+    }
+    eprintln!(
+        "{} windows, each taken or refused as {}'s promtool does",
+        verdicts.len(),
+        release.name()
     );
 }
 

@@ -1,16 +1,20 @@
-//! `counterhal serve` scraped by Debian's Prometheus every second, with a known workload: a
-//! busy loop pinned to one CPU in a cgroup of its own, whose task-clock must rise at one
-//! CPU-second per second on that CPU and cgroup (as much as the loop ran: where the machine
-//! gives it less of its CPU, the kernel's own account of the loop says how much), as PromQL's
-//! `rate()` finds it through the HTTP API; and every series the exporter writes is well
-//! formed for `promtool check metrics`.
+//! `counterhal serve` scraped by Prometheus every second, with a known workload: a busy loop
+//! pinned to one CPU in a cgroup of its own, whose task-clock must rise at one CPU-second per
+//! second on that CPU and cgroup (as much as the loop ran: where the machine gives it less of
+//! its CPU, the kernel's own account of the loop says how much), as PromQL's `rate()` finds
+//! it through the HTTP API; and every series the exporter writes is well formed for
+//! `promtool check metrics`.
 //!
-//! Oracle: Prometheus 2.42 (its scraper parses the OpenMetrics it negotiates, its PromQL
-//! computes the rate and evaluates the recording rules `serve --rules` writes), promtool
-//! (the text format and the naming conventions; the rules file), and the scheduler's time on
-//! CPU of the loop (`/proc/PID/schedstat`, sampled every 250 ms) over the span of the samples
-//! the rate is computed from. The rule's CPUs_utilized of
-//! the cgroup agrees with `stat -a -G`'s.
+//! Each test body runs against each [`Release`] of Prometheus' tools in turn, as ripgrep runs
+//! one body against each regex engine: Debian 12's Prometheus 2.42 and Debian sid's 3.5 (the
+//! current-releases lab's, `scripts/current-lab`).
+//!
+//! Oracle: Prometheus 2.42 and 3.5 (each one's scraper parses the OpenMetrics it negotiates,
+//! its PromQL computes the rate and evaluates the recording rules `serve --rules` writes),
+//! their promtool (the text format and the naming conventions; the rules file), and the
+//! scheduler's time on CPU of the loop (`/proc/PID/schedstat`, sampled every 250 ms) over the
+//! span of the samples the rate is computed from. The rule's CPUs_utilized of the cgroup
+//! agrees with `stat -a -G`'s.
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -21,6 +25,132 @@ use crate::serve::{Exporter, get};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+
+/// The variable naming the folder of the current-releases lab's Debian roots, as
+/// `scripts/current-lab` names it to the tests it runs.
+const LAB: &str = "COUNTERHAL_CURRENT_LAB";
+
+/// The folder of the lab's roots where [`LAB`] is unset: the one `scripts/current-lab` makes
+/// and CI keeps.
+const LAB_FOLDER: &str = "/var/cache/counterhal-lab";
+
+/// A release of Prometheus' tools (`prometheus`, `promtool`, `prometheus-node-exporter`)
+/// that the exporter is held to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Debian 12's: Prometheus 2.42 and node_exporter 1.5, on this machine's `PATH`
+    /// (`apt-get install prometheus prometheus-node-exporter`).
+    Debian12,
+    /// Debian sid's: Prometheus 3.5 and node_exporter 1.11, in the current-releases lab's
+    /// sid root, run from this machine by the root's own dynamic loader and C library, so
+    /// that they read this machine's paths and need no chroot (nor root).
+    Sid,
+}
+
+impl Release {
+    /// Both, the older first.
+    pub const ALL: [Release; 2] = [Release::Debian12, Release::Sid];
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Release::Debian12 => "Prometheus 2.42 (Debian 12)",
+            Release::Sid => "Prometheus 3.5 (Debian sid, the current-releases lab)",
+        }
+    }
+
+    /// A word for file names: `debian12`, `sid`.
+    fn tag(self) -> &'static str {
+        match self {
+            Release::Debian12 => "debian12",
+            Release::Sid => "sid",
+        }
+    }
+
+    /// The major version its `--version` names, tool by tool (`prometheus, version 3.5.3`).
+    fn major(self, tool: &str) -> &'static str {
+        match (self, tool) {
+            (_, "prometheus-node-exporter") => "1.",
+            (Release::Debian12, _) => "2.",
+            (Release::Sid, _) => "3.",
+        }
+    }
+
+    /// A command that runs `tool` of this release (check [`available`](Release::available)
+    /// first).
+    pub fn command(self, tool: &str) -> Command {
+        match self {
+            Release::Debian12 => Command::new(tool),
+            Release::Sid => {
+                let root = sid_root();
+                let (loader, libraries) = match std::env::consts::ARCH {
+                    "aarch64" => ("lib/ld-linux-aarch64.so.1", "usr/lib/aarch64-linux-gnu"),
+                    _ => ("lib64/ld-linux-x86-64.so.2", "usr/lib/x86_64-linux-gnu"),
+                };
+                let mut command = Command::new(root.join(loader));
+                command
+                    .arg("--library-path")
+                    .arg(root.join(libraries))
+                    .arg(root.join("usr/bin").join(tool));
+                command
+            }
+        }
+    }
+
+    /// Whether `tool` of this release runs here (its `--version` naming the release's major
+    /// version), or why not; found once a process.
+    pub fn available(self, tool: &str) -> Result<(), String> {
+        /// Each tool looked for: its release, its name, and whether it runs.
+        type Found = Vec<(Release, String, Result<(), String>)>;
+        static FOUND: std::sync::Mutex<Found> = std::sync::Mutex::new(Vec::new());
+        let mut found = FOUND
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((.., verdict)) = found.iter().find(|(r, t, _)| *r == self && t == tool) {
+            return verdict.clone();
+        }
+        let version = self
+            .command(tool)
+            .arg("--version")
+            .output()
+            .map(|out| format!("{}{}", stdout(&out), stderr(&out)));
+        let first = version.as_deref().unwrap_or_default().lines().next();
+        let verdict = match (self, first) {
+            (_, Some(line)) if line.contains(&format!("version {}", self.major(tool))) => Ok(()),
+            (Release::Debian12, _) => Err(format!(
+                "Debian 12's {tool} is not installed (apt-get install prometheus \
+                 prometheus-node-exporter): {version:?}"
+            )),
+            (Release::Sid, _) => Err(format!(
+                "{}: no {tool} in the current-releases lab's Debian sid root {} \
+                 (scripts/current-lab makes it, with Prometheus; {LAB} names its folder): \
+                 {version:?}",
+                self.name(),
+                sid_root().display()
+            )),
+        };
+        found.push((self, tool.to_string(), verdict.clone()));
+        verdict
+    }
+}
+
+/// The current-releases lab's Debian sid root.
+fn sid_root() -> std::path::PathBuf {
+    let lab = std::env::var_os(LAB).unwrap_or_else(|| LAB_FOLDER.into());
+    std::path::Path::new(&lab).join("sid")
+}
+
+/// A command running `$tool` of `$release`, or a skip through the door (`Need::Tools`) naming
+/// the release and where it would be.
+macro_rules! tool_or_skip {
+    ($release:expr, $tool:expr) => {{
+        if let Err(why) = $release.available($tool) {
+            counterhal_conformance::skip!(counterhal_conformance::skip::Need::Tools, "{why}");
+        }
+        $release.command($tool)
+    }};
+}
+pub(crate) use tool_or_skip;
 
 /// A running Prometheus with its storage in a directory of its own, both gone when dropped.
 pub struct Prometheus {
@@ -39,21 +169,23 @@ impl Drop for Prometheus {
 }
 
 impl Prometheus {
-    /// Starts Prometheus on a free loopback port, scraping `target` every second and
-    /// evaluating the recording rules `rules` (a rules file's text) every second.
-    fn start(target: std::net::SocketAddr, rules: &str) -> Prometheus {
+    /// Starts Prometheus of `release` on a free loopback port, scraping `target` every
+    /// second and evaluating the recording rules `rules` (a rules file's text) every second.
+    fn start(release: Release, target: std::net::SocketAddr, rules: &str) -> Prometheus {
         let jobs = format!(
             "  - job_name: counterhal\n    static_configs:\n      - targets: ['{target}']\n"
         );
-        Prometheus::start_with("counterhal", &jobs, rules)
+        Prometheus::start_with(release, "counterhal", &jobs, rules)
     }
 
-    /// Starts Prometheus on a free loopback port (its files in a directory named after
-    /// `name`), with `jobs` (scrape_configs' items, as YAML) scraped every second and the
-    /// recording rules `rules` evaluated every second.
-    pub fn start_with(name: &str, jobs: &str, rules: &str) -> Prometheus {
+    /// Starts Prometheus of `release` (check that it is [`available`](Release::available))
+    /// on a free loopback port (its files in a directory named after `name`), with `jobs`
+    /// (scrape_configs' items, as YAML) scraped every second and the recording rules `rules`
+    /// evaluated every second.
+    pub fn start_with(release: Release, name: &str, jobs: &str, rules: &str) -> Prometheus {
         let dir = std::env::temp_dir().join(format!(
-            "counterhal-prometheus-{name}-{}",
+            "counterhal-prometheus-{name}-{}-{}",
+            release.tag(),
             std::process::id()
         ));
         std::fs::create_dir_all(dir.join("data")).unwrap();
@@ -66,7 +198,8 @@ impl Prometheus {
         );
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
         let address = free_port();
-        let child = Command::new("prometheus")
+        let child = release
+            .command("prometheus")
             .arg(format!(
                 "--config.file={}",
                 dir.join("prometheus.yml").display()
@@ -157,12 +290,40 @@ impl Prometheus {
 
     /// The `data` of Prometheus' HTTP API at `path`, or what went wrong.
     fn api(&self, path: &str) -> Result<serde_json::Value, String> {
-        let (status, body) = get(self.address, path, None);
+        let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        let (status, answer) = crate::serve::exchange(self.address, request.as_bytes());
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        // Go's server sends a long answer in chunks.
+        let body = match head
+            .to_ascii_lowercase()
+            .contains("\r\ntransfer-encoding: chunked")
+        {
+            true => dechunked(body.as_bytes())
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default(),
+            false => body.to_string(),
+        };
         match serde_json::from_str::<serde_json::Value>(&body) {
             Ok(json) if status == Some(200) => Ok(json["data"].clone()),
             Ok(json) => Err(format!("{path}: HTTP {status:?}, {}", json["error"])),
             Err(_) => Err(format!("{path}: HTTP {status:?}, {body:?}")),
         }
+    }
+}
+
+/// An HTTP/1.1 body sent in chunks (each its size in hexadecimal, CRLF, its bytes, CRLF; a
+/// size of 0 ends them), joined; `None` where it is not that.
+pub fn dechunked(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut joined = Vec::new();
+    loop {
+        let line = body.windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&body[..line]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(joined);
+        }
+        joined.extend_from_slice(body.get(line + 2..line + 2 + size)?);
+        body = body.get(line + 2 + size + 2..)?;
     }
 }
 
@@ -197,9 +358,10 @@ fn encoded(text: &str) -> String {
         .collect()
 }
 
-/// `promtool check metrics` on `text`: its status and what it said.
-fn promtool_check(text: &str) -> (bool, String) {
-    let mut child = Command::new("promtool")
+/// `promtool check metrics` of `release` on `text`: its status and what it said.
+fn promtool_check(release: Release, text: &str) -> (bool, String) {
+    let mut child = release
+        .command("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -219,16 +381,6 @@ fn promtool_check(text: &str) -> (bool, String) {
     )
 }
 
-/// Whether Debian's prometheus and promtool are here.
-pub fn prometheus_installed() -> bool {
-    ["prometheus", "promtool"].iter().all(|tool| {
-        Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 #[test]
 fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgroup() {
     linux_or_skip!();
@@ -236,12 +388,6 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
         skip!(
             Need::Privilege,
             "making cgroups and counting every CPU takes root"
-        );
-    }
-    if !prometheus_installed() {
-        skip!(
-            Need::Tools,
-            "Debian's prometheus (with promtool) is not installed"
         );
     }
     let root = match counterhal::cgroup_root() {
@@ -271,14 +417,31 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
         &pattern,
         "--per-cpu",
     ]);
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        the_busy_loop_as_prometheus_finds_it(release, &exporter, &busy, cpu);
+    }
+}
+
+/// The body of the test above for `release`: `exporter` follows the cgroup `busy`, whose
+/// loop is pinned to `cpu`.
+fn the_busy_loop_as_prometheus_finds_it(
+    release: Release,
+    exporter: &Exporter,
+    busy: &TestCgroup,
+    cpu: u32,
+) {
+    tool_or_skip!(release, "prometheus");
+    tool_or_skip!(release, "promtool");
     let (status, scrape) = get(exporter.address, "/metrics", None);
     assert_eq!(status, Some(200));
     let cgroup = format!("/{}", busy.name);
     assert!(scrape.contains(&format!("cgroup=\"{cgroup}\"")), "{scrape}");
-    let (well_formed, said) = promtool_check(&scrape);
+    let (well_formed, said) = promtool_check(release, &scrape);
     assert!(
         well_formed && said.trim().is_empty(),
-        "promtool check metrics: {said}"
+        "{}'s promtool check metrics: {said}",
+        release.name()
     );
 
     // The portable metric CPUs_utilized as `serve --rules` writes it, checked by promtool.
@@ -292,14 +455,15 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
     ]);
     assert!(rules.status.success(), "{}", stderr(&rules));
     let rules = stdout(&rules);
-    let (rules_well_formed, rules_said) = promtool_check_rules(&rules);
+    let (rules_well_formed, rules_said) = promtool_check_rules(release, &rules);
     assert!(
         rules_well_formed,
-        "promtool check rules: {rules_said}\n{rules}"
+        "{}'s promtool check rules: {rules_said}\n{rules}",
+        release.name()
     );
     let loop_pid = busy.busy_pids().next().expect("the busy loop");
     let clock = LoopClock::start(loop_pid);
-    let prometheus = Prometheus::start(exporter.address, &rules);
+    let prometheus = Prometheus::start(release, exporter.address, &rules);
     let series = format!(
         "counterhal_event_seconds_total{{event=\"task-clock\",cpu=\"{cpu}\",cgroup=\"{cgroup}\"}}"
     );
@@ -568,8 +732,8 @@ impl Drop for LoopClock {
     }
 }
 
-/// promtool's verdict on a rules file's text, and what it said.
-pub fn promtool_check_rules(text: &str) -> (bool, String) {
+/// The verdict of `release`'s promtool on a rules file's text, and what it said.
+pub fn promtool_check_rules(release: Release, text: &str) -> (bool, String) {
     // A file of its own for each call: the tests of this module run side by side.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -578,7 +742,8 @@ pub fn promtool_check_rules(text: &str) -> (bool, String) {
         std::process::id()
     ));
     std::fs::write(&path, text).unwrap();
-    let out = Command::new("promtool")
+    let out = release
+        .command("promtool")
         .args(["check", "rules"])
         .arg(&path)
         .output()
@@ -593,15 +758,19 @@ pub fn promtool_check_rules(text: &str) -> (bool, String) {
 /// `serve --rules`: a model's metrics as recording rules promtool accepts (Sapphire Rapids'
 /// DRAM bandwidth from its memory controllers' uncore events, its TopdownL1 metrics); those
 /// whose formulas need what PromQL lacks are left out in a comment saying why; a window that
-/// is no PromQL duration is bad input. Oracle: promtool check rules.
+/// is no PromQL duration is bad input. Oracle: promtool check rules, of Prometheus 2.42 and
+/// 3.5.
 #[test]
 fn rules_of_a_models_metrics_pass_promtool() {
-    if !prometheus_installed() {
-        skip!(
-            Need::Tools,
-            "Debian's prometheus (with promtool) is not installed"
-        );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        rules_of_a_models_metrics_pass_promtool_of(release);
     }
+}
+
+/// The body of the test above for `release`.
+fn rules_of_a_models_metrics_pass_promtool_of(release: Release) {
+    tool_or_skip!(release, "promtool");
     let out = counterhal(&[
         "serve",
         "--rules",
@@ -612,7 +781,7 @@ fn rules_of_a_models_metrics_pass_promtool() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let rules = stdout(&out);
-    let (well_formed, said) = promtool_check_rules(&rules);
+    let (well_formed, said) = promtool_check_rules(release, &rules);
     assert!(well_formed, "promtool check rules: {said}\n{rules}");
     assert!(
         rules.contains("record: counterhal:Info_System_DRAM_BW_Use:rate1m"),
@@ -629,7 +798,7 @@ fn rules_of_a_models_metrics_pass_promtool() {
             && skl.contains("counterhal_machine_fact{fact=\\\"smt_on\\\"}"),
         "{skl}"
     );
-    let (well_formed, said) = promtool_check_rules(&skl);
+    let (well_formed, said) = promtool_check_rules(release, &skl);
     assert!(well_formed, "promtool check rules: {said}\n{skl}");
     // Every metric of the model: min, max, d_ratio, if-else and the facts the exporter serves
     // are PromQL, so each metric is a rule.
@@ -655,7 +824,7 @@ fn rules_of_a_models_metrics_pass_promtool() {
     ]);
     assert!(every.status.success(), "{}", stderr(&every));
     let every = stdout(&every);
-    let (well_formed, said) = promtool_check_rules(&every);
+    let (well_formed, said) = promtool_check_rules(release, &every);
     assert!(well_formed, "promtool check rules: {said}");
     let recorded = every.matches("record: ").count();
     let left: Vec<&str> = every
@@ -671,5 +840,163 @@ fn rules_of_a_models_metrics_pass_promtool() {
         stderr(&bad).contains("not a Prometheus duration"),
         "{}",
         stderr(&bad)
+    );
+}
+
+/// The `Accept` header of the first request to a listener of its own that Prometheus of
+/// `release` scrapes as the job `recorder` (answered with one sample of the text format),
+/// read off the wire by a thread; `jobs` are the other jobs of that Prometheus, started here.
+fn accept_header_of(release: Release, jobs: &str) -> (Prometheus, Option<String>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let recorder = listener.local_addr().unwrap();
+    let (sender, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+            head.push(byte[0]);
+        }
+        let body = "recorded 1\n";
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(answer.as_bytes()).ok();
+        let accept = String::from_utf8_lossy(&head).lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("accept")
+                .then(|| value.trim().to_string())
+        });
+        sender.send(accept).ok();
+    });
+    let jobs = format!(
+        "  - job_name: recorder\n    static_configs:\n      - targets: ['{recorder}']\n{jobs}"
+    );
+    let prometheus = Prometheus::start_with(release, "accept", &jobs, "");
+    let accept = heard.recv_timeout(Duration::from_secs(30)).ok().flatten();
+    (prometheus, accept)
+}
+
+/// The names of a scrape's samples (its lines that are not comments, up to `{` or a space).
+fn sample_names(scrape: &str) -> std::collections::BTreeSet<String> {
+    scrape
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Prometheus' own `Accept` header (2.42's ranks OpenMetrics 1.0.0 first; 3.5's too, with
+/// `escaping=allow-utf-8`, and the text format 1.0.0 beside 0.0.4) gets OpenMetrics 1.0, which
+/// each release's scraper takes whole: the target is up, and every family the exporter
+/// served is stored under the names served. A job of Prometheus 3 that asks for the text
+/// format 1.0.0 alone (`scrape_protocols`, new in 2.49) gets 0.0.4, which it parses too. The
+/// text format passes each release's `promtool check metrics`.
+///
+/// Oracle: Prometheus 2.42 and 3.5 (the header each sends, read off the wire; each one's
+/// scraper and its parsers, through the series it stores); their promtool.
+#[test]
+fn prometheus_accept_header_gets_a_format_its_scraper_takes_whole() {
+    serve_or_skip!();
+    let exporter = Exporter::start(&["-e", "task-clock,page-faults"]);
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        the_scrape_as_prometheus_takes_it(release, &exporter);
+    }
+}
+
+/// The body of the test above for `release`.
+fn the_scrape_as_prometheus_takes_it(release: Release, exporter: &Exporter) {
+    tool_or_skip!(release, "prometheus");
+    tool_or_skip!(release, "promtool");
+    let target = exporter.address;
+    let mut jobs =
+        format!("  - job_name: counterhal\n    static_configs:\n      - targets: ['{target}']\n");
+    if release == Release::Sid {
+        jobs += &format!(
+            "  - job_name: counterhal-text\n    scrape_protocols: [PrometheusText1.0.0]\n    \
+             static_configs:\n      - targets: ['{target}']\n"
+        );
+    }
+    let (prometheus, accept) = accept_header_of(release, &jobs);
+    let accept = accept.unwrap_or_else(|| {
+        panic!(
+            "{} sent no Accept header in 30 s: {}",
+            release.name(),
+            prometheus.health()
+        )
+    });
+    eprintln!("{}'s Accept: {accept}", release.name());
+    let request = format!(
+        "GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\nAccept: {accept}\r\n\r\n"
+    );
+    let (status, answer) = crate::serve::exchange(target, request.as_bytes());
+    assert_eq!(status, Some(200), "{answer}");
+    let (head, scrape) = answer.split_once("\r\n\r\n").expect("a head");
+    assert!(
+        head.contains(
+            "\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"
+        ),
+        "{accept}: {head}"
+    );
+    assert!(scrape.ends_with("# EOF\n"), "{scrape}");
+    let served = sample_names(scrape);
+
+    let jobs: &[&str] = match release {
+        Release::Sid => &["counterhal", "counterhal-text"],
+        Release::Debian12 => &["counterhal"],
+    };
+    for job in jobs {
+        let start = Instant::now();
+        loop {
+            let up = prometheus.query(&format!("up{{job=\"{job}\"}}"));
+            if up.first().is_some_and(|(_, v)| *v == 1.0) {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{} found job {job} not up in 60 s: {up:?}; {}",
+                release.name(),
+                prometheus.health()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let stored = || -> std::collections::BTreeSet<String> {
+            prometheus
+                .query(&format!("count by (__name__) ({{job=\"{job}\"}})"))
+                .iter()
+                .filter_map(|(labels, _)| {
+                    let labels: serde_json::Value = serde_json::from_str(labels).ok()?;
+                    Some(labels["__name__"].as_str()?.to_string())
+                })
+                .filter(|name| name != "up" && !name.starts_with("scrape_"))
+                .collect()
+        };
+        let start = Instant::now();
+        while stored() != served && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert_eq!(
+            stored(),
+            served,
+            "{}'s job {job}: the names stored, and those served",
+            release.name()
+        );
+    }
+
+    let (status, text) = get(target, "/metrics", None);
+    assert_eq!(status, Some(200));
+    let (well_formed, said) = promtool_check(release, &text);
+    assert!(
+        well_formed && said.trim().is_empty(),
+        "{}'s promtool check metrics: {said}",
+        release.name()
     );
 }

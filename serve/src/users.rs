@@ -28,6 +28,10 @@ const MIN_COST: u32 = 4;
 /// that a wrong name costs as long as a wrong password (made by glibc's crypt(3)).
 const DUMMY_HASH: &str = "$2y$10$Kq3vT9xW2mL8pR4sN6bYcO/NQj/Wy9DKet9a6TAd2D8a5WII1gm9C";
 
+/// The hash of examples/prometheus/web-config.yml, of the password it publishes
+/// (`replace-me`): refused, so that no server runs with a password everyone can read.
+const EXAMPLE_HASH: &str = "$2b$10$8eWQHRRwS2FF3Ck5q.i2AuXbgt1oSDz.eTqmCzqBL91Oryrb4XCkK";
+
 /// The users of one reading of the file and their bcrypt hashes; none: no authentication.
 #[derive(Default)]
 pub struct Users(HashMap<String, String>);
@@ -65,6 +69,12 @@ fn check_hash(hash: &str) -> Result<(), String> {
         return Err(format!(
             "is not a bcrypt hash: $2a$, $2b$ or $2y$, a two-digit cost and 53 characters \
              of salt and hash ({example})"
+        ));
+    }
+    if hash == EXAMPLE_HASH {
+        return Err(format!(
+            "is the example's hash (examples/prometheus/web-config.yml), of a password \
+             published there: give your own password's ({example})"
         ));
     }
     let cost: u32 = hash[4..6].parse().unwrap_or(0);

@@ -1,17 +1,15 @@
 //! The Grafana dashboard, examples/prometheus/grafana-dashboard.json: its queries are PromQL
 //! over what the exporter exports and the rules record, per host and per cgroup.
 //!
-//! Oracles: promtool of Prometheus 2.42 (every query, Grafana's variables given values, as
-//! PromQL); docs/serve.md's table of metrics (the names and labels the exporter exports); the
+//! Oracles: promtool of Prometheus 2.42 and 3.5 (every query, Grafana's variables given
+//! values, as PromQL), each test body run against each release; docs/serve.md's table of metrics (the names and labels the exporter exports); the
 //! rules file (the series it records).
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
-use super::{Scratch, read, recorded, repository, runs, verdict};
-use counterhal_conformance::skip;
-use counterhal_conformance::skip::Need;
+use super::{Scratch, read, recorded, repository, verdict};
+use crate::serve_prometheus::{Release, tool_or_skip};
 
 /// The metric names and label names of docs/serve.md's table of metrics (the first and third
 /// columns' words in backquotes).
@@ -98,9 +96,9 @@ fn references(expr: &str) -> (Vec<String>, Vec<String>) {
     (metrics, labels)
 }
 
-/// `promtool check rules` on a rules file holding each of `exprs` as a recording rule: its
-/// verdict and what it said.
-fn promtool_checks_promql(dir: &Path, exprs: &[String]) -> (bool, String) {
+/// `promtool check rules` of `release` on a rules file holding each of `exprs` as a
+/// recording rule: its verdict and what it said.
+fn promtool_checks_promql(release: Release, dir: &Path, exprs: &[String]) -> (bool, String) {
     let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
     for (n, expr) in exprs.iter().enumerate() {
         rules +=
@@ -108,7 +106,12 @@ fn promtool_checks_promql(dir: &Path, exprs: &[String]) -> (bool, String) {
     }
     let path = dir.join("dashboard-rules.yml");
     std::fs::write(&path, rules).unwrap();
-    verdict(Command::new("promtool").args(["check", "rules"]).arg(&path))
+    verdict(
+        release
+            .command("promtool")
+            .args(["check", "rules"])
+            .arg(&path),
+    )
 }
 
 /// The panels of `list` in order, with those of its rows, the rows left out.
@@ -122,8 +125,8 @@ pub(super) fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a se
 }
 
 /// The dashboard is JSON with the datasource, host and cgroup variables; every query of its
-/// panels and variables, with Grafana's variables given plausible values, is PromQL promtool
-/// accepts, and names only metrics and labels the exporter exports (docs/serve.md) or the
+/// panels and variables, with Grafana's variables given plausible values, is PromQL the
+/// promtool of Prometheus 2.42 and of 3.5 accepts, and names only metrics and labels the exporter exports (docs/serve.md) or the
 /// rules file records; and its panels show IPC, CPUs utilized, cache misses, memory
 /// bandwidth, power and multiplexing, per host and per cgroup.
 #[test]
@@ -242,20 +245,24 @@ fn queries_are_promql_over_what_serve_exports() {
             expr
         })
         .collect();
-    if !runs("promtool", &["--version"]) {
-        skip!(
-            Need::Tools,
-            "Debian's promtool (prometheus) is not installed"
-        );
-    }
-    let scratch = Scratch::new("dashboard");
-    let (ok, said) = promtool_checks_promql(&scratch.0, &exprs);
     let places: Vec<String> = queries
         .iter()
         .enumerate()
         .map(|(n, (place, _))| format!("dashboard:query_{n}: {place}"))
         .collect();
-    assert!(ok, "{said}\n{}", places.join("\n"));
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        queries_pass_promtool_of(release, &exprs, &places);
+    }
+}
+
+/// The end of the test above for `release`: its promtool on `exprs`, the queries found at
+/// `places`.
+fn queries_pass_promtool_of(release: Release, exprs: &[String], places: &[String]) {
+    tool_or_skip!(release, "promtool");
+    let scratch = Scratch::new(&format!("dashboard-{release:?}"));
+    let (ok, said) = promtool_checks_promql(release, &scratch.0, exprs);
+    assert!(ok, "{}: {said}\n{}", release.name(), places.join("\n"));
     assert!(
         said.contains(&format!("SUCCESS: {} rules found", exprs.len())),
         "{said}"
@@ -301,17 +308,11 @@ fn idle_and_busy_series() -> String {
 /// running / enabled time. The panels read only through the recorded rules (IPC) are held to
 /// what the rules say (docs/serve.md).
 ///
-/// Oracle: promtool 2.42's `test rules`, evaluating each panel's query (Grafana's variables
-/// given values) over the series of a host, a busy and an idle cgroup: a query `q` has a NaN
-/// where `q != q` has a sample.
+/// Oracle: the `test rules` of promtool 2.42 and 3.5, evaluating each panel's query
+/// (Grafana's variables given values) over the series of a host, a busy and an idle cgroup:
+/// a query `q` has a NaN where `q != q` has a sample.
 #[test]
 fn no_panel_of_the_counters_shows_nan_for_an_idle_cgroup() {
-    if !runs("promtool", &["--version"]) {
-        skip!(
-            Need::Tools,
-            "Debian's promtool (prometheus) is not installed"
-        );
-    }
     let text = read(&repository("examples/prometheus/grafana-dashboard.json"));
     let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
     let mut panels: Vec<&serde_json::Value> = Vec::new();
@@ -367,7 +368,26 @@ fn no_panel_of_the_counters_shows_nan_for_an_idle_cgroup() {
     let scratch = Scratch::new("dashboard-nan");
     let path = scratch.0.join("nan.test.yml");
     std::fs::write(&path, &file).unwrap();
-    let (ok, said) = verdict(Command::new("promtool").args(["test", "rules"]).arg(&path));
-    assert!(ok, "promtool test rules: {said}\n{file}");
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        tests_pass_promtool_of(release, &path, &file);
+    }
+}
+
+/// The end of the test above for `release`: its `promtool test rules` on `path`, whose text
+/// is `file`.
+fn tests_pass_promtool_of(release: Release, path: &Path, file: &str) {
+    tool_or_skip!(release, "promtool");
+    let (ok, said) = verdict(
+        release
+            .command("promtool")
+            .args(["test", "rules"])
+            .arg(path),
+    );
+    assert!(
+        ok,
+        "{}'s promtool test rules: {said}\n{file}",
+        release.name()
+    );
     assert!(said.contains("SUCCESS"), "{said}");
 }

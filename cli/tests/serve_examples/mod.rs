@@ -4,8 +4,9 @@
 //!
 //! Oracles: the built command (the rules file is its output, and the DaemonSet's and the
 //! unit's arguments are arguments it takes, counting what the rules read); promtool of
-//! Prometheus 2.42 (the config, the rules); PyYAML (the DaemonSet is YAML); GNU grep (the
-//! cgroup patterns, POSIX basic regular expressions as `regcomp` reads them).
+//! Prometheus 2.42 and of 3.5 (the config, the rules, the web configuration), each test body
+//! run against each release; PyYAML (the DaemonSet is YAML); GNU grep (the cgroup patterns,
+//! POSIX basic regular expressions as `regcomp` reads them).
 
 mod dashboard;
 mod panels;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::common::*;
+use crate::serve_prometheus::{Release, tool_or_skip};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -191,20 +193,24 @@ fn rules_file_is_what_its_command_makes() {
     }
 }
 
-/// prometheus.yml passes `promtool check config`, which finds and checks the rules file it
-/// names; so does its commented file_sd example once uncommented, with a targets file made
-/// from the example the comment gives.
+/// prometheus.yml passes `promtool check config` of Prometheus 2.42 and 3.5, which finds
+/// and checks the rules file it names; so does its commented file_sd example once
+/// uncommented, with a targets file made from the example the comment gives.
 #[test]
 fn prometheus_config_and_its_rules_pass_promtool() {
-    if !runs("promtool", &["--version"]) {
-        skip!(
-            Need::Tools,
-            "Debian's promtool (prometheus) is not installed"
-        );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        prometheus_config_and_its_rules_pass_promtool_of(release);
     }
+}
+
+/// The body of the test above for `release`.
+fn prometheus_config_and_its_rules_pass_promtool_of(release: Release) {
+    tool_or_skip!(release, "promtool");
     let config = repository("examples/prometheus/prometheus.yml");
     let (ok, said) = verdict(
-        Command::new("promtool")
+        release
+            .command("promtool")
             .args(["check", "config"])
             .arg(&config),
     );
@@ -244,7 +250,7 @@ fn prometheus_config_and_its_rules_pass_promtool() {
         .find_map(|l| l.trim().strip_prefix("- ").filter(|f| f.ends_with(".yml")))
         .expect("the file_sd files")
         .to_string();
-    let scratch = Scratch::new("config");
+    let scratch = Scratch::new(&format!("config-{release:?}"));
     let dir = &scratch.0;
     std::fs::write(dir.join("prometheus.yml"), uncommented.join("\n") + "\n").unwrap();
     std::fs::copy(
@@ -256,7 +262,8 @@ fn prometheus_config_and_its_rules_pass_promtool() {
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, format!("- targets: {targets}\n")).unwrap();
     let (ok, said) = verdict(
-        Command::new("promtool")
+        release
+            .command("promtool")
             .args(["check", "config"])
             .arg(dir.join("prometheus.yml")),
     );
@@ -265,6 +272,79 @@ fn prometheus_config_and_its_rules_pass_promtool() {
         !said.contains("WARNING"),
         "the targets file was not found: {said}"
     );
+}
+
+/// web-config.yml passes `promtool check web-config` of Prometheus 2.42 and 3.5 (its keys,
+/// the certificate and key it names, given the test's, and its user's bcrypt hash); that hash
+/// is of the password its comment publishes, and serve refuses it by name, so that no node
+/// runs with a password everyone can read.
+///
+/// Oracle: promtool of Prometheus 2.42 and 3.5 (exporter-toolkit's `web.Validate`); glibc's
+/// crypt(3), through Python's crypt module, for the hash.
+#[test]
+fn web_config_passes_promtool_and_its_published_password_is_refused() {
+    let text = read(&repository("examples/prometheus/web-config.yml"));
+    let scratch = Scratch::new("web-config");
+    let path = scratch.0.join("web-config.yml");
+    std::fs::write(&path, &text).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    std::fs::copy(fixtures.join("server.crt"), scratch.0.join("tls.crt")).unwrap();
+    std::fs::copy(fixtures.join("server.key"), scratch.0.join("tls.key")).unwrap();
+    let refused = counterhal(&[
+        "serve",
+        "-e",
+        "task-clock",
+        "--web.config.file",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("basic_auth_users.prometheus is the example's hash"),
+        "{}",
+        stderr(&refused)
+    );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        web_config_passes_promtool_of(release, &path);
+    }
+    let password = text
+        .split("of the password `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .expect("the published password, in the comment");
+    let hash = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("prometheus: "))
+        .expect("the user prometheus");
+    let (ok, said) = verdict(
+        Command::new("python3")
+            .args(["-W", "ignore", "-c"])
+            .arg("import crypt, sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])")
+            .args([password, hash]),
+    );
+    if !ok && said.contains("No module named 'crypt'") {
+        skip!(
+            Need::Tools,
+            "Python's crypt module (glibc's crypt) is not here: {said}"
+        );
+    }
+    assert_eq!(
+        said.trim(),
+        "True",
+        "{hash} is not the hash of `{password}`"
+    );
+}
+
+/// The body of the test above for `release`: its promtool on the web configuration `path`.
+fn web_config_passes_promtool_of(release: Release, path: &Path) {
+    tool_or_skip!(release, "promtool");
+    let (ok, said) = verdict(
+        release
+            .command("promtool")
+            .args(["check", "web-config"])
+            .arg(path),
+    );
+    assert!(ok && said.contains("SUCCESS"), "{}: {said}", release.name());
 }
 
 /// The DaemonSet is YAML (PyYAML reads it) whose pod counts with CAP_PERFMON and CAP_BPF

@@ -2,8 +2,9 @@
 //! evaluated over `counterhal serve` counting a known workload, shows what the panel's title
 //! says.
 //!
-//! Oracles: Prometheus 2.42 (it scrapes the exporter every second, evaluates the recording
-//! rules `serve --rules` writes and answers each panel's query through its HTTP API); the
+//! Oracles: Prometheus 2.42 and 3.5, the test body run against each (it scrapes the exporter
+//! every second, evaluates the recording rules `serve --rules` writes and answers each
+//! panel's query through its HTTP API); the
 //! busy loop's own time on CPU by the kernel's account (`/proc/PID/schedstat`); the rules
 //! file (the events a panel needs, and so whether it can have a value here).
 
@@ -15,7 +16,7 @@ use super::dashboard::panels_in;
 use super::{read, repository, rules_file, rules_of};
 use crate::common::*;
 use crate::serve::Exporter;
-use crate::serve_prometheus::{LoopClock, Prometheus, prometheus_installed, unix_now};
+use crate::serve_prometheus::{LoopClock, Prometheus, Release, tool_or_skip, unix_now};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -240,7 +241,7 @@ fn events_accounted(
 }
 
 /// Every panel of examples/prometheus/grafana-dashboard.json, its query given Grafana's
-/// variables, on Prometheus 2.42 scraping `serve -M` (the rules file's metrics) every second,
+/// variables, on Prometheus 2.42 and on 3.5 scraping `serve -M` (the rules file's metrics) every second,
 /// with the rules made for a 5 s window: a busy loop in one top-level cgroup and an idle
 /// top-level cgroup, both followed. The CPUs utilized panels show the loop's CPUs by its
 /// schedstat (the host's, summed over its top-level cgroups, too, where the system-wide
@@ -250,8 +251,8 @@ fn events_accounted(
 /// counters; a panel of events this host cannot count (hardware, uncore, energy) shows
 /// nothing. A panel with no expectation here fails the test.
 ///
-/// Oracle: Prometheus 2.42 (the scrapes, the rules, each panel's PromQL through its HTTP
-/// API) and the loop's schedstat.
+/// Oracle: Prometheus 2.42 and 3.5 (the scrapes, the rules, each panel's PromQL through its
+/// HTTP API) and the loop's schedstat.
 #[test]
 fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     linux_or_skip!();
@@ -261,17 +262,10 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
             "making cgroups and counting every CPU takes root"
         );
     }
-    if !prometheus_installed() {
-        skip!(
-            Need::Tools,
-            "Debian's prometheus (with promtool) is not installed"
-        );
-    }
     let root = match counterhal::cgroup_root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
-    let began = Instant::now();
     let mut busy = TestCgroup::new(&root, "panels-busy").expect("make a cgroup");
     let idle = TestCgroup::new(&root, "panels-idle").expect("make a cgroup");
     busy.spin();
@@ -291,20 +285,54 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     let exporter = Exporter::start(&["-M", metrics, "--cgroups", &pattern]);
     let window = "5s";
     let rules = rules_of(&["serve", "-M", metrics, "--rules-window", window].map(String::from));
+    let cgroup = |t: &TestCgroup| format!("/{}", t.name);
+    let known = Known {
+        exporter: &exporter,
+        clock: &clock,
+        busy: cgroup(&busy),
+        idle: cgroup(&idle),
+        rules: &rules,
+        rules_text: &rules_text,
+        window,
+    };
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        panels_on(release, &known);
+    }
+}
+
+/// The known workload of the test above: the exporter counting it, the busy loop's clock,
+/// the busy and the idle cgroup, the rules for `window` (and the rules file they are made
+/// like).
+struct Known<'a> {
+    exporter: &'a Exporter,
+    clock: &'a LoopClock,
+    busy: String,
+    idle: String,
+    rules: &'a str,
+    rules_text: &'a str,
+    window: &'a str,
+}
+
+/// The body of the test above for `release`: its Prometheus scraping the exporter of
+/// `known`, evaluating the rules and each panel's query.
+fn panels_on(release: Release, known: &Known<'_>) {
+    tool_or_skip!(release, "prometheus");
+    let began = Instant::now();
+    let (exporter, clock, window) = (known.exporter, known.clock, known.window);
     let jobs = format!(
         "  - job_name: panels\n    static_configs:\n      - targets: ['{}']\n",
         exporter.address
     );
-    let prometheus = Prometheus::start_with("panels", &jobs, &rules);
+    let prometheus = Prometheus::start_with(release, "panels", &jobs, known.rules);
 
     let panels = dashboard_panels(&exporter.address.to_string(), window);
 
     // Ready: five seconds of scrapes, and the rule's value of the busy cgroup.
-    let cgroup = |t: &TestCgroup| format!("/{}", t.name);
     let ready = format!(
         "count_over_time(up{{job=\"panels\"}}[5s]) >= 4 and on () \
          count(counterhal:CPUs_utilized:rate{window}{{cgroup=\"{}\"}})",
-        cgroup(&busy)
+        known.busy
     );
     let start = Instant::now();
     while prometheus.query(&ready).is_empty() {
@@ -317,10 +345,10 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     }
     let ready_after = began.elapsed();
 
-    let (opened, failed) = events_accounted(&prometheus, &rules_text);
+    let (opened, failed) = events_accounted(&prometheus, known.rules_text);
     let workload = Workload {
-        busy: cgroup(&busy),
-        idle: cgroup(&idle),
+        busy: known.busy.clone(),
+        idle: known.idle.clone(),
         opened,
         failed,
     };
@@ -371,7 +399,8 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
         std::thread::sleep(Duration::from_secs(1));
     }
     panic!(
-        "panels that do not show what their titles say, each try:\n{}\n{}",
+        "{}: panels that do not show what their titles say, each try:\n{}\n{}",
+        release.name(),
         tries.join("\n--\n"),
         prometheus.health()
     );
