@@ -607,6 +607,16 @@ mod tests {
         let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
                           version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
         assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
+        // Prometheus 3.5's, which adds the text format 1.0.0 (0.0.4 is served for it).
+        let prometheus_3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;\
+                            q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;\
+                            version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;\
+                            q=0.3,*/*;q=0.2";
+        assert_eq!(Format::negotiate(Some(prometheus_3)), Format::OpenMetrics);
+        assert_eq!(
+            Format::negotiate(Some("text/plain;version=1.0.0;escaping=allow-utf-8,*/*;q=0.1")),
+            Format::Text
+        );
         assert_eq!(Format::negotiate(None), Format::Text);
         assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
         assert_eq!(Format::negotiate(Some("text/plain")), Format::Text);
