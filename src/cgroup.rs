@@ -157,78 +157,115 @@ pub fn is_cgroup_pattern(list: &str) -> bool {
     list.contains(['{', '}', '[', ']', '(', ')', '|', '*', '+', '?', '^', '$'])
 }
 
-/// Every cgroup below the mount `root` by name, as perf's `--for-each-cgroup` patterns match
-/// them: the root first (its name is empty), then each directory below it by its path below
-/// `root` (`app/web`), depth first, each before what it holds (the order `find` meets them).
-/// A directory that cannot be read is passed over with what it holds.
-pub fn cgroup_names(root: &Path) -> Vec<String> {
-    cgroup_names_within(root, usize::MAX)
+/// The most levels below its root a walk of a cgroup tree goes unless told otherwise. The
+/// kernel's `cgroup.max.depth` is unlimited by default, so whoever may make cgroups (a user
+/// with a delegated subtree) may nest them thousands deep; real trees are a few levels deep
+/// (the kubelet's containers 4 to 5 below the mount).
+pub const CGROUP_LEVELS: usize = 64;
+
+/// The longest path of a directory a walk of a cgroup tree meets, in bytes: `PATH_MAX` (4,096)
+/// less its NUL, the longest path the kernel opens.
+pub const CGROUP_PATH_MAX: usize = 4095;
+
+/// What a walk of a cgroup tree met ([`walk_cgroups`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CgroupWalk {
+    /// Each directory met by its path below the root, the root first (the empty path), then
+    /// depth first, each before what it holds (the order `find` meets them).
+    pub names: Vec<PathBuf>,
+    /// The directories at the last level walked that hold directories, not looked in.
+    pub too_deep: usize,
+    /// The directories whose path is longer than [`CGROUP_PATH_MAX`], neither met nor
+    /// looked in.
+    pub too_long: usize,
 }
 
-/// As [`cgroup_names`], `levels` levels below `root` at most (0: the root alone); the walk
-/// goes no deeper (serve's `--cgroup-depth`).
-pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
-    cgroup_names_visiting(root, levels, &mut |_| {})
-}
-
-/// As [`cgroup_names_within`], calling `visit` with each directory (the root first) before
-/// the walk looks in it: a watch set there (inotify's) misses nothing made in it meanwhile,
-/// for what was made before is in the listing that follows.
-pub fn cgroup_names_visiting(
-    root: &Path,
-    levels: usize,
-    visit: &mut dyn FnMut(&Path),
-) -> Vec<String> {
-    let mut names = vec![String::new()];
-    visit(root);
-    walk(root, "", &mut names, levels, visit);
-    names
-}
-
-/// Every directory below `dir` (named `prefix`), depth first, each before what it holds,
-/// `levels` levels down at most.
+/// Walks the cgroup tree below the mount `root`, `levels` levels down at most (0: the root
+/// alone). Before it looks in a directory (the root first) it asks `look_in` with the
+/// directory's path and its path below `root`: a directory refused is met but not looked in.
+/// A watch set there (inotify's) misses nothing made in it meanwhile, for what was made before
+/// is in the listing that follows. A directory that cannot be read is met but holds nothing.
+///
+/// It makes no recursive call and keeps, besides what it met, each level's subdirectories left
+/// to walk, so a tree however deep (a user's 10,000 levels) costs neither the stack nor more
+/// than `levels` listings.
 ///
 /// A directory whose link count is 2 holds no directory (its `.` and its entry in its parent:
 /// each subdirectory's `..` adds one, as the cgroup file system counts them, kernfs's
 /// `kernfs_refresh_inode`, and ext4 and tmpfs do) and is not listed: a cgroup's listing is its
 /// 30 to 50 interface files, and most cgroups are leaves. A file system that counts otherwise
 /// (btrfs gives a directory one link) is listed throughout.
-fn walk(
-    dir: &Path,
-    prefix: &str,
-    names: &mut Vec<String>,
+pub fn walk_cgroups(
+    root: &Path,
     levels: usize,
-    visit: &mut dyn FnMut(&Path),
-) {
-    if levels == 0 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+    look_in: &mut dyn FnMut(&Path, &Path) -> bool,
+) -> CgroupWalk {
+    let mut walk = CgroupWalk {
+        names: vec![PathBuf::new()],
+        ..CgroupWalk::default()
     };
-    for entry in entries.flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+    // The directory listed last (below `root`), and each level's subdirectories left.
+    let mut name = PathBuf::new();
+    let mut levels_left: Vec<std::vec::IntoIter<std::ffi::OsString>> = Vec::new();
+    if levels > 0 && look_in(root, &name) && holds_directories(root) {
+        levels_left.push(subdirectories(root));
+    }
+    while let Some(left) = levels_left.last_mut() {
+        let Some(child) = left.next() else {
+            levels_left.pop();
+            name.pop();
+            continue;
+        };
+        name.push(&child);
+        let path = root.join(&name);
+        if path.as_os_str().len() > CGROUP_PATH_MAX {
+            walk.too_long += 1;
+            name.pop();
             continue;
         }
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let name = if prefix.is_empty() {
-            file_name
-        } else {
-            format!("{prefix}/{file_name}")
-        };
-        let path = entry.path();
-        names.push(name.clone());
-        if levels > 1 {
-            visit(&path);
+        walk.names.push(name.clone());
+        if levels_left.len() >= levels {
+            walk.too_deep += usize::from(holds_directories(&path));
+        } else if look_in(&path, &name) && holds_directories(&path) {
+            levels_left.push(subdirectories(&path));
+            continue;
         }
-        if holds_directories(&path) {
-            walk(&path, &name, names, levels - 1, visit);
-        }
+        name.pop();
     }
+    walk
+}
+
+/// The names of the directories `dir` holds, in the order it lists them (none where it
+/// cannot be read).
+fn subdirectories(dir: &Path) -> std::vec::IntoIter<std::ffi::OsString> {
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.file_name())
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// Every cgroup below the mount `root` by name, as perf's `--for-each-cgroup` patterns match
+/// them: the root first (its name is empty), then each directory below it by its path below
+/// `root` (`app/web`), [`CGROUP_LEVELS`] levels down at most, in the order [`walk_cgroups`]
+/// meets them (a name not UTF-8 with U+FFFD for each byte that is not).
+pub fn cgroup_names(root: &Path) -> Vec<String> {
+    cgroup_names_within(root, CGROUP_LEVELS)
+}
+
+/// As [`cgroup_names`], `levels` levels below `root` at most (0: the root alone).
+pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
+    let walk = walk_cgroups(root, levels, &mut |_, _| true);
+    let names = walk.names.into_iter();
+    names
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Whether directory `path` may hold directories: not where its link count says it holds
-/// none (see [`walk`]).
+/// none (see [`walk_cgroups`]).
 pub(crate) fn holds_directories(path: &Path) -> bool {
     #[cfg(unix)]
     {
@@ -323,6 +360,73 @@ mod tests {
             let e = find_cgroup_in(&root, bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
         }
+    }
+
+    /// A tree deeper than a path may be (2,100 levels of `d`, made with `mkdir -p` from
+    /// inside it) is walked on a thread with a 64 KiB stack: [`CGROUP_LEVELS`] down by
+    /// default, the directory at the bound that holds more counted once; with no bound on
+    /// the levels, down to the last directory whose path fits in `PATH_MAX`, the one past it
+    /// counted once.
+    ///
+    /// Oracle: find(1), which walks any depth, and Linux's PATH_MAX
+    /// (include/uapi/linux/limits.h: 4,096 bytes, the NUL included).
+    #[cfg(unix)]
+    #[test]
+    fn a_tree_deeper_than_any_bound_is_walked_within_them_on_a_small_stack() {
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        let root = std::env::temp_dir().join(format!("counterhal-deep-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let made = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("p=$(printf 'd/%.0s' $(seq 700)); cd \"$1\" && for i in 1 2 3; do mkdir -p $p && cd -P $p || exit 1; done")
+            .arg("sh")
+            .arg(&root)
+            .status();
+        let find = std::process::Command::new("find")
+            .arg(&root)
+            .args(["-mindepth", "1", "-type", "d", "-printf", "%P\\n"])
+            .output();
+        let walked = {
+            let root = root.clone();
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let by_default = walk_cgroups(&root, CGROUP_LEVELS, &mut |_, _| true);
+                    let unbounded = walk_cgroups(&root, usize::MAX, &mut |_, _| true);
+                    (by_default, unbounded)
+                })
+                .unwrap()
+                .join()
+        };
+        std::process::Command::new("rm")
+            .arg("-rf")
+            .arg(&root)
+            .status()
+            .ok();
+        let (Ok(made), Ok(find)) = (made, find) else {
+            skip!(Need::Platform, "sh, mkdir or find(1) did not run here");
+        };
+        assert!(made.success(), "mkdir: {made}");
+        assert!(find.status.success(), "find: {}", find.status);
+        let (by_default, unbounded) = walked.expect("the walk on a 64 KiB stack");
+        let found: Vec<PathBuf> = String::from_utf8_lossy(&find.stdout)
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(found.len(), 2100, "find's levels");
+        let levels = |name: &PathBuf| name.components().count();
+        let fits = |name: &PathBuf| root.join(name).as_os_str().len() < 4096;
+        let expect = |keep: &dyn Fn(&PathBuf) -> bool| {
+            let kept = found.iter().filter(|name| keep(name)).cloned();
+            std::iter::once(PathBuf::new())
+                .chain(kept)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(by_default.names, expect(&|n| levels(n) <= CGROUP_LEVELS));
+        assert_eq!((by_default.too_deep, by_default.too_long), (1, 0));
+        assert_eq!(unbounded.names, expect(&fits));
+        assert_eq!((unbounded.too_deep, unbounded.too_long), (0, 1));
     }
 
     /// Oracle: perf 6.1's `evlist__expand_cgroup` (tools/perf/util/cgroup.c), which reads a

@@ -142,8 +142,8 @@ mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
 pub use cgroup::{
-    cgroup_names, cgroup_names_visiting, cgroup_names_within, cgroup_root, find_cgroup,
-    find_cgroup_in, is_cgroup_pattern, unified_cgroup_root,
+    CGROUP_LEVELS, CGROUP_PATH_MAX, CgroupWalk, cgroup_names, cgroup_names_within, cgroup_root,
+    find_cgroup, find_cgroup_in, is_cgroup_pattern, unified_cgroup_root, walk_cgroups,
 };
 pub use chosen::{Chosen, Context};
 #[cfg(unix)]

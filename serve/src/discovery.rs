@@ -9,14 +9,22 @@
 //! A cgroup followed stays followed while it matches; one that appears takes a free place
 //! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
 //! beyond the bound is left out and counted once, when first left out.
+//! The walk looks only in the directories below which a pattern could match ([`reach`]),
+//! [`counterhal::CGROUP_LEVELS`] levels down unless `--cgroup-depth` says otherwise, and
+//! never past `PATH_MAX`; a cgroup's label is its path, escaped where it is not UTF-8
+//! ([`label`]).
 
-use std::collections::HashSet;
+mod label;
+mod reach;
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use counterhal::Error;
 
 use super::health::Health;
+use reach::Reach;
 
 /// What `--cgroups` follows.
 #[derive(Debug, Default)]
@@ -29,6 +37,8 @@ pub struct Watch {
     patterns: bool,
     /// The list's patterns, compiled (its empty items, the root, left out).
     expressions: Vec<regex::Regex>,
+    /// The directories the walk looks in: those below which a pattern could match.
+    reach: Reach,
     /// `--cgroup-depth`: the most levels below the mount a cgroup followed may be.
     depth: Option<usize>,
     /// Whether every cgroup within `depth` is followed (`--cgroup-depth` without
@@ -38,6 +48,8 @@ pub struct Watch {
     max: usize,
     /// The cgroups followed, by label (`/app/web`; the root `/`).
     followed: Vec<Arc<str>>,
+    /// The directories of the cgroups followed, by label.
+    directories: HashMap<Arc<str>, PathBuf>,
     /// The cgroups matched but left out at the last discovery.
     left_out: HashSet<String>,
     /// The cgroups below the mount as the last walk found them.
@@ -46,6 +58,9 @@ pub struct Watch {
     matched: Option<usize>,
 }
 
+/// A cgroup found: its label and its directory.
+type Found = (String, PathBuf);
+
 /// The cgroups below the mount that matched at the last walk, walked again only when a
 /// directory was made, removed or renamed in one of the directories walked (inotify, on
 /// Linux: a walk reads every cgroup's directory, 4.9 ms a scrape with 1,000 cgroups, and
@@ -53,48 +68,93 @@ pub struct Watch {
 /// where the directories cannot all be watched (`fs.inotify.max_user_watches`).
 #[derive(Debug, Default)]
 struct Tree {
-    /// The last walk's root and depth, and the names that matched.
-    last: Option<(PathBuf, usize, Vec<String>)>,
+    /// The last walk's root and depth, and the cgroups that matched.
+    last: Option<(PathBuf, usize, Vec<Found>)>,
     /// The directories of the last walk, watched; `None` where one could not be.
     #[cfg(target_os = "linux")]
     watch: Option<crate::sys::DirectoryWatch>,
     /// The walks made.
     walks: u64,
+    /// Whether the last walk stopped short of directories at its bounds (said on standard
+    /// error when it first does).
+    stopped: bool,
 }
 
 impl Tree {
     /// Walks the mount again where a directory came or went since the last walk (or `root`
-    /// or `levels` changed), keeping the names `matches` takes; whether it walked.
-    fn refresh(&mut self, root: &Path, levels: usize, matches: impl Fn(&str) -> bool) -> bool {
+    /// or `levels` changed), looking in the directories whose text (a cgroup's label less its
+    /// `/`) `look_in` takes and keeping the cgroups whose text `matches` takes; whether it
+    /// walked. Where it stops short of directories at `PATH_MAX`, or at `levels` (if
+    /// `levels_said`: not `--cgroup-depth`'s), it says so once.
+    fn refresh(
+        &mut self,
+        root: &Path,
+        levels: usize,
+        levels_said: bool,
+        look_in: impl Fn(&str) -> bool,
+        matches: impl Fn(&str) -> bool,
+    ) -> bool {
         #[cfg(target_os = "linux")]
         let unchanged = self.watch.as_ref().is_some_and(|w| !w.changed());
         #[cfg(not(target_os = "linux"))]
         let unchanged = false;
         let same = matches!(&self.last, Some((r, l, _)) if r == root && *l == levels);
-        if !(unchanged && same) {
-            #[cfg(target_os = "linux")]
-            let names = {
-                let watch = crate::sys::DirectoryWatch::new();
-                let mut watching = watch.is_some();
-                let names = counterhal::cgroup_names_visiting(root, levels, &mut |dir| {
-                    watching = watching && watch.as_ref().is_some_and(|w| w.watch(dir));
-                });
-                self.watch = watch.filter(|_| watching);
-                names
-            };
-            #[cfg(not(target_os = "linux"))]
-            let names = counterhal::cgroup_names_within(root, levels);
-            let names = names.into_iter().filter(|name| matches(name)).collect();
-            self.last = Some((root.to_path_buf(), levels, names));
-            self.walks += 1;
-            return true;
+        if unchanged && same {
+            return false;
         }
-        false
+        #[cfg(target_os = "linux")]
+        let watch = crate::sys::DirectoryWatch::new();
+        #[cfg(target_os = "linux")]
+        let mut watching = watch.is_some();
+        let walk = counterhal::walk_cgroups(root, levels, &mut |_path, name| {
+            if !look_in(&label::text(name)) {
+                return false;
+            }
+            #[cfg(target_os = "linux")]
+            {
+                watching = watching && watch.as_ref().is_some_and(|w| w.watch(_path));
+            }
+            true
+        });
+        #[cfg(target_os = "linux")]
+        {
+            self.watch = watch.filter(|_| watching);
+        }
+        let found = walk.names.iter().filter_map(|name| {
+            let text = label::text(name);
+            matches(&text).then(|| (format!("/{text}"), root.join(name)))
+        });
+        self.last = Some((root.to_path_buf(), levels, found.collect()));
+        self.walks += 1;
+        let too_deep = if levels_said { walk.too_deep } else { 0 };
+        let mut left_out = Vec::new();
+        if too_deep > 0 {
+            left_out.push(format!(
+                "below {too_deep} directories {levels} levels down (--cgroup-depth N walks N)"
+            ));
+        }
+        if walk.too_long > 0 {
+            left_out.push(format!(
+                "{} directories whose paths pass {} bytes (PATH_MAX)",
+                walk.too_long,
+                counterhal::CGROUP_PATH_MAX
+            ));
+        }
+        let stopped = !left_out.is_empty();
+        if stopped && !self.stopped {
+            crate::log(&format!(
+                "counterhal: cgroups left out of the walk of {}: {}\n",
+                root.display(),
+                left_out.join("; ")
+            ));
+        }
+        self.stopped = stopped;
+        true
     }
 
-    /// The names that matched at the last walk.
-    fn matched(&self) -> &[String] {
-        self.last.as_ref().map_or(&[], |(_, _, names)| names)
+    /// The cgroups that matched at the last walk.
+    fn matched(&self) -> &[Found] {
+        self.last.as_ref().map_or(&[], |(_, _, found)| found)
     }
 }
 
@@ -113,19 +173,21 @@ impl Watch {
         }
         let list = items.join(",");
         let patterns = counterhal::is_cgroup_pattern(&list);
-        let expressions = match patterns {
-            true => compile(&list)?,
-            false => Vec::new(),
+        let (expressions, reach) = match patterns {
+            true => (compile(&list)?, reach_of(&list)),
+            false => (Vec::new(), Reach::default()),
         };
         Ok(Watch {
             root: Some(counterhal::cgroup_root()?),
             list,
             patterns,
             expressions,
+            reach,
             depth,
             every: items.is_empty(),
             max,
             followed: Vec::new(),
+            directories: HashMap::new(),
             left_out: HashSet::new(),
             tree: Tree::default(),
             matched: None,
@@ -151,16 +213,20 @@ impl Watch {
         let Some(root) = &self.root else {
             return Vec::new();
         };
-        let levels = self.depth.unwrap_or(usize::MAX);
-        let names: Vec<String> = if self.patterns || self.every {
+        let levels = self.depth.unwrap_or(counterhal::CGROUP_LEVELS);
+        let found: Vec<Found> = if self.patterns || self.every {
             let root_too = !self.every && self.list.split(',').any(str::is_empty);
-            let (every, expressions) = (self.every, &self.expressions);
-            let walked = self
-                .tree
-                .refresh(root, levels, |name| match name.is_empty() {
+            let (every, expressions, reach) = (self.every, &self.expressions, &self.reach);
+            let walked = self.tree.refresh(
+                root,
+                levels,
+                self.depth.is_none(),
+                |text| reach.leads_below(text),
+                |text| match text.is_empty() {
                     true => root_too,
-                    false => every || expressions.iter().any(|e| e.is_match(name)),
-                });
+                    false => every || expressions.iter().any(|e| e.is_match(text)),
+                },
+            );
             // Nothing came or went: what is followed and left out is what it was.
             if !walked && let Some(matched) = self.matched {
                 health.cgroups(matched, self.followed.len(), 0);
@@ -172,17 +238,17 @@ impl Watch {
             self.list
                 .split(',')
                 .filter(within)
-                .filter(|name| root.join(name).is_dir())
-                .map(str::to_string)
+                .map(|name| (format!("/{name}"), root.join(name)))
+                .filter(|(_, directory)| directory.is_dir())
                 .collect()
         };
-        let labels: Vec<String> = names.iter().map(|name| format!("/{name}")).collect();
-        let present: HashSet<&str> = labels.iter().map(String::as_str).collect();
+        let labels: Vec<&String> = found.iter().map(|(label, _)| label).collect();
+        let present: HashSet<&str> = labels.iter().map(|label| label.as_str()).collect();
         self.followed
             .retain(|followed| present.contains(&**followed));
         let mut following: HashSet<Arc<str>> = self.followed.iter().cloned().collect();
         let mut left_out = HashSet::new();
-        for label in labels.iter() {
+        for &label in labels.iter() {
             if following.contains(label.as_str()) {
                 continue;
             }
@@ -194,6 +260,15 @@ impl Watch {
                 left_out.insert(label.clone());
             }
         }
+        let directories: HashMap<&str, &PathBuf> = found
+            .iter()
+            .map(|(label, directory)| (label.as_str(), directory))
+            .collect();
+        self.directories = self
+            .followed
+            .iter()
+            .filter_map(|label| Some((label.clone(), directories.get(&**label)?.to_path_buf())))
+            .collect();
         let newly = left_out
             .iter()
             .filter(|label| !self.left_out.contains(*label))
@@ -225,11 +300,22 @@ impl Watch {
         ))
     }
 
-    /// The directory of the cgroup labelled `label`.
+    /// The directory of the cgroup labelled `label` (one followed: its own, whatever its
+    /// name's bytes; else the label's path below the mount).
     pub fn directory(&self, label: &str) -> PathBuf {
+        if let Some(directory) = self.directories.get(label) {
+            return directory.clone();
+        }
         let root = self.root.clone().unwrap_or_default();
         root.join(label.trim_start_matches('/'))
     }
+}
+
+/// The directories the walk for the patterns of `list` looks in (the root, an empty item, is
+/// always looked in).
+fn reach_of(list: &str) -> Reach {
+    let patterns: Vec<&str> = list.split(',').filter(|item| !item.is_empty()).collect();
+    Reach::new(&patterns, SIZE_LIMIT)
 }
 
 /// The largest a compiled pattern may grow (its automaton), far past any cgroup pattern.
@@ -272,6 +358,11 @@ mod tests {
                 compile(list).unwrap()
             } else {
                 Vec::new()
+            },
+            reach: if patterns {
+                reach_of(list)
+            } else {
+                Reach::default()
             },
             max,
             ..Watch::default()
@@ -378,6 +469,152 @@ mod tests {
         (every.root, every.every, every.max) = (Some(root.clone()), true, 8);
         assert_eq!(labels(every), ["/k", "/system"]);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A tree of thousands of directories beside the ones a pattern is anchored to holds a
+    /// handful of watches: the walk looks only where the pattern could match (the shipped
+    /// unit's patterns: the mount and `system.slice`); an unanchored pattern watches all.
+    ///
+    /// Oracle: the kernel's list of an inotify instance's watches, one `inotify wd:` line
+    /// each in `/proc/self/fdinfo` (fs/notify/fdinfo.c).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_anchored_pattern_watches_only_where_it_could_match() {
+        let root = std::env::temp_dir().join(format!("counterhal-prune-{}", std::process::id()));
+        for dir in [
+            "wanted/a",
+            "system.slice/a.service/inner",
+            "user.slice/u.service",
+        ] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for i in 0..1500 {
+            std::fs::create_dir_all(root.join(format!("unrelated/{i}/x"))).unwrap();
+        }
+        let health = Health::new("linux");
+        let watches = |list: &str| {
+            let mut w = watch(&root, list, 8);
+            let labels: Vec<String> = w.discover(&health).iter().map(|l| l.to_string()).collect();
+            let watches = w.tree.watch.as_ref().and_then(|w| w.watches());
+            (labels, watches)
+        };
+        let wanted = watches("^wanted/");
+        let shipped = watches(r"^system.slice/[^/]*[.]service$,^[^/]+$");
+        let everywhere = watches("nrelated/(7)/");
+        std::fs::remove_dir_all(&root).unwrap();
+        // The mount, wanted and wanted/a.
+        assert_eq!(wanted, (vec!["/wanted/a".to_string()], Some(3)));
+        // The mount and system.slice.
+        let expected = [
+            "/system.slice",
+            "/system.slice/a.service",
+            "/unrelated",
+            "/user.slice",
+            "/wanted",
+        ];
+        let (mut labels, watched) = shipped;
+        labels.sort();
+        assert_eq!(
+            (labels, watched),
+            (expected.map(String::from).to_vec(), Some(2))
+        );
+        assert_eq!(everywhere.0, ["/unrelated/7/x"]);
+        assert!(everywhere.1 > Some(3000), "{:?}", everywhere.1);
+    }
+
+    /// A small random number generator (xorshift64), for trees that are the same at every run.
+    struct Random(u64);
+
+    impl Random {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// Random trees as a user who may make cgroups makes them (siblings, a chain deeper than
+    /// the walk goes, names of bytes that are not UTF-8, newlines, quotes, backslashes and
+    /// what looks like an escape): discovery follows each directory within the walk's bounds
+    /// once, under a label of its own, at its own directory; unanchored and anchored patterns
+    /// alike.
+    ///
+    /// Oracle: find(1), which lists the same directories
+    /// (`find ROOT -mindepth 2 -maxdepth 64 -type d -print0`).
+    #[cfg(unix)]
+    #[test]
+    fn random_hostile_trees_are_followed_once_each_under_labels_of_their_own() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let atoms: [&[u8]; 14] = [
+            b"a",
+            b"\\",
+            b"X",
+            b"F",
+            b"0",
+            b"\n",
+            b"\"",
+            b" ",
+            b"{",
+            b"*",
+            "\u{e9}".as_bytes(),
+            b"\xff",
+            b"\xfe",
+            b"\\XFF",
+        ];
+        let mut random = Random(0x6c62_272e_07bb_0142);
+        let base = std::env::temp_dir().join(format!("counterhal-hostile-{}", std::process::id()));
+        for case in 0..8 {
+            let root = base.join(case.to_string());
+            let mut dirs = vec![PathBuf::from("t")];
+            std::fs::create_dir_all(root.join("t")).unwrap();
+            for _ in 0..random.below(300) {
+                let parent = dirs[random.below(dirs.len())].clone();
+                let mut name = Vec::new();
+                for _ in 0..=random.below(3) {
+                    name.extend_from_slice(atoms[random.below(atoms.len())]);
+                }
+                let dir = parent.join(OsString::from_vec(name));
+                if std::fs::create_dir(root.join(&dir)).is_ok() {
+                    dirs.push(dir);
+                }
+            }
+            let mut chain = dirs[random.below(dirs.len())].clone();
+            for _ in 0..random.below(150) {
+                chain.push("d");
+                std::fs::create_dir(root.join(&chain)).unwrap();
+            }
+            let find = std::process::Command::new("find")
+                .arg(&root)
+                .args(["-mindepth", "2", "-maxdepth", "64", "-type", "d", "-print0"])
+                .output()
+                .expect("find(1)");
+            let mut found: Vec<PathBuf> = find
+                .stdout
+                .split(|&b| b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+                .collect();
+            found.sort();
+            for list in ["^t/", "(?s)."] {
+                let health = Health::new("linux");
+                let mut w = watch(&root, list, usize::MAX);
+                let labels = w.discover(&health);
+                let distinct: HashSet<&str> = labels.iter().map(|l| &**l).collect();
+                assert_eq!(
+                    distinct.len(),
+                    labels.len(),
+                    "case {case}, {list}: two share a label"
+                );
+                let mut directories: Vec<PathBuf> = labels.iter().map(|l| w.directory(l)).collect();
+                directories.retain(|d| d != &root.join("t"));
+                directories.sort();
+                assert_eq!(directories, found, "case {case}, {list}");
+            }
+            std::fs::remove_dir_all(&root).unwrap();
+        }
+        std::fs::remove_dir_all(&base).ok();
     }
 
     #[test]

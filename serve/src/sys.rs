@@ -233,6 +233,21 @@ impl DirectoryWatch {
         unsafe { libc::inotify_add_watch(self.0.as_raw_fd(), path.as_ptr(), mask) >= 0 }
     }
 
+    /// How many directories this instance watches: the `inotify wd:` lines the kernel writes
+    /// for it in `/proc/self/fdinfo`, one a watch (fs/notify/fdinfo.c); `None` where they
+    /// cannot be read.
+    #[cfg(test)]
+    pub fn watches(&self) -> Option<usize> {
+        use std::os::fd::AsRawFd;
+        let info = format!("/proc/self/fdinfo/{}", self.0.as_raw_fd());
+        let info = std::fs::read_to_string(info).ok()?;
+        Some(
+            info.lines()
+                .filter(|l| l.starts_with("inotify wd:"))
+                .count(),
+        )
+    }
+
     /// Whether anything was reported since the last call (the events read and dropped; a
     /// queue that overflowed reports too).
     pub fn changed(&self) -> bool {
