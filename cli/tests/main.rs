@@ -27,6 +27,8 @@ mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;
 #[cfg(feature = "serve")]
+mod serve_hostile;
+#[cfg(feature = "serve")]
 mod serve_kubernetes;
 #[cfg(feature = "serve")]
 mod serve_ops;
