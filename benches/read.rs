@@ -18,6 +18,7 @@ mod bench {
     use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::time::Instant;
 
+    use counterhal::OpenOptions;
     use counterhal::prelude::*;
     use counterhal_hal::Backend;
     use counterhal_linux::{LinuxBackend, LinuxGroup};

@@ -10,6 +10,7 @@
 
 use std::hint::black_box;
 
+use counterhal::OpenOptions;
 use counterhal::criterion::EventMeasurement;
 use counterhal::prelude::*;
 use criterion::Criterion;

@@ -17,6 +17,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
+use counterhal::OpenOptions;
 use counterhal::Result;
 use counterhal::prelude::*;
 

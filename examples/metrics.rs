@@ -12,6 +12,7 @@
 
 use std::process::ExitCode;
 
+use counterhal::OpenOptions;
 use counterhal::prelude::*;
 use counterhal::{Result, metrics};
 

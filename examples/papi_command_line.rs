@@ -6,6 +6,7 @@
 //! cargo run --example papi_command_line -- page-faults task-clock PAPI_TOT_INS nosuch
 //! ```
 
+use counterhal::OpenOptions;
 use counterhal::prelude::*;
 
 /// PAPI's command-line workload in spirit: memory touched and arithmetic done.

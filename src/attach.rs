@@ -39,6 +39,7 @@ pub fn online_cpus() -> CpuList {
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
+/// use counterhal::OpenOptions;
 ///
 /// let backend = open_default()?;
 /// let pid = std::process::id();

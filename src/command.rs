@@ -27,6 +27,7 @@ type Opened<G> = (Vec<usize>, Result<EventSet<G>>);
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
+/// use counterhal::OpenOptions;
 /// use counterhal::advanced::{CountedCommand, Follow};
 /// use std::process::Command;
 /// use std::time::Duration;

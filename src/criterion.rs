@@ -31,6 +31,7 @@
 //! ```no_run
 //! use counterhal::criterion::EventMeasurement;
 //! use counterhal::prelude::*;
+//! use counterhal::OpenOptions;
 //!
 //! let options = OpenOptions::grouped().inheriting(true).in_domain(Domain::USER);
 //! let measurement = EventMeasurement::open(&open_default()?, &["page-faults", "task-clock"],

@@ -19,6 +19,7 @@
 //! Count a closure:
 //! ```no_run
 //! use counterhal::prelude::*;
+//! use counterhal::OpenOptions;
 //!
 //! let backend = open_default()?;
 //! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
@@ -35,6 +36,7 @@
 //! Count a command from its `exec`, with every process it creates (`perf stat -- ls`):
 //! ```no_run
 //! # use counterhal::prelude::*;
+//! # use counterhal::OpenOptions;
 //! let backend = open_default()?;
 //! let counted = backend.count_command(&["task-clock", "context-switches"],
 //!                                     std::process::Command::new("ls"), &OpenOptions::default())?;
@@ -44,6 +46,7 @@
 //! Count a running process, every thread it has and creates (`perf stat -p PID`):
 //! ```no_run
 //! # use counterhal::prelude::*;
+//! # use counterhal::OpenOptions;
 //! # let pid = std::process::id();
 //! let backend = open_default()?;
 //! let mut set = backend.open_named(&["task-clock"], &Target::process(pid),
@@ -56,6 +59,7 @@
 //! Count every CPU, system-wide, and read each CPU (`perf stat -a -A`):
 //! ```no_run
 //! # use counterhal::prelude::*;
+//! # use counterhal::OpenOptions;
 //! use counterhal::advanced::MultiSet;
 //! let backend = open_default()?;
 //! let mut cpus = MultiSet::open(&backend, &[backend.resolve("cpu-clock")?],

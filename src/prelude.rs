@@ -1,18 +1,20 @@
 //! What most programs need, for a glob import: `use counterhal::prelude::*;`.
 //!
 //! It holds the face: [`Setup`] and its shorthand [`open_default`], the [`Chosen`] backend
-//! they return, a [`Target`], [`OpenOptions`] and [`Domain`], the [`EventSet`] that [`Chosen::open_named`]
+//! they return, a [`Target`] and [`Domain`], the [`EventSet`] that [`Chosen::open_named`]
 //! opens (and the [`EventSetBuilder`] that gathers one), its [`Reading`]s, the sampler's
 //! options, and the traits whose methods these need ([`Group`](crate::Group), [`Sampler`](crate::Sampler)), imported
 //! without their names so that a glob import of another crate's `Group` does not clash.
 //!
-//! It holds no name the standard library's `std::io` or `std::fmt` exports: the error types
-//! are [`counterhal::Error`](crate::Error), [`counterhal::ErrorKind`](crate::ErrorKind) and
-//! [`counterhal::Result`](crate::Result), named by their path or imported by name, so that
-//! `use std::io::*;` (or `std::fmt::*`) beside the prelude leaves `Result`, `Error` and
-//! `ErrorKind` the standard library's, not ambiguous.
+//! It holds no name the standard library's `std::io`, `std::fmt` or `std::fs` exports: the
+//! error types are [`counterhal::Error`](crate::Error), [`counterhal::ErrorKind`](crate::ErrorKind)
+//! and [`counterhal::Result`](crate::Result), and the options of an open are
+//! [`counterhal::OpenOptions`](crate::OpenOptions), named by their path or imported by name, so
+//! that `use std::io::*;` (or `std::fmt::*`, `std::fs::*`) beside the prelude leaves `Result`,
+//! `Error`, `ErrorKind` and `OpenOptions` the standard library's, not ambiguous.
 //!
 //! ```no_run
+//! use counterhal::OpenOptions;
 //! use counterhal::prelude::*;
 //!
 //! let backend = open_default()?;
@@ -28,7 +30,7 @@
 #[cfg(unix)]
 pub use crate::CommandCount;
 pub use crate::{
-    AnyGroup, AnySampler, Chosen, Domain, EventSet, EventSetBuilder, OpenOptions, Place, Reading,
-    Record, SampleFields, SampleOptions, Setup, Target, online_cpus, open_default, query,
+    AnyGroup, AnySampler, Chosen, Domain, EventSet, EventSetBuilder, Place, Reading, Record,
+    SampleFields, SampleOptions, Setup, Target, online_cpus, open_default, query,
 };
 pub use crate::{Group as _, Sampler as _};

@@ -78,6 +78,7 @@ pub fn trial_for_add(
 ///
 /// ```no_run
 /// use counterhal::prelude::*;
+/// use counterhal::OpenOptions;
 ///
 /// let backend = open_default()?;
 /// let mut builder = backend.builder(Target::this_thread(), OpenOptions::default());

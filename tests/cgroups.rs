@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use counterhal::ErrorKind;
+use counterhal::OpenOptions;
 use counterhal::advanced::{CountedCommand, Follow, MultiSet};
 use counterhal::prelude::*;
 use counterhal_conformance::fixtures::TestCgroup;

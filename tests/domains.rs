@@ -9,6 +9,7 @@
 //! samples needs no more), with 100 `getpid` calls counted by `syscalls:sys_enter_getpid`.
 
 use counterhal::ErrorKind;
+use counterhal::OpenOptions;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;

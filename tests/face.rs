@@ -2,6 +2,7 @@
 //! move between threads, event sets built one event at a time, and questions about one name.
 
 use counterhal::ErrorKind;
+use counterhal::OpenOptions;
 use counterhal::advanced::AnyBackend;
 use counterhal::prelude::*;
 use counterhal::{Encoding, Place, Section, list_events};
@@ -831,6 +832,7 @@ fn libpfm4_s_perf_names_resolve_as_libpfm4_encodes_them() {
 /// denied, so a name the prelude shared with `std::io` fails the build of this test binary.
 #[deny(warnings)]
 mod beside_std_io {
+    use counterhal::OpenOptions;
     use counterhal::prelude::*;
     use std::io::*;
 
@@ -862,27 +864,35 @@ mod beside_std_fmt {
     }
 }
 
-/// The prelude beside both: every name it gives is usable.
+/// The prelude beside `std::fs::*`: `OpenOptions` and `File` are fs's (the library's options
+/// are `counterhal::OpenOptions`, named by their path or imported by name).
+#[deny(warnings)]
+mod beside_std_fs {
+    use counterhal::prelude::*;
+    use std::fs::*;
+
+    /// Whether `path` opens for reading with fs's `OpenOptions`, beside the prelude's target.
+    pub fn opens(path: &str) -> bool {
+        let _ = Target::this_thread();
+        OpenOptions::new().read(true).open(path).is_ok()
+    }
+}
+
+/// The prelude beside io, fmt and fs: every name it gives is usable.
 #[deny(warnings)]
 mod beside_both {
     use counterhal::prelude::*;
     #[allow(unused_imports)] // Glob imports whose names the prelude's must not clash with.
     use std::fmt::*;
     #[allow(unused_imports)]
+    use std::fs::*;
+    #[allow(unused_imports)]
     use std::io::*;
 
     /// Every type of the prelude, named.
     pub type Face = (
         Option<(AnyGroup, AnySampler, Chosen, Domain, EventSet<AnyGroup>)>,
-        Option<(
-            OpenOptions,
-            Place,
-            Reading,
-            SampleFields,
-            SampleOptions,
-            Setup,
-            Target,
-        )>,
+        Option<(Place, Reading, SampleFields, SampleOptions, Setup, Target)>,
         Option<CommandCount>,
     );
 
@@ -895,20 +905,22 @@ mod beside_both {
     }
 }
 
-/// `use counterhal::prelude::*;` beside `use std::io::*;` or `use std::fmt::*;` (or both),
-/// with warnings denied: the prelude names nothing the standard library's io and fmt modules
-/// export (`Result`, `Error`, `ErrorKind`), so their names stay the standard library's.
+/// `use counterhal::prelude::*;` beside `use std::io::*;`, `use std::fmt::*;` or
+/// `use std::fs::*;` (or all), with warnings denied: the prelude names nothing the standard
+/// library's io, fmt and fs modules export (`Result`, `Error`, `ErrorKind`, `OpenOptions`), so
+/// their names stay the standard library's.
 /// Oracle: rustc's name resolution, which refuses a name two glob imports give (E0659, the
 /// `ambiguous_glob_imports` lint of rust-lang/rust#114095): the modules above are the
 /// compile test, and this test runs what they compiled.
 #[test]
-fn the_prelude_beside_std_io_and_fmt_globs_is_unambiguous() {
+fn the_prelude_beside_std_io_fmt_and_fs_globs_is_unambiguous() {
     let mut out = Vec::new();
     beside_std_io::describe(&mut out).unwrap();
     let written = String::from_utf8(out).unwrap();
     assert!(written.contains("ThisThread"), "{written}");
     let shown = beside_std_fmt::Shown(Target::this_thread()).to_string();
     assert!(shown.contains("ThisThread"), "{shown}");
+    assert!(beside_std_fs::opens("/proc/self/status"));
     let _: beside_both::Face = (None, None, None);
     assert!(beside_both::functions() > 0);
 }

@@ -8,6 +8,7 @@
 //! read no getpid call after their first window; regions, which keep their counters running
 //! and take differences, counted right, and are here so that they stay right.
 
+use counterhal::OpenOptions;
 use counterhal::advanced::MultiSet;
 use counterhal::prelude::*;
 use counterhal::region::Regions;

@@ -5,6 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
+use counterhal::OpenOptions;
 use counterhal::advanced::MultiSet;
 use counterhal::advanced::{CountedCommand, Follow};
 use counterhal::prelude::*;

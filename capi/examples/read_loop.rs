@@ -13,6 +13,7 @@ fn main() {
     use std::hint::black_box;
 
     use counterhal_hal::Backend;
+    use facade::OpenOptions;
     use facade::linux::{LinuxBackend, LinuxGroup};
     use facade::prelude::*;
 
