@@ -1,6 +1,6 @@
 //! PAPI 7.0's information structures as `#[repr(C)]` types, with their sizes pinned (x86-64
 //! and other LP64 targets), and the facts this machine fills them with (7.2's, where they
-//! differ, are in [`crate::release`]).
+//! differ, are in the `release` module).
 //!
 //! papi/tests/abi.rs compares every size and offset with an installed PAPI 7.0 papi.h.
 
@@ -60,7 +60,7 @@ pub struct EventInfo {
 const _: () = assert!(std::mem::size_of::<EventInfo>() == 6680);
 
 /// `PAPI_component_info_t` as a release lays it out: `P`, after `disabled`, is what PAPI 7.2
-/// inserted there (`crate::release::PartialDisable`), nothing (`()`, no bytes) in 7.0's.
+/// inserted there (the `release` module's `PartialDisable`), nothing (`()`, no bytes) in 7.0's.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ComponentInfoOf<P> {
