@@ -15,8 +15,10 @@ use crate::serve::{Exporter, get};
 use crate::serve_examples::{
     Scratch, after, command_of, daemonset, read, repository, runs, verdict, yaml_documents,
 };
-use crate::serve_prometheus::{Prometheus, Release, tool_or_skip};
+use crate::serve_prometheus::Prometheus;
 use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -806,7 +806,7 @@ fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it
 /// with prometheus/common's `model.ParseDuration`).
 #[test]
 fn the_rules_window_takes_what_promtool_takes() {
-    use crate::serve_prometheus::Release;
+    use counterhal_conformance::fixtures::prometheus::Release;
     let mut windows: Vec<String> = [
         "1m",
         "1ms",
@@ -890,10 +890,11 @@ fn the_rules_window_takes_what_promtool_takes() {
 /// The end of the test above for `release`: its promtool takes each window's rules where
 /// serve took the window, and refuses them where serve refused it.
 fn promtool_takes_what_serve_took(
-    release: crate::serve_prometheus::Release,
+    release: counterhal_conformance::fixtures::prometheus::Release,
     verdicts: &[(&str, bool, String)],
 ) {
-    use crate::serve_prometheus::{promtool_check_rules, tool_or_skip};
+    use crate::serve_prometheus::promtool_check_rules;
+    use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
     tool_or_skip!(release, "promtool");
     for (window, took, rules) in verdicts {
         let (ok, said) = promtool_check_rules(release, rules);

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use crate::serve::Exporter;
 use crate::serve_ops::{NodeExporter, free_port};
-use crate::serve_prometheus::{Release, tool_or_skip};
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

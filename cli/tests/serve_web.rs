@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use crate::serve::{Exporter, get};
-use crate::serve_prometheus::{Prometheus, Release, tool_or_skip};
+use crate::serve_prometheus::Prometheus;
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

@@ -1,12 +1,14 @@
 //! Fixtures the workspace's tests share: a control group made for one test, the kernel's
-//! source extracted once per machine, perf run under another machine's PMU tree, and tracefs
-//! mounted (or taken away in a mount namespace of a test's own).
+//! source extracted once per machine, perf run under another machine's PMU tree, tracefs
+//! mounted (or taken away in a mount namespace of a test's own), and the releases of
+//! Prometheus' tools.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 mod kernel_tree;
 pub mod perf_tree;
+pub mod prometheus;
 mod tracefs;
 
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{Scratch, read, recorded, repository, verdict};
-use crate::serve_prometheus::{Release, tool_or_skip};
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 
 /// The metric names and label names of docs/serve.md's table of metrics (the first and third
 /// columns' words in backquotes).

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::common::*;
-use crate::serve_prometheus::{Release, tool_or_skip};
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 

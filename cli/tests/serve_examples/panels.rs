@@ -16,8 +16,10 @@ use super::dashboard::panels_in;
 use super::{read, repository, rules_file, rules_of};
 use crate::common::*;
 use crate::serve::Exporter;
-use crate::serve_prometheus::{LoopClock, Prometheus, Release, tool_or_skip, unix_now};
+use crate::serve_prometheus::{LoopClock, Prometheus, unix_now};
 use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
