@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use crate::serve::{exchange, get};
 use counterhal_conformance::fixtures::TestCgroup;
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -329,15 +331,20 @@ fn exit_within(child: &mut Child, within: Duration) -> Option<std::process::Exit
     None
 }
 
-/// Prometheus 2.42 signalled as a service manager signals it: whether it still served after
-/// `SIGHUP`, and its exit status after `SIGTERM`; `None` where it is not installed.
-fn prometheus_under_signals() -> Option<(bool, Option<std::process::ExitStatus>)> {
-    let folder = std::env::temp_dir().join(format!("counterhal-ops-prom-{}", std::process::id()));
+/// Prometheus of `release` signalled as a service manager signals it: whether it still
+/// served after `SIGHUP`, and its exit status after `SIGTERM`; `None` where it does not start.
+fn prometheus_under_signals(release: Release) -> Option<(bool, Option<std::process::ExitStatus>)> {
+    let folder = std::env::temp_dir().join(format!(
+        "counterhal-ops-prom-{}-{}",
+        release.tag(),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&folder).ok()?;
     let config = folder.join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").ok()?;
     let address = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let mut child = Command::new("prometheus")
+    let mut child = release
+        .command("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
@@ -369,20 +376,15 @@ fn prometheus_under_signals() -> Option<(bool, Option<std::process::ExitStatus>)
 /// (one whose head is half sent) and exits 0, as Prometheus does, so systemd's
 /// `ExecReload=kill -HUP` and `Restart=on-failure` keep it up.
 ///
-/// Oracle: Prometheus 2.42, signalled the same way beside it (it reloads on SIGHUP and
-/// serves on, and exits 0 on SIGTERM).
+/// Oracle: Prometheus 2.42 and 3.5, each signalled the same way beside it (it reloads on
+/// SIGHUP and serves on, and exits 0 on SIGTERM).
 #[test]
 fn sighup_reloads_and_sigterm_drains_then_exits_0() {
     serve_or_skip!();
-    let Some((served, status)) = prometheus_under_signals() else {
-        skip!(Need::Tools, "prometheus is not installed");
-    };
-    assert!(served, "Prometheus stopped serving after SIGHUP");
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(0),
-        "Prometheus after SIGTERM: {status:?}"
-    );
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        prometheus_serves_on_after_sighup_and_exits_0(release);
+    }
     let web = std::env::temp_dir().join(format!("counterhal-ops-web-{}.yml", std::process::id()));
     let config = |age: u32| {
         format!("http_server_config:\n  headers:\n    Strict-Transport-Security: max-age={age}\n")
@@ -459,17 +461,35 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
     std::fs::remove_file(&web).ok();
 }
 
-/// What Prometheus 2.42 logs for a `SIGHUP` with a configuration that does not read, then
-/// for one with a configuration that reads (its standard error after each); `None` where it
-/// is not installed.
-fn prometheus_reloads_refused_then_taken() -> Option<(String, String)> {
-    let folder = std::env::temp_dir().join(format!("counterhal-ops-reload-{}", std::process::id()));
+/// The oracle of the test above: Prometheus of `release` under the same signals.
+fn prometheus_serves_on_after_sighup_and_exits_0(release: Release) {
+    tool_or_skip!(release, "prometheus");
+    let (served, status) = prometheus_under_signals(release).expect("prometheus starts");
+    assert!(served, "{} stopped serving after SIGHUP", release.name());
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{} after SIGTERM: {status:?}",
+        release.name()
+    );
+}
+
+/// What Prometheus of `release` logs for a `SIGHUP` with a configuration that does not read,
+/// then for one with a configuration that reads (its standard error after each); `None`
+/// where it does not start.
+fn prometheus_reloads_refused_then_taken(release: Release) -> Option<(String, String)> {
+    let folder = std::env::temp_dir().join(format!(
+        "counterhal-ops-reload-{}-{}",
+        release.tag(),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&folder).ok()?;
     let config = folder.join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").ok()?;
     let log = folder.join("log");
     let address = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let mut child = Command::new("prometheus")
+    let mut child = release
+        .command("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
@@ -512,19 +532,16 @@ fn prometheus_reloads_refused_then_taken() -> Option<(String, String)> {
 /// read before stays, never "read again" beside it; the next one that reads says it was read
 /// again and is served.
 ///
-/// Oracle: Prometheus 2.42, signalled the same way with its configuration file refused and
-/// then taken: one verdict for each SIGHUP ("Error reloading config", or "Completed loading
-/// of configuration file"), never both.
+/// Oracle: Prometheus 2.42 and 3.5, each signalled the same way with its configuration
+/// file refused and then taken: one verdict for each SIGHUP ("Error reloading config", or
+/// "Completed loading of configuration file"), never both.
 #[test]
 fn a_refused_web_configuration_on_sighup_is_said_as_refused_only() {
     serve_or_skip!();
-    let Some((refused, taken)) = prometheus_reloads_refused_then_taken() else {
-        skip!(Need::Tools, "prometheus is not installed");
-    };
-    assert!(refused.contains("Error reloading config"), "{refused}");
-    assert!(!refused.contains("Completed loading"), "{refused}");
-    assert!(taken.contains("Completed loading"), "{taken}");
-    assert!(!taken.contains("Error reloading"), "{taken}");
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        prometheus_gives_one_verdict_a_sighup(release);
+    }
 
     let web =
         std::env::temp_dir().join(format!("counterhal-ops-refused-{}.yml", std::process::id()));
@@ -602,6 +619,16 @@ fn a_refused_web_configuration_on_sighup_is_said_as_refused_only() {
         Some("Strict-Transport-Security: max-age=3")
     );
     std::fs::remove_file(&web).ok();
+}
+
+/// The oracle of the test above: Prometheus of `release` under the same signals.
+fn prometheus_gives_one_verdict_a_sighup(release: Release) {
+    tool_or_skip!(release, "prometheus");
+    let (refused, taken) = prometheus_reloads_refused_then_taken(release).expect("it starts");
+    assert!(refused.contains("Error reloading config"), "{refused}");
+    assert!(!refused.contains("Completed loading"), "{refused}");
+    assert!(taken.contains("Completed loading"), "{taken}");
+    assert!(!taken.contains("Error reloading"), "{taken}");
 }
 
 /// Whether something answers a TCP connection at `address` (within a second).
@@ -806,7 +833,6 @@ fn a_refused_event_is_named_once_and_the_privilege_hint_goes_to_those_without_it
 /// with prometheus/common's `model.ParseDuration`).
 #[test]
 fn the_rules_window_takes_what_promtool_takes() {
-    use counterhal_conformance::fixtures::prometheus::Release;
     let mut windows: Vec<String> = [
         "1m",
         "1ms",
@@ -889,12 +915,8 @@ fn the_rules_window_takes_what_promtool_takes() {
 
 /// The end of the test above for `release`: its promtool takes each window's rules where
 /// serve took the window, and refuses them where serve refused it.
-fn promtool_takes_what_serve_took(
-    release: counterhal_conformance::fixtures::prometheus::Release,
-    verdicts: &[(&str, bool, String)],
-) {
+fn promtool_takes_what_serve_took(release: Release, verdicts: &[(&str, bool, String)]) {
     use crate::serve_prometheus::promtool_check_rules;
-    use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
     tool_or_skip!(release, "promtool");
     for (window, took, rules) in verdicts {
         let (ok, said) = promtool_check_rules(release, rules);
