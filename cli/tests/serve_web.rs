@@ -1,7 +1,8 @@
 //! `counterhal serve --web.config.file`: TLS, basic authentication, response headers and a
 //! rate limit from a file in Prometheus' exporter-toolkit format, with clients that are not
 //! ours: curl (OpenSSL's TLS) and Prometheus 2.42 and 3.5 (Go's crypto/tls and its
-//! basic_auth), each of which scrapes with the right password and fails with a wrong one. The certificates are
+//! basic_auth), each of which scrapes with the right password and fails with a wrong one;
+//! node_exporter 1.5 and 1.11 judge the same users' hashes. The certificates are
 //! OpenSSL's and the users' hashes glibc's bcrypt (cli/tests/fixtures/tls/make).
 
 use std::io::BufRead;
@@ -168,22 +169,22 @@ fn started(mut command: Command, serving: &str) -> Said {
 /// `$2x$`, the mark of hashes made by crypt_blowfish's old bug, which bcrypt libraries check
 /// as `$2a$` and so get wrong.
 ///
-/// Oracle: node_exporter 1.5 (exporter-toolkit's validateUsers, at start-up), the same file
-/// through both; the hashes are glibc's crypt(3) (the fixture's) and edits of it.
+/// Oracle: node_exporter 1.5 and 1.11 (exporter-toolkit's validateUsers, at start-up), the
+/// same file through each and ours; the hashes are glibc's crypt(3) (the fixture's) and
+/// edits of it.
 #[test]
 fn bcrypt_hashes_are_judged_when_read_as_node_exporter_judges_them() {
     serve_or_skip!();
-    let node_exporter = "prometheus-node-exporter";
-    if Command::new(node_exporter)
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        skip!(
-            Need::Tools,
-            "Debian's prometheus-node-exporter is not installed"
-        );
+    for release in Release::ALL {
+        eprintln!("== node_exporter of {release:?}");
+        hashes_judged_as_node_exporter_of(release);
     }
+}
+
+/// The body of the test above for `release`'s node_exporter.
+fn hashes_judged_as_node_exporter_of(release: Release) {
+    let node_exporter = "prometheus-node-exporter";
+    tool_or_skip!(release, node_exporter);
     let hash = hash();
     let cases: [(String, Option<&str>); 10] = [
         (hash.clone(), None),
@@ -208,7 +209,7 @@ fn bcrypt_hashes_are_judged_when_read_as_node_exporter_judges_them() {
     ];
     for (hash, on_purpose) in cases {
         let web = WebFile::new("hashes", &format!("basic_auth_users:\n  alice: '{hash}'\n"));
-        let mut theirs = Command::new(node_exporter);
+        let mut theirs = release.command(node_exporter);
         theirs.args([
             "--collector.disable-defaults",
             "--web.listen-address=127.0.0.1:0",
@@ -226,7 +227,10 @@ fn bcrypt_hashes_are_judged_when_read_as_node_exporter_judges_them() {
             | (Said::Serves(_), Said::Refused(why), Some(_))
                 if why.contains("basic_auth_users.alice")
                     && on_purpose.is_none_or(|expected| why.contains(expected)) => {}
-            _ => panic!("{hash}: node_exporter {theirs}; counterhal {ours}"),
+            _ => panic!(
+                "{hash}: node_exporter of {}: {theirs}; counterhal {ours}",
+                release.name()
+            ),
         }
     }
 }
