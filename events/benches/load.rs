@@ -1,11 +1,15 @@
 //! Prints what loading costs as the data grows: the start-up header scan of every shipped
 //! model, the full parse of the largest model as a ratio to `skl`'s, a resolve on the largest
-//! model, and a user file of 40,000 events against one of 10,000 (linear: about 4x).
-//! Targets: header scan < 5 ms, largest model < 15 ms, resolve < 2 us. Printed, not asserted.
+//! model, a user file of 20,000 events against one of 5,000 (linear: about 4x), and files at
+//! the bounds of `counterhal_events::limits` in the shapes that once cost quadratic time (512
+//! models against 1,024, 2,048 event aliases of an event of 4,096 unit masks against 4,096:
+//! linear, about 2x each). Targets: header scan < 5 ms, largest model < 15 ms, resolve < 2 us,
+//! a file at the bounds < 0.5 s. Printed, not asserted.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use counterhal_events::limits::{MAX_EVENT_ALIASES, MAX_FILE_MODELS, MAX_UNIT_MASKS};
 use counterhal_events::{Database, shipped_files};
 use counterhal_hal::{Accepts, Domain, Family};
 
@@ -55,6 +59,67 @@ fn user_file(events: usize) -> String {
          \"instructions\" = \"SYNTHETIC_EVENT_192:FIRST\"\n",
     );
     text
+}
+
+/// A file of `models` new models, each its header alone.
+fn models_file(models: usize) -> String {
+    (0..models)
+        .map(|i| {
+            format!(
+                "[[cpu]]\nid = \"m{i}\"\nencoder = \"amd64\"\n\
+                 pmu = {{ general_counters = 4, counter_width = 48 }}\n"
+            )
+        })
+        .collect()
+}
+
+/// A file of one event of [`MAX_UNIT_MASKS`] unit masks and `aliases` event aliases, each of
+/// its last unit mask (each checked among all of them).
+fn aliases_file(aliases: usize) -> String {
+    let masks: Vec<String> = (0..MAX_UNIT_MASKS)
+        .map(|j| format!("{{ name = \"U{j}\", code = 1 }}"))
+        .collect();
+    let mut text = format!(
+        "[[cpu]]\nid = \"wide\"\nencoder = \"intel-arch\"\n\
+         pmu = {{ general_counters = 4, counter_width = 48 }}\n\
+         [[cpu.event]]\nname = \"WIDE\"\ncode = 1\numasks = [{}]\n[cpu.event_aliases]\n",
+        masks.join(",")
+    );
+    for i in 0..aliases {
+        text.push_str(&format!("\"A{i}\" = \"WIDE:U{}\"\n", MAX_UNIT_MASKS - 1));
+    }
+    text
+}
+
+/// Prints the time to load each pair of files, and their ratio (linear: about 2).
+fn at_the_bounds(database: &Database) {
+    let load = |text: &str| {
+        per_iteration(3, 1, || {
+            let loaded = database
+                .clone()
+                .with_toml_str("bounds.toml", black_box(text))
+                .expect("a file within the bounds loads");
+            black_box(loaded);
+        })
+    };
+    for (what, half, whole) in [
+        (
+            "models",
+            models_file(MAX_FILE_MODELS / 2),
+            models_file(MAX_FILE_MODELS),
+        ),
+        (
+            "event aliases of 4,096 unit masks",
+            aliases_file(MAX_EVENT_ALIASES / 2),
+            aliases_file(MAX_EVENT_ALIASES),
+        ),
+    ] {
+        let (half_time, whole_time) = (load(&half), load(&whole));
+        println!(
+            "{what}: half the bound {half_time:?}, the bound {whole_time:?}; ratio {:.2} (linear: about 2; target < 0.5 s)",
+            whole_time.as_secs_f64() / half_time.as_secs_f64().max(1e-9)
+        );
+    }
 }
 
 fn main() {
@@ -140,9 +205,10 @@ fn main() {
         });
         (took, text.len())
     };
-    let ((small, small_bytes), (large, large_bytes)) = (load(10_000), load(40_000));
+    let ((small, small_bytes), (large, large_bytes)) = (load(5_000), load(20_000));
     println!(
-        "user file of 10,000 events ({small_bytes} bytes): {small:?}; of 40,000 ({large_bytes} bytes): {large:?}; ratio {:.2} (linear: about 4)",
+        "user file of 5,000 events ({small_bytes} bytes): {small:?}; of 20,000 ({large_bytes} bytes): {large:?}; ratio {:.2} (linear: about 4)",
         large.as_secs_f64() / small.as_secs_f64().max(1e-9)
     );
+    at_the_bounds(&database);
 }

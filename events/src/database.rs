@@ -326,10 +326,9 @@ fn loaded_position(models: &mut [Entry], id: &str) -> Option<usize> {
     Some(index)
 }
 
-/// Loaded entry `index` (as [`loaded_position`] and `push` make them).
+/// Entry `index`, a shipped one made a loaded one first (parsed in full) to be changed.
 fn loaded_mut(models: &mut [Entry], index: usize) -> &mut CpuModel {
     if let Entry::Shipped(shipped) = &models[index] {
-        // Not taken: `loaded_position` and `push` hand out loaded entries only.
         models[index] = Entry::Loaded(Box::new(shipped.model().clone()));
     }
     match &mut models[index] {
@@ -340,8 +339,15 @@ fn loaded_mut(models: &mut [Entry], index: usize) -> &mut CpuModel {
 
 #[cfg(feature = "events-file")]
 impl ModelSet for Vec<Entry> {
-    fn position(&mut self, id: &str) -> Result<Option<usize>> {
-        Ok(loaded_position(self, id))
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn id(&self, index: usize) -> &str {
+        match &self[index] {
+            Entry::Shipped(shipped) => shipped.indexed.id.text(),
+            Entry::Loaded(model) => &model.id,
+        }
     }
 
     fn push(&mut self, model: CpuModel) -> usize {

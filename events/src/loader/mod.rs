@@ -11,6 +11,7 @@ mod source;
 use counterhal_hal::Error;
 
 use crate::HybridCore;
+use crate::fast_map::{FastMap, FastSet};
 use crate::limits::{MAX_EVENT_ALIASES, MAX_FILE_ENTRIES, MAX_FILE_MODELS, check_tokens};
 use crate::model::{CpuModel, EncoderKind, PmuDescription};
 use event::{check_event_fits, native_event};
@@ -23,7 +24,8 @@ pub(crate) use source::Source;
 /// error; a later layer overrides an earlier one).
 #[derive(Default)]
 pub(crate) struct Layer {
-    ids: Vec<String>,
+    /// Upper case, found by hash: a file of many models checks each against all before it.
+    ids: FastSet<String>,
     /// The events and unit masks loaded so far (a table for several models counted once per
     /// model), held to [`MAX_FILE_ENTRIES`].
     entries: usize,
@@ -32,17 +34,23 @@ pub(crate) struct Layer {
 /// Where [`load_file`] puts the models it reads: a plain vector, or the database's list, whose
 /// lazily parsed shipped models are parsed in full before a file may change them.
 pub(crate) trait ModelSet {
-    /// The index of the model with this id (case-insensitive), made ready for changes.
-    fn position(&mut self, id: &str) -> Result<Option<usize>, Error>;
+    /// How many models it holds.
+    fn count(&self) -> usize;
+    /// The id of the model at `index`.
+    fn id(&self, index: usize) -> &str;
     /// Adds a new model; returns its index.
     fn push(&mut self, model: CpuModel) -> usize;
-    /// The model at `index` (from [`ModelSet::position`] or [`ModelSet::push`]).
+    /// The model at `index`, made ready for changes.
     fn get_mut(&mut self, index: usize) -> &mut CpuModel;
 }
 
 impl ModelSet for Vec<CpuModel> {
-    fn position(&mut self, id: &str) -> Result<Option<usize>, Error> {
-        Ok(self.iter().position(|m| m.id.eq_ignore_ascii_case(id)))
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn id(&self, index: usize) -> &str {
+        &self[index].id
     }
 
     fn push(&mut self, model: CpuModel) -> usize {
@@ -52,6 +60,36 @@ impl ModelSet for Vec<CpuModel> {
 
     fn get_mut(&mut self, index: usize) -> &mut CpuModel {
         &mut self[index]
+    }
+}
+
+/// The index of each model of a [`ModelSet`] by its id in upper case (the first of an id),
+/// made once a file: looked up for each `[[cpu]]` table, where a search of all of them was
+/// quadratic in a file of many models.
+struct Positions(FastMap<String, usize>);
+
+impl Positions {
+    fn of(models: &impl ModelSet) -> Positions {
+        let mut by_id = FastMap::default();
+        for index in 0..models.count() {
+            by_id
+                .entry(models.id(index).to_ascii_uppercase())
+                .or_insert(index);
+        }
+        Positions(by_id)
+    }
+
+    /// The index of the model with this id (case-insensitive).
+    fn get(&self, id: &str) -> Option<usize> {
+        self.0.get(&id.to_ascii_uppercase()).copied()
+    }
+
+    /// Adds `model` to `models`, and its index here.
+    fn push(&mut self, models: &mut impl ModelSet, model: CpuModel) -> usize {
+        let id = model.id.to_ascii_uppercase();
+        let index = models.push(model);
+        self.0.entry(id).or_insert(index);
+        index
     }
 }
 
@@ -71,12 +109,19 @@ pub(crate) fn load_file(
         let key = key_at(source.text, span.start);
         source.error(span, &key, message)
     })?;
+    let mut positions = Positions::of(models);
+    let mut at = Loading {
+        models,
+        positions: &mut positions,
+        layer,
+        source,
+    };
     for cpu in doc.cpu {
         let cpu = cpu.into_inner();
         match cpu.id.get_ref() {
             toml::Value::String(id) => {
-                count_entries(source, layer, &cpu, 1)?;
-                load_cpu(models, layer, source, id, &cpu)?;
+                count_entries(source, at.layer, &cpu, 1)?;
+                at.load_cpu(id, &cpu)?;
             }
             toml::Value::Array(ids) => {
                 // One table for several models: it changes those loaded before (a shared
@@ -96,14 +141,14 @@ pub(crate) fn load_file(
                     let toml::Value::String(id) = id else {
                         return Err(source.error(cpu.id.span(), "id", "a model id is a string"));
                     };
-                    if models.position(id.trim())?.is_some() {
+                    if at.positions.get(id.trim()).is_some() {
                         loaded.push(id);
                     }
                 }
                 // Each listed model loads the table's events: counted before any is read.
-                count_entries(source, layer, &cpu, loaded.len())?;
+                count_entries(source, at.layer, &cpu, loaded.len())?;
                 for id in &loaded {
-                    load_cpu(models, layer, source, id, &cpu)?;
+                    at.load_cpu(id, &cpu)?;
                 }
                 if loaded.is_empty() {
                     return Err(source.error(
@@ -224,17 +269,50 @@ fn key_at(text: &str, offset: usize) -> String {
     }
 }
 
-fn load_cpu(
-    models: &mut impl ModelSet,
-    layer: &mut Layer,
-    source: &Source<'_>,
-    id: &str,
-    doc: &CpuDoc,
-) -> Result<(), Error> {
-    let id = id.trim().to_string();
-    check_model_id(source, layer, &id, doc)?;
-    layer.ids.push(id.clone());
-    let existing = models.position(&id)?;
+/// What one file's tables load into: the models, their positions by id, the layer.
+struct Loading<'a, M: ModelSet> {
+    models: &'a mut M,
+    positions: &'a mut Positions,
+    layer: &'a mut Layer,
+    source: &'a Source<'a>,
+}
+
+impl<M: ModelSet> Loading<'_, M> {
+    /// Loads the `[[cpu]]` table `doc` into model `id`: a new one, or one loaded before.
+    fn load_cpu(&mut self, id: &str, doc: &CpuDoc) -> Result<(), Error> {
+        let source = self.source;
+        let id = id.trim().to_string();
+        check_model_id(source, self.layer, &id, doc)?;
+        self.layer.ids.insert(id.to_ascii_uppercase());
+        let existing = self.positions.get(&id);
+        let mut header = header_values(source, doc)?;
+        let index = match existing {
+            Some(i) => i,
+            None => {
+                let (Some(encoder), Some(pmu)) = (header.encoder, header.pmu) else {
+                    return Err(source.error(
+                        doc.id.span(),
+                        "id",
+                        format!("new model `{id}` needs `encoder` and `pmu`"),
+                    ));
+                };
+                self.positions
+                    .push(self.models, new_model(id.clone(), encoder, pmu))
+            }
+        };
+        let model = self.models.get_mut(index);
+        header.reencoded = existing.is_some()
+            && (header.encoder.is_some_and(|e| e != model.encoder)
+                || header.pmu.is_some_and(|p| p != model.pmu));
+        apply_header(model, source, doc, header)?;
+        load_events(model, source, &id, doc)?;
+        load_mappings(model, source, doc, existing.is_some())
+    }
+}
+
+/// A `[[cpu]]` table's encoder, PMU and hybrid core, each read and checked where given (not
+/// yet compared with a model's).
+fn header_values(source: &Source<'_>, doc: &CpuDoc) -> Result<Header, Error> {
     let encoder = match &doc.encoder {
         Some(name) => Some(EncoderKind::from_name(name.get_ref()).ok_or_else(|| {
             source.error(
@@ -256,31 +334,12 @@ fn load_cpu(
         Some(hybrid) => Some(hybrid_core(source, hybrid.get_ref())?),
         None => None,
     };
-    let index = match existing {
-        Some(i) => i,
-        None => {
-            let (Some(encoder), Some(pmu)) = (encoder, pmu) else {
-                return Err(source.error(
-                    doc.id.span(),
-                    "id",
-                    format!("new model `{id}` needs `encoder` and `pmu`"),
-                ));
-            };
-            models.push(new_model(id.clone(), encoder, pmu))
-        }
-    };
-    let model = models.get_mut(index);
-    let reencoded = existing.is_some()
-        && (encoder.is_some_and(|e| e != model.encoder) || pmu.is_some_and(|p| p != model.pmu));
-    let header = Header {
+    Ok(Header {
         encoder,
         pmu,
         hybrid,
-        reencoded,
-    };
-    apply_header(model, source, doc, header)?;
-    load_events(model, source, &id, doc)?;
-    load_mappings(model, source, doc, existing.is_some())
+        reencoded: false,
+    })
 }
 
 /// Refuses a model id that is not one (letters, digits, `_ - .`), that this layer used
@@ -307,7 +366,7 @@ fn check_model_id(source: &Source<'_>, layer: &Layer, id: &str, doc: &CpuDoc) ->
             ),
         ));
     }
-    if layer.ids.iter().any(|i| i.eq_ignore_ascii_case(id)) {
+    if layer.ids.contains(&id.to_ascii_uppercase()) {
         return Err(source.error(
             doc.id.span(),
             "id",
