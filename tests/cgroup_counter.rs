@@ -301,7 +301,6 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
         grew * 2 > parent - leaf,
         "the brief cgroup's work: {grew} page faults"
     );
-    assert_eq!(bpf.lost(), 0);
     if perf_saw.is_none() {
         skip!(
             Need::Tools,
@@ -375,14 +374,15 @@ fn counter_error(chosen: &Chosen) -> Error {
     }
 }
 
-/// A cgroup that finds the BPF mode's map full is counted as lost, not dropped silently: with
-/// room for one cgroup (the root, first seen at every switch), a task in a cgroup below it
-/// cannot be added.
+/// The BPF mode's map holds the followed cgroups alone: with room for one, the cgroup
+/// followed is counted (the root and the test's own cgroups, which run all along, take no
+/// room), a second is refused with the limit named, and once the first is let go the second
+/// takes its place.
 ///
 /// Oracle: the kernel's hash map, which refuses an element past `max_entries` (E2BIG,
-/// kernel/bpf/hashtab.c), and the program's count of each refusal.
+/// kernel/bpf/hashtab.c), and the perf-event mode's count of the same work.
 #[test]
-fn a_full_map_is_counted_as_lost() {
+fn the_map_holds_the_followed_cgroups_alone() {
     let Ok(chosen) = open_default() else {
         skip!(Need::System, "no backend is usable here");
     };
@@ -402,26 +402,31 @@ fn a_full_map_is_counted_as_lost() {
             unified.display()
         );
     };
+    let second = Nested::new(&top.path, &["second"]);
     let mut options = CgroupCounterOptions::new(CgroupModeChoice::Bpf, Some(unified));
     options.capacity = 1;
     let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
-    let mut counter = match chosen.cgroup_counter_with(&EVENTS, &cpus, options) {
+    let mut bpf = match chosen.cgroup_counter_with(&EVENTS, &cpus, options) {
         Ok(counter) => counter,
         Err(e) if e.kind() == ErrorKind::Unsupported => {
             skip!(Need::System, "this kernel has no BPF mode: {e}")
         }
         Err(e) => panic!("{e}"),
     };
-    counter.follow(&top.path).expect("follow");
+    let mut perf_events = counter(&chosen, CgroupModeChoice::PerfEvents).expect("perf events");
+    bpf.follow(&top.path).expect("follow");
+    perf_events
+        .follow(&top.path)
+        .expect("follow with perf events");
+    let refused = bpf.follow(&second.levels[0]).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::LimitReached, "{refused}");
+    assert!(refused.message().contains("1 cgroups"), "{refused}");
     run_in(&top.path);
-    counter.read().expect("read");
-    assert!(
-        counter.lost() > 0,
-        "nothing counted as lost with room for one cgroup"
-    );
-    assert_eq!(
-        of(&counter, &top.path),
-        (0, 0),
-        "a cgroup the map had no room for"
-    );
+    bpf.read().expect("read");
+    perf_events.read().expect("read the perf events");
+    let faults = of(&bpf, &top.path).0;
+    assert!(faults > 0, "the followed cgroup's work");
+    assert_eq!(faults, of(&perf_events, &top.path).0);
+    bpf.unfollow(&top.path);
+    bpf.follow(&second.levels[0]).expect("room again");
 }

@@ -43,6 +43,40 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
     }
 }
 
+/// Where the `perf_event` controller is bound to a cgroup v1 hierarchy (a hybrid host), that
+/// hierarchy in words; `None` where it is on the cgroup v2 one. Read from
+/// `/proc/self/mountinfo` (a v1 mount with `perf_event` among its options) and `/proc/cgroups`
+/// (the controller's hierarchy id: 0 is v2's), either of which says so.
+pub(crate) fn perf_event_on_v1() -> Option<String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let cgroups = std::fs::read_to_string("/proc/cgroups").unwrap_or_default();
+    perf_event_v1_in(&mountinfo, &cgroups)
+}
+
+/// [`perf_event_on_v1`] from the texts of `/proc/self/mountinfo` and `/proc/cgroups`.
+fn perf_event_v1_in(mountinfo: &str, cgroups: &str) -> Option<String> {
+    for line in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
+        let Some((before, after)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mut after = after.split(' ');
+        let (fs_type, super_options) = (after.next(), after.nth(1).unwrap_or(""));
+        if fs_type == Some("cgroup") && super_options.split(',').any(|o| o == "perf_event") {
+            let mount_point = before.split(' ').nth(4).unwrap_or("?");
+            return Some(format!(
+                "the cgroup v1 hierarchy mounted at {mount_point} (/proc/self/mountinfo)"
+            ));
+        }
+    }
+    // #subsys_name hierarchy num_cgroups enabled
+    let hierarchy = cgroups.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        (fields.next() == Some("perf_event")).then(|| fields.next())?
+    })?;
+    (hierarchy != "0").then(|| format!("cgroup v1 hierarchy {hierarchy} (/proc/cgroups)"))
+}
+
 /// Whether the running kernel's configuration, where `/boot/config-RELEASE` tells, has
 /// `CONFIG_CGROUP_PERF=y`; `None` where it does not tell.
 fn kernel_counts_cgroups() -> Option<bool> {
@@ -96,6 +130,36 @@ pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hybrid host's files (Debian 11's systemd in its default hybrid layout: cgroup v1
+    /// hierarchies under /sys/fs/cgroup, perf_event among them, cgroup2 at
+    /// /sys/fs/cgroup/unified) say perf_event is on v1; a host all on cgroup v2 (this
+    /// project's VMs: v1 hierarchies for other controllers, perf_event on none) does not.
+    ///
+    /// Oracle: the kernel's `/proc/cgroups` (`proc_cgroupstats_show`, kernel/cgroup/cgroup-v1.c:
+    /// the default hierarchy's id is 0) and mountinfo's layout (proc(5)).
+    #[test]
+    fn perf_event_on_a_v1_hierarchy_is_found() {
+        let hybrid_mounts = "\
+35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate
+43 34 0:38 / /sys/fs/cgroup/perf_event rw,nosuid,nodev,noexec,relatime shared:21 - cgroup cgroup rw,perf_event
+44 34 0:39 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:22 - cgroup cgroup rw,cpu,cpuacct
+";
+        let hybrid_cgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n\
+cpu\t5\t80\t1\nperf_event\t9\t1\t1\n";
+        let said = perf_event_v1_in(hybrid_mounts, "").expect("the perf_event mount");
+        assert!(said.contains("/sys/fs/cgroup/perf_event"), "{said}");
+        let said = perf_event_v1_in("", hybrid_cgroups).expect("hierarchy 9");
+        assert!(said.contains("hierarchy 9"), "{said}");
+        let unified_mounts = "\
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+        let unified_cgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n\
+cpu\t1\t1\t1\nperf_event\t0\t1\t1\n";
+        assert_eq!(perf_event_v1_in(unified_mounts, unified_cgroups), None);
+        assert_eq!(perf_event_v1_in("", ""), None);
+    }
 
     #[test]
     fn refusals_name_the_cgroup_and_the_kernel_setting() {

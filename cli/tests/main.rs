@@ -23,6 +23,8 @@ mod serve;
 #[cfg(feature = "serve")]
 mod serve_bpf;
 #[cfg(feature = "serve")]
+mod serve_bpf_tree;
+#[cfg(feature = "serve")]
 mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;

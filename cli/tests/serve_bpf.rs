@@ -4,27 +4,31 @@
 //! work at every level of a nested hierarchy, and which keeps the work of a cgroup made,
 //! run and removed between two scrapes in its parent's counts.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::serve::{get, served_at};
+use crate::serve::get;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 /// A `counterhal serve` in one cgroup mode, killed when dropped.
-struct Served {
+pub struct Served {
     child: Child,
     address: SocketAddr,
+    /// What it said on standard error after the line naming its address.
+    said: Arc<Mutex<String>>,
 }
 
 impl Served {
-    /// `counterhal serve --listen 127.0.0.1:0 ARGS`, or the line it ended with (an error).
-    fn start(args: &[&str]) -> Result<Served, String> {
+    /// `counterhal serve --listen 127.0.0.1:0 ARGS`, or what it said before it ended (an
+    /// error).
+    pub fn start(args: &[&str]) -> Result<Served, String> {
         let mut child = Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
@@ -32,18 +36,47 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start counterhal serve");
-        match served_at(&mut child) {
-            Ok(address) => Ok(Served { child, address }),
-            Err(said) => {
+        let mut lines = std::io::BufReader::new(child.stderr.take().expect("its stderr")).lines();
+        let mut first = String::new();
+        let address = loop {
+            let Some(Ok(line)) = lines.next() else {
                 child.kill().ok();
                 child.wait().ok();
-                Err(said)
+                return Err(first);
+            };
+            let address = line.split("://").nth(1).and_then(|rest| {
+                rest.split('/')
+                    .next()
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+            });
+            match address {
+                Some(address) => break address,
+                None => first += &format!("{line}\n"),
             }
-        }
+        };
+        let said = Arc::new(Mutex::new(first));
+        let keep = Arc::clone(&said);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Ok(mut said) = keep.lock() {
+                    *said += &format!("{line}\n");
+                }
+            }
+        });
+        Ok(Served {
+            child,
+            address,
+            said,
+        })
+    }
+
+    /// What it has said on standard error so far (the line naming its address left out).
+    pub fn said(&self) -> String {
+        self.said.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// A scrape, which must be answered.
-    fn scrape(&self) -> String {
+    pub fn scrape(&self) -> String {
         let (status, body) = get(self.address, "/metrics", None);
         assert_eq!(status, Some(200), "{body}");
         body
@@ -75,7 +108,7 @@ impl Drop for Served {
 }
 
 /// The value of `family{event="EVENT",pmu="software",cgroup="CGROUP"}` in `body`.
-fn cgroup_value(body: &str, family: &str, event: &str, cgroup: &str) -> Option<f64> {
+pub fn cgroup_value(body: &str, family: &str, event: &str, cgroup: &str) -> Option<f64> {
     let prefix = format!("{family}{{event=\"{event}\",pmu=\"software\",cgroup=\"{cgroup}\"}} ");
     body.lines()
         .find_map(|l| l.strip_prefix(&prefix))
@@ -84,6 +117,7 @@ fn cgroup_value(body: &str, family: &str, event: &str, cgroup: &str) -> Option<f
 
 /// The cgroup v2 mount where this test may make cgroups, count whole CPUs and load BPF
 /// programs; else the test is skipped.
+#[macro_export]
 macro_rules! unified_or_skip {
     () => {{
         serve_or_skip!();
@@ -101,11 +135,12 @@ macro_rules! unified_or_skip {
 }
 
 /// `serve ARGS --cgroup-mode bpf`, or the test skipped where BPF cannot count here.
+#[macro_export]
 macro_rules! bpf_or_skip {
     ($args:expr) => {{
         let mut args: Vec<&str> = $args.to_vec();
         args.extend(["--cgroup-mode", "bpf"]);
-        match Served::start(&args) {
+        match $crate::serve_bpf::Served::start(&args) {
             Ok(served) => served,
             Err(said) => skip!(Need::System, "the BPF mode cannot count here: {said}"),
         }
@@ -113,7 +148,7 @@ macro_rules! bpf_or_skip {
 }
 
 /// A cgroup made below `parent` for this test, under a name of its own.
-fn make_parent(root: &Path, what: &str) -> TestCgroup {
+pub fn make_parent(root: &Path, what: &str) -> TestCgroup {
     match TestCgroup::new(root, what) {
         Some(cgroup) => cgroup,
         None => panic!("cannot make a cgroup below {}", root.display()),
@@ -191,7 +226,7 @@ fn parent_and_state(pid: u32) -> Option<(u32, char)> {
 
 /// The first child of `parent` that sleeps (the shell waiting in `read`), within 5 s; or
 /// `parent` itself where `itself`.
-fn sleeping_child(parent: u32, itself: bool) -> Option<u32> {
+pub fn sleeping_child(parent: u32, itself: bool) -> Option<u32> {
     let waited = Instant::now();
     while waited.elapsed() < Duration::from_secs(5) {
         if itself {
@@ -216,11 +251,11 @@ fn sleeping_child(parent: u32, itself: bool) -> Option<u32> {
 /// The known work, run on CPU 0 ([`ON_CPU_0`]): a shell that waits in `read` (outside the
 /// cgroups), is moved into `cgroup` while it sleeps, then touches a fresh 4 MiB buffer a
 /// hundred times (`dd`).
-const WORK: &str = "read _; exec dd if=/dev/zero of=/dev/null bs=4M count=100 status=none";
+pub const WORK: &str = "read _; exec dd if=/dev/zero of=/dev/null bs=4M count=100 status=none";
 
 /// Releases the shell `pid` (reading `input`) into `cgroup`: moved while it sleeps, so that
 /// its first run there is a cgroup switch, as a task starting in a cgroup has.
-fn run_in(cgroup: &Path, shell: Option<u32>, mut input: std::process::ChildStdin) {
+pub fn run_in(cgroup: &Path, shell: Option<u32>, mut input: std::process::ChildStdin) {
     let shell = shell.expect("the workload never waited in its shell");
     std::fs::write(cgroup.join("cgroup.procs"), shell.to_string()).expect("move the work");
     input.write_all(b"go\n").ok();

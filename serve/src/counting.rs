@@ -68,6 +68,9 @@ pub struct Exporter {
     pub budget: Budget,
     /// The places left out for lack of descriptors at the last [`follow`](Exporter::follow).
     pub unopened: usize,
+    /// The cgroups matched but left out at the last [`follow`](Exporter::follow) for lying
+    /// deeper than the cgroups' counter follows.
+    pub too_deep: usize,
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
     /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
@@ -94,6 +97,7 @@ impl Exporter {
             watch,
             budget,
             unopened: 0,
+            too_deep: 0,
             per_cpu: false,
             kubelet: Kubelet::default(),
             cgroups,
@@ -184,13 +188,24 @@ impl Exporter {
             .iter()
             .filter_map(|p| p.at.cgroup.clone())
             .collect();
+        let mut too_deep = 0;
         for cgroup in cgroups.iter().filter(|c| !present.contains(*c)) {
+            let directory = self.watch.directory(cgroup);
+            if self
+                .cgroups
+                .as_ref()
+                .is_some_and(|c| c.too_deep(&directory))
+            {
+                too_deep += 1;
+                continue;
+            }
             match self.follow_cgroup(cgroup, &mut held, health) {
                 Ok(true) => changed = true,
                 Ok(false) => {}
                 Err(places) => unopened += places,
             }
         }
+        self.said_too_deep(too_deep, health);
         if unopened != self.unopened {
             let said = match unopened {
                 0 => "counterhal: every place is counted again\n".to_string(),
@@ -204,6 +219,26 @@ impl Exporter {
             self.places.sort_by(|a, b| a.at.cmp(&b.at));
             self.index_cgroups();
         }
+    }
+
+    /// Says on standard error when the number of cgroups matched but too deep to follow
+    /// changes, and keeps it in `health`.
+    fn said_too_deep(&mut self, too_deep: usize, health: &Health) {
+        health.too_deep(too_deep);
+        if too_deep == self.too_deep {
+            return;
+        }
+        self.too_deep = too_deep;
+        let deepest = self.cgroups.as_ref().and_then(Cgroups::deepest_level);
+        crate::log(&match too_deep {
+            0 => "counterhal: no cgroup matched lies too deep to follow now\n".to_string(),
+            _ => format!(
+                "counterhal: {too_deep} cgroups matched lie more than {} levels below the \
+                 mount, deeper than the BPF mode follows: not followed (their tasks count in \
+                 their followed ancestors; counterhal_cgroups_too_deep)\n",
+                deepest.unwrap_or(0)
+            ),
+        });
     }
 
     /// The descriptors `place` holds: its set's, or in the perf-event mode of the cgroups'
@@ -241,6 +276,8 @@ impl Exporter {
         match counter.follow(&directory) {
             Ok(()) => {}
             Err(e) if budget::out_of_descriptors(&e) => return Err(cpus.len()),
+            // Removed since the walk found it (a pod's churn): nothing failed.
+            Err(_) if !directory.exists() => return Ok(false),
             Err(_) => {
                 health.open_failed();
                 return Ok(false);
@@ -458,5 +495,43 @@ mod tests {
             "page faults on CPU 1: {:?}",
             on_1.readings[0]
         );
+    }
+
+    /// A cgroup removed between the walk that found it and the opening of its counters (a
+    /// pod's churn) is no open error: `counterhal_open_errors_total` stays 0.
+    ///
+    /// Oracle: the kernel's answer for a directory that is gone, ENOENT, as the counter's
+    /// `follow` reports it in either mode.
+    #[test]
+    fn a_cgroup_gone_before_its_counters_open_is_no_open_error() {
+        let Ok(root) = counterhal::unified_cgroup_root() else {
+            skip!(Need::System, "no cgroup2 mount");
+        };
+        let Some(cgroup) = TestCgroup::new(&root, "serve-gone") else {
+            skip!(
+                Need::System,
+                "cannot make a cgroup below {}",
+                root.display()
+            );
+        };
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let plan = crate::events::plan(&backend, &["page-faults".to_string()]).unwrap();
+        let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+        let cgroups = match Cgroups::open(&backend, &plan.exported, &cpus, CgroupModeArg::Auto, 16)
+        {
+            Ok(Some(cgroups)) => cgroups,
+            Ok(None) => panic!("page-faults counts per cgroup"),
+            Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
+        };
+        let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
+        let mut exporter =
+            Exporter::new(backend, plan, watch, Budget::new(65_536, 4), Some(cgroups));
+        let health = Health::new("linux");
+        let gone: Arc<str> = Arc::from(format!("/{}-gone", cgroup.name).as_str());
+        assert_eq!(exporter.follow_cgroup(&gone, &mut 0, &health), Ok(false));
+        assert_eq!(health.open_errors(), 0);
+        drop(cgroup);
     }
 }

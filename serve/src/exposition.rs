@@ -447,7 +447,7 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         health.cgroups_dropped(),
     );
     if let Some(cgroups) = &exporter.cgroups {
-        write_cgroup_mode(out, format, cgroups);
+        write_cgroup_mode(out, format, cgroups, health);
     }
     let requests = Family::new(
         "counterhal_http_requests",
@@ -502,9 +502,10 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
     build.sample(out, &labels, Number::Int(1));
 }
 
-/// The mode the cgroups are counted in (`counterhal_cgroup_mode`) and the levels the BPF
-/// mode lost (`counterhal_cgroup_levels_lost_total`).
-fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups) {
+/// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
+/// cgroups matched too deep for it (`counterhal_cgroups_too_deep`) and whether it settles a
+/// task's move between cgroups (`counterhal_cgroup_moves_settled`).
+fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, health: &Health) {
     let mode = Family::new(
         "counterhal_cgroup_mode",
         Kind::Gauge,
@@ -517,14 +518,26 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups) {
         ("reason", Label::Text(cgroups.why_not_bpf().unwrap_or(""))),
     ];
     mode.sample(out, &labels, Number::Int(1));
-    let lost = Family::new(
-        "counterhal_cgroup_levels_lost",
-        Kind::Counter,
-        "Levels of a cgroup's hierarchy the BPF mode did not count, its map of cgroups \
-         full (0 in the perf-event mode).",
+    let Some(settled) = cgroups.moves_settled() else {
+        return;
+    };
+    let too_deep = Family::new(
+        "counterhal_cgroups_too_deep",
+        Kind::Gauge,
+        "Cgroups matched but not followed, deeper than the BPF mode follows (their tasks \
+         count in their followed ancestors).",
     );
-    lost.header(out, format);
-    lost.sample(out, &[], Number::Int(cgroups.lost()));
+    too_deep.header(out, format);
+    too_deep.sample(out, &[], Number::Int(health.cgroups_too_deep()));
+    let moves = Family::new(
+        "counterhal_cgroup_moves_settled",
+        Kind::Gauge,
+        "1 where the BPF mode counts a task that moves between cgroups while it runs in \
+         each for its time there; 0 where its new cgroup is given its CPU's counts since \
+         the last cgroup switch (the reason at start).",
+    );
+    moves.header(out, format);
+    moves.sample(out, &[], Number::Int(u64::from(settled)));
 }
 
 /// The exporter's process, as client_golang's process collector writes it (node_exporter's

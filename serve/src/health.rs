@@ -61,6 +61,7 @@ pub struct Health {
     cgroups_matched: AtomicU64,
     cgroups_followed: AtomicU64,
     cgroups_dropped: AtomicU64,
+    cgroups_too_deep: AtomicU64,
     unopened: AtomicU64,
     requests: [AtomicU64; STATUSES.len()],
     closed: [AtomicU64; Closed::ALL.len()],
@@ -77,6 +78,7 @@ impl Health {
             cgroups_matched: AtomicU64::new(0),
             cgroups_followed: AtomicU64::new(0),
             cgroups_dropped: AtomicU64::new(0),
+            cgroups_too_deep: AtomicU64::new(0),
             unopened: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
             closed: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -99,6 +101,17 @@ impl Health {
         self.cgroups_matched.store(matched as u64, Relaxed);
         self.cgroups_followed.store(followed as u64, Relaxed);
         self.cgroups_dropped.fetch_add(newly as u64, Relaxed);
+    }
+
+    /// `cgroups` matched were left out at the last look for lying deeper than the cgroup
+    /// mode follows.
+    pub fn too_deep(&self, cgroups: usize) {
+        self.cgroups_too_deep.store(cgroups as u64, Relaxed);
+    }
+
+    /// Cgroups matched but left out at the last look for lying too deep.
+    pub fn cgroups_too_deep(&self) -> u64 {
+        self.cgroups_too_deep.load(Relaxed)
     }
 
     /// `places` were left out for lack of descriptors at the last look.

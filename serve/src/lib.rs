@@ -270,8 +270,7 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
 /// The counter of the cgroups `watch` follows (none where it follows none, or no event
 /// counts per cgroup), in `--cgroup-mode`'s mode, on the CPUs online, and `watch` on the
 /// mount that mode counts in (the cgroup v2 mount in the BPF mode). The BPF mode's map holds
-/// the cgroups there are now and twice `--max-cgroups` more (1,024 at least): every cgroup
-/// that runs a task takes an entry until it is removed, followed or not.
+/// the cgroups followed, `--max-cgroups` of them.
 ///
 /// # Errors
 /// `--cgroup-mode bpf` where BPF cannot count here, with why and what would allow it; an
@@ -286,14 +285,14 @@ fn cgroup_counter(
         return Ok((None, watch));
     }
     let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
-    let now = counterhal::unified_cgroup_root().map_or(0, |root| {
-        counterhal::cgroup_names_within(&root, usize::MAX).len()
-    });
-    let capacity = (now + 2 * args.max_cgroups as usize).max(1024);
-    let capacity = u32::try_from(capacity).unwrap_or(u32::MAX);
-    let cgroups =
-        per_cgroup::Cgroups::open(backend, &plan.exported, &cpus, args.cgroup_mode, capacity)
-            .map_err(Failure::failed)?;
+    let cgroups = per_cgroup::Cgroups::open(
+        backend,
+        &plan.exported,
+        &cpus,
+        args.cgroup_mode,
+        args.max_cgroups,
+    )
+    .map_err(Failure::failed)?;
     if let Some(root) = cgroups.as_ref().and_then(per_cgroup::Cgroups::root) {
         watch.root_at(root.to_path_buf());
     }

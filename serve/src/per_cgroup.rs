@@ -59,7 +59,7 @@ mod linux {
     impl Cgroups {
         /// Opens the counter of `events` (those that count per cgroup) on `cpus`, in the
         /// mode `choice` asks for; `None` where no event counts per cgroup. The BPF mode's
-        /// map holds room for `capacity` cgroups (every cgroup that runs a task).
+        /// map holds room for `capacity` followed cgroups.
         ///
         /// # Errors
         /// Under [`CgroupModeArg::Bpf`], why BPF cannot count here (privileges, kernel,
@@ -127,9 +127,45 @@ mod linux {
             self.counter.mode().name()
         }
 
-        /// The mode, what it opens, and where BPF was not taken, why.
+        /// The mode, what it opens, and where BPF was not taken, why; in the BPF mode, where
+        /// a task moved between cgroups while it runs is counted wrong, why.
         pub fn mode_said(&self) -> String {
-            self.counter.mode().to_string()
+            let mode = self.counter.mode().to_string();
+            match self.counter.moves_unsettled() {
+                Some(why) => format!(
+                    "{mode}; a task that moves itself between cgroups while it runs (cgexec, \
+                     a script writing cgroup.procs) is counted in its new cgroup from its \
+                     CPU's last cgroup switch, not from the move \
+                     (counterhal_cgroup_moves_settled 0): {why}"
+                ),
+                None => mode,
+            }
+        }
+
+        /// In the BPF mode, whether a task moved between cgroups while it runs is counted in
+        /// each for its time there (`None` in the perf-event mode, which counts moves right).
+        pub fn moves_settled(&self) -> Option<bool> {
+            match self.counter.mode() {
+                CgroupMode::Bpf => Some(self.counter.moves_unsettled().is_none()),
+                _ => None,
+            }
+        }
+
+        /// The deepest level below the mount this mode follows (`None`: any).
+        pub fn deepest_level(&self) -> Option<usize> {
+            self.counter.deepest_level()
+        }
+
+        /// Whether the cgroup at `directory` lies deeper than this mode follows (the BPF
+        /// mode's [`CgroupCounter::deepest_level`]; its tasks count in its followed
+        /// ancestors).
+        pub fn too_deep(&self, directory: &Path) -> bool {
+            let (Some(deepest), Some(root)) = (self.deepest_level(), self.root()) else {
+                return false;
+            };
+            directory
+                .strip_prefix(root)
+                .is_ok_and(|below| below.components().count() > deepest)
         }
 
         /// Why BPF was not taken, where Auto fell back to perf events.
@@ -196,11 +232,6 @@ mod linux {
                 .get(index)
                 .and_then(|counts| counts.per_cpu.get(cpu))
                 .map_or(&[], Vec::as_slice)
-        }
-
-        /// Levels of the hierarchy the BPF mode could not count for a full map.
-        pub fn lost(&self) -> u64 {
-            self.counter.lost()
         }
     }
 }
@@ -294,7 +325,15 @@ mod elsewhere {
             match *self {}
         }
         /// Never called.
-        pub fn lost(&self) -> u64 {
+        pub fn moves_settled(&self) -> Option<bool> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn deepest_level(&self) -> Option<usize> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn too_deep(&self, _: &Path) -> bool {
             match *self {}
         }
         /// Never called.

@@ -1,5 +1,5 @@
 //! The BPF mode: each event opened once per CPU, a program at every cgroup switch adding
-//! each CPU's differences to every level of the switched-out task's cgroup ([`program`]),
+//! each CPU's differences to the followed cgroups among the switched-out task's ([`program`]),
 //! and the sums read per cgroup from the map the program keeps.
 //!
 //! The kernel objects, as perf's `bperf_cgroup` has them (tools/perf/util/
@@ -9,22 +9,33 @@
 //! copy of the program, of the raw tracepoint type and never attached, that user space runs
 //! on each CPU (`BPF_PROG_TEST_RUN` with `BPF_F_TEST_RUN_ON_CPU`) just before it reads, so
 //! that the part of the cgroup running there now is included.
+//!
+//! A third copy, the settle program, runs at the entry of the kernel's `cgroup_migrate`
+//! (a tracing program at its entry, `BPF_TRACE_FENTRY`), in the context of the task that
+//! writes `cgroup.procs`, before any task moves (`css_set_move_task`, in
+//! `cgroup_migrate_execute`): a task that moves itself while it runs has its CPU's counts up
+//! to the move given to the cgroup it leaves. No tracepoint serves: `cgroup_attach_task` fires
+//! `cgroup:cgroup_attach_task` after the move (kernel/cgroup/cgroup.c), and the perf_event
+//! controller's own switch at a move (`perf_cgroup_attach`) raises no `cgroup-switches`.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, Reading, Result};
 
-use super::program::{self, MAX_EVENTS, Maps, READING_BYTES, stat};
+use super::btf;
+use super::program::{self, Access, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES};
 use crate::LinuxBackend;
-use crate::sys::bpf::{self as sys_bpf, MapCreateAttr};
+use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr};
 use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
 
 /// `PERF_COUNT_SW_CGROUP_SWITCHES` (Linux 5.13): counts, on a CPU, the context switches
 /// between tasks of different cgroups, in the context of the task switched out
 /// (`perf_event_task_sched_out`, include/linux/perf_event.h).
 const SW_CGROUP_SWITCHES: u64 = 11;
+
+/// The kernel function the settle program runs at: every move of tasks between cgroups
+/// (`cgroup.procs`, `cgroup.threads`, v1's `tasks`) goes through it (kernel/cgroup/cgroup.c).
+const MIGRATE: &str = "cgroup_migrate";
 
 /// The room for the verifier's log of a refused program.
 const LOG_BYTES: usize = 1 << 20;
@@ -43,10 +54,15 @@ pub(crate) struct BpfCounting {
     _events: OwnedFd,
     _previous: OwnedFd,
     cgroups: OwnedFd,
-    stats: OwnedFd,
+    levels: OwnedFd,
     _program: OwnedFd,
     /// The same program, run on each CPU before a read.
     trigger: OwnedFd,
+    /// The settle program's link at `cgroup_migrate`, or why it could not be attached.
+    settle: std::result::Result<OwnedFd, String>,
+    /// The count of cgroups removed (a one-value array) and the link of the program at
+    /// `cgroup:cgroup_rmdir` that keeps it; `None` where it could not be attached.
+    removals: Option<(OwnedFd, OwnedFd)>,
     /// How many events.
     events: usize,
     /// The CPUs counted.
@@ -57,10 +73,6 @@ pub(crate) struct BpfCounting {
     buffer: Vec<u8>,
     /// The cgroup map's capacity.
     capacity: u32,
-    /// Cgroups deleted from the map by user space (the program counts those it added).
-    deleted: u64,
-    /// The map's entries after the last sweep of removed cgroups.
-    after_sweep: u64,
 }
 
 /// An error of `bpf(2)` while setting up, mapped to its kind: EPERM and EACCES are
@@ -114,8 +126,23 @@ pub(super) fn create(
 
 /// Loads `insns` as a program of `prog_type`; a refusal carries the verifier's log.
 pub(super) fn load(prog_type: u32, insns: &[u64], name: &str) -> Result<OwnedFd> {
+    load_for(prog_type, AttachTo::default(), insns, name)
+}
+
+/// [`load`] for a program attached where `attach` says. The verifier is asked for its log
+/// only where it refused the program (the log of a long program it takes can overflow any
+/// buffer, which fails the load).
+pub(super) fn load_for(
+    prog_type: u32,
+    attach: AttachTo,
+    insns: &[u64],
+    name: &str,
+) -> Result<OwnedFd> {
+    if let Ok(fd) = sys_bpf::prog_load(prog_type, attach, insns, LICENSE, name, &mut []) {
+        return Ok(fd);
+    }
     let mut log = vec![0u8; LOG_BYTES];
-    sys_bpf::prog_load(prog_type, insns, LICENSE, name, &mut log).map_err(|errno| {
+    sys_bpf::prog_load(prog_type, attach, insns, LICENSE, name, &mut log).map_err(|errno| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
         let said = String::from_utf8_lossy(&log[..end]);
         let error = bpf_error(
@@ -131,8 +158,9 @@ pub(super) fn load(prog_type: u32, insns: &[u64], name: &str) -> Result<OwnedFd>
             let lines: Vec<&str> = said.trim_end().lines().collect();
             // The verifier's last lines say why; the whole log can be long.
             let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            // The verifier refuses with EACCES too: the program's fault, not a privilege.
             Error::new(
-                error.kind(),
+                ErrorKind::Unsupported,
                 format!("{}; the verifier said:\n{tail}", error.message()),
             )
             .with_errno(errno)
@@ -146,8 +174,8 @@ fn per_cpu_room(value: usize) -> usize {
 }
 
 impl BpfCounting {
-    /// Opens `events` on each of `cpus`, the cgroup map holding at most `capacity` cgroups,
-    /// and starts counting: every cgroup from now on.
+    /// Opens `events` on each of `cpus`, the cgroup map holding at most `capacity` followed
+    /// cgroups, and starts counting (no cgroup yet: [`BpfCounting::insert`] adds them).
     ///
     /// # Errors
     /// As [`counterhal_hal::Backend::open`] for the events; [`ErrorKind::PermissionDenied`]
@@ -183,17 +211,17 @@ impl BpfCounting {
             sys_bpf::MAP_PERCPU_HASH,
             8,
             reading * count,
-            capacity,
+            capacity.max(1),
             "ch_cgroups",
         )?;
-        let stats = create(sys_bpf::MAP_PERCPU_ARRAY, 4, 8, stat::SLOTS, "ch_stats")?;
+        let levels = create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_levels")?;
         let maps = Maps {
             events: events_map.as_fd(),
             previous: previous.as_fd(),
             cgroups: cgroups.as_fd(),
-            stats: stats.as_fd(),
+            levels: levels.as_fd(),
         };
-        let insns = program::counting(maps, events.len(), stride);
+        let insns = program::counting(maps, events.len(), stride, Access::Plain);
         let attached = load(sys_bpf::PROG_PERF_EVENT, &insns, "ch_cgroup_switch")?;
         let trigger = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_cgroup_read")?;
         let mut counters = Vec::with_capacity(events.len() * cpus.len());
@@ -219,32 +247,50 @@ impl BpfCounting {
         for &cpu in cpus {
             switches.push(open_switches(cpu, attached.as_fd())?);
         }
-        let mut counting = BpfCounting {
+        let settle = settle(maps, events.len(), stride);
+        let counting = BpfCounting {
+            removals: count_removals(),
             _counters: counters,
             _switches: switches,
             _events: events_map,
             _previous: previous,
             cgroups,
-            stats,
+            levels,
             _program: attached,
             trigger,
+            settle,
             events: events.len(),
             cpus: cpus.to_vec(),
             buffer: vec![0; per_cpu_room(READING_BYTES * events.len()) * possible.len()],
             possible,
             capacity,
-            deleted: 0,
-            after_sweep: 0,
         };
         // Every CPU's previous readings taken now: what came before is no cgroup's.
-        counting.trigger()?;
-        counting.forget_all();
+        counting.refresh()?;
         Ok(counting)
     }
 
+    /// Why a task moved between cgroups while it runs is not settled at the move (the
+    /// settle program could not be attached at `cgroup_migrate`); `None` where it is.
+    pub fn unsettled(&self) -> Option<&str> {
+        self.settle.as_ref().err().map(String::as_str)
+    }
+
+    /// Cgroups removed anywhere since the counter opened (a program at the tracepoint
+    /// `cgroup:cgroup_rmdir` counts them); `None` where it could not be attached.
+    pub fn removals(&self) -> Option<u64> {
+        let (map, _) = self.removals.as_ref()?;
+        let mut value = [0u8; 8];
+        sys_bpf::map_lookup(map.as_fd(), &0u32.to_ne_bytes(), &mut value).ok()?;
+        Some(u64::from_ne_bytes(value))
+    }
+
     /// Runs the program on each CPU counted: the cgroup running there now is counted up to
-    /// now.
-    fn trigger(&self) -> Result<()> {
+    /// now. Call before [`BpfCounting::read`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] where the program cannot be run on a CPU.
+    pub fn refresh(&self) -> Result<()> {
         for &cpu in &self.cpus {
             match sys_bpf::prog_run_on_cpu(self.trigger.as_fd(), cpu) {
                 // A CPU gone offline counts nothing more.
@@ -260,82 +306,54 @@ impl BpfCounting {
         Ok(())
     }
 
-    /// Deletes every cgroup from the map.
-    fn forget_all(&mut self) {
-        self.forget_where(|_| true);
-    }
-
-    /// Deletes the cgroups whose ids `forget` says, from the map.
-    fn forget_where(&mut self, forget: impl Fn(u64) -> bool) {
-        let mut doomed = Vec::new();
-        let mut key: Option<[u8; 8]> = None;
-        let mut next = [0u8; 8];
-        while sys_bpf::map_next_key(
+    /// Puts cgroup `id` in the map, its sums zero (`Ok` where it is there already): the
+    /// program counts it from now on.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LimitReached`] where the map holds its capacity of cgroups.
+    pub fn insert(&mut self, id: u64) -> Result<()> {
+        self.buffer.fill(0);
+        let key = id.to_ne_bytes();
+        match sys_bpf::map_update(
             self.cgroups.as_fd(),
-            key.as_ref().map(|k| &k[..]),
-            &mut next,
-        )
-        .is_ok()
-        {
-            if forget(u64::from_ne_bytes(next)) {
-                doomed.push(next);
-            }
-            key = Some(next);
-        }
-        for id in doomed {
-            if sys_bpf::map_delete(self.cgroups.as_fd(), &id).is_ok() {
-                self.deleted += 1;
-            }
+            &key,
+            &self.buffer,
+            sys_bpf::BPF_NOEXIST,
+        ) {
+            Ok(()) | Err(libc::EEXIST) => Ok(()),
+            Err(libc::E2BIG) => Err(Error::new(
+                ErrorKind::LimitReached,
+                format!(
+                    "the BPF map of cgroups holds its {} cgroups: cgroup id {id} cannot be \
+                     followed",
+                    self.capacity
+                ),
+            )
+            .with_hint("follow fewer cgroups, or open the counter with a larger capacity")),
+            Err(errno) => Err(bpf_error(
+                &format!("placing cgroup id {id} in the BPF map"),
+                errno,
+            )),
         }
     }
 
     /// Deletes cgroup `id` from the map (a cgroup no longer followed, or removed).
-    pub fn forget(&mut self, id: u64) {
-        if sys_bpf::map_delete(self.cgroups.as_fd(), &id.to_ne_bytes()).is_ok() {
-            self.deleted += 1;
-        }
+    pub fn remove(&mut self, id: u64) {
+        sys_bpf::map_delete(self.cgroups.as_fd(), &id.to_ne_bytes()).ok();
     }
 
-    /// The sum of statistics slot `slot` over the CPUs.
-    fn stat(&self, slot: u32) -> u64 {
-        let mut values = vec![0u8; 8 * self.possible.len()];
-        if sys_bpf::map_lookup(self.stats.as_fd(), &slot.to_ne_bytes(), &mut values).is_err() {
-            return 0;
-        }
-        values
-            .chunks_exact(8)
-            .map(|v| u64::from_ne_bytes(v.try_into().unwrap_or_default()))
-            .sum()
-    }
-
-    /// Levels of the hierarchy the program could not count since the start: the cgroup map
-    /// was full (or busy) when a cgroup first ran.
-    pub fn lost(&self) -> u64 {
-        self.stat(stat::LOST)
-    }
-
-    /// Brings every CPU's sums up to now: call before [`BpfCounting::read`]. Where the map
-    /// is more than half full, the cgroups that no longer exist under `root` are deleted
-    /// from it first.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Unsupported`] where the program cannot be run on a CPU.
-    pub fn refresh(&mut self, root: Option<&Path>) -> Result<()> {
-        let entries = self.stat(stat::ADDED).saturating_sub(self.deleted);
-        if let Some(root) = root
-            && entries * 2 > u64::from(self.capacity)
-            && entries > self.after_sweep
-        {
-            let live = tree_ids(root);
-            self.forget_where(|id| live.binary_search(&id).is_err());
-            self.after_sweep = self.stat(stat::ADDED).saturating_sub(self.deleted);
-        }
-        self.trigger()
+    /// The program visits the levels `0..levels` (the deepest followed level plus one, at
+    /// most [`MAX_LEVELS`]).
+    pub fn visit_levels(&self, levels: usize) {
+        let levels = levels.min(MAX_LEVELS) as u32;
+        let key = 0u32.to_ne_bytes();
+        // An array's slot 0 always exists: the update cannot fail for a missing key.
+        sys_bpf::map_update(self.levels.as_fd(), &key, &levels.to_ne_bytes(), 0).ok();
     }
 
     /// Cgroup `id`'s sums on each CPU counted (`per_cpu`, in the order of the CPUs given at
-    /// open, each `events` readings) and over them (`total`); zeroes for a cgroup that has not
-    /// run since counting began.
+    /// open, each `events` readings) and over them (`total`); zeroes for a cgroup not in the
+    /// map.
     ///
     /// # Errors
     /// [`ErrorKind::Other`] where the kernel refuses the lookup (not ENOENT).
@@ -386,6 +404,55 @@ impl BpfCounting {
     }
 }
 
+/// The map counting the cgroups removed and the link of the program at `cgroup:cgroup_rmdir`
+/// (Linux 4.17's raw tracepoints) that counts them; `None` where the kernel refuses either.
+fn count_removals() -> Option<(OwnedFd, OwnedFd)> {
+    let map = create(sys_bpf::MAP_ARRAY, 4, 8, 1, "ch_removals").ok()?;
+    let program = program::counting_removals(map.as_fd());
+    let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &program, "ch_cgroup_rmdir").ok()?;
+    let link = sys_bpf::attach_raw(program.as_fd(), Some(c"cgroup_rmdir")).ok()?;
+    Some((map, link))
+}
+
+/// The settle program (`maps`, `events` events, `stride`) attached at the entry of
+/// [`MIGRATE`], its link; or why it cannot be, in words.
+fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<OwnedFd, String> {
+    let vmlinux = std::fs::read(btf::VMLINUX).map_err(|e| {
+        format!(
+            "cannot read the kernel's BTF, {}: {e} (a kernel built without \
+             CONFIG_DEBUG_INFO_BTF)",
+            btf::VMLINUX
+        )
+    })?;
+    let btf_id = btf::function_id(&vmlinux, MIGRATE)
+        .map_err(|why| format!("no {MIGRATE} in {}: {why}", btf::VMLINUX))?;
+    let attach = AttachTo {
+        attach_type: sys_bpf::TRACE_FENTRY,
+        btf_id,
+    };
+    let insns = program::counting(maps, events, stride, Access::Atomic);
+    let program =
+        load_for(sys_bpf::PROG_TRACING, attach, &insns, "ch_cgroup_move").map_err(|e| {
+            let why = match e.errno() {
+                Some(errno) if !e.message().contains("the verifier said") => {
+                    std::io::Error::from_raw_os_error(errno).to_string()
+                }
+                _ => e.message().to_string(),
+            };
+            format!(
+                "the kernel refused a program at {MIGRATE}'s entry (a BPF trampoline: Linux \
+                 5.5 on x86-64, 6.0 on arm64, with BTF): {why}"
+            )
+        })?;
+    sys_bpf::attach_raw(program.as_fd(), None).map_err(|errno| {
+        format!(
+            "attaching a program at {MIGRATE}'s entry: {} (a kernel without BPF trampolines \
+             here, CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)",
+            std::io::Error::from_raw_os_error(errno)
+        )
+    })
+}
+
 /// `cgroup-switches` on `cpu` with the program `program` run at each.
 fn open_switches(cpu: u32, program: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd> {
     let mut attr = PerfEventAttr {
@@ -413,32 +480,4 @@ pub(super) fn add(sum: &mut [Reading], row: &[Reading]) {
         sum.time_enabled = sum.time_enabled.wrapping_add(reading.time_enabled);
         sum.time_running = sum.time_running.wrapping_add(reading.time_running);
     }
-}
-
-/// The ids (inode numbers) of `root` and every directory below it, sorted.
-fn tree_ids(root: &Path) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-            continue;
-        };
-        if !meta.is_dir() {
-            continue;
-        }
-        ids.push(meta.ino());
-        // Two links: no directory below (the cgroup file system counts each one's `..`).
-        if meta.nlink() == 2 {
-            continue;
-        }
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    pending.push(entry.path());
-                }
-            }
-        }
-    }
-    ids.sort_unstable();
-    ids
 }

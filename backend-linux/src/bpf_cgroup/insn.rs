@@ -1,6 +1,7 @@
 //! A small BPF instruction encoder: the few forms the counting program needs (64-bit ALU with
-//! an immediate or a register, loads and stores through a register, conditional and plain
-//! jumps to labels, a map's descriptor loaded as a 64-bit immediate, helper calls, exit),
+//! an immediate or a register, loads and stores through a register, atomic adds and
+//! exchanges, conditional and plain jumps to labels, a map's descriptor or the address of its
+//! value loaded as a 64-bit immediate, helper calls, exit),
 //! each as the kernel's `struct bpf_insn` (Documentation/bpf/standardization/
 //! instruction-set.rst: an 8-bit opcode, two 4-bit registers, a 16-bit offset, a 32-bit
 //! immediate). The kernel's verifier checks every program at load, whatever wrote it.
@@ -17,6 +18,8 @@ pub(crate) const R1: Reg = Reg(1);
 pub(crate) const R2: Reg = Reg(2);
 pub(crate) const R3: Reg = Reg(3);
 pub(crate) const R4: Reg = Reg(4);
+pub(crate) const R7: Reg = Reg(7);
+pub(crate) const R8: Reg = Reg(8);
 pub(crate) const R9: Reg = Reg(9);
 pub(crate) const R10: Reg = Reg(10);
 
@@ -40,6 +43,12 @@ pub(crate) mod op {
     pub const IMM: u8 = 0x00;
     /// `BPF_MEM`.
     pub const MEM: u8 = 0x60;
+    /// `BPF_ATOMIC`: a read-modify-write of memory, the operation in the immediate.
+    pub const ATOMIC: u8 = 0xc0;
+    /// `BPF_FETCH`: an atomic operation that also returns the old value in its source.
+    pub const FETCH: i32 = 0x01;
+    /// `BPF_XCHG`: an atomic exchange (with [`FETCH`]).
+    pub const XCHG: i32 = 0xe0 | FETCH;
     /// `BPF_K`: the immediate is the source.
     pub const K: u8 = 0x00;
     /// `BPF_X`: the source register is.
@@ -56,12 +65,17 @@ pub(crate) mod op {
     pub const JEQ: u8 = 0x10;
     /// `BPF_JNE`.
     pub const JNE: u8 = 0x50;
+    /// `BPF_JGE`: unsigned `>=`.
+    pub const JGE: u8 = 0x30;
     /// `BPF_CALL`.
     pub const CALL: u8 = 0x80;
     /// `BPF_EXIT`.
     pub const EXIT: u8 = 0x90;
     /// `BPF_PSEUDO_MAP_FD`: a 64-bit immediate load whose immediate is a map's descriptor.
     pub const PSEUDO_MAP_FD: u8 = 1;
+    /// `BPF_PSEUDO_MAP_VALUE`: a 64-bit immediate load of the address of an array map's
+    /// first value (Linux 5.2), the descriptor in the first immediate, an offset in the second.
+    pub const PSEUDO_MAP_VALUE: u8 = 2;
 }
 
 /// One instruction as the kernel reads it from memory (its 8 bytes, in this machine's order).
@@ -88,8 +102,8 @@ pub(crate) struct Asm {
     insns: Vec<u64>,
     /// Each label's instruction index, once placed.
     labels: Vec<Option<usize>>,
-    /// Jumps to patch: (instruction index, opcode, dst, imm, label).
-    jumps: Vec<(usize, u8, Reg, i32, Label)>,
+    /// Jumps to patch: (instruction index, opcode, dst, src, imm, label).
+    jumps: Vec<(usize, u8, Reg, Reg, i32, Label)>,
 }
 
 impl Asm {
@@ -148,6 +162,27 @@ impl Asm {
         self.push(op::STX | op::MEM | op::W, dst, src, off, 0);
     }
 
+    /// `dst = *(u32 *)(src + off)`.
+    pub fn load32(&mut self, dst: Reg, src: Reg, off: i16) {
+        self.push(op::LDX | op::MEM | op::W, dst, src, off, 0);
+    }
+
+    /// `*(u64 *)(dst + off) += src`, as one atomic instruction (`BPF_ATOMIC | BPF_ADD`).
+    pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.push(
+            op::STX | op::ATOMIC | op::DW,
+            dst,
+            src,
+            off,
+            i32::from(op::ADD),
+        );
+    }
+
+    /// `src = xchg((u64 *)(dst + off), src)`: the old value into `src` (`BPF_XCHG`, Linux 5.12).
+    pub fn exchange64(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.push(op::STX | op::ATOMIC | op::DW, dst, src, off, op::XCHG);
+    }
+
     /// `dst = map` (`BPF_LD | BPF_DW | BPF_IMM` with `BPF_PSEUDO_MAP_FD`: two instructions,
     /// the kernel replaces the descriptor with the map's address at load).
     pub fn load_map(&mut self, dst: Reg, map: BorrowedFd<'_>) {
@@ -159,6 +194,19 @@ impl Asm {
             map.as_raw_fd(),
         );
         self.push(0, R0, R0, 0, 0);
+    }
+
+    /// `dst = &value(map) + offset` (`BPF_PSEUDO_MAP_VALUE`: the kernel places the address of
+    /// the array map's first value at load).
+    pub fn load_map_value(&mut self, dst: Reg, map: BorrowedFd<'_>, offset: i32) {
+        self.push(
+            op::LD | op::DW | op::IMM,
+            dst,
+            Reg(op::PSEUDO_MAP_VALUE),
+            0,
+            map.as_raw_fd(),
+        );
+        self.push(0, R0, R0, 0, offset);
     }
 
     /// `r0 = helper(r1, ..., r5)`: the kernel's helper number `helper`.
@@ -176,14 +224,38 @@ impl Asm {
         self.jump(op::JNE, dst, imm, label);
     }
 
+    /// `if dst >= imm goto label` (unsigned).
+    pub fn jump_if_ge(&mut self, dst: Reg, imm: i32, label: Label) {
+        self.jump(op::JGE, dst, imm, label);
+    }
+
+    /// `if dst >= src goto label` (unsigned, both registers).
+    pub fn jump_if_ge_reg(&mut self, dst: Reg, src: Reg, label: Label) {
+        self.jumps.push((
+            self.insns.len(),
+            op::JMP | op::JGE | op::X,
+            dst,
+            src,
+            0,
+            label,
+        ));
+        self.insns.push(0);
+    }
+
     /// `goto label`.
     pub fn jump_always(&mut self, label: Label) {
         self.jump(op::JA, R0, 0, label);
     }
 
     fn jump(&mut self, kind: u8, dst: Reg, imm: i32, label: Label) {
-        self.jumps
-            .push((self.insns.len(), op::JMP | kind | op::K, dst, imm, label));
+        self.jumps.push((
+            self.insns.len(),
+            op::JMP | kind | op::K,
+            dst,
+            R0,
+            imm,
+            label,
+        ));
         self.insns.push(0);
     }
 
@@ -199,10 +271,10 @@ impl Asm {
     /// Never for a program whose every label is placed and within 32767 instructions of
     /// its jumps, which the program's writer guarantees (a unit test holds it to that).
     pub fn finish(mut self) -> Vec<u64> {
-        for &(at, code, dst, imm, label) in &self.jumps {
+        for &(at, code, dst, src, imm, label) in &self.jumps {
             let target = self.labels[label.0].expect("every label is placed");
             let off = i16::try_from(target as i64 - at as i64 - 1).expect("a jump within range");
-            self.insns[at] = encode(code, dst, R0, off, imm);
+            self.insns[at] = encode(code, dst, src, off, imm);
         }
         self.insns
     }

@@ -2,25 +2,26 @@
 //! bperf_cgroup.bpf.c): run at every cgroup switch on a CPU, in the context of the task
 //! switched out, it reads each event's counter on this CPU (`bpf_perf_event_read_value`:
 //! value, time enabled, time running), takes the difference from the previous reading on this
-//! CPU, and adds it to the cgroup of that task at every level of its hierarchy, from the root
-//! down (`bpf_get_current_ancestor_cgroup_id`). A cgroup seen for the first time is added
-//! to the map then (`BPF_NOEXIST`), so it is counted from its first run; where the map is
-//! full the level is counted as lost, never silently.
+//! CPU, and adds it to each followed cgroup among the ancestors of that task's cgroup (itself
+//! included), from the root down (`bpf_get_current_ancestor_cgroup_id`). User space puts the
+//! followed cgroups in the map, by id; the program only looks them up, so a cgroup nobody
+//! follows takes no room (perf's `cgrp_idx` map). It visits no level deeper than the deepest
+//! followed one, which user space keeps in the levels map: a task in a deep cgroup costs the
+//! levels followed, not its depth.
 //!
-//! Written by [`super::insn`], checked by the kernel's verifier at every load. Helpers, each
-//! available to perf event and raw tracepoint programs (kernel/trace/bpf_trace.c's
-//! `bpf_tracing_func_proto`): `bpf_map_lookup_elem` (1), `bpf_map_update_elem` (2),
-//! `bpf_get_smp_processor_id` (8), `bpf_perf_event_read_value` (55, Linux 4.15),
-//! `bpf_get_current_ancestor_cgroup_id` (123, Linux 5.6).
+//! Written by [`super::insn`], checked by the kernel's verifier at every load: the levels are
+//! a bounded loop (Linux 5.3), which the verifier walks [`MAX_LEVELS`] times. Helpers, each
+//! available to perf event, raw tracepoint and tracing programs (kernel/trace/bpf_trace.c's
+//! `bpf_tracing_func_proto`): `bpf_map_lookup_elem` (1), `bpf_get_smp_processor_id` (8),
+//! `bpf_perf_event_read_value` (55, Linux 4.15), `bpf_get_current_ancestor_cgroup_id` (123,
+//! Linux 5.6).
 
 use std::os::fd::BorrowedFd;
 
-use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R9, R10};
+use super::insn::{Asm, R0, R1, R2, R3, R4, R7, R8, R9, R10};
 
 /// `BPF_FUNC_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i32 = 1;
-/// `BPF_FUNC_map_update_elem`.
-const MAP_UPDATE_ELEM: i32 = 2;
 /// `BPF_FUNC_get_smp_processor_id`.
 const GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `BPF_FUNC_perf_event_read_value`.
@@ -31,9 +32,8 @@ const GET_CURRENT_ANCESTOR_CGROUP_ID: i32 = 123;
 /// The helpers the program calls, by their `BPF_FUNC_` names (pinned against the system
 /// header by a test).
 #[cfg_attr(not(test), allow(dead_code))]
-pub const HELPERS: [(&str, i32); 5] = [
+pub const HELPERS: [(&str, i32); 4] = [
     ("map_lookup_elem", MAP_LOOKUP_ELEM),
-    ("map_update_elem", MAP_UPDATE_ELEM),
     ("get_smp_processor_id", GET_SMP_PROCESSOR_ID),
     ("perf_event_read_value", PERF_EVENT_READ_VALUE),
     (
@@ -44,22 +44,25 @@ pub const HELPERS: [(&str, i32); 5] = [
 
 /// The most events one program counts: their differences live on its 512-byte stack.
 pub const MAX_EVENTS: usize = 16;
-/// The deepest level of the hierarchy counted (the root is level 0): a cgroup deeper than
-/// this is counted in its ancestors down to this level.
-pub const MAX_LEVELS: usize = 16;
+/// The levels of the hierarchy counted, the root (level 0) included: a cgroup at level
+/// `MAX_LEVELS` or deeper cannot be followed (its ancestors count its tasks).
+pub const MAX_LEVELS: usize = 64;
 
 /// Where the program keeps its counts: each event's value, time enabled and time running
 /// (`struct bpf_perf_event_value`, 24 bytes) in each map.
 pub const READING_BYTES: usize = 24;
 
-/// The statistics map's slots (a per-CPU array of u64).
-pub mod stat {
-    /// Levels not counted: the cgroup map was full (or busy).
-    pub const LOST: u32 = 0;
-    /// Cgroups added to the map.
-    pub const ADDED: u32 = 1;
-    /// How many slots.
-    pub const SLOTS: u32 = 2;
+/// How the program touches its maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Plain loads and stores: for the programs that run with interrupts off (at a cgroup
+    /// switch, in the scheduler; on a CPU by `BPF_PROG_TEST_RUN`, in an interrupt).
+    Plain,
+    /// Each previous reading exchanged and each sum added by one atomic instruction: for the
+    /// program run in a task's context (at `cgroup_migrate`), which the others can interrupt
+    /// on its CPU. The sums stay whole: a difference taken across an interruption may be
+    /// negative, and the next one makes it up.
+    Atomic,
 }
 
 /// The maps a program works on.
@@ -69,10 +72,12 @@ pub struct Maps<'m> {
     pub events: BorrowedFd<'m>,
     /// `BPF_MAP_TYPE_PERCPU_ARRAY`: each event's previous reading on each CPU.
     pub previous: BorrowedFd<'m>,
-    /// `BPF_MAP_TYPE_PERCPU_HASH`: by cgroup id, every event's sums on each CPU.
+    /// `BPF_MAP_TYPE_PERCPU_HASH`: by cgroup id, every event's sums on each CPU, for the
+    /// followed cgroups.
     pub cgroups: BorrowedFd<'m>,
-    /// `BPF_MAP_TYPE_PERCPU_ARRAY`: the [`stat`] slots.
-    pub stats: BorrowedFd<'m>,
+    /// `BPF_MAP_TYPE_ARRAY` of one u32: the levels to visit (the deepest followed level plus
+    /// one; 0 where nothing is followed).
+    pub levels: BorrowedFd<'m>,
 }
 
 // The frame: the reading (24 bytes), a u32 key, the cgroup id, then each event's difference.
@@ -87,18 +92,34 @@ fn difference(events: usize, event: usize, field: usize) -> i16 {
 
 /// The program for `events` events (at most [`MAX_EVENTS`]) whose counters on CPU `c` are
 /// at `e * stride + c` of `maps.events`.
-pub fn counting(maps: Maps<'_>, events: usize, stride: u32) -> Vec<u64> {
+pub fn counting(maps: Maps<'_>, events: usize, stride: u32, access: Access) -> Vec<u64> {
     debug_assert!((1..=MAX_EVENTS).contains(&events));
     let mut asm = Asm::default();
     asm.call(GET_SMP_PROCESSOR_ID);
     asm.mov(R9, R0);
     for event in 0..events {
-        differences(&mut asm, maps, events, event, stride);
+        differences(&mut asm, maps, events, event, stride, access);
     }
-    let done = asm.label();
-    for level in 0..MAX_LEVELS {
-        add_to_level(&mut asm, maps, events, level as i32, done);
-    }
+    // r7: the levels to visit; r8: the level (both kept across calls).
+    let (level, next, done) = (asm.label(), asm.label(), asm.label());
+    asm.load_map_value(R1, maps.levels, 0);
+    asm.load32(R7, R1, 0);
+    asm.mov_imm(R8, 0);
+    asm.place(level);
+    asm.jump_if_ge(R8, MAX_LEVELS as i32, done);
+    asm.jump_if_ge_reg(R8, R7, done);
+    asm.mov(R1, R8);
+    asm.call(GET_CURRENT_ANCESTOR_CGROUP_ID);
+    // No such level: the task's cgroup is shallower.
+    asm.jump_if_eq(R0, 0, done);
+    asm.store64(R10, CGROUP_ID, R0);
+    lookup_cgroup(&mut asm, maps);
+    // Not followed.
+    asm.jump_if_eq(R0, 0, next);
+    add_differences(&mut asm, events, access);
+    asm.place(next);
+    asm.add_imm(R8, 1);
+    asm.jump_always(level);
     asm.place(done);
     asm.mov_imm(R0, 0);
     asm.exit();
@@ -108,7 +129,14 @@ pub fn counting(maps: Maps<'_>, events: usize, stride: u32) -> Vec<u64> {
 /// Reads event `event` on this CPU (`r9`) and writes its differences from the previous
 /// reading into the frame, and the reading as the previous one; zero differences where it
 /// cannot be read.
-fn differences(asm: &mut Asm, maps: Maps<'_>, events: usize, event: usize, stride: u32) {
+fn differences(
+    asm: &mut Asm,
+    maps: Maps<'_>,
+    events: usize,
+    event: usize,
+    stride: u32,
+    access: Access,
+) {
     let unread = asm.label();
     let next = asm.label();
     asm.load_map(R1, maps.events);
@@ -129,8 +157,16 @@ fn differences(asm: &mut Asm, maps: Maps<'_>, events: usize, event: usize, strid
     for field in 0..3 {
         let at = 8 * field as i16;
         asm.load64(R1, R10, READING + at);
-        asm.load64(R2, R0, at);
-        asm.store64(R0, at, R1);
+        match access {
+            Access::Plain => {
+                asm.load64(R2, R0, at);
+                asm.store64(R0, at, R1);
+            }
+            Access::Atomic => {
+                asm.mov(R2, R1);
+                asm.exchange64(R0, at, R2);
+            }
+        }
         asm.sub(R1, R2);
         asm.store64(R10, difference(events, event, field), R1);
     }
@@ -143,46 +179,34 @@ fn differences(asm: &mut Asm, maps: Maps<'_>, events: usize, event: usize, strid
     asm.place(next);
 }
 
-/// Adds the frame's differences to the cgroup of the current task at `level` (to `done`
-/// where the hierarchy has no such level).
-fn add_to_level(asm: &mut Asm, maps: Maps<'_>, events: usize, level: i32, done: Label) {
-    let (add, added, lost, next) = (asm.label(), asm.label(), asm.label(), asm.label());
-    asm.mov_imm(R1, level);
-    asm.call(GET_CURRENT_ANCESTOR_CGROUP_ID);
-    asm.jump_if_eq(R0, 0, done);
-    asm.store64(R10, CGROUP_ID, R0);
-    lookup_cgroup(asm, maps);
-    asm.jump_if_ne(R0, 0, add);
-    // First seen: the differences are its first sums (zero on the other CPUs).
-    asm.load_map(R1, maps.cgroups);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, i32::from(CGROUP_ID));
-    asm.mov(R3, R10);
-    asm.add_imm(R3, i32::from(difference(events, 0, 0)));
-    asm.mov_imm(R4, crate::sys::bpf::BPF_NOEXIST as i32);
-    asm.call(MAP_UPDATE_ELEM);
-    asm.jump_if_eq(R0, 0, added);
-    // Added by another CPU meanwhile: add to it; full (E2BIG) or busy: lost.
-    asm.jump_if_ne(R0, -libc::EEXIST, lost);
-    lookup_cgroup(asm, maps);
-    asm.jump_if_eq(R0, 0, lost);
-    asm.place(add);
+/// Adds the frame's differences to the sums `r0` points to (a followed cgroup's, this CPU's).
+fn add_differences(asm: &mut Asm, events: usize, access: Access) {
     for event in 0..events {
         for field in 0..3 {
             let at = (READING_BYTES * event + 8 * field) as i16;
             asm.load64(R1, R10, difference(events, event, field));
-            asm.load64(R2, R0, at);
-            asm.add(R2, R1);
-            asm.store64(R0, at, R2);
+            match access {
+                Access::Plain => {
+                    asm.load64(R2, R0, at);
+                    asm.add(R2, R1);
+                    asm.store64(R0, at, R2);
+                }
+                Access::Atomic => asm.atomic_add64(R0, at, R1),
+            }
         }
     }
-    asm.jump_always(next);
-    asm.place(added);
-    count(asm, maps, stat::ADDED, next);
-    asm.jump_always(next);
-    asm.place(lost);
-    count(asm, maps, stat::LOST, next);
-    asm.place(next);
+}
+
+/// The program that counts removals of cgroups (at the tracepoint `cgroup:cgroup_rmdir`): one
+/// more in the u64 `removals` holds (a one-value `BPF_MAP_TYPE_ARRAY`), by an atomic add.
+pub fn counting_removals(removals: BorrowedFd<'_>) -> Vec<u64> {
+    let mut asm = Asm::default();
+    asm.load_map_value(R1, removals, 0);
+    asm.mov_imm(R2, 1);
+    asm.atomic_add64(R1, 0, R2);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
 }
 
 /// `r0 = bpf_map_lookup_elem(cgroups, &cgroup_id)`.
@@ -191,20 +215,6 @@ fn lookup_cgroup(asm: &mut Asm, maps: Maps<'_>) {
     asm.mov(R2, R10);
     asm.add_imm(R2, i32::from(CGROUP_ID));
     asm.call(MAP_LOOKUP_ELEM);
-}
-
-/// Adds one to statistics slot `slot` on this CPU (to `next` where it cannot be found).
-fn count(asm: &mut Asm, maps: Maps<'_>, slot: u32, next: Label) {
-    asm.mov_imm(R1, slot as i32);
-    asm.store32(R10, KEY, R1);
-    asm.load_map(R1, maps.stats);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, i32::from(KEY));
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, next);
-    asm.load64(R1, R0, 0);
-    asm.add_imm(R1, 1);
-    asm.store64(R0, 0, R1);
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! passes the size of its own member, and the kernel takes a shorter `bpf_attr` as zeroes.
 //! See the parent module's `# Safety` note.
 
+use std::ffi::CStr;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -17,13 +18,16 @@ pub const BPF_MAP_LOOKUP_ELEM: u32 = 1;
 pub const BPF_MAP_UPDATE_ELEM: u32 = 2;
 /// `BPF_MAP_DELETE_ELEM`.
 pub const BPF_MAP_DELETE_ELEM: u32 = 3;
-/// `BPF_MAP_GET_NEXT_KEY`.
-pub const BPF_MAP_GET_NEXT_KEY: u32 = 4;
 /// `BPF_PROG_LOAD`.
 pub const BPF_PROG_LOAD: u32 = 5;
 /// `BPF_PROG_TEST_RUN`.
 pub const BPF_PROG_TEST_RUN: u32 = 10;
+/// `BPF_RAW_TRACEPOINT_OPEN`: attaches a raw tracepoint or tracing program, its link's
+/// descriptor returned.
+pub const BPF_RAW_TRACEPOINT_OPEN: u32 = 17;
 
+/// `BPF_MAP_TYPE_ARRAY`: values by index, allocated at creation.
+pub const MAP_ARRAY: u32 = 2;
 /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: perf event descriptors a program reads by index.
 pub const MAP_PERF_EVENT_ARRAY: u32 = 4;
 /// `BPF_MAP_TYPE_PERCPU_HASH`: a hash whose every value is kept once per CPU.
@@ -34,6 +38,14 @@ pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const PROG_PERF_EVENT: u32 = 7;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: here never attached, only run by `BPF_PROG_TEST_RUN`.
 pub const PROG_RAW_TRACEPOINT: u32 = 17;
+/// `BPF_PROG_TYPE_TRACING`: a program at a kernel function's entry or exit (a BPF
+/// trampoline), the function named by its BTF id at load.
+pub const PROG_TRACING: u32 = 26;
+/// `BPF_TRACE_RAW_TP`: a tracing program at a tracepoint, its arguments typed by BTF.
+#[cfg_attr(not(test), allow(dead_code))]
+pub const TRACE_RAW_TP: u32 = 23;
+/// `BPF_TRACE_FENTRY`: a tracing program run at its function's entry.
+pub const TRACE_FENTRY: u32 = 24;
 /// `BPF_NOEXIST`: an update that only creates.
 pub const BPF_NOEXIST: u64 = 1;
 /// `BPF_F_TEST_RUN_ON_CPU`: `BPF_PROG_TEST_RUN` runs the program on the CPU named.
@@ -61,7 +73,7 @@ pub struct MapCreateAttr {
     pub map_name: [u8; 16],
 }
 
-/// The `BPF_MAP_*_ELEM` and `BPF_MAP_GET_NEXT_KEY` member of `union bpf_attr`.
+/// The `BPF_MAP_*_ELEM` member of `union bpf_attr`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct MapElemAttr {
@@ -72,7 +84,7 @@ struct MapElemAttr {
     flags: u64,
 }
 
-/// The `BPF_PROG_LOAD` member of `union bpf_attr`, up to `expected_attach_type`.
+/// The `BPF_PROG_LOAD` member of `union bpf_attr`, up to `core_relo_cnt`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct ProgLoadAttr {
@@ -88,6 +100,25 @@ struct ProgLoadAttr {
     prog_name: [u8; 16],
     prog_ifindex: u32,
     expected_attach_type: u32,
+    prog_btf_fd: u32,
+    func_info_rec_size: u32,
+    func_info: u64,
+    func_info_cnt: u32,
+    line_info_rec_size: u32,
+    line_info: u64,
+    line_info_cnt: u32,
+    attach_btf_id: u32,
+    attach_btf_obj_fd: u32,
+    core_relo_cnt: u32,
+}
+
+/// The `BPF_RAW_TRACEPOINT_OPEN` member of `union bpf_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RawTracepointAttr {
+    name: u64,
+    prog_fd: u32,
+    pad: u32,
 }
 
 /// The `BPF_PROG_TEST_RUN` member of `union bpf_attr`, up to `cpu`.
@@ -116,9 +147,12 @@ const _: () = {
     assert!(std::mem::offset_of!(MapCreateAttr, map_name) == 28);
     assert!(size_of::<MapElemAttr>() == 32);
     assert!(std::mem::offset_of!(MapElemAttr, flags) == 24);
-    assert!(size_of::<ProgLoadAttr>() == 72);
+    assert!(size_of::<ProgLoadAttr>() == 120);
     assert!(std::mem::offset_of!(ProgLoadAttr, prog_name) == 48);
     assert!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type) == 68);
+    assert!(std::mem::offset_of!(ProgLoadAttr, attach_btf_id) == 108);
+    assert!(std::mem::offset_of!(ProgLoadAttr, core_relo_cnt) == 116);
+    assert!(size_of::<RawTracepointAttr>() == 16);
     assert!(size_of::<TestRunAttr>() == 72);
     assert!(std::mem::offset_of!(TestRunAttr, flags) == 64);
     assert!(std::mem::offset_of!(TestRunAttr, cpu) == 68);
@@ -171,8 +205,8 @@ pub fn map_create(attr: &MapCreateAttr, name: &str) -> Result<OwnedFd, Errno> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// `BPF_MAP_*_ELEM` or `BPF_MAP_GET_NEXT_KEY` on `map` with `key` and `value` (the value, or
-/// the next key), each as long as the map's key and value (which the caller checks).
+/// `BPF_MAP_*_ELEM` on `map` with `key` and `value`, each as long as the map's key and value
+/// (which the caller checks).
 fn map_elem(
     cmd: u32,
     map: BorrowedFd<'_>,
@@ -225,23 +259,25 @@ pub fn map_delete(map: BorrowedFd<'_>, key: &[u8]) -> Result<(), Errno> {
     map_elem(BPF_MAP_DELETE_ELEM, map, Some(key), std::ptr::null_mut(), 0)
 }
 
-/// `BPF_MAP_GET_NEXT_KEY`: the key after `key` (the first key for `None`) into `next`.
-///
-/// # Errors
-/// ENOENT after the last key.
-pub fn map_next_key(map: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> Result<(), Errno> {
-    map_elem(BPF_MAP_GET_NEXT_KEY, map, key, next.as_mut_ptr(), 0)
+/// Where a program is attached, as `BPF_PROG_LOAD` is told.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttachTo {
+    /// `expected_attach_type` ([`TRACE_FENTRY`] for a [`PROG_TRACING`] program).
+    pub attach_type: u32,
+    /// `attach_btf_id`: the kernel function's id in the kernel's BTF (`/sys/kernel/btf/vmlinux`).
+    pub btf_id: u32,
 }
 
 /// `BPF_PROG_LOAD` of `insns` (each instruction its 8 bytes, as the kernel's `struct
-/// bpf_insn`), the verifier writing its log into `log` (NUL-terminated; an empty `log` asks
-/// for none).
+/// bpf_insn`), attached where `attach` says (the default for the types that need not say),
+/// the verifier writing its log into `log` (NUL-terminated; an empty `log` asks for none).
 ///
 /// # Errors
 /// The kernel's errno, `log` holding what the verifier said (EACCES, EINVAL: refused;
 /// ENOSPC: the log was too small; EPERM: no CAP_BPF or CAP_PERFMON).
 pub fn prog_load(
     prog_type: u32,
+    attach: AttachTo,
     insns: &[u64],
     license: &std::ffi::CStr,
     name: &str,
@@ -249,12 +285,19 @@ pub fn prog_load(
 ) -> Result<OwnedFd, Errno> {
     let mut attr = ProgLoadAttr {
         prog_type,
+        expected_attach_type: attach.attach_type,
+        attach_btf_id: attach.btf_id,
         insn_cnt: insns.len() as u32,
         insns: insns.as_ptr() as u64,
         license: license.as_ptr() as u64,
         log_level: u32::from(!log.is_empty()),
         log_size: log.len() as u32,
-        log_buf: log.as_mut_ptr() as u64,
+        // No buffer at all for no log: the kernel refuses an address with log level 0.
+        log_buf: if log.is_empty() {
+            0
+        } else {
+            log.as_mut_ptr() as u64
+        },
         prog_name: object_name(name),
         ..Default::default()
     };
@@ -281,6 +324,25 @@ pub fn prog_run_on_cpu(prog: BorrowedFd<'_>, cpu: u32) -> Result<u32, Errno> {
     // SAFETY: this member holds no address (no data, no context).
     unsafe { bpf(BPF_PROG_TEST_RUN, &mut attr) }?;
     Ok(attr.retval)
+}
+
+/// `BPF_RAW_TRACEPOINT_OPEN`: attaches `prog`, a [`PROG_RAW_TRACEPOINT`] program, at the
+/// tracepoint `tracepoint` (`cgroup_rmdir`), or a [`PROG_TRACING`] program (no tracepoint)
+/// where it was loaded for; attached while the returned link is open.
+///
+/// # Errors
+/// ENOENT for no such tracepoint; EINVAL for a program of another type; ENOTSUPP (524) where
+/// the kernel has no BPF trampoline for this architecture.
+pub fn attach_raw(prog: BorrowedFd<'_>, tracepoint: Option<&CStr>) -> Result<OwnedFd, Errno> {
+    let mut attr = RawTracepointAttr {
+        name: tracepoint.map_or(0, |name| name.as_ptr() as u64),
+        prog_fd: prog.as_raw_fd() as u32,
+        ..Default::default()
+    };
+    // SAFETY: `name` is 0 or a NUL-terminated string that lives for the call.
+    let fd = unsafe { bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr) }?;
+    // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// `PERF_EVENT_IOC_SET_BPF`: `prog` (a [`PROG_PERF_EVENT`] program) runs at each overflow of
