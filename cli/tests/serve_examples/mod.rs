@@ -456,3 +456,40 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
     ));
     assert!(!pattern_matches(pattern, "system.slice/kubelet.service"));
 }
+
+/// The DaemonSet follows a node of 500 pods and more: `--max-cgroups` holds 500 pods and the
+/// top-level cgroups, and its memory limit holds the BPF mode's map for them (24 bytes per
+/// event per possible CPU per cgroup, allocated at start) at 16 events on 256 CPUs, with
+/// 32 MiB left for the exporter itself.
+///
+/// Oracle: the kubelet's `maxPods` (110 by default, set past 500 on large nodes) and the
+/// kernel's per-CPU hash map, which allocates `max_entries` values of `value_size` rounded
+/// up to 8 bytes for each possible CPU (kernel/bpf/hashtab.c, `htab_map_alloc`).
+#[test]
+fn daemonset_has_room_for_a_node_of_500_pods() {
+    let Some((container, _)) = daemonset() else {
+        skip!(
+            Need::Tools,
+            "PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
+        );
+    };
+    let command = command_of(&container);
+    let max: u64 = after(&command, "--max-cgroups")
+        .and_then(|n| n.parse().ok())
+        .expect("--max-cgroups N");
+    assert!(
+        max >= 520,
+        "--max-cgroups {max}: 500 pods and the top-level cgroups"
+    );
+    let limit = container["resources"]["limits"]["memory"]
+        .as_str()
+        .and_then(|m| m.strip_suffix("Mi"))
+        .and_then(|m| m.parse::<u64>().ok())
+        .expect("a memory limit in Mi");
+    let map = 24 * 16 * 256 * max;
+    assert!(
+        limit << 20 >= map + (32 << 20),
+        "{limit} MiB for a map of {} MiB",
+        map >> 20
+    );
+}
