@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::serve::{Exporter, get};
+use crate::serve::{Exporter, get_within};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -30,10 +30,22 @@ fn installed(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// A scrape, which must be answered.
+/// How long a scrape is waited for. These exporters run under strace or memcheck, which slow
+/// them 10 to 50 times: beside two builds (load 15-25), memcheck's first scrape took over 20 s
+/// (0.9 s at load 16 alone), past the 20 s other tests wait.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The exporter's own limits raised to [`PATIENCE`] (a request head's time, and an answer's,
+/// which counts the scrape it answers), so that a slow scrape is waited for on both sides,
+/// not closed unanswered.
+const PATIENT: [&str; 4] = ["--header-timeout", "120", "--write-timeout", "120"];
+
+/// A scrape, which must be answered within [`PATIENCE`].
 fn scrape(exporter: &Exporter) -> String {
-    let (status, body) = get(exporter.address, "/metrics", None);
-    assert_eq!(status, Some(200), "{body}");
+    let started = Instant::now();
+    let (status, body) = get_within(exporter.address, "/metrics", None, PATIENCE);
+    let waited = started.elapsed();
+    assert_eq!(status, Some(200), "no answer in {waited:?}: {body}");
     body
 }
 
@@ -156,7 +168,9 @@ fn assert_one_read_per_group(
 fn a_scrape_reads_each_group_of_counters_once() {
     serve_or_skip!();
     strace_or_skip!();
-    let exporter = Exporter::start(&["-e", "task-clock,page-faults,context-switches"]);
+    let mut args = vec!["-e", "task-clock,page-faults,context-switches"];
+    args.extend(PATIENT);
+    let exporter = Exporter::start(&args);
     let counters = counters_in(&scrape(&exporter));
     let groups = perf_descriptors(exporter.pid());
     assert!(counters >= 3, "{counters} counters");
@@ -187,7 +201,7 @@ fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
     };
     let pattern = format!("^{}/", parent.name);
     // Per CPU: a series per counter.
-    let exporter = Exporter::start(&[
+    let mut args = vec![
         "-e",
         "task-clock,page-faults",
         "--cgroups",
@@ -195,7 +209,9 @@ fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
         "--per-cpu",
         "--cgroup-mode",
         "perf-events",
-    ]);
+    ];
+    args.extend(PATIENT);
+    let exporter = Exporter::start(&args);
     let before = counters_in(&scrape(&exporter));
     std::fs::create_dir(parent.path.join("new")).expect("make a cgroup");
     let body = scrape(&exporter);
@@ -261,7 +277,8 @@ fn allocations(events: &str, scrapes: usize) -> u64 {
         .arg("--tool=memcheck")
         .arg(format!("--log-file={}", log.display()))
         .arg(bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "-e", events]);
+        .args(["serve", "--listen", "127.0.0.1:0", "-e", events])
+        .args(PATIENT);
     let mut exporter = Exporter::spawn(command);
     for _ in 0..scrapes {
         scrape(&exporter);

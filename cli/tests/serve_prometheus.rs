@@ -97,6 +97,11 @@ impl Prometheus {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The result of the instant query `promql`: each series' labels as text and its value
     /// (none where Prometheus gave no answer).
     pub fn query(&self, promql: &str) -> Vec<(String, f64)> {

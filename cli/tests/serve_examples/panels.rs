@@ -212,21 +212,39 @@ fn dashboard_panels(instance: &str, window: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Gives every thread of process `pid` nice -10 (`renice`; the threads it makes later
+/// inherit it), where this process may.
+fn ahead_of_the_machine(pid: u32) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for task in tasks.flatten() {
+        Command::new("renice")
+            .args(["-n", "-10", "-p"])
+            .arg(task.file_name())
+            .output()
+            .ok();
+    }
+}
+
 /// The events that opened (those with counters) and those reported as not opening, as
 /// Prometheus has them; together they are at least every event the rules `rules_text` read.
 fn events_accounted(
     prometheus: &Prometheus,
     rules_text: &str,
 ) -> (BTreeSet<String>, BTreeSet<String>) {
+    // Over the last 10 s, not at the instant: on a busy machine a scrape can outlast the 1 s
+    // scrape timeout, and the staleness markers of the scrape that failed hide every series
+    // at the instant after it.
     let events = |query: &str| -> BTreeSet<String> {
-        prometheus
-            .query(query)
-            .iter()
-            .map(|(l, _)| key(l))
-            .collect()
+        let over = format!("count by (event) (last_over_time({query}[10s]))");
+        match prometheus.query_at(&over, None) {
+            Ok(result) => result.iter().map(|(l, _)| key(l)).collect(),
+            Err(e) => panic!("{e}; {}", prometheus.health()),
+        }
     };
-    let opened = events("count by (event) (counterhal_event_enabled_seconds_total)");
-    let failed = events("count by (event) (counterhal_event_open_failed)");
+    let opened = events("counterhal_event_enabled_seconds_total");
+    let failed = events("counterhal_event_open_failed");
     let read_by_rules: BTreeSet<String> = rules_text
         .split("event=\\\"")
         .skip(1)
@@ -237,7 +255,8 @@ fn events_accounted(
     let accounted: BTreeSet<String> = opened.union(&failed).cloned().collect();
     assert!(
         accounted.is_superset(&read_by_rules) && opened.contains("task-clock"),
-        "the rules read {read_by_rules:?}; counted {opened:?}, reported {failed:?}"
+        "the rules read {read_by_rules:?}; counted {opened:?}, reported {failed:?}; {}",
+        prometheus.health()
     );
     (opened, failed)
 }
@@ -285,6 +304,10 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
     let metrics = super::after(&made_by, "-M").expect("the rules file's -M");
     let pattern = format!("^counterhal-test-{}-panels-", std::process::id());
     let exporter = Exporter::start(&["-M", metrics, "--cgroups", &pattern]);
+    // The exporter and Prometheus ahead of the machine's other work too (behind the loop): on
+    // a busy machine (load 25-30, two builds beside) a scrape outlasted Prometheus' 1 s
+    // timeout, and no 5 s of scrapes came in 60 s.
+    ahead_of_the_machine(exporter.pid());
     let window = "5s";
     let rules = rules_of(&["serve", "-M", metrics, "--rules-window", window].map(String::from));
     let cgroup = |t: &TestCgroup| format!("/{}", t.name);
@@ -327,6 +350,7 @@ fn panels_on(release: Release, known: &Known<'_>) {
         exporter.address
     );
     let prometheus = Prometheus::start_with(release, "panels", &jobs, known.rules);
+    ahead_of_the_machine(prometheus.pid());
 
     let panels = dashboard_panels(&exporter.address.to_string(), window);
 
