@@ -627,7 +627,9 @@ mod tests {
                             q=0.3,*/*;q=0.2";
         assert_eq!(Format::negotiate(Some(prometheus_3)), Format::OpenMetrics);
         assert_eq!(
-            Format::negotiate(Some("text/plain;version=1.0.0;escaping=allow-utf-8,*/*;q=0.1")),
+            Format::negotiate(Some(
+                "text/plain;version=1.0.0;escaping=allow-utf-8,*/*;q=0.1"
+            )),
             Format::Text
         );
         assert_eq!(Format::negotiate(None), Format::Text);
