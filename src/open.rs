@@ -172,9 +172,8 @@ fn in_domain(
     };
     Ok(events
         .into_iter()
-        .map(|event| ResolvedEvent {
-            name: event.name,
-            terms: event
+        .map(|event| {
+            let terms = event
                 .terms
                 .into_iter()
                 .map(|term| {
@@ -198,8 +197,8 @@ fn in_domain(
                         ..term
                     }
                 })
-                .collect(),
-            unit: event.unit,
+                .collect();
+            ResolvedEvent::new(event.name, terms, event.unit)
         })
         .collect())
 }

@@ -205,6 +205,7 @@ impl<'b> EventSetBuilder<'b> {
 /// `PAPI_get_event_info`): whether it exists, how it is encoded, and whether this process can
 /// count it for its own thread and why not.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Query {
     /// The name as asked.
     pub name: String,

@@ -480,10 +480,11 @@ impl Backend for LinuxBackend {
             return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(|opened| {
                 // `name=foo` names it as perf does.
                 let name = opened.name.as_deref().unwrap_or(event);
-                ResolvedEvent {
-                    unit: opened.unit(),
-                    ..ResolvedEvent::single(EventRequest::new(name, Encoding::Perf(opened.attr)))
-                }
+                let unit = opened.unit();
+                let mut resolved =
+                    ResolvedEvent::single(EventRequest::new(name, Encoding::Perf(opened.attr)));
+                resolved.unit = unit;
+                resolved
             });
         }
         if let Some(model) = self.cpu.as_deref()

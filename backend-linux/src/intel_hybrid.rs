@@ -101,7 +101,9 @@ pub(crate) fn place_on_core_pmus(
     if terms.is_empty() {
         return Ok(resolved);
     }
-    Ok(ResolvedEvent { terms, ..resolved })
+    let mut resolved = resolved;
+    resolved.terms = terms;
+    Ok(resolved)
 }
 
 /// `event`, which model `model` does not read, on each Intel hybrid core PMU of `pmus` whose
@@ -137,13 +139,7 @@ pub(crate) fn on_other_cores(
             Err(error) => return Some(Err(error)),
         }
     }
-    (!terms.is_empty()).then(|| {
-        Ok(ResolvedEvent {
-            name: event.to_string(),
-            terms,
-            unit: None,
-        })
-    })
+    (!terms.is_empty()).then(|| Ok(ResolvedEvent::new(event, terms, None)))
 }
 
 /// The terms of `event` on model `pmu_model`, each a raw perf attr made by `encode`; `None`

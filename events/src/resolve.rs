@@ -549,11 +549,7 @@ impl<'a> Resolver<'a> {
         {
             return Ok(self.single(only.request.encoding.clone()));
         }
-        Ok(ResolvedEvent {
-            name: self.text.to_string(),
-            terms,
-            unit: None,
-        })
+        Ok(ResolvedEvent::new(self.text, terms, None))
     }
 }
 

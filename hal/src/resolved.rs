@@ -30,6 +30,7 @@ pub struct Term {
 /// What a name resolves to: one native event, or (for derived presets, as in PAPI's
 /// `DERIVED_ADD` and `DERIVED_SUB`) a sum or difference of several.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ResolvedEvent {
     /// The name as the user gave it.
     pub name: String,
@@ -78,6 +79,16 @@ impl std::hash::Hash for Unit {
 }
 
 impl ResolvedEvent {
+    /// `name`, standing for `terms` (the first always added), its count in `unit` where the
+    /// PMU gives one.
+    pub fn new(name: impl Into<String>, terms: Vec<Term>, unit: Option<Unit>) -> Self {
+        Self {
+            name: name.into(),
+            terms,
+            unit,
+        }
+    }
+
     /// A name that stands for exactly one event.
     pub fn single(request: EventRequest) -> Self {
         Self {

@@ -60,11 +60,7 @@ fn a_single_term_comes_back_as_it_was_counted() {
         reading,
         prop::no_shrink,
         |r| {
-            let event = ResolvedEvent {
-                name: "one".into(),
-                terms: vec![term(Sign::Plus)],
-                unit: None,
-            };
+            let event = ResolvedEvent::new("one", vec![term(Sign::Plus)], None);
             let combined = event.combine(std::slice::from_ref(r));
             match (r.time_running, combined.scaled() == r.scaled()) {
                 (0, _) | (_, true) => Ok(()),
@@ -95,11 +91,11 @@ fn combined_readings_are_the_sum_of_the_scaled_terms_clamped() {
                 .collect()
         },
         |terms| {
-            let event = ResolvedEvent {
-                name: "derived".into(),
-                terms: terms.iter().map(|(sign, _)| term(*sign)).collect(),
-                unit: None,
-            };
+            let event = ResolvedEvent::new(
+                "derived",
+                terms.iter().map(|(sign, _)| term(*sign)).collect(),
+                None,
+            );
             let readings: Vec<Reading> = terms.iter().map(|(_, r)| *r).collect();
             let combined = event.combine(&readings);
             let ran: Vec<&(Sign, Reading)> =

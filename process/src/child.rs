@@ -79,6 +79,7 @@ impl From<&[OsString]> for Launch {
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChildExit {
     /// The exit status (code, or the signal that ended it).
     pub status: ExitStatus,

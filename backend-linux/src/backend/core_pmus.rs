@@ -87,10 +87,6 @@ impl LinuxBackend {
                 });
             }
         }
-        ResolvedEvent {
-            name: resolved.name,
-            terms,
-            unit: resolved.unit,
-        }
+        ResolvedEvent::new(resolved.name, terms, resolved.unit)
     }
 }

@@ -48,16 +48,13 @@ fn summed(event: &str, opens: Vec<sysfs::PmuEvent>) -> ResolvedEvent {
     let unit = opens.first().and_then(sysfs::PmuEvent::unit);
     let named = opens.first().and_then(|open| open.name.clone());
     let event = named.as_deref().unwrap_or(event);
-    ResolvedEvent {
-        name: event.to_string(),
-        terms: opens
-            .into_iter()
-            .map(|open| Term {
-                sign: counterhal_hal::Sign::Plus,
-                factor: 1,
-                request: EventRequest::new(event, Encoding::Perf(open.attr)),
-            })
-            .collect(),
-        unit,
-    }
+    let terms = opens
+        .into_iter()
+        .map(|open| Term {
+            sign: counterhal_hal::Sign::Plus,
+            factor: 1,
+            request: EventRequest::new(event, Encoding::Perf(open.attr)),
+        })
+        .collect();
+    ResolvedEvent::new(event, terms, unit)
 }
