@@ -2,6 +2,7 @@
 
 pub(crate) mod assemble;
 mod core_pmus;
+mod plan;
 mod uncore;
 
 use std::borrow::Cow;
@@ -11,12 +12,12 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
+    Accepts, Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error,
     EventRequest, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
     TargetSupport, check_family, countable_form,
 };
 
-use crate::attr::{Placement, build_attr, group_key};
+use crate::attr::{Placement, build_attr};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
@@ -589,49 +590,13 @@ impl LinuxBackend {
             encodings = encodings.into_iter().map(|e| access.request(e)).collect();
         }
 
-        // Partition into kernel groups: each hardware PMU its own, software-context events
-        // joining the first; or one group per event when ungrouped.
-        let mut plan: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-        for (index, encoding) in encodings.iter().enumerate() {
-            if !options.grouped {
-                plan.push((None, vec![index]));
-                continue;
-            }
-            let key = group_key(encoding);
-            let slot = match &key {
-                None => plan.first_mut(),
-                Some(k) => plan
-                    .iter_mut()
-                    .find(|(pk, _)| pk.as_ref() == Some(k) || pk.is_none()),
-            };
-            match slot {
-                Some((pk, members)) => {
-                    if pk.is_none() {
-                        pk.clone_from(&key);
-                    }
-                    members.push(index);
-                }
-                None => plan.push((key, vec![index])),
-            }
-        }
-
-        if let Some((_, members)) = plan.iter().find(|(_, m)| m.len() > MAX_GROUP_EVENTS) {
-            return Err(Error::new(
-                ErrorKind::NoCounterAvailable,
-                format!(
-                    "a group of {} events: the kernel reads at most {MAX_GROUP_EVENTS} events \
-                     in one group (16 KiB)",
-                    members.len()
-                ),
-            )
-            .with_hint("open them ungrouped, or in several groups"));
-        }
+        let mut plan = plan::partition(&encodings, options.grouped)?;
         let attrs: Vec<&PerfAttr> = encodings.iter().map(AsRef::as_ref).collect();
-        for (_, members) in &mut plan {
+        for members in &mut plan {
             topdown::order(members, &attrs, &self.core_types);
         }
         let mut groups = Vec::with_capacity(plan.len());
-        for (_, members) in &plan {
+        for members in &plan {
             let mut fds = Vec::with_capacity(members.len());
             let mut ids = Vec::with_capacity(members.len());
             for &index in members {
@@ -702,6 +667,7 @@ impl LinuxBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attr::group_key;
     use crate::rdpmc::{Fallback, UserPage, self_monitored_read};
     use crate::sys::TYPE_HARDWARE;
     use std::path::PathBuf;
