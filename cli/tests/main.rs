@@ -14,6 +14,7 @@ mod list;
 mod list_explore;
 mod metrics;
 mod metrics_perf;
+mod metrics_perf72;
 mod multiplex;
 mod perf_habits;
 mod perf_layouts;

@@ -455,6 +455,38 @@ pub fn same_values(a: &[f64; POINTS], b: &[f64; POINTS]) -> bool {
         .all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
 }
 
+/// The metric of `ours` (each a name and its printed values) whose values are `values`, for a
+/// metric called `name`: the one that has them, or among several, the one whose name and `name`
+/// share the longest ending where one name ends with the other, if exactly one.
+pub fn by_formula(
+    name: &str,
+    values: Option<[f64; POINTS]>,
+    ours: &[(String, Option<[f64; POINTS]>)],
+) -> Option<String> {
+    let values = values?;
+    let same: Vec<&String> = ours
+        .iter()
+        .filter(|(_, v)| v.as_ref().is_some_and(|v| same_values(v, &values)))
+        .map(|(n, _)| n)
+        .collect();
+    if let [one] = same.as_slice() {
+        return Some((*one).clone());
+    }
+    // Among several, the one whose name and `name` share the longest ending, where one
+    // name ends with the other (`tma_info_thread_cpi` is `Info_Thread_CPI`, not `cpi`).
+    let lower = name.to_ascii_lowercase();
+    let shared = |n: &String| {
+        let n = n.to_ascii_lowercase();
+        (n.ends_with(&lower) || lower.ends_with(&n)).then(|| n.len().min(lower.len()))
+    };
+    let longest = same.iter().filter_map(|n| shared(n)).max()?;
+    let ending: Vec<&&String> = same.iter().filter(|n| shared(n) == Some(longest)).collect();
+    match ending.as_slice() {
+        [one] => Some((**one).clone()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,8 @@ pub mod metrics;
 pub mod model;
 pub mod offcore;
 pub mod papi;
+pub mod perf_metrics;
+pub mod perf_tables;
 pub mod perfmon;
 pub mod revisions;
 pub mod tables;

@@ -79,7 +79,8 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`).
+    /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`), with perf's
+    /// metrics that compute what none of perfmon's does.
     PerfmonMetrics {
         /// The snapshot's top directory.
         #[arg(long)]
@@ -90,6 +91,17 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// A kernel tree's `tools/perf/pmu-events/arch/x86`: each model's perf metrics that
+        /// compute what none of perfmon's does join its table.
+        #[arg(long, requires = "kernel_version")]
+        perf_json: Option<PathBuf>,
+        /// The kernel tree's version, written into every file's header.
+        #[arg(long)]
+        kernel_version: Option<String>,
+        /// The Python that runs perf's metric scripts (`intel_metrics.py`), as perf's build
+        /// does.
+        #[arg(long, default_value = "python3")]
+        python: PathBuf,
     },
     /// PAPI's preset table (`papi_events.csv`): each model's presets in PAPI's form.
     Papi {
@@ -145,17 +157,22 @@ enum Source {
         perf: Option<PathBuf>,
     },
     /// The names perf's releases give our metrics (perf's own tables, read by running it, and
-    /// the kernel's perf JSON), matched by formula and description: one alias table per model.
+    /// kernel trees' perf JSON), matched by formula, name and description: one alias table per
+    /// model.
     MetricNames {
         /// The perf whose own tables are read (`perf list --details metrics`).
         #[arg(long, default_value = "perf")]
         perf: PathBuf,
-        /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
-        #[arg(long)]
-        source: PathBuf,
-        /// The kernel's version, written into every file's header.
-        #[arg(long)]
-        commit: String,
+        /// A kernel tree's `tools/perf/pmu-events/arch/x86` directory (one per release, each
+        /// with its `--commit`).
+        #[arg(long, required = true)]
+        source: Vec<PathBuf>,
+        /// Each tree's version, in `--source`'s order, written into every file's header.
+        #[arg(long, required = true)]
+        commit: Vec<String>,
+        /// The Python that runs perf's metric scripts.
+        #[arg(long, default_value = "python3")]
+        python: PathBuf,
         /// Our metric tables (events/data/generated/metrics).
         #[arg(long)]
         metrics: PathBuf,
@@ -163,7 +180,8 @@ enum Source {
         #[arg(long)]
         out: PathBuf,
     },
-    /// The Linux kernel's AMD Zen metrics (`tools/perf/pmu-events/arch/x86/amdzen*`).
+    /// perf's metric tables of the x86 models without an Intel perfmon metric table
+    /// (`tools/perf/pmu-events/arch/x86/DIR`, perf's scripts' and the common metrics).
     KernelMetrics {
         /// The kernel's `tools/perf/pmu-events/arch/x86` directory.
         #[arg(long)]
@@ -174,6 +192,10 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
+        /// The Python that runs perf's metric scripts (`intel_metrics.py`, `amd_metrics.py`),
+        /// as perf's build does.
+        #[arg(long, default_value = "python3")]
+        python: PathBuf,
     },
 }
 
@@ -217,6 +239,35 @@ fn arm64_metrics(
     let arch = source.join("tools/perf/pmu-events/arch/arm64");
     let tables = counterhal_gen::arm64_metrics::tables(&arch, &format!("{version} ({package})"))?;
     counterhal_gen::metrics::write_metrics(&tables, out)
+}
+
+/// Every model's metric aliases from perf `perf` and the kernel trees `sources` (with their
+/// versions `commits`, in order).
+fn metric_names(
+    perf: &std::path::Path,
+    sources: &[PathBuf],
+    commits: &[String],
+    python: &std::path::Path,
+    metrics: &std::path::Path,
+) -> Result<Vec<(String, String)>, counterhal_gen::GenError> {
+    if sources.len() != commits.len() {
+        return Err(counterhal_gen::GenError::Data(format!(
+            "{} --source and {} --commit: give each tree its version",
+            sources.len(),
+            commits.len()
+        )));
+    }
+    let kernels: Vec<(PathBuf, String)> = sources
+        .iter()
+        .cloned()
+        .zip(commits.iter().cloned())
+        .collect();
+    counterhal_gen::metric_names::tables(&counterhal_gen::metric_names::Sources {
+        perf,
+        kernels: &kernels,
+        python: Some(python),
+        metrics,
+    })
 }
 
 fn main() -> ExitCode {
@@ -279,7 +330,21 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            perf_json,
+            kernel_version,
+            python,
         } => counterhal_gen::metrics::perfmon(source, commit)
+            .and_then(|mut tables| {
+                if let (Some(x86), Some(version)) = (perf_json, kernel_version) {
+                    counterhal_gen::perf_tables::merge_all(
+                        &mut tables,
+                        x86,
+                        version,
+                        Some(python),
+                    )?;
+                }
+                Ok(tables)
+            })
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
         Source::Papi { csv, source, out } => counterhal_gen::papi::generate(csv, source, out),
         Source::Arm64 {
@@ -308,21 +373,18 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
-        } => counterhal_gen::metrics::kernel(source, commit)
+            python,
+        } => counterhal_gen::perf_tables::kernel(source, commit, Some(python))
             .and_then(|tables| counterhal_gen::metrics::write_metrics(&tables, out)),
         Source::MetricNames {
             perf,
             source,
             commit,
+            python,
             metrics,
             out,
-        } => counterhal_gen::metric_names::tables(&counterhal_gen::metric_names::Sources {
-            perf,
-            kernel: source,
-            kernel_version: commit,
-            metrics,
-        })
-        .and_then(|tables| counterhal_gen::metric_names::write_tables(&tables, out)),
+        } => metric_names(perf, source, commit, python, metrics)
+            .and_then(|tables| counterhal_gen::metric_names::write_tables(&tables, out)),
         Source::Uncore {
             source,
             commit,

@@ -1,64 +1,43 @@
 //! The names perf's releases gave the metrics of our tables, so that `-M` takes what a user's
 //! perf prints: perf 6.1's own tables (compiled into Debian 12's perf, read with
-//! `PERF_CPUID=CPUID perf list --details metrics`) and Linux 6.12's perf JSON (the kernel
-//! tree's `tools/perf/pmu-events/arch/x86/DIR`). perf 6.1 calls Intel's `Info_System_DRAM_BW_Use`
-//! `DRAM_BW_Use`, Linux 6.12 `tma_info_system_dram_bw_use`.
+//! `PERF_CPUID=CPUID perf list --details metrics`) and the perf JSON of newer kernel trees
+//! (Linux 6.12's, 7.2's: the tree's `tools/perf/pmu-events/arch/x86/DIR` with perf's script's
+//! and common metrics, as [`crate::perf_metrics`] reads them). perf 6.1 calls Intel's
+//! `Info_System_DRAM_BW_Use` `DRAM_BW_Use`, Linux 6.12 and 7.2 `tma_info_system_dram_bw_use`.
 //!
 //! Nothing is matched by a rule on names. A release's metric is ours when ([`matched`]):
 //!
 //! 1. it has the name of one of ours (any case): nothing to add;
-//! 2. (perf 6.1) Linux 6.12 has a metric of that name (any case), matched to ours by 4;
-//! 3. (perf 6.1) Linux 6.12 has exactly one metric of the same description (case and spaces
-//!    aside), matched to ours by 4: the same metric in both releases, whatever its formula
-//!    became (perf 6.1's `IO_Read_BW` read the events Intel's later tables give its writes);
-//! 4. its formula computes what exactly one of ours computes, as printed (times its scale:
-//!    Linux 6.12's top-down nodes are fractions printed as `100%`, ours percentages;
+//! 2. its formula computes what exactly one of ours computes, as printed (times its scale:
+//!    perf's top-down nodes are fractions printed as `100%`, perfmon's percentages;
 //!    [`crate::formula`]: the metrics it reads put in place, evaluated where each event has a
 //!    value of its own), or, among several of ours that do, the one whose name and its name
-//!    share the longest ending where one name ends with the other, if exactly one.
+//!    share the longest ending where one name ends with the other, if exactly one
+//!    ([`by_formula`]); for a newer release, among ours that do not have a name of that
+//!    release (those are the release's own metrics, [`crate::perf_tables`]);
+//! 3. (perf 6.1) a newer release has a metric of that name (any case), matched to ours by 2;
+//! 4. (perf 6.1) a newer release has exactly one metric of the same description (case and
+//!    spaces aside), matched to ours by 2: the same metric in both releases, whatever its
+//!    formula became.
 //!
-//! Anything else is not matched, and the table's header lists it. Descriptions are only
-//! compared, never written.
+//! The formula comes first: a name keeps what its release computed for it. perf 6.1's
+//! `IO_Read_BW` on Ice Lake-SP reads the ItoM requests, which Intel's later tables count as
+//! writes (`Info_System_IO_Write_BW`), and so it is that metric, not the newer
+//! `Info_System_IO_Read_BW` its description names (docs/event-data-errata.md). A name two
+//! releases give two of our metrics is the newest release's, and the older release's meaning
+//! is listed as not matched. Anything else is not matched, and the table's header lists it.
+//! Descriptions are only compared, never written.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-
 use crate::GenError;
-use crate::formula::{Formulas, same_values};
+use crate::formula::{Formulas, POINTS, by_formula};
+pub use crate::perf_tables::MODELS;
+use crate::perf_tables::release_of;
 use crate::write::{GENERATED_MARK, quoted};
-
-/// Our metric tables, the kernel's directory of each model and the `PERF_CPUID` that makes
-/// perf take its tables.
-pub const MODELS: &[(&str, &str, &str)] = &[
-    ("adl_glc", "alderlake", "GenuineIntel-6-97-2"),
-    ("amd64_fam17h_zen1", "amdzen1", "AuthenticAMD-23-1-2"),
-    ("amd64_fam17h_zen2", "amdzen2", "AuthenticAMD-23-31-0"),
-    ("amd64_fam19h_zen3", "amdzen3", "AuthenticAMD-25-1-1"),
-    ("amd64_fam19h_zen4", "amdzen4", "AuthenticAMD-25-17-1"),
-    ("amd64_fam1ah_zen5", "amdzen5", "AuthenticAMD-26-2-0"),
-    ("bdw", "broadwell", "GenuineIntel-6-3D-4"),
-    ("bdw_ep", "broadwellx", "GenuineIntel-6-4F-1"),
-    ("clx", "cascadelakex", "GenuineIntel-6-55-7"),
-    ("emr", "emeraldrapids", "GenuineIntel-6-CF-2"),
-    ("gnr", "graniterapids", "GenuineIntel-6-AD-1"),
-    ("grr", "grandridge", "GenuineIntel-6-B6-0"),
-    ("hsw", "haswell", "GenuineIntel-6-3C-3"),
-    ("hsw_ep", "haswellx", "GenuineIntel-6-3F-2"),
-    ("icl", "icelake", "GenuineIntel-6-7E-5"),
-    ("icx", "icelakex", "GenuineIntel-6-6A-6"),
-    ("lnl_lnc", "lunarlake", "GenuineIntel-6-BD-1"),
-    ("mtl_rwc", "meteorlake", "GenuineIntel-6-AA-4"),
-    ("rkl", "rocketlake", "GenuineIntel-6-A7-1"),
-    ("skl", "skylake", "GenuineIntel-6-5E-3"),
-    ("skx", "skylakex", "GenuineIntel-6-55-4"),
-    ("spr", "sapphirerapids", "GenuineIntel-6-8F-8"),
-    ("srf", "sierraforest", "GenuineIntel-6-AF-3"),
-    ("tgl", "tigerlake", "GenuineIntel-6-8C-1"),
-];
 
 /// One metric of a release (or of ours): its name, formula, the scale its value is printed
 /// with, and description.
@@ -154,50 +133,28 @@ pub fn perf_metrics(perf: &Path, cpuid: &str) -> Result<Vec<ReleaseMetric>, GenE
     Ok(parse_perf_list(&String::from_utf8_lossy(&output.stdout)))
 }
 
-/// The metrics of the kernel's JSON directory `root/dir` (a hybrid chip's Atom cores'
-/// metrics, `Unit` `cpu_atom`, are left out), sorted by name.
+/// The metrics of perf's table of the kernel tree's directory `x86/dir`
+/// ([`crate::perf_metrics::read_dir`], its script run by `python` where given), sorted by
+/// name.
 ///
 /// # Errors
-/// A file that cannot be read or is not JSON.
-pub fn kernel_metrics(root: &Path, dir: &str) -> Result<Vec<ReleaseMetric>, GenError> {
-    let path = root.join(dir);
-    let mut files: Vec<_> = std::fs::read_dir(&path)
-        .map_err(|e| GenError::io(&path, &e))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|e| GenError::io(&file, &e))?;
-        if !text.contains("\"MetricName\"") {
-            continue;
-        }
-        let json: Value = serde_json::from_str(&text)
-            .map_err(|e| GenError::Data(format!("{}: {e}", file.display())))?;
-        for entry in json.as_array().into_iter().flatten() {
-            let text = |key: &str| entry.get(key).and_then(Value::as_str).unwrap_or("");
-            if text("MetricName").is_empty() || text("Unit") == "cpu_atom" {
-                continue;
-            }
-            out.push(ReleaseMetric {
-                name: text("MetricName").to_string(),
-                formula: text("MetricExpr").to_string(),
-                scale: match entry.get("ScaleUnit").and_then(Value::as_str) {
-                    Some(unit) => {
-                        crate::metrics::scale_unit(unit)
-                            .map_err(|why| GenError::Data(format!("{}: {why}", file.display())))?
-                            .0
-                    }
-                    None => 1.0,
-                },
-                description: text("BriefDescription").to_string(),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+/// As [`crate::perf_metrics::read_dir`].
+pub fn release_metrics(
+    x86: &Path,
+    dir: &str,
+    python: Option<&Path>,
+) -> Result<Vec<ReleaseMetric>, GenError> {
+    let table = crate::perf_metrics::read_dir(x86, dir, python)?;
+    Ok(table
+        .metrics
+        .into_iter()
+        .map(|m| ReleaseMetric {
+            name: m.metric.name,
+            formula: m.metric.expression,
+            scale: m.metric.scale,
+            description: m.description,
+        })
+        .collect())
 }
 
 /// Our metrics (name, formula, scale) of a generated table (`metrics/ID.toml`).
@@ -245,48 +202,38 @@ pub struct Matched {
 }
 
 /// A metric's printed values: its values times its scale.
-fn printed(formulas: &Formulas, metric: &ReleaseMetric) -> Option<[f64; crate::formula::POINTS]> {
+fn printed(formulas: &Formulas, metric: &ReleaseMetric) -> Option<[f64; POINTS]> {
     formulas
         .values(&metric.name)
         .map(|values| values.map(|v| v * metric.scale))
 }
 
-/// Our metric whose values are `values`, as rule 4 of the module's documentation picks it.
-fn by_formula(
-    name: &str,
-    values: Option<[f64; crate::formula::POINTS]>,
-    ours: &[(String, Option<[f64; crate::formula::POINTS]>)],
-) -> Option<String> {
-    let values = values?;
-    let same: Vec<&String> = ours
-        .iter()
-        .filter(|(_, v)| v.as_ref().is_some_and(|v| same_values(v, &values)))
-        .map(|(n, _)| n)
-        .collect();
-    if let [one] = same.as_slice() {
-        return Some((*one).clone());
-    }
-    // Among several, the one whose name and `name` share the longest ending, where one
-    // name ends with the other (`tma_info_thread_cpi` is `Info_Thread_CPI`, not `cpi`).
-    let lower = name.to_ascii_lowercase();
-    let shared = |n: &String| {
-        let n = n.to_ascii_lowercase();
-        (n.ends_with(&lower) || lower.ends_with(&n)).then(|| n.len().min(lower.len()))
-    };
-    let longest = same.iter().filter_map(|n| shared(n)).max()?;
-    let ending: Vec<&&String> = same.iter().filter(|n| shared(n) == Some(longest)).collect();
-    match ending.as_slice() {
-        [one] => Some((**one).clone()),
-        _ => None,
-    }
+/// A release's number as numbers (`perf 6.12` is `[6, 12]`), to order releases.
+fn release_number(release: &str) -> Vec<u32> {
+    release
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .split('.')
+        .map(|n| n.parse().unwrap_or(0))
+        .collect()
 }
 
-/// Matches the metrics of an older release (`older`, perf 6.1's) and a newer one (`newer`,
-/// Linux 6.12's) to `ours`, as the module's documentation says.
+/// A description as descriptions are compared: without its final stop, spaces and case.
+fn describe(text: &str) -> String {
+    text.trim_end_matches('.')
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_lowercase()
+}
+
+/// Matches the metrics of perf 6.1's own tables (`older`) and of newer releases' JSON
+/// (`newer`, each a release and its metrics) to `ours`, as the module's documentation says.
 pub fn matched(
     ours: &[ReleaseMetric],
     (older_release, older): (&str, &[ReleaseMetric]),
-    (newer_release, newer): (&str, &[ReleaseMetric]),
+    newer: &[(String, Vec<ReleaseMetric>)],
 ) -> Matched {
     let our_formulas = Formulas::new(
         ours.iter().map(|m| (m.name.as_str(), m.formula.as_str())),
@@ -297,62 +244,76 @@ pub fn matched(
         .map(|m| (m.name.clone(), printed(&our_formulas, m)))
         .collect();
     let is_ours = |name: &str| ours.iter().any(|m| m.name.eq_ignore_ascii_case(name));
-    let newer_formulas = Formulas::new(
-        newer.iter().map(|m| (m.name.as_str(), m.formula.as_str())),
-        true,
-    );
+    // The newest release first: a name's match in the newest release that has it.
+    let mut newer: Vec<&(String, Vec<ReleaseMetric>)> = newer.iter().collect();
+    newer.sort_by_key(|(release, _)| std::cmp::Reverse(release_number(release)));
     let mut newer_match: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Matched::default();
-    for metric in newer.iter().filter(|m| !is_ours(&m.name)) {
-        match by_formula(&metric.name, printed(&newer_formulas, metric), &our_values) {
-            Some(our) => {
-                newer_match.insert(metric.name.to_ascii_lowercase(), our.clone());
-                out.aliases.push((
-                    metric.name.clone(),
-                    our,
-                    newer_release.to_string(),
-                    How::Formula,
-                ));
+    for (release, metrics) in &newer {
+        // Ours that the release does not name: a metric of the release's own name is the
+        // release's own (added from its table), not another name's meaning.
+        let candidates: Vec<(String, Option<_>)> = our_values
+            .iter()
+            .filter(|(name, _)| !metrics.iter().any(|m| m.name.eq_ignore_ascii_case(name)))
+            .cloned()
+            .collect();
+        let formulas = Formulas::new(
+            metrics
+                .iter()
+                .map(|m| (m.name.as_str(), m.formula.as_str())),
+            true,
+        );
+        for metric in metrics {
+            if let Some(our) = ours
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(&metric.name))
+            {
+                // Ours by name: an older release's name for it is that metric.
+                newer_match
+                    .entry(metric.name.to_ascii_lowercase())
+                    .or_insert_with(|| our.name.clone());
+                continue;
             }
-            None => out
-                .unmatched
-                .push((newer_release.to_string(), metric.name.clone())),
+            match by_formula(&metric.name, printed(&formulas, metric), &candidates) {
+                Some(our) => {
+                    newer_match
+                        .entry(metric.name.to_ascii_lowercase())
+                        .or_insert_with(|| our.clone());
+                    out.aliases
+                        .push((metric.name.clone(), our, release.clone(), How::Formula));
+                }
+                None => out.unmatched.push((release.clone(), metric.name.clone())),
+            }
         }
-    }
-    let describe = |d: &str| {
-        d.trim_end_matches('.')
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_ascii_lowercase()
-    };
-    let mut by_description: BTreeMap<String, Vec<&ReleaseMetric>> = BTreeMap::new();
-    for metric in newer.iter().filter(|m| !m.description.is_empty()) {
-        by_description
-            .entry(describe(&metric.description))
-            .or_default()
-            .push(metric);
     }
     let older_formulas = Formulas::new(
         older.iter().map(|m| (m.name.as_str(), m.formula.as_str())),
         false,
     );
     for metric in older.iter().filter(|m| !is_ours(&m.name)) {
-        let same_name = newer_match.get(&metric.name.to_ascii_lowercase());
-        let described = match metric.description.is_empty() {
-            true => None,
-            false => by_description.get(&describe(&metric.description)),
+        let by_name = || newer_match.get(&metric.name.to_ascii_lowercase());
+        // The one metric of the newest release with this description, matched.
+        let by_description = || {
+            if metric.description.is_empty() {
+                return None;
+            }
+            let wanted = describe(&metric.description);
+            newer.iter().find_map(|(_, metrics)| {
+                match metrics
+                    .iter()
+                    .filter(|m| describe(&m.description) == wanted)
+                    .collect::<Vec<_>>()
+                    .as_slice()
+                {
+                    [one] => newer_match.get(&one.name.to_ascii_lowercase()),
+                    _ => None,
+                }
+            })
         };
-        let same_description = match described.map(Vec::as_slice) {
-            Some([one]) => newer_match.get(&one.name.to_ascii_lowercase()),
-            _ => None,
-        };
-        let found = match (same_name, same_description) {
-            (Some(our), _) => Some((our.clone(), How::NewerName)),
-            (None, Some(our)) => Some((our.clone(), How::Description)),
-            (None, None) => by_formula(&metric.name, printed(&older_formulas, metric), &our_values)
-                .map(|our| (our, How::Formula)),
-        };
+        let found = by_formula(&metric.name, printed(&older_formulas, metric), &our_values)
+            .map(|our| (our, How::Formula))
+            .or_else(|| by_name().map(|our| (our.clone(), How::NewerName)))
+            .or_else(|| by_description().map(|our| (our.clone(), How::Description)));
         match found {
             Some((our, how)) => {
                 out.aliases
@@ -363,25 +324,34 @@ pub fn matched(
                 .push((older_release.to_string(), metric.name.clone())),
         }
     }
-    // A name both releases give one metric is one alias (the older release's); a name they
-    // give two metrics is none.
-    out.aliases.sort();
-    out.aliases
-        .dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
-    let twice: Vec<String> = out
-        .aliases
-        .windows(2)
-        .filter(|w| w[0].0 == w[1].0)
-        .map(|w| w[0].0.clone())
-        .collect();
-    for name in twice {
-        out.aliases.retain(|a| a.0 != name);
-        out.unmatched
-            .push(("both releases, two metrics".to_string(), name));
-    }
+    one_meaning_a_name(&mut out);
     out.unmatched.sort();
     out.unmatched.dedup();
     out
+}
+
+/// One alias a name: a name two releases give one metric is the oldest release's alias; a
+/// name two releases give two metrics is the newest release's, the others' meanings listed
+/// as not matched.
+fn one_meaning_a_name(out: &mut Matched) {
+    out.aliases.sort_by(|a, b| {
+        (&a.0, &a.1, release_number(&a.2)).cmp(&(&b.0, &b.1, release_number(&b.2)))
+    });
+    out.aliases
+        .dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
+    let aliases = std::mem::take(&mut out.aliases);
+    for group in aliases.chunk_by(|a, b| a.0 == b.0) {
+        let Some(newest) = group.iter().max_by_key(|a| release_number(&a.2)) else {
+            continue;
+        };
+        for other in group.iter().filter(|a| a.1 != newest.1) {
+            out.unmatched.push((
+                format!("{}, another metric than {}'s", other.2, newest.2),
+                format!("{} ({})", other.0, other.1),
+            ));
+        }
+        out.aliases.push(newest.clone());
+    }
 }
 
 /// The TOML text of one model's aliases: headed by the sources (`sources`, one line each),
@@ -426,48 +396,67 @@ pub fn aliases_toml(model: &str, sources: &[String], matched: &Matched) -> Strin
     out
 }
 
-/// Where [`table`] reads: perf (its release, `perf 6.1`, and version line), the kernel's
-/// `tools/perf/pmu-events/arch/x86` and its version, and our metric tables
+/// Where [`table`] reads: perf (its own tables: perf 6.1's), newer kernel trees' x86 perf JSON
+/// with their versions, the Python that runs perf's scripts, and our metric tables
 /// (`events/data/generated/metrics`).
 pub struct Sources<'a> {
     /// The perf whose own tables are read.
     pub perf: &'a Path,
-    /// The kernel's JSON directory.
-    pub kernel: &'a Path,
-    /// The kernel's version (`linux-source-6.12 6.12.117-1~deb12u1 (Debian)`).
-    pub kernel_version: &'a str,
+    /// Each kernel tree's `tools/perf/pmu-events/arch/x86` and its version (`linux-source-7.2
+    /// 7.2.13-1 (Debian)`).
+    pub kernels: &'a [(PathBuf, String)],
+    /// The Python that runs perf's metric scripts ([`crate::perf_metrics`]); none: their
+    /// metrics are not read.
+    pub python: Option<&'a Path>,
     /// Our metric tables.
     pub metrics: &'a Path,
 }
 
 /// The TOML text of the aliases of `(model, dir, cpuid)`, a row of [`MODELS`]; `None` where
-/// we have no table for the model or the kernel no directory.
+/// we have no table for the model or no kernel tree a directory for it.
 ///
 /// # Errors
 /// perf cannot run, or a file cannot be read.
 pub fn table(sources: &Sources<'_>, row: (&str, &str, &str)) -> Result<Option<String>, GenError> {
     let (model, dir, cpuid) = row;
     let ours_path = sources.metrics.join(format!("{model}.toml"));
-    if !ours_path.is_file() || !sources.kernel.join(dir).is_dir() {
+    let kernels: Vec<&(PathBuf, String)> = sources
+        .kernels
+        .iter()
+        .filter(|(x86, _)| x86.join(dir).is_dir())
+        .collect();
+    if !ours_path.is_file() || kernels.is_empty() {
         return Ok(None);
     }
     let (older_release, version) = perf_release(sources.perf)?;
-    let newer_release = format!("perf {}", kernel_release(sources.kernel_version));
     let ours = our_metrics(&ours_path)?;
     let older = perf_metrics(sources.perf, cpuid)?;
-    let newer = kernel_metrics(sources.kernel, dir)?;
-    let found = matched(&ours, (&older_release, &older), (&newer_release, &newer));
-    let lines = [
-        format!(
-            "{older_release}'s own tables, `PERF_CPUID={cpuid} perf list --details metrics` ({version})"
-        ),
-        format!(
-            "{newer_release}'s JSON, Linux kernel tools/perf/pmu-events/arch/x86/{dir} \
-             ({}; GPL-2.0-only, names only)",
-            sources.kernel_version
-        ),
-        format!("ours: events/data/generated/metrics/{model}.toml"),
-    ];
+    let mut lines = vec![format!(
+        "{older_release}'s own tables, `PERF_CPUID={cpuid} perf list --details metrics` ({version})"
+    )];
+    let mut newer = Vec::new();
+    for (x86, kernel_version) in kernels {
+        let release = release_of(kernel_version);
+        let mut files = format!("arch/x86/{dir}");
+        if sources.python.is_some()
+            && x86
+                .join("../..")
+                .join(crate::perf_metrics::script_for(dir))
+                .is_file()
+        {
+            files.push_str(&format!(", {} {dir}", crate::perf_metrics::script_for(dir)));
+        }
+        if x86.join("../common/common/metrics.json").is_file() {
+            files.push_str(", arch/common/common/metrics.json");
+        }
+        lines.push(format!(
+            "{release}'s JSON, Linux kernel tools/perf/pmu-events: {files} ({kernel_version}; \
+             GPL-2.0-only, names only)"
+        ));
+        newer.push((release, release_metrics(x86, dir, sources.python)?));
+    }
+    lines.push(format!("ours: events/data/generated/metrics/{model}.toml"));
+    let found = matched(&ours, (&older_release, &older), &newer);
     Ok(Some(aliases_toml(model, &lines, &found)))
 }
 
@@ -484,13 +473,6 @@ pub fn tables(sources: &Sources<'_>) -> Result<Vec<(String, String)>, GenError> 
         }
     }
     Ok(out)
-}
-
-/// The release (`6.12`) of a kernel version text (`linux-source-6.12 6.12.117-1~deb12u1`):
-/// the first word's last two dotted numbers after its last `-`, else the text.
-fn kernel_release(version: &str) -> &str {
-    let first = version.split_whitespace().next().unwrap_or(version);
-    first.rsplit_once('-').map_or(first, |(_, r)| r)
 }
 
 /// Writes each table to `out/MODEL.toml`; returns the paths written, in order.
@@ -533,15 +515,17 @@ mod tests {
     }
 
     #[test]
-    fn names_match_by_formula_then_description() {
+    fn names_match_by_formula_then_name_then_description() {
         let ours = [
             metric("Info_System_Read_BW", "A * 64 / ( 1000000000 )", ""),
             metric("Info_System_Write_BW", "B * 64 / ( 1000000000 )", ""),
             metric("Info_Thread_IPC", "I / C", ""),
             metric("Other", "I / C", ""),
             metric("Retiring", "100 * ( R / S )", ""),
+            // A newer release's own metric, added to our table by its name.
+            metric("insn_per_cycle", "I / C", ""),
         ];
-        let newer = [
+        let newer_6_12 = vec![
             metric(
                 "tma_info_system_read_bw",
                 "a * 64 / 1e9",
@@ -554,41 +538,76 @@ mod tests {
             ),
             metric("tma_info_thread_ipc", "i / c", ""),
             metric("unknown", "z", ""),
+            metric("io_bw", "b * 64 / 1e9", ""),
             // Printed as a percentage (`ScaleUnit` `100%`), as ours computes it.
             ReleaseMetric {
                 scale: 100.0,
                 ..metric("tma_retiring", "r / s", "")
             },
         ];
+        let newer_7_2 = vec![
+            metric("insn_per_cycle", "i / c", ""),
+            metric("tma_info_thread_ipc", "i / c", ""),
+            // The name meant writes in 6.12 and reads in 7.2: the newest meaning.
+            metric("io_bw", "a * 64 / 1e9", ""),
+        ];
         let older = [
-            // The older release gave the reads' name the writes' formula.
+            // perf 6.1 gave the reads' name the writes' formula: what it computed.
             metric("Read_BW", "B * 64 / 1000000000", "Reads  [GB / sec]."),
+            // Another formula, the description of a newer release's metric.
+            metric("Old_Read_BW", "A * 32 / 1000000000", "Reads [GB / sec]"),
             metric("IPC", "I / C", ""),
             metric("Lost", "Q", ""),
         ];
-        let found = matched(&ours, ("perf 6.1", &older), ("perf 6.12", &newer));
+        let newer = [
+            ("perf 6.12".to_string(), newer_6_12),
+            ("perf 7.2".to_string(), newer_7_2),
+        ];
+        let found = matched(&ours, ("perf 6.1", &older), &newer);
         let alias = |a: &str| {
             found
                 .aliases
                 .iter()
                 .find(|x| x.0 == a)
-                .map(|x| (x.1.as_str(), x.3))
+                .map(|x| (x.1.as_str(), x.2.as_str(), x.3))
         };
         assert_eq!(
             alias("Read_BW"),
-            Some(("Info_System_Read_BW", How::Description))
+            Some(("Info_System_Write_BW", "perf 6.1", How::Formula))
         );
-        assert_eq!(alias("IPC"), Some(("Info_Thread_IPC", How::Formula)));
-        assert_eq!(alias("tma_retiring"), Some(("Retiring", How::Formula)));
         assert_eq!(
-            alias("tma_info_system_write_bw"),
-            Some(("Info_System_Write_BW", How::Formula))
+            alias("Old_Read_BW"),
+            Some(("Info_System_Read_BW", "perf 6.1", How::Description))
         );
+        // `I / C` is `Info_Thread_IPC`, `Other` and `insn_per_cycle`: the name's ending picks
+        // one.
+        assert_eq!(
+            alias("IPC"),
+            Some(("Info_Thread_IPC", "perf 6.1", How::Formula))
+        );
+        // Two releases, one metric: the older release's alias.
+        assert_eq!(
+            alias("tma_info_thread_ipc"),
+            Some(("Info_Thread_IPC", "perf 6.12", How::Formula))
+        );
+        assert_eq!(
+            alias("tma_retiring"),
+            Some(("Retiring", "perf 6.12", How::Formula))
+        );
+        assert_eq!(
+            alias("io_bw"),
+            Some(("Info_System_Read_BW", "perf 7.2", How::Formula))
+        );
+        assert_eq!(alias("insn_per_cycle"), None);
         assert_eq!(
             found.unmatched,
             [
                 ("perf 6.1".to_string(), "Lost".to_string()),
-                ("perf 6.12".to_string(), "unknown".to_string())
+                ("perf 6.12".to_string(), "unknown".to_string()),
+                (
+                    "perf 6.12, another metric than perf 7.2's".to_string(),
+                    "io_bw (Info_System_Write_BW)".to_string()
+                ),
             ]
         );
     }

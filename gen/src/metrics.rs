@@ -1,8 +1,9 @@
 //! Metrics per CPU model: Intel perfmon's `*/metrics/*_metrics*.json` (each formula over
-//! aliases the entry binds to event names and constants) and the Linux kernel's AMD Zen
-//! pmu-events JSON (perf's metric syntax). Facts carry over (the metric's name, groups,
-//! formula, scale and unit); description sentences do not. One deterministic TOML file per
-//! model, `metrics/ID.toml`, headed like the event tables.
+//! aliases the entry binds to event names and constants), and the table format every metric
+//! source writes (perf's tables of the x86 and Arm models too). Facts
+//! carry over (the metric's name, groups, formula, scale and unit); description sentences do
+//! not. One deterministic TOML file per model, `metrics/ID.toml`, headed like the event
+//! tables.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -36,15 +37,6 @@ pub const PERFMON_FILES: &[(&str, &str)] = &[
     ("skylake_metrics.json", "skl"),
     ("skylakex_metrics.json", "skx"),
     ("tigerlake_metrics.json", "tgl"),
-];
-
-/// The kernel's AMD directories (under `tools/perf/pmu-events/arch/x86`) and their model ids.
-pub const KERNEL_DIRS: &[(&str, &str)] = &[
-    ("amdzen1", "amd64_fam17h_zen1"),
-    ("amdzen2", "amd64_fam17h_zen2"),
-    ("amdzen3", "amd64_fam19h_zen3"),
-    ("amdzen4", "amd64_fam19h_zen4"),
-    ("amdzen5", "amd64_fam1ah_zen5"),
 ];
 
 /// The source line of the kernel's tables.
@@ -95,6 +87,9 @@ pub struct GenMetrics {
     pub events: Vec<(String, String)>,
     /// The metrics, sorted by name.
     pub metrics: Vec<GenMetric>,
+    /// More lines of the header (more sources, what was added or left out), each written
+    /// after `# `.
+    pub notes: Vec<String>,
 }
 
 /// A name in our syntax: perf's escapes before anything a name cannot hold.
@@ -316,105 +311,6 @@ pub(crate) fn scale_unit(text: &str) -> Result<(f64, String), String> {
     Ok((scale, text[end..].to_string()))
 }
 
-/// The metrics of the kernel's AMD directories under `root` (`tools/perf/pmu-events/arch/x86`
-/// of a kernel tree), in [`KERNEL_DIRS`] order; a directory missing is skipped.
-///
-/// # Errors
-/// A file that cannot be read, or an entry that is not perf's layout.
-pub fn kernel(root: &Path, commit: &str) -> Result<Vec<GenMetrics>, GenError> {
-    let mut out = Vec::new();
-    for &(dir, model) in KERNEL_DIRS {
-        let path = root.join(dir);
-        if !path.is_dir() {
-            continue;
-        }
-        let mut files: Vec<String> = std::fs::read_dir(&path)
-            .map_err(|e| GenError::io(&path, &e))?
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".json"))
-            .collect();
-        files.sort();
-        let mut metrics = Vec::new();
-        let mut raw = Vec::new();
-        for file in &files {
-            let relative = format!("tools/perf/pmu-events/arch/x86/{dir}/{file}");
-            let json = read_json(&path.join(file))?;
-            let entries = json
-                .as_array()
-                .ok_or_else(|| GenError::Data(format!("{relative}: not a JSON array")))?;
-            for entry in entries.iter().filter(|e| e.get("Unit").is_none()) {
-                if let Some(event) = raw_event(entry) {
-                    raw.push(event);
-                }
-            }
-            for entry in entries.iter().filter(|e| e.get("MetricName").is_some()) {
-                let name = text(entry, "MetricName");
-                let expression = text(entry, "MetricExpr");
-                if name.is_empty() || expression.is_empty() {
-                    return Err(GenError::Data(format!(
-                        "{relative}: a metric without `MetricName` or `MetricExpr`"
-                    )));
-                }
-                let (scale, unit) = match entry.get("ScaleUnit").and_then(Value::as_str) {
-                    Some(text) => scale_unit(text)
-                        .map_err(|why| GenError::Data(format!("{relative}: {name}: {why}")))?,
-                    None => (1.0, String::new()),
-                };
-                metrics.push(GenMetric {
-                    name: name.to_string(),
-                    groups: groups(text(entry, "MetricGroup")),
-                    expression: expression.split_whitespace().collect::<Vec<_>>().join(" "),
-                    scale,
-                    unit,
-                });
-            }
-        }
-        let file = format!("tools/perf/pmu-events/arch/x86/{dir}/*.json");
-        let mut table = table(model, KERNEL_SOURCE, commit, &file, metrics)?;
-        table.events = read_events(&table.metrics, &raw);
-        out.push(table);
-    }
-    Ok(out)
-}
-
-/// A core event of perf's AMD JSON as our raw syntax: `rHEX` with the event code's low byte,
-/// the unit mask at bit 8 and the code's high nibble at bit 32 (`None`: no event code).
-fn raw_event(entry: &Value) -> Option<(String, String)> {
-    let name = entry.get("EventName")?.as_str()?;
-    let number = |key: &str| {
-        let text = text(entry, key);
-        u64::from_str_radix(text.trim_start_matches("0x"), 16).ok()
-    };
-    let code = number("EventCode")?;
-    let umask = if text(entry, "UMask").is_empty() {
-        0
-    } else {
-        number("UMask")?
-    };
-    let value = (code & 0xff) | (umask & 0xff) << 8 | (code >> 8 & 0xf) << 32;
-    Some((name.to_string(), format!("r{value:x}")))
-}
-
-/// The raw events of `raw` that `metrics` read by name, sorted.
-fn read_events(metrics: &[GenMetric], raw: &[(String, String)]) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for metric in metrics {
-        let words = metric
-            .expression
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
-        for word in words {
-            if let Some(event) = raw.iter().find(|(name, _)| name == word)
-                && !out.contains(event)
-            {
-                out.push(event.clone());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// One model's table, its metrics sorted by name (a name given twice with different facts is
 /// an error).
 pub(crate) fn table(
@@ -442,6 +338,7 @@ pub(crate) fn table(
         },
         events: Vec::new(),
         metrics,
+        notes: Vec::new(),
     })
 }
 
@@ -453,6 +350,9 @@ pub fn metrics_toml(table: &GenMetrics) -> String {
     let _ = writeln!(out, "# source: {}", p.source);
     let _ = writeln!(out, "# commit: {}", p.commit);
     let _ = writeln!(out, "# file: {}", p.file);
+    for note in &table.notes {
+        let _ = writeln!(out, "# {note}");
+    }
     out.push('\n');
     let _ = writeln!(out, "model = {}", quoted(&table.model));
     if !table.events.is_empty() {
@@ -537,21 +437,6 @@ mod tests {
             (6.103515625e-5, "MiB".to_string())
         );
         assert!(scale_unit("MiB").unwrap_err().contains("`MiB`"));
-    }
-
-    #[test]
-    fn amd_events_become_raw_events() {
-        let entry = serde_json::json!({"EventName": "x.y", "EventCode": "0x1a0", "UMask": "0x1e"});
-        assert_eq!(
-            raw_event(&entry),
-            Some(("x.y".to_string(), "r100001ea0".to_string()))
-        );
-        let entry = serde_json::json!({"EventName": "c", "EventCode": "0x76"});
-        assert_eq!(
-            raw_event(&entry),
-            Some(("c".to_string(), "r76".to_string()))
-        );
-        assert_eq!(raw_event(&serde_json::json!({"EventName": "m"})), None);
     }
 
     #[test]

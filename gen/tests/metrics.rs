@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use counterhal_gen::metrics::{self, metrics_toml};
+use counterhal_gen::perf_tables;
 use counterhal_gen::write::GENERATED_MARK;
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -23,7 +24,7 @@ fn perfmon(root: &Path) -> String {
 }
 
 fn kernel(root: &Path) -> String {
-    let tables = metrics::kernel(root, COMMIT).unwrap();
+    let tables = perf_tables::kernel(root, COMMIT, None).unwrap();
     assert_eq!(tables.len(), 1, "one directory in the fixture");
     metrics_toml(&tables[0])
 }

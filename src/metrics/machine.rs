@@ -10,12 +10,18 @@ use std::sync::OnceLock;
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
-pub const KNOWN: [(&str, &str); 8] = [
+pub const KNOWN: [(&str, &str); 13] = [
     ("#num_cpus_online", "the CPUs online"),
     ("#smt_on", "1 when SMT is active"),
     ("#threads_per_core", "hardware threads per core"),
     ("#num_packages", "CPU packages (sockets)"),
+    ("#num_dies", "CPU dies"),
+    ("#num_cores", "cores"),
     ("#cores_per_socket", "cores per package"),
+    (
+        "#has_pmem",
+        "1 when the firmware describes persistent memory (an ACPI NFIT table)",
+    ),
     ("#system_tsc_freq", "the TSC's frequency in Hz"),
     (
         "#slots",
@@ -25,7 +31,56 @@ pub const KNOWN: [(&str, &str); 8] = [
         "#chas_per_socket",
         "the CHA boxes of a socket (the uncore_cha PMUs)",
     ),
+    (
+        "#target_cpu",
+        "1 when CPUs are counted (stat -a, -C) rather than a command's or processes' threads",
+    ),
+    (
+        "#core_wide",
+        "1 when CPUs are counted with every thread of their cores (SMT off, or whole cores)",
+    ),
 ];
+
+/// The CPUs counted, where CPUs are ([`count_cpus`]): `None` inside for all of them.
+static COUNTED_CPUS: OnceLock<Option<Vec<u32>>> = OnceLock::new();
+
+/// Says, for the rest of the process, that the metrics' events count CPUs (`stat -a`: all of
+/// them, `None`; `stat -C LIST`: those) rather than a command's or processes' threads: what
+/// perf's `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). The
+/// first call wins; without one, both are 0, as perf gives them to `perf stat COMMAND`.
+pub fn count_cpus(cpus: Option<&[u32]>) {
+    COUNTED_CPUS.get_or_init(|| cpus.map(<[u32]>::to_vec));
+}
+
+/// perf's `core_wide` (tools/perf/util/smt.c): CPUs are counted, and either SMT is off or
+/// every CPU of each core counted is (all of them, or a list holding whole cores, which
+/// `siblings` gives for each CPU: the CPUs of its core).
+fn core_wide(
+    counted: Option<&Option<Vec<u32>>>,
+    smt_on: bool,
+    siblings: &dyn Fn(u32) -> Option<Vec<u32>>,
+) -> bool {
+    match counted {
+        None => false,
+        Some(_) if !smt_on => true,
+        Some(None) => true,
+        Some(Some(cpus)) => cpus
+            .iter()
+            .all(|&cpu| siblings(cpu).is_some_and(|core| core.iter().all(|c| cpus.contains(c)))),
+    }
+}
+
+/// The CPUs of a sysfs list (`0-3,8`).
+fn list_cpus(list: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<u32>().ok()?..=b.parse::<u32>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
 
 /// The environment variable naming a sysfs root, as the command's `--sysfs` does.
 pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
@@ -72,6 +127,20 @@ pub fn constant(name: &str) -> Option<f64> {
         "#smt_on" => Some(f64::from(u8::from(facts.smt_on))),
         "#threads_per_core" => facts.threads_per_core.map(f64::from),
         "#num_packages" => facts.packages.map(f64::from),
+        "#num_dies" => facts.dies.map(f64::from),
+        "#num_cores" => facts.cores.map(f64::from),
+        "#has_pmem" => Some(f64::from(u8::from(facts.has_pmem))),
+        "#target_cpu" => Some(f64::from(u8::from(COUNTED_CPUS.get().is_some()))),
+        "#core_wide" => {
+            let siblings = |cpu: u32| {
+                read(&format!(
+                    "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+                ))
+                .and_then(|l| list_cpus(&l))
+            };
+            let wide = core_wide(COUNTED_CPUS.get(), facts.smt_on, &siblings);
+            Some(f64::from(u8::from(wide)))
+        }
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
         "#slots" => core_pmu_slots(&pmu_devices()),
@@ -134,7 +203,13 @@ struct Facts {
     smt_on: bool,
     threads_per_core: Option<u32>,
     packages: Option<u32>,
+    /// perf's `#num_dies`: the online CPUs' distinct `die_cpus_list`s.
+    dies: Option<u32>,
+    /// perf's `#num_cores`: the online CPUs' distinct `core_cpus_list`s.
+    cores: Option<u32>,
     cores_per_package: Option<u32>,
+    /// perf's `#has_pmem`: sysfs has `firmware/acpi/tables/NFIT`.
+    has_pmem: bool,
     tsc_hz: Option<f64>,
 }
 
@@ -178,8 +253,26 @@ impl Facts {
                 }
             }
         }
+        // As perf's `online_topology` counts them (tools/perf/util/cputopo.c): each
+        // distinct list of the CPUs sharing a die, a core (`core_cpus_list`, or the older
+        // `thread_siblings_list`).
+        let distinct = |file: &str, older: Option<&str>| {
+            let mut lists: Vec<String> = Vec::new();
+            for cpu in cpus.iter() {
+                if let Some(list) =
+                    topology(cpu, file).or_else(|| older.and_then(|f| topology(cpu, f)))
+                    && !lists.contains(&list)
+                {
+                    lists.push(list);
+                }
+            }
+            u32::try_from(lists.len()).ok().filter(|&n| n > 0)
+        };
         let first = cpus.first().unwrap_or(0);
         Facts {
+            dies: distinct("die_cpus_list", None),
+            cores: distinct("core_cpus_list", Some("thread_siblings_list")),
+            has_pmem: std::path::Path::new("/sys/firmware/acpi/tables/NFIT").exists(),
             smt_on: read("/sys/devices/system/cpu/smt/active").as_deref() == Some("1"),
             threads_per_core: topology(first, "thread_siblings_list").and_then(|l| list_len(&l)),
             packages: u32::try_from(packages.len()).ok().filter(|&n| n > 0),
@@ -210,6 +303,74 @@ fn tsc_hz(cpuinfo: Option<&str>) -> Option<TscFrequency> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// perf's `core_wide` (tools/perf/util/smt.c, Linux 7.2): only where CPUs are counted;
+    /// then with SMT off, for all CPUs, or for a list of whole cores.
+    #[test]
+    fn core_wide_is_perfs() {
+        let pairs = |cpu: u32| Some(vec![cpu & !1, cpu | 1]);
+        assert!(!core_wide(None, true, &pairs));
+        assert!(!core_wide(None, false, &pairs));
+        assert!(core_wide(Some(&None), true, &pairs));
+        assert!(core_wide(Some(&Some(vec![2])), false, &pairs));
+        assert!(!core_wide(Some(&Some(vec![2])), true, &pairs));
+        assert!(core_wide(Some(&Some(vec![3, 2])), true, &pairs));
+        assert_eq!(list_cpus("0-2,5"), Some(vec![0, 1, 2, 5]));
+    }
+
+    /// Oracle: perf 7.2's tool PMU (Debian sid's perf 7.2.13, in the current-releases lab's
+    /// root that `scripts/current-lab` makes, run from this machine by the root's own loader):
+    /// `perf stat -e tool/num_cores/,tool/num_dies/,tool/has_pmem/,tool/target_cpu/,
+    /// tool/core_wide/ true` counts this machine's cores, dies and persistent memory, and a
+    /// command's threads (not CPUs), as `#num_cores`, `#num_dies`, `#has_pmem`, `#target_cpu`
+    /// and `#core_wide` read them, the facts perf 7.2's metric tables read (this test process
+    /// never calls [`count_cpus`]).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn cores_dies_and_pmem_are_what_perf_7_2_counts() {
+        use counterhal_conformance::skip::Need;
+        let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
+            .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+        let root = lab.join("sid");
+        let loader = root.join("lib64/ld-linux-x86-64.so.2");
+        if !root.join("usr/bin/perf").is_file() || !loader.is_file() {
+            counterhal_conformance::skip!(
+                Need::Tools,
+                "no perf 7.2 in {} (scripts/current-lab makes the root)",
+                root.display()
+            );
+        }
+        let libraries = format!(
+            "{0}/lib/x86_64-linux-gnu:{0}/usr/lib/x86_64-linux-gnu",
+            root.display()
+        );
+        let output = std::process::Command::new(&loader)
+            .args(["--library-path", &libraries])
+            .arg(root.join("usr/bin/perf"))
+            .args(["stat", "-x", ",", "-e"])
+            .arg("tool/num_cores/,tool/num_dies/,tool/has_pmem/,tool/target_cpu/,tool/core_wide/")
+            .arg("true")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stderr);
+        let mut compared = 0;
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let [value, _, event, ..] = fields.as_slice() else {
+                continue;
+            };
+            let Some(fact) = event
+                .strip_prefix("tool/")
+                .and_then(|e| e.strip_suffix('/'))
+            else {
+                continue;
+            };
+            let perf: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
+            assert_eq!(constant(&format!("#{fact}")), Some(perf), "{line}");
+            compared += 1;
+        }
+        assert_eq!(compared, 5, "perf 7.2 printed: {text}");
+    }
 
     /// Oracle: perf 6.12's arm64 `perf_pmu__cpu_slots_per_cycle` (filename__read_ull of
     /// caps/slots, 0 read as no value) and the arm_pmuv3 driver's `0x%08x` format.

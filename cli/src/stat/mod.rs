@@ -118,6 +118,14 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
         }
     })
     .map_err(|e| CliError::usage(e, USAGE))?;
+    // What perf's `#target_cpu` and `#core_wide` tell the metrics: CPUs counted, or threads.
+    match &targets {
+        Targets::Attach(counterhal::Target::AllCpus) => named_metrics::machine::count_cpus(None),
+        Targets::Attach(counterhal::Target::Cpus(cpus)) => {
+            named_metrics::machine::count_cpus(Some(&cpus.iter().collect::<Vec<u32>>()));
+        }
+        _ => {}
+    }
     let context = args.database.context()?;
     if args.model
         && let Some(registration) = args.backend
