@@ -10,6 +10,7 @@ mod bpf_cgroups;
 mod cgroups;
 mod cli;
 mod descriptions;
+mod encodings_perf72;
 mod list;
 mod list_explore;
 mod metrics;
