@@ -53,6 +53,10 @@ pub const INTEL_PMUS: &[(&str, &str)] = &[
     ("icl", "pfmlib_intel_icl.c"),
     ("icx", "pfmlib_intel_icl.c"),
     ("spr", "pfmlib_intel_spr.c"),
+    ("emr", "pfmlib_intel_spr.c"),
+    ("gnr", "pfmlib_intel_gnr.c"),
+    ("adl_glc", "pfmlib_intel_adl.c"),
+    ("adl_grt", "pfmlib_intel_adl.c"),
 ];
 
 /// The AMD core PMUs (libpfm4's name) and the source under `lib/` defining each.
@@ -76,10 +80,11 @@ pub const AMD_PMUS: &[(&str, &str)] = &[
     ("amd64_fam17h_zen2", "pfmlib_amd64_fam17h.c"),
     ("amd64_fam19h_zen3", "pfmlib_amd64_fam19h.c"),
     ("amd64_fam19h_zen4", "pfmlib_amd64_fam19h.c"),
+    ("amd64_fam1ah_zen5", "pfmlib_amd64_fam1ah.c"),
 ];
 
 /// The flags of Intel's unit masks and events (`INTEL_X86_*`), by name.
-const INTEL_FLAGS: [&str; 19] = [
+const INTEL_FLAGS: [&str; 22] = [
     "NCOMBO",
     "FALLBACK_GEN",
     "PEBS",
@@ -99,6 +104,9 @@ const INTEL_FLAGS: [&str; 19] = [
     "FILT_UMASK",
     "FORCE_FILT0",
     "SPEC",
+    "DEPRECATED",
+    "CODE_DUP",
+    "NO_MODS",
 ];
 
 /// The flags of AMD's unit masks and events (`AMD64_FL_*`) the encoder reads.
@@ -146,6 +154,8 @@ pub struct PfmPmu {
     ecmask: bool,
     files: Vec<String>,
     events: Vec<PfmEvent>,
+    /// The header line saying what an older snapshot's table added, if it added anything.
+    kept: Option<String>,
 }
 
 /// What one snapshot's sources give every PMU.
@@ -179,6 +189,13 @@ impl Snapshot {
 /// A missing or malformed source, an expression that does not evaluate, a flag this
 /// generator does not know.
 pub fn pmus(root: &Path) -> Result<Vec<PfmPmu>, GenError> {
+    pmus_of(root, false)
+}
+
+/// The PMUs of [`INTEL_PMUS`] and [`AMD_PMUS`] in the snapshot at `root`; with `defined_only`,
+/// those whose `pfmlib_pmu_t` the snapshot lacks are left out (an older snapshot, before
+/// libpfm4 added them), else that is an error.
+fn pmus_of(root: &Path, defined_only: bool) -> Result<Vec<PfmPmu>, GenError> {
     let mut macros = Macros::default();
     let mut snapshot = Snapshot {
         root: root.to_path_buf(),
@@ -190,13 +207,64 @@ pub fn pmus(root: &Path) -> Result<Vec<PfmPmu>, GenError> {
     snapshot.macros = macros;
     let revisions = Revisions::read(root)?;
     let mut out = Vec::new();
-    for &(name, source) in INTEL_PMUS {
-        out.push(pmu(&snapshot, &revisions, name, source, true)?);
-    }
-    for &(name, source) in AMD_PMUS {
-        out.push(pmu(&snapshot, &revisions, name, source, false)?);
+    let all = INTEL_PMUS
+        .iter()
+        .map(|&(n, s)| (n, s, true))
+        .chain(AMD_PMUS.iter().map(|&(n, s)| (n, s, false)));
+    for (name, source, intel) in all {
+        if defined_only && pmu_fields(&snapshot, &revisions, name, source).is_err() {
+            continue;
+        }
+        out.push(pmu(&snapshot, &revisions, name, source, intel)?);
     }
     Ok(out)
+}
+
+/// What an older snapshot's table adds to a newer one's (`keep`).
+#[derive(Default)]
+struct Kept {
+    events: usize,
+    umasks: usize,
+    defaults: usize,
+}
+
+/// Keeps in `pmu` what `older` (the same PMU in an older snapshot) has and `pmu` lacks, so
+/// that a name the older libpfm4 took keeps working: its events (after `pmu`'s), unit masks
+/// (after the event's own) and defaults (its `DFL` unit masks, where the newer event has the
+/// unit mask but no default in that group: the event named alone keeps its meaning).
+fn keep(pmu: &mut PfmPmu, older: PfmPmu, dfl: u64) -> Kept {
+    let mut kept = Kept::default();
+    for old in older.events {
+        let Some(event) = pmu.events.iter_mut().find(|e| e.name == old.name) else {
+            kept.events += 1;
+            pmu.events.push(old);
+            continue;
+        };
+        for mut u in old.umasks {
+            let grpid = u.grpid;
+            let group_has_default = |umasks: &[PfmUmask]| {
+                umasks
+                    .iter()
+                    .any(|n| n.grpid == grpid && n.flags & dfl != 0)
+            };
+            let defaulted = u.flags & dfl != 0 && !group_has_default(&event.umasks);
+            match event.umasks.iter_mut().find(|n| n.name == u.name) {
+                Some(newer) if defaulted => {
+                    kept.defaults += 1;
+                    newer.flags |= dfl;
+                }
+                Some(_) => {}
+                None => {
+                    kept.umasks += 1;
+                    if group_has_default(&event.umasks) {
+                        u.flags &= !dfl;
+                    }
+                    event.umasks.push(u);
+                }
+            }
+        }
+    }
+    kept
 }
 
 /// The `pfmlib_pmu_t` of `name` in `source`: its fields, or for a PMU a `DEFINE_*_REV` macro
@@ -319,6 +387,7 @@ fn pmu(
         ecmask: intel && flags & ecmask != 0,
         files: vec![format!("lib/{source}"), format!("lib/events/{header}")],
         events,
+        kept: None,
     })
 }
 
@@ -399,7 +468,10 @@ fn flag_names(
     let mut rest = value;
     let mut out = Vec::new();
     for name in names {
-        let bit = macros.eval(&format!("{prefix}{name}"))?;
+        // A flag an older snapshot does not define (`INTEL_X86_NO_MODS`) is set nowhere.
+        let Ok(bit) = macros.eval(&format!("{prefix}{name}")) else {
+            continue;
+        };
         if bit != 0 && value & bit == bit {
             out.push((*name).to_string());
             rest &= !bit;
@@ -476,6 +548,9 @@ pub fn pmu_toml(
     let _ = writeln!(out, "# source: {}", crate::libpfm4::SOURCE);
     let _ = writeln!(out, "# commit: {commit}");
     let _ = writeln!(out, "# files: {}", pmu.files.join(", "));
+    if let Some(kept) = &pmu.kept {
+        let _ = writeln!(out, "# kept: {kept}");
+    }
     if let Some(errata) = errata.as_deref() {
         let _ = writeln!(out, "# errata: {}, {}", errata.len(), errata.file);
     }
@@ -561,7 +636,9 @@ pub fn pmu_toml(
 }
 
 /// Writes every PMU of the libpfm4 snapshot at `root` to `out/PMU.toml`, with the errata of
-/// `errata_dir` (`gen/errata/libpfm4/`) applied; returns the paths.
+/// `errata_dir` (`gen/errata/libpfm4/`) applied, and with what the older snapshots `older`
+/// (each a top directory and its commit, in order) have and it lacks kept (see [`keep`]);
+/// returns the paths.
 ///
 /// # Errors
 /// As [`pmus`] and [`pmu_toml`]; a file that cannot be written; an errata file naming no PMU
@@ -571,12 +648,45 @@ pub fn write_pmus(
     commit: &str,
     out: &Path,
     errata_dir: &Path,
+    older: &[(PathBuf, String)],
 ) -> Result<Vec<String>, GenError> {
     std::fs::create_dir_all(out).map_err(|e| GenError::io(out, &e))?;
     let mut errata = crate::grammar_errata::read(errata_dir)?;
     let mut written = Vec::new();
     let mut names = BTreeMap::new();
-    for pmu in pmus(root)? {
+    let mut all = pmus(root)?;
+    for (older_root, older_commit) in older {
+        let mut macros = Macros::default();
+        for file in MACRO_FILES {
+            let path = older_root.join(file);
+            let text = std::fs::read_to_string(&path).map_err(|e| GenError::io(&path, &e))?;
+            macros.add(&strip_comments(&text));
+        }
+        for old in pmus_of(older_root, true)? {
+            let Some(pmu) = all.iter_mut().find(|p| p.name == old.name) else {
+                continue;
+            };
+            let dfl = macros
+                .eval(if pmu.intel {
+                    "INTEL_X86_DFL"
+                } else {
+                    "AMD64_FL_DFL"
+                })
+                .map_err(GenError::Data)?;
+            let kept = keep(pmu, old, dfl);
+            if kept.events + kept.umasks + kept.defaults > 0 {
+                let line = format!(
+                    "{} events, {} unit masks, {} defaults of libpfm4 {older_commit} it lacks",
+                    kept.events, kept.umasks, kept.defaults
+                );
+                pmu.kept = Some(match pmu.kept.take() {
+                    Some(before) => format!("{before}; {line}"),
+                    None => line,
+                });
+            }
+        }
+    }
+    for pmu in all {
         let path = out.join(format!("{}.toml", pmu.name));
         let text = pmu_toml(&pmu, commit, root, errata.get_mut(&pmu.name))?;
         std::fs::write(&path, text).map_err(|e| GenError::io(&path, &e))?;
@@ -629,6 +739,85 @@ mod tests {
             Ok(vec!["h", "g"])
         );
         assert!(modifier_names(1 << 12, &INTEL_MODIFIERS).is_err());
+    }
+
+    fn umask(name: &str, flags: u64) -> PfmUmask {
+        PfmUmask {
+            name: name.to_string(),
+            equiv: None,
+            code: 0,
+            flags,
+            grpid: 0,
+            modhw: 0,
+            modmsk_req: 0,
+            cntmsk: 0,
+        }
+    }
+
+    fn event(name: &str, umasks: Vec<PfmUmask>) -> PfmEvent {
+        PfmEvent {
+            name: name.to_string(),
+            equiv: None,
+            code: 0,
+            cntmsk: 0,
+            flags: 0,
+            modmsk: 0,
+            modmsk_req: 0,
+            ngrp: 1,
+            umasks,
+        }
+    }
+
+    fn table(events: Vec<PfmEvent>) -> PfmPmu {
+        PfmPmu {
+            name: "spr".to_string(),
+            intel: true,
+            raw_umask: false,
+            ecmask: false,
+            files: Vec::new(),
+            events,
+            kept: None,
+        }
+    }
+
+    /// What libpfm4 4.13's Sapphire Rapids table has and the head's lacks (AMX_OPS_RETIRED,
+    /// ICACHE_DATA's default STALLS) is kept; what the head has is the head's.
+    #[test]
+    fn an_older_snapshots_names_are_kept() {
+        const DFL: u64 = 0x8;
+        const NCOMBO: u64 = 0x1;
+        let mut head = table(vec![
+            event(
+                "ICACHE_DATA",
+                vec![umask("STALLS", NCOMBO), umask("STALL_PERIODS", NCOMBO)],
+            ),
+            event(
+                "BR_INST_RETIRED",
+                vec![umask("ALL_BRANCHES", DFL), umask("COND", 0)],
+            ),
+        ]);
+        let older = table(vec![
+            event("AMX_OPS_RETIRED", vec![umask("BF16", NCOMBO)]),
+            event("ICACHE_DATA", vec![umask("STALLS", DFL)]),
+            event(
+                "BR_INST_RETIRED",
+                vec![umask("COND", DFL), umask("OLD", DFL)],
+            ),
+        ]);
+        let kept = keep(&mut head, older, DFL);
+        assert_eq!((kept.events, kept.umasks, kept.defaults), (1, 1, 1));
+        let names: Vec<&str> = head.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["ICACHE_DATA", "BR_INST_RETIRED", "AMX_OPS_RETIRED"]);
+        // The head's flags stay, with the older default added where the head has none.
+        assert_eq!(head.events[0].umasks[0].flags, NCOMBO | DFL);
+        // Where the head has a default, the older one neither moves it nor adds another.
+        let br = &head.events[1].umasks;
+        assert_eq!(
+            br.iter()
+                .map(|u| (u.name.as_str(), u.flags))
+                .collect::<Vec<_>>(),
+            [("ALL_BRANCHES", DFL), ("COND", 0), ("OLD", 0)]
+        );
     }
 
     #[test]

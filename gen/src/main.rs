@@ -78,6 +78,13 @@ enum Source {
         /// Where to write one TOML file per PMU (events/data/generated/libpfm4).
         #[arg(long)]
         out: PathBuf,
+        /// An older snapshot (repeatable, with its `--keep-commit`): the events, unit masks
+        /// and defaults it has and `--source` lacks are kept, so its names keep working.
+        #[arg(long, requires = "keep_commit")]
+        keep: Vec<PathBuf>,
+        /// The commit of each `--keep` snapshot, in order.
+        #[arg(long)]
+        keep_commit: Vec<String>,
     },
     /// Intel perfmon's per-model metric files (`*/metrics/*_metrics*.json`), with perf's
     /// metrics that compute what none of perfmon's does.
@@ -320,12 +327,22 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
-        } => counterhal_gen::grammar::write_pmus(
+            keep,
+            keep_commit,
+        } if keep.len() == keep_commit.len() => counterhal_gen::grammar::write_pmus(
             source,
             commit,
             out,
             &counterhal_gen::grammar_errata::default_dir(),
+            &keep
+                .iter()
+                .cloned()
+                .zip(keep_commit.iter().cloned())
+                .collect::<Vec<_>>(),
         ),
+        Source::Libpfm4Grammar { .. } => Err(counterhal_gen::GenError::Data(
+            "give each --keep snapshot its --keep-commit".to_string(),
+        )),
         Source::PerfmonMetrics {
             source,
             commit,

@@ -210,7 +210,7 @@ fn flag_bits(names: &[String]) -> Result<u32, String> {
                 "IBSFE" => flag::IBSFE,
                 "IBSOP" => flag::IBSOP,
                 "PEBS" | "SPEC" | "FIXED" | "FALLBACK_GEN" | "NO_AUTOENCODE" | "FILT_UMASK"
-                | "FORCE_FILT0" => flag::OTHER,
+                | "FORCE_FILT0" | "DEPRECATED" | "CODE_DUP" | "NO_MODS" => flag::OTHER,
                 other => return Err(format!("unknown flag `{other}`")),
             })
     })

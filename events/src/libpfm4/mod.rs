@@ -1,9 +1,12 @@
-//! libpfm4's grammar, exactly: event strings in libpfm4's syntax resolved as libpfm4 4.13's
+//! libpfm4's grammar, exactly: event strings in libpfm4's syntax resolved as libpfm4's
 //! `pfm_get_os_event_encoding(..., PFM_OS_NONE)` encodes them, from libpfm4's own tables
-//! (generated per PMU into `data/generated/libpfm4/`, written into the shipped tables by
-//! `counterhal-gen tables`), or refused where libpfm4 refuses them, with the same class of error. Where a 4.13
-//! table is wrong, the generator corrects it by an erratum with its evidence
-//! (`gen/errata/libpfm4/`: Sapphire Rapids' `INST_RETIRED:ANY`, as libpfm4 itself later did).
+//! (generated per PMU into `data/generated/libpfm4/` from libpfm4's head as Debian sid ships it,
+//! 4.13.0+git106-g3e4031b, keeping what 4.13 has and the head lacks; written into the shipped
+//! tables by `counterhal-gen tables`), or refused where libpfm4 refuses them, with the same
+//! class of error. The parser and encoders are 4.13's, which the head's still are for
+//! `PFM_OS_NONE`. Where a table is wrong, the generator corrects it by an erratum with its
+//! evidence (`gen/errata/libpfm4/`: none today; Sapphire Rapids' `INST_RETIRED:ANY`, which 4.13
+//! had wrong, the head corrected).
 //!
 //! Which strings mean what libpfm4 means ("a name written in a source's spelling means what
 //! that source means"):
