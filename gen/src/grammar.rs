@@ -231,7 +231,8 @@ struct Kept {
 /// Keeps in `pmu` what `older` (the same PMU in an older snapshot) has and `pmu` lacks, so
 /// that a name the older libpfm4 took keeps working: its events (after `pmu`'s), unit masks
 /// (after the event's own) and defaults (its `DFL` unit masks, where the newer event has the
-/// unit mask but no default in that group: the event named alone keeps its meaning).
+/// unit mask but no default in that group: the event named alone keeps its meaning). An event
+/// whose code changed keeps nothing of the older one: its unit masks meant another event.
 fn keep(pmu: &mut PfmPmu, older: PfmPmu, dfl: u64) -> Kept {
     let mut kept = Kept::default();
     for old in older.events {
@@ -240,6 +241,9 @@ fn keep(pmu: &mut PfmPmu, older: PfmPmu, dfl: u64) -> Kept {
             pmu.events.push(old);
             continue;
         };
+        if event.code != old.code {
+            continue;
+        }
         for mut u in old.umasks {
             let grpid = u.grpid;
             let group_has_default = |umasks: &[PfmUmask]| {
@@ -796,6 +800,12 @@ mod tests {
                 vec![umask("ALL_BRANCHES", DFL), umask("COND", 0)],
             ),
         ]);
+        // Zen 5's L2_PREFETCH_MISS_L3: 0x165 before libpfm4 gave it its own code, 0x72.
+        let mut moved = event("L2_PREFETCH_MISS_L3", vec![umask("LOCAL_CCX", 0)]);
+        moved.code = 0x165;
+        let mut corrected = event("L2_PREFETCH_MISS_L3", vec![umask("L2_HW_PF", 0)]);
+        corrected.code = 0x72;
+        head.events.push(corrected);
         let older = table(vec![
             event("AMX_OPS_RETIRED", vec![umask("BF16", NCOMBO)]),
             event("ICACHE_DATA", vec![umask("STALLS", DFL)]),
@@ -803,11 +813,22 @@ mod tests {
                 "BR_INST_RETIRED",
                 vec![umask("COND", DFL), umask("OLD", DFL)],
             ),
+            moved,
         ]);
         let kept = keep(&mut head, older, DFL);
         assert_eq!((kept.events, kept.umasks, kept.defaults), (1, 1, 1));
         let names: Vec<&str> = head.events.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["ICACHE_DATA", "BR_INST_RETIRED", "AMX_OPS_RETIRED"]);
+        assert_eq!(
+            names,
+            [
+                "ICACHE_DATA",
+                "BR_INST_RETIRED",
+                "L2_PREFETCH_MISS_L3",
+                "AMX_OPS_RETIRED"
+            ]
+        );
+        // An event whose code changed keeps none of the older unit masks.
+        assert_eq!(head.events[2].umasks.len(), 1);
         // The head's flags stay, with the older default added where the head has none.
         assert_eq!(head.events[0].umasks[0].flags, NCOMBO | DFL);
         // Where the head has a default, the older one neither moves it nor adds another.
