@@ -292,6 +292,17 @@ mod tests {
         assert_eq!(imc.alias_name().as_deref(), Some("uncore_type_6_0"));
         assert_eq!(imc.cpus().unwrap().unwrap().to_string(), "0,56");
         assert!(Pmu::named(&spr, "uncore_type_6").is_none());
+        // perf 7.2 ignores the `uncore_` prefix when it matches a PMU (tools/perf/util/pmu.c,
+        // `perf_pmu__wildcard_match`): its metric tables' `cha_0@event=0x1@` is `uncore_cha_0`,
+        // and `type_6_0` its alias.
+        assert_eq!(Pmu::named(&spr, "cha_0").unwrap().name, "uncore_cha_0");
+        assert_eq!(Pmu::named(&spr, "type_6_0").unwrap().name, "uncore_imc_0");
+        assert!(Pmu::named(&spr, "cpu_cha_0").is_none());
+        let missing = Pmu::open(&spr, "cbox_0").unwrap_err().to_string();
+        assert!(
+            missing.contains("no PMU `cbox_0` or `uncore_cbox_0`"),
+            "{missing}"
+        );
         let msr = Pmu::named(&spr, "msr").unwrap();
         assert_eq!(msr.cpus().unwrap(), None);
         assert_eq!(

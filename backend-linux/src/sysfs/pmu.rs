@@ -36,8 +36,11 @@ impl Pmu {
             Some(pmu) => Ok(pmu),
             None => {
                 let present = list_pmus(devices).join(", ");
+                let also = uncore_name(name)
+                    .map(|uncore| format!(" or `{uncore}`"))
+                    .unwrap_or_default();
                 let message = format!(
-                    "no PMU `{name}` in {} (present: {present})",
+                    "no PMU `{name}`{also} in {} (present: {present})",
                     devices.display()
                 );
                 // The core PMU's names are real PMUs this machine lacks: the same cause as a
@@ -57,8 +60,8 @@ impl Pmu {
     }
 
     /// The PMU `devices/<name>`, or the one whose `alias` file says `name` (an uncore PMU's
-    /// other name, `uncore_type_0_2` for `uncore_cha_2`, which perf takes alike); `None` when
-    /// there is neither.
+    /// other name, `uncore_type_0_2` for `uncore_cha_2`, which perf takes alike), or either
+    /// of those for `uncore_<name>` ([`uncore_name`]); `None` when there is none.
     pub fn named(devices: &Path, name: &str) -> Option<Pmu> {
         Pmu::find(devices, name).ok().flatten()
     }
@@ -69,13 +72,22 @@ impl Pmu {
             return Ok(None);
         }
         let tree = Tree::of(devices);
-        if let Some(pmu) = Pmu::at(&tree, devices, name)? {
-            return Ok(Some(pmu));
+        for name in [Some(name.to_string()), uncore_name(name)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(pmu) = Pmu::at(&tree, devices, &name)? {
+                return Ok(Some(pmu));
+            }
+            if let Some(pmu) = list_pmus(devices)
+                .iter()
+                .filter_map(|dir| Pmu::at(&tree, devices, dir).ok().flatten())
+                .find(|pmu| pmu.alias_name().as_deref() == Some(name.as_str()))
+            {
+                return Ok(Some(pmu));
+            }
         }
-        Ok(list_pmus(devices)
-            .iter()
-            .filter_map(|dir| Pmu::at(&tree, devices, dir).ok().flatten())
-            .find(|pmu| pmu.alias_name().as_deref() == Some(name)))
+        Ok(None)
     }
 
     /// The PMU of directory `devices/<dir>`, where it has a `type` that reads as a number.
@@ -215,4 +227,14 @@ fn is_plain_name(name: &str) -> bool {
 /// The PMU names under `devices`, sorted (none where `devices` leads out of its tree).
 pub fn list_pmus(devices: &Path) -> Vec<String> {
     Tree::of(devices).names(devices)
+}
+
+/// The name perf also tries for a PMU named `name`: `uncore_<name>`, for a name that is no
+/// core PMU's and lacks the prefix. perf ignores the `uncore_` prefix when it matches a PMU
+/// (tools/perf/util/pmu.c of Linux 7.2, `perf_pmu__wildcard_match`), so the metric tables
+/// name Haswell-EP's `uncore_cbox_0` as `cbox_0` and Sapphire Rapids' `uncore_cha_0` as
+/// `cha_0`.
+fn uncore_name(name: &str) -> Option<String> {
+    let core = name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv");
+    (!core && !name.starts_with("uncore_")).then(|| format!("uncore_{name}"))
 }
