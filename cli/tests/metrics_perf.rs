@@ -667,6 +667,109 @@ fn perf_6_1s_metric_names_are_taken() {
     }
 }
 
+/// perf 6.1's metrics for `cpuid` (`perf list --details metrics`): name -> formula (the last
+/// bracketed line under the name).
+fn perf_6_1_formulas(cpuid: &str) -> BTreeMap<String, String> {
+    let out = std::process::Command::new("perf")
+        .args(["list", "--details", "metrics"])
+        .env("PERF_CPUID", cpuid)
+        .env("LC_ALL", "C")
+        .output()
+        .expect("perf runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut formulas = BTreeMap::new();
+    let mut name: Option<&str> = None;
+    for line in text.lines() {
+        match line
+            .trim()
+            .strip_prefix('[')
+            .and_then(|l| l.strip_suffix(']'))
+        {
+            Some(bracketed) if line.starts_with("       ") => {
+                if let Some(name) = name {
+                    formulas.insert(name.to_string(), bracketed.to_string());
+                }
+            }
+            _ if line.starts_with("  ") && !line[2..].starts_with(' ') => name = Some(line.trim()),
+            _ => name = None,
+        }
+    }
+    formulas
+}
+
+/// The events perf 6.1's formula of `metric` reads, following the metrics it reads by name
+/// (`Socket_CLKS`): the dotted event names; `None` where a formula reads a PMU's raw terms
+/// (`cha@event\=0x36...@`), which name no event.
+fn perf_6_1_events(formulas: &BTreeMap<String, String>, metric: &str) -> Option<BTreeSet<String>> {
+    let formula = &formulas[metric];
+    if formula.contains('@') {
+        return None;
+    }
+    let mut events = BTreeSet::new();
+    let words = formula.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+    for word in words.filter(|w| !w.is_empty()) {
+        if formulas.contains_key(word) && word != metric {
+            events.extend(perf_6_1_events(formulas, word)?);
+        } else if word.contains('.') && word.starts_with(|c: char| c.is_ascii_uppercase()) {
+            events.insert(word.to_string());
+        }
+    }
+    Some(events)
+}
+
+/// Issue 66: perf 6.1's `MEM_Read_Latency`, `UNCORE_FREQ`, `DRAM_BW_Use`, `IO_Read_BW` and
+/// `IO_Write_BW`. Oracle: perf 6.1's own tables (`PERF_CPUID=... perf list --details metrics`,
+/// Debian's perf 6.1) of Ice Lake-SP, Skylake-SP, Broadwell-EP and Tiger Lake: every one of
+/// these names perf 6.1 lists is taken by `-M`, and where perf 6.1's formula names its events
+/// (no raw PMU terms), ours reads exactly those: Ice Lake-SP's `IO_Read_BW` keeps perf 6.1's
+/// ItoM requests, which Intel's later tables call writes (docs/event-data-errata.md). Before,
+/// `-M MEM_Read_Latency` was an unknown metric on Skylake-SP and Broadwell-EP.
+#[test]
+fn perf_6_1s_renamed_system_metrics_keep_their_meaning() {
+    const NAMES: &[&str] = &[
+        "MEM_Read_Latency",
+        "UNCORE_FREQ",
+        "DRAM_BW_Use",
+        "IO_Read_BW",
+        "IO_Write_BW",
+    ];
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        skip!(need, "{why}");
+    }
+    let mut compared = 0;
+    for (model, cpuid) in [
+        ("icx", "GenuineIntel-6-6A-6"),
+        ("skx", "GenuineIntel-6-55-4"),
+        ("bdw_ep", "GenuineIntel-6-4F-1"),
+        ("tgl", "GenuineIntel-6-8C-1"),
+    ] {
+        let formulas = perf_6_1_formulas(cpuid);
+        for name in NAMES.iter().filter(|n| formulas.contains_key(**n)) {
+            let out = counterhal(&["encode", "--json", "--cpu-model", model, "-M", name]);
+            let objects: Vec<Value> = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{model} -M {name}: {e}: {}", stderr(&out)));
+            assert!(!objects.is_empty(), "{model} -M {name}: {}", stderr(&out));
+            let Some(theirs) = perf_6_1_events(&formulas, name) else {
+                println!("{model} {name}: taken (perf 6.1's formula reads raw PMU terms)");
+                continue;
+            };
+            let ours: BTreeSet<String> = objects
+                .iter()
+                .filter_map(|o| o["event"].as_str())
+                .filter(|e| e.contains('.'))
+                .map(str::to_string)
+                .collect();
+            assert_eq!(
+                ours, theirs,
+                "{model} -M {name}: ours reads, perf 6.1's reads"
+            );
+            println!("{model} {name}: reads perf 6.1's {theirs:?}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 4, "only {compared} names compared");
+}
+
 /// `[PERF_COUNT_HW_NAME] = 0xCODE,` lines of the C array `array` in `source`: each generic
 /// event's name and the raw code the kernel programs for it.
 fn event_map(source: &str, array: &str) -> BTreeMap<String, u64> {

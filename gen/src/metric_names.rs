@@ -18,7 +18,16 @@
 //! 3. (perf 6.1) a newer release has a metric of that name (any case), matched to ours by 2;
 //! 4. (perf 6.1) a newer release has exactly one metric of the same description (case and
 //!    spaces aside), matched to ours by 2: the same metric in both releases, whatever its
-//!    formula became.
+//!    formula became;
+//! 5. (perf 6.1) where its formula reads an uncore PMU's raw terms (`cha@event\=0x36...@`,
+//!    which no table of ours names, so that 2 cannot compare it), a newer release has
+//!    exactly one metric whose description is its description's first sentence, and no other
+//!    metric of perf 6.1 has that first sentence: Intel's later tables keep a metric's first
+//!    sentence as its `BriefDescription` and move the rest to `PublicDescription` (perf 6.1's
+//!    Skylake-SP `MEM_Read_Latency`, "Average latency of data read request to external memory
+//!    (in nanoseconds). Accounts for demand loads and L1/L2 prefetches", is Linux 7.2's
+//!    `tma_info_system_mem_read_latency`, "Average latency of data read request to external
+//!    memory (in nanoseconds)").
 //!
 //! The formula comes first: a name keeps what its release computed for it. perf 6.1's
 //! `IO_Read_BW` on Ice Lake-SP reads the ItoM requests, which Intel's later tables count as
@@ -190,6 +199,9 @@ pub enum How {
     Description,
     /// The same formula.
     Formula,
+    /// The newer release has one metric whose description is the first sentence of its
+    /// description, matched by formula.
+    FirstSentence,
 }
 
 /// One model's aliases and what was not matched.
@@ -226,6 +238,29 @@ fn describe(text: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
         .to_ascii_lowercase()
+}
+
+/// Whether `formula` reads an event in an uncore PMU's raw terms (`cha@event\=0x36...@`,
+/// perf's `@` spelling of `PMU/terms/`, a PMU other than the core PMUs `cpu`, `cpu_core`,
+/// `cpu_atom`).
+fn reads_raw_uncore(formula: &str) -> bool {
+    formula
+        .split('@')
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .filter_map(|pair| pair.first().filter(|_| pair.len() == 2))
+        .any(|before| {
+            let start = before
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let pmu = &before[start..];
+            !pmu.is_empty() && !matches!(pmu, "cpu" | "cpu_core" | "cpu_atom")
+        })
+}
+
+/// A description's first sentence (up to its first `. `), where it has more than one.
+fn first_sentence(text: &str) -> Option<&str> {
+    text.split_once(". ").map(|(first, _)| first)
 }
 
 /// Matches the metrics of perf 6.1's own tables (`older`) and of newer releases' JSON
@@ -310,10 +345,40 @@ pub fn matched(
                 }
             })
         };
+        // The one metric of the newest release whose description is this one's first
+        // sentence, matched.
+        let by_first_sentence = || {
+            if !reads_raw_uncore(&metric.formula) {
+                return None;
+            }
+            let wanted = describe(first_sentence(&metric.description)?);
+            let sharing = older
+                .iter()
+                .filter(|m| {
+                    first_sentence(&m.description).map(describe).as_ref() == Some(&wanted)
+                        || describe(&m.description) == wanted
+                })
+                .count();
+            if sharing != 1 {
+                return None;
+            }
+            newer.iter().find_map(|(_, metrics)| {
+                match metrics
+                    .iter()
+                    .filter(|m| describe(&m.description) == wanted)
+                    .collect::<Vec<_>>()
+                    .as_slice()
+                {
+                    [one] => newer_match.get(&one.name.to_ascii_lowercase()),
+                    _ => None,
+                }
+            })
+        };
         let found = by_formula(&metric.name, printed(&older_formulas, metric), &our_values)
             .map(|our| (our, How::Formula))
             .or_else(|| by_name().map(|our| (our.clone(), How::NewerName)))
-            .or_else(|| by_description().map(|our| (our.clone(), How::Description)));
+            .or_else(|| by_description().map(|our| (our.clone(), How::Description)))
+            .or_else(|| by_first_sentence().map(|our| (our.clone(), How::FirstSentence)));
         match found {
             Some((our, how)) => {
                 out.aliases
@@ -383,6 +448,7 @@ pub fn aliases_toml(model: &str, sources: &[String], matched: &Matched) -> Strin
             How::NewerName => "newer name",
             How::Description => "description",
             How::Formula => "formula",
+            How::FirstSentence => "first sentence of its description",
         };
         let _ = writeln!(
             out,
@@ -610,5 +676,61 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// Oracle: perf 6.1's Skylake-SP table (`PERF_CPUID=GenuineIntel-6-55-4 perf list
+    /// --details metrics`, Debian's perf 6.1) and Linux 7.2's skylakex JSON: perf 6.1's
+    /// `MEM_Read_Latency`, whose formula reads raw `cha@...@` terms, has the description
+    /// whose first sentence is the 7.2 metric's `BriefDescription`. Before, it was not
+    /// matched and `-M MEM_Read_Latency` was an unknown metric.
+    #[test]
+    fn a_description_whose_first_sentence_a_newer_release_kept_matches() {
+        let ours = [metric(
+            "tma_info_system_mem_read_latency",
+            "1e9 * (OCC / INS) / (CLKS / duration_time)",
+            "",
+        )];
+        let newer = [(
+            "perf 7.2".to_string(),
+            vec![
+                metric(
+                    "tma_info_system_mem_read_latency",
+                    "1e9 * (OCC / INS) / (CLKS / duration_time)",
+                    "Average latency of data read request to external memory (in nanoseconds)",
+                ),
+                metric("tma_other", "X", "Something else"),
+                metric("tma_twin_a", "A", "Twin"),
+                metric("tma_twin_b", "B", "Twin"),
+            ],
+        )];
+        let older = [
+            metric(
+                "MEM_Read_Latency",
+                "1000000000 * (cha@event\\=0x36@ / cha@event\\=0x35@) / (Socket_CLKS / duration_time)",
+                "Average latency of data read request to external memory (in nanoseconds). \
+                 Accounts for demand loads and L1/L2 prefetches",
+            ),
+            // A first sentence two newer metrics share matches neither.
+            metric("Twin_Old", "cbox@event\\=0x1@", "Twin. More words"),
+            // One sentence only: no first sentence to compare.
+            metric("Something", "S", "Something"),
+        ];
+        let found = matched(&ours, ("perf 6.1", &older), &newer);
+        assert_eq!(
+            found.aliases,
+            [(
+                "MEM_Read_Latency".to_string(),
+                "tma_info_system_mem_read_latency".to_string(),
+                "perf 6.1".to_string(),
+                How::FirstSentence
+            )]
+        );
+        assert!(found.unmatched.iter().any(|(_, name)| name == "Twin_Old"));
+        assert!(reads_raw_uncore("1e9 * (cha@event\\=0x36@ / X)"));
+        assert!(!reads_raw_uncore(
+            "cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / X"
+        ));
+        assert!(!reads_raw_uncore("A / B"));
+        assert!(!reads_raw_uncore("cpu_core@MEM_LOAD_RETIRED.L1_MISS@ / X"));
     }
 }
