@@ -55,16 +55,20 @@ pub fn raw_attr(name: &str, evtsel: &Evtsel) -> Result<PerfAttr> {
 /// Lake on (as INST_RETIRED.PREC_DIST, fixed counter 0 too), 0x0200 never: elsewhere the
 /// pseudo-code lands on a general-purpose counter as event 0x00, which counts nothing. perf's
 /// jevents.py makes the same change, by name (INST_RETIRED.ANY to `event=0xc0`,
-/// CPU_CLK_UNHALTED.THREAD, .CORE and .THREAD_ANY to `event=0x3c`). The other fields (the
-/// AnyThread bit of .THREAD_ANY) stay.
+/// CPU_CLK_UNHALTED.THREAD, .CORE and .THREAD_ANY to `event=0x3c`, .REF to `event=0x0,
+/// umask=0x3`). The other fields (the AnyThread bit of .THREAD_ANY) stay. Intel's older
+/// tables spell the pseudo-codes otherwise: Nehalem's and Westmere's give all three fixed
+/// counters' events unit mask 0x00, Bonnell's event code 0x0a, so those are known by their
+/// fixed counter (0x0300 for fixed counter 2, as the kernel's constraint tables give it).
 fn kernel_select(evtsel: &Evtsel) -> u64 {
     let select = evtsel.event_select();
-    if evtsel.code != 0 || !evtsel.counters.is_empty() {
+    if !matches!(evtsel.code, 0x00 | 0x0a) || !evtsel.counters.is_empty() {
         return select;
     }
-    let code = match (evtsel.fixed, evtsel.umask) {
-        (Some(0), 0x01) => 0xc0,
-        (Some(1), 0x02) => 0x3c,
+    let code = match (evtsel.umask, evtsel.fixed) {
+        (0x01, _) | (0x00, Some(0)) => 0xc0,
+        (0x02, _) | (0x00, Some(1)) => 0x3c,
+        (0x00, Some(2)) => 0x0300,
         _ => return select,
     };
     (select & !0xffff) | code
@@ -205,5 +209,32 @@ mod tests {
         let mut programmable = Evtsel::new(0, 0x01);
         programmable.fixed = Some(0);
         assert_eq!(config(&programmable), 0x100);
+    }
+
+    /// Oracle: perf 7.2 (Debian sid's) under a `cpu` tree with the Nehalem, Westmere and
+    /// Bonnell `PERF_CPUID`s (cli's tests/encodings_perf72.rs), which opens INST_RETIRED.ANY
+    /// as 0xc0, CPU_CLK_UNHALTED.THREAD (Bonnell's .CORE) as 0x3c and .REF as 0x300; Linux
+    /// 7.2's intel_nehalem_event_constraints and intel_gen_event_constraints. Before, they
+    /// opened config 0 (Nehalem, Westmere) and 0x0a (Bonnell): event 0x00 or 0x0a on a
+    /// general-purpose counter. Sandy Bridge-EP's table gives .THREAD_ANY (unit mask 0x02)
+    /// fixed counter 2: the unit mask decides, 0x20003c as perf opens it.
+    #[test]
+    fn older_tables_fixed_counter_pseudo_codes_become_the_kernels() {
+        let config = |evtsel: &Evtsel| raw_attr("e", evtsel).unwrap().config;
+        for (event, fixed, kernel) in [
+            (0x00, 0, 0xc0),
+            (0x00, 1, 0x3c),
+            (0x00, 2, 0x300),
+            (0x0a, 0, 0xc0),
+            (0x0a, 1, 0x3c),
+            (0x0a, 2, 0x300),
+        ] {
+            let mut evtsel = fixed_only(0x00, fixed);
+            evtsel.code = event;
+            assert_eq!(config(&evtsel), kernel, "event {event:#x}, fixed {fixed}");
+        }
+        let mut thread_any = fixed_only(0x02, 2);
+        thread_any.any_thread = true;
+        assert_eq!(config(&thread_any), 0x20003c);
     }
 }
