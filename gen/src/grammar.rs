@@ -17,6 +17,9 @@ use crate::cexpr::Macros;
 use crate::cparse::{Fields, strip_comments};
 use crate::grammar_errata::PmuErrata;
 use crate::revisions::Revisions;
+use keep::keep;
+
+mod keep;
 
 /// The snapshot's headers whose macros the tables' expressions use.
 const MACRO_FILES: [&str; 4] = [
@@ -218,57 +221,6 @@ fn pmus_of(root: &Path, defined_only: bool) -> Result<Vec<PfmPmu>, GenError> {
         out.push(pmu(&snapshot, &revisions, name, source, intel)?);
     }
     Ok(out)
-}
-
-/// What an older snapshot's table adds to a newer one's (`keep`).
-#[derive(Default)]
-struct Kept {
-    events: usize,
-    umasks: usize,
-    defaults: usize,
-}
-
-/// Keeps in `pmu` what `older` (the same PMU in an older snapshot) has and `pmu` lacks, so
-/// that a name the older libpfm4 took keeps working: its events (after `pmu`'s), unit masks
-/// (after the event's own) and defaults (its `DFL` unit masks, where the newer event has the
-/// unit mask but no default in that group: the event named alone keeps its meaning). An event
-/// whose code changed keeps nothing of the older one: its unit masks meant another event.
-fn keep(pmu: &mut PfmPmu, older: PfmPmu, dfl: u64) -> Kept {
-    let mut kept = Kept::default();
-    for old in older.events {
-        let Some(event) = pmu.events.iter_mut().find(|e| e.name == old.name) else {
-            kept.events += 1;
-            pmu.events.push(old);
-            continue;
-        };
-        if event.code != old.code {
-            continue;
-        }
-        for mut u in old.umasks {
-            let grpid = u.grpid;
-            let group_has_default = |umasks: &[PfmUmask]| {
-                umasks
-                    .iter()
-                    .any(|n| n.grpid == grpid && n.flags & dfl != 0)
-            };
-            let defaulted = u.flags & dfl != 0 && !group_has_default(&event.umasks);
-            match event.umasks.iter_mut().find(|n| n.name == u.name) {
-                Some(newer) if defaulted => {
-                    kept.defaults += 1;
-                    newer.flags |= dfl;
-                }
-                Some(_) => {}
-                None => {
-                    kept.umasks += 1;
-                    if group_has_default(&event.umasks) {
-                        u.flags &= !dfl;
-                    }
-                    event.umasks.push(u);
-                }
-            }
-        }
-    }
-    kept
 }
 
 /// The `pfmlib_pmu_t` of `name` in `source`: its fields, or for a PMU a `DEFINE_*_REV` macro

@@ -99,10 +99,16 @@ pub fn build_for(root: Option<&Path>, program: &str, stem: &str) -> Result<PathB
             let include = dir.join("include");
             std::fs::create_dir_all(&include)
                 .map_err(|e| format!("cannot create {}: {e}", include.display()))?;
-            let link = include.join("perfmon");
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(root.join("usr/include/perfmon"), &link)
-                .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+            let headers = include.join("perfmon");
+            let from = root.join("usr/include/perfmon");
+            std::fs::create_dir_all(&headers)
+                .map_err(|e| format!("cannot create {}: {e}", headers.display()))?;
+            let files = std::fs::read_dir(&from)
+                .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+            for file in files.flatten() {
+                std::fs::copy(file.path(), headers.join(file.file_name()))
+                    .map_err(|e| format!("cannot copy {}: {e}", file.path().display()))?;
+            }
             compile
                 .arg("-I")
                 .arg(&include)
