@@ -68,6 +68,14 @@ pub const LIBPFM4_TABLES: &[(&str, &[Libpfm4Table])] = &[
         ],
     ),
     (
+        "arm/neoverse-n3",
+        &[("arm_n3", "arm_neoverse_n3_events.h", "arm_n3_pe")],
+    ),
+    (
+        "arm/neoverse-v3",
+        &[("arm_v3", "arm_neoverse_v3_events.h", "arm_neoverse_v3_pe")],
+    ),
+    (
         "cavium/thunderx2",
         &[(
             "arm_thunderx2",

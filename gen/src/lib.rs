@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aliases;
+pub mod amd_json;
 pub mod arm64;
 pub mod arm64_metrics;
 pub mod cexpr;

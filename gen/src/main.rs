@@ -57,13 +57,15 @@ enum Source {
         /// Where to write one TOML file per model.
         #[arg(long)]
         out: PathBuf,
-        /// The kernel's perf JSON for x86 (tools/perf/pmu-events/arch/x86): its AMD names
-        /// become aliases.
+        /// The kernel's perf JSON for x86 (tools/perf/pmu-events/arch/x86), older release
+        /// first (one per release, each with its `--kernel-version`): its AMD names become
+        /// aliases, and the AMD cores libpfm4 lacks (Zen 6) are its tables, from the last tree
+        /// that has them.
         #[arg(long, requires = "kernel_version")]
-        perf_json: Option<PathBuf>,
-        /// The kernel version the perf JSON comes from.
+        perf_json: Vec<PathBuf>,
+        /// The kernel version each perf JSON comes from, in `--perf-json`'s order.
         #[arg(long)]
-        kernel_version: Option<String>,
+        kernel_version: Vec<String>,
     },
     /// libpfm4's x86 core tables in libpfm4's own structure (events, codes, unit masks with
     /// their groups and flags, modifiers), one file per PMU, for the resolver of libpfm4's
@@ -144,6 +146,10 @@ enum Source {
         /// Where to write the cores' metric tables (events/data/generated/metrics).
         #[arg(long)]
         metrics_out: Option<PathBuf>,
+        /// Write only this core directory's table (`arm/neoverse-v3`; repeatable): the cores a
+        /// newer tree adds, beside those an older tree's tables keep. Default: every core.
+        #[arg(long)]
+        core: Vec<String>,
     },
     /// The uncore events of the kernel's x86 perf JSON (`tools/perf/pmu-events/arch/x86/*/`,
     /// the entries with a `Unit`): one table per directory, each event's PMU and terms as
@@ -206,6 +212,33 @@ enum Source {
     },
 }
 
+/// Adds perf's AMD names as aliases from each x86 perf JSON tree `roots` (of `versions`, in
+/// order), and the AMD cores only perf's JSON describes, from the last tree that has each.
+fn perf_json_models(
+    models: &mut Vec<counterhal_gen::model::GenModel>,
+    roots: &[PathBuf],
+    versions: &[String],
+) -> Result<(), counterhal_gen::GenError> {
+    if roots.len() != versions.len() {
+        return Err(counterhal_gen::GenError::Data(format!(
+            "{} --perf-json and {} --kernel-version: give each tree its version",
+            roots.len(),
+            versions.len()
+        )));
+    }
+    let mut json_models = Vec::new();
+    for (root, version) in roots.iter().zip(versions) {
+        counterhal_gen::aliases::add_perf_aliases(models, root, version)?;
+        counterhal_gen::amd_json::add_perf_unit_masks(models, root, version)?;
+        for model in counterhal_gen::amd_json::models(root, version)? {
+            json_models.retain(|m: &counterhal_gen::model::GenModel| m.id != model.id);
+            json_models.push(model);
+        }
+    }
+    models.extend(json_models);
+    Ok(())
+}
+
 /// The Arm core models of the kernel tree `source`, with libpfm4's aliases when given.
 fn arm64(
     source: &std::path::Path,
@@ -231,11 +264,53 @@ fn arm64(
     Ok(models)
 }
 
-/// The Arm cores' metric tables of the kernel tree `source`, written to `out`.
+/// Writes the Arm cores' tables of the kernel tree `source` (those of `cores`, where given)
+/// to `out`, and their metric tables to `metrics_out`.
+fn arm64_files(
+    source: &std::path::Path,
+    package: &str,
+    libpfm4: Option<(&std::path::Path, &str)>,
+    out: &std::path::Path,
+    metrics_out: Option<&std::path::Path>,
+    cores: &[String],
+) -> Result<Vec<String>, counterhal_gen::GenError> {
+    let mut models = arm64(source, package, libpfm4)?;
+    let known: Vec<String> = models.iter().map(|m| m.id.clone()).collect();
+    let wanted = chosen_cores(cores, &known)?;
+    models.retain(|m| wanted(&m.id));
+    let generalized = counterhal_gen::arm64::driver_generalized(source)?;
+    let mut written = counterhal_gen::arm64::write_models(&models, &generalized, out)?;
+    if let Some(dir) = metrics_out {
+        written.extend(arm64_metrics(source, package, dir, cores)?);
+    }
+    Ok(written)
+}
+
+/// Whether a core's model id is among `cores` (core directories; all when empty): an error
+/// names a directory that is none of `known` (the tree's cores).
+fn chosen_cores(
+    cores: &[String],
+    known: &[String],
+) -> Result<impl Fn(&str) -> bool + use<>, counterhal_gen::GenError> {
+    let chosen: Vec<String> = cores
+        .iter()
+        .map(|dir| counterhal_gen::arm64::model_id(dir).to_string())
+        .collect();
+    if let Some(missing) = chosen.iter().find(|id| !known.contains(id)) {
+        return Err(counterhal_gen::GenError::Data(format!(
+            "--core: no core directory `{missing}` in the tree's mapfile.csv"
+        )));
+    }
+    Ok(move |id: &str| chosen.is_empty() || chosen.iter().any(|c| c == id))
+}
+
+/// The Arm cores' metric tables of the kernel tree `source` (of `cores` alone, where given),
+/// written to `out`.
 fn arm64_metrics(
     source: &std::path::Path,
     package: &str,
     out: &std::path::Path,
+    cores: &[String],
 ) -> Result<Vec<String>, counterhal_gen::GenError> {
     let makefile = source.join("Makefile");
     let text = std::fs::read_to_string(&makefile)
@@ -244,7 +319,17 @@ fn arm64_metrics(
         counterhal_gen::GenError::Data(format!("{}: no kernel version", makefile.display()))
     })?;
     let arch = source.join("tools/perf/pmu-events/arch/arm64");
-    let tables = counterhal_gen::arm64_metrics::tables(&arch, &format!("{version} ({package})"))?;
+    let mut tables =
+        counterhal_gen::arm64_metrics::tables(&arch, &format!("{version} ({package})"))?;
+    let map_path = arch.join("mapfile.csv");
+    let map = std::fs::read_to_string(&map_path)
+        .map_err(|e| counterhal_gen::GenError::io(&map_path, &e))?;
+    let known: Vec<String> = counterhal_gen::arm64::mapfile(&map)?
+        .iter()
+        .map(|e| counterhal_gen::arm64::model_id(&e.dir).to_string())
+        .collect();
+    let wanted = chosen_cores(cores, &known)?;
+    tables.retain(|t| wanted(&t.model));
     counterhal_gen::metrics::write_metrics(&tables, out)
 }
 
@@ -317,9 +402,7 @@ fn main() -> ExitCode {
                 for table in counterhal_gen::libpfm4::INTEL_MODELS {
                     models.push(counterhal_gen::libpfm4::intel_model(source, commit, table)?);
                 }
-                if let (Some(root), Some(version)) = (perf_json, kernel_version) {
-                    counterhal_gen::aliases::add_perf_aliases(&mut models, root, version)?;
-                }
+                perf_json_models(&mut models, perf_json, kernel_version)?;
                 Ok(models)
             })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
@@ -371,21 +454,15 @@ fn main() -> ExitCode {
             libpfm4,
             libpfm4_commit,
             metrics_out,
-        } => arm64(
+            core,
+        } => arm64_files(
             source,
             package,
             libpfm4.as_deref().zip(libpfm4_commit.as_deref()),
-        )
-        .and_then(|models| {
-            let generalized = counterhal_gen::arm64::driver_generalized(source)?;
-            counterhal_gen::arm64::write_models(&models, &generalized, out)
-        })
-        .and_then(|mut written| {
-            if let Some(dir) = metrics_out {
-                written.extend(arm64_metrics(source, package, dir)?);
-            }
-            Ok(written)
-        }),
+            out,
+            metrics_out.as_deref(),
+            core,
+        ),
         Source::KernelMetrics {
             source,
             commit,

@@ -32,6 +32,7 @@ pub const MODELS: &[(&str, &str, &str)] = &[
     ("amd64_fam19h_zen3", "amdzen3", "AuthenticAMD-25-1-1"),
     ("amd64_fam19h_zen4", "amdzen4", "AuthenticAMD-25-17-1"),
     ("amd64_fam1ah_zen5", "amdzen5", "AuthenticAMD-26-2-0"),
+    ("amd64_fam1ah_zen6", "amdzen6", "AuthenticAMD-26-30-0"),
     ("arl_lnc", "arrowlake", "GenuineIntel-6-C6-2"),
     ("atom", "bonnell", "GenuineIntel-6-1C-0"),
     ("bdw", "broadwell", "GenuineIntel-6-3D-4"),
