@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(l1d.unit_masks().next(), Some(("READ", "read access")));
         let raw = perf_raw().unwrap();
         assert_eq!((raw.name(), raw.kind()), ("perf_raw::r0000", PerfType::Raw));
-        assert_eq!(uncore_models().count(), 9);
+        assert_eq!(uncore_models().count(), 13);
         let skx: Vec<UncoreFamily> = uncore_families("skx").collect();
         assert_eq!(skx, uncore_families("clx").collect::<Vec<_>>());
         assert_eq!(

@@ -16,7 +16,8 @@
 //!
 //! libpfm4's uncore PMU families of each CPU model (their names, boxes, the kernel PMUs they
 //! open and the database's PMUs that have their events) are the shipped tables'
-//! (`events/data/papi/uncore_families.toml`, written from libpfm4 4.13's sources).
+//! (`events/data/papi/uncore_families.toml`, written from libpfm4 4.13's sources, and libpfm4
+//! head's for Ice Lake-X, Sapphire and Emerald Rapids and Granite Rapids, which 4.13 lacks).
 
 use std::sync::{Mutex, RwLock};
 
