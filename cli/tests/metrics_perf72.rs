@@ -11,8 +11,9 @@
 //! every name taken opens each metric's events, and an event the model's tables lack (an
 //! unknown event, unit mask or modifier) must be listed there too, with why: what this
 //! machine lacks (uncore PMUs, the msr PMU's counters) is not the database's and is not
-//! counted. A row whose signature detects the model of an earlier row (Zen 6's, detected as
-//! Zen 5 today) has no model of its own in the database and is named, not swept.
+//! counted. A row whose signature detects the model of an earlier row would have no model of
+//! its own in the database and is named, not swept (none now: Zen 6's was detected as Zen 5
+//! until it had its own table).
 //!
 //! Before the database read perf 7.2's tables (refused of perf 7.2's names): Skylake 170 of
 //! 342, Ice Lake-SP 244 of 453, Sapphire Rapids 252 of 466, Granite Rapids 405 of 464, Alder

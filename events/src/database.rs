@@ -197,12 +197,20 @@ pub fn left_out_model(id: &str) -> Option<&'static str> {
 }
 
 /// What to say of a CPU model `id` the database lacks: "unknown CPU model `id`", or, for a
-/// shipped model this build leaves out, that it is left out and the feature that brings it.
+/// shipped model this build leaves out, that it is left out and the feature that brings it;
+/// for a CPU signature or MIDR, that no model matches that CPU (rather than another model's
+/// tables standing in for it).
 pub fn unknown_model_message(id: &str) -> String {
-    match left_out_model(id) {
-        Some(feature) => format!(
+    if let Some(feature) = left_out_model(id) {
+        return format!(
             "CPU model `{id}` is left out of this build: it needs the `{feature}` feature \
              (of counterhal, or of counterhal-events)"
+        );
+    }
+    match CpuIdentity::from_signature_with_core(id) {
+        Some((cpu, _)) => format!(
+            "no CPU model of the event database matches `{id}` ({cpu}): counterhal has no \
+             event table for this CPU (`counterhal list --models` says what each model matches)"
         ),
         None => format!("unknown CPU model `{id}`"),
     }
@@ -1319,9 +1327,16 @@ mod tests {
             (0x19, 0x61, "amd64_fam19h_zen4"),
             (0x19, 0x74, "amd64_fam19h_zen4"),
             (0x19, 0xa0, "amd64_fam19h_zen4"),
+            // perf 7.2's mapfile: Zen 4 is every family 19h model its Zen 3 row leaves.
+            (0x19, 0x30, "amd64_fam19h_zen4"),
+            (0x19, 0xc0, "amd64_fam19h_zen4"),
             // This machine: AuthenticAMD family 0x1a model 2 (Zen 5), its own table.
             (0x1a, 0x02, "amd64_fam1ah_zen5"),
             (0x1a, 0x44, "amd64_fam1ah_zen5"),
+            (0x1a, 0x70, "amd64_fam1ah_zen5"),
+            (0x1a, 0x30, "amd64_fam1ah_zen6"),
+            (0x1a, 0x50, "amd64_fam1ah_zen6"),
+            (0x1a, 0xd0, "amd64_fam1ah_zen6"),
         ];
         for (family, model, want) in amd {
             assert_eq!(
@@ -1330,7 +1345,7 @@ mod tests {
                 "family {family:#x} model {model:#x}"
             );
         }
-        assert_eq!(id(cpu(Vendor::Amd, 0x19, 0xc0)), None, "unknown Zen model");
+        assert_eq!(id(cpu(Vendor::Amd, 0x1b, 0x00)), None, "unknown AMD family");
     }
 
     #[test]

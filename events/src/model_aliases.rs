@@ -8,18 +8,21 @@
 //! start-up parses nothing more for them. Names are compared without case and without `-`,
 //! `_` and `.` (`Sapphire-Rapids` is `sapphirerapids`). The test `model_aliases` of this crate
 //! checks every directory of the kernel's mapfile against this table: each name resolves to
-//! the model that detection gives for the CPUID signatures of its row.
+//! the model that detection gives for the CPUID signatures of its row (Linux 6.12's mapfile;
+//! `perf72_models` holds the directories Linux 7.2's adds).
 
 /// perf's x86 directory names and the model id each one's CPUs detect as (the performance
 /// cores' table on a hybrid chip, as detection picks without the core).
 pub const PERF_DIRECTORIES: &[(&str, &str)] = &[
     ("alderlake", "adl_glc"),
     ("alderlaken", "adl_grt"),
+    ("arrowlake", "arl_lnc"),
     ("bonnell", "atom"),
     ("broadwell", "bdw"),
     ("broadwellde", "bdw_de"),
     ("broadwellx", "bdw_ep"),
     ("cascadelakex", "clx"),
+    ("clearwaterforest", "cwf"),
     ("elkhartlake", "ehl"),
     ("emeraldrapids", "emr"),
     ("goldmont", "glm"),
@@ -38,6 +41,7 @@ pub const PERF_DIRECTORIES: &[(&str, &str)] = &[
     ("meteorlake", "mtl_rwc"),
     ("nehalemep", "nhm"),
     ("nehalemex", "nhm_ex"),
+    ("pantherlake", "ptl_cgc"),
     ("rocketlake", "rkl"),
     ("sandybridge", "snb"),
     ("sapphirerapids", "spr"),
@@ -55,6 +59,7 @@ pub const PERF_DIRECTORIES: &[(&str, &str)] = &[
     ("amdzen3", "amd64_fam19h_zen3"),
     ("amdzen4", "amd64_fam19h_zen4"),
     ("amdzen5", "amd64_fam1ah_zen5"),
+    ("amdzen6", "amd64_fam1ah_zen6"),
 ];
 
 /// Short names people type, each with the perf directory it means: AMD's core names, GCC's
@@ -65,6 +70,7 @@ pub const SHORT_NAMES: &[(&str, &str)] = &[
     ("zen3", "amdzen3"),
     ("zen4", "amdzen4"),
     ("zen5", "amdzen5"),
+    ("zen6", "amdzen6"),
     ("znver1", "amdzen1"),
     ("znver2", "amdzen2"),
     ("znver3", "amdzen3"),

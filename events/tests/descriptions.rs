@@ -151,6 +151,10 @@ fn every_kernel_directory_reads_as_serde_json_reads_it() {
     let mut wrong = Vec::new();
     let mut checked = 0;
     for &(dir, id) in counterhal_events::model_aliases::PERF_DIRECTORIES {
+        // The directories Linux 7.2 added, which this tree (6.12) lacks.
+        if ["amdzen6", "arrowlake", "clearwaterforest", "pantherlake"].contains(&dir) {
+            continue;
+        }
         let (db, read) = match shipped.clone().with_descriptions(id, &x86) {
             Ok(described) => described,
             Err(e) => {

@@ -258,6 +258,8 @@ const NOT_IN_LIBPFM4: &[&str] = &[
     "nvl_cyc",
     "nvl_arw",
     "amd64_fam1ah_zen5",
+    // Zen 6: perf 7.2's JSON; no libpfm4 release has it.
+    "amd64_fam1ah_zen6",
     "coreduo",
 ];
 
@@ -325,6 +327,17 @@ fn evtsel_matches_libpfm4() {
         ),
     };
     assert_eq!(answers.len(), cases.len(), "one answer per query");
+    // Unit masks the generator adds to libpfm4's AMD tables for perf's encodings libpfm4's
+    // masks do not give (gen/src/amd_json.rs): each the target of perf's name as an alias.
+    let mut perf_masks = std::collections::BTreeSet::new();
+    for (model_id, _) in PMUS {
+        let model = database.model(model_id).expect("model exists");
+        for (_, target) in model.event_aliases() {
+            if let Some((event, mask)) = target.split_once('.') {
+                perf_masks.insert(format!("{model_id}: {event}:{mask}"));
+            }
+        }
+    }
     let mut compared = 0;
     let mut unknown = Vec::new();
     let mut mismatches = Vec::new();
@@ -354,6 +367,7 @@ fn evtsel_matches_libpfm4() {
                 }
             }
             None if generated => generated_unknown += 1,
+            None if perf_masks.contains(ours) => {}
             None => unknown.push(format!("{theirs} ({answer})")),
         }
     }

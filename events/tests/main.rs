@@ -32,6 +32,7 @@ mod model_aliases;
 mod names;
 mod papi_forms;
 mod papi_presets;
+mod perf72_models;
 mod properties;
 mod robustness;
 mod schema;

@@ -1,5 +1,6 @@
-//! `counterhal-gen arm64` on the kernel tree it was run on (Debian's linux-source-6.12 tarball
-//! under /usr/src): regenerating gives the shipped files' bytes, twice the same; and libpfm4's
+//! `counterhal-gen arm64` on the kernel trees it was run on (Debian's linux-source-6.12 tarball
+//! under /usr/src; for the cores Linux 7.2 added, Debian sid's linux-source-7.2 in the
+//! current-releases lab's root): regenerating gives the shipped files' bytes, twice the same; and libpfm4's
 //! Arm tables (a libpfm4 snapshot named by `COUNTERHAL_LIBPFM4_SNAPSHOT`, a directory holding
 //! `lib/events`, the commit the shipped headers name) agree with the kernel's numbers for every
 //! name both have. Debian's x86 build of libpfm4 4.13 has no Arm PMU (`pfm_get_pmu_info`
@@ -16,6 +17,7 @@ use counterhal_gen::arm64;
 const SNAPSHOT_ENV: &str = "COUNTERHAL_LIBPFM4_SNAPSHOT";
 const LIBPFM4_COMMIT: &str = "91970fe6eb4e80b63f77fb54a9592e28a207050c";
 const PACKAGE: &str = "Debian linux-source-6.12 6.12.117-1~deb12u1";
+const PACKAGE_7_2: &str = "Debian linux-source-7.2 7.2.13-1";
 
 /// Where libpfm4 and the kernel number one name differently, and why: (libpfm4 PMU, name, why).
 const KNOWN: &[(&str, &str, &str)] = &[(
@@ -24,12 +26,12 @@ const KNOWN: &[(&str, &str, &str)] = &[(
     "ThunderX2's own kernel files do not list it, so it is the architecture's common event 0x3a (common-and-microarch.json); libpfm4's ThunderX2 table gives the name to its implementation-defined 0xe8",
 )];
 
-fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
+fn generate(top: &Path, package: &str, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
     let common = arm64::driver_events(top).unwrap();
-    let mut models = arm64::models(&arch, &common, &format!("{version} ({PACKAGE})")).unwrap();
+    let mut models = arm64::models(&arch, &common, &format!("{version} ({package})")).unwrap();
     if let Some(root) = libpfm4 {
         arm64::add_libpfm4_aliases(&mut models, root, LIBPFM4_COMMIT).unwrap();
     }
@@ -40,8 +42,10 @@ fn generate(top: &Path, libpfm4: Option<&Path>) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn shipped() -> BTreeMap<String, String> {
+/// The shipped tables generated from `package`'s tree (their `# commit:` line names it).
+fn shipped(package: &str) -> BTreeMap<String, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/data/generated/arm64");
+    let from = format!("({package})");
     std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(Result::ok)
@@ -50,6 +54,10 @@ fn shipped() -> BTreeMap<String, String> {
                 e.file_name().to_string_lossy().into_owned(),
                 std::fs::read_to_string(e.path()).unwrap(),
             )
+        })
+        .filter(|(_, text)| {
+            text.lines()
+                .any(|l| l.starts_with("# commit: ") && l.ends_with(&from))
         })
         .collect()
 }
@@ -82,9 +90,9 @@ fn regenerating_from_the_kernel_gives_the_shipped_tables() {
         Ok(found) => found,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "arm64 regeneration not run: {why}"),
     };
-    let first = generate(top, None);
-    assert_eq!(generate(top, None), first, "deterministic");
-    let shipped = shipped();
+    let first = generate(top, PACKAGE, None);
+    assert_eq!(generate(top, PACKAGE, None), first, "deterministic");
+    let shipped = shipped(PACKAGE);
     assert_eq!(
         first.keys().collect::<Vec<_>>(),
         shipped.keys().collect::<Vec<_>>(),
@@ -117,7 +125,11 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
         Ok(found) => found,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "libpfm4 comparison not run: {why}"),
     };
-    assert_eq!(generate(top, Some(&root)), shipped(), "shipped bytes");
+    assert_eq!(
+        generate(top, PACKAGE, Some(&root)),
+        shipped(PACKAGE),
+        "shipped bytes"
+    );
     let makefile = std::fs::read_to_string(top.join("Makefile")).unwrap();
     let version = arm64::kernel_version(&makefile).unwrap();
     let arch = top.join("tools/perf/pmu-events/arch/arm64");
@@ -158,4 +170,69 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
     assert_eq!(known, KNOWN.len(), "every known difference is still there");
     assert!(differ.is_empty(), "{differ:#?}");
     assert!(same > 500, "{same} compared");
+}
+
+/// Linux 7.2's arm64 tree, extracted from the lab's sid root (Debian's linux-source-7.2) into
+/// `dir`, or why not.
+fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
+    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
+        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+    let tarball = lab.join("sid/usr/src/linux-source-7.2.tar.xz");
+    if !tarball.is_file() {
+        return Err(format!(
+            "{} is absent (scripts/current-lab installs linux-source-7.2 in the sid root)",
+            tarball.display()
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let status = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "linux-source-7.2/Makefile",
+            "linux-source-7.2/drivers/perf/arm_pmuv3.c",
+            "linux-source-7.2/include/linux/perf/arm_pmuv3.h",
+            "--wildcards",
+            "linux-source-7.2/tools/perf/pmu-events/arch/arm64/*",
+        ])
+        .status()
+        .map_err(|e| format!("tar cannot run: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar -xJf {}: {status}", tarball.display()));
+    }
+    Ok(dir.join("linux-source-7.2"))
+}
+
+/// Oracle: the kernel's arm64 JSON in Debian sid's linux-source-7.2. The cores it added
+/// (`counterhal-gen arm64 --core`) regenerate as shipped, every core of its mapfile is shipped,
+/// and each shipped table is one release's.
+#[test]
+fn the_cores_linux_7_2_added_regenerate_from_its_tree() {
+    let dir = std::env::temp_dir().join(format!("counterhal-gen-arm64-72-{}", std::process::id()));
+    let top = match tree_7_2(&dir) {
+        Ok(top) => top,
+        Err(why) => {
+            _ = std::fs::remove_dir_all(&dir);
+            counterhal_conformance::skip!(Need::Tools, "Linux 7.2 regeneration not run: {why}")
+        }
+    };
+    let generated = generate(&top, PACKAGE_7_2, None);
+    _ = std::fs::remove_dir_all(&dir);
+    let older = shipped(PACKAGE).len();
+    let shipped = shipped(PACKAGE_7_2);
+    assert_eq!(shipped.len(), 4, "{:?}", shipped.keys());
+    assert_eq!(
+        shipped.len() + older,
+        generated.len(),
+        "every core of Linux 7.2's mapfile is shipped, from one release"
+    );
+    for (name, text) in &shipped {
+        assert_eq!(
+            without_libpfm4(&generated[name]),
+            without_libpfm4(text),
+            "{name} differs from a regeneration"
+        );
+    }
 }
