@@ -713,8 +713,17 @@ fn rules_of_a_models_metrics_pass_promtool_of(release: Release) {
         .filter(|l| l.starts_with("# left out"))
         .collect();
     eprintln!("Sapphire Rapids: {recorded} rules, {} left out", left.len());
-    assert!(left.is_empty(), "{left:#?}");
-    assert_eq!(recorded, names.len(), "a rule for each metric");
+    // Left out only where perf 7.2's formula asks the machine what no series says: whether an
+    // event opens here (`has_event`) or how many PMUs an event was summed over
+    // (`source_count`), as perf 7.2's expression grammar evaluates them (tools/perf/util/expr.y
+    // of Linux 7.2: perf's default metrics and its lpm_* power metrics use them).
+    assert!(
+        left.iter()
+            .all(|l| l.ends_with(": uses has_event or source_count")),
+        "{left:#?}"
+    );
+    assert!(left.len() * 20 <= names.len(), "{left:#?}");
+    assert_eq!(recorded + left.len(), names.len(), "a rule for each metric");
     let bad = counterhal(&["serve", "--rules", "-M", "IPC", "--rules-window", "5x"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(
