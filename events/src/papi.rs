@@ -42,6 +42,16 @@ crate::row! {
 }
 
 crate::row! {
+    /// One of libpfm4's events of an uncore family, with a unit mask where it has them
+    /// (`data/papi/uncore_events.toml`): its raw config as libpfm4 encodes it.
+    struct UncoreEventRow {
+        family: Str,
+        name: Str,
+        config: u64,
+    }
+}
+
+crate::row! {
     /// A CPU model's uncore PMU families: `(start, length)` in `UNCORE_FAMILIES`.
     struct ModelRow {
         id: Str,
@@ -251,6 +261,17 @@ impl UncoreFamily {
     pub fn database(&self) -> &'static str {
         self.0.database.text()
     }
+}
+
+/// libpfm4's events of uncore family `family` (`spr_unc_imc`) with their raw configs, as
+/// libpfm4 encodes them (`EVENT:UMASK`, or `EVENT` for an event without unit masks), for the
+/// families whose names resolve by libpfm4's own encodings (`data/papi/uncore_events.toml`);
+/// none for the others, whose events are the database's.
+pub fn uncore_libpfm4_events(family: &str) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    crate::table!(Papi, UncoreEventRow, "UNCORE_EVENTS")
+        .iter()
+        .filter(move |row| row.family.text() == family)
+        .map(|row| (row.name.text(), row.config))
 }
 
 /// Two families are one where their libpfm4 names are (a name is one family's).
