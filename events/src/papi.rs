@@ -335,5 +335,7 @@ mod tests {
             ("skx_unc_imc", 6, "uncore_imc", "uncore_imc")
         );
         assert_eq!(uncore_families("tgl").len(), 0);
+        assert_eq!(uncore_libpfm4_events("spr_unc_imc").count(), 171);
+        assert_eq!(uncore_libpfm4_events("skx_unc_imc").count(), 0);
     }
 }
