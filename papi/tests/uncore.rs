@@ -638,6 +638,41 @@ shift 2; exec "$@""#;
     run.output().expect("unshare (util-linux) runs")
 }
 
+/// A name of libpfm4 head's own table (`icx_unc_imc0::UNC_M_HCLOCKTICKS`, config 0 in the
+/// head, which the kernel's perf JSON encodes as event 0xff) opens its raw config on the made
+/// IMC box through libpapi and counts for real; a second unit mask is `PAPI_ENOEVNT`, as the
+/// head refuses it. Oracles: libpfm4 4.13.0+git106's encoding (config 0, the generated
+/// `events/data/papi/uncore_events.toml`) and the kernel counting it (the msr PMU's event 0,
+/// the TSC, as the made box's type is the msr PMU's).
+#[test]
+fn a_head_uncore_event_counts_on_a_made_imc_box() {
+    system_papi_or_skip!();
+    papi_perf_event_or_skip!();
+    let devices = made_tree_or_skip!();
+    let program = uncore_program();
+    let program = program.to_str().unwrap();
+    let good = "icx_unc_imc0::UNC_M_HCLOCKTICKS";
+    let several = "icx_unc_imc0::UNC_M_CAS_COUNT:RD_REG:RD_UNDERFILL";
+    let out = mounted(
+        &devices,
+        None,
+        "icx",
+        true,
+        &[program, "add", good, several],
+    );
+    let ours = lines(&out);
+    println!("ours: {ours:#?}");
+    let line = &ours[good];
+    assert_eq!(
+        (field(line, "code"), field(line, "add"), field(line, "stop")),
+        (0, 0, 0),
+        "{line}"
+    );
+    assert!(field(line, "count") > 0, "{line}");
+    assert_eq!(field(line, "component"), 1, "{line}");
+    assert_eq!(field(&ours[several], "code"), -7, "{}", ours[several]);
+}
+
 /// `skx_unc_imc0::UNC_M_CLOCKTICKS` opens on the made IMC box through libpapi, system wide on
 /// CPU 0 (its cpumask), on the `:cpu=` qualifier's CPU and on `PAPI_CPU_ATTACH`'s, and
 /// counts for real; bad names answer as PAPI 7.0 answers. Oracles: the kernel (the count, a
