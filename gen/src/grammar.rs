@@ -593,7 +593,7 @@ pub fn pmu_toml(
 
 /// Writes every PMU of the libpfm4 snapshot at `root` to `out/PMU.toml`, with the errata of
 /// `errata_dir` (`gen/errata/libpfm4/`) applied, and with what the older snapshots `older`
-/// (each a top directory and its commit, in order) have and it lacks kept (see [`keep`]);
+/// (each a top directory and its commit, in order) have and it lacks kept (see `grammar::keep`);
 /// returns the paths.
 ///
 /// # Errors
