@@ -179,11 +179,7 @@ fn regenerating_from_perf_and_the_kernels_gives_the_shipped_metrics_and_aliases(
         // perf 6.1's formula computes what two of ours do (perfmon's and perf 7.2's of the
         // same formula): the alias names the model's own table's, perfmon's, as Linux
         // 6.12's name of it does.
-        (
-            "tgl",
-            "Turbo_Utilization",
-            "Info_System_Turbo_Utilization",
-        ),
+        ("tgl", "Turbo_Utilization", "Info_System_Turbo_Utilization"),
         (
             "tgl",
             "tma_info_system_turbo_utilization",
