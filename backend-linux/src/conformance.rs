@@ -2,9 +2,7 @@
 //! function and from the `getpid` system-call tracepoint.
 
 use counterhal_conformance::{CompanionEvent, ExactEvent, Subject};
-use counterhal_hal::{
-    Backend, BackendTarget, Error, ErrorKind, EventRequest, OpenOptions, SampleOptions, Sampler,
-};
+use counterhal_hal::{Backend, BackendTarget, ErrorKind, OpenOptions};
 
 use crate::LinuxBackend;
 
@@ -157,17 +155,19 @@ impl Subject for LinuxSubject {
         true
     }
 
+    // The sampler is the real backend's (the stub of other systems has none).
+    #[cfg(target_os = "linux")]
     fn open_sampler(
         &self,
         names: &[&str],
-        options: &SampleOptions,
-    ) -> Option<Result<Box<dyn Sampler>, Error>> {
+        options: &counterhal_hal::SampleOptions,
+    ) -> Option<Result<Box<dyn counterhal_hal::Sampler>, counterhal_hal::Error>> {
         let opened = names
             .iter()
             .map(|name| self.backend.resolve(name))
-            .collect::<Result<Vec<_>, Error>>()
+            .collect::<Result<Vec<_>, counterhal_hal::Error>>()
             .and_then(|events| {
-                let requests: Vec<EventRequest> = events
+                let requests: Vec<counterhal_hal::EventRequest> = events
                     .into_iter()
                     .flat_map(|event| event.terms)
                     .map(|term| term.request)
@@ -175,7 +175,7 @@ impl Subject for LinuxSubject {
                 self.backend
                     .open_sampler(&requests, &self.target(), options)
             });
-        Some(opened.map(|sampler| Box::new(sampler) as Box<dyn Sampler>))
+        Some(opened.map(|sampler| Box::new(sampler) as Box<dyn counterhal_hal::Sampler>))
     }
 }
 

@@ -196,7 +196,6 @@ pub fn offered(
 mod tests {
     use super::*;
     use counterhal::metrics::{chosen, of_model};
-    use std::collections::HashSet;
 
     fn unknown_uncore(event: &str) -> Option<Error> {
         event
@@ -227,7 +226,10 @@ mod tests {
             ("amdzen4", "amd64_fam19h_zen4"),
             ("amdzen5", "amd64_fam1ah_zen5"),
         ] {
-            let (mut unit, mut known) = (HashSet::new(), HashSet::new());
+            let (mut unit, mut known) = (
+                std::collections::HashSet::new(),
+                std::collections::HashSet::new(),
+            );
             for file in std::fs::read_dir(arch.join(kernel_dir)).unwrap() {
                 let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
                 let json: serde_json::Value = serde_json::from_str(&text).unwrap();
