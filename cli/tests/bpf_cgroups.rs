@@ -62,6 +62,7 @@ fn lines_of(text: &str) -> Vec<(f64, String, String)> {
 #[test]
 fn bpf_counters_count_each_cgroup_as_perf_does() {
     linux_or_skip!();
+    let _alone = cpu_0_alone();
     if !running_as_root() {
         skip!(
             Need::Privilege,

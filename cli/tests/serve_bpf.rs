@@ -263,7 +263,10 @@ pub fn run_in(cgroup: &Path, shell: Option<u32>, mut input: std::process::ChildS
 
 /// The same work counted by the BPF mode, the perf-event mode and perf at every level of
 /// `top/a/b/c` (the work in the leaf: each parent counts it too): page faults equal, task
-/// clock within 2%.
+/// clock within 2%. A run in which the BPF mode's program missed cgroup switches
+/// (`counterhal_cgroup_switches_missed_total` grew: another test's exporter's map call was
+/// preempted on CPU 0) may count less at any level, never more; the work is run again, up
+/// to five times, until a run misses none.
 ///
 /// Oracle: perf 6.1's `perf stat -a --for-each-cgroup` (one perf event per event, CPU and
 /// cgroup, as `-G` opens them), counting the same run as its command.
@@ -271,6 +274,7 @@ pub fn run_in(cgroup: &Path, shell: Option<u32>, mut input: std::process::ChildS
 fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
     let root = unified_or_skip!();
     perf_or_skip!();
+    let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-levels");
     let levels = [
         top.path.join("a"),
@@ -291,8 +295,85 @@ fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
     let mut perf_events_args = args.to_vec();
     perf_events_args.extend(["--cgroup-mode", "perf-events"]);
     let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
-    // Each follows the cgroups at its first scrape.
-    let (bpf_before, perf_events_before) = (bpf.scrape(), perf_events.scrape());
+    let missed = |body: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix("counterhal_cgroup_switches_missed_total "))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no counterhal_cgroup_switches_missed_total: {body}"))
+    };
+    let mut runs_missing = Vec::new();
+    for _ in 0..5 {
+        // Each follows the cgroups at its first scrape.
+        let (bpf_before, perf_events_before) = (bpf.scrape(), perf_events.scrape());
+        let perf_text = perf_for_each_cgroup(events, &names, &levels[2]);
+        let (ours, theirs) = (bpf.scrape(), perf_events.scrape());
+        let perf_value = |event: &str, cgroup: &str| {
+            perf_text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| l.split(',').collect::<Vec<_>>())
+                .find(|f| f.get(2) == Some(&event) && f.get(3) == Some(&cgroup))
+                .and_then(|f| f[0].parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("perf gave no {event} of {cgroup}: {perf_text}"))
+        };
+        let switches_missed = missed(&ours) - missed(&bpf_before);
+        for name in &names {
+            let label = format!("/{name}");
+            let value = |body: &str, before: &str, family: &str, event: &str| {
+                let now = cgroup_value(body, family, event, &label);
+                let then = cgroup_value(before, family, event, &label).unwrap_or(0.0);
+                now.map(|v| v - then)
+                    .unwrap_or_else(|| panic!("no {event} of {label}: {body}"))
+            };
+            let faults = value(&ours, &bpf_before, "counterhal_event_total", "page-faults");
+            let faults_perf_events = value(
+                &theirs,
+                &perf_events_before,
+                "counterhal_event_total",
+                "page-faults",
+            );
+            let faults_perf = perf_value("page-faults", name);
+            assert_eq!(
+                faults_perf_events, faults_perf,
+                "{label}: perf-events and perf"
+            );
+            if switches_missed > 0.0 {
+                assert!(
+                    faults <= faults_perf_events,
+                    "{label}: {switches_missed} switches missed, and the BPF mode counted \
+                     {faults} page faults where the perf-event mode counted \
+                     {faults_perf_events}: more, not less"
+                );
+                continue;
+            }
+            assert!(faults > 100.0, "{label}: the work's fresh pages: {faults}");
+            assert_eq!(faults, faults_perf_events, "{label}: bpf and perf-events");
+            let family = "counterhal_event_seconds_total";
+            let ms = 1e3 * value(&ours, &bpf_before, family, "task-clock");
+            let ms_perf_events = 1e3 * value(&theirs, &perf_events_before, family, "task-clock");
+            let ms_perf = perf_value("task-clock", name);
+            for (theirs, who) in [(ms_perf_events, "perf-events"), (ms_perf, "perf")] {
+                assert!(
+                    (ms - theirs).abs() <= 0.02 * ms.max(theirs) + 0.02,
+                    "{label}: task-clock {ms} ms in the BPF mode, {theirs} ms by {who}"
+                );
+            }
+        }
+        if switches_missed == 0.0 {
+            for level in levels.iter().rev() {
+                std::fs::remove_dir(level).ok();
+            }
+            drop(top);
+            return;
+        }
+        runs_missing.push(switches_missed);
+    }
+    panic!("every run missed cgroup switches: {runs_missing:?}");
+}
+
+/// perf's CSV (`-x,`) of `perf stat -a -e EVENTS --for-each-cgroup NAMES` counting [`WORK`]
+/// on CPU 0, released into `leaf`.
+fn perf_for_each_cgroup(events: &str, names: &[String], leaf: &Path) -> String {
     let perf_out =
         std::env::temp_dir().join(format!("counterhal-serve-bpf-{}", std::process::id()));
     let mut perf = Command::new("perf")
@@ -309,55 +390,12 @@ fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
         .spawn()
         .expect("run perf");
     let shell = sleeping_child(perf.id(), false);
-    run_in(&levels[2], shell, perf.stdin.take().expect("its input"));
+    run_in(leaf, shell, perf.stdin.take().expect("its input"));
     let done = perf.wait_with_output().expect("perf ends");
     let perf_text = std::fs::read_to_string(&perf_out).unwrap_or_default();
     std::fs::remove_file(&perf_out).ok();
     assert!(done.status.success(), "perf: {}", stderr(&done));
-    let (ours, theirs) = (bpf.scrape(), perf_events.scrape());
-    let perf_value = |event: &str, cgroup: &str| {
-        perf_text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| l.split(',').collect::<Vec<_>>())
-            .find(|f| f.get(2) == Some(&event) && f.get(3) == Some(&cgroup))
-            .and_then(|f| f[0].parse::<f64>().ok())
-            .unwrap_or_else(|| panic!("perf gave no {event} of {cgroup}: {perf_text}"))
-    };
-    for name in &names {
-        let label = format!("/{name}");
-        let value = |body: &str, before: &str, family: &str, event: &str| {
-            let now = cgroup_value(body, family, event, &label);
-            let then = cgroup_value(before, family, event, &label).unwrap_or(0.0);
-            now.map(|v| v - then)
-                .unwrap_or_else(|| panic!("no {event} of {label}: {body}"))
-        };
-        let faults = value(&ours, &bpf_before, "counterhal_event_total", "page-faults");
-        let faults_perf_events = value(
-            &theirs,
-            &perf_events_before,
-            "counterhal_event_total",
-            "page-faults",
-        );
-        let faults_perf = perf_value("page-faults", name);
-        assert!(faults > 100.0, "{label}: the work's fresh pages: {faults}");
-        assert_eq!(faults, faults_perf_events, "{label}: bpf and perf-events");
-        assert_eq!(faults, faults_perf, "{label}: bpf and perf: {perf_text}");
-        let family = "counterhal_event_seconds_total";
-        let ms = 1e3 * value(&ours, &bpf_before, family, "task-clock");
-        let ms_perf_events = 1e3 * value(&theirs, &perf_events_before, family, "task-clock");
-        let ms_perf = perf_value("task-clock", name);
-        for (theirs, who) in [(ms_perf_events, "perf-events"), (ms_perf, "perf")] {
-            assert!(
-                (ms - theirs).abs() <= 0.02 * ms.max(theirs) + 0.02,
-                "{label}: task-clock {ms} ms in the BPF mode, {theirs} ms by {who}"
-            );
-        }
-    }
-    for level in levels.iter().rev() {
-        std::fs::remove_dir(level).ok();
-    }
-    drop(top);
+    perf_text
 }
 
 /// A cgroup made below a followed one, run and removed between two scrapes: its work is in
@@ -369,6 +407,7 @@ fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
 #[test]
 fn a_cgroup_made_and_removed_between_scrapes_counts_in_its_parent() {
     let root = unified_or_skip!();
+    let _alone = cpu_0_alone();
     if !Command::new("/usr/bin/time")
         .args(["-f", "%R", "true"])
         .output()

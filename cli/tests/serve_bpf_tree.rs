@@ -72,6 +72,7 @@ fn grown(modes: &(Served, Served), before: &(String, String), label: &str) -> (f
 #[test]
 fn a_cgroup_made_again_under_its_path_is_counted_again() {
     let root = crate::unified_or_skip!();
+    let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-again");
     let pattern = format!("^{}$", top.name);
     let modes = both_modes!(["-e", "page-faults", "--cgroups", &pattern]);
@@ -116,6 +117,7 @@ impl Drop for Many {
 #[test]
 fn cgroups_nobody_follows_take_no_room_in_the_bpf_map() {
     let root = crate::unified_or_skip!();
+    let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-room");
     let many = Many {
         parent: top.path.join("filler"),
@@ -197,6 +199,7 @@ int main(int argc, char **argv) {
 #[test]
 fn a_task_that_moves_itself_is_counted_from_its_move() {
     let root = crate::unified_or_skip!();
+    let _alone = cpu_0_alone();
     let dir = std::env::temp_dir().join(format!("counterhal-self-move-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let program = compile_c(&dir, "self_move", SELF_MOVE, &["-O1"]);
@@ -274,6 +277,7 @@ impl Drop for Chain {
 #[test]
 fn cgroups_too_deep_for_the_bpf_mode_are_reported_apart() {
     let root = crate::unified_or_skip!();
+    let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-deep");
     let mut chain = Chain { levels: Vec::new() };
     let mut at = top.path.clone();

@@ -503,8 +503,9 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
 }
 
 /// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
-/// cgroups matched too deep for it (`counterhal_cgroups_too_deep`) and whether it settles a
-/// task's move between cgroups (`counterhal_cgroup_moves_settled`).
+/// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
+/// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the cgroup switches
+/// its program missed (`counterhal_cgroup_switches_missed_total`).
 fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, health: &Health) {
     let mode = Family::new(
         "counterhal_cgroup_mode",
@@ -538,6 +539,18 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, healt
     );
     moves.header(out, format);
     moves.sample(out, &[], Number::Int(u64::from(settled)));
+    let Some(missed) = cgroups.switches_missed() else {
+        return;
+    };
+    let switches = Family::new(
+        "counterhal_cgroup_switches_missed",
+        Kind::Counter,
+        "Cgroup switches the BPF mode's program did not see (the kernel skips it on a CPU \
+         while another BPF user's map call is preempted there): the counts of the time each \
+         spans are given to no cgroup, so the cgroups' counts may fall short by them.",
+    );
+    switches.header(out, format);
+    switches.sample(out, &[], Number::Int(missed));
 }
 
 /// The exporter's process, as client_golang's process collector writes it (node_exporter's

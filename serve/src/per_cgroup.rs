@@ -151,6 +151,12 @@ mod linux {
             }
         }
 
+        /// In the BPF mode, the cgroup switches its program missed since start (their time
+        /// given to no cgroup); `None` in the perf-event mode.
+        pub fn switches_missed(&self) -> Option<u64> {
+            self.counter.switches_missed()
+        }
+
         /// The deepest level below the mount this mode follows (`None`: any).
         pub fn deepest_level(&self) -> Option<usize> {
             self.counter.deepest_level()
@@ -326,6 +332,10 @@ mod elsewhere {
         }
         /// Never called.
         pub fn moves_settled(&self) -> Option<bool> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn switches_missed(&self) -> Option<u64> {
             match *self {}
         }
         /// Never called.

@@ -23,7 +23,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, Reading, Result};
 
 use super::btf;
-use super::program::{self, Access, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES};
+use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run, SWITCHES_MISSED};
 use crate::LinuxBackend;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr};
 use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
@@ -52,7 +52,7 @@ pub(crate) struct BpfCounting {
     /// `cgroup-switches` on each CPU, the program attached.
     _switches: Vec<OwnedFd>,
     _events: OwnedFd,
-    _previous: OwnedFd,
+    previous: OwnedFd,
     cgroups: OwnedFd,
     levels: OwnedFd,
     _program: OwnedFd,
@@ -95,7 +95,7 @@ pub(crate) fn bpf_error(what: &str, errno: i32) -> Error {
 }
 
 /// The possible CPUs (`/sys/devices/system/cpu/possible`), the order of per-CPU values.
-fn possible_cpus() -> Result<Vec<u32>> {
+pub(super) fn possible_cpus() -> Result<Vec<u32>> {
     let path = "/sys/devices/system/cpu/possible";
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::unsupported(format!("cannot read {path}: {e}")))?;
@@ -169,7 +169,7 @@ pub(super) fn load_for(
 }
 
 /// A per-CPU value's room in a `BPF_MAP_LOOKUP_ELEM` of a per-CPU map.
-fn per_cpu_room(value: usize) -> usize {
+pub(super) fn per_cpu_room(value: usize) -> usize {
     value.div_ceil(8) * 8
 }
 
@@ -199,14 +199,21 @@ impl BpfCounting {
         let stride = possible.iter().max().map_or(1, |last| last + 1);
         let reading = READING_BYTES as u32;
         let count = events.len() as u32;
+        // The events, then cgroup-switches (index `count`).
         let events_map = create(
             sys_bpf::MAP_PERF_EVENT_ARRAY,
             4,
             4,
-            count * stride,
+            (count + 1) * stride,
             "ch_events",
         )?;
-        let previous = create(sys_bpf::MAP_PERCPU_ARRAY, 4, reading, count, "ch_previous")?;
+        let previous = create(
+            sys_bpf::MAP_PERCPU_ARRAY,
+            4,
+            reading,
+            count + 1,
+            "ch_previous",
+        )?;
         let cgroups = create(
             sys_bpf::MAP_PERCPU_HASH,
             8,
@@ -221,8 +228,9 @@ impl BpfCounting {
             cgroups: cgroups.as_fd(),
             levels: levels.as_fd(),
         };
-        let insns = program::counting(maps, events.len(), stride, Access::Plain);
+        let insns = program::counting(maps, events.len(), stride, Run::Switch);
         let attached = load(sys_bpf::PROG_PERF_EVENT, &insns, "ch_cgroup_switch")?;
+        let insns = program::counting(maps, events.len(), stride, Run::Read);
         let trigger = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_cgroup_read")?;
         let mut counters = Vec::with_capacity(events.len() * cpus.len());
         for (index, request) in events.iter().enumerate() {
@@ -245,7 +253,13 @@ impl BpfCounting {
         }
         let mut switches = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
-            switches.push(open_switches(cpu, attached.as_fd())?);
+            let slot = count * stride + cpu;
+            switches.push(open_switches(
+                cpu,
+                attached.as_fd(),
+                events_map.as_fd(),
+                slot,
+            )?);
         }
         let settle = settle(maps, events.len(), stride);
         let counting = BpfCounting {
@@ -253,7 +267,7 @@ impl BpfCounting {
             _counters: counters,
             _switches: switches,
             _events: events_map,
-            _previous: previous,
+            previous,
             cgroups,
             levels,
             _program: attached,
@@ -304,6 +318,28 @@ impl BpfCounting {
             }
         }
         Ok(())
+    }
+
+    /// The cgroup switches the program missed on the CPUs counted since the counter opened
+    /// (the kernel skipped it while another BPF user's map call was preempted there): the
+    /// counts of the time each spans were given to no cgroup. `None` where the map cannot be
+    /// read.
+    pub fn switches_missed(&self) -> Option<u64> {
+        let mut values = vec![0; per_cpu_room(READING_BYTES) * self.possible.len()];
+        let key = (self.events as u32).to_ne_bytes();
+        sys_bpf::map_lookup(self.previous.as_fd(), &key, &mut values).ok()?;
+        let room = per_cpu_room(READING_BYTES);
+        let missed = self
+            .possible
+            .iter()
+            .enumerate()
+            .filter(|(_, cpu)| self.cpus.contains(cpu))
+            .map(|(slot, _)| {
+                let at = slot * room + SWITCHES_MISSED;
+                u64::from_ne_bytes(values[at..at + 8].try_into().unwrap_or_default())
+            })
+            .fold(0u64, u64::wrapping_add);
+        Some(missed)
     }
 
     /// Puts cgroup `id` in the map, its sums zero (`Ok` where it is there already): the
@@ -430,7 +466,7 @@ fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<Own
         attach_type: sys_bpf::TRACE_FENTRY,
         btf_id,
     };
-    let insns = program::counting(maps, events, stride, Access::Atomic);
+    let insns = program::counting(maps, events, stride, Run::Move);
     let program =
         load_for(sys_bpf::PROG_TRACING, attach, &insns, "ch_cgroup_move").map_err(|e| {
             let why = match e.errno() {
@@ -453,8 +489,14 @@ fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<Own
     })
 }
 
-/// `cgroup-switches` on `cpu` with the program `program` run at each.
-fn open_switches(cpu: u32, program: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd> {
+/// `cgroup-switches` on `cpu` with the program `program` run at each, placed at `slot` of
+/// `events` before it counts (the program reads it there).
+fn open_switches(
+    cpu: u32,
+    program: std::os::fd::BorrowedFd<'_>,
+    events: std::os::fd::BorrowedFd<'_>,
+    slot: u32,
+) -> Result<OwnedFd> {
     let mut attr = PerfEventAttr {
         type_: TYPE_SOFTWARE,
         size: sys::ATTR_SIZE_VER8,
@@ -468,6 +510,8 @@ fn open_switches(cpu: u32, program: std::os::fd::BorrowedFd<'_>) -> Result<Owned
         .map_err(|failure| bpf_error(&format!("opening {what} (Linux 5.13)"), failure.errno))?;
     sys_bpf::attach_to_perf_event(fd.as_fd(), program)
         .map_err(|errno| bpf_error(&format!("attaching the counting program to {what}"), errno))?;
+    sys_bpf::map_update_perf_event(events, slot, fd.as_fd())
+        .map_err(|errno| bpf_error(&format!("placing {what} in the BPF map"), errno))?;
     sys::ioctl_int(fd.as_fd(), sys::IOC_ENABLE, 0)
         .map_err(|errno| bpf_error(&format!("enabling {what}"), errno))?;
     Ok(fd)

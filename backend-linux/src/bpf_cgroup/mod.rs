@@ -406,6 +406,17 @@ impl CgroupCounter {
         }
     }
 
+    /// In the BPF mode, the cgroup switches its program missed since the counter opened: the
+    /// counts of the time each spans were given to no cgroup, so the followed cgroups' counts
+    /// may fall short (never over) by what ran then ([`program`]). `None` in the perf-event
+    /// mode, which misses none.
+    pub fn switches_missed(&self) -> Option<u64> {
+        match &self.counting {
+            Counting::Bpf(bpf) => bpf.switches_missed(),
+            Counting::PerfEvents => None,
+        }
+    }
+
     /// Stops reading `cgroup` and lets its counters go (the BPF mode forgets its sums).
     pub fn unfollow(&mut self, cgroup: &Path) {
         let Some(at) = self.followed.iter().position(|c| c.path == cgroup) else {
@@ -750,7 +761,7 @@ mod tests {
     #[test]
     fn the_largest_program_passes_the_verifier() {
         use super::bpf_mode::{create, load, load_for};
-        use super::program::Access;
+        use super::program::Run;
         use std::os::fd::AsFd;
         let events = super::MAX_EVENTS as u32;
         let reading = program::READING_BYTES as u32;
@@ -759,14 +770,14 @@ mod tests {
                 sys_bpf::MAP_PERF_EVENT_ARRAY,
                 4,
                 4,
-                events * 4,
+                (events + 1) * 4,
                 "ch_t_events",
             ),
             create(
                 sys_bpf::MAP_PERCPU_ARRAY,
                 4,
                 reading,
-                events,
+                events + 1,
                 "ch_t_previous",
             ),
             create(
@@ -791,8 +802,11 @@ mod tests {
             cgroups: maps[2].as_fd(),
             levels: maps[3].as_fd(),
         };
-        let plain = program::counting(maps, super::MAX_EVENTS, 4, Access::Plain);
-        for prog_type in [sys_bpf::PROG_PERF_EVENT, sys_bpf::PROG_RAW_TRACEPOINT] {
+        for (prog_type, run) in [
+            (sys_bpf::PROG_PERF_EVENT, Run::Switch),
+            (sys_bpf::PROG_RAW_TRACEPOINT, Run::Read),
+        ] {
+            let plain = program::counting(maps, super::MAX_EVENTS, 4, run);
             let started = std::time::Instant::now();
             if let Err(e) = load(prog_type, &plain, "ch_t_largest") {
                 panic!("{} instructions, type {prog_type}: {e}", plain.len());
@@ -803,7 +817,7 @@ mod tests {
                 started.elapsed()
             );
         }
-        let atomic = program::counting(maps, super::MAX_EVENTS, 4, Access::Atomic);
+        let atomic = program::counting(maps, super::MAX_EVENTS, 4, Run::Move);
         let Ok(vmlinux) = std::fs::read(super::btf::VMLINUX) else {
             skip!(Need::System, "no kernel BTF at {}", super::btf::VMLINUX);
         };
@@ -837,5 +851,129 @@ mod tests {
                 "this kernel takes no tracing program at cgroup_migrate's entry: {e}"
             );
         }
+    }
+
+    /// A time whose cgroup switches the program did not all see is given to no cgroup, and
+    /// the switches it missed are counted; a time it saw whole is given to the cgroups as
+    /// before. The program runs here on this thread's CPU (as the read does before each
+    /// scrape), with this thread's page faults as its event and as its `cgroup-switches`: a
+    /// disabled counter (reads 0: no switch passed), then enabled (each fault a switch the
+    /// program did not see, as when the kernel skips it while `bpf_prog_active` is held).
+    ///
+    /// Oracle: the kernel running the program (`BPF_PROG_TEST_RUN` on the caller's CPU runs
+    /// it there, net/bpf/test_run.c) and counting page faults (`PERF_COUNT_SW_PAGE_FAULTS`,
+    /// one per fresh page touched).
+    #[test]
+    fn a_time_with_switches_missed_is_given_to_no_cgroup() {
+        use super::bpf_mode::{create, load, per_cpu_room, possible_cpus};
+        use super::program::{READING_BYTES, Run, SWITCHES_MISSED};
+        use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
+        use std::os::fd::AsFd;
+        let possible = possible_cpus().expect("the possible CPUs");
+        let cpu = possible[0];
+        sys::pin_thread_to(cpu).expect("this thread kept on one CPU");
+        let reading = READING_BYTES as u32;
+        // One event, then the switches; stride 1 on CPU `cpu`: slots `cpu` and `cpu + 1`.
+        let maps = [
+            create(sys_bpf::MAP_PERF_EVENT_ARRAY, 4, 4, cpu + 2, "ch_t_events"),
+            create(sys_bpf::MAP_PERCPU_ARRAY, 4, reading, 2, "ch_t_previous"),
+            create(sys_bpf::MAP_PERCPU_HASH, 8, reading, 4, "ch_t_cgroups"),
+            create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_t_levels"),
+        ];
+        let maps = match maps {
+            [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
+            [Err(e), ..] if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "BPF maps take CAP_BPF: {e}")
+            }
+            other => panic!("{:?}", other.map(|m| m.err())),
+        };
+        let [events, previous, cgroups, levels] = &maps;
+        let faults = |disabled: bool| {
+            let mut attr = PerfEventAttr {
+                type_: TYPE_SOFTWARE,
+                size: sys::ATTR_SIZE_VER8,
+                config: 2,
+                ..Default::default()
+            };
+            attr.set_flag(attr_bit::DISABLED, disabled);
+            sys::perf_event_open(&mut attr, 0, -1, None, 0).expect("this thread's page faults")
+        };
+        let (event, switches) = (faults(false), faults(true));
+        sys_bpf::map_update_perf_event(events.as_fd(), cpu, event.as_fd()).unwrap();
+        sys_bpf::map_update_perf_event(events.as_fd(), cpu + 1, switches.as_fd()).unwrap();
+        // The root cgroup (id 1, level 0) followed.
+        let room = per_cpu_room(READING_BYTES);
+        let zeroes = vec![0u8; room * possible.len()];
+        sys_bpf::map_update(cgroups.as_fd(), &1u64.to_ne_bytes(), &zeroes, 0).unwrap();
+        sys_bpf::map_update(levels.as_fd(), &0u32.to_ne_bytes(), &1u32.to_ne_bytes(), 0).unwrap();
+        let maps = program::Maps {
+            events: events.as_fd(),
+            previous: previous.as_fd(),
+            cgroups: cgroups.as_fd(),
+            levels: levels.as_fd(),
+        };
+        let insns = program::counting(maps, 1, 1, Run::Read);
+        let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_t_missed").unwrap();
+        let word = |map: &std::os::fd::OwnedFd, key: &[u8], at: usize| {
+            let mut values = vec![0u8; room * possible.len()];
+            sys_bpf::map_lookup(map.as_fd(), key, &mut values).unwrap();
+            (0..possible.len())
+                .map(|slot| {
+                    let at = slot * room + at;
+                    u64::from_ne_bytes(values[at..at + 8].try_into().unwrap())
+                })
+                .sum::<u64>()
+        };
+        let given = || word(cgroups, &1u64.to_ne_bytes(), 0);
+        let missed = || word(previous, &1u32.to_ne_bytes(), SWITCHES_MISSED);
+        let run = || {
+            sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).expect("the program run here");
+        };
+        // Memory never used before (kept: freed, the allocator would hand the same pages
+        // back, already mapped).
+        let touch = |pages: usize| {
+            let fresh = vec![0u8; pages * 4096].leak();
+            for page in fresh.chunks_mut(4096) {
+                page[0] = 1;
+            }
+            std::hint::black_box(&fresh);
+        };
+        let counted_by_kernel = || {
+            let mut value = [0u8; 8];
+            let mut file = std::fs::File::from(event.try_clone().unwrap());
+            std::io::Read::read_exact(&mut file, &mut value).expect("the counter read");
+            u64::from_ne_bytes(value)
+        };
+        run();
+        // No switch passed: the faults are the root cgroup's, all the kernel counted between
+        // the runs (the allocation's first page may be mapped already).
+        let kernel_before = counted_by_kernel();
+        run();
+        let (given_before, missed_before) = (given(), missed());
+        touch(64);
+        run();
+        let kernel = counted_by_kernel() - kernel_before;
+        let seen = given() - given_before;
+        assert!(
+            (32..=kernel).contains(&seen),
+            "64 pages touched, {seen} faults given, the kernel counted {kernel}"
+        );
+        assert_eq!(missed(), missed_before, "no switch passed");
+        // Switches passed that the program did not see: nothing is given, and they count.
+        sys::ioctl_int(switches.as_fd(), sys::IOC_ENABLE, 0).unwrap();
+        run();
+        let (given_before, missed_before) = (given(), missed());
+        touch(64);
+        run();
+        assert_eq!(
+            given(),
+            given_before,
+            "a time with switches missed given to a cgroup"
+        );
+        let counted = missed() - missed_before;
+        assert!(
+            counted >= 32,
+            "64 pages touched: {counted} switches missed counted"
+        );
     }
 }

@@ -46,3 +46,24 @@ pub fn mount_tracefs() -> Result<(), Errno> {
     };
     if ret < 0 { Err(last_errno()) } else { Ok(()) }
 }
+
+/// Keeps the calling thread on CPU `cpu` (`sched_setaffinity`), for tests that run a BPF
+/// program on the CPU they are on.
+///
+/// # Errors
+/// The errno of `sched_setaffinity` (EINVAL for a CPU not online).
+#[cfg(test)]
+pub fn pin_thread_to(cpu: u32) -> Result<(), Errno> {
+    if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside `set`; `cpu` is below its size (checked above).
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    let ptr: *const libc::cpu_set_t = &set;
+    // SAFETY: sched_setaffinity reads one cpu_set_t through a valid pointer; 0 is the
+    // calling thread.
+    let ret = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), ptr) };
+    if ret == 0 { Ok(()) } else { Err(last_errno()) }
+}

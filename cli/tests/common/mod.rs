@@ -318,3 +318,15 @@ pub fn has_core_pmu() -> bool {
 /// perf events (perf's `-G`) are switched at the same place and were exact there
 /// (docs/serve.md, "The BPF mode needs every cgroup switch").
 pub const ON_CPU_0: [&str; 3] = ["taskset", "-c", "0"];
+
+/// Held by each test that compares per-cgroup counts of work it runs on CPU 0 across the BPF
+/// mode: one at a time, so that no other such test's work (or its 1,100 running cgroups)
+/// shares CPU 0 with the work measured, where a cgroup switch the program misses would give
+/// one test's counts to the other's cgroup. A test that failed while holding it does not
+/// fail the next ones.
+pub fn cpu_0_alone() -> std::sync::MutexGuard<'static, ()> {
+    static CPU_0: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CPU_0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
