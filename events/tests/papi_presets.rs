@@ -17,6 +17,7 @@
 //! PAPI's table, a C compiler and libpfm4 (Debian `libpapi7.0`, `libpfm4-dev`).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuModel, Database};
@@ -26,6 +27,9 @@ use serde::Deserialize;
 use crate::common;
 
 const CSV: &str = "/usr/share/papi/7.0/papi_events.csv";
+
+/// Where Debian's libpapi7.2 installs PAPI 7.2's table (in the lab's sid root).
+const CSV_7_2: &str = "/usr/share/papi/7.2/papi_events.csv";
 
 /// Encodes `pmu::native` per input line `pmu<TAB>native`: `C code0 count code1` or `E error`;
 /// for a line `?` lists the PMUs libpfm4 knows (`P name`) and ends with `.`.
@@ -103,7 +107,8 @@ struct Verdict {
     presets: Vec<String>,
     /// `grammar` (libpfm4's spelling resolves differently here: issue 27 item 1), `data`
     /// (our table or libpfm4's lacks or differs), `papi-lacks` (PAPI's table has no such preset
-    /// for the PMU), `no-papi-block` (no PAPI block for the model), `papi` (PAPI's own defect).
+    /// for the PMU), `no-papi-block` (no PAPI block for the model), `papi` (PAPI's own defect),
+    /// `papi-7.2` (against PAPI 7.0's table: PAPI 7.2's, the shipped one, changed it).
     kind: String,
     reason: String,
 }
@@ -143,11 +148,16 @@ fn papi_table(text: &str, pmu: &str) -> BTreeMap<String, CsvPreset> {
             let postfix = (derived == "DERIVED_POSTFIX")
                 .then(|| fields.next().map(str::to_string))
                 .flatten();
-            let natives = fields
+            let natives: Vec<String> = fields
                 .take_while(|f| !matches!(*f, "NOTE" | "LDESC" | "SDESC"))
                 .take(8)
                 .map(str::to_string)
                 .collect();
+            // Another component's preset (PAPI 7.2's `PAPI_CUDA_*` on `cuda:::` natives, in
+            // its arm_v1 block), which PAPI offers only with that component.
+            if natives.iter().any(|n| n.contains(":::")) {
+                continue;
+            }
             presets.insert(
                 name.to_ascii_uppercase(),
                 CsvPreset {
@@ -285,10 +295,35 @@ fn ours(
     })
 }
 
+/// PAPI 7.2's table (the shipped presets' source), its natives encoded by libpfm4's head, as
+/// the current-releases lab's Debian sid root installs both (`scripts/current-lab`); the
+/// verdicts are `tests/data/papi-presets-7.2.toml`.
 #[test]
-fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
-    let verdicts: Verdicts =
-        toml::from_str(include_str!("data/papi-presets.toml")).expect("papi-presets.toml parses");
+fn every_preset_of_every_model_is_papi_7_2s_or_has_a_verdict() {
+    let root = match common::libpfm::head_root() {
+        Ok(root) => root,
+        Err(why) => counterhal_conformance::skip!(Need::Tools, "{why}"),
+    };
+    let csv = root.join(CSV_7_2.trim_start_matches('/'));
+    let text = match std::fs::read_to_string(&csv) {
+        Ok(text) => text,
+        Err(e) => counterhal_conformance::skip!(
+            Need::Tools,
+            "PAPI 7.2's preset table {} is not readable (scripts/current-lab installs \
+             libpapi-dev in the sid root): {e}",
+            csv.display()
+        ),
+    };
+    let verdicts: Verdicts = toml::from_str(include_str!("data/papi-presets-7.2.toml"))
+        .expect("papi-presets-7.2.toml parses");
+    every_preset_is_papis(&text, Some(&root), &verdicts, "papi-presets-7.2.toml");
+}
+
+/// PAPI 7.0's table as Debian 12 installs it, its natives encoded by the installed libpfm4
+/// 4.13; the verdicts are `tests/data/papi-presets.toml`, whose `papi-7.2` verdicts are the
+/// presets PAPI 7.2's table changed.
+#[test]
+fn every_preset_of_every_model_is_papi_7_0s_or_has_a_verdict() {
     let text = match std::fs::read_to_string(CSV) {
         Ok(text) => text,
         Err(e) => counterhal_conformance::skip!(
@@ -296,11 +331,24 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
             "PAPI's preset table {CSV} is not readable (Debian libpapi7.0 installs it): {e}"
         ),
     };
-    let binary = match common::libpfm::build(PROGRAM, "papi-presets") {
+    let verdicts: Verdicts =
+        toml::from_str(include_str!("data/papi-presets.toml")).expect("papi-presets.toml parses");
+    every_preset_is_papis(&text, None, &verdicts, "papi-presets.toml");
+}
+
+/// Every preset of every model against PAPI's table `text`, its natives encoded by the
+/// libpfm4 of Debian root `root` (the installed one for `None`), with `verdicts` (from the
+/// file `file`).
+fn every_preset_is_papis(text: &str, root: Option<&Path>, verdicts: &Verdicts, file: &str) {
+    // A binary of its own for each oracle: the two tests run at once.
+    let stem = format!("papi-presets-{}", file.trim_end_matches(".toml"));
+    let binary = match common::libpfm::build_for(root, PROGRAM, &stem) {
         Ok(binary) => binary,
         Err(why) => counterhal_conformance::skip!(Need::Tools, "libpfm4 helper not built: {why}"),
     };
-    let listing = common::libpfm::answers(&binary, &["?".to_string()]).expect("libpfm4 runs");
+    let answers =
+        |lines: &[String]| common::libpfm::answers_in(root, &binary, lines).expect("libpfm4 runs");
+    let listing = answers(&["?".to_string()]);
     let libpfm_pmus: Vec<&str> = listing
         .iter()
         .filter_map(|l| l.strip_prefix("P\t"))
@@ -314,7 +362,15 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
             v.presets
         );
         assert!(
-            ["grammar", "data", "papi-lacks", "no-papi-block", "papi"].contains(&v.kind.as_str()),
+            [
+                "grammar",
+                "data",
+                "papi-lacks",
+                "no-papi-block",
+                "papi",
+                "papi-7.2"
+            ]
+            .contains(&v.kind.as_str()),
             "unknown verdict kind `{}`",
             v.kind
         );
@@ -364,7 +420,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
         let Some(model) = model else {
             if libpfm_pmus.contains(&name) && !not_covered {
                 problems.push(format!(
-                    "PAPI's table has presets for libpfm4 PMU `{name}`, which no model covers and papi-presets.toml does not list"
+                    "PAPI's table has presets for libpfm4 PMU `{name}`, which no model covers and {file} does not list"
                 ));
             }
             continue;
@@ -373,7 +429,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
             // Another libpfm4 name of the same model (amd64_k8_revb for amd64_k8_revc): its
             // presets must be the same table.
             let first = &models_seen[&model.id];
-            let (a, b) = (papi_table(&text, first), papi_table(&text, name));
+            let (a, b) = (papi_table(text, first), papi_table(text, name));
             let same = a.len() == b.len()
                 && a.iter().zip(&b).all(|((n, p), (m, q))| {
                     n == m
@@ -390,13 +446,13 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
             continue;
         }
         models_seen.insert(model.id.clone(), name.to_string());
-        let table = papi_table(&text, name);
+        let table = papi_table(text, name);
         let encodable = libpfm_pmus.contains(&name);
         // Every native once, encoded by libpfm4.
         let natives: Vec<&String> = table.values().flat_map(|p| &p.natives).collect();
         let codes: BTreeMap<&String, Result<Code, String>> = if encodable {
             let queries: Vec<String> = natives.iter().map(|n| format!("{name}\t{n}")).collect();
-            let answers = common::libpfm::answers(&binary, &queries).expect("libpfm4 runs");
+            let answers = answers(&queries);
             natives
                 .iter()
                 .zip(answers)
@@ -498,7 +554,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
                 continue;
             }
             match covering(&model.id, p.name()) {
-                Some((kind, _)) if kind == "papi-lacks" => {
+                Some((kind, _)) if kind == "papi-lacks" || kind == "papi-7.2" => {
                     *tally
                         .entry("mapped here, PAPI's table lacks it (verdict)")
                         .or_default() += 1
@@ -528,7 +584,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
                 continue;
             };
             match covering(&model.id, p.name()) {
-                Some((kind, _)) if kind == "no-papi-block" => {
+                Some((kind, _)) if kind == "no-papi-block" || kind == "papi-7.2" => {
                     *tally
                         .entry("mapped here, no PAPI block for the model (verdict)")
                         .or_default() += 1
@@ -549,7 +605,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
     }
     assert!(
         problems.is_empty(),
-        "{} presets differ from PAPI's without a verdict in tests/data/papi-presets.toml:\n{}",
+        "{} presets differ from PAPI's without a verdict in tests/data/{file}:\n{}",
         problems.len(),
         problems.join("\n")
     );
@@ -567,7 +623,7 @@ fn every_preset_of_every_model_is_papis_or_has_a_verdict() {
         .collect();
     assert!(
         stale.is_empty(),
-        "verdicts in tests/data/papi-presets.toml that no longer apply:\n{}",
+        "verdicts in tests/data/{file} that no longer apply:\n{}",
         stale.join("\n")
     );
     for p in &verdicts.pmu {
@@ -598,6 +654,7 @@ fn verdict_label(kind: &str) -> &'static str {
         "data" => "differ: data (verdict)",
         "papi" => "differ: PAPI with libpfm4 4.13 cannot offer it, kept hand-written (verdict)",
         "papi-lacks" => "differ: PAPI's table lacks it (verdict)",
+        "papi-7.2" => "differ: PAPI 7.2's table changed it (verdict)",
         _ => "differ: other (verdict)",
     }
 }

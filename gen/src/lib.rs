@@ -6,7 +6,8 @@
 //!
 //! Run it as `cargo run -p counterhal-gen -- perfmon --source DIR --commit SHA --out
 //! events/data/generated`; PAPI's presets as `cargo run -p counterhal-gen -- papi --csv
-//! /usr/share/papi/7.0/papi_events.csv --source "..." --out events/data/generated/presets`.
+//! /var/cache/counterhal-lab/sid/usr/share/papi/7.2/papi_events.csv --out
+//! events/data/generated/presets`.
 #![forbid(unsafe_code)]
 
 pub mod aliases;

@@ -114,11 +114,12 @@ enum Source {
     },
     /// PAPI's preset table (`papi_events.csv`): each model's presets in PAPI's form.
     Papi {
-        /// The table (Debian's libpapi7.0 installs it as /usr/share/papi/7.0/papi_events.csv).
+        /// The table (Debian's libpapi7.2 installs it as /usr/share/papi/7.2/papi_events.csv; the
+        /// current-releases lab's sid root holds it).
         #[arg(long)]
         csv: PathBuf,
         /// What the table is (PAPI's version, the package), written into every file's header;
-        /// by default Debian's libpapi7.0 7.0.0-2.
+        /// by default Debian's libpapi7.2 7.2.0-2+b2.
         #[arg(long, default_value = counterhal_gen::papi::DEBIAN_SOURCE)]
         source: String,
         /// Where to write one TOML file per model.

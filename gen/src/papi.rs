@@ -19,10 +19,11 @@ use crate::GenError;
 use crate::write::quoted;
 
 /// The shipped tables' source: the table as Debian installs it, and the upstream tag it equals.
-pub const DEBIAN_SOURCE: &str = "PAPI 7.0.0's papi_events.csv (BSD-3-Clause) as Debian's libpapi7.0 7.0.0-2 installs it, identical to icl-utk-edu/papi tag papi-7-0-0-t (de96060998cd9fc77396c5e100e52e0ea1cdc3c3) src/papi_events.csv";
+pub const DEBIAN_SOURCE: &str = "PAPI 7.2.0's papi_events.csv (BSD-3-Clause) as Debian's libpapi7.2 7.2.0-2+b2 installs it, identical to icl-utk-edu/papi tag papi-7-2-0-t (72a3124d048dc5c89eb3f00c9f2866f4492b5383) src/papi_events.csv";
 
-/// Where Debian's libpapi7.0 installs the table.
-pub const DEBIAN_PATH: &str = "/usr/share/papi/7.0/papi_events.csv";
+/// Where Debian's libpapi7.2 installs the table (in the current-releases lab's sid root,
+/// `scripts/current-lab`).
+pub const DEBIAN_PATH: &str = "/usr/share/papi/7.2/papi_events.csv";
 
 /// PAPI's limit on the natives of one preset (`PAPI_EVENTS_IN_DERIVED_EVENT`).
 pub const MAX_NATIVES: usize = 8;
@@ -68,6 +69,8 @@ pub const MODELS: &[(&str, &[&str])] = &[
     ("skx", &["skx"]),
     ("clx", &["clx"]),
     ("icx", &["icx"]),
+    ("icl", &["icl"]),
+    ("spr", &["spr"]),
     ("knl", &["knl", "knm"]),
     ("atom", &["atom"]),
     ("slm", &["slm"]),
@@ -87,14 +90,22 @@ pub const MODELS: &[(&str, &[&str])] = &[
     ("amd64_fam17h_zen1", &["amd64_fam17h_zen1", "amd64_fam17h"]),
     ("amd64_fam17h_zen2", &["amd64_fam17h_zen2"]),
     ("amd64_fam19h_zen3", &["amd64_fam19h_zen3"]),
+    ("amd64_fam19h_zen4", &["amd64_fam19h_zen4"]),
+    ("amd64_fam1ah_zen5", &["amd64_fam1ah_zen5"]),
     // The Arm cores PAPI's table has presets for (its natives are libpfm4's names, aliases of
-    // the kernel's on these models). PAPI's `arm_ac57` block is Cortex-A57's; libpfm4's
-    // `arm_ac72` (the same table here) has no block.
+    // the kernel's on these models). Cortex-A57 and A72 share a table here: PAPI's blocks of
+    // the two must agree. Neoverse N2 and V2 share one too, but PAPI 7.2's `arm_v2` block is
+    // not `arm_n2`'s: the model takes N2's presets.
     ("cortex-a53", &["arm_ac53"]),
-    ("cortex-a57-a72", &["arm_ac57"]),
+    ("cortex-a57-a72", &["arm_ac57", "arm_ac72"]),
+    ("cortex-a76", &["arm_ac76"]),
     ("emag", &["arm_xgene"]),
     ("thunderx2", &["arm_thunderx2"]),
     ("a64fx", &["arm_a64fx"]),
+    ("monaka", &["arm_monaka"]),
+    ("neoverse-n1", &["arm_n1"]),
+    ("neoverse-n2-v2", &["arm_n2"]),
+    ("neoverse-v1", &["arm_v1"]),
 ];
 
 /// One preset as PAPI's table defines it for a PMU.
@@ -226,6 +237,9 @@ pub struct PresetTable {
     pub blocks: Vec<usize>,
     /// The presets.
     pub presets: Vec<CsvPreset>,
+    /// The presets of the PMU's blocks on another PAPI component's natives
+    /// (`cuda:::...`: PAPI 7.2's `PAPI_CUDA_*`), left out: counterhal has no such component.
+    pub left_out: Vec<String>,
 }
 
 /// The preset tables of every model of [`MODELS`] whose PMU has presets in `text`.
@@ -255,12 +269,16 @@ pub fn tables(text: &str) -> Result<Vec<PresetTable>, GenError> {
                 )));
             }
         }
+        let (presets, left_out): (Vec<CsvPreset>, Vec<CsvPreset>) = presets
+            .into_iter()
+            .partition(|p| !p.natives.iter().any(|n| n.contains(":::")));
         tables.push(PresetTable {
             id: (*id).to_string(),
             pmu: pmus[0].to_string(),
             same: pmus[1..].iter().map(|p| (*p).to_string()).collect(),
             blocks,
             presets,
+            left_out: left_out.into_iter().map(|p| p.name).collect(),
         });
     }
     Ok(tables)
@@ -285,6 +303,13 @@ pub fn table_toml(table: &PresetTable, source: &str, path: &str) -> String {
         let _ = write!(out, "; {} have the same presets", table.same.join(", "));
     }
     out.push('\n');
+    if !table.left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "# left out, on another PAPI component's natives: {}",
+            table.left_out.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "# presets: {}, each in PAPI's form (its derived type, formula and libpfm4 natives)",
@@ -313,6 +338,17 @@ pub fn table_toml(table: &PresetTable, source: &str, path: &str) -> String {
     out
 }
 
+/// `csv`'s path as a Debian root installs it: from its `/usr/share/` on (the lab's root
+/// `/var/cache/counterhal-lab/sid/usr/share/papi/7.2/papi_events.csv` is PAPI 7.2's
+/// `/usr/share/papi/7.2/papi_events.csv`), else as given.
+fn installed_path(csv: &Path) -> String {
+    let shown = csv.display().to_string();
+    match shown.find("/usr/share/") {
+        Some(at) => shown[at..].to_string(),
+        None => shown,
+    }
+}
+
 /// Reads `csv` and writes `ID.toml` for each model with presets into `out`; returns the
 /// paths written.
 ///
@@ -324,7 +360,7 @@ pub fn generate(csv: &Path, source: &str, out: &Path) -> Result<Vec<String>, Gen
     let mut written = Vec::new();
     for table in tables(&text)? {
         let path = out.join(format!("{}.toml", table.id));
-        let toml = table_toml(&table, source, &csv.display().to_string());
+        let toml = table_toml(&table, source, &installed_path(csv));
         std::fs::write(&path, toml).map_err(|e| GenError::io(&path, &e))?;
         written.push(path.display().to_string());
     }
@@ -388,11 +424,32 @@ PRESET,PAPI_A, DERIVED_POSTFIX, N0|N1|-|, P , Q
                 natives: vec!["A:B".into(), "C".into()],
                 line: 940,
             }],
+            left_out: vec![],
         };
         let text = table_toml(&table, "PAPI 7.0.0", "/x/papi_events.csv");
         assert!(text.contains("# source: PAPI 7.0.0\n# file: /x/papi_events.csv\n"));
         assert!(text.contains(
             "PAPI_DP_OPS = { papi = \"DERIVED_POSTFIX\", postfix = \"N0|N1|2|*|+|\", natives = [\"A:B\", \"C\"] }"
         ));
+    }
+
+    /// Oracle: PAPI 7.2's table (tag papi-7-2-0-t), whose `arm_v1` block gives `PAPI_CUDA_*`
+    /// presets on the cuda component's natives (`cuda:::...`), beside the core's.
+    #[test]
+    fn presets_on_another_components_natives_are_left_out() {
+        let text = "\
+CPU,arm_v1
+PRESET,PAPI_TOT_INS,NOT_DERIVED,INST_RETIRED
+PRESET,PAPI_CUDA_FP16_FMA,NOT_DERIVED,cuda:::sm__sass_thread_inst_executed_op_hfma_pred_on:stat=sum
+";
+        let tables = tables(text).unwrap();
+        let v1 = tables.iter().find(|t| t.id == "neoverse-v1").unwrap();
+        let names: Vec<&str> = v1.presets.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["PAPI_TOT_INS"]);
+        assert_eq!(v1.left_out, ["PAPI_CUDA_FP16_FMA"]);
+        let toml = table_toml(v1, "PAPI 7.2.0", "/usr/share/papi/7.2/papi_events.csv");
+        assert!(
+            toml.contains("# left out, on another PAPI component's natives: PAPI_CUDA_FP16_FMA\n")
+        );
     }
 }

@@ -148,7 +148,16 @@ pub fn command(root: Option<&Path>, binary: &Path) -> Command {
 /// Runs `binary` with libpfm4's inactive PMUs enabled, writes `lines` to it (one query each)
 /// and returns its answers, one line each.
 pub fn answers(binary: &Path, lines: &[String]) -> Result<Vec<String>, String> {
-    let mut child = Command::new(binary)
+    answers_in(None, binary, lines)
+}
+
+/// [`answers`] of `binary` built by [`build_for`] for `root` (run as [`command`] runs it).
+pub fn answers_in(
+    root: Option<&Path>,
+    binary: &Path,
+    lines: &[String],
+) -> Result<Vec<String>, String> {
+    let mut child = command(root, binary)
         .env("LIBPFM_ENCODE_INACTIVE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
