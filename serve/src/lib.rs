@@ -6,42 +6,52 @@
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
-//! [`http`] (connections and their bounds), [`table`] (what the connections share),
-//! [`request`] (one request: its head, its route, its answer), [`gzip`] (answers compressed
-//! for the scrapers that ask) and
-//! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
-//! exporter-toolkit's format), with [`users`] (its users' bcrypt hashes and the passwords
-//! verified); [`listen`] (`--listen`'s forms), [`budget`] (the descriptors the counters may hold), [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`signals`] (`SIGHUP`
+//! exporter's own counters), [`process`] (its process's figures, the `process_*` families).
+//!
+//! The HTTP server is three layers, as exporter-toolkit wraps a handler, with a
+//! [`message::Request`] in and a [`message::Response`] out between them ([`message`]): the
+//! transport, [`transport`] (connections accepted and bounded) with [`table`] (what the
+//! connections share), [`connection`] (one connection: heads read, answers written within
+//! their deadlines), [`listen`] (`--listen`'s forms) and [`tls`]; the [`layer`] (the rate
+//! limit and users, the methods and bodies taken, [`gzip`] for the scrapers that ask, the
+//! response headers), configured by [`web`] (`--web.config.file`: TLS, users, headers and
+//! rate limit, in Prometheus' exporter-toolkit's format) with [`users`] (its users' bcrypt
+//! hashes and the passwords verified); and the handler, [`scrape`] (`/metrics` rendered
+//! under the counters' lock, and `/`). Then [`budget`] (the descriptors the counters may
+//! hold), [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`signals`] (`SIGHUP`
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 //!
-//! The crate's face is the command's entry alone: [`ServeArgs`], [`run`], [`rules()`] and
-//! [`Failure`] (and [`CgroupModeArg`], `--cgroup-mode`'s values); `counterhal serve` flattens its database options beside [`ServeArgs`] and
-//! hands [`run`] the [`Context`] they make.
+//! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
+//! [`Failure`] (and [`CgroupModeArg`], `--cgroup-mode`'s values); `counterhal serve` flattens
+//! its database options beside [`ServeArgs`] and hands [`run`] the [`Context`] they make.
+//! Beside it, [`http`] holds the server's layers, for their tests and for another handler.
 #![deny(unsafe_code)]
 // The rooms above are private modules, named for the crate's readers (its documentation is
 // built with `--document-private-items`).
 #![allow(rustdoc::private_intra_doc_links)]
 
 mod budget;
+mod connection;
 mod counting;
 mod discovery;
 mod events;
 mod exposition;
 mod gzip;
 mod health;
-mod http;
 mod kubernetes;
+mod layer;
 mod listen;
+mod message;
 mod per_cgroup;
 mod process;
-mod request;
 mod rules;
+mod scrape;
 mod signals;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
 mod table;
 mod tls;
+mod transport;
 mod users;
 mod web;
 mod yaml;
@@ -54,6 +64,22 @@ use std::time::Duration;
 use clap::Args;
 use counterhal::{Context, Error};
 pub use per_cgroup::CgroupModeArg;
+
+/// The exporter's HTTP server in three layers, as exporter-toolkit's `web.ListenAndServe`
+/// wraps a Go `http.Handler`: the transport ([`Server`](http::Server): the listener, TLS, the
+/// bound on connections, the header and write timeouts), which reads each [`Request`](
+/// http::Request) and writes its [`Response`](http::Response); the [`Layer`](http::Layer)
+/// (the web configuration's rate limit and users, the methods and bodies taken, gzip, the
+/// response headers); and a [`Handler`](http::Handler) that knows nothing of either (the
+/// exporter's is its scrape). Public so that each layer is tested on its own (serve's
+/// `tests/`) and another handler can be served the same way.
+pub mod http {
+    pub use crate::health::Health;
+    pub use crate::layer::Layer;
+    pub use crate::message::{Handler, Header, Request, Response};
+    pub use crate::transport::{Limits, Server};
+    pub use crate::web::{WebConfig, WebConfigFile};
+}
 
 /// The port `--listen` takes by default: outside Prometheus' exporter range 9100-9999 (every
 /// port of it allocated to an exporter since 2023, per Prometheus' "Default port
@@ -402,11 +428,14 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
             refused.name, refused.message
         ));
     }
-    let limits = table::Limits {
-        max_connections: args.max_connections as usize,
-        header_timeout: args.header_timeout,
-        write_timeout: args.write_timeout,
-    };
-    http::serve(listener, limits, exporter, health, web);
+    let limits = table::Limits::new(
+        args.max_connections as usize,
+        args.header_timeout,
+        args.write_timeout,
+    );
+    let layer = layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
+    let server = transport::Server::new(listener, limits, layer, health);
+    signals::take(server.shared());
+    server.serve();
     Ok(ExitCode::SUCCESS)
 }

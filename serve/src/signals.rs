@@ -40,7 +40,7 @@ pub fn take(shared: Arc<Shared>) {
 /// `SIGHUP`: the web configuration read again (a change that does not read is said and the
 /// configuration before kept, as when the file changes).
 fn reload(shared: &Shared) {
-    let said = match &shared.web {
+    let said = match shared.layer.web() {
         Some(web) if web.reload() => "counterhal: SIGHUP: the web configuration read again\n",
         Some(_) => concat!(
             "counterhal: SIGHUP: the web configuration file was refused (said above); ",

@@ -1,24 +1,40 @@
 //! What the connections share: the bounds, the table of open connections (to evict the one
-//! waiting longest), the counters behind their lock, and the exporter's health.
+//! waiting longest), the layer that answers, and the exporter's health.
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::counting::Exporter;
 use super::health::Health;
-use super::web::WebConfigFile;
+use super::layer::Layer;
 
 /// The bounds on clients.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct Limits {
     /// The most connections open at once.
     pub max_connections: usize,
     /// How long a client has to send its request head.
     pub header_timeout: Duration,
-    /// How long a client has to take its answer.
+    /// How long a client has to take its answer, from the moment it is rendered.
     pub write_timeout: Duration,
+}
+
+impl Limits {
+    /// At most `max_connections` at once, each given `header_timeout` to send its request
+    /// head and `write_timeout` to take each answer once it is rendered.
+    pub fn new(
+        max_connections: usize,
+        header_timeout: Duration,
+        write_timeout: Duration,
+    ) -> Limits {
+        Limits {
+            max_connections,
+            header_timeout,
+            write_timeout,
+        }
+    }
 }
 
 /// A connection in the table.
@@ -112,20 +128,14 @@ impl Table {
 
 /// What a connection's thread shares.
 pub struct Shared {
-    /// The counters.
-    pub exporter: Mutex<Exporter>,
-    /// The exporter's health.
+    /// The layer that answers the requests read (with `--web.config.file`, the file).
+    pub layer: Layer,
+    /// The exporter's health: the requests answered and the connections closed.
     pub health: Arc<Health>,
     /// The open connections.
     pub table: Table,
     /// The bounds.
     pub limits: Limits,
-    /// The size of the last scrape (the next one's buffer starts at it).
-    pub last_size: std::sync::atomic::AtomicUsize,
-    /// The compressor of the scrapes gzipped.
-    pub gzip: Mutex<super::gzip::Gzip>,
-    /// `--web.config.file`: TLS, users, headers and rate limit, when given.
-    pub web: Option<WebConfigFile>,
     /// Whether `SIGTERM` came: no connection is taken any more.
     pub draining: std::sync::atomic::AtomicBool,
 }

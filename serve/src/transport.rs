@@ -1,4 +1,4 @@
-//! The connections: accepted on one thread, each answered on a thread of its own (a small
+//! The transport: connections accepted on one thread, each answered on a thread of its own (a small
 //! stack), at most `--max-connections` at once. A slow client costs a place in the table,
 //! never the scrapes: when the table is full, the connection that has waited longest for its
 //! request is closed (its read ends at once) for the new one, so a scraper whose request
@@ -13,48 +13,58 @@
 //! connection comes (TLS, users, headers, rate limit).
 
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use super::counting::Exporter;
+use super::connection;
 use super::health::{Closed, Health};
-use super::request;
-use super::signals;
+use super::layer::Layer;
 use super::sys;
-use super::table::{Limits, Shared, Slot, Table};
-use super::web::WebConfigFile;
+pub use super::table::Limits;
+use super::table::{Shared, Slot, Table};
 
 /// The stack of a connection's thread: the head buffer, the parser's headers, and reading
 /// and writing the counters (found enough by the bad-client tests with room to spare).
 const STACK: usize = 256 * 1024;
 
-/// Accepts connections on `listener` for ever, answering each within `limits` (over TLS,
-/// with the users and headers of `web` where given).
-pub fn serve(
+/// A listener and what its connections share: the layer that answers them, their bounds,
+/// and the health that counts them.
+pub struct Server {
     listener: TcpListener,
-    limits: Limits,
-    exporter: Exporter,
-    health: Arc<Health>,
-    web: Option<WebConfigFile>,
-) {
-    let shared = Arc::new(Shared {
-        exporter: Mutex::new(exporter),
-        health,
-        table: Table::new(),
-        limits,
-        last_size: std::sync::atomic::AtomicUsize::new(4096),
-        gzip: Mutex::new(super::gzip::Gzip::new()),
-        web,
-        draining: std::sync::atomic::AtomicBool::new(false),
-    });
-    signals::take(Arc::clone(&shared));
-    for stream in listener.incoming() {
-        match stream {
-            // Draining (SIGTERM): closed at once, for the exit.
-            Ok(_) if shared.draining.load(std::sync::atomic::Ordering::Relaxed) => {}
-            Ok(stream) => admit(stream, &shared),
-            // Out of descriptors (or an aborted handshake): wait a moment and go on.
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Serves `layer` on `listener` within `limits` (over TLS where the layer's web
+    /// configuration says), counting the requests and connections in `health`.
+    pub fn new(listener: TcpListener, limits: Limits, layer: Layer, health: Arc<Health>) -> Server {
+        let shared = Arc::new(Shared {
+            layer,
+            health,
+            table: Table::new(),
+            limits,
+            draining: AtomicBool::new(false),
+        });
+        Server { listener, shared }
+    }
+
+    /// What the connections share (for the signals' thread).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
+    }
+
+    /// Accepts connections for ever (until the process exits), each answered on a thread
+    /// of its own.
+    pub fn serve(self) {
+        for stream in self.listener.incoming() {
+            match stream {
+                // Draining (SIGTERM): closed at once, for the exit.
+                Ok(_) if self.shared.draining.load(Relaxed) => {}
+                Ok(stream) => admit(stream, &self.shared),
+                // Out of descriptors (or an aborted handshake): wait a moment and go on.
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
         }
     }
 }
@@ -86,7 +96,7 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
                 Place::Wait(_) => {
                     drop(slots);
                     shared.health.closed(Closed::Refused);
-                    request::refuse(stream);
+                    connection::refuse(stream);
                     return;
                 }
             }
@@ -105,10 +115,10 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
         .stack_size(STACK)
         .spawn(move || {
             // The configuration as the file says now (read again where it changed).
-            let web = for_thread.web.as_ref().map(WebConfigFile::current);
+            let web = for_thread.layer.current();
             match web.as_ref().and_then(|web| web.tls.clone()) {
-                Some(tls) => request::answer_tls(stream, tls, id, &for_thread, web.as_deref()),
-                None => request::answer(stream, id, &for_thread, web.as_deref()),
+                Some(tls) => connection::answer_tls(stream, tls, id, &for_thread, web.as_deref()),
+                None => connection::answer(stream, id, &for_thread, web.as_deref()),
             }
             for_thread.table.remove(id);
         });
