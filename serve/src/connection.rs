@@ -125,6 +125,14 @@ pub fn answer(mut stream: impl Conn, id: u64, shared: &Shared, web: Option<&WebC
 
 /// Reads one request (the next on a `kept` connection), has the layer answer it, and writes
 /// the answer: whether it was answered, and whether the connection is kept for another.
+///
+/// The write timeout runs from the moment the answer is rendered: it bounds how long the
+/// client takes to read it, not how long the handler takes to render it. Go's `net/http`
+/// starts its `WriteTimeout` as the request head is read (`(*conn).readRequest` in
+/// `net/http/server.go`), so that a handler slower than it sends nothing; node_exporter hands
+/// exporter-toolkit's `web.ListenAndServe` an `http.Server{}` with no `WriteTimeout`, and
+/// client_golang bounds a slow scrape apart (promhttp's `HandlerOpts.Timeout`). This follows
+/// the exporters: a slow scrape is answered late rather than not at all.
 fn answer_one(
     stream: &mut impl Conn,
     id: u64,
@@ -137,7 +145,6 @@ fn answer_one(
     let begun = || shared.table.begun(id);
     let timeouts = (limits.header_timeout, kept.then_some(KEPT_IDLE));
     let read = read_head(stream, &mut buffer, timeouts, begun);
-    let deadline = Instant::now() + limits.write_timeout;
     let mut lines = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut headers = [EMPTY; MAX_HEADERS];
     let (answer, head_only, keep) = match read {
@@ -171,6 +178,8 @@ fn answer_one(
             (shared.layer.refuse(408, late, web), false, false)
         }
     };
+    // Rendered: from now on, the client's time to take it.
+    let deadline = Instant::now() + limits.write_timeout;
     let status = answer.status;
     let keep = keep && matches!(status, 200 | 404) && !shared.draining.load(Relaxed);
     let written = write_before(stream, &head(&answer, keep), deadline).and_then(|()| {

@@ -125,6 +125,25 @@ fn a_head_is_answered_with_the_head_alone() {
     );
 }
 
+/// An answer slower to render than the write timeout is still answered: the timeout runs
+/// from the moment the answer is rendered. (Go's net/http starts its `WriteTimeout` when the
+/// request head is read, so that a slower handler sends nothing; node_exporter serves
+/// through exporter-toolkit with no `WriteTimeout`, so that a slow scrape is answered late.)
+///
+/// Oracle: node_exporter 1.x (`web.ListenAndServe` of an `http.Server{}`): a slow scrape is
+/// answered, however late.
+#[test]
+fn an_answer_slower_to_render_than_the_write_timeout_is_answered() {
+    let limits = Limits::new(4, Duration::from_secs(5), Duration::from_millis(50));
+    let (address, health) = serving(Duration::from_millis(400), limits);
+    let started = Instant::now();
+    let (status, text) = exchange(address, b"GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, Some(200), "{text:?}");
+    assert!(text.ends_with("rendered late\n"), "{text}");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(closed(&health, "write_timeout"), 0);
+}
+
 /// The write timeout still bounds a client that does not take its answer: the connection
 /// is closed and counted as `write_timeout`.
 ///
