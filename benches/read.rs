@@ -21,7 +21,7 @@ mod bench {
     use counterhal::OpenOptions;
     use counterhal::prelude::*;
     use counterhal_hal::Backend;
-    use counterhal_linux::{LinuxBackend, LinuxGroup};
+    use counterhal_linux::LinuxGroup;
 
     /// The four software events every contender counts.
     const EVENTS: [&str; 4] = [
@@ -278,7 +278,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let facade_leader = duplicate(perf_fds()[0]);
 
         let db = chosen.context().database().clone();
-        let linux: LinuxBackend = counterhal_linux::probe(db, None).unwrap();
+        let linux = counterhal_linux::probe(db, None).unwrap();
         let requests: Vec<_> = EVENTS
             .iter()
             .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)

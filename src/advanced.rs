@@ -15,19 +15,35 @@
 //! [`Target`](crate::Target) may stand for several, [`Target::targets`](crate::Target::targets)).
 
 pub use crate::attach::MultiSet;
-/// Counting per cgroup at a cost that does not grow with the cgroups (a BPF program summing
-/// per cgroup at every cgroup switch, perf's `--bpf-counters --for-each-cgroup`), or with
-/// one perf event per event, CPU and cgroup where BPF is not allowed:
-/// [`Chosen::cgroup_counter`](crate::Chosen::cgroup_counter) opens one by name.
-#[cfg(all(feature = "linux", target_os = "linux"))]
-pub use crate::cgroup_counter::{
-    CGROUP_MAX_EVENTS, CGROUP_MAX_LEVELS, CgroupCounter, CgroupCounterOptions, CgroupCounts,
-    CgroupMode, CgroupModeChoice,
-};
 #[cfg(unix)]
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
+/// Reads of a group through a shared reference, as a group that can hands them out
+/// ([`Group::shared_read`](counterhal_hal::Group::shared_read)): what [`SharedReads`] reads.
+pub use counterhal_hal::SharedRead;
+/// Counting per cgroup at a cost that does not grow with the cgroups (a BPF program summing
+/// per cgroup at every cgroup switch, perf's `--bpf-counters --for-each-cgroup`), or with
+/// one perf event per event, CPU and cgroup where BPF is not allowed:
+/// [`Chosen::cgroup_counter`](crate::Chosen::cgroup_counter) opens one by name, through the
+/// backend's [`CgroupCapability`].
+pub use counterhal_hal::{
+    BoxedCgroupCounter, CgroupCapability, CgroupCounter, CgroupCounterOptions, CgroupCounts,
+    CgroupMode, CgroupModeChoice,
+};
+/// Sampling, as a backend that samples hands it out
+/// ([`Backend::sampling`]).
+pub use counterhal_hal::{BoxedSampler, SamplingCapability};
+/// Intel's topdown events in perf's encodings: `slots` and the metric events perf groups
+/// after it.
+#[cfg(all(feature = "linux", target_os = "linux"))]
+pub use counterhal_linux::topdown::{is_metric as is_topdown_metric, is_slots as is_topdown_slots};
+/// perf's PMU syntax read from a sysfs `devices` directory (this machine's or another's):
+/// a PMU event (`pmu/terms/`, an uncore event of the model by name, a core event in its core
+/// PMU's terms) with every attr perf opens for it and the CPUs it opens on; each function
+/// gives `None` for a name that is not one of its kind.
+#[cfg(feature = "linux")]
+pub use counterhal_linux::{PmuEvent, core_pmu_events, pmu_events, uncore_pmu_events};
 /// A sysfs tree read as untrusted input (`--sysfs DIR`, `COUNTERHAL_SYSFS`): links only
 /// inside the tree, regular files of at most a page, refusals that name the file and never
 /// show what it holds; the faces read their trees through these, as the backend does.

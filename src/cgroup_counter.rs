@@ -1,12 +1,10 @@
 //! Events counted per cgroup by name, on the backend chosen: [`Chosen::cgroup_counter`], in
-//! the mode the kernel and this process's privileges allow (the Linux backend's
-//! [`CgroupCounter`]: a BPF program summing per cgroup at every cgroup switch, or one perf
-//! event per event, CPU and cgroup).
+//! the mode the kernel and this process's privileges allow, through the backend's cgroup
+//! capability ([`Backend::cgroups`](counterhal_hal::Backend::cgroups)): a BPF program
+//! summing per cgroup at every cgroup switch, or one perf event per event, CPU and cgroup.
 
-use counterhal_hal::{Error, ErrorKind, Result};
-pub use counterhal_linux::{
-    CGROUP_MAX_EVENTS, CGROUP_MAX_LEVELS, CgroupCounter, CgroupCounterOptions, CgroupCounts,
-    CgroupMode, CgroupModeChoice,
+use counterhal_hal::{
+    BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice, Error, ErrorKind, Result,
 };
 
 use crate::Chosen;
@@ -14,20 +12,23 @@ use crate::Chosen;
 impl Chosen {
     /// Counts the events `names` on `cpus`, per cgroup, in the mode `mode` asks for
     /// ([`CgroupModeChoice::Auto`]: BPF where it works here, else perf events, the reason in
-    /// [`CgroupCounter::mode`]); the cgroups are those of the cgroup2 mount
+    /// [`CgroupCounter::mode`](counterhal_hal::CgroupCounter::mode)); the cgroups are those
+    /// of the cgroup2 mount
     /// ([`unified_cgroup_root`](crate::unified_cgroup_root)), followed with
-    /// [`CgroupCounter::follow`].
+    /// [`CgroupCounter::follow`](counterhal_hal::CgroupCounter::follow).
     ///
     /// # Errors
-    /// [`ErrorKind::Unsupported`] where the backend chosen is not the Linux one;
+    /// [`ErrorKind::Unsupported`] where the backend chosen cannot count per cgroup (no
+    /// [`Backend::cgroups`](counterhal_hal::Backend::cgroups));
     /// [`ErrorKind::InvalidEvent`] for a name this backend does not know, or one that counts
-    /// as several events (a derived preset); otherwise as [`CgroupCounter::open`].
+    /// as several events (a derived preset); otherwise as
+    /// [`CgroupCapability::open_cgroup_counter`](counterhal_hal::CgroupCapability::open_cgroup_counter).
     pub fn cgroup_counter(
         &self,
         names: &[&str],
         cpus: &[u32],
         mode: CgroupModeChoice,
-    ) -> Result<CgroupCounter> {
+    ) -> Result<BoxedCgroupCounter> {
         let options = CgroupCounterOptions::new(mode, crate::unified_cgroup_root().ok());
         self.cgroup_counter_with(names, cpus, options)
     }
@@ -42,12 +43,13 @@ impl Chosen {
         names: &[&str],
         cpus: &[u32],
         options: CgroupCounterOptions,
-    ) -> Result<CgroupCounter> {
-        let Some(linux) = self.linux() else {
+    ) -> Result<BoxedCgroupCounter> {
+        let Some(cgroups) = self.backend().dyn_cgroups() else {
             return Err(Error::unsupported(format!(
-                "counting per cgroup takes the linux backend, not {}",
+                "the {} backend cannot count per cgroup",
                 self.label()
-            )));
+            ))
+            .with_hint("counting per cgroup needs a backend that can (see `counterhal info`)"));
         };
         crate::set::refuse_duplicates(names)?;
         let mut requests = Vec::with_capacity(names.len());
@@ -66,6 +68,6 @@ impl Chosen {
             }
             requests.push(resolved.terms.remove(0).request);
         }
-        CgroupCounter::open(linux, &requests, cpus, options)
+        cgroups.open_cgroup_counter(&requests, cpus, options)
     }
 }

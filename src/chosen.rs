@@ -175,8 +175,6 @@ impl Chosen {
     /// threads or CPUs is summed over them (each scaled on its own first). A command is
     /// counted from its `exec` with [`count_command`](Chosen::count_command) (Unix).
     ///
-    /// The Linux backend's group is read without dynamic dispatch.
-    ///
     /// # Errors
     /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a process or thread that does not exist;
@@ -303,16 +301,9 @@ impl Chosen {
     pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_> {
         EventSetBuilder::new(self, target, options)
     }
-
-    /// The backend as the Linux backend, where it is one.
-    #[cfg(all(feature = "linux", target_os = "linux"))]
-    pub(crate) fn linux(&self) -> Option<&counterhal_linux::LinuxBackend> {
-        (*self.backend).as_any().downcast_ref()
-    }
 }
 
-/// The chosen backend, opening groups of [`AnyGroup`]: the Linux backend's own group where it
-/// is the one chosen, any other boxed.
+/// The chosen backend, opening groups of [`AnyGroup`] (the backend's group, boxed).
 impl Backend for Chosen {
     type Group = AnyGroup;
 
@@ -334,10 +325,6 @@ impl Backend for Chosen {
         target: &counterhal_hal::BackendTarget,
         options: &OpenOptions,
     ) -> Result<AnyGroup> {
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        if let Some(linux) = self.linux() {
-            return Ok(AnyGroup::Linux(linux.open(events, target, options)?));
-        }
         Ok(AnyGroup::Boxed(
             self.backend.dyn_open(events, target, options)?,
         ))
@@ -350,5 +337,11 @@ impl Backend for Chosen {
     }
     fn own_events(&self) -> Vec<(String, String)> {
         self.backend.dyn_own_events()
+    }
+    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
+        self.backend.dyn_sampling()
+    }
+    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
+        self.backend.dyn_cgroups()
     }
 }

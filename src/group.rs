@@ -1,10 +1,7 @@
-//! The group the facade opens: the backend of this OS without dynamic dispatch where the
-//! facade knows it (the Linux backend on Linux), any other boxed. Reading a counter is one
-//! system call, and every extra call frame between it and the caller costs a mispredicted
-//! return after it (the kernel's own calls overwrite the return predictor), so the read path
-//! of the README's `open_default` + `open_named` is kept to one frame.
+//! The group the facade opens: any backend's group, boxed, or the same counters on several
+//! places summed. The facade names no backend: a backend's group is a trait object.
 
-use counterhal_hal::{BoxedGroup, Group, Reading, Result};
+use counterhal_hal::{BoxedGroup, Group, Reading, Result, SharedRead};
 
 use crate::attach::MultiSet;
 
@@ -15,10 +12,7 @@ use crate::attach::MultiSet;
 #[repr(u8)]
 #[non_exhaustive]
 pub enum AnyGroup {
-    /// The Linux backend's group, read without dynamic dispatch.
-    #[cfg(all(feature = "linux", target_os = "linux"))]
-    Linux(counterhal_linux::LinuxGroup),
-    /// Any other backend's group.
+    /// One backend's group.
     Boxed(BoxedGroup),
     /// The same counters on several threads or CPUs (a process's threads, every CPU), each
     /// read as its sum over them.
@@ -31,18 +25,9 @@ impl From<BoxedGroup> for AnyGroup {
     }
 }
 
-#[cfg(all(feature = "linux", target_os = "linux"))]
-impl From<counterhal_linux::LinuxGroup> for AnyGroup {
-    fn from(group: counterhal_linux::LinuxGroup) -> AnyGroup {
-        AnyGroup::Linux(group)
-    }
-}
-
 impl std::fmt::Debug for AnyGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self {
-            #[cfg(all(feature = "linux", target_os = "linux"))]
-            AnyGroup::Linux(_) => "Linux",
             AnyGroup::Boxed(_) => "Boxed",
             AnyGroup::Targets(_) => "Targets",
         };
@@ -50,20 +35,10 @@ impl std::fmt::Debug for AnyGroup {
     }
 }
 
-/// Marks the path that calls it as rarely taken (`std::hint::cold_path`, newer than the
-/// Rust this crate supports): the read of a group not the Linux backend's, where the Linux
-/// backend's is the one expected.
-#[cfg(all(feature = "linux", target_os = "linux"))]
-#[cold]
-#[inline(always)]
-fn not_linux() {}
-
 /// Calls `$method` on whichever group `$group` holds.
 macro_rules! each {
     ($group:expr, $g:ident => $call:expr) => {
         match $group {
-            #[cfg(all(feature = "linux", target_os = "linux"))]
-            AnyGroup::Linux($g) => $call,
             AnyGroup::Boxed($g) => $call,
             AnyGroup::Targets($g) => $call,
         }
@@ -89,13 +64,14 @@ impl Group for AnyGroup {
 
     #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
-        // The Linux backend's group first, by itself: one branch before its read.
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        if let AnyGroup::Linux(group) = self {
-            return group.read(readings);
-        } else {
-            not_linux();
-        }
         each!(self, g => g.read(readings))
+    }
+
+    fn shared_read(&self) -> Option<&dyn SharedRead> {
+        match self {
+            AnyGroup::Boxed(group) => group.shared_read(),
+            // A sum over places is read through its own sets, one at a time.
+            AnyGroup::Targets(_) => None,
+        }
     }
 }

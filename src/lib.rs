@@ -122,7 +122,6 @@ pub mod time {
 pub mod advanced;
 mod attach;
 mod cgroup;
-#[cfg(all(feature = "linux", target_os = "linux"))]
 mod cgroup_counter;
 mod chosen;
 #[cfg(unix)]
@@ -130,8 +129,6 @@ mod command;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod group;
-#[cfg(feature = "linux")]
-pub mod linux;
 pub mod listing;
 #[cfg(feature = "metrics")]
 pub mod metrics;

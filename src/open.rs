@@ -270,4 +270,10 @@ where
     fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
         self.0.system_wide_cpus(request)
     }
+    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
+        self.0.sampling()
+    }
+    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
+        self.0.cgroups()
+    }
 }

@@ -99,6 +99,12 @@ impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
     fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
         self.0.backend().system_wide_cpus(request)
     }
+    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
+        self.0.backend().sampling()
+    }
+    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
+        self.0.backend().cgroups()
+    }
 }
 
 /// `subject` as a [`FedModel`].

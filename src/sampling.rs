@@ -1,30 +1,29 @@
-//! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`]. Linux's
-//! perf_event_open samples; a backend that cannot says so in its capabilities, and its
-//! samplers are [`ErrorKind::Unsupported`].
+//! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`], through the
+//! backend's sampling capability ([`Backend::sampling`](counterhal_hal::Backend::sampling));
+//! a backend without one says so in its capabilities, and its samplers are
+//! [`ErrorKind::Unsupported`].
 
 use counterhal_hal::{
-    Domain, Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent, Result,
-    SampleOptions, Sampler, Walked,
+    BoxedSampler, Domain, Error, ErrorKind, EventRequest, OverflowCallback, Record, ResolvedEvent,
+    Result, SampleOptions, Sampler, Walked,
 };
 
 use crate::{Chosen, Target};
 
 /// A sampler on the chosen backend: [`Sampler`]'s methods, and overflow callbacks where the
 /// backend has them (Linux: a queued real-time signal to the thread that asked).
-#[derive(Debug)]
 pub struct AnySampler {
-    inner: Inner,
+    inner: BoxedSampler,
     /// What each event samples or is read in ([`AnySampler::counted_domain`]).
     domains: Vec<Domain>,
 }
 
-#[derive(Debug)]
-enum Inner {
-    #[cfg(all(feature = "linux", target_os = "linux"))]
-    Linux(counterhal_linux::LinuxSampler),
-    /// No backend of this build samples here (never made: it keeps the type inhabited).
-    #[allow(dead_code)]
-    None(std::convert::Infallible),
+impl std::fmt::Debug for AnySampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnySampler")
+            .field("domains", &self.domains)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Chosen {
@@ -60,13 +59,13 @@ impl Chosen {
             }
         };
         let target = &target;
-        if !backend.dyn_capabilities().sampling() {
+        let Some(sampling) = backend.dyn_sampling() else {
             return Err(Error::unsupported(format!(
                 "the {} backend cannot sample",
                 backend.dyn_name()
             ))
-            .with_hint("sampling needs the linux backend (perf_event_open)"));
-        }
+            .with_hint("sampling needs a backend that samples (see `counterhal info`)"));
+        };
         let mut events = Vec::with_capacity(names.len());
         for name in names {
             let resolved = backend.dyn_resolve(name)?;
@@ -82,40 +81,26 @@ impl Chosen {
         let requests = |events: &[ResolvedEvent]| -> Vec<EventRequest> {
             events.iter().map(|e| e.terms[0].request.clone()).collect()
         };
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        if let Some(linux) = backend
-            .as_any()
-            .downcast_ref::<counterhal_linux::LinuxBackend>()
-        {
-            // Where the system refuses counting the kernel, events with no modifier sample
-            // user space only, as perf record falls back at perf_event_paranoid 2.
-            let (sampler, events) = match linux.open_sampler(&requests(&events), target, options) {
-                Err(refused)
-                    if refused.kind() == ErrorKind::PermissionDenied && !options.strict_domain =>
-                {
-                    let user: Option<Vec<ResolvedEvent>> =
-                        events.iter().map(ResolvedEvent::user_space_only).collect();
-                    let user = user.ok_or_else(|| refused.clone())?;
-                    let sampler = linux
-                        .open_sampler(&requests(&user), target, options)
-                        .map_err(|_| refused)?;
-                    (sampler, user)
-                }
-                opened => (opened?, events),
-            };
-            return Ok(AnySampler {
-                inner: Inner::Linux(sampler),
-                domains: events.iter().map(ResolvedEvent::domain).collect(),
-            });
-        }
-        let _ = (requests, events, target, options);
-        Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "no sampler for the {} backend in this build",
-                backend.dyn_name()
-            ),
-        ))
+        // Where the system refuses counting the kernel, events with no modifier sample user
+        // space only, as perf record falls back at perf_event_paranoid 2.
+        let (sampler, events) = match sampling.open_sampler(&requests(&events), target, options) {
+            Err(refused)
+                if refused.kind() == ErrorKind::PermissionDenied && !options.strict_domain =>
+            {
+                let user: Option<Vec<ResolvedEvent>> =
+                    events.iter().map(ResolvedEvent::user_space_only).collect();
+                let user = user.ok_or_else(|| refused.clone())?;
+                let sampler = sampling
+                    .open_sampler(&requests(&user), target, options)
+                    .map_err(|_| refused)?;
+                (sampler, user)
+            }
+            opened => (opened?, events),
+        };
+        Ok(AnySampler {
+            inner: sampler,
+            domains: events.iter().map(ResolvedEvent::domain).collect(),
+        })
     }
 }
 
@@ -126,32 +111,16 @@ impl AnySampler {
     /// # Errors
     /// [`ErrorKind::Unsupported`] where the backend has no overflow signals;
     /// [`ErrorKind::LimitReached`] with 64 callbacks in the process already.
-    #[cfg_attr(
-        not(all(feature = "linux", target_os = "linux")),
-        allow(unused_variables) // no backend of this build samples: nothing to register
-    )]
     pub fn on_overflow(&mut self, callback: OverflowCallback, token: usize) -> Result<()> {
-        match &mut self.inner {
-            #[cfg(all(feature = "linux", target_os = "linux"))]
-            Inner::Linux(sampler) => sampler.on_overflow(callback, token),
-            Inner::None(never) => match *never {},
-        }
+        self.inner.on_overflow(callback, token)
     }
 
     /// Enables the sampler for `overflows` more overflows, after which it stops itself.
     ///
     /// # Errors
     /// As the backend's.
-    #[cfg_attr(
-        not(all(feature = "linux", target_os = "linux")),
-        allow(unused_variables) // no backend of this build samples: nothing to refresh
-    )]
     pub fn refresh(&mut self, overflows: u32) -> Result<()> {
-        match &mut self.inner {
-            #[cfg(all(feature = "linux", target_os = "linux"))]
-            Inner::Linux(sampler) => sampler.refresh(overflows),
-            Inner::None(never) => match *never {},
-        }
+        self.inner.refresh(overflows)
     }
 
     /// The domain event `index` (in the order opened) samples or is read in, as
@@ -161,34 +130,34 @@ impl AnySampler {
     pub fn counted_domain(&self, index: usize) -> Option<Domain> {
         self.domains.get(index).copied()
     }
-
-    fn sampler(&mut self) -> &mut dyn Sampler {
-        match &mut self.inner {
-            #[cfg(all(feature = "linux", target_os = "linux"))]
-            Inner::Linux(sampler) => sampler,
-            Inner::None(never) => match *never {},
-        }
-    }
 }
 
 impl Sampler for AnySampler {
     fn enable(&mut self) -> Result<()> {
-        self.sampler().enable()
+        self.inner.enable()
     }
 
     fn disable(&mut self) -> Result<()> {
-        self.sampler().disable()
+        self.inner.disable()
     }
 
     fn walk(&mut self, each: &mut dyn FnMut(&Record<'_>)) -> Result<Walked> {
-        self.sampler().walk(each)
+        self.inner.walk(each)
     }
 
     fn count(&mut self) -> Result<u64> {
-        self.sampler().count()
+        self.inner.count()
     }
 
     fn lost(&mut self) -> Result<Option<u64>> {
-        self.sampler().lost()
+        self.inner.lost()
+    }
+
+    fn on_overflow(&mut self, callback: OverflowCallback, token: usize) -> Result<()> {
+        self.inner.on_overflow(callback, token)
+    }
+
+    fn refresh(&mut self, overflows: u32) -> Result<()> {
+        self.inner.refresh(overflows)
     }
 }

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard, TryLockError};
 
-use counterhal_hal::{EventSet, Reading};
+use counterhal_hal::{EventSet, Group, Reading};
 
 use crate::AnyGroup;
 
@@ -264,11 +264,7 @@ fn read_set(
 
 /// The scratch words a shared read of `group` needs, or `None` where it cannot be read so.
 fn shared_read_words(group: &AnyGroup) -> Option<usize> {
-    match group {
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        AnyGroup::Linux(group) => Some(group.shared_read_words()),
-        _ => None,
-    }
+    group.shared_read().map(|shared| shared.shared_read_words())
 }
 
 /// Reads `group` through a shared reference into `readings`, with `words` as its scratch.
@@ -278,12 +274,8 @@ fn read_group(
     readings: &mut [Reading],
     words: &mut [u64],
 ) -> std::io::Result<()> {
-    match group {
-        #[cfg(all(feature = "linux", target_os = "linux"))]
-        AnyGroup::Linux(group) => group.read_shared(readings, words),
-        _ => {
-            let _ = (readings, words);
-            Err(std::io::ErrorKind::Unsupported.into())
-        }
+    match group.shared_read() {
+        Some(shared) => shared.read_shared(readings, words),
+        None => Err(std::io::ErrorKind::Unsupported.into()),
     }
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
+use counterhal::advanced::{
+    BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice,
+};
 use counterhal::prelude::*;
 use counterhal::{Error, ErrorKind, Result};
 use counterhal_conformance::fixtures::TestCgroup;
@@ -102,13 +104,13 @@ fn run_in(cgroup: &Path) {
 }
 
 /// The counter in `mode`, or why the test cannot run (as a skip).
-fn counter(chosen: &Chosen, mode: CgroupModeChoice) -> Result<CgroupCounter> {
+fn counter(chosen: &Chosen, mode: CgroupModeChoice) -> Result<BoxedCgroupCounter> {
     let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
     chosen.cgroup_counter(&EVENTS, &cpus, mode)
 }
 
 /// page-faults and task-clock of `cgroup` in `counter` (summed over the CPUs).
-fn of(counter: &CgroupCounter, cgroup: &Path) -> (u64, u64) {
+fn of(counter: &BoxedCgroupCounter, cgroup: &Path) -> (u64, u64) {
     let counts = counter.counts(cgroup).expect("a followed cgroup");
     (counts.total[0].value, counts.total[1].value)
 }

@@ -3,6 +3,7 @@
 //! binary of its own: its global allocator counts every allocation of its process.
 
 mod architecture;
+mod capabilities;
 #[cfg(target_os = "linux")]
 mod cgroup_counter;
 mod cgroups;

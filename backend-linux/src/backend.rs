@@ -416,6 +416,14 @@ impl Backend for LinuxBackend {
         &self.capabilities
     }
 
+    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
+        Some(self)
+    }
+
+    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
+        Some(self)
+    }
+
     /// The generalized events that open here (found once, by trying each; an event that fails
     /// only for lack of permission counts as countable).
     fn generalized(&self) -> Vec<GeneralizedEvent> {

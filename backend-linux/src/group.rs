@@ -520,9 +520,24 @@ impl LinuxGroup {
     }
 }
 
+impl counterhal_hal::SharedRead for LinuxGroup {
+    fn shared_read_words(&self) -> usize {
+        LinuxGroup::shared_read_words(self)
+    }
+
+    #[inline(always)]
+    fn read_shared(&self, readings: &mut [Reading], words: &mut [u64]) -> std::io::Result<()> {
+        LinuxGroup::read_shared(self, readings, words)
+    }
+}
+
 impl Group for LinuxGroup {
     fn len(&self) -> usize {
         self.names.len()
+    }
+
+    fn shared_read(&self) -> Option<&dyn counterhal_hal::SharedRead> {
+        Some(self)
     }
 
     fn enable(&mut self) -> Result<()> {

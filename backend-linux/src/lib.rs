@@ -44,8 +44,7 @@ cfg_if::cfg_if! {
 
         pub use backend::{LinuxBackend, probe, probe_with};
         pub use bpf_cgroup::{
-            CgroupCounter, CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice,
-            MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
+            LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };
         pub use backend::assemble::on_sysfs;
         pub use paths::SystemPaths;

@@ -470,6 +470,36 @@ impl Sampler for LinuxSampler {
     fn lost(&mut self) -> Result<Option<u64>> {
         Ok(self.read_leader()?.1)
     }
+
+    fn on_overflow(
+        &mut self,
+        callback: counterhal_hal::OverflowCallback,
+        token: usize,
+    ) -> Result<()> {
+        LinuxSampler::on_overflow(self, callback, token)
+    }
+
+    fn refresh(&mut self, overflows: u32) -> Result<()> {
+        LinuxSampler::refresh(self, overflows)
+    }
+}
+
+/// The Linux backend samples through perf_event_open's ring.
+impl counterhal_hal::SamplingCapability for LinuxBackend {
+    fn open_sampler(
+        &self,
+        events: &[EventRequest],
+        target: &BackendTarget,
+        options: &SampleOptions,
+    ) -> Result<counterhal_hal::BoxedSampler> {
+        Ok(Box::new(LinuxBackend::open_sampler(
+            self, events, target, options,
+        )?))
+    }
+
+    fn overflow_signal(&self) -> Option<i32> {
+        Some(LinuxSampler::overflow_signal())
+    }
 }
 
 #[cfg(test)]

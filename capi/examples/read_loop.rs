@@ -6,15 +6,17 @@
 //! with N = 0 and N = 10,000; the difference is the instructions of 10,000 reads, free of the
 //! start-up's. It is an example of the C API's crate, so that the guard builds it in the same
 //! release build as the command and libcounterhal (one `cargo build`, whose dependencies are
-//! compiled once; a bench of the facade would build criterion and the facade once more).
+//! compiled once; a bench of the facade would build criterion and the facade once more). The
+//! `linux` path names the Linux backend's crate itself, a dev-dependency of this crate: the
+//! facade hands out no backend's own types.
 
 #[cfg(target_os = "linux")]
 fn main() {
     use std::hint::black_box;
 
     use counterhal_hal::Backend;
+    use counterhal_linux::LinuxGroup;
     use facade::OpenOptions;
-    use facade::linux::{LinuxBackend, LinuxGroup};
     use facade::prelude::*;
 
     const EVENTS: [&str; 4] = [
@@ -46,7 +48,7 @@ fn main() {
         }
         "linux" => {
             let db = chosen.context().database().clone();
-            let linux: LinuxBackend = facade::linux::probe(db, None).expect("the backend");
+            let linux = counterhal_linux::probe(db, None).expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()
                 .map(|n| linux.resolve(n).expect("resolves").terms.remove(0).request)

@@ -331,11 +331,11 @@ impl Encoder<'_> {
         // An uncore event of the model by name, a core one in the core PMU's terms, or
         // perf's PMU syntax.
         let pmu_events = self.devices.as_deref().and_then(|devices| {
-            counterhal::linux::uncore_pmu_events(devices, context.database(), cpu, name)
+            counterhal::advanced::uncore_pmu_events(devices, context.database(), cpu, name)
                 .or_else(|| {
-                    counterhal::linux::core_pmu_events(devices, context.database(), cpu, name)
+                    counterhal::advanced::core_pmu_events(devices, context.database(), cpu, name)
                 })
-                .or_else(|| counterhal::linux::pmu_events(devices, name))
+                .or_else(|| counterhal::advanced::pmu_events(devices, name))
         });
         if let Some(result) = pmu_events {
             match result {

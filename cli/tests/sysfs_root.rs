@@ -96,7 +96,7 @@ fn encode_prints_every_open_of_another_machines_pmus() {
             printed.entry(event).or_default().push(open_of(object));
         }
         for event in &events {
-            let ours = counterhal::linux::pmu_events(&devices, event)
+            let ours = counterhal::advanced::pmu_events(&devices, event)
                 .unwrap()
                 .unwrap();
             let expected: Vec<Open> = ours

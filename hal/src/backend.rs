@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    Accepts, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
-    GeneralizedEvent, Reading, ResolvedEvent, Result,
+    Accepts, BackendTarget, Capabilities, CgroupCapability, Domain, Encoding, Error, ErrorKind,
+    EventRequest, GeneralizedEvent, Reading, ResolvedEvent, Result, SamplingCapability,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -244,6 +244,29 @@ pub trait Group {
         self.reset()?;
         self.enable()
     }
+
+    /// Reads through a shared reference, where this group can be read so (several reads at
+    /// once, from a signal handler too). `None` (the default): it cannot.
+    fn shared_read(&self) -> Option<&dyn SharedRead> {
+        None
+    }
+}
+
+/// Reads of a group through a shared reference that take no lock and allocate nothing, so
+/// that several may run at once, on other threads and in a signal handler that interrupted a
+/// read: a capability a group hands out from [`Group::shared_read`].
+pub trait SharedRead {
+    /// The words of scratch [`read_shared`](SharedRead::read_shared) needs.
+    fn shared_read_words(&self) -> usize;
+
+    /// Reads every event as [`Group::read`] does into `readings`, with `words`
+    /// ([`shared_read_words`](SharedRead::shared_read_words) long) as scratch.
+    ///
+    /// # Errors
+    /// The errno of the read that failed; [`std::io::ErrorKind::InvalidInput`] for buffers
+    /// too short; [`std::io::ErrorKind::UnexpectedEof`] for a group that read nothing;
+    /// [`std::io::ErrorKind::InvalidData`] for a record that does not decode.
+    fn read_shared(&self, readings: &mut [Reading], words: &mut [u64]) -> std::io::Result<()>;
 }
 
 /// A group that counts through another group it holds: its [`Group`] is that group's, written
@@ -277,6 +300,9 @@ impl<T: CountsThrough + ?Sized> Group for T {
     #[inline(always)]
     fn read(&mut self, readings: &mut [Reading]) -> Result<()> {
         self.through_mut().read(readings)
+    }
+    fn shared_read(&self) -> Option<&dyn SharedRead> {
+        self.through().shared_read()
     }
 }
 
@@ -385,6 +411,17 @@ pub trait Backend {
     /// hybrid core PMU's CPUs. `None` (the default): every CPU.
     fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
         let _ = request;
+        None
+    }
+
+    /// Sampling, where this backend samples: its samplers. `None` (the default): it cannot.
+    fn sampling(&self) -> Option<&dyn SamplingCapability> {
+        None
+    }
+
+    /// Counting per cgroup, where this backend can: its cgroup counters. `None` (the
+    /// default): it cannot.
+    fn cgroups(&self) -> Option<&dyn CgroupCapability> {
         None
     }
 

@@ -2,8 +2,8 @@
 //! [`Backend`] for boxed and `dyn` backends, whose groups come as [`BoxedGroup`]s.
 
 use crate::{
-    Backend, BackendTarget, Capabilities, DeviceKind, EventRequest, GeneralizedEvent, Group,
-    OpenOptions, ResolvedEvent, Result,
+    Backend, BackendTarget, Capabilities, CgroupCapability, DeviceKind, EventRequest,
+    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
 };
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
@@ -45,9 +45,10 @@ pub trait DynBackend {
     fn dyn_own_events(&self) -> Vec<(String, String)>;
     /// See [`Backend::system_wide_cpus`].
     fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>>;
-    /// The backend itself, for a caller that knows backend types to reach the concrete one
-    /// (the facade opens its own OS's backend without dynamic dispatch this way).
-    fn as_any(&self) -> &dyn std::any::Any;
+    /// See [`Backend::sampling`].
+    fn dyn_sampling(&self) -> Option<&dyn SamplingCapability>;
+    /// See [`Backend::cgroups`].
+    fn dyn_cgroups(&self) -> Option<&dyn CgroupCapability>;
 }
 
 impl<B> DynBackend for B
@@ -55,9 +56,6 @@ where
     B: Backend + 'static,
     B::Group: Send + Sync + 'static,
 {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
     fn dyn_name(&self) -> &'static str {
         Backend::name(self)
     }
@@ -86,6 +84,12 @@ where
     }
     fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
         Backend::system_wide_cpus(self, request)
+    }
+    fn dyn_sampling(&self) -> Option<&dyn SamplingCapability> {
+        Backend::sampling(self)
+    }
+    fn dyn_cgroups(&self) -> Option<&dyn CgroupCapability> {
+        Backend::cgroups(self)
     }
 }
 
@@ -124,6 +128,12 @@ macro_rules! dyn_backend {
             }
             fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
                 self.dyn_system_wide_cpus(request)
+            }
+            fn sampling(&self) -> Option<&dyn SamplingCapability> {
+                self.dyn_sampling()
+            }
+            fn cgroups(&self) -> Option<&dyn CgroupCapability> {
+                self.dyn_cgroups()
             }
         }
     )*};
@@ -169,5 +179,11 @@ impl<T: DynBackend + ?Sized> Backend for Box<T> {
     }
     fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
         (**self).dyn_system_wide_cpus(request)
+    }
+    fn sampling(&self) -> Option<&dyn SamplingCapability> {
+        (**self).dyn_sampling()
+    }
+    fn cgroups(&self) -> Option<&dyn CgroupCapability> {
+        (**self).dyn_cgroups()
     }
 }

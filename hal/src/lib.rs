@@ -33,6 +33,7 @@
 
 mod backend;
 mod capabilities;
+mod cgroups;
 mod cpus;
 mod domain;
 mod dynamic;
@@ -45,9 +46,13 @@ mod sampling;
 mod target;
 
 pub use backend::{
-    Backend, CountsThrough, DeviceKind, Group, OpenOptions, check_buffer, check_family,
+    Backend, CountsThrough, DeviceKind, Group, OpenOptions, SharedRead, check_buffer, check_family,
 };
 pub use capabilities::{Capabilities, Scope, TargetSupport};
+pub use cgroups::{
+    BoxedCgroupCounter, CgroupCapability, CgroupCounter, CgroupCounterOptions, CgroupCounts,
+    CgroupMode, CgroupModeChoice,
+};
 pub use cpus::CpuList;
 pub use domain::Domain;
 pub use dynamic::{BoxedGroup, DynBackend};
@@ -66,7 +71,7 @@ pub use resolved::{
     user_space_note,
 };
 pub use sampling::{
-    Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions, Sampler, Wakeup,
-    Walked,
+    BoxedSampler, Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions,
+    Sampler, SamplingCapability, Wakeup, Walked,
 };
 pub use target::BackendTarget;

@@ -4,7 +4,7 @@
 //! sample says: [`Capabilities::sampling`](crate::Capabilities::sampling) is `false`, and its
 //! sampler constructor fails with [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
 
-use crate::{Error, Result};
+use crate::{BackendTarget, Error, EventRequest, Result};
 
 /// How often a sampler records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -313,6 +313,59 @@ pub trait Sampler {
     /// # Errors
     /// The backend's.
     fn lost(&mut self) -> Result<Option<u64>>;
+
+    /// Calls `callback` with `token` at each overflow (each wakeup), inside a handler of a
+    /// signal sent to the thread that asked: PAPI's `PAPI_overflow`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) where the backend has no
+    /// overflow signals (the default); [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached)
+    /// where it holds no more callbacks.
+    fn on_overflow(&mut self, callback: OverflowCallback, token: usize) -> Result<()> {
+        let _ = (callback, token);
+        Err(Error::unsupported(
+            "this backend's samplers have no overflow signal",
+        ))
+    }
+
+    /// Enables the sampler for `overflows` more overflows, after which it stops itself.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) where the backend cannot (the
+    /// default); else the backend's.
+    fn refresh(&mut self, overflows: u32) -> Result<()> {
+        let _ = overflows;
+        Err(Error::unsupported(
+            "this backend's samplers cannot stop themselves after a number of overflows",
+        ))
+    }
+}
+
+/// A sampler of any backend, boxed (what [`SamplingCapability::open_sampler`] opens).
+pub type BoxedSampler = Box<dyn Sampler + Send>;
+
+/// Sampling: what a backend that samples hands out from
+/// [`Backend::sampling`](crate::Backend::sampling).
+pub trait SamplingCapability {
+    /// Opens `events` as one sampler on `target`, disabled: the first samples as `options`
+    /// say, the others are read with each sample.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for options no backend
+    /// could honour or no event; as [`Backend::open`](crate::Backend::open) for the events;
+    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) where the OS
+    /// refuses what the events count.
+    fn open_sampler(
+        &self,
+        events: &[EventRequest],
+        target: &BackendTarget,
+        options: &SampleOptions,
+    ) -> Result<BoxedSampler>;
+
+    /// The signal the samplers' overflow callbacks come with (a real-time signal on Linux: a
+    /// program that blocks signals leaves it unblocked on the sampler's thread); `None` where
+    /// they have none.
+    fn overflow_signal(&self) -> Option<i32>;
 }
 
 #[cfg(test)]

@@ -72,7 +72,12 @@ pub fn overflow(
             }
         }
         // Before any start: the first start's own call already holds the signal back.
-        crate::sys::signals::armed();
+        crate::sys::signals::armed(
+            chosen
+                .backend()
+                .dyn_sampling()
+                .and_then(|sampling| sampling.overflow_signal()),
+        );
         set.overflows.push(crate::overflow::Spec {
             code,
             threshold: threshold as u64,

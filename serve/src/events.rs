@@ -310,15 +310,14 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn energy_aliases_are_joules_on_their_pmus_cpus() {
-        use counterhal_hal::Backend;
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
         let root = devices.ancestors().nth(3).unwrap();
-        let backend = counterhal::linux::on_sysfs(
-            std::sync::Arc::new(counterhal_events::Database::shipped().unwrap()),
-            Some("spr".to_string()),
-            counterhal::linux::SystemPaths::under(root),
-        );
+        let backend = counterhal::Setup::new()
+            .cpu_model("spr")
+            .sysfs(root)
+            .open()
+            .unwrap();
         let event = backend.resolve("power/energy-pkg/").unwrap();
         let (unit, factor) = unit_of(&event);
         assert_eq!((unit, factor), (Unit::Joules, 2f64.powi(-32)));

@@ -37,7 +37,9 @@ pub use elsewhere::Cgroups;
 mod linux {
     use std::path::{Path, PathBuf};
 
-    use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
+    use counterhal::advanced::{
+        BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice,
+    };
     use counterhal::{Chosen, Error, Reading};
 
     use super::CgroupModeArg;
@@ -45,7 +47,7 @@ mod linux {
 
     /// The cgroups' counter and the exported events it counts.
     pub struct Cgroups {
-        counter: CgroupCounter,
+        counter: BoxedCgroupCounter,
         /// The exported events counted per cgroup (indices into the exporter's events), in
         /// the counter's order.
         columns: Vec<usize>,
@@ -163,8 +165,9 @@ mod linux {
         }
 
         /// Whether the cgroup at `directory` lies deeper than this mode follows (the BPF
-        /// mode's [`CgroupCounter::deepest_level`]; its tasks count in its followed
-        /// ancestors).
+        /// mode's
+        /// [`CgroupCounter::deepest_level`](counterhal::advanced::CgroupCounter::deepest_level);
+        /// its tasks count in its followed ancestors).
         pub fn too_deep(&self, directory: &Path) -> bool {
             let (Some(deepest), Some(root)) = (self.deepest_level(), self.root()) else {
                 return false;
@@ -206,8 +209,8 @@ mod linux {
         /// Starts counting the cgroup at `directory`.
         ///
         /// # Errors
-        /// As [`CgroupCounter::follow`]: in the perf-event mode, `EMFILE` or `ENFILE` where
-        /// its counters find no descriptor.
+        /// As [`CgroupCounter::follow`](counterhal::advanced::CgroupCounter::follow): in the
+        /// perf-event mode, `EMFILE` or `ENFILE` where its counters find no descriptor.
         pub fn follow(&mut self, directory: &Path) -> Result<(), Error> {
             self.counter.follow(directory)
         }
@@ -225,7 +228,7 @@ mod linux {
         /// Reads every followed cgroup.
         ///
         /// # Errors
-        /// As [`CgroupCounter::read`].
+        /// As [`CgroupCounter::read`](counterhal::advanced::CgroupCounter::read).
         pub fn read(&mut self) -> Result<(), Error> {
             self.counter.read()
         }

@@ -33,115 +33,17 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{
-    Backend, BackendTarget, Error, EventRequest, Group, OpenOptions, Reading, Result,
+    Backend, BackendTarget, BoxedCgroupCounter, CgroupCapability, CgroupCounter,
+    CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice, Error, EventRequest, Group,
+    OpenOptions, Reading, Result,
 };
 
 use crate::{LinuxBackend, LinuxGroup};
 use bpf_mode::{BpfCounting, add};
 pub use program::{MAX_EVENTS, MAX_LEVELS};
 
-/// Which mode to count in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CgroupModeChoice {
-    /// BPF where it works here, else perf events (saying why).
-    #[default]
-    Auto,
-    /// BPF, or an error saying why it cannot.
-    Bpf,
-    /// Perf events per cgroup.
-    PerfEvents,
-}
-
-/// The mode a [`CgroupCounter`] counts in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CgroupMode {
-    /// Events x CPUs perf events, sums per cgroup kept by a BPF program.
-    Bpf,
-    /// One perf event per event, CPU and cgroup.
-    PerfEvents {
-        /// Why BPF was not taken (`None`: perf events were asked for).
-        why_not_bpf: Option<String>,
-    },
-}
-
-impl CgroupMode {
-    /// The mode's short name: `bpf` or `perf-events` (a metric's label, a line at start).
-    pub fn name(&self) -> &'static str {
-        match self {
-            CgroupMode::Bpf => "bpf",
-            CgroupMode::PerfEvents { .. } => "perf-events",
-        }
-    }
-}
-
-impl std::fmt::Display for CgroupMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CgroupMode::Bpf => f.write_str(
-                "bpf (each event once per CPU, summed per cgroup by a BPF program at every \
-                 cgroup switch)",
-            ),
-            CgroupMode::PerfEvents { why_not_bpf: None } => {
-                f.write_str("perf-events (one perf event per event, CPU and cgroup)")
-            }
-            CgroupMode::PerfEvents {
-                why_not_bpf: Some(why),
-            } => write!(
-                f,
-                "perf-events (one perf event per event, CPU and cgroup; not bpf: {why})"
-            ),
-        }
-    }
-}
-
-/// How a [`CgroupCounter`] is opened.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct CgroupCounterOptions {
-    /// The mode asked for.
-    pub mode: CgroupModeChoice,
-    /// The cgroup v2 mount the followed cgroups lie under (the BPF mode counts cgroup v2
-    /// only); `None`: no BPF mode.
-    pub unified_root: Option<PathBuf>,
-    /// The most cgroups the BPF mode follows at once (1024 unless set): each takes 24 bytes
-    /// per event per possible CPU in the program's map, all allocated when the counter
-    /// opens. Following one more is refused
-    /// ([`ErrorKind::LimitReached`](counterhal_hal::ErrorKind::LimitReached)).
-    pub capacity: u32,
-}
-
-impl Default for CgroupCounterOptions {
-    fn default() -> Self {
-        CgroupCounterOptions {
-            mode: CgroupModeChoice::Auto,
-            unified_root: None,
-            capacity: 1024,
-        }
-    }
-}
-
-impl CgroupCounterOptions {
-    /// Options for `mode`, the cgroup v2 mount at `unified_root`.
-    pub fn new(mode: CgroupModeChoice, unified_root: Option<PathBuf>) -> Self {
-        CgroupCounterOptions {
-            mode,
-            unified_root,
-            ..Default::default()
-        }
-    }
-}
-
-/// The counts of one followed cgroup at the last [`CgroupCounter::read`].
-pub struct CgroupCounts {
-    /// The cgroup's directory.
-    pub path: PathBuf,
-    /// Each event's counts summed over the CPUs (each CPU's value, time enabled and time
-    /// running added: scale the sum as one reading).
-    pub total: Vec<Reading>,
-    /// Each CPU's (in the order of [`CgroupCounter::cpus`]) counts of each event.
-    pub per_cpu: Vec<Vec<Reading>>,
+/// What the counter keeps of one followed cgroup beside its counts.
+struct Kept {
     /// The cgroup's id: its directory's inode number when it was followed.
     id: u64,
     /// Its level below the cgroup v2 mount (the BPF mode's; 0 in the perf-event mode).
@@ -160,7 +62,7 @@ enum Counting {
 /// Events counted per cgroup, on a list of CPUs, in the [`CgroupMode`] chosen at open:
 /// [`follow`](CgroupCounter::follow) the cgroups to read, [`read`](CgroupCounter::read)
 /// them all, then take each one's [`counts`](CgroupCounter::counts).
-pub struct CgroupCounter {
+pub struct LinuxCgroupCounter {
     backend: LinuxBackend,
     events: Vec<EventRequest>,
     cpus: Vec<u32>,
@@ -168,11 +70,13 @@ pub struct CgroupCounter {
     mode: CgroupMode,
     counting: Counting,
     followed: Vec<CgroupCounts>,
+    /// Beside each of `followed`, what is kept of it.
+    kept: Vec<Kept>,
     /// The BPF mode's count of cgroups removed at the last read.
     removals: Option<u64>,
 }
 
-impl CgroupCounter {
+impl LinuxCgroupCounter {
     /// Counts `events` on `cpus` per cgroup, in the mode `options` ask for.
     ///
     /// # Errors
@@ -187,7 +91,7 @@ impl CgroupCounter {
         events: &[EventRequest],
         cpus: &[u32],
         options: CgroupCounterOptions,
-    ) -> Result<CgroupCounter> {
+    ) -> Result<LinuxCgroupCounter> {
         if events.is_empty() {
             return Err(Error::invalid_input("no events to count per cgroup")
                 .with_hint("pass at least one event"));
@@ -218,7 +122,8 @@ impl CgroupCounter {
                 CgroupMode::PerfEvents { why_not_bpf: None },
             ),
             CgroupModeChoice::Bpf => (Counting::Bpf(bpf(&options.unified_root)?), CgroupMode::Bpf),
-            CgroupModeChoice::Auto => match bpf(&options.unified_root) {
+            // Auto, and any choice added later: BPF where it works.
+            _ => match bpf(&options.unified_root) {
                 Ok(counting) => (Counting::Bpf(counting), CgroupMode::Bpf),
                 Err(why) => (
                     Counting::PerfEvents,
@@ -228,7 +133,7 @@ impl CgroupCounter {
                 ),
             },
         };
-        Ok(CgroupCounter {
+        Ok(LinuxCgroupCounter {
             backend: backend.clone(),
             events: events.to_vec(),
             cpus: cpus.to_vec(),
@@ -236,6 +141,7 @@ impl CgroupCounter {
             mode,
             counting,
             followed: Vec::new(),
+            kept: Vec::new(),
             removals: None,
         })
     }
@@ -271,16 +177,18 @@ impl CgroupCounter {
         let id = cgroup_id(cgroup)?;
         let at = self.followed.iter().position(|c| c.path == cgroup);
         match at {
-            Some(at) if self.followed[at].id == id => Ok(()),
+            Some(at) if self.kept[at].id == id => Ok(()),
             Some(at) => self.replace(at, id),
             None => {
                 let level = self.check_level(cgroup)?;
                 let groups = self.start(cgroup, id)?;
                 let zeroes = vec![Reading::default(); self.events.len()];
-                self.followed.push(CgroupCounts {
-                    path: cgroup.to_path_buf(),
-                    total: zeroes.clone(),
-                    per_cpu: vec![zeroes.clone(); self.cpus.len()],
+                self.followed.push(CgroupCounts::zero(
+                    cgroup.to_path_buf(),
+                    self.events.len(),
+                    self.cpus.len(),
+                ));
+                self.kept.push(Kept {
                     id,
                     level,
                     last_total: zeroes,
@@ -319,9 +227,9 @@ impl CgroupCounter {
     /// counting from zero. Where it cannot, the old one stays (counting nothing more), and a
     /// later read tries again.
     fn replace(&mut self, at: usize, id: u64) -> Result<()> {
-        let old = self.followed[at].id;
+        let old = self.kept[at].id;
         let shared = self
-            .followed
+            .kept
             .iter()
             .enumerate()
             .any(|(i, c)| i != at && c.id == old);
@@ -333,14 +241,14 @@ impl CgroupCounter {
         }
         let path = self.followed[at].path.clone();
         let groups = self.start(&path, id)?;
-        let counts = &mut self.followed[at];
-        counts.id = id;
-        counts.groups = groups;
+        let (counts, kept) = (&mut self.followed[at], &mut self.kept[at]);
+        kept.id = id;
+        kept.groups = groups;
         for reading in counts
             .total
             .iter_mut()
             .chain(counts.per_cpu.iter_mut().flatten())
-            .chain(counts.last_total.iter_mut())
+            .chain(kept.last_total.iter_mut())
         {
             *reading = Reading::default();
         }
@@ -390,7 +298,7 @@ impl CgroupCounter {
     /// The BPF program visits the levels down to the deepest one followed.
     fn visit_levels(&self) {
         if let Counting::Bpf(bpf) = &self.counting {
-            bpf.visit_levels(self.followed.iter().map(|c| c.level + 1).max().unwrap_or(0));
+            bpf.visit_levels(self.kept.iter().map(|c| c.level + 1).max().unwrap_or(0));
         }
     }
 
@@ -422,9 +330,10 @@ impl CgroupCounter {
         let Some(at) = self.followed.iter().position(|c| c.path == cgroup) else {
             return;
         };
-        let gone = self.followed.remove(at);
+        self.followed.remove(at);
+        let gone = self.kept.remove(at);
         if let Counting::Bpf(bpf) = &mut self.counting
-            && !self.followed.iter().any(|c| c.id == gone.id)
+            && !self.kept.iter().any(|c| c.id == gone.id)
         {
             bpf.remove(gone.id);
         }
@@ -458,18 +367,18 @@ impl CgroupCounter {
         let removed = removals.map(|now| Some(now) != self.removals);
         let mut gone = false;
         for at in 0..self.followed.len() {
-            let counts = &mut self.followed[at];
+            let (counts, kept) = (&mut self.followed[at], &mut self.kept[at]);
             let shown = counts.path.display();
             match &mut self.counting {
                 Counting::Bpf(bpf) => bpf
-                    .read(counts.id, &mut counts.per_cpu, &mut counts.total)
+                    .read(kept.id, &mut counts.per_cpu, &mut counts.total)
                     .map_err(|e| e.context(format!("cgroup {shown}")))?,
                 Counting::PerfEvents => {
                     counts
                         .total
                         .iter_mut()
                         .for_each(|r| *r = Reading::default());
-                    for (group, row) in counts.groups.iter_mut().zip(&mut counts.per_cpu) {
+                    for (group, row) in kept.groups.iter_mut().zip(&mut counts.per_cpu) {
                         group
                             .read(row)
                             .map_err(|e| e.context(format!("cgroup {shown}")))?;
@@ -477,13 +386,13 @@ impl CgroupCounter {
                     }
                 }
             }
-            let standing = counts.total == counts.last_total;
-            counts.last_total.copy_from_slice(&counts.total);
+            let standing = counts.total == kept.last_total;
+            kept.last_total.copy_from_slice(&counts.total);
             if !removed.unwrap_or(standing) {
                 continue;
             }
             match cgroup_id(&counts.path) {
-                Ok(id) if id != counts.id => {
+                Ok(id) if id != kept.id => {
                     let shown = counts.path.display().to_string();
                     self.replace(at, id)
                         .map_err(|e| e.context(format!("cgroup {shown}, made again")))?;
@@ -497,15 +406,56 @@ impl CgroupCounter {
         Ok(())
     }
 
-    /// `cgroup`'s counts at the last [`read`](CgroupCounter::read); `None` for a cgroup not
-    /// followed.
-    pub fn counts(&self, cgroup: &Path) -> Option<&CgroupCounts> {
-        self.followed.iter().find(|c| c.path == cgroup)
-    }
-
     /// Every followed cgroup's counts at the last [`read`](CgroupCounter::read).
     pub fn all_counts(&self) -> &[CgroupCounts] {
         &self.followed
+    }
+}
+
+impl CgroupCounter for LinuxCgroupCounter {
+    fn mode(&self) -> &CgroupMode {
+        LinuxCgroupCounter::mode(self)
+    }
+    fn cpus(&self) -> &[u32] {
+        LinuxCgroupCounter::cpus(self)
+    }
+    fn event_names(&self) -> Vec<&str> {
+        LinuxCgroupCounter::event_names(self).collect()
+    }
+    fn follow(&mut self, cgroup: &Path) -> Result<()> {
+        LinuxCgroupCounter::follow(self, cgroup)
+    }
+    fn unfollow(&mut self, cgroup: &Path) {
+        LinuxCgroupCounter::unfollow(self, cgroup);
+    }
+    fn followed(&self) -> Box<dyn Iterator<Item = &Path> + '_> {
+        Box::new(LinuxCgroupCounter::followed(self))
+    }
+    fn read(&mut self) -> Result<()> {
+        LinuxCgroupCounter::read(self)
+    }
+    fn all_counts(&self) -> &[CgroupCounts] {
+        LinuxCgroupCounter::all_counts(self)
+    }
+    fn deepest_level(&self) -> Option<usize> {
+        LinuxCgroupCounter::deepest_level(self)
+    }
+    fn moves_unsettled(&self) -> Option<&str> {
+        LinuxCgroupCounter::moves_unsettled(self)
+    }
+}
+
+/// The Linux backend counts per cgroup in either mode.
+impl CgroupCapability for LinuxBackend {
+    fn open_cgroup_counter(
+        &self,
+        events: &[EventRequest],
+        cpus: &[u32],
+        options: CgroupCounterOptions,
+    ) -> Result<BoxedCgroupCounter> {
+        Ok(Box::new(LinuxCgroupCounter::open(
+            self, events, cpus, options,
+        )?))
     }
 }
 

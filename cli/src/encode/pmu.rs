@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use counterhal::linux::PmuEvent;
+use counterhal::advanced::PmuEvent;
 use counterhal_hal::Encoding;
 use serde_json::{Value, json};
 

@@ -35,7 +35,7 @@ pub fn listed(
             let here = devices.is_some_and(|devices| {
                 let first = &events[0].name;
                 !matches!(
-                    counterhal::linux::uncore_pmu_events(devices, database, Some(model), first),
+                    counterhal::advanced::uncore_pmu_events(devices, database, Some(model), first),
                     Some(Err(e)) if e.kind() == ErrorKind::DeviceMissing
                 )
             });

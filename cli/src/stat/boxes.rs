@@ -50,7 +50,7 @@ impl Boxes {
             ..Boxes::default()
         };
         for (index, name) in names.iter().enumerate() {
-            let events = match devices.and_then(|d| counterhal::linux::pmu_events(d, name)) {
+            let events = match devices.and_then(|d| counterhal::advanced::pmu_events(d, name)) {
                 Some(events) => events?,
                 None => Vec::new(),
             };

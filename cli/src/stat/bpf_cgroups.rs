@@ -1,13 +1,13 @@
 //! `--for-each-cgroup ... --bpf-counters` (perf's `-b`): every cgroup's events counted by
 //! one BPF program at each cgroup switch instead of one perf event per event, CPU and
-//! cgroup ([`CgroupCounter`] in its BPF mode), then printed as `--for-each-cgroup` prints.
+//! cgroup (the backend's cgroup counter in its BPF mode), then printed as `--for-each-cgroup` prints.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
 use counterhal::Target as Attach;
-use counterhal::advanced::{CgroupCounter, CgroupCounterOptions, CgroupModeChoice};
+use counterhal::advanced::{BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice};
 use counterhal::{Error, Reading};
 use counterhal_hal::{Backend, EventRequest};
 
@@ -17,7 +17,7 @@ use crate::error::CliError;
 
 /// The counter, and which of its cgroups and events each planned event reads.
 struct ByCgroup {
-    counter: CgroupCounter,
+    counter: BoxedCgroupCounter,
     /// Per planned event: its cgroup's directory and its column in the counter, if counted.
     columns: Vec<Option<(Arc<Path>, usize)>>,
     /// Read once the counting stopped: later reads give these counts.
@@ -74,10 +74,10 @@ impl Counting for ByCgroup {
 /// `command` runs, as [`run_and_read`] counts.
 ///
 /// # Errors
-/// Exit 1 where the BPF mode cannot count here (the backend is not Linux's, no CAP_BPF and
+/// Exit 1 where the BPF mode cannot count here (the backend cannot count per cgroup, no CAP_BPF and
 /// CAP_PERFMON, a kernel before 5.13, a cgroup outside the cgroup2 mount), naming why; else
 /// as [`run_and_read`].
-pub fn run<B: Backend + 'static>(
+pub fn run<B: Backend>(
     backend: &B,
     events: &[Planned],
     attach: &Attach,
@@ -86,11 +86,9 @@ pub fn run<B: Backend + 'static>(
     plan: Plan,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
-    let Some(linux) =
-        (backend as &dyn std::any::Any).downcast_ref::<counterhal::linux::LinuxBackend>()
-    else {
+    let Some(per_cgroup) = backend.cgroups() else {
         return Err(CliError::failed(Error::unsupported(format!(
-            "--bpf-counters: counting per cgroup with BPF takes the linux backend, not {}",
+            "--bpf-counters: the {} backend cannot count per cgroup",
             backend.label()
         ))));
     };
@@ -128,7 +126,9 @@ pub fn run<B: Backend + 'static>(
         counterhal::unified_cgroup_root().ok(),
     );
     let bpf = |e: Error| CliError::failed(e.context("--bpf-counters"));
-    let mut counter = CgroupCounter::open(linux, &requests, &cpus, options).map_err(bpf)?;
+    let mut counter = per_cgroup
+        .open_cgroup_counter(&requests, &cpus, options)
+        .map_err(bpf)?;
     for (path, _) in columns.iter().flatten() {
         counter.follow(path).map_err(bpf)?;
     }

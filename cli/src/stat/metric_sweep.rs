@@ -86,7 +86,7 @@ fn every_metric_and_group_of_every_model_runs_but_the_uncore_ones() {
         .any(|e| e.file_name().to_string_lossy().starts_with("armv8"));
     let mut refused: Vec<String> = Vec::new();
     for id in &ids {
-        let Ok(linux) = counterhal::linux::probe(Arc::clone(&db), Some(id.clone())) else {
+        let Ok(linux) = crate::stat::the_backend_over_perf_event_open(Arc::clone(&db), id) else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::System,
                 "perf_event_open is not available here"
@@ -179,7 +179,8 @@ fn topdown_summary_and_branches_plan_on_their_models() {
         ("rkl", "Summary"),
         ("emr", "Branches"),
     ] {
-        let Ok(linux) = counterhal::linux::probe(Arc::clone(&db), Some(model.into())) else {
+        let Ok(linux) = crate::stat::the_backend_over_perf_event_open(Arc::clone(&db), model)
+        else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::System,
                 "perf_event_open is not available here"

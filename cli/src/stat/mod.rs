@@ -146,37 +146,32 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
             return Err(CliError::usage(error, USAGE));
         }
     }
-    // The backend that reads sysfs PMUs (perf_event_open's) is probed once, over the tree
-    // where one is named, and used as itself (no dynamic dispatch on the read path); any
-    // other backend is used through the portable facade.
-    #[cfg(target_os = "linux")]
-    if args
-        .backend
-        .is_none_or(|registration| registration.sysfs.is_some())
-    {
-        let (db, model) = (
-            context.database().clone(),
-            context.model().map(str::to_owned),
-        );
-        let probed = match &sysfs {
-            Some(root) => counterhal::linux::probe_with(
-                db,
-                model,
-                counterhal::linux::SystemPaths::under(root),
-            ),
-            None => counterhal::linux::probe(db, model),
-        };
-        match probed {
-            Ok(mut linux) => {
-                linux.set_mount_tracefs(context.mounts_tracefs());
-                return stat_with(&args, &targets, &linux, context.model(), None);
+    // Over a sysfs tree, the backend that reads one (the one named, else the first);
+    // otherwise the first backend of this OS that works (or the one named).
+    let backend = match &sysfs {
+        Some(root) => {
+            let mut setup = counterhal::Setup::new()
+                .context(context.clone())
+                .sysfs(root);
+            if let Some(registration) = args.backend {
+                setup = setup.backend(registration.name);
             }
-            Err(e) if args.backend.is_some() => return Err(CliError::failed(e)),
-            Err(_) => {}
+            setup.open().map_err(CliError::failed)?.into_backend()
         }
-    }
-    let backend = measurement::choose_backend(args.backend, &context)?;
+        None => measurement::choose_backend(args.backend, &context)?,
+    };
     stat_with(&args, &targets, &backend, context.model(), None)
+}
+
+/// The backend over `perf_event_open`, resolving in `db` for CPU model `model`: what the
+/// tests of `stat`'s planning plan on, where it works.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn the_backend_over_perf_event_open(
+    db: Arc<counterhal_events::Database>,
+    model: &str,
+) -> counterhal::Result<counterhal::advanced::AnyBackend> {
+    let context = counterhal::Context::from_parts(db, None, Some(model.to_owned()));
+    counterhal::probe(counterhal::registration("linux")?, &context)
 }
 
 /// What `stat` counts, planned on a backend before anything runs.

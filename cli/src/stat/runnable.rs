@@ -245,7 +245,7 @@ mod tests {
             }
             // What the classification is asked about: names no backend here resolves.
             let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
-            let Ok(linux) = counterhal::linux::probe(db, Some(model.to_string())) else {
+            let Ok(linux) = crate::stat::the_backend_over_perf_event_open(db, model) else {
                 continue;
             };
             let metrics = of_model(model).unwrap();

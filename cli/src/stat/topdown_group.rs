@@ -29,7 +29,7 @@ fn kind<B: Backend>(backend: &B, name: &str) -> Option<Kind> {
 
 #[cfg(target_os = "linux")]
 fn kind_of_encoding(encoding: &Encoding) -> Option<Kind> {
-    use counterhal::linux::topdown::{is_metric, is_slots};
+    use counterhal::advanced::{is_topdown_metric as is_metric, is_topdown_slots as is_slots};
     let Encoding::Perf(attr) = encoding else {
         return None;
     };
@@ -91,7 +91,7 @@ mod tests {
     #[test]
     fn slots_leads_the_metric_events_and_others_stay_out() {
         let db = Arc::new(Database::shipped().unwrap());
-        let Ok(linux) = counterhal::linux::probe(db, Some("spr".into())) else {
+        let Ok(linux) = crate::stat::the_backend_over_perf_event_open(db, "spr") else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::System,
                 "perf_event_open is not available here"

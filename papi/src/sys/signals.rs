@@ -2,15 +2,18 @@
 //! library (PAPI's `overflow_one_and_read` reads the set from its handler, as PAPI allows)
 //! would otherwise wait forever for the lock the thread it interrupted holds.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-/// Set once a sampler has been armed: until then no overflow signal can come, and a call on
-/// the library pays no system call for this.
-static ARMED: AtomicBool = AtomicBool::new(false);
+/// The overflow signal, set once a sampler has been armed (0 until then): until then no
+/// overflow signal can come, and a call on the library pays no system call for this.
+static ARMED: AtomicI32 = AtomicI32::new(0);
 
-/// Notes that overflow signals may come from now on.
-pub fn armed() {
-    ARMED.store(true, Ordering::Relaxed);
+/// Notes that overflow signals may come from now on, as `signal` (the backend's sampling
+/// capability's; `None`: none comes).
+pub fn armed(signal: Option<i32>) {
+    if let Some(signal) = signal {
+        ARMED.store(signal, Ordering::Relaxed);
+    }
 }
 
 /// The overflow signal blocked on this thread until the value drops (which restores the mask
@@ -18,22 +21,12 @@ pub fn armed() {
 pub struct Held(libc::sigset_t);
 
 /// Blocks the overflow signal on this thread while the result lives, once a sampler has been
-/// armed; `None` before, or where the platform has no overflow signal.
+/// armed; `None` before, or where the backend has no overflow signal.
 pub fn hold() -> Option<Held> {
-    if !ARMED.load(Ordering::Relaxed) {
-        return None;
+    match ARMED.load(Ordering::Relaxed) {
+        0 => None,
+        signal => block(signal),
     }
-    signal().and_then(block)
-}
-
-#[cfg(target_os = "linux")]
-fn signal() -> Option<i32> {
-    Some(facade::linux::overflow_signal())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn signal() -> Option<i32> {
-    None
 }
 
 fn block(signal: i32) -> Option<Held> {

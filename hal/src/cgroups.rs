@@ -1,0 +1,218 @@
+//! Counting per cgroup, a capability a backend may have ([`Backend::cgroups`]): the
+//! [`CgroupCounter`] it opens, the [`CgroupMode`] it counts in and what each followed cgroup
+//! counted ([`CgroupCounts`]).
+//!
+//! Two modes count the same thing, each event while the tasks of a cgroup (or of any cgroup
+//! below it) run, on each CPU, with its time enabled and running: a BPF program summing per
+//! cgroup at every cgroup switch (perf's `--bpf-counters --for-each-cgroup`), or one perf
+//! event per event, CPU and followed cgroup (`perf stat -G`). Each backend's README says how
+//! it counts them.
+//!
+//! [`Backend::cgroups`]: crate::Backend::cgroups
+
+use std::path::{Path, PathBuf};
+
+use crate::{EventRequest, Reading, Result};
+
+/// Which mode to count in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CgroupModeChoice {
+    /// BPF where it works here, else perf events (saying why).
+    #[default]
+    Auto,
+    /// BPF, or an error saying why it cannot.
+    Bpf,
+    /// Perf events per cgroup.
+    PerfEvents,
+}
+
+/// The mode a [`CgroupCounter`] counts in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CgroupMode {
+    /// Events x CPUs perf events, sums per cgroup kept by a BPF program.
+    Bpf,
+    /// One perf event per event, CPU and cgroup.
+    PerfEvents {
+        /// Why BPF was not taken (`None`: perf events were asked for).
+        why_not_bpf: Option<String>,
+    },
+}
+
+impl CgroupMode {
+    /// The mode's short name: `bpf` or `perf-events` (a metric's label, a line at start).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CgroupMode::Bpf => "bpf",
+            CgroupMode::PerfEvents { .. } => "perf-events",
+        }
+    }
+}
+
+impl std::fmt::Display for CgroupMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CgroupMode::Bpf => f.write_str(
+                "bpf (each event once per CPU, summed per cgroup by a BPF program at every \
+                 cgroup switch)",
+            ),
+            CgroupMode::PerfEvents { why_not_bpf: None } => {
+                f.write_str("perf-events (one perf event per event, CPU and cgroup)")
+            }
+            CgroupMode::PerfEvents {
+                why_not_bpf: Some(why),
+            } => write!(
+                f,
+                "perf-events (one perf event per event, CPU and cgroup; not bpf: {why})"
+            ),
+        }
+    }
+}
+
+/// How a [`CgroupCounter`] is opened.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CgroupCounterOptions {
+    /// The mode asked for.
+    pub mode: CgroupModeChoice,
+    /// The cgroup v2 mount the followed cgroups lie under (the BPF mode counts cgroup v2
+    /// only); `None`: no BPF mode.
+    pub unified_root: Option<PathBuf>,
+    /// The most cgroups the BPF mode follows at once (1024 unless set): each takes 24 bytes
+    /// per event per possible CPU in the program's map, all allocated when the counter
+    /// opens. Following one more is refused
+    /// ([`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached)).
+    pub capacity: u32,
+}
+
+impl Default for CgroupCounterOptions {
+    fn default() -> Self {
+        CgroupCounterOptions {
+            mode: CgroupModeChoice::Auto,
+            unified_root: None,
+            capacity: 1024,
+        }
+    }
+}
+
+impl CgroupCounterOptions {
+    /// Options for `mode`, the cgroup v2 mount at `unified_root`.
+    pub fn new(mode: CgroupModeChoice, unified_root: Option<PathBuf>) -> Self {
+        CgroupCounterOptions {
+            mode,
+            unified_root,
+            ..Default::default()
+        }
+    }
+}
+
+/// The counts of one followed cgroup at the last [`CgroupCounter::read`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CgroupCounts {
+    /// The cgroup's directory.
+    pub path: PathBuf,
+    /// Each event's counts summed over the CPUs (each CPU's value, time enabled and time
+    /// running added: scale the sum as one reading).
+    pub total: Vec<Reading>,
+    /// Each CPU's (in the order of [`CgroupCounter::cpus`]) counts of each event.
+    pub per_cpu: Vec<Vec<Reading>>,
+}
+
+impl CgroupCounts {
+    /// Zero counts of `events` events on `cpus` CPUs for the cgroup at `path`.
+    pub fn zero(path: PathBuf, events: usize, cpus: usize) -> Self {
+        let zeroes = vec![Reading::default(); events];
+        CgroupCounts {
+            path,
+            total: zeroes.clone(),
+            per_cpu: vec![zeroes; cpus],
+        }
+    }
+}
+
+/// Events counted per cgroup, on a list of CPUs, in the [`CgroupMode`] chosen at open:
+/// [`follow`](CgroupCounter::follow) the cgroups to read, [`read`](CgroupCounter::read)
+/// them all, then take each one's [`counts`](CgroupCounter::counts).
+pub trait CgroupCounter {
+    /// The mode counting, and where it is perf events, why not BPF.
+    fn mode(&self) -> &CgroupMode;
+
+    /// The CPUs counted, the order of [`CgroupCounts::per_cpu`].
+    fn cpus(&self) -> &[u32];
+
+    /// The events' names, the order of every reading.
+    fn event_names(&self) -> Vec<&str>;
+
+    /// Starts reading `cgroup` (its directory); its counts start now. Where `cgroup` is
+    /// followed and its directory now holds another cgroup (removed and made again under the
+    /// same path), the new one is followed in its place, its counts from zero.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a directory that does not
+    /// exist; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) in the BPF mode for
+    /// one outside the cgroup v2 mount or deeper than it counts
+    /// ([`CgroupCounter::deepest_level`]);
+    /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) in the BPF mode where
+    /// [`CgroupCounterOptions::capacity`] cgroups are followed; in the perf-event mode, as
+    /// [`Backend::open`](crate::Backend::open) on a
+    /// [`BackendTarget::Cgroup`](crate::BackendTarget::Cgroup).
+    fn follow(&mut self, cgroup: &Path) -> Result<()>;
+
+    /// Stops reading `cgroup` and lets its counters go (the BPF mode forgets its sums).
+    fn unfollow(&mut self, cgroup: &Path);
+
+    /// The cgroups followed, in the order of [`all_counts`](CgroupCounter::all_counts).
+    fn followed(&self) -> Box<dyn Iterator<Item = &Path> + '_>;
+
+    /// Reads every followed cgroup. A cgroup whose directory now holds another cgroup is
+    /// followed again ([`CgroupCounter::follow`]): it reads zeroes.
+    ///
+    /// # Errors
+    /// The first counter that cannot be read, or cgroup that cannot be followed again,
+    /// naming its cgroup; the followed cgroups read before it hold their new counts.
+    fn read(&mut self) -> Result<()>;
+
+    /// `cgroup`'s counts at the last [`read`](CgroupCounter::read); `None` for a cgroup not
+    /// followed.
+    fn counts(&self, cgroup: &Path) -> Option<&CgroupCounts> {
+        self.all_counts().iter().find(|c| c.path == cgroup)
+    }
+
+    /// Every followed cgroup's counts at the last [`read`](CgroupCounter::read).
+    fn all_counts(&self) -> &[CgroupCounts];
+
+    /// The deepest level below the cgroup v2 mount whose cgroups the BPF mode follows (the
+    /// tasks of deeper ones count in their followed ancestors); `None` in the perf-event
+    /// mode, which follows a cgroup at any depth.
+    fn deepest_level(&self) -> Option<usize>;
+
+    /// Where the BPF mode counts a task that moves between cgroups while it runs (a command
+    /// writing its own pid into `cgroup.procs`) wrong, why; `None` where it settles such a
+    /// move and in the perf-event mode, which counts it right.
+    fn moves_unsettled(&self) -> Option<&str>;
+}
+
+/// A cgroup counter of any backend, boxed (what [`CgroupCapability::open_cgroup_counter`]
+/// opens).
+pub type BoxedCgroupCounter = Box<dyn CgroupCounter + Send>;
+
+/// Counting per cgroup: what a backend that can hands out from
+/// [`Backend::cgroups`](crate::Backend::cgroups).
+pub trait CgroupCapability {
+    /// Counts `events` on `cpus` per cgroup, in the mode `options` ask for.
+    ///
+    /// # Errors
+    /// As [`Backend::open`](crate::Backend::open) for the events; under
+    /// [`CgroupModeChoice::Bpf`], why the BPF mode cannot count here:
+    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) without the
+    /// privileges, [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for a kernel
+    /// without it.
+    fn open_cgroup_counter(
+        &self,
+        events: &[EventRequest],
+        cpus: &[u32],
+        options: CgroupCounterOptions,
+    ) -> Result<BoxedCgroupCounter>;
+}
