@@ -3,6 +3,7 @@
 //! CPUs of a list); [`MultiSet`] counts the same events on each and reads them per target or
 //! summed.
 
+use counterhal_hal::BackendExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -304,7 +305,7 @@ pub struct MultiSet<G> {
     alone: bool,
     /// Per set of `sets`, the events it holds where it holds only some (with
     /// [`Target::AllCpus`], an uncore or energy event opens on its PMU's cpumask CPUs alone:
-    /// [`Backend::system_wide_cpus`]); `None`: every event. An event a set does not hold reads
+    /// [`BackendExt::system_wide_cpus`]); `None`: every event. An event a set does not hold reads
     /// as never counted on its target.
     columns: Vec<Option<Vec<usize>>>,
     /// Where a set of only some events reads before its readings go to their columns.
@@ -511,7 +512,7 @@ impl<G: Group> MultiSet<G> {
 }
 
 /// Each event's CPUs over every CPU ([`Target::AllCpus`]), where its backend names them for
-/// one of its terms ([`Backend::system_wide_cpus`]: an uncore or energy PMU's cpumask, so that
+/// one of its terms ([`BackendExt::system_wide_cpus`]: an uncore or energy PMU's cpumask, so that
 /// it is counted once per package, as `perf stat -a` counts it); `None` for an event that
 /// opens on every CPU, and for every event of any other target (CPUs the caller named count
 /// what the caller asked, as `perf stat -C`).
@@ -681,11 +682,11 @@ mod tests {
         fn name(&self) -> &'static str {
             "threads"
         }
-        fn device(&self) -> DeviceKind {
-            DeviceKind::Model
-        }
         fn capabilities(&self) -> &Capabilities {
             &self.capabilities
+        }
+        fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+            counterhal_hal::Extensions::none()
         }
         fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
             Err(Error::invalid_event(event))
@@ -709,7 +710,11 @@ mod tests {
     fn fixture() -> (Threads, ResolvedEvent) {
         let accepts = Accepts::new(&[Family::Perf], Domain::ALL, Domain::ALL);
         let backend = Threads {
-            capabilities: Capabilities::new(accepts, Scope::PerProcess),
+            capabilities: {
+                let mut model = Capabilities::new(accepts, Scope::PerProcess);
+                model.set_device(DeviceKind::Model);
+                model
+            },
             ended: Arc::default(),
         };
         let event = ResolvedEvent::single(EventRequest::new(

@@ -1,6 +1,6 @@
 //! Events counted per cgroup by name, on the backend chosen: [`Chosen::cgroup_counter`], in
 //! the mode the kernel and this process's privileges allow, through the backend's cgroup
-//! capability ([`Backend::cgroups`](counterhal_hal::Backend::cgroups)): a BPF program
+//! capability ([`BackendExt::cgroups`](counterhal_hal::BackendExt::cgroups)): a BPF program
 //! summing per cgroup at every cgroup switch, or one perf event per event, CPU and cgroup.
 
 use counterhal_hal::{
@@ -19,7 +19,7 @@ impl Chosen {
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] where the backend chosen cannot count per cgroup (no
-    /// [`Backend::cgroups`](counterhal_hal::Backend::cgroups));
+    /// [`BackendExt::cgroups`](counterhal_hal::BackendExt::cgroups));
     /// [`ErrorKind::InvalidEvent`] for a name this backend does not know, or one that counts
     /// as several events (a derived preset); otherwise as
     /// [`CgroupCapability::open_cgroup_counter`](counterhal_hal::CgroupCapability::open_cgroup_counter).
@@ -44,7 +44,7 @@ impl Chosen {
         cpus: &[u32],
         options: CgroupCounterOptions,
     ) -> Result<BoxedCgroupCounter> {
-        let Some(cgroups) = self.backend().dyn_cgroups() else {
+        let Some(cgroups) = counterhal_hal::BackendExt::cgroups(self.backend()) else {
             return Err(Error::unsupported(format!(
                 "the {} backend cannot count per cgroup",
                 self.label()

@@ -13,8 +13,8 @@ use crate::advanced::AnyBackend;
 #[cfg(unix)]
 use crate::command::{CountedCommand, Follow};
 use crate::{
-    AnyGroup, Capabilities, DeviceKind, Error, EventSet, EventSetBuilder, GeneralizedEvent,
-    OpenOptions, ResolvedEvent, Result, Target, detect_cpu, detect_hybrid_core, open, set,
+    AnyGroup, Capabilities, Error, EventSet, EventSetBuilder, OpenOptions, ResolvedEvent, Result,
+    Target, detect_cpu, detect_hybrid_core, open, set,
 };
 
 /// The event database and the CPU model to resolve names against, and whether resolving
@@ -280,7 +280,7 @@ impl Chosen {
 
     /// The backend's name, with `(model)` after it where it drives a model of its device.
     pub fn label(&self) -> String {
-        Backend::label(self)
+        counterhal_hal::BackendExt::label(self)
     }
 
     /// What the backend can do: targets, domains, multiplexing, sampling.
@@ -303,45 +303,13 @@ impl Chosen {
     }
 }
 
-/// The chosen backend, opening groups of [`AnyGroup`] (the backend's group, boxed).
-impl Backend for Chosen {
+/// The chosen backend, opening groups of [`AnyGroup`] (the backend's group, boxed): a
+/// [`Backend`] through the boxed backend it holds.
+impl counterhal_hal::OpensThrough for Chosen {
+    type Through = AnyBackend;
     type Group = AnyGroup;
 
-    fn name(&self) -> &'static str {
-        self.backend.dyn_name()
-    }
-    fn device(&self) -> DeviceKind {
-        self.backend.dyn_device()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.backend.dyn_capabilities()
-    }
-    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
-        self.backend.dyn_resolve(event)
-    }
-    fn open(
-        &self,
-        events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::BackendTarget,
-        options: &OpenOptions,
-    ) -> Result<AnyGroup> {
-        Ok(AnyGroup::Boxed(
-            self.backend.dyn_open(events, target, options)?,
-        ))
-    }
-    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
-        self.backend.dyn_system_wide_cpus(request)
-    }
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        self.backend.dyn_generalized()
-    }
-    fn own_events(&self) -> Vec<(String, String)> {
-        self.backend.dyn_own_events()
-    }
-    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
-        self.backend.dyn_sampling()
-    }
-    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
-        self.backend.dyn_cgroups()
+    fn through(&self) -> &AnyBackend {
+        &self.backend
     }
 }

@@ -4,6 +4,7 @@
 //! `exec`, the counters are opened on it to start at the `exec` and follow what it
 //! creates, then it runs.
 
+use counterhal_hal::BackendExt;
 use std::process::Child;
 use std::time::Duration;
 

@@ -273,7 +273,7 @@ pub struct LibraryGuideExamples;
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
-    use counterhal_hal::Backend;
+    use counterhal_hal::{Backend, BackendExt};
 
     /// Oracle: proc(5)'s `/proc/PID/stat` layout (field 39, `processor`, the CPU last run
     /// on), a command name with spaces and parentheses included; and this machine's own line,

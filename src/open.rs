@@ -5,9 +5,8 @@
 //! kernel those events count user space only, as `perf stat` falls back, with a note.
 
 use counterhal_hal::{
-    Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error, ErrorKind,
-    EventRequest, EventSet, GeneralizedEvent, OpenOptions, ResolvedEvent, Result, Term,
-    user_space_note,
+    Backend, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
+    EventSet, OpenOptions, ResolvedEvent, Result, Term, user_space_note,
 };
 
 use crate::attach::MultiSet;
@@ -51,7 +50,7 @@ pub(crate) fn open_on<B>(
 ) -> Result<EventSet<AnyGroup>>
 where
     B: Backend + ?Sized,
-    B::Group: Into<AnyGroup>,
+    AnyGroup: From<B::Group>,
 {
     let events = match options.domain {
         Some(domain) => in_domain(backend.capabilities(), events, domain)?,
@@ -215,7 +214,7 @@ fn open_exactly<B>(
 ) -> Result<EventSet<AnyGroup>>
 where
     B: Backend + ?Sized,
-    B::Group: Into<AnyGroup>,
+    AnyGroup: From<B::Group>,
 {
     let targets = target.targets_inheriting(options.inherit)?;
     let process = matches!(target, Target::Process(_) | Target::Processes(_));
@@ -234,46 +233,15 @@ where
 /// A backend whose groups come as [`AnyGroup`]s.
 struct Mapped<'b, B: ?Sized>(&'b B);
 
-impl<B> Backend for Mapped<'_, B>
+impl<B> counterhal_hal::OpensThrough for Mapped<'_, B>
 where
     B: Backend + ?Sized,
-    B::Group: Into<AnyGroup>,
+    AnyGroup: From<B::Group>,
 {
+    type Through = B;
     type Group = AnyGroup;
 
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-    fn device(&self) -> DeviceKind {
-        self.0.device()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        self.0.capabilities()
-    }
-    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        self.0.resolve(event)
-    }
-    fn open(
-        &self,
-        events: &[EventRequest],
-        target: &BackendTarget,
-        options: &OpenOptions,
-    ) -> Result<AnyGroup> {
-        Ok(self.0.open(events, target, options)?.into())
-    }
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        self.0.generalized()
-    }
-    fn own_events(&self) -> Vec<(String, String)> {
-        self.0.own_events()
-    }
-    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        self.0.system_wide_cpus(request)
-    }
-    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
-        self.0.sampling()
-    }
-    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
-        self.0.cgroups()
+    fn through(&self) -> &B {
+        self.0
     }
 }

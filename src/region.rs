@@ -34,6 +34,7 @@
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
+use counterhal_hal::BackendExt;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -67,43 +67,12 @@ pub struct FedModel {
 struct Fed<S>(Arc<S>);
 
 #[cfg(feature = "conformance")]
-impl<S: counterhal_conformance::Subject> counterhal_hal::Backend for Fed<S> {
+impl<S: counterhal_conformance::Subject> counterhal_hal::OpensThrough for Fed<S> {
+    type Through = S::Backend;
     type Group = <S::Backend as counterhal_hal::Backend>::Group;
 
-    fn name(&self) -> &'static str {
-        self.0.backend().name()
-    }
-    fn device(&self) -> counterhal_hal::DeviceKind {
-        self.0.backend().device()
-    }
-    fn capabilities(&self) -> &counterhal_hal::Capabilities {
-        self.0.backend().capabilities()
-    }
-    fn resolve(&self, event: &str) -> Result<counterhal_hal::ResolvedEvent> {
-        self.0.backend().resolve(event)
-    }
-    fn open(
-        &self,
-        events: &[counterhal_hal::EventRequest],
-        target: &counterhal_hal::BackendTarget,
-        options: &counterhal_hal::OpenOptions,
-    ) -> Result<Self::Group> {
-        self.0.backend().open(events, target, options)
-    }
-    fn generalized(&self) -> Vec<counterhal_hal::GeneralizedEvent> {
-        self.0.backend().generalized()
-    }
-    fn own_events(&self) -> Vec<(String, String)> {
-        self.0.backend().own_events()
-    }
-    fn system_wide_cpus(&self, request: &counterhal_hal::EventRequest) -> Option<Vec<u32>> {
-        self.0.backend().system_wide_cpus(request)
-    }
-    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
-        self.0.backend().sampling()
-    }
-    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
-        self.0.backend().cgroups()
+    fn through(&self) -> &S::Backend {
+        self.0.backend()
     }
 }
 

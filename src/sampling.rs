@@ -1,5 +1,5 @@
 //! Samplers by name, on whichever backend was chosen: [`Chosen::open_sampler`], through the
-//! backend's sampling capability ([`Backend::sampling`](counterhal_hal::Backend::sampling));
+//! backend's sampling capability ([`BackendExt::sampling`](counterhal_hal::BackendExt::sampling));
 //! a backend without one says so in its capabilities, and its samplers are
 //! [`ErrorKind::Unsupported`].
 
@@ -59,7 +59,7 @@ impl Chosen {
             }
         };
         let target = &target;
-        let Some(sampling) = backend.dyn_sampling() else {
+        let Some(sampling) = counterhal_hal::BackendExt::sampling(backend) else {
             return Err(Error::unsupported(format!(
                 "the {} backend cannot sample",
                 backend.dyn_name()

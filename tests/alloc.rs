@@ -77,7 +77,7 @@ fn the_linux_backend_reads_without_allocating() {
     ];
     for names in [&four[..1], &four[..]] {
         for options in [OpenOptions::grouped(), OpenOptions::ungrouped()] {
-            let mut group = counterhal_hal::Backend::open_named(
+            let mut group = counterhal_hal::BackendExt::open_named(
                 &linux,
                 names,
                 &counterhal_hal::BackendTarget::ThisThread,

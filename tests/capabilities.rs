@@ -12,7 +12,7 @@ fn linux_backend_type() -> String {
 
 /// Oracle: the workspace's own sources, every `.rs` file outside `backend-linux/` (benches,
 /// examples and tests included). A face that wants sampling or counting per cgroup asks
-/// `Backend::sampling` or `Backend::cgroups`; one that downcast to the Linux backend, cast a
+/// `BackendExt::sampling` or `BackendExt::cgroups`; one that downcast to the Linux backend, cast a
 /// backend to `dyn Any` or named the Linux backend's type is listed by file and line.
 #[test]
 fn no_file_outside_the_linux_backend_downcasts_a_backend_or_names_it() {
@@ -108,4 +108,108 @@ fn the_facade_has_no_public_module_of_one_backend() {
         found.push(format!("api/counterhal.txt: {line}"));
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The body of the block that opens at `start` in `text` (from its `{` to the matching `}`).
+fn block(text: &str, start: usize) -> &str {
+    let open = start + text[start..].find('{').unwrap();
+    let mut depth = 0;
+    for (at, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[open + 1..open + at];
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("an unclosed block");
+}
+
+/// The methods declared in a trait's body, each with whether it has a default body.
+fn trait_methods(body: &str) -> Vec<(String, bool)> {
+    let mut methods = Vec::new();
+    let mut rest = body;
+    while let Some(at) = rest.find("\n    fn ") {
+        let after = &rest[at + "\n    fn ".len()..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // A declaration ends at its `;`, a default at its body's `{`.
+        let end = after.find([';', '{']).unwrap();
+        methods.push((name, after.as_bytes()[end] == b'{'));
+        rest = &after[end..];
+    }
+    methods
+}
+
+/// Oracle: `hal/src/backend.rs`, where `Backend` is declared. A backend implements five
+/// methods, all required: a wrapper or a trait object that forwards them cannot forget one and
+/// silently get a default (as a forwarder that forgot `system_wide_cpus` once counted an
+/// uncore event on every CPU); what only some backends can do comes from `extensions()`.
+#[test]
+fn the_backend_trait_has_five_required_methods_at_most() {
+    let text = std::fs::read_to_string(root().join("hal/src/backend.rs")).unwrap();
+    let methods = trait_methods(block(&text, text.find("pub trait Backend {").unwrap()));
+    assert!(
+        methods.len() <= 5,
+        "Backend has {} methods: {methods:?}",
+        methods.len()
+    );
+    let defaults: Vec<&str> = methods
+        .iter()
+        .filter(|(_, default)| *default)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert!(
+        defaults.is_empty(),
+        "Backend's methods are all required; these have defaults: {defaults:?} (write \
+         conveniences in BackendExt)"
+    );
+}
+
+/// Oracle: every `impl Backend for` of the workspace. A backend's methods are forwarded to
+/// another backend in two places, each written once for every case: the object-safe mirror
+/// (`hal/src/dynamic.rs`, a `dyn DynBackend`) and `OpensThrough` (`hal/src/extensions.rs`, a
+/// box, the facade's `Chosen` and its other wrappers). Any other implementation is a
+/// backend's own: its `name` is its own, not another's.
+#[test]
+fn no_backend_is_forwarded_by_hand() {
+    let mut found = Vec::new();
+    for file in rust_files(root()) {
+        let path = relative(&file);
+        if path == "hal/src/dynamic.rs" || path == "hal/src/extensions.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut from = 0;
+        while let Some(at) = text[from..].find("Backend for ") {
+            let start = from + at;
+            from = start + 1;
+            let line_start = text[..start].rfind('\n').map_or(0, |n| n + 1);
+            let line = &text[line_start..];
+            if !line.trim_start().starts_with("impl") || line.contains("DynBackend for") {
+                continue;
+            }
+            let body = block(&text, start);
+            let Some(name_at) = body.find("fn name(&self)") else {
+                continue;
+            };
+            let name_body = block(body, name_at);
+            if name_body.contains(".name()") || name_body.contains("dyn_name()") {
+                let number = text[..start].lines().count();
+                found.push(format!("{path}:{number}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these implement Backend by forwarding to another backend: implement OpensThrough \
+         instead\n{}",
+        found.join("\n")
+    );
 }

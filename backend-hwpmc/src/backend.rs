@@ -60,7 +60,7 @@ impl HwpmcBackend {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use counterhal_hal::{Backend, Group, OpenOptions, BackendTarget};
+    /// use counterhal_hal::{BackendExt, Group, OpenOptions, BackendTarget};
     /// use counterhal_hwpmc::{HwpmcBackend, ModelConfig, ModelEvent};
     ///
     /// let db = Arc::new(counterhal_events::Database::shipped().unwrap());
@@ -148,7 +148,7 @@ impl HwpmcBackend {
         let device_kind = device.kind();
         let pid = device.pid();
         Ok(HwpmcBackend {
-            capabilities: capabilities(pmu, general, width, fixed, fixed_width),
+            capabilities: capabilities(device_kind, pmu, [general, width, fixed, fixed_width]),
             db,
             cpu_id,
             pmu,
@@ -313,13 +313,15 @@ impl HwpmcBackend {
 /// (every thread, with descendants on request) and system-mode (one CPU) PMCs, software
 /// multiplexing in 4 ms turns, counts that wrap at the class width; no thread target, no
 /// self-monitoring reads.
-fn capabilities(pmu: Pmu, general: u32, width: u32, fixed: u32, fixed_width: u32) -> Capabilities {
+fn capabilities(device: DeviceKind, pmu: Pmu, counters: [u32; 4]) -> Capabilities {
+    let [general, width, fixed, fixed_width] = counters;
     let accepts = Accepts::new(
         &[Family::Evtsel],
         Domain::USER | Domain::KERNEL,
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::PerProcess);
+    capabilities.set_device(device);
     capabilities.set_general_counters(Some(general));
     capabilities.set_counter_width(Some(width));
     capabilities.set_fixed_counters(if pmu == Pmu::Intel { fixed } else { 0 });
@@ -341,8 +343,8 @@ impl Backend for HwpmcBackend {
         "hwpmc"
     }
 
-    fn device(&self) -> DeviceKind {
-        self.device_kind
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+        counterhal_hal::Extensions::none()
     }
 
     fn capabilities(&self) -> &Capabilities {

@@ -2,6 +2,7 @@
 //! function it follows), driven through the system-call seam as the backend drives it, and the
 //! backend over it.
 
+use counterhal_hal::BackendExt;
 use std::sync::Arc;
 
 use counterhal_events::Database;

@@ -12,9 +12,9 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{Database, EventErrorKind};
 use counterhal_hal::{
-    Accepts, Backend, BackendTarget, Capabilities, DeviceKind, Domain, Encoding, Error,
-    EventRequest, Family, GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope,
-    TargetSupport, check_family, countable_form,
+    Accepts, Backend, BackendTarget, Capabilities, Domain, Encoding, Error, EventRequest, Family,
+    GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, TargetSupport,
+    check_family, countable_form,
 };
 
 use crate::attr::{Placement, build_attr};
@@ -408,57 +408,17 @@ impl Backend for LinuxBackend {
         "linux"
     }
 
-    fn device(&self) -> DeviceKind {
-        DeviceKind::Real
-    }
-
     fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }
 
-    fn sampling(&self) -> Option<&dyn counterhal_hal::SamplingCapability> {
-        Some(self)
-    }
-
-    fn cgroups(&self) -> Option<&dyn counterhal_hal::CgroupCapability> {
-        Some(self)
-    }
-
-    /// The generalized events that open here (found once, by trying each; an event that fails
-    /// only for lack of permission counts as countable).
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        self.generalized
-            .get_or_init(|| self.countable_generalized())
-            .clone()
-    }
-
-    /// The cpumask of the sysfs PMU an event's type names (an uncore or energy PMU's one CPU
-    /// per package, a hybrid core PMU's CPUs), as perf's `-a` opens it.
-    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        match &request.encoding {
-            Encoding::Perf(attr) => {
-                // A generic hardware or cache event of a hybrid core PMU carries the PMU's
-                // type in its config's upper half (the kernel's PERF_PMU_TYPE_SHIFT): its CPUs
-                // are that PMU's, as perf opens `cpu_atom/cycles/` on cpu_atom's alone.
-                let type_ = match attr.type_ {
-                    TYPE_HARDWARE | TYPE_HW_CACHE if attr.config >> 32 != 0 => {
-                        (attr.config >> 32) as u32
-                    }
-                    type_ => type_,
-                };
-                sysfs::system_wide_cpus(&self.paths.pmu_devices, type_)
-            }
-            _ => None,
-        }
-    }
-
-    /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
-    /// (`syscalls:sys_enter_getpid`).
-    fn own_events(&self) -> Vec<(String, String)> {
-        let mut events = sysfs::aliases(&self.paths.pmu_devices);
-        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
-        events.extend(tracefs::list(&self.paths.tracefs, self.mount_tracefs));
-        events
+    /// Samples, counts per cgroup, lists its own events and knows its PMUs' CPUs.
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+        counterhal_hal::Extensions::none()
+            .with_sampling(self)
+            .with_cgroups(self)
+            .with_listing(self)
+            .with_topology(self)
     }
 
     /// Resolves, in order: tracepoints (`subsystem:event`), breakpoints (`mem:ADDR[:rwx][/len]`),
@@ -542,6 +502,47 @@ impl Backend for LinuxBackend {
         options: &OpenOptions,
     ) -> Result<LinuxGroup> {
         self.open_placed(events, target, options, 0)
+    }
+}
+
+impl counterhal_hal::EventListing for LinuxBackend {
+    /// The generalized events that open here (found once, by trying each; an event that fails
+    /// only for lack of permission counts as countable).
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        self.generalized
+            .get_or_init(|| self.countable_generalized())
+            .clone()
+    }
+
+    /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
+    /// (`syscalls:sys_enter_getpid`).
+    fn own_events(&self) -> Vec<(String, String)> {
+        let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
+        events.extend(tracefs::list(&self.paths.tracefs, self.mount_tracefs));
+        events
+    }
+}
+
+impl counterhal_hal::PmuTopology for LinuxBackend {
+    /// The cpumask of the sysfs PMU an event's type names (an uncore or energy PMU's one CPU
+    /// per package, a hybrid core PMU's CPUs), as perf's `-a` opens it.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        match &request.encoding {
+            Encoding::Perf(attr) => {
+                // A generic hardware or cache event of a hybrid core PMU carries the PMU's
+                // type in its config's upper half (the kernel's PERF_PMU_TYPE_SHIFT): its CPUs
+                // are that PMU's, as perf opens `cpu_atom/cycles/` on cpu_atom's alone.
+                let type_ = match attr.type_ {
+                    TYPE_HARDWARE | TYPE_HW_CACHE if attr.config >> 32 != 0 => {
+                        (attr.config >> 32) as u32
+                    }
+                    type_ => type_,
+                };
+                sysfs::system_wide_cpus(&self.paths.pmu_devices, type_)
+            }
+            _ => None,
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! function and from the `getpid` system-call tracepoint.
 
 use counterhal_conformance::{CompanionEvent, ExactEvent, Subject};
+use counterhal_hal::BackendExt;
 use counterhal_hal::{Backend, BackendTarget, ErrorKind, OpenOptions};
 
 use crate::LinuxBackend;

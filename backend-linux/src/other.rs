@@ -61,7 +61,7 @@ impl Backend for LinuxBackend {
     fn name(&self) -> &'static str {
         "linux"
     }
-    fn device(&self) -> DeviceKind {
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
         match self.never {}
     }
     fn capabilities(&self) -> &Capabilities {

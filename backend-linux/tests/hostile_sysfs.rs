@@ -6,6 +6,7 @@
 //! refused file holds, never gives a scale that is not finite and positive, and still
 //! resolves every alias whose files are all good.
 
+use counterhal_hal::BackendExt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,6 +3,7 @@
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_hal::BackendExt;
 use std::hint::black_box;
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;

@@ -91,7 +91,7 @@ impl MsrBackend {
             DeviceKind::Model => Claims::default(),
         };
         let shared = Shared {
-            capabilities: capabilities(&pmu),
+            capabilities: capabilities(device.kind(), &pmu),
             db,
             cpuid: cpuid.describe(),
             device,
@@ -346,7 +346,7 @@ struct Candidate {
 
 /// What the backend takes and can do on `pmu`: event selects, user and kernel bits (and AMD's
 /// HostOnly and GuestOnly from family 10h on, but 11h), software multiplexing in 4 ms turns, a CPU or this thread pinned to its CPU.
-fn capabilities(pmu: &PmuInfo) -> Capabilities {
+fn capabilities(device: DeviceKind, pmu: &PmuInfo) -> Capabilities {
     let mut domains = Domain::USER | Domain::KERNEL;
     // HostOnly and GuestOnly (PerfEvtSel bits 41:40) exist from family 10h on, but for 11h
     // (as libpfm4 has it); on K7 and K8 those bits are reserved.
@@ -356,6 +356,7 @@ fn capabilities(pmu: &PmuInfo) -> Capabilities {
     }
     let accepts = Accepts::new(&[Family::Evtsel], domains, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.set_device(device);
     capabilities.set_general_counters(Some(pmu.gp_counters));
     capabilities.set_counter_width(Some(pmu.gp_width));
     capabilities.set_fixed_counters(pmu.fixed_counters());
@@ -376,8 +377,8 @@ impl Backend for MsrBackend {
         "msr"
     }
 
-    fn device(&self) -> DeviceKind {
-        self.shared.device.kind()
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+        counterhal_hal::Extensions::none()
     }
 
     fn capabilities(&self) -> &Capabilities {

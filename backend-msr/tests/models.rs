@@ -1,5 +1,6 @@
 //! Conformance-style behaviour of the backend on every PMU model, one body for all.
 
+use counterhal_hal::BackendExt;
 use counterhal_hal::{
     Backend, BackendTarget, CounterSet, DeviceKind, Encoding, ErrorKind, EventRequest, Group,
     OpenOptions, PerfAttr, Reading, Scope,

@@ -120,7 +120,12 @@ impl PctrBackend {
     ) -> (PctrBackend, ModelHandle) {
         let handle = ModelHandle::with_config(config);
         let backend = PctrBackend {
-            capabilities: capabilities(config.cpu(), config.counters(), config.read_width()),
+            capabilities: capabilities(
+                DeviceKind::Model,
+                config.cpu(),
+                config.counters(),
+                config.read_width(),
+            ),
             db,
             cpu_id: cpu_id.into(),
             kind: config.cpu(),
@@ -197,7 +202,7 @@ impl PctrBackend {
         }
         let device_kind = device.kind();
         Ok(PctrBackend {
-            capabilities: capabilities(kind, counters, width),
+            capabilities: capabilities(device_kind, kind, counters, width),
             db,
             cpu_id: cpu_id.unwrap_or_else(|| kind.default_model_id().to_string()),
             kind,
@@ -329,7 +334,7 @@ impl PctrBackend {
 /// What pctr takes and can do on a `kind` CPU with `counters` counters read at `width` bits:
 /// P5 CESR fields on the P5, event selects elsewhere; user and kernel bits; software
 /// multiplexing in 4 ms turns; this thread only (the counters of the CPU it runs on).
-fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
+fn capabilities(device: DeviceKind, kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     let families: &'static [Family] = if kind.p5_layout() {
         &[Family::P5Cesr]
     } else {
@@ -337,6 +342,7 @@ fn capabilities(kind: CpuKind, counters: u32, width: u32) -> Capabilities {
     };
     let accepts = Accepts::new(families, Domain::USER | Domain::KERNEL, Domain::DEFAULT);
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.set_device(device);
     capabilities.set_general_counters(Some(counters));
     capabilities.set_counter_width(Some(width));
     let mut targets = TargetSupport::NONE;
@@ -355,8 +361,8 @@ impl Backend for PctrBackend {
         "pctr"
     }
 
-    fn device(&self) -> DeviceKind {
-        self.device_kind
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+        counterhal_hal::Extensions::none()
     }
 
     fn capabilities(&self) -> &Capabilities {

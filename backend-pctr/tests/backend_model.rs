@@ -2,6 +2,7 @@
 //! reset, wraparound, times and errors, for every CPU kind. Encodings are built by hand here;
 //! tests/database.rs covers names resolved through the event database.
 
+use counterhal_hal::BackendExt;
 use std::sync::Arc;
 
 use counterhal_events::Database;

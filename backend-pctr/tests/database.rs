@@ -2,6 +2,7 @@
 //! driver model. These depend on the database's encodings for p5, p6, intel-arch and k8, and
 //! on what pctr makes of them (`tests/data/golden.toml`).
 
+use counterhal_hal::BackendExt;
 use std::sync::Arc;
 
 use counterhal_events::{Database, EncoderKind};

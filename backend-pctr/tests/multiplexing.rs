@@ -3,6 +3,7 @@
 //! counter-1-only events), takes turns on the counters, driven by the model's clock, with
 //! exact accounting across switches and wraparound and estimates within 2% of the truth.
 
+use counterhal_hal::BackendExt;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 
 mod pmu;
 
+use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 

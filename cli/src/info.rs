@@ -1,5 +1,6 @@
 //! `counterhal info`: the OS, the CPU, and each backend with its status.
 
+use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 

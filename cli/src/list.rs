@@ -1,6 +1,7 @@
 //! `counterhal list`: the events available here, each marked usable or not, and each native
 //! event's code with its unit masks and the fields of their encodings.
 
+use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -8,7 +9,6 @@ use clap::Args;
 use counterhal::advanced::AnyBackend;
 use counterhal::{ListOptions, Listed, ListedUnitMask, Registration, Section, list_events_with};
 use counterhal_events::UncoreEvent;
-use counterhal_hal::Backend;
 use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
 

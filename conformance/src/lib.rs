@@ -22,6 +22,7 @@ mod subject;
 #[allow(unsafe_code)]
 pub mod workload;
 
+use counterhal_hal::BackendExt;
 use std::fmt;
 
 use counterhal_hal::{Backend, DeviceKind};

@@ -170,12 +170,12 @@ impl Backend for FakeBackend {
         "fake"
     }
 
-    fn device(&self) -> DeviceKind {
-        DeviceKind::Model
-    }
-
     fn capabilities(&self) -> &Capabilities {
         &self.capabilities
+    }
+
+    fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+        counterhal_hal::Extensions::none()
     }
 
     fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
@@ -401,6 +401,7 @@ fn run(fault: Fault) -> Report {
         Domain::DEFAULT,
     );
     let mut capabilities = Capabilities::new(accepts, Scope::SystemWidePerCpu);
+    capabilities.set_device(DeviceKind::Model);
     capabilities.set_general_counters(Some(COUNTERS as u32));
     capabilities.set_counter_width(Some(48));
     let mut targets = TargetSupport::NONE;

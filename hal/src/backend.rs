@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::{
-    Accepts, BackendTarget, Capabilities, CgroupCapability, Domain, Encoding, Error, ErrorKind,
-    EventRequest, GeneralizedEvent, Reading, ResolvedEvent, Result, SamplingCapability,
+    Accepts, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
+    Extensions, Reading, ResolvedEvent, Result,
 };
 
 /// Whether a backend talks to the real device or to a model of it.
@@ -342,9 +342,14 @@ fn short_buffer(what: &str, needed: usize, got: usize) -> Error {
 
 /// A performance counter backend: turns event names into encodings and opens groups of them.
 ///
-/// Required: [`name`](Backend::name), [`device`](Backend::device),
-/// [`capabilities`](Backend::capabilities), [`resolve`](Backend::resolve),
-/// [`open`](Backend::open). Everything else has a default.
+/// Five methods, all required: [`name`](Backend::name),
+/// [`capabilities`](Backend::capabilities) (what it is and can do, as data),
+/// [`resolve`](Backend::resolve), [`open`](Backend::open) and
+/// [`extensions`](Backend::extensions) (what only some backends can do, each `None` where it
+/// cannot). The rest ([`BackendExt`](crate::BackendExt): the label, the generalized events,
+/// sampling, ...) is written once from these; a backend that opens through another
+/// implements [`OpensThrough`](crate::OpensThrough) instead, so that no method is forwarded
+/// by hand.
 pub trait Backend {
     /// The group this backend opens.
     type Group: Group;
@@ -353,10 +358,8 @@ pub trait Backend {
     /// registry has them all).
     fn name(&self) -> &'static str;
 
-    /// Whether it drives the real device or a model.
-    fn device(&self) -> DeviceKind;
-
-    /// What it takes and can do here, computed once when the backend was made.
+    /// What it is and can do here (the real device or a model, what it takes, its counters
+    /// and targets), computed once when the backend was made.
     fn capabilities(&self) -> &Capabilities;
 
     /// Turns an event name (generalized, preset, native with modifiers, raw, or a name only
@@ -382,66 +385,9 @@ pub trait Backend {
         options: &OpenOptions,
     ) -> Result<Self::Group>;
 
-    /// A short label: the name, with `(model)` after it for a model (`pctr (model)`).
-    fn label(&self) -> String {
-        match self.device() {
-            DeviceKind::Real => self.name().to_string(),
-            DeviceKind::Model => format!("{} (model)", self.name()),
-        }
-    }
-
-    /// The generalized events and presets that resolve here. Backends that can tell more
-    /// cheaply (or must try opening) override it.
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        GeneralizedEvent::all()
-            .filter(|event| self.resolve(&event.name()).is_ok())
-            .collect()
-    }
-
-    /// The names only this backend knows, with a few words each (on Linux: tracepoints and
-    /// the dynamic PMUs' event aliases). Empty by default.
-    fn own_events(&self) -> Vec<(String, String)> {
-        Vec::new()
-    }
-
-    /// The CPUs a count of `request` over every CPU opens it on, where its PMU names them:
-    /// an uncore or energy PMU's `cpumask` (one CPU per package), whose counter the kernel
-    /// counts once whichever of the package's CPUs the event is opened on, so that opening it
-    /// on every CPU would count it once per CPU (perf's `-a` opens it on the cpumask); a
-    /// hybrid core PMU's CPUs. `None` (the default): every CPU.
-    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        let _ = request;
-        None
-    }
-
-    /// Sampling, where this backend samples: its samplers. `None` (the default): it cannot.
-    fn sampling(&self) -> Option<&dyn SamplingCapability> {
-        None
-    }
-
-    /// Counting per cgroup, where this backend can: its cgroup counters. `None` (the
-    /// default): it cannot.
-    fn cgroups(&self) -> Option<&dyn CgroupCapability> {
-        None
-    }
-
-    /// Resolves every name and opens them as one set whose readings are combined per name
-    /// (derived presets summed or subtracted).
-    ///
-    /// # Errors
-    /// As [`resolve`](Backend::resolve) (with the event named) and [`open`](Backend::open).
-    fn open_named(
-        &self,
-        names: &[&str],
-        target: &BackendTarget,
-        options: &OpenOptions,
-    ) -> Result<crate::EventSet<Self::Group>> {
-        let resolved = names
-            .iter()
-            .map(|name| self.resolve(name))
-            .collect::<Result<Vec<_>>>()?;
-        crate::open_set(self, resolved, target, options)
-    }
+    /// The capabilities it hands out beyond resolving and opening (sampling, counting per
+    /// cgroup, its own event listing, its PMUs' CPUs): [`Extensions::none`] for none.
+    fn extensions(&self) -> Extensions<'_>;
 }
 
 /// Refuses an encoding whose family the backend does not take, naming the event and the

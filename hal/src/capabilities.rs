@@ -1,7 +1,7 @@
 //! What a backend can do, as data: [`Capabilities`], with whose activity it counts
 //! ([`Scope`]) and which targets it takes ([`TargetSupport`]).
 
-use crate::{Accepts, BackendTarget, Domain, Family};
+use crate::{Accepts, BackendTarget, DeviceKind, Domain, Family};
 
 /// Whose activity a backend's counts cover.
 #[non_exhaustive]
@@ -64,6 +64,8 @@ impl TargetSupport {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Capabilities {
+    /// Whether it drives the real device or a model of it.
+    device: DeviceKind,
     /// The encoding families it programs, the domains it can filter and what it counts by
     /// default.
     accepts: Accepts,
@@ -100,10 +102,12 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// A backend that takes `accepts` and counts with `scope`, with no counters described, no
-    /// target, no multiplexing and no self-monitoring reads: set what applies (`set_targets`, ...).
+    /// A backend of the real device that takes `accepts` and counts with `scope`, with no
+    /// counters described, no target, no multiplexing and no self-monitoring reads: set what
+    /// applies (`set_device` for a model, `set_targets`, ...).
     pub const fn new(accepts: Accepts, scope: Scope) -> Self {
         Self {
+            device: DeviceKind::Real,
             accepts,
             general_counters: None,
             counter_width: None,
@@ -118,6 +122,17 @@ impl Capabilities {
             sampling: false,
             sysfs_pmus: false,
         }
+    }
+
+    /// Whether it drives the real device or a model of it (reports say "model").
+    pub fn device(&self) -> DeviceKind {
+        self.device
+    }
+
+    /// Sets [`device`](Capabilities::device).
+    pub fn set_device(&mut self, device: DeviceKind) -> &mut Self {
+        self.device = device;
+        self
     }
 
     /// The encoding families it programs, the domains it can filter and what it counts by

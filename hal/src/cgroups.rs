@@ -1,4 +1,4 @@
-//! Counting per cgroup, a capability a backend may have ([`Backend::cgroups`]): the
+//! Counting per cgroup, a capability a backend may have ([`BackendExt::cgroups`]): the
 //! [`CgroupCounter`] it opens, the [`CgroupMode`] it counts in and what each followed cgroup
 //! counted ([`CgroupCounts`]).
 //!
@@ -8,7 +8,7 @@
 //! event per event, CPU and followed cgroup (`perf stat -G`). Each backend's README says how
 //! it counts them.
 //!
-//! [`Backend::cgroups`]: crate::Backend::cgroups
+//! [`BackendExt::cgroups`]: crate::BackendExt::cgroups
 
 use std::path::{Path, PathBuf};
 
@@ -199,7 +199,7 @@ pub trait CgroupCounter {
 pub type BoxedCgroupCounter = Box<dyn CgroupCounter + Send>;
 
 /// Counting per cgroup: what a backend that can hands out from
-/// [`Backend::cgroups`](crate::Backend::cgroups).
+/// [`BackendExt::cgroups`](crate::BackendExt::cgroups).
 pub trait CgroupCapability {
     /// Counts `events` on `cpus` per cgroup, in the mode `options` ask for.
     ///

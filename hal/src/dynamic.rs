@@ -1,9 +1,10 @@
 //! Backends chosen at run time: [`DynBackend`], the object-safe face of every [`Backend`], and
-//! [`Backend`] for boxed and `dyn` backends, whose groups come as [`BoxedGroup`]s.
+//! [`Backend`] for `dyn` backends (and so for boxed ones, [`OpensThrough`]), whose groups
+//! come as [`BoxedGroup`]s.
 
 use crate::{
-    Backend, BackendTarget, Capabilities, CgroupCapability, DeviceKind, EventRequest,
-    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
+    Backend, BackendTarget, Capabilities, EventRequest, Extensions, Group, OpenOptions,
+    OpensThrough, ResolvedEvent, Result,
 };
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
@@ -15,13 +16,11 @@ pub type BoxedGroup = Box<dyn Group + Send + Sync>;
 /// hold `Box<dyn DynBackend>` and choose at run time.
 ///
 /// Its methods carry a `dyn_` prefix so that they never compete with [`Backend`]'s: a boxed
-/// backend is used through [`Backend`] (implemented for `Box<dyn DynBackend>`), with both
-/// traits in scope.
+/// backend is used through [`Backend`] (implemented for `dyn DynBackend` and its boxes), with
+/// both traits in scope.
 pub trait DynBackend {
     /// See [`Backend::name`].
     fn dyn_name(&self) -> &'static str;
-    /// See [`Backend::device`].
-    fn dyn_device(&self) -> DeviceKind;
     /// See [`Backend::capabilities`].
     fn dyn_capabilities(&self) -> &Capabilities;
     /// See [`Backend::resolve`].
@@ -39,16 +38,8 @@ pub trait DynBackend {
         target: &BackendTarget,
         options: &OpenOptions,
     ) -> Result<BoxedGroup>;
-    /// See [`Backend::generalized`].
-    fn dyn_generalized(&self) -> Vec<GeneralizedEvent>;
-    /// See [`Backend::own_events`].
-    fn dyn_own_events(&self) -> Vec<(String, String)>;
-    /// See [`Backend::system_wide_cpus`].
-    fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>>;
-    /// See [`Backend::sampling`].
-    fn dyn_sampling(&self) -> Option<&dyn SamplingCapability>;
-    /// See [`Backend::cgroups`].
-    fn dyn_cgroups(&self) -> Option<&dyn CgroupCapability>;
+    /// See [`Backend::extensions`].
+    fn dyn_extensions(&self) -> Extensions<'_>;
 }
 
 impl<B> DynBackend for B
@@ -58,9 +49,6 @@ where
 {
     fn dyn_name(&self) -> &'static str {
         Backend::name(self)
-    }
-    fn dyn_device(&self) -> DeviceKind {
-        Backend::device(self)
     }
     fn dyn_capabilities(&self) -> &Capabilities {
         Backend::capabilities(self)
@@ -76,25 +64,13 @@ where
     ) -> Result<BoxedGroup> {
         Ok(Box::new(Backend::open(self, events, target, options)?))
     }
-    fn dyn_generalized(&self) -> Vec<GeneralizedEvent> {
-        Backend::generalized(self)
-    }
-    fn dyn_own_events(&self) -> Vec<(String, String)> {
-        Backend::own_events(self)
-    }
-    fn dyn_system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        Backend::system_wide_cpus(self, request)
-    }
-    fn dyn_sampling(&self) -> Option<&dyn SamplingCapability> {
-        Backend::sampling(self)
-    }
-    fn dyn_cgroups(&self) -> Option<&dyn CgroupCapability> {
-        Backend::cgroups(self)
+    fn dyn_extensions(&self) -> Extensions<'_> {
+        Backend::extensions(self)
     }
 }
 
 /// Lets a `dyn DynBackend` (with any auto traits) be used wherever a [`Backend`] is
-/// expected, as a `Box<dyn DynBackend>` can (its groups come boxed).
+/// expected (its groups come boxed); a box of one is a [`Backend`] through it.
 macro_rules! dyn_backend {
     ($($dyn:ty),*) => {$(
         impl Backend for $dyn {
@@ -102,9 +78,6 @@ macro_rules! dyn_backend {
 
             fn name(&self) -> &'static str {
                 self.dyn_name()
-            }
-            fn device(&self) -> DeviceKind {
-                self.dyn_device()
             }
             fn capabilities(&self) -> &Capabilities {
                 self.dyn_capabilities()
@@ -120,20 +93,8 @@ macro_rules! dyn_backend {
             ) -> Result<BoxedGroup> {
                 self.dyn_open(events, target, options)
             }
-            fn generalized(&self) -> Vec<GeneralizedEvent> {
-                self.dyn_generalized()
-            }
-            fn own_events(&self) -> Vec<(String, String)> {
-                self.dyn_own_events()
-            }
-            fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-                self.dyn_system_wide_cpus(request)
-            }
-            fn sampling(&self) -> Option<&dyn SamplingCapability> {
-                self.dyn_sampling()
-            }
-            fn cgroups(&self) -> Option<&dyn CgroupCapability> {
-                self.dyn_cgroups()
+            fn extensions(&self) -> Extensions<'_> {
+                self.dyn_extensions()
             }
         }
     )*};
@@ -146,44 +107,13 @@ dyn_backend!(
     dyn DynBackend + Send + Sync + '_
 );
 
-/// Lets a `Box<dyn DynBackend>` (with any auto traits) be used wherever a [`Backend`] is
-/// expected (the conformance suite, [`Backend::open_named`]).
-impl<T: DynBackend + ?Sized> Backend for Box<T> {
-    type Group = BoxedGroup;
+/// A boxed backend (a `Box<dyn DynBackend>` of any auto traits, or any backend boxed) opens
+/// through what it holds.
+impl<T: Backend + ?Sized> OpensThrough for Box<T> {
+    type Through = T;
+    type Group = T::Group;
 
-    fn name(&self) -> &'static str {
-        (**self).dyn_name()
-    }
-    fn device(&self) -> DeviceKind {
-        (**self).dyn_device()
-    }
-    fn capabilities(&self) -> &Capabilities {
-        (**self).dyn_capabilities()
-    }
-    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
-        (**self).dyn_resolve(event)
-    }
-    fn open(
-        &self,
-        events: &[EventRequest],
-        target: &BackendTarget,
-        options: &OpenOptions,
-    ) -> Result<BoxedGroup> {
-        (**self).dyn_open(events, target, options)
-    }
-    fn generalized(&self) -> Vec<GeneralizedEvent> {
-        (**self).dyn_generalized()
-    }
-    fn own_events(&self) -> Vec<(String, String)> {
-        (**self).dyn_own_events()
-    }
-    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        (**self).dyn_system_wide_cpus(request)
-    }
-    fn sampling(&self) -> Option<&dyn SamplingCapability> {
-        (**self).dyn_sampling()
-    }
-    fn cgroups(&self) -> Option<&dyn CgroupCapability> {
-        (**self).dyn_cgroups()
+    fn through(&self) -> &T {
+        self
     }
 }

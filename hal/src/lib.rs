@@ -16,8 +16,10 @@
 //! by default), what it takes.
 //!
 //! **For backend authors**: implement the five required methods of [`Group`] and of
-//! [`Backend`]; read-and-scale, stop, restart, boxed use ([`DynBackend`]) and derived events
-//! ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`;
+//! [`Backend`] (whose [`Backend::extensions`] hands out the optional capabilities:
+//! [`SamplingCapability`], [`CgroupCapability`], [`EventListing`], [`PmuTopology`]);
+//! read-and-scale, stop, restart, boxed use ([`DynBackend`]), the conveniences of
+//! [`BackendExt`] and derived events ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`;
 //! refuse families you do not take with [`check_family`].
 //!
 //! ```
@@ -39,6 +41,7 @@ mod domain;
 mod dynamic;
 mod encoding;
 mod error;
+mod extensions;
 mod generalized;
 mod reading;
 mod resolved;
@@ -61,6 +64,7 @@ pub use encoding::{
     PerfAttr,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use extensions::{BackendExt, EventListing, Extensions, OpensThrough, PmuTopology};
 pub use generalized::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
     SoftwareEvent,

@@ -345,7 +345,7 @@ pub trait Sampler {
 pub type BoxedSampler = Box<dyn Sampler + Send>;
 
 /// Sampling: what a backend that samples hands out from
-/// [`Backend::sampling`](crate::Backend::sampling).
+/// [`BackendExt::sampling`](crate::BackendExt::sampling).
 pub trait SamplingCapability {
     /// Opens `events` as one sampler on `target`, disabled: the first samples as `options`
     /// say, the others are read with each sample.

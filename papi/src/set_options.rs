@@ -123,7 +123,7 @@ fn probe(chosen: &Chosen, set: &PapiSet, tid: u32) -> Result<(), i32> {
         pid: tid,
         inherit: set.inherit,
     };
-    match counterhal_hal::Backend::open_named(chosen, &names, &target, &set.options()) {
+    match counterhal_hal::BackendExt::open_named(chosen, &names, &target, &set.options()) {
         Ok(_) => Ok(()),
         Err(e) if !empty || e.errno() == Some(libc::ESRCH) => Err(from_error(&e)),
         Err(e) if e.kind() == facade::ErrorKind::PermissionDenied => Err(EPERM),

@@ -4,6 +4,7 @@
 
 use crate::codes::{EINVAL, EISRUN, ENOEVNT, OK};
 use crate::library::{ATTACHED, CPU_ATTACHED, OVERFLOWING, PROFILING, PapiSet, RUNNING, with_set};
+use counterhal_hal::BackendExt;
 
 /// `PAPI_overflow`: a `threshold` of 0 turns the event's overflow off. `handler` is the C
 /// handler's address; `callback` the function the sampler calls with the slot.
@@ -75,7 +76,7 @@ pub fn overflow(
         crate::sys::signals::armed(
             chosen
                 .backend()
-                .dyn_sampling()
+                .sampling()
                 .and_then(|sampling| sampling.overflow_signal()),
         );
         set.overflows.push(crate::overflow::Spec {

@@ -181,7 +181,7 @@ fn try_open(chosen: &facade::Chosen, set: &PapiSet) -> Result<(), i32> {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     // One backend target (PAPI attaches to one thread), not the facade's process.
     let target = set.target();
-    let trial = counterhal_hal::Backend::open_named(chosen, &names, &target, &set.options());
+    let trial = counterhal_hal::BackendExt::open_named(chosen, &names, &target, &set.options());
     let mut trial = trial.map_err(|e| from_error(&e))?;
     // A thread counted on one CPU may be elsewhere during the trial: nothing to conclude.
     let checked =
@@ -345,9 +345,13 @@ pub fn start(handle: i32) -> i32 {
         if set.group.is_none() {
             let names = set.in_domain(set.events.iter().map(|(_, n, _)| n.as_str()));
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let group =
-                counterhal_hal::Backend::open_named(chosen, &names, &set.target(), &set.options())
-                    .map_err(|e| from_error(&e))?;
+            let group = counterhal_hal::BackendExt::open_named(
+                chosen,
+                &names,
+                &set.target(),
+                &set.options(),
+            )
+            .map_err(|e| from_error(&e))?;
             set.group = Some(std::sync::Arc::new(group));
         }
         start_samplers(chosen, set)?;

@@ -6,6 +6,7 @@
 pub mod fields;
 
 use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
+use counterhal_hal::BackendExt;
 use counterhal_hal::{
     Backend, BackendTarget, Countable, GeneralizedEvent, ResolvedEvent, Sign, countable_form,
 };

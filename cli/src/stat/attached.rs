@@ -2,6 +2,7 @@
 //! (for a backend that counts per CPU) the CPUs the command runs on, while the command (or the
 //! timer standing for one) runs; read summed or per target, at each interval and at the end.
 
+use counterhal_hal::BackendExt;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! one BPF program at each cgroup switch instead of one perf event per event, CPU and
 //! cgroup (the backend's cgroup counter in its BPF mode), then printed as `--for-each-cgroup` prints.
 
+use counterhal_hal::BackendExt;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The command counted from its `exec` ([`CountedCommand`]), where the backend can follow one
 //! process (Linux): read at each interval while it runs, stopped when its time is up.
 
+use counterhal_hal::BackendExt;
 use std::ffi::OsString;
 
 use counterhal::advanced::{CountedCommand, Follow};

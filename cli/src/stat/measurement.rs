@@ -12,6 +12,7 @@
 //! ([`attached`](super::attached)), enables them just before the release, and adds up what
 //! each target read (or keeps each target's, with `-A` and `--per-thread`).
 
+use counterhal_hal::BackendExt;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;

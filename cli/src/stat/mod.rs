@@ -81,6 +81,7 @@ mod topdown_group;
 mod topology;
 mod verbose;
 
+use counterhal_hal::BackendExt;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;

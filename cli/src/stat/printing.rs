@@ -448,6 +448,7 @@ fn not_supported(out: &mut String, events: &[EventSummary]) {
 
 #[cfg(test)]
 mod tests {
+    use counterhal_hal::BackendExt;
     use serde_json::json;
 
     use super::*;

@@ -1,5 +1,6 @@
 //! Counting: counts rise under work, stay put when disabled, reset to zero, match the work exactly and linearly, and split by privilege level as asked.
 
+use counterhal_hal::BackendExt;
 use counterhal_hal::{Backend, Group, OpenOptions, Reading};
 
 use super::measure::*;

@@ -1,5 +1,6 @@
 //! Errors and limits: names that are not events, more events than counters, counters given back, short buffers, targets the backend does not claim, a missing device.
 
+use counterhal_hal::BackendExt;
 use counterhal_hal::{Backend, BackendTarget, ErrorKind, Group, OpenOptions, Reading};
 
 use super::measure::*;

@@ -1,6 +1,7 @@
 //! What the cases share: opening named events on the subject's target, counting a number of
 //! units of its work, reading, and turning early errors into failures.
 
+use counterhal_hal::BackendExt;
 use counterhal_hal::{
     Backend, BackendTarget, DeviceKind, ErrorKind, EventSet, Group, OpenOptions, Reading,
 };

@@ -1,6 +1,7 @@
 //! Multiplexing: more independent events than counters, time-shared by the kernel or in
 //! software, with times and estimates that mean something.
 
+use counterhal_hal::BackendExt;
 use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Reading};
 
 use super::measure::*;

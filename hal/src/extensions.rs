@@ -1,0 +1,210 @@
+//! What a backend can do beyond resolving and opening, as optional capabilities it hands out
+//! ([`Extensions`], from [`Backend::extensions`]); the conveniences every backend gets from
+//! its five methods, written once ([`BackendExt`]); and backends that open through another
+//! ([`OpensThrough`]), whose [`Backend`] is written once here.
+
+use std::fmt;
+
+use crate::{
+    Backend, BackendTarget, CgroupCapability, DeviceKind, EventRequest, EventSet, GeneralizedEvent,
+    Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
+};
+
+/// The events a backend lists itself: what the generalized events and its own names are,
+/// where resolving each one is not enough to tell.
+pub trait EventListing {
+    /// The generalized events and presets that count here (the Linux backend tries opening
+    /// each).
+    fn generalized(&self) -> Vec<GeneralizedEvent>;
+
+    /// The names only this backend knows, with a few words each (on Linux: tracepoints and
+    /// the dynamic PMUs' event aliases).
+    fn own_events(&self) -> Vec<(String, String)>;
+}
+
+/// Where a count over every CPU opens an event, where its PMU says so.
+pub trait PmuTopology {
+    /// The CPUs a count of `request` over every CPU opens it on: an uncore or energy PMU's
+    /// `cpumask` (one CPU per package, whose counter the kernel counts once whichever of the
+    /// package's CPUs the event is opened on, as perf's `-a` opens it), a hybrid core PMU's
+    /// CPUs. `None`: every CPU.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>>;
+}
+
+/// The capabilities a backend hands out, each `None` where it has none:
+/// [`Extensions::none`] and the `with_` methods make it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Default)]
+pub struct Extensions<'b> {
+    /// Sampling: its samplers.
+    pub sampling: Option<&'b dyn SamplingCapability>,
+    /// Counting per cgroup: its cgroup counters.
+    pub cgroups: Option<&'b dyn CgroupCapability>,
+    /// The events it lists itself (else those of the generalized events that resolve, and no
+    /// names of its own).
+    pub listing: Option<&'b dyn EventListing>,
+    /// Its PMUs' CPUs (else every CPU for every event).
+    pub topology: Option<&'b dyn PmuTopology>,
+}
+
+impl<'b> Extensions<'b> {
+    /// No capability beyond resolving and opening.
+    pub const fn none() -> Self {
+        Extensions {
+            sampling: None,
+            cgroups: None,
+            listing: None,
+            topology: None,
+        }
+    }
+
+    /// The same, sampling through `sampling`.
+    #[must_use]
+    pub const fn with_sampling(mut self, sampling: &'b dyn SamplingCapability) -> Self {
+        self.sampling = Some(sampling);
+        self
+    }
+
+    /// The same, counting per cgroup through `cgroups`.
+    #[must_use]
+    pub const fn with_cgroups(mut self, cgroups: &'b dyn CgroupCapability) -> Self {
+        self.cgroups = Some(cgroups);
+        self
+    }
+
+    /// The same, listing its events through `listing`.
+    #[must_use]
+    pub const fn with_listing(mut self, listing: &'b dyn EventListing) -> Self {
+        self.listing = Some(listing);
+        self
+    }
+
+    /// The same, with its PMUs' CPUs from `topology`.
+    #[must_use]
+    pub const fn with_topology(mut self, topology: &'b dyn PmuTopology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+}
+
+impl fmt::Debug for Extensions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("sampling", &self.sampling.is_some())
+            .field("cgroups", &self.cgroups.is_some())
+            .field("listing", &self.listing.is_some())
+            .field("topology", &self.topology.is_some())
+            .finish()
+    }
+}
+
+/// What every [`Backend`] can answer from its five methods, written once: import it beside
+/// [`Backend`] (`use counterhal_hal::{Backend, BackendExt};`).
+pub trait BackendExt: Backend {
+    /// Whether it drives the real device or a model ([`Capabilities::device`](crate::Capabilities::device)).
+    fn device(&self) -> DeviceKind {
+        self.capabilities().device()
+    }
+
+    /// A short label: the name, with `(model)` after it for a model (`pctr (model)`).
+    fn label(&self) -> String {
+        match self.device() {
+            DeviceKind::Real => self.name().to_string(),
+            DeviceKind::Model => format!("{} (model)", self.name()),
+        }
+    }
+
+    /// The generalized events and presets that count here: its listing's, else those that
+    /// resolve.
+    fn generalized(&self) -> Vec<GeneralizedEvent> {
+        match self.extensions().listing {
+            Some(listing) => listing.generalized(),
+            None => GeneralizedEvent::all()
+                .filter(|event| self.resolve(&event.name()).is_ok())
+                .collect(),
+        }
+    }
+
+    /// The names only this backend knows, with a few words each; empty where it lists none.
+    fn own_events(&self) -> Vec<(String, String)> {
+        self.extensions()
+            .listing
+            .map(EventListing::own_events)
+            .unwrap_or_default()
+    }
+
+    /// The CPUs a count of `request` over every CPU opens it on ([`PmuTopology`]); `None`:
+    /// every CPU.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        self.extensions()
+            .topology
+            .and_then(|topology| topology.system_wide_cpus(request))
+    }
+
+    /// Sampling, where this backend samples. `None`: it cannot.
+    fn sampling(&self) -> Option<&dyn SamplingCapability> {
+        self.extensions().sampling
+    }
+
+    /// Counting per cgroup, where this backend can. `None`: it cannot.
+    fn cgroups(&self) -> Option<&dyn CgroupCapability> {
+        self.extensions().cgroups
+    }
+
+    /// Resolves every name and opens them as one set whose readings are combined per name
+    /// (derived presets summed or subtracted).
+    ///
+    /// # Errors
+    /// As [`resolve`](Backend::resolve) (with the event named) and [`open`](Backend::open).
+    fn open_named(
+        &self,
+        names: &[&str],
+        target: &BackendTarget,
+        options: &OpenOptions,
+    ) -> Result<EventSet<Self::Group>> {
+        let resolved = names
+            .iter()
+            .map(|name| self.resolve(name))
+            .collect::<Result<Vec<_>>>()?;
+        crate::open_set(self, resolved, target, options)
+    }
+}
+
+impl<B: Backend + ?Sized> BackendExt for B {}
+
+/// A backend that resolves and opens through another it holds (a boxed backend, a face's
+/// chosen backend), its groups converted: its [`Backend`] is the other's, written once here.
+pub trait OpensThrough {
+    /// The backend it opens through.
+    type Through: Backend + ?Sized;
+    /// Its groups, made from the other's.
+    type Group: Group + From<<Self::Through as Backend>::Group>;
+
+    /// The backend it opens through.
+    fn through(&self) -> &Self::Through;
+}
+
+impl<T: OpensThrough + ?Sized> Backend for T {
+    type Group = T::Group;
+
+    fn name(&self) -> &'static str {
+        self.through().name()
+    }
+    fn capabilities(&self) -> &crate::Capabilities {
+        self.through().capabilities()
+    }
+    fn resolve(&self, event: &str) -> Result<ResolvedEvent> {
+        self.through().resolve(event)
+    }
+    fn open(
+        &self,
+        events: &[EventRequest],
+        target: &BackendTarget,
+        options: &OpenOptions,
+    ) -> Result<T::Group> {
+        Ok(self.through().open(events, target, options)?.into())
+    }
+    fn extensions(&self) -> Extensions<'_> {
+        self.through().extensions()
+    }
+}
