@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{
-    Backend, BackendTarget, Capabilities, DeviceKind, Error, EventRequest, Group, OpenOptions,
-    Reading, ResolvedEvent, Result,
+    Backend, BackendTarget, Capabilities, Error, EventRequest, Group, OpenOptions, Reading,
+    ResolvedEvent, Result,
 };
 
 /// The Linux backend; it cannot exist on this OS ([`probe`] always fails).

@@ -192,6 +192,12 @@ pub trait CgroupCounter {
     /// writing its own pid into `cgroup.procs`) wrong, why; `None` where it settles such a
     /// move and in the perf-event mode, which counts it right.
     fn moves_unsettled(&self) -> Option<&str>;
+
+    /// In the BPF mode, the cgroup switches its program missed since the counter opened: the
+    /// counts of the time each spans were given to no cgroup, so the followed cgroups' counts
+    /// may fall short (never over) by what ran then. `None` in the perf-event mode, which
+    /// misses none.
+    fn switches_missed(&self) -> Option<u64>;
 }
 
 /// A cgroup counter of any backend, boxed (what [`CgroupCapability::open_cgroup_counter`]

@@ -443,6 +443,9 @@ impl CgroupCounter for LinuxCgroupCounter {
     fn moves_unsettled(&self) -> Option<&str> {
         LinuxCgroupCounter::moves_unsettled(self)
     }
+    fn switches_missed(&self) -> Option<u64> {
+        LinuxCgroupCounter::switches_missed(self)
+    }
 }
 
 /// The Linux backend counts per cgroup in either mode.
