@@ -33,7 +33,7 @@ mod bpf_cgroups {
 
     use counterhal::Error;
     use counterhal::Target as Attach;
-    use counterhal_hal::Backend;
+    use counterhal_hal::{Backend, BackendExt};
 
     use super::results::{OnInterval, Plan, Planned, Run};
     use crate::error::CliError;
