@@ -316,8 +316,8 @@ impl LinuxCgroupCounter {
 
     /// In the BPF mode, the cgroup switches its program missed since the counter opened: the
     /// counts of the time each spans were given to no cgroup, so the followed cgroups' counts
-    /// may fall short (never over) by what ran then ([`program`]). `None` in the perf-event
-    /// mode, which misses none.
+    /// may fall short (never over) by what ran then (see the `program` module). `None` in the
+    /// perf-event mode, which misses none.
     pub fn switches_missed(&self) -> Option<u64> {
         match &self.counting {
             Counting::Bpf(bpf) => bpf.switches_missed(),
