@@ -119,6 +119,13 @@ pub mod time {
     pub use counterhal_time::{cycles, process_cpu_ns, real_ns, thread_cpu_ns};
 }
 
+/// The one reader of a Linux system's /proc and /sys: a [`System`](system::System) of a
+/// procfs and a sysfs root (this machine's, or a tree of another), whose facts the metrics
+/// read, with what `perf_event_open` permits there.
+pub mod system {
+    pub use counterhal_system::{PerfAccess, PerfPermissions, System, ThreadStat};
+}
+
 pub mod advanced;
 mod attach;
 mod cgroup;
@@ -175,13 +182,14 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
 /// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
 /// are looked for only on Arm.
 pub fn detect_cpu() -> Option<CpuIdentity> {
+    let system = counterhal_system::System::host();
     let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
-        arm_cpu()
+        arm_cpu(&system)
     } else {
         None
     };
     arm.or_else(|| {
-        std::fs::read_to_string("/proc/cpuinfo")
+        std::fs::read_to_string(system.proc_file("cpuinfo"))
             .ok()
             .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
     })
@@ -191,24 +199,15 @@ pub fn detect_cpu() -> Option<CpuIdentity> {
 /// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
 /// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
 /// own MIDR and its own table, as a hybrid x86 chip's cores have.
-fn arm_cpu() -> Option<CpuIdentity> {
+fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
     let midr = |cpu: u32| {
-        let path = format!("/sys/devices/system/cpu/cpu{cpu}/regs/identification/midr_el1");
+        let path = system.cpu(cpu).join("regs/identification/midr_el1");
         CpuIdentity::from_midr_text(&std::fs::read_to_string(path).ok()?)
     };
-    std::fs::read_to_string("/proc/thread-self/stat")
-        .ok()
-        .and_then(|stat| last_cpu(&stat))
-        .and_then(midr)
+    system
+        .thread_self_stat()
+        .and_then(|stat| midr(stat.processor))
         .or_else(|| midr(0))
-}
-
-/// The CPU a task last ran on: field 39 (`processor`) of its `/proc/PID/stat` line (counted
-/// after the command name, which may hold spaces and parentheses).
-fn last_cpu(stat: &str) -> Option<u32> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    // After the name come field 3 (state) onwards; field 39 is the 37th of them.
-    rest.split_whitespace().nth(36)?.parse().ok()
 }
 
 /// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
@@ -274,25 +273,6 @@ mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
     use counterhal_hal::{Backend, BackendExt};
-
-    /// Oracle: proc(5)'s `/proc/PID/stat` layout (field 39, `processor`, the CPU last run
-    /// on), a command name with spaces and parentheses included; and this machine's own line,
-    /// whose CPU must be one of the CPUs online.
-    #[test]
-    fn the_cpu_a_thread_last_ran_on() {
-        let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
-        let line = format!("4242 (a) b (c)) {}\n", fields.join(" "));
-        assert_eq!(last_cpu(&line), Some(39));
-        assert_eq!(last_cpu("4242 (short) S 1 2"), None);
-        assert_eq!(last_cpu("no name at all"), None);
-        if let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") {
-            let cpu = last_cpu(&stat).expect("a processor field");
-            assert!(
-                std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}")).exists(),
-                "{cpu}"
-            );
-        }
-    }
 
     /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
     /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and

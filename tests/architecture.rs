@@ -2,7 +2,7 @@
 //! code, functions of at most 150 lines, no module that imports a module importing it back, an event database that names no
 //! backend, unsafe code only in `sys` modules, every skip through the skip door, crates that
 //! depend on one another only as its map allows (read from Cargo's metadata), a library that
-//! does not depend on the command's crates, and docs that name only paths that exist.
+//! does not depend on the command's crates, docs that name only paths that exist, and /proc and /sys read through one `System`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1018,4 +1018,185 @@ fn function_lengths_are_counted_from_fn_to_its_closing_brace() {
         vec![("outer".to_string(), 4, 9), ("inner".to_string(), 9, 2),],
         "{text}"
     );
+}
+
+/// The string literals of `text` (comments left out), each with the line it starts on.
+fn string_literals(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut literals = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    while i < chars.len() {
+        let (c, next) = (chars[i], chars.get(i + 1).copied());
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                line += usize::from(chars[i] == '\n');
+                i += 1;
+            }
+            i += 2;
+        } else if c == 'r'
+            && (i == 0 || !ident(chars[i - 1]) || chars[i - 1] == 'b')
+            && matches!(next, Some('"' | '#'))
+        {
+            // A raw string, r"..." or r#"..."#: its text up to the quote and as many hashes.
+            let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
+            if chars.get(i + 1 + hashes) != Some(&'"') {
+                i += 1;
+                continue;
+            }
+            let closing: String = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            let body: String = chars[i + 2 + hashes..].iter().collect();
+            let end = body.find(&closing).unwrap_or(body.len());
+            literals.push((line, body[..end].to_string()));
+            line += body[..end].matches('\n').count();
+            i += 2 + hashes + body[..end].chars().count() + closing.chars().count();
+        } else if c == '"' {
+            let start = line;
+            let mut literal = String::new();
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    literal.push(chars[i]);
+                    i += 1;
+                }
+                if let Some(&c) = chars.get(i) {
+                    line += usize::from(c == '\n');
+                    literal.push(c);
+                    i += 1;
+                }
+            }
+            literals.push((start, literal));
+            i += 1;
+        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
+            // A character literal ('"', '\''), not a lifetime ('a).
+            let mut end = if next == Some('\\') { i + 3 } else { i + 2 };
+            while end < chars.len() && chars[end] != '\'' {
+                end += 1;
+            }
+            i = end + 1;
+        } else {
+            line += usize::from(c == '\n');
+            i += 1;
+        }
+    }
+    literals
+}
+
+/// Whether a string literal is a path of this system's procfs or sysfs (`/proc/...`,
+/// `/sys/...`, the PMU directory under a root, `bus/event_source/devices`), rather than text
+/// that names one for a reader (a hint: "echo 1 > /proc/sys/...").
+fn is_proc_or_sys_path(literal: &str) -> bool {
+    let absolute = ["/proc", "/sys"].iter().any(|root| {
+        literal
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    absolute || literal.starts_with("bus/event_source/devices")
+}
+
+/// The source files that still read /proc or /sys by their own paths, not through
+/// `counterhal_system::System` (`system/`). This list may only shrink: move a file's reads
+/// onto `System` and take it out; a file not listed that reads them fails the test.
+const STILL_READ_PROC_OR_SYS: [&str; 31] = [
+    "backend-linux/src/arm.rs",
+    "backend-linux/src/bpf_cgroup/bpf_mode.rs",
+    "backend-linux/src/bpf_cgroup/btf.rs",
+    "backend-linux/src/cgroup.rs",
+    "backend-linux/src/sampler.rs",
+    "backend-linux/src/sys/process.rs",
+    "backend-linux/src/sysfs/tree.rs",
+    "backend-msr/src/device.rs",
+    "cli/src/report.rs",
+    "cli/src/stat/attached.rs",
+    "cli/src/stat/intervals.rs",
+    "cli/src/stat/metric_sweep.rs",
+    "cli/src/stat/mod.rs",
+    "cli/src/stat/results.rs",
+    "cli/src/stat/targets.rs",
+    "cli/src/sys.rs",
+    "conformance/src/cases/hygiene.rs",
+    "conformance/src/fixtures/kernel_tree.rs",
+    "conformance/src/fixtures/perf_tree.rs",
+    "conformance/src/fixtures/tracefs.rs",
+    "papi/src/devices.rs",
+    "papi/src/info.rs",
+    "papi/src/names.rs",
+    "papi/src/powercap.rs",
+    "papi/src/sys/info.rs",
+    "papi/src/topology.rs",
+    "process/src/child.rs",
+    "serve/src/budget.rs",
+    "serve/src/process.rs",
+    "src/attach.rs",
+    "src/cgroup.rs",
+];
+
+/// One reader of the system (ARCHITECTURE.md, STYLE 26): the paths of /proc and /sys are
+/// written in `system/src/` alone, where `System` puts them under its roots, and in tests
+/// (the code after a file's `#[cfg(test)]`, and `tests/`); the files that still read them
+/// themselves are [`STILL_READ_PROC_OR_SYS`], which may only shrink.
+#[test]
+fn only_the_system_module_names_proc_and_sys() {
+    let mut readers = BTreeMap::new();
+    for src in source_roots() {
+        for file in rust_files(&src) {
+            let rel = relative(&file);
+            if rel.starts_with("system/src/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let paths: Vec<String> = string_literals(code(&text))
+                .into_iter()
+                .filter(|(_, literal)| is_proc_or_sys_path(literal))
+                .map(|(line, literal)| format!("{line}: \"{literal}\""))
+                .collect();
+            if !paths.is_empty() {
+                readers.insert(rel, paths);
+            }
+        }
+    }
+    let listed: BTreeSet<&str> = STILL_READ_PROC_OR_SYS.into_iter().collect();
+    let new: Vec<String> = readers
+        .iter()
+        .filter(|(file, _)| !listed.contains(file.as_str()))
+        .map(|(file, paths)| format!("{file}: {}", paths.join(", ")))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "read /proc and /sys through counterhal_system::System (a method, or its \
+         proc_file/sys_file), passed in, not by a path of your own:\n{}",
+        new.join("\n")
+    );
+    let gone: Vec<&str> = listed
+        .into_iter()
+        .filter(|file| !readers.contains_key(*file))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these files no longer read /proc or /sys themselves: take them out of \
+         STILL_READ_PROC_OR_SYS (it only shrinks): {gone:?}"
+    );
+}
+
+#[test]
+fn string_literals_are_found_outside_comments() {
+    let text = "// \"/proc/a\"\nlet a = \"/proc/b\"; /* \"/sys/c\" */\nlet q = '\"';\n\
+                let r = r#\"/sys/d \"x\"\"#;\nlet e = \"a\\\"b\";\n";
+    let found: Vec<(usize, String)> = string_literals(text);
+    assert_eq!(
+        found,
+        [
+            (2, "/proc/b".to_string()),
+            (4, "/sys/d \"x\"".to_string()),
+            (5, "a\\\"b".to_string()),
+        ]
+    );
+    assert!(is_proc_or_sys_path("/proc/{pid}/stat") && is_proc_or_sys_path("/sys"));
+    assert!(!is_proc_or_sys_path("/system.slice") && !is_proc_or_sys_path("echo 1 > /proc/x"));
 }

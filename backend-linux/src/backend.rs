@@ -200,6 +200,11 @@ impl LinuxBackend {
         &self.facts
     }
 
+    /// The system the facts are read from.
+    pub(crate) fn system(&self) -> &counterhal_system::System {
+        &self.paths.system
+    }
+
     /// Whether this kernel accepts `inherit` with `PERF_FORMAT_GROUP` (else inherited groups
     /// are read one fd at a time).
     pub fn inherit_group_read(&self) -> bool {
@@ -385,11 +390,17 @@ impl LinuxBackend {
                 group_read: place.format == ReadFormat::Group,
                 pid: place.pid,
                 cpu: place.cpu,
-                cpu_online: u32::try_from(place.cpu).ok().and_then(sysfs::cpu_online),
+                cpu_online: u32::try_from(place.cpu)
+                    .ok()
+                    .and_then(|cpu| sysfs::cpu_online(&self.paths.system, cpu)),
                 member: group_fd.is_some(),
             };
-            map_errno(failure.errno, Operation::Open(attempt), &self.facts.now())
-                .context(&request.name)
+            map_errno(
+                failure.errno,
+                Operation::Open(attempt),
+                &self.facts.now(&self.paths.system),
+            )
+            .context(&request.name)
         })?;
         if let Some(filter) = &encoding.filter {
             tracefs::set_filter(fd.as_fd(), filter).map_err(|e| e.context(&request.name))?;
@@ -784,6 +795,7 @@ mod tests {
             SystemPaths {
                 pmu_devices: devices,
                 tracefs: Vec::new(),
+                ..SystemPaths::default()
             },
         )
     }

@@ -9,6 +9,9 @@ use std::fmt;
 use counterhal_hal::{Error, ErrorKind};
 
 use counterhal_hal::ExcludeBits;
+#[cfg(target_os = "linux")]
+use counterhal_system::System;
+use counterhal_system::{PerfAccess, PerfPermissions};
 
 /// Facts about the machine that make a hint precise. Gathered once by
 /// [`SystemFacts::gather`]; tests build their own.
@@ -36,27 +39,30 @@ impl SystemFacts {
         }
     }
 
-    /// Reads the facts from `/proc`, with whether a core PMU is in sysfs (`hardware_pmu`, from
-    /// the one listing of the PMUs the backend reads at probe).
+    /// Reads the facts from `system`'s procfs, with whether a core PMU is in sysfs
+    /// (`hardware_pmu`, from the one listing of the PMUs the backend reads at probe).
     #[cfg(target_os = "linux")]
-    pub fn gather(hardware_pmu: bool) -> SystemFacts {
-        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-            .ok()
-            .and_then(|text| text.trim().parse().ok());
+    pub fn gather(system: &System, hardware_pmu: bool) -> SystemFacts {
         SystemFacts {
-            paranoid,
+            paranoid: system.perf_event_paranoid(),
             hardware_pmu,
             root: crate::sys::effective_uid() == 0,
             fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
         }
     }
 
-    /// These facts with what can change while the process runs read again (the paranoid
-    /// level, the open-file limit, the effective user): taken when an open fails, so that its
-    /// hint names the limits of that moment, not those of the probe.
+    /// These facts with what can change while the process runs read again from `system`
+    /// (the paranoid level, the open-file limit, the effective user): taken when an open
+    /// fails, so that its hint names the limits of that moment, not those of the probe.
     #[cfg(target_os = "linux")]
-    pub fn now(&self) -> SystemFacts {
-        SystemFacts::gather(self.hardware_pmu)
+    pub fn now(&self, system: &System) -> SystemFacts {
+        SystemFacts::gather(system, self.hardware_pmu)
+    }
+
+    /// What the paranoid level alone permits an unprivileged process (the one judgement,
+    /// [`PerfPermissions::allows`]): `None` where the level is not known.
+    fn level_allows(&self, access: PerfAccess) -> Option<bool> {
+        PerfPermissions::new(self.paranoid, 0).allows(access)
     }
 }
 
@@ -169,8 +175,8 @@ pub(crate) const TRACEPOINT_RIGHTS: &str = "a tracepoint fires in the kernel: co
 
 fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     let paranoid = paranoid_text(facts);
-    let needs = match (attempt, facts.paranoid) {
-        (Some(a), _) if a.pid > 0 && counterhal_process::belongs_to_another_user(a.pid as u32) => {
+    let needs = match attempt {
+        Some(a) if a.pid > 0 && counterhal_process::belongs_to_another_user(a.pid as u32) => {
             return format!(
                 "process {} belongs to another user: attaching counters to it needs the ptrace \
                  access perf_event_open checks (CAP_PERFMON or CAP_SYS_PTRACE, or root)",
@@ -180,19 +186,22 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
         // Upstream kernels know levels up to 2 and treat 3 as 2; a patch carried by Debian,
         // Ubuntu and Android makes 3 forbid every unprivileged open. A refused open that level
         // 2 allows (user space only, of a task, no tracepoint) shows this kernel has it.
-        (Some(a), Some(p))
-            if p >= 3 && !a.counts_kernel && a.pid != -1 && a.class != EventClass::Tracepoint =>
+        Some(a)
+            if facts.level_allows(PerfAccess::Any) == Some(false)
+                && !a.counts_kernel
+                && a.pid != -1
+                && a.class != EventClass::Tracepoint =>
         {
             "this kernel forbids every unprivileged use at 3 (a patch of Debian, Ubuntu and \
              Android kernels); set it to 2 or lower"
                 .to_string()
         }
-        (Some(a), _) if a.cpu >= 0 && a.pid == -1 => {
+        Some(a) if a.cpu >= 0 && a.pid == -1 => {
             "counting a whole CPU needs 0 or lower (echo 0 > /proc/sys/kernel/perf_event_paranoid)"
                 .to_string()
         }
-        (Some(a), _) if a.class == EventClass::Tracepoint => TRACEPOINT_RIGHTS.to_string(),
-        (Some(a), Some(p)) if a.counts_kernel && p >= 2 => {
+        Some(a) if a.class == EventClass::Tracepoint => TRACEPOINT_RIGHTS.to_string(),
+        Some(a) if a.counts_kernel && facts.level_allows(PerfAccess::Kernel) == Some(false) => {
             "at 2 an unprivileged user may count only user space: use the :u modifier, or set it \
              to 1 (echo 1 > /proc/sys/kernel/perf_event_paranoid)"
                 .to_string()
@@ -200,7 +209,7 @@ fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String
         _ => "lower it (echo 1 > /proc/sys/kernel/perf_event_paranoid)".to_string(),
     };
     let mut hint = format!("{paranoid}; {needs}; or run with CAP_PERFMON (or as root)");
-    if facts.paranoid.is_some_and(|p| p >= 3) && !needs.contains("at 3") {
+    if facts.level_allows(PerfAccess::Any) == Some(false) && !needs.contains("at 3") {
         hint.push_str(
             "; where the kernel carries the level-3 patch (Debian, Ubuntu, Android) every \
              unprivileged use needs 2 or lower",

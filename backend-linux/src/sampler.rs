@@ -197,8 +197,12 @@ impl LinuxBackend {
                     cpu_online: None,
                     member: !leader,
                 };
-                map_errno(failure.errno, Operation::Open(attempt), &self.facts().now())
-                    .context(&request.name)
+                map_errno(
+                    failure.errno,
+                    Operation::Open(attempt),
+                    &self.facts().now(self.system()),
+                )
+                .context(&request.name)
             })?;
             if let Some(filter) = &encoding.filter {
                 crate::tracefs::set_filter(fd.as_fd(), filter)

@@ -28,9 +28,6 @@ pub use format::{ConfigWord, FormatField};
 pub use pmu::{Pmu, list_pmus};
 pub use uncore::uncore_pmu_events;
 
-/// Where the kernel lists its PMUs.
-pub const DEFAULT_DEVICES: &str = "/sys/bus/event_source/devices";
-
 /// The PMU directory of the sysfs root `root` (`--sysfs DIR`): `root/bus/event_source/devices`,
 /// where it is a directory inside `root` (every file of the tree is read only there: links out
 /// of it are refused).
@@ -134,9 +131,10 @@ pub fn hybrid_of(cores: Vec<Pmu>) -> Vec<Pmu> {
     if pmus.len() > 1 { pmus } else { Vec::new() }
 }
 
-/// Whether `cpu` is online, from `/sys/devices/system/cpu/online`; `None` when unreadable.
-pub fn cpu_online(cpu: u32) -> Option<bool> {
-    let list = fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+/// Whether `cpu` is online, from `system`'s `devices/system/cpu/online`; `None` when
+/// unreadable.
+pub fn cpu_online(system: &counterhal_system::System, cpu: u32) -> Option<bool> {
+    let list = fs::read_to_string(system.cpus().join("online")).ok()?;
     list.parse::<CpuList>().ok().map(|list| list.contains(cpu))
 }
 
@@ -224,7 +222,7 @@ mod tests {
         // This machine: hybrid exactly when sysfs shows two or more PMUs with a `cpus` mask
         // (cpu_core + cpu_atom on Alder Lake and later, one per core type on big.LITTLE Arm),
         // and then those are the ones.
-        let devices = Path::new(DEFAULT_DEVICES);
+        let devices = &counterhal_system::System::host().pmu_devices();
         let real: Vec<String> = hybrid_of(core_pmus(devices))
             .into_iter()
             .map(|p| p.name)
@@ -277,8 +275,9 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(cpu_online(0), Some(true));
-        assert_eq!(cpu_online(100_000), Some(false));
+        let host = counterhal_system::System::host();
+        assert_eq!(cpu_online(&host, 0), Some(true));
+        assert_eq!(cpu_online(&host, 100_000), Some(false));
     }
 
     /// A PMU is found by its directory or its `alias` file; its CPUs come from `cpumask`, else

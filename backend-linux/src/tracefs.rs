@@ -59,9 +59,6 @@ pub fn set_filter(fd: std::os::fd::BorrowedFd<'_>, filter: &str) -> Result<()> {
     })
 }
 
-/// Where tracefs is usually mounted, in the order they are tried.
-pub const DEFAULT_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
 /// A tracepoint name split into its parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TracepointName<'a> {
@@ -171,8 +168,10 @@ pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option
     }
 }
 
-/// Where perf mounts tracefs when it is absent.
-const MOUNT_POINT: &str = "/sys/kernel/tracing";
+/// Where perf mounts tracefs when it is absent: this system's `kernel/tracing`.
+fn mount_point() -> PathBuf {
+    counterhal_system::System::host().sys_file("kernel/tracing")
+}
 
 /// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
 /// and this process is root, mounts tracefs there and leaves it mounted (once per process; a
@@ -182,14 +181,12 @@ const MOUNT_POINT: &str = "/sys/kernel/tracing";
 /// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
 pub fn mount_if_absent(roots: &[PathBuf]) {
     static TRIED: std::sync::Once = std::sync::Once::new();
-    let standard = roots
-        .first()
-        .is_some_and(|root| root == Path::new(MOUNT_POINT));
+    let standard = roots.first().is_some_and(|root| *root == mount_point());
     if !standard || TRIED.is_completed() || crate::sys::effective_uid() != 0 {
         return;
     }
     TRIED.call_once(|| {
-        if mounted_root(roots) == Tracefs::Absent && Path::new(MOUNT_POINT).is_dir() {
+        if mounted_root(roots) == Tracefs::Absent && mount_point().is_dir() {
             let _ = crate::sys::mount_tracefs();
         }
     });

@@ -35,6 +35,7 @@ fn backend(devices: &Path, model: &str) -> Option<counterhal_linux::LinuxBackend
     let paths = SystemPaths {
         pmu_devices: devices.to_path_buf(),
         tracefs: Vec::new(),
+        ..SystemPaths::default()
     };
     probe_with(db, Some(model.to_string()), paths).ok()
 }

@@ -163,10 +163,12 @@ impl MetricsC {
 pub(crate) fn events_needed(handle: &Handle, names: &str) -> CResult<Vec<String>> {
     use facade::metrics;
     let chosen = metrics::chosen(&[names.to_string()], handle.inner.chosen.cpu_model())?;
+    // The handle counts on this machine: its facts are this machine's.
+    let system = facade::system::System::host();
     for metric in &chosen {
-        metrics::readable(metric)?;
+        metrics::readable(&system, metric)?;
     }
-    Ok(metrics::events_needed(&chosen))
+    Ok(metrics::events_needed(&system, &chosen))
 }
 
 /// Refused: built without metrics.

@@ -266,6 +266,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         true => Some(args.sysfs.devices()?),
         false => None,
     };
+    let system = args.sysfs.system();
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let mut encoder = Encoder {
@@ -286,7 +287,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         if !encoder.json {
             _ = writeln!(encoder.out, "{} = {}", metric.name, metric.expression());
         }
-        for name in counterhal::metrics::events_needed(&[metric]) {
+        for name in counterhal::metrics::events_needed(&system, &[metric]) {
             encoder.one(&name, Some(metric.name));
         }
     }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use counterhal::{Capabilities, DeviceKind, OS, REGISTRY};
 use counterhal_hal::Backend;
+use counterhal_system::System;
 
 use crate::error::CliError;
 use crate::options::DatabaseArgs;
@@ -16,12 +17,6 @@ use crate::options::DatabaseArgs;
 pub struct InfoArgs {
     #[command(flatten)]
     database: DatabaseArgs,
-}
-
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
 }
 
 fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {
@@ -77,9 +72,9 @@ fn multiplexing(caps: &Capabilities) -> String {
 /// `cpu`, or a PMU with a `cpus` file): on x86 its `rdpmc` file (0 off, 1 while an event is
 /// mapped, 2 always); on Arm64, whose PMUs grant it per event (their `rdpmc` format),
 /// `kernel.perf_user_access` (0 off, 1 on).
-fn rdpmc_status() -> String {
-    let devices = std::path::Path::new("/sys/bus/event_source/devices");
-    let mut cores: Vec<String> = std::fs::read_dir(devices)
+fn rdpmc_status(system: &System) -> String {
+    let devices = system.pmu_devices();
+    let mut cores: Vec<String> = std::fs::read_dir(&devices)
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok())
@@ -94,17 +89,19 @@ fn rdpmc_status() -> String {
         .filter_map(|pmu| {
             let dir = devices.join(pmu);
             if dir.join("format").join("rdpmc").is_file() {
-                let access = read_trimmed("/proc/sys/kernel/perf_user_access")?;
+                let access =
+                    System::read_trimmed(&system.proc_file("sys/kernel/perf_user_access"))?;
                 return Some(format!("{pmu}: kernel.perf_user_access = {access}"));
             }
-            let value = read_trimmed(dir.join("rdpmc").to_str()?)?;
+            let value = System::read_trimmed(&dir.join("rdpmc"))?;
             Some(format!("{pmu}/rdpmc = {value}"))
         })
         .collect();
     if settings.is_empty() {
-        return "unavailable: no core PMU in /sys/bus/event_source/devices (no `cpu`, and no \
-                PMU with a `cpus` file)"
-            .to_string();
+        return format!(
+            "unavailable: no core PMU in {} (no `cpu`, and no PMU with a `cpus` file)",
+            devices.display()
+        );
     }
     let on = settings.iter().any(|s| !s.ends_with("= 0"));
     let verdict = if on { "available" } else { "off" };
@@ -115,8 +112,9 @@ fn rdpmc_status() -> String {
 pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
+    let system = System::host();
     _ = writeln!(out, "counterhal {}", env!("CARGO_PKG_VERSION"));
-    match read_trimmed("/proc/sys/kernel/osrelease") {
+    match System::read_trimmed(&system.proc_file("sys/kernel/osrelease")) {
         Some(release) => _ = writeln!(out, "OS:      {OS} {release}"),
         None => _ = writeln!(out, "OS:      {OS}"),
     }
@@ -147,10 +145,11 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         }
     }
     if cfg!(target_os = "linux") {
-        let paranoid = read_trimmed("/proc/sys/kernel/perf_event_paranoid")
-            .unwrap_or_else(|| "unknown".into());
+        let paranoid = system
+            .perf_event_paranoid()
+            .map_or_else(|| "unknown".into(), |level| level.to_string());
         _ = writeln!(out, "perf_event_paranoid: {paranoid}");
-        let rdpmc = rdpmc_status();
+        let rdpmc = rdpmc_status(&system);
         _ = writeln!(out, "rdpmc:   {rdpmc}");
     }
     _ = writeln!(out, "backends:");

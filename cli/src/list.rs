@@ -56,6 +56,7 @@ pub struct ListArgs {
 /// `list --metrics`: the metrics of `model` and the portable ones whose name or group holds
 /// `pattern` (any case), then their groups; or the same as one JSON document.
 fn metrics(
+    system: &counterhal_system::System,
     model: Option<&str>,
     pattern: &str,
     json: bool,
@@ -63,7 +64,7 @@ fn metrics(
     resolve: &dyn Fn(&str) -> Option<counterhal::Error>,
 ) -> Result<String, CliError> {
     let lower = pattern.to_ascii_lowercase();
-    let (offered, hidden) = offered(model, resolve).map_err(CliError::failed)?;
+    let (offered, hidden) = offered(system, model, resolve).map_err(CliError::failed)?;
     let matches = |m: &MetricDef| {
         std::iter::once(m.name)
             .chain(m.groups.iter().copied())
@@ -447,7 +448,15 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .as_ref()
                 .and_then(|b| crate::stat::runnable::unknown_here(b, event))
         };
-        pager::emit(&metrics(model, pattern, args.json, args.details, &resolve)?)?;
+        let system = args.sysfs.system();
+        pager::emit(&metrics(
+            &system,
+            model,
+            pattern,
+            args.json,
+            args.details,
+            &resolve,
+        )?)?;
         return Ok(ExitCode::SUCCESS);
     }
     // The text shows no encoding (but an event's in place of a description it lacks): only

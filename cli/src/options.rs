@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use counterhal::{Context, Registration};
 use counterhal_events::DESCRIPTIONS_ENV;
+use counterhal_system::System;
 
 use crate::error::CliError;
 
@@ -71,7 +72,7 @@ impl DatabaseArgs {
 }
 
 /// The environment variable naming a sysfs root, as `--sysfs` does.
-pub use counterhal::metrics::machine::SYSFS_ENV;
+pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
 
 /// Where the PMUs are read from: `/sys`, or another machine's sysfs tree.
 #[derive(Args, Debug, Clone, Default)]
@@ -99,14 +100,25 @@ impl SysfsArgs {
         })
     }
 
-    /// The PMU directory: the root's `bus/event_source/devices`, or the system's (and, for
-    /// the rest of the command, the machine facts' [`pmu_devices`](counterhal::metrics::machine::pmu_devices)).
+    /// The system the command reads: this machine's, with the PMUs of the root named, if
+    /// any (the metrics' PMU facts, `#slots` and `#chas_per_socket`, are read there; the
+    /// root is checked by [`SysfsArgs::devices`]).
+    pub fn system(&self) -> System {
+        match self.root() {
+            Some(root) => {
+                System::host().with_pmu_devices(System::host().with_sysfs(root).pmu_devices())
+            }
+            None => System::host(),
+        }
+    }
+
+    /// The PMU directory: the root's `bus/event_source/devices`, or the system's.
     ///
     /// # Errors
     /// A root without that directory: bad input (exit 2).
     pub fn devices(&self) -> Result<PathBuf, CliError> {
         let Some(root) = self.root() else {
-            return Ok(PathBuf::from("/sys/bus/event_source/devices"));
+            return Ok(System::host().pmu_devices());
         };
         let devices = counterhal::advanced::pmu_devices_under(&root).map_err(|error| {
             CliError::usage(
@@ -114,7 +126,6 @@ impl SysfsArgs {
                 "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
             )
         })?;
-        counterhal::metrics::machine::read_pmus_from(&devices);
         Ok(devices)
     }
 

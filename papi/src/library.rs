@@ -331,6 +331,8 @@ pub struct Library {
     pub component: Box<ComponentInfo>,
     /// The `sde` component's description (component [`SDE_COMPONENT`]).
     pub sde_component: Box<ComponentInfo>,
+    /// The system its facts are read from (this machine's).
+    pub system: counterhal_system::System,
 }
 
 impl Library {
@@ -560,6 +562,7 @@ pub fn library_init(version: i32) -> i32 {
         preset_names: HashMap::new(),
         component,
         sde_component: Box::new(component_info()),
+        system: counterhal_system::System::host(),
     });
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     version
@@ -649,12 +652,8 @@ pub fn component(cidx: i32) -> *const ComponentInfo {
 }
 
 /// The CPU the calling thread runs on now (`PAPI_GRN_SYS` counts on it), as `sched_getcpu`
-/// tells it: the `processor` field of /proc/thread-self/stat (proc(5)). `None` where the
+/// tells it: the `processor` field of `system`'s thread-self stat (proc(5)). `None` where the
 /// system cannot say.
-pub fn current_cpu() -> Option<u32> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // The fields after the command name (which may hold spaces and parentheses) start with
-    // the third, `state`; `processor` is the 39th.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(39 - 3)?.parse().ok()
+pub fn current_cpu(system: &counterhal_system::System) -> Option<u32> {
+    Some(system.thread_self_stat()?.processor)
 }

@@ -124,7 +124,11 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         if placement.cpu.is_some() && (set.attached.is_some() || set.inherit) {
             return Err(ECMP);
         }
-        tie((library.default_domain, library.default_granularity), set);
+        tie(
+            (library.default_domain, library.default_granularity),
+            &library.system,
+            set,
+        );
         // Tried with the event in place (its target and options may be its qualifiers'),
         // taken out again if it does not open.
         set.events.push((code, name, placement));
@@ -162,7 +166,7 @@ fn refuse_unknown(library: &mut Library, index: usize, code: i32) -> Result<i32,
     if Own::of(set).is_some() {
         return Err(EINVAL);
     }
-    tie(defaults, set);
+    tie(defaults, &library.system, set);
     let bits = code as u32;
     Err(if code == -1 {
         ECNFLCT
@@ -289,12 +293,12 @@ pub fn destroy_eventset(handle: i32) -> i32 {
 /// A default granularity of `PAPI_GRN_SYS` binds the set to the CPU the caller is on now, as
 /// the `PAPI_GRANUL` option does. (PAPI 7.0 opens such a set on no CPU, which the kernel
 /// refuses: its adds answer `PAPI_EINVAL`. Ours counts what the granularity documents.)
-fn tie((domain, granularity): (i32, i32), set: &mut PapiSet) {
+fn tie((domain, granularity): (i32, i32), system: &counterhal_system::System, set: &mut PapiSet) {
     if set.component < 0 {
         set.component = 0;
         set.domain = domain;
         set.system_cpu = if granularity == GRN_SYS {
-            crate::library::current_cpu()
+            crate::library::current_cpu(system)
         } else {
             None
         };
@@ -316,7 +320,7 @@ pub fn assign_component(handle: i32) -> i32 {
         if set.component >= 0 {
             return Ok(EINVAL);
         }
-        tie(defaults, set);
+        tie(defaults, &library.system, set);
         Ok(OK)
     })
     .unwrap_or_else(|e| e)

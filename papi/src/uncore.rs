@@ -26,6 +26,7 @@
 use std::sync::{Mutex, RwLock};
 
 use counterhal_events::Database;
+use counterhal_system::{PerfAccess, System};
 
 use crate::codes::{ECMP, EINVAL, ENOCMP, ENOEVNT};
 use crate::info::{ComponentInfo, EventInfo, set_str};
@@ -352,26 +353,11 @@ pub fn info() -> *const ComponentInfo {
     )
 }
 
-/// Whether the system lets this process count a whole CPU: perf_event_paranoid at most 0, or
-/// root, as PAPI 7.0's component checks.
-fn may_count_cpus() -> bool {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|t| t.trim().parse::<i32>().ok())
-        .unwrap_or(2);
-    paranoid <= 0 || effective_user_is_root()
-}
-
-/// Whether the process's effective user is root (the second `Uid:` of /proc/self/status,
-/// proc(5)).
-fn effective_user_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|ids| ids.split_whitespace().nth(1))
-            == Some("0")
-    })
+/// Whether `system` lets this process count a whole CPU (the one judgement,
+/// [`PerfAccess::Cpu`]: perf_event_paranoid at most 0, or CAP_PERFMON or CAP_SYS_ADMIN, which
+/// root holds), as PAPI 7.0's component checks.
+fn may_count_cpus(system: &System) -> bool {
+    system.perf_permissions().allows(PerfAccess::Cpu) == Some(true)
 }
 
 /// Initialises the component (at `PAPI_library_init`, after the library): lists the events of
@@ -396,7 +382,7 @@ pub fn init() {
         if by_call {
             info.disabled = 1;
             set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if !may_count_cpus() {
+        } else if !may_count_cpus(&library.system) {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_PERMISSION);
         } else if events.is_empty() {

@@ -77,6 +77,8 @@ pub struct Exporter {
     pub kubelet: Kubelet,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
+    /// The system whose facts the metrics read (`counterhal_machine_fact`).
+    pub system: counterhal_system::System,
 }
 
 impl Exporter {
@@ -101,6 +103,7 @@ impl Exporter {
             per_cpu: false,
             kubelet: Kubelet::default(),
             cgroups,
+            system: counterhal_system::System::host(),
         }
     }
 
@@ -445,7 +448,12 @@ mod tests {
         let Ok(backend) = counterhal::open_default() else {
             skip!(Need::System, "no counter backend here");
         };
-        let plan = crate::events::plan(&backend, &["page-faults".to_string()]).unwrap();
+        let plan = crate::events::plan(
+            &counterhal_system::System::host(),
+            &backend,
+            &["page-faults".to_string()],
+        )
+        .unwrap();
         let cgroups = match Cgroups::open(&backend, &plan.exported, &[0], CgroupModeArg::Auto, 1024)
         {
             Ok(Some(cgroups)) => cgroups,
@@ -517,7 +525,12 @@ mod tests {
         let Ok(backend) = counterhal::open_default() else {
             skip!(Need::System, "no counter backend here");
         };
-        let plan = crate::events::plan(&backend, &["page-faults".to_string()]).unwrap();
+        let plan = crate::events::plan(
+            &counterhal_system::System::host(),
+            &backend,
+            &["page-faults".to_string()],
+        )
+        .unwrap();
         let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
         let cgroups = match Cgroups::open(&backend, &plan.exported, &cpus, CgroupModeArg::Auto, 16)
         {

@@ -8,9 +8,8 @@ use std::path::Path;
 
 use counterhal::{Chosen, Encoding, Error, ErrorKind, OpenOptions, ResolvedEvent};
 use counterhal_hal::{BackendTarget, CpuList};
+use counterhal_system::{PerfAccess, System};
 
-/// Where Linux lists its PMUs.
-const DEVICES: &str = "/sys/bus/event_source/devices";
 /// `perf_event_attr.type` of the software events; their configs 0 and 1 are the clocks.
 const PERF_TYPE_SOFTWARE: u32 = 1;
 /// `perf_event_attr.type` of raw core events: the core PMU's type in sysfs.
@@ -74,8 +73,9 @@ pub struct Plan {
 /// # Errors
 /// [`ErrorKind::InvalidEvent`] (bad input) for a name no database or backend knows;
 /// [`ErrorKind::InvalidInput`] for a name given twice.
-pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
+pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
+    let devices = system.pmu_devices();
     let online = counterhal::online_cpus();
     for (at, name) in names.iter().enumerate() {
         if names[..at].contains(name) {
@@ -83,11 +83,11 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
                 "event `{name}` is given twice"
             )));
         }
-        if let Some(pmu) = absent_pmu(name, Path::new(DEVICES)) {
+        if let Some(pmu) = absent_pmu(name, &devices) {
             plan.refused.push(Refused {
                 name: name.clone(),
                 kind: kind_label(ErrorKind::NotFound),
-                message: format!("no PMU `{pmu}` on this host (in {DEVICES})"),
+                message: format!("no PMU `{pmu}` on this host (in {})", devices.display()),
                 hint: None,
             });
             continue;
@@ -102,7 +102,7 @@ pub fn plan(backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
                 continue;
             }
         };
-        let (pmu, cpus) = pmu_of(&resolved, Path::new(DEVICES));
+        let (pmu, cpus) = pmu_of(&resolved, &devices);
         let (unit, factor) = unit_of(&resolved);
         let first = cpus.as_ref().unwrap_or(&online).first().unwrap_or(0);
         let tried = counterhal_hal::open_set(
@@ -170,31 +170,15 @@ const PRIVILEGE: &str = "counting every CPU takes CAP_PERFMON (or root) or \
 kernel.perf_event_paranoid 0 or lower";
 
 /// The hint for an exporter none of whose events opened: the first refusal's for lack of
-/// privilege, where this process lacks what counting every CPU takes; none where no event
-/// was refused for privilege, or where this process holds it (root refused by a security
-/// module, say, is given no remedy it already has).
-pub fn privilege_hint(refused: &[Refused]) -> Option<&str> {
+/// privilege, where this process lacks what counting every CPU takes on `system`
+/// ([`PerfAccess::Cpu`]: CAP_PERFMON, CAP_SYS_ADMIN, or `kernel.perf_event_paranoid` 0 or
+/// lower, the kernel's `perf_allow_cpu`); none where no event was refused for privilege, or
+/// where this process holds it (root refused by a security module, say, is given no remedy
+/// it already has).
+pub fn privilege_hint<'a>(system: &System, refused: &'a [Refused]) -> Option<&'a str> {
     let hint = refused.iter().find_map(|r| r.hint.as_deref())?;
-    (!may_count_every_cpu()).then_some(hint)
-}
-
-/// Whether this process may count every CPU: CAP_PERFMON or CAP_SYS_ADMIN in its effective
-/// set (`CapEff` in `/proc/self/status`; root holds both), or `kernel.perf_event_paranoid`
-/// 0 or lower (the kernel's `perf_allow_cpu`).
-fn may_count_every_cpu() -> bool {
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_PERFMON: u32 = 38;
-    let effective = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(line.trim(), 16).ok()
-        })
-        .unwrap_or(0);
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|level| level.trim().parse::<i32>().ok());
-    effective & (1 << CAP_SYS_ADMIN | 1 << CAP_PERFMON) != 0 || paranoid.is_some_and(|p| p <= 0)
+    let may = system.perf_permissions().allows(PerfAccess::Cpu);
+    (may != Some(true)).then_some(hint)
 }
 
 /// An error kind as a label value: its name in snake case (`PermissionDenied` is

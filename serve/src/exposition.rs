@@ -484,7 +484,7 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
     );
     facts.header(out, format);
     for (name, _) in counterhal::metrics::machine::KNOWN {
-        if let Some(value) = counterhal::metrics::machine::constant(name) {
+        if let Some(value) = counterhal::metrics::machine::constant(&exporter.system, name) {
             let fact = name.trim_start_matches('#');
             facts.sample(out, &[("fact", Label::Text(fact))], Number::Float(value));
         }

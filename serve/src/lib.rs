@@ -356,8 +356,9 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         .transpose()
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
+    let system = counterhal_system::System::host();
     let mut names = args.event_names();
-    for event in counterhal::metrics::events_needed(&metrics) {
+    for event in counterhal::metrics::events_needed(&system, &metrics) {
         if !names.contains(&event) {
             names.push(event);
         }
@@ -369,7 +370,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let depth = args.cgroup_depth.map(|n| n as usize);
     let watch = discovery::Watch::new(&args.cgroups, depth, args.max_cgroups as usize)
         .map_err(|e| Failure::usage(e, USAGE))?;
-    let plan = events::plan(&backend, &names).map_err(|e| Failure::usage(e, USAGE))?;
+    let plan = events::plan(&system, &backend, &names).map_err(|e| Failure::usage(e, USAGE))?;
     if plan.exported.is_empty() {
         let reasons: Vec<String> = plan
             .refused
@@ -381,7 +382,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
             format!("no event opens here ({})", reasons.join("; ")),
         );
         return Err(Failure::failed(
-            match events::privilege_hint(&plan.refused) {
+            match events::privilege_hint(&system, &plan.refused) {
                 Some(hint) => error.with_hint(hint),
                 None => error,
             },
@@ -394,6 +395,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
+    exporter.system = system;
     exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let listener = args.listen.bind().map_err(|e| {

@@ -4,7 +4,7 @@
 
 use counterhal_hal::{Group, OpenOptions, Reading};
 
-use super::{MetricDef, NamedReading, chosen, evaluate, events_needed, readable};
+use super::{MetricDef, NamedReading, System, chosen, evaluate, events_needed, readable};
 use crate::{AnyGroup, Chosen, Error, EventSet, Result, Target};
 
 /// Metrics opened on a target by [`Chosen::open_metrics`]: the events they read, counted as
@@ -16,6 +16,8 @@ pub struct MetricSet {
     events: Vec<String>,
     /// The events' set.
     set: EventSet<AnyGroup>,
+    /// The system whose facts the metrics read (this machine's, where the set counts).
+    system: System,
     /// The readings of the last read, one per event.
     readings: Vec<Reading>,
     /// When the set was last enabled (real time, ns), while it is.
@@ -55,13 +57,15 @@ impl Chosen {
     ) -> Result<MetricSet> {
         let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let metrics = chosen(&owned, self.context().model())?;
+        // The set counts on this machine's kernel: its facts are this machine's.
+        let system = System::host();
         for metric in &metrics {
-            readable(metric)?;
+            readable(&system, metric)?;
         }
-        let events = events_needed(&metrics);
+        let events = events_needed(&system, &metrics);
         for event in &events {
             if let Err(e) = self.resolve(event) {
-                return Err(cannot_count(&metrics, event, e));
+                return Err(cannot_count(&system, &metrics, event, e));
             }
         }
         let names: Vec<&str> = events.iter().map(String::as_str).collect();
@@ -71,7 +75,7 @@ impl Chosen {
                 .iter()
                 .find(|ev| e.message().starts_with(&format!("{ev}: ")));
             match failed {
-                Some(event) => cannot_count(&metrics, event, e),
+                Some(event) => cannot_count(&system, &metrics, event, e),
                 None => e,
             }
         })?;
@@ -80,6 +84,7 @@ impl Chosen {
             metrics,
             events,
             set,
+            system,
             enabled_at: None,
             enabled_ns: 0,
         })
@@ -87,12 +92,12 @@ impl Chosen {
 }
 
 /// `error` for `event`, said with the metrics that read it (the event named once).
-fn cannot_count(metrics: &[&MetricDef], event: &str, error: Error) -> Error {
+fn cannot_count(system: &System, metrics: &[&MetricDef], event: &str, error: Error) -> Error {
     let why = error.message();
     let why = why.strip_prefix(&format!("{event}: ")).unwrap_or(why);
     let readers: Vec<&str> = metrics
         .iter()
-        .filter(|m| events_needed(&[**m]).iter().any(|e| e == event))
+        .filter(|m| events_needed(system, &[**m]).iter().any(|e| e == event))
         .map(|m| m.name)
         .collect();
     let message = format!(
@@ -158,7 +163,7 @@ impl MetricSet {
             .iter()
             .map(|metric| MetricValue {
                 name: metric.name,
-                value: evaluate(metric, &counted, length_ns),
+                value: evaluate(&self.system, metric, &counted, length_ns),
                 unit: metric.unit,
             })
             .collect())

@@ -1,12 +1,14 @@
 //! The machine's facts metric formulas read as `#` constants (perf's names): SMT, threads per
 //! core, packages, cores per package, the TSC's frequency, the CPUs online, and what the PMUs
-//! tell (the CHA boxes of a socket, from the PMU directory the command reads: the `--sysfs`
-//! tree's where one is named). Each is read from sysfs, CPUID or `/proc/cpuinfo`; a fact not
-//! found here has no value, and `-M` refuses the metrics that need it with the reason.
+//! tell (the CHA boxes of a socket, from the PMU directory of the [`System`] passed: the
+//! `--sysfs` tree's where the command names one). Each is read from the system's sysfs and
+//! procfs or CPUID; a fact not found there has no value, and `-M` refuses the metrics that
+//! need it with the reason.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use counterhal_system::System;
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
@@ -82,32 +84,6 @@ fn list_cpus(list: &str) -> Option<Vec<u32>> {
     Some(cpus)
 }
 
-/// The environment variable naming a sysfs root, as the command's `--sysfs` does.
-pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
-
-/// The PMU directory named by [`read_pmus_from`] (the first, where several were named).
-static NAMED_DEVICES: OnceLock<PathBuf> = OnceLock::new();
-
-/// Reads the machine facts that PMUs tell (`#chas_per_socket`, `#slots`) in `devices` (a
-/// sysfs tree's `bus/event_source/devices`, where a backend reads the PMUs) for the rest of
-/// the process; the first call wins.
-pub fn read_pmus_from(devices: &Path) {
-    NAMED_DEVICES.get_or_init(|| devices.to_path_buf());
-}
-
-/// The PMU directory the PMUs' facts are read from: the one named by [`read_pmus_from`], else
-/// `COUNTERHAL_SYSFS`'s `bus/event_source/devices`, else the system's.
-pub fn pmu_devices() -> PathBuf {
-    NAMED_DEVICES
-        .get()
-        .cloned()
-        .or_else(|| {
-            let root = std::env::var_os(SYSFS_ENV).filter(|d| !d.is_empty())?;
-            Some(PathBuf::from(root).join("bus/event_source/devices"))
-        })
-        .unwrap_or_else(|| PathBuf::from("/sys/bus/event_source/devices"))
-}
-
 /// A file of a sysfs tree, read by the tree's rules (Linux); elsewhere no tree is read.
 #[cfg(feature = "linux")]
 use counterhal_linux::read_tree_file;
@@ -118,12 +94,12 @@ fn read_tree_file(_tree: &Path, _file: &Path) -> crate::Result<Option<String>> {
     Ok(None)
 }
 
-/// The value of the constant `name` (`None`: not a constant we know, or not known here).
-pub fn constant(name: &str) -> Option<f64> {
-    static FACTS: OnceLock<Facts> = OnceLock::new();
-    let facts = FACTS.get_or_init(Facts::read);
+/// The value of the constant `name` on `system` (`None`: not a constant we know, or not
+/// known there).
+pub fn constant(system: &System, name: &str) -> Option<f64> {
+    let facts = Facts::of(system);
     match name {
-        "#num_cpus_online" => Some(crate::online_cpus().len() as f64),
+        "#num_cpus_online" => Some(online_cpus(system).len() as f64),
         "#smt_on" => Some(f64::from(u8::from(facts.smt_on))),
         "#threads_per_core" => facts.threads_per_core.map(f64::from),
         "#num_packages" => facts.packages.map(f64::from),
@@ -133,19 +109,27 @@ pub fn constant(name: &str) -> Option<f64> {
         "#target_cpu" => Some(f64::from(u8::from(COUNTED_CPUS.get().is_some()))),
         "#core_wide" => {
             let siblings = |cpu: u32| {
-                read(&format!(
-                    "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
-                ))
-                .and_then(|l| list_cpus(&l))
+                read(&system.cpu(cpu).join("topology/thread_siblings_list"))
+                    .and_then(|l| list_cpus(&l))
             };
             let wide = core_wide(COUNTED_CPUS.get(), facts.smt_on, &siblings);
             Some(f64::from(u8::from(wide)))
         }
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
-        "#slots" => core_pmu_slots(&pmu_devices()),
-        "#chas_per_socket" => chas_per_socket(&pmu_devices()),
+        "#slots" => core_pmu_slots(&system.pmu_devices()),
+        "#chas_per_socket" => chas_per_socket(&system.pmu_devices()),
         _ => None,
+    }
+}
+
+/// The CPUs online on `system` (this machine's as [`crate::online_cpus`] reads them).
+fn online_cpus(system: &System) -> counterhal_hal::CpuList {
+    match *system == System::host() {
+        true => crate::online_cpus(),
+        false => read(&system.cpus().join("online"))
+            .and_then(|list| list.parse().ok())
+            .unwrap_or_default(),
     }
 }
 
@@ -199,6 +183,7 @@ pub fn meaning(name: &str) -> Option<&'static str> {
     KNOWN.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
 }
 
+#[derive(Clone, Copy)]
 struct Facts {
     smt_on: bool,
     threads_per_core: Option<u32>,
@@ -213,7 +198,7 @@ struct Facts {
     tsc_hz: Option<f64>,
 }
 
-fn read(path: &str) -> Option<String> {
+fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|t| t.trim().to_string())
@@ -232,11 +217,18 @@ fn list_len(list: &str) -> Option<u32> {
 }
 
 impl Facts {
-    fn read() -> Facts {
-        let cpus = crate::online_cpus();
-        let topology = |cpu: u32, file: &str| {
-            read(&format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"))
-        };
+    /// `system`'s facts: this machine's read once, another tree's at each call.
+    fn of(system: &System) -> Facts {
+        static HOST: OnceLock<Facts> = OnceLock::new();
+        match *system == System::host() {
+            true => *HOST.get_or_init(|| Facts::read(system)),
+            false => Facts::read(system),
+        }
+    }
+
+    fn read(system: &System) -> Facts {
+        let cpus = online_cpus(system);
+        let topology = |cpu: u32, file: &str| read(&system.cpu(cpu).join("topology").join(file));
         let mut packages: Vec<String> = Vec::new();
         let mut cores_of_first: Vec<String> = Vec::new();
         for cpu in cpus.iter() {
@@ -272,12 +264,12 @@ impl Facts {
         Facts {
             dies: distinct("die_cpus_list", None),
             cores: distinct("core_cpus_list", Some("thread_siblings_list")),
-            has_pmem: std::path::Path::new("/sys/firmware/acpi/tables/NFIT").exists(),
-            smt_on: read("/sys/devices/system/cpu/smt/active").as_deref() == Some("1"),
+            has_pmem: system.sys_file("firmware/acpi/tables/NFIT").exists(),
+            smt_on: read(&system.cpus().join("smt/active")).as_deref() == Some("1"),
             threads_per_core: topology(first, "thread_siblings_list").and_then(|l| list_len(&l)),
             packages: u32::try_from(packages.len()).ok().filter(|&n| n > 0),
             cores_per_package: u32::try_from(cores_of_first.len()).ok().filter(|&n| n > 0),
-            tsc_hz: tsc_hz(read("/proc/cpuinfo").as_deref()).map(|t| t.hz as f64),
+            tsc_hz: tsc_hz(read(&system.proc_file("cpuinfo")).as_deref()).map(|t| t.hz as f64),
         }
     }
 }
@@ -366,7 +358,11 @@ mod tests {
                 continue;
             };
             let perf: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
-            assert_eq!(constant(&format!("#{fact}")), Some(perf), "{line}");
+            assert_eq!(
+                constant(&System::host(), &format!("#{fact}")),
+                Some(perf),
+                "{line}"
+            );
             compared += 1;
         }
         assert_eq!(compared, 5, "perf 7.2 printed: {text}");
@@ -450,7 +446,7 @@ mod tests {
     /// where CPUID gives the frequency (leaf 0x15 or 0x16), it agrees with a measurement to 1%.
     #[test]
     fn the_tsc_frequency_is_known_here_and_agrees_with_a_measurement() {
-        let Some(tsc) = tsc_hz(read("/proc/cpuinfo").as_deref()) else {
+        let Some(tsc) = tsc_hz(read(&System::host().proc_file("cpuinfo")).as_deref()) else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::Platform,
                 "an x86 CPU with an invariant TSC"
@@ -463,28 +459,42 @@ mod tests {
         {
             let ratio = measured as f64 / tsc.hz as f64;
             assert!((0.99..1.01).contains(&ratio), "{tsc:?} measured {measured}");
-            assert_eq!(constant("#system_tsc_freq"), Some(tsc.hz as f64));
+            assert_eq!(
+                constant(&System::host(), "#system_tsc_freq"),
+                Some(tsc.hz as f64)
+            );
         }
     }
 
     #[test]
     fn the_constants_read_here_are_plausible() {
-        let cpus = constant("#num_cpus_online").unwrap();
+        let host = System::host();
+        let cpus = constant(&host, "#num_cpus_online").unwrap();
         assert!(cpus >= 1.0);
-        let smt = constant("#smt_on").unwrap();
+        let smt = constant(&host, "#smt_on").unwrap();
         assert!(smt == 0.0 || smt == 1.0);
-        if let Some(packages) = constant("#num_packages") {
+        if let Some(packages) = constant(&host, "#num_packages") {
             assert!((1.0..=cpus).contains(&packages), "{packages} of {cpus}");
         }
         // No CHA PMU on the machines of this project; two on the Sapphire Rapids tree.
-        if !std::path::Path::new("/sys/bus/event_source/devices/uncore_cha_0").exists() {
-            assert_eq!(constant("#chas_per_socket"), None);
+        if !host.pmu_devices().join("uncore_cha_0").exists() {
+            assert_eq!(constant(&host, "#chas_per_socket"), None);
         }
-        let spr = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/backend-linux/tests/data/machines/spr-2s/bus/event_source/devices"
-        );
-        assert_eq!(chas_per_socket(std::path::Path::new(spr)), Some(2.0));
         assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
+    }
+
+    /// The facts come from the sysfs tree of the system passed, not this machine's. Oracle:
+    /// the Sapphire Rapids tree of backend-linux's tests (Linux 6.12's PMUs of a two-socket
+    /// machine of 224 CPUs, its `SOURCE` says how it was made): its two CHA boxes, its CPUs
+    /// online, and no topology files, so those facts are unknown rather than this machine's.
+    #[test]
+    fn a_test_root_names_the_tree_the_facts_come_from() {
+        let spr = System::host().with_sysfs(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/backend-linux/tests/data/machines/spr-2s"
+        ));
+        assert_eq!(constant(&spr, "#chas_per_socket"), Some(2.0));
+        assert_eq!(constant(&spr, "#num_packages"), None);
+        assert_eq!(constant(&spr, "#num_cpus_online"), Some(224.0));
     }
 }

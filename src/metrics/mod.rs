@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use counterhal_events::expression;
 use counterhal_events::{Metric, MetricTable, shipped_metric_models, shipped_metrics};
 
+use crate::system::System;
 use crate::{Error, Reading};
 
 mod counter;
@@ -435,9 +436,9 @@ fn is_retire_latency(name: &str) -> bool {
         .is_some_and(|(_, m)| m.eq_ignore_ascii_case("retire_latency") || m == "R")
 }
 
-/// Fails if `metric` (or a metric it reads) cannot be evaluated here: a formula that does not
-/// parse, or a machine fact counterhal does not know on this machine.
-pub fn readable(metric: &MetricDef) -> Result<(), Error> {
+/// Fails if `metric` (or a metric it reads) cannot be evaluated on `system`: a formula that
+/// does not parse, or a machine fact counterhal does not know there.
+pub fn readable(system: &System, metric: &MetricDef) -> Result<(), Error> {
     let mut todo = vec![(metric, 0)];
     while let Some((def, depth)) = todo.pop() {
         let formula = def.formula().map_err(|e| {
@@ -451,7 +452,7 @@ pub fn readable(metric: &MetricDef) -> Result<(), Error> {
                 if depth < DEPTH {
                     todo.push((inner, depth + 1));
                 }
-            } else if name.starts_with('#') && machine::constant(&name).is_none() {
+            } else if name.starts_with('#') && machine::constant(system, &name).is_none() {
                 let why = match machine::meaning(&name) {
                     Some(meaning) => format!("{meaning}, which this machine does not tell"),
                     None => "a machine fact counterhal does not know".to_string(),
@@ -572,12 +573,12 @@ fn is_perf_metrics_event(event: &str) -> bool {
 }
 
 /// The events `metrics` read (through the metrics they name, too), in order, each once: of
-/// a conditional whose condition is a machine fact known here (`X if #smt_on else Y`), the
-/// events of the branch taken alone, as perf's parser keeps them
+/// a conditional whose condition is a machine fact known on `system` (`X if #smt_on else Y`),
+/// the events of the branch taken alone, as perf's parser keeps them
 /// ([`Expr::names_read`](counterhal_events::expression::Expr::names_read)).
-pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
+pub fn events_needed(system: &System, metrics: &[&MetricDef]) -> Vec<String> {
     let fact = |name: &str| match name.starts_with('#') {
-        true => machine::constant(name),
+        true => machine::constant(system, name),
         false => None,
     };
     let mut events = Vec::new();
@@ -615,12 +616,19 @@ pub fn events_needed(metrics: &[&MetricDef]) -> Vec<String> {
 /// Intel's name of the slots event, which leads the perf-metrics group.
 const SLOTS: &str = "TOPDOWN.SLOTS";
 
-/// One metric's value over one place and stretch (`None`: an event it reads did not count).
-pub fn evaluate<C: Counted>(metric: &MetricDef, events: &[C], length_ns: u64) -> Option<f64> {
-    value(metric, events, length_ns, 0).map(|v| v * metric.scale)
+/// One metric's value over one place and stretch, its machine facts `system`'s (`None`: an
+/// event it reads did not count).
+pub fn evaluate<C: Counted>(
+    system: &System,
+    metric: &MetricDef,
+    events: &[C],
+    length_ns: u64,
+) -> Option<f64> {
+    value(system, metric, events, length_ns, 0).map(|v| v * metric.scale)
 }
 
 fn value<C: Counted>(
+    system: &System,
     metric: &MetricDef,
     events: &[C],
     length_ns: u64,
@@ -642,7 +650,7 @@ fn value<C: Counted>(
                 .map(|ns| ns as f64 / 1e9);
         }
         if name.starts_with('#') {
-            return machine::constant(name);
+            return machine::constant(system, name);
         }
         if is_retire_latency(name) {
             return Some(0.0);
@@ -657,7 +665,7 @@ fn value<C: Counted>(
         }
         match referenced(metric, name) {
             // A referenced metric's own scale is for printing it, not for formulas reading it.
-            Some(inner) => value(inner, events, length_ns, depth + 1),
+            Some(inner) => value(system, inner, events, length_ns, depth + 1),
             None => {
                 // Counted as the raw event its table opens, printed by its own name.
                 let event = event_name(metric, name);
@@ -707,6 +715,7 @@ mod tests {
             Some("ls_not_halted_cyc")
         );
         let by_raw = evaluate(
+            &System::host(),
             backend_bound,
             &events(&[("r100001ea0", 30), ("r76", 20)]),
             1,
@@ -716,7 +725,10 @@ mod tests {
             ("ls_not_halted_cyc:u", 20),
         ]);
         assert!(by_raw.is_some());
-        assert_eq!(evaluate(backend_bound, &by_name, 1), by_raw);
+        assert_eq!(
+            evaluate(&System::host(), backend_bound, &by_name, 1),
+            by_raw
+        );
     }
 
     #[test]
@@ -736,7 +748,7 @@ mod tests {
             // What a plain `stat -e page-faults,context-switches` plans with.
             let plain = chosen(&[], Some("skl")).unwrap();
             assert!(plain.is_empty());
-            assert!(events_needed(&plain).is_empty());
+            assert!(events_needed(&System::host(), &plain).is_empty());
             assert_eq!(lookups(), 0, "a plain stat read a metric table");
             assert_eq!(
                 expression::parses_on_this_thread(),
@@ -747,7 +759,10 @@ mod tests {
             // time (its formula was parsed when the database was built).
             let planned = chosen(&["TopdownL1".to_string()], Some("skl")).unwrap();
             assert!(lookups() > 0);
-            assert!(events_needed(&planned).len() > 3, "{planned:?}");
+            assert!(
+                events_needed(&System::host(), &planned).len() > 3,
+                "{planned:?}"
+            );
             assert_eq!(
                 expression::parses_on_this_thread(),
                 0,
@@ -797,7 +812,7 @@ mod tests {
         let spr = of_model("spr").unwrap();
         let power = spr.iter().find(|m| m.name == "Info_System_Power").unwrap();
         assert_eq!(
-            events_needed(&[power]),
+            events_needed(&System::host(), &[power]),
             ["power/energy-pkg/", "power/energy-ram/"]
         );
         let joules = |name: &str, count: u64| NamedReading {
@@ -809,14 +824,20 @@ mod tests {
             joules("power/energy-pkg/", 3 << 32),
             joules("power/energy-ram/", 1 << 32),
         ];
-        let watts = evaluate(power, &counted, 2_000_000_000).unwrap();
+        let watts = evaluate(&System::host(), power, &counted, 2_000_000_000).unwrap();
         assert!((watts - 2.0).abs() < 1e-9, "{watts}");
         // Without the kernel's scale there is no value.
         let unscaled = events(&[("power/energy-pkg/", 3), ("power/energy-ram/", 1)]);
-        assert_eq!(evaluate(power, &unscaled, 2_000_000_000), None);
+        assert_eq!(
+            evaluate(&System::host(), power, &unscaled, 2_000_000_000),
+            None
+        );
         let skl = of_model("skl").unwrap();
         let power = skl.iter().find(|m| m.name == "Info_System_Power").unwrap();
-        assert_eq!(events_needed(&[power]), ["power/energy-pkg/"]);
+        assert_eq!(
+            events_needed(&System::host(), &[power]),
+            ["power/energy-pkg/"]
+        );
     }
 
     #[test]
@@ -863,18 +884,18 @@ mod tests {
         ]);
         let value = |name: &str| {
             let m = skl.iter().find(|m| m.name == name).unwrap();
-            evaluate(m, &counted, 1_000_000_000)
+            evaluate(&System::host(), m, &counted, 1_000_000_000)
         };
         assert_eq!(value("Retiring"), Some(50.0));
         assert_eq!(value("Frontend_Bound"), Some(25.0));
         // Of `THREAD_ANY / 2 if #smt_on else THREAD`, the clocks this machine's SMT takes, as
         // perf's parser keeps them.
-        let clocks = match machine::constant("#smt_on") {
+        let clocks = match machine::constant(&System::host(), "#smt_on") {
             Some(on) if on != 0.0 => "CPU_CLK_UNHALTED.THREAD_ANY",
             _ => "CPU_CLK_UNHALTED.THREAD",
         };
         assert_eq!(
-            events_needed(&[retiring]),
+            events_needed(&System::host(), &[retiring]),
             ["UOPS_RETIRED.RETIRE_SLOTS", clocks]
         );
         let spr = of_model("spr").unwrap();
@@ -883,14 +904,18 @@ mod tests {
             ("INST_RETIRED.ANY", 3_000),
             ("CPU_CLK_UNHALTED.THREAD", 2_000),
         ]);
-        assert_eq!(evaluate(ipc, &counted, 1), Some(1.5));
-        assert_eq!(evaluate(ipc, &counted[..1], 1), None, "cycles not counted");
+        assert_eq!(evaluate(&System::host(), ipc, &counted, 1), Some(1.5));
+        assert_eq!(
+            evaluate(&System::host(), ipc, &counted[..1], 1),
+            None,
+            "cycles not counted"
+        );
     }
 
     #[test]
     fn amd_metrics_read_the_models_own_metrics_and_perfs_event_terms() {
         let zen4 = chosen(&["PipelineL1".to_string()], Some("amd64_fam19h_zen4")).unwrap();
-        let events = events_needed(&zen4);
+        let events = events_needed(&System::host(), &zen4);
         assert!(
             events.contains(&"r76".to_string()),
             "perf's ls_not_halted_cyc, through total_dispatch_slots, opens as raw: {events:?}"
@@ -901,18 +926,22 @@ mod tests {
         );
         let frontend = zen4.iter().find(|m| m.name == "frontend_bound").unwrap();
         let counted = reading(&[("r1000001a0", 300), ("r76", 100)]);
-        assert_eq!(evaluate(frontend, &counted, 1), Some(50.0), "scaled by 100");
+        assert_eq!(
+            evaluate(&System::host(), frontend, &counted, 1),
+            Some(50.0),
+            "scaled by 100"
+        );
         let all = of_model("amd64_fam19h_zen4").unwrap();
         let with_term = all
             .iter()
             .find(|m| m.expression().contains("cpu@"))
             .expect("a zen4 metric with a cpu@...@ term");
         assert!(
-            events_needed(&[with_term])
+            events_needed(&System::host(), &[with_term])
                 .iter()
                 .any(|e| e == "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/"),
             "{:?}",
-            events_needed(&[with_term])
+            events_needed(&System::host(), &[with_term])
         );
     }
 
@@ -923,8 +952,8 @@ mod tests {
             .iter()
             .find(|m| m.expression().contains("#system_tsc_freq"))
             .unwrap();
-        let result = readable(tsc);
-        match machine::constant("#system_tsc_freq") {
+        let result = readable(&System::host(), tsc);
+        match machine::constant(&System::host(), "#system_tsc_freq") {
             Some(_) => assert!(result.is_ok(), "{result:?}"),
             None => {
                 let e = result.unwrap_err();
@@ -939,13 +968,13 @@ mod tests {
         // Not known where no CHA PMU is (this project's machines); the error names the first
         // fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
-        if machine::constant("#chas_per_socket").is_some() {
+        if machine::constant(&System::host(), "#chas_per_socket").is_some() {
             return;
         }
-        let e = readable(chas).unwrap_err();
+        let e = readable(&System::host(), chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
-        assert_eq!(machine::constant(fact), None, "{e}");
+        assert_eq!(machine::constant(&System::host(), fact), None, "{e}");
     }
 
     /// The rule the README states: the model's metric by its exact name, the portable one by
@@ -1008,7 +1037,7 @@ mod tests {
             .iter()
             .find(|m| m.expression().contains(":retire_latency"))
             .unwrap();
-        let events = events_needed(&[with_latency]);
+        let events = events_needed(&System::host(), &[with_latency]);
         assert!(
             !events.iter().any(|e| e.contains("retire_latency")),
             "{events:?}"
@@ -1016,7 +1045,7 @@ mod tests {
         assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
         let spr = of_model("spr").unwrap();
         let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();
-        let events = events_needed(&[backend]);
+        let events = events_needed(&System::host(), &[backend]);
         assert_eq!(events[0], "TOPDOWN.SLOTS", "{events:?}");
         assert!(events.contains(&"PERF_METRICS.BACKEND_BOUND".to_string()));
     }
@@ -1024,13 +1053,16 @@ mod tests {
     #[test]
     fn events_come_through_metrics_named_in_metrics() {
         assert_eq!(
-            events_needed(&[by_name("IPC"), by_name("CPI")]),
+            events_needed(&System::host(), &[by_name("IPC"), by_name("CPI")]),
             ["instructions", "cycles"]
         );
-        let backend = events_needed(&[by_name("backend_bound")]);
+        let backend = events_needed(&System::host(), &[by_name("backend_bound")]);
         assert_eq!(backend.len(), 5, "{backend:?}");
         assert!(backend.contains(&"topdown-total-slots".to_string()));
-        assert_eq!(events_needed(&[by_name("CPUs_utilized")]), ["task-clock"]);
+        assert_eq!(
+            events_needed(&System::host(), &[by_name("CPUs_utilized")]),
+            ["task-clock"]
+        );
     }
 
     #[test]
@@ -1043,11 +1075,17 @@ mod tests {
             "CPUs",
             None,
         );
-        assert_eq!(events_needed(&[&busy]), ["user_time", "system_time"]);
-        let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);
-        assert_eq!(evaluate(&busy, &counted, 1_000_000_000), Some(0.5));
         assert_eq!(
-            evaluate::<NamedReading>(&busy, &[], 1_000_000_000),
+            events_needed(&System::host(), &[&busy]),
+            ["user_time", "system_time"]
+        );
+        let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);
+        assert_eq!(
+            evaluate(&System::host(), &busy, &counted, 1_000_000_000),
+            Some(0.5)
+        );
+        assert_eq!(
+            evaluate::<NamedReading>(&System::host(), &busy, &[], 1_000_000_000),
             None,
             "not counted"
         );
@@ -1066,19 +1104,27 @@ mod tests {
             ("topdown-recovery-bubbles", 200),
         ]);
         let second = 1_000_000_000;
-        assert_eq!(evaluate(by_name("IPC"), &counted, second), Some(1.5));
         assert_eq!(
-            evaluate(by_name("CPUs_utilized"), &counted, second),
+            evaluate(&System::host(), by_name("IPC"), &counted, second),
+            Some(1.5)
+        );
+        assert_eq!(
+            evaluate(&System::host(), by_name("CPUs_utilized"), &counted, second),
             Some(0.5)
         );
-        let share = |name| evaluate(by_name(name), &counted, second).unwrap();
+        let share = |name| evaluate(&System::host(), by_name(name), &counted, second).unwrap();
         assert!((share("frontend_bound") - 20.0).abs() < 1e-9);
         assert!((share("bad_speculation") - 30.0).abs() < 1e-9);
         assert!((share("retiring") - 50.0).abs() < 1e-9);
         assert!(share("backend_bound").abs() < 1e-9);
         // An event not counted: no value.
         assert_eq!(
-            evaluate(by_name("branch_miss_rate"), &counted, second),
+            evaluate(
+                &System::host(),
+                by_name("branch_miss_rate"),
+                &counted,
+                second
+            ),
             None
         );
     }

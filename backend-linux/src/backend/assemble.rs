@@ -39,7 +39,7 @@ pub(super) fn assemble(
     let core_list = sysfs::core_pmus(&paths.pmu_devices);
     let facts = match offline {
         true => SystemFacts::unknown(),
-        false => SystemFacts::gather(!core_list.is_empty()),
+        false => SystemFacts::gather(&paths.system, !core_list.is_empty()),
     };
     let raw_format = RawFormat::of(&core_list).map(Arc::new);
     let cores = CorePmus::of(core_list);

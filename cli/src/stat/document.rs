@@ -82,7 +82,7 @@ fn split(summary: &Summary, chosen: &[&'static MetricDef]) -> Vec<Value> {
                     .map(|def| {
                         json!({
                             "name": def.name,
-                            "value": evaluate(def, &place.events, section.length_ns),
+                            "value": evaluate(&summary.system, def, &place.events, section.length_ns),
                             "unit": def.unit,
                         })
                     })
@@ -124,7 +124,7 @@ fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) 
         "events": whole,
         "metrics": chosen.iter().map(|def| json!({
             "name": def.name,
-            "value": evaluate(def, &summary.events, end.elapsed_ns),
+            "value": evaluate(&summary.system, def, &summary.events, end.elapsed_ns),
             "unit": def.unit,
         })).collect::<Vec<Value>>(),
     })
@@ -298,7 +298,13 @@ mod tests {
             metrics.iter().zip(EXPECTED).zip(&stat)
         {
             assert_eq!((metric.name, stat_name.as_str()), (name, name));
-            let value = counterhal::metrics::evaluate(metric, &library, MINUTE_NS).unwrap();
+            let value = counterhal::metrics::evaluate(
+                &counterhal_system::System::host(),
+                metric,
+                &library,
+                MINUTE_NS,
+            )
+            .unwrap();
             assert!(
                 (value - expected).abs() < 1e-12 * expected,
                 "{name}: the library gives {value}, perfmon's formula {expected}"

@@ -94,7 +94,8 @@ impl<'a> Intervals<'a> {
         if self.args.more.quiet {
             return;
         }
-        let interval = Summary::of_interval(&self.events, section);
+        let mut interval = Summary::of_interval(&self.events, section);
+        interval.system = self.args.sysfs.system();
         let text = render_interval(
             self.args,
             &interval,

@@ -8,6 +8,7 @@ use super::metrics::{Beside, Style};
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
 use counterhal::metrics::{MetricDef, evaluate};
+use counterhal_system::System;
 
 /// The width of a column of the table (perf's).
 const COLUMN: usize = 20;
@@ -57,7 +58,12 @@ fn same_units(rows: &mut [(&Section, &PlaceSummary, Vec<Cell>)]) {
 
 /// The metrics of one place in one stretch: each event's metric column, then each `-M`
 /// metric.
-fn cells(place: &PlaceSummary, length_ns: u64, metrics: &[&'static MetricDef]) -> Vec<Cell> {
+fn cells(
+    system: &System,
+    place: &PlaceSummary,
+    length_ns: u64,
+    metrics: &[&'static MetricDef],
+) -> Vec<Cell> {
     let beside = Beside::new(&place.events);
     let mut cells: Vec<Cell> = (0..place.events.len())
         .filter_map(|index| beside.metric(index, length_ns))
@@ -71,7 +77,7 @@ fn cells(place: &PlaceSummary, length_ns: u64, metrics: &[&'static MetricDef]) -
         })
         .collect();
     for def in metrics {
-        let value = evaluate(def, &place.events, length_ns);
+        let value = evaluate(system, def, &place.events, length_ns);
         cells.push(Cell {
             unit: def.unit.to_string(),
             table: value.map_or_else(|| "<not counted>".to_string(), |v| format!("{v:.3}")),
@@ -90,10 +96,10 @@ fn rows<'a>(
         .sections
         .iter()
         .flat_map(|section| {
-            section
-                .places
-                .iter()
-                .map(move |place| (section, place, cells(place, section.length_ns, metrics)))
+            section.places.iter().map(move |place| {
+                let cells = cells(&summary.system, place, section.length_ns, metrics);
+                (section, place, cells)
+            })
         })
         .collect();
     same_units(&mut rows);

@@ -237,7 +237,8 @@ fn stat_with<B: Backend + 'static>(
         return Ok(signalled.map_or(ExitCode::SUCCESS, exit_for_signal));
     }
     gather_runs(args, &counting, &mut runs, [fallback, note]);
-    let summary = Summary::of(&runs);
+    let mut summary = Summary::of(&runs);
+    summary.system = args.sysfs.system();
     let chosen = &counting.chosen;
     let mut text = if args.interval().is_some() {
         printing::render_after_intervals(args, &summary, chosen, taken.objects)
@@ -276,8 +277,9 @@ fn plan_counting<B: Backend>(
     // named. A metric that cannot count here is refused (exit 1), one that is not known
     // (an event or fact unknown here) is bad input (exit 2).
     let resolve = |event: &str| runnable::uncountable_here(backend, event);
+    let system = args.sysfs.system();
     let (chosen, left_out) =
-        runnable::plan(&args.metrics, model, &resolve).map_err(|e| match e.kind() {
+        runnable::plan(&system, &args.metrics, model, &resolve).map_err(|e| match e.kind() {
             counterhal::ErrorKind::Unsupported => CliError::failed(e),
             _ => CliError::usage(e, USAGE),
         })?;
@@ -293,7 +295,7 @@ fn plan_counting<B: Backend>(
     // raw event of a metric table is printed by the table's name for it.
     let table_names = named_metrics::table_names(&chosen);
     let mut shown_as = Vec::new();
-    for needed in named_metrics::events_needed(&chosen) {
+    for needed in named_metrics::events_needed(&system, &chosen) {
         if !names
             .iter()
             .any(|n| n == &needed || n.split(':').next() == Some(&needed))

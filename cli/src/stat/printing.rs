@@ -19,6 +19,7 @@ use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
 use counterhal::metrics::{MetricDef, evaluate};
+use counterhal_system::System;
 
 /// The results as `args` ask for them: table, CSV or JSON.
 pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {
@@ -118,7 +119,8 @@ pub fn render_interval(
                 out.push_str(&interval_heading(args));
             }
             for section in &interval.sections {
-                section_lines(&mut out, section, metrics, args.more.big_numbers());
+                let big = args.more.big_numbers();
+                section_lines(&mut out, &interval.system, section, metrics, big);
             }
         }
         Format::Csv { separator } if args.more.metric_only => {
@@ -173,7 +175,13 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         metric_only::table(out, summary, metrics);
     } else {
         for section in &summary.sections {
-            section_lines(out, section, metrics, args.more.big_numbers());
+            section_lines(
+                out,
+                &summary.system,
+                section,
+                metrics,
+                args.more.big_numbers(),
+            );
         }
     }
     if !summary.events.is_empty() {
@@ -285,7 +293,13 @@ fn precision(spread: f64) -> usize {
 }
 
 /// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
-fn section_lines(out: &mut String, section: &Section, metrics: &[&'static MetricDef], big: bool) {
+fn section_lines(
+    out: &mut String,
+    system: &System,
+    section: &Section,
+    metrics: &[&'static MetricDef],
+    big: bool,
+) {
     let beside: Vec<Beside<'_>> = section
         .places
         .iter()
@@ -333,7 +347,7 @@ fn section_lines(out: &mut String, section: &Section, metrics: &[&'static Metric
             if let Some(place) = &place.place {
                 _ = write!(line, "{:<11}", place.label());
             }
-            match evaluate(def, &place.events, section.length_ns) {
+            match evaluate(system, def, &place.events, section.length_ns) {
                 Some(value) => {
                     _ = write!(
                         line,

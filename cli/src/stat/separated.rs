@@ -101,7 +101,7 @@ fn lines<'a>(summary: &'a Summary, metrics: &[&'static MetricDef]) -> Vec<Row<'a
                     at_ns: section.at_ns,
                     place: place.place.as_ref(),
                     def,
-                    value: evaluate(def, &place.events, section.length_ns),
+                    value: evaluate(&summary.system, def, &place.events, section.length_ns),
                 }));
             }
         }

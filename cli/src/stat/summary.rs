@@ -5,6 +5,7 @@
 
 use counterhal::Error;
 use counterhal_hal::Reading;
+use counterhal_system::System;
 
 use super::results::{
     CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, has_fraction,
@@ -27,6 +28,8 @@ pub struct Summary {
     pub elapsed_each_ns: Vec<u64>,
     /// What prints, in order: one section for the whole run, or one per interval.
     pub sections: Vec<Section>,
+    /// The system whose facts the metrics read (this machine's, with `--sysfs`'s PMUs).
+    pub system: System,
 }
 
 /// The events of one stretch of time, summed or per place.
@@ -113,6 +116,7 @@ impl Summary {
             elapsed_spread,
             elapsed_each_ns: elapsed,
             sections,
+            system: System::host(),
         }
     }
 }
@@ -222,6 +226,7 @@ impl Summary {
             elapsed_spread: None,
             elapsed_each_ns: Vec::new(),
             sections: vec![section],
+            system: System::host(),
         }
     }
 }
