@@ -5,6 +5,8 @@
 
 use counterhal_hal::BackendExt;
 use std::path::Path;
+
+use counterhal_system::System;
 use std::sync::Arc;
 
 use counterhal_hal::{
@@ -12,14 +14,11 @@ use counterhal_hal::{
     ResolvedEvent, Result, check_buffer, sum_readings,
 };
 
-/// Where the CPUs this machine has online are listed (Linux).
-const ONLINE: &str = "/sys/devices/system/cpu/online";
-
 /// The CPUs online here: `/sys/devices/system/cpu/online` where the OS has it (not this
 /// process's affinity, which may be narrower), else CPUs `0..N` by the parallelism the OS
 /// reports.
 pub fn online_cpus() -> CpuList {
-    std::fs::read_to_string(ONLINE)
+    std::fs::read_to_string(System::host().cpus().join("online"))
         .ok()
         .and_then(|text| text.parse::<CpuList>().ok())
         .filter(|cpus| !cpus.is_empty())
@@ -187,7 +186,7 @@ impl Target {
 /// # Errors
 /// [`ErrorKind::Unsupported`] where the OS has no such link.
 fn this_thread_id() -> Result<u32> {
-    std::fs::read_link("/proc/thread-self")
+    std::fs::read_link(System::host().process("thread-self"))
         .ok()
         .and_then(|link| link.file_name()?.to_str()?.parse().ok())
         .ok_or_else(|| {
@@ -211,7 +210,7 @@ fn process_targets(pid: u32) -> Vec<BackendTarget> {
 
 /// The thread ids of process `pid`, lowest first; `None` where `/proc/PID/task` is missing.
 fn process_threads(pid: u32) -> Option<Vec<u32>> {
-    let entries = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let entries = std::fs::read_dir(System::host().process(pid).join("task")).ok()?;
     let mut threads: Vec<u32> = entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
@@ -223,7 +222,7 @@ fn process_threads(pid: u32) -> Option<Vec<u32>> {
 /// A thread whose counters just failed may still be on its way out, so this looks for up to
 /// 100 ms before saying it lives.
 fn thread_gone(tid: u32) -> bool {
-    let path = format!("/proc/{tid}/stat");
+    let path = System::host().process(tid).join("stat");
     for _ in 0..100 {
         let Ok(stat) = std::fs::read_to_string(&path) else {
             return true;

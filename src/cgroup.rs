@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use counterhal_hal::{Error, ErrorKind, Result};
 
 /// Where the mounts of this process are listed (Linux).
-const MOUNTINFO: &str = "/proc/self/mountinfo";
+fn mountinfo() -> PathBuf {
+    counterhal_system::System::host()
+        .process("self")
+        .join("mountinfo")
+}
 
 /// The directory cgroup names are relative to, as perf finds it in `/proc/self/mountinfo`:
 /// the mount point of the cgroup (v1) file system with the `perf_event` controller; failing
@@ -17,9 +21,10 @@ const MOUNTINFO: &str = "/proc/self/mountinfo";
 /// [`ErrorKind::Unsupported`] where neither is mounted (or `/proc/self/mountinfo` cannot be
 /// read: not Linux).
 pub fn cgroup_root() -> Result<PathBuf> {
-    let text = std::fs::read_to_string(MOUNTINFO).map_err(|e| {
+    let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
         Error::unsupported(format!(
-            "cannot read {MOUNTINFO} to find the cgroup mount: {e}"
+            "cannot read {} to find the cgroup mount: {e}",
+            mountinfo().display()
         ))
         .with_hint("counting by cgroup needs Linux with /proc mounted")
     })?;
@@ -38,9 +43,10 @@ pub fn cgroup_root() -> Result<PathBuf> {
 /// # Errors
 /// As [`cgroup_root`], where no cgroup2 file system is mounted.
 pub fn unified_cgroup_root() -> Result<PathBuf> {
-    let text = std::fs::read_to_string(MOUNTINFO).map_err(|e| {
+    let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
         Error::unsupported(format!(
-            "cannot read {MOUNTINFO} to find the cgroup2 mount: {e}"
+            "cannot read {} to find the cgroup2 mount: {e}",
+            mountinfo().display()
         ))
     })?;
     root_in_of(&text, false).ok_or_else(|| {

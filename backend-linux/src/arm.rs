@@ -15,9 +15,6 @@ use counterhal_hal::{Encoding, ResolvedEvent};
 
 use crate::sysfs::Pmu;
 
-/// Where Linux shows each CPU's identification registers.
-pub(crate) const CPU_ROOT: &str = "/sys/devices/system/cpu";
-
 /// `PERF_TYPE_RAW`.
 const TYPE_RAW: u32 = 4;
 

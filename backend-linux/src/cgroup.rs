@@ -48,8 +48,10 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
 /// `/proc/self/mountinfo` (a v1 mount with `perf_event` among its options) and `/proc/cgroups`
 /// (the controller's hierarchy id: 0 is v2's), either of which says so.
 pub(crate) fn perf_event_on_v1() -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let cgroups = std::fs::read_to_string("/proc/cgroups").unwrap_or_default();
+    let system = counterhal_system::System::host();
+    let mountinfo =
+        std::fs::read_to_string(system.process("self").join("mountinfo")).unwrap_or_default();
+    let cgroups = std::fs::read_to_string(system.proc_file("cgroups")).unwrap_or_default();
     perf_event_v1_in(&mountinfo, &cgroups)
 }
 
@@ -80,7 +82,8 @@ fn perf_event_v1_in(mountinfo: &str, cgroups: &str) -> Option<String> {
 /// Whether the running kernel's configuration, where `/boot/config-RELEASE` tells, has
 /// `CONFIG_CGROUP_PERF=y`; `None` where it does not tell.
 fn kernel_counts_cgroups() -> Option<bool> {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let release = counterhal_system::System::host().proc_file("sys/kernel/osrelease");
+    let release = std::fs::read_to_string(release).ok()?;
     let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
     Some(config.lines().any(|line| line == "CONFIG_CGROUP_PERF=y"))
 }

@@ -53,12 +53,11 @@ mod record_type {
     pub const SAMPLE: u32 = 9;
 }
 
-/// `kernel.perf_event_max_sample_rate`, the highest frequency `perf_event_open` takes, where
-/// it can be read.
-fn max_sample_rate() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
+/// `kernel.perf_event_max_sample_rate` of `system`, the highest frequency `perf_event_open`
+/// takes, where it can be read.
+fn max_sample_rate(system: &counterhal_system::System) -> Option<u64> {
+    let path = system.proc_file("sys/kernel/perf_event_max_sample_rate");
+    counterhal_system::System::read_trimmed(&path)?.parse().ok()
 }
 
 /// Refuses a rate the kernel would refuse with a bare EINVAL: a period past 2^63 - 1, or a
@@ -118,7 +117,7 @@ impl LinuxBackend {
         options: &SampleOptions,
     ) -> Result<LinuxSampler> {
         options.check()?;
-        check_rate(options.rate, max_sample_rate())?;
+        check_rate(options.rate, max_sample_rate(self.system()))?;
         if events.is_empty() {
             return Err(Error::invalid_input("no events to sample")
                 .with_hint("pass the event to sample, then any to read with each sample"));

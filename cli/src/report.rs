@@ -3,6 +3,7 @@
 
 use counterhal::{Context, DeviceKind, OS, REGISTRY, Registration};
 use counterhal_conformance::{CaseResult, Outcome, Report};
+use counterhal_system::System;
 use serde_json::{Value, json};
 
 /// A report for a backend that could not run any case, with the reason.
@@ -56,20 +57,19 @@ pub fn run_all(
     reports
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+fn read_trimmed(path: impl AsRef<std::path::Path>) -> Option<String> {
+    System::read_trimmed(path.as_ref())
 }
 
 /// The JSON document `counterhal check --json` writes: the machine, OS, CPU, and per backend
 /// and device kind, each case's result and reason.
 pub fn json_report(context: &Context, reports: &[Report]) -> Value {
+    let system = System::host();
     json!({
         "counterhal": env!("CARGO_PKG_VERSION"),
-        "machine": read_trimmed("/proc/sys/kernel/hostname").or_else(|| read_trimmed("/etc/hostname")),
+        "machine": read_trimmed(system.proc_file("sys/kernel/hostname")).or_else(|| read_trimmed("/etc/hostname")),
         "os": OS,
-        "os_release": read_trimmed("/proc/sys/kernel/osrelease"),
+        "os_release": read_trimmed(system.proc_file("sys/kernel/osrelease")),
         "arch": std::env::consts::ARCH,
         "cpu": context.cpu().map(|c| json!({
             "vendor": c.vendor.name(),

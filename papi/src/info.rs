@@ -270,7 +270,8 @@ pub fn hardware() -> HwInfo {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get() as i32),
         n => n,
     };
-    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let text = std::fs::read_to_string(counterhal_system::System::host().proc_file("cpuinfo"))
+        .unwrap_or_default();
     let mut info = hardware_from(&text, cpus);
     if topology.cpus > 0 {
         apply_topology(&mut info, &topology);
@@ -287,8 +288,8 @@ pub fn hardware() -> HwInfo {
             );
         }
         None => {
-            let cpu0 = std::path::Path::new("/sys/devices/system/cpu/cpu0");
-            info.mem_hierarchy = crate::memory::from_sysfs(cpu0);
+            let cpu0 = counterhal_system::System::host().cpu(0);
+            info.mem_hierarchy = crate::memory::from_sysfs(&cpu0);
         }
     }
     // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
@@ -435,7 +436,10 @@ pub fn executable() -> ExeInfo {
 /// PAPI's Linux component reads them.
 fn segments(exe: &str) -> [usize; 6] {
     let mut ranges = [0usize; 6];
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+    let maps = counterhal_system::System::host()
+        .process("self")
+        .join("maps");
+    let Ok(maps) = std::fs::read_to_string(maps) else {
         return ranges;
     };
     let mut after_data = false;
@@ -477,7 +481,12 @@ fn segments(exe: &str) -> [usize; 6] {
 pub fn shared_libraries() -> ShlibInfo {
     let exe = std::env::current_exe().unwrap_or_default();
     let exe = exe.to_string_lossy();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let maps = std::fs::read_to_string(
+        counterhal_system::System::host()
+            .process("self")
+            .join("maps"),
+    )
+    .unwrap_or_default();
     let mut objects: Vec<AddressMap> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for line in maps.lines() {

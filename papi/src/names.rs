@@ -48,7 +48,9 @@ pub fn gives_levels(backend_name: &str) -> bool {
 }
 
 /// The kernel's PMU directory, where the PMUs' `type`, `cpumask` and `format/` are.
-pub const PMU_DEVICES: &str = "/sys/bus/event_source/devices";
+pub fn pmu_devices() -> std::path::PathBuf {
+    counterhal_system::System::host().pmu_devices()
+}
 
 /// The software PMUs the kernel lists beside the hardware ones; they filter privilege levels
 /// as the core PMU does.
@@ -71,7 +73,7 @@ pub fn counts_every_level(backend_name: &str) -> bool {
 /// Whether PMU `pmu` of the kernel's PMU directory filters no privilege level (see
 /// [`counts_every_level`]).
 pub fn pmu_filters_no_level(pmu: &str) -> bool {
-    let dir = std::path::Path::new(PMU_DEVICES).join(pmu);
+    let dir = pmu_devices().join(pmu);
     pmu != "cpu"
         && !SOFTWARE_PMUS.contains(&pmu)
         && dir.join("type").is_file()

@@ -91,9 +91,9 @@ pub fn read(system: &Path) -> Topology {
     }
 }
 
-/// This machine's topology, from /sys/devices/system.
+/// This machine's topology, from its sysfs's `devices/system`.
 pub fn this_machine() -> Topology {
-    read(Path::new("/sys/devices/system"))
+    read(&counterhal_system::System::host().sys_file("devices/system"))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use counterhal_system::{PerfAccess, System};
 use crate::codes::{ECMP, EINVAL, ENOCMP, ENOEVNT};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, DOM_KERNEL, DOM_USER, GRN_SYS, Library, PapiSet, with};
-use crate::names::{self, Code, Native, PMU_DEVICES};
+use crate::names::{self, Code, Native};
 use crate::perf_natives::Placement;
 pub use counterhal_events::papi::{
     UncoreFamily, uncore_families, uncore_libpfm4_events, uncore_models,
@@ -308,8 +308,7 @@ fn number(text: &str) -> Option<u64> {
 /// The first CPU of kernel PMU `pmu`'s `cpumask` (`0`, `0,18`, `0-3`), where perf opens its
 /// events; `None` where the PMU is not here.
 pub fn first_cpu(pmu: &str) -> Option<u32> {
-    let mask = std::fs::read_to_string(std::path::Path::new(PMU_DEVICES).join(pmu).join("cpumask"))
-        .ok()?;
+    let mask = std::fs::read_to_string(names::pmu_devices().join(pmu).join("cpumask")).ok()?;
     let first = mask.trim().split([',', '-']).next()?;
     first.parse().ok()
 }

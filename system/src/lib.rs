@@ -9,6 +9,9 @@ mod stat;
 pub use permissions::{PerfAccess, PerfPermissions};
 pub use stat::ThreadStat;
 
+/// The PMU directory under a sysfs root.
+pub const PMU_DEVICES: &str = "bus/event_source/devices";
+
 /// Where a Linux system's facts are read: a procfs root and a sysfs root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct System {
@@ -75,13 +78,18 @@ impl System {
         self.sysfs.join(relative)
     }
 
+    /// The directory of process or thread `pid` under procfs (`self`, `thread-self`, `4242`).
+    pub fn process(&self, pid: impl std::fmt::Display) -> PathBuf {
+        self.procfs.join(pid.to_string())
+    }
+
     /// The PMU directory: `bus/event_source/devices` under the sysfs root, one directory per
     /// PMU the kernel registered (Documentation/ABI/testing/sysfs-bus-event_source-devices),
     /// or the one named by [`System::with_pmu_devices`].
     pub fn pmu_devices(&self) -> PathBuf {
         match &self.pmu_devices {
             Some(devices) => devices.clone(),
-            None => self.sysfs.join("bus/event_source/devices"),
+            None => self.sysfs.join(PMU_DEVICES),
         }
     }
 

@@ -4,7 +4,6 @@
 //! core PMU.
 
 use std::borrow::Cow;
-use std::path::Path;
 
 use counterhal_hal::{Encoding, ResolvedEvent, Result, Term};
 
@@ -35,8 +34,8 @@ impl LinuxBackend {
             self.capabilities.accepts(),
             |request| perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned),
         )?;
-        let cpu_root = Path::new(crate::arm::CPU_ROOT);
-        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, cpu_root);
+        let cpu_root = self.paths.system.cpus();
+        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, &cpu_root);
         Ok(self.expand_hybrid(resolved))
     }
 

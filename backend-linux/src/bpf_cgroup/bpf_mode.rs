@@ -96,9 +96,10 @@ pub(crate) fn bpf_error(what: &str, errno: i32) -> Error {
 
 /// The possible CPUs (`/sys/devices/system/cpu/possible`), the order of per-CPU values.
 pub(super) fn possible_cpus() -> Result<Vec<u32>> {
-    let path = "/sys/devices/system/cpu/possible";
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::unsupported(format!("cannot read {path}: {e}")))?;
+    let path = counterhal_system::System::host().cpus().join("possible");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::unsupported(format!("cannot read {}: {e}", path.display())))?;
+    let path = path.display();
     let list: CpuList = text
         .trim()
         .parse()
@@ -453,15 +454,16 @@ fn count_removals() -> Option<(OwnedFd, OwnedFd)> {
 /// The settle program (`maps`, `events` events, `stride`) attached at the entry of
 /// [`MIGRATE`], its link; or why it cannot be, in words.
 fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<OwnedFd, String> {
-    let vmlinux = std::fs::read(btf::VMLINUX).map_err(|e| {
+    let path = btf::vmlinux();
+    let vmlinux = std::fs::read(&path).map_err(|e| {
         format!(
             "cannot read the kernel's BTF, {}: {e} (a kernel built without \
              CONFIG_DEBUG_INFO_BTF)",
-            btf::VMLINUX
+            path.display()
         )
     })?;
     let btf_id = btf::function_id(&vmlinux, MIGRATE)
-        .map_err(|why| format!("no {MIGRATE} in {}: {why}", btf::VMLINUX))?;
+        .map_err(|why| format!("no {MIGRATE} in {}: {why}", path.display()))?;
     let attach = AttachTo {
         attach_type: sys_bpf::TRACE_FENTRY,
         btf_id,

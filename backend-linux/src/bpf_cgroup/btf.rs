@@ -4,8 +4,10 @@
 //! the types (each a `struct btf_type` of 12 bytes and the data its kind adds), then the
 //! names; type ids count the types from 1.
 
-/// The kernel's BTF.
-pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+/// The kernel's BTF (`kernel/btf/vmlinux` under sysfs).
+pub fn vmlinux() -> std::path::PathBuf {
+    counterhal_system::System::host().sys_file("kernel/btf/vmlinux")
+}
 
 /// `BTF_MAGIC`, in the machine's byte order.
 const MAGIC: u16 = 0xeb9f;
@@ -148,7 +150,7 @@ mod tests {
                 .unwrap_err()
                 .contains("kind 31")
         );
-        if let Ok(vmlinux) = std::fs::read(VMLINUX) {
+        if let Ok(vmlinux) = std::fs::read(vmlinux()) {
             let id = function_id(&vmlinux, "cgroup_migrate");
             assert!(id.as_ref().is_ok_and(|&id| id > 1), "{id:?}");
         }

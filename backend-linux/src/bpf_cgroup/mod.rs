@@ -771,8 +771,12 @@ mod tests {
             );
         }
         let atomic = program::counting(maps, super::MAX_EVENTS, 4, Run::Move);
-        let Ok(vmlinux) = std::fs::read(super::btf::VMLINUX) else {
-            skip!(Need::System, "no kernel BTF at {}", super::btf::VMLINUX);
+        let Ok(vmlinux) = std::fs::read(super::btf::vmlinux()) else {
+            skip!(
+                Need::System,
+                "no kernel BTF at {}",
+                super::btf::vmlinux().display()
+            );
         };
         // A tracing program, as the settle program is: at a tracepoint (its arguments typed
         // by BTF), then at cgroup_migrate's entry where this kernel takes it.

@@ -23,7 +23,7 @@ use counterhal_hal::{Error, Result};
 pub(crate) const MOST_BYTES: usize = 4096;
 
 /// Where a PMU directory sits under a sysfs root.
-pub(crate) const DEVICES_UNDER_ROOT: &str = "bus/event_source/devices";
+pub(crate) const DEVICES_UNDER_ROOT: &str = counterhal_system::PMU_DEVICES;
 
 /// A sysfs tree: the directory every file read must resolve into.
 #[derive(Clone, Debug, PartialEq, Eq)]

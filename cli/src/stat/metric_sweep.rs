@@ -80,7 +80,7 @@ fn every_metric_and_group_of_every_model_runs_but_the_uncore_ones() {
     let ids: Vec<String> = db.models().map(|m| m.id.clone()).collect();
     let (mut total, mut uncore, mut metrics_marked, mut arm_elsewhere) = (0, 0, 0, 0);
     let (mut msr_elsewhere, mut lacking) = (0, 0);
-    let arm_pmu_absent = !std::fs::read_dir("/sys/bus/event_source/devices")
+    let arm_pmu_absent = !std::fs::read_dir(counterhal_system::System::host().pmu_devices())
         .into_iter()
         .flatten()
         .filter_map(Result::ok)

@@ -442,8 +442,8 @@ fn gather_runs(
         counting.boxes.merge_run(run);
     }
     if let Some(by) = args.more.aggregation() {
-        let root = std::path::Path::new("/sys/devices/system");
-        let place_of = |cpu| topology::cpu_place(root, cpu);
+        let root = args.sysfs.system().sys_file("devices/system");
+        let place_of = |cpu| topology::cpu_place(&root, cpu);
         for run in runs.iter_mut() {
             topology::aggregate(run, by, &place_of);
         }

@@ -8,9 +8,7 @@
 use counterhal::Target as Attach;
 use counterhal::{Error, online_cpus};
 use counterhal_hal::CpuList;
-
-/// Where the CPUs this machine has online are listed (named in the hint for `-C`).
-const ONLINE: &str = "/sys/devices/system/cpu/online";
+use counterhal_system::System;
 
 /// What to count, as the options ask for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,8 +69,9 @@ impl Targets {
             if tid == 0 {
                 return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
             }
-            let proc_tells = std::path::Path::new("/proc/self").exists();
-            if proc_tells && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+            let procfs = System::host();
+            let proc_tells = procfs.process("self").exists();
+            if proc_tells && !procfs.process(tid).exists() {
                 return Err(
                     Error::invalid_input(format!("no thread {tid} is running here"))
                         .with_hint(hint),
@@ -111,7 +110,7 @@ impl Targets {
 fn threads_of(pids: &[u32]) -> Attach {
     let mut tids: Vec<u32> = Vec::new();
     for &pid in pids {
-        let mut own: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        let mut own: Vec<u32> = std::fs::read_dir(System::host().process(pid).join("task"))
             .map(|entries| {
                 entries
                     .flatten()
@@ -147,10 +146,11 @@ fn processes(list: &str) -> Result<Targets, Error> {
             pids.push(pid);
         }
     }
-    let proc_tells = std::path::Path::new("/proc/self").exists();
+    let procfs = System::host();
+    let proc_tells = procfs.process("self").exists();
     if let Some(gone) = pids
         .iter()
-        .find(|pid| proc_tells && !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        .find(|&&pid| proc_tells && !procfs.process(pid).exists())
     {
         return Err(
             Error::invalid_input(format!("no process {gone} is running here")).with_hint(hint),
@@ -189,7 +189,10 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     Err(Error::invalid_input(format!(
         "{which} {missing} of -C {cpus} {are} not online here (online: {online})"
     ))
-    .with_hint(format!("name CPUs listed in {ONLINE}, e.g. -C {online}")))
+    .with_hint(format!(
+        "name CPUs listed in {}, e.g. -C {online}",
+        System::host().cpus().join("online").display()
+    )))
 }
 
 #[cfg(test)]
