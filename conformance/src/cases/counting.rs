@@ -1,7 +1,7 @@
 //! Counting: counts rise under work, stay put when disabled, reset to zero, match the work exactly and linearly, and split by privilege level as asked.
 
 use counterhal_hal::BackendExt;
-use counterhal_hal::{Backend, Group, OpenOptions, Reading};
+use counterhal_hal::{Backend, ErrorKind, Group, OpenOptions, Reading};
 
 use super::measure::*;
 use crate::workload;
@@ -16,26 +16,39 @@ pub fn generalized_events_open<S: Subject>(subject: &S) -> Outcome {
     let mut failures = Vec::new();
     let mut refused = Vec::new();
     // A derived event (a PAPI preset) opens its terms as one group: with more terms than the
-    // PMU has counters it cannot open, as PAPI refuses it (PAPI_ECNFLCT): not a failure.
+    // PMU has counters it cannot open, as PAPI refuses it (PAPI_ECNFLCT): not a failure. So is
+    // one whose terms need more general counters than the PMU has (PAPI 7.2's Ice Lake
+    // `PAPI_VEC_INS`, six `FP_ARITH_INST_RETIRED` terms, on four): the backend says so
+    // (`NoCounterAvailable`).
     let capabilities = subject.backend().capabilities();
     let counters = capabilities
         .general_counters()
         .map(|general| general as usize + capabilities.fixed_counters() as usize);
     for event in &claimed {
         let name = event.name();
-        if let (Some(counters), Ok(resolved)) = (counters, subject.backend().resolve(&name))
-            && resolved.terms.len() > counters
+        let terms = subject
+            .backend()
+            .resolve(&name)
+            .map_or(1, |resolved| resolved.terms.len());
+        if let Some(counters) = counters
+            && terms > counters
         {
-            refused.push(format!(
-                "{name}: {} terms, {counters} counters",
-                resolved.terms.len()
-            ));
+            refused.push(format!("{name}: {terms} terms, {counters} counters"));
             continue;
         }
-        match open(subject, &[&name]) {
+        let opened =
+            subject
+                .backend()
+                .open_named(&[&name], &subject.target(), &OpenOptions::default());
+        match opened {
             Ok(_) => {}
-            Err(Stop::Fail(detail)) => failures.push(detail),
-            Err(Stop::Skip(reason)) => refused.push(reason),
+            Err(e) if terms > 1 && e.kind() == ErrorKind::NoCounterAvailable => {
+                refused.push(format!("{name}: {terms} terms do not fit: {e}"));
+            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                refused.push(format!("not permitted here: opening {name}: {e}"));
+            }
+            Err(e) => failures.push(format!("opening [{name:?}]: {e}")),
         }
     }
     if failures.is_empty() && refused.len() == claimed.len() {
