@@ -519,6 +519,18 @@ fn the_map_keeps_the_arrows_pointing_one_way() {
             }
         }
     }
+    // The C boundary sits under the two C libraries alone.
+    if !map["counterhal-cboundary"].0.is_empty() {
+        broken.push("counterhal-cboundary depends on no workspace crate".to_string());
+    }
+    for (name, (may, tests)) in &map {
+        let c_library = ["counterhal-capi", "counterhal-papi"].contains(&name.as_str());
+        if may.iter().chain(tests).any(|d| d == "counterhal-cboundary") && !c_library {
+            broken.push(format!(
+                "{name} -> counterhal-cboundary: only the C API and libpapi use the C boundary"
+            ));
+        }
+    }
     // The backends know the vocabulary and the database, never the facade.
     for backend in &backends {
         let (may, _) = &map[backend];
@@ -1179,4 +1191,102 @@ fn string_literals_are_found_outside_comments() {
     );
     assert!(is_proc_or_sys_path("/proc/{pid}/stat") && is_proc_or_sys_path("/sys"));
     assert!(!is_proc_or_sys_path("/system.slice") && !is_proc_or_sys_path("echo 1 > /proc/x"));
+}
+/// The functions libcounterhal and libpapi export to C in the sources under `src`: each
+/// one's file, name and the start of its body, whitespace collapsed (after a leading
+/// `unsafe {`), read from the code with its comments and strings blanked.
+fn exported_c_functions(src: &Path) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for file in rust_files(src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = blank_literals(code(&text));
+        for (at, _) in code.match_indices("#[unsafe(no_mangle)]") {
+            let Some(fn_at) = code[at..].find("fn ").map(|offset| at + offset + 3) else {
+                continue;
+            };
+            let name: String = code[fn_at..]
+                .chars()
+                .take_while(|&c| c.is_alphanumeric() || c == '_' || c == '$')
+                .collect();
+            let mut depth = 0i32;
+            let open = code[fn_at..].char_indices().find_map(|(offset, c)| {
+                match c {
+                    '(' | '[' => depth += 1,
+                    ')' | ']' => depth -= 1,
+                    '{' if depth == 0 => return Some(fn_at + offset + 1),
+                    _ => {}
+                }
+                None
+            });
+            let Some(open) = open else { continue };
+            let body: String = code[open..]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let body = body.strip_prefix("unsafe { ").unwrap_or(&body);
+            found.push((relative(&file), name, body.chars().take(80).collect()));
+        }
+    }
+    found
+}
+
+/// Oracle: the two C libraries' sources, as the compiler reads them (comments and strings
+/// left out), and `counterhal_cboundary`'s guard, whose own tests hold that a panic inside
+/// answers the face's error value with cancellation held off. Every function the C API and
+/// libpapi export runs its body inside the guard (or forwards to another exported function,
+/// or frees through the guarded `free`), so no panic unwinds into C and no thread
+/// cancellation leaves a lock held; neither face keeps a copy of what the boundary crate
+/// holds (`catch_unwind`, `pthread_setcancelstate`, `pthread_atfork`).
+#[test]
+fn every_c_function_goes_through_the_boundary_guard() {
+    let faces: [(&str, &[&str], usize); 2] = [
+        (
+            "capi",
+            &[
+                "guard(",
+                "let _ = guard(",
+                "boundary::guard(",
+                "boundary::catch(",
+                "free(",
+                "super::free(",
+            ],
+            60,
+        ),
+        ("papi", &["guard(", "crate::sys::guard("], 90),
+    ];
+    let mut unguarded = Vec::new();
+    for (face, guards, at_least) in faces {
+        let functions = exported_c_functions(&root().join(face).join("src"));
+        assert!(
+            functions.len() >= at_least,
+            "{face}: {} exported functions found, expected at least {at_least}",
+            functions.len()
+        );
+        let names: BTreeSet<&str> = functions.iter().map(|(_, name, _)| name.as_str()).collect();
+        for (file, name, body) in &functions {
+            let forwards = names
+                .iter()
+                .any(|other| other != name && body.starts_with(&format!("{other}(")));
+            if !forwards && !guards.iter().any(|guard| body.starts_with(guard)) {
+                unguarded.push(format!("{file}: {name}: {body}"));
+            }
+        }
+        for file in rust_files(&root().join(face).join("src")) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = blank_literals(code(&text));
+            for copy in ["catch_unwind", "pthread_setcancelstate", "pthread_atfork"] {
+                if code.contains(copy) {
+                    unguarded.push(format!(
+                        "{}: {copy} (the boundary crate's, counterhal_cboundary)",
+                        relative(&file)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        unguarded.is_empty(),
+        "exported C functions outside counterhal_cboundary's guard:\n{}",
+        unguarded.join("\n")
+    );
 }

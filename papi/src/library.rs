@@ -3,7 +3,7 @@
 //! PAPI code; `sys` turns C arguments into these calls.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use counterhal_hal::BackendTarget;
@@ -70,12 +70,6 @@ pub fn thread_id() -> std::ffi::c_ulong {
     THREAD_ID.get().map_or(0, |id| id())
 }
 
-/// How many times this process's line of ancestors forked since libpapi was initialised in
-/// it: the C interface's `pthread_atfork` handler adds one in each child (`sys::threads`).
-/// A set is known by the count it was made under ([`PapiSet::generation`]), so that a child
-/// knows its parent's sets.
-pub static FORKS: AtomicU64 = AtomicU64::new(0);
-
 /// One PAPI event set.
 pub struct PapiSet {
     /// The events' codes, the names the backend opens and where each must run, in order.
@@ -123,8 +117,9 @@ pub struct PapiSet {
     /// In a set of the `powercap` component, each counter's value at the start or the last
     /// reset, which a read counts from.
     pub own_starts: Vec<i64>,
-    /// The process the set was made in, as [`FORKS`] was then: a set a parent made before
-    /// forking is its parent's ([`PapiSet::made_here`]).
+    /// The process the set was made in, as the C boundary's fork count
+    /// (`counterhal_cboundary::forks`) was then: a set a parent made before forking is its
+    /// parent's ([`PapiSet::made_here`]).
     pub generation: u64,
 }
 
@@ -164,7 +159,7 @@ impl PapiSet {
     /// parent counts, and a child counts nothing with them. The child makes sets of its own
     /// (after `PAPI_library_init`, as PAPI's own fork tests do).
     pub fn made_here(&self) -> Result<(), i32> {
-        if self.generation == FORKS.load(Ordering::SeqCst) {
+        if self.generation == counterhal_cboundary::forks() {
             Ok(())
         } else {
             Err(crate::codes::EMISC)

@@ -35,14 +35,14 @@ fn empty_set(master: std::ffi::c_ulong, handle: usize) -> PapiSet {
         own_counters: Vec::new(),
         own_values: Vec::new(),
         own_starts: Vec::new(),
-        generation: crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst),
+        generation: forks(),
         reads: crate::shared_reads::slot_of(handle),
     }
 }
 
 /// The library's count of forks now: a set published in another count is a parent's.
 fn forks() -> u64 {
-    crate::library::FORKS.load(std::sync::atomic::Ordering::SeqCst)
+    counterhal_cboundary::forks()
 }
 
 /// `PAPI_create_eventset`.

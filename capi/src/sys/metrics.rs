@@ -3,6 +3,7 @@
 //! this library returned, used by one thread at a time; `counterhal_metric_value_t` is
 //! [`MetricValueC`] (`#[repr(C)]`, its layout checked below).
 
+use counterhal_cboundary as boundary;
 use std::ffi::{c_char, c_int};
 
 use counterhal_hal::Reading;
@@ -139,8 +140,13 @@ pub unsafe extern "C" fn counterhal_metrics_size(m: *mut MetricsC) -> c_int {
 /// See the module note.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_metrics_name(m: *mut MetricsC, index: usize) -> *const c_char {
-    // SAFETY: NULL or a live metric set of this thread.
-    unsafe { text_at(m, index, |set| &set.names) }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live metric set of this thread.
+            unsafe { text_at(m, index, |set| &set.names) }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// The unit of metric `index` (`insn per cycle`, `faults/sec`, `%`), or NULL.
@@ -149,8 +155,13 @@ pub unsafe extern "C" fn counterhal_metrics_name(m: *mut MetricsC, index: usize)
 /// See the module note.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_metrics_unit(m: *mut MetricsC, index: usize) -> *const c_char {
-    // SAFETY: NULL or a live metric set of this thread.
-    unsafe { text_at(m, index, |set| &set.units) }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live metric set of this thread.
+            unsafe { text_at(m, index, |set| &set.units) }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// How many events the set counts for its metrics.
@@ -175,8 +186,13 @@ pub unsafe extern "C" fn counterhal_metrics_event_name(
     m: *mut MetricsC,
     index: usize,
 ) -> *const c_char {
-    // SAFETY: NULL or a live metric set of this thread.
-    unsafe { text_at(m, index, |set| &set.events) }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live metric set of this thread.
+            unsafe { text_at(m, index, |set| &set.events) }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// Starts counting.

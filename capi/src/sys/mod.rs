@@ -1,5 +1,6 @@
 //! The C functions: each turns its pointers into Rust values, runs the matching code of the
-//! crate root inside `catch_unwind` (no panic crosses into C), records a failure as this
+//! crate root inside the boundary's guard (`counterhal_cboundary`: no panic crosses into C,
+//! thread cancellation held off), records a failure as this
 //! thread's last error and returns its code. Everything `unsafe` in this crate is here.
 //!
 //! # Safety
@@ -19,11 +20,9 @@
 //! No slice is ever built longer than `isize::MAX` bytes (a larger `n` is refused), nor
 //! longer than the call needs.
 
-use std::ffi::{CStr, c_char, c_int};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ffi::{c_char, c_int};
 
+use counterhal_cboundary::{self as boundary, forks, without_cancellation, write_text};
 use counterhal_hal::Reading;
 
 use crate::{CResult, Choice, Failure, Handle, Set, SetCell, code, fail, one_call_at_a_time};
@@ -51,69 +50,23 @@ pub struct EventInfo {
     usable: c_int,
 }
 
-/// Runs `f`, turning a failure or a panic into its code (recorded as the last error); a
-/// call made inside another on this thread (from a signal handler) is refused with
-/// `COUNTERHAL_EBUSY` before anything runs.
+/// Runs `f` inside the boundary's guard (no panic crosses into C, cancellation held off),
+/// turning a failure or a panic into its code (recorded as the last error); a call made
+/// inside another on this thread (from a signal handler) is refused with `COUNTERHAL_EBUSY`
+/// before anything runs.
 fn guard(f: impl FnOnce() -> CResult<c_int>) -> c_int {
     without_cancellation(|| {
-        one_call_at_a_time(|| match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(Ok(value)) => value,
-            Ok(Err(failure)) => fail(failure),
-            Err(_) => fail(Failure::new(
-                code::INTERNAL,
-                "counterhal failed inside (a panic was caught at the C boundary): please report it",
-            )),
-        })
+        one_call_at_a_time(|| boundary::catch(|| f().unwrap_or_else(fail), panicked))
     })
 }
 
-unsafe extern "C" {
-    /// POSIX `pthread_setcancelstate` (the libc crate does not declare it for every target).
-    fn pthread_setcancelstate(state: c_int, old_state: *mut c_int) -> c_int;
-}
-
-/// `PTHREAD_CANCEL_DISABLE`: 1 in glibc, musl and the BSDs' `<pthread.h>` (`ENABLE` is 0).
-const PTHREAD_CANCEL_DISABLE: c_int = 1;
-
-/// Runs `f` with this thread's cancellation held off, as C libraries hold it off inside
-/// functions that are not cancellation points: the system calls counterhal makes (`open`,
-/// `close`, `read`, `write`) are, and a cancellation acted on inside one unwinds through Rust
-/// frames that cannot unwind into C, aborting the process. A cancellation asked for meanwhile
-/// stays pending and is acted on at the caller's next cancellation point.
-fn without_cancellation<R>(f: impl FnOnce() -> R) -> R {
-    let mut old: c_int = 0;
-    // SAFETY: sets the calling thread's cancelability state and writes the previous one into
-    // `old`, a valid `int`.
-    let held = unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) } == 0;
-    let result = f();
-    if held {
-        // SAFETY: restores the state saved above; the previous state is not wanted (NULL is
-        // allowed by glibc, musl and the BSDs).
-        unsafe { pthread_setcancelstate(old, std::ptr::null_mut()) };
-    }
-    result
-}
-
-/// How many times this process's line of ancestors forked since the library was first
-/// opened: each child counts one more (a `pthread_atfork` handler), so a handle or set made
-/// before a fork is known in the child by its older count.
-static FORKS: AtomicU64 = AtomicU64::new(0);
-
-/// Runs in the child of every `fork()`: one more fork. Async-signal-safe (one atomic add).
-extern "C" fn after_fork_in_child() {
-    FORKS.fetch_add(1, Ordering::Relaxed);
-}
-
-/// This process's fork count, watching forks from the first call on.
-#[inline]
-fn forks() -> u64 {
-    static WATCH: Once = Once::new();
-    WATCH.call_once(|| {
-        // SAFETY: registers a plain function with the C ABI that lives as long as the
-        // process and only adds to an atomic (allowed in a child of a threaded process).
-        let _ = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    });
-    FORKS.load(Ordering::Relaxed)
+/// The answer to a panic caught at the C boundary.
+#[cold]
+fn panicked() -> c_int {
+    fail(Failure::new(
+        code::INTERNAL,
+        "counterhal failed inside (a panic was caught at the C boundary): please report it",
+    ))
 }
 
 /// The refusal of a handle or set (`what`) made in the parent before a fork.
@@ -138,14 +91,13 @@ fn null(what: &str) -> Failure {
 /// # Safety
 /// `text` is NULL or a NUL-terminated string valid for the call (module note).
 unsafe fn string<'a>(text: *const c_char, what: &str) -> CResult<&'a str> {
-    if text.is_null() {
-        return Err(null(what));
-    }
-    // SAFETY: non-NULL, and NUL-terminated and valid for the call by the caller's contract.
-    let bytes = unsafe { CStr::from_ptr(text) };
-    bytes
-        .to_str()
-        .map_err(|_| Failure::new(code::INVALID_ARGUMENT, format!("{what} is not UTF-8")))
+    // SAFETY: NULL or NUL-terminated and valid for the call by the caller's contract.
+    unsafe { boundary::text(text) }.map_err(|error| match error {
+        boundary::TextError::Null => null(what),
+        boundary::TextError::NotUtf8 => {
+            Failure::new(code::INVALID_ARGUMENT, format!("{what} is not UTF-8"))
+        }
+    })
 }
 
 /// The set behind `set`, or the refusal of NULL.
@@ -240,25 +192,6 @@ unsafe fn readings<'a>(out: *mut Reading, n: usize, needed: usize) -> CResult<&'
     Ok(unsafe { std::slice::from_raw_parts_mut(out, n) })
 }
 
-/// Writes `text` into `buf[0..len)`, cut to fit and NUL-terminated when `len` > 0, as
-/// `snprintf` does; whether it fit whole, its NUL included.
-///
-/// # Safety
-/// `buf` is valid for `len` writes when `len` > 0 (the caller refused NULL), and `len` is
-/// within `isize::MAX` ([`room`]).
-unsafe fn write_text(buf: *mut c_char, len: usize, text: &str) -> bool {
-    let bytes = text.as_bytes();
-    if len > 0 {
-        let written = len.min(bytes.len() + 1);
-        // SAFETY: non-NULL and valid for `written` writes (no more than the caller's `len`).
-        let buffer = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), written) };
-        let kept = bytes.len().min(written - 1);
-        buffer[..kept].copy_from_slice(&bytes[..kept]);
-        buffer[kept] = 0;
-    }
-    bytes.len() < len
-}
-
 /// Writes `value` through `out`, or refuses NULL.
 ///
 /// # Safety
@@ -334,7 +267,7 @@ unsafe fn free<T>(value: *mut T) {
             // SAFETY: a live pointer this library boxed, given back once (the caller's
             // contract).
             let boxed = unsafe { Box::from_raw(value) };
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+            boundary::catch(move || drop(boxed), || ());
             code::OK
         })
     });
@@ -357,11 +290,16 @@ pub unsafe extern "C" fn counterhal_close(ch: *mut Handle) {
 /// See the module note.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_backend(ch: *const Handle) -> *const c_char {
-    // SAFETY: NULL or a live handle.
-    match unsafe { ch.as_ref() } {
-        Some(handle) => handle.inner.label.as_ptr(),
-        None => std::ptr::null(),
-    }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live handle.
+            match unsafe { ch.as_ref() } {
+                Some(handle) => handle.inner.label.as_ptr(),
+                None => std::ptr::null(),
+            }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// The CPU model the names resolve against, or NULL when none matched (or a NULL handle).
@@ -370,11 +308,16 @@ pub unsafe extern "C" fn counterhal_backend(ch: *const Handle) -> *const c_char 
 /// See the module note.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_cpu_model(ch: *const Handle) -> *const c_char {
-    // SAFETY: NULL or a live handle.
-    match unsafe { ch.as_ref() }.and_then(|h| h.inner.model.as_ref()) {
-        Some(model) => model.as_ptr(),
-        None => std::ptr::null(),
-    }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live handle.
+            match unsafe { ch.as_ref() }.and_then(|h| h.inner.model.as_ref()) {
+                Some(model) => model.as_ptr(),
+                None => std::ptr::null(),
+            }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// An empty set counting the thread that starts it.
@@ -524,18 +467,23 @@ pub unsafe extern "C" fn counterhal_set_read(
     out: *mut Reading,
     n: usize,
 ) -> c_int {
-    // SAFETY: as this function's.
-    if let Some(code) = without_cancellation(|| unsafe { read_in_handler(set, out, n) }) {
-        return code;
-    }
-    guard(|| {
-        // SAFETY: NULL or a live set of this thread.
-        let set = unsafe { set_mut(set) }?;
-        // SAFETY: NULL or valid for `n` writes.
-        let out = unsafe { readings(out, n, set.len()) }?;
-        set.read(out)?;
-        Ok(code::OK)
-    })
+    boundary::guard(
+        || {
+            // SAFETY: as this function's.
+            if let Some(code) = unsafe { read_in_handler(set, out, n) } {
+                return code;
+            }
+            guard(|| {
+                // SAFETY: NULL or a live set of this thread.
+                let set = unsafe { set_mut(set) }?;
+                // SAFETY: NULL or valid for `n` writes.
+                let out = unsafe { readings(out, n, set.len()) }?;
+                set.read(out)?;
+                Ok(code::OK)
+            })
+        },
+        panicked,
+    )
 }
 
 /// Stops counting and reads the final counts into `out`.
@@ -622,25 +570,35 @@ pub unsafe extern "C" fn counterhal_set_destroy(set: *mut SetCell) {
 /// `r` is NULL or points at a reading valid for the call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_scaled(r: *const Reading) -> u64 {
-    // SAFETY: NULL or a reading valid for the call.
-    unsafe { r.as_ref() }.map_or(0, crate::scaled)
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a reading valid for the call.
+            unsafe { r.as_ref() }.map_or(0, crate::scaled)
+        },
+        || 0,
+    )
 }
 
 /// The meaning of a code, as a static string.
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_strerror(code: c_int) -> *const c_char {
-    code::ALL
-        .iter()
-        .find(|(known, ..)| *known == code)
-        .map_or(c"unknown error code", |(_, _, meaning)| meaning)
-        .as_ptr()
+    boundary::catch(
+        || {
+            code::ALL
+                .iter()
+                .find(|(known, ..)| *known == code)
+                .map_or(c"unknown error code", |(_, _, meaning)| meaning)
+                .as_ptr()
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// This thread's last failure (message and hint); "" before any. The pointer is valid as
 /// long as the thread; the text is replaced by its next failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_last_error() -> *const c_char {
-    crate::last_error_pointer().cast()
+    boundary::catch(|| crate::last_error_pointer().cast(), || std::ptr::null())
 }
 
 /// Copies this thread's last failure into `buf[0..len)`, cut to fit and NUL-terminated
@@ -650,16 +608,21 @@ pub extern "C" fn counterhal_last_error() -> *const c_char {
 /// `buf` is NULL (then nothing is written) or valid for `len` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_last_error_copy(buf: *mut c_char, len: usize) -> usize {
-    let len = match buf.is_null() {
-        true => 0,
-        // A `len` no buffer can hold is cut to what the message needs (written no further).
-        false => len.min(crate::LAST_ERROR_ROOM),
-    };
-    let out: &mut [u8] = match len {
-        0 => &mut [],
-        // SAFETY: `buf` is non-NULL and valid for `len` writes by the caller's contract;
-        // `len` is at most the caller's.
-        len => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
-    };
-    crate::copy_last_error(out)
+    boundary::catch(
+        || {
+            let len = match buf.is_null() {
+                true => 0,
+                // A `len` no buffer can hold is cut to what the message needs (written no further).
+                false => len.min(crate::LAST_ERROR_ROOM),
+            };
+            let out: &mut [u8] = match len {
+                0 => &mut [],
+                // SAFETY: `buf` is non-NULL and valid for `len` writes by the caller's contract;
+                // `len` is at most the caller's.
+                len => unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) },
+            };
+            crate::copy_last_error(out)
+        },
+        || 0,
+    )
 }

@@ -1,6 +1,7 @@
 //! The timers beside the counters and the named regions (`counterhal_real_nsec`,
 //! `counterhal_region_begin`, ...). The module note of [`super`] holds here.
 
+use counterhal_cboundary as boundary;
 use std::ffi::{c_char, c_int};
 
 use super::{guard, string};
@@ -9,20 +10,20 @@ use crate::code;
 /// Wall-clock nanoseconds from a fixed point (PAPI's `PAPI_get_real_nsec`).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_real_nsec() -> u64 {
-    facade::time::real_ns()
+    boundary::catch(|| facade::time::real_ns(), || 0)
 }
 
 /// The calling thread's CPU time in nanoseconds (PAPI's `PAPI_get_virt_nsec`).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_virt_nsec() -> u64 {
-    facade::time::thread_cpu_ns()
+    boundary::catch(|| facade::time::thread_cpu_ns(), || 0)
 }
 
 /// The time-stamp counter where it is a clock (invariant TSC), else 0 (PAPI's
 /// `PAPI_get_real_cyc`).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_real_cyc() -> u64 {
-    facade::time::cycles().unwrap_or(0)
+    boundary::catch(|| facade::time::cycles().unwrap_or(0), || 0)
 }
 
 /// Enters region `name` on the calling thread (events from `COUNTERHAL_REGION_EVENTS`; the

@@ -240,10 +240,10 @@ pub unsafe extern "C" fn counterhal_sampler_refresh(s: *mut SamplerC, overflows:
 /// See the module note; `s` is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_sampler_destroy(s: *mut SamplerC) {
-    if s.is_null() {
-        return;
-    }
     let _ = guard(|| {
+        if s.is_null() {
+            return Ok(code::OK);
+        }
         // SAFETY: a live sampler this library returned, not used after this call; the
         // sampler inside is dropped (stopping its signals) before the callback pair.
         let boxed = unsafe { Box::from_raw(s) };

@@ -2,6 +2,7 @@
 //! options, removal, where each row counts) and the library's version; the module note of
 //! [`super`] holds for every `unsafe` block here.
 
+use counterhal_cboundary as boundary;
 use std::ffi::{c_char, c_int};
 
 use counterhal_hal::Reading;
@@ -65,11 +66,16 @@ pub unsafe extern "C" fn counterhal_set_get_option(set: *mut SetCell, option: c_
 /// See the module note of [`super`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn counterhal_set_note(set: *mut SetCell) -> *const c_char {
-    // SAFETY: NULL or a live set of this thread.
-    match unsafe { set_ref(set) }.and_then(|s| s.note.as_ref()) {
-        Some(note) => note.as_ptr(),
-        None => std::ptr::null(),
-    }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live set of this thread.
+            match unsafe { set_ref(set) }.and_then(|s| s.note.as_ref()) {
+                Some(note) => note.as_ptr(),
+                None => std::ptr::null(),
+            }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// Removes the event at `index` (those after it move down one).
@@ -191,13 +197,13 @@ unsafe fn arguments(argv: *const *const c_char) -> Result<Vec<String>, Failure> 
 /// (`COUNTERHAL_VERSION_NUMBER` is the header's).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_version() -> c_int {
-    crate::VERSION_NUMBER
+    boundary::catch(|| crate::VERSION_NUMBER, || code::INTERNAL)
 }
 
 /// The library's version as text, `"MAJOR.MINOR.PATCH"` (static).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_version_string() -> *const c_char {
-    crate::VERSION_TEXT.as_ptr()
+    boundary::catch(|| crate::VERSION_TEXT.as_ptr(), || std::ptr::null())
 }
 
 /// How many events the set holds.
@@ -222,11 +228,16 @@ pub unsafe extern "C" fn counterhal_set_event_name(
     set: *mut SetCell,
     index: usize,
 ) -> *const c_char {
-    // SAFETY: NULL or a live set of this thread.
-    match unsafe { set_ref(set) }.and_then(|s| s.names.get(index)) {
-        Some(name) => name.as_ptr(),
-        None => std::ptr::null(),
-    }
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live set of this thread.
+            match unsafe { set_ref(set) }.and_then(|s| s.names.get(index)) {
+                Some(name) => name.as_ptr(),
+                None => std::ptr::null(),
+            }
+        },
+        || std::ptr::null(),
+    )
 }
 
 /// The privilege levels event `index` counts (`COUNTERHAL_DOMAIN_*` or-ed: every level its
@@ -261,13 +272,18 @@ pub unsafe extern "C" fn counterhal_set_event_unit(
     index: usize,
     scale: *mut f64,
 ) -> *const c_char {
-    // SAFETY: NULL or a live set of this thread.
-    let Some((unit, factor)) = unsafe { set_ref(set) }.and_then(|s| s.unit(index)) else {
-        return std::ptr::null();
-    };
-    // SAFETY: NULL or a writable double, as the caller promises.
-    if let Some(scale) = unsafe { scale.as_mut() } {
-        *scale = factor;
-    }
-    unit.as_ptr()
+    boundary::catch(
+        || {
+            // SAFETY: NULL or a live set of this thread.
+            let Some((unit, factor)) = unsafe { set_ref(set) }.and_then(|s| s.unit(index)) else {
+                return std::ptr::null();
+            };
+            // SAFETY: NULL or a writable double, as the caller promises.
+            if let Some(scale) = unsafe { scale.as_mut() } {
+                *scale = factor;
+            }
+            unit.as_ptr()
+        },
+        || std::ptr::null(),
+    )
 }

@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
+use super::guard;
 use crate::codes::{EINVAL, OK};
 use crate::devices::{self, Value};
 
@@ -43,19 +44,21 @@ unsafe fn write(out: *mut c_void, value: Value) -> c_int {
 /// `handle` is NULL or valid for a write of a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_enum_dev_type(modifier: c_int, handle: *mut *mut c_void) -> c_int {
-    if handle.is_null() {
-        return EINVAL;
-    }
-    let (found, code) = match devices::enumerate(modifier) {
-        Ok(i) => {
-            let t: *const devices::DevType = &devices::this_machine()[i];
-            (t as *mut c_void, OK)
+    guard(|| {
+        if handle.is_null() {
+            return EINVAL;
         }
-        Err(e) => (std::ptr::null_mut(), e),
-    };
-    // SAFETY: checked non-NULL; the caller's pointer variable.
-    unsafe { handle.write(found) };
-    code
+        let (found, code) = match devices::enumerate(modifier) {
+            Ok(i) => {
+                let t: *const devices::DevType = &devices::this_machine()[i];
+                (t as *mut c_void, OK)
+            }
+            Err(e) => (std::ptr::null_mut(), e),
+        };
+        // SAFETY: checked non-NULL; the caller's pointer variable.
+        unsafe { handle.write(found) };
+        code
+    })
 }
 
 /// `PAPI_get_dev_type_attr`: an attribute of the device type `handle`.
@@ -69,14 +72,16 @@ pub unsafe extern "C" fn PAPI_get_dev_type_attr(
     attr: c_int,
     value: *mut c_void,
 ) -> c_int {
-    let Some(index) = type_index(handle) else {
-        return EINVAL;
-    };
-    match devices::type_attr(index, attr) {
-        // SAFETY: as this function's.
-        Ok(v) => unsafe { write(value, v) },
-        Err(e) => e,
-    }
+    guard(|| {
+        let Some(index) = type_index(handle) else {
+            return EINVAL;
+        };
+        match devices::type_attr(index, attr) {
+            // SAFETY: as this function's.
+            Ok(v) => unsafe { write(value, v) },
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_get_dev_attr`: an attribute of device `id` of the type `handle`.
@@ -92,12 +97,14 @@ pub unsafe extern "C" fn PAPI_get_dev_attr(
     attr: c_int,
     value: *mut c_void,
 ) -> c_int {
-    let Some(index) = type_index(handle) else {
-        return EINVAL;
-    };
-    match devices::dev_attr(index, id, attr) {
-        // SAFETY: as this function's.
-        Ok(v) => unsafe { write(value, v) },
-        Err(e) => e,
-    }
+    guard(|| {
+        let Some(index) = type_index(handle) else {
+            return EINVAL;
+        };
+        match devices::dev_attr(index, id, attr) {
+            // SAFETY: as this function's.
+            Ok(v) => unsafe { write(value, v) },
+            Err(e) => e,
+        }
+    })
 }

@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
+use super::guard;
 use super::{info, text, threads};
 use crate::codes;
 use crate::hl::{self, Clocks, Mark};
@@ -84,8 +85,10 @@ unsafe fn marked(mark: Mark, region: *const c_char) -> c_int {
 /// `region` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_hl_region_begin(region: *const c_char) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { marked(Mark::Begin, region) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { marked(Mark::Begin, region) }
+    })
 }
 
 /// `PAPI_hl_read`: the counts since the region began, kept as the region's next read.
@@ -94,8 +97,10 @@ pub unsafe extern "C" fn PAPI_hl_region_begin(region: *const c_char) -> c_int {
 /// `region` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_hl_read(region: *const c_char) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { marked(Mark::Read, region) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { marked(Mark::Read, region) }
+    })
 }
 
 /// `PAPI_hl_region_end`.
@@ -104,13 +109,15 @@ pub unsafe extern "C" fn PAPI_hl_read(region: *const c_char) -> c_int {
 /// `region` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_hl_region_end(region: *const c_char) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { marked(Mark::End, region) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { marked(Mark::End, region) }
+    })
 }
 
 /// `PAPI_hl_stop`: stops this thread's high-level counting (`PAPI_ENOEVNT` when it does not
 /// run), so that low-level calls may follow.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_hl_stop() -> c_int {
-    hl::stop()
+    guard(|| hl::stop())
 }

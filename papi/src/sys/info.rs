@@ -5,6 +5,7 @@ use std::ffi::{CString, c_char, c_int, c_longlong, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
+use super::guard;
 use super::{put, text};
 use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
@@ -33,13 +34,13 @@ fn shared_libraries() -> &'static ShlibInfo {
 /// `PAPI_get_real_nsec`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_real_nsec() -> c_longlong {
-    facade::time::real_ns() as c_longlong
+    guard(|| facade::time::real_ns() as c_longlong)
 }
 
 /// `PAPI_get_real_usec`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_real_usec() -> c_longlong {
-    (facade::time::real_ns() / 1000) as c_longlong
+    guard(|| (facade::time::real_ns() / 1000) as c_longlong)
 }
 
 fn mhz() -> u64 {
@@ -50,55 +51,61 @@ fn mhz() -> u64 {
 /// the clock rate in MHz.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_real_cyc() -> c_longlong {
-    match facade::time::cycles() {
+    guard(|| match facade::time::cycles() {
         Some(cycles) => cycles as c_longlong,
         None => (facade::time::real_ns() / 1000 * mhz()) as c_longlong,
-    }
+    })
 }
 
 /// `PAPI_get_virt_nsec`: the calling thread's CPU time.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_virt_nsec() -> c_longlong {
-    facade::time::thread_cpu_ns() as c_longlong
+    guard(|| facade::time::thread_cpu_ns() as c_longlong)
 }
 
 /// `PAPI_get_virt_usec`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_virt_usec() -> c_longlong {
-    (facade::time::thread_cpu_ns() / 1000) as c_longlong
+    guard(|| (facade::time::thread_cpu_ns() / 1000) as c_longlong)
 }
 
 /// `PAPI_get_virt_cyc`: CPU time in microseconds times the clock rate in MHz.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_virt_cyc() -> c_longlong {
-    (facade::time::thread_cpu_ns() / 1000 * mhz()) as c_longlong
+    guard(|| (facade::time::thread_cpu_ns() / 1000 * mhz()) as c_longlong)
 }
 
 /// `PAPI_get_hardware_info`: NULL before initialisation, as PAPI's.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_hardware_info() -> *const HwInfo {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return std::ptr::null();
-    }
-    hardware()
+    guard(|| {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return std::ptr::null();
+        }
+        hardware()
+    })
 }
 
 /// `PAPI_get_executable_info`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return std::ptr::null();
-    }
-    executable()
+    guard(|| {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return std::ptr::null();
+        }
+        executable()
+    })
 }
 
 /// `PAPI_get_shared_lib_info`: the libraries mapped when first asked.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return std::ptr::null();
-    }
-    shared_libraries()
+    guard(|| {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return std::ptr::null();
+        }
+        shared_libraries()
+    })
 }
 
 /// `PAPI_get_dmem_info`: /proc/self/status's memory lines, in KiB, as PAPI's.
@@ -107,44 +114,46 @@ pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
 /// `dest` points at a `PAPI_dmem_info_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_int {
-    if dest.is_null() {
-        return EINVAL;
-    }
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return codes::ESYS;
-    };
-    let field = |key: &str| -> c_longlong {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(-1)
-    };
-    let values = [
-        field("VmPeak:"),
-        field("VmSize:"),
-        field("VmRSS:"),
-        field("VmHWM:"),
-        field("RssShmem:"),
-        field("VmExe:"),
-        field("VmLib:"),
-        field("VmData:"),
-        field("VmLck:"),
-        field("VmStk:"),
-        // SAFETY: sysconf reads a system constant.
-        unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as c_longlong,
-        field("VmPTE:"),
-    ];
-    // SAFETY: checked non-NULL; the caller's PAPI_dmem_info_t (twelve long longs).
-    unsafe { put(dest, values) };
-    OK
+    guard(|| {
+        if dest.is_null() {
+            return EINVAL;
+        }
+        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+            return codes::ESYS;
+        };
+        let field = |key: &str| -> c_longlong {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(-1)
+        };
+        let values = [
+            field("VmPeak:"),
+            field("VmSize:"),
+            field("VmRSS:"),
+            field("VmHWM:"),
+            field("RssShmem:"),
+            field("VmExe:"),
+            field("VmLib:"),
+            field("VmData:"),
+            field("VmLck:"),
+            field("VmStk:"),
+            // SAFETY: sysconf reads a system constant.
+            unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as c_longlong,
+            field("VmPTE:"),
+        ];
+        // SAFETY: checked non-NULL; the caller's PAPI_dmem_info_t (twelve long longs).
+        unsafe { put(dest, values) };
+        OK
+    })
 }
 
 /// `PAPI_num_components`: the backend's, `perf_event_uncore`, `sde`, `powercap` and
 /// `sysdetect`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_components() -> c_int {
-    crate::devices::COMPONENTS
+    guard(|| crate::devices::COMPONENTS)
 }
 
 /// `PAPI_get_component_info`: NULL for a component past the last, or before initialisation
@@ -152,13 +161,15 @@ pub extern "C" fn PAPI_num_components() -> c_int {
 /// speaks.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const c_void {
-    let info = component_info(cidx);
-    if info.is_null() || !super::release().is_7_2() {
-        return info.cast();
-    }
-    // SAFETY: non-NULL: a description that lives while the library is initialised (or for
-    // the process), read while no call changes it.
-    view_7_2(cidx, unsafe { &*info }).cast()
+    guard(|| {
+        let info = component_info(cidx);
+        if info.is_null() || !super::release().is_7_2() {
+            return info.cast();
+        }
+        // SAFETY: non-NULL: a description that lives while the library is initialised (or for
+        // the process), read while no call changes it.
+        view_7_2(cidx, unsafe { &*info }).cast()
+    })
 }
 
 /// Component `cidx`'s description as the library keeps it (PAPI 7.0's layout), or NULL.
@@ -215,85 +226,93 @@ fn component(cidx: c_int) -> *const ComponentInfo {
 /// `name` is a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_component_index(name: *const c_char) -> c_int {
-    // SAFETY: the caller's C string or NULL.
-    let Some(name) = (unsafe { text(name) }) else {
-        return EINVAL;
-    };
-    if name == crate::devices::NAME {
-        return crate::devices::CIDX;
-    }
-    for cidx in 0..crate::devices::CIDX {
-        let component = component(cidx);
-        if component.is_null() {
-            continue;
+    guard(|| {
+        // SAFETY: the caller's C string or NULL.
+        let Some(name) = (unsafe { text(name) }) else {
+            return EINVAL;
+        };
+        if name == crate::devices::NAME {
+            return crate::devices::CIDX;
         }
-        // SAFETY: checked non-NULL: a description that lives while the library is
-        // initialised (component 0's before initialisation for the whole process).
-        let own = unsafe { &(*component).name };
-        let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
-        if &own[..len] == name.as_bytes() {
-            return cidx;
+        for cidx in 0..crate::devices::CIDX {
+            let component = component(cidx);
+            if component.is_null() {
+                continue;
+            }
+            // SAFETY: checked non-NULL: a description that lives while the library is
+            // initialised (component 0's before initialisation for the whole process).
+            let own = unsafe { &(*component).name };
+            let len = own.iter().position(|&b| b == 0).unwrap_or(own.len());
+            if &own[..len] == name.as_bytes() {
+                return cidx;
+            }
         }
-    }
-    ENOCMP
+        ENOCMP
+    })
 }
 
 /// `PAPI_get_event_component`: the component of an event of `sde`, `powercap` or
 /// `perf_event_uncore`, 0 for every other event.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_event_component(event: c_int) -> c_int {
-    match crate::names::decode(event) {
+    guard(|| match crate::names::decode(event) {
         Some(_) => crate::sde::event_component(event)
             .or_else(|| crate::powercap::event_component(event))
             .or_else(|| crate::uncore::event_component(event))
             .unwrap_or(0),
         None => ENOEVNT,
-    }
+    })
 }
 
 /// `PAPI_get_eventset_component`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_eventset_component(event_set: c_int) -> c_int {
-    super::code(library::with_set(event_set, |_, set| {
-        if set.component < 0 {
-            Err(ENOCMP)
-        } else {
-            Ok(set.component)
-        }
-    }))
+    guard(|| {
+        super::code(library::with_set(event_set, |_, set| {
+            if set.component < 0 {
+                Err(ENOCMP)
+            } else {
+                Ok(set.component)
+            }
+        }))
+    })
 }
 
 /// `PAPI_assign_eventset_component`: as PAPI 7.0, the set first (`PAPI_ENOEVST`), then the
 /// component (`PAPI_ENOCMP` past ours).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_assign_eventset_component(event_set: c_int, cidx: c_int) -> c_int {
-    if cidx == 0 {
-        return sets::assign_component(event_set);
-    }
-    if cidx == crate::uncore::CIDX {
-        return crate::uncore::assign(event_set);
-    }
-    if let Some(own) = crate::own::Own::of_component(cidx) {
-        return own.assign(event_set);
-    }
-    match sets::state(event_set) {
-        Ok(_) => library::fail(ENOCMP),
-        Err(e) => e,
-    }
+    guard(|| {
+        if cidx == 0 {
+            return sets::assign_component(event_set);
+        }
+        if cidx == crate::uncore::CIDX {
+            return crate::uncore::assign(event_set);
+        }
+        if let Some(own) = crate::own::Own::of_component(cidx) {
+            return own.assign(event_set);
+        }
+        match sets::state(event_set) {
+            Ok(_) => library::fail(ENOCMP),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_disable_component`: before initialisation only (after it, `PAPI_ENOINIT`, as
 /// PAPI 7.0 answers).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
-    if !(0..crate::devices::COMPONENTS).contains(&cidx) {
-        return ENOCMP;
-    }
-    if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
-        return codes::ENOINIT;
-    }
-    library::DISABLED.fetch_or(1 << cidx, Ordering::SeqCst);
-    OK
+    guard(|| {
+        if !(0..crate::devices::COMPONENTS).contains(&cidx) {
+            return ENOCMP;
+        }
+        if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
+            return codes::ENOINIT;
+        }
+        library::DISABLED.fetch_or(1 << cidx, Ordering::SeqCst);
+        OK
+    })
 }
 
 /// `PAPI_disable_component_by_name`.
@@ -302,26 +321,30 @@ pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
 /// `name` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_disable_component_by_name(name: *const c_char) -> c_int {
-    // SAFETY: as this function's.
-    match unsafe { PAPI_get_component_index(name) } {
-        cidx if cidx >= 0 => PAPI_disable_component(cidx),
-        e => e,
-    }
+    guard(|| {
+        // SAFETY: as this function's.
+        match unsafe { PAPI_get_component_index(name) } {
+            cidx if cidx >= 0 => PAPI_disable_component(cidx),
+            e => e,
+        }
+    })
 }
 
 /// `PAPI_num_cmp_hwctrs`: none for `sysdetect`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_cmp_hwctrs(cidx: c_int) -> c_int {
-    if cidx == crate::devices::CIDX {
-        return 0;
-    }
-    sets::num_counters(cidx)
+    guard(|| {
+        if cidx == crate::devices::CIDX {
+            return 0;
+        }
+        sets::num_counters(cidx)
+    })
 }
 
 /// `PAPI_num_hwctrs`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_hwctrs() -> c_int {
-    sets::num_counters(0)
+    guard(|| sets::num_counters(0))
 }
 
 fn messages() -> &'static [CString] {
@@ -338,14 +361,16 @@ fn messages() -> &'static [CString] {
 /// added `PAPI_PARTIAL`, -28).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
-    static PARTIAL: OnceLock<CString> = OnceLock::new();
-    match code.checked_neg().and_then(|i| usize::try_from(i).ok()) {
-        Some(i) if i < messages().len() => messages()[i].as_ptr(),
-        Some(i) if i == messages().len() && super::release().is_7_2() => PARTIAL
-            .get_or_init(|| CString::new(release::PARTIAL_MESSAGE).unwrap_or_default())
-            .as_ptr(),
-        _ => std::ptr::null(),
-    }
+    guard(|| {
+        static PARTIAL: OnceLock<CString> = OnceLock::new();
+        match code.checked_neg().and_then(|i| usize::try_from(i).ok()) {
+            Some(i) if i < messages().len() => messages()[i].as_ptr(),
+            Some(i) if i == messages().len() && super::release().is_7_2() => PARTIAL
+                .get_or_init(|| CString::new(release::PARTIAL_MESSAGE).unwrap_or_default())
+                .as_ptr(),
+            _ => std::ptr::null(),
+        }
+    })
 }
 
 /// `PAPI_perror`: on stderr, `msg: ` (unless NULL or empty) then the message of the last error
@@ -355,15 +380,17 @@ pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
 /// `msg` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
-    let last = library::LAST_ERROR.load(Ordering::SeqCst);
-    let Some(text_of_last) = codes::message(last) else {
-        return;
-    };
-    // SAFETY: the caller's C string or NULL.
-    match unsafe { text(msg) } {
-        Some(msg) if !msg.is_empty() => eprintln!("{msg}: {text_of_last}"),
-        _ => eprintln!("{text_of_last}"),
-    }
+    guard(|| {
+        let last = library::LAST_ERROR.load(Ordering::SeqCst);
+        let Some(text_of_last) = codes::message(last) else {
+            return;
+        };
+        // SAFETY: the caller's C string or NULL.
+        match unsafe { text(msg) } {
+            Some(msg) if !msg.is_empty() => eprintln!("{msg}: {text_of_last}"),
+            _ => eprintln!("{text_of_last}"),
+        }
+    })
 }
 
 /// `PAPI_overflow`: the event samples every `threshold` events on the sampling face and
@@ -381,14 +408,16 @@ pub unsafe extern "C" fn PAPI_overflow(
     _flags: c_int,
     handler: *const c_void,
 ) -> c_int {
-    // A missing handler is PAPI_EINVAL, once the set and the event are known (set_overflow::overflow).
-    crate::set_overflow::overflow(
-        event_set,
-        event,
-        threshold,
-        handler as usize,
-        super::profile::dispatch,
-    )
+    guard(|| {
+        // A missing handler is PAPI_EINVAL, once the set and the event are known (set_overflow::overflow).
+        crate::set_overflow::overflow(
+            event_set,
+            event,
+            threshold,
+            handler as usize,
+            super::profile::dispatch,
+        )
+    })
 }
 
 /// `PAPI_get_overflow_event_index`: the indices in the set of the events in `vector`.
@@ -402,25 +431,27 @@ pub unsafe extern "C" fn PAPI_get_overflow_event_index(
     array: *mut c_int,
     number: *mut c_int,
 ) -> c_int {
-    if array.is_null() || number.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: checked non-NULL.
-    let room = unsafe { *number };
-    if room <= 0 {
-        return EINVAL;
-    }
-    match crate::set_overflow::overflow_indices(event_set, vector) {
-        Ok(indices) => {
-            let n = indices.len().min(room as usize);
-            // SAFETY: room for `room` >= `n` ints (the caller's promise).
-            unsafe { super::put_all(array, &indices[..n]) };
-            // SAFETY: checked non-NULL.
-            unsafe { put(number, n as c_int) };
-            OK
+    guard(|| {
+        if array.is_null() || number.is_null() {
+            return EINVAL;
         }
-        Err(e) => e,
-    }
+        // SAFETY: checked non-NULL.
+        let room = unsafe { *number };
+        if room <= 0 {
+            return EINVAL;
+        }
+        match crate::set_overflow::overflow_indices(event_set, vector) {
+            Ok(indices) => {
+                let n = indices.len().min(room as usize);
+                // SAFETY: room for `room` >= `n` ints (the caller's promise).
+                unsafe { super::put_all(array, &indices[..n]) };
+                // SAFETY: checked non-NULL.
+                unsafe { put(number, n as c_int) };
+                OK
+            }
+            Err(e) => e,
+        }
+    })
 }
 
 /// As PAPI's rate functions on their first call: the library initialised, with threads
@@ -493,18 +524,20 @@ pub unsafe extern "C" fn PAPI_flips_rate(
     count: *mut c_longlong,
     rate: *mut f32,
 ) -> c_int {
-    if !["PAPI_FP_INS", "PAPI_VEC_DP", "PAPI_VEC_SP"]
-        .map(rates::preset)
-        .contains(&event)
-    {
-        return ENOEVNT;
-    }
-    if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
-        return EINVAL;
-    }
-    let result = rate_init_then(rates::Mode::Flip, [event, 0, 0], usec_clocks);
-    // SAFETY: checked non-NULL; the caller's variables.
-    unsafe { answer(result, (rtime, ptime, count, rate)) }
+    guard(|| {
+        if !["PAPI_FP_INS", "PAPI_VEC_DP", "PAPI_VEC_SP"]
+            .map(rates::preset)
+            .contains(&event)
+        {
+            return ENOEVNT;
+        }
+        if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
+            return EINVAL;
+        }
+        let result = rate_init_then(rates::Mode::Flip, [event, 0, 0], usec_clocks);
+        // SAFETY: checked non-NULL; the caller's variables.
+        unsafe { answer(result, (rtime, ptime, count, rate)) }
+    })
 }
 
 /// `PAPI_flops_rate`: `event` one of PAPI_FP_OPS, PAPI_SP_OPS, PAPI_DP_OPS ([`rates`]).
@@ -519,18 +552,20 @@ pub unsafe extern "C" fn PAPI_flops_rate(
     count: *mut c_longlong,
     rate: *mut f32,
 ) -> c_int {
-    if !["PAPI_FP_OPS", "PAPI_SP_OPS", "PAPI_DP_OPS"]
-        .map(rates::preset)
-        .contains(&event)
-    {
-        return ENOEVNT;
-    }
-    if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
-        return EINVAL;
-    }
-    let result = rate_init_then(rates::Mode::Flop, [event, 0, 0], usec_clocks);
-    // SAFETY: checked non-NULL; the caller's variables.
-    unsafe { answer(result, (rtime, ptime, count, rate)) }
+    guard(|| {
+        if !["PAPI_FP_OPS", "PAPI_SP_OPS", "PAPI_DP_OPS"]
+            .map(rates::preset)
+            .contains(&event)
+        {
+            return ENOEVNT;
+        }
+        if rtime.is_null() || ptime.is_null() || count.is_null() || rate.is_null() {
+            return EINVAL;
+        }
+        let result = rate_init_then(rates::Mode::Flop, [event, 0, 0], usec_clocks);
+        // SAFETY: checked non-NULL; the caller's variables.
+        unsafe { answer(result, (rtime, ptime, count, rate)) }
+    })
 }
 
 /// `PAPI_ipc`: PAPI_TOT_INS per PAPI_TOT_CYC ([`rates`]).
@@ -544,17 +579,19 @@ pub unsafe extern "C" fn PAPI_ipc(
     ins: *mut c_longlong,
     ipc: *mut f32,
 ) -> c_int {
-    if rtime.is_null() || ptime.is_null() || ins.is_null() || ipc.is_null() {
-        return EINVAL;
-    }
-    let events = [
-        rates::preset("PAPI_TOT_INS"),
-        rates::preset("PAPI_TOT_CYC"),
-        0,
-    ];
-    let result = rate_init_then(rates::Mode::Ipc, events, usec_clocks);
-    // SAFETY: checked non-NULL; the caller's variables.
-    unsafe { answer(result, (rtime, ptime, ins, ipc)) }
+    guard(|| {
+        if rtime.is_null() || ptime.is_null() || ins.is_null() || ipc.is_null() {
+            return EINVAL;
+        }
+        let events = [
+            rates::preset("PAPI_TOT_INS"),
+            rates::preset("PAPI_TOT_CYC"),
+            0,
+        ];
+        let result = rate_init_then(rates::Mode::Ipc, events, usec_clocks);
+        // SAFETY: checked non-NULL; the caller's variables.
+        unsafe { answer(result, (rtime, ptime, ins, ipc)) }
+    })
 }
 
 /// `PAPI_epc`: `event` (0: PAPI_TOT_INS) per PAPI_TOT_CYC, with PAPI_REF_CYC where it
@@ -572,35 +609,37 @@ pub unsafe extern "C" fn PAPI_epc(
     evt: *mut c_longlong,
     epc: *mut f32,
 ) -> c_int {
-    if [reference, core, evt].iter().any(|p| p.is_null())
-        || rtime.is_null()
-        || ptime.is_null()
-        || epc.is_null()
-    {
-        return EINVAL;
-    }
-    let first = if event == 0 {
-        rates::preset("PAPI_TOT_INS")
-    } else {
-        event
-    };
-    let events = [
-        first,
-        rates::preset("PAPI_TOT_CYC"),
-        rates::preset("PAPI_REF_CYC"),
-    ];
-    let result = rate_init_then(rates::Mode::Epc, events, usec_clocks);
-    let values = result.map(|r| r.values).unwrap_or_default();
-    // SAFETY: checked non-NULL; the caller's variables.
-    unsafe { put(reference, values[2]) };
-    // SAFETY: as above.
-    unsafe { put(core, values[1]) };
-    // SAFETY: as above.
-    unsafe { answer(result, (rtime, ptime, evt, epc)) }
+    guard(|| {
+        if [reference, core, evt].iter().any(|p| p.is_null())
+            || rtime.is_null()
+            || ptime.is_null()
+            || epc.is_null()
+        {
+            return EINVAL;
+        }
+        let first = if event == 0 {
+            rates::preset("PAPI_TOT_INS")
+        } else {
+            event
+        };
+        let events = [
+            first,
+            rates::preset("PAPI_TOT_CYC"),
+            rates::preset("PAPI_REF_CYC"),
+        ];
+        let result = rate_init_then(rates::Mode::Epc, events, usec_clocks);
+        let values = result.map(|r| r.values).unwrap_or_default();
+        // SAFETY: checked non-NULL; the caller's variables.
+        unsafe { put(reference, values[2]) };
+        // SAFETY: as above.
+        unsafe { put(core, values[1]) };
+        // SAFETY: as above.
+        unsafe { answer(result, (rtime, ptime, evt, epc)) }
+    })
 }
 
 /// `PAPI_rate_stop`: `PAPI_ENOEVNT` when no rate function runs on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_rate_stop() -> c_int {
-    rates::stop()
+    guard(|| rates::stop())
 }

@@ -15,6 +15,8 @@ use crate::{library, sets};
 pub(crate) mod cpuid;
 mod devices;
 mod fortran;
+mod guard;
+use guard::guard;
 mod hl;
 mod info;
 mod options;
@@ -29,12 +31,8 @@ pub(crate) mod threads;
 /// # Safety
 /// `p` is NULL or a NUL-terminated string valid while the result is used.
 unsafe fn text<'a>(p: *const c_char) -> Option<&'a str> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: `p` is non-NULL and NUL-terminated (the caller's promise).
-    let c = unsafe { CStr::from_ptr(p) };
-    c.to_str().ok()
+    // SAFETY: NULL or NUL-terminated (the caller's promise).
+    unsafe { counterhal_cboundary::text(p) }.ok()
 }
 
 /// Reads an event name: `PAPI_EINVAL` for NULL, `PAPI_ENOEVNT` for bytes that are not UTF-8
@@ -127,43 +125,49 @@ fn loaded_as() -> Release {
 /// and 7.2, which chooses the release the program is answered in.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
-    let result = library::library_init(version);
-    if result == version {
-        let _ = library::THREAD_ID.set(|| threads::own_id());
-        threads::watch_forks();
-        threads::know_this_thread();
-        crate::sde::init();
-        crate::uncore::init();
-        crate::powercap::init();
-        crate::components::fill_component_zero();
-    }
-    result
+    guard(|| {
+        let result = library::library_init(version);
+        if result == version {
+            let _ = library::THREAD_ID.set(|| threads::own_id());
+            threads::watch_forks();
+            threads::know_this_thread();
+            crate::sde::init();
+            crate::uncore::init();
+            crate::powercap::init();
+            crate::components::fill_component_zero();
+        }
+        result
+    })
 }
 
 /// `PAPI_shutdown`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_shutdown() {
-    crate::sde::shutdown();
-    crate::powercap::shutdown();
-    crate::uncore::shutdown();
-    library::shutdown();
-    threads::forget_threads();
+    guard(|| {
+        crate::sde::shutdown();
+        crate::powercap::shutdown();
+        crate::uncore::shutdown();
+        library::shutdown();
+        threads::forget_threads();
+    })
 }
 
 /// `PAPI_is_initialized`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_is_initialized() -> c_int {
-    library::INIT_STATE.load(std::sync::atomic::Ordering::SeqCst)
+    guard(|| library::INIT_STATE.load(std::sync::atomic::Ordering::SeqCst))
 }
 
 /// `PAPI_set_debug`: allowed before initialisation.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
-    if !(0..=2).contains(&level) {
-        return library::fail(EINVAL);
-    }
-    library::DEBUG_LEVEL.store(level, std::sync::atomic::Ordering::SeqCst);
-    OK
+    guard(|| {
+        if !(0..=2).contains(&level) {
+            return library::fail(EINVAL);
+        }
+        library::DEBUG_LEVEL.store(level, std::sync::atomic::Ordering::SeqCst);
+        OK
+    })
 }
 
 /// `PAPI_create_eventset`.
@@ -172,18 +176,20 @@ pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
 /// `event_set` is NULL or points at an `int`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
-    if event_set.is_null() {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: checked non-NULL; the caller's int.
-    if unsafe { *event_set } != -1 {
-        return library::fail(EINVAL);
-    }
-    match sets::create_eventset() {
-        // SAFETY: checked non-NULL.
-        Ok(handle) => wrote(unsafe { put(event_set, handle) }),
-        Err(e) => e,
-    }
+    guard(|| {
+        if event_set.is_null() {
+            return library::fail(EINVAL);
+        }
+        // SAFETY: checked non-NULL; the caller's int.
+        if unsafe { *event_set } != -1 {
+            return library::fail(EINVAL);
+        }
+        match sets::create_eventset() {
+            // SAFETY: checked non-NULL.
+            Ok(handle) => wrote(unsafe { put(event_set, handle) }),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_destroy_eventset`: sets `*event_set` to `PAPI_NULL`.
@@ -192,23 +198,25 @@ pub unsafe extern "C" fn PAPI_create_eventset(event_set: *mut c_int) -> c_int {
 /// `event_set` is NULL or points at an `int`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_destroy_eventset(event_set: *mut c_int) -> c_int {
-    if event_set.is_null() {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: checked non-NULL.
-    let handle = unsafe { *event_set };
-    let result = sets::destroy_eventset(handle);
-    if result == OK {
+    guard(|| {
+        if event_set.is_null() {
+            return library::fail(EINVAL);
+        }
         // SAFETY: checked non-NULL.
-        unsafe { put(event_set, -1) };
-    }
-    result
+        let handle = unsafe { *event_set };
+        let result = sets::destroy_eventset(handle);
+        if result == OK {
+            // SAFETY: checked non-NULL.
+            unsafe { put(event_set, -1) };
+        }
+        result
+    })
 }
 
 /// `PAPI_add_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
-    sets::add_event(event_set, event)
+    guard(|| sets::add_event(event_set, event))
 }
 
 /// `PAPI_add_named_event`.
@@ -217,11 +225,13 @@ pub extern "C" fn PAPI_add_event(event_set: c_int, event: c_int) -> c_int {
 /// `name` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_add_named_event(event_set: c_int, name: *const c_char) -> c_int {
-    // SAFETY: the caller's C string or NULL.
-    match unsafe { event_name(name) } {
-        Ok(name) => sets::add_named_event(event_set, name),
-        Err(e) => e,
-    }
+    guard(|| {
+        // SAFETY: the caller's C string or NULL.
+        match unsafe { event_name(name) } {
+            Ok(name) => sets::add_named_event(event_set, name),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_add_events`: `PAPI_OK`, or the number added before the first failure (the failure's
@@ -235,24 +245,26 @@ pub unsafe extern "C" fn PAPI_add_events(
     events: *mut c_int,
     number: c_int,
 ) -> c_int {
-    if events.is_null() || number <= 0 {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: `events` holds `number` ints (the caller's promise).
-    let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
-    for (i, &event) in codes.iter().enumerate() {
-        let result = sets::add_event(event_set, event);
-        if result != OK {
-            return if i == 0 { result } else { i as c_int };
+    guard(|| {
+        if events.is_null() || number <= 0 {
+            return library::fail(EINVAL);
         }
-    }
-    OK
+        // SAFETY: `events` holds `number` ints (the caller's promise).
+        let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
+        for (i, &event) in codes.iter().enumerate() {
+            let result = sets::add_event(event_set, event);
+            if result != OK {
+                return if i == 0 { result } else { i as c_int };
+            }
+        }
+        OK
+    })
 }
 
 /// `PAPI_remove_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
-    sets::remove_event(event_set, event)
+    guard(|| sets::remove_event(event_set, event))
 }
 
 /// `PAPI_remove_named_event`.
@@ -261,11 +273,13 @@ pub extern "C" fn PAPI_remove_event(event_set: c_int, event: c_int) -> c_int {
 /// `name` is NULL or a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_remove_named_event(event_set: c_int, name: *const c_char) -> c_int {
-    // SAFETY: the caller's C string or NULL.
-    match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
-        Ok(code) => sets::remove_event(event_set, code),
-        Err(e) => e,
-    }
+    guard(|| {
+        // SAFETY: the caller's C string or NULL.
+        match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
+            Ok(code) => sets::remove_event(event_set, code),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_remove_events`.
@@ -278,30 +292,32 @@ pub unsafe extern "C" fn PAPI_remove_events(
     events: *mut c_int,
     number: c_int,
 ) -> c_int {
-    if events.is_null() || number <= 0 {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: `events` holds `number` ints (the caller's promise).
-    let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
-    for (i, &event) in codes.iter().enumerate() {
-        let result = sets::remove_event(event_set, event);
-        if result != OK {
-            return if i == 0 { result } else { i as c_int };
+    guard(|| {
+        if events.is_null() || number <= 0 {
+            return library::fail(EINVAL);
         }
-    }
-    OK
+        // SAFETY: `events` holds `number` ints (the caller's promise).
+        let codes = unsafe { std::slice::from_raw_parts(events, number as usize) };
+        for (i, &event) in codes.iter().enumerate() {
+            let result = sets::remove_event(event_set, event);
+            if result != OK {
+                return if i == 0 { result } else { i as c_int };
+            }
+        }
+        OK
+    })
 }
 
 /// `PAPI_cleanup_eventset`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_cleanup_eventset(event_set: c_int) -> c_int {
-    sets::cleanup_eventset(event_set)
+    guard(|| sets::cleanup_eventset(event_set))
 }
 
 /// `PAPI_start`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_start(event_set: c_int) -> c_int {
-    sets::start(event_set)
+    guard(|| sets::start(event_set))
 }
 
 /// Writes `result`'s values to `values` (when not NULL); PAPI's code.
@@ -325,8 +341,10 @@ unsafe fn give(result: Result<Vec<i64>, i32>, values: *mut c_longlong) -> c_int 
 /// `values` is NULL or has room for one `long long` per event of the set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_stop(event_set: c_int, values: *mut c_longlong) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { give(sets::stop(event_set), values) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { give(sets::stop(event_set), values) }
+    })
 }
 
 /// `PAPI_read`.
@@ -335,15 +353,17 @@ pub unsafe extern "C" fn PAPI_stop(event_set: c_int, values: *mut c_longlong) ->
 /// `values` has room for one `long long` per event of the set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_read(event_set: c_int, values: *mut c_longlong) -> c_int {
-    if values.is_null() {
-        return sets::refuse_null_values(event_set);
-    }
-    // Allocation-free: an overflow handler may call this.
-    sets::read_each(event_set, |i, value| {
-        // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
-        let slot = unsafe { values.add(i) };
-        // SAFETY: as above: `slot` is within the caller's array.
-        unsafe { slot.write(value) };
+    guard(|| {
+        if values.is_null() {
+            return sets::refuse_null_values(event_set);
+        }
+        // Allocation-free: an overflow handler may call this.
+        sets::read_each(event_set, |i, value| {
+            // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
+            let slot = unsafe { values.add(i) };
+            // SAFETY: as above: `slot` is within the caller's array.
+            unsafe { slot.write(value) };
+        })
     })
 }
 
@@ -357,14 +377,16 @@ pub unsafe extern "C" fn PAPI_read_ts(
     values: *mut c_longlong,
     cyc: *mut c_longlong,
 ) -> c_int {
-    if values.is_null() || cyc.is_null() {
-        return sets::refuse_null_values(event_set);
-    }
-    // SAFETY: as this function's (PAPI_read's promise); allocation-free as it is.
-    let result = unsafe { PAPI_read(event_set, values) };
-    // SAFETY: checked non-NULL.
-    unsafe { put(cyc, info::PAPI_get_real_cyc()) };
-    result
+    guard(|| {
+        if values.is_null() || cyc.is_null() {
+            return sets::refuse_null_values(event_set);
+        }
+        // SAFETY: as this function's (PAPI_read's promise); allocation-free as it is.
+        let result = unsafe { PAPI_read(event_set, values) };
+        // SAFETY: checked non-NULL.
+        unsafe { put(cyc, info::PAPI_get_real_cyc()) };
+        result
+    })
 }
 
 /// `PAPI_accum`: adds the counts since the last reset to `values`, then resets.
@@ -373,22 +395,24 @@ pub unsafe extern "C" fn PAPI_read_ts(
 /// `values` has room for one `long long` per event of the set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_accum(event_set: c_int, values: *mut c_longlong) -> c_int {
-    if values.is_null() {
-        return sets::refuse_null_values(event_set);
-    }
-    // Allocation-free, as PAPI_read.
-    sets::accum_each(event_set, |i, count| {
-        // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
-        let slot = unsafe { values.add(i) };
-        // SAFETY: as above: `slot` is within the caller's array.
-        unsafe { *slot += count };
+    guard(|| {
+        if values.is_null() {
+            return sets::refuse_null_values(event_set);
+        }
+        // Allocation-free, as PAPI_read.
+        sets::accum_each(event_set, |i, count| {
+            // SAFETY: room for the set's events (the caller's promise); `i` is below their number.
+            let slot = unsafe { values.add(i) };
+            // SAFETY: as above: `slot` is within the caller's array.
+            unsafe { *slot += count };
+        })
     })
 }
 
 /// `PAPI_reset`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_reset(event_set: c_int) -> c_int {
-    sets::reset(event_set)
+    guard(|| sets::reset(event_set))
 }
 
 /// `PAPI_write`: the counters of a set of the `sde` component take `values`; the backend's
@@ -398,22 +422,24 @@ pub extern "C" fn PAPI_reset(event_set: c_int) -> c_int {
 /// `values` is NULL or holds a value per event of the set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_write(event_set: c_int, values: *mut c_longlong) -> c_int {
-    let count = match sets::write_count(event_set) {
-        Ok(count) => count,
-        Err(e) => return e,
-    };
-    if values.is_null() {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: non-NULL, with a value per event of the set (the caller's promise).
-    let values = unsafe { std::slice::from_raw_parts(values, count) };
-    sets::write(event_set, values)
+    guard(|| {
+        let count = match sets::write_count(event_set) {
+            Ok(count) => count,
+            Err(e) => return e,
+        };
+        if values.is_null() {
+            return library::fail(EINVAL);
+        }
+        // SAFETY: non-NULL, with a value per event of the set (the caller's promise).
+        let values = unsafe { std::slice::from_raw_parts(values, count) };
+        sets::write(event_set, values)
+    })
 }
 
 /// `PAPI_num_events`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_num_events(event_set: c_int) -> c_int {
-    sets::num_events(event_set)
+    guard(|| sets::num_events(event_set))
 }
 
 /// `PAPI_list_events`: up to `*number` codes; `*number` becomes the set's size.
@@ -426,25 +452,27 @@ pub unsafe extern "C" fn PAPI_list_events(
     events: *mut c_int,
     number: *mut c_int,
 ) -> c_int {
-    if number.is_null() {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: checked non-NULL.
-    let room = unsafe { *number };
-    if room < 0 || (room > 0 && events.is_null()) {
-        return library::fail(EINVAL);
-    }
-    match sets::list_events(event_set) {
-        Ok(codes) => {
-            let n = codes.len().min(room as usize);
-            // SAFETY: `events` has room for `room` >= `n` ints.
-            unsafe { put_all(events, &codes[..n]) };
-            // SAFETY: checked non-NULL.
-            unsafe { put(number, codes.len() as c_int) };
-            OK
+    guard(|| {
+        if number.is_null() {
+            return library::fail(EINVAL);
         }
-        Err(e) => e,
-    }
+        // SAFETY: checked non-NULL.
+        let room = unsafe { *number };
+        if room < 0 || (room > 0 && events.is_null()) {
+            return library::fail(EINVAL);
+        }
+        match sets::list_events(event_set) {
+            Ok(codes) => {
+                let n = codes.len().min(room as usize);
+                // SAFETY: `events` has room for `room` >= `n` ints.
+                unsafe { put_all(events, &codes[..n]) };
+                // SAFETY: checked non-NULL.
+                unsafe { put(number, codes.len() as c_int) };
+                OK
+            }
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_state`.
@@ -453,14 +481,16 @@ pub unsafe extern "C" fn PAPI_list_events(
 /// `status` points at an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_int {
-    if status.is_null() {
-        return library::fail(EINVAL);
-    }
-    match sets::state(event_set) {
-        // SAFETY: checked non-NULL.
-        Ok(state) => wrote(unsafe { put(status, state) }),
-        Err(e) => e,
-    }
+    guard(|| {
+        if status.is_null() {
+            return library::fail(EINVAL);
+        }
+        match sets::state(event_set) {
+            // SAFETY: checked non-NULL.
+            Ok(state) => wrote(unsafe { put(status, state) }),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_event_name_to_code`.
@@ -469,19 +499,21 @@ pub unsafe extern "C" fn PAPI_state(event_set: c_int, status: *mut c_int) -> c_i
 /// `name` is a C string; `out` points at an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut c_int) -> c_int {
-    if out.is_null() {
-        return library::fail(EINVAL);
-    }
-    // SAFETY: the caller's C string or NULL.
-    let name = match unsafe { event_name(name) } {
-        Ok(name) => name,
-        Err(e) => return e,
-    };
-    match crate::natives::name_to_code(name) {
-        // SAFETY: checked non-NULL.
-        Ok(c) => wrote(unsafe { put(out, c) }),
-        Err(e) => e,
-    }
+    guard(|| {
+        if out.is_null() {
+            return library::fail(EINVAL);
+        }
+        // SAFETY: the caller's C string or NULL.
+        let name = match unsafe { event_name(name) } {
+            Ok(name) => name,
+            Err(e) => return e,
+        };
+        match crate::natives::name_to_code(name) {
+            // SAFETY: checked non-NULL.
+            Ok(c) => wrote(unsafe { put(out, c) }),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_event_code_to_name`.
@@ -490,33 +522,35 @@ pub unsafe extern "C" fn PAPI_event_name_to_code(name: *const c_char, out: *mut 
 /// `out` has room for `PAPI_MAX_STR_LEN` (128) bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_event_code_to_name(event: c_int, out: *mut c_char) -> c_int {
-    if out.is_null() {
-        return library::fail(EINVAL);
-    }
-    let name = match crate::natives::code_to_name(event) {
-        Ok(name) => name,
-        Err(e) => return e,
-    };
-    match crate::natives::fitted(event, &name) {
-        Ok(whole) => {
-            // SAFETY: 128 bytes of room (the caller's promise).
-            unsafe { put_name(out, whole) };
-            OK
+    guard(|| {
+        if out.is_null() {
+            return library::fail(EINVAL);
         }
-        Err((e, part)) => {
-            if let Some(part) = part {
-                // SAFETY: as above.
-                unsafe { put_name(out, part) };
+        let name = match crate::natives::code_to_name(event) {
+            Ok(name) => name,
+            Err(e) => return e,
+        };
+        match crate::natives::fitted(event, &name) {
+            Ok(whole) => {
+                // SAFETY: 128 bytes of room (the caller's promise).
+                unsafe { put_name(out, whole) };
+                OK
             }
-            e
+            Err((e, part)) => {
+                if let Some(part) = part {
+                    // SAFETY: as above.
+                    unsafe { put_name(out, part) };
+                }
+                e
+            }
         }
-    }
+    })
 }
 
 /// `PAPI_query_event`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
-    crate::natives::query_event(event)
+    guard(|| crate::natives::query_event(event))
 }
 
 /// `PAPI_query_named_event`.
@@ -525,11 +559,13 @@ pub extern "C" fn PAPI_query_event(event: c_int) -> c_int {
 /// `name` is a C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
-    // SAFETY: the caller's C string or NULL.
-    match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
-        Ok(c) => crate::natives::query_event(c),
-        Err(e) => e,
-    }
+    guard(|| {
+        // SAFETY: the caller's C string or NULL.
+        match unsafe { event_name(name) }.and_then(crate::natives::name_to_code) {
+            Ok(c) => crate::natives::query_event(c),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_enum_event`: component 0's events.
@@ -538,8 +574,10 @@ pub unsafe extern "C" fn PAPI_query_named_event(name: *const c_char) -> c_int {
 /// `event` points at an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_enum_event(event: *mut c_int, modifier: c_int) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { enum_event(event, modifier, 0, true) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { enum_event(event, modifier, 0, true) }
+    })
 }
 
 /// `PAPI_enum_cmp_event`.
@@ -552,8 +590,10 @@ pub unsafe extern "C" fn PAPI_enum_cmp_event(
     modifier: c_int,
     cidx: c_int,
 ) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { enum_event(event, modifier, cidx, false) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { enum_event(event, modifier, cidx, false) }
+    })
 }
 
 /// `PAPI_enum_event` (`any`) and `PAPI_enum_cmp_event`, in the release the program speaks.
@@ -597,26 +637,28 @@ pub unsafe extern "C" fn PAPI_get_event_info(
     event: c_int,
     info: *mut crate::info::EventInfo,
 ) -> c_int {
-    if info.is_null() {
-        return library::fail(EINVAL);
-    }
-    match crate::natives::event_info(event) {
-        Ok(filled) if release().is_7_2() => {
-            let filled = crate::release::event_info_7_2(*filled);
-            // SAFETY: checked non-NULL; the caller's PAPI_event_info_t, 7.2's (its papi.h's
-            // PAPI_VER_CURRENT chose the release).
-            wrote(unsafe { put(info.cast::<crate::release::EventInfo72>(), *filled) })
+    guard(|| {
+        if info.is_null() {
+            return library::fail(EINVAL);
         }
-        // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
-        Ok(filled) => wrote(unsafe { put(info, *filled) }),
-        Err(e) => e,
-    }
+        match crate::natives::event_info(event) {
+            Ok(filled) if release().is_7_2() => {
+                let filled = crate::release::event_info_7_2(*filled);
+                // SAFETY: checked non-NULL; the caller's PAPI_event_info_t, 7.2's (its papi.h's
+                // PAPI_VER_CURRENT chose the release).
+                wrote(unsafe { put(info.cast::<crate::release::EventInfo72>(), *filled) })
+            }
+            // SAFETY: checked non-NULL; the caller's PAPI_event_info_t.
+            Ok(filled) => wrote(unsafe { put(info, *filled) }),
+            Err(e) => e,
+        }
+    })
 }
 
 /// `PAPI_set_multiplex`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
-    crate::set_options::set_multiplex(event_set, None)
+    guard(|| crate::set_options::set_multiplex(event_set, None))
 }
 
 /// `PAPI_get_multiplex`: 1 when the set multiplexes, else 0, a missing set included (as
@@ -624,23 +666,23 @@ pub extern "C" fn PAPI_set_multiplex(event_set: c_int) -> c_int {
 /// for `PAPI_perror`).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_multiplex(event_set: c_int) -> c_int {
-    crate::set_options::get_multiplex(event_set).max(0)
+    guard(|| crate::set_options::get_multiplex(event_set).max(0))
 }
 
 /// `PAPI_multiplex_init`: the backend's own multiplexing needs no set-up.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_multiplex_init() -> c_int {
-    code(library::with(|_| Ok(OK)))
+    guard(|| code(library::with(|_| Ok(OK))))
 }
 
 /// `PAPI_attach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_attach(event_set: c_int, tid: std::ffi::c_ulong) -> c_int {
-    crate::set_options::attach(event_set, Some(tid))
+    guard(|| crate::set_options::attach(event_set, Some(tid)))
 }
 
 /// `PAPI_detach`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_detach(event_set: c_int) -> c_int {
-    crate::set_options::attach(event_set, None)
+    guard(|| crate::set_options::attach(event_set, None))
 }

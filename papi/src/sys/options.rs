@@ -6,6 +6,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
+use super::guard;
 use super::put;
 use crate::codes::{ECMP, EINVAL, ENOCMP, OK};
 use crate::library::{self, DOM_ALL};
@@ -104,8 +105,10 @@ fn defaults() -> Result<(c_int, c_int), c_int> {
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_opt(option: c_int, ptr: *mut u8) -> c_int {
-    // SAFETY: as this function's.
-    unsafe { get_opt(option, ptr, 0) }
+    guard(|| {
+        // SAFETY: as this function's.
+        unsafe { get_opt(option, ptr, 0) }
+    })
 }
 
 /// `PAPI_get_cmp_opt`, as PAPI 7.0's (papi.c): an index past the components is `PAPI_ECMP`;
@@ -117,46 +120,48 @@ pub unsafe extern "C" fn PAPI_get_opt(option: c_int, ptr: *mut u8) -> c_int {
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_int) -> c_int {
-    if !(0..super::info::PAPI_num_components()).contains(&cidx) {
-        return ECMP;
-    }
-    let initialised = library::INIT_STATE.load(Ordering::SeqCst) != 0;
-    match option {
-        // Component 0's as they stand (the defaults change with PAPI_set_domain).
-        MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN if cidx == 0 && initialised => {
-            // SAFETY: a NULL `ptr` is not read for these options.
-            unsafe { get_opt(option, std::ptr::null_mut(), 0) }
+    guard(|| {
+        if !(0..super::info::PAPI_num_components()).contains(&cidx) {
+            return ECMP;
         }
-        MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN => {
-            let info = super::info::component_info(cidx);
-            if info.is_null() {
-                return 0;
+        let initialised = library::INIT_STATE.load(Ordering::SeqCst) != 0;
+        match option {
+            // Component 0's as they stand (the defaults change with PAPI_set_domain).
+            MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN if cidx == 0 && initialised => {
+                // SAFETY: a NULL `ptr` is not read for these options.
+                unsafe { get_opt(option, std::ptr::null_mut(), 0) }
             }
-            // SAFETY: a non-NULL description from component_info, valid while the
-            // library stays initialised (or static before).
-            let info = unsafe { &*info };
-            match option {
-                MAX_HWCTRS => info.num_cntrs,
-                MAX_MPX_CTRS => info.num_mpx_cntrs,
-                DEFDOM => info.default_domain,
-                _ => info.default_granularity,
+            MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN => {
+                let info = super::info::component_info(cidx);
+                if info.is_null() {
+                    return 0;
+                }
+                // SAFETY: a non-NULL description from component_info, valid while the
+                // library stays initialised (or static before).
+                let info = unsafe { &*info };
+                match option {
+                    MAX_HWCTRS => info.num_cntrs,
+                    MAX_MPX_CTRS => info.num_mpx_cntrs,
+                    DEFDOM => info.default_domain,
+                    _ => info.default_granularity,
+                }
             }
+            SHLIBINFO | COMPONENTINFO => {
+                let pointer: *const u8 = if option == SHLIBINFO {
+                    super::info::PAPI_get_shared_lib_info().cast()
+                } else {
+                    super::info::PAPI_get_component_info(cidx).cast()
+                };
+                // SAFETY: NULL or the caller's union, whose first member is a pointer here.
+                if unsafe { put(ptr.cast::<*const u8>(), pointer) } {
+                    OK
+                } else {
+                    EINVAL
+                }
+            }
+            _ => EINVAL,
         }
-        SHLIBINFO | COMPONENTINFO => {
-            let pointer: *const u8 = if option == SHLIBINFO {
-                super::info::PAPI_get_shared_lib_info().cast()
-            } else {
-                super::info::PAPI_get_component_info(cidx).cast()
-            };
-            // SAFETY: NULL or the caller's union, whose first member is a pointer here.
-            if unsafe { put(ptr.cast::<*const u8>(), pointer) } {
-                OK
-            } else {
-                EINVAL
-            }
-        }
-        _ => EINVAL,
-    }
+    })
 }
 
 /// # Safety
@@ -317,75 +322,77 @@ unsafe fn get_interval(option: c_int, ptr: *mut u8) -> c_int {
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
-    // As PAPI 7.0: every option but PAPI_DEBUG needs the library (before the union is read,
-    // and before the event set an option names is looked up).
-    if option != DEBUG && library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return library::fail(crate::codes::ENOINIT);
-    }
-    if ptr.is_null() {
-        return library::fail(EINVAL);
-    }
-    match option {
-        DEBUG => {
-            // SAFETY: the caller's union.
-            let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
-                return library::fail(EINVAL);
-            };
-            return super::PAPI_set_debug(pair.first);
+    guard(|| {
+        // As PAPI 7.0: every option but PAPI_DEBUG needs the library (before the union is read,
+        // and before the event set an option names is looked up).
+        if option != DEBUG && library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return library::fail(crate::codes::ENOINIT);
         }
-        DEFDOM | DEFGRN | DOMAIN | GRANUL => {
-            // SAFETY: the caller's union.
-            let Some(setting) = (unsafe { member::<Setting>(ptr) }) else {
-                return library::fail(EINVAL);
-            };
-            return match option {
-                DEFDOM => set_default(Some(setting.value), None),
-                DEFGRN => set_default(None, Some(setting.value)),
-                DOMAIN => crate::set_options::set_domain_or_granularity(
-                    setting.eventset,
-                    Some(setting.value),
-                    None,
-                ),
-                _ => crate::set_options::set_domain_or_granularity(
-                    setting.eventset,
-                    None,
-                    Some(setting.value),
-                ),
-            };
+        if ptr.is_null() {
+            return library::fail(EINVAL);
         }
-        _ => {}
-    }
-    // SAFETY: the caller's union.
-    let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
-        return library::fail(EINVAL);
-    };
-    match option {
-        // `ns` is the option's second int.
-        MULTIPLEX => crate::set_options::set_multiplex(pair.first, Some(pair.second)),
-        DETACH => crate::set_options::attach(pair.first, None),
-        ATTACH => {
-            // SAFETY: the caller's union.
-            let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
-                return library::fail(EINVAL);
-            };
-            crate::set_options::attach(attach.eventset, Some(attach.tid))
+        match option {
+            DEBUG => {
+                // SAFETY: the caller's union.
+                let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
+                    return library::fail(EINVAL);
+                };
+                return super::PAPI_set_debug(pair.first);
+            }
+            DEFDOM | DEFGRN | DOMAIN | GRANUL => {
+                // SAFETY: the caller's union.
+                let Some(setting) = (unsafe { member::<Setting>(ptr) }) else {
+                    return library::fail(EINVAL);
+                };
+                return match option {
+                    DEFDOM => set_default(Some(setting.value), None),
+                    DEFGRN => set_default(None, Some(setting.value)),
+                    DOMAIN => crate::set_options::set_domain_or_granularity(
+                        setting.eventset,
+                        Some(setting.value),
+                        None,
+                    ),
+                    _ => crate::set_options::set_domain_or_granularity(
+                        setting.eventset,
+                        None,
+                        Some(setting.value),
+                    ),
+                };
+            }
+            _ => {}
         }
-        // As PAPI 7.0: a CPU past the machine's is PAPI_EINVAL at once.
-        CPU_ATTACH => crate::set_options::attach_cpu(
-            pair.first,
-            pair.second,
-            crate::info::hardware().totalcpus,
-        ),
-        INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
-        // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
-        DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => library::fail(EINVAL),
-        DEF_MPX_NS => super::code(library::with(|_| {
-            ITIMER_NS.store(pair.second, Ordering::SeqCst);
-            Ok(OK)
-        })),
-        DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
-        _ => library::fail(EINVAL),
-    }
+        // SAFETY: the caller's union.
+        let Some(pair) = (unsafe { member::<Pair>(ptr) }) else {
+            return library::fail(EINVAL);
+        };
+        match option {
+            // `ns` is the option's second int.
+            MULTIPLEX => crate::set_options::set_multiplex(pair.first, Some(pair.second)),
+            DETACH => crate::set_options::attach(pair.first, None),
+            ATTACH => {
+                // SAFETY: the caller's union.
+                let Some(attach) = (unsafe { member::<AttachOption>(ptr) }) else {
+                    return library::fail(EINVAL);
+                };
+                crate::set_options::attach(attach.eventset, Some(attach.tid))
+            }
+            // As PAPI 7.0: a CPU past the machine's is PAPI_EINVAL at once.
+            CPU_ATTACH => crate::set_options::attach_cpu(
+                pair.first,
+                pair.second,
+                crate::info::hardware().totalcpus,
+            ),
+            INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
+            // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
+            DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => library::fail(EINVAL),
+            DEF_MPX_NS => super::code(library::with(|_| {
+                ITIMER_NS.store(pair.second, Ordering::SeqCst);
+                Ok(OK)
+            })),
+            DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),
+            _ => library::fail(EINVAL),
+        }
+    })
 }
 
 fn set_default(domain: Option<c_int>, granularity: Option<c_int>) -> c_int {
@@ -416,29 +423,33 @@ fn set_default(domain: Option<c_int>, granularity: Option<c_int>) -> c_int {
 /// `PAPI_set_domain`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_domain(domain: c_int) -> c_int {
-    set_default(Some(domain), None)
+    guard(|| set_default(Some(domain), None))
 }
 
 /// `PAPI_set_cmp_domain`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_cmp_domain(domain: c_int, cidx: c_int) -> c_int {
-    if cidx != 0 {
-        return ENOCMP;
-    }
-    set_default(Some(domain), None)
+    guard(|| {
+        if cidx != 0 {
+            return ENOCMP;
+        }
+        set_default(Some(domain), None)
+    })
 }
 
 /// `PAPI_set_granularity`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_granularity(granularity: c_int) -> c_int {
-    set_default(None, Some(granularity))
+    guard(|| set_default(None, Some(granularity)))
 }
 
 /// `PAPI_set_cmp_granularity`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_set_cmp_granularity(granularity: c_int, cidx: c_int) -> c_int {
-    if cidx != 0 {
-        return ENOCMP;
-    }
-    set_default(None, Some(granularity))
+    guard(|| {
+        if cidx != 0 {
+            return ENOCMP;
+        }
+        set_default(None, Some(granularity))
+    })
 }

@@ -5,6 +5,7 @@
 use std::ffi::{c_int, c_longlong, c_uint, c_void};
 use std::sync::atomic::Ordering;
 
+use super::guard;
 use crate::codes::{EINVAL, OK};
 use crate::overflow::PROFILES;
 use crate::profile::{self, Buffer, Profile};
@@ -118,26 +119,28 @@ pub unsafe extern "C" fn PAPI_sprofil(
     threshold: c_int,
     flags: c_int,
 ) -> c_int {
-    let count = if prof.is_null() {
-        0
-    } else {
-        count.max(0) as usize
-    };
-    let buffers: Vec<Buffer> = if count == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `count` structures at `prof` (the caller's promise).
-        unsafe { std::slice::from_raw_parts(prof, count) }
-            .iter()
-            .map(|p| Buffer {
-                base: p.base as usize,
-                size: p.size,
-                offset: p.offset,
-                scale: p.scale,
-            })
-            .collect()
-    };
-    profile_with(buffers, event_set, event, threshold, flags)
+    guard(|| {
+        let count = if prof.is_null() {
+            0
+        } else {
+            count.max(0) as usize
+        };
+        let buffers: Vec<Buffer> = if count == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: `count` structures at `prof` (the caller's promise).
+            unsafe { std::slice::from_raw_parts(prof, count) }
+                .iter()
+                .map(|p| Buffer {
+                    base: p.base as usize,
+                    size: p.size,
+                    offset: p.offset,
+                    scale: p.scale,
+                })
+                .collect()
+        };
+        profile_with(buffers, event_set, event, threshold, flags)
+    })
 }
 
 /// `PAPI_profil`: `PAPI_sprofil` with one buffer.
@@ -155,23 +158,25 @@ pub unsafe extern "C" fn PAPI_profil(
     threshold: c_int,
     flags: c_int,
 ) -> c_int {
-    // As PAPI 7.0's: a threshold of 0 or below turns off an event that is profiled (and is
-    // PAPI_EINVAL for one that is not, once the set is known), through PAPI_sprofil with no
-    // buffer.
-    if threshold <= 0 {
-        return match set_overflow::profiled(event_set, event) {
-            Ok(true) => profile_with(Vec::new(), event_set, event, 0, flags),
-            Ok(false) => crate::library::fail(EINVAL),
-            Err(e) => e,
-        };
-    }
-    let buffers = vec![Buffer {
-        base: buf as usize,
-        size: bufsiz,
-        offset: offset as usize,
-        scale,
-    }];
-    profile_with(buffers, event_set, event, threshold, flags)
+    guard(|| {
+        // As PAPI 7.0's: a threshold of 0 or below turns off an event that is profiled (and is
+        // PAPI_EINVAL for one that is not, once the set is known), through PAPI_sprofil with no
+        // buffer.
+        if threshold <= 0 {
+            return match set_overflow::profiled(event_set, event) {
+                Ok(true) => profile_with(Vec::new(), event_set, event, 0, flags),
+                Ok(false) => crate::library::fail(EINVAL),
+                Err(e) => e,
+            };
+        }
+        let buffers = vec![Buffer {
+            base: buf as usize,
+            size: bufsiz,
+            offset: offset as usize,
+            scale,
+        }];
+        profile_with(buffers, event_set, event, threshold, flags)
+    })
 }
 
 /// `PAPI_overflow_handler_t`.

@@ -15,6 +15,7 @@
 //! The `sde_ti_*` functions are called through pointers `dlsym` gave for their names, with
 //! the C signatures of PAPI 7.0's `sde_lib_ti.h`; the strings they return are copied at once.
 
+use super::guard;
 use std::ffi::{CStr, c_char, c_int, c_longlong, c_void};
 use std::sync::RwLock;
 
@@ -189,16 +190,18 @@ type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void)
 /// does (with this function's address as the overflow address and no context).
 #[unsafe(no_mangle)]
 pub extern "C" fn papi_sde_check_overflow_status(counter: u32, latest: c_longlong) {
-    let Some((handler, set, vector)) = crate::sde_watch::overflowed(counter, latest) else {
-        return;
-    };
-    // SAFETY: `overflow::handler_of` gives only the address of a `PAPI_overflow_handler_t`
-    // given to PAPI_overflow (not NULL, not the profiles' placeholder).
-    let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
-    let address = papi_sde_check_overflow_status as *const () as *mut c_void;
-    // SAFETY: the caller of PAPI_overflow promised a handler callable on the counting
-    // thread; no library lock is held here.
-    unsafe { handler(set, address, vector, std::ptr::null_mut()) };
+    guard(|| {
+        let Some((handler, set, vector)) = crate::sde_watch::overflowed(counter, latest) else {
+            return;
+        };
+        // SAFETY: `overflow::handler_of` gives only the address of a `PAPI_overflow_handler_t`
+        // given to PAPI_overflow (not NULL, not the profiles' placeholder).
+        let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
+        let address = papi_sde_check_overflow_status as *const () as *mut c_void;
+        // SAFETY: the caller of PAPI_overflow promised a handler callable on the counting
+        // thread; no library lock is held here.
+        unsafe { handler(set, address, vector, std::ptr::null_mut()) };
+    })
 }
 
 /// Called by libsde when a library registers a counter a running set already overflows on
@@ -207,5 +210,5 @@ pub extern "C" fn papi_sde_check_overflow_status(counter: u32, latest: c_longlon
 /// no set of this thread needs the timer.
 #[unsafe(no_mangle)]
 pub extern "C" fn papi_sde_set_timer_for_overflow() -> c_int {
-    crate::codes::OK
+    guard(|| crate::codes::OK)
 }

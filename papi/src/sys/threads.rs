@@ -5,6 +5,7 @@ use std::ffi::{c_int, c_ulong, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use super::guard;
 use super::put;
 use crate::codes::{self, EINVAL, OK};
 use crate::library;
@@ -31,21 +32,10 @@ pub fn know_this_thread() {
     }
 }
 
-/// Runs in the child of every `fork()`: one more fork ([`library::FORKS`]), so that the
-/// child knows the sets its parent made. Async-signal-safe (one atomic add), as a handler
-/// run in the child of a threaded process must be.
-extern "C" fn after_fork_in_child() {
-    library::FORKS.fetch_add(1, Ordering::SeqCst);
-}
-
-/// Counts this process's forks from now on (once; at `PAPI_library_init`, before any set).
+/// Counts this process's forks from now on (at `PAPI_library_init`, before any set): the C
+/// boundary's `pthread_atfork` handler ([`counterhal_cboundary::forks`]).
 pub fn watch_forks() {
-    static WATCH: std::sync::Once = std::sync::Once::new();
-    WATCH.call_once(|| {
-        // SAFETY: registers a plain function with the C ABI that lives as long as the process
-        // and only adds to an atomic; no prepare or parent handler.
-        let _ = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    });
+    let _ = counterhal_cboundary::forks();
 }
 
 /// Forgets every thread (`PAPI_shutdown`).
@@ -56,38 +46,42 @@ pub fn forget_threads() {
 /// `PAPI_thread_init`: remembers the thread-id function.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulong>) -> c_int {
-    let Some(f) = id_fn else {
-        return EINVAL;
-    };
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return codes::ENOINIT;
-    }
-    // The calling thread, known under its old id, is known under the new one from now on.
-    let old = PAPI_thread_id();
-    ID_FN.store(f as usize, Ordering::SeqCst);
-    let new = PAPI_thread_id();
-    let mut all = threads();
-    if all.iter().any(|(t, _)| *t == new) {
-        all.retain(|(t, _)| *t != old);
-    } else if let Some(entry) = all.iter_mut().find(|(t, _)| *t == old) {
-        entry.0 = new;
-    }
-    drop(all);
-    library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
-    OK
+    guard(|| {
+        let Some(f) = id_fn else {
+            return EINVAL;
+        };
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return codes::ENOINIT;
+        }
+        // The calling thread, known under its old id, is known under the new one from now on.
+        let old = PAPI_thread_id();
+        ID_FN.store(f as usize, Ordering::SeqCst);
+        let new = PAPI_thread_id();
+        let mut all = threads();
+        if all.iter().any(|(t, _)| *t == new) {
+            all.retain(|(t, _)| *t != old);
+        } else if let Some(entry) = all.iter_mut().find(|(t, _)| *t == old) {
+            entry.0 = new;
+        }
+        drop(all);
+        library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
+        OK
+    })
 }
 
 /// `PAPI_thread_id`: the thread-id function's answer, else the thread's kernel id.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_thread_id() -> c_ulong {
-    let f = ID_FN.load(Ordering::SeqCst);
-    if f != 0 {
-        // SAFETY: a nonzero value was stored from a valid `extern "C" fn() -> c_ulong`.
-        let id_fn: unsafe extern "C" fn() -> c_ulong = unsafe { std::mem::transmute(f) };
-        // SAFETY: the caller registered a thread-id function callable from any thread.
-        return unsafe { id_fn() };
-    }
-    own_thread_id()
+    guard(|| {
+        let f = ID_FN.load(Ordering::SeqCst);
+        if f != 0 {
+            // SAFETY: a nonzero value was stored from a valid `extern "C" fn() -> c_ulong`.
+            let id_fn: unsafe extern "C" fn() -> c_ulong = unsafe { std::mem::transmute(f) };
+            // SAFETY: the caller registered a thread-id function callable from any thread.
+            return unsafe { id_fn() };
+        }
+        own_thread_id()
+    })
 }
 
 /// The calling thread's own id, as a thread-id function (PAPI's `_papi_gettid`, which its rate
@@ -113,22 +107,26 @@ fn own_thread_id() -> c_ulong {
 /// `PAPI_register_thread`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_register_thread() -> c_int {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return codes::ENOINIT;
-    }
-    know_this_thread();
-    OK
+    guard(|| {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return codes::ENOINIT;
+        }
+        know_this_thread();
+        OK
+    })
 }
 
 /// `PAPI_unregister_thread`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_unregister_thread() -> c_int {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
-        return codes::ENOINIT;
-    }
-    let id = PAPI_thread_id();
-    threads().retain(|(t, _)| *t != id);
-    OK
+    guard(|| {
+        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+            return codes::ENOINIT;
+        }
+        let id = PAPI_thread_id();
+        threads().retain(|(t, _)| *t != id);
+        OK
+    })
 }
 
 /// `PAPI_list_threads`: up to `*number` ids (all when `tids` is NULL); `*number` becomes how
@@ -138,24 +136,26 @@ pub extern "C" fn PAPI_unregister_thread() -> c_int {
 /// `tids` is NULL or has room for `*number` ids; `number` points at an int.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_list_threads(tids: *mut c_ulong, number: *mut c_int) -> c_int {
-    if number.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: checked non-NULL.
-    let room = unsafe { *number };
-    let all = threads();
-    if !tids.is_null() {
-        let ids: Vec<c_ulong> = all
-            .iter()
-            .map(|(t, _)| *t)
-            .take(room.max(0) as usize)
-            .collect();
-        // SAFETY: room for `room` >= `ids.len()` ids (the caller's promise).
-        unsafe { super::put_all(tids, &ids) };
-    }
-    // SAFETY: checked non-NULL.
-    unsafe { put(number, all.len() as c_int) };
-    OK
+    guard(|| {
+        if number.is_null() {
+            return EINVAL;
+        }
+        // SAFETY: checked non-NULL.
+        let room = unsafe { *number };
+        let all = threads();
+        if !tids.is_null() {
+            let ids: Vec<c_ulong> = all
+                .iter()
+                .map(|(t, _)| *t)
+                .take(room.max(0) as usize)
+                .collect();
+            // SAFETY: room for `room` >= `ids.len()` ids (the caller's promise).
+            unsafe { super::put_all(tids, &ids) };
+        }
+        // SAFETY: checked non-NULL.
+        unsafe { put(number, all.len() as c_int) };
+        OK
+    })
 }
 
 fn slot(tag: c_int) -> Option<usize> {
@@ -168,20 +168,22 @@ fn slot(tag: c_int) -> Option<usize> {
 /// `ptr` is stored, not read.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_set_thr_specific(tag: c_int, ptr: *mut c_void) -> c_int {
-    let Some(i) = slot(tag).filter(|_| tag & ALL_THREADS == 0) else {
-        return EINVAL;
-    };
-    let id = PAPI_thread_id();
-    let mut all = threads();
-    match all.iter_mut().find(|(t, _)| *t == id) {
-        Some((_, slots)) => slots[i] = ptr as usize,
-        None => {
-            let mut slots = [0; 3];
-            slots[i] = ptr as usize;
-            all.push((id, slots));
+    guard(|| {
+        let Some(i) = slot(tag).filter(|_| tag & ALL_THREADS == 0) else {
+            return EINVAL;
+        };
+        let id = PAPI_thread_id();
+        let mut all = threads();
+        match all.iter_mut().find(|(t, _)| *t == id) {
+            Some((_, slots)) => slots[i] = ptr as usize,
+            None => {
+                let mut slots = [0; 3];
+                slots[i] = ptr as usize;
+                all.push((id, slots));
+            }
         }
-    }
-    OK
+        OK
+    })
 }
 
 /// `PAPI_all_thr_spec_t`.
@@ -199,38 +201,40 @@ struct AllThreads {
 /// `ptr` points at a `void *`, or at a `PAPI_all_thr_spec_t` with `PAPI_TLS_ALL_THREADS`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void) -> c_int {
-    let Some(i) = slot(tag) else {
-        return EINVAL;
-    };
-    if ptr.is_null() {
-        return EINVAL;
-    }
-    let all = threads();
-    if tag & ALL_THREADS != 0 {
-        let spec = ptr.cast::<AllThreads>();
-        // SAFETY: the caller's PAPI_all_thr_spec_t (checked non-NULL).
-        let spec = unsafe { &mut *spec };
-        let (room, id_out, data_out) = (spec.num, spec.id, spec.data);
-        let room = room.max(0) as usize;
-        let n = room.min(all.len());
-        let ids: Vec<c_ulong> = all.iter().take(n).map(|(t, _)| *t).collect();
-        let data: Vec<*mut c_void> = all
-            .iter()
-            .take(n)
-            .map(|(_, s)| s[i] as *mut c_void)
-            .collect();
-        // SAFETY: the caller's arrays hold `num` >= `n` entries (or are NULL).
-        unsafe { super::put_all(id_out, &ids) };
-        // SAFETY: as above.
-        unsafe { super::put_all(data_out, &data) };
-        spec.num = all.len() as c_int;
-        return OK;
-    }
-    let id = PAPI_thread_id();
-    let value = all.iter().find(|(t, _)| *t == id).map_or(0, |(_, s)| s[i]);
-    // SAFETY: checked non-NULL; the caller's `void *`.
-    unsafe { put(ptr, value as *mut c_void) };
-    OK
+    guard(|| {
+        let Some(i) = slot(tag) else {
+            return EINVAL;
+        };
+        if ptr.is_null() {
+            return EINVAL;
+        }
+        let all = threads();
+        if tag & ALL_THREADS != 0 {
+            let spec = ptr.cast::<AllThreads>();
+            // SAFETY: the caller's PAPI_all_thr_spec_t (checked non-NULL).
+            let spec = unsafe { &mut *spec };
+            let (room, id_out, data_out) = (spec.num, spec.id, spec.data);
+            let room = room.max(0) as usize;
+            let n = room.min(all.len());
+            let ids: Vec<c_ulong> = all.iter().take(n).map(|(t, _)| *t).collect();
+            let data: Vec<*mut c_void> = all
+                .iter()
+                .take(n)
+                .map(|(_, s)| s[i] as *mut c_void)
+                .collect();
+            // SAFETY: the caller's arrays hold `num` >= `n` entries (or are NULL).
+            unsafe { super::put_all(id_out, &ids) };
+            // SAFETY: as above.
+            unsafe { super::put_all(data_out, &data) };
+            spec.num = all.len() as c_int;
+            return OK;
+        }
+        let id = PAPI_thread_id();
+        let value = all.iter().find(|(t, _)| *t == id).map_or(0, |(_, s)| s[i]);
+        // SAFETY: checked non-NULL; the caller's `void *`.
+        unsafe { put(ptr, value as *mut c_void) };
+        OK
+    })
 }
 
 static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
@@ -238,24 +242,28 @@ static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)]
 /// `PAPI_lock`: user lock 0 or 1.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_lock(lock: c_int) -> c_int {
-    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
-        return EINVAL;
-    };
-    while l
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        std::thread::yield_now();
-    }
-    OK
+    guard(|| {
+        let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+            return EINVAL;
+        };
+        while l
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        OK
+    })
 }
 
 /// `PAPI_unlock`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_unlock(lock: c_int) -> c_int {
-    let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
-        return EINVAL;
-    };
-    l.store(false, Ordering::Release);
-    OK
+    guard(|| {
+        let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+            return EINVAL;
+        };
+        l.store(false, Ordering::Release);
+        OK
+    })
 }

@@ -68,7 +68,9 @@ macro_rules! fortran {
         /// # Safety
         /// The references and lengths a Fortran caller passes (see the module's documentation).
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) $body
+        pub unsafe extern "C" fn $name($($arg: $ty),*) {
+            crate::sys::guard(|| $body)
+        }
         fortran!(@alias $name, $under, ($($arg: $ty),*));
         fortran!(@alias $name, $double, ($($arg: $ty),*));
         fortran!(@alias $name, $caps, ($($arg: $ty),*));
