@@ -150,25 +150,26 @@ mod tests {
     /// C strings in: NULL and bytes that are not UTF-8 are told apart from text.
     #[test]
     fn text_in_tells_null_and_bad_bytes_apart() {
-        // SAFETY: NULL, or NUL-terminated strings that live for the test.
-        unsafe {
-            assert_eq!(text(std::ptr::null()), Err(TextError::Null));
-            assert_eq!(text(c"cycles".as_ptr()), Ok("cycles"));
-            assert_eq!(text(c"\xff".as_ptr()), Err(TextError::NotUtf8));
-        }
+        // SAFETY: NULL.
+        assert_eq!(unsafe { text(std::ptr::null()) }, Err(TextError::Null));
+        // SAFETY: a NUL-terminated string that lives for the test.
+        assert_eq!(unsafe { text(c"cycles".as_ptr()) }, Ok("cycles"));
+        // SAFETY: as above.
+        assert_eq!(unsafe { text(c"\xff".as_ptr()) }, Err(TextError::NotUtf8));
     }
 
     /// C strings out: cut to fit and NUL-terminated, as C's `snprintf` does.
     #[test]
     fn text_out_is_cut_as_snprintf_cuts() {
         let mut buffer = [b'x'; 4];
-        // SAFETY: a buffer of 4 bytes, told as 4 and as 0.
-        unsafe {
-            assert!(!write_text(buffer.as_mut_ptr().cast(), 4, "cycles"));
-            assert_eq!(&buffer, b"cyc\0");
-            assert!(write_text(buffer.as_mut_ptr().cast(), 4, "ab"));
-            assert_eq!(&buffer[..3], b"ab\0");
-            assert!(!write_text(buffer.as_mut_ptr().cast(), 0, "ab"));
-        }
+        let out = buffer.as_mut_ptr().cast();
+        // SAFETY: a buffer of 4 bytes, told as 4.
+        assert!(!unsafe { write_text(out, 4, "cycles") });
+        assert_eq!(&buffer, b"cyc\0");
+        // SAFETY: as above.
+        assert!(unsafe { write_text(out, 4, "ab") });
+        assert_eq!(&buffer[..3], b"ab\0");
+        // SAFETY: told as 0: nothing is written.
+        assert!(!unsafe { write_text(out, 0, "ab") });
     }
 }

@@ -145,7 +145,7 @@ pub unsafe extern "C" fn counterhal_metrics_name(m: *mut MetricsC, index: usize)
             // SAFETY: NULL or a live metric set of this thread.
             unsafe { text_at(m, index, |set| &set.names) }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn counterhal_metrics_unit(m: *mut MetricsC, index: usize)
             // SAFETY: NULL or a live metric set of this thread.
             unsafe { text_at(m, index, |set| &set.units) }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn counterhal_metrics_event_name(
             // SAFETY: NULL or a live metric set of this thread.
             unsafe { text_at(m, index, |set| &set.events) }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 

@@ -298,7 +298,7 @@ pub unsafe extern "C" fn counterhal_backend(ch: *const Handle) -> *const c_char 
                 None => std::ptr::null(),
             }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn counterhal_cpu_model(ch: *const Handle) -> *const c_cha
                 None => std::ptr::null(),
             }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -590,7 +590,7 @@ pub extern "C" fn counterhal_strerror(code: c_int) -> *const c_char {
                 .map_or(c"unknown error code", |(_, _, meaning)| meaning)
                 .as_ptr()
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -598,7 +598,7 @@ pub extern "C" fn counterhal_strerror(code: c_int) -> *const c_char {
 /// long as the thread; the text is replaced by its next failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_last_error() -> *const c_char {
-    boundary::catch(|| crate::last_error_pointer().cast(), || std::ptr::null())
+    boundary::catch(|| crate::last_error_pointer().cast(), std::ptr::null)
 }
 
 /// Copies this thread's last failure into `buf[0..len)`, cut to fit and NUL-terminated

@@ -10,13 +10,13 @@ use crate::code;
 /// Wall-clock nanoseconds from a fixed point (PAPI's `PAPI_get_real_nsec`).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_real_nsec() -> u64 {
-    boundary::catch(|| facade::time::real_ns(), || 0)
+    boundary::catch(facade::time::real_ns, || 0)
 }
 
 /// The calling thread's CPU time in nanoseconds (PAPI's `PAPI_get_virt_nsec`).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_virt_nsec() -> u64 {
-    boundary::catch(|| facade::time::thread_cpu_ns(), || 0)
+    boundary::catch(facade::time::thread_cpu_ns, || 0)
 }
 
 /// The time-stamp counter where it is a clock (invariant TSC), else 0 (PAPI's

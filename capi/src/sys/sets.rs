@@ -74,7 +74,7 @@ pub unsafe extern "C" fn counterhal_set_note(set: *mut SetCell) -> *const c_char
                 None => std::ptr::null(),
             }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -203,7 +203,7 @@ pub extern "C" fn counterhal_version() -> c_int {
 /// The library's version as text, `"MAJOR.MINOR.PATCH"` (static).
 #[unsafe(no_mangle)]
 pub extern "C" fn counterhal_version_string() -> *const c_char {
-    boundary::catch(|| crate::VERSION_TEXT.as_ptr(), || std::ptr::null())
+    boundary::catch(|| crate::VERSION_TEXT.as_ptr(), std::ptr::null)
 }
 
 /// How many events the set holds.
@@ -236,7 +236,7 @@ pub unsafe extern "C" fn counterhal_set_event_name(
                 None => std::ptr::null(),
             }
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }
 
@@ -284,6 +284,6 @@ pub unsafe extern "C" fn counterhal_set_event_unit(
             }
             unit.as_ptr()
         },
-        || std::ptr::null(),
+        std::ptr::null,
     )
 }

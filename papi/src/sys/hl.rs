@@ -119,5 +119,5 @@ pub unsafe extern "C" fn PAPI_hl_region_end(region: *const c_char) -> c_int {
 /// run), so that low-level calls may follow.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_hl_stop() -> c_int {
-    guard(|| hl::stop())
+    guard(hl::stop)
 }

@@ -641,5 +641,5 @@ pub unsafe extern "C" fn PAPI_epc(
 /// `PAPI_rate_stop`: `PAPI_ENOEVNT` when no rate function runs on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_rate_stop() -> c_int {
-    guard(|| rates::stop())
+    guard(rates::stop)
 }
