@@ -130,7 +130,8 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
         let result = library::library_init(version);
         if result == version {
             let _ = library::THREAD_ID.set(|| threads::own_id());
-            threads::watch_forks();
+            // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
+            let _ = counterhal_cboundary::forks();
             threads::know_this_thread();
             crate::sde::init();
             crate::uncore::init();

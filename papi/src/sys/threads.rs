@@ -32,12 +32,6 @@ pub fn know_this_thread() {
     }
 }
 
-/// Counts this process's forks from now on (at `PAPI_library_init`, before any set): the C
-/// boundary's `pthread_atfork` handler ([`counterhal_cboundary::forks`]).
-pub fn watch_forks() {
-    let _ = counterhal_cboundary::forks();
-}
-
 /// Forgets every thread (`PAPI_shutdown`).
 pub fn forget_threads() {
     threads().clear();
