@@ -168,9 +168,11 @@ pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option
     }
 }
 
-/// Where perf mounts tracefs when it is absent: this system's `kernel/tracing`.
-fn mount_point() -> PathBuf {
-    counterhal_system::System::host().sys_file("kernel/tracing")
+/// Where perf mounts tracefs when it is absent: this system's `kernel/tracing` (built once: a
+/// `list` asks at each of its thousands of names).
+fn mount_point() -> &'static Path {
+    static POINT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    POINT.get_or_init(|| counterhal_system::System::host().sys_file("kernel/tracing"))
 }
 
 /// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
@@ -181,7 +183,7 @@ fn mount_point() -> PathBuf {
 /// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
 pub fn mount_if_absent(roots: &[PathBuf]) {
     static TRIED: std::sync::Once = std::sync::Once::new();
-    let standard = roots.first().is_some_and(|root| *root == mount_point());
+    let standard = roots.first().is_some_and(|root| root == mount_point());
     if !standard || TRIED.is_completed() || crate::sys::effective_uid() != 0 {
         return;
     }

@@ -113,9 +113,14 @@ impl System {
     /// `kernel.perf_event_paranoid` (`sys/kernel/perf_event_paranoid` under procfs), where
     /// it can be read.
     pub fn perf_event_paranoid(&self) -> Option<i32> {
-        System::read_trimmed(&self.proc_file("sys/kernel/perf_event_paranoid"))?
-            .parse()
-            .ok()
+        // This machine's path written whole: a backend asks at every open that fails (`info`
+        // 88 times), and joining it costs as much as the read.
+        const HOST: &str = "/proc/sys/kernel/perf_event_paranoid";
+        let text = match self.procfs == Path::new("/proc") {
+            true => std::fs::read_to_string(HOST),
+            false => std::fs::read_to_string(self.proc_file("sys/kernel/perf_event_paranoid")),
+        };
+        text.ok()?.trim().parse().ok()
     }
 
     /// The calling process's effective capabilities (`CapEff` of `self/status` under
