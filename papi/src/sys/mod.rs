@@ -1,6 +1,6 @@
 //! PAPI's C functions: each turns its C arguments (pointers, C strings, arrays) into a call of
 //! [`crate::library`] and [`crate::sets`], and writes the results back, inside the C
-//! boundary's guard ([`guard`]: a panic answers `PAPI_EBUG`, cancellation is held off).
+//! boundary's guard (`guard`: a panic answers `PAPI_EBUG`, cancellation is held off).
 //!
 //! # Safety
 //! Every function is `unsafe extern "C"`: the caller passes pointers as PAPI documents them
