@@ -374,7 +374,7 @@ mod tests {
     /// the levels, down to the last directory whose path fits in `PATH_MAX`, the one past it
     /// counted once.
     ///
-    /// Oracle: find(1), which walks any depth, and Linux's PATH_MAX
+    /// Oracle: GNU find(1) (findutils 4.9, Debian 12), which walks any depth, and Linux's PATH_MAX
     /// (include/uapi/linux/limits.h: 4,096 bytes, the NUL included).
     #[cfg(unix)]
     #[test]
@@ -413,6 +413,16 @@ mod tests {
         let (Ok(made), Ok(find)) = (made, find) else {
             skip!(Need::Platform, "sh, mkdir or find(1) did not run here");
         };
+        let gnu = std::process::Command::new("find")
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("GNU findutils"));
+        if !gnu {
+            skip!(
+                Need::Platform,
+                "find(1) here is not GNU find, the oracle (busybox's has no -printf)"
+            );
+        }
         assert!(made.success(), "mkdir: {made}");
         assert!(find.status.success(), "find: {}", find.status);
         let (by_default, unbounded) = walked.expect("the walk on a 64 KiB stack");
