@@ -328,10 +328,18 @@ fn add_defaults<'e>(
                 .filter(|u| u.class == UnitMaskClass::Plain)
                 .map(|u| u.name.as_str())
                 .collect();
+            // Intel's one-letter unit masks (`L2_LINES_IN.E`) read as modifiers after `:`.
+            let dotted = match names.iter().find(|n| n.len() == 1) {
+                Some(letter) => format!(
+                    " (`{0}.{letter}`: after `:` a one-letter name is a modifier)",
+                    event.name
+                ),
+                None => String::new(),
+            };
             return Err(err(
                 EventErrorKind::UnitMaskRequired,
                 format!(
-                    "`{}` needs a unit mask: one of {}",
+                    "`{}` needs a unit mask: one of {}{dotted}",
                     event.name,
                     names.join(", ")
                 ),

@@ -34,6 +34,12 @@ umasks = [
 ]
 
 [[cpu.event]]
+name = "L2_LINES_IN"
+code = 0x25
+flags = ["exclusive"]
+umasks = [{ name = "E", code = 0x04 }, { name = "S", code = 0x02 }]
+
+[[cpu.event]]
 name = "MEM_LOAD"
 code = 0xd1
 umasks = [{ name = "L1_HIT", code = 0x01 }, { name = "L2_HIT", code = 0x02 }]
@@ -87,6 +93,23 @@ fn dotted_unit_mask_names_resolve_in_every_spelling() {
         encode("OCR.DEMAND_DATA_RD"),
         Err(EventErrorKind::UnitMaskInvalid)
     );
+}
+
+/// Intel's one-letter unit masks (perfmon's Meteor Lake Crestmont table: `L2_LINES_IN.E`,
+/// event 0x25, unit mask 0x04, as perf 7.2 opens `l2_lines_in.e`) resolve in the dotted form;
+/// after `:` the letter is the modifier (`e`, edge), and the error says how to write the
+/// unit mask.
+#[test]
+fn one_letter_unit_masks_are_written_after_a_dot() {
+    assert_eq!(encode("L2_LINES_IN.E").unwrap().0 & 0xffff, 0x0425);
+    assert_eq!(encode("l2_lines_in.s").unwrap().0 & 0xffff, 0x0225);
+    let edge = encode("L2_LINES_IN.E:e").unwrap().0;
+    assert_eq!(edge & 0x4_ffff, 0x4_0425);
+    let error = database()
+        .resolve_exact(Some("testcore"), "L2_LINES_IN:E", &common::X86)
+        .unwrap_err();
+    assert_eq!(error.kind(), EventErrorKind::UnitMaskRequired);
+    assert!(error.message().contains("`L2_LINES_IN.E`"), "{error}");
 }
 
 #[test]
@@ -249,10 +272,8 @@ fn a_unit_mask_named_twice_or_like_a_modifier_is_refused() {
             "{ name = \"Ku\", code = 0x01 }",
             Some("unit mask `Ku` would shadow a modifier"),
         ),
-        (
-            "{ name = \"U\", code = 0x01 }",
-            Some("unit mask `U` would shadow a modifier"),
-        ),
+        // A one-letter name loads: it is written after a dot (`MEM_LOAD.U`).
+        ("{ name = \"U\", code = 0x01 }", None),
         ("{ name = \"UKA\", code = 0x01 }", None),
     ] {
         let text = MODEL.replace(

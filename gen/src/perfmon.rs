@@ -398,7 +398,7 @@ fn entry(entry: &Value) -> Result<Entry, Left> {
             && t.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || (dot && c == '.'))
     };
-    if !valid(base, false) || mask.is_some_and(|m| !valid(m, true) || m.len() < 2) {
+    if !valid(base, false) || mask.is_some_and(|m| !valid(m, true)) {
         // Deprecated offcore events spelled in libpfm4's syntax
         // (`OFFCORE_RESPONSE:request=...`) repeat current `OCR.*` events.
         if flag(entry, "Deprecated") {

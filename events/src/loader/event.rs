@@ -179,7 +179,8 @@ impl EventAt<'_> {
         Ok(unit_masks)
     }
 
-    /// The unit mask's name, trimmed: refused when it is not a name, would shadow a modifier,
+    /// The unit mask's name, trimmed: refused when it is not a name, would shadow a group of
+    /// modifiers (`uk`; a one-letter name is written after a dot, `L2_LINES_IN.E`),
     /// or repeats one of `before` (looked for only when `may_repeat`).
     fn unit_mask_name(
         &self,
@@ -202,8 +203,7 @@ impl EventAt<'_> {
                 format!("`{uname}` is not a valid unit-mask name (letters, digits, _ and inner .)"),
             ));
         }
-        if uname.len() == 1 || uname.eq_ignore_ascii_case("uk") || uname.eq_ignore_ascii_case("ku")
-        {
+        if uname.eq_ignore_ascii_case("uk") || uname.eq_ignore_ascii_case("ku") {
             return Err(source.error(
                 u.name.span(),
                 "name",
