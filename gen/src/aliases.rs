@@ -362,16 +362,24 @@ pub const PERF_AMD_DIRS: &[(&str, &str)] = &[
     ("amdzen5", "amd64_fam1ah_zen5"),
 ];
 
-/// Each core event name of a perf JSON directory (`ls_mab_alloc.load_store_allocations`) with
-/// the bits it encodes; uncore (`Unit`) entries and metrics are left out.
-///
-/// # Errors
-/// A directory or file that cannot be read, or JSON that is not a list of events.
-pub fn perf_spellings(dir: &Path) -> Result<Vec<(String, Bits)>, GenError> {
+/// One core event of a perf JSON directory: perf's name, the EVTSEL bits it encodes, and the
+/// extra register and value it programs (`MSRIndex`, `MSRValue`: the offcore response), if one.
+struct PerfEntry {
+    name: String,
+    bits: Bits,
+    extra: Option<(u32, u64)>,
+}
+
+/// The core events of a perf JSON directory; uncore (`Unit`) entries and metrics are left out.
+fn perf_entries(dir: &Path) -> Result<Vec<PerfEntry>, GenError> {
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| GenError::io(dir, &e))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        // metricgroups.json describes the metric groups (an object, no events).
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && p.file_name().is_some_and(|n| n != "metricgroups.json")
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();
@@ -406,13 +414,101 @@ pub fn perf_spellings(dir: &Path) -> Result<Vec<(String, Bits)>, GenError> {
             if code > 0xfff || umask > 0xff {
                 continue;
             }
-            out.push((
-                name.to_string(),
-                (code & 0xff) | (code >> 8) << 32 | umask << 8,
-            ));
+            // One register with its value; a list of two (an event per response register)
+            // names no one encoding.
+            let extra = match (field("MSRIndex").and_then(number), field("MSRValue")) {
+                (Some(msr), Some(value)) if msr != 0 => number(value)
+                    .zip(u32::try_from(msr).ok())
+                    .map(|(value, msr)| (msr, value)),
+                _ => None,
+            };
+            out.push(PerfEntry {
+                name: name.to_string(),
+                bits: (code & 0xff) | (code >> 8) << 32 | umask << 8,
+                extra,
+            });
         }
     }
     Ok(out)
+}
+
+/// Each core event name of a perf JSON directory (`ls_mab_alloc.load_store_allocations`) with
+/// the bits it encodes; uncore (`Unit`) entries and metrics are left out.
+///
+/// # Errors
+/// A directory or file that cannot be read, or JSON that is not a list of events.
+pub fn perf_spellings(dir: &Path) -> Result<Vec<(String, Bits)>, GenError> {
+    Ok(perf_entries(dir)?
+        .into_iter()
+        .map(|e| (e.name, e.bits))
+        .collect())
+}
+
+/// Adds perf's names of offcore-response events that a model does not know by name, each an
+/// alias of the model's unit mask with the same event code, unit mask, register and value:
+/// perf's JSON for Nehalem and Westmere (`nehalemep`, `westmereex`, ...) names
+/// `OFFCORE_RESPONSE.ANY_DATA.LOCAL_DRAM` what Intel's table names
+/// `OFFCORE_RESPONSE_0.ANY_DATA.LOCAL_DRAM` (0xb7/0x01, register 0x1a6 = 0x4011). Each model
+/// of `models` with a directory in [`crate::perf_tables::MODELS`] is read from `root`, the
+/// kernel's x86 perf JSON (of kernel `version`); a model gets the source line only where it
+/// gets an alias.
+///
+/// # Errors
+/// A directory that cannot be read, or JSON that is not a list of events.
+pub fn add_perf_offcore_aliases(
+    models: &mut [GenModel],
+    root: &Path,
+    version: &str,
+) -> Result<(), GenError> {
+    for model in models.iter_mut() {
+        let Some((_, dir, _)) = crate::perf_tables::MODELS
+            .iter()
+            .find(|(id, _, _)| *id == model.id)
+        else {
+            continue;
+        };
+        let path = root.join(dir);
+        if !path.is_dir() {
+            continue;
+        }
+        let mut aliases: BTreeMap<String, String> = model.aliases.iter().cloned().collect();
+        let mut added = 0;
+        for entry in perf_entries(&path)? {
+            let Some(extra) = entry.extra else {
+                continue;
+            };
+            if known(model, &entry.name) {
+                continue;
+            }
+            let (code, umask) = (entry.bits & 0xf_0000_00ff, entry.bits >> 8 & 0xff);
+            let target = model.events.iter().find_map(|event| {
+                let event_bits = u64::from(event.code & 0xff) | u64::from(event.code >> 8) << 32;
+                event.umasks.iter().find_map(|mask| {
+                    let mask_code = u64::from(mask.event.unwrap_or(event.code) & 0xff);
+                    (((event_bits & !0xff) | mask_code) == code
+                        && u64::from(mask.code) == umask
+                        && mask.extra == Some(extra))
+                    .then(|| format!("{}.{}", event.name, mask.name))
+                })
+            });
+            if let Some(name) = target {
+                let key = entry.name.to_ascii_uppercase();
+                if let std::collections::btree_map::Entry::Vacant(slot) = aliases.entry(key) {
+                    slot.insert(name);
+                    added += 1;
+                }
+            }
+        }
+        if added > 0 {
+            model.aliases = aliases.into_iter().collect();
+            model.alias_sources.push(Provenance {
+                source: PERF_SOURCE.to_string(),
+                commit: version.to_string(),
+                file: format!("tools/perf/pmu-events/arch/x86/{dir}"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Adds perf's names as aliases to each AMD model of `models` that [`PERF_AMD_DIRS`] lists,
@@ -473,6 +569,55 @@ mod tests {
             default,
             ..GenUnitMask::default()
         }
+    }
+
+    /// perf's Nehalem-EP JSON (Linux 7.2, tools/perf/pmu-events/arch/x86/nehalemep) names
+    /// `OFFCORE_RESPONSE.ANY_DATA.LOCAL_DRAM` (0xB7/0x1, MSR 0x1A6 = 0x4011) what Intel's
+    /// table names `OFFCORE_RESPONSE_0.ANY_DATA.LOCAL_DRAM`: it becomes an alias; a value no
+    /// unit mask has, a name the model knows and a pair of registers do not.
+    #[test]
+    fn perfs_offcore_names_alias_the_mask_of_the_same_register_value() {
+        let dir = std::env::temp_dir().join(format!("counterhal-gen-ocr-{}", std::process::id()));
+        let json = dir.join("nehalemep");
+        std::fs::create_dir_all(&json).unwrap();
+        let entry = |name: &str, msr: &str, value: &str| {
+            format!(
+                r#"{{"EventCode": "0xB7", "UMask": "0x1", "EventName": "{name}",
+                    "MSRIndex": "{msr}", "MSRValue": "{value}"}}"#
+            )
+        };
+        let entries = [
+            entry("OFFCORE_RESPONSE.ANY_DATA.LOCAL_DRAM", "0x1A6", "0x4011"),
+            entry("OFFCORE_RESPONSE.ANY_DATA.NOWHERE", "0x1A6", "0x8011"),
+            entry("OFFCORE_RESPONSE_0.ANY_DATA.LOCAL_DRAM", "0x1A6", "0x4011"),
+            entry("OFFCORE_RESPONSE.PAIR", "0x1a6,0x1a7", "0x4011"),
+        ];
+        std::fs::write(json.join("cache.json"), format!("[{}]", entries.join(","))).unwrap();
+        std::fs::write(json.join("metricgroups.json"), "{}").unwrap();
+        let mut model = GenModel {
+            id: "nhm".to_string(),
+            events: vec![crate::model::GenEvent {
+                name: "OFFCORE_RESPONSE_0".to_string(),
+                code: 0xb7,
+                umasks: vec![GenUnitMask {
+                    extra: Some((0x1a6, 0x4011)),
+                    ..mask("ANY_DATA.LOCAL_DRAM", 0x01, 0, false)
+                }],
+                ..crate::model::GenEvent::default()
+            }],
+            ..GenModel::default()
+        };
+        let read = add_perf_offcore_aliases(std::slice::from_mut(&mut model), &dir, "7.2");
+        std::fs::remove_dir_all(&dir).unwrap();
+        read.unwrap();
+        assert_eq!(
+            model.aliases,
+            [(
+                "OFFCORE_RESPONSE.ANY_DATA.LOCAL_DRAM".to_string(),
+                "OFFCORE_RESPONSE_0.ANY_DATA.LOCAL_DRAM".to_string()
+            )]
+        );
+        assert_eq!(model.alias_sources.len(), 1);
     }
 
     #[test]

@@ -45,6 +45,13 @@ enum Source {
         /// The libpfm4 snapshot's commit.
         #[arg(long)]
         libpfm4_commit: Option<String>,
+        /// The kernel's perf JSON for x86 (tools/perf/pmu-events/arch/x86): perf's names of
+        /// offcore-response events a model lacks by name become aliases.
+        #[arg(long, requires = "kernel_version")]
+        perf_json: Option<PathBuf>,
+        /// The kernel version the perf JSON comes from.
+        #[arg(long)]
+        kernel_version: Option<String>,
     },
     /// libpfm4 (github.com/wcohen/libpfm4): the AMD core tables under lib/events.
     Libpfm4 {
@@ -373,6 +380,8 @@ fn main() -> ExitCode {
             out,
             libpfm4,
             libpfm4_commit,
+            perf_json,
+            kernel_version,
         } => counterhal_gen::perfmon::models(source, commit)
             .and_then(|mut models| {
                 if let (Some(root), Some(commit)) = (libpfm4, libpfm4_commit) {
@@ -384,6 +393,9 @@ fn main() -> ExitCode {
                         commit,
                     )?;
                     counterhal_gen::dropped::add_libpfm4_dropped(&mut models, root, commit)?;
+                }
+                if let (Some(root), Some(version)) = (perf_json, kernel_version) {
+                    counterhal_gen::aliases::add_perf_offcore_aliases(&mut models, root, version)?;
                 }
                 Ok(models)
             })
