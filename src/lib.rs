@@ -133,6 +133,8 @@ mod cgroup_counter;
 mod chosen;
 #[cfg(unix)]
 mod command;
+#[cfg(unix)]
+mod control;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod group;
@@ -156,6 +158,8 @@ pub use cgroup::{
 pub use chosen::{Chosen, Context};
 #[cfg(unix)]
 pub use command::CommandCount;
+#[cfg(unix)]
+pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;
 pub use listing::{ListOptions, Listed, ListedUnitMask, Section, list_events, list_events_with};
 pub use open::split_event_list;

@@ -1,5 +1,6 @@
-//! The command's system calls: `--log-fd N`, the descriptor this process was given, written
-//! to as it is (perf's rule) rather than reopened through `/dev/fd/N`; and the locale's
+//! The command's system calls: `--log-fd N` and `--control fd:CTL,ACK`, descriptors this
+//! process was given, used as they are (perf's rule) rather than reopened through
+//! `/dev/fd/N`; and the locale's
 //! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
 //! `%'` formats); and the C library's POSIX basic regular expressions (`regcomp`, `regexec`),
 //! which perf matches `--for-each-cgroup` patterns with.
@@ -22,6 +23,8 @@ use std::os::fd::BorrowedFd;
 const ACCESS_MODE: u32 = 0o3;
 #[cfg(target_os = "linux")]
 const READ_ONLY: u32 = 0o0;
+#[cfg(target_os = "linux")]
+const WRITE_ONLY: u32 = 0o1;
 
 /// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to write to.
 ///
@@ -29,8 +32,21 @@ const READ_ONLY: u32 = 0o0;
 /// A descriptor that is not open (`is not an open descriptor`), or (where the OS says, Linux)
 /// open for reading only (`is open for reading only, not for writing`).
 pub fn writable_descriptor(fd: u32) -> Result<File, String> {
+    descriptor(fd, true)
+}
+
+/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to read from.
+///
+/// # Errors
+/// A descriptor that is not open, or (Linux) open for writing only.
+pub fn readable_descriptor(fd: u32) -> Result<File, String> {
+    descriptor(fd, false)
+}
+
+/// Descriptor `fd`, duplicated, checked open for `writing` (else for reading).
+fn descriptor(fd: u32, writing: bool) -> Result<File, String> {
     let raw = i32::try_from(fd).map_err(|_| format!("{fd} is no descriptor number"))?;
-    check_open_for_writing(fd)?;
+    check_open_for(fd, writing)?;
     // SAFETY: the OS has just said descriptor `raw` is open in this process (module note), and
     // nothing closes it before the duplicate is made on the next line.
     let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
@@ -40,9 +56,10 @@ pub fn writable_descriptor(fd: u32) -> Result<File, String> {
     Ok(File::from(owned))
 }
 
-/// Whether `fd` is open, and (Linux) open for writing, from `/proc/self/fdinfo`.
+/// Whether `fd` is open, and (Linux) open for `writing` (else reading), from
+/// `/proc/self/fdinfo`.
 #[cfg(target_os = "linux")]
-fn check_open_for_writing(fd: u32) -> Result<(), String> {
+fn check_open_for(fd: u32, writing: bool) -> Result<(), String> {
     let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
         .map_err(|_| format!("descriptor {fd} is not an open descriptor"))?;
     let flags = info
@@ -50,17 +67,20 @@ fn check_open_for_writing(fd: u32) -> Result<(), String> {
         .find_map(|line| line.strip_prefix("flags:"))
         .and_then(|octal| u32::from_str_radix(octal.trim(), 8).ok())
         .ok_or_else(|| format!("descriptor {fd}: its flags are unreadable"))?;
-    if flags & ACCESS_MODE == READ_ONLY {
-        return Err(format!(
+    match (writing, flags & ACCESS_MODE) {
+        (true, READ_ONLY) => Err(format!(
             "descriptor {fd} is open for reading only, not for writing"
-        ));
+        )),
+        (false, WRITE_ONLY) => Err(format!(
+            "descriptor {fd} is open for writing only, not for reading"
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
-/// Whether `fd` is open (elsewhere a read-only descriptor fails at the first write).
+/// Whether `fd` is open (elsewhere a descriptor open the wrong way fails at the first use).
 #[cfg(not(target_os = "linux"))]
-fn check_open_for_writing(fd: u32) -> Result<(), String> {
+fn check_open_for(fd: u32, _writing: bool) -> Result<(), String> {
     std::fs::metadata(format!("/dev/fd/{fd}"))
         .map(drop)
         .map_err(|_| format!("descriptor {fd} is not an open descriptor"))

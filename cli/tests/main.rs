@@ -44,6 +44,7 @@ mod serve_promhttp;
 mod serve_web;
 mod shell;
 mod software_events;
+mod stat_control;
 mod stat_opens;
 mod stat_options;
 mod stat_scope;

@@ -214,13 +214,6 @@ fn a_delay_counts_only_what_comes_after_it() {
         "{}",
         stderr(&short)
     );
-    let refused = ours(&["-D", "-1", "--", "true"]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        stderr(&refused).contains("--control"),
-        "{}",
-        stderr(&refused)
-    );
 }
 
 #[test]

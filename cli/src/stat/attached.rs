@@ -15,10 +15,11 @@ use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
 
 use super::arguments::USAGE;
+use super::control::Windows;
 use super::pacing::Step;
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot,
-    counts_since, nanos, not_opened_here, not_run, start_from,
+    CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot, nanos,
+    not_opened_here, not_run,
 };
 use crate::error::CliError;
 
@@ -315,7 +316,8 @@ pub(super) fn run_and_read(
     let mut intervals = 0;
     let mut stopped = false;
     let mut failed = None;
-    let mut baseline = None;
+    let names = results.iter().map(|r| r.name.clone()).collect();
+    let mut windows = Windows::new(names, plan.pace.starts_on());
     // Whether the command has ended; the timer is stopped once every watched process has.
     let look = |child: &mut WaitingChild, stopped: &mut bool| {
         let ended = !matches!(child.try_wait(), Ok(None));
@@ -336,9 +338,7 @@ pub(super) fn run_and_read(
                 Step::Look => return look(&mut child, &mut stopped),
                 Step::Read(at) => match sets.read(results.len(), plan.per_place) {
                     Ok(mut counts) => {
-                        if plan.pace.delay.is_some() {
-                            counts_since(&mut counts, baseline.as_deref());
-                        }
+                        windows.apply(&mut counts);
                         intervals += 1;
                         on_interval(Snapshot {
                             at_ns: nanos(at),
@@ -347,7 +347,7 @@ pub(super) fn run_and_read(
                     }
                     Err(e) => _ = failed.get_or_insert(e),
                 },
-                Step::Baseline => {
+                Step::Switch { on, event } => {
                     let whole = sets.read(results.len(), false);
                     let apart = sets.read(results.len(), plan.per_place);
                     match whole.and_then(|mut whole| {
@@ -356,10 +356,11 @@ pub(super) fn run_and_read(
                         }
                         Ok(whole)
                     }) {
-                        Ok(counts) => baseline = Some(counts),
+                        Ok(counts) => return windows.switch(on, event.as_deref(), &counts),
                         Err(e) => _ = failed.get_or_insert(e),
                     }
                 }
+                Step::List => windows.list(),
                 // Still running to be stopped: perf's SIGTERM, then SIGKILL after the grace.
                 Step::Stop => {
                     stopped =
@@ -395,9 +396,7 @@ pub(super) fn run_and_read(
         if !plan.per_place {
             last = totals;
         }
-        if plan.pace.delay.is_some() {
-            counts_since(&mut last, baseline.as_deref());
-        }
+        windows.apply(&mut last);
         on_interval(Snapshot {
             at_ns: at_end,
             counts: last,
@@ -408,9 +407,7 @@ pub(super) fn run_and_read(
         end,
         places,
     };
-    if plan.pace.delay.is_some() {
-        start_from(&mut run, baseline.as_deref());
-    }
+    windows.apply_to_run(&mut run);
     Ok(run)
 }
 

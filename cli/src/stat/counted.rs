@@ -10,10 +10,10 @@ use counterhal_hal::Backend;
 use counterhal_hal::{OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::ForwardSignals;
 
+use super::control::Windows;
 use super::pacing::{Pace, Step};
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, OnInterval, Planned, Run, Snapshot, counts_since,
-    nanos, not_run, start_from,
+    CommandEnd, Counts, EventResult, GRACE, OnInterval, Planned, Run, Snapshot, nanos, not_run,
 };
 use crate::error::CliError;
 
@@ -23,7 +23,7 @@ use crate::error::CliError;
 /// not at all, and every other event on its own, so one the machine lacks does not keep the
 /// others from counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
 /// counters count the command's own process alone. Each interval's snapshot goes to
-/// `on_interval` as it is read (from `-D`'s baseline on).
+/// `on_interval` as it is read, counting only while the events are on (`-D`, `--control`).
 pub fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
@@ -66,7 +66,6 @@ pub fn run_counted_command<B: Backend>(
     let started = std::time::Instant::now();
     let mut intervals = 0;
     let mut stopped = false;
-    let mut baseline = None;
     let label = backend.label();
     let place_all = |readings: Vec<Result<Reading, Error>>| {
         let mut readings = readings.into_iter();
@@ -83,22 +82,25 @@ pub fn run_counted_command<B: Backend>(
             })
             .collect::<Vec<EventResult>>()
     };
+    let names = events.iter().map(|p| p.result(&label).name).collect();
+    let mut windows = Windows::new(names, pace.starts_on());
+    let read_now = |counted: &mut CountedCommand<_>| {
+        let readings = place_all(counted.read())
+            .into_iter()
+            .map(|r| r.outcome)
+            .collect();
+        vec![Counts {
+            place: None,
+            readings,
+        }]
+    };
     let count = counted.start().and_then(|()| {
         pace.run(started, |step| match step {
             // An error here is seen again by the wait below.
             Step::Look => !matches!(counted.try_wait(), Ok(None)),
             Step::Read(at) => {
-                let readings = place_all(counted.read())
-                    .into_iter()
-                    .map(|r| r.outcome)
-                    .collect();
-                let mut counts = vec![Counts {
-                    place: None,
-                    readings,
-                }];
-                if pace.delay.is_some() {
-                    counts_since(&mut counts, baseline.as_deref());
-                }
+                let mut counts = read_now(&mut counted);
+                windows.apply(&mut counts);
                 intervals += 1;
                 on_interval(Snapshot {
                     at_ns: nanos(at),
@@ -106,15 +108,11 @@ pub fn run_counted_command<B: Backend>(
                 });
                 false
             }
-            Step::Baseline => {
-                let readings = place_all(counted.read())
-                    .into_iter()
-                    .map(|r| r.outcome)
-                    .collect();
-                baseline = Some(vec![Counts {
-                    place: None,
-                    readings,
-                }]);
+            Step::Switch { on, event } => {
+                windows.switch(on, event.as_deref(), &read_now(&mut counted))
+            }
+            Step::List => {
+                windows.list();
                 false
             }
             Step::Stop => {
@@ -134,9 +132,7 @@ pub fn run_counted_command<B: Backend>(
             place: None,
             readings: results.iter().map(|r| r.outcome.clone()).collect(),
         }];
-        if pace.delay.is_some() {
-            counts_since(&mut counts, baseline.as_deref());
-        }
+        windows.apply(&mut counts);
         on_interval(Snapshot {
             at_ns: at_end,
             counts,
@@ -147,9 +143,7 @@ pub fn run_counted_command<B: Backend>(
         end: CommandEnd::of(&count.exit).stopped_if(stopped),
         places: Vec::new(),
     };
-    if pace.delay.is_some() {
-        start_from(&mut run, baseline.as_deref());
-    }
+    windows.apply_to_run(&mut run);
     Ok(run)
 }
 

@@ -42,7 +42,7 @@ fn digits<T: std::str::FromStr>(value: &str) -> Option<T> {
 }
 
 /// The options read without clap.
-const OPTIONS: [LeanOption; 13] = [
+const OPTIONS: [LeanOption; 15] = [
     LeanOption {
         short: Some('e'),
         long: "event",
@@ -103,6 +103,25 @@ const OPTIONS: [LeanOption; 13] = [
         repeats: false,
         action: Action::Value(|args, v| {
             args.timeout_ms = Some(digits(v)?);
+            Some(())
+        }),
+    },
+    LeanOption {
+        short: Some('D'),
+        long: "delay",
+        repeats: false,
+        // A negative delay (`-D -1`) is clap's to read.
+        action: Action::Value(|args, v| {
+            args.more.delay_ms = Some(digits(v)?);
+            Some(())
+        }),
+    },
+    LeanOption {
+        short: None,
+        long: "control",
+        repeats: false,
+        action: Action::Value(|args, v| {
+            args.more.control = Some(v.to_string());
             Some(())
         }),
     },
@@ -261,7 +280,8 @@ mod tests {
         for (index, option) in OPTIONS.iter().enumerate() {
             let value = match option.long {
                 "repeat" => "3",
-                "interval-print" | "timeout" => "100",
+                "interval-print" | "timeout" | "delay" => "100",
+                "control" => "fd:10,13",
                 "backend" => "linux",
                 _ => "page-faults",
             };
@@ -293,6 +313,16 @@ mod tests {
             &["-M", "Frontend_Bound", "--cpu-model", "spr", "--", "true"],
             &["--", "ls"],
             &["ls", "-l", "--", "x"],
+            // A harness's line (php-src's, gungraun's) but for its -D -1, clap's.
+            &[
+                "--control",
+                "fd:10,13",
+                "-x,",
+                "-e",
+                "page-faults",
+                "--",
+                "./bench",
+            ],
             &[
                 "-e",
                 "task-clock",
@@ -365,6 +395,10 @@ mod tests {
             "05",
             "4294967296",
             "-5",
+            "-D",
+            "-1",
+            "--control",
+            "fifo:a,b",
             "=v",
             "-e=v",
             "--event=",

@@ -5,7 +5,7 @@
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
 //! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
 //! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
-//! a command), [`tool`] (perf's tool events), [`boxes`] (a PMU event on each PMU it names and its
+//! a command), [`control`] (`--control`'s commands and the windows `-D` and they open), [`tool`] (perf's tool events), [`boxes`] (a PMU event on each PMU it names and its
 //! cpumask's CPUs, merged into one line), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
@@ -56,6 +56,7 @@ mod bpf_cgroups {
 }
 pub(crate) mod cgroup_pattern;
 mod cgroups;
+mod control;
 mod counted;
 mod document;
 mod filters;
@@ -380,6 +381,12 @@ fn measure_runs<B: Backend + 'static>(
     } else {
         args.command.clone()
     };
+    let control = args
+        .more
+        .control()
+        .map(control::Listener::open)
+        .transpose()
+        .map_err(|e| CliError::usage(e, USAGE))?;
     let plan = results::Plan {
         per_place: args.per_place(),
         pace: pacing::Pace {
@@ -387,6 +394,8 @@ fn measure_runs<B: Backend + 'static>(
             count: args.interval_count,
             timeout: args.timeout(),
             delay: args.more.delay(),
+            disabled: args.more.starts_disabled(),
+            control,
         },
         timer,
         bpf_cgroups: args.more.bpf_counters(),

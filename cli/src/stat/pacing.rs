@@ -1,5 +1,6 @@
 //! When `counterhal stat` reads and when it stops: every `-I` milliseconds while the command
-//! runs, at most `--interval-count` times, and not past `--timeout`; and, without a command
+//! runs, at most `--interval-count` times, and not past `--timeout`; when the events are
+//! switched on and off (`-D`, `--control`'s commands); and, without a command
 //! (`-a`, `-C`, `-p` alone), the timer that stands for one until Ctrl-C or the timeout.
 //!
 //! The command's end is seen by a wait that does not block (`wait4` with `WNOHANG`, which also
@@ -8,6 +9,10 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
+use counterhal::ControlCommand;
+
+use super::control::Listener;
+
 /// The longest sleep between two looks at the command, so that its end is seen promptly.
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
@@ -15,7 +20,7 @@ const LOOK_EVERY: Duration = Duration::from_millis(10);
 const FOREVER_SECONDS: u64 = 2_147_483_647;
 
 /// When to read and when to stop.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Pace {
     /// Read every so often while the command runs (`-I`).
     pub interval: Option<Duration>,
@@ -23,19 +28,31 @@ pub struct Pace {
     pub count: Option<u32>,
     /// Stop the command after so long (`--timeout`).
     pub timeout: Option<Duration>,
-    /// Count only from so long after the start (`-D`): the counts then are the baseline.
+    /// Count only from so long after the start (`-D`): the events are switched on then.
     pub delay: Option<Duration>,
+    /// Start with the events off, until `--control` switches them on (`-D -1`).
+    pub disabled: bool,
+    /// The commands of `--control`.
+    pub control: Option<&'static Listener>,
 }
 
 /// What the loop asks of the measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Whether the command has ended (without blocking): the answer is the step's `true`.
     Look,
     /// Read the counters: so long after the start.
     Read(Duration),
-    /// Read the counters as the baseline that every later count starts from (`-D`).
-    Baseline,
+    /// Switch every event (`event` `None`) or the event of that name on or off: the answer is
+    /// whether there is such an event.
+    Switch {
+        /// On, or off.
+        on: bool,
+        /// The event's name, or every event.
+        event: Option<String>,
+    },
+    /// List the events (`--control`'s `evlist`).
+    List,
     /// Stop the command (its time or its intervals are up).
     Stop,
 }
@@ -43,7 +60,16 @@ pub enum Step {
 impl Pace {
     /// Whether anything happens before the command ends on its own.
     pub fn is_idle(&self) -> bool {
-        self.interval.is_none() && self.timeout.is_none() && self.delay.is_none()
+        self.interval.is_none()
+            && self.timeout.is_none()
+            && self.delay.is_none()
+            && !self.disabled
+            && self.control.is_none()
+    }
+
+    /// Whether the events are on from the start.
+    pub fn starts_on(&self) -> bool {
+        self.delay.is_none() && !self.disabled
     }
 
     /// Whether the stretch from the last of `read` intervals to the end is printed as an
@@ -62,29 +88,32 @@ impl Pace {
         elapsed.saturating_sub(self.delay.unwrap_or_default())
     }
 
-    /// Calls `step` at each interval and once to stop, until it answers [`Step::Look`] with
-    /// `true` (the command has ended); the answers to the other steps are not read. Returns at
-    /// once when there is nothing to do before the end.
+    /// Calls `step` at each interval, at each switch and once to stop, until it answers
+    /// [`Step::Look`] with `true` (the command has ended); the answers to reads and stops are
+    /// not read. Returns at once when there is nothing to do before the end.
     pub fn run(&self, started: Instant, mut step: impl FnMut(Step) -> bool) {
         if self.is_idle() {
             return;
         }
         // Intervals start once counting does (after -D's delay).
         let mut next_read = self.interval.map(|i| i + self.delay.unwrap_or_default());
-        let mut baseline = self.delay;
+        let mut delay = self.delay;
         let mut reads = 0u32;
         let mut stopped = false;
-        // perf says so on standard error around its delay (pr_info of EVLIST_DISABLED_MSG and
-        // EVLIST_ENABLED_MSG in builtin-stat.c).
-        if self.delay.is_some() {
+        // perf says so on standard error around its delay and at each switch (pr_info of
+        // EVLIST_DISABLED_MSG and EVLIST_ENABLED_MSG in builtin-stat.c and util/evlist.c).
+        if !self.starts_on() {
             eprintln!("Events disabled");
         }
         while !step(Step::Look) {
             let now = started.elapsed();
-            if baseline.is_some_and(|at| now >= at) {
-                step(Step::Baseline);
-                eprintln!("Events enabled");
-                baseline = None;
+            if delay.is_some_and(|at| now >= at) {
+                switch(&mut step, true, None);
+                delay = None;
+            }
+            while let Some((command, done)) = self.control.and_then(Listener::take) {
+                carry_out(&mut step, command);
+                done();
             }
             if let (Some(interval), Some(at)) = (self.interval, next_read)
                 && now >= at
@@ -105,10 +134,40 @@ impl Pace {
                 stopped = true;
             }
             let until_read = next_read
-                .or(baseline)
-                .map_or(LOOK_EVERY, |at| at.saturating_sub(now));
-            std::thread::sleep(until_read.min(LOOK_EVERY));
+                .or(delay)
+                .map_or(LOOK_EVERY, |at| at.saturating_sub(now))
+                .min(LOOK_EVERY);
+            match self.control {
+                Some(control) => control.wait(until_read),
+                None => std::thread::sleep(until_read),
+            }
         }
+    }
+}
+
+/// Carries out `--control`'s `command` as perf stat does (`evlist__ctlfd_process`): `stop`,
+/// `ping` and `snapshot` change nothing in a count.
+fn carry_out(step: &mut impl FnMut(Step) -> bool, command: ControlCommand) {
+    match command {
+        ControlCommand::Enable(event) => switch(step, true, event),
+        ControlCommand::Disable(event) => switch(step, false, event),
+        ControlCommand::List => _ = step(Step::List),
+        ControlCommand::Wrong(_) => eprintln!("failed: wrong command"),
+        _ => {}
+    }
+}
+
+/// Switches every event or one on or off, saying so as perf does.
+fn switch(step: &mut impl FnMut(Step) -> bool, on: bool, event: Option<String>) {
+    let word = if on { "enabled" } else { "disabled" };
+    let found = step(Step::Switch {
+        on,
+        event: event.clone(),
+    });
+    match event {
+        None => eprintln!("Events {word}"),
+        Some(name) if found => eprintln!("Event {name} {word}"),
+        Some(name) => eprintln!("failed: can't find '{name}' event"),
     }
 }
 
@@ -139,10 +198,10 @@ mod tests {
             if step == Step::Look {
                 return child.try_wait().expect("wait").is_some();
             }
-            steps.push(step);
             if step == Step::Stop {
                 child.kill().expect("kill");
             }
+            steps.push(step);
             false
         });
         child.wait().ok();
@@ -160,8 +219,7 @@ mod tests {
         let pace = Pace {
             interval: Some(Duration::from_millis(20)),
             count: Some(3),
-            timeout: None,
-            delay: None,
+            ..Pace::default()
         };
         let (steps, started) = steps_of(&pace);
         let reads: Vec<Duration> = steps
@@ -194,8 +252,7 @@ mod tests {
         let counted = Pace {
             interval: Some(Duration::from_millis(10)),
             count: Some(2),
-            timeout: None,
-            delay: None,
+            ..Pace::default()
         };
         assert!(counted.wants_last_interval(1), "the command ended first");
         assert!(!counted.wants_last_interval(2), "the count is reached");
@@ -203,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn a_delay_takes_the_baseline_once_and_moves_the_intervals() {
+    fn a_delay_switches_the_events_on_once_and_moves_the_intervals() {
         let pace = Pace {
             interval: Some(Duration::from_millis(20)),
             count: Some(1),
@@ -220,7 +277,14 @@ mod tests {
         );
         let (steps, _) = steps_of(&pace);
         assert_eq!(steps.len(), 3, "{steps:?}");
-        assert_eq!(steps[0], Step::Baseline, "{steps:?}");
+        assert_eq!(
+            steps[0],
+            Step::Switch {
+                on: true,
+                event: None
+            },
+            "{steps:?}"
+        );
         match steps[1] {
             // Stamped from the enable, after the delay (perf's -D stamps): 20 ms, not 60.
             Step::Read(at) => assert!(

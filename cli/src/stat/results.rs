@@ -283,46 +283,6 @@ impl CommandEnd {
     }
 }
 
-/// `-D`: every count of `run` made to start from `baseline` (the counts read once the delay
-/// was over: the sum, `place` `None`, and each place's). A run that ended before the delay
-/// counted nothing (`baseline` `None`): every count then reads as not counted, as perf's.
-pub fn start_from(run: &mut Run, baseline: Option<&[Counts]>) {
-    for (i, result) in run.events.iter_mut().enumerate() {
-        since(&mut result.outcome, of(baseline, &None, i));
-    }
-    counts_since(&mut run.places, baseline);
-}
-
-/// `-D`: each of `counts` (one interval's snapshot, or a run's places) made to start from
-/// `baseline`, as [`start_from`] does for a whole run.
-pub fn counts_since(counts: &mut [Counts], baseline: Option<&[Counts]>) {
-    for counts in counts {
-        for (i, reading) in counts.readings.iter_mut().enumerate() {
-            since(reading, of(baseline, &counts.place, i));
-        }
-    }
-}
-
-/// The baseline's reading of event `i` in `place`.
-fn of<'a>(
-    baseline: Option<&'a [Counts]>,
-    place: &Option<Place>,
-    i: usize,
-) -> Option<&'a Result<Reading, Error>> {
-    baseline.and_then(|b| b.iter().find(|c| &c.place == place)?.readings.get(i))
-}
-
-/// `reading` less `base` (no baseline at all: nothing counted).
-fn since(reading: &mut Result<Reading, Error>, base: Option<&Result<Reading, Error>>) {
-    if let Ok(now) = reading {
-        *now = match base {
-            Some(Ok(base)) => now.since(base),
-            Some(Err(_)) => *now,
-            None => Reading::default(),
-        };
-    }
-}
-
 /// How long a command whose time is up (`--timeout`, `--interval-count`) has to end after
 /// `SIGTERM` before it is killed (perf sends `SIGTERM` alone and waits).
 pub const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -365,45 +325,6 @@ mod tests {
         let stopped = killed.stopped_if(true);
         assert_eq!(stopped.exit_code, 0);
         assert_eq!(stopped.elapsed_ns, 5);
-    }
-
-    #[test]
-    fn a_delay_makes_the_counts_start_from_the_baseline() {
-        let end = CommandEnd {
-            exit_code: 0,
-            exit_description: String::new(),
-            elapsed_ns: 5,
-            user_ns: None,
-            sys_ns: None,
-            note: None,
-        };
-        let result = |v| EventResult {
-            name: "x".into(),
-            backend: "test".into(),
-            outcome: Ok(Reading::new(v, v, v)),
-            cgroup: None,
-            scale: None,
-        };
-        let run = |v| Run {
-            events: vec![result(v)],
-            end: end.clone(),
-            places: vec![Counts {
-                place: None,
-                readings: vec![Ok(Reading::new(v, v, v))],
-            }],
-        };
-        let baseline = [Counts {
-            place: None,
-            readings: vec![Ok(Reading::new(30, 30, 30))],
-        }];
-        let mut delayed = run(100);
-        start_from(&mut delayed, Some(&baseline));
-        assert_eq!(delayed.events[0].outcome.as_ref().unwrap().value, 70);
-        let interval = &delayed.places[0].readings[0];
-        assert_eq!(interval.as_ref().unwrap().value, 70);
-        let mut too_short = run(100);
-        start_from(&mut too_short, None);
-        assert_eq!(too_short.events[0].outcome.as_ref().unwrap().scaled(), None);
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub struct Switches {
     /// Null run: count no events, print only the times (perf's -n).
     #[arg(short = 'n', long = "null", conflicts_with_all = ["metrics", "event_names", "detailed"])]
     pub(super) null: bool,
-    /// Count only from MS milliseconds after the command starts (-1, perf's start disabled
-    /// until --control enables, is refused: there is no --control here).
+    /// Count only from MS milliseconds after the command starts (-1: start with the events
+    /// disabled, until --control's `enable`).
     #[arg(
         short = 'D',
         long = "delay",
@@ -46,6 +46,10 @@ pub struct Switches {
         allow_negative_numbers = true
     )]
     pub(super) delay_ms: Option<i64>,
+    /// Listen for perf's commands (enable, disable, enable NAME, disable NAME, snapshot, stop,
+    /// ping) on descriptor CTL, or the fifo CTL, and acknowledge each (`ack`) on ACK.
+    #[arg(long = "control", value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    pub(super) control: Option<String>,
     /// Print no results (the command's status is still passed on).
     #[arg(short = 'q', long = "quiet")]
     pub(super) quiet: bool,
@@ -208,16 +212,13 @@ pub struct Refused {
     /// Not implemented: picking a hybrid CPU's PMU.
     #[arg(long = "cputype", hide = true, value_name = "TYPE")]
     cputype: Option<String>,
-    /// Not implemented: perf's control protocol.
-    #[arg(long = "control", hide = true, value_name = "SPEC")]
-    control: Option<String>,
 }
 
 impl Refused {
     /// The first refused option given, and why it cannot work here (`-b` is taken with
     /// `--for-each-cgroup`, `for_each_cgroup`).
     fn reason(&self, for_each_cgroup: bool) -> Option<(&'static str, &'static str)> {
-        let checks: [(bool, &'static str, &'static str); 9] = [
+        let checks: [(bool, &'static str, &'static str); 8] = [
             (
                 self.bpf_counters && !for_each_cgroup,
                 "-b/--bpf-counters",
@@ -269,12 +270,6 @@ impl Refused {
                 "counterhal does not implement it: it picks a hybrid CPU's core or atom PMU \
                  for the generic events; name the PMU in the event (cpu_core/.../)",
             ),
-            (
-                self.control.is_some(),
-                "--control",
-                "counterhal does not implement perf's control protocol (enable and disable \
-                 over a descriptor or fifo); stop it with Ctrl-C or --timeout",
-            ),
         ];
         checks
             .into_iter()
@@ -289,18 +284,11 @@ impl Switches {
         self.refused.bpf_counters && !self.for_each_cgroup.is_empty()
     }
 
-    /// Refuses the options that cannot work here, naming the reason, and `-D -1`.
+    /// Refuses the options that cannot work here, naming the reason.
     ///
     /// # Errors
     /// The option and why it cannot be taken (bad input: the caller adds the usage line).
     pub fn check(&self) -> Result<(), Error> {
-        if let Some(ms) = self.delay_ms.filter(|ms| *ms < 0) {
-            return Err(Error::invalid_input(format!(
-                "-D {ms}: a negative delay starts with the events disabled until --control \
-                 enables them (perf takes any as -1), and counterhal has no --control"
-            ))
-            .with_hint("give the delay in milliseconds, 0 or more, e.g. -D 100"));
-        }
         if let Some((option, why)) = self.refused.reason(!self.for_each_cgroup.is_empty()) {
             return Err(Error::unsupported(format!("{option}: {why}"))
                 .with_hint("see docs/command.md for perf's options counterhal takes"));
@@ -318,6 +306,17 @@ impl Switches {
         ]
         .into_iter()
         .find_map(|(given, by)| given.then_some(by))
+    }
+
+    /// `--control`'s descriptors or fifos, as given.
+    pub fn control(&self) -> Option<&str> {
+        self.control.as_deref()
+    }
+
+    /// Whether the events start disabled until `--control` enables them (`-D -1`; perf
+    /// takes any negative delay so).
+    pub fn starts_disabled(&self) -> bool {
+        self.delay_ms.is_some_and(|ms| ms < 0)
     }
 
     /// `-D` as a duration (0: none).
@@ -474,7 +473,6 @@ mod tests {
             (&["-T", "--", "true"], "TSX"),
             (&["--hybrid-merge", "--", "true"], "hybrid"),
             (&["--cputype", "core", "--", "true"], "hybrid"),
-            (&["--control", "fd:3", "--", "true"], "control"),
         ] {
             let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
             let error = args.more.check().expect_err("refused");
