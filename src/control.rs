@@ -19,7 +19,7 @@ const ACK: &[u8] = b"ack\n\0";
 /// One command of perf's control protocol, as perf's `evlist__ctlfd_recv` reads it: a line (or
 /// text ended by a NUL, or 63 bytes) that starts with the command's word.
 #[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlCommand {
     /// `enable`, or `enable NAME` for one event by name: start counting.
     Enable(Option<String>),

@@ -71,6 +71,11 @@
 //! }
 //! # Ok::<(), counterhal::Error>(())
 //! ```
+//! A benchmark harness that drives `perf stat --control fd:CTL,ACK -D -1` (writing `enable`
+//! and `disable` around what it measures) can count in its own process instead: a
+//! [`Control`] reads perf's commands from a descriptor, switches a set on and off, and
+//! acknowledges each as perf does.
+//!
 //! Sample the instruction pointer every 100,000 ns of `task-clock` (`perf record`):
 //! ```no_run
 //! # use counterhal::prelude::*;

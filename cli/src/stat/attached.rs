@@ -15,12 +15,12 @@ use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
 
 use super::arguments::USAGE;
-use super::control::Windows;
 use super::pacing::Step;
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot, nanos,
     not_opened_here, not_run,
 };
+use super::windows::Windows;
 use crate::error::CliError;
 
 /// Each opened set: the indices (into the planned events) of what it counts, on every target.

@@ -10,11 +10,11 @@ use counterhal_hal::Backend;
 use counterhal_hal::{OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::ForwardSignals;
 
-use super::control::Windows;
 use super::pacing::{Pace, Step};
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, OnInterval, Planned, Run, Snapshot, nanos, not_run,
 };
+use super::windows::Windows;
 use crate::error::CliError;
 
 /// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,

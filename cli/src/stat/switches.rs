@@ -46,9 +46,10 @@ pub struct Switches {
         allow_negative_numbers = true
     )]
     pub(super) delay_ms: Option<i64>,
-    /// Listen for perf's commands (enable, disable, enable NAME, disable NAME, snapshot, stop,
-    /// ping) on descriptor CTL, or the fifo CTL, and acknowledge each (`ack`) on ACK.
-    #[arg(long = "control", value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    /// Take perf's commands (enable, disable, enable NAME, disable NAME, snapshot, stop, ping)
+    /// from SPEC, fd:CTL[,ACK] (descriptors) or fifo:CTL[,ACK] (fifos), each acknowledged
+    /// (`ack`) on ACK.
+    #[arg(long = "control", value_name = "SPEC")]
     pub(super) control: Option<String>,
     /// Print no results (the command's status is still passed on).
     #[arg(short = 'q', long = "quiet")]
