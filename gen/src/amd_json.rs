@@ -303,12 +303,119 @@ pub fn add_perf_unit_masks(
     Ok(())
 }
 
+/// Adds the core events of perf's JSON whose event code the model's table has no event of,
+/// for the AMD models [`crate::aliases::PERF_AMD_DIRS`] lists, from the kernel tree's x86 perf
+/// JSON `root` (of kernel `version`), after [`add_perf_unit_masks`]: libpfm4's Zen 2 table has
+/// no event 0x46, which perf names `ls_tablewalker.dside` and five more. Each becomes an event
+/// as the JSON-only models' are ([`events`]), named as perf names it; a name the model knows or
+/// aliases is skipped, and so is an event whose name the table already holds. The tree's alias
+/// source line counts them.
+///
+/// # Errors
+/// As [`crate::aliases::perf_spellings`] and [`events`].
+pub fn add_perf_events(
+    models: &mut [GenModel],
+    root: &Path,
+    version: &str,
+) -> Result<(), GenError> {
+    for (dir, id) in crate::aliases::PERF_AMD_DIRS {
+        let Some(model) = models.iter_mut().find(|m| m.id == *id) else {
+            continue;
+        };
+        let codes: std::collections::BTreeSet<u16> = model
+            .events
+            .iter()
+            .flat_map(|e| std::iter::once(e.code).chain(e.umasks.iter().filter_map(|m| m.event)))
+            .collect();
+        let perf = crate::aliases::perf_spellings(&root.join(dir))?;
+        let missing: Vec<PerfEvent> = perf
+            .into_iter()
+            .map(|(name, bits)| {
+                let code = (bits & 0xff | (bits >> 32 & 0xf) << 8) as u16;
+                (name, code, Some((bits >> 8 & 0xff) as u8))
+            })
+            .filter(|(name, code, _)| {
+                let upper = name.to_ascii_uppercase();
+                !codes.contains(code)
+                    && !model.aliases.iter().any(|(alias, _)| *alias == upper)
+                    && !crate::aliases::known(model, &upper)
+            })
+            .collect();
+        let mut added = 0;
+        for event in events(&missing)? {
+            if model.events.iter().any(|e| e.name == event.name) {
+                continue;
+            }
+            added += event.umasks.len().max(1);
+            model.events.push(event);
+        }
+        model.events.sort_by(|a, b| a.name.cmp(&b.name));
+        if added > 0
+            && let Some(source) = model
+                .alias_sources
+                .iter_mut()
+                .rev()
+                .find(|s| s.commit == version)
+        {
+            source.file.push_str(&format!(
+                " ({added} names of events this table does not have, added)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn name(text: &str, code: u16, umask: Option<u8>) -> PerfEvent {
         (text.to_string(), code, umask)
+    }
+
+    /// perf's Zen 2 JSON (Linux 7.2, tools/perf/pmu-events/arch/x86/amdzen2) names
+    /// `ls_tablewalker.dside` (0x46, unit mask 0x03), an event code libpfm4's Zen 2 table has
+    /// no event of: it is added; a name of an event code the table has is not.
+    #[test]
+    fn perfs_events_of_codes_the_table_lacks_are_added() {
+        let root = std::env::temp_dir().join(format!("counterhal-gen-zen2-{}", std::process::id()));
+        let dir = root.join("amdzen2");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("memory.json"),
+            r#"[{"EventName": "ls_tablewalker.dside", "EventCode": "0x46", "UMask": "0x03"},
+                {"EventName": "ls_tablewalker.iside", "EventCode": "0x46", "UMask": "0x0c"},
+                {"EventName": "ls_dispatch.other", "EventCode": "0x29", "UMask": "0x08"}]"#,
+        )
+        .unwrap();
+        let mut model = GenModel {
+            id: "amd64_fam17h_zen2".to_string(),
+            events: vec![GenEvent {
+                name: "LS_DISPATCH".to_string(),
+                code: 0x29,
+                umask: Some(0x01),
+                ..GenEvent::default()
+            }],
+            alias_sources: vec![Provenance {
+                commit: "7.2".to_string(),
+                ..Provenance::default()
+            }],
+            ..GenModel::default()
+        };
+        let added = add_perf_events(std::slice::from_mut(&mut model), &root, "7.2");
+        std::fs::remove_dir_all(&root).unwrap();
+        added.unwrap();
+        let names: Vec<&str> = model.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["LS_DISPATCH", "LS_TABLEWALKER"]);
+        let walker = &model.events[1];
+        assert_eq!(walker.code, 0x46);
+        let masks: Vec<(&str, u8)> = walker
+            .umasks
+            .iter()
+            .map(|m| (m.name.as_str(), m.code))
+            .collect();
+        assert_eq!(masks, [("DSIDE", 0x03), ("ISIDE", 0x0c)]);
+        assert!(model.alias_sources[0].file.contains("2 names of events"));
     }
 
     #[test]

@@ -238,6 +238,7 @@ fn perf_json_models(
     for (root, version) in roots.iter().zip(versions) {
         counterhal_gen::aliases::add_perf_aliases(models, root, version)?;
         counterhal_gen::amd_json::add_perf_unit_masks(models, root, version)?;
+        counterhal_gen::amd_json::add_perf_events(models, root, version)?;
         for model in counterhal_gen::amd_json::models(root, version)? {
             json_models.retain(|m: &counterhal_gen::model::GenModel| m.id != model.id);
             json_models.push(model);
@@ -370,6 +371,25 @@ fn metric_names(
     })
 }
 
+/// The names the Intel perfmon models get beside Intel's: libpfm4's (its snapshot and commit)
+/// and perf's offcore-response names (its x86 JSON and kernel version).
+fn perfmon_names(
+    models: &mut [counterhal_gen::model::GenModel],
+    libpfm4: Option<(&std::path::Path, &str)>,
+    perf: Option<(&std::path::Path, &str)>,
+) -> Result<(), counterhal_gen::GenError> {
+    if let Some((root, commit)) = libpfm4 {
+        counterhal_gen::aliases::add_libpfm4_aliases(models, root, commit)?;
+        counterhal_gen::offcore::add_libpfm4_offcore(models, root, commit)?;
+        counterhal_gen::thresholds::add_libpfm4_threshold_masks(models, root, commit)?;
+        counterhal_gen::dropped::add_libpfm4_dropped(models, root, commit)?;
+    }
+    if let Some((root, version)) = perf {
+        counterhal_gen::aliases::add_perf_offcore_aliases(models, root, version)?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match &args.source {
@@ -384,19 +404,9 @@ fn main() -> ExitCode {
             kernel_version,
         } => counterhal_gen::perfmon::models(source, commit)
             .and_then(|mut models| {
-                if let (Some(root), Some(commit)) = (libpfm4, libpfm4_commit) {
-                    counterhal_gen::aliases::add_libpfm4_aliases(&mut models, root, commit)?;
-                    counterhal_gen::offcore::add_libpfm4_offcore(&mut models, root, commit)?;
-                    counterhal_gen::thresholds::add_libpfm4_threshold_masks(
-                        &mut models,
-                        root,
-                        commit,
-                    )?;
-                    counterhal_gen::dropped::add_libpfm4_dropped(&mut models, root, commit)?;
-                }
-                if let (Some(root), Some(version)) = (perf_json, kernel_version) {
-                    counterhal_gen::aliases::add_perf_offcore_aliases(&mut models, root, version)?;
-                }
+                let libpfm4 = libpfm4.as_deref().zip(libpfm4_commit.as_deref());
+                let perf = perf_json.as_deref().zip(kernel_version.as_deref());
+                perfmon_names(&mut models, libpfm4, perf)?;
                 Ok(models)
             })
             .and_then(|models| counterhal_gen::write_models(&models, out)),
