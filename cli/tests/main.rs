@@ -35,6 +35,8 @@ mod serve_hostile;
 #[cfg(feature = "serve")]
 mod serve_kubernetes;
 #[cfg(feature = "serve")]
+mod serve_logs;
+#[cfg(feature = "serve")]
 mod serve_ops;
 #[cfg(feature = "serve")]
 mod serve_prometheus;

@@ -951,10 +951,14 @@ fn the_index_page_names_the_events_that_did_not_open() {
     let (status, page) = get(served.address, "/", None);
     assert_eq!(status, Some(200));
     let said = served.said();
-    let refusals: Vec<(&str, &str)> = said
+    let refusals: Vec<(String, String)> = said
         .lines()
-        .filter_map(|l| l.strip_prefix("counterhal: not counted here: "))
-        .filter_map(|l| l.split_once(": "))
+        .filter_map(|l| crate::serve_logs::parse(l).ok())
+        .filter(|pairs| crate::serve_logs::field(pairs, "msg") == Some("not counted here"))
+        .filter_map(|pairs| {
+            let field = |key| crate::serve_logs::field(&pairs, key).map(str::to_string);
+            Some((field("event")?, field("reason")?))
+        })
         .collect();
     assert!(
         refusals

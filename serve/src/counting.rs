@@ -135,10 +135,11 @@ impl Exporter {
                     self.places.retain(|place| place.at.cgroup.is_none());
                     self.cgroups = reopened;
                     self.index_cgroups();
-                    crate::log(&format!(
-                        "counterhal: the CPUs online are now {online}: the cgroups are counted \
-                         on them from now on, from zero\n"
-                    ));
+                    crate::log::info(
+                        "the CPUs online changed: the cgroups are counted on them from now \
+                         on, from zero",
+                        &[("cpus", online)],
+                    );
                 }
                 Err(_) => health.open_failed(),
             }
@@ -210,11 +211,10 @@ impl Exporter {
         }
         self.said_too_deep(too_deep, health);
         if unopened != self.unopened {
-            let said = match unopened {
-                0 => "counterhal: every place is counted again\n".to_string(),
-                _ => format!("counterhal: {}\n", self.budget.reason(unopened)),
+            match unopened {
+                0 => crate::log::info("every place is counted again", &[]),
+                _ => crate::log::warn(&self.budget.reason(unopened), &[("places", &unopened)]),
             };
-            crate::log(&said);
             self.unopened = unopened;
         }
         health.unopened(unopened);
@@ -233,15 +233,18 @@ impl Exporter {
         }
         self.too_deep = too_deep;
         let deepest = self.cgroups.as_ref().and_then(Cgroups::deepest_level);
-        crate::log(&match too_deep {
-            0 => "counterhal: no cgroup matched lies too deep to follow now\n".to_string(),
-            _ => format!(
-                "counterhal: {too_deep} cgroups matched lie more than {} levels below the \
-                 mount, deeper than the BPF mode follows: not followed (their tasks count in \
-                 their followed ancestors; counterhal_cgroups_too_deep)\n",
-                deepest.unwrap_or(0)
+        match too_deep {
+            0 => crate::log::info("no cgroup matched lies too deep to follow now", &[]),
+            _ => crate::log::warn(
+                &format!(
+                    "{too_deep} cgroups matched lie more than {} levels below the mount, \
+                     deeper than the BPF mode follows: not followed (their tasks count in \
+                     their followed ancestors; counterhal_cgroups_too_deep)",
+                    deepest.unwrap_or(0)
+                ),
+                &[("cgroups", &too_deep)],
             ),
-        });
+        };
     }
 
     /// The descriptors `place` holds: its set's, or in the perf-event mode of the cgroups'

@@ -142,11 +142,10 @@ impl Tree {
         }
         let stopped = !left_out.is_empty();
         if stopped && !self.stopped {
-            crate::log(&format!(
-                "counterhal: cgroups left out of the walk of {}: {}\n",
-                root.display(),
-                left_out.join("; ")
-            ));
+            crate::log::warn(
+                "cgroups left out of the walk",
+                &[("root", &root.display()), ("reason", &left_out.join("; "))],
+            );
         }
         self.stopped = stopped;
         true
@@ -296,7 +295,7 @@ impl Watch {
             false => format!("--cgroups {}{dialect}", self.list),
         };
         Some(format!(
-            "counterhal: {what}{depth} matches {matched} cgroups now; {followed} followed\n"
+            "{what}{depth} matches {matched} cgroups now; {followed} followed"
         ))
     }
 

@@ -6,7 +6,8 @@
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
 //! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`process`] (its process's figures, the `process_*` families).
+//! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
+//! [`log`] (its log on standard error, in logfmt).
 //!
 //! The HTTP server is three layers, as exporter-toolkit wraps a handler, with a
 //! [`message::Request`] in and a [`message::Response`] out between them ([`message`]): the
@@ -41,6 +42,7 @@ mod health;
 mod kubernetes;
 mod layer;
 mod listen;
+mod log;
 mod message;
 mod per_cgroup;
 mod process;
@@ -233,12 +235,6 @@ impl Failure {
     }
 }
 
-/// Writes `text` to standard error, the exporter's log (unbuffered); `false` when that
-/// failed (a full disk, a closed pipe), which nothing can be told.
-pub(crate) fn log(text: &str) -> bool {
-    std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes()).is_ok()
-}
-
 /// A PromQL range duration (`30s`, `1m`, `1h30m`): a Prometheus duration from 1ms to
 /// [`web::LONGEST`], as PromQL's parser takes a range (`0`, `0s` and longer ones refused).
 fn promql_duration(text: &str) -> Result<String, String> {
@@ -411,24 +407,30 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         Some(config) if config.tls.is_some() => "https",
         _ => "http",
     };
-    crate::log(&format!("counterhal: serving {scheme}://{bound}/metrics\n"));
+    let url = format!("{scheme}://{bound}/metrics");
+    log::info("serving", &[("url", &url)]);
     // After the address (the first line said), how the cgroups are counted, what does not
     // open.
     if let Some(cgroups) = &exporter.cgroups {
-        crate::log(&format!(
-            "counterhal: cgroups counted in the mode {}\n",
-            cgroups.mode_said()
-        ));
+        let said = format!("cgroups counted in the mode {}", cgroups.mode_said());
+        let mode: &[(&str, &dyn std::fmt::Display)] = &[("mode", &cgroups.mode_name())];
+        match cgroups.moves_settled() {
+            Some(false) => log::warn(&said, mode),
+            _ => log::info(&said, mode),
+        };
     }
     exporter.follow(&health);
     if let Some(said) = exporter.watch.said(&health) {
-        crate::log(&said);
+        let (matched, followed) = health.cgroups_now();
+        log::info(&said, &[("matched", &matched), ("followed", &followed)]);
     }
     for refused in &exporter.refused {
-        crate::log(&format!(
-            "counterhal: not counted here: {}: {}\n",
-            refused.name, refused.message
-        ));
+        let fields: [(&str, &dyn std::fmt::Display); 3] = [
+            ("event", &refused.name),
+            ("kind", &refused.kind),
+            ("reason", &refused.message),
+        ];
+        log::warn("not counted here", &fields);
     }
     let limits = table::Limits::new(
         args.max_connections as usize,

@@ -31,24 +31,30 @@ pub fn take(shared: Arc<Shared>) {
             drain(&shared);
         });
     if let Err(e) = started {
-        crate::log(&format!(
-            "counterhal: no thread for signals ({e}): SIGHUP and SIGTERM act as by default\n"
-        ));
+        crate::log::warn(
+            "no thread for signals: SIGHUP and SIGTERM act as by default",
+            &[("err", &e)],
+        );
     }
 }
 
 /// `SIGHUP`: the web configuration read again (a change that does not read is said and the
 /// configuration before kept, as when the file changes).
 fn reload(shared: &Shared) {
-    let said = match shared.layer.web() {
-        Some(web) if web.reload() => "counterhal: SIGHUP: the web configuration read again\n",
-        Some(_) => concat!(
-            "counterhal: SIGHUP: the web configuration file was refused (said above); ",
-            "serving on with the one read before\n"
+    match shared.layer.web() {
+        Some(web) if web.reload() => {
+            crate::log::info("SIGHUP: the web configuration read again", &[])
+        }
+        Some(_) => crate::log::error(
+            "SIGHUP: the web configuration file was refused (said above); serving on with \
+             the one read before",
+            &[],
         ),
-        None => "counterhal: SIGHUP: no --web.config.file to read again; serving on\n",
+        None => crate::log::warn(
+            "SIGHUP: no --web.config.file to read again; serving on",
+            &[],
+        ),
     };
-    crate::log(said);
 }
 
 /// `SIGTERM`: takes no connection more, closes those idle, waits for the rest to be
@@ -72,9 +78,9 @@ fn drain(shared: &Shared) -> ! {
     }
     let left = slots.len();
     drop(slots);
-    crate::log(&format!(
-        "counterhal: SIGTERM: {finishing} requests in flight, {left} unfinished at the \
-         deadline; exiting\n"
-    ));
+    crate::log::info(
+        "SIGTERM: exiting",
+        &[("requests_in_flight", &finishing), ("unfinished", &left)],
+    );
     std::process::exit(0)
 }

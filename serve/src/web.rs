@@ -140,11 +140,10 @@ impl WebConfigFile {
             // A later reading was installed: the file as it was then.
             _ if reading < state.installed => true,
             Ok(config) if config.tls.is_some() != state.config.tls.is_some() => {
-                let _shown = crate::log(&format!(
-                    "counterhal: {}: TLS is turned on or off by a restart; the \
-                     configuration read before stays\n",
-                    self.path.display()
-                ));
+                let _shown = crate::log::error(
+                    "TLS is turned on or off by a restart; the configuration read before stays",
+                    &[("file", &self.path.display())],
+                );
                 false
             }
             Ok(config) => {
@@ -156,9 +155,10 @@ impl WebConfigFile {
                 true
             }
             Err(e) => {
-                let _shown = crate::log(&format!(
-                    "counterhal: {e}; the configuration read before stays\n"
-                ));
+                let _shown = crate::log::error(
+                    "the web configuration was refused; the configuration read before stays",
+                    &[("err", &e)],
+                );
                 false
             }
         };
