@@ -3,7 +3,8 @@
 //!
 //! Oracles: promtool of Prometheus 2.42 and 3.5 (every query, Grafana's variables given
 //! values, as PromQL), each test body run against each release; docs/serve.md's table of metrics (the names and labels the exporter exports); the
-//! rules file (the series it records).
+//! rules files (the series counterhal-rules.yml and kubernetes-rules.yml record, and the
+//! `namespace` and `pod` labels the latter joins in).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -125,7 +126,17 @@ pub(super) fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a se
     }
 }
 
-/// The dashboard is JSON with the datasource, host and cgroup variables; every query of its
+/// The series kubernetes-rules.yml records (`pod:...`).
+fn recorded_per_pod() -> BTreeSet<String> {
+    read(&repository("examples/prometheus/kubernetes-rules.yml"))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The dashboard is JSON with the datasource, host, cgroup, namespace, pod and Slurm job
+/// variables (the pods' over kubernetes-rules.yml's `pod:` series); every query of its
 /// panels and variables, with Grafana's variables given plausible values, is PromQL the
 /// promtool of Prometheus 2.42 and of 3.5 accepts, and names only metrics and labels the exporter exports (docs/serve.md) or the
 /// rules file records; and its panels show IPC, CPUs utilized, cache misses, memory
@@ -152,7 +163,7 @@ fn queries_are_promql_over_what_serve_exports() {
 
     // Each query, and where it is.
     let mut queries: Vec<(String, String)> = Vec::new();
-    for name in ["host", "cgroup"] {
+    for name in ["host", "cgroup", "namespace", "pod", "slurm_job"] {
         let v = variable(name);
         assert_eq!(v["datasource"], datasource, "variable {name}");
         let definition = v["definition"].as_str().unwrap_or_default();
@@ -182,7 +193,20 @@ fn queries_are_promql_over_what_serve_exports() {
     // Names: the exporter's or the rules'.
     let (mut metrics, mut labels) = documented();
     metrics.extend(recorded());
-    labels.extend(["instance", "job"].map(str::to_string));
+    metrics.extend(recorded_per_pod());
+    // The scrape's labels; kube_pod_info's, which kubernetes-rules.yml joins in; and the
+    // Slurm labels issue 69 names for slurmstepd's cgroups.
+    labels.extend(
+        [
+            "instance",
+            "job",
+            "namespace",
+            "pod",
+            "slurm_job_id",
+            "slurm_step",
+        ]
+        .map(str::to_string),
+    );
     let mut named = BTreeSet::new();
     for (place, expr) in &queries {
         let (metrics_read, labels_read) = references(expr);
@@ -191,7 +215,7 @@ fn queries_are_promql_over_what_serve_exports() {
             assert!(
                 metrics.contains(&metric),
                 "{place}: {metric} is neither exported (docs/serve.md) nor recorded \
-                 (counterhal-rules.yml): {expr}"
+                 (counterhal-rules.yml, kubernetes-rules.yml): {expr}"
             );
             named.insert(metric);
         }
@@ -200,6 +224,8 @@ fn queries_are_promql_over_what_serve_exports() {
         }
     }
     for metric in [
+        "pod:counterhal_CPUs_utilized:rate1m",
+        "pod:counterhal_IPC:rate1m",
         "counterhal:IPC:rate1m",
         "counterhal:CPUs_utilized:rate1m",
         "counterhal:cache_miss_rate:rate1m",
@@ -217,6 +243,11 @@ fn queries_are_promql_over_what_serve_exports() {
     assert!(all("uncore_imc") >= 1, "memory bandwidth");
     assert!(all("cgroup=\"\"") >= 4, "panels per host (system-wide)");
     assert!(all("cgroup=~\"$cgroup\"") >= 4, "panels per cgroup");
+    assert!(all("pod=~\"$pod\"") >= 2, "panels per pod");
+    assert!(
+        all("slurm_job_id=~\"$slurm_job\"") >= 1,
+        "panels per Slurm job"
+    );
     assert!(
         all("instance=~\"$host\"") >= queries.len() - 1,
         "panels per host"
@@ -232,6 +263,9 @@ fn queries_are_promql_over_what_serve_exports() {
             "$cgroup",
             r"(/system\\.slice/nginx\\.service|/kubepods\\.slice/kubepods-pod1\\.slice)",
         ),
+        ("$namespace", r"(kube-system|shop)"),
+        ("$pod", r"(web-7d4b9c|coredns-5d78c9869d-2xkqp)"),
+        ("$slurm_job", r"(4242|4243)"),
     ];
     let exprs: Vec<String> = queries
         .iter()

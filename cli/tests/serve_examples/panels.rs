@@ -103,6 +103,11 @@ impl Workload {
                 &["cache-misses"],
                 cgroups(Expect::AtLeastZero, Expect::Exactly(0.0)),
             ),
+            // kube_pod_info is not scraped here, so kubernetes-rules.yml's `pod:` series are
+            // not recorded (kubernetes-rules.test.yml holds their join); no Slurm job runs.
+            "CPUs utilized by pod"
+            | "Instructions per cycle by pod"
+            | "CPUs utilized by Slurm job" => BTreeMap::new(),
             // The idle cgroup was enabled for no time: no share, no series (not NaN).
             "Counters on the PMU by cgroup (running / enabled)" => {
                 BTreeMap::from([(self.busy.clone(), Expect::Share)])
@@ -135,6 +140,9 @@ fn as_grafana_sends(expr: &str, instance: &str, window: &str) -> String {
         ("$__rate_interval", "4s"),
         ("$host", host.as_str()),
         ("$cgroup", ".+"),
+        ("$namespace", ".+"),
+        ("$pod", ".+"),
+        ("$slurm_job", ".+"),
         (":rate1m", &format!(":rate{window}")),
     ]
     .iter()
