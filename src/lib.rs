@@ -106,7 +106,8 @@
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
 //! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process
 //! or CPU, which [`advanced`] names), the database `counterhal-events`;
-//! a backend is a crate implementing them, added to [`registry::REGISTRY`] with a Cargo feature
+//! a backend is a crate implementing them that registers itself (its `REGISTRATION`, a
+//! `counterhal_hal::Registration`), given a line in [`registry::REGISTRY`] and a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
 pub use counterhal_hal::{

@@ -1,22 +1,24 @@
-//! The backends this build has, as data: their names, the systems where their real device
-//! exists (in probe order), and how to make each over its real device or over a model.
-//!
-//! This is the one list of backends: everything else that names them takes them from here
-//! (`tests/registry.rs` fails on a list of their names anywhere else). Adding a backend is
-//! one entry here, its feature and dependency in `Cargo.toml`, its crate in the workspace and
-//! its rows in ARCHITECTURE.md's map (whose "Adding a backend" has the details).
+//! The backends this build has: one list of the backend crates' registrations, in probe
+//! order. Each crate registers itself (its `REGISTRATION`: its name, the systems where its real
+//! device exists, how to make it over that device, over a model of it or over a sysfs tree);
+//! a backend's line here is cfg'd by its Cargo feature alone. Adding a backend is its crate in
+//! the workspace, its feature and dependency in `Cargo.toml`, its line here and its rows in
+//! ARCHITECTURE.md's map (whose "Adding a backend" has the details).
 
 use std::path::Path;
+#[cfg(feature = "conformance")]
 use std::sync::Arc;
 
-use counterhal_hal::{Error, Result};
+use counterhal_events::Database;
+use counterhal_hal::{Error, Given, Result};
 
 use crate::{AnyBackend, Context, OS};
 
-/// One backend of this build.
+/// One backend of this build, as the faces use it: its crate's registration (its `REGISTRATION`,
+/// a `counterhal_hal::Registration`), its functions taking a [`Context`].
 #[non_exhaustive]
 pub struct Registration {
-    /// The name the command line and reports use (`linux`, `pctr`, `msr`, `hwpmc`).
+    /// The name the command line and reports use, its Cargo feature.
     pub name: &'static str,
     /// What it counts through, in a few words.
     pub interface: &'static str,
@@ -27,8 +29,8 @@ pub struct Registration {
     /// The operating systems (as `std::env::consts::OS` names them) where its real device
     /// exists. [`crate::probe_all`] tries the backends of this OS in registry order.
     pub systems: &'static [&'static str],
-    /// Makes the backend over the real device.
-    pub probe: fn(&Context) -> Result<AnyBackend>,
+    /// Makes the backend over the real device (what [`crate::probe`] calls on its systems).
+    pub(crate) probe: fn(&Context) -> Result<AnyBackend>,
     /// Makes the backend over a model of its device, for the context's CPU model, where the
     /// backend has models: what it would program, shown where the device is absent.
     pub model: Option<fn(&Context) -> Result<AnyBackend>>,
@@ -94,13 +96,16 @@ where
     }
 }
 
-/// The fed model of backend crate `$krate`, whose conformance module has
-/// `ModelSubject::for_model`.
+/// The fed model of backend crate `$krate`: `None`, or with `models` (its conformance module
+/// has `ModelSubject::for_model`) the model's.
 #[cfg(feature = "conformance")]
 macro_rules! fed_model {
-    ($krate:ident, $name:literal) => {
+    ($krate:ident) => {
+        None
+    };
+    ($krate:ident, models) => {
         Some(|context: &Context| {
-            let id = model_id(context, $name)?;
+            let id = model_id(context, $krate::REGISTRATION.name)?;
             Ok(fed($krate::conformance::ModelSubject::for_model(
                 database(context),
                 &id,
@@ -136,16 +141,43 @@ impl std::fmt::Debug for Registration {
     }
 }
 
-#[allow(dead_code, reason = "every backend calls it; a build may have none")]
-fn database(context: &Context) -> Arc<counterhal_events::Database> {
-    Arc::clone(context.database())
+/// What a backend is made with in `context`.
+#[allow(
+    dead_code,
+    reason = "every backend's line calls it; a build may have none"
+)]
+fn given(context: &Context) -> Given<'_, Database> {
+    Given::new(
+        context.database(),
+        context.model(),
+        context.mounts_tracefs(),
+    )
+}
+
+/// `backend` over a model of its device for the context's CPU model.
+#[allow(
+    dead_code,
+    reason = "every backend's line calls it; a build may have none"
+)]
+fn modeled(
+    backend: &counterhal_hal::Registration<Database>,
+    context: &Context,
+) -> Result<AnyBackend> {
+    let id = model_id(context, backend.name)?;
+    match backend.model {
+        Some(model) => model(context.database(), &id),
+        None => Err(Error::unsupported(format!(
+            "the {} backend has no device model",
+            backend.name
+        ))),
+    }
 }
 
 /// The CPU model a model backend describes: the context's, or an error naming the fix (a CPU
 /// model, or the `device-models` feature in a build without it).
 #[allow(
     dead_code,
-    reason = "the backends with device models call it; a build may have none of them"
+    reason = "every backend's line calls it; a build may have none"
 )]
 fn model_id(context: &Context, backend: &str) -> Result<String> {
     if !cfg!(feature = "device-models") {
@@ -162,130 +194,10 @@ fn model_id(context: &Context, backend: &str) -> Result<String> {
     })
 }
 
-#[cfg(feature = "linux")]
-fn linux_probe(context: &Context) -> Result<AnyBackend> {
-    let mut backend =
-        counterhal_linux::probe(database(context), context.model().map(str::to_owned))?;
-    backend.set_mount_tracefs(context.mounts_tracefs());
-    Ok(Box::new(backend))
-}
-
-/// The Linux backend over the tree under `root`.
-#[cfg(all(feature = "linux", target_os = "linux"))]
-fn linux_over_sysfs(context: &Context, root: &Path) -> AnyBackend {
-    let paths = counterhal_linux::SystemPaths::under(root);
-    Box::new(counterhal_linux::on_sysfs(
-        database(context),
-        context.model().map(str::to_owned),
-        paths,
-    ))
-}
-
-#[cfg(all(
-    feature = "pctr",
-    any(target_os = "openbsd", feature = "device-models")
-))]
-fn pctr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_pctr::probe(database(context), context.model().map(str::to_owned))?;
-    Ok(Box::new(backend))
-}
-
-#[cfg(all(
-    feature = "pctr",
-    any(target_os = "openbsd", feature = "device-models")
-))]
-fn pctr_model(context: &Context) -> Result<AnyBackend> {
-    let id = model_id(context, "pctr")?;
-    Ok(Box::new(counterhal_pctr::model_for(
-        database(context),
-        &id,
-    )?))
-}
-
-#[cfg(all(
-    feature = "hwpmc",
-    any(target_os = "freebsd", feature = "device-models")
-))]
-fn hwpmc_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_hwpmc::probe(database(context), context.model().map(str::to_owned))?;
-    Ok(Box::new(backend))
-}
-
-#[cfg(all(
-    feature = "hwpmc",
-    any(target_os = "freebsd", feature = "device-models")
-))]
-fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
-    let id = model_id(context, "hwpmc")?;
-    Ok(Box::new(counterhal_hwpmc::model_for(
-        database(context),
-        &id,
-    )?))
-}
-
-/// A backend whose crate this build leaves empty (off its OS, without `device-models`): its
-/// real device is another OS's, and its model is left out.
-#[cfg(any(
-    all(
-        feature = "pctr",
-        not(any(target_os = "openbsd", feature = "device-models"))
-    ),
-    all(
-        feature = "hwpmc",
-        not(any(target_os = "freebsd", feature = "device-models"))
-    )
-))]
-fn elsewhere(backend: &'static str, system: &'static str) -> Result<AnyBackend> {
-    Err(Error::unsupported(format!(
-        "the {backend} backend's device is {system}'s; its device model is left out of this \
-         build: it needs counterhal's `device-models` feature"
-    )))
-}
-
-#[cfg(all(
-    feature = "pctr",
-    not(any(target_os = "openbsd", feature = "device-models"))
-))]
-fn pctr_probe(_: &Context) -> Result<AnyBackend> {
-    elsewhere("pctr", "OpenBSD")
-}
-
-#[cfg(all(
-    feature = "pctr",
-    not(any(target_os = "openbsd", feature = "device-models"))
-))]
-fn pctr_model(context: &Context) -> Result<AnyBackend> {
-    model_id(context, "pctr")?;
-    elsewhere("pctr", "OpenBSD")
-}
-
-#[cfg(all(
-    feature = "hwpmc",
-    not(any(target_os = "freebsd", feature = "device-models"))
-))]
-fn hwpmc_probe(_: &Context) -> Result<AnyBackend> {
-    elsewhere("hwpmc", "FreeBSD")
-}
-
-#[cfg(all(
-    feature = "hwpmc",
-    not(any(target_os = "freebsd", feature = "device-models"))
-))]
-fn hwpmc_model(context: &Context) -> Result<AnyBackend> {
-    model_id(context, "hwpmc")?;
-    elsewhere("hwpmc", "FreeBSD")
-}
-
-#[cfg(feature = "msr")]
-fn msr_probe(context: &Context) -> Result<AnyBackend> {
-    let backend = counterhal_msr::probe(database(context), context.model().map(str::to_owned))?;
-    Ok(Box::new(backend))
-}
-
-#[cfg(feature = "msr")]
-fn msr_model(context: &Context) -> Result<AnyBackend> {
-    let id = model_id(context, "msr")?;
-    Ok(Box::new(counterhal_msr::model_for(database(context), &id)?))
+/// The context's database, for the conformance runs.
+#[cfg(feature = "conformance")]
+fn database(context: &Context) -> Arc<Database> {
+    Arc::clone(context.database())
 }
 
 /// The conformance runs of backend crate `$krate`.
@@ -301,72 +213,65 @@ macro_rules! conformance {
     };
 }
 
-/// Every backend of this build, in probe order.
-pub static REGISTRY: &[Registration] = &[
-    #[cfg(feature = "linux")]
-    Registration {
-        name: "linux",
-        interface: "perf_event_open",
-        reaches: "`perf_event_open`: every PMU in sysfs, tracepoints, breakpoints, sampling",
-        verified: "the real kernel (software events, tracepoints, breakpoints, equal to perf's counts); hardware counters on a real PMU driver in the aarch64 lab (QEMU's PMUv3)",
-        systems: &["linux"],
-        probe: linux_probe,
-        model: None,
-        #[cfg(target_os = "linux")]
-        sysfs: Some(linux_over_sysfs),
-        #[cfg(not(target_os = "linux"))]
-        sysfs: None,
-        #[cfg(feature = "conformance")]
-        conformance: conformance!(counterhal_linux),
-        #[cfg(feature = "conformance")]
-        fed_model: None,
-    },
-    #[cfg(feature = "msr")]
-    Registration {
-        name: "msr",
-        interface: "raw x86 MSRs (/dev/cpu/N/msr)",
-        reaches: "raw x86 MSRs (`/dev/cpu/N/msr`), behind an allow-list",
-        verified: "models of Intel's and AMD's PMUs",
-        systems: &["linux"],
-        probe: msr_probe,
-        model: Some(msr_model),
-        sysfs: None,
-        #[cfg(feature = "conformance")]
-        conformance: conformance!(counterhal_msr),
-        #[cfg(feature = "conformance")]
-        fed_model: fed_model!(counterhal_msr, "msr"),
-    },
-    #[cfg(feature = "pctr")]
-    Registration {
-        name: "pctr",
-        interface: "/dev/pctr",
-        reaches: "`/dev/pctr`, every ABI it had, on P5, P6, Intel and AMD CPUs",
-        verified: "a model of the driver, written from OpenBSD's `pctr.c`",
-        systems: &["openbsd"],
-        probe: pctr_probe,
-        model: Some(pctr_model),
-        sysfs: None,
-        #[cfg(feature = "conformance")]
-        conformance: conformance!(counterhal_pctr),
-        #[cfg(feature = "conformance")]
-        fed_model: fed_model!(counterhal_pctr, "pctr"),
-    },
-    #[cfg(feature = "hwpmc")]
-    Registration {
-        name: "hwpmc",
-        interface: "hwpmc(4) system call",
-        reaches: "hwpmc(4)'s system call (V9, V10)",
-        verified: "a model of the driver from FreeBSD's source; compiled and linted for FreeBSD",
-        systems: &["freebsd"],
-        probe: hwpmc_probe,
-        model: Some(hwpmc_model),
-        sysfs: None,
-        #[cfg(feature = "conformance")]
-        conformance: conformance!(counterhal_hwpmc),
-        #[cfg(feature = "conformance")]
-        fed_model: fed_model!(counterhal_hwpmc, "hwpmc"),
-    },
-];
+/// Backend crate `$krate`'s registration as the faces use it; `models` marks a crate whose
+/// conformance module has a `ModelSubject`.
+#[allow(
+    unused_macros,
+    reason = "every backend's line calls it; a build may have none"
+)]
+macro_rules! registered {
+    ($krate:ident $(, $models:ident)?) => {
+        Registration {
+            name: $krate::REGISTRATION.name,
+            interface: $krate::REGISTRATION.interface,
+            reaches: $krate::REGISTRATION.reaches,
+            verified: $krate::REGISTRATION.verified,
+            systems: $krate::REGISTRATION.systems,
+            probe: |context| ($krate::REGISTRATION.probe)(&given(context)),
+            model: match $krate::REGISTRATION.model {
+                Some(_) => Some(|context| modeled(&$krate::REGISTRATION, context)),
+                None => None,
+            },
+            sysfs: match $krate::REGISTRATION.sysfs {
+                Some(_) => Some(|context, root| match $krate::REGISTRATION.sysfs {
+                    Some(sysfs) => sysfs(&given(context), root),
+                    None => unreachable!("registered with a reader of sysfs trees"),
+                }),
+                None => None,
+            },
+            #[cfg(feature = "conformance")]
+            conformance: conformance!($krate),
+            #[cfg(feature = "conformance")]
+            fed_model: fed_model!($krate $(, $models)?),
+        }
+    };
+}
+
+/// The registry of backend crates `$krate`, each behind its feature `$feature` (its name), in
+/// probe order: [`REGISTRY`] of those this build has, `LEFT_OUT` of the others' names.
+macro_rules! backends {
+    ($($feature:literal => $krate:ident $(, $models:ident)?;)*) => {
+        /// Every backend of this build, in probe order.
+        pub static REGISTRY: &[Registration] = &[$(
+            #[cfg(feature = $feature)]
+            registered!($krate $(, $models)?),
+        )*];
+
+        /// The backends this build's features leave out (a backend's feature is its name),
+        /// so that asking for one names its feature.
+        const LEFT_OUT: &[&str] = &[$(
+            #[cfg(not(feature = $feature))]
+            $feature,
+        )*];
+    };
+}
+
+backends! {
+    "linux" => counterhal_linux;
+    "msr" => counterhal_msr, models;
+    "pctr" => counterhal_pctr, models;
+    "hwpmc" => counterhal_hwpmc, models;
+}
 
 /// The backend registered as `name` (case-insensitive).
 ///
@@ -388,19 +293,6 @@ pub fn registration(name: &str) -> Result<&'static Registration> {
             },
         )
 }
-
-/// The backends this build's features leave out (a backend's feature is its name), so that
-/// asking for one names its feature.
-const LEFT_OUT: &[&str] = &[
-    #[cfg(not(feature = "linux"))]
-    "linux",
-    #[cfg(not(feature = "msr"))]
-    "msr",
-    #[cfg(not(feature = "pctr"))]
-    "pctr",
-    #[cfg(not(feature = "hwpmc"))]
-    "hwpmc",
-];
 
 /// The names of every backend of this build, in registry order.
 pub fn names() -> Vec<&'static str> {

@@ -60,3 +60,43 @@ cfg_if::cfg_if! {
         pub use other::{LinuxBackend, LinuxGroup, probe};
     }
 }
+
+use std::sync::Arc;
+
+use counterhal_events::Database;
+use counterhal_hal::Registration;
+
+/// This crate as the facade's registry takes it: `perf_event_open`, on Linux.
+pub static REGISTRATION: Registration<Database> = Registration {
+    name: "linux",
+    interface: "perf_event_open",
+    reaches: "`perf_event_open`: every PMU in sysfs, tracepoints, breakpoints, sampling",
+    verified: "the real kernel (software events, tracepoints, breakpoints, equal to perf's counts); hardware counters on a real PMU driver in the aarch64 lab (QEMU's PMUv3)",
+    systems: &["linux"],
+    probe: |given| {
+        let mut backend = probe(
+            Arc::clone(given.database),
+            given.cpu_model.map(str::to_owned),
+        )?;
+        backend.set_mount_tracefs(given.mount_tracefs);
+        Ok(Box::new(backend))
+    },
+    model: None,
+    #[cfg(target_os = "linux")]
+    sysfs: Some(over_sysfs),
+    #[cfg(not(target_os = "linux"))]
+    sysfs: None,
+};
+
+/// The backend over the tree under `root`.
+#[cfg(target_os = "linux")]
+fn over_sysfs(
+    given: &counterhal_hal::Given<'_, Database>,
+    root: &std::path::Path,
+) -> counterhal_hal::BoxedBackend {
+    Box::new(on_sysfs(
+        Arc::clone(given.database),
+        given.cpu_model.map(str::to_owned),
+        SystemPaths::under(root),
+    ))
+}

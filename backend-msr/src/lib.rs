@@ -60,7 +60,25 @@ pub use pmu::{PmuArch, PmuInfo, TscFrequency, TscSource, cpu_identity};
 pub use timer::{Tick, Timer};
 
 use counterhal_events::{Database, EncoderKind, Vendor};
-use counterhal_hal::{Error, Result};
+use counterhal_hal::{Error, Registration, Result};
+
+/// This crate as the facade's registry takes it: raw MSRs on Linux, and models of the PMUs.
+pub static REGISTRATION: Registration<Database> = Registration {
+    name: "msr",
+    interface: "raw x86 MSRs (/dev/cpu/N/msr)",
+    reaches: "raw x86 MSRs (`/dev/cpu/N/msr`), behind an allow-list",
+    verified: "models of Intel's and AMD's PMUs",
+    systems: &["linux"],
+    probe: |given| {
+        let backend = probe(
+            Arc::clone(given.database),
+            given.cpu_model.map(str::to_owned),
+        )?;
+        Ok(Box::new(backend))
+    },
+    model: Some(|database, id| Ok(Box::new(model_for(Arc::clone(database), id)?))),
+    sysfs: None,
+};
 
 /// Opens the real MSR device and decodes this machine's PMU. `cpu` names the event
 /// database's CPU model (`--cpu-model`); `None` detects it from CPUID.

@@ -44,6 +44,7 @@ mod error;
 mod extensions;
 mod generalized;
 mod reading;
+mod registration;
 mod resolved;
 mod sampling;
 mod target;
@@ -70,6 +71,7 @@ pub use generalized::{
     SoftwareEvent,
 };
 pub use reading::Reading;
+pub use registration::{BoxedBackend, Given, Registration};
 pub use resolved::{
     Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, open_set, sum_readings,
     user_space_note,

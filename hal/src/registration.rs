@@ -1,0 +1,69 @@
+//! How a backend crate offers itself to the facade's registry: one [`Registration`] value per
+//! crate, with the facts the faces print and the functions that make the backend.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{DynBackend, Result};
+
+/// A backend made at run time, boxed (what a [`Registration`] makes).
+pub type BoxedBackend = Box<dyn DynBackend + Send + Sync>;
+
+/// What a backend is made with: the event database names resolve in (`Db`, the events
+/// crate's, which this crate does not know) and the setup's choices.
+#[non_exhaustive]
+pub struct Given<'a, Db> {
+    /// The event database.
+    pub database: &'a Arc<Db>,
+    /// The database's CPU model names resolve for (`None`: none matched this CPU).
+    pub cpu_model: Option<&'a str>,
+    /// Whether resolving a tracepoint may mount tracefs where the system has not.
+    pub mount_tracefs: bool,
+}
+
+impl<'a, Db> Given<'a, Db> {
+    /// What a backend is made with.
+    pub fn new(database: &'a Arc<Db>, cpu_model: Option<&'a str>, mount_tracefs: bool) -> Self {
+        Given {
+            database,
+            cpu_model,
+            mount_tracefs,
+        }
+    }
+}
+
+/// One backend crate, as it registers itself (its `REGISTRATION`): the facade's registry is
+/// the list of these. Where the backend's device exists is the crate's business: off those
+/// systems its functions still exist and say why they cannot make it.
+pub struct Registration<Db> {
+    /// The name the command line and reports use, its Cargo feature in the facade.
+    pub name: &'static str,
+    /// What it counts through, in a few words.
+    pub interface: &'static str,
+    /// What it reaches through that interface, in one line (README.md's table of systems).
+    pub reaches: &'static str,
+    /// Where it was verified on this project's machines, in one line (README.md's table).
+    pub verified: &'static str,
+    /// The operating systems (as `std::env::consts::OS` names them) where its real device
+    /// exists.
+    pub systems: &'static [&'static str],
+    /// Makes the backend over the real device.
+    pub probe: fn(&Given<'_, Db>) -> Result<BoxedBackend>,
+    /// Makes the backend over a model of its device, for the database's CPU model named,
+    /// where the backend has models: what it would program, shown where the device is absent.
+    #[allow(clippy::type_complexity, reason = "a function's type, read here alone")]
+    pub model: Option<fn(&Arc<Db>, &str) -> Result<BoxedBackend>>,
+    /// Makes the backend over the PMUs and tracepoints of a sysfs tree (its root, as `/sys`
+    /// is), resolving names without opening anything, where the backend reads such a tree.
+    pub sysfs: Option<fn(&Given<'_, Db>, &Path) -> BoxedBackend>,
+}
+
+impl<Db> std::fmt::Debug for Registration<Db> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("interface", &self.interface)
+            .field("systems", &self.systems)
+            .finish_non_exhaustive()
+    }
+}
