@@ -27,6 +27,8 @@ mod serve_bpf;
 #[cfg(feature = "serve")]
 mod serve_bpf_tree;
 #[cfg(feature = "serve")]
+mod serve_budget;
+#[cfg(feature = "serve")]
 mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;

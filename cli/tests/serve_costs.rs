@@ -49,10 +49,18 @@ fn scrape(exporter: &Exporter) -> String {
     body
 }
 
-/// The counters a scrape shows: one `enabled` series each.
+/// The counters a scrape shows: one value series each (a count, seconds or joules).
 fn counters_in(body: &str) -> usize {
     body.lines()
-        .filter(|l| l.starts_with("counterhal_event_enabled_seconds_total{"))
+        .filter(|l| {
+            [
+                "counterhal_event_total{",
+                "counterhal_event_seconds_total{",
+                "counterhal_event_joules_total{",
+            ]
+            .iter()
+            .any(|family| l.starts_with(family))
+        })
         .count()
 }
 

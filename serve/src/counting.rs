@@ -73,6 +73,8 @@ pub struct Exporter {
     pub too_deep: usize,
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
+    /// `--times`: the events whose times enabled and running are exported.
+    pub times: super::exposition::TimesArg,
     /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
     pub kubelet: Kubelet,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
@@ -101,6 +103,7 @@ impl Exporter {
             unopened: 0,
             too_deep: 0,
             per_cpu: false,
+            times: super::exposition::TimesArg::default(),
             kubelet: Kubelet::default(),
             cgroups,
             system: counterhal_system::System::host(),

@@ -39,6 +39,9 @@ pub struct Exported {
     pub factor: f64,
     /// The CPUs its PMU counts on (its `cpumask`); `None` for every CPU.
     pub cpus: Option<CpuList>,
+    /// Whether the kernel may multiplex it (its time running below its time enabled): every
+    /// PMU but those of the kernel's software context ([`may_multiplex`]).
+    pub may_multiplex: bool,
     /// What the backend opens.
     pub resolved: ResolvedEvent,
 }
@@ -114,6 +117,7 @@ pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan,
         match tried {
             Ok(_) => plan.exported.push(Exported {
                 name: name.clone(),
+                may_multiplex: may_multiplex(&pmu),
                 pmu,
                 unit,
                 factor,
@@ -231,6 +235,19 @@ fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
     (name, cpus)
 }
 
+/// The PMUs the kernel schedules in its software context (`.task_ctx_nr = perf_sw_context`
+/// in kernel/events/core.c: the software events and their clocks, tracepoints, kprobes and
+/// uprobes), as [`pmu_of`] names them.
+const SOFTWARE_CONTEXT: [&str; 4] = ["software", "tracepoint", "kprobe", "uprobe"];
+
+/// Whether an event of `pmu` may be multiplexed. An event of the software context is marked
+/// `PERF_EV_CAP_SOFTWARE` at its opening (`perf_event_alloc`), and a group of such events
+/// always goes on (`group_can_go_on`), so each of the exporter's (a group of its own) runs
+/// whenever it is enabled: its time running is its time enabled.
+pub fn may_multiplex(pmu: &str) -> bool {
+    !SOFTWARE_CONTEXT.contains(&pmu)
+}
+
 /// The PMU under `devices` whose `type` file holds `type_`.
 fn pmu_named_by_type(devices: &Path, type_: u32) -> Option<String> {
     std::fs::read_dir(devices)
@@ -314,5 +331,43 @@ mod tests {
         ));
         assert_eq!(unit_of(&clock), (Unit::Seconds, 1e-9));
         assert_eq!(pmu_of(&clock, &devices).0, "software");
+    }
+
+    /// The events of the kernel's software context (the software events with their clocks,
+    /// tracepoints) never multiplex; those of the core PMU, an uncore box and RAPL may.
+    ///
+    /// Oracle: Linux 7.2's kernel/events/core.c (`perf_swevent`, `perf_cpu_clock`,
+    /// `perf_task_clock`, `perf_tracepoint`, `perf_kprobe` and `perf_uprobe` are the PMUs of
+    /// `.task_ctx_nr = perf_sw_context`; `group_can_go_on` puts a group of their events on
+    /// always), and the Sapphire Rapids sysfs tree of backend-linux's tests for the PMUs'
+    /// names.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn software_events_and_tracepoints_never_multiplex() {
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
+        let root = devices.ancestors().nth(3).unwrap();
+        let backend = counterhal::Setup::new()
+            .cpu_model("spr")
+            .sysfs(root)
+            .open()
+            .unwrap();
+        for (name, multiplexed) in [
+            ("cycles", true),
+            ("INST_RETIRED.ANY_P", true),
+            ("power/energy-pkg/", true),
+            ("uncore_imc_0/cas_count_read/", true),
+            ("task-clock", false),
+            ("cpu-clock", false),
+            ("page-faults", false),
+            ("context-switches", false),
+        ] {
+            let event = backend.resolve(name).unwrap();
+            let (pmu, _) = pmu_of(&event, &devices);
+            assert_eq!(may_multiplex(&pmu), multiplexed, "{name} on {pmu}");
+        }
+        for pmu in ["tracepoint", "kprobe", "uprobe"] {
+            assert!(!may_multiplex(pmu), "{pmu}");
+        }
     }
 }

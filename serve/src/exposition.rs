@@ -6,7 +6,9 @@
 //! suffix, `_total` on every counter, dimensions as labels. A count, its time enabled and its
 //! time running are three counters, so that PromQL scales a multiplexed count
 //! (`rate(value) * rate(enabled) / rate(running)`) and sees how long it ran; the scaled
-//! estimate itself is no counter (it can go down).
+//! estimate itself is no counter (it can go down). The two times are written only for events
+//! the kernel may multiplex, unless `--times always` ([`TimesArg`]): an event that always
+//! runs while enabled has a time running equal to its time enabled, which scale nothing.
 
 use std::io::Write;
 use std::time::Instant;
@@ -18,6 +20,24 @@ use super::events::{Exported, Unit};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
 use super::process::Process;
+
+/// `--times`: for which events the times enabled and running are exported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimesArg {
+    /// For the events the kernel may multiplex (those of a hardware PMU, uncore and energy
+    /// included), not for software events and tracepoints, which run whenever enabled.
+    #[default]
+    Multiplexed,
+    /// For every event.
+    Always,
+}
+
+impl TimesArg {
+    /// Whether `event`'s times are exported.
+    fn of(self, event: &Exported) -> bool {
+        self == TimesArg::Always || event.may_multiplex
+    }
+}
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,11 +276,12 @@ pub fn write(
             })
         });
     }
-    series(out, format, exporter, &ENABLED, |_, r| {
-        Some(seconds(r.time_enabled))
+    let times = exporter.times;
+    series(out, format, exporter, &ENABLED, |event, r| {
+        times.of(event).then(|| seconds(r.time_enabled))
     });
-    series(out, format, exporter, &RUNNING, |_, r| {
-        Some(seconds(r.time_running))
+    series(out, format, exporter, &RUNNING, |event, r| {
+        times.of(event).then(|| seconds(r.time_running))
     });
     if !events.is_empty() {
         write_health(out, format, exporter, health);

@@ -1,7 +1,7 @@
 //! `counterhal serve`: a Prometheus exporter. Every event named with `-e` (or the portable
 //! default set) is counted on every online CPU, system-wide, and in each control group that
-//! `--cgroups` matches; `/metrics` serves the counts with their times enabled and running, in
-//! Prometheus' text format 0.0.4 or OpenMetrics 1.0 as the scraper's `Accept` header asks.
+//! `--cgroups` matches; `/metrics` serves the counts (with their times enabled and running
+//! where the kernel may multiplex them), in Prometheus' text format 0.0.4 or OpenMetrics 1.0 as the scraper's `Accept` header asks.
 //!
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
@@ -23,7 +23,8 @@
 //! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
 //!
 //! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
-//! [`Failure`] (and [`CgroupModeArg`], `--cgroup-mode`'s values); `counterhal serve` flattens
+//! [`Failure`] (and [`CgroupModeArg`] and [`TimesArg`], `--cgroup-mode`'s and `--times`'s
+//! values); `counterhal serve` flattens
 //! its database options beside [`ServeArgs`] and hands [`run`] the [`Context`] they make.
 //! Beside it, [`http`] holds the server's layers, for their tests and for another handler.
 #![deny(unsafe_code)]
@@ -65,6 +66,7 @@ use std::time::Duration;
 
 use clap::Args;
 use counterhal::{Context, Error};
+pub use exposition::TimesArg;
 pub use per_cgroup::CgroupModeArg;
 
 /// The exporter's HTTP server in three layers, as exporter-toolkit's `web.ListenAndServe`
@@ -104,7 +106,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--per-cpu] \
+[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--per-cpu] [--times multiplexed|always] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -118,8 +120,9 @@ Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks
 counterhal_event_joules_total (energy), each with event, pmu and cpu labels, and per cgroup
 a cgroup label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes
 pod's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
-counterhal_event_running_seconds_total beside them (rate(value) * rate(enabled) /
-rate(running) scales a multiplexed count).
+counterhal_event_running_seconds_total beside those of events that may be multiplexed
+(rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
+exports them for software events and tracepoints too).
 docs/serve.md has them all, and the bounds on clients.";
 
 /// `counterhal serve`'s options.
@@ -187,6 +190,11 @@ pub struct ServeArgs {
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
     pub per_cpu: bool,
+    /// For which events the times enabled and running are exported: multiplexed (those the
+    /// kernel may multiplex: hardware, uncore and energy events; software events and
+    /// tracepoints always run while enabled, their two times equal) or always (every event).
+    #[arg(long = "times", value_name = "WHICH", value_enum, default_value_t = TimesArg::Multiplexed)]
+    pub times: TimesArg,
     /// The most client connections open at once; past it, the one that has waited longest
     /// for its request is closed for the new one.
     #[arg(long = "max-connections", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -391,6 +399,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
+    exporter.times = args.times;
     exporter.system = system;
     exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;

@@ -169,24 +169,29 @@ fn formula(metric: &MetricDef, window: &str, depth: usize) -> Result<Promql, Str
 ///
 /// Each place (a CPU, of the host or of a cgroup) adds its count's rate times its enabled
 /// over its running time, where its counter ran (`rate(running) > 0`); a place where it did
-/// not run adds nothing, where the scaling would divide by 0. A host or cgroup whose counter
-/// was enabled nowhere in the window (an idle cgroup: the kernel enables a cgroup's counters
-/// only while its tasks are on a CPU) is 0 (`sum(rate(enabled)) == 0`, a 0 with its labels):
-/// nothing happened there to count. Without it, an idle cgroup would be no series at all, and
-/// a dashboard would lose it instead of showing 0. One enabled but never on the PMU
+/// not run adds nothing, where the scaling would divide by 0. A place exported without its
+/// times (an event the kernel never multiplexes, `--times multiplexed`) adds its count's
+/// rate as it is (`unless` its enabled time: never where it has one). A host or cgroup whose
+/// counter was enabled nowhere in the window (an idle cgroup: the kernel enables a cgroup's
+/// counters only while its tasks are on a CPU) is 0 (`sum(rate(enabled)) == 0`, a 0 with its
+/// labels): nothing happened there to count. Without it, an idle cgroup would be no series at
+/// all, and a dashboard would lose it instead of showing 0. One enabled but never on the PMU
 /// (multiplexed out the whole window) stays missing: its count is unknown, perf's "not
 /// counted". A ratio of two rates of an idle cgroup (IPC) is 0 / 0, NaN: the series is there
 /// with no number, as `stat` (and perf) print no metric for a division by 0.
 fn event_rate(event: &str, window: &str) -> String {
     let e = label_value(event);
     let places = "sum without (cpu, pmu, event)";
+    let value = format!(
+        "(rate(counterhal_event_total{{event=\"{e}\"}}[{window}]) \
+         or rate(counterhal_event_seconds_total{{event=\"{e}\"}}[{window}]) * 1e9)"
+    );
     let enabled =
         format!("rate(counterhal_event_enabled_seconds_total{{event=\"{e}\"}}[{window}])");
     format!(
-        "({places} ((rate(counterhal_event_total{{event=\"{e}\"}}[{window}]) \
-         or rate(counterhal_event_seconds_total{{event=\"{e}\"}}[{window}]) * 1e9) \
-         * {enabled} \
-         / (rate(counterhal_event_running_seconds_total{{event=\"{e}\"}}[{window}]) > 0)) \
+        "({places} ({value} * {enabled} \
+         / (rate(counterhal_event_running_seconds_total{{event=\"{e}\"}}[{window}]) > 0) \
+         or ({value} unless {enabled})) \
          or {places} ({enabled}) == 0)"
     )
 }
@@ -545,6 +550,9 @@ mod tests {
     /// (page faults enabled, never on the PMU). The idle cgroup's rates are 0 and its IPC 0 /
     /// 0, a series with no number; the busy one's are its counts scaled by enabled over
     /// running, CPU 1 left out; the starved cgroup's count is unknown, so it has no series.
+    /// A second host, `t`, has the same series less the times that `--times multiplexed`
+    /// leaves out, those of places whose time running is their time enabled: every rule gives
+    /// it what it gives `h`.
     ///
     /// Oracle: the engines of Prometheus 2.42 and 3.5 (`promtool test rules`) evaluating the
     /// rules `rules` writes; the expected values are worked from the inputs (each rises
@@ -592,22 +600,30 @@ mod tests {
                 "-" => String::new(),
                 unit => format!("_{unit}"),
             };
-            for (metric, values) in [
-                (format!("counterhal_event{family}_total"), value),
-                (
-                    "counterhal_event_enabled_seconds_total".to_string(),
-                    enabled,
-                ),
-                (
-                    "counterhal_event_running_seconds_total".to_string(),
-                    running,
-                ),
-            ] {
-                _ = write!(
-                    tests,
-                    "      - series: '{metric}{{event=\"{event}\",pmu=\"software\",\
-                     instance=\"h\",job=\"counterhal\"{labels}}}'\n        values: '{values}'\n"
-                );
+            let value_metric = format!("counterhal_event{family}_total");
+            for host in ["h", "t"] {
+                let times = host == "h" || enabled != running;
+                for (metric, values) in [
+                    (value_metric.clone(), value),
+                    (
+                        "counterhal_event_enabled_seconds_total".to_string(),
+                        enabled,
+                    ),
+                    (
+                        "counterhal_event_running_seconds_total".to_string(),
+                        running,
+                    ),
+                ] {
+                    if !times && metric != value_metric {
+                        continue;
+                    }
+                    _ = write!(
+                        tests,
+                        "      - series: '{metric}{{event=\"{event}\",pmu=\"software\",\
+                         instance=\"{host}\",job=\"counterhal\"{labels}}}'\n        \
+                         values: '{values}'\n"
+                    );
+                }
             }
         }
         tests.push_str("    alert_rule_test: []\n    promql_expr_test:\n");
@@ -635,16 +651,18 @@ mod tests {
                 "      - expr: 'round({expr}, 1e-6)'\n        eval_time: 1m\n        \
                  exp_samples:\n"
             );
-            for (cgroup, value) in samples {
-                let cgroup = match *cgroup {
-                    "" => String::new(),
-                    cgroup => format!(",cgroup=\"{cgroup}\""),
-                };
-                _ = write!(
-                    tests,
-                    "          - labels: '{{instance=\"h\",job=\"counterhal\"{cgroup}}}'\n            \
-                     value: {value}\n"
-                );
+            for host in ["h", "t"] {
+                for (cgroup, value) in samples {
+                    let cgroup = match *cgroup {
+                        "" => String::new(),
+                        cgroup => format!(",cgroup=\"{cgroup}\""),
+                    };
+                    _ = write!(
+                        tests,
+                        "          - labels: '{{instance=\"{host}\",job=\"counterhal\"{cgroup}}}'\n            \
+                         value: {value}\n"
+                    );
+                }
             }
         }
         for release in Release::ALL {

@@ -251,7 +251,7 @@ fn events_accounted(
             Err(e) => panic!("{e}; {}", prometheus.health()),
         }
     };
-    let opened = events("counterhal_event_enabled_seconds_total");
+    let opened = events("{__name__=~\"counterhal_event(_seconds|_joules)?_total\"}");
     let failed = events("counterhal_event_open_failed");
     let read_by_rules: BTreeSet<String> = rules_text
         .split("event=\\\"")
