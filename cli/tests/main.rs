@@ -45,6 +45,8 @@ mod serve_prometheus;
 #[cfg(feature = "serve")]
 mod serve_promhttp;
 #[cfg(feature = "serve")]
+mod serve_slurm;
+#[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
 mod software_events;

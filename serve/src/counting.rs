@@ -20,6 +20,7 @@ use super::events::{Exported, Plan, Refused};
 use super::health::Health;
 use super::kubernetes::{Kubelet, Pod};
 use super::per_cgroup::Cgroups;
+use super::slurm::{Job, Slurmstepd};
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -42,6 +43,8 @@ pub struct Place {
     pub read: bool,
     /// The pod (and container) whose cgroup this is, if any: its labels.
     pub pod: Option<Pod>,
+    /// The Slurm job (and step and task) whose cgroup this is, if any: its labels.
+    pub job: Option<Job>,
     source: Source,
 }
 
@@ -77,6 +80,8 @@ pub struct Exporter {
     pub times: super::exposition::TimesArg,
     /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
     pub kubelet: Kubelet,
+    /// `--slurm-cgroup-slice`: where slurmstepd's jobs are (their cgroups' labels).
+    pub slurm: Slurmstepd,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
     /// The system whose facts the metrics read (`counterhal_machine_fact`).
@@ -105,6 +110,7 @@ impl Exporter {
             per_cpu: false,
             times: super::exposition::TimesArg::default(),
             kubelet: Kubelet::default(),
+            slurm: Slurmstepd::default(),
             cgroups,
             system: counterhal_system::System::host(),
         }
@@ -294,6 +300,7 @@ impl Exporter {
         }
         *held += holds;
         let pod = self.kubelet.pod(cgroup);
+        let job = self.slurm.job(cgroup);
         for (index, &cpu) in cpus.iter().enumerate() {
             self.places.push(Place {
                 at: Where {
@@ -304,6 +311,7 @@ impl Exporter {
                 columns: columns.clone(),
                 read: false,
                 pod: pod.clone(),
+                job: job.clone(),
                 source: Source::Counter {
                     followed: usize::MAX,
                     cpu: index,
@@ -361,6 +369,7 @@ impl Exporter {
                 columns,
                 read: false,
                 pod: None,
+                job: None,
                 source: Source::Set(Box::new(set)),
             })
         })

@@ -356,14 +356,16 @@ fn series(
 }
 
 /// An event's labels at a place: `event`, `pmu`, `cpu` (none where summed), and where it is
-/// a cgroup's, `cgroup` and its pod's `pod_uid`, `container_id` and `qos_class`; an empty one
-/// is left out when written.
+/// a cgroup's, `cgroup`, its pod's `pod_uid`, `container_id` and `qos_class`, and its Slurm
+/// job's `slurm_job_id`, `slurm_step` and `slurm_task`; an empty one is left out when
+/// written.
 fn labels<'a>(
     event: &'a Exported,
     place: &'a Place,
     cpu: Option<u32>,
-) -> [(&'static str, Label<'a>); 7] {
+) -> [(&'static str, Label<'a>); 10] {
     let pod = place.pod.as_ref();
+    let job = place.job.as_ref();
     [
         ("event", Label::Text(&event.name)),
         ("pmu", Label::Text(&event.pmu)),
@@ -381,6 +383,9 @@ fn labels<'a>(
             Label::Text(pod.map_or("", |p| &p.container_id)),
         ),
         ("qos_class", Label::Text(pod.map_or("", |p| p.qos_class))),
+        ("slurm_job_id", Label::Text(job.map_or("", |j| &j.job_id))),
+        ("slurm_step", Label::Text(job.map_or("", |j| &j.step))),
+        ("slurm_task", Label::Text(job.map_or("", |j| &j.task))),
     ]
 }
 

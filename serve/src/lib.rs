@@ -50,6 +50,7 @@ mod process;
 mod rules;
 mod scrape;
 mod signals;
+mod slurm;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
 mod table;
@@ -106,7 +107,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--per-cpu] [--times multiplexed|always] \
+[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--slurm-cgroup-slice SLICE] [--per-cpu] [--times multiplexed|always] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -119,7 +120,7 @@ Endpoints (GET and HEAD only; none changes anything):
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
 counterhal_event_joules_total (energy), each with event, pmu and cpu labels, and per cgroup
 a cgroup label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes
-pod's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
+pod's, slurm_job_id, slurm_step and slurm_task where it is a Slurm job's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
 (rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
 exports them for software events and tracepoints too).
@@ -186,6 +187,12 @@ pub struct ServeArgs {
     /// /kubelet).
     #[arg(long = "kubelet-cgroup-root", value_name = "PATH", default_value = "/", value_parser = kubelet_root)]
     pub kubelet_cgroup_root: String,
+    /// Slurm's CgroupSlice (cgroup.conf), as it takes it: the cgroups of jobs, steps and
+    /// tasks get their slurm_job_id, slurm_step and slurm_task labels only in slurmstepd's
+    /// scope there (SLICE/slurmstepd.scope/job_ID/step_STEP/user/task_N, or
+    /// SLICE/NODE_slurmstepd.scope/...).
+    #[arg(long = "slurm-cgroup-slice", value_name = "SLICE", default_value = "system.slice", value_parser = slurm_slice)]
+    pub slurm_cgroup_slice: String,
     /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
@@ -252,6 +259,11 @@ fn promql_duration(text: &str) -> Result<String, String> {
         Ok(_) => Err(format!("`{text}` is no time: {range}")),
         Err(e) => Err(format!("{e}; {range}")),
     }
+}
+
+/// A Slurm `CgroupSlice` (`system.slice`).
+fn slurm_slice(text: &str) -> Result<String, String> {
+    slurm::Slurmstepd::new(text).map(|_| text.to_string())
 }
 
 /// A kubelet `--cgroup-root` (`/`, `/kubelet`).
@@ -402,6 +414,8 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     exporter.times = args.times;
     exporter.system = system;
     exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
+        .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
+    exporter.slurm = slurm::Slurmstepd::new(&args.slurm_cgroup_slice)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let listener = args.listen.bind().map_err(|e| {
         Failure::failed(Error::invalid_input(format!(

@@ -1,0 +1,140 @@
+//! `counterhal serve` on a Slurm node: the cgroups slurmstepd makes for jobs, steps and
+//! tasks labelled with `slurm_job_id`, `slurm_step` and `slurm_task`; a user's copy of the
+//! layout elsewhere labelled with nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use crate::serve::{Exporter, get};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Directories made below a cgroup mount, removed (deepest first) when dropped.
+struct Tree(Vec<PathBuf>);
+
+impl Tree {
+    /// `paths` (each with its parents listed before it) below `mount`.
+    fn make(mount: &Path, paths: &[String]) -> Tree {
+        let mut tree = Tree(Vec::new());
+        for path in paths {
+            let dir = mount.join(path);
+            std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            tree.0.push(dir);
+        }
+        tree
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        for dir in self.0.iter().rev() {
+            std::fs::remove_dir(dir).ok();
+        }
+    }
+}
+
+/// The Slurm labels of each cgroup's `task-clock` series in the scrape `text`, by cgroup:
+/// `slurm_job_id`, `slurm_step` and `slurm_task` (empty where absent).
+fn slurm_labels(text: &str) -> Vec<(String, [String; 3])> {
+    text.lines()
+        .filter(|l| l.starts_with("counterhal_event_seconds_total{") && l.contains("cgroup="))
+        .map(|line| {
+            let labels = line.split_once('{').unwrap().1.rsplit_once("} ").unwrap().0;
+            let label = |key: &str| {
+                labels
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(&format!("{key}=\"")))
+                    .map(|v| v.trim_end_matches('"').to_string())
+                    .unwrap_or_default()
+            };
+            let labelled = ["slurm_job_id", "slurm_step", "slurm_task"].map(label);
+            (label("cgroup"), labelled)
+        })
+        .collect()
+}
+
+/// A fake node's slurmstepd scope (in a slice of the test's, given as `--slurm-cgroup-slice`,
+/// cgroup.conf's `CgroupSlice`) with a batch job's steps and tasks and a user's copy of it in
+/// a cgroup of their own: the job's cgroups get their job, step and task, the copy nothing.
+///
+/// Oracle: Slurm 25.11.7's src/plugins/cgroup/v2/cgroup_v2.c (`<CgroupSlice>/slurmstepd.scope`
+/// below PID 1's cgroup, `/job_%u`, `%s/step_%s`, `%s/user`, `%s/slurm`, `%s/task_%u`,
+/// `%s/task_special`) and src/common/log.c (`log_build_step_id_str`: `batch`, `extern`,
+/// step numbers).
+#[test]
+fn slurmstepds_cgroups_get_job_step_and_task_labels() {
+    serve_or_skip!();
+    if !running_as_root() {
+        skip!(Need::Privilege, "making cgroups takes root");
+    }
+    let mount = match counterhal::cgroup_root() {
+        Ok(root) => root,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let prefix = format!("counterhal_test_{}_slurm", std::process::id());
+    let slice = format!("{prefix}_jobs.slice");
+    let scope = format!("{slice}/slurmstepd.scope");
+    let job = format!("{scope}/job_4242");
+    let copy = format!("{prefix}_user/{scope}");
+    let paths: Vec<String> = [
+        slice.as_str(),
+        &scope,
+        &format!("{scope}/system"),
+        &job,
+        &format!("{job}/step_extern"),
+        &format!("{job}/step_batch"),
+        &format!("{job}/step_batch/slurm"),
+        &format!("{job}/step_batch/user"),
+        &format!("{job}/step_batch/user/task_special"),
+        &format!("{job}/step_0"),
+        &format!("{job}/step_0/user"),
+        &format!("{job}/step_0/user/task_0"),
+        &format!("{job}/step_0/user/task_1"),
+        &format!("{prefix}_user"),
+        &format!("{prefix}_user/{slice}"),
+        &copy,
+        &format!("{copy}/job_4242"),
+        &format!("{copy}/job_4242/step_0"),
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let _tree = Tree::make(&mount, &paths);
+    let pattern = format!("^{prefix}_");
+    let exporter = Exporter::start(&[
+        "-e",
+        "task-clock",
+        "--cgroups",
+        &pattern,
+        "--max-cgroups",
+        "64",
+        "--slurm-cgroup-slice",
+        &slice,
+    ]);
+    // The first scrape follows the cgroups; the second reads them.
+    assert_eq!(get(exporter.address, "/metrics", None).0, Some(200));
+    let (status, text) = get(exporter.address, "/metrics", None);
+    assert_eq!(status, Some(200), "{text}");
+    let labelled = slurm_labels(&text);
+    assert_eq!(labelled.len(), paths.len(), "every cgroup followed: {text}");
+    for (cgroup, labels) in &labelled {
+        let path = cgroup.trim_start_matches('/');
+        let expected = match path
+            .strip_prefix(&job)
+            .map(|rest| rest.trim_start_matches('/'))
+        {
+            None => ["", "", ""],
+            Some("") => ["4242", "", ""],
+            Some(rest) => {
+                let mut parts = rest.split('/');
+                let step = parts.next().unwrap().trim_start_matches("step_");
+                let task = parts.nth(1).map_or("", |t| t.trim_start_matches("task_"));
+                ["4242", step, task]
+            }
+        };
+        assert_eq!(labels.each_ref().map(String::as_str), expected, "{cgroup}");
+    }
+    let tasks: Vec<&str> = labelled.iter().map(|(_, l)| l[2].as_str()).collect();
+    for task in ["special", "0", "1"] {
+        assert!(tasks.contains(&task), "task {task}: {labelled:?}");
+    }
+}
