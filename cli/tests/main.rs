@@ -47,6 +47,8 @@ mod serve_promhttp;
 #[cfg(feature = "serve")]
 mod serve_slurm;
 #[cfg(feature = "serve")]
+mod serve_topology;
+#[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
 mod software_events;

@@ -116,8 +116,9 @@ fn by_pod(text: &str) -> ByPod {
 
 /// A node of 300 pods (3 of them busy) counting 8 software events: 8 series a pod by
 /// default (the counts), 24 with `--times always`, whose times enabled and running are
-/// equal for every pod and event (the busy pods' above 0), so that the series left out carried nothing a rule reads (`rate(value) *
-/// rate(enabled) / rate(running)` is `rate(value)`).
+/// equal for every pod and event (the busy pods' above 0), so that the series left out
+/// carried nothing a rule reads (`rate(value) * rate(enabled) / rate(running)` is
+/// `rate(value)`).
 ///
 /// Oracle: Linux's kernel/events/core.c (7.2: a group of software-context events always goes
 /// on, `group_can_go_on`), as the kernel's own times show it in each pod's counters; the

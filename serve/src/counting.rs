@@ -11,8 +11,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use counterhal::{AnyGroup, Chosen, EventSet, Group, OpenOptions, Reading};
+use counterhal::{AnyGroup, Chosen, CpuList, EventSet, Group, OpenOptions, Reading};
 use counterhal_hal::BackendTarget;
+use counterhal_system::CpuTopology;
 
 use super::budget::{self, Budget};
 use super::discovery::Watch;
@@ -45,6 +46,8 @@ pub struct Place {
     pub pod: Option<Pod>,
     /// The Slurm job (and step and task) whose cgroup this is, if any: its labels.
     pub job: Option<Job>,
+    /// Its CPU's socket and die (the labels of its series where they are per CPU).
+    pub topology: CpuTopology,
     source: Source,
 }
 
@@ -77,15 +80,28 @@ pub struct Exporter {
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
     /// `--times`: the events whose times enabled and running are exported.
-    pub times: super::exposition::TimesArg,
+    pub times: super::events::TimesArg,
     /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
     pub kubelet: Kubelet,
     /// `--slurm-cgroup-slice`: where slurmstepd's jobs are (their cgroups' labels).
     pub slurm: Slurmstepd,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
-    /// The system whose facts the metrics read (`counterhal_machine_fact`).
+    /// The system whose facts the metrics read (`counterhal_machine_fact`) and whose CPUs'
+    /// topology labels their series.
     pub system: counterhal_system::System,
+    /// `--cpus`: the CPUs counted, of those online (`None`: every one).
+    pub cpus: Option<CpuList>,
+    /// The socket and die of each CPU counted so far, read once.
+    topologies: HashMap<u32, CpuTopology>,
+}
+
+/// The CPUs of `online` that `only` lists (`None`: every one), which the exporter counts.
+pub fn counted(online: &CpuList, only: Option<&CpuList>) -> CpuList {
+    match only {
+        Some(only) => CpuList::from_cpus(online.iter().filter(|&cpu| only.contains(cpu))),
+        None => online.clone(),
+    }
 }
 
 impl Exporter {
@@ -108,11 +124,13 @@ impl Exporter {
             unopened: 0,
             too_deep: 0,
             per_cpu: false,
-            times: super::exposition::TimesArg::default(),
+            times: super::events::TimesArg::default(),
             kubelet: Kubelet::default(),
             slurm: Slurmstepd::default(),
             cgroups,
             system: counterhal_system::System::host(),
+            cpus: None,
+            topologies: HashMap::new(),
         }
     }
 
@@ -127,7 +145,17 @@ impl Exporter {
     /// at the next scrape, as is one left out for descriptors (beyond the budget, or refused
     /// for them by the kernel: said on standard error when their number changes).
     pub fn follow(&mut self, health: &Health) {
-        self.follow_on(&counterhal::online_cpus(), health);
+        let counted = counted(&counterhal::online_cpus(), self.cpus.as_ref());
+        self.follow_on(&counted, health);
+    }
+
+    /// The socket and die of `cpu`, read from the system the first time it is asked for.
+    fn topology(&mut self, cpu: u32) -> CpuTopology {
+        let system = &self.system;
+        *self
+            .topologies
+            .entry(cpu)
+            .or_insert_with(|| system.cpu_topology(cpu))
     }
 
     /// [`follow`](Exporter::follow) with the CPUs online `online`. Where they are not those
@@ -187,7 +215,8 @@ impl Exporter {
                 continue;
             }
             match self.open(&at, columns) {
-                Ok(place) => {
+                Ok(mut place) => {
+                    place.topology = self.topology(cpu);
                     held += place.columns.len();
                     self.places.push(place);
                     changed = true;
@@ -302,6 +331,7 @@ impl Exporter {
         let pod = self.kubelet.pod(cgroup);
         let job = self.slurm.job(cgroup);
         for (index, &cpu) in cpus.iter().enumerate() {
+            let topology = self.topology(cpu);
             self.places.push(Place {
                 at: Where {
                     cgroup: Some(cgroup.clone()),
@@ -312,6 +342,7 @@ impl Exporter {
                 read: false,
                 pod: pod.clone(),
                 job: job.clone(),
+                topology,
                 source: Source::Counter {
                     followed: usize::MAX,
                     cpu: index,
@@ -370,6 +401,7 @@ impl Exporter {
                 read: false,
                 pod: None,
                 job: None,
+                topology: CpuTopology::default(),
                 source: Source::Set(Box::new(set)),
             })
         })

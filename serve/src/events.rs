@@ -26,6 +26,24 @@ pub enum Unit {
     Joules,
 }
 
+/// `--times`: for which events the times enabled and running are exported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimesArg {
+    /// For the events the kernel may multiplex (those of a hardware PMU, uncore and energy
+    /// included), not for software events and tracepoints, which run whenever enabled.
+    #[default]
+    Multiplexed,
+    /// For every event.
+    Always,
+}
+
+impl TimesArg {
+    /// Whether `event`'s times are exported.
+    pub fn of(self, event: &Exported) -> bool {
+        self == TimesArg::Always || event.may_multiplex
+    }
+}
+
 /// An event that opens here, and how it is exported.
 #[derive(Debug)]
 pub struct Exported {

@@ -7,8 +7,9 @@
 //! time running are three counters, so that PromQL scales a multiplexed count
 //! (`rate(value) * rate(enabled) / rate(running)`) and sees how long it ran; the scaled
 //! estimate itself is no counter (it can go down). The two times are written only for events
-//! the kernel may multiplex, unless `--times always` ([`TimesArg`]): an event that always
-//! runs while enabled has a time running equal to its time enabled, which scale nothing.
+//! the kernel may multiplex, unless `--times always` ([`super::events::TimesArg`]): an event
+//! that always runs while enabled has a time running equal to its time enabled, which scale
+//! nothing.
 
 use std::io::Write;
 use std::time::Instant;
@@ -20,24 +21,6 @@ use super::events::{Exported, Unit};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
 use super::process::Process;
-
-/// `--times`: for which events the times enabled and running are exported.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum TimesArg {
-    /// For the events the kernel may multiplex (those of a hardware PMU, uncore and energy
-    /// included), not for software events and tracepoints, which run whenever enabled.
-    #[default]
-    Multiplexed,
-    /// For every event.
-    Always,
-}
-
-impl TimesArg {
-    /// Whether `event`'s times are exported.
-    fn of(self, event: &Exported) -> bool {
-        self == TimesArg::Always || event.may_multiplex
-    }
-}
 
 /// The exposition format of a scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,15 +338,15 @@ fn series(
     }
 }
 
-/// An event's labels at a place: `event`, `pmu`, `cpu` (none where summed), and where it is
-/// a cgroup's, `cgroup`, its pod's `pod_uid`, `container_id` and `qos_class`, and its Slurm
-/// job's `slurm_job_id`, `slurm_step` and `slurm_task`; an empty one is left out when
-/// written.
+/// An event's labels at a place: `event`, `pmu`, `cpu` with its `socket` and `die` (none
+/// where summed), and where it is a cgroup's, `cgroup`, its pod's `pod_uid`, `container_id`
+/// and `qos_class`, and its Slurm job's `slurm_job_id`, `slurm_step` and `slurm_task`; an
+/// empty one is left out when written.
 fn labels<'a>(
     event: &'a Exported,
     place: &'a Place,
     cpu: Option<u32>,
-) -> [(&'static str, Label<'a>); 10] {
+) -> [(&'static str, Label<'a>); 12] {
     let pod = place.pod.as_ref();
     let job = place.job.as_ref();
     [
@@ -373,6 +356,8 @@ fn labels<'a>(
             "cpu",
             cpu.map_or(Label::Text(""), |cpu| Label::Int(u64::from(cpu))),
         ),
+        ("socket", per_cpu(cpu.and(place.topology.socket))),
+        ("die", per_cpu(cpu.and(place.topology.die))),
         (
             "cgroup",
             Label::Text(place.at.cgroup.as_deref().unwrap_or("")),
@@ -387,6 +372,11 @@ fn labels<'a>(
         ("slurm_step", Label::Text(job.map_or("", |j| &j.step))),
         ("slurm_task", Label::Text(job.map_or("", |j| &j.task))),
     ]
+}
+
+/// A number label where there is one (a CPU's socket or die), else none.
+fn per_cpu<'a>(number: Option<u32>) -> Label<'a> {
+    number.map_or(Label::Text(""), |n| Label::Int(u64::from(n)))
 }
 
 /// The exporter's health: failures, events that did not open and why, cgroups, requests,

@@ -1,7 +1,8 @@
 //! `counterhal serve`: a Prometheus exporter. Every event named with `-e` (or the portable
 //! default set) is counted on every online CPU, system-wide, and in each control group that
 //! `--cgroups` matches; `/metrics` serves the counts (with their times enabled and running
-//! where the kernel may multiplex them), in Prometheus' text format 0.0.4 or OpenMetrics 1.0 as the scraper's `Accept` header asks.
+//! where the kernel may multiplex them), in Prometheus' text format 0.0.4 or OpenMetrics 1.0
+//! as the scraper's `Accept` header asks.
 //!
 //! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
 //! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
@@ -67,7 +68,7 @@ use std::time::Duration;
 
 use clap::Args;
 use counterhal::{Context, Error};
-pub use exposition::TimesArg;
+pub use events::TimesArg;
 pub use per_cgroup::CgroupModeArg;
 
 /// The exporter's HTTP server in three layers, as exporter-toolkit's `web.ListenAndServe`
@@ -107,7 +108,8 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] [--slurm-cgroup-slice SLICE] [--per-cpu] [--times multiplexed|always] \
+[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
+[--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--times multiplexed|always] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -118,9 +120,10 @@ Endpoints (GET and HEAD only; none changes anything):
   /         a page naming the events counted and those that did not open
 
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
-counterhal_event_joules_total (energy), each with event, pmu and cpu labels, and per cgroup
-a cgroup label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes
-pod's, slurm_job_id, slurm_step and slurm_task where it is a Slurm job's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
+counterhal_event_joules_total (energy), each with event, pmu and cpu (with socket and die)
+labels, and per cgroup a cgroup label (with pod_uid, container_id and qos_class where the
+cgroup is a Kubernetes pod's, slurm_job_id, slurm_step and slurm_task where it is a Slurm
+job's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
 (rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
 exports them for software events and tracepoints too).
@@ -193,6 +196,10 @@ pub struct ServeArgs {
     /// SLICE/NODE_slurmstepd.scope/...).
     #[arg(long = "slurm-cgroup-slice", value_name = "SLICE", default_value = "system.slice", value_parser = slurm_slice)]
     pub slurm_cgroup_slice: String,
+    /// Count only these CPUs (of those online), system-wide and per cgroup: a list as
+    /// /sys/devices/system/cpu/online writes one (0-3,8); every CPU online by default.
+    #[arg(long = "cpus", value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<counterhal::CpuList>,
     /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
@@ -261,6 +268,15 @@ fn promql_duration(text: &str) -> Result<String, String> {
     }
 }
 
+/// A list of CPUs (`0-3,8`), at least one.
+fn cpu_list(text: &str) -> Result<counterhal::CpuList, String> {
+    match text.parse::<counterhal::CpuList>() {
+        Ok(cpus) if !cpus.is_empty() => Ok(cpus),
+        Ok(_) => Err("the list names no CPU: give at least one (0-3,8)".to_string()),
+        Err(e) => Err(format!("{e}: a list of CPUs is numbers and ranges (0-3,8)")),
+    }
+}
+
 /// A Slurm `CgroupSlice` (`system.slice`).
 fn slurm_slice(text: &str) -> Result<String, String> {
     slurm::Slurmstepd::new(text).map(|_| text.to_string())
@@ -326,7 +342,8 @@ fn cgroup_counter(
     if !watch.follows() {
         return Ok((None, watch));
     }
-    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let counted = counting::counted(&counterhal::online_cpus(), args.cpus.as_ref());
+    let cpus: Vec<u32> = counted.iter().collect();
     let cgroups = per_cgroup::Cgroups::open(
         backend,
         &plan.exported,
@@ -383,6 +400,18 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         let error = Error::invalid_input("-e names no event");
         return Err(Failure::usage(error, USAGE));
     }
+    let online = counterhal::online_cpus();
+    if counting::counted(&online, args.cpus.as_ref()).is_empty() {
+        let only = args
+            .cpus
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let error = Error::invalid_input(format!(
+            "--cpus {only} names no CPU online here (online: {online})"
+        ));
+        return Err(Failure::usage(error, USAGE));
+    }
     let depth = args.cgroup_depth.map(|n| n as usize);
     let watch = discovery::Watch::new(&args.cgroups, depth, args.max_cgroups as usize)
         .map_err(|e| Failure::usage(e, USAGE))?;
@@ -412,6 +441,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
     exporter.times = args.times;
+    exporter.cpus = args.cpus.clone();
     exporter.system = system;
     exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;

@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 
 mod permissions;
 mod stat;
+mod topology;
 
 pub use permissions::{PerfAccess, PerfPermissions};
 pub use stat::ThreadStat;
+pub use topology::CpuTopology;
 
 /// The PMU directory under a sysfs root.
 pub const PMU_DEVICES: &str = "bus/event_source/devices";
