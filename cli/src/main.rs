@@ -193,16 +193,32 @@ fn parse_by_clap(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Result<C
     Ok(args)
 }
 
-fn main() -> ExitCode {
-    // The usual `stat` lines are read without building clap's parser (see stat::lean).
-    let args = match stat::lean::parse(std::env::args_os()) {
-        Some(stat) => Cli {
+/// The command line: the usual `stat` lines read without building clap's parser (see
+/// stat::lean), any other by clap; `stat record`'s read again without its word, as perf reads
+/// stat's options on both sides of it.
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    let read = |argv: Vec<std::ffi::OsString>| match stat::lean::parse(argv.clone()) {
+        Some(stat) => Ok(Cli {
             command: Command::Stat(Box::new(stat)),
-        },
-        None => match parse_by_clap(std::env::args_os()) {
-            Ok(args) => args,
-            Err(error) => return usage_error(error),
-        },
+        }),
+        None => parse_by_clap(argv),
+    };
+    let mut cli = read(argv.clone())?;
+    if let Command::Stat(stat) = &cli.command
+        && let Some(line) = stat.record_line(&argv)
+    {
+        cli = read(line)?;
+        if let Command::Stat(stat) = &mut cli.command {
+            stat.set_record(argv);
+        }
+    }
+    Ok(cli)
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(error) => return usage_error(error),
     };
     match run(args) {
         Ok(code) => code,

@@ -3,7 +3,8 @@
 //! `/dev/fd/N`; and the locale's
 //! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
 //! `%'` formats); and the C library's POSIX basic regular expressions (`regcomp`, `regexec`),
-//! which perf matches `--for-each-cgroup` patterns with.
+//! which perf matches `--for-each-cgroup` patterns with; and standard output set aside for
+//! `stat record -o -`.
 //!
 //! # Safety
 //!
@@ -41,6 +42,26 @@ pub fn writable_descriptor(fd: u32) -> Result<File, String> {
 /// A descriptor that is not open, or (Linux) open for writing only.
 pub fn readable_descriptor(fd: u32) -> Result<File, String> {
     descriptor(fd, false)
+}
+
+/// Standard output set aside for `stat record -o -`: a duplicate of it (close-on-exec) as a
+/// file, standard output then made a copy of standard error, so that a command started
+/// afterwards writes to standard error and the pipe gets the records alone (perf's
+/// `dup2(2, 1)` for a command whose records go to a pipe).
+///
+/// # Errors
+/// Standard output that is not open, or a `dup2` the OS refused.
+pub fn standard_output_aside() -> Result<File, String> {
+    let kept = descriptor(1, true)?;
+    // SAFETY: dup2 takes two descriptor numbers and borrows no memory; descriptor 2 may be
+    // closed, which the OS answers with EBADF, and 1 is replaced atomically.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(format!(
+            "standard output cannot be set aside: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(kept)
 }
 
 /// Descriptor `fd`, duplicated, checked open for `writing` (else for reading).

@@ -55,6 +55,7 @@ mod software_events;
 mod stat_control;
 mod stat_opens;
 mod stat_options;
+mod stat_record;
 mod stat_scope;
 mod sysfs_root;
 #[cfg(target_os = "linux")]

@@ -25,6 +25,9 @@ Examples:
   counterhal stat -I 100 -j -e page-faults,task-clock -- ./bench
   counterhal stat -p $(pidof NAME) --per-thread -x,     (until Ctrl-C)
   counterhal stat --backend pctr --model --cpu-model p6 -e instructions,branches,cycles -- sleep 1
+  counterhal stat record -o run.data -e page-faults,task-clock -- ./bench   (perf's stat records)
+  counterhal stat -x, report -i run.data     (perf's or counterhal's stat records, printed)
+  counterhal stat record -o - -- true | perf stat report -i -
 Events not supported here are printed as <not supported>, with the reason below the table.\n\
 How counterhal differs from perf stat, on purpose or not yet: see docs/command.md (where stat differs from perf).";
 
@@ -140,9 +143,14 @@ pub struct StatArgs {
     #[command(flatten)]
     pub(super) more: Switches,
     /// The command to run: after `--`, or from the first word that is not an option (as perf
-    /// stops reading options there: `stat -e page-faults ls -d /` runs `ls -d /`).
+    /// stops reading options there: `stat -e page-faults ls -d /` runs `ls -d /`). A first
+    /// word `record` is perf's `stat record` (the counts written to `-o`, perf.data by
+    /// default, `-` for a pipe, as perf's stat records), `report` its `stat report -i FILE`.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub(super) command: Vec<OsString>,
+    /// `stat record`'s command line as given: the counts go to `-o` as perf's stat records.
+    #[arg(skip)]
+    pub(super) record: Option<Vec<OsString>>,
 }
 
 /// How the results are written.

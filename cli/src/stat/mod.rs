@@ -15,8 +15,9 @@
 //! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
 //! (the table, and where the results go), [`intervals`] (`-I`'s intervals, printed as they
 //! end), [`verbose`] (`-v`, `--no-scale`), [`plot`]
-//! (`--plot`) and [`model`] (`--model`: a device model fed steady work). This module only
-//! joins them.
+//! (`--plot`), [`model`] (`--model`: a device model fed steady work) and [`record`] (`stat
+//! record` and `stat report`) with [`perf_data`] and [`perf_data_reader`] (perf's stat
+//! records, written and read). This module only joins them.
 
 pub(crate) mod arguments;
 mod attached;
@@ -69,8 +70,11 @@ mod metric_sweep;
 mod metrics;
 mod model;
 mod pacing;
+mod perf_data;
+mod perf_data_reader;
 mod plot;
 mod printing;
+pub(crate) mod record;
 mod results;
 pub(crate) mod runnable;
 mod separated;
@@ -108,7 +112,17 @@ use crate::output::{OutputFile, emit_to_stderr};
 /// be executed (126), a measurement that fails (1). Otherwise the command's own exit status
 /// is returned.
 pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
+    let first = args
+        .command
+        .first()
+        .and_then(|word| record::Subcommand::of(word));
+    if args.record.is_none() && first == Some(record::Subcommand::Report) {
+        return record::report(args);
+    }
     args.check()?;
+    if args.record.is_some() {
+        record::check(&args)?;
+    }
     let targets = match &args.more.tid {
         Some(tids) => Targets::threads(tids),
         None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
@@ -205,7 +219,15 @@ fn stat_with<B: Backend + 'static>(
     let mut counting = plan_counting(args, backend, model)?;
     // Checked before the command runs, but emptied only once the results are ready: a bad
     // event or a command that cannot run leaves an earlier file as it was.
-    let output = match (&args.output, args.more.log_fd()) {
+    // `stat record`: -o names where the records go, created before the command runs.
+    let record = args
+        .record
+        .as_ref()
+        .map(|_| record::Destination::open(args.output.as_deref()))
+        .transpose()
+        .map_err(|e| CliError::usage(e, record::RECORD_USAGE))?;
+    let results_to = args.output.as_ref().filter(|_| record.is_none());
+    let output = match (results_to, args.more.log_fd()) {
         (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
         (Some(path), _) => Some(OutputFile::open(path)),
         (None, Some(fd)) => Some(OutputFile::descriptor(fd, &format!("--log-fd {fd}"))),
@@ -251,13 +273,24 @@ fn stat_with<B: Backend + 'static>(
         // The whole run, as without -I.
         text.push_str(&printing::render_summary(args, &summary, chosen));
     }
+    let piped = record.as_ref().is_some_and(record::Destination::is_pipe);
+    if let (Some(destination), Some(line)) = (record, &args.record) {
+        let recording = record::recording(
+            line,
+            &counting.events,
+            &summary.events,
+            summary.end.elapsed_ns,
+        );
+        destination.write(&recording).map_err(CliError::failed)?;
+    }
     let written = match taken.failed {
         // The intervals' output failed: the rest goes where they went, to standard error.
         Some(failed) => {
             emit_to_stderr(&text);
             Err(failed)
         }
-        None if args.more.quiet => Ok(()),
+        // A pipe of records gets no table (perf prints none either).
+        None if args.more.quiet || piped => Ok(()),
         None => printing::write(taken.output, &text),
     };
     if let (Some(plot), Some(file)) = (&taken.plot, plot_file) {

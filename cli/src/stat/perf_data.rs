@@ -1,0 +1,287 @@
+//! perf's `perf.data` stat records, as perf stat writes them (tools/perf/util/header.c,
+//! util/synthetic-events.c, builtin-stat.c, tools/lib/perf/include/perf/event.h), in perf's
+//! little-endian layout: a recording's model and its writer.
+//!
+//! A file is perf's file header (`PERFILE2`, 104 bytes), the events' attrs with their ids,
+//! the records, then the feature sections; a pipe stream (`-o -`) is the 16-byte pipe header
+//! and the records alone, each event's attr in a `PERF_RECORD_HEADER_ATTR`. The records are
+//! those perf stat writes: each counted event's unit and scale (and in a pipe its name,
+//! `PERF_RECORD_EVENT_UPDATE`), the thread and CPU maps, the configuration, one
+//! `PERF_RECORD_STAT` per counted event (its count summed over CPUs and threads) and the
+//! final `PERF_RECORD_STAT_ROUND` with the elapsed time.
+
+use counterhal_hal::Reading;
+
+/// perf's magic, the first 8 bytes of a file and of a pipe stream.
+pub(super) const MAGIC: &[u8; 8] = b"PERFILE2";
+/// `sizeof(struct perf_file_header)` and `sizeof(struct perf_pipe_file_header)`.
+pub(super) const FILE_HEADER_SIZE: u64 = 104;
+pub(super) const PIPE_HEADER_SIZE: u64 = 16;
+/// The attr size written: `PERF_ATTR_SIZE_VER7`, which perf 6.1 and 7.2 both read.
+pub(super) const ATTR_SIZE: usize = 128;
+/// `PERF_ATTR_SIZE_VER0`, the smallest attr perf reads.
+pub(super) const ATTR_SIZE_VER0: usize = 64;
+
+/// The record types (`enum perf_user_event_type`).
+pub(super) const HEADER_ATTR: u32 = 64;
+pub(super) const THREAD_MAP: u32 = 73;
+pub(super) const CPU_MAP: u32 = 74;
+pub(super) const STAT_CONFIG: u32 = 75;
+pub(super) const STAT: u32 = 76;
+pub(super) const STAT_ROUND: u32 = 77;
+pub(super) const EVENT_UPDATE: u32 = 78;
+/// `PERF_EVENT_UPDATE__UNIT`, `__SCALE` and `__NAME`.
+pub(super) const UPDATE_UNIT: u64 = 0;
+pub(super) const UPDATE_SCALE: u64 = 1;
+pub(super) const UPDATE_NAME: u64 = 2;
+/// `PERF_STAT_ROUND_TYPE__FINAL`.
+pub(super) const ROUND_FINAL: u64 = 1;
+/// The header features written and read (`HEADER_NRCPUS`, `HEADER_CMDLINE`,
+/// `HEADER_EVENT_DESC`, `HEADER_STAT`).
+pub(super) const FEATURE_NRCPUS: usize = 7;
+pub(super) const FEATURE_CMDLINE: usize = 11;
+pub(super) const FEATURE_EVENT_DESC: usize = 12;
+pub(super) const FEATURE_STAT: usize = 19;
+
+/// The most events, ids and bytes of one header part read: far above any real recording,
+/// low enough that a corrupted size allocates nothing large.
+pub(super) const MOST_EVENTS: u64 = 1 << 16;
+pub(super) const MOST_IDS: u64 = 1 << 20;
+pub(super) const MOST_SECTION: u64 = 16 << 20;
+
+/// A run as stat records hold it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recording {
+    /// The command line that recorded it (perf's `HEADER_CMDLINE`, its program first); empty
+    /// in a pipe stream.
+    pub command_line: Vec<String>,
+    /// The events, in order.
+    pub events: Vec<RecordedEvent>,
+    /// The final round's time: the elapsed nanoseconds.
+    pub elapsed_ns: u64,
+}
+
+/// One event of a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedEvent {
+    /// Its name.
+    pub name: String,
+    /// Its perf attr's type, config, config1 and config2, and its exclude bits.
+    pub attr: Attr,
+    /// Its unit and scale (`msec` and 1e-6 for a clock), where it has one.
+    pub unit: Option<(String, f64)>,
+    /// Its count summed over CPUs and threads; `None`: not counted (perf: not supported).
+    pub reading: Option<Reading>,
+}
+
+/// The fields of a `perf_event_attr` a recording keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Attr {
+    /// `type`.
+    pub type_: u32,
+    /// `config`, `config1`, `config2`.
+    pub config: [u64; 3],
+    /// The flag bits (`disabled`, `inherit`, `exclude_*`...).
+    pub flags: u64,
+}
+
+/// Bytes in perf's little-endian layout.
+#[derive(Default)]
+struct Bytes(Vec<u8>);
+
+impl Bytes {
+    fn u16(&mut self, v: u16) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// `text` with its NUL, padded with zeros to a multiple of `align` bytes.
+    fn string(&mut self, text: &str, align: usize) -> &mut Self {
+        let padded = (text.len() + 1).div_ceil(align) * align;
+        self.0.extend_from_slice(text.as_bytes());
+        self.0.resize(self.0.len() + padded - text.len(), 0);
+        self
+    }
+    /// One record: its header (type, no misc bits, size) and `body`.
+    fn record(&mut self, kind: u32, body: &Bytes) -> &mut Self {
+        // Every record written is far below 64 KiB (a name is cut to fit below).
+        let size = u16::try_from(8 + body.0.len()).unwrap_or(u16::MAX);
+        self.u32(kind).u16(0).u16(size);
+        self.0.extend_from_slice(&body.0);
+        self
+    }
+}
+
+/// The attr of `event` as perf's `struct perf_event_attr` ([`ATTR_SIZE`] bytes), with
+/// `PERF_SAMPLE_IDENTIFIER` and read format `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`, as
+/// perf stat writes it.
+fn attr_bytes(attr: &Attr) -> Bytes {
+    let mut out = Bytes::default();
+    out.u32(attr.type_)
+        .u32(ATTR_SIZE as u32)
+        .u64(attr.config[0])
+        .u64(0)
+        .u64(1 << 16)
+        .u64(3)
+        .u64(attr.flags);
+    out.0.resize(56, 0);
+    out.u64(attr.config[1]).u64(attr.config[2]);
+    out.0.resize(ATTR_SIZE, 0);
+    out
+}
+
+/// The id of event `index` (perf's are the kernel's; any distinct numbers do).
+fn id_of(index: usize) -> u64 {
+    index as u64 + 1
+}
+
+/// The records after the attrs: names, units and scales, the maps, the configuration, the
+/// counts and the final round.
+fn records(recording: &Recording, pipe: bool) -> Bytes {
+    let mut out = Bytes::default();
+    // Updates of the counted events alone: perf gives an id no event has to the first one.
+    let counted = recording.events.iter().enumerate();
+    for (i, event) in counted.filter(|(_, event)| event.reading.is_some()) {
+        let id = id_of(i);
+        if pipe {
+            // In a file the names are in HEADER_EVENT_DESC. A name longer than a record
+            // holds is cut (perf's are far shorter).
+            let name: String = event.name.chars().take(4000).collect();
+            let mut body = Bytes::default();
+            body.u64(UPDATE_NAME).u64(id).string(&name, 8);
+            out.record(EVENT_UPDATE, &body);
+        }
+        if let Some((unit, scale)) = &event.unit {
+            let mut body = Bytes::default();
+            body.u64(UPDATE_UNIT).u64(id).string(unit, 8);
+            out.record(EVENT_UPDATE, &body);
+            let mut body = Bytes::default();
+            body.u64(UPDATE_SCALE).u64(id).u64(scale.to_bits());
+            out.record(EVENT_UPDATE, &body);
+        }
+    }
+    // One thread (-1) and one CPU (-1): the counts are summed over both.
+    let mut body = Bytes::default();
+    body.u64(1).u64(u64::MAX).string("", 16);
+    out.record(THREAD_MAP, &body);
+    let mut body = Bytes::default();
+    body.u16(0).u16(1).u16(u16::MAX).u16(0);
+    out.record(CPU_MAP, &body);
+    // Aggregation global (1), no interval, counts scaled.
+    let mut body = Bytes::default();
+    body.u64(3).u64(0).u64(1).u64(1).u64(0).u64(2).u64(1);
+    out.record(STAT_CONFIG, &body);
+    for (i, event) in recording.events.iter().enumerate() {
+        if let Some(reading) = &event.reading {
+            let mut body = Bytes::default();
+            body.u64(id_of(i)).u32(u32::MAX).u32(0);
+            body.u64(reading.value)
+                .u64(reading.time_enabled)
+                .u64(reading.time_running);
+            out.record(STAT, &body);
+        }
+    }
+    let mut body = Bytes::default();
+    body.u64(ROUND_FINAL).u64(recording.elapsed_ns);
+    out.record(STAT_ROUND, &body);
+    out
+}
+
+/// A pipe stream: the pipe header, each event's `PERF_RECORD_HEADER_ATTR`, the records.
+pub(super) fn encode_pipe(recording: &Recording) -> Vec<u8> {
+    let mut out = Bytes::default();
+    out.0.extend_from_slice(MAGIC);
+    out.u64(PIPE_HEADER_SIZE);
+    for (i, event) in recording.events.iter().enumerate() {
+        let mut body = attr_bytes(&event.attr);
+        if event.reading.is_some() {
+            body.u64(id_of(i));
+        }
+        out.record(HEADER_ATTR, &body);
+    }
+    out.0.extend_from_slice(&records(recording, true).0);
+    out.0
+}
+
+/// A file: the header, the attrs (each with its ids' section), the ids, the records, and
+/// the features `HEADER_NRCPUS`, `HEADER_CMDLINE`, `HEADER_EVENT_DESC` and `HEADER_STAT`.
+pub(super) fn encode_file(recording: &Recording) -> Vec<u8> {
+    let events = &recording.events;
+    let attrs_at = FILE_HEADER_SIZE;
+    let attr_entry = ATTR_SIZE as u64 + 16;
+    let ids_at = attrs_at + attr_entry * events.len() as u64;
+    let mut attrs = Bytes::default();
+    let mut ids = Bytes::default();
+    for (i, event) in events.iter().enumerate() {
+        attrs.0.extend_from_slice(&attr_bytes(&event.attr).0);
+        let count = u64::from(event.reading.is_some());
+        attrs.u64(ids_at + ids.0.len() as u64).u64(8 * count);
+        if count == 1 {
+            ids.u64(id_of(i));
+        }
+    }
+    let data = records(recording, false);
+    let data_at = ids_at + ids.0.len() as u64;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mut nrcpus = Bytes::default();
+    nrcpus.u32(cpus).u32(cpus);
+    let mut cmdline = Bytes::default();
+    cmdline.u32(recording.command_line.len() as u32);
+    for word in &recording.command_line {
+        let padded = (word.len() + 1).div_ceil(64) * 64;
+        cmdline.u32(padded as u32).string(word, 64);
+    }
+    // Each event's attr, ids and name, as perf's write_event_desc writes them.
+    let mut descriptions = Bytes::default();
+    descriptions.u32(events.len() as u32).u32(ATTR_SIZE as u32);
+    for (i, event) in events.iter().enumerate() {
+        descriptions.0.extend_from_slice(&attr_bytes(&event.attr).0);
+        descriptions.u32(u32::from(event.reading.is_some()));
+        let padded = (event.name.len() + 1).div_ceil(64) * 64;
+        descriptions.u32(padded as u32).string(&event.name, 64);
+        if event.reading.is_some() {
+            descriptions.u64(id_of(i));
+        }
+    }
+    let features = [
+        (FEATURE_NRCPUS, nrcpus),
+        (FEATURE_CMDLINE, cmdline),
+        (FEATURE_EVENT_DESC, descriptions),
+        (FEATURE_STAT, Bytes::default()),
+    ];
+    let mut out = Bytes::default();
+    out.0.extend_from_slice(MAGIC);
+    out.u64(FILE_HEADER_SIZE)
+        .u64(attr_entry)
+        .u64(attrs_at)
+        .u64(attrs.0.len() as u64)
+        .u64(data_at)
+        .u64(data.0.len() as u64)
+        .u64(0)
+        .u64(0);
+    let mut bitmap = [0u8; 32];
+    for (bit, _) in &features {
+        bitmap[bit / 8] |= 1 << (bit % 8);
+    }
+    out.0.extend_from_slice(&bitmap);
+    out.0.extend_from_slice(&attrs.0);
+    out.0.extend_from_slice(&ids.0);
+    out.0.extend_from_slice(&data.0);
+    // The features' sections, in bit order, then their contents.
+    let mut at = data_at + data.0.len() as u64 + 16 * features.len() as u64;
+    for (_, content) in &features {
+        out.u64(at).u64(content.0.len() as u64);
+        at += content.0.len() as u64;
+    }
+    for (_, content) in &features {
+        out.0.extend_from_slice(&content.0);
+    }
+    out.0
+}
