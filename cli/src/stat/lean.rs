@@ -334,6 +334,10 @@ mod tests {
                 "sleep",
                 "1",
             ],
+            // perf's `stat record` and `stat report`: the word and what follows are the
+            // command here and in clap alike, recognised after either (stat::record).
+            &["record", "-o", "-", "-e", "page-faults", "--", "true"],
+            &["-x,", "report", "-i", "perf.data"],
         ] {
             let argv = line(words);
             let lean = by_lean(&argv);

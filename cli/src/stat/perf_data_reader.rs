@@ -490,3 +490,112 @@ fn event_names(bytes: &[u8], source: &str, events: &mut [RecordedEvent]) -> Resu
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The writer's output read back, and every cut and every corrupted byte of it refused
+    //! without a panic. perf's own reading of the writer's output is the integration tests'
+    //! (cli/tests/stat_record.rs, perf 6.1 and 7.2).
+
+    use std::io::Cursor;
+
+    use super::*;
+
+    impl Input for Cursor<&[u8]> {
+        fn seek_to(&mut self, at: u64) -> Option<std::io::Result<()>> {
+            Some(self.seek(SeekFrom::Start(at)).map(drop))
+        }
+        fn length(&self) -> Option<u64> {
+            Some(self.get_ref().len() as u64)
+        }
+    }
+
+    fn sample() -> Recording {
+        let event = |name: &str, config: u64, unit, reading| RecordedEvent {
+            name: name.to_string(),
+            attr: Attr {
+                type_: match name {
+                    "cycles" => perf::TYPE_HARDWARE,
+                    _ => perf::TYPE_SOFTWARE,
+                },
+                config: [config, 0, 0],
+                flags: 1,
+            },
+            unit,
+            reading,
+        };
+        Recording {
+            command_line: vec!["/bin/counterhal".into(), "stat".into(), "record".into()],
+            events: vec![
+                event("page-faults", 2, None, Some(Reading::new(49, 7, 7))),
+                event(
+                    "task-clock",
+                    1,
+                    Some(("msec".to_string(), 1e-6)),
+                    Some(Reading::new(536_411, 536_411, 500_000)),
+                ),
+                event("cycles", 0, None, None),
+            ],
+            elapsed_ns: 1_234_567,
+        }
+    }
+
+    fn read_bytes(bytes: &[u8]) -> Result<Recording, Error> {
+        read(&mut Cursor::new(bytes), "test")
+    }
+
+    #[test]
+    fn a_file_and_a_pipe_read_back_as_written() {
+        let written = sample();
+        assert_eq!(read_bytes(&encode_file(&written)).unwrap(), written);
+        let piped = read_bytes(&encode_pipe(&written)).unwrap();
+        assert_eq!(piped.events, written.events);
+        assert_eq!(piped.elapsed_ns, written.elapsed_ns);
+        assert!(piped.command_line.is_empty());
+    }
+
+    #[test]
+    fn an_event_without_a_name_is_named_as_perf_names_its_attr() {
+        let attr = |type_, config| Attr {
+            type_,
+            config: [config, 0, 0],
+            flags: 0,
+        };
+        assert_eq!(attr_name(&attr(perf::TYPE_HARDWARE, 0)), "cycles");
+        assert_eq!(attr_name(&attr(perf::TYPE_HARDWARE, 9)), "ref-cycles");
+        assert_eq!(attr_name(&attr(perf::TYPE_SOFTWARE, 1)), "task-clock");
+        assert_eq!(attr_name(&attr(perf::TYPE_SOFTWARE, 11)), "cgroup-switches");
+        assert_eq!(attr_name(&attr(9, 3)), "9/config=0x3/");
+    }
+
+    /// Every prefix of a file and of a pipe stream is refused or read (a prefix that ends
+    /// between records of a stream is one), and none panics.
+    #[test]
+    fn every_cut_is_refused_without_a_panic() {
+        let written = sample();
+        let file = encode_file(&written);
+        for end in 0..file.len() {
+            assert!(read_bytes(&file[..end]).is_err(), "the file cut at {end}");
+        }
+        let pipe = encode_pipe(&written);
+        for end in 0..pipe.len() {
+            let _ = read_bytes(&pipe[..end]);
+        }
+        assert!(read_bytes(&pipe[..pipe.len() - 1]).is_err());
+    }
+
+    /// Every byte of both forms set to 0xff, then to 0x7f: read or refused, never a panic.
+    #[test]
+    fn every_corrupted_byte_is_read_or_refused_without_a_panic() {
+        let written = sample();
+        for bytes in [encode_file(&written), encode_pipe(&written)] {
+            for at in 0..bytes.len() {
+                for value in [0xff, 0x7f] {
+                    let mut bad = bytes.clone();
+                    bad[at] = value;
+                    let _ = read_bytes(&bad);
+                }
+            }
+        }
+    }
+}

@@ -272,15 +272,17 @@ impl Destination {
     /// A write that failed (a full disk, a closed pipe), naming where.
     pub fn write(self, recording: &Recording) -> Result<(), Error> {
         use std::io::Write;
-        let (mut file, bytes, place) = match self {
-            Destination::File(file, path) => (file, encode_file(recording), path),
-            Destination::Pipe(file) => (file, encode_pipe(recording), PathBuf::from("-")),
+        let (written, place) = match self {
+            Destination::File(mut file, path) => (
+                file.set_len(0)
+                    .and_then(|()| file.write_all(&encode_file(recording))),
+                path,
+            ),
+            Destination::Pipe(mut file) => {
+                (file.write_all(&encode_pipe(recording)), PathBuf::from("-"))
+            }
         };
-        let emptied = match &place == Path::new("-") {
-            true => Ok(()),
-            false => file.set_len(0),
-        };
-        emptied.and_then(|()| file.write_all(&bytes)).map_err(|e| {
+        written.map_err(|e| {
             Error::new(
                 counterhal::ErrorKind::Other,
                 format!("cannot write the stat records to {}: {e}", place.display()),
@@ -365,4 +367,127 @@ fn attr_of(planned: &Planned) -> Option<Attr> {
         config: [attr.config, attr.config1, attr.config2],
         flags,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! perf's rules (tools/perf/builtin-stat.c, `cmd_stat`): a subcommand is a first
+    //! non-option word of more than two letters that begins `record` or `report`, and
+    //! `record`'s options are stat's, read on both sides of the word. The command lines go
+    //! through the command's own parser, lean and clap alike.
+
+    use std::ffi::OsString;
+
+    use super::Subcommand;
+    use crate::Command;
+
+    fn stat_of(words: &[&str]) -> Box<StatArgs> {
+        let argv = words.iter().map(OsString::from).collect();
+        match crate::parse(argv).expect("a line that parses").command {
+            Command::Stat(stat) => stat,
+            _ => panic!("not stat"),
+        }
+    }
+
+    use super::StatArgs;
+
+    #[test]
+    fn subcommands_are_recognised_as_perf_recognises_them() {
+        for (word, expected) in [
+            ("record", Some(Subcommand::Record)),
+            ("rec", Some(Subcommand::Record)),
+            ("repo", Some(Subcommand::Report)),
+            ("report", Some(Subcommand::Report)),
+            ("re", None),
+            ("records", None),
+            ("./report", None),
+        ] {
+            assert_eq!(Subcommand::of(word.as_ref()), expected, "{word}");
+        }
+    }
+
+    #[test]
+    fn record_reads_stat_s_options_on_both_sides_by_either_parser() {
+        // The first line is the lean parser's, the second clap's (`--no-merge` is left to
+        // clap), the third has `--` before the word.
+        for words in [
+            &[
+                "counterhal",
+                "stat",
+                "-e",
+                "page-faults",
+                "record",
+                "-o",
+                "f",
+                "-e",
+                "task-clock",
+                "true",
+            ][..],
+            &[
+                "counterhal",
+                "stat",
+                "--no-merge",
+                "-e",
+                "page-faults",
+                "record",
+                "-o",
+                "f",
+                "-e",
+                "task-clock",
+                "--",
+                "true",
+            ],
+            &[
+                "counterhal",
+                "stat",
+                "-e",
+                "page-faults",
+                "--",
+                "rec",
+                "-o",
+                "f",
+                "-e",
+                "task-clock",
+                "true",
+            ],
+        ] {
+            let stat = stat_of(words);
+            assert_eq!(
+                stat.event_names(),
+                ["page-faults", "task-clock"],
+                "{words:?}"
+            );
+            assert_eq!(stat.output.as_deref(), Some(std::path::Path::new("f")));
+            assert_eq!(stat.command, ["true"], "{words:?}");
+            let line: Vec<OsString> = words.iter().map(OsString::from).collect();
+            assert_eq!(stat.record.as_deref(), Some(&line[..]), "{words:?}");
+        }
+        // A command named so, after `./` or as a later word, is run.
+        let stat = stat_of(&["counterhal", "stat", "--", "./record", "record"]);
+        assert_eq!(stat.record, None);
+        let stat = stat_of(&["counterhal", "stat", "record", "--", "record"]);
+        assert_eq!(stat.command, ["record"]);
+        assert!(stat.record.is_some());
+        // `report` is left as it is, for stat::run.
+        let stat = stat_of(&["counterhal", "stat", "-x,", "report", "-i", "f"]);
+        assert_eq!(stat.command, ["report", "-i", "f"]);
+        assert_eq!(stat.record, None);
+    }
+
+    #[test]
+    fn report_takes_its_input_in_perf_s_spellings_and_nothing_else() {
+        let words = |line: &[&str]| line.iter().map(OsString::from).collect::<Vec<_>>();
+        for line in [
+            &["-i", "f"][..],
+            &["--input", "f"],
+            &["--input=f"],
+            &["-if"],
+        ] {
+            assert_eq!(super::input_of(&words(line)).unwrap(), "f", "{line:?}");
+        }
+        for line in [&["-A"][..], &["-i"], &["-i", "f", "-i", "g"], &["f"]] {
+            let error = super::input_of(&words(line)).unwrap_err();
+            assert_eq!(error.exit_code, 2, "{line:?}");
+        }
+    }
 }
