@@ -17,9 +17,10 @@ use super::results::{CommandEnd, Planned, Scale};
 use super::summary::{EventSummary, PlaceSummary, Section, Summary};
 use crate::error::CliError;
 
-/// The usage lines of `stat record` and `stat report`.
+/// The usage line of `stat record`.
 pub const RECORD_USAGE: &str =
     "counterhal stat record [-o FILE | -o -] [STAT OPTIONS] [--] CMD [ARGS]";
+/// The usage line of `stat report`.
 pub const REPORT_USAGE: &str = "counterhal stat [-x SEP | -j | --json] report [-i FILE | -i -]";
 
 /// perf's `stat` subcommands.
@@ -54,7 +55,10 @@ impl StatArgs {
     pub fn record_line(&self, argv: &[OsString]) -> Option<Vec<OsString>> {
         let word = self.command.first()?;
         let at = argv.len().checked_sub(self.command.len())?;
-        if Subcommand::of(word) != Some(Subcommand::Record) || self.record.is_some() {
+        if Subcommand::of(word) != Some(Subcommand::Record)
+            || self.record.is_some()
+            || argv.get(at) != Some(word)
+        {
             return None;
         }
         let from = match at > 0 && argv[at - 1] == "--" {
