@@ -199,9 +199,10 @@ fn counterhal_reports_what_perf_7_2_records() {
     theirs_read_by_ours("7.2");
 }
 
-/// perf's tests/shell/stat.sh (`perf stat record -o - true | perf stat report -i -`) with
-/// counterhal on either side of a shell's pipe, perf 6.1 on the other; the command's own
-/// output goes to standard error, not into the records (perf's `dup2(2, 1)`).
+/// perf's tests/shell/stat.sh (`perf stat record -o - true | perf stat report -i -`, and
+/// `| perf script -i -`) with counterhal on either side of a shell's pipe, perf 6.1 on the
+/// other; the command's own output goes to standard error, not into the records (perf's
+/// `dup2(2, 1)`).
 #[test]
 fn a_shell_pipe_joins_counterhal_and_perf_6_1_both_ways() {
     linux_or_skip!();
@@ -228,6 +229,18 @@ fn a_shell_pipe_joins_counterhal_and_perf_6_1_both_ways() {
         );
         assert!(text.contains("page-faults"), "{line}: {text}");
     }
+    // stat.sh's test_stat_record_script: perf script prints the records.
+    let line = format!("{ours} stat record -e task-clock -o - true | perf script -i -");
+    let out = Command::new("sh").args(["-c", &line]).output().expect("sh");
+    let text = stdout(&out);
+    let heading = ["CPU", "THREAD", "VAL", "ENA", "RUN", "TIME", "EVENT"];
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().eq(heading.iter().copied())),
+        "{line}: {text}{}",
+        stderr(&out)
+    );
+    assert!(text.contains("task-clock"), "{line}: {text}");
 }
 
 /// Bad input: a truncated file, another magic, a size field of 2^62 bytes, a pipe stream cut

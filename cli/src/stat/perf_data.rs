@@ -119,16 +119,17 @@ impl Bytes {
     }
 }
 
-/// The attr of `event` as perf's `struct perf_event_attr` ([`ATTR_SIZE`] bytes), with
-/// `PERF_SAMPLE_IDENTIFIER` and read format `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`, as
-/// perf stat writes it.
-fn attr_bytes(attr: &Attr) -> Bytes {
+/// The attr of `event` as perf's `struct perf_event_attr` ([`ATTR_SIZE`] bytes), with read
+/// format `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING` and, in a file (`identified`),
+/// `PERF_SAMPLE_IDENTIFIER`, as perf stat writes it (its pipe's attrs have no sample type,
+/// which `perf script` needs).
+fn attr_bytes(attr: &Attr, identified: bool) -> Bytes {
     let mut out = Bytes::default();
     out.u32(attr.type_)
         .u32(ATTR_SIZE as u32)
         .u64(attr.config[0])
         .u64(0)
-        .u64(1 << 16)
+        .u64(u64::from(identified) << 16)
         .u64(3)
         .u64(attr.flags);
     out.0.resize(56, 0);
@@ -200,7 +201,7 @@ pub(super) fn encode_pipe(recording: &Recording) -> Vec<u8> {
     out.0.extend_from_slice(MAGIC);
     out.u64(PIPE_HEADER_SIZE);
     for (i, event) in recording.events.iter().enumerate() {
-        let mut body = attr_bytes(&event.attr);
+        let mut body = attr_bytes(&event.attr, false);
         if event.reading.is_some() {
             body.u64(id_of(i));
         }
@@ -220,7 +221,7 @@ pub(super) fn encode_file(recording: &Recording) -> Vec<u8> {
     let mut attrs = Bytes::default();
     let mut ids = Bytes::default();
     for (i, event) in events.iter().enumerate() {
-        attrs.0.extend_from_slice(&attr_bytes(&event.attr).0);
+        attrs.0.extend_from_slice(&attr_bytes(&event.attr, true).0);
         let count = u64::from(event.reading.is_some());
         attrs.u64(ids_at + ids.0.len() as u64).u64(8 * count);
         if count == 1 {
@@ -242,7 +243,9 @@ pub(super) fn encode_file(recording: &Recording) -> Vec<u8> {
     let mut descriptions = Bytes::default();
     descriptions.u32(events.len() as u32).u32(ATTR_SIZE as u32);
     for (i, event) in events.iter().enumerate() {
-        descriptions.0.extend_from_slice(&attr_bytes(&event.attr).0);
+        descriptions
+            .0
+            .extend_from_slice(&attr_bytes(&event.attr, true).0);
         descriptions.u32(u32::from(event.reading.is_some()));
         let padded = (event.name.len() + 1).div_ceil(64) * 64;
         descriptions.u32(padded as u32).string(&event.name, 64);
