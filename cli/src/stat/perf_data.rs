@@ -43,10 +43,13 @@ pub(super) const FEATURE_CMDLINE: usize = 11;
 pub(super) const FEATURE_EVENT_DESC: usize = 12;
 pub(super) const FEATURE_STAT: usize = 19;
 
-/// The most events, ids and bytes of one header part read: far above any real recording,
-/// low enough that a corrupted size allocates nothing large.
-pub(super) const MOST_EVENTS: u64 = 1 << 16;
+/// The most events, ids, bytes of an attr, of a name or unit in a record and of one header
+/// part read: far above any real recording, low enough that a corrupted file or stream
+/// makes nothing large (at most 16 MiB of names, 16 MiB of attrs).
+pub(super) const MOST_EVENTS: u64 = 1 << 14;
 pub(super) const MOST_IDS: u64 = 1 << 20;
+pub(super) const MOST_ATTR: u64 = 1024;
+pub(super) const MOST_NAME: usize = 1024;
 pub(super) const MOST_SECTION: u64 = 16 << 20;
 
 /// A run as stat records hold it.

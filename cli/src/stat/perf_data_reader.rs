@@ -233,9 +233,10 @@ impl Gathered {
 }
 
 impl Fields<'_> {
-    /// The rest as a string ended by its first NUL.
+    /// The rest as a string ended by its first NUL, of at most [`MOST_NAME`] bytes.
     fn clone_string(&self) -> String {
         let rest = self.rest();
+        let rest = &rest[..rest.len().min(MOST_NAME)];
         let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
         String::from_utf8_lossy(&rest[..end]).into_owned()
     }
@@ -383,7 +384,7 @@ fn read_file(input: &mut dyn Input, source: &str, gathered: &mut Gathered) -> Re
     let length = input.length().unwrap_or(u64::MAX);
     let mut fields = Fields::new(&rest);
     let attr_entry = fields.u64().unwrap_or(0);
-    if !(ATTR_SIZE_VER0 as u64 + 16..=4096).contains(&attr_entry) {
+    if !(ATTR_SIZE_VER0 as u64 + 16..=MOST_ATTR + 16).contains(&attr_entry) {
         return Err(bad(
             source,
             format_args!("an attr size of {attr_entry} bytes"),
