@@ -217,9 +217,7 @@ fn stat_with<B: Backend + 'static>(
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
     let mut counting = plan_counting(args, backend, model)?;
-    // Checked before the command runs, but emptied only once the results are ready: a bad
-    // event or a command that cannot run leaves an earlier file as it was.
-    // `stat record`: -o names where the records go, created before the command runs.
+    // `stat record`: -o names where the records go, opened before the command runs.
     let record = args
         .record
         .as_ref()
@@ -227,6 +225,8 @@ fn stat_with<B: Backend + 'static>(
         .transpose()
         .map_err(|e| CliError::usage(e, record::RECORD_USAGE))?;
     let results_to = args.output.as_ref().filter(|_| record.is_none());
+    // Checked before the command runs, but emptied only once the results are ready: a bad
+    // event or a command that cannot run leaves an earlier file as it was.
     let output = match (results_to, args.more.log_fd()) {
         (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
         (Some(path), _) => Some(OutputFile::open(path)),
