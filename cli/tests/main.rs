@@ -53,6 +53,7 @@ mod serve_web;
 mod shell;
 mod software_events;
 mod stat_control;
+mod stat_groups;
 mod stat_opens;
 mod stat_options;
 mod stat_record;

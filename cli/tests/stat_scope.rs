@@ -287,3 +287,59 @@ fn no_inherit_leaves_out_what_the_process_starts() {
         assert!(perfs < inherited / 4, "perf: {perfs} against {inherited}");
     }
 }
+
+/// The task clock of a `-x' ' -I MS --interval-count 1 --summary` run's interval and summary
+/// lines, in milliseconds, with the exit status.
+fn interval_and_summary(out: &Output) -> (Option<i32>, Vec<f64>) {
+    let clocks = stderr(out)
+        .lines()
+        .filter(|line| line.contains("task-clock"))
+        .filter_map(|line| line.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    (out.status.code(), clocks)
+}
+
+/// Oracle: perf's builtin-stat.c `setup_system_wide` (6.1 and 7.2.13: no command and no
+/// target, `target__none`, count every CPU) and perf 7.2.13's
+/// tools/perf/tests/shell/stat+csv_summary.sh, whose command (`stat -e cycles -x' ' -I1000
+/// --interval-count 1 --summary`, with the task clock, which counts here) exits 0 with an
+/// interval line and a summary line under the installed perf and under counterhal, each
+/// interval's task clock near the interval on every online CPU, as perf's.
+#[test]
+fn no_command_and_no_target_count_every_cpu_as_perf_does() {
+    linux_or_skip!();
+    let args = [
+        "-e",
+        "task-clock",
+        "-x ",
+        "-I200",
+        "--interval-count",
+        "1",
+        "--summary",
+    ];
+    let (status, counted) = interval_and_summary(&ours(&args));
+    assert_eq!(status, Some(0));
+    assert_eq!(counted.len(), 2, "an interval and the summary: {counted:?}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // Every CPU's clock runs for the interval, idle or not.
+    assert!(
+        counted[0] > 200.0 * cpus * 0.8,
+        "{counted:?} on {cpus} CPUs"
+    );
+    let table = ours(&["-e", "task-clock", "--timeout", "100"]);
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    assert!(
+        stderr(&table).contains("for 'system wide'"),
+        "{}",
+        stderr(&table)
+    );
+    if perf_available() {
+        let (status, perfs) = interval_and_summary(&perf(&args));
+        assert_eq!(status, Some(0));
+        assert_eq!(perfs.len(), 2, "perf's: {perfs:?}");
+        assert!(
+            (counted[0] - perfs[0]).abs() < perfs[0] * 0.2,
+            "ours {counted:?}, perf's {perfs:?}"
+        );
+    }
+}

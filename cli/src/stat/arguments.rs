@@ -196,7 +196,21 @@ impl Positions {
 }
 
 impl StatArgs {
-    /// Checks what clap cannot: that there is a command to run, that `-x` names a separator,
+    /// No command and no target (`-p`, `-t`, `-a`, `-C`) counts every CPU, as perf's
+    /// `setup_system_wide` makes `-a` the target when `target__none` and nothing forks
+    /// (builtin-stat.c); `--model` still needs a command.
+    pub fn default_to_system_wide(&mut self) {
+        let targeted = self.pid.is_some()
+            || self.more.tid.is_some()
+            || self.all_cpus
+            || self.cpu_list.is_some();
+        if self.command.is_empty() && !targeted && !self.model {
+            self.all_cpus = true;
+        }
+    }
+
+    /// Checks what clap cannot: that there is a command to run (or a target: see
+    /// [`default_to_system_wide`](Self::default_to_system_wide)), that `-x` names a separator,
     /// that no event name is empty.
     ///
     /// # Errors
@@ -333,6 +347,23 @@ impl StatArgs {
         (self.more.with_privilege_level(names), groups)
     }
 
+    /// For each event of [`event_groups`](Self::event_groups), whether it is a member of a
+    /// weak group (`{a,b}:W`), split into its events where it does not open as a group.
+    pub fn weak_events(&self) -> Vec<bool> {
+        if self.more.null || self.event_names.is_empty() || self.more.group {
+            return vec![false; self.event_names().len()];
+        }
+        self.event_names
+            .iter()
+            .flat_map(|list| split_event_list(list))
+            .flat_map(|item| {
+                let item = item.trim();
+                let members = group_members(item).map_or(1, |members| members.len());
+                std::iter::repeat_n(is_weak_group(item), members)
+            })
+            .collect()
+    }
+
     /// Notes, for each `--filter` and `-G` value, how many events the `-e` values before it
     /// name (perf applies a `-G` to the events given before it).
     pub fn note_positions(&mut self, positions: &Positions) {
@@ -396,12 +427,13 @@ impl StatArgs {
 }
 
 /// The members of a group `{a,b}:MODS` as perf reads them, each with the group's modifiers
-/// (`a:MODS`; a PMU event's `cpu/.../` takes them directly); `None` for a name that is not a
-/// group. An empty member stays empty (refused by the check).
+/// (`a:MODS`; a PMU event's `cpu/.../` takes them directly) but `W`, the group's own;
+/// `None` for a name that is not a group. An empty member stays empty (refused by the check).
 pub fn group_members(item: &str) -> Option<Vec<String>> {
     let inner = item.strip_prefix('{')?;
     let close = inner.rfind('}')?;
-    let modifiers = inner[close + 1..].trim_start_matches(':');
+    let modifiers = inner[close + 1..].trim_start_matches(':').replace('W', "");
+    let modifiers = modifiers.as_str();
     let members = split_event_list(&inner[..close])
         .into_iter()
         .map(|member| {
@@ -414,6 +446,14 @@ pub fn group_members(item: &str) -> Option<Vec<String>> {
         })
         .collect();
     Some(members)
+}
+
+/// Whether `item` is a weak group, `{a,b}:W` (perf's `W` modifier): counted as a group where
+/// it opens as one, else each member on its own, as perf's `evlist__reset_weak_group` splits it.
+pub fn is_weak_group(item: &str) -> bool {
+    item.strip_prefix('{')
+        .and_then(|inner| inner.rfind('}').map(|close| &inner[close + 1..]))
+        .is_some_and(|modifiers| modifiers.contains('W'))
 }
 
 /// Parses `counterhal stat` arguments (without the subcommand's name), for the stat rooms'
@@ -449,6 +489,12 @@ mod tests {
     #[test]
     fn a_command_is_required_unless_attached() {
         assert!(check_error(&["-e", "page-faults"]).contains("no command to measure"));
+        let mut system_wide = args(&["-e", "page-faults", "-A"]);
+        system_wide.default_to_system_wide();
+        assert!(system_wide.all_cpus && system_wide.check().is_ok());
+        let mut with_command = args(&["-e", "page-faults", "--", "true"]);
+        with_command.default_to_system_wide();
+        assert!(!with_command.all_cpus);
         assert!(args(&["--", "true"]).check().is_ok());
         for attached in [&["-a"][..], &["-C", "0"], &["-p", "1"], &["--cpu", "0"]] {
             assert!(args(attached).check().is_ok(), "{attached:?}");
@@ -541,6 +587,15 @@ mod tests {
             ["a:u", "b:k:u", "cpu/event=1/u"]
         );
         assert_eq!(group_members("{a,b}").unwrap(), ["a", "b"]);
+        assert_eq!(group_members("{a,b}:W").unwrap(), ["a", "b"]);
+        assert_eq!(
+            group_members("{a,cpu/event=1/}:uW").unwrap(),
+            ["a:u", "cpu/event=1/u"]
+        );
+        assert!(is_weak_group("{a,b}:W") && is_weak_group("{a}:Wu"));
+        assert!(!is_weak_group("{a,b}:u") && !is_weak_group("cpu/event=1/"));
+        let weak = args(&["-e", "x,{a,b}:W,{c,d}", "--", "true"]).weak_events();
+        assert_eq!(weak, [false, true, true, false, false]);
         assert_eq!(group_members("{}").unwrap(), [""]);
         assert!(check_error(&["-e", "{}", "--", "true"]).contains("empty event name"));
         assert!(check_error(&["-e", "{,a}:u", "--", "true"]).contains("empty event name"));

@@ -31,7 +31,8 @@ type Opened<G> = (Vec<usize>, MultiSet<G>);
 /// the same CPUs, only while that cgroup's tasks run. Counting every CPU (`-a`), an event
 /// with CPUs of its own (`pmu_cpus`, one per event: its PMU's cpumask) is counted on those,
 /// as perf counts an uncore event on one CPU per package. Each interval's snapshot goes to
-/// `on_interval` as it is read.
+/// `on_interval` as it is read. Each of `groups` is opened as one group, or, where it is
+/// `weak` and does not open as one, as its members alone.
 #[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_on_targets<B: Backend>(
     backend: &B,
@@ -40,6 +41,7 @@ pub fn run_on_targets<B: Backend>(
     cgroups: &[Option<Arc<Path>>],
     pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
+    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -63,10 +65,14 @@ pub fn run_on_targets<B: Backend>(
     for class in classes {
         let in_class: Vec<bool> = (0..events.len()).map(|i| class_of(i) == class).collect();
         let (class, cpus) = class;
-        let class_groups: Vec<Vec<usize>> = groups
+        let class_groups: Vec<(Vec<usize>, bool)> = groups
             .iter()
-            .map(|group| group.iter().copied().filter(|&i| in_class[i]).collect())
-            .filter(|group: &Vec<usize>| !group.is_empty())
+            .zip(weak.iter().copied().chain(std::iter::repeat(false)))
+            .map(|(group, weak)| {
+                let members = group.iter().copied().filter(|&i| in_class[i]).collect();
+                (members, weak)
+            })
+            .filter(|(group, _): &(Vec<usize>, bool)| !group.is_empty())
             .collect();
         let class_attach = match &class {
             None => attach.clone(),
@@ -211,7 +217,8 @@ fn in_cgroup(attach: &Attach, path: &Arc<Path>) -> Result<Attach, CliError> {
 }
 
 /// Opens the ready events on every target: each group (`{a,b}`) as one group of the backend,
-/// counted together or not at all; the others all at once first, since a backend with
+/// counted together or not at all (a weak one, `{a,b}:W`, that does not open as one: each
+/// member with the others); the others all at once first, since a backend with
 /// constrained counters (P6's counter 1 counts only while counter 0 holds the enable bit) must
 /// place them together; where that fails, each on its own, so that one event the machine lacks
 /// does not hide the others (its result then says why). A thread of a process that exited
@@ -221,7 +228,7 @@ fn open_sets<B: Backend>(
     events: &[Planned],
     in_class: &[bool],
     attach: &Attach,
-    groups: &[Vec<usize>],
+    groups: &[(Vec<usize>, bool)],
     results: &mut [EventResult],
 ) -> Result<Vec<Opened<B::Group>>, CliError> {
     let open_on_every_target = |indices: &[usize], options: &OpenOptions| {
@@ -233,13 +240,17 @@ fn open_sets<B: Backend>(
     };
     let is_ready = |i: &usize| in_class[*i] && events[*i].ready().is_some();
     let mut sets = Vec::new();
-    for group in groups {
+    // A weak group's members where it did not open as a group, each opened on its own below
+    // (perf's evlist__reset_weak_group).
+    let mut split = Vec::new();
+    for (group, weak) in groups {
         let members: Vec<usize> = group.iter().copied().filter(is_ready).collect();
         if members.is_empty() {
             continue;
         }
         match open_on_every_target(&members, &OpenOptions::grouped()) {
             Ok(opened) => sets.push((members, opened)),
+            Err(_) if *weak && members.len() > 1 => split.extend(members),
             Err(e) => {
                 stop_for(&e, &results[members[0]].name, attach)?;
                 for &index in &members {
@@ -250,7 +261,7 @@ fn open_sets<B: Backend>(
     }
     let ready: Vec<usize> = (0..events.len())
         .filter(is_ready)
-        .filter(|i| !groups.iter().any(|group| group.contains(i)))
+        .filter(|i| split.contains(i) || !groups.iter().any(|(group, _)| group.contains(i)))
         .collect();
     match open_on_every_target(&ready, &OpenOptions::ungrouped()) {
         Ok(opened) if !ready.is_empty() => sets.push((ready, opened)),

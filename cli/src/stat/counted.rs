@@ -20,16 +20,19 @@ use crate::error::CliError;
 /// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,
 /// the counters are opened on it to start at its exec and follow what it creates, then it
 /// executes. Each `{a,b}` group (indices into `events`) is opened as one set, counted whole or
-/// not at all, and every other event on its own, so one the machine lacks does not keep the
-/// others from counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
+/// not at all (a `weak` one, where it does not open as one, each member on its own), and
+/// every other event on its own, so one the machine lacks does not keep the others from
+/// counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
 /// counters count the command's own process alone. Each interval's snapshot goes to
 /// `on_interval` as it is read, counting only while the events are on (`-D`, `--control`).
+#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_counted_command<B: Backend>(
     backend: &B,
     events: &[Planned],
     command: &[OsString],
     pace: Pace,
     groups: &[Vec<usize>],
+    weak: &[bool],
     follow: Follow,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
@@ -41,23 +44,42 @@ pub fn run_counted_command<B: Backend>(
         place.push(planned.ready().map(|_| next));
         next += usize::from(planned.ready().is_some());
     }
-    let opened_groups: Vec<Vec<usize>> = groups
+    let mut opened_groups: Vec<(Vec<usize>, bool)> = groups
         .iter()
-        .map(|group| {
-            group
+        .zip(weak.iter().copied().chain(std::iter::repeat(false)))
+        .map(|(group, weak)| {
+            let members: Vec<usize> = group
                 .iter()
                 .filter_map(|&i| place.get(i).copied().flatten())
-                .collect()
+                .collect();
+            (members, weak)
         })
-        .filter(|group: &Vec<usize>| !group.is_empty())
+        .filter(|(group, _)| !group.is_empty())
         .collect();
-    let options = OpenOptions::ungrouped();
-    let mut counted =
-        CountedCommand::launch(backend, &ready, command, &options, &opened_groups, follow)
-            .map_err(|e| match e.kind() {
+    let launch = |groups: &[(Vec<usize>, bool)]| {
+        let groups: Vec<Vec<usize>> = groups.iter().map(|(group, _)| group.clone()).collect();
+        let options = OpenOptions::ungrouped();
+        CountedCommand::launch(backend, &ready, command, &options, &groups, follow).map_err(|e| {
+            match e.kind() {
                 ErrorKind::LimitReached => CliError::failed(e),
                 _ => not_run(e),
-            })?;
+            }
+        })
+    };
+    let mut counted = launch(&opened_groups)?;
+    // A weak group that did not open as one is split into its events, each opened alone
+    // (perf's evlist__reset_weak_group); the held command has not run yet, so it is launched
+    // again with the group split.
+    let opened = counted.read();
+    let failed = |(group, weak): &(Vec<usize>, bool)| {
+        *weak && group.len() > 1 && group.iter().all(|&i| opened[i].is_err())
+    };
+    if opened_groups.iter().any(failed) {
+        let (split, kept): (Vec<_>, Vec<_>) = opened_groups.into_iter().partition(failed);
+        drop((counted, split));
+        opened_groups = kept;
+        counted = launch(&opened_groups)?;
+    }
     refuse_if_denied(&counted.read(), &ready)?;
     // From here until the child is reaped, the signals that end a command are the command's,
     // not ours (passed on when sent to us alone), so the counts survive them: perf stat does

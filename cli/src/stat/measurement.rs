@@ -160,8 +160,9 @@ fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
 }
 
 /// Counts `events` (each in its cgroup of `cgroups`, if any; system-wide, each on its PMU's
-/// CPUs of `pmu_cpus`, if any) on `targets` while `command` runs, once; each interval's snapshot (`-I`) goes to `on_interval` as it is read, with its
-/// tool events filled in.
+/// CPUs of `pmu_cpus`, if any; each of `groups` together, or each member alone where the group
+/// is `weak` and does not open) on `targets` while `command` runs, once; each interval's
+/// snapshot (`-I`) goes to `on_interval` as it is read, with its tool events filled in.
 ///
 /// # Errors
 /// A target that does not exist (exit 2), a command that is not found (127) or cannot be
@@ -174,6 +175,7 @@ pub fn measure_once<B: Backend + 'static>(
     cgroups: &[Option<Arc<Path>>],
     pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
+    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -189,6 +191,7 @@ pub fn measure_once<B: Backend + 'static>(
         cgroups,
         pmu_cpus,
         groups,
+        weak,
         command,
         plan,
         &mut with_tools,
@@ -215,6 +218,7 @@ fn measure<B: Backend + 'static>(
     cgroups: &[Option<Arc<Path>>],
     pmu_cpus: &[Option<CpuList>],
     groups: &[Vec<usize>],
+    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -230,6 +234,7 @@ fn measure<B: Backend + 'static>(
                 command,
                 plan.pace,
                 groups,
+                weak,
                 Follow::Children,
                 on_interval,
             );
@@ -242,6 +247,7 @@ fn measure<B: Backend + 'static>(
                 command,
                 plan.pace,
                 groups,
+                weak,
                 Follow::CommandOnly,
                 on_interval,
             );
@@ -300,6 +306,7 @@ fn measure<B: Backend + 'static>(
             cgroups,
             pmu_cpus,
             groups,
+            weak,
             command,
             plan,
             on_interval,

@@ -111,7 +111,7 @@ use crate::output::{OutputFile, emit_to_stderr};
 /// Bad arguments (exit 2, with the usage line), a command that is not found (127) or cannot
 /// be executed (126), a measurement that fails (1). Otherwise the command's own exit status
 /// is returned.
-pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
+pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
     let first = args
         .command
         .first()
@@ -119,6 +119,7 @@ pub fn run(args: StatArgs) -> Result<ExitCode, CliError> {
     if args.record.is_none() && first == Some(record::Subcommand::Report) {
         return record::report(args);
     }
+    args.default_to_system_wide();
     args.check()?;
     if args.record.is_some() {
         record::check(&args)?;
@@ -199,6 +200,8 @@ struct Counting {
     events: Vec<results::Planned>,
     /// The groups, as indices into `events`.
     groups: Vec<Vec<usize>>,
+    /// Whether each group is weak (`{a,b}:W`): split into its events where it does not open.
+    weak: Vec<bool>,
     /// The PMU events' boxes, merged into one line per event after counting.
     boxes: boxes::Boxes,
     /// Each event's cgroup (`-G`, `--for-each-cgroup`), by name and by directory.
@@ -322,6 +325,7 @@ fn plan_counting<B: Backend>(
         emit_to_stderr(&format!("counterhal: {note}\n"));
     }
     let (mut names, groups) = args.event_groups();
+    let mut weak_events = args.weak_events();
     if args.event_names.is_empty() && !chosen.is_empty() {
         // -M alone counts the metrics' events, not the default set (as perf does).
         names.clear();
@@ -344,6 +348,7 @@ fn plan_counting<B: Backend>(
     // Perf-metrics events and slots go in one group led by slots, as perf forces them.
     let mut groups = groups;
     topdown_group::force(backend, &names, &mut groups);
+    weak_events.resize(names.len(), false);
     // --filter's filter of each event, before --for-each-cgroup copies them.
     let filters = filters::of_events(args, names.len()).map_err(|e| CliError::usage(e, USAGE))?;
     // -G's cgroup of each event, or --for-each-cgroup's copies of every event.
@@ -351,6 +356,9 @@ fn plan_counting<B: Backend>(
         cgroups::of_events(args, names, groups).map_err(|e| CliError::usage(e, USAGE))?;
     let filters: Vec<Option<String>> = (0..names.len())
         .map(|i| filters[i % filters.len().max(1)].clone())
+        .collect();
+    let weak_events: Vec<bool> = (0..names.len())
+        .map(|i| weak_events.get(i % weak_events.len().max(1)) == Some(&true))
         .collect();
     // Each PMU event on the boxes it names, each box on its PMU's CPUs, merged into one line
     // per event after counting (unless --no-merge).
@@ -361,6 +369,11 @@ fn plan_counting<B: Backend>(
     let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge)
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
     let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
+    let weak_events = boxes.spread(&weak_events);
+    let weak = groups
+        .iter()
+        .map(|group| group.first().is_some_and(|&first| weak_events[first]))
+        .collect();
     let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
@@ -371,6 +384,7 @@ fn plan_counting<B: Backend>(
         chosen,
         events,
         groups,
+        weak,
         boxes,
         cgroup_names,
         cgroup_dirs,
@@ -447,6 +461,7 @@ fn measure_runs<B: Backend + 'static>(
             &counting.cgroup_dirs,
             counting.boxes.cpus(),
             &counting.groups,
+            &counting.weak,
             &command,
             plan,
             &mut |mut snapshot| {

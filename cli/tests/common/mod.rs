@@ -330,3 +330,45 @@ pub fn cpu_0_alone() -> std::sync::MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// perf 7.2.13 of the current-releases lab's Debian sid root (`COUNTERHAL_CURRENT_LAB`, else
+/// /var/cache/counterhal-lab), run by the root's own loader and libraries on this machine's
+/// /sys and /proc: a `Command` to give perf's arguments, or why there is none.
+pub fn perf_7_2() -> Result<Command, String> {
+    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
+        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+    let root = lab.join("sid");
+    let loader = root.join("lib64/ld-linux-x86-64.so.2");
+    let perf = root.join("usr/bin/perf");
+    let mut command = Command::new(&loader);
+    command
+        .arg("--library-path")
+        .arg(format!(
+            "{0}/lib/x86_64-linux-gnu:{0}/usr/lib/x86_64-linux-gnu",
+            root.display()
+        ))
+        .arg(&perf);
+    let runs = Command::new(&loader)
+        .args(command.get_args())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("perf version 7.2"));
+    match runs {
+        true => Ok(command),
+        false => Err(format!(
+            "no perf 7.2 in {} (scripts/current-lab makes the Debian sid root)",
+            root.display()
+        )),
+    }
+}
+
+/// The installed perf when it is perf 6.1 (Debian 12's linux-perf): `perf`, or why not.
+pub fn perf_6_1() -> Result<Command, String> {
+    let out = Command::new("perf").arg("--version").output();
+    match out {
+        Ok(o) if String::from_utf8_lossy(&o.stdout).starts_with("perf version 6.1") => {
+            Ok(Command::new("perf"))
+        }
+        _ => Err("no perf 6.1 (Debian 12's linux-perf)".to_string()),
+    }
+}
