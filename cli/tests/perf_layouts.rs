@@ -519,3 +519,53 @@ fn the_interval_heading_repeats_every_25_intervals_as_perfs() {
     assert_eq!(headings(&ours), headings(&theirs), "{}", stderr(&ours));
     assert_eq!(headings(&ours), 2, "{}", stderr(&ours));
 }
+
+/// Oracle: perf 6.1 (Debian 12's linux-perf; perf 7.2.13 stops instead with "No supported
+/// events found", exit 1): `stat -a -A -x, -e uprobe/config=0/` (an event no machine opens:
+/// a uprobe needs its path) prints one `CPU0,<not supported>,,uprobe/config=0/,...` line per
+/// online CPU, the CPU field first, as it does for events that count; `-j` has `"cpu"`.
+#[test]
+fn per_cpu_lines_name_the_cpu_where_no_event_counts() {
+    linux_or_skip!();
+    perf_or_skip!();
+    if !may_count_cpus() {
+        skip!(
+            Need::Privilege,
+            "counting whole CPUs needs root or perf_event_paranoid 0"
+        );
+    }
+    let args = [
+        "-a",
+        "-A",
+        "-x,",
+        "-e",
+        "uprobe/config=0/",
+        "--",
+        "sleep",
+        "0.05",
+    ];
+    let (o, p) = (ours(&args), perf(&args));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let first_fields = |out: &Output| -> Vec<String> {
+        result_lines(out)
+            .iter()
+            .map(|line| line.split(',').take(4).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    let ours_lines = first_fields(&o);
+    assert_eq!(ours_lines, first_fields(&p), "ours, perf's");
+    assert!(ours_lines[0].starts_with("CPU"), "{ours_lines:?}");
+    let json = ours(&[
+        "-a",
+        "-A",
+        "-j",
+        "-e",
+        "uprobe/config=0/",
+        "--",
+        "sleep",
+        "0.05",
+    ]);
+    for line in stderr(&json).lines().filter(|l| l.starts_with('{')) {
+        assert!(line.starts_with("{\"cpu\" : \""), "{line}");
+    }
+}

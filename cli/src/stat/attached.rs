@@ -110,7 +110,21 @@ pub fn run_on_targets<B: Backend>(
             Some((index, reason, only_on.flatten()))
         })
         .collect();
-    let counters = Counters { sets, unopened };
+    // Per CPU (-A), every CPU counted has its lines, an event's that opened nowhere too
+    // (perf prints `CPU0,<not supported>,...` where no event counts).
+    let cpus = match plan.per_place {
+        true => attach
+            .targets()
+            .iter()
+            .filter_map(|t| t.cpu_counted())
+            .collect(),
+        false => Vec::new(),
+    };
+    let counters = Counters {
+        sets,
+        unopened,
+        cpus,
+    };
     run_and_read(counters, command, &watched, results, plan, on_interval)
 }
 
@@ -141,10 +155,12 @@ impl<G: Group> Counting for Counters<G> {
 /// every place).
 type Unopened = (usize, Error, Option<CpuList>);
 
-/// What is read: the sets opened, and the events that opened nowhere.
+/// What is read: the sets opened, the events that opened nowhere, and the CPUs counted one
+/// by one (`-A`; empty otherwise).
 struct Counters<G> {
     sets: Vec<Opened<G>>,
     unopened: Vec<Unopened>,
+    cpus: Vec<u32>,
 }
 
 /// `attach` narrowed to a PMU's CPUs (its cpumask) where it counts every online CPU, as perf
@@ -433,6 +449,16 @@ fn read_sets<G: Group>(
 ) -> Result<Vec<Counts>, Error> {
     let mut counts = read_opened(&mut counters.sets, n, per_place)?;
     if per_place {
+        // A CPU no set counts on (no event opened there) still has its lines.
+        for &cpu in &counters.cpus {
+            let place = Some(Place::Cpu(cpu));
+            if !counts.iter().any(|c| c.place == place) {
+                counts.push(Counts {
+                    place,
+                    readings: (0..n).map(|_| Err(not_opened_here())).collect(),
+                });
+            }
+        }
         for (index, reason, only_on) in &counters.unopened {
             for place in &mut counts {
                 let meant = match (&place.place, only_on) {
