@@ -18,6 +18,7 @@ use crate::stat::runnable::{is_uncore, offered};
 use counterhal::metrics::MetricDef;
 
 mod pager;
+mod perf_layout;
 mod uncore;
 
 /// Arguments of `counterhal list`.
@@ -33,6 +34,18 @@ pub struct ListArgs {
     /// Print a JSON array instead of text.
     #[arg(long)]
     json: bool,
+    /// perf 7.2's JSON array (`perf list -j`: its keys, `EventName`, `MetricName`, ...)
+    /// instead of text.
+    #[arg(short = 'j', conflicts_with_all = ["json", "models", "metrics"])]
+    perf_json: bool,
+    /// The names alone, each followed by a space, as `perf list --raw-dump` prints them;
+    /// PATTERN may be one of perf's words: hw, sw, cache, tracepoint, pmu, metrics,
+    /// metricgroups.
+    #[arg(long, conflicts_with_all = ["json", "models", "metrics", "perf_json"])]
+    raw_dump: bool,
+    /// Write the list to FILE instead of standard output (perf list's -o).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
     /// List the CPU models of the event database (id, vendor, name, perf's signatures,
     /// counters, number of events) instead of events.
     #[arg(long)]
@@ -439,7 +452,14 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         None => None,
     };
     let (backend, unusable) = listing_backend(&context, over_tree, args.backend);
-    let pattern = args.pattern.as_deref().unwrap_or("");
+    // perf's words after --raw-dump choose what is dumped; any other word is a pattern.
+    let dump = args
+        .raw_dump
+        .then(|| perf_layout::Dump::of(args.pattern.as_deref()));
+    let pattern = match dump {
+        Some(Some(_)) => "",
+        _ => args.pattern.as_deref().unwrap_or(""),
+    };
     if args.metrics {
         let model = context.model();
         // Each metric's events are resolved on the backend `stat` would use.
@@ -461,7 +481,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     }
     // The text shows no encoding (but an event's in place of a description it lacks): only
     // --json has them written.
-    let options = ListOptions::new().with_encodings(args.json);
+    let options = ListOptions::new().with_encodings(args.json || args.perf_json);
     let listed = |pattern: &str| match &backend {
         Some(backend) => list_events_with(&context, Ok(backend), pattern, options),
         None => list_events_with::<AnyBackend>(
@@ -496,17 +516,71 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let model = context.model()?;
         context.database().libpfm4_difference(model, name)
     };
+    if args.raw_dump || args.perf_json {
+        let resolve = |event: &str| {
+            backend
+                .as_ref()
+                .and_then(|b| crate::stat::runnable::unknown_here(b, event))
+        };
+        let (offered, _) =
+            offered(&args.sysfs.system(), context.model(), &resolve).map_err(CliError::failed)?;
+        let lower = pattern.to_ascii_lowercase();
+        let metrics: Vec<&MetricDef> = offered
+            .into_iter()
+            .map(|(m, _)| m)
+            .filter(|m| {
+                std::iter::once(m.name)
+                    .chain(m.groups.iter().copied())
+                    .any(|n| n.to_ascii_lowercase().contains(&lower))
+            })
+            .collect();
+        let extra: Vec<_> = extra_entries(pattern, breakpoints).copied().collect();
+        let events = perf_layout::events(&listing.entries, &extra, &listing.uncore);
+        let text = match dump {
+            Some(which) => perf_layout::raw_dump(
+                which.unwrap_or(perf_layout::Dump::Everything),
+                &events,
+                &metrics,
+            ),
+            None => perf_layout::json(&events, &metrics),
+        };
+        return write_list(args.output.as_deref(), &text);
+    }
     if args.json {
         let label = backend.as_ref().map(|b| b.label());
-        crate::output::emit(&listing.json(label.as_deref(), &note))?;
-        return Ok(ExitCode::SUCCESS);
+        return write_list(
+            args.output.as_deref(),
+            &listing.json(label.as_deref(), &note),
+        );
     }
     let label = match (&backend, &unusable) {
         (Some(backend), _) => backend.label(),
         (None, Some(reason)) => format!("no usable backend ({reason})"),
         (None, None) => "no backend".to_string(),
     };
-    pager::emit(&listing.text(&label, &note))?;
+    match args.output.as_deref() {
+        Some(path) => write_list(Some(path), &listing.text(&label, &note)),
+        None => {
+            pager::emit(&listing.text(&label, &note))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Writes the list to `path` (`-o`), or to standard output.
+///
+/// # Errors
+/// A file that cannot be written (exit 1, naming it).
+fn write_list(path: Option<&std::path::Path>, text: &str) -> Result<ExitCode, CliError> {
+    match path {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            CliError::failed(counterhal::Error::new(
+                counterhal::ErrorKind::Other,
+                format!("-o {}: {e}", path.display()),
+            ))
+        })?,
+        None => crate::output::emit(text)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,6 +13,7 @@ mod descriptions;
 mod encodings_perf72;
 mod list;
 mod list_explore;
+mod list_perf;
 mod metrics;
 mod metrics_perf;
 mod metrics_perf72;
