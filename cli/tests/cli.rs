@@ -374,7 +374,7 @@ fn stat_counts_a_tracepoint_exactly_as_perf_does() {
 
 #[test]
 fn bad_arguments_print_the_usage_line() {
-    let out = counterhal(&["stat", "-e", "page-faults"]);
+    let out = counterhal(&["stat", "-I", "5", "-e", "page-faults", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("usage:"), "{}", stderr(&out));
     let out = counterhal(&["stat", "-C", "3-1", "--", "true"]);

@@ -669,7 +669,7 @@ fn an_output_file_is_kept_until_there_are_results() {
     for (args, status) in [
         (&["-e", "no-such-event", "--", "true"][..], 2),
         (&["-e", "task-clock", "--", "/nonexistent/program"], 127),
-        (&["-e", "task-clock"], 2),
+        (&["-e", "task-clock", "-I", "5", "--", "true"], 2),
         (&["-e", "task-clock", "-C", "4096", "--", "true"], 2),
     ] {
         let mut all = vec!["stat", "-o", file];

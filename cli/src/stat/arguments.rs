@@ -80,8 +80,8 @@ pub struct StatArgs {
     #[arg(short = 'p', long = "pid", value_name = "PID[,PID]", conflicts_with_all = ["all_cpus", "cpu_list"])]
     pub(super) pid: Option<String>,
     /// Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or
-    /// --timeout.
-    #[arg(short = 'a', long = "all-cpus", conflicts_with = "cpu_list")]
+    /// --timeout; with -C, the CPUs of -C (as perf's -a -C).
+    #[arg(short = 'a', long = "all-cpus")]
     pub(super) all_cpus: bool,
     /// Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3 (`--cpu` as in perf;
     /// `--cpu-model` names the CPU model).
@@ -622,7 +622,8 @@ mod tests {
     fn clap_refuses_what_cannot_go_together() {
         assert!(parse(&["-r", "0", "--", "true"]).is_err());
         assert!(parse(&["-p", "1", "-a", "--", "true"]).is_err());
-        assert!(parse(&["-a", "-C", "0", "--", "true"]).is_err());
+        // perf takes -a with -C (its CPUs are counted).
+        assert!(parse(&["-a", "-C", "0", "--", "true"]).is_ok());
         assert!(parse(&["--backend", "nosuch", "--", "true"]).is_err());
         let ok = args(&["-r", "3", "-C", "0,2-3", "--", "sh", "-c", "exit 3"]);
         assert_eq!(ok.repeat, 3);
@@ -630,7 +631,7 @@ mod tests {
         // perf's --cpu is the CPU list; the model is --cpu-model.
         let perfs = args(&["--cpu", "1", "--cpu-model", "skl", "--", "true"]);
         assert_eq!(perfs.cpu_list.as_deref(), Some("1"));
-        assert!(parse(&["--cpu", "0", "-a", "--", "true"]).is_err());
+        assert!(parse(&["--cpu", "0", "-a", "--", "true"]).is_ok());
         assert_eq!(ok.command_words(), ["sh", "-c", "exit 3"]);
     }
 }

@@ -23,8 +23,8 @@ pub enum Targets {
 }
 
 impl Targets {
-    /// What `-p PID`, `-a` and `-C LIST` ask for (clap lets at most one through), with a CPU
-    /// list checked against the CPUs online here.
+    /// What `-p PID`, `-a` and `-C LIST` ask for (clap lets `-p` through alone; `-C` wins
+    /// over `-a`), with a CPU list checked against the CPUs online here.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): process id 0, a CPU
@@ -37,16 +37,15 @@ impl Targets {
         if let Some(list) = pid {
             return processes(list);
         }
-        if all_cpus {
-            return Ok(Targets::Attach(Attach::AllCpus));
-        }
-        match cpu_list {
-            Some(text) => {
+        // -C's CPUs, with or without -a (perf's `-a -C 0` counts CPU 0).
+        match (cpu_list, all_cpus) {
+            (Some(text), _) => {
                 let cpus = parse_cpu_list(text)?;
                 check_online(&cpus, &online_cpus())?;
                 Ok(Targets::Attach(Attach::Cpus(cpus)))
             }
-            None => Ok(Targets::Command),
+            (None, true) => Ok(Targets::Attach(Attach::AllCpus)),
+            (None, false) => Ok(Targets::Command),
         }
     }
 }
@@ -286,6 +285,11 @@ mod tests {
             Targets::from_options(None, true, None).unwrap(),
             Targets::Attach(Attach::AllCpus)
         );
+        // perf's `-a -C 0` (stat.sh's `-C <cpu>` test): CPU 0.
+        assert!(matches!(
+            Targets::from_options(None, true, Some("0")).unwrap(),
+            Targets::Attach(Attach::Cpus(cpus)) if cpus.iter().collect::<Vec<u32>>() == [0]
+        ));
         let zero = Targets::from_options(Some("0"), false, None).unwrap_err();
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
         let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
