@@ -389,6 +389,8 @@ impl LinuxBackend {
                 inherit: place.inherit,
                 group_read: place.format == ReadFormat::Group,
                 pid: place.pid,
+                another_user: place.pid > 0
+                    && self.paths.system.belongs_to_another_user(place.pid as u32),
                 cpu: place.cpu,
                 cpu_online: u32::try_from(place.cpu)
                     .ok()

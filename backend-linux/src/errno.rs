@@ -122,6 +122,9 @@ pub struct OpenAttempt {
     pub group_read: bool,
     /// The `pid` argument (-1: any, 0: self).
     pub pid: i32,
+    /// Whether that process (a `pid` above 0) belongs to another user
+    /// (`System::belongs_to_another_user`): the ptrace access check is then what refuses.
+    pub another_user: bool,
     /// The `cpu` argument (-1: any).
     pub cpu: i32,
     /// Whether that CPU is online (`/sys/devices/system/cpu/online`); `None` when unknown or
@@ -176,7 +179,7 @@ pub(crate) const TRACEPOINT_RIGHTS: &str = "a tracepoint fires in the kernel: co
 fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     let paranoid = paranoid_text(facts);
     let needs = match attempt {
-        Some(a) if a.pid > 0 && counterhal_process::belongs_to_another_user(a.pid as u32) => {
+        Some(a) if a.pid > 0 && a.another_user => {
             return format!(
                 "process {} belongs to another user: attaching counters to it needs the ptrace \
                  access perf_event_open checks (CAP_PERFMON or CAP_SYS_PTRACE, or root)",
@@ -520,10 +523,41 @@ mod tests {
             inherit: false,
             group_read: true,
             pid: 0,
+            another_user: false,
             cpu: -1,
             cpu_online: None,
             member: false,
         }
+    }
+
+    /// Oracle: Linux 7.2's `perf_event_open` (kernel/events/core.c), which asks
+    /// `ptrace_may_access(task, PTRACE_MODE_READ_REALCREDS)` of a task to count and answers
+    /// EACCES when another user's task is refused, whatever the paranoid level.
+    #[test]
+    fn another_users_process_is_named_as_the_cause() {
+        let attempt = OpenAttempt {
+            pid: 4242,
+            another_user: true,
+            counts_kernel: false,
+            ..open(EventClass::Software)
+        };
+        let e = map_errno(
+            libc::EACCES,
+            Operation::Open(attempt),
+            &facts(-1, true, false),
+        );
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("process 4242 belongs to another user"),
+            "{hint}"
+        );
+        let own = OpenAttempt {
+            another_user: false,
+            ..attempt
+        };
+        let e = map_errno(libc::EACCES, Operation::Open(own), &facts(-1, true, false));
+        assert!(!e.hint().unwrap().contains("another user"), "{e}");
     }
 
     /// The body of the C function whose definition starts with `signature` in `source`:

@@ -192,6 +192,8 @@ impl LinuxBackend {
                     inherit: place.inherit,
                     group_read: true,
                     pid: place.pid,
+                    another_user: place.pid > 0
+                        && self.system().belongs_to_another_user(place.pid as u32),
                     cpu: place.cpu,
                     cpu_online: None,
                     member: !leader,

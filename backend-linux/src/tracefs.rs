@@ -189,7 +189,7 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
     }
     TRIED.call_once(|| {
         if mounted_root(roots) == Tracefs::Absent && mount_point().is_dir() {
-            let _ = crate::sys::mount_tracefs();
+            let _ = crate::sys::mount_tracefs(mount_point());
         }
     });
 }

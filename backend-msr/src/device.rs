@@ -476,7 +476,8 @@ fn write_at(_file: &std::fs::File, _bytes: &[u8], _offset: u64) -> std::io::Resu
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;

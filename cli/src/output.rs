@@ -97,10 +97,14 @@ impl OutputFile {
     /// only is refused, and a socket or pipe takes the results.
     ///
     /// # Errors
-    /// A descriptor that is not open, or not open for writing: bad input (exit 2), naming
-    /// `option` (`--log-fd 3`).
-    pub fn descriptor(fd: u32, option: &str) -> Result<OutputFile, CliError> {
-        let file = crate::sys::writable_descriptor(fd).map_err(|e| {
+    /// A descriptor that is not open (as `system` says), or not open for writing: bad input
+    /// (exit 2), naming `option` (`--log-fd 3`).
+    pub fn descriptor(
+        system: &counterhal_system::System,
+        fd: u32,
+        option: &str,
+    ) -> Result<OutputFile, CliError> {
+        let file = crate::sys::writable_descriptor(system, fd).map_err(|e| {
             CliError::input(
                 Error::invalid_input(format!("{option}: {e}"))
                     .with_hint("open the descriptor for writing (`3>>FILE`, `3>&1`), or use -o"),

@@ -9,7 +9,7 @@
 //! # Safety
 //!
 //! A descriptor number is borrowed only after the OS has said it is open in this process
-//! (`/proc/self/fdinfo/N` on Linux, `fstat` of `/dev/fd/N` elsewhere), at start-up, before any
+//! (its fdinfo under procfs on Linux, `fstat` of `/dev/fd/N` elsewhere), at start-up, before any
 //! other thread of this process opens or closes descriptors; it is duplicated at once, and only
 //! the duplicate (owned) leaves this module. A compiled regular expression is owned by one
 //! [`BasicRegex`], boxed so that it never moves after `regcomp` filled it, and freed once, on
@@ -17,6 +17,8 @@
 
 use std::fs::File;
 use std::os::fd::BorrowedFd;
+
+use counterhal_system::System;
 
 /// `O_ACCMODE` and `O_RDONLY`, the access bits of a descriptor's flags (every Linux
 /// architecture's values).
@@ -27,21 +29,23 @@ const READ_ONLY: u32 = 0o0;
 #[cfg(target_os = "linux")]
 const WRITE_ONLY: u32 = 0o1;
 
-/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to write to.
+/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to write to;
+/// `system` says how it is open.
 ///
 /// # Errors
 /// A descriptor that is not open (`is not an open descriptor`), or (where the OS says, Linux)
 /// open for reading only (`is open for reading only, not for writing`).
-pub fn writable_descriptor(fd: u32) -> Result<File, String> {
-    descriptor(fd, true)
+pub fn writable_descriptor(system: &System, fd: u32) -> Result<File, String> {
+    descriptor(system, fd, true)
 }
 
-/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to read from.
+/// Descriptor `fd` of this process, duplicated (close-on-exec) as a file to read from;
+/// `system` says how it is open.
 ///
 /// # Errors
 /// A descriptor that is not open, or (Linux) open for writing only.
-pub fn readable_descriptor(fd: u32) -> Result<File, String> {
-    descriptor(fd, false)
+pub fn readable_descriptor(system: &System, fd: u32) -> Result<File, String> {
+    descriptor(system, fd, false)
 }
 
 /// Standard output set aside for `stat record -o -`: a duplicate of it (close-on-exec) as a
@@ -50,9 +54,9 @@ pub fn readable_descriptor(fd: u32) -> Result<File, String> {
 /// `dup2(2, 1)` for a command whose records go to a pipe).
 ///
 /// # Errors
-/// Standard output that is not open, or a `dup2` the OS refused.
-pub fn standard_output_aside() -> Result<File, String> {
-    let kept = descriptor(1, true)?;
+/// Standard output that is not open (as `system` says), or a `dup2` the OS refused.
+pub fn standard_output_aside(system: &System) -> Result<File, String> {
+    let kept = descriptor(system, 1, true)?;
     // SAFETY: dup2 takes two descriptor numbers and borrows no memory; descriptor 2 may be
     // closed, which the OS answers with EBADF, and 1 is replaced atomically.
     if unsafe { libc::dup2(2, 1) } < 0 {
@@ -65,9 +69,9 @@ pub fn standard_output_aside() -> Result<File, String> {
 }
 
 /// Descriptor `fd`, duplicated, checked open for `writing` (else for reading).
-fn descriptor(fd: u32, writing: bool) -> Result<File, String> {
+fn descriptor(system: &System, fd: u32, writing: bool) -> Result<File, String> {
     let raw = i32::try_from(fd).map_err(|_| format!("{fd} is no descriptor number"))?;
-    check_open_for(fd, writing)?;
+    check_open_for(system, fd, writing)?;
     // SAFETY: the OS has just said descriptor `raw` is open in this process (module note), and
     // nothing closes it before the duplicate is made on the next line.
     let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
@@ -77,16 +81,13 @@ fn descriptor(fd: u32, writing: bool) -> Result<File, String> {
     Ok(File::from(owned))
 }
 
-/// Whether `fd` is open, and (Linux) open for `writing` (else reading), from
-/// `/proc/self/fdinfo`.
+/// Whether `fd` is open, and (Linux) open for `writing` (else reading), from its fdinfo
+/// ([`System::descriptor_flags`]).
 #[cfg(target_os = "linux")]
-fn check_open_for(fd: u32, writing: bool) -> Result<(), String> {
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
-        .map_err(|_| format!("descriptor {fd} is not an open descriptor"))?;
-    let flags = info
-        .lines()
-        .find_map(|line| line.strip_prefix("flags:"))
-        .and_then(|octal| u32::from_str_radix(octal.trim(), 8).ok())
+fn check_open_for(system: &System, fd: u32, writing: bool) -> Result<(), String> {
+    let flags = system
+        .descriptor_flags(fd)
+        .map_err(|_| format!("descriptor {fd} is not an open descriptor"))?
         .ok_or_else(|| format!("descriptor {fd}: its flags are unreadable"))?;
     match (writing, flags & ACCESS_MODE) {
         (true, READ_ONLY) => Err(format!(
@@ -101,7 +102,7 @@ fn check_open_for(fd: u32, writing: bool) -> Result<(), String> {
 
 /// Whether `fd` is open (elsewhere a descriptor open the wrong way fails at the first use).
 #[cfg(not(target_os = "linux"))]
-fn check_open_for(fd: u32, _writing: bool) -> Result<(), String> {
+fn check_open_for(_system: &System, fd: u32, _writing: bool) -> Result<(), String> {
     std::fs::metadata(format!("/dev/fd/{fd}"))
         .map(drop)
         .map_err(|_| format!("descriptor {fd} is not an open descriptor"))

@@ -27,6 +27,8 @@
 
 use std::path::{Path, PathBuf};
 
+use counterhal_system::System;
+
 use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
@@ -139,10 +141,10 @@ fn value(tree: &Path, path: &Path) -> i64 {
     sysfs_text(tree, path).map_or(0, |text| number(&text))
 }
 
-/// The events of the zones under `tree`'s `class/powercap` (`tree` is `/sys`, or
+/// The events of the zones in `system`'s powercap class (its sysfs is `/sys`, or
 /// `COUNTERHAL_SYSFS`) for sockets `0..sockets`, in PAPI's order.
-pub fn discover(tree: &Path, sockets: i32) -> Vec<ZoneEvent> {
-    let root = tree.join("class/powercap");
+pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
+    let tree = system.sysfs();
     let mut events = Vec::new();
     let mut zone = |dir: PathBuf, suffix: String, table: &[(&str, &str)]| {
         let range = dir.join("max_energy_range_uj");
@@ -174,14 +176,14 @@ pub fn discover(tree: &Path, sockets: i32) -> Vec<ZoneEvent> {
             });
         }
     };
-    for socket in 0..sockets.max(1) {
-        let package = root.join(format!("intel-rapl:{socket}"));
+    for socket in 0..sockets.max(1) as u32 {
+        let package = system.rapl_zone(socket, None);
         if !package.is_dir() {
             continue;
         }
         zone(package, format!("ZONE{socket}"), &PACKAGE_EVENTS);
         for sub in 0.. {
-            let dir = root.join(format!("intel-rapl:{socket}:{sub}"));
+            let dir = system.rapl_zone(socket, Some(sub));
             if !dir.is_dir() {
                 break;
             }
@@ -221,21 +223,18 @@ fn rapl_names(events: &[ZoneEvent]) -> Vec<ZoneEvent> {
     names
 }
 
-/// The sysfs tree and the sockets: this machine's, or those of the tree `COUNTERHAL_SYSFS`
-/// names.
-fn machine() -> (PathBuf, i32) {
-    let root = std::env::var_os("COUNTERHAL_SYSFS")
+/// The system the zones are read in, `system` with its sysfs at the tree `COUNTERHAL_SYSFS`
+/// names, if any; and its sockets (the tree's where it has CPUs, else `system`'s).
+fn machine(system: &System) -> (System, i32) {
+    let tree = std::env::var_os("COUNTERHAL_SYSFS")
         .filter(|r| !r.is_empty())
-        .map(PathBuf::from);
-    let system = root
+        .map(|root| system.clone().with_sysfs(root));
+    let with_cpus = tree
         .as_ref()
-        .map(|r| r.join("devices/system"))
-        .filter(|s| s.join("cpu").is_dir())
-        .unwrap_or_else(|| PathBuf::from("/sys/devices/system"));
-    (
-        root.unwrap_or_else(|| PathBuf::from("/sys")),
-        crate::topology::read(&system).sockets,
-    )
+        .filter(|t| t.cpus().is_dir())
+        .unwrap_or(system);
+    let sockets = crate::topology::read(&with_cpus.sys_file("devices/system")).sockets;
+    (tree.unwrap_or_else(|| system.clone()), sockets)
 }
 
 /// The component's description, neither initialised nor disabled (PAPI 7.0's words).
@@ -265,11 +264,12 @@ pub fn before_init() -> *const ComponentInfo {
 /// where there is none (`PAPI_ECMP`, saying so) or `PAPI_disable_component` disabled it.
 pub fn init() {
     let disabled = crate::library::disabled(CIDX);
-    let events = if disabled {
-        Vec::new()
-    } else {
-        let (root, sockets) = machine();
-        discover(&root, sockets)
+    let events = match with(|library| Ok(library.system.clone())) {
+        Ok(system) if !disabled => {
+            let (tree, sockets) = machine(&system);
+            discover(&tree, sockets)
+        }
+        _ => Vec::new(),
     };
     let _ = with(|_| {
         let mut info = description();
@@ -521,7 +521,7 @@ mod tests {
     #[test]
     fn zones_give_papis_events_in_papis_order() {
         let root = tree("order");
-        let events = discover(&root, 1);
+        let events = discover(&System::host().with_sysfs(&root), 1);
         let names: Vec<&str> = events
             .iter()
             .filter(|e| !e.rapl)
@@ -561,8 +561,8 @@ mod tests {
             ]
         );
         // A socket past the machine's is not looked for, one without a zone is skipped.
-        assert_eq!(discover(&root, 0).len(), 13);
-        assert!(discover(&root.join("none"), 2).is_empty());
+        assert_eq!(discover(&System::host().with_sysfs(&root), 0).len(), 13);
+        assert!(discover(&System::host().with_sysfs(root.join("none")), 2).is_empty());
         let _ = std::fs::remove_dir_all(root);
     }
 
@@ -597,7 +597,7 @@ mod tests {
         .unwrap();
         let (sent, events) = std::sync::mpsc::channel();
         let tree = root.clone();
-        std::thread::spawn(move || sent.send(discover(&tree, 1)));
+        std::thread::spawn(move || sent.send(discover(&System::host().with_sysfs(tree), 1)));
         let events = events
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("discover blocked for 30 s on the tree's FIFO");

@@ -539,25 +539,6 @@ pub fn is_child_of_this_process(pid: u32) -> Result<bool> {
     }
 }
 
-/// The user owning process `pid` (Linux: the real uid in `/proc/PID/status`); `None` when the
-/// process does not exist or the OS does not tell.
-pub fn owner_of(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    uid_in_status(&status)
-}
-
-/// Whether process `pid` exists and belongs to a user other than this process's effective
-/// user: attaching counters to it then needs the ptrace access `perf_event_open` checks
-/// (CAP_PERFMON or CAP_SYS_PTRACE, or root).
-pub fn belongs_to_another_user(pid: u32) -> bool {
-    owner_of(pid).is_some_and(|owner| owner != sys::effective_uid())
-}
-
-fn uid_in_status(status: &str) -> Option<u32> {
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,14 +571,5 @@ mod tests {
         );
         let not_a_program = spawn_error(libc::ENOEXEC, Step::Exec(program));
         assert_eq!(exit_code_for(&not_a_program), 126);
-    }
-
-    #[test]
-    fn owners_are_the_real_uid_of_the_status() {
-        assert_eq!(uid_in_status("Name:\tx\nUid:\t1000\t0\t0\t0\n"), Some(1000));
-        assert_eq!(uid_in_status("Name:\tx\n"), None);
-        assert_eq!(owner_of(std::process::id()), Some(sys::effective_uid()));
-        assert!(!belongs_to_another_user(std::process::id()));
-        assert_eq!(owner_of(u32::MAX), None);
     }
 }

@@ -11,8 +11,7 @@ mod sys;
 
 #[cfg(unix)]
 pub use child::{
-    ChildExit, Launch, WaitingChild, belongs_to_another_user, command_for, exit_code_for,
-    is_child_of_this_process, owner_of,
+    ChildExit, Launch, WaitingChild, command_for, exit_code_for, is_child_of_this_process,
 };
 #[cfg(unix)]
 pub use signals::ForwardSignals;

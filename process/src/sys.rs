@@ -222,12 +222,6 @@ pub fn terminate(pid: i32) {
     unsafe { libc::kill(pid, libc::SIGTERM) };
 }
 
-/// This process's effective user id.
-pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() }
-}
-
 /// Writes `bytes` to `fd`.
 ///
 /// # Errors

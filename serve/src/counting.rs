@@ -510,7 +510,7 @@ mod tests {
         let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
         let budget = Budget::new(65_536, 4);
         let mut exporter = Exporter::new(backend, plan, watch, budget, Some(cgroups));
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         let cpus_of = |exporter: &Exporter| {
             let mut cpus: Vec<u32> = exporter
                 .places
@@ -588,7 +588,7 @@ mod tests {
         let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
         let mut exporter =
             Exporter::new(backend, plan, watch, Budget::new(65_536, 4), Some(cgroups));
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         let gone: Arc<str> = Arc::from(format!("/{}-gone", cgroup.name).as_str());
         assert_eq!(exporter.follow_cgroup(&gone, &mut 0, &health), Ok(false));
         assert_eq!(health.open_errors(), 0);

@@ -373,7 +373,7 @@ mod tests {
     #[test]
     fn cgroups_are_followed_as_they_come_and_go_within_the_bound() {
         let root = std::env::temp_dir().join(format!("counterhal-watch-{}", std::process::id()));
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         std::fs::create_dir_all(root.join("app/b")).unwrap();
         let mut w = watch(&root, "^app", 2);
         let labels = |v: Vec<Arc<str>>| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -417,7 +417,7 @@ mod tests {
             );
         };
         std::fs::create_dir(top.path.join("a")).expect("a cgroup");
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         let mut w = watch(&root, &format!("^{}/", top.name), 8);
         let labels = |v: Vec<Arc<str>>| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let a = format!("/{}/a", top.name);
@@ -439,7 +439,7 @@ mod tests {
     #[test]
     fn cgroup_depth_keeps_to_its_levels() {
         let root = std::env::temp_dir().join(format!("counterhal-depth-{}", std::process::id()));
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         std::fs::create_dir_all(root.join("k/pod-a/container")).unwrap();
         std::fs::create_dir_all(root.join("k/pod-b")).unwrap();
         std::fs::create_dir_all(root.join("system")).unwrap();
@@ -490,7 +490,7 @@ mod tests {
         for i in 0..1500 {
             std::fs::create_dir_all(root.join(format!("unrelated/{i}/x"))).unwrap();
         }
-        let health = Health::new("linux");
+        let health = Health::new("linux", &counterhal_system::System::host());
         let watches = |list: &str| {
             let mut w = watch(&root, list, 8);
             let labels: Vec<String> = w.discover(&health).iter().map(|l| l.to_string()).collect();
@@ -597,7 +597,7 @@ mod tests {
                 .collect();
             found.sort();
             for list in ["^t/", "(?s)."] {
-                let health = Health::new("linux");
+                let health = Health::new("linux", &counterhal_system::System::host());
                 let mut w = watch(&root, list, usize::MAX);
                 let labels = w.discover(&health);
                 let distinct: HashSet<&str> = labels.iter().map(|l| &**l).collect();

@@ -68,11 +68,11 @@ pub struct Health {
 }
 
 impl Health {
-    /// Every count zero, and this process's constants read.
-    pub fn new(backend: &'static str) -> Health {
+    /// Every count zero, and this process's constants read from `system`.
+    pub fn new(backend: &'static str, system: &counterhal_system::System) -> Health {
         Health {
             backend,
-            process: super::process::Constants::read(),
+            process: super::process::Constants::read(system),
             read_errors: AtomicU64::new(0),
             open_errors: AtomicU64::new(0),
             cgroups_matched: AtomicU64::new(0),

@@ -433,7 +433,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
             },
         ));
     }
-    let health = Arc::new(health::Health::new(backend.name()));
+    let health = Arc::new(health::Health::new(backend.name(), &system));
     let limit = sys::raise_open_files().unwrap_or(1024);
     // Before the budget's baseline: the BPF mode's counters are held whatever the cgroups.
     let (cgroups, watch) = cgroup_counter(&args, &backend, &plan, watch)?;

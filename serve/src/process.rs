@@ -1,17 +1,21 @@
 //! The exporter's own process, as every Prometheus client library exports it: the
 //! `process_*` families of client_golang's process collector on Linux (which node_exporter's
-//! `/metrics` carries), from the same sources. CPU time (user and system) and memory from
-//! `/proc/self/stat`, the descriptors open counted in `/proc/self/fd`, the limits on
-//! descriptors and address space as `/proc/self/limits` shows them (`getrlimit`, which that
-//! file prints), and the start time from the boot time in `/proc/stat`. Read at each scrape
-//! into buffers on the stack: nothing is allocated.
+//! `/metrics` carries), from the same sources, read through the exporter's `System`. CPU
+//! time (user and system) and memory from `/proc/self/stat`, the descriptors open counted in
+//! `/proc/self/fd`, the limits on descriptors and address space as `/proc/self/limits` shows
+//! them (`getrlimit`, which that file prints), and the start time from the boot time in
+//! `/proc/stat`. Read at each scrape into buffers on the stack (the paths made at start):
+//! nothing is allocated.
 
 use std::fs::File;
-use std::io::Read;
+use std::path::PathBuf;
+
+use counterhal_system::{StatFields, System};
 
 use super::sys;
 
-/// What stays the same while the exporter runs: the clock tick and page sizes, and the start.
+/// What stays the same while the exporter runs: the clock tick and page sizes, the start,
+/// and where the figures are read.
 #[derive(Debug)]
 pub struct Constants {
     /// `sysconf(_SC_CLK_TCK)`: the unit of the CPU times and start time in `/proc/PID/stat`.
@@ -22,19 +26,21 @@ pub struct Constants {
     /// and the process's start after boot (`starttime`, in clock ticks); `None` where either
     /// cannot be read.
     start_time_seconds: Option<f64>,
+    /// This process's stat file (`/proc/self/stat`).
+    stat: PathBuf,
+    /// This process's directory of descriptors (`/proc/self/fd`).
+    descriptors: PathBuf,
 }
 
 impl Constants {
-    /// This process's constants, read once at start.
-    pub fn read() -> Constants {
+    /// This process's constants, read once at start from `system`.
+    pub fn read(system: &System) -> Constants {
         let (ticks_per_second, page_size) = sys::clock_ticks_and_page_size();
         let ticks_per_second = ticks_per_second as f64;
-        let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|stat| {
-            let line = stat.lines().find_map(|l| l.strip_prefix("btime "))?;
-            line.trim().parse::<u64>().ok()
-        });
+        let boot = system.boot_time();
+        let stat = system.process("self").join("stat");
         let mut buffer = [0u8; STAT_BUFFER];
-        let started = Stat::read(&mut buffer).and_then(|stat| stat.field(STARTTIME));
+        let started = StatFields::read(&stat, &mut buffer).and_then(|s| s.field(STARTTIME));
         let start_time_seconds = match (boot, started) {
             (Some(boot), Some(ticks)) => Some(boot as f64 + ticks as f64 / ticks_per_second),
             _ => None,
@@ -43,6 +49,8 @@ impl Constants {
             ticks_per_second,
             page_size,
             start_time_seconds,
+            stat,
+            descriptors: system.process("self").join("fd"),
         }
     }
 }
@@ -81,12 +89,12 @@ impl Process {
     /// The figures now.
     pub fn now(constants: &Constants) -> Process {
         let mut buffer = [0u8; STAT_BUFFER];
-        let stat = Stat::read(&mut buffer);
+        let stat = StatFields::read(&constants.stat, &mut buffer);
         let field = |number| stat.as_ref().and_then(|s| s.field(number));
         let cpu_ticks = field(UTIME).zip(field(STIME)).map(|(u, s)| u + s);
         Process {
             cpu_seconds: cpu_ticks.map(|ticks| ticks as f64 / constants.ticks_per_second),
-            open_fds: File::open("/proc/self/fd")
+            open_fds: File::open(&constants.descriptors)
                 .ok()
                 .and_then(|dir| sys::directory_entries(&dir)),
             max_fds: sys::soft_limit(sys::Limit::OpenFiles),
@@ -95,48 +103,6 @@ impl Process {
             resident_memory_bytes: field(RSS).map(|pages| pages * constants.page_size),
             start_time_seconds: constants.start_time_seconds,
         }
-    }
-}
-
-/// `/proc/self/stat`'s fields after the name, read into a caller's buffer.
-struct Stat<'a> {
-    /// The fields from the third (`state`) on, separated by spaces.
-    after_name: &'a [u8],
-}
-
-impl<'a> Stat<'a> {
-    /// Reads the file into `buffer`; `None` where it cannot be read or does not fit.
-    fn read(buffer: &'a mut [u8; STAT_BUFFER]) -> Option<Stat<'a>> {
-        let mut file = File::open("/proc/self/stat").ok()?;
-        let mut filled = 0;
-        loop {
-            match file.read(&mut buffer[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
-            }
-            if filled == buffer.len() {
-                return None;
-            }
-        }
-        let text = &buffer[..filled];
-        // The name is in parentheses and may hold any byte, `)` included: the fields start
-        // after the last `)`.
-        let close = text.iter().rposition(|&b| b == b')')?;
-        Some(Stat {
-            after_name: &text[close + 1..],
-        })
-    }
-
-    /// Field `number` (counted from 1, as proc(5) counts them) as an unsigned number.
-    fn field(&self, number: usize) -> Option<u64> {
-        let word = self
-            .after_name
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|w| !w.is_empty())
-            .nth(number.checked_sub(3)?)?;
-        std::str::from_utf8(word).ok()?.parse().ok()
     }
 }
 
@@ -152,10 +118,7 @@ mod tests {
         let line = b"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 \
                      555 8192 3 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
         buffer[..line.len()].copy_from_slice(line);
-        let close = line.iter().rposition(|&b| b == b')').unwrap();
-        let stat = Stat {
-            after_name: &buffer[close + 1..line.len()],
-        };
+        let stat = StatFields::parse(&buffer[..line.len()]).unwrap();
         assert_eq!(stat.field(3), None, "`S` is no number");
         assert_eq!(stat.field(4), Some(1));
         assert_eq!(stat.field(UTIME), Some(7));
@@ -163,13 +126,9 @@ mod tests {
         assert_eq!(stat.field(STARTTIME), Some(555));
         assert_eq!(stat.field(VSIZE), Some(8192));
         assert_eq!(stat.field(RSS), Some(3));
-        let process = Process::now(&Constants::read());
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let vm_size_kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmSize:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap();
+        let process = Process::now(&Constants::read(&System::host()));
+        let status = System::host().process_status("self").unwrap();
+        let vm_size_kib = status.kib("VmSize").unwrap();
         let ours = process.virtual_memory_bytes.unwrap() / 1024;
         // Other tests' threads map and unmap stacks meanwhile.
         assert!(

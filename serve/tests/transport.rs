@@ -33,7 +33,7 @@ impl Handler for Paths {
 fn serving(pause: Duration, limits: Limits) -> (SocketAddr, Arc<Health>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let health = Arc::new(Health::new("test"));
+    let health = Arc::new(Health::new("test", &counterhal_system::System::host()));
     let layer = Layer::new(Paths { pause }, None);
     let server = Server::new(listener, limits, layer, Arc::clone(&health));
     std::thread::spawn(move || server.serve());

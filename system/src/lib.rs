@@ -4,11 +4,14 @@
 use std::path::{Path, PathBuf};
 
 mod permissions;
+mod powercap;
+mod process;
 mod stat;
 mod topology;
 
 pub use permissions::{PerfAccess, PerfPermissions};
-pub use stat::ThreadStat;
+pub use process::ProcessStatus;
+pub use stat::{StatFields, ThreadStat};
 pub use topology::CpuTopology;
 
 /// The PMU directory under a sysfs root.

@@ -12,12 +12,63 @@ impl ThreadStat {
     /// The fields of `line`, counted after the command name (which may hold spaces and
     /// parentheses: the last `)` ends it); `None` where a field is missing or malformed.
     pub fn parse(line: &str) -> Option<ThreadStat> {
-        let (_, rest) = line.rsplit_once(')')?;
-        // After the name come field 3 (state) onwards: field N is the (N - 3)th of them.
-        let field = |n: usize| rest.split_whitespace().nth(n - 3);
+        let fields = StatFields::parse(line.as_bytes())?;
         Some(ThreadStat {
-            processor: field(39)?.parse().ok()?,
+            processor: u32::try_from(fields.field(39)?).ok()?,
         })
+    }
+}
+
+/// A task's stat line, its fields by number, in a buffer of the caller's (nothing is
+/// allocated: the exporter reads its own at each scrape).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatFields<'a> {
+    /// The fields from the third (`state`) on, separated by spaces.
+    after_name: &'a [u8],
+}
+
+impl<'a> StatFields<'a> {
+    /// The fields of `line`: those after the last `)`, which ends the command name (a name
+    /// may hold spaces and parentheses); `None` without one.
+    pub fn parse(line: &'a [u8]) -> Option<StatFields<'a>> {
+        let close = line.iter().rposition(|&b| b == b')')?;
+        Some(StatFields {
+            after_name: &line[close + 1..],
+        })
+    }
+
+    /// Reads the stat file `path` (`stat` of a [`System::process`](crate::System::process)
+    /// directory) into `buffer`; `None` where it cannot be read, does not fit, or has no
+    /// name.
+    pub fn read(path: &std::path::Path, buffer: &'a mut [u8]) -> Option<StatFields<'a>> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(path).ok()?;
+        let mut filled = 0;
+        loop {
+            match file.read(&mut buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+            if filled == buffer.len() {
+                return None;
+            }
+        }
+        StatFields::parse(&buffer[..filled])
+    }
+
+    /// Field `number` (counted from 1, as proc(5) counts them: 14 `utime`, 39 `processor`)
+    /// as an unsigned number; `None` for the pid and the name, a missing field, or one that
+    /// is no number.
+    pub fn field(&self, number: usize) -> Option<u64> {
+        // After the name come field 3 (state) onwards: field N is the (N - 3)th of them.
+        let word = self
+            .after_name
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .nth(number.checked_sub(3)?)?;
+        std::str::from_utf8(word).ok()?.parse().ok()
     }
 }
 
@@ -35,6 +86,16 @@ mod tests {
         assert_eq!(ThreadStat::parse(&line).map(|s| s.processor), Some(39));
         assert_eq!(ThreadStat::parse("4242 (short) S 1 2"), None);
         assert_eq!(ThreadStat::parse("no name at all"), None);
+        let fields = StatFields::parse(line.as_bytes()).unwrap();
+        assert_eq!(fields.field(3), Some(3));
+        assert_eq!(fields.field(52), Some(52));
+        assert_eq!((fields.field(2), fields.field(53)), (None, None));
+        let state = StatFields::parse(b"1 (x) S 1").unwrap();
+        assert_eq!(
+            (state.field(3), state.field(4)),
+            (None, Some(1)),
+            "`S` is no number"
+        );
         let host = crate::System::host();
         if host.proc_file("thread-self/stat").exists() {
             let cpu = host
@@ -43,5 +104,26 @@ mod tests {
                 .processor;
             assert!(host.cpu(cpu).exists(), "{cpu}");
         }
+    }
+
+    /// Oracle: proc(5)'s `/proc/PID/stat` in a tree of the test's own, read into a buffer;
+    /// a file longer than the buffer is not cut short but refused.
+    #[test]
+    fn a_stat_file_is_read_into_a_buffer() {
+        let root = std::env::temp_dir().join(format!("counterhal-stat-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("self")).unwrap();
+        std::fs::write(
+            root.join("self/stat"),
+            "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 7 3\n",
+        )
+        .unwrap();
+        let system = crate::System::host().with_procfs(&root);
+        let path = system.process("self").join("stat");
+        let mut buffer = [0u8; 128];
+        let fields = StatFields::read(&path, &mut buffer).unwrap();
+        assert_eq!((fields.field(14), fields.field(15)), (Some(7), Some(3)));
+        assert_eq!(StatFields::read(&path, &mut [0u8; 16]), None);
+        assert_eq!(StatFields::read(&root.join("none"), &mut buffer), None);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

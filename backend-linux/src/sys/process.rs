@@ -29,16 +29,20 @@ pub fn fd_limit() -> Option<(u64, u64)> {
     (ret == 0).then_some((limit.rlim_cur, limit.rlim_max))
 }
 
-/// Mounts tracefs at `/sys/kernel/tracing`, as perf does when it finds it absent (root only).
+/// Mounts tracefs at `target` (a system's `kernel/tracing`), as perf does when it finds it
+/// absent (root only).
 ///
 /// # Errors
-/// The errno of `mount`.
-pub fn mount_tracefs() -> Result<(), Errno> {
-    // SAFETY: every pointer is a NUL-terminated static string; tracefs takes no data.
+/// The errno of `mount` (EINVAL for a path with a NUL byte).
+pub fn mount_tracefs(target: &std::path::Path) -> Result<(), Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    let target = std::ffi::CString::new(target.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call; tracefs takes
+    // no data.
     let ret = unsafe {
         libc::mount(
             c"nodev".as_ptr(),
-            c"/sys/kernel/tracing".as_ptr(),
+            target.as_ptr(),
             c"tracefs".as_ptr(),
             0,
             std::ptr::null(),

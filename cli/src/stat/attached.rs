@@ -12,7 +12,7 @@ use counterhal::advanced::MultiSet;
 use counterhal::{Error, ErrorKind};
 use counterhal_hal::Backend;
 use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
-use counterhal_process::{ForwardSignals, WaitingChild, belongs_to_another_user};
+use counterhal_process::{ForwardSignals, WaitingChild};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
@@ -299,6 +299,7 @@ fn open_sets<B: Backend>(
 /// The errors that stop the measurement rather than mark one event as not counted; `name` is
 /// the event (or group) whose open on `attach` failed, named where the error does not name it.
 fn stop_for(e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
+    let another_users = |pid| counterhal_system::System::host().belongs_to_another_user(pid);
     match e.kind() {
         // A target that does not exist is the user's to fix, not an event the machine lacks.
         ErrorKind::NotFound | ErrorKind::InvalidInput => Err(CliError::usage(e.clone(), USAGE)),
@@ -308,8 +309,8 @@ fn stop_for(e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
         // Another user's process refuses every event: the target, not the event, is at fault.
         ErrorKind::PermissionDenied
             if match attach {
-                Attach::Process(pid) => belongs_to_another_user(*pid),
-                Attach::Processes(pids) => pids.iter().any(|pid| belongs_to_another_user(*pid)),
+                Attach::Process(pid) => another_users(*pid),
+                Attach::Processes(pids) => pids.iter().any(|pid| another_users(*pid)),
                 _ => false,
             } =>
         {

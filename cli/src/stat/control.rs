@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::Duration;
 
 use counterhal::{Control, ControlCommand, Error};
+use counterhal_system::System;
 
 /// A command and where to say it was carried out (the reader then acknowledges it).
 type Message = (ControlCommand, SyncSender<()>);
@@ -26,9 +27,9 @@ impl Listener {
     ///
     /// # Errors
     /// A spec perf would not read, a descriptor not open (or not open the right way), a fifo
-    /// that cannot be opened: each named.
-    pub fn open(spec: &str) -> Result<&'static Listener, Error> {
-        let control = open_control(spec)?;
+    /// that cannot be opened: each named. `system` says how a descriptor is open.
+    pub fn open(spec: &str, system: &System) -> Result<&'static Listener, Error> {
+        let control = open_control(spec, system)?;
         let (sender, commands) = sync_channel(0);
         std::thread::Builder::new()
             .name("control".into())
@@ -89,7 +90,7 @@ fn read_commands(mut control: Control, to: &SyncSender<Message>) {
 }
 
 /// `spec` opened as perf's `evlist__parse_control` opens it.
-fn open_control(spec: &str) -> Result<Control, Error> {
+fn open_control(spec: &str, system: &System) -> Result<Control, Error> {
     let bad = |why: &str| {
         Error::invalid_input(format!("--control {spec}: {why}"))
             .with_hint("give fd:CTL[,ACK] (descriptor numbers) or fifo:CTL[,ACK] (fifo paths)")
@@ -103,9 +104,9 @@ fn open_control(spec: &str) -> Result<Control, Error> {
             descriptor_number(text).ok_or_else(|| bad(&format!("`{text}` is no descriptor number")))
         };
         let (ctl, ack) = (number(ctl)?, ack.map(number).transpose()?);
-        let commands = crate::sys::readable_descriptor(ctl).map_err(|e| bad(&e))?;
+        let commands = crate::sys::readable_descriptor(system, ctl).map_err(|e| bad(&e))?;
         let acks = ack
-            .map(|ack| crate::sys::writable_descriptor(ack).map_err(|e| bad(&e)))
+            .map(|ack| crate::sys::writable_descriptor(system, ack).map_err(|e| bad(&e)))
             .transpose()?;
         return Ok(Control::new(commands.into(), acks.map(Into::into)));
     }
@@ -176,7 +177,9 @@ mod tests {
             ("fifo:,ack", "no fifo"),
             ("fifo:/nonexistent/ctl", "cannot open `/nonexistent/ctl`"),
         ] {
-            let error = open_control(spec).expect_err(spec).to_string();
+            let error = open_control(spec, &System::host())
+                .expect_err(spec)
+                .to_string();
             assert!(error.contains(says), "{spec}: {error}");
         }
     }

@@ -224,7 +224,7 @@ fn stat_with<B: Backend + 'static>(
     let record = args
         .record
         .as_ref()
-        .map(|_| record::Destination::open(args.output.as_deref()))
+        .map(|_| record::Destination::open(args.output.as_deref(), &args.sysfs.system()))
         .transpose()
         .map_err(|e| CliError::usage(e, record::RECORD_USAGE))?;
     let results_to = args.output.as_ref().filter(|_| record.is_none());
@@ -233,7 +233,11 @@ fn stat_with<B: Backend + 'static>(
     let output = match (results_to, args.more.log_fd()) {
         (Some(path), _) if args.more.append => Some(OutputFile::append(path)),
         (Some(path), _) => Some(OutputFile::open(path)),
-        (None, Some(fd)) => Some(OutputFile::descriptor(fd, &format!("--log-fd {fd}"))),
+        (None, Some(fd)) => Some(OutputFile::descriptor(
+            &args.sysfs.system(),
+            fd,
+            &format!("--log-fd {fd}"),
+        )),
         (None, None) => None,
     }
     .transpose()
@@ -432,7 +436,7 @@ fn measure_runs<B: Backend + 'static>(
     let control = args
         .more
         .control()
-        .map(control::Listener::open)
+        .map(|spec| control::Listener::open(spec, &args.sysfs.system()))
         .transpose()
         .map_err(|e| CliError::usage(e, USAGE))?;
     let plan = results::Plan {

@@ -243,11 +243,15 @@ impl Destination {
     /// aside so that the command's output goes to standard error (as perf does).
     ///
     /// # Errors
-    /// A file that cannot be created, standard output that cannot be set aside.
-    pub fn open(output: Option<&Path>) -> Result<Destination, Error> {
+    /// A file that cannot be created, standard output that cannot be set aside (`system`
+    /// says how it is open).
+    pub fn open(
+        output: Option<&Path>,
+        system: &counterhal_system::System,
+    ) -> Result<Destination, Error> {
         let path = output.unwrap_or(Path::new("perf.data"));
         if path == Path::new("-") {
-            return crate::sys::standard_output_aside()
+            return crate::sys::standard_output_aside(system)
                 .map(Destination::Pipe)
                 .map_err(|e| Error::invalid_input(format!("-o -: {e}")));
         }

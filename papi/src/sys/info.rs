@@ -108,7 +108,8 @@ pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
     })
 }
 
-/// `PAPI_get_dmem_info`: /proc/self/status's memory lines, in KiB, as PAPI's.
+/// `PAPI_get_dmem_info`: this process's status's memory lines (`/proc/self/status`), in KiB,
+/// as PAPI's.
 ///
 /// # Safety
 /// `dest` points at a `PAPI_dmem_info_t`.
@@ -118,30 +119,29 @@ pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_in
         if dest.is_null() {
             return EINVAL;
         }
-        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        let Some(status) = counterhal_system::System::host().process_status("self") else {
             return codes::ESYS;
         };
         let field = |key: &str| -> c_longlong {
             status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .kib(key)
+                .and_then(|kib| c_longlong::try_from(kib).ok())
                 .unwrap_or(-1)
         };
         let values = [
-            field("VmPeak:"),
-            field("VmSize:"),
-            field("VmRSS:"),
-            field("VmHWM:"),
-            field("RssShmem:"),
-            field("VmExe:"),
-            field("VmLib:"),
-            field("VmData:"),
-            field("VmLck:"),
-            field("VmStk:"),
+            field("VmPeak"),
+            field("VmSize"),
+            field("VmRSS"),
+            field("VmHWM"),
+            field("RssShmem"),
+            field("VmExe"),
+            field("VmLib"),
+            field("VmData"),
+            field("VmLck"),
+            field("VmStk"),
             // SAFETY: sysconf reads a system constant.
             unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as c_longlong,
-            field("VmPTE:"),
+            field("VmPTE"),
         ];
         // SAFETY: checked non-NULL; the caller's PAPI_dmem_info_t (twelve long longs).
         unsafe { put(dest, values) };

@@ -1,0 +1,218 @@
+//! A process's facts under procfs (proc(5)): its status, who owns it, this process's
+//! descriptors, and the boot time its start is counted from.
+//!
+//! The methods are hidden from the facade's documentation (which re-exports [`System`]):
+//! they are facts the workspace's faces read, not part of the library's face.
+
+use std::fmt::Display;
+
+use crate::System;
+
+/// A process's status file (`PID/status` under procfs, proc(5)): one `Key:\tvalue` a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessStatus {
+    text: String,
+}
+
+impl ProcessStatus {
+    /// The status file's `text`.
+    pub fn parse(text: impl Into<String>) -> ProcessStatus {
+        ProcessStatus { text: text.into() }
+    }
+
+    /// The value of `key` (`VmRSS`, `Uid`), after its colon, trimmed; `None` where no line
+    /// has it.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.text
+            .lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+            .map(str::trim)
+    }
+
+    /// A size's value in KiB (`VmRSS:\t  1234 kB`); `None` where the line is absent or holds
+    /// no number.
+    pub fn kib(&self, key: &str) -> Option<u64> {
+        self.field(key)?.trim_end_matches("kB").trim().parse().ok()
+    }
+
+    /// The real user id (the first of the `Uid:` line's four).
+    pub fn real_uid(&self) -> Option<u32> {
+        self.uid(0)
+    }
+
+    /// The effective user id (the second of the `Uid:` line's four).
+    pub fn effective_uid(&self) -> Option<u32> {
+        self.uid(1)
+    }
+
+    fn uid(&self, which: usize) -> Option<u32> {
+        self.field("Uid")?
+            .split_whitespace()
+            .nth(which)?
+            .parse()
+            .ok()
+    }
+}
+
+impl System {
+    /// Process `pid`'s status (`PID/status` under procfs; `self` for this process); `None`
+    /// where there is no such process or its status cannot be read.
+    #[doc(hidden)]
+    pub fn process_status(&self, pid: impl Display) -> Option<ProcessStatus> {
+        let text = std::fs::read_to_string(self.process(pid).join("status")).ok()?;
+        Some(ProcessStatus::parse(text))
+    }
+
+    /// Whether process `pid` exists and belongs to a user other than this process's effective
+    /// user (its real uid against ours, each from its status): attaching counters to it then
+    /// needs the ptrace access `perf_event_open` checks (CAP_PERFMON or CAP_SYS_PTRACE, or
+    /// root).
+    #[doc(hidden)]
+    pub fn belongs_to_another_user(&self, pid: u32) -> bool {
+        let Some(owner) = self.process_status(pid).and_then(|s| s.real_uid()) else {
+            return false;
+        };
+        self.process_status("self")
+            .and_then(|s| s.effective_uid())
+            .is_some_and(|me| me != owner)
+    }
+
+    /// The flags this process's descriptor `fd` was opened with (`flags:` of `self/fdinfo/N`
+    /// under procfs, in octal: `O_ACCMODE` and the rest).
+    ///
+    /// # Errors
+    /// The descriptor is not open (its fdinfo cannot be read); `Ok(None)` where it is, but
+    /// its flags cannot be read.
+    #[doc(hidden)]
+    pub fn descriptor_flags(&self, fd: u32) -> std::io::Result<Option<u32>> {
+        let path = self.process("self").join("fdinfo").join(fd.to_string());
+        let info = std::fs::read_to_string(path)?;
+        Ok(info
+            .lines()
+            .find_map(|line| line.strip_prefix("flags:"))
+            .and_then(|octal| u32::from_str_radix(octal.trim(), 8).ok()))
+    }
+
+    /// When the system booted, in seconds since the epoch (`btime` of `stat` under procfs);
+    /// `None` where it cannot be read.
+    #[doc(hidden)]
+    pub fn boot_time(&self) -> Option<u64> {
+        let stat = std::fs::read_to_string(self.proc_file("stat")).ok()?;
+        let line = stat.lines().find_map(|l| l.strip_prefix("btime "))?;
+        line.trim().parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// A procfs tree of the test's own under the temporary directory.
+    fn tree(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!(
+            "counterhal-system-process-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    }
+
+    fn write(root: &Path, file: &str, text: &str) {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Oracle: proc(5)'s `/proc/PID/status` (`Uid:` real, effective, saved, filesystem;
+    /// sizes in kB), in a tree of the test's own; and this machine's own status, whose
+    /// effective uid is `id -u`'s.
+    #[test]
+    fn a_status_gives_owners_and_sizes() {
+        let root = tree("status");
+        write(
+            &root,
+            "self/status",
+            "Name:\tx\nUid:\t1000\t0\t0\t0\nVmPeak:\t  12345 kB\nVmLck:\t       0 kB\n",
+        );
+        write(
+            &root,
+            "42/status",
+            "Name:\ty\nUid:\t1000\t1000\t1000\t1000\n",
+        );
+        write(&root, "43/status", "Name:\tz\nUid:\t0\t0\t0\t0\n");
+        write(&root, "44/status", "Name:\tno uid\n");
+        let system = System::host().with_procfs(&root);
+        let own = system.process_status("self").unwrap();
+        assert_eq!(own.real_uid(), Some(1000));
+        assert_eq!(own.effective_uid(), Some(0));
+        assert_eq!(own.kib("VmPeak"), Some(12345));
+        assert_eq!(own.kib("VmLck"), Some(0));
+        assert_eq!(own.kib("VmRSS"), None);
+        assert_eq!(own.field("Name"), Some("x"));
+        // Ours is effective uid 0: 1000's process is another user's, root's is not.
+        assert!(system.belongs_to_another_user(42));
+        assert!(!system.belongs_to_another_user(43));
+        assert!(!system.belongs_to_another_user(44));
+        assert!(!system.belongs_to_another_user(45), "no such process");
+        std::fs::remove_dir_all(&root).unwrap();
+
+        let host = System::host();
+        if let Some(own) = host.process_status("self") {
+            let id = std::process::Command::new("id").arg("-u").output().ok();
+            if let Some(id) = id.filter(|o| o.status.success()) {
+                let uid = String::from_utf8_lossy(&id.stdout).trim().parse().ok();
+                assert_eq!(own.effective_uid(), uid);
+            }
+            assert!(!host.belongs_to_another_user(std::process::id()));
+            assert!(!host.belongs_to_another_user(u32::MAX));
+        }
+    }
+
+    /// Oracle: proc(5)'s `/proc/PID/fdinfo/N` (`flags:` in octal) in a tree of the test's own,
+    /// and this process's own standard input, open here.
+    #[test]
+    fn descriptor_flags_are_read_in_octal() {
+        let root = tree("fdinfo");
+        write(
+            &root,
+            "self/fdinfo/3",
+            "pos:\t0\nflags:\t02100001\nmnt_id:\t9\n",
+        );
+        write(&root, "self/fdinfo/4", "pos:\t0\n");
+        let system = System::host().with_procfs(&root);
+        assert_eq!(system.descriptor_flags(3).unwrap(), Some(0o2100001));
+        assert_eq!(system.descriptor_flags(4).unwrap(), None);
+        assert!(system.descriptor_flags(5).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+        let host = System::host();
+        if host.process("self").join("fdinfo").is_dir() {
+            let file = std::fs::File::open(host.procfs()).unwrap();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&file) as u32;
+            assert_eq!(host.descriptor_flags(fd).unwrap().map(|f| f & 0o3), Some(0));
+        }
+    }
+
+    /// Oracle: proc(5)'s `/proc/stat` (`btime`, seconds since the epoch) in a tree of the
+    /// test's own; this machine's boot lies between the epoch and now.
+    #[test]
+    fn the_boot_time_is_btime() {
+        let root = tree("stat");
+        write(&root, "stat", "cpu  1 2 3\nbtime 1764200000\nprocesses 9\n");
+        assert_eq!(
+            System::host().with_procfs(&root).boot_time(),
+            Some(1_764_200_000)
+        );
+        write(&root, "stat", "cpu  1 2 3\n");
+        assert_eq!(System::host().with_procfs(&root).boot_time(), None);
+        std::fs::remove_dir_all(&root).unwrap();
+        if let Some(boot) = System::host().boot_time() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert!(boot > 0 && boot <= now, "{boot}");
+        }
+    }
+}
