@@ -129,7 +129,9 @@ pub mod time {
 /// procfs and a sysfs root (this machine's, or a tree of another), whose facts the metrics
 /// read, with what `perf_event_open` permits there.
 pub mod system {
-    pub use counterhal_system::{CpuTopology, PerfAccess, PerfPermissions, System, ThreadStat};
+    pub use counterhal_system::{
+        CpuTopology, PerfAccess, PerfPermissions, ProcessStatus, System, ThreadStat,
+    };
 }
 
 pub mod advanced;

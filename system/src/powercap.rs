@@ -8,7 +8,6 @@ use crate::System;
 impl System {
     /// The powercap class (`class/powercap` under the sysfs root): one directory (a link) per
     /// zone.
-    #[doc(hidden)]
     pub fn powercap(&self) -> PathBuf {
         self.sysfs.join("class/powercap")
     }
@@ -16,7 +15,6 @@ impl System {
     /// The RAPL zone of package `socket` (`intel-rapl:S` in the powercap class, as the
     /// kernel's intel_rapl driver names it on Intel and AMD), or with `subzone` one of its
     /// subzones (`intel-rapl:S:C`: cores, uncore, DRAM).
-    #[doc(hidden)]
     pub fn rapl_zone(&self, socket: u32, subzone: Option<u32>) -> PathBuf {
         self.powercap().join(match subzone {
             Some(sub) => format!("intel-rapl:{socket}:{sub}"),

@@ -57,7 +57,6 @@ impl ProcessStatus {
 impl System {
     /// Process `pid`'s status (`PID/status` under procfs; `self` for this process); `None`
     /// where there is no such process or its status cannot be read.
-    #[doc(hidden)]
     pub fn process_status(&self, pid: impl Display) -> Option<ProcessStatus> {
         let text = std::fs::read_to_string(self.process(pid).join("status")).ok()?;
         Some(ProcessStatus::parse(text))
@@ -67,7 +66,6 @@ impl System {
     /// user (its real uid against ours, each from its status): attaching counters to it then
     /// needs the ptrace access `perf_event_open` checks (CAP_PERFMON or CAP_SYS_PTRACE, or
     /// root).
-    #[doc(hidden)]
     pub fn belongs_to_another_user(&self, pid: u32) -> bool {
         let Some(owner) = self.process_status(pid).and_then(|s| s.real_uid()) else {
             return false;
@@ -83,7 +81,6 @@ impl System {
     /// # Errors
     /// The descriptor is not open (its fdinfo cannot be read); `Ok(None)` where it is, but
     /// its flags cannot be read.
-    #[doc(hidden)]
     pub fn descriptor_flags(&self, fd: u32) -> std::io::Result<Option<u32>> {
         let path = self.process("self").join("fdinfo").join(fd.to_string());
         let info = std::fs::read_to_string(path)?;
@@ -95,7 +92,6 @@ impl System {
 
     /// When the system booted, in seconds since the epoch (`btime` of `stat` under procfs);
     /// `None` where it cannot be read.
-    #[doc(hidden)]
     pub fn boot_time(&self) -> Option<u64> {
         let stat = std::fs::read_to_string(self.proc_file("stat")).ok()?;
         let line = stat.lines().find_map(|l| l.strip_prefix("btime "))?;
