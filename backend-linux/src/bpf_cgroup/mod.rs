@@ -815,7 +815,8 @@ mod tests {
     /// before. The program runs here on this thread's CPU (as the read does before each
     /// scrape), with this thread's page faults as its event and as its `cgroup-switches`: a
     /// disabled counter (reads 0: no switch passed), then enabled (each fault a switch the
-    /// program did not see, as when the kernel skips it while `bpf_prog_active` is held).
+    /// program did not see, as when the kernel skips it while `bpf_prog_active` is held);
+    /// then a run at a switch that the counter has not counted yet, given to the cgroups.
     ///
     /// Oracle: the kernel running the program (`BPF_PROG_TEST_RUN` on the caller's CPU runs
     /// it there, net/bpf/test_run.c) and counting page faults (`PERF_COUNT_SW_PAGE_FAULTS`,
@@ -931,6 +932,23 @@ mod tests {
         assert!(
             counted >= 32,
             "64 pages touched: {counted} switches missed counted"
+        );
+        // At a switch the counter the program reads may not have counted it yet (a CPU's
+        // software events of one kind run in their list's order, `perf_swevent_event`): a
+        // switch run that finds no switch passed gives the time to the cgroups, as one seen.
+        sys::ioctl_int(switches.as_fd(), sys::IOC_DISABLE, 0).unwrap();
+        run();
+        let insns = program::counting(maps, 1, 1, Run::Switch);
+        let at_switch = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_t_switch").unwrap();
+        let (given_before, missed_before) = (given(), missed());
+        touch(64);
+        sys_bpf::prog_run_on_cpu(at_switch.as_fd(), cpu).expect("the program run here");
+        let seen = given() - given_before;
+        assert!(seen >= 32, "a switch not yet counted: {seen} faults given");
+        assert_eq!(
+            missed(),
+            missed_before,
+            "a switch not yet counted is no switch missed"
         );
     }
 }

@@ -176,6 +176,13 @@ enum Access {
 /// reading's place; where more switches passed than `expected`, adds the surplus to the
 /// switches missed and jumps to `missed` (the differences given to no cgroup). An unreadable
 /// counter is taken as no switch missed.
+///
+/// At a switch the counter may not have counted it yet: the kernel runs a CPU's software
+/// events of one kind in the order of its list (`perf_swevent_event` over the hash list,
+/// kernel/events/core.c, new events added at its head), so the program's own event may come
+/// before the counter it reads. A switch run that finds no switch passed takes the one it
+/// runs at as counted, and keeps the previous reading plus one: the next run then finds
+/// what it expects, whichever the order, and a read after it finds none passed.
 fn switches_seen(
     asm: &mut Asm,
     maps: Maps<'_>,
@@ -200,11 +207,23 @@ fn switches_seen(
     asm.add_imm(R2, i32::from(KEY));
     asm.call(MAP_LOOKUP_ELEM);
     asm.jump_if_eq(R0, 0, seen);
-    asm.load64(R1, R10, READING);
+    // r3: this reading; r2: the previous; r1: the switches passed between them.
+    asm.load64(R3, R10, READING);
     asm.load64(R2, R0, 0);
-    asm.store64(R0, 0, R1);
+    asm.mov(R1, R3);
     asm.sub(R1, R2);
-    asm.jump_if_eq(R1, expected, seen);
+    let surplus = asm.label();
+    if expected == 0 {
+        asm.jump_if_eq(R1, 0, seen);
+    } else {
+        // 0 (the switch not counted yet) or `expected`: the previous reading plus it.
+        asm.jump_if_ge(R1, expected + 1, surplus);
+        asm.add_imm(R2, expected);
+        asm.store64(R0, 0, R2);
+        asm.jump_always(seen);
+    }
+    asm.place(surplus);
+    asm.store64(R0, 0, R3);
     asm.add_imm(R1, -expected);
     asm.load64(R2, R0, SWITCHES_MISSED as i16);
     asm.add(R2, R1);
