@@ -288,17 +288,12 @@ pub fn add_perf_unit_masks(
             added += 1;
         }
         model.aliases.sort();
-        if added > 0
-            && let Some(source) = model
-                .alias_sources
-                .iter_mut()
-                .rev()
-                .find(|s| s.commit == version)
-        {
-            source.file.push_str(&format!(
-                " ({added} unit masks of perf's encodings, which this table's masks do not give, added)"
-            ));
-        }
+        count_added(
+            model,
+            version,
+            added,
+            "unit masks of perf's encodings, which this table's masks do not give",
+        );
     }
     Ok(())
 }
@@ -350,19 +345,28 @@ pub fn add_perf_events(
             model.events.push(event);
         }
         model.events.sort_by(|a, b| a.name.cmp(&b.name));
-        if added > 0
-            && let Some(source) = model
-                .alias_sources
-                .iter_mut()
-                .rev()
-                .find(|s| s.commit == version)
-        {
-            source.file.push_str(&format!(
-                " ({added} names of events this table does not have, added)"
-            ));
-        }
+        count_added(
+            model,
+            version,
+            added,
+            "names of events this table does not have",
+        );
     }
     Ok(())
+}
+
+/// Counts `added` (what, `what`) on the source line of perf's tree of kernel `version` in
+/// `model`'s header; nothing where none was added.
+fn count_added(model: &mut GenModel, version: &str, added: usize, what: &str) {
+    if added > 0
+        && let Some(source) = model
+            .alias_sources
+            .iter_mut()
+            .rev()
+            .find(|s| s.commit == version)
+    {
+        source.file.push_str(&format!(" ({added} {what}, added)"));
+    }
 }
 
 #[cfg(test)]
