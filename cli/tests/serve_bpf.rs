@@ -457,3 +457,92 @@ fn a_cgroup_made_and_removed_between_scrapes_counts_in_its_parent() {
     );
     drop(parent);
 }
+
+/// Work pinned to each online CPU in turn (`taskset`) in a followed cgroup: the BPF mode's
+/// series of that CPU counts its page faults as the perf-event mode's does, and no CPU's
+/// count differs between the modes. A run in which the program missed cgroup switches is
+/// run again, up to five times.
+///
+/// Oracle: the perf-event mode, one perf event per event, CPU and cgroup opened with
+/// `PERF_FLAG_PID_CGROUP` (the kernel's own cgroup filter, `perf_cgroup_match`, as perf's
+/// `stat -G` opens them), counting the same runs.
+#[test]
+fn the_bpf_mode_counts_work_on_every_cpu() {
+    let root = unified_or_skip!();
+    let _alone = cpu_0_alone();
+    let cgroup = make_parent(&root, "serve-bpf-cpus");
+    let pattern = format!("^{}$", cgroup.name);
+    let args = ["-e", "page-faults", "--cgroups", &pattern, "--per-cpu"];
+    let bpf = bpf_or_skip!(args);
+    let mut perf_events_args = args.to_vec();
+    perf_events_args.extend(["--cgroup-mode", "perf-events"]);
+    let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
+    let label = format!("cgroup=\"/{}\"", cgroup.name);
+    let per_cpu = |body: &str| -> Vec<(String, f64)> {
+        body.lines()
+            .filter(|l| l.starts_with("counterhal_event_total{event=\"page-faults\""))
+            .filter(|l| l.contains(&label))
+            .filter_map(|l| {
+                let cpu = l.split("cpu=\"").nth(1)?.split('"').next()?;
+                Some((cpu.to_string(), l.rsplit(' ').next()?.parse().ok()?))
+            })
+            .collect()
+    };
+    let missed = |body: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix("counterhal_cgroup_switches_missed_total "))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no counterhal_cgroup_switches_missed_total: {body}"))
+    };
+    let grown = |now: &[(String, f64)], then: &[(String, f64)]| -> Vec<(String, f64)> {
+        now.iter()
+            .map(|(cpu, v)| {
+                let before = then.iter().find(|(c, _)| c == cpu).map_or(0.0, |p| p.1);
+                (cpu.clone(), v - before)
+            })
+            .collect()
+    };
+    for cpu in counterhal::online_cpus().iter().map(|c| c.to_string()) {
+        let mut runs_missing = Vec::new();
+        loop {
+            let (bpf_before, perf_events_before) = (bpf.scrape(), perf_events.scrape());
+            let mut work = Command::new("taskset")
+                .args(["-c", &cpu, "sh", "-c", WORK])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start the work");
+            let shell = sleeping_child(work.id(), true);
+            run_in(&cgroup.path, shell, work.stdin.take().expect("its input"));
+            let done = work.wait_with_output().expect("the work ends");
+            assert!(done.status.success(), "the work: {}", stderr(&done));
+            let (ours, theirs) = (bpf.scrape(), perf_events.scrape());
+            let counted = grown(&per_cpu(&ours), &per_cpu(&bpf_before));
+            let expected = grown(&per_cpu(&theirs), &per_cpu(&perf_events_before));
+            let switches_missed = missed(&ours) - missed(&bpf_before);
+            if switches_missed > 0.0 {
+                runs_missing.push(switches_missed);
+                assert!(
+                    runs_missing.len() < 5,
+                    "CPU {cpu}: every run missed switches"
+                );
+                continue;
+            }
+            let on = |counts: &[(String, f64)]| {
+                counts.iter().find(|(c, _)| *c == cpu).map_or(0.0, |p| p.1)
+            };
+            assert!(
+                on(&expected) > 100.0,
+                "CPU {cpu}: the perf-event mode counted {expected:?}"
+            );
+            assert_eq!(
+                counted, expected,
+                "work pinned to CPU {cpu}: the BPF mode counted {counted:?}, the perf-event \
+                 mode {expected:?}"
+            );
+            break;
+        }
+    }
+    drop(cgroup);
+}

@@ -177,12 +177,13 @@ enum Access {
 /// switches missed and jumps to `missed` (the differences given to no cgroup). An unreadable
 /// counter is taken as no switch missed.
 ///
-/// At a switch the counter may not have counted it yet: the kernel runs a CPU's software
-/// events of one kind in the order of its list (`perf_swevent_event` over the hash list,
-/// kernel/events/core.c, new events added at its head), so the program's own event may come
-/// before the counter it reads. A switch run that finds no switch passed takes the one it
-/// runs at as counted, and keeps the previous reading plus one: the next run then finds
-/// what it expects, whichever the order, and a read after it finds none passed.
+/// The counter read is the program's own event (the one it runs at, placed at index
+/// `events`), and the kernel counts a switch before it runs the program
+/// (`perf_swevent_event`: `local64_add`, then `__perf_event_overflow` calls
+/// `bpf_overflow_handler`, kernel/events/core.c): a switch run finds exactly its own switch
+/// passed, an idle task's or any other, unless the kernel skipped runs in between
+/// (`bpf_prog_active` held on the CPU), which are the switches missed. A switch run that finds
+/// none is taken as one seen, the previous reading plus one.
 fn switches_seen(
     asm: &mut Asm,
     maps: Maps<'_>,
