@@ -48,6 +48,8 @@ mod serve_promhttp;
 #[cfg(feature = "serve")]
 mod serve_slurm;
 #[cfg(feature = "serve")]
+mod serve_sockets;
+#[cfg(feature = "serve")]
 mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;

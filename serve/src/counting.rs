@@ -32,6 +32,29 @@ pub struct Where {
     pub cpu: u32,
 }
 
+/// How the system-wide series are written: per CPU, or summed per die or socket (as perf
+/// stat's `-A`, `--per-die` and `--per-socket` aggregate).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Aggregate {
+    /// A series per CPU (`cpu`, `socket` and `die` labels).
+    #[default]
+    Cpu,
+    /// A series per die (`socket` and `die` labels), its CPUs' readings summed.
+    Die,
+    /// A series per socket (a `socket` label), its CPUs' readings summed.
+    Socket,
+}
+
+impl Aggregate {
+    /// The socket and die whose series a CPU of `topology` counts in (where summed).
+    pub fn key(self, topology: &CpuTopology) -> (Option<u32>, Option<u32>) {
+        match self {
+            Aggregate::Socket => (topology.socket, None),
+            Aggregate::Cpu | Aggregate::Die => (topology.socket, topology.die),
+        }
+    }
+}
+
 /// One place's set and its last readings.
 pub struct Place {
     /// The place.
@@ -79,6 +102,9 @@ pub struct Exporter {
     pub too_deep: usize,
     /// `--per-cpu`: a cgroup's series are per CPU, not summed over the CPUs.
     pub per_cpu: bool,
+    /// `--per-socket`, `--per-die`: the system-wide series summed per socket or die, not
+    /// per CPU.
+    pub aggregate: Aggregate,
     /// `--times`: the events whose times enabled and running are exported.
     pub times: super::events::TimesArg,
     /// `--kubelet-cgroup-root`: where the kubelet's pods are (their cgroups' labels).
@@ -124,6 +150,7 @@ impl Exporter {
             unopened: 0,
             too_deep: 0,
             per_cpu: false,
+            aggregate: Aggregate::Cpu,
             times: super::events::TimesArg::default(),
             kubelet: Kubelet::default(),
             slurm: Slurmstepd::default(),

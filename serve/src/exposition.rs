@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use counterhal::Reading;
 
-use super::counting::{Exporter, Place};
+use super::counting::{Aggregate, Exporter, Place};
 use super::events::{Exported, Unit};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
@@ -287,8 +287,10 @@ pub fn write(
 ///
 /// A cgroup's places are one series per event, its readings (value, enabled, running) summed
 /// over the CPUs, as `perf stat -a -G` aggregates them; with `--per-cpu`, and system-wide,
-/// each CPU's is a series of its own. A cgroup is left out of a scrape where one of its
-/// CPUs' reads failed (a sum without that CPU would go down: a counter reset to PromQL).
+/// each CPU's is a series of its own (system-wide, summed per socket or die instead with
+/// `--per-socket` or `--per-die`). A cgroup, socket or die is left out of a scrape where one
+/// of its CPUs' reads failed (a sum without that CPU would go down: a counter reset to
+/// PromQL).
 fn series(
     out: &mut Vec<u8>,
     format: Format,
@@ -297,8 +299,45 @@ fn series(
     value: impl Fn(&Exported, &Reading) -> Option<Number>,
 ) {
     let mut headed = false;
+    let mut sample = |out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], number| {
+        if !headed {
+            family.header(out, format);
+            headed = true;
+        }
+        family.sample(out, labels, number);
+    };
     let places = &exporter.places;
     let mut at = 0;
+    if exporter.aggregate != Aggregate::Cpu {
+        at = places.iter().take_while(|p| p.at.cgroup.is_none()).count();
+        let cpus = &places[..at];
+        let key = |p: &Place| exporter.aggregate.key(&p.topology);
+        for (first, place) in cpus.iter().enumerate() {
+            let group = key(place);
+            if cpus[..first].iter().any(|p| key(p) == group) {
+                continue;
+            }
+            let members = || cpus[first..].iter().filter(|p| key(p) == group);
+            if members().any(|p| !p.read) {
+                continue;
+            }
+            for (column, event) in exporter.events.iter().enumerate() {
+                // An event counts on the CPUs of its PMU's cpumask only (uncore: one a socket).
+                let mut readings = members().filter_map(|p| {
+                    let index = p.columns.iter().position(|&c| c == column)?;
+                    p.readings.get(index).copied()
+                });
+                let Some(first) = readings.next() else {
+                    continue;
+                };
+                let Some(number) = value(event, &readings.fold(first, add)) else {
+                    continue;
+                };
+                let by = Some(exporter.aggregate);
+                sample(out, &labels(event, place, by), number);
+            }
+        }
+    }
     while at < places.len() {
         let place = &places[at];
         let summed = place.at.cgroup.is_some() && !exporter.per_cpu;
@@ -318,37 +357,43 @@ fn series(
             let event = &exporter.events[column];
             let reading = run.iter().fold(Reading::default(), |sum, p| {
                 // A cgroup counts the same events on every CPU: the same columns.
-                let one = p.readings.get(index).copied().unwrap_or_default();
-                Reading::new(
-                    sum.value.saturating_add(one.value),
-                    sum.time_enabled.saturating_add(one.time_enabled),
-                    sum.time_running.saturating_add(one.time_running),
-                )
+                add(sum, p.readings.get(index).copied().unwrap_or_default())
             });
             let Some(number) = value(event, &reading) else {
                 continue;
             };
-            if !headed {
-                family.header(out, format);
-                headed = true;
-            }
-            let cpu = (!summed).then_some(place.at.cpu);
-            family.sample(out, &labels(event, place, cpu), number);
+            let by = (!summed).then_some(Aggregate::Cpu);
+            sample(out, &labels(event, place, by), number);
         }
     }
 }
 
-/// An event's labels at a place: `event`, `pmu`, `cpu` with its `socket` and `die` (none
-/// where summed), and where it is a cgroup's, `cgroup`, its pod's `pod_uid`, `container_id`
-/// and `qos_class`, and its Slurm job's `slurm_job_id`, `slurm_step` and `slurm_task`; an
-/// empty one is left out when written.
+/// `sum + one`, value, enabled and running each (saturating).
+fn add(sum: Reading, one: Reading) -> Reading {
+    Reading::new(
+        sum.value.saturating_add(one.value),
+        sum.time_enabled.saturating_add(one.time_enabled),
+        sum.time_running.saturating_add(one.time_running),
+    )
+}
+
+/// An event's labels at a place: `event`, `pmu`, its topology as `by` has it (`cpu`,
+/// `socket` and `die` per CPU; `socket` and `die` per die; `socket` per socket; none where
+/// summed over every CPU), and where it is a cgroup's, `cgroup`, its pod's `pod_uid`,
+/// `container_id` and `qos_class`, and its Slurm job's `slurm_job_id`, `slurm_step` and
+/// `slurm_task`; an empty one is left out when written.
 fn labels<'a>(
     event: &'a Exported,
     place: &'a Place,
-    cpu: Option<u32>,
+    by: Option<Aggregate>,
 ) -> [(&'static str, Label<'a>); 12] {
     let pod = place.pod.as_ref();
     let job = place.job.as_ref();
+    let cpu = (by == Some(Aggregate::Cpu)).then_some(place.at.cpu);
+    let socket = by.and(place.topology.socket);
+    let die = by
+        .filter(|&b| b != Aggregate::Socket)
+        .and(place.topology.die);
     [
         ("event", Label::Text(&event.name)),
         ("pmu", Label::Text(&event.pmu)),
@@ -356,8 +401,8 @@ fn labels<'a>(
             "cpu",
             cpu.map_or(Label::Text(""), |cpu| Label::Int(u64::from(cpu))),
         ),
-        ("socket", per_cpu(cpu.and(place.topology.socket))),
-        ("die", per_cpu(cpu.and(place.topology.die))),
+        ("socket", per_cpu(socket)),
+        ("die", per_cpu(die)),
         (
             "cgroup",
             Label::Text(place.at.cgroup.as_deref().unwrap_or("")),
@@ -703,5 +748,105 @@ mod tests {
             open.contains("# UNIT counterhal_event_seconds seconds\n"),
             "{open}"
         );
+    }
+
+    /// The same readings written per CPU, `--per-socket` and `--per-die`: each socket's
+    /// (die's) series is the sum of its CPUs' series, value and both times, whether the two
+    /// CPUs share a socket or the first CPU's socket is numbered after the second's; each
+    /// series carries its socket (and die) and no cpu.
+    ///
+    /// Oracle: the per-CPU series as the exporter writes them (one perf event per CPU,
+    /// `cpu-clock`, with the socket and die labels of a sysfs tree written here), summed as
+    /// PromQL's `sum by (socket)` and perf's `--per-socket` aggregation sum them.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn per_socket_and_per_die_series_sum_the_per_cpu_series() {
+        use super::super::{budget, counting, discovery};
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        use std::collections::BTreeMap;
+
+        let online = counterhal::online_cpus();
+        if !online.contains(0) || !online.contains(1) {
+            skip!(Need::System, "CPUs 0 and 1 are not both online");
+        }
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        drop(backend);
+        let root = std::env::temp_dir().join(format!("counterhal-sockets-{}", std::process::id()));
+        // (socket, die) of CPUs 0 and 1.
+        for layout in [[(0, 0), (0, 1)], [(1, 0), (0, 0)]] {
+            let system = counterhal_system::System::host().with_sysfs(&root);
+            for (cpu, (socket, die)) in layout.iter().enumerate() {
+                let dir = root.join(format!("devices/system/cpu/cpu{cpu}/topology"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("physical_package_id"), format!("{socket}\n")).unwrap();
+                std::fs::write(dir.join("die_id"), format!("{die}\n")).unwrap();
+            }
+            let backend = counterhal::open_default().unwrap();
+            let host = counterhal_system::System::host();
+            let plan = crate::events::plan(&host, &backend, &["cpu-clock".to_string()]).unwrap();
+            if plan.exported.is_empty() {
+                skip!(Need::Privilege, "cpu-clock does not open on every CPU here");
+            }
+            let watch = discovery::Watch::new(&[], None, 8).unwrap();
+            let budget = budget::Budget::new(65_536, 4);
+            let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+            exporter.system = system;
+            exporter.times = crate::events::TimesArg::Always;
+            let health = Health::new("linux", &host);
+            exporter.follow_on(&"0-1".parse::<counterhal::CpuList>().unwrap(), &health);
+            exporter.read_all(&health);
+            assert!(exporter.places.iter().all(|p| p.read), "every CPU read");
+            // Each sample of the families written: its labels (without event and pmu) and value.
+            let written = |exporter: &Exporter| {
+                let mut out = Vec::new();
+                write(&mut out, Format::Text, exporter, &health, Instant::now());
+                String::from_utf8(out)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| l.starts_with("counterhal_event_"))
+                    .filter_map(|l| {
+                        let (name, rest) = l.split_once('{')?;
+                        let (labels, value) = rest.rsplit_once("} ")?;
+                        let labels: Vec<&str> = labels
+                            .split(',')
+                            .filter(|p| !p.starts_with("event=") && !p.starts_with("pmu="))
+                            .collect();
+                        Some(((name.to_string(), labels.join(",")), value.parse().ok()?))
+                    })
+                    .collect::<Vec<((String, String), f64)>>()
+            };
+            let per_cpu = written(&exporter);
+            // Value, enabled and running on each CPU.
+            assert_eq!(per_cpu.len(), 6, "{per_cpu:?}");
+            for (aggregate, keep) in [
+                (counting::Aggregate::Socket, &["socket"][..]),
+                (counting::Aggregate::Die, &["socket", "die"][..]),
+            ] {
+                let mut sums: BTreeMap<(String, String), f64> = BTreeMap::new();
+                for ((name, labels), value) in &per_cpu {
+                    let kept: Vec<&str> = labels
+                        .split(',')
+                        .filter(|p| keep.iter().any(|k| p.starts_with(&format!("{k}="))))
+                        .collect();
+                    *sums.entry((name.clone(), kept.join(","))).or_default() += value;
+                }
+                exporter.aggregate = aggregate;
+                let summed: BTreeMap<(String, String), f64> =
+                    written(&exporter).into_iter().collect();
+                assert_eq!(summed.len(), sums.len(), "{aggregate:?}: {summed:?}");
+                for (key, sum) in &sums {
+                    let got = summed.get(key).copied();
+                    // Seconds written as decimal fractions: equal to the last digit.
+                    assert!(
+                        got.is_some_and(|g| (g - sum).abs() <= 1e-9 * sum.max(1.0)),
+                        "{aggregate:?} {layout:?} {key:?}: {got:?}, the CPUs' sum {sum}"
+                    );
+                }
+            }
+        }
+        std::fs::remove_dir_all(&root).ok();
     }
 }

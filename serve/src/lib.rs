@@ -109,7 +109,8 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
 [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
-[--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--times multiplexed|always] \
+[--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--per-socket|--per-die] \
+[--times multiplexed|always] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
 [--web.config.file FILE]";
 
@@ -121,9 +122,10 @@ Endpoints (GET and HEAD only; none changes anything):
 
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
 counterhal_event_joules_total (energy), each with event, pmu and cpu (with socket and die)
-labels, and per cgroup a cgroup label (with pod_uid, container_id and qos_class where the
-cgroup is a Kubernetes pod's, slurm_job_id, slurm_step and slurm_task where it is a Slurm
-job's), summed over the CPUs unless --per-cpu; counterhal_event_enabled_seconds_total and
+labels (summed per socket or die with --per-socket or --per-die), and per cgroup a cgroup
+label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes pod's,
+slurm_job_id, slurm_step and slurm_task where it is a Slurm job's), summed over the CPUs
+unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
 (rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
 exports them for software events and tracepoints too).
@@ -204,6 +206,14 @@ pub struct ServeArgs {
     /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
     #[arg(long = "per-cpu")]
     pub per_cpu: bool,
+    /// The system-wide series summed per socket (a socket label, no cpu label) instead of one
+    /// per CPU, as perf stat -a --per-socket aggregates (value, enabled and running each).
+    #[arg(long = "per-socket", conflicts_with = "per_die")]
+    pub per_socket: bool,
+    /// The system-wide series summed per die (socket and die labels, no cpu label) instead
+    /// of one per CPU, as perf stat -a --per-die aggregates.
+    #[arg(long = "per-die")]
+    pub per_die: bool,
     /// For which events the times enabled and running are exported: multiplexed (those the
     /// kernel may multiplex: hardware, uncore and energy events; software events and
     /// tracepoints always run while enabled, their two times equal) or always (every event).
@@ -440,6 +450,11 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
+    exporter.aggregate = match (args.per_socket, args.per_die) {
+        (true, _) => counting::Aggregate::Socket,
+        (_, true) => counting::Aggregate::Die,
+        _ => counting::Aggregate::Cpu,
+    };
     exporter.times = args.times;
     exporter.cpus = args.cpus.clone();
     exporter.system = system;
