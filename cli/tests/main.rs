@@ -50,6 +50,8 @@ mod serve_slurm;
 #[cfg(feature = "serve")]
 mod serve_sockets;
 #[cfg(feature = "serve")]
+mod serve_times;
+#[cfg(feature = "serve")]
 mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;

@@ -29,8 +29,9 @@ pub enum Unit {
 /// `--times`: for which events the times enabled and running are exported.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimesArg {
-    /// For the events the kernel may multiplex (those of a hardware PMU, uncore and energy
-    /// included), not for software events and tracepoints, which run whenever enabled.
+    /// For the events the kernel may multiplex (those of the core PMU and the uncore boxes),
+    /// not for software events, tracepoints, `msr` and energy (`power`) events, which run
+    /// whenever enabled.
     #[default]
     Multiplexed,
     /// For every event.
@@ -58,7 +59,7 @@ pub struct Exported {
     /// The CPUs its PMU counts on (its `cpumask`); `None` for every CPU.
     pub cpus: Option<CpuList>,
     /// Whether the kernel may multiplex it (its time running below its time enabled): every
-    /// PMU but those of the kernel's software context ([`may_multiplex`]).
+    /// PMU but those of the kernel's software context, `msr` and `power` ([`may_multiplex`]).
     pub may_multiplex: bool,
     /// What the backend opens.
     pub resolved: ResolvedEvent,
@@ -258,12 +259,24 @@ fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
 /// uprobes), as [`pmu_of`] names them.
 const SOFTWARE_CONTEXT: [&str; 4] = ["software", "tracepoint", "kprobe", "uprobe"];
 
-/// Whether an event of `pmu` may be multiplexed. An event of the software context is marked
-/// `PERF_EV_CAP_SOFTWARE` at its opening (`perf_event_alloc`), and a group of such events
-/// always goes on (`group_can_go_on`), so each of the exporter's (a group of its own) runs
-/// whenever it is enabled: its time running is its time enabled.
+/// The PMUs of the kernel's x86 drivers whose `add` never fails, as sysfs names them: `msr`
+/// (arch/x86/events/msr.c, in the software context) and `power`, the energy counters
+/// (arch/x86/events/rapl.c, and AMD's arch/x86/events/amd/power.c, each with a context of
+/// its own: `perf_invalid_context`).
+const ALWAYS_ADDED: [&str; 2] = ["msr", "power"];
+
+/// Whether an event of `pmu` may be multiplexed. The kernel multiplexes an event only where
+/// its PMU refused it (`pmu->add` failed in `merge_sched_in`, which marks the PMU's context
+/// for rotation) or where an earlier group of its PMU was refused (`can_add_hw`, one per
+/// PMU since Linux 6.2). An event of the software context is marked `PERF_EV_CAP_SOFTWARE`
+/// at its opening (`perf_event_alloc`), and a group of such events always goes on
+/// (`group_can_go_on`); the `msr` and energy PMUs read a free-running register, and their
+/// `add` returns 0 whatever is counting. So each of the exporter's events of these PMUs (a
+/// group of its own) runs whenever it is enabled: its time running is its time enabled. The
+/// core PMU's and the uncore boxes' `add` fail when their counters are taken
+/// (`x86_pmu_add`, `uncore_pmu_event_add`): those may be multiplexed.
 pub fn may_multiplex(pmu: &str) -> bool {
-    !SOFTWARE_CONTEXT.contains(&pmu)
+    !SOFTWARE_CONTEXT.contains(&pmu) && !ALWAYS_ADDED.contains(&pmu)
 }
 
 /// The PMU under `devices` whose `type` file holds `type_`.
@@ -352,7 +365,7 @@ mod tests {
     }
 
     /// The events of the kernel's software context (the software events with their clocks,
-    /// tracepoints) never multiplex; those of the core PMU, an uncore box and RAPL may.
+    /// tracepoints) never multiplex; those of the core PMU and an uncore box may.
     ///
     /// Oracle: Linux 7.2's kernel/events/core.c (`perf_swevent`, `perf_cpu_clock`,
     /// `perf_task_clock`, `perf_tracepoint`, `perf_kprobe` and `perf_uprobe` are the PMUs of
@@ -373,7 +386,6 @@ mod tests {
         for (name, multiplexed) in [
             ("cycles", true),
             ("INST_RETIRED.ANY_P", true),
-            ("power/energy-pkg/", true),
             ("uncore_imc_0/cas_count_read/", true),
             ("task-clock", false),
             ("cpu-clock", false),
@@ -386,6 +398,44 @@ mod tests {
         }
         for pmu in ["tracepoint", "kprobe", "uprobe"] {
             assert!(!may_multiplex(pmu), "{pmu}");
+        }
+    }
+
+    /// Energy (`power`) and `msr` events never multiplex, so their times are not exported
+    /// by default; an uncore box's may, as the core PMU's.
+    ///
+    /// Oracle: Linux 7.2's x86 drivers. arch/x86/events/rapl.c registers `power` with
+    /// `.task_ctx_nr = perf_invalid_context` (a context of its own, before Linux 6.2 too,
+    /// `find_pmu_context`) and `rapl_pmu_event_add` returns 0 always (it reads a free-running
+    /// MSR), as AMD's `pmu_event_add` (arch/x86/events/amd/power.c) does; arch/x86/events/
+    /// msr.c registers `msr` with `.task_ctx_nr = perf_sw_context` (`PERF_EV_CAP_SOFTWARE`:
+    /// `group_can_go_on` puts it on always) and `msr_event_add` returns 0 always. Only an
+    /// `add` that fails leaves an event inactive for the multiplexer (`merge_sched_in`,
+    /// kernel/events/core.c), and `uncore_pmu_event_add` (arch/x86/events/intel/uncore.c)
+    /// fails past the box's counters (`uncore_collect_events`: `-EINVAL`). The PMUs' names
+    /// are the Sapphire Rapids sysfs tree's of backend-linux's tests.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn energy_and_msr_events_never_multiplex_and_uncore_may() {
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
+        let root = devices.ancestors().nth(3).unwrap();
+        let backend = counterhal::Setup::new()
+            .cpu_model("spr")
+            .sysfs(root)
+            .open()
+            .unwrap();
+        for (name, multiplexed) in [
+            ("power/energy-pkg/", false),
+            ("power/energy-ram/", false),
+            ("msr/tsc/", false),
+            ("msr/aperf/", false),
+            ("uncore_imc_0/cas_count_read/", true),
+            ("uncore_cha_0/event=0x1/", true),
+        ] {
+            let event = backend.resolve(name).unwrap();
+            let (pmu, _) = pmu_of(&event, &devices);
+            assert_eq!(may_multiplex(&pmu), multiplexed, "{name} on {pmu}");
         }
     }
 }

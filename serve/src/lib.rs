@@ -128,7 +128,7 @@ slurm_job_id, slurm_step and slurm_task where it is a Slurm job's), summed over 
 unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
 (rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
-exports them for software events and tracepoints too).
+exports them for software, tracepoint, msr and energy events too).
 docs/serve.md has them all, and the bounds on clients.";
 
 /// `counterhal serve`'s options.
@@ -215,8 +215,9 @@ pub struct ServeArgs {
     #[arg(long = "per-die")]
     pub per_die: bool,
     /// For which events the times enabled and running are exported: multiplexed (those the
-    /// kernel may multiplex: hardware, uncore and energy events; software events and
-    /// tracepoints always run while enabled, their two times equal) or always (every event).
+    /// kernel may multiplex: hardware and uncore events; software events, tracepoints, msr
+    /// and energy events always run while enabled, their two times equal) or always (every
+    /// event).
     #[arg(long = "times", value_name = "WHICH", value_enum, default_value_t = TimesArg::Multiplexed)]
     pub times: TimesArg,
     /// The most client connections open at once; past it, the one that has waited longest
