@@ -19,6 +19,8 @@ mod perf_pmus;
 #[cfg(target_os = "linux")]
 mod perf_uncore;
 #[cfg(target_os = "linux")]
+mod perf_uncore72;
+#[cfg(target_os = "linux")]
 mod restart;
 #[cfg(target_os = "linux")]
 mod sampling;

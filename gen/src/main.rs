@@ -172,8 +172,16 @@ enum Source {
         /// Where to write one TOML file per directory (events/data/generated/uncore).
         #[arg(long)]
         out: PathBuf,
-        /// perf 6.1, whose own tables give back what Linux 6.12's JSON lost (extended event
-        /// selects, removed events): run as root, under a tree of each table's PMUs.
+        /// An older release's `tools/perf/pmu-events/arch/x86` directory: each event of its
+        /// tables that the newer JSON no longer has is kept, as it gives it (a name its perf
+        /// knew keeps resolving).
+        #[arg(long, requires = "older_commit")]
+        older: Option<PathBuf>,
+        /// The older release's version, written into the header line of what it kept.
+        #[arg(long, requires = "older")]
+        older_commit: Option<String>,
+        /// perf 6.1, whose own tables give back what the kernel's JSON lost since (extended
+        /// event selects, removed events): run as root, under a tree of each table's PMUs.
         #[arg(long)]
         perf: Option<PathBuf>,
     },
@@ -506,9 +514,15 @@ fn main() -> ExitCode {
             source,
             commit,
             out,
+            older,
+            older_commit,
             perf,
         } => counterhal_gen::uncore::tables(source, commit)
             .and_then(|mut tables| {
+                if let (Some(older), Some(older_commit)) = (older, older_commit) {
+                    let kept = counterhal_gen::uncore::tables(older, older_commit)?;
+                    counterhal_gen::uncore::keep_older(&mut tables, &kept, older_commit);
+                }
                 if let Some(perf) = perf {
                     counterhal_gen::uncore_perf::amend_tables(
                         &mut tables,

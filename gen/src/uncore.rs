@@ -16,8 +16,9 @@ use crate::GenError;
 use crate::metrics::KERNEL_SOURCE;
 use crate::write::GENERATED_MARK;
 
-/// The units of hybrid core PMUs: their events are core events, in the core tables.
-const CORE_UNITS: &[&str] = &["cpu_core", "cpu_atom"];
+/// The units of hybrid core PMUs (Linux 7.2's Arrow Lake adds its low-power E-cores'
+/// `cpu_lowpower`): their events are core events, in the core tables.
+const CORE_UNITS: &[&str] = &["cpu_core", "cpu_atom", "cpu_lowpower"];
 
 /// One uncore event as perf's generator writes it.
 #[derive(Clone, Debug, PartialEq)]
@@ -287,12 +288,7 @@ pub fn table(root: &Path, directory: &str, commit: &str) -> Result<UncoreTable, 
     }
     let mut pmus: Vec<UncorePmu> = pmus.into_values().collect();
     for pmu in &mut pmus {
-        pmu.events.sort_by(|a, b| {
-            (a.name
-                .to_ascii_lowercase()
-                .cmp(&b.name.to_ascii_lowercase()))
-            .then_with(|| a.name.cmp(&b.name))
-        });
+        sort_events(&mut pmu.events);
     }
     Ok(UncoreTable {
         directory: directory.to_string(),
@@ -322,6 +318,117 @@ pub fn tables(root: &Path, commit: &str) -> Result<Vec<UncoreTable>, GenError> {
         }
     }
     Ok(out)
+}
+
+/// The events of `older` (an older release's tables) that no PMU of the same directory's table
+/// in `tables` has by name (ASCII case ignored), added to their PMU (itself added where the
+/// table lacks it) as the older release gives them, so that a name its perf knew keeps
+/// resolving; each table that gained some gets a header line naming them, `release` the
+/// older release's words. A directory only `older` has is kept whole.
+pub fn keep_older(tables: &mut Vec<UncoreTable>, older: &[UncoreTable], release: &str) {
+    for old in older {
+        let Some(table) = tables.iter_mut().find(|t| t.directory == old.directory) else {
+            let mut kept = old.clone();
+            kept.notes.push(format!(
+                "{release}: the whole table, which the newer JSON no longer has"
+            ));
+            tables.push(kept);
+            continue;
+        };
+        let mut added = Vec::new();
+        let mut filter1 = Vec::new();
+        for old_pmu in &old.pmus {
+            for event in &old_pmu.events {
+                let same_pmu = table.pmus.iter_mut().find(|p| p.name == old_pmu.name);
+                if let Some(ours) = same_pmu
+                    .and_then(|p| p.events.iter_mut().find(|e| e.name == event.name))
+                    .filter(|e| lost_filter1(&e.terms, &event.terms))
+                {
+                    ours.terms = event.terms.clone();
+                    filter1.push(event.name.clone());
+                }
+                let known = table.pmus.iter().any(|p| {
+                    p.events
+                        .iter()
+                        .any(|e| e.name.eq_ignore_ascii_case(&event.name))
+                });
+                if known {
+                    continue;
+                }
+                let index = match table.pmus.iter().position(|p| p.name == old_pmu.name) {
+                    Some(index) => index,
+                    None => {
+                        table.pmus.push(UncorePmu {
+                            name: old_pmu.name.clone(),
+                            unit: old_pmu.unit.clone(),
+                            events: Vec::new(),
+                        });
+                        table.pmus.len() - 1
+                    }
+                };
+                table.pmus[index].events.push(event.clone());
+                added.push(event.name.clone());
+            }
+        }
+        if !filter1.is_empty() {
+            table.notes.push(format!(
+                "{release}: {} events take its `config1`, which this JSON wrote without the \
+                 shift of Intel's `Filter1` value into config1's upper half (FILTER1): {}",
+                filter1.len(),
+                filter1.join(", ")
+            ));
+        }
+        if added.is_empty() {
+            continue;
+        }
+        table.pmus.sort_by(|a, b| a.name.cmp(&b.name));
+        for pmu in &mut table.pmus {
+            sort_events(&mut pmu.events);
+        }
+        added.sort_by_key(|n| n.to_ascii_lowercase());
+        table.notes.push(format!(
+            "{release}: {} events its JSON has that this JSON no longer has (on no PMU), \
+             kept with its terms: {}",
+            added.len(),
+            added.join(", ")
+        ));
+    }
+    tables.sort_by(|a, b| a.directory.cmp(&b.directory));
+}
+
+/// Whether `newer` is `older` but for a `config1` value that is `older`'s shifted down 32 bits:
+/// Linux 7.2's JSON wrote Intel perfmon's `Filter1` value of Skylake-SP's and Cascade Lake's
+/// CHA (`FILTER_VALUE` 0x40233: opcode and locality filters) as `config1=0x40233`, where the
+/// kernel writes config1's upper half to FILTER1 (`hswep_cbox_enable_event`,
+/// arch/x86/events/intel/uncore_snbep.c) and Linux 6.12's JSON has `config1=0x4023300000000`.
+fn lost_filter1(newer: &str, older: &str) -> bool {
+    let config1 = |terms: &str| {
+        let mut rest = Vec::new();
+        let mut value = None;
+        for term in terms.split(',') {
+            match term.strip_prefix("config1=") {
+                Some(text) => value = int0(text),
+                None => rest.push(term.to_string()),
+            }
+        }
+        (rest, value)
+    };
+    match (config1(newer), config1(older)) {
+        ((new_rest, Some(new)), (old_rest, Some(old))) => {
+            new_rest == old_rest && new != 0 && new < 1 << 32 && old == new << 32
+        }
+        _ => false,
+    }
+}
+
+/// Events sorted by name, ASCII case ignored, then as spelled.
+fn sort_events(events: &mut [UncoreEvent]) {
+    events.sort_by(|a, b| {
+        (a.name
+            .to_ascii_lowercase()
+            .cmp(&b.name.to_ascii_lowercase()))
+        .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 /// A TOML basic string.

@@ -299,7 +299,7 @@ pub fn amend_tables(
         table.notes.push(format!(
             "{release} ({version}; `PERF_CPUID={cpuid} perf list --details` under a tree of \
              these PMUs, counterhal-gen's uncore_perf.rs): {} events take its extended event \
-             select, which Linux 6.12's JSON lost; {} events it lists that Linux 6.12's JSON no \
+             select, which the kernel's JSON lost; {} events it lists that the kernel's JSON no \
              longer has are added: {}",
             amended.extended.len(),
             amended.added.len(),

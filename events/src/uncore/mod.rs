@@ -93,10 +93,17 @@ mod tests {
         assert!(db.uncore_events("skylakex", "UNC_M_CAS_COUNT.RD").len() == 1);
         assert!(db.uncore_events("skx", "UNC_M_CAS_COUNT").is_empty());
         assert!(db.uncore_events("nosuch", "UNC_M_CAS_COUNT.RD").is_empty());
-        // Haswell client's socket clock is on two PMUs.
+        // Haswell client's socket clock is on cbox 0 alone in Linux 7.2's JSON (6.12's also
+        // put it on `uncore_clock`, a PMU the kernel registers from Alder Lake on).
         let clock = db.uncore_events("hsw", "UNC_CLOCK.SOCKET");
         let pmus: Vec<&str> = clock.iter().map(|e| e.pmu).collect();
-        assert_eq!(pmus, ["uncore_cbox_0", "uncore_clock"]);
+        assert_eq!(pmus, ["uncore_cbox_0"]);
+        // Linux 7.2's models: Zen 6's L3 and UMC, Clearwater Forest's CHA.
+        assert_eq!(
+            db.uncore_events("zen6", "l3_lookup_state.all_coherent_accesses_to_l3")[0].pmu,
+            "amd_l3"
+        );
+        assert!(!db.uncore_events("cwf", "UNC_CHA_CLOCKTICKS").is_empty());
         let zen4 = db.uncore_table("zen4");
         assert!(zen4.iter().any(|e| e.pmu == "amd_umc"));
         let names: Vec<String> = zen4.iter().map(|e| e.name.to_ascii_lowercase()).collect();
