@@ -531,6 +531,55 @@ mod tests {
         );
     }
 
+    /// Oracle: Linux 6.12's and 7.2's perf JSON (skylakex/uncore-cache.json,
+    /// uncore-interconnect.json): 7.2 dropped `UPI_DATA_BANDWIDTH_TX` and wrote the TOR filter
+    /// without its shift into FILTER1; a name 6.12 knew stays, with 6.12's terms.
+    #[test]
+    fn older_names_and_filter1_are_kept() {
+        let event = |name: &str, terms: &str| UncoreEvent {
+            name: name.into(),
+            terms: terms.into(),
+            scale_unit: None,
+            deprecated: false,
+        };
+        let table = |events: Vec<UncoreEvent>| UncoreTable {
+            directory: "skylakex".into(),
+            commit: "c".into(),
+            notes: Vec::new(),
+            pmus: vec![UncorePmu {
+                name: "uncore_cha".into(),
+                unit: "CHA".into(),
+                events,
+            }],
+        };
+        let old = table(vec![
+            event(
+                "UNC_CHA_TOR_INSERTS.IA_HIT_CRD",
+                "event=0x35,umask=0x11,config1=0x4023300000000",
+            ),
+            event("UNC_CHA_CLOCKTICKS", "event=0"),
+            event("UPI_DATA_BANDWIDTH_TX", "event=2,umask=0xf"),
+        ]);
+        let mut new = vec![table(vec![
+            event(
+                "UNC_CHA_TOR_INSERTS.IA_HIT_CRD",
+                "event=0x35,umask=0x11,config1=0x40233",
+            ),
+            event("UNC_CHA_CLOCKTICKS", "event=1"),
+        ])];
+        keep_older(&mut new, &[old], "6.12");
+        let events = &new[0].pmus[0].events;
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0].terms, "event=1");
+        assert_eq!(
+            events[1].terms,
+            "event=0x35,umask=0x11,config1=0x4023300000000"
+        );
+        assert_eq!(events[2].name, "UPI_DATA_BANDWIDTH_TX");
+        assert_eq!(new[0].notes.len(), 2);
+        assert!(!lost_filter1("event=1,config1=0x5", "event=1,config1=0x6"));
+    }
+
     #[test]
     fn terms_are_jevents_event_string() {
         let entry = json!({"EventCode": "0x04", "UMask": "0x03", "Unit": "iMC"});

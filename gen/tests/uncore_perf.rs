@@ -1,34 +1,86 @@
-//! The uncore tables perf 6.1's own tables amend (`counterhal-gen uncore --perf perf`) are
-//! what the generator writes from Linux 6.12's JSON and perf 6.1.
+//! The uncore tables as shipped are what the generator writes from Linux 7.2's perf JSON, with
+//! Linux 6.12's names kept (`--older`) and perf 6.1's own tables' amendments (`--perf perf`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use counterhal_conformance::fixtures;
 use counterhal_gen::{uncore, uncore_perf};
 
-const COMMIT: &str = "linux-source-6.12 6.12.117-1~deb12u1 (Debian)";
+const COMMIT: &str = "linux-source-7.2 7.2.13-1 (Debian)";
+const OLDER: &str = "linux-source-6.12 6.12.117-1~deb12u1 (Debian)";
 
-/// Oracle: Linux 6.12's perf JSON (Debian's linux-source-6.12) and perf 6.1's own uncore
-/// tables (Debian's linux-perf, `perf list --details` under a tree of the table's PMUs).
-/// Regenerating Broadwell-EP's and Ivy Bridge-EP's tables gives the shipped bytes: perf 6.1's
-/// extended event selects (`UNC_Q_RxL_OCCUPANCY_SNP.VN1` is `event=0x119`) and the events
-/// Linux 6.12 removed (`UNC_H_ADDR_OPC_MATCH.FILT`) included. Skips without root, perf or the
-/// tarball.
+/// Linux 7.2's x86 perf JSON, extracted from the lab's sid root (Debian's linux-source-7.2)
+/// into `dir`, or why not.
+fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
+    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
+        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+    let tarball = lab.join("sid/usr/src/linux-source-7.2.tar.xz");
+    if !tarball.is_file() {
+        return Err(format!(
+            "{} is absent (scripts/current-lab installs linux-source-7.2 in the sid root)",
+            tarball.display()
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let status = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "--wildcards",
+            "linux-source-7.2/tools/perf/pmu-events/arch/x86/*",
+        ])
+        .status()
+        .map_err(|e| format!("tar cannot run: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar -xJf {}: {status}", tarball.display()));
+    }
+    Ok(dir.join("linux-source-7.2/tools/perf/pmu-events/arch/x86"))
+}
+
+/// Oracle: Linux 7.2's perf JSON (Debian sid's linux-source-7.2 7.2.13-1), Linux 6.12's
+/// (Debian's linux-source-6.12) and perf 6.1's own uncore tables (Debian's linux-perf, `perf
+/// list --details` under a tree of the table's PMUs). Regenerating Broadwell-EP's, Ivy
+/// Bridge-EP's, Skylake-SP's, Emerald Rapids' and Zen 6's tables gives the shipped bytes: perf
+/// 6.1's extended event selects (`UNC_Q_RxL_OCCUPANCY_SNP.VN1` is `event=0x119`), the events
+/// Linux 6.12 removed (`UNC_H_ADDR_OPC_MATCH.FILT`), the names Linux 7.2 dropped
+/// (`UPI_DATA_BANDWIDTH_TX`, `UNC_IIO_BANDWIDTH_OUT.PART0_FREERUN`) and Skylake-SP's CHA
+/// filter in config1's upper half included. Skips without root, perf or the tarballs.
 #[test]
-fn perf_6_1_amends_the_uncore_tables_as_shipped() {
+fn the_uncore_tables_regenerate_as_shipped() {
     if let Some((need, why)) = fixtures::perf_tree::unready() {
         counterhal_conformance::skip!(need, "{why}");
     }
-    let top = match fixtures::kernel_source() {
-        Ok(top) => top,
+    let older = match fixtures::kernel_source() {
+        Ok(top) => top.join("tools/perf/pmu-events/arch/x86"),
         Err(why) => {
             counterhal_conformance::skip!(counterhal_conformance::skip::Need::Tools, "{why}")
         }
     };
-    let root = top.join("tools/perf/pmu-events/arch/x86");
+    let dir = std::env::temp_dir().join(format!("counterhal-gen-uncore-72-{}", std::process::id()));
+    let root = match tree_7_2(&dir) {
+        Ok(root) => root,
+        Err(why) => {
+            counterhal_conformance::skip!(counterhal_conformance::skip::Need::Tools, "{why}")
+        }
+    };
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/data/generated/uncore");
-    for directory in ["broadwellx", "ivytown"] {
+    let kept = uncore::tables(&older, OLDER).unwrap();
+    for directory in [
+        "broadwellx",
+        "ivytown",
+        "skylakex",
+        "emeraldrapids",
+        "amdzen6",
+    ] {
         let mut tables = vec![uncore::table(&root, directory, COMMIT).unwrap()];
+        let kept: Vec<_> = kept
+            .iter()
+            .filter(|t| t.directory == directory)
+            .cloned()
+            .collect();
+        uncore::keep_older(&mut tables, &kept, OLDER);
         uncore_perf::amend_tables(&mut tables, Path::new("perf"), &root.join("mapfile.csv"))
             .unwrap();
         let text = uncore::table_toml(&tables[0]);
@@ -37,16 +89,20 @@ fn perf_6_1_amends_the_uncore_tables_as_shipped() {
             text == on_disk,
             "{directory}.toml differs from a regeneration"
         );
-        assert!(
-            text.contains("events take its extended event select"),
-            "{directory}"
-        );
     }
-    let bdx = std::fs::read_to_string(shipped.join("broadwellx.toml")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let read = |name: &str| std::fs::read_to_string(shipped.join(name)).unwrap();
+    let bdx = read("broadwellx.toml");
     assert!(
         bdx.contains("{ name = \"UNC_Q_RxL_OCCUPANCY_SNP.VN1\", terms = \"event=0x119,umask=2\" }")
     );
     assert!(
         bdx.contains("{ name = \"UNC_H_ADDR_OPC_MATCH.FILT\", terms = \"event=0x20,umask=0x3\" }")
     );
+    let skx = read("skylakex.toml");
+    assert!(skx.contains(
+        "{ name = \"UNC_CHA_TOR_INSERTS.IA_HIT_CRD\", terms = \"event=0x35,umask=0x11,config1=0x4023300000000\" }"
+    ));
+    assert!(skx.contains("{ name = \"UPI_DATA_BANDWIDTH_TX\", terms = \"event=2,umask=0xf\""));
+    assert!(read("amdzen6.toml").contains("name = \"amd_l3\""));
 }
