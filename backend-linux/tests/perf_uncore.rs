@@ -50,9 +50,9 @@ struct Figures {
 }
 
 /// Terms as their values: each `name=value` (`event=0x1` and `event=1` alike), sorted.
-type Terms = Vec<(String, Option<u64>)>;
+pub(crate) type Terms = Vec<(String, Option<u64>)>;
 
-fn normalized(terms: &str) -> Terms {
+pub(crate) fn normalized(terms: &str) -> Terms {
     let mut out: Terms = terms
         .split(',')
         .map(|term| {
@@ -81,7 +81,7 @@ fn perf_terms(aliases: &[String]) -> Vec<Terms> {
 }
 
 /// Each open of `events`: type, config words, CPU and exclude bits, sorted.
-fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
+pub(crate) fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
     let mut out: Vec<Open> = events
         .iter()
         .flat_map(|e| {

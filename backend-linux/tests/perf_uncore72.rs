@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use counterhal_conformance::fixtures::perf_tree::{
-    Asked, Open, build_shim, open_of, parse_perf, run_perf_as,
+    Asked, Open, build_shim, parse_perf, perf_7_2, run_perf_as,
 };
+
+use crate::perf_uncore::{Terms, normalized, opens};
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuIdentity, Database};
 
@@ -114,32 +116,6 @@ const FORMATS: &[(&str, &str)] = &[
     ("filter_state", "config2:58-61"),
 ];
 
-/// perf 7.2 of the lab's sid root, run by the root's loader: the command before its
-/// arguments, or why there is none.
-fn perf_7_2() -> Result<Vec<PathBuf>, String> {
-    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
-        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
-    let root = lab.join("sid");
-    let loader = root.join("lib64/ld-linux-x86-64.so.2");
-    let perf = root.join("usr/bin/perf");
-    if !perf.is_file() || !loader.is_file() {
-        return Err(format!(
-            "no perf 7.2 in {} (scripts/current-lab makes the Debian sid root)",
-            root.display()
-        ));
-    }
-    let libraries = format!(
-        "{0}/lib/x86_64-linux-gnu:{0}/usr/lib/x86_64-linux-gnu",
-        root.display()
-    );
-    Ok(vec![
-        loader,
-        PathBuf::from("--library-path"),
-        PathBuf::from(libraries),
-        perf,
-    ])
-}
-
 /// The tree's directory for a PMU of our tables: AMD's and numbered ones as named, an Intel
 /// kind as its box 0.
 fn box_name(pmu: &str) -> String {
@@ -205,38 +181,23 @@ fn perf_lists(perf: &[PathBuf], devices: &Path, cpuid: &str) -> Vec<(String, Str
         .collect()
 }
 
-/// Terms as their values: each `name=value` (`event=0x1` and `event=1` alike), sorted.
-fn normalized(terms: &str) -> Vec<(String, Option<u64>)> {
-    let mut out: Vec<(String, Option<u64>)> = terms
-        .split(',')
-        .map(|term| {
-            let (name, value) = term.split_once('=').unwrap_or((term, "1"));
-            let value = match value.to_ascii_lowercase().strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => value.parse().ok(),
-            };
-            (name.to_ascii_lowercase(), value)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// Whether `ours` is `theirs` but for an `event` whose low byte is theirs and which has bits
 /// above it: perf 6.1's extended event select (perfmon's `ExtSel`), which Linux 6.12's and
 /// 7.2's JSON lost on Sandy Bridge-EP, Ivy Bridge-EP, Haswell-EP and Broadwell-EP (the kernel's
 /// QPI and R3QPI formats put it at config bit 21: `event=config:0-7,21`, uncore_snbep.c).
 fn extended_select(ours: &str, theirs: &str) -> bool {
-    let split = |terms: &str| {
-        let mut rest = normalized(terms);
-        let event = rest
-            .iter()
-            .position(|t| t.0 == "event")
-            .map(|i| rest.remove(i).1.unwrap_or(0));
-        (event.unwrap_or(0), rest)
-    };
-    let ((mine, my_rest), (their, their_rest)) = (split(ours), split(theirs));
+    let ((mine, my_rest), (their, their_rest)) = (split(ours, "event"), split(theirs, "event"));
     mine > 0xff && mine & 0xff == their && my_rest == their_rest
+}
+
+/// `terms` as the value of its term `field` (0 without one) and the rest, normalized.
+fn split(terms: &str, field: &str) -> (u64, Terms) {
+    let mut rest = normalized(terms);
+    let value = rest
+        .iter()
+        .position(|t| t.0 == field)
+        .map(|i| rest.remove(i).1.unwrap_or(0));
+    (value.unwrap_or(0), rest)
 }
 
 /// Whether perf 7.2 opened, by name, `ours` without the extended event select (config bit 21
@@ -251,15 +212,7 @@ fn extended_select_opens(ours: &[Open], theirs: &[Open]) -> bool {
 
 /// Whether `theirs` is `ours` but for a `config1` shifted down 32 bits ([`KEPT_OLDER`]).
 fn filter1_terms(ours: &str, theirs: &str) -> bool {
-    let split = |terms: &str| {
-        let mut rest = normalized(terms);
-        let config1 = rest
-            .iter()
-            .position(|t| t.0 == "config1")
-            .map(|i| rest.remove(i).1.unwrap_or(0));
-        (config1.unwrap_or(0), rest)
-    };
-    let ((mine, my_rest), (their, their_rest)) = (split(ours), split(theirs));
+    let ((mine, my_rest), (their, their_rest)) = (split(ours, "config1"), split(theirs, "config1"));
     their != 0 && mine == their << 32 && my_rest == their_rest
 }
 
@@ -307,19 +260,6 @@ fn perf_stat(
     parse_perf(&output)
 }
 
-/// Each open of `events`: type, config words, CPU and exclude bits, sorted.
-fn opens(events: &[counterhal_linux::PmuEvent]) -> Vec<Open> {
-    let mut out: Vec<Open> = events
-        .iter()
-        .flat_map(|e| {
-            let attr = &e.attr;
-            e.open_cpus().into_iter().map(move |cpu| open_of(attr, cpu))
-        })
-        .collect();
-    out.sort_unstable();
-    out
-}
-
 /// Oracle: perf 7.2.13 (Debian sid's), `perf list -j` and `perf stat -vv` under a tree of each
 /// model's uncore PMUs, as the module's documentation says.
 #[test]
@@ -338,6 +278,7 @@ fn every_uncore_event_perf_7_2_lists_encodes_as_perf_7_2_opens_it() {
     let (mut old_total, mut old_alike, mut stat_total, mut stat_alike) = (0, 0, 0, 0);
     let mut stat_kept = 0;
     let mut wrong = Vec::new();
+    let mut models = Vec::new();
     for &(dir, cpuid) in ROWS {
         let cpu = CpuIdentity::from_signature(cpuid).unwrap();
         let model = db
@@ -347,6 +288,7 @@ fn every_uncore_event_perf_7_2_lists_encodes_as_perf_7_2_opens_it() {
             .clone();
         let table = db.uncore_table(&model);
         assert!(!table.is_empty(), "{dir} ({model}): no uncore table");
+        models.push(model.clone());
         let mut pmus: Vec<&str> = table.iter().map(|e| e.pmu).collect();
         pmus.sort_unstable();
         pmus.dedup();
@@ -473,6 +415,17 @@ fn every_uncore_event_perf_7_2_lists_encodes_as_perf_7_2_opens_it() {
         kept_total += kept;
     }
     std::fs::remove_dir_all(&scratch).unwrap();
+    // Every shipped table is a row's: each model detection gives a row's CPU.
+    models.sort_unstable();
+    let mut shipped: Vec<String> = counterhal_events::shipped_uncore_models()
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    shipped.sort_unstable();
+    assert_eq!(
+        models, shipped,
+        "the rows' models and the shipped uncore tables"
+    );
     let by_dir: BTreeMap<&str, usize> = wrong.iter().fold(BTreeMap::new(), |mut m, w| {
         *m.entry(w.split(' ').next().unwrap_or_default())
             .or_default() += 1;

@@ -172,9 +172,10 @@ fn libpfm4_names_agree_with_the_kernels_numbers() {
     assert!(same > 500, "{same} compared");
 }
 
-/// Linux 7.2's arm64 tree, extracted from the lab's sid root (Debian's linux-source-7.2) into
-/// `dir`, or why not.
-fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
+/// The members of Debian sid's linux-source-7.2 (in the lab's sid root) that match `members`
+/// (tar's wildcards, under `linux-source-7.2/`), extracted into `dir`: the tree's top, or why
+/// not.
+pub(crate) fn tree_7_2(dir: &Path, members: &[&str]) -> Result<PathBuf, String> {
     let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
         .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
     let tarball = lab.join("sid/usr/src/linux-source-7.2.tar.xz");
@@ -190,13 +191,8 @@ fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
         .arg(&tarball)
         .arg("-C")
         .arg(dir)
-        .args([
-            "linux-source-7.2/Makefile",
-            "linux-source-7.2/drivers/perf/arm_pmuv3.c",
-            "linux-source-7.2/include/linux/perf/arm_pmuv3.h",
-            "--wildcards",
-            "linux-source-7.2/tools/perf/pmu-events/arch/arm64/*",
-        ])
+        .arg("--wildcards")
+        .args(members.iter().map(|m| format!("linux-source-7.2/{m}")))
         .status()
         .map_err(|e| format!("tar cannot run: {e}"))?;
     if !status.success() {
@@ -211,7 +207,13 @@ fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
 #[test]
 fn the_cores_linux_7_2_added_regenerate_from_its_tree() {
     let dir = std::env::temp_dir().join(format!("counterhal-gen-arm64-72-{}", std::process::id()));
-    let top = match tree_7_2(&dir) {
+    let members = [
+        "Makefile",
+        "drivers/perf/arm_pmuv3.c",
+        "include/linux/perf/arm_pmuv3.h",
+        "tools/perf/pmu-events/arch/arm64/*",
+    ];
+    let top = match tree_7_2(&dir, &members) {
         Ok(top) => top,
         Err(why) => {
             _ = std::fs::remove_dir_all(&dir);

@@ -1,43 +1,13 @@
 //! The uncore tables as shipped are what the generator writes from Linux 7.2's perf JSON, with
 //! Linux 6.12's names kept (`--older`) and perf 6.1's own tables' amendments (`--perf perf`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use counterhal_conformance::fixtures;
 use counterhal_gen::{uncore, uncore_perf};
 
 const COMMIT: &str = "linux-source-7.2 7.2.13-1 (Debian)";
 const OLDER: &str = "linux-source-6.12 6.12.117-1~deb12u1 (Debian)";
-
-/// Linux 7.2's x86 perf JSON, extracted from the lab's sid root (Debian's linux-source-7.2)
-/// into `dir`, or why not.
-fn tree_7_2(dir: &Path) -> Result<PathBuf, String> {
-    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
-        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
-    let tarball = lab.join("sid/usr/src/linux-source-7.2.tar.xz");
-    if !tarball.is_file() {
-        return Err(format!(
-            "{} is absent (scripts/current-lab installs linux-source-7.2 in the sid root)",
-            tarball.display()
-        ));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let status = std::process::Command::new("tar")
-        .arg("-xJf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "--wildcards",
-            "linux-source-7.2/tools/perf/pmu-events/arch/x86/*",
-        ])
-        .status()
-        .map_err(|e| format!("tar cannot run: {e}"))?;
-    if !status.success() {
-        return Err(format!("tar -xJf {}: {status}", tarball.display()));
-    }
-    Ok(dir.join("linux-source-7.2/tools/perf/pmu-events/arch/x86"))
-}
 
 /// Oracle: Linux 7.2's perf JSON (Debian sid's linux-source-7.2 7.2.13-1), Linux 6.12's
 /// (Debian's linux-source-6.12) and perf 6.1's own uncore tables (Debian's linux-perf, `perf
@@ -59,8 +29,8 @@ fn the_uncore_tables_regenerate_as_shipped() {
         }
     };
     let dir = std::env::temp_dir().join(format!("counterhal-gen-uncore-72-{}", std::process::id()));
-    let root = match tree_7_2(&dir) {
-        Ok(root) => root,
+    let root = match crate::arm64::tree_7_2(&dir, &["tools/perf/pmu-events/arch/x86/*"]) {
+        Ok(top) => top.join("tools/perf/pmu-events/arch/x86"),
         Err(why) => {
             counterhal_conformance::skip!(counterhal_conformance::skip::Need::Tools, "{why}")
         }
