@@ -17,8 +17,6 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use counterhal::OpenOptions;
-use counterhal::Result;
 use counterhal::prelude::*;
 
 /// The events measured, the first three software events every Linux kernel has.
@@ -71,7 +69,7 @@ fn measure(
     whole: &mut EventSet<AnyGroup>,
     runs: usize,
     mut work: impl FnMut(),
-) -> Result<Measured> {
+) -> Result<Measured, counterhal::Error> {
     let mut readings = vec![Reading::default(); set.len()];
     let mut values = vec![Vec::with_capacity(runs); set.len()];
     let mut faults = Vec::with_capacity(runs);
@@ -118,9 +116,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Ungrouped: each event counts on its own, so one that cannot open beside the others
-    // (too few counters) never takes them down.
-    let mut builder = backend.builder(Target::this_thread(), OpenOptions::ungrouped());
+    // The default options (one group, every domain this caller may count): the builder tries
+    // each event beside those added before and leaves out, with the reason, one that cannot
+    // count here or cannot join them (too few counters), so it never takes them down.
+    let mut builder = backend.builder(Target::this_thread(), Default::default());
     for name in EVENTS {
         if let Err(e) = builder.add(name) {
             eprintln!("{name}: left out: {e}");

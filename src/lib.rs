@@ -19,11 +19,10 @@
 //! Count a closure:
 //! ```no_run
 //! use counterhal::prelude::*;
-//! use counterhal::OpenOptions;
 //!
 //! let backend = open_default()?;
 //! let mut set = backend.open_named(&["task-clock", "page-faults"], &Target::this_thread(),
-//!                                  &OpenOptions::default())?;
+//!                                  &Default::default())?;
 //! set.enable()?;
 //! let v: Vec<u8> = vec![1; 1 << 20]; // the work
 //! set.disable()?;

@@ -9,17 +9,17 @@
 //! It holds no name the standard library's `std::io`, `std::fmt` or `std::fs` exports: the
 //! error types are [`counterhal::Error`](crate::Error), [`counterhal::ErrorKind`](crate::ErrorKind)
 //! and [`counterhal::Result`](crate::Result), and the options of an open are
-//! [`counterhal::OpenOptions`](crate::OpenOptions), named by their path or imported by name, so
-//! that `use std::io::*;` (or `std::fmt::*`, `std::fs::*`) beside the prelude leaves `Result`,
+//! [`counterhal::OpenOptions`](crate::OpenOptions), named by their path or imported by name
+//! (`&Default::default()` where the defaults do, as below: a first program needs only this
+//! glob import), so that `use std::io::*;` (or `std::fmt::*`, `std::fs::*`) beside the prelude leaves `Result`,
 //! `Error`, `ErrorKind` and `OpenOptions` the standard library's, not ambiguous.
 //!
 //! ```no_run
-//! use counterhal::OpenOptions;
 //! use counterhal::prelude::*;
 //!
 //! let backend = open_default()?;
 //! let mut set = backend.open_named(&["page-faults"], &Target::this_thread(),
-//!                                  &OpenOptions::default())?;
+//!                                  &Default::default())?;
 //! set.enable()?;
 //! set.disable()?;
 //! let readings = set.read_to_vec()?;
