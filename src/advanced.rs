@@ -32,7 +32,7 @@ pub use counterhal_hal::{
     CgroupMode, CgroupModeChoice,
 };
 /// Sampling, as a backend that samples hands it out
-/// ([`BackendExt::sampling`]).
+/// ([`Extensions::sampling`]).
 pub use counterhal_hal::{BoxedSampler, SamplingCapability};
 /// Intel's topdown events in perf's encodings: `slots` and the metric events perf groups
 /// after it.
@@ -59,9 +59,8 @@ pub use counterhal_events::{
     Mapping, MatchRule, NativeEvent, NumberSet, PapiForm, PmuDescription, UncoreEvent, UnitMask,
     UnitMaskClass, Vendor,
 };
-/// The event database a [`Context`](crate::Context) resolves in, a CPU as detected
-/// ([`detect_cpu`](crate::detect_cpu)), and the kind of core of a hybrid chip
-/// ([`detect_hybrid_core`](crate::detect_hybrid_core)).
+/// The event database a [`Context`](crate::Context) resolves in, the CPU it detected
+/// ([`Context::cpu`](crate::Context::cpu)), and the kind of core of a hybrid chip.
 pub use counterhal_events::{CpuIdentity, Database, HybridCore};
 /// What a backend opens its groups on: one thread, one process (with or without what it
 /// creates), one CPU, a control group on one CPU, a command held before its `exec`. The
@@ -79,13 +78,12 @@ pub use counterhal_hal::EventRequest;
 /// whose activity its counts cover ([`Scope`]) and the backend targets it takes
 /// ([`TargetSupport`]).
 pub use counterhal_hal::{Accepts, Family, Scope, TargetSupport};
-/// The trait every backend implements (what [`list_events`](crate::list_events) lists from),
-/// what every backend answers from it ([`BackendExt`]), the capabilities a backend hands out
-/// ([`Extensions`]: its own event listing and its PMUs' CPUs, beside sampling and counting per
-/// cgroup) and a backend that opens through another ([`OpensThrough`]).
-pub use counterhal_hal::{
-    Backend, BackendExt, EventListing, Extensions, OpensThrough, PmuTopology,
-};
+/// The trait every backend implements (what [`list_events`](crate::list_events) lists from)
+/// and the capabilities a backend hands out ([`Extensions`]: its own event listing and its
+/// PMUs' CPUs, beside sampling and counting per cgroup). What every backend answers from these
+/// (`counterhal_hal::BackendExt`: the label, the generalized events, ...) and a backend that
+/// opens through another (`counterhal_hal::OpensThrough`) are the hal's, for backend authors.
+pub use counterhal_hal::{Backend, EventListing, Extensions, PmuTopology};
 /// What a [`GeneralizedEvent`](crate::GeneralizedEvent) names: a hardware, software or cache
 /// event of the kernel's generalized list, or a PAPI preset.
 pub use counterhal_hal::{

@@ -192,7 +192,7 @@ pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
 /// for every family from 6, where the SDM's rule for CPUID stops at 6 and 0xF: Zhaoxin's family
 /// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
 /// are looked for only on Arm.
-pub fn detect_cpu() -> Option<CpuIdentity> {
+pub(crate) fn detect_cpu() -> Option<CpuIdentity> {
     let system = counterhal_system::System::host();
     let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
         arm_cpu(&system)
@@ -223,7 +223,7 @@ fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
 
 /// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
 /// elsewhere.
-pub fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
+pub(crate) fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
     counterhal_x86::hybrid_core(&counterhal_x86::CpuidInstruction)
         .ok()
         .flatten()

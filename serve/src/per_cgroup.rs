@@ -9,7 +9,7 @@
 //! The events counted per cgroup are those exported that count alone on every CPU: an event
 //! of a PMU with a `cpumask` (uncore boxes, energy) counts no cgroup, and stays system-wide.
 //!
-//! [`CgroupCounter`]: counterhal::advanced::CgroupCounter
+//! [`CgroupCounter`]: counterhal_hal::CgroupCounter
 
 use clap::ValueEnum;
 
@@ -37,10 +37,8 @@ pub use elsewhere::Cgroups;
 mod linux {
     use std::path::{Path, PathBuf};
 
-    use counterhal::advanced::{
-        BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice,
-    };
     use counterhal::{Chosen, Error, Reading};
+    use counterhal_hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 
     use super::CgroupModeArg;
     use crate::events::Exported;
@@ -166,7 +164,7 @@ mod linux {
 
         /// Whether the cgroup at `directory` lies deeper than this mode follows (the BPF
         /// mode's
-        /// [`CgroupCounter::deepest_level`](counterhal::advanced::CgroupCounter::deepest_level);
+        /// [`CgroupCounter::deepest_level`](counterhal_hal::CgroupCounter::deepest_level);
         /// its tasks count in its followed ancestors).
         pub fn too_deep(&self, directory: &Path) -> bool {
             let (Some(deepest), Some(root)) = (self.deepest_level(), self.root()) else {
@@ -209,7 +207,7 @@ mod linux {
         /// Starts counting the cgroup at `directory`.
         ///
         /// # Errors
-        /// As [`CgroupCounter::follow`](counterhal::advanced::CgroupCounter::follow): in the
+        /// As [`CgroupCounter::follow`](counterhal_hal::CgroupCounter::follow): in the
         /// perf-event mode, `EMFILE` or `ENFILE` where its counters find no descriptor.
         pub fn follow(&mut self, directory: &Path) -> Result<(), Error> {
             self.counter.follow(directory)
@@ -228,7 +226,7 @@ mod linux {
         /// Reads every followed cgroup.
         ///
         /// # Errors
-        /// As [`CgroupCounter::read`](counterhal::advanced::CgroupCounter::read).
+        /// As [`CgroupCounter::read`](counterhal_hal::CgroupCounter::read).
         pub fn read(&mut self) -> Result<(), Error> {
             self.counter.read()
         }

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use counterhal::Target as Attach;
-use counterhal::advanced::{BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice};
 use counterhal::{Error, Reading};
 use counterhal_hal::{Backend, EventRequest};
+use counterhal_hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice};
 
 use super::attached::{Counting, run_and_read};
 use super::results::{Counts, OnInterval, Place, Plan, Planned, Run, not_opened_here};
