@@ -78,7 +78,7 @@ pub use counterhal_hal::EventRequest;
 /// whose activity its counts cover ([`Scope`]) and the backend targets it takes
 /// ([`TargetSupport`]).
 pub use counterhal_hal::{Accepts, Family, Scope, TargetSupport};
-/// The trait every backend implements (what [`list_events`](crate::list_events) lists from)
+/// The trait every backend implements (what `counterhal_events::listing` lists from)
 /// and the capabilities a backend hands out ([`Extensions`]: its own event listing and its
 /// PMUs' CPUs, beside sampling and counting per cgroup). What every backend answers from these
 /// (`counterhal_hal::BackendExt`: the label, the generalized events, ...) and a backend that

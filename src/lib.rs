@@ -145,7 +145,6 @@ mod control;
 #[cfg(feature = "criterion")]
 pub mod criterion;
 mod group;
-pub mod listing;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod open;
@@ -168,7 +167,6 @@ pub use command::CommandCount;
 #[cfg(unix)]
 pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;
-pub use listing::{ListOptions, Listed, ListedUnitMask, Section, list_events, list_events_with};
 pub use open::split_event_list;
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{REGISTRY, Registration, registration};

@@ -5,9 +5,10 @@ use counterhal::ErrorKind;
 use counterhal::OpenOptions;
 use counterhal::advanced::AnyBackend;
 use counterhal::prelude::*;
-use counterhal::{Encoding, Place, Section, list_events};
+use counterhal::{Encoding, Place};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_events::listing::{Section, list_events};
 use counterhal_hal::BackendTarget;
 
 /// The first backend that works here, counting this thread's software events.
@@ -227,7 +228,12 @@ fn a_query_says_whether_a_name_exists_and_counts_here() {
 #[test]
 fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
     let backend = backend_or_skip!();
-    let listed = list_events(backend.context(), Ok(backend.backend()), "");
+    let listed = list_events(
+        backend.context().database(),
+        backend.context().model(),
+        Ok(backend.backend()),
+        "",
+    );
     let faults = listed.iter().find(|l| l.name == "page-faults").unwrap();
     assert_eq!(faults.section, Section::Software);
     assert!(faults.usable, "{faults:?}");
@@ -246,7 +252,12 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
     }) {
         assert!(backend.resolve(&derived.name).unwrap().is_derived());
     }
-    let filtered = list_events(backend.context(), Ok(backend.backend()), "PAGE-FAULT");
+    let filtered = list_events(
+        backend.context().database(),
+        backend.context().model(),
+        Ok(backend.backend()),
+        "PAGE-FAULT",
+    );
     assert!(!filtered.is_empty());
     assert!(
         filtered
@@ -254,7 +265,12 @@ fn the_listing_says_section_encoding_and_whether_each_event_counts_here() {
             .all(|l| l.name.to_ascii_lowercase().contains("page-fault")
                 || l.description.to_ascii_lowercase().contains("page-fault"))
     );
-    let none = list_events::<AnyBackend>(backend.context(), Err("no backend works here"), "");
+    let none = list_events::<AnyBackend>(
+        backend.context().database(),
+        backend.context().model(),
+        Err("no backend works here"),
+        "",
+    );
     assert!(
         none.iter()
             .all(|l| !l.usable && l.reason.as_deref() == Some("no backend works here"))

@@ -3,9 +3,12 @@
 
 use std::sync::Arc;
 
+use counterhal::Context;
 use counterhal::advanced::AnyBackend;
-use counterhal::{Context, Section, list_events};
 use counterhal_events::Database;
+use counterhal_events::listing::fields::fields_text;
+use counterhal_events::listing::{Section, list_events};
+use counterhal_hal::{CounterSet, Encoding, Evtsel, ExtraMsr, P5Cesr};
 
 const FILE: &str = r#"
 [[cpu]]
@@ -36,7 +39,12 @@ fn deprecated_events_are_listed_apart_and_precise_ones_marked() {
         None,
         Some("markcore".to_string()),
     );
-    let listed = list_events::<AnyBackend>(&context, Err("no backend in this test"), "");
+    let listed = list_events::<AnyBackend>(
+        context.database(),
+        context.model(),
+        Err("no backend in this test"),
+        "",
+    );
     let native: Vec<(&str, Section, bool)> = listed
         .iter()
         .filter(|l| matches!(l.section, Section::Native | Section::Deprecated))
@@ -73,7 +81,12 @@ umasks = [
         None,
         Some("markcore".to_string()),
     );
-    let listed = list_events::<AnyBackend>(&context, Err("no backend in this test"), "");
+    let listed = list_events::<AnyBackend>(
+        context.database(),
+        context.model(),
+        Err("no backend in this test"),
+        "",
+    );
     let find = |name: &str| listed.iter().find(|l| l.name == name).unwrap();
     let plain = find("PLAIN");
     assert_eq!(plain.fields.as_deref(), Some("event=0xc0 umask=0x00"));
@@ -116,9 +129,54 @@ umasks = [
             .all(|l| l.fields.is_none() && l.unit_masks.is_empty())
     );
     // A pattern on a unit mask's name lists that mask alone, under its event.
-    let edges = list_events::<AnyBackend>(&context, Err("none"), "stalled.edge");
+    let edges = list_events::<AnyBackend>(
+        context.database(),
+        context.model(),
+        Err("none"),
+        "stalled.edge",
+    );
     assert_eq!(edges.len(), 1);
     assert_eq!(edges[0].name, "CYCLES_STALLED");
     assert_eq!(edges[0].unit_masks.len(), 1);
     assert_eq!(edges[0].unit_masks[0].name, "CYCLES_STALLED.EDGES");
+}
+
+/// The fields `list` prints for an encoding name what is set: an extra MSR as the hal writes
+/// one (`msr 0x1a6=0x10001`), a fixed counter with `only` where no general one takes it.
+#[test]
+fn fields_name_what_is_set() {
+    let mut evtsel = Evtsel::new(0x5c, 0x01);
+    evtsel.counters = CounterSet::first(4);
+    assert_eq!(
+        fields_text(&Encoding::Evtsel(evtsel), 4),
+        "event=0x5c umask=0x01"
+    );
+    evtsel.cmask = 1;
+    evtsel.edge = true;
+    evtsel.counters = CounterSet::only(2);
+    evtsel.extra = Some(ExtraMsr::new(ExtraMsr::OFFCORE_RSP_0, 0x10001));
+    assert_eq!(
+        fields_text(&Encoding::Evtsel(evtsel), 4),
+        "event=0x5c umask=0x01 cmask=1 edge=1 counters=2 msr 0x1a6=0x10001"
+    );
+    let mut fixed = Evtsel::new(0xc0, 0x00);
+    fixed.counters = CounterSet::NONE;
+    fixed.fixed = Some(0);
+    assert_eq!(
+        fields_text(&Encoding::Evtsel(fixed), 4),
+        "event=0xc0 umask=0x00 fixed=0 only"
+    );
+    let mut amd = Evtsel::new(0x1c0, 0x0f);
+    amd.counters = CounterSet::first(6);
+    assert_eq!(
+        fields_text(&Encoding::Evtsel(amd), 6),
+        "event=0x1c0 umask=0x0f"
+    );
+    let mut cesr = P5Cesr::new(0x16);
+    cesr.count_cycles = true;
+    cesr.counters = CounterSet::only(0);
+    assert_eq!(
+        fields_text(&Encoding::P5Cesr(cesr), 2),
+        "event=0x16 cmask=1 counters=0"
+    );
 }

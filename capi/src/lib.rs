@@ -12,8 +12,9 @@ use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
+use counterhal_events::listing::Section;
 use counterhal_hal::Reading;
-use facade::{Chosen, Error, ErrorKind, Section};
+use facade::{Chosen, Error, ErrorKind};
 
 mod metrics;
 mod sampler;
@@ -362,7 +363,13 @@ impl Handle {
     /// Lists the events whose name or description holds `pattern`; keeps them for C.
     fn list(&self, pattern: &str) -> std::sync::MutexGuard<'_, Vec<ListedC>> {
         let chosen = &self.inner.chosen;
-        let listed = facade::list_events(chosen.context(), Ok(chosen.backend()), pattern);
+        let context = chosen.context();
+        let listed = counterhal_events::listing::list_events(
+            context.database(),
+            context.model(),
+            Ok(chosen.backend()),
+            pattern,
+        );
         let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
         // Each native event's unit masks follow it, as section "umask" (`EVENT.UNIT_MASK`).
         *kept = listed
@@ -399,7 +406,7 @@ impl Handle {
             .event
             .as_ref()
             .ok()
-            .map(facade::listing::encoding_text);
+            .map(counterhal_events::listing::encoding_text);
         let usable = query.countable.map(drop).map_err(Failure::from);
         (encoding, usable)
     }

@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use counterhal::Registration;
 use counterhal::advanced::AnyBackend;
-use counterhal::{ListOptions, Listed, ListedUnitMask, Registration, Section, list_events_with};
 use counterhal_events::UncoreEvent;
+use counterhal_events::listing::{ListOptions, Listed, ListedUnitMask, Section, list_events_with};
 use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
 
@@ -334,9 +335,16 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     // --json has them written.
     let options = ListOptions::new().with_encodings(args.json || args.perf_json);
     let listed = |pattern: &str| match &backend {
-        Some(backend) => list_events_with(&context, Ok(backend), pattern, options),
+        Some(backend) => list_events_with(
+            context.database(),
+            context.model(),
+            Ok(backend),
+            pattern,
+            options,
+        ),
         None => list_events_with::<AnyBackend>(
-            &context,
+            context.database(),
+            context.model(),
             Err("the backend cannot be used here"),
             pattern,
             options,

@@ -14,6 +14,7 @@ pub mod expression;
 mod fast_map;
 mod libpfm4;
 pub mod limits;
+pub mod listing;
 #[cfg(feature = "events-file")]
 mod loader;
 mod metrics;

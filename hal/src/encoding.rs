@@ -313,6 +313,13 @@ pub struct ExtraMsr {
     pub value: u64,
 }
 
+/// `msr 0x1a6=0x10001`: the register's address, then the value written there.
+impl std::fmt::Display for ExtraMsr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "msr {:#x}={:#x}", self.msr, self.value)
+    }
+}
+
 impl ExtraMsr {
     /// The offcore response MSR 0 (`MSR_OFFCORE_RSP_0`).
     pub const OFFCORE_RSP_0: u32 = 0x1A6;
@@ -649,7 +656,7 @@ impl fmt::Display for Encoding {
                     )?,
                 }
                 if let Some(extra) = evtsel.extra {
-                    write!(f, " msr {:#x}={:#x}", extra.msr, extra.value)?;
+                    write!(f, " {extra}")?;
                 }
                 Ok(())
             }

@@ -6,8 +6,8 @@
 //! `MetricName`, `MetricExpr`, `ScaleUnit`, `Unit`).
 
 use counterhal::metrics::MetricDef;
-use counterhal::{Listed, Section};
 use counterhal_events::UncoreEvent;
+use counterhal_events::listing::{Listed, Section};
 use serde_json::json;
 
 /// What `--raw-dump WHAT` names, as perf's `cmd_list` reads its words.

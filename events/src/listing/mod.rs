@@ -5,13 +5,12 @@
 
 pub mod fields;
 
-use counterhal_events::{CpuModel, Database, NativeEvent, UnitMask};
+use crate::{CpuModel, Database, NativeEvent, UnitMask};
 use counterhal_hal::BackendExt;
 use counterhal_hal::{
     Backend, BackendTarget, Countable, GeneralizedEvent, ResolvedEvent, Sign, countable_form,
 };
 
-use crate::Context;
 use fields::{data_fields, resolved_fields};
 
 /// Where a listed event comes from.
@@ -171,7 +170,7 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
     text
 }
 
-/// Every event `backend` offers under `context`'s CPU model whose name or description
+/// Every event `backend` offers under CPU model `model` of `database` whose name or description
 /// contains `pattern` (case-insensitive; empty: every event), in section order. Without a
 /// backend (none works here) the events are listed unusable, with `unusable` as the reason.
 ///
@@ -184,16 +183,18 @@ pub fn encoding_text(event: &ResolvedEvent) -> String {
 /// a backend's own names (thousands of tracepoints) are marked usable when they resolve,
 /// without opening them.
 pub fn list_events<B: Backend + ?Sized>(
-    context: &Context,
+    database: &Database,
+    model: Option<&str>,
     backend: Result<&B, &str>,
     pattern: &str,
 ) -> Vec<Listed> {
-    list_events_with(context, backend, pattern, ListOptions::new())
+    list_events_with(database, model, backend, pattern, ListOptions::new())
 }
 
 /// [`list_events`] working out what `options` asks for ([`ListOptions`]).
 pub fn list_events_with<B: Backend + ?Sized>(
-    context: &Context,
+    database: &Database,
+    model: Option<&str>,
     backend: Result<&B, &str>,
     pattern: &str,
     options: ListOptions,
@@ -224,7 +225,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
             ));
         }
     }
-    if let Some(model) = context.model().and_then(|id| context.database().model(id)) {
+    if let Some(model) = model.and_then(|id| database.model(id)) {
         let mut deprecated = Vec::new();
         for event in model.events() {
             let aliases = model.aliases_of(event);
@@ -254,14 +255,14 @@ pub fn list_events_with<B: Backend + ?Sized>(
             item.aliases = aliases.into_iter().map(str::to_string).collect();
             item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
             item.fields = Some(
-                resolved_fields(context.database(), model, &event.name)
+                resolved_fields(database, model, &event.name)
                     .unwrap_or_else(|| data_fields(event, None)),
             );
             item.unit_masks = masks
                 .into_iter()
                 .map(|mask| {
                     let backend = backend.map(|b| Some(b).filter(|_| options.encodings));
-                    unit_mask_entry(context.database(), model, backend, event, mask)
+                    unit_mask_entry(database, model, backend, event, mask)
                 })
                 .collect();
             match section {
