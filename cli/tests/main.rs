@@ -63,6 +63,7 @@ mod stat_opens;
 mod stat_options;
 mod stat_record;
 mod stat_scope;
+mod stat_topdown;
 mod sysfs_root;
 #[cfg(target_os = "linux")]
 mod tracefs_mount;

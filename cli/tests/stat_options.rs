@@ -366,9 +366,7 @@ fn groups_verbose_and_raw_counts() {
 #[test]
 fn options_not_implemented_are_refused_with_what_they_need() {
     for (option, why) in [
-        (&["--topdown"][..], "topdown slots"),
-        (&["--td-level", "2"], "topdown level"),
-        (&["--smi-cost"], "SMI"),
+        (&["--smi-cost"][..], "SMI"),
         (&["-T"], "TSX"),
         (&["-b"], "BPF"),
         (&["--iostat"], "uncore"),

@@ -79,12 +79,25 @@ fn cells(
     for def in metrics {
         let value = evaluate(system, def, &place.events, length_ns);
         cells.push(Cell {
-            unit: def.unit.to_string(),
+            unit: heading(def),
             table: value.map_or_else(|| "<not counted>".to_string(), |v| format!("{v:.3}")),
             digits: value.map(|v| format!("{v:.3}")),
         });
     }
     cells
+}
+
+/// A `-M` metric's heading: a model's metric (perf's JSON) by its unit and name, as perf's
+/// `generic_metric` heads it (`%  tma_retiring`, the name alone where there is no unit:
+/// tools/perf/util/stat-shadow.c, perf 6.1 and 7.2), so that two metrics of one unit keep
+/// two columns and two `-j` keys; a portable one (perf's own shadow metrics) by its unit,
+/// which names it (`% frontend bound`).
+fn heading(def: &MetricDef) -> String {
+    match (def.model, def.unit) {
+        (None, unit) => unit.to_string(),
+        (Some(_), "") => def.name.to_string(),
+        (Some(_), unit) => format!("{unit}  {}", def.name),
+    }
 }
 
 /// Each row: the section, the place and its cells.

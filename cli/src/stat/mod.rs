@@ -82,6 +82,7 @@ mod summary;
 mod switches;
 mod targets;
 mod tool;
+mod topdown;
 mod topdown_group;
 mod topology;
 mod verbose;
@@ -145,6 +146,15 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
         _ => {}
     }
     let context = args.database.context()?;
+    // --topdown: the model's TopdownLN metrics, printed alone.
+    if let Some(level) = args.more.topdown_level() {
+        let names = topdown::metrics(context.model(), level).map_err(|e| match e.kind() {
+            counterhal::ErrorKind::InvalidInput => CliError::usage(e, USAGE),
+            _ => CliError::failed(e),
+        })?;
+        args.metrics.push(names.join(","));
+        args.more.metric_only = true;
+    }
     if args.model
         && let Some(registration) = args.backend
     {

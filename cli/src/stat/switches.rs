@@ -164,6 +164,13 @@ pub struct Switches {
     /// Print the metrics alone, one column each (the metric column's and -M's), no counts.
     #[arg(long = "metric-only")]
     pub(super) metric_only: bool,
+    /// Count and print the CPU model's top-down metrics of level 1 (metric group
+    /// TopdownL1; --td-level picks another), alone, as with --metric-only.
+    #[arg(long = "topdown")]
+    pub(super) topdown: bool,
+    /// With --topdown: the level, 1 up to the deepest TopdownLN group of the CPU model (0: 1).
+    #[arg(long = "td-level", value_name = "N")]
+    pub(super) td_level: Option<u32>,
     /// Accepted: with no `percore` event term here (perf's), it changes nothing, as perf's
     /// does not without one.
     #[arg(long = "percore-show-thread")]
@@ -201,12 +208,6 @@ pub struct Refused {
     /// Not implemented: the transaction events.
     #[arg(short = 'T', long = "transaction", hide = true)]
     transaction: bool,
-    /// Not implemented: the topdown events.
-    #[arg(long = "topdown", hide = true)]
-    topdown: bool,
-    /// Not implemented: the topdown events.
-    #[arg(long = "td-level", hide = true, value_name = "N")]
-    td_level: Option<String>,
     /// Not implemented: merging a hybrid CPU's PMUs.
     #[arg(long = "hybrid-merge", hide = true)]
     hybrid_merge: bool,
@@ -219,7 +220,7 @@ impl Refused {
     /// The first refused option given, and why it cannot work here (`-b` is taken with
     /// `--for-each-cgroup`, `for_each_cgroup`).
     fn reason(&self, for_each_cgroup: bool) -> Option<(&'static str, &'static str)> {
-        let checks: [(bool, &'static str, &'static str); 8] = [
+        let checks: [(bool, &'static str, &'static str); 6] = [
             (
                 self.bpf_counters && !for_each_cgroup,
                 "-b/--bpf-counters",
@@ -245,19 +246,6 @@ impl Refused {
                 "counterhal does not implement it: it opens the cpu PMU's TSX transaction \
                  events (cycles-t, tx-start, el-start, cycles-ct; Intel Haswell or later); \
                  name them with -e, or use the intx and intxcp modifiers",
-            ),
-            (
-                self.topdown,
-                "--topdown",
-                "counterhal does not implement it: it opens the topdown slots and metrics \
-                 events (Intel Ice Lake or later); -M TopdownL1 computes the level-1 \
-                 shares from the CPU model's metrics",
-            ),
-            (
-                self.td_level.is_some(),
-                "--td-level",
-                "counterhal does not implement it: it picks the topdown level perf prints; \
-                 -M TmaL1, TmaL2 ... compute each level from the CPU model's metrics",
             ),
             (
                 self.hybrid_merge,
@@ -307,6 +295,11 @@ impl Switches {
         ]
         .into_iter()
         .find_map(|(given, by)| given.then_some(by))
+    }
+
+    /// `--topdown`'s level (`--td-level`, 0 where not given), or `None` without `--topdown`.
+    pub fn topdown_level(&self) -> Option<u32> {
+        self.topdown.then(|| self.td_level.unwrap_or(0))
     }
 
     /// `--control`'s descriptors or fifos, as given.
@@ -466,9 +459,7 @@ mod tests {
     #[test]
     fn options_not_implemented_are_refused_saying_what_they_need() {
         for (words, expect) in [
-            (&["--topdown", "--", "true"][..], "topdown slots"),
-            (&["--td-level", "2", "--", "true"], "TmaL2"),
-            (&["-b", "--", "true"], "BPF"),
+            (&["-b", "--", "true"][..], "BPF"),
             (&["--iostat", "--", "true"], "uncore"),
             (&["--smi-cost", "--", "true"], "msr/smi/"),
             (&["-T", "--", "true"], "TSX"),

@@ -1,0 +1,221 @@
+//! `stat --topdown` and `--td-level` against perf 7.2.13 (Debian sid's, the current-releases
+//! lab's root) under another machine's PMU tree: perf runs in a private mount namespace with
+//! the tree over /sys/bus/event_source/devices and `PERF_CPUID` naming the CPU, counterhal
+//! with `--sysfs TREE --cpu-model CPUID`; both with the preloaded `syscall` of
+//! counterhal-conformance's perf_tree fixture, which opens every event as cpu-clock, so that
+//! each goes on to count and print as on that machine.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use counterhal_conformance::fixtures::perf_tree::{build_shim, unready};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+use serde_json::Value;
+
+use crate::common::{bin, perf_7_2};
+use crate::sysfs_root::machines;
+
+/// One open: the attr's type and config.
+type Open = (u64, u64);
+
+/// perf 7.2's `stat ARGS -a true` under `tree`'s PMUs for `cpuid`, with the shim: its exit
+/// status, standard output and standard error.
+fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, String) {
+    let perf = perf_7_2().unwrap();
+    let script = r#"
+        mount --bind "$1" /sys/bus/event_source/devices || exit 97
+        shift
+        LD_PRELOAD="$COUNTERHAL_SHIM" exec "$@""#;
+    let output = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(tree.join("bus/event_source/devices"))
+        .arg(perf.get_program())
+        .args(perf.get_args())
+        .arg("stat")
+        .args(args)
+        .args(["-a", "true"])
+        .env("PERF_CPUID", cpuid)
+        .env("LC_ALL", "C")
+        .env("COUNTERHAL_SHIM", shim)
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(97), "mount --bind failed");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        output.status.success(),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
+}
+
+/// counterhal's `stat ARGS -a --timeout 10` over `tree` for `cpuid`, with the shim: its exit
+/// status, standard output and standard error.
+fn ours(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(bin())
+        .arg("stat")
+        .arg("--sysfs")
+        .arg(tree)
+        .args(["--cpu-model", cpuid])
+        .args(args)
+        .args(["-a", "--timeout", "10"])
+        .env_remove("COUNTERHAL_EVENTS")
+        .env("LD_PRELOAD", shim)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        output.status.success(),
+        text(&output.stdout),
+        text(&output.stderr),
+    )
+}
+
+/// The events perf's `-vv` shows it opening on CPUs (pid -1; its probes open with pid 0).
+fn perf_opens(vv: &str) -> BTreeSet<Open> {
+    let number = |t: &str| match t.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+        None => t.parse().unwrap(),
+    };
+    let mut opens = BTreeSet::new();
+    let mut attr = (0, 0);
+    for line in vv.lines() {
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["perf_event_attr:"] => attr = (0, 0),
+            // perf 7.2 names the PMU or event after the number: `type 4 (cpu)`.
+            ["type", t, ..] => attr.0 = number(t),
+            ["config", c, ..] => attr.1 = number(c),
+            ["sys_perf_event_open:", "pid", "-1", ..] => _ = opens.insert(attr),
+            _ => {}
+        }
+    }
+    opens
+}
+
+/// The events `-v` shows counterhal opening (`NAME on linux: perf type=T config=C ...`).
+fn our_opens(v: &str) -> BTreeSet<Open> {
+    v.lines()
+        .filter_map(|line| {
+            let attr = line.split(": perf ").nth(1)?;
+            let field = |key: &str| {
+                let value = attr.split_whitespace().find_map(|w| w.strip_prefix(key))?;
+                match value.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                    None => value.parse().ok(),
+                }
+            };
+            Some((field("type=")?, field("config=")?))
+        })
+        .collect()
+}
+
+/// The keys of `-j`'s metric-only line (the metrics' headings).
+fn headings(json: &str) -> BTreeSet<String> {
+    let line = json.lines().find(|l| l.starts_with('{')).unwrap_or("{}");
+    // perf's keys are unique here; a repeated key would be lost by a map, so count them.
+    let keys = line.matches("\" : ").count();
+    let parsed: serde_json::Map<String, Value> =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    assert_eq!(parsed.len(), keys, "a key repeated: {line}");
+    parsed.keys().cloned().collect()
+}
+
+/// Oracle: perf 7.2.13, `PERF_CPUID=... perf stat -vv --topdown [--td-level N] -a true`
+/// under the Sapphire Rapids tree (`GenuineIntel-6-8F-8`: slots, the eight perf-metrics
+/// events at level 2, INT_MISC.UOP_DROPPING) and the Skylake client tree
+/// (`GenuineIntel-6-5E-3`: five raw events), and its `-j` headings (`%  tma_retiring`...).
+/// counterhal opens the same events and prints the same metrics, by the same names where
+/// its table has perf's (Sapphire Rapids; on Skylake it has perfmon's, which perf 7.2's
+/// names reach through `-M`'s aliases). Before, `--topdown` and `--td-level` were refused,
+/// and `--metric-only`'s `-j` keyed every `%` metric `"%"`.
+#[test]
+fn topdown_opens_and_prints_what_perf_7_2_does() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-topdown").unwrap();
+    let rows: [(&str, &str, &[&str], bool); 4] = [
+        ("spr-2s", "GenuineIntel-6-8F-8", &[], true),
+        ("spr-2s", "GenuineIntel-6-8F-8", &["--td-level", "2"], true),
+        ("spr-2s", "GenuineIntel-6-8F-8", &["--td-level", "0"], true),
+        (
+            "skl-client",
+            "GenuineIntel-6-5E-3",
+            &["--td-level", "1"],
+            false,
+        ),
+    ];
+    for (machine, cpuid, level, same_names) in rows {
+        let tree = machines().join(machine);
+        let mut args = vec!["--topdown"];
+        args.extend(level);
+        let (ok, _, theirs) = perf(&tree, cpuid, &shim, &[&args[..], &["-vv"]].concat());
+        assert!(ok, "perf {args:?} on {machine}: {theirs}");
+        let (ok, _, mine) = ours(&tree, cpuid, &shim, &[&args[..], &["-v"]].concat());
+        assert!(ok, "counterhal {args:?} on {machine}: {mine}");
+        let (theirs, mine) = (perf_opens(&theirs), our_opens(&mine));
+        assert!(
+            !theirs.is_empty(),
+            "{machine} {args:?}: perf opened nothing"
+        );
+        assert_eq!(mine, theirs, "{machine} {args:?}: ours, perf 7.2's");
+        let (_, _, their_json) = perf(&tree, cpuid, &shim, &[&args[..], &["-j"]].concat());
+        let (_, _, our_json) = ours(&tree, cpuid, &shim, &[&args[..], &["-j"]].concat());
+        let (their_heads, our_heads) = (headings(&their_json), headings(&our_json));
+        assert_eq!(their_heads.len(), our_heads.len(), "{their_json}{our_json}");
+        if same_names {
+            assert_eq!(our_heads, their_heads, "{machine} {args:?}");
+        }
+    }
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+}
+
+/// Oracle: perf 7.2.13 refuses `--topdown` where the CPU's table has no TopdownL group
+/// (`AuthenticAMD-25-11-1`, Zen 4: "Topdown requested but the topdown metric groups aren't
+/// present.") and a level past its deepest ("Invalid top-down metrics level. The max level
+/// is 6." on Sapphire Rapids), both failing; counterhal refuses both with perf's words.
+/// (counterhal's Sapphire Rapids table goes to TopdownL5: perf 7.2's level-6 metrics, the
+/// ports' and STLB pages', are not among its groups.)
+#[test]
+fn topdown_is_refused_where_perf_7_2_refuses_it() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-topdown-refused").unwrap();
+    for (machine, cpuid, args, words) in [
+        (
+            "zen4",
+            "AuthenticAMD-25-11-1",
+            &["--topdown"][..],
+            "the topdown metric groups aren't present",
+        ),
+        (
+            "spr-2s",
+            "GenuineIntel-6-8F-8",
+            &["--topdown", "--td-level", "7"][..],
+            "Invalid top-down metrics level. The max level is ",
+        ),
+    ] {
+        let tree = machines().join(machine);
+        let (ok, _, theirs) = perf(&tree, cpuid, &shim, args);
+        assert!(!ok && theirs.contains(words), "perf {args:?}: {theirs}");
+        let (ok, _, mine) = ours(&tree, cpuid, &shim, args);
+        assert!(!ok && mine.contains(words), "counterhal {args:?}: {mine}");
+    }
+    // --td-level alone changes nothing (perf's `topdown_level` is read only by --topdown).
+    let tree = machines().join("spr-2s");
+    let alone = ["--td-level", "2", "-e", "cpu-clock"];
+    let (ok, _, mine) = ours(&tree, "GenuineIntel-6-8F-8", &shim, &alone);
+    assert!(
+        ok && mine.contains("cpu-clock") && !mine.contains("tma_"),
+        "{mine}"
+    );
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+}
