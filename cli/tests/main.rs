@@ -61,6 +61,7 @@ mod stat_control;
 mod stat_groups;
 mod stat_opens;
 mod stat_options;
+mod stat_per_cache;
 mod stat_record;
 mod stat_scope;
 mod stat_topdown;

@@ -31,7 +31,7 @@ fn stat_options() -> Vec<String> {
         .filter_map(|l| {
             let spelled = l
                 .trim_start()
-                .split(|c: char| c.is_whitespace() || c == '=');
+                .split(|c: char| c.is_whitespace() || c == '=' || c == '[');
             spelled
                 .flat_map(|w| w.split(','))
                 .find(|w| w.starts_with("--") && w.len() > 2)

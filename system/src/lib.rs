@@ -12,7 +12,7 @@ mod topology;
 pub use permissions::{PerfAccess, PerfPermissions};
 pub use process::ProcessStatus;
 pub use stat::{StatFields, ThreadStat};
-pub use topology::CpuTopology;
+pub use topology::{CpuCache, CpuTopology};
 
 /// The PMU directory under a sysfs root.
 pub const PMU_DEVICES: &str = "bus/event_source/devices";

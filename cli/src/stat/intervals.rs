@@ -76,8 +76,8 @@ impl<'a> Intervals<'a> {
     /// Takes the next snapshot (its tool events filled in): prints its interval at once.
     pub fn take(&mut self, mut snapshot: Snapshot) {
         if let Some(by) = self.args.more.aggregation() {
-            let root = self.args.sysfs.system().sys_file("devices/system");
-            let place_of = |cpu| topology::cpu_place(&root, cpu);
+            let system = self.args.sysfs.system();
+            let place_of = |cpu| topology::cpu_place(&system, cpu, by);
             topology::aggregate_interval(&mut snapshot, by, &place_of);
         }
         if self.args.more.no_scale {

@@ -514,8 +514,8 @@ fn gather_runs(
         counting.boxes.merge_run(run);
     }
     if let Some(by) = args.more.aggregation() {
-        let root = args.sysfs.system().sys_file("devices/system");
-        let place_of = |cpu| topology::cpu_place(&root, cpu);
+        let system = args.sysfs.system();
+        let place_of = |cpu| topology::cpu_place(&system, cpu, by);
         for run in runs.iter_mut() {
             topology::aggregate(run, by, &place_of);
         }

@@ -247,7 +247,12 @@ fn json_lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Ve
         let (key, value) = place.json_field();
         fields.push(format!("\"{key}\" : {}", quote(&value)));
         if let Some(cpus) = cpus {
-            fields.push(format!("\"aggregate-number\" : {cpus}"));
+            // perf 7.2's key for its own modes, perf 6.1's for the others.
+            let name = match key {
+                "cache" | "cluster" => "counters",
+                _ => "aggregate-number",
+            };
+            fields.push(format!("\"{name}\" : {cpus}"));
         }
     }
     fields

@@ -148,6 +148,23 @@ pub struct Switches {
     /// With -a or -C: add up the CPUs of each NUMA node.
     #[arg(long = "per-node", conflicts_with_all = ["no_aggregate", "per_thread"])]
     pub(super) per_node: bool,
+    /// With -a or -C: add up the CPUs that share each cache of a level: the last level
+    /// (without a value), or L1 to L4 (`--per-cache=L2`).
+    #[arg(
+        long = "per-cache",
+        value_name = "LEVEL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        conflicts_with_all = ["no_aggregate", "per_thread", "per_socket", "per_die", "per_core", "per_node", "per_cluster"]
+    )]
+    pub(super) per_cache: Option<String>,
+    /// With -a or -C: add up the CPUs of each cluster (`topology/cluster_id`).
+    #[arg(
+        long = "per-cluster",
+        conflicts_with_all = ["no_aggregate", "per_thread", "per_socket", "per_die", "per_core", "per_node"]
+    )]
+    pub(super) per_cluster: bool,
     /// With -I: after the intervals, the whole run as without -I (in -x each line starts
     /// with `summary`).
     #[arg(long = "summary", requires = "interval_ms")]
@@ -278,6 +295,9 @@ impl Switches {
     /// # Errors
     /// The option and why it cannot be taken (bad input: the caller adds the usage line).
     pub fn check(&self) -> Result<(), Error> {
+        if let Some(level) = &self.per_cache {
+            cache_level(level)?;
+        }
         if let Some((option, why)) = self.refused.reason(!self.for_each_cgroup.is_empty()) {
             return Err(Error::unsupported(format!("{option}: {why}"))
                 .with_hint("see docs/command.md for perf's options counterhal takes"));
@@ -292,9 +312,14 @@ impl Switches {
             (self.per_die, Aggregation::Die),
             (self.per_core, Aggregation::Core),
             (self.per_node, Aggregation::Node),
+            (self.per_cluster, Aggregation::Cluster),
         ]
         .into_iter()
         .find_map(|(given, by)| given.then_some(by))
+        .or_else(|| {
+            let level = self.per_cache.as_deref()?;
+            Some(Aggregation::Cache(cache_level(level).ok()?))
+        })
     }
 
     /// `--topdown`'s level (`--td-level`, 0 where not given), or `None` without `--topdown`.
@@ -378,6 +403,35 @@ impl Switches {
     /// The descriptor `--log-fd` sends the results to.
     pub fn log_fd(&self) -> Option<u32> {
         self.log_fd
+    }
+}
+
+/// The most cache levels `--per-cache` takes (perf's `MAX_CACHE_LVL`).
+const CACHE_LEVELS: u32 = 4;
+
+/// `--per-cache`'s level: `None` (the last level) for no value, else `L1` to `L4` (or
+/// `l1`...), as perf's `parse_cache_level` (builtin-stat.c) takes it.
+fn cache_level(value: &str) -> Result<Option<u32>, Error> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let form = || {
+        Error::invalid_input(format!(
+            "--per-cache={value}: Cache level must be of form L[1-{CACHE_LEVELS}], or \
+             l[1-{CACHE_LEVELS}]"
+        ))
+        .with_hint("e.g. --per-cache=L2, or --per-cache for the last level")
+    };
+    let mut chars = value.chars();
+    let (Some('L' | 'l'), Some(digit), None) = (chars.next(), chars.next(), chars.next()) else {
+        return Err(form());
+    };
+    match digit.to_digit(10) {
+        Some(level @ 1..=CACHE_LEVELS) => Ok(Some(level)),
+        Some(level) if level > CACHE_LEVELS => Err(Error::invalid_input(format!(
+            "--per-cache={value}: perf only supports max cache level of {CACHE_LEVELS}"
+        ))),
+        _ => Err(form()),
     }
 }
 

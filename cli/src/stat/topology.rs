@@ -1,12 +1,15 @@
-//! `--per-socket`, `--per-die`, `--per-core`, `--per-node`: each CPU's counts added up by the
-//! socket, die, core or NUMA node it belongs to, as sysfs describes them
-//! (`/sys/devices/system/cpu/cpuN/topology`, `/sys/devices/system/node/nodeM/cpuN`), with
-//! perf's labels (`S0`, `S0-D0`, `S0-D0-C1`, `N0`) and the number of CPUs in each.
+//! `--per-socket`, `--per-die`, `--per-core`, `--per-node`, `--per-cluster`, `--per-cache`:
+//! each CPU's counts added up by the socket, die, core, NUMA node, cluster or cache it belongs
+//! to, as sysfs describes them (`/sys/devices/system/cpu/cpuN/topology`,
+//! `/sys/devices/system/cpu/cpuN/cache/indexM`, `/sys/devices/system/node/nodeM/cpuN`), with
+//! perf's labels (`S0`, `S0-D0`, `S0-D0-C1`, `N0`, `S0-D0-CLS1`, `S0-D0-L3-ID0`) and the
+//! number of CPUs in each.
 
 use std::path::Path;
 
 use counterhal::Error;
 use counterhal_hal::Reading;
+use counterhal_system::{CpuCache, System};
 
 use super::results::{Counts, Place, Run, Snapshot, is_absent, not_opened_here};
 use super::summary::Section;
@@ -22,6 +25,10 @@ pub enum Aggregation {
     Core,
     /// The NUMA node.
     Node,
+    /// The cluster within the die (`--per-cluster`).
+    Cluster,
+    /// The cache of a level (`None`: the last level) that CPUs share (`--per-cache`).
+    Cache(Option<u32>),
 }
 
 /// Where one CPU sits.
@@ -35,32 +42,54 @@ pub struct CpuPlace {
     pub core: u32,
     /// Its NUMA node (0 where there is none).
     pub node: u32,
+    /// Its cluster (`cluster_id`; 0 where the kernel does not tell).
+    pub cluster: u32,
+    /// The level and id of the cache `--per-cache` adds up by, as perf 7.2 numbers them
+    /// (-1 where they cannot be read).
+    pub cache: (i64, i64),
 }
 
 impl Aggregation {
-    /// perf's JSON key for the label: `socket`, `die`, `core`, `node`.
+    /// perf's JSON key for the label: `socket`, `die`, `core`, `node`, `cluster`, `cache`.
     pub fn key(self) -> &'static str {
         match self {
             Aggregation::Socket => "socket",
             Aggregation::Die => "die",
             Aggregation::Core => "core",
             Aggregation::Node => "node",
+            Aggregation::Cluster => "cluster",
+            Aggregation::Cache(_) => "cache",
         }
     }
 
-    /// perf's label of the group `cpu` belongs to, and the order groups print in.
-    fn label(self, cpu: CpuPlace) -> ((u32, u32, u32), String) {
+    /// perf's label of the group `cpu` belongs to, and the order groups print in (perf's
+    /// `aggr_cpu_id__cmp`: node, socket, die, cluster, cache level, cache, core).
+    fn label(self, cpu: CpuPlace) -> ([i64; 4], String) {
         let CpuPlace {
             socket,
             die,
             core,
             node,
+            cluster,
+            cache: (level, cache),
         } = cpu;
+        let (s, d) = (i64::from(socket), i64::from(die));
         match self {
-            Aggregation::Socket => ((socket, 0, 0), format!("S{socket}")),
-            Aggregation::Die => ((socket, die, 0), format!("S{socket}-D{die}")),
-            Aggregation::Core => ((socket, die, core), format!("S{socket}-D{die}-C{core}")),
-            Aggregation::Node => ((node, 0, 0), format!("N{node}")),
+            Aggregation::Socket => ([s, 0, 0, 0], format!("S{socket}")),
+            Aggregation::Die => ([s, d, 0, 0], format!("S{socket}-D{die}")),
+            Aggregation::Core => (
+                [s, d, i64::from(core), 0],
+                format!("S{socket}-D{die}-C{core}"),
+            ),
+            Aggregation::Node => ([i64::from(node), 0, 0, 0], format!("N{node}")),
+            Aggregation::Cluster => (
+                [s, d, i64::from(cluster), 0],
+                format!("S{socket}-D{die}-CLS{cluster}"),
+            ),
+            Aggregation::Cache(_) => (
+                [s, d, level, cache],
+                format!("S{socket}-D{die}-L{level}-ID{cache}"),
+            ),
         }
     }
 }
@@ -70,9 +99,44 @@ fn number(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-/// Where CPU `cpu` sits, read from sysfs under `root` (`/sys/devices/system` here).
-pub fn cpu_place(root: &Path, cpu: u32) -> CpuPlace {
-    let topology = root.join(format!("cpu/cpu{cpu}/topology"));
+/// The level and id of CPU `cpu`'s cache of `level` (`None`: its last level) among `caches`,
+/// as perf 7.2 finds them (`cpu__get_cache_details`, builtin-stat.c): of the first four
+/// (`MAX_CACHE_LVL` indices), the one of the highest level (the first such), or the last of
+/// the level asked; its id the lowest CPU sharing it, the CPU itself where the list names
+/// none. A level none has gets id -1; no cache, or one whose level cannot be read, gives -1
+/// for both (perf's empty id).
+fn cache_of(caches: &[CpuCache], cpu: u32, level: Option<u32>) -> (i64, i64) {
+    let caches = &caches[..caches.len().min(4)];
+    let Some(levels) = caches
+        .iter()
+        .map(|c| c.level)
+        .collect::<Option<Vec<u32>>>()
+        .filter(|l| !l.is_empty())
+    else {
+        return (-1, -1);
+    };
+    let id = |c: &CpuCache| i64::from(c.first_shared_cpu.unwrap_or(cpu));
+    match level {
+        None => {
+            let highest = levels.iter().copied().max().unwrap_or(0);
+            let at = levels.iter().position(|&l| l == highest).unwrap_or(0);
+            (i64::from(highest), id(&caches[at]))
+        }
+        Some(level) => {
+            let mut found = caches.iter().zip(&levels).filter(|(_, l)| **l == level);
+            (
+                i64::from(level),
+                found.next_back().map_or(-1, |(c, _)| id(c)),
+            )
+        }
+    }
+}
+
+/// Where CPU `cpu` sits, read from `system`'s sysfs, with the cache `by` adds up by (none
+/// read for another aggregation).
+pub fn cpu_place(system: &System, cpu: u32, by: Aggregation) -> CpuPlace {
+    let root = system.sys_file("devices/system");
+    let topology = system.cpu_topology(cpu);
     let node = std::fs::read_dir(root.join("node"))
         .ok()
         .and_then(|entries| {
@@ -87,11 +151,17 @@ pub fn cpu_place(root: &Path, cpu: u32) -> CpuPlace {
             })
         })
         .unwrap_or(0);
+    let cache = match by {
+        Aggregation::Cache(level) => cache_of(&system.cpu_caches(cpu), cpu, level),
+        _ => (-1, -1),
+    };
     CpuPlace {
-        socket: number(&topology.join("physical_package_id")).unwrap_or(0),
-        die: number(&topology.join("die_id")).unwrap_or(0),
-        core: number(&topology.join("core_id")).unwrap_or(cpu),
+        socket: topology.socket.unwrap_or(0),
+        die: topology.die.unwrap_or(0),
+        core: number(&root.join(format!("cpu/cpu{cpu}/topology/core_id"))).unwrap_or(cpu),
         node,
+        cluster: topology.cluster.unwrap_or(0),
+        cache,
     }
 }
 
@@ -111,12 +181,7 @@ pub fn aggregate_interval(
 
 /// One group being added up: its order, label, how many CPUs counted each event, and the
 /// sums so far.
-type Group = (
-    (u32, u32, u32),
-    String,
-    Vec<u32>,
-    Vec<Result<Reading, Error>>,
-);
+type Group = ([i64; 4], String, Vec<u32>, Vec<Result<Reading, Error>>);
 
 /// The counts of `places` added up group by group, in perf's order. A CPU where an event was
 /// not opened (an uncore event off its PMU's cpumask) adds nothing to it, and is not counted
@@ -218,6 +283,7 @@ mod tests {
             die: 0,
             core: cpu / 2,
             node: cpu / 2,
+            ..CpuPlace::default()
         }
     }
 
@@ -253,6 +319,29 @@ mod tests {
         assert_eq!(die[0].place.as_ref().unwrap().json_field().0, "die");
     }
 
+    /// Oracle: perf 7.2.13's `cpu__get_cache_details` and `cpu__get_cache_id_from_map`
+    /// (tools/perf/builtin-stat.c) and `build_caches_for_cpu` (tools/perf/util/header.c):
+    /// the first four indices; the last level the highest (its first index); a level asked,
+    /// the last index of it, id -1 where there is none; the id the lowest CPU sharing the
+    /// cache, the CPU itself where the list names none; no cache or an unreadable one: -1, -1.
+    #[test]
+    fn caches_are_chosen_and_numbered_as_perf_7_2_does() {
+        let cache = |level, first| CpuCache::new(level, first);
+        let caches = [
+            cache(Some(1), Some(2)),
+            cache(Some(1), Some(3)),
+            cache(Some(3), Some(0)),
+            cache(Some(2), None),
+            cache(Some(4), Some(0)),
+        ];
+        assert_eq!(cache_of(&caches, 3, None), (3, 0));
+        assert_eq!(cache_of(&caches, 3, Some(1)), (1, 3));
+        assert_eq!(cache_of(&caches, 3, Some(2)), (2, 3));
+        assert_eq!(cache_of(&caches, 3, Some(4)), (4, -1));
+        assert_eq!(cache_of(&[], 3, None), (-1, -1));
+        assert_eq!(cache_of(&[cache(None, Some(1))], 3, Some(1)), (-1, -1));
+    }
+
     #[test]
     fn this_machine_s_cpus_are_placed_from_sysfs() {
         let root = Path::new("/sys/devices/system");
@@ -262,7 +351,7 @@ mod tests {
                 "no sysfs CPU topology here"
             );
         }
-        let first = cpu_place(root, 0);
+        let first = cpu_place(&System::host(), 0, Aggregation::Core);
         let expected = number(&root.join("cpu/cpu0/topology/core_id")).unwrap();
         assert_eq!(first.core, expected);
     }
