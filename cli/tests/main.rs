@@ -59,6 +59,7 @@ mod shell;
 mod software_events;
 mod stat_control;
 mod stat_groups;
+mod stat_hybrid;
 mod stat_opens;
 mod stat_options;
 mod stat_per_cache;

@@ -370,7 +370,6 @@ fn options_not_implemented_are_refused_with_what_they_need() {
         (&["-T"], "TSX"),
         (&["-b"], "BPF"),
         (&["--iostat"], "uncore"),
-        (&["--hybrid-merge"], "hybrid"),
     ] {
         let mut args = option.to_vec();
         args.extend_from_slice(&["--", "true"]);

@@ -59,6 +59,7 @@ pub(crate) mod cgroup_pattern;
 mod cgroups;
 mod control;
 mod counted;
+mod cputype;
 mod document;
 mod filters;
 mod intervals;
@@ -391,6 +392,9 @@ fn plan_counting<B: Backend>(
     let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
+    if let Some(cputype) = args.more.cputype() {
+        cputype::keep(&mut events, cputype).map_err(|e| CliError::usage(e, USAGE))?;
+    }
     measurement::rename(&mut events, &shown_as);
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;

@@ -202,6 +202,14 @@ pub struct Switches {
     /// `uncore_imc_N/EV/`), where by default one line adds them up.
     #[arg(long = "no-merge")]
     pub(super) no_merge: bool,
+    /// On a hybrid CPU: count each event on this kind of core alone (`atom`, `core`, or
+    /// the PMU's name, `cpu_atom`).
+    #[arg(long = "cputype", value_name = "TYPE")]
+    pub(super) cputype: Option<String>,
+    /// Accepted: an event counted on a hybrid CPU's core and atom PMUs prints as one line,
+    /// their counts added up, already.
+    #[arg(long = "hybrid-merge")]
+    pub(super) hybrid_merge: bool,
     /// perf options that cannot work on this machine or need BPF: refused, saying why.
     #[command(flatten)]
     pub(super) refused: Refused,
@@ -225,19 +233,13 @@ pub struct Refused {
     /// Not implemented: the transaction events.
     #[arg(short = 'T', long = "transaction", hide = true)]
     transaction: bool,
-    /// Not implemented: merging a hybrid CPU's PMUs.
-    #[arg(long = "hybrid-merge", hide = true)]
-    hybrid_merge: bool,
-    /// Not implemented: picking a hybrid CPU's PMU.
-    #[arg(long = "cputype", hide = true, value_name = "TYPE")]
-    cputype: Option<String>,
 }
 
 impl Refused {
     /// The first refused option given, and why it cannot work here (`-b` is taken with
     /// `--for-each-cgroup`, `for_each_cgroup`).
     fn reason(&self, for_each_cgroup: bool) -> Option<(&'static str, &'static str)> {
-        let checks: [(bool, &'static str, &'static str); 6] = [
+        let checks: [(bool, &'static str, &'static str); 4] = [
             (
                 self.bpf_counters && !for_each_cgroup,
                 "-b/--bpf-counters",
@@ -263,18 +265,6 @@ impl Refused {
                 "counterhal does not implement it: it opens the cpu PMU's TSX transaction \
                  events (cycles-t, tx-start, el-start, cycles-ct; Intel Haswell or later); \
                  name them with -e, or use the intx and intxcp modifiers",
-            ),
-            (
-                self.hybrid_merge,
-                "--hybrid-merge",
-                "counterhal does not implement it: it merges the counts of a hybrid CPU's \
-                 core and atom PMUs; name the PMU in the event (cpu_core/.../, cpu_atom/.../)",
-            ),
-            (
-                self.cputype.is_some(),
-                "--cputype",
-                "counterhal does not implement it: it picks a hybrid CPU's core or atom PMU \
-                 for the generic events; name the PMU in the event (cpu_core/.../)",
             ),
         ];
         checks
@@ -325,6 +315,11 @@ impl Switches {
     /// `--topdown`'s level (`--td-level`, 0 where not given), or `None` without `--topdown`.
     pub fn topdown_level(&self) -> Option<u32> {
         self.topdown.then(|| self.td_level.unwrap_or(0))
+    }
+
+    /// `--cputype`'s PMU, as given.
+    pub fn cputype(&self) -> Option<&str> {
+        self.cputype.as_deref()
     }
 
     /// `--control`'s descriptors or fifos, as given.
@@ -517,8 +512,6 @@ mod tests {
             (&["--iostat", "--", "true"], "uncore"),
             (&["--smi-cost", "--", "true"], "msr/smi/"),
             (&["-T", "--", "true"], "TSX"),
-            (&["--hybrid-merge", "--", "true"], "hybrid"),
-            (&["--cputype", "core", "--", "true"], "hybrid"),
         ] {
             let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
             let error = args.more.check().expect_err("refused");

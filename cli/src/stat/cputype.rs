@@ -1,0 +1,69 @@
+//! `--cputype TYPE`: on a hybrid CPU, each event counted on one kind of core alone, as perf
+//! 7.2's `parse_cputype` (tools/perf/builtin-stat.c) filters the PMUs events are opened on:
+//! TYPE names the PMU (`cpu_atom`) or the PMU without its `cpu_` prefix (`atom`,
+//! `perf_pmus__pmu_for_pmu_filter` in tools/perf/util/pmus.c). An event counted on a
+//! hybrid CPU's core PMUs (`cpu_core`, `cpu_atom`) keeps the part on that PMU; other events
+//! (software, tracepoints, uncore) are left as they are.
+
+use counterhal::{Encoding, Error};
+
+use super::results::Planned;
+
+/// The hybrid core PMU an event's part is on, if it is on one (`cpu_core`, `cpu_atom`...).
+fn core_pmu(encoding: &Encoding) -> Option<&str> {
+    match encoding {
+        Encoding::Perf(attr) => attr.pmu.as_deref().filter(|p| p.starts_with("cpu_")),
+        _ => None,
+    }
+}
+
+/// Keeps, of each event of `events` counted on hybrid core PMUs, the part on the PMU
+/// `cputype` names.
+///
+/// # Errors
+/// No event is on a PMU of that name (perf refuses a name no PMU has: "--cputype TYPE is
+/// not supported!"), or one event has no part there (bad input).
+pub fn keep(events: &mut [Planned], cputype: &str) -> Result<(), Error> {
+    let named = |pmu: &str| pmu == cputype || pmu.strip_prefix("cpu_") == Some(cputype);
+    let pmus_of = |planned: &Planned| -> Vec<String> {
+        planned.ready().map_or_else(Vec::new, |event| {
+            event
+                .terms
+                .iter()
+                .filter_map(|t| core_pmu(&t.request.encoding).map(str::to_string))
+                .collect()
+        })
+    };
+    let mut seen: Vec<String> = events.iter().flat_map(pmus_of).collect();
+    seen.sort();
+    seen.dedup();
+    if !seen.is_empty() && !seen.iter().any(|p| named(p)) {
+        return Err(Error::invalid_input(format!(
+            "--cputype {cputype}: no event here is counted on a PMU of that name (the \
+             events' core PMUs: {})",
+            seen.join(", ")
+        ))
+        .with_hint("--cputype atom or core names a hybrid CPU's cpu_atom or cpu_core"));
+    }
+    for planned in events.iter_mut() {
+        let pmus = pmus_of(planned);
+        let Planned::Ready(event) = planned else {
+            continue;
+        };
+        if pmus.is_empty() {
+            continue;
+        }
+        event
+            .terms
+            .retain(|t| core_pmu(&t.request.encoding).is_none_or(named));
+        if event.terms.is_empty() {
+            return Err(Error::invalid_input(format!(
+                "--cputype {cputype}: `{}` is counted on {}, none of them {cputype}",
+                event.name,
+                pmus.join(", ")
+            ))
+            .with_hint("leave the event out, or name another --cputype"));
+        }
+    }
+    Ok(())
+}
