@@ -37,7 +37,7 @@ pub fn cgroup_root() -> Result<PathBuf> {
 }
 
 /// The mount point of the (last) cgroup2 file system, the hierarchy the BPF mode of
-/// per-cgroup counting counts in ([`advanced::CgroupCounter`](crate::advanced::CgroupCounter)),
+/// per-cgroup counting counts in ([`hal::CgroupCounter`](crate::hal::CgroupCounter)),
 /// whether or not a v1 hierarchy has the `perf_event` controller.
 ///
 /// # Errors

@@ -104,11 +104,22 @@
 //!
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
 //! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process
-//! or CPU, which [`advanced`] names), the database `counterhal-events`;
+//! or CPU, which [`hal`] names), the database `counterhal-events` ([`events`]);
 //! a backend is a crate implementing them that registers itself (its `REGISTRATION`, a
 //! `counterhal_hal::Registration`), given a line in [`registry::REGISTRY`] and a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
+/// The event database, a public dependency of the facade with its own list of what it
+/// promises (`api/counterhal-events.txt`): the CPU models and their events, uncore events,
+/// the CPU detected ([`Context::database`](crate::Context::database),
+/// [`Context::cpu`](crate::Context::cpu)).
+pub use counterhal_events as events;
+/// The vocabulary every backend speaks, a public dependency of the facade with its own list
+/// of what it promises (`api/counterhal-hal.txt`): the `Backend` and `Group` traits, the
+/// backend's own targets, the encodings, a backend's capabilities (sampling, counting per
+/// cgroup), the generalized events. The types of the facade's signatures that are not at its
+/// root are named here.
+pub use counterhal_hal as hal;
 pub use counterhal_hal::{
     Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
     GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,

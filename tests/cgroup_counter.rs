@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use counterhal::advanced::{
-    BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice,
-};
+use counterhal::hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 use counterhal::prelude::*;
 use counterhal::{Error, ErrorKind, Result};
 use counterhal_conformance::fixtures::TestCgroup;
