@@ -140,7 +140,7 @@ pub mod time {
 /// read, with what `perf_event_open` permits there.
 pub mod system {
     pub use counterhal_system::{
-        CpuTopology, PerfAccess, PerfPermissions, ProcessStatus, System, ThreadStat,
+        CpuCache, CpuTopology, PerfAccess, PerfPermissions, ProcessStatus, System, ThreadStat,
     };
 }
 
