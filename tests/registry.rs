@@ -11,7 +11,7 @@ fn root() -> &'static Path {
 }
 
 /// Cargo's features are the registry's backends, each once, beside the parts of the shipped
-/// data and the device models; the facade's default has every backend but the raw-MSR one and
+/// data, the device models and the Linux backend's sampling and cgroup counter; the facade's default has every backend but the raw-MSR one and
 /// the shipped data; the C API's default has them all.
 #[test]
 fn the_default_features_are_the_registrys_backends() {
@@ -56,6 +56,12 @@ fn the_default_features_are_the_registrys_backends() {
             part.to_string()
         })
         .chain(["device-models".to_string()])
+        // The Linux backend's parts beside counting, each forwarded to its crate.
+        .chain(["sampling", "cgroup-counter"].map(|part| {
+            let forwarded = format!("counterhal-linux?/{part}");
+            assert_eq!(features[part].as_array().unwrap()[..], [forwarded.into()]);
+            part.to_string()
+        }))
         .chain(registered.iter().map(|b| b.to_string()))
         .collect();
     // The facade's default leaves out the readers of the user's files, the device models and

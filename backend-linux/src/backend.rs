@@ -148,7 +148,9 @@ impl CorePmus {
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
     capabilities.set_max_group_events(Some(MAX_GROUP_EVENTS as u32));
-    capabilities.set_sampling(true).set_sysfs_pmus(true);
+    capabilities
+        .set_sampling(cfg!(feature = "sampling"))
+        .set_sysfs_pmus(true);
     capabilities.set_multiplexing(true);
     capabilities.set_targets(TargetSupport::ALL);
     capabilities.set_self_monitoring_reads(self_monitoring);
@@ -201,6 +203,7 @@ impl LinuxBackend {
     }
 
     /// The system the facts are read from.
+    #[cfg_attr(not(feature = "sampling"), allow(dead_code))]
     pub(crate) fn system(&self) -> &counterhal_system::System {
         &self.paths.system
     }
@@ -338,6 +341,7 @@ impl LinuxBackend {
     ///
     /// # Errors
     /// As [`Backend::open`].
+    #[cfg_attr(not(feature = "cgroup-counter"), allow(dead_code))]
     pub(crate) fn open_on_cpu(
         &self,
         request: &EventRequest,
@@ -516,6 +520,47 @@ impl Backend for LinuxBackend {
     ) -> Result<LinuxGroup> {
         self.open_placed(events, target, options, 0)
     }
+}
+
+/// A build without the `sampling` feature: asking to sample names it.
+#[cfg(not(feature = "sampling"))]
+impl counterhal_hal::SamplingCapability for LinuxBackend {
+    fn open_sampler(
+        &self,
+        _: &[EventRequest],
+        _: &BackendTarget,
+        _: &counterhal_hal::SampleOptions,
+    ) -> Result<counterhal_hal::BoxedSampler> {
+        Err(left_out("sampling", "sampling"))
+    }
+
+    fn overflow_signal(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// A build without the `cgroup-counter` feature: asking for the counter names it.
+#[cfg(not(feature = "cgroup-counter"))]
+impl counterhal_hal::CgroupCapability for LinuxBackend {
+    fn open_cgroup_counter(
+        &self,
+        _: &[EventRequest],
+        _: &[u32],
+        _: counterhal_hal::CgroupCounterOptions,
+    ) -> Result<counterhal_hal::BoxedCgroupCounter> {
+        Err(left_out("counting per cgroup", "cgroup-counter"))
+    }
+}
+
+/// The error for `what`, left out of this build with `feature`.
+#[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
+fn left_out(what: &str, feature: &str) -> Error {
+    Error::unsupported(format!(
+        "{what} is left out of this build of the linux backend"
+    ))
+    .with_hint(format!(
+        "build counterhal with its `{feature}` feature (on by default; `features = [\"linux\"]` leaves it out)"
+    ))
 }
 
 impl counterhal_hal::EventListing for LinuxBackend {

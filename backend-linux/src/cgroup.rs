@@ -47,6 +47,7 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
 /// hierarchy in words; `None` where it is on the cgroup v2 one. Read from
 /// `/proc/self/mountinfo` (a v1 mount with `perf_event` among its options) and `/proc/cgroups`
 /// (the controller's hierarchy id: 0 is v2's), either of which says so.
+#[cfg_attr(not(feature = "cgroup-counter"), allow(dead_code))]
 pub(crate) fn perf_event_on_v1() -> Option<String> {
     let system = counterhal_system::System::host();
     let mountinfo =
@@ -56,6 +57,7 @@ pub(crate) fn perf_event_on_v1() -> Option<String> {
 }
 
 /// [`perf_event_on_v1`] from the texts of `/proc/self/mountinfo` and `/proc/cgroups`.
+#[cfg_attr(not(feature = "cgroup-counter"), allow(dead_code))]
 fn perf_event_v1_in(mountinfo: &str, cgroups: &str) -> Option<String> {
     for line in mountinfo.lines() {
         // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS

@@ -27,6 +27,7 @@ cfg_if::cfg_if! {
         mod arm;
         mod attr;
         mod backend;
+        #[cfg(feature = "cgroup-counter")]
         mod bpf_cgroup;
         mod breakpoint;
         mod cgroup;
@@ -35,7 +36,9 @@ cfg_if::cfg_if! {
         mod group;
         mod paths;
         pub mod rdpmc;
+        #[cfg(feature = "sampling")]
         mod polled;
+        #[cfg(feature = "sampling")]
         mod sampler;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
@@ -43,6 +46,7 @@ cfg_if::cfg_if! {
         pub mod topdown;
 
         pub use backend::{LinuxBackend, probe, probe_with};
+        #[cfg(feature = "cgroup-counter")]
         pub use bpf_cgroup::{
             LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };
@@ -52,7 +56,9 @@ cfg_if::cfg_if! {
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
+        #[cfg(feature = "sampling")]
         pub use polled::{Deliver, PolledSampler};
+        #[cfg(feature = "sampling")]
         pub use sampler::LinuxSampler;
 
     } else {

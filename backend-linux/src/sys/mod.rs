@@ -18,22 +18,27 @@
 //! - A [`UserPageMap`] owns its mapping from `mmap` to `munmap` and is only read through
 //!   volatile loads, because the kernel updates the page concurrently.
 
+#[cfg(feature = "cgroup-counter")]
 pub mod bpf;
 mod open;
 mod os_error;
+#[cfg(feature = "sampling")]
 mod overflow;
 mod page;
 mod perf;
 mod process;
+#[cfg(feature = "sampling")]
 mod ring;
 
 pub use open::*;
+#[cfg(feature = "sampling")]
 pub use overflow::{
     OverflowCallback, eventfd, gettid, overflow_signal, register, unregister, wait_for, wake,
 };
 pub use page::*;
 pub use perf::*;
 pub use process::*;
+#[cfg(feature = "sampling")]
 pub use ring::Ring;
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub const FORMAT_ID: u64 = 1 << 2;
 /// `PERF_FORMAT_GROUP`.
 pub const FORMAT_GROUP: u64 = 1 << 3;
 /// `PERF_FORMAT_LOST` (Linux 6.0): the samples the ring could not take, read with the count.
+#[cfg_attr(not(feature = "sampling"), allow(dead_code))]
 pub const FORMAT_LOST: u64 = 1 << 4;
 
 /// `PERF_ATTR_SIZE_VER0`: the first published size.
