@@ -161,3 +161,44 @@ fn the_readme_table_of_systems_is_rendered_from_the_registry() {
         );
     }
 }
+
+/// Oracle: the facade's Cargo.toml, whose `sampling` and `cgroup-counter` features hold the
+/// Linux backend's sampler and its counter of many cgroups. Built with them the backend says
+/// it samples; built without (`features = ["linux"]`, which scripts/check-features tests),
+/// asking to sample or for the cgroup counter is an error that names the feature to add.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_linux_backends_sampler_and_cgroup_counter_name_their_features() {
+    use counterhal::{SampleFields, SampleOptions, Target};
+    let Some(chosen) = counterhal::Setup::new().backend("linux").open().ok() else {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::System,
+            "the Linux backend does not probe here"
+        );
+    };
+    assert_eq!(
+        chosen.backend().dyn_capabilities().sampling(),
+        cfg!(feature = "sampling"),
+        "the backend says it samples in a build with `sampling` alone"
+    );
+    if !cfg!(feature = "sampling") {
+        let options = SampleOptions::period(100_000, SampleFields::profile());
+        let refused = (chosen.open_sampler(&["cpu-clock"], &Target::this_thread(), &options))
+            .err()
+            .expect("no sampler without the `sampling` feature");
+        assert!(
+            refused.to_string().contains("`sampling` feature"),
+            "{refused}"
+        );
+    }
+    if !cfg!(feature = "cgroup-counter") {
+        let auto = counterhal::advanced::CgroupModeChoice::Auto;
+        let refused = (chosen.cgroup_counter(&["task-clock"], &[0], auto))
+            .err()
+            .expect("no cgroup counter without the `cgroup-counter` feature");
+        assert!(
+            refused.to_string().contains("`cgroup-counter` feature"),
+            "{refused}"
+        );
+    }
+}

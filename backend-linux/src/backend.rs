@@ -556,10 +556,10 @@ impl counterhal_hal::CgroupCapability for LinuxBackend {
 #[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
 fn left_out(what: &str, feature: &str) -> Error {
     Error::unsupported(format!(
-        "{what} is left out of this build of the linux backend"
+        "{what} is left out of this build of the linux backend: it needs counterhal's `{feature}` feature"
     ))
     .with_hint(format!(
-        "build counterhal with its `{feature}` feature (on by default; `features = [\"linux\"]` leaves it out)"
+        "`{feature}` is on by default; `default-features = false, features = [\"linux\"]` leaves it out"
     ))
 }
 

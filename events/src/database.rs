@@ -88,6 +88,15 @@ fn feature_built(feature: &str) -> bool {
 /// Whether this build holds the shipped metrics (the `metrics` feature).
 pub(crate) const METRICS_BUILT: bool = cfg!(feature = "metrics");
 
+/// Whether this build can hold a CPU model: shipped ones (`x86-models`, `arm-models`) or the
+/// user's (`events-file`). Without, the resolver's code for a model's events is left out of
+/// the binary (it is seen to have no model).
+pub(crate) const MODELS_BUILT: bool = cfg!(any(
+    feature = "x86-models",
+    feature = "arm-models",
+    feature = "events-file"
+));
+
 impl IndexedModel {
     /// Whether `name` is one of its aliases (case-insensitive).
     fn has_alias(&self, name: &str) -> bool {

@@ -66,7 +66,9 @@ impl Database {
         {
             return ok;
         }
-        let model = cpu.and_then(|id| self.model(id));
+        let model = cpu
+            .filter(|_| crate::database::MODELS_BUILT)
+            .and_then(|id| self.model(id));
         if let Some(result) = crate::libpfm4::route(self, model, event, accepts) {
             return result;
         }
@@ -261,7 +263,8 @@ impl<'a> Resolver<'a> {
                 .with_suggestions(suggest::nearest(pmu, self.database.ids(), 3))
             })?),
             None => self.model,
-        };
+        }
+        .filter(|_| crate::database::MODELS_BUILT);
         // Another spelling of a native event (libpfm4's, perf's) stands for the model's own.
         if let Some(canonical) = model.and_then(|m| m.unalias(&spec)) {
             spec = canonical;
@@ -344,7 +347,7 @@ impl<'a> Resolver<'a> {
         if self.perf_first() {
             return perf_raw();
         }
-        match self.model {
+        match self.model.filter(|_| crate::database::MODELS_BUILT) {
             Some(model) if self.accepts.takes(model.encoder.family()) => {
                 let choice = raw_choice(model, self.text, config, modifiers)?;
                 let encoding = encode_native(model, &choice, self.accepts, self.text)?;
@@ -421,6 +424,7 @@ impl<'a> Resolver<'a> {
         generalized: GeneralizedEvent,
         spec: &EventSpec,
     ) -> Resolved {
+        let model = model.filter(|_| crate::database::MODELS_BUILT);
         let text = self.text;
         let mut modifiers = spec.modifiers;
         for part in &spec.unit_masks {
