@@ -183,9 +183,10 @@ fn the_linux_backends_sampler_and_cgroup_counter_name_their_features() {
     );
     if !cfg!(feature = "sampling") {
         let options = SampleOptions::period(100_000, SampleFields::profile());
-        let refused = (chosen.open_sampler(&["cpu-clock"], &Target::this_thread(), &options))
-            .err()
-            .expect("no sampler without the `sampling` feature");
+        let Err(refused) = chosen.open_sampler(&["cpu-clock"], &Target::this_thread(), &options)
+        else {
+            panic!("no sampler without the `sampling` feature");
+        };
         assert!(
             refused.to_string().contains("`sampling` feature"),
             "{refused}"
@@ -193,9 +194,9 @@ fn the_linux_backends_sampler_and_cgroup_counter_name_their_features() {
     }
     if !cfg!(feature = "cgroup-counter") {
         let auto = counterhal::advanced::CgroupModeChoice::Auto;
-        let refused = (chosen.cgroup_counter(&["task-clock"], &[0], auto))
-            .err()
-            .expect("no cgroup counter without the `cgroup-counter` feature");
+        let Err(refused) = chosen.cgroup_counter(&["task-clock"], &[0], auto) else {
+            panic!("no cgroup counter without the `cgroup-counter` feature");
+        };
         assert!(
             refused.to_string().contains("`cgroup-counter` feature"),
             "{refused}"
