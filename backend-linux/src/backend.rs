@@ -522,47 +522,6 @@ impl Backend for LinuxBackend {
     }
 }
 
-/// A build without the `sampling` feature: asking to sample names it.
-#[cfg(not(feature = "sampling"))]
-impl counterhal_hal::SamplingCapability for LinuxBackend {
-    fn open_sampler(
-        &self,
-        _: &[EventRequest],
-        _: &BackendTarget,
-        _: &counterhal_hal::SampleOptions,
-    ) -> Result<counterhal_hal::BoxedSampler> {
-        Err(left_out("sampling", "sampling"))
-    }
-
-    fn overflow_signal(&self) -> Option<i32> {
-        None
-    }
-}
-
-/// A build without the `cgroup-counter` feature: asking for the counter names it.
-#[cfg(not(feature = "cgroup-counter"))]
-impl counterhal_hal::CgroupCapability for LinuxBackend {
-    fn open_cgroup_counter(
-        &self,
-        _: &[EventRequest],
-        _: &[u32],
-        _: counterhal_hal::CgroupCounterOptions,
-    ) -> Result<counterhal_hal::BoxedCgroupCounter> {
-        Err(left_out("counting per cgroup", "cgroup-counter"))
-    }
-}
-
-/// The error for `what`, left out of this build with `feature`.
-#[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
-fn left_out(what: &str, feature: &str) -> Error {
-    Error::unsupported(format!(
-        "{what} is left out of this build of the linux backend: it needs counterhal's `{feature}` feature"
-    ))
-    .with_hint(format!(
-        "`{feature}` is on by default; `default-features = false, features = [\"linux\"]` leaves it out"
-    ))
-}
-
 impl counterhal_hal::EventListing for LinuxBackend {
     /// The generalized events that open here (found once, by trying each; an event that fails
     /// only for lack of permission counts as countable).

@@ -34,6 +34,8 @@ cfg_if::cfg_if! {
         mod errno;
         mod exec;
         mod group;
+        #[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
+        mod left_out;
         mod paths;
         pub mod rdpmc;
         #[cfg(feature = "sampling")]

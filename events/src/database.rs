@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_hal::{Error, GeneralizedEvent, Result};
 
+use crate::built::{feature_built, feature_of};
 #[cfg(feature = "events-file")]
 use crate::loader::{Layer, ModelSet, Source, load_file};
 use crate::model::{CpuModel, EncoderKind, MatchRule, NumberSet, PmuDescription};
@@ -66,36 +67,6 @@ pub fn shipped_files() -> Vec<&'static str> {
 fn index() -> Table<IndexedModel> {
     crate::table!(Catalog, "INDEX")
 }
-
-/// The Cargo feature of this crate a shipped model needs: its architecture's.
-fn feature_of(encoder: EncoderKind) -> &'static str {
-    match encoder {
-        EncoderKind::Armv8 => "arm-models",
-        _ => "x86-models",
-    }
-}
-
-/// Whether this build holds the shipped models of `feature` (the feature names itself: a
-/// build may hold one part of the models, its index holding the other's too).
-fn feature_built(feature: &str) -> bool {
-    const BUILT: [(&str, bool); 2] = [
-        ("x86-models", cfg!(feature = "x86-models")),
-        ("arm-models", cfg!(feature = "arm-models")),
-    ];
-    BUILT.iter().any(|&(part, built)| part == feature && built)
-}
-
-/// Whether this build holds the shipped metrics (the `metrics` feature).
-pub(crate) const METRICS_BUILT: bool = cfg!(feature = "metrics");
-
-/// Whether this build can hold a CPU model: shipped ones (`x86-models`, `arm-models`) or the
-/// user's (`events-file`). Without, the resolver's code for a model's events is left out of
-/// the binary (it is seen to have no model).
-pub(crate) const MODELS_BUILT: bool = cfg!(any(
-    feature = "x86-models",
-    feature = "arm-models",
-    feature = "events-file"
-));
 
 impl IndexedModel {
     /// Whether `name` is one of its aliases (case-insensitive).

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod arm;
+mod built;
 mod compiled;
 mod compose;
 mod cpu;

@@ -67,7 +67,7 @@ impl Database {
             return ok;
         }
         let model = cpu
-            .filter(|_| crate::database::MODELS_BUILT)
+            .filter(|_| crate::built::MODELS_BUILT)
             .and_then(|id| self.model(id));
         if let Some(result) = crate::libpfm4::route(self, model, event, accepts) {
             return result;
@@ -264,7 +264,7 @@ impl<'a> Resolver<'a> {
             })?),
             None => self.model,
         }
-        .filter(|_| crate::database::MODELS_BUILT);
+        .filter(|_| crate::built::MODELS_BUILT);
         // Another spelling of a native event (libpfm4's, perf's) stands for the model's own.
         if let Some(canonical) = model.and_then(|m| m.unalias(&spec)) {
             spec = canonical;
@@ -347,7 +347,7 @@ impl<'a> Resolver<'a> {
         if self.perf_first() {
             return perf_raw();
         }
-        match self.model.filter(|_| crate::database::MODELS_BUILT) {
+        match self.model.filter(|_| crate::built::MODELS_BUILT) {
             Some(model) if self.accepts.takes(model.encoder.family()) => {
                 let choice = raw_choice(model, self.text, config, modifiers)?;
                 let encoding = encode_native(model, &choice, self.accepts, self.text)?;
@@ -424,7 +424,7 @@ impl<'a> Resolver<'a> {
         generalized: GeneralizedEvent,
         spec: &EventSpec,
     ) -> Resolved {
-        let model = model.filter(|_| crate::database::MODELS_BUILT);
+        let model = model.filter(|_| crate::built::MODELS_BUILT);
         let text = self.text;
         let mut modifiers = spec.modifiers;
         for part in &spec.unit_masks {

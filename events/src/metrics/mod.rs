@@ -31,7 +31,7 @@ use crate::expression::Expr;
 /// The models with shipped metrics that this build holds, sorted: the ids [`shipped_metrics`]
 /// knows (none in a build without the `metrics` feature).
 pub fn shipped_metric_models() -> Vec<&'static str> {
-    if !crate::database::METRICS_BUILT {
+    if !crate::built::METRICS_BUILT {
         return Vec::new();
     }
     compiled::models()
@@ -213,7 +213,7 @@ pub struct MetricAlias {
 /// then any case), where `name` is not a metric's own name; `None` for a model without
 /// shipped metrics, in a build without them, or a name no release gave.
 pub fn metric_alias(id: &str, name: &str) -> Option<MetricAlias> {
-    if !crate::database::METRICS_BUILT {
+    if !crate::built::METRICS_BUILT {
         return None;
     }
     let aliases = compiled::aliases(id);
@@ -235,7 +235,7 @@ pub fn metric_alias(id: &str, name: &str) -> Option<MetricAlias> {
 
 /// Every alias of model `id`'s metrics ([`metric_alias`]), sorted by alias.
 pub fn metric_aliases(id: &str) -> Vec<MetricAlias> {
-    if !crate::database::METRICS_BUILT {
+    if !crate::built::METRICS_BUILT {
         return Vec::new();
     }
     compiled::aliases(id)
@@ -270,7 +270,7 @@ pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
             crate::unknown_model_message(id),
         ));
     }
-    if !crate::database::METRICS_BUILT {
+    if !crate::built::METRICS_BUILT {
         return Err(counterhal_hal::Error::unsupported(format!(
             "model `{id}`'s metrics are left out of this build: they need the `metrics` \
              feature (of counterhal, or of counterhal-events)"
