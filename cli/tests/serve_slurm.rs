@@ -1,5 +1,6 @@
 //! `counterhal serve` on a Slurm node: the cgroups slurmstepd makes for jobs, steps and
-//! tasks labelled with `slurm_job_id`, `slurm_step` and `slurm_task`; a user's copy of the
+//! tasks labelled with `slurm_job_id` (or `slurm_sluid`), `slurm_step` and `slurm_task`; a
+//! user's copy of the
 //! layout elsewhere labelled with nothing.
 
 use std::path::{Path, PathBuf};
@@ -34,8 +35,8 @@ impl Drop for Tree {
 }
 
 /// The Slurm labels of each cgroup's `task-clock` series in the scrape `text`, by cgroup:
-/// `slurm_job_id`, `slurm_step` and `slurm_task` (empty where absent).
-fn slurm_labels(text: &str) -> Vec<(String, [String; 3])> {
+/// `slurm_job_id`, `slurm_sluid`, `slurm_step` and `slurm_task` (empty where absent).
+fn slurm_labels(text: &str) -> Vec<(String, [String; 4])> {
     text.lines()
         .filter(|l| l.starts_with("counterhal_event_seconds_total{") && l.contains("cgroup="))
         .map(|line| {
@@ -47,7 +48,7 @@ fn slurm_labels(text: &str) -> Vec<(String, [String; 3])> {
                     .map(|v| v.trim_end_matches('"').to_string())
                     .unwrap_or_default()
             };
-            let labelled = ["slurm_job_id", "slurm_step", "slurm_task"].map(label);
+            let labelled = ["slurm_job_id", "slurm_sluid", "slurm_step", "slurm_task"].map(label);
             (label("cgroup"), labelled)
         })
         .collect()
@@ -55,12 +56,14 @@ fn slurm_labels(text: &str) -> Vec<(String, [String; 3])> {
 
 /// A fake node's slurmstepd scope (in a slice of the test's, given as `--slurm-cgroup-slice`,
 /// cgroup.conf's `CgroupSlice`) with a batch job's steps and tasks and a user's copy of it in
-/// a cgroup of their own: the job's cgroups get their job, step and task, the copy nothing.
+/// a cgroup of their own, and a job of Slurm 26.05 named by its SLUID: the jobs' cgroups get
+/// their job (its ID, or its SLUID), step and task, the copy nothing.
 ///
 /// Oracle: Slurm 25.11.7's src/plugins/cgroup/v2/cgroup_v2.c (`<CgroupSlice>/slurmstepd.scope`
 /// below PID 1's cgroup, `/job_%u`, `%s/step_%s`, `%s/user`, `%s/slurm`, `%s/task_%u`,
 /// `%s/task_special`) and src/common/log.c (`log_build_step_id_str`: `batch`, `extern`,
-/// step numbers).
+/// step numbers); Slurm 26.05.0's (`/%s` of `print_sluid`, src/common/sluid.c) and
+/// cgroup.conf(5)'s SLUID `sEKNKTV3WPV500`.
 #[test]
 fn slurmstepds_cgroups_get_job_step_and_task_labels() {
     serve_or_skip!();
@@ -75,6 +78,7 @@ fn slurmstepds_cgroups_get_job_step_and_task_labels() {
     let slice = format!("{prefix}_jobs.slice");
     let scope = format!("{slice}/slurmstepd.scope");
     let job = format!("{scope}/job_4242");
+    let by_sluid = format!("{scope}/sEKNKTV3WPV500");
     let copy = format!("{prefix}_user/{scope}");
     let paths: Vec<String> = [
         slice.as_str(),
@@ -90,6 +94,10 @@ fn slurmstepds_cgroups_get_job_step_and_task_labels() {
         &format!("{job}/step_0/user"),
         &format!("{job}/step_0/user/task_0"),
         &format!("{job}/step_0/user/task_1"),
+        &by_sluid,
+        &format!("{by_sluid}/step_0"),
+        &format!("{by_sluid}/step_0/user"),
+        &format!("{by_sluid}/step_0/user/task_3"),
         &format!("{prefix}_user"),
         &format!("{prefix}_user/{slice}"),
         &copy,
@@ -118,23 +126,29 @@ fn slurmstepds_cgroups_get_job_step_and_task_labels() {
     assert_eq!(labelled.len(), paths.len(), "every cgroup followed: {text}");
     for (cgroup, labels) in &labelled {
         let path = cgroup.trim_start_matches('/');
-        let expected = match path
-            .strip_prefix(&job)
-            .map(|rest| rest.trim_start_matches('/'))
-        {
-            None => ["", "", ""],
-            Some("") => ["4242", "", ""],
+        let below = |job: &str| {
+            path.strip_prefix(job)
+                .map(|rest| rest.trim_start_matches('/'))
+        };
+        let (id, sluid, rest) = match (below(&job), below(&by_sluid)) {
+            (Some(rest), _) => ("4242", "", Some(rest)),
+            (_, Some(rest)) => ("", "sEKNKTV3WPV500", Some(rest)),
+            _ => ("", "", None),
+        };
+        let expected = match rest {
+            None => ["", "", "", ""],
+            Some("") => [id, sluid, "", ""],
             Some(rest) => {
                 let mut parts = rest.split('/');
                 let step = parts.next().unwrap().trim_start_matches("step_");
                 let task = parts.nth(1).map_or("", |t| t.trim_start_matches("task_"));
-                ["4242", step, task]
+                [id, sluid, step, task]
             }
         };
         assert_eq!(labels.each_ref().map(String::as_str), expected, "{cgroup}");
     }
-    let tasks: Vec<&str> = labelled.iter().map(|(_, l)| l[2].as_str()).collect();
-    for task in ["special", "0", "1"] {
+    let tasks: Vec<&str> = labelled.iter().map(|(_, l)| l[3].as_str()).collect();
+    for task in ["special", "0", "1", "3"] {
         assert!(tasks.contains(&task), "task {task}: {labelled:?}");
     }
 }

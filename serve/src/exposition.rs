@@ -380,13 +380,13 @@ fn add(sum: Reading, one: Reading) -> Reading {
 /// An event's labels at a place: `event`, `pmu`, its topology as `by` has it (`cpu`,
 /// `socket` and `die` per CPU; `socket` and `die` per die; `socket` per socket; none where
 /// summed over every CPU), and where it is a cgroup's, `cgroup`, its pod's `pod_uid`,
-/// `container_id` and `qos_class`, and its Slurm job's `slurm_job_id`, `slurm_step` and
-/// `slurm_task`; an empty one is left out when written.
+/// `container_id` and `qos_class`, and its Slurm job's `slurm_job_id` or `slurm_sluid`,
+/// `slurm_step` and `slurm_task`; an empty one is left out when written.
 fn labels<'a>(
     event: &'a Exported,
     place: &'a Place,
     by: Option<Aggregate>,
-) -> [(&'static str, Label<'a>); 12] {
+) -> [(&'static str, Label<'a>); 13] {
     let pod = place.pod.as_ref();
     let job = place.job.as_ref();
     let cpu = (by == Some(Aggregate::Cpu)).then_some(place.at.cpu);
@@ -414,6 +414,7 @@ fn labels<'a>(
         ),
         ("qos_class", Label::Text(pod.map_or("", |p| p.qos_class))),
         ("slurm_job_id", Label::Text(job.map_or("", |j| &j.job_id))),
+        ("slurm_sluid", Label::Text(job.map_or("", |j| &j.sluid))),
         ("slurm_step", Label::Text(job.map_or("", |j| &j.step))),
         ("slurm_task", Label::Text(job.map_or("", |j| &j.task))),
     ]

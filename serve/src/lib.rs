@@ -124,7 +124,8 @@ Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks
 counterhal_event_joules_total (energy), each with event, pmu and cpu (with socket and die)
 labels (summed per socket or die with --per-socket or --per-die), and per cgroup a cgroup
 label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes pod's,
-slurm_job_id, slurm_step and slurm_task where it is a Slurm job's), summed over the CPUs
+slurm_job_id or slurm_sluid, slurm_step and slurm_task where it is a Slurm job's), summed
+over the CPUs
 unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
 (rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
@@ -193,9 +194,9 @@ pub struct ServeArgs {
     #[arg(long = "kubelet-cgroup-root", value_name = "PATH", default_value = "/", value_parser = kubelet_root)]
     pub kubelet_cgroup_root: String,
     /// Slurm's CgroupSlice (cgroup.conf), as it takes it: the cgroups of jobs, steps and
-    /// tasks get their slurm_job_id, slurm_step and slurm_task labels only in slurmstepd's
-    /// scope there (SLICE/slurmstepd.scope/job_ID/step_STEP/user/task_N, or
-    /// SLICE/NODE_slurmstepd.scope/...).
+    /// tasks get their slurm_job_id (or slurm_sluid), slurm_step and slurm_task labels only in
+    /// slurmstepd's scope there (SLICE/slurmstepd.scope/job_ID/step_STEP/user/task_N, or
+    /// SLUID/... from Slurm 26.05, or SLICE/NODE_slurmstepd.scope/...).
     #[arg(long = "slurm-cgroup-slice", value_name = "SLICE", default_value = "system.slice", value_parser = slurm_slice)]
     pub slurm_cgroup_slice: String,
     /// Count only these CPUs (of those online), system-wide and per cgroup: a list as

@@ -1,15 +1,20 @@
 //! The Slurm job, step and task a cgroup belongs to, read from its path as slurmstepd's
-//! cgroup v2 plugin names them, for the `slurm_job_id`, `slurm_step` and `slurm_task` labels
-//! of its series.
+//! cgroup v2 plugin names them, for the `slurm_job_id` (or `slurm_sluid`), `slurm_step` and
+//! `slurm_task` labels of its series.
 //!
 //! The plugin (Slurm 25.11, src/plugins/cgroup/v2/cgroup_v2.c) makes one scope for every
 //! slurmstepd of the node, `<CgroupSlice>/slurmstepd.scope` below PID 1's cgroup (cgroup.conf's
 //! `CgroupSlice`, `system.slice` by default; `<NodeName>_slurmstepd.scope` where Slurm is
-//! built for several slurmd on a node), and below it a cgroup per job, `job_<id>`, per step,
+//! built for several slurmd on a node), and below it a cgroup per job, per step,
 //! `step_<id>` (`batch`, `extern`, `interactive`, or the step's number, with `+<n>` for a
 //! heterogeneous step's component: src/common/log.c, `log_build_step_id_str`), and in each
 //! step `user/task_<n>` (a task by its number, `task_special` for the processes it cannot
 //! number) beside `slurm` (its slurmstepd). Anything below a task's cgroup is that task's.
+//!
+//! The job's cgroup is `job_<id>` up to Slurm 25.11, and from 26.05 on the job's SLUID
+//! (`sEKNKTV3WPV500`: `s` and 13 digits of Crockford's base 32, src/common/sluid.c
+//! `print_sluid`), which holds no job ID; cgroup.conf's `CgroupJobIdPaths=yes` (26.05.2 on)
+//! brings `job_<id>` back. A job gets `slurm_job_id` or `slurm_sluid`, as its cgroup says.
 //!
 //! Jobs are recognized there only ([`Slurmstepd`]): a `slurmstepd.scope` anywhere else is a
 //! cgroup that whoever may make cgroups there named so (a user's delegated subtree), not
@@ -18,8 +23,11 @@
 /// The Slurm labels of a job's (or a step's, or a task's) cgroup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
-    /// The job's ID (`SLURM_JOB_ID`).
+    /// The job's ID (`SLURM_JOB_ID`), where its cgroup is `job_<id>`; else empty.
     pub job_id: String,
+    /// The job's SLUID (`sEKNKTV3WPV500`), where its cgroup is named by it (Slurm 26.05's
+    /// default); else empty.
+    pub sluid: String,
     /// The step: `batch`, `extern`, `interactive` or its number (`0`, `0+1`); empty for
     /// the job's own cgroup.
     pub step: String,
@@ -94,7 +102,10 @@ impl Slurmstepd {
         if scope != SCOPE && !of_node {
             return None;
         }
-        let job_id = number(below[1].strip_prefix("job_")?)?.to_string();
+        let (job_id, sluid) = match below[1].strip_prefix("job_") {
+            Some(id) => (number(id)?, ""),
+            None => ("", sluid(below[1])?),
+        };
         let step = below
             .get(2)
             .and_then(|p| p.strip_prefix("step_"))
@@ -109,7 +120,8 @@ impl Slurmstepd {
             _ => None,
         };
         Some(Job {
-            job_id,
+            job_id: job_id.to_string(),
+            sluid: sluid.to_string(),
             step: step.unwrap_or_default().to_string(),
             task: task.unwrap_or_default().to_string(),
         })
@@ -120,6 +132,19 @@ impl Slurmstepd {
 fn number(text: &str) -> Option<&str> {
     let plain = !text.is_empty() && (text == "0" || !text.starts_with('0'));
     (plain && text.parse::<u32>().is_ok()).then_some(text)
+}
+
+/// `text` where it is a SLUID as `print_sluid` writes it (src/common/sluid.c, Slurm 26.05):
+/// `s`, then a 64-bit value in 13 digits of Crockford's base 32, most significant first (the
+/// first digit holds the top 4 bits, so it is at most `F`).
+fn sluid(text: &str) -> Option<&str> {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let digits = text.strip_prefix('s')?.as_bytes();
+    let top = *digits.first()?;
+    let valid = digits.len() == 13
+        && digits.iter().all(|d| DIGITS.contains(d))
+        && DIGITS[..16].contains(&top);
+    valid.then_some(text)
 }
 
 /// Whether `text` is a step as `log_build_step_id_str` writes it without its job.
@@ -205,6 +230,56 @@ mod tests {
             ),
             job("1", "0", "0")
         );
+    }
+
+    /// Slurm 26.05's job cgroups, named by the job's SLUID: the same steps and tasks below,
+    /// `slurm_sluid` in place of `slurm_job_id`; what is not a SLUID as Slurm writes one is
+    /// no job.
+    ///
+    /// Oracle: Slurm 26.05.0's src/plugins/cgroup/v2/cgroup_v2.c (`cgroup_p_step_create`:
+    /// `print_sluid(step->step_id.sluid, ...)`, `/%s`, unless `CgroupJobIdPaths`) and
+    /// src/common/sluid.c (`print_sluid`: `s`, 13 digits of `0123456789ABCDEFGHJKMNPQRSTVWXYZ`,
+    /// the top one 4 bits); cgroup.conf(5)'s example `sEKNKTV3WPV500`.
+    #[test]
+    fn jobs_named_by_their_sluid_get_it_as_a_label() {
+        let scope = "/system.slice/slurmstepd.scope";
+        let of = |path: &str| {
+            let job = Slurmstepd::default().job(path)?;
+            Some((job.job_id, job.sluid, job.step, job.task))
+        };
+        let sluid = |sluid: &str, step: &str, task: &str| {
+            Some((
+                String::new(),
+                sluid.to_string(),
+                step.to_string(),
+                task.to_string(),
+            ))
+        };
+        assert_eq!(
+            of(&format!("{scope}/sEKNKTV3WPV500")),
+            sluid("sEKNKTV3WPV500", "", "")
+        );
+        assert_eq!(
+            of(&format!("{scope}/s5K1KKYAYG5D00/step_batch/user/task_0")),
+            sluid("s5K1KKYAYG5D00", "batch", "0")
+        );
+        assert_eq!(
+            of(&format!("{scope}/sFZZZZZZZZZZZZ/step_0/slurm")),
+            sluid("sFZZZZZZZZZZZZ", "0", "")
+        );
+        for path in [
+            "sEKNKTV3WPV5000",
+            "sEKNKTV3WPV50",
+            "SEKNKTV3WPV500",
+            "sekNKTV3WPV500",
+            "sGKNKTV3WPV500",
+            "sEKNKTV3WPV5O0",
+            "sEKNKTV3WPVU00",
+            "s",
+            "system",
+        ] {
+            assert_eq!(of(&format!("{scope}/{path}")), None, "{path}");
+        }
     }
 
     /// Cgroups that are no job's get no labels; a part below a job that slurmstepd would not
