@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use counterhal_conformance::fixtures::perf_tree::perf_7_2;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;
@@ -80,37 +81,6 @@ impl Lacking {
         };
         named && (self.metrics.is_empty() || metrics.iter().all(|m| self.metrics.contains(m)))
     }
-}
-
-/// perf 7.2 of the lab's sid root, run by the root's loader: the command before its
-/// arguments, or why there is none.
-fn perf_7_2() -> Result<Vec<PathBuf>, String> {
-    let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
-        .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
-    let root = lab.join("sid");
-    let loader = root.join("lib64/ld-linux-x86-64.so.2");
-    let perf = root.join("usr/bin/perf");
-    if !perf.is_file() || !loader.is_file() {
-        return Err(format!(
-            "no perf 7.2 in {} (scripts/current-lab makes the Debian sid root)",
-            root.display()
-        ));
-    }
-    let libraries = format!(
-        "{0}/lib/x86_64-linux-gnu:{0}/usr/lib/x86_64-linux-gnu",
-        root.display()
-    );
-    let command = vec![
-        loader,
-        PathBuf::from("--library-path"),
-        PathBuf::from(libraries),
-        perf,
-    ];
-    let version = run(&command, &["--version"], None)?;
-    if !version.starts_with("perf version 7.2") {
-        return Err(format!("the lab's perf is `{}`, not 7.2", version.trim()));
-    }
-    Ok(command)
 }
 
 /// `command args...` with `PERF_CPUID` set where given: its standard output.
