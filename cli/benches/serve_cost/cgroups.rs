@@ -12,7 +12,8 @@
 //!   its descriptors;
 //! - what each adds to every context switch: two processes in two of the cgroups, pinned to
 //!   one CPU, passing a byte back and forth over two pipes (every switch a cgroup switch,
-//!   the BPF program's worst case), timed alone and beside each of them.
+//!   the BPF program's worst case), timed alone and beside each of them; and the same on
+//!   every online CPU at once, a pair on each (beside the two `serve` modes).
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -68,6 +69,12 @@ pub fn cgroups(accounting: &Accounting) {
     );
     let alone = ping_pong(&parent.path);
     println!("ping-pong alone: {}", switches(&alone, None));
+    let alone_everywhere = ping_pong_everywhere(&parent.path);
+    println!(
+        "ping-pong on all {} CPUs at once, alone: {}",
+        cpus.len(),
+        switches(&alone_everywhere, None)
+    );
     let serve = |name, mode, max: &str| {
         let args = ["-e", EVENTS, "--cgroups", &pattern, "--max-cgroups", max];
         let mut args = args.to_vec();
@@ -84,6 +91,12 @@ pub fn cgroups(accounting: &Accounting) {
             "ping-pong beside serve --cgroup-mode {mode}: {}; serve holds {} descriptors",
             switches(&beside, Some(&alone)),
             descriptors(exporter.child.id())
+        );
+        let everywhere = ping_pong_everywhere(&parent.path);
+        println!(
+            "ping-pong on all {} CPUs at once beside serve --cgroup-mode {mode}: {}",
+            cpus.len(),
+            switches(&everywhere, Some(&alone_everywhere))
         );
     }
     perf_beside(&parent, &alone);
@@ -278,12 +291,19 @@ fn switches(runs: &[Duration], alone: Option<&[Duration]>) -> String {
     text
 }
 
-/// [`RUNS`] runs of the ping-pong between the cgroups `g0000` and `g0001` below `parent`,
-/// each one's wall time.
+/// [`RUNS`] runs of the ping-pong between the cgroups `g0000` and `g0001` below `parent`, on
+/// the first online CPU, each one's wall time.
 fn ping_pong(parent: &Path) -> Vec<Duration> {
-    (0..RUNS)
-        .map(|_| one_ping_pong(&parent.join("g0000"), &parent.join("g0001")))
-        .collect()
+    let cpu = counterhal::online_cpus().iter().next().unwrap_or(0);
+    (0..RUNS).map(|_| one_ping_pong(parent, &[cpu])).collect()
+}
+
+/// [`RUNS`] runs of a ping-pong on every online CPU at once (CPU number `i` of the online
+/// ones between the cgroups `g{2i}` and `g{2i+1}` below `parent`), each one's wall time from
+/// the first byte to the last pair's end: the BPF program at every switch on every CPU.
+fn ping_pong_everywhere(parent: &Path) -> Vec<Duration> {
+    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    (0..RUNS).map(|_| one_ping_pong(parent, &cpus)).collect()
 }
 
 /// A pipe: its read and write ends.
@@ -299,56 +319,62 @@ fn pipe() -> (std::fs::File, std::fs::File) {
     (read.into(), write.into())
 }
 
-/// One ping-pong: a process in `ping` writes a byte to a process in `pong`, which writes it
-/// back, [`ROUND_TRIPS`] times, both on the first online CPU; the wall time from the first
-/// byte to the last.
-fn one_ping_pong(ping: &Path, pong: &Path) -> Duration {
-    let (mut to_pong_r, mut to_pong_w) = pipe();
-    let (mut to_ping_r, mut to_ping_w) = pipe();
+/// One ping-pong on each of `cpus`: on the `i`th, a process in cgroup `g{2i}` below `parent`
+/// writes a byte to a process in `g{2i+1}`, which writes it back, [`ROUND_TRIPS`] times,
+/// both pinned to that CPU; the wall time from the first byte to the end of the last pair.
+fn one_ping_pong(parent: &Path, cpus: &[u32]) -> Duration {
     let (mut go_r, mut go_w) = pipe();
-    let cpu = counterhal::online_cpus().iter().next().unwrap_or(0);
-    // The children run only what is written here: system calls, then _exit.
-    let child = |body: &mut dyn FnMut()| {
-        // SAFETY: fork; the child calls only async-signal-safe functions (read, write,
-        // sched_setaffinity, _exit) on descriptors and memory it inherited.
-        match unsafe { libc::fork() } {
-            0 => {
-                // SAFETY: an all-zero cpu_set_t is the empty set (a plain bit array).
-                let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-                // SAFETY: CPU_SET writes one bit of the set it is given, within its size.
-                unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-                // SAFETY: a CPU set of one CPU, given with its size.
-                unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
-                body();
-                // SAFETY: _exit ends the child without running the parent's handlers.
-                unsafe { libc::_exit(0) }
+    let mut children = Vec::new();
+    for (i, &cpu) in cpus.iter().enumerate() {
+        let (mut to_pong_r, mut to_pong_w) = pipe();
+        let (mut to_ping_r, mut to_ping_w) = pipe();
+        // The children run only what is written here: system calls, then _exit.
+        let child = |body: &mut dyn FnMut()| {
+            // SAFETY: fork; the child calls only async-signal-safe functions (read, write,
+            // sched_setaffinity, _exit) on descriptors and memory it inherited.
+            match unsafe { libc::fork() } {
+                0 => {
+                    // SAFETY: an all-zero cpu_set_t is the empty set (a plain bit array).
+                    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+                    // SAFETY: CPU_SET writes one bit of the set it is given, within its size.
+                    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+                    // SAFETY: a CPU set of one CPU, given with its size.
+                    unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+                    body();
+                    // SAFETY: _exit ends the child without running the parent's handlers.
+                    unsafe { libc::_exit(0) }
+                }
+                pid if pid > 0 => pid,
+                _ => panic!("fork: {}", std::io::Error::last_os_error()),
             }
-            pid if pid > 0 => pid,
-            _ => panic!("fork: {}", std::io::Error::last_os_error()),
-        }
-    };
-    let mut byte = [0u8; 1];
-    let pong_pid = child(&mut || {
-        for _ in 0..ROUND_TRIPS {
-            if to_pong_r.read_exact(&mut byte).is_err() || to_ping_w.write_all(&byte).is_err() {
-                break;
+        };
+        let mut byte = [0u8; 1];
+        let pong_pid = child(&mut || {
+            for _ in 0..ROUND_TRIPS {
+                if to_pong_r.read_exact(&mut byte).is_err() || to_ping_w.write_all(&byte).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    let ping_pid = child(&mut || {
-        let mut go = [0u8; 1];
-        go_r.read_exact(&mut go).ok();
-        for _ in 0..ROUND_TRIPS {
-            if to_pong_w.write_all(&byte).is_err() || to_ping_r.read_exact(&mut byte).is_err() {
-                break;
+        });
+        let ping_pid = child(&mut || {
+            let mut go = [0u8; 1];
+            go_r.read_exact(&mut go).ok();
+            for _ in 0..ROUND_TRIPS {
+                if to_pong_w.write_all(&byte).is_err() || to_ping_r.read_exact(&mut byte).is_err() {
+                    break;
+                }
             }
+        });
+        for (pid, cgroup) in [(ping_pid, 2 * i), (pong_pid, 2 * i + 1)] {
+            let procs = parent.join(format!("g{cgroup:04}")).join("cgroup.procs");
+            std::fs::write(procs, pid.to_string()).expect("move a ping-pong process");
         }
-    });
-    std::fs::write(ping.join("cgroup.procs"), ping_pid.to_string()).expect("move ping");
-    std::fs::write(pong.join("cgroup.procs"), pong_pid.to_string()).expect("move pong");
+        children.extend([ping_pid, pong_pid]);
+    }
     let started = Instant::now();
-    go_w.write_all(b"g").expect("start the ping-pong");
-    for pid in [ping_pid, pong_pid] {
+    go_w.write_all(&vec![b'g'; cpus.len()])
+        .expect("start the ping-pongs");
+    for pid in children {
         let mut status = 0;
         // SAFETY: waits for a child this process forked.
         unsafe { libc::waitpid(pid, &mut status, 0) };
