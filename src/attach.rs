@@ -75,7 +75,7 @@ pub enum Target {
     /// These CPUs (system-wide).
     Cpus(CpuList),
     /// What runs on these CPUs (every online CPU: `None`) while tasks of one control group
-    /// run there, the group named by its directory ([`find_cgroup`](crate::find_cgroup)
+    /// run there, the group named by its directory ([`cgroups::find`](crate::cgroups::find)
     /// finds it by name, as `perf stat -G` does).
     Cgroup {
         /// The control group's directory.

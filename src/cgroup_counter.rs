@@ -14,7 +14,7 @@ impl Chosen {
     /// ([`CgroupModeChoice::Auto`]: BPF where it works here, else perf events, the reason in
     /// [`CgroupCounter::mode`](counterhal_hal::CgroupCounter::mode)); the cgroups are those
     /// of the cgroup2 mount
-    /// ([`unified_cgroup_root`](crate::unified_cgroup_root)), followed with
+    /// ([`cgroups::unified_root`](crate::cgroups::unified_root)), followed with
     /// [`CgroupCounter::follow`](counterhal_hal::CgroupCounter::follow).
     ///
     /// # Errors
@@ -29,7 +29,7 @@ impl Chosen {
         cpus: &[u32],
         mode: CgroupModeChoice,
     ) -> Result<BoxedCgroupCounter> {
-        let options = CgroupCounterOptions::new(mode, crate::unified_cgroup_root().ok());
+        let options = CgroupCounterOptions::new(mode, crate::cgroups::unified_root().ok());
         self.cgroup_counter_with(names, cpus, options)
     }
 

@@ -146,8 +146,8 @@ pub mod system {
 
 pub mod advanced;
 mod attach;
-mod cgroup;
 mod cgroup_counter;
+pub mod cgroups;
 mod chosen;
 #[cfg(unix)]
 mod command;
@@ -168,10 +168,6 @@ mod setup;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use cgroup::{
-    CGROUP_LEVELS, CGROUP_PATH_MAX, CgroupWalk, cgroup_names, cgroup_names_within, cgroup_root,
-    find_cgroup, find_cgroup_in, is_cgroup_pattern, unified_cgroup_root, walk_cgroups,
-};
 pub use chosen::{Chosen, Context};
 #[cfg(unix)]
 pub use command::CommandCount;

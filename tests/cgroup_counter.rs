@@ -201,7 +201,7 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
             "BPF and whole-CPU counting take root on Linux"
         );
     }
-    let Ok(unified) = counterhal::unified_cgroup_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
         skip!(Need::System, "no cgroup2 file system is mounted");
     };
     let Some(top) = TestCgroup::new(&unified, "bpf") else {
@@ -392,7 +392,7 @@ fn the_map_holds_the_followed_cgroups_alone() {
             "BPF and whole-CPU counting take root on Linux"
         );
     }
-    let Ok(unified) = counterhal::unified_cgroup_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
         skip!(Need::System, "no cgroup2 file system is mounted");
     };
     let Some(top) = TestCgroup::new(&unified, "bpf-full") else {

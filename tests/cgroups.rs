@@ -29,7 +29,7 @@ macro_rules! linux_or_skip {
 
 /// A cgroup for the test below the cgroup mount, if one can be made here.
 fn test_cgroup(what: &str) -> Option<TestCgroup> {
-    TestCgroup::new(&counterhal::cgroup_root().ok()?, &format!("lib-{what}"))
+    TestCgroup::new(&counterhal::cgroups::root().ok()?, &format!("lib-{what}"))
 }
 
 #[test]

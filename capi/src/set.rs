@@ -123,10 +123,10 @@ impl Set {
     }
 
     /// An empty set counting what runs in control group `cgroup` (a path below the cgroup
-    /// mount, as `perf stat -G` takes it, found by [`facade::find_cgroup`]) on the CPUs of
+    /// mount, as `perf stat -G` takes it, found by [`facade::cgroups::find`]) on the CPUs of
     /// `cpus` (every online CPU where `None`).
     pub(crate) fn for_cgroup(handle: &Handle, cgroup: &str, cpus: Option<&str>) -> CResult<Set> {
-        let path = facade::find_cgroup(cgroup)?;
+        let path = facade::cgroups::find(cgroup)?;
         let cpus = match cpus {
             Some(text) => Some(CpuList::parse_within(text, &facade::online_cpus())?),
             None => None,

@@ -221,7 +221,7 @@ fn costs(accounting: &Accounting, per_round: usize) {
         return;
     }
 
-    let Ok(root) = counterhal::cgroup_root() else {
+    let Ok(root) = counterhal::cgroups::root() else {
         println!("in {CGROUPS} cgroups: SKIPPED: no cgroup mount");
         return;
     };
@@ -610,7 +610,7 @@ impl Accounting {
             return Accounting { parent: None };
         };
         sweep(&mount);
-        if let Ok(root) = counterhal::cgroup_root() {
+        if let Ok(root) = counterhal::cgroups::root() {
             sweep(&root);
         }
         Accounting {

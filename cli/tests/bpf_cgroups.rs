@@ -72,7 +72,7 @@ fn bpf_counters_count_each_cgroup_as_perf_does() {
     if !perf_available() {
         skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
     }
-    let Ok(unified) = counterhal::unified_cgroup_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
         skip!(Need::System, "no cgroup2 file system is mounted");
     };
     let Some(top) = TestCgroup::new(&unified, "bpf-stat") else {

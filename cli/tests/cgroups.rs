@@ -45,7 +45,7 @@ macro_rules! cgroups_or_skip {
                 "making cgroups and counting whole CPUs takes root"
             );
         }
-        match counterhal::cgroup_root() {
+        match counterhal::cgroups::root() {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
         }
@@ -336,7 +336,7 @@ fn cgroups_need_cpus_events_before_them_and_a_cgroup_that_exists() {
         ],
         "cannot be used with",
     );
-    let Ok(root) = counterhal::cgroup_root() else {
+    let Ok(root) = counterhal::cgroups::root() else {
         skip!(Need::System, "no cgroup mount to look names up in");
     };
     let missing = root.join("counterhal-no-such-cgroup");

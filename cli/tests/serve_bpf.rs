@@ -127,7 +127,7 @@ macro_rules! unified_or_skip {
                 "making cgroups and loading BPF take root here"
             );
         }
-        match counterhal::unified_cgroup_root() {
+        match counterhal::cgroups::unified_root() {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup2 file system is mounted: {e}"),
         }

@@ -130,7 +130,7 @@ fn three_hundred_pods_of_software_events_are_eight_series_each() {
     if !running_as_root() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
-    let mount = match counterhal::cgroup_root() {
+    let mount = match counterhal::cgroups::root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

@@ -196,7 +196,7 @@ fn a_scrape_reads_each_group_of_counters_once() {
 fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
     serve_or_skip!();
     strace_or_skip!();
-    let root = match counterhal::cgroup_root() {
+    let root = match counterhal::cgroups::root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

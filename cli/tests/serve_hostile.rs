@@ -229,7 +229,7 @@ macro_rules! unified_or_skip {
         if !running_as_root() {
             skip!(Need::Privilege, "making cgroups takes root here");
         }
-        match counterhal::unified_cgroup_root() {
+        match counterhal::cgroups::unified_root() {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup2 file system is mounted: {e}"),
         }

@@ -80,7 +80,7 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
     if !running_as_root() || !runs("python3", &["-c", "pass"]) {
         skip!(Need::Privilege, "making cgroups takes root, and python3");
     }
-    let root = match counterhal::cgroup_root() {
+    let root = match counterhal::cgroups::root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -308,7 +308,7 @@ fn a_users_copy_of_the_kubepods_layout_gets_no_pod_labels() {
             "cannot run mkdir as nobody: no setpriv (util-linux)"
         );
     };
-    let mount = match counterhal::cgroup_root() {
+    let mount = match counterhal::cgroups::root() {
         Ok(mount) => mount,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -503,7 +503,7 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
     let Some((container, _)) = daemonset() else {
         skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
     };
-    let root = match counterhal::cgroup_root() {
+    let root = match counterhal::cgroups::root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

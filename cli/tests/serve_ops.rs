@@ -116,7 +116,7 @@ macro_rules! cgroups_or_skip {
         if !running_as_root() {
             skip!(Need::Privilege, "making cgroups takes root");
         }
-        match counterhal::cgroup_root() {
+        match counterhal::cgroups::root() {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
         }

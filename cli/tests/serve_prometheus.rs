@@ -271,7 +271,7 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
             "making cgroups and counting every CPU takes root"
         );
     }
-    let root = match counterhal::cgroup_root() {
+    let root = match counterhal::cgroups::root() {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

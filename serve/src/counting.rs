@@ -509,7 +509,7 @@ mod tests {
         if !online.contains(0) || !online.contains(1) {
             skip!(Need::System, "CPUs 0 and 1 are not both online");
         }
-        let Ok(root) = counterhal::unified_cgroup_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root() else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(cgroup) = TestCgroup::new(&root, "serve-hotplug") else {
@@ -586,7 +586,7 @@ mod tests {
     /// `follow` reports it in either mode.
     #[test]
     fn a_cgroup_gone_before_its_counters_open_is_no_open_error() {
-        let Ok(root) = counterhal::unified_cgroup_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root() else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(cgroup) = TestCgroup::new(&root, "serve-gone") else {

@@ -10,7 +10,7 @@
 //! among the `--max-cgroups`, in the order a walk of the mount meets them; one matched
 //! beyond the bound is left out and counted once, when first left out.
 //! The walk looks only in the directories below which a pattern could match ([`reach`]),
-//! [`counterhal::CGROUP_LEVELS`] levels down unless `--cgroup-depth` says otherwise, and
+//! [`counterhal::cgroups::LEVELS`] levels down unless `--cgroup-depth` says otherwise, and
 //! never past `PATH_MAX`; a cgroup's label is its path, escaped where it is not UTF-8
 //! ([`label`]).
 
@@ -106,7 +106,7 @@ impl Tree {
         let watch = crate::sys::DirectoryWatch::new();
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
-        let walk = counterhal::walk_cgroups(root, levels, &mut |_path, name| {
+        let walk = counterhal::cgroups::walk(root, levels, &mut |_path, name| {
             if !look_in(&label::text(name)) {
                 return false;
             }
@@ -137,7 +137,7 @@ impl Tree {
             left_out.push(format!(
                 "{} directories whose paths pass {} bytes (PATH_MAX)",
                 walk.too_long,
-                counterhal::CGROUP_PATH_MAX
+                counterhal::cgroups::PATH_MAX
             ));
         }
         let stopped = !left_out.is_empty();
@@ -165,19 +165,19 @@ impl Watch {
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern that
     /// is not a regular expression (with the reason and where); as
-    /// [`counterhal::cgroup_root`] where no cgroup file system is mounted.
+    /// [`counterhal::cgroups::root`] where no cgroup file system is mounted.
     pub fn new(items: &[String], depth: Option<usize>, max: usize) -> Result<Watch, Error> {
         if items.is_empty() && depth.is_none() {
             return Ok(Watch::default());
         }
         let list = items.join(",");
-        let patterns = counterhal::is_cgroup_pattern(&list);
+        let patterns = counterhal::cgroups::is_pattern(&list);
         let (expressions, reach) = match patterns {
             true => (compile(&list)?, reach_of(&list)),
             false => (Vec::new(), Reach::default()),
         };
         Ok(Watch {
-            root: Some(counterhal::cgroup_root()?),
+            root: Some(counterhal::cgroups::root()?),
             list,
             patterns,
             expressions,
@@ -212,7 +212,7 @@ impl Watch {
         let Some(root) = &self.root else {
             return Vec::new();
         };
-        let levels = self.depth.unwrap_or(counterhal::CGROUP_LEVELS);
+        let levels = self.depth.unwrap_or(counterhal::cgroups::LEVELS);
         let found: Vec<Found> = if self.patterns || self.every {
             let root_too = !self.every && self.list.split(',').any(str::is_empty);
             let (every, expressions, reach) = (self.every, &self.expressions, &self.reach);
@@ -348,7 +348,7 @@ mod tests {
     use super::*;
 
     fn watch(root: &std::path::Path, list: &str, max: usize) -> Watch {
-        let patterns = counterhal::is_cgroup_pattern(list);
+        let patterns = counterhal::cgroups::is_pattern(list);
         Watch {
             root: Some(root.to_path_buf()),
             list: list.to_string(),
@@ -406,7 +406,7 @@ mod tests {
         use counterhal_conformance::fixtures::TestCgroup;
         use counterhal_conformance::skip;
         use counterhal_conformance::skip::Need;
-        let Ok(root) = counterhal::unified_cgroup_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root() else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(top) = TestCgroup::new(&root, "discovery-inotify") else {

@@ -84,7 +84,7 @@ mod linux {
                 CgroupModeArg::Bpf => CgroupModeChoice::Bpf,
                 CgroupModeArg::PerfEvents => CgroupModeChoice::PerfEvents,
             };
-            let unified_root = counterhal::unified_cgroup_root().ok();
+            let unified_root = counterhal::cgroups::unified_root().ok();
             let mut options = CgroupCounterOptions::new(mode, unified_root.clone());
             options.capacity = capacity;
             let counter = backend

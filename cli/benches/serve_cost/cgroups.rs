@@ -37,7 +37,7 @@ const RUNS: usize = 5;
 
 /// Runs the section; prints what it measured, or why it could not.
 pub fn cgroups(accounting: &Accounting) {
-    let Ok(root) = counterhal::unified_cgroup_root() else {
+    let Ok(root) = counterhal::cgroups::unified_root() else {
         println!("cgroups: SKIPPED: no cgroup2 mount");
         return;
     };

@@ -124,7 +124,7 @@ pub fn run<B: Backend>(
     };
     let options = CgroupCounterOptions::new(
         CgroupModeChoice::Bpf,
-        counterhal::unified_cgroup_root().ok(),
+        counterhal::cgroups::unified_root().ok(),
     );
     let bpf = |e: Error| CliError::failed(e.context("--bpf-counters"));
     let mut counter = per_cgroup

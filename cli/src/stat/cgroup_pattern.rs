@@ -35,7 +35,7 @@ pub const MAX_OPTIONAL: u64 = 255;
 /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a pattern this reader
 /// does not take, or none matched (perf's `no cgroup matched`).
 pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
-    let names = counterhal::cgroup_names(root);
+    let names = counterhal::cgroups::names(root);
     let mut used = vec![false; names.len()];
     for item in list.split(',') {
         if item.is_empty() {
@@ -379,7 +379,7 @@ mod tests {
         for dir in ["cha", "chb/sub", "other"] {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
-        let walked = counterhal::cgroup_names(&root);
+        let walked = counterhal::cgroups::names(&root);
         let position = |name: &str| walked.iter().position(|n| n == name).unwrap();
         assert!(position("chb") < position("chb/sub"), "{walked:?}");
         let matched = matching(&root, "ch[ab]").unwrap();

@@ -6,7 +6,7 @@
 //! name to the n-th event, and a first `-G` with a single name goes to every event given
 //! before it. `--for-each-cgroup` counts every event once per cgroup, cgroup after cgroup
 //! (names, or patterns: [`cgroup_pattern`]).
-//! Names are found where perf finds them ([`counterhal::find_cgroup`]).
+//! Names are found where perf finds them ([`counterhal::cgroups::find`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ pub fn in_use(args: &StatArgs) -> bool {
 ///
 /// # Errors
 /// As [`assign`] and [`cgroup_pattern::matching`]; where no cgroup mount is found for a
-/// pattern, as [`counterhal::cgroup_root`].
+/// pattern, as [`counterhal::cgroups::root`].
 pub fn of_events(
     args: &StatArgs,
     names: Vec<String>,
@@ -38,8 +38,8 @@ pub fn of_events(
     let more = &args.more;
     if !more.for_each_cgroup.is_empty() {
         let list = more.for_each_cgroup.join(",");
-        let cgroups = if counterhal::is_cgroup_pattern(&list) {
-            cgroup_pattern::matching(&counterhal::cgroup_root()?, &list)?
+        let cgroups = if counterhal::cgroups::is_pattern(&list) {
+            cgroup_pattern::matching(&counterhal::cgroups::root()?, &list)?
         } else {
             // An empty name is the root, as perf takes it.
             list.split(',')
@@ -120,11 +120,11 @@ pub fn for_each(names: &[String], groups: &[Vec<usize>], cgroups: &[String]) -> 
     (all_names, all_groups, of)
 }
 
-/// Each distinct cgroup name's directory, found once ([`counterhal::find_cgroup`]), for
+/// Each distinct cgroup name's directory, found once ([`counterhal::cgroups::find`]), for
 /// every event (`None`: no cgroup).
 ///
 /// # Errors
-/// As [`counterhal::find_cgroup`]: the first name that is no cgroup here, naming the path
+/// As [`counterhal::cgroups::find`]: the first name that is no cgroup here, naming the path
 /// tried.
 pub fn directories(assigned: &[Option<String>]) -> Result<Vec<Option<Arc<Path>>>, Error> {
     let mut found: Vec<(&str, Arc<Path>)> = Vec::new();
@@ -139,7 +139,7 @@ pub fn directories(assigned: &[Option<String>]) -> Result<Vec<Option<Arc<Path>>>
             }
             // The root, as a pattern names it.
             let lookup = if name.is_empty() { "/" } else { name };
-            let path: Arc<Path> = Arc::from(counterhal::find_cgroup(lookup)?);
+            let path: Arc<Path> = Arc::from(counterhal::cgroups::find(lookup)?);
             found.push((name, Arc::clone(&path)));
             Ok(Some(path))
         })

@@ -20,7 +20,7 @@ fn mountinfo() -> PathBuf {
 /// # Errors
 /// [`ErrorKind::Unsupported`] where neither is mounted (or `/proc/self/mountinfo` cannot be
 /// read: not Linux).
-pub fn cgroup_root() -> Result<PathBuf> {
+pub fn root() -> Result<PathBuf> {
     let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
         Error::unsupported(format!(
             "cannot read {} to find the cgroup mount: {e}",
@@ -41,8 +41,8 @@ pub fn cgroup_root() -> Result<PathBuf> {
 /// whether or not a v1 hierarchy has the `perf_event` controller.
 ///
 /// # Errors
-/// As [`cgroup_root`], where no cgroup2 file system is mounted.
-pub fn unified_cgroup_root() -> Result<PathBuf> {
+/// As [`root`], where no cgroup2 file system is mounted.
+pub fn unified_root() -> Result<PathBuf> {
     let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
         Error::unsupported(format!(
             "cannot read {} to find the cgroup2 mount: {e}",
@@ -114,20 +114,20 @@ fn unescape(field: &str) -> PathBuf {
 }
 
 /// The directory of the cgroup `name` (`/` is the root; `a/b` is `b` below `a`), as perf
-/// opens it: [`cgroup_root`] joined with `name`.
+/// opens it: [`root`] joined with `name`.
 ///
 /// # Errors
-/// As [`cgroup_root`]; [`ErrorKind::InvalidInput`] for an empty name or one with a `..`
+/// As [`root`]; [`ErrorKind::InvalidInput`] for an empty name or one with a `..`
 /// component; [`ErrorKind::NotFound`] naming the path tried when it is no directory.
-pub fn find_cgroup(name: &str) -> Result<PathBuf> {
-    find_cgroup_in(&cgroup_root()?, name)
+pub fn find(name: &str) -> Result<PathBuf> {
+    find_in(&root()?, name)
 }
 
-/// [`find_cgroup`] under the root `root`.
+/// [`find`] under the root `root`.
 ///
 /// # Errors
-/// As [`find_cgroup`], but for the root.
-pub fn find_cgroup_in(root: &Path, name: &str) -> Result<PathBuf> {
+/// As [`find`], but for the root.
+pub fn find_in(root: &Path, name: &str) -> Result<PathBuf> {
     let hint = "name a cgroup as a path below the cgroup mount, e.g. `user.slice` or `/`";
     if name.is_empty() {
         return Err(Error::invalid_input("an empty cgroup name").with_hint(hint));
@@ -159,7 +159,7 @@ pub fn find_cgroup_in(root: &Path, name: &str) -> Result<PathBuf> {
 
 /// Whether perf reads the `--for-each-cgroup` list `list` as patterns rather than names (it
 /// holds one of `{}[]()|*+?^$`, as perf 6.1's `evlist__expand_cgroup` decides).
-pub fn is_cgroup_pattern(list: &str) -> bool {
+pub fn is_pattern(list: &str) -> bool {
     list.contains(['{', '}', '[', ']', '(', ')', '|', '*', '+', '?', '^', '$'])
 }
 
@@ -167,22 +167,22 @@ pub fn is_cgroup_pattern(list: &str) -> bool {
 /// kernel's `cgroup.max.depth` is unlimited by default, so whoever may make cgroups (a user
 /// with a delegated subtree) may nest them thousands deep; real trees are a few levels deep
 /// (the kubelet's containers 4 to 5 below the mount).
-pub const CGROUP_LEVELS: usize = 64;
+pub const LEVELS: usize = 64;
 
 /// The longest path of a directory a walk of a cgroup tree meets, in bytes: `PATH_MAX` (4,096)
 /// less its NUL, the longest path the kernel opens.
-pub const CGROUP_PATH_MAX: usize = 4095;
+pub const PATH_MAX: usize = 4095;
 
-/// What a walk of a cgroup tree met ([`walk_cgroups`]).
+/// What a walk of a cgroup tree met ([`walk`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct CgroupWalk {
+pub struct Walk {
     /// Each directory met by its path below the root, the root first (the empty path), then
     /// depth first, each before what it holds (the order `find` meets them).
     pub names: Vec<PathBuf>,
     /// The directories at the last level walked that hold directories, not looked in.
     pub too_deep: usize,
-    /// The directories whose path is longer than [`CGROUP_PATH_MAX`], neither met nor
+    /// The directories whose path is longer than [`PATH_MAX`], neither met nor
     /// looked in.
     pub too_long: usize,
 }
@@ -202,14 +202,10 @@ pub struct CgroupWalk {
 /// `kernfs_refresh_inode`, and ext4 and tmpfs do) and is not listed: a cgroup's listing is its
 /// 30 to 50 interface files, and most cgroups are leaves. A file system that counts otherwise
 /// (btrfs gives a directory one link) is listed throughout.
-pub fn walk_cgroups(
-    root: &Path,
-    levels: usize,
-    look_in: &mut dyn FnMut(&Path, &Path) -> bool,
-) -> CgroupWalk {
-    let mut walk = CgroupWalk {
+pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) -> bool) -> Walk {
+    let mut walk = Walk {
         names: vec![PathBuf::new()],
-        ..CgroupWalk::default()
+        ..Walk::default()
     };
     // The directory listed last (below `root`), and each level's subdirectories left.
     let mut name = PathBuf::new();
@@ -225,7 +221,7 @@ pub fn walk_cgroups(
         };
         name.push(&child);
         let path = root.join(&name);
-        if path.as_os_str().len() > CGROUP_PATH_MAX {
+        if path.as_os_str().len() > PATH_MAX {
             walk.too_long += 1;
             name.pop();
             continue;
@@ -255,15 +251,15 @@ fn subdirectories(dir: &Path) -> std::vec::IntoIter<std::ffi::OsString> {
 
 /// Every cgroup below the mount `root` by name, as perf's `--for-each-cgroup` patterns match
 /// them: the root first (its name is empty), then each directory below it by its path below
-/// `root` (`app/web`), [`CGROUP_LEVELS`] levels down at most, in the order [`walk_cgroups`]
+/// `root` (`app/web`), [`LEVELS`] levels down at most, in the order [`walk`]
 /// meets them (a name not UTF-8 with U+FFFD for each byte that is not).
-pub fn cgroup_names(root: &Path) -> Vec<String> {
-    cgroup_names_within(root, CGROUP_LEVELS)
+pub fn names(root: &Path) -> Vec<String> {
+    names_within(root, LEVELS)
 }
 
-/// As [`cgroup_names`], `levels` levels below `root` at most (0: the root alone).
-pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
-    let walk = walk_cgroups(root, levels, &mut |_, _| true);
+/// As [`names`], `levels` levels below `root` at most (0: the root alone).
+pub fn names_within(root: &Path, levels: usize) -> Vec<String> {
+    let walk = walk(root, levels, &mut |_, _| true);
     let names = walk.names.into_iter();
     names
         .map(|name| name.to_string_lossy().into_owned())
@@ -271,7 +267,7 @@ pub fn cgroup_names_within(root: &Path, levels: usize) -> Vec<String> {
 }
 
 /// Whether directory `path` may hold directories: not where its link count says it holds
-/// none (see [`walk_cgroups`]).
+/// none (see [`walk`]).
 pub(crate) fn holds_directories(path: &Path) -> bool {
     #[cfg(unix)]
     {
@@ -329,7 +325,7 @@ mod tests {
         use counterhal_conformance::fixtures::TestCgroup;
         use counterhal_conformance::skip;
         use counterhal_conformance::skip::Need;
-        let Ok(root) = unified_cgroup_root() else {
+        let Ok(root) = unified_root() else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(top) = TestCgroup::new(&root, "walk-links") else {
@@ -344,7 +340,7 @@ mod tests {
         assert!(holds_directories(&top.path));
         assert!(holds_directories(&top.path.join("a")));
         assert!(!holds_directories(&leaf));
-        let names = cgroup_names_within(&top.path, usize::MAX);
+        let names = names_within(&top.path, usize::MAX);
         assert_eq!(names, ["", "a", "a/b"]);
         std::fs::remove_dir(&leaf).ok();
     }
@@ -352,8 +348,8 @@ mod tests {
     #[test]
     fn names_join_the_root_and_missing_ones_name_the_path() {
         let root = std::env::temp_dir();
-        assert_eq!(find_cgroup_in(&root, "/").unwrap(), root);
-        let missing = find_cgroup_in(&root, "counterhal-no-such-cgroup").unwrap_err();
+        assert_eq!(find_in(&root, "/").unwrap(), root);
+        let missing = find_in(&root, "counterhal-no-such-cgroup").unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::NotFound);
         assert_eq!(
             missing.message(),
@@ -363,13 +359,13 @@ mod tests {
             )
         );
         for bad in ["", "a/../..", ".."] {
-            let e = find_cgroup_in(&root, bad).unwrap_err();
+            let e = find_in(&root, bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}");
         }
     }
 
     /// A tree deeper than a path may be (2,100 levels of `d`, made with `mkdir -p` from
-    /// inside it) is walked on a thread with a 64 KiB stack: [`CGROUP_LEVELS`] down by
+    /// inside it) is walked on a thread with a 64 KiB stack: [`LEVELS`] down by
     /// default, the directory at the bound that holds more counted once; with no bound on
     /// the levels, down to the last directory whose path fits in `PATH_MAX`, the one past it
     /// counted once.
@@ -398,8 +394,8 @@ mod tests {
             std::thread::Builder::new()
                 .stack_size(64 * 1024)
                 .spawn(move || {
-                    let by_default = walk_cgroups(&root, CGROUP_LEVELS, &mut |_, _| true);
-                    let unbounded = walk_cgroups(&root, usize::MAX, &mut |_, _| true);
+                    let by_default = walk(&root, LEVELS, &mut |_, _| true);
+                    let unbounded = walk(&root, usize::MAX, &mut |_, _| true);
                     (by_default, unbounded)
                 })
                 .unwrap()
@@ -439,7 +435,7 @@ mod tests {
                 .chain(kept)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(by_default.names, expect(&|n| levels(n) <= CGROUP_LEVELS));
+        assert_eq!(by_default.names, expect(&|n| levels(n) <= LEVELS));
         assert_eq!((by_default.too_deep, by_default.too_long), (1, 0));
         assert_eq!(unbounded.names, expect(&fits));
         assert_eq!((unbounded.too_deep, unbounded.too_long), (0, 1));
@@ -451,14 +447,14 @@ mod tests {
     /// order (depth first, each before what it holds, in the order the directory lists them).
     #[test]
     fn cgroup_names_are_the_directories_find_meets_in_its_order() {
-        assert!(is_cgroup_pattern("ch.*") && is_cgroup_pattern("a,^b"));
-        assert!(!is_cgroup_pattern("a.b,c/d") && !is_cgroup_pattern(""));
+        assert!(is_pattern("ch.*") && is_pattern("a,^b"));
+        assert!(!is_pattern("a.b,c/d") && !is_pattern(""));
         let root = std::env::temp_dir().join(format!("counterhal-names-{}", std::process::id()));
         for dir in ["cha", "chb/sub/deeper", "other", "chb/two"] {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
         std::fs::write(root.join("chb/cgroup.procs"), "").unwrap();
-        let names = cgroup_names(&root);
+        let names = names(&root);
         let find = std::process::Command::new("find")
             .arg(&root)
             .args(["-mindepth", "1", "-type", "d", "-printf", "%P\\n"])
