@@ -73,20 +73,30 @@ fn ours(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, 
 }
 
 /// The events perf's `-vv` shows it opening on CPUs (pid -1; its probes open with pid 0).
+/// On a hybrid tree perf 7.2 prints the first event's attr in two parts with its probes'
+/// attrs and opens between them (`type 4 (cpu_core)`, then the probes, then `config 0x400
+/// (slots)`): each attr is taken to be open until its `sys_perf_event_open` line, the
+/// innermost first.
 fn perf_opens(vv: &str) -> BTreeSet<Open> {
     let number = |t: &str| match t.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
         None => t.parse().unwrap(),
     };
     let mut opens = BTreeSet::new();
-    let mut attr = (0, 0);
+    let mut attrs: Vec<Open> = Vec::new();
     for line in vv.lines() {
-        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-            ["perf_event_attr:"] => attr = (0, 0),
+        let words = line.split_whitespace().collect::<Vec<_>>();
+        match (words.as_slice(), attrs.last_mut()) {
+            (["perf_event_attr:"], _) => attrs.push((0, 0)),
             // perf 7.2 names the PMU or event after the number: `type 4 (cpu)`.
-            ["type", t, ..] => attr.0 = number(t),
-            ["config", c, ..] => attr.1 = number(c),
-            ["sys_perf_event_open:", "pid", "-1", ..] => _ = opens.insert(attr),
+            (["type", t, ..], Some(attr)) => attr.0 = number(t),
+            (["config", c, ..], Some(attr)) => attr.1 = number(c),
+            (["sys_perf_event_open:", "pid", pid, ..], Some(_)) => {
+                let attr = attrs.pop().unwrap();
+                if *pid == "-1" {
+                    opens.insert(attr);
+                }
+            }
             _ => {}
         }
     }
@@ -218,4 +228,77 @@ fn topdown_is_refused_where_perf_7_2_refuses_it() {
         "{mine}"
     );
     std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+}
+
+/// The Alder Lake tree (`machines/adl`) made a hybrid machine of this one's CPUs under `dir`:
+/// `cpu_core` on CPU 0, `cpu_atom` on CPU 1 (both exist here, so `-a` opens on them, as
+/// perf does under the shim). For Meteor Lake (`meteorlake`), what Linux 7.2's
+/// `intel_pmu_init` (arch/x86/events/intel/core.c, `case INTEL_METEORLAKE`) makes otherwise
+/// than Alder Lake's: `caps/pmu_name` `meteorlake_hybrid`, `mtl_hybrid_mem_attrs` (no
+/// `mem-loads-aux`) and the Atom PMU's `snoop_rsp` format (`config1:0-63`,
+/// `mtl_hybrid_extra_attr`); the same topdown events (`adl_hybrid_events_attrs`).
+fn hybrid_tree(dir: &Path, meteorlake: bool) -> std::path::PathBuf {
+    let tree = dir.join(if meteorlake { "mtl" } else { "adl" });
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(machines().join("adl"))
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let devices = tree.join("bus/event_source/devices");
+    let write = |path: &str, text: &str| std::fs::write(devices.join(path), text).unwrap();
+    write("cpu_core/cpus", "0\n");
+    write("cpu_atom/cpus", "1\n");
+    if meteorlake {
+        write("cpu_core/caps/pmu_name", "meteorlake_hybrid\n");
+        write("cpu_atom/caps/pmu_name", "meteorlake_hybrid\n");
+        std::fs::remove_file(devices.join("cpu_core/events/mem-loads-aux")).unwrap();
+        write("cpu_atom/format/snoop_rsp", "config1:0-63\n");
+    }
+    tree
+}
+
+/// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2` (Alder Lake) and
+/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --cputype core|atom --topdown -a true`
+/// under the hybrid trees of [`hybrid_tree`]: the Core cores' TopdownL1 on `cpu_core` (slots,
+/// the perf-metrics events, INT_MISC.UOP_DROPPING) and, for `atom`, the Atom cores' own
+/// (`Unit` `cpu_atom` in perf's JSON) on `cpu_atom`; counterhal opens the same events and
+/// prints the same metric names. Before, each was refused (`cpu_core/INT_MISC.UOP_DROPPING/`:
+/// "unknown term", the JSON event read as a sysfs term; `--cputype atom`: the Core cores'
+/// metrics kept).
+#[test]
+fn topdown_on_one_kind_of_hybrid_core_opens_what_perf_7_2_does() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-topdown-hybrid").unwrap();
+    let dir = shim.parent().unwrap();
+    for (meteorlake, cpuid, cputypes) in [
+        (false, "GenuineIntel-6-97-2", &["core", "atom"][..]),
+        (true, "GenuineIntel-6-AA-4", &["core", "atom"][..]),
+    ] {
+        let tree = hybrid_tree(dir, meteorlake);
+        for cputype in cputypes {
+            let args = ["--cputype", cputype, "--topdown"];
+            let (ok, _, theirs) = perf(&tree, cpuid, &shim, &[&args[..], &["-vv"]].concat());
+            assert!(ok, "perf {args:?} on {cpuid}: {theirs}");
+            let (ok, _, mine) = ours(&tree, cpuid, &shim, &[&args[..], &["-v"]].concat());
+            assert!(ok, "counterhal {args:?} on {cpuid}: {mine}");
+            let (theirs, mine) = (perf_opens(&theirs), our_opens(&mine));
+            assert!(!theirs.is_empty(), "{cpuid} {args:?}: perf opened nothing");
+            assert_eq!(mine, theirs, "{cpuid} {args:?}: ours, perf 7.2's");
+            let (_, _, their_json) = perf(&tree, cpuid, &shim, &[&args[..], &["-j"]].concat());
+            let (_, _, our_json) = ours(&tree, cpuid, &shim, &[&args[..], &["-j"]].concat());
+            assert_eq!(
+                headings(&our_json),
+                headings(&their_json),
+                "{cpuid} {args:?}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }

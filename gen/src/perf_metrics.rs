@@ -136,6 +136,26 @@ fn script_metrics(
 /// A file that cannot be read or is not JSON, the script failing, an entry without a name or
 /// formula, a malformed `ScaleUnit`.
 pub fn read_dir(x86: &Path, dir: &str, python: Option<&Path>) -> Result<PerfTable, GenError> {
+    read_metrics(x86, dir, python, false)
+}
+
+/// The Atom cores' metrics of the hybrid chip's directory `dir` (its JSON's entries whose
+/// `Unit` is `cpu_atom`, each over `cpu_atom@EVENT@`): what perf 7.2 computes on the Atom
+/// cores beside the Core cores' metrics of the same names ([`read_dir`] keeps the Core cores').
+///
+/// # Errors
+/// As [`read_dir`].
+pub fn read_atom_dir(x86: &Path, dir: &str) -> Result<PerfTable, GenError> {
+    read_metrics(x86, dir, None, true)
+}
+
+/// [`read_dir`], or with `atom` [`read_atom_dir`].
+fn read_metrics(
+    x86: &Path,
+    dir: &str,
+    python: Option<&Path>,
+    atom: bool,
+) -> Result<PerfTable, GenError> {
     let path = x86.join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
         .map_err(|e| GenError::io(&path, &e))?
@@ -170,11 +190,14 @@ pub fn read_dir(x86: &Path, dir: &str, python: Option<&Path>) -> Result<PerfTabl
         ran = Some(script.to_string());
     }
     let common = x86.join("../common/common/metrics.json");
-    let has_common = common.is_file();
+    let has_common = !atom && common.is_file();
     if has_common {
         for entry in read_array(&common)? {
             entries.push((Origin::Common, entry));
         }
+    }
+    if atom {
+        entries.retain(|(origin, _)| *origin == Origin::AtomJson);
     }
     // A name's first metric is kept: the directory's own, then the script's, then the common.
     entries.sort_by_key(|(origin, _)| *origin);

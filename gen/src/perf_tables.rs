@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::GenError;
 use crate::formula::{Formulas, POINTS, by_formula, same_values};
 use crate::metrics::{GenMetric, GenMetrics, KERNEL_SOURCE, PERFMON_FILES, table};
-use crate::perf_metrics::{PerfTable, read_dir};
+use crate::perf_metrics::{PerfTable, read_atom_dir, read_dir};
 
 /// Our models with a metric table from perf's, perf's x86 directory of each (the third column
 /// of `mapfile.csv`) and a `PERF_CPUID` that makes perf take the directory's tables.
@@ -71,6 +71,16 @@ pub const MODELS: &[(&str, &str, &str)] = &[
     ("wsm", "westmereep-sp", "GenuineIntel-6-25-0"),
     ("wsm_dp", "westmereep-dp", "GenuineIntel-6-2C-0"),
     ("wsm_ex", "westmereex", "GenuineIntel-6-2F-0"),
+];
+
+/// The Atom cores' models of hybrid chips whose perf directory holds metrics for them (`Unit`
+/// `cpu_atom`), each with that directory: their table is those metrics alone
+/// ([`read_atom_dir`]), what perf 7.2 computes on `cpu_atom` (`--cputype atom`). Alder Lake's
+/// Gracemont (`adl_grt`) has the table of perf's Alder Lake-N, a chip of those cores alone.
+pub const ATOM_MODELS: &[(&str, &str)] = &[
+    ("arl_skt", "arrowlake"),
+    ("lnl_skt", "lunarlake"),
+    ("mtl_cmt", "meteorlake"),
 ];
 
 /// perf's x86 directory of our model `model`.
@@ -137,6 +147,17 @@ pub fn kernel(
         if dir.starts_with("amdzen") {
             table.events = read_events(&table.metrics, &amd_events(&x86.join(dir))?);
         }
+        table.notes = left_out_lines(&perf);
+        out.push(table);
+    }
+    for &(model, dir) in ATOM_MODELS {
+        if !x86.join(dir).is_dir() {
+            continue;
+        }
+        let perf = read_atom_dir(x86, dir)?;
+        let metrics: Vec<GenMetric> = perf.metrics.iter().map(|m| m.metric.clone()).collect();
+        let file = format!("tools/perf/pmu-events/arch/x86/{dir}/*.json (`Unit` `cpu_atom`)");
+        let mut table = table(model, KERNEL_SOURCE, version, &file, metrics)?;
         table.notes = left_out_lines(&perf);
         out.push(table);
     }

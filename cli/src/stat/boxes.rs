@@ -40,10 +40,19 @@ impl Boxes {
     /// `--for-each-cgroup`), each PMU event read from the PMUs under `devices` (`None`: no
     /// sysfs PMUs here, each name its own box); merged into one line per event when `merge`.
     ///
+    /// A PMU event whose terms the PMU's sysfs files do not read but the backend does (a
+    /// core PMU's term naming an event of the model's table: `cpu_core/INT_MISC.UOP_DROPPING/`,
+    /// as perf 7.2 reads a JSON event as the PMU's alias) is one box, which `resolves` says.
+    ///
     /// # Errors
     /// A PMU event that no PMU it names takes ([`counterhal::ErrorKind::InvalidEvent`]: a term
     /// the PMU lacks, a value wider than its field), as perf refuses it.
-    pub fn of(names: &[String], devices: Option<&Path>, merge: bool) -> Result<Boxes, Error> {
+    pub fn of(
+        names: &[String],
+        devices: Option<&Path>,
+        merge: bool,
+        resolves: &dyn Fn(&str) -> bool,
+    ) -> Result<Boxes, Error> {
         let mut boxes = Boxes {
             given: names.to_vec(),
             merge,
@@ -51,6 +60,7 @@ impl Boxes {
         };
         for (index, name) in names.iter().enumerate() {
             let events = match devices.and_then(|d| counterhal::advanced::pmu_events(d, name)) {
+                Some(Err(_)) if resolves(name) => Vec::new(),
                 Some(events) => events?,
                 None => Vec::new(),
             };
@@ -235,7 +245,7 @@ mod tests {
     fn a_wildcard_stands_for_its_boxes_on_their_cpumask() {
         let spr = machine("spr-2s");
         let given = names(&["imc/cas_count_read/k", "task-clock", "power/energy-pkg/"]);
-        let boxes = Boxes::of(&given, Some(&spr), true).unwrap();
+        let boxes = Boxes::of(&given, Some(&spr), true, &|_| false).unwrap();
         assert_eq!(
             boxes.names(),
             [
@@ -257,9 +267,10 @@ mod tests {
         assert!(super::super::results::has_fraction(scale));
         assert_eq!(boxes.spread(&[1, 2, 3]), [1, 1, 1, 1, 2, 3]);
         assert_eq!(boxes.groups(&[vec![0, 1]]), [vec![0, 1, 2, 3, 4]]);
-        let refused = Boxes::of(&names(&["imc/event=0x1ff/"]), Some(&spr), true).unwrap_err();
+        let refused =
+            Boxes::of(&names(&["imc/event=0x1ff/"]), Some(&spr), true, &|_| false).unwrap_err();
         assert!(refused.message().contains("maximum is 255"), "{refused}");
-        let alone = Boxes::of(&given, None, true).unwrap();
+        let alone = Boxes::of(&given, None, true, &|_| false).unwrap();
         assert_eq!(alone.names(), given.as_slice());
     }
 
@@ -303,7 +314,7 @@ mod tests {
                 ],
             }],
         };
-        let merged = Boxes::of(&given, Some(&spr), true).unwrap();
+        let merged = Boxes::of(&given, Some(&spr), true, &|_| false).unwrap();
         let mut one = run(&merged);
         merged.merge_run(&mut one);
         let lines: Vec<(&str, u64, u64)> = one
@@ -325,7 +336,7 @@ mod tests {
         assert!(is_absent(&one.places[0].readings[0]));
         assert_eq!(one.places[0].readings[1].as_ref().unwrap().value, 7);
 
-        let apart = Boxes::of(&given, Some(&spr), false).unwrap();
+        let apart = Boxes::of(&given, Some(&spr), false, &|_| false).unwrap();
         let mut each = run(&apart);
         apart.merge_run(&mut each);
         let names: Vec<&str> = each.events.iter().map(|e| e.name.as_str()).collect();
@@ -337,6 +348,7 @@ mod tests {
             &["uncore_imc/cas_count_write,name=writes/", "page-faults"].map(String::from),
             Some(&spr),
             true,
+            &|_| false,
         )
         .unwrap();
         let mut one = run(&named);

@@ -67,3 +67,30 @@ pub fn keep(events: &mut [Planned], cputype: &str) -> Result<(), Error> {
     }
     Ok(())
 }
+
+/// `context` with its CPU model made the table of the kind of core `cputype` names, where the
+/// model is one core's table of a hybrid chip (`adl_grt` for `--cputype atom` on `adl_glc`):
+/// the metrics (`-M`, `--topdown`) perf 7.2 computes on that PMU are that core's (`Unit`
+/// `cpu_atom` in its JSON). Unchanged where the model is no hybrid core's, already that
+/// core's, or the chip has no table for it (the events then say so in [`keep`]).
+pub fn with_model(context: counterhal::Context, cputype: &str) -> counterhal::Context {
+    let kind = cputype.strip_prefix("cpu_").unwrap_or(cputype);
+    let Some(core) = counterhal_events::HybridCore::from_name(kind) else {
+        return context;
+    };
+    let Some(model) = context.model() else {
+        return context;
+    };
+    let database = context.database().clone();
+    match database.hybrid_sibling_id(model, core.core_type) {
+        Some(sibling) if sibling != model => {
+            let sibling = sibling.to_string();
+            let mounts = context.mounts_tracefs();
+            let mut switched =
+                counterhal::Context::from_parts(database, context.cpu().cloned(), Some(sibling));
+            switched.set_mount_tracefs(mounts);
+            switched
+        }
+        _ => context,
+    }
+}

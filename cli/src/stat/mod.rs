@@ -146,7 +146,13 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
         }
         _ => {}
     }
-    let context = args.database.context()?;
+    let mut context = args.database.context()?;
+    // --cputype atom with metrics: that core's table of a hybrid chip, whose metrics perf
+    // computes on that core's PMU (events alone are placed on the PMU without it).
+    let metrics = !args.metrics.is_empty() || args.more.topdown_level().is_some();
+    if let Some(cputype) = args.more.cputype().filter(|_| metrics) {
+        context = cputype::with_model(context, cputype);
+    }
     // --topdown: the model's TopdownLN metrics, printed alone.
     if let Some(level) = args.more.topdown_level() {
         let names = topdown::metrics(context.model(), level).map_err(|e| match e.kind() {
@@ -381,7 +387,8 @@ fn plan_counting<B: Backend>(
         true => Some(args.sysfs.devices()?),
         false => None,
     };
-    let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge)
+    let resolves = |name: &str| backend.resolve(name).is_ok();
+    let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge, &resolves)
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
     let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
     let weak_events = boxes.spread(&weak_events);
