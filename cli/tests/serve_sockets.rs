@@ -30,6 +30,21 @@ const PROMETHEUS_CALLER: &str = "import os\nfor i in range(20000):\n    os.getpg
 /// The calls each caller makes.
 const CALLS: f64 = 20000.0;
 
+/// Skips a test that counts a tracepoint on every CPU through serve where it cannot: without
+/// serve, tracepoints, root or python3 (the caller of the system calls).
+macro_rules! every_cpu_or_skip {
+    () => {
+        serve_or_skip!();
+        tracepoints_or_skip!();
+        if !running_as_root() || !runs("python3", &["-c", "pass"]) {
+            skip!(
+                Need::Privilege,
+                "counting every CPU takes root, and python3"
+            );
+        }
+    };
+}
+
 /// The samples of `family` in the text exposition `text` whose event is `event`: each one's
 /// labels as (name, value) pairs and its value.
 fn samples(text: &str, family: &str, event: &str) -> Vec<(Vec<(String, String)>, f64)> {
@@ -101,14 +116,7 @@ fn aggregates(text: &str) -> Vec<(String, f64)> {
 /// topology files); the calls the process made (the tracepoint fires once a call).
 #[test]
 fn per_socket_and_per_die_series_count_as_stat_and_perf_aggregate() {
-    serve_or_skip!();
-    tracepoints_or_skip!();
-    if !running_as_root() || !runs("python3", &["-c", "pass"]) {
-        skip!(
-            Need::Privilege,
-            "counting every CPU takes root, and python3"
-        );
-    }
+    every_cpu_or_skip!();
     let topology = topology();
     for (option, perf_option) in [("--per-socket", "--per-socket"), ("--per-die", "--per-die")] {
         let exporter = Exporter::start(&["-e", EVENT, option]);
@@ -193,14 +201,7 @@ fn per_socket_and_per_die_series_count_as_stat_and_perf_aggregate() {
 /// per-CPU series as the exporter wrote them before the option (each CPU's perf event).
 #[test]
 fn prometheus_sums_per_cpu_series_by_socket_to_the_per_socket_series() {
-    serve_or_skip!();
-    tracepoints_or_skip!();
-    if !running_as_root() || !runs("python3", &["-c", "pass"]) {
-        skip!(
-            Need::Privilege,
-            "counting every CPU takes root, and python3"
-        );
-    }
+    every_cpu_or_skip!();
     let exporters = [
         ("cpu", Exporter::start(&["-e", PROMETHEUS_EVENT])),
         (

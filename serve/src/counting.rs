@@ -482,6 +482,36 @@ impl Exporter {
     }
 }
 
+#[cfg(test)]
+impl Place {
+    /// `cgroup`'s place on `cpu`, counting `columns`, labelled as `kubelet` and `slurm` read
+    /// its path, its readings set by hand: what the exposition's tests write.
+    pub fn of_cgroup(
+        cgroup: &Arc<str>,
+        cpu: u32,
+        columns: Vec<usize>,
+        kubelet: &Kubelet,
+        slurm: &Slurmstepd,
+    ) -> Place {
+        Place {
+            at: Where {
+                cgroup: Some(cgroup.clone()),
+                cpu,
+            },
+            readings: vec![Reading::default(); columns.len()],
+            columns,
+            read: true,
+            pod: kubelet.pod(cgroup),
+            job: slurm.job(cgroup),
+            topology: CpuTopology::default(),
+            source: Source::Counter {
+                followed: usize::MAX,
+                cpu: cpu as usize,
+            },
+        }
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::io::Write;

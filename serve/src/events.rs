@@ -375,15 +375,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn software_events_and_tracepoints_never_multiplex() {
-        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
-        let root = devices.ancestors().nth(3).unwrap();
-        let backend = counterhal::Setup::new()
-            .cpu_model("spr")
-            .sysfs(root)
-            .open()
-            .unwrap();
-        for (name, multiplexed) in [
+        multiplex_on_spr(&[
             ("cycles", true),
             ("INST_RETIRED.ANY_P", true),
             ("uncore_imc_0/cas_count_read/", true),
@@ -391,11 +383,7 @@ mod tests {
             ("cpu-clock", false),
             ("page-faults", false),
             ("context-switches", false),
-        ] {
-            let event = backend.resolve(name).unwrap();
-            let (pmu, _) = pmu_of(&event, &devices);
-            assert_eq!(may_multiplex(&pmu), multiplexed, "{name} on {pmu}");
-        }
+        ]);
         for pmu in ["tracepoint", "kprobe", "uprobe"] {
             assert!(!may_multiplex(pmu), "{pmu}");
         }
@@ -417,6 +405,20 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn energy_and_msr_events_never_multiplex_and_uncore_may() {
+        multiplex_on_spr(&[
+            ("power/energy-pkg/", false),
+            ("power/energy-ram/", false),
+            ("msr/tsc/", false),
+            ("msr/aperf/", false),
+            ("uncore_imc_0/cas_count_read/", true),
+            ("uncore_cha_0/event=0x1/", true),
+        ]);
+    }
+
+    /// Each event of `cases`, resolved on the Sapphire Rapids tree of backend-linux's tests,
+    /// may be multiplexed on its PMU as its case says.
+    #[cfg(target_os = "linux")]
+    fn multiplex_on_spr(cases: &[(&str, bool)]) {
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
         let root = devices.ancestors().nth(3).unwrap();
@@ -425,14 +427,7 @@ mod tests {
             .sysfs(root)
             .open()
             .unwrap();
-        for (name, multiplexed) in [
-            ("power/energy-pkg/", false),
-            ("power/energy-ram/", false),
-            ("msr/tsc/", false),
-            ("msr/aperf/", false),
-            ("uncore_imc_0/cas_count_read/", true),
-            ("uncore_cha_0/event=0x1/", true),
-        ] {
+        for &(name, multiplexed) in cases {
             let event = backend.resolve(name).unwrap();
             let (pmu, _) = pmu_of(&event, &devices);
             assert_eq!(may_multiplex(&pmu), multiplexed, "{name} on {pmu}");

@@ -751,6 +751,89 @@ mod tests {
         );
     }
 
+    /// A node of 300 best-effort pods (the kubelet's systemd names) counting 8 software
+    /// events on 2 CPUs, as the exporter holds it after a read, written
+    /// `COUNTERHAL_SCRAPES` times (1 unless set; `COUNTERHAL_SCRAPE_OUT` names a file for
+    /// the last): `P x E` series (no CPU's here), 8 a pod, software events carrying no times. Counted
+    /// by callgrind with 0 and with N scrapes, the difference over N scrapes' series is the
+    /// writer's instructions a series (docs/performance.md, "300 pods").
+    ///
+    /// Oracle: docs/serve.md's budget of series (`(C + P) x (E + 2M)`, M the events the
+    /// kernel may multiplex: none of perf's software events, kernel/events/core.c).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn scrape_of_300_pods_writes_8_series_a_pod() {
+        use super::super::counting::Place;
+        use super::super::{budget, discovery};
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        use std::sync::Arc;
+
+        const PODS: usize = 300;
+        const CPUS: u32 = 2;
+        let events = [
+            "cpu-clock",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+            "minor-faults",
+            "major-faults",
+            "alignment-faults",
+        ]
+        .map(str::to_string);
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let host = counterhal_system::System::host();
+        let plan = crate::events::plan(&host, &backend, &events).unwrap();
+        if plan.exported.len() != events.len() {
+            skip!(Need::Privilege, "the 8 software events do not all open here");
+        }
+        let watch = discovery::Watch::new(&[], None, 8).unwrap();
+        let budget = budget::Budget::new(65_536, 4);
+        let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+        let columns: Vec<usize> = (0..events.len()).collect();
+        for pod in 0..PODS {
+            let uid = format!("{pod:08x}_0000_4000_8000_{pod:012x}");
+            let cgroup: Arc<str> = Arc::from(format!(
+                "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid}.slice"
+            ));
+            for cpu in 0..CPUS {
+                let (kubelet, slurm) = (&exporter.kubelet, &exporter.slurm);
+                let mut place = Place::of_cgroup(&cgroup, cpu, columns.clone(), kubelet, slurm);
+                for (column, reading) in place.readings.iter_mut().enumerate() {
+                    let n = (pod * 1_000 + column * 10 + cpu as usize) as u64;
+                    *reading = Reading::new(n * 7_919_993, 3_600_000_000_123 + n, 3_600_000_000_123 + n);
+                }
+                exporter.places.push(place);
+            }
+        }
+        let health = Health::new("linux", &host);
+        let scrapes: usize = std::env::var("COUNTERHAL_SCRAPES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let mut out = Vec::new();
+        for _ in 0..scrapes {
+            write(&mut out, Format::Text, &exporter, &health, Instant::now());
+        }
+        if let Some(path) = std::env::var_os("COUNTERHAL_SCRAPE_OUT") {
+            std::fs::write(path, &out).unwrap();
+        }
+        if scrapes == 0 {
+            return;
+        }
+        let text = String::from_utf8(out).unwrap();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("counterhal_event_"))
+            .count();
+        assert_eq!(series, PODS * events.len(), "{text}");
+        let pod_uid = "pod_uid=\"0000012b-0000-4000-8000-00000000012b\"";
+        assert_eq!(text.matches(pod_uid).count(), events.len(), "{text}");
+    }
+
     /// The same readings written per CPU, `--per-socket` and `--per-die`: each socket's
     /// (die's) series is the sum of its CPUs' series, value and both times, whether the two
     /// CPUs share a socket or the first CPU's socket is numbered after the second's; each

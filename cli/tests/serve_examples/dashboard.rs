@@ -167,12 +167,17 @@ fn queries_are_promql_over_what_serve_exports() {
         let v = variable(name);
         assert_eq!(v["datasource"], datasource, "variable {name}");
         let definition = v["definition"].as_str().unwrap_or_default();
-        let selector = definition
-            .strip_prefix("label_values(")
-            .and_then(|rest| rest.rsplit_once(','))
-            .map(|(selector, _)| selector.to_string())
-            .unwrap_or_else(|| panic!("variable {name}: {definition}"));
-        queries.push((format!("variable {name}"), selector));
+        assert_eq!(v["query"]["query"], definition, "variable {name}");
+        // Grafana's label_values(SELECTOR, LABEL) and query_result(QUERY).
+        let query = match definition.strip_prefix("query_result(") {
+            Some(rest) => rest.strip_suffix(')'),
+            None => definition
+                .strip_prefix("label_values(")
+                .and_then(|rest| rest.rsplit_once(','))
+                .map(|(selector, _)| selector),
+        };
+        let query = query.unwrap_or_else(|| panic!("variable {name}: {definition}"));
+        queries.push((format!("variable {name}"), query.to_string()));
     }
     let mut panels: Vec<&serde_json::Value> = Vec::new();
     panels_in(&dashboard["panels"], &mut panels);
@@ -244,10 +249,12 @@ fn queries_are_promql_over_what_serve_exports() {
     assert!(all("cgroup=\"\"") >= 4, "panels per host (system-wide)");
     assert!(all("cgroup=~\"$cgroup\"") >= 4, "panels per cgroup");
     assert!(all("pod=~\"$pod\"") >= 2, "panels per pod");
-    assert!(
-        all("slurm_job_id=~\"$slurm_job\"") >= 1,
-        "panels per Slurm job"
-    );
+    for label in ["slurm_job_id", "slurm_sluid"] {
+        assert!(
+            all(&format!("{label}=~\"$slurm_job\"")) >= 1,
+            "panels per Slurm job, by {label}"
+        );
+    }
     assert!(
         all("instance=~\"$host\"") >= queries.len() - 1,
         "panels per host"
@@ -258,6 +265,7 @@ fn queries_are_promql_over_what_serve_exports() {
     let values = [
         ("$__rate_interval", "1m"),
         ("$__interval", "15s"),
+        ("$__range", "6h"),
         ("$host", r"(host-a\\.example\\.com|host-b\\.example\\.com)"),
         (
             "$cgroup",
@@ -265,7 +273,7 @@ fn queries_are_promql_over_what_serve_exports() {
         ),
         ("$namespace", r"(kube-system|shop)"),
         ("$pod", r"(web-7d4b9c|coredns-5d78c9869d-2xkqp)"),
-        ("$slurm_job", r"(4242|4243)"),
+        ("$slurm_job", r"(4242|sEKNKTV3WPV500)"),
     ];
     let exprs: Vec<String> = queries
         .iter()
@@ -425,4 +433,90 @@ fn tests_pass_promtool_of(release: Release, path: &Path, file: &str) {
         release.name()
     );
     assert!(said.contains("SUCCESS"), "{said}");
+}
+
+/// The Slurm job panel and its variable show a job whose cgroup slurmstepd names by its SLUID
+/// (Slurm 26.05's default: `slurm_sluid`) as they show one named by its ID (`job_<ID>`:
+/// `slurm_job_id`): the job's own cgroup, its CPUs utilized recorded by counterhal-rules.yml,
+/// and not its steps'; the variable lists the one's ID and the other's SLUID.
+///
+/// Oracle: the `test rules` of promtool 2.42 and 3.5, loading counterhal-rules.yml, over the
+/// series serve writes for slurmstepd's cgroups (src/plugins/cgroup/v2/cgroup_v2.c of Slurm
+/// 25.11 and 26.05, docs/serve.md), the panel's and the variable's queries as Grafana sends
+/// them.
+#[test]
+fn slurm_panel_shows_a_job_named_by_its_sluid_as_one_named_by_its_id() {
+    let text = read(&repository("examples/prometheus/grafana-dashboard.json"));
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut panels: Vec<&serde_json::Value> = Vec::new();
+    panels_in(&dashboard["panels"], &mut panels);
+    let panel = panels
+        .iter()
+        .find(|p| p["title"] == "CPUs utilized by Slurm job")
+        .and_then(|p| p["targets"][0]["expr"].as_str())
+        .expect("the panel of CPUs utilized by Slurm job");
+    let variable = dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "slurm_job")
+        .expect("the slurm_job variable");
+    // Grafana takes each result's label value, of either label, as the variable's value.
+    assert_eq!(variable["regex"], r#"/slurm_(?:job_id|sluid)="([^"]+)"/"#);
+    let query = variable["definition"]
+        .as_str()
+        .and_then(|d| d.strip_prefix("query_result("))
+        .and_then(|d| d.strip_suffix(')'))
+        .expect("a query_result variable");
+    let as_sent = |expr: &str| {
+        [("$host", "node-a"), ("$slurm_job", ".+"), ("$__range", "5m")]
+            .iter()
+            .fold(expr.to_string(), |e, (variable, value)| {
+                e.replace(variable, value)
+            })
+    };
+    let scope = "/system.slice/slurmstepd.scope";
+    let mut series = String::new();
+    // Each cgroup's task-clock, in seconds per 15 s: the jobs' and a step of each.
+    for (cgroup, labels, per_interval) in [
+        ("job_4242", r#"slurm_job_id="4242""#, "1.5"),
+        ("job_4242/step_0", r#"slurm_job_id="4242",slurm_step="0""#, "1.2"),
+        ("sEKNKTV3WPV500", r#"slurm_sluid="sEKNKTV3WPV500""#, "3"),
+        (
+            "sEKNKTV3WPV500/step_batch",
+            r#"slurm_sluid="sEKNKTV3WPV500",slurm_step="batch""#,
+            "2.4",
+        ),
+    ] {
+        series += &format!(
+            "      - series: 'counterhal_event_seconds_total{{event=\"task-clock\",pmu=\"software\",\
+             cgroup=\"{scope}/{cgroup}\",{labels},instance=\"node-a\",job=\"counterhal\"}}'\n        \
+             values: '0+{per_interval}x20'\n"
+        );
+    }
+    let job = |cgroup: &str, labels: &str, value: &str| {
+        format!(
+            "          - labels: '{{cgroup=\"{scope}/{cgroup}\",{labels},instance=\"node-a\",\
+             job=\"counterhal\"}}'\n            value: {value}\n"
+        )
+    };
+    let file = format!(
+        "rule_files:\n  - {}\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    \
+         input_series:\n{series}    promql_expr_test:\n      - expr: 'round({}, 1e-6)'\n        \
+         eval_time: 4m\n        exp_samples:\n{}{}      - expr: '{}'\n        eval_time: 4m\n        \
+         exp_samples:\n          - labels: '{{slurm_job_id=\"4242\"}}'\n            value: 1\n          \
+         - labels: '{{slurm_sluid=\"sEKNKTV3WPV500\"}}'\n            value: 1\n",
+        repository("examples/prometheus/counterhal-rules.yml").display(),
+        as_sent(panel),
+        job("job_4242", r#"slurm_job_id="4242""#, "0.1"),
+        job("sEKNKTV3WPV500", r#"slurm_sluid="sEKNKTV3WPV500""#, "0.2"),
+        as_sent(query),
+    );
+    let scratch = Scratch::new("dashboard-slurm");
+    let path = scratch.0.join("slurm.test.yml");
+    std::fs::write(&path, &file).unwrap();
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        tests_pass_promtool_of(release, &path, &file);
+    }
 }
