@@ -104,6 +104,73 @@ struct Family {
 enum Number {
     Int(u64),
     Float(f64),
+    /// Nanoseconds, written as seconds.
+    Seconds(u64),
+}
+
+impl Number {
+    /// ` VALUE\n`: an integer's digits; nanoseconds as seconds with up to 9 decimals (the
+    /// exact decimal, which a reader rounds to the float nearest `ns / 1e9`); other floats as
+    /// Rust's shortest round-trip form.
+    fn write(self, out: &mut Vec<u8>) {
+        out.push(b' ');
+        match self {
+            Number::Int(n) => decimal(out, n),
+            Number::Float(x) => {
+                let _ = write!(out, "{x}");
+            }
+            Number::Seconds(ns) => {
+                decimal(out, ns / 1_000_000_000);
+                let mut fraction = ns % 1_000_000_000;
+                if fraction != 0 {
+                    let mut digits = 9;
+                    while fraction % 10 == 0 {
+                        fraction /= 10;
+                        digits -= 1;
+                    }
+                    out.push(b'.');
+                    let start = out.len();
+                    out.resize(start + digits, b'0');
+                    for at in (start..start + digits).rev() {
+                        out[at] = b'0' + (fraction % 10) as u8;
+                        fraction /= 10;
+                    }
+                }
+            }
+        }
+        out.push(b'\n');
+    }
+}
+
+/// `n`'s decimal digits.
+fn decimal(out: &mut Vec<u8>, mut n: u64) {
+    // Two digits a step, from the table of 00 to 99.
+    const PAIRS: [u8; 200] = {
+        let mut pairs = [0u8; 200];
+        let mut pair = 0;
+        while pair < 100 {
+            pairs[2 * pair] = b'0' + (pair / 10) as u8;
+            pairs[2 * pair + 1] = b'0' + (pair % 10) as u8;
+            pair += 1;
+        }
+        pairs
+    };
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[n as usize * 2..n as usize * 2 + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + n as u8;
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 impl Family {
@@ -148,44 +215,56 @@ impl Family {
     /// One sample: its name, labels and value. A label whose value is empty is left out, as
     /// Prometheus takes an empty label for an absent one.
     fn sample(&self, out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], value: Number) {
+        let start = self.begin(out);
+        labels_into(out, labels);
+        self.end(out, start, value);
+    }
+
+    /// A sample's name, then the place where its labels start: each written after it by
+    /// [`labels_into`] (or copied, as it wrote them), then [`end`](Family::end).
+    fn begin(&self, out: &mut Vec<u8>) -> usize {
         out.extend_from_slice(self.name.as_bytes());
         out.extend_from_slice(match self.kind {
             Kind::Counter => b"_total",
             Kind::Info => b"_info",
             Kind::Gauge => b"",
         });
-        let mut labels = labels
-            .iter()
-            .filter(|(_, value)| !matches!(value, Label::Text("")))
-            .peekable();
-        if labels.peek().is_some() {
-            out.push(b'{');
-            for (at, (name, value)) in labels.enumerate() {
-                if at > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(name.as_bytes());
-                out.extend_from_slice(b"=\"");
-                match value {
-                    Label::Text(text) => escaped(out, text),
-                    Label::Int(n) => {
-                        let _ = write!(out, "{n}");
-                    }
-                }
-                out.push(b'"');
-            }
+        out.len()
+    }
+
+    /// A sample's end: its labels, written since `start`, in braces (none without a label),
+    /// and its value.
+    fn end(&self, out: &mut Vec<u8>, start: usize, value: Number) {
+        if out.len() > start {
+            // The first label's comma opens the braces.
+            out[start] = b'{';
             out.push(b'}');
         }
-        let _ = match value {
-            Number::Int(n) => writeln!(out, " {n}"),
-            Number::Float(x) => writeln!(out, " {x}"),
-        };
+        value.write(out);
+    }
+}
+
+/// Each label of `labels` as `,name="value"`, the value escaped; a label whose value is
+/// empty is left out, as Prometheus takes an empty label for an absent one.
+fn labels_into(out: &mut Vec<u8>, labels: &[(&str, Label<'_>)]) {
+    for (name, value) in labels {
+        if matches!(value, Label::Text("")) {
+            continue;
+        }
+        out.push(b',');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"=\"");
+        match value {
+            Label::Text(text) => escaped(out, text),
+            Label::Int(n) => decimal(out, *n),
+        }
+        out.push(b'"');
     }
 }
 
 /// Nanoseconds as seconds.
 fn seconds(ns: u64) -> Number {
-    Number::Float(ns as f64 / 1e9)
+    Number::Seconds(ns)
 }
 
 /// A label's value.
@@ -195,16 +274,30 @@ enum Label<'a> {
     Int(u64),
 }
 
-/// A label value escaped as both formats escape it: backslash, double quote, newline.
+/// A label value escaped as both formats escape it: backslash, double quote, newline (the
+/// runs between them copied whole).
 fn escaped(out: &mut Vec<u8>, text: &str) {
-    for byte in text.bytes() {
-        match byte {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            other => out.push(other),
-        }
+    let special = |b: &u8| matches!(b, b'\\' | b'"' | b'\n');
+    // Most values have none: a pass without branches (vectorized), then one copy.
+    if !text
+        .as_bytes()
+        .iter()
+        .fold(false, |seen, b| seen | special(b))
+    {
+        out.extend_from_slice(text.as_bytes());
+        return;
     }
+    let mut rest = text.as_bytes();
+    while let Some(at) = rest.iter().position(special) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(match rest[at] {
+            b'\\' => b"\\\\",
+            b'"' => b"\\\"",
+            _ => b"\\n",
+        });
+        rest = &rest[at + 1..];
+    }
+    out.extend_from_slice(rest);
 }
 
 const EVENT: Family = Family::new(
@@ -245,25 +338,32 @@ pub fn write(
 ) {
     out.clear();
     let events = &exporter.events;
+    let mut labels = Written::new(events);
     for (family, unit) in [
         (&EVENT, Unit::Count),
         (&EVENT_SECONDS, Unit::Seconds),
         (&EVENT_JOULES, Unit::Joules),
     ] {
-        series(out, format, exporter, family, |event, reading| {
-            (event.unit == unit).then(|| match unit {
-                Unit::Count => Number::Int(reading.value),
-                // Nanoseconds divided (exactly rounded), not multiplied by 1e-9.
-                Unit::Seconds => seconds(reading.value),
-                Unit::Joules => Number::Float(reading.value as f64 * event.factor),
-            })
-        });
+        series(
+            out,
+            format,
+            exporter,
+            family,
+            &mut labels,
+            |event, reading| {
+                (event.unit == unit).then(|| match unit {
+                    Unit::Count => Number::Int(reading.value),
+                    Unit::Seconds => seconds(reading.value),
+                    Unit::Joules => Number::Float(reading.value as f64 * event.factor),
+                })
+            },
+        );
     }
     let times = exporter.times;
-    series(out, format, exporter, &ENABLED, |event, r| {
+    series(out, format, exporter, &ENABLED, &mut labels, |event, r| {
         times.of(event).then(|| seconds(r.time_enabled))
     });
-    series(out, format, exporter, &RUNNING, |event, r| {
+    series(out, format, exporter, &RUNNING, &mut labels, |event, r| {
         times.of(event).then(|| seconds(r.time_running))
     });
     if !events.is_empty() {
@@ -296,16 +396,29 @@ fn series(
     format: Format,
     exporter: &Exporter,
     family: &Family,
+    written: &mut Written,
     value: impl Fn(&Exported, &Reading) -> Option<Number>,
 ) {
+    // A family no event is in (no times asked for, no energy event) is not looked for.
+    let none = Reading::default();
+    if !exporter.events.iter().any(|e| value(e, &none).is_some()) {
+        return;
+    }
     let mut headed = false;
-    let mut sample = |out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], number| {
-        if !headed {
-            family.header(out, format);
-            headed = true;
-        }
-        family.sample(out, labels, number);
-    };
+    let Written { events, cgroups } = written;
+    // A sample: the event's labels, those of `topology`, the cgroup's and the value.
+    let mut sample =
+        |out: &mut Vec<u8>, event: &[u8], topology: &[(&str, Label<'_>)], cgroup: &[u8], number| {
+            if !headed {
+                family.header(out, format);
+                headed = true;
+            }
+            let start = family.begin(out);
+            out.extend_from_slice(event);
+            labels_into(out, topology);
+            out.extend_from_slice(cgroup);
+            family.end(out, start, number);
+        };
     let places = &exporter.places;
     let mut at = 0;
     if exporter.aggregate != Aggregate::Cpu {
@@ -334,10 +447,13 @@ fn series(
                     continue;
                 };
                 let by = Some(exporter.aggregate);
-                sample(out, &labels(event, place, by), number);
+                let topology = topology_labels(place, by);
+                sample(out, events.get(column), &topology, &[], number);
             }
         }
     }
+    // The runs of places are the same in every family: the `n`th's labels are written once.
+    let mut runs = 0;
     while at < places.len() {
         let place = &places[at];
         let summed = place.at.cgroup.is_some() && !exporter.per_cpu;
@@ -350,6 +466,10 @@ fn series(
         };
         let run = &places[at..at + run];
         at += run.len();
+        runs += 1;
+        if cgroups.len() < runs {
+            cgroups.push(&cgroup_labels(place));
+        }
         if run.iter().any(|p| !p.read) {
             continue;
         }
@@ -363,7 +483,17 @@ fn series(
                 continue;
             };
             let by = (!summed).then_some(Aggregate::Cpu);
-            sample(out, &labels(event, place, by), number);
+            let topology = match by {
+                Some(by) => &topology_labels(place, Some(by))[..],
+                None => &[],
+            };
+            sample(
+                out,
+                events.get(column),
+                topology,
+                cgroups.get(runs - 1),
+                number,
+            );
         }
     }
 }
@@ -377,32 +507,93 @@ fn add(sum: Reading, one: Reading) -> Reading {
     )
 }
 
-/// An event's labels at a place: `event`, `pmu`, its topology as `by` has it (`cpu`,
-/// `socket` and `die` per CPU; `socket` and `die` per die; `socket` per socket; none where
-/// summed over every CPU), and where it is a cgroup's, `cgroup`, its pod's `pod_uid`,
-/// `container_id` and `qos_class`, and its Slurm job's `slurm_job_id` or `slurm_sluid`,
-/// `slurm_step` and `slurm_task`; an empty one is left out when written.
-fn labels<'a>(
-    event: &'a Exported,
-    place: &'a Place,
-    by: Option<Aggregate>,
-) -> [(&'static str, Label<'a>); 13] {
-    let pod = place.pod.as_ref();
-    let job = place.job.as_ref();
+/// The labels of the event families' samples, written once a scrape and copied into each
+/// sample, in this order: the event's (`event`, `pmu`), the place's topology
+/// ([`topology_labels`], written at each sample), the cgroup's ([`cgroup_labels`]).
+struct Written {
+    /// Each event's labels, by its column.
+    events: Spans,
+    /// Each cgroup's labels, in the order of the places (empty for a CPU's).
+    cgroups: Spans,
+}
+
+impl Written {
+    /// The labels of `events`; the cgroups' are written as the first family meets them.
+    fn new(events: &[Exported]) -> Written {
+        // One allocation each (`,event="",pmu=""` is 16 bytes), whatever the events.
+        let room = events.iter().map(|e| e.name.len() + e.pmu.len() + 16).sum();
+        let mut written = Written {
+            events: Spans {
+                text: Vec::with_capacity(room),
+                ends: Vec::with_capacity(events.len()),
+            },
+            cgroups: Spans::default(),
+        };
+        for event in events {
+            let labels = [
+                ("event", Label::Text(&event.name)),
+                ("pmu", Label::Text(&event.pmu)),
+            ];
+            written.events.push(&labels);
+        }
+        written
+    }
+}
+
+/// Sets of labels as [`labels_into`] writes them, one after the other, each found by its
+/// number.
+#[derive(Default)]
+struct Spans {
+    text: Vec<u8>,
+    /// Where each set ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl Spans {
+    /// Writes `labels` as the next set.
+    fn push(&mut self, labels: &[(&str, Label<'_>)]) {
+        labels_into(&mut self.text, labels);
+        self.ends.push(self.text.len());
+    }
+
+    /// The `n`th set.
+    fn get(&self, n: usize) -> &[u8] {
+        let from = n.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.text[from..self.ends[n]]
+    }
+
+    /// How many sets there are.
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// A place's topology as `by` has it: `cpu`, `socket` and `die` per CPU; `socket` and `die`
+/// per die; `socket` per socket; none where summed over every CPU (an empty one is left out
+/// when written).
+fn topology_labels(place: &Place, by: Option<Aggregate>) -> [(&'static str, Label<'static>); 3] {
     let cpu = (by == Some(Aggregate::Cpu)).then_some(place.at.cpu);
     let socket = by.and(place.topology.socket);
     let die = by
         .filter(|&b| b != Aggregate::Socket)
         .and(place.topology.die);
     [
-        ("event", Label::Text(&event.name)),
-        ("pmu", Label::Text(&event.pmu)),
         (
             "cpu",
             cpu.map_or(Label::Text(""), |cpu| Label::Int(u64::from(cpu))),
         ),
         ("socket", per_cpu(socket)),
         ("die", per_cpu(die)),
+    ]
+}
+
+/// Where a place is a cgroup's: `cgroup`, its pod's `pod_uid`, `container_id` and
+/// `qos_class`, and its Slurm job's `slurm_job_id` or `slurm_sluid`, `slurm_step` and
+/// `slurm_task` (an empty one is left out when written).
+fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 8] {
+    let pod = place.pod.as_ref();
+    let job = place.job.as_ref();
+    [
         (
             "cgroup",
             Label::Text(place.at.cgroup.as_deref().unwrap_or("")),
@@ -751,6 +942,50 @@ mod tests {
         );
     }
 
+    /// Nanoseconds are written as the seconds a reader parses to the float nearest
+    /// `ns / 1e9` (the value written before as that float's shortest form), integers as
+    /// their digits.
+    ///
+    /// Oracle: Rust's `f64` division (correctly rounded, IEEE 754) and its `str::parse`
+    /// (correctly rounded), over a range of values with and without trailing zeros.
+    #[test]
+    fn seconds_and_integers_read_back_as_the_numbers_written() {
+        let written = |number: Number| {
+            let mut out = Vec::new();
+            number.write(&mut out);
+            let text = String::from_utf8(out).unwrap();
+            text.strip_prefix(' ')
+                .and_then(|t| t.strip_suffix('\n'))
+                .unwrap()
+                .to_string()
+        };
+        let mut ns: Vec<u64> = vec![0, 1, 10, 999_999_999, 1_000_000_000, 1_500_000_000];
+        ns.extend([
+            3_600_000_000_123,
+            (1 << 53) - 1,
+            1 << 52,
+            123_456_789_012_345,
+        ]);
+        ns.extend((0..64).map(|shift| 0x9e37_79b9_7f4a_7c15u64 >> shift));
+        for ns in ns {
+            let text = written(Number::Seconds(ns));
+            let read: f64 = text.parse().unwrap();
+            if ns < 1 << 53 {
+                assert_eq!(read, ns as f64 / 1e9, "{ns} ns written {text}");
+            }
+            let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+            assert_eq!(whole, (ns / 1_000_000_000).to_string(), "{ns}: {text}");
+            assert!(
+                fraction.len() <= 9 && !fraction.ends_with('0'),
+                "{ns}: {text}"
+            );
+            assert_eq!(written(Number::Int(ns)), ns.to_string());
+        }
+        assert_eq!(written(Number::Seconds(1_500_000_000)), "1.5");
+        assert_eq!(written(Number::Seconds(1)), "0.000000001");
+        assert_eq!(written(Number::Int(u64::MAX)), u64::MAX.to_string());
+    }
+
     /// A node of 300 best-effort pods (the kubelet's systemd names) counting 8 software
     /// events on 2 CPUs, as the exporter holds it after a read, written
     /// `COUNTERHAL_SCRAPES` times (1 unless set; `COUNTERHAL_SCRAPE_OUT` names a file for
@@ -788,7 +1023,10 @@ mod tests {
         let host = counterhal_system::System::host();
         let plan = crate::events::plan(&host, &backend, &events).unwrap();
         if plan.exported.len() != events.len() {
-            skip!(Need::Privilege, "the 8 software events do not all open here");
+            skip!(
+                Need::Privilege,
+                "the 8 software events do not all open here"
+            );
         }
         let watch = discovery::Watch::new(&[], None, 8).unwrap();
         let budget = budget::Budget::new(65_536, 4);
@@ -804,7 +1042,8 @@ mod tests {
                 let mut place = Place::of_cgroup(&cgroup, cpu, columns.clone(), kubelet, slurm);
                 for (column, reading) in place.readings.iter_mut().enumerate() {
                     let n = (pod * 1_000 + column * 10 + cpu as usize) as u64;
-                    *reading = Reading::new(n * 7_919_993, 3_600_000_000_123 + n, 3_600_000_000_123 + n);
+                    *reading =
+                        Reading::new(n * 7_919_993, 3_600_000_000_123 + n, 3_600_000_000_123 + n);
                 }
                 exporter.places.push(place);
             }

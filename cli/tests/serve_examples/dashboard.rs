@@ -469,18 +469,26 @@ fn slurm_panel_shows_a_job_named_by_its_sluid_as_one_named_by_its_id() {
         .and_then(|d| d.strip_suffix(')'))
         .expect("a query_result variable");
     let as_sent = |expr: &str| {
-        [("$host", "node-a"), ("$slurm_job", ".+"), ("$__range", "5m")]
-            .iter()
-            .fold(expr.to_string(), |e, (variable, value)| {
-                e.replace(variable, value)
-            })
+        [
+            ("$host", "node-a"),
+            ("$slurm_job", ".+"),
+            ("$__range", "5m"),
+        ]
+        .iter()
+        .fold(expr.to_string(), |e, (variable, value)| {
+            e.replace(variable, value)
+        })
     };
     let scope = "/system.slice/slurmstepd.scope";
     let mut series = String::new();
     // Each cgroup's task-clock, in seconds per 15 s: the jobs' and a step of each.
     for (cgroup, labels, per_interval) in [
         ("job_4242", r#"slurm_job_id="4242""#, "1.5"),
-        ("job_4242/step_0", r#"slurm_job_id="4242",slurm_step="0""#, "1.2"),
+        (
+            "job_4242/step_0",
+            r#"slurm_job_id="4242",slurm_step="0""#,
+            "1.2",
+        ),
         ("sEKNKTV3WPV500", r#"slurm_sluid="sEKNKTV3WPV500""#, "3"),
         (
             "sEKNKTV3WPV500/step_batch",
