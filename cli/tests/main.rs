@@ -60,6 +60,7 @@ mod software_events;
 mod stat_control;
 mod stat_groups;
 mod stat_hybrid;
+mod stat_json_lint;
 mod stat_opens;
 mod stat_options;
 mod stat_per_cache;

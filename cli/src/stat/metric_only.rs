@@ -152,7 +152,8 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
 }
 
 /// `-x SEP`: a heading of the units (after `time` and the place, with `-I`, `-A`...), then
-/// one line of values per row (empty where not counted).
+/// one line of values per row (empty where not counted); each field ends with SEP, the last
+/// too, as perf 6.1's and 7.2's `print_metric_only_csv` and `print_metric_header` end them.
 pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'static MetricDef]) {
     let rows = rows(summary, metrics);
     let Some((first_section, first_place, first)) = rows.first() else {
@@ -166,7 +167,7 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
         heading.push(place.json_field().0.to_string());
     }
     heading.extend(first.iter().map(|c| c.unit.clone()));
-    _ = writeln!(out, "{}", heading.join(separator));
+    _ = writeln!(out, "{}{separator}", heading.join(separator));
     for (section, place, cells) in &rows {
         let mut fields: Vec<String> = Vec::new();
         if let Some(at_ns) = section.at_ns {
@@ -176,7 +177,7 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
             fields.push(place.label());
         }
         fields.extend(cells.iter().map(|c| c.digits.clone().unwrap_or_default()));
-        _ = writeln!(out, "{}", fields.join(separator));
+        _ = writeln!(out, "{}{separator}", fields.join(separator));
     }
 }
 
@@ -256,8 +257,8 @@ mod tests {
         let mut csv_out = String::new();
         csv(&mut csv_out, ",", &one_run(), &[]);
         let lines: Vec<&str> = csv_out.lines().collect();
-        assert_eq!(lines[0], "CPUs utilized,K/sec");
-        assert_eq!(lines[1], "0.500,2.000");
+        assert_eq!(lines[0], "CPUs utilized,K/sec,");
+        assert_eq!(lines[1], "0.500,2.000,");
         let mut json = String::new();
         json_lines(&mut json, &one_run(), &[]);
         let parsed: serde_json::Value = serde_json::from_str(json.trim()).unwrap();

@@ -236,7 +236,7 @@ fn lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Vec<Str
 }
 
 /// The keys before the value in `-j`: `interval`, `cpu` or `thread` (or the socket, die,
-/// core or node and `cpus`, how many CPUs it added up).
+/// core, node, cache or cluster and `counters`, how many CPUs it added up).
 fn json_lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Vec<String> {
     let mut fields = Vec::new();
     if let Some(at_ns) = at_ns {
@@ -247,12 +247,8 @@ fn json_lead(at_ns: Option<u64>, place: Option<&Place>, cpus: Option<u32>) -> Ve
         let (key, value) = place.json_field();
         fields.push(format!("\"{key}\" : {}", quote(&value)));
         if let Some(cpus) = cpus {
-            // perf 7.2's key for its own modes, perf 6.1's for the others.
-            let name = match key {
-                "cache" | "cluster" => "counters",
-                _ => "aggregate-number",
-            };
-            fields.push(format!("\"{name}\" : {cpus}"));
+            // perf 7.2's key (perf 6.1's `aggregate-number`, which 7.2's lint refuses).
+            fields.push(format!("\"counters\" : {cpus}"));
         }
     }
     fields
