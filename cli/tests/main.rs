@@ -61,6 +61,7 @@ mod stat_control;
 mod stat_groups;
 mod stat_hybrid;
 mod stat_json_lint;
+mod stat_layouts_perf72;
 mod stat_opens;
 mod stat_options;
 mod stat_per_cache;

@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 
 use super::metrics::{Beside, Style};
+use super::printing::{cpus_heading, label_width};
+use super::results::Place;
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
 use counterhal::metrics::{MetricDef, evaluate};
@@ -100,6 +102,15 @@ fn heading(def: &MetricDef) -> String {
     }
 }
 
+/// How many CPUs a place added up (`--per-socket`...: its most widely counted event's, as
+/// perf 6.1 and 7.2 print it after the label); `None` for other places.
+fn added(place: &Place) -> Option<u32> {
+    match place {
+        Place::Aggregate { cpus, .. } => cpus.iter().copied().max(),
+        _ => None,
+    }
+}
+
 /// Each row: the section, the place and its cells.
 fn rows<'a>(
     summary: &'a Summary,
@@ -129,8 +140,12 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
     if first_section.at_ns.is_some() {
         heading.push_str("#           time ");
     }
-    if first_place.place.is_some() {
-        _ = write!(heading, "{:<11}", "");
+    match &first_place.place {
+        Some(place) if place.is_aggregate() => {
+            _ = write!(heading, "{:<1$}", "", label_width(place.json_field().0) + 5);
+        }
+        Some(_) => _ = write!(heading, "{:<11}", ""),
+        None => {}
     }
     for cell in first {
         _ = write!(heading, "{:>COLUMN$} ", cell.unit);
@@ -141,8 +156,13 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
         if let Some(at_ns) = section.at_ns {
             _ = write!(line, "{} ", interval_time(at_ns));
         }
-        if let Some(place) = &place.place {
-            _ = write!(line, "{:<11}", place.label());
+        match place.place.as_ref().map(|p| (p, added(p))) {
+            Some((place, Some(cpus))) => {
+                let width = label_width(place.json_field().0);
+                _ = write!(line, "{:<width$}{cpus:>4} ", place.label());
+            }
+            Some((place, None)) => _ = write!(line, "{:<11}", place.label()),
+            None => {}
         }
         for cell in cells {
             _ = write!(line, "{:>COLUMN$} ", cell.table);
@@ -151,7 +171,8 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
     }
 }
 
-/// `-x SEP`: a heading of the units (after `time` and the place, with `-I`, `-A`...), then
+/// `-x SEP`: a heading of the units (after `time` and the place, with `-I`, `-A`..., and the
+/// number of CPUs added up, with `--per-socket`...), then
 /// one line of values per row (empty where not counted); each field ends with SEP, the last
 /// too, as perf 6.1's and 7.2's `print_metric_only_csv` and `print_metric_header` end them.
 pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'static MetricDef]) {
@@ -164,7 +185,11 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
         heading.push(format!("{:>16}", "time"));
     }
     if let Some(place) = &first_place.place {
-        heading.push(place.json_field().0.to_string());
+        let key = place.json_field().0;
+        heading.push(key.to_string());
+        if place.is_aggregate() {
+            heading.push(cpus_heading(key).to_string());
+        }
     }
     heading.extend(first.iter().map(|c| c.unit.clone()));
     _ = writeln!(out, "{}{separator}", heading.join(separator));
@@ -175,6 +200,7 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
         }
         if let Some(place) = &place.place {
             fields.push(place.label());
+            fields.extend(added(place).map(|n| n.to_string()));
         }
         fields.extend(cells.iter().map(|c| c.digits.clone().unwrap_or_default()));
         _ = writeln!(out, "{}{separator}", fields.join(separator));
@@ -182,7 +208,8 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
 }
 
 /// `-j`: one object per row, each metric's unit its key and its value a number (perf's
-/// `{"CPUs utilized" : 0.440, ...}`), after `interval` and the place.
+/// `{"CPUs utilized" : 0.440, ...}`), after `interval`, the place and, where CPUs were added
+/// up, `counters` (perf 7.2's key).
 pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
     for (section, place, cells) in rows(summary, metrics) {
         let mut fields: Vec<String> = Vec::new();
@@ -195,6 +222,9 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
         if let Some(place) = &place.place {
             let (key, value) = place.json_field();
             fields.push(format!("\"{key}\" : {}", serde_json::Value::from(value)));
+            if let Some(cpus) = added(place) {
+                fields.push(format!("\"counters\" : {cpus}"));
+            }
         }
         for cell in cells {
             let value = cell.digits.unwrap_or_else(|| "null".to_string());

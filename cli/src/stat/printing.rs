@@ -232,7 +232,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
 
 /// The width of a `--per-core` (`--per-socket`...) label in perf's table, before the number
 /// of CPUs it added up.
-fn label_width(key: &str) -> usize {
+pub(super) fn label_width(key: &str) -> usize {
     match key {
         // perf 7.2's `aggr_header_lens` and the space after them, for its own modes.
         "cache" => 23,
@@ -245,7 +245,7 @@ fn label_width(key: &str) -> usize {
 
 /// The heading of the number of CPUs added up: perf 7.2's `ctrs` for its own modes
 /// (`--per-cache`, `--per-cluster`), perf 6.1's `cpus` for the others.
-fn cpus_heading(key: &str) -> &'static str {
+pub(super) fn cpus_heading(key: &str) -> &'static str {
     match key {
         "cache" | "cluster" => "ctrs",
         _ => "cpus",

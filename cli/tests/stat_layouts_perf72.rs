@@ -1,0 +1,116 @@
+//! Where perf 7.2's `stat` layouts changed from perf 6.1's, what counterhal prints (each choice
+//! and why: docs/command.md, "perf 6.1's and perf 7.2's layouts"). The oracles: perf 7.2.13
+//! (Debian sid's `linux-perf` 7.2.13-1 in the current-releases lab's root, run by the root's
+//! loader on this machine) and perf 6.1 (Debian 12's, the installed `perf`), each run beside
+//! counterhal on the same command.
+
+use std::process::{Command, Output};
+
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+use crate::common::*;
+
+/// `program stat ARGS` (its words before `stat`).
+fn stat_of(program: &Command, args: &[&str]) -> Output {
+    Command::new(program.get_program())
+        .args(program.get_args())
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("run stat")
+}
+
+/// The lines of `-x@` output that are not blank or comments.
+fn csv_lines(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// How many separators each line has.
+fn fields(lines: &[String]) -> Vec<usize> {
+    lines.iter().map(|l| l.matches('@').count()).collect()
+}
+
+/// Oracle: perf 7.2.13 (module doc). `--metric-only -x@` has perf 7.2's fields line by line:
+/// each field ends with the separator (the heading's units too), and the modes adding up CPUs
+/// carry their number after the label (`socket@ctrs@...`, `S0@2@...`); perf 6.1's
+/// `print_metric_only_csv` and `print_metric_header` end them the same way. Before: one
+/// separator too few on each line (`faults/sec`, `8131.127`; perf 7.2's stat+csv_output.sh
+/// stopped at "wrong number of fields. expected 1 in faults/sec"), and no number of CPUs.
+#[test]
+fn metric_only_csv_has_perf_7_2_s_fields() {
+    linux_or_skip!();
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let metric = ["--metric-only", "-x@", "-M", "page_faults_per_second"];
+    let mut layouts: Vec<Vec<&str>> = vec![vec!["true"], vec!["-I", "100", "--", "sleep", "0.15"]];
+    let all_cpus = may_count_cpus();
+    if all_cpus {
+        layouts.push(vec!["-A", "-a", "true"]);
+        layouts.push(vec!["--per-socket", "-a", "true"]);
+        layouts.push(vec!["--per-core", "-a", "true"]);
+    }
+    for layout in layouts {
+        let args: Vec<&str> = metric.iter().chain(&layout).copied().collect();
+        let ours = csv_lines(&ours(&args));
+        let theirs = csv_lines(&stat_of(&perf, &args));
+        assert!(!ours.is_empty(), "{layout:?}");
+        // Interval runs may differ in their number of lines; each line's fields may not.
+        assert_eq!(
+            fields(&ours[..1]),
+            fields(&theirs[..1]),
+            "{layout:?}: {ours:?} {theirs:?}"
+        );
+        assert!(
+            fields(&ours).iter().all(|&n| n == fields(&theirs)[1]),
+            "{layout:?}: {ours:?} {theirs:?}"
+        );
+    }
+    if !all_cpus {
+        skip!(
+            Need::Privilege,
+            "-A, --per-socket and --per-core take root or perf_event_paranoid <= 0"
+        );
+    }
+}
+
+/// Oracles: perf 7.2.13 and perf 6.1 (module doc). An event given with `-e` keeps perf 6.1's
+/// metric in `-x` (`0.639,CPUs utilized`: perf 6.1's metric text) in the seven fields perf
+/// 7.2 prints (it leaves the last two empty, `,,`: stat-shadow.c prints only metrics of metric
+/// groups, and an `-e` event has none); so a reader of either release's CSV finds its fields.
+#[test]
+fn csv_keeps_perf_6_1_s_metrics_in_perf_7_2_s_fields() {
+    linux_or_skip!();
+    let args = ["-x,", "-e", "task-clock,page-faults", "true"];
+    let ours = csv_lines(&ours(&args));
+    let split = |line: &String| line.split(',').map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    let units: Vec<String> = ours.iter().map(|l| split(l)[6].clone()).collect();
+    match perf_6_1() {
+        Ok(perf) => {
+            let theirs = csv_lines(&stat_of(&perf, &args));
+            let expected: Vec<String> = theirs.iter().map(|l| split(l)[6].clone()).collect();
+            assert_eq!(units, expected, "perf 6.1's metric units");
+        }
+        Err(why) => skip!(Need::Tools, "{why}"),
+    }
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let theirs = csv_lines(&stat_of(&perf, &args));
+    assert_eq!(theirs.len(), 2, "{theirs:?}");
+    for (ours, theirs) in ours.iter().zip(&theirs) {
+        assert_eq!(split(ours).len(), split(theirs).len(), "{ours} / {theirs}");
+        assert!(
+            theirs.ends_with(",,"),
+            "perf 7.2 prints no metric: {theirs}"
+        );
+    }
+}
