@@ -114,3 +114,32 @@ fn csv_keeps_perf_6_1_s_metrics_in_perf_7_2_s_fields() {
         );
     }
 }
+
+/// Oracles: perf 7.2.13's tools/perf/tests/shell/stat.sh (`test_stat_delay`: `stat -D 1000 -e
+/// duration_time sleep 2` prints a duration and an elapsed time within 0.2 s of each other,
+/// under 1.7 s: the delay left out), and perf 6.1 and 7.2.13 here, which print both from the
+/// enable. Before: counterhal printed the delay in both (2.008 s).
+#[test]
+fn a_delay_is_left_out_of_the_elapsed_time() {
+    linux_or_skip!();
+    let args = ["-D", "300", "-e", "duration_time", "sleep", "0.6"];
+    let figures = |out: &Output| -> (f64, f64) {
+        let text = stderr(out);
+        let first = |word: &str| -> f64 {
+            let line = text.lines().find(|l| l.contains(word)).unwrap_or_default();
+            let number = line.split_whitespace().next().unwrap_or_default();
+            number.replace(',', "").parse().unwrap_or(f64::NAN)
+        };
+        (first("duration_time") / 1e9, first("seconds time elapsed"))
+    };
+    let (duration, elapsed) = figures(&ours(&args));
+    assert!((duration - elapsed).abs() < 0.05, "{duration} {elapsed}");
+    assert!(
+        (0.25..0.5).contains(&elapsed),
+        "{elapsed}: the 0.3 s delay left out"
+    );
+    for perf in [perf_6_1(), perf_7_2()].into_iter().flatten() {
+        let (duration, elapsed) = figures(&stat_of(&perf, &args));
+        assert!((0.25..0.5).contains(&elapsed), "perf: {duration} {elapsed}");
+    }
+}

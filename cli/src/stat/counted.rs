@@ -160,9 +160,12 @@ pub fn run_counted_command<B: Backend>(
             counts,
         });
     }
+    // As perf's, `-D`'s elapsed time (and duration_time) starts when the events are enabled.
+    let mut end = CommandEnd::of(&count.exit).stopped_if(stopped);
+    end.elapsed_ns = nanos(pace.since_enabled(count.exit.elapsed));
     let mut run = Run {
         events: results,
-        end: CommandEnd::of(&count.exit).stopped_if(stopped),
+        end,
         places: Vec::new(),
     };
     windows.apply_to_run(&mut run);
