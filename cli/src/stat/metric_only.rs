@@ -282,6 +282,37 @@ mod tests {
         assert_eq!(rows[1].2[0].unit, "K/sec");
     }
 
+    /// Oracle: perf 7.2.13's `-x@ --metric-only --per-socket` (`socket@ctrs@...`, `S0@2@...`)
+    /// and `-j`'s `"counters" : 2`; perf 6.1 heads the column `cpus`.
+    #[test]
+    fn places_adding_up_cpus_carry_their_number() {
+        let mut summary = one_run();
+        summary.sections[0].places[0].place = Some(Place::Aggregate {
+            key: "socket",
+            label: "S0".into(),
+            cpus: vec![2, 2, 1],
+        });
+        let mut text = String::new();
+        csv(&mut text, "@", &summary, &[]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "socket@cpus@CPUs utilized@K/sec@");
+        assert!(lines[1].starts_with("S0@2@0.500@"), "{text}");
+        let mut json = String::new();
+        json_lines(&mut json, &summary, &[]);
+        let parsed: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(parsed["counters"], 2, "{json}");
+        let mut table_text = String::new();
+        table(&mut table_text, &summary, &[]);
+        assert!(
+            table_text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("S0        2 "),
+            "{table_text}"
+        );
+    }
+
     #[test]
     fn csv_and_json_carry_the_same_values() {
         let mut csv_out = String::new();
