@@ -49,6 +49,8 @@ cfg_if::cfg_if! {
 
         pub use backend::{LinuxBackend, probe, probe_with};
         #[cfg(feature = "cgroup-counter")]
+        pub use bpf_cgroup::shared;
+        #[cfg(feature = "cgroup-counter")]
         pub use bpf_cgroup::{
             LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };

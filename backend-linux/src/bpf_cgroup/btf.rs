@@ -16,6 +16,8 @@ const MAGIC: u16 = 0xeb9f;
 pub const KIND_TYPEDEF: u32 = 8;
 /// `BTF_KIND_FUNC`.
 pub const KIND_FUNC: u32 = 12;
+/// `BTF_KIND_STRUCT`.
+pub const KIND_STRUCT: u32 = 4;
 
 /// The bytes a type of `kind` with `vlen` members adds after its `struct btf_type`
 /// (Documentation/bpf/btf.rst, "Type Encoding"); `None` for a kind this reader does not know.
@@ -49,6 +51,54 @@ pub fn function_id(btf: &[u8], name: &str) -> Result<u32, String> {
 /// # Errors
 /// As [`function_id`].
 pub fn type_id(btf: &[u8], wanted: u32, name: &str) -> Result<u32, String> {
+    find(btf, wanted, name).map(|(id, _)| id)
+}
+
+/// The byte offset of member `member` in the struct `name` of the BTF `btf` (a member that
+/// is no bit field).
+///
+/// # Errors
+/// As [`function_id`], or no such member, or a bit field.
+pub fn member_offset(btf: &[u8], name: &str, member: &str) -> Result<u32, String> {
+    let (_, at) = find(btf, KIND_STRUCT, name)?;
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(
+            btf.get(at..at.checked_add(4)?)?.try_into().ok()?,
+        ))
+    };
+    let short = || "it is cut short".to_string();
+    let header = word(4).ok_or_else(short)? as usize;
+    let names = header.saturating_add(word(16).ok_or_else(short)? as usize);
+    let names_len = word(20).ok_or_else(short)? as usize;
+    let name_at = |offset: usize| -> Option<&[u8]> {
+        let rest = btf.get(names.checked_add(offset)?..names.checked_add(names_len)?)?;
+        rest.split(|&b| b == 0).next()
+    };
+    let info = word(at + 4).ok_or_else(short)?;
+    let (vlen, kind_flag) = ((info & 0xffff) as usize, info >> 31 == 1);
+    for m in 0..vlen {
+        let base = at + 12 + 12 * m;
+        let (name_off, offset) = (
+            word(base).ok_or_else(short)? as usize,
+            word(base + 8).ok_or_else(short)?,
+        );
+        if name_at(name_off) != Some(member.as_bytes()) {
+            continue;
+        }
+        let (bits, field) = match kind_flag {
+            true => (offset & 0xff_ffff, offset >> 24),
+            false => (offset, 0),
+        };
+        if field != 0 || bits % 8 != 0 {
+            return Err(format!("{name}.{member} is a bit field"));
+        }
+        return Ok(bits / 8);
+    }
+    Err(format!("struct {name} has no member {member}"))
+}
+
+/// The id of the type of kind `wanted` named `name` and where its `struct btf_type` starts.
+fn find(btf: &[u8], wanted: u32, name: &str) -> Result<(u32, usize), String> {
     let word = |at: usize| -> Option<u32> {
         Some(u32::from_ne_bytes(
             btf.get(at..at.checked_add(4)?)?.try_into().ok()?,
@@ -74,7 +124,7 @@ pub fn type_id(btf: &[u8], wanted: u32, name: &str) -> Result<u32, String> {
         let (name_off, info) = (field(at)?, word(at + 4).ok_or_else(short)?);
         let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
         if kind == wanted && name_at(name_off) == Some(name.as_bytes()) {
-            return Ok(id);
+            return Ok((id, at));
         }
         let extra = extra_bytes(kind, vlen)
             .ok_or_else(|| format!("type {id} is of kind {kind}, unknown"))?;
@@ -85,9 +135,52 @@ pub fn type_id(btf: &[u8], wanted: u32, name: &str) -> Result<u32, String> {
         "it has no {} {name}",
         match wanted {
             KIND_FUNC => "function",
+            KIND_STRUCT => "struct",
             _ => "type",
         }
     ))
+}
+
+/// The BTF of a program whose one function, `name`, is `int name(unsigned long long *ctx)`
+/// (as a BPF compiler describes a raw tracepoint program, perf's `BPF_PROG` macro): its
+/// types are `int` (1), `unsigned long long` (2), a pointer to it (3), the prototype (4) and
+/// the function (5, global linkage).
+pub fn program_btf(name: &str) -> Vec<u8> {
+    let mut names = vec![0u8];
+    let mut add = |text: &str| {
+        let at = names.len() as u32;
+        names.extend(text.as_bytes());
+        names.push(0);
+        at
+    };
+    let (int, ull, ctx, func) = (add("int"), add("unsigned long long"), add("ctx"), add(name));
+    let mut types: Vec<u32> = Vec::new();
+    // INT "int": 4 bytes, signed (BTF_INT_SIGNED, 32 bits).
+    types.extend([int, 1 << 24, 4, (1 << 24) | 32]);
+    // INT "unsigned long long": 8 bytes, 64 bits.
+    types.extend([ull, 1 << 24, 8, 64]);
+    // PTR to 2.
+    types.extend([0, 2 << 24, 2]);
+    // FUNC_PROTO returning 1, one parameter `ctx` of type 3.
+    types.extend([0, (13 << 24) | 1, 1, ctx, 3]);
+    // FUNC `name` of prototype 4, global linkage (vlen 1).
+    types.extend([func, (KIND_FUNC << 24) | 1, 4]);
+    let types: Vec<u8> = types.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let mut out = Vec::new();
+    out.extend(MAGIC.to_ne_bytes());
+    out.extend([1, 0]);
+    for word in [
+        24,
+        0,
+        types.len() as u32,
+        types.len() as u32,
+        names.len() as u32,
+    ] {
+        out.extend(word.to_ne_bytes());
+    }
+    out.extend(types);
+    out.extend(names);
+    out
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub(crate) const R1: Reg = Reg(1);
 pub(crate) const R2: Reg = Reg(2);
 pub(crate) const R3: Reg = Reg(3);
 pub(crate) const R4: Reg = Reg(4);
+pub(crate) const R6: Reg = Reg(6);
 pub(crate) const R7: Reg = Reg(7);
 pub(crate) const R8: Reg = Reg(8);
 pub(crate) const R9: Reg = Reg(9);
@@ -59,6 +60,8 @@ pub(crate) mod op {
     pub const SUB: u8 = 0x10;
     /// `BPF_MOV`.
     pub const MOV: u8 = 0xb0;
+    /// `BPF_RSH`: a logical shift right.
+    pub const RSH: u8 = 0x70;
     /// `BPF_JA`.
     pub const JA: u8 = 0x00;
     /// `BPF_JEQ`.
@@ -140,6 +143,11 @@ impl Asm {
     /// `dst += src`.
     pub fn add(&mut self, dst: Reg, src: Reg) {
         self.push(op::ALU64 | op::ADD | op::X, dst, src, 0, 0);
+    }
+
+    /// `dst >>= imm` (logical).
+    pub fn rsh_imm(&mut self, dst: Reg, imm: i32) {
+        self.push(op::ALU64 | op::RSH | op::K, dst, R0, 0, imm);
     }
 
     /// `dst -= src`.
@@ -234,6 +242,19 @@ impl Asm {
         self.jumps.push((
             self.insns.len(),
             op::JMP | op::JGE | op::X,
+            dst,
+            src,
+            0,
+            label,
+        ));
+        self.insns.push(0);
+    }
+
+    /// `if dst == src goto label` (both registers, 64 bits).
+    pub fn jump_if_eq_reg(&mut self, dst: Reg, src: Reg, label: Label) {
+        self.jumps.push((
+            self.insns.len(),
+            op::JMP | op::JEQ | op::X,
             dst,
             src,
             0,

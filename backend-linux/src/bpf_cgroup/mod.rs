@@ -28,6 +28,7 @@ mod bpf_mode;
 mod btf;
 mod insn;
 mod program;
+pub mod shared;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

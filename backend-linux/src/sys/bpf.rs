@@ -18,14 +18,34 @@ pub const BPF_MAP_LOOKUP_ELEM: u32 = 1;
 pub const BPF_MAP_UPDATE_ELEM: u32 = 2;
 /// `BPF_MAP_DELETE_ELEM`.
 pub const BPF_MAP_DELETE_ELEM: u32 = 3;
+/// `BPF_MAP_GET_NEXT_KEY`.
+pub const BPF_MAP_GET_NEXT_KEY: u32 = 4;
 /// `BPF_PROG_LOAD`.
 pub const BPF_PROG_LOAD: u32 = 5;
+/// `BPF_OBJ_PIN`: an object pinned at a path of a BPF file system.
+pub const BPF_OBJ_PIN: u32 = 6;
+/// `BPF_OBJ_GET`: a descriptor of the object pinned at a path.
+pub const BPF_OBJ_GET: u32 = 7;
+/// `BPF_PROG_GET_FD_BY_ID`.
+pub const BPF_PROG_GET_FD_BY_ID: u32 = 13;
+/// `BPF_MAP_GET_FD_BY_ID`.
+pub const BPF_MAP_GET_FD_BY_ID: u32 = 14;
+/// `BPF_OBJ_GET_INFO_BY_FD`.
+pub const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+/// `BPF_BTF_LOAD`.
+pub const BPF_BTF_LOAD: u32 = 18;
+/// `BPF_BTF_GET_FD_BY_ID`.
+pub const BPF_BTF_GET_FD_BY_ID: u32 = 19;
+/// `BPF_LINK_GET_FD_BY_ID`.
+pub const BPF_LINK_GET_FD_BY_ID: u32 = 30;
 /// `BPF_PROG_TEST_RUN`.
 pub const BPF_PROG_TEST_RUN: u32 = 10;
 /// `BPF_RAW_TRACEPOINT_OPEN`: attaches a raw tracepoint or tracing program, its link's
 /// descriptor returned.
 pub const BPF_RAW_TRACEPOINT_OPEN: u32 = 17;
 
+/// `BPF_MAP_TYPE_HASH`: values by key, allocated as they are added.
+pub const MAP_HASH: u32 = 1;
 /// `BPF_MAP_TYPE_ARRAY`: values by index, allocated at creation.
 pub const MAP_ARRAY: u32 = 2;
 /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: perf event descriptors a program reads by index.
@@ -46,6 +66,11 @@ pub const PROG_TRACING: u32 = 26;
 pub const TRACE_RAW_TP: u32 = 23;
 /// `BPF_TRACE_FENTRY`: a tracing program run at its function's entry.
 pub const TRACE_FENTRY: u32 = 24;
+/// `BPF_TRACE_FEXIT`: a tracing program run at its function's exit.
+pub const TRACE_FEXIT: u32 = 25;
+/// `BPF_F_PRESERVE_ELEMS`: a perf event array keeps its events once the descriptor that put
+/// them there is closed (Linux 5.10).
+pub const F_PRESERVE_ELEMS: u32 = 1 << 11;
 /// `BPF_NOEXIST`: an update that only creates.
 pub const BPF_NOEXIST: u64 = 1;
 /// `BPF_F_TEST_RUN_ON_CPU`: `BPF_PROG_TEST_RUN` runs the program on the CPU named.
@@ -140,6 +165,57 @@ struct TestRunAttr {
     flags: u32,
     cpu: u32,
 }
+
+/// The `BPF_OBJ_PIN` and `BPF_OBJ_GET` member of `union bpf_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct ObjAttr {
+    pathname: u64,
+    bpf_fd: u32,
+    file_flags: u32,
+    path_fd: i32,
+    pad: u32,
+}
+
+/// The `BPF_*_GET_FD_BY_ID` member of `union bpf_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct GetIdAttr {
+    id: u32,
+    next_id: u32,
+    open_flags: u32,
+}
+
+/// The `BPF_OBJ_GET_INFO_BY_FD` member of `union bpf_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct InfoAttr {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// The `BPF_BTF_LOAD` member of `union bpf_attr`, up to `btf_log_level`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct BtfLoadAttr {
+    btf: u64,
+    btf_log_buf: u64,
+    btf_size: u32,
+    btf_log_size: u32,
+    btf_log_level: u32,
+    pad: u32,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(ObjAttr, file_flags) == 12);
+    assert!(size_of::<GetIdAttr>() == 12);
+    assert!(std::mem::offset_of!(InfoAttr, info) == 8);
+    assert!(std::mem::offset_of!(BtfLoadAttr, btf_log_level) == 24);
+    assert!(std::mem::offset_of!(ProgLoadAttr, prog_btf_fd) == 72);
+    assert!(std::mem::offset_of!(ProgLoadAttr, func_info) == 80);
+    assert!(std::mem::offset_of!(ProgLoadAttr, attach_btf_obj_fd) == 112);
+};
 
 const _: () = {
     assert!(size_of::<MapCreateAttr>() == 44);
@@ -283,10 +359,45 @@ pub fn prog_load(
     name: &str,
     log: &mut [u8],
 ) -> Result<OwnedFd, Errno> {
+    prog_load_with(prog_type, attach, None, None, insns, license, name, log)
+}
+
+/// A program's BTF at load: the BTF object, and its functions (`struct bpf_func_info`: the
+/// first instruction, then the `BTF_KIND_FUNC` type id, of each).
+#[derive(Clone, Copy, Debug)]
+pub struct ProgBtf<'a> {
+    /// The BTF object ([`btf_load`]).
+    pub btf: BorrowedFd<'a>,
+    /// Pairs of words: instruction offset, function type id.
+    pub func_info: &'a [[u32; 2]],
+}
+
+/// [`prog_load`] with the BTF of the program (`btf`: a program another can be attached to,
+/// at its functions) and, for a tracing program attached to another program's function
+/// (`attach.btf_id` in that program's BTF), that program (`attach_prog`).
+///
+/// # Errors
+/// As [`prog_load`].
+#[allow(clippy::too_many_arguments)] // the members of `union bpf_attr` a load takes
+pub fn prog_load_with(
+    prog_type: u32,
+    attach: AttachTo,
+    attach_prog: Option<BorrowedFd<'_>>,
+    btf: Option<ProgBtf<'_>>,
+    insns: &[u64],
+    license: &std::ffi::CStr,
+    name: &str,
+    log: &mut [u8],
+) -> Result<OwnedFd, Errno> {
     let mut attr = ProgLoadAttr {
         prog_type,
         expected_attach_type: attach.attach_type,
         attach_btf_id: attach.btf_id,
+        attach_btf_obj_fd: attach_prog.map_or(0, |p| p.as_raw_fd() as u32),
+        prog_btf_fd: btf.map_or(0, |b| b.btf.as_raw_fd() as u32),
+        func_info_rec_size: if btf.is_some() { 8 } else { 0 },
+        func_info: btf.map_or(0, |b| b.func_info.as_ptr() as u64),
+        func_info_cnt: btf.map_or(0, |b| b.func_info.len() as u32),
         insn_cnt: insns.len() as u32,
         insns: insns.as_ptr() as u64,
         license: license.as_ptr() as u64,
@@ -301,8 +412,9 @@ pub fn prog_load(
         prog_name: object_name(name),
         ..Default::default()
     };
-    // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated, and
-    // `log` has `log_size` writable bytes; all live for the call.
+    // SAFETY: `insns` holds `insn_cnt` 8-byte instructions, `license` is NUL-terminated,
+    // `func_info` holds `func_info_cnt` records of 8 bytes, and `log` has `log_size` writable
+    // bytes; all live for the call.
     let fd = unsafe { bpf(BPF_PROG_LOAD, &mut attr) }?;
     // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
@@ -367,4 +479,129 @@ pub fn map_update_perf_event(
 ) -> Result<(), Errno> {
     let value = event.as_raw_fd() as u32;
     map_update(map, &index.to_ne_bytes(), &value.to_ne_bytes(), 0)
+}
+
+/// A descriptor the kernel just returned, owned.
+fn owned(fd: i64) -> OwnedFd {
+    // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(fd as i32) }
+}
+
+/// `BPF_MAP_GET_NEXT_KEY`: the key after `key` (the first with `None`) into `next`.
+///
+/// # Errors
+/// ENOENT past the last key.
+pub fn map_next_key(map: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> Result<(), Errno> {
+    map_elem(BPF_MAP_GET_NEXT_KEY, map, key, next.as_mut_ptr(), 0)
+}
+
+/// `BPF_OBJ_PIN`: `object` pinned at `path` (in a BPF file system).
+///
+/// # Errors
+/// EPERM where `path`'s directory is not of a BPF file system, EEXIST where something is
+/// pinned there already, ENOENT for no such directory.
+pub fn obj_pin(object: BorrowedFd<'_>, path: &CStr) -> Result<(), Errno> {
+    let mut attr = ObjAttr {
+        pathname: path.as_ptr() as u64,
+        bpf_fd: object.as_raw_fd() as u32,
+        ..Default::default()
+    };
+    // SAFETY: `pathname` is a NUL-terminated string that lives for the call.
+    unsafe { bpf(BPF_OBJ_PIN, &mut attr) }.map(drop)
+}
+
+/// `BPF_OBJ_GET`: a descriptor of the object pinned at `path`.
+///
+/// # Errors
+/// ENOENT where nothing is pinned there, EPERM for a path outside a BPF file system.
+pub fn obj_get(path: &CStr) -> Result<OwnedFd, Errno> {
+    let mut attr = ObjAttr {
+        pathname: path.as_ptr() as u64,
+        ..Default::default()
+    };
+    // SAFETY: `pathname` is a NUL-terminated string that lives for the call.
+    unsafe { bpf(BPF_OBJ_GET, &mut attr) }.map(owned)
+}
+
+/// `BPF_{PROG,MAP,BTF,LINK}_GET_FD_BY_ID` (`cmd`): a descriptor of the object `id`.
+///
+/// # Errors
+/// ENOENT for an object gone (or never made); EPERM without CAP_SYS_ADMIN.
+pub fn fd_by_id(cmd: u32, id: u32) -> Result<OwnedFd, Errno> {
+    let mut attr = GetIdAttr {
+        id,
+        ..Default::default()
+    };
+    // SAFETY: this member holds no address.
+    unsafe { bpf(cmd, &mut attr) }.map(owned)
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD`: the object's `struct bpf_{prog,map,link,btf}_info` into `info`
+/// (the kernel writes at most `info.len()` bytes); `btf` and `btf_size` for a BTF object's
+/// data are set by the caller in `info` as the kernel's struct has them.
+///
+/// # Errors
+/// EINVAL, EFAULT for a buffer the kernel refuses.
+pub fn obj_info(object: BorrowedFd<'_>, info: &mut [u8]) -> Result<(), Errno> {
+    let mut attr = InfoAttr {
+        bpf_fd: object.as_raw_fd() as u32,
+        info_len: info.len() as u32,
+        info: info.as_mut_ptr() as u64,
+    };
+    // SAFETY: `info` has `info_len` writable bytes; where the caller set an address in it (a
+    // BTF object's `btf`), that buffer is as long as the `btf_size` beside it.
+    unsafe { bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr) }.map(drop)
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD` of a BTF object: its data.
+///
+/// # Errors
+/// As [`obj_info`].
+pub fn btf_data(btf: BorrowedFd<'_>) -> Result<Vec<u8>, Errno> {
+    // struct bpf_btf_info: btf (u64), btf_size (u32), id (u32), ...
+    let mut info = [0u8; 16];
+    obj_info(btf, &mut info)?;
+    let size = u32::from_ne_bytes([info[8], info[9], info[10], info[11]]);
+    let mut data = vec![0u8; size as usize];
+    let mut info = [0u8; 16];
+    info[..8].copy_from_slice(&(data.as_mut_ptr() as u64).to_ne_bytes());
+    info[8..12].copy_from_slice(&size.to_ne_bytes());
+    obj_info(btf, &mut info)?;
+    Ok(data)
+}
+
+/// `BPF_BTF_LOAD` of the BTF `data`.
+///
+/// # Errors
+/// EINVAL for BTF the kernel refuses; EPERM without CAP_BPF.
+pub fn btf_load(data: &[u8]) -> Result<OwnedFd, Errno> {
+    let mut attr = BtfLoadAttr {
+        btf: data.as_ptr() as u64,
+        btf_size: data.len() as u32,
+        ..Default::default()
+    };
+    // SAFETY: `btf` points to `btf_size` readable bytes that live for the call; no log.
+    unsafe { bpf(BPF_BTF_LOAD, &mut attr) }.map(owned)
+}
+
+/// `flock(fd, LOCK_EX)` (`exclusive`) or `LOCK_UN`, EINTR retried.
+///
+/// # Errors
+/// The errno of `flock`.
+pub fn lock(fd: BorrowedFd<'_>, exclusive: bool) -> Result<(), Errno> {
+    let operation = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_UN
+    };
+    loop {
+        // SAFETY: `fd` is an open descriptor; flock reads nothing else.
+        if unsafe { libc::flock(fd.as_raw_fd(), operation) } == 0 {
+            return Ok(());
+        }
+        match last_errno() {
+            libc::EINTR => continue,
+            errno => return Err(errno),
+        }
+    }
 }

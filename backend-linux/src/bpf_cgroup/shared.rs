@@ -1,0 +1,1156 @@
+//! Counters shared between sessions, as perf's bperf shares them (`perf stat --bpf-counters`,
+//! tools/perf/util/bpf_counter.c, bpf_skel/bperf_leader.bpf.c, bperf_follower.bpf.c): one
+//! leader per event, found by its `struct perf_event_attr` in a hash map pinned in a BPF file
+//! system (by default `/sys/fs/bpf/perf_attr_map`), and one follower per session.
+//!
+//! - The attr map (libperf's bpf_perf.h): key a `struct perf_event_attr` of perf 7.2's size
+//!   (`PERF_ATTR_SIZE_VER9`, 144 bytes), value `struct perf_event_attr_map_entry` { `link_id`,
+//!   `diff_map_id` }, 16 entries; pinned by whoever comes first, locked with `flock` while a
+//!   session looks up or starts a leader. It holds ids, no references: an entry whose link is
+//!   gone is stale, and the next session starts a new leader and rewrites it.
+//! - The leader: the event opened on every CPU into a perf event array kept past its opener
+//!   (`BPF_F_PRESERVE_ELEMS`), and a raw tracepoint program `on_switch` at `sched_switch` that
+//!   puts each CPU's difference since its previous switch into `diff_readings` (a per-CPU
+//!   array of one `struct bpf_perf_event_value`). It lives while a session holds its link.
+//! - The follower: a tracing program at `on_switch`'s exit (`BPF_TRACE_FEXIT`, named by the
+//!   leader's BTF) adding `diff_readings` to this session's sums (`accum_readings`) where the
+//!   task switched out (or the CPU) is one it follows (`filter`); before a read, user space
+//!   runs the leader on each CPU (`BPF_PROG_TEST_RUN`) so that the time since the last switch
+//!   is counted.
+//!
+//! The leader's program, maps and BTF are perf's in layout and names, so a follower of either
+//! follows a leader of the other. The follower is this crate's own (perf's keeps its flags in
+//! a `.bss` map; here they are an array of one word).
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use counterhal_hal::{Error, ErrorKind, EventRequest, Reading, Result};
+
+use super::bpf_mode::{bpf_error, load, per_cpu_room, possible_cpus};
+use super::btf;
+use super::insn::{Asm, R0, R1, R2, R3, R4, R6, R7, R8, R10};
+use crate::attr::Placement;
+use crate::group::ReadFormat;
+use crate::sys::PerfEventAttr;
+use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
+
+/// perf 7.2's `sizeof(struct perf_event_attr)` (`PERF_ATTR_SIZE_VER9`): the attr map's key.
+pub const ATTR_KEY_BYTES: usize = 144;
+/// `ATTR_MAP_SIZE` of bpf_counter.c.
+const ATTR_MAP_ENTRIES: u32 = 16;
+/// `MAX_ENTRIES` of bperf_follower.bpf.c: the tasks one follower follows.
+const FILTER_ENTRIES: u32 = 102_400;
+/// The leader's function, which followers name.
+const LEADER: &str = "on_switch";
+/// The license of the programs (as bpf_mode's).
+const LICENSE: &std::ffi::CStr = c"Dual MIT/GPL";
+/// A `struct bpf_perf_event_value`: counter, enabled, running.
+const VALUE_BYTES: u32 = 24;
+
+/// `BPF_FUNC_map_lookup_elem`.
+const MAP_LOOKUP_ELEM: i32 = 1;
+/// `BPF_FUNC_map_update_elem`.
+const MAP_UPDATE_ELEM: i32 = 2;
+/// `BPF_FUNC_get_smp_processor_id`.
+const GET_SMP_PROCESSOR_ID: i32 = 8;
+/// `BPF_FUNC_get_current_pid_tgid`.
+const GET_CURRENT_PID_TGID: i32 = 14;
+/// `BPF_FUNC_perf_event_read_value`.
+const PERF_EVENT_READ_VALUE: i32 = 55;
+/// `BPF_FUNC_probe_read_kernel`.
+const PROBE_READ_KERNEL: i32 = 113;
+
+/// Where the attr map is pinned by default: perf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` in the BPF
+/// file system under sysfs (`/sys/fs/bpf/perf_attr_map`).
+pub fn default_attr_map() -> PathBuf {
+    counterhal_system::System::host().sys_file("fs/bpf/perf_attr_map")
+}
+
+/// Whose counts a shared counter adds up: perf's `enum bperf_filter_type`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SharedScope {
+    /// Every CPU (`BPERF_FILTER_GLOBAL`, `-a`): one sum per CPU.
+    AllCpus,
+    /// These CPUs (`BPERF_FILTER_CPU`, `-C`): one sum each.
+    Cpus(Vec<u32>),
+    /// These threads (`BPERF_FILTER_PID`, `-t`): one sum each.
+    Threads(Vec<u32>),
+    /// These processes, every thread (`BPERF_FILTER_TGID`, `-p`, a command), one sum each;
+    /// with `inherit`, the processes they start are added to their sums.
+    Processes {
+        /// The process ids.
+        pids: Vec<u32>,
+        /// Whether the processes they start are counted with them.
+        inherit: bool,
+    },
+}
+
+/// One event counted through a leader shared with other sessions (perf's and this crate's):
+/// see the module's notes.
+pub struct SharedCounter {
+    /// The leader's link, held: the leader lives while a session holds it.
+    _link: OwnedFd,
+    /// The program run on each CPU before a read: the leader (its follower at its exit), or
+    /// this session's own follower.
+    leader: OwnedFd,
+    /// The follower's link (and the new-task program's, where processes inherit).
+    _links: Vec<OwnedFd>,
+    accum: OwnedFd,
+    enabled: OwnedFd,
+    scope: SharedScope,
+    /// The possible CPUs, the order of per-CPU values.
+    possible: Vec<u32>,
+    /// The CPUs the leader counts on (and is run on before a read).
+    cpus: Vec<u32>,
+    link_id: u32,
+    diff_map_id: u32,
+    started: bool,
+    follows: Follows,
+}
+
+/// How a session's follower sees the leader's counts.
+#[derive(Clone, Debug)]
+enum Follows {
+    /// perf's way: at the leader's exit, `diff_readings`.
+    LeaderExit,
+    /// At each switch, reading the leader's events itself; why not at the leader's exit.
+    Switches(String),
+}
+
+impl std::fmt::Debug for SharedCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCounter")
+            .field("scope", &self.scope)
+            .field("link_id", &self.link_id)
+            .field("diff_map_id", &self.diff_map_id)
+            .field("started", &self.started)
+            .finish()
+    }
+}
+
+/// A `bpf(2)` failure of this mode, with what was being done.
+fn failed(what: &str) -> impl Fn(i32) -> Error + '_ {
+    move |errno| bpf_error(what, errno)
+}
+
+fn create(
+    map_type: u32,
+    key: u32,
+    value: u32,
+    entries: u32,
+    flags: u32,
+    name: &str,
+) -> Result<OwnedFd> {
+    let attr = MapCreateAttr {
+        map_type,
+        key_size: key,
+        value_size: value,
+        max_entries: entries,
+        map_flags: flags,
+        ..Default::default()
+    };
+    sys_bpf::map_create(&attr, name).map_err(|errno| {
+        bpf_error(
+            &format!(
+                "creating the BPF map {}",
+                if name.is_empty() {
+                    "perf_attr_map"
+                } else {
+                    name
+                }
+            ),
+            errno,
+        )
+    })
+}
+
+/// A word of `bytes` at `at`.
+fn word(bytes: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+/// The attr map at `path`, pinned there first where nothing is (bperf_lock_attr_map), checked
+/// for perf's key and value sizes, and locked (`flock`).
+fn lock_attr_map(path: &Path) -> Result<OwnedFd> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::invalid_input("the attr map's path holds a NUL byte"))?;
+    let where_ = path.display();
+    let not_bpffs = |errno: i32| {
+        let dir = path.parent().unwrap_or(Path::new("/")).display();
+        bpf_error(&format!("pinning the attr map at {where_}"), errno).with_hint(format!(
+            "{dir} must be a BPF file system (`mount -t bpf bpf {dir}`, as systemd mounts \
+             /sys/fs/bpf), or name another place with --bpf-attr-map"
+        ))
+    };
+    let map = if std::fs::symlink_metadata(path).is_err() {
+        let map = create(
+            sys_bpf::MAP_HASH,
+            ATTR_KEY_BYTES as u32,
+            8,
+            ATTR_MAP_ENTRIES,
+            0,
+            "",
+        )?;
+        match sys_bpf::obj_pin(map.as_fd(), &c_path) {
+            Ok(()) => map,
+            // Someone pinned it meanwhile, or it cannot be pinned there.
+            Err(errno) => sys_bpf::obj_get(&c_path).map_err(|_| not_bpffs(errno))?,
+        }
+    } else {
+        sys_bpf::obj_get(&c_path).map_err(failed(&format!("opening the attr map {where_}")))?
+    };
+    let mut info = [0u8; 24];
+    sys_bpf::obj_info(map.as_fd(), &mut info)
+        .map_err(failed(&format!("reading the attr map {where_}")))?;
+    let (key, value) = (word(&info, 8), word(&info, 12));
+    if key as usize != ATTR_KEY_BYTES || value != 8 {
+        return Err(Error::unsupported(format!(
+            "the map pinned at {where_} has keys of {key} bytes and values of {value}; perf \
+             7.2's attr map has keys of {ATTR_KEY_BYTES} (struct perf_event_attr) and values of \
+             8 (struct perf_event_attr_map_entry)"
+        ))
+        .with_hint(
+            "a perf older than 6.3 made it with its own perf_event_attr: remove it when no \
+             session uses it, or name another with --bpf-attr-map",
+        ));
+    }
+    sys_bpf::lock(map.as_fd(), true).map_err(failed(&format!("locking the attr map {where_}")))?;
+    Ok(map)
+}
+
+/// The leader program (bperf_leader.bpf.c's `on_switch`): reads its CPU's event
+/// (`events[cpu]`), puts the difference from the previous reading in `diff`, keeps the reading.
+fn leader_program(events: BorrowedFd<'_>, prev: BorrowedFd<'_>, diff: BorrowedFd<'_>) -> Vec<u64> {
+    let mut asm = Asm::default();
+    let out = asm.label();
+    asm.call(GET_SMP_PROCESSOR_ID);
+    asm.store32(R10, -4, R0);
+    asm.mov_imm(R1, 0);
+    asm.store32(R10, -8, R1);
+    for (map, keep) in [(prev, R7), (diff, R8)] {
+        asm.load_map(R1, map);
+        asm.mov(R2, R10);
+        asm.add_imm(R2, -8);
+        asm.call(MAP_LOOKUP_ELEM);
+        asm.jump_if_eq(R0, 0, out);
+        asm.mov(keep, R0);
+    }
+    asm.load_map(R1, events);
+    asm.load32(R2, R10, -4);
+    asm.mov(R3, R10);
+    asm.add_imm(R3, -32);
+    asm.mov_imm(R4, VALUE_BYTES as i32);
+    asm.call(PERF_EVENT_READ_VALUE);
+    asm.jump_if_ne(R0, 0, out);
+    for field in [0i16, 8, 16] {
+        asm.load64(R1, R10, -32 + field);
+        asm.load64(R2, R7, field);
+        asm.mov(R3, R1);
+        asm.sub(R3, R2);
+        asm.store64(R8, field, R3);
+        asm.store64(R7, field, R1);
+    }
+    asm.place(out);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
+}
+
+/// The follower (bperf_follower.bpf.c's `fexit_XXX`): where `enabled` holds 1 and the task
+/// (or CPU) is in `filter`, adds `diff` to its slot of `accum`.
+fn follower_program(
+    scope: &SharedScope,
+    enabled: BorrowedFd<'_>,
+    filter: BorrowedFd<'_>,
+    diff: BorrowedFd<'_>,
+    accum: BorrowedFd<'_>,
+) -> Vec<u64> {
+    let mut asm = Asm::default();
+    let (out, add) = (asm.label(), asm.label());
+    asm.load_map_value(R1, enabled, 0);
+    asm.load32(R1, R1, 0);
+    asm.jump_if_eq(R1, 0, out);
+    asm.mov_imm(R1, 0);
+    asm.store32(R10, -12, R1);
+    match scope {
+        SharedScope::AllCpus => {
+            asm.store32(R10, -4, R1);
+            asm.jump_always(add);
+        }
+        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
+        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
+        SharedScope::Processes { .. } => {
+            asm.call(GET_CURRENT_PID_TGID);
+            asm.rsh_imm(R0, 32);
+        }
+    }
+    asm.store32(R10, -8, R0);
+    asm.load_map(R1, filter);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -8);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    asm.load32(R1, R0, 0);
+    asm.store32(R10, -4, R1);
+    asm.place(add);
+    for (map, key, keep) in [(diff, -12i32, R7), (accum, -4, R8)] {
+        asm.load_map(R1, map);
+        asm.mov(R2, R10);
+        asm.add_imm(R2, key);
+        asm.call(MAP_LOOKUP_ELEM);
+        asm.jump_if_eq(R0, 0, out);
+        asm.mov(keep, R0);
+    }
+    for field in [0i16, 8, 16] {
+        asm.load64(R1, R7, field);
+        asm.load64(R2, R8, field);
+        asm.add(R2, R1);
+        asm.store64(R8, field, R2);
+    }
+    asm.place(out);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
+}
+
+/// The follower where the kernel takes no program at the leader's exit: at `sched_switch`
+/// (attached after the leader, so run after it), it reads its CPU's event from the leader's
+/// `events` itself, takes the difference from its own previous reading (`prev`), and adds
+/// it as [`follower_program`] adds `diff_readings`.
+fn own_follower_program(
+    scope: &SharedScope,
+    enabled: BorrowedFd<'_>,
+    filter: BorrowedFd<'_>,
+    events: BorrowedFd<'_>,
+    prev: BorrowedFd<'_>,
+    accum: BorrowedFd<'_>,
+) -> Vec<u64> {
+    let mut asm = Asm::default();
+    let (out, add) = (asm.label(), asm.label());
+    asm.call(GET_SMP_PROCESSOR_ID);
+    asm.store32(R10, -16, R0);
+    asm.mov_imm(R1, 0);
+    asm.store32(R10, -12, R1);
+    asm.load_map(R1, prev);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -12);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    asm.mov(R7, R0);
+    asm.load_map(R1, events);
+    asm.load32(R2, R10, -16);
+    asm.mov(R3, R10);
+    asm.add_imm(R3, -40);
+    asm.mov_imm(R4, VALUE_BYTES as i32);
+    asm.call(PERF_EVENT_READ_VALUE);
+    asm.jump_if_ne(R0, 0, out);
+    // The differences at -64, the reading kept.
+    for field in [0i16, 8, 16] {
+        asm.load64(R1, R10, -40 + field);
+        asm.load64(R2, R7, field);
+        asm.mov(R3, R1);
+        asm.sub(R3, R2);
+        asm.store64(R10, -64 + field, R3);
+        asm.store64(R7, field, R1);
+    }
+    asm.load_map_value(R1, enabled, 0);
+    asm.load32(R1, R1, 0);
+    asm.jump_if_eq(R1, 0, out);
+    asm.mov_imm(R1, 0);
+    match scope {
+        SharedScope::AllCpus => {
+            asm.store32(R10, -4, R1);
+            asm.jump_always(add);
+        }
+        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
+        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
+        SharedScope::Processes { .. } => {
+            asm.call(GET_CURRENT_PID_TGID);
+            asm.rsh_imm(R0, 32);
+        }
+    }
+    asm.store32(R10, -8, R0);
+    asm.load_map(R1, filter);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -8);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    asm.load32(R1, R0, 0);
+    asm.store32(R10, -4, R1);
+    asm.place(add);
+    asm.load_map(R1, accum);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -4);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    for field in [0i16, 8, 16] {
+        asm.load64(R1, R10, -64 + field);
+        asm.load64(R2, R0, field);
+        asm.add(R2, R1);
+        asm.store64(R0, field, R2);
+    }
+    asm.place(out);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
+}
+
+/// The leader's `events` map (its one perf event array), found by the ids of the maps its
+/// program uses.
+fn leader_events(program: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let mut ids = [0u32; 8];
+    let mut info = vec![0u8; 232];
+    // struct bpf_prog_info: nr_map_ids at 52, map_ids at 56.
+    info[52..56].copy_from_slice(&(ids.len() as u32).to_ne_bytes());
+    info[56..64].copy_from_slice(&(ids.as_mut_ptr() as u64).to_ne_bytes());
+    sys_bpf::obj_info(program, &mut info).map_err(failed("reading the leader program's maps"))?;
+    let count = (word(&info, 52) as usize).min(ids.len());
+    for &id in &ids[..count] {
+        let Ok(map) = sys_bpf::fd_by_id(sys_bpf::BPF_MAP_GET_FD_BY_ID, id) else {
+            continue;
+        };
+        let mut map_info = [0u8; 24];
+        if sys_bpf::obj_info(map.as_fd(), &mut map_info).is_ok()
+            && word(&map_info, 0) == sys_bpf::MAP_PERF_EVENT_ARRAY
+        {
+            return Ok(map);
+        }
+    }
+    Err(Error::unsupported(
+        "the leader program uses no perf event array",
+    ))
+}
+
+/// At `task_newtask` (bperf_follower.bpf.c's `on_newtask`, TGID): a process started by a
+/// followed one (another thread group) is followed into its parent's sum. `tgid` is the
+/// offset of `tgid` in the kernel's `struct task_struct`.
+fn new_task_program(enabled: BorrowedFd<'_>, filter: BorrowedFd<'_>, tgid: u32) -> Vec<u64> {
+    let mut asm = Asm::default();
+    let out = asm.label();
+    asm.mov(R6, R1);
+    asm.load_map_value(R1, enabled, 0);
+    asm.load32(R1, R1, 0);
+    asm.jump_if_eq(R1, 0, out);
+    asm.call(GET_CURRENT_PID_TGID);
+    asm.rsh_imm(R0, 32);
+    asm.store32(R10, -4, R0);
+    // The new task's tgid, read from its task_struct (the tracepoint's first argument).
+    asm.load64(R3, R6, 0);
+    asm.add_imm(R3, tgid as i32);
+    asm.mov(R1, R10);
+    asm.add_imm(R1, -8);
+    asm.mov_imm(R2, 4);
+    asm.call(PROBE_READ_KERNEL);
+    asm.jump_if_ne(R0, 0, out);
+    asm.load32(R1, R10, -8);
+    asm.load32(R2, R10, -4);
+    asm.jump_if_eq_reg(R1, R2, out);
+    asm.load_map(R1, filter);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -4);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    // { accum_key: the parent's, exited: 0 }.
+    asm.load32(R1, R0, 0);
+    asm.store32(R10, -16, R1);
+    asm.mov_imm(R1, 0);
+    asm.store32(R10, -12, R1);
+    asm.load_map(R1, filter);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -8);
+    asm.mov(R3, R10);
+    asm.add_imm(R3, -16);
+    asm.mov_imm(R4, sys_bpf::BPF_NOEXIST as i32);
+    asm.call(MAP_UPDATE_ELEM);
+    asm.place(out);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
+}
+
+/// The attr map's key for `request`: the attribute perf 7.2 keys it by, its event as opened
+/// by this crate, with what perf sets only when it opens a counter left as perf leaves it at
+/// that point (bperf__load runs before create_perf_stat_counter): no read format, not
+/// disabled, not inherited, no enable at exec, no sample period; `size` perf's.
+fn attr_key(request: &EventRequest) -> Result<[u8; ATTR_KEY_BYTES]> {
+    let mut attr = counting_attr(request, 0)?;
+    attr.read_format = 0;
+    attr.size = ATTR_KEY_BYTES as u32;
+    Ok(attr_bytes(&attr))
+}
+
+/// `request`'s attribute counting on a CPU from its open: not disabled, not inherited.
+fn counting_attr(request: &EventRequest, cpu: u32) -> Result<PerfEventAttr> {
+    let encoding = crate::backend::perf_encoding(request, None)?;
+    let place = Placement {
+        pid: -1,
+        cpu: cpu as i32,
+        inherit: false,
+        enable_on_exec: false,
+        pinned: false,
+        exclusive: false,
+        format: ReadFormat::Single,
+        sample_period: 0,
+    };
+    Ok(crate::attr::build_attr(&encoding, false, &place))
+}
+
+/// `request` counting on `cpu` from now (bperf's leader opens it system-wide per CPU).
+fn open_on_cpu(request: &EventRequest, cpu: u32) -> Result<OwnedFd> {
+    let mut attr = counting_attr(request, cpu)?;
+    crate::sys::perf_event_open(&mut attr, -1, cpu as i32, None, 0).map_err(|failure| {
+        bpf_error(
+            &format!("opening {} on CPU {cpu}", request.name),
+            failure.errno,
+        )
+    })
+}
+
+/// `attr` laid out as the kernel's `struct perf_event_attr` of [`ATTR_KEY_BYTES`]
+/// (include/uapi/linux/perf_event.h; `config4`, past this crate's struct, zero).
+fn attr_bytes(attr: &PerfEventAttr) -> [u8; ATTR_KEY_BYTES] {
+    let mut out = [0u8; ATTR_KEY_BYTES];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        out[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&attr.type_.to_ne_bytes());
+    put(&attr.size.to_ne_bytes());
+    for w in [
+        attr.config,
+        attr.sample_period,
+        attr.sample_type,
+        attr.read_format,
+        attr.flags,
+    ] {
+        put(&w.to_ne_bytes());
+    }
+    put(&attr.wakeup_events.to_ne_bytes());
+    put(&attr.bp_type.to_ne_bytes());
+    for w in [
+        attr.config1,
+        attr.config2,
+        attr.branch_sample_type,
+        attr.sample_regs_user,
+    ] {
+        put(&w.to_ne_bytes());
+    }
+    put(&attr.sample_stack_user.to_ne_bytes());
+    put(&attr.clockid.to_ne_bytes());
+    put(&attr.sample_regs_intr.to_ne_bytes());
+    put(&attr.aux_watermark.to_ne_bytes());
+    put(&attr.sample_max_stack.to_ne_bytes());
+    put(&attr.reserved_2.to_ne_bytes());
+    put(&attr.aux_sample_size.to_ne_bytes());
+    put(&attr.reserved_3.to_ne_bytes());
+    put(&attr.sig_data.to_ne_bytes());
+    put(&attr.config3.to_ne_bytes());
+    out
+}
+
+/// What a session takes from the leader it found or started.
+struct Leader {
+    link: OwnedFd,
+    program: OwnedFd,
+    diff: OwnedFd,
+    link_id: u32,
+    diff_map_id: u32,
+    started: bool,
+}
+
+impl SharedCounter {
+    /// Counts `request` for `scope` through the leader of its attribute in the attr map at
+    /// `attr_map` (`None`: [`default_attr_map`]), starting one (on `cpus`, every CPU) where
+    /// none lives.
+    ///
+    /// # Errors
+    /// [`ErrorKind::PermissionDenied`] without CAP_BPF, CAP_PERFMON and (for the ids)
+    /// CAP_SYS_ADMIN, or root; [`ErrorKind::Unsupported`] where the attr map cannot be pinned
+    /// (no BPF file system there) or is not perf 7.2's, or the kernel refuses a program
+    /// (the verifier's log); as [`counterhal_hal::Backend::open`] for the event.
+    pub fn open(
+        request: &EventRequest,
+        scope: SharedScope,
+        cpus: &[u32],
+        attr_map: Option<&Path>,
+    ) -> Result<SharedCounter> {
+        let path = attr_map.map_or_else(default_attr_map, Path::to_path_buf);
+        let key = attr_key(request)?;
+        let possible = possible_cpus()?;
+        let map = lock_attr_map(&path)?;
+        let leader = Self::leader(&map, &key, request, cpus, &possible);
+        // Unlocked whatever happened (closing the last descriptor unlocks too).
+        sys_bpf::lock(map.as_fd(), false).ok();
+        drop(map);
+        let leader = leader?;
+        // bperf checks that the kernel runs raw tracepoint programs on a CPU.
+        sys_bpf::prog_run_on_cpu(leader.program.as_fd(), cpus.first().copied().unwrap_or(0))
+            .map_err(failed("running the leader program (BPF_PROG_TEST_RUN)"))?;
+        let entries = match &scope {
+            SharedScope::AllCpus => 1,
+            SharedScope::Cpus(list) => list.len(),
+            SharedScope::Threads(ids) | SharedScope::Processes { pids: ids, .. } => ids.len(),
+        }
+        .max(1) as u32;
+        let accum = create(
+            sys_bpf::MAP_PERCPU_ARRAY,
+            4,
+            VALUE_BYTES,
+            entries,
+            0,
+            "accum_readings",
+        )?;
+        let filter = create(sys_bpf::MAP_HASH, 4, 8, FILTER_ENTRIES, 1, "filter")?;
+        let enabled = create(sys_bpf::MAP_ARRAY, 4, 4, 1, 0, "ch_enabled")?;
+        let keys: &[u32] = match &scope {
+            SharedScope::AllCpus => &[],
+            SharedScope::Cpus(list) => list,
+            SharedScope::Threads(ids) | SharedScope::Processes { pids: ids, .. } => ids,
+        };
+        for (at, id) in keys.iter().enumerate() {
+            let value = [(at as u32).to_ne_bytes(), 0u32.to_ne_bytes()].concat();
+            sys_bpf::map_update(filter.as_fd(), &id.to_ne_bytes(), &value, 0)
+                .map_err(failed("placing a task or CPU in the follower's filter"))?;
+        }
+        let leader_btf = Self::leader_btf_id(leader.program.as_fd())?;
+        let insns = follower_program(
+            &scope,
+            enabled.as_fd(),
+            filter.as_fd(),
+            leader.diff.as_fd(),
+            accum.as_fd(),
+        );
+        let at_exit = load_attached(
+            sys_bpf::PROG_TRACING,
+            AttachTo {
+                attach_type: sys_bpf::TRACE_FEXIT,
+                btf_id: leader_btf,
+            },
+            Some(leader.program.as_fd()),
+            None,
+            &insns,
+            "fexit_XXX",
+        )
+        .and_then(|program| {
+            sys_bpf::attach_raw(program.as_fd(), None)
+                .map_err(failed("attaching the follower at the leader's exit"))
+        });
+        let (mut links, trigger, follows) = match at_exit {
+            Ok(link) => (vec![link], None, Follows::LeaderExit),
+            // A kernel without BPF trampolines for programs (EPERM, ENOTSUPP): the
+            // follower reads the leader's events itself at each switch.
+            Err(why) => {
+                let events = leader_events(leader.program.as_fd())?;
+                let prev = create(
+                    sys_bpf::MAP_PERCPU_ARRAY,
+                    4,
+                    VALUE_BYTES,
+                    1,
+                    0,
+                    "prev_readings",
+                )?;
+                let insns = own_follower_program(
+                    &scope,
+                    enabled.as_fd(),
+                    filter.as_fd(),
+                    events.as_fd(),
+                    prev.as_fd(),
+                    accum.as_fd(),
+                );
+                let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_follower")?;
+                let link = sys_bpf::attach_raw(program.as_fd(), Some(c"sched_switch"))
+                    .map_err(failed("attaching the follower at sched:sched_switch"))?;
+                // Each CPU's reading taken now.
+                for &cpu in cpus {
+                    sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).ok();
+                }
+                (
+                    vec![link],
+                    Some(program),
+                    Follows::Switches(why.to_string()),
+                )
+            }
+        };
+        if let SharedScope::Processes { inherit: true, .. } = scope {
+            let vmlinux = std::fs::read(btf::vmlinux()).map_err(|e| {
+                Error::unsupported(format!(
+                    "following the processes a command starts reads the kernel's BTF, {}: {e}",
+                    btf::vmlinux().display()
+                ))
+            })?;
+            let tgid = btf::member_offset(&vmlinux, "task_struct", "tgid")
+                .map_err(|why| Error::unsupported(format!("the kernel's BTF: {why}")))?;
+            let insns = new_task_program(enabled.as_fd(), filter.as_fd(), tgid);
+            let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "on_newtask")?;
+            links.push(
+                sys_bpf::attach_raw(program.as_fd(), Some(c"task_newtask"))
+                    .map_err(failed("attaching a program at task:task_newtask"))?,
+            );
+        }
+        Ok(SharedCounter {
+            _link: leader.link,
+            leader: trigger.unwrap_or(leader.program),
+            follows,
+            _links: links,
+            accum,
+            enabled,
+            scope,
+            possible,
+            cpus: cpus.to_vec(),
+            link_id: leader.link_id,
+            diff_map_id: leader.diff_map_id,
+            started: leader.started,
+        })
+    }
+
+    /// The leader of `key` in the locked attr map `map`: the one whose link lives, or a new
+    /// one, written there (bperf__load's first step).
+    fn leader(
+        map: &OwnedFd,
+        key: &[u8],
+        request: &EventRequest,
+        cpus: &[u32],
+        possible: &[u32],
+    ) -> Result<Leader> {
+        let mut entry = [0xffu8; 8];
+        if sys_bpf::map_lookup(map.as_fd(), key, &mut entry).is_err() {
+            entry = [0xff; 8];
+        }
+        let (link_id, diff_map_id) = (word(&entry, 0), word(&entry, 4));
+        let found = sys_bpf::fd_by_id(sys_bpf::BPF_LINK_GET_FD_BY_ID, link_id).ok();
+        let (link, link_id, diff_map_id, started) = match found {
+            Some(link) => (link, link_id, diff_map_id, false),
+            None => {
+                let (link, link_id, diff_map_id) = Self::start_leader(request, cpus, possible)?;
+                let value = [link_id.to_ne_bytes(), diff_map_id.to_ne_bytes()].concat();
+                sys_bpf::map_update(map.as_fd(), key, &value, 0)
+                    .map_err(failed("writing the leader in the attr map"))?;
+                (link, link_id, diff_map_id, true)
+            }
+        };
+        let mut info = [0u8; 16];
+        sys_bpf::obj_info(link.as_fd(), &mut info).map_err(failed("reading the leader's link"))?;
+        let program = sys_bpf::fd_by_id(sys_bpf::BPF_PROG_GET_FD_BY_ID, word(&info, 8))
+            .map_err(failed("opening the leader program by its id"))?;
+        let diff = sys_bpf::fd_by_id(sys_bpf::BPF_MAP_GET_FD_BY_ID, diff_map_id)
+            .map_err(failed("opening the leader's diff_readings by its id"))?;
+        Ok(Leader {
+            link,
+            program,
+            diff,
+            link_id,
+            diff_map_id,
+            started,
+        })
+    }
+
+    /// A new leader for `request` on `cpus`: its link, the link's id and `diff_readings`' id
+    /// (bperf_reload_leader_program).
+    fn start_leader(
+        request: &EventRequest,
+        cpus: &[u32],
+        possible: &[u32],
+    ) -> Result<(OwnedFd, u32, u32)> {
+        let slots = possible.iter().max().map_or(1, |last| last + 1);
+        let events = create(
+            sys_bpf::MAP_PERF_EVENT_ARRAY,
+            4,
+            4,
+            slots,
+            sys_bpf::F_PRESERVE_ELEMS,
+            "events",
+        )?;
+        let prev = create(
+            sys_bpf::MAP_PERCPU_ARRAY,
+            4,
+            VALUE_BYTES,
+            1,
+            0,
+            "prev_readings",
+        )?;
+        let diff = create(
+            sys_bpf::MAP_PERCPU_ARRAY,
+            4,
+            VALUE_BYTES,
+            1,
+            0,
+            "diff_readings",
+        )?;
+        let btf = sys_bpf::btf_load(&btf::program_btf(LEADER))
+            .map_err(failed("loading the leader program's BTF"))?;
+        let insns = leader_program(events.as_fd(), prev.as_fd(), diff.as_fd());
+        let program = load_attached(
+            sys_bpf::PROG_RAW_TRACEPOINT,
+            AttachTo::default(),
+            None,
+            Some(ProgBtf {
+                btf: btf.as_fd(),
+                func_info: &[[0, 5]],
+            }),
+            &insns,
+            LEADER,
+        )?;
+        let link = sys_bpf::attach_raw(program.as_fd(), Some(c"sched_switch"))
+            .map_err(failed("attaching the leader at sched:sched_switch"))?;
+        // The event on every CPU, each in its slot (bperf__install_pe); the array keeps them.
+        for &cpu in cpus {
+            let counter = open_on_cpu(request, cpu)?;
+            sys_bpf::map_update_perf_event(events.as_fd(), cpu, counter.as_fd()).map_err(
+                failed(&format!(
+                    "placing {} on CPU {cpu} in the leader's events",
+                    request.name
+                )),
+            )?;
+        }
+        let id = |fd: BorrowedFd<'_>, at: usize, what: &str| -> Result<u32> {
+            let mut info = [0u8; 16];
+            sys_bpf::obj_info(fd, &mut info).map_err(failed(what))?;
+            Ok(word(&info, at))
+        };
+        let link_id = id(link.as_fd(), 4, "reading the leader's link id")?;
+        let diff_id = id(diff.as_fd(), 4, "reading diff_readings' id")?;
+        Ok((link, link_id, diff_id))
+    }
+
+    /// The BTF id of [`LEADER`] in the leader program's BTF, which a follower names at load.
+    fn leader_btf_id(program: BorrowedFd<'_>) -> Result<u32> {
+        let mut info = vec![0u8; 232];
+        sys_bpf::obj_info(program, &mut info).map_err(failed("reading the leader program"))?;
+        let btf_id = word(&info, 128);
+        if btf_id == 0 {
+            return Err(Error::unsupported(
+                "the leader program has no BTF: no follower can be attached to it",
+            ));
+        }
+        let btf = sys_bpf::fd_by_id(sys_bpf::BPF_BTF_GET_FD_BY_ID, btf_id)
+            .map_err(failed("opening the leader program's BTF"))?;
+        let data =
+            sys_bpf::btf_data(btf.as_fd()).map_err(failed("reading the leader program's BTF"))?;
+        btf::function_id(&data, LEADER)
+            .map_err(|why| Error::unsupported(format!("the leader program's BTF: {why}")))
+    }
+
+    /// Starts adding up (perf's `bperf__enable`).
+    ///
+    /// # Errors
+    /// Where the kernel refuses the map update.
+    pub fn enable(&self) -> Result<()> {
+        self.set_enabled(1)
+    }
+
+    /// Stops adding up (perf's `bperf__disable`): the sums stay.
+    ///
+    /// # Errors
+    /// As [`SharedCounter::enable`].
+    pub fn disable(&self) -> Result<()> {
+        self.set_enabled(0)
+    }
+
+    fn set_enabled(&self, on: u32) -> Result<()> {
+        sys_bpf::map_update(
+            self.enabled.as_fd(),
+            &0u32.to_ne_bytes(),
+            &on.to_ne_bytes(),
+            0,
+        )
+        .map_err(failed("enabling the follower"))
+    }
+
+    /// Runs the leader on each CPU (the time since each CPU's last switch counted), then
+    /// reads the sums: for [`SharedScope::AllCpus`] one per CPU counted (in the order given
+    /// at open), else one per CPU, thread or process of the scope.
+    ///
+    /// # Errors
+    /// Where the kernel refuses the run or the lookup.
+    pub fn read(&self) -> Result<Vec<Reading>> {
+        for &cpu in &self.cpus {
+            match sys_bpf::prog_run_on_cpu(self.leader.as_fd(), cpu) {
+                Ok(_) | Err(libc::ENXIO) => {}
+                Err(errno) => return Err(failed("running the leader before a read")(errno)),
+            }
+        }
+        let room = per_cpu_room(VALUE_BYTES as usize);
+        let mut values = vec![0u8; room * self.possible.len()];
+        let reading = |values: &[u8], slot: usize| {
+            let at = slot * room;
+            let w = |o: usize| {
+                u64::from_ne_bytes(values[at + o..at + o + 8].try_into().unwrap_or_default())
+            };
+            Reading::new(w(0), w(8), w(16))
+        };
+        let slot_of = |cpu: u32| self.possible.iter().position(|&p| p == cpu);
+        let lookup = |key: u32, values: &mut Vec<u8>| {
+            sys_bpf::map_lookup(self.accum.as_fd(), &key.to_ne_bytes(), values).map_err(|errno| {
+                Error::new(ErrorKind::Other, "reading the follower's sums").with_errno(errno)
+            })
+        };
+        Ok(match &self.scope {
+            SharedScope::AllCpus => {
+                lookup(0, &mut values)?;
+                self.cpus
+                    .iter()
+                    .map(|&cpu| slot_of(cpu).map_or_else(Reading::default, |s| reading(&values, s)))
+                    .collect()
+            }
+            SharedScope::Cpus(list) => {
+                let mut out = Vec::with_capacity(list.len());
+                for (at, &cpu) in list.iter().enumerate() {
+                    lookup(at as u32, &mut values)?;
+                    out.push(slot_of(cpu).map_or_else(Reading::default, |s| reading(&values, s)));
+                }
+                out
+            }
+            SharedScope::Threads(ids) | SharedScope::Processes { pids: ids, .. } => {
+                let mut out = Vec::with_capacity(ids.len());
+                for at in 0..ids.len() {
+                    lookup(at as u32, &mut values)?;
+                    let mut sum = Reading::default();
+                    for slot in 0..self.possible.len() {
+                        let r = reading(&values, slot);
+                        sum.value = sum.value.wrapping_add(r.value);
+                        sum.time_enabled = sum.time_enabled.wrapping_add(r.time_enabled);
+                        sum.time_running = sum.time_running.wrapping_add(r.time_running);
+                    }
+                    out.push(sum);
+                }
+                out
+            }
+        })
+    }
+
+    /// Where the kernel takes no program at the leader's exit (perf's follower, an fexit
+    /// program: BPF trampolines for programs), why: this session's follower then reads the
+    /// leader's events itself at each switch. `None` where it follows as perf's does.
+    pub fn follows_at_switches(&self) -> Option<&str> {
+        match &self.follows {
+            Follows::LeaderExit => None,
+            Follows::Switches(why) => Some(why),
+        }
+    }
+
+    /// The leader's link id, as the attr map holds it.
+    pub fn link_id(&self) -> u32 {
+        self.link_id
+    }
+
+    /// The leader's `diff_readings` map id, as the attr map holds it.
+    pub fn diff_map_id(&self) -> u32 {
+        self.diff_map_id
+    }
+
+    /// Whether this session started the leader (`false`: it follows one another session
+    /// started, perf's or this crate's).
+    pub fn started_leader(&self) -> bool {
+        self.started
+    }
+}
+
+/// The entries of the attr map at `path` (`None`: [`default_attr_map`]): each key (a
+/// `struct perf_event_attr` of [`ATTR_KEY_BYTES`]) with its link id and `diff_readings` id.
+///
+/// # Errors
+/// Where nothing is pinned there, or the kernel refuses the reads.
+pub fn attr_map_entries(path: Option<&Path>) -> Result<Vec<(Vec<u8>, u32, u32)>> {
+    let path = path.map_or_else(default_attr_map, Path::to_path_buf);
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::invalid_input("the attr map's path holds a NUL byte"))?;
+    let map = sys_bpf::obj_get(&c_path)
+        .map_err(failed(&format!("opening the attr map {}", path.display())))?;
+    let mut out = Vec::new();
+    let mut key: Option<Vec<u8>> = None;
+    loop {
+        let mut next = vec![0u8; ATTR_KEY_BYTES];
+        match sys_bpf::map_next_key(map.as_fd(), key.as_deref(), &mut next) {
+            Ok(()) => {}
+            Err(libc::ENOENT) => break,
+            Err(errno) => return Err(failed("walking the attr map")(errno)),
+        }
+        let mut value = [0u8; 8];
+        if sys_bpf::map_lookup(map.as_fd(), &next, &mut value).is_ok() {
+            out.push((next.clone(), word(&value, 0), word(&value, 4)));
+        }
+        key = Some(next);
+    }
+    Ok(out)
+}
+
+/// Whether the BPF link `id` lives.
+pub fn link_lives(id: u32) -> bool {
+    sys_bpf::fd_by_id(sys_bpf::BPF_LINK_GET_FD_BY_ID, id).is_ok()
+}
+
+/// [`super::bpf_mode::load_for`] with the program's BTF and the program it is attached to.
+fn load_attached(
+    prog_type: u32,
+    attach: AttachTo,
+    attach_prog: Option<BorrowedFd<'_>>,
+    btf: Option<ProgBtf<'_>>,
+    insns: &[u64],
+    name: &str,
+) -> Result<OwnedFd> {
+    let mut log = vec![0u8; 1 << 20];
+    sys_bpf::prog_load_with(
+        prog_type,
+        attach,
+        attach_prog,
+        btf,
+        insns,
+        LICENSE,
+        name,
+        &mut [],
+    )
+    .or_else(|_| {
+        sys_bpf::prog_load_with(
+            prog_type,
+            attach,
+            attach_prog,
+            btf,
+            insns,
+            LICENSE,
+            name,
+            &mut log,
+        )
+    })
+    .map_err(|errno| {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let said = String::from_utf8_lossy(&log[..end]);
+        let lines: Vec<&str> = said.trim_end().lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        let error = bpf_error(&format!("the kernel refused the program {name}"), errno);
+        if tail.is_empty() {
+            error
+        } else {
+            Error::new(
+                ErrorKind::Unsupported,
+                format!("{}; the verifier said:\n{tail}", error.message()),
+            )
+            .with_errno(errno)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_conformance::skip;
+    use counterhal_conformance::skip::Need;
+    use counterhal_hal::{Encoding, PerfAttr};
+
+    /// A BPF file system of its own, mounted on a fresh directory (none of the machine's
+    /// mounts touched) and unmounted when dropped.
+    struct Bpffs(PathBuf);
+
+    impl Bpffs {
+        fn mount() -> std::result::Result<Bpffs, String> {
+            let dir = std::env::temp_dir().join(format!("counterhal-bpffs-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let out = std::process::Command::new("mount")
+                .args(["-t", "bpf", "bpf"])
+                .arg(&dir)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                std::fs::remove_dir(&dir).ok();
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+            Ok(Bpffs(dir))
+        }
+    }
+
+    impl Drop for Bpffs {
+        fn drop(&mut self) {
+            std::process::Command::new("umount")
+                .arg(&self.0)
+                .status()
+                .ok();
+            std::fs::remove_dir(&self.0).ok();
+        }
+    }
+
+    /// This thread's page faults since `counter` was enabled, as the kernel counts them on
+    /// this thread, and as the follower of a shared leader adds them up.
+    fn touch(pages: usize) {
+        let fresh = vec![0u8; pages * 4096].leak();
+        for page in fresh.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&fresh);
+    }
+
+    /// Two followers of one event share one leader: the attr map holds one entry, whose
+    /// link the second session found; each counts this thread's page faults as the kernel's
+    /// own counter of them does; once both are gone the leader is gone and the map stays
+    /// pinned with its (stale) entry, as perf leaves it.
+    ///
+    /// Oracle: the kernel's own count of this thread's page faults
+    /// (`PERF_COUNT_SW_PAGE_FAULTS`, one per fresh page touched), and perf 7.2's bperf
+    /// protocol (tools/perf/util/bpf_counter.c: `bperf__load`, libperf's bpf_perf.h).
+    #[test]
+    fn two_sessions_share_one_leader() {
+        let fs = match Bpffs::mount() {
+            Ok(fs) => fs,
+            Err(why) => skip!(Need::Privilege, "mounting a BPF file system: {why}"),
+        };
+        let map = fs.0.join("perf_attr_map");
+        let request = EventRequest::new("page-faults", Encoding::Perf(PerfAttr::new(1, 2)));
+        let cpus = possible_cpus().unwrap();
+        let tid = crate::sys::gettid() as u32;
+        let scope = SharedScope::Threads(vec![tid]);
+        let first = match SharedCounter::open(&request, scope.clone(), &cpus, Some(&map)) {
+            Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "{e}")
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert!(first.started_leader());
+        let second = SharedCounter::open(&request, scope, &cpus, Some(&map)).unwrap();
+        assert!(!second.started_leader());
+        assert_eq!(first.link_id(), second.link_id());
+        let entries = attr_map_entries(Some(&map)).unwrap();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].1, first.link_id());
+        let mut attr = PerfEventAttr {
+            type_: 1,
+            size: crate::sys::ATTR_SIZE_VER8,
+            config: 2,
+            ..Default::default()
+        };
+        let kernel = crate::sys::perf_event_open(&mut attr, 0, -1, None, 0).unwrap();
+        let kernel_count = || {
+            let mut value = [0u8; 8];
+            let mut file = std::fs::File::from(kernel.try_clone().unwrap());
+            std::io::Read::read_exact(&mut file, &mut value).unwrap();
+            u64::from_ne_bytes(value)
+        };
+        first.enable().unwrap();
+        second.enable().unwrap();
+        let before = (
+            first.read().unwrap()[0].value,
+            second.read().unwrap()[0].value,
+            kernel_count(),
+        );
+        touch(256);
+        let after = (
+            first.read().unwrap()[0].value,
+            second.read().unwrap()[0].value,
+            kernel_count(),
+        );
+        let kernel_seen = after.2 - before.2;
+        assert!(kernel_seen >= 240, "{kernel_seen}");
+        assert_eq!(after.0 - before.0, kernel_seen, "the first session");
+        assert_eq!(after.1 - before.1, kernel_seen, "the second session");
+        let link = first.link_id();
+        drop(first);
+        assert!(link_lives(link), "the second session holds the leader");
+        drop(second);
+        assert!(!link_lives(link), "the leader outlived its sessions");
+        assert_eq!(attr_map_entries(Some(&map)).unwrap().len(), 1);
+        assert!(map.exists(), "the attr map stays pinned");
+        std::fs::remove_file(&map).unwrap();
+    }
+}
