@@ -37,5 +37,10 @@ pub use counterhal_linux::{PmuEvent, core_pmu_events, pmu_events, uncore_pmu_eve
 #[cfg(feature = "linux")]
 pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
+/// Counters shared between sessions as perf's bperf shares them (`perf stat --bpf-counters`):
+/// one leader per event in the attr map pinned at `/sys/fs/bpf/perf_attr_map`.
+#[cfg(all(feature = "linux", feature = "cgroup-counter", target_os = "linux"))]
+pub use counterhal_linux::shared as bperf;
+
 /// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;

@@ -368,7 +368,6 @@ fn options_not_implemented_are_refused_with_what_they_need() {
     for (option, why) in [
         (&["--smi-cost"][..], "SMI"),
         (&["-T"], "TSX"),
-        (&["-b"], "BPF"),
         (&["--iostat"], "uncore"),
     ] {
         let mut args = option.to_vec();

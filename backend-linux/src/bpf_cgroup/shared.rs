@@ -31,7 +31,7 @@ use counterhal_hal::{Error, ErrorKind, EventRequest, Reading, Result};
 
 use super::bpf_mode::{bpf_error, load, per_cpu_room, possible_cpus};
 use super::btf;
-use super::insn::{Asm, R0, R1, R2, R3, R4, R6, R7, R8, R10};
+use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R10};
 use crate::attr::Placement;
 use crate::group::ReadFormat;
 use crate::sys::PerfEventAttr;
@@ -269,33 +269,13 @@ fn follower_program(
     accum: BorrowedFd<'_>,
 ) -> Vec<u64> {
     let mut asm = Asm::default();
-    let (out, add) = (asm.label(), asm.label());
+    let out = asm.label();
     asm.load_map_value(R1, enabled, 0);
     asm.load32(R1, R1, 0);
     asm.jump_if_eq(R1, 0, out);
     asm.mov_imm(R1, 0);
     asm.store32(R10, -12, R1);
-    match scope {
-        SharedScope::AllCpus => {
-            asm.store32(R10, -4, R1);
-            asm.jump_always(add);
-        }
-        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
-        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
-        SharedScope::Processes { .. } => {
-            asm.call(GET_CURRENT_PID_TGID);
-            asm.rsh_imm(R0, 32);
-        }
-    }
-    asm.store32(R10, -8, R0);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    asm.load32(R1, R0, 0);
-    asm.store32(R10, -4, R1);
-    asm.place(add);
+    filtered(&mut asm, scope, filter, out);
     for (map, key, keep) in [(diff, -12i32, R7), (accum, -4, R8)] {
         asm.load_map(R1, map);
         asm.mov(R2, R10);
@@ -316,6 +296,32 @@ fn follower_program(
     asm.finish()
 }
 
+/// The follower's choice of the sum to add to, at `fp - 4`: slot 0 for every CPU, else the
+/// slot `filter` gives the CPU, thread or process (by `fp - 8`), none (`goto out`) where it
+/// gives none. `r1` holds 0 on entry.
+fn filtered(asm: &mut Asm, scope: &SharedScope, filter: BorrowedFd<'_>, out: Label) {
+    match scope {
+        SharedScope::AllCpus => {
+            asm.store32(R10, -4, R1);
+            return;
+        }
+        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
+        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
+        SharedScope::Processes { .. } => {
+            asm.call(GET_CURRENT_PID_TGID);
+            asm.rsh_imm(R0, 32);
+        }
+    }
+    asm.store32(R10, -8, R0);
+    asm.load_map(R1, filter);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, -8);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+    asm.load32(R1, R0, 0);
+    asm.store32(R10, -4, R1);
+}
+
 /// The follower where the kernel takes no program at the leader's exit: at `sched_switch`
 /// (attached after the leader, so run after it), it reads its CPU's event from the leader's
 /// `events` itself, takes the difference from its own previous reading (`prev`), and adds
@@ -329,7 +335,7 @@ fn own_follower_program(
     accum: BorrowedFd<'_>,
 ) -> Vec<u64> {
     let mut asm = Asm::default();
-    let (out, add) = (asm.label(), asm.label());
+    let out = asm.label();
     asm.call(GET_SMP_PROCESSOR_ID);
     asm.store32(R10, -16, R0);
     asm.mov_imm(R1, 0);
@@ -360,27 +366,7 @@ fn own_follower_program(
     asm.load32(R1, R1, 0);
     asm.jump_if_eq(R1, 0, out);
     asm.mov_imm(R1, 0);
-    match scope {
-        SharedScope::AllCpus => {
-            asm.store32(R10, -4, R1);
-            asm.jump_always(add);
-        }
-        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
-        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
-        SharedScope::Processes { .. } => {
-            asm.call(GET_CURRENT_PID_TGID);
-            asm.rsh_imm(R0, 32);
-        }
-    }
-    asm.store32(R10, -8, R0);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    asm.load32(R1, R0, 0);
-    asm.store32(R10, -4, R1);
-    asm.place(add);
+    filtered(&mut asm, scope, filter, out);
     asm.load_map(R1, accum);
     asm.mov(R2, R10);
     asm.add_imm(R2, -4);
@@ -502,10 +488,17 @@ fn counting_attr(request: &EventRequest, cpu: u32) -> Result<PerfEventAttr> {
 fn open_on_cpu(request: &EventRequest, cpu: u32) -> Result<OwnedFd> {
     let mut attr = counting_attr(request, cpu)?;
     crate::sys::perf_event_open(&mut attr, -1, cpu as i32, None, 0).map_err(|failure| {
-        bpf_error(
-            &format!("opening {} on CPU {cpu}", request.name),
-            failure.errno,
+        let kind = match failure.errno {
+            libc::EACCES | libc::EPERM => ErrorKind::PermissionDenied,
+            _ => ErrorKind::Unsupported,
+        };
+        let detail = std::io::Error::from_raw_os_error(failure.errno);
+        Error::new(
+            kind,
+            format!("opening {} on CPU {cpu}: {detail}", request.name),
         )
+        .with_errno(failure.errno)
+        .with_hint("a shared leader counts its event on every CPU, as perf's bperf opens it")
     })
 }
 

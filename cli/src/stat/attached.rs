@@ -131,6 +131,11 @@ pub fn run_on_targets<B: Backend>(
 /// What [`run_and_read`] counts with: started before the command runs, stopped after, read
 /// summed (one [`Counts`]) or per place, each of `n` planned events.
 pub(super) trait Counting {
+    /// The command's process exists (held before its `exec`): counting that follows it by
+    /// its id sets up here.
+    fn started(&mut self, _pid: u32) -> Result<(), Error> {
+        Ok(())
+    }
     /// Starts counting.
     fn enable(&mut self) -> Result<(), Error>;
     /// Stops counting: reads after it give the same counts.
@@ -337,6 +342,7 @@ pub(super) fn run_and_read(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut child = WaitingChild::spawn(command).map_err(not_run)?;
+    sets.started(child.pid()).map_err(CliError::failed)?;
     sets.enable().map_err(CliError::failed)?;
     let forwarding = ForwardSignals::to(child.pid());
     let started = std::time::Instant::now();

@@ -224,6 +224,26 @@ fn measure<B: Backend + 'static>(
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let capabilities = backend.capabilities();
+    #[cfg(target_os = "linux")]
+    if let Some(attr_map) = plan.shared {
+        return super::bperf::run(
+            backend,
+            events,
+            targets,
+            groups,
+            attr_map,
+            command,
+            plan,
+            on_interval,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    if plan.shared.is_some() {
+        return Err(CliError::failed(Error::unsupported(format!(
+            "-b/--bpf-counters: counters shared through BPF take Linux, not {}",
+            backend.label()
+        ))));
+    }
     let (attach, note) = match targets {
         Targets::Attach(attach) => (attach.clone(), None),
         Targets::Command if capabilities.supports(&BackendTarget::Exec { pid: 0 }) => {

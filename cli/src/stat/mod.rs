@@ -23,6 +23,8 @@ pub(crate) mod arguments;
 mod attached;
 mod boxes;
 #[cfg(target_os = "linux")]
+mod bperf;
+#[cfg(target_os = "linux")]
 mod bpf_cgroups;
 #[cfg(not(target_os = "linux"))]
 mod bpf_cgroups {
@@ -472,6 +474,11 @@ fn measure_runs<B: Backend + 'static>(
         },
         timer,
         bpf_cgroups: args.more.bpf_counters(),
+        // Kept for the command's life: a plan is copied into every run.
+        shared: args
+            .more
+            .shared_counters()
+            .map(|path| path.map(|p| &*Box::leak(p.to_path_buf().into_boxed_path()))),
     };
     // Each run between its --pre and --post commands (and after -S's sync).
     let mut runs = Vec::new();

@@ -6,6 +6,7 @@
 use counterhal::Error;
 use counterhal_hal::{Reading, ResolvedEvent};
 use counterhal_process::{ChildExit, exit_code_for};
+use std::path::Path;
 
 use super::pacing::Pace;
 use super::tool::Tool;
@@ -231,6 +232,9 @@ pub struct Plan {
     pub timer: bool,
     /// Whether each cgroup's events are counted by a BPF program (`--bpf-counters`).
     pub bpf_cgroups: bool,
+    /// `-b` alone: the events counted through leaders shared between sessions, with the attr
+    /// map's path where one was given.
+    pub shared: Option<Option<&'static Path>>,
 }
 
 /// Nanoseconds in a duration, saturating.

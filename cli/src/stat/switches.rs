@@ -216,14 +216,20 @@ pub struct Switches {
 }
 
 /// perf's options counterhal does not implement: each is recognised and refused with what it
-/// would need, on every machine (none depends on this machine lacking something).
+/// would need, on every machine (none depends on this machine lacking something); and
+/// `-b`/`--bpf-counters` with `--bpf-attr-map`, which it takes.
 #[derive(Args, Debug, Default)]
 pub struct Refused {
-    /// With --for-each-cgroup: each cgroup's events summed by a BPF program at every
-    /// cgroup switch (each event opened once per CPU, whatever the number of cgroups; needs
-    /// CAP_BPF and CAP_PERFMON, or root, and Linux 5.13).
+    /// Counts each event through a BPF program shared with other sessions (perf's and
+    /// counterhal's) by the attr map pinned at /sys/fs/bpf/perf_attr_map; with
+    /// --for-each-cgroup: each cgroup's events summed by a BPF program at every cgroup
+    /// switch (needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, or root).
     #[arg(short = 'b', long = "bpf-counters")]
     bpf_counters: bool,
+    /// With -b: the attr map's path in a BPF file system (perf's default:
+    /// /sys/fs/bpf/perf_attr_map).
+    #[arg(long = "bpf-attr-map", value_name = "PATH", requires = "bpf_counters")]
+    bpf_attr_map: Option<std::path::PathBuf>,
     /// Not implemented: Intel's uncore I/O stack PMUs.
     #[arg(long = "iostat", hide = true, num_args = 0..=1, value_name = "ARG")]
     iostat: Option<Option<String>>,
@@ -236,17 +242,9 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The first refused option given, and why it cannot work here (`-b` is taken with
-    /// `--for-each-cgroup`, `for_each_cgroup`).
-    fn reason(&self, for_each_cgroup: bool) -> Option<(&'static str, &'static str)> {
-        let checks: [(bool, &'static str, &'static str); 4] = [
-            (
-                self.bpf_counters && !for_each_cgroup,
-                "-b/--bpf-counters",
-                "counterhal does not implement it alone (perf shares counters between \
-                 sessions through BPF programs); with --for-each-cgroup it counts each \
-                 cgroup's events with a BPF program",
-            ),
+    /// The first refused option given, and why it cannot work here.
+    fn reason(&self) -> Option<(&'static str, &'static str)> {
+        let checks: [(bool, &'static str, &'static str); 3] = [
             (
                 self.iostat.is_some(),
                 "--iostat",
@@ -280,6 +278,13 @@ impl Switches {
         self.refused.bpf_counters && !self.for_each_cgroup.is_empty()
     }
 
+    /// `-b` alone: the events counted through leaders shared between sessions, with the attr
+    /// map's path where one was given (`--bpf-attr-map`).
+    pub fn shared_counters(&self) -> Option<Option<&std::path::Path>> {
+        (self.refused.bpf_counters && self.for_each_cgroup.is_empty())
+            .then_some(self.refused.bpf_attr_map.as_deref())
+    }
+
     /// Refuses the options that cannot work here, naming the reason.
     ///
     /// # Errors
@@ -288,7 +293,7 @@ impl Switches {
         if let Some(level) = &self.per_cache {
             cache_level(level)?;
         }
-        if let Some((option, why)) = self.refused.reason(!self.for_each_cgroup.is_empty()) {
+        if let Some((option, why)) = self.refused.reason() {
             return Err(Error::unsupported(format!("{option}: {why}"))
                 .with_hint("see docs/command.md for perf's options counterhal takes"));
         }
@@ -508,8 +513,7 @@ mod tests {
     #[test]
     fn options_not_implemented_are_refused_saying_what_they_need() {
         for (words, expect) in [
-            (&["-b", "--", "true"][..], "BPF"),
-            (&["--iostat", "--", "true"], "uncore"),
+            (&["--iostat", "--", "true"][..], "uncore"),
             (&["--smi-cost", "--", "true"], "msr/smi/"),
             (&["-T", "--", "true"], "TSX"),
         ] {

@@ -1,0 +1,253 @@
+//! `stat -b`/`--bpf-counters` alone: events counted through leaders shared between sessions,
+//! as perf 7.2's bperf shares them (tools/perf/util/bpf_counter.c, bpf_skel/bperf_*.bpf.c,
+//! libperf's bpf_perf.h): one entry per event attribute in the attr map pinned in a BPF file
+//! system, one leader per entry while a session holds its link. Each test mounts a BPF file
+//! system of its own on a fresh directory (the machine's /sys/fs/bpf is not touched) and names
+//! the map there with `--bpf-attr-map`; without root they skip.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use counterhal::advanced::bperf::{attr_map_entries, link_lives};
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+use crate::common::{bin, counterhal};
+
+/// A BPF file system on a fresh directory, unmounted and removed when dropped.
+struct Bpffs(PathBuf);
+
+impl Bpffs {
+    fn mount(name: &str) -> Result<Bpffs, String> {
+        let dir = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "bpf", "bpf"])
+            .arg(&dir)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            std::fs::remove_dir(&dir).ok();
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(Bpffs(dir))
+    }
+
+    fn map(&self) -> PathBuf {
+        self.0.join("perf_attr_map")
+    }
+}
+
+impl Drop for Bpffs {
+    fn drop(&mut self) {
+        Command::new("umount").arg(&self.0).status().ok();
+        std::fs::remove_dir(&self.0).ok();
+    }
+}
+
+/// A BPF file system, or the skip: mounting one and loading programs take root.
+macro_rules! bpffs {
+    ($name:expr) => {
+        match Bpffs::mount($name) {
+            Ok(fs) => fs,
+            Err(why) => skip!(
+                Need::Privilege,
+                "mounting a BPF file system takes root: {why}"
+            ),
+        }
+    };
+}
+
+/// A program touching `pages` fresh pages (one page fault each), built with the system's C
+/// compiler.
+fn toucher() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("counterhal-toucher-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (source, binary) = (dir.join("touch.c"), dir.join("touch"));
+    std::fs::write(
+        &source,
+        "#include <stdlib.h>\n#include <sys/mman.h>\nint main(int c, char **v) { long n = \
+         atol(v[1]); char *p = mmap(0, n * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | \
+         MAP_ANONYMOUS, -1, 0); for (long i = 0; i < n; i++) p[i * 4096] = 1; return 0; }\n",
+    )
+    .unwrap();
+    match Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source)
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(binary),
+        Ok(out) => panic!("{}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => Err(format!("no C compiler (`cc`): {e}")),
+    }
+}
+
+/// The counts of `-x,` output (on standard error, as perf writes it), by event name.
+fn counts(stdout: &[u8]) -> Vec<(String, u64)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            Some((fields.get(2)?.to_string(), fields.first()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `stat -x, -b --bpf-attr-map MAP ...`; where BPF cannot count here, the skip.
+macro_rules! stat_b {
+    ($map:expr, $rest:expr) => {{
+        let map: PathBuf = $map;
+        let mut args = vec!["stat", "-x,", "-b", "--bpf-attr-map", map.to_str().unwrap()];
+        args.extend($rest);
+        let out = counterhal(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() && stderr.contains("CAP_BPF") {
+            skip!(Need::Privilege, "{stderr}");
+        }
+        out
+    }};
+}
+
+/// A command touching 2,000 fresh pages gets the page faults with `-b` that it gets without:
+/// the kernel's own count of the command's faults (perf events enabled at its exec), give or
+/// take the two the exec itself may take before it (the shared counter follows the command's
+/// process from its release, as perf's bperf does, which has no enable at exec).
+///
+/// Oracle: the kernel counting the command's page faults (`stat` without `-b`), and the
+/// program's 2,000 fresh pages, one fault each.
+#[test]
+fn counts_as_without_bpf() {
+    let fs = bpffs!("bperf-counts");
+    let touch = match toucher() {
+        Ok(touch) => touch,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let touch = touch.to_str().unwrap();
+    let with = stat_b!(fs.map(), ["-e", "page-faults", "--", touch, "2000"]);
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let without = counterhal(&["stat", "-x,", "-e", "page-faults", "--", touch, "2000"]);
+    assert!(without.status.success());
+    let (with, without) = (counts(&with.stderr), counts(&without.stderr));
+    let (with, without) = (with[0].1, without[0].1);
+    assert!((2000..2100).contains(&without), "{without}");
+    assert!(with.abs_diff(without) <= 2, "-b {with}, without {without}");
+}
+
+/// Two sessions counting one event share one leader: while the first runs, the attr map
+/// holds one entry whose link lives; the second finds it and leaves it (the same link id),
+/// so the map still holds one entry; when both have ended the leader is gone (its link no
+/// longer lives) and the map stays pinned with its stale entry, as perf leaves it (the next
+/// session starts a new leader and rewrites the entry).
+///
+/// Oracle: perf 7.2's protocol (bpf_counter.c's `bperf__load`, `bperf_reload_leader_program`;
+/// bpf_perf.h: the map holds ids, no references), read back from the kernel's map.
+#[test]
+fn two_sessions_share_one_leader() {
+    let fs = bpffs!("bperf-share");
+    let map = fs.map();
+    let map_arg = map.to_str().unwrap().to_string();
+    // A probe that skips where BPF cannot count.
+    let probe = stat_b!(map.clone(), ["-e", "task-clock", "true"]);
+    assert!(
+        probe.status.success(),
+        "{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    let long = |seconds: &str| {
+        Command::new(bin())
+            .args([
+                "stat",
+                "-x,",
+                "-b",
+                "--bpf-attr-map",
+                &map_arg,
+                "-e",
+                "page-faults",
+            ])
+            .args(["sleep", seconds])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let entry = || {
+        let entries = attr_map_entries(Some(&map)).unwrap();
+        entries
+            .iter()
+            .find(|(key, _, _)| key[0..4] == 1u32.to_ne_bytes() && key[8..16] == 2u64.to_ne_bytes())
+            .map(|&(_, link, diff)| (link, diff))
+    };
+    let first = long("2");
+    let mut seen = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = entry().filter(|&(link, _)| link_lives(link));
+        if seen.is_some() {
+            break;
+        }
+    }
+    let (link, _) = seen.expect("the first session's leader in the attr map");
+    let second = long("1");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        entry().map(|(l, _)| l),
+        Some(link),
+        "the second session took the first's leader"
+    );
+    // task-clock's entry (the probe's, stale) and page-faults': one each.
+    assert_eq!(attr_map_entries(Some(&map)).unwrap().len(), 2);
+    for child in [second, first] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(!link_lives(link), "the leader outlived its sessions");
+    assert!(map.exists(), "the attr map stays pinned");
+    assert_eq!(entry().map(|(l, _)| l), Some(link), "the stale entry stays");
+    // A later session starts a new leader in the stale entry's place.
+    let again = long("0.2");
+    let mut renewed = None;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        renewed = entry().filter(|&(l, _)| l != link);
+        if renewed.is_some() {
+            break;
+        }
+    }
+    assert!(again.wait_with_output().unwrap().status.success());
+    assert!(
+        renewed.is_some(),
+        "no new leader in the stale entry's place"
+    );
+}
+
+/// Where the attr map's directory is no BPF file system, `-b` says so and what would do,
+/// as perf fails ("Failed to lock perf_event_attr map") where it cannot pin the map.
+///
+/// Oracle: the kernel refusing to pin outside a BPF file system (EPERM, kernel/bpf/inode.c).
+#[test]
+fn a_map_outside_a_bpf_file_system_is_refused() {
+    let _fs = bpffs!("bperf-refuse");
+    let dir = std::env::temp_dir();
+    let map = dir.join(format!("counterhal-not-bpffs-{}", std::process::id()));
+    let out = counterhal(&[
+        "stat",
+        "-b",
+        "--bpf-attr-map",
+        map.to_str().unwrap(),
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("BPF file system"), "{stderr}");
+    assert!(!map.exists());
+}
