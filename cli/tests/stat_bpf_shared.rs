@@ -5,7 +5,7 @@
 //! system of its own on a fresh directory (the machine's /sys/fs/bpf is not touched) and names
 //! the map there with `--bpf-attr-map`; without root they skip.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use counterhal::advanced::bperf::{attr_map_entries, link_lives};
@@ -133,6 +133,9 @@ fn counts_as_without_bpf() {
     );
     let without = counterhal(&["stat", "-x,", "-e", "page-faults", "--", touch, "2000"]);
     assert!(without.status.success());
+    if let Some(dir) = Path::new(touch).parent() {
+        std::fs::remove_dir_all(dir).ok();
+    }
     let (with, without) = (counts(&with.stderr), counts(&without.stderr));
     let (with, without) = (with[0].1, without[0].1);
     assert!((2000..2100).contains(&without), "{without}");
@@ -250,4 +253,124 @@ fn a_map_outside_a_bpf_file_system_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("BPF file system"), "{stderr}");
     assert!(!map.exists());
+}
+
+/// The attr map's keys are the attributes perf 7.2 keys them by: for each event, the
+/// `struct perf_event_attr` perf 7.2 opens it with (`perf stat -vv` prints it), less what
+/// perf sets only when it opens a counter without bperf (create_perf_stat_counter:
+/// `read_format`, `sample_type` IDENTIFIER, `disabled`, `inherit`, `enable_on_exec`), which
+/// bperf__load runs before; `size` perf 7.2's 144.
+///
+/// Oracle: perf 7.2.13 (Debian sid's, run from the current-releases lab's root) printing its
+/// attributes, and tools/perf/builtin-stat.c's order of bpf_counter__load and
+/// create_perf_stat_counter.
+#[test]
+fn keys_are_perf_72s_attributes() {
+    let perf = match counterhal_conformance::fixtures::perf_tree::perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let fs = bpffs!("bperf-keys");
+    let events = ["page-faults", "page-faults:u", "cs:k", "task-clock"];
+    let printed = Command::new(&perf[0])
+        .args(&perf[1..])
+        .args(["stat", "-vv", "-e", &events.join(","), "true"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&printed.stderr);
+    // Each attribute perf printed, as the 144 bytes of the key.
+    let mut expected: Vec<Vec<u8>> = Vec::new();
+    for block in text.split("perf_event_attr:").skip(1) {
+        let mut key = vec![0u8; 144];
+        let mut flags = 0u64;
+        for line in block.lines().skip(1) {
+            let mut words = line.split_whitespace();
+            let (Some(field), Some(value)) = (words.next(), words.next()) else {
+                break;
+            };
+            let number = || {
+                value.strip_prefix("0x").map_or_else(
+                    || value.parse::<u64>().unwrap(),
+                    |hex| u64::from_str_radix(hex, 16).unwrap(),
+                )
+            };
+            let bit = match field {
+                "type" => {
+                    key[0..4].copy_from_slice(&(number() as u32).to_ne_bytes());
+                    continue;
+                }
+                "size" => {
+                    key[4..8].copy_from_slice(&(number() as u32).to_ne_bytes());
+                    continue;
+                }
+                "config" => {
+                    key[8..16].copy_from_slice(&number().to_ne_bytes());
+                    continue;
+                }
+                "sample_type" | "read_format" | "disabled" | "inherit" | "enable_on_exec" => {
+                    continue;
+                }
+                "exclude_user" => 4,
+                "exclude_kernel" => 5,
+                "exclude_hv" => 6,
+                "exclude_idle" => 7,
+                "exclude_host" => 19,
+                "exclude_guest" => 20,
+                other => panic!("perf 7.2 set {other}, which this test does not lay out"),
+            };
+            flags |= 1 << bit;
+        }
+        key[40..48].copy_from_slice(&flags.to_ne_bytes());
+        expected.push(key);
+    }
+    assert_eq!(expected.len(), events.len(), "{text}");
+    for event in events {
+        let out = stat_b!(fs.map(), ["-e", event, "true"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut ours: Vec<Vec<u8>> = attr_map_entries(Some(&fs.map()))
+        .unwrap()
+        .into_iter()
+        .map(|(key, _, _)| key)
+        .collect();
+    ours.sort();
+    expected.sort();
+    assert_eq!(ours, expected);
+}
+
+/// Without `--bpf-attr-map` the map is perf's default, `perf_attr_map` in the BPF file
+/// system at /sys/fs/bpf, and stays pinned there after the session. Run in a mount namespace
+/// of its own, whose /sys/fs/bpf is a fresh BPF file system (the machine's is not touched).
+///
+/// Oracle: perf 7.2's default path (libperf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` under
+/// `sysfs__mountpoint()`, bpf_counter.c's `bperf_lock_attr_map`).
+#[test]
+fn the_default_map_is_perfs() {
+    // Mounting one at all is the privilege this takes.
+    let _fs = bpffs!("bperf-default");
+    let script = format!(
+        "mount -t bpf bpf /sys/fs/bpf && {} stat -x, -b -e page-faults true && ls /sys/fs/bpf",
+        bin().display()
+    );
+    let out = match Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => skip!(Need::Tools, "no unshare: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("CAP_BPF") {
+        skip!(Need::Privilege, "{stderr}");
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.lines().any(|l| l == "perf_attr_map"),
+        "{stdout} {stderr}"
+    );
 }
