@@ -110,7 +110,8 @@ macro_rules! stat_b {
     }};
 }
 
-/// A command touching 2,000 fresh pages gets the page faults with `-b` that it gets without:
+/// A command touching 2,000 fresh pages gets the page faults with `-b` that it gets without,
+/// and so does a shell that starts it twice (the processes a command starts count with it):
 /// the kernel's own count of the command's faults (perf events enabled at its exec), give or
 /// take the two the exec itself may take before it (the shared counter follows the command's
 /// process from its release, as perf's bperf does, which has no enable at exec).
@@ -133,6 +134,19 @@ fn counts_as_without_bpf() {
     );
     let without = counterhal(&["stat", "-x,", "-e", "page-faults", "--", touch, "2000"]);
     assert!(without.status.success());
+    // A shell starting the program twice: the processes the command starts count with it.
+    let script = format!("{touch} 1000; {touch} 1000");
+    let shell_with = stat_b!(fs.map(), ["-e", "page-faults", "--", "sh", "-c", &script]);
+    let shell_without = counterhal(&[
+        "stat",
+        "-x,",
+        "-e",
+        "page-faults",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
     if let Some(dir) = Path::new(touch).parent() {
         std::fs::remove_dir_all(dir).ok();
     }
@@ -140,6 +154,13 @@ fn counts_as_without_bpf() {
     let (with, without) = (with[0].1, without[0].1);
     assert!((2000..2100).contains(&without), "{without}");
     assert!(with.abs_diff(without) <= 2, "-b {with}, without {without}");
+    let with = counts(&shell_with.stderr)[0].1;
+    let without = counts(&shell_without.stderr)[0].1;
+    assert!(without >= 2000, "{without}");
+    assert!(
+        with.abs_diff(without) <= 8,
+        "-b {with}, without {without} (sh -c)"
+    );
 }
 
 /// Two sessions counting one event share one leader: while the first runs, the attr map
