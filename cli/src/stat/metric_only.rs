@@ -5,10 +5,10 @@
 use std::fmt::Write as _;
 
 use super::metrics::{Beside, Style};
-use super::printing::{cpus_heading, label_width};
 use super::results::Place;
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
+use super::topology::{cpus_heading, label_width};
 use counterhal::metrics::{MetricDef, evaluate};
 use counterhal_system::System;
 

@@ -14,7 +14,7 @@ use super::metrics::{Beside, Metric, Style};
 use super::results::Place;
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
-use super::topology::line_order;
+use super::topology::{cpus_heading, label_width, line_order};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
@@ -228,28 +228,6 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         out.push('\n');
     }
     not_supported(out, &summary.events);
-}
-
-/// The width of a `--per-core` (`--per-socket`...) label in perf's table, before the number
-/// of CPUs it added up.
-pub(super) fn label_width(key: &str) -> usize {
-    match key {
-        // perf 7.2's `aggr_header_lens` and the space after them, for its own modes.
-        "cache" => 23,
-        "cluster" => 21,
-        "core" => 16,
-        "die" => 9,
-        _ => 7,
-    }
-}
-
-/// The heading of the number of CPUs added up: perf 7.2's `ctrs` for its own modes
-/// (`--per-cache`, `--per-cluster`), perf 6.1's `cpus` for the others.
-pub(super) fn cpus_heading(key: &str) -> &'static str {
-    match key {
-        "cache" | "cluster" => "ctrs",
-        _ => "cpus",
-    }
 }
 
 /// `--table`: each run's elapsed time in seconds, its distance from the mean, and a bar of

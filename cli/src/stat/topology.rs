@@ -265,6 +265,28 @@ pub fn line_order(section: &Section) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The width of a `--per-core` (`--per-socket`...) label in perf's table, before the number
+/// of CPUs it added up.
+pub fn label_width(key: &str) -> usize {
+    match key {
+        // perf 7.2's `aggr_header_lens` and the space after them, for its own modes.
+        "cache" => 23,
+        "cluster" => 21,
+        "core" => 16,
+        "die" => 9,
+        _ => 7,
+    }
+}
+
+/// The heading of the number of CPUs added up: perf 7.2's `ctrs` for its own modes
+/// (`--per-cache`, `--per-cluster`), perf 6.1's `cpus` for the others.
+pub fn cpus_heading(key: &str) -> &'static str {
+    match key {
+        "cache" | "cluster" => "ctrs",
+        _ => "cpus",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
