@@ -189,7 +189,11 @@ fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
             "{args:?}: {text}"
         );
     };
-    refuse(&["--cputype", "xyz"], "cycles", "no event here is counted");
+    refuse(
+        &["--cputype", "xyz"],
+        "cycles",
+        "--cputype xyz is not supported!",
+    );
     refuse(
         &["--cputype", "atom"],
         "cycles,topdown-fetch-lat",

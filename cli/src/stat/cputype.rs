@@ -17,6 +17,33 @@ fn core_pmu(encoding: &Encoding) -> Option<&str> {
     }
 }
 
+/// Refuses a `cputype` that names no PMU under `devices` (`None`: no sysfs PMUs here, nothing
+/// to check), as perf 7.2's `parse_cputype` does (`perf_pmus__pmu_for_pmu_filter`,
+/// tools/perf/util/pmus.c: a PMU of that name, or of that name after `uncore_` or `cpu_`):
+/// "--cputype 123 is not supported!".
+///
+/// # Errors
+/// No such PMU (bad input).
+pub fn named_pmu(devices: Option<&std::path::Path>, cputype: &str) -> Result<(), Error> {
+    let Some(devices) = devices else {
+        return Ok(());
+    };
+    let plain = !cputype.is_empty() && !cputype.contains(['/', '\0']) && cputype != "..";
+    let exists = |name: String| plain && devices.join(name).is_dir();
+    if exists(cputype.to_string())
+        || exists(format!("uncore_{cputype}"))
+        || exists(format!("cpu_{cputype}"))
+    {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "--cputype {cputype} is not supported! (no PMU `{cputype}`, `cpu_{cputype}` or \
+         `uncore_{cputype}` in {})",
+        devices.display()
+    ))
+    .with_hint("--cputype atom or core names a hybrid CPU's cpu_atom or cpu_core"))
+}
+
 /// Keeps, of each event of `events` counted on hybrid core PMUs, the part on the PMU
 /// `cputype` names.
 ///
@@ -92,5 +119,30 @@ pub fn with_model(context: counterhal::Context, cputype: &str) -> counterhal::Co
             switched
         }
         _ => context,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Oracle: perf 7.2.13's `perf_pmus__pmu_for_pmu_filter` (tools/perf/util/pmus.c): a PMU
+    /// named so, or so after `uncore_` or `cpu_`; perf 7.2's stat.sh: `perf stat
+    /// --cputype="123" -e instructions true` fails.
+    #[test]
+    fn a_cputype_names_a_pmu_as_perf_finds_it() {
+        let dir = std::env::temp_dir().join(format!("counterhal-cputype-{}", std::process::id()));
+        for pmu in ["cpu_atom", "software", "uncore_imc"] {
+            std::fs::create_dir_all(dir.join(pmu)).unwrap();
+        }
+        for name in ["atom", "cpu_atom", "software", "imc", "uncore_imc"] {
+            assert!(named_pmu(Some(&dir), name).is_ok(), "{name}");
+        }
+        for name in ["123", "core", "", "..", "../counterhal", "atom/x"] {
+            let refused = named_pmu(Some(&dir), name).unwrap_err();
+            assert!(refused.message().contains("is not supported!"), "{refused}");
+        }
+        assert!(named_pmu(None, "123").is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

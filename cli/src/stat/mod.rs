@@ -402,6 +402,7 @@ fn plan_counting<B: Backend>(
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
     if let Some(cputype) = args.more.cputype() {
+        cputype::named_pmu(devices.as_deref(), cputype).map_err(|e| CliError::usage(e, USAGE))?;
         cputype::keep(&mut events, cputype).map_err(|e| CliError::usage(e, USAGE))?;
     }
     measurement::rename(&mut events, &shown_as);
