@@ -55,6 +55,7 @@ mod slurm;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
 mod table;
+mod text_format;
 mod tls;
 mod transport;
 mod users;

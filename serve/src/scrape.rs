@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::counting::Exporter;
-use super::exposition::{self, Format};
+use super::exposition;
 use super::health::Health;
 use super::message::{Handler, Request, Response};
+use super::text_format::Format;
 
 /// The exporter's routes over its counters.
 pub struct Scrape {
